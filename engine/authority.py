@@ -1,0 +1,187 @@
+"""Who is calling, and which partition of which store they may reach.
+
+One function, ``Authorizer.authorize``, serves every entry point (Python
+API, socket, desktop).  Callers never name a store, agent, path or scope:
+an agent proves itself with its credential and the audience its host
+minted; the engine maps that to exactly one partition.
+
+    caller                           partition            writes
+    owner-private (owner credential) private              yes
+    conversation, no grant           conversation:<id>    yes
+    conversation, grant "read"       private              no
+    conversation, "read-and-save"    private              yes
+    spawned child                    same as its root     same as its root
+    operator (the desktop)           an agent's private   never
+    missing, stale, foreign, sandboxed                    denied
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .config import SettingsSource
+from .errors import Denied, InvalidParams, NotFound, WritesDisabled
+from .ids import canonical_session_id
+from .records import PRIVATE_SCOPE, conversation_scope
+from .registry import Agent, Registry, StoreRecord
+from .stores import StoreResolver
+
+OWNER_PRIVATE = "owner-private"
+CONVERSATION = "conversation"
+CHILD = "child"
+OPERATOR = "operator"
+SESSION_KEY_MAX = 256
+INSTANCE_MAX = 128
+
+
+@dataclass(frozen=True)
+class Audience:
+    """A host-minted memory audience, parsed and checked for shape."""
+
+    kind: str
+    session_key: str | None = None
+    session_id: str | None = None
+    delegated: bool = False
+
+    @classmethod
+    def parse(cls, data: Any) -> "Audience":
+        """Parse the wire form; a sandboxed audience is denied outright."""
+        if isinstance(data, Audience):
+            return data
+        if not isinstance(data, dict):
+            raise Denied("a memory audience is required")
+        if data.get("sandboxed") is True:
+            raise Denied("sandboxed sessions have no memory access")
+        kind = data.get("kind")
+        if kind == CHILD:
+            root = data.get("root")
+            if isinstance(root, dict) and root.get("kind") == CHILD:
+                raise InvalidParams("a child audience names its root audience, not another child",
+                                    field="audience.root")
+            parent = cls.parse(root)
+            return cls(parent.kind, parent.session_key, parent.session_id, delegated=True)
+        if kind == OWNER_PRIVATE:
+            return cls(OWNER_PRIVATE)
+        if kind == CONVERSATION:
+            key = data.get("sessionKey")
+            if not isinstance(key, str) or not key.strip() or len(key) > SESSION_KEY_MAX:
+                raise InvalidParams("a conversation audience needs a sessionKey (1-256 characters)",
+                                    field="audience.sessionKey")
+            session_id = canonical_session_id(data.get("sessionId"))
+            if session_id is None:
+                raise InvalidParams("a conversation audience needs a sessionId UUID", field="audience.sessionId")
+            return cls(CONVERSATION, key, session_id)
+        raise InvalidParams("audience kind must be owner-private, conversation or child", field="audience.kind")
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        if self.kind == CONVERSATION:
+            data.update(sessionKey=self.session_key, sessionId=self.session_id)
+        return {"kind": CHILD, "root": data} if self.delegated else data
+
+
+@dataclass(frozen=True)
+class AgentCaller:
+    """An agent: its credential, the audience its host declared, and an optional instance id."""
+
+    token: str | None
+    audience: Any
+    instance: str | None = None
+
+
+@dataclass(frozen=True)
+class OperatorCaller:
+    """The local owner at the desktop, browsing one agent's private partition read-only."""
+
+    agent: str
+
+
+Caller = AgentCaller | OperatorCaller
+
+
+@dataclass(frozen=True)
+class Authority:
+    """What an authorized caller reaches: one partition of one store."""
+
+    agent: str
+    store: StoreRecord | None
+    partition: str
+    can_write: bool
+    kind: str
+    audience: Audience | None = None
+    grant: str | None = None
+    instance: str | None = None
+
+    def attribution(self) -> dict[str, Any]:
+        """Who wrote a revision, as records carry it."""
+        data: dict[str, Any] = {"agent": self.agent}
+        if self.instance:
+            data["instance"] = self.instance
+        data["audience"] = self.kind
+        if self.audience is not None and self.audience.session_id:
+            data["session"] = self.audience.session_id
+        if self.audience is not None and self.audience.delegated:
+            data["delegated"] = True
+        return data
+
+
+class Authorizer:
+    def __init__(self, registry: Registry, settings: SettingsSource, resolver: StoreResolver) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.resolver = resolver
+
+    def authorize(self, caller: Caller, *, write: bool = False, create: bool = True) -> Authority:
+        """Resolve a caller to its partition, or raise Denied / WritesDisabled / StoreUnavailable.
+
+        ``create`` allows an agent's first authorized use to create its store;
+        operators never create one.
+        """
+        if isinstance(caller, OperatorCaller):
+            return self._operator(caller, write=write)
+        if not isinstance(caller, AgentCaller):
+            raise Denied("unknown caller")
+        agent = self.registry.authenticate(caller.token)
+        if agent is None:
+            raise Denied("missing, unknown or revoked credential")
+        audience = Audience.parse(caller.audience)
+        scope = "memory:write" if write else "memory:read"
+        if scope not in agent.scopes:
+            raise Denied(f"this credential lacks the {scope} scope")
+        instance = _instance(caller.instance)
+        partition, can_write, grant = self._partition_for(agent, audience)
+        if write:
+            if not self.settings.current().writes_enabled:
+                raise WritesDisabled("the owner has turned Knowledge writes off")
+            if not can_write:
+                raise Denied("this conversation's grant is read-only")
+        store = self.resolver.effective(agent.name, create=create)
+        return Authority(agent.name, store, partition, can_write, audience.kind, audience, grant, instance)
+
+    def _partition_for(self, agent: Agent, audience: Audience) -> tuple[str, bool, str | None]:
+        if audience.kind == OWNER_PRIVATE:
+            if not agent.owner:
+                raise Denied("this credential has no owner authority")
+            return PRIVATE_SCOPE, True, None
+        grant = self.registry.grant(agent.name, audience.session_key or "")
+        if grant is None:
+            return conversation_scope(audience.session_id or ""), True, None
+        return PRIVATE_SCOPE, grant.access == "read-and-save", grant.access
+
+    def _operator(self, caller: OperatorCaller, *, write: bool) -> Authority:
+        if write:
+            raise Denied("the operator reads knowledge; only agents write it")
+        agent = self.registry.agent(caller.agent)
+        if agent is None or not agent.active:
+            raise NotFound(f"no agent named {caller.agent!r}", agent=caller.agent)
+        store = self.resolver.effective(agent.name, create=False)
+        return Authority(agent.name, store, PRIVATE_SCOPE, False, OPERATOR)
+
+
+def _instance(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > INSTANCE_MAX or "\n" in value:
+        raise InvalidParams("instance must be a one-line string of at most 128 characters", field="instance")
+    return value.strip()

@@ -1,0 +1,172 @@
+"""Owner settings: ``<state>/config.json``, one typed object, re-read on change.
+
+The file is the authority for store membership and for switches such as
+``writesEnabled``.  The engine re-reads it when it changes; an invalid file
+is reported and the last valid settings stay in force.  Keys this release
+does not know are kept as they are when the engine saves the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import InvalidParams
+from .files import atomic_write
+from .ids import is_agent_name
+
+SCHEMA_VERSION = 1
+CONFIG_MAX_BYTES = 1024 * 1024
+_STORE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+# Each step takes a config dict at version N and returns it at version N + 1.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def is_store_name(value: object) -> bool:
+    return isinstance(value, str) and _STORE_NAME.fullmatch(value) is not None
+
+
+@dataclass(frozen=True)
+class NamedStore:
+    """A named store's membership as the owner configured it."""
+
+    name: str
+    label: str
+    agents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Settings:
+    schema_version: int = SCHEMA_VERSION
+    writes_enabled: bool = True
+    stores: dict[str, NamedStore] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def named_stores_of(self, agent: str) -> list[str]:
+        """Names of every named store that lists ``agent`` (more than one makes it unavailable)."""
+        return sorted(name for name, store in self.stores.items() if agent in store.agents)
+
+    def with_stores(self, stores: dict[str, NamedStore]) -> "Settings":
+        raw = dict(self.raw)
+        raw["stores"] = {
+            name: {"label": store.label, "agents": list(store.agents)} for name, store in sorted(stores.items())
+        }
+        return replace(self, stores=dict(stores), raw=raw)
+
+    def to_json(self) -> bytes:
+        raw = dict(self.raw)
+        raw["schemaVersion"] = self.schema_version
+        raw["writesEnabled"] = self.writes_enabled
+        raw.setdefault("stores", {})
+        return (json.dumps(raw, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
+    version = data.get("schemaVersion", SCHEMA_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidParams("schemaVersion must be a positive integer", field="schemaVersion")
+    if version > SCHEMA_VERSION:
+        raise InvalidParams(
+            f"config.json is schema version {version}; this release reads up to {SCHEMA_VERSION}",
+            field="schemaVersion",
+        )
+    while version < SCHEMA_VERSION:
+        data = MIGRATIONS[version](dict(data))
+        version += 1
+        data["schemaVersion"] = version
+    return data
+
+
+def parse_settings(data: Any) -> Settings:
+    """Validate a decoded config.json; raises InvalidParams naming the field."""
+    if not isinstance(data, dict):
+        raise InvalidParams("config.json must hold a JSON object")
+    data = migrate(data)
+    writes = data.get("writesEnabled", True)
+    if not isinstance(writes, bool):
+        raise InvalidParams("writesEnabled must be true or false", field="writesEnabled")
+    stores_raw = data.get("stores", {})
+    if not isinstance(stores_raw, dict):
+        raise InvalidParams("stores must be an object of named stores", field="stores")
+    stores = {}
+    for name, entry in stores_raw.items():
+        where = f"stores.{name}"
+        if not is_store_name(name):
+            raise InvalidParams(
+                "store names are 1-64 lowercase letters, digits, '-' or '_'", field=where
+            )
+        if not isinstance(entry, dict):
+            raise InvalidParams("a named store must be an object", field=where)
+        label = entry.get("label", name)
+        if not isinstance(label, str) or not label.strip() or "\n" in label:
+            raise InvalidParams("label must be a one-line string", field=f"{where}.label")
+        agents = entry.get("agents", [])
+        if not isinstance(agents, list) or not all(is_agent_name(agent) for agent in agents):
+            raise InvalidParams("agents must be a list of agent names", field=f"{where}.agents")
+        if len(set(agents)) != len(agents):
+            raise InvalidParams("agents lists an agent twice", field=f"{where}.agents")
+        stores[name] = NamedStore(name, label.strip(), tuple(agents))
+    return Settings(SCHEMA_VERSION, writes, stores, dict(data))
+
+
+def read_settings(path: Path) -> Settings:
+    """Read and validate config.json; a missing file means the defaults."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Settings()
+    if len(data) > CONFIG_MAX_BYTES:
+        raise InvalidParams(f"config.json is larger than {CONFIG_MAX_BYTES} bytes")
+    try:
+        decoded = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidParams(f"config.json is not valid JSON: {exc}") from exc
+    return parse_settings(decoded)
+
+
+class SettingsSource:
+    """The settings in force, re-read whenever config.json changes on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int, int] | None = None
+        self._settings = Settings()
+        self.problem: str | None = None
+        self.current()
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (info.st_ino, info.st_mtime_ns, info.st_size)
+
+    def current(self) -> Settings:
+        with self._lock:
+            stamp = self._file_stamp()
+            if stamp != self._stamp:
+                self._stamp = stamp
+                try:
+                    self._settings = read_settings(self.path)
+                    self.problem = None
+                except InvalidParams as exc:
+                    where = exc.details.get("field")
+                    self.problem = f"{exc.message} ({where})" if where else exc.message
+            return self._settings
+
+    def save(self, settings: Settings) -> None:
+        """Write settings atomically (used by membership and settings edits)."""
+        parse_settings(json.loads(settings.to_json()))
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, settings.to_json(), mode=0o600)
+            self._settings = settings
+            self._stamp = self._file_stamp()
+            self.problem = None

@@ -1,0 +1,127 @@
+"""A small class around one SQLite connection.
+
+``atomic()`` nests with savepoints, so a function that needs a transaction
+can open one whether or not its caller already has.  Schema changes are
+named migrations recorded in a ``migrations`` table and applied once, in
+order.  Connections are opened in WAL mode with ``synchronous=FULL``: a
+committed transaction is what the engine acknowledges, so it must survive
+power loss.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from .errors import StoreUnavailable
+
+Migration = tuple[str, str]  # (name, SQL script)
+
+
+class Database:
+    def __init__(self, connection: sqlite3.Connection, path: Path | None) -> None:
+        self.connection = connection
+        self.path = path
+        self._savepoints = itertools.count()
+        self._depth = 0
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(cls, path: Path | None, *, create: bool, migrations: Sequence[Migration] = ()) -> "Database":
+        """Open (or with ``create`` make) a database and bring its schema up to date.
+
+        Without ``create`` a missing file is an error: a store that lost its
+        database is never given an empty new one behind the owner's back.
+        """
+        if path is None:
+            connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        else:
+            mode = "rwc" if create else "rw"
+            try:
+                connection = sqlite3.connect(
+                    f"{path.resolve().as_uri()}?mode={mode}", uri=True,
+                    isolation_level=None, check_same_thread=False, timeout=30,
+                )
+            except sqlite3.OperationalError as exc:
+                raise StoreUnavailable(f"cannot open database {path.name}: {exc}", path=str(path)) from exc
+        connection.row_factory = sqlite3.Row
+        connection.execute("PRAGMA foreign_keys = ON")
+        if path is not None:
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = FULL")
+        database = cls(connection, path)
+        database.migrate(migrations)
+        return database
+
+    def close(self) -> None:
+        self.connection.close()
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """A transaction, or a savepoint inside the caller's transaction."""
+        with self._lock:
+            if self._depth == 0:
+                self.connection.execute("BEGIN IMMEDIATE")
+                self._depth += 1
+                try:
+                    yield
+                except BaseException:
+                    self._depth -= 1
+                    self.connection.execute("ROLLBACK")
+                    raise
+                self._depth -= 1
+                self.connection.execute("COMMIT")
+                return
+            name = f"sp{next(self._savepoints)}"
+            self.connection.execute(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                self.connection.execute(f"ROLLBACK TO {name}")
+                self.connection.execute(f"RELEASE {name}")
+                raise
+            self._depth -= 1
+            self.connection.execute(f"RELEASE {name}")
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
+        with self._lock:
+            return self.connection.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> sqlite3.Cursor:
+        with self._lock:
+            return self.connection.executemany(sql, rows)
+
+    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Row | None:
+        with self._lock:
+            return self.connection.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self.connection.execute(sql, params).fetchall()
+
+    def migrate(self, migrations: Sequence[Migration]) -> None:
+        with self._lock:
+            self.connection.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            applied = {row[0] for row in self.connection.execute("SELECT name FROM migrations")}
+            for name, script in migrations:
+                if name in applied:
+                    continue
+                with self.atomic():
+                    for statement in _statements(script):
+                        self.connection.execute(statement)
+                    self.connection.execute(
+                        "INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,)
+                    )
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements (no semicolons inside our literals)."""
+    return [statement.strip() for statement in script.split(";") if statement.strip()]

@@ -1,0 +1,201 @@
+"""Safe file access inside a root directory.
+
+Every path the engine touches inside a vault goes through here.  Paths are
+partition-relative POSIX strings; they never leave their root, never pass
+through a symlink and never name a hardlinked file.  Writes are atomic:
+unique temp file in the same directory, fsync, ``os.replace``, fsync of the
+directory.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from .errors import InvalidParams, LimitExceeded, NotFound
+
+MAX_DEPTH = 8
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+_CHUNK = 1 << 20
+
+
+class UnsafePath(InvalidParams):
+    """A path that tries to leave its root, or passes a symlink or hardlink."""
+
+
+def check_relative_path(relpath: str, *, max_depth: int = MAX_DEPTH) -> PurePosixPath:
+    """Validate a root-relative POSIX path without touching the disk."""
+    if not isinstance(relpath, str) or not relpath:
+        raise UnsafePath("path must be a non-empty string", path=relpath)
+    if "\x00" in relpath or "\\" in relpath:
+        raise UnsafePath("path contains a NUL or backslash", path=relpath)
+    pure = PurePosixPath(relpath)
+    if pure.is_absolute() or relpath.startswith("/"):
+        raise UnsafePath("absolute paths are not allowed", path=relpath)
+    parts = relpath.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise UnsafePath("path must not contain empty, '.' or '..' components", path=relpath)
+    if len(parts) > max_depth:
+        raise LimitExceeded(f"path is deeper than {max_depth} levels", path=relpath, limit=max_depth)
+    return pure
+
+
+def resolve_inside(root: Path, relpath: str) -> Path:
+    """Join ``relpath`` to ``root``, refusing any symlink on the way.
+
+    Components that do not exist yet are fine (the caller may be about to
+    create them); components that exist must be real directories, and the
+    leaf must not be a symlink.
+    """
+    pure = check_relative_path(relpath)
+    current = root
+    for index, part in enumerate(pure.parts):
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return root.joinpath(*pure.parts)
+        if stat.S_ISLNK(info.st_mode):
+            raise UnsafePath("path passes through a symlink", path=relpath)
+        if index < len(pure.parts) - 1 and not stat.S_ISDIR(info.st_mode):
+            raise UnsafePath("path passes through a file", path=relpath)
+    return current
+
+
+def _open_regular(path: Path, relpath: str) -> tuple[int, os.stat_result]:
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _BINARY)
+    except FileNotFoundError as exc:
+        raise NotFound("file not found", path=relpath) from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath("file is a symlink", path=relpath) from exc
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise UnsafePath("not a regular file", path=relpath)
+    if info.st_nlink > 1:
+        os.close(fd)
+        raise UnsafePath("file has more than one hard link", path=relpath)
+    return fd, info
+
+
+def read_file(root: Path, relpath: str, *, max_bytes: int) -> tuple[bytes, os.stat_result]:
+    """Read a regular, singly linked file inside ``root``, at most ``max_bytes``."""
+    path = resolve_inside(root, relpath)
+    fd, info = _open_regular(path, relpath)
+    try:
+        if info.st_size > max_bytes:
+            raise LimitExceeded(
+                f"file is larger than {max_bytes} bytes", path=relpath, limit=max_bytes, size=info.st_size
+            )
+        chunks = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(_CHUNK, remaining))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise LimitExceeded(f"file is larger than {max_bytes} bytes", path=relpath, limit=max_bytes)
+        return data, info
+    finally:
+        os.close(fd)
+
+
+def sha256_file(root: Path, relpath: str) -> tuple[str, int]:
+    """Stream a file's sha256 (hex) and size; no size limit, constant memory."""
+    path = resolve_inside(root, relpath)
+    fd, _ = _open_regular(path, relpath)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        while chunk := os.read(fd, _CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest(), size
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or creation in ``path`` durable (a no-op where unsupported)."""
+    if os.name == "nt":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_dirs(root: Path, relpath: str) -> Path:
+    """Create the directories of ``relpath`` under ``root`` (no symlinks)."""
+    target = resolve_inside(root, relpath)
+    created = []
+    probe = target
+    while not probe.exists():
+        created.append(probe)
+        probe = probe.parent
+    for directory in reversed(created):
+        directory.mkdir()
+        fsync_dir(directory.parent)
+    if not target.is_dir() or target.is_symlink():
+        raise UnsafePath("not a directory", path=relpath)
+    return target
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> os.stat_result:
+    """Write ``data`` to ``path`` atomically and durably; returns the new file's stat."""
+    directory = path.parent
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, mode)
+        os.replace(temp_name, path)
+    except BaseException:
+        try:
+            os.unlink(temp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(directory)
+    return os.lstat(path)
+
+
+def write_inside(root: Path, relpath: str, data: bytes) -> os.stat_result:
+    """Atomically write a file at a root-relative path, creating its directories."""
+    parent = str(PurePosixPath(relpath).parent)
+    if parent != ".":
+        ensure_dirs(root, parent)
+    path = resolve_inside(root, relpath)
+    if path.exists():
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafePath("target is not a regular file", path=relpath)
+    return atomic_write(path, data)
+
+
+def remove_inside(root: Path, relpath: str) -> None:
+    """Remove a file we created (used when rolling a publication back)."""
+    path = resolve_inside(root, relpath)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    fsync_dir(path.parent)

@@ -1,0 +1,37 @@
+"""Validation findings: what is wrong with a file, where, and how badly."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+MAX_FINDINGS_PER_RESPONSE = 1000
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One validation result.  ``error`` makes a record invalid; ``warning`` does not."""
+
+    code: str
+    message: str
+    severity: str = "error"
+    path: str | None = None
+    field: str | None = None
+    line: int | None = None
+    record_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+        return cls(**{key: data[key] for key in cls.__dataclass_fields__ if key in data})
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    return any(finding.severity == "error" for finding in findings)
+
+
+def truncated(findings: list[dict[str, Any]], limit: int = MAX_FINDINGS_PER_RESPONSE) -> dict[str, Any]:
+    """The response shape for a findings list: at most ``limit``, truncation reported."""
+    return {"findings": findings[:limit], "total": len(findings), "truncated": len(findings) > limit}

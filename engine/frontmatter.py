@@ -1,0 +1,154 @@
+"""Markdown documents with a closed ``---`` YAML frontmatter block.
+
+The YAML subset is deliberately small and safe: JSON-compatible values only,
+string keys, no duplicate keys, no anchors or aliases (no billion laughs),
+timestamps stay strings, and nesting is bounded before anything is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from .errors import InvalidParams, LimitExceeded
+
+MAX_NESTING = 20
+RECORD_MAX_BYTES = 5_000_000
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_DELIMITER = "---"
+
+
+class DocumentSyntaxError(InvalidParams):
+    """The text is not a frontmatter document we can read."""
+
+
+def _without_timestamps(resolvers: dict) -> dict:
+    return {
+        first: [(tag, regexp) for tag, regexp in entries if tag != "tag:yaml.org,2002:timestamp"]
+        for first, entries in resolvers.items()
+    }
+
+
+class _KeyError(Exception):
+    def __init__(self, message: str, yaml_line: int) -> None:
+        super().__init__(message)
+        self.yaml_line = yaml_line
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    yaml_implicit_resolvers = _without_timestamps(_BaseLoader.yaml_implicit_resolvers)
+
+    def construct_mapping(self, node, deep=False):  # noqa: D401 - PyYAML hook
+        if not isinstance(node, yaml.MappingNode):
+            return super().construct_mapping(node, deep=deep)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise _KeyError("a non-string key", key_node.start_mark.line)
+            if key in mapping:
+                raise _KeyError(f"a duplicate key {key!r}", key_node.start_mark.line)
+            mapping[key] = self.construct_object(value_node, deep=True)
+        return mapping
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_mapping)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+    yaml_implicit_resolvers = _without_timestamps(_BaseDumper.yaml_implicit_resolvers)
+
+
+def _check_events(text: str, *, max_nesting: int, line_offset: int) -> None:
+    depth = 0
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise DocumentSyntaxError(
+                "YAML anchors and aliases are not allowed", line=event.start_mark.line + 1 + line_offset
+            )
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > max_nesting:
+                raise LimitExceeded(
+                    f"frontmatter nests deeper than {max_nesting} levels",
+                    line=event.start_mark.line + 1 + line_offset,
+                    limit=max_nesting,
+                )
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def load_yaml(
+    text: str, *, max_nesting: int = MAX_NESTING, what: str = "frontmatter", line_offset: int = 0
+) -> Any:
+    """Parse safe YAML text; raises DocumentSyntaxError or LimitExceeded.
+
+    ``line_offset`` maps YAML line numbers to the enclosing file's lines.
+    """
+    try:
+        _check_events(text, max_nesting=max_nesting, line_offset=line_offset)
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 + line_offset if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise DocumentSyntaxError(f"{what} is not valid YAML: {problem}", line=line) from exc
+    except _KeyError as exc:
+        raise DocumentSyntaxError(f"{what} has {exc}", line=exc.yaml_line + 1 + line_offset) from exc
+    except yaml.YAMLError as exc:
+        raise DocumentSyntaxError(f"{what} is not valid YAML: {exc}") from exc
+    except RecursionError as exc:
+        raise LimitExceeded(f"{what} nests too deeply", limit=max_nesting) from exc
+
+
+def dump_yaml(value: Any) -> str:
+    return yaml.dump(
+        value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100
+    )
+
+
+def split_document(text: str) -> tuple[str, str]:
+    """Split ``text`` into (frontmatter YAML, body); the block must be closed."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines[0].rstrip("\r") != _DELIMITER:
+        raise DocumentSyntaxError("document does not start with a '---' frontmatter block", line=1)
+    for index in range(1, len(lines)):
+        if lines[index].rstrip("\r") == _DELIMITER:
+            return "\n".join(lines[1:index]) + "\n", "\n".join(lines[index + 1 :])
+    raise DocumentSyntaxError("frontmatter block is not closed with '---'", line=1)
+
+
+def parse_document(data: bytes) -> tuple[dict[str, Any], str]:
+    """Decode and parse a record file into (frontmatter mapping, body)."""
+    if len(data) > RECORD_MAX_BYTES:
+        raise LimitExceeded(
+            f"record is larger than {RECORD_MAX_BYTES} bytes", limit=RECORD_MAX_BYTES, size=len(data)
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentSyntaxError(f"record is not valid UTF-8 (byte {exc.start})") from exc
+    if "\x00" in text:
+        raise DocumentSyntaxError("record contains a NUL character")
+    head, body = split_document(text)
+    frontmatter = load_yaml(head, line_offset=1)
+    if not isinstance(frontmatter, dict):
+        raise DocumentSyntaxError("frontmatter must be a mapping", line=2)
+    return frontmatter, body
+
+
+def render_document(frontmatter: dict[str, Any], body: str) -> bytes:
+    """Render frontmatter and body to the exact bytes a record file holds."""
+    if body and not body.endswith("\n"):
+        body += "\n"
+    data = f"{_DELIMITER}\n{dump_yaml(frontmatter)}{_DELIMITER}\n{body}".encode("utf-8")
+    if len(data) > RECORD_MAX_BYTES:
+        raise LimitExceeded(
+            f"record would be larger than {RECORD_MAX_BYTES} bytes", limit=RECORD_MAX_BYTES, size=len(data)
+        )
+    return data

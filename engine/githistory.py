@@ -1,0 +1,155 @@
+"""Local git history of a vault, written from the publication outbox.
+
+Git is optional: it runs when the ``git`` executable is installed and
+writes are enabled.  The repository lives at exactly ``vault/.git``; an
+enclosing repository is never adopted (every command names its git dir and
+work tree explicitly) and no remote is ever configured.
+
+Commits carry the exact bytes each publication installed, fed through
+``git fast-import``, so an edit made to a file after its publication never
+leaks into that publication's commit.  A git failure never rolls anything
+back: the outbox keeps the entry pending and a later checkpoint retries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BRANCH = "refs/heads/main"
+COMMITTER = "Knowledge Desk <knowledge-desk@localhost>"
+_TIMEOUT = 60
+
+
+class GitError(Exception):
+    """A git command failed; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class CommitFile:
+    path: str  # vault-relative
+    data: bytes
+
+
+def find_git() -> str | None:
+    return shutil.which("git")
+
+
+class GitHistory:
+    def __init__(self, vault: Path, executable: str) -> None:
+        self.vault = vault
+        self.git_dir = vault / ".git"
+        self.executable = executable
+
+    def _env(self) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+        env.update({
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_DIR": str(self.git_dir),
+            "GIT_WORK_TREE": str(self.vault),
+            "GIT_CEILING_DIRECTORIES": str(self.vault.parent),
+            "LC_ALL": "C",
+        })
+        return env
+
+    def _run(self, *args: str, stdin: bytes | None = None) -> str:
+        try:
+            completed = subprocess.run(
+                [self.executable, "-c", "core.hooksPath=" + os.devnull, "-c", "gc.auto=0", *args],
+                input=stdin, capture_output=True, env=self._env(), cwd=self.vault, timeout=_TIMEOUT,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise GitError(f"git {args[0]} could not run: {exc}") from exc
+        if completed.returncode != 0:
+            message = completed.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(f"git {args[0]} failed: {message[-1] if message else completed.returncode}")
+        return completed.stdout.decode("utf-8", "replace").strip()
+
+    def ensure_repository(self) -> None:
+        """Initialise ``vault/.git`` on first use, or check the one that is exactly there."""
+        if self.git_dir.is_symlink() or (self.git_dir.exists() and not self.git_dir.is_dir()):
+            raise GitError("vault/.git is not a directory; it will not be followed or replaced")
+        if not self.git_dir.exists():
+            self._run("init", "-q")
+            self._run("symbolic-ref", "HEAD", BRANCH)
+            exclude = self.git_dir / "info" / "exclude"
+            exclude.parent.mkdir(exist_ok=True)
+            exclude.write_text("*.tmp\n.partition.json\n", encoding="utf-8")
+            return
+        self._run("rev-parse", "--git-dir")
+        if self._run("remote"):
+            raise GitError("vault/.git has a remote configured; Knowledge history never uses remotes")
+
+    def head(self) -> str | None:
+        try:
+            return self._run("rev-parse", "--verify", "-q", BRANCH) or None
+        except GitError:
+            return None
+
+    def commit(self, files: list[CommitFile], message: str) -> str:
+        """Commit exactly ``files`` on top of the branch; returns the new commit id."""
+        self.ensure_repository()
+        parent = self.head()
+        stream = bytearray()
+        encoded = message.encode("utf-8")
+        stream += f"commit {BRANCH}\ncommitter {COMMITTER} {int(time.time())} +0000\n".encode()
+        stream += f"data {len(encoded)}\n".encode() + encoded + b"\n"
+        if parent:
+            stream += f"from {parent}\n".encode()
+        for item in files:
+            stream += f"M 100644 inline {_quote(item.path)}\ndata {len(item.data)}\n".encode()
+            stream += item.data + b"\n"
+        stream += b"done\n"
+        self._run("fast-import", "--quiet", "--done", stdin=bytes(stream))
+        commit = self.head()
+        if commit is None or commit == parent:
+            raise GitError("git fast-import did not advance the branch")
+        self._sync_index(files)
+        return commit
+
+    def _sync_index(self, files: list[CommitFile]) -> None:
+        """Point the index at the committed blobs so ``git status`` stays quiet; cosmetic only."""
+        lines = "".join(f"100644 {_blob_id(item.data)}\t{item.path}\n" for item in files)
+        try:
+            self._run("update-index", "--add", "--index-info", stdin=lines.encode("utf-8"))
+        except GitError:
+            pass
+
+    def log(self, path: str | None = None, limit: int = 50) -> list[dict[str, str]]:
+        args = ["log", f"-{limit}", "--format=%H%x1f%ct%x1f%s", BRANCH]
+        if path:
+            args += ["--", path]
+        if self.head() is None:
+            return []
+        entries = []
+        for line in self._run(*args).splitlines():
+            commit, timestamp, subject = line.split("\x1f", 2)
+            entries.append({"commit": commit, "time": timestamp, "subject": subject})
+        return entries
+
+    def show(self, commit: str, path: str) -> bytes:
+        completed = subprocess.run(
+            [self.executable, "show", f"{commit}:{path}"], capture_output=True, env=self._env(),
+            cwd=self.vault, timeout=_TIMEOUT,
+        )
+        if completed.returncode != 0:
+            raise GitError(f"git show failed for {path} at {commit}")
+        return completed.stdout
+
+
+def _blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _quote(path: str) -> str:
+    if any(ch in path for ch in ('"', "\\", "\n")) or path.startswith(" "):
+        escaped = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+    return path

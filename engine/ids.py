@@ -1,0 +1,84 @@
+"""Identifiers and timestamps.
+
+Record, source, store and publication ids are opaque, sortable strings: a
+short prefix naming the kind and a ULID (48-bit millisecond time, 80 random
+bits, Crockford base32).  Identity never comes from a filename or a title.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from datetime import datetime, timezone
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+PAGE_PREFIX = "pg"
+CLAIM_PREFIX = "cl"
+RELATIONSHIP_PREFIX = "rl"
+SOURCE_PREFIX = "src"
+STORE_PREFIX = "st"
+VAULT_PREFIX = "vt"
+PUBLICATION_PREFIX = "pub"
+
+# Ids are opaque, but they end up in file names and git paths, so they are
+# restricted to a safe alphabet.
+_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_AGENT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def new_id(prefix: str) -> str:
+    """Return ``<prefix>_<ULID>``; monotonic enough for humans to sort by."""
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return f"{prefix}_{''.join(reversed(chars))}"
+
+
+def is_record_id(value: object) -> bool:
+    return isinstance(value, str) and _ID_PATTERN.fullmatch(value) is not None
+
+
+def is_agent_name(value: object) -> bool:
+    return isinstance(value, str) and _AGENT_PATTERN.fullmatch(value) is not None
+
+
+def canonical_session_id(value: object) -> str | None:
+    """The canonical lowercase form of a session UUID, or None if it is not one.
+
+    Session ids name conversation partition directories, so only real UUIDs
+    are accepted: nothing that could smuggle a path separator or ``..``.
+    """
+    if not isinstance(value, str) or len(value) != 36:
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def format_timestamp(moment: datetime) -> str:
+    """UTC ISO-8601 with a ``Z`` suffix and whole seconds, as records store it."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """Parse an ISO-8601 timestamp with an explicit UTC offset; None if it is not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith("Z") else value
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.astimezone(timezone.utc)

@@ -1,0 +1,141 @@
+"""Exact reads, history and diagnostics of one partition (run on the store's lane).
+
+Exact reads re-read the file, so an edit made outside the engine is seen
+(and recorded in the history) by the very next read.  Historical, withdrawn,
+invalid and fixture records stay reachable here; only withheld records
+(scope missing or not this partition's) are never served.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .catalog import Catalog
+from .errors import KnowledgeError, NotFound
+from .files import read_file, sha256_bytes
+from .findings import Finding, truncated
+from .frontmatter import RECORD_MAX_BYTES
+from .records import parse_record
+from .store import Store
+
+
+def record_status(row: Any) -> str:
+    """The derived status a reader sees: current, or why the record is not."""
+    if row["file_status"] != "ok":
+        return row["file_status"]
+    if row["duplicate"]:
+        return "duplicate"
+    if not row["xref_ok"]:
+        return "invalid"
+    if row["fixture"]:
+        return "fixture"
+    if row["lifecycle"] != "active":
+        return row["lifecycle"]
+    return "current"
+
+
+def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]) -> dict[str, Any]:
+    record, parse_findings = parse_record(data, path)
+    view: dict[str, Any] = {"sha256": sha256_bytes(data), "status": status, "path": path}
+    if record is None:
+        view["findings"] = [f.to_dict() for f in parse_findings]
+        return view
+    fm = record.frontmatter
+    view.update(
+        id=fm.get("id"), revision=fm.get("revision"), kind=fm.get("kind"), title=fm.get("title"),
+        frontmatter=fm, body=record.body, findings=findings,
+    )
+    return view
+
+
+def get_record(store: Store, catalog: Catalog, partition: str, record_id: str,
+               revision: int | None = None) -> dict[str, Any]:
+    rows = catalog.rows_for_id(partition, record_id)
+    if len(rows) > 1:
+        raise NotFound("that id is used by more than one file; exact lookups return none",
+                       id=record_id, duplicate=True)
+    if revision is None:
+        if not rows:
+            raise NotFound("no record with that id in this partition", id=record_id)
+        row = _fresh_row(store, catalog, partition, rows[0])
+        if row is None or row["record_id"] != record_id:
+            raise NotFound("the record's file changed or disappeared", id=record_id)
+        data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+        findings = json.loads(row["findings"]) + json.loads(row["xref_findings"])
+        return _view(data, row["path"], status=record_status(row), findings=findings)
+    stored = store.db.one(
+        "SELECT * FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? ORDER BY seq DESC LIMIT 1",
+        (partition, record_id, revision),
+    )
+    if stored is None:
+        raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
+    current = rows[0] if rows else None
+    is_current = current is not None and current["revision"] == revision and current["sha256"] == stored["sha256"]
+    status = record_status(current) if is_current else "historical"
+    return _view(stored["content"], stored["path"], status=status, findings=[])
+
+
+def _fresh_row(store: Store, catalog: Catalog, partition: str, row: Any) -> Any:
+    """Re-read a record's file; if it changed on disk, catalog the change first."""
+    try:
+        data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+    except KnowledgeError:
+        data = None
+    if data is None or sha256_bytes(data) != row["sha256"]:
+        catalog.sync(partition, [row["path"]])
+        return store.db.one("SELECT * FROM catalog WHERE partition = ? AND path = ?", (partition, row["path"]))
+    return row
+
+
+def history(store: Store, catalog: Catalog, partition: str, record_id: str) -> dict[str, Any]:
+    """Every revision kept of a record, who wrote it, and edits seen outside the engine."""
+    revisions = store.db.all(
+        "SELECT revisions.*, outbox.commit_id FROM revisions "
+        "LEFT JOIN publications ON publications.id = revisions.publication_id "
+        "LEFT JOIN outbox ON outbox.publication_seq = publications.seq "
+        "WHERE revisions.partition = ? AND revisions.record_id = ? ORDER BY revisions.revision, revisions.seq",
+        (partition, record_id),
+    )
+    if not revisions and not catalog.rows_for_id(partition, record_id):
+        raise NotFound("no record with that id in this partition", id=record_id)
+    entries = []
+    for row in revisions:
+        record, _ = parse_record(row["content"], row["path"])
+        fm = record.frontmatter if record is not None else {}
+        entries.append({
+            "revision": row["revision"], "sha256": row["sha256"], "origin": row["origin"],
+            "publicationId": row["publication_id"], "observedAt": row["observed_at"],
+            "updatedAt": fm.get("updated_at"), "lifecycle": fm.get("lifecycle"), "title": fm.get("title"),
+            "attribution": fm.get("attribution"), "git": {"commit": row["commit_id"]} if row["commit_id"] else None,
+        })
+    events = [
+        {"kind": row["kind"], "path": row["path"], "detail": row["detail"], "at": row["at"]}
+        for row in store.db.all(
+            "SELECT * FROM events WHERE partition = ? AND record_id = ? ORDER BY seq", (partition, record_id)
+        )
+    ]
+    return {"id": record_id, "revisions": entries, "events": events}
+
+
+def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str, Any]) -> dict[str, Any]:
+    """Scoped validation: the partition's files, its ontology, and the store's state."""
+    ontology = store.ontology(partition)
+    findings = [f.to_dict() for f in ontology.findings] + catalog.findings(partition)
+    counts = {
+        row["status"]: row["n"] for row in store.db.all(
+            "SELECT file_status AS status, COUNT(*) AS n FROM catalog WHERE partition = ? GROUP BY file_status",
+            (partition,),
+        )
+    }
+    return {
+        **truncated(findings),
+        "files": counts,
+        "ontology": {"sources": list(ontology.sources)},
+        "pendingPublications": len(store.pending_publications()),
+        "git": git,
+    }
+
+
+def finding_for(exc: KnowledgeError, path: str) -> dict[str, Any]:
+    return Finding(exc.reason, exc.message, path=path).to_dict()

@@ -1,0 +1,262 @@
+"""One runtime per physical store: a serialized lane, a watcher feed, a git queue.
+
+Every operation on a store runs on its lane, one at a time, whichever agent
+asked: vault scans, evidence checks, SQLite and publication never race each
+other.  Before each operation the lane finishes any journalled publication,
+checks the store's identity, and brings the partition's catalog up to date
+with what the watcher saw; after it, the identity is checked again.
+
+The git queue runs on its own thread so a slow ``git`` never holds the lane;
+it reads the outbox and records commits through the lane.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+from .catalog import Catalog
+from .config import SettingsSource
+from .errors import KnowledgeError, StoreUnavailable
+from .faults import Faults
+from .githistory import CommitFile, GitError, GitHistory
+from .ids import format_timestamp, utc_now
+from .publication import Publisher
+from .store import Store, partition_dir
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+GIT_RETRY_SECONDS = 60.0
+FULL = None  # a dirty entry meaning "walk the whole partition"
+
+
+class StoreRuntime:
+    def __init__(self, store: Store, settings: SettingsSource, *, git_executable: str | None,
+                 faults: Faults | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.catalog = Catalog(store)
+        self.git = GitHistory(store.vault, git_executable) if git_executable else None
+        self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=faults)
+        self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")
+        self._dirty: dict[str, set[str] | None] = {}
+        self._dirty_lock = threading.Lock()
+        self._synced: dict[str, int] = {}  # partition -> ontology generation it was validated with
+        self.watching = False
+        self.unavailable: str | None = None
+        self._git_lock = threading.Lock()
+        self._git_wake = threading.Event()
+        self._closing = threading.Event()
+        self._git_thread: threading.Thread | None = None
+        self.git_error: str | None = None
+        self.recovered = self.call(self._recover)
+        if self.git is not None:
+            self._git_thread = threading.Thread(target=self._git_loop, name=f"git-{store.store_id}", daemon=True)
+            self._git_thread.start()
+            self._git_wake.set()
+
+    @property
+    def store_id(self) -> str:
+        return self.store.store_id
+
+    def _git_enabled(self) -> bool:
+        return self.git is not None and self.settings.current().writes_enabled
+
+    # --- the lane ------------------------------------------------------------------
+
+    def call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
+        """Run ``fn`` on the lane and wait for its result."""
+        if self._closing.is_set():
+            raise StoreUnavailable("the store is shutting down", store=self.store_id)
+        future: Future[T] = self._lane.submit(fn)
+        return future.result(timeout=timeout)
+
+    def _recover(self) -> list[dict[str, Any]]:
+        self.store.verify(allow_pending=True)
+        outcomes = self.publisher.recover()
+        if outcomes:
+            log.info("recovered publications: %s", outcomes)
+        return outcomes
+
+    def run(self, partition: str, fn: Callable[[], T], *, fence: Callable[[], None] | None = None,
+            writes: bool = False) -> T:
+        """Run a partition operation on the lane with recovery, identity checks and catch-up.
+
+        ``fence`` re-checks the caller's authority on the lane, right before
+        the work: a caller revoked while queued gets nothing done.
+        """
+
+        def operation() -> T:
+            self.prepare(partition)
+            if fence is not None:
+                fence()
+            result = fn()
+            self.store.verify(partition)
+            return result
+
+        result = self.call(operation)
+        if writes and self.git is not None:
+            self._git_wake.set()
+        return result
+
+    def prepare(self, partition: str) -> None:
+        """On the lane: recover, verify identity, and bring the catalog up to date."""
+        if self.store.pending_publications():
+            self._recover()
+        try:
+            self.store.verify(partition)
+        except StoreUnavailable as exc:
+            self.unavailable = exc.message
+            raise
+        self.unavailable = None
+        self.store.ontology(partition)
+        generation = self.store.ontology_generation if partition == "private" else 0
+        with self._dirty_lock:
+            dirty = self._dirty.pop(partition, set())
+        last = self._synced.get(partition)
+        if not self.watching or last != generation:
+            # An ontology change revalidates every record, not just changed files.
+            self.catalog.sync(partition, force=last is not None and last != generation)
+            self._synced[partition] = generation
+        elif dirty is FULL:
+            self.catalog.sync(partition)
+        elif dirty:
+            self.catalog.sync(partition, dirty)
+
+    # --- watcher feed -------------------------------------------------------------------
+
+    def mark_dirty(self, vault_relpath: str, *, is_directory: bool = False) -> None:
+        """Called from the watcher thread for every change under the vault."""
+        parts = vault_relpath.split("/")
+        if not parts or parts[0].startswith("."):
+            return
+        if parts[0] == "ontology.yaml":
+            partition, relpath = "private", None
+        elif parts[0] == "private":
+            partition, relpath = "private", "/".join(parts[1:]) or None
+        elif parts[0] == "conversations" and len(parts) >= 2:
+            partition, relpath = f"conversation:{parts[1]}", "/".join(parts[2:]) or None
+        else:
+            return
+        if relpath is not None and relpath.rsplit("/", 1)[-1].startswith("."):
+            return
+        with self._dirty_lock:
+            pending = self._dirty.get(partition, set())
+            if relpath is None or is_directory or pending is FULL:
+                self._dirty[partition] = FULL
+            else:
+                pending.add(relpath)
+                self._dirty[partition] = pending
+
+    # --- git -------------------------------------------------------------------------------
+
+    def _git_loop(self) -> None:
+        while not self._closing.is_set():
+            self._git_wake.wait(timeout=GIT_RETRY_SECONDS)
+            self._git_wake.clear()
+            if self._closing.is_set():
+                break
+            try:
+                self.checkpoint()
+            except KnowledgeError as exc:
+                log.warning("git checkpoint skipped: %s", exc.message)
+            except RuntimeError:  # the lane shut down under us
+                break
+
+    def checkpoint(self) -> dict[str, Any]:
+        """Commit every pending publication now (``knowledge_resume`` and the git thread)."""
+        if self.git is None:
+            return {"state": "unavailable", "reason": "git is not installed"}
+        with self._git_lock:
+            batch = self.call(self._pending_outbox)
+            if not batch:
+                return {"state": "committed", "commit": self.git.head(), "publications": 0}
+            files = [CommitFile(path, data) for entry in batch for path, data in entry["files"]]
+            message = _commit_message(batch)
+            seqs = [entry["seq"] for entry in batch]
+            try:
+                commit = self.git.commit(files, message)
+            except GitError as exc:
+                self.git_error = str(exc)
+                self.call(lambda: self._outbox_failed(seqs, str(exc)))
+                return {"state": "pending", "reason": str(exc), "publications": len(seqs)}
+            self.git_error = None
+            self.call(lambda: self._outbox_committed(seqs, commit))
+            return {"state": "committed", "commit": commit, "publications": len(seqs)}
+
+    def _pending_outbox(self) -> list[dict[str, Any]]:
+        batch = []
+        for row in self.store.db.all(
+            "SELECT outbox.publication_seq AS seq, publications.id, publications.partition, publications.agent, "
+            "publications.operation FROM outbox JOIN publications ON publications.seq = outbox.publication_seq "
+            "WHERE outbox.state = 'pending' ORDER BY outbox.publication_seq"
+        ):
+            prefix = partition_dir(row["partition"])
+            files = [
+                (f"{prefix}/{f['path']}", f["new_bytes"]) for f in self.store.db.all(
+                    "SELECT path, new_bytes FROM publication_files WHERE publication_seq = ? ORDER BY ordinal",
+                    (row["seq"],),
+                )
+            ]
+            batch.append({"seq": row["seq"], "id": row["id"], "agent": row["agent"],
+                          "operation": row["operation"], "files": files})
+        return batch
+
+    def _outbox_committed(self, seqs: list[int], commit: str) -> None:
+        now = format_timestamp(utc_now())
+        with self.store.db.atomic():
+            for seq in seqs:
+                self.store.db.execute(
+                    "UPDATE outbox SET state = 'committed', commit_id = ?, updated_at = ?, "
+                    "attempts = attempts + 1, last_error = NULL WHERE publication_seq = ?", (commit, now, seq),
+                )
+                self.store.db.execute("DELETE FROM publication_files WHERE publication_seq = ?", (seq,))
+
+    def _outbox_failed(self, seqs: list[int], error: str) -> None:
+        now = format_timestamp(utc_now())
+        self.store.db.executemany(
+            "UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE publication_seq = ?",
+            [(error[:500], now, seq) for seq in seqs],
+        )
+
+    def git_summary(self) -> dict[str, Any]:
+        """The git queue's state for diagnostics; call on the lane."""
+        if self.git is None:
+            return {"state": "unavailable", "reason": "git is not installed"}
+        row = self.store.db.one(
+            "SELECT COUNT(*) AS pending, MAX(last_error) AS error FROM outbox WHERE state = 'pending'"
+        )
+        return {"state": "pending" if row["pending"] else "committed", "pending": row["pending"],
+                "lastError": row["error"]}
+
+    # --- shutdown ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closing.is_set():
+            return
+        if self.git is not None:
+            try:
+                self.checkpoint()
+            except (KnowledgeError, RuntimeError) as exc:
+                log.warning("final git checkpoint failed: %s", exc)
+        self._closing.set()
+        self._git_wake.set()
+        if self._git_thread is not None:
+            self._git_thread.join(timeout=30)
+        self._lane.submit(self.store.close).result()
+        self._lane.shutdown(wait=True)
+
+
+def _commit_message(batch: list[dict[str, Any]]) -> str:
+    if len(batch) == 1:
+        entry = batch[0]
+        subject = f"{entry['operation']} by {entry['agent'] or 'unknown'}"
+    else:
+        subject = f"{len(batch)} publications"
+    trailers = "\n".join(
+        f"Knowledge-Publication: {entry['id']} ({entry['operation']} by {entry['agent'] or 'unknown'})"
+        for entry in batch
+    )
+    return f"Knowledge: {subject}\n\n{trailers}\n"

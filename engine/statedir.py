@@ -1,0 +1,149 @@
+"""The state directory and the lock that makes one engine its owner.
+
+    <state>/config.json      owner settings
+    <state>/registry.sqlite  identities, bindings, credentials, grants
+    <state>/engine.json      the running engine (removed on clean exit)
+    <state>/engine.lock      held exclusively by the running engine
+    <state>/tokens/          agent tokens, each readable by the owner only
+    <state>/stores/<id>/     one directory per physical store
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from .errors import EngineLocked
+from .files import atomic_write
+
+STATE_ENV = "KNOWLEDGE_STATE_DIR"
+APP_NAME = "knowledge-desk"
+
+
+def default_state_dir() -> Path:
+    configured = os.environ.get(STATE_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+@dataclass(frozen=True)
+class StateDir:
+    root: Path
+
+    @classmethod
+    def resolve(cls, explicit: str | os.PathLike[str] | None = None) -> "StateDir":
+        root = Path(explicit).expanduser() if explicit else default_state_dir()
+        return cls(root.absolute())
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def registry(self) -> Path:
+        return self.root / "registry.sqlite"
+
+    @property
+    def engine_info(self) -> Path:
+        return self.root / "engine.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "engine.lock"
+
+    @property
+    def tokens(self) -> Path:
+        return self.root / "tokens"
+
+    @property
+    def stores(self) -> Path:
+        return self.root / "stores"
+
+    def create(self) -> None:
+        """Create the state directory itself (owner-only); never a store."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def read_engine_info(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.engine_info.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def write_engine_info(self, info: dict[str, Any]) -> None:
+        atomic_write(self.engine_info, (json.dumps(info, indent=2) + "\n").encode("utf-8"), mode=0o600)
+
+    def remove_engine_info(self) -> None:
+        try:
+            self.engine_info.unlink()
+        except FileNotFoundError:
+            pass
+
+
+class EngineLock:
+    """An exclusive, process-lifetime lock on ``<state>/engine.lock``.
+
+    The operating system drops it when the process dies, even on SIGKILL, so
+    a crashed engine never leaves a stale lock behind.
+    """
+
+    def __init__(self, state: StateDir) -> None:
+        self.state = state
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.state.create()
+        fd = os.open(self.state.lock, os.O_RDWR | os.O_CREAT, 0o600)
+        if not _try_lock(fd):
+            os.close(fd)
+            owner = self.state.read_engine_info() or {}
+            where = f"pid {owner.get('pid', '?')}"
+            if owner.get("port"):
+                where += f", port {owner['port']}"
+            raise EngineLocked(
+                f"another Knowledge engine ({where}) already owns {self.state.root}", owner
+            )
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            _unlock(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+
+if os.name == "nt":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)

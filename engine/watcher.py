@@ -1,0 +1,80 @@
+"""Watching vaults for edits made outside the engine (watchdog).
+
+The watcher only marks what changed; the store's lane re-reads those files
+before its next operation.  If the platform cannot watch (no inotify
+watches left, say), the runtime falls back to walking the partition before
+every operation, which is slower but just as correct.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Callable
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+log = logging.getLogger(__name__)
+
+MarkDirty = Callable[..., None]
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, vault: Path, mark_dirty: MarkDirty) -> None:
+        self.vault = str(vault)
+        self.mark_dirty = mark_dirty
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            if not raw:
+                continue
+            path = os.fsdecode(raw)
+            relative = os.path.relpath(path, self.vault)
+            if relative == "." or relative.startswith(".."):
+                continue
+            self.mark_dirty(relative.replace(os.sep, "/"), is_directory=event.is_directory)
+
+
+class VaultWatcher:
+    """One observer thread for every store of the engine."""
+
+    def __init__(self) -> None:
+        self._observer = Observer()
+        self._observer.daemon = True
+        self._watches: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self._started = False
+
+    def watch(self, key: str, vault: Path, mark_dirty: MarkDirty) -> bool:
+        """Start watching ``vault``; False when the platform refuses (the caller then rescans)."""
+        with self._lock:
+            try:
+                if not self._started:
+                    self._observer.start()
+                    self._started = True
+                self._watches[key] = self._observer.schedule(_Handler(vault, mark_dirty), str(vault), recursive=True)
+            except OSError as exc:
+                log.warning("cannot watch %s (%s); every operation will rescan instead", vault, exc)
+                return False
+            return True
+
+    def unwatch(self, key: str) -> None:
+        with self._lock:
+            watch = self._watches.pop(key, None)
+            if watch is not None:
+                try:
+                    self._observer.unschedule(watch)
+                except (KeyError, OSError):
+                    pass
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._started:
+                self._observer.stop()
+                self._observer.join(timeout=10)
+                self._started = False

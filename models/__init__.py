@@ -1,0 +1,1 @@
+"""Model catalogue, download and verification for the engine's Decision models."""
