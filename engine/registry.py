@@ -141,6 +141,24 @@ class Registry:
             )
         return token
 
+    def add_credential(self, name: str) -> str:
+        """Issue one more token for an active agent (the old ones keep working)."""
+        agent = self.agent(name)
+        if agent is None or not agent.active:
+            raise NotFound(f"no agent named {name!r}", agent=name)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        self.db.execute(
+            "INSERT INTO credentials (token_hash, agent, created_at) VALUES (?, ?, ?)",
+            (hash_token(token), name, format_timestamp(utc_now())),
+        )
+        return token
+
+    def revoke_credential(self, token: str) -> None:
+        self.db.execute(
+            "UPDATE credentials SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL",
+            (format_timestamp(utc_now()), hash_token(token)),
+        )
+
     def remove_agent(self, name: str) -> None:
         """Remove an agent: its credentials stop working; its store is kept."""
         now = format_timestamp(utc_now())

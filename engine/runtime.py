@@ -49,6 +49,7 @@ class StoreRuntime:
         self._git_lock = threading.Lock()
         self._git_wake = threading.Event()
         self._closing = threading.Event()
+        self._git_stop = threading.Event()
         self._git_thread: threading.Thread | None = None
         self.git_error: str | None = None
         self.recovered = self.call(self._recover)
@@ -153,10 +154,10 @@ class StoreRuntime:
     # --- git -------------------------------------------------------------------------------
 
     def _git_loop(self) -> None:
-        while not self._closing.is_set():
+        while not self._git_stop.is_set():
             self._git_wake.wait(timeout=GIT_RETRY_SECONDS)
             self._git_wake.clear()
-            if self._closing.is_set():
+            if self._git_stop.is_set():
                 break
             try:
                 self.checkpoint()
@@ -234,17 +235,19 @@ class StoreRuntime:
     # --- shutdown ------------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Stop the git queue (after a last checkpoint), drain the lane, close the store."""
         if self._closing.is_set():
             return
+        self._git_stop.set()
+        self._git_wake.set()
+        if self._git_thread is not None:
+            self._git_thread.join(timeout=60)
         if self.git is not None:
             try:
                 self.checkpoint()
             except (KnowledgeError, RuntimeError) as exc:
                 log.warning("final git checkpoint failed: %s", exc)
         self._closing.set()
-        self._git_wake.set()
-        if self._git_thread is not None:
-            self._git_thread.join(timeout=30)
         self._lane.submit(self.store.close).result()
         self._lane.shutdown(wait=True)
 

@@ -21,6 +21,7 @@ from .githistory import find_git
 from .ids import format_timestamp, is_record_id, utc_now
 from .inputs import parse_page_input, parse_remember_input
 from .ontology import Ontology
+from .publication import Plan, request_hash
 from .reads import diagnostics, get_record, history
 from .registry import SCOPES, Registry, StoreRecord
 from .runtime import StoreRuntime
@@ -118,22 +119,26 @@ class Engine:
     def save_page(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Create a page, or publish its next revision (``id`` + ``expectedRevision``)."""
         page = parse_page_input(params)
-        return self._publish(caller, "save_page", page.request_id, lambda ctx: plan_save_page(ctx, page))
+        digest = request_hash("save_page", page.digest_params())
+        return self._publish(caller, page.request_id, digest, lambda ctx: plan_save_page(ctx, page, digest))
 
     def remember(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Save claims (with corrections through ``replaces``) and relationships, each with its excerpt."""
         request = parse_remember_input(params)
-        return self._publish(caller, "remember", request.request_id, lambda ctx: plan_remember(ctx, request))
+        digest = request_hash("remember", request.digest_params())
+        return self._publish(caller, request.request_id, digest, lambda ctx: plan_remember(ctx, request, digest))
 
-    def _publish(self, caller: Caller, operation: str, request_id: str, build) -> dict[str, Any]:
+    def _publish(self, caller: Caller, request_id: str, digest: str,
+                 build: Callable[[WriteContext], Plan]) -> dict[str, Any]:
+        """An identical retry returns the original receipt before anything is re-validated."""
+
         def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
-            ctx = WriteContext(runtime.store, runtime.catalog, authority.partition, authority.agent,
-                               authority.attribution(), format_timestamp(utc_now()))
-            plan = build(ctx)
-            existing = runtime.publisher.existing_receipt(authority.partition, request_id, plan.request_hash)
+            existing = runtime.publisher.existing_receipt(authority.partition, request_id, digest)
             if existing is not None:
                 return existing
-            return runtime.publisher.publish(plan)
+            ctx = WriteContext(runtime.store, runtime.catalog, authority.partition, authority.agent,
+                               authority.attribution(), format_timestamp(utc_now()))
+            return runtime.publisher.publish(build(ctx))
 
         return self._on_store(caller, work, write=True)
 

@@ -22,7 +22,7 @@ from .frontmatter import RECORD_MAX_BYTES
 from .ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, new_id
 from .inputs import ClaimItem, EvidenceInput, PageInput, RelationshipItem, RememberInput
 from .ontology import Ontology
-from .publication import FileWrite, Plan, request_hash
+from .publication import FileWrite, Plan
 from .records import RECORD_FORMAT, TITLE_MAX_CHARS, Record, check_record, parse_record
 from .store import Store
 
@@ -201,7 +201,7 @@ def one_line_title(text: str) -> str:
 # --- save_page ----------------------------------------------------------------------
 
 
-def plan_save_page(ctx: WriteContext, page: PageInput) -> Plan:
+def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
     if page.type not in ctx.ontology.page_types:
         raise InvalidParams(f"page type {page.type!r} is not in the ontology", field="type")
     builder = _PlanBuilder(ctx)
@@ -239,13 +239,13 @@ def plan_save_page(ctx: WriteContext, page: PageInput) -> Plan:
     record = builder.add_record(frontmatter, page.body, path, base=base)
     receipt = {"id": record_id, "revision": record.revision,
                "records": [{"id": record_id, "revision": record.revision, "kind": "page"}]}
-    return builder.plan("save_page", page.request_id, request_hash("save_page", page.digest_params()), receipt)
+    return builder.plan("save_page", page.request_id, digest, receipt)
 
 
 # --- remember -----------------------------------------------------------------------
 
 
-def plan_remember(ctx: WriteContext, request: RememberInput) -> Plan:
+def plan_remember(ctx: WriteContext, request: RememberInput, digest: str) -> Plan:
     builder = _PlanBuilder(ctx)
     subject = resolve_page(ctx, request.subject) if request.subject else None
     items, records = [], []
@@ -260,7 +260,7 @@ def plan_remember(ctx: WriteContext, request: RememberInput) -> Plan:
                         else "relationship"})
         records.extend(extra)
     receipt = {"items": items, "records": records}
-    return builder.plan("remember", request.request_id, request_hash("remember", request.digest_params()), receipt)
+    return builder.plan("remember", request.request_id, digest, receipt)
 
 
 def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: str | None,

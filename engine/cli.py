@@ -1,0 +1,314 @@
+"""The ``knowledge`` command line.
+
+Every subcommand takes ``--state-dir`` (or ``KNOWLEDGE_STATE_DIR``).
+Commands that only touch the registry or config (agents, grants, stores
+list) work beside a running engine; commands that open stores (serve,
+demo, doctor) need to own the state directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any, Callable
+
+from . import __version__
+from .authority import OperatorCaller
+from .config import SettingsSource
+from .demo import seed_demo
+from .errors import EngineLocked, KnowledgeError
+from .ids import format_timestamp, utc_now
+from .registry import GRANT_ACCESS, SCOPES, Registry
+from .service import Engine
+from .statedir import StateDir
+from .stores import StoreResolver
+
+
+def _print(data: Any, as_json: bool, text: Callable[[Any], str]) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False) if as_json else text(data))
+
+
+def write_token_file(state: StateDir, agent: str, token: str) -> str:
+    """Keep an agent's token in a file only the owner can read; returns its path."""
+    state.tokens.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = state.tokens / f"{agent}.token"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    os.chmod(path, 0o600)
+    return str(path)
+
+
+def _registry(state: StateDir) -> Registry:
+    state.create()
+    return Registry.open(state.registry, state.root)
+
+
+# --- agents, grants, stores ---------------------------------------------------------------
+
+
+def cmd_agents_add(args: argparse.Namespace, state: StateDir) -> int:
+    scopes = tuple(s.strip() for s in args.scopes.split(",")) if args.scopes else SCOPES
+    registry = _registry(state)
+    try:
+        token = registry.add_agent(args.name, owner=args.owner, scopes=scopes)
+    finally:
+        registry.close()
+    path = write_token_file(state, args.name, token)
+    data = {"agent": args.name, "token": token, "tokenFile": path}
+    _print(data, args.json, lambda d: (
+        f"Registered agent {d['agent']}{' with owner authority' if args.owner else ''}.\n"
+        f"Token (shown once): {d['token']}\nAlso saved to {d['tokenFile']} (readable by you only)."
+    ))
+    return 0
+
+
+def cmd_agents_list(args: argparse.Namespace, state: StateDir) -> int:
+    registry = _registry(state)
+    try:
+        resolver = StoreResolver(state, registry, SettingsSource(state.config))
+        agents = [
+            {"name": a.name, "owner": a.owner, "scopes": list(a.scopes), "createdAt": a.created_at,
+             "store": resolver.agent_view(a.name)}
+            for a in registry.agents()
+        ]
+    finally:
+        registry.close()
+
+    def text(rows: list[dict[str, Any]]) -> str:
+        if not rows:
+            return "No agents yet. Add one with: knowledge agents add NAME [--owner]"
+        lines = []
+        for row in rows:
+            store = row["store"]
+            where = store.get("name") or store.get("storeId") or "(created on first use)"
+            lines.append(f"{row['name']:<20} {'owner' if row['owner'] else 'agent':<6} {store['status']:<12} {where}"
+                         + (f"  ({store['reason']})" if store.get("reason") else ""))
+        return "\n".join(lines)
+
+    _print(agents, args.json, text)
+    return 0
+
+
+def cmd_agents_remove(args: argparse.Namespace, state: StateDir) -> int:
+    registry = _registry(state)
+    try:
+        registry.remove_agent(args.name)
+    finally:
+        registry.close()
+    token_file = state.tokens / f"{args.name}.token"
+    if token_file.exists():
+        token_file.unlink()
+    print(f"Removed agent {args.name}; its store is kept.")
+    return 0
+
+
+def cmd_grants(args: argparse.Namespace, state: StateDir) -> int:
+    registry = _registry(state)
+    try:
+        if args.grants_command == "add":
+            grant = registry.set_grant(args.agent, args.session_key, args.access)
+            print(f"Conversation {grant.session_key!r} of {grant.agent} may now {grant.access} the private partition.")
+        elif args.grants_command == "remove":
+            registry.remove_grant(args.agent, args.session_key)
+            print("Grant removed; it takes effect on the conversation's next request.")
+        else:
+            grants = [vars(g) for g in registry.grants(args.agent)]
+            _print(grants, args.json, lambda rows: "\n".join(
+                f"{g['agent']:<20} {g['access']:<14} {g['session_key']}" for g in rows) or "No grants.")
+    finally:
+        registry.close()
+    return 0
+
+
+def cmd_stores_list(args: argparse.Namespace, state: StateDir) -> int:
+    registry = _registry(state)
+    try:
+        stores = StoreResolver(state, registry, SettingsSource(state.config)).inventory()
+    finally:
+        registry.close()
+
+    def text(rows: list[dict[str, Any]]) -> str:
+        if not rows:
+            return "No stores yet; each agent's store is created on its first use."
+        lines = []
+        for row in rows:
+            name = row.get("name") or f"isolated store of {row.get('owner') or '(nobody)'}"
+            assigned = "" if row.get("assigned") else "  [unassigned]"
+            members = ", ".join(row.get("agents") or []) or "-"
+            reason = f"  ({row['reason']})" if row.get("reason") and row["status"] != "ok" else ""
+            lines.append(f"{row.get('storeId') or '-':<30} {name:<28} {row['status']:<12} members: {members}"
+                         f"{assigned}{reason}")
+        return "\n".join(lines)
+
+    _print(stores, args.json, text)
+    return 0
+
+
+# --- engine commands --------------------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace, state: StateDir) -> int:
+    with Engine(state, watch=False) as engine:
+        report = {"stores": engine.stores(), "agents": []}
+        problems = sum(1 for store in report["stores"] if store["status"] == "unavailable")
+        for agent in engine.agents():
+            entry: dict[str, Any] = {"agent": agent["name"], "store": agent["store"]}
+            if agent["store"]["status"] == "ok":
+                try:
+                    entry["diagnostics"] = engine.diagnostics(OperatorCaller(agent["name"]))
+                    problems += sum(1 for f in entry["diagnostics"]["findings"] if f.get("severity") == "error")
+                except KnowledgeError as exc:
+                    entry["error"] = exc.to_dict()
+                    problems += 1
+            report["agents"].append(entry)
+        if settings_problem := engine.settings.problem:
+            report["config"] = settings_problem
+            problems += 1
+    _print(report, args.json, _doctor_text)
+    return 1 if problems else 0
+
+
+def _doctor_text(report: dict[str, Any]) -> str:
+    lines = []
+    if report.get("config"):
+        lines.append(f"config.json: {report['config']} (the last valid settings stay in force)")
+    for store in report["stores"]:
+        if store["status"] == "unavailable":
+            lines.append(f"store {store['storeId']}: unavailable: {store['reason']}")
+    for entry in report["agents"]:
+        if "error" in entry:
+            lines.append(f"{entry['agent']}: {entry['error']['message']}")
+        diagnostics = entry.get("diagnostics")
+        if diagnostics is None:
+            continue
+        for finding in diagnostics["findings"]:
+            where = finding.get("path", "")
+            if finding.get("line"):
+                where += f":{finding['line']}"
+            lines.append(f"{entry['agent']}: {finding.get('severity', 'error')}: {where}: {finding['message']}")
+        if diagnostics["truncated"]:
+            lines.append(f"{entry['agent']}: ... {diagnostics['total'] - len(diagnostics['findings'])} more")
+        lines.append(f"{entry['agent']}: git {diagnostics['git']['state']}")
+    return "\n".join(lines) or "No problems found."
+
+
+def cmd_demo(args: argparse.Namespace, state: StateDir) -> int:
+    with Engine(state, watch=False) as engine:
+        result = seed_demo(engine)
+    _report_demo(state, result)
+    return 0
+
+
+def _report_demo(state: StateDir, result: dict[str, Any]) -> None:
+    if result["token"]:
+        path = write_token_file(state, result["agent"], result["token"])
+        print(f"Registered owner agent {result['agent']}; its token is in {path}.")
+    print(f"Demo store ready: {result['records']} records for agent {result['agent']} in {state.root}.")
+
+
+def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    engine = Engine(state)
+    stop = threading.Event()
+    try:
+        if args.demo:
+            _report_demo(state, seed_demo(engine))
+        state.write_engine_info({"pid": os.getpid(), "started_at": format_timestamp(utc_now()),
+                                 "version": __version__})
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        print(f"Knowledge engine running for {state.root} (pid {os.getpid()}); Ctrl+C stops it.", flush=True)
+        while not stop.wait(1.0):
+            pass
+    finally:
+        state.remove_engine_info()
+        engine.close()
+    return 0
+
+
+# --- parser -----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    state_help = "state directory (default: $KNOWLEDGE_STATE_DIR or the user data dir)"
+    root = argparse.ArgumentParser(add_help=False)
+    root.add_argument("--state-dir", help=state_help)
+    # Subcommands accept --state-dir too, without overwriting one given before them.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--state-dir", help=state_help, default=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(prog="knowledge", parents=[root],
+                                     description="Knowledge Desk: evidence-backed memory for local AI agents.")
+    parser.add_argument("--version", action="version", version=f"knowledge-desk {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", parents=[common], help="run the engine headless")
+    serve.add_argument("--demo", action="store_true", help="seed the demo store first")
+    serve.set_defaults(handler=cmd_serve)
+
+    demo = commands.add_parser("demo", parents=[common], help="seed a small realistic demo store")
+    demo.set_defaults(handler=cmd_demo)
+
+    doctor = commands.add_parser("doctor", parents=[common], help="validate every store, vault and ontology")
+    doctor.add_argument("--json", action="store_true")
+    doctor.set_defaults(handler=cmd_doctor)
+
+    agents = commands.add_parser("agents", parents=[common], help="register, list and remove agents")
+    agent_commands = agents.add_subparsers(dest="agents_command", required=True, metavar="ACTION")
+    add = agent_commands.add_parser("add", parents=[common], help="register an agent and print its token once")
+    add.add_argument("name")
+    add.add_argument("--owner", action="store_true", help="allow the owner-private audience")
+    add.add_argument("--scopes", help=f"comma-separated subset of {','.join(SCOPES)}")
+    add.add_argument("--json", action="store_true")
+    add.set_defaults(handler=cmd_agents_add)
+    listing = agent_commands.add_parser("list", parents=[common], help="list agents and their stores")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=cmd_agents_list)
+    remove = agent_commands.add_parser("remove", parents=[common], help="remove an agent (its store is kept)")
+    remove.add_argument("name")
+    remove.set_defaults(handler=cmd_agents_remove)
+
+    grants = commands.add_parser("grants", parents=[common], help="conversation access to the private partition")
+    grant_commands = grants.add_subparsers(dest="grants_command", required=True, metavar="ACTION")
+    grant_add = grant_commands.add_parser("add", parents=[common])
+    grant_add.add_argument("agent")
+    grant_add.add_argument("session_key", metavar="SESSION_KEY")
+    grant_add.add_argument("--access", choices=GRANT_ACCESS, default="read")
+    grant_list = grant_commands.add_parser("list", parents=[common])
+    grant_list.add_argument("agent", nargs="?")
+    grant_list.add_argument("--json", action="store_true")
+    grant_remove = grant_commands.add_parser("remove", parents=[common])
+    grant_remove.add_argument("agent")
+    grant_remove.add_argument("session_key", metavar="SESSION_KEY")
+    grants.set_defaults(handler=cmd_grants)
+
+    stores = commands.add_parser("stores", parents=[common], help="inspect stores")
+    store_commands = stores.add_subparsers(dest="stores_command", required=True, metavar="ACTION")
+    store_list = store_commands.add_parser("list", parents=[common], help="every known store and its members")
+    store_list.add_argument("--json", action="store_true")
+    store_list.set_defaults(handler=cmd_stores_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    state = StateDir.resolve(args.state_dir)
+    try:
+        return args.handler(args, state)
+    except EngineLocked as exc:
+        print(f"knowledge: {exc}", file=sys.stderr)
+        return 3
+    except KnowledgeError as exc:
+        where = f" ({exc.details['field']})" if "field" in exc.details else ""
+        print(f"knowledge: {exc.message}{where}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Small helpers the tests share (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from engine.authority import AgentCaller, OperatorCaller
+from engine.statedir import StateDir
+
+T = TypeVar("T")
+
+def conversation(token: str, session_id: str, key: str = "chat:1") -> AgentCaller:
+    return AgentCaller(token, {"kind": "conversation", "sessionKey": key, "sessionId": session_id})
+
+
+def operator(agent: str = "main") -> OperatorCaller:
+    return OperatorCaller(agent)
+
+
+def page(request_id: str, title: str, type_: str = "person", body: str = "Body text.", **extra: Any) -> dict:
+    return {"requestId": request_id, "type": type_, "title": title, "body": body, **extra}
+
+
+def claim(text: str, excerpt: str, kind: str = "fact", **extra: Any) -> dict:
+    return {"text": text, "claimKind": kind, "excerpt": excerpt, **extra}
+
+
+def only_store(state: StateDir) -> Path:
+    stores = [p for p in state.stores.iterdir() if not p.name.startswith(".")]
+    assert len(stores) == 1, stores
+    return stores[0]
+
+
+def vault_snapshot(root: Path) -> dict[str, str]:
+    """Every file under a directory (git internals excluded) with its sha256."""
+    snapshot = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and ".git" not in path.relative_to(root).parts:
+            snapshot[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return snapshot
+
+
+def private_dir(state: StateDir) -> Path:
+    return only_store(state) / "vault" / "private"
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.02) -> T:
+    """Poll until ``predicate()`` is truthy (for the watcher and git threads); fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(interval)
+
