@@ -45,6 +45,7 @@ class GitHistory:
         self.vault = vault
         self.git_dir = vault / ".git"
         self.executable = executable
+        self._ready = False
 
     def _env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
@@ -73,19 +74,29 @@ class GitHistory:
         return completed.stdout.decode("utf-8", "replace").strip()
 
     def ensure_repository(self) -> None:
-        """Initialise ``vault/.git`` on first use, or check the one that is exactly there."""
+        """Initialise ``vault/.git`` on first use, or check the one that is exactly there.
+
+        Every step is idempotent, so a crash half way through initialisation
+        is finished by the next call.
+        """
+        if self._ready:
+            return
         if self.git_dir.is_symlink() or (self.git_dir.exists() and not self.git_dir.is_dir()):
             raise GitError("vault/.git is not a directory; it will not be followed or replaced")
-        if not self.git_dir.exists():
+        if not (self.git_dir / "HEAD").is_file():
             self._run("init", "-q")
-            self._run("symbolic-ref", "HEAD", BRANCH)
-            exclude = self.git_dir / "info" / "exclude"
-            exclude.parent.mkdir(exist_ok=True)
-            exclude.write_text("*.tmp\n.partition.json\n", encoding="utf-8")
-            return
         self._run("rev-parse", "--git-dir")
+        if self.head() is None:
+            self._run("symbolic-ref", "HEAD", BRANCH)
+        exclude = self.git_dir / "info" / "exclude"
+        exclude.parent.mkdir(exist_ok=True)
+        wanted = ["*.tmp", ".partition.json"]
+        present = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
+        if any(line not in present for line in wanted):
+            exclude.write_text("\n".join(present + [w for w in wanted if w not in present]) + "\n", encoding="utf-8")
         if self._run("remote"):
             raise GitError("vault/.git has a remote configured; Knowledge history never uses remotes")
+        self._ready = True
 
     def head(self) -> str | None:
         try:

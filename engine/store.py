@@ -249,7 +249,7 @@ class Store:
         database = Database.open(record.path / STATE_DB, create=False, migrations=STATE_MIGRATIONS)
         store = cls(record, database, shipped)
         try:
-            store.verify()
+            store.verify(allow_pending=True)  # the runtime recovers before anything reads
         except StoreUnavailable:
             database.close()
             raise

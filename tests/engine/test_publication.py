@@ -1,0 +1,264 @@
+"""Publication: validated writes, receipts, idempotency, revisions, evidence and conflicts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+
+import pytest
+
+from engine.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
+from engine.frontmatter import parse_document
+from engine.publication import FileWrite, Plan
+from tests.helpers import claim, only_store, page, private_dir, vault_snapshot
+
+
+def publications(state_dir) -> list[tuple[str, str]]:
+    """(id, state) of every publication; none when bad input stopped the store being created at all."""
+    if not state_dir.stores.exists():
+        return []
+    with sqlite3.connect(only_store(state_dir) / "state.sqlite") as db:
+        return db.execute("SELECT id, state FROM publications ORDER BY seq").fetchall()
+
+
+# --- pages ------------------------------------------------------------------------------
+
+
+def test_save_page_writes_one_record_file_with_the_exact_content(engine, owner, state_dir):
+    receipt = engine.save_page(owner, page("r1", "Dana Whitaker", aliases=["Dana"], fields={"role": "Ops lead"},
+                                           body="Dana runs operations."))
+    assert receipt["revision"] == 1 and receipt["id"].startswith("pg_")
+    assert receipt["publicationId"].startswith("pub_") and receipt["requestId"] == "r1"
+    path = private_dir(state_dir) / "pages" / "people" / "dana-whitaker.md"
+    frontmatter, body = parse_document(path.read_bytes())
+    assert frontmatter["id"] == receipt["id"]
+    assert frontmatter["format"] == "knowledge-record-v1"
+    assert frontmatter["scope"] == "private" and frontmatter["lifecycle"] == "active"
+    assert frontmatter["aliases"] == ["Dana"] and frontmatter["fields"] == {"role": "Ops lead"}
+    assert frontmatter["attribution"] == {"agent": "main", "audience": "owner-private"}
+    assert body == "Dana runs operations.\n"
+
+
+def test_pages_with_the_same_title_get_distinct_files(engine, owner, state_dir):
+    first = engine.save_page(owner, page("a", "Sam"))
+    second = engine.save_page(owner, page("b", "Sam"))
+    assert first["id"] != second["id"]
+    names = sorted(p.name for p in (private_dir(state_dir) / "pages" / "people").iterdir())
+    assert names == ["sam-2.md", "sam.md"]
+
+
+def test_identical_retry_returns_the_original_receipt_and_writes_nothing(engine, owner, state_dir):
+    first = engine.save_page(owner, page("same", "Dana"))
+    before = vault_snapshot(private_dir(state_dir))
+    again = engine.save_page(owner, page("same", "Dana"))
+    assert {k: v for k, v in again.items() if k != "git"} == {k: v for k, v in first.items() if k != "git"}
+    assert vault_snapshot(private_dir(state_dir)) == before
+    assert len(publications(state_dir)) == 1
+
+
+def test_same_request_id_with_different_content_is_a_conflict(engine, owner, state_dir):
+    engine.save_page(owner, page("same", "Dana"))
+    before = vault_snapshot(private_dir(state_dir))
+    with pytest.raises(Conflict) as raised:
+        engine.save_page(owner, page("same", "Dana", body="Something else."))
+    assert raised.value.reason == "conflict"
+    assert vault_snapshot(private_dir(state_dir)) == before
+
+
+def test_revision_needs_the_expected_revision_and_keeps_every_revision(engine, owner):
+    created = engine.save_page(owner, page("r1", "Dana", body="First."))
+    revised = engine.save_page(owner, page("r2", "Dana", body="Second.", id=created["id"], expectedRevision=1))
+    assert revised["id"] == created["id"] and revised["revision"] == 2
+    with pytest.raises(StaleRevision) as raised:
+        engine.save_page(owner, page("r3", "Dana", body="Third.", id=created["id"], expectedRevision=1))
+    assert raised.value.details["revision"] == 2
+    assert engine.get_record(owner, created["id"])["body"] == "Second.\n"
+    assert engine.get_record(owner, created["id"], revision=1)["body"] == "First.\n"
+    assert [r["revision"] for r in engine.history(owner, created["id"])["revisions"]] == [1, 2]
+
+
+def test_revision_preserves_unknown_frontmatter_keys(engine, owner, state_dir):
+    created = engine.save_page(owner, page("r1", "Dana"))
+    path = private_dir(state_dir) / "pages" / "people" / "dana.md"
+    text = path.read_text(encoding="utf-8").replace("lifecycle: active\n", "lifecycle: active\nmood: sunny\n")
+    path.write_text(text, encoding="utf-8")
+    engine.save_page(owner, page("r2", "Dana", id=created["id"], expectedRevision=1))
+    frontmatter, _ = parse_document(path.read_bytes())
+    assert frontmatter["mood"] == "sunny" and frontmatter["revision"] == 2
+
+
+def test_revising_needs_expected_revision_and_an_existing_page(engine, owner):
+    with pytest.raises(InvalidParams):
+        engine.save_page(owner, page("r1", "Dana", id="pg_missing"))
+    with pytest.raises(NotFound):
+        engine.save_page(owner, page("r1", "Dana", id="pg_missing", expectedRevision=1))
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"type": "starship"}, "type"),
+    ({"fields": {"role": 42}}, None),
+    ({"fields": {"nickname": "D"}}, None),
+    ({"title": "two\nlines"}, "title"),
+    ({"title": ""}, "title"),
+    ({"requestId": "has spaces"}, "requestId"),
+    ({"requestId": None}, "requestId"),
+    ({"aliases": "Dana"}, "aliases"),
+    ({"surprise": 1}, "surprise"),
+    ({"evidence": [{"source": "src_nope"}]}, None),
+])
+def test_bad_page_input_is_refused_and_changes_nothing(engine, owner, state_dir, params, field):
+    engine.save_page(owner, page("seed", "Seed"))
+    before = vault_snapshot(only_store(state_dir))
+    with pytest.raises((InvalidParams, NotFound)) as raised:
+        engine.save_page(owner, {**page("bad", "Dana"), **params})
+    if field:
+        assert raised.value.details.get("field") == field
+    after = vault_snapshot(only_store(state_dir))
+    assert {k: v for k, v in after.items() if not k.startswith("state.sqlite")} == \
+        {k: v for k, v in before.items() if not k.startswith("state.sqlite")}
+    assert [state for _, state in publications(state_dir)] == ["applied"]
+
+
+def test_oversized_page_is_refused(engine, owner):
+    with pytest.raises(InvalidParams):
+        engine.save_page(owner, page("big", "Big", body="x" * 5_000_001))
+
+
+# --- claims, evidence and relationships ---------------------------------------------------
+
+
+def test_remember_retains_each_excerpt_as_hashed_evidence(engine, owner, state_dir):
+    subject = engine.save_page(owner, page("p", "Dana Whitaker", aliases=["Dana"]))
+    receipt = engine.remember(owner, {"requestId": "m1", "subject": "Dana", "items": [
+        claim("Dana prefers Friday notes.", "send me the notes every Friday", kind="preference"),
+    ]})
+    record = engine.get_record(owner, receipt["items"][0]["id"])
+    fm = record["frontmatter"]
+    assert fm["subject"] == subject["id"] and fm["claim_kind"] == "preference"
+    assert fm["assertion_origin"] == "user"
+    citation = fm["evidence"][0]
+    assert citation["quote"] == "send me the notes every Friday" and citation["lines"] == [1, 1]
+    sources = private_dir(state_dir) / "sources"
+    descriptor = json.loads(json.dumps(parse_yaml(sources / f"{citation['source']}.source.yaml")))
+    original = private_dir(state_dir) / descriptor["retained_path"]
+    assert original.read_bytes() == b"send me the notes every Friday"
+    assert descriptor["sha256"] == hashlib.sha256(original.read_bytes()).hexdigest()
+    assert descriptor["size"] == len(original.read_bytes())
+    assert descriptor["origin"]["agent"] == "main"
+
+
+def parse_yaml(path):
+    from engine.frontmatter import load_yaml
+
+    return load_yaml(path.read_text(encoding="utf-8"))
+
+
+def test_correction_supersedes_the_replaced_claim(engine, owner):
+    first = engine.remember(owner, {"requestId": "m1", "items": [claim("Cut-over on Jan 15.", "on the 15th")]})
+    old_id = first["items"][0]["id"]
+    correction = engine.remember(owner, {"requestId": "m2", "items": [
+        claim("Cut-over moved to Jan 22.", "it slips to the 22nd", kind="correction", replaces=old_id),
+    ]})
+    new_id = correction["items"][0]["id"]
+    assert {"id": old_id, "revision": 2, "kind": "claim"} in correction["records"]
+    old = engine.get_record(owner, old_id)
+    assert old["status"] == "superseded" and old["revision"] == 2
+    assert engine.get_record(owner, new_id)["frontmatter"]["replaces"] == old_id
+    with pytest.raises(Conflict):
+        engine.remember(owner, {"requestId": "m3", "items": [
+            claim("Again.", "again", replaces=old_id),
+        ]})
+
+
+def test_agent_inference_is_never_stored(engine, owner, state_dir):
+    with pytest.raises(InvalidParams) as raised:
+        engine.remember(owner, {"requestId": "m1", "items": [
+            claim("Dana is probably busy.", "she did not answer", assertionOrigin="agent_inference"),
+        ]})
+    assert raised.value.details["field"] == "items[0].assertionOrigin"
+    assert publications(state_dir) == []
+
+
+@pytest.mark.parametrize("item", [
+    {"text": "No evidence.", "claimKind": "fact"},
+    {"text": "Empty evidence.", "claimKind": "fact", "excerpt": "  "},
+    {"text": "Unknown kind.", "claimKind": "rumour", "excerpt": "x"},
+    {"text": "", "claimKind": "fact", "excerpt": "x"},
+    {"text": "Unknown key.", "claimKind": "fact", "excerpt": "x", "confidence": 0.9},
+])
+def test_claims_without_valid_evidence_or_kind_are_rejected(engine, owner, state_dir, item):
+    with pytest.raises(InvalidParams):
+        engine.remember(owner, {"requestId": "m1", "items": [item]})
+    assert publications(state_dir) == []
+
+
+def test_subject_must_resolve_to_exactly_one_page(engine, owner):
+    with pytest.raises(NotFound):
+        engine.remember(owner, {"requestId": "m1", "subject": "Nobody", "items": [claim("x", "y")]})
+    engine.save_page(owner, page("p1", "Alex"))
+    engine.save_page(owner, page("p2", "Alex"))
+    with pytest.raises(NotFound) as raised:
+        engine.remember(owner, {"requestId": "m2", "subject": "Alex", "items": [claim("x", "y")]})
+    assert "more than one" in raised.value.message
+
+
+def test_relationships_check_endpoint_types(engine, owner):
+    engine.save_page(owner, page("p1", "Dana"))
+    engine.save_page(owner, page("p2", "Northwind", type_="organization"))
+    receipt = engine.remember(owner, {"requestId": "m1", "items": [
+        {"relation": "works_at", "from": "Dana", "to": "Northwind", "excerpt": "I work at Northwind"},
+    ]})
+    record = engine.get_record(owner, receipt["items"][0]["id"])
+    assert record["kind"] == "relationship" and record["title"] == "Dana works at Northwind"
+    with pytest.raises(RecordInvalid) as raised:
+        engine.remember(owner, {"requestId": "m2", "items": [
+            {"relation": "works_at", "from": "Northwind", "to": "Dana", "excerpt": "backwards"},
+        ]})
+    assert raised.value.findings[0]["code"] == "endpoint_type"
+    with pytest.raises(InvalidParams):
+        engine.remember(owner, {"requestId": "m3", "items": [
+            {"relation": "admires", "from": "Dana", "to": "Northwind", "excerpt": "x"},
+        ]})
+
+
+def test_a_failed_item_publishes_none_of_the_call(engine, owner, state_dir):
+    engine.save_page(owner, page("p1", "Dana"))
+    before = vault_snapshot(private_dir(state_dir))
+    with pytest.raises(NotFound):
+        engine.remember(owner, {"requestId": "m1", "items": [
+            claim("Fine.", "fine"),
+            {"relation": "works_at", "from": "Nobody", "to": "Nowhere", "excerpt": "x"},
+        ]})
+    assert vault_snapshot(private_dir(state_dir)) == before
+    assert len(publications(state_dir)) == 1
+
+
+def test_page_evidence_can_cite_an_existing_source(engine, owner):
+    receipt = engine.remember(owner, {"requestId": "m1", "items": [claim("A fact.", "line one\nline two")]})
+    source = engine.get_record(owner, receipt["items"][0]["id"])["frontmatter"]["evidence"][0]["source"]
+    created = engine.save_page(owner, page("p1", "Notes", type_="note",
+                                           evidence=[{"source": source, "lines": [2, 2], "quote": "line two"}]))
+    cited = engine.get_record(owner, created["id"])["frontmatter"]["evidence"]
+    assert cited == [{"source": source, "lines": [2, 2], "quote": "line two"}]
+
+
+# --- conflicts with edits made outside the engine ----------------------------------------------
+
+
+def test_an_edit_made_after_planning_is_never_overwritten(engine, owner, state_dir):
+    created = engine.save_page(owner, page("r1", "Dana", body="Original."))
+    path = private_dir(state_dir) / "pages" / "people" / "dana.md"
+    original = path.read_bytes()
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    plan = Plan("private", "save_page", "r2", "digest", "main", [
+        FileWrite("pages/people/dana.md", "record", original.replace(b"Original.", b"Ours."), created["id"], 2,
+                  base=original),
+    ])
+    edited = original.replace(b"Original.", b"Edited by hand.")
+    path.write_bytes(edited)
+    with pytest.raises(Conflict):
+        runtime.call(lambda: runtime.publisher.publish(plan))
+    assert path.read_bytes() == edited
+    assert publications(state_dir)[-1][1] == "rolled_back"
+    assert engine.get_record(owner, created["id"])["body"] == "Edited by hand.\n"
