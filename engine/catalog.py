@@ -58,15 +58,24 @@ class SyncReport:
 
 @dataclass(frozen=True)
 class FileStat:
+    """What tells a file changed: inode, size, mtime, and ctime (which ``touch -r`` cannot restore)."""
+
     ino: int
     size: int
     mtime_ns: int
-    mode: int
-    nlink: int
+    ctime_ns: int
 
     @classmethod
     def of(cls, info: os.stat_result) -> "FileStat":
-        return cls(info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode, info.st_nlink)
+        return cls(info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int]:
+        return (self.ino, self.size, self.mtime_ns, self.ctime_ns)
+
+
+def _hardlinked(relpath: str) -> Finding:
+    return Finding("hardlink", "files with more than one hard link are not read", path=relpath)
 
 
 def is_record_path(relpath: str) -> bool:
@@ -128,7 +137,10 @@ def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
                 else:
                     stack.append((Path(child.path), relpath + "/", depth + 1))
             elif stat.S_ISREG(info.st_mode) and (is_record_path(relpath) or is_descriptor_path(relpath)):
-                files[relpath] = FileStat.of(info)
+                if info.st_nlink > 1:
+                    rejected.append(_hardlinked(relpath))
+                else:
+                    files[relpath] = FileStat.of(info)
     return files, rejected
 
 
@@ -173,7 +185,7 @@ class Catalog:
         first_sync = self.db.one("SELECT 1 FROM scans WHERE partition = ?", (partition,)) is None
         with self.db.atomic():
             for relpath, info in sorted(candidates.items()):
-                unchanged = known.get(relpath) == (info.ino, info.size, info.mtime_ns)
+                unchanged = known.get(relpath) == info.stamp
                 if unchanged and not force and relpath not in forced:
                     continue
                 self._load(partition, root, relpath, info)
@@ -225,15 +237,17 @@ class Catalog:
             return Finding("symlink", "symlinks are not followed", path=relpath)
         if not stat.S_ISREG(info.st_mode):
             return None
+        if info.st_nlink > 1:
+            return _hardlinked(relpath)
         return FileStat.of(info)
 
-    def _known_stats(self, partition: str) -> dict[str, tuple[int, int, int]]:
+    def _known_stats(self, partition: str) -> dict[str, tuple[int, int, int, int]]:
         known = {}
         for table in ("catalog", "sources"):
             for row in self.db.all(
-                f"SELECT path, ino, file_size, mtime_ns FROM {table} WHERE partition = ?", (partition,)
+                f"SELECT path, ino, file_size, mtime_ns, ctime_ns FROM {table} WHERE partition = ?", (partition,)
             ):
-                known[row["path"]] = (row["ino"], row["file_size"], row["mtime_ns"])
+                known[row["path"]] = (row["ino"], row["file_size"], row["mtime_ns"], row["ctime_ns"])
         return known
 
     def _load(self, partition: str, root: Path, relpath: str, info: FileStat) -> None:
@@ -261,7 +275,8 @@ class Catalog:
         row: dict[str, Any] = {
             "partition": partition, "path": relpath, "record_id": None, "revision": None, "kind": None,
             "type": None, "title": None, "lifecycle": None, "fixture": 0, "sha256": sha256_bytes(data),
-            "file_size": info.size, "mtime_ns": info.mtime_ns, "ino": info.ino, "recorded_at": None,
+            "file_size": info.size, "mtime_ns": info.mtime_ns, "ctime_ns": info.ctime_ns, "ino": info.ino,
+            "recorded_at": None,
             "updated_at": None, "frontmatter": None,
         }
         status = "invalid"
@@ -356,19 +371,21 @@ class Catalog:
                       findings: list[Finding], info: FileStat) -> None:
         self.db.execute(
             "INSERT INTO sources (partition, source_id, path, retained_path, sha256, size, media_type, status, "
-            "descriptor, findings, file_size, mtime_ns, ino) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "descriptor, findings, file_size, mtime_ns, ctime_ns, ino) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(partition, path) DO UPDATE SET source_id = excluded.source_id, "
             "retained_path = excluded.retained_path, sha256 = excluded.sha256, size = excluded.size, "
             "media_type = excluded.media_type, status = excluded.status, descriptor = excluded.descriptor, "
             "findings = excluded.findings, file_size = excluded.file_size, mtime_ns = excluded.mtime_ns, "
-            "ino = excluded.ino",
+            "ctime_ns = excluded.ctime_ns, ino = excluded.ino",
             (
                 partition, descriptor.id if descriptor else relpath, relpath,
                 descriptor.retained_path if descriptor else None, descriptor.sha256 if descriptor else None,
                 descriptor.size if descriptor else None, descriptor.media_type if descriptor else None,
                 "invalid" if has_errors(findings) else "ok",
                 json.dumps(descriptor.to_dict()) if descriptor else None,
-                json.dumps([finding.to_dict() for finding in findings]), info.size, info.mtime_ns, info.ino,
+                json.dumps([finding.to_dict() for finding in findings]), info.size, info.mtime_ns, info.ctime_ns,
+                info.ino,
             ),
         )
 
@@ -383,13 +400,14 @@ class Catalog:
         self.db.execute("DELETE FROM sources WHERE partition = ? AND path = ?", (partition, finding.path))
         self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, finding.path))
         self.db.execute(
-            "INSERT INTO catalog (partition, path, file_status, findings, file_size, mtime_ns, ino) "
-            "VALUES (?, ?, 'unreadable', ?, ?, ?, ?) ON CONFLICT(partition, path) DO UPDATE SET "
+            "INSERT INTO catalog (partition, path, file_status, findings, file_size, mtime_ns, ctime_ns, ino) "
+            "VALUES (?, ?, 'unreadable', ?, ?, ?, ?, ?) ON CONFLICT(partition, path) DO UPDATE SET "
             "record_id = NULL, revision = NULL, kind = NULL, type = NULL, title = NULL, lifecycle = NULL, "
             "file_status = 'unreadable', findings = excluded.findings, file_size = excluded.file_size, "
+            "ctime_ns = excluded.ctime_ns, "
             "mtime_ns = excluded.mtime_ns, ino = excluded.ino, frontmatter = NULL, sha256 = NULL",
             (partition, finding.path, encoded, info.size if info else None, info.mtime_ns if info else None,
-             info.ino if info else None),
+             info.ctime_ns if info else None, info.ino if info else None),
         )
         return True
 

@@ -59,8 +59,8 @@ def get_record(store: Store, catalog: Catalog, partition: str, record_id: str,
         if not rows:
             raise NotFound("no record with that id in this partition", id=record_id)
         row = _fresh_row(store, catalog, partition, rows[0])
-        if row is None or row["record_id"] != record_id:
-            raise NotFound("the record's file changed or disappeared", id=record_id)
+        if row is None or row["record_id"] != record_id or row["file_status"] == "withheld":
+            raise NotFound("no record with that id in this partition", id=record_id)
         data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
         findings = json.loads(row["findings"]) + json.loads(row["xref_findings"])
         return _view(data, row["path"], status=record_status(row), findings=findings)
@@ -83,7 +83,7 @@ def _fresh_row(store: Store, catalog: Catalog, partition: str, row: Any) -> Any:
     except KnowledgeError:
         data = None
     if data is None or sha256_bytes(data) != row["sha256"]:
-        catalog.sync(partition, [row["path"]])
+        catalog.sync(partition, [row["path"]], force=True)
         return store.db.one("SELECT * FROM catalog WHERE partition = ? AND path = ?", (partition, row["path"]))
     return row
 

@@ -108,6 +108,7 @@ STATE_MIGRATIONS = [
             sha256 TEXT,
             file_size INTEGER,
             mtime_ns INTEGER,
+            ctime_ns INTEGER,
             ino INTEGER,
             recorded_at TEXT,
             updated_at TEXT,
@@ -138,6 +139,7 @@ STATE_MIGRATIONS = [
             findings TEXT NOT NULL DEFAULT '[]',
             file_size INTEGER,
             mtime_ns INTEGER,
+            ctime_ns INTEGER,
             ino INTEGER,
             PRIMARY KEY (partition, path)
         );
