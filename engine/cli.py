@@ -118,9 +118,10 @@ def cmd_grants(args: argparse.Namespace, state: StateDir) -> int:
             registry.remove_grant(args.agent, args.session_key)
             print("Grant removed; it takes effect on the conversation's next request.")
         else:
-            grants = [vars(g) for g in registry.grants(args.agent)]
+            grants = [{"agent": g.agent, "sessionKey": g.session_key, "access": g.access, "createdAt": g.created_at}
+                      for g in registry.grants(args.agent)]
             _print(grants, args.json, lambda rows: "\n".join(
-                f"{g['agent']:<20} {g['access']:<14} {g['session_key']}" for g in rows) or "No grants.")
+                f"{g['agent']:<20} {g['access']:<14} {g['sessionKey']}" for g in rows) or "No grants.")
     finally:
         registry.close()
     return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
@@ -79,8 +80,9 @@ class GitHistory:
         Every step is idempotent, so a crash half way through initialisation
         is finished by the next call.
         """
-        if self._ready:
+        if self._ready and (self.git_dir / "HEAD").is_file() and not self.git_dir.is_symlink():
             return
+        self._ready = False
         if self.git_dir.is_symlink() or (self.git_dir.exists() and not self.git_dir.is_dir()):
             raise GitError("vault/.git is not a directory; it will not be followed or replaced")
         if not (self.git_dir / "HEAD").is_file():
@@ -94,9 +96,11 @@ class GitHistory:
         present = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
         if any(line not in present for line in wanted):
             exclude.write_text("\n".join(present + [w for w in wanted if w not in present]) + "\n", encoding="utf-8")
+        self._ready = True
+
+    def _check_no_remote(self) -> None:
         if self._run("remote"):
             raise GitError("vault/.git has a remote configured; Knowledge history never uses remotes")
-        self._ready = True
 
     def head(self) -> str | None:
         try:
@@ -107,7 +111,13 @@ class GitHistory:
     def commit(self, files: list[CommitFile], message: str) -> str:
         """Commit exactly ``files`` on top of the branch; returns the new commit id."""
         self.ensure_repository()
+        self._check_no_remote()
         parent = self.head()
+        if parent is None:
+            # The first commit also takes in what the vault already held (files published while git
+            # was unavailable, or written by hand), so the history starts complete.
+            published = {item.path for item in files}
+            files = [item for item in self._existing_files() if item.path not in published] + files
         stream = bytearray()
         encoded = message.encode("utf-8")
         stream += f"commit {BRANCH}\ncommitter {COMMITTER} {int(time.time())} +0000\n".encode()
@@ -118,12 +128,33 @@ class GitHistory:
             stream += f"M 100644 inline {_quote(item.path)}\ndata {len(item.data)}\n".encode()
             stream += item.data + b"\n"
         stream += b"done\n"
-        self._run("fast-import", "--quiet", "--done", stdin=bytes(stream))
+        try:
+            self._run("fast-import", "--quiet", "--done", stdin=bytes(stream))
+        except GitError:
+            self._ready = False
+            raise
         commit = self.head()
         if commit is None or commit == parent:
             raise GitError("git fast-import did not advance the branch")
         self._sync_index(files)
         return commit
+
+    def _existing_files(self) -> list[CommitFile]:
+        """Regular, singly linked, non-hidden files under the vault (no symlinks followed)."""
+        found = []
+        for directory, subdirs, names in os.walk(self.vault):
+            subdirs[:] = [d for d in subdirs if not d.startswith(".") and not os.path.islink(os.path.join(directory, d))]
+            for name in names:
+                path = os.path.join(directory, name)
+                if name.startswith(".") or os.path.islink(path):
+                    continue
+                info = os.lstat(path)
+                if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                    continue
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                found.append(CommitFile(os.path.relpath(path, self.vault).replace(os.sep, "/"), data))
+        return found
 
     def _sync_index(self, files: list[CommitFile]) -> None:
         """Point the index at the committed blobs so ``git status`` stays quiet; cosmetic only."""

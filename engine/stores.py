@@ -95,7 +95,8 @@ class StoreResolver:
                              assigned=configured is not None)
             else:
                 owner = self.registry.bound_agent(record.store_id)
-                in_use = owner is not None and not settings.named_stores_of(owner)
+                bound = self.registry.agent(owner) if owner is not None else None
+                in_use = bound is not None and bound.active and not settings.named_stores_of(owner)
                 entry.update(owner=owner, agents=[owner] if in_use else [], assigned=in_use)
             stores.append(entry)
         for name, configured in sorted(settings.stores.items()):

@@ -1,0 +1,308 @@
+"""The ``knowledge`` command line: agents, grants, stores, demo, doctor, serve."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+import engine as engine_package
+from engine.authority import AgentCaller
+from engine.cli import main
+from engine.registry import hash_token
+from engine.service import Engine
+from engine.statedir import StateDir
+from tests.helpers import only_store, page, private_dir, vault_snapshot, wait_for
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
+    capsys.readouterr()
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def demo_record_count(output: str) -> int:
+    match = re.search(r"Demo store ready: (\d+) records", output)
+    assert match, output
+    return int(match.group(1))
+
+
+# --- agents -------------------------------------------------------------------------------
+
+
+def test_agents_add_prints_the_token_once_and_keeps_only_its_hash(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    added = run_json(capsys, "--state-dir", str(state_dir.root), "agents", "add", "scout", "--json")
+
+    assert set(added) == {"agent", "token", "tokenFile"} and added["agent"] == "scout"
+    token_file = Path(added["tokenFile"])
+    assert token_file.parent == state_dir.tokens
+    assert token_file.read_text(encoding="utf-8") == added["token"] + "\n"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(state_dir.tokens.stat().st_mode) & 0o077 == 0
+    secret = added["token"].encode("utf-8")
+    for path in state_dir.root.glob("registry.sqlite*"):
+        assert secret not in path.read_bytes(), path
+    with sqlite3.connect(state_dir.registry) as db:
+        hashes = [row[0] for row in db.execute("SELECT token_hash FROM credentials WHERE agent = 'scout'")]
+    assert hashes == [hash_token(added["token"])]
+
+
+def test_adding_an_agent_twice_fails_clearly_and_keeps_the_first_token(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    first = run_json(capsys, "--state-dir", str(state_dir.root), "agents", "add", "scout", "--json")
+
+    code = main(["--state-dir", str(state_dir.root), "agents", "add", "scout", "--json"])
+
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    assert "agent 'scout' already exists" in captured.err
+    assert Path(first["tokenFile"]).read_text(encoding="utf-8") == first["token"] + "\n"
+
+
+def test_agents_list_shows_a_store_only_after_first_use(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(state_dir.root)
+    added = run_json(capsys, "--state-dir", root, "agents", "add", "scout", "--owner", "--json")
+    before = run_json(capsys, "--state-dir", root, "agents", "list", "--json")
+    assert [(a["name"], a["owner"], a["store"]["status"]) for a in before] == [("scout", True, "not created")]
+    assert not state_dir.stores.exists() or not any(state_dir.stores.iterdir())
+
+    with Engine(state_dir, watch=False, git=False) as engine:
+        engine.save_page(AgentCaller(added["token"], {"kind": "owner-private"}), page("cli-1", "Dana Whitaker"))
+    after = run_json(capsys, "--state-dir", root, "agents", "list", "--json")
+
+    assert after[0]["store"]["status"] == "ok"
+    assert after[0]["store"]["storeId"] == only_store(state_dir).name
+
+
+def test_agents_remove_revokes_the_agent_and_keeps_its_store(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(state_dir.root)
+    added = run_json(capsys, "--state-dir", root, "agents", "add", "scout", "--owner", "--json")
+    with Engine(state_dir, watch=False, git=False) as engine:
+        engine.save_page(AgentCaller(added["token"], {"kind": "owner-private"}), page("cli-1", "Dana Whitaker"))
+    kept = vault_snapshot(private_dir(state_dir))
+
+    capsys.readouterr()
+    assert main(["--state-dir", root, "agents", "remove", "scout"]) == 0
+    assert "its store is kept" in capsys.readouterr().out
+
+    assert run_json(capsys, "--state-dir", root, "agents", "list", "--json") == []
+    stores = run_json(capsys, "--state-dir", root, "stores", "list", "--json")
+    assert [(s["storeId"], s["status"]) for s in stores] == [(only_store(state_dir).name, "ok")]
+    # Kept, but unused: a removed agent is no longer one of its members.
+    assert stores[0]["agents"] == []
+    assert vault_snapshot(private_dir(state_dir)) == kept
+    assert not Path(added["tokenFile"]).exists()
+    assert main(["--state-dir", root, "agents", "remove", "scout"]) == 2
+
+
+# --- stores, demo, doctor -----------------------------------------------------------------
+
+
+def test_stores_list_before_and_after_the_demo(state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(state_dir.root)
+    assert run_json(capsys, "--state-dir", root, "stores", "list", "--json") == []
+
+    assert main(["--state-dir", root, "demo"]) == 0
+    stores = run_json(capsys, "--state-dir", root, "stores", "list", "--json")
+
+    assert len(stores) == 1
+    assert stores[0]["status"] == "ok" and stores[0]["owner"] == "main" and stores[0]["agents"] == ["main"]
+    assert stores[0]["storeId"] == only_store(state_dir).name
+
+
+def test_the_demo_is_idempotent(state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(state_dir.root)
+    assert main(["--state-dir", root, "demo"]) == 0
+    first_output = capsys.readouterr().out
+    first = vault_snapshot(only_store(state_dir) / "vault")
+
+    assert main(["--state-dir", root, "demo"]) == 0
+    second_output = capsys.readouterr().out
+
+    assert "Registered owner agent main" in first_output
+    assert "Registered owner agent main" not in second_output
+    assert demo_record_count(first_output) == demo_record_count(second_output) > 0
+    assert vault_snapshot(only_store(state_dir) / "vault") == first
+    records = [path for path in first if path.endswith(".md")]
+    assert any(path.startswith("private/pages/") for path in records)
+    assert any(path.startswith("private/claims/") for path in records)
+    assert any(path.startswith("private/relationships/") for path in records)
+
+
+def test_doctor_passes_the_demo_and_names_an_invalid_record_file(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(state_dir.root)
+    assert main(["--state-dir", root, "demo"]) == 0
+    capsys.readouterr()
+    assert main(["--state-dir", root, "doctor"]) == 0
+    assert "main: git committed" in capsys.readouterr().out
+
+    (private_dir(state_dir) / "pages" / "broken-note.md").write_text("no frontmatter here\n", encoding="utf-8")
+    code = main(["--state-dir", root, "doctor"])
+    text = capsys.readouterr().out
+    json_code = main(["--state-dir", root, "doctor", "--json"])
+    report = json.loads(capsys.readouterr().out)
+
+    assert code == 1 and json_code == 1
+    assert "pages/broken-note.md" in text and "error" in text
+    findings = report["agents"][0]["diagnostics"]["findings"]
+    assert [f["path"] for f in findings if f["severity"] == "error"] == ["pages/broken-note.md"]
+
+
+# --- where the state lives ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("placement", ["before", "after-group", "after-action"])
+def test_state_dir_option_works_before_or_after_the_subcommand(
+        tmp_path: Path, placement: str, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "elsewhere"
+    option = ["--state-dir", str(root)]
+    argv = {
+        "before": [*option, "agents", "add", "scout", "--json"],
+        "after-group": ["agents", *option, "add", "scout", "--json"],
+        "after-action": ["agents", "add", "scout", "--json", *option],
+    }[placement]
+
+    added = run_json(capsys, *argv)
+
+    assert Path(added["tokenFile"]).parent == root / "tokens"
+    with sqlite3.connect(root / "registry.sqlite") as db:
+        assert db.execute("SELECT name FROM agents").fetchall() == [("scout",)]
+
+
+def test_the_state_dir_comes_from_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "from-env"
+    monkeypatch.setenv("KNOWLEDGE_STATE_DIR", str(root))
+
+    added = run_json(capsys, "agents", "add", "scout", "--json")
+    listed = run_json(capsys, "agents", "list", "--json")
+
+    assert Path(added["tokenFile"]) == root / "tokens" / "scout.token"
+    assert [agent["name"] for agent in listed] == ["scout"]
+    assert run_json(capsys, "--state-dir", str(tmp_path / "other"), "agents", "list", "--json") == []
+
+
+# --- grants -------------------------------------------------------------------------------
+
+
+def test_grants_add_list_and_remove(state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(state_dir.root)
+    run_json(capsys, "--state-dir", root, "agents", "add", "scout", "--json")
+    run_json(capsys, "--state-dir", root, "agents", "add", "helper", "--json")
+
+    assert main(["--state-dir", root, "grants", "add", "scout", "chat:1"]) == 0
+    assert main(["--state-dir", root, "grants", "add", "scout", "chat:2", "--access", "read-and-save"]) == 0
+    assert main(["--state-dir", root, "grants", "add", "helper", "chat:1"]) == 0
+    assert "chat:2" in capsys.readouterr().out
+    everyone = run_json(capsys, "--state-dir", root, "grants", "list", "--json")
+    scouts = run_json(capsys, "--state-dir", root, "grants", "list", "scout", "--json")
+
+    assert [(g["agent"], g["sessionKey"], g["access"]) for g in everyone] == [
+        ("helper", "chat:1", "read"), ("scout", "chat:1", "read"), ("scout", "chat:2", "read-and-save")]
+    assert [g["sessionKey"] for g in scouts] == ["chat:1", "chat:2"]
+
+    assert main(["--state-dir", root, "grants", "remove", "scout", "chat:1"]) == 0
+    assert [g["sessionKey"] for g in run_json(capsys, "--state-dir", root, "grants", "list", "scout", "--json")] \
+        == ["chat:2"]
+    assert main(["--state-dir", root, "grants", "remove", "scout", "chat:1"]) == 2
+    assert main(["--state-dir", root, "grants", "add", "nobody", "chat:1"]) == 2
+    assert "no agent named 'nobody'" in capsys.readouterr().err
+
+
+# --- one engine per state directory -------------------------------------------------------
+
+
+def test_a_second_engine_on_the_same_state_dir_exits_3(
+        engine: Engine, state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--state-dir", str(state_dir.root), "doctor"])
+
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "another Knowledge engine" in err and str(state_dir.root) in err
+    # Registry-only commands still work beside the running engine.
+    assert main(["--state-dir", str(state_dir.root), "agents", "list", "--json"]) == 0
+
+
+def _start_serve(tmp_path: Path, state: StateDir, *extra: str) -> tuple[subprocess.Popen[bytes], Path]:
+    env = {key: value for key, value in os.environ.items() if key != "KNOWLEDGE_STATE_DIR"}
+    env["KNOWLEDGE_STATE_DIR"] = str(state.root)
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "engine.cli", "serve", *extra], cwd=REPO_ROOT, env=env,
+                                   stdout=sink, stderr=subprocess.STDOUT)
+    return process, log
+
+
+def _wait_until_serving(process: subprocess.Popen[bytes], state: StateDir, log: Path) -> dict:
+    def ready() -> dict | None:
+        if process.poll() is not None:
+            raise AssertionError(f"serve exited with {process.returncode}: {log.read_text(encoding='utf-8')}")
+        return state.read_engine_info()
+
+    return wait_for(ready, timeout=60)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.wait(timeout=30)
+
+
+def test_serve_writes_engine_json_and_stops_cleanly_on_sigterm(
+        tmp_path: Path, state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    process, log = _start_serve(tmp_path, state_dir)
+    try:
+        info = _wait_until_serving(process, state_dir, log)
+        assert info["pid"] == process.pid
+        assert info["started_at"]
+        assert stat.S_IMODE(state_dir.engine_info.stat().st_mode) & 0o077 == 0
+        assert main(["--state-dir", str(state_dir.root), "doctor"]) == 3
+        assert f"pid {process.pid}" in capsys.readouterr().err
+
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, log.read_text(encoding="utf-8")
+    finally:
+        _stop(process)
+    assert not state_dir.engine_info.exists()
+    assert main(["--state-dir", str(state_dir.root), "doctor"]) == 0
+
+
+def test_serve_demo_seeds_the_demo_store(
+        tmp_path: Path, state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    process, log = _start_serve(tmp_path, state_dir, "--demo")
+    try:
+        _wait_until_serving(process, state_dir, log)
+        stores = run_json(capsys, "--state-dir", str(state_dir.root), "stores", "list", "--json")
+        assert [(s["owner"], s["status"]) for s in stores] == [("main", "ok")]
+        assert (private_dir(state_dir) / "pages" / "people" / "dana-whitaker.md").is_file()
+        assert (state_dir.tokens / "main.token").is_file()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, log.read_text(encoding="utf-8")
+    finally:
+        _stop(process)
+    assert "Demo store ready" in log.read_text(encoding="utf-8")
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"knowledge-desk {engine_package.__version__}"
+    assert engine_package.__version__ == version("knowledge-desk")

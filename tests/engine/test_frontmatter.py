@@ -1,0 +1,318 @@
+"""Frontmatter documents: the safe YAML subset, limits and exact rendering."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.errors import KnowledgeError, LimitExceeded
+from engine.frontmatter import (
+    MAX_NESTING,
+    RECORD_MAX_BYTES,
+    DocumentSyntaxError,
+    load_yaml,
+    parse_document,
+    render_document,
+    split_document,
+)
+
+EXAMPLE = (
+    b"---\n"
+    b"format: knowledge-record-v1\n"
+    b"id: cl_01JD8Q4W6T2M9Z7K3B5N1X0VYA\n"
+    b"revision: 1\n"
+    b"recorded_at: 2026-11-29T10:14:03Z\n"
+    b"attribution: {agent: main, instance: laptop-main}\n"
+    b"evidence:\n"
+    b"  - source: src_01JD8Q4W6R8H2V5D1J9P3L7C0B\n"
+    b'    quote: "please send me the status notes every Friday"\n'
+    b"---\n"
+    b"Dana asked for the weekly status notes.\n"
+)
+
+
+def document(yaml_text: str, body: str = "") -> bytes:
+    return f"---\n{yaml_text}---\n{body}".encode("utf-8")
+
+
+def nested_lists(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+# --- parsing and rendering ------------------------------------------------------
+
+
+def test_parse_reads_frontmatter_and_body() -> None:
+    frontmatter, body = parse_document(EXAMPLE)
+    assert frontmatter["id"] == "cl_01JD8Q4W6T2M9Z7K3B5N1X0VYA"
+    assert frontmatter["revision"] == 1
+    assert frontmatter["attribution"] == {"agent": "main", "instance": "laptop-main"}
+    assert frontmatter["evidence"][0]["quote"] == "please send me the status notes every Friday"
+    assert body == "Dana asked for the weekly status notes.\n"
+
+
+def test_render_then_parse_round_trips() -> None:
+    frontmatter, body = parse_document(EXAMPLE)
+    rendered = render_document(frontmatter, body)
+    assert rendered.startswith(b"---\n")
+    assert parse_document(rendered) == (frontmatter, body)
+
+
+def test_render_is_byte_stable_on_a_second_pass() -> None:
+    once = render_document(*parse_document(EXAMPLE))
+    assert render_document(*parse_document(once)) == once
+
+
+def test_unknown_keys_survive_in_their_order() -> None:
+    frontmatter = {"zeta": 1, "id": "pg_1", "custom": {"b": 2, "a": 1}, "alpha": "x"}
+    parsed, _ = parse_document(render_document(frontmatter, "body\n"))
+    assert list(parsed) == ["zeta", "id", "custom", "alpha"]
+    assert list(parsed["custom"]) == ["b", "a"]
+
+
+@pytest.mark.parametrize("value", ["2026-11-29T10:14:03Z", "2026-01-01", "2026-11-29 10:14:03+02:00"])
+def test_timestamps_stay_strings(value: str) -> None:
+    parsed, _ = parse_document(document(f"at: {value}\n"))
+    assert parsed["at"] == value
+    assert parse_document(render_document(parsed, ""))[0]["at"] == value
+
+
+@pytest.mark.parametrize("value", ["123", "true", "null", "yes", "0x10", "1_000", "~", "- item", "a: b", "#x", "---"])
+def test_strings_that_look_like_other_scalars_round_trip_as_strings(value: str) -> None:
+    assert parse_document(render_document({"k": value}, ""))[0] == {"k": value}
+
+
+def test_body_gets_a_final_newline_and_may_hold_delimiters() -> None:
+    rendered = render_document({"a": 1}, "first\n---\nafter")
+    assert rendered.endswith(b"after\n")
+    assert parse_document(rendered)[1] == "first\n---\nafter\n"
+
+
+def test_empty_body_renders_nothing_after_the_block() -> None:
+    assert render_document({"a": 1}, "").endswith(b"---\n")
+    assert parse_document(render_document({"a": 1}, ""))[1] == ""
+
+
+def test_leading_byte_order_mark_and_crlf_delimiters_are_accepted() -> None:
+    frontmatter, body = parse_document("\ufeff---\r\na: 1\r\n---\r\nbody".encode("utf-8"))
+    assert frontmatter == {"a": 1}
+    assert body == "body"
+
+
+def test_split_document_returns_the_yaml_and_the_body() -> None:
+    assert split_document("---\na: 1\n---\nbody\n") == ("a: 1\n", "body\n")
+
+
+# --- malformed input: each a clear error, naming the line ------------------------
+
+
+def raises_syntax(data: bytes) -> DocumentSyntaxError:
+    with pytest.raises(DocumentSyntaxError) as caught:
+        parse_document(data)
+    return caught.value
+
+
+def test_malformed_yaml_names_the_file_line() -> None:
+    error = raises_syntax(document("a: 1\nb: [unclosed\nc: 2\n"))
+    assert "not valid YAML" in error.message
+    assert error.details["line"] == 4  # where the parser gave up: "c: 2"
+    assert error.reason == "invalid_params"
+
+
+def test_duplicate_key_names_its_line() -> None:
+    error = raises_syntax(document("a: 1\nb: 2\na: 3\n"))
+    assert "duplicate key 'a'" in error.message
+    assert error.details["line"] == 4
+
+
+def test_duplicate_key_in_a_nested_mapping_is_rejected() -> None:
+    error = raises_syntax(document("outer:\n  x: 1\n  x: 2\n"))
+    assert "duplicate key" in error.message
+    assert error.details["line"] == 4
+
+
+@pytest.mark.parametrize("key", ["1", "true", "null", "[a, b]", "{a: 1}"])
+def test_non_string_keys_are_rejected(key: str) -> None:
+    error = raises_syntax(document(f"ok: 1\n? {key}\n: value\n"))
+    assert "non-string key" in error.message
+    assert error.details["line"] == 3
+
+
+def test_anchors_and_aliases_are_rejected() -> None:
+    error = raises_syntax(document("a: &x 1\nb: *x\n"))
+    assert "anchors and aliases" in error.message
+    assert error.details["line"] == 2
+
+
+def test_billion_laughs_is_rejected_before_expansion() -> None:
+    lines = ['l0: &l0 "lol"']
+    for level in range(1, 10):
+        previous = f"*l{level - 1}"
+        lines.append(f"l{level}: &l{level} [{', '.join([previous] * 10)}]")
+    error = raises_syntax(document("\n".join(lines) + "\n"))
+    assert "anchors and aliases" in error.message
+
+
+def test_an_alias_alone_is_rejected() -> None:
+    assert "anchors and aliases" in raises_syntax(document("a: 1\nb: *missing\n")).message
+
+
+def test_nesting_of_exactly_the_limit_is_fine() -> None:
+    # The mapping itself is level 1, so MAX_NESTING - 1 lists reach the limit.
+    frontmatter, _ = parse_document(document(f"a: {nested_lists(MAX_NESTING - 1)}\n"))
+    lists, value = 0, frontmatter["a"]
+    while isinstance(value, list):
+        lists, value = lists + 1, value[0] if value else None
+    assert lists + 1 == MAX_NESTING
+
+
+def test_nesting_deeper_than_the_limit_is_refused_with_its_line() -> None:
+    with pytest.raises(LimitExceeded) as caught:
+        parse_document(document(f"ok: 1\na: {nested_lists(MAX_NESTING)}\n"))
+    assert caught.value.details["limit"] == MAX_NESTING
+    assert caught.value.details["line"] == 3
+
+
+def test_nesting_limit_holds_for_block_style_mappings() -> None:
+    text = "".join("  " * level + f"k{level}:\n" for level in range(MAX_NESTING)) + "  " * MAX_NESTING + "v: 1\n"
+    with pytest.raises(LimitExceeded):
+        parse_document(document(text))
+
+
+def test_very_deep_nesting_is_a_limit_not_a_crash() -> None:
+    with pytest.raises(LimitExceeded):
+        parse_document(document(f"a: {nested_lists(100_000)}\n"))
+
+
+def test_unclosed_block_is_rejected() -> None:
+    error = raises_syntax(b"---\na: 1\nbody without a closing delimiter\n")
+    assert "not closed" in error.message
+    assert error.details["line"] == 1
+
+
+@pytest.mark.parametrize("data", [b"a: 1\n---\nbody\n", b"", b"body only\n", b" ---\na: 1\n---\n", b"----\na: 1\n---\n"])
+def test_missing_opening_delimiter_is_rejected(data: bytes) -> None:
+    error = raises_syntax(data)
+    assert "does not start with a '---'" in error.message
+    assert error.details["line"] == 1
+
+
+@pytest.mark.parametrize("yaml_text", ["", "- a\n- b\n", "just a string\n", "42\n"])
+def test_frontmatter_must_be_a_mapping(yaml_text: str) -> None:
+    error = raises_syntax(document(yaml_text))
+    assert "must be a mapping" in error.message
+
+
+def test_invalid_utf8_names_the_byte() -> None:
+    error = raises_syntax(b"---\na: \xff\n---\n")
+    assert "not valid UTF-8" in error.message
+    assert "byte 7" in error.message
+
+
+def test_nul_character_is_rejected() -> None:
+    assert "NUL" in raises_syntax(b"---\na: 1\n---\nbody\x00\n").message
+
+
+def test_control_characters_in_yaml_are_rejected() -> None:
+    assert "not valid YAML" in raises_syntax(document("a: \x01\n")).message
+
+
+def test_multiple_yaml_documents_in_the_block_are_rejected() -> None:
+    error = raises_syntax(document("a: 1\n...\n--- \nb: 2\n"))
+    assert "another document" in error.message
+    assert error.details["line"] == 4
+
+
+@pytest.mark.parametrize(
+    "tagged",
+    ["!!binary aGVsbG8=", "!!set {a, b}", "!!timestamp 2026-01-01", "!!omap [a: 1]", "!!python/name:os.system"],
+)
+def test_explicit_tags_cannot_produce_non_json_values(tagged: str) -> None:
+    # The module promises JSON-compatible values and string timestamps only.
+    with pytest.raises(DocumentSyntaxError):
+        parse_document(document(f"a: {tagged}\n"))
+
+
+# --- size limit ------------------------------------------------------------------
+
+
+def test_parse_accepts_a_record_of_exactly_the_limit() -> None:
+    head = b"---\na: 1\n---\n"
+    frontmatter, body = parse_document(head + b"x" * (RECORD_MAX_BYTES - len(head)))
+    assert frontmatter == {"a": 1}
+    assert len(body) == RECORD_MAX_BYTES - len(head)
+
+
+def test_parse_refuses_a_record_over_the_limit() -> None:
+    with pytest.raises(LimitExceeded) as caught:
+        parse_document(b"---\na: 1\n---\n" + b"x" * RECORD_MAX_BYTES)
+    assert caught.value.details["limit"] == RECORD_MAX_BYTES
+    assert caught.value.details["size"] > RECORD_MAX_BYTES
+
+
+def test_render_refuses_a_record_over_the_limit_counting_utf8_bytes() -> None:
+    # 2,000,000 two-byte characters are 4,000,000 bytes: fine; 2,500,000 are not.
+    assert len(render_document({"a": 1}, "é" * 2_000_000)) < RECORD_MAX_BYTES
+    with pytest.raises(LimitExceeded) as caught:
+        render_document({"a": 1}, "é" * 2_500_000)
+    assert caught.value.details["size"] > RECORD_MAX_BYTES
+
+
+# --- load_yaml (shared with the ontology and descriptors) -------------------------
+
+
+def test_load_yaml_uses_the_caller_name_and_offset() -> None:
+    with pytest.raises(DocumentSyntaxError) as caught:
+        load_yaml("a: 1\na: 2\n", what="ontology", line_offset=10)
+    assert caught.value.message.startswith("ontology has")
+    assert caught.value.details["line"] == 12
+
+
+def test_load_yaml_respects_a_custom_nesting_limit() -> None:
+    assert load_yaml("a: [[1]]\n", max_nesting=3) == {"a": [[1]]}
+    with pytest.raises(LimitExceeded):
+        load_yaml("a: [[[1]]]\n", max_nesting=3)
+
+
+# --- properties ------------------------------------------------------------------
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=40))
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)),
+    max_leaves=25,
+)
+_bodies = st.text(max_size=80).map(lambda text: text.replace("\x00", "")).map(
+    lambda text: text if not text or text.endswith("\n") else text + "\n"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), _values, max_size=8), _bodies)
+def test_any_json_like_frontmatter_round_trips(frontmatter: dict, body: str) -> None:
+    rendered = render_document(frontmatter, body)
+    parsed, parsed_body = parse_document(rendered)
+    assert parsed == frontmatter
+    assert json.loads(json.dumps(parsed)) == parsed  # nothing non-JSON sneaks in
+    assert parsed_body == body
+
+
+_yamlish = st.lists(
+    st.sampled_from(list("ab:-[]{}&*!?|>'\"#%@`, \n\t\\019.~<") + ["---", "...", "!!binary ", "!!set ", "\x85", "\ufeff"]),
+    max_size=60,
+).map(lambda parts: ("---\n" + "".join(parts) + "\n---\n").encode("utf-8"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=300), _yamlish))
+def test_arbitrary_bytes_raise_only_engine_errors(data: bytes) -> None:
+    try:
+        frontmatter, body = parse_document(data)
+    except KnowledgeError:
+        return
+    assert isinstance(frontmatter, dict)
+    assert all(isinstance(key, str) for key in frontmatter)
+    assert isinstance(body, str)

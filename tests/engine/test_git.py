@@ -1,0 +1,304 @@
+"""Local git history of a vault: exact published bytes, one repo per vault, never a rollback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from engine.authority import AgentCaller
+from engine.service import Engine
+from engine.statedir import StateDir
+from tests.helpers import claim, only_store, page, private_dir
+
+
+def _git_env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env["GIT_CONFIG_NOSYSTEM"] = "1"  # HOME is already a temporary directory (conftest)
+    return env
+
+
+def git(vault: Path, *args: str) -> str:
+    """Run git against exactly ``vault``'s repository, never one found by searching upwards."""
+    completed = subprocess.run(
+        ["git", f"--git-dir={vault / '.git'}", f"--work-tree={vault}", *args],
+        cwd=vault, env=_git_env(), capture_output=True, check=True, timeout=60,
+    )
+    return completed.stdout.decode("utf-8").strip()
+
+
+def git_show(vault: Path, commit: str, path: str) -> bytes:
+    return subprocess.run(
+        ["git", f"--git-dir={vault / '.git'}", "show", f"{commit}:{path}"],
+        cwd=vault, env=_git_env(), capture_output=True, check=True, timeout=60,
+    ).stdout
+
+
+def outer_git(root: Path, *args: str) -> str:
+    completed = subprocess.run(
+        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.invalid", *args],
+        cwd=root, env=_git_env(), capture_output=True, check=True, timeout=60,
+    )
+    return completed.stdout.decode("utf-8").strip()
+
+
+def vault_of(state: StateDir) -> Path:
+    return only_store(state) / "vault"
+
+
+def record_path(engine: Engine, caller: AgentCaller, record_id: str) -> str:
+    return engine.get_record(caller, record_id)["path"]
+
+
+def test_checkpoint_commits_the_published_bytes_and_receipts_name_the_commit(
+        engine: Engine, owner: AgentCaller, state_dir: StateDir) -> None:
+    receipt = engine.save_page(owner, page("git-1", "Dana Whitaker", body="Dana runs operations."))
+    path = record_path(engine, owner, receipt["id"])
+    published = (private_dir(state_dir) / path).read_bytes()
+
+    resumed = engine.resume(owner)
+    retry = engine.save_page(owner, page("git-1", "Dana Whitaker", body="Dana runs operations."))
+
+    vault = vault_of(state_dir)
+    head = git(vault, "rev-parse", "refs/heads/main")
+    assert resumed["state"] == "committed" and resumed["commit"] == head
+    assert retry["publicationId"] == receipt["publicationId"]
+    assert retry["git"] == {"state": "committed", "commit": head}
+    assert git_show(vault, head, f"private/{path}") == published
+
+
+def test_commit_holds_the_published_bytes_not_a_later_edit(
+        engine: Engine, owner: AgentCaller, state_dir: StateDir) -> None:
+    engine.save_page(owner, page("git-first", "Northwind Labs", type_="organization"))
+    assert engine.resume(owner)["state"] == "committed"
+    vault = vault_of(state_dir)
+    # Hold the branch so no checkpoint can run before the edit below.
+    lock = vault / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_bytes(b"")
+
+    receipt = engine.save_page(owner, page("git-edit", "Ravi Menon", body="Ravi leads the backend."))
+    path = record_path(engine, owner, receipt["id"])
+    on_disk = private_dir(state_dir) / path
+    published = on_disk.read_bytes()
+    edited = published.replace(b"Ravi leads the backend.", b"Edited outside the engine.")
+    assert edited != published
+    on_disk.write_bytes(edited)
+    lock.unlink()
+
+    resumed = engine.resume(owner)
+
+    assert resumed["state"] == "committed"
+    assert git_show(vault, resumed["commit"], f"private/{path}") == published
+    assert on_disk.read_bytes() == edited
+    # The edit shows up as an ordinary uncommitted change, nothing else does.
+    assert git(vault, "status", "--porcelain") == f"M private/{path}"
+
+
+def test_every_revision_gets_its_own_commit_and_the_tree_stays_clean(
+        engine: Engine, owner: AgentCaller, state_dir: StateDir) -> None:
+    first = engine.save_page(owner, page("rev-1", "Atlas Migration", type_="project", body="Version one."))
+    commits = [engine.resume(owner)["commit"]]
+    for revision in (2, 3):
+        engine.save_page(owner, page(f"rev-{revision}", "Atlas Migration", type_="project",
+                                     body=f"Version {revision}.", id=first["id"],
+                                     expectedRevision=revision - 1))
+        commits.append(engine.resume(owner)["commit"])
+    remembered = engine.remember(owner, {"requestId": "rev-claim", "subject": first["id"], "items": [
+        claim("Atlas cuts over on January 22.", "The cut-over slips to January 22.", kind="project_state"),
+    ]})
+    claim_commit = engine.resume(owner)["commit"]
+
+    vault = vault_of(state_dir)
+    path = record_path(engine, owner, first["id"])
+    assert len(set(commits)) == 3
+    assert git(vault, "log", "--format=%H", "refs/heads/main", "--", f"private/{path}").split() == commits[::-1]
+    assert git(vault, "log", "--format=%H", "refs/heads/main").split() == [claim_commit, *commits[::-1]]
+    for revision, commit in enumerate(commits, start=1):
+        assert f"revision: {revision}\n".encode() in git_show(vault, commit, f"private/{path}")
+    history = engine.history(owner, first["id"])
+    assert [entry["git"] for entry in history["revisions"]] == [{"commit": c} for c in commits]
+    claim_path = record_path(engine, owner, remembered["items"][0]["id"])
+    assert f"private/{claim_path}" in git(vault, "ls-tree", "-r", "--name-only", claim_commit).splitlines()
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_without_git_receipts_say_unavailable_and_everything_else_works(state_dir: StateDir) -> None:
+    with Engine(state_dir, watch=False, git=False) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        created = engine.save_page(owner, page("nogit-1", "Dana Whitaker"))
+        revised = engine.save_page(owner, page("nogit-2", "Dana Whitaker", body="Revised.", id=created["id"],
+                                               expectedRevision=1))
+        remembered = engine.remember(owner, {"requestId": "nogit-3", "subject": created["id"], "items": [
+            claim("Dana prefers Friday notes.", "Send me the notes every Friday.", kind="preference"),
+        ]})
+        retry = engine.save_page(owner, page("nogit-1", "Dana Whitaker"))
+        resumed = engine.resume(owner)
+        current = engine.get_record(owner, created["id"])
+        first = engine.get_record(owner, created["id"], revision=1)
+        history = engine.history(owner, created["id"])
+        claim_record = engine.get_record(owner, remembered["items"][0]["id"])
+        diagnostics = engine.diagnostics(owner)
+
+    for receipt in (created, revised, remembered, retry):
+        assert receipt["git"] == {"state": "unavailable"}
+    assert resumed["state"] == "unavailable"
+    assert current["revision"] == 2 and current["body"].strip() == "Revised."
+    assert first["status"] == "historical"
+    assert [entry["revision"] for entry in history["revisions"]] == [1, 2]
+    assert all(entry["git"] is None for entry in history["revisions"])
+    assert claim_record["status"] == "current"
+    assert diagnostics["git"]["state"] == "unavailable"
+    assert not (vault_of(state_dir) / ".git").exists()
+
+
+def test_the_first_commit_takes_in_what_was_published_while_git_was_unavailable(state_dir: StateDir) -> None:
+    with Engine(state_dir, watch=False, git=False) as engine:
+        token = engine.add_agent("main", owner=True)
+        owner = AgentCaller(token, {"kind": "owner-private"})
+        before = engine.save_page(owner, page("early", "Dana Whitaker"))
+    with Engine(state_dir, watch=False) as engine:
+        later = engine.save_page(owner, page("later", "Northwind", type_="organization"))
+        assert engine.resume(owner)["state"] == "committed"
+        early_path = record_path(engine, owner, before["id"])
+        later_path = record_path(engine, owner, later["id"])
+    vault = vault_of(state_dir)
+    tracked = git(vault, "ls-files").splitlines()
+    assert f"private/{early_path}" in tracked and f"private/{later_path}" in tracked
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_an_enclosing_repository_is_never_adopted(tmp_path: Path) -> None:
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    outer_git(outer, "init", "-q")
+    (outer / "README").write_text("outer project\n", encoding="utf-8")
+    outer_git(outer, "add", "README")
+    outer_git(outer, "commit", "-q", "-m", "outer")
+    outer_head = outer_git(outer, "rev-parse", "HEAD")
+    state = StateDir(outer / "state")
+
+    with Engine(state, watch=False) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        receipt = engine.save_page(owner, page("outer-1", "Dana Whitaker"))
+        resumed = engine.resume(owner)
+        path = record_path(engine, owner, receipt["id"])
+
+    vault = vault_of(state)
+    assert resumed["state"] == "committed"
+    assert (vault / ".git").is_dir()
+    assert outer_git(vault, "rev-parse", "--show-toplevel") == str(vault)
+    assert f"private/{path}" in git(vault, "ls-tree", "-r", "--name-only", resumed["commit"]).splitlines()
+    assert outer_git(outer, "rev-parse", "HEAD") == outer_head
+    assert outer_git(outer, "rev-list", "--all", "--count") == "1"
+    assert outer_git(outer, "diff", "--cached", "--name-only") == ""
+    assert outer_git(outer, "ls-files") == "README"
+
+
+def test_a_git_failure_never_rolls_back_a_publication(
+        engine: Engine, owner: AgentCaller, state_dir: StateDir) -> None:
+    engine.save_page(owner, page("fail-0", "Northwind Labs", type_="organization"))
+    assert engine.resume(owner)["state"] == "committed"
+    vault = vault_of(state_dir)
+    head = git(vault, "rev-parse", "refs/heads/main")
+    lock = vault / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_bytes(b"")
+
+    receipt = engine.save_page(owner, page("fail-1", "Ravi Menon", body="Ravi leads the backend."))
+    record = engine.get_record(owner, receipt["id"])
+    published = (private_dir(state_dir) / record["path"]).read_bytes()
+    stuck = engine.resume(owner)
+    diagnostics = engine.diagnostics(owner)
+
+    assert receipt["revision"] == 1 and receipt["git"] == {"state": "pending"}
+    assert record["status"] == "current" and record["title"] == "Ravi Menon"
+    assert stuck["state"] == "pending" and stuck["reason"] and stuck["publications"] == 1
+    assert diagnostics["git"]["state"] == "pending" and diagnostics["git"]["lastError"]
+    assert git(vault, "rev-parse", "refs/heads/main") == head
+
+    lock.unlink()
+    resumed = engine.resume(owner)
+    retry = engine.save_page(owner, page("fail-1", "Ravi Menon", body="Ravi leads the backend."))
+
+    assert resumed["state"] == "committed" and resumed["commit"] != head
+    assert retry["git"] == {"state": "committed", "commit": resumed["commit"]}
+    assert git_show(vault, resumed["commit"], f"private/{record['path']}") == published
+    assert engine.diagnostics(owner)["git"]["state"] == "committed"
+
+
+def test_a_vault_git_path_that_is_not_a_directory_keeps_writes_pending(state_dir: StateDir) -> None:
+    with Engine(state_dir, watch=False, git=False) as engine:
+        token = engine.add_agent("main", owner=True)
+        engine.save_page(AgentCaller(token, {"kind": "owner-private"}), page("plain-0", "Northwind Labs",
+                                                                            type_="organization"))
+    vault = vault_of(state_dir)
+    (vault / ".git").write_text("gitdir: /somewhere/else\n", encoding="utf-8")
+
+    with Engine(state_dir, watch=False) as engine:
+        owner = AgentCaller(token, {"kind": "owner-private"})
+        receipt = engine.save_page(owner, page("plain-1", "Dana Whitaker"))
+        stuck = engine.resume(owner)
+        record = engine.get_record(owner, receipt["id"])
+        assert stuck["state"] == "pending" and "not a directory" in stuck["reason"]
+        assert record["title"] == "Dana Whitaker"
+        assert (vault / ".git").read_text(encoding="utf-8") == "gitdir: /somewhere/else\n"
+
+        (vault / ".git").unlink()
+        resumed = engine.resume(owner)
+
+    assert resumed["state"] == "committed"
+    assert f"private/{record['path']}" in git(vault, "ls-tree", "-r", "--name-only", resumed["commit"]).splitlines()
+
+
+def test_the_vault_repository_has_no_remotes(engine: Engine, owner: AgentCaller, state_dir: StateDir) -> None:
+    engine.save_page(owner, page("remote-0", "Dana Whitaker"))
+    engine.remember(owner, {"requestId": "remote-1", "items": [claim("Dana likes tea.", "I like tea.")]})
+    assert engine.resume(owner)["state"] == "committed"
+
+    vault = vault_of(state_dir)
+    assert git(vault, "remote") == ""
+    assert "remote." not in git(vault, "config", "--local", "--list")
+    assert git(vault, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert git(vault, "rev-parse", "--is-bare-repository") == "false"
+
+
+def test_a_vault_repository_with_a_remote_is_refused_without_losing_writes(state_dir: StateDir) -> None:
+    with Engine(state_dir, watch=False) as engine:
+        token = engine.add_agent("main", owner=True)
+        owner = AgentCaller(token, {"kind": "owner-private"})
+        engine.save_page(owner, page("remote-0", "Dana Whitaker"))
+        assert engine.resume(owner)["state"] == "committed"
+    vault = vault_of(state_dir)
+    git(vault, "remote", "add", "origin", "https://example.invalid/vault.git")
+    head = git(vault, "rev-parse", "refs/heads/main")
+
+    with Engine(state_dir, watch=False) as engine:
+        receipt = engine.save_page(owner, page("remote-1", "Ravi Menon"))
+        stuck = engine.resume(owner)
+        assert stuck["state"] == "pending" and "remote" in stuck["reason"]
+        assert engine.get_record(owner, receipt["id"])["title"] == "Ravi Menon"
+    assert git(vault, "rev-parse", "refs/heads/main") == head
+
+    git(vault, "remote", "remove", "origin")
+    with Engine(state_dir, watch=False) as engine:
+        resumed = engine.resume(owner)
+        path = record_path(engine, owner, receipt["id"])
+    assert resumed["state"] == "committed" and resumed["publications"] == 1
+    assert f"private/{path}" in git(vault, "ls-tree", "-r", "--name-only", resumed["commit"]).splitlines()
+
+
+def test_a_vault_repository_removed_while_running_is_recreated_by_the_next_checkpoint(
+        engine: Engine, owner: AgentCaller, state_dir: StateDir) -> None:
+    engine.save_page(owner, page("gone-0", "Dana Whitaker"))
+    assert engine.resume(owner)["state"] == "committed"
+    vault = vault_of(state_dir)
+    shutil.rmtree(vault / ".git")
+
+    receipt = engine.save_page(owner, page("gone-1", "Ravi Menon"))
+    resumed = engine.resume(owner)
+
+    assert engine.get_record(owner, receipt["id"])["title"] == "Ravi Menon"
+    assert resumed["state"] == "committed", resumed
+    assert (vault / ".git").is_dir()
+    path = record_path(engine, owner, receipt["id"])
+    assert git_show(vault, resumed["commit"], f"private/{path}") == (vault / "private" / path).read_bytes()
