@@ -130,7 +130,10 @@ def parse_descriptor(data: bytes, path: str) -> tuple[SourceDescriptor | None, l
         return bad("descriptor id is missing or does not match its file name")
     retained = document.get("retained_path")
     expected_prefix = f"{SOURCES_DIR}/{source_id}"
-    if not isinstance(retained, str) or not retained.startswith(expected_prefix) or "/" in retained[len(SOURCES_DIR) + 1:]:
+    if not isinstance(retained, str) or not (
+        retained == expected_prefix
+        or (retained.startswith(expected_prefix) and _SAFE_SUFFIX.fullmatch(retained[len(expected_prefix):]))
+    ):
         return bad("retained_path must name this source's file under sources/")
     sha = document.get("sha256")
     size = document.get("size")

@@ -21,6 +21,7 @@ from .errors import InvalidParams, LimitExceeded, NotFound
 MAX_DEPTH = 8
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a FIFO must not wait for a writer
 _CHUNK = 1 << 20
 
 
@@ -69,7 +70,7 @@ def resolve_inside(root: Path, relpath: str) -> Path:
 
 def _open_regular(path: Path, relpath: str) -> tuple[int, os.stat_result]:
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _BINARY)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _BINARY | _NONBLOCK)
     except FileNotFoundError as exc:
         raise NotFound("file not found", path=relpath) from exc
     except OSError as exc:
@@ -83,6 +84,8 @@ def _open_regular(path: Path, relpath: str) -> tuple[int, os.stat_result]:
     if info.st_nlink > 1:
         os.close(fd)
         raise UnsafePath("file has more than one hard link", path=relpath)
+    if _NONBLOCK:
+        os.set_blocking(fd, True)
     return fd, info
 
 

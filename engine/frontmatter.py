@@ -32,7 +32,7 @@ def _without_timestamps(resolvers: dict) -> dict:
     }
 
 
-class _KeyError(Exception):
+class _Refused(Exception):
     def __init__(self, message: str, yaml_line: int) -> None:
         super().__init__(message)
         self.yaml_line = yaml_line
@@ -48,21 +48,35 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, str):
-                raise _KeyError("a non-string key", key_node.start_mark.line)
+                raise _Refused("a non-string key", key_node.start_mark.line)
             if key in mapping:
-                raise _KeyError(f"a duplicate key {key!r}", key_node.start_mark.line)
+                raise _Refused(f"a duplicate key {key!r}", key_node.start_mark.line)
             mapping[key] = self.construct_object(value_node, deep=True)
         return mapping
 
 
+def _finite_float(loader: "_Loader", node: yaml.ScalarNode) -> float:
+    value = loader.construct_yaml_float(node)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _Refused("a non-finite number (.nan or .inf)", node.start_mark.line)
+    return value
+
+
+# Only JSON-compatible values: explicit tags such as !!binary, !!set, !!timestamp or !!omap are refused.
+_JSON_TAGS = ("null", "bool", "int", "float", "str", "seq", "map")
+_Loader.yaml_constructors = {
+    tag: constructor for tag, constructor in _BaseLoader.yaml_constructors.items()
+    if tag is None or tag.rsplit(":", 1)[-1] in _JSON_TAGS
+}
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_mapping)
+_Loader.add_constructor("tag:yaml.org,2002:float", _finite_float)
 
 
 class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
     yaml_implicit_resolvers = _without_timestamps(_BaseDumper.yaml_implicit_resolvers)
 
 
-def _check_events(text: str, *, max_nesting: int, line_offset: int) -> None:
+def _check_events(text: str, *, max_nesting: int, line_offset: int, what: str) -> None:
     depth = 0
     for event in yaml.parse(text, Loader=_BaseLoader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
@@ -73,7 +87,7 @@ def _check_events(text: str, *, max_nesting: int, line_offset: int) -> None:
             depth += 1
             if depth > max_nesting:
                 raise LimitExceeded(
-                    f"frontmatter nests deeper than {max_nesting} levels",
+                    f"{what} nests deeper than {max_nesting} levels",
                     line=event.start_mark.line + 1 + line_offset,
                     limit=max_nesting,
                 )
@@ -89,14 +103,14 @@ def load_yaml(
     ``line_offset`` maps YAML line numbers to the enclosing file's lines.
     """
     try:
-        _check_events(text, max_nesting=max_nesting, line_offset=line_offset)
+        _check_events(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 + line_offset if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
         raise DocumentSyntaxError(f"{what} is not valid YAML: {problem}", line=line) from exc
-    except _KeyError as exc:
+    except _Refused as exc:
         raise DocumentSyntaxError(f"{what} has {exc}", line=exc.yaml_line + 1 + line_offset) from exc
     except yaml.YAMLError as exc:
         raise DocumentSyntaxError(f"{what} is not valid YAML: {exc}") from exc
@@ -143,10 +157,17 @@ def parse_document(data: bytes) -> tuple[dict[str, Any], str]:
 
 
 def render_document(frontmatter: dict[str, Any], body: str) -> bytes:
-    """Render frontmatter and body to the exact bytes a record file holds."""
+    """Render frontmatter and body to the exact bytes a record file holds.
+
+    Refuses what ``parse_document`` would refuse to read back.
+    """
+    if "\x00" in body:
+        raise DocumentSyntaxError("record body contains a NUL character")
     if body and not body.endswith("\n"):
         body += "\n"
-    data = f"{_DELIMITER}\n{dump_yaml(frontmatter)}{_DELIMITER}\n{body}".encode("utf-8")
+    head = dump_yaml(frontmatter)
+    _check_events(head, max_nesting=MAX_NESTING, line_offset=1, what="frontmatter")
+    data = f"{_DELIMITER}\n{head}{_DELIMITER}\n{body}".encode("utf-8")
     if len(data) > RECORD_MAX_BYTES:
         raise LimitExceeded(
             f"record would be larger than {RECORD_MAX_BYTES} bytes", limit=RECORD_MAX_BYTES, size=len(data)

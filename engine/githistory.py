@@ -148,11 +148,14 @@ class GitHistory:
                 path = os.path.join(directory, name)
                 if name.startswith(".") or os.path.islink(path):
                     continue
-                info = os.lstat(path)
-                if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                try:
+                    info = os.lstat(path)
+                    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                        continue
+                    with open(path, "rb") as handle:
+                        data = handle.read()
+                except OSError:  # gone or unreadable since the walk: not part of the snapshot
                     continue
-                with open(path, "rb") as handle:
-                    data = handle.read()
                 found.append(CommitFile(os.path.relpath(path, self.vault).replace(os.sep, "/"), data))
         return found
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from datetime import date
 from importlib import resources
-from typing import Any, Iterable
+from typing import Any
 
-from .errors import InvalidParams
+from .errors import InvalidParams, LimitExceeded
 from .findings import Finding
 from .frontmatter import load_yaml
 from .ids import is_record_id
@@ -28,7 +29,7 @@ ANY_TYPE = "*"
 
 FIELD_TYPES = ("string", "text", "integer", "number", "boolean", "date", "url", "email", "enum", "list", "page")
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
@@ -243,10 +244,18 @@ class Ontology:
                 reader.problem(f"invalid page type name {name!r}", "page_types")
         relation_types = {}
         for name, value in (document.get("relationship_types") or {}).items():
-            relation = reader.relation_type(name, value) if _NAME.fullmatch(str(name)) else None
+            if not _NAME.fullmatch(str(name)):
+                reader.problem(f"invalid relationship type name {name!r}", "relationship_types")
+                continue
+            relation = reader.relation_type(name, value)
             if relation is not None:
                 relation_types[name] = relation
-        claim_kinds = {str(k): str(v or "") for k, v in (document.get("claim_kinds") or {}).items()}
+        claim_kinds = {}
+        for name, description in (document.get("claim_kinds") or {}).items():
+            if _NAME.fullmatch(str(name)):
+                claim_kinds[name] = str(description or "")
+            else:
+                reader.problem(f"invalid claim kind name {name!r}", "claim_kinds")
         default = document.get("default_page_type", "note")
         return cls(page_types, relation_types, claim_kinds, default, tuple(reader.findings), (provenance,))
 
@@ -258,7 +267,7 @@ class Ontology:
         """
         try:
             extension = Ontology.from_text(text, provenance)
-        except InvalidParams as exc:
+        except (InvalidParams, LimitExceeded) as exc:
             finding = Finding("ontology_invalid", exc.message, path=provenance, line=exc.details.get("line"))
             return replace(self, findings=self.findings + (finding,))
         findings = list(self.findings) + list(extension.findings)
@@ -296,7 +305,13 @@ class Ontology:
                 relation_types[name] = relation
         claim_kinds = dict(self.claim_kinds)
         for name, description in extension.claim_kinds.items():
-            claim_kinds.setdefault(name, description)
+            if name in claim_kinds:
+                findings.append(Finding(
+                    "ontology_conflict", f"claim kind {name!r} already exists and cannot be redefined",
+                    path=provenance, field=f"claim_kinds.{name}",
+                ))
+            else:
+                claim_kinds[name] = description
         for relation in relation_types.values():
             unknown = [t for t in relation.from_types + relation.to_types if t != ANY_TYPE and t not in page_types]
             if unknown and relation.provenance == provenance:
@@ -418,7 +433,7 @@ def _check_value(spec: FieldSpec, value: Any) -> str | None:
         if not isinstance(value, bool):
             return "must be true or false"
     elif kind == "date":
-        if not isinstance(value, str) or not _DATE.fullmatch(value):
+        if not isinstance(value, str) or not _DATE.fullmatch(value) or not _is_calendar_date(value):
             return "must be a date written YYYY-MM-DD"
     elif kind == "url":
         if not isinstance(value, str) or not _URL.fullmatch(value):
@@ -443,5 +458,9 @@ def _check_value(spec: FieldSpec, value: Any) -> str | None:
     return None
 
 
-def type_names(types: Iterable[PageType]) -> list[str]:
-    return [page_type.name for page_type in types]
+def _is_calendar_date(value: str) -> bool:
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True

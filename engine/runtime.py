@@ -165,6 +165,8 @@ class StoreRuntime:
                 log.warning("git checkpoint skipped: %s", exc.message)
             except RuntimeError:  # the lane shut down under us
                 break
+            except Exception:  # the queue must outlive any one failure; the outbox keeps the work
+                log.exception("git checkpoint failed")
 
     def checkpoint(self) -> dict[str, Any]:
         """Commit every pending publication now (``knowledge_resume`` and the git thread)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -12,14 +13,22 @@ from engine.service import Engine
 from engine.statedir import StateDir
 
 
+ENGINE_THREADS = ("lane-", "git-")
+
+
 @pytest.fixture(autouse=True)
-def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees the developer's state directory, HOME or fault settings."""
+def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test sees the developer's state directory, HOME or fault settings, or leaves engine threads behind."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     for name in ("KNOWLEDGE_STATE_DIR", "KNOWLEDGE_FAULT", "KNOWLEDGE_TOKEN"):
         monkeypatch.delenv(name, raising=False)
+    before = set(threading.enumerate())
+    yield
+    dangling = [t.name for t in threading.enumerate()
+                if t not in before and t.is_alive() and t.name.startswith(ENGINE_THREADS)]
+    assert not dangling, f"the test left engine threads running (an Engine was not closed): {dangling}"
 
 
 @pytest.fixture

@@ -1,0 +1,316 @@
+"""Safe file access: relative paths, symlinks, hardlinks, limits and atomic writes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+import engine.files as files
+from engine.errors import LimitExceeded, NotFound
+from engine.files import (
+    MAX_DEPTH,
+    UnsafePath,
+    atomic_write,
+    check_relative_path,
+    ensure_dirs,
+    read_file,
+    remove_inside,
+    resolve_inside,
+    sha256_file,
+    write_inside,
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    directory = tmp_path / "root"
+    directory.mkdir()
+    return directory
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    directory = tmp_path / "outside"
+    directory.mkdir()
+    (directory / "secret.md").write_bytes(b"secret")
+    return directory
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(path.name for path in directory.iterdir() if path.name.endswith(".tmp"))
+
+
+# --- relative paths ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("relpath", ["a.md", "pages/people/dana.md", "/".join(["d"] * MAX_DEPTH), ".hidden", "a..b"])
+def test_good_relative_paths_are_accepted(relpath: str) -> None:
+    assert str(check_relative_path(relpath)) == relpath
+
+
+@pytest.mark.parametrize("relpath", [
+    "", "/abs/x.md", "../x.md", "a/../x.md", "..", ".", "./x.md", "a/./x.md", "a//x.md", "a/", "/",
+    "a\\b.md", "..\\x.md", "a\x00b.md",
+])
+def test_unsafe_relative_paths_are_refused(relpath: str) -> None:
+    with pytest.raises(UnsafePath) as caught:
+        check_relative_path(relpath)
+    assert caught.value.reason == "invalid_params"
+
+
+def test_non_string_paths_are_refused() -> None:
+    with pytest.raises(UnsafePath):
+        check_relative_path(None)  # type: ignore[arg-type]
+
+
+def test_paths_deeper_than_the_limit_are_a_limit_error() -> None:
+    with pytest.raises(LimitExceeded) as caught:
+        check_relative_path("/".join(["d"] * (MAX_DEPTH + 1)))
+    assert caught.value.details["limit"] == MAX_DEPTH
+
+
+def test_a_custom_depth_limit_is_honoured() -> None:
+    check_relative_path("a/b", max_depth=2)
+    with pytest.raises(LimitExceeded):
+        check_relative_path("a/b/c", max_depth=2)
+
+
+# --- resolving inside a root -------------------------------------------------------------
+
+
+def test_resolve_inside_joins_existing_and_missing_paths(root: Path) -> None:
+    (root / "pages").mkdir()
+    assert resolve_inside(root, "pages/x.md") == root / "pages" / "x.md"
+    assert resolve_inside(root, "new/dir/x.md") == root / "new" / "dir" / "x.md"
+
+
+def test_resolve_inside_refuses_a_symlinked_directory(root: Path, outside: Path) -> None:
+    (root / "pages").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePath, match="symlink"):
+        resolve_inside(root, "pages/secret.md")
+
+
+def test_resolve_inside_refuses_a_symlinked_leaf(root: Path, outside: Path) -> None:
+    (root / "x.md").symlink_to(outside / "secret.md")
+    with pytest.raises(UnsafePath, match="symlink"):
+        resolve_inside(root, "x.md")
+
+
+def test_resolve_inside_refuses_a_dangling_symlink(root: Path, tmp_path: Path) -> None:
+    (root / "x.md").symlink_to(tmp_path / "nowhere.md")
+    with pytest.raises(UnsafePath, match="symlink"):
+        resolve_inside(root, "x.md")
+
+
+def test_resolve_inside_refuses_a_file_used_as_a_directory(root: Path) -> None:
+    (root / "pages").write_bytes(b"a file")
+    with pytest.raises(UnsafePath, match="through a file"):
+        resolve_inside(root, "pages/x.md")
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def test_read_file_returns_the_bytes_and_their_stat(root: Path) -> None:
+    (root / "a.md").write_bytes(b"hello")
+    data, info = read_file(root, "a.md", max_bytes=100)
+    assert data == b"hello"
+    assert info.st_size == 5 and info.st_ino == os.lstat(root / "a.md").st_ino
+
+
+def test_read_file_accepts_exactly_max_bytes(root: Path) -> None:
+    (root / "a.md").write_bytes(b"x" * 10)
+    assert read_file(root, "a.md", max_bytes=10)[0] == b"x" * 10
+
+
+def test_read_file_refuses_a_file_over_max_bytes(root: Path) -> None:
+    (root / "a.md").write_bytes(b"x" * 11)
+    with pytest.raises(LimitExceeded) as caught:
+        read_file(root, "a.md", max_bytes=10)
+    assert caught.value.details["limit"] == 10 and caught.value.details["size"] == 11
+
+
+def test_read_file_reads_across_chunks(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "_CHUNK", 7)
+    data = bytes(range(256)) * 3
+    (root / "a.bin").write_bytes(data)
+    assert read_file(root, "a.bin", max_bytes=len(data))[0] == data
+
+
+def test_read_file_reports_a_missing_file_as_not_found(root: Path) -> None:
+    with pytest.raises(NotFound) as caught:
+        read_file(root, "missing.md", max_bytes=10)
+    assert caught.value.details["path"] == "missing.md"
+
+
+def test_read_file_refuses_a_symlinked_file(root: Path, outside: Path) -> None:
+    (root / "x.md").symlink_to(outside / "secret.md")
+    with pytest.raises(UnsafePath):
+        read_file(root, "x.md", max_bytes=100)
+
+
+def test_read_file_refuses_a_file_behind_a_symlinked_directory(root: Path, outside: Path) -> None:
+    (root / "pages").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePath):
+        read_file(root, "pages/secret.md", max_bytes=100)
+
+
+def test_read_file_refuses_a_hardlinked_file(root: Path, outside: Path) -> None:
+    os.link(outside / "secret.md", root / "x.md")
+    with pytest.raises(UnsafePath, match="hard link"):
+        read_file(root, "x.md", max_bytes=100)
+
+
+def test_read_file_refuses_a_directory(root: Path) -> None:
+    (root / "pages").mkdir()
+    with pytest.raises(UnsafePath, match="regular"):
+        read_file(root, "pages", max_bytes=100)
+
+
+def test_read_file_refuses_a_fifo_without_blocking(root: Path) -> None:
+    # A FIFO dropped into the vault must be refused, not block the storage worker
+    # until some writer opens it.
+    fifo = root / "x.md"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def attempt() -> None:
+        try:
+            read_file(root, "x.md", max_bytes=100)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - recorded for the assertion below
+            outcome.append(exc)
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=5)
+    blocked = worker.is_alive()
+    if blocked:  # release the blocked open() so the thread can finish
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join()
+    assert not blocked, "read_file blocked opening a FIFO"
+    assert isinstance(outcome[0], UnsafePath)
+
+
+# --- hashing ------------------------------------------------------------------------------
+
+
+def test_sha256_file_streams_across_chunks(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "_CHUNK", 1000)
+    data = os.urandom(10_500)
+    (root / "big.bin").write_bytes(data)
+    assert sha256_file(root, "big.bin") == (hashlib.sha256(data).hexdigest(), len(data))
+
+
+def test_sha256_file_of_an_empty_file(root: Path) -> None:
+    (root / "empty").write_bytes(b"")
+    assert sha256_file(root, "empty") == (hashlib.sha256(b"").hexdigest(), 0)
+
+
+def test_sha256_file_refuses_symlinks_and_missing_files(root: Path, outside: Path) -> None:
+    (root / "x.md").symlink_to(outside / "secret.md")
+    with pytest.raises(UnsafePath):
+        sha256_file(root, "x.md")
+    with pytest.raises(NotFound):
+        sha256_file(root, "missing")
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def test_atomic_write_creates_a_file_with_the_mode_and_no_temp_files(root: Path) -> None:
+    info = atomic_write(root / "a.md", b"first", mode=0o600)
+    assert (root / "a.md").read_bytes() == b"first"
+    assert stat.S_IMODE(info.st_mode) == 0o600
+    assert info.st_size == 5
+    assert leftovers(root) == []
+
+
+def test_atomic_write_replaces_the_content_with_a_new_inode(root: Path) -> None:
+    atomic_write(root / "a.md", b"first version")
+    before = os.lstat(root / "a.md").st_ino
+    info = atomic_write(root / "a.md", b"second")
+    assert (root / "a.md").read_bytes() == b"second"
+    assert info.st_ino != before
+    assert sorted(path.name for path in root.iterdir()) == ["a.md"]
+
+
+def test_a_failed_atomic_write_leaves_the_old_file_and_no_temp(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    atomic_write(root / "a.md", b"original")
+
+    def broken_replace(source: str, target: object) -> None:
+        raise OSError("disk trouble")
+
+    monkeypatch.setattr(files.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk trouble"):
+        atomic_write(root / "a.md", b"new")
+    assert (root / "a.md").read_bytes() == b"original"
+    assert leftovers(root) == []
+
+
+def test_write_inside_creates_missing_directories(root: Path) -> None:
+    write_inside(root, "pages/people/dana.md", b"Dana")
+    assert (root / "pages" / "people" / "dana.md").read_bytes() == b"Dana"
+    write_inside(root, "pages/people/dana.md", b"Dana, again")
+    assert read_file(root, "pages/people/dana.md", max_bytes=100)[0] == b"Dana, again"
+    assert leftovers(root / "pages" / "people") == []
+
+
+def test_write_inside_refuses_a_symlinked_directory(root: Path, outside: Path) -> None:
+    (root / "pages").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePath):
+        write_inside(root, "pages/new.md", b"x")
+    assert not (outside / "new.md").exists()
+
+
+def test_write_inside_refuses_to_replace_a_symlink(root: Path, outside: Path) -> None:
+    (root / "x.md").symlink_to(outside / "secret.md")
+    with pytest.raises(UnsafePath):
+        write_inside(root, "x.md", b"overwrite")
+    assert (outside / "secret.md").read_bytes() == b"secret"
+    assert (root / "x.md").is_symlink()
+
+
+def test_write_inside_refuses_to_replace_a_directory(root: Path) -> None:
+    (root / "pages").mkdir()
+    with pytest.raises(UnsafePath):
+        write_inside(root, "pages", b"x")
+    assert (root / "pages").is_dir()
+
+
+def test_write_inside_refuses_unsafe_paths(root: Path) -> None:
+    with pytest.raises(UnsafePath):
+        write_inside(root, "../escape.md", b"x")
+    assert not (root.parent / "escape.md").exists()
+
+
+def test_ensure_dirs_creates_and_returns_the_directory(root: Path) -> None:
+    assert ensure_dirs(root, "a/b/c") == root / "a" / "b" / "c"
+    assert (root / "a" / "b" / "c").is_dir()
+    assert ensure_dirs(root, "a/b/c") == root / "a" / "b" / "c"  # idempotent
+
+
+def test_ensure_dirs_refuses_an_existing_file(root: Path) -> None:
+    (root / "a").write_bytes(b"file")
+    with pytest.raises(UnsafePath):
+        ensure_dirs(root, "a")
+
+
+def test_remove_inside_removes_and_tolerates_missing_files(root: Path) -> None:
+    write_inside(root, "pages/x.md", b"x")
+    remove_inside(root, "pages/x.md")
+    assert not (root / "pages" / "x.md").exists()
+    remove_inside(root, "pages/x.md")  # already gone: no error
+    assert (root / "pages").is_dir()
+
+
+def test_remove_inside_refuses_a_path_through_a_symlink(root: Path, outside: Path) -> None:
+    (root / "pages").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePath):
+        remove_inside(root, "pages/secret.md")
+    assert (outside / "secret.md").exists()
