@@ -14,7 +14,7 @@ from typing import Any
 from .catalog import Catalog
 from .errors import KnowledgeError, NotFound
 from .files import read_file, sha256_bytes
-from .findings import Finding, truncated
+from .findings import truncated
 from .frontmatter import RECORD_MAX_BYTES
 from .records import parse_record
 from .store import Store
@@ -136,6 +136,3 @@ def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str
         "git": git,
     }
 
-
-def finding_for(exc: KnowledgeError, path: str) -> dict[str, Any]:
-    return Finding(exc.reason, exc.message, path=path).to_dict()

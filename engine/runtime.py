@@ -51,7 +51,6 @@ class StoreRuntime:
         self._closing = threading.Event()
         self._git_stop = threading.Event()
         self._git_thread: threading.Thread | None = None
-        self.git_error: str | None = None
         self.recovered = self.call(self._recover)
         if self.git is not None:
             self._git_thread = threading.Thread(target=self._git_loop, name=f"git-{store.store_id}", daemon=True)
@@ -182,10 +181,9 @@ class StoreRuntime:
             try:
                 commit = self.git.commit(files, message)
             except GitError as exc:
-                self.git_error = str(exc)
-                self.call(lambda: self._outbox_failed(seqs, str(exc)))
-                return {"state": "pending", "reason": str(exc), "publications": len(seqs)}
-            self.git_error = None
+                error = str(exc)
+                self.call(lambda: self._outbox_failed(seqs, error))
+                return {"state": "pending", "reason": error, "publications": len(seqs)}
             self.call(lambda: self._outbox_committed(seqs, commit))
             return {"state": "committed", "commit": commit, "publications": len(seqs)}
 

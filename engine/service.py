@@ -8,7 +8,6 @@ returns anything.  Callers never name a store, path or scope.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from typing import Any, Callable, TypeVar
@@ -31,7 +30,6 @@ from .stores import StoreResolver
 from .watcher import VaultWatcher
 from .writes import WriteContext, plan_remember, plan_save_page
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
