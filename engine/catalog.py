@@ -25,7 +25,7 @@ from .errors import KnowledgeError, LimitExceeded, StoreUnavailable
 from .evidence import (
     DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DIR, SourceDescriptor, parse_descriptor,
 )
-from .files import MAX_DEPTH, read_file, sha256_bytes
+from .files import MAX_DEPTH, read_file, sha256_bytes, sha256_file
 from .findings import Finding, has_errors
 from .frontmatter import RECORD_MAX_BYTES
 from .ids import format_timestamp, is_record_id, utc_now
@@ -491,6 +491,36 @@ class Catalog:
         self.db.executemany(
             "UPDATE catalog SET xref_ok = ?, xref_findings = ? WHERE partition = ? AND path = ?", updates
         )
+
+    def verify_sources(self, partition: str) -> list[dict[str, Any]]:
+        """Stream-hash every retained original whose file changed since it was last verified.
+
+        Returns findings for originals that no longer match their descriptor.
+        """
+        root = self.store.partition_root(partition)
+        findings = []
+        for row in self.db.all(
+            "SELECT path, retained_path, sha256, verified_stamp FROM sources WHERE partition = ? AND status = 'ok'",
+            (partition,),
+        ):
+            try:
+                info = FileStat.of(os.lstat(root / row["retained_path"]))
+                stamp = json.dumps(info.stamp)
+                if stamp == row["verified_stamp"]:
+                    continue
+                digest, _ = sha256_file(root, row["retained_path"])
+            except (OSError, KnowledgeError) as exc:
+                message = exc.message if isinstance(exc, KnowledgeError) else exc.strerror
+                findings.append(Finding("source_missing", f"the retained original cannot be read: {message}",
+                                        path=row["path"]).to_dict())
+                continue
+            if digest != row["sha256"]:
+                findings.append(Finding("source_changed", "the retained original no longer matches its sha256",
+                                        path=row["path"]).to_dict())
+            else:
+                self.db.execute("UPDATE sources SET verified_stamp = ? WHERE partition = ? AND path = ?",
+                                (stamp, partition, row["path"]))
+        return findings
 
     # --- queries ------------------------------------------------------------------
 

@@ -122,6 +122,7 @@ def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str
     """Scoped validation: the partition's files, its ontology, and the store's state."""
     ontology = store.ontology(partition)
     findings = [f.to_dict() for f in ontology.findings] + catalog.findings(partition)
+    findings += catalog.verify_sources(partition)
     counts = {
         row["status"]: row["n"] for row in store.db.all(
             "SELECT file_status AS status, COUNT(*) AS n FROM catalog WHERE partition = ? GROUP BY file_status",

@@ -141,6 +141,7 @@ STATE_MIGRATIONS = [
             mtime_ns INTEGER,
             ctime_ns INTEGER,
             ino INTEGER,
+            verified_stamp TEXT,
             PRIMARY KEY (partition, path)
         );
         CREATE INDEX sources_id ON sources (partition, source_id);

@@ -441,3 +441,17 @@ def test_ontology_extension_does_not_apply_to_conversations(engine, owner):
     assert engine.get_record(chat, "pg_chat_recipe")["status"] == "invalid"
     assert [f["code"] for f in findings_at(engine, chat, "pages/recipes/pasta.md")] == ["unknown_type"]
     assert engine.diagnostics(chat)["ontology"]["sources"] == ["shipped"]
+
+
+def test_diagnostics_stream_verify_retained_originals(engine, owner, state_dir):
+    receipt = engine.remember(owner, {"requestId": "m1", "items": [
+        {"text": "A fact.", "claimKind": "fact", "excerpt": "the original words"},
+    ]})
+    assert engine.diagnostics(owner)["findings"] == []
+    source = engine.get_record(owner, receipt["items"][0]["id"])["frontmatter"]["evidence"][0]["source"]
+    original = private_dir(state_dir) / "sources" / f"{source}.txt"
+    original.write_bytes(b"the altered words!")  # same size as before, different bytes
+    codes = [f["code"] for f in engine.diagnostics(owner)["findings"]]
+    assert "source_changed" in codes
+    original.write_bytes(b"the original words")
+    assert engine.diagnostics(owner)["findings"] == []
