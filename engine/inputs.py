@@ -53,7 +53,7 @@ class PageInput:
 class ClaimItem:
     text: str
     claim_kind: str
-    excerpt: str
+    evidence: tuple[EvidenceInput, ...]
     assertion_origin: str = "user"
     replaces: str | None = None
     subject: str | None = None
@@ -64,7 +64,7 @@ class RelationshipItem:
     relation: str
     from_page: str
     to_page: str
-    excerpt: str
+    evidence: tuple[EvidenceInput, ...]
     assertion_origin: str = "user"
 
 
@@ -143,22 +143,22 @@ def _check_keys(params: dict[str, Any], allowed: set[str], where: str = "") -> N
         raise InvalidParams(f"unknown parameter {where}{unknown[0]}", field=f"{where}{unknown[0]}")
 
 
-def parse_evidence(value: Any) -> tuple[EvidenceInput, ...]:
+def parse_evidence(value: Any, prefix: str = "") -> tuple[EvidenceInput, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or len(value) > LIST_MAX:
-        raise InvalidParams(f"evidence must be a list of at most {LIST_MAX} citations", field="evidence")
+        raise InvalidParams(f"evidence must be a list of at most {LIST_MAX} citations", field=f"{prefix}evidence")
     citations = []
     for index, item in enumerate(value):
-        where = f"evidence[{index}]."
+        where = f"{prefix}evidence[{index}]."
         if not isinstance(item, dict):
-            raise InvalidParams("each citation must be an object", field=f"evidence[{index}]")
+            raise InvalidParams("each citation must be an object", field=f"{prefix}evidence[{index}]")
         _check_keys(item, {"excerpt", "source", "lines", "quote"}, where)
         excerpt = _string(item, "excerpt", required=False, max_chars=EXCERPT_MAX_CHARS, where=where)
         source = item.get("source")
         if (excerpt is None) == (source is None):
             raise InvalidParams("a citation gives either an excerpt to retain or an existing source id",
-                                field=f"evidence[{index}]")
+                                field=f"{prefix}evidence[{index}]")
         if source is not None:
             _record_ref(source, f"{where}source")
         lines = item.get("lines")
@@ -203,6 +203,19 @@ def parse_page_input(params: dict[str, Any]) -> PageInput:
     )
 
 
+def _item_evidence(raw: dict[str, Any], where: str) -> tuple[EvidenceInput, ...]:
+    """An item's support: the ``excerpt`` to retain, or ``evidence`` citing retained sources."""
+    if "evidence" in raw:
+        if "excerpt" in raw:
+            raise InvalidParams("give either excerpt or evidence, not both", field=f"{where}evidence")
+        evidence = parse_evidence(raw["evidence"], where)
+        if not evidence:
+            raise InvalidParams("evidence must cite at least one source", field=f"{where}evidence")
+        return evidence
+    excerpt = _string(raw, "excerpt", max_chars=EXCERPT_MAX_CHARS, where=where)
+    return (EvidenceInput(excerpt=excerpt),)
+
+
 def parse_remember_input(params: dict[str, Any]) -> RememberInput:
     if not isinstance(params, dict):
         raise InvalidParams("parameters must be an object")
@@ -217,24 +230,24 @@ def parse_remember_input(params: dict[str, Any]) -> RememberInput:
         where = f"items[{index}]."
         if not isinstance(raw, dict):
             raise InvalidParams("each item must be an object", field=f"items[{index}]")
-        excerpt = _string(raw, "excerpt", max_chars=EXCERPT_MAX_CHARS, where=where)
+        evidence = _item_evidence(raw, where)
         if "relation" in raw:
-            _check_keys(raw, {"relation", "from", "to", "excerpt", "assertionOrigin"}, where)
+            _check_keys(raw, {"relation", "from", "to", "excerpt", "evidence", "assertionOrigin"}, where)
             items.append(RelationshipItem(
                 relation=_string(raw, "relation", one_line=True, max_chars=64, where=where),
                 from_page=_string(raw, "from", one_line=True, max_chars=TITLE_MAX_CHARS, where=where),
                 to_page=_string(raw, "to", one_line=True, max_chars=TITLE_MAX_CHARS, where=where),
-                excerpt=excerpt, assertion_origin=_origin(raw, where),
+                evidence=evidence, assertion_origin=_origin(raw, where),
             ))
             continue
-        _check_keys(raw, {"text", "claimKind", "excerpt", "assertionOrigin", "replaces", "subject"}, where)
+        _check_keys(raw, {"text", "claimKind", "excerpt", "evidence", "assertionOrigin", "replaces", "subject"}, where)
         replaces = raw.get("replaces")
         if replaces is not None:
             _record_ref(replaces, f"{where}replaces")
         items.append(ClaimItem(
             text=_string(raw, "text", where=where).strip(),
             claim_kind=_string(raw, "claimKind", one_line=True, max_chars=64, where=where),
-            excerpt=excerpt, assertion_origin=_origin(raw, where), replaces=replaces,
+            evidence=evidence, assertion_origin=_origin(raw, where), replaces=replaces,
             subject=_string(raw, "subject", required=False, one_line=True, max_chars=TITLE_MAX_CHARS,
                             where=where),
         ))

@@ -295,7 +295,7 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: s
     if item.replaces:
         frontmatter["replaces"] = item.replaces
     frontmatter["attribution"] = ctx.attribution
-    frontmatter["evidence"] = [builder.retain_excerpt(item.excerpt)]
+    frontmatter["evidence"] = [builder.citation(evidence) for evidence in item.evidence]
     builder.add_record(frontmatter, item.text, f"claims/{record_id}.md", base=None)
     return record_id, 1, extra
 
@@ -321,7 +321,7 @@ def _relationship(ctx: WriteContext, builder: _PlanBuilder,
         "recorded_at": ctx.now, "updated_at": ctx.now, "scope": ctx.partition, "lifecycle": "active",
         "relation": item.relation, "from": ends["from"], "to": ends["to"],
         "assertion_origin": item.assertion_origin, "attribution": ctx.attribution,
-        "evidence": [builder.retain_excerpt(item.excerpt)],
+        "evidence": [builder.citation(evidence) for evidence in item.evidence],
     }
     builder.add_record(frontmatter, "", f"relationships/{record_id}.md", base=None)
     return record_id, 1, []

@@ -262,3 +262,25 @@ def test_an_edit_made_after_planning_is_never_overwritten(engine, owner, state_d
     assert path.read_bytes() == edited
     assert publications(state_dir)[-1][1] == "rolled_back"
     assert engine.get_record(owner, created["id"])["body"] == "Edited by hand.\n"
+
+
+def test_claims_can_cite_already_retained_sources(engine, owner):
+    first = engine.remember(owner, {"requestId": "m1", "items": [claim("A.", "turn one\nturn two")]})
+    source = engine.get_record(owner, first["items"][0]["id"])["frontmatter"]["evidence"][0]["source"]
+    second = engine.remember(owner, {"requestId": "m2", "items": [
+        {"text": "B.", "claimKind": "fact", "evidence": [{"source": source, "lines": [2, 2], "quote": "turn two"}]},
+    ]})
+    cited = engine.get_record(owner, second["items"][0]["id"])["frontmatter"]["evidence"]
+    assert cited == [{"source": source, "lines": [2, 2], "quote": "turn two"}]
+    for item, field in (({"text": "C.", "claimKind": "fact", "excerpt": "x", "evidence": [{"source": source}]},
+                         "items[0].evidence"),
+                        ({"text": "D.", "claimKind": "fact", "evidence": []}, "items[0].evidence"),
+                        ({"text": "E.", "claimKind": "fact", "evidence": [{"lines": [1, 1]}]},
+                         "items[0].evidence[0]")):
+        with pytest.raises(InvalidParams) as raised:
+            engine.remember(owner, {"requestId": "m3", "items": [item]})
+        assert raised.value.details["field"] == field
+    with pytest.raises(NotFound):
+        engine.remember(owner, {"requestId": "m4", "items": [
+            {"text": "F.", "claimKind": "fact", "evidence": [{"source": "src_elsewhere"}]},
+        ]})
