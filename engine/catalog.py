@@ -215,6 +215,10 @@ class Catalog:
         self._recompute_duplicates(partition)
         everything = removed or self._touches_targets(partition, changed)
         self.recheck_references(partition, None if everything else changed)
+        self.db.execute(
+            "INSERT INTO partition_state (partition, catalog_version) VALUES (?, 1) "
+            "ON CONFLICT(partition) DO UPDATE SET catalog_version = catalog_version + 1", (partition,),
+        )
 
     def _touches_targets(self, partition: str, changed: list[str]) -> bool:
         """Whether a change could alter other records' references (a page or source changed)."""
@@ -412,7 +416,11 @@ class Catalog:
         return True
 
     def _forget(self, partition: str, relpath: str) -> str | None:
-        row = self.db.one("SELECT record_id FROM catalog WHERE partition = ? AND path = ?", (partition, relpath))
+        row = self.db.one("SELECT record_id, indexed_sha FROM catalog WHERE partition = ? AND path = ?",
+                          (partition, relpath))
+        if row is not None and row["indexed_sha"] is not None:
+            self.db.execute("INSERT OR IGNORE INTO index_removals (partition, path) VALUES (?, ?)",
+                            (partition, relpath))
         self.db.execute("DELETE FROM catalog WHERE partition = ? AND path = ?", (partition, relpath))
         self.db.execute("DELETE FROM sources WHERE partition = ? AND path = ?", (partition, relpath))
         self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, relpath))
@@ -523,6 +531,32 @@ class Catalog:
         return findings
 
     # --- queries ------------------------------------------------------------------
+
+    def lookup(self, partition: str, name: str, *, kind: str | None = None) -> list[str]:
+        """Ids of current records named ``name``: by exact id, else by title or alias (case-folded).
+
+        More than one id means the name is ambiguous; callers resolve that to none.
+        """
+        kind_filter = "AND c.kind = :kind" if kind else ""
+        by_id = self.db.all(
+            f"SELECT DISTINCT record_id FROM catalog c WHERE partition = :p AND record_id = :name {kind_filter} "
+            f"AND {CURRENT}", {"p": partition, "name": name, "kind": kind},
+        )
+        if by_id:
+            return [row["record_id"] for row in by_id]
+        rows = self.db.all(
+            "SELECT DISTINCT c.record_id FROM names n JOIN catalog c ON c.partition = n.partition "
+            f"AND c.path = n.path WHERE n.partition = :p AND n.key = :key {kind_filter} AND {CURRENT} "
+            "ORDER BY c.record_id",
+            {"p": partition, "key": name_key(name), "kind": kind},
+        )
+        return [row["record_id"] for row in rows]
+
+    def version(self, partition: str) -> tuple[int, int]:
+        """(catalog version, version the search index last caught up with)."""
+        row = self.db.one("SELECT catalog_version, index_version FROM partition_state WHERE partition = ?",
+                          (partition,))
+        return (row["catalog_version"], row["index_version"]) if row is not None else (0, -1)
 
     def rows_for_id(self, partition: str, record_id: str) -> list[Any]:
         return self.db.all(

@@ -199,6 +199,24 @@ def _doctor_text(report: dict[str, Any]) -> str:
     return "\n".join(lines) or "No problems found."
 
 
+def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
+    with Engine(state, watch=False) as engine:
+        rebuilt = engine.reindex()
+    _print(rebuilt, args.json, lambda rows: "\n".join(
+        f"{row['storeId']} {row['partition']}: {row['records']} records indexed" for row in rows)
+        or "No stores to index.")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
+    with Engine(state, watch=False) as engine:
+        result = engine.search(OperatorCaller(args.agent), {"query": args.query, "limit": args.limit})
+    _print(result, args.json, lambda r: "\n".join(
+        f"{hit['score']:.3f}  {hit['kind']:<12} {hit['title']}\n       {hit['snippet']}" for hit in r["hits"])
+        or "No matches.")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace, state: StateDir) -> int:
     with Engine(state, watch=False) as engine:
         result = seed_demo(engine)
@@ -258,6 +276,17 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", parents=[common], help="validate every store, vault and ontology")
     doctor.add_argument("--json", action="store_true")
     doctor.set_defaults(handler=cmd_doctor)
+
+    reindex = commands.add_parser("reindex", parents=[common], help="rebuild every search index from the vaults")
+    reindex.add_argument("--json", action="store_true")
+    reindex.set_defaults(handler=cmd_reindex)
+
+    search_cmd = commands.add_parser("search", parents=[common], help="search an agent's private knowledge")
+    search_cmd.add_argument("query")
+    search_cmd.add_argument("--agent", default="main")
+    search_cmd.add_argument("--limit", type=int, default=10)
+    search_cmd.add_argument("--json", action="store_true")
+    search_cmd.set_defaults(handler=cmd_search)
 
     agents = commands.add_parser("agents", parents=[common], help="register, list and remove agents")
     agent_commands = agents.add_subparsers(dest="agents_command", required=True, metavar="ACTION")

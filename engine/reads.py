@@ -12,12 +12,16 @@ import json
 from typing import Any
 
 from .catalog import Catalog
-from .errors import KnowledgeError, NotFound
+from .errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, StaleRevision
 from .files import read_file, sha256_bytes
 from .findings import truncated
 from .frontmatter import RECORD_MAX_BYTES
 from .records import parse_record
+from .search import PROVIDER, reference
 from .store import Store
+
+READ_LINES_DEFAULT, READ_LINES_MAX = 100, 200
+EVIDENCE_LOCATORS_MAX = 20
 
 
 def record_status(row: Any) -> str:
@@ -137,3 +141,90 @@ def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str
         "git": git,
     }
 
+
+
+# --- reads by reference (the shared memory read contract) -----------------------------------
+
+
+def parse_reference(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or value.get("provider") != PROVIDER:
+        raise InvalidParams("ref must be a Knowledge reference from a search hit", field="ref")
+    revision = value.get("revision")
+    if (not isinstance(value.get("store"), str) or not isinstance(value.get("id"), str)
+            or isinstance(revision, bool) or not isinstance(revision, int)
+            or not isinstance(value.get("sha256"), str)):
+        raise InvalidParams("ref needs store, id, revision and sha256", field="ref")
+    return value
+
+
+def parse_line_window(params: dict[str, Any]) -> tuple[int, int]:
+    start = params.get("from", 1)
+    count = params.get("lines", READ_LINES_DEFAULT)
+    for name, value in (("from", start), ("lines", count)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidParams(f"{name} must be a positive integer", field=name)
+    if count > READ_LINES_MAX:
+        raise InvalidParams(f"lines must be at most {READ_LINES_MAX}", field="lines")
+    return start, count
+
+
+def read_reference(store: Store, catalog: Catalog, partition: str, ref: dict[str, Any],
+                   start: int, count: int) -> dict[str, Any]:
+    """Lines of the exact current revision a reference names; a changed revision is refused."""
+    if ref["store"] != store.store_id:
+        raise ForeignReference("the reference belongs to another store", field="ref")
+    rows = catalog.rows_for_id(partition, ref["id"])
+    if len(rows) != 1:
+        raise NotFound("no active record with that id in this partition", id=ref["id"])
+    row = _fresh_row(store, catalog, partition, rows[0])
+    if row is None or row["record_id"] != ref["id"] or record_status(row) != "current":
+        raise NotFound("no active record with that id in this partition; historical, withdrawn and invalid "
+                       "records are read with the exact and history reads", id=ref["id"])
+    if row["revision"] != ref["revision"] or row["sha256"] != ref["sha256"]:
+        raise StaleRevision("the record changed since it was referenced; search again", id=ref["id"],
+                            revision=row["revision"])
+    data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+    record, _ = parse_record(data, row["path"])
+    assert record is not None  # a current row parsed when it was cataloged, and the bytes are the same
+    lines = render_lines(record.frontmatter, record.body)
+    window = lines[start - 1:start - 1 + count]
+    evidence = evidence_locators(catalog, partition, record.frontmatter.get("evidence") or [])
+    return {
+        "ref": reference(store.store_id, row), "title": row["title"], "kind": row["kind"],
+        "from": start, "lines": len(window), "totalLines": len(lines),
+        "truncated": start - 1 + count < len(lines), "text": "\n".join(window),
+        "evidence": evidence[:EVIDENCE_LOCATORS_MAX], "evidenceTruncated": len(evidence) > EVIDENCE_LOCATORS_MAX,
+    }
+
+
+def render_lines(frontmatter: dict[str, Any], body: str) -> list[str]:
+    """The rendered record reads address: title, attribution, then the body."""
+    attribution = frontmatter.get("attribution") or {}
+    who = attribution.get("agent", "unknown")
+    if attribution.get("instance"):
+        who += f" ({attribution['instance']})"
+    kind = frontmatter.get("kind", "record")
+    detail = frontmatter.get("type") or frontmatter.get("claim_kind") or frontmatter.get("relation")
+    described = f"{kind}, {detail}" if detail else kind
+    origin = frontmatter.get("assertion_origin")
+    header = (f"{described}; revision {frontmatter.get('revision')}; recorded by {who}"
+              f"{'; said by the ' + origin if origin else ''}; updated {frontmatter.get('updated_at')}")
+    return [f"# {frontmatter.get('title', '')}", header, ""] + body.splitlines()
+
+
+def evidence_locators(catalog: Catalog, partition: str, citations: list[Any]) -> list[dict[str, Any]]:
+    """Where each cited piece of evidence is kept, for the native tools to open."""
+    locators = []
+    for citation in citations:
+        if not isinstance(citation, dict):
+            continue
+        source = catalog.source(partition, citation.get("source"))
+        locator: dict[str, Any] = {"source": citation.get("source")}
+        for key in ("lines", "quote"):
+            if key in citation:
+                locator[key] = citation[key]
+        if source is not None:
+            locator.update(retainedPath=source["retained_path"], mediaType=source["media_type"],
+                           sha256=source["sha256"], size=source["size"])
+        locators.append(locator)
+    return locators

@@ -64,6 +64,9 @@ MIGRATIONS = [
             updated_at TEXT NOT NULL
         )
     """),
+    ("0002_secrets", """
+        CREATE TABLE secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)
+    """),
 ]
 
 
@@ -284,6 +287,18 @@ class Registry:
             "SELECT * FROM grants WHERE (? IS NULL OR agent = ?) ORDER BY agent, session_key", (agent, agent)
         )
         return [Grant(row["agent"], row["session_key"], row["access"], row["created_at"]) for row in rows]
+
+    # --- secrets ----------------------------------------------------------------
+
+    def secret(self, name: str) -> bytes:
+        """A 256-bit key kept in the registry, made on first use (signs cursors)."""
+        with self.db.atomic():
+            row = self.db.one("SELECT value FROM secrets WHERE name = ?", (name,))
+            if row is not None:
+                return bytes(row["value"])
+            value = secrets.token_bytes(32)
+            self.db.execute("INSERT INTO secrets (name, value) VALUES (?, ?)", (name, value))
+            return value
 
     # --- recovery state -----------------------------------------------------
 

@@ -17,12 +17,14 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
+from .analysis import Analyzer
 from .catalog import Catalog
 from .config import SettingsSource
 from .errors import KnowledgeError, StoreUnavailable
 from .faults import Faults
 from .githistory import CommitFile, GitError, GitHistory
 from .ids import format_timestamp, utc_now
+from .index import SearchIndexes
 from .publication import Publisher
 from .store import Store, partition_dir
 
@@ -33,11 +35,12 @@ FULL = None  # a dirty entry meaning "walk the whole partition"
 
 
 class StoreRuntime:
-    def __init__(self, store: Store, settings: SettingsSource, *, git_executable: str | None,
-                 faults: Faults | None = None) -> None:
+    def __init__(self, store: Store, settings: SettingsSource, analyzer: Analyzer, *,
+                 git_executable: str | None, faults: Faults | None = None) -> None:
         self.store = store
         self.settings = settings
         self.catalog = Catalog(store)
+        self.indexes = SearchIndexes(store, self.catalog, analyzer)
         self.git = GitHistory(store.vault, git_executable) if git_executable else None
         self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=faults)
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")

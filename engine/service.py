@@ -8,28 +8,33 @@ returns anything.  Callers never name a store, path or scope.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import Any, Callable, TypeVar
 
 from .authority import Authority, Authorizer, Caller
 from .config import SettingsSource
-from .errors import Denied, InvalidParams, NotFound
+from .analysis import Analyzer
+from .errors import Denied, IndexFailed, InvalidParams, KnowledgeError, NotFound
 from .faults import Faults
 from .githistory import find_git
 from .ids import format_timestamp, is_record_id, utc_now
 from .inputs import parse_page_input, parse_remember_input
 from .ontology import Ontology
 from .publication import Plan, request_hash
-from .reads import diagnostics, get_record, history
+from .passages import PassageFinder
+from .reads import diagnostics, get_record, history, parse_line_window, parse_reference, read_reference
 from .registry import SCOPES, Registry, StoreRecord
 from .runtime import StoreRuntime
+from .search import CursorSigner, parse_query_text, parse_search_request, reference, search
 from .statedir import EngineLock, StateDir
 from .store import Store, remove_abandoned_builds
 from .stores import StoreResolver
 from .watcher import VaultWatcher
 from .writes import WriteContext, plan_remember, plan_save_page
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -45,6 +50,9 @@ class Engine:
             self.resolver = StoreResolver(state, self.registry, self.settings)
             self.authorizer = Authorizer(self.registry, self.settings, self.resolver)
             self.ontology = Ontology.shipped()
+            self.analyzer = Analyzer()
+            self.passage_finder = PassageFinder(self.analyzer)
+            self.signer = CursorSigner(self.registry.secret("cursor"))
             self.git_executable = find_git() if git else None
             self.faults = faults
             self._runtimes: dict[str, StoreRuntime] = {}
@@ -89,7 +97,8 @@ class Engine:
                 if self.watcher is not None:
                     self.watcher.unwatch(record.store_id)
             store = Store.open(record, self.ontology)
-            runtime = StoreRuntime(store, self.settings, git_executable=self.git_executable, faults=self.faults)
+            runtime = StoreRuntime(store, self.settings, self.analyzer, git_executable=self.git_executable,
+                                   faults=self.faults)
             if self.watcher is not None:
                 runtime.watching = self.watcher.watch(record.store_id, store.vault, runtime.mark_dirty)
             self._runtimes[record.store_id] = runtime
@@ -98,6 +107,10 @@ class Engine:
     def _on_store(self, caller: Caller, work: Callable[[StoreRuntime, Authority], T], *,
                   write: bool = False) -> T:
         authority = self.authorizer.authorize(caller, write=write)
+        return self._run(caller, authority, work, write=write)
+
+    def _run(self, caller: Caller, authority: Authority, work: Callable[[StoreRuntime, Authority], T], *,
+             write: bool = False) -> T:
         if authority.store is None:
             raise NotFound("this agent has no store yet; it is created on the agent's first use",
                            agent=authority.agent)
@@ -136,7 +149,12 @@ class Engine:
                 return existing
             ctx = WriteContext(runtime.store, runtime.catalog, authority.partition, authority.agent,
                                authority.attribution(), format_timestamp(utc_now()))
-            return runtime.publisher.publish(build(ctx))
+            receipt = runtime.publisher.publish(build(ctx))
+            try:
+                runtime.indexes.catch_up(authority.partition)
+            except IndexFailed as exc:  # acknowledged all the same; searches retry and report it
+                log.warning("search index not updated after %s: %s", receipt["publicationId"], exc.message)
+            return receipt
 
         return self._on_store(caller, work, write=True)
 
@@ -164,6 +182,95 @@ class Engine:
         return self._on_store(
             caller, lambda rt, a: diagnostics(rt.store, rt.catalog, a.partition, git=rt.git_summary()),
         )
+
+    def search(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        """Keyword BM25 search over the caller's current records."""
+        request = parse_search_request(params)
+
+        def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
+            version = runtime.indexes.catch_up(authority.partition)
+            return search(runtime.store, runtime.indexes.get(authority.partition), version, self.analyzer,
+                          self.signer, authority.partition, request)
+
+        return self._on_store(caller, work)
+
+    def read(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        """Lines of the exact revision a search reference names (``from``, ``lines``)."""
+        if not isinstance(params, dict):
+            raise InvalidParams("parameters must be an object")
+        ref = parse_reference(params.get("ref"))
+        start, count = parse_line_window(params)
+        return self._on_store(caller, lambda rt, a: read_reference(rt.store, rt.catalog, a.partition, ref,
+                                                                    start, count))
+
+    def lookup(self, caller: Caller, name: Any) -> dict[str, Any]:
+        """Exact lookup by id, title or alias; a name shared by several records resolves to none."""
+        name = parse_query_text(name)
+
+        def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
+            ids = runtime.catalog.lookup(authority.partition, name.strip())
+            if len(ids) != 1:
+                return {"matches": [], "ambiguous": len(ids) > 1}
+            row = runtime.catalog.rows_for_id(authority.partition, ids[0])[0]
+            return {"matches": [{"id": row["record_id"], "revision": row["revision"], "kind": row["kind"],
+                                 "type": row["type"], "title": row["title"],
+                                 "ref": reference(runtime.store.store_id, row)}], "ambiguous": False}
+
+        return self._on_store(caller, work)
+
+    def passages(self, caller: Caller, record_id: str, message: str, *, excerpts: int = 4,
+                 excerpt_chars: int = 1000, page_chars: int = 2800) -> list[str]:
+        """The passages of a current page that best match ``message`` (the recall gate's excerpts)."""
+        message = parse_query_text(message)
+
+        def work(runtime: StoreRuntime, authority: Authority) -> list[str]:
+            record = get_record(runtime.store, runtime.catalog, authority.partition, record_id)
+            if record["status"] != "current":
+                raise NotFound("no current record with that id", id=record_id)
+            found = self.passage_finder.best(record["body"], message, max_passages=excerpts,
+                                             passage_chars=excerpt_chars, page_chars=page_chars)
+            return [passage.text for passage in found]
+
+        _check_id(record_id)
+        return self._on_store(caller, work)
+
+    def status(self, caller: Caller) -> dict[str, Any]:
+        """Readiness only, for status handles: no counts, scope, ids or paths; never creates a store."""
+        authority = self.authorizer.authorize(caller, create=False)
+        if authority.store is None:
+            return {"ready": True}
+        try:
+            self._run(caller, authority, lambda rt, a: rt.indexes.catch_up(a.partition))
+        except KnowledgeError:
+            return {"ready": False}
+        return {"ready": True}
+
+    def health(self, caller: Caller) -> dict[str, Any]:
+        """Scoped vault and ontology validation for the caller's partition."""
+        report = self.diagnostics(caller)
+        errors = sum(1 for f in report["findings"] if f.get("severity", "error") == "error")
+        return {"ok": errors == 0 and report["pendingPublications"] == 0, "errors": errors,
+                "warnings": sum(1 for f in report["findings"] if f.get("severity") == "warning"), **report}
+
+    def reindex(self) -> list[dict[str, Any]]:
+        """Rebuild every search index from its catalog (owner maintenance)."""
+        rebuilt = []
+        for record in self.registry.stores():
+            runtime = self.runtime(record)
+
+            def rebuild_all() -> list[dict[str, Any]]:
+                results = []
+                for partition in runtime.store.partitions():
+                    runtime.prepare(partition)
+                    runtime.indexes.rebuild(partition)
+                    count = runtime.store.db.one(
+                        "SELECT COUNT(*) AS n FROM catalog WHERE partition = ? AND indexed_sha IS NOT NULL",
+                        (partition,))["n"]
+                    results.append({"storeId": record.store_id, "partition": partition, "records": count})
+                return results
+
+            rebuilt.extend(runtime.call(rebuild_all))
+        return rebuilt
 
     # --- owner administration -------------------------------------------------------------
 

@@ -115,6 +115,7 @@ STATE_MIGRATIONS = [
             frontmatter TEXT,
             findings TEXT NOT NULL DEFAULT '[]',
             xref_findings TEXT NOT NULL DEFAULT '[]',
+            indexed_sha TEXT,
             PRIMARY KEY (partition, path)
         );
         CREATE INDEX catalog_record ON catalog (partition, record_id);
@@ -153,6 +154,16 @@ STATE_MIGRATIONS = [
             record_id TEXT,
             detail TEXT,
             at TEXT NOT NULL
+        );
+        CREATE TABLE partition_state (
+            partition TEXT PRIMARY KEY,
+            catalog_version INTEGER NOT NULL DEFAULT 0,
+            index_version INTEGER NOT NULL DEFAULT -1
+        );
+        CREATE TABLE index_removals (
+            partition TEXT NOT NULL,
+            path TEXT NOT NULL,
+            PRIMARY KEY (partition, path)
         );
         CREATE TABLE scans (
             partition TEXT PRIMARY KEY,

@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import CURRENT, Catalog, name_key, reference_findings
+from .catalog import CURRENT, Catalog, reference_findings
 from .errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
 from .evidence import describe_source, excerpt_line_count
 from .files import read_file
@@ -160,31 +160,11 @@ def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[Any
 
 def resolve_page(ctx: WriteContext, name: str) -> str:
     """A page id from an id, title or alias; ambiguous or unknown names resolve to nothing."""
-    matches = lookup(ctx.store, ctx.partition, name, kind="page")
+    matches = ctx.catalog.lookup(ctx.partition, name, kind="page")
     if len(matches) != 1:
         reason = "matches more than one page" if matches else "matches no current page"
         raise NotFound(f"{name!r} {reason} in this partition", name=name)
     return matches[0]
-
-
-def lookup(store: Store, partition: str, name: str, *, kind: str | None = None) -> list[str]:
-    """Ids of current records named ``name``: by exact id, else by title or alias (case-folded).
-
-    More than one id means the name is ambiguous; callers resolve that to none.
-    """
-    kind_filter = "AND c.kind = :kind" if kind else ""
-    by_id = store.db.all(
-        f"SELECT DISTINCT record_id FROM catalog c WHERE partition = :p AND record_id = :name {kind_filter} "
-        f"AND {CURRENT}", {"p": partition, "name": name, "kind": kind},
-    )
-    if by_id:
-        return [row["record_id"] for row in by_id]
-    rows = store.db.all(
-        "SELECT DISTINCT c.record_id FROM names n JOIN catalog c ON c.partition = n.partition AND c.path = n.path "
-        f"WHERE n.partition = :p AND n.key = :key {kind_filter} AND {CURRENT} ORDER BY c.record_id",
-        {"p": partition, "key": name_key(name), "kind": kind},
-    )
-    return [row["record_id"] for row in rows]
 
 
 def slugify(title: str) -> str:
