@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .analysis import Analyzer
 
 ELLIPSIS = "…"
+MIN_PASSAGE_CHARS = 80  # a smaller remainder of the page budget would quote nothing useful
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _WORD = re.compile(r"\w+")
 
@@ -52,7 +53,7 @@ class PassageFinder:
         result, budget = [], page_chars
         for matched, _, index, text in chosen:
             allowance = min(passage_chars, budget)
-            if allowance <= len(ELLIPSIS) * 2:
+            if allowance < min(MIN_PASSAGE_CHARS, passage_chars):
                 break
             clipped = self.clip(text, wanted, allowance)
             result.append(Passage(clipped, index, matched))

@@ -16,7 +16,7 @@ from typing import Any, Callable, TypeVar
 from .authority import Authority, Authorizer, Caller
 from .config import SettingsSource
 from .analysis import Analyzer
-from .errors import Denied, IndexFailed, InvalidParams, KnowledgeError, NotFound
+from .errors import Denied, IndexFailed, InvalidParams, NotFound, StoreUnavailable
 from .faults import Faults
 from .githistory import find_git
 from .ids import format_timestamp, is_record_id, utc_now
@@ -236,12 +236,15 @@ class Engine:
 
     def status(self, caller: Caller) -> dict[str, Any]:
         """Readiness only, for status handles: no counts, scope, ids or paths; never creates a store."""
-        authority = self.authorizer.authorize(caller, create=False)
+        try:
+            authority = self.authorizer.authorize(caller, create=False)
+        except StoreUnavailable:
+            return {"ready": False}
         if authority.store is None:
             return {"ready": True}
         try:
             self._run(caller, authority, lambda rt, a: rt.indexes.catch_up(a.partition))
-        except KnowledgeError:
+        except (StoreUnavailable, IndexFailed):
             return {"ready": False}
         return {"ready": True}
 

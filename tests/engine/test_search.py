@@ -1,0 +1,228 @@
+"""Keyword search: ranking, scores, cursors, currentness, index upkeep and bad input."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+
+import pytest
+
+from engine.authority import AgentCaller
+from engine.errors import ForeignReference, IndexFailed, InvalidParams, LimitExceeded, StaleCursor
+from engine.index import PartitionIndex
+from tests.helpers import claim, conversation, only_store, page, private_dir
+
+
+def titles(result: dict) -> list[str]:
+    return [hit["title"] for hit in result["hits"]]
+
+
+@pytest.fixture
+def seeded(engine, owner):
+    engine.save_page(owner, page("p1", "Lisbon office", type_="place", body="Where the operations team sits."))
+    engine.save_page(owner, page("p2", "Quarterly planning", type_="note",
+                                 body="We agreed to open an office in Lisbon next spring."))
+    engine.save_page(owner, page("p3", "Gardening", type_="note", body="Tomatoes need sun."))
+    return engine
+
+
+def test_title_matches_rank_above_body_matches_and_scores_are_query_local(seeded, owner):
+    result = seeded.search(owner, {"query": "Lisbon office"})
+    assert titles(result) == ["Lisbon office", "Quarterly planning"]
+    scores = [hit["score"] for hit in result["hits"]]
+    assert scores[0] == 1.0 and 0 < scores[1] < 1.0
+    assert "Gardening" not in titles(result)
+
+
+def test_hits_carry_what_a_host_needs(seeded, owner):
+    [hit, _] = seeded.search(owner, {"query": "Lisbon office"})["hits"]
+    assert set(hit) == {"id", "revision", "kind", "type", "title", "snippet", "score", "assertionOrigin",
+                        "attribution", "ref"}
+    assert hit["kind"] == "page" and hit["type"] == "place" and hit["revision"] == 1
+    assert hit["attribution"]["agent"] == "main"
+    assert hit["ref"]["provider"] == "knowledge" and hit["ref"]["id"] == hit["id"]
+    assert hit["ref"]["store"] == only_store(seeded.state).name and len(hit["ref"]["sha256"]) == 64
+
+
+def test_snippets_show_the_matching_words(seeded, owner):
+    hits = seeded.search(owner, {"query": "spring office"})["hits"]
+    planning = next(hit for hit in hits if hit["title"] == "Quarterly planning")
+    assert "spring" in planning["snippet"]
+
+
+def test_min_score_and_limit_are_enforced(seeded, owner):
+    assert titles(seeded.search(owner, {"query": "Lisbon office", "minScore": 0.99})) == ["Lisbon office"]
+    assert len(seeded.search(owner, {"query": "Lisbon office", "limit": 1})["hits"]) == 1
+
+
+def test_filters_by_kind_and_type(seeded, owner):
+    seeded.remember(owner, {"requestId": "m1", "items": [claim("The Lisbon lease ends in May.", "lease ends in May")]})
+    assert {hit["kind"] for hit in seeded.search(owner, {"query": "Lisbon", "kind": "claim"})["hits"]} == {"claim"}
+    assert titles(seeded.search(owner, {"query": "Lisbon", "type": "place"})) == ["Lisbon office"]
+
+
+@pytest.mark.parametrize("query", [
+    'title:Lisbon', '"Lisbon', 'Lisbon AND (office', 'Lisbon OR NOT office]', '+Lisbon -office', 'Lisbon^5',
+    'office*', 'lis~2', '{Lisbon TO office}', "Lisbon's office!?",
+])
+def test_user_text_is_never_query_syntax(seeded, owner, query):
+    result = seeded.search(owner, {"query": query})
+    assert isinstance(result["hits"], list)
+    if "Lisbon" in query or "office" in query:
+        assert "Lisbon office" in titles(result)
+
+
+def test_accents_case_and_word_forms_match(engine, owner):
+    engine.save_page(owner, page("p1", "Café São Paulo", type_="place", body="Meetings happen there."))
+    assert titles(engine.search(owner, {"query": "cafe sao paulo"})) == ["Café São Paulo"]
+    assert titles(engine.search(owner, {"query": "meeting"})) == ["Café São Paulo"]
+
+
+def test_unspaced_scripts_match_word_for_word(engine, owner):
+    engine.save_page(owner, page("p1", "東京オフィス", type_="place", body="新しいオフィスは渋谷にあります。"))
+    assert titles(engine.search(owner, {"query": "渋谷"})) == ["東京オフィス"]
+
+
+# --- only current records ---------------------------------------------------------------------
+
+
+def test_superseded_claims_leave_the_index(engine, owner):
+    old = engine.remember(owner, {"requestId": "m1", "items": [claim("Cut-over on January 15.", "the 15th")]})
+    engine.remember(owner, {"requestId": "m2", "items": [
+        claim("Cut-over on January 22.", "the 22nd", kind="correction", replaces=old["items"][0]["id"]),
+    ]})
+    assert titles(engine.search(owner, {"query": "cut-over January"})) == ["Cut-over on January 22."]
+
+
+def test_invalid_duplicate_and_fixture_records_are_not_searched(engine, owner, state_dir):
+    saved = engine.save_page(owner, page("p1", "Lighthouse project", type_="project"))
+    path = private_dir(state_dir) / "pages" / "projects" / "lighthouse-project.md"
+    original = path.read_text(encoding="utf-8")
+    assert titles(engine.search(owner, {"query": "lighthouse"})) == ["Lighthouse project"]
+    path.write_text(original.replace("lifecycle: active", "lifecycle: active\nfixture: true"), encoding="utf-8")
+    assert engine.search(owner, {"query": "lighthouse"})["hits"] == []
+    path.write_text(original.replace("type: project", "type: starship"), encoding="utf-8")
+    assert engine.search(owner, {"query": "lighthouse"})["hits"] == []
+    path.write_text(original, encoding="utf-8")
+    (path.parent / "copy.md").write_text(original, encoding="utf-8")
+    assert engine.search(owner, {"query": "lighthouse"})["hits"] == []
+    (path.parent / "copy.md").unlink()
+    assert [hit["id"] for hit in engine.search(owner, {"query": "lighthouse"})["hits"]] == [saved["id"]]
+
+
+def test_external_edits_and_deletions_reach_the_index_before_the_next_search(engine, owner, state_dir):
+    engine.save_page(owner, page("p1", "Harbour", type_="place", body="Boats."))
+    path = private_dir(state_dir) / "pages" / "places" / "harbour.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Boats.", "Ferries and tugboats."), encoding="utf-8")
+    assert titles(engine.search(owner, {"query": "ferries"})) == ["Harbour"]
+    path.unlink()
+    assert engine.search(owner, {"query": "ferries"})["hits"] == []
+
+
+def test_each_partition_searches_only_its_own_records(engine, owner):
+    engine.save_page(owner, page("p1", "Private lighthouse", type_="note"))
+    chat = conversation(owner.token, str(uuid.uuid4()))
+    engine.save_page(chat, page("p2", "Chat lighthouse", type_="note"))
+    assert titles(engine.search(owner, {"query": "lighthouse"})) == ["Private lighthouse"]
+    assert titles(engine.search(chat, {"query": "lighthouse"})) == ["Chat lighthouse"]
+
+
+# --- cursors ----------------------------------------------------------------------------------------
+
+
+def many_pages(engine, owner, count=7):
+    for index in range(count):
+        engine.save_page(owner, page(f"b{index}", f"Beacon {index}", type_="note", body="beacon " * (index + 1)))
+
+
+def test_cursors_page_through_results_without_overlap(engine, owner):
+    many_pages(engine, owner)
+    first = engine.search(owner, {"query": "beacon", "limit": 3})
+    second = engine.search(owner, {"query": "beacon", "limit": 3, "cursor": first["nextCursor"]})
+    third = engine.search(owner, {"query": "beacon", "limit": 3, "cursor": second["nextCursor"]})
+    seen = titles(first) + titles(second) + titles(third)
+    assert len(seen) == 7 and len(set(seen)) == 7 and "nextCursor" not in third
+    assert all(hit["score"] <= first["hits"][0]["score"] for hit in second["hits"])
+
+
+def test_a_cursor_is_bound_to_its_query_and_index_snapshot(engine, owner):
+    many_pages(engine, owner)
+    cursor = engine.search(owner, {"query": "beacon", "limit": 2})["nextCursor"]
+    with pytest.raises(InvalidParams):
+        engine.search(owner, {"query": "beacons elsewhere", "limit": 2, "cursor": cursor})
+    with pytest.raises(InvalidParams):
+        engine.search(owner, {"query": "beacon", "limit": 3, "cursor": cursor})
+    tampered = cursor[:-3] + ("AAA" if not cursor.endswith("AAA") else "BBB")
+    with pytest.raises(InvalidParams):
+        engine.search(owner, {"query": "beacon", "limit": 2, "cursor": tampered})
+    engine.save_page(owner, page("late", "Beacon late", type_="note"))
+    with pytest.raises(StaleCursor):
+        engine.search(owner, {"query": "beacon", "limit": 2, "cursor": cursor})
+
+
+def test_a_cursor_from_another_store_is_rejected(engine, owner):
+    many_pages(engine, owner)
+    cursor = engine.search(owner, {"query": "beacon", "limit": 2})["nextCursor"]
+    other = AgentCaller(engine.add_agent("other", owner=True), {"kind": "owner-private"})
+    engine.save_page(other, page("o1", "Beacon elsewhere", type_="note"))
+    with pytest.raises(ForeignReference):
+        engine.search(other, {"query": "beacon", "limit": 2, "cursor": cursor})
+
+
+# --- index upkeep -----------------------------------------------------------------------------------
+
+
+def test_a_deleted_index_is_rebuilt_from_the_catalog(engine, owner, state_dir):
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+    engine.close()
+    shutil.rmtree(only_store(state_dir) / "index")
+    from engine.service import Engine
+
+    with Engine(state_dir, watch=False) as reopened:
+        assert titles(reopened.search(owner, {"query": "harbour"})) == ["Harbour"]
+        assert reopened.reindex()[0]["records"] == 1
+
+
+def test_failed_indexing_is_an_error_never_an_empty_success(engine, owner, monkeypatch):
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+
+    def refuse(self, removals, additions):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(PartitionIndex, "apply", refuse)
+    receipt = engine.save_page(owner, page("p2", "Lighthouse", type_="place"))
+    assert receipt["revision"] == 1  # acknowledged even though the index could not follow
+    with pytest.raises(IndexFailed):
+        engine.search(owner, {"query": "lighthouse"})
+    monkeypatch.undo()
+    assert titles(engine.search(owner, {"query": "lighthouse"})) == ["Lighthouse"]
+
+
+# --- bad input -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params, error, field", [
+    ({"query": ""}, InvalidParams, "query"),
+    ({"query": "   \n"}, InvalidParams, "query"),
+    ({"query": "x" * 8193}, LimitExceeded, "query"),
+    ({"query": "é" * 4097}, LimitExceeded, "query"),
+    ({"query": "bell\x07"}, InvalidParams, "query"),
+    ({"query": "nul\x00byte"}, InvalidParams, "query"),
+    ({"query": b"bytes".decode("latin-1") + "\x1b[31m"}, InvalidParams, "query"),
+    ({"query": 42}, InvalidParams, "query"),
+    ({"query": "?!."}, InvalidParams, "query"),
+    ({"query": "harbour", "sources": ["memory", "sessions"]}, InvalidParams, "sources"),
+    ({"query": "harbour", "limit": 0}, InvalidParams, "limit"),
+    ({"query": "harbour", "limit": 51}, InvalidParams, "limit"),
+    ({"query": "harbour", "minScore": 1.5}, InvalidParams, "minScore"),
+    ({"query": "harbour", "kind": "note"}, InvalidParams, "kind"),
+    ({"query": "harbour", "cursor": "not-a-cursor"}, InvalidParams, "cursor"),
+    ({"query": "harbour", "cursor": "eyJ4IjoxfQ.AAAA"}, InvalidParams, "cursor"),
+    ({"query": "harbour", "path": "/etc/passwd"}, InvalidParams, "path"),
+])
+def test_bad_search_input_gets_a_clear_error(engine, owner, params, error, field):
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+    with pytest.raises(error) as raised:
+        engine.search(owner, params)
+    assert raised.value.details.get("field") == field
+    assert titles(engine.search(owner, {"query": "harbour"})) == ["Harbour"]
