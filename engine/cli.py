@@ -3,7 +3,7 @@
 Every subcommand takes ``--state-dir`` (or ``KNOWLEDGE_STATE_DIR``).
 Commands that only touch the registry or config (agents, grants, stores
 list) work beside a running engine; commands that open stores (serve,
-demo, doctor) need to own the state directory.
+demo, import, doctor) need to own the state directory.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .config import SettingsSource
 from .demo import seed_demo
 from .errors import EngineLocked, KnowledgeError
 from .ids import format_timestamp, utc_now
+from .locomo import DEFAULT_AGENT, import_locomo, load_locomo, owner_caller
 from .registry import GRANT_ACCESS, SCOPES, Registry
 from .service import Engine
 from .statedir import StateDir
@@ -231,6 +232,21 @@ def _report_demo(state: StateDir, result: dict[str, Any]) -> None:
     print(f"Demo store ready: {result['records']} records for agent {result['agent']} in {state.root}.")
 
 
+def cmd_import_locomo(args: argparse.Namespace, state: StateDir) -> int:
+    data = load_locomo(args.file)  # a malformed file stops here, before any agent or store exists
+    result: dict[str, Any] = {"agent": args.agent}
+    with Engine(state, watch=False) as engine, owner_caller(engine, args.agent) as (caller, created_token):
+        if created_token:
+            result["tokenFile"] = write_token_file(state, args.agent, created_token)
+        result.update(import_locomo(engine, caller, data))
+    _print(result, args.json, lambda d: (
+        (f"Registered owner agent {d['agent']}; its token is in {d['tokenFile']}.\n" if "tokenFile" in d else "")
+        + f"Imported LoCoMo into {d['agent']}'s store: {d['samples']} samples, {d['people']} people, "
+          f"{d['sessions']} sessions, {d['claims']} claims."
+    ))
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     engine = Engine(state)
@@ -272,6 +288,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", parents=[common], help="seed a small realistic demo store")
     demo.set_defaults(handler=cmd_demo)
+
+    imports = commands.add_parser("import", parents=[common], help="import a data set through the engine API")
+    import_commands = imports.add_subparsers(dest="import_command", required=True, metavar="FORMAT")
+    locomo = import_commands.add_parser("locomo", parents=[common],
+                                        help="LoCoMo conversations as people, session events and claims")
+    locomo.add_argument("file", metavar="FILE", help="a LoCoMo JSON file (such as locomo10.json)")
+    locomo.add_argument("--agent", default=DEFAULT_AGENT,
+                        help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
+    locomo.add_argument("--json", action="store_true", help="print the counts and dialog-to-claim map as JSON")
+    locomo.set_defaults(handler=cmd_import_locomo)
 
     doctor = commands.add_parser("doctor", parents=[common], help="validate every store, vault and ontology")
     doctor.add_argument("--json", action="store_true")

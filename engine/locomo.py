@@ -13,7 +13,8 @@ The import goes through the public engine API only:
   of that source is the session's k-th turn;
 - one ``remember`` call per session holding its observations as ``fact``
   claims from the ``source``, about the speaker's page, each citing the
-  transcript lines of its turns with the turn's text as quote.
+  transcript lines of its turns with the turn's text as quote (a session
+  with more observations than one call takes continues in further calls).
 
 Every request id is derived from the sample and session, so importing again
 returns the original receipts and changes nothing.  The whole file is
@@ -36,7 +37,7 @@ from typing import Any, Iterator
 
 from .authority import AgentCaller, Caller
 from .errors import InvalidParams
-from .inputs import ITEMS_MAX
+from .inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX, TEXT_MAX_CHARS
 from .service import Engine
 
 DEFAULT_AGENT = "main"
@@ -66,6 +67,12 @@ class _Session:
     turns: tuple[tuple[str, str, str, str | None], ...]  # dia id, speaker, text, image caption
     observations: tuple[_Observation, ...]
 
+    @property
+    def transcript(self) -> str:
+        """One line per turn, so line k is the k-th turn."""
+        return "\n".join(f"{dia_id} {speaker}: {text}" + (f" [image: {caption}]" if caption else "")
+                         for dia_id, speaker, text, caption in self.turns)
+
     def line_of(self, dia_id: str) -> int:
         return 1 + [turn[0] for turn in self.turns].index(dia_id)
 
@@ -81,14 +88,16 @@ class _Sample:
 
 
 def load_locomo(path: str | Path) -> Any:
-    """The parsed JSON of a LoCoMo file (validated later, by the import)."""
+    """The parsed JSON of a LoCoMo file, checked to be importable (else InvalidParams)."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            data = json.load(handle)
     except OSError as exc:
         raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", field="file") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidParams(f"{path} is not a UTF-8 JSON file: {exc}", field="file") from exc
+    _parse(data)
+    return data
 
 
 @contextmanager
@@ -122,7 +131,7 @@ def import_locomo(engine: Engine, caller: Caller, data: Any) -> dict[str, Any]:
                               "dialogClaims": {}}
     for sample in samples:
         people = {}
-        for letter, name in zip("ab", sample.speakers):
+        for letter, name in zip("ab", sample.speakers, strict=True):
             other = sample.speakers[1] if letter == "a" else sample.speakers[0]
             receipt = engine.save_page(caller, {
                 "requestId": f"locomo-{sample.sample_id}-person-{letter}", "type": "person",
@@ -150,28 +159,29 @@ def evidence_records(engine: Engine, caller: Caller, data: Any) -> list[dict[str
     as ``D30:05`` or ``"D8:6; D9:17"`` are read leniently) and ``record_ids``
     sorted; a question whose turns no observation cites has none.
     """
+    questions = _questions(data)  # checked before the import writes anything
     dialog_claims = import_locomo(engine, caller, data)["dialogClaims"]
+    for question in questions:
+        cited = dialog_claims[question["sample"]]
+        question["record_ids"] = sorted({claim for dia_id in question["evidence"] for claim in cited.get(dia_id, ())})
+    return questions
+
+
+def _questions(data: Any) -> list[dict[str, Any]]:
+    samples = _parse(data)
     questions = []
-    for index, sample in enumerate(data):
-        sample_id = sample["sample_id"]
-        qa = _require(sample, "qa", list, f"[{index}]")
-        for number, question in enumerate(qa):
-            where = f"[{index}].qa[{number}]"
+    for sample, raw in zip(samples, data, strict=True):
+        for number, question in enumerate(_require(raw, "qa", list, f"sample {sample.sample_id}")):
+            where = f"sample {sample.sample_id} qa[{number}]"
             if not isinstance(question, dict):
                 raise InvalidParams(f"{where} must be an object", field=where)
-            text = _require(question, "question", str, where)
-            evidence = _require(question, "evidence", list, where)
             dia_ids = []
-            for item in evidence:
+            for item in _require(question, "evidence", list, where):
                 if not isinstance(item, str):
                     raise InvalidParams(f"{where}.evidence must hold dialog id strings", field=f"{where}.evidence")
                 dia_ids += [f"D{int(a)}:{int(b)}" for a, b in _QUESTION_DIA_ID.findall(item)]
-            cited = dialog_claims[sample_id]
-            questions.append({
-                "sample": sample_id, "question": text, "category": question.get("category"),
-                "evidence": dia_ids,
-                "record_ids": sorted({claim for dia_id in dia_ids for claim in cited.get(dia_id, ())}),
-            })
+            questions.append({"sample": sample.sample_id, "question": _require(question, "question", str, where),
+                              "category": question.get("category"), "evidence": dia_ids})
     return questions
 
 
@@ -183,15 +193,11 @@ def _import_session(engine: Engine, caller: Caller, sample: _Sample, session: _S
     prefix = f"locomo-{sample.sample_id}-s{session.number}"
     date = _iso_date(session.date_time)
     shown = _display_date(date) if date else session.date_time
-    transcript = "\n".join(
-        f"{dia_id} {speaker}: {text}" + (f" [image: {caption}]" if caption else "")
-        for dia_id, speaker, text, caption in session.turns
-    )
     page = engine.save_page(caller, {
         "requestId": f"{prefix}-page", "type": "event",
         "title": f"{sample.speakers[0]} and {sample.speakers[1]}, session {session.number} ({shown})",
         "body": session.summary, **({"fields": {"date": date}} if date else {}),
-        "evidence": [{"excerpt": transcript}],
+        "evidence": [{"excerpt": session.transcript}],
     })
     source = engine.get_record(caller, page["id"])["frontmatter"]["evidence"][0]["source"]
     texts = {turn[0]: turn[2] for turn in session.turns}
@@ -205,7 +211,8 @@ def _import_session(engine: Engine, caller: Caller, sample: _Sample, session: _S
         suffix = f"-{chunk + 1}" if chunk else ""
         receipt = engine.remember(caller, {"requestId": f"{prefix}-claims{suffix}",
                                            "items": items[start:start + ITEMS_MAX]})
-        for observation, claim in zip(session.observations[start:], receipt["items"]):
+        chunk_observations = session.observations[start:start + ITEMS_MAX]
+        for observation, claim in zip(chunk_observations, receipt["items"], strict=True):
             for dia_id in observation.dia_ids:
                 dialog_claims.setdefault(dia_id, []).append(claim["id"])
 
@@ -249,15 +256,15 @@ def _require(mapping: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
-def _text(value: Any, where: str, *, one_line_max: int | None = None) -> str:
+def _text(value: Any, where: str, *, max_chars: int = TEXT_MAX_CHARS) -> str:
     """A non-empty string, whitespace runs (line breaks included) collapsed to one space."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidParams(f"{where} must be a non-empty string", field=where)
     if "\x00" in value:
         raise InvalidParams(f"{where} contains a NUL character", field=where)
     text = " ".join(value.split())
-    if one_line_max is not None and len(text) > one_line_max:
-        raise InvalidParams(f"{where} is longer than {one_line_max} characters", field=where)
+    if len(text) > max_chars:
+        raise InvalidParams(f"{where} is longer than {max_chars} characters", field=where)
     return text
 
 
@@ -285,7 +292,7 @@ def _parse_sample(raw: dict[str, Any], sample_id: str, where: str) -> _Sample:
     observations = _require(raw, "observation", dict, where)
     summaries = _require(raw, "session_summary", dict, where)
     speakers = tuple(_text(_require(conversation, key, str, f"{where} conversation"),
-                           f"{where} conversation.{key}", one_line_max=NAME_MAX_CHARS)
+                           f"{where} conversation.{key}", max_chars=NAME_MAX_CHARS)
                      for key in ("speaker_a", "speaker_b"))
     if speakers[0].casefold() == speakers[1].casefold():
         raise InvalidParams(f"{where}: both speakers are named {speakers[0]!r}", field=f"{where}.speaker_b")
@@ -308,10 +315,11 @@ def _parse_session(number: int, conversation: dict[str, Any], observations: dict
                    summaries: dict[str, Any], speakers: tuple[str, ...], where: str) -> _Session:
     key = f"session_{number}"
     date_time = _text(_require(conversation, f"{key}_date_time", str, where), f"{where}_date_time",
-                      one_line_max=NAME_MAX_CHARS)
+                      max_chars=NAME_MAX_CHARS)
     summary = _require(summaries, f"{key}_summary", str, where).strip()
-    if "\x00" in summary:
-        raise InvalidParams(f"{where}_summary contains a NUL character", field=f"{where}_summary")
+    if "\x00" in summary or len(summary) > EXCERPT_MAX_CHARS:
+        raise InvalidParams(f"{where}_summary holds a NUL character or more than {EXCERPT_MAX_CHARS} characters",
+                            field=f"{where}_summary")
     raw_turns = _require(conversation, key, list, where)
     if not raw_turns:
         raise InvalidParams(f"{where} has no dialog turns", field=where)
@@ -328,10 +336,7 @@ def _parse_session(number: int, conversation: dict[str, Any], observations: dict
             raise InvalidParams(f"{at}: speaker {speaker!r} is neither speaker_a nor speaker_b",
                                 field=f"{at}.speaker")
         caption = turn.get("blip_caption")
-        if not isinstance(caption, str) or not caption.strip():
-            caption = None
-        else:
-            caption = " ".join(caption.split())
+        caption = _text(caption, f"{at}.blip_caption") if isinstance(caption, str) and caption.strip() else None
         turns.append((dia_id, speaker, _text(_require(turn, "text", str, at), f"{at}.text"), caption))
     by_speaker = _require(observations, f"{key}_observation", dict, where)
     facts = []
@@ -347,7 +352,10 @@ def _parse_session(number: int, conversation: dict[str, Any], observations: dict
                 raise InvalidParams(f"{at}[{position}] must be a [fact, dialog id] pair", field=f"{at}[{position}]")
             dia_ids = _dia_refs(entry[1], {turn[0] for turn in turns}, f"{at}[{position}]", key)
             facts.append(_Observation(speaker, _text(entry[0], f"{at}[{position}] fact"), dia_ids))
-    return _Session(number, date_time, summary, tuple(turns), tuple(facts))
+    session = _Session(number, date_time, summary, tuple(turns), tuple(facts))
+    if len(session.transcript) > EXCERPT_MAX_CHARS:
+        raise InvalidParams(f"{where}: the transcript is longer than {EXCERPT_MAX_CHARS} characters", field=where)
+    return session
 
 
 def _dia_id(value: str, where: str) -> str:
@@ -368,6 +376,6 @@ def _dia_refs(value: Any, turns: set[str], where: str, session: str) -> tuple[st
         if dia_id not in turns:
             raise InvalidParams(f"{where}: dialog id {piece!r} is not a turn of {session}", field=where)
         cited.append(dia_id)
-    if not cited:
-        raise InvalidParams(f"{where}: no dialog id given", field=where)
+    if not cited or len(set(cited)) > LIST_MAX:
+        raise InvalidParams(f"{where}: give 1 to {LIST_MAX} dialog ids", field=where)
     return tuple(dict.fromkeys(cited))
