@@ -26,7 +26,8 @@ from .publication import FileWrite, Plan
 from .records import RECORD_FORMAT, TITLE_MAX_CHARS, Record, check_record, parse_record
 from .store import Store
 
-QUOTE_MAX_CHARS = 2000
+QUOTE_MAX_CHARS = 500  # longer excerpts are cited by line range only, not copied into frontmatter
+CITED_SOURCE_MAX_BYTES = 64 * 1024 * 1024  # line ranges and quotes are checked against sources up to this size
 
 
 @dataclass
@@ -52,6 +53,7 @@ class _PlanBuilder:
         self.sources_by_text: dict[str, str] = {}
         self.new_pages: dict[str, str] = {}
         self.taken_paths: set[str] = set()
+        self._source_lines: dict[str, list[str]] = {}
 
     def retain_excerpt(self, text: str) -> dict[str, Any]:
         """Keep supporting text as a source file; returns the citation for it."""
@@ -76,11 +78,36 @@ class _PlanBuilder:
             raise NotFound("no retained source with that id in this partition", field="evidence.source",
                            source=evidence.source)
         citation: dict[str, Any] = {"source": evidence.source}
+        if evidence.lines or evidence.quote:
+            self._check_citation(evidence)
         if evidence.lines:
             citation["lines"] = list(evidence.lines)
         if evidence.quote:
             citation["quote"] = evidence.quote
         return citation
+
+    def _check_citation(self, evidence: EvidenceInput) -> None:
+        """A cited line range must exist in the source, and a quote must stand in the cited lines."""
+        lines = self._lines_of(evidence.source)
+        first, last = evidence.lines or (1, len(lines))
+        if last > len(lines):
+            raise InvalidParams(f"the source has {len(lines)} lines; lines {first}-{last} do not exist",
+                                field="evidence.lines", source=evidence.source)
+        if evidence.quote and evidence.quote not in "\n".join(lines[first - 1:last]):
+            raise InvalidParams("the quote does not appear in the cited lines of the source",
+                                field="evidence.quote", source=evidence.source)
+
+    def _lines_of(self, source_id: str) -> list[str]:
+        if source_id not in self._source_lines:
+            row = self.ctx.catalog.source(self.ctx.partition, source_id)
+            data, _ = read_file(self.ctx.store.partition_root(self.ctx.partition), row["retained_path"],
+                                max_bytes=CITED_SOURCE_MAX_BYTES)
+            try:
+                self._source_lines[source_id] = data.decode("utf-8").splitlines()
+            except UnicodeDecodeError as exc:
+                raise InvalidParams("lines and quotes can only cite text sources", field="evidence",
+                                    source=source_id) from exc
+        return self._source_lines[source_id]
 
     def add_record(self, frontmatter: dict[str, Any], body: str, path: str, *, base: bytes | None) -> Record:
         record = Record(frontmatter, body)

@@ -284,3 +284,28 @@ def test_claims_can_cite_already_retained_sources(engine, owner):
         engine.remember(owner, {"requestId": "m4", "items": [
             {"text": "F.", "claimKind": "fact", "evidence": [{"source": "src_elsewhere"}]},
         ]})
+
+
+def test_citations_of_retained_sources_are_checked_against_the_source(engine, owner):
+    first = engine.remember(owner, {"requestId": "m1", "items": [claim("A.", "turn one\nturn two\nturn three")]})
+    source = engine.get_record(owner, first["items"][0]["id"])["frontmatter"]["evidence"][0]["source"]
+
+    def cite(request_id, **citation):
+        return engine.remember(owner, {"requestId": request_id, "items": [
+            {"text": "B.", "claimKind": "fact", "evidence": [{"source": source, **citation}]}]})
+
+    assert cite("ok1", lines=[2, 3], quote="two\nturn three")["items"]
+    assert cite("ok2", quote="turn one")["items"]
+    with pytest.raises(InvalidParams) as raised:
+        cite("bad1", lines=[3, 4])
+    assert raised.value.details["field"] == "evidence.lines"
+    with pytest.raises(InvalidParams) as raised:
+        cite("bad2", lines=[1, 1], quote="turn two")
+    assert raised.value.details["field"] == "evidence.quote"
+
+
+def test_long_excerpts_are_cited_by_line_range_without_a_copied_quote(engine, owner):
+    excerpt = "\n".join(f"Transcript line {n} with enough words to be long." for n in range(40))
+    saved = engine.save_page(owner, page("p1", "Long meeting", type_="event", evidence=[{"excerpt": excerpt}]))
+    [citation] = engine.get_record(owner, saved["id"])["frontmatter"]["evidence"]
+    assert citation["lines"] == [1, 40] and "quote" not in citation
