@@ -104,13 +104,19 @@ class Engine:
             self._runtimes[record.store_id] = runtime
             return runtime
 
-    def _on_store(self, caller: Caller, work: Callable[[StoreRuntime, Authority], T], *,
-                  write: bool = False) -> T:
-        authority = self.authorizer.authorize(caller, write=write)
-        return self._run(caller, authority, work, write=write)
+    def on_store(self, caller: Caller, work: Callable[[StoreRuntime, Authority], T], *,
+                 write: bool = False) -> T:
+        """Authorize ``caller`` and run ``work(runtime, authority)`` on its store's lane.
 
-    def _run(self, caller: Caller, authority: Authority, work: Callable[[StoreRuntime, Authority], T], *,
-             write: bool = False) -> T:
+        The one way engine features reach a store: authority is checked
+        before queueing, re-checked on the lane right before the work, and
+        checked again before the result is returned.
+        """
+        authority = self.authorizer.authorize(caller, write=write)
+        return self.run_authorized(caller, authority, work, write=write)
+
+    def run_authorized(self, caller: Caller, authority: Authority,
+                       work: Callable[[StoreRuntime, Authority], T], *, write: bool = False) -> T:
         if authority.store is None:
             raise NotFound("this agent has no store yet; it is created on the agent's first use",
                            agent=authority.agent)
@@ -156,7 +162,7 @@ class Engine:
                 log.warning("search index not updated after %s: %s", receipt["publicationId"], exc.message)
             return receipt
 
-        return self._on_store(caller, work, write=True)
+        return self.on_store(caller, work, write=True)
 
     def resume(self, caller: Caller) -> dict[str, Any]:
         """Retry the git checkpoint of the caller's store now."""
@@ -171,15 +177,15 @@ class Engine:
         _check_id(record_id)
         if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int) or revision < 1):
             raise InvalidParams("revision must be a positive integer", field="revision")
-        return self._on_store(caller, lambda rt, a: get_record(rt.store, rt.catalog, a.partition, record_id,
+        return self.on_store(caller, lambda rt, a: get_record(rt.store, rt.catalog, a.partition, record_id,
                                                                 revision))
 
     def history(self, caller: Caller, record_id: str) -> dict[str, Any]:
         _check_id(record_id)
-        return self._on_store(caller, lambda rt, a: history(rt.store, rt.catalog, a.partition, record_id))
+        return self.on_store(caller, lambda rt, a: history(rt.store, rt.catalog, a.partition, record_id))
 
     def diagnostics(self, caller: Caller) -> dict[str, Any]:
-        return self._on_store(
+        return self.on_store(
             caller, lambda rt, a: diagnostics(rt.store, rt.catalog, a.partition, git=rt.git_summary()),
         )
 
@@ -192,7 +198,7 @@ class Engine:
             return search(runtime.store, runtime.indexes.get(authority.partition), version, self.analyzer,
                           self.signer, authority.partition, request)
 
-        return self._on_store(caller, work)
+        return self.on_store(caller, work)
 
     def read(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""
@@ -200,7 +206,7 @@ class Engine:
             raise InvalidParams("parameters must be an object")
         ref = parse_reference(params.get("ref"))
         start, count = parse_line_window(params)
-        return self._on_store(caller, lambda rt, a: read_reference(rt.store, rt.catalog, a.partition, ref,
+        return self.on_store(caller, lambda rt, a: read_reference(rt.store, rt.catalog, a.partition, ref,
                                                                     start, count))
 
     def lookup(self, caller: Caller, name: Any) -> dict[str, Any]:
@@ -216,7 +222,7 @@ class Engine:
                                  "type": row["type"], "title": row["title"],
                                  "ref": reference(runtime.store.store_id, row)}], "ambiguous": False}
 
-        return self._on_store(caller, work)
+        return self.on_store(caller, work)
 
     def passages(self, caller: Caller, record_id: str, message: str, *, excerpts: int = 4,
                  excerpt_chars: int = 1000, page_chars: int = 2800) -> list[str]:
@@ -232,7 +238,7 @@ class Engine:
             return [passage.text for passage in found]
 
         _check_id(record_id)
-        return self._on_store(caller, work)
+        return self.on_store(caller, work)
 
     def status(self, caller: Caller) -> dict[str, Any]:
         """Readiness only, for status handles: no counts, scope, ids or paths; never creates a store."""
@@ -243,7 +249,7 @@ class Engine:
         if authority.store is None:
             return {"ready": True}
         try:
-            self._run(caller, authority, lambda rt, a: rt.indexes.catch_up(a.partition))
+            self.run_authorized(caller, authority, lambda rt, a: rt.indexes.catch_up(a.partition))
         except (StoreUnavailable, IndexFailed):
             return {"ready": False}
         return {"ready": True}
