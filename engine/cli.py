@@ -19,12 +19,14 @@ from typing import Any, Callable
 
 from . import __version__
 from .authority import OperatorCaller
+from .bridge import BridgeError, run_bridge
 from .config import SettingsSource
 from .demo import seed_demo
 from .errors import EngineLocked, KnowledgeError
 from .ids import format_timestamp, utc_now
 from .locomo import DEFAULT_AGENT, import_locomo, load_locomo, owner_caller
 from .registry import GRANT_ACCESS, SCOPES, Registry
+from .server import DEFAULT_PORT, EngineServer
 from .service import Engine
 from .statedir import StateDir
 from .stores import StoreResolver
@@ -251,20 +253,61 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     engine = Engine(state)
     stop = threading.Event()
+    server = EngineServer(engine, port=args.port, socket_path=state.root / "engine.sock")
     try:
         if args.demo:
             _report_demo(state, seed_demo(engine))
-        state.write_engine_info({"pid": os.getpid(), "started_at": format_timestamp(utc_now()),
+        try:
+            server.start()
+        except OSError as exc:
+            print(f"knowledge: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 4
+        state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now()),
                                  "version": __version__})
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
-        print(f"Knowledge engine running for {state.root} (pid {os.getpid()}); Ctrl+C stops it.", flush=True)
+        where = f"127.0.0.1:{server.port}" + (f" and {server.socket_path}" if server.socket_path else "")
+        print(f"Knowledge engine for {state.root} listening on {where} (pid {os.getpid()}); Ctrl+C stops it.",
+              flush=True)
         while not stop.wait(1.0):
             pass
     finally:
         state.remove_engine_info()
+        server.stop()
         engine.close()
     return 0
+
+
+def cmd_mcp(args: argparse.Namespace, state: StateDir) -> int:
+    token = _read_token(args, state)
+    if args.audience == "conversation":
+        if not args.session_key or not args.session_id:
+            print("knowledge mcp: a conversation audience needs --session-key and --session-id", file=sys.stderr)
+            return 2
+        audience: dict[str, Any] = {"kind": "conversation", "sessionKey": args.session_key,
+                                    "sessionId": args.session_id}
+    else:
+        audience = {"kind": "owner-private"}
+    knowledge: dict[str, Any] = {"token": token, "audience": audience}
+    if args.instance:
+        knowledge["instance"] = args.instance
+    try:
+        return run_bridge(state, knowledge)
+    except BridgeError as exc:
+        print(f"knowledge mcp: {exc}", file=sys.stderr)
+        return 1
+
+
+def _read_token(args: argparse.Namespace, state: StateDir) -> str:
+    if args.token_file:
+        return open(args.token_file, encoding="utf-8").read().strip()
+    if os.environ.get("KNOWLEDGE_TOKEN"):
+        return os.environ["KNOWLEDGE_TOKEN"].strip()
+    default = state.tokens / f"{args.agent}.token"
+    try:
+        return default.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise KnowledgeError(f"no token: pass --token-file, set KNOWLEDGE_TOKEN, or keep it in {default}") from None
 
 
 # --- parser -----------------------------------------------------------------------------------
@@ -284,7 +327,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", parents=[common], help="run the engine headless")
     serve.add_argument("--demo", action="store_true", help="seed the demo store first")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT}; "
+                       "0 picks a free one)")
     serve.set_defaults(handler=cmd_serve)
+
+    mcp = commands.add_parser("mcp", parents=[common], help="stdio MCP bridge to the running engine")
+    mcp.add_argument("--agent", required=True)
+    mcp.add_argument("--token-file", help="file holding the agent's token (default: the state dir's tokens/)")
+    mcp.add_argument("--audience", choices=("owner-private", "conversation"), default="owner-private")
+    mcp.add_argument("--session-key")
+    mcp.add_argument("--session-id")
+    mcp.add_argument("--instance", help="a stable, non-secret id of this agent instance")
+    mcp.set_defaults(handler=cmd_mcp)
 
     demo = commands.add_parser("demo", parents=[common], help="seed a small realistic demo store")
     demo.set_defaults(handler=cmd_demo)

@@ -1,0 +1,197 @@
+"""JSON-RPC 2.0 and MCP over the engine: sessions, routing, and the wire errors.
+
+A connection starts with ``initialize``, whose ``params._meta.knowledge``
+carries the agent's token and the audience its host minted (and optionally a
+stable, non-secret instance id).  The audience holds for the connection
+unless a request carries its own ``_meta.knowledge.audience``; every request
+is authorized again by the engine, so revoking a credential or a grant takes
+effect on the very next request.
+
+``error_for`` is the single place where an exception becomes a wire error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import __version__
+from .authority import AgentCaller, Audience
+from .errors import Denied, InvalidParams, KnowledgeError
+from .service import Engine
+from .tools import ToolRegistry, tool_result
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+SERVER_NAME = "knowledge-desk"
+
+# JSON-RPC codes per reason; -32602 is the standard "invalid params".
+ERROR_CODES = {
+    "invalid_params": -32602,
+    "denied": -32001,
+    "not_found": -32002,
+    "stale_revision": -32003,
+    "stale_cursor": -32004,
+    "foreign_reference": -32005,
+    "conflict": -32006,
+    "limit_exceeded": -32007,
+    "store_unavailable": -32008,
+    "index_failed": -32009,
+    "writes_disabled": -32010,
+    "runtime_disabled": -32011,
+}
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INTERNAL_ERROR = -32700, -32600, -32601, -32603
+
+
+@dataclass
+class Session:
+    """What a connection established at ``initialize``."""
+
+    token: str | None = None
+    audience: Any = None
+    instance: str | None = None
+    protocol_version: str | None = None
+    initialized: bool = False
+
+
+def error_response(request_id: Any, code: int, reason: str, message: str, **data: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id,
+            "error": {"code": code, "message": message, "data": {"reason": reason, **data}}}
+
+
+def error_for(request_id: Any, exc: BaseException) -> dict[str, Any]:
+    """The single exception-to-wire boundary."""
+    if isinstance(exc, KnowledgeError):
+        return error_response(request_id, ERROR_CODES.get(exc.reason, INTERNAL_ERROR), exc.reason, exc.message,
+                              **exc.details)
+    log.exception("unexpected error while handling a request")
+    return error_response(request_id, INTERNAL_ERROR, "internal", "the engine failed to handle this request")
+
+
+Handler = Callable[[Session, dict[str, Any]], Any]
+
+
+class Dispatcher:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.tools = ToolRegistry(engine)
+        self.methods: dict[str, Handler] = {
+            "initialize": self._initialize,
+            "ping": lambda session, params: {},
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "memory/search": lambda s, p: engine.search(self.caller(s, p), _without_meta(p)),
+            "memory/read": lambda s, p: engine.read(self.caller(s, p), _without_meta(p)),
+            "memory/health": lambda s, p: engine.health(self.caller(s, p)),
+            "memory/status": lambda s, p: engine.status(self.caller(s, p)),
+        }
+
+    def register(self, method: str, handler: Handler) -> None:
+        self.methods[method] = handler
+
+    # --- messages ----------------------------------------------------------------------------
+
+    def handle(self, session: Session, data: bytes) -> dict[str, Any] | None:
+        """One message in, at most one response out."""
+        try:
+            message = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return error_response(None, PARSE_ERROR, "invalid_params", "the message is not UTF-8 JSON")
+        if not isinstance(message, dict):
+            return error_response(None, INVALID_REQUEST, "invalid_params",
+                                  "a message must be one JSON object (batches are not supported)")
+        request_id = message.get("id")
+        if isinstance(request_id, bool) or not isinstance(request_id, (str, int, type(None))):
+            return error_response(None, INVALID_REQUEST, "invalid_params", "id must be a string, number or null")
+        method = message.get("method")
+        if message.get("jsonrpc") != "2.0" or not isinstance(method, str):
+            return error_response(request_id, INVALID_REQUEST, "invalid_params",
+                                  "a request needs jsonrpc '2.0' and a method")
+        params = message.get("params", {})
+        if "id" not in message:
+            self._notification(session, method, params)
+            return None
+        if not isinstance(params, dict):
+            return error_response(request_id, ERROR_CODES["invalid_params"], "invalid_params",
+                                  "params must be an object")
+        handler = self.methods.get(method)
+        if handler is None:
+            return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {method!r}")
+        if session.token is None and method not in ("initialize", "ping"):
+            return error_response(request_id, ERROR_CODES["denied"], "denied",
+                                  "initialize the connection with a credential first")
+        try:
+            result = handler(session, params)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a wire error, see error_for
+            return error_for(request_id, exc)
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def _notification(self, session: Session, method: str, params: Any) -> None:
+        if method == "notifications/initialized" and session.token is not None:
+            session.initialized = True
+        # Other notifications (cancellations, progress) need no answer and change nothing here.
+
+    def caller(self, session: Session, params: dict[str, Any]) -> AgentCaller:
+        """The request's caller: the session's credential, and its audience unless the request names one."""
+        knowledge = _knowledge_meta(params)
+        audience = knowledge.get("audience", session.audience)
+        return AgentCaller(session.token, audience, session.instance)
+
+    # --- methods -----------------------------------------------------------------------------
+
+    def _initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        if session.token is not None:
+            raise InvalidParams("this connection is already initialized")
+        knowledge = _knowledge_meta(params)
+        token = knowledge.get("token")
+        if self.engine.registry.authenticate(token) is None:
+            raise Denied("missing, unknown or revoked credential")
+        audience = knowledge.get("audience")
+        Audience.parse(audience)
+        instance = knowledge.get("instance")
+        if instance is not None and (not isinstance(instance, str) or not instance.strip() or len(instance) > 128
+                                     or "\n" in instance):
+            raise InvalidParams("instance must be a one-line string of at most 128 characters",
+                                field="_meta.knowledge.instance")
+        requested = params.get("protocolVersion")
+        session.protocol_version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+        session.token, session.audience, session.instance = token, audience, instance
+        return {
+            "protocolVersion": session.protocol_version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": SERVER_NAME, "version": __version__},
+        }
+
+    def _tools_list(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        return {"tools": self.tools.listed()}
+
+    def _tools_call(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise InvalidParams("arguments must be an object", field="arguments")
+        tool = self.tools.get(name)
+        if tool is None:
+            raise InvalidParams(f"unknown tool {name!r}", field="name")
+        try:
+            result = tool.handler(self.engine, self.caller(session, params), arguments)
+        except KnowledgeError as exc:
+            return tool_result(exc.to_dict(), error=True)
+        return tool_result(result)
+
+
+def _knowledge_meta(params: dict[str, Any]) -> dict[str, Any]:
+    meta = params.get("_meta") or {}
+    if not isinstance(meta, dict):
+        raise InvalidParams("_meta must be an object", field="_meta")
+    knowledge = meta.get("knowledge") or {}
+    if not isinstance(knowledge, dict):
+        raise InvalidParams("_meta.knowledge must be an object", field="_meta.knowledge")
+    return knowledge
+
+
+def _without_meta(params: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in params.items() if key != "_meta"}
