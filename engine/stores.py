@@ -8,6 +8,7 @@ first match.  Stores are created on an agent's first authorized use only.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ class StoreResolver:
         self.state = state
         self.registry = registry
         self.settings = settings
+        self._creating = threading.Lock()  # concurrent first uses must create one store, not two
 
     def effective(self, agent: str, *, create: bool) -> StoreRecord | None:
         """The agent's effective store; created only when ``create`` (an authorized use).
@@ -42,14 +44,16 @@ class StoreResolver:
                 f"agent {agent!r} is listed in more than one named store ({', '.join(names)}); "
                 "remove the duplicate from config.json", agent=agent, stores=names,
             )
-        if names:
-            record = self.registry.store_named(names[0])
-            if record is None and create:
-                record = self._create(kind="named", name=names[0], created_for=None)
-        else:
-            record = self.registry.own_store_of(agent)
-            if record is None and create:
-                record = self._create(kind="isolated", name=None, created_for=agent)
+        def existing() -> StoreRecord | None:
+            return self.registry.store_named(names[0]) if names else self.registry.own_store_of(agent)
+
+        record = existing()
+        if record is None and create:
+            with self._creating:
+                record = existing()
+                if record is None:
+                    record = self._create(kind="named" if names else "isolated", name=names[0] if names else None,
+                                          created_for=None if names else agent)
         if record is not None:
             self.check(record)
         return record

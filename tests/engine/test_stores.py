@@ -245,3 +245,24 @@ def test_store_identity_lives_in_the_registry(engine, state_dir):
         binding = db.execute("SELECT agent, store_id FROM bindings").fetchall()
     assert rows[0][1] == "isolated" and rows[0][2] == f"stores/{rows[0][0]}"
     assert binding == [("alice", rows[0][0])]
+
+
+def test_concurrent_first_uses_create_exactly_one_store(engine, state_dir):
+    import threading
+
+    alice = agent(engine, "alice")
+    receipts, errors = [], []
+
+    def save(index: int) -> None:
+        try:
+            receipts.append(engine.save_page(alice, page(f"r{index}", f"Note {index}", type_="note")))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=save, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == [] and len(receipts) == 8
+    assert len(engine.stores()) == 1 and len(list(state_dir.stores.iterdir())) == 1

@@ -1,0 +1,311 @@
+"""The agent socket: JSON-RPC handling in memory, then over real sockets, then a real MCP client."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+
+from engine.protocol import Dispatcher, Session
+from engine.server import MAX_MESSAGE_BYTES, EngineServer
+from tests.helpers import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def message(method: str, params: dict | None = None, request_id: int | None = 1) -> bytes:
+    body = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+    if request_id is not None:
+        body["id"] = request_id
+    return json.dumps(body).encode() + b"\n"
+
+
+def init_params(token: str, audience: dict | None = None, **extra) -> dict:
+    return {"protocolVersion": "2025-11-25",
+            "_meta": {"knowledge": {"token": token, "audience": audience or {"kind": "owner-private"}, **extra}}}
+
+
+@pytest.fixture
+def dispatcher(engine) -> Dispatcher:
+    return Dispatcher(engine)
+
+
+@pytest.fixture
+def session(engine, dispatcher) -> Session:
+    token = engine.add_agent("main", owner=True)
+    opened = Session()
+    reply = dispatcher.handle(opened, message("initialize", init_params(token)))
+    assert reply["result"]["serverInfo"]["name"] == "knowledge-desk"
+    opened.token_for_tests = token
+    return opened
+
+
+def call(dispatcher, session, method, params=None):
+    return dispatcher.handle(session, message(method, params))
+
+
+# --- JSON-RPC in memory -------------------------------------------------------------------------
+
+
+def test_requests_before_initialize_are_denied(dispatcher):
+    reply = call(dispatcher, Session(), "tools/list")
+    assert reply["error"]["data"]["reason"] == "denied"
+    assert call(dispatcher, Session(), "ping")["result"] == {}
+
+
+@pytest.mark.parametrize("meta, reason", [
+    ({}, "denied"),
+    ({"knowledge": {"token": "kd_wrong", "audience": {"kind": "owner-private"}}}, "denied"),
+    ({"knowledge": {"token": "TOKEN", "audience": {"kind": "owner-private", "sandboxed": True}}}, "denied"),
+    ({"knowledge": {"token": "TOKEN", "audience": {"kind": "conversation", "sessionKey": "k", "sessionId": "x"}}},
+     "invalid_params"),
+    ({"knowledge": "token"}, "invalid_params"),
+    ({"knowledge": {"token": "TOKEN", "audience": {"kind": "owner-private"}, "instance": "a\nb"}}, "invalid_params"),
+])
+def test_initialize_checks_the_credential_and_audience(engine, dispatcher, meta, reason):
+    token = engine.add_agent("main", owner=True)
+    params = json.loads(json.dumps({"_meta": meta}).replace("TOKEN", token))
+    session = Session()
+    reply = call(dispatcher, session, "initialize", params)
+    assert reply["error"]["data"]["reason"] == reason
+    assert session.token is None
+
+
+def test_initialize_negotiates_a_protocol_version(engine, dispatcher):
+    token = engine.add_agent("main", owner=True)
+    old = call(dispatcher, Session(), "initialize", {**init_params(token), "protocolVersion": "2025-03-26"})
+    assert old["result"]["protocolVersion"] == "2025-03-26"
+    unknown = call(dispatcher, Session(), "initialize", {**init_params(token), "protocolVersion": "1999-01-01"})
+    assert unknown["result"]["protocolVersion"] == "2025-11-25"
+
+
+@pytest.mark.parametrize("raw, code", [
+    (b"{not json\n", -32700),
+    (b"\xff\xfe\n", -32700),
+    (b"[1, 2]\n", -32600),
+    (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}\n', -32600),
+    (b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}\n', -32600),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": [1]}\n', -32602),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "no/such"}\n', -32601),
+])
+def test_malformed_messages_get_json_rpc_errors(dispatcher, session, raw, code):
+    reply = dispatcher.handle(session, raw)
+    assert reply["error"]["code"] == code and "reason" in reply["error"]["data"]
+
+
+def test_notifications_get_no_reply(dispatcher, session):
+    assert dispatcher.handle(session, message("notifications/initialized", request_id=None)) is None
+    assert session.initialized is True
+    assert dispatcher.handle(session, message("no/such/notification", request_id=None)) is None
+
+
+def test_tools_round_trip_with_structured_content(dispatcher, session):
+    tools = {tool["name"]: tool for tool in call(dispatcher, session, "tools/list")["result"]["tools"]}
+    assert {"knowledge_grep", "knowledge_lookup", "knowledge_record", "knowledge_remember",
+            "knowledge_save_page", "knowledge_resume"} <= set(tools)
+    assert tools["knowledge_grep"]["inputSchema"]["required"] == ["query"]
+    saved = call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "r1", "type": "person", "title": "Dana", "body": "Ops lead."}})["result"]
+    assert saved["isError"] is False and json.loads(saved["content"][0]["text"]) == saved["structuredContent"]
+    found = call(dispatcher, session, "tools/call", {"name": "knowledge_grep", "arguments": {"query": "ops"}})
+    assert found["result"]["structuredContent"]["hits"][0]["title"] == "Dana"
+    history = call(dispatcher, session, "tools/call", {"name": "knowledge_record", "arguments": {
+        "id": saved["structuredContent"]["id"], "view": "history"}})["result"]["structuredContent"]
+    assert [r["revision"] for r in history["revisions"]] == [1]
+
+
+def test_tool_failures_are_tool_errors_with_a_reason(dispatcher, session):
+    missing = call(dispatcher, session, "tools/call", {"name": "knowledge_record", "arguments": {"id": "pg_none"}})
+    assert missing["result"]["isError"] is True and missing["result"]["structuredContent"]["reason"] == "not_found"
+    bad = call(dispatcher, session, "tools/call", {"name": "knowledge_grep", "arguments": {"query": ""}})
+    assert bad["result"]["structuredContent"]["reason"] == "invalid_params"
+    unknown = call(dispatcher, session, "tools/call", {"name": "rm_rf", "arguments": {}})
+    assert unknown["error"]["data"]["reason"] == "invalid_params"
+
+
+def test_writes_disabled_hides_and_refuses_the_save_tools(engine, dispatcher, session):
+    engine.state.config.write_text(json.dumps({"writesEnabled": False}), encoding="utf-8")
+    names = {tool["name"] for tool in call(dispatcher, session, "tools/list")["result"]["tools"]}
+    assert "knowledge_save_page" not in names and "knowledge_remember" not in names and "knowledge_grep" in names
+    refused = call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "r1", "type": "person", "title": "Dana"}})
+    assert refused["result"]["structuredContent"]["reason"] == "writes_disabled"
+
+
+def test_a_request_may_name_its_own_audience_within_the_credential(engine, dispatcher, session):
+    chat = {"kind": "conversation", "sessionKey": "chat:1", "sessionId": str(uuid.uuid4())}
+    call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "r1", "type": "note", "title": "Chat note"}, "_meta": {"knowledge": {"audience": chat}}})
+    private = call(dispatcher, session, "memory/search", {"query": "chat note"})["result"]
+    in_chat = call(dispatcher, session, "memory/search", {"query": "chat note",
+                                                           "_meta": {"knowledge": {"audience": chat}}})["result"]
+    assert private["hits"] == [] and [h["title"] for h in in_chat["hits"]] == ["Chat note"]
+
+
+def test_revocation_takes_effect_on_the_next_request(engine, dispatcher, session):
+    assert "result" in call(dispatcher, session, "memory/status")
+    engine.remove_agent("main")
+    reply = call(dispatcher, session, "memory/search", {"query": "anything"})
+    assert reply["error"]["data"]["reason"] == "denied"
+
+
+def test_memory_host_methods(dispatcher, session):
+    call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "r1", "type": "person", "title": "Dana", "body": "Ops lead."}})
+    hit = call(dispatcher, session, "memory/search", {"query": "dana"})["result"]["hits"][0]
+    read = call(dispatcher, session, "memory/read", {"ref": hit["ref"], "lines": 5})["result"]
+    assert read["text"].startswith("# Dana")
+    assert call(dispatcher, session, "memory/status")["result"] == {"ready": True}
+    assert call(dispatcher, session, "memory/health")["result"]["ok"] is True
+    sessions = call(dispatcher, session, "memory/search", {"query": "dana", "sources": ["sessions"]})
+    assert sessions["error"]["data"]["reason"] == "invalid_params"
+
+
+# --- over real sockets ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def server(engine, state_dir):
+    running = EngineServer(engine, port=0, socket_path=state_dir.root / "engine.sock", workers=8)
+    running.start()
+    yield running
+    running.stop()
+
+
+class Client:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.file = sock.makefile("rwb")
+
+    @classmethod
+    def tcp(cls, server) -> "Client":
+        return cls(socket.create_connection(("127.0.0.1", server.port), timeout=10))
+
+    def request(self, method, params=None, request_id=1):
+        self.file.write(message(method, params, request_id))
+        self.file.flush()
+        return json.loads(self.file.readline())
+
+    def close(self):
+        self.file.close()
+        self.sock.close()
+
+
+def test_the_server_listens_on_loopback_and_a_private_posix_socket(server, state_dir):
+    assert stat.S_IMODE(os.stat(state_dir.root / "engine.sock").st_mode) == 0o600
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.connect(str(state_dir.root / "engine.sock"))
+    client = Client(unix)
+    assert client.request("ping")["result"] == {}
+    client.close()
+    with pytest.raises(ValueError):
+        EngineServer(server.engine, host="0.0.0.0")
+
+
+def test_many_clients_at_once_over_tcp(engine, server):
+    token = engine.add_agent("main", owner=True)
+    errors, count = [], 16
+
+    def agent(index: int) -> None:
+        client = Client.tcp(server)
+        try:
+            assert "result" in client.request("initialize", init_params(token))
+            reply = client.request("tools/call", {"name": "knowledge_save_page", "arguments": {
+                "requestId": f"r{index}", "type": "note", "title": f"Note {index}", "body": "shared words"}})
+            assert reply["result"]["isError"] is False, reply
+        except AssertionError as exc:
+            errors.append(exc)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    checker = Client.tcp(server)
+    checker.request("initialize", init_params(token))
+    hits = checker.request("memory/search", {"query": "shared words", "limit": 50})["result"]["hits"]
+    assert len(hits) == count
+    checker.close()
+
+
+def test_an_oversized_line_is_refused_and_the_server_serves_others(engine, server):
+    idle = Client.tcp(server)  # connects and sends nothing
+    hog = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    hog.sendall(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "' + b"a" * (MAX_MESSAGE_BYTES + 10))
+    reply = hog.makefile("rb").readline()
+    assert json.loads(reply)["error"]["data"]["reason"] == "limit_exceeded"
+    assert hog.recv(1) == b""  # closed: the stream cannot be resynchronised
+    hog.close()
+    half = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    half.sendall(b'{"jsonrpc": "2.0", "id": 1, "meth')  # and disconnects mid-message
+    half.close()
+    other = Client.tcp(server)
+    assert other.request("ping")["result"] == {}
+    other.close()
+    idle.close()
+
+
+def test_a_message_just_under_the_cap_is_handled(engine, server):
+    client = Client.tcp(server)
+    padding = "a" * (MAX_MESSAGE_BYTES - 200)
+    reply = client.request("ping", {"padding": padding})
+    assert reply["result"] == {}
+    client.close()
+
+
+# --- a real MCP client through `knowledge mcp` --------------------------------------------------------
+
+
+def test_the_official_mcp_client_lists_saves_searches_and_reads(tmp_path):
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    state = tmp_path / "state"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "engine.cli", "--state-dir", str(state), "agents", "add", "main",
+                    "--owner"], check=True, env=env, capture_output=True, cwd=ROOT)
+    serve = subprocess.Popen([sys.executable, "-m", "engine.cli", "--state-dir", str(state), "serve", "--port", "0"],
+                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: (state / "engine.json").exists(), timeout=30)
+        results: dict = {}
+
+        async def session() -> None:
+            params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env, args=[
+                "-m", "engine.cli", "--state-dir", str(state), "mcp", "--agent", "main", "--instance", "test-client"])
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as client:
+                    results["init"] = await client.initialize()
+                    results["tools"] = await client.list_tools()
+                    results["saved"] = await client.call_tool("knowledge_save_page", {
+                        "requestId": "r1", "type": "person", "title": "Dana Whitaker", "body": "Runs operations."})
+                    results["found"] = await client.call_tool("knowledge_grep", {"query": "operations"})
+                    page_id = results["saved"].structured_content["id"]
+                    results["read"] = await client.call_tool("knowledge_record", {"id": page_id})
+                    results["missing"] = await client.call_tool("knowledge_record", {"id": "pg_missing"})
+
+        anyio.run(session)
+    finally:
+        serve.terminate()
+        serve.wait(30)
+    assert results["init"].server_info.name == "knowledge-desk"
+    assert "knowledge_save_page" in {tool.name for tool in results["tools"].tools}
+    assert results["saved"].is_error is False and results["saved"].structured_content["revision"] == 1
+    assert results["found"].structured_content["hits"][0]["title"] == "Dana Whitaker"
+    record = results["read"].structured_content
+    assert record["body"] == "Runs operations.\n"
+    assert record["frontmatter"]["attribution"]["instance"] == "test-client"
+    assert results["missing"].is_error is True
+    assert serve.returncode == 0
