@@ -23,6 +23,8 @@ from .ids import is_agent_name
 SCHEMA_VERSION = 1
 CONFIG_MAX_BYTES = 1024 * 1024
 _STORE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+WORKSPACE_ROOTS_MAX = 32
+WORKSPACE_ROOT_MAX_CHARS = 4096
 
 # Each step takes a config dict at version N and returns it at version N + 1.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
@@ -47,6 +49,8 @@ class Settings:
     writes_enabled: bool = True
     stores: dict[str, NamedStore] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
+    # attachments.workspaceRoots: where knowledge_attach_file may read files (none: it is refused)
+    workspace_roots: tuple[str, ...] = ()
 
     def named_stores_of(self, agent: str) -> list[str]:
         """Names of every named store that lists ``agent`` (more than one makes it unavailable)."""
@@ -112,7 +116,33 @@ def parse_settings(data: Any) -> Settings:
         if len(set(agents)) != len(agents):
             raise InvalidParams("agents lists an agent twice", field=f"{where}.agents")
         stores[name] = NamedStore(name, label.strip(), tuple(agents))
-    return Settings(SCHEMA_VERSION, writes, stores, dict(data))
+    return Settings(SCHEMA_VERSION, writes, stores, dict(data),
+                    workspace_roots=_parse_workspace_roots(data.get("attachments", {})))
+
+
+def _parse_workspace_roots(attachments: Any) -> tuple[str, ...]:
+    """``attachments.workspaceRoots``: absolute, canonical directory paths (existence is checked at use)."""
+    if not isinstance(attachments, dict):
+        raise InvalidParams("attachments must be an object", field="attachments")
+    unknown = sorted(set(attachments) - {"workspaceRoots"})
+    if unknown:
+        raise InvalidParams(f"unknown setting attachments.{unknown[0]}", field=f"attachments.{unknown[0]}")
+    where = "attachments.workspaceRoots"
+    roots = attachments.get("workspaceRoots", [])
+    if not isinstance(roots, list) or len(roots) > WORKSPACE_ROOTS_MAX:
+        raise InvalidParams(f"workspaceRoots must be a list of at most {WORKSPACE_ROOTS_MAX} paths", field=where)
+    cleaned = []
+    for index, root in enumerate(roots):
+        if not isinstance(root, str) or not root or len(root) > WORKSPACE_ROOT_MAX_CHARS or "\x00" in root:
+            raise InvalidParams("a workspace root must be an absolute directory path", field=f"{where}[{index}]")
+        if root.endswith("/") and len(root) > 1:
+            root = root[:-1]
+        parts = root.split("/")
+        if parts[0] != "" or root == "/" or any(part in ("", ".", "..") for part in parts[1:]):
+            raise InvalidParams("a workspace root must be an absolute path without '.', '..' or empty parts, "
+                                "and not '/' itself", field=f"{where}[{index}]")
+        cleaned.append(root)
+    return tuple(dict.fromkeys(cleaned))
 
 
 def read_settings(path: Path) -> Settings:
