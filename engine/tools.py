@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import attachments, ontology_views
 from .authority import AgentCaller
 from .errors import InvalidParams
 from .service import Engine
@@ -143,6 +144,30 @@ CORE_TOOLS = [
             "id": _ID, "expectedRevision": {"type": "integer", "minimum": 1},
         }, ("type", "title")),
         lambda engine, caller, args: engine.save_page(caller, args),
+        writes=True,
+    ),
+    Tool(
+        "knowledge_ontology",
+        "The vocabulary of your vault: page types with their fields and filing, relationship types with endpoint "
+        "constraints, claim kinds; views catalog (default), definitions, sources and diagnostics, paged, each "
+        "page with a fingerprint.",
+        ontology_views.TOOL_INPUT_SCHEMA,
+        ontology_views.ontology_view,
+    ),
+    Tool(
+        "knowledge_attach_file",
+        "Retain a file from the owner's workspace as evidence (regular files inside the configured workspace "
+        "roots only; its sha256 must match). Cite the returned source id from claims and pages.",
+        attachments.ATTACH_FILE_INPUT_SCHEMA,
+        attachments.attach_file,
+        writes=True,
+    ),
+    Tool(
+        "knowledge_attach",
+        "Retain content sent inline (base64, at most 6,000,000 bytes decoded) as evidence, for clients that "
+        "cannot share files. Cite the returned source id from claims and pages.",
+        attachments.ATTACH_INPUT_SCHEMA,
+        attachments.attach,
         writes=True,
     ),
     Tool(

@@ -309,3 +309,18 @@ def test_the_official_mcp_client_lists_saves_searches_and_reads(tmp_path):
     assert record["frontmatter"]["attribution"]["instance"] == "test-client"
     assert results["missing"].is_error is True
     assert serve.returncode == 0
+
+
+def test_ontology_and_attach_tools_are_served(dispatcher, session):
+    catalog = call(dispatcher, session, "tools/call", {"name": "knowledge_ontology", "arguments": {}})["result"]
+    assert catalog["isError"] is False and "fingerprint" in catalog["structuredContent"]
+    import base64
+
+    attached = call(dispatcher, session, "tools/call", {"name": "knowledge_attach", "arguments": {
+        "requestId": "a1", "content": base64.b64encode(b"meeting notes").decode(), "filename": "notes.txt"}})
+    source = attached["result"]["structuredContent"]["source"]
+    assert source["size"] == len(b"meeting notes")
+    cited = call(dispatcher, session, "tools/call", {"name": "knowledge_remember", "arguments": {
+        "requestId": "m1", "items": [{"text": "Notes exist.", "claimKind": "fact",
+                                      "evidence": [{"source": source["id"], "quote": "meeting notes"}]}]}})
+    assert cited["result"]["isError"] is False

@@ -1,0 +1,189 @@
+"""``knowledge bench socket``: round trips and throughput of the agent socket.
+
+The engine runs as its own process (``knowledge serve --port 0``), as it does
+for real agents; the load comes from client threads in this process, each
+with its own connection, speaking newline-delimited JSON-RPC over loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..registry import Registry
+from ..statedir import StateDir
+
+WORDS = ("harbour", "lighthouse", "ferry", "schedule", "budget", "migration", "release", "contract", "invoice",
+         "roadmap", "incident", "review", "hiring", "launch", "audit", "design", "pricing", "support")
+
+
+class RpcClient:
+    def __init__(self, port: int, token: str) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.file = self.sock.makefile("rwb")
+        self.next_id = 0
+        self.call("initialize", {"protocolVersion": "2025-11-25",
+                                 "_meta": {"knowledge": {"token": token, "audience": {"kind": "owner-private"}}}})
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        self.file.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                                    "params": params}).encode() + b"\n")
+        self.file.flush()
+        reply = json.loads(self.file.readline())
+        if "error" in reply or reply["result"].get("isError"):
+            raise RuntimeError(f"{method} failed: {reply}")
+        return reply["result"]
+
+    def tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return self.call("tools/call", {"name": name, "arguments": arguments})
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def _start_engine(state: StateDir) -> tuple[subprocess.Popen, int]:
+    process = subprocess.Popen([sys.executable, "-m", "engine.cli", "--state-dir", str(state.root), "serve",
+                                "--port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        info = state.read_engine_info()
+        if info and info.get("port"):
+            return process, info["port"]
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("the engine did not start")
+
+
+def _seed(client: RpcClient, pages: int) -> None:
+    for index in range(pages):
+        words = " ".join(WORDS[(index * 7 + k) % len(WORDS)] for k in range(12))
+        client.tool("knowledge_save_page", {"requestId": f"seed-{index}", "type": "note",
+                                            "title": f"Note {index} {WORDS[index % len(WORDS)]}",
+                                            "aliases": [f"note-{index}"], "body": words})
+
+
+def _round_trips(client: RpcClient, count: int) -> dict[str, dict[str, float]]:
+    timings: dict[str, list[float]] = {"knowledge_lookup": [], "knowledge_grep": []}
+    for index in range(count):
+        for name, arguments in (("knowledge_lookup", {"name": f"note-{index % 50}"}),
+                                ("knowledge_grep", {"query": f"{WORDS[index % len(WORDS)]} schedule"})):
+            start = time.perf_counter()
+            client.tool(name, arguments)
+            timings[name].append((time.perf_counter() - start) * 1000)
+    return {name: {"p50_ms": statistics.median(values), "p99_ms": percentile(values, 0.99), "n": len(values)}
+            for name, values in timings.items()}
+
+
+def _throughput(port: int, token: str, clients: int, seconds: float) -> dict[str, float]:
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    start_line = threading.Barrier(clients + 1)
+    stop_at = [0.0]
+
+    def worker(number: int) -> None:
+        client = RpcClient(port, token)
+        mine: list[float] = []
+        start_line.wait()
+        index = number
+        while time.perf_counter() < stop_at[0]:
+            index += clients
+            name, arguments = (("knowledge_lookup", {"name": f"note-{index % 50}"}) if index % 2 else
+                               ("knowledge_grep", {"query": f"{WORDS[index % len(WORDS)]} budget"}))
+            began = time.perf_counter()
+            try:
+                client.tool(name, arguments)
+            except RuntimeError:
+                with lock:
+                    errors[0] += 1
+                continue
+            mine.append((time.perf_counter() - began) * 1000)
+        client.close()
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    stop_at[0] = time.perf_counter() + seconds
+    start_line.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    return {"clients": clients, "requests": len(latencies), "errors": errors[0],
+            "requests_per_s": len(latencies) / elapsed, "p50_ms": statistics.median(latencies),
+            "p99_ms": percentile(latencies, 0.99)}
+
+
+def run(*, pages: int = 500, round_trips: int = 300, seconds: float = 5.0,
+        concurrency: tuple[int, ...] = (1, 8, 32)) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as scratch:
+        state = StateDir(Path(scratch) / "state")
+        state.create()
+        registry = Registry.open(state.registry, state.root)
+        token = registry.add_agent("bench", owner=True)
+        registry.close()
+        process, port = _start_engine(state)
+        try:
+            client = RpcClient(port, token)
+            _seed(client, pages)
+            latency = _round_trips(client, round_trips)
+            client.close()
+            throughput = [_throughput(port, token, clients, seconds) for clients in concurrency]
+        finally:
+            process.terminate()
+            process.wait(60)
+    return {"pages": pages, "latency": latency, "throughput": throughput}
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores ({model}), Python {platform.python_version()}"
+
+
+def report(result: dict[str, Any], command: str) -> str:
+    lines = [
+        "# Agent socket benchmark", "",
+        f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- Machine: {machine()}",
+        f"- Command: `{command}`",
+        f"- Setup: `knowledge serve --port 0` in its own process; {result['pages']} pages in the agent's store; "
+        "each client a thread with its own TCP connection on loopback, one request at a time.", "",
+        "## Round trip, one client", "",
+        "| tool | requests | p50 ms | p99 ms |", "| --- | ---: | ---: | ---: |",
+    ]
+    for name, figures in result["latency"].items():
+        lines.append(f"| `{name}` | {figures['n']} | {figures['p50_ms']:.2f} | {figures['p99_ms']:.2f} |")
+    lines += ["", "## Throughput, lookups and greps alternating", "",
+              "| clients | requests | errors | requests/s | p50 ms | p99 ms |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in result["throughput"]:
+        lines.append(f"| {row['clients']} | {row['requests']} | {row['errors']} | {row['requests_per_s']:.0f} | "
+                     f"{row['p50_ms']:.2f} | {row['p99_ms']:.2f} |")
+    return "\n".join(lines) + "\n"
