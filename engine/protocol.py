@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import __version__
+from . import __version__, recall
 from .authority import AgentCaller, Audience
 from .errors import Denied, InvalidParams, KnowledgeError
 from .service import Engine
@@ -87,6 +87,9 @@ class Dispatcher:
             "memory/read": lambda s, p: engine.read(self.caller(s, p), _without_meta(p)),
             "memory/health": lambda s, p: engine.health(self.caller(s, p)),
             "memory/status": lambda s, p: engine.status(self.caller(s, p)),
+            "memory/recallCandidates": lambda s, p: recall.recall_candidates(engine, self.caller(s, p),
+                                                                             _without_meta(p)),
+            "memory/flushPlan": lambda s, p: {"plan": recall.flush_plan(engine, self.caller(s, p))},
         }
 
     def register(self, method: str, handler: Handler) -> None:

@@ -23,6 +23,7 @@ from .ids import format_timestamp, is_record_id, utc_now
 from .inputs import parse_page_input, parse_remember_input
 from .ontology import Ontology
 from .publication import Plan, request_hash
+from .recall import flush_request_id
 from .passages import PassageFinder
 from .reads import diagnostics, get_record, history, parse_line_window, parse_reference, read_reference
 from .registry import SCOPES, Registry, StoreRecord
@@ -135,13 +136,13 @@ class Engine:
 
     def save_page(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Create a page, or publish its next revision (``id`` + ``expectedRevision``)."""
-        page = parse_page_input(params)
+        page = parse_page_input(_flush_request(params, "save_page"))
         digest = request_hash("save_page", page.digest_params())
         return self._publish(caller, page.request_id, digest, lambda ctx: plan_save_page(ctx, page, digest))
 
     def remember(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Save claims (with corrections through ``replaces``) and relationships, each with its excerpt."""
-        request = parse_remember_input(params)
+        request = parse_remember_input(_flush_request(params, "remember"))
         digest = request_hash("remember", request.digest_params())
         return self._publish(caller, request.request_id, digest, lambda ctx: plan_remember(ctx, request, digest))
 
@@ -298,6 +299,28 @@ class Engine:
 
     def stores(self) -> list[dict[str, Any]]:
         return self.resolver.inventory()
+
+
+def _flush_request(params: Any, operation: str) -> Any:
+    """During a pre-compaction flush a save may give ``flushId`` instead of ``requestId``.
+
+    The request id is then derived from the flush id and the page title or
+    the claim texts, so the flush's identical retry returns the original receipt.
+    """
+    if not isinstance(params, dict) or "flushId" not in params:
+        return params
+    params = dict(params)
+    flush_id = params.pop("flushId")
+    if "requestId" in params:
+        return params
+    if operation == "save_page":
+        texts = [params.get("title")]
+    else:
+        items = params.get("items") if isinstance(params.get("items"), list) else []
+        texts = [item.get("text") or " ".join(str(item.get(k, "")) for k in ("relation", "from", "to"))
+                 for item in items if isinstance(item, dict)]
+    params["requestId"] = flush_request_id(flush_id, operation, texts)
+    return params
 
 
 def _check_id(record_id: Any) -> None:

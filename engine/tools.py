@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import attachments, ontology_views
+from . import attachments, ontology_views, recall
 from .authority import AgentCaller
 from .errors import InvalidParams
 from .service import Engine
@@ -144,6 +144,24 @@ CORE_TOOLS = [
             "id": _ID, "expectedRevision": {"type": "integer", "minimum": 1},
         }, ("type", "title")),
         lambda engine, caller, args: engine.save_page(caller, args),
+        writes=True,
+    ),
+    Tool(
+        "knowledge_recall",
+        "Approve (or with recall: null, clear) a short summary of one record for automatic recall, with optional "
+        "triggers, importance 1-10 and project keys. Only the owner's private conversations, or conversations "
+        "the owner granted read-and-save, may approve; claims from sources or inference cannot be approved.",
+        schema({
+            "id": _ID,
+            "recall": {"type": ["object", "null"], "properties": {
+                "summary": {"type": "string", "minLength": 1, "maxLength": 500},
+                "triggers": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+                "importance": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
+                "projects": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+            }, "required": ["summary"], "additionalProperties": False},
+            "requestId": _REQUEST_ID,
+        }, ("id", "recall")),
+        recall.set_recall,
         writes=True,
     ),
     Tool(

@@ -309,3 +309,14 @@ def test_long_excerpts_are_cited_by_line_range_without_a_copied_quote(engine, ow
     saved = engine.save_page(owner, page("p1", "Long meeting", type_="event", evidence=[{"excerpt": excerpt}]))
     [citation] = engine.get_record(owner, saved["id"])["frontmatter"]["evidence"]
     assert citation["lines"] == [1, 40] and "quote" not in citation
+
+
+def test_flush_saves_derive_a_stable_request_id(engine, owner):
+    first = engine.save_page(owner, {"flushId": "f-1", "type": "note", "title": "Flush note", "body": "x"})
+    retry = engine.save_page(owner, {"flushId": "f-1", "type": "note", "title": "Flush note", "body": "x"})
+    other = engine.save_page(owner, {"flushId": "f-2", "type": "note", "title": "Flush note", "body": "x"})
+    assert first["requestId"] == retry["requestId"] and first["publicationId"] == retry["publicationId"]
+    assert other["requestId"] != first["requestId"]
+    with pytest.raises(InvalidParams) as raised:
+        engine.save_page(owner, {"flushId": "bad id", "type": "note", "title": "x"})
+    assert raised.value.details["field"] == "flushId"

@@ -324,3 +324,22 @@ def test_ontology_and_attach_tools_are_served(dispatcher, session):
         "requestId": "m1", "items": [{"text": "Notes exist.", "claimKind": "fact",
                                       "evidence": [{"source": source["id"], "quote": "meeting notes"}]}]}})
     assert cited["result"]["isError"] is False
+
+
+def test_recall_approval_candidates_and_flush_over_the_socket(dispatcher, session):
+    saved = call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "r1", "type": "project", "title": "Atlas", "body": "Migration."}})["result"]["structuredContent"]
+    approved = call(dispatcher, session, "tools/call", {"name": "knowledge_recall", "arguments": {
+        "id": saved["id"], "recall": {"summary": "Atlas cuts over on Jan 22.", "triggers": ["atlas"],
+                                      "importance": 8}}})["result"]
+    assert approved["isError"] is False
+    candidates = call(dispatcher, session, "memory/recallCandidates", {"mode": "trigger"})["result"]["candidates"]
+    assert [c["excerpt"] for c in candidates] == ["Atlas cuts over on Jan 22."]
+    plan = call(dispatcher, session, "memory/flushPlan")["result"]["plan"]
+    assert plan["prompt"] == "Save durable knowledge" and "knowledge_remember" in plan["persistenceToolNames"]
+    first = call(dispatcher, session, "tools/call", {"name": "knowledge_remember", "arguments": {
+        "flushId": "flush-1", "items": [{"text": "Dana owns Atlas.", "claimKind": "fact", "excerpt": "I own it"}]}})
+    again = call(dispatcher, session, "tools/call", {"name": "knowledge_remember", "arguments": {
+        "flushId": "flush-1", "items": [{"text": "Dana owns Atlas.", "claimKind": "fact", "excerpt": "I own it"}]}})
+    assert first["result"]["structuredContent"]["publicationId"] == again["result"]["structuredContent"]["publicationId"]
+    assert first["result"]["structuredContent"]["requestId"].startswith("flush:")
