@@ -20,6 +20,8 @@ from typing import Any, Callable
 from . import __version__, recall
 from .authority import AgentCaller, Audience
 from .errors import Denied, InvalidParams, KnowledgeError
+from .knowledge_index import index_for
+from .memory_prompt import prompt_for
 from .service import Engine
 from .tools import ToolRegistry, tool_result
 
@@ -90,6 +92,8 @@ class Dispatcher:
             "memory/recallCandidates": lambda s, p: recall.recall_candidates(engine, self.caller(s, p),
                                                                              _without_meta(p)),
             "memory/flushPlan": lambda s, p: {"plan": recall.flush_plan(engine, self.caller(s, p))},
+            "memory/prompt": lambda s, p: prompt_for(engine, self.caller(s, p), p.get("projectKey")),
+            "memory/index": lambda s, p: index_for(engine, self.caller(s, p), p.get("firstMessageAt")),
         }
 
     def register(self, method: str, handler: Handler) -> None:

@@ -343,3 +343,14 @@ def test_recall_approval_candidates_and_flush_over_the_socket(dispatcher, sessio
         "flushId": "flush-1", "items": [{"text": "Dana owns Atlas.", "claimKind": "fact", "excerpt": "I own it"}]}})
     assert first["result"]["structuredContent"]["publicationId"] == again["result"]["structuredContent"]["publicationId"]
     assert first["result"]["structuredContent"]["requestId"].startswith("flush:")
+
+
+def test_prompt_and_index_over_the_socket(dispatcher, session):
+    call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "r1", "type": "project", "title": "Atlas", "body": "Migration."}})
+    prompt = call(dispatcher, session, "memory/prompt", {"projectKey": "northwind/atlas"})["result"]["text"]
+    assert "knowledge_remember" in prompt and "northwind/atlas" in prompt
+    index = call(dispatcher, session, "memory/index", {"firstMessageAt": "2999-01-01T00:00:00Z"})["result"]
+    assert index["text"].startswith("## Knowledge Index") and "Atlas" in index["text"]
+    bad = call(dispatcher, session, "memory/index", {"firstMessageAt": "yesterday"})
+    assert bad["error"]["data"]["reason"] == "invalid_params"
