@@ -1,0 +1,23 @@
+"""The committed tool reference is exactly what the socket serves."""
+
+from pathlib import Path
+
+from engine.protocol_docs import render
+from engine.tools import CORE_TOOLS
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_the_tool_reference_matches_the_served_schemas():
+    assert (DOCS / "protocol-tools.md").read_text(encoding="utf-8") == render(), \
+        "regenerate with: python -m engine.protocol_docs > docs/protocol-tools.md"
+
+
+def test_the_protocol_guide_names_every_tool_and_host_method():
+    guide = (DOCS / "protocol.md").read_text(encoding="utf-8")
+    for tool in CORE_TOOLS:
+        assert f"`{tool.name}`" in guide, tool.name
+    for method in ("initialize", "tools/list", "tools/call", "ping", "memory/search", "memory/read",
+                   "memory/health", "memory/status", "memory/prompt", "memory/index", "memory/recallCandidates",
+                   "memory/flushPlan"):
+        assert f"`{method}`" in guide, method
