@@ -9,16 +9,20 @@ demo, import, doctor) need to own the state directory.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
+import shlex
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
 from .authority import OperatorCaller
+from .bench import search as search_bench
 from .bridge import BridgeError, run_bridge
 from .config import SettingsSource
 from .demo import seed_demo
@@ -220,6 +224,26 @@ def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def cmd_bench_search(args: argparse.Namespace, state: StateDir) -> int:
+    """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
+    defaults = search_bench.Options.quick_run() if args.quick else search_bench.Options()
+    chosen = {name: getattr(args, name) for name in ("records", "queries", "rounds", "repeats", "samples", "seed")
+              if getattr(args, name) is not None}
+    options = dataclasses.replace(
+        defaults, **chosen, data=Path(args.data),
+        state_dir=Path(args.state_dir).expanduser() if args.state_dir else None,
+        output=None if args.output == "-" else Path(args.output),
+        work_dir=Path(args.work_dir) if args.work_dir else None,
+        command="knowledge " + shlex.join(args.argv),
+    )
+    try:
+        search_bench.run(options, say=lambda line: print(line, flush=True))
+    except search_bench.BenchmarkSkipped as exc:
+        print(f"knowledge bench search: skipped, nothing was measured: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace, state: StateDir) -> int:
     with Engine(state, watch=False) as engine:
         result = seed_demo(engine)
@@ -368,6 +392,28 @@ def build_parser() -> argparse.ArgumentParser:
     search_cmd.add_argument("--json", action="store_true")
     search_cmd.set_defaults(handler=cmd_search)
 
+    bench = commands.add_parser("bench", parents=[common], help="measure the engine (figures, not tests)")
+    bench_commands = bench.add_subparsers(dest="bench_command", required=True, metavar="BENCHMARK")
+    bench_search = bench_commands.add_parser(
+        "search", parents=[common], help="tantivy search side by side with SQLite FTS5: quality and speed",
+        description="Retrieval quality on LoCoMo and index/query speed on LoCoMo and a generated partition, "
+                    "for the engine's tantivy search and an SQLite FTS5 reference. --state-dir names a "
+                    "LoCoMo state dir to reuse; without it everything happens in a throwaway directory.")
+    bench_search.add_argument("--data", default=str(search_bench.DEFAULT_DATA),
+                              help="the LoCoMo file (default: %(default)s, from the repository root)")
+    bench_search.add_argument("--output", default=str(search_bench.DEFAULT_OUTPUT),
+                              help="where the Markdown report goes, '-' for nowhere (default: %(default)s)")
+    bench_search.add_argument("--quick", action="store_true",
+                              help="a smoke run: 2 conversations, 10,000 generated records, one round")
+    bench_search.add_argument("--records", type=int, help="generated records (default 99,900; quick 10,000)")
+    bench_search.add_argument("--queries", type=int, help="generated queries (default 500; quick 50)")
+    bench_search.add_argument("--rounds", type=int, help="latency rounds over the queries (default 3)")
+    bench_search.add_argument("--repeats", type=int, help="index builds per engine (default 3)")
+    bench_search.add_argument("--samples", type=int, help="only the first N LoCoMo conversations")
+    bench_search.add_argument("--seed", type=int, help="seed of the generated partition (default 0)")
+    bench_search.add_argument("--work-dir", help="keep the stores and indexes here instead of a temporary dir")
+    bench_search.set_defaults(handler=cmd_bench_search)
+
     agents = commands.add_parser("agents", parents=[common], help="register, list and remove agents")
     agent_commands = agents.add_subparsers(dest="agents_command", required=True, metavar="ACTION")
     add = agent_commands.add_parser("add", parents=[common], help="register an agent and print its token once")
@@ -408,6 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     state = StateDir.resolve(args.state_dir)
     try:
         return args.handler(args, state)

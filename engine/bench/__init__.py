@@ -1,0 +1,5 @@
+"""Benchmarks: measurements that print figures and write them to ``docs/benchmarks/``.
+
+A benchmark is not a test: it asserts nothing about speed or quality, it
+measures and reports.  ``knowledge bench search`` is the entry point.
+"""
