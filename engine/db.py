@@ -105,6 +105,11 @@ class Database:
         with self._lock:
             return self.connection.execute(sql, params).fetchall()
 
+    def iterate(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[sqlite3.Row]:
+        """Rows one at a time (for large scans), holding the connection while iterating."""
+        with self._lock:
+            yield from self.connection.execute(sql, params)
+
     def migrate(self, migrations: Sequence[Migration]) -> None:
         with self._lock:
             self.connection.execute(

@@ -30,19 +30,37 @@ from .store import Store
 
 log = logging.getLogger(__name__)
 INDEX_DIR = "index"
+SCHEMA_VERSION = 2  # bump when the schema changes: indexes of other versions are rebuilt
 WRITER_HEAP = 50_000_000
-BATCH = 2_000
+PARALLEL_FROM = 5_000  # documents in one catch-up above which the writer gets two threads
 
 
 def build_schema() -> tantivy.Schema:
+    """``text`` holds title, aliases and body together, so each query word is scored once, with one set
+    of statistics; ``title`` and ``aliases`` add a small bonus on top (see engine/search.py)."""
     builder = tantivy.SchemaBuilder()
     for name in ("path", "id", "kind", "type", "claim_kind", "lifecycle"):
         builder.add_text_field(name, stored=name in ("path", "id", "kind", "type"), tokenizer_name="raw")
     builder.add_integer_field("revision", stored=True)
+    builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER_NAME)
     builder.add_text_field("title", stored=True, tokenizer_name=ANALYZER_NAME)
     builder.add_text_field("aliases", stored=False, tokenizer_name=ANALYZER_NAME)
     builder.add_text_field("body", stored=True, tokenizer_name=ANALYZER_NAME)
     return builder.build()
+
+
+def index_document(*, path: str, record_id: str, revision: int, kind: str, type_: str, lifecycle: str,
+                   title: str, aliases: list[str], body: str) -> dict[str, Any]:
+    """The fields of one record as the index holds them."""
+    alias_text = " \n".join(aliases)
+    document: dict[str, Any] = {
+        "path": path, "id": record_id, "revision": revision, "kind": kind, "type": type_, "lifecycle": lifecycle,
+        "text": prepare(f"{title}\n{alias_text}\n{body}"), "title": prepare(title), "aliases": prepare(alias_text),
+        "body": prepare(body),
+    }
+    if kind == "claim":
+        document["claim_kind"] = type_
+    return document
 
 
 class PartitionIndex:
@@ -55,9 +73,9 @@ class PartitionIndex:
         self.index = tantivy.Index(schema, path=str(directory), reuse=True)
         self.index.register_tokenizer(ANALYZER_NAME, analyzer.tantivy)
 
-    def apply(self, removals: list[str], additions: Iterator[dict[str, Any]]) -> int:
+    def apply(self, removals: list[str], additions: Iterator[dict[str, Any]], *, threads: int = 1) -> int:
         """Delete ``removals`` and (re)add ``additions`` in one commit; returns how many were added."""
-        writer = self.index.writer(WRITER_HEAP, 1)
+        writer = self.index.writer(WRITER_HEAP, threads)
         added = 0
         try:
             for path in removals:
@@ -89,7 +107,7 @@ class SearchIndexes:
         self._open: dict[str, PartitionIndex] = {}
 
     def directory(self, partition: str) -> Path:
-        return self.store.root / INDEX_DIR / partition.replace(":", "-")
+        return self.store.root / INDEX_DIR / f"{partition.replace(':', '-')}.v{SCHEMA_VERSION}"
 
     def get(self, partition: str) -> PartitionIndex:
         index = self._open.get(partition)
@@ -98,6 +116,7 @@ class SearchIndexes:
         directory = self.directory(partition)
         if not directory.is_dir():
             self._forget_indexed(partition)
+            self._remove_other_versions(partition)
         try:
             index = PartitionIndex(directory, self.schema, self.analyzer)
         except (OSError, ValueError, RuntimeError) as exc:
@@ -110,6 +129,16 @@ class SearchIndexes:
                 raise IndexFailed(f"the search index could not be created: {again}", partition=partition) from again
         self._open[partition] = index
         return index
+
+    def _remove_other_versions(self, partition: str) -> None:
+        """Indexes this partition had under an older schema are derived data: drop them."""
+        prefix = partition.replace(":", "-")
+        root = self.store.root / INDEX_DIR
+        if root.is_dir():
+            for entry in root.iterdir():
+                stem = entry.name.rsplit(".v", 1)[0]
+                if entry.is_dir() and stem == prefix and entry != self.directory(partition):
+                    shutil.rmtree(entry, ignore_errors=True)
 
     def _forget_indexed(self, partition: str) -> None:
         """The index is gone: everything must be indexed again."""
@@ -148,24 +177,25 @@ class SearchIndexes:
         removed = [row["path"] for row in db.all(
             "SELECT path FROM index_removals WHERE partition = ?", (partition,)
         )] + [row["path"] for row in stale]
-        pending = db.all(
-            "SELECT c.path, c.record_id, c.revision, c.kind, c.type, c.lifecycle, c.title, c.sha256, c.frontmatter, "
-            "r.content FROM catalog c LEFT JOIN revisions r ON r.partition = c.partition AND "
-            "r.record_id = c.record_id AND r.revision = c.revision AND r.sha256 = c.sha256 "
-            f"WHERE c.partition = ? AND ({CURRENT}) AND (c.indexed_sha IS NULL OR c.indexed_sha != c.sha256)",
-            (partition,),
-        )
+        stale_filter = f"c.partition = ? AND ({CURRENT}) AND (c.indexed_sha IS NULL OR c.indexed_sha != c.sha256)"
+        count = db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {stale_filter}", (partition,))["n"]
         indexed: list[tuple[str, str]] = []
 
         def documents() -> Iterator[dict[str, Any]]:
-            for row in pending:
+            # Streamed: a rebuild of a large partition never holds every body in memory at once.
+            for row in db.iterate(
+                "SELECT c.path, c.record_id, c.revision, c.kind, c.type, c.lifecycle, c.title, c.sha256, "
+                "c.frontmatter, r.content FROM catalog c LEFT JOIN revisions r ON r.partition = c.partition AND "
+                "r.record_id = c.record_id AND r.revision = c.revision AND r.sha256 = c.sha256 "
+                f"WHERE {stale_filter}", (partition,),
+            ):
                 document = self._document(row)
                 if document is not None:
                     indexed.append((row["sha256"], row["path"]))
                     yield document
 
         try:
-            index.apply(removed, documents())
+            index.apply(removed, documents(), threads=2 if count >= PARALLEL_FROM else 1)
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexFailed(f"the search index could not be updated: {exc}", partition=partition) from exc
         with db.atomic():
@@ -187,12 +217,8 @@ class SearchIndexes:
             return None
         _, body = split_document(bytes(row["content"]).decode("utf-8"))
         frontmatter = json.loads(row["frontmatter"])
-        aliases = [a for a in frontmatter.get("aliases") or [] if isinstance(a, str)]
-        document: dict[str, Any] = {
-            "path": row["path"], "id": row["record_id"], "revision": row["revision"], "kind": row["kind"],
-            "type": row["type"] or "", "lifecycle": row["lifecycle"],
-            "title": prepare(row["title"]), "aliases": prepare(" \n".join(aliases)), "body": prepare(body),
-        }
-        if row["kind"] == "claim":
-            document["claim_kind"] = row["type"] or ""
-        return document
+        return index_document(
+            path=row["path"], record_id=row["record_id"], revision=row["revision"], kind=row["kind"],
+            type_=row["type"] or "", lifecycle=row["lifecycle"], title=row["title"],
+            aliases=[a for a in frontmatter.get("aliases") or [] if isinstance(a, str)], body=body,
+        )

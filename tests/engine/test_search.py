@@ -186,7 +186,7 @@ def test_a_deleted_index_is_rebuilt_from_the_catalog(engine, owner, state_dir):
 def test_failed_indexing_is_an_error_never_an_empty_success(engine, owner, monkeypatch):
     engine.save_page(owner, page("p1", "Harbour", type_="place"))
 
-    def refuse(self, removals, additions):
+    def refuse(self, removals, additions, **options):
         raise OSError("disk full")
 
     monkeypatch.setattr(PartitionIndex, "apply", refuse)
