@@ -23,6 +23,7 @@ from typing import Any, Callable
 from . import __version__
 from .authority import OperatorCaller
 from .bench import search as search_bench
+from .bench import socket as socket_bench
 from .bridge import BridgeError, run_bridge
 from .config import SettingsSource
 from .demo import seed_demo
@@ -224,6 +225,16 @@ def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def cmd_bench_socket(args: argparse.Namespace, state: StateDir) -> int:
+    command = f"knowledge bench socket --pages {args.pages} --seconds {args.seconds:g}"
+    text = socket_bench.report(socket_bench.run(pages=args.pages, seconds=args.seconds), command)
+    print(text, end="")
+    if args.output != "-":
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return 0
+
+
 def cmd_bench_search(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
     defaults = search_bench.Options.quick_run() if args.quick else search_bench.Options()
@@ -413,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench_search.add_argument("--seed", type=int, help="seed of the generated partition (default 0)")
     bench_search.add_argument("--work-dir", help="keep the stores and indexes here instead of a temporary dir")
     bench_search.set_defaults(handler=cmd_bench_search)
+    bench_socket = bench_commands.add_parser(
+        "socket", parents=[common], help="round trips and throughput of the agent socket, 1/8/32 clients")
+    bench_socket.add_argument("--pages", type=int, default=500, help="pages in the agent's store (default 500)")
+    bench_socket.add_argument("--seconds", type=float, default=5.0, help="load per concurrency level (default 5)")
+    bench_socket.add_argument("--output", default="docs/benchmarks/socket.md", help="'-' writes no file")
+    bench_socket.set_defaults(handler=cmd_bench_socket)
 
     agents = commands.add_parser("agents", parents=[common], help="register, list and remove agents")
     agent_commands = agents.add_subparsers(dest="agents_command", required=True, metavar="ACTION")

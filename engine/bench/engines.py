@@ -23,7 +23,7 @@ from typing import Any
 from ..analysis import Analyzer
 from ..catalog import CURRENT
 from ..frontmatter import split_document
-from ..index import PartitionIndex, build_schema, index_document
+from ..index import PARALLEL_FROM, PartitionIndex, build_schema, index_document
 from ..search import SearchRequest, build_query
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -147,7 +147,8 @@ class TantivyCore:
     def build(cls, directory: Path, documents: list[Document], analyzer: Analyzer) -> "TantivyCore":
         """A fresh index of ``documents`` with the engine's schema, writer and commit (no catalog)."""
         index = PartitionIndex(directory, build_schema(), analyzer)
-        index.apply([], (document.tantivy_fields() for document in documents))
+        index.apply([], (document.tantivy_fields() for document in documents),
+                    threads=2 if len(documents) >= PARALLEL_FROM else 1)  # as the engine's rebuild
         return cls(index, analyzer)
 
     def count(self) -> int:

@@ -311,11 +311,12 @@ def _build_reading(report: dict[str, Any]) -> list[str]:
     if sentences and any(report[n]["builds"]["tantivy"]["records"] / report[n]["builds"]["tantivy"]["build_s"]
                          < report[n]["builds"]["fts5"]["records"] / report[n]["builds"]["fts5"]["build_s"]
                          for n in ("locomo", "generated") if n in report):
-        sentences.append("Why builds lose: `engine/index.py` gives the tantivy writer one indexing thread, and "
-                         "each document is prepared and handed over from Python; the engine's rebuild also reads "
-                         "every pending row (contents included) into memory at once and rewrites every catalog "
-                         "row twice for its `indexed_sha` bookkeeping. That is the gap between the first two "
-                         "build rows, and holding every row at once is what lifts the rebuild's peak memory.")
+        sentences.append("Why builds lose: every document is prepared in Python (the combined `text` field, the "
+                         "spacing of unspaced scripts) and handed to tantivy one call at a time, while FTS5's "
+                         "inserts run inside SQLite's C code. The engine's rebuild adds its bookkeeping, one "
+                         "`indexed_sha` update per record: the gap between the first two build rows. Full builds "
+                         "are rare (`knowledge reindex`, a lost index); publications update the index record by "
+                         "record.")
     return sentences
 
 
