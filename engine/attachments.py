@@ -241,6 +241,7 @@ def attach(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
 def attach_file(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
     """``knowledge_attach_file``: retain a workspace file, verified against the caller's sha256."""
     request = parse_attach_file_input(params)
+    engine.authorizer.authorize(caller, write=True, create=False)  # who asks comes before what is configured
     roots = engine.settings.current().workspace_roots
     if not roots:
         raise RuntimeDisabled("knowledge_attach_file is off: the owner has configured no workspace root "

@@ -354,3 +354,95 @@ def test_prompt_and_index_over_the_socket(dispatcher, session):
     assert index["text"].startswith("## Knowledge Index") and "Atlas" in index["text"]
     bad = call(dispatcher, session, "memory/index", {"firstMessageAt": "yesterday"})
     assert bad["error"]["data"]["reason"] == "invalid_params"
+
+
+# --- every tool and host method over a real socket, for each audience ----------------------------------
+
+
+def _exercise_everything(client: Client, audience: dict) -> dict[str, dict]:
+    """Call every tool and host method once; returns each reply keyed by name."""
+    import base64
+
+    meta = {"_meta": {"knowledge": {"audience": audience}}}
+
+    def tool(name, arguments):
+        return client.request("tools/call", {"name": name, "arguments": arguments, **meta})
+
+    replies = {}
+    replies["knowledge_save_page"] = tool("knowledge_save_page", {
+        "requestId": "s1", "type": "project", "title": "Beacon", "body": "Lighthouse work.", "aliases": ["beacon"]})
+    page_id = (replies["knowledge_save_page"].get("result", {}).get("structuredContent") or {}).get("id", "pg_x")
+    replies["knowledge_remember"] = tool("knowledge_remember", {"requestId": "m1", "subject": "beacon", "items": [
+        {"text": "Beacon ships in May.", "claimKind": "decision", "excerpt": "we ship in May"}]})
+    replies["knowledge_grep"] = tool("knowledge_grep", {"query": "lighthouse"})
+    replies["knowledge_lookup"] = tool("knowledge_lookup", {"name": "beacon"})
+    replies["knowledge_record"] = tool("knowledge_record", {"id": page_id})
+    replies["knowledge_recall"] = tool("knowledge_recall", {"id": page_id, "recall": {
+        "summary": "Beacon: May.", "triggers": ["beacon"]}})
+    replies["knowledge_ontology"] = tool("knowledge_ontology", {"view": "definitions", "name": "project"})
+    replies["knowledge_attach"] = tool("knowledge_attach", {"requestId": "a1",
+                                                            "content": base64.b64encode(b"notes").decode()})
+    replies["knowledge_attach_file"] = tool("knowledge_attach_file", {
+        "requestId": "f1", "filePath": "/etc/hostname", "sha256": "0" * 64})
+    replies["knowledge_resume"] = tool("knowledge_resume", {})
+    for method, params in (("memory/search", {"query": "lighthouse"}), ("memory/status", {}),
+                           ("memory/health", {}), ("memory/prompt", {}),
+                           ("memory/index", {"firstMessageAt": "2999-01-01T00:00:00Z"}),
+                           ("memory/recallCandidates", {"mode": "trigger"}), ("memory/flushPlan", {})):
+        replies[method] = client.request(method, {**params, **meta})
+    hit = (replies["memory/search"].get("result") or {}).get("hits") or []
+    replies["memory/read"] = client.request("memory/read", {"ref": hit[0]["ref"] if hit else {}, **meta})
+    return replies
+
+
+def ok(reply: dict) -> bool:
+    return "result" in reply and not reply["result"].get("isError", False)
+
+
+def reason(reply: dict) -> str | None:
+    if "error" in reply:
+        return reply["error"]["data"]["reason"]
+    return reply["result"]["structuredContent"].get("reason") if reply["result"].get("isError") else None
+
+
+def test_every_tool_and_method_over_a_real_socket_for_each_audience(engine, server):
+    owner_token = engine.add_agent("main", owner=True)
+    engine.registry.set_grant("main", "chat:granted-read", "read")
+    client = Client.tcp(server)
+    assert ok(client.request("initialize", init_params(owner_token)))
+
+    owner = _exercise_everything(client, {"kind": "owner-private"})
+    failing = {name: reply for name, reply in owner.items() if not ok(reply)}
+    # attach_file is refused until the owner configures workspace roots; everything else works.
+    assert set(failing) == {"knowledge_attach_file"} and reason(failing["knowledge_attach_file"]) == "runtime_disabled"
+    assert owner["memory/recallCandidates"]["result"]["candidates"][0]["excerpt"] == "Beacon: May."
+
+    chat = _exercise_everything(client, {"kind": "conversation", "sessionKey": "chat:9",
+                                         "sessionId": str(uuid.uuid4())})
+    assert ok(chat["knowledge_save_page"]) and ok(chat["knowledge_grep"]) and ok(chat["memory/read"])
+    assert reason(chat["knowledge_recall"]) == "denied"  # an ungranted conversation cannot approve recall
+    assert chat["memory/recallCandidates"]["result"]["candidates"] == []
+    assert chat["memory/index"]["result"]["text"] is None
+    titles_in_chat = [h["title"] for h in chat["memory/search"]["result"]["hits"]]
+    assert titles_in_chat == ["Beacon"]  # its own partition's page, not the owner's
+
+    read_grant = _exercise_everything(client, {"kind": "conversation", "sessionKey": "chat:granted-read",
+                                               "sessionId": str(uuid.uuid4())})
+    assert reason(read_grant["knowledge_save_page"]) == "denied"
+    assert ok(read_grant["knowledge_grep"]) and ok(read_grant["memory/read"]) and ok(read_grant["memory/index"])
+    assert read_grant["memory/flushPlan"]["result"]["plan"] is None
+
+    # Denied callers get errors everywhere, except the index, which is simply omitted for them.
+    quiet = ("memory/read", "memory/index")
+    sandboxed = _exercise_everything(client, {"kind": "owner-private", "sandboxed": True})
+    assert {reason(reply) for name, reply in sandboxed.items() if name not in quiet} == {"denied"}
+    assert sandboxed["memory/index"]["result"]["text"] is None
+
+    helper = Client.tcp(server)
+    helper_token = engine.add_agent("helper")
+    assert reason(helper.request("initialize", init_params(helper_token, {"kind": "owner-private"}))) is None
+    denied = _exercise_everything(helper, {"kind": "owner-private"})
+    assert {reason(reply) for name, reply in denied.items() if name not in quiet} == {"denied"}
+    assert denied["memory/index"]["result"]["text"] is None
+    client.close()
+    helper.close()
