@@ -1,0 +1,183 @@
+"""Authority matrix: every caller kind against every tool and host method, over the wire protocol.
+
+For each pair the test asserts the exact outcome (served from the one partition the caller may reach,
+or denied) and that the reply holds no id or title of any other partition.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+
+import pytest
+
+from engine.authority import AgentCaller
+from engine.protocol import Dispatcher, Session
+
+SESSION_1, SESSION_2 = str(uuid.uuid4()), str(uuid.uuid4())
+
+
+def audience_of(kind: str) -> dict:
+    conversation = {"kind": "conversation", "sessionId": SESSION_1}
+    return {
+        "owner": {"kind": "owner-private"},
+        "chat": {**conversation, "sessionKey": "chat:plain"},
+        "chat-read": {**conversation, "sessionKey": "chat:read"},
+        "chat-save": {**conversation, "sessionKey": "chat:save"},
+        "child-owner": {"kind": "child", "root": {"kind": "owner-private"}},
+        "child-chat": {"kind": "child", "root": {**conversation, "sessionKey": "chat:plain"}},
+        "sandboxed": {"kind": "owner-private", "sandboxed": True},
+    }[kind]
+
+
+# caller -> (partition it reaches or None when denied, may it write)
+EXPECTED = {
+    "owner": ("private", True),
+    "chat": ("chat1", True),
+    "chat-read": ("private", False),
+    "chat-save": ("private", True),
+    "child-owner": ("private", True),
+    "child-chat": ("chat1", True),
+    "sandboxed": (None, False),
+    "non-owner": (None, False),
+    "revoked": (None, False),
+    "wrong-token": (None, False),
+}
+
+
+@pytest.fixture
+def world(engine):
+    """Four partitions, each with a recognisable page and claim."""
+    main_token = engine.add_agent("main", owner=True)
+    other_token = engine.add_agent("other", owner=True)
+    helper_token = engine.add_agent("helper")
+    revoked_token = engine.add_agent("gone", owner=True)
+    engine.registry.set_grant("main", "chat:read", "read")
+    engine.registry.set_grant("main", "chat:save", "read-and-save")
+    seeds = {
+        "private": (AgentCaller(main_token, {"kind": "owner-private"}), "Privatepagemarker"),
+        "chat1": (AgentCaller(main_token, audience_of("chat")), "Chatonemarker"),
+        "chat2": (AgentCaller(main_token, {"kind": "conversation", "sessionKey": "chat:two",
+                                           "sessionId": SESSION_2}), "Chattwomarker"),
+        "other": (AgentCaller(other_token, {"kind": "owner-private"}), "Otheragentmarker"),
+    }
+    markers: dict[str, set[str]] = {}
+    for partition, (caller, word) in seeds.items():
+        page = engine.save_page(caller, {"requestId": "seed", "type": "project", "title": f"{word} project",
+                                         "aliases": [word.lower()], "body": f"{word} shared keyword body."})
+        claim = engine.remember(caller, {"requestId": "seed-claim", "subject": page["id"], "items": [
+            {"text": f"{word} shared keyword claim.", "claimKind": "decision", "excerpt": f"{word} excerpt"}]})
+        markers[partition] = {word, page["id"], claim["items"][0]["id"]}
+    engine.add_agent("gone-2")  # registry churn must not matter
+    engine.remove_agent("gone")
+    tokens = {"main": main_token, "helper": helper_token, "revoked": revoked_token}
+    return {"tokens": tokens, "markers": markers, "page_ids": {p: next(m for m in ms if m.startswith("pg_"))
+                                                                 for p, ms in markers.items()}}
+
+
+def session_for(dispatcher: Dispatcher, world: dict, kind: str) -> tuple[Session, dict]:
+    """An initialized session (where the credential allows one) and the audience meta for requests."""
+    session = Session()
+    token = {"non-owner": world["tokens"]["helper"], "revoked": world["tokens"]["revoked"],
+             "wrong-token": "kd_" + "x" * 43}.get(kind, world["tokens"]["main"])
+    audience = {"kind": "owner-private"} if kind in ("non-owner", "revoked", "wrong-token") else audience_of(kind)
+    reply = dispatcher.handle(session, _message("initialize", {"_meta": {"knowledge": {
+        "token": world["tokens"]["main"] if kind in ("revoked", "wrong-token") else token,
+        "audience": {"kind": "owner-private"}}}}))
+    assert "result" in reply, reply
+    if kind in ("revoked", "wrong-token"):
+        session.token = token  # as if initialized before the credential was revoked, or forged afterwards
+    return session, {"_meta": {"knowledge": {"audience": audience}}}
+
+
+def _message(method: str, params: dict) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode() + b"\n"
+
+
+def operations(world: dict) -> dict[str, tuple[str, dict, bool]]:
+    """name -> (method, params, writes); read targets name the owner's private page."""
+    private_page = world["page_ids"]["private"]
+    tool = "tools/call"
+    return {
+        "grep": (tool, {"name": "knowledge_grep", "arguments": {"query": "shared keyword"}}, False),
+        "lookup": (tool, {"name": "knowledge_lookup", "arguments": {"name": "privatepagemarker"}}, False),
+        "record": (tool, {"name": "knowledge_record", "arguments": {"id": private_page}}, False),
+        "history": (tool, {"name": "knowledge_record", "arguments": {"id": private_page, "view": "history"}},
+                    False),
+        "ontology": (tool, {"name": "knowledge_ontology", "arguments": {"view": "definitions", "name": "project",
+                                                                          "includeRecords": True}}, False),
+        "save_page": (tool, {"name": "knowledge_save_page", "arguments": {
+            "requestId": "m-page", "type": "note", "title": "Matrix note"}}, True),
+        "remember": (tool, {"name": "knowledge_remember", "arguments": {"requestId": "m-claim", "items": [
+            {"text": "Matrix claim.", "claimKind": "fact", "excerpt": "matrix"}]}}, True),
+        "attach": (tool, {"name": "knowledge_attach", "arguments": {
+            "requestId": "m-attach", "content": base64.b64encode(b"matrix").decode()}}, True),
+        "recall": (tool, {"name": "knowledge_recall", "arguments": {"id": private_page,
+                                                                     "recall": {"summary": "Matrix."}}}, True),
+        "resume": (tool, {"name": "knowledge_resume", "arguments": {}}, True),
+        "search": ("memory/search", {"query": "shared keyword"}, False),
+        "status": ("memory/status", {}, False),
+        "health": ("memory/health", {}, False),
+        "prompt": ("memory/prompt", {}, False),
+        "index": ("memory/index", {"firstMessageAt": "2999-01-01T00:00:00Z"}, False),
+        "candidates": ("memory/recallCandidates", {"mode": "trigger"}, False),
+        "flush": ("memory/flushPlan", {}, False),
+    }
+
+
+def outcome(reply: dict) -> tuple[str, dict]:
+    """('ok', result) or ('error', {reason, ...})."""
+    if "error" in reply:
+        return "error", reply["error"]["data"]
+    result = reply["result"]
+    if result.get("isError"):
+        return "error", result["structuredContent"]
+    return "ok", result.get("structuredContent", result)
+
+
+@pytest.mark.parametrize("kind", list(EXPECTED))
+def test_every_caller_kind_against_every_tool_and_method(engine, world, kind):
+    dispatcher = Dispatcher(engine)
+    reach, may_write = EXPECTED[kind]
+    session, meta = session_for(dispatcher, world, kind)
+    foreign = set().union(*(markers for partition, markers in world["markers"].items() if partition != reach))
+    for name, (method, params, writes) in operations(world).items():
+        reply = dispatcher.handle(session, _message(method, {**params, **meta}))
+        text, asked = json.dumps(reply), json.dumps(params)
+        # Echoing back an id the caller itself sent reveals nothing; anything else foreign is a leak.
+        leaked = sorted(marker for marker in foreign if marker in text and marker not in asked)
+        assert not leaked, f"{kind} / {name} leaked {leaked}"
+        status, body = outcome(reply)
+        if reach is None:
+            if name == "index":  # the index is omitted, never an error, for callers without one
+                assert status == "ok" and body["text"] is None, (kind, name, body)
+            else:
+                assert status == "error" and body["reason"] == "denied", (kind, name, body)
+            continue
+        if writes and not may_write:
+            assert status == "error" and body["reason"] == "denied", (kind, name, body)
+            continue
+        if name == "recall" and kind in ("chat", "child-chat", "child-owner"):
+            # Only an owner-private audience or a read-and-save grant approves recall (children do not).
+            assert status == "error" and body["reason"] in ("denied", "not_found"), (kind, name, body)
+            continue
+        if name in ("record", "history", "recall") and reach != "private":
+            # The owner's page id means nothing in another partition.
+            assert status == "error" and body["reason"] == "not_found", (kind, name, body)
+            continue
+        assert status == "ok", (kind, name, body)
+        if name in ("grep", "search"):
+            titles = {hit["title"] for hit in body["hits"]}
+            wanted = next(m for m in world["markers"][reach] if not m.startswith(("pg_", "cl_")))
+            assert titles and all(wanted in title for title in titles), (kind, titles)
+
+
+def test_operator_reads_only_the_chosen_agents_private_partition(engine, world):
+    from engine.authority import OperatorCaller
+
+    found = engine.search(OperatorCaller("main"), {"query": "shared keyword"})
+    assert {hit["title"] for hit in found["hits"]} == {"Privatepagemarker project",
+                                                       "Privatepagemarker shared keyword claim."}
+    text = json.dumps(found)
+    assert not any(marker in text for p, ms in world["markers"].items() if p != "private" for marker in ms)
