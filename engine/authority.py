@@ -12,6 +12,7 @@ minted; the engine maps that to exactly one partition.
     conversation, "read-and-save"    private              yes
     spawned child                    same as its root     same as its root
     operator (the desktop)           an agent's private   never
+    preview (what an agent sees)     as that agent        never (by name, no credential)
     missing, stale, foreign, sandboxed                    denied
 """
 
@@ -97,7 +98,19 @@ class OperatorCaller:
     agent: str
 
 
-Caller = AgentCaller | OperatorCaller
+@dataclass(frozen=True)
+class PreviewCaller:
+    """The owner previewing what ``agent`` gets in ``audience`` (its memory prompt and index).
+
+    Authorized like that agent, by name instead of a credential; it never
+    writes and never creates a store.
+    """
+
+    agent: str
+    audience: Any
+
+
+Caller = AgentCaller | OperatorCaller | PreviewCaller
 
 
 @dataclass(frozen=True)
@@ -140,16 +153,41 @@ class Authorizer:
         """
         if isinstance(caller, OperatorCaller):
             return self._operator(caller, write=write)
+        if isinstance(caller, PreviewCaller):
+            if write:
+                raise Denied("a preview of what an agent sees never writes")
+            return self._as_agent(self._previewed(caller), caller.audience, None, write=False, create=False)
         if not isinstance(caller, AgentCaller):
             raise Denied("unknown caller")
         agent = self.registry.authenticate(caller.token)
         if agent is None:
             raise Denied("missing, unknown or revoked credential")
-        audience = Audience.parse(caller.audience)
+        return self._as_agent(agent, caller.audience, caller.instance, write=write, create=create)
+
+    def can_save(self, caller: Caller) -> bool:
+        """Whether ``caller`` could save knowledge now (the memory prompt's save guidance); grants nothing."""
+        try:
+            if isinstance(caller, PreviewCaller):
+                self._as_agent(self._previewed(caller), caller.audience, None, write=True, create=False)
+            else:
+                self.authorize(caller, write=True, create=False)
+        except (Denied, WritesDisabled, NotFound):
+            return False
+        return True
+
+    def _previewed(self, caller: PreviewCaller) -> Agent:
+        agent = self.registry.agent(caller.agent)
+        if agent is None or not agent.active:
+            raise NotFound(f"no agent named {caller.agent!r}", agent=caller.agent)
+        return agent
+
+    def _as_agent(self, agent: Agent, audience_data: Any, instance_data: Any, *, write: bool,
+                  create: bool) -> Authority:
+        audience = Audience.parse(audience_data)
         scope = "memory:write" if write else "memory:read"
         if scope not in agent.scopes:
             raise Denied(f"this credential lacks the {scope} scope")
-        instance = _instance(caller.instance)
+        instance = _instance(instance_data)
         partition, can_write, grant = self._partition_for(agent, audience)
         if write:
             if not self.settings.current().writes_enabled:

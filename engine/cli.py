@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ from .authority import OperatorCaller
 from .bench import search as search_bench
 from .bench import socket as socket_bench
 from .bridge import BridgeError, run_bridge
+from .cli_models import add_models_parser
 from .config import SettingsSource
 from .demo import seed_demo
 from .errors import EngineLocked, KnowledgeError
@@ -43,13 +45,7 @@ def _print(data: Any, as_json: bool, text: Callable[[Any], str]) -> None:
 
 def write_token_file(state: StateDir, agent: str, token: str) -> str:
     """Keep an agent's token in a file only the owner can read; returns its path."""
-    state.tokens.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = state.tokens / f"{agent}.token"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(token + "\n")
-    os.chmod(path, 0o600)
-    return str(path)
+    return str(state.write_agent_token(agent, token))
 
 
 def _registry(state: StateDir) -> Registry:
@@ -287,6 +283,7 @@ def cmd_import_locomo(args: argparse.Namespace, state: StateDir) -> int:
 def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     engine = Engine(state)
+    engine.decision.start()   # the configured Decision model loads in the background
     stop = threading.Event()
     server = EngineServer(engine, port=args.port, socket_path=state.root / "engine.sock")
     try:
@@ -465,6 +462,11 @@ def build_parser() -> argparse.ArgumentParser:
     store_list = store_commands.add_parser("list", parents=[common], help="every known store and its members")
     store_list.add_argument("--json", action="store_true")
     store_list.set_defaults(handler=cmd_stores_list)
+
+    add_models_parser(commands, common)
+    # Commands of other layers (the desktop's `knowledge desktop`) plug in here; the engine never imports them.
+    for entry in importlib.metadata.entry_points(group="knowledge.commands"):
+        entry.load()(commands, common)
     return parser
 
 

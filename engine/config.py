@@ -15,6 +15,9 @@ import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from models.installed import is_model_name
 
 from .errors import InvalidParams
 from .files import atomic_write
@@ -51,6 +54,10 @@ class Settings:
     raw: dict[str, Any] = field(default_factory=dict)
     # attachments.workspaceRoots: where knowledge_attach_file may read files (none: it is refused)
     workspace_roots: tuple[str, ...] = ()
+    # decisionModel: "onnx/<installed model>" or "rerank/<model id>" (None: no Decision model, the gate skips)
+    decision_model: str | None = None
+    # models.providers.rerank.baseUrl, without a trailing '/'
+    rerank_base_url: str | None = None
 
     def named_stores_of(self, agent: str) -> list[str]:
         """Names of every named store that lists ``agent`` (more than one makes it unavailable)."""
@@ -116,8 +123,52 @@ def parse_settings(data: Any) -> Settings:
         if len(set(agents)) != len(agents):
             raise InvalidParams("agents lists an agent twice", field=f"{where}.agents")
         stores[name] = NamedStore(name, label.strip(), tuple(agents))
+    rerank_base_url = _parse_rerank_base_url(data.get("models", {}))
     return Settings(SCHEMA_VERSION, writes, stores, dict(data),
-                    workspace_roots=_parse_workspace_roots(data.get("attachments", {})))
+                    workspace_roots=_parse_workspace_roots(data.get("attachments", {})),
+                    decision_model=_parse_decision_model(data.get("decisionModel"), rerank_base_url),
+                    rerank_base_url=rerank_base_url)
+
+
+def _parse_decision_model(value: Any, rerank_base_url: str | None) -> str | None:
+    """``onnx/<installed model name>`` or ``rerank/<model id>`` (the latter needs a rerank baseUrl)."""
+    if value is None:
+        return None
+    where = "decisionModel"
+    if not isinstance(value, str) or len(value) > 300 or not value.isprintable() or " " in value:
+        raise InvalidParams("decisionModel must be 'onnx/<model>' or 'rerank/<model id>'", field=where)
+    provider, _, model = value.partition("/")
+    if provider == "onnx" and is_model_name(model):
+        return value
+    if provider == "rerank" and model:
+        if rerank_base_url is None:
+            raise InvalidParams("a rerank/ decisionModel needs models.providers.rerank.baseUrl", field=where)
+        return value
+    raise InvalidParams("decisionModel must be 'onnx/<model>' (an installed model, see `knowledge models list`) "
+                        "or 'rerank/<model id>'", field=where)
+
+
+def _parse_rerank_base_url(models: Any) -> str | None:
+    """``models.providers.rerank.baseUrl``: an http(s) URL; other keys of ``models`` are kept as they are."""
+    for where, value in (("models", models), ("models.providers", (models or {}).get("providers", {}))):
+        if not isinstance(value, dict):
+            raise InvalidParams(f"{where} must be an object", field=where)
+    rerank = models.get("providers", {}).get("rerank", {})
+    if not isinstance(rerank, dict):
+        raise InvalidParams("models.providers.rerank must be an object", field="models.providers.rerank")
+    url = rerank.get("baseUrl")
+    if url is None:
+        return None
+    where = "models.providers.rerank.baseUrl"
+    try:
+        parts = urlsplit(url) if isinstance(url, str) and len(url) <= 2048 and url.isprintable() else None
+        valid = (parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
+                 and not parts.query and not parts.fragment and (parts.port or 1) > 0)
+    except ValueError:  # a malformed port or IPv6 literal
+        valid = False
+    if not valid:
+        raise InvalidParams("baseUrl must be an http:// or https:// URL without query or fragment", field=where)
+    return url.rstrip("/")
 
 
 def _parse_workspace_roots(attachments: Any) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .authority import AgentCaller
+from .recall import set_recall
 from .service import Engine
 
 DEMO_AGENT = "main"
@@ -93,6 +94,12 @@ def seed_demo(engine: Engine) -> dict[str, Any]:
             "items": [{"text": "The Atlas cut-over moved to January 22.", "claimKind": "correction",
                        "replaces": cutover,
                        "excerpt": "Heads up: the cut-over slips a week, to January 22, for the billing audit."}],
+        }))
+        preference = receipts[len(PAGES)]["items"][0]["id"]
+        receipts.append(set_recall(engine, caller, {
+            "id": preference, "requestId": "demo-recall-dana",
+            "recall": {"summary": "Dana wants the Atlas status notes weekly, on Fridays.",
+                       "triggers": ["status notes", "Dana"], "importance": 7, "projects": ["atlas"]},
         }))
     finally:
         engine.registry.revoke_credential(token)

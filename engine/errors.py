@@ -13,7 +13,11 @@
     ├── StoreUnavailable           store_unavailable the store is missing, damaged or mid-recovery
     ├── IndexFailed                index_failed      the search index could not be brought up to date
     ├── WritesDisabled             writes_disabled   the owner turned writes off
-    └── RuntimeDisabled            runtime_disabled  the surface is switched off in config
+    ├── RuntimeDisabled            runtime_disabled  the surface is switched off in config
+    ├── DecisionUnavailable        decision_unavailable  no Decision answer: not configured, loading, failed,
+    │                                                    unreachable, rejected, timeout (details.kind)
+    └── InvalidResponse            invalid-response  a Decision provider answered outside the contract
+                                                     (a score outside 0..1, missing fields, not JSON)
 
 Each error carries a fixed ``reason`` (the socket's ``data.reason``), a
 human-readable message and structured ``details`` (record id, revision,
@@ -93,6 +97,18 @@ class WritesDisabled(KnowledgeError):
 
 class RuntimeDisabled(KnowledgeError):
     reason = "runtime_disabled"
+
+
+class DecisionUnavailable(KnowledgeError):
+    """The Decision provider cannot answer now; ``details['kind']`` says why (the gate logs it)."""
+
+    reason = "decision_unavailable"
+
+
+class InvalidResponse(KnowledgeError):
+    """A Decision provider's answer broke the contract; it is never rescaled or repaired."""
+
+    reason = "invalid-response"
 
 
 class EngineLocked(Exception):

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from .authority import Caller
-from .errors import Denied, WritesDisabled
 from .labels import is_unsafe_label, one_line
 
 PROJECT_KEY_MAX_CHARS = 256  # as approved recall's project keys
@@ -114,12 +113,7 @@ def prompt_for(engine: Any, caller: Caller, project_key: str | None = None) -> d
     """
     authority = engine.authorizer.authorize(caller, create=False)
     writes_enabled = engine.settings.current().writes_enabled
-    save_tools = False
-    if writes_enabled and authority.can_write:  # the operator and read-only grants never can
-        try:
-            engine.authorizer.authorize(caller, write=True, create=False)  # e.g. no memory:write scope
-            save_tools = True
-        except (Denied, WritesDisabled):
-            save_tools = False
+    # The operator and read-only grants never can save; can_save also checks the memory:write scope.
+    save_tools = writes_enabled and authority.can_write and engine.authorizer.can_save(caller)
     return {"text": memory_prompt(writes_enabled=writes_enabled, save_tools=save_tools,
                                   project_key=project_key)}

@@ -22,6 +22,8 @@ from .authority import AgentCaller, Audience
 from .errors import Denied, InvalidParams, KnowledgeError
 from .knowledge_index import index_for
 from .memory_prompt import prompt_for
+from .operator_api import PREFIX as OPERATOR_PREFIX
+from .operator_api import OperatorMethods, authenticate_operator
 from .service import Engine
 from .tools import ToolRegistry, tool_result
 
@@ -57,6 +59,7 @@ class Session:
     instance: str | None = None
     protocol_version: str | None = None
     initialized: bool = False
+    operator: bool = False  # authenticated with <state>/operator.token: operator/* methods only
 
 
 def error_response(request_id: Any, code: int, reason: str, message: str, **data: Any) -> dict[str, Any]:
@@ -95,6 +98,7 @@ class Dispatcher:
             "memory/prompt": lambda s, p: prompt_for(engine, self.caller(s, p), p.get("projectKey")),
             "memory/index": lambda s, p: index_for(engine, self.caller(s, p), p.get("firstMessageAt")),
         }
+        OperatorMethods(engine).register(self)
 
     def register(self, method: str, handler: Handler) -> None:
         self.methods[method] = handler
@@ -127,9 +131,13 @@ class Dispatcher:
         handler = self.methods.get(method)
         if handler is None:
             return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {method!r}")
-        if session.token is None and method not in ("initialize", "ping"):
+        if session.token is None and not session.operator and method not in ("initialize", "ping"):
             return error_response(request_id, ERROR_CODES["denied"], "denied",
                                   "initialize the connection with a credential first")
+        if method not in ("initialize", "ping") and method.startswith(OPERATOR_PREFIX) != session.operator:
+            return error_response(request_id, ERROR_CODES["denied"], "denied",
+                                  "operator connections call operator/* methods only" if session.operator
+                                  else "operator/* methods need the operator token")
         try:
             result = handler(session, params)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a wire error, see error_for
@@ -137,7 +145,7 @@ class Dispatcher:
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     def _notification(self, session: Session, method: str, params: Any) -> None:
-        if method == "notifications/initialized" and session.token is not None:
+        if method == "notifications/initialized" and (session.token is not None or session.operator):
             session.initialized = True
         # Other notifications (cancellations, progress) need no answer and change nothing here.
 
@@ -150,9 +158,16 @@ class Dispatcher:
     # --- methods -----------------------------------------------------------------------------
 
     def _initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        if session.token is not None:
+        if session.token is not None or session.operator:
             raise InvalidParams("this connection is already initialized")
         knowledge = _knowledge_meta(params)
+        if "operatorToken" in knowledge:  # the owner's desktop (operator_api.py)
+            authenticate_operator(self.engine, knowledge["operatorToken"])
+            requested = params.get("protocolVersion")
+            session.protocol_version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+            session.operator = True
+            return {"protocolVersion": session.protocol_version, "capabilities": {},
+                    "serverInfo": {"name": SERVER_NAME, "version": __version__}, "operator": True}
         token = knowledge.get("token")
         if self.engine.registry.authenticate(token) is None:
             raise Denied("missing, unknown or revoked credential")

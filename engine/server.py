@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from .operator_api import ensure_operator_token
 from .protocol import Dispatcher, Session, error_response
 from .service import Engine
 
@@ -57,7 +58,11 @@ class EngineServer:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start listening; returns once the sockets are bound (raises if they cannot be)."""
+        """Start listening; returns once the sockets are bound (raises if they cannot be).
+
+        Creates ``<state>/operator.token`` for the owner's desktop first, when it is missing.
+        """
+        ensure_operator_token(self.engine.state)
         self._thread = threading.Thread(target=self._run, name="rpc-loop", daemon=True)
         self._thread.start()
         self._ready.wait()

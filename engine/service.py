@@ -13,9 +13,12 @@ import os
 import threading
 from typing import Any, Callable, TypeVar
 
+from models.installed import ModelStore
+
 from .authority import Authority, Authorizer, Caller
 from .config import SettingsSource
 from .analysis import Analyzer
+from .decision import DecisionRuntime
 from .errors import Denied, IndexFailed, InvalidParams, NotFound, StoreUnavailable
 from .faults import Faults
 from .githistory import find_git
@@ -60,6 +63,8 @@ class Engine:
             self._runtimes_lock = threading.Lock()
             self.watcher = VaultWatcher() if watch else None
             remove_abandoned_builds(state.stores)
+            # Loads the configured Decision model on its own thread at start() or the first question.
+            self.decision = DecisionRuntime(self.settings.current, ModelStore(state.models))
         except BaseException:
             self._lock.release()
             raise
@@ -75,6 +80,7 @@ class Engine:
         self.close()
 
     def close(self) -> None:
+        self.decision.close()
         with self._runtimes_lock:
             runtimes, self._runtimes = list(self._runtimes.values()), {}
         if self.watcher is not None:

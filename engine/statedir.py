@@ -5,7 +5,9 @@
     <state>/engine.json      the running engine (removed on clean exit)
     <state>/engine.lock      held exclusively by the running engine
     <state>/tokens/          agent tokens, each readable by the owner only
+    <state>/operator.token   the desktop's operator credential (0600, created by the serving engine)
     <state>/stores/<id>/     one directory per physical store
+    <state>/models/          installed Decision models and their manifest (models/installed.py)
 """
 
 from __future__ import annotations
@@ -62,12 +64,30 @@ class StateDir:
         return self.root / "tokens"
 
     @property
+    def operator_token(self) -> Path:
+        return self.root / "operator.token"
+
+    @property
     def stores(self) -> Path:
         return self.root / "stores"
+
+    @property
+    def models(self) -> Path:
+        return self.root / "models"
 
     def create(self) -> None:
         """Create the state directory itself (owner-only); never a store."""
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def write_agent_token(self, agent: str, token: str) -> Path:
+        """Keep an agent's token in ``tokens/<agent>.token``, readable by the owner only."""
+        self.tokens.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = self.tokens / f"{agent}.token"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(token + "\n")
+        os.chmod(path, 0o600)
+        return path
 
     def read_engine_info(self) -> dict[str, Any] | None:
         try:

@@ -14,6 +14,22 @@ if ! command -v git >/dev/null 2>&1; then
     fi
 fi
 
+# The desktop tests run Qt (PySide6) on its offscreen platform, which needs these system libraries.
+QT_LIBS="libGL.so.1 libEGL.so.1 libfontconfig.so.1 libfreetype.so.6 libxkbcommon.so.0 libglib-2.0.so.0 libdbus-1.so.3 libX11.so.6"
+missing=""
+for lib in $QT_LIBS; do
+    ldconfig -p 2>/dev/null | grep -q "$lib" || missing="$missing $lib"
+done
+if [ -n "$missing" ]; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && apt-get install -y -qq libgl1 libegl1 libfontconfig1 libfreetype6 libxkbcommon0 \
+            libglib2.0-0 libdbus-1-3 libx11-6 fonts-dejavu-core >/dev/null
+    else
+        echo "scripts/test.sh: Qt needs these system libraries:$missing; install them and run again" >&2
+        exit 1
+    fi
+fi
+
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'

@@ -1,0 +1,45 @@
+"""``knowledge desktop``: the QApplication and the window.
+
+The application keeps Qt's platform style and palette, so it follows the
+system's light or dark mode; nothing in the views sets a colour of its own.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+from engine.statedir import StateDir
+
+from .main_window import MainWindow
+from .tasks import EngineTasks
+
+APP_NAME = "Knowledge Desk"
+
+
+def application(argv: list[str] | None = None) -> QApplication:
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        app = QApplication(argv if argv is not None else [sys.argv[0]])
+    app.setApplicationName(APP_NAME)
+    app.setDesktopFileName("knowledge-desk")
+    return app
+
+
+def run(state: StateDir, *, demo: bool = False, startup_report: Path | None = None) -> int:
+    """Open the window on ``state``'s engine (starting it, with the demo when asked) until it closes."""
+    app = application()
+    tasks = EngineTasks()
+    window = MainWindow(tasks, state)
+    if startup_report is not None:
+        from .startup import StartupProbe  # measurement for docs/benchmarks only
+
+        StartupProbe(window, startup_report).install()
+    window.show()
+    window.connect_engine(demo=demo)
+    try:
+        return app.exec()
+    finally:
+        tasks.shutdown()

@@ -1,0 +1,164 @@
+"""Qt item models that adapt engine answers, and nothing more.
+
+``RowsModel`` shows a list of engine dicts through column definitions;
+``PagedModel`` does the same lazily: ``canFetchMore``/``fetchMore`` ask a
+page source for the next page, and the rows arrive later (the source runs
+the request off the GUI thread) as ``beginInsertRows``/``endInsertRows``.
+So a list over 100,000 records only ever holds the pages scrolled to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+
+Row = dict[str, Any]
+ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the engine dict behind a row
+ParentIndex = QModelIndex | QPersistentModelIndex
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    value: Callable[[Row], Any]
+    tooltip: Callable[[Row], Any] | None = None
+    align_right: bool = False
+
+
+def text_of(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(text_of(item) for item in value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+class RowsModel(QAbstractTableModel):
+    """A flat table over engine dicts; ``set_rows`` replaces them (the engine owns the data)."""
+
+    def __init__(self, columns: list[Column], parent: Any = None) -> None:
+        super().__init__(parent)
+        self.columns = columns
+        self._rows: list[Row] = []
+
+    def rowCount(self, parent: ParentIndex = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: ParentIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.columns)
+
+    def data(self, index: ParentIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows) or index.column() >= len(self.columns):
+            return None
+        row, column = self._rows[index.row()], self.columns[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return text_of(column.value(row))
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return text_of(column.tooltip(row)) if column.tooltip else text_of(column.value(row)) or None
+        if role == Qt.ItemDataRole.TextAlignmentRole and column.align_right:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == ROW_ROLE:
+            return row
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            return self.columns[section].title if 0 <= section < len(self.columns) else None
+        return section + 1
+
+    def set_rows(self, rows: list[Row]) -> None:
+        self.beginResetModel()
+        self._rows = list(rows)
+        self.endResetModel()
+
+    def row(self, number: int) -> Row | None:
+        return self._rows[number] if 0 <= number < len(self._rows) else None
+
+    def rows(self) -> list[Row]:
+        return list(self._rows)
+
+
+# A page source: given the token of the page to fetch (None for the first), fetch it and call
+# ``deliver(rows, next_token, total)`` later; ``next_token`` None means there are no more pages.
+Deliver = Callable[[list[Row], Any, "int | None"], None]
+PageSource = Callable[[Any, Deliver, Callable[[str], None]], None]
+
+
+class PagedModel(RowsModel):
+    """A lazy table: pages are fetched as views scroll, through an asynchronous page source."""
+
+    sig_page_loaded = Signal(int)
+    """A page arrived; the argument is how many rows the model now holds."""
+
+    sig_load_failed = Signal(str)
+    """A page could not be fetched; the argument is a readable message."""
+
+    def __init__(self, columns: list[Column], parent: Any = None) -> None:
+        super().__init__(columns, parent)
+        self._source: PageSource | None = None
+        self._next: Any = None
+        self._exhausted = True
+        self._loading = False
+        self._generation = 0
+        self.total: int | None = None
+
+    def set_source(self, source: PageSource | None) -> None:
+        """Drop every row and start over from ``source`` (the first page is fetched at once)."""
+        self._generation += 1
+        self.beginResetModel()
+        self._rows, self._source, self._next, self.total = [], source, None, None
+        self._exhausted, self._loading = source is None, False
+        self.endResetModel()
+        if source is not None:
+            self.fetchMore(QModelIndex())
+
+    @property
+    def loading(self) -> bool:
+        return self._loading
+
+    @property
+    def exhausted(self) -> bool:
+        return self._exhausted
+
+    def canFetchMore(self, parent: ParentIndex = QModelIndex()) -> bool:  # noqa: B008
+        return not parent.isValid() and not self._exhausted and not self._loading
+
+    def fetchMore(self, parent: ParentIndex = QModelIndex()) -> None:  # noqa: B008
+        if not self.canFetchMore(parent) or self._source is None:
+            return
+        self._loading = True
+        generation = self._generation
+        self._source(self._next, lambda rows, token, total: self._on_page(generation, rows, token, total),
+                     lambda message: self._on_failed(generation, message))
+
+    def _on_page(self, generation: int, rows: list[Row], next_token: Any, total: int | None) -> None:
+        if generation != self._generation:
+            return  # an answer for a list that was replaced meanwhile
+        self._loading = False
+        self._next, self._exhausted = next_token, next_token is None
+        if total is not None:
+            self.total = total
+        if rows:
+            first = len(self._rows)
+            self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
+            self._rows.extend(rows)
+            self.endInsertRows()
+        self.sig_page_loaded.emit(len(self._rows))
+
+    def _on_failed(self, generation: int, message: str) -> None:
+        if generation != self._generation:
+            return
+        self._loading = False
+        self._exhausted = True
+        self.sig_load_failed.emit(message)

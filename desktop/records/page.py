@@ -1,0 +1,229 @@
+"""A record page: fields, the body as Markdown, claims with evidence, connections, and history with diffs.
+
+Read-only, like all knowledge in the window: *Request a change* copies a
+message naming the exact record id, revision and content hash for the
+owner to paste into the agent's chat; nothing is sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..common.models import Column, RowsModel
+from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, table
+from ..tasks import EngineTasks
+from .render import change_request_message, claims_html, connections_html, fields_html, header_html
+
+HISTORY_COLUMNS = [
+    Column("Revision", lambda r: r.get("revision"), align_right=True),
+    Column("Updated", lambda r: r.get("updatedAt") or r.get("observedAt")),
+    Column("Lifecycle", lambda r: r.get("lifecycle")),
+    Column("Origin", lambda r: r.get("origin")),
+    Column("Written by", lambda r: (r.get("attribution") or {}).get("agent")),
+    Column("Git", lambda r: ((r.get("git") or {}).get("commit") or "")[:10]),
+    Column("Title", lambda r: r.get("title")),
+]
+
+
+class SourceDialog(QDialog):
+    """A retained original: its descriptor, whether it still matches its sha256, and its text."""
+
+    def __init__(self, source: dict[str, Any], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"Retained original {source.get('filename') or source['id']}")
+        self.path = source.get("absolutePath")
+        verified = {True: "matches its sha256", False: "NO LONGER MATCHES its sha256"}.get(source.get("verified"),
+                                                                                     "not verified")
+        info = QLabel(f"{source.get('mediaType')}, {int(source.get('size') or 0):,} bytes, {verified}\n"
+                      f"{source.get('retainedPath')} (sha256 {source.get('sha256')})"
+                      + (f"\n{source['problem']}" if source.get("problem") else ""))
+        info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text = QPlainTextEdit(source.get("text") or "")
+        self.text.setReadOnly(True)
+        self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        open_button = buttons.addButton("Open with another program", QDialogButtonBox.ButtonRole.ActionRole)
+        open_button.clicked.connect(self._on_open_clicked)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(info)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(buttons)
+        self.resize(720, 480)
+
+    def _on_open_clicked(self) -> None:
+        if self.path:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(self.path))
+
+
+class RecordPage(QWidget):
+    sig_record_requested = Signal(str)
+    """The owner followed a link to another record (its id)."""
+
+    sig_change_request_copied = Signal(str)
+    """A change request was copied to the clipboard (the message)."""
+
+    sig_content_loaded = Signal(str)
+    """A record, its links and its history are shown (the record id)."""
+
+    sig_diff_loaded = Signal(str)
+    """A diff between two revisions is shown (the diff text)."""
+
+    def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tasks = tasks
+        self.agent: str | None = None
+        self.record: dict[str, Any] | None = None
+        self.links: dict[str, Any] | None = None
+        self.dialog: QDialog | None = None
+        self._generation = 0
+
+        self.header = SafeTextBrowser()
+        self.header.setMaximumHeight(96)
+        self.request_button = QPushButton("Request a &change")
+        self.request_button.setShortcut(QKeySequence("Ctrl+Shift+C"))
+        self.request_button.setToolTip("Copy a message for the agent's chat naming this exact record, revision "
+                                       "and content hash (Ctrl+Shift+C). Nothing is sent.")
+        self.request_button.clicked.connect(self.copy_change_request)
+        self.fields = SafeTextBrowser()
+        self.body = SafeTextBrowser()
+        self.claims = SafeTextBrowser()
+        self.connections = SafeTextBrowser()
+        for browser in (self.header, self.fields, self.body, self.claims, self.connections):
+            browser.sig_link_activated.connect(self._on_link_activated)
+        self.history_model = RowsModel(HISTORY_COLUMNS, self)
+        self.history_table = table(self.history_model)
+        self.history_table.selectionModel().selectionChanged.connect(self._on_revision_selected)
+        self.diff = QPlainTextEdit()
+        self.diff.setReadOnly(True)
+        self.diff.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.diff.setPlaceholderText("Select a revision to see what changed since the one before it.")
+
+        overview = QSplitter(Qt.Orientation.Vertical)
+        overview.addWidget(self.fields)
+        overview.addWidget(self.body)
+        history = QSplitter(Qt.Orientation.Vertical)
+        history.addWidget(self.history_table)
+        history.addWidget(self.diff)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(overview, "&Record")
+        self.tabs.addTab(self.claims, "Claims && &evidence")
+        self.tabs.addTab(self.connections, "Co&nnections")
+        self.tabs.addTab(history, "&History")
+        top = QHBoxLayout()
+        top.addWidget(self.header, 1)
+        top.addWidget(self.request_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(self.tabs, 1)
+        self.clear()
+
+    def clear(self) -> None:
+        self._generation += 1
+        self.record = self.links = None
+        self.request_button.setEnabled(False)
+        self.header.show_html('<div class="muted">Choose a record on the left.</div>')
+        for browser in (self.fields, self.body, self.claims, self.connections):
+            browser.clear()
+        self.history_model.set_rows([])
+        self.diff.clear()
+
+    # --- loading -------------------------------------------------------------------------------
+
+    def show_record(self, agent: str, record_id: str) -> None:
+        self.clear()
+        self.agent = agent
+        generation = self._generation
+        params = {"agent": agent, "id": record_id}
+
+        def current(check: Any) -> Any:
+            return lambda result: check(result) if generation == self._generation else None
+
+        self.tasks.request("operator/record", params, current(self._on_record), owner=self)
+        self.tasks.request("operator/links", params, current(self._on_links), owner=self)
+        self.tasks.request("operator/history", params, current(self._on_history), owner=self)
+
+    def _on_record(self, record: dict[str, Any]) -> None:
+        self.record = record
+        self.request_button.setEnabled(True)
+        self.header.rerender_with(lambda: self.header.show_html(header_html(record)))
+        self.fields.rerender_with(lambda: self.fields.show_html(fields_html(record, self.links)))
+        self.body.rerender_with(lambda: self.body.show_markdown(record.get("body") or ""))
+
+    def _on_links(self, links: dict[str, Any]) -> None:
+        self.links = links
+        if self.record is not None:
+            record = self.record
+            self.fields.rerender_with(lambda: self.fields.show_html(fields_html(record, links)))
+        self.claims.rerender_with(lambda: self.claims.show_html(claims_html(links)))
+        self.connections.rerender_with(lambda: self.connections.show_html(connections_html(links)))
+
+    def _on_history(self, history: dict[str, Any]) -> None:
+        self.history_model.set_rows(history["revisions"])
+        self.history_table.resizeColumnsToContents()
+        self.sig_content_loaded.emit(history["id"])
+
+    def _on_revision_selected(self) -> None:
+        rows = self.history_table.selectionModel().selectedRows()
+        revision = self.history_model.row(rows[0].row()) if rows else None
+        if revision is None or self.record is None:
+            return
+        number = revision["revision"]
+        self.show_diff(max(1, number - 1), number)
+
+    def show_diff(self, old: int, new: int) -> None:
+        if self.record is None or self.agent is None:
+            return
+        generation = self._generation
+
+        def shown(result: dict[str, Any]) -> None:
+            if generation != self._generation:
+                return
+            text = result["diff"] or f"Revision {old} and revision {new} hold the same bytes."
+            self.diff.setPlainText(text + ("\n… (diff truncated)" if result.get("truncated") else ""))
+            self.sig_diff_loaded.emit(self.diff.toPlainText())
+
+        self.tasks.request("operator/diff", {"agent": self.agent, "id": self.record["id"], "from": old, "to": new},
+                           shown, owner=self)
+
+    # --- actions -------------------------------------------------------------------------------
+
+    def copy_change_request(self) -> str | None:
+        if self.record is None or self.agent is None:
+            return None
+        message = change_request_message(self.agent, self.record)
+        QGuiApplication.clipboard().setText(message)
+        self.sig_change_request_copied.emit(message)
+        return message
+
+    def _on_link_activated(self, url: QUrl) -> None:
+        scheme, target = url.scheme(), url.path()
+        if scheme == RECORD_SCHEME and target:
+            self.sig_record_requested.emit(target)
+        elif scheme == SOURCE_SCHEME and target and self.agent:
+            self.open_source(target)
+        elif scheme in ("http", "https"):
+            QDesktopServices.openUrl(url)
+
+    def open_source(self, source_id: str) -> None:
+        def shown(source: dict[str, Any]) -> None:
+            self.dialog = SourceDialog(source, self)
+            self.dialog.open()
+
+        self.tasks.request("operator/source", {"agent": self.agent, "source": source_id}, shown, owner=self)

@@ -1,0 +1,124 @@
+"""HTML for a record page: fields, claims with evidence, connections and backlinks.
+
+Pure functions from engine answers to HTML strings; every stored value is
+escaped (stored text is data, never markup).  Links use two schemes the
+record page handles itself: ``record:<id>`` and ``source:<id>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, esc
+
+_SHOWN_ELSEWHERE = {"format", "id", "title", "revision", "kind", "type", "fields", "evidence", "recall"}
+
+
+def record_link(record: dict[str, Any] | None, fallback: str = "") -> str:
+    if not record or not record.get("id"):
+        return esc(fallback or "(missing)")
+    title = record.get("title") or record["id"]
+    status = record.get("status")
+    note = f' <span class="muted">({esc(status)})</span>' if status and status != "current" else ""
+    return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}">{esc(title)}</a>{note}'
+
+
+def header_html(record: dict[str, Any]) -> str:
+    fm = record.get("frontmatter") or {}
+    detail = fm.get("type") or fm.get("claim_kind") or fm.get("relation") or ""
+    return (f"<h2>{esc(record.get('title') or record.get('id'))}</h2>"
+            f"<div>{esc(record.get('kind'))}{' · ' + esc(detail) if detail else ''} · "
+            f"<b>{esc(record.get('status'))}</b> · revision {esc(record.get('revision'))}</div>"
+            f'<div class="muted">{esc(record.get("id"))} · sha256 {esc((record.get("sha256") or "")[:16])}… · '
+            f"{esc(record.get('path'))}</div>")
+
+
+def _value_html(value: Any, titles: dict[str, dict[str, Any]]) -> str:
+    if isinstance(value, str) and value in titles:
+        return record_link(titles[value], value)
+    if isinstance(value, list):
+        return ", ".join(_value_html(item, titles) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{esc(key)}: {_value_html(item, titles)}" for key, item in value.items())
+    return esc(value)
+
+
+def fields_html(record: dict[str, Any], links: dict[str, Any] | None) -> str:
+    """Typed fields first, then the other frontmatter keys, names resolved to record links."""
+    fm = record.get("frontmatter") or {}
+    titles = {ref["record"]["id"]: ref["record"] for ref in (links or {}).get("references", [])
+              if ref.get("record", {}).get("id")}
+    rows = [(f"fields.{name}", value) for name, value in (fm.get("fields") or {}).items()]
+    rows += [(key, value) for key, value in fm.items() if key not in _SHOWN_ELSEWHERE]
+    cells = "".join(f"<tr><td><b>{esc(key)}</b></td><td>{_value_html(value, titles)}</td></tr>" for key, value in rows)
+    findings = "".join(f"<li>{esc(f.get('severity', 'error'))}: {esc(f.get('message'))}</li>"
+                       for f in record.get("findings") or [])
+    recall = fm.get("recall")
+    recall_html = ""
+    if isinstance(recall, dict):
+        recall_html = (f"<h3>Approved for recall</h3><div>{esc(recall.get('summary'))}</div>"
+                       f'<div class="muted">importance {esc(recall.get("importance"))}; triggers '
+                       f"{esc(', '.join(recall.get('triggers') or []) or '-')}; projects "
+                       f"{esc(', '.join(recall.get('projects') or []) or '-')}; approved by "
+                       f"{esc(recall.get('approved_by'))} at {esc(recall.get('approved_at'))}</div>")
+    return (f"<table>{cells}</table>" + recall_html
+            + (f"<h3>Findings</h3><ul>{findings}</ul>" if findings else ""))
+
+
+def evidence_html(locators: list[dict[str, Any]]) -> str:
+    if not locators:
+        return '<div class="muted">no evidence cited</div>'
+    items = []
+    for locator in locators:
+        where = f" lines {locator['lines'][0]}-{locator['lines'][1]}" if locator.get("lines") else ""
+        kept = (f' <span class="muted">{esc(locator.get("mediaType"))}, {int(locator.get("size") or 0):,} bytes</span>'
+                if locator.get("retainedPath") else ' <span class="muted">(not retained in this partition)</span>')
+        quote = f'<div class="quote">“{esc(locator["quote"])}”</div>' if locator.get("quote") else ""
+        items.append(f'<li><a href="{SOURCE_SCHEME}:{esc(locator.get("source"))}">open the retained original</a>'
+                     f"{esc(where)}{kept}{quote}</li>")
+    return f"<ul>{''.join(items)}</ul>"
+
+
+def claims_html(links: dict[str, Any]) -> str:
+    parts = ["<h3>Evidence for this record</h3>", evidence_html(links.get("evidence") or [])]
+    claims = links.get("claims") or []
+    parts.append(f"<h3>Claims about this record ({len(claims)})</h3>")
+    if not claims:
+        parts.append('<div class="muted">none</div>')
+    for claim in claims:
+        parts.append(f"<p>{record_link(claim)} "
+                     f'<span class="muted">{esc(claim.get("claimKind"))}, said by the '
+                     f"{esc(claim.get('assertionOrigin'))}, revision {esc(claim.get('revision'))}</span></p>")
+        parts.append(evidence_html(claim.get("evidence") or []))
+    if links.get("truncated"):
+        parts.append('<p class="muted">Only the first 500 records that name this one are shown.</p>')
+    return "".join(parts)
+
+
+def connections_html(links: dict[str, Any]) -> str:
+    parts = ["<h3>Typed connections</h3>"]
+    connections = links.get("connections") or []
+    if not connections:
+        parts.append('<div class="muted">none</div>')
+    for connection in connections:
+        arrow = "→" if connection.get("direction") == "out" else "←"
+        parts.append(f"<div>{arrow} <b>{esc(connection.get('relation'))}</b> "
+                     f"{record_link(connection.get('record'))} "
+                     f'<span class="muted">(via {record_link(connection.get("via"))})</span></div>')
+    references = links.get("references") or []
+    parts.append("<h3>Records this one names</h3>")
+    parts.append("".join(f"<div>{esc(ref['field'])}: {record_link(ref.get('record'))}</div>" for ref in references)
+                 or '<div class="muted">none</div>')
+    backlinks = links.get("backlinks") or []
+    parts.append(f"<h3>Backlinks ({len(backlinks)})</h3>")
+    parts.append("".join(f"<div>{record_link(back)} <span class=\"muted\">{esc(back.get('kind'))} · "
+                         f"{esc(', '.join(back.get('fields') or []))}</span></div>" for back in backlinks)
+                 or '<div class="muted">none</div>')
+    return "".join(parts)
+
+
+def change_request_message(agent: str, record: dict[str, Any]) -> str:
+    """The message the owner pastes into the agent's chat: the exact record, revision and content hash."""
+    return (f"Change request for Knowledge record {record.get('id')} \"{record.get('title')}\" "
+            f"(revision {record.get('revision')}, sha256 {record.get('sha256')}), as the desktop showed it "
+            f"from {agent}'s private partition. Please make this change and publish the next revision: ")

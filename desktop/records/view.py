@@ -1,0 +1,237 @@
+"""Records: Recent, Browse by type and Search over one agent's private partition, and the record page.
+
+Every list is a ``PagedModel``: it asks the engine for one page at a time as
+the list scrolls, so a partition of 100,000 records opens as fast as one of
+ten.  Search is the engine's BM25 with its snippets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
+from ..common.widgets import table
+from ..tasks import EngineTasks
+from .page import RecordPage
+
+PAGE_SIZE = 200
+SEARCH_PAGE_SIZE = 50
+
+
+def _type(row: Row) -> str:
+    return row.get("type") or ""
+
+
+RECORD_COLUMNS = [
+    Column("Title", lambda r: r.get("title") or r.get("id")),
+    Column("Kind", lambda r: r.get("kind")),
+    Column("Type", _type),
+    Column("Updated", lambda r: r.get("updatedAt")),
+    Column("Status", lambda r: r.get("status")),
+]
+SEARCH_COLUMNS = [
+    Column("Title", lambda r: r.get("title") or r.get("id")),
+    Column("Kind", lambda r: r.get("kind")),
+    Column("Type", _type),
+    Column("Score", lambda r: r.get("score"), align_right=True),
+    Column("Snippet", lambda r: " ".join((r.get("snippet") or "").split())),
+]
+TYPE_COLUMNS = [
+    Column("Kind", lambda r: r.get("kind")),
+    Column("Type", _type),
+    Column("Records", lambda r: r.get("count"), align_right=True),
+]
+
+
+class RecordsView(QWidget):
+    title = "Records"
+
+    sig_content_loaded = Signal(str)
+    """A list's first page arrived (which list: recent, types, browse or search)."""
+
+    def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tasks = tasks
+        self.agent: str | None = None
+        self._back: list[str] = []
+
+        self.recent_model = PagedModel(RECORD_COLUMNS, self)
+        self.types_model = RowsModel(TYPE_COLUMNS, self)
+        self.browse_model = PagedModel(RECORD_COLUMNS, self)
+        self.search_model = PagedModel(SEARCH_COLUMNS, self)
+        self.recent_model.sig_page_loaded.connect(lambda _: self.sig_content_loaded.emit("recent"))
+        self.browse_model.sig_page_loaded.connect(lambda _: self.sig_content_loaded.emit("browse"))
+        self.search_model.sig_page_loaded.connect(self._on_search_page)
+        for model in (self.recent_model, self.browse_model, self.search_model):
+            model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
+
+        self.include_all = QCheckBox("Include &non-current records")
+        self.include_all.setToolTip("Historical, withdrawn, superseded and invalid records too")
+        self.include_all.toggled.connect(lambda _: self.refresh())
+        self.recent_table = self._list(self.recent_model)
+        self.types_table = table(self.types_model)
+        self.types_table.selectionModel().selectionChanged.connect(self._on_type_selected)
+        self.browse_table = self._list(self.browse_model)
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Search words (BM25 over titles, aliases and text)")
+        self.query.returnPressed.connect(self.search)
+        search_button = QPushButton("&Search")
+        search_button.clicked.connect(self.search)
+        self.search_summary = QLabel()
+        self.search_table = self._list(self.search_model)
+
+        recent = QWidget()
+        QVBoxLayout(recent).addWidget(self.recent_table)
+        browse = QSplitter(Qt.Orientation.Vertical)
+        browse.addWidget(self.types_table)
+        browse.addWidget(self.browse_table)
+        search = QWidget()
+        search_layout = QVBoxLayout(search)
+        row = QHBoxLayout()
+        row.addWidget(self.query, 1)
+        row.addWidget(search_button)
+        search_layout.addLayout(row)
+        search_layout.addWidget(self.search_summary)
+        search_layout.addWidget(self.search_table, 1)
+        self.modes = QTabWidget()
+        self.modes.addTab(recent, "Recen&t")
+        self.modes.addTab(browse, "&Browse by type")
+        self.modes.addTab(search, "Searc&h")
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(self.modes, 1)
+        left_layout.addWidget(self.include_all)
+
+        self.page = RecordPage(tasks, self)
+        self.page.sig_record_requested.connect(self.open_record)
+        back = QShortcut(QKeySequence(QKeySequence.StandardKey.Back), self)
+        back.activated.connect(self.go_back)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(self.page)
+        splitter.setStretchFactor(1, 2)
+        splitter.setSizes([480, 800])
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter)
+
+    def _list(self, model: PagedModel) -> QTableView:
+        view = table(model)
+        view.horizontalHeader().resizeSection(0, 240)
+        view.activated.connect(self._on_row_activated)
+        view.clicked.connect(self._on_row_activated)
+        return view
+
+    # --- agent and lists ------------------------------------------------------------------------
+
+    def set_agent(self, agent: str | None) -> None:
+        if agent == self.agent:
+            return
+        self.agent = agent
+        self._back.clear()
+        self.page.clear()
+        self.refresh()
+
+    def refresh(self) -> None:
+        if self.agent is None:
+            for model in (self.recent_model, self.browse_model, self.search_model):
+                model.set_source(None)
+            self.types_model.set_rows([])
+            return
+        status = "all" if self.include_all.isChecked() else "current"
+        self.recent_model.set_source(self._records_source({"status": status, "order": "updated"}))
+        self.browse_model.set_source(None)
+        self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
+        if self.query.text().strip():
+            self.search()
+
+    def _records_source(self, filters: dict[str, Any]) -> Any:
+        agent = self.agent
+
+        def source(offset: Any, deliver: Any, fail: Any) -> None:
+            params = {"agent": agent, **filters, "offset": offset or 0, "limit": PAGE_SIZE}
+            self.tasks.request("operator/records", params,
+                               lambda page: deliver(page["records"], page.get("nextOffset"), page["total"]),
+                               on_error=fail, owner=self)
+
+        return source
+
+    def _on_types(self, result: dict[str, Any]) -> None:
+        self.types_model.set_rows(result["types"])
+        self.types_table.resizeColumnsToContents()
+        self.sig_content_loaded.emit("types")
+
+    def _on_type_selected(self) -> None:
+        rows = self.types_table.selectionModel().selectedRows()
+        chosen = self.types_model.row(rows[0].row()) if rows else None
+        if chosen is not None:
+            self.browse_type(chosen["kind"], chosen.get("type"))
+
+    def browse_type(self, kind: str, record_type: str | None) -> None:
+        filters: dict[str, Any] = {"kind": kind, "order": "title",
+                                   "status": "all" if self.include_all.isChecked() else "current"}
+        if record_type:
+            filters["type"] = record_type
+        self.modes.setCurrentIndex(1)
+        self.browse_model.set_source(self._records_source(filters))
+
+    def search(self) -> None:
+        text = self.query.text().strip()
+        if not text or self.agent is None:
+            return
+        agent = self.agent
+        self.modes.setCurrentIndex(2)
+        self.search_summary.setText("Searching…")
+
+        def source(cursor: Any, deliver: Any, fail: Any) -> None:
+            params: dict[str, Any] = {"agent": agent, "query": text, "limit": SEARCH_PAGE_SIZE}
+            if cursor:
+                params["cursor"] = cursor
+            self.tasks.request("operator/search", params,
+                               lambda result: deliver(result["hits"], result.get("nextCursor"), None),
+                               on_error=fail, owner=self)
+
+        self.search_model.set_source(source)
+
+    def focus_search(self) -> None:
+        self.modes.setCurrentIndex(2)
+        self.query.setFocus()
+        self.query.selectAll()
+
+    def _on_search_page(self, count: int) -> None:
+        more = "" if self.search_model.exhausted else " (scroll for more)"
+        self.search_summary.setText(f"{count:,} matching records shown{more}" if count else "No matches.")
+        self.sig_content_loaded.emit("search")
+
+    # --- the record page --------------------------------------------------------------------------
+
+    def _on_row_activated(self, index: QModelIndex) -> None:
+        row = index.data(ROW_ROLE)
+        if row is not None:
+            self.open_record(row["id"])
+
+    def open_record(self, record_id: str) -> None:
+        if self.agent is None:
+            return
+        if self.page.record is not None and self.page.record.get("id") != record_id:
+            self._back.append(self.page.record["id"])
+        self.page.show_record(self.agent, record_id)
+
+    def go_back(self) -> None:
+        if self._back and self.agent is not None:
+            self.page.show_record(self.agent, self._back.pop())

@@ -1,0 +1,112 @@
+"""Desktop fixtures: a served demo engine, the operator tasks, and the GUI-thread guard.
+
+Qt runs on the offscreen platform.  The engine is real and in this process,
+serving the real socket on its own threads; the views reach it only through
+``EngineTasks`` and the operator client, exactly as in the application.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+from engine.demo import seed_demo  # noqa: E402
+from engine.ids import format_timestamp, utc_now  # noqa: E402
+from engine.server import EngineServer  # noqa: E402
+from engine.service import Engine  # noqa: E402
+from engine.statedir import StateDir  # noqa: E402
+
+from desktop.client import OperatorClient  # noqa: E402
+from desktop.tasks import THREAD_PREFIX, EngineTasks  # noqa: E402
+
+# Work that must never happen on the GUI thread while a view is in use (Python audit events).
+FORBIDDEN_ON_GUI_THREAD = ("open", "socket.connect", "socket.getaddrinfo", "sqlite3.connect", "subprocess.Popen",
+                           "os.listdir", "os.scandir")
+
+
+class GuiThreadGuard:
+    """Records file, socket, database and process work done on the GUI (main) thread while active."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.violations: list[str] = []
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.active and event in FORBIDDEN_ON_GUI_THREAD and threading.current_thread() is threading.main_thread():
+            if event == "open" and str(args[0]).endswith((".py", ".pyc")):
+                return  # Python reading its own source (imports, pytest rendering a failure), not storage work
+            self.violations.append(f"{event}{args[:1]!r}")
+
+
+_GUARD = GuiThreadGuard()
+sys.addaudithook(_GUARD)  # audit hooks cannot be removed; the guard is switched on per test
+
+
+@pytest.fixture
+def gui_thread_guard() -> Iterator[GuiThreadGuard]:
+    """Fail the test if anything touches a file, socket, database or process on the GUI thread."""
+    _GUARD.violations = []
+    _GUARD.active = True
+    try:
+        yield _GUARD
+    finally:
+        _GUARD.active = False
+    assert _GUARD.violations == [], f"storage or network work on the GUI thread: {_GUARD.violations[:5]}"
+
+
+@pytest.fixture(autouse=True)
+def no_dangling_desktop_threads() -> Iterator[None]:
+    before = set(threading.enumerate())
+    yield
+    dangling = [t.name for t in threading.enumerate()
+                if t not in before and t.is_alive() and t.name.startswith(THREAD_PREFIX)]
+    assert not dangling, f"the test left desktop worker threads running (EngineTasks not shut down): {dangling}"
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo store, seeded once; each test serves its own copy (a copied state directory stays valid)."""
+    state = StateDir(tmp_path_factory.mktemp("demo") / "state")
+    with Engine(state, watch=False) as engine:
+        seed_demo(engine)
+    return state.root
+
+
+@pytest.fixture
+def served(tmp_path: Path, demo_template: Path) -> Iterator[StateDir]:
+    """A demo store served on a real socket by an engine in this process, as `knowledge serve --demo` does."""
+    state = StateDir(tmp_path / "state")
+    shutil.copytree(demo_template, state.root, symlinks=True)
+    engine = Engine(state, watch=False)
+    server = EngineServer(engine, port=0, socket_path=state.root / "engine.sock")
+    try:
+        server.start()
+        state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now())})
+        yield state
+    finally:
+        state.remove_engine_info()
+        server.stop()
+        engine.close()
+
+
+@pytest.fixture
+def tasks(served: StateDir) -> Iterator[EngineTasks]:
+    """The operator's worker, connected to the served engine on first use."""
+    made = EngineTasks(connect=lambda: OperatorClient(served))
+    yield made
+    made.shutdown()
+
+
+def wait_for_signal(qtbot: Any, signal: Any, trigger: Any, timeout: int = 10_000) -> Any:
+    """Open the wait before the trigger, as STYLE rule 18 asks; returns the blocker (its .args)."""
+    with qtbot.waitSignal(signal, timeout=timeout) as blocker:
+        trigger()
+    return blocker

@@ -1,0 +1,130 @@
+"""Records: Recent, Browse by type, Search, and the record page (fields, Markdown, claims, links, history)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QUrl
+from PySide6.QtWidgets import QApplication
+
+from desktop.records.page import SourceDialog
+from desktop.records.view import RecordsView
+from tests.desktop.conftest import wait_for_signal
+
+
+def make_view(qtbot, tasks) -> RecordsView:
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1200, 800)
+    view.show()
+    with qtbot.waitSignals([view.recent_model.sig_page_loaded, view.sig_content_loaded], timeout=10_000):
+        view.set_agent("main")
+    qtbot.waitUntil(lambda: view.types_model.rowCount() > 0, timeout=10_000)
+    return view
+
+
+def open_titled(qtbot, view: RecordsView, title: str) -> None:
+    row = next(r for r in view.recent_model.rows() if r["title"] == title)
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(row["id"]))
+
+
+def test_recent_lists_current_records_newest_first(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    rows = view.recent_model.rows()
+
+    assert view.recent_model.total == len(rows) == 17 and view.recent_model.exhausted
+    assert [r["updatedAt"] for r in rows] == sorted((r["updatedAt"] for r in rows), reverse=True)
+    assert {r["status"] for r in rows} == {"current"}
+
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.include_all.setChecked(True)
+    assert "superseded" in {r["status"] for r in view.recent_model.rows()}
+
+
+def test_browse_by_type(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    person = next(n for n, row in enumerate(view.types_model.rows()) if row["type"] == "person")
+    assert view.types_model.row(person)["count"] == 2
+
+    with qtbot.waitSignal(view.browse_model.sig_page_loaded, timeout=10_000):
+        view.types_table.selectRow(person)
+    assert [r["title"] for r in view.browse_model.rows()] == ["Dana Whitaker", "Ravi Menon"]
+    assert view.modes.currentIndex() == 1
+
+
+def test_search_shows_hits_with_snippets(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    view.query.setText("blue-green cut-over")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search()
+
+    titles = [r["title"] for r in view.search_model.rows()]
+    assert "Atlas will cut over with a blue-green deployment." in titles
+    snippet = view.search_model.data(view.search_model.index(0, 4))
+    assert snippet and "\n" not in snippet
+    assert view.search_summary.text().startswith(f"{len(titles)} matching")
+
+
+def test_a_page_shows_fields_markdown_claims_connections_and_history(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    open_titled(qtbot, view, "Dana Whitaker")
+    page = view.page
+
+    assert "Lisbon" in page.fields.toPlainText() and "fields.role" in page.fields.toPlainText()
+    assert "prefers short written updates" in page.body.toPlainText()
+    assert "Dana prefers the Atlas status notes weekly" in page.claims.toPlainText()
+    assert "open the retained original" in page.claims.toPlainText()
+    connections = page.connections.toPlainText()
+    assert "works_at Northwind Labs" in connections and "works_on Atlas Migration" in connections
+    assert "Backlinks" in connections
+    assert page.history_model.rowCount() == 1 and page.history_model.row(0)["revision"] == 1
+
+
+def test_history_diffs_revisions(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    open_titled(qtbot, view, "Dana prefers the Atlas status notes weekly, on Fridays.")
+    page = view.page
+    assert page.history_model.rowCount() == 2
+
+    blocker = wait_for_signal(qtbot, page.sig_diff_loaded, lambda: page.history_table.selectRow(1))
+    assert "+revision: 2" in blocker.args[0] and "+recall:" in blocker.args[0]
+    assert "Approved for recall" in page.fields.toPlainText()
+
+
+def test_request_a_change_copies_the_exact_record_and_sends_nothing(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    open_titled(qtbot, view, "Atlas Migration")
+    record = view.page.record
+
+    blocker = wait_for_signal(qtbot, view.page.sig_change_request_copied, view.page.request_button.click)
+    message = QApplication.clipboard().text()
+    assert message == blocker.args[0]
+    assert record["id"] in message and f"revision {record['revision']}" in message and record["sha256"] in message
+
+
+def test_links_navigate_and_back_returns(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    open_titled(qtbot, view, "Dana Whitaker")
+    dana = view.page.record["id"]
+    northwind = next(c["record"]["id"] for c in view.page.links["connections"] if c["relation"] == "works_at")
+
+    wait_for_signal(qtbot, view.page.sig_content_loaded,
+                    lambda: view.page.connections.sig_link_activated.emit(QUrl(f"record:{northwind}")))
+    assert view.page.record["title"] == "Northwind Labs"
+    wait_for_signal(qtbot, view.page.sig_content_loaded, view.go_back)
+    assert view.page.record["id"] == dana
+
+
+def test_the_retained_original_opens_in_a_dialog(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    open_titled(qtbot, view, "Dana prefers the Atlas status notes weekly, on Fridays.")
+    source = view.page.links["evidence"][0]["source"]
+
+    view.page.claims.sig_link_activated.emit(QUrl(f"source:{source}"))
+    qtbot.waitUntil(lambda: isinstance(view.page.dialog, SourceDialog), timeout=10_000)
+    assert "every Friday" in view.page.dialog.text.toPlainText()
+    view.page.dialog.close()
+
+
+def test_stored_markdown_never_loads_a_local_file(qtbot, tasks) -> None:
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    assert view.page.body.loadResource(2, QUrl("file:///etc/passwd")) is None

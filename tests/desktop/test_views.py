@@ -1,0 +1,108 @@
+"""Vocabulary, Recall approvals, What the agent sees, and Health."""
+
+from __future__ import annotations
+
+from desktop.approvals.view import ApprovalsView
+from desktop.health.view import HealthView
+from desktop.preview.view import PreviewView
+from desktop.vocabulary.view import VocabularyView
+from tests.desktop.conftest import wait_for_signal
+
+
+def shown(qtbot, view):
+    qtbot.addWidget(view)
+    view.resize(1100, 700)
+    view.show()
+    return view
+
+
+def test_vocabulary_shows_definitions_with_counts_examples_and_findings(qtbot, tasks, gui_thread_guard) -> None:
+    view = shown(qtbot, VocabularyView(tasks))
+    with qtbot.waitSignals([view.sig_content_loaded, view.findings_model.sig_page_loaded], timeout=10_000):
+        view.set_agent("main")
+
+    names = [row["name"] for row in view.definitions_model.rows()]
+    assert {"person", "project", "works_at", "preference"} <= set(names)
+    person = next(row for row in view.definitions_model.rows() if row["name"] == "person")
+    assert person["recordCount"] == 2
+    assert view.definitions_model.data(view.definitions_model.index(names.index("person"), 3)) == "2"
+    view.definitions_table.selectRow(names.index("person"))
+    details = view.details.toPlainText()
+    assert "Dana Whitaker" in details and "location" in details and "Examples (2 current records)" in details
+    assert view.findings_model.rowCount() == 0 and view.findings_model.exhausted
+
+
+def test_vocabulary_examples_open_their_records(qtbot, tasks, gui_thread_guard) -> None:
+    from PySide6.QtCore import QUrl
+
+    view = shown(qtbot, VocabularyView(tasks))
+    wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
+    blocker = wait_for_signal(qtbot, view.sig_record_requested,
+                              lambda: view.details.sig_link_activated.emit(QUrl("record:pg_X")))
+    assert blocker.args == ["pg_X"]
+
+
+def test_recall_approvals_are_listed_read_only(qtbot, tasks, gui_thread_guard) -> None:
+    view = shown(qtbot, ApprovalsView(tasks))
+    wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
+
+    assert view.model.rowCount() == 1
+    texts = [view.model.data(view.model.index(0, column)) for column in range(view.model.columnCount())]
+    assert texts[1] == "Dana wants the Atlas status notes weekly, on Fridays."
+    assert texts[2] == "status notes, Dana" and texts[3] == "7" and texts[4] == "atlas"
+    assert texts[5] == "owner-private" and texts[6].endswith("Z")
+    assert view.summary.text() == "1 approved recall block(s)"
+    blocker = wait_for_signal(qtbot, view.sig_record_requested,
+                              lambda: view.table.activated.emit(view.model.index(0, 1)))
+    assert blocker.args[0].startswith("cl_")
+
+
+def test_what_the_agent_sees_shows_prompt_and_index_with_counts(qtbot, tasks, gui_thread_guard) -> None:
+    view = shown(qtbot, PreviewView(tasks))
+    view.project_key.setText("atlas")
+    with qtbot.waitSignals([view.sig_content_loaded, view.sig_content_loaded], timeout=10_000):
+        view.set_agent("main")
+    qtbot.waitUntil(lambda: len(view.results) == 2, timeout=10_000)
+
+    prompt, index = view.results["prompt"], view.results["index"]
+    assert view.prompt_text.toPlainText() == prompt["text"] and '"atlas"' in prompt["text"]
+    assert view.prompt_count.text() == f"{len(prompt['text']):,} characters (no cap)"
+    assert view.index_text.toPlainText() == index["text"] and "## Knowledge Index" in index["text"]
+    assert view.index_count.text() == f"{len(index['text']):,} / 4,000 characters"
+
+
+def test_a_conversation_without_a_grant_gets_no_index(qtbot, tasks, gui_thread_guard) -> None:
+    view = shown(qtbot, PreviewView(tasks))
+    view.audience.setCurrentIndex(1)
+    view.agent = "main"
+    view.refresh()
+    qtbot.waitUntil(lambda: len(view.results) == 2, timeout=10_000)
+
+    assert view.results["index"]["text"] is None
+    assert view.index_count.text().startswith("None: a conversation without an owner grant")
+    assert "### Saving" in view.results["prompt"]["text"]  # an ungranted conversation saves to its own partition
+
+
+def test_health_shows_store_git_and_findings(qtbot, tasks, gui_thread_guard) -> None:
+    view = shown(qtbot, HealthView(tasks))
+    blocker = wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
+
+    summary = view.summary.toPlainText()
+    assert "Store:" in summary and "— ok" in summary
+    assert "Git checkpoint:" in summary and "Pending publications: 0" in summary
+    assert blocker.args[0]["ok"] is True and view.findings_model.rowCount() == 0
+
+
+def test_health_lists_an_invalid_file_with_its_reason(qtbot, served, tasks, gui_thread_guard) -> None:
+    from tests.helpers import private_dir
+
+    gui_thread_guard.active = False  # the test itself plants the broken file
+    (private_dir(served) / "pages" / "broken.md").write_text("no frontmatter here\n", encoding="utf-8")
+    gui_thread_guard.active = True
+    view = shown(qtbot, HealthView(tasks))
+    wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
+
+    files = [view.findings_model.data(view.findings_model.index(n, 1)) for n in range(view.findings_model.rowCount())]
+    assert "pages/broken.md:1" in files
+    row = files.index("pages/broken.md:1")
+    assert view.findings_model.data(view.findings_model.index(row, 4))

@@ -1,0 +1,367 @@
+"""Operator access on the socket: the token file, the operator/* methods, and that knowledge stays read-only."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+from pathlib import Path
+
+import pytest
+
+from engine.authority import AgentCaller, PreviewCaller
+from engine.demo import seed_demo
+from engine.operator_api import (
+    PREFIX, TOKEN_PREFIX, OperatorMethods, ensure_operator_token, read_operator_token,
+)
+from engine.protocol import Dispatcher, Session
+from engine.server import EngineServer
+from engine.service import Engine
+from engine.statedir import StateDir
+from tests.helpers import only_store, vault_snapshot
+
+
+def message(method: str, params: dict | None = None, request_id: int | None = 1) -> bytes:
+    body = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+    if request_id is not None:
+        body["id"] = request_id
+    return json.dumps(body).encode() + b"\n"
+
+
+def operator_init(token: str) -> dict:
+    return {"protocolVersion": "2025-11-25", "_meta": {"knowledge": {"operatorToken": token}}}
+
+
+@pytest.fixture
+def demo(engine: Engine) -> dict:
+    return seed_demo(engine)
+
+
+@pytest.fixture
+def dispatcher(engine: Engine) -> Dispatcher:
+    return Dispatcher(engine)
+
+
+@pytest.fixture
+def operator_session(engine: Engine, dispatcher: Dispatcher) -> Session:
+    ensure_operator_token(engine.state)
+    session = Session()
+    reply = dispatcher.handle(session, message("initialize", operator_init(read_operator_token(engine.state))))
+    assert reply["result"]["operator"] is True
+    return session
+
+
+def call(dispatcher: Dispatcher, session: Session, method: str, params: dict | None = None) -> dict:
+    return dispatcher.handle(session, message(method, params))
+
+
+def ok(dispatcher: Dispatcher, session: Session, method: str, params: dict | None = None) -> dict:
+    reply = call(dispatcher, session, method, params)
+    assert "result" in reply, reply
+    return reply["result"]
+
+
+def reason(reply: dict) -> str:
+    return reply["error"]["data"]["reason"]
+
+
+# --- the token file --------------------------------------------------------------------------
+
+
+def test_the_token_file_is_created_once_readable_by_the_owner_only(state_dir: StateDir) -> None:
+    path = ensure_operator_token(state_dir)
+    token = read_operator_token(state_dir)
+
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert token.startswith(TOKEN_PREFIX) and len(token) > 40
+    ensure_operator_token(state_dir)
+    assert read_operator_token(state_dir) == token
+
+
+def test_the_serving_engine_creates_the_token_on_start(engine: Engine) -> None:
+    assert not engine.state.operator_token.exists()
+    server = EngineServer(engine, port=0)
+    server.start()
+    try:
+        assert stat.S_IMODE(os.stat(engine.state.operator_token).st_mode) == 0o600
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+            client.sendall(message("initialize", operator_init(read_operator_token(engine.state))))
+            client.sendall(message("operator/inventory", request_id=2))
+            replies = client.makefile("rb")
+            assert json.loads(replies.readline())["result"]["operator"] is True
+            assert json.loads(replies.readline())["result"]["agents"] == []
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("presented", [None, "", "kdo_wrong", 42])
+def test_a_missing_or_wrong_operator_token_is_denied(engine, dispatcher, presented) -> None:
+    ensure_operator_token(engine.state)
+    session = Session()
+    meta = {} if presented is None else {"operatorToken": presented}
+    reply = call(dispatcher, session, "initialize", {"_meta": {"knowledge": meta}})
+
+    assert reason(reply) == "denied"
+    assert not session.operator
+    assert reason(call(dispatcher, session, "operator/inventory")) == "denied"
+
+
+def test_an_operator_token_open_to_other_accounts_is_refused(engine, dispatcher) -> None:
+    path = ensure_operator_token(engine.state)
+    token = read_operator_token(engine.state)
+    os.chmod(path, 0o644)
+
+    reply = call(dispatcher, Session(), "initialize", operator_init(token))
+
+    assert reason(reply) == "denied"
+    assert "chmod 600" in reply["error"]["message"]
+
+
+def test_a_missing_token_file_or_a_symlink_is_refused(engine, dispatcher, tmp_path: Path) -> None:
+    reply = call(dispatcher, Session(), "initialize", operator_init("kdo_anything"))
+    assert reason(reply) == "denied" and "missing" in reply["error"]["message"]
+
+    elsewhere = tmp_path / "elsewhere.token"
+    elsewhere.write_text("kdo_planted\n", encoding="utf-8")
+    os.chmod(elsewhere, 0o600)
+    engine.state.operator_token.symlink_to(elsewhere)
+    assert reason(call(dispatcher, Session(), "initialize", operator_init("kdo_planted"))) == "denied"
+
+
+def test_a_replaced_token_file_applies_at_the_next_initialize(engine, dispatcher) -> None:
+    path = ensure_operator_token(engine.state)
+    old = read_operator_token(engine.state)
+    path.unlink()
+    ensure_operator_token(engine.state)
+
+    assert reason(call(dispatcher, Session(), "initialize", operator_init(old))) == "denied"
+    assert "result" in call(dispatcher, Session(), "initialize", operator_init(read_operator_token(engine.state)))
+
+
+# --- sessions are either operator or agent, never both ---------------------------------------
+
+
+def test_an_operator_session_calls_operator_methods_only(dispatcher, operator_session, demo) -> None:
+    assert ok(dispatcher, operator_session, "ping") == {}
+    for method, params in [("tools/list", {}), ("memory/search", {"query": "Dana"}), ("memory/prompt", {}),
+                           ("tools/call", {"name": "knowledge_grep", "arguments": {"query": "Dana"}})]:
+        assert reason(call(dispatcher, operator_session, method, params)) == "denied", method
+    assert reason(call(dispatcher, operator_session, "initialize", operator_init("kdo_x"))) == "invalid_params"
+
+
+def test_an_agent_session_cannot_call_operator_methods(engine, dispatcher) -> None:
+    token = engine.add_agent("main", owner=True)
+    session = Session()
+    call(dispatcher, session, "initialize", {"_meta": {"knowledge": {"token": token,
+                                                                     "audience": {"kind": "owner-private"}}}})
+    assert session.token == token
+    for name in ("inventory", "records", "setSettings"):
+        assert reason(call(dispatcher, session, PREFIX + name, {"agent": "main"})) == "denied"
+
+
+# --- owner administration --------------------------------------------------------------------
+
+
+def test_inventory_lists_agents_stores_and_settings(dispatcher, operator_session, demo) -> None:
+    result = ok(dispatcher, operator_session, "operator/inventory")
+
+    assert [agent["name"] for agent in result["agents"]] == ["main"]
+    assert result["agents"][0]["store"]["status"] == "ok"
+    assert len(result["stores"]) == 1 and result["stores"][0]["kind"] == "isolated"
+    assert result["settings"] == {"writesEnabled": True, "problem": None}
+
+
+def test_add_agent_returns_its_token_once_and_a_working_mcp_config(engine, dispatcher, operator_session) -> None:
+    result = ok(dispatcher, operator_session, "operator/addAgent", {"name": "helper"})
+
+    assert engine.registry.authenticate(result["token"]).name == "helper"
+    assert Path(result["tokenFile"]).read_text(encoding="utf-8").strip() == result["token"]
+    assert stat.S_IMODE(os.stat(result["tokenFile"]).st_mode) == 0o600
+    server = result["mcpConfig"]["mcpServers"]["knowledge"]
+    assert server["args"] == ["mcp", "--agent", "helper", "--state-dir", str(engine.state.root)]
+    assert "helper" in [agent["name"] for agent in result["agents"]]
+    assert reason(call(dispatcher, operator_session, "operator/addAgent", {"name": "helper"})) == "conflict"
+    assert reason(call(dispatcher, operator_session, "operator/addAgent", {"name": "Bad Name"})) == "invalid_params"
+
+
+def test_the_sharing_actions_follow_the_spec(engine, dispatcher, operator_session, demo) -> None:
+    ok(dispatcher, operator_session, "operator/addAgent", {"name": "helper"})
+    store_id = engine.stores()[0]["storeId"]
+
+    shared = ok(dispatcher, operator_session, "operator/shareStore",
+                {"agent": "main", "name": "team", "label": "Team", "others": ["helper"]})
+    team = [store for store in shared["stores"] if store.get("name") == "team"]
+    assert team[0]["storeId"] == store_id and team[0]["agents"] == ["main", "helper"]  # renamed, not copied
+
+    own = ok(dispatcher, operator_session, "operator/useOwnStore", {"agent": "helper"})
+    helper = next(agent for agent in own["agents"] if agent["name"] == "helper")
+    assert helper["store"]["status"] == "not created"  # a new empty store, created on first use
+
+    joined = ok(dispatcher, operator_session, "operator/useSharedStore", {"agent": "helper", "name": "team"})
+    helper = next(agent for agent in joined["agents"] if agent["name"] == "helper")
+    assert helper["store"]["storeId"] == store_id
+    assert reason(call(dispatcher, operator_session, "operator/useSharedStore",
+                       {"agent": "helper", "name": "nowhere"})) == "not_found"
+    assert reason(call(dispatcher, operator_session, "operator/shareStore",
+                       {"agent": "main", "name": "x", "others": "helper"})) == "invalid_params"
+
+
+def test_settings_edit_writes_enabled_only(engine, dispatcher, operator_session) -> None:
+    result = ok(dispatcher, operator_session, "operator/setSettings", {"writesEnabled": False})
+
+    assert result["settings"]["writesEnabled"] is False
+    assert engine.settings.current().writes_enabled is False
+    assert reason(call(dispatcher, operator_session, "operator/setSettings", {"writesEnabled": "no"})) \
+        == "invalid_params"
+    assert reason(call(dispatcher, operator_session, "operator/setSettings", {"recallGate": {}})) \
+        == "invalid_params"
+
+
+# --- browsing ---------------------------------------------------------------------------------
+
+
+def test_records_are_paged_and_filtered(dispatcher, operator_session, demo) -> None:
+    first = ok(dispatcher, operator_session, "operator/records", {"agent": "main", "limit": 5})
+    rest = ok(dispatcher, operator_session, "operator/records",
+              {"agent": "main", "offset": first["nextOffset"], "limit": 500})
+
+    ids = [record["id"] for record in first["records"] + rest["records"]]
+    assert len(first["records"]) == 5 and first["total"] == len(ids) == len(set(ids))
+    assert "nextOffset" not in rest
+    updated = [record["updatedAt"] for record in first["records"] + rest["records"]]
+    assert updated == sorted(updated, reverse=True)
+
+    people = ok(dispatcher, operator_session, "operator/records",
+                {"agent": "main", "kind": "page", "type": "person", "order": "title"})
+    assert [record["title"] for record in people["records"]] == ["Dana Whitaker", "Ravi Menon"]
+    everything = ok(dispatcher, operator_session, "operator/records", {"agent": "main", "status": "all"})
+    assert "superseded" in {record["status"] for record in everything["records"]}
+    assert reason(call(dispatcher, operator_session, "operator/records", {"agent": "main", "limit": 0})) \
+        == "invalid_params"
+
+
+def test_types_count_current_records(dispatcher, operator_session, demo) -> None:
+    types = ok(dispatcher, operator_session, "operator/types", {"agent": "main"})["types"]
+    assert {"kind": "page", "type": "person", "count": 2} in types
+    assert sum(t["count"] for t in types if t["kind"] == "relationship") == 6
+
+
+def test_search_record_links_history_and_diff(dispatcher, operator_session, demo) -> None:
+    hits = ok(dispatcher, operator_session, "operator/search", {"agent": "main", "query": "Dana"})["hits"]
+    dana = next(hit for hit in hits if hit["title"] == "Dana Whitaker")
+    assert dana["snippet"]
+
+    record = ok(dispatcher, operator_session, "operator/record", {"agent": "main", "id": dana["id"]})
+    assert record["frontmatter"]["fields"]["location"] == "Lisbon" and "operations" in record["body"]
+
+    links = ok(dispatcher, operator_session, "operator/links", {"agent": "main", "id": dana["id"]})
+    assert links["claims"][0]["title"].startswith("Dana prefers")
+    assert links["claims"][0]["evidence"][0]["retainedPath"].startswith("sources/")
+    assert {(c["relation"], c["direction"], c["record"]["title"]) for c in links["connections"]} == {
+        ("works_at", "out", "Northwind Labs"), ("works_on", "out", "Atlas Migration")}
+
+    claim_id = links["claims"][0]["id"]
+    history = ok(dispatcher, operator_session, "operator/history", {"agent": "main", "id": claim_id})
+    assert [revision["revision"] for revision in history["revisions"]] == [1, 2]  # approved for recall
+    diff = ok(dispatcher, operator_session, "operator/diff", {"agent": "main", "id": claim_id, "from": 1, "to": 2})
+    assert "+recall:" in diff["diff"] and "-revision: 1" in diff["diff"]
+    assert reason(call(dispatcher, operator_session, "operator/diff",
+                       {"agent": "main", "id": claim_id, "from": 1, "to": 9})) == "not_found"
+
+
+def test_a_retained_original_is_read_and_verified(dispatcher, operator_session, demo) -> None:
+    hits = ok(dispatcher, operator_session, "operator/search", {"agent": "main", "query": "Fridays"})["hits"]
+    links = ok(dispatcher, operator_session, "operator/links", {"agent": "main", "id": hits[0]["id"]})
+    source = ok(dispatcher, operator_session, "operator/source",
+                {"agent": "main", "source": links["evidence"][0]["source"]})
+
+    assert source["verified"] is True and "every Friday" in source["text"]
+    assert Path(source["absolutePath"]).is_file()
+
+
+def test_approvals_prompt_index_ontology_and_health(engine, dispatcher, operator_session, demo) -> None:
+    approvals = ok(dispatcher, operator_session, "operator/approvals", {"agent": "main"})["approvals"]
+    assert approvals[0]["summary"].startswith("Dana wants") and approvals[0]["importance"] == 7
+    assert approvals[0]["approvedBy"] == "owner-private" and approvals[0]["projects"] == ["atlas"]
+
+    prompt = ok(dispatcher, operator_session, "operator/prompt", {"agent": "main", "projectKey": "atlas"})
+    assert "### Saving" in prompt["text"] and prompt["chars"] == len(prompt["text"])
+    index = ok(dispatcher, operator_session, "operator/index",
+               {"agent": "main", "firstMessageAt": "2100-01-01T00:00:00Z"})
+    assert "Dana Whitaker" in index["text"] and index["maxChars"] == 4000 and index["chars"] <= 4000
+
+    catalog = ok(dispatcher, operator_session, "operator/ontology", {"agent": "main"})
+    person = next(entry for entry in catalog["entries"] if entry["name"] == "person")
+    assert person["recordCount"] == 2
+
+    health = ok(dispatcher, operator_session, "operator/health", {"agent": "main"})
+    assert health["store"]["status"] == "ok" and health["pendingPublications"] == 0
+    assert health["git"]["state"] in ("committed", "pending", "unavailable")
+
+
+def test_what_an_agent_sees_matches_its_own_socket_answers(engine, dispatcher, operator_session, demo) -> None:
+    token = engine.add_agent("helper", owner=True, scopes=("memory:read", "knowledge:read"))
+    ok(dispatcher, operator_session, "operator/shareStore", {"agent": "main", "name": "team", "others": ["helper"]})
+    agent = Session()
+    call(dispatcher, agent, "initialize", {"_meta": {"knowledge": {"token": token,
+                                                                   "audience": {"kind": "owner-private"}}}})
+    first = "2100-01-01T00:00:00Z"
+
+    for method, params in [("prompt", {"projectKey": "atlas"}), ("index", {"firstMessageAt": first})]:
+        own = ok(dispatcher, agent, "memory/" + method, params)
+        preview = ok(dispatcher, operator_session, "operator/" + method, {"agent": "helper", **params})
+        assert preview["text"] == own["text"], method
+    assert "### Saving" not in ok(dispatcher, operator_session, "operator/prompt", {"agent": "helper"})["text"]
+
+
+def test_a_preview_of_a_non_owner_agent_gets_no_private_prompt_or_index(engine, dispatcher, operator_session,
+                                                                         demo) -> None:
+    engine.add_agent("guest")
+    prompt = ok(dispatcher, operator_session, "operator/prompt", {"agent": "guest"})
+    index = ok(dispatcher, operator_session, "operator/index", {"agent": "guest"})
+    assert prompt["text"] is None and prompt["reason"] == "denied"
+    assert index["text"] is None and index["reason"] == "denied"
+
+
+def test_unknown_agents_and_parameters_are_refused(dispatcher, operator_session, demo) -> None:
+    assert reason(call(dispatcher, operator_session, "operator/records", {"agent": "nobody"})) == "not_found"
+    assert reason(call(dispatcher, operator_session, "operator/health", {"agent": "nobody"})) == "not_found"
+    assert reason(call(dispatcher, operator_session, "operator/records", {})) == "invalid_params"
+    assert reason(call(dispatcher, operator_session, "operator/record",
+                       {"agent": "main", "id": "x", "store": "s"})) == "invalid_params"
+    assert reason(call(dispatcher, operator_session, "operator/nothing", {})) == "not_found"
+
+
+# --- an operator never writes knowledge ----------------------------------------------------------
+
+
+def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_session, demo) -> None:
+    vault = only_store(engine.state) / "vault"
+    before = vault_snapshot(vault)
+    record_id = ok(dispatcher, operator_session, "operator/records", {"agent": "main"})["records"][0]["id"]
+    reads = {"records": {}, "types": {}, "search": {"query": "Atlas"}, "record": {"id": record_id},
+             "links": {"id": record_id}, "history": {"id": record_id}, "diff": {"id": record_id, "from": 1, "to": 1},
+             "approvals": {}, "prompt": {}, "index": {}, "ontology": {"view": "diagnostics"}, "health": {}}
+    for name, params in reads.items():
+        ok(dispatcher, operator_session, PREFIX + name, {"agent": "main", **params})
+    ok(dispatcher, operator_session, "operator/setSettings", {"writesEnabled": True})
+    ok(dispatcher, operator_session, "operator/inventory")
+
+    assert vault_snapshot(vault) == before
+    registered = set(OperatorMethods.__dict__) & {"save_page", "remember", "set_recall", "attach", "resume"}
+    assert not registered
+    operator_methods = sorted(m for m in dispatcher.methods if m.startswith(PREFIX))
+    assert set(operator_methods) == {PREFIX + name for name in reads} | {
+        PREFIX + name for name in ("inventory", "addAgent", "shareStore", "useSharedStore", "useOwnStore",
+                                   "setSettings", "source")}
+
+
+def test_a_preview_caller_can_never_write(engine, demo) -> None:
+    with pytest.raises(Exception) as raised:
+        engine.save_page(PreviewCaller("main", {"kind": "owner-private"}),
+                         {"requestId": "r1", "type": "note", "title": "Sneaky", "body": "x"})
+    assert getattr(raised.value, "reason", None) == "denied"
+    assert engine.authorizer.can_save(PreviewCaller("main", {"kind": "owner-private"})) is True
+    token = engine.add_agent("reader", owner=True, scopes=("memory:read",))
+    assert engine.authorizer.can_save(AgentCaller(token, {"kind": "owner-private"})) is False
