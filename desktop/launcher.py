@@ -66,9 +66,16 @@ def attach_or_start(state: StateDir, *, demo: bool = False, timeout: float = STA
     return start_engine(state, demo=demo, timeout=timeout)
 
 
+def engine_command() -> list[str]:
+    """How to run ``knowledge``: this interpreter with the CLI module, or the bundle's own executable."""
+    if getattr(sys, "frozen", False):  # a PyInstaller bundle: the executable is the CLI
+        return [sys.executable]
+    return [sys.executable, "-m", "engine.cli"]
+
+
 def start_engine(state: StateDir, *, demo: bool = False, timeout: float = START_TIMEOUT_S) -> EngineHandle:
     state.create()
-    command = [sys.executable, "-m", "engine.cli", "--state-dir", str(state.root), "serve", "--port", "0"]
+    command = [*engine_command(), "--state-dir", str(state.root), "serve", "--port", "0"]
     if demo:
         command.append("--demo")
     with open(state.root / LOG_NAME, "ab") as log:

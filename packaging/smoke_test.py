@@ -1,0 +1,105 @@
+"""Smoke test of a built bundle: version, a serving engine answering ping, the window painting, install.
+
+    python packaging/smoke_test.py [dist/knowledge-desk]
+
+Standard library only, so it runs without the project installed.  Prints what it checked and how long
+each step took; exits non-zero on the first failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise SystemExit(f"smoke test: timed out waiting for {what}")
+
+
+def engine_info(state: Path) -> dict | None:
+    try:
+        return json.loads((state / "engine.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def ping(port: int) -> dict:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        stream = connection.makefile("rwb")
+        stream.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        stream.flush()
+        return json.loads(stream.readline())
+
+
+def main() -> int:
+    bundle = Path(sys.argv[1] if len(sys.argv) > 1 else "dist/knowledge-desk").resolve()
+    knowledge = bundle / "knowledge"
+    scratch = Path(tempfile.mkdtemp(prefix="knowledge-smoke-"))
+    env = {**os.environ, "HOME": str(scratch / "home"), "QT_QPA_PLATFORM": "offscreen"}
+    env.pop("KNOWLEDGE_STATE_DIR", None)
+
+    started = time.monotonic()
+    version = subprocess.run([str(knowledge), "--version"], capture_output=True, text=True, env=env, check=True)
+    assert version.stdout.startswith("knowledge-desk "), version.stdout
+    print(f"--version: {version.stdout.strip()} ({time.monotonic() - started:.2f} s)")
+
+    state = scratch / "serve-state"
+    started = time.monotonic()
+    server = subprocess.Popen([str(knowledge), "--state-dir", str(state), "serve", "--port", "0"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        info = wait_for(lambda: (i := engine_info(state)) and i.get("port") and i, 60, "engine.json")
+        assert ping(info["port"]) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        print(f"serve: state dir created, ping answered on port {info['port']} ({time.monotonic() - started:.2f} s)")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        code = server.wait(60)
+    assert code == 0 and not (state / "engine.json").exists(), f"serve exited {code}"
+
+    state = scratch / "desktop-state"
+    report = scratch / "startup.json"
+    started = time.monotonic()
+    window = subprocess.run([str(knowledge), "--state-dir", str(state), "desktop", "--demo", "--startup-report",
+                             str(report)], env=env, capture_output=True, text=True, timeout=180)
+    try:
+        assert window.returncode == 0, window.stderr
+        stamps = json.loads(report.read_text())
+        assert "paintedAt" in stamps and "recordsAt" in stamps, stamps
+        print(f"desktop: window painted and showed the demo store's records ({time.monotonic() - started:.2f} s)")
+    finally:
+        info = engine_info(state)
+        if info:
+            os.kill(info["pid"], signal.SIGTERM)
+
+    home = scratch / "home"
+    installed = subprocess.run(["sh", str(bundle / "install" / "install.sh")], env=env, capture_output=True,
+                               text=True)
+    assert installed.returncode == 0, installed.stderr
+    data = home / ".local" / "share"
+    for path in (home / ".local" / "bin" / "knowledge",
+                 data / "applications" / "dev.knowledgedesk.KnowledgeDesk.desktop",
+                 data / "metainfo" / "dev.knowledgedesk.KnowledgeDesk.metainfo.xml",
+                 data / "icons" / "hicolor" / "256x256" / "apps" / "dev.knowledgedesk.KnowledgeDesk.png"):
+        assert path.exists(), f"install.sh did not place {path}"
+    again = subprocess.run([str(home / ".local" / "bin" / "knowledge"), "--version"], capture_output=True,
+                           text=True, env=env, check=True)
+    assert again.stdout == version.stdout
+    print("install: bundle, command, desktop entry, AppStream data and icons in place for the user")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
