@@ -23,7 +23,6 @@ import base64
 import binascii
 import errno
 import hashlib
-import logging
 import mimetypes
 import os
 import re
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import (
-    Conflict, Denied, ForeignReference, IndexFailed, InvalidParams, LimitExceeded, NotFound, RuntimeDisabled,
+    Conflict, Denied, ForeignReference, InvalidParams, LimitExceeded, NotFound, RuntimeDisabled,
 )
 from .evidence import SourceDescriptor, clean_filename, retained_path_for
 from .files import UnsafePath
@@ -45,7 +44,6 @@ if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
     from .runtime import StoreRuntime
     from .service import Engine
 
-log = logging.getLogger(__name__)
 
 # A socket message is at most 8 MiB (8,388,608 bytes).  6,000,000 bytes encode to
 # 8,000,000 base64 characters, which leaves room for the JSON-RPC envelope.
@@ -284,12 +282,7 @@ def _publish_source(engine: "Engine", caller: "Caller", operation: str, request_
                    "filename": filename, "retainedPath": descriptor.retained_path}
         plan = Plan(authority.partition, operation, request_id, digest, authority.agent, writes,
                     {"source": summary, "vaultId": vault_id})
-        receipt = runtime.publisher.publish(plan)
-        try:
-            runtime.indexes.catch_up(authority.partition)
-        except IndexFailed as exc:  # acknowledged all the same; searches retry and report it
-            log.warning("search index not updated after %s: %s", receipt["publicationId"], exc.message)
-        return receipt
+        return runtime.publish(plan)
 
     return engine.on_store(caller, work, write=True)
 

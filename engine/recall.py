@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority, Caller
 from .catalog import CURRENT
-from .errors import Conflict, Denied, IndexFailed, InvalidParams, NotFound
+from .errors import Conflict, Denied, InvalidParams, NotFound
 from .ids import format_timestamp, is_record_id, parse_timestamp, utc_now
 from .inputs import REQUEST_ID, parse_request_id
 from .publication import Plan, request_hash
@@ -42,7 +41,6 @@ from .writes import WriteContext, _PlanBuilder, current_record
 if TYPE_CHECKING:
     from .service import Engine
 
-log = logging.getLogger(__name__)
 
 RECALL_OPERATION = "recall"
 APPROVED_BY = "owner-private"
@@ -246,12 +244,7 @@ def set_recall(engine: "Engine", caller: Caller, params: Any) -> dict[str, Any]:
         existing = publisher.existing_receipt(partition, request_id, digest)
         if existing is not None:
             return existing
-        receipt = publisher.publish(plan_recall(ctx, request, request_id, digest))
-        try:
-            runtime.indexes.catch_up(partition)
-        except IndexFailed as exc:  # acknowledged all the same; searches retry and report it
-            log.warning("search index not updated after %s: %s", receipt["publicationId"], exc.message)
-        return receipt
+        return runtime.publish(plan_recall(ctx, request, request_id, digest))
 
     return engine.run_authorized(caller, authority, work, write=True)
 

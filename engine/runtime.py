@@ -20,12 +20,12 @@ from typing import Any, Callable, TypeVar
 from .analysis import Analyzer
 from .catalog import Catalog
 from .config import SettingsSource
-from .errors import KnowledgeError, StoreUnavailable
+from .errors import IndexFailed, KnowledgeError, StoreUnavailable
 from .faults import Faults
 from .githistory import CommitFile, GitError, GitHistory
 from .ids import format_timestamp, utc_now
 from .index import SearchIndexes
-from .publication import Publisher
+from .publication import Plan, Publisher
 from .store import Store, partition_dir
 
 log = logging.getLogger(__name__)
@@ -84,11 +84,13 @@ class StoreRuntime:
         return outcomes
 
     def run(self, partition: str, fn: Callable[[], T], *, fence: Callable[[], None] | None = None,
-            writes: bool = False) -> T:
+            writes: bool = False, timeout: float | None = None) -> T:
         """Run a partition operation on the lane with recovery, identity checks and catch-up.
 
         ``fence`` re-checks the caller's authority on the lane, right before
-        the work: a caller revoked while queued gets nothing done.
+        the work: a caller revoked while queued gets nothing done.  With
+        ``timeout`` the wait raises TimeoutError (the operation stays queued;
+        callers with a deadline make ``fn`` check it and do nothing late).
         """
 
         def operation() -> T:
@@ -99,10 +101,23 @@ class StoreRuntime:
             self.store.verify(partition)
             return result
 
-        result = self.call(operation)
+        result = self.call(operation, timeout)
         if writes and self.git is not None:
             self._git_wake.set()
         return result
+
+    def publish(self, plan: Plan) -> dict[str, Any]:
+        """On the lane: publish ``plan``, then bring the partition's search index up to date.
+
+        A failed index update does not undo an acknowledged write: searches
+        keep refusing (index_failed) until the index catches up.
+        """
+        receipt = self.publisher.publish(plan)
+        try:
+            self.indexes.catch_up(plan.partition)
+        except IndexFailed as exc:
+            log.warning("search index not updated after %s: %s", receipt["publicationId"], exc.message)
+        return receipt
 
     def prepare(self, partition: str) -> None:
         """On the lane: recover, verify identity, and bring the catalog up to date."""

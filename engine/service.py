@@ -8,7 +8,6 @@ returns anything.  Callers never name a store, path or scope.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from typing import Any, Callable, TypeVar
@@ -38,7 +37,6 @@ from .stores import StoreResolver
 from .watcher import VaultWatcher
 from .writes import WriteContext, plan_remember, plan_save_page
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -123,7 +121,8 @@ class Engine:
         return self.run_authorized(caller, authority, work, write=write)
 
     def run_authorized(self, caller: Caller, authority: Authority,
-                       work: Callable[[StoreRuntime, Authority], T], *, write: bool = False) -> T:
+                       work: Callable[[StoreRuntime, Authority], T], *, write: bool = False,
+                       timeout: float | None = None) -> T:
         if authority.store is None:
             raise NotFound("this agent has no store yet; it is created on the agent's first use",
                            agent=authority.agent)
@@ -134,7 +133,8 @@ class Engine:
             if again.partition != authority.partition or again.store != authority.store:
                 raise Denied("the caller's authority changed while the request waited")
 
-        result = runtime.run(authority.partition, lambda: work(runtime, authority), fence=fence, writes=write)
+        result = runtime.run(authority.partition, lambda: work(runtime, authority), fence=fence, writes=write,
+                             timeout=timeout)
         fence()
         return result
 
@@ -162,12 +162,7 @@ class Engine:
                 return existing
             ctx = WriteContext(runtime.store, runtime.catalog, authority.partition, authority.agent,
                                authority.attribution(), format_timestamp(utc_now()))
-            receipt = runtime.publisher.publish(build(ctx))
-            try:
-                runtime.indexes.catch_up(authority.partition)
-            except IndexFailed as exc:  # acknowledged all the same; searches retry and report it
-                log.warning("search index not updated after %s: %s", receipt["publicationId"], exc.message)
-            return receipt
+            return runtime.publish(build(ctx))
 
         return self.on_store(caller, work, write=True)
 
