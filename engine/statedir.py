@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,18 +119,36 @@ class EngineLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
+        """Take the lock, or raise EngineLocked naming the engine that holds it.
+
+        The lock file holds its owner's pid.  When that process is already
+        gone the kernel may not have dropped its lock yet (it can lag a
+        SIGKILL by a moment), so a dead owner's lock is waited for briefly.
+        """
         self.state.create()
-        fd = os.open(self.state.lock, os.O_RDWR | os.O_CREAT, 0o600)
-        if not _try_lock(fd):
+        deadline = time.monotonic() + DEAD_OWNER_WAIT_S
+        while True:
+            fd = os.open(self.state.lock, os.O_RDWR | os.O_CREAT, 0o600)
+            if _try_lock(fd):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                self._fd = fd
+                return
             os.close(fd)
-            owner = self.state.read_engine_info() or {}
-            where = f"pid {owner.get('pid', '?')}"
-            if owner.get("port"):
-                where += f", port {owner['port']}"
-            raise EngineLocked(
-                f"another Knowledge engine ({where}) already owns {self.state.root}", owner
-            )
-        self._fd = fd
+            holder = self._holder()
+            if (holder is None or _alive(holder)) or time.monotonic() > deadline:
+                owner = self.state.read_engine_info() or {}
+                where = f"pid {owner.get('pid', holder or '?')}"
+                if owner.get("port"):
+                    where += f", port {owner['port']}"
+                raise EngineLocked(f"another Knowledge engine ({where}) already owns {self.state.root}", owner)
+            time.sleep(0.02)
+
+    def _holder(self) -> int | None:
+        try:
+            return int(self.state.lock.read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            return None
 
     def release(self) -> None:
         if self._fd is not None:
@@ -140,6 +159,21 @@ class EngineLock:
     @property
     def held(self) -> bool:
         return self._fd is not None
+
+
+DEAD_OWNER_WAIT_S = 5.0
+
+
+def _alive(pid: int) -> bool:
+    if os.name == "nt":  # pragma: no cover - no signal-0 probe there: assume it lives
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 if os.name == "nt":  # pragma: no cover - exercised on Windows only
