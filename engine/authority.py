@@ -145,24 +145,27 @@ class Authorizer:
         self.settings = settings
         self.resolver = resolver
 
-    def authorize(self, caller: Caller, *, write: bool = False, create: bool = True) -> Authority:
+    def authorize(self, caller: Caller, *, write: bool = False, create: bool = True,
+                  scope: str | None = None) -> Authority:
         """Resolve a caller to its partition, or raise Denied / WritesDisabled / StoreUnavailable.
 
         ``create`` allows an agent's first authorized use to create its store;
-        operators never create one.
+        operators never create one. ``scope`` is the credential scope the
+        surface needs (default ``memory:read``, or ``memory:write`` to write).
         """
         if isinstance(caller, OperatorCaller):
             return self._operator(caller, write=write)
         if isinstance(caller, PreviewCaller):
             if write:
                 raise Denied("a preview of what an agent sees never writes")
-            return self._as_agent(self._previewed(caller), caller.audience, None, write=False, create=False)
+            return self._as_agent(self._previewed(caller), caller.audience, None, write=False, create=False,
+                                  scope=scope)
         if not isinstance(caller, AgentCaller):
             raise Denied("unknown caller")
         agent = self.registry.authenticate(caller.token)
         if agent is None:
             raise Denied("missing, unknown or revoked credential")
-        return self._as_agent(agent, caller.audience, caller.instance, write=write, create=create)
+        return self._as_agent(agent, caller.audience, caller.instance, write=write, create=create, scope=scope)
 
     def can_save(self, caller: Caller) -> bool:
         """Whether ``caller`` could save knowledge now (the memory prompt's save guidance); grants nothing."""
@@ -182,9 +185,9 @@ class Authorizer:
         return agent
 
     def _as_agent(self, agent: Agent, audience_data: Any, instance_data: Any, *, write: bool,
-                  create: bool) -> Authority:
+                  create: bool, scope: str | None = None) -> Authority:
         audience = Audience.parse(audience_data)
-        scope = "memory:write" if write else "memory:read"
+        scope = scope or ("memory:write" if write else "memory:read")
         if scope not in agent.scopes:
             raise Denied(f"this credential lacks the {scope} scope")
         instance = _instance(instance_data)

@@ -21,9 +21,10 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from . import __version__
+from . import __version__, client_config
 from .authority import OperatorCaller
 from .bench import search as search_bench
+from .bench import gate as gate_bench
 from .bench import socket as socket_bench
 from .bridge import BridgeError, run_bridge
 from .cli_models import add_models_parser
@@ -109,6 +110,26 @@ def cmd_agents_remove(args: argparse.Namespace, state: StateDir) -> int:
     if token_file.exists():
         token_file.unlink()
     print(f"Removed agent {args.name}; its store is kept.")
+    return 0
+
+
+def cmd_agents_config(args: argparse.Namespace, state: StateDir) -> int:
+    """Print a copy-paste MCP client configuration (stdout) and where it goes (stderr)."""
+    registry = _registry(state)
+    try:
+        agent = registry.agent(args.name)
+    finally:
+        registry.close()
+    if agent is None or not agent.active:
+        print(f"knowledge: no agent named {args.name!r}; add it with: knowledge agents add {args.name}",
+              file=sys.stderr)
+        return 2
+    instance = args.instance or client_config.default_instance(args.name)
+    print(client_config.client_config(state, args.name, args.client, instance))
+    token_file = state.tokens / f"{args.name}.token"
+    print(f"Paste it into {client_config.WHERE[args.client]}. The token stays in {token_file}"
+          + ("" if token_file.is_file() else " (missing: it is written by `knowledge agents add`)")
+          + f"; the engine must be running (knowledge serve). Instance id: {instance}.", file=sys.stderr)
     return 0
 
 
@@ -207,7 +228,9 @@ def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
     with Engine(state, watch=False) as engine:
         rebuilt = engine.reindex()
     _print(rebuilt, args.json, lambda rows: "\n".join(
-        f"{row['storeId']} {row['partition']}: {row['records']} records indexed" for row in rows)
+        f"{row['storeId']} {row['partition']}: {row['records']} records indexed"
+        + (f", {row['vectors']['indexed']} vectors ({row['vectors']['embedded']} texts embedded, "
+           f"{row['vectors']['cached']} from the cache)" if "vectors" in row else "") for row in rows)
         or "No stores to index.")
     return 0
 
@@ -231,11 +254,29 @@ def cmd_bench_socket(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
+    """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
+    options = gate_bench.Options(
+        model=Path(args.model) if args.model else None,
+        torch_python=Path(args.torch_python) if args.torch_python else None, data=Path(args.data),
+        state_dir=Path(args.state_dir).expanduser() if args.state_dir else None, questions=args.questions,
+        timeout_ms=args.timeout_ms, rounds=args.rounds, output=None if args.output == "-" else Path(args.output),
+        command="knowledge " + shlex.join(args.argv))
+    try:
+        gate_bench.run(options, say=lambda line: print(line, flush=True))
+    except gate_bench.BenchmarkSkipped as exc:
+        print(f"knowledge bench gate: skipped, nothing was measured: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def cmd_bench_search(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
     defaults = search_bench.Options.quick_run() if args.quick else search_bench.Options()
     chosen = {name: getattr(args, name) for name in ("records", "queries", "rounds", "repeats", "samples", "seed")
               if getattr(args, name) is not None}
+    if args.embedding_model:
+        chosen["embedding_model"] = Path(args.embedding_model).expanduser().absolute()
     options = dataclasses.replace(
         defaults, **chosen, data=Path(args.data),
         state_dir=Path(args.state_dir).expanduser() if args.state_dir else None,
@@ -420,6 +461,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench_search.add_argument("--samples", type=int, help="only the first N LoCoMo conversations")
     bench_search.add_argument("--seed", type=int, help="seed of the generated partition (default 0)")
     bench_search.add_argument("--work-dir", help="keep the stores and indexes here instead of a temporary dir")
+    bench_search.add_argument("--embedding-model", metavar="DIR",
+                              help="an embedding model folder (e.g. <state>/models/all-minilm-l6-v2-int8): adds "
+                                   "the search_knowledge lexical, semantic, hybrid and rrf rows on LoCoMo")
     bench_search.set_defaults(handler=cmd_bench_search)
     bench_socket = bench_commands.add_parser(
         "socket", parents=[common], help="round trips and throughput of the agent socket, 1/8/32 clients")
@@ -427,6 +471,20 @@ def build_parser() -> argparse.ArgumentParser:
     bench_socket.add_argument("--seconds", type=float, default=5.0, help="load per concurrency level (default 5)")
     bench_socket.add_argument("--output", default="docs/benchmarks/socket.md", help="'-' writes no file")
     bench_socket.set_defaults(handler=cmd_bench_socket)
+    bench_gate = bench_commands.add_parser(
+        "gate", parents=[common], help="the recall gate on LoCoMo with a full-size reranker, against PyTorch",
+        description="Per-turn latency of memory/gate on a LoCoMo store with a full-size ModernBERT-base "
+                    "cross-encoder (ONNX), and the same pairs scored by sentence-transformers CrossEncoder with "
+                    "PyTorch, side by side. --state-dir names a LoCoMo state dir to reuse.")
+    bench_gate.add_argument("--model", help="a folder with onnx/model.onnx, model.safetensors, tokenizer.json and "
+                                            "config.json (scripts/make_fullsize_reranker.py makes one)")
+    bench_gate.add_argument("--torch-python", help="a Python with torch and sentence-transformers (the baseline)")
+    bench_gate.add_argument("--data", default=str(gate_bench.DEFAULT_DATA), help="the LoCoMo file")
+    bench_gate.add_argument("--questions", type=int, default=150, help="gate turns (default 150)")
+    bench_gate.add_argument("--timeout-ms", type=int, default=1500, help="recallGate.timeoutMs (default 1500)")
+    bench_gate.add_argument("--rounds", type=int, default=3, help="throughput rounds per side (default 3)")
+    bench_gate.add_argument("--output", default=str(gate_bench.DEFAULT_OUTPUT), help="'-' writes no file")
+    bench_gate.set_defaults(handler=cmd_bench_gate)
 
     agents = commands.add_parser("agents", parents=[common], help="register, list and remove agents")
     agent_commands = agents.add_subparsers(dest="agents_command", required=True, metavar="ACTION")
@@ -442,6 +500,12 @@ def build_parser() -> argparse.ArgumentParser:
     remove = agent_commands.add_parser("remove", parents=[common], help="remove an agent (its store is kept)")
     remove.add_argument("name")
     remove.set_defaults(handler=cmd_agents_remove)
+    config = agent_commands.add_parser("config", parents=[common],
+                                       help="print a copy-paste MCP client configuration for an agent")
+    config.add_argument("name")
+    config.add_argument("--client", choices=client_config.CLIENTS, default="generic")
+    config.add_argument("--instance", help="a stable, non-secret id of this agent instance (default: NAME-HOSTNAME)")
+    config.set_defaults(handler=cmd_agents_config)
 
     grants = commands.add_parser("grants", parents=[common], help="conversation access to the private partition")
     grant_commands = grants.add_subparsers(dest="grants_command", required=True, metavar="ACTION")

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from models.catalogue import CATALOGUE
+from models.catalogue import CATALOGUE, DEFAULT_EMBEDDING_MODEL
 from models.errors import ModelError
 from models.installed import ModelStore
 from models.local import add_local
@@ -60,7 +60,8 @@ def cmd_models_list(args: argparse.Namespace, state: StateDir) -> int:
         return _fail(exc)
     report: dict[str, Any] = {
         "catalogue": [{
-            "name": entry.name, "repo": entry.repo, "revision": entry.revision, "license": entry.license,
+            "name": entry.name, "kind": entry.kind, "repo": entry.repo, "revision": entry.revision,
+            "license": entry.license,
             "defaultVariant": entry.default_variant,
             "variants": [{"name": v.name, "file": v.weights.path, "size": v.weights.size,
                           "sha256": v.weights.sha256, "pullable": entry.pinned(v.name) and v.runnable,
@@ -69,6 +70,7 @@ def cmd_models_list(args: argparse.Namespace, state: StateDir) -> int:
         "installed": [{**model.to_json(), "selectAs": f"onnx/{model.name}", "runnable": model.runnable,
                        "selected": selected == f"onnx/{model.name}"} for model in installed.values()],
         "decisionModel": selected,
+        "embeddingModel": settings.current().embedding_model,
     }
     if settings.problem:
         report["configProblem"] = settings.problem
@@ -82,13 +84,14 @@ def cmd_models_list(args: argparse.Namespace, state: StateDir) -> int:
 def _list_text(report: dict[str, Any]) -> str:
     lines = ["Catalogue (knowledge models pull NAME [--variant V]):"]
     for entry in report["catalogue"]:
-        lines.append(f"  {entry['name']}  {entry['repo']}@{entry['revision'][:12]}  {entry['license']}")
+        revision = entry["revision"] if entry["revision"].startswith("pypi:") else entry["revision"][:12]
+        lines.append(f"  {entry['name']}  {entry['repo']}@{revision}  {entry['license']}")
         for variant in entry["variants"]:
             size = f"{variant['size'] / 1e6:,.0f} MB" if variant["size"] else "size unknown"
             flags = "pullable" if variant["pullable"] else "not pullable: no pinned sha256"
             default = ", default" if variant["name"] == entry["defaultVariant"] else ""
             lines.append(f"    {variant['name']:<12} {variant['file']:<28} {size:>12}  {flags}{default}")
-    lines.append("Installed (select with decisionModel \"onnx/NAME\"):")
+    lines.append("Installed (select with decisionModel, or embeddingModel for an embedder, \"onnx/NAME\"):")
     if not report["installed"]:
         lines.append("  none yet")
     for model in report["installed"]:
@@ -96,6 +99,7 @@ def _list_text(report: dict[str, Any]) -> str:
         mark = "  [selected]" if model["selected"] else ""
         lines.append(f"  {model['name']:<32} {model['source']:<9} {weights}  {model['folder']}{mark}")
     lines.append(f"decisionModel: {report['decisionModel'] or '(not set)'}")
+    lines.append(f"embeddingModel: {report['embeddingModel'] or '(off)'}")
     if report.get("configProblem"):
         lines.append(f"config.json: {report['configProblem']} (the last valid settings stay in force)")
     return "\n".join(lines)
@@ -106,8 +110,10 @@ def cmd_models_pull(args: argparse.Namespace, state: StateDir) -> int:
         model = pull(ModelStore(state.models), args.name, args.variant, say=lambda line: print(line, flush=True))
     except ModelError as exc:
         return _fail(exc)
+    setting = "embeddingModel" if CATALOGUE[model.name].kind == "embedding" else "decisionModel"
     print(f"Installed {model.name} ({model.variant}) in {model.folder}; select it with "
-          f"\"decisionModel\": \"onnx/{model.name}\" in {state.config}.")
+          f"\"{setting}\": \"onnx/{model.name}\" in {state.config}"
+          + (" (the default embeddingModel)." if model.name == DEFAULT_EMBEDDING_MODEL else "."))
     return 0
 
 

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from models.catalogue import DEFAULT_EMBEDDING_MODEL
 from models.installed import is_model_name
 
 from .errors import InvalidParams
 from .files import atomic_write
+from .gate_settings import GateSettings, parse_gate_settings
 from .ids import is_agent_name
 
 SCHEMA_VERSION = 1
@@ -58,6 +60,12 @@ class Settings:
     decision_model: str | None = None
     # models.providers.rerank.baseUrl, without a trailing '/'
     rerank_base_url: str | None = None
+    # recallGate: the recall gate's settings (None: no block, the gate never runs); see engine/gate_settings.py
+    recall_gate: GateSettings | None = None
+    # knowledgeRuntimeEnabled: serve search_knowledge (off: knowledge_unavailable / knowledge_runtime_disabled)
+    knowledge_runtime_enabled: bool = False
+    # embeddingModel: "onnx/<installed model>" for semantic search, or None (lexical only); see docs/knowledge-base.md
+    embedding_model: str | None = f"onnx/{DEFAULT_EMBEDDING_MODEL}"
 
     def named_stores_of(self, agent: str) -> list[str]:
         """Names of every named store that lists ``agent`` (more than one makes it unavailable)."""
@@ -124,10 +132,26 @@ def parse_settings(data: Any) -> Settings:
             raise InvalidParams("agents lists an agent twice", field=f"{where}.agents")
         stores[name] = NamedStore(name, label.strip(), tuple(agents))
     rerank_base_url = _parse_rerank_base_url(data.get("models", {}))
+    knowledge_runtime = data.get("knowledgeRuntimeEnabled", False)
+    if not isinstance(knowledge_runtime, bool):
+        raise InvalidParams("knowledgeRuntimeEnabled must be true or false", field="knowledgeRuntimeEnabled")
     return Settings(SCHEMA_VERSION, writes, stores, dict(data),
                     workspace_roots=_parse_workspace_roots(data.get("attachments", {})),
                     decision_model=_parse_decision_model(data.get("decisionModel"), rerank_base_url),
-                    rerank_base_url=rerank_base_url)
+                    rerank_base_url=rerank_base_url, knowledge_runtime_enabled=knowledge_runtime,
+                    recall_gate=parse_gate_settings(data.get("recallGate")),
+                    embedding_model=_parse_embedding_model(data.get("embeddingModel", Settings.embedding_model)))
+
+
+def _parse_embedding_model(value: Any) -> str | None:
+    """``onnx/<installed model name>``, or null to keep semantic search off."""
+    if value is None:
+        return None
+    provider, _, model = value.partition("/") if isinstance(value, str) else ("", "", "")
+    if provider != "onnx" or not is_model_name(model):
+        raise InvalidParams("embeddingModel must be 'onnx/<model>' (an installed model, see `knowledge models "
+                            "list`) or null", field="embeddingModel")
+    return value
 
 
 def _parse_decision_model(value: Any, rerank_base_url: str | None) -> str | None:

@@ -373,3 +373,50 @@ def index_for(engine: Any, caller: Caller, first_message_at: str) -> dict[str, A
         log.warning("knowledge index omitted after a read failure: %s", getattr(exc, "message", exc))
         return {"text": None, "reason": "read_failed"}
     return {"text": text}
+
+
+# --- the recall gate's label index (candidates: model) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class PageLabel:
+    """One page as the recall gate offers it to the Decision model: a one-line label, never a body."""
+
+    id: str
+    type: str
+    title: str
+    name: str     # the exact name knowledge_lookup resolves to this page (an alias, the title, or the id)
+    label: str    # "type: title (lookup "name")"
+
+
+def ranked_page_labels(store: Store, catalog: Catalog, partition: str, as_of: datetime,
+                       max_chars: int) -> tuple[list[PageLabel], int]:
+    """Page labels, most connected first, whose lines fit ``max_chars``; and how many pages were eligible.
+
+    The same label rules as the index: no ``source`` or ``artifact`` pages,
+    and a title that reads like an instruction or contains markup is left
+    out (the gate has nothing to offer for it but an id).
+    """
+    pages, _ = _select(records_as_of(store, catalog, partition, as_of), as_of)
+    eligible = sorted((p for p in pages.values()
+                       if p.entry.type not in UNLISTED_PAGE_TYPES and not is_unsafe_label(p.entry.title)),
+                      key=lambda p: (-p.connections, -p.relationships, *_newest_first(p.entry)))
+    labels: list[PageLabel] = []
+    used = 0
+    for page in eligible:
+        entry = page.entry
+        kind, title = clip(entry.type or "page", TYPE_MAX_CHARS), clip(entry.title or "", TITLE_MAX_CHARS)
+        name = _lookup_name(catalog, partition, entry)
+        label = f'{kind}: {title} (lookup "{name}")'
+        if used + len(label) + 1 > max_chars:
+            break
+        used += len(label) + 1
+        labels.append(PageLabel(entry.id, kind, title, name, label))
+    return labels, len(eligible)
+
+
+def page_lookup_name(catalog: Catalog, partition: str, record_id: str, title: str | None,
+                     frontmatter: dict[str, Any]) -> str:
+    """The name the index would print for a page: one ``knowledge_lookup`` resolves to exactly it."""
+    entry = _Entry(record_id, "page", None, title, datetime.min, frontmatter)
+    return _lookup_name(catalog, partition, entry)

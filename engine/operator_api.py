@@ -33,6 +33,7 @@ inventory, so a window refreshes from what the engine now holds.
     operator/index           agent, audience?, firstMessageAt?
     operator/ontology        agent, and knowledge_ontology's parameters
     operator/health          agent
+    operator/gate*           the recall gate's settings, log, journal, labels, what-if, replay (gate_operator.py)
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import browse, ontology_views
+from . import browse, gate_operator, ontology_views
 from .authority import OWNER_PRIVATE, OperatorCaller, PreviewCaller
 from .errors import Denied, InvalidParams, KnowledgeError, NotFound
 from .files import atomic_write
@@ -191,6 +192,7 @@ class OperatorMethods:
             "ontology": self.ontology,
             "health": self.health,
         }
+        handlers.update(gate_operator.handlers(self.engine))   # the recall gate view (see gate_operator.py)
         for name, handler in handlers.items():
             dispatcher.register(PREFIX + name, _ignoring_session(handler))
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from . import __version__, recall
 from .authority import AgentCaller, Audience
 from .errors import Denied, InvalidParams, KnowledgeError
+from .gate import gate_turn
 from .knowledge_index import index_for
 from .memory_prompt import prompt_for
 from .operator_api import PREFIX as OPERATOR_PREFIX
@@ -97,6 +98,7 @@ class Dispatcher:
             "memory/flushPlan": lambda s, p: {"plan": recall.flush_plan(engine, self.caller(s, p))},
             "memory/prompt": lambda s, p: prompt_for(engine, self.caller(s, p), p.get("projectKey")),
             "memory/index": lambda s, p: index_for(engine, self.caller(s, p), p.get("firstMessageAt")),
+            "memory/gate": lambda s, p: gate_turn(engine, self.caller(s, p), p),
         }
         OperatorMethods(engine).register(self)
 

@@ -24,23 +24,29 @@ from .errors import IndexFailed, KnowledgeError, StoreUnavailable
 from .faults import Faults
 from .githistory import CommitFile, GitError, GitHistory
 from .ids import format_timestamp, utc_now
+from .embedding import EmbeddingRuntime
 from .index import SearchIndexes
 from .publication import Plan, Publisher
 from .store import Store, partition_dir
+from .vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 GIT_RETRY_SECONDS = 60.0
+PUBLISH_EMBED_BUDGET = 256  # texts one publication may embed on the lane
 FULL = None  # a dirty entry meaning "walk the whole partition"
 
 
 class StoreRuntime:
     def __init__(self, store: Store, settings: SettingsSource, analyzer: Analyzer, *,
-                 git_executable: str | None, faults: Faults | None = None) -> None:
+                 git_executable: str | None, faults: Faults | None = None,
+                 embeddings: EmbeddingRuntime | None = None) -> None:
         self.store = store
         self.settings = settings
         self.catalog = Catalog(store)
         self.indexes = SearchIndexes(store, self.catalog, analyzer)
+        self.embeddings = embeddings
+        self.vectors = VectorIndex(store, self.catalog)
         self.git = GitHistory(store.vault, git_executable) if git_executable else None
         self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=faults)
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")
@@ -117,7 +123,19 @@ class StoreRuntime:
             self.indexes.catch_up(plan.partition)
         except IndexFailed as exc:
             log.warning("search index not updated after %s: %s", receipt["publicationId"], exc.message)
+        self._embed_published(plan.partition, receipt["publicationId"])
         return receipt
+
+    def _embed_published(self, partition: str, publication_id: str) -> None:
+        """With the Knowledge Base runtime on and an embedding model installed, vectors follow publications
+        (newest first, a bounded number per write; searches and `knowledge reindex` catch up the rest)."""
+        embedder = self.embeddings.current() if self.embeddings is not None else None
+        if embedder is None or not self.settings.current().knowledge_runtime_enabled:
+            return
+        try:
+            self.vectors.catch_up(partition, embedder, budget=PUBLISH_EMBED_BUDGET)
+        except IndexFailed as exc:
+            log.warning("vector index not updated after %s: %s", publication_id, exc.message)
 
     def prepare(self, partition: str) -> None:
         """On the lane: recover, verify identity, and bring the catalog up to date."""
@@ -266,6 +284,7 @@ class StoreRuntime:
             except (KnowledgeError, RuntimeError) as exc:
                 log.warning("final git checkpoint failed: %s", exc)
         self._closing.set()
+        self._lane.submit(self.vectors.close).result()
         self._lane.submit(self.store.close).result()
         self._lane.shutdown(wait=True)
 

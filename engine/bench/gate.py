@@ -1,0 +1,292 @@
+"""``knowledge bench gate``: the recall gate on LoCoMo with a full-size reranker, against a PyTorch baseline.
+
+1. A LoCoMo store: the file is imported into the state directory (a
+   throwaway one unless ``--state-dir`` names one that already has it).
+2. The model: a full-size ModernBERT-base cross-encoder folder (generate one
+   with ``scripts/make_fullsize_reranker.py``; random weights cost what the
+   real ones cost) registered with ``add_local`` and selected as
+   ``onnx/bench-reranker``; the gate runs in ``shadow`` mode with the journal
+   on, so every turn's scored pairs are kept.
+3. **Gate turns**: LoCoMo questions, spread evenly over the file, each one
+   ``memory/gate`` call (``gate_turn``, the socket method minus the
+   socket) as the owner: latency p50/p95/max, the share inside
+   ``timeoutMs`` (and inside it plus 50 ms), tokens scored per turn.
+4. **Throughput, side by side**: exactly the pairs each turn scored, scored
+   again without a deadline by the engine's ONNX runtime (a fresh one each
+   round, so nothing comes from the score cache) and by sentence-transformers'
+   ``CrossEncoder`` on the same weights with PyTorch (``gate_baseline.py``,
+   in the interpreter ``--torch-python`` names), round after round so a
+   noisy machine slows both alike.  Tokens per second count real tokens
+   (special tokens included, padding excluded), the same pairs on both sides.
+
+A benchmark, not a test: it prints figures and writes them to a report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from models.installed import ModelStore
+from models.local import add_local
+
+from ..authority import OperatorCaller
+from ..decision import BooleanQuestion, DecisionRuntime
+from ..gate import gate_turn
+from ..gate_journal import journal_turns
+from ..locomo import import_locomo, load_locomo, owner_caller
+from ..service import Engine
+from ..statedir import StateDir
+from . import metrics
+
+DEFAULT_DATA = Path("..") / "shared" / "data" / "locomo10.json"
+DEFAULT_OUTPUT = Path("docs") / "benchmarks" / "gate.md"
+MODEL_NAME = "bench-reranker"
+AGENT = "main"
+BASELINE = Path(__file__).with_name("gate_baseline.py")
+LOAD_TIMEOUT_S = 900.0
+
+
+class BenchmarkSkipped(Exception):
+    """What is missing to run the benchmark (nothing was measured)."""
+
+
+@dataclass(frozen=True)
+class Options:
+    model: Path | None = None
+    torch_python: Path | None = None
+    data: Path = DEFAULT_DATA
+    state_dir: Path | None = None
+    questions: int = 150
+    timeout_ms: int = 1500
+    rounds: int = 3
+    output: Path | None = DEFAULT_OUTPUT
+    command: str = "knowledge bench gate"
+
+
+def run(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
+    model = _check_model(options.model)
+    if options.torch_python is None or not Path(options.torch_python).is_file():
+        raise BenchmarkSkipped("--torch-python must name a Python with torch and sentence-transformers "
+                               "(the PyTorch baseline runs there)")
+    data = load_locomo(options.data)
+    load_at_start = _load()
+    work = Path(tempfile.mkdtemp(prefix="knowledge-bench-gate-"))
+    try:
+        state = StateDir(options.state_dir or work / "state")
+        _prepare_store(state, data, model, options, say)
+        with Engine(state) as engine, owner_caller(engine, AGENT, "bench-gate") as (caller, _):
+            status = engine.decision.wait_ready(LOAD_TIMEOUT_S)
+            if status.state != "ready":
+                raise BenchmarkSkipped(f"the model did not load: {status.reason}")
+            say(f"model ready: {status.tokens_per_second:.0f} tokens/s measured at load")
+            questions = _pick([qa["question"] for sample in data for qa in sample["qa"]], options.questions)
+            gate_turn(engine, caller, {"message": "warm-up: what did they talk about last time?"})
+            turns = _gate_turns(engine, caller, questions, say)
+            kept = engine.on_store(OperatorCaller(AGENT), lambda rt, a: journal_turns(
+                rt.store, a.partition, limit=len(questions)))[::-1]
+            pairs = _scored_pairs(kept, turns)
+            throughput = _throughput(engine, pairs, model, options, work, say)
+            pages = engine.on_store(OperatorCaller(AGENT), lambda rt, a: rt.store.db.one(
+                "SELECT COUNT(*) AS n FROM catalog WHERE partition = ? AND kind = 'page'", (a.partition,))["n"])
+        result = _summary(options, turns, throughput, pages, status.tokens_per_second or 0.0)
+        result["load"] = {"start": load_at_start, "end": _load()}
+        text = render(result)
+        say(text)
+        if options.output is not None:
+            options.output.parent.mkdir(parents=True, exist_ok=True)
+            options.output.write_text(text, encoding="utf-8")
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _load() -> float | None:
+    """The 1-minute load average (the machine may be shared: other work slows both sides alike)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def _check_model(model: Path | None) -> Path:
+    needed = ("onnx/model.onnx", "tokenizer.json", "config.json", "model.safetensors")
+    if model is None or not all((Path(model) / name).is_file() for name in needed):
+        raise BenchmarkSkipped("--model must name a folder with " + ", ".join(needed) + "; generate one with "
+                               "scripts/make_fullsize_reranker.py in a scratch virtual environment")
+    return Path(model).resolve()
+
+
+def _prepare_store(state: StateDir, data: Any, model: Path, options: Options, say: Callable[[str], None]) -> None:
+    state.create()
+    with Engine(state, watch=False) as engine:
+        if not engine.stores():
+            say("importing LoCoMo ...")
+            with owner_caller(engine, AGENT) as (caller, _):
+                import_locomo(engine, caller, data)
+    say("registering the model (hashing its files) ...")
+    add_local(ModelStore(state.models), model, name=MODEL_NAME, replace=True)
+    config = json.loads(state.config.read_text(encoding="utf-8")) if state.config.is_file() else {}
+    config.update(decisionModel=f"onnx/{MODEL_NAME}",
+                  recallGate={"mode": "shadow", "journal": True, "timeoutMs": options.timeout_ms})
+    state.config.write_text(json.dumps(config, indent=2), encoding="utf-8")
+
+
+def _pick(questions: list[str], count: int) -> list[str]:
+    """``count`` questions spread evenly over the file (every sample contributes)."""
+    if count >= len(questions):
+        return questions
+    step = len(questions) / count
+    return [questions[int(index * step)] for index in range(count)]
+
+
+def _gate_turns(engine: Engine, caller: Any, questions: list[str], say: Callable[[str], None]) -> list[dict]:
+    turns = []
+    for number, question in enumerate(questions, 1):
+        started = time.perf_counter()
+        answer = gate_turn(engine, caller, {"message": question})
+        wall_ms = (time.perf_counter() - started) * 1000
+        tiers = [d["tier"] for d in answer["decisions"]]
+        turns.append({"latencyMs": answer["latencyMs"], "wallMs": wall_ms, "outcome": answer["outcome"],
+                      "stage": answer.get("stage"), "reason": answer.get("reason"),
+                      "tokens": answer.get("tokensScored", 0), "candidates": len(tiers),
+                      "unscored": tiers.count("unscored")})
+        if number % 25 == 0:
+            say(f"  {number}/{len(questions)} turns, last {answer['latencyMs']:.0f} ms")
+    return turns
+
+
+def _scored_pairs(kept: list[dict[str, Any]], turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per turn, the (message, document) pairs the gate scored, from the shadow journal."""
+    pairs = []
+    for turn in kept:
+        scored = {d["id"] for d in turn["decisions"] if d.get("score") is not None}
+        documents = [page["document"] for page in turn.get("pages", []) if page["id"] in scored and page["document"]]
+        if documents:
+            pairs.append({"query": turn["message"], "documents": documents})
+    return pairs
+
+
+def _throughput(engine: Engine, pairs: list[dict[str, Any]], model: Path, options: Options, work: Path,
+                say: Callable[[str], None]) -> dict[str, Any]:
+    pairs_file = work / "pairs.json"
+    pairs_file.write_text(json.dumps(pairs), encoding="utf-8")
+    # Run from a copy: a script's folder leads sys.path, and engine/bench/socket.py would shadow the stdlib's.
+    baseline = work / BASELINE.name
+    shutil.copyfile(BASELINE, baseline)
+    settings = engine.settings.current()
+    rounds = []
+    baseline_info: dict[str, Any] = {}
+    for number in range(1, options.rounds + 1):
+        runtime = DecisionRuntime(lambda: settings, ModelStore(engine.state.models))   # a fresh, empty cache
+        try:
+            runtime.wait_ready(LOAD_TIMEOUT_S)
+            onnx = []
+            for turn in pairs:
+                questions = [BooleanQuestion(doc, str(i)) for i, doc in enumerate(turn["documents"])]
+                started = time.perf_counter()
+                result = runtime.ask_boolean(turn["query"], questions, deadline=time.monotonic() + 600)
+                onnx.append({"seconds": time.perf_counter() - started, "tokens": result.tokens_scored})
+        finally:
+            runtime.close()
+        out = work / f"torch-{number}.json"
+        subprocess.run([str(options.torch_python), str(baseline), str(model), str(pairs_file), str(out)],
+                       check=True, stdout=subprocess.DEVNULL)
+        baseline_info = json.loads(out.read_text(encoding="utf-8"))
+        torch_turns = baseline_info.pop("turns")
+        rounds.append({"onnx": _rate(onnx), "torch": _rate(torch_turns),
+                       "turnRatios": [(o["tokens"] / o["seconds"]) / (t["tokens"] / t["seconds"])
+                                      for o, t in zip(onnx, torch_turns) if o["seconds"] > 0 and t["seconds"] > 0],
+                       "onnxTokens": sum(o["tokens"] for o in onnx),
+                       "torchTokens": sum(t["tokens"] for t in torch_turns)})
+        say(f"round {number}: onnx {rounds[-1]['onnx']:.0f} tokens/s, "
+            f"PyTorch {rounds[-1]['torch']:.0f} tokens/s")
+    return {"rounds": rounds, "baseline": baseline_info, "turns": len(pairs),
+            "pairs": sum(len(turn["documents"]) for turn in pairs)}
+
+
+def _rate(turns: list[dict[str, Any]]) -> float:
+    seconds = sum(turn["seconds"] for turn in turns)
+    return sum(turn["tokens"] for turn in turns) / seconds if seconds else 0.0
+
+
+def _summary(options: Options, turns: list[dict[str, Any]], throughput: dict[str, Any], pages: int,
+             load_rate: float) -> dict[str, Any]:
+    latencies = sorted(turn["latencyMs"] for turn in turns)
+    walls = sorted(turn["wallMs"] for turn in turns)
+    budget = options.timeout_ms
+    rounds = throughput["rounds"]
+    onnx_rate = statistics.median(r["onnx"] for r in rounds)
+    torch_rate = statistics.median(r["torch"] for r in rounds)
+    outcomes: dict[str, int] = {}
+    for turn in turns:
+        key = turn["outcome"] if turn["stage"] is None else f"{turn['outcome']} ({turn['stage']}: {turn['reason']})"
+        outcomes[key] = outcomes.get(key, 0) + 1
+    return {
+        "command": options.command, "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": metrics.machine(), "timeoutMs": budget, "questions": len(turns), "pages": pages,
+        "loadRate": load_rate,
+        "latency": {name: {"p50": metrics.percentile(values, 0.5), "p95": metrics.percentile(values, 0.95),
+                           "max": values[-1]} for name, values in (("gate", latencies), ("wall", walls))},
+        "inside": sum(v <= budget for v in walls) / len(walls),
+        "insidePlus50": sum(v <= budget + 50 for v in walls) / len(walls),
+        "tokens": {"p50": metrics.percentile(sorted(t["tokens"] for t in turns), 0.5),
+                   "mean": statistics.fmean(t["tokens"] for t in turns)},
+        "candidates": statistics.fmean(t["candidates"] for t in turns),
+        "unscored": statistics.fmean(t["unscored"] for t in turns),
+        "outcomes": outcomes, "throughput": throughput, "onnxRate": onnx_rate, "torchRate": torch_rate,
+        # The headline ratio is the median of the rounds' ratios: each round runs both sides back to back.
+        "ratio": statistics.median(r["onnx"] / r["torch"] for r in rounds) if rounds else float("nan"),
+        "turnRatio": statistics.median(x for r in rounds for x in r["turnRatios"]) if rounds else float("nan"),
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    machine, latency, throughput = result["machine"], result["latency"], result["throughput"]
+    baseline = throughput["baseline"]
+    memory = f", {machine['memory_bytes'] / 2**30:.0f} GiB" if machine.get("memory_bytes") else ""
+    lines = [
+        "# Recall gate benchmark", "",
+        f"`{result['command']}` on {result['date']}: {machine['cpu']}, {machine['cores']} cores{memory}, "
+        f"{machine['system']}, Python {machine['python']}; load average {result.get('load', {}).get('start')} "
+        f"at the start, {result.get('load', {}).get('end')} at the end.", "",
+        f"LoCoMo store ({result['pages']} pages), {result['questions']} LoCoMo questions as user turns, "
+        f"`recallGate` shadow mode, keyword candidates, defaults except `timeoutMs` {result['timeoutMs']}. "
+        "Model: a full-size ModernBERT-base cross-encoder (22 layers, 768 hidden) with random weights, "
+        f"ONNX fp32 through onnxruntime ({result['loadRate']:.0f} tokens/s measured at load).", "",
+        "## Gate turns", "",
+        "| | p50 | p95 | max |", "| --- | --- | --- | --- |",
+        *(f"| {label} | {latency[key]['p50']:.0f} ms | {latency[key]['p95']:.0f} ms | {latency[key]['max']:.0f} ms |"
+          for key, label in (("gate", "latencyMs (the gate's own)"), ("wall", "whole call (gate log write included)"))),
+        "",
+        f"- inside `timeoutMs` ({result['timeoutMs']} ms): {result['inside']:.1%} of turns; "
+        f"inside {result['timeoutMs'] + 50} ms: {result['insidePlus50']:.1%}",
+        f"- tokens scored per turn: median {result['tokens']['p50']:.0f}, mean {result['tokens']['mean']:.0f}",
+        f"- candidates per turn: mean {result['candidates']:.1f}, of which unscored at the deadline: "
+        f"mean {result['unscored']:.1f}",
+        "- outcomes: " + ", ".join(f"{key} {count}" for key, count in sorted(result["outcomes"].items())), "",
+        "## Throughput: the same pairs, ONNX runtime against PyTorch", "",
+        f"{throughput['pairs']} pairs of {throughput['turns']} turns, scored per turn without a deadline. "
+        f"Baseline: sentence-transformers {baseline.get('sentenceTransformers')} `CrossEncoder` "
+        f"(torch {baseline.get('torch')}, {baseline.get('threads')} threads), default batch size.", "",
+        "| round | ONNX tokens/s | PyTorch tokens/s | ratio |", "| --- | --- | --- | --- |",
+        *(f"| {n} | {r['onnx']:.0f} | {r['torch']:.0f} | {r['onnx'] / r['torch']:.2f}x |"
+          for n, r in enumerate(throughput["rounds"], 1)),
+        f"| **median** | **{result['onnxRate']:.0f}** | **{result['torchRate']:.0f}** | **{result['ratio']:.2f}x** |",
+        "", f"Median of the per-turn ratios: {result['turnRatio']:.2f}x.", "",
+        "## Targets", "",
+        f"- every turn inside its budget plus 50 ms: {'met' if result['insidePlus50'] == 1 else 'not met'} "
+        f"({result['insidePlus50']:.1%}, max {latency['wall']['max']:.0f} ms)",
+        f"- tokens per second at least 1.5x PyTorch: {'met' if result['ratio'] >= 1.5 else 'not met'} "
+        f"({result['ratio']:.2f}x)", "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""The Knowledge Base retrieval modes on LoCoMo: lexical, semantic, hybrid and rrf through ``search_knowledge``.
+
+Runs after the tantivy/FTS5 comparison, on the same imported store, when an
+embedding model folder is given (``--embedding-model DIR``, for instance the
+folder `knowledge models pull all-minilm-l6-v2-int8` filled). The model is
+registered in the benchmark's own state directory, the runtime switched on
+there, and then:
+
+- **vector build**: ``VectorIndex.rebuild`` of the partition, every text
+  embedded (timed), then again with every vector in the content-hash cache;
+- **quality and latency**: each question through ``search_knowledge`` in each
+  mode, the modes in rotating order question by question, top 10, the whole
+  API call timed (authorization, lane, catch-up check, query embedding,
+  both rankings, fusion, result rows).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import knowledge_base as kb
+from ..errors import InvalidParams
+from ..locomo import owner_caller
+from ..service import Engine
+from . import metrics
+
+MODES = ("lexical", "semantic", "hybrid", "rrf")
+BENCH_MODEL = "bench-embedder"
+
+
+def measure_modes(dataset: Any, model_dir: Path, say: Callable[[str], None], limit: int = 10) -> dict[str, Any]:
+    """Register the model, build the vectors, run every question in every mode; figures per mode."""
+    from models.installed import ModelStore
+    from models.local import add_local
+
+    state = dataset.state
+    model = add_local(ModelStore(state.models), model_dir, name=BENCH_MODEL, replace=True)
+    config = json.loads(state.config.read_text(encoding="utf-8")) if state.config.is_file() else {}
+    config.update(knowledgeRuntimeEnabled=True, embeddingModel=f"onnx/{BENCH_MODEL}")
+    state.config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    figures: dict[str, Any] = {"model": {"folder": str(model.folder), "onnx_sha256": model.fingerprint,
+                                         "bytes": sum(f.size for f in model.files)}}
+    with Engine(state, watch=True, git=False) as engine, owner_caller(engine, instance="knowledge-bench") as (
+            caller, _):
+        started = time.perf_counter()
+        embedder = engine.embeddings.current()
+        if embedder is None:
+            raise InvalidParams(f"the embedding model in {model_dir} did not load: "
+                                f"{engine.embeddings.status().reason}", field="--embedding-model")
+        figures["model"].update(load_s=time.perf_counter() - started, dimensions=embedder.dimensions)
+        store = engine.authorizer.authorize(caller, create=False).store
+        runtime = engine.runtime(store)
+        say(f"locomo: embedding {dataset.records} records with {model_dir.name} ...")
+        builds = []
+        for label in ("embed", "cached"):
+            began = time.perf_counter()
+            done = runtime.call(lambda: runtime.vectors.rebuild(dataset.partition, embedder))
+            builds.append({"kind": label, "seconds": time.perf_counter() - began, **done.to_dict()})
+        figures["builds"] = builds
+        figures["index_bytes"] = metrics.tree_bytes(runtime.vectors.path)
+        say(f"locomo: {len(dataset.queries)} questions x {len(MODES)} modes through search_knowledge ...")
+        times: dict[str, list[int]] = {mode: [] for mode in MODES}
+        results: dict[str, list[list[str]]] = {mode: [[] for _ in dataset.queries] for mode in MODES}
+        fallbacks = {mode: 0 for mode in MODES}
+        kb.search_knowledge(engine, caller, {"query": dataset.queries[0], "mode": "hybrid"})  # warm the lane
+        for index, text in enumerate(dataset.queries):
+            shift = index % len(MODES)
+            for mode in MODES[shift:] + MODES[:shift]:
+                began_ns = time.perf_counter_ns()
+                envelope = kb.search_knowledge(engine, caller, {"query": text, "mode": mode, "max_results": limit})
+                times[mode].append(time.perf_counter_ns() - began_ns)
+                results[mode][index] = [r["knowledge_item_id"] for r in envelope["results"]]
+                fallbacks[mode] += 1 if "fallback" in envelope else 0
+    figures["latency"] = {mode: metrics.latency_summary(values) for mode, values in times.items()}
+    figures["fallbacks"] = fallbacks
+    figures["results"] = results
+    return figures
+
+
+def score_modes(questions: list[dict[str, Any]], results: dict[str, list[list[str]]]) -> dict[str, Any]:
+    """Retrieval quality of each mode, over the questions that have gold records (as for the engines)."""
+    for position, question in enumerate(questions):
+        for mode in MODES:
+            question[f"kb-{mode}"] = (metrics.question_scores(question["record_ids"], results[mode][position])
+                                      if question["record_ids"] else None)
+    return {mode: metrics.retrieval_quality(questions, f"kb-{mode}") for mode in MODES}

@@ -1,0 +1,74 @@
+"""The gate benchmark's machinery on a tiny LoCoMo-shaped file and the tiny reranker, with a stand-in baseline.
+
+These tests check what the benchmark reports, not how fast anything is: the
+PyTorch side is a small script that only counts what it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from typing import Any
+
+import pytest
+
+from engine.bench.gate import Options, run
+from engine.cli import main
+from models.fixtures import TINY_RERANKER
+from tests.engine.test_bench_search import tiny_locomo
+
+STAND_IN = """#!{python}
+import json, sys
+script, model, pairs_path, out_path = sys.argv[1:5]  # invoked as: PYTHON gate_baseline.py ...
+turns = json.load(open(pairs_path, encoding="utf-8"))
+results = [{{"seconds": 1.0, "tokens": 10 * len(t["documents"]), "pairs": len(t["documents"])}} for t in turns]
+json.dump({{"torch": "stand-in", "sentenceTransformers": "stand-in", "threads": 1, "loadSeconds": 0.0,
+           "turns": results}}, open(out_path, "w", encoding="utf-8"))
+"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("bench-gate")
+    data = root / "locomo.json"
+    data.write_text(json.dumps(tiny_locomo()), encoding="utf-8")
+    model = root / "model"
+    shutil.copytree(TINY_RERANKER, model)
+    (model / "model.safetensors").write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    stand_in = root / "torch-python"
+    stand_in.write_text(STAND_IN.format(python=sys.executable), encoding="utf-8")
+    stand_in.chmod(0o755)
+    options = Options(model=model, torch_python=stand_in, data=data, questions=4, rounds=2,
+                      output=root / "gate.md", command="knowledge bench gate (test)")
+    result = run(options, say=lambda line: None)
+    result["markdown"] = (root / "gate.md").read_text(encoding="utf-8")
+    return result
+
+
+def test_every_turn_is_measured_within_its_budget(report: dict[str, Any]) -> None:
+    assert report["questions"] == 4 and report["timeoutMs"] == 1500
+    assert report["inside"] == 1.0 and report["latency"]["wall"]["max"] < 1550
+    assert report["outcomes"] == {"shadow": 4}
+
+
+def test_both_sides_score_exactly_the_pairs_the_gate_scored(report: dict[str, Any]) -> None:
+    throughput = report["throughput"]
+    assert throughput["pairs"] > 0 and len(throughput["rounds"]) == 2
+    for measured in throughput["rounds"]:
+        # The stand-in counts 10 tokens a pair in one second per turn.
+        assert measured["torchTokens"] == 10 * throughput["pairs"]
+        assert measured["onnxTokens"] > 0 and measured["onnx"] > 0
+
+
+def test_the_report_states_the_targets(report: dict[str, Any]) -> None:
+    text = report["markdown"]
+    for part in ("## Gate turns", "p50", "p95", "inside `timeoutMs`", "tokens scored per turn",
+                 "## Throughput", "**median**", "every turn inside its budget plus 50 ms",
+                 "tokens per second at least 1.5x PyTorch", "knowledge bench gate (test)"):
+        assert part in text, part
+
+
+def test_cli_without_a_model_skips_with_a_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "gate", "--output", "-"]) == 2
+    assert "skipped, nothing was measured: --model must name a folder" in capsys.readouterr().err

@@ -1,0 +1,49 @@
+"""`knowledge agents config NAME --client ...`: copy-paste MCP client configurations."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+
+from engine.cli import main
+
+CLIENTS = {
+    "generic": lambda text: json.loads(text)["mcpServers"]["knowledge"],
+    "claude": lambda text: json.loads(text)["mcpServers"]["knowledge"],
+    "codex": lambda text: tomllib.loads(text)["mcp_servers"]["knowledge"],
+    "openclaw": lambda text: json.loads(text)["mcp"]["servers"]["knowledge"],
+}
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_each_client_gets_the_stdio_bridge_with_token_file_and_instance(tmp_path, capsys, client):
+    state = tmp_path / "state"
+    assert main(["--state-dir", str(state), "agents", "add", "claude", "--owner", "--json"]) == 0
+    token = json.loads(capsys.readouterr().out)["token"]
+    assert main(["--state-dir", str(state), "agents", "config", "claude", "--client", client,
+                 "--instance", "laptop-claude"]) == 0
+    captured = capsys.readouterr()
+    server = CLIENTS[client](captured.out)
+    assert server["command"].endswith("knowledge")
+    assert server["args"] == ["mcp", "--agent", "claude", "--token-file", str(state / "tokens" / "claude.token"),
+                              "--instance", "laptop-claude", "--state-dir", str(state)]
+    assert token not in captured.out and token not in captured.err  # a reference to the file, never the token
+    assert (client == "claude") == (server.get("type") == "stdio")
+    assert "laptop-claude" in captured.err and "Paste it into" in captured.err
+
+
+def test_the_default_instance_id_is_stable_and_an_unknown_agent_is_refused(tmp_path, capsys):
+    state = str(tmp_path / "state")
+    main(["--state-dir", state, "agents", "add", "codex"])
+    capsys.readouterr()
+    outputs = []
+    for _ in range(2):
+        assert main(["--state-dir", state, "agents", "config", "codex", "--client", "codex"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    args = tomllib.loads(outputs[0])["mcp_servers"]["knowledge"]["args"]
+    assert args[args.index("--instance") + 1].startswith("codex-")
+    assert main(["--state-dir", state, "agents", "config", "nobody"]) == 2
+    assert "no agent named 'nobody'" in capsys.readouterr().err
