@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,11 +184,12 @@ class Catalog:
                 else:
                     candidates[relpath] = current
         first_sync = self.db.one("SELECT 1 FROM scans WHERE partition = ?", (partition,)) is None
+        stale = {relpath: info for relpath, info in candidates.items()
+                 if force or relpath in forced or known.get(relpath) != info.stamp}
+        if not (first_sync or stale or rejected or missing):
+            return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
         with self.db.atomic():
-            for relpath, info in sorted(candidates.items()):
-                unchanged = known.get(relpath) == info.stamp
-                if unchanged and not force and relpath not in forced:
-                    continue
+            for relpath, info in sorted(stale.items()):
                 self._load(partition, root, relpath, info)
                 report.changed.append(relpath)
             for finding in rejected:
@@ -526,8 +528,11 @@ class Catalog:
                 findings.append(Finding("source_changed", "the retained original no longer matches its sha256",
                                         path=row["path"]).to_dict())
             else:
-                self.db.execute("UPDATE sources SET verified_stamp = ? WHERE partition = ? AND path = ?",
-                                (stamp, partition, row["path"]))
+                try:  # a cache of the check, never a reason for the check to fail (a full disk)
+                    self.db.execute("UPDATE sources SET verified_stamp = ? WHERE partition = ? AND path = ?",
+                                    (stamp, partition, row["path"]))
+                except sqlite3.OperationalError:
+                    pass
         return findings
 
     # --- queries ------------------------------------------------------------------

@@ -74,7 +74,14 @@ class Database:
                     self.connection.execute("ROLLBACK")
                     raise
                 self._depth -= 1
-                self.connection.execute("COMMIT")
+                try:
+                    self.connection.execute("COMMIT")
+                except sqlite3.Error:
+                    # A failed COMMIT (a full disk) may leave the transaction open; roll it back so the
+                    # connection takes the next one instead of refusing every BEGIN from now on.
+                    if self.connection.in_transaction:
+                        self.connection.execute("ROLLBACK")
+                    raise
                 return
             name = f"sp{next(self._savepoints)}"
             self.connection.execute(f"SAVEPOINT {name}")

@@ -47,6 +47,9 @@ class GitHistory:
         self.git_dir = vault / ".git"
         self.executable = executable
         self._ready = False
+        # Why the index missed a commit (a left-over index.lock, a crash between commit and index update);
+        # None while it is in step.  Cosmetic: history is complete either way, only `git status` differs.
+        self.index_problem: str | None = None
 
     def _env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
@@ -70,9 +73,15 @@ class GitHistory:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise GitError(f"git {args[0]} could not run: {exc}") from exc
         if completed.returncode != 0:
-            message = completed.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise GitError(f"git {args[0]} failed: {message[-1] if message else completed.returncode}")
+            raise GitError(f"git {args[0]} failed: {self._explain(completed.stderr, completed.returncode)}")
         return completed.stdout.decode("utf-8", "replace").strip()
+
+    def _explain(self, stderr: bytes, returncode: int) -> str:
+        """Git's own reason: its first fatal or error line (which names a left-over lock file), with
+        paths shown relative to the vault."""
+        lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        reason = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[-1] if lines else "")
+        return reason.replace(f"{self.vault}{os.sep}", "") or f"exit status {returncode}"
 
     def ensure_repository(self) -> None:
         """Initialise ``vault/.git`` on first use, or check the one that is exactly there.
@@ -96,6 +105,11 @@ class GitHistory:
         present = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
         if any(line not in present for line in wanted):
             exclude.write_text("\n".join(present + [w for w in wanted if w not in present]) + "\n", encoding="utf-8")
+        if self.head() is not None:
+            try:  # a process killed between a commit and its index update left the index behind
+                self._run("diff-index", "--cached", "--quiet", BRANCH)
+            except GitError:
+                self.index_problem = "the index does not match the last commit"
         self._ready = True
 
     def _check_no_remote(self) -> None:
@@ -136,7 +150,10 @@ class GitHistory:
         commit = self.head()
         if commit is None or commit == parent:
             raise GitError("git fast-import did not advance the branch")
-        self._sync_index(files)
+        if self.index_problem is not None:
+            self.repair_index()
+        else:
+            self._sync_index(files)
         return commit
 
     def _existing_files(self) -> list[CommitFile]:
@@ -164,8 +181,22 @@ class GitHistory:
         lines = "".join(f"100644 {_blob_id(item.data)}\t{item.path}\n" for item in files)
         try:
             self._run("update-index", "--add", "--index-info", stdin=lines.encode("utf-8"))
-        except GitError:
-            pass
+        except GitError as exc:
+            self.index_problem = str(exc)  # the next commit or checkpoint resets the whole index
+
+    def repair_index(self) -> str | None:
+        """Reset an index that missed commits to the branch; returns why it is still behind, if it is."""
+        if not self._ready and (self.git_dir / "HEAD").is_file():
+            self.ensure_repository()  # checks the index a previous process may have left behind
+        if self.index_problem is None:
+            return None
+        try:
+            self._run("read-tree", BRANCH)
+        except GitError as exc:
+            self.index_problem = str(exc)
+            return self.index_problem
+        self.index_problem = None
+        return None
 
     def log(self, path: str | None = None, limit: int = 50) -> list[dict[str, str]]:
         args = ["log", f"-{limit}", "--format=%H%x1f%ct%x1f%s", BRANCH]

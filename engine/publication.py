@@ -18,6 +18,7 @@ one of them meanwhile.  Either way the store ends in a whole state.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ from typing import Any, Callable
 from .catalog import Catalog, FileStat
 from .errors import Conflict, KnowledgeError, NotFound
 from .faults import Faults
-from .files import UnsafePath, remove_inside, sha256_bytes, sha256_file, write_inside
+from .files import UnsafePath, remove_inside, resolve_inside, sha256_bytes, sha256_file, write_inside
 from .ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store
 
@@ -133,6 +134,7 @@ class Publisher:
                 [(seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256, w.data,
                   w.base_sha256, w.base) for ordinal, w in enumerate(writes)],
             )
+            self.faults.attempt("journaled")
         self.faults.reach("journaled")
         try:
             self._complete(seq, publication_id, plan.partition, plan.agent, writes)
@@ -152,8 +154,10 @@ class Publisher:
             if current != write.base_sha256:
                 raise Conflict("the file changed on disk after it was read; nothing was overwritten",
                                path=write.path, recordId=write.record_id)
+            self.faults.attempt("installed")
             write_inside(root, write.path, write.data)
             self.faults.reach("installed")
+        self.faults.attempt("checkpointed")
         self.store.set_checkpoint(seq)
         self.faults.reach("checkpointed")
         with self.db.atomic():
@@ -176,6 +180,7 @@ class Publisher:
                 "UPDATE publications SET state = 'applied', finished_at = ? WHERE seq = ?",
                 (format_timestamp(utc_now()), seq),
             )
+            self.faults.attempt("acknowledged")
 
     def _current_sha(self, partition: str, relpath: str) -> str | None:
         try:
@@ -212,6 +217,24 @@ class Publisher:
 
     # --- recovery --------------------------------------------------------------------
 
+    def _remove_leftover_temp_files(self, partition: str, writes: list[FileWrite]) -> None:
+        """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<random>.tmp``)
+        beside the target; recovery removes those of the publication's own files and of the manifest."""
+        root = self.store.partition_root(partition)
+        targets = [(self.store.root, self.store.manifest_path.name)]
+        for write in writes:
+            parent, _, name = write.path.rpartition("/")
+            try:
+                targets.append((resolve_inside(root, parent) if parent else root, name))
+            except (UnsafePath, KnowledgeError):
+                continue
+        for directory, name in targets:
+            for leftover in directory.glob(f".{glob.escape(name)}.*.tmp"):
+                try:
+                    leftover.unlink()
+                except OSError:
+                    pass
+
     def recover(self) -> list[dict[str, Any]]:
         """Roll every journalled publication forward or back; returns what happened to each."""
         outcomes = []
@@ -229,6 +252,7 @@ class Publisher:
                 if self._current_sha(partition, write.path) not in (write.new_sha256, write.base_sha256)
             ]
             outcome = {"publicationId": row["id"], "requestId": row["request_id"]}
+            self._remove_leftover_temp_files(partition, writes)
             if foreign:
                 done = self._roll_back(seq, partition, writes,
                                        reason=f"files changed outside the engine: {', '.join(foreign)}")

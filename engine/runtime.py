@@ -12,7 +12,10 @@ it reads the outbox and records commits through the lane.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import sqlite3
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
@@ -79,8 +82,22 @@ class StoreRuntime:
         """Run ``fn`` on the lane and wait for its result."""
         if self._closing.is_set():
             raise StoreUnavailable("the store is shutting down", store=self.store_id)
-        future: Future[T] = self._lane.submit(fn)
+        future: Future[T] = self._lane.submit(self._storage_boundary, fn)
         return future.result(timeout=timeout)
+
+    def _storage_boundary(self, fn: Callable[[], T]) -> T:
+        """Disk and SQLite failures (a full disk, a read-only vault, a vanished file) become one clear
+        ``store_unavailable`` error here, once, instead of an internal error."""
+        try:
+            return fn()
+        except OSError as exc:
+            name = errno.errorcode.get(exc.errno or 0, "EIO")
+            raise StoreUnavailable(f"the store's disk refused the operation: {exc.strerror or exc} ({name}); "
+                                   "nothing was acknowledged", store=self.store_id, errno=name,
+                                   file=os.path.basename(exc.filename) if exc.filename else None) from exc
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"the store's database refused the operation: {exc}; nothing was acknowledged",
+                                   store=self.store_id, errno=_sqlite_errno(exc)) from exc
 
     def _recover(self) -> list[dict[str, Any]]:
         self.store.verify(allow_pending=True)
@@ -210,18 +227,31 @@ class StoreRuntime:
         with self._git_lock:
             batch = self.call(self._pending_outbox)
             if not batch:
-                return {"state": "committed", "commit": self.git.head(), "publications": 0}
-            files = [CommitFile(path, data) for entry in batch for path, data in entry["files"]]
-            message = _commit_message(batch)
-            seqs = [entry["seq"] for entry in batch]
-            try:
-                commit = self.git.commit(files, message)
-            except GitError as exc:
-                error = str(exc)
-                self.call(lambda: self._outbox_failed(seqs, error))
-                return {"state": "pending", "reason": error, "publications": len(seqs)}
-            self.call(lambda: self._outbox_committed(seqs, commit))
-            return {"state": "committed", "commit": commit, "publications": len(seqs)}
+                try:
+                    self.git.repair_index()
+                except GitError as exc:
+                    self.git.index_problem = str(exc)
+                return self._with_index({"state": "committed", "commit": self.git.head(), "publications": 0})
+            commit = None
+            for run in _commit_runs(batch):
+                files = [CommitFile(path, data) for entry in run for path, data in entry["files"]]
+                seqs = [entry["seq"] for entry in run]
+                try:
+                    commit = self.git.commit(files, _commit_message(run))
+                except GitError as exc:
+                    error = str(exc)
+                    left = [entry["seq"] for entry in batch if entry["seq"] >= seqs[0]]
+                    self.call(lambda: self._outbox_failed(left, error))
+                    return {"state": "pending", "reason": error, "publications": len(left)}
+                self.call(lambda: self._outbox_committed(seqs, commit))
+            return self._with_index({"state": "committed", "commit": commit, "publications": len(batch)})
+
+    def _with_index(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A checkpoint's result, saying so when the git index lags the history (``git status`` differs)."""
+        assert self.git is not None
+        if self.git.index_problem:
+            result["index"] = f"the git index is behind the history: {self.git.index_problem}"
+        return result
 
     def _pending_outbox(self) -> list[dict[str, Any]]:
         batch = []
@@ -287,6 +317,26 @@ class StoreRuntime:
         self._lane.submit(self.vectors.close).result()
         self._lane.submit(self.store.close).result()
         self._lane.shutdown(wait=True)
+
+
+def _sqlite_errno(exc: sqlite3.OperationalError) -> str:
+    text = str(exc)
+    return "ENOSPC" if "full" in text else "EROFS" if "readonly" in text else "EIO"
+
+
+def _commit_runs(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The batch in order, cut wherever a file would repeat: one commit holds one revision of a file,
+    so every published revision's exact bytes stay in the history, not just a batch's last one."""
+    runs: list[list[dict[str, Any]]] = []
+    paths: set[str] = set()
+    for entry in batch:
+        touched = {path for path, _ in entry["files"]}
+        if not runs or touched & paths:
+            runs.append([])
+            paths = set()
+        runs[-1].append(entry)
+        paths |= touched
+    return runs
 
 
 def _commit_message(batch: list[dict[str, Any]]) -> str:

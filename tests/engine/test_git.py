@@ -302,3 +302,62 @@ def test_a_vault_repository_removed_while_running_is_recreated_by_the_next_check
     assert (vault / ".git").is_dir()
     path = record_path(engine, owner, receipt["id"])
     assert git_show(vault, resumed["commit"], f"private/{path}") == (vault / "private" / path).read_bytes()
+
+
+def test_revisions_queued_in_one_batch_each_keep_their_bytes_in_history(
+        engine: Engine, owner: AgentCaller, state_dir: StateDir) -> None:
+    """Found by the crash harness: a batch holding two revisions of one page committed only the last."""
+    first = engine.save_page(owner, page("batch-1", "Atlas Migration", type_="project", body="Version one."))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    with runtime._git_lock:  # hold the git queue so every revision lands in one batch
+        for revision in (2, 3):
+            engine.save_page(owner, page(f"batch-{revision}", "Atlas Migration", type_="project",
+                                         body=f"Version {revision}.", id=first["id"],
+                                         expectedRevision=revision - 1))
+    assert engine.resume(owner)["state"] == "committed"
+
+    vault = vault_of(state_dir)
+    path = f"private/{record_path(engine, owner, first['id'])}"
+    history = engine.history(owner, first["id"])["revisions"]
+    assert [entry["revision"] for entry in history] == [1, 2, 3]
+    for entry in history:
+        assert f"revision: {entry['revision']}\n".encode() in git_show(vault, entry["git"]["commit"], path)
+    assert git(vault, "status", "--porcelain") == ""
+
+
+def test_a_left_over_index_lock_is_reported_and_the_index_catches_up_once_it_is_gone(
+        engine: Engine, owner: AgentCaller, state_dir: StateDir) -> None:
+    """Found by the fault harness: commits made while index.lock was held left `git status` dirty for good."""
+    engine.save_page(owner, page("lock-0", "Northwind Labs", type_="organization"))
+    assert engine.resume(owner)["state"] == "committed"
+    vault = vault_of(state_dir)
+    lock = vault / ".git" / "index.lock"
+    lock.write_bytes(b"")
+
+    engine.save_page(owner, page("lock-1", "Ravi Menon", body="Ravi leads the backend."))
+    engine.remember(owner, {"requestId": "lock-2", "subject": "Ravi Menon",
+                            "items": [claim("Ravi prefers async reviews.", "async reviews please")]})
+    locked = engine.resume(owner)
+    assert locked["state"] == "committed" and "index.lock" in locked["index"]
+    assert str(vault) not in locked["index"]
+
+    lock.unlink()
+    resumed = engine.resume(owner)
+    assert resumed["state"] == "committed" and "index" not in resumed
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_an_index_a_crash_left_behind_its_commit_is_repaired_by_the_next_engine(state_dir: StateDir) -> None:
+    """A SIGKILL between a commit and its index update leaves the index one commit behind."""
+    with Engine(state_dir, watch=False) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        saved = engine.save_page(owner, page("crash-0", "Northwind Labs", type_="organization"))
+        assert engine.resume(owner)["state"] == "committed"
+        path = f"private/{record_path(engine, owner, saved['id'])}"
+    vault = vault_of(state_dir)
+    git(vault, "rm", "--cached", "-q", path)  # as if update-index never ran for that commit
+    assert git(vault, "status", "--porcelain") != ""
+
+    with Engine(state_dir, watch=False) as engine:
+        assert "index" not in engine.resume(owner)
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""

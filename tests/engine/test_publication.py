@@ -320,3 +320,27 @@ def test_flush_saves_derive_a_stable_request_id(engine, owner):
     with pytest.raises(InvalidParams) as raised:
         engine.save_page(owner, {"flushId": "bad id", "type": "note", "title": "x"})
     assert raised.value.details["field"] == "flushId"
+
+
+@pytest.mark.parametrize("fault", ["journaled:2:enospc", "installed:3:enospc", "checkpointed:2:enospc",
+                                   "acknowledged:2:enospc", "installed:2:erofs"])
+def test_a_disk_that_refuses_a_step_gives_a_clear_error_and_leaves_nothing(state_dir, fault):
+    """Found by the fault harness: a full disk or read-only vault surfaced as an internal error."""
+    from engine.authority import AgentCaller
+    from engine.errors import StoreUnavailable
+    from engine.faults import Faults
+    from engine.service import Engine
+
+    with Engine(state_dir, watch=False, faults=Faults(fault)) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        engine.save_page(owner, page("first", "Dana"))
+        before = vault_snapshot(private_dir(state_dir))
+        request = {"requestId": "second", "subject": "Dana", "items": [claim("Dana likes tea.", "Tea, always.")]}
+        with pytest.raises(StoreUnavailable) as refused:
+            engine.remember(owner, request)
+        assert refused.value.details["errno"] == ("EROFS" if "erofs" in fault else "ENOSPC")
+        assert vault_snapshot(private_dir(state_dir)) == before
+        journal = ["applied"] if fault.startswith("journaled") else ["applied", "rolled_back"]
+        assert [state for _, state in publications(state_dir)] == journal
+        retried = engine.remember(owner, request)  # the fault fired once: the same request now succeeds
+        assert engine.get_record(owner, retried["items"][0]["id"])["status"] == "current"

@@ -219,3 +219,18 @@ def test_watcher_picks_up_a_new_file_saved_atomically(state_dir):
         assert record["body"] == "Dropped in while the engine ran.\n"
     finally:
         watched.close()
+
+
+def test_health_answers_while_the_database_refuses_writes(state_dir):
+    """Found by the disk-full harness: health failed on a full disk because it cached a check result."""
+    with Engine(state_dir, watch=True) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        engine.save_page(owner, page("p", "Dana"))
+        engine.remember(owner, {"requestId": "c", "subject": "Dana", "items": [claim("Dana likes tea.", "tea")]})
+        runtime = engine.runtime(engine.registry.own_store_of("main"))
+        runtime.call(lambda: runtime.store.db.execute("PRAGMA query_only = ON"))
+        try:
+            report = engine.health(owner)
+        finally:
+            runtime.call(lambda: runtime.store.db.execute("PRAGMA query_only = OFF"))
+        assert report["ok"] and report["files"]["ok"] == 2

@@ -178,3 +178,31 @@ def test_an_interrupted_publication_with_a_foreign_edit_is_rolled_back(tmp_path)
     assert states == ["applied", "applied", "applied", "rolled_back"]
     sources_after = sorted(p.name for p in (private / "sources").iterdir())
     assert len(sources_after) == len(sources_before) - 2, "the rolled-back evidence files were left behind"
+
+
+def test_recovery_removes_the_temp_files_an_interrupted_atomic_write_left(tmp_path):
+    """Found by the crash harness: a SIGKILL inside an atomic write leaves its hidden temp file behind."""
+    state = StateDir(tmp_path / "state")
+    token, token_file = register_owner(state, tmp_path)
+    code, _ = run_writer(state, token_file, "installed:2")
+    assert code == -signal.SIGKILL
+    store = only_store(state)
+    private = store / "vault" / "private"
+    with sqlite3.connect(store / "state.sqlite") as db:
+        paths = [row[0] for row in db.execute(
+            "SELECT path FROM publication_files JOIN publications ON seq = publication_seq "
+            "WHERE state = 'journaled'")]
+    planted = [store / ".vault.json.k2j4x9.tmp"]
+    for relpath in paths:
+        target = private / relpath
+        if target.parent.is_dir():
+            planted.append(target.parent / f".{target.name}.q8w1z0.tmp")
+    for path in planted:
+        path.write_bytes(b"half a write")
+    someone_elses = private / "sources" / ".notes.md.swp"
+    someone_elses.write_bytes(b"an editor's swap file")
+
+    with Engine(state, watch=False) as engine:
+        engine.diagnostics(AgentCaller(token, {"kind": "owner-private"}))
+    assert len(planted) >= 3 and not any(path.exists() for path in planted)
+    assert someone_elses.exists()
