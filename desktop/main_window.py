@@ -30,7 +30,9 @@ from . import launcher
 from .agents.view import AgentsView
 from .approvals.view import ApprovalsView
 from .common.widgets import MessageBar
+from .gate.view import GateView
 from .health.view import HealthView
+from .model_manager.view import ModelsView
 from .preview.view import PreviewView
 from .records.view import RecordsView
 from .tasks import EngineTasks
@@ -56,8 +58,11 @@ class MainWindow(QMainWindow):
         self.approvals_view = ApprovalsView(tasks)
         self.preview_view = PreviewView(tasks)
         self.health_view = HealthView(tasks)
+        self.gate_view = GateView(tasks)
+        self.models_view = ModelsView(tasks)
         self.views: list[QWidget] = [self.agents_view, self.records_view, self.vocabulary_view,
-                                     self.approvals_view, self.preview_view, self.health_view]
+                                     self.approvals_view, self.preview_view, self.health_view, self.gate_view,
+                                     self.models_view]
 
         self.navigation = QListWidget()
         self.navigation.setFixedWidth(190)
@@ -93,6 +98,7 @@ class MainWindow(QMainWindow):
         self.records_view.page.sig_change_request_copied.connect(self._on_change_request_copied)
         self.vocabulary_view.sig_record_requested.connect(self.open_record)
         self.approvals_view.sig_record_requested.connect(self.open_record)
+        self.gate_view.sig_record_requested.connect(self.open_record)
         self.navigation.setCurrentRow(0)
 
     def _build_actions(self) -> None:

@@ -19,6 +19,7 @@ from models.local import add_local
 from models.pull import pull
 
 from .config import SettingsSource
+from .model_operator import models_report
 from .statedir import StateDir
 
 
@@ -53,27 +54,10 @@ def _fail(error: ModelError) -> int:
 
 def cmd_models_list(args: argparse.Namespace, state: StateDir) -> int:
     settings = SettingsSource(state.config)
-    selected = settings.current().decision_model
-    try:
-        installed = ModelStore(state.models).installed()
-    except ModelError as exc:
-        return _fail(exc)
-    report: dict[str, Any] = {
-        "catalogue": [{
-            "name": entry.name, "kind": entry.kind, "repo": entry.repo, "revision": entry.revision,
-            "license": entry.license,
-            "defaultVariant": entry.default_variant,
-            "variants": [{"name": v.name, "file": v.weights.path, "size": v.weights.size,
-                          "sha256": v.weights.sha256, "pullable": entry.pinned(v.name) and v.runnable,
-                          "note": v.note} for v in entry.variants.values()],
-        } for entry in CATALOGUE.values()],
-        "installed": [{**model.to_json(), "selectAs": f"onnx/{model.name}", "runnable": model.runnable,
-                       "selected": selected == f"onnx/{model.name}"} for model in installed.values()],
-        "decisionModel": selected,
-        "embeddingModel": settings.current().embedding_model,
-    }
-    if settings.problem:
-        report["configProblem"] = settings.problem
+    report = models_report(ModelStore(state.models), settings.current(), settings.problem)
+    if "manifestProblem" in report:
+        print(f"knowledge models: {report['manifestProblem']}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:

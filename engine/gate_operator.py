@@ -16,6 +16,7 @@ partition, like every other operator method.
     operator/clearGateJournal    agent                                          drops kept message texts
     operator/gateWhatIf          agent, thresholds?, threshold?                 -
     operator/gateReplay          agent, turns?, recallGate?, decisionModel?     -
+    operator/startGateReplay     as gateReplay                                  a job (operator/job polls it)
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 REPLAY_MAX_TURNS = 50
 REPLAY_DEFAULT_TURNS = 20
 MODEL_LOAD_TIMEOUT_S = 300.0
+ReplayProgress = Callable[[int, int, str], None]   # (turns done, turns, message); raises to stop
 
 
 def handlers(engine: "Engine") -> dict[str, Callable[[dict[str, Any]], Any]]:
@@ -49,7 +51,7 @@ def handlers(engine: "Engine") -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {"gateSettings": methods.settings, "checkGateSettings": methods.check_settings,
             "setGateSettings": methods.set_settings, "gateLog": methods.log, "gateJournal": methods.journal,
             "labelGateTurn": methods.label, "clearGateJournal": methods.clear, "gateWhatIf": methods.what_if,
-            "gateReplay": methods.replay}
+            "gateReplay": methods.replay, "startGateReplay": methods.start_replay}
 
 
 def _params(params: dict[str, Any], allowed: set[str], *, agent: bool = True) -> dict[str, Any]:
@@ -179,6 +181,18 @@ class GateOperator:
         keys override the settings in force; ``decisionModel`` loads that
         model for this call only (the engine's own model is untouched).
         """
+        return self.plan_replay(params)(None)
+
+    def start_replay(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``gateReplay`` as a job (engine/operator_jobs.py): progress per turn, cancellable between turns."""
+        run = self.plan_replay(params)
+        agent = params["agent"]
+        return self.engine.jobs.start("replay", f"replay:{agent}", f"Replay of {agent}'s journal turns",
+                                      lambda job: run(lambda done, total, message: job.progress(
+                                          done, total, unit="turns", message=message)), unit="turns")
+
+    def plan_replay(self, params: dict[str, Any]) -> Callable[[ReplayProgress | None], dict[str, Any]]:
+        """Check the request and read the kept turns now; the function returned does the slow part."""
         params = _params(params, {"turns", "recallGate", "decisionModel"})
         agent = params["agent"]
         turn_ids = params.get("turns")
@@ -195,28 +209,41 @@ class GateOperator:
         turns = self._on_private(agent, lambda store, partition: journal_turns(
             store, partition, turn_ids, limit=REPLAY_DEFAULT_TURNS))
         model = params.get("decisionModel")
-        runtime, owned = self.engine.decision, False
-        if model is not None and model != current.decision_model:
-            settings = parse_settings({**current.raw, "decisionModel": model})
-            runtime, owned = DecisionRuntime(lambda: settings, ModelStore(self.engine.state.models)), True
-            runtime.wait_ready(MODEL_LOAD_TIMEOUT_S)
-        try:
-            caller = OperatorCaller(agent)
-            authority = self.engine.authorizer.authorize(caller, create=False)
-            recheck = authority_check(self.engine, caller, authority)
-            results = [self._replay_one(caller, authority, recheck, runtime, gate, turn) for turn in turns]
-        finally:
-            if owned:
-                runtime.close()
-        replayed = [{"id": r["id"], "decisions": r["decisions"], "needed": r["needed"], "stage": r.get("stage")}
-                    for r in results]
-        return {"settings": gate.to_config(), "model": model or current.decision_model, "turns": results,
-                "whatIf": what_if(replayed, [gate.high_threshold])["thresholds"][0]}
+        settings = parse_settings({**current.raw, "decisionModel": model}) \
+            if model is not None and model != current.decision_model else None
+
+        def run(progress: ReplayProgress | None) -> dict[str, Any]:
+            report = progress or (lambda done, total, message: None)
+            runtime, owned = self.engine.decision, settings is not None
+            if settings is not None:
+                runtime = DecisionRuntime(lambda: settings, ModelStore(self.engine.state.models))
+            try:
+                loading_until = time.monotonic() + MODEL_LOAD_TIMEOUT_S
+                while runtime.wait_ready(0.25).state == "loading" and time.monotonic() < loading_until:
+                    report(0, len(turns), f"Loading {model}")
+                caller = OperatorCaller(agent)
+                authority = self.engine.authorizer.authorize(caller, create=False)
+                recheck = authority_check(self.engine, caller, authority)
+                results = []
+                for number, turn in enumerate(turns):
+                    report(number, len(turns), f"Replaying turn {number + 1} of {len(turns)}")
+                    results.append(self._replay_one(caller, authority, recheck, runtime, gate, turn))
+                report(len(turns), len(turns), "Done")
+            finally:
+                if owned:
+                    runtime.close()
+            replayed = [{"id": r["id"], "decisions": r["decisions"], "needed": r["needed"],
+                         "stage": r.get("stage")} for r in results]
+            return {"settings": gate.to_config(), "model": model or current.decision_model, "turns": results,
+                    "whatIf": what_if(replayed, [gate.high_threshold])["thresholds"][0]}
+
+        return run
 
     def _replay_one(self, caller: OperatorCaller, authority: Any, recheck: Callable[[], None],
                     runtime: DecisionRuntime, gate: Any, turn: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
-        result: dict[str, Any] = {"id": turn["id"], "needed": turn.get("needed"), "original": turn["decisions"]}
+        result: dict[str, Any] = {"id": turn["id"], "message": turn["message"], "needed": turn.get("needed"),
+                                  "original": turn["decisions"]}
         try:
             evaluation = evaluate(self.engine, runtime, caller, authority, turn["message"], gate,
                                   started + gate.timeout_ms / 1000, recheck)

@@ -10,7 +10,8 @@ and refused when another account could read or replace it.
 Knowledge stays read-only for the operator: browsing goes through
 ``OperatorCaller`` (an agent's private partition, never a write), and the
 only things an operator changes are owner administration: agents, store
-membership and ``writesEnabled``.  Each of those answers with the fresh
+membership, ``writesEnabled``, the recall gate's settings and the models
+(downloads, and which installed model the engine uses).  Each of those answers with the fresh
 inventory, so a window refreshes from what the engine now holds.
 
     method                   params                                              changes
@@ -34,6 +35,9 @@ inventory, so a window refreshes from what the engine now holds.
     operator/ontology        agent, and knowledge_ontology's parameters
     operator/health          agent
     operator/gate*           the recall gate's settings, log, journal, labels, what-if, replay (gate_operator.py)
+    operator/gateStats       agent, bins?, limit?  the gate log's outcomes, latency and scores (gate_stats.py)
+    operator/models, pullModel, benchmarkModel, setModelSettings     the models view (model_operator.py)
+    operator/job, jobs, cancelJob    long work run as jobs: downloads, benchmarks, replays (operator_jobs.py)
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import browse, gate_operator, ontology_views
+from . import browse, gate_operator, gate_stats, model_operator, ontology_views, operator_jobs
 from .authority import OWNER_PRIVATE, OperatorCaller, PreviewCaller
 from .errors import Denied, InvalidParams, KnowledgeError, NotFound
 from .files import atomic_write
@@ -193,6 +197,9 @@ class OperatorMethods:
             "health": self.health,
         }
         handlers.update(gate_operator.handlers(self.engine))   # the recall gate view (see gate_operator.py)
+        handlers.update(gate_stats.handlers(self.engine))      # its charts' figures
+        handlers.update(model_operator.handlers(self.engine))  # the models view (see model_operator.py)
+        handlers.update(operator_jobs.handlers(self.engine.jobs))   # polling and cancelling long work
         for name, handler in handlers.items():
             dispatcher.register(PREFIX + name, _ignoring_session(handler))
 

@@ -24,6 +24,7 @@ from .githistory import find_git
 from .ids import format_timestamp, is_record_id, utc_now
 from .inputs import parse_page_input, parse_remember_input
 from .ontology import Ontology
+from .operator_jobs import Jobs
 from .publication import Plan, request_hash
 from .recall import flush_request_id
 from .passages import PassageFinder
@@ -66,6 +67,8 @@ class Engine:
             self.decision = DecisionRuntime(self.settings.current, ModelStore(state.models))
             # The embedding model of search_knowledge's semantic modes, loaded on first use.
             self.embeddings = EmbeddingRuntime(self.settings.current, ModelStore(state.models))
+            # The operator's long work (model downloads, benchmarks, gate replays), each on its own thread.
+            self.jobs = Jobs()
         except BaseException:
             self._lock.release()
             raise
@@ -81,6 +84,7 @@ class Engine:
         self.close()
 
     def close(self) -> None:
+        self.jobs.close()
         self.decision.close()
         with self._runtimes_lock:
             runtimes, self._runtimes = list(self._runtimes.values()), {}

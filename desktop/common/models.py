@@ -16,6 +16,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 
 Row = dict[str, Any]
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the engine dict behind a row
+VALUE_ROLE = Qt.ItemDataRole.UserRole + 2  # a cell's value unformatted (numbers for the charts)
 ParentIndex = QModelIndex | QPersistentModelIndex
 
 
@@ -67,6 +68,8 @@ class RowsModel(QAbstractTableModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == ROW_ROLE:
             return row
+        if role == VALUE_ROLE:
+            return column.value(row)
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation,
@@ -81,6 +84,12 @@ class RowsModel(QAbstractTableModel):
         self.beginResetModel()
         self._rows = list(rows)
         self.endResetModel()
+
+    def replace_row(self, number: int, row: Row) -> None:
+        """One row changed in the engine (a labelled turn, say): show its new version."""
+        if 0 <= number < len(self._rows):
+            self._rows[number] = row
+            self.dataChanged.emit(self.index(number, 0), self.index(number, len(self.columns) - 1))
 
     def row(self, number: int) -> Row | None:
         return self._rows[number] if 0 <= number < len(self._rows) else None

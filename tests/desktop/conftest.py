@@ -81,8 +81,11 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def served(tmp_path: Path, demo_template: Path) -> Iterator[StateDir]:
-    """A demo store served on a real socket by an engine in this process, as `knowledge serve --demo` does."""
+def served_engine(tmp_path: Path, demo_template: Path) -> Iterator[Engine]:
+    """A demo store served on a real socket by an engine in this process, as `knowledge serve --demo` does.
+
+    Tests that need to act as an agent meanwhile (gate turns, say) use the engine directly.
+    """
     state = StateDir(tmp_path / "state")
     shutil.copytree(demo_template, state.root, symlinks=True)
     engine = Engine(state, watch=False)
@@ -90,11 +93,17 @@ def served(tmp_path: Path, demo_template: Path) -> Iterator[StateDir]:
     try:
         server.start()
         state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now())})
-        yield state
+        yield engine
     finally:
         state.remove_engine_info()
         server.stop()
         engine.close()
+
+
+@pytest.fixture
+def served(served_engine: Engine) -> StateDir:
+    """The served demo store's state directory."""
+    return served_engine.state
 
 
 @pytest.fixture

@@ -350,9 +350,12 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     ok(dispatcher, operator_session, "operator/inventory")
     # The recall gate view: settings, log, journal, what-if (tests/engine/test_gate_operator.py has the rest).
     ok(dispatcher, operator_session, "operator/setGateSettings", {"recallGate": {"mode": "shadow"}})
-    for name in ("gateLog", "gateJournal", "gateWhatIf", "clearGateJournal"):
+    for name in ("gateLog", "gateJournal", "gateWhatIf", "clearGateJournal", "gateStats"):
         ok(dispatcher, operator_session, PREFIX + name, {"agent": "main"})
     ok(dispatcher, operator_session, "operator/gateSettings")
+    # The models view and long work (tests/engine/test_model_operator.py and test_operator_jobs.py have the rest).
+    ok(dispatcher, operator_session, "operator/models")
+    ok(dispatcher, operator_session, "operator/jobs")
 
     assert vault_snapshot(vault) == before
     registered = set(OperatorMethods.__dict__) & {"save_page", "remember", "set_recall", "attach", "resume"}
@@ -360,7 +363,10 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     operator_methods = sorted(m for m in dispatcher.methods if m.startswith(PREFIX))
     assert set(operator_methods) == {PREFIX + name for name in reads} | {
         PREFIX + name for name in ("inventory", "addAgent", "shareStore", "useSharedStore", "useOwnStore",
-                                   "setSettings", "source")} | {PREFIX + name for name in gate_handlers(engine)}
+                                   "setSettings", "source")} | {PREFIX + name for name in gate_handlers(engine)} | {
+        PREFIX + name for name in ("gateStats", "models", "pullModel", "benchmarkModel", "setModelSettings",
+                                   "job", "jobs", "cancelJob")}
+    assert {PREFIX + "startGateReplay", PREFIX + "gateReplay"} <= set(operator_methods)
 
 
 def test_a_preview_caller_can_never_write(engine, demo) -> None:

@@ -73,3 +73,19 @@ def running(hub: FakeHub) -> Iterator[FakeHub]:
         hub.server.shutdown()
         hub.server.server_close()
         thread.join()
+
+
+def hold_downloads(hub: FakeHub, suffix: str) -> tuple[threading.Event, threading.Event]:
+    """Make GETs of files ending in ``suffix`` wait until the second event is set (the first says one arrived)."""
+    entered, release = threading.Event(), threading.Event()
+    handler = hub.server.RequestHandlerClass
+    answer = handler.do_GET
+
+    def held(self: BaseHTTPRequestHandler) -> None:
+        if self.path.endswith(suffix):
+            entered.set()
+            release.wait(30)
+        answer(self)
+
+    handler.do_GET = held  # type: ignore[attr-defined]
+    return entered, release

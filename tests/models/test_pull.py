@@ -152,3 +152,29 @@ def test_a_missing_file_on_the_hub_is_a_download_failure(store: ModelStore) -> N
     with running(hub), pytest.raises(ModelDownloadFailed, match="HTTP 404"):
         pull(store, "tiny", endpoint=hub.url, catalogue=tiny_entry())
     assert store.installed() == {}
+
+
+def test_a_progress_bar_may_cancel_and_the_partial_file_is_resumed(store: ModelStore) -> None:
+    from models.errors import ModelCancelled
+
+    class CancellingBar:
+        def __init__(self, **_: object) -> None:
+            pass
+
+        def __enter__(self) -> "CancellingBar":
+            return self
+
+        def __exit__(self, *exc_info: object) -> None:
+            pass
+
+        def update(self, n: int) -> None:
+            raise ModelCancelled("cancelled by the owner")
+
+    hub = FakeHub("owner/tiny", REVISION, FILES)
+    with running(hub):
+        with pytest.raises(ModelCancelled):
+            pull(store, "tiny", endpoint=hub.url, catalogue=tiny_entry(), tqdm_class=CancellingBar)
+        assert store.installed() == {}
+        assert (store.folder_for("tiny") / PARTIAL_DIR / "onnx" / "model.onnx.part").exists()
+        model = pull(store, "tiny", endpoint=hub.url, catalogue=tiny_entry())
+    assert {f.path for f in model.files} == set(FILES)

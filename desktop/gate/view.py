@@ -1,0 +1,119 @@
+"""Recall gate: its settings, the shadow log, threshold tuning, labelling the journal, and replay.
+
+Tabs (Alt+letter or Ctrl+Tab):
+
+- **Settings**: mode and every key of the ``recallGate`` block, checked by
+  the engine as you type and written only when valid (the one place the
+  window writes configuration besides store membership and models).
+- **Shadow log**: every gate turn of the agent with its per-page scores and
+  tiers; the score histogram by tier; outcome and latency figures.
+- **Tuning**: from the shadow journal, what each ``highThreshold`` would
+  inject per turn and, on labelled turns, precision and recall, with the
+  suggested threshold.
+- **Labelling**: which pages each journal turn needed.
+- **Replay**: journal turns run again against other settings or another
+  model, as an engine job with progress and cancel.
+
+The settings are the engine's (config.json); the log, journal and replays
+are the chosen agent's private partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
+
+from ..tasks import EngineTasks
+from .journal_panel import JournalPanel
+from .log_panel import GateLogPanel
+from .replay_panel import ReplayPanel
+from .settings_form import GateSettingsForm
+from .tuning_panel import TuningPanel
+
+
+class GateView(QWidget):
+    title = "Recall gate"
+
+    sig_record_requested = Signal(str)
+    """A page in the shadow log was opened (its record id)."""
+
+    def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tasks = tasks
+        self.agent: str | None = None
+        self._shown_for: dict[int, str | None] = {}
+        self.settings = GateSettingsForm(tasks)
+        self.log = GateLogPanel(tasks)
+        self.tuning = TuningPanel(tasks)
+        self.journal = JournalPanel(tasks)
+        self.replay = ReplayPanel(tasks, self.settings.values, self.journal.selected_turn_ids)
+        self.tabs = QTabWidget()
+        for panel, label in ((self.settings, "&Settings"), (self.log, "Shadow &log"), (self.tuning, "&Tuning"),
+                             (self.journal, "La&belling"), (self.replay, "Re&play")):
+            self.tabs.addTab(panel, label)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+
+        self.settings.sig_settings_loaded.connect(self._on_settings_loaded)
+        self.settings.sig_settings_saved.connect(lambda _: self._forget(self.tuning))
+        self.tuning.sig_threshold_chosen.connect(self._on_threshold_chosen)
+        self.journal.sig_turn_labelled.connect(lambda _: self._forget(self.tuning))
+        self.journal.sig_journal_cleared.connect(lambda _: (self._forget(self.tuning), self._forget(self.log)))
+        self.log.sig_record_requested.connect(self.sig_record_requested.emit)
+        self._settings_asked = False
+
+    def set_agent(self, agent: str | None) -> None:
+        """The window shows this view for ``agent``: load what is not loaded yet."""
+        if not self._settings_asked:
+            self._settings_asked = True
+            self.settings.load()
+        if agent != self.agent:
+            self.agent = agent
+            self._load_current()
+
+    def refresh(self) -> None:
+        """F5: the settings and the tab in view, again."""
+        self._settings_asked = True
+        self.settings.load()
+        self._reload(self.tabs.currentWidget())
+
+    def show_tab(self, panel: QWidget) -> None:
+        self.tabs.setCurrentWidget(panel)
+
+    # --- loading the tab in view, once per agent ----------------------------------------------------
+
+    def _on_tab_changed(self, _index: int) -> None:
+        self._load_current()
+
+    def _load_current(self) -> None:
+        panel = self.tabs.currentWidget()
+        if panel is self.settings:
+            return
+        if self._shown_for.get(id(panel), object()) != self.agent:
+            self._reload(panel)
+
+    def _reload(self, panel: Any) -> None:
+        if panel is self.settings:
+            self.settings.load()
+            return
+        self._shown_for[id(panel)] = self.agent
+        panel.set_agent(self.agent)
+
+    def _forget(self, panel: QWidget) -> None:
+        """``panel`` is out of date: reload it now if it is in view, else when it is next shown."""
+        self._shown_for.pop(id(panel), None)
+        if self.tabs.currentWidget() is panel:
+            self._reload(panel)
+
+    # --- between the tabs ---------------------------------------------------------------------------
+
+    def _on_settings_loaded(self, result: dict[str, Any]) -> None:
+        effective = result.get("effective") or {}
+        self.tuning.set_current_threshold(effective.get("highThreshold"))
+
+    def _on_threshold_chosen(self, threshold: float) -> None:
+        self.settings.set_value("highThreshold", threshold)
+        self.show_tab(self.settings)

@@ -1,0 +1,179 @@
+"""The one-click benchmark: what the owner's machine can score with an installed ONNX model.
+
+``operator/benchmarkModel`` measures the model's tokens per second in the
+engine (as a job this panel follows and may cancel) and sizes the recall
+gate's budget from it: how many tokens one turn of ``timeoutMs`` holds, and
+whether that is enough for ``maxCandidates`` pages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..common.jobs import JobWatcher, progress_fraction, progress_text
+from ..common.models import Column, Row, RowsModel
+from ..common.widgets import heading, table
+from ..tasks import EngineTasks
+
+LENGTH_COLUMNS = [
+    Column("Pair tokens", lambda r: r.get("pairTokens"), align_right=True),
+    Column("Pairs", lambda r: r.get("pairs"), align_right=True),
+    Column("Seconds", lambda r: r.get("seconds"), align_right=True),
+    Column("Tokens/s", lambda r: r.get("tokensPerSecond"), align_right=True),
+]
+BUDGET_COLUMNS = [
+    Column("timeoutMs", lambda r: r.get("timeoutMs"), align_right=True),
+    Column("Tokens per turn", lambda r: r.get("tokens"), align_right=True),
+    Column("Pages scored", lambda r: r.get("candidatesScored"), align_right=True),
+    Column("Excerpt window (tokens)", lambda r: r.get("windowTokens") or "the 32-token minimum", align_right=True),
+]
+
+
+def budget_text(result: dict[str, Any]) -> str:
+    """The answer in a sentence: throughput, and what the gate's budget holds on this machine."""
+    budget = result.get("budget") or {}
+    head = (f"{result.get('model')} ({result.get('variant')}): {result.get('tokensPerSecond', 0):,.0f} tokens/s "
+            f"on {result.get('threads')} thread(s), loaded in {result.get('loadSeconds', 0):,.1f} s. ")
+    candidates = result.get("maxCandidates")
+    body = f"At timeoutMs {budget.get('timeoutMs', 0):,} one gate turn can score about {budget.get('tokens', 0):,} tokens"
+    if budget.get("windowTokens"):
+        return head + body + f": all {candidates} pages with ~{budget['windowTokens']}-token excerpts."
+    return head + body + (f": only {budget.get('candidatesScored', 0)} of {candidates} pages, with the shortest "
+                          "excerpts. Raise timeoutMs or lower maxCandidates for all of them.")
+
+
+class BenchmarkPanel(QWidget):
+    """Pick a model, Benchmark, read the budget."""
+
+    sig_benchmark_finished = Signal(object)
+    """The benchmark job ended; the argument is the job (its ``result`` when done)."""
+
+    def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tasks = tasks
+        self.result: dict[str, Any] | None = None
+        self.model_choice = QComboBox()
+        self.model_choice.setMinimumContentsLength(24)
+        self.timeout = QSpinBox()
+        self.timeout.setRange(0, 10_000)
+        self.timeout.setSingleStep(100)
+        self.timeout.setSpecialValueText("the gate's timeoutMs")
+        self.timeout.setSuffix(" ms")
+        self.timeout.setToolTip("The budget per turn to size (0: the recall gate's setting)")
+        self.run_button = QPushButton("&Benchmark")
+        self.run_button.setToolTip("Measure the selected model's tokens per second on this machine (seconds)")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel &benchmark")
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.status = QLabel("Measures the model in the engine; the gate keeps running meanwhile.")
+        self.status.setWordWrap(True)
+        self.answer = QLabel()
+        self.answer.setWordWrap(True)
+        self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.lengths_model = RowsModel(LENGTH_COLUMNS, self)
+        self.budgets_model = RowsModel(BUDGET_COLUMNS, self)
+        self.watcher = JobWatcher(tasks, self)
+        self.watcher.sig_job_updated.connect(self._on_updated)
+        self.watcher.sig_job_finished.connect(self._on_finished)
+        self.cancel_button.clicked.connect(self.watcher.cancel)
+
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Model"))
+        controls.addWidget(self.model_choice, 1)
+        controls.addWidget(QLabel("Budget"))
+        controls.addWidget(self.timeout)
+        controls.addWidget(self.run_button)
+        controls.addWidget(self.cancel_button)
+        tables = QSplitter(Qt.Orientation.Horizontal)
+        tables.addWidget(table(self.lengths_model))
+        tables.addWidget(table(self.budgets_model))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(heading("Benchmark: what this machine can score"))
+        layout.addLayout(controls)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addWidget(self.answer)
+        layout.addWidget(tables, 1)
+        self._update_actions()
+
+    def set_models(self, report: dict[str, Any]) -> None:
+        """The installed ONNX models to choose from (the Decision model first)."""
+        chosen = self.model_choice.currentData()
+        names = [m["name"] for m in report.get("installed") or [] if m.get("runnable")]
+        selected = (report.get("decisionModel") or "").removeprefix("onnx/")
+        names.sort(key=lambda name: (name != selected, name))
+        self.model_choice.clear()
+        for name in names:
+            self.model_choice.addItem(name + (" (the recall gate's)" if name == selected else ""), name)
+        self.model_choice.setCurrentIndex(max(0, self.model_choice.findData(chosen)))
+        self._update_actions()
+
+    def set_selected(self, installed: Row | None) -> None:
+        """Follow the Installed table's selection."""
+        if installed is not None and installed.get("runnable"):
+            index = self.model_choice.findData(installed["name"])
+            if index >= 0:
+                self.model_choice.setCurrentIndex(index)
+
+    def adopt_running(self) -> None:
+        """Follow a benchmark that is still running in the engine (the window was reopened)."""
+        if not self.watcher.running:
+            self.tasks.request("operator/jobs", {"kind": "benchmark"}, self._on_jobs, owner=self)
+
+    def _on_jobs(self, result: dict[str, Any]) -> None:
+        running = [job for job in result.get("jobs") or [] if job["state"] in ("running", "cancelling")]
+        if running and not self.watcher.running:
+            self.watcher.follow(running[0])
+
+    def run(self) -> None:
+        name = self.model_choice.currentData()
+        if not name or self.watcher.running:
+            return
+        params: dict[str, Any] = {"name": name}
+        if self.timeout.value():
+            params["timeoutMs"] = self.timeout.value()
+        self.run_button.setEnabled(False)
+        self.watcher.start("operator/benchmarkModel", params, on_error=self._on_refused)
+
+    def _on_refused(self, message: str) -> None:
+        self.status.setText(f"Could not start the benchmark: {message}")
+        self._update_actions()
+
+    def _on_updated(self, job: dict[str, Any]) -> None:
+        fraction = progress_fraction(job)
+        self.progress.setValue(round((fraction or 0) * 1000))
+        self.status.setText(progress_text(job))
+        self.cancel_button.setEnabled(job.get("state") == "running")
+        self.run_button.setEnabled(False)
+
+    def _on_finished(self, job: dict[str, Any]) -> None:
+        if job.get("state") == "done":
+            self.result = job.get("result") or {}
+            self.answer.setText(budget_text(self.result))
+            self.lengths_model.set_rows(self.result.get("lengths") or [])
+            self.budgets_model.set_rows(self.result.get("budgets") or [])
+            self.progress.setValue(1000)
+        self.status.setText(progress_text(job))
+        self._update_actions()
+        self.sig_benchmark_finished.emit(job)
+
+    def _update_actions(self) -> None:
+        self.run_button.setEnabled(self.model_choice.count() > 0 and not self.watcher.running)
+        if not self.watcher.running:
+            self.cancel_button.setEnabled(False)

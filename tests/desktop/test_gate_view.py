@@ -1,0 +1,241 @@
+"""The Recall gate view: settings checked by the engine, the shadow log and histogram, labelling, what-if, replay."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Iterator
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop.gate.view import GateView
+from engine.authority import AgentCaller
+from engine.gate import gate_turn
+from engine.service import Engine
+from models.fixtures import TINY_RERANKER
+from models.installed import ModelStore
+from models.local import add_local
+from tests.desktop.conftest import wait_for_signal
+from tests.engine.gate_helpers import FakeRerank, scores_by_text, write_config
+
+SCORES = {"Atlas Migration": 0.91, "Dana Whitaker": 0.66, "Northwind Labs": 0.31}
+MESSAGES = ["Atlas migration status for Dana", "When is the Atlas cut-over?", "What does Dana prefer?",
+            "Northwind offices and Atlas", "Ravi and the Atlas schema", "blue-green deployment for atlas"]
+
+
+@pytest.fixture
+def gate_engine(served_engine: Engine) -> Iterator[tuple[Engine, FakeRerank]]:
+    """The demo store with a shadow gate and a journal, six turns kept, and the tiny model installed as ``tiny``."""
+    fake = FakeRerank(scores_by_text(SCORES))
+    state = served_engine.state
+    write_config(state, {"mode": "shadow", "journal": True}, model="rerank/test", base_url=fake.url)
+    add_local(ModelStore(state.models), TINY_RERANKER, name="tiny")
+    caller = AgentCaller(served_engine.registry.add_credential("main"), {"kind": "owner-private"})
+    for message in MESSAGES:
+        assert gate_turn(served_engine, caller, {"message": message})["outcome"] == "shadow"
+    try:
+        yield served_engine, fake
+    finally:
+        fake.close()
+
+
+def shown(qtbot: Any, tasks: Any) -> GateView:
+    view = GateView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1200, 800)
+    view.show()
+    return view
+
+
+def read_config(engine: Engine, guard: Any) -> dict:
+    guard.active = False   # the test reads what the engine wrote
+    try:
+        return json.loads(engine.state.config.read_text(encoding="utf-8"))
+    finally:
+        guard.active = True
+
+
+def test_settings_are_checked_by_the_engine_next_to_the_field_and_saved(qtbot, gate_engine, tasks,
+                                                                        gui_thread_guard) -> None:
+    engine, _ = gate_engine
+    view = shown(qtbot, tasks)
+    form = view.settings
+    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
+    assert form.values()["mode"] == "shadow" and form.values()["journal"] is True
+    assert form.values()["highThreshold"] == 0.75 and form.values()["mediumThreshold"] is None
+    assert "Decision model rerank/test: ready" in form.status.text()
+
+    blocker = wait_for_signal(qtbot, form.sig_checked, lambda: form.inputs["pageChars"].setValue(10))
+    assert blocker.args[0] == {"valid": False, "message": "recallGate.pageChars must be an integer from 200 to 6,000",
+                               "field": "recallGate.pageChars"}
+    assert form.errors["pageChars"].isVisible() and "200 to 6,000" in form.errors["pageChars"].text()
+    assert not form.save_button.isEnabled()
+
+    def pointer_above_high() -> None:
+        form.inputs["pageChars"].setValue(2000)
+        form.switches["mediumThreshold"].setChecked(True)
+        form.inputs["mediumThreshold"].setValue(0.9)
+
+    wait_for_signal(qtbot, form.sig_checked, pointer_above_high)
+    assert not form.errors["pageChars"].isVisible() and form.errors["mediumThreshold"].isVisible()
+    assert "must be below highThreshold" in form.errors["mediumThreshold"].text()
+
+    blocker = wait_for_signal(qtbot, form.sig_checked, lambda: form.inputs["mediumThreshold"].setValue(0.5))
+    assert blocker.args[0]["valid"] and form.save_button.isEnabled()
+    wait_for_signal(qtbot, form.sig_settings_saved, lambda: qtbot.keyClick(form.save_button, Qt.Key.Key_Space))
+    assert read_config(engine, gui_thread_guard)["recallGate"] == {
+        "mode": "shadow", "journal": True, "mediumThreshold": 0.5, "pageChars": 2000}
+    assert form.verdict.text() == "Saved to config.json."
+
+
+def test_an_invalid_form_is_never_written(qtbot, gate_engine, tasks, gui_thread_guard) -> None:
+    engine, _ = gate_engine
+    view = shown(qtbot, tasks)
+    form = view.settings
+    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
+    form.inputs["timeoutMs"].setValue(50)
+    wait_for_signal(qtbot, form.sig_checked, form.save)
+    assert form.errors["timeoutMs"].isVisible() and "100 to 10,000" in form.errors["timeoutMs"].text()
+    qtbot.waitUntil(lambda: not tasks.busy, timeout=10_000)
+    assert read_config(engine, gui_thread_guard)["recallGate"] == {"mode": "shadow", "journal": True}
+
+
+def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltester, gate_engine, tasks,
+                                                               gui_thread_guard) -> None:
+    view = shown(qtbot, tasks)
+    log = view.log
+    with qtbot.waitSignals([log.sig_stats_loaded, log.log_model.sig_page_loaded], timeout=10_000):
+        view.set_agent("main")
+        view.show_tab(log)
+    assert log.log_model.rowCount() == 6 and "6 turns (6 shadow)" in log.summary.text()
+    outcomes = [log.log_model.data(log.log_model.index(row, 3)) for row in range(6)]
+    assert all(outcome.startswith("shadow (would: ") for outcome in outcomes)
+
+    first = log.log_model.row(0)   # the newest turn: "blue-green deployment for atlas"
+    log.log_table.selectRow(0)
+    assert log.decisions_model.rowCount() == len(first["decisions"]) > 0
+    tiers = {log.decisions_model.data(log.decisions_model.index(n, 2)) for n in range(log.decisions_model.rowCount())}
+    assert "high" in tiers
+    blocker = wait_for_signal(qtbot, view.sig_record_requested,
+                              lambda: log.decisions_table.activated.emit(log.decisions_model.index(0, 0)))
+    assert blocker.args == [first["decisions"][0]["id"]]
+
+    bins = log.histogram_model.rows()
+    assert len(bins) == 20
+    high = sum(1 for row in range(6) for d in log.log_model.row(row)["decisions"] if d["tier"] == "high")
+    assert sum(b["high"] for b in bins) == high and bins[18]["high"] == high, "0.91 falls in 0.90-0.95"
+    chart_rows = log.histogram.rows()
+    assert len(chart_rows) == 20 and chart_rows[18][2][0] == high, "the chart reads the model"
+    assert "high: " in log.histogram.describe_at(log.histogram.plot_area().left()
+                                                 + 0.92 * log.histogram.plot_area().width())
+    assert not log.histogram.grab().isNull()
+    for model in (log.log_model, log.decisions_model, log.histogram_model):
+        qtmodeltester.check(model, force_py=True)
+
+
+def label_every_turn(qtbot: Any, view: GateView, needed_title: str) -> None:
+    journal = view.journal
+    for row in range(journal.journal_model.rowCount()):
+        journal.journal_table.selectRow(row)
+        pages = journal.pages_model
+        for number in range(pages.rowCount()):
+            if pages.page(number)["title"] == needed_title:
+                pages.setData(pages.index(number, 0), Qt.CheckState.Checked.value, Qt.ItemDataRole.CheckStateRole)
+        wait_for_signal(qtbot, journal.sig_turn_labelled, journal.save_button.click)
+
+
+def test_labelling_turns_feeds_the_what_if_charts_and_the_suggestion(qtbot, qtmodeltester, gate_engine, tasks,
+                                                                     gui_thread_guard) -> None:
+    view = shown(qtbot, tasks)
+    journal = view.journal
+    view.set_agent("main")
+    wait_for_signal(qtbot, journal.sig_journal_loaded, lambda: view.show_tab(journal))
+    assert journal.journal_model.rowCount() == 6
+    journal.journal_table.selectRow(0)
+    assert journal.message.toPlainText() == MESSAGES[-1]
+    assert {journal.pages_model.page(n)["title"] for n in range(journal.pages_model.rowCount())} >= {
+        "Atlas Migration"}
+    journal.pages_table.selectRow(0)
+    assert journal.document.toPlainText().startswith(journal.pages_model.page(0)["title"] + "\n")
+    journal.extra.setText("Atlas!")
+    journal.save_button.click()
+    assert journal.status.text().startswith("Not a record id: 'Atlas!'")
+    journal.extra.clear()
+
+    label_every_turn(qtbot, view, "Atlas Migration")
+    assert all(journal.journal_model.data(journal.journal_model.index(n, 2)) in ("1 needed", "no page needed")
+               for n in range(6))
+    qtmodeltester.check(journal.pages_model, force_py=True)
+    qtmodeltester.check(journal.journal_model, force_py=True)
+
+    tuning = view.tuning
+    blocker = wait_for_signal(qtbot, tuning.sig_what_if_loaded, lambda: view.show_tab(tuning))
+    result = blocker.args[0]
+    assert result["labelled"] == 6 and result["suggested"]["threshold"] is not None
+    suggested = result["suggested"]["threshold"]
+    assert 0.66 < suggested <= 0.91, "Atlas (0.91) is the one needed page; Dana (0.66) never is"
+    assert "Suggested highThreshold" in tuning.suggestion.text()
+    rows = tuning.model.rows()
+    assert [row["threshold"] for row in rows] == sorted(row["threshold"] for row in rows)
+    line = tuning.quality_chart.rows()
+    assert len(line) == len(rows) and {m.label.split()[0] for m in tuning.quality_chart.markers} == {
+        "in", "suggested"}
+    assert not tuning.quality_chart.grab().isNull() and not tuning.pages_chart.grab().isNull()
+    qtmodeltester.check(tuning.model, force_py=True)
+
+    qtbot.keyClick(tuning.use_button, Qt.Key.Key_Space)
+    assert view.tabs.currentWidget() is view.settings
+    assert view.settings.values()["highThreshold"] == round(suggested, 3)
+
+
+def test_replay_against_another_model_runs_as_a_job(qtbot, qtmodeltester, gate_engine, tasks,
+                                                    gui_thread_guard) -> None:
+    view = shown(qtbot, tasks)
+    replay = view.replay
+    view.set_agent("main")
+    view.show_tab(replay)
+    qtbot.waitUntil(lambda: replay.model_choice.count() == 2, timeout=10_000)
+    replay.model_choice.setCurrentIndex(replay.model_choice.findData("onnx/tiny"))
+    updates: list[dict] = []
+    replay.watcher.sig_job_updated.connect(updates.append)
+    blocker = wait_for_signal(qtbot, replay.sig_replay_finished, replay.start_button.click, timeout=60_000)
+    job = blocker.args[0]
+    assert job["state"] == "done" and job["result"]["model"] == "onnx/tiny"
+    assert updates[0]["state"] in ("running", "done") and replay.progress.value() == 1000
+    assert replay.results_model.rowCount() == 6
+    assert {replay.results_model.data(replay.results_model.index(n, 0)) for n in range(6)} == set(MESSAGES)
+    assert replay.summary.text().startswith("Replayed 6 turn(s) with onnx/tiny")
+    qtmodeltester.check(replay.results_model, force_py=True)
+
+
+def test_a_replay_can_be_cancelled_between_turns(qtbot, gate_engine, tasks, gui_thread_guard) -> None:
+    engine, fake = gate_engine
+    view = shown(qtbot, tasks)
+    replay = view.replay
+    view.set_agent("main")
+    view.show_tab(replay)
+    qtbot.waitUntil(lambda: replay.model_choice.count() >= 1, timeout=10_000)
+    entered, release = threading.Event(), threading.Event()
+    respond = fake.respond
+
+    def slow(request: dict) -> Any:
+        entered.set()
+        release.wait(30)
+        return respond(request)
+
+    fake.respond = slow
+    sent = len(fake.requests)
+    try:
+        replay.start_button.click()
+        qtbot.waitUntil(lambda: entered.is_set() and replay.cancel_button.isEnabled(), timeout=10_000)
+        qtbot.waitUntil(lambda: "Replaying turn 1 of 6" in replay.status.text(), timeout=10_000)
+        with qtbot.waitSignal(replay.sig_replay_finished, timeout=30_000) as blocker:
+            replay.cancel_button.click()
+            qtbot.waitUntil(lambda: replay.status.text().startswith("Cancelling"), timeout=10_000)
+            release.set()
+    finally:
+        release.set()
+    assert blocker.args[0]["state"] == "cancelled" and replay.status.text() == "Cancelled."
+    assert len(fake.requests) == sent + 1 and replay.results_model.rowCount() == 0
+    assert replay.start_button.isEnabled()

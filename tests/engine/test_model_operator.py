@@ -1,0 +1,171 @@
+"""The models view's operator methods: listing with verification, downloads as jobs, the benchmark, the choice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from engine.decision_onnx import OnnxOptions
+from engine.errors import InvalidParams, NotFound
+from engine.model_benchmark import gate_budget
+from engine.model_operator import handlers
+from engine.service import Engine
+from engine.statedir import StateDir
+from models.fixtures import TINY_RERANKER, TINY_RERANKER_FILES
+from models.installed import ModelStore
+from models.local import add_local
+from models.pull import PARTIAL_DIR
+from tests.models.fake_hub import FakeHub, hold_downloads, running
+from tests.models.test_pull import FILES, REVISION, tiny_entry
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    made = Engine(StateDir(tmp_path / "state"), watch=False)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def tiny_catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("models.catalogue.CATALOGUE", tiny_entry())
+
+
+def installed(report: dict, name: str) -> dict:
+    return next(row for row in report["installed"] if row["name"] == name)
+
+
+def test_the_listing_has_the_catalogue_and_each_installed_models_verification(engine: Engine) -> None:
+    methods = handlers(engine)
+    empty = methods["models"]({})
+    names = {entry["name"] for entry in empty["catalogue"]}
+    assert {"gte-reranker-modernbert-base", "all-minilm-l6-v2-int8"} <= names and empty["installed"] == []
+    fp32 = next(v for e in empty["catalogue"] for v in e["variants"] if v["name"] == "fp32")
+    assert fp32["pullable"] and fp32["bytes"] > fp32["size"]
+    assert empty["decision"]["state"] == "not_configured"
+
+    add_local(ModelStore(engine.state.models), TINY_RERANKER, name="tiny")
+    row = installed(methods["models"]({}), "tiny")
+    assert row["verification"]["status"] == "unverified" and "no published sha256" in row["verification"]["message"]
+    assert row["selectAs"] == "onnx/tiny" and row["usedAs"] == [] and row["bytes"] == sum(
+        size for size, _ in TINY_RERANKER_FILES.values())
+
+
+def test_a_file_changed_after_registration_fails_verification(engine: Engine, tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "mine"
+    shutil.copytree(TINY_RERANKER, folder)
+    add_local(ModelStore(engine.state.models), folder, name="mine")
+    methods = handlers(engine)
+    assert installed(methods["models"]({}), "mine")["verification"]["status"] == "unverified"
+    (folder / "config.json").write_text("{}", encoding="utf-8")
+    verification = installed(methods["models"]({}), "mine")["verification"]
+    assert verification["status"] == "failed" and "config.json changed since it was registered" in \
+        verification["message"]
+
+
+def test_a_download_runs_as_a_job_with_byte_progress_and_verifies(engine, tiny_catalogue, monkeypatch) -> None:
+    hub = FakeHub("owner/tiny", REVISION, FILES)
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    methods = handlers(engine)
+    with running(hub):
+        job = methods["pullModel"]({"name": "tiny"})
+        assert job["kind"] == "pull" and job["progress"]["total"] == sum(len(data) for data in FILES.values())
+        finished = engine.jobs.wait(job["id"], 30)
+    assert finished["state"] == "done", finished
+    assert finished["progress"]["done"] == finished["progress"]["total"]
+    assert finished["result"]["selectAs"] == "onnx/tiny"
+    row = installed(methods["models"]({}), "tiny")
+    assert row["verification"]["status"] == "verified" and row["source"] == "catalogue"
+
+
+def test_a_cancelled_download_keeps_what_arrived_and_the_next_one_resumes(engine, tiny_catalogue,
+                                                                           monkeypatch) -> None:
+    hub = FakeHub("owner/tiny", REVISION, FILES)
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    entered, release = hold_downloads(hub, "model.onnx")
+    methods = handlers(engine)
+    with running(hub):
+        job = methods["pullModel"]({"name": "tiny"})
+        assert entered.wait(10)
+        assert methods["pullModel"]({"name": "tiny"})["id"] == job["id"], "one download of a model at a time"
+        assert engine.jobs.cancel(job["id"])["state"] == "cancelling"
+        release.set()
+        cancelled = engine.jobs.wait(job["id"], 30)
+        assert cancelled["state"] == "cancelled"
+        assert methods["models"]({})["installed"] == []
+        assert (engine.state.models / "tiny" / PARTIAL_DIR / "onnx" / "model.onnx.part").exists()
+        again = engine.jobs.wait(methods["pullModel"]({"name": "tiny"})["id"], 30)
+    assert again["state"] == "done"
+
+
+def test_unknown_models_and_variants_are_refused_at_once(engine, tiny_catalogue) -> None:
+    methods = handlers(engine)
+    with pytest.raises(NotFound, match="not in the catalogue"):
+        methods["pullModel"]({"name": "nope"})
+    with pytest.raises(NotFound, match="no variant 'fp64'"):
+        methods["pullModel"]({"name": "tiny", "variant": "fp64"})
+    with pytest.raises(InvalidParams):
+        methods["pullModel"]({"name": "tiny", "endpoint": "http://elsewhere"})
+
+
+def test_an_offline_download_fails_readably(engine, tiny_catalogue, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    methods = handlers(engine)
+    failed = engine.jobs.wait(methods["pullModel"]({"name": "tiny"})["id"], 30)
+    assert failed["state"] == "failed" and failed["error"]["reason"] == "offline"
+    assert "HF_HUB_OFFLINE" in failed["error"]["message"]
+
+
+def test_the_benchmark_measures_the_model_and_sizes_the_gate_budget(engine: Engine) -> None:
+    add_local(ModelStore(engine.state.models), TINY_RERANKER, name="tiny")
+    methods = handlers(engine)
+    with pytest.raises(InvalidParams, match="name the installed ONNX model"):
+        methods["benchmarkModel"]({})
+    with pytest.raises(NotFound):
+        methods["benchmarkModel"]({"name": "absent"})
+    with pytest.raises(InvalidParams):
+        methods["benchmarkModel"]({"name": "tiny", "timeoutMs": 50})
+
+    job = methods["benchmarkModel"]({"name": "tiny", "timeoutMs": 1200})
+    finished = engine.jobs.wait(job["id"], 120)
+    assert finished["state"] == "done", finished
+    result = finished["result"]
+    assert result["model"] == "tiny" and result["tokensPerSecond"] > 0
+    assert [row["pairTokens"] for row in result["lengths"]] == [64, 128, 256]
+    assert all(row["tokens"] == row["pairs"] * row["pairTokens"] for row in result["lengths"])
+    assert result["budget"]["timeoutMs"] == 1200 and result["budget"]["tokens"] > 0
+    assert 1200 in [row["timeoutMs"] for row in result["budgets"]]
+    tokens = [row["tokens"] for row in result["budgets"]]
+    assert tokens == sorted(tokens), "a longer budget holds more tokens"
+
+
+def test_the_budget_follows_the_gates_plan() -> None:
+    options = OnnxOptions()
+    # 600 tokens/s, the full-size reranker on a 2-core CPU: 1,500 ms hold about 660 tokens (docs/recall-gate.md
+    # measured ~690 a turn), not enough for ten 32-token excerpts beside a 40-token message and title.
+    budget = gate_budget(600.0, 1500, 10, 40, options)
+    assert budget["tokens"] == int((1.5 - 0.025 - 0.002) * 600 / 1.2 * 0.9)
+    assert budget["windowTokens"] is None and budget["candidatesScored"] == budget["tokens"] // 72 == 9
+    roomy = gate_budget(600.0, 3000, 10, 40, options)
+    assert roomy["candidatesScored"] == 10 and roomy["windowTokens"] == 80
+
+
+def test_choosing_the_models_the_engine_uses(engine: Engine) -> None:
+    add_local(ModelStore(engine.state.models), TINY_RERANKER, name="tiny")
+    methods = handlers(engine)
+    with pytest.raises(NotFound):
+        methods["setModelSettings"]({"decisionModel": "onnx/absent"})
+    with pytest.raises(InvalidParams):
+        methods["setModelSettings"]({})
+    report = methods["setModelSettings"]({"decisionModel": "onnx/tiny", "embeddingModel": None})
+    assert report["decisionModel"] == "onnx/tiny" and report["embeddingModel"] is None
+    assert installed(report, "tiny")["usedAs"] == ["decisionModel"]
+    on_disk = json.loads(engine.state.config.read_text(encoding="utf-8"))
+    assert on_disk == {"decisionModel": "onnx/tiny", "embeddingModel": None} or \
+        {"decisionModel": "onnx/tiny", "embeddingModel": None}.items() <= on_disk.items()
+    assert methods["setModelSettings"]({"decisionModel": None})["decisionModel"] is None
