@@ -6,13 +6,26 @@ Seeds the demo into a throwaway state directory, lets the window start the
 engine as a child process (as `knowledge desktop --demo` does), walks the
 views, waits for each one's data, and saves the window as PNG.  The engine
 is stopped at the end.
+
+No trained reranker can be downloaded where these are taken, so the recall
+gate's shadow log comes from a loopback ``/rerank`` service run by this
+script that scores a page by the share of the message's words it contains
+(a real, if crude, relevance score: nothing in the pictures is typed in by
+hand), and the owner's labels are the pages each message names.  The tiny
+test model is installed so the Models view has something to verify and
+benchmark.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import re
 import sys
 import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,10 +39,90 @@ from desktop import launcher  # noqa: E402
 from desktop.app import application  # noqa: E402
 from desktop.main_window import MainWindow  # noqa: E402
 from desktop.tasks import EngineTasks  # noqa: E402
+from engine.authority import AgentCaller  # noqa: E402
+from engine.demo import seed_demo  # noqa: E402
+from engine.gate import gate_turn  # noqa: E402
+from engine.gate_operator import handlers as gate_handlers  # noqa: E402
+from engine.service import Engine  # noqa: E402
 from engine.statedir import StateDir  # noqa: E402
+from models.fixtures import TINY_RERANKER  # noqa: E402
+from models.installed import ModelStore  # noqa: E402
+from models.local import add_local  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 TIMEOUT_MS = 60_000
+
+
+# What an owner asks the agent, and the demo pages each message is about (the owner's labels).
+GATE_TURNS = [
+    ("How is the Atlas migration going?", ["Atlas Migration"]),
+    ("When is the Atlas cut-over now?", ["Atlas Migration"]),
+    ("Draft the weekly status notes for Dana", ["Dana Whitaker"]),
+    ("Who at Northwind Labs works on Atlas?", ["Northwind Labs", "Atlas Migration"]),
+    ("What does Ravi own in the atlas repository?", ["Ravi Menon", "northwind/atlas"]),
+    ("Explain blue-green deployment for the cut-over", ["Blue-green deployment"]),
+    ("Remind me what Dana prefers for status updates", ["Dana Whitaker"]),
+    ("Thanks, that is all for today", []),
+    ("Book a table for lunch on Friday", []),
+    ("Is the Northwind office open on Mondays?", ["Northwind Labs"]),
+]
+WORD = re.compile(r"[a-z0-9]{3,}")
+STOPWORDS = {"the", "and", "for", "what", "who", "how", "when", "does", "that", "this", "now", "is", "me", "on"}
+
+
+def overlap_score(query: str, document: str) -> float:
+    """The share of the message's words in the document, through a logistic: 0..1."""
+    words = set(WORD.findall(query.lower())) - STOPWORDS
+    if not words:
+        return 0.0
+    share = len(words & set(WORD.findall(document.lower()))) / len(words)
+    return 1 / (1 + math.exp(-8 * (share - 0.3)))
+
+
+class OverlapRerank:
+    """``POST /rerank`` on loopback, answering in Cohere's shape with ``overlap_score``."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                documents = body.get("documents") or body.get("texts") or []
+                data = json.dumps({"results": [{"index": n, "relevance_score": overlap_score(body["query"], d)}
+                                               for n, d in enumerate(documents)]}).encode("utf-8")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def seed_gate(state: StateDir, rerank_url: str) -> None:
+    """The demo, a shadow-mode gate with a journal, ten turns of it, and the owner's labels."""
+    state.create()
+    state.config.write_text(json.dumps({
+        "decisionModel": "rerank/overlap", "models": {"providers": {"rerank": {"baseUrl": rerank_url}}},
+        "recallGate": {"mode": "shadow", "journal": True, "highThreshold": 0.8, "mediumThreshold": 0.5},
+    }), encoding="utf-8")
+    add_local(ModelStore(state.models), TINY_RERANKER, name="tiny-test-reranker")
+    with Engine(state, watch=False) as engine:
+        seed_demo(engine)
+        caller = AgentCaller(engine.registry.add_credential("main"), {"kind": "owner-private"})
+        engine.decision.wait_ready(30)
+        for message, _ in GATE_TURNS:
+            gate_turn(engine, caller, {"message": message})
+        operator = gate_handlers(engine)
+        journal = operator["gateJournal"]({"agent": "main"})
+        for turn in journal["turns"]:
+            needed = next(pages for message, pages in GATE_TURNS if message == turn["message"])
+            ids = [page["id"] for page in turn["pages"] if page["title"] in needed]
+            operator["labelGateTurn"]({"agent": "main", "turn": turn["id"], "needed": ids})
 
 
 def wait(signal: Any, trigger: Callable[[], Any] = lambda: None, *, settle_ms: int = 300) -> None:
@@ -66,12 +159,14 @@ def main() -> int:
     app = application()
     with tempfile.TemporaryDirectory(prefix="kd-shots-") as temp:
         state = StateDir(Path(temp) / "state")
+        rerank = OverlapRerank()
+        seed_gate(state, rerank.url)
         tasks = EngineTasks()
         window = MainWindow(tasks, state)
         window.resize(1360, 820)
         window.show()
         try:
-            wait(window.agents_view.sig_inventory_changed, lambda: window.connect_engine(demo=True))
+            wait(window.agents_view.sig_inventory_changed, lambda: window.connect_engine(demo=False))
             agents = window.agents_view
             wait(agents.sig_status_reported, lambda: agents.add_agent("researcher", False))
             agents.dialog.close()
@@ -110,6 +205,29 @@ def main() -> int:
             save(window, "what-the-agent-sees")
             wait(window.health_view.sig_content_loaded, lambda: window.show_view(5))
             save(window, "health")
+
+            gate = window.gate_view
+            wait(gate.settings.sig_settings_loaded, lambda: window.show_view(6))
+            save(window, "recall-gate-settings")
+            wait(gate.log.log_model.sig_page_loaded, lambda: gate.show_tab(gate.log), settle_ms=800)
+            gate.log.log_table.selectRow(6)
+            save(window, "recall-gate-shadow-log")
+            wait(gate.tuning.sig_what_if_loaded, lambda: gate.show_tab(gate.tuning), settle_ms=800)
+            save(window, "recall-gate-tuning")
+            wait(gate.journal.sig_journal_loaded, lambda: gate.show_tab(gate.journal))
+            gate.journal.journal_table.selectRow(4)
+            save(window, "recall-gate-labelling")
+            gate.show_tab(gate.replay)
+            replay = gate.replay
+            wait(replay.sig_replay_finished, replay.start_button.click)
+            save(window, "recall-gate-replay")
+
+            models = window.models_view
+            wait(models.sig_content_loaded, lambda: window.show_view(7))
+            models.select_installed("tiny-test-reranker")
+            bench = models.benchmark
+            wait(bench.sig_benchmark_finished, bench.run_button.click)
+            save(window, "models-and-benchmark")
         except KeyboardInterrupt:
             pass
         finally:
@@ -119,6 +237,7 @@ def main() -> int:
             if handle is not None:
                 launcher.stop_engine(handle)
                 os.waitpid(handle.started_pid, 0)
+            rerank.server.shutdown()
     app.processEvents()
     return 0
 

@@ -56,10 +56,10 @@ LOG_COLUMNS = [
     Column("Journal", lambda t: t.get("journaled")),
 ]
 DECISION_COLUMNS = [
-    Column("Record", lambda d: d.get("id")),
     Column("Score", lambda d: d.get("score") if d.get("score") is not None else d.get("answer", "-"),
            align_right=True),
     Column("Tier", lambda d: d.get("tier")),
+    Column("Record", lambda d: d.get("id")),
 ]
 HISTOGRAM_COLUMNS = [
     Column("From", lambda b: b.get("from"), align_right=True),
@@ -105,6 +105,7 @@ class GateLogPanel(QWidget):
         self.log_model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
         self.log_table = table(self.log_model)
         self.log_table.selectionModel().selectionChanged.connect(self._on_turn_selected)
+        self.log_model.sig_page_loaded.connect(lambda *_: self.log_table.resizeColumnsToContents())
         self.decisions_model = RowsModel(DECISION_COLUMNS, self)
         self.decisions_table = table(self.decisions_model)
         self.decisions_table.activated.connect(self._on_decision_activated)
@@ -125,6 +126,7 @@ class GateLogPanel(QWidget):
         lower.addWidget(turn)
         lower.addWidget(self.histogram)
         lower.setStretchFactor(1, 2)
+        lower.setSizes([460, 700])
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.log_table)
         splitter.addWidget(lower)

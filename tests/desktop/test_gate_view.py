@@ -115,7 +115,7 @@ def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltes
     first = log.log_model.row(0)   # the newest turn: "blue-green deployment for atlas"
     log.log_table.selectRow(0)
     assert log.decisions_model.rowCount() == len(first["decisions"]) > 0
-    tiers = {log.decisions_model.data(log.decisions_model.index(n, 2)) for n in range(log.decisions_model.rowCount())}
+    tiers = {log.decisions_model.data(log.decisions_model.index(n, 1)) for n in range(log.decisions_model.rowCount())}
     assert "high" in tiers
     blocker = wait_for_signal(qtbot, view.sig_record_requested,
                               lambda: log.decisions_table.activated.emit(log.decisions_model.index(0, 0)))
