@@ -88,7 +88,7 @@ def models_report(store: ModelStore, settings: Settings, problem: str | None = N
         select = f"onnx/{model.name}"
         report["installed"].append({
             **model.to_json(), "selectAs": select, "runnable": model.runnable,
-            "kind": entries[model.name].kind if model.name in entries else "reranker",
+            "kind": entries[model.name].kind if model.name in entries else local_kind(model),
             "selected": settings.decision_model == select,
             "usedAs": [key for key, value in (("decisionModel", settings.decision_model),
                                               ("embeddingModel", settings.embedding_model)) if value == select],
@@ -96,6 +96,19 @@ def models_report(store: ModelStore, settings: Settings, problem: str | None = N
     if problem:
         report["configProblem"] = problem
     return report
+
+
+def local_kind(model: InstalledModel) -> str:
+    """A registered folder's kind from its config.json: a sequence classifier scores pairs (a reranker);
+    anything else is read as an encoder whose hidden states are pooled (an embedding model)."""
+    try:
+        config = json.loads(model.path(model.config).read_text(encoding="utf-8")) if model.config else {}
+    except (OSError, ValueError):
+        config = {}
+    architectures = config.get("architectures") if isinstance(config, dict) else None
+    names = [name for name in architectures if isinstance(name, str)] if isinstance(architectures, list) else []
+    return "reranker" if not names or any(name.endswith("ForSequenceClassification") for name in names) \
+        else "embedding"
 
 
 class ModelOperator:

@@ -169,3 +169,13 @@ def test_choosing_the_models_the_engine_uses(engine: Engine) -> None:
     assert on_disk == {"decisionModel": "onnx/tiny", "embeddingModel": None} or \
         {"decisionModel": "onnx/tiny", "embeddingModel": None}.items() <= on_disk.items()
     assert methods["setModelSettings"]({"decisionModel": None})["decisionModel"] is None
+
+
+def test_a_registered_folder_is_listed_with_the_kind_its_config_names(engine: Engine) -> None:
+    from models.fixtures import TINY_EMBEDDER
+
+    add_local(ModelStore(engine.state.models), TINY_RERANKER, name="scorer")
+    add_local(ModelStore(engine.state.models), TINY_EMBEDDER, name="encoder")
+    report = handlers(engine)["models"]({})
+    assert installed(report, "scorer")["kind"] == "reranker"
+    assert installed(report, "encoder")["kind"] == "embedding"
