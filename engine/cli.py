@@ -257,7 +257,7 @@ def cmd_bench_socket(args: argparse.Namespace, state: StateDir) -> int:
 def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
     options = gate_bench.Options(
-        model=Path(args.model) if args.model else None,
+        model=Path(args.model) if args.model else None, variant=args.variant,
         torch_python=Path(args.torch_python) if args.torch_python else None, data=Path(args.data),
         state_dir=Path(args.state_dir).expanduser() if args.state_dir else None, questions=args.questions,
         timeout_ms=args.timeout_ms, rounds=args.rounds, output=None if args.output == "-" else Path(args.output),
@@ -478,6 +478,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "PyTorch, side by side. --state-dir names a LoCoMo state dir to reuse.")
     bench_gate.add_argument("--model", help="a folder with onnx/model.onnx, model.safetensors, tokenizer.json and "
                                             "config.json (scripts/make_fullsize_reranker.py makes one)")
+    bench_gate.add_argument("--variant", metavar="NAME",
+                            help="run onnx/NAME.onnx of the folder instead of onnx/model.onnx (model_int8: "
+                                 "scripts/quantize_reranker.py)")
     bench_gate.add_argument("--torch-python", help="a Python with torch and sentence-transformers (the baseline)")
     bench_gate.add_argument("--data", default=str(gate_bench.DEFAULT_DATA), help="the LoCoMo file")
     bench_gate.add_argument("--questions", type=int, default=150, help="gate turns (default 150)")

@@ -94,7 +94,7 @@ GTE_RERANKER = CatalogueEntry(
         "fp32": Variant("fp32", PinnedFile(
             "onnx/model.onnx", 598_803_940,
             "c6d3226502addbcd4d2cf273802957ebf8a2a6bf94037dcb9b1d95bfc01e5d93", _PIN_LOG + "; also " + _PR4),
-            note="full precision; DESIGN.md section 10 measured it faster than dynamic int8 on a 2-core x86 CPU"),
+            note="full precision: the scores the model card reports"),
         "fp16": Variant("fp16", PinnedFile(
             "onnx/model_fp16.onnx", 299_592_530,
             "18acede2913b05211687cfd627d8b3d85bbb91ad36b44252263322760eb68d7b", _PR4),
@@ -102,7 +102,8 @@ GTE_RERANKER = CatalogueEntry(
         "int8": Variant("int8", PinnedFile(
             "onnx/model_int8.onnx", 150_871_837,
             "ecc6a0ae67cee3d898167802383112d9185ca9250e07bd5d1fa65019b050179d", _PR4),
-            note="dynamic int8 (slower than fp32 on the 2-core x86 CPU of DESIGN.md section 10)"),
+            note="dynamic int8: a locally quantized graph of the same architecture ran 2.5x fp32 on an "
+                 "AVX512-VNNI CPU (docs/benchmarks/gate-int8.md); measure yours with the Models view's Benchmark"),
         "bnb4": Variant("bnb4", PinnedFile(
             "onnx/model_bnb4.onnx", 217_644_038,
             "05b830bff59db603aa9a4573ca2478b4c46f47e9bd08d2a9622b3780add9c4ce", _PR4)),

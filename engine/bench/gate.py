@@ -18,6 +18,10 @@
    in the interpreter ``--torch-python`` names), round after round so a
    noisy machine slows both alike.  Tokens per second count real tokens
    (special tokens included, padding excluded), the same pairs on both sides.
+5. **Fidelity**: the first round's scores on both sides compared pair by
+   pair (largest and mean difference of the probabilities, and how often
+   both put the same page first), which matters when ``--variant`` runs a
+   quantized graph of the weights PyTorch runs in fp32.
 
 A benchmark, not a test: it prints figures and writes them to a report.
 """
@@ -63,6 +67,7 @@ class BenchmarkSkipped(Exception):
 @dataclass(frozen=True)
 class Options:
     model: Path | None = None
+    variant: str | None = None          # an ONNX file of the folder other than onnx/model.onnx (e.g. model_int8)
     torch_python: Path | None = None
     data: Path = DEFAULT_DATA
     state_dir: Path | None = None
@@ -74,7 +79,7 @@ class Options:
 
 
 def run(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
-    model = _check_model(options.model)
+    model = _check_model(options.model, options.variant)
     if options.torch_python is None or not Path(options.torch_python).is_file():
         raise BenchmarkSkipped("--torch-python must name a Python with torch and sentence-transformers "
                                "(the PyTorch baseline runs there)")
@@ -118,11 +123,14 @@ def _load() -> float | None:
         return None
 
 
-def _check_model(model: Path | None) -> Path:
+def _check_model(model: Path | None, variant: str | None = None) -> Path:
     needed = ("onnx/model.onnx", "tokenizer.json", "config.json", "model.safetensors")
     if model is None or not all((Path(model) / name).is_file() for name in needed):
         raise BenchmarkSkipped("--model must name a folder with " + ", ".join(needed) + "; generate one with "
                                "scripts/make_fullsize_reranker.py in a scratch virtual environment")
+    if variant is not None and not (Path(model) / "onnx" / f"{variant}.onnx").is_file():
+        raise BenchmarkSkipped(f"--variant {variant}: {model}/onnx/{variant}.onnx does not exist (make an int8 "
+                               "graph with scripts/quantize_reranker.py)")
     return Path(model).resolve()
 
 
@@ -134,7 +142,7 @@ def _prepare_store(state: StateDir, data: Any, model: Path, options: Options, sa
             with owner_caller(engine, AGENT) as (caller, _):
                 import_locomo(engine, caller, data)
     say("registering the model (hashing its files) ...")
-    add_local(ModelStore(state.models), model, name=MODEL_NAME, replace=True)
+    add_local(ModelStore(state.models), model, name=MODEL_NAME, replace=True, variant=options.variant)
     config = json.loads(state.config.read_text(encoding="utf-8")) if state.config.is_file() else {}
     config.update(decisionModel=f"onnx/{MODEL_NAME}",
                   recallGate={"mode": "shadow", "journal": True, "timeoutMs": options.timeout_ms})
@@ -186,6 +194,7 @@ def _throughput(engine: Engine, pairs: list[dict[str, Any]], model: Path, option
     settings = engine.settings.current()
     rounds = []
     baseline_info: dict[str, Any] = {}
+    fidelity: dict[str, Any] = {}
     for number in range(1, options.rounds + 1):
         runtime = DecisionRuntime(lambda: settings, ModelStore(engine.state.models))   # a fresh, empty cache
         try:
@@ -195,7 +204,8 @@ def _throughput(engine: Engine, pairs: list[dict[str, Any]], model: Path, option
                 questions = [BooleanQuestion(doc, str(i)) for i, doc in enumerate(turn["documents"])]
                 started = time.perf_counter()
                 result = runtime.ask_boolean(turn["query"], questions, deadline=time.monotonic() + 600)
-                onnx.append({"seconds": time.perf_counter() - started, "tokens": result.tokens_scored})
+                onnx.append({"seconds": time.perf_counter() - started, "tokens": result.tokens_scored,
+                             "scores": [answer.probability_true for answer in result.answers]})
         finally:
             runtime.close()
         out = work / f"torch-{number}.json"
@@ -203,6 +213,8 @@ def _throughput(engine: Engine, pairs: list[dict[str, Any]], model: Path, option
                        check=True, stdout=subprocess.DEVNULL)
         baseline_info = json.loads(out.read_text(encoding="utf-8"))
         torch_turns = baseline_info.pop("turns")
+        if number == 1:
+            fidelity = _fidelity([turn["scores"] for turn in onnx], [turn["scores"] for turn in torch_turns])
         rounds.append({"onnx": _rate(onnx), "torch": _rate(torch_turns),
                        "turnRatios": [(o["tokens"] / o["seconds"]) / (t["tokens"] / t["seconds"])
                                       for o, t in zip(onnx, torch_turns) if o["seconds"] > 0 and t["seconds"] > 0],
@@ -210,8 +222,23 @@ def _throughput(engine: Engine, pairs: list[dict[str, Any]], model: Path, option
                        "torchTokens": sum(t["tokens"] for t in torch_turns)})
         say(f"round {number}: onnx {rounds[-1]['onnx']:.0f} tokens/s, "
             f"PyTorch {rounds[-1]['torch']:.0f} tokens/s")
-    return {"rounds": rounds, "baseline": baseline_info, "turns": len(pairs),
+    return {"rounds": rounds, "baseline": baseline_info, "turns": len(pairs), "fidelity": fidelity,
             "pairs": sum(len(turn["documents"]) for turn in pairs)}
+
+
+def _fidelity(onnx: list[list[float | None]], torch: list[list[float]]) -> dict[str, Any]:
+    """Per pair, how far the ONNX probability is from PyTorch's; per turn, whether both rank the same page first."""
+    differences, same_first, turns = [], 0, 0
+    for ours, theirs in zip(onnx, torch):
+        if len(ours) != len(theirs) or not ours or any(score is None for score in ours):
+            continue
+        turns += 1
+        differences += [abs(float(a) - float(b)) for a, b in zip(ours, theirs)]
+        same_first += max(range(len(ours)), key=lambda i: ours[i]) == max(range(len(theirs)), key=lambda i: theirs[i])
+    if not differences:
+        return {}
+    return {"pairs": len(differences), "turns": turns, "maxDifference": max(differences),
+            "meanDifference": statistics.fmean(differences), "sameFirst": same_first / turns}
 
 
 def _rate(turns: list[dict[str, Any]]) -> float:
@@ -243,11 +270,23 @@ def _summary(options: Options, turns: list[dict[str, Any]], throughput: dict[str
                    "mean": statistics.fmean(t["tokens"] for t in turns)},
         "candidates": statistics.fmean(t["candidates"] for t in turns),
         "unscored": statistics.fmean(t["unscored"] for t in turns),
-        "outcomes": outcomes, "throughput": throughput, "onnxRate": onnx_rate, "torchRate": torch_rate,
+        "variant": options.variant, "outcomes": outcomes, "throughput": throughput, "onnxRate": onnx_rate, "torchRate": torch_rate,
         # The headline ratio is the median of the rounds' ratios: each round runs both sides back to back.
         "ratio": statistics.median(r["onnx"] / r["torch"] for r in rounds) if rounds else float("nan"),
         "turnRatio": statistics.median(x for r in rounds for x in r["turnRatios"]) if rounds else float("nan"),
     }
+
+
+def _graph(variant: str | None) -> str:
+    return "the fp32 ONNX graph (`onnx/model.onnx`)" if variant is None else f"the ONNX graph `onnx/{variant}.onnx`"
+
+
+def _fidelity_lines(fidelity: dict[str, Any]) -> list[str]:
+    if not fidelity:
+        return []
+    return [f"Fidelity (round 1, {fidelity['pairs']} pairs of {fidelity['turns']} turns): the ONNX probability "
+            f"differs from PyTorch's by {fidelity['meanDifference']:.4f} on average and {fidelity['maxDifference']:.4f} "
+            f"at most; both rank the same page first in {fidelity['sameFirst']:.1%} of turns.", ""]
 
 
 def render(result: dict[str, Any]) -> str:
@@ -262,7 +301,8 @@ def render(result: dict[str, Any]) -> str:
         f"LoCoMo store ({result['pages']} pages), {result['questions']} LoCoMo questions as user turns, "
         f"`recallGate` shadow mode, keyword candidates, defaults except `timeoutMs` {result['timeoutMs']}. "
         "Model: a full-size ModernBERT-base cross-encoder (22 layers, 768 hidden) with random weights, "
-        f"ONNX fp32 through onnxruntime ({result['loadRate']:.0f} tokens/s measured at load).", "",
+        f"{_graph(result.get('variant'))} through onnxruntime ({result['loadRate']:.0f} tokens/s measured at "
+        "load); PyTorch runs the same weights in fp32.", "",
         "## Gate turns", "",
         "| | p50 | p95 | max |", "| --- | --- | --- | --- |",
         *(f"| {label} | {latency[key]['p50']:.0f} ms | {latency[key]['p95']:.0f} ms | {latency[key]['max']:.0f} ms |"
@@ -283,6 +323,7 @@ def render(result: dict[str, Any]) -> str:
           for n, r in enumerate(throughput["rounds"], 1)),
         f"| **median** | **{result['onnxRate']:.0f}** | **{result['torchRate']:.0f}** | **{result['ratio']:.2f}x** |",
         "", f"Median of the per-turn ratios: {result['turnRatio']:.2f}x.", "",
+        *_fidelity_lines(throughput.get("fidelity") or {}),
         "## Targets", "",
         f"- every turn inside its budget plus 50 ms: {'met' if result['insidePlus50'] == 1 else 'not met'} "
         f"({result['insidePlus50']:.1%}, max {latency['wall']['max']:.0f} ms)",

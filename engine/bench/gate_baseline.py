@@ -10,7 +10,8 @@ nothing from the engine:
 per gate turn, exactly the pairs the engine scored.  Each turn's pairs are
 scored with one ``CrossEncoder.predict`` call, as an owner scripting the
 same questions would (default batch size, the model's default attention).
-``OUT.json`` gets the seconds and real (unpadded) tokens of every turn.
+``OUT.json`` gets the seconds, real (unpadded) tokens and scores (the
+CrossEncoder's sigmoid probabilities) of every turn.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def main(argv: list[str]) -> int:
         encoded = tokenizer([q for q, _ in pairs], [d for _, d in pairs])
         tokens = sum(len(ids) for ids in encoded["input_ids"])
         started = time.perf_counter()
-        model.predict(pairs, show_progress_bar=False)
-        results.append({"seconds": time.perf_counter() - started, "tokens": tokens, "pairs": len(pairs)})
+        scores = model.predict(pairs, show_progress_bar=False)
+        results.append({"seconds": time.perf_counter() - started, "tokens": tokens, "pairs": len(pairs),
+                        "scores": [float(score) for score in scores]})
     with open(out_path, "w", encoding="utf-8") as handle:
         json.dump({"torch": torch.__version__, "sentenceTransformers": sentence_transformers.__version__,
                    "threads": torch.get_num_threads(), "loadSeconds": load_s, "turns": results}, handle)

@@ -22,7 +22,9 @@ STAND_IN = """#!{python}
 import json, sys
 script, model, pairs_path, out_path = sys.argv[1:5]  # invoked as: PYTHON gate_baseline.py ...
 turns = json.load(open(pairs_path, encoding="utf-8"))
-results = [{{"seconds": 1.0, "tokens": 10 * len(t["documents"]), "pairs": len(t["documents"])}} for t in turns]
+# Scores: 1.0 for the first document of a turn, 0.0 for the others.
+results = [{{"seconds": 1.0, "tokens": 10 * len(t["documents"]), "pairs": len(t["documents"]),
+            "scores": [1.0] + [0.0] * (len(t["documents"]) - 1)}} for t in turns]
 json.dump({{"torch": "stand-in", "sentenceTransformers": "stand-in", "threads": 1, "loadSeconds": 0.0,
            "turns": results}}, open(out_path, "w", encoding="utf-8"))
 """
@@ -59,6 +61,27 @@ def test_both_sides_score_exactly_the_pairs_the_gate_scored(report: dict[str, An
         # The stand-in counts 10 tokens a pair in one second per turn.
         assert measured["torchTokens"] == 10 * throughput["pairs"]
         assert measured["onnxTokens"] > 0 and measured["onnx"] > 0
+
+
+def test_fidelity_compares_the_first_rounds_scores_pair_by_pair(report: dict[str, Any]) -> None:
+    fidelity = report["throughput"]["fidelity"]
+    assert fidelity["pairs"] == report["throughput"]["pairs"]
+    assert 0 < fidelity["maxDifference"] <= 1 and fidelity["meanDifference"] <= fidelity["maxDifference"]
+    assert 0 <= fidelity["sameFirst"] <= 1
+    assert "Fidelity (round 1" in report["markdown"]
+
+
+def test_a_variant_must_exist_in_the_folder(tmp_path) -> None:
+    from engine.bench.gate import BenchmarkSkipped, _check_model
+
+    model = tmp_path / "model"
+    shutil.copytree(TINY_RERANKER, model)
+    (model / "model.safetensors").write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    assert _check_model(model) == model.resolve()
+    with pytest.raises(BenchmarkSkipped, match="onnx/model_int8.onnx does not exist"):
+        _check_model(model, "model_int8")
+    shutil.copyfile(model / "onnx" / "model.onnx", model / "onnx" / "model_int8.onnx")
+    assert _check_model(model, "model_int8") == model.resolve()
 
 
 def test_the_report_states_the_targets(report: dict[str, Any]) -> None:
