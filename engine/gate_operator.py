@@ -34,7 +34,7 @@ from .errors import InvalidParams, KnowledgeError
 from .gate import GateStop, authority_check, evaluate
 from .gate_journal import LIST_MAX, THRESHOLD_GRID, clear_journal, journal_turns, label_turn, list_turns, what_if
 from .gate_settings import KEYS, parse_gate_settings
-from .ids import is_agent_name
+from .operator_params import operator_params
 
 if TYPE_CHECKING:
     from .service import Engine
@@ -55,13 +55,7 @@ def handlers(engine: "Engine") -> dict[str, Callable[[dict[str, Any]], Any]]:
 
 
 def _params(params: dict[str, Any], allowed: set[str], *, agent: bool = True) -> dict[str, Any]:
-    cleaned = {key: value for key, value in params.items() if key != "_meta"}
-    unknown = sorted(set(cleaned) - allowed - ({"agent"} if agent else set()))
-    if unknown:
-        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
-    if agent and not is_agent_name(cleaned.get("agent")):
-        raise InvalidParams("agent must name an agent", field="agent")
-    return cleaned
+    return operator_params(params, allowed, agent=agent)
 
 
 def _window(params: dict[str, Any], default: int = 50) -> tuple[int, int]:

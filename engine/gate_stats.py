@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .authority import OperatorCaller
 from .errors import InvalidParams
 from .gate_journal import KEEP_TURNS
-from .operator_jobs import operator_params
+from .operator_params import operator_params
 
 if TYPE_CHECKING:
     from .service import Engine

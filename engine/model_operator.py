@@ -40,7 +40,8 @@ from models.pypi import pip_download
 from .config import Settings, parse_settings
 from .errors import InvalidParams, NotFound
 from .model_benchmark import benchmark_model
-from .operator_jobs import JobContext, operator_params
+from .operator_jobs import JobContext
+from .operator_params import operator_params
 
 if TYPE_CHECKING:
     from .service import Engine

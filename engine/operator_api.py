@@ -61,6 +61,7 @@ from .ids import format_timestamp, is_agent_name, utc_now
 from .knowledge_index import MAX_CHARS as INDEX_MAX_CHARS
 from .knowledge_index import index_for
 from .memory_prompt import prompt_for
+from .operator_params import operator_params
 from .statedir import StateDir
 
 if TYPE_CHECKING:  # the dispatcher registers these methods; only its type is needed here
@@ -138,13 +139,7 @@ def authenticate_operator(engine: "Engine", presented: Any) -> None:
 
 def _params(params: dict[str, Any], allowed: set[str], *, agent: bool = True) -> dict[str, Any]:
     """The request's parameters without ``_meta``, with unknown keys refused."""
-    cleaned = {key: value for key, value in params.items() if key != "_meta"}
-    unknown = sorted(set(cleaned) - allowed - ({"agent"} if agent else set()))
-    if unknown:
-        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
-    if agent and not is_agent_name(cleaned.get("agent")):
-        raise InvalidParams("agent must name an agent", field="agent")
-    return cleaned
+    return operator_params(params, allowed, agent=agent)
 
 
 def _rest(params: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,8 @@ from typing import Any, Callable
 from models.errors import ModelCancelled, ModelError
 
 from .errors import InvalidParams, KnowledgeError, NotFound
-from .ids import format_timestamp, is_agent_name, new_id, utc_now
+from .ids import format_timestamp, new_id, utc_now
+from .operator_params import operator_params
 
 log = logging.getLogger(__name__)
 
@@ -215,17 +216,6 @@ class Jobs:
         finished = [job_id for job_id, job in self._jobs.items() if job.state in FINISHED]
         for job_id in finished[:max(0, len(finished) - KEEP_FINISHED)]:
             del self._jobs[job_id]
-
-
-def operator_params(params: dict[str, Any], allowed: set[str], *, agent: bool = False) -> dict[str, Any]:
-    """The request's parameters without ``_meta``, unknown keys refused (``agent``: it must name one)."""
-    cleaned = {key: value for key, value in params.items() if key != "_meta"}
-    unknown = sorted(set(cleaned) - allowed - ({"agent"} if agent else set()))
-    if unknown:
-        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
-    if agent and not is_agent_name(cleaned.get("agent")):
-        raise InvalidParams("agent must name an agent", field="agent")
-    return cleaned
 
 
 def handlers(jobs: Jobs) -> dict[str, Callable[[dict[str, Any]], Any]]:
