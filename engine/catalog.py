@@ -100,7 +100,9 @@ def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
     """Every record and descriptor file under ``root`` with its stat, plus rejected entries.
 
     Hidden entries (the identity marker, temp files of atomic writes) are
-    skipped.  Symlinks are reported, never followed.
+    skipped.  Symlinks are reported, never followed.  An entry deleted or
+    renamed while the walk runs is simply not there (the watcher reports the
+    change, or the next walk sees it); that is not an incomplete scan.
     """
     files: dict[str, FileStat] = {}
     rejected: list[Finding] = []
@@ -114,6 +116,8 @@ def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
             with os.scandir(directory) as iterator:
                 children = list(iterator)
         except OSError as exc:
+            if prefix and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                continue  # a subdirectory removed or renamed since its parent was listed
             raise StoreUnavailable(
                 f"could not scan {prefix or 'the partition'}: {exc.strerror}; the scan is incomplete",
                 path=prefix or ".",
@@ -128,7 +132,10 @@ def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
             if child.name.startswith("."):
                 continue
             relpath = prefix + child.name
-            info = child.stat(follow_symlinks=False)
+            try:
+                info = child.stat(follow_symlinks=False)
+            except FileNotFoundError:  # deleted or renamed since the directory was listed
+                continue
             if stat.S_ISLNK(info.st_mode):
                 rejected.append(Finding("symlink", "symlinks are not followed", path=relpath))
             elif stat.S_ISDIR(info.st_mode):

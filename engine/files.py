@@ -15,6 +15,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from .errors import InvalidParams, LimitExceeded, NotFound
 
@@ -160,8 +161,15 @@ def ensure_dirs(root: Path, relpath: str) -> Path:
     return target
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> os.stat_result:
-    """Write ``data`` to ``path`` atomically and durably; returns the new file's stat."""
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o644,
+                 check: Callable[[], None] | None = None) -> os.stat_result:
+    """Write ``data`` to ``path`` atomically and durably; returns the new file's stat.
+
+    ``check`` runs once the temp file is durable, right before the rename, and
+    may raise to leave ``path`` untouched: a caller that compares the target
+    with what it expects to replace does so as late as it can, so an edit made
+    while the temp file was written and synced is seen, not overwritten.
+    """
     directory = path.parent
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
@@ -170,7 +178,10 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> os.stat_resul
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp_name, mode)
+        if check is not None:
+            check()
         os.replace(temp_name, path)
+        info = os.lstat(path)  # before the directory sync: the file is ours for the shortest time
     except BaseException:
         try:
             os.unlink(temp_name)
@@ -178,11 +189,13 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> os.stat_resul
             pass
         raise
     fsync_dir(directory)
-    return os.lstat(path)
+    return info
 
 
-def write_inside(root: Path, relpath: str, data: bytes) -> os.stat_result:
-    """Atomically write a file at a root-relative path, creating its directories."""
+def write_inside(root: Path, relpath: str, data: bytes, *,
+                 check: Callable[[], None] | None = None) -> os.stat_result:
+    """Atomically write a file at a root-relative path, creating its directories (``check``: as
+    ``atomic_write``)."""
     parent = str(PurePosixPath(relpath).parent)
     if parent != ".":
         ensure_dirs(root, parent)
@@ -191,7 +204,7 @@ def write_inside(root: Path, relpath: str, data: bytes) -> os.stat_result:
         info = os.lstat(path)
         if not stat.S_ISREG(info.st_mode):
             raise UnsafePath("target is not a regular file", path=relpath)
-    return atomic_write(path, data)
+    return atomic_write(path, data, check=check)
 
 
 def remove_inside(root: Path, relpath: str) -> None:

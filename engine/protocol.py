@@ -49,6 +49,7 @@ ERROR_CODES = {
     "runtime_disabled": -32011,
 }
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INTERNAL_ERROR = -32700, -32600, -32601, -32603
+IMMEDIATE_MAX_BYTES = 1024  # a ping longer than this (padded) goes to the workers like any other message
 
 
 @dataclass
@@ -106,6 +107,19 @@ class Dispatcher:
         self.methods[method] = handler
 
     # --- messages ----------------------------------------------------------------------------
+
+    @staticmethod
+    def answers_at_once(data: bytes) -> bool:
+        """Whether ``data`` is a short ``ping``: it needs no engine work, so the socket's event loop
+        answers it itself (with ``handle``) instead of queueing it behind busy workers, and a liveness
+        probe stays fast however loaded the stores are."""
+        if len(data) > IMMEDIATE_MAX_BYTES or b'"ping"' not in data:
+            return False
+        try:
+            message = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return False
+        return isinstance(message, dict) and message.get("method") == "ping"
 
     def handle(self, session: Session, data: bytes) -> dict[str, Any] | None:
         """One message in, at most one response out."""

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from .catalog import Catalog, FileStat
@@ -147,22 +148,26 @@ class Publisher:
     def _complete(self, seq: int, publication_id: str, partition: str, agent: str | None,
                   writes: list[FileWrite]) -> None:
         root = self.store.ensure_partition(partition)
+        installed: dict[str, FileStat] = {}
         for write in writes:
             current = self._current_sha(partition, write.path)
             if current == write.new_sha256:
+                installed[write.path] = self._stat_installed(root, write)
                 continue
-            if current != write.base_sha256:
-                raise Conflict("the file changed on disk after it was read; nothing was overwritten",
-                               path=write.path, recordId=write.record_id)
+            self._expect_base(write, current)
             self.faults.attempt("installed")
-            write_inside(root, write.path, write.data)
+            # Compared again right before the rename: an edit made while the new bytes were synced is a
+            # conflict too, not a version lost without the engine ever seeing it.
+            installed[write.path] = FileStat.of(write_inside(
+                root, write.path, write.data,
+                check=lambda: self._expect_base(write, self._current_sha(partition, write.path))))
             self.faults.reach("installed")
         self.faults.attempt("checkpointed")
         self.store.set_checkpoint(seq)
         self.faults.reach("checkpointed")
         with self.db.atomic():
             for write in writes:
-                info = FileStat.of(os.lstat(root / write.path))
+                info = installed[write.path]  # as installed: a later edit is seen by the next catalog sync
                 if write.role == "record":
                     self.catalog.index_record_bytes(partition, write.path, write.data, info,
                                                     publication_id=publication_id, agent=agent)
@@ -181,6 +186,26 @@ class Publisher:
                 (format_timestamp(utc_now()), seq),
             )
             self.faults.attempt("acknowledged")
+
+    @staticmethod
+    def _expect_base(write: FileWrite, current: str | None) -> None:
+        if current != write.base_sha256:
+            raise Conflict("the file changed on disk after it was read; nothing was overwritten",
+                           path=write.path, recordId=write.record_id)
+
+    def _expect_ours(self, partition: str, write: FileWrite) -> None:
+        """Undo only our own bytes: an edit made since the install is left alone."""
+        if self._current_sha(partition, write.path) != write.new_sha256:
+            raise Conflict("the file changed on disk after it was installed; it is left as edited",
+                           path=write.path, recordId=write.record_id)
+
+    @staticmethod
+    def _stat_installed(root: Path, write: FileWrite) -> FileStat:
+        try:
+            return FileStat.of(os.lstat(root / write.path))
+        except FileNotFoundError as exc:  # moved or deleted on disk since it was compared
+            raise Conflict("the file was moved or deleted on disk while it was published; nothing was "
+                           "overwritten", path=write.path, recordId=write.record_id) from exc
 
     def _current_sha(self, partition: str, relpath: str) -> str | None:
         try:
@@ -203,8 +228,11 @@ class Publisher:
                     continue
                 if write.base is None:
                     remove_inside(root, write.path)
-                else:
-                    write_inside(root, write.path, write.base)
+                    continue
+                try:
+                    write_inside(root, write.path, write.base, check=lambda: self._expect_ours(partition, write))
+                except Conflict:
+                    continue  # edited since the comparison above: left as edited
             with self.db.atomic():
                 self.db.execute(
                     "UPDATE publications SET state = 'rolled_back', finished_at = ?, detail = ? WHERE seq = ?",

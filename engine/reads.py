@@ -123,7 +123,7 @@ def history(store: Store, catalog: Catalog, partition: str, record_id: str) -> d
 
 
 def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str, Any]) -> dict[str, Any]:
-    """Scoped validation: the partition's files, its ontology, and the store's state."""
+    """Scoped validation: the partition's files, its ontology, and its publications' state (journal, git)."""
     ontology = store.ontology(partition)
     findings = [f.to_dict() for f in ontology.findings] + catalog.findings(partition)
     findings += catalog.verify_sources(partition)
@@ -137,7 +137,7 @@ def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str
         **truncated(findings),
         "files": counts,
         "ontology": {"sources": list(ontology.sources)},
-        "pendingPublications": len(store.pending_publications()),
+        "pendingPublications": len(store.pending_publications(partition)),
         "git": git,
     }
 

@@ -288,12 +288,15 @@ class StoreRuntime:
             [(error[:500], now, seq) for seq in seqs],
         )
 
-    def git_summary(self) -> dict[str, Any]:
-        """The git queue's state for diagnostics; call on the lane."""
+    def git_summary(self, partition: str) -> dict[str, Any]:
+        """The git queue's state for one partition's diagnostics (the store's other partitions' writes are
+        not the caller's to count); call on the lane."""
         if self.git is None:
             return {"state": "unavailable", "reason": "git is not installed"}
         row = self.store.db.one(
-            "SELECT COUNT(*) AS pending, MAX(last_error) AS error FROM outbox WHERE state = 'pending'"
+            "SELECT COUNT(*) AS pending, MAX(outbox.last_error) AS error FROM outbox JOIN publications "
+            "ON publications.seq = outbox.publication_seq "
+            "WHERE outbox.state = 'pending' AND publications.partition = ?", (partition,),
         )
         return {"state": "pending" if row["pending"] else "committed", "pending": row["pending"],
                 "lastError": row["error"]}

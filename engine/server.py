@@ -3,7 +3,9 @@
 The event loop runs in its own thread with explicit start/stop/join.  It
 only moves bytes: each request is handed to a worker pool where the engine
 does the work (authorizing, then queueing on the store's lane), so one slow
-store or one slow client never stalls the others.  Messages are UTF-8 JSON
+store or one slow client never stalls the others.  A short ``ping`` is the
+exception: the loop answers it at once, so a liveness probe never waits for
+a worker while every worker waits on a busy lane.  Messages are UTF-8 JSON
 objects of at most 8 MiB; a longer line gets an error and the connection is
 closed, since the stream cannot be resynchronised.
 
@@ -166,6 +168,8 @@ class EngineServer:
                 pass
 
     async def _dispatch(self, session: Session, data: bytes) -> dict[str, Any] | None:
+        if self.dispatcher.answers_at_once(data):  # ping: answered here, never queued behind busy workers
+            return self.dispatcher.handle(session, data)
         return await asyncio.get_running_loop().run_in_executor(self._pool, self.dispatcher.handle, session, data)
 
     async def _respond(self, writer: asyncio.StreamWriter, response: dict[str, Any] | None) -> None:

@@ -195,7 +195,7 @@ class Engine:
 
     def diagnostics(self, caller: Caller) -> dict[str, Any]:
         return self.on_store(
-            caller, lambda rt, a: diagnostics(rt.store, rt.catalog, a.partition, git=rt.git_summary()),
+            caller, lambda rt, a: diagnostics(rt.store, rt.catalog, a.partition, git=rt.git_summary(a.partition)),
         )
 
     def search(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:

@@ -322,9 +322,11 @@ class Store:
         row = self.db.one("SELECT COALESCE(MAX(seq), 0) AS seq FROM publications WHERE state = 'applied'")
         return int(row["seq"])
 
-    def pending_publications(self) -> list[int]:
+    def pending_publications(self, partition: str | None = None) -> list[int]:
+        """Journalled publications not yet rolled forward or back: the store's, or one partition's."""
         return [row["seq"] for row in self.db.all(
-            "SELECT seq FROM publications WHERE state = 'journaled' ORDER BY seq"
+            "SELECT seq FROM publications WHERE state = 'journaled' AND (? IS NULL OR partition = ?) ORDER BY seq",
+            (partition, partition),
         )]
 
     def verify(self, partition: str | None = None, *, allow_pending: bool = False) -> None:

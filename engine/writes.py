@@ -16,7 +16,7 @@ from typing import Any
 from .catalog import CURRENT, Catalog, reference_findings
 from .errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
 from .evidence import describe_source, excerpt_line_count
-from .files import read_file
+from .files import read_file, sha256_bytes
 from .findings import has_errors
 from .frontmatter import RECORD_MAX_BYTES
 from .ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, new_id
@@ -28,6 +28,7 @@ from .store import Store
 
 QUOTE_MAX_CHARS = 500  # longer excerpts are cited by line range only, not copied into frontmatter
 CITED_SOURCE_MAX_BYTES = 64 * 1024 * 1024  # line ranges and quotes are checked against sources up to this size
+CATCH_UP_ATTEMPTS = 3  # re-reads of a record that changes on disk while a revision of it is planned
 
 
 @dataclass
@@ -169,14 +170,25 @@ class _PlanBuilder:
 
 
 def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[Any, Record, bytes]:
-    """The one current record with this id, freshly read from disk."""
-    rows = ctx.catalog.rows_for_id(ctx.partition, record_id)
-    if len(rows) > 1:
-        raise NotFound("that id is used by more than one file; exact lookups return none", id=record_id)
-    if not rows or rows[0]["kind"] != kind:
-        raise NotFound(f"no {kind} with that id in this partition", id=record_id)
-    row = rows[0]
-    data, _ = read_file(ctx.store.partition_root(ctx.partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+    """The one current record with this id, freshly read from disk.
+
+    A file that no longer holds what the catalog last read (an edit the watcher has not reported
+    yet) is catalogued first, so the edit is in the revision history before anything is planned on
+    top of it: the plan's base is always a version the engine has kept.
+    """
+    for _ in range(CATCH_UP_ATTEMPTS):
+        rows = ctx.catalog.rows_for_id(ctx.partition, record_id)
+        if len(rows) > 1:
+            raise NotFound("that id is used by more than one file; exact lookups return none", id=record_id)
+        if not rows or rows[0]["kind"] != kind:
+            raise NotFound(f"no {kind} with that id in this partition", id=record_id)
+        row = rows[0]
+        data, _ = read_file(ctx.store.partition_root(ctx.partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+        if sha256_bytes(data) == row["sha256"]:
+            break
+        ctx.catalog.sync(ctx.partition, [row["path"]], force=True)
+    else:
+        raise Conflict("the record keeps changing on disk; read it again", id=record_id)
     record, _ = parse_record(data, row["path"])
     if record is None or row["file_status"] != "ok":
         raise Conflict("the record's file is not valid; fix it before revising", id=record_id, path=row["path"])

@@ -1,7 +1,8 @@
 """Authority matrix: every caller kind against every tool and host method, over the wire protocol.
 
 For each pair the test asserts the exact outcome (served from the one partition the caller may reach,
-or denied) and that the reply holds no id or title of any other partition.
+or denied) and that the reply holds no id, title, alias or path of any other partition; and that no
+read reply changes when only other partitions change (so no count of theirs shows through either).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def world(engine):
         markers[partition] = {word, page["id"], claim["items"][0]["id"]}
     engine.add_agent("gone-2")  # registry churn must not matter
     engine.remove_agent("gone")
-    tokens = {"main": main_token, "helper": helper_token, "revoked": revoked_token}
+    tokens = {"main": main_token, "other": other_token, "helper": helper_token, "revoked": revoked_token}
     return {"tokens": tokens, "markers": markers, "page_ids": {p: next(m for m in ms if m.startswith("pg_"))
                                                                  for p, ms in markers.items()}}
 
@@ -144,9 +145,10 @@ def test_every_caller_kind_against_every_tool_and_method(engine, world, kind):
     foreign = set().union(*(markers for partition, markers in world["markers"].items() if partition != reach))
     for name, (method, params, writes) in operations(world).items():
         reply = dispatcher.handle(session, _message(method, {**params, **meta}))
-        text, asked = json.dumps(reply), json.dumps(params)
+        text, asked = json.dumps(reply).casefold(), json.dumps(params).casefold()
         # Echoing back an id the caller itself sent reveals nothing; anything else foreign is a leak.
-        leaked = sorted(marker for marker in foreign if marker in text and marker not in asked)
+        # Case-folded, so a file path (slugs are lower case) or an alias counts as much as a title.
+        leaked = sorted(marker for marker in foreign if marker.casefold() in text and marker.casefold() not in asked)
         assert not leaked, f"{kind} / {name} leaked {leaked}"
         status, body = outcome(reply)
         if reach is None:
@@ -171,6 +173,42 @@ def test_every_caller_kind_against_every_tool_and_method(engine, world, kind):
             titles = {hit["title"] for hit in body["hits"]}
             wanted = next(m for m in world["markers"][reach] if not m.startswith(("pg_", "cl_")))
             assert titles and all(wanted in title for title in titles), (kind, titles)
+
+
+def test_no_reply_depends_on_another_partitions_contents(engine, world):
+    """Non-interference: after one partition gains records, every read and every denial of every caller
+    kind that cannot reach it is byte for byte the same, so no reply carries its counts, sizes or index
+    state."""
+    dispatcher = Dispatcher(engine)
+    sessions = {kind: session_for(dispatcher, world, kind) for kind in EXPECTED}
+    reads = {name: (method, params) for name, (method, params, writes) in operations(world).items() if not writes}
+
+    def replies(kinds: list[str]) -> dict[tuple[str, str], dict]:
+        return {(kind, name): dispatcher.handle(sessions[kind][0], _message(method, {**params, **sessions[kind][1]}))
+                for kind in kinds for name, (method, params) in reads.items()}
+
+    for partition, caller in _seed_callers(world).items():
+        blind = [kind for kind, (reach, _) in EXPECTED.items() if reach != partition]
+        before = replies(blind)
+        page = engine.save_page(caller, {"requestId": "more", "type": "project", "title": "Added project",
+                                         "body": "shared keyword body, added later."})
+        engine.remember(caller, {"requestId": "more-claim", "subject": page["id"], "items": [
+            {"text": "Added shared keyword claim.", "claimKind": "decision", "excerpt": "added excerpt"}]})
+        engine.save_page(caller, {"requestId": "more-2", "type": "note", "title": "Added note", "body": "note"})
+        after = replies(blind)
+        changed = {key: (before[key], after[key]) for key in before if before[key] != after[key]}
+        assert not changed, f"records added to {partition} changed these replies: {changed}"
+
+
+def _seed_callers(world: dict) -> dict[str, AgentCaller]:
+    """A writer for each partition of the world."""
+    main = world["tokens"]["main"]
+    return {
+        "private": AgentCaller(main, {"kind": "owner-private"}),
+        "chat1": AgentCaller(main, audience_of("chat")),
+        "chat2": AgentCaller(main, {"kind": "conversation", "sessionKey": "chat:two", "sessionId": SESSION_2}),
+        "other": AgentCaller(world["tokens"]["other"], {"kind": "owner-private"}),
+    }
 
 
 def test_operator_reads_only_the_chosen_agents_private_partition(engine, world):

@@ -130,6 +130,40 @@ def test_renamed_file_is_still_found_by_id(engine, owner):
     assert [(e["kind"], e["path"], e["detail"]) for e in events] == [("renamed", "pages/archive/dana.md", old)]
 
 
+def test_a_file_deleted_while_the_partition_is_walked_is_not_a_store_failure(engine, owner, monkeypatch):
+    """Found by the external-edit harness: an editor deleting a file between the walk's directory listing
+    and its stat made the whole operation fail as store_unavailable (ENOENT); a folder likewise."""
+    kept, _ = saved_page(engine, owner, "Kept Page")
+    gone, gone_path = saved_page(engine, owner, "Gone Page")
+    folder = place(private_dir(engine.state), "pages/scratch/n.md",
+                   render(envelope("pg_scratch", "page", "Scratch", type="note"))).parent
+    listdir = os.scandir
+
+    def listing_then_delete(path):
+        if str(path) == str(folder):  # removed after its parent listed it, before its own listing
+            shutil.rmtree(folder)
+        with listdir(path) as iterator:
+            entries = list(iterator)
+        for entry in entries:  # listed, then deleted before its stat
+            if entry.path == str(gone_path):
+                os.unlink(entry.path)
+        return _Listing(entries)
+
+    monkeypatch.setattr(catalog_module.os, "scandir", listing_then_delete)
+    assert engine.get_record(owner, kept)["status"] == "current"
+    for vanished in (gone, "pg_scratch"):
+        with pytest.raises(NotFound):
+            engine.get_record(owner, vanished)
+
+
+class _Listing(list):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def test_deleted_file_is_not_found_but_history_keeps_its_revisions(engine, owner):
     record_id, path = saved_page(engine, owner)
     receipt = engine.save_page(owner, page("revise", "Dana Whitaker", body="Second.", id=record_id,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from engine.authority import AgentCaller
 from engine.errors import KnowledgeError
 from engine.ontology import Ontology
-from engine.protocol import ERROR_CODES, Dispatcher, Session
+from engine.protocol import ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session
 from engine.search import parse_search_request
 from engine.service import Engine
 from engine.statedir import StateDir
@@ -79,13 +79,28 @@ def test_any_search_parameters_parse_or_are_refused(params):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=300))
 def test_any_bytes_on_the_socket_get_a_json_rpc_answer(running, data):
-    _wire_reply_is_well_formed(running["dispatcher"].handle(Session(), data))
+    reply = running["dispatcher"].handle(Session(), data)
+    _wire_reply_is_well_formed(reply)
+    if Dispatcher.answers_at_once(data):  # answered on the event loop: only ever a ping's answer
+        assert reply is None or reply.get("result") == {} or "error" in reply
 
 
 METHODS = ["initialize", "ping", "tools/list", "tools/call", "memory/search", "memory/read", "memory/health",
            "memory/status", "memory/prompt", "memory/index", "memory/recallCandidates", "memory/flushPlan"]
 TOOLS = ["knowledge_grep", "knowledge_lookup", "knowledge_record", "knowledge_remember", "knowledge_save_page",
          "knowledge_recall", "knowledge_ontology", "knowledge_attach", "knowledge_attach_file", "knowledge_resume"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=st.sampled_from(METHODS), params=json_values,
+       request_id=st.one_of(st.integers(), st.text(max_size=8), st.none(), st.booleans(), st.floats()))
+def test_only_short_pings_are_answered_on_the_event_loop(running, method, params, request_id):
+    message = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+    at_once = Dispatcher.answers_at_once(message)
+    assert at_once == (method == "ping" and len(message) <= IMMEDIATE_MAX_BYTES)
+    if at_once:
+        reply = running["dispatcher"].handle(Session(), message)
+        assert reply.get("result") == {} or reply["error"]["data"]["reason"] == "invalid_params"
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 
 import pytest
@@ -262,6 +263,79 @@ def test_an_edit_made_after_planning_is_never_overwritten(engine, owner, state_d
     assert path.read_bytes() == edited
     assert publications(state_dir)[-1][1] == "rolled_back"
     assert engine.get_record(owner, created["id"])["body"] == "Edited by hand.\n"
+
+
+def test_an_edit_made_while_the_new_bytes_are_synced_is_a_conflict_not_an_overwrite(engine, owner, state_dir,
+                                                                                    monkeypatch):
+    """Found by the external-edit harness: the file was compared with the plan's base before the temp
+    file was written and fsynced, so an edit landing meanwhile was replaced without the engine seeing it."""
+    from engine import files as files_module
+
+    created = engine.save_page(owner, page("r1", "Dana", body="Original."))
+    path = private_dir(state_dir) / "pages" / "people" / "dana.md"
+    edited = path.read_bytes().replace(b"Original.", b"Edited by hand.")
+    fsync = os.fsync
+    calls = []
+
+    def fsync_then_edit(fd):
+        fsync(fd)
+        if not calls:  # the first fsync is the new revision's temp file; the editor saves meanwhile
+            calls.append(fd)
+            path.write_bytes(edited)
+
+    monkeypatch.setattr(files_module.os, "fsync", fsync_then_edit)
+    with pytest.raises(Conflict):
+        engine.save_page(owner, page("r2", "Dana", body="Ours.", id=created["id"], expectedRevision=1))
+    monkeypatch.undo()
+    assert path.read_bytes() == edited
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp file left
+    assert engine.get_record(owner, created["id"])["body"] == "Edited by hand.\n"
+
+
+def test_an_edit_the_catalog_has_not_seen_is_kept_before_a_revision_replaces_it(engine, owner, state_dir,
+                                                                                 monkeypatch):
+    """Found by the external-edit harness: a revision was planned on the file's fresh bytes, so an edit
+    landing after the lane's catch-up (the watcher not yet reporting it) was replaced without ever
+    reaching the revision history."""
+    created = engine.save_page(owner, page("r1", "Dana", body="Original."))
+    path = private_dir(state_dir) / "pages" / "people" / "dana.md"
+    edited = path.read_bytes().replace(b"Original.", b"Edited by hand, revision kept.")
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    prepare = runtime.prepare
+
+    def prepare_then_edit(partition):
+        prepare(partition)
+        path.write_bytes(edited)
+
+    monkeypatch.setattr(runtime, "prepare", prepare_then_edit)
+    revised = engine.save_page(owner, page("r2", "Dana", body="Ours.", id=created["id"], expectedRevision=1))
+    monkeypatch.undo()
+    assert revised["revision"] == 2
+    kept = [r["sha256"] for r in engine.history(owner, created["id"])["revisions"]]
+    assert hashlib.sha256(edited).hexdigest() in kept
+
+
+def test_an_edit_made_between_install_and_acknowledgement_is_seen_by_the_next_read(engine, owner, state_dir,
+                                                                                  monkeypatch):
+    """Found by the external-edit harness: the catalog took the file's stat after the checkpoint, so an
+    edit landing between install and acknowledgement was stamped as the engine's own bytes and never read."""
+    created = engine.save_page(owner, page("r1", "Dana", body="Original."))
+    path = private_dir(state_dir) / "pages" / "people" / "dana.md"
+    store = engine.runtime(engine.registry.own_store_of("main")).store
+    set_checkpoint = store.set_checkpoint
+
+    def checkpoint_then_edit(seq):
+        set_checkpoint(seq)
+        path.write_bytes(path.read_bytes().replace(b"Ours.", b"Edited at once by hand."))
+
+    monkeypatch.setattr(store, "set_checkpoint", checkpoint_then_edit)
+    receipt = engine.save_page(owner, page("r2", "Dana", body="Ours.", id=created["id"], expectedRevision=1))
+    monkeypatch.undo()
+    assert receipt["revision"] == 2
+    hits = engine.search(owner, {"query": "edited at once"})["hits"]
+    assert [hit["id"] for hit in hits] == [created["id"]]
+    history = engine.history(owner, created["id"])
+    assert hashlib.sha256(path.read_bytes()).hexdigest() in [r["sha256"] for r in history["revisions"]]
 
 
 def test_claims_can_cite_already_retained_sources(engine, owner):

@@ -211,6 +211,31 @@ def test_the_server_listens_on_loopback_and_a_private_posix_socket(server, state
         EngineServer(server.engine, host="0.0.0.0")
 
 
+def _non_loopback_address() -> str | None:
+    """An address of this machine other than loopback (none on a machine without a network)."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing interface
+        address = probe.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def test_nothing_listens_beyond_loopback(server):
+    """Every listening socket is bound to 127.0.0.1 (or the private POSIX socket), so the machine's
+    other addresses refuse connections to the engine's port."""
+    bound = [listener.getsockname() for running in server._servers for listener in running.sockets]
+    assert [name for name in bound if isinstance(name, tuple)] == [("127.0.0.1", server.port)]
+    address = _non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no address other than loopback to try")
+    with pytest.raises(OSError):
+        socket.create_connection((address, server.port), timeout=2).close()
+
+
 def test_many_clients_at_once_over_tcp(engine, server):
     token = engine.add_agent("main", owner=True)
     errors, count = [], 16
@@ -255,6 +280,31 @@ def test_an_oversized_line_is_refused_and_the_server_serves_others(engine, serve
     assert other.request("ping")["result"] == {}
     other.close()
     idle.close()
+
+
+def test_ping_is_answered_while_every_worker_is_busy(engine, state_dir):
+    """Found by the load harness: with as many busy agents as workers, a ping waited behind them."""
+    running = EngineServer(engine, port=0, workers=1)
+    release = threading.Event()
+    running.dispatcher.register("test/hold", lambda session, params: {"held": release.wait(30)})
+    running.start()
+    token = engine.add_agent("main", owner=True)
+    busy, prober = Client.tcp(running), Client.tcp(running)
+    try:
+        busy.request("initialize", init_params(token))
+        busy.file.write(message("test/hold"))  # occupies the only worker until released
+        busy.file.flush()
+        prober.sock.settimeout(5)
+        assert prober.request("ping", request_id=7) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        assert prober.request("ping", {"x": 1}, request_id="p")["result"] == {}
+    except socket.timeout:
+        pytest.fail("a ping waited behind a busy worker")
+    finally:
+        release.set()
+        assert json.loads(busy.file.readline())["result"] == {"held": True}
+        busy.close()
+        prober.close()
+        running.stop()
 
 
 def test_a_message_just_under_the_cap_is_handled(engine, server):
