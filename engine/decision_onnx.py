@@ -6,9 +6,10 @@ on a background thread, never on a request. A scoring call encodes each
 truncated to the caller's per-pair token budget; groups pairs of similar
 length into batches (so little is padded); and, before each batch, checks
 that the batch fits before the deadline at the measured throughput. A batch
-that would not fit is not started; one that overruns its estimate is
-terminated at the deadline. Either way its pairs come back unscored, never
-as partial scores. Scores are ``sigmoid(logit)`` and are cached per
+too big for the time left is cut to its highest-priority pairs that fit (the
+rest, and every later batch, are not started); one that overruns its
+estimate is terminated at the deadline. Either way the pairs not run come
+back unscored, never as partial scores. Scores are ``sigmoid(logit)`` and are cached per
 (model, token budget, query, document).
 """
 
@@ -196,8 +197,9 @@ class OnnxReranker:
             return result   # another call holds the model until after our deadline
         try:
             encoded = self._encode(query, [documents[i] for i in pending], budget)
-            for batch in self.plan_batches([len(ids) for ids in encoded]):
-                if not self._fits(batch, encoded, deadline):
+            for planned in self.plan_batches([len(ids) for ids in encoded]):
+                batch = self._fitting(planned, encoded, deadline)
+                if not batch:
                     break
                 if before_dispatch is not None:
                     before_dispatch()
@@ -211,6 +213,8 @@ class OnnxReranker:
                 result.tokens += sum(len(encoded[i]) for i in batch)
                 assert result.batches is not None
                 result.batches.append([pending[i] for i in batch])
+                if len(batch) < len(planned):
+                    break   # the deadline cut this batch: nothing later fits either
         finally:
             self._run_lock.release()
         return result
@@ -267,9 +271,17 @@ class OnnxReranker:
         rate = self.tokens_per_second or 1.0
         return rows * longest / rate * self.options.safety + self.options.fixed_overhead_s
 
-    def _fits(self, batch: list[int], encoded: list[list[int]], deadline: float) -> bool:
-        longest = max(len(encoded[i]) for i in batch)
-        return time.monotonic() + self.estimate_seconds(len(batch), longest) <= deadline
+    def _fitting(self, batch: list[int], encoded: list[list[int]], deadline: float) -> list[int]:
+        """The rows of ``batch`` that fit before ``deadline``, highest priority (lowest position) first.
+
+        Cutting a batch instead of skipping it matters when one batch holds a whole turn: a plan made a
+        moment earlier at a throughput that has since dipped still scores its best candidates.
+        """
+        rows = sorted(batch)
+        left = deadline - time.monotonic()
+        while rows and self.estimate_seconds(len(rows), max(len(encoded[i]) for i in rows)) > left:
+            rows.pop()
+        return rows
 
     def _run_batch(self, rows: list[list[int]], deadline: float) -> list[float] | None:
         import numpy as np

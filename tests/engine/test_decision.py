@@ -276,25 +276,39 @@ def test_a_deadline_too_short_scores_nothing_and_reports_everything_unscored(run
     assert result.unscored == tuple(f"page-{i}" for i in range(len(DOCUMENTS)))
 
 
-def test_the_deadline_stops_between_whole_batches(store: ModelStore) -> None:
+def test_the_deadline_stops_between_batches_and_cuts_the_one_that_does_not_fit(store: ModelStore) -> None:
     # A fixed throughput makes each batch's estimate exact: 1,000 tokens/s x 1.2 safety.
-    runtime = make_runtime(store, tokens_per_second=1000.0, max_batch_rows=2)
+    runtime = make_runtime(store, tokens_per_second=1000.0, max_batch_rows=3)
     try:
         provider = runtime._current()[0]
-        short, long = ["garden", "bread"], [DOCUMENTS[5], DOCUMENTS[5] + " again"]
+        long_text = " ".join([DOCUMENTS[5]] * 6)
+        short, long = ["garden", "bread"], [long_text, long_text + " again", long_text + " and again"]
         documents = short + long
         encoded = provider._encode(QUERY, documents, provider.max_pair_tokens)
         plan = provider.plan_batches([len(ids) for ids in encoded])
-        assert plan == [[0, 1], [2, 3]]
+        assert plan == [[0, 1], [2, 3, 4]]
         first_cost = provider.estimate_seconds(2, max(len(encoded[0]), len(encoded[1])))
-        second_cost = provider.estimate_seconds(2, max(len(encoded[2]), len(encoded[3])))
-        assert second_cost > first_cost + 0.1
+        longest = max(len(encoded[i]) for i in (2, 3))
+        one_long, two_long = provider.estimate_seconds(1, len(encoded[2])), provider.estimate_seconds(2, longest)
+        gap = two_long - one_long
+        assert first_cost + 0.05 < gap / 2, "the first batch must leave a clear margin"
 
-        result = runtime.ask_boolean(QUERY, questions(documents), deadline=time.monotonic() + first_cost + 0.05)
+        # Time for the first batch and one row of the second (not two): the second is cut to its best row.
+        result = runtime.ask_boolean(QUERY, questions(documents),
+                                     deadline=time.monotonic() + first_cost + one_long + gap / 2)
+        assert [answer.key for answer in result.answers] == ["page-0", "page-1", "page-2"]
+        assert result.unscored == ("page-3", "page-4")
+
+        # Time for the first batch only: the second is not started at all.
+        fresh = [f"{text} (fresh)" for text in documents]   # nothing from the score cache
+        encoded = provider._encode(QUERY, fresh, provider.max_pair_tokens)
+        first_cost = provider.estimate_seconds(2, max(len(encoded[0]), len(encoded[1])))
+        assert provider.estimate_seconds(1, len(encoded[2])) > first_cost + 0.1
+        result = runtime.ask_boolean(QUERY, questions(fresh), deadline=time.monotonic() + first_cost + 0.04)
     finally:
         runtime.close()
     assert [answer.key for answer in result.answers] == ["page-0", "page-1"]
-    assert result.unscored == ("page-2", "page-3")
+    assert result.unscored == ("page-2", "page-3", "page-4")
     assert all(0 <= answer.probability_true <= 1 for answer in result.answers)
 
 
