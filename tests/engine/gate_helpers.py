@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from engine.authority import AgentCaller
 from engine.decision import DecisionRuntime
@@ -156,3 +158,18 @@ def scores_by_text(table: dict[str, float], default: float = 0.05) -> Callable[[
         return 200, {"results": results}
 
     return respond
+
+
+@contextmanager
+def rerank_engine(root: Path, scores: dict[str, float], gate: dict[str, Any]) -> Iterator[tuple[Engine, FakeRerank]]:
+    """An engine under ``root`` whose Decision model is a loopback /rerank scoring pages by title
+    (``scores``), with ``gate`` as its recallGate block and the tiny model installed as ``tiny``."""
+    fake = FakeRerank(scores_by_text(scores))
+    state = StateDir(root / "state")
+    write_config(state, gate, model="rerank/test", base_url=fake.url)
+    engine = open_engine(state)
+    try:
+        yield engine, fake
+    finally:
+        engine.close()
+        fake.close()

@@ -15,28 +15,18 @@ from engine.gate import gate_turn
 from engine.gate_journal import what_if
 from engine.gate_operator import handlers
 from engine.service import Engine
-from engine.statedir import StateDir
 from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local
-from tests.engine.gate_helpers import (
-    FakeRerank, conversation_audience, open_engine, owner_caller, scores_by_text, seed, write_config,
-)
+from tests.engine.gate_helpers import FakeRerank, conversation_audience, owner_caller, rerank_engine, seed, write_config
 
 SCORES = {"Alice Martin": 0.9, "Harbour museum": 0.6, "Budget report": 0.2}
 
 
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[tuple[Engine, FakeRerank, dict[str, Any]]]:
-    fake = FakeRerank(scores_by_text(SCORES))
-    state = StateDir(tmp_path / "state")
-    write_config(state, {"mode": "shadow", "journal": True}, model="rerank/test", base_url=fake.url)
-    engine = open_engine(state)
-    try:
+    with rerank_engine(tmp_path, SCORES, {"mode": "shadow", "journal": True}) as (engine, fake):
         yield engine, fake, handlers(engine)
-    finally:
-        engine.close()
-        fake.close()
 
 
 def configure(engine: Engine, fake: FakeRerank, gate: dict[str, Any]) -> None:

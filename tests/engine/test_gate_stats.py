@@ -11,21 +11,14 @@ from engine.errors import InvalidParams
 from engine.gate import gate_turn
 from engine.gate_stats import gate_stats
 from engine.service import Engine
-from engine.statedir import StateDir
-from tests.engine.gate_helpers import FakeRerank, open_engine, owner_caller, scores_by_text, seed, write_config
+from tests.engine.gate_helpers import FakeRerank, owner_caller, rerank_engine, seed
 
 
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[tuple[Engine, FakeRerank]]:
-    fake = FakeRerank(scores_by_text({"Alice Martin": 0.92, "Harbour museum": 0.61, "Budget report": 0.12}))
-    state = StateDir(tmp_path / "state")
-    write_config(state, {"mode": "shadow", "mediumThreshold": 0.5}, model="rerank/test", base_url=fake.url)
-    engine = open_engine(state)
-    try:
-        yield engine, fake
-    finally:
-        engine.close()
-        fake.close()
+    with rerank_engine(tmp_path, {"Alice Martin": 0.92, "Harbour museum": 0.61, "Budget report": 0.12},
+                       {"mode": "shadow", "mediumThreshold": 0.5}) as running:
+        yield running
 
 
 def test_scores_are_binned_by_tier_and_outcomes_counted(setup) -> None:

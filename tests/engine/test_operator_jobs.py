@@ -13,9 +13,8 @@ from engine.gate import gate_turn
 from engine.gate_operator import handlers as gate_handlers
 from engine.operator_jobs import CANCELLED, DONE, FAILED, JobCancelled, Jobs, handlers
 from engine.service import Engine
-from engine.statedir import StateDir
 from models.errors import ModelVerifyFailed
-from tests.engine.gate_helpers import FakeRerank, open_engine, owner_caller, scores_by_text, seed, write_config
+from tests.engine.gate_helpers import FakeRerank, owner_caller, rerank_engine, seed
 
 
 @pytest.fixture
@@ -119,15 +118,9 @@ def test_the_operator_handlers_check_their_parameters(jobs: Jobs) -> None:
 
 @pytest.fixture
 def gate_engine(tmp_path: Path) -> Iterator[tuple[Engine, FakeRerank]]:
-    fake = FakeRerank(scores_by_text({"Alice Martin": 0.9, "Harbour museum": 0.6}))
-    state = StateDir(tmp_path / "state")
-    write_config(state, {"mode": "shadow", "journal": True}, model="rerank/test", base_url=fake.url)
-    engine = open_engine(state)
-    try:
-        yield engine, fake
-    finally:
-        engine.close()
-        fake.close()
+    with rerank_engine(tmp_path, {"Alice Martin": 0.9, "Harbour museum": 0.6},
+                       {"mode": "shadow", "journal": True}) as running:
+        yield running
 
 
 def test_the_gate_replay_job_reports_each_turn_and_answers_like_gate_replay(gate_engine) -> None:
