@@ -16,7 +16,6 @@ back unscored, never as partial scores. Scores are ``sigmoid(logit)`` and are ca
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -111,10 +110,7 @@ class OnnxReranker:
 
         if not self.model.runnable:
             raise ValueError(f"model {self.model.name} has no ONNX graph; the onnx provider runs ONNX only")
-        self.model.verify()
-        config = json.loads(self.model.path(self.model.config).read_text(encoding="utf-8"))
-        if not isinstance(config, dict) or "auto_map" in config or config.get("trust_remote_code"):
-            raise ValueError(f"config.json of {self.model.name} asks for remote code; refused")
+        config = self.model.verified_config()
         positions = config.get("max_position_embeddings")
         if isinstance(positions, int) and not isinstance(positions, bool) and positions > 8:
             self.max_pair_tokens = positions

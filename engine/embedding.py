@@ -20,7 +20,6 @@ semantic search falls back to lexical.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import threading
@@ -78,10 +77,7 @@ class Embedder:
 
         if not self.model.runnable:
             raise ValueError(f"model {self.model.name} has no ONNX graph")
-        self.model.verify()
-        config = json.loads(self.model.path(self.model.config).read_text(encoding="utf-8"))
-        if not isinstance(config, dict) or "auto_map" in config or config.get("trust_remote_code"):
-            raise ValueError(f"config.json of {self.model.name} asks for remote code; refused")
+        config = self.model.verified_config()
         positions = config.get("max_position_embeddings")
         if isinstance(positions, int) and not isinstance(positions, bool) and positions > 8:
             self.max_tokens = min(self.max_tokens, positions)

@@ -86,6 +86,14 @@ class InstalledModel:
                     f"{'pulled' if self.source == 'catalogue' else 'registered'} (sha256 {digest[:12]}..., "
                     f"expected {recorded.sha256[:12]}...); pull or add it again", model=self.name, path=recorded.path)
 
+    def verified_config(self) -> dict[str, Any]:
+        """Verify every file, then read config.json; one that asks for remote code is refused (ValueError)."""
+        self.verify()
+        config = json.loads(self.path(self.config).read_text(encoding="utf-8"))
+        if not isinstance(config, dict) or "auto_map" in config or config.get("trust_remote_code"):
+            raise ValueError(f"config.json of {self.name} asks for remote code; refused")
+        return config
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "name": self.name, "source": self.source, "folder": str(self.folder), "variant": self.variant,
