@@ -34,6 +34,12 @@ CHILD = "child"
 OPERATOR = "operator"
 SESSION_KEY_MAX = 256
 INSTANCE_MAX = 128
+# The fields each audience kind may carry; any other field is refused rather than ignored.
+AUDIENCE_FIELDS = {
+    OWNER_PRIVATE: {"kind", "sandboxed"},
+    CONVERSATION: {"kind", "sandboxed", "sessionKey", "sessionId"},
+    CHILD: {"kind", "sandboxed", "root"},
+}
 
 
 @dataclass(frozen=True)
@@ -46,34 +52,45 @@ class Audience:
     delegated: bool = False
 
     @classmethod
-    def parse(cls, data: Any) -> "Audience":
-        """Parse the wire form; a sandboxed audience is denied outright."""
+    def parse(cls, data: Any, *, where: str = "audience") -> "Audience":
+        """Parse the wire form, failing closed: every field must have its exact type, unknown fields are
+        refused, and a sandboxed audience is denied outright."""
         if isinstance(data, Audience):
             return data
         if not isinstance(data, dict):
             raise Denied("a memory audience is required")
-        if data.get("sandboxed") is True:
-            raise Denied("sandboxed sessions have no memory access")
         kind = data.get("kind")
+        allowed = AUDIENCE_FIELDS.get(kind) if isinstance(kind, str) else None
+        if allowed is None:
+            raise InvalidParams("audience kind must be owner-private, conversation or child", field=f"{where}.kind")
+        unknown = sorted(str(key) for key in data if key not in allowed)
+        if unknown:
+            raise InvalidParams(f"unknown audience field {unknown[0]!r}", field=f"{where}.{unknown[0]}")
+        sandboxed = data.get("sandboxed", False)
+        if not isinstance(sandboxed, bool):
+            # Anything but the JSON literals true and false is refused, never read as "not sandboxed".
+            raise InvalidParams("sandboxed must be true or false", field=f"{where}.sandboxed")
+        if sandboxed:
+            raise Denied("sandboxed sessions have no memory access")
         if kind == CHILD:
             root = data.get("root")
             if isinstance(root, dict) and root.get("kind") == CHILD:
                 raise InvalidParams("a child audience names its root audience, not another child",
-                                    field="audience.root")
-            parent = cls.parse(root)
+                                    field=f"{where}.root")
+            if not isinstance(root, dict):
+                raise InvalidParams("a child audience names its root audience", field=f"{where}.root")
+            parent = cls.parse(root, where=f"{where}.root")
             return cls(parent.kind, parent.session_key, parent.session_id, delegated=True)
         if kind == OWNER_PRIVATE:
             return cls(OWNER_PRIVATE)
-        if kind == CONVERSATION:
-            key = data.get("sessionKey")
-            if not isinstance(key, str) or not key.strip() or len(key) > SESSION_KEY_MAX:
-                raise InvalidParams("a conversation audience needs a sessionKey (1-256 characters)",
-                                    field="audience.sessionKey")
-            session_id = canonical_session_id(data.get("sessionId"))
-            if session_id is None:
-                raise InvalidParams("a conversation audience needs a sessionId UUID", field="audience.sessionId")
-            return cls(CONVERSATION, key, session_id)
-        raise InvalidParams("audience kind must be owner-private, conversation or child", field="audience.kind")
+        key = data.get("sessionKey")
+        if not is_one_line_text(key, SESSION_KEY_MAX):
+            raise InvalidParams("a conversation audience needs a sessionKey: one line of 1-256 characters",
+                                field=f"{where}.sessionKey")
+        session_id = canonical_session_id(data.get("sessionId"))
+        if session_id is None:
+            raise InvalidParams("a conversation audience needs a sessionId UUID", field=f"{where}.sessionId")
+        return cls(CONVERSATION, key, session_id)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind}
@@ -190,7 +207,7 @@ class Authorizer:
         scope = scope or ("memory:write" if write else "memory:read")
         if scope not in agent.scopes:
             raise Denied(f"this credential lacks the {scope} scope")
-        instance = _instance(instance_data)
+        instance = parse_instance(instance_data)
         partition, can_write, grant = self._partition_for(agent, audience)
         if write:
             if not self.settings.current().writes_enabled:
@@ -198,6 +215,8 @@ class Authorizer:
             if not can_write:
                 raise Denied("this conversation's grant is read-only")
         store = self.resolver.effective(agent.name, create=create)
+        if store is not None and partition != PRIVATE_SCOPE:
+            self._check_conversation_owner(store, agent, audience, create=create)
         return Authority(agent.name, store, partition, can_write, audience.kind, audience, grant, instance)
 
     def _partition_for(self, agent: Agent, audience: Audience) -> tuple[str, bool, str | None]:
@@ -210,6 +229,18 @@ class Authorizer:
             return conversation_scope(audience.session_id or ""), True, None
         return PRIVATE_SCOPE, grant.access == "read-and-save", grant.access
 
+    def _check_conversation_owner(self, store: StoreRecord, agent: Agent, audience: Audience, *,
+                                  create: bool) -> None:
+        """A conversation partition is its owner's: the agent and session key that first used it in this store.
+
+        Another agent of a shared store, or the same agent under another session key, presenting the session
+        id is denied, so a session id seen in attribution reaches nothing.
+        """
+        assert audience.session_id is not None and audience.session_key is not None
+        if not self.registry.claim_conversation(store.store_id, audience.session_id, agent.name,
+                                                audience.session_key, create=create):
+            raise Denied("this conversation belongs to another agent or session key")
+
     def _operator(self, caller: OperatorCaller, *, write: bool) -> Authority:
         if write:
             raise Denied("the operator reads knowledge; only agents write it")
@@ -220,9 +251,16 @@ class Authorizer:
         return Authority(agent.name, store, PRIVATE_SCOPE, False, OPERATOR)
 
 
-def _instance(value: Any) -> str | None:
+def parse_instance(value: Any, *, field: str = "instance") -> str | None:
+    """An agent's stable, non-secret instance id: one line of at most 128 characters, or None."""
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip() or len(value) > INSTANCE_MAX or "\n" in value:
-        raise InvalidParams("instance must be a one-line string of at most 128 characters", field="instance")
+    if not is_one_line_text(value, INSTANCE_MAX):
+        raise InvalidParams("instance must be a one-line string of at most 128 characters", field=field)
     return value.strip()
+
+
+def is_one_line_text(value: Any, max_chars: int) -> bool:
+    """A non-blank string of at most ``max_chars`` with no control characters and no lone surrogates."""
+    return (isinstance(value, str) and bool(value.strip()) and len(value) <= max_chars
+            and not any(ord(ch) < 32 or ord(ch) == 127 or 0xD800 <= ord(ch) <= 0xDFFF for ch in value))

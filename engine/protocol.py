@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import __version__, recall
-from .authority import AgentCaller, Audience
+from .authority import AgentCaller, Audience, parse_instance
 from .errors import Denied, InvalidParams, KnowledgeError
 from .gate import gate_turn
 from .knowledge_index import index_for
@@ -49,6 +49,11 @@ ERROR_CODES = {
     "runtime_disabled": -32011,
 }
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INTERNAL_ERROR = -32700, -32600, -32601, -32603
+# What ``_meta.knowledge`` may hold: at initialize the credential, audience and instance id; on a request only
+# its own audience (the credential is the connection's).
+INITIALIZE_FIELDS = frozenset({"token", "audience", "instance"})
+REQUEST_FIELDS = frozenset({"audience"})
+OPERATOR_FIELDS = frozenset({"operatorToken"})
 IMMEDIATE_MAX_BYTES = 1024  # a ping longer than this (padded) goes to the workers like any other message
 
 
@@ -168,6 +173,7 @@ class Dispatcher:
     def caller(self, session: Session, params: dict[str, Any]) -> AgentCaller:
         """The request's caller: the session's credential, and its audience unless the request names one."""
         knowledge = _knowledge_meta(params)
+        _check_fields(knowledge, REQUEST_FIELDS)
         audience = knowledge.get("audience", session.audience)
         return AgentCaller(session.token, audience, session.instance)
 
@@ -178,22 +184,22 @@ class Dispatcher:
             raise InvalidParams("this connection is already initialized")
         knowledge = _knowledge_meta(params)
         if "operatorToken" in knowledge:  # the owner's desktop (operator_api.py)
+            _check_fields(knowledge, OPERATOR_FIELDS)
             authenticate_operator(self.engine, knowledge["operatorToken"])
             requested = params.get("protocolVersion")
             session.protocol_version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
             session.operator = True
             return {"protocolVersion": session.protocol_version, "capabilities": {},
                     "serverInfo": {"name": SERVER_NAME, "version": __version__}, "operator": True}
+        _check_fields(knowledge, INITIALIZE_FIELDS)
         token = knowledge.get("token")
+        if not isinstance(token, str):
+            raise Denied("a credential token (a string) is required")
         if self.engine.registry.authenticate(token) is None:
             raise Denied("missing, unknown or revoked credential")
         audience = knowledge.get("audience")
-        Audience.parse(audience)
-        instance = knowledge.get("instance")
-        if instance is not None and (not isinstance(instance, str) or not instance.strip() or len(instance) > 128
-                                     or "\n" in instance):
-            raise InvalidParams("instance must be a one-line string of at most 128 characters",
-                                field="_meta.knowledge.instance")
+        Audience.parse(audience, where="_meta.knowledge.audience")
+        instance = parse_instance(knowledge.get("instance"), field="_meta.knowledge.instance")
         requested = params.get("protocolVersion")
         session.protocol_version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
         session.token, session.audience, session.instance = token, audience, instance
@@ -229,6 +235,13 @@ def _knowledge_meta(params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(knowledge, dict):
         raise InvalidParams("_meta.knowledge must be an object", field="_meta.knowledge")
     return knowledge
+
+
+def _check_fields(knowledge: dict[str, Any], allowed: frozenset[str]) -> None:
+    """Refuse what a credential or audience meta must not carry, rather than ignore it (fail closed)."""
+    unknown = sorted(str(key) for key in knowledge if key not in allowed)
+    if unknown:
+        raise InvalidParams(f"unknown field _meta.knowledge.{unknown[0]}", field=f"_meta.knowledge.{unknown[0]}")
 
 
 def _without_meta(params: dict[str, Any]) -> dict[str, Any]:

@@ -67,6 +67,17 @@ MIGRATIONS = [
     ("0002_secrets", """
         CREATE TABLE secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)
     """),
+    # A conversation partition belongs to the agent and session key that first used it (docs/authority.md).
+    ("0003_conversations", """
+        CREATE TABLE conversations (
+            store_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            session_key_hash TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (store_id, session_id)
+        )
+    """),
 ]
 
 
@@ -287,6 +298,28 @@ class Registry:
             "SELECT * FROM grants WHERE (? IS NULL OR agent = ?) ORDER BY agent, session_key", (agent, agent)
         )
         return [Grant(row["agent"], row["session_key"], row["access"], row["created_at"]) for row in rows]
+
+    # --- conversation owners ------------------------------------------------------
+
+    def claim_conversation(self, store_id: str, session_id: str, agent: str, session_key: str, *,
+                           create: bool = True) -> bool:
+        """Whether ``agent`` under ``session_key`` owns the conversation ``session_id`` of the store.
+
+        The first authorized use binds an unclaimed conversation to its caller (when ``create``); after that
+        only the same agent presenting the same session key owns it.  Session ids are not secret (they
+        appear in attribution), so the id alone never reaches a conversation.
+        """
+        key_hash = hash_token(session_key)
+        if create:
+            self.db.execute(
+                "INSERT OR IGNORE INTO conversations (store_id, session_id, agent, session_key_hash, created_at) "
+                "VALUES (?, ?, ?, ?, ?)", (store_id, session_id, agent, key_hash, format_timestamp(utc_now())),
+            )
+        row = self.db.one("SELECT agent, session_key_hash FROM conversations WHERE store_id = ? AND session_id = ?",
+                          (store_id, session_id))
+        if row is None:
+            return True  # unclaimed and not claimed now: nothing of anyone's is in it yet
+        return row["agent"] == agent and hmac.compare_digest(row["session_key_hash"], key_hash)
 
     # --- secrets ----------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import logging
 import os
 import sqlite3
 import threading
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
@@ -231,7 +232,8 @@ class StoreRuntime:
                     self.git.repair_index()
                 except GitError as exc:
                     self.git.index_problem = str(exc)
-                return self._with_index({"state": "committed", "commit": self.git.head(), "publications": 0})
+                return self._with_index({"state": "committed", "commit": self.git.head(), "publications": 0,
+                                         "byPartition": {}})
             commit = None
             for run in _commit_runs(batch):
                 files = [CommitFile(path, data) for entry in run for path, data in entry["files"]]
@@ -244,7 +246,9 @@ class StoreRuntime:
                     self.call(lambda: self._outbox_failed(left, error))
                     return {"state": "pending", "reason": error, "publications": len(left)}
                 self.call(lambda: self._outbox_committed(seqs, commit))
-            return self._with_index({"state": "committed", "commit": commit, "publications": len(batch)})
+            committed = Counter(entry["partition"] for entry in batch)
+            return self._with_index({"state": "committed", "commit": commit, "publications": len(batch),
+                                     "byPartition": dict(committed)})
 
     def _with_index(self, result: dict[str, Any]) -> dict[str, Any]:
         """A checkpoint's result, saying so when the git index lags the history (``git status`` differs)."""
@@ -267,7 +271,7 @@ class StoreRuntime:
                     (row["seq"],),
                 )
             ]
-            batch.append({"seq": row["seq"], "id": row["id"], "agent": row["agent"],
+            batch.append({"seq": row["seq"], "id": row["id"], "agent": row["agent"], "partition": row["partition"],
                           "operation": row["operation"], "files": files})
         return batch
 
@@ -289,8 +293,9 @@ class StoreRuntime:
         )
 
     def git_summary(self, partition: str) -> dict[str, Any]:
-        """The git queue's state for one partition's diagnostics (the store's other partitions' writes are
-        not the caller's to count); call on the lane."""
+        """The git queue's state for one partition (diagnostics, ``knowledge_resume``): its pending count, its
+        last error and the commit holding its newest publication.  The store's other partitions' writes are
+        not the caller's to count or see, so nothing here changes when only they write; call on the lane."""
         if self.git is None:
             return {"state": "unavailable", "reason": "git is not installed"}
         row = self.store.db.one(
@@ -298,8 +303,13 @@ class StoreRuntime:
             "ON publications.seq = outbox.publication_seq "
             "WHERE outbox.state = 'pending' AND publications.partition = ?", (partition,),
         )
+        last = self.store.db.one(
+            "SELECT outbox.commit_id AS commit_id FROM outbox JOIN publications "
+            "ON publications.seq = outbox.publication_seq WHERE outbox.state = 'committed' "
+            "AND publications.partition = ? ORDER BY outbox.publication_seq DESC LIMIT 1", (partition,),
+        )
         return {"state": "pending" if row["pending"] else "committed", "pending": row["pending"],
-                "lastError": row["error"]}
+                "lastError": row["error"], "commit": last["commit_id"] if last is not None else None}
 
     # --- shutdown ------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from .publication import Plan, request_hash
 from .recall import flush_request_id
 from .passages import PassageFinder
 from .reads import diagnostics, get_record, history, parse_line_window, parse_reference, read_reference
+from .records import PRIVATE_SCOPE
 from .registry import SCOPES, Registry, StoreRecord
 from .embedding import EmbeddingRuntime
 from .runtime import StoreRuntime
@@ -174,11 +175,30 @@ class Engine:
         return self.on_store(caller, work, write=True)
 
     def resume(self, caller: Caller) -> dict[str, Any]:
-        """Retry the git checkpoint of the caller's store now."""
+        """Retry the git checkpoint of the caller's store now, and report the caller's partition only.
+
+        The checkpoint commits the whole store's queue, but the reply (state, pending count, last error, the
+        commit holding the partition's newest publication) is the partition's: a store-wide commit id or
+        count would change with every write of partitions the caller cannot see.
+        """
         authority = self.authorizer.authorize(caller, write=True)
         if authority.store is None:
             raise NotFound("this agent has no store yet", agent=authority.agent)
-        return self.runtime(authority.store).checkpoint()
+        checkpoint = self.runtime(authority.store).checkpoint()
+        if checkpoint["state"] == "unavailable":
+            return {"state": "unavailable", "reason": checkpoint["reason"]}
+        summary = self.run_authorized(caller, authority, lambda rt, a: rt.git_summary(a.partition), write=True)
+        reply: dict[str, Any] = {"state": summary["state"]}
+        if summary["state"] == "pending":
+            reply["reason"] = summary["lastError"] or "the checkpoint has not reached these publications yet"
+            reply["publications"] = summary["pending"]
+        else:
+            reply["publications"] = checkpoint.get("byPartition", {}).get(authority.partition, 0)
+        if summary["commit"] is not None:
+            reply["commit"] = summary["commit"]
+        if "index" in checkpoint and authority.partition == PRIVATE_SCOPE:
+            reply["index"] = checkpoint["index"]  # a damaged git index is the owner's to repair, not a chat's
+        return reply
 
     # --- knowledge: reads ---------------------------------------------------------------
 

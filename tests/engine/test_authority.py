@@ -108,6 +108,122 @@ def test_malformed_audiences_are_invalid(engine, owner, audience, field):
     assert raised.value.details["field"] == field
 
 
+@pytest.mark.parametrize("flag", [1, 0, "true", "false", "", None, [], {}, [True], 1.0])
+@pytest.mark.parametrize("kind", ["owner-private", "conversation", "child"])
+def test_a_sandboxed_flag_that_is_not_a_json_boolean_is_refused_never_read_as_false(engine, owner, state_dir, flag,
+                                                                                    kind):
+    """Fail closed: ``sandboxed: 1`` or ``"true"`` once read as "not sandboxed" and got owner-private access."""
+    audience = {"kind": "owner-private", "sandboxed": flag}
+    if kind == "conversation":
+        audience = {"kind": "conversation", "sessionKey": "chat:1", "sessionId": SESSION, "sandboxed": flag}
+    elif kind == "child":
+        audience = {"kind": "child", "root": {"kind": "owner-private", "sandboxed": flag}}
+    for attempt in (lambda c: engine.save_page(c, page("a", "x")), lambda c: engine.search(c, {"query": "x"})):
+        with pytest.raises(InvalidParams) as raised:
+            attempt(AgentCaller(owner.token, audience))
+        assert raised.value.details["field"].endswith(".sandboxed")
+    assert vault_snapshot(state_dir.stores) == {}  # refused before anything, even the store, was made
+
+
+def test_sandboxed_false_is_an_ordinary_audience(engine, owner):
+    saved = engine.save_page(AgentCaller(owner.token, {"kind": "owner-private", "sandboxed": False}), page("a", "x"))
+    assert saved["revision"] == 1
+
+
+@pytest.mark.parametrize("audience, field", [
+    ({"kind": "owner-private", "sessionKey": "chat:1"}, "audience.sessionKey"),
+    ({"kind": "owner-private", "owner": True}, "audience.owner"),
+    ({"kind": "conversation", "sessionKey": "chat:1", "sessionId": SESSION, "agent": "other"}, "audience.agent"),
+    ({"kind": "child", "root": {"kind": "owner-private"}, "sessionId": SESSION}, "audience.sessionId"),
+    ({"kind": "child", "root": {"kind": "owner-private", "extra": 1}}, "audience.root.extra"),
+    ({"kind": "child", "root": "owner-private"}, "audience.root"),
+    ({"kind": "child"}, "audience.root"),
+    ({"kind": 1}, "audience.kind"),
+    ({"kind": ["owner-private"]}, "audience.kind"),
+    ({"kind": "conversation", "sessionKey": 7, "sessionId": SESSION}, "audience.sessionKey"),
+    ({"kind": "conversation", "sessionKey": "chat\x00:1", "sessionId": SESSION}, "audience.sessionKey"),
+    ({"kind": "conversation", "sessionKey": "chat\n1", "sessionId": SESSION}, "audience.sessionKey"),
+    ({"kind": "conversation", "sessionKey": "chat\ud800", "sessionId": SESSION}, "audience.sessionKey"),
+    ({"kind": "conversation", "sessionKey": "chat:1", "sessionId": uuid.UUID(SESSION)}, "audience.sessionId"),
+])
+def test_audience_fields_must_have_their_exact_types_and_unknown_fields_are_refused(engine, owner, audience, field):
+    with pytest.raises(InvalidParams) as raised:
+        engine.search(AgentCaller(owner.token, audience), {"query": "x"})
+    assert raised.value.details["field"] == field
+
+
+@pytest.mark.parametrize("instance", [7, "", " ", "a\nb", "a\x00b", "x" * 129, "\udc00", ["laptop"]])
+def test_instance_ids_must_be_one_clean_line(engine, owner, instance):
+    with pytest.raises(InvalidParams) as raised:
+        engine.search(AgentCaller(owner.token, {"kind": "owner-private"}, instance), {"query": "x"})
+    assert raised.value.details["field"] == "instance"
+
+
+def test_a_conversation_belongs_to_the_agent_and_session_key_that_first_used_it(engine, owner, state_dir):
+    """Session ids are not secret (attribution shows them): presenting one reaches nothing of the conversation
+    unless the same agent presents the same session key."""
+    helper = engine.add_agent("helper")
+    engine.add_agent("outsider", owner=True)
+    engine.settings.save(engine.settings.current().with_stores(
+        {"team": _named_store("team", ("main", "helper"))}))
+    chat = conversation(owner.token, SESSION, key="chat:1")
+    note = engine.save_page(chat, page("a", "Chat note"))
+    assert note["revision"] == 1
+    intruders = {
+        "another member agent, same key": conversation(helper, SESSION, key="chat:1"),
+        "another member agent, own key": conversation(helper, SESSION, key="helper:1"),
+        "the same agent, another key": conversation(owner.token, SESSION, key="chat:2"),
+        "a child of another key": AgentCaller(owner.token, {"kind": "child", "root": {
+            "kind": "conversation", "sessionKey": "chat:2", "sessionId": SESSION}}),
+    }
+    vault = only_store(state_dir) / "vault"
+    before = vault_snapshot(vault)
+    for name, intruder in intruders.items():
+        for attempt in (lambda c: engine.get_record(c, note["id"]), lambda c: engine.search(c, {"query": "chat"}),
+                        lambda c: engine.save_page(c, page("b", "Planted")), lambda c: engine.health(c),
+                        lambda c: engine.resume(c)):
+            with pytest.raises(Denied) as raised:
+                attempt(intruder)
+            assert "another agent or session key" in raised.value.message, name
+    assert vault_snapshot(vault) == before
+    # The owner of the conversation, and a child delegated by it, still reach it.
+    assert engine.get_record(chat, note["id"])["title"] == "Chat note"
+    child = AgentCaller(owner.token, {"kind": "child", "root": chat.audience})
+    assert engine.get_record(child, note["id"])["title"] == "Chat note"
+    # Another member agent's own new conversation is its own.
+    mine = conversation(helper, OTHER_SESSION, key="helper:1")
+    assert engine.save_page(mine, page("c", "Helper chat"))["revision"] == 1
+    with pytest.raises(Denied):
+        engine.get_record(conversation(owner.token, OTHER_SESSION, key="helper:1"), note["id"])
+
+
+def test_a_conversation_binding_is_per_store(engine, owner):
+    """An agent with its own isolated store presenting the session id reaches its own empty conversation there."""
+    other = engine.add_agent("other", owner=True)
+    chat = conversation(owner.token, SESSION)
+    engine.save_page(chat, page("a", "Chat note"))
+    theirs = conversation(other, SESSION)
+    assert engine.search(theirs, {"query": "chat note"})["hits"] == []
+
+
+def test_conversation_owners_survive_a_restart(state_dir):
+    from engine.service import Engine
+
+    with Engine(state_dir, watch=False) as first:
+        token = first.add_agent("main", owner=True)
+        first.save_page(conversation(token, SESSION, key="chat:1"), page("a", "Chat note"))
+    with Engine(state_dir, watch=False) as second:
+        with pytest.raises(Denied):
+            second.search(conversation(token, SESSION, key="chat:2"), {"query": "chat"})
+        assert second.search(conversation(token, SESSION, key="chat:1"), {"query": "chat note"})["hits"]
+
+
+def _named_store(name: str, agents: tuple[str, ...]):
+    from engine.config import NamedStore
+
+    return NamedStore(name, name.title(), agents)
+
+
 @pytest.mark.parametrize("token", [None, "", "kd_not-a-real-token", "x" * 10_000, 42])
 def test_missing_or_foreign_credentials_are_denied(engine, owner, token):
     with pytest.raises(Denied):

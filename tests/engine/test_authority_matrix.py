@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from engine.authority import AgentCaller
+from engine.config import NamedStore
 from engine.protocol import Dispatcher, Session
 
 SESSION_1, SESSION_2 = str(uuid.uuid4()), str(uuid.uuid4())
@@ -29,6 +30,13 @@ def audience_of(kind: str) -> dict:
         "child-owner": {"kind": "child", "root": {"kind": "owner-private"}},
         "child-chat": {"kind": "child", "root": {**conversation, "sessionKey": "chat:plain"}},
         "sandboxed": {"kind": "owner-private", "sandboxed": True},
+        "sandboxed-one": {"kind": "owner-private", "sandboxed": 1},
+        "sandboxed-text": {"kind": "owner-private", "sandboxed": "true"},
+        # Presenting the first conversation's session id without owning it: another member agent of the
+        # shared store (with the same or its own session key), or the same agent under another session key.
+        "member-same-key": {**conversation, "sessionKey": "chat:plain"},
+        "member-own-key": {**conversation, "sessionKey": "helper:chat"},
+        "owner-other-key": {**conversation, "sessionKey": "chat:other"},
     }[kind]
 
 
@@ -41,18 +49,28 @@ EXPECTED = {
     "child-owner": ("private", True),
     "child-chat": ("chat1", True),
     "sandboxed": (None, False),
+    "sandboxed-one": (None, False),
+    "sandboxed-text": (None, False),
+    "member-same-key": (None, False),
+    "member-own-key": (None, False),
+    "owner-other-key": (None, False),
     "non-owner": (None, False),
     "revoked": (None, False),
     "wrong-token": (None, False),
 }
 
+# A malformed audience is refused as bad input naming the field, never read as a default.
+REFUSED_AS = {"sandboxed-one": "invalid_params", "sandboxed-text": "invalid_params"}
+
 
 @pytest.fixture
 def world(engine):
-    """Four partitions, each with a recognisable page and claim."""
+    """Four partitions, each with a recognisable page and claim; main and helper share the named store "team"."""
     main_token = engine.add_agent("main", owner=True)
     other_token = engine.add_agent("other", owner=True)
     helper_token = engine.add_agent("helper")
+    engine.settings.save(engine.settings.current().with_stores({"team": NamedStore("team", "Team",
+                                                                                   ("main", "helper"))}))
     revoked_token = engine.add_agent("gone", owner=True)
     engine.registry.set_grant("main", "chat:read", "read")
     engine.registry.set_grant("main", "chat:save", "read-and-save")
@@ -81,6 +99,7 @@ def session_for(dispatcher: Dispatcher, world: dict, kind: str) -> tuple[Session
     """An initialized session (where the credential allows one) and the audience meta for requests."""
     session = Session()
     token = {"non-owner": world["tokens"]["helper"], "revoked": world["tokens"]["revoked"],
+             "member-same-key": world["tokens"]["helper"], "member-own-key": world["tokens"]["helper"],
              "wrong-token": "kd_" + "x" * 43}.get(kind, world["tokens"]["main"])
     audience = {"kind": "owner-private"} if kind in ("non-owner", "revoked", "wrong-token") else audience_of(kind)
     reply = dispatcher.handle(session, _message("initialize", {"_meta": {"knowledge": {
@@ -155,7 +174,7 @@ def test_every_caller_kind_against_every_tool_and_method(engine, world, kind):
             if name == "index":  # the index is omitted, never an error, for callers without one
                 assert status == "ok" and body["text"] is None, (kind, name, body)
             else:
-                assert status == "error" and body["reason"] == "denied", (kind, name, body)
+                assert status == "error" and body["reason"] == REFUSED_AS.get(kind, "denied"), (kind, name, body)
             continue
         if writes and not may_write:
             assert status == "error" and body["reason"] == "denied", (kind, name, body)
@@ -176,12 +195,14 @@ def test_every_caller_kind_against_every_tool_and_method(engine, world, kind):
 
 
 def test_no_reply_depends_on_another_partitions_contents(engine, world):
-    """Non-interference: after one partition gains records, every read and every denial of every caller
-    kind that cannot reach it is byte for byte the same, so no reply carries its counts, sizes or index
-    state."""
+    """Non-interference: after one partition gains records, every read, every knowledge_resume and every
+    denial of every caller kind that cannot reach it is byte for byte the same, so no reply carries its counts,
+    sizes, index, journal, outbox or git state."""
     dispatcher = Dispatcher(engine)
     sessions = {kind: session_for(dispatcher, world, kind) for kind in EXPECTED}
-    reads = {name: (method, params) for name, (method, params, writes) in operations(world).items() if not writes}
+    # Every read, and knowledge_resume: it writes nothing of its own but reports git state.
+    reads = {name: (method, params) for name, (method, params, writes) in operations(world).items()
+             if not writes or name == "resume"}
 
     def replies(kinds: list[str]) -> dict[tuple[str, str], dict]:
         return {(kind, name): dispatcher.handle(sessions[kind][0], _message(method, {**params, **sessions[kind][1]}))
