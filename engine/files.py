@@ -62,10 +62,13 @@ def resolve_inside(root: Path, relpath: str) -> Path:
             info = os.lstat(current)
         except FileNotFoundError:
             return root.joinpath(*pure.parts)
+        component = "/".join(pure.parts[:index + 1])
         if stat.S_ISLNK(info.st_mode):
-            raise UnsafePath("path passes through a symlink", path=relpath)
+            raise UnsafePath(f"path passes through a symlink: {component}", path=relpath,
+                             component=component, problem="symlink")
         if index < len(pure.parts) - 1 and not stat.S_ISDIR(info.st_mode):
-            raise UnsafePath("path passes through a file", path=relpath)
+            raise UnsafePath(f"path passes through a file: {component}", path=relpath, component=component,
+                             problem="not_a_directory")
     return current
 
 

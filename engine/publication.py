@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .catalog import Catalog, FileStat
-from .errors import Conflict, KnowledgeError, NotFound
+from .errors import Conflict, KnowledgeError, NotFound, StoreUnavailable
 from .faults import Faults
 from .files import UnsafePath, remove_inside, resolve_inside, sha256_bytes, sha256_file, write_inside
 from .ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
-from .store import Store
+from .store import Store, partition_dir
 
 ROLE_ORDER = {"source": 0, "descriptor": 1, "record": 2}
 
@@ -119,6 +119,7 @@ class Publisher:
 
     def publish(self, plan: Plan) -> dict[str, Any]:
         writes = sorted(plan.writes, key=lambda write: ROLE_ORDER[write.role])
+        self._check_installable(plan.partition, writes)
         publication_id = new_id(PUBLICATION_PREFIX)
         receipt = {"publicationId": publication_id, "requestId": plan.request_id, **plan.receipt}
         now = format_timestamp(utc_now())
@@ -186,6 +187,24 @@ class Publisher:
                 (format_timestamp(utc_now()), seq),
             )
             self.faults.attempt("acknowledged")
+
+    def _check_installable(self, partition: str, writes: list[FileWrite]) -> None:
+        """Refuse, before anything is journaled, a write whose path passes a symlinked or non-directory
+        component of the vault (a ``claims/`` that is a symlink), naming that component: the engine never
+        writes through a symlink, and reporting it as an edit race would send the owner looking elsewhere."""
+        root = self.store.partition_root(partition)
+        for write in writes:
+            try:
+                resolve_inside(root, write.path)
+            except UnsafePath as exc:
+                where = f"{partition_dir(partition)}/{exc.details.get('component', write.path)}"
+                what = "a symlink (symlinks are never followed)" if exc.details.get("problem") == "symlink" \
+                    else "not a directory"
+                raise StoreUnavailable(
+                    f"the vault's {where} is {what}; nothing is written there until it is a real directory "
+                    "(knowledge doctor names it); nothing was written", path=write.path,
+                    component=exc.details.get("component"), problem=exc.details.get("problem"),
+                    recordId=write.record_id) from exc
 
     @staticmethod
     def _expect_base(write: FileWrite, current: str | None) -> None:

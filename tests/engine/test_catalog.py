@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from engine import catalog as catalog_module
-from engine.errors import InvalidParams, LimitExceeded, NotFound
+from engine.errors import InvalidParams, LimitExceeded, NotFound, StoreUnavailable
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
 SESSION = "6f1c2a4e-8d3b-4f6a-9c1e-2b7d5a9e0f13"
@@ -337,6 +337,35 @@ def test_symlinked_file_and_directory_are_reported_never_read(engine, owner, tmp
     symlinks = {f["path"] for f in engine.diagnostics(owner)["findings"] if f["code"] == "symlink"}
     assert symlinks == {"pages/linked.md", "pages/folder"}
     assert engine.get_record(owner, valid_id)["status"] == "current"
+
+
+@pytest.mark.parametrize("directory", ["claims", "sources"])
+def test_a_write_through_a_symlinked_directory_is_refused_as_a_symlink_and_writes_nothing(engine, owner, tmp_path,
+                                                                                         directory):
+    """A symlinked ``claims/`` or ``sources/`` was reported as "the file changed on disk": it is a symlink."""
+    saved_page(engine, owner)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = private_dir(engine.state)
+    if (root / directory).exists():
+        shutil.rmtree(root / directory)
+    os.symlink(outside, root / directory)
+
+    with pytest.raises(StoreUnavailable) as raised:
+        engine.remember(owner, {"requestId": "through-link", "items": [
+            {"text": "Dana likes tea.", "claimKind": "preference", "excerpt": "I like tea."}]})
+
+    error = raised.value
+    assert error.details["problem"] == "symlink" and error.details["component"] == directory
+    assert f"private/{directory} is a symlink" in error.message and "changed on disk" not in error.message
+    assert list(outside.iterdir()) == []
+    assert engine.diagnostics(owner)["pendingPublications"] == 0
+    assert directory in {f["path"] for f in engine.diagnostics(owner)["findings"] if f["code"] == "symlink"}
+    # The same request succeeds once the directory is real again.
+    (root / directory).unlink()
+    receipt = engine.remember(owner, {"requestId": "through-link", "items": [
+        {"text": "Dana likes tea.", "claimKind": "preference", "excerpt": "I like tea."}]})
+    assert engine.get_record(owner, receipt["items"][0]["id"])["status"] == "current"
 
 
 def test_hardlinked_file_from_outside_is_rejected(engine, owner, tmp_path):
