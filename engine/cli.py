@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import importlib.metadata
 import json
 import logging
 import os
 import shlex
 import signal
+import sqlite3
 import sys
 import threading
 from pathlib import Path
@@ -551,6 +553,24 @@ def main(argv: list[str] | None = None) -> int:
         where = f" ({exc.details['field']})" if "field" in exc.details else ""
         print(f"knowledge: {exc.message}{where}", file=sys.stderr)
         return 2
+    except (OSError, sqlite3.Error) as exc:
+        # A state directory the disk will not let us use (read-only, full, not ours) is one clear line.
+        print(f"knowledge: {unusable_state_dir(state, exc)}", file=sys.stderr)
+        return 1
+
+
+def unusable_state_dir(state: StateDir, exc: OSError | sqlite3.Error) -> str:
+    """What went wrong with the state directory, and what to do, in one line."""
+    if isinstance(exc, OSError):
+        code = errno.errorcode.get(exc.errno or 0, "EIO")
+        cause = f"{exc.strerror or exc} ({code})" + (f" at {exc.filename}" if exc.filename else "")
+    else:
+        text = str(exc)
+        code = "ENOSPC" if "full" in text else "EROFS" if "readonly" in text else "EIO"
+        cause = f"its database refused: {text}"
+    hint = ("free some space" if code in ("ENOSPC", "EDQUOT") else
+            "make it writable" if code in ("EROFS", "EACCES", "EPERM") else "check the disk")
+    return f"cannot use the state directory {state.root}: {cause}; {hint}, or choose another with --state-dir"
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import stat
@@ -306,3 +308,78 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
     assert exited.value.code == 0
     assert capsys.readouterr().out.strip() == f"knowledge-desk {engine_package.__version__}"
     assert engine_package.__version__ == version("knowledge-desk")
+
+
+# --- a state directory the disk will not let the engine use ------------------------------------------------
+
+
+def _serve_once(state: StateDir, *, drop_root_override: bool = False) -> subprocess.CompletedProcess[str]:
+    """``knowledge serve --port 0`` run to its end; as root, without the capability that ignores file modes."""
+    env = {key: value for key, value in os.environ.items() if key != "KNOWLEDGE_STATE_DIR"}
+    command = [sys.executable, "-m", "engine.cli", "--state-dir", str(state.root), "serve", "--port", "0"]
+    if drop_root_override and os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root needs setpriv to drop CAP_DAC_OVERRIDE")
+        command = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-all", *command]
+    return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
+def _one_clear_line(completed: subprocess.CompletedProcess[str]) -> str:
+    assert completed.returncode == 1, (completed.returncode, completed.stderr)
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
+    return lines[0]
+
+
+def test_serve_on_a_read_only_state_dir_exits_1_with_one_clear_line(state_dir: StateDir,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--state-dir", str(state_dir.root), "agents", "add", "main", "--owner"]) == 0
+    paths = [state_dir.root, *state_dir.root.rglob("*")]
+    for path in paths:
+        path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        line = _one_clear_line(_serve_once(state_dir, drop_root_override=True))
+    finally:
+        for path in paths:
+            path.chmod(path.stat().st_mode | 0o200)
+    assert line.startswith(f"knowledge: cannot use the state directory {state_dir.root}:")
+    assert "make it writable" in line
+
+
+def test_serve_on_a_full_state_dir_exits_1_with_one_clear_line(tmp_path: Path) -> None:
+    """A real full disk: a 1 MiB tmpfs, filled (root and mount needed, as CI has)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a real full disk needs root and mount; the message itself is tested below")
+    mountpoint = tmp_path / "small"
+    mountpoint.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mountpoint)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"mount refused: {mounted.stderr.strip()}")
+    try:
+        filler = os.open(mountpoint / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while os.write(filler, b"\0" * 4096):
+                pass
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+        finally:
+            os.close(filler)
+        line = _one_clear_line(_serve_once(StateDir(mountpoint / "state")))
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True)
+    assert "No space left on device (ENOSPC)" in line and "free some space" in line
+
+
+@pytest.mark.parametrize("failure, expected", [
+    (OSError(errno.ENOSPC, "No space left on device", "/state/registry.sqlite"), "(ENOSPC) at /state/registry"),
+    (OSError(errno.EROFS, "Read-only file system"), "(EROFS); make it writable"),
+    (sqlite3.OperationalError("database or disk is full"), "its database refused: database or disk is full; free"),
+    (sqlite3.OperationalError("attempt to write a readonly database"), "readonly database; make it writable"),
+])
+def test_an_unusable_state_dir_is_named_with_its_cause_and_what_to_do(state_dir, failure, expected):
+    from engine.cli import unusable_state_dir
+
+    line = unusable_state_dir(state_dir, failure)
+    assert line.startswith(f"cannot use the state directory {state_dir.root}: ") and expected in line
+    assert "\n" not in line
