@@ -121,6 +121,8 @@ def operations(world: dict) -> dict[str, tuple[str, dict, bool]]:
     tool = "tools/call"
     return {
         "grep": (tool, {"name": "knowledge_grep", "arguments": {"query": "shared keyword"}}, False),
+        # One hit a page: the reply carries a cursor, which binds the index snapshot.
+        "grep-page": (tool, {"name": "knowledge_grep", "arguments": {"query": "shared keyword", "limit": 1}}, False),
         "lookup": (tool, {"name": "knowledge_lookup", "arguments": {"name": "privatepagemarker"}}, False),
         "record": (tool, {"name": "knowledge_record", "arguments": {"id": private_page}}, False),
         "history": (tool, {"name": "knowledge_record", "arguments": {"id": private_page, "view": "history"}},
@@ -188,10 +190,11 @@ def test_every_caller_kind_against_every_tool_and_method(engine, world, kind):
             assert status == "error" and body["reason"] == "not_found", (kind, name, body)
             continue
         assert status == "ok", (kind, name, body)
-        if name in ("grep", "search"):
+        if name in ("grep", "grep-page", "search"):
             titles = {hit["title"] for hit in body["hits"]}
             wanted = next(m for m in world["markers"][reach] if not m.startswith(("pg_", "cl_")))
             assert titles and all(wanted in title for title in titles), (kind, titles)
+            assert (name == "grep-page") == ("nextCursor" in body), (kind, name, body)
 
 
 def test_no_reply_depends_on_another_partitions_contents(engine, world):
