@@ -67,7 +67,7 @@ MIGRATIONS = [
     ("0002_secrets", """
         CREATE TABLE secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)
     """),
-    # A conversation partition belongs to the agent and session key that first used it (docs/authority.md).
+    # A conversation partition belongs to the agent and session key that first used it (docs/protocol.md).
     ("0003_conversations", """
         CREATE TABLE conversations (
             store_id TEXT NOT NULL,
