@@ -12,7 +12,6 @@ effect on the very next request.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -27,6 +26,7 @@ from .operator_api import PREFIX as OPERATOR_PREFIX
 from .operator_api import OperatorMethods, authenticate_operator
 from .service import Engine
 from .tools import ToolRegistry, tool_result
+from .wire import MalformedMessage, method_of, parse_request
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,9 @@ ERROR_CODES = {
     "index_failed": -32009,
     "writes_disabled": -32010,
     "runtime_disabled": -32011,
+    "secret_detected": -32012,
 }
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INTERNAL_ERROR = -32700, -32600, -32601, -32603
+METHOD_NOT_FOUND, INTERNAL_ERROR = -32601, -32603
 # What ``_meta.knowledge`` may hold: at initialize the credential, audience and instance id; on a request only
 # its own audience (the credential is the connection's).
 INITIALIZE_FIELDS = frozenset({"token", "audience", "instance"})
@@ -67,6 +68,11 @@ class Session:
     protocol_version: str | None = None
     initialized: bool = False
     operator: bool = False  # authenticated with <state>/operator.token: operator/* methods only
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether ``initialize`` succeeded, with an agent's credential or the operator token."""
+        return self.token is not None or self.operator
 
 
 def error_response(request_id: Any, code: int, reason: str, message: str, **data: Any) -> dict[str, Any]:
@@ -120,35 +126,19 @@ class Dispatcher:
         probe stays fast however loaded the stores are."""
         if len(data) > IMMEDIATE_MAX_BYTES or b'"ping"' not in data:
             return False
-        try:
-            message = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            return False
-        return isinstance(message, dict) and message.get("method") == "ping"
+        return method_of(data) == "ping"  # a malformed ping's error is as cheap to answer here
 
     def handle(self, session: Session, data: bytes) -> dict[str, Any] | None:
-        """One message in, at most one response out."""
+        """One message in, at most one response out; a malformed one gets an error naming the problem."""
         try:
-            message = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            return error_response(None, PARSE_ERROR, "invalid_params", "the message is not UTF-8 JSON")
-        if not isinstance(message, dict):
-            return error_response(None, INVALID_REQUEST, "invalid_params",
-                                  "a message must be one JSON object (batches are not supported)")
-        request_id = message.get("id")
-        if isinstance(request_id, bool) or not isinstance(request_id, (str, int, type(None))):
-            return error_response(None, INVALID_REQUEST, "invalid_params", "id must be a string, number or null")
-        method = message.get("method")
-        if message.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            return error_response(request_id, INVALID_REQUEST, "invalid_params",
-                                  "a request needs jsonrpc '2.0' and a method")
-        params = message.get("params", {})
-        if "id" not in message:
+            request = parse_request(data)
+        except MalformedMessage as exc:  # transport-level codes (-32700, -32600, -32602), reason invalid_params
+            return error_response(exc.request_id, exc.code, "invalid_params", exc.message,
+                                  **({"field": exc.field} if exc.field else {}))
+        request_id, method, params = request.id, request.method, request.params
+        if request.notification:
             self._notification(session, method, params)
             return None
-        if not isinstance(params, dict):
-            return error_response(request_id, ERROR_CODES["invalid_params"], "invalid_params",
-                                  "params must be an object")
         handler = self.methods.get(method)
         if handler is None:
             return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {method!r}")

@@ -227,7 +227,7 @@ def _non_loopback_address() -> str | None:
 def test_nothing_listens_beyond_loopback(server):
     """Every listening socket is bound to 127.0.0.1 (or the private POSIX socket), so the machine's
     other addresses refuse connections to the engine's port."""
-    bound = [listener.getsockname() for running in server._servers for listener in running.sockets]
+    bound = [listener.getsockname() for listener in server._listeners]
     assert [name for name in bound if isinstance(name, tuple)] == [("127.0.0.1", server.port)]
     address = _non_loopback_address()
     if address is None:
@@ -268,6 +268,8 @@ def test_many_clients_at_once_over_tcp(engine, server):
 def test_an_oversized_line_is_refused_and_the_server_serves_others(engine, server):
     idle = Client.tcp(server)  # connects and sends nothing
     hog = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    hog.sendall(message("initialize", init_params(engine.add_agent("main", owner=True))))
+    assert "result" in json.loads(hog.makefile("rb").readline())
     hog.sendall(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "' + b"a" * (MAX_MESSAGE_BYTES + 10))
     reply = hog.makefile("rb").readline()
     assert json.loads(reply)["error"]["data"]["reason"] == "limit_exceeded"
@@ -309,6 +311,7 @@ def test_ping_is_answered_while_every_worker_is_busy(engine, state_dir):
 
 def test_a_message_just_under_the_cap_is_handled(engine, server):
     client = Client.tcp(server)
+    assert "result" in client.request("initialize", init_params(engine.add_agent("main", owner=True)))
     padding = "a" * (MAX_MESSAGE_BYTES - 200)
     reply = client.request("ping", {"padding": padding})
     assert reply["result"] == {}

@@ -73,6 +73,10 @@ def socket_messages(data: bytes) -> None:
         error = reply.get("error")
         if error is not None and error.get("data", {}).get("reason") not in REASONS:
             raise UnexpectedFailure(f"unexpected error reason: {error!r}")
+        try:  # a reply must be sendable as written: no lone surrogate echoed back from the message
+            json.dumps(reply, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise UnexpectedFailure(f"the reply cannot be encoded: {exc}") from exc
 
 
 TARGETS: dict[str, Callable[[bytes], None]] = {

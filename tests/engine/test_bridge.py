@@ -1,0 +1,180 @@
+"""``knowledge mcp``: an oversize call is answered by the bridge and the session goes on; keepalives
+hold a quiet session open; and the official MCP client sees the same through the real command."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from engine.bridge import run_bridge, with_credentials
+from engine.server import EngineServer, SocketBounds
+from engine.wire import MAX_MESSAGE_BYTES
+from tests.engine.test_server import message
+from tests.helpers import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Lines:
+    """The bridge's stdout, as a queue of the lines it wrote."""
+
+    def __init__(self) -> None:
+        self.lines: queue.Queue[bytes] = queue.Queue()
+
+    def write(self, data: bytes) -> None:
+        self.lines.put(data)
+
+    def flush(self) -> None:
+        pass
+
+    def next(self, timeout: float = 10.0) -> dict:
+        return json.loads(self.lines.get(timeout=timeout))
+
+
+@pytest.fixture
+def serve(engine, state_dir):
+    """Start an engine server with the given bounds and publish it in engine.json, as `serve` does."""
+    started: list[EngineServer] = []
+
+    def start(**bounds) -> EngineServer:
+        running = EngineServer(engine, port=0, socket_path=state_dir.root / "engine.sock", workers=4,
+                               bounds=SocketBounds(**bounds))
+        running.start()
+        state_dir.write_engine_info({"pid": os.getpid(), **running.info()})
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        running.stop()
+
+
+@pytest.fixture
+def knowledge(engine) -> dict:
+    return {"token": engine.add_agent("main", owner=True), "audience": {"kind": "owner-private"}}
+
+
+def oversize_call(request_id: int) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
+        "name": "knowledge_save_page", "arguments": {"requestId": "big", "type": "note", "title": "Big",
+                                                     "body": "a" * (MAX_MESSAGE_BYTES + 10)}}}).encode() + b"\n"
+
+
+def test_an_oversize_call_is_answered_for_its_id_and_not_forwarded(engine, state_dir, serve, knowledge):
+    serve()
+    stdin = message("initialize", {"protocolVersion": "2025-11-25"}, request_id=1) + oversize_call(2) \
+        + message("tools/call", {"name": "knowledge_grep", "arguments": {"query": "big"}}, request_id=3)
+    stdout = Lines()
+    assert run_bridge(state_dir, knowledge, stdin=io.BytesIO(stdin), stdout=stdout) == 0
+    replies = {reply["id"]: reply for reply in (stdout.next() for _ in range(3))}
+    assert replies[1]["result"]["serverInfo"]["name"] == "knowledge-desk"
+    assert replies[2]["error"]["data"] == {"reason": "limit_exceeded", "limit": MAX_MESSAGE_BYTES}
+    assert replies[3]["result"]["structuredContent"]["hits"] == []  # the big page was never saved
+    assert stdout.lines.empty()
+
+
+def test_a_line_of_exactly_the_limit_is_forwarded(state_dir, serve, knowledge):
+    serve()
+    head = b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"'
+    exact = head + b"a" * (MAX_MESSAGE_BYTES - len(head) - 3) + b'"}}\n'
+    assert len(exact) == MAX_MESSAGE_BYTES + 1  # the limit is the message; its newline is the framing
+    stdout = Lines()
+    run_bridge(state_dir, knowledge, stdin=io.BytesIO(message("initialize", {}, 1) + exact), stdout=stdout)
+    replies = {reply["id"]: reply for reply in (stdout.next(), stdout.next())}
+    assert "serverInfo" in replies[1]["result"] and replies[2]["result"] == {}
+
+
+@pytest.mark.parametrize("keepalive_s, survives", [(0.2, True), (60.0, False)])
+def test_keepalives_hold_a_quiet_session_past_the_engines_idle_timeout(state_dir, serve, knowledge, keepalive_s,
+                                                                       survives):
+    serve(idle_timeout_s=0.8)
+    read_end, write_end = os.pipe()
+    stdin, client = os.fdopen(read_end, "rb"), os.fdopen(write_end, "wb")
+    stdout = Lines()
+    bridge = threading.Thread(target=run_bridge, args=(state_dir, knowledge), kwargs={
+        "stdin": stdin, "stdout": stdout, "keepalive_s": keepalive_s})
+    bridge.start()
+    try:
+        client.write(message("initialize", {}, request_id=1))
+        client.flush()
+        assert "result" in stdout.next()
+        time.sleep(2.0)  # quiet for more than twice the idle timeout
+        if survives:
+            client.write(message("ping", request_id=2))
+            client.flush()
+            assert stdout.next() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+            assert stdout.lines.empty()  # the keepalives' answers never reach the client
+        else:
+            wait_for(lambda: not bridge.is_alive())  # the engine closed the idle connection
+    finally:
+        client.close()
+        bridge.join(10)
+        stdin.close()
+    assert not bridge.is_alive()
+
+
+def test_a_surrogate_in_the_clients_initialize_reaches_the_engine_as_an_escape(engine, state_dir, serve, knowledge):
+    line = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"x\\ud800"}}}\n'
+    forwarded = with_credentials(line, knowledge)
+    assert b"\\ud800" in forwarded and json.loads(forwarded)["params"]["_meta"]["knowledge"] == knowledge
+    serve()
+    stdout = Lines()
+    run_bridge(state_dir, knowledge, stdin=io.BytesIO(line), stdout=stdout)
+    assert stdout.next()["error"]["data"] == {"reason": "invalid_params", "field": "params.clientInfo.name"}
+
+
+def test_a_line_that_is_not_initialize_passes_untouched(knowledge):
+    line = message("tools/call", {"name": "knowledge_grep", "arguments": {"query": "initialize"}})
+    assert with_credentials(line, knowledge) == line
+
+
+# --- the official MCP client through `knowledge mcp` -------------------------------------------------------
+
+
+def test_the_official_mcp_client_survives_an_oversize_call(tmp_path):
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.shared.exceptions import MCPError
+
+    state = tmp_path / "state"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "engine.cli", "--state-dir", str(state), "agents", "add", "main",
+                    "--owner"], check=True, env=env, capture_output=True, cwd=ROOT)
+    serve = subprocess.Popen([sys.executable, "-m", "engine.cli", "--state-dir", str(state), "serve", "--port", "0"],
+                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results: dict = {}
+    try:
+        wait_for(lambda: (state / "engine.json").exists(), timeout=30)
+
+        async def session() -> None:
+            params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env, args=[
+                "-m", "engine.cli", "--state-dir", str(state), "mcp", "--agent", "main"])
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as client:
+                    await client.initialize()
+                    try:
+                        await client.call_tool("knowledge_save_page", {
+                            "requestId": "big", "type": "note", "title": "Big", "body": "a" * (MAX_MESSAGE_BYTES + 1)})
+                    except MCPError as exc:
+                        results["oversize"] = exc
+                    results["saved"] = await client.call_tool("knowledge_save_page", {
+                        "requestId": "small", "type": "note", "title": "Small", "body": "After the big one."})
+                    results["found"] = await client.call_tool("knowledge_grep", {"query": "big"})
+
+        anyio.run(session)
+    finally:
+        serve.terminate()
+        serve.wait(30)
+    assert results["oversize"].code == -32007 and results["oversize"].data["reason"] == "limit_exceeded"
+    assert results["saved"].is_error is False and results["saved"].structured_content["revision"] == 1
+    assert [hit["title"] for hit in results["found"].structured_content["hits"]] == ["Small"]
