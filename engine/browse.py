@@ -197,7 +197,9 @@ def record_links(engine: "Engine", caller: "Caller", record_id: Any) -> dict[str
 def _named_ids(fm: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, record id) for every record the frontmatter names."""
     named = [(key, fm[key]) for key in ("subject", "from", "to", "replaces") if is_record_id(fm.get(key))]
-    named += [("dependencies", value) for value in fm.get("dependencies") or [] if is_record_id(value)]
+    dependencies = fm.get("dependencies")
+    if isinstance(dependencies, list):  # an invalid record's may be any value
+        named += [("dependencies", value) for value in dependencies if is_record_id(value)]
     fields = fm.get("fields")
     if isinstance(fields, dict):
         for name, value in fields.items():

@@ -79,6 +79,24 @@ def _hardlinked(relpath: str) -> Finding:
     return Finding("hardlink", "files with more than one hard link are not read", path=relpath)
 
 
+def shown_path(relpath: str) -> str:
+    """``relpath`` as the catalog can store and show it.
+
+    A name that is not valid UTF-8 reaches Python with lone surrogates (``surrogateescape``), which SQLite,
+    tantivy, JSON replies and git cannot encode; its bytes are shown escaped (``bad\\xff.md``) instead.
+    """
+    try:
+        relpath.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(relpath).decode("utf-8", "backslashreplace")
+    return relpath
+
+
+def _undecodable(relpath: str) -> Finding:
+    return Finding("unreadable_name", "file and directory names must be valid UTF-8; not read",
+                   path=shown_path(relpath))
+
+
 def is_record_path(relpath: str) -> bool:
     return relpath.endswith(".md") and not relpath.startswith(f"{SOURCES_DIR}/")
 
@@ -136,7 +154,10 @@ def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
                 info = child.stat(follow_symlinks=False)
             except FileNotFoundError:  # deleted or renamed since the directory was listed
                 continue
-            if stat.S_ISLNK(info.st_mode):
+            if shown_path(relpath) != relpath:
+                if stat.S_ISDIR(info.st_mode) or is_record_path(relpath) or is_descriptor_path(relpath):
+                    rejected.append(_undecodable(relpath))
+            elif stat.S_ISLNK(info.st_mode):
                 rejected.append(Finding("symlink", "symlinks are not followed", path=relpath))
             elif stat.S_ISDIR(info.st_mode):
                 if depth >= MAX_DEPTH:
@@ -184,8 +205,8 @@ class Catalog:
                     forced.add(relpath)
                 current = self._stat_one(root, relpath)
                 if current is None:
-                    if relpath in known:
-                        missing.append(relpath)
+                    if shown_path(relpath) in known:
+                        missing.append(shown_path(relpath))
                 elif isinstance(current, Finding):
                     rejected.append(current)
                 else:
@@ -246,6 +267,8 @@ class Catalog:
             info = os.lstat(root / relpath)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        if shown_path(relpath) != relpath:
+            return _undecodable(relpath)
         if stat.S_ISLNK(info.st_mode):
             return Finding("symlink", "symlinks are not followed", path=relpath)
         if not stat.S_ISREG(info.st_mode):
@@ -317,7 +340,8 @@ class Catalog:
         )
         self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, relpath))
         if record is not None and status != "withheld":
-            names = [record.title] + list(record.frontmatter.get("aliases") or [])
+            aliases = record.frontmatter.get("aliases")  # any value at all in an invalid record
+            names = [record.title] + (aliases if isinstance(aliases, list) else [])
             keys = {name_key(name) for name in names if isinstance(name, str) and name.strip()}
             self.db.executemany("INSERT INTO names (partition, path, key) VALUES (?, ?, ?)",
                                 [(partition, relpath, key) for key in sorted(keys)])
@@ -331,8 +355,8 @@ class Catalog:
             "record_id": record.id if is_record_id(record.id) else None,
             "revision": revision if isinstance(revision, int) and not isinstance(revision, bool) else None,
             "kind": record.kind if isinstance(record.kind, str) else None,
-            "type": record.effective_type(ontology, relpath) if record.kind == "page" else fm.get("claim_kind")
-            if record.kind == "claim" else fm.get("relation"),
+            "type": _text_or_none(record.effective_type(ontology, relpath) if record.kind == "page"
+                                  else fm.get("claim_kind") if record.kind == "claim" else fm.get("relation")),
             "title": record.title if isinstance(record.title, str) else None,
             "lifecycle": record.lifecycle if isinstance(record.lifecycle, str) else None,
             "fixture": int(record.is_fixture),
@@ -614,6 +638,11 @@ class Catalog:
             collected.extend(json.loads(row["findings"]))
         collected.sort(key=lambda item: (item.get("severity", "error") != "error", item.get("path", "")))
         return collected
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A catalog text column holds a string or nothing; a file's odd value (a list, a mapping) is its finding."""
+    return value if isinstance(value, str) else None
 
 
 def reference_findings(fm: dict[str, Any], kind: str, record_type: str | None, pages: dict[str, str],

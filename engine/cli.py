@@ -41,6 +41,8 @@ from .service import Engine
 from .statedir import StateDir
 from .stores import StoreResolver
 
+log = logging.getLogger(__name__)
+
 
 def _print(data: Any, as_json: bool, text: Callable[[Any], str]) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False) if as_json else text(data))
@@ -193,6 +195,13 @@ def cmd_doctor(args: argparse.Namespace, state: StateDir) -> int:
                     problems += sum(1 for f in entry["diagnostics"]["findings"] if f.get("severity") == "error")
                 except KnowledgeError as exc:
                     entry["error"] = exc.to_dict()
+                    problems += 1
+                except MemoryError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - doctor reports a broken store, it never dies of one
+                    log.debug("diagnostics of %s failed", agent["name"], exc_info=True)
+                    entry["error"] = {"reason": "internal",
+                                      "message": f"diagnostics failed: {type(exc).__name__}: {exc}"}
                     problems += 1
             report["agents"].append(entry)
         if settings_problem := engine.settings.problem:

@@ -112,8 +112,8 @@ def describe_source(
 def parse_descriptor(data: bytes, path: str) -> tuple[SourceDescriptor | None, list[Finding]]:
     """Read a descriptor file; anything unusable becomes a finding naming the file."""
 
-    def bad(message: str) -> tuple[None, list[Finding]]:
-        return None, [Finding("source_invalid", message, path=path)]
+    def bad(message: str, line: int | None = None) -> tuple[None, list[Finding]]:
+        return None, [Finding("source_invalid", message, path=path, line=line)]
 
     if len(data) > DESCRIPTOR_MAX_BYTES:
         return bad(f"descriptor is larger than {DESCRIPTOR_MAX_BYTES} bytes")
@@ -121,8 +121,8 @@ def parse_descriptor(data: bytes, path: str) -> tuple[SourceDescriptor | None, l
         document = load_yaml(data.decode("utf-8"), what="source descriptor")
     except UnicodeDecodeError:
         return bad("descriptor is not UTF-8")
-    except (InvalidParams, LimitExceeded) as exc:
-        return bad(exc.message)
+    except (InvalidParams, LimitExceeded) as exc:  # load_yaml raises nothing else on any text
+        return bad(exc.message, exc.details.get("line"))
     if not isinstance(document, dict) or document.get("format") != SOURCE_FORMAT:
         return bad(f"descriptor format must be {SOURCE_FORMAT}")
     source_id = document.get("id")

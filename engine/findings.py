@@ -6,6 +6,15 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 MAX_FINDINGS_PER_RESPONSE = 1000
+# A finding often quotes the value it refuses; a file may hold megabytes of it.  Bounded, so one bad
+# file's findings can never outgrow a reply (the socket's 8 MiB) or the catalog row they live in.
+MAX_FINDING_CHARS = 1000
+
+
+def _bounded(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_FINDING_CHARS:
+        return text
+    return text[: MAX_FINDING_CHARS - 1] + "\u2026"
 
 
 @dataclass(frozen=True)
@@ -19,6 +28,10 @@ class Finding:
     field: str | None = None
     line: int | None = None
     record_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", _bounded(self.message))
+        object.__setattr__(self, "field", _bounded(self.field))
 
     def to_dict(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value is not None}

@@ -160,10 +160,13 @@ class GitHistory:
         """Regular, singly linked, non-hidden files under the vault (no symlinks followed)."""
         found = []
         for directory, subdirs, names in os.walk(self.vault):
-            subdirs[:] = [d for d in subdirs if not d.startswith(".") and not os.path.islink(os.path.join(directory, d))]
+            subdirs[:] = [d for d in subdirs if not d.startswith(".") and _utf8_name(d)
+                          and not os.path.islink(os.path.join(directory, d))]
             for name in names:
                 path = os.path.join(directory, name)
-                if name.startswith(".") or os.path.islink(path):
+                # A name that is not UTF-8 cannot be written to fast-import's stream (nor is it read by the
+                # catalog, which reports it): leaving it out keeps the first commit possible.
+                if name.startswith(".") or not _utf8_name(name) or os.path.islink(path):
                     continue
                 try:
                     info = os.lstat(path)
@@ -218,6 +221,14 @@ class GitHistory:
         if completed.returncode != 0:
             raise GitError(f"git show failed for {path} at {commit}")
         return completed.stdout
+
+
+def _utf8_name(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.walk hands undecodable bytes over as lone surrogates
+        return False
+    return True
 
 
 def _blob_id(data: bytes) -> str:

@@ -57,9 +57,14 @@ def read_manifest(path: Path) -> Manifest:
     if info.st_size > MANIFEST_MAX_BYTES:
         raise StoreUnavailable(f"vault.json is larger than {MANIFEST_MAX_BYTES} bytes", file="vault.json")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise StoreUnavailable(f"vault.json is not valid JSON: {exc}", file="vault.json") from exc
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise StoreUnavailable(f"vault.json cannot be read: {exc.strerror}", file="vault.json") from exc
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a huge integer, nesting past the stack
+        problem = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise StoreUnavailable(f"vault.json is not valid JSON: {problem}", file="vault.json") from exc
     return parse_manifest(data)
 
 
@@ -106,6 +111,6 @@ def read_partition_marker(directory: Path) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):  # missing, unreadable, not JSON: not this store's marker
         return None
     return data if isinstance(data, dict) else None

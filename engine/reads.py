@@ -199,26 +199,31 @@ def read_reference(store: Store, catalog: Catalog, partition: str, ref: dict[str
 
 def render_lines(frontmatter: dict[str, Any], body: str) -> list[str]:
     """The rendered record reads address: title, attribution, then the body."""
-    attribution = frontmatter.get("attribution") or {}
-    who = attribution.get("agent", "unknown")
+    # Formatted, never concatenated: a file may hold any JSON value where a string is expected.
+    attribution = frontmatter.get("attribution")
+    attribution = attribution if isinstance(attribution, dict) else {}
+    who = f"{attribution.get('agent', 'unknown')}"
     if attribution.get("instance"):
         who += f" ({attribution['instance']})"
     kind = frontmatter.get("kind", "record")
     detail = frontmatter.get("type") or frontmatter.get("claim_kind") or frontmatter.get("relation")
-    described = f"{kind}, {detail}" if detail else kind
+    described = f"{kind}, {detail}" if detail else f"{kind}"
     origin = frontmatter.get("assertion_origin")
     header = (f"{described}; revision {frontmatter.get('revision')}; recorded by {who}"
-              f"{'; said by the ' + origin if origin else ''}; updated {frontmatter.get('updated_at')}")
+              f"{f'; said by the {origin}' if origin else ''}; updated {frontmatter.get('updated_at')}")
     return [f"# {frontmatter.get('title', '')}", header, ""] + body.splitlines()
 
 
 def evidence_locators(catalog: Catalog, partition: str, citations: list[Any]) -> list[dict[str, Any]]:
     """Where each cited piece of evidence is kept, for the native tools to open."""
-    locators = []
+    locators: list[dict[str, Any]] = []
+    if not isinstance(citations, list):  # an invalid record's evidence may be any value
+        return locators
     for citation in citations:
         if not isinstance(citation, dict):
             continue
-        source = catalog.source(partition, citation.get("source"))
+        source_id = citation.get("source")  # an invalid record's citation may name anything at all
+        source = catalog.source(partition, source_id) if isinstance(source_id, str) else None
         locator: dict[str, Any] = {"source": citation.get("source")}
         for key in ("lines", "quote"):
             if key in citation:

@@ -162,13 +162,16 @@ def check_record(record: Record, ontology: Ontology, path: str) -> list[Finding]
         problem("envelope", "fixture must be true or false", "fixture")
 
     if kind == "page":
+        if fm.get("type") is not None and not isinstance(fm["type"], str):  # never silently re-classified
+            problem("envelope", "type must be a page type name", "type")
         page_type = record.effective_type(ontology, path)
         for finding in ontology.check_fields(page_type, fm.get("fields")):
             problem(finding.code, finding.message, finding.field)
         if "evidence" in fm:
             _check_evidence(fm["evidence"], problem, required=False)
     elif kind == "claim":
-        if fm.get("claim_kind") not in ontology.claim_kinds:
+        claim_kind = fm.get("claim_kind")
+        if not isinstance(claim_kind, str) or claim_kind not in ontology.claim_kinds:
             problem("envelope", f"claim_kind must be one of {list(ontology.claim_kinds)}", "claim_kind")
         if fm.get("subject") is not None and not is_record_id(fm["subject"]):
             problem("envelope", "subject must be a record id", "subject")

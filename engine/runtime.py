@@ -170,14 +170,28 @@ class StoreRuntime:
         with self._dirty_lock:
             dirty = self._dirty.pop(partition, set())
         last = self._synced.get(partition)
-        if not self.watching or last != generation:
-            # An ontology change revalidates every record, not just changed files.
-            self.catalog.sync(partition, force=last is not None and last != generation)
-            self._synced[partition] = generation
-        elif dirty is FULL:
-            self.catalog.sync(partition)
-        elif dirty:
-            self.catalog.sync(partition, dirty)
+        try:
+            if not self.watching or last != generation:
+                # An ontology change revalidates every record, not just changed files.
+                self.catalog.sync(partition, force=last is not None and last != generation)
+                self._synced[partition] = generation
+            elif dirty is FULL:
+                self.catalog.sync(partition)
+            elif dirty:
+                self.catalog.sync(partition, dirty)
+        except BaseException:
+            # The sync rolled back: what the watcher reported is still unread, so the next request retries it
+            # rather than serving a catalog that silently lacks those files.
+            self._restore_dirty(partition, dirty)
+            raise
+
+    def _restore_dirty(self, partition: str, dirty: set[str] | None) -> None:
+        with self._dirty_lock:
+            pending = self._dirty.get(partition, set())
+            if dirty is FULL or pending is FULL:
+                self._dirty[partition] = FULL
+            elif dirty or pending:
+                self._dirty[partition] = pending | dirty
 
     # --- watcher feed -------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from engine.errors import KnowledgeError, LimitExceeded
 from engine.frontmatter import (
+    INT_MAX,
+    INT_MIN,
     MAX_NESTING,
     RECORD_MAX_BYTES,
     DocumentSyntaxError,
@@ -279,7 +281,7 @@ def test_load_yaml_respects_a_custom_nesting_limit() -> None:
 
 # --- properties ------------------------------------------------------------------
 
-_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=40))
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(INT_MIN, INT_MAX), st.text(max_size=40))
 _values = st.recursive(
     _scalars,
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)),
