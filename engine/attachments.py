@@ -30,13 +30,14 @@ import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from .credentials import decoded_for_scan, texts_of
 from .errors import (
     Conflict, Denied, ForeignReference, InvalidParams, LimitExceeded, NotFound, RuntimeDisabled,
 )
 from .evidence import SourceDescriptor, clean_filename, retained_path_for
 from .files import UnsafePath
 from .ids import SOURCE_PREFIX, format_timestamp, is_record_id, new_id, utc_now
-from .inputs import parse_request_id
+from .inputs import check_size, parse_request_id, refuse_controls
 from .publication import FileWrite, Plan, request_hash
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
@@ -54,6 +55,8 @@ SOCKET_MESSAGE_MAX_BYTES = 8 * 1024 * 1024
 # them (and the install needs them in memory), so attached files are bounded too.
 ATTACH_FILE_MAX_BYTES = 256 * 1024 * 1024
 FILE_PATH_MAX_CHARS = 4096
+FILENAME_MAX_CHARS = 255
+MEDIA_TYPE_MAX_CHARS = 255
 DEFAULT_MEDIA_TYPE = "application/octet-stream"
 
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
@@ -152,6 +155,8 @@ def _media_type(value: Any, filename: str | None) -> str:
     if value is None:
         guessed = mimetypes.guess_type(filename, strict=False)[0] if filename else None
         return guessed or DEFAULT_MEDIA_TYPE
+    if isinstance(value, str):
+        check_size(value, "mediaType", MEDIA_TYPE_MAX_CHARS)
     if not isinstance(value, str) or not _MEDIA_TYPE.fullmatch(value):
         raise InvalidParams("mediaType must be a type/subtype such as text/plain, without parameters",
                             field="mediaType")
@@ -183,15 +188,27 @@ def parse_attach_input(params: Any) -> AttachInput:
     if claimed is not None and claimed != actual:
         raise InvalidParams("sha256 does not match the decoded content", field="sha256", expected=claimed,
                             actual=actual)
-    filename = clean_filename(params.get("filename"))
+    filename = _filename(params.get("filename"))
     return AttachInput(request_id, content, actual, filename, _media_type(params.get("mediaType"), filename))
 
 
+def _filename(value: Any) -> str | None:
+    """A display filename: the name rule (one line, no control character, at most 255 characters in its
+    last component), then ``clean_filename`` for the rest (no directories, not '.' or '..')."""
+    if isinstance(value, str):
+        refuse_controls(value, "filename", one_line=True)
+        check_size(value.replace("\\", "/").rsplit("/", 1)[-1].strip(), "filename", FILENAME_MAX_CHARS)
+    return clean_filename(value)
+
+
 def _path_parts(value: Any) -> tuple[str, ...]:
-    """An absolute path's components; '.', '..', empty parts and NULs are refused, never normalised."""
-    if not isinstance(value, str) or not value or len(value) > FILE_PATH_MAX_CHARS or "\x00" in value:
+    """An absolute path's components; '.', '..', empty parts and control characters are refused, never
+    normalised."""
+    if not isinstance(value, str) or not value:
         raise InvalidParams(f"filePath must be an absolute path of at most {FILE_PATH_MAX_CHARS} characters",
                             field="filePath")
+    check_size(value, "filePath", FILE_PATH_MAX_CHARS)
+    refuse_controls(value, "filePath", one_line=True)
     if not value.startswith("/"):
         raise InvalidParams("filePath must be absolute; the engine does not share the agent's working directory",
                             field="filePath")
@@ -208,7 +225,7 @@ def parse_attach_file_input(params: Any) -> AttachFileInput:
     parts = _path_parts(params.get("filePath"))
     sha = _sha256(params.get("sha256"), required=True)
     assert sha is not None
-    filename = clean_filename(params.get("filename")) if params.get("filename") is not None else \
+    filename = _filename(params.get("filename")) if params.get("filename") is not None else \
         _default_filename(parts[-1])
     expected = params.get("expectedVaultId")
     if expected is not None and not is_record_id(expected):
@@ -220,8 +237,8 @@ def parse_attach_file_input(params: Any) -> AttachFileInput:
 def _default_filename(name: str) -> str | None:
     """The file's own name, when it is usable as a display name."""
     try:
-        return clean_filename(name)
-    except InvalidParams:
+        return _filename(name)
+    except (InvalidParams, LimitExceeded):
         return None
 
 
@@ -231,6 +248,8 @@ def _default_filename(name: str) -> str | None:
 def attach(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
     """``knowledge_attach``: retain base64 content as a source; returns the receipt with its descriptor id."""
     request = parse_attach_input(params)
+    engine.refuse_secrets([*texts_of(params, skip=frozenset({"content"})),
+                           ("content", decoded_for_scan(request.content))])
     return _publish_source(engine, caller, "attach", request.request_id, request.digest(), None,
                            lambda: (request.content, request.sha256), request.filename,
                            request.media_type)
@@ -239,6 +258,7 @@ def attach(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
 def attach_file(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
     """``knowledge_attach_file``: retain a workspace file, verified against the caller's sha256."""
     request = parse_attach_file_input(params)
+    engine.refuse_secrets(texts_of(params))
     engine.authorizer.authorize(caller, write=True, create=False)  # who asks comes before what is configured
     roots = engine.settings.current().workspace_roots
     if not roots:
@@ -250,7 +270,9 @@ def attach_file(engine: "Engine", caller: "Caller", params: Any) -> dict[str, An
     state_parts = {_real_parts(str(engine.state.root)), tuple(str(engine.state.root).strip("/").split("/"))}
 
     def load() -> tuple[bytes, str]:  # on the lane, after the retry check: a retry never re-reads the file
-        return read_workspace_file(request.parts, request.sha256, roots, state_parts)
+        content, sha = read_workspace_file(request.parts, request.sha256, roots, state_parts)
+        engine.refuse_secrets([("content", decoded_for_scan(content))])  # the file's content, as for attach
+        return content, sha
 
     return _publish_source(engine, caller, "attach_file", request.request_id, request.digest(),
                            request.expected_vault_id, load, request.filename, request.media_type)

@@ -19,6 +19,7 @@ from .errors import InvalidParams, KnowledgeError, NotFound
 from .evidence import SOURCES_DIR
 from .files import read_file, sha256_bytes
 from .ids import is_record_id
+from .inputs import bounded_int, check_name
 from .reads import evidence_locators, record_status
 from .recall import APPROVED_BY, approved_block
 
@@ -45,10 +46,7 @@ _LISTED = "record_id IS NOT NULL AND file_status != 'withheld'"
 
 
 def _integer(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = params.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidParams(f"{key} must be an integer from {low} to {high}", field=key)
-    return value
+    return bounded_int(params.get(key, default), key, low=low, high=high)
 
 
 def _check_keys(params: dict[str, Any], allowed: set[str]) -> None:
@@ -79,9 +77,10 @@ def parse_list_request(params: dict[str, Any]) -> dict[str, Any]:
     if kind is not None and kind not in KINDS:
         raise InvalidParams(f"kind must be one of {list(KINDS)}", field="kind")
     record_type = params.get("type")
-    if record_type is not None and (not isinstance(record_type, str) or not record_type.strip()
-                                    or len(record_type) > TYPE_MAX_CHARS):
-        raise InvalidParams(f"type must be a name of 1-{TYPE_MAX_CHARS} characters", field="type")
+    if record_type is not None:
+        if not isinstance(record_type, str) or not record_type.strip():
+            raise InvalidParams(f"type must be a name of 1-{TYPE_MAX_CHARS} characters", field="type")
+        check_name(record_type, "type", max_chars=TYPE_MAX_CHARS)
     status = params.get("status", "current")
     if status not in STATUSES:
         raise InvalidParams(f"status must be one of {list(STATUSES)}", field="status")

@@ -66,6 +66,9 @@ class Settings:
     knowledge_runtime_enabled: bool = False
     # embeddingModel: "onnx/<installed model>" for semantic search, or None (lexical only); see docs/knowledge-base.md
     embedding_model: str | None = f"onnx/{DEFAULT_EMBEDDING_MODEL}"
+    # allowSecrets: store writes that hold credentials (API keys, tokens, private keys); off by default, see
+    # engine/credentials.py and docs/secrets.md
+    allow_secrets: bool = False
 
     def named_stores_of(self, agent: str) -> list[str]:
         """Names of every named store that lists ``agent`` (more than one makes it unavailable)."""
@@ -135,12 +138,16 @@ def parse_settings(data: Any) -> Settings:
     knowledge_runtime = data.get("knowledgeRuntimeEnabled", False)
     if not isinstance(knowledge_runtime, bool):
         raise InvalidParams("knowledgeRuntimeEnabled must be true or false", field="knowledgeRuntimeEnabled")
+    allow_secrets = data.get("allowSecrets", False)
+    if not isinstance(allow_secrets, bool):  # "true", 1 or null are not consent to store credentials
+        raise InvalidParams("allowSecrets must be true or false", field="allowSecrets")
     return Settings(SCHEMA_VERSION, writes, stores, dict(data),
                     workspace_roots=_parse_workspace_roots(data.get("attachments", {})),
                     decision_model=_parse_decision_model(data.get("decisionModel"), rerank_base_url),
                     rerank_base_url=rerank_base_url, knowledge_runtime_enabled=knowledge_runtime,
                     recall_gate=parse_gate_settings(data.get("recallGate")),
-                    embedding_model=_parse_embedding_model(data.get("embeddingModel", Settings.embedding_model)))
+                    embedding_model=_parse_embedding_model(data.get("embeddingModel", Settings.embedding_model)),
+                    allow_secrets=allow_secrets)
 
 
 def _parse_embedding_model(value: Any) -> str | None:

@@ -10,6 +10,8 @@
     ├── ForeignReference           foreign_reference a reference or cursor from another store
     ├── Conflict                   conflict          same requestId with other content, or an edit race
     ├── LimitExceeded              limit_exceeded    a size, depth or count limit was hit
+    ├── SecretDetected             secret_detected   a write holds a credential (names the field and the kind,
+    │                                                never the secret); see engine/credentials.py
     ├── StoreUnavailable           store_unavailable the store is missing, damaged or mid-recovery
     ├── IndexFailed                index_failed      the search index could not be brought up to date
     ├── WritesDisabled             writes_disabled   the owner turned writes off
@@ -81,6 +83,16 @@ class Conflict(KnowledgeError):
 
 class LimitExceeded(KnowledgeError):
     reason = "limit_exceeded"
+
+
+class SecretDetected(KnowledgeError):
+    """A write's text holds what looks like a credential; nothing was written.
+
+    ``details`` name the field and the kind of secret (``field``, ``kind``, ``line``); the secret itself
+    never appears in the message, the details or a log line.
+    """
+
+    reason = "secret_detected"
 
 
 class StoreUnavailable(KnowledgeError):

@@ -46,6 +46,7 @@ from .gate_scoring import (
 )
 from .gate_settings import GateSettings
 from .ids import utc_now
+from .inputs import check_size
 from .records import PRIVATE_SCOPE
 
 log = logging.getLogger(__name__)
@@ -137,8 +138,7 @@ def parse_message(params: Any) -> str:
     message = params.get("message")
     if not isinstance(message, str):
         raise InvalidParams("message must be the user's message text", field="message")
-    if len(message) > MESSAGE_MAX_CHARS:
-        raise InvalidParams(f"message is longer than {MESSAGE_MAX_CHARS:,} characters", field="message")
+    check_size(message, "message", MESSAGE_MAX_CHARS)
     return message
 
 

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 from .errors import InvalidParams, NotFound
 from .ids import format_timestamp, is_record_id, new_id, utc_now
+from .inputs import check_count
 from .store import Store
 
 TURN_PREFIX = "gt"
@@ -133,9 +134,9 @@ def journal_turns(store: Store, partition: str, ids: Sequence[str] | None = None
 def label_turn(store: Store, partition: str, turn_id: str, needed: list[str] | None) -> dict[str, Any]:
     """Record which pages a journal turn actually needed (``[]``: none; ``None`` clears the label)."""
     if needed is not None:
-        if (not isinstance(needed, list) or len(needed) > NEEDED_MAX
-                or not all(is_record_id(value) for value in needed)):
+        if not isinstance(needed, list) or not all(is_record_id(value) for value in needed):
             raise InvalidParams(f"needed must be a list of at most {NEEDED_MAX} record ids, or null", field="needed")
+        check_count(needed, "needed", NEEDED_MAX, "record ids")
         needed = list(dict.fromkeys(needed))
     with store.db.atomic():
         row = store.db.one("SELECT * FROM gate_turns WHERE partition = ? AND id = ? AND message IS NOT NULL",

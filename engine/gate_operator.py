@@ -34,6 +34,7 @@ from .errors import InvalidParams, KnowledgeError
 from .gate import GateStop, authority_check, evaluate
 from .gate_journal import LIST_MAX, THRESHOLD_GRID, clear_journal, journal_turns, label_turn, list_turns, what_if
 from .gate_settings import KEYS, parse_gate_settings
+from .inputs import bounded_int
 from .operator_params import operator_params
 
 if TYPE_CHECKING:
@@ -60,10 +61,7 @@ def _params(params: dict[str, Any], allowed: set[str], *, agent: bool = True) ->
 
 def _window(params: dict[str, Any], default: int = 50) -> tuple[int, int]:
     offset, limit = params.get("offset", 0), params.get("limit", default)
-    for name, value, low, high in (("offset", offset, 0, 10**9), ("limit", limit, 1, LIST_MAX)):
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise InvalidParams(f"{name} must be an integer from {low} to {high}", field=name)
-    return offset, limit
+    return (bounded_int(offset, "offset", low=0, high=10**9), bounded_int(limit, "limit", low=1, high=LIST_MAX))
 
 
 def _threshold(value: Any, field: str) -> float:

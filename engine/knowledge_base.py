@@ -19,7 +19,6 @@ still published. Both are read-only: no write, no event, no audit entry.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -32,6 +31,7 @@ from .embedding import Embedder, EmbeddingRuntime
 from .errors import IndexFailed, InvalidParams, NotFound, RuntimeDisabled
 from .frontmatter import split_document
 from .ids import is_record_id
+from .inputs import bounded_int, check_name
 from .reads import _fresh_row, record_status
 from .runtime import StoreRuntime
 from .search import SearchRequest, build_query, parse_query_text
@@ -147,15 +147,13 @@ def _parse_query(args: dict[str, Any]) -> QuerySearch:
     alpha = args.get("alpha", ALPHA_DEFAULT)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
         raise InvalidParams("alpha must be a number from 0 (semantic only) to 1 (lexical only)", field="alpha")
-    max_results = args.get("max_results", MAX_RESULTS_DEFAULT)
-    if isinstance(max_results, bool) or not isinstance(max_results, int) or not 1 <= max_results <= MAX_RESULTS_MAX:
-        raise InvalidParams(f"max_results must be an integer from 1 to {MAX_RESULTS_MAX}", field="max_results")
+    max_results = bounded_int(args.get("max_results", MAX_RESULTS_DEFAULT), "max_results", low=1,
+                              high=MAX_RESULTS_MAX)
     base = args.get("knowledge_base_id")
     if base is not None:
-        if (not isinstance(base, str) or not base.strip() or len(base) > BASE_ID_MAX_CHARS
-                or any(unicodedata.category(ch) == "Cc" for ch in base)):
+        if not isinstance(base, str) or not base.strip():
             raise InvalidParams("knowledge_base_id must be a one-line tag of your records", field="knowledge_base_id")
-        base = base.strip()
+        base = check_name(base, "knowledge_base_id", max_chars=BASE_ID_MAX_CHARS)
     return QuerySearch(parse_query_text(args.get("query")), base, mode, float(alpha), max_results)
 
 
@@ -175,9 +173,7 @@ def _parse_read(args: dict[str, Any]) -> AddressedRead:
     offset = args.get("offset", 0)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise InvalidParams("offset must be a non-negative integer (characters)", field="offset")
-    limit = args.get("limit_chars", LIMIT_CHARS_DEFAULT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIMIT_CHARS_MAX:
-        raise InvalidParams(f"limit_chars must be an integer from 1 to {LIMIT_CHARS_MAX}", field="limit_chars")
+    limit = bounded_int(args.get("limit_chars", LIMIT_CHARS_DEFAULT), "limit_chars", low=1, high=LIMIT_CHARS_MAX)
     return AddressedRead(item_id, revision, offset, limit)
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .catalog import CURRENT, Catalog
 from .errors import InvalidParams, KnowledgeError, NotFound
 from .files import UnsafePath, check_relative_path, read_file
+from .inputs import bounded_int, check_name, check_size
 from .ontology import ONTOLOGY_MAX_BYTES, SHIPPED, Ontology
 from .records import PRIVATE_SCOPE
 from .store import EXTENSIONS_FILE, VAULT_DIR, Store
@@ -93,10 +94,7 @@ class OntologyRequest:
 
 
 def _integer(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = params.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidParams(f"{key} must be an integer from {low} to {high}", field=key)
-    return value
+    return bounded_int(params.get(key, default), key, low=low, high=high)
 
 
 def parse_ontology_request(params: Any) -> OntologyRequest:
@@ -118,9 +116,10 @@ def parse_ontology_request(params: Any) -> OntologyRequest:
     if kind is not None and kind not in KINDS:
         raise InvalidParams(f"kind must be one of {list(KINDS)}", field="kind")
     name = params.get("name")
-    if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > NAME_MAX_CHARS
-                             or "\n" in name or "\x00" in name):
-        raise InvalidParams(f"name must be one line of 1-{NAME_MAX_CHARS} characters", field="name")
+    if name is not None:
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidParams(f"name must be one line of 1-{NAME_MAX_CHARS} characters", field="name")
+        name = check_name(name, "name", max_chars=NAME_MAX_CHARS)
     include_records = params.get("includeRecords", False)
     if not isinstance(include_records, bool):
         raise InvalidParams("includeRecords must be true or false", field="includeRecords")
@@ -144,9 +143,10 @@ def parse_ontology_request(params: Any) -> OntologyRequest:
 
 def _check_source_path(value: Any) -> str:
     """A relative, plain path: the lookup is by exact name, but tricks are refused outright."""
-    if not isinstance(value, str) or len(value) > SOURCE_PATH_MAX_CHARS:
+    if not isinstance(value, str):
         raise InvalidParams(f"sourcePath must be a string of at most {SOURCE_PATH_MAX_CHARS} characters",
                             field="sourcePath")
+    check_size(value, "sourcePath", SOURCE_PATH_MAX_CHARS)
     try:
         check_relative_path(value)
     except KnowledgeError as exc:

@@ -58,6 +58,7 @@ from .authority import OWNER_PRIVATE, OperatorCaller, PreviewCaller
 from .errors import Denied, InvalidParams, KnowledgeError, NotFound
 from .files import atomic_write
 from .ids import format_timestamp, is_agent_name, utc_now
+from .inputs import check_count, check_name
 from .knowledge_index import MAX_CHARS as INDEX_MAX_CHARS
 from .knowledge_index import index_for
 from .memory_prompt import prompt_for
@@ -221,12 +222,13 @@ class OperatorMethods:
     def share_store(self, params: dict[str, Any]) -> dict[str, Any]:
         params = _params(params, {"name", "label", "others"})
         label, others = params.get("label"), params.get("others", [])
-        if label is not None and (not isinstance(label, str) or not label.strip() or "\n" in label
-                                  or len(label) > LABEL_MAX_CHARS):
-            raise InvalidParams(f"label must be one line of 1-{LABEL_MAX_CHARS} characters", field="label")
-        if (not isinstance(others, list) or len(others) > OTHERS_MAX
-                or not all(is_agent_name(other) for other in others)):
+        if label is not None:
+            if not isinstance(label, str) or not label.strip():
+                raise InvalidParams(f"label must be one line of 1-{LABEL_MAX_CHARS} characters", field="label")
+            check_name(label, "label", max_chars=LABEL_MAX_CHARS)
+        if not isinstance(others, list) or not all(is_agent_name(other) for other in others):
             raise InvalidParams("others must be a list of agent names", field="others")
+        check_count(others, "others", OTHERS_MAX, "agents")
         self.engine.resolver.share_store(params["agent"], _name(params, "name"),
                                          label=label.strip() if label else None, others=tuple(others))
         return self.inventory({})

@@ -16,6 +16,7 @@ from .errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, S
 from .files import read_file, sha256_bytes
 from .findings import truncated
 from .frontmatter import RECORD_MAX_BYTES
+from .inputs import bounded_int
 from .records import parse_record
 from .search import PROVIDER, reference
 from .store import Store
@@ -163,9 +164,7 @@ def parse_line_window(params: dict[str, Any]) -> tuple[int, int]:
     for name, value in (("from", start), ("lines", count)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidParams(f"{name} must be a positive integer", field=name)
-    if count > READ_LINES_MAX:
-        raise InvalidParams(f"lines must be at most {READ_LINES_MAX}", field="lines")
-    return start, count
+    return start, bounded_int(count, "lines", low=1, high=READ_LINES_MAX)
 
 
 def read_reference(store: Store, catalog: Catalog, partition: str, ref: dict[str, Any],

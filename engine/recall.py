@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from .authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority, Caller
 from .catalog import CURRENT
+from .credentials import texts_of
 from .errors import Conflict, Denied, InvalidParams, NotFound
 from .ids import format_timestamp, is_record_id, parse_timestamp, utc_now
-from .inputs import REQUEST_ID, parse_request_id
+from .inputs import bounded_int, check_count, check_name, check_size, parse_request_id, refuse_controls
 from .publication import Plan, request_hash
 from .reads import record_status
 from .records import RECALL_LIST_MAX, RECALL_SUMMARY_MAX, check_recall_block
@@ -144,13 +145,14 @@ def _parse_block(raw: Any) -> RecallBlock | None:
                                 field=f"recall.{key}")
     _check_keys(raw, BLOCK_KEYS, "recall.")
     summary = raw.get("summary")
-    if not isinstance(summary, str) or not 1 <= len(summary.strip()) <= RECALL_SUMMARY_MAX:
+    if not isinstance(summary, str) or not summary.strip():
         raise InvalidParams(f"recall.summary is required: 1-{RECALL_SUMMARY_MAX} characters",
                             field="recall.summary")
-    if "\x00" in summary:
-        raise InvalidParams("recall.summary contains a NUL character", field="recall.summary")
+    check_size(summary.strip(), "recall.summary", RECALL_SUMMARY_MAX)
+    refuse_controls(summary, "recall.summary", one_line=False)
     importance = raw.get("importance", IMPORTANCE_DEFAULT)
     if isinstance(importance, bool) or not isinstance(importance, int) or not 1 <= importance <= 10:
+        # A scale, not a size: 11 is as wrong as 0.
         raise InvalidParams("recall.importance must be an integer from 1 to 10", field="recall.importance")
     return RecallBlock(summary.strip(), _labels(raw, "triggers", TRIGGER_MAX_CHARS), importance,
                        _labels(raw, "projects", PROJECT_KEY_MAX_CHARS))
@@ -162,15 +164,10 @@ def _labels(raw: dict[str, Any], key: str, max_chars: int) -> tuple[str, ...]:
     field = f"recall.{key}"
     if value is None:
         return ()
-    if not isinstance(value, list) or len(value) > RECALL_LIST_MAX:
+    if not isinstance(value, list):
         raise InvalidParams(f"{field} must be a list of at most {RECALL_LIST_MAX} strings", field=field)
-    cleaned = []
-    for item in value:
-        if (not isinstance(item, str) or not item.strip() or len(item) > max_chars
-                or any(c in item for c in "\n\r\x00")):
-            raise InvalidParams(f"{field} must hold non-empty one-line strings of at most {max_chars} characters",
-                                field=field)
-        cleaned.append(item.strip())
+    check_count(value, field, RECALL_LIST_MAX)
+    cleaned = [check_name(item, field, max_chars=max_chars, index=index) for index, item in enumerate(value)]
     return tuple(dict.fromkeys(cleaned))
 
 
@@ -188,14 +185,8 @@ def parse_candidates_query(params: Any) -> CandidatesQuery:
     if project is not None:
         if mode != "project":
             raise InvalidParams("project only applies with mode 'project'", field="project")
-        if (not isinstance(project, str) or not project.strip() or len(project) > PROJECT_KEY_MAX_CHARS
-                or any(c in project for c in "\n\r\x00")):
-            raise InvalidParams(f"project must be a one-line key of at most {PROJECT_KEY_MAX_CHARS} characters",
-                                field="project")
-        project = project.strip()
-    limit = params.get("limit", CANDIDATES_DEFAULT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= CANDIDATES_MAX:
-        raise InvalidParams(f"limit must be an integer from 1 to {CANDIDATES_MAX}", field="limit")
+        project = check_name(project, "project", max_chars=PROJECT_KEY_MAX_CHARS)
+    limit = bounded_int(params.get("limit", CANDIDATES_DEFAULT), "limit", low=1, high=CANDIDATES_MAX)
     return CandidatesQuery(mode, project, limit)
 
 
@@ -227,6 +218,7 @@ def set_recall(engine: "Engine", caller: Caller, params: Any) -> dict[str, Any]:
     with the block as written (``recall``) and the records it touched.
     """
     request = parse_recall_input(params)
+    engine.refuse_secrets(texts_of(params))
     digest = request_hash(RECALL_OPERATION, request.digest_params())
     authority = engine.authorizer.authorize(caller, write=True, create=False)
     _check_may_approve(authority)
@@ -441,8 +433,7 @@ def flush_request_id(flush_id: str, operation: str, texts: list[str]) -> str:
     stripped as the write parsers strip them, so an identical retry maps to
     the same id and returns the original receipt.
     """
-    if not isinstance(flush_id, str) or not REQUEST_ID.fullmatch(flush_id):
-        raise InvalidParams("flushId must be 1-128 letters, digits, '_', '.', ':' or '-'", field="flushId")
+    parse_request_id(flush_id, "flushId")
     if operation not in FLUSH_OPERATIONS:
         raise InvalidParams(f"operation must be one of {list(FLUSH_OPERATIONS)}", field="operation")
     if (not isinstance(texts, list) or not texts

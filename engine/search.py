@@ -25,6 +25,7 @@ from .analysis import Analyzer
 from .catalog import CURRENT
 from .errors import ForeignReference, InvalidParams, LimitExceeded, StaleCursor
 from .index import PartitionIndex
+from .inputs import bounded_int, check_name, check_size
 from .records import KINDS
 from .store import Store
 
@@ -38,6 +39,8 @@ LIMIT_DEFAULT, LIMIT_MAX = 10, 50
 TITLE_BOOST, ALIAS_BOOST = 0.25, 0.15
 SNIPPET_CHARS = 240
 CURSOR_VERSION = 1
+CURSOR_MAX_CHARS = 2048
+TYPE_MAX_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,7 @@ def parse_search_request(params: dict[str, Any]) -> SearchRequest:
     if not isinstance(sources, list) or any(source != "memory" for source in sources):
         raise InvalidParams("Knowledge provides only the 'memory' source; 'sessions' is not searched here",
                             field="sources")
-    limit = params.get("limit", LIMIT_DEFAULT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIMIT_MAX:
-        raise InvalidParams(f"limit must be an integer from 1 to {LIMIT_MAX}", field="limit")
+    limit = bounded_int(params.get("limit", LIMIT_DEFAULT), "limit", low=1, high=LIMIT_MAX)
     min_score = params.get("minScore", 0.0)
     if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0.0 <= min_score <= 1.0:
         raise InvalidParams("minScore must be a number from 0 to 1", field="minScore")
@@ -83,11 +84,15 @@ def parse_search_request(params: dict[str, Any]) -> SearchRequest:
     if kind is not None and kind not in KINDS:
         raise InvalidParams(f"kind must be one of {list(KINDS)}", field="kind")
     record_type = params.get("type")
-    if record_type is not None and (not isinstance(record_type, str) or not 0 < len(record_type) <= 64):
-        raise InvalidParams("type must be a type name", field="type")
+    if record_type is not None:
+        if not isinstance(record_type, str) or not record_type:
+            raise InvalidParams("type must be a type name", field="type")
+        check_name(record_type, "type", max_chars=TYPE_MAX_CHARS)
     cursor = params.get("cursor")
-    if cursor is not None and (not isinstance(cursor, str) or len(cursor) > 2048):
-        raise InvalidParams("cursor must be a cursor string from an earlier search", field="cursor")
+    if cursor is not None:
+        if not isinstance(cursor, str):
+            raise InvalidParams("cursor must be a cursor string from an earlier search", field="cursor")
+        check_size(cursor, "cursor", CURSOR_MAX_CHARS)
     return SearchRequest(parse_query_text(params.get("query")), limit, float(min_score), kind, record_type, cursor)
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from models.installed import ModelStore
 
 from .authority import Authority, Authorizer, Caller
 from .config import SettingsSource
+from .credentials import refuse_secrets, texts_of
 from .analysis import Analyzer
 from .decision import DecisionRuntime
 from .errors import Denied, IndexFailed, InvalidParams, NotFound, StoreUnavailable
@@ -151,14 +152,21 @@ class Engine:
     def save_page(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Create a page, or publish its next revision (``id`` + ``expectedRevision``)."""
         page = parse_page_input(_flush_request(params, "save_page"))
+        self.refuse_secrets(texts_of(params))
         digest = request_hash("save_page", page.digest_params())
         return self._publish(caller, page.request_id, digest, lambda ctx: plan_save_page(ctx, page, digest))
 
     def remember(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Save claims (with corrections through ``replaces``) and relationships, each with its excerpt."""
         request = parse_remember_input(_flush_request(params, "remember"))
+        self.refuse_secrets(texts_of(params))
         digest = request_hash("remember", request.digest_params())
         return self._publish(caller, request.request_id, digest, lambda ctx: plan_remember(ctx, request, digest))
+
+    def refuse_secrets(self, texts: Iterable[tuple[str, str]]) -> None:
+        """Refuse a write whose text holds a credential (``secret_detected``), unless the owner set
+        ``allowSecrets``; called after parsing, before anything is queued or journalled."""
+        refuse_secrets(texts, allowed=self.settings.current().allow_secrets)
 
     def _publish(self, caller: Caller, request_id: str, digest: str,
                  build: Callable[[WriteContext], Plan]) -> dict[str, Any]:

@@ -259,3 +259,37 @@ def test_save_refuses_invalid_settings_and_leaves_the_file(config_path: Path) ->
 def test_to_json_always_writes_version_switch_and_stores() -> None:
     data = json.loads(Settings().to_json())
     assert data == {"schemaVersion": SCHEMA_VERSION, "writesEnabled": True, "stores": {}}
+
+
+# --- allowSecrets ----------------------------------------------------------------------------
+
+
+def test_allow_secrets_is_off_by_default_and_reads_a_boolean() -> None:
+    assert parse_settings({}).allow_secrets is False
+    assert Settings().allow_secrets is False
+    assert parse_settings({"allowSecrets": True}).allow_secrets is True
+    assert parse_settings({"allowSecrets": False}).allow_secrets is False
+
+
+@pytest.mark.parametrize("value", ["true", 1, 0, None, [], {"on": True}])
+def test_allow_secrets_is_only_the_json_literals(value: Any) -> None:
+    assert field_of({"allowSecrets": value}) == "allowSecrets"
+
+
+def test_an_invalid_allow_secrets_keeps_the_last_valid_setting(config_path: Path) -> None:
+    write_json(config_path, {"allowSecrets": True})
+    source = SettingsSource(config_path)
+    assert source.current().allow_secrets is True
+    replace_json(config_path, {"allowSecrets": "false"})
+    assert source.current().allow_secrets is True
+    assert source.problem is not None and "allowSecrets" in source.problem
+    replace_json(config_path, {"allowSecrets": False})
+    assert source.current().allow_secrets is False and source.problem is None
+
+
+def test_allow_secrets_survives_a_save(config_path: Path) -> None:
+    write_json(config_path, {"allowSecrets": True})
+    source = SettingsSource(config_path)
+    source.save(source.current().with_stores({}))
+    assert json.loads(config_path.read_text(encoding="utf-8"))["allowSecrets"] is True
+    assert SettingsSource(config_path).current().allow_secrets is True

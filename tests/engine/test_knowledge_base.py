@@ -17,7 +17,7 @@ import pytest
 
 from engine import knowledge_base as kb
 from engine.authority import AgentCaller
-from engine.errors import Denied, InvalidParams, NotFound, RuntimeDisabled
+from engine.errors import Denied, InvalidParams, LimitExceeded, NotFound, RuntimeDisabled
 from engine.protocol import Dispatcher, Session
 from engine.service import Engine
 from engine.statedir import StateDir
@@ -245,20 +245,22 @@ def test_alpha_outside_zero_to_one_is_rejected(lexical_engine, alpha):
     assert raised.value.details["field"] == "alpha"
 
 
-@pytest.mark.parametrize("max_results", [0, 51, -1, True, 2.0])
-def test_max_results_outside_one_to_fifty_is_rejected(lexical_engine, max_results):
+@pytest.mark.parametrize("max_results, error", [(0, InvalidParams), (51, LimitExceeded), (-1, InvalidParams),
+                                                (True, InvalidParams), (2.0, InvalidParams)])
+def test_max_results_outside_one_to_fifty_is_rejected(lexical_engine, max_results, error):
     caller, _ = seed(lexical_engine)
-    with pytest.raises(InvalidParams) as raised:
+    with pytest.raises(error) as raised:  # over the maximum is limit_exceeded, like every oversize
         ask(lexical_engine, caller, query="pizza", max_results=max_results)
     assert raised.value.details["field"] == "max_results"
 
 
-@pytest.mark.parametrize("args, field", [({"offset": -1}, "offset"), ({"limit_chars": 0}, "limit_chars"),
-                                         ({"limit_chars": kb.LIMIT_CHARS_MAX + 1}, "limit_chars"),
-                                         ({"offset": True}, "offset")])
-def test_content_bounds_are_checked(lexical_engine, args, field):
+@pytest.mark.parametrize("args, field, error", [
+    ({"offset": -1}, "offset", InvalidParams), ({"limit_chars": 0}, "limit_chars", InvalidParams),
+    ({"limit_chars": kb.LIMIT_CHARS_MAX + 1}, "limit_chars", LimitExceeded), ({"offset": True}, "offset", InvalidParams),
+])
+def test_content_bounds_are_checked(lexical_engine, args, field, error):
     caller, ids = seed(lexical_engine)
-    with pytest.raises(InvalidParams) as raised:
+    with pytest.raises(error) as raised:
         ask(lexical_engine, caller, knowledge_item_id=ids["Team lunch"], **args)
     assert raised.value.details["field"] == field
 

@@ -134,7 +134,13 @@ def test_the_index_says_its_entries_are_stored_labels_not_instructions(engine, o
 def test_labels_are_one_line_and_clipped(engine, owner, clock):
     long_title = "Quarterly planning " + " ".join(f"topic{n}" for n in range(40))
     save(engine, owner, clock, days(-1), long_title, type_="note")
-    save(engine, owner, clock, days(-1), "Spaced\t\tout    title", type_="note")
+    save(engine, owner, clock, days(-1), "Spaced out title", type_="note")
+    # A title with tabs is no longer saved through the engine (names hold no control characters, issue 13);
+    # an outside edit can still put one in the vault, and the index collapses it all the same.
+    spaced = next(private_dir(engine.state).rglob("spaced-out-title.md"))
+    spaced.write_text(spaced.read_text(encoding="utf-8").replace(
+        "title: Spaced out title", 'title: "Spaced\\t\\tout    title"', 1), encoding="utf-8")
+    assert 'title: "Spaced\\t\\tout' in spaced.read_text(encoding="utf-8")
     long_claim = "Dana decided that " + " ".join(f"step{n}" for n in range(60))
     remember(engine, owner, clock, days(-1), claim(long_claim, "we agreed on the steps", kind="decision"))
     text = index_text(engine, owner)

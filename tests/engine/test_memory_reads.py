@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from engine.authority import AgentCaller
-from engine.errors import ForeignReference, InvalidParams, NotFound, StaleRevision
+from engine.errors import ForeignReference, InvalidParams, LimitExceeded, NotFound, StaleRevision
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
 
@@ -26,7 +26,7 @@ def test_reads_number_lines_over_title_attribution_and_body(engine, owner):
     assert read["totalLines"] == 253 and read["truncated"] is True
     tail = engine.read(owner, {"ref": ref, "from": 200, "lines": 200})
     assert tail["lines"] == 54 and tail["text"].split("\n")[0] == "Line 197" and tail["truncated"] is False
-    with pytest.raises(InvalidParams):
+    with pytest.raises(LimitExceeded):  # oversize is always limit_exceeded
         engine.read(owner, {"ref": ref, "lines": 201})
     with pytest.raises(InvalidParams):
         engine.read(owner, {"ref": ref, "from": 0})

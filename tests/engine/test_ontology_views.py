@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.errors import InvalidParams, NotFound
+from engine.errors import InvalidParams, LimitExceeded, NotFound
 from engine.ontology_views import PARAMS, TOOL_INPUT_SCHEMA, ontology_view, parse_ontology_request
 from engine.service import Engine
 from tests.helpers import claim, conversation, only_store, operator, page, private_dir, vault_snapshot
@@ -336,7 +336,7 @@ def test_a_long_extension_is_truncated_at_twelve_thousand_characters_by_default(
 
 @pytest.mark.parametrize("source_path", [
     "../vault.json", "/etc/passwd", "vault/../vault.json", "shipped/./ontology.yaml", "vault//ontology.yaml",
-    "vault\\ontology.yaml", "", "vault/ontology.yaml\x00", "x" * 300, 7,
+    "vault\\ontology.yaml", "", "vault/ontology.yaml\x00", 7,
 ])
 def test_path_tricks_in_source_path_are_refused(engine, owner, store, source_path):
     extend(engine)
@@ -449,7 +449,6 @@ def test_the_operator_reads_the_agents_private_ontology(engine, owner, store):
     ({"kind": "pages"}, "kind"),
     ({"kind": "relationship_type"}, "kind"),
     ({"limit": 0}, "limit"),
-    ({"limit": 101}, "limit"),
     ({"limit": "5"}, "limit"),
     ({"limit": True}, "limit"),
     ({"limit": 2.0}, "limit"),
@@ -463,7 +462,6 @@ def test_the_operator_reads_the_agents_private_ontology(engine, owner, store):
     ({"sourcePath": "shipped/ontology.yaml"}, "sourcePath"),           # only the sources view
     ({"view": "sources", "maxChars": 1000}, "maxChars"),               # only with sourcePath
     ({"view": "sources", "sourcePath": "shipped/ontology.yaml", "maxChars": 255}, "maxChars"),
-    ({"view": "sources", "sourcePath": "shipped/ontology.yaml", "maxChars": 65_537}, "maxChars"),
     ({"view": "sources", "sourcePath": "shipped/ontology.yaml", "limit": 5}, "limit"),
     ({"view": "sources", "kind": "page"}, "kind"),
     ({"view": "diagnostics", "kind": "page"}, "kind"),
@@ -472,6 +470,22 @@ def test_the_operator_reads_the_agents_private_ontology(engine, owner, store):
 def test_bad_parameters_are_refused_naming_the_field_and_change_nothing(engine, owner, store, params, field):
     before = vault_snapshot(only_store(engine.state) / "vault")
     with pytest.raises(InvalidParams) as caught:
+        ontology_view(engine, owner, params)
+    assert caught.value.details["field"] == field
+    assert vault_snapshot(only_store(engine.state) / "vault") == before
+
+
+# Oversize is always limit_exceeded (issue 13), never invalid_params.
+@pytest.mark.parametrize(("params", "field"), [
+    ({"limit": 101}, "limit"),
+    ({"view": "sources", "sourcePath": "shipped/ontology.yaml", "maxChars": 65_537}, "maxChars"),
+    ({"view": "sources", "sourcePath": "x" * 300}, "sourcePath"),
+    ({"view": "definitions", "name": "n" * 201}, "name"),
+])
+def test_oversize_parameters_are_limit_exceeded_naming_the_field_and_change_nothing(engine, owner, store, params,
+                                                                                     field):
+    before = vault_snapshot(only_store(engine.state) / "vault")
+    with pytest.raises(LimitExceeded) as caught:
         ontology_view(engine, owner, params)
     assert caught.value.details["field"] == field
     assert vault_snapshot(only_store(engine.state) / "vault") == before

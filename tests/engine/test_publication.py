@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from engine.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
+from engine.errors import Conflict, InvalidParams, LimitExceeded, NotFound, RecordInvalid, StaleRevision
 from engine.frontmatter import parse_document
 from engine.publication import FileWrite, Plan
 from tests.helpers import claim, only_store, page, private_dir, vault_snapshot
@@ -122,7 +122,7 @@ def test_bad_page_input_is_refused_and_changes_nothing(engine, owner, state_dir,
 
 
 def test_oversized_page_is_refused(engine, owner):
-    with pytest.raises(InvalidParams):
+    with pytest.raises(LimitExceeded):  # oversize is always limit_exceeded (issue 13)
         engine.save_page(owner, page("big", "Big", body="x" * 5_000_001))
 
 

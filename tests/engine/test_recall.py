@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from engine.authority import AgentCaller
-from engine.errors import Conflict, Denied, InvalidParams, NotFound, WritesDisabled
+from engine.errors import Conflict, Denied, InvalidParams, LimitExceeded, NotFound, WritesDisabled
 from engine.ids import parse_timestamp
 from engine.inputs import parse_request_id
 from engine.recall import (
@@ -171,13 +171,10 @@ def test_callers_cannot_set_the_service_fields(engine, owner, key):
     ({}, "recall.summary"),
     ({"summary": ""}, "recall.summary"),
     ({"summary": "   "}, "recall.summary"),
-    ({"summary": "x" * 501}, "recall.summary"),
     ({"summary": 42}, "recall.summary"),
-    ({"summary": "ok", "triggers": [f"t{n}" for n in range(21)]}, "recall.triggers"),
     ({"summary": "ok", "triggers": "atlas"}, "recall.triggers"),
     ({"summary": "ok", "triggers": ["two\nlines"]}, "recall.triggers"),
     ({"summary": "ok", "triggers": [""]}, "recall.triggers"),
-    ({"summary": "ok", "projects": [f"p{n}" for n in range(21)]}, "recall.projects"),
     ({"summary": "ok", "importance": 0}, "recall.importance"),
     ({"summary": "ok", "importance": 11}, "recall.importance"),
     ({"summary": "ok", "importance": True}, "recall.importance"),
@@ -188,6 +185,20 @@ def test_callers_cannot_set_the_service_fields(engine, owner, key):
 def test_invalid_blocks_are_refused_with_their_field(engine, owner, block, field):
     record_id = saved_page(engine, owner)
     with pytest.raises(InvalidParams) as raised:
+        approve(engine, owner, record_id, block)
+    assert raised.value.details["field"] == field
+    assert frontmatter(engine, owner, record_id)["revision"] == 1
+
+
+# Oversize is always limit_exceeded (issue 13): these three were invalid_params before.
+@pytest.mark.parametrize("block, field", [
+    ({"summary": "x" * 501}, "recall.summary"),
+    ({"summary": "ok", "triggers": [f"t{n}" for n in range(21)]}, "recall.triggers"),
+    ({"summary": "ok", "projects": [f"p{n}" for n in range(21)]}, "recall.projects"),
+])
+def test_oversize_blocks_are_limit_exceeded_with_their_field(engine, owner, block, field):
+    record_id = saved_page(engine, owner)
+    with pytest.raises(LimitExceeded) as raised:
         approve(engine, owner, record_id, block)
     assert raised.value.details["field"] == field
     assert frontmatter(engine, owner, record_id)["revision"] == 1
@@ -400,10 +411,13 @@ def test_candidate_limits_default_to_48_and_stop_at_200(engine, owner, state_dir
     assert [c["id"] for c in everything] == sorted(
         (c["id"] for c in everything), key=lambda i: (-(int(i[-3:]) % 10 + 1), i))
     assert len(candidates(engine, owner, mode="project", limit=5)) == 5
-    for limit in (201, 0, -1, True, "48", 4.5):
+    for limit in (0, -1, True, "48", 4.5):
         with pytest.raises(InvalidParams) as raised:
             candidates(engine, owner, limit=limit)
         assert raised.value.details["field"] == "limit"
+    with pytest.raises(LimitExceeded) as raised:  # over the maximum: limit_exceeded, like every oversize
+        candidates(engine, owner, limit=201)
+    assert raised.value.details["field"] == "limit"
 
 
 @pytest.mark.parametrize("params, field", [
@@ -546,7 +560,6 @@ def test_flush_request_ids_are_stable_and_distinct():
 
 @pytest.mark.parametrize("flush_id, operation, texts, field", [
     ("", "remember", ["x"], "flushId"),
-    ("f" * 129, "remember", ["x"], "flushId"),
     ("a/b", "remember", ["x"], "flushId"),
     ("-leading", "remember", ["x"], "flushId"),
     (7, "remember", ["x"], "flushId"),
@@ -559,6 +572,12 @@ def test_flush_request_ids_refuse_bad_input(flush_id, operation, texts, field):
     with pytest.raises(InvalidParams) as raised:
         flush_request_id(flush_id, operation, texts)
     assert raised.value.details["field"] == field
+
+
+def test_an_oversize_flush_id_is_limit_exceeded():
+    with pytest.raises(LimitExceeded) as raised:
+        flush_request_id("f" * 129, "remember", ["x"])
+    assert raised.value.details["field"] == "flushId"
 
 
 def test_the_longest_flush_id_is_accepted():

@@ -213,7 +213,7 @@ def test_failed_indexing_is_an_error_never_an_empty_success(engine, owner, monke
     ({"query": "?!."}, InvalidParams, "query"),
     ({"query": "harbour", "sources": ["memory", "sessions"]}, InvalidParams, "sources"),
     ({"query": "harbour", "limit": 0}, InvalidParams, "limit"),
-    ({"query": "harbour", "limit": 51}, InvalidParams, "limit"),
+    ({"query": "harbour", "limit": 51}, LimitExceeded, "limit"),  # oversize is always limit_exceeded
     ({"query": "harbour", "minScore": 1.5}, InvalidParams, "minScore"),
     ({"query": "harbour", "kind": "note"}, InvalidParams, "kind"),
     ({"query": "harbour", "cursor": "not-a-cursor"}, InvalidParams, "cursor"),

@@ -1,0 +1,301 @@
+"""``python -m engine.bench.secrets``: what the credential scan refuses, what it lets through, what it costs.
+
+Three measurements, written to ``docs/benchmarks/secrets.md``:
+
+- false positives: every text of the LoCoMo conversations (when ``--locomo PATH`` names the
+  file: turns, captions, session summaries, observations, event summaries, questions and
+  answers), every paragraph of this project's docs and code (technical prose with URLs, ids,
+  hashes and code), the demo store's texts, fresh record ids, sha256 digests and UUIDs (bare, quoted
+  and in JSON), Knowledge references and URLs without passwords.  detect-secrets' two
+  high-entropy string plugins, which the scan leaves out, are measured on the same texts for
+  comparison (detect-secrets' default limits, 4.5 and 3.0 bits per character);
+- detection: one synthetic credential of each kind (``fake_credentials``: random values in the
+  real formats, never real keys) must be found and named;
+- cost: the best of 15 scans of 100 KB of prose, 100 KB of technical text (this project's docs
+  and code), a 4 MB body, 1 MB of random bytes as an attachment, and a 100-item remember's texts.
+
+The LoCoMo file is read where it lies and never copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import random
+import string
+import sys
+import time
+import uuid
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from .. import demo
+from ..credentials import decoded_for_scan, find_secret, refuse_secrets
+from ..ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, new_id
+from .socket import machine
+
+REPEATS = 15
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fake_credentials(seed: int = 13) -> dict[str, tuple[str, str]]:
+    """One synthetic credential of each kind, in a sentence: name -> (text, the kind a refusal names).
+
+    Random values in the published formats, assembled at run time so no key-shaped literal sits
+    in the source.
+    """
+    rng = random.Random(seed)
+    letters_digits = string.ascii_letters + string.digits
+    url_safe = letters_digits + "-_"
+
+    def rand(count: int, alphabet: str = letters_digits) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(count))
+
+    def b64_json(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    dashes = "-" * 5
+    jwt = ".".join([b64_json({"alg": "HS256", "typ": "JWT"}), b64_json({"sub": "1234567890"}), rand(43, url_safe)])
+    return {
+        "OpenAI project key": (f"the bot uses sk-proj-{rand(20)}{rand(60, url_safe)}{rand(4)} for now",
+                               "OpenAI API key"),
+        "OpenAI legacy key": (f"OPENAI_API_KEY=sk-{rand(20)}T3Blbk" + f"FJ{rand(20)}", "OpenAI API key"),
+        "OpenAI plain key": (f"key: sk-{rand(48, string.ascii_lowercase + string.digits)}", "OpenAI API key"),
+        "Anthropic key": (f"call it with sk-ant-api03-{rand(90, url_safe)}{rand(3)}AA", "Anthropic API key"),
+        "GitHub classic token": (f"pushed with ghp_{rand(36)}", "GitHub token"),
+        "GitHub fine-grained token": (f"github_pat_{rand(22)}_{rand(59)}", "GitHub token"),
+        "GitLab token": (f"CI uses glpat-{rand(20)}", "GitLab token"),
+        "Slack bot token": (f"xoxb-{rand(11, string.digits)}-{rand(12, string.digits)}-"
+                            f"{rand(24, string.ascii_lowercase + string.digits)}", "Slack token"),
+        "Slack app token": (f"xapp-1-A{rand(10, string.ascii_uppercase + string.digits)}-{rand(13, string.digits)}-"
+                            f"{rand(64, '0123456789abcdef')}", "Slack token"),
+        "Stripe live key": (f"charge with sk_live_{rand(24)}", "Stripe secret key"),
+        "Stripe test key": (f"sk_test_{rand(40)}", "Stripe secret key"),
+        "Stripe webhook secret": (f"whsec_{rand(32)}", "Stripe webhook secret"),
+        "AWS access key id": (f"the id is AKIA{rand(16, string.ascii_uppercase + string.digits)}", "AWS access key"),
+        "AWS secret access key": (f"aws_secret_access_key = {rand(40, letters_digits + '/+')}",
+                                  "AWS secret access key"),
+        "Google API key": (f"maps key AIza{rand(35, url_safe)}", "Google API key"),
+        "Google OAuth token": (f"ya29.{rand(60, url_safe)}", "Google OAuth token"),
+        "Azure storage key": (f"DefaultEndpointsProtocol=https;AccountName=atlas;AccountKey="
+                              f"{rand(86, letters_digits + '+/')}==", "Azure storage account key"),
+        "Azure shared access key": (f"Endpoint=sb://atlas.servicebus.windows.net/;SharedAccessKeyName=x;"
+                                    f"SharedAccessKey={rand(43, letters_digits + '+/')}=", "Azure shared access key"),
+        "RSA private key": (f"{dashes}BEGIN RSA PRIVATE KEY{dashes}\nMIIEow{rand(58, letters_digits + '+/')}\n",
+                            "private key"),
+        "OpenSSH private key": (f"{dashes}BEGIN OPENSSH PRIVATE KEY{dashes}\nb3BlbnNzaC1r{rand(50)}", "private key"),
+        "encrypted PKCS#8 key": (f"{dashes}BEGIN ENCRYPTED PRIVATE KEY{dashes}", "private key"),
+        "bearer header": (f"curl -H 'Authorization: Bearer {rand(40, url_safe)}' https://api.example.com/v1",
+                          "bearer token"),
+        "basic header": (f"Authorization: Basic {base64.b64encode(rand(20).encode()).decode()}",
+                         "HTTP Basic credentials"),
+        "JSON Web Token": (f"the session cookie is {jwt}", "JSON Web Token"),
+        "password in a URL": (f"connect to postgres://atlas:{rand(12)}@db.internal:5432/orders", "password in a URL"),
+        "password assignment": (f'password: "{rand(14)}"', "password or secret assignment"),
+        "Hugging Face token": (f"hf_{rand(34, string.ascii_letters)}", "Hugging Face token"),
+        "npm token": (f"npm_{rand(36)}", "npm token"),
+        "PyPI token": (f"pypi-AgEIcHlwaS5vcmc{rand(70, url_safe)}", "PyPI token"),
+        "SendGrid key": (f"SG.{rand(22, url_safe)}.{rand(43, url_safe)}", "SendGrid API key"),
+        "Twilio key": (f"SK{rand(32, string.ascii_lowercase + string.digits)}", "Twilio API key"),
+        "Discord bot token": (f"M{rand(23, url_safe)}.{rand(6, url_safe)}.{rand(27, url_safe)}", "Discord bot token"),
+        "Telegram bot token": (f"{rand(9, string.digits)}:{rand(35, url_safe)}", "Telegram bot token"),
+        "Mailchimp key": (f"{rand(32, '0123456789abcdef')}-us12", "Mailchimp API key"),
+        "DigitalOcean token": (f"dop_v1_{rand(64, '0123456789abcdef')}", "DigitalOcean token"),
+    }
+
+
+# --- the texts ---------------------------------------------------------------------------------------
+
+
+def _strings(value: Any) -> Iterator[str]:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+
+
+def locomo_texts(path: Path) -> list[str]:
+    """Every text of the LoCoMo samples a LoCoMo import or an agent could write."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    texts: list[str] = []
+    for sample in data:
+        for value in sample.get("conversation", {}).values():
+            if isinstance(value, list):
+                for turn in value:
+                    texts.extend(turn.get(key) for key in ("text", "blip_caption", "query") if turn.get(key))
+        texts.extend(sample.get("session_summary", {}).values())
+        texts.extend(_strings(sample.get("observation", {})))
+        texts.extend(_strings(sample.get("event_summary", {})))
+        for qa in sample.get("qa", []):
+            texts.extend(str(qa[key]) for key in ("question", "answer", "adversarial_answer") if key in qa)
+    return [text for text in texts if isinstance(text, str)]
+
+
+def corpora(locomo: Path | None, count: int = 2000) -> dict[str, list[str]]:
+    rng = random.Random(7)
+    ids = [new_id(prefix) for prefix in (PAGE_PREFIX, CLAIM_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX)
+           for _ in range(count // 4)]
+    digests = [hashlib.sha256(str(n).encode()).hexdigest() for n in range(count)]
+    uuids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(count)]
+    paragraphs = [paragraph for path in sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md",
+                                                *(ROOT / "engine").glob("*.py"), *(ROOT / "desktop").rglob("*.py")])
+                  for paragraph in path.read_text(encoding="utf-8").split("\n\n")]
+    found = {
+        "this project's docs and code, per paragraph": paragraphs,
+        "demo store": [text for name in dir(demo) if name.isupper() for text in _strings(getattr(demo, name))],
+        "record ids (bare and quoted)": ids + [f'see "{value}"' for value in ids],
+        "sha256 hex (bare, quoted, JSON)": digests + [f'the file "{value}" was kept' for value in digests]
+        + [json.dumps({"sha256": value, "id": ids[n % len(ids)]}) for n, value in enumerate(digests)],
+        "UUIDs (canonical, hex, both quoted)": uuids + [value.replace("-", "") for value in uuids]
+        + [f"session '{value}'" for value in uuids] + [f"run '{value.replace('-', '')}'" for value in uuids],
+        "references": [f"knowledge://{new_id('st')}/{ids[n]}@3#sha256:{digests[n]}" for n in range(count)],
+        "URLs without passwords": [
+            "https://git.example/northwind/atlas", "https://example.com/a?b=c&d=e#top",
+            "postgres://db.internal:5432/orders", "ssh://git@github.com/northwind/atlas.git",
+            "https://dana@example.com/calendar", "http://localhost:8080/api/v1/items?page=2",
+            "mailto:dana.whitaker@northwind.example", "file:///home/dana/notes/atlas.md",
+        ],
+    }
+    if locomo is not None:
+        found = {"LoCoMo (10 conversations)": locomo_texts(locomo), **found}
+    return found
+
+
+def false_positives(texts: list[str]) -> tuple[int, Counter[str]]:
+    kinds: Counter[str] = Counter()
+    for text in texts:
+        found = find_secret(text)
+        if found is not None:
+            kinds[found[0]] += 1
+    return sum(kinds.values()), kinds
+
+
+def high_entropy_hits(texts: list[str]) -> dict[str, int]:
+    """How often detect-secrets' high-entropy plugins (left out of the scan) would fire on the same texts."""
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+    from detect_secrets.settings import transient_settings
+
+    plugins = {"base64 (4.5)": Base64HighEntropyString(), "hex (3.0)": HexHighEntropyString()}
+    config = {"plugins_used": [{"name": "Base64HighEntropyString", "limit": 4.5},
+                               {"name": "HexHighEntropyString", "limit": 3.0}], "filters_used": []}
+    with transient_settings(config):
+        return {name: sum(1 for text in texts if plugin.analyze_line(filename="text", line=text))
+                for name, plugin in plugins.items()}
+
+
+# --- cost -----------------------------------------------------------------------------------------
+
+
+def _best_ms(work: Callable[[], Any]) -> float:
+    best = float("inf")
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
+def _sized(texts: list[str], chars: int) -> str:
+    out, total = [], 0
+    while total < chars:
+        for text in texts:
+            out.append(text)
+            total += len(text) + 1
+            if total >= chars:
+                break
+    return "\n".join(out)[:chars]
+
+
+def costs(prose: list[str]) -> list[tuple[str, int, float]]:
+    technical = [path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md"))]
+    technical += [path.read_text(encoding="utf-8") for path in sorted((ROOT / "engine").glob("*.py"))]
+    random_bytes = random.Random(3).randbytes(1_000_000)
+    items = [("items[%d].text" % n, f"Claim number {n} about the Atlas migration.") for n in range(100)]
+    items += [("items[%d].excerpt" % n, f"We agreed on item {n} in the Friday call.") for n in range(100)]
+    rows = [
+        ("100 KB of prose", _sized(prose, 100_000)),
+        ("100 KB of technical text (docs and code)", _sized(technical, 100_000)),
+        ("4 MB body (prose)", _sized(prose, 4_000_000)),
+    ]
+    measured = [(label, len(text), _best_ms(lambda text=text: find_secret(text))) for label, text in rows]
+    measured.append(("1 MB of random bytes, attached", len(random_bytes),
+                     _best_ms(lambda: find_secret(decoded_for_scan(random_bytes)))))
+    measured.append(("a 100-item remember (200 short texts)", sum(len(t) for _, t in items),
+                     _best_ms(lambda: refuse_secrets(items, allowed=False))))
+    measured.append(("one title", 30, _best_ms(lambda: find_secret("Dana prefers Friday status notes"))))
+    return measured
+
+
+# --- the report -------------------------------------------------------------------------------------
+
+
+def run(locomo: Path | None) -> dict[str, Any]:
+    texts = corpora(locomo)
+    rows = []
+    for name, items in texts.items():
+        hits, kinds = false_positives(items)
+        rows.append({"corpus": name, "texts": len(items), "hits": hits, "kinds": dict(kinds),
+                     "entropy": high_entropy_hits(items)})
+    detected = {name: (find_secret(text) or ("nothing", 0))[0] == kind
+                for name, (text, kind) in fake_credentials().items()}
+    prose = texts.get("LoCoMo (10 conversations)") or texts["demo store"]
+    return {"rows": rows, "detected": detected, "costs": costs(prose), "locomo": locomo is not None}
+
+
+def report(result: dict[str, Any], command: str) -> str:
+    lines = [
+        "# Credential scan: false positives, detection, cost", "",
+        f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- Machine: {machine()}",
+        f"- Command: `{command}`",
+        "- What runs: `engine/credentials.py` (detect-secrets 1.5.0 token plugins and the named pattern set "
+        "beside them); see docs/secrets.md.", "",
+        "## False positives on ordinary text", "",
+        "| texts | count | refused by the scan | detect-secrets base64 entropy (left out) | hex entropy (left out) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for row in result["rows"]:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(row["kinds"].items()))
+        refused = f"{row['hits']}" + (f" ({kinds})" if kinds else "")
+        lines.append(f"| {row['corpus']} | {row['texts']} | {refused} | {row['entropy']['base64 (4.5)']} | "
+                     f"{row['entropy']['hex (3.0)']} |")
+    total = sum(row["texts"] for row in result["rows"])
+    hits = sum(row["hits"] for row in result["rows"])
+    lines += ["", f"Refused: {hits} of {total} texts ({100 * hits / total:.3f}%).", ""]
+    if not result["locomo"]:
+        lines += ["(LoCoMo not measured: run with `--locomo PATH`.)", ""]
+    found = sum(result["detected"].values())
+    lines += ["## Detection", "", f"{found} of {len(result['detected'])} synthetic credentials found and named "
+              "with their kind.", ""]
+    missed = [name for name, ok in result["detected"].items() if not ok]
+    if missed:
+        lines += [f"Missed: {', '.join(missed)}.", ""]
+    lines += ["## Cost per scan (best of %d)" % REPEATS, "", "| text | characters | ms |", "| --- | ---: | ---: |"]
+    lines += [f"| {label} | {chars:,} | {ms:.2f} |" for label, chars, ms in result["costs"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine.bench.secrets", description=__doc__.splitlines()[0])
+    parser.add_argument("--locomo", type=Path, help="locomo10.json, read where it lies (never copied)")
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks" / "secrets.md")
+    args = parser.parse_args(argv)
+    command = "python -m engine.bench.secrets" + (" --locomo locomo10.json" if args.locomo else "")
+    text = report(run(args.locomo), command)
+    args.output.write_text(text, encoding="utf-8")
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
