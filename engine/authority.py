@@ -24,6 +24,7 @@ from typing import Any
 from .config import SettingsSource
 from .errors import Denied, InvalidParams, NotFound, WritesDisabled
 from .ids import canonical_session_id
+from .inputs import check_name
 from .records import PRIVATE_SCOPE, conversation_scope
 from .registry import Agent, Registry, StoreRecord
 from .stores import StoreResolver
@@ -84,9 +85,7 @@ class Audience:
         if kind == OWNER_PRIVATE:
             return cls(OWNER_PRIVATE)
         key = data.get("sessionKey")
-        if not is_one_line_text(key, SESSION_KEY_MAX):
-            raise InvalidParams("a conversation audience needs a sessionKey: one line of 1-256 characters",
-                                field=f"{where}.sessionKey")
+        check_name(key, f"{where}.sessionKey", max_chars=SESSION_KEY_MAX)  # kept as given: grants match it exactly
         session_id = canonical_session_id(data.get("sessionId"))
         if session_id is None:
             raise InvalidParams("a conversation audience needs a sessionId UUID", field=f"{where}.sessionId")
@@ -253,14 +252,4 @@ class Authorizer:
 
 def parse_instance(value: Any, *, field: str = "instance") -> str | None:
     """An agent's stable, non-secret instance id: one line of at most 128 characters, or None."""
-    if value is None:
-        return None
-    if not is_one_line_text(value, INSTANCE_MAX):
-        raise InvalidParams("instance must be a one-line string of at most 128 characters", field=field)
-    return value.strip()
-
-
-def is_one_line_text(value: Any, max_chars: int) -> bool:
-    """A non-blank string of at most ``max_chars`` with no control characters and no lone surrogates."""
-    return (isinstance(value, str) and bool(value.strip()) and len(value) <= max_chars
-            and not any(ord(ch) < 32 or ord(ch) == 127 or 0xD800 <= ord(ch) <= 0xDFFF for ch in value))
+    return check_name(value, field, max_chars=INSTANCE_MAX, required=False)

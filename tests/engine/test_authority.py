@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from engine.authority import AgentCaller, Audience
-from engine.errors import Denied, InvalidParams, NotFound, WritesDisabled
+from engine.errors import Denied, InvalidParams, LimitExceeded, NotFound, WritesDisabled
 from tests.helpers import claim, conversation, only_store, operator, page, vault_snapshot
 
 SESSION = str(uuid.uuid4())
@@ -152,11 +152,20 @@ def test_audience_fields_must_have_their_exact_types_and_unknown_fields_are_refu
     assert raised.value.details["field"] == field
 
 
-@pytest.mark.parametrize("instance", [7, "", " ", "a\nb", "a\x00b", "x" * 129, "\udc00", ["laptop"]])
+@pytest.mark.parametrize("instance", [7, "", " ", "a\nb", "a\x00b", "\udc00", ["laptop"]])
 def test_instance_ids_must_be_one_clean_line(engine, owner, instance):
     with pytest.raises(InvalidParams) as raised:
         engine.search(AgentCaller(owner.token, {"kind": "owner-private"}, instance), {"query": "x"})
     assert raised.value.details["field"] == "instance"
+
+
+def test_an_oversize_session_key_or_instance_is_limit_exceeded(engine, owner):
+    long_key = {"kind": "conversation", "sessionKey": "k" * 257, "sessionId": SESSION}
+    for caller, field in ((AgentCaller(owner.token, long_key), "audience.sessionKey"),
+                          (AgentCaller(owner.token, {"kind": "owner-private"}, "x" * 129), "instance")):
+        with pytest.raises(LimitExceeded) as raised:
+            engine.search(caller, {"query": "x"})
+        assert raised.value.details["field"] == field
 
 
 def test_a_conversation_belongs_to_the_agent_and_session_key_that_first_used_it(engine, owner, state_dir):
