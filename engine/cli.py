@@ -28,6 +28,7 @@ from .authority import OperatorCaller
 from .bench import search as search_bench
 from .bench import gate as gate_bench
 from .bench import socket as socket_bench
+from .bench import socket_bounds as socket_bounds_bench
 from .bridge import BridgeError, run_bridge
 from .cli_models import add_models_parser
 from .config import SettingsSource
@@ -256,11 +257,16 @@ def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
 
 
 def cmd_bench_socket(args: argparse.Namespace, state: StateDir) -> int:
-    command = f"knowledge bench socket --pages {args.pages} --seconds {args.seconds:g}"
-    text = socket_bench.report(socket_bench.run(pages=args.pages, seconds=args.seconds), command)
+    if args.bounds:
+        command = f"knowledge bench socket --bounds --connections {args.connections}"
+        text = socket_bounds_bench.report(socket_bounds_bench.run(connections=args.connections), command)
+    else:
+        command = f"knowledge bench socket --pages {args.pages} --seconds {args.seconds:g}"
+        text = socket_bench.report(socket_bench.run(pages=args.pages, seconds=args.seconds), command)
     print(text, end="")
-    if args.output != "-":
-        with open(args.output, "w", encoding="utf-8") as handle:
+    output = args.output or ("docs/benchmarks/socket-bounds.md" if args.bounds else "docs/benchmarks/socket.md")
+    if output != "-":
+        with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
     return 0
 
@@ -480,7 +486,13 @@ def build_parser() -> argparse.ArgumentParser:
         "socket", parents=[common], help="round trips and throughput of the agent socket, 1/8/32 clients")
     bench_socket.add_argument("--pages", type=int, default=500, help="pages in the agent's store (default 500)")
     bench_socket.add_argument("--seconds", type=float, default=5.0, help="load per concurrency level (default 5)")
-    bench_socket.add_argument("--output", default="docs/benchmarks/socket.md", help="'-' writes no file")
+    bench_socket.add_argument("--bounds", action="store_true",
+                              help="instead: connections without a token against the socket's bounds (memory, "
+                                   "and an agent's ping meanwhile)")
+    bench_socket.add_argument("--connections", type=int, default=200,
+                              help="attacking connections per phase, with --bounds (default 200)")
+    bench_socket.add_argument("--output", help="default docs/benchmarks/socket.md, or socket-bounds.md with "
+                                               "--bounds; '-' writes no file")
     bench_socket.set_defaults(handler=cmd_bench_socket)
     bench_gate = bench_commands.add_parser(
         "gate", parents=[common], help="the recall gate on LoCoMo with a full-size reranker, against PyTorch",

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 7431
 WORKERS = 32
 _UNIX_PATH_MAX = 100
-_RECV_BYTES = 256 * 1024  # the most read from a socket at once
+_SCRATCH_BYTES = 64 * 1024  # the most read from a socket at once
 _ID_WINDOW = 64 * 1024  # how much of an oversize line is searched for its id
 
 
@@ -54,8 +54,9 @@ class SocketBounds:
     idle_timeout_s: float = 900.0  # an initialized connection that sends no message this long is closed
     unauthenticated_message_bytes: int = UNAUTHENTICATED_MESSAGE_BYTES
     max_message_bytes: int = MAX_MESSAGE_BYTES
-    # After an error that closes the connection, the peer's unread input is drained this long, so
-    # that closing with it unread (a TCP reset) does not erase the error before the peer reads it.
+    # After an error that closes the connection, the peer's input is drained for at most this long
+    # (and as much again as its line limit), so that closing with it unread (a TCP reset) does not
+    # erase the error before the peer reads it.
     linger_s: float = 1.0
 
     def __post_init__(self) -> None:
@@ -67,11 +68,11 @@ class SocketBounds:
 
 
 class LineTooLong(Exception):
-    """A line passed the connection's limit; ``head`` is its start, kept to find the request's id."""
+    """A line passed the connection's limit; ``request_id`` is its id, when its first bytes show it."""
 
-    def __init__(self, head: bytes) -> None:
+    def __init__(self, request_id: Any) -> None:
         super().__init__("line too long")
-        self.head = head
+        self.request_id = request_id
 
 
 class EngineServer:
@@ -97,7 +98,9 @@ class EngineServer:
         self._listeners: list[socket.socket] = []
         self._connections: set[asyncio.Task] = set()  # served connections: what the cap counts
         self._refusals: set[asyncio.Task] = set()  # connections over the cap, lingering on their error
-        self._discard = bytearray(_RECV_BYTES)  # where drained input goes; shared, since it is never read
+        # What every connection's transport reads into, copied out at once (the loop runs one callback at
+        # a time); small, so that one loop pass over many busy connections stays short.
+        self._scratch = memoryview(bytearray(_SCRATCH_BYTES))
         self._cap_warned_at = float("-inf")
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -174,13 +177,7 @@ class EngineServer:
                 log.warning("accepting a connection failed: %s", exc)
                 await asyncio.sleep(0.1)
                 continue
-            try:
-                conn.setblocking(False)
-                if conn.family in (socket.AF_INET, socket.AF_INET6):
-                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # replies are one write each
-            except OSError:  # reset already
-                conn.close()
-                continue
+            await asyncio.sleep(0)  # sock_accept does not yield while connections wait: a burst must not hold the loop
             if len(self._connections) < self.bounds.max_connections:
                 _track(self._connections, self._serve(conn))
                 continue
@@ -195,33 +192,46 @@ class EngineServer:
 
     # --- connections -------------------------------------------------------------------------
 
+    async def _open(self, conn: socket.socket) -> _Connection:
+        loop = asyncio.get_running_loop()
+        _, connection = await loop.connect_accepted_socket(
+            lambda: _Connection(self._scratch, self.bounds.unauthenticated_message_bytes), sock=conn)
+        return connection
+
     async def _serve(self, conn: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         bounds = self.bounds
         session = Session()
-        lines = _Lines(conn)
         deadline = loop.time() + bounds.initialize_timeout_s
+        try:
+            connection = await self._open(conn)
+        except OSError:  # reset before it could be served
+            conn.close()
+            return
         try:
             while True:
                 authenticated = session.authenticated
-                limit = bounds.max_message_bytes if authenticated else bounds.unauthenticated_message_bytes
+                connection.limit = bounds.max_message_bytes if authenticated else bounds.unauthenticated_message_bytes
                 try:
                     async with asyncio.timeout(bounds.idle_timeout_s if authenticated else deadline - loop.time()):
-                        line = await lines.next(limit)
+                        line = await connection.next_line()
                 except TimeoutError:
                     # An idle connection is closed without a message: a client that reads later sees the
                     # end of the stream (and reconnects), not a stale error in place of its reply.
                     if not authenticated:
-                        await self._close_with(conn, _limit_error(
+                        await connection.close_with(_limit_error(
                             None, f"the connection did not initialize within {bounds.initialize_timeout_s:g} s",
-                            bounds.initialize_timeout_s))
+                            bounds.initialize_timeout_s), bounds.unauthenticated_message_bytes, bounds.linger_s)
                     return
                 except LineTooLong as exc:
-                    request_id = request_id_in(exc.head)
-                    await self._close_with(conn, _limit_error(request_id, (
+                    # An initialized client gets the rest of its line drained (one bug, not an attack);
+                    # a connection without a token only as much again as it could have sent.
+                    limit = connection.limit
+                    await connection.close_with(_limit_error(exc.request_id, (
                         f"a message is longer than {limit} bytes" if authenticated else
                         f"a message before initialize is longer than {limit} bytes; initialize first (messages "
-                        f"of up to {bounds.max_message_bytes} bytes are accepted after)"), limit))
+                        f"of up to {bounds.max_message_bytes} bytes are accepted after)"), limit), limit,
+                        bounds.linger_s)
                     return
                 if line is None:
                     return
@@ -229,32 +239,25 @@ class EngineServer:
                     continue
                 reply = await self._dispatch(session, line)
                 if reply is not None:
-                    async with asyncio.timeout(bounds.idle_timeout_s):  # a client that never reads is let go
-                        await loop.sock_sendall(conn, encode(reply))
+                    await connection.write(encode(reply), bounds.idle_timeout_s)
         except OSError:
             pass  # reset, broken pipe, or a reply the client would not take in time (TimeoutError)
         finally:
-            conn.close()
+            connection.abort()
 
     async def _refuse(self, conn: socket.socket) -> None:
         limit = self.bounds.max_connections
         try:
-            await self._close_with(conn, _limit_error(
-                None, f"the engine already serves {limit} connections, the most it holds; try again later", limit))
-        finally:
+            connection = await self._open(conn)
+        except OSError:
             conn.close()
-
-    async def _close_with(self, conn: socket.socket, error: dict[str, Any]) -> None:
-        """Send ``error``, then drain what the peer still sends (for at most ``linger_s``) until it closes."""
-        loop = asyncio.get_running_loop()
+            return
         try:
-            async with asyncio.timeout(self.bounds.linger_s):
-                await loop.sock_sendall(conn, encode(error))
-                conn.shutdown(socket.SHUT_WR)
-                while await loop.sock_recv_into(conn, self._discard):
-                    pass
-        except OSError:  # TimeoutError included: the linger is over
-            pass
+            await connection.close_with(_limit_error(
+                None, f"the engine already serves {limit} connections, the most it holds; try again later", limit),
+                self.bounds.unauthenticated_message_bytes, self.bounds.linger_s)
+        finally:
+            connection.abort()
 
     async def _dispatch(self, session: Session, data: bytes) -> dict[str, Any] | None:
         if self.dispatcher.answers_at_once(data):  # ping: answered here, never queued behind busy workers
@@ -262,40 +265,153 @@ class EngineServer:
         return await asyncio.get_running_loop().run_in_executor(self._pool, self.dispatcher.handle, session, data)
 
 
-class _Lines:
-    """Newline-framed messages read straight off a socket, never holding more than the limit asked for.
+class _Connection(asyncio.BufferedProtocol):
+    """One client's socket: newline-framed lines in, replies out, never more of a line held than ``limit``.
 
-    A line longer than the limit raises ``LineTooLong`` as soon as its limit plus one byte has
-    arrived, without reading the rest.  At the end of the stream a last message without its
-    newline is returned as it is, then None.
+    The transport reads into a scratch buffer that every connection shares (the loop runs one
+    callback at a time, and each read is copied out at once) and offers no more room than the
+    line may still grow by.  Once the buffer holds ``limit`` plus one byte reading pauses, so the
+    kernel's flow control holds the sender back, not the engine's memory.  Otherwise reading
+    stays on: a stream of short requests costs no registration per message.  A last message
+    without its newline is returned at the end of the stream, then None.
     """
 
-    def __init__(self, conn: socket.socket) -> None:
-        self._conn = conn
+    def __init__(self, scratch: memoryview, limit: int) -> None:
+        self.limit = limit
+        self.transport: asyncio.Transport | None = None
+        self._scratch = scratch
         self._buffer = bytearray()
-        self._scanned = 0  # bytes of the buffer already known to hold no newline
+        self._scanned = 0  # bytes of the buffer known to hold no newline
         self._ended = False
+        self._paused = False
+        self._discarding: int | None = None  # while closing: input bytes still to drain, else None
+        self._waiter: asyncio.Future[None] | None = None  # the serving task, waiting for input
+        self._writable: asyncio.Future[None] | None = None  # the serving task, waiting for the peer to read
 
-    async def next(self, limit: int) -> bytes | None:
-        loop = asyncio.get_running_loop()
+    # --- the transport's callbacks ---
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        room = self._discarding if self._discarding is not None else self.limit + 1 - len(self._buffer)
+        return self._scratch[:max(1, min(len(self._scratch), room))]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._discarding is not None:
+            self._discarding -= nbytes
+            if self._discarding <= 0:
+                self._pause()
+                self._wake()
+            return
+        self._buffer += self._scratch[:nbytes]
+        if len(self._buffer) > self.limit:
+            self._pause()
+            self._wake()
+        elif self._waiter is not None and self._buffer.find(b"\n", len(self._buffer) - nbytes) >= 0:
+            self._wake()
+
+    def eof_received(self) -> bool:
+        self._ended = True
+        self._wake()
+        return True  # keep our half open: what arrived before the end is still answered
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._ended = True
+        self._wake()
+        self.resume_writing()
+
+    def pause_writing(self) -> None:
+        if self._writable is None:
+            self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+        self._writable = None
+
+    # --- for the serving task ---
+
+    async def next_line(self) -> bytes | None:
         while True:
             end = self._buffer.find(b"\n", self._scanned)
-            if end > limit or (end < 0 and len(self._buffer) > limit):
-                raise LineTooLong(bytes(self._buffer[:_ID_WINDOW]))
+            if end > self.limit or (end < 0 and len(self._buffer) > self.limit):
+                request_id = request_id_in(memoryview(self._buffer)[:_ID_WINDOW])
+                self._buffer = bytearray()  # not held while the connection lingers on its error
+                raise LineTooLong(request_id)
             if end >= 0:
                 line = bytes(self._buffer[:end + 1])
                 del self._buffer[:end + 1]
                 self._scanned = 0
+                self._resume()
                 return line
             self._scanned = len(self._buffer)
             if self._ended:
                 line, self._buffer = bytes(self._buffer), bytearray()
                 return line or None
-            chunk = await loop.sock_recv(self._conn, min(_RECV_BYTES, limit + 1 - len(self._buffer)))
-            if chunk:
-                self._buffer += chunk
+            self._resume()
+            await self._wait()
+
+    async def write(self, data: bytes, timeout_s: float) -> None:
+        """Send ``data``; waits (at most ``timeout_s``) only while the peer leaves too much unread."""
+        assert self.transport is not None
+        if self.transport.is_closing():
+            raise ConnectionResetError("the connection is closed")
+        self.transport.write(data)
+        if self._writable is not None:
+            async with asyncio.timeout(timeout_s):
+                await self._writable
+
+    async def close_with(self, error: dict[str, Any], drain_bytes: int, linger_s: float) -> None:
+        """Send ``error`` and end our side, then drain what the peer still sends, up to ``drain_bytes``
+        and ``linger_s``, before the caller closes.
+
+        Closing with the peer's input unread makes the kernel answer with a reset, which can erase
+        the error before the peer reads it; a client that wrote a little too much before reading
+        still gets it.  The budget keeps a flood cheap: a peer still sending beyond it is reset.
+        """
+        assert self.transport is not None
+        self._buffer = bytearray()
+        self._discarding = drain_bytes
+        try:
+            self.transport.write(encode(error))
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            self._resume()
+            async with asyncio.timeout(linger_s):
+                while not self._ended and self._discarding > 0:
+                    await self._wait()
+        except (OSError, RuntimeError):  # TimeoutError included: the linger is over; RuntimeError: closed
+            pass
+
+    def abort(self) -> None:
+        """Close now; a reply still unsent is dropped (the peer was given its time to read)."""
+        if self.transport is not None:
+            if self.transport.get_write_buffer_size():
+                self.transport.abort()
             else:
-                self._ended = True
+                self.transport.close()
+
+    def _wait(self) -> asyncio.Future[None]:
+        self._waiter = asyncio.get_running_loop().create_future()
+        return self._waiter
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._waiter = None
+
+    def _pause(self) -> None:
+        if not self._paused and self.transport is not None and not self.transport.is_closing():
+            self.transport.pause_reading()
+            self._paused = True
+
+    def _resume(self) -> None:
+        room = self._discarding if self._discarding is not None else self.limit + 1 - len(self._buffer)
+        if self._paused and room > 0 and self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+            self._paused = False
 
 
 def _track(tasks: set[asyncio.Task], work: Any) -> None:

@@ -1,6 +1,10 @@
-"""The socket benchmark's machinery works end to end (no timing is asserted)."""
+"""The socket benchmarks' machinery works end to end (no timing is asserted)."""
 
+import dataclasses
+
+from engine.bench import socket_bounds
 from engine.bench.socket import report, run
+from engine.server import EngineServer, SocketBounds
 
 
 def test_socket_benchmark_runs_and_reports_every_level():
@@ -10,3 +14,31 @@ def test_socket_benchmark_runs_and_reports_every_level():
     assert all(row["errors"] == 0 and row["requests"] > 0 for row in result["throughput"])
     text = report(result, "knowledge bench socket --pages 5")
     assert "## Round trip, one client" in text and "| 2 |" in text
+
+
+def test_the_bounds_attack_classifies_how_each_connection_ended(engine):
+    server = EngineServer(engine, port=0, workers=2, bounds=SocketBounds(max_connections=4, initialize_timeout_s=0.5))
+    server.start()
+    try:
+        flood = socket_bounds.attack(server.port, "flood", 3, 1 << 20, 1000, 0)
+        hold = socket_bounds.attack(server.port, "hold", 3, 1 << 20, 1000, 0)
+        cap = socket_bounds.attack(server.port, "cap", 6, 1 << 20, 1000, 0)
+    finally:
+        server.stop()
+    assert flood["attempts"] == 3 and set(flood["outcomes"]) <= {"refused as oversize",
+                                                                  "cut off while sending (BrokenPipeError)",
+                                                                  "cut off while sending (ConnectionResetError)"}
+    assert hold["outcomes"] == {"closed at the deadline": 3} and hold["lifetime_max_s"] < 5
+    assert cap["outcomes"] == {"closed at the deadline": 4, "refused at the cap": 2}
+
+
+def test_the_bounds_report_names_the_target_and_every_phase():
+    row = {"connections": 2, "attempts": 2, "seconds": 1.0, "outcomes": {"refused as oversize": 2},
+           "rss_before_kib": 70_000, "rss_peak_kib": 71_000, "rss_after_kib": 70_500, "hwm_before_kib": 80_000,
+           "hwm_after_kib": 80_000, "pings": 10, "ping_p50_ms": 0.5, "ping_p99_ms": 2.0, "ping_max_ms": 3.0}
+    result = {"connections": 2, "message_bytes": 8 << 20, "flood_s": 1.0,
+              "bounds": dataclasses.asdict(SocketBounds()), "pings_total": 40, "ping_errors": [],
+              "phases": [{**row, "phase": phase} for phase in ("flood", "reflood", "hold", "cap")]}
+    text = socket_bounds.report(result, "knowledge bench socket --bounds --connections 2")
+    assert "| flood | 2 | 2 |" in text and "| cap |" in text and "lscpu" in text
+    assert "ping max 3.00 ms: met" in text

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from engine.server import EngineServer, LineTooLong, SocketBounds, _Lines
+from engine.server import EngineServer, LineTooLong, SocketBounds, _Connection
 from engine.wire import UNAUTHENTICATED_MESSAGE_BYTES
 from tests.engine.test_server import Client, init_params, message
 from tests.helpers import wait_for
@@ -137,9 +137,19 @@ def test_an_unauthenticated_oversize_line_is_refused_and_closed(serve):
     assert [(r["id"], r["error"]["data"]) for r in replies] == [
         (4, {"reason": "limit_exceeded", "limit": UNAUTHENTICATED_MESSAGE_BYTES})]
     assert "before initialize" in replies[0]["error"]["message"]
-    endless = connect(server)
-    endless.sendall(b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"pad": "' + b"a" * (8 << 20))
-    assert [r["error"]["data"]["reason"] for r in read_to_end(endless)] == ["limit_exceeded"]
+
+def test_a_sender_that_never_stops_is_cut_off_without_being_read(serve):
+    """Before initialize the engine reads the limit, answers, drains as much again and closes: a flood
+    of 8 MiB lines costs it 128 KiB each, and the sender's writes start failing."""
+    endless = connect(serve())
+    endless.sendall(b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"pad": "')
+    sent, chunk = 0, b"a" * 65536
+    with pytest.raises(OSError):  # broken pipe or reset: the engine closed the connection
+        while sent < 256 << 20:
+            endless.sendall(chunk)
+            sent += len(chunk)
+    assert sent < 64 << 20  # what the kernel's buffers took before the close, not what the engine read
+    endless.close()
 
 
 def test_a_line_under_the_small_limit_is_served_before_initialize(serve):
@@ -156,31 +166,41 @@ def test_an_initialized_connection_may_send_megabytes(serve, token):
     client.close()
 
 
-def test_the_line_reader_never_holds_more_than_its_limit():
-    async def scenario() -> int:
-        ours, theirs = socket.socketpair()
-        ours.setblocking(False)
-        writer = threading.Thread(target=lambda: _send_quietly(theirs, b"x" * 2_000_000))
-        writer.start()
-        lines = _Lines(ours)
-        try:
-            with pytest.raises(LineTooLong):
-                await lines.next(10_000)
-            return len(lines._buffer)
-        finally:
-            ours.close()
-            writer.join(10)
-            theirs.close()
+class PausableTransport(asyncio.Transport):
+    """What a connection sees of its transport here: whether it paused reading."""
 
-    held = asyncio.run(scenario())
-    assert held == 10_001  # the limit and the one byte that proved the line too long, of 2,000,000 sent
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+    def is_closing(self) -> bool:
+        return False
 
 
-def _send_quietly(sock: socket.socket, data: bytes) -> None:
-    try:
-        sock.sendall(data)
-    except OSError:
-        pass  # the reader closed its end
+def test_a_connection_takes_no_more_than_its_limit_of_a_long_line_then_pauses():
+    async def scenario() -> tuple[int, bool, int]:
+        connection = _Connection(memoryview(bytearray(4096)), limit=10_000)
+        transport = PausableTransport()
+        connection.connection_made(transport)
+        taken = 0
+        while not transport.paused and taken < 2_000_000:  # a transport only reads while not paused
+            room = connection.get_buffer(-1)
+            room[:] = b"x" * len(room)
+            connection.buffer_updated(len(room))
+            taken += len(room)
+        with pytest.raises(LineTooLong):
+            await connection.next_line()
+        return taken, transport.paused, len(connection._buffer)
+
+    taken, paused, held = asyncio.run(scenario())
+    assert taken == 10_001 and paused  # the limit and the one byte that proved the line too long
+    assert held == 0  # and nothing kept after the refusal
 
 
 def test_pipelined_lines_and_a_last_line_without_newline_are_all_answered(serve):
