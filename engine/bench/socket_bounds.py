@@ -283,6 +283,12 @@ def report(result: dict[str, Any], command: str) -> str:
         f"- Every phase: memory at most {worst_rise:.1f} MiB over the RSS before the first (VmHWM, which also "
         f"holds any peak between samples); slowest ping {_ms(worst['ping_max_ms'])} ms ({worst['phase']}); "
         f"{result['pings_total']} pings in all, errors: {'; '.join(result['ping_errors']) or 'none'}.",
+        "",
+        "\"Cut off while sending\": these attackers write their whole line before reading anything. The "
+        "engine reads the limit and one byte, sends `limit_exceeded`, drains as much again and closes, so "
+        "the rest of the attacker's write fails; a client that overshoots by less than the limit and then "
+        "reads gets the error (tests/engine/test_server_bounds.py). In the reflood, 200 attacker threads "
+        "reconnecting without pause share the two cores with the engine and the probe.",
     ]
     return "\n".join(lines) + "\n"
 
