@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 from .main_window import MainWindow
 from .tasks import EngineTasks

@@ -16,8 +16,8 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QThread
 
-from engine.operator_api import read_operator_token
-from engine.statedir import StateDir
+from engine.operator.methods import read_operator_token
+from engine.state.statedir import StateDir
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 CONNECT_TIMEOUT_S = 5.0

@@ -1,7 +1,7 @@
 """The ``knowledge desktop`` subcommand, plugged into the engine's CLI through an entry point.
 
 The engine never imports the desktop (``tests/test_architecture_boundaries.py``):
-``engine.cli`` adds whatever the ``knowledge.commands`` entry points offer,
+``engine.cli.commands`` adds whatever the ``knowledge.commands`` entry points offer,
 and this module registers the window's command without importing Qt, so
 the other commands stay fast and work without PySide6.
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 
 def add_command(commands: Any, common: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 from .client import EngineError, OperatorClient, assert_off_gui_thread
 

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 from . import launcher
 from .agents.view import AgentsView

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import shiboken6
 from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.errors import KnowledgeError
+from engine.core.errors import KnowledgeError
 
 from .client import EngineError, OperatorClient
 

@@ -21,18 +21,18 @@ from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
-from .analysis import Analyzer
-from .catalog import Catalog
-from .config import SettingsSource
-from .errors import IndexFailed, KnowledgeError, StoreUnavailable
-from .faults import Faults
-from .githistory import CommitFile, GitError, GitHistory
-from .ids import format_timestamp, utc_now
-from .embedding import EmbeddingRuntime
-from .index import SearchIndexes
-from .publication import Plan, Publisher
-from .store import Store, partition_dir
-from .vectors import VectorIndex
+from .index.analysis import Analyzer
+from .store.catalog import Catalog
+from .state.config import SettingsSource
+from .core.errors import IndexFailed, KnowledgeError, StoreUnavailable
+from .core.faults import Faults
+from .store.githistory import CommitFile, GitError, GitHistory
+from .core.ids import format_timestamp, utc_now
+from .index.embedding import EmbeddingRuntime
+from .index.tantivy_index import SearchIndexes
+from .store.publication import Plan, Publisher
+from .store.store import Store, partition_dir
+from .index.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -14,32 +14,32 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from models.installed import ModelStore
 
-from .authority import Authority, Authorizer, Caller
-from .config import SettingsSource
-from .credentials import refuse_secrets, texts_of
-from .analysis import Analyzer
-from .decision import DecisionRuntime
-from .errors import Denied, IndexFailed, InvalidParams, NotFound, StoreUnavailable
-from .faults import Faults
-from .githistory import find_git
-from .ids import format_timestamp, is_record_id, utc_now
-from .inputs import parse_page_input, parse_remember_input
-from .ontology import Ontology
-from .operator_jobs import Jobs
-from .publication import Plan, request_hash
-from .recall import flush_request_id
-from .passages import PassageFinder
-from .reads import diagnostics, get_record, history, parse_line_window, parse_reference, read_reference
-from .records import PRIVATE_SCOPE
-from .registry import SCOPES, Registry, StoreRecord
-from .embedding import EmbeddingRuntime
+from .access.authority import Authority, Authorizer, Caller
+from .state.config import SettingsSource
+from .store.credentials import refuse_secrets, texts_of
+from .index.analysis import Analyzer
+from .decision.runtime import DecisionRuntime
+from .core.errors import Denied, IndexFailed, InvalidParams, NotFound, StoreUnavailable
+from .core.faults import Faults
+from .store.githistory import find_git
+from .core.ids import format_timestamp, is_record_id, utc_now
+from .store.inputs import parse_page_input, parse_remember_input
+from .vault.ontology import Ontology
+from .core.jobs import Jobs
+from .store.publication import Plan, request_hash
+from .memory.recall import flush_request_id
+from .search.passages import PassageFinder
+from .store.reads import diagnostics, get_record, history, parse_line_window, parse_reference, read_reference
+from .vault.records import PRIVATE_SCOPE
+from .state.registry import SCOPES, Registry, StoreRecord
+from .index.embedding import EmbeddingRuntime
 from .runtime import StoreRuntime
-from .search import CursorSigner, parse_query_text, parse_search_request, reference, search
-from .statedir import EngineLock, StateDir
-from .store import Store, remove_abandoned_builds
-from .stores import StoreResolver
-from .watcher import VaultWatcher
-from .writes import WriteContext, plan_remember, plan_save_page
+from .search.keyword import CursorSigner, parse_query_text, parse_search_request, reference, search
+from .state.statedir import EngineLock, StateDir
+from .store.store import Store, remove_abandoned_builds
+from .access.stores import StoreResolver
+from .store.watcher import VaultWatcher
+from .store.writes import WriteContext, plan_remember, plan_save_page
 
 T = TypeVar("T")
 

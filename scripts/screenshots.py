@@ -39,12 +39,12 @@ from desktop import launcher  # noqa: E402
 from desktop.app import application  # noqa: E402
 from desktop.main_window import MainWindow  # noqa: E402
 from desktop.tasks import EngineTasks  # noqa: E402
-from engine.authority import AgentCaller  # noqa: E402
-from engine.demo import seed_demo  # noqa: E402
-from engine.gate import gate_turn  # noqa: E402
-from engine.gate_operator import handlers as gate_handlers  # noqa: E402
+from engine.access.authority import AgentCaller  # noqa: E402
+from engine.importers.demo import seed_demo  # noqa: E402
+from engine.gate.turn import gate_turn  # noqa: E402
+from engine.operator.gate_operator import handlers as gate_handlers  # noqa: E402
 from engine.service import Engine  # noqa: E402
-from engine.statedir import StateDir  # noqa: E402
+from engine.state.statedir import StateDir  # noqa: E402
 from models.fixtures import TINY_RERANKER  # noqa: E402
 from models.installed import ModelStore  # noqa: E402
 from models.local import add_local  # noqa: E402

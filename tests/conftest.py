@@ -8,9 +8,9 @@ from typing import Iterator
 
 import pytest
 
-from engine.authority import AgentCaller
+from engine.access.authority import AgentCaller
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 
 ENGINE_THREADS = ("lane-", "git-")

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from engine.authority import AgentCaller, OperatorCaller
-from engine.statedir import StateDir
+from engine.access.authority import AgentCaller, OperatorCaller
+from engine.state.statedir import StateDir
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """Following an engine job (a download, a benchmark, a replay) from the GUI thread.
 
 The engine runs long work as a job on a thread of its own
-(engine/operator_jobs.py).  ``JobWatcher`` starts one, or picks up one that
+(engine/core/jobs.py).  ``JobWatcher`` starts one, or picks up one that
 is already running, then asks ``operator/job`` every few hundred
 milliseconds through ``EngineTasks`` (so the GUI thread only ever sets a
 timer) and reports each answer; ``cancel`` asks the engine to stop it.

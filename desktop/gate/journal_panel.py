@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.ids import is_record_id
+from engine.core.ids import is_record_id
 
 from ..common.models import ROW_ROLE, VALUE_ROLE, Column, PagedModel, Row
 from ..common.widgets import heading, table

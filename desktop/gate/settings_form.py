@@ -1,6 +1,6 @@
 """The recall gate's settings: every key of the ``recallGate`` block, edited and checked by the engine.
 
-Ranges and rules live in the engine (engine/gate_settings.py): every edit is
+Ranges and rules live in the engine (engine/state/gate_settings.py): every edit is
 sent to ``operator/checkGateSettings`` shortly after the owner stops typing,
 and its answer shows next to the field it names.  Saving checks once more,
 then writes with ``operator/setGateSettings``.  The block written keeps the

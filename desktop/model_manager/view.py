@@ -3,7 +3,7 @@
 Everything here happens in the engine: ``operator/models`` lists the
 catalogue and the installed models with their sha256 verification;
 ``operator/pullModel`` and ``operator/benchmarkModel`` start engine jobs
-(engine/operator_jobs.py) that this view follows and may cancel; and
+(engine/core/jobs.py) that this view follows and may cancel; and
 ``operator/setModelSettings`` chooses which installed model the recall gate
 (``decisionModel``) or semantic search (``embeddingModel``) uses.  Nothing
 is downloaded except by the Download button.

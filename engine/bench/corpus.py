@@ -23,9 +23,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
-from ..ids import format_timestamp
-from ..records import PRIVATE_SCOPE, RECORD_FORMAT, Record
-from ..writes import slugify
+from ..core.ids import format_timestamp
+from ..vault.records import PRIVATE_SCOPE, RECORD_FORMAT, Record
+from ..store.writes import slugify
 
 VOCABULARY_SIZE = 4_000
 NOTE_SETS = ("journal", "meetings", "projects", "reading", "ideas", "travel", "people", "archive")

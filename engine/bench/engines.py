@@ -7,7 +7,7 @@ expression made only of the query's words, each double-quoted and joined
 with OR, so user text is never FTS syntax.
 
 Both read exactly the same records: the partition's current catalog rows
-with the stored bytes of their current revision (what ``engine/index.py``
+with the stored bytes of their current revision (what ``engine/index/tantivy_index.py``
 indexes), title and aliases from the frontmatter and the Markdown body.
 """
 
@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis import Analyzer
-from ..catalog import CURRENT
-from ..frontmatter import split_document
-from ..index import PARALLEL_FROM, PartitionIndex, build_schema, index_document
-from ..search import SearchRequest, build_query
+from ..index.analysis import Analyzer
+from ..store.catalog import CURRENT
+from ..vault.frontmatter import split_document
+from ..index.tantivy_index import PARALLEL_FROM, PartitionIndex, build_schema, index_document
+from ..search.keyword import SearchRequest, build_query
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 # The reference's kind of setup: a title match weighs 3, an alias 2, the body 1, all inside one bm25().
@@ -47,7 +47,7 @@ class Document:
     body: str
 
     def tantivy_fields(self) -> dict[str, Any]:
-        """The fields ``engine/index.py`` gives tantivy for this record."""
+        """The fields ``engine/index/tantivy_index.py`` gives tantivy for this record."""
         return index_document(path=self.path, record_id=self.record_id, revision=self.revision, kind=self.kind,
                               type_=self.type, lifecycle=self.lifecycle, title=self.title,
                               aliases=self.aliases.split(" \n") if self.aliases else [], body=self.body)

@@ -43,13 +43,13 @@ from typing import Any, Callable
 from models.installed import ModelStore
 from models.local import add_local
 
-from ..authority import OperatorCaller
-from ..decision import BooleanQuestion, DecisionRuntime
-from ..gate import gate_turn
-from ..gate_journal import journal_turns
-from ..locomo import import_locomo, load_locomo, owner_caller
+from ..access.authority import OperatorCaller
+from ..decision.runtime import BooleanQuestion, DecisionRuntime
+from ..gate.turn import gate_turn
+from ..gate.journal import journal_turns
+from ..importers.locomo import import_locomo, load_locomo, owner_caller
 from ..service import Engine
-from ..statedir import StateDir
+from ..state.statedir import StateDir
 from . import metrics
 
 DEFAULT_DATA = Path("..") / "shared" / "data" / "locomo10.json"

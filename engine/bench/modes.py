@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import knowledge_base as kb
-from ..errors import InvalidParams
-from ..locomo import owner_caller
+from ..search import knowledge_base as kb
+from ..core.errors import InvalidParams
+from ..importers.locomo import owner_caller
 from ..service import Engine
 from . import metrics
 

@@ -11,8 +11,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..knowledge_base import FUSION_DEPTH
-from ..search import ALIAS_BOOST, TITLE_BOOST
+from ..search.knowledge_base import FUSION_DEPTH
+from ..search.keyword import ALIAS_BOOST, TITLE_BOOST
 from .metrics import CATEGORIES
 
 ENGINE_NAMES = {"tantivy": "tantivy", "fts5": "FTS5"}
@@ -75,10 +75,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"engine, latencies come from {options['rounds']} rounds with the engines interleaved query by query.",
         f"- Versions: tantivy (tantivy-py) {versions['tantivy']}, SQLite {versions['sqlite']}, "
         f"knowledge-desk {versions['knowledge-desk']}.",
-        "- tantivy is the engine as shipped: the analyzer of `engine/analysis.py` (simple tokenizer, lowercase, "
+        "- tantivy is the engine as shipped: the analyzer of `engine/index/analysis.py` (simple tokenizer, lowercase, "
         "ASCII folding, English stemmer); each query word scored once over title, aliases and body together "
         f"(the `text` field) plus a bonus of x{TITLE_BOOST} for the title and x{ALIAS_BOOST} for an alias "
-        "(`engine/search.py`).",
+        "(`engine/search/keyword.py`).",
         "- FTS5 is the reference implementation's engine, set up as a careful implementation would: columns "
         "title, aliases, body, `tokenize='porter unicode61 remove_diacritics 2'`, ranked by "
         "`bm25(fts, 3, 2, 1)`, MATCH built from the query's words (`\\w+`), each double-quoted, joined with OR.",
@@ -117,7 +117,7 @@ def _quality_section(locomo: dict[str, Any]) -> list[str]:
         "",
         f"{locomo['queries']} questions over {locomo['records']:,} current records (people, session events, "
         "observation claims) imported through the engine API. A question's gold records are the claims citing "
-        "one of its evidence turns (`engine/locomo.py` `evidence_records`). recall@k is the share of a "
+        "one of its evidence turns (`engine/importers/locomo.py` `evidence_records`). recall@k is the share of a "
         "question's gold records in the top k, hit@k whether any is there, both averaged over the questions "
         "that have gold records, in percent. tantivy answers through `Engine.search` with an owner-private "
         "caller.",
@@ -255,7 +255,7 @@ def _generated_section(generated: dict[str, Any], options: dict[str, Any]) -> li
         "with an alias) written straight into `pages/notes/<set>/` of a fresh store's private partition, plus "
         f"the seed page that created the store: {generated['records']:,} current records, "
         f"{prep['entries']:,} filesystem entries. The engine refuses to scan more than 100,000 entries per "
-        "partition (`engine/catalog.py` `MAX_SCAN_ENTRIES`, directories included), so this is as large as a "
+        "partition (`engine/store/catalog.py` `MAX_SCAN_ENTRIES`, directories included), so this is as large as a "
         "partition gets.",
         "",
         *_table(["step", "seconds", "records/s"], [

@@ -3,7 +3,7 @@
 Two data sets:
 
 - **LoCoMo** (quality and speed): the file is imported into a throwaway
-  state directory through the engine API (``engine/locomo.py``); each
+  state directory through the engine API (``engine/importers/locomo.py``); each
   question is a query and the claims citing its evidence turns are its gold
   records.  Tantivy answers through the real ``Engine.search``; FTS5 answers
   over a table of exactly the same current records.
@@ -36,17 +36,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ..analysis import Analyzer
-from ..authority import Caller
-from ..catalog import CURRENT, MAX_SCAN_ENTRIES
-from ..errors import InvalidParams
-from ..index import INDEX_DIR, PartitionIndex, build_schema
-from ..locomo import evidence_records, load_locomo, owner_caller
-from ..records import PRIVATE_SCOPE
-from ..registry import StoreRecord
+from ..index.analysis import Analyzer
+from ..access.authority import Caller
+from ..store.catalog import CURRENT, MAX_SCAN_ENTRIES
+from ..core.errors import InvalidParams
+from ..index.tantivy_index import INDEX_DIR, PartitionIndex, build_schema
+from ..importers.locomo import evidence_records, load_locomo, owner_caller
+from ..vault.records import PRIVATE_SCOPE
+from ..state.registry import StoreRecord
 from ..service import Engine
-from ..statedir import StateDir
-from ..store import STATE_DB, VAULT_DIR, partition_dir
+from ..state.statedir import StateDir
+from ..store.store import STATE_DB, VAULT_DIR, partition_dir
 from . import metrics
 from .corpus import NOTE_SETS, write_partition
 from .engines import FtsReference, TantivyCore, current_documents, fts5_problem
@@ -67,7 +67,7 @@ _EXTRA_ENTRIES = 2 + len(NOTE_SETS) + 2
 class BenchmarkSkipped(Exception):
     """The benchmark cannot run here (no data set, no FTS5); nothing was measured.
 
-    Never raised by the engine itself, so it stays outside ``engine/errors.py``.
+    Never raised by the engine itself, so it stays outside ``engine/core/errors.py``.
     """
 
 

@@ -33,9 +33,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .. import demo
-from ..credentials import decoded_for_scan, find_secret, refuse_secrets
-from ..ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, new_id
+from ..importers import demo
+from ..store.credentials import decoded_for_scan, find_secret, refuse_secrets
+from ..core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, new_id
 from .socket import machine
 
 REPEATS = 15
@@ -258,7 +258,7 @@ def report(result: dict[str, Any], command: str) -> str:
         f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- Machine: {machine()}",
         f"- Command: `{command}`",
-        "- What runs: `engine/credentials.py` (detect-secrets 1.5.0 token plugins and the named pattern set "
+        "- What runs: `engine/store/credentials.py` (detect-secrets 1.5.0 token plugins and the named pattern set "
         "beside them); see docs/secrets.md.", "",
         "## False positives on ordinary text", "",
         "| texts | count | refused by the scan | detect-secrets base64 entropy (left out) | hex entropy (left out) |",

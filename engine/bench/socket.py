@@ -21,8 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..registry import Registry
-from ..statedir import StateDir
+from ..state.registry import Registry
+from ..state.statedir import StateDir
 
 WORDS = ("harbour", "lighthouse", "ferry", "schedule", "budget", "migration", "release", "contract", "invoice",
          "roadmap", "incident", "review", "hiring", "launch", "audit", "design", "pricing", "support")

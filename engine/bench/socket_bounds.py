@@ -35,9 +35,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..registry import Registry
-from ..server import SocketBounds
-from ..statedir import StateDir
+from ..state.registry import Registry
+from ..wire.server import SocketBounds
+from ..state.statedir import StateDir
 from .socket import RpcClient, _start_engine, machine, percentile
 
 MIB = 1024 * 1024

@@ -18,11 +18,11 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from engine.demo import seed_demo  # noqa: E402
-from engine.ids import format_timestamp, utc_now  # noqa: E402
-from engine.server import EngineServer  # noqa: E402
+from engine.importers.demo import seed_demo  # noqa: E402
+from engine.core.ids import format_timestamp, utc_now  # noqa: E402
+from engine.wire.server import EngineServer  # noqa: E402
 from engine.service import Engine  # noqa: E402
-from engine.statedir import StateDir  # noqa: E402
+from engine.state.statedir import StateDir  # noqa: E402
 
 from desktop.client import OperatorClient  # noqa: E402
 from desktop.tasks import THREAD_PREFIX, EngineTasks  # noqa: E402

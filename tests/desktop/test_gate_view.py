@@ -10,8 +10,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop.gate.view import GateView
-from engine.authority import AgentCaller
-from engine.gate import gate_turn
+from engine.access.authority import AgentCaller
+from engine.gate.turn import gate_turn
 from engine.service import Engine
 from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore

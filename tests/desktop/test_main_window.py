@@ -13,7 +13,7 @@ from desktop import launcher
 from desktop.client import GuiThreadViolation, OperatorClient
 from desktop.main_window import MainWindow
 from desktop.tasks import EngineTasks
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from tests.desktop import conftest
 from tests.desktop.conftest import wait_for_signal
 

@@ -9,7 +9,7 @@ import pytest
 
 from desktop.client import EngineError, GuiThreadViolation, OperatorClient
 from desktop.tasks import EngineTasks, readable
-from engine.errors import NotFound
+from engine.core.errors import NotFound
 
 
 def test_the_client_refuses_to_send_on_the_gui_thread(qapp, served) -> None:
@@ -58,7 +58,7 @@ def test_a_loose_token_file_is_reported_with_the_fix(qtbot, served, gui_thread_g
 
 
 def test_no_engine_is_a_readable_error(qtbot, tmp_path, gui_thread_guard) -> None:
-    from engine.statedir import StateDir
+    from engine.state.statedir import StateDir
 
     tasks = EngineTasks(connect=lambda: OperatorClient(StateDir(tmp_path / "empty")))
     try:

@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-from engine.authority import AgentCaller
+from engine.access.authority import AgentCaller
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 
 def writes(count: int):

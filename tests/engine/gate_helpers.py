@@ -11,11 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from engine.authority import AgentCaller
-from engine.decision import DecisionRuntime
-from engine.decision_onnx import OnnxOptions, PairScores
+from engine.access.authority import AgentCaller
+from engine.decision.runtime import DecisionRuntime
+from engine.decision.onnx import OnnxOptions, PairScores
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local

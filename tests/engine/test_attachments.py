@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine.attachments import (
+from engine.store.attachments import (
     ATTACH_FILE_INPUT_SCHEMA,
     ATTACH_FILE_MAX_BYTES,
     ATTACH_FILE_PARAMS,
@@ -27,13 +27,13 @@ from engine.attachments import (
     parse_attach_file_input,
     parse_attach_input,
 )
-from engine.authority import AgentCaller
-from engine.config import parse_settings
-from engine.errors import (
+from engine.access.authority import AgentCaller
+from engine.state.config import parse_settings
+from engine.core.errors import (
     Conflict, Denied, ForeignReference, InvalidParams, KnowledgeError, LimitExceeded, NotFound, RuntimeDisabled,
     WritesDisabled,
 )
-from engine.evidence import parse_descriptor
+from engine.vault.evidence import parse_descriptor
 from engine.service import Engine
 from tests.helpers import conversation, only_store, operator, private_dir, vault_snapshot
 

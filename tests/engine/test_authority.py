@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from engine.authority import AgentCaller, Audience
-from engine.errors import Denied, InvalidParams, LimitExceeded, NotFound, WritesDisabled
+from engine.access.authority import AgentCaller, Audience
+from engine.core.errors import Denied, InvalidParams, LimitExceeded, NotFound, WritesDisabled
 from tests.helpers import claim, conversation, only_store, operator, page, vault_snapshot
 
 SESSION = str(uuid.uuid4())
@@ -228,7 +228,7 @@ def test_conversation_owners_survive_a_restart(state_dir):
 
 
 def _named_store(name: str, agents: tuple[str, ...]):
-    from engine.config import NamedStore
+    from engine.state.config import NamedStore
 
     return NamedStore(name, name.title(), agents)
 

@@ -13,9 +13,9 @@ import uuid
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.config import NamedStore
-from engine.protocol import Dispatcher, Session
+from engine.access.authority import AgentCaller
+from engine.state.config import NamedStore
+from engine.wire.protocol import Dispatcher, Session
 
 SESSION_1, SESSION_2 = str(uuid.uuid4()), str(uuid.uuid4())
 
@@ -236,7 +236,7 @@ def _seed_callers(world: dict) -> dict[str, AgentCaller]:
 
 
 def test_operator_reads_only_the_chosen_agents_private_partition(engine, world):
-    from engine.authority import OperatorCaller
+    from engine.access.authority import OperatorCaller
 
     found = engine.search(OperatorCaller("main"), {"query": "shared keyword"})
     assert {hit["title"] for hit in found["hits"]} == {"Privatepagemarker project",

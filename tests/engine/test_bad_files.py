@@ -22,19 +22,19 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import frontmatter
-from engine.authority import AgentCaller
-from engine.cli import main
-from engine.errors import NotFound, StoreUnavailable
-from engine.evidence import parse_descriptor
-from engine.findings import MAX_FINDING_CHARS
-from engine.frontmatter import INT_MAX, INT_MIN, MAX_NESTING
-from engine.ontology import Ontology
-from engine.operator_api import ensure_operator_token, read_operator_token
-from engine.protocol import Dispatcher, Session
-from engine.records import check_record, check_scope, parse_record
+from engine.vault import frontmatter
+from engine.access.authority import AgentCaller
+from engine.cli.commands import main
+from engine.core.errors import NotFound, StoreUnavailable
+from engine.vault.evidence import parse_descriptor
+from engine.core.findings import MAX_FINDING_CHARS
+from engine.vault.frontmatter import INT_MAX, INT_MIN, MAX_NESTING
+from engine.vault.ontology import Ontology
+from engine.operator.methods import ensure_operator_token, read_operator_token
+from engine.wire.protocol import Dispatcher, Session
+from engine.vault.records import check_record, check_scope, parse_record
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from tests.helpers import claim, only_store, page, private_dir, wait_for
 
 HUGE = "1" * 5000

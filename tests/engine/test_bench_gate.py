@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from engine.bench.gate import Options, run
-from engine.cli import main
+from engine.cli.commands import main
 from models.fixtures import TINY_RERANKER
 from tests.engine.test_bench_search import tiny_locomo
 

@@ -15,9 +15,9 @@ import pytest
 from engine.bench.corpus import generate_records, render_record
 from engine.bench.engines import match_expression
 from engine.bench.search import Options, run
-from engine.cli import main
-from engine.ontology import Ontology
-from engine.records import check_record, parse_record
+from engine.cli.commands import main
+from engine.vault.ontology import Ontology
+from engine.vault.records import check_record, parse_record
 from models.fixtures import TINY_EMBEDDER
 
 # Invented hobbies, one a turn; each observation cites its own turn.

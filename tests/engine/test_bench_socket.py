@@ -4,7 +4,7 @@ import dataclasses
 
 from engine.bench import socket_bounds
 from engine.bench.socket import report, run
-from engine.server import EngineServer, SocketBounds
+from engine.wire.server import EngineServer, SocketBounds
 
 
 def test_socket_benchmark_runs_and_reports_every_level():

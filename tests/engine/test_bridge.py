@@ -16,9 +16,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from engine.bridge import run_bridge, with_credentials
-from engine.server import EngineServer, SocketBounds
-from engine.wire import MAX_MESSAGE_BYTES
+from engine.wire.bridge import run_bridge, with_credentials
+from engine.wire.server import EngineServer, SocketBounds
+from engine.wire.messages import MAX_MESSAGE_BYTES
 from tests.engine.test_server import message
 from tests.helpers import wait_for
 

@@ -11,8 +11,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from engine import catalog as catalog_module
-from engine.errors import InvalidParams, LimitExceeded, NotFound, StoreUnavailable
+from engine.store import catalog as catalog_module
+from engine.core.errors import InvalidParams, LimitExceeded, NotFound, StoreUnavailable
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
 SESSION = "6f1c2a4e-8d3b-4f6a-9c1e-2b7d5a9e0f13"

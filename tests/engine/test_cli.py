@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 import engine as engine_package
-from engine.authority import AgentCaller
-from engine.cli import main
-from engine.registry import hash_token
+from engine.access.authority import AgentCaller
+from engine.cli.commands import main
+from engine.state.registry import hash_token
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from tests.helpers import only_store, page, private_dir, vault_snapshot, wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -378,7 +378,7 @@ def test_serve_on_a_full_state_dir_exits_1_with_one_clear_line(tmp_path: Path) -
     (sqlite3.OperationalError("attempt to write a readonly database"), "readonly database; make it writable"),
 ])
 def test_an_unusable_state_dir_is_named_with_its_cause_and_what_to_do(state_dir, failure, expected):
-    from engine.cli import unusable_state_dir
+    from engine.cli.commands import unusable_state_dir
 
     line = unusable_state_dir(state_dir, failure)
     assert line.startswith(f"cannot use the state directory {state_dir.root}: ") and expected in line

@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from engine.cli import main
+from engine.cli.commands import main
 
 CLIENTS = {
     "generic": lambda text: json.loads(text)["mcpServers"]["knowledge"],

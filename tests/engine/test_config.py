@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.config import (
+from engine.state.config import (
     CONFIG_MAX_BYTES,
     SCHEMA_VERSION,
     NamedStore,
@@ -19,7 +19,7 @@ from engine.config import (
     parse_settings,
     read_settings,
 )
-from engine.errors import InvalidParams
+from engine.core.errors import InvalidParams
 
 
 @pytest.fixture

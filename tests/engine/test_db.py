@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from engine.db import Database
+from engine.core.db import Database
 
 
 class RefusingCommit:

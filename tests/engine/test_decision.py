@@ -15,12 +15,12 @@ import onnxruntime
 import pytest
 from tokenizers import Tokenizer
 
-from engine.config import Settings, SettingsSource
-from engine.decision import (BooleanQuestion, ChoiceQuestion, DecisionRuntime, MAX_CHOICE_OPTIONS)
-from engine.decision_onnx import OnnxOptions, OnnxReranker, PairScores
-from engine.errors import DecisionUnavailable, InvalidParams
+from engine.state.config import Settings, SettingsSource
+from engine.decision.runtime import (BooleanQuestion, ChoiceQuestion, DecisionRuntime, MAX_CHOICE_OPTIONS)
+from engine.decision.onnx import OnnxOptions, OnnxReranker, PairScores
+from engine.core.errors import DecisionUnavailable, InvalidParams
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local

@@ -12,9 +12,9 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from engine.config import Settings
-from engine.decision import BooleanQuestion, ChoiceQuestion, DecisionRuntime
-from engine.errors import DecisionUnavailable, InvalidResponse
+from engine.state.config import Settings
+from engine.decision.runtime import BooleanQuestion, ChoiceQuestion, DecisionRuntime
+from engine.core.errors import DecisionUnavailable, InvalidResponse
 from models.installed import ModelStore
 
 QUERY = "when is the budget report due"

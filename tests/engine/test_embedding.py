@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.config import SettingsSource, parse_settings
-from engine.embedding import (
+from engine.state.config import SettingsSource, parse_settings
+from engine.index.embedding import (
     FAILED,
     NOT_CONFIGURED,
     NOT_INSTALLED,
@@ -17,7 +17,7 @@ from engine.embedding import (
     EmbeddingRuntime,
     plan_batches,
 )
-from engine.errors import InvalidParams
+from engine.core.errors import InvalidParams
 from models.fixtures import TINY_EMBEDDER
 from models.installed import ModelStore
 from models.local import add_local

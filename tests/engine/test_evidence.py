@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import InvalidParams
-from engine.evidence import (
+from engine.core.errors import InvalidParams
+from engine.vault.evidence import (
     DESCRIPTOR_MAX_BYTES,
     SourceDescriptor,
     clean_filename,
@@ -18,7 +18,7 @@ from engine.evidence import (
     parse_descriptor,
     retained_path_for,
 )
-from engine.frontmatter import dump_yaml, load_yaml
+from engine.vault.frontmatter import dump_yaml, load_yaml
 
 CONTENT = b"please send me the status notes every Friday\n"
 STAMP = "2026-11-29T10:14:03Z"

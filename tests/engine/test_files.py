@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import engine.files as files
-from engine.errors import LimitExceeded, NotFound
-from engine.files import (
+import engine.core.files as files
+from engine.core.errors import LimitExceeded, NotFound
+from engine.core.files import (
     MAX_DEPTH,
     UnsafePath,
     atomic_write,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import KnowledgeError, LimitExceeded
-from engine.frontmatter import (
+from engine.core.errors import KnowledgeError, LimitExceeded
+from engine.vault.frontmatter import (
     INT_MAX,
     INT_MIN,
     MAX_NESTING,

@@ -9,14 +9,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from engine import gate as gate_module
-from engine.authority import AgentCaller
-from engine.decision_onnx import OnnxOptions
-from engine.gate import LOG_PREFIX, gate_turn
-from engine.gate_scoring import BLOCK_MAX_CHARS, HEADER, PREAMBLE, SKIP_HINT
-from engine.protocol import Dispatcher, Session
+from engine.gate import turn as gate_module
+from engine.access.authority import AgentCaller
+from engine.decision.onnx import OnnxOptions
+from engine.gate.turn import LOG_PREFIX, gate_turn
+from engine.gate.scoring import BLOCK_MAX_CHARS, HEADER, PREAMBLE, SKIP_HINT
+from engine.wire.protocol import Dispatcher, Session
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from tests.engine.gate_helpers import (
     OWNER, FakeRerank, YesNoProvider, conversation_audience, open_engine, owner_caller, ready, scores_by_text, seed,
     use_provider, write_config,

@@ -9,11 +9,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.errors import InvalidParams, NotFound
-from engine.gate import gate_turn
-from engine.gate_journal import what_if
-from engine.gate_operator import handlers
+from engine.access.authority import AgentCaller
+from engine.core.errors import InvalidParams, NotFound
+from engine.gate.turn import gate_turn
+from engine.gate.journal import what_if
+from engine.operator.gate_operator import handlers
 from engine.service import Engine
 from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore

@@ -8,16 +8,16 @@ from typing import Iterator
 
 import pytest
 
-from engine.analysis import Analyzer
-from engine.config import Settings
-from engine.decision import DecisionRuntime
-from engine.decision_onnx import OnnxOptions
-from engine.gate_candidates import Candidate
-from engine.gate_scoring import (
+from engine.index.analysis import Analyzer
+from engine.state.config import Settings
+from engine.decision.runtime import DecisionRuntime
+from engine.decision.onnx import OnnxOptions
+from engine.gate.candidates import Candidate
+from engine.gate.scoring import (
     BLOCK_MAX_CHARS, MIN_WINDOW_TOKENS, WINDOW_STEP, plan_gate_scoring, render_block,
 )
-from engine.gate_settings import GateSettings
-from engine.passages import PassageFinder
+from engine.state.gate_settings import GateSettings
+from engine.search.passages import PassageFinder
 from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local

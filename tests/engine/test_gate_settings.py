@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import SettingsSource, parse_settings
-from engine.errors import InvalidParams
-from engine.gate_settings import GateSettings, parse_gate_settings
+from engine.state.config import SettingsSource, parse_settings
+from engine.core.errors import InvalidParams
+from engine.state.gate_settings import GateSettings, parse_gate_settings
 
 
 def test_no_block_means_no_gate_and_an_empty_block_means_every_default() -> None:

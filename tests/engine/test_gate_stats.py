@@ -7,9 +7,9 @@ from typing import Iterator
 
 import pytest
 
-from engine.errors import InvalidParams
-from engine.gate import gate_turn
-from engine.gate_stats import gate_stats
+from engine.core.errors import InvalidParams
+from engine.gate.turn import gate_turn
+from engine.gate.stats import gate_stats
 from engine.service import Engine
 from tests.engine.gate_helpers import FakeRerank, owner_caller, rerank_engine, seed
 

@@ -7,9 +7,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from engine.authority import AgentCaller
+from engine.access.authority import AgentCaller
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from tests.helpers import claim, only_store, page, private_dir
 
 

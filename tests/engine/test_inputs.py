@@ -9,22 +9,22 @@ from typing import Any, Callable
 
 import pytest
 
-from engine import knowledge_base as kb
-from engine.attachments import parse_attach_file_input, parse_attach_input
-from engine.browse import parse_list_request
-from engine.errors import InvalidParams, LimitExceeded
-from engine.gate import MESSAGE_MAX_CHARS, parse_message
-from engine.gate_journal import label_turn
-from engine.gate_operator import _window
-from engine.ids import new_id
-from engine.inputs import (
+from engine.search import knowledge_base as kb
+from engine.store.attachments import parse_attach_file_input, parse_attach_input
+from engine.operator.browse import parse_list_request
+from engine.core.errors import InvalidParams, LimitExceeded
+from engine.gate.turn import MESSAGE_MAX_CHARS, parse_message
+from engine.gate.journal import label_turn
+from engine.operator.gate_operator import _window
+from engine.core.ids import new_id
+from engine.store.inputs import (
     bounded_int, check_name, check_text, parse_page_input, parse_remember_input, parse_request_id,
 )
-from engine.ontology_views import parse_ontology_request
-from engine.operator_api import OperatorMethods
-from engine.reads import parse_line_window
-from engine.recall import flush_request_id, parse_candidates_query, parse_recall_input
-from engine.search import parse_search_request
+from engine.memory.ontology_views import parse_ontology_request
+from engine.operator.methods import OperatorMethods
+from engine.store.reads import parse_line_window
+from engine.memory.recall import flush_request_id, parse_candidates_query, parse_recall_input
+from engine.search.keyword import parse_search_request
 from tests.helpers import only_store, vault_snapshot
 
 CONTENT = base64.b64encode(b"notes\n").decode()

@@ -15,13 +15,13 @@ from typing import Any, Iterator
 
 import pytest
 
-from engine import knowledge_base as kb
-from engine.authority import AgentCaller
-from engine.errors import Denied, InvalidParams, LimitExceeded, NotFound, RuntimeDisabled
-from engine.protocol import Dispatcher, Session
+from engine.search import knowledge_base as kb
+from engine.access.authority import AgentCaller
+from engine.core.errors import Denied, InvalidParams, LimitExceeded, NotFound, RuntimeDisabled
+from engine.wire.protocol import Dispatcher, Session
 from engine.service import Engine
-from engine.statedir import StateDir
-from engine.vectors import embedding_text
+from engine.state.statedir import StateDir
+from engine.index.vectors import embedding_text
 from models.fixtures import TINY_EMBEDDER
 from models.installed import ModelStore
 from models.local import add_local
@@ -537,7 +537,7 @@ def test_the_tool_is_served_over_the_socket_with_its_schema(kb_engine):
 
 
 def test_knowledge_reindex_rebuilds_the_vectors_too(state_dir, capsys):
-    from engine.cli import main
+    from engine.cli.commands import main
 
     with open_engine(state_dir) as engine:
         seed(engine)

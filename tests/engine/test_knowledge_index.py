@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import engine.service as service
-from engine.authority import AgentCaller
-from engine.errors import InvalidParams
-from engine.ids import format_timestamp
-from engine.knowledge_index import index_for
-from engine.labels import clip, is_unsafe_label
+from engine.access.authority import AgentCaller
+from engine.core.errors import InvalidParams
+from engine.core.ids import format_timestamp
+from engine.memory.knowledge_index import index_for
+from engine.core.labels import clip, is_unsafe_label
 from tests.helpers import claim, conversation, only_store, operator, page, private_dir
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)

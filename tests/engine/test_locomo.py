@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.cli import main
-from engine.errors import InvalidParams
-from engine.locomo import evidence_records, import_locomo, load_locomo, owner_caller
+from engine.access.authority import AgentCaller
+from engine.cli.commands import main
+from engine.core.errors import InvalidParams
+from engine.importers.locomo import evidence_records, import_locomo, load_locomo, owner_caller
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from tests.helpers import only_store, private_dir, vault_snapshot
 
 

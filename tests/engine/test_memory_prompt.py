@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.errors import Denied
-from engine.memory_prompt import clean_project_key, memory_prompt, prompt_for
+from engine.access.authority import AgentCaller
+from engine.core.errors import Denied
+from engine.memory.memory_prompt import clean_project_key, memory_prompt, prompt_for
 from tests.helpers import conversation, operator, page
 
 SAVE_WORDS = ("knowledge_remember", "knowledge_save_page", "knowledge_recall", "requestId", "Saving", "save",

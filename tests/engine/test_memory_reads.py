@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.errors import ForeignReference, InvalidParams, LimitExceeded, NotFound, StaleRevision
+from engine.access.authority import AgentCaller
+from engine.core.errors import ForeignReference, InvalidParams, LimitExceeded, NotFound, StaleRevision
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
 

@@ -8,12 +8,12 @@ from typing import Iterator
 
 import pytest
 
-from engine.decision_onnx import OnnxOptions
-from engine.errors import InvalidParams, NotFound
-from engine.model_benchmark import gate_budget
-from engine.model_operator import handlers
+from engine.decision.onnx import OnnxOptions
+from engine.core.errors import InvalidParams, NotFound
+from engine.operator.model_benchmark import gate_budget
+from engine.operator.model_operator import handlers
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from models.fixtures import TINY_RERANKER, TINY_RERANKER_FILES
 from models.installed import ModelStore
 from models.local import add_local

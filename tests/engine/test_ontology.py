@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import InvalidParams
-from engine.ontology import ONTOLOGY_MAX_BYTES, Ontology
+from engine.core.errors import InvalidParams
+from engine.vault.ontology import ONTOLOGY_MAX_BYTES, Ontology
 
 EXT = "vault/ontology.yaml"
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.errors import InvalidParams, LimitExceeded, NotFound
-from engine.ontology_views import PARAMS, TOOL_INPUT_SCHEMA, ontology_view, parse_ontology_request
+from engine.core.errors import InvalidParams, LimitExceeded, NotFound
+from engine.memory.ontology_views import PARAMS, TOOL_INPUT_SCHEMA, ontology_view, parse_ontology_request
 from engine.service import Engine
 from tests.helpers import claim, conversation, only_store, operator, page, private_dir, vault_snapshot
 
 SESSION = "3d5c8e1a-7b2f-4c9d-8e6a-1f0b2c3d4e5f"
 NOW = "2026-01-05T09:00:00Z"
-SHIPPED_TEXT = resources.files("engine").joinpath("ontology.yaml").read_text(encoding="utf-8")
+SHIPPED_TEXT = resources.files("engine.vault").joinpath("ontology.yaml").read_text(encoding="utf-8")
 SHIPPED = yaml.safe_load(SHIPPED_TEXT)
 N_PAGE, N_RELATION, N_CLAIM = (len(SHIPPED[key]) for key in ("page_types", "relationship_types", "claim_kinds"))
 EXTENSION = """\

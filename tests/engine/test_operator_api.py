@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from engine.authority import AgentCaller, PreviewCaller
-from engine.demo import seed_demo
-from engine.gate_operator import handlers as gate_handlers
-from engine.operator_api import (
+from engine.access.authority import AgentCaller, PreviewCaller
+from engine.importers.demo import seed_demo
+from engine.operator.gate_operator import handlers as gate_handlers
+from engine.operator.methods import (
     PREFIX, TOKEN_PREFIX, OperatorMethods, ensure_operator_token, read_operator_token,
 )
-from engine.protocol import Dispatcher, Session
-from engine.server import EngineServer
+from engine.wire.protocol import Dispatcher, Session
+from engine.wire.server import EngineServer
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from tests.helpers import only_store, vault_snapshot
 
 

@@ -8,10 +8,10 @@ from typing import Any, Iterator
 
 import pytest
 
-from engine.errors import InvalidParams, NotFound
-from engine.gate import gate_turn
-from engine.gate_operator import handlers as gate_handlers
-from engine.operator_jobs import CANCELLED, DONE, FAILED, JobCancelled, Jobs, handlers
+from engine.core.errors import InvalidParams, NotFound
+from engine.gate.turn import gate_turn
+from engine.operator.gate_operator import handlers as gate_handlers
+from engine.core.jobs import CANCELLED, DONE, FAILED, JobCancelled, Jobs, handlers
 from engine.service import Engine
 from models.errors import ModelVerifyFailed
 from tests.engine.gate_helpers import FakeRerank, owner_caller, rerank_engine, seed

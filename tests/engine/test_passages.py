@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.analysis import Analyzer
-from engine.passages import ELLIPSIS, PassageFinder, split_passages
+from engine.index.analysis import Analyzer
+from engine.search.passages import ELLIPSIS, PassageFinder, split_passages
 
 
 @pytest.fixture(scope="module")

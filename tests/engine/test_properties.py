@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.authority import AgentCaller
-from engine.errors import KnowledgeError
-from engine.ontology import Ontology
-from engine.protocol import ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session
-from engine.search import parse_search_request
+from engine.access.authority import AgentCaller
+from engine.core.errors import KnowledgeError
+from engine.vault.ontology import Ontology
+from engine.wire.protocol import ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session
+from engine.search.keyword import parse_search_request
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 REASONS = set(ERROR_CODES) | {"internal"}
 json_values = st.recursive(

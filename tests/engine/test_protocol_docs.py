@@ -2,15 +2,15 @@
 
 from pathlib import Path
 
-from engine.protocol_docs import render
-from engine.tools import CORE_TOOLS
+from engine.wire.protocol_docs import render
+from engine.wire.tools import CORE_TOOLS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_the_tool_reference_matches_the_served_schemas():
     assert (DOCS / "protocol-tools.md").read_text(encoding="utf-8") == render(), \
-        "regenerate with: python -m engine.protocol_docs > docs/protocol-tools.md"
+        "regenerate with: python -m engine.wire.protocol_docs > docs/protocol-tools.md"
 
 
 def test_the_protocol_guide_names_every_tool_and_host_method():

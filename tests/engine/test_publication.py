@@ -9,9 +9,9 @@ import sqlite3
 
 import pytest
 
-from engine.errors import Conflict, InvalidParams, LimitExceeded, NotFound, RecordInvalid, StaleRevision
-from engine.frontmatter import parse_document
-from engine.publication import FileWrite, Plan
+from engine.core.errors import Conflict, InvalidParams, LimitExceeded, NotFound, RecordInvalid, StaleRevision
+from engine.vault.frontmatter import parse_document
+from engine.store.publication import FileWrite, Plan
 from tests.helpers import claim, only_store, page, private_dir, vault_snapshot
 
 
@@ -150,7 +150,7 @@ def test_remember_retains_each_excerpt_as_hashed_evidence(engine, owner, state_d
 
 
 def parse_yaml(path):
-    from engine.frontmatter import load_yaml
+    from engine.vault.frontmatter import load_yaml
 
     return load_yaml(path.read_text(encoding="utf-8"))
 
@@ -269,7 +269,7 @@ def test_an_edit_made_while_the_new_bytes_are_synced_is_a_conflict_not_an_overwr
                                                                                     monkeypatch):
     """Found by the external-edit harness: the file was compared with the plan's base before the temp
     file was written and fsynced, so an edit landing meanwhile was replaced without the engine seeing it."""
-    from engine import files as files_module
+    from engine.core import files as files_module
 
     created = engine.save_page(owner, page("r1", "Dana", body="Original."))
     path = private_dir(state_dir) / "pages" / "people" / "dana.md"
@@ -400,9 +400,9 @@ def test_flush_saves_derive_a_stable_request_id(engine, owner):
                                    "acknowledged:2:enospc", "installed:2:erofs"])
 def test_a_disk_that_refuses_a_step_gives_a_clear_error_and_leaves_nothing(state_dir, fault):
     """Found by the fault harness: a full disk or read-only vault surfaced as an internal error."""
-    from engine.authority import AgentCaller
-    from engine.errors import StoreUnavailable
-    from engine.faults import Faults
+    from engine.access.authority import AgentCaller
+    from engine.core.errors import StoreUnavailable
+    from engine.core.faults import Faults
     from engine.service import Engine
 
     with Engine(state_dir, watch=False, faults=Faults(fault)) as engine:

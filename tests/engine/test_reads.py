@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.errors import InvalidParams, NotFound
+from engine.access.authority import AgentCaller
+from engine.core.errors import InvalidParams, NotFound
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from tests.helpers import claim, page, private_dir, wait_for
 
 

@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.errors import Conflict, Denied, InvalidParams, LimitExceeded, NotFound, WritesDisabled
-from engine.ids import parse_timestamp
-from engine.inputs import parse_request_id
-from engine.recall import (
+from engine.access.authority import AgentCaller
+from engine.core.errors import Conflict, Denied, InvalidParams, LimitExceeded, NotFound, WritesDisabled
+from engine.core.ids import parse_timestamp
+from engine.store.inputs import parse_request_id
+from engine.memory.recall import (
     FLUSH_LOOKUP_TOOLS, FLUSH_PERSISTENCE_TOOLS, flush_plan, flush_request_id, recall_candidates, set_recall,
     validate_flush_plan,
 )

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from engine.findings import Finding, has_errors
-from engine.frontmatter import parse_document
-from engine.ontology import Ontology
-from engine.records import (
+from engine.core.findings import Finding, has_errors
+from engine.vault.frontmatter import parse_document
+from engine.vault.ontology import Ontology
+from engine.vault.records import (
     CANONICAL_ORDER,
     Record,
     check_recall_block,

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.frontmatter import parse_document
-from engine.records import check_record, parse_record
-from engine.registry import Registry
+from engine.access.authority import AgentCaller
+from engine.vault.frontmatter import parse_document
+from engine.vault.records import check_record, parse_record
+from engine.state.registry import Registry
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 from tests.helpers import only_store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.errors import ForeignReference, IndexFailed, InvalidParams, LimitExceeded, StaleCursor
-from engine.index import PartitionIndex
+from engine.access.authority import AgentCaller
+from engine.core.errors import ForeignReference, IndexFailed, InvalidParams, LimitExceeded, StaleCursor
+from engine.index.tantivy_index import PartitionIndex
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
 

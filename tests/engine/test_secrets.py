@@ -16,15 +16,15 @@ from typing import Any, Callable
 
 import pytest
 
-from engine import demo
-from engine.attachments import attach, attach_file
-from engine.authority import AgentCaller
+from engine.importers import demo
+from engine.store.attachments import attach, attach_file
+from engine.access.authority import AgentCaller
 from engine.bench.secrets import fake_credentials
-from engine.credentials import CHUNK_CHARS, KINDS, decoded_for_scan, find_secret, refuse_secrets, texts_of
-from engine.errors import SecretDetected
-from engine.ids import new_id
-from engine.protocol import ERROR_CODES, Dispatcher, Session, error_for
-from engine.recall import set_recall
+from engine.store.credentials import CHUNK_CHARS, KINDS, decoded_for_scan, find_secret, refuse_secrets, texts_of
+from engine.core.errors import SecretDetected
+from engine.core.ids import new_id
+from engine.wire.protocol import ERROR_CODES, Dispatcher, Session, error_for
+from engine.memory.recall import set_recall
 from engine.service import Engine
 from tests.helpers import only_store, vault_snapshot
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from engine.protocol import Dispatcher, Session
-from engine.server import MAX_MESSAGE_BYTES, EngineServer
+from engine.wire.protocol import Dispatcher, Session
+from engine.wire.server import MAX_MESSAGE_BYTES, EngineServer
 from tests.helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

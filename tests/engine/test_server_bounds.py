@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from engine.server import EngineServer, LineTooLong, SocketBounds, _Connection
-from engine.wire import UNAUTHENTICATED_MESSAGE_BYTES
+from engine.wire.server import EngineServer, LineTooLong, SocketBounds, _Connection
+from engine.wire.messages import UNAUTHENTICATED_MESSAGE_BYTES
 from tests.engine.test_server import Client, init_params, message
 from tests.helpers import wait_for
 

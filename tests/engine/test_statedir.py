@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from engine.errors import EngineLocked
-from engine.statedir import EngineLock, StateDir, _try_lock
+from engine.core.errors import EngineLocked
+from engine.state.statedir import EngineLock, StateDir, _try_lock
 
 
 def dead_pid() -> int:

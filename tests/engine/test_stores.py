@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from engine.authority import AgentCaller
-from engine.errors import Conflict, Denied, NotFound, StoreUnavailable
+from engine.access.authority import AgentCaller
+from engine.core.errors import Conflict, Denied, NotFound, StoreUnavailable
 from engine.service import Engine
 from tests.helpers import operator, page
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.protocol import Dispatcher, Session
-from engine.wire import (MAX_NESTING, MalformedMessage, encode, lone_surrogate_path, nesting_exceeds,
+from engine.wire.protocol import Dispatcher, Session
+from engine.wire.messages import (MAX_NESTING, MalformedMessage, encode, lone_surrogate_path, nesting_exceeds,
                          parse_request, request_id_in)
 
 

@@ -12,16 +12,16 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from engine.analysis import Analyzer
-from engine.authority import AgentCaller
-from engine.errors import KnowledgeError
-from engine.frontmatter import parse_document
-from engine.ontology import Ontology
-from engine.protocol import ERROR_CODES, Dispatcher, Session
-from engine.records import check_record, parse_record
-from engine.search import parse_query_text
+from engine.index.analysis import Analyzer
+from engine.access.authority import AgentCaller
+from engine.core.errors import KnowledgeError
+from engine.vault.frontmatter import parse_document
+from engine.vault.ontology import Ontology
+from engine.wire.protocol import ERROR_CODES, Dispatcher, Session
+from engine.vault.records import check_record, parse_record
+from engine.search.keyword import parse_query_text
 from engine.service import Engine
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 REASONS = set(ERROR_CODES)
 

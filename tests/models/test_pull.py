@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
+from engine.cli.commands import main
 from models.catalogue import CatalogueEntry, PinnedFile, Variant
 from models.errors import ModelDownloadFailed, ModelNotFound, ModelOffline, ModelUnpinned, ModelVerifyFailed
 from models.fixtures import TINY_RERANKER, TINY_RERANKER_FILES

@@ -25,13 +25,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from engine.authority import AgentCaller
-from engine.catalog import CURRENT
-from engine.errors import KnowledgeError
-from engine.records import check_record, parse_record
+from engine.access.authority import AgentCaller
+from engine.store.catalog import CURRENT
+from engine.core.errors import KnowledgeError
+from engine.vault.records import check_record, parse_record
 from engine.service import Engine
-from engine.statedir import StateDir
-from engine.store import partition_dir
+from engine.state.statedir import StateDir
+from engine.store.store import partition_dir
 
 from .harness import Ack, Writer
 

@@ -39,8 +39,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from engine.records import parse_record
-from engine.statedir import StateDir
+from engine.vault.records import parse_record
+from engine.state.statedir import StateDir
 
 from .checks import blob_id, git
 from .harness import (

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 from .checks import verify
 from .harness import (

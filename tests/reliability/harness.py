@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.registry import Registry
-from engine.statedir import StateDir
+from engine.state.registry import Registry
+from engine.state.statedir import StateDir
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from engine.statedir import StateDir
+from engine.state.statedir import StateDir
 
 from .checks import verify
 from .harness import (

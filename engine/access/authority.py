@@ -1,0 +1,255 @@
+"""Who is calling, and which partition of which store they may reach.
+
+One function, ``Authorizer.authorize``, serves every entry point (Python
+API, socket, desktop).  Callers never name a store, agent, path or scope:
+an agent proves itself with its credential and the audience its host
+minted; the engine maps that to exactly one partition.
+
+    caller                           partition            writes
+    owner-private (owner credential) private              yes
+    conversation, no grant           conversation:<id>    yes
+    conversation, grant "read"       private              no
+    conversation, "read-and-save"    private              yes
+    spawned child                    same as its root     same as its root
+    operator (the desktop)           an agent's private   never
+    preview (what an agent sees)     as that agent        never (by name, no credential)
+    missing, stale, foreign, sandboxed                    denied
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..state.config import SettingsSource
+from ..core.errors import Denied, InvalidParams, NotFound, WritesDisabled
+from ..core.ids import canonical_session_id
+from ..store.inputs import check_name
+from ..vault.records import PRIVATE_SCOPE, conversation_scope
+from ..state.registry import Agent, Registry, StoreRecord
+from .stores import StoreResolver
+
+OWNER_PRIVATE = "owner-private"
+CONVERSATION = "conversation"
+CHILD = "child"
+OPERATOR = "operator"
+SESSION_KEY_MAX = 256
+INSTANCE_MAX = 128
+# The fields each audience kind may carry; any other field is refused rather than ignored.
+AUDIENCE_FIELDS = {
+    OWNER_PRIVATE: {"kind", "sandboxed"},
+    CONVERSATION: {"kind", "sandboxed", "sessionKey", "sessionId"},
+    CHILD: {"kind", "sandboxed", "root"},
+}
+
+
+@dataclass(frozen=True)
+class Audience:
+    """A host-minted memory audience, parsed and checked for shape."""
+
+    kind: str
+    session_key: str | None = None
+    session_id: str | None = None
+    delegated: bool = False
+
+    @classmethod
+    def parse(cls, data: Any, *, where: str = "audience") -> "Audience":
+        """Parse the wire form, failing closed: every field must have its exact type, unknown fields are
+        refused, and a sandboxed audience is denied outright."""
+        if isinstance(data, Audience):
+            return data
+        if not isinstance(data, dict):
+            raise Denied("a memory audience is required")
+        kind = data.get("kind")
+        allowed = AUDIENCE_FIELDS.get(kind) if isinstance(kind, str) else None
+        if allowed is None:
+            raise InvalidParams("audience kind must be owner-private, conversation or child", field=f"{where}.kind")
+        unknown = sorted(str(key) for key in data if key not in allowed)
+        if unknown:
+            raise InvalidParams(f"unknown audience field {unknown[0]!r}", field=f"{where}.{unknown[0]}")
+        sandboxed = data.get("sandboxed", False)
+        if not isinstance(sandboxed, bool):
+            # Anything but the JSON literals true and false is refused, never read as "not sandboxed".
+            raise InvalidParams("sandboxed must be true or false", field=f"{where}.sandboxed")
+        if sandboxed:
+            raise Denied("sandboxed sessions have no memory access")
+        if kind == CHILD:
+            root = data.get("root")
+            if isinstance(root, dict) and root.get("kind") == CHILD:
+                raise InvalidParams("a child audience names its root audience, not another child",
+                                    field=f"{where}.root")
+            if not isinstance(root, dict):
+                raise InvalidParams("a child audience names its root audience", field=f"{where}.root")
+            parent = cls.parse(root, where=f"{where}.root")
+            return cls(parent.kind, parent.session_key, parent.session_id, delegated=True)
+        if kind == OWNER_PRIVATE:
+            return cls(OWNER_PRIVATE)
+        key = data.get("sessionKey")
+        check_name(key, f"{where}.sessionKey", max_chars=SESSION_KEY_MAX)  # kept as given: grants match it exactly
+        session_id = canonical_session_id(data.get("sessionId"))
+        if session_id is None:
+            raise InvalidParams("a conversation audience needs a sessionId UUID", field=f"{where}.sessionId")
+        return cls(CONVERSATION, key, session_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        if self.kind == CONVERSATION:
+            data.update(sessionKey=self.session_key, sessionId=self.session_id)
+        return {"kind": CHILD, "root": data} if self.delegated else data
+
+
+@dataclass(frozen=True)
+class AgentCaller:
+    """An agent: its credential, the audience its host declared, and an optional instance id."""
+
+    token: str | None
+    audience: Any
+    instance: str | None = None
+
+
+@dataclass(frozen=True)
+class OperatorCaller:
+    """The local owner at the desktop, browsing one agent's private partition read-only."""
+
+    agent: str
+
+
+@dataclass(frozen=True)
+class PreviewCaller:
+    """The owner previewing what ``agent`` gets in ``audience`` (its memory prompt and index).
+
+    Authorized like that agent, by name instead of a credential; it never
+    writes and never creates a store.
+    """
+
+    agent: str
+    audience: Any
+
+
+Caller = AgentCaller | OperatorCaller | PreviewCaller
+
+
+@dataclass(frozen=True)
+class Authority:
+    """What an authorized caller reaches: one partition of one store."""
+
+    agent: str
+    store: StoreRecord | None
+    partition: str
+    can_write: bool
+    kind: str
+    audience: Audience | None = None
+    grant: str | None = None
+    instance: str | None = None
+
+    def attribution(self) -> dict[str, Any]:
+        """Who wrote a revision, as records carry it."""
+        data: dict[str, Any] = {"agent": self.agent}
+        if self.instance:
+            data["instance"] = self.instance
+        data["audience"] = self.kind
+        if self.audience is not None and self.audience.session_id:
+            data["session"] = self.audience.session_id
+        if self.audience is not None and self.audience.delegated:
+            data["delegated"] = True
+        return data
+
+
+class Authorizer:
+    def __init__(self, registry: Registry, settings: SettingsSource, resolver: StoreResolver) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.resolver = resolver
+
+    def authorize(self, caller: Caller, *, write: bool = False, create: bool = True,
+                  scope: str | None = None) -> Authority:
+        """Resolve a caller to its partition, or raise Denied / WritesDisabled / StoreUnavailable.
+
+        ``create`` allows an agent's first authorized use to create its store;
+        operators never create one. ``scope`` is the credential scope the
+        surface needs (default ``memory:read``, or ``memory:write`` to write).
+        """
+        if isinstance(caller, OperatorCaller):
+            return self._operator(caller, write=write)
+        if isinstance(caller, PreviewCaller):
+            if write:
+                raise Denied("a preview of what an agent sees never writes")
+            return self._as_agent(self._previewed(caller), caller.audience, None, write=False, create=False,
+                                  scope=scope)
+        if not isinstance(caller, AgentCaller):
+            raise Denied("unknown caller")
+        agent = self.registry.authenticate(caller.token)
+        if agent is None:
+            raise Denied("missing, unknown or revoked credential")
+        return self._as_agent(agent, caller.audience, caller.instance, write=write, create=create, scope=scope)
+
+    def can_save(self, caller: Caller) -> bool:
+        """Whether ``caller`` could save knowledge now (the memory prompt's save guidance); grants nothing."""
+        try:
+            if isinstance(caller, PreviewCaller):
+                self._as_agent(self._previewed(caller), caller.audience, None, write=True, create=False)
+            else:
+                self.authorize(caller, write=True, create=False)
+        except (Denied, WritesDisabled, NotFound):
+            return False
+        return True
+
+    def _previewed(self, caller: PreviewCaller) -> Agent:
+        agent = self.registry.agent(caller.agent)
+        if agent is None or not agent.active:
+            raise NotFound(f"no agent named {caller.agent!r}", agent=caller.agent)
+        return agent
+
+    def _as_agent(self, agent: Agent, audience_data: Any, instance_data: Any, *, write: bool,
+                  create: bool, scope: str | None = None) -> Authority:
+        audience = Audience.parse(audience_data)
+        scope = scope or ("memory:write" if write else "memory:read")
+        if scope not in agent.scopes:
+            raise Denied(f"this credential lacks the {scope} scope")
+        instance = parse_instance(instance_data)
+        partition, can_write, grant = self._partition_for(agent, audience)
+        if write:
+            if not self.settings.current().writes_enabled:
+                raise WritesDisabled("the owner has turned Knowledge writes off")
+            if not can_write:
+                raise Denied("this conversation's grant is read-only")
+        store = self.resolver.effective(agent.name, create=create)
+        if store is not None and partition != PRIVATE_SCOPE:
+            self._check_conversation_owner(store, agent, audience, create=create)
+        return Authority(agent.name, store, partition, can_write, audience.kind, audience, grant, instance)
+
+    def _partition_for(self, agent: Agent, audience: Audience) -> tuple[str, bool, str | None]:
+        if audience.kind == OWNER_PRIVATE:
+            if not agent.owner:
+                raise Denied("this credential has no owner authority")
+            return PRIVATE_SCOPE, True, None
+        grant = self.registry.grant(agent.name, audience.session_key or "")
+        if grant is None:
+            return conversation_scope(audience.session_id or ""), True, None
+        return PRIVATE_SCOPE, grant.access == "read-and-save", grant.access
+
+    def _check_conversation_owner(self, store: StoreRecord, agent: Agent, audience: Audience, *,
+                                  create: bool) -> None:
+        """A conversation partition is its owner's: the agent and session key that first used it in this store.
+
+        Another agent of a shared store, or the same agent under another session key, presenting the session
+        id is denied, so a session id seen in attribution reaches nothing.
+        """
+        assert audience.session_id is not None and audience.session_key is not None
+        if not self.registry.claim_conversation(store.store_id, audience.session_id, agent.name,
+                                                audience.session_key, create=create):
+            raise Denied("this conversation belongs to another agent or session key")
+
+    def _operator(self, caller: OperatorCaller, *, write: bool) -> Authority:
+        if write:
+            raise Denied("the operator reads knowledge; only agents write it")
+        agent = self.registry.agent(caller.agent)
+        if agent is None or not agent.active:
+            raise NotFound(f"no agent named {caller.agent!r}", agent=caller.agent)
+        store = self.resolver.effective(agent.name, create=False)
+        return Authority(agent.name, store, PRIVATE_SCOPE, False, OPERATOR)
+
+
+def parse_instance(value: Any, *, field: str = "instance") -> str | None:
+    """An agent's stable, non-secret instance id: one line of at most 128 characters, or None."""
+    return check_name(value, field, max_chars=INSTANCE_MAX, required=False)

@@ -1,0 +1,599 @@
+"""The ``knowledge`` command line.
+
+Every subcommand takes ``--state-dir`` (or ``KNOWLEDGE_STATE_DIR``).
+Commands that only touch the registry or config (agents, grants, stores
+list) work beside a running engine; commands that open stores (serve,
+demo, import, doctor) need to own the state directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import errno
+import importlib.metadata
+import json
+import logging
+import os
+import shlex
+import signal
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import __version__
+from ..wire import client_config
+from ..access.authority import OperatorCaller
+from ..bench import search as search_bench
+from ..bench import gate as gate_bench
+from ..bench import socket as socket_bench
+from ..bench import socket_bounds as socket_bounds_bench
+from ..wire.bridge import BridgeError, run_bridge
+from .model_commands import add_models_parser
+from ..state.config import SettingsSource
+from ..importers.demo import seed_demo
+from ..core.errors import EngineLocked, KnowledgeError
+from ..core.ids import format_timestamp, utc_now
+from ..importers.locomo import DEFAULT_AGENT, import_locomo, load_locomo, owner_caller
+from ..state.registry import GRANT_ACCESS, SCOPES, Registry
+from ..wire.server import DEFAULT_PORT, EngineServer
+from ..service import Engine
+from ..state.statedir import StateDir
+from ..access.stores import StoreResolver
+
+log = logging.getLogger(__name__)
+
+
+def _print(data: Any, as_json: bool, text: Callable[[Any], str]) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False) if as_json else text(data))
+
+
+def write_token_file(state: StateDir, agent: str, token: str) -> str:
+    """Keep an agent's token in a file only the owner can read; returns its path."""
+    return str(state.write_agent_token(agent, token))
+
+
+def _registry(state: StateDir) -> Registry:
+    state.create()
+    return Registry.open(state.registry, state.root)
+
+
+# --- agents, grants, stores ---------------------------------------------------------------
+
+
+def cmd_agents_add(args: argparse.Namespace, state: StateDir) -> int:
+    scopes = tuple(s.strip() for s in args.scopes.split(",")) if args.scopes else SCOPES
+    registry = _registry(state)
+    try:
+        token = registry.add_agent(args.name, owner=args.owner, scopes=scopes)
+    finally:
+        registry.close()
+    path = write_token_file(state, args.name, token)
+    data = {"agent": args.name, "token": token, "tokenFile": path}
+    _print(data, args.json, lambda d: (
+        f"Registered agent {d['agent']}{' with owner authority' if args.owner else ''}.\n"
+        f"Token (shown once): {d['token']}\nAlso saved to {d['tokenFile']} (readable by you only)."
+    ))
+    return 0
+
+
+def cmd_agents_list(args: argparse.Namespace, state: StateDir) -> int:
+    registry = _registry(state)
+    try:
+        resolver = StoreResolver(state, registry, SettingsSource(state.config))
+        agents = [
+            {"name": a.name, "owner": a.owner, "scopes": list(a.scopes), "createdAt": a.created_at,
+             "store": resolver.agent_view(a.name)}
+            for a in registry.agents()
+        ]
+    finally:
+        registry.close()
+
+    def text(rows: list[dict[str, Any]]) -> str:
+        if not rows:
+            return "No agents yet. Add one with: knowledge agents add NAME [--owner]"
+        lines = []
+        for row in rows:
+            store = row["store"]
+            where = store.get("name") or store.get("storeId") or "(created on first use)"
+            lines.append(f"{row['name']:<20} {'owner' if row['owner'] else 'agent':<6} {store['status']:<12} {where}"
+                         + (f"  ({store['reason']})" if store.get("reason") else ""))
+        return "\n".join(lines)
+
+    _print(agents, args.json, text)
+    return 0
+
+
+def cmd_agents_remove(args: argparse.Namespace, state: StateDir) -> int:
+    registry = _registry(state)
+    try:
+        registry.remove_agent(args.name)
+    finally:
+        registry.close()
+    token_file = state.tokens / f"{args.name}.token"
+    if token_file.exists():
+        token_file.unlink()
+    print(f"Removed agent {args.name}; its store is kept.")
+    return 0
+
+
+def cmd_agents_config(args: argparse.Namespace, state: StateDir) -> int:
+    """Print a copy-paste MCP client configuration (stdout) and where it goes (stderr)."""
+    registry = _registry(state)
+    try:
+        agent = registry.agent(args.name)
+    finally:
+        registry.close()
+    if agent is None or not agent.active:
+        print(f"knowledge: no agent named {args.name!r}; add it with: knowledge agents add {args.name}",
+              file=sys.stderr)
+        return 2
+    instance = args.instance or client_config.default_instance(args.name)
+    print(client_config.client_config(state, args.name, args.client, instance))
+    token_file = state.tokens / f"{args.name}.token"
+    print(f"Paste it into {client_config.WHERE[args.client]}. The token stays in {token_file}"
+          + ("" if token_file.is_file() else " (missing: it is written by `knowledge agents add`)")
+          + f"; the engine must be running (knowledge serve). Instance id: {instance}.", file=sys.stderr)
+    return 0
+
+
+def cmd_grants(args: argparse.Namespace, state: StateDir) -> int:
+    registry = _registry(state)
+    try:
+        if args.grants_command == "add":
+            grant = registry.set_grant(args.agent, args.session_key, args.access)
+            print(f"Conversation {grant.session_key!r} of {grant.agent} may now {grant.access} the private partition.")
+        elif args.grants_command == "remove":
+            registry.remove_grant(args.agent, args.session_key)
+            print("Grant removed; it takes effect on the conversation's next request.")
+        else:
+            grants = [{"agent": g.agent, "sessionKey": g.session_key, "access": g.access, "createdAt": g.created_at}
+                      for g in registry.grants(args.agent)]
+            _print(grants, args.json, lambda rows: "\n".join(
+                f"{g['agent']:<20} {g['access']:<14} {g['sessionKey']}" for g in rows) or "No grants.")
+    finally:
+        registry.close()
+    return 0
+
+
+def cmd_stores_list(args: argparse.Namespace, state: StateDir) -> int:
+    registry = _registry(state)
+    try:
+        stores = StoreResolver(state, registry, SettingsSource(state.config)).inventory()
+    finally:
+        registry.close()
+
+    def text(rows: list[dict[str, Any]]) -> str:
+        if not rows:
+            return "No stores yet; each agent's store is created on its first use."
+        lines = []
+        for row in rows:
+            name = row.get("name") or f"isolated store of {row.get('owner') or '(nobody)'}"
+            assigned = "" if row.get("assigned") else "  [unassigned]"
+            members = ", ".join(row.get("agents") or []) or "-"
+            reason = f"  ({row['reason']})" if row.get("reason") and row["status"] != "ok" else ""
+            lines.append(f"{row.get('storeId') or '-':<30} {name:<28} {row['status']:<12} members: {members}"
+                         f"{assigned}{reason}")
+        return "\n".join(lines)
+
+    _print(stores, args.json, text)
+    return 0
+
+
+# --- engine commands --------------------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace, state: StateDir) -> int:
+    with Engine(state, watch=False) as engine:
+        report = {"stores": engine.stores(), "agents": []}
+        problems = sum(1 for store in report["stores"] if store["status"] == "unavailable")
+        for agent in engine.agents():
+            entry: dict[str, Any] = {"agent": agent["name"], "store": agent["store"]}
+            if agent["store"]["status"] == "ok":
+                try:
+                    entry["diagnostics"] = engine.diagnostics(OperatorCaller(agent["name"]))
+                    problems += sum(1 for f in entry["diagnostics"]["findings"] if f.get("severity") == "error")
+                except KnowledgeError as exc:
+                    entry["error"] = exc.to_dict()
+                    problems += 1
+                except MemoryError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - doctor reports a broken store, it never dies of one
+                    log.debug("diagnostics of %s failed", agent["name"], exc_info=True)
+                    entry["error"] = {"reason": "internal",
+                                      "message": f"diagnostics failed: {type(exc).__name__}: {exc}"}
+                    problems += 1
+            report["agents"].append(entry)
+        if settings_problem := engine.settings.problem:
+            report["config"] = settings_problem
+            problems += 1
+    _print(report, args.json, _doctor_text)
+    return 1 if problems else 0
+
+
+def _doctor_text(report: dict[str, Any]) -> str:
+    lines = []
+    if report.get("config"):
+        lines.append(f"config.json: {report['config']} (the last valid settings stay in force)")
+    for store in report["stores"]:
+        if store["status"] == "unavailable":
+            lines.append(f"store {store['storeId']}: unavailable: {store['reason']}")
+    for entry in report["agents"]:
+        if "error" in entry:
+            lines.append(f"{entry['agent']}: {entry['error']['message']}")
+        diagnostics = entry.get("diagnostics")
+        if diagnostics is None:
+            continue
+        for finding in diagnostics["findings"]:
+            where = finding.get("path", "")
+            if finding.get("line"):
+                where += f":{finding['line']}"
+            lines.append(f"{entry['agent']}: {finding.get('severity', 'error')}: {where}: {finding['message']}")
+        if diagnostics["truncated"]:
+            lines.append(f"{entry['agent']}: ... {diagnostics['total'] - len(diagnostics['findings'])} more")
+        lines.append(f"{entry['agent']}: git {diagnostics['git']['state']}")
+    return "\n".join(lines) or "No problems found."
+
+
+def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
+    with Engine(state, watch=False) as engine:
+        rebuilt = engine.reindex()
+    _print(rebuilt, args.json, lambda rows: "\n".join(
+        f"{row['storeId']} {row['partition']}: {row['records']} records indexed"
+        + (f", {row['vectors']['indexed']} vectors ({row['vectors']['embedded']} texts embedded, "
+           f"{row['vectors']['cached']} from the cache)" if "vectors" in row else "") for row in rows)
+        or "No stores to index.")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
+    with Engine(state, watch=False) as engine:
+        result = engine.search(OperatorCaller(args.agent), {"query": args.query, "limit": args.limit})
+    _print(result, args.json, lambda r: "\n".join(
+        f"{hit['score']:.3f}  {hit['kind']:<12} {hit['title']}\n       {hit['snippet']}" for hit in r["hits"])
+        or "No matches.")
+    return 0
+
+
+def cmd_bench_socket(args: argparse.Namespace, state: StateDir) -> int:
+    if args.bounds:
+        command = f"knowledge bench socket --bounds --connections {args.connections}"
+        text = socket_bounds_bench.report(socket_bounds_bench.run(connections=args.connections), command)
+    else:
+        command = f"knowledge bench socket --pages {args.pages} --seconds {args.seconds:g}"
+        text = socket_bench.report(socket_bench.run(pages=args.pages, seconds=args.seconds), command)
+    print(text, end="")
+    output = args.output or ("docs/benchmarks/socket-bounds.md" if args.bounds else "docs/benchmarks/socket.md")
+    if output != "-":
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return 0
+
+
+def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
+    """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
+    options = gate_bench.Options(
+        model=Path(args.model) if args.model else None, variant=args.variant,
+        torch_python=Path(args.torch_python) if args.torch_python else None, data=Path(args.data),
+        state_dir=Path(args.state_dir).expanduser() if args.state_dir else None, questions=args.questions,
+        timeout_ms=args.timeout_ms, rounds=args.rounds, output=None if args.output == "-" else Path(args.output),
+        command="knowledge " + shlex.join(args.argv))
+    try:
+        gate_bench.run(options, say=lambda line: print(line, flush=True))
+    except gate_bench.BenchmarkSkipped as exc:
+        print(f"knowledge bench gate: skipped, nothing was measured: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_bench_search(args: argparse.Namespace, state: StateDir) -> int:
+    """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
+    defaults = search_bench.Options.quick_run() if args.quick else search_bench.Options()
+    chosen = {name: getattr(args, name) for name in ("records", "queries", "rounds", "repeats", "samples", "seed")
+              if getattr(args, name) is not None}
+    if args.embedding_model:
+        chosen["embedding_model"] = Path(args.embedding_model).expanduser().absolute()
+    options = dataclasses.replace(
+        defaults, **chosen, data=Path(args.data),
+        state_dir=Path(args.state_dir).expanduser() if args.state_dir else None,
+        output=None if args.output == "-" else Path(args.output),
+        work_dir=Path(args.work_dir) if args.work_dir else None,
+        command="knowledge " + shlex.join(args.argv),
+    )
+    try:
+        search_bench.run(options, say=lambda line: print(line, flush=True))
+    except search_bench.BenchmarkSkipped as exc:
+        print(f"knowledge bench search: skipped, nothing was measured: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, state: StateDir) -> int:
+    with Engine(state, watch=False) as engine:
+        result = seed_demo(engine)
+    _report_demo(state, result)
+    return 0
+
+
+def _report_demo(state: StateDir, result: dict[str, Any]) -> None:
+    if result["token"]:
+        path = write_token_file(state, result["agent"], result["token"])
+        print(f"Registered owner agent {result['agent']}; its token is in {path}.")
+    print(f"Demo store ready: {result['records']} records for agent {result['agent']} in {state.root}.")
+
+
+def cmd_import_locomo(args: argparse.Namespace, state: StateDir) -> int:
+    data = load_locomo(args.file)  # a malformed file stops here, before any agent or store exists
+    result: dict[str, Any] = {"agent": args.agent}
+    with Engine(state, watch=False) as engine, owner_caller(engine, args.agent) as (caller, created_token):
+        if created_token:
+            result["tokenFile"] = write_token_file(state, args.agent, created_token)
+        result.update(import_locomo(engine, caller, data))
+    _print(result, args.json, lambda d: (
+        (f"Registered owner agent {d['agent']}; its token is in {d['tokenFile']}.\n" if "tokenFile" in d else "")
+        + f"Imported LoCoMo into {d['agent']}'s store: {d['samples']} samples, {d['people']} people, "
+          f"{d['sessions']} sessions, {d['claims']} claims."
+    ))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    engine = Engine(state)
+    engine.decision.start()   # the configured Decision model loads in the background
+    stop = threading.Event()
+    server = EngineServer(engine, port=args.port, socket_path=state.root / "engine.sock")
+    try:
+        if args.demo:
+            _report_demo(state, seed_demo(engine))
+        try:
+            server.start()
+        except OSError as exc:
+            print(f"knowledge: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 4
+        state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now()),
+                                 "version": __version__})
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        where = f"127.0.0.1:{server.port}" + (f" and {server.socket_path}" if server.socket_path else "")
+        print(f"Knowledge engine for {state.root} listening on {where} (pid {os.getpid()}); Ctrl+C stops it.",
+              flush=True)
+        while not stop.wait(1.0):
+            pass
+    finally:
+        state.remove_engine_info()
+        server.stop()
+        engine.close()
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace, state: StateDir) -> int:
+    token = _read_token(args, state)
+    if args.audience == "conversation":
+        if not args.session_key or not args.session_id:
+            print("knowledge mcp: a conversation audience needs --session-key and --session-id", file=sys.stderr)
+            return 2
+        audience: dict[str, Any] = {"kind": "conversation", "sessionKey": args.session_key,
+                                    "sessionId": args.session_id}
+    else:
+        audience = {"kind": "owner-private"}
+    knowledge: dict[str, Any] = {"token": token, "audience": audience}
+    if args.instance:
+        knowledge["instance"] = args.instance
+    try:
+        return run_bridge(state, knowledge)
+    except BridgeError as exc:
+        print(f"knowledge mcp: {exc}", file=sys.stderr)
+        return 1
+
+
+def _read_token(args: argparse.Namespace, state: StateDir) -> str:
+    if args.token_file:
+        return open(args.token_file, encoding="utf-8").read().strip()
+    if os.environ.get("KNOWLEDGE_TOKEN"):
+        return os.environ["KNOWLEDGE_TOKEN"].strip()
+    default = state.tokens / f"{args.agent}.token"
+    try:
+        return default.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise KnowledgeError(f"no token: pass --token-file, set KNOWLEDGE_TOKEN, or keep it in {default}") from None
+
+
+# --- parser -----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    state_help = "state directory (default: $KNOWLEDGE_STATE_DIR or the user data dir)"
+    root = argparse.ArgumentParser(add_help=False)
+    root.add_argument("--state-dir", help=state_help)
+    # Subcommands accept --state-dir too, without overwriting one given before them.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--state-dir", help=state_help, default=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(prog="knowledge", parents=[root],
+                                     description="Knowledge Desk: evidence-backed memory for local AI agents.")
+    parser.add_argument("--version", action="version", version=f"knowledge-desk {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", parents=[common], help="run the engine headless")
+    serve.add_argument("--demo", action="store_true", help="seed the demo store first")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT}; "
+                       "0 picks a free one)")
+    serve.set_defaults(handler=cmd_serve)
+
+    mcp = commands.add_parser("mcp", parents=[common], help="stdio MCP bridge to the running engine")
+    mcp.add_argument("--agent", required=True)
+    mcp.add_argument("--token-file", help="file holding the agent's token (default: the state dir's tokens/)")
+    mcp.add_argument("--audience", choices=("owner-private", "conversation"), default="owner-private")
+    mcp.add_argument("--session-key")
+    mcp.add_argument("--session-id")
+    mcp.add_argument("--instance", help="a stable, non-secret id of this agent instance")
+    mcp.set_defaults(handler=cmd_mcp)
+
+    demo = commands.add_parser("demo", parents=[common], help="seed a small realistic demo store")
+    demo.set_defaults(handler=cmd_demo)
+
+    imports = commands.add_parser("import", parents=[common], help="import a data set through the engine API")
+    import_commands = imports.add_subparsers(dest="import_command", required=True, metavar="FORMAT")
+    locomo = import_commands.add_parser("locomo", parents=[common],
+                                        help="LoCoMo conversations as people, session events and claims")
+    locomo.add_argument("file", metavar="FILE", help="a LoCoMo JSON file (such as locomo10.json)")
+    locomo.add_argument("--agent", default=DEFAULT_AGENT,
+                        help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
+    locomo.add_argument("--json", action="store_true", help="print the counts and dialog-to-claim map as JSON")
+    locomo.set_defaults(handler=cmd_import_locomo)
+
+    doctor = commands.add_parser("doctor", parents=[common], help="validate every store, vault and ontology")
+    doctor.add_argument("--json", action="store_true")
+    doctor.set_defaults(handler=cmd_doctor)
+
+    reindex = commands.add_parser("reindex", parents=[common], help="rebuild every search index from the vaults")
+    reindex.add_argument("--json", action="store_true")
+    reindex.set_defaults(handler=cmd_reindex)
+
+    search_cmd = commands.add_parser("search", parents=[common], help="search an agent's private knowledge")
+    search_cmd.add_argument("query")
+    search_cmd.add_argument("--agent", default="main")
+    search_cmd.add_argument("--limit", type=int, default=10)
+    search_cmd.add_argument("--json", action="store_true")
+    search_cmd.set_defaults(handler=cmd_search)
+
+    bench = commands.add_parser("bench", parents=[common], help="measure the engine (figures, not tests)")
+    bench_commands = bench.add_subparsers(dest="bench_command", required=True, metavar="BENCHMARK")
+    bench_search = bench_commands.add_parser(
+        "search", parents=[common], help="tantivy search side by side with SQLite FTS5: quality and speed",
+        description="Retrieval quality on LoCoMo and index/query speed on LoCoMo and a generated partition, "
+                    "for the engine's tantivy search and an SQLite FTS5 reference. --state-dir names a "
+                    "LoCoMo state dir to reuse; without it everything happens in a throwaway directory.")
+    bench_search.add_argument("--data", default=str(search_bench.DEFAULT_DATA),
+                              help="the LoCoMo file (default: %(default)s, from the repository root)")
+    bench_search.add_argument("--output", default=str(search_bench.DEFAULT_OUTPUT),
+                              help="where the Markdown report goes, '-' for nowhere (default: %(default)s)")
+    bench_search.add_argument("--quick", action="store_true",
+                              help="a smoke run: 2 conversations, 10,000 generated records, one round")
+    bench_search.add_argument("--records", type=int, help="generated records (default 99,900; quick 10,000)")
+    bench_search.add_argument("--queries", type=int, help="generated queries (default 500; quick 50)")
+    bench_search.add_argument("--rounds", type=int, help="latency rounds over the queries (default 3)")
+    bench_search.add_argument("--repeats", type=int, help="index builds per engine (default 3)")
+    bench_search.add_argument("--samples", type=int, help="only the first N LoCoMo conversations")
+    bench_search.add_argument("--seed", type=int, help="seed of the generated partition (default 0)")
+    bench_search.add_argument("--work-dir", help="keep the stores and indexes here instead of a temporary dir")
+    bench_search.add_argument("--embedding-model", metavar="DIR",
+                              help="an embedding model folder (e.g. <state>/models/all-minilm-l6-v2-int8): adds "
+                                   "the search_knowledge lexical, semantic, hybrid and rrf rows on LoCoMo")
+    bench_search.set_defaults(handler=cmd_bench_search)
+    bench_socket = bench_commands.add_parser(
+        "socket", parents=[common], help="round trips and throughput of the agent socket, 1/8/32 clients")
+    bench_socket.add_argument("--pages", type=int, default=500, help="pages in the agent's store (default 500)")
+    bench_socket.add_argument("--seconds", type=float, default=5.0, help="load per concurrency level (default 5)")
+    bench_socket.add_argument("--bounds", action="store_true",
+                              help="instead: connections without a token against the socket's bounds (memory, "
+                                   "and an agent's ping meanwhile)")
+    bench_socket.add_argument("--connections", type=int, default=200,
+                              help="attacking connections per phase, with --bounds (default 200)")
+    bench_socket.add_argument("--output", help="default docs/benchmarks/socket.md, or socket-bounds.md with "
+                                               "--bounds; '-' writes no file")
+    bench_socket.set_defaults(handler=cmd_bench_socket)
+    bench_gate = bench_commands.add_parser(
+        "gate", parents=[common], help="the recall gate on LoCoMo with a full-size reranker, against PyTorch",
+        description="Per-turn latency of memory/gate on a LoCoMo store with a full-size ModernBERT-base "
+                    "cross-encoder (ONNX), and the same pairs scored by sentence-transformers CrossEncoder with "
+                    "PyTorch, side by side. --state-dir names a LoCoMo state dir to reuse.")
+    bench_gate.add_argument("--model", help="a folder with onnx/model.onnx, model.safetensors, tokenizer.json and "
+                                            "config.json (scripts/make_fullsize_reranker.py makes one)")
+    bench_gate.add_argument("--variant", metavar="NAME",
+                            help="run onnx/NAME.onnx of the folder instead of onnx/model.onnx (model_int8: "
+                                 "scripts/quantize_reranker.py)")
+    bench_gate.add_argument("--torch-python", help="a Python with torch and sentence-transformers (the baseline)")
+    bench_gate.add_argument("--data", default=str(gate_bench.DEFAULT_DATA), help="the LoCoMo file")
+    bench_gate.add_argument("--questions", type=int, default=150, help="gate turns (default 150)")
+    bench_gate.add_argument("--timeout-ms", type=int, default=1500, help="recallGate.timeoutMs (default 1500)")
+    bench_gate.add_argument("--rounds", type=int, default=3, help="throughput rounds per side (default 3)")
+    bench_gate.add_argument("--output", default=str(gate_bench.DEFAULT_OUTPUT), help="'-' writes no file")
+    bench_gate.set_defaults(handler=cmd_bench_gate)
+
+    agents = commands.add_parser("agents", parents=[common], help="register, list and remove agents")
+    agent_commands = agents.add_subparsers(dest="agents_command", required=True, metavar="ACTION")
+    add = agent_commands.add_parser("add", parents=[common], help="register an agent and print its token once")
+    add.add_argument("name")
+    add.add_argument("--owner", action="store_true", help="allow the owner-private audience")
+    add.add_argument("--scopes", help=f"comma-separated subset of {','.join(SCOPES)}")
+    add.add_argument("--json", action="store_true")
+    add.set_defaults(handler=cmd_agents_add)
+    listing = agent_commands.add_parser("list", parents=[common], help="list agents and their stores")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=cmd_agents_list)
+    remove = agent_commands.add_parser("remove", parents=[common], help="remove an agent (its store is kept)")
+    remove.add_argument("name")
+    remove.set_defaults(handler=cmd_agents_remove)
+    config = agent_commands.add_parser("config", parents=[common],
+                                       help="print a copy-paste MCP client configuration for an agent")
+    config.add_argument("name")
+    config.add_argument("--client", choices=client_config.CLIENTS, default="generic")
+    config.add_argument("--instance", help="a stable, non-secret id of this agent instance (default: NAME-HOSTNAME)")
+    config.set_defaults(handler=cmd_agents_config)
+
+    grants = commands.add_parser("grants", parents=[common], help="conversation access to the private partition")
+    grant_commands = grants.add_subparsers(dest="grants_command", required=True, metavar="ACTION")
+    grant_add = grant_commands.add_parser("add", parents=[common])
+    grant_add.add_argument("agent")
+    grant_add.add_argument("session_key", metavar="SESSION_KEY")
+    grant_add.add_argument("--access", choices=GRANT_ACCESS, default="read")
+    grant_list = grant_commands.add_parser("list", parents=[common])
+    grant_list.add_argument("agent", nargs="?")
+    grant_list.add_argument("--json", action="store_true")
+    grant_remove = grant_commands.add_parser("remove", parents=[common])
+    grant_remove.add_argument("agent")
+    grant_remove.add_argument("session_key", metavar="SESSION_KEY")
+    grants.set_defaults(handler=cmd_grants)
+
+    stores = commands.add_parser("stores", parents=[common], help="inspect stores")
+    store_commands = stores.add_subparsers(dest="stores_command", required=True, metavar="ACTION")
+    store_list = store_commands.add_parser("list", parents=[common], help="every known store and its members")
+    store_list.add_argument("--json", action="store_true")
+    store_list.set_defaults(handler=cmd_stores_list)
+
+    add_models_parser(commands, common)
+    # Commands of other layers (the desktop's `knowledge desktop`) plug in here; the engine never imports them.
+    for entry in importlib.metadata.entry_points(group="knowledge.commands"):
+        entry.load()(commands, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    state = StateDir.resolve(args.state_dir)
+    try:
+        return args.handler(args, state)
+    except EngineLocked as exc:
+        print(f"knowledge: {exc}", file=sys.stderr)
+        return 3
+    except KnowledgeError as exc:
+        where = f" ({exc.details['field']})" if "field" in exc.details else ""
+        print(f"knowledge: {exc.message}{where}", file=sys.stderr)
+        return 2
+    except (OSError, sqlite3.Error) as exc:
+        # A state directory the disk will not let us use (read-only, full, not ours) is one clear line.
+        print(f"knowledge: {unusable_state_dir(state, exc)}", file=sys.stderr)
+        return 1
+
+
+def unusable_state_dir(state: StateDir, exc: OSError | sqlite3.Error) -> str:
+    """What went wrong with the state directory, and what to do, in one line."""
+    if isinstance(exc, OSError):
+        code = errno.errorcode.get(exc.errno or 0, "EIO")
+        cause = f"{exc.strerror or exc} ({code})" + (f" at {exc.filename}" if exc.filename else "")
+    else:
+        text = str(exc)
+        code = "ENOSPC" if "full" in text else "EROFS" if "readonly" in text else "EIO"
+        cause = f"its database refused: {text}"
+    hint = ("free some space" if code in ("ENOSPC", "EDQUOT") else
+            "make it writable" if code in ("EROFS", "EACCES", "EPERM") else "check the disk")
+    return f"cannot use the state directory {state.root}: {cause}; {hint}, or choose another with --state-dir"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

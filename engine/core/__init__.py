@@ -1,0 +1,14 @@
+"""Shared ground with no knowledge of the product: the error tree, ids and timestamps, safe file
+access, the SQLite wrapper, findings, fault injection, label rules, wire parameter checks and the
+job runner.  Imports nothing else of the engine.
+
+    errors     every error the engine raises, one tree, each with its wire reason
+    ids        record, store and publication ids; UTC timestamps; session UUIDs
+    files      root-relative paths that never pass a symlink; atomic, durable writes
+    db         one SQLite connection behind a small class: atomic(), named migrations
+    findings   a validation finding (code, message, path, line) and its bounds
+    faults     KNOWLEDGE_FAULT: injected crashes and disk errors at named steps
+    labels     which titles read like instructions or markup (shown as ids only)
+    params     operator parameter checks (keys, integers, strings, agent names)
+    jobs       the operator's long work, each on its own thread, with progress and cancel
+"""

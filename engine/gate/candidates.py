@@ -1,0 +1,174 @@
+"""The recall gate's candidates: which pages a user message might need, read on the store's lane.
+
+Two sources (``recallGate.candidates``):
+
+- ``keyword``: BM25 over each current page's title, aliases and body (the
+  search index, title matches boosted), keeping the top ``maxCandidates``
+  pages that share at least one word with the message.  Each carries its
+  best passages (``PassageFinder``: at most ``excerpts`` passages of
+  ``excerptChars``, ``pageChars`` in all).
+- ``model``: the page label index (type, title, one exact lookup name),
+  most connected first, up to ``maxIndexChars``; the Decision model picks
+  the shortlist (engine/gate/turn.py).
+
+Both apply the Knowledge Index's label rules: ``source`` and ``artifact``
+pages are never candidates, nor is a page whose title reads like an
+instruction or contains markup.  Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import tantivy
+
+from ..index.analysis import Analyzer
+from ..store.catalog import CURRENT
+from ..vault.frontmatter import split_document
+from ..memory.knowledge_index import UNLISTED_PAGE_TYPES, page_lookup_name, ranked_page_labels
+from ..core.labels import clip, is_unsafe_label
+from ..search.passages import ELLIPSIS, PassageFinder
+from ..runtime import StoreRuntime
+from ..search.keyword import SearchRequest, build_query
+
+TITLE_MAX_CHARS = 200
+# Hits fetched beyond maxCandidates, so pages skipped for an unsafe title can be replaced.
+FETCH_EXTRA = 20
+
+
+class CandidateDeadline(Exception):
+    """The gate's deadline passed while candidates were being read."""
+
+
+@dataclass
+class Candidate:
+    """One page the Decision model is asked about."""
+
+    id: str
+    revision: int
+    type: str
+    title: str                       # a safe, one-line label
+    name: str                        # what knowledge_lookup resolves to this page
+    excerpt: str = ""                # keyword: the passages; model: the start of the page (pageChars)
+    passages: list[str] = field(default_factory=list)
+    label: str = ""                  # model: the label offered to the choice question
+    document: str = ""               # what is scored (set by the scoring plan)
+
+
+@dataclass
+class CandidateSet:
+    candidates: list[Candidate]
+    offered: int                     # pages offered: keyword matches, or labels in the model's index
+    eligible: int = 0                # model: pages that could have been listed
+
+
+def keyword_candidates(runtime: StoreRuntime, partition: str, analyzer: Analyzer, finder: PassageFinder,
+                       message: str, *, max_candidates: int, excerpts: int, excerpt_chars: int,
+                       page_chars: int, deadline: float) -> CandidateSet:
+    """The best keyword matches with their passages (on the lane)."""
+    _check(deadline)
+    terms = analyzer.query_terms(message)
+    if not terms:
+        return CandidateSet([], 0)
+    runtime.indexes.catch_up(partition)
+    index = runtime.indexes.get(partition)
+    schema = index.schema
+    query = tantivy.Query.boolean_query(
+        [(tantivy.Occur.Must, build_query(schema, terms, SearchRequest(query=message, kind="page")))]
+        + [(tantivy.Occur.MustNot, tantivy.Query.term_query(schema, "type", kind)) for kind in UNLISTED_PAGE_TYPES])
+    searcher = index.searcher()
+    result = searcher.search(query, max_candidates + FETCH_EXTRA, count=True)
+    paths = [searcher.doc(address)["path"][0] for _, address in result.hits]
+    rows = _current_rows(runtime, partition, paths)
+    candidates: list[Candidate] = []
+    skipped = 0
+    for path in paths:
+        row = rows.get(path)
+        if row is None or row["type"] in UNLISTED_PAGE_TYPES or is_unsafe_label(row["title"]):
+            skipped += 1
+            continue
+        if len(candidates) == max_candidates:
+            continue   # only counted: offered is every eligible match seen
+        _check(deadline)
+        body = _body(runtime, partition, row)
+        passages = [p.text for p in finder.best(body, message, max_passages=excerpts, passage_chars=excerpt_chars,
+                                                page_chars=page_chars)]
+        candidate = _candidate(runtime, partition, row)
+        candidate.passages = passages
+        candidate.excerpt = "\n\n".join(passages)
+        candidates.append(candidate)
+    # Matches past the fetched hits are counted as offered without their titles being checked.
+    return CandidateSet(candidates, int(result.count or 0) - skipped)
+
+
+def model_index(runtime: StoreRuntime, partition: str, *, max_index_chars: int, now: Any,
+                deadline: float) -> CandidateSet:
+    """Every label that fits ``maxIndexChars``, most connected first (on the lane)."""
+    _check(deadline)
+    labels, eligible = ranked_page_labels(runtime.store, runtime.catalog, partition, now, max_index_chars)
+    candidates = [Candidate(label.id, 0, label.type, label.title, label.name, label=label.label)
+                  for label in labels]
+    return CandidateSet(candidates, len(candidates), eligible)
+
+
+def read_page_starts(runtime: StoreRuntime, partition: str, candidates: list[Candidate], page_chars: int,
+                     deadline: float) -> list[Candidate]:
+    """The shortlisted pages as they are now, each with the start of its body (on the lane)."""
+    _check(deadline)
+    rows = {row["record_id"]: row for row in runtime.store.db.all(
+        f"SELECT * FROM catalog WHERE partition = ? AND kind = 'page' AND {CURRENT} AND record_id IN "
+        f"({', '.join('?' * len(candidates))})", (partition, *[c.id for c in candidates]))} if candidates else {}
+    fresh = []
+    for candidate in candidates:
+        row = rows.get(candidate.id)
+        if row is None or row["type"] in UNLISTED_PAGE_TYPES or is_unsafe_label(row["title"]):
+            continue   # gone, retyped or retitled since the index was read
+        page = _candidate(runtime, partition, row)
+        page.label = candidate.label
+        page.excerpt = page_start(_body(runtime, partition, row), page_chars)
+        fresh.append(page)
+    return fresh
+
+
+def page_start(body: str, limit: int) -> str:
+    """The first ``limit`` characters of a page body, cut at a word boundary."""
+    text = body.strip()
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit - len(ELLIPSIS))
+    end = cut if cut > limit // 2 else limit - len(ELLIPSIS)
+    return text[:end].rstrip() + ELLIPSIS
+
+
+def _check(deadline: float) -> None:
+    if time.monotonic() >= deadline:
+        raise CandidateDeadline
+
+
+def _current_rows(runtime: StoreRuntime, partition: str, paths: list[str]) -> dict[str, Any]:
+    if not paths:
+        return {}
+    return {row["path"]: row for row in runtime.store.db.all(
+        f"SELECT * FROM catalog WHERE partition = ? AND kind = 'page' AND {CURRENT} AND path IN "
+        f"({', '.join('?' * len(paths))})", (partition, *paths))}
+
+
+def _candidate(runtime: StoreRuntime, partition: str, row: Any) -> Candidate:
+    frontmatter = json.loads(row["frontmatter"])
+    name = page_lookup_name(runtime.catalog, partition, row["record_id"], row["title"], frontmatter)
+    return Candidate(row["record_id"], row["revision"], row["type"] or "page", clip(row["title"], TITLE_MAX_CHARS),
+                     name)
+
+
+def _body(runtime: StoreRuntime, partition: str, row: Any) -> str:
+    """The page body of the catalogued revision (the archive holds exactly the bytes the catalog hashed)."""
+    stored = runtime.store.db.one(
+        "SELECT content FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? AND sha256 = ? "
+        "ORDER BY seq DESC LIMIT 1", (partition, row["record_id"], row["revision"], row["sha256"]))
+    if stored is None:
+        return ""
+    _, body = split_document(bytes(stored["content"]).decode("utf-8"))
+    return body

@@ -1,0 +1,363 @@
+"""The recall gate: per user turn, ask the Decision model which stored pages the message needs.
+
+``memory/gate`` takes ``{message}`` for the connection's audience and answers
+``{outcome, injected, decisions: [{id, score, tier}], latencyMs}``.  The
+steps (spec 000, "Recall gate"; docs/recall-gate.md records the decisions):
+
+1. **Who.** Only sessions that read the private partition: owner-private,
+   or a conversation the owner granted read access.  Ungranted
+   conversations, sandboxed or revoked callers and agents without a store
+   are skipped before any Decision request.  No ``recallGate`` block, or
+   ``mode: off``, and the gate does not run at all.
+2. **Candidates** (gate_candidates.py): keyword matches with their passages,
+   or the label index from which ``choice`` questions shortlist pages.
+3. **Score** (gate_scoring.py): one boolean question per candidate, the
+   bare message as the state, planned to fit the time left.
+4. **Tiers and text.** ``high`` pages are injected in ``live`` mode (at most
+   6,000 characters), ``medium`` ones get a pointer line, and a turn where
+   every page scored below ``skipHintBelow`` gets the skip hint.
+
+Authority is re-checked before every Decision request (and by the runtime
+before every batch, request and retry) and again before the injection is
+published.  Any failure or timeout injects nothing: the turn goes on.
+Each turn logs exactly one ``knowledge recall gate:`` line with ids, scores
+and tiers, never message or record text; turns in the private partition are
+also kept in the store's gate log (gate_journal.py), with the message text
+only for opted-in, owner-private shadow turns.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..access.authority import OWNER_PRIVATE, Authority, Caller
+from ..decision.runtime import MAX_CHOICE_OPTIONS, BooleanQuestion, ChoiceQuestion, DecisionRuntime
+from ..core.errors import Denied, DecisionUnavailable, InvalidParams, InvalidResponse, KnowledgeError, NotFound
+from .candidates import Candidate, CandidateDeadline, keyword_candidates, model_index, read_page_starts
+from .journal import GateTurnRecord, record_turn
+from .scoring import (
+    HIGH, MEDIUM, PUBLISH_RESERVE_S, SKIP_HINT, UNSCORED, Decision, plan_gate_scoring, render_block,
+    skip_hint_applies, tier_for,
+)
+from ..state.gate_settings import GateSettings
+from ..core.ids import utc_now
+from ..store.inputs import check_size
+from ..vault.records import PRIVATE_SCOPE
+
+log = logging.getLogger(__name__)
+
+LOG_PREFIX = "knowledge recall gate:"
+MESSAGE_MAX_CHARS = 100_000
+PUBLISH_GRACE_S = 0.05        # scores that land this late still count; later, the turn is a timeout
+CHOICE_SHARE = 0.5            # model candidates: the share of the time left spent on choice questions
+
+OFF, SKIPPED = "off", "skipped"
+INJECTED, SKIP_HINT_OUTCOME, SHADOW, NONE, UNAVAILABLE, ERROR = (
+    "injected", "skip-hint", "shadow", "none", "unavailable", "error")
+
+
+class GateStop(Exception):
+    """The turn ends without an injection: ``stage`` and ``reason`` are logged (never text)."""
+
+    def __init__(self, stage: str, reason: str, outcome: str = UNAVAILABLE) -> None:
+        super().__init__(f"{stage}: {reason}")
+        self.stage, self.reason, self.outcome = stage, reason, outcome
+
+
+@dataclass
+class Evaluation:
+    """What the gate found for one message, before anything is published."""
+
+    source: str
+    model: str | None = None
+    offered: int = 0
+    candidates: list[Candidate] = field(default_factory=list)   # shortlisted, best first
+    documents: dict[str, str] = field(default_factory=dict)      # what was scored, per page id
+    decisions: list[Decision] = field(default_factory=list)
+    complete: bool = True            # every offered page was considered and every candidate scored
+    text: str | None = None          # what live mode injects (page text and pointers, or the skip hint)
+    would: str = NONE                # injected | skip-hint | none
+    window_tokens: int | None = None
+    tokens_scored: int = 0
+
+
+# --- the socket method ---------------------------------------------------------------------------
+
+
+def gate_turn(engine: Any, caller: Caller, params: Any) -> dict[str, Any]:
+    """``memory/gate``: the gate for one user turn; never raises for a failure of the gate itself."""
+    started = time.monotonic()
+    message = parse_message(params)
+    settings = engine.settings.current()
+    gate = settings.recall_gate
+    if gate is None or gate.mode == OFF:
+        return {"outcome": OFF, "injected": None, "decisions": [], "latencyMs": 0}
+    deadline = started + gate.timeout_ms / 1000
+    evaluation = Evaluation(gate.candidates)
+    authority: Authority | None = None
+    stop: GateStop | None = None
+    outcome, injected = NONE, None
+    try:
+        authority = _authorize(engine, caller)
+        recheck = authority_check(engine, caller, authority)
+        evaluate(engine, engine.decision, caller, authority, message, gate, deadline, recheck, evaluation)
+        if gate.mode == "live":
+            outcome, injected = _publish(evaluation, deadline, recheck)
+        else:
+            outcome = SHADOW
+    except GateStop as exc:
+        stop, outcome = exc, exc.outcome
+    except Exception as exc:  # noqa: BLE001 - a gate failure must never fail the turn
+        stop = GateStop("gate", _where(exc), ERROR)
+        outcome = ERROR
+    latency_ms = (time.monotonic() - started) * 1000
+    _log_line(gate, authority, outcome, evaluation, latency_ms, stop)
+    if authority is not None and (stop is None or stop.stage != "authority"):
+        _keep(engine, caller, authority, gate, message, evaluation, outcome, stop, latency_ms)
+    answer: dict[str, Any] = {"outcome": outcome, "injected": injected,
+                              "decisions": [d.to_dict() for d in evaluation.decisions],
+                              "latencyMs": round(latency_ms, 1), "tokensScored": evaluation.tokens_scored}
+    if gate.mode == "shadow" and stop is None:
+        answer["wouldInject"] = evaluation.would
+    if stop is not None:
+        answer["stage"], answer["reason"] = stop.stage, stop.reason
+    return answer
+
+
+def parse_message(params: Any) -> str:
+    if not isinstance(params, dict):
+        raise InvalidParams("parameters must be an object")
+    unknown = sorted(set(params) - {"message", "_meta"})
+    if unknown:
+        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
+    message = params.get("message")
+    if not isinstance(message, str):
+        raise InvalidParams("message must be the user's message text", field="message")
+    check_size(message, "message", MESSAGE_MAX_CHARS)
+    return message
+
+
+def _authorize(engine: Any, caller: Caller) -> Authority:
+    """The private partition, or a skip (never a Decision request) for everyone else."""
+    try:
+        authority = engine.authorizer.authorize(caller, create=False)
+    except (Denied, NotFound) as exc:
+        raise GateStop("audience", "denied", SKIPPED) from exc
+    except KnowledgeError as exc:
+        raise GateStop("audience", exc.reason, SKIPPED) from exc
+    if authority.partition != PRIVATE_SCOPE:
+        raise GateStop("audience", "not_granted", SKIPPED)
+    if authority.store is None:
+        raise GateStop("audience", "no_store", SKIPPED)
+    return authority
+
+
+def authority_check(engine: Any, caller: Caller, authority: Authority) -> Callable[[], None]:
+    """Raises Denied once ``caller`` no longer reads the same private partition (a revoked grant ...)."""
+
+    def recheck() -> None:
+        again = engine.authorizer.authorize(caller, create=False)
+        if again.partition != PRIVATE_SCOPE or again.store != authority.store:
+            raise Denied("the caller's Knowledge access changed during the turn")
+
+    return recheck
+
+
+# --- finding and scoring -----------------------------------------------------------------------------
+
+
+def evaluate(engine: Any, decision: DecisionRuntime, caller: Caller, authority: Authority, message: str,
+             gate: GateSettings, deadline: float, recheck: Callable[[], None],
+             evaluation: Evaluation | None = None) -> Evaluation:
+    """Candidates, scores, tiers and the text live mode would inject (publishes nothing).
+
+    ``evaluation`` is filled as the steps go, so a turn that stops midway
+    still logs what it had found (counts, unscored candidates).
+    """
+    evaluation = evaluation or Evaluation(gate.candidates)
+    status = decision.status()
+    evaluation.model = status.model
+    if status.state != "ready":
+        raise GateStop("model", status.state)
+    if not message.strip():
+        return evaluation   # nothing to match, and nothing to hint about
+    if gate.candidates == "keyword":
+        found = _on_lane(engine, caller, authority, deadline, lambda rt, a: keyword_candidates(
+            rt, a.partition, engine.analyzer, engine.passage_finder, message, max_candidates=gate.max_candidates,
+            excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars, page_chars=gate.page_chars,
+            deadline=deadline))
+        evaluation.offered, evaluation.candidates = found.offered, found.candidates
+    else:
+        _model_candidates(engine, decision, caller, authority, message, gate, deadline, recheck, evaluation)
+    if evaluation.candidates:
+        _score(engine, decision, message, gate, deadline, recheck, evaluation)
+    evaluation.would, evaluation.text = _would(evaluation, gate)
+    return evaluation
+
+
+def _on_lane(engine: Any, caller: Caller, authority: Authority, deadline: float,
+             work: Callable[[Any, Authority], Any]) -> Any:
+    """Store work within the deadline; a busy lane or revoked authority ends the turn."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise GateStop("candidates", "timeout")
+    try:
+        return engine.run_authorized(caller, authority, work, timeout=remaining)
+    except (concurrent.futures.TimeoutError, CandidateDeadline) as exc:
+        raise GateStop("candidates", "timeout") from exc
+    except Denied as exc:
+        raise GateStop("authority", "revoked") from exc
+    except KnowledgeError as exc:
+        raise GateStop("candidates", exc.reason) from exc
+
+
+def _model_candidates(engine: Any, decision: DecisionRuntime, caller: Caller, authority: Authority, message: str,
+                      gate: GateSettings, deadline: float, recheck: Callable[[], None],
+                      evaluation: Evaluation) -> None:
+    index = _on_lane(engine, caller, authority, deadline, lambda rt, a: model_index(
+        rt, a.partition, max_index_chars=gate.max_index_chars, now=utc_now(), deadline=deadline))
+    entries = index.candidates
+    evaluation.offered = len(entries)
+    shortlist = entries
+    if len(entries) > gate.max_candidates:
+        choice_deadline = time.monotonic() + (deadline - time.monotonic()) * CHOICE_SHARE
+        ranked: list[tuple[float, int]] = []
+        for start in range(0, len(entries), MAX_CHOICE_OPTIONS):
+            chunk = entries[start:start + MAX_CHOICE_OPTIONS]
+            result = _ask(recheck, "choice", lambda: decision.ask_choice(
+                message, ChoiceQuestion(tuple(c.label for c in chunk), top=gate.max_candidates),
+                deadline=choice_deadline, before_dispatch=recheck))
+            evaluation.tokens_scored += result.tokens_scored
+            if result.unscored:
+                evaluation.complete = False   # options left unscored at the deadline were never considered
+            ranked += [(-result.scores.get(option, 0.0), start + option) for option in result.chosen]
+        shortlist = [entries[position] for _, position in sorted(ranked)[:gate.max_candidates]]
+    evaluation.candidates = _on_lane(engine, caller, authority, deadline, lambda rt, a: read_page_starts(
+        rt, a.partition, shortlist, gate.page_chars, deadline)) if shortlist else []
+
+
+def _score(engine: Any, decision: DecisionRuntime, message: str, gate: GateSettings, deadline: float,
+           recheck: Callable[[], None], evaluation: Evaluation) -> None:
+    candidates = evaluation.candidates
+    score_by = deadline - PUBLISH_RESERVE_S
+    if gate.candidates == "keyword":
+        plan = _ask(recheck, "plan", lambda: plan_gate_scoring(decision, message, candidates, engine.passage_finder,
+                                                               gate, score_by))
+        documents, planned = plan.documents, plan.planned
+        evaluation.window_tokens = plan.window_tokens
+    else:
+        documents, planned = [c.label for c in candidates], len(candidates)
+    questions = [BooleanQuestion(document, c.id) for document, c in zip(documents, candidates[:planned])]
+    evaluation.documents = {c.id: document for document, c in zip(documents, candidates)}
+    answers: dict[str, Any] = {}
+    if questions:
+        result = _ask(recheck, "score", lambda: decision.ask_boolean(message, questions, deadline=score_by,
+                                                                     before_dispatch=recheck))
+        answers = {answer.key: answer for answer in result.answers}
+        evaluation.tokens_scored += result.tokens_scored
+    decisions = []
+    for candidate in candidates:
+        answer = answers.get(candidate.id)
+        if answer is None:
+            decisions.append(Decision(candidate.id, None, UNSCORED))
+            evaluation.complete = False
+        else:
+            decisions.append(Decision(candidate.id, answer.probability_true, tier_for(answer, gate),
+                                      answer.value if answer.probability_true is None else None))
+    evaluation.decisions = decisions
+    if not answers:
+        raise GateStop("score", "timeout")
+
+
+def _ask(recheck: Callable[[], None], stage: str, ask: Callable[[], Any]) -> Any:
+    """One Decision request, authority re-checked first; provider failures end the turn without text."""
+    try:
+        recheck()
+        return ask()
+    except Denied as exc:
+        raise GateStop("authority", "revoked") from exc
+    except DecisionUnavailable as exc:
+        raise GateStop(stage, str(exc.details.get("kind", "unavailable"))) from exc
+    except InvalidResponse as exc:
+        raise GateStop(stage, "invalid-response") from exc
+
+
+def _would(evaluation: Evaluation, gate: GateSettings) -> tuple[str, str | None]:
+    """What live mode injects: matched pages and pointers, else maybe the skip hint, else nothing."""
+    by_id = {c.id: c for c in evaluation.candidates}
+    ranked = sorted(evaluation.decisions, key=lambda d: (d.score is None, -(d.score or 0.0)))
+    pages = [by_id[d.id] for d in ranked if d.tier == HIGH]
+    pointers = [by_id[d.id] for d in ranked if d.tier == MEDIUM]
+    text = render_block(pages, pointers)
+    if text is not None:
+        return INJECTED, text
+    if skip_hint_applies(evaluation.decisions, gate, evaluation.complete):
+        return SKIP_HINT_OUTCOME, SKIP_HINT
+    return NONE, None
+
+
+def _publish(evaluation: Evaluation, deadline: float, recheck: Callable[[], None]) -> tuple[str, str | None]:
+    if evaluation.text is None:
+        return NONE, None
+    if time.monotonic() > deadline + PUBLISH_GRACE_S:
+        raise GateStop("publish", "timeout")
+    try:
+        recheck()
+    except KnowledgeError as exc:
+        raise GateStop("authority", "revoked") from exc
+    return evaluation.would, evaluation.text
+
+
+# --- the log line and the gate log ----------------------------------------------------------------------
+
+
+def _log_line(gate: GateSettings, authority: Authority | None, outcome: str, evaluation: Evaluation,
+              latency_ms: float, stop: GateStop | None) -> None:
+    """Exactly one info line per turn: ids, scores, tiers and counts; never message or record text."""
+    parts = [LOG_PREFIX, f"agent={authority.agent if authority else '-'}", f"mode={gate.mode}",
+             f"candidates={gate.candidates}", f"outcome={outcome}"]
+    if gate.mode == "shadow" and stop is None:
+        parts.append(f"would={evaluation.would}")
+    if stop is not None:
+        parts += [f"stage={stop.stage}", f"reason={stop.reason}"]
+    parts += [f"latency_ms={latency_ms:.0f}", f"offered={evaluation.offered}",
+              f"shortlisted={len(evaluation.candidates)}"]
+    if evaluation.window_tokens is not None:
+        parts.append(f"window_tokens={evaluation.window_tokens}")
+    decisions = " ".join(f"{d.id}:{'-' if d.score is None else f'{d.score:.3f}'}:{d.tier}"
+                         for d in evaluation.decisions)
+    parts.append(f"decisions=[{decisions}]")
+    log.info(" ".join(parts))
+
+
+def _keep(engine: Any, caller: Caller, authority: Authority, gate: GateSettings, message: str,
+          evaluation: Evaluation, outcome: str, stop: GateStop | None, latency_ms: float) -> None:
+    """The turn in the store's gate log; the message text only in the opted-in, owner-private journal."""
+    journal = gate.journal and gate.mode == "shadow" and authority.kind == OWNER_PRIVATE and stop is None
+    turn = GateTurnRecord(
+        agent=authority.agent, audience=authority.kind, mode=gate.mode, source=gate.candidates,
+        model=evaluation.model, outcome=outcome, would=evaluation.would if gate.mode == "shadow" else None,
+        stage=stop.stage if stop else None, reason=stop.reason if stop else None, latency_ms=latency_ms,
+        offered=evaluation.offered, shortlisted=len(evaluation.candidates),
+        decisions=[d.to_dict() for d in evaluation.decisions], settings=gate.to_config(),
+        message=message if journal else None,
+        candidates=[{"id": c.id, "revision": c.revision, "type": c.type, "title": c.title,
+                     "document": evaluation.documents.get(c.id)} for c in evaluation.candidates] if journal else None)
+    try:
+        engine.run_authorized(caller, authority, lambda rt, a: record_turn(rt.store, a.partition, turn))
+    except (KnowledgeError, OSError) as exc:
+        log.warning("recall gate turn not kept in the gate log: %s", getattr(exc, "reason", type(exc).__name__))
+
+
+def _where(exc: BaseException) -> str:
+    """The exception's type and where it was raised: enough to find a bug, without any text it carries."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return type(exc).__name__
+    last = frames[-1]
+    return f"{type(exc).__name__}@{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"

@@ -1,0 +1,227 @@
+"""Sentence embeddings in-process: an ONNX encoder run with onnxruntime + tokenizers.
+
+The model is the installed one ``embeddingModel`` names (default
+``onnx/all-minilm-l6-v2-int8``, see docs/knowledge-base.md). Its graph takes
+``input_ids``, ``attention_mask`` (and ``token_type_ids`` when it has that
+input) and answers ``last_hidden_state`` ``[batch, sequence, dimensions]``,
+which is mean-pooled over the real tokens and normalised to unit length, so a
+dot product is the cosine similarity. (A graph that already answers pooled
+``[batch, dimensions]`` vectors is normalised only.)
+
+The tokenizer file's own padding and truncation are switched off (the
+all-MiniLM-L6-v2 file pads every text to 128 tokens); texts are truncated to
+``MAX_TOKENS`` and padded per batch, batches grouped by length so little is
+padded. Loading (hash check of every file, session, tokenizer, one warm-up
+run) happens on first use; a model that is not configured, not installed or
+fails to load makes the runtime answer ``None`` with the reason, and
+semantic search falls back to lexical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from models.errors import ModelError
+from models.installed import InstalledModel, ModelStore
+
+from ..state.config import Settings
+
+log = logging.getLogger(__name__)
+
+# all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces (its sentence_bert_config.json).
+MAX_TOKENS = 256
+BATCH_ROWS = 32
+BATCH_TOKENS = 8192  # rows x padded length of one run
+
+NOT_CONFIGURED, NOT_INSTALLED, FAILED, READY = "not_configured", "not_installed", "failed", "ready"
+
+
+def text_digest(text: str) -> str:
+    """The cache key of a text's vector (with the model's fingerprint)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Embedder:
+    """One loaded embedding model; ``embed`` is thread-safe (one run at a time: the CPU is the limit)."""
+
+    def __init__(self, model: InstalledModel, *, max_tokens: int = MAX_TOKENS) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self.dimensions = 0
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._inputs: list[str] = []
+        self._pad_id = 0
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"onnx/{self.model.name}"
+
+    @property
+    def fingerprint(self) -> str:
+        """The exact weights (the ONNX file's sha256) and the token window: vectors are cached under it."""
+        return f"{self.model.fingerprint[:32]}-{self.max_tokens}"
+
+    def load(self) -> None:
+        """Verify the files, open the session and tokenizer, and learn the dimensions from one run."""
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        if not self.model.runnable:
+            raise ValueError(f"model {self.model.name} has no ONNX graph")
+        config = self.model.verified_config()
+        positions = config.get("max_position_embeddings")
+        if isinstance(positions, int) and not isinstance(positions, bool) and positions > 8:
+            self.max_tokens = min(self.max_tokens, positions)
+        tokenizer = Tokenizer.from_file(str(self.model.path(self.model.tokenizer)))
+        pad = config.get("pad_token_id")
+        self._pad_id = pad if isinstance(pad, int) and not isinstance(pad, bool) else 0
+        tokenizer.no_padding()    # the file's fixed padding would pad every text to its length
+        tokenizer.no_truncation()
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._tokenizer = tokenizer
+        options = onnxruntime.SessionOptions()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        options.intra_op_num_threads = cores
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(str(self.model.path(self.model.onnx or "")),
+                                                     sess_options=options, providers=["CPUExecutionProvider"])
+        self._inputs = [item.name for item in self._session.get_inputs()]
+        if "input_ids" not in self._inputs:
+            raise ValueError(f"the ONNX graph of {self.model.name} has no input_ids input ({self._inputs})")
+        self.dimensions = int(self.embed(["warm up"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors ``[len(texts), dimensions]`` (float32), in the order of ``texts``."""
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        encoded = [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
+        vectors: list[np.ndarray | None] = [None] * len(texts)
+        with self._lock:
+            for batch in plan_batches([len(ids) for ids in encoded]):
+                for position, vector in zip(batch, self._run([encoded[i] for i in batch])):
+                    vectors[position] = vector
+        return np.stack(vectors).astype(np.float32, copy=False)  # type: ignore[arg-type]
+
+    def _run(self, rows: list[list[int]]) -> np.ndarray:
+        longest = max(len(row) for row in rows)
+        ids = np.full((len(rows), longest), self._pad_id, dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, tokens in enumerate(rows):
+            ids[row, :len(tokens)] = tokens
+            mask[row, :len(tokens)] = 1
+        feeds = {"input_ids": ids}
+        if "attention_mask" in self._inputs:
+            feeds["attention_mask"] = mask
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        output = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        if output.ndim == 3 and output.shape[:2] == ids.shape:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (output * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        elif output.ndim == 2 and output.shape[0] == len(rows):
+            pooled = output
+        else:
+            raise ValueError(f"onnx/{self.model.name} answered shape {output.shape}, not [batch, sequence, "
+                             "dimensions] or [batch, dimensions]")
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.maximum(norms, 1e-12)
+
+
+def plan_batches(lengths: Sequence[int], *, rows: int = BATCH_ROWS, tokens: int = BATCH_TOKENS) -> list[list[int]]:
+    """Positions sorted by length, cut into runs of at most ``rows`` rows and ``tokens`` padded tokens."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for position in order:
+        if current and (len(current) + 1 > rows or (len(current) + 1) * lengths[position] > tokens):
+            batches.append(current)
+            current = []
+        current.append(position)
+    if current:
+        batches.append(current)
+    return batches
+
+
+@dataclass(frozen=True)
+class EmbeddingStatus:
+    state: str                  # not_configured | not_installed | failed | ready
+    model: str | None = None    # the embeddingModel value
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in (("state", self.state), ("model", self.model),
+                                              ("reason", self.reason)) if value is not None}
+
+
+class EmbeddingRuntime:
+    """The engine's embedding model: what ``embeddingModel`` names, loaded on first use.
+
+    ``current()`` answers the loaded model or None; ``status()`` says why not.
+    A model installed (or fixed) later is picked up on the next use: the
+    installed-model manifest is looked at again whenever it changes.
+    """
+
+    def __init__(self, settings: Callable[[], Settings], models: ModelStore) -> None:
+        self._settings = settings
+        self._models = models
+        self._lock = threading.Lock()
+        self._key: tuple[Any, ...] | None = None
+        self._embedder: Embedder | None = None
+        self._status = EmbeddingStatus(NOT_CONFIGURED)
+
+    def current(self) -> Embedder | None:
+        with self._lock:
+            wanted = self._settings().embedding_model
+            key = (wanted, _stamp(self._models.manifest_path))
+            if key != self._key:
+                self._key = key
+                self._embedder, self._status = self._load(wanted)
+            return self._embedder
+
+    def status(self) -> EmbeddingStatus:
+        self.current()
+        return self._status
+
+    def _load(self, wanted: str | None) -> tuple[Embedder | None, EmbeddingStatus]:
+        if wanted is None:
+            return None, EmbeddingStatus(NOT_CONFIGURED, None, "embeddingModel is null")
+        name = wanted.partition("/")[2]
+        try:
+            model = self._models.installed().get(name)
+        except ModelError as exc:
+            return None, EmbeddingStatus(FAILED, wanted, exc.message)
+        if model is None:
+            return None, EmbeddingStatus(NOT_INSTALLED, wanted, f"no installed model named {name!r} (knowledge "
+                                         f"models pull {name}, or add-local)")
+        embedder = Embedder(model)
+        try:
+            embedder.load()
+        except (ModelError, OSError, ValueError, RuntimeError) as exc:
+            reason = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            log.warning("embedding model %s failed to load: %s", wanted, reason)
+            return None, EmbeddingStatus(FAILED, wanted, reason)
+        except Exception as exc:  # onnxruntime and tokenizers raise their own exception types
+            log.warning("embedding model %s failed to load: %s", wanted, exc)
+            return None, EmbeddingStatus(FAILED, wanted, f"{type(exc).__name__}: {exc}")
+        log.info("embedding model %s ready: %d dimensions", wanted, embedder.dimensions)
+        return embedder, EmbeddingStatus(READY, wanted)
+
+
+def _stamp(path: Any) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_mtime_ns, info.st_size)

@@ -1,0 +1,224 @@
+"""The search index: one tantivy index per partition, derived from the catalog.
+
+    stores/<store-id>/index/<partition>/
+
+Only current records are indexed.  The index never guesses what changed: it
+compares each catalog row with what it last indexed (``indexed_sha``) and
+applies the difference, so whatever changed the catalog (a publication, an
+edit the watcher saw, a duplicate id appearing elsewhere) reaches the index
+the same way.  A version counter bumped with every catalog change tells
+whether there is anything to do; searches catch up before they answer, so
+no search is older than the last acknowledged publication.  The index can
+be deleted at any time and is rebuilt from the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+import tantivy
+
+from .analysis import ANALYZER_NAME, Analyzer, prepare
+from ..store.catalog import CURRENT, Catalog
+from ..core.errors import IndexFailed
+from ..vault.frontmatter import split_document
+from ..store.store import Store
+
+log = logging.getLogger(__name__)
+INDEX_DIR = "index"
+SCHEMA_VERSION = 2  # bump when the schema changes: indexes of other versions are rebuilt
+WRITER_HEAP = 50_000_000
+PARALLEL_FROM = 5_000  # documents in one catch-up above which the writer gets two threads
+
+
+def build_schema() -> tantivy.Schema:
+    """``text`` holds title, aliases and body together, so each query word is scored once, with one set
+    of statistics; ``title`` and ``aliases`` add a small bonus on top (see engine/search/keyword.py)."""
+    builder = tantivy.SchemaBuilder()
+    for name in ("path", "id", "kind", "type", "claim_kind", "lifecycle"):
+        builder.add_text_field(name, stored=name in ("path", "id", "kind", "type"), tokenizer_name="raw")
+    builder.add_integer_field("revision", stored=True)
+    builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER_NAME)
+    builder.add_text_field("title", stored=True, tokenizer_name=ANALYZER_NAME)
+    builder.add_text_field("aliases", stored=False, tokenizer_name=ANALYZER_NAME)
+    builder.add_text_field("body", stored=True, tokenizer_name=ANALYZER_NAME)
+    return builder.build()
+
+
+def index_document(*, path: str, record_id: str, revision: int, kind: str, type_: str, lifecycle: str,
+                   title: str, aliases: list[str], body: str) -> dict[str, Any]:
+    """The fields of one record as the index holds them."""
+    alias_text = " \n".join(aliases)
+    document: dict[str, Any] = {
+        "path": path, "id": record_id, "revision": revision, "kind": kind, "type": type_, "lifecycle": lifecycle,
+        "text": prepare(f"{title}\n{alias_text}\n{body}"), "title": prepare(title), "aliases": prepare(alias_text),
+        "body": prepare(body),
+    }
+    if kind == "claim":
+        document["claim_kind"] = type_
+    return document
+
+
+class PartitionIndex:
+    """One partition's tantivy index on disk."""
+
+    def __init__(self, directory: Path, schema: tantivy.Schema, analyzer: Analyzer) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self.schema = schema
+        self.index = tantivy.Index(schema, path=str(directory), reuse=True)
+        self.index.register_tokenizer(ANALYZER_NAME, analyzer.tantivy)
+
+    def apply(self, removals: list[str], additions: Iterator[dict[str, Any]], *, threads: int = 1) -> int:
+        """Delete ``removals`` and (re)add ``additions`` in one commit; returns how many were added."""
+        writer = self.index.writer(WRITER_HEAP, threads)
+        added = 0
+        try:
+            for path in removals:
+                writer.delete_documents_by_term("path", path)
+            for document in additions:
+                writer.delete_documents_by_term("path", document["path"])
+                writer.add_document(tantivy.Document(**document))
+                added += 1
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        writer.wait_merging_threads()
+        self.index.reload()
+        return added
+
+    def searcher(self) -> tantivy.Searcher:
+        return self.index.searcher()
+
+
+class SearchIndexes:
+    """The indexes of one store's partitions; used from the store's lane only."""
+
+    def __init__(self, store: Store, catalog: Catalog, analyzer: Analyzer) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.analyzer = analyzer
+        self.schema = build_schema()
+        self._open: dict[str, PartitionIndex] = {}
+
+    def directory(self, partition: str) -> Path:
+        return self.store.root / INDEX_DIR / f"{partition.replace(':', '-')}.v{SCHEMA_VERSION}"
+
+    def get(self, partition: str) -> PartitionIndex:
+        index = self._open.get(partition)
+        if index is not None and index.directory.is_dir():
+            return index
+        directory = self.directory(partition)
+        if not directory.is_dir():
+            self._forget_indexed(partition)
+            self._remove_other_versions(partition)
+        try:
+            index = PartitionIndex(directory, self.schema, self.analyzer)
+        except (OSError, ValueError, RuntimeError) as exc:
+            log.warning("search index of %s is unusable (%s); rebuilding it", partition, exc)
+            shutil.rmtree(directory, ignore_errors=True)
+            self._forget_indexed(partition)
+            try:
+                index = PartitionIndex(directory, self.schema, self.analyzer)
+            except (OSError, ValueError, RuntimeError) as again:
+                raise IndexFailed(f"the search index could not be created: {again}", partition=partition) from again
+        self._open[partition] = index
+        return index
+
+    def _remove_other_versions(self, partition: str) -> None:
+        """Indexes this partition had under an older schema are derived data: drop them."""
+        prefix = partition.replace(":", "-")
+        root = self.store.root / INDEX_DIR
+        if root.is_dir():
+            for entry in root.iterdir():
+                stem = entry.name.rsplit(".v", 1)[0]
+                if entry.is_dir() and stem == prefix and entry != self.directory(partition):
+                    shutil.rmtree(entry, ignore_errors=True)
+
+    def _forget_indexed(self, partition: str) -> None:
+        """The index is gone: everything must be indexed again."""
+        self._open.pop(partition, None)
+        with self.store.db.atomic():
+            self.store.db.execute("UPDATE catalog SET indexed_sha = NULL WHERE partition = ?", (partition,))
+            self.store.db.execute("DELETE FROM index_removals WHERE partition = ?", (partition,))
+            self.store.db.execute(
+                "INSERT INTO partition_state (partition, index_version) VALUES (?, -1) "
+                "ON CONFLICT(partition) DO UPDATE SET index_version = -1", (partition,),
+            )
+
+    def rebuild(self, partition: str) -> int:
+        """Throw the partition's index away and build it again from the catalog."""
+        self._open.pop(partition, None)
+        shutil.rmtree(self.directory(partition), ignore_errors=True)
+        self._forget_indexed(partition)
+        return self.catch_up(partition)
+
+    def catch_up(self, partition: str) -> int:
+        """Apply every catalog change the index has not seen; returns the index version.
+
+        Raises IndexFailed (and leaves the catalog marked un-indexed) when
+        tantivy refuses, so a search never answers from a stale index.
+        """
+        catalog_version, index_version = self.catalog.version(partition)
+        if catalog_version == index_version and partition in self._open:
+            return index_version
+        index = self.get(partition)
+        catalog_version, index_version = self.catalog.version(partition)
+        db = self.store.db
+        stale = db.all(
+            f"SELECT path FROM catalog WHERE partition = ? AND indexed_sha IS NOT NULL AND NOT ({CURRENT})",
+            (partition,),
+        )
+        removed = [row["path"] for row in db.all(
+            "SELECT path FROM index_removals WHERE partition = ?", (partition,)
+        )] + [row["path"] for row in stale]
+        stale_filter = f"c.partition = ? AND ({CURRENT}) AND (c.indexed_sha IS NULL OR c.indexed_sha != c.sha256)"
+        count = db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {stale_filter}", (partition,))["n"]
+        indexed: list[tuple[str, str]] = []
+
+        def documents() -> Iterator[dict[str, Any]]:
+            # Streamed: a rebuild of a large partition never holds every body in memory at once.
+            for row in db.iterate(
+                "SELECT c.path, c.record_id, c.revision, c.kind, c.type, c.lifecycle, c.title, c.sha256, "
+                "c.frontmatter, r.content FROM catalog c LEFT JOIN revisions r ON r.partition = c.partition AND "
+                "r.record_id = c.record_id AND r.revision = c.revision AND r.sha256 = c.sha256 "
+                f"WHERE {stale_filter}", (partition,),
+            ):
+                document = self._document(row)
+                if document is not None:
+                    indexed.append((row["sha256"], row["path"]))
+                    yield document
+
+        try:
+            index.apply(removed, documents(), threads=2 if count >= PARALLEL_FROM else 1)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise IndexFailed(f"the search index could not be updated: {exc}", partition=partition) from exc
+        with db.atomic():
+            db.executemany("UPDATE catalog SET indexed_sha = NULL WHERE partition = ? AND path = ?",
+                           [(partition, path) for path in removed])
+            db.executemany("UPDATE catalog SET indexed_sha = ? WHERE partition = ? AND path = ?",
+                           [(sha, partition, path) for sha, path in indexed])
+            db.execute("DELETE FROM index_removals WHERE partition = ?", (partition,))
+            db.execute(
+                "INSERT INTO partition_state (partition, catalog_version, index_version) VALUES (?, ?, ?) "
+                "ON CONFLICT(partition) DO UPDATE SET index_version = excluded.index_version",
+                (partition, catalog_version, catalog_version),
+            )
+        return catalog_version
+
+    def _document(self, row: Any) -> dict[str, Any] | None:
+        if row["content"] is None:
+            log.warning("no stored revision for %s; it stays out of the index until re-read", row["path"])
+            return None
+        _, body = split_document(bytes(row["content"]).decode("utf-8"))
+        frontmatter = json.loads(row["frontmatter"])
+        return index_document(
+            path=row["path"], record_id=row["record_id"], revision=row["revision"], kind=row["kind"],
+            type_=row["type"] or "", lifecycle=row["lifecycle"], title=row["title"],
+            aliases=[a for a in frontmatter.get("aliases") or [] if isinstance(a, str)], body=body,
+        )

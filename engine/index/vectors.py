@@ -1,0 +1,313 @@
+"""The vector index of semantic search: sqlite-vec, one derived database per store.
+
+    stores/<store-id>/index/vectors.v1.sqlite
+
+This Python's ``sqlite3`` may not load extensions, so this file (and only
+this file) is opened with apsw, which bundles its own SQLite and loads the
+sqlite-vec extension; the rest of the engine's SQLite code is untouched.
+
+    vectors    (model, text_sha) -> vector: the cache. A text is embedded once per model,
+               whichever record, revision or rebuild needs it again.
+    items      one row per indexed record: partition, path, record id, revision, sha256
+    vec_items  vec0 table: item id, partition (partition key), unit vector (cosine distance)
+    progress   per partition, the catalog version the index fully matches
+
+Like the tantivy index, it never guesses what changed: a catch-up compares
+the partition's current catalog rows (path, sha256) with ``items``, drops
+what is gone or changed and adds what is new, embedding only texts the cache
+lacks, in batches, newest records first, and at most ``budget`` of them when
+a search catches up (what is left waits for the next catch-up; until then
+those records fall back to lexical scores). The whole file can be deleted at
+any time; it is rebuilt from the catalog, and a different embedding model
+(another fingerprint or dimension) empties it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..store.catalog import CURRENT, Catalog
+from .embedding import Embedder, text_digest
+from ..core.errors import IndexFailed
+from ..vault.frontmatter import split_document
+from .tantivy_index import INDEX_DIR
+from ..store.store import Store
+
+log = logging.getLogger(__name__)
+SCHEMA_VERSION = 1
+EMBED_CHUNK = 128  # texts embedded (and committed) together during a catch-up
+KNN_MAX = 4096     # sqlite-vec's largest k
+
+_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_sha TEXT NOT NULL, vector BLOB NOT NULL,
+                                        PRIMARY KEY (model, text_sha));
+    CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, partition TEXT NOT NULL, path TEXT NOT NULL,
+                                      record_id TEXT NOT NULL, revision INTEGER NOT NULL, sha256 TEXT NOT NULL,
+                                      UNIQUE (partition, path));
+    CREATE TABLE IF NOT EXISTS progress (partition TEXT PRIMARY KEY, catalog_version INTEGER NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """What one catch-up did, and how many current records still wait for a vector."""
+
+    indexed: int   # records in the index for the partition afterwards
+    embedded: int  # texts run through the model now
+    cached: int    # texts whose vector came from the cache
+    removed: int
+    pending: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"indexed": self.indexed, "embedded": self.embedded, "cached": self.cached,
+                "removed": self.removed, "pending": self.pending}
+
+
+def embedding_text(title: str | None, body: str) -> str:
+    """What a record's vector is computed from: its title, then its body."""
+    return f"{title or ''}\n\n{body}".strip()
+
+
+class VectorIndex:
+    """One store's vector file; used from the store's lane only."""
+
+    def __init__(self, store: Store, catalog: Catalog) -> None:
+        self.store = store
+        self.catalog = catalog
+        self._connection: Any = None
+
+    @property
+    def path(self) -> Path:
+        return self.store.root / INDEX_DIR / f"vectors.v{SCHEMA_VERSION}.sqlite"
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    # --- the connection ---------------------------------------------------------------
+
+    def _db(self) -> Any:
+        if self._connection is None:
+            try:
+                self._connection = _open(self.path)
+            except Exception as exc:  # apsw.Error and its kin: a damaged derived file is dropped, then rebuilt
+                log.warning("vector index %s is unusable (%s); rebuilding it", self.path, exc)
+                self._discard()
+                try:
+                    self._connection = _open(self.path)
+                except Exception as again:
+                    raise IndexFailed(f"the vector index could not be opened: {again}") from again
+        return self._connection
+
+    def _discard(self) -> None:
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def _use_model(self, embedder: Embedder) -> None:
+        """Empty the index when the model (or its dimensions) changed; the cache keeps other models' vectors."""
+        db = self._db()
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("model") == embedder.fingerprint and meta.get("dimensions") == str(embedder.dimensions):
+            return
+        with db:
+            db.execute("DROP TABLE IF EXISTS vec_items")
+            db.execute("DELETE FROM items")
+            db.execute("DELETE FROM progress")
+            db.execute(f"CREATE VIRTUAL TABLE vec_items USING vec0(id INTEGER PRIMARY KEY, partition TEXT "
+                       f"partition key, embedding float[{int(embedder.dimensions)}] distance_metric=cosine)")
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('model', ?), ('dimensions', ?)",
+                       (embedder.fingerprint, str(embedder.dimensions)))
+
+    # --- keeping up with the catalog --------------------------------------------------------
+
+    def rebuild(self, partition: str, embedder: Embedder) -> CatchUp:
+        """Drop the partition's vectors and index it again (cached texts are not embedded again)."""
+        try:
+            self._use_model(embedder)
+            db = self._db()
+            with db:
+                db.execute("DELETE FROM vec_items WHERE id IN (SELECT id FROM items WHERE partition = ?)",
+                           (partition,))
+                db.execute("DELETE FROM items WHERE partition = ?", (partition,))
+                db.execute("DELETE FROM progress WHERE partition = ?", (partition,))
+        except IndexFailed:
+            raise
+        except Exception as exc:
+            raise IndexFailed(f"the vector index could not be rebuilt: {exc}", partition=partition) from exc
+        return self.catch_up(partition, embedder)
+
+    def catch_up(self, partition: str, embedder: Embedder, *, budget: int | None = None) -> CatchUp:
+        """Bring the partition's vectors in line with its current records (see the module docstring)."""
+        try:
+            return self._catch_up(partition, embedder, budget)
+        except IndexFailed:
+            raise
+        except Exception as exc:  # apsw errors, a model run that failed
+            raise IndexFailed(f"the vector index could not be updated: {exc}", partition=partition) from exc
+
+    def _catch_up(self, partition: str, embedder: Embedder, budget: int | None) -> CatchUp:
+        self._use_model(embedder)
+        db = self._db()
+        catalog_version = self.catalog.version(partition)[0]
+        done = db.execute("SELECT catalog_version FROM progress WHERE partition = ?", (partition,)).fetchall()
+        if done and done[0][0] == catalog_version:
+            indexed = db.execute("SELECT COUNT(*) FROM items WHERE partition = ?", (partition,)).fetchall()[0][0]
+            return CatchUp(indexed, 0, 0, 0, 0)
+        current = {row["path"]: row for row in self.store.db.all(
+            f"SELECT path, record_id, revision, sha256, updated_at FROM catalog WHERE partition = ? AND {CURRENT}",
+            (partition,))}
+        known = {path: (item_id, sha) for item_id, path, sha in db.execute(
+            "SELECT id, path, sha256 FROM items WHERE partition = ?", (partition,)).fetchall()}
+        stale = [item_id for path, (item_id, sha) in known.items()
+                 if path not in current or current[path]["sha256"] != sha]
+        with db:
+            db.executemany("DELETE FROM vec_items WHERE id = ?", [(item_id,) for item_id in stale])
+            db.executemany("DELETE FROM items WHERE id = ?", [(item_id,) for item_id in stale])
+        fresh = {path for path, (_, sha) in known.items() if path in current and current[path]["sha256"] == sha}
+        wanted = sorted((row for path, row in current.items() if path not in fresh),
+                        key=lambda row: (row["updated_at"] or "", row["path"]), reverse=True)
+        embedded = cached = 0
+        remaining = wanted
+        while remaining:
+            chunk, remaining = remaining[:EMBED_CHUNK], remaining[EMBED_CHUNK:]
+            texts = self._texts(partition, chunk)
+            digests = {row["path"]: text_digest(text) for row, text in zip(chunk, texts) if text is not None}
+            have = self._cached(embedder.fingerprint, set(digests.values()))
+            missing = {}
+            for row, text in zip(chunk, texts):
+                digest = digests.get(row["path"])
+                if digest is not None and digest not in have:
+                    missing.setdefault(digest, text)
+            if budget is not None and embedded + len(missing) > budget:
+                allowed = max(0, budget - embedded)
+                missing = dict(list(missing.items())[:allowed])
+                remaining = []  # the rest waits for the next catch-up
+            if missing:
+                vectors = embedder.embed(list(missing.values()))
+                new = {digest: vector.astype(np.float32).tobytes() for digest, vector in zip(missing, vectors)}
+                have.update(new)
+                embedded += len(new)
+            rows = [(row, digests[row["path"]]) for row in chunk if digests.get(row["path"]) in have]
+            cached += sum(1 for _, digest in rows if digest not in missing)
+            with db:
+                if missing:
+                    db.executemany("INSERT OR REPLACE INTO vectors (model, text_sha, vector) VALUES (?, ?, ?)",
+                                   [(embedder.fingerprint, digest, have[digest]) for digest in missing])
+                for row, digest in rows:
+                    db.execute("INSERT INTO items (partition, path, record_id, revision, sha256) VALUES (?, ?, ?, ?, ?)",
+                               (partition, row["path"], row["record_id"], row["revision"], row["sha256"]))
+                    db.execute("INSERT INTO vec_items (id, partition, embedding) VALUES (?, ?, ?)",
+                               (db.last_insert_rowid(), partition, have[digest]))
+        indexed = db.execute("SELECT COUNT(*) FROM items WHERE partition = ?", (partition,)).fetchall()[0][0]
+        pending = len(current) - indexed
+        if pending == 0:
+            with db:
+                db.execute("INSERT OR REPLACE INTO progress (partition, catalog_version) VALUES (?, ?)",
+                           (partition, catalog_version))
+        return CatchUp(indexed, embedded, cached, len(stale), pending)
+
+    def _texts(self, partition: str, rows: Sequence[Any]) -> list[str | None]:
+        """Each record's embedding text, from the stored bytes of its current revision."""
+        placeholders = ", ".join("?" * len(rows))
+        stored = {(row["record_id"], row["revision"], row["sha256"]): row for row in self.store.db.all(
+            "SELECT r.record_id, r.revision, r.sha256, r.content, c.title FROM revisions r JOIN catalog c "
+            "ON c.partition = r.partition AND c.record_id = r.record_id AND c.revision = r.revision "
+            f"AND c.sha256 = r.sha256 WHERE r.partition = ? AND c.path IN ({placeholders})",
+            (partition, *[row["path"] for row in rows]))}
+        texts: list[str | None] = []
+        for row in rows:
+            found = stored.get((row["record_id"], row["revision"], row["sha256"]))
+            if found is None:
+                texts.append(None)  # no stored revision yet: it stays out until the catalog re-reads it
+                continue
+            _, body = split_document(bytes(found["content"]).decode("utf-8"))
+            texts.append(embedding_text(found["title"], body))
+        return texts
+
+    def _cached(self, model: str, digests: set[str]) -> dict[str, bytes]:
+        if not digests:
+            return {}
+        db = self._db()
+        found = {}
+        ordered = sorted(digests)
+        for start in range(0, len(ordered), 500):
+            part = ordered[start:start + 500]
+            found.update(db.execute(
+                f"SELECT text_sha, vector FROM vectors WHERE model = ? AND text_sha IN ({', '.join('?' * len(part))})",
+                (model, *part)).fetchall())
+        return found
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def nearest(self, partition: str, vector: np.ndarray, k: int,
+                paths: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` records closest to ``vector`` as (path, cosine similarity), best first.
+
+        ``paths`` restricts the search to those records.
+        """
+        k = max(1, min(k, KNN_MAX))
+        query = np.asarray(vector, dtype=np.float32).tobytes()
+        try:
+            db = self._db()
+            if paths is None:
+                rows = db.execute(
+                    "SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
+                    "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? ORDER BY v.distance",
+                    (query, k, partition)).fetchall()
+            else:
+                rows = db.execute(
+                    "SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
+                    "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? AND v.id IN "
+                    "(SELECT id FROM items WHERE partition = ? AND path IN (SELECT value FROM json_each(?))) "
+                    "ORDER BY v.distance",
+                    (query, k, partition, partition, json.dumps(list(paths)))).fetchall()
+        except Exception as exc:
+            raise IndexFailed(f"the vector index could not be searched: {exc}", partition=partition) from exc
+        return [(path, 1.0 - float(distance)) for path, distance in rows]
+
+    def similarities(self, partition: str, vector: np.ndarray, paths: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of ``vector`` to each of ``paths`` that has a vector."""
+        if not paths:
+            return {}
+        query = np.asarray(vector, dtype=np.float32).tobytes()
+        try:
+            rows = self._db().execute(
+                "SELECT i.path, vec_distance_cosine(v.embedding, ?) FROM items i JOIN vec_items v ON v.id = i.id "
+                "WHERE i.partition = ? AND i.path IN (SELECT value FROM json_each(?))",
+                (query, partition, json.dumps(list(paths)))).fetchall()
+        except Exception as exc:
+            raise IndexFailed(f"the vector index could not be read: {exc}", partition=partition) from exc
+        return {path: 1.0 - float(distance) for path, distance in rows}
+
+    def count(self, partition: str) -> int:
+        return self._db().execute("SELECT COUNT(*) FROM items WHERE partition = ?", (partition,)).fetchall()[0][0]
+
+
+def _open(path: Path) -> Any:
+    import apsw
+    import sqlite_vec
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = apsw.Connection(str(path))
+    try:
+        connection.enable_load_extension(True)
+        connection.load_extension(sqlite_vec.loadable_path())
+        connection.enable_load_extension(False)
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = NORMAL")  # derived data: a lost tail is rebuilt, not lost
+        with connection:
+            connection.execute(_SCHEMA)
+        connection.execute("SELECT COUNT(*) FROM items").fetchall()
+    except BaseException:
+        connection.close()
+        raise
+    return connection

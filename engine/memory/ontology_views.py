@@ -1,0 +1,362 @@
+"""``knowledge_ontology``: the caller's effective ontology, as an agent reads it.
+
+Four views of one partition's ontology (the shipped definitions, plus the
+vault's private extensions in the private partition only):
+
+    catalog       names, labels, kinds, descriptions, aliases, provenance and
+                  how many current records use each definition
+    definitions   fields, allowed values, filing prefixes, endpoint
+                  constraints and provenance (optionally record summaries)
+    sources       the ontology files themselves, with size and sha256, or
+                  the YAML text of one of them (``sourcePath``)
+    diagnostics   the inheritance chain and the ontology's findings
+
+Every list is paged (``limit`` 1-100, ``offset``) and every answer carries a
+``fingerprint``: the sha256 of its own content, so an agent can tell whether
+what it saw before is still what the engine serves.  Parameters are parsed
+here, once, before anything is queued on the store's lane.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from ..store.catalog import CURRENT, Catalog
+from ..core.errors import InvalidParams, KnowledgeError, NotFound
+from ..core.files import UnsafePath, check_relative_path, read_file
+from ..store.inputs import bounded_int, check_name, check_size
+from ..vault.ontology import ONTOLOGY_MAX_BYTES, SHIPPED, Ontology
+from ..vault.records import PRIVATE_SCOPE
+from ..store.store import EXTENSIONS_FILE, VAULT_DIR, Store
+
+if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
+    from ..access.authority import Caller
+    from ..service import Engine
+
+VIEWS = ("catalog", "definitions", "sources", "diagnostics")
+KINDS = ("page", "relationship", "claim")
+LIMIT_MAX = 100
+DEFAULT_LIMITS = {"catalog": 50, "definitions": 10, "sources": 50, "diagnostics": 50}
+OFFSET_MAX = 1_000_000
+NAME_MAX_CHARS = 200
+RECORDS_PER_DEFINITION = 20
+SOURCE_CHARS_DEFAULT, SOURCE_CHARS_MIN, SOURCE_CHARS_MAX = 12_000, 256, 65_536
+SOURCE_PATH_MAX_CHARS = 256
+
+SHIPPED_SOURCE = "shipped/ontology.yaml"
+VAULT_SOURCE = f"{VAULT_DIR}/{EXTENSIONS_FILE}"  # also the provenance Store gives the extension
+
+# Which parameters each view takes (``view`` itself aside).
+_VIEW_PARAMS = {
+    "catalog": {"kind", "limit", "offset"},
+    "definitions": {"name", "kind", "includeRecords", "limit", "offset"},
+    "sources": {"sourcePath", "maxChars", "limit", "offset"},
+    "diagnostics": {"limit", "offset"},
+}
+PARAMS = {"view"}.union(*_VIEW_PARAMS.values())
+
+# Record findings that come from the ontology rather than the envelope or the vault.
+_RECORD_ONTOLOGY_CODES = {"unknown_type", "unknown_field", "invalid_field", "unknown_relation", "endpoint_type"}
+
+TOOL_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "view": {"type": "string", "enum": list(VIEWS), "default": "catalog"},
+        "kind": {"type": "string", "enum": list(KINDS), "description": "catalog and definitions: one kind only"},
+        "name": {"type": "string", "description": "definitions: a name or alias"},
+        "includeRecords": {"type": "boolean", "description": "definitions: up to 20 current records per type"},
+        "limit": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX,
+                  "description": "definitions default to 10 per page, other views to 50"},
+        "offset": {"type": "integer", "minimum": 0},
+        "sourcePath": {"type": "string", "description": "sources: a path from the sources list"},
+        "maxChars": {"type": "integer", "minimum": SOURCE_CHARS_MIN, "maximum": SOURCE_CHARS_MAX,
+                     "default": SOURCE_CHARS_DEFAULT},
+    },
+}
+
+
+@dataclass(frozen=True)
+class OntologyRequest:
+    view: str
+    kind: str | None = None
+    name: str | None = None
+    include_records: bool = False
+    limit: int = DEFAULT_LIMITS["catalog"]
+    offset: int = 0
+    source_path: str | None = None
+    max_chars: int = SOURCE_CHARS_DEFAULT
+
+
+def _integer(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    return bounded_int(params.get(key, default), key, low=low, high=high)
+
+
+def parse_ontology_request(params: Any) -> OntologyRequest:
+    """Check the tool's parameters; anything unknown, misplaced or out of range names its field."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidParams("parameters must be an object")
+    unknown = sorted(set(params) - PARAMS)
+    if unknown:
+        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
+    view = params.get("view", "catalog")
+    if view not in VIEWS:
+        raise InvalidParams(f"view must be one of {list(VIEWS)}", field="view")
+    misplaced = sorted(set(params) - _VIEW_PARAMS[view] - {"view"})
+    if misplaced:
+        raise InvalidParams(f"{misplaced[0]} does not apply to the {view} view", field=misplaced[0])
+    kind = params.get("kind")
+    if kind is not None and kind not in KINDS:
+        raise InvalidParams(f"kind must be one of {list(KINDS)}", field="kind")
+    name = params.get("name")
+    if name is not None:
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidParams(f"name must be one line of 1-{NAME_MAX_CHARS} characters", field="name")
+        name = check_name(name, "name", max_chars=NAME_MAX_CHARS)
+    include_records = params.get("includeRecords", False)
+    if not isinstance(include_records, bool):
+        raise InvalidParams("includeRecords must be true or false", field="includeRecords")
+    source_path = params.get("sourcePath")
+    if source_path is not None:
+        source_path = _check_source_path(source_path)
+        for paging in ("limit", "offset"):
+            if paging in params:
+                raise InvalidParams(f"{paging} pages the sources list; with sourcePath use maxChars",
+                                    field=paging)
+    elif "maxChars" in params:
+        raise InvalidParams("maxChars applies with sourcePath only", field="maxChars")
+    return OntologyRequest(
+        view=view, kind=kind, name=name.strip() if name else None, include_records=include_records,
+        limit=_integer(params, "limit", DEFAULT_LIMITS[view], 1, LIMIT_MAX),
+        offset=_integer(params, "offset", 0, 0, OFFSET_MAX),
+        source_path=source_path,
+        max_chars=_integer(params, "maxChars", SOURCE_CHARS_DEFAULT, SOURCE_CHARS_MIN, SOURCE_CHARS_MAX),
+    )
+
+
+def _check_source_path(value: Any) -> str:
+    """A relative, plain path: the lookup is by exact name, but tricks are refused outright."""
+    if not isinstance(value, str):
+        raise InvalidParams(f"sourcePath must be a string of at most {SOURCE_PATH_MAX_CHARS} characters",
+                            field="sourcePath")
+    check_size(value, "sourcePath", SOURCE_PATH_MAX_CHARS)
+    try:
+        check_relative_path(value)
+    except KnowledgeError as exc:
+        raise UnsafePath(f"sourcePath is not a plain relative path: {exc.message}", field="sourcePath") from exc
+    return value
+
+
+def ontology_view(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
+    """The ``knowledge_ontology`` tool: one view of the caller's partition's effective ontology."""
+    request = parse_ontology_request(params)
+    return engine.on_store(caller, lambda runtime, authority: build_view(runtime.catalog, authority.partition,
+                                                                         request))
+
+
+def build_view(catalog: Catalog, partition: str, request: OntologyRequest) -> dict[str, Any]:
+    """Runs on the store's lane, after the partition's catalog caught up with the disk."""
+    store = catalog.store
+    ontology = store.ontology(partition)
+    if request.view == "catalog":
+        result = _catalog(store, partition, ontology, request)
+    elif request.view == "definitions":
+        result = _definitions(store, partition, ontology, request)
+    elif request.view == "sources":
+        result = _source_text(store, partition, ontology, request) if request.source_path else \
+            _page("sources", _source_list(store, partition, ontology), request)
+    else:
+        result = _diagnostics(catalog, partition, ontology, request)
+    return fingerprinted(result)
+
+
+def fingerprinted(result: dict[str, Any]) -> dict[str, Any]:
+    """Add the sha256 of the answer's canonical JSON (the fingerprint itself excluded)."""
+    body = {key: value for key, value in result.items() if key != "fingerprint"}
+    canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return {**body, "fingerprint": hashlib.sha256(canonical.encode("utf-8")).hexdigest()}
+
+
+def _page(view: str, items: list[dict[str, Any]], request: OntologyRequest, key: str | None = None,
+          **extra: Any) -> dict[str, Any]:
+    window = items[request.offset:request.offset + request.limit]
+    result: dict[str, Any] = {"view": view, **extra, key or view: window, "total": len(items),
+                              "offset": request.offset, "limit": request.limit}
+    if request.offset + request.limit < len(items):
+        result["nextOffset"] = request.offset + request.limit
+    return result
+
+
+# --- catalog and definitions ---------------------------------------------------------------
+
+
+def _provenance_of_claim_kind(store: Store, ontology: Ontology, name: str) -> str:
+    """Claim kinds carry no provenance of their own; an extension can only add new ones."""
+    return SHIPPED if name in store.shipped.claim_kinds else ontology.sources[-1]
+
+
+def _definitions_of(store: Store, ontology: Ontology, kind: str | None) -> list[dict[str, Any]]:
+    """Every definition in a stable order: page types, relationship types, claim kinds, each as defined."""
+    entries: list[dict[str, Any]] = []
+    if kind in (None, "page"):
+        for page_type in ontology.page_types.values():
+            entries.append({
+                "name": page_type.name, "kind": "page", "label": page_type.label,
+                "description": page_type.description, "aliases": list(page_type.aliases),
+                "provenance": page_type.provenance,
+                "default": page_type.name == ontology.default_page_type,
+                "filing": list(page_type.filing),
+                "fields": {name: spec.to_dict() for name, spec in page_type.fields.items()},
+            })
+    if kind in (None, "relationship"):
+        for relation in ontology.relation_types.values():
+            entries.append({
+                "name": relation.name, "kind": "relationship", "label": relation.label,
+                "description": relation.description, "aliases": [], "provenance": relation.provenance,
+                "from": list(relation.from_types), "to": list(relation.to_types),
+            })
+    if kind in (None, "claim"):
+        for name, description in ontology.claim_kinds.items():
+            entries.append({
+                "name": name, "kind": "claim", "label": name.replace("_", " "), "description": description,
+                "aliases": [], "provenance": _provenance_of_claim_kind(store, ontology, name),
+            })
+    return entries
+
+
+def _record_counts(store: Store, partition: str) -> dict[tuple[str, str], int]:
+    """Current records per (kind, type): the catalog's ``type`` is a page's effective type,
+    a claim's kind or a relationship's relation."""
+    return {
+        (row["kind"], row["type"]): row["n"] for row in store.db.all(
+            f"SELECT kind, type, COUNT(*) AS n FROM catalog WHERE partition = ? AND {CURRENT} "
+            "GROUP BY kind, type", (partition,),
+        )
+    }
+
+
+def _catalog(store: Store, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+    counts = _record_counts(store, partition)
+    entries = [
+        {key: entry[key] for key in ("name", "kind", "label", "description", "aliases", "provenance")}
+        | {"recordCount": counts.get((entry["kind"], entry["name"]), 0)}
+        for entry in _definitions_of(store, ontology, request.kind)
+    ]
+    extra = {"kind": request.kind} if request.kind else {}
+    return _page("catalog", entries, request, key="entries", **extra)
+
+
+def _definitions(store: Store, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+    entries = _definitions_of(store, ontology, request.kind)
+    if request.name is not None:
+        entries = _named(entries, request.name)
+        if not entries:
+            what = f"{request.kind} definition" if request.kind else \
+                "page type, relationship type or claim kind"
+            raise NotFound(f"no {what} is named {request.name!r} in this partition's ontology", field="name",
+                           name=request.name)
+    result = _page("definitions", entries, request,
+                   **({"kind": request.kind} if request.kind else {}),
+                   **({"name": request.name} if request.name else {}))
+    if request.include_records:
+        counts = _record_counts(store, partition)
+        for entry in result["definitions"]:
+            rows = store.db.all(
+                f"SELECT record_id, title, revision FROM catalog WHERE partition = ? AND kind = ? AND type = ? "
+                f"AND {CURRENT} ORDER BY updated_at DESC, record_id LIMIT ?",
+                (partition, entry["kind"], entry["name"], RECORDS_PER_DEFINITION + 1),
+            )
+            entry["recordCount"] = counts.get((entry["kind"], entry["name"]), 0)
+            entry["records"] = [{"id": row["record_id"], "title": row["title"], "revision": row["revision"]}
+                                for row in rows[:RECORDS_PER_DEFINITION]]
+            entry["recordsTruncated"] = len(rows) > RECORDS_PER_DEFINITION
+    return result
+
+
+def _named(entries: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """Definitions with exactly that name; failing that, those with it as an alias (case-folded)."""
+    exact = [entry for entry in entries if entry["name"] == name]
+    if exact:
+        return exact
+    folded = name.casefold()
+    return [entry for entry in entries if any(alias.casefold() == folded for alias in entry["aliases"])]
+
+
+# --- sources --------------------------------------------------------------------------------
+
+
+def _shipped_bytes() -> bytes:
+    return resources.files("engine.vault").joinpath("ontology.yaml").read_bytes()
+
+
+def _vault_source_present(store: Store, partition: str) -> bool:
+    return partition == PRIVATE_SCOPE and os.path.lexists(store.vault / EXTENSIONS_FILE)
+
+
+def _read_vault_source(store: Store) -> bytes:
+    """The extension file, read like the ontology loader reads it: no symlinks, no hardlinks, 64 KiB."""
+    data, _ = read_file(store.vault, EXTENSIONS_FILE, max_bytes=ONTOLOGY_MAX_BYTES)
+    return data
+
+
+def _source_list(store: Store, partition: str, ontology: Ontology) -> list[dict[str, Any]]:
+    shipped = _shipped_bytes()
+    sources = [{"path": SHIPPED_SOURCE, "provenance": SHIPPED, "role": "shipped", "size": len(shipped),
+                "sha256": hashlib.sha256(shipped).hexdigest(), "applied": True}]
+    if _vault_source_present(store, partition):
+        entry: dict[str, Any] = {"path": VAULT_SOURCE, "provenance": VAULT_SOURCE, "role": "extension",
+                                 "applied": VAULT_SOURCE in ontology.sources}
+        try:
+            data = _read_vault_source(store)
+        except KnowledgeError as exc:  # listed all the same, so the agent learns why it does not apply
+            entry.update(readable=False, problem=exc.message)
+        else:
+            entry.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+        sources.append(entry)
+    return sources
+
+
+def _source_text(store: Store, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+    """One listed source file's YAML; no other path is ever opened."""
+    if request.source_path == SHIPPED_SOURCE:
+        data, role = _shipped_bytes(), "shipped"
+    elif request.source_path == VAULT_SOURCE and _vault_source_present(store, partition):
+        data, role = _read_vault_source(store), "extension"
+    else:
+        raise NotFound("no ontology source file with that path; the sources view lists them", field="sourcePath",
+                       sourcePath=request.source_path)
+    text = data.decode("utf-8", errors="replace")
+    result: dict[str, Any] = {
+        "view": "sources", "path": request.source_path, "role": role, "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(), "text": text[:request.max_chars],
+        "totalChars": len(text), "maxChars": request.max_chars, "truncated": len(text) > request.max_chars,
+    }
+    if role == "extension":
+        result["applied"] = VAULT_SOURCE in ontology.sources
+    return result
+
+
+# --- diagnostics ---------------------------------------------------------------------------
+
+
+def _diagnostics(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+    chain = [{"provenance": SHIPPED, "sourcePath": SHIPPED_SOURCE, "role": "shipped", "applied": True}]
+    if _vault_source_present(catalog.store, partition):
+        chain.append({"provenance": VAULT_SOURCE, "sourcePath": VAULT_SOURCE, "role": "extension",
+                      "applied": VAULT_SOURCE in ontology.sources})
+    findings = [{**finding.to_dict(), "concerns": "definition"} for finding in ontology.findings]
+    findings += [
+        {**finding, "concerns": "record"} for finding in catalog.findings(partition)
+        if finding.get("code") in _RECORD_ONTOLOGY_CODES
+        or (finding.get("code") == "envelope" and finding.get("field") == "claim_kind")
+    ]
+    errors = sum(1 for finding in findings if finding.get("severity", "error") == "error")
+    return _page("diagnostics", findings, request, key="findings", chain=chain,
+                 extensionsApply=partition == PRIVATE_SCOPE, errors=errors)

@@ -1,0 +1,333 @@
+"""Browsing one partition as an inspector does: paged lists, links, diffs, sources, approvals.
+
+These are the reads the desktop's Records, Recall approvals and record pages
+need beyond the agent tools.  Each runs on the store's lane through
+``Engine.on_store`` (so the catalog is in step with the disk and authority
+is checked before and after), reads only the catalog and the revision
+archive, and pages everything: a partition may hold 100,000 records, and no
+answer here grows with it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..store.catalog import CURRENT
+from ..core.errors import InvalidParams, KnowledgeError, NotFound
+from ..vault.evidence import SOURCES_DIR
+from ..core.files import read_file, sha256_bytes
+from ..core.ids import is_record_id
+from ..store.inputs import bounded_int, check_name
+from ..store.reads import evidence_locators, record_status
+from ..memory.recall import APPROVED_BY, approved_block
+
+if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
+    from ..access.authority import Authority, Caller
+    from ..runtime import StoreRuntime
+    from ..service import Engine
+
+KINDS = ("page", "claim", "relationship")
+ORDERS = ("updated", "title")
+STATUSES = ("current", "all")
+LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX = 100, 500
+OFFSET_MAX = 10_000_000
+TYPE_MAX_CHARS = 200
+LINKS_MAX = 500
+DIFF_MAX_LINES = 20_000
+SOURCE_TEXT_MAX_BYTES = 1_000_000
+APPROVALS_LIMIT_MAX = 500
+
+_LIST_COLUMNS = ("record_id, revision, kind, type, title, lifecycle, file_status, duplicate, xref_ok, fixture, "
+                 "recorded_at, updated_at, path")
+# Every listed record has an id and is not withheld: withheld records are never served (reads.py).
+_LISTED = "record_id IS NOT NULL AND file_status != 'withheld'"
+
+
+def _integer(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    return bounded_int(params.get(key, default), key, low=low, high=high)
+
+
+def _check_keys(params: dict[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
+
+
+def _record_id(value: Any, field: str = "id") -> str:
+    if not is_record_id(value):
+        raise InvalidParams(f"{field} must be a record id", field=field)
+    return value
+
+
+def _summary(row: Any) -> dict[str, Any]:
+    return {"id": row["record_id"], "revision": row["revision"], "kind": row["kind"], "type": row["type"],
+            "title": row["title"], "status": record_status(row), "lifecycle": row["lifecycle"],
+            "recordedAt": row["recorded_at"], "updatedAt": row["updated_at"]}
+
+
+# --- Recent and Browse ------------------------------------------------------------------------
+
+
+def parse_list_request(params: dict[str, Any]) -> dict[str, Any]:
+    """``{kind?, type?, status?, order?, offset?, limit?}``, checked once at the edge."""
+    _check_keys(params, {"kind", "type", "status", "order", "offset", "limit"})
+    kind = params.get("kind")
+    if kind is not None and kind not in KINDS:
+        raise InvalidParams(f"kind must be one of {list(KINDS)}", field="kind")
+    record_type = params.get("type")
+    if record_type is not None:
+        if not isinstance(record_type, str) or not record_type.strip():
+            raise InvalidParams(f"type must be a name of 1-{TYPE_MAX_CHARS} characters", field="type")
+        check_name(record_type, "type", max_chars=TYPE_MAX_CHARS)
+    status = params.get("status", "current")
+    if status not in STATUSES:
+        raise InvalidParams(f"status must be one of {list(STATUSES)}", field="status")
+    order = params.get("order", "updated")
+    if order not in ORDERS:
+        raise InvalidParams(f"order must be one of {list(ORDERS)}", field="order")
+    return {"kind": kind, "type": record_type, "status": status, "order": order,
+            "offset": _integer(params, "offset", 0, 0, OFFSET_MAX),
+            "limit": _integer(params, "limit", LIST_LIMIT_DEFAULT, 1, LIST_LIMIT_MAX)}
+
+
+def list_records(engine: "Engine", caller: "Caller", params: dict[str, Any]) -> dict[str, Any]:
+    """A page of the caller's records, newest first (``order: updated``) or by title.
+
+    ``{records: [...], total, offset, nextOffset?}``; ``total`` counts every
+    record the filters match, so a list can size itself without loading them.
+    """
+    request = parse_list_request(params)
+
+    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+        where = ["partition = :partition", _LISTED]
+        if request["status"] == "current":
+            where.append(CURRENT)
+        if request["kind"] is not None:
+            where.append("kind = :kind")
+        if request["type"] is not None:
+            where.append("type = :type")
+        clause = " AND ".join(where)
+        order = ("updated_at DESC, record_id" if request["order"] == "updated"
+                 else "title COLLATE NOCASE, record_id")
+        values = {"partition": authority.partition, "kind": request["kind"], "type": request["type"],
+                  "limit": request["limit"], "offset": request["offset"]}
+        db = runtime.store.db
+        total = db.one(f"SELECT COUNT(*) AS n FROM catalog WHERE {clause}", values)["n"]
+        rows = db.all(f"SELECT {_LIST_COLUMNS} FROM catalog WHERE {clause} ORDER BY {order} "
+                      "LIMIT :limit OFFSET :offset", values)
+        result: dict[str, Any] = {"records": [_summary(row) for row in rows], "total": total,
+                                  "offset": request["offset"]}
+        if request["offset"] + len(rows) < total:
+            result["nextOffset"] = request["offset"] + len(rows)
+        return result
+
+    return engine.on_store(caller, work)
+
+
+def record_types(engine: "Engine", caller: "Caller") -> dict[str, Any]:
+    """How many current records each (kind, type) holds: the Browse list's headings."""
+
+    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+        rows = runtime.store.db.all(
+            f"SELECT kind, type, COUNT(*) AS n FROM catalog WHERE partition = ? AND {CURRENT} "
+            "GROUP BY kind, type ORDER BY kind, type", (authority.partition,))
+        return {"types": [{"kind": row["kind"], "type": row["type"], "count": row["n"]} for row in rows]}
+
+    return engine.on_store(caller, work)
+
+
+# --- a record's links -------------------------------------------------------------------------
+
+
+def record_links(engine: "Engine", caller: "Caller", record_id: Any) -> dict[str, Any]:
+    """What a record page shows around the record itself.
+
+    ``evidence``: where the record's citations are kept; ``references``: the
+    records it names (subject, endpoints, replaces, dependencies);
+    ``claims``: claims about it, each with its evidence; ``connections``:
+    typed relationships in and out; ``backlinks``: every other record that
+    names it.  At most 500 referring records are read (``truncated``).
+    """
+    record_id = _record_id(record_id)
+
+    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+        catalog, partition = runtime.catalog, authority.partition
+        own = catalog.rows_for_id(partition, record_id)
+        if not own:
+            raise NotFound("no record with that id in this partition", id=record_id)
+        fm = json.loads(own[0]["frontmatter"] or "{}")
+        referring = runtime.store.db.all(
+            f"SELECT {_LIST_COLUMNS}, frontmatter FROM catalog WHERE partition = ? AND {_LISTED} "
+            "AND record_id != ? AND instr(frontmatter, ?) > 0 ORDER BY updated_at DESC, record_id LIMIT ?",
+            (partition, record_id, record_id, LINKS_MAX + 1))
+        claims, connections, backlinks = [], [], []
+        titles: dict[str, Any] = {}
+        for row in referring[:LINKS_MAX]:
+            other = json.loads(row["frontmatter"] or "{}")
+            fields = _naming_fields(other, record_id)
+            if not fields:  # the id only appears inside text, which is not a link
+                continue
+            summary = _summary(row)
+            if row["kind"] == "claim" and "subject" in fields:
+                claims.append({**summary, "claimKind": other.get("claim_kind"),
+                               "assertionOrigin": other.get("assertion_origin"),
+                               "evidence": evidence_locators(catalog, partition, other.get("evidence") or [])})
+            elif row["kind"] == "relationship" and fields & {"from", "to"}:
+                outgoing = "from" in fields
+                far = other.get("to" if outgoing else "from")
+                connections.append({"relation": other.get("relation"), "direction": "out" if outgoing else "in",
+                                    "via": summary, "record": _brief(catalog, partition, far, titles)})
+            else:
+                backlinks.append({**summary, "fields": sorted(fields)})
+        references = [{"field": field, "record": _brief(catalog, partition, target, titles)}
+                      for field, target in _named_ids(fm)]
+        # A typed field's value is a reference only when it names a record (a location may be any word).
+        references = [ref for ref in references
+                      if not ref["field"].startswith("fields.") or ref["record"].get("status") != "missing"]
+        return {"id": record_id, "evidence": evidence_locators(catalog, partition, fm.get("evidence") or []),
+                "references": references, "claims": claims, "connections": connections, "backlinks": backlinks,
+                "truncated": len(referring) > LINKS_MAX}
+
+    return engine.on_store(caller, work)
+
+
+def _named_ids(fm: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, record id) for every record the frontmatter names."""
+    named = [(key, fm[key]) for key in ("subject", "from", "to", "replaces") if is_record_id(fm.get(key))]
+    dependencies = fm.get("dependencies")
+    if isinstance(dependencies, list):  # an invalid record's may be any value
+        named += [("dependencies", value) for value in dependencies if is_record_id(value)]
+    fields = fm.get("fields")
+    if isinstance(fields, dict):
+        for name, value in fields.items():
+            for item in value if isinstance(value, list) else [value]:
+                if is_record_id(item):
+                    named.append((f"fields.{name}", item))
+    return named
+
+
+def _naming_fields(fm: dict[str, Any], record_id: str) -> set[str]:
+    return {field.split(".")[0] if field.startswith("fields.") else field
+            for field, target in _named_ids(fm) if target == record_id}
+
+
+def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(record_id, str):
+        return {"id": None, "title": None}
+    if record_id not in cache:
+        rows = catalog.rows_for_id(partition, record_id)
+        cache[record_id] = ({"id": record_id, "title": rows[0]["title"], "kind": rows[0]["kind"],
+                             "type": rows[0]["type"], "status": record_status(rows[0])} if len(rows) == 1
+                            else {"id": record_id, "title": None, "status": "missing" if not rows else "duplicate"})
+    return cache[record_id]
+
+
+# --- revisions --------------------------------------------------------------------------------
+
+
+def revision_diff(engine: "Engine", caller: "Caller", record_id: Any, old: Any, new: Any) -> dict[str, Any]:
+    """A unified diff between two kept revisions of a record, over their exact file bytes."""
+    record_id = _record_id(record_id)
+    for name, value in (("from", old), ("to", new)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidParams(f"{name} must be a positive revision number", field=name)
+
+    def content(runtime: "StoreRuntime", partition: str, revision: int) -> tuple[str, str]:
+        row = runtime.store.db.one(
+            "SELECT content, sha256 FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? "
+            "ORDER BY seq DESC LIMIT 1", (partition, record_id, revision))
+        if row is None:
+            raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
+        return bytes(row["content"]).decode("utf-8", errors="replace"), row["sha256"]
+
+    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+        before, before_sha = content(runtime, authority.partition, old)
+        after, after_sha = content(runtime, authority.partition, new)
+        lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"revision {old}",
+                                          f"revision {new}", lineterm=""))
+        return {"id": record_id, "from": old, "to": new, "fromSha256": before_sha, "toSha256": after_sha,
+                "diff": "\n".join(lines[:DIFF_MAX_LINES]), "truncated": len(lines) > DIFF_MAX_LINES}
+
+    return engine.on_store(caller, work)
+
+
+# --- retained originals -----------------------------------------------------------------------
+
+
+def read_source(engine: "Engine", caller: "Caller", source_id: Any) -> dict[str, Any]:
+    """A retained original: its descriptor, whether it still matches its sha256, and its text.
+
+    Text is returned for originals up to 1,000,000 bytes that decode as
+    UTF-8; ``absolutePath`` lets the owner open the file with another program.
+    """
+    source_id = _record_id(source_id, "source")
+
+    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+        row = runtime.catalog.source(authority.partition, source_id)
+        if row is None:
+            raise NotFound("no retained source with that id in this partition", source=source_id)
+        root = runtime.store.partition_root(authority.partition)
+        descriptor = json.loads(row["descriptor"] or "{}")
+        result: dict[str, Any] = {
+            "id": source_id, "retainedPath": row["retained_path"], "mediaType": row["media_type"],
+            "size": row["size"], "sha256": row["sha256"], "filename": descriptor.get("filename"),
+            "origin": descriptor.get("origin"), "recordedAt": descriptor.get("recorded_at"),
+            "absolutePath": str(root / row["retained_path"]), "text": None,
+        }
+        if not str(row["retained_path"]).startswith(f"{SOURCES_DIR}/"):
+            raise NotFound("the source's retained path is outside sources/", source=source_id)
+        if (row["size"] or 0) > SOURCE_TEXT_MAX_BYTES:
+            result["problem"] = f"larger than {SOURCE_TEXT_MAX_BYTES:,} bytes; open it with another program"
+            return result
+        try:
+            data, _ = read_file(root, row["retained_path"], max_bytes=SOURCE_TEXT_MAX_BYTES)
+        except KnowledgeError as exc:
+            result["problem"] = exc.message
+            return result
+        result["verified"] = sha256_bytes(data) == row["sha256"]
+        try:
+            result["text"] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            result["problem"] = "not UTF-8 text; open it with another program"
+        return result
+
+    return engine.on_store(caller, work)
+
+
+# --- recall approvals -------------------------------------------------------------------------
+
+
+def approvals(engine: "Engine", caller: "Caller", params: dict[str, Any]) -> dict[str, Any]:
+    """Every approved recall block of the partition's current records, most important first.
+
+    Read-only: approving belongs to the owner's conversation with the agent
+    (``knowledge_recall``).  ``{approvals: [...], total, offset, nextOffset?}``.
+    """
+    _check_keys(params, {"offset", "limit"})
+    offset = _integer(params, "offset", 0, 0, OFFSET_MAX)
+    limit = _integer(params, "limit", 100, 1, APPROVALS_LIMIT_MAX)
+
+    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+        rows = runtime.store.db.all(
+            f"SELECT {_LIST_COLUMNS}, frontmatter FROM catalog WHERE partition = ? AND {CURRENT} "
+            "AND json_extract(frontmatter, '$.recall') IS NOT NULL", (authority.partition,))
+        found = []
+        for row in rows:
+            fm = json.loads(row["frontmatter"])
+            block = approved_block(fm)
+            if block is None:
+                continue
+            found.append({**_summary(row), "summary": block["summary"], "triggers": block["triggers"],
+                          "importance": block["importance"], "projects": block["projects"],
+                          "approvedBy": fm["recall"].get("approved_by", APPROVED_BY),
+                          "approvedAt": block["approved_at"]})
+        found.sort(key=lambda item: (-item["importance"], item["id"]))
+        window = found[offset:offset + limit]
+        result: dict[str, Any] = {"approvals": window, "total": len(found), "offset": offset}
+        if offset + len(window) < len(found):
+            result["nextOffset"] = offset + len(window)
+        return result
+
+    return engine.on_store(caller, work)

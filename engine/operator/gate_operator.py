@@ -1,0 +1,249 @@
+"""The recall gate's operator methods: settings, gate log, shadow journal, labels, what-if and replay.
+
+The desktop's gate view calls these over the socket as the operator
+(registered by engine/operator/methods.py).  Settings are the only change to
+configuration; labels and clearing the journal change only the store's gate
+state, never knowledge.  Everything is read from the agent's private
+partition, like every other operator method.
+
+    method                       params                                         changes
+    operator/gateSettings        -                                              -
+    operator/checkGateSettings   recallGate                                     -
+    operator/setGateSettings     recallGate (object, or null to remove it)      config.json recallGate
+    operator/gateLog             agent, offset?, limit?                         -
+    operator/gateJournal         agent, offset?, limit?, labelled?              -
+    operator/labelGateTurn       agent, turn, needed (record ids, or null)      the turn's label
+    operator/clearGateJournal    agent                                          drops kept message texts
+    operator/gateWhatIf          agent, thresholds?, threshold?                 -
+    operator/gateReplay          agent, turns?, recallGate?, decisionModel?     -
+    operator/startGateReplay     as gateReplay                                  a job (operator/job polls it)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from models.installed import ModelStore
+
+from ..access.authority import OperatorCaller
+from ..state.config import parse_settings
+from ..decision.runtime import DecisionRuntime
+from ..core.errors import InvalidParams, KnowledgeError
+from ..gate.turn import GateStop, authority_check, evaluate
+from ..gate.journal import LIST_MAX, THRESHOLD_GRID, clear_journal, journal_turns, label_turn, list_turns, what_if
+from ..state.gate_settings import KEYS, parse_gate_settings
+from ..store.inputs import bounded_int
+from ..core.params import operator_params
+
+if TYPE_CHECKING:
+    from ..service import Engine
+
+REPLAY_MAX_TURNS = 50
+REPLAY_DEFAULT_TURNS = 20
+MODEL_LOAD_TIMEOUT_S = 300.0
+ReplayProgress = Callable[[int, int, str], None]   # (turns done, turns, message); raises to stop
+
+
+def handlers(engine: "Engine") -> dict[str, Callable[[dict[str, Any]], Any]]:
+    """``operator/<name>`` handlers taking the request's params."""
+    methods = GateOperator(engine)
+    return {"gateSettings": methods.settings, "checkGateSettings": methods.check_settings,
+            "setGateSettings": methods.set_settings, "gateLog": methods.log, "gateJournal": methods.journal,
+            "labelGateTurn": methods.label, "clearGateJournal": methods.clear, "gateWhatIf": methods.what_if,
+            "gateReplay": methods.replay, "startGateReplay": methods.start_replay}
+
+
+def _params(params: dict[str, Any], allowed: set[str], *, agent: bool = True) -> dict[str, Any]:
+    return operator_params(params, allowed, agent=agent)
+
+
+def _window(params: dict[str, Any], default: int = 50) -> tuple[int, int]:
+    offset, limit = params.get("offset", 0), params.get("limit", default)
+    return (bounded_int(offset, "offset", low=0, high=10**9), bounded_int(limit, "limit", low=1, high=LIST_MAX))
+
+
+def _threshold(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise InvalidParams(f"{field} must be a number from 0 to 1", field=field)
+    return float(value)
+
+
+class GateOperator:
+    def __init__(self, engine: "Engine") -> None:
+        self.engine = engine
+
+    # --- settings ---------------------------------------------------------------------------------
+
+    def settings(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The ``recallGate`` block as written, the settings in force with defaults, and the model's status."""
+        _params(params, set(), agent=False)
+        source = self.engine.settings
+        current = source.current()
+        gate = current.recall_gate
+        return {"recallGate": current.raw.get("recallGate"), "effective": gate.to_config() if gate else None,
+                "keys": list(KEYS), "problem": source.problem, "decisionModel": current.decision_model,
+                "decision": self.engine.decision.status().to_dict()}
+
+    def check_settings(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Validate a proposed block without saving it."""
+        params = _params(params, {"recallGate"}, agent=False)
+        try:
+            gate = parse_gate_settings(params.get("recallGate"))
+        except InvalidParams as exc:
+            return {"valid": False, "message": exc.message, "field": exc.details.get("field")}
+        return {"valid": True, "effective": gate.to_config() if gate else None}
+
+    def set_settings(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Write the block to config.json (``null`` removes it: the gate stops running)."""
+        params = _params(params, {"recallGate"}, agent=False)
+        if "recallGate" not in params:
+            raise InvalidParams("recallGate is required (an object, or null to remove it)", field="recallGate")
+        block = params["recallGate"]
+        parse_gate_settings(block)
+        source = self.engine.settings
+        raw = dict(source.current().raw)
+        if block is None:
+            raw.pop("recallGate", None)
+        else:
+            raw["recallGate"] = block
+        source.save(parse_settings(json.loads(json.dumps(raw))))
+        return self.settings({})
+
+    # --- the gate log and the journal -------------------------------------------------------------
+
+    def _on_private(self, agent: str, work: Callable[[Any, str], Any]) -> Any:
+        return self.engine.on_store(OperatorCaller(agent), lambda runtime, a: work(runtime.store, a.partition))
+
+    def log(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Recent gate turns (ids, scores, tiers, outcomes, latency), newest first; never message text."""
+        params = _params(params, {"offset", "limit"})
+        offset, limit = _window(params)
+        return self._on_private(params["agent"], lambda store, partition: list_turns(
+            store, partition, journal=False, offset=offset, limit=limit))
+
+    def journal(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Journal turns with their message text and candidates, newest first."""
+        params = _params(params, {"offset", "limit", "labelled"})
+        offset, limit = _window(params)
+        labelled = params.get("labelled")
+        if labelled is not None and not isinstance(labelled, bool):
+            raise InvalidParams("labelled must be true, false or absent", field="labelled")
+        return self._on_private(params["agent"], lambda store, partition: list_turns(
+            store, partition, journal=True, offset=offset, limit=limit, labelled=labelled))
+
+    def label(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"turn", "needed"})
+        turn = params.get("turn")
+        if not isinstance(turn, str) or not turn:
+            raise InvalidParams("turn must be a journal turn id", field="turn")
+        if "needed" not in params:
+            raise InvalidParams("needed is required: the record ids the turn needed ([] for none), or null",
+                                field="needed")
+        return self._on_private(params["agent"], lambda store, partition: label_turn(
+            store, partition, turn, params["needed"]))
+
+    def clear(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, set())
+        return {"cleared": self._on_private(params["agent"], clear_journal)}
+
+    def what_if(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What each threshold would have injected over the journal turns; precision/recall where labelled."""
+        params = _params(params, {"thresholds", "threshold"})
+        thresholds = params.get("thresholds", list(THRESHOLD_GRID))
+        if not isinstance(thresholds, list) or not 1 <= len(thresholds) <= 101:
+            raise InvalidParams("thresholds must be a list of 1-101 numbers from 0 to 1", field="thresholds")
+        grid = [_threshold(value, "thresholds") for value in thresholds]
+        detail = params.get("threshold")
+        detail = None if detail is None else _threshold(detail, "threshold")
+        current = self.engine.settings.current().recall_gate
+        if current is not None:
+            grid.append(current.high_threshold)
+        turns = self._on_private(params["agent"], lambda store, partition: journal_turns(store, partition,
+                                                                                          limit=5_000))
+        return what_if(turns, grid, detail)
+
+    # --- replay -----------------------------------------------------------------------------------
+
+    def replay(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Run kept journal turns again, against the vault as it is now, with other settings or another model.
+
+        Nothing is injected, logged as a turn or journaled.  ``recallGate``
+        keys override the settings in force; ``decisionModel`` loads that
+        model for this call only (the engine's own model is untouched).
+        """
+        return self.plan_replay(params)(None)
+
+    def start_replay(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``gateReplay`` as a job (engine/core/jobs.py): progress per turn, cancellable between turns."""
+        run = self.plan_replay(params)
+        agent = params["agent"]
+        return self.engine.jobs.start("replay", f"replay:{agent}", f"Replay of {agent}'s journal turns",
+                                      lambda job: run(lambda done, total, message: job.progress(
+                                          done, total, unit="turns", message=message)), unit="turns")
+
+    def plan_replay(self, params: dict[str, Any]) -> Callable[[ReplayProgress | None], dict[str, Any]]:
+        """Check the request and read the kept turns now; the function returned does the slow part."""
+        params = _params(params, {"turns", "recallGate", "decisionModel"})
+        agent = params["agent"]
+        turn_ids = params.get("turns")
+        if turn_ids is not None and (not isinstance(turn_ids, list) or not 1 <= len(turn_ids) <= REPLAY_MAX_TURNS
+                                     or not all(isinstance(t, str) and t for t in turn_ids)):
+            raise InvalidParams(f"turns must be a list of 1-{REPLAY_MAX_TURNS} journal turn ids", field="turns")
+        current = self.engine.settings.current()
+        overrides = params.get("recallGate") or {}
+        if not isinstance(overrides, dict):
+            raise InvalidParams("recallGate must be an object of settings to override", field="recallGate")
+        base = current.recall_gate.to_config() if current.recall_gate else {}
+        gate = parse_gate_settings({**base, **overrides})
+        assert gate is not None
+        turns = self._on_private(agent, lambda store, partition: journal_turns(
+            store, partition, turn_ids, limit=REPLAY_DEFAULT_TURNS))
+        model = params.get("decisionModel")
+        settings = parse_settings({**current.raw, "decisionModel": model}) \
+            if model is not None and model != current.decision_model else None
+
+        def run(progress: ReplayProgress | None) -> dict[str, Any]:
+            report = progress or (lambda done, total, message: None)
+            runtime, owned = self.engine.decision, settings is not None
+            if settings is not None:
+                runtime = DecisionRuntime(lambda: settings, ModelStore(self.engine.state.models))
+            try:
+                loading_until = time.monotonic() + MODEL_LOAD_TIMEOUT_S
+                while runtime.wait_ready(0.25).state == "loading" and time.monotonic() < loading_until:
+                    report(0, len(turns), f"Loading {model}")
+                caller = OperatorCaller(agent)
+                authority = self.engine.authorizer.authorize(caller, create=False)
+                recheck = authority_check(self.engine, caller, authority)
+                results = []
+                for number, turn in enumerate(turns):
+                    report(number, len(turns), f"Replaying turn {number + 1} of {len(turns)}")
+                    results.append(self._replay_one(caller, authority, recheck, runtime, gate, turn))
+                report(len(turns), len(turns), "Done")
+            finally:
+                if owned:
+                    runtime.close()
+            replayed = [{"id": r["id"], "decisions": r["decisions"], "needed": r["needed"],
+                         "stage": r.get("stage")} for r in results]
+            return {"settings": gate.to_config(), "model": model or current.decision_model, "turns": results,
+                    "whatIf": what_if(replayed, [gate.high_threshold])["thresholds"][0]}
+
+        return run
+
+    def _replay_one(self, caller: OperatorCaller, authority: Any, recheck: Callable[[], None],
+                    runtime: DecisionRuntime, gate: Any, turn: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        result: dict[str, Any] = {"id": turn["id"], "message": turn["message"], "needed": turn.get("needed"),
+                                  "original": turn["decisions"]}
+        try:
+            evaluation = evaluate(self.engine, runtime, caller, authority, turn["message"], gate,
+                                  started + gate.timeout_ms / 1000, recheck)
+            result.update(decisions=[d.to_dict() for d in evaluation.decisions], wouldInject=evaluation.would,
+                          inject=[d.id for d in evaluation.decisions if d.tier == "high"])
+        except GateStop as exc:
+            result.update(decisions=[], stage=exc.stage, reason=exc.reason, wouldInject="none", inject=[])
+        except KnowledgeError as exc:
+            result.update(decisions=[], stage="gate", reason=exc.reason, wouldInject="none", inject=[])
+        result["latencyMs"] = round((time.monotonic() - started) * 1000, 1)
+        return result

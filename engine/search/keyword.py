@@ -1,0 +1,215 @@
+"""Keyword search (BM25 over tantivy), cursors and references.
+
+User text becomes terms through the engine's analyzer and the query is built
+from those terms by code: title and alias matches count more than body
+matches, any term may match.  Scores are query-local: each hit's BM25 score
+divided by the best hit's, so the best is 1.0 and ``minScore`` cuts relative
+to it.  Cursors are signed and bind the query, filters, partition, store and
+index version; references name a record revision and its content hash and
+grant no access by themselves.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+import tantivy
+
+from ..index.analysis import Analyzer
+from ..store.catalog import CURRENT
+from ..core.errors import ForeignReference, InvalidParams, LimitExceeded, StaleCursor
+from ..index.tantivy_index import PartitionIndex
+from ..store.inputs import bounded_int, check_name, check_size
+from ..vault.records import KINDS
+from ..store.store import Store
+
+PROVIDER = "knowledge"
+QUERY_MAX_BYTES = 8192
+LIMIT_DEFAULT, LIMIT_MAX = 10, 50
+# Each query word is scored once over title, aliases and body together (the ``text`` field), plus a small
+# bonus where it is in the title or an alias.  Measured on LoCoMo and a 100k-record known-item set in
+# docs/benchmarks/search.md: separate per-field BM25 with large title boosts let one word in a short title
+# outrank a record holding every word of the query.
+TITLE_BOOST, ALIAS_BOOST = 0.25, 0.15
+SNIPPET_CHARS = 240
+CURSOR_VERSION = 1
+CURSOR_MAX_CHARS = 2048
+TYPE_MAX_CHARS = 64
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    limit: int = LIMIT_DEFAULT
+    min_score: float = 0.0
+    kind: str | None = None
+    type: str | None = None
+    cursor: str | None = None
+
+
+def parse_query_text(value: Any) -> str:
+    """A user's query: non-empty text, at most 8 KiB, no control characters."""
+    if not isinstance(value, str):
+        raise InvalidParams("query must be a string", field="query")
+    if len(value.encode("utf-8", "surrogatepass")) > QUERY_MAX_BYTES:
+        raise LimitExceeded(f"query is longer than {QUERY_MAX_BYTES} bytes", field="query", limit=QUERY_MAX_BYTES)
+    if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in "\t\n\r" for ch in value):
+        raise InvalidParams("query contains control characters or binary data", field="query")
+    if not value.strip():
+        raise InvalidParams("query must not be empty", field="query")
+    return value
+
+
+def parse_search_request(params: dict[str, Any]) -> SearchRequest:
+    if not isinstance(params, dict):
+        raise InvalidParams("parameters must be an object")
+    unknown = sorted(set(params) - {"query", "limit", "minScore", "kind", "type", "cursor", "sources"})
+    if unknown:
+        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
+    sources = params.get("sources", ["memory"])
+    if not isinstance(sources, list) or any(source != "memory" for source in sources):
+        raise InvalidParams("Knowledge provides only the 'memory' source; 'sessions' is not searched here",
+                            field="sources")
+    limit = bounded_int(params.get("limit", LIMIT_DEFAULT), "limit", low=1, high=LIMIT_MAX)
+    min_score = params.get("minScore", 0.0)
+    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0.0 <= min_score <= 1.0:
+        raise InvalidParams("minScore must be a number from 0 to 1", field="minScore")
+    kind = params.get("kind")
+    if kind is not None and kind not in KINDS:
+        raise InvalidParams(f"kind must be one of {list(KINDS)}", field="kind")
+    record_type = params.get("type")
+    if record_type is not None:
+        if not isinstance(record_type, str) or not record_type:
+            raise InvalidParams("type must be a type name", field="type")
+        check_name(record_type, "type", max_chars=TYPE_MAX_CHARS)
+    cursor = params.get("cursor")
+    if cursor is not None:
+        if not isinstance(cursor, str):
+            raise InvalidParams("cursor must be a cursor string from an earlier search", field="cursor")
+        check_size(cursor, "cursor", CURSOR_MAX_CHARS)
+    return SearchRequest(parse_query_text(params.get("query")), limit, float(min_score), kind, record_type, cursor)
+
+
+# --- cursors -------------------------------------------------------------------------------
+
+
+class CursorSigner:
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def _mac(self, payload: bytes) -> str:
+        return base64.urlsafe_b64encode(hmac.new(self.key, payload, hashlib.sha256).digest()[:18]).decode()
+
+    def sign(self, state: dict[str, Any]) -> str:
+        payload = json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        return base64.urlsafe_b64encode(payload).decode().rstrip("=") + "." + self._mac(payload)
+
+    def open(self, cursor: str) -> dict[str, Any]:
+        body, _, mac = cursor.partition(".")
+        try:
+            payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        except (ValueError, TypeError) as exc:
+            raise InvalidParams("cursor is not a cursor from this engine", field="cursor") from exc
+        if not mac or not hmac.compare_digest(mac, self._mac(payload)):
+            raise InvalidParams("cursor is not a cursor from this engine", field="cursor")
+        return json.loads(payload)
+
+
+def _binding(store_id: str, partition: str, request: SearchRequest) -> dict[str, Any]:
+    """What a cursor is bound to, besides the index version."""
+    digest = hashlib.sha256(request.query.encode("utf-8")).hexdigest()[:32]
+    return {"store": store_id, "partition": partition, "query": digest, "kind": request.kind,
+            "type": request.type, "minScore": request.min_score, "limit": request.limit}
+
+
+# --- search --------------------------------------------------------------------------------
+
+
+def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest) -> tantivy.Query:
+    should = []
+    for term in terms:
+        should.append(tantivy.Query.term_query(schema, "text", term))
+        should.append(tantivy.Query.boost_query(tantivy.Query.term_query(schema, "title", term), TITLE_BOOST))
+        should.append(tantivy.Query.boost_query(tantivy.Query.term_query(schema, "aliases", term), ALIAS_BOOST))
+    query = tantivy.Query.boolean_query([(tantivy.Occur.Should, clause) for clause in should])
+    filters = [(field, value) for field, value in (("kind", request.kind), ("type", request.type)) if value]
+    if filters:
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, query)]
+            + [(tantivy.Occur.Must, tantivy.Query.term_query(schema, field, value)) for field, value in filters]
+        )
+    return query
+
+
+def reference(store_id: str, row: Any) -> dict[str, Any]:
+    """A citation of one exact revision; it grants no access by itself."""
+    return {"provider": PROVIDER, "store": store_id, "id": row["record_id"], "revision": row["revision"],
+            "sha256": row["sha256"]}
+
+
+def search(store: Store, index: PartitionIndex, version: int, analyzer: Analyzer, signer: CursorSigner,
+           partition: str, request: SearchRequest) -> dict[str, Any]:
+    terms = analyzer.query_terms(request.query)
+    if not terms:
+        raise InvalidParams("the query has no words to search for", field="query")
+    binding = _binding(store.store_id, partition, request)
+    offset, top = 0, None
+    if request.cursor is not None:
+        state = signer.open(request.cursor)
+        if state.get("store") != store.store_id:
+            raise ForeignReference("the cursor belongs to another store", field="cursor")
+        if {key: state.get(key) for key in binding} != binding:
+            raise InvalidParams("the cursor belongs to another query, filter or partition", field="cursor")
+        if state.get("version") != version:
+            raise StaleCursor("the index changed since this cursor was issued; search again", field="cursor")
+        offset, top = int(state["offset"]), float(state["top"])
+    query = build_query(index.schema, terms, request)
+    searcher = index.searcher()
+    result = searcher.search(query, request.limit + 1, count=False, offset=offset)
+    if top is None:
+        top = result.hits[0][0] if result.hits else 1.0
+    snippets = tantivy.SnippetGenerator.create(searcher, query, index.schema, "body")
+    snippets.set_max_num_chars(SNIPPET_CHARS)
+    kept, next_cursor = [], None
+    for position, (raw_score, address) in enumerate(result.hits):
+        score = min(1.0, raw_score / top) if top > 0 else 0.0
+        if score < request.min_score:
+            break
+        if position == request.limit:
+            next_cursor = signer.sign({**binding, "version": version, "offset": offset + request.limit,
+                                       "top": top, "v": CURSOR_VERSION})
+            break
+        kept.append((score, searcher.doc(address)))
+    paths = [document["path"][0] for _, document in kept]
+    rows = {row["path"]: row for row in store.db.all(
+        f"SELECT * FROM catalog WHERE partition = ? AND path IN ({', '.join('?' * len(paths))}) AND {CURRENT}",
+        (partition, *paths),
+    )} if paths else {}
+    # A row can only be missing if the catalog moved on since the catch-up; never serve what is not current.
+    hits = [_hit(store.store_id, rows[path], document, snippets, score)
+            for (score, document), path in zip(kept, paths) if path in rows]
+    response: dict[str, Any] = {"hits": hits}
+    if next_cursor is not None:
+        response["nextCursor"] = next_cursor
+    return response
+
+
+def _hit(store_id: str, row: Any, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
+         score: float) -> dict[str, Any]:
+    frontmatter = json.loads(row["frontmatter"])
+    snippet = snippets.snippet_from_doc(document).fragment().strip()
+    if not snippet:
+        body = (document.get_first("body") or "").strip()
+        snippet = body[:SNIPPET_CHARS]
+    return {
+        "id": row["record_id"], "revision": row["revision"], "kind": row["kind"], "type": row["type"],
+        "title": row["title"], "snippet": snippet, "score": round(score, 6),
+        "assertionOrigin": frontmatter.get("assertion_origin"), "attribution": frontmatter.get("attribution"),
+        "ref": reference(store_id, row),
+    }

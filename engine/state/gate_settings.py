@@ -1,0 +1,106 @@
+"""The ``recallGate`` block of config.json, parsed once into a typed object.
+
+The block is the gate's explicit opt-in: without it the gate never runs.
+``{}`` means every default (``mode: "shadow"``).  Every key of the settings
+table in spec 000 ("Recall gate") is here with its range; an unknown key or
+a value out of range makes the whole config invalid, so the engine reports
+it and keeps the last valid settings (engine/state/config.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..core.errors import InvalidParams
+
+MODES = ("off", "shadow", "live")
+CANDIDATE_SOURCES = ("keyword", "model")
+WHERE = "recallGate"
+
+# key: (lowest, highest) for integers
+_INT_RANGES = {
+    "maxCandidates": (1, 10),
+    "excerpts": (1, 10),
+    "excerptChars": (100, 4000),
+    "pageChars": (200, 6000),
+    "timeoutMs": (100, 10000),
+    "maxIndexChars": (1000, 100_000),
+}
+_THRESHOLDS = ("highThreshold", "mediumThreshold", "skipHintBelow")
+KEYS = ("mode", "candidates", *_INT_RANGES, *_THRESHOLDS, "journal")
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """The gate's settings in force; field names follow the config keys."""
+
+    mode: str = "shadow"
+    candidates: str = "keyword"
+    max_candidates: int = 10
+    high_threshold: float = 0.75
+    excerpts: int = 4
+    excerpt_chars: int = 1000
+    page_chars: int = 2800
+    medium_threshold: float | None = None
+    skip_hint_below: float | None = None
+    timeout_ms: int = 1500
+    max_index_chars: int = 24000
+    journal: bool = False
+
+    def to_config(self) -> dict[str, Any]:
+        """The block as config.json spells it (camelCase, every key, ``null`` for an unset tier)."""
+        return {_camel(name): value for name, value in asdict(self).items()}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+_FIELDS = {_camel(name): name for name in GateSettings.__dataclass_fields__}
+
+
+def parse_gate_settings(block: Any) -> GateSettings | None:
+    """``None`` when the block is absent (the gate is off); raises InvalidParams naming the key."""
+    if block is None:
+        return None
+    if not isinstance(block, dict):
+        raise InvalidParams("recallGate must be an object", field=WHERE)
+    unknown = sorted(set(block) - set(KEYS))
+    if unknown:
+        raise InvalidParams(f"unknown setting recallGate.{unknown[0]} (known: {', '.join(KEYS)})",
+                            field=f"{WHERE}.{unknown[0]}")
+    values: dict[str, Any] = {}
+    for key, allowed in (("mode", MODES), ("candidates", CANDIDATE_SOURCES)):
+        if key in block:
+            if block[key] not in allowed:
+                raise InvalidParams(f"recallGate.{key} must be one of {', '.join(allowed)}", field=f"{WHERE}.{key}")
+            values[_FIELDS[key]] = block[key]
+    for key, (low, high) in _INT_RANGES.items():
+        if key in block:
+            value = block[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InvalidParams(f"recallGate.{key} must be an integer from {low:,} to {high:,}",
+                                    field=f"{WHERE}.{key}")
+            values[_FIELDS[key]] = value
+    for key in _THRESHOLDS:
+        if key in block:
+            value = block[key]
+            if value is None and key != "highThreshold":
+                continue   # null: the tier is off, as when the key is absent
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or not 0.0 <= value <= 1.0):
+                raise InvalidParams(f"recallGate.{key} must be a number from 0 to 1", field=f"{WHERE}.{key}")
+            values[_FIELDS[key]] = float(value)
+    if "journal" in block:
+        if not isinstance(block["journal"], bool):
+            raise InvalidParams("recallGate.journal must be true or false", field=f"{WHERE}.journal")
+        values["journal"] = block["journal"]
+    settings = GateSettings(**values)
+    if settings.medium_threshold is not None and settings.medium_threshold >= settings.high_threshold:
+        raise InvalidParams("recallGate.mediumThreshold must be below highThreshold (pages at or above "
+                            "highThreshold are injected, the pointer tier lies between the two)",
+                            field=f"{WHERE}.mediumThreshold")
+    return settings

@@ -1,0 +1,15 @@
+"""One physical store: its database, its catalog of the vault's files, and the publication that
+writes records without ever leaving one half done.  Inputs are parsed and checked here, credentials
+refused, history kept in git, outside edits noticed.
+
+    store        a store's directories, state.sqlite and identity checks
+    catalog      the vault's files as rows: status, names, references, findings
+    publication  journal, install, acknowledge; recovery rolls forward or back
+    writes       plans of save_page and remember (claims, corrections, relationships)
+    inputs       typed inputs of the write operations, and the edge rules every parser uses
+    credentials  secrets refused at the door (detect-secrets and named patterns)
+    reads        exact and history reads, diagnostics, line windows, references
+    attachments  knowledge_attach and knowledge_attach_file: retained originals
+    githistory   the vault's git repository: commits of exactly the published bytes
+    watcher      watchdog feed of outside edits
+"""

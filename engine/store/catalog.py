@@ -1,0 +1,685 @@
+"""The catalog: what each partition's files hold, kept in step with the disk.
+
+The Markdown files are authoritative; the catalog (in ``state.sqlite``) is
+what the engine knows of them.  ``sync`` walks a partition (or re-stats the
+paths the watcher reported), re-reads only files whose size, mtime or inode
+changed, and records external edits, renames and deletions.  A scan that
+cannot finish (too many entries, an unreadable directory) raises instead of
+leaving a partial catalog.
+
+A record is *current* when its file is valid and in scope, it is the only
+file with its id, its lifecycle is ``active``, it is not a fixture and its
+references (evidence sources, relationship endpoints) hold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..core.errors import KnowledgeError, LimitExceeded, StoreUnavailable
+from ..vault.evidence import (
+    DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DIR, SourceDescriptor, parse_descriptor,
+)
+from ..core.files import MAX_DEPTH, read_file, sha256_bytes, sha256_file
+from ..core.findings import Finding, has_errors
+from ..vault.frontmatter import RECORD_MAX_BYTES
+from ..core.ids import format_timestamp, is_record_id, utc_now
+from ..vault.records import Record, check_record, check_scope, parse_record
+from .store import Store
+
+MAX_SCAN_ENTRIES = 100_000
+CURRENT = (
+    "file_status = 'ok' AND lifecycle = 'active' AND fixture = 0 AND duplicate = 0 AND xref_ok = 1"
+)
+
+
+def name_key(name: str) -> str:
+    """How titles and aliases are compared by exact lookups: case-folded, whitespace collapsed."""
+    return " ".join(name.split()).casefold()
+
+
+@dataclass
+class SyncReport:
+    """What a sync changed; empty lists mean the catalog already matched the disk."""
+
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.changed or self.removed)
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """What tells a file changed: inode, size, mtime, and ctime (which ``touch -r`` cannot restore)."""
+
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> "FileStat":
+        return cls(info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int]:
+        return (self.ino, self.size, self.mtime_ns, self.ctime_ns)
+
+
+def _hardlinked(relpath: str) -> Finding:
+    return Finding("hardlink", "files with more than one hard link are not read", path=relpath)
+
+
+def shown_path(relpath: str) -> str:
+    """``relpath`` as the catalog can store and show it.
+
+    A name that is not valid UTF-8 reaches Python with lone surrogates (``surrogateescape``), which SQLite,
+    tantivy, JSON replies and git cannot encode; its bytes are shown escaped (``bad\\xff.md``) instead.
+    """
+    try:
+        relpath.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(relpath).decode("utf-8", "backslashreplace")
+    return relpath
+
+
+def _undecodable(relpath: str) -> Finding:
+    return Finding("unreadable_name", "file and directory names must be valid UTF-8; not read",
+                   path=shown_path(relpath))
+
+
+def is_record_path(relpath: str) -> bool:
+    return relpath.endswith(".md") and not relpath.startswith(f"{SOURCES_DIR}/")
+
+
+def is_descriptor_path(relpath: str) -> bool:
+    head, _, name = relpath.rpartition("/")
+    return head == SOURCES_DIR and name.endswith(DESCRIPTOR_SUFFIX)
+
+
+def descriptor_for(relpath: str) -> str:
+    """A retained original's descriptor path (a change to the original re-checks it); else the path."""
+    head, _, name = relpath.rpartition("/")
+    if head == SOURCES_DIR and not name.endswith(DESCRIPTOR_SUFFIX) and "." in name:
+        return f"{SOURCES_DIR}/{name.split('.', 1)[0]}{DESCRIPTOR_SUFFIX}"
+    return relpath
+
+
+def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
+    """Every record and descriptor file under ``root`` with its stat, plus rejected entries.
+
+    Hidden entries (the identity marker, temp files of atomic writes) are
+    skipped.  Symlinks are reported, never followed.  An entry deleted or
+    renamed while the walk runs is simply not there (the watcher reports the
+    change, or the next walk sees it); that is not an incomplete scan.
+    """
+    files: dict[str, FileStat] = {}
+    rejected: list[Finding] = []
+    if not root.is_dir():
+        return files, rejected
+    entries = 0
+    stack: list[tuple[Path, str, int]] = [(root, "", 1)]
+    while stack:
+        directory, prefix, depth = stack.pop()
+        try:
+            with os.scandir(directory) as iterator:
+                children = list(iterator)
+        except OSError as exc:
+            if prefix and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                continue  # a subdirectory removed or renamed since its parent was listed
+            raise StoreUnavailable(
+                f"could not scan {prefix or 'the partition'}: {exc.strerror}; the scan is incomplete",
+                path=prefix or ".",
+            ) from exc
+        entries += len(children)
+        if entries > MAX_SCAN_ENTRIES:
+            raise LimitExceeded(
+                f"partition holds more than {MAX_SCAN_ENTRIES} entries; the scan is incomplete",
+                limit=MAX_SCAN_ENTRIES,
+            )
+        for child in children:
+            if child.name.startswith("."):
+                continue
+            relpath = prefix + child.name
+            try:
+                info = child.stat(follow_symlinks=False)
+            except FileNotFoundError:  # deleted or renamed since the directory was listed
+                continue
+            if shown_path(relpath) != relpath:
+                if stat.S_ISDIR(info.st_mode) or is_record_path(relpath) or is_descriptor_path(relpath):
+                    rejected.append(_undecodable(relpath))
+            elif stat.S_ISLNK(info.st_mode):
+                rejected.append(Finding("symlink", "symlinks are not followed", path=relpath))
+            elif stat.S_ISDIR(info.st_mode):
+                if depth >= MAX_DEPTH:
+                    rejected.append(Finding("too_deep", f"directories nest deeper than {MAX_DEPTH} levels",
+                                            path=relpath))
+                else:
+                    stack.append((Path(child.path), relpath + "/", depth + 1))
+            elif stat.S_ISREG(info.st_mode) and (is_record_path(relpath) or is_descriptor_path(relpath)):
+                if info.st_nlink > 1:
+                    rejected.append(_hardlinked(relpath))
+                else:
+                    files[relpath] = FileStat.of(info)
+    return files, rejected
+
+
+class Catalog:
+    """Catalog reads and writes for one store; used from the store's lane only."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.db = store.db
+
+    # --- sync ------------------------------------------------------------------
+
+    def sync(self, partition: str, paths: Iterable[str] | None = None, *, force: bool = False) -> SyncReport:
+        """Bring the partition's catalog in line with the disk.
+
+        ``paths`` limits the work to files the watcher reported; None walks
+        the whole partition.  ``force`` re-reads files whose stat did not
+        change (the ontology they were validated against did).
+        """
+        root = self.store.partition_root(partition)
+        known = self._known_stats(partition)
+        report = SyncReport()
+        forced: set[str] = set()
+        if paths is None:
+            candidates, rejected = walk_partition(root)
+            present = set(candidates) | {finding.path for finding in rejected}
+            missing = [path for path in known if path not in present]
+        else:
+            paths = set(paths)
+            candidates, rejected, missing = {}, [], []
+            for relpath in sorted({descriptor_for(path) for path in paths}):
+                if relpath not in paths:
+                    forced.add(relpath)
+                current = self._stat_one(root, relpath)
+                if current is None:
+                    if shown_path(relpath) in known:
+                        missing.append(shown_path(relpath))
+                elif isinstance(current, Finding):
+                    rejected.append(current)
+                else:
+                    candidates[relpath] = current
+        first_sync = self.db.one("SELECT 1 FROM scans WHERE partition = ?", (partition,)) is None
+        stale = {relpath: info for relpath, info in candidates.items()
+                 if force or relpath in forced or known.get(relpath) != info.stamp}
+        if not (first_sync or stale or rejected or missing):
+            return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
+        with self.db.atomic():
+            for relpath, info in sorted(stale.items()):
+                self._load(partition, root, relpath, info)
+                report.changed.append(relpath)
+            for finding in rejected:
+                if self._record_rejected(partition, finding):
+                    report.changed.append(finding.path or "")
+            removed_ids = {}
+            for relpath in missing:
+                record_id = self._forget(partition, relpath)
+                report.removed.append(relpath)
+                if record_id is not None:
+                    removed_ids[record_id] = relpath
+            if not first_sync:
+                report.events = self._record_events(partition, report, removed_ids)
+            if report.touched:
+                self.refresh_cross_checks(partition, report.changed, removed=bool(report.removed))
+            self.db.execute(
+                "INSERT INTO scans (partition, synced_at) VALUES (?, ?) "
+                "ON CONFLICT(partition) DO UPDATE SET synced_at = excluded.synced_at",
+                (partition, format_timestamp(utc_now())),
+            )
+        return report
+
+    def refresh_cross_checks(self, partition: str, changed: list[str], *, removed: bool = False) -> None:
+        """Re-derive duplicate flags and reference checks after ``changed`` files changed."""
+        self._recompute_duplicates(partition)
+        everything = removed or self._touches_targets(partition, changed)
+        self.recheck_references(partition, None if everything else changed)
+        self.db.execute(
+            "INSERT INTO partition_state (partition, catalog_version) VALUES (?, 1) "
+            "ON CONFLICT(partition) DO UPDATE SET catalog_version = catalog_version + 1", (partition,),
+        )
+
+    def _touches_targets(self, partition: str, changed: list[str]) -> bool:
+        """Whether a change could alter other records' references (a page or source changed)."""
+        for relpath in changed:
+            if is_descriptor_path(relpath):
+                return True
+            row = self.db.one("SELECT kind FROM catalog WHERE partition = ? AND path = ?", (partition, relpath))
+            if row is None or row["kind"] in (None, "page"):
+                return True
+        return False
+
+    def _stat_one(self, root: Path, relpath: str) -> FileStat | Finding | None:
+        if not (is_record_path(relpath) or is_descriptor_path(relpath)):
+            return None
+        try:
+            info = os.lstat(root / relpath)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if shown_path(relpath) != relpath:
+            return _undecodable(relpath)
+        if stat.S_ISLNK(info.st_mode):
+            return Finding("symlink", "symlinks are not followed", path=relpath)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if info.st_nlink > 1:
+            return _hardlinked(relpath)
+        return FileStat.of(info)
+
+    def _known_stats(self, partition: str) -> dict[str, tuple[int, int, int, int]]:
+        known = {}
+        for table in ("catalog", "sources"):
+            for row in self.db.all(
+                f"SELECT path, ino, file_size, mtime_ns, ctime_ns FROM {table} WHERE partition = ?", (partition,)
+            ):
+                known[row["path"]] = (row["ino"], row["file_size"], row["mtime_ns"], row["ctime_ns"])
+        return known
+
+    def _load(self, partition: str, root: Path, relpath: str, info: FileStat) -> None:
+        if is_descriptor_path(relpath):
+            self._load_descriptor(partition, root, relpath, info)
+        else:
+            self._load_record(partition, root, relpath, info)
+
+    def _load_record(self, partition: str, root: Path, relpath: str, info: FileStat) -> None:
+        try:
+            data, real = read_file(root, relpath, max_bytes=RECORD_MAX_BYTES)
+        except KnowledgeError as exc:
+            code = "too_large" if isinstance(exc, LimitExceeded) else "unreadable"
+            self._record_rejected(partition, Finding(code, exc.message, path=relpath), info)
+            return
+        self.index_record_bytes(partition, relpath, data, FileStat.of(real))
+
+    def index_record_bytes(self, partition: str, relpath: str, data: bytes, info: FileStat,
+                           *, publication_id: str | None = None, agent: str | None = None) -> str:
+        """Catalog one record file's bytes; returns its file status.
+
+        Also used by publication, which passes the exact bytes it installed.
+        """
+        record, findings = parse_record(data, relpath)
+        row: dict[str, Any] = {
+            "partition": partition, "path": relpath, "record_id": None, "revision": None, "kind": None,
+            "type": None, "title": None, "lifecycle": None, "fixture": 0, "sha256": sha256_bytes(data),
+            "file_size": info.size, "mtime_ns": info.mtime_ns, "ctime_ns": info.ctime_ns, "ino": info.ino,
+            "recorded_at": None,
+            "updated_at": None, "frontmatter": None,
+        }
+        status = "invalid"
+        if record is not None:
+            row.update(self._describe(record, partition, relpath))
+            withheld = check_scope(record, partition)
+            if withheld is not None:
+                findings = [Finding(withheld.code, withheld.message, path=relpath, field="scope",
+                                    record_id=row["record_id"])]
+                status = "withheld"
+            else:
+                findings = check_record(record, self.store.ontology(partition), relpath)
+                status = "invalid" if has_errors(findings) else "ok"
+                if row["record_id"] is not None and isinstance(row["revision"], int):
+                    self._observe_revision(partition, row, data, publication_id, agent)
+        row["file_status"] = status
+        row["findings"] = json.dumps([finding.to_dict() for finding in findings])
+        columns = ", ".join(row)
+        placeholders = ", ".join(f":{name}" for name in row)
+        updates = ", ".join(f"{name} = excluded.{name}" for name in row if name not in ("partition", "path"))
+        self.db.execute(
+            f"INSERT INTO catalog ({columns}) VALUES ({placeholders}) "
+            f"ON CONFLICT(partition, path) DO UPDATE SET {updates}",
+            row,
+        )
+        self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, relpath))
+        if record is not None and status != "withheld":
+            aliases = record.frontmatter.get("aliases")  # any value at all in an invalid record
+            names = [record.title] + (aliases if isinstance(aliases, list) else [])
+            keys = {name_key(name) for name in names if isinstance(name, str) and name.strip()}
+            self.db.executemany("INSERT INTO names (partition, path, key) VALUES (?, ?, ?)",
+                                [(partition, relpath, key) for key in sorted(keys)])
+        return status
+
+    def _describe(self, record: Record, partition: str, relpath: str) -> dict[str, Any]:
+        fm = record.frontmatter
+        ontology = self.store.ontology(partition)
+        revision = record.revision
+        return {
+            "record_id": record.id if is_record_id(record.id) else None,
+            "revision": revision if isinstance(revision, int) and not isinstance(revision, bool) else None,
+            "kind": record.kind if isinstance(record.kind, str) else None,
+            "type": _text_or_none(record.effective_type(ontology, relpath) if record.kind == "page"
+                                  else fm.get("claim_kind") if record.kind == "claim" else fm.get("relation")),
+            "title": record.title if isinstance(record.title, str) else None,
+            "lifecycle": record.lifecycle if isinstance(record.lifecycle, str) else None,
+            "fixture": int(record.is_fixture),
+            "recorded_at": fm.get("recorded_at") if isinstance(fm.get("recorded_at"), str) else None,
+            "updated_at": fm.get("updated_at") if isinstance(fm.get("updated_at"), str) else None,
+            "frontmatter": json.dumps(fm, ensure_ascii=False, default=str),
+        }
+
+    def _observe_revision(self, partition: str, row: dict[str, Any], data: bytes,
+                          publication_id: str | None, agent: str | None) -> None:
+        """Keep every revision's bytes: publications, and edits made outside the engine."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO revisions (partition, record_id, revision, sha256, content, path, origin, "
+            "publication_id, agent, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (partition, row["record_id"], row["revision"], row["sha256"], data, row["path"],
+             "publication" if publication_id else "external", publication_id, agent,
+             format_timestamp(utc_now())),
+        )
+
+    def _load_descriptor(self, partition: str, root: Path, relpath: str, info: FileStat) -> None:
+        try:
+            data, real = read_file(root, relpath, max_bytes=DESCRIPTOR_MAX_BYTES)
+        except KnowledgeError as exc:
+            self._store_source(partition, relpath, None, [Finding("source_invalid", exc.message, path=relpath)],
+                               info)
+            return
+        self.index_descriptor(partition, relpath, data, FileStat.of(real))
+
+    def index_descriptor(self, partition: str, relpath: str, data: bytes, info: FileStat) -> None:
+        """Catalog a source descriptor and check that its retained original is there."""
+        descriptor, findings = parse_descriptor(data, relpath)
+        if descriptor is not None:
+            retained = self.store.partition_root(partition) / descriptor.retained_path
+            try:
+                retained_info = os.lstat(retained)
+            except FileNotFoundError:
+                retained_info = None
+            if retained_info is None or not stat.S_ISREG(retained_info.st_mode):
+                findings.append(Finding("source_missing", "the retained original is missing", path=relpath))
+            elif retained_info.st_nlink > 1:
+                findings.append(Finding("source_invalid", "the retained original has more than one hard link",
+                                        path=relpath))
+            elif retained_info.st_size != descriptor.size:
+                findings.append(Finding("source_changed", "the retained original's size differs from its "
+                                        "descriptor", path=relpath))
+        self._store_source(partition, relpath, descriptor, findings, info)
+
+    def _store_source(self, partition: str, relpath: str, descriptor: SourceDescriptor | None,
+                      findings: list[Finding], info: FileStat) -> None:
+        self.db.execute(
+            "INSERT INTO sources (partition, source_id, path, retained_path, sha256, size, media_type, status, "
+            "descriptor, findings, file_size, mtime_ns, ctime_ns, ino) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(partition, path) DO UPDATE SET source_id = excluded.source_id, "
+            "retained_path = excluded.retained_path, sha256 = excluded.sha256, size = excluded.size, "
+            "media_type = excluded.media_type, status = excluded.status, descriptor = excluded.descriptor, "
+            "findings = excluded.findings, file_size = excluded.file_size, mtime_ns = excluded.mtime_ns, "
+            "ctime_ns = excluded.ctime_ns, ino = excluded.ino",
+            (
+                partition, descriptor.id if descriptor else relpath, relpath,
+                descriptor.retained_path if descriptor else None, descriptor.sha256 if descriptor else None,
+                descriptor.size if descriptor else None, descriptor.media_type if descriptor else None,
+                "invalid" if has_errors(findings) else "ok",
+                json.dumps(descriptor.to_dict()) if descriptor else None,
+                json.dumps([finding.to_dict() for finding in findings]), info.size, info.mtime_ns, info.ctime_ns,
+                info.ino,
+            ),
+        )
+
+    def _record_rejected(self, partition: str, finding: Finding, info: FileStat | None = None) -> bool:
+        """Keep a rejected entry visible to diagnostics; True when that is news."""
+        encoded = json.dumps([finding.to_dict()])
+        previous = self.db.one(
+            "SELECT file_status, findings FROM catalog WHERE partition = ? AND path = ?", (partition, finding.path)
+        )
+        if previous is not None and previous["file_status"] == "unreadable" and previous["findings"] == encoded:
+            return False
+        self.db.execute("DELETE FROM sources WHERE partition = ? AND path = ?", (partition, finding.path))
+        self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, finding.path))
+        self.db.execute(
+            "INSERT INTO catalog (partition, path, file_status, findings, file_size, mtime_ns, ctime_ns, ino) "
+            "VALUES (?, ?, 'unreadable', ?, ?, ?, ?, ?) ON CONFLICT(partition, path) DO UPDATE SET "
+            "record_id = NULL, revision = NULL, kind = NULL, type = NULL, title = NULL, lifecycle = NULL, "
+            "file_status = 'unreadable', findings = excluded.findings, file_size = excluded.file_size, "
+            "ctime_ns = excluded.ctime_ns, "
+            "mtime_ns = excluded.mtime_ns, ino = excluded.ino, frontmatter = NULL, sha256 = NULL",
+            (partition, finding.path, encoded, info.size if info else None, info.mtime_ns if info else None,
+             info.ctime_ns if info else None, info.ino if info else None),
+        )
+        return True
+
+    def _forget(self, partition: str, relpath: str) -> str | None:
+        row = self.db.one("SELECT record_id, indexed_sha FROM catalog WHERE partition = ? AND path = ?",
+                          (partition, relpath))
+        if row is not None and row["indexed_sha"] is not None:
+            self.db.execute("INSERT OR IGNORE INTO index_removals (partition, path) VALUES (?, ?)",
+                            (partition, relpath))
+        self.db.execute("DELETE FROM catalog WHERE partition = ? AND path = ?", (partition, relpath))
+        self.db.execute("DELETE FROM sources WHERE partition = ? AND path = ?", (partition, relpath))
+        self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, relpath))
+        return row["record_id"] if row is not None else None
+
+    def _record_events(self, partition: str, report: SyncReport,
+                       removed_ids: dict[str, str]) -> list[dict[str, Any]]:
+        """External edits, renames and deletions, as the history shows them."""
+        now = format_timestamp(utc_now())
+        removed_ids = dict(removed_ids)
+        events = []
+        for relpath in report.changed:
+            row = self.db.one(
+                "SELECT record_id FROM catalog WHERE partition = ? AND path = ?", (partition, relpath)
+            )
+            record_id = row["record_id"] if row is not None else None
+            if record_id is not None and record_id in removed_ids:
+                events.append({"kind": "renamed", "path": relpath, "record_id": record_id,
+                               "detail": removed_ids.pop(record_id)})
+            else:
+                events.append({"kind": "edited", "path": relpath, "record_id": record_id, "detail": None})
+        for record_id, relpath in removed_ids.items():
+            events.append({"kind": "deleted", "path": relpath, "record_id": record_id, "detail": None})
+        self.db.executemany(
+            "INSERT INTO events (partition, kind, path, record_id, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+            [(partition, e["kind"], e["path"], e["record_id"], e["detail"], now) for e in events],
+        )
+        return events
+
+    # --- cross-record checks ----------------------------------------------------
+
+    def _recompute_duplicates(self, partition: str) -> None:
+        duplicated = (
+            "(record_id IN (SELECT record_id FROM catalog WHERE partition = :p AND record_id IS NOT NULL "
+            "AND file_status IN ('ok', 'invalid') GROUP BY record_id HAVING COUNT(*) > 1))"
+        )
+        self.db.execute(
+            f"UPDATE catalog SET duplicate = {duplicated} WHERE partition = :p AND duplicate != {duplicated}",
+            {"p": partition},
+        )
+
+    def recheck_references(self, partition: str, paths: list[str] | None = None) -> None:
+        """Evidence sources, relationship endpoints and page references must resolve in the partition.
+
+        ``paths`` limits the check to those files (when no page or source changed).
+        """
+        ontology = self.store.ontology(partition)
+        pages = {
+            row["record_id"]: row["type"] for row in self.db.all(
+                "SELECT record_id, type FROM catalog WHERE partition = ? AND kind = 'page' AND "
+                "file_status = 'ok' AND duplicate = 0", (partition,)
+            )
+        }
+        sources = {
+            row["source_id"] for row in self.db.all(
+                "SELECT source_id FROM sources WHERE partition = ? AND status = 'ok'", (partition,)
+            )
+        }
+        rows = self.db.all(
+            "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
+            "WHERE partition = ? AND file_status = 'ok'", (partition,)
+        ) if paths is None else [
+            row for path in paths for row in self.db.all(
+                "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
+                "WHERE partition = ? AND path = ? AND file_status = 'ok'", (partition, path)
+            )
+        ]
+        updates = []
+        for row in rows:
+            fm = json.loads(row["frontmatter"])
+            findings = reference_findings(fm, row["kind"], row["type"], pages, sources, ontology, row["path"])
+            encoded = json.dumps([finding.to_dict() for finding in findings])
+            ok = int(not has_errors(findings))
+            if ok != row["xref_ok"] or encoded != row["xref_findings"]:
+                updates.append((ok, encoded, partition, row["path"]))
+        self.db.executemany(
+            "UPDATE catalog SET xref_ok = ?, xref_findings = ? WHERE partition = ? AND path = ?", updates
+        )
+
+    def verify_sources(self, partition: str) -> list[dict[str, Any]]:
+        """Stream-hash every retained original whose file changed since it was last verified.
+
+        Returns findings for originals that no longer match their descriptor.
+        """
+        root = self.store.partition_root(partition)
+        findings = []
+        for row in self.db.all(
+            "SELECT path, retained_path, sha256, verified_stamp FROM sources WHERE partition = ? AND status = 'ok'",
+            (partition,),
+        ):
+            try:
+                info = FileStat.of(os.lstat(root / row["retained_path"]))
+                stamp = json.dumps(info.stamp)
+                if stamp == row["verified_stamp"]:
+                    continue
+                digest, _ = sha256_file(root, row["retained_path"])
+            except (OSError, KnowledgeError) as exc:
+                message = exc.message if isinstance(exc, KnowledgeError) else exc.strerror
+                findings.append(Finding("source_missing", f"the retained original cannot be read: {message}",
+                                        path=row["path"]).to_dict())
+                continue
+            if digest != row["sha256"]:
+                findings.append(Finding("source_changed", "the retained original no longer matches its sha256",
+                                        path=row["path"]).to_dict())
+            else:
+                try:  # a cache of the check, never a reason for the check to fail (a full disk)
+                    self.db.execute("UPDATE sources SET verified_stamp = ? WHERE partition = ? AND path = ?",
+                                    (stamp, partition, row["path"]))
+                except sqlite3.OperationalError:
+                    pass
+        return findings
+
+    # --- queries ------------------------------------------------------------------
+
+    def lookup(self, partition: str, name: str, *, kind: str | None = None) -> list[str]:
+        """Ids of current records named ``name``: by exact id, else by title or alias (case-folded).
+
+        More than one id means the name is ambiguous; callers resolve that to none.
+        """
+        kind_filter = "AND c.kind = :kind" if kind else ""
+        by_id = self.db.all(
+            f"SELECT DISTINCT record_id FROM catalog c WHERE partition = :p AND record_id = :name {kind_filter} "
+            f"AND {CURRENT}", {"p": partition, "name": name, "kind": kind},
+        )
+        if by_id:
+            return [row["record_id"] for row in by_id]
+        rows = self.db.all(
+            "SELECT DISTINCT c.record_id FROM names n JOIN catalog c ON c.partition = n.partition "
+            f"AND c.path = n.path WHERE n.partition = :p AND n.key = :key {kind_filter} AND {CURRENT} "
+            "ORDER BY c.record_id",
+            {"p": partition, "key": name_key(name), "kind": kind},
+        )
+        return [row["record_id"] for row in rows]
+
+    def version(self, partition: str) -> tuple[int, int]:
+        """(catalog version, version the search index last caught up with)."""
+        row = self.db.one("SELECT catalog_version, index_version FROM partition_state WHERE partition = ?",
+                          (partition,))
+        return (row["catalog_version"], row["index_version"]) if row is not None else (0, -1)
+
+    def rows_for_id(self, partition: str, record_id: str) -> list[Any]:
+        return self.db.all(
+            "SELECT * FROM catalog WHERE partition = ? AND record_id = ? AND file_status != 'withheld'",
+            (partition, record_id),
+        )
+
+    def current_rows(self, partition: str, *, kind: str | None = None) -> list[Any]:
+        return self.db.all(
+            f"SELECT * FROM catalog WHERE partition = ? AND {CURRENT} AND (? IS NULL OR kind = ?) "
+            "ORDER BY updated_at DESC, record_id",
+            (partition, kind, kind),
+        )
+
+    def source(self, partition: str, source_id: str) -> Any:
+        return self.db.one(
+            "SELECT * FROM sources WHERE partition = ? AND source_id = ? AND status = 'ok'", (partition, source_id)
+        )
+
+    def paths_in_use(self, partition: str, prefix: str) -> set[str]:
+        return {row["path"] for row in self.db.all(
+            "SELECT path FROM catalog WHERE partition = ? AND path LIKE ? ESCAPE '\\'",
+            (partition, prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"),
+        )}
+
+    def findings(self, partition: str) -> list[dict[str, Any]]:
+        """Every finding in the partition: files, references, sources; errors first."""
+        collected: list[dict[str, Any]] = []
+        for row in self.db.all(
+            "SELECT path, record_id, file_status, duplicate, findings, xref_findings FROM catalog "
+            "WHERE partition = ? ORDER BY path", (partition,)
+        ):
+            for item in json.loads(row["findings"]) + json.loads(row["xref_findings"]):
+                item.setdefault("path", row["path"])
+                collected.append(item)
+            if row["duplicate"]:
+                collected.append(Finding("duplicate_id", f"id {row['record_id']} is used by more than one file; "
+                                         "exact lookups return none", path=row["path"],
+                                         record_id=row["record_id"]).to_dict())
+        for row in self.db.all(
+            "SELECT path, findings FROM sources WHERE partition = ? ORDER BY path", (partition,)
+        ):
+            collected.extend(json.loads(row["findings"]))
+        collected.sort(key=lambda item: (item.get("severity", "error") != "error", item.get("path", "")))
+        return collected
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A catalog text column holds a string or nothing; a file's odd value (a list, a mapping) is its finding."""
+    return value if isinstance(value, str) else None
+
+
+def reference_findings(fm: dict[str, Any], kind: str, record_type: str | None, pages: dict[str, str],
+                       sources: set[str], ontology, path: str) -> list[Finding]:
+    """Cross-record checks for one record against the partition's pages and sources."""
+    findings: list[Finding] = []
+    record_id = fm.get("id")
+    for index, citation in enumerate(fm.get("evidence") or []):
+        if isinstance(citation, dict) and citation.get("source") not in sources:
+            findings.append(Finding("evidence_source", f"evidence source {citation.get('source')!r} is not "
+                                    "retained in this partition", path=path, field=f"evidence[{index}]",
+                                    record_id=record_id))
+    if kind == "relationship":
+        ends = {}
+        for end in ("from", "to"):
+            target = fm.get(end)
+            ends[end] = pages.get(target)
+            if ends[end] is None:
+                findings.append(Finding("dangling", f"'{end}' page {target!r} is not a page in this partition",
+                                        path=path, field=end, record_id=record_id))
+        for finding in ontology.check_endpoints(fm.get("relation"), ends["from"], ends["to"]):
+            findings.append(Finding(finding.code, finding.message, path=path, field=finding.field,
+                                    record_id=record_id))
+    elif kind == "claim":
+        for key in ("subject", "replaces"):
+            target = fm.get(key)
+            if key == "subject" and target is not None and target not in pages:
+                findings.append(Finding("dangling", f"subject page {target!r} is not in this partition",
+                                        severity="warning", path=path, field=key, record_id=record_id))
+    elif kind == "page" and record_type is not None:
+        for name, target, allowed in ontology.page_field_refs(record_type, fm.get("fields")):
+            actual = pages.get(target)
+            if actual is None:
+                findings.append(Finding("dangling", f"field {name} names page {target!r}, which is not in this "
+                                        "partition", severity="warning", path=path, field=f"fields.{name}",
+                                        record_id=record_id))
+            elif allowed and actual not in allowed:
+                findings.append(Finding("endpoint_type", f"field {name} must name a {' or '.join(allowed)} page",
+                                        path=path, field=f"fields.{name}", record_id=record_id))
+    return findings

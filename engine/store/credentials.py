@@ -1,0 +1,399 @@
+"""Refusing credentials at the door: no write stores an API key, token, private key or password.
+
+Every text an agent writes (titles, bodies, aliases, tags, page fields at any depth, claim and
+relationship texts, excerpts and quotes, recall summaries, triggers and projects, attached files)
+is scanned before anything is journalled.  A hit is ``SecretDetected`` (``secret_detected``)
+naming the field and the kind of secret; the secret itself is never echoed, logged or stored.
+The owner can allow secrets for a vault that must hold them (config.json ``"allowSecrets": true``).
+
+The detector is Yelp's detect-secrets: its token-format plugins, called directly on the text
+(``analyze_string``), so no baseline, settings registry, filesystem scan or network verification
+is involved.  Its high-entropy string plugins are left out, because they flag every quoted sha256
+digest and UUID and some record ids (measured in docs/secrets.md).  Beside it sits a small named
+pattern set for what detect-secrets has no plugin for: current OpenAI and Anthropic keys, bearer
+and basic authorization headers, fine-grained GitHub tokens, Google, Hugging Face, npm,
+DigitalOcean and newer Stripe and Slack tokens, unquoted AWS secret keys, Azure shared access keys
+and encrypted PEM private keys.
+
+Cost: each detector runs only on the lines that hold one of its literal hints (found with
+``bytes.find`` over an ASCII-folded copy of the text), so most of a long prose body is never
+handed to a regular expression; see docs/secrets.md for the figures.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+from detect_secrets.filters import heuristic
+from detect_secrets.plugins.artifactory import ArtifactoryDetector
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import BasePlugin
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.cloudant import CloudantDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import KeywordDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.softlayer import SoftlayerDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+from ..core.errors import SecretDetected
+
+# Long texts are scanned in pieces cut at a newline, so the ASCII-folded copy stays small.
+CHUNK_CHARS = 1 << 20
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+BINARY_RUN_MIN = 8
+_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t]{%d,}" % BINARY_RUN_MIN)
+
+
+@dataclass(frozen=True)
+class _Detector:
+    """One kind of secret: a finder over one line, and the literal hints one of which its lines hold.
+
+    ``hints`` are lowercase ASCII, looked for case-insensitively; ``exact_hints`` case-sensitively.
+    A detector with no hints reads the whole text (the right choice for a pattern that starts with
+    a literal: ``re`` finds that as fast as a hint).  Every hint set is a superset: any text the
+    finder matches holds one of the hints on the same line.  ``line_filter``, when given, is a
+    cheaper superset of the finder, tried on each hinted line first.  The hinted lines are handed
+    to the finder joined, in one call, unless ``per_line`` (a finder whose match could run on past
+    the end of a line).
+    """
+
+    kind: str
+    find: Callable[[str], Iterable[str]]
+    hints: tuple[str, ...] = ()
+    exact_hints: tuple[str, ...] = ()
+    line_filter: Callable[[str], bool] | None = None
+    per_line: bool = False
+    # A keyword assignment (`password: "..."`): a value with whitespace in it is a phrase, and a value
+    # assigned to an id name or read from elsewhere (`secret = vault.get(...)`) is no credential.
+    assignment: bool = False
+
+    def hinted(self) -> bool:
+        return bool(self.hints or self.exact_hints)
+
+
+def _plugin(plugin: BasePlugin) -> Callable[[str], Iterable[str]]:
+    return plugin.analyze_string
+
+
+def _pattern(regex: str, *, flags: int = 0, group: int = 0, word_start: bool = False,
+             keep: Callable[[str], bool] | None = None) -> Callable[[str], Iterator[str]]:
+    """A finder for one regular expression.  ``word_start``: the match must not continue a word or a
+    hyphenated name (checked here rather than by a look-behind, which would stop ``re`` from
+    searching for the pattern's literal prefix)."""
+    compiled = re.compile(regex, flags)
+
+    def find(text: str) -> Iterator[str]:
+        for match in compiled.finditer(text):
+            if word_start and match.start() > 0 and (text[match.start() - 1].isalnum()
+                                                      or text[match.start() - 1] in "_-"):
+                continue
+            value = match.group(group)
+            if keep is None or keep(value):
+                yield value
+
+    return find
+
+
+def _anchored(plugin: BasePlugin, anchor: str, before: int) -> Callable[[str], Iterator[str]]:
+    """A plugin whose pattern opens with a character class (slow to search for) but holds a literal
+    further in: the literal-led ``anchor`` is searched for, and the plugin reads only the window
+    from ``before`` characters ahead of each anchor to its end."""
+    compiled = re.compile(anchor)
+
+    def find(text: str) -> Iterator[str]:
+        match = compiled.search(text)
+        while match is not None:
+            yield from plugin.analyze_string(text[max(0, match.start() - before):match.end()])
+            match = compiled.search(text, match.start() + 1)
+
+    return find
+
+
+def _random_looking(token: str) -> bool:
+    """A key-shaped token rather than a word or a slug: digits and letters, and mixed case or one long run.
+
+    ``sk-learn-pipeline-notes`` (a slug) fails; ``sk-Ab3...`` and ``sk-0123abcd...`` (32+ in a run) pass.
+    """
+    has_digit = any(ch.isdigit() for ch in token)
+    has_lower = any("a" <= ch <= "z" for ch in token)
+    has_upper = any("A" <= ch <= "Z" for ch in token)
+    longest_run = max((len(run) for run in re.split(r"[^A-Za-z0-9]", token)), default=0)
+    return has_digit and (has_lower or has_upper) and ((has_lower and has_upper) or longest_run >= 32)
+
+
+def _token_looking(token: str) -> bool:
+    """An opaque credential after ``Bearer``: a digit in it, or long and mixed-case (not a word)."""
+    has_mixed = any("a" <= ch <= "z" for ch in token) and any("A" <= ch <= "Z" for ch in token)
+    return any(ch.isdigit() for ch in token) or (len(token) >= 32 and has_mixed)
+
+
+# The keyword-and-assignment plugins (IBM, Cloudant, SoftLayer) all want a run of 24+ key characters.
+_LONG_RUN = re.compile(r"[A-Za-z0-9_-]{24}").search
+# One hint set for the four of them, so their lines are found once.
+_ASSIGNED_KEY = ("key", "pw", "pass", "token", "secret", "cloudant", "softlayer")
+# A superset of detect-secrets' quotes-required keyword rules: the keyword followed by an assignment or a
+# call, or a comparison, or a statement ending in ';'.
+_KEYWORD_ASSIGNMENT = re.compile(r"(?:key|pass|pwd|secret|contrase)\w*(?:[\]'\"`]{0,2}\s*[:=!\[]|(?:\.assign)?\()"
+                                 r"|==|!=|;", re.IGNORECASE)
+
+
+def _keyword_line(line: str) -> bool:
+    """Every one of those rules wants a quoted value; the regular expression runs only where one can be."""
+    return ('"' in line or "'" in line or "`" in line) and _KEYWORD_ASSIGNMENT.search(line) is not None
+
+# detect-secrets plugins; order decides which kind a text with two secrets is refused for.
+_DETECT_SECRETS: tuple[_Detector, ...] = (
+    _Detector("private key", _plugin(PrivateKeyDetector()), hints=("private key", "putty-user-key-file")),
+    _Detector("AWS access key", _plugin(AWSKeyDetector()), hints=("a3t", "abia", "acca", "akia", "asia", "aws")),
+    _Detector("Azure storage account key", _plugin(AzureStorageKeyDetector()), hints=("accountkey=",)),
+    _Detector("GitHub token", _plugin(GitHubTokenDetector()), exact_hints=("_",)),
+    _Detector("GitLab token", _plugin(GitLabTokenDetector()), exact_hints=("-", "GR1348941")),
+    _Detector("Slack token", _plugin(SlackDetector()), hints=("xox", "hooks.slack.com")),
+    _Detector("Stripe secret key", _plugin(StripeDetector()), exact_hints=("_",)),
+    _Detector("OpenAI API key", _plugin(OpenAIDetector()), exact_hints=("-",)),
+    _Detector("JSON Web Token", _plugin(JwtTokenDetector()), exact_hints=("eyJ",)),
+    _Detector("password in a URL", _plugin(BasicAuthDetector()), exact_hints=("://",)),
+    _Detector("PyPI token", _plugin(PypiTokenDetector()), exact_hints=("-",)),
+    _Detector("npm token", _plugin(NpmDetector()), exact_hints=("_",)),
+    _Detector("SendGrid API key", _plugin(SendGridDetector()), exact_hints=("SG.",)),
+    _Detector("Square OAuth secret", _plugin(SquareOAuthDetector()), exact_hints=("-",)),
+    _Detector("Twilio API key", _plugin(TwilioKeyDetector()), exact_hints=("AC", "SK")),
+    _Detector("Mailchimp API key", _plugin(MailchimpDetector()), hints=("-us",)),
+    _Detector("Artifactory credential", _plugin(ArtifactoryDetector()), exact_hints=("AKC", "AP")),
+    # [MNO] + 23-25 + '.' + 6 + '.' + 27, and 8-10 digits + ':' + 35.
+    _Detector("Discord bot token", _anchored(DiscordBotTokenDetector(), r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}", 26)),
+    _Detector("Telegram bot token", _anchored(TelegramBotTokenDetector(), r":[0-9A-Za-z_-]{35}", 10)),
+    _Detector("IBM Cloud IAM key", _plugin(IbmCloudIamDetector()), hints=_ASSIGNED_KEY, line_filter=_LONG_RUN),
+    _Detector("IBM COS HMAC credential", _plugin(IbmCosHmacDetector()), hints=_ASSIGNED_KEY, line_filter=_LONG_RUN),
+    _Detector("IBM Cloudant credential", _plugin(CloudantDetector()), hints=_ASSIGNED_KEY, line_filter=_LONG_RUN),
+    _Detector("SoftLayer credential", _plugin(SoftlayerDetector()), hints=_ASSIGNED_KEY, line_filter=_LONG_RUN),
+    # `password: "..."`, `api_key = '...'` and the like, quotes required (detect-secrets' rule for
+    # text of unknown type).
+    _Detector("password or secret assignment", _plugin(KeywordDetector()),
+              hints=("key", "pass", "pw", "secret", "contrase"), line_filter=_keyword_line, per_line=True,
+              assignment=True),
+)
+
+# What detect-secrets has no plugin for (checked first: more specific than its OpenAI and keyword rules).
+_PATTERNS: tuple[_Detector, ...] = (
+    _Detector("Anthropic API key", _pattern(r"sk-ant-[A-Za-z0-9_-]{20,}", word_start=True, keep=_random_looking)),
+    _Detector("OpenAI API key", _pattern(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", word_start=True,
+                                         keep=_random_looking)),
+    _Detector("private key", _pattern(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")),
+    _Detector("bearer token", _pattern(r"\bbearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)", flags=re.IGNORECASE, group=1,
+                                       keep=_token_looking), hints=("bearer",)),
+    _Detector("HTTP Basic credentials", _pattern(r"\bauthorization\b[\"']?[ \t]*[:=][ \t]*[\"']?basic[ \t]+"
+                                                 r"[A-Za-z0-9+/]{8,}={0,2}", flags=re.IGNORECASE),
+              hints=("authorization",)),
+    _Detector("GitHub token", _pattern(r"github_pat_[A-Za-z0-9_]{22,}")),
+    _Detector("Google API key", _pattern(r"AIza[0-9A-Za-z_-]{35}")),
+    _Detector("Google OAuth token", _pattern(r"ya29\.[0-9A-Za-z_-]{20,}", word_start=True)),
+    _Detector("Hugging Face token", _pattern(r"hf_[A-Za-z]{34}(?![A-Za-z0-9])", word_start=True)),
+    _Detector("npm token", _pattern(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", word_start=True)),
+    _Detector("DigitalOcean token", _pattern(r"do[opr]_v1_[a-f0-9]{64}")),
+    _Detector("Stripe secret key", _pattern(r"[sr]k_test_[0-9a-zA-Z]{24,}", word_start=True),
+              exact_hints=("k_test_",)),
+    _Detector("Stripe webhook secret", _pattern(r"whsec_[A-Za-z0-9]{32,}", word_start=True)),
+    _Detector("Slack token", _pattern(r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+", flags=re.IGNORECASE),
+              hints=("xapp-",)),
+    _Detector("AWS secret access key", _pattern(r"aws_?secret_?(?:access_?)?key[\"']?[ \t]*[:=][ \t]*[\"']?"
+                                                r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])", flags=re.IGNORECASE),
+              hints=("aws",)),
+    _Detector("Azure shared access key", _pattern(r"SharedAccessKey=[A-Za-z0-9+/]{42,}={0,2}",
+                                                  flags=re.IGNORECASE), hints=("sharedaccesskey=",)),
+)
+
+DETECTORS: tuple[_Detector, ...] = _PATTERNS + _DETECT_SECRETS
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(detector.kind for detector in DETECTORS))
+
+
+# Values that stand for a password in examples (`scheme://user:pass@host` in a doc); found on this
+# project's own docs, see docs/secrets.md.
+_PLACEHOLDERS = frozenset({"pass", "password", "passwd", "pwd", "secret", "token", "apikey", "api_key"})
+
+
+def _false_positive(value: str, line: str, detector: _Detector) -> bool:
+    """detect-secrets' own heuristics for what is shaped like a secret but is not one, and placeholders."""
+    if not value or heuristic.is_not_alphanumeric_string(value) or heuristic.is_templated_secret(value):
+        return True
+    if value.lower() in _PLACEHOLDERS or len(set(value.lower())) == 1:
+        return True
+    if heuristic.is_prefixed_with_dollar_sign(value) or heuristic.is_sequential_string(value):
+        return True
+    if heuristic.is_potential_uuid(value):
+        return True
+    if detector.assignment:
+        if any(ch.isspace() for ch in value.strip()):
+            return True
+        if heuristic.is_likely_id_string(value, line) or heuristic.is_indirect_reference(line):
+            return True
+    return False
+
+
+class _Lines:
+    """The lines of one piece of text that hold a hint, found once per hint and shared by the detectors."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # One byte per code point (anything outside ASCII becomes '?'), so offsets in these copies are
+        # offsets in the text; no hint contains '?'.
+        self.raw = text.encode("ascii", "replace")
+        self.folded = self.raw.lower()
+        self._spans: dict[tuple[bool, str], set[tuple[int, int]]] = {}
+        self._lines: dict[tuple[Any, ...], list[str]] = {}
+        self._joined: dict[tuple[Any, ...], list[str]] = {}
+
+    def _spans_of(self, hint: str, exact: bool) -> set[tuple[int, int]]:
+        key = (exact, hint)
+        if key not in self._spans:
+            haystack, needle, spans = self.raw if exact else self.folded, hint.encode("ascii"), set()
+            position = haystack.find(needle)
+            while position != -1:
+                start = haystack.rfind(b"\n", 0, position) + 1
+                end = haystack.find(b"\n", position)
+                end = len(haystack) if end == -1 else end
+                spans.add((start, end))
+                position = haystack.find(needle, end)
+            self._spans[key] = spans
+        return self._spans[key]
+
+    def for_detector(self, detector: _Detector) -> list[str]:
+        """What the detector reads: the lines holding one of its hints, each once, in order, as a list
+        (``per_line``) or joined into one text; the whole text if it has no hints."""
+        if not detector.hinted():
+            return [self.text]
+        key = (detector.hints, detector.exact_hints, detector.line_filter)
+        if key not in self._lines:
+            spans: set[tuple[int, int]] = set()
+            for hint in detector.hints:
+                spans |= self._spans_of(hint, False)
+            for hint in detector.exact_hints:
+                spans |= self._spans_of(hint, True)
+            lines = (self.text[start:end] for start, end in sorted(spans))
+            self._lines[key] = [line for line in lines if detector.line_filter is None or detector.line_filter(line)]
+            self._joined[key] = ["\n".join(self._lines[key])] if self._lines[key] else []
+        return self._lines[key] if detector.per_line else self._joined[key]
+
+
+def _scan_chunk(text: str) -> tuple[str, str] | None:
+    lines = _Lines(text)
+    for detector in DETECTORS:
+        for line in lines.for_detector(detector):
+            for value in detector.find(line):
+                if not _false_positive(value, line, detector):
+                    return detector.kind, value
+    return None
+
+
+def _chunks(text: str) -> Iterator[tuple[int, str]]:
+    """``text`` in pieces of about ``CHUNK_CHARS``, cut after a newline; with each piece's offset."""
+    start = 0
+    while start < len(text):
+        end = len(text) if len(text) - start <= CHUNK_CHARS else text.find("\n", start + CHUNK_CHARS)
+        end = len(text) if end == -1 else end + 1
+        yield start, text[start:end]
+        start = end
+
+
+def find_secret(text: str) -> tuple[str, int] | None:
+    """The kind of the first credential in ``text`` and its 1-based line, or None.
+
+    The secret's value is not returned: callers have nothing to leak.
+    """
+    for offset, chunk in _chunks(text):
+        found = _scan_chunk(chunk)
+        if found is not None:
+            kind, value = found
+            position = chunk.find(value)
+            return kind, text.count("\n", 0, offset + max(position, 0)) + 1
+    return None
+
+
+def decoded_for_scan(data: bytes) -> str:
+    """The text of an attached file as the scanner reads it.
+
+    UTF-8 (and UTF-16 with a byte-order mark) is decoded and read whole.  Anything else is binary:
+    what is read is its runs of at least ``BINARY_RUN_MIN`` printable ASCII characters, one per line
+    (what ``strings`` shows), which is where a credential stored in an uncompressed binary (a
+    database, a core dump, an uncompressed PDF) lies, since every kind the scan knows is ASCII.
+    Compressed or encoded content (zip, docx, PNG, compressed PDF streams) hides its text.
+    """
+    if data[:2] in _UTF16_BOMS:
+        return data.decode("utf-16", "replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\n".join(run.decode("ascii") for run in _PRINTABLE_RUN.findall(data))
+
+
+def texts_of(params: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str]]:
+    """Every string in a write's parameters, keys included, with the field path that names it.
+
+    Paths read like the parameters: ``items[0].text``, ``evidence[1].excerpt``, ``fields.url``,
+    ``aliases[2]``; a key that is itself a string to check is ``fields.<key 0>``.  The walk
+    uses its own stack, so no nesting depth can exhaust the interpreter's.  ``skip`` names
+    top-level keys whose values are not text (``content`` of knowledge_attach is base64).
+    """
+    stack: list[tuple[str, Any]] = []
+    if isinstance(params, dict):
+        stack.extend((key, value) for key, value in reversed(list(params.items()))
+                     if key not in skip and key != "_meta")
+    else:
+        stack.append(("", params))
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            yield path, value
+        elif isinstance(value, dict):
+            entries = list(value.items())
+            for index, (key, item) in reversed(list(enumerate(entries))):
+                stack.append((f"{path}.{key}" if isinstance(key, str) else path, item))
+                if isinstance(key, str):
+                    stack.append((f"{path}.<key {index}>", key))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", item) for index, item in reversed(list(enumerate(value))))
+
+
+def refuse_secrets(texts: Iterable[tuple[str, str]], *, allowed: bool) -> None:
+    """Raise ``SecretDetected`` for the first field whose text holds a credential (unless ``allowed``).
+
+    The texts are scanned together first, one per line group, so a write of many short fields costs
+    one pass; only when that finds something is each field scanned alone to name it.  No pattern
+    reaches across a newline, so joining them finds nothing that no single field holds.
+    """
+    if allowed:
+        return
+    texts = list(texts)
+    if not texts or find_secret("\n".join(text for _, text in texts)) is None:
+        return
+    for field, text in texts:
+        found = find_secret(text)
+        if found is not None:
+            kind, line = found
+            raise SecretDetected(
+                f"{field} holds what looks like {_article(kind)} {kind}; Knowledge does not store credentials. "
+                "Remove it (describe the credential without its value, e.g. where it is kept) and save again",
+                field=field, kind=kind, line=line,
+            )
+
+
+def _article(kind: str) -> str:
+    return "an" if kind[0].lower() in "aeiou" or kind.startswith(("HTTP", "IBM", "npm")) else "a"

@@ -1,0 +1,315 @@
+"""Publication: how a validated write reaches the disk without ever being half done.
+
+1. The caller validates and builds a ``Plan`` (exact bytes of every file).
+2. Journal: the plan, with each file's new and previous bytes, is committed
+   to ``state.sqlite`` before anything on disk changes.
+3. Install: evidence first, then records; each file is compared against the
+   bytes the plan was built from (an edit made meanwhile is a conflict,
+   never overwritten) and replaced atomically.
+4. Checkpoint: the manifest records the publication's sequence number.
+5. Acknowledge: one transaction marks it applied, updates the catalog and
+   the revision history and queues the exact bytes for git.  Only then does
+   the caller get a receipt.
+
+Recovery finishes or undoes any journalled publication: forward when every
+file holds either its old or its new bytes, back when someone else changed
+one of them meanwhile.  Either way the store ends in a whole state.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .catalog import Catalog, FileStat
+from ..core.errors import Conflict, KnowledgeError, NotFound, StoreUnavailable
+from ..core.faults import Faults
+from ..core.files import UnsafePath, remove_inside, resolve_inside, sha256_bytes, sha256_file, write_inside
+from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
+from .store import Store, partition_dir
+
+ROLE_ORDER = {"source": 0, "descriptor": 1, "record": 2}
+
+
+@dataclass
+class FileWrite:
+    """One file a publication installs, with the bytes it replaces (None: a new file)."""
+
+    path: str
+    role: str
+    data: bytes
+    record_id: str | None = None
+    revision: int | None = None
+    base: bytes | None = None
+
+    @property
+    def new_sha256(self) -> str:
+        return sha256_bytes(self.data)
+
+    @property
+    def base_sha256(self) -> str | None:
+        return sha256_bytes(self.base) if self.base is not None else None
+
+
+@dataclass
+class Plan:
+    partition: str
+    operation: str
+    request_id: str | None
+    request_hash: str
+    agent: str | None
+    writes: list[FileWrite]
+    receipt: dict[str, Any] = field(default_factory=dict)
+
+
+def request_hash(operation: str, params: dict[str, Any]) -> str:
+    """A stable digest of what was asked, to tell a retry from a different request."""
+    canonical = json.dumps({"operation": operation, "params": params}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class Publisher:
+    def __init__(self, store: Store, catalog: Catalog, *, git_enabled: Callable[[], bool],
+                 faults: Faults | None = None) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.db = store.db
+        self.git_enabled = git_enabled
+        self.faults = faults or Faults()
+
+    # --- requests and receipts ---------------------------------------------------
+
+    def existing_receipt(self, partition: str, request_id: str | None, digest: str) -> dict[str, Any] | None:
+        """The original receipt of an identical retry; a conflict if the id was used for other content."""
+        if request_id is None:
+            return None
+        row = self.db.one(
+            "SELECT * FROM publications WHERE partition = ? AND request_id = ? AND state = 'applied'",
+            (partition, request_id),
+        )
+        if row is None:
+            return None
+        if row["request_hash"] != digest:
+            raise Conflict("this requestId was already used for a different request; use a fresh one",
+                           requestId=request_id)
+        return self.receipt(row["seq"])
+
+    def receipt(self, seq: int) -> dict[str, Any]:
+        row = self.db.one("SELECT receipt FROM publications WHERE seq = ?", (seq,))
+        if row is None:
+            raise NotFound("no such publication")
+        receipt = json.loads(row["receipt"])
+        receipt["git"] = self.git_state(seq)
+        return receipt
+
+    def git_state(self, seq: int) -> dict[str, Any]:
+        row = self.db.one("SELECT state, commit_id FROM outbox WHERE publication_seq = ?", (seq,))
+        if row is None:
+            return {"state": "unavailable"}
+        if row["state"] == "committed":
+            return {"state": "committed", "commit": row["commit_id"]}
+        return {"state": "pending"}
+
+    # --- publishing ----------------------------------------------------------------
+
+    def publish(self, plan: Plan) -> dict[str, Any]:
+        writes = sorted(plan.writes, key=lambda write: ROLE_ORDER[write.role])
+        self._check_installable(plan.partition, writes)
+        publication_id = new_id(PUBLICATION_PREFIX)
+        receipt = {"publicationId": publication_id, "requestId": plan.request_id, **plan.receipt}
+        now = format_timestamp(utc_now())
+        with self.db.atomic():
+            seq = self.db.execute(
+                "INSERT INTO publications (id, partition, operation, request_id, request_hash, agent, state, "
+                "receipt, created_at) VALUES (?, ?, ?, ?, ?, ?, 'journaled', ?, ?)",
+                (publication_id, plan.partition, plan.operation, plan.request_id, plan.request_hash,
+                 plan.agent, json.dumps(receipt), now),
+            ).lastrowid
+            self.db.executemany(
+                "INSERT INTO publication_files (publication_seq, ordinal, path, role, record_id, revision, "
+                "new_sha256, new_bytes, base_sha256, base_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256, w.data,
+                  w.base_sha256, w.base) for ordinal, w in enumerate(writes)],
+            )
+            self.faults.attempt("journaled")
+        self.faults.reach("journaled")
+        try:
+            self._complete(seq, publication_id, plan.partition, plan.agent, writes)
+        except BaseException as exc:
+            self._roll_back(seq, plan.partition, writes, reason=str(exc))
+            raise
+        self.faults.reach("acknowledged")
+        return self.receipt(seq)
+
+    def _complete(self, seq: int, publication_id: str, partition: str, agent: str | None,
+                  writes: list[FileWrite]) -> None:
+        root = self.store.ensure_partition(partition)
+        installed: dict[str, FileStat] = {}
+        for write in writes:
+            current = self._current_sha(partition, write.path)
+            if current == write.new_sha256:
+                installed[write.path] = self._stat_installed(root, write)
+                continue
+            self._expect_base(write, current)
+            self.faults.attempt("installed")
+            # Compared again right before the rename: an edit made while the new bytes were synced is a
+            # conflict too, not a version lost without the engine ever seeing it.
+            installed[write.path] = FileStat.of(write_inside(
+                root, write.path, write.data,
+                check=lambda: self._expect_base(write, self._current_sha(partition, write.path))))
+            self.faults.reach("installed")
+        self.faults.attempt("checkpointed")
+        self.store.set_checkpoint(seq)
+        self.faults.reach("checkpointed")
+        with self.db.atomic():
+            for write in writes:
+                info = installed[write.path]  # as installed: a later edit is seen by the next catalog sync
+                if write.role == "record":
+                    self.catalog.index_record_bytes(partition, write.path, write.data, info,
+                                                    publication_id=publication_id, agent=agent)
+                elif write.role == "descriptor":
+                    self.catalog.index_descriptor(partition, write.path, write.data, info)
+            self.catalog.refresh_cross_checks(partition, [w.path for w in writes])
+            if self.git_enabled():
+                self.db.execute(
+                    "INSERT INTO outbox (publication_seq, state, updated_at) VALUES (?, 'pending', ?)",
+                    (seq, format_timestamp(utc_now())),
+                )
+            else:  # nothing will read the journalled bytes again
+                self.db.execute("DELETE FROM publication_files WHERE publication_seq = ?", (seq,))
+            self.db.execute(
+                "UPDATE publications SET state = 'applied', finished_at = ? WHERE seq = ?",
+                (format_timestamp(utc_now()), seq),
+            )
+            self.faults.attempt("acknowledged")
+
+    def _check_installable(self, partition: str, writes: list[FileWrite]) -> None:
+        """Refuse, before anything is journaled, a write whose path passes a symlinked or non-directory
+        component of the vault (a ``claims/`` that is a symlink), naming that component: the engine never
+        writes through a symlink, and reporting it as an edit race would send the owner looking elsewhere."""
+        root = self.store.partition_root(partition)
+        for write in writes:
+            try:
+                resolve_inside(root, write.path)
+            except UnsafePath as exc:
+                where = f"{partition_dir(partition)}/{exc.details.get('component', write.path)}"
+                what = "a symlink (symlinks are never followed)" if exc.details.get("problem") == "symlink" \
+                    else "not a directory"
+                raise StoreUnavailable(
+                    f"the vault's {where} is {what}; nothing is written there until it is a real directory "
+                    "(knowledge doctor names it); nothing was written", path=write.path,
+                    component=exc.details.get("component"), problem=exc.details.get("problem"),
+                    recordId=write.record_id) from exc
+
+    @staticmethod
+    def _expect_base(write: FileWrite, current: str | None) -> None:
+        if current != write.base_sha256:
+            raise Conflict("the file changed on disk after it was read; nothing was overwritten",
+                           path=write.path, recordId=write.record_id)
+
+    def _expect_ours(self, partition: str, write: FileWrite) -> None:
+        """Undo only our own bytes: an edit made since the install is left alone."""
+        if self._current_sha(partition, write.path) != write.new_sha256:
+            raise Conflict("the file changed on disk after it was installed; it is left as edited",
+                           path=write.path, recordId=write.record_id)
+
+    @staticmethod
+    def _stat_installed(root: Path, write: FileWrite) -> FileStat:
+        try:
+            return FileStat.of(os.lstat(root / write.path))
+        except FileNotFoundError as exc:  # moved or deleted on disk since it was compared
+            raise Conflict("the file was moved or deleted on disk while it was published; nothing was "
+                           "overwritten", path=write.path, recordId=write.record_id) from exc
+
+    def _current_sha(self, partition: str, relpath: str) -> str | None:
+        try:
+            return sha256_file(self.store.partition_root(partition), relpath)[0]
+        except NotFound:
+            return None
+        except UnsafePath:
+            return "unsafe"
+
+    def _roll_back(self, seq: int, partition: str, writes: list[FileWrite], *, reason: str) -> bool:
+        """Undo what was installed; a file someone else changed meanwhile is left alone.
+
+        Returns False (and leaves the publication journalled, blocking reads
+        until recovery) when the disk refuses the undo.
+        """
+        root = self.store.partition_root(partition)
+        try:
+            for write in reversed(writes):
+                if self._current_sha(partition, write.path) != write.new_sha256:
+                    continue
+                if write.base is None:
+                    remove_inside(root, write.path)
+                    continue
+                try:
+                    write_inside(root, write.path, write.base, check=lambda: self._expect_ours(partition, write))
+                except Conflict:
+                    continue  # edited since the comparison above: left as edited
+            with self.db.atomic():
+                self.db.execute(
+                    "UPDATE publications SET state = 'rolled_back', finished_at = ?, detail = ? WHERE seq = ?",
+                    (format_timestamp(utc_now()), reason[:500], seq),
+                )
+            self.store.set_checkpoint(self.store.applied_checkpoint())
+        except (OSError, KnowledgeError):
+            return False
+        return True
+
+    # --- recovery --------------------------------------------------------------------
+
+    def _remove_leftover_temp_files(self, partition: str, writes: list[FileWrite]) -> None:
+        """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<random>.tmp``)
+        beside the target; recovery removes those of the publication's own files and of the manifest."""
+        root = self.store.partition_root(partition)
+        targets = [(self.store.root, self.store.manifest_path.name)]
+        for write in writes:
+            parent, _, name = write.path.rpartition("/")
+            try:
+                targets.append((resolve_inside(root, parent) if parent else root, name))
+            except (UnsafePath, KnowledgeError):
+                continue
+        for directory, name in targets:
+            for leftover in directory.glob(f".{glob.escape(name)}.*.tmp"):
+                try:
+                    leftover.unlink()
+                except OSError:
+                    pass
+
+    def recover(self) -> list[dict[str, Any]]:
+        """Roll every journalled publication forward or back; returns what happened to each."""
+        outcomes = []
+        for row in self.db.all("SELECT * FROM publications WHERE state = 'journaled' ORDER BY seq"):
+            seq, partition = row["seq"], row["partition"]
+            writes = [
+                FileWrite(path=f["path"], role=f["role"], data=f["new_bytes"], record_id=f["record_id"],
+                          revision=f["revision"], base=f["base_bytes"])
+                for f in self.db.all(
+                    "SELECT * FROM publication_files WHERE publication_seq = ? ORDER BY ordinal", (seq,)
+                )
+            ]
+            foreign = [
+                write.path for write in writes
+                if self._current_sha(partition, write.path) not in (write.new_sha256, write.base_sha256)
+            ]
+            outcome = {"publicationId": row["id"], "requestId": row["request_id"]}
+            self._remove_leftover_temp_files(partition, writes)
+            if foreign:
+                done = self._roll_back(seq, partition, writes,
+                                       reason=f"files changed outside the engine: {', '.join(foreign)}")
+                outcome["outcome"] = "rolled_back" if done else "pending"
+            else:
+                try:
+                    self._complete(seq, row["id"], partition, row["agent"], writes)
+                    outcome["outcome"] = "rolled_forward"
+                except (OSError, KnowledgeError) as exc:
+                    done = self._roll_back(seq, partition, writes, reason=str(exc))
+                    outcome["outcome"] = "rolled_back" if done else "pending"
+            outcomes.append(outcome)
+        return outcomes

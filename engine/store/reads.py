@@ -1,0 +1,234 @@
+"""Exact reads, history and diagnostics of one partition (run on the store's lane).
+
+Exact reads re-read the file, so an edit made outside the engine is seen
+(and recorded in the history) by the very next read.  Historical, withdrawn,
+invalid and fixture records stay reachable here; only withheld records
+(scope missing or not this partition's) are never served.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .catalog import Catalog
+from ..core.errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, StaleRevision
+from ..core.files import read_file, sha256_bytes
+from ..core.findings import truncated
+from ..vault.frontmatter import RECORD_MAX_BYTES
+from .inputs import bounded_int
+from ..vault.records import parse_record
+from ..search.keyword import PROVIDER, reference
+from .store import Store
+
+READ_LINES_DEFAULT, READ_LINES_MAX = 100, 200
+EVIDENCE_LOCATORS_MAX = 20
+
+
+def record_status(row: Any) -> str:
+    """The derived status a reader sees: current, or why the record is not."""
+    if row["file_status"] != "ok":
+        return row["file_status"]
+    if row["duplicate"]:
+        return "duplicate"
+    if not row["xref_ok"]:
+        return "invalid"
+    if row["fixture"]:
+        return "fixture"
+    if row["lifecycle"] != "active":
+        return row["lifecycle"]
+    return "current"
+
+
+def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]) -> dict[str, Any]:
+    record, parse_findings = parse_record(data, path)
+    view: dict[str, Any] = {"sha256": sha256_bytes(data), "status": status, "path": path}
+    if record is None:
+        view["findings"] = [f.to_dict() for f in parse_findings]
+        return view
+    fm = record.frontmatter
+    view.update(
+        id=fm.get("id"), revision=fm.get("revision"), kind=fm.get("kind"), title=fm.get("title"),
+        frontmatter=fm, body=record.body, findings=findings,
+    )
+    return view
+
+
+def get_record(store: Store, catalog: Catalog, partition: str, record_id: str,
+               revision: int | None = None) -> dict[str, Any]:
+    rows = catalog.rows_for_id(partition, record_id)
+    if len(rows) > 1:
+        raise NotFound("that id is used by more than one file; exact lookups return none",
+                       id=record_id, duplicate=True)
+    if revision is None:
+        if not rows:
+            raise NotFound("no record with that id in this partition", id=record_id)
+        row = _fresh_row(store, catalog, partition, rows[0])
+        if row is None or row["record_id"] != record_id or row["file_status"] == "withheld":
+            raise NotFound("no record with that id in this partition", id=record_id)
+        data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+        findings = json.loads(row["findings"]) + json.loads(row["xref_findings"])
+        return _view(data, row["path"], status=record_status(row), findings=findings)
+    stored = store.db.one(
+        "SELECT * FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? ORDER BY seq DESC LIMIT 1",
+        (partition, record_id, revision),
+    )
+    if stored is None:
+        raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
+    current = rows[0] if rows else None
+    is_current = current is not None and current["revision"] == revision and current["sha256"] == stored["sha256"]
+    status = record_status(current) if is_current else "historical"
+    return _view(stored["content"], stored["path"], status=status, findings=[])
+
+
+def _fresh_row(store: Store, catalog: Catalog, partition: str, row: Any) -> Any:
+    """Re-read a record's file; if it changed on disk, catalog the change first."""
+    try:
+        data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+    except KnowledgeError:
+        data = None
+    if data is None or sha256_bytes(data) != row["sha256"]:
+        catalog.sync(partition, [row["path"]], force=True)
+        return store.db.one("SELECT * FROM catalog WHERE partition = ? AND path = ?", (partition, row["path"]))
+    return row
+
+
+def history(store: Store, catalog: Catalog, partition: str, record_id: str) -> dict[str, Any]:
+    """Every revision kept of a record, who wrote it, and edits seen outside the engine."""
+    revisions = store.db.all(
+        "SELECT revisions.*, outbox.commit_id FROM revisions "
+        "LEFT JOIN publications ON publications.id = revisions.publication_id "
+        "LEFT JOIN outbox ON outbox.publication_seq = publications.seq "
+        "WHERE revisions.partition = ? AND revisions.record_id = ? ORDER BY revisions.revision, revisions.seq",
+        (partition, record_id),
+    )
+    if not revisions and not catalog.rows_for_id(partition, record_id):
+        raise NotFound("no record with that id in this partition", id=record_id)
+    entries = []
+    for row in revisions:
+        record, _ = parse_record(row["content"], row["path"])
+        fm = record.frontmatter if record is not None else {}
+        entries.append({
+            "revision": row["revision"], "sha256": row["sha256"], "origin": row["origin"],
+            "publicationId": row["publication_id"], "observedAt": row["observed_at"],
+            "updatedAt": fm.get("updated_at"), "lifecycle": fm.get("lifecycle"), "title": fm.get("title"),
+            "attribution": fm.get("attribution"), "git": {"commit": row["commit_id"]} if row["commit_id"] else None,
+        })
+    events = [
+        {"kind": row["kind"], "path": row["path"], "detail": row["detail"], "at": row["at"]}
+        for row in store.db.all(
+            "SELECT * FROM events WHERE partition = ? AND record_id = ? ORDER BY seq", (partition, record_id)
+        )
+    ]
+    return {"id": record_id, "revisions": entries, "events": events}
+
+
+def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str, Any]) -> dict[str, Any]:
+    """Scoped validation: the partition's files, its ontology, and its publications' state (journal, git)."""
+    ontology = store.ontology(partition)
+    findings = [f.to_dict() for f in ontology.findings] + catalog.findings(partition)
+    findings += catalog.verify_sources(partition)
+    counts = {
+        row["status"]: row["n"] for row in store.db.all(
+            "SELECT file_status AS status, COUNT(*) AS n FROM catalog WHERE partition = ? GROUP BY file_status",
+            (partition,),
+        )
+    }
+    return {
+        **truncated(findings),
+        "files": counts,
+        "ontology": {"sources": list(ontology.sources)},
+        "pendingPublications": len(store.pending_publications(partition)),
+        "git": git,
+    }
+
+
+
+# --- reads by reference (the shared memory read contract) -----------------------------------
+
+
+def parse_reference(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or value.get("provider") != PROVIDER:
+        raise InvalidParams("ref must be a Knowledge reference from a search hit", field="ref")
+    revision = value.get("revision")
+    if (not isinstance(value.get("store"), str) or not isinstance(value.get("id"), str)
+            or isinstance(revision, bool) or not isinstance(revision, int)
+            or not isinstance(value.get("sha256"), str)):
+        raise InvalidParams("ref needs store, id, revision and sha256", field="ref")
+    return value
+
+
+def parse_line_window(params: dict[str, Any]) -> tuple[int, int]:
+    start = params.get("from", 1)
+    count = params.get("lines", READ_LINES_DEFAULT)
+    for name, value in (("from", start), ("lines", count)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidParams(f"{name} must be a positive integer", field=name)
+    return start, bounded_int(count, "lines", low=1, high=READ_LINES_MAX)
+
+
+def read_reference(store: Store, catalog: Catalog, partition: str, ref: dict[str, Any],
+                   start: int, count: int) -> dict[str, Any]:
+    """Lines of the exact current revision a reference names; a changed revision is refused."""
+    if ref["store"] != store.store_id:
+        raise ForeignReference("the reference belongs to another store", field="ref")
+    rows = catalog.rows_for_id(partition, ref["id"])
+    if len(rows) != 1:
+        raise NotFound("no active record with that id in this partition", id=ref["id"])
+    row = _fresh_row(store, catalog, partition, rows[0])
+    if row is None or row["record_id"] != ref["id"] or record_status(row) != "current":
+        raise NotFound("no active record with that id in this partition; historical, withdrawn and invalid "
+                       "records are read with the exact and history reads", id=ref["id"])
+    if row["revision"] != ref["revision"] or row["sha256"] != ref["sha256"]:
+        raise StaleRevision("the record changed since it was referenced; search again", id=ref["id"],
+                            revision=row["revision"])
+    data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+    record, _ = parse_record(data, row["path"])
+    assert record is not None  # a current row parsed when it was cataloged, and the bytes are the same
+    lines = render_lines(record.frontmatter, record.body)
+    window = lines[start - 1:start - 1 + count]
+    evidence = evidence_locators(catalog, partition, record.frontmatter.get("evidence") or [])
+    return {
+        "ref": reference(store.store_id, row), "title": row["title"], "kind": row["kind"],
+        "from": start, "lines": len(window), "totalLines": len(lines),
+        "truncated": start - 1 + count < len(lines), "text": "\n".join(window),
+        "evidence": evidence[:EVIDENCE_LOCATORS_MAX], "evidenceTruncated": len(evidence) > EVIDENCE_LOCATORS_MAX,
+    }
+
+
+def render_lines(frontmatter: dict[str, Any], body: str) -> list[str]:
+    """The rendered record reads address: title, attribution, then the body."""
+    # Formatted, never concatenated: a file may hold any JSON value where a string is expected.
+    attribution = frontmatter.get("attribution")
+    attribution = attribution if isinstance(attribution, dict) else {}
+    who = f"{attribution.get('agent', 'unknown')}"
+    if attribution.get("instance"):
+        who += f" ({attribution['instance']})"
+    kind = frontmatter.get("kind", "record")
+    detail = frontmatter.get("type") or frontmatter.get("claim_kind") or frontmatter.get("relation")
+    described = f"{kind}, {detail}" if detail else f"{kind}"
+    origin = frontmatter.get("assertion_origin")
+    header = (f"{described}; revision {frontmatter.get('revision')}; recorded by {who}"
+              f"{f'; said by the {origin}' if origin else ''}; updated {frontmatter.get('updated_at')}")
+    return [f"# {frontmatter.get('title', '')}", header, ""] + body.splitlines()
+
+
+def evidence_locators(catalog: Catalog, partition: str, citations: list[Any]) -> list[dict[str, Any]]:
+    """Where each cited piece of evidence is kept, for the native tools to open."""
+    locators: list[dict[str, Any]] = []
+    if not isinstance(citations, list):  # an invalid record's evidence may be any value
+        return locators
+    for citation in citations:
+        if not isinstance(citation, dict):
+            continue
+        source_id = citation.get("source")  # an invalid record's citation may name anything at all
+        source = catalog.source(partition, source_id) if isinstance(source_id, str) else None
+        locator: dict[str, Any] = {"source": citation.get("source")}
+        for key in ("lines", "quote"):
+            if key in citation:
+                locator[key] = citation[key]
+        if source is not None:
+            locator.update(retainedPath=source["retained_path"], mediaType=source["media_type"],
+                           sha256=source["sha256"], size=source["size"])
+        locators.append(locator)
+    return locators

@@ -1,0 +1,459 @@
+"""One physical store on disk: its directory, manifest, database and vault.
+
+    stores/<store-id>/
+      vault.json       manifest (see manifest.py)
+      state.sqlite     journal, catalog, revisions, git outbox, events
+      vault/           the editable Markdown vault
+        ontology.yaml                 private ontology extensions
+        private/                      the private partition
+        conversations/<session-id>/   one partition per conversation
+
+A store is only ever created on an agent's first authorized use, and is
+built in a temporary directory that is renamed into place, so a crash
+during creation never leaves a half-made store behind.  A store that
+existed and lost its directory, manifest or database is unavailable and is
+never re-created.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from ..core.db import Database
+from ..core.errors import InvalidParams, KnowledgeError, StoreUnavailable
+from ..core.files import fsync_dir, read_file
+from ..core.findings import Finding
+from ..core.ids import VAULT_PREFIX, canonical_session_id, format_timestamp, new_id, utc_now
+from ..vault.manifest import (
+    Manifest, read_manifest, read_partition_marker, write_manifest, write_partition_marker,
+)
+from ..vault.ontology import ONTOLOGY_MAX_BYTES, Ontology
+from ..vault.records import PRIVATE_SCOPE, conversation_scope
+from ..state.registry import StoreRecord
+
+STATE_DB = "state.sqlite"
+MANIFEST = "vault.json"
+VAULT_DIR = "vault"
+EXTENSIONS_FILE = "ontology.yaml"
+CONVERSATIONS_DIR = "conversations"
+
+STATE_MIGRATIONS = [
+    ("0001_state", """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE partitions (
+            partition TEXT PRIMARY KEY,
+            identity TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE publications (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            partition TEXT NOT NULL,
+            operation TEXT NOT NULL,
+            request_id TEXT,
+            request_hash TEXT NOT NULL,
+            agent TEXT,
+            state TEXT NOT NULL CHECK (state IN ('journaled', 'applied', 'rolled_back')),
+            receipt TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            finished_at TEXT,
+            detail TEXT
+        );
+        CREATE UNIQUE INDEX publications_request ON publications (partition, request_id)
+            WHERE request_id IS NOT NULL AND state != 'rolled_back';
+        CREATE INDEX publications_state ON publications (state);
+        CREATE TABLE publication_files (
+            publication_seq INTEGER NOT NULL REFERENCES publications (seq),
+            ordinal INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('record', 'source', 'descriptor')),
+            record_id TEXT,
+            revision INTEGER,
+            new_sha256 TEXT NOT NULL,
+            new_bytes BLOB NOT NULL,
+            base_sha256 TEXT,
+            base_bytes BLOB,
+            PRIMARY KEY (publication_seq, ordinal)
+        );
+        CREATE TABLE revisions (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            partition TEXT NOT NULL,
+            record_id TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            content BLOB NOT NULL,
+            path TEXT NOT NULL,
+            origin TEXT NOT NULL CHECK (origin IN ('publication', 'external')),
+            publication_id TEXT,
+            agent TEXT,
+            observed_at TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX revisions_content ON revisions (partition, record_id, revision, sha256);
+        CREATE TABLE catalog (
+            partition TEXT NOT NULL,
+            path TEXT NOT NULL,
+            record_id TEXT,
+            revision INTEGER,
+            kind TEXT,
+            type TEXT,
+            title TEXT,
+            lifecycle TEXT,
+            file_status TEXT NOT NULL CHECK (file_status IN ('ok', 'invalid', 'withheld', 'unreadable')),
+            fixture INTEGER NOT NULL DEFAULT 0,
+            duplicate INTEGER NOT NULL DEFAULT 0,
+            xref_ok INTEGER NOT NULL DEFAULT 1,
+            sha256 TEXT,
+            file_size INTEGER,
+            mtime_ns INTEGER,
+            ctime_ns INTEGER,
+            ino INTEGER,
+            recorded_at TEXT,
+            updated_at TEXT,
+            frontmatter TEXT,
+            findings TEXT NOT NULL DEFAULT '[]',
+            xref_findings TEXT NOT NULL DEFAULT '[]',
+            indexed_sha TEXT,
+            PRIMARY KEY (partition, path)
+        );
+        CREATE INDEX catalog_record ON catalog (partition, record_id);
+        CREATE INDEX catalog_updated ON catalog (partition, updated_at);
+        CREATE TABLE names (
+            partition TEXT NOT NULL,
+            path TEXT NOT NULL,
+            key TEXT NOT NULL
+        );
+        CREATE INDEX names_key ON names (partition, key);
+        CREATE INDEX names_path ON names (partition, path);
+        CREATE TABLE sources (
+            partition TEXT NOT NULL,
+            source_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            retained_path TEXT,
+            sha256 TEXT,
+            size INTEGER,
+            media_type TEXT,
+            status TEXT NOT NULL CHECK (status IN ('ok', 'invalid')),
+            descriptor TEXT,
+            findings TEXT NOT NULL DEFAULT '[]',
+            file_size INTEGER,
+            mtime_ns INTEGER,
+            ctime_ns INTEGER,
+            ino INTEGER,
+            verified_stamp TEXT,
+            PRIMARY KEY (partition, path)
+        );
+        CREATE INDEX sources_id ON sources (partition, source_id);
+        CREATE TABLE events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            partition TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            path TEXT NOT NULL,
+            record_id TEXT,
+            detail TEXT,
+            at TEXT NOT NULL
+        );
+        CREATE TABLE partition_state (
+            partition TEXT PRIMARY KEY,
+            catalog_version INTEGER NOT NULL DEFAULT 0,
+            index_version INTEGER NOT NULL DEFAULT -1
+        );
+        CREATE TABLE index_removals (
+            partition TEXT NOT NULL,
+            path TEXT NOT NULL,
+            PRIMARY KEY (partition, path)
+        );
+        CREATE TABLE scans (
+            partition TEXT PRIMARY KEY,
+            synced_at TEXT NOT NULL
+        );
+        CREATE TABLE outbox (
+            publication_seq INTEGER PRIMARY KEY REFERENCES publications (seq),
+            state TEXT NOT NULL CHECK (state IN ('pending', 'committed')),
+            commit_id TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            updated_at TEXT NOT NULL
+        )
+    """),
+    # The recall gate's log and opt-in shadow journal (engine/gate/journal.py).
+    ("0002_gate_turns", """
+        CREATE TABLE gate_turns (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            partition TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            audience TEXT NOT NULL,
+            at TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            source TEXT NOT NULL,
+            model TEXT,
+            outcome TEXT NOT NULL,
+            would TEXT,
+            stage TEXT,
+            reason TEXT,
+            latency_ms REAL NOT NULL,
+            offered INTEGER NOT NULL,
+            shortlisted INTEGER NOT NULL,
+            decisions TEXT NOT NULL,
+            settings TEXT NOT NULL,
+            message TEXT,
+            candidates TEXT,
+            needed TEXT,
+            labelled_at TEXT
+        );
+        CREATE INDEX gate_turns_partition ON gate_turns (partition, seq)
+    """),
+]
+
+
+def partition_dir(partition: str) -> str:
+    """The vault-relative directory of a partition name (``private`` or ``conversation:<uuid>``)."""
+    if partition == PRIVATE_SCOPE:
+        return PRIVATE_SCOPE
+    session = partition.removeprefix("conversation:")
+    if partition.startswith("conversation:") and canonical_session_id(session) == session:
+        return f"{CONVERSATIONS_DIR}/{session}"
+    raise InvalidParams(f"not a partition: {partition!r}")
+
+
+def check_presence(record: StoreRecord) -> None:
+    """Fail closed when a store that existed lost its directory, manifest or database."""
+    if not record.path.is_dir() or record.path.is_symlink():
+        raise StoreUnavailable("the store's directory is missing", store=record.store_id)
+    if not (record.path / MANIFEST).is_file():
+        raise StoreUnavailable("the store's manifest (vault.json) is missing", store=record.store_id)
+    if not (record.path / STATE_DB).is_file():
+        raise StoreUnavailable("the store's database (state.sqlite) is missing", store=record.store_id)
+
+
+def create_store_directory(stores_root: Path, store_id: str) -> Path:
+    """Build a complete, empty store in a temporary directory and rename it into place."""
+    stores_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    final = stores_root / store_id
+    if final.exists():
+        raise StoreUnavailable("a directory for this new store already exists", store=store_id)
+    building = stores_root / f".{store_id}.creating"
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(mode=0o700)
+    vault_id = new_id(VAULT_PREFIX)
+    now = format_timestamp(utc_now())
+    database = Database.open(building / STATE_DB, create=True, migrations=STATE_MIGRATIONS)
+    try:
+        with database.atomic():
+            database.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("store_id", store_id), ("vault_id", vault_id), ("created_at", now)],
+            )
+    finally:
+        database.close()
+    private = building / VAULT_DIR / PRIVATE_SCOPE
+    private.mkdir(parents=True)
+    identity = new_id("pt")
+    write_partition_marker(private, store_id, PRIVATE_SCOPE, identity)
+    write_manifest(building / MANIFEST, Manifest(store_id, vault_id, now, {PRIVATE_SCOPE: identity}, 0))
+    fsync_dir(building)
+    os.replace(building, final)
+    fsync_dir(stores_root)
+    return final
+
+
+def remove_abandoned_builds(stores_root: Path) -> None:
+    """Clear temporary directories of store creations that a crash interrupted."""
+    if not stores_root.is_dir():
+        return
+    for entry in stores_root.iterdir():
+        if entry.name.startswith(".") and entry.name.endswith(".creating") and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+class Store:
+    """An opened physical store.  Used only from its runtime's lane thread."""
+
+    def __init__(self, record: StoreRecord, db: Database, shipped: Ontology) -> None:
+        self.record = record
+        self.db = db
+        self.shipped = shipped
+        self.root = record.path
+        self.vault = record.path / VAULT_DIR
+        self.manifest_path = record.path / MANIFEST
+        self.db_path = record.path / STATE_DB
+        self._manifest: Manifest | None = None
+        self._manifest_stamp: tuple[int, int, int] | None = None
+        self._extensions: tuple[tuple[int, int, int] | None, Ontology] | None = None
+        self.ontology_generation = 0  # bumped whenever the private extensions are re-read
+
+    @classmethod
+    def open(cls, record: StoreRecord, shipped: Ontology) -> "Store":
+        check_presence(record)
+        database = Database.open(record.path / STATE_DB, create=False, migrations=STATE_MIGRATIONS)
+        store = cls(record, database, shipped)
+        try:
+            store.verify(allow_pending=True)  # the runtime recovers before anything reads
+        except StoreUnavailable:
+            database.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        self.db.close()
+
+    @property
+    def store_id(self) -> str:
+        return self.record.store_id
+
+    # --- identity ------------------------------------------------------------
+
+    def manifest(self) -> Manifest:
+        info = os.stat(self.manifest_path)
+        stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+        if self._manifest is None or stamp != self._manifest_stamp:
+            self._manifest = read_manifest(self.manifest_path)
+            self._manifest_stamp = stamp
+        return self._manifest
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.one("SELECT value FROM meta WHERE key = ?", (key,))
+        return row["value"] if row is not None else None
+
+    def applied_checkpoint(self) -> int:
+        row = self.db.one("SELECT COALESCE(MAX(seq), 0) AS seq FROM publications WHERE state = 'applied'")
+        return int(row["seq"])
+
+    def pending_publications(self, partition: str | None = None) -> list[int]:
+        """Journalled publications not yet rolled forward or back: the store's, or one partition's."""
+        return [row["seq"] for row in self.db.all(
+            "SELECT seq FROM publications WHERE state = 'journaled' AND (? IS NULL OR partition = ?) ORDER BY seq",
+            (partition, partition),
+        )]
+
+    def verify(self, partition: str | None = None, *, allow_pending: bool = False) -> None:
+        """Check manifest, database and partition identity; raise StoreUnavailable on any mismatch.
+
+        Runs before and after every query.  ``allow_pending`` is for recovery,
+        which is the one caller that may see a journalled publication.
+        """
+        try:
+            check_presence(self.record)
+            manifest = self.manifest()
+        except FileNotFoundError as exc:
+            raise StoreUnavailable("the store's manifest (vault.json) is missing", store=self.store_id) from exc
+        if manifest.store_id != self.store_id or self.meta("store_id") != self.store_id:
+            raise StoreUnavailable("store identity mismatch between registry, manifest and database",
+                                   store=self.store_id)
+        if manifest.vault_id != self.meta("vault_id"):
+            raise StoreUnavailable("vault identity mismatch between manifest and database", store=self.store_id)
+        applied = self.applied_checkpoint()
+        pending = self.pending_publications()
+        if pending and not allow_pending:
+            raise StoreUnavailable("a publication is pending recovery; reads wait for it", store=self.store_id)
+        allowed = {applied, *pending}
+        if manifest.checkpoint not in allowed:
+            if manifest.checkpoint < applied:
+                message = (f"the vault is older than its database (checkpoint {manifest.checkpoint} < "
+                           f"{applied}); restore the matching vault.json or database")
+            else:
+                message = (f"the vault checkpoint {manifest.checkpoint} conflicts with the database "
+                           f"({applied}); it is never replaced automatically")
+            raise StoreUnavailable(message, store=self.store_id)
+        if partition is not None:
+            self._verify_partition(partition, manifest)
+
+    def _verify_partition(self, partition: str, manifest: Manifest) -> None:
+        expected = self.partition_identity(partition, manifest)
+        directory = self.partition_root(partition)
+        exists = directory.is_dir() and not directory.is_symlink()
+        if expected is None:
+            if os.path.lexists(directory):
+                raise StoreUnavailable("a partition directory exists that this store did not create",
+                                       store=self.store_id, partition=partition)
+            return
+        if not exists:
+            raise StoreUnavailable("a partition directory is missing", store=self.store_id, partition=partition)
+        marker = read_partition_marker(directory)
+        if marker != {"storeId": self.store_id, "partition": partition, "identity": expected}:
+            raise StoreUnavailable("a partition directory does not belong to this store",
+                                   store=self.store_id, partition=partition)
+
+    def partition_identity(self, partition: str, manifest: Manifest | None = None) -> str | None:
+        if partition == PRIVATE_SCOPE:
+            return (manifest or self.manifest()).partitions.get(PRIVATE_SCOPE)
+        row = self.db.one("SELECT identity FROM partitions WHERE partition = ?", (partition,))
+        return row["identity"] if row is not None else None
+
+    def set_checkpoint(self, seq: int) -> None:
+        manifest = self.manifest()
+        if manifest.checkpoint != seq:
+            write_manifest(self.manifest_path, manifest.with_checkpoint(seq))
+
+    # --- partitions ------------------------------------------------------------
+
+    def partition_root(self, partition: str) -> Path:
+        return self.vault / partition_dir(partition)
+
+    def partitions(self) -> list[str]:
+        rows = self.db.all("SELECT partition FROM partitions ORDER BY partition")
+        return [PRIVATE_SCOPE] + [row["partition"] for row in rows]
+
+    def ensure_partition(self, partition: str) -> Path:
+        """The partition's directory, created with its identity marker on first write."""
+        directory = self.partition_root(partition)
+        if self.partition_identity(partition) is not None:
+            return directory
+        identity = new_id("pt")
+        if os.path.lexists(directory):
+            raise StoreUnavailable("a partition directory exists that this store did not create",
+                                   store=self.store_id, partition=partition)
+        conversations = self.vault / CONVERSATIONS_DIR
+        if not conversations.exists():
+            conversations.mkdir()
+            fsync_dir(self.vault)
+        if conversations.is_symlink() or not conversations.is_dir():
+            raise StoreUnavailable("conversations/ is not a directory", store=self.store_id)
+        directory.mkdir()
+        fsync_dir(conversations)
+        write_partition_marker(directory, self.store_id, partition, identity)
+        self.db.execute(
+            "INSERT INTO partitions (partition, identity, created_at) VALUES (?, ?, ?)",
+            (partition, identity, format_timestamp(utc_now())),
+        )
+        return directory
+
+    # --- ontology ----------------------------------------------------------------
+
+    def ontology(self, partition: str) -> Ontology:
+        """The effective ontology: shipped, plus the vault's extensions in the private partition only."""
+        if partition != PRIVATE_SCOPE:
+            return self.shipped
+        path = self.vault / EXTENSIONS_FILE
+        try:
+            info = os.lstat(path)
+            stamp: tuple[int, int, int] | None = (info.st_ino, info.st_mtime_ns, info.st_size)
+        except FileNotFoundError:
+            stamp = None
+        if self._extensions is not None and self._extensions[0] == stamp:
+            return self._extensions[1]
+        effective = self.shipped if stamp is None else self._load_extensions()
+        self._extensions = (stamp, effective)
+        self.ontology_generation += 1
+        return effective
+
+    def _load_extensions(self) -> Ontology:
+        where = f"{VAULT_DIR}/{EXTENSIONS_FILE}"
+        try:
+            data, _ = read_file(self.vault, EXTENSIONS_FILE, max_bytes=ONTOLOGY_MAX_BYTES)
+            text = data.decode("utf-8")
+        except (KnowledgeError, UnicodeDecodeError) as exc:
+            message = exc.message if isinstance(exc, KnowledgeError) else "not valid UTF-8"
+            return replace(self.shipped, findings=(Finding("ontology_invalid", message, path=where),))
+        return self.shipped.extended(text, where)
+
+
+def conversation_partition(session_id: str) -> str:
+    canonical = canonical_session_id(session_id)
+    if canonical is None:
+        raise InvalidParams("sessionId must be a UUID", field="sessionId")
+    return conversation_scope(canonical)
+

@@ -1,0 +1,346 @@
+"""Turning validated write requests into publication plans.
+
+Runs on the store's lane, after the catalog has caught up with the disk.
+Every file a plan writes is rendered and checked here, against the envelope,
+the ontology and the partition's other records, so a plan that reaches the
+publisher is whole and valid.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import CURRENT, Catalog, reference_findings
+from ..core.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
+from ..vault.evidence import describe_source, excerpt_line_count
+from ..core.files import read_file, sha256_bytes
+from ..core.findings import has_errors
+from ..vault.frontmatter import RECORD_MAX_BYTES
+from ..core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, new_id
+from .inputs import ClaimItem, EvidenceInput, PageInput, RelationshipItem, RememberInput
+from ..vault.ontology import Ontology
+from .publication import FileWrite, Plan
+from ..vault.records import RECORD_FORMAT, TITLE_MAX_CHARS, Record, check_record, parse_record
+from .store import Store
+
+QUOTE_MAX_CHARS = 500  # longer excerpts are cited by line range only, not copied into frontmatter
+CITED_SOURCE_MAX_BYTES = 64 * 1024 * 1024  # line ranges and quotes are checked against sources up to this size
+CATCH_UP_ATTEMPTS = 3  # re-reads of a record that changes on disk while a revision of it is planned
+
+
+@dataclass
+class WriteContext:
+    store: Store
+    catalog: Catalog
+    partition: str
+    agent: str
+    attribution: dict[str, Any]
+    now: str
+
+    @property
+    def ontology(self) -> Ontology:
+        return self.store.ontology(self.partition)
+
+
+class _PlanBuilder:
+    """Collects the files of one publication and checks each record as it is added."""
+
+    def __init__(self, ctx: WriteContext) -> None:
+        self.ctx = ctx
+        self.writes: list[FileWrite] = []
+        self.sources_by_text: dict[str, str] = {}
+        self.new_pages: dict[str, str] = {}
+        self.taken_paths: set[str] = set()
+        self._source_lines: dict[str, list[str]] = {}
+
+    def retain_excerpt(self, text: str) -> dict[str, Any]:
+        """Keep supporting text as a source file; returns the citation for it."""
+        source_id = self.sources_by_text.get(text)
+        if source_id is None:
+            source_id = new_id(SOURCE_PREFIX)
+            data = text.encode("utf-8")
+            descriptor = describe_source(source_id, data, media_type="text/plain", origin=self.ctx.attribution,
+                                         recorded_at=self.ctx.now)
+            self.writes.append(FileWrite(descriptor.retained_path, "source", data))
+            self.writes.append(FileWrite(descriptor.descriptor_path, "descriptor", descriptor.render()))
+            self.sources_by_text[text] = source_id
+        citation: dict[str, Any] = {"source": source_id, "lines": [1, excerpt_line_count(text)]}
+        if len(text) <= QUOTE_MAX_CHARS:
+            citation["quote"] = text
+        return citation
+
+    def citation(self, evidence: EvidenceInput) -> dict[str, Any]:
+        if evidence.excerpt is not None:
+            return self.retain_excerpt(evidence.excerpt)
+        if self.ctx.catalog.source(self.ctx.partition, evidence.source) is None:
+            raise NotFound("no retained source with that id in this partition", field="evidence.source",
+                           source=evidence.source)
+        citation: dict[str, Any] = {"source": evidence.source}
+        if evidence.lines or evidence.quote:
+            self._check_citation(evidence)
+        if evidence.lines:
+            citation["lines"] = list(evidence.lines)
+        if evidence.quote:
+            citation["quote"] = evidence.quote
+        return citation
+
+    def _check_citation(self, evidence: EvidenceInput) -> None:
+        """A cited line range must exist in the source, and a quote must stand in the cited lines."""
+        lines = self._lines_of(evidence.source)
+        first, last = evidence.lines or (1, len(lines))
+        if last > len(lines):
+            raise InvalidParams(f"the source has {len(lines)} lines; lines {first}-{last} do not exist",
+                                field="evidence.lines", source=evidence.source)
+        if evidence.quote and evidence.quote not in "\n".join(lines[first - 1:last]):
+            raise InvalidParams("the quote does not appear in the cited lines of the source",
+                                field="evidence.quote", source=evidence.source)
+
+    def _lines_of(self, source_id: str) -> list[str]:
+        if source_id not in self._source_lines:
+            row = self.ctx.catalog.source(self.ctx.partition, source_id)
+            data, _ = read_file(self.ctx.store.partition_root(self.ctx.partition), row["retained_path"],
+                                max_bytes=CITED_SOURCE_MAX_BYTES)
+            try:
+                self._source_lines[source_id] = data.decode("utf-8").splitlines()
+            except UnicodeDecodeError as exc:
+                raise InvalidParams("lines and quotes can only cite text sources", field="evidence",
+                                    source=source_id) from exc
+        return self._source_lines[source_id]
+
+    def add_record(self, frontmatter: dict[str, Any], body: str, path: str, *, base: bytes | None) -> Record:
+        record = Record(frontmatter, body)
+        ontology = self.ctx.ontology
+        record_type = record.effective_type(ontology, path)
+        findings = check_record(record, ontology, path)
+        if not has_errors(findings):
+            findings += reference_findings(frontmatter, frontmatter["kind"], record_type,
+                                           self._pages_named(frontmatter, record_type),
+                                           self._sources_cited(frontmatter), ontology, path)
+        if has_errors(findings):
+            errors = [f.to_dict() for f in findings if f.severity == "error"]
+            field = errors[0].get("field")
+            raise RecordInvalid(f"the record is not valid: {errors[0]['message']}"
+                                + (f" ({field})" if field else ""), errors)
+        data = record.render()
+        self.writes.append(FileWrite(path, "record", data, record.id, record.revision, base))
+        if frontmatter["kind"] == "page":
+            self.new_pages[record.id] = record_type
+        self.taken_paths.add(path)
+        return record
+
+    def _pages_named(self, frontmatter: dict[str, Any], record_type: str | None) -> dict[str, str]:
+        """Types of the current pages this record refers to (and pages this plan creates)."""
+        wanted = {frontmatter.get(key) for key in ("from", "to", "subject")}
+        if record_type is not None:
+            wanted |= {target for _, target, _ in self.ctx.ontology.page_field_refs(record_type,
+                                                                                    frontmatter.get("fields"))}
+        types = {}
+        for page_id in wanted - {None}:
+            if page_id in self.new_pages:
+                types[page_id] = self.new_pages[page_id]
+                continue
+            row = self.ctx.store.db.one(
+                f"SELECT type FROM catalog WHERE partition = ? AND record_id = ? AND kind = 'page' AND {CURRENT}",
+                (self.ctx.partition, page_id),
+            )
+            if row is not None:
+                types[page_id] = row["type"]
+        return types
+
+    def _sources_cited(self, frontmatter: dict[str, Any]) -> set[str]:
+        cited = {c.get("source") for c in frontmatter.get("evidence") or [] if isinstance(c, dict)}
+        new = set(self.sources_by_text.values())
+        return {source for source in cited if source in new
+                or self.ctx.catalog.source(self.ctx.partition, source) is not None}
+
+    def unique_path(self, directory: str, stem: str) -> str:
+        in_use = self.ctx.catalog.paths_in_use(self.ctx.partition, directory) | self.taken_paths
+        root = self.ctx.store.partition_root(self.ctx.partition)
+        candidate, counter = f"{directory}{stem}.md", 1
+        while candidate in in_use or (root / candidate).exists():
+            counter += 1
+            candidate = f"{directory}{stem}-{counter}.md"
+        return candidate
+
+    def plan(self, operation: str, request_id: str, digest: str, receipt: dict[str, Any]) -> Plan:
+        return Plan(self.ctx.partition, operation, request_id, digest, self.ctx.agent, self.writes, receipt)
+
+
+def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[Any, Record, bytes]:
+    """The one current record with this id, freshly read from disk.
+
+    A file that no longer holds what the catalog last read (an edit the watcher has not reported
+    yet) is catalogued first, so the edit is in the revision history before anything is planned on
+    top of it: the plan's base is always a version the engine has kept.
+    """
+    for _ in range(CATCH_UP_ATTEMPTS):
+        rows = ctx.catalog.rows_for_id(ctx.partition, record_id)
+        if len(rows) > 1:
+            raise NotFound("that id is used by more than one file; exact lookups return none", id=record_id)
+        if not rows or rows[0]["kind"] != kind:
+            raise NotFound(f"no {kind} with that id in this partition", id=record_id)
+        row = rows[0]
+        data, _ = read_file(ctx.store.partition_root(ctx.partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+        if sha256_bytes(data) == row["sha256"]:
+            break
+        ctx.catalog.sync(ctx.partition, [row["path"]], force=True)
+    else:
+        raise Conflict("the record keeps changing on disk; read it again", id=record_id)
+    record, _ = parse_record(data, row["path"])
+    if record is None or row["file_status"] != "ok":
+        raise Conflict("the record's file is not valid; fix it before revising", id=record_id, path=row["path"])
+    if record.revision != row["revision"]:
+        raise Conflict("the record changed on disk; read it again", id=record_id)
+    return row, record, data
+
+
+def resolve_page(ctx: WriteContext, name: str) -> str:
+    """A page id from an id, title or alias; ambiguous or unknown names resolve to nothing."""
+    matches = ctx.catalog.lookup(ctx.partition, name, kind="page")
+    if len(matches) != 1:
+        reason = "matches more than one page" if matches else "matches no current page"
+        raise NotFound(f"{name!r} {reason} in this partition", name=name)
+    return matches[0]
+
+
+def slugify(title: str) -> str:
+    text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii").lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+    return slug[:60].rstrip("-") or "page"
+
+
+def one_line_title(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_MAX_CHARS else line[: TITLE_MAX_CHARS - 1].rstrip() + "…"
+
+
+# --- save_page ----------------------------------------------------------------------
+
+
+def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
+    if page.type not in ctx.ontology.page_types:
+        raise InvalidParams(f"page type {page.type!r} is not in the ontology", field="type")
+    builder = _PlanBuilder(ctx)
+    citations = [builder.citation(evidence) for evidence in page.evidence]
+    if page.id is None:
+        record_id = new_id(PAGE_PREFIX)
+        path = builder.unique_path(ctx.ontology.filing_dir(page.type), slugify(page.title))
+        frontmatter: dict[str, Any] = {
+            "format": RECORD_FORMAT, "id": record_id, "revision": 1, "kind": "page", "title": page.title,
+            "type": page.type, "recorded_at": ctx.now, "updated_at": ctx.now, "scope": ctx.partition,
+            "lifecycle": "active",
+        }
+        base = None
+    else:
+        row, existing, base = current_record(ctx, page.id, kind="page")
+        if existing.revision != page.expected_revision:
+            raise StaleRevision(f"the page is at revision {existing.revision}, not {page.expected_revision}",
+                                id=page.id, revision=existing.revision)
+        if existing.lifecycle != "active":
+            raise Conflict(f"the page is {existing.lifecycle}; only active pages are revised", id=page.id)
+        record_id, path = page.id, row["path"]
+        frontmatter = dict(existing.frontmatter)
+        frontmatter.update(revision=existing.revision + 1, title=page.title, type=page.type, updated_at=ctx.now)
+        citations = list(frontmatter.get("evidence") or []) + citations
+    for key, value in (("aliases", page.aliases), ("tags", page.tags)):
+        if value:
+            frontmatter[key] = list(value)
+        elif value is not None:
+            frontmatter.pop(key, None)
+    if page.fields is not None:
+        frontmatter["fields"] = page.fields
+    if citations:
+        frontmatter["evidence"] = citations
+    frontmatter["attribution"] = ctx.attribution
+    record = builder.add_record(frontmatter, page.body, path, base=base)
+    receipt = {"id": record_id, "revision": record.revision,
+               "records": [{"id": record_id, "revision": record.revision, "kind": "page"}]}
+    return builder.plan("save_page", page.request_id, digest, receipt)
+
+
+# --- remember -----------------------------------------------------------------------
+
+
+def plan_remember(ctx: WriteContext, request: RememberInput, digest: str) -> Plan:
+    builder = _PlanBuilder(ctx)
+    subject = resolve_page(ctx, request.subject) if request.subject else None
+    items, records = [], []
+    superseded: set[str] = set()
+    for item in request.items:
+        if isinstance(item, ClaimItem):
+            record_id, revision, extra = _claim(ctx, builder, item, subject, superseded)
+        else:
+            record_id, revision, extra = _relationship(ctx, builder, item)
+        items.append({"id": record_id, "revision": revision})
+        records.append({"id": record_id, "revision": revision, "kind": "claim" if isinstance(item, ClaimItem)
+                        else "relationship"})
+        records.extend(extra)
+    receipt = {"items": items, "records": records}
+    return builder.plan("remember", request.request_id, digest, receipt)
+
+
+def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: str | None,
+           superseded: set[str]) -> tuple[str, int, list[dict[str, Any]]]:
+    if item.claim_kind not in ctx.ontology.claim_kinds:
+        raise InvalidParams(f"claimKind must be one of {list(ctx.ontology.claim_kinds)}", field="claimKind")
+    item_subject = resolve_page(ctx, item.subject) if item.subject else subject
+    extra = []
+    if item.replaces is not None:
+        if item.replaces in superseded:
+            raise InvalidParams("two items replace the same claim", field="replaces")
+        row, old, base = current_record(ctx, item.replaces, kind="claim")
+        if old.lifecycle != "active":
+            raise Conflict(f"the claim is already {old.lifecycle}", id=item.replaces)
+        old_fm = dict(old.frontmatter)
+        old_fm.update(revision=old.revision + 1, lifecycle="superseded", updated_at=ctx.now,
+                      attribution=ctx.attribution)
+        builder.add_record(old_fm, old.body, row["path"], base=base)
+        superseded.add(item.replaces)
+        extra.append({"id": item.replaces, "revision": old.revision + 1, "kind": "claim"})
+        if item_subject is None and isinstance(old.frontmatter.get("subject"), str):
+            item_subject = old.frontmatter["subject"]
+    record_id = new_id(CLAIM_PREFIX)
+    frontmatter: dict[str, Any] = {
+        "format": RECORD_FORMAT, "id": record_id, "revision": 1, "kind": "claim",
+        "title": one_line_title(item.text), "recorded_at": ctx.now, "updated_at": ctx.now,
+        "scope": ctx.partition, "lifecycle": "active", "claim_kind": item.claim_kind,
+    }
+    if item_subject:
+        frontmatter["subject"] = item_subject
+    frontmatter["assertion_origin"] = item.assertion_origin
+    if item.replaces:
+        frontmatter["replaces"] = item.replaces
+    frontmatter["attribution"] = ctx.attribution
+    frontmatter["evidence"] = [builder.citation(evidence) for evidence in item.evidence]
+    builder.add_record(frontmatter, item.text, f"claims/{record_id}.md", base=None)
+    return record_id, 1, extra
+
+
+def _relationship(ctx: WriteContext, builder: _PlanBuilder,
+                  item: RelationshipItem) -> tuple[str, int, list[dict[str, Any]]]:
+    relation = ctx.ontology.relation_types.get(item.relation)
+    if relation is None:
+        raise InvalidParams(f"relation {item.relation!r} is not in the ontology", field="relation")
+    ends = {}
+    for end, name in (("from", item.from_page), ("to", item.to_page)):
+        ends[end] = resolve_page(ctx, name)
+    titles = {
+        end: ctx.store.db.one(
+            "SELECT title FROM catalog WHERE partition = ? AND record_id = ?", (ctx.partition, page_id)
+        )["title"]
+        for end, page_id in ends.items()
+    }
+    record_id = new_id(RELATIONSHIP_PREFIX)
+    frontmatter: dict[str, Any] = {
+        "format": RECORD_FORMAT, "id": record_id, "revision": 1, "kind": "relationship",
+        "title": one_line_title(f"{titles['from']} {relation.label} {titles['to']}"),
+        "recorded_at": ctx.now, "updated_at": ctx.now, "scope": ctx.partition, "lifecycle": "active",
+        "relation": item.relation, "from": ends["from"], "to": ends["to"],
+        "assertion_origin": item.assertion_origin, "attribution": ctx.attribution,
+        "evidence": [builder.citation(evidence) for evidence in item.evidence],
+    }
+    builder.add_record(frontmatter, "", f"relationships/{record_id}.md", base=None)
+    return record_id, 1, []

@@ -1,0 +1,240 @@
+"""Markdown documents with a closed ``---`` YAML frontmatter block.
+
+The YAML subset is deliberately small and safe: JSON-compatible values only,
+string keys, no duplicate keys, no anchors or aliases (no billion laughs),
+timestamps stay strings, and nesting is bounded before anything is built.
+
+``load_yaml`` is where every vault file's YAML (records, source descriptors,
+ontology extensions) becomes data, so it is the one boundary that turns
+whatever a parser raises on hostile input into ``DocumentSyntaxError`` or
+``LimitExceeded``, and it only ever returns values every later consumer can
+hold: integers within 64 bits (SQLite, tantivy), finite floats, strings
+without lone surrogates (UTF-8 for SQLite, tantivy and JSON replies).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from ..core.errors import InvalidParams, LimitExceeded
+
+MAX_NESTING = 20
+RECORD_MAX_BYTES = 5_000_000
+# No 64-bit integer or finite float needs more characters; longer ones (a 5,000-digit integer) are refused
+# before conversion, which Python limits (int max-str-digits) and which is quadratic for sexagesimal forms.
+NUMBER_MAX_CHARS = 100
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+# What PyYAML's constructors raise on scalars they cannot convert: ValueError (int('abc'), float('abc'),
+# and UnicodeError), KeyError (!!bool abc), OverflowError (a huge sexagesimal float), TypeError.
+# MemoryError is deliberately absent: running out of memory is not one file's problem.
+CONSTRUCTOR_ERRORS = (ValueError, LookupError, TypeError, ArithmeticError)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_DELIMITER = "---"
+
+
+class DocumentSyntaxError(InvalidParams):
+    """The text is not a frontmatter document we can read."""
+
+
+def _without_timestamps(resolvers: dict) -> dict:
+    return {
+        first: [(tag, regexp) for tag, regexp in entries if tag != "tag:yaml.org,2002:timestamp"]
+        for first, entries in resolvers.items()
+    }
+
+
+class _Refused(Exception):
+    def __init__(self, message: str, yaml_line: int) -> None:
+        super().__init__(message)
+        self.yaml_line = yaml_line
+
+
+def _short_number(loader: Any, node: yaml.ScalarNode, what: str) -> None:
+    if len(loader.construct_scalar(node).replace("_", "")) > NUMBER_MAX_CHARS:
+        raise _Refused(f"{what} longer than {NUMBER_MAX_CHARS} digits", node.start_mark.line)
+
+
+def _bounded_int(loader: Any, node: yaml.ScalarNode) -> int:
+    _short_number(loader, node, "an integer")
+    value = loader.construct_yaml_int(node)
+    if not INT_MIN <= value <= INT_MAX:
+        raise _Refused("an integer outside the 64-bit range", node.start_mark.line)
+    return value
+
+
+def _finite_float(loader: Any, node: yaml.ScalarNode) -> float:
+    _short_number(loader, node, "a number")
+    value = loader.construct_yaml_float(node)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _Refused("a non-finite number (.nan or .inf)", node.start_mark.line)
+    return value
+
+
+def _whole_str(loader: Any, node: yaml.ScalarNode) -> str:
+    # libyaml refuses "\ud800" escapes; PyYAML's pure-Python scanner builds the lone surrogate.
+    value = loader.construct_yaml_str(node)
+    if _SURROGATE.search(value):
+        raise _Refused("a lone UTF-16 surrogate in a string", node.start_mark.line)
+    return value
+
+
+# Only JSON-compatible values: explicit tags such as !!binary, !!set, !!timestamp or !!omap are refused.
+_JSON_TAGS = ("null", "bool", "int", "float", "str", "seq", "map")
+
+
+def _strict_loader(base: type) -> type:
+    """A loader over ``base`` (libyaml's or PyYAML's pure-Python one) that builds only the subset above."""
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        yaml_implicit_resolvers = _without_timestamps(base.yaml_implicit_resolvers)
+
+        def construct_object(self, node, deep=False):  # noqa: D401 - PyYAML hook
+            try:
+                return super().construct_object(node, deep=deep)
+            except CONSTRUCTOR_ERRORS as exc:  # a scalar its tag's constructor cannot convert
+                tag = node.tag.rsplit(":", 1)[-1]
+                raise _Refused(f"a value that cannot be read as {tag}", node.start_mark.line) from exc
+
+        def construct_mapping(self, node, deep=False):  # noqa: D401 - PyYAML hook
+            if not isinstance(node, yaml.MappingNode):
+                return super().construct_mapping(node, deep=deep)
+            mapping: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    raise _Refused("a non-string key", key_node.start_mark.line)
+                if key in mapping:
+                    raise _Refused(f"a duplicate key {key!r}", key_node.start_mark.line)
+                mapping[key] = self.construct_object(value_node, deep=True)
+            return mapping
+
+    Loader.yaml_constructors = {
+        tag: constructor for tag, constructor in base.yaml_constructors.items()
+        if tag is None or tag.rsplit(":", 1)[-1] in _JSON_TAGS
+    }
+    Loader.add_constructor("tag:yaml.org,2002:map", Loader.construct_mapping)
+    Loader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
+    Loader.add_constructor("tag:yaml.org,2002:float", _finite_float)
+    Loader.add_constructor("tag:yaml.org,2002:str", _whole_str)
+    return Loader
+
+
+_Loader = _strict_loader(_BaseLoader)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+    yaml_implicit_resolvers = _without_timestamps(_BaseDumper.yaml_implicit_resolvers)
+
+
+def _check_events(text: str, *, max_nesting: int, line_offset: int, what: str) -> None:
+    depth = 0
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise DocumentSyntaxError(
+                "YAML anchors and aliases are not allowed", line=event.start_mark.line + 1 + line_offset
+            )
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > max_nesting:
+                raise LimitExceeded(
+                    f"{what} nests deeper than {max_nesting} levels",
+                    line=event.start_mark.line + 1 + line_offset,
+                    limit=max_nesting,
+                )
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def load_yaml(
+    text: str, *, max_nesting: int = MAX_NESTING, what: str = "frontmatter", line_offset: int = 0
+) -> Any:
+    """Parse safe YAML text; raises DocumentSyntaxError or LimitExceeded, never anything else
+    (but MemoryError).
+
+    ``line_offset`` maps YAML line numbers to the enclosing file's lines.
+    """
+    try:
+        _check_events(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 + line_offset if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise DocumentSyntaxError(f"{what} is not valid YAML: {problem}", line=line) from exc
+    except _Refused as exc:
+        raise DocumentSyntaxError(f"{what} has {exc}", line=exc.yaml_line + 1 + line_offset) from exc
+    except yaml.YAMLError as exc:
+        raise DocumentSyntaxError(f"{what} is not valid YAML: {exc}") from exc
+    except RecursionError as exc:
+        raise LimitExceeded(f"{what} nests too deeply", limit=max_nesting) from exc
+    except CONSTRUCTOR_ERRORS as exc:  # e.g. text libyaml cannot encode: one file's problem, never the caller's
+        raise DocumentSyntaxError(f"{what} cannot be read ({type(exc).__name__})") from exc
+
+
+def dump_yaml(value: Any) -> str:
+    return yaml.dump(
+        value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100
+    )
+
+
+def split_document(text: str) -> tuple[str, str]:
+    """Split ``text`` into (frontmatter YAML, body); the block must be closed."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines[0].rstrip("\r") != _DELIMITER:
+        raise DocumentSyntaxError("document does not start with a '---' frontmatter block", line=1)
+    for index in range(1, len(lines)):
+        if lines[index].rstrip("\r") == _DELIMITER:
+            return "\n".join(lines[1:index]) + "\n", "\n".join(lines[index + 1 :])
+    raise DocumentSyntaxError("frontmatter block is not closed with '---'", line=1)
+
+
+def parse_document(data: bytes) -> tuple[dict[str, Any], str]:
+    """Decode and parse a record file into (frontmatter mapping, body)."""
+    if len(data) > RECORD_MAX_BYTES:
+        raise LimitExceeded(
+            f"record is larger than {RECORD_MAX_BYTES} bytes", limit=RECORD_MAX_BYTES, size=len(data)
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentSyntaxError(f"record is not valid UTF-8 (byte {exc.start})") from exc
+    if "\x00" in text:
+        raise DocumentSyntaxError("record contains a NUL character")
+    head, body = split_document(text)
+    frontmatter = load_yaml(head, line_offset=1)
+    if not isinstance(frontmatter, dict):
+        raise DocumentSyntaxError("frontmatter must be a mapping", line=2)
+    return frontmatter, body
+
+
+def render_document(frontmatter: dict[str, Any], body: str) -> bytes:
+    """Render frontmatter and body to the exact bytes a record file holds.
+
+    Refuses what ``parse_document`` would refuse to read back.
+    """
+    if "\x00" in body:
+        raise DocumentSyntaxError("record body contains a NUL character")
+    if _SURROGATE.search(body):
+        raise DocumentSyntaxError("record body contains a lone UTF-16 surrogate")
+    if body and not body.endswith("\n"):
+        body += "\n"
+    try:
+        head = dump_yaml(frontmatter)
+    except UnicodeEncodeError as exc:  # libyaml's emitter cannot encode a lone surrogate
+        raise DocumentSyntaxError("frontmatter has a lone UTF-16 surrogate in a string") from exc
+    load_yaml(head, line_offset=1)  # the reader's own rules (nesting, 64-bit integers, no lone surrogates)
+    data = f"{_DELIMITER}\n{head}{_DELIMITER}\n{body}".encode("utf-8")
+    if len(data) > RECORD_MAX_BYTES:
+        raise LimitExceeded(
+            f"record would be larger than {RECORD_MAX_BYTES} bytes", limit=RECORD_MAX_BYTES, size=len(data)
+        )
+    return data

@@ -1,0 +1,255 @@
+"""Knowledge records (``knowledge-record-v1``): pages, claims, relationships.
+
+A record is one Markdown file: frontmatter plus body.  This module parses
+and renders records and checks them against the envelope and the ontology.
+It knows nothing of partitions on disk or of other records; cross-record
+checks (duplicate ids, evidence sources, relationship endpoints) belong to
+the catalog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import InvalidParams, LimitExceeded
+from ..core.findings import Finding
+from .frontmatter import parse_document, render_document
+from ..core.ids import canonical_session_id, is_record_id, parse_timestamp
+from .ontology import Ontology
+
+RECORD_FORMAT = "knowledge-record-v1"
+KINDS = ("page", "claim", "relationship")
+LIFECYCLES = ("active", "superseded", "withdrawn", "merged")
+ASSERTION_ORIGINS = ("user", "source", "agent_inference")
+TITLE_MAX_CHARS = 500
+RECALL_SUMMARY_MAX = 500
+RECALL_LIST_MAX = 20
+PRIVATE_SCOPE = "private"
+
+# Known keys render first, in this order; unknown keys keep theirs after them.
+CANONICAL_ORDER = (
+    "format", "id", "revision", "kind", "title", "type", "recorded_at", "updated_at", "scope",
+    "lifecycle", "claim_kind", "subject", "relation", "from", "to", "assertion_origin", "aliases",
+    "tags", "dependencies", "replaces", "attribution", "fields", "evidence", "recall",
+)
+
+
+def conversation_scope(session_id: str) -> str:
+    return f"conversation:{session_id}"
+
+
+def is_valid_scope(scope: object) -> bool:
+    if scope == PRIVATE_SCOPE:
+        return True
+    if isinstance(scope, str) and scope.startswith("conversation:"):
+        session = scope.removeprefix("conversation:")
+        return canonical_session_id(session) == session
+    return False
+
+
+@dataclass
+class Record:
+    """A parsed record: the whole frontmatter (unknown keys included) and the body."""
+
+    frontmatter: dict[str, Any]
+    body: str
+
+    @property
+    def id(self) -> Any:
+        return self.frontmatter.get("id")
+
+    @property
+    def revision(self) -> Any:
+        return self.frontmatter.get("revision")
+
+    @property
+    def kind(self) -> Any:
+        return self.frontmatter.get("kind")
+
+    @property
+    def title(self) -> Any:
+        return self.frontmatter.get("title")
+
+    @property
+    def scope(self) -> Any:
+        return self.frontmatter.get("scope")
+
+    @property
+    def lifecycle(self) -> Any:
+        return self.frontmatter.get("lifecycle")
+
+    @property
+    def is_fixture(self) -> bool:
+        return self.frontmatter.get("fixture") is True
+
+    def ordered_frontmatter(self) -> dict[str, Any]:
+        ordered = {key: self.frontmatter[key] for key in CANONICAL_ORDER if key in self.frontmatter}
+        ordered.update((key, value) for key, value in self.frontmatter.items() if key not in ordered)
+        return ordered
+
+    def render(self) -> bytes:
+        return render_document(self.ordered_frontmatter(), self.body)
+
+    def effective_type(self, ontology: Ontology, path: str) -> str | None:
+        """A page's type: its ``type`` field, else classified by its path (never rewritten)."""
+        if self.kind != "page":
+            return None
+        declared = self.frontmatter.get("type")
+        return declared if isinstance(declared, str) and declared else ontology.classify(path)
+
+
+def parse_record(data: bytes, path: str) -> tuple[Record | None, list[Finding]]:
+    """Parse bytes into a Record; a document we cannot read becomes one finding."""
+    try:
+        frontmatter, body = parse_document(data)
+    except (InvalidParams, LimitExceeded) as exc:
+        code = "too_large" if isinstance(exc, LimitExceeded) else "syntax"
+        return None, [Finding(code, exc.message, path=path, line=exc.details.get("line"))]
+    return Record(frontmatter, body), []
+
+
+def check_scope(record: Record, partition_scope: str) -> Finding | None:
+    """A record whose scope is missing, invalid or not its partition's is withheld."""
+    scope = record.scope
+    if scope is None:
+        return Finding("scope_missing", "record has no scope; withheld", field="scope")
+    if not is_valid_scope(scope):
+        return Finding("scope_invalid", f"scope {scope!r} is not valid; withheld", field="scope")
+    if scope != partition_scope:
+        return Finding(
+            "scope_mismatch", f"scope {scope!r} does not match partition {partition_scope!r}; withheld",
+            field="scope",
+        )
+    return None
+
+
+def check_record(record: Record, ontology: Ontology, path: str) -> list[Finding]:
+    """Envelope and ontology checks for one record on its own."""
+    fm = record.frontmatter
+    findings: list[Finding] = []
+
+    def problem(code: str, message: str, field: str | None = None, severity: str = "error") -> None:
+        findings.append(Finding(code, message, severity=severity, path=path, field=field,
+                                record_id=record.id if is_record_id(record.id) else None))
+
+    if fm.get("format") != RECORD_FORMAT:
+        problem("envelope", f"format must be {RECORD_FORMAT}", "format")
+    if not is_record_id(fm.get("id")):
+        problem("envelope", "id must be a string of letters, digits, '_', '-' or '.'", "id")
+    revision = fm.get("revision")
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
+        problem("envelope", "revision must be a positive integer", "revision")
+    kind = fm.get("kind")
+    if kind not in KINDS:
+        problem("envelope", f"kind must be one of {list(KINDS)}", "kind")
+    title = fm.get("title")
+    if not isinstance(title, str) or not title.strip() or "\n" in title or len(title) > TITLE_MAX_CHARS:
+        problem("envelope", f"title must be one non-empty line of at most {TITLE_MAX_CHARS} characters", "title")
+    for key in ("recorded_at", "updated_at"):
+        if parse_timestamp(fm.get(key)) is None:
+            problem("envelope", f"{key} must be an ISO-8601 UTC timestamp", key)
+    if fm.get("lifecycle") not in LIFECYCLES:
+        problem("envelope", f"lifecycle must be one of {list(LIFECYCLES)}", "lifecycle")
+    for key in ("aliases", "tags", "dependencies"):
+        value = fm.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            problem("envelope", f"{key} must be a list of strings", key)
+    attribution = fm.get("attribution")
+    if attribution is not None and not isinstance(attribution, dict):
+        problem("envelope", "attribution must be a mapping", "attribution")
+    if "fixture" in fm and not isinstance(fm["fixture"], bool):
+        problem("envelope", "fixture must be true or false", "fixture")
+
+    if kind == "page":
+        if fm.get("type") is not None and not isinstance(fm["type"], str):  # never silently re-classified
+            problem("envelope", "type must be a page type name", "type")
+        page_type = record.effective_type(ontology, path)
+        for finding in ontology.check_fields(page_type, fm.get("fields")):
+            problem(finding.code, finding.message, finding.field)
+        if "evidence" in fm:
+            _check_evidence(fm["evidence"], problem, required=False)
+    elif kind == "claim":
+        claim_kind = fm.get("claim_kind")
+        if not isinstance(claim_kind, str) or claim_kind not in ontology.claim_kinds:
+            problem("envelope", f"claim_kind must be one of {list(ontology.claim_kinds)}", "claim_kind")
+        if fm.get("subject") is not None and not is_record_id(fm["subject"]):
+            problem("envelope", "subject must be a record id", "subject")
+        if fm.get("replaces") is not None and not is_record_id(fm["replaces"]):
+            problem("envelope", "replaces must be a record id", "replaces")
+        _check_origin(fm, problem)
+        _check_evidence(fm.get("evidence"), problem, required=True)
+    elif kind == "relationship":
+        relation = fm.get("relation")
+        if not isinstance(relation, str) or relation not in ontology.relation_types:
+            problem("unknown_relation", f"relation {relation!r} is not in the ontology", "relation")
+        for end in ("from", "to"):
+            if not is_record_id(fm.get(end)):
+                problem("envelope", f"{end} must be a page id", end)
+        _check_origin(fm, problem)
+        _check_evidence(fm.get("evidence"), problem, required=True)
+
+    if "recall" in fm:
+        _check_recall(fm["recall"], problem)
+    return findings
+
+
+def _check_origin(fm: dict[str, Any], problem) -> None:
+    if fm.get("assertion_origin") not in ASSERTION_ORIGINS:
+        problem("envelope", f"assertion_origin must be one of {list(ASSERTION_ORIGINS)}", "assertion_origin")
+
+
+def _check_evidence(evidence: Any, problem, *, required: bool) -> None:
+    if evidence is None or evidence == []:
+        if required:
+            problem("evidence_missing", "claims and relationships must cite evidence", "evidence")
+        return
+    if not isinstance(evidence, list):
+        problem("evidence", "evidence must be a list of citations", "evidence")
+        return
+    for index, citation in enumerate(evidence):
+        where = f"evidence[{index}]"
+        if not isinstance(citation, dict) or not is_record_id(citation.get("source")):
+            problem("evidence", "each citation needs a source descriptor id", where)
+            continue
+        lines = citation.get("lines")
+        if lines is not None and not _is_line_range(lines):
+            problem("evidence", "lines must be [first, last] with 1 <= first <= last", f"{where}.lines")
+        quote = citation.get("quote")
+        if quote is not None and (not isinstance(quote, str) or not quote):
+            problem("evidence", "quote must be a non-empty string", f"{where}.quote")
+
+
+def _is_line_range(lines: Any) -> bool:
+    return (
+        isinstance(lines, list) and len(lines) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in lines)
+        and 1 <= lines[0] <= lines[1]
+    )
+
+
+def check_recall_block(recall: Any) -> list[tuple[str, str]]:
+    """(field, problem) pairs for an approved recall block; empty when it is valid."""
+    if not isinstance(recall, dict):
+        return [("recall", "recall must be a mapping")]
+    problems = []
+    summary = recall.get("summary")
+    if not isinstance(summary, str) or not 1 <= len(summary.strip()) <= RECALL_SUMMARY_MAX:
+        problems.append(("recall.summary", f"summary must be 1-{RECALL_SUMMARY_MAX} characters"))
+    for key in ("triggers", "projects"):
+        value = recall.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            problems.append((f"recall.{key}", f"{key} must be a list of non-empty strings"))
+        elif len(value) > RECALL_LIST_MAX:
+            problems.append((f"recall.{key}", f"at most {RECALL_LIST_MAX} {key}"))
+    importance = recall.get("importance", 5)
+    if isinstance(importance, bool) or not isinstance(importance, int) or not 1 <= importance <= 10:
+        problems.append(("recall.importance", "importance must be an integer from 1 to 10"))
+    if "approved_at" in recall and parse_timestamp(recall["approved_at"]) is None:
+        problems.append(("recall.approved_at", "approved_at must be an ISO-8601 UTC timestamp"))
+    return problems
+
+
+def _check_recall(recall: Any, problem) -> None:
+    for field, message in check_recall_block(recall):
+        problem("recall", message, field)

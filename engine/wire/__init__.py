@@ -1,0 +1,11 @@
+"""The socket: JSON-RPC 2.0 and MCP framing, the agent tools and their schemas, the stdio MCP
+bridge and client configurations.
+
+    messages       the one parsing boundary: depth, surrogates, ids
+    protocol       Dispatcher: sessions, routing, the one exception-to-wire mapping
+    server         EngineServer: loopback TCP and the POSIX socket, bounded before initialize
+    tools          the knowledge_* tools and their published schemas
+    protocol_docs  docs/protocol-tools.md, generated
+    bridge         knowledge mcp: stdio <-> socket
+    client_config  ready MCP client configurations
+"""

@@ -1,0 +1,199 @@
+"""``knowledge mcp``: a stdio MCP server that relays to the running engine's socket.
+
+Any MCP client can launch it as a command.  Messages pass through unchanged,
+except that the client's ``initialize`` gets the agent's credential and
+audience added under ``params._meta.knowledge``, since MCP clients know
+nothing of them.  The bridge holds no state and does no work of its own,
+with three exceptions that keep one MCP session alive for as long as its
+client runs:
+
+- a line longer than the engine's message limit is not forwarded (the engine
+  would have to close the connection, and every later call would fail); the
+  bridge answers it with ``limit_exceeded`` for that call's id itself;
+- the engine connection is opened when the client's first message arrives, so
+  a client that is slow to initialize does not meet the engine's deadline;
+- when the client has been quiet for ``KEEPALIVE_S`` the bridge pings the
+  engine (and drops the answer), so the engine's idle timeout never closes a
+  session its client is still holding.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+from typing import Any, BinaryIO
+
+from .protocol import ERROR_CODES, error_response
+from ..state.statedir import StateDir
+from .messages import MAX_MESSAGE_BYTES, encode, request_id_in
+
+KEEPALIVE_S = 240.0  # well inside the engine's idle timeout (SocketBounds.idle_timeout_s, 900 s)
+_KEEPALIVE = b'{"jsonrpc":"2.0","id":"knowledge-bridge:keepalive","method":"ping"}\n'
+_KEEPALIVE_REPLY = b'{"jsonrpc":"2.0","id":"knowledge-bridge:keepalive",'  # as the engine writes it (wire.encode)
+_ID_WINDOW = 64 * 1024  # how much of each end of an oversize line is searched for its id
+_DISCARD_BYTES = 1024 * 1024
+
+
+class BridgeError(Exception):
+    """The bridge cannot reach an engine; the message says what to do."""
+
+
+def connect(state: StateDir, timeout: float = 5.0) -> socket.socket:
+    """A connection to the engine that owns ``state``, preferring its POSIX socket."""
+    info = state.read_engine_info()
+    if not info:
+        raise BridgeError(f"no Knowledge engine is running for {state.root}; start one with `knowledge serve`")
+    path = info.get("socket")
+    if path and hasattr(socket, "AF_UNIX"):
+        try:
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.settimeout(timeout)
+            client.connect(path)
+            client.settimeout(None)
+            return client
+        except OSError:
+            client.close()
+    port = info.get("port")
+    if not isinstance(port, int):
+        raise BridgeError("engine.json names no port; is the engine running?")
+    try:
+        client = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    except OSError as exc:
+        raise BridgeError(f"cannot reach the engine on port {port}: {exc.strerror or exc}") from exc
+    client.settimeout(None)
+    return client
+
+
+def with_credentials(line: bytes, knowledge: dict[str, Any]) -> bytes:
+    """Add the credential to an ``initialize`` request; every other line passes through untouched."""
+    if b'"initialize"' not in line:  # not worth decoding: a tool call may be megabytes
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return line
+    params = message.get("params")
+    if not isinstance(params, dict):
+        params = message["params"] = {}
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        meta = params["_meta"] = {}
+    meta["knowledge"] = knowledge
+    # ASCII escapes: a lone surrogate the client sent stays an escape the engine can name, not an encode error.
+    return json.dumps(message).encode("ascii") + b"\n"
+
+
+def run_bridge(state: StateDir, knowledge: dict[str, Any], stdin: BinaryIO | None = None,
+               stdout: BinaryIO | None = None, keepalive_s: float = KEEPALIVE_S) -> int:
+    """Relay until the client closes stdin (after the engine's last answers) or the engine goes away."""
+    connect(state).close()  # fail at once, with a clear message, when no engine is reachable
+    relay = _Relay(state, knowledge, stdout or sys.stdout.buffer, keepalive_s)
+    sender = threading.Thread(target=relay.upstream, args=(stdin or sys.stdin.buffer,), name="mcp-upstream",
+                              daemon=True)
+    sender.start()
+    relay.opened.wait()
+    if relay.failure is not None:
+        raise relay.failure
+    if relay.engine is not None:
+        relay.downstream()
+    return 0
+
+
+class _Relay:
+    """One MCP session: the client's lines up to the engine, the engine's answers back."""
+
+    def __init__(self, state: StateDir, knowledge: dict[str, Any], stdout: BinaryIO, keepalive_s: float) -> None:
+        self.state = state
+        self.knowledge = knowledge
+        self.stdout = stdout
+        self.keepalive_s = keepalive_s
+        self.engine: socket.socket | None = None
+        self.failure: BridgeError | None = None
+        self.opened = threading.Event()  # the engine connection is open, or there will be none
+        self._sending = threading.Lock()  # one line at a time to the engine (client lines and keepalives)
+        self._writing = threading.Lock()  # one line at a time to the client (answers and the bridge's errors)
+        self._last_sent = time.monotonic()
+        self._done = threading.Event()
+
+    def upstream(self, stdin: BinaryIO) -> None:
+        try:
+            while True:
+                line = stdin.readline(MAX_MESSAGE_BYTES + 1)
+                if not line:
+                    break
+                if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
+                    self._refuse_oversize(line, stdin)
+                    continue
+                if self.engine is None and not self._open():
+                    return
+                self._send(with_credentials(line, self.knowledge))
+        except OSError:
+            pass
+        finally:
+            self._done.set()
+            self.opened.set()
+            if self.engine is not None:
+                try:
+                    self.engine.shutdown(socket.SHUT_WR)  # the engine answers what it has, then closes
+                except OSError:
+                    pass
+
+    def downstream(self) -> None:
+        assert self.engine is not None
+        try:
+            with self.engine.makefile("rb") as replies:
+                for line in replies:
+                    if not line.startswith(_KEEPALIVE_REPLY):
+                        self._write(line)
+        except OSError:
+            pass  # the client stopped reading, or the engine reset: the session is over either way
+        finally:
+            self._done.set()
+            self.engine.close()
+
+    def _open(self) -> bool:
+        try:
+            self.engine = connect(self.state)
+        except BridgeError as exc:
+            self.failure = exc
+            return False
+        self.opened.set()
+        threading.Thread(target=self._keepalive, name="mcp-keepalive", daemon=True).start()
+        return True
+
+    def _send(self, line: bytes) -> None:
+        assert self.engine is not None
+        with self._sending:
+            self.engine.sendall(line)
+            self._last_sent = time.monotonic()
+
+    def _keepalive(self) -> None:
+        while not self._done.wait(self.keepalive_s / 4):
+            if time.monotonic() - self._last_sent >= self.keepalive_s:
+                try:
+                    self._send(_KEEPALIVE)
+                except OSError:
+                    return
+
+    def _refuse_oversize(self, head: bytes, stdin: BinaryIO) -> None:
+        """Read the rest of the line without keeping it, and answer the call that sent it."""
+        tail = head[-_ID_WINDOW:]
+        while not tail.endswith(b"\n"):
+            more = stdin.readline(_DISCARD_BYTES)
+            if not more:
+                break
+            tail = (tail + more)[-_ID_WINDOW:]
+        error = error_response(request_id_in(head[:_ID_WINDOW], tail), ERROR_CODES["limit_exceeded"],
+                               "limit_exceeded", f"a message is longer than {MAX_MESSAGE_BYTES} bytes, the most the "
+                               "engine accepts; the bridge did not forward it", limit=MAX_MESSAGE_BYTES)
+        self._write(encode(error))
+
+    def _write(self, line: bytes) -> None:
+        with self._writing:
+            self.stdout.write(line)
+            self.stdout.flush()

@@ -1,0 +1,239 @@
+"""JSON-RPC 2.0 and MCP over the engine: sessions, routing, and the wire errors.
+
+A connection starts with ``initialize``, whose ``params._meta.knowledge``
+carries the agent's token and the audience its host minted (and optionally a
+stable, non-secret instance id).  The audience holds for the connection
+unless a request carries its own ``_meta.knowledge.audience``; every request
+is authorized again by the engine, so revoking a credential or a grant takes
+effect on the very next request.
+
+``error_for`` is the single place where an exception becomes a wire error.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import __version__
+from ..memory import recall
+from ..access.authority import AgentCaller, Audience, parse_instance
+from ..core.errors import Denied, InvalidParams, KnowledgeError
+from ..gate.turn import gate_turn
+from ..memory.knowledge_index import index_for
+from ..memory.memory_prompt import prompt_for
+from ..operator.methods import PREFIX as OPERATOR_PREFIX
+from ..operator.methods import OperatorMethods, authenticate_operator
+from ..service import Engine
+from .tools import ToolRegistry, tool_result
+from .messages import MalformedMessage, method_of, parse_request
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+SERVER_NAME = "knowledge-desk"
+
+# JSON-RPC codes per reason; -32602 is the standard "invalid params".
+ERROR_CODES = {
+    "invalid_params": -32602,
+    "denied": -32001,
+    "not_found": -32002,
+    "stale_revision": -32003,
+    "stale_cursor": -32004,
+    "foreign_reference": -32005,
+    "conflict": -32006,
+    "limit_exceeded": -32007,
+    "store_unavailable": -32008,
+    "index_failed": -32009,
+    "writes_disabled": -32010,
+    "runtime_disabled": -32011,
+    "secret_detected": -32012,
+}
+METHOD_NOT_FOUND, INTERNAL_ERROR = -32601, -32603
+# What ``_meta.knowledge`` may hold: at initialize the credential, audience and instance id; on a request only
+# its own audience (the credential is the connection's).
+INITIALIZE_FIELDS = frozenset({"token", "audience", "instance"})
+REQUEST_FIELDS = frozenset({"audience"})
+OPERATOR_FIELDS = frozenset({"operatorToken"})
+IMMEDIATE_MAX_BYTES = 1024  # a ping longer than this (padded) goes to the workers like any other message
+
+
+@dataclass
+class Session:
+    """What a connection established at ``initialize``."""
+
+    token: str | None = None
+    audience: Any = None
+    instance: str | None = None
+    protocol_version: str | None = None
+    initialized: bool = False
+    operator: bool = False  # authenticated with <state>/operator.token: operator/* methods only
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether ``initialize`` succeeded, with an agent's credential or the operator token."""
+        return self.token is not None or self.operator
+
+
+def error_response(request_id: Any, code: int, reason: str, message: str, **data: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id,
+            "error": {"code": code, "message": message, "data": {"reason": reason, **data}}}
+
+
+def error_for(request_id: Any, exc: BaseException) -> dict[str, Any]:
+    """The single exception-to-wire boundary."""
+    if isinstance(exc, KnowledgeError):
+        return error_response(request_id, ERROR_CODES.get(exc.reason, INTERNAL_ERROR), exc.reason, exc.message,
+                              **exc.details)
+    log.exception("unexpected error while handling a request")
+    return error_response(request_id, INTERNAL_ERROR, "internal", "the engine failed to handle this request")
+
+
+Handler = Callable[[Session, dict[str, Any]], Any]
+
+
+class Dispatcher:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.tools = ToolRegistry(engine)
+        self.methods: dict[str, Handler] = {
+            "initialize": self._initialize,
+            "ping": lambda session, params: {},
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "memory/search": lambda s, p: engine.search(self.caller(s, p), _without_meta(p)),
+            "memory/read": lambda s, p: engine.read(self.caller(s, p), _without_meta(p)),
+            "memory/health": lambda s, p: engine.health(self.caller(s, p)),
+            "memory/status": lambda s, p: engine.status(self.caller(s, p)),
+            "memory/recallCandidates": lambda s, p: recall.recall_candidates(engine, self.caller(s, p),
+                                                                             _without_meta(p)),
+            "memory/flushPlan": lambda s, p: {"plan": recall.flush_plan(engine, self.caller(s, p))},
+            "memory/prompt": lambda s, p: prompt_for(engine, self.caller(s, p), p.get("projectKey")),
+            "memory/index": lambda s, p: index_for(engine, self.caller(s, p), p.get("firstMessageAt")),
+            "memory/gate": lambda s, p: gate_turn(engine, self.caller(s, p), p),
+        }
+        OperatorMethods(engine).register(self)
+
+    def register(self, method: str, handler: Handler) -> None:
+        self.methods[method] = handler
+
+    # --- messages ----------------------------------------------------------------------------
+
+    @staticmethod
+    def answers_at_once(data: bytes) -> bool:
+        """Whether ``data`` is a short ``ping``: it needs no engine work, so the socket's event loop
+        answers it itself (with ``handle``) instead of queueing it behind busy workers, and a liveness
+        probe stays fast however loaded the stores are."""
+        if len(data) > IMMEDIATE_MAX_BYTES or b'"ping"' not in data:
+            return False
+        return method_of(data) == "ping"  # a malformed ping's error is as cheap to answer here
+
+    def handle(self, session: Session, data: bytes) -> dict[str, Any] | None:
+        """One message in, at most one response out; a malformed one gets an error naming the problem."""
+        try:
+            request = parse_request(data)
+        except MalformedMessage as exc:  # transport-level codes (-32700, -32600, -32602), reason invalid_params
+            return error_response(exc.request_id, exc.code, "invalid_params", exc.message,
+                                  **({"field": exc.field} if exc.field else {}))
+        request_id, method, params = request.id, request.method, request.params
+        if request.notification:
+            self._notification(session, method, params)
+            return None
+        handler = self.methods.get(method)
+        if handler is None:
+            return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {method!r}")
+        if session.token is None and not session.operator and method not in ("initialize", "ping"):
+            return error_response(request_id, ERROR_CODES["denied"], "denied",
+                                  "initialize the connection with a credential first")
+        if method not in ("initialize", "ping") and method.startswith(OPERATOR_PREFIX) != session.operator:
+            return error_response(request_id, ERROR_CODES["denied"], "denied",
+                                  "operator connections call operator/* methods only" if session.operator
+                                  else "operator/* methods need the operator token")
+        try:
+            result = handler(session, params)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a wire error, see error_for
+            return error_for(request_id, exc)
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def _notification(self, session: Session, method: str, params: Any) -> None:
+        if method == "notifications/initialized" and (session.token is not None or session.operator):
+            session.initialized = True
+        # Other notifications (cancellations, progress) need no answer and change nothing here.
+
+    def caller(self, session: Session, params: dict[str, Any]) -> AgentCaller:
+        """The request's caller: the session's credential, and its audience unless the request names one."""
+        knowledge = _knowledge_meta(params)
+        _check_fields(knowledge, REQUEST_FIELDS)
+        audience = knowledge.get("audience", session.audience)
+        return AgentCaller(session.token, audience, session.instance)
+
+    # --- methods -----------------------------------------------------------------------------
+
+    def _initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        if session.token is not None or session.operator:
+            raise InvalidParams("this connection is already initialized")
+        knowledge = _knowledge_meta(params)
+        if "operatorToken" in knowledge:  # the owner's desktop (operator_api.py)
+            _check_fields(knowledge, OPERATOR_FIELDS)
+            authenticate_operator(self.engine, knowledge["operatorToken"])
+            requested = params.get("protocolVersion")
+            session.protocol_version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+            session.operator = True
+            return {"protocolVersion": session.protocol_version, "capabilities": {},
+                    "serverInfo": {"name": SERVER_NAME, "version": __version__}, "operator": True}
+        _check_fields(knowledge, INITIALIZE_FIELDS)
+        token = knowledge.get("token")
+        if not isinstance(token, str):
+            raise Denied("a credential token (a string) is required")
+        if self.engine.registry.authenticate(token) is None:
+            raise Denied("missing, unknown or revoked credential")
+        audience = knowledge.get("audience")
+        Audience.parse(audience, where="_meta.knowledge.audience")
+        instance = parse_instance(knowledge.get("instance"), field="_meta.knowledge.instance")
+        requested = params.get("protocolVersion")
+        session.protocol_version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+        session.token, session.audience, session.instance = token, audience, instance
+        return {
+            "protocolVersion": session.protocol_version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": SERVER_NAME, "version": __version__},
+        }
+
+    def _tools_list(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        return {"tools": self.tools.listed()}
+
+    def _tools_call(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise InvalidParams("arguments must be an object", field="arguments")
+        tool = self.tools.get(name)
+        if tool is None:
+            raise InvalidParams(f"unknown tool {name!r}", field="name")
+        try:
+            result = tool.handler(self.engine, self.caller(session, params), arguments)
+        except KnowledgeError as exc:
+            return tool_result(exc.to_dict(), error=True)
+        return tool_result(result)
+
+
+def _knowledge_meta(params: dict[str, Any]) -> dict[str, Any]:
+    meta = params.get("_meta") or {}
+    if not isinstance(meta, dict):
+        raise InvalidParams("_meta must be an object", field="_meta")
+    knowledge = meta.get("knowledge") or {}
+    if not isinstance(knowledge, dict):
+        raise InvalidParams("_meta.knowledge must be an object", field="_meta.knowledge")
+    return knowledge
+
+
+def _check_fields(knowledge: dict[str, Any], allowed: frozenset[str]) -> None:
+    """Refuse what a credential or audience meta must not carry, rather than ignore it (fail closed)."""
+    unknown = sorted(str(key) for key in knowledge if key not in allowed)
+    if unknown:
+        raise InvalidParams(f"unknown field _meta.knowledge.{unknown[0]}", field=f"_meta.knowledge.{unknown[0]}")
+
+
+def _without_meta(params: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in params.items() if key != "_meta"}

@@ -1,0 +1,451 @@
+"""The engine's socket: JSON-RPC 2.0, one message per line, on loopback only.
+
+The event loop runs in its own thread with explicit start/stop/join.  It
+only moves bytes: each request is handed to a worker pool where the engine
+does the work (authorizing, then queueing on the store's lane), so one slow
+store or one slow client never stalls the others.  A short ``ping`` is the
+exception: the loop answers it at once, so a liveness probe never waits for
+a worker while every worker waits on a busy lane.
+
+The loop frames lines itself, straight off the socket, and never holds more
+of a line than the connection may send, so what a client sends cannot grow
+the engine's memory.  ``SocketBounds`` says how much that is: before a
+connection has initialized, small messages and a deadline to initialize;
+after, messages of up to 8 MiB and an idle timeout; and a cap on open
+connections.  A line over the limit gets ``limit_exceeded`` and the
+connection is closed, since the rest of that line cannot be told from the
+next message.
+
+    TCP      127.0.0.1:<port>      (default 7431; 0 picks a free port)
+    POSIX    <state>/engine.sock   (mode 0600)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..operator.methods import ensure_operator_token
+from .protocol import ERROR_CODES, Dispatcher, Session, error_response
+from ..service import Engine
+from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, request_id_in
+
+log = logging.getLogger(__name__)
+DEFAULT_PORT = 7431
+WORKERS = 32
+_UNIX_PATH_MAX = 100
+_SCRATCH_BYTES = 64 * 1024  # the most read from a socket at once
+_ID_WINDOW = 64 * 1024  # how much of an oversize line is searched for its id
+
+
+@dataclass(frozen=True)
+class SocketBounds:
+    """What one client can make the engine hold; the values are documented in docs/protocol.md."""
+
+    max_connections: int = 256  # open at once, initialized or not; the next one is refused with an error
+    initialize_timeout_s: float = 10.0  # from accept to a successful initialize (a program needs milliseconds)
+    idle_timeout_s: float = 900.0  # an initialized connection that sends no message this long is closed
+    unauthenticated_message_bytes: int = UNAUTHENTICATED_MESSAGE_BYTES
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    # After an error that closes the connection, the peer's input is drained for at most this long
+    # (and as much again as its line limit), so that closing with it unread (a TCP reset) does not
+    # erase the error before the peer reads it.
+    linger_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        for bound in fields(self):
+            if not getattr(self, bound.name) > 0:
+                raise ValueError(f"{bound.name} must be positive")
+        if self.unauthenticated_message_bytes > self.max_message_bytes:
+            raise ValueError("unauthenticated_message_bytes cannot exceed max_message_bytes")
+
+
+class LineTooLong(Exception):
+    """A line passed the connection's limit; ``request_id`` is its id, when its first bytes show it."""
+
+    def __init__(self, request_id: Any) -> None:
+        super().__init__("line too long")
+        self.request_id = request_id
+
+
+class EngineServer:
+    def __init__(self, engine: Engine, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                 socket_path: Path | None = None, workers: int = WORKERS,
+                 bounds: SocketBounds = SocketBounds()) -> None:
+        if host not in ("127.0.0.1", "::1", "localhost"):
+            raise ValueError("the engine only listens on loopback")
+        self.engine = engine
+        self.host = host
+        self.requested_port = port
+        self.socket_path = socket_path if socket_path is not None and len(str(socket_path)) < _UNIX_PATH_MAX \
+            else None
+        self.bounds = bounds
+        self.port: int | None = None
+        self.dispatcher = Dispatcher(engine)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpc")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stopped: asyncio.Event | None = None
+        self._startup_error: BaseException | None = None
+        self._listeners: list[socket.socket] = []
+        self._connections: set[asyncio.Task] = set()  # served connections: what the cap counts
+        self._refusals: set[asyncio.Task] = set()  # connections over the cap, lingering on their error
+        # What every connection's transport reads into, copied out at once (the loop runs one callback at
+        # a time); small, so that one loop pass over many busy connections stays short.
+        self._scratch = memoryview(bytearray(_SCRATCH_BYTES))
+        self._cap_warned_at = float("-inf")
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start listening; returns once the sockets are bound (raises if they cannot be).
+
+        Creates ``<state>/operator.token`` for the owner's desktop first, when it is missing.
+        """
+        ensure_operator_token(self.engine.state)
+        self._thread = threading.Thread(target=self._run, name="rpc-loop", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._startup_error is not None:
+            self._thread.join()
+            raise self._startup_error
+
+    def stop(self) -> None:
+        """Stop accepting, close every connection, and join the loop thread."""
+        if self._loop is not None and self._stopped is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._stopped.set)
+            self._thread.join(timeout=30)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self.socket_path is not None:
+            try:
+                self.socket_path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def info(self) -> dict[str, Any]:
+        """Where agents connect, for engine.json."""
+        return {"port": self.port, "socket": str(self.socket_path) if self.socket_path else None}
+
+    def _run(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        try:
+            self._loop.run_until_complete(self._main())
+        finally:
+            self._loop.close()
+
+    async def _main(self) -> None:
+        self._stopped = asyncio.Event()
+        backlog = min(self.bounds.max_connections, 1024)  # a burst of connects up to the cap is not dropped
+        try:
+            self._listeners.append(_tcp_listener(self.host, self.requested_port, backlog))
+            self.port = self._listeners[0].getsockname()[1]
+            if self.socket_path is not None and hasattr(socket, "AF_UNIX"):
+                self._listeners.append(_unix_listener(self.socket_path, backlog))
+        except OSError as exc:
+            self._startup_error = exc
+            for listener in self._listeners:
+                listener.close()
+            self._ready.set()
+            return
+        accepting = [asyncio.create_task(self._accept(listener)) for listener in self._listeners]
+        self._ready.set()
+        await self._stopped.wait()
+        for task in accepting:
+            task.cancel()
+        await asyncio.gather(*accepting, return_exceptions=True)
+        for listener in self._listeners:
+            listener.close()
+        tasks = self._connections | self._refusals
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError as exc:  # out of file descriptors, or a peer gone before accept: go on shortly
+                log.warning("accepting a connection failed: %s", exc)
+                await asyncio.sleep(0.1)
+                continue
+            await asyncio.sleep(0)  # sock_accept does not yield while connections wait: a burst must not hold the loop
+            if len(self._connections) < self.bounds.max_connections:
+                _track(self._connections, self._serve(conn))
+                continue
+            if loop.time() - self._cap_warned_at > 60:  # once a minute at most: a flood must not flood the log
+                self._cap_warned_at = loop.time()
+                log.warning("%d connections are open, the most the engine serves; refusing more",
+                            self.bounds.max_connections)
+            if len(self._refusals) < self.bounds.max_connections:
+                _track(self._refusals, self._refuse(conn))
+            else:  # refusals are piling up too: no error line, just the closed socket
+                conn.close()
+
+    # --- connections -------------------------------------------------------------------------
+
+    async def _open(self, conn: socket.socket) -> _Connection:
+        loop = asyncio.get_running_loop()
+        _, connection = await loop.connect_accepted_socket(
+            lambda: _Connection(self._scratch, self.bounds.unauthenticated_message_bytes), sock=conn)
+        return connection
+
+    async def _serve(self, conn: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        bounds = self.bounds
+        session = Session()
+        deadline = loop.time() + bounds.initialize_timeout_s
+        try:
+            connection = await self._open(conn)
+        except OSError:  # reset before it could be served
+            conn.close()
+            return
+        try:
+            while True:
+                authenticated = session.authenticated
+                connection.limit = bounds.max_message_bytes if authenticated else bounds.unauthenticated_message_bytes
+                try:
+                    async with asyncio.timeout(bounds.idle_timeout_s if authenticated else deadline - loop.time()):
+                        line = await connection.next_line()
+                except TimeoutError:
+                    # An idle connection is closed without a message: a client that reads later sees the
+                    # end of the stream (and reconnects), not a stale error in place of its reply.
+                    if not authenticated:
+                        await connection.close_with(_limit_error(
+                            None, f"the connection did not initialize within {bounds.initialize_timeout_s:g} s",
+                            bounds.initialize_timeout_s), bounds.unauthenticated_message_bytes, bounds.linger_s)
+                    return
+                except LineTooLong as exc:
+                    # An initialized client gets the rest of its line drained (one bug, not an attack);
+                    # a connection without a token only as much again as it could have sent.
+                    limit = connection.limit
+                    await connection.close_with(_limit_error(exc.request_id, (
+                        f"a message is longer than {limit} bytes" if authenticated else
+                        f"a message before initialize is longer than {limit} bytes; initialize first (messages "
+                        f"of up to {bounds.max_message_bytes} bytes are accepted after)"), limit), limit,
+                        bounds.linger_s)
+                    return
+                if line is None:
+                    return
+                if not line.strip():
+                    continue
+                reply = await self._dispatch(session, line)
+                if reply is not None:
+                    await connection.write(encode(reply), bounds.idle_timeout_s)
+        except OSError:
+            pass  # reset, broken pipe, or a reply the client would not take in time (TimeoutError)
+        finally:
+            connection.abort()
+
+    async def _refuse(self, conn: socket.socket) -> None:
+        limit = self.bounds.max_connections
+        try:
+            connection = await self._open(conn)
+        except OSError:
+            conn.close()
+            return
+        try:
+            await connection.close_with(_limit_error(
+                None, f"the engine already serves {limit} connections, the most it holds; try again later", limit),
+                self.bounds.unauthenticated_message_bytes, self.bounds.linger_s)
+        finally:
+            connection.abort()
+
+    async def _dispatch(self, session: Session, data: bytes) -> dict[str, Any] | None:
+        if self.dispatcher.answers_at_once(data):  # ping: answered here, never queued behind busy workers
+            return self.dispatcher.handle(session, data)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self.dispatcher.handle, session, data)
+
+
+class _Connection(asyncio.BufferedProtocol):
+    """One client's socket: newline-framed lines in, replies out, never more of a line held than ``limit``.
+
+    The transport reads into a scratch buffer that every connection shares (the loop runs one
+    callback at a time, and each read is copied out at once) and offers no more room than the
+    line may still grow by.  Once the buffer holds ``limit`` plus one byte reading pauses, so the
+    kernel's flow control holds the sender back, not the engine's memory.  Otherwise reading
+    stays on: a stream of short requests costs no registration per message.  A last message
+    without its newline is returned at the end of the stream, then None.
+    """
+
+    def __init__(self, scratch: memoryview, limit: int) -> None:
+        self.limit = limit
+        self.transport: asyncio.Transport | None = None
+        self._scratch = scratch
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer known to hold no newline
+        self._ended = False
+        self._paused = False
+        self._discarding: int | None = None  # while closing: input bytes still to drain, else None
+        self._waiter: asyncio.Future[None] | None = None  # the serving task, waiting for input
+        self._writable: asyncio.Future[None] | None = None  # the serving task, waiting for the peer to read
+
+    # --- the transport's callbacks ---
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        room = self._discarding if self._discarding is not None else self.limit + 1 - len(self._buffer)
+        return self._scratch[:max(1, min(len(self._scratch), room))]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._discarding is not None:
+            self._discarding -= nbytes
+            if self._discarding <= 0:
+                self._pause()
+                self._wake()
+            return
+        self._buffer += self._scratch[:nbytes]
+        if len(self._buffer) > self.limit:
+            self._pause()
+            self._wake()
+        elif self._waiter is not None and self._buffer.find(b"\n", len(self._buffer) - nbytes) >= 0:
+            self._wake()
+
+    def eof_received(self) -> bool:
+        self._ended = True
+        self._wake()
+        return True  # keep our half open: what arrived before the end is still answered
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._ended = True
+        self._wake()
+        self.resume_writing()
+
+    def pause_writing(self) -> None:
+        if self._writable is None:
+            self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+        self._writable = None
+
+    # --- for the serving task ---
+
+    async def next_line(self) -> bytes | None:
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end > self.limit or (end < 0 and len(self._buffer) > self.limit):
+                request_id = request_id_in(memoryview(self._buffer)[:_ID_WINDOW])
+                self._buffer = bytearray()  # not held while the connection lingers on its error
+                raise LineTooLong(request_id)
+            if end >= 0:
+                line = bytes(self._buffer[:end + 1])
+                del self._buffer[:end + 1]
+                self._scanned = 0
+                self._resume()
+                return line
+            self._scanned = len(self._buffer)
+            if self._ended:
+                line, self._buffer = bytes(self._buffer), bytearray()
+                return line or None
+            self._resume()
+            await self._wait()
+
+    async def write(self, data: bytes, timeout_s: float) -> None:
+        """Send ``data``; waits (at most ``timeout_s``) only while the peer leaves too much unread."""
+        assert self.transport is not None
+        if self.transport.is_closing():
+            raise ConnectionResetError("the connection is closed")
+        self.transport.write(data)
+        if self._writable is not None:
+            async with asyncio.timeout(timeout_s):
+                await self._writable
+
+    async def close_with(self, error: dict[str, Any], drain_bytes: int, linger_s: float) -> None:
+        """Send ``error`` and end our side, then drain what the peer still sends, up to ``drain_bytes``
+        and ``linger_s``, before the caller closes.
+
+        Closing with the peer's input unread makes the kernel answer with a reset, which can erase
+        the error before the peer reads it; a client that wrote a little too much before reading
+        still gets it.  The budget keeps a flood cheap: a peer still sending beyond it is reset.
+        """
+        assert self.transport is not None
+        self._buffer = bytearray()
+        self._discarding = drain_bytes
+        try:
+            self.transport.write(encode(error))
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            self._resume()
+            async with asyncio.timeout(linger_s):
+                while not self._ended and self._discarding > 0:
+                    await self._wait()
+        except (OSError, RuntimeError):  # TimeoutError included: the linger is over; RuntimeError: closed
+            pass
+
+    def abort(self) -> None:
+        """Close now; a reply still unsent is dropped (the peer was given its time to read)."""
+        if self.transport is not None:
+            if self.transport.get_write_buffer_size():
+                self.transport.abort()
+            else:
+                self.transport.close()
+
+    def _wait(self) -> asyncio.Future[None]:
+        self._waiter = asyncio.get_running_loop().create_future()
+        return self._waiter
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._waiter = None
+
+    def _pause(self) -> None:
+        if not self._paused and self.transport is not None and not self.transport.is_closing():
+            self.transport.pause_reading()
+            self._paused = True
+
+    def _resume(self) -> None:
+        room = self._discarding if self._discarding is not None else self.limit + 1 - len(self._buffer)
+        if self._paused and room > 0 and self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+            self._paused = False
+
+
+def _track(tasks: set[asyncio.Task], work: Any) -> None:
+    task = asyncio.get_running_loop().create_task(work)
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+
+
+def _limit_error(request_id: Any, message: str, limit: float) -> dict[str, Any]:
+    return error_response(request_id, ERROR_CODES["limit_exceeded"], "limit_exceeded", message, limit=limit)
+
+
+def _tcp_listener(host: str, port: int, backlog: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.create_server((host, port), family=family, backlog=backlog)  # SO_REUSEADDR on POSIX
+    listener.setblocking(False)
+    return listener
+
+
+def _unix_listener(path: Path, backlog: int) -> socket.socket:
+    try:
+        path.unlink()  # we own the state directory's lock, so any old socket is stale
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(0o077)
+    try:
+        listener.bind(str(path))
+    except OSError:
+        listener.close()
+        raise
+    finally:
+        os.umask(previous)
+    os.chmod(path, 0o600)
+    listener.listen(backlog)
+    listener.setblocking(False)
+    return listener
