@@ -194,6 +194,14 @@ class SearchIndexes:
                     indexed.append((row["sha256"], row["path"]))
                     yield document
 
+        if count:
+            # Written ahead: the paths about to be (re)indexed count as removals until the catalog records
+            # them below.  tantivy commits first, so a crash between its commit and the catalog's would
+            # otherwise leave documents the catalog never learned were indexed (and a record superseded
+            # after the restart searchable for good); the next catch-up deletes them and re-adds what is current.
+            with db.atomic():
+                db.execute("INSERT OR IGNORE INTO index_removals (partition, path) "
+                           f"SELECT c.partition, c.path FROM catalog c WHERE {stale_filter}", (partition,))
         try:
             index.apply(removed, documents(), threads=2 if count >= PARALLEL_FROM else 1)
         except (OSError, ValueError, RuntimeError) as exc:

@@ -10,6 +10,7 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.core.errors import ForeignReference, IndexFailed, InvalidParams, LimitExceeded, StaleCursor
 from engine.index.tantivy_index import PartitionIndex
+from engine.store.catalog import CURRENT
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
 
@@ -196,6 +197,39 @@ def test_failed_indexing_is_an_error_never_an_empty_success(engine, owner, monke
         engine.search(owner, {"query": "lighthouse"})
     monkeypatch.undo()
     assert titles(engine.search(owner, {"query": "lighthouse"})) == ["Lighthouse"]
+
+
+class _CrashAfterCommit(Exception):
+    """The engine dying right after tantivy's commit, before the catalog records what was indexed."""
+
+
+def test_a_crash_between_the_index_commit_and_the_catalogs_leaves_no_stray_document(engine, owner, monkeypatch):
+    """Found by the crash harness: a claim indexed just before a kill stayed in the index after it was
+    superseded, because the catalog never learned it had been indexed."""
+    real_apply = PartitionIndex.apply
+
+    def commit_then_crash(self, removals, additions, **options):
+        real_apply(self, removals, additions, **options)
+        raise _CrashAfterCommit()
+
+    monkeypatch.setattr(PartitionIndex, "apply", commit_then_crash)
+    with pytest.raises(_CrashAfterCommit):
+        engine.remember(owner, {"requestId": "m1", "items": [claim("Cut-over on January 15.", "the 15th")]})
+    monkeypatch.undo()
+    old_id = engine.lookup(owner, "Cut-over on January 15.")["matches"][0]["id"]  # a search would catch up
+    engine.remember(owner, {"requestId": "m2", "items": [
+        claim("Cut-over on January 22.", "the 22nd", kind="correction", replaces=old_id),
+    ]})
+
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+
+    def counts() -> tuple[int, int]:
+        runtime.indexes.catch_up("private")
+        current = runtime.store.db.one(f"SELECT COUNT(*) AS n FROM catalog WHERE partition = 'private' AND {CURRENT}")
+        return current["n"], runtime.indexes.get("private").searcher().num_docs
+
+    assert runtime.call(counts) == (1, 1)
+    assert titles(engine.search(owner, {"query": "cut-over January"})) == ["Cut-over on January 22."]
 
 
 # --- bad input -----------------------------------------------------------------------------------------
