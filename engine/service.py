@@ -29,12 +29,14 @@ from .core.jobs import Jobs
 from .store.publication import Plan, request_hash
 from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
-from .store.reads import diagnostics, get_record, history, parse_line_window, parse_reference, read_reference
+from .store.reads import (
+    diagnostics, get_record, history, parse_line_window, parse_reference, read_reference, reference,
+)
 from .vault.records import PRIVATE_SCOPE
 from .state.registry import SCOPES, Registry, StoreRecord
 from .index.embedding import EmbeddingRuntime
 from .runtime import StoreRuntime
-from .search.keyword import CursorSigner, parse_query_text, parse_search_request, reference, search
+from .search.keyword import CursorSigner, parse_query_text, parse_search_request, search
 from .state.statedir import EngineLock, StateDir
 from .store.store import Store, remove_abandoned_builds
 from .access.stores import StoreResolver

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tantivy
 
@@ -31,8 +31,10 @@ from ..vault.frontmatter import split_document
 from ..memory.knowledge_index import UNLISTED_PAGE_TYPES, page_lookup_name, ranked_page_labels
 from ..core.labels import clip, is_unsafe_label
 from ..search.passages import ELLIPSIS, PassageFinder
-from ..runtime import StoreRuntime
 from ..search.keyword import SearchRequest, build_query
+
+if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
+    from ..runtime import StoreRuntime
 
 TITLE_MAX_CHARS = 200
 # Hits fetched beyond maxCandidates, so pages skipped for an unsafe title can be replaced.

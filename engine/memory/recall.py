@@ -36,10 +36,10 @@ from ..store.inputs import bounded_int, check_count, check_name, check_size, par
 from ..store.publication import Plan, request_hash
 from ..store.reads import record_status
 from ..vault.records import RECALL_LIST_MAX, RECALL_SUMMARY_MAX, check_recall_block
-from ..runtime import StoreRuntime
 from ..store.writes import WriteContext, _PlanBuilder, current_record
 
 if TYPE_CHECKING:
+    from ..runtime import StoreRuntime
     from ..service import Engine
 
 

@@ -51,7 +51,7 @@ import shutil
 import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from . import browse, gate_operator, model_operator
 from ..gate import stats as gate_stats
@@ -68,11 +68,17 @@ from ..memory.memory_prompt import prompt_for
 from ..core.params import operator_params
 from ..state.statedir import StateDir
 
-if TYPE_CHECKING:  # the dispatcher registers these methods; only its type is needed here
-    from ..wire.protocol import Dispatcher, Session
+if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
     from ..service import Engine
 
 log = logging.getLogger(__name__)
+
+
+class MethodTable(Protocol):
+    """Where the operator methods are registered: the socket's dispatcher (the wire package, above this one)."""
+
+    def register(self, method: str, handler: Callable[[Any, dict[str, Any]], Any]) -> None: ...
+
 
 PREFIX = "operator/"
 TOKEN_PREFIX = "kdo_"
@@ -173,7 +179,7 @@ class OperatorMethods:
     def __init__(self, engine: "Engine") -> None:
         self.engine = engine
 
-    def register(self, dispatcher: "Dispatcher") -> None:
+    def register(self, dispatcher: MethodTable) -> None:
         handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
             "inventory": self.inventory,
             "addAgent": self.add_agent,
@@ -335,7 +341,7 @@ class OperatorMethods:
                 "maxChars": INDEX_MAX_CHARS}
 
 
-def _ignoring_session(handler: Callable[[dict[str, Any]], Any]) -> Callable[["Session", dict[str, Any]], Any]:
+def _ignoring_session(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Any, dict[str, Any]], Any]:
     return lambda session, params: handler(params)
 
 

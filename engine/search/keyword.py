@@ -27,9 +27,9 @@ from ..core.errors import ForeignReference, InvalidParams, LimitExceeded, StaleC
 from ..index.tantivy_index import PartitionIndex
 from ..store.inputs import bounded_int, check_name, check_size
 from ..vault.records import KINDS
+from ..store.reads import reference
 from ..store.store import Store
 
-PROVIDER = "knowledge"
 QUERY_MAX_BYTES = 8192
 LIMIT_DEFAULT, LIMIT_MAX = 10, 50
 # Each query word is scored once over title, aliases and body together (the ``text`` field), plus a small
@@ -145,12 +145,6 @@ def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest
             + [(tantivy.Occur.Must, tantivy.Query.term_query(schema, field, value)) for field, value in filters]
         )
     return query
-
-
-def reference(store_id: str, row: Any) -> dict[str, Any]:
-    """A citation of one exact revision; it grants no access by itself."""
-    return {"provider": PROVIDER, "store": store_id, "id": row["record_id"], "revision": row["revision"],
-            "sha256": row["sha256"]}
 
 
 def search(store: Store, index: PartitionIndex, version: int, analyzer: Analyzer, signer: CursorSigner,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import tantivy
 
@@ -33,8 +33,10 @@ from ..vault.frontmatter import split_document
 from ..core.ids import is_record_id
 from ..store.inputs import bounded_int, check_name
 from ..store.reads import _fresh_row, record_status
-from ..runtime import StoreRuntime
 from .keyword import SearchRequest, build_query, parse_query_text
+
+if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
+    from ..runtime import StoreRuntime
 
 SCOPE = "knowledge:read"
 MODES = ("hybrid", "lexical", "semantic", "rrf")

@@ -18,8 +18,15 @@ from ..core.findings import truncated
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from .inputs import bounded_int
 from ..vault.records import parse_record
-from ..search.keyword import PROVIDER, reference
 from .store import Store
+
+PROVIDER = "knowledge"
+
+
+def reference(store_id: str, row: Any) -> dict[str, Any]:
+    """A citation of one exact revision; it grants no access by itself."""
+    return {"provider": PROVIDER, "store": store_id, "id": row["record_id"], "revision": row["revision"],
+            "sha256": row["sha256"]}
 
 READ_LINES_DEFAULT, READ_LINES_MAX = 100, 200
 EVIDENCE_LOCATORS_MAX = 20

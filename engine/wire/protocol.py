@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import __version__
 from ..memory import recall
@@ -25,9 +25,11 @@ from ..memory.knowledge_index import index_for
 from ..memory.memory_prompt import prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
-from ..service import Engine
 from .tools import ToolRegistry, tool_result
 from .messages import MalformedMessage, method_of, parse_request
+
+if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
+    from ..service import Engine
 
 log = logging.getLogger(__name__)
 

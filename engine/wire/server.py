@@ -30,12 +30,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..operator.methods import ensure_operator_token
 from .protocol import ERROR_CODES, Dispatcher, Session, error_response
-from ..service import Engine
 from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, request_id_in
+
+if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
+    from ..service import Engine
 
 log = logging.getLogger(__name__)
 DEFAULT_PORT = 7431

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..store import attachments
 from ..search import knowledge_base
 from ..memory import ontology_views, recall
 from ..access.authority import AgentCaller
 from ..core.errors import InvalidParams
-from ..service import Engine
 
-ToolHandler = Callable[[Engine, AgentCaller, dict[str, Any]], dict[str, Any]]
+if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
+    from ..service import Engine
+
+ToolHandler = Callable[["Engine", AgentCaller, dict[str, Any]], dict[str, Any]]
 
 _ID = {"type": "string", "description": "A record id, e.g. pg_01J...", "maxLength": 128}
 _REQUEST_ID = {"type": "string", "description": "A fresh id per write; an identical retry returns the original "
