@@ -287,7 +287,7 @@ def report(result: dict[str, Any], command: str) -> str:
         "\"Cut off while sending\": these attackers write their whole line before reading anything. The "
         "engine reads the limit and one byte, sends `limit_exceeded`, drains as much again and closes, so "
         "the rest of the attacker's write fails; a client that overshoots by less than the limit and then "
-        "reads gets the error (tests/engine/test_server_bounds.py). In the reflood, 200 attacker threads "
+        "reads gets the error (tests/engine/wire/test_server_bounds.py). In the reflood, 200 attacker threads "
         "reconnecting without pause share the two cores with the engine and the probe.",
     ]
     return "\n".join(lines) + "\n"

@@ -5,7 +5,7 @@ from pathlib import Path
 from engine.wire.protocol_docs import render
 from engine.wire.tools import CORE_TOOLS
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def test_the_tool_reference_matches_the_served_schemas():

@@ -16,7 +16,7 @@ import pytest
 from engine.bench.gate import Options, run
 from engine.cli.commands import main
 from models.fixtures import TINY_RERANKER
-from tests.engine.test_bench_search import tiny_locomo
+from tests.engine.bench.test_bench_search import tiny_locomo
 
 STAND_IN = """#!{python}
 import json, sys

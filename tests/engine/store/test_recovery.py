@@ -24,7 +24,7 @@ from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.helpers import only_store
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WRITES = 7
 
 

@@ -25,7 +25,7 @@ from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.helpers import only_store, page, private_dir, vault_snapshot, wait_for
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:

@@ -16,7 +16,7 @@ import pytest
 
 from engine.wire.server import EngineServer, LineTooLong, SocketBounds, _Connection
 from engine.wire.messages import UNAUTHENTICATED_MESSAGE_BYTES
-from tests.engine.test_server import Client, init_params, message
+from tests.engine.wire.test_server import Client, init_params, message
 from tests.helpers import wait_for
 
 

@@ -19,10 +19,10 @@ import pytest
 from engine.wire.bridge import run_bridge, with_credentials
 from engine.wire.server import EngineServer, SocketBounds
 from engine.wire.messages import MAX_MESSAGE_BYTES
-from tests.engine.test_server import message
+from tests.engine.wire.test_server import message
 from tests.helpers import wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class Lines:

@@ -19,7 +19,7 @@ from engine.wire.protocol import Dispatcher, Session
 from engine.wire.server import MAX_MESSAGE_BYTES, EngineServer
 from tests.helpers import wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def message(method: str, params: dict | None = None, request_id: int | None = 1) -> bytes:

@@ -353,7 +353,7 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     for name in ("gateLog", "gateJournal", "gateWhatIf", "clearGateJournal", "gateStats"):
         ok(dispatcher, operator_session, PREFIX + name, {"agent": "main"})
     ok(dispatcher, operator_session, "operator/gateSettings")
-    # The models view and long work (tests/engine/test_model_operator.py and test_operator_jobs.py have the rest).
+    # The models view and long work (tests/engine/operator/test_model_operator.py and test_operator_jobs.py have the rest).
     ok(dispatcher, operator_session, "operator/models")
     ok(dispatcher, operator_session, "operator/jobs")
 
