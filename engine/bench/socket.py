@@ -17,9 +17,10 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..state.registry import Registry
 from ..state.statedir import StateDir
@@ -134,8 +135,10 @@ def _throughput(port: int, token: str, clients: int, seconds: float) -> dict[str
             "p99_ms": percentile(latencies, 0.99)}
 
 
-def run(*, pages: int = 500, round_trips: int = 300, seconds: float = 5.0,
-        concurrency: tuple[int, ...] = (1, 8, 32)) -> dict[str, Any]:
+@contextmanager
+def serving_engine() -> Iterator[tuple[subprocess.Popen, int, str]]:
+    """A ``knowledge serve --port 0`` process on a fresh state directory with one owner agent:
+    (the process, its port, the agent's token); stopped and removed on exit."""
     with tempfile.TemporaryDirectory() as scratch:
         state = StateDir(Path(scratch) / "state")
         state.create()
@@ -144,14 +147,20 @@ def run(*, pages: int = 500, round_trips: int = 300, seconds: float = 5.0,
         registry.close()
         process, port = _start_engine(state)
         try:
-            client = RpcClient(port, token)
-            _seed(client, pages)
-            latency = _round_trips(client, round_trips)
-            client.close()
-            throughput = [_throughput(port, token, clients, seconds) for clients in concurrency]
+            yield process, port, token
         finally:
             process.terminate()
             process.wait(60)
+
+
+def run(*, pages: int = 500, round_trips: int = 300, seconds: float = 5.0,
+        concurrency: tuple[int, ...] = (1, 8, 32)) -> dict[str, Any]:
+    with serving_engine() as (_, port, token):
+        client = RpcClient(port, token)
+        _seed(client, pages)
+        latency = _round_trips(client, round_trips)
+        client.close()
+        throughput = [_throughput(port, token, clients, seconds) for clients in concurrency]
     return {"pages": pages, "latency": latency, "throughput": throughput}
 
 

@@ -27,7 +27,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -35,10 +34,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..state.registry import Registry
 from ..wire.server import SocketBounds
-from ..state.statedir import StateDir
-from .socket import RpcClient, _start_engine, machine, percentile
+from .socket import RpcClient, machine, percentile, serving_engine
 
 MIB = 1024 * 1024
 PHASES = ("flood", "reflood", "hold", "cap")
@@ -49,25 +46,15 @@ SAMPLE_INTERVAL_S = 0.02
 def run(*, connections: int = 200, message_bytes: int = 8 * MIB, flood_s: float = 5.0) -> dict[str, Any]:
     """Start an engine, warm it with an agent's ordinary work, then run every phase against it."""
     bounds = SocketBounds()
-    with tempfile.TemporaryDirectory() as scratch:
-        state = StateDir(Path(scratch) / "state")
-        state.create()
-        registry = Registry.open(state.registry, state.root)
-        token = registry.add_agent("bench", owner=True)
-        registry.close()
-        process, port = _start_engine(state)
-        try:
-            probe = _Probe(port, token)
-            time.sleep(1.0)  # let the warm-up's garbage settle before the baseline
-            phases = []
-            for phase, count in (("flood", connections), ("reflood", connections), ("hold", connections),
-                                 ("cap", bounds.max_connections + max(connections // 4, 10))):
-                phases.append(_measure(process.pid, port, probe, phase, count, message_bytes, bounds, flood_s))
-                time.sleep(1.0)
-            probe.stop()
-        finally:
-            process.terminate()
-            process.wait(60)
+    with serving_engine() as (process, port, token):
+        probe = _Probe(port, token)
+        time.sleep(1.0)  # let the warm-up's garbage settle before the baseline
+        phases = []
+        for phase, count in (("flood", connections), ("reflood", connections), ("hold", connections),
+                             ("cap", bounds.max_connections + max(connections // 4, 10))):
+            phases.append(_measure(process.pid, port, probe, phase, count, message_bytes, bounds, flood_s))
+            time.sleep(1.0)
+        probe.stop()
     return {"connections": connections, "message_bytes": message_bytes, "flood_s": flood_s,
             "bounds": dataclasses.asdict(bounds),
             "phases": phases, "pings_total": len(probe.latencies), "ping_errors": probe.errors}
