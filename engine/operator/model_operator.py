@@ -38,7 +38,7 @@ from models.pull import pull
 from models.pypi import pip_download
 
 from ..state.config import Settings, parse_settings
-from ..core.errors import InvalidParams, NotFound
+from ..core.errors import InvalidParams, NotFound, from_model_error
 from .model_benchmark import benchmark_model
 from ..core.jobs import JobContext
 from ..core.params import operator_params
@@ -222,7 +222,7 @@ class ModelOperator:
         try:
             model = self.store.get(name)
         except ModelError as exc:
-            raise NotFound(exc.message, model=name) from exc
+            raise from_model_error(exc, model=name) from exc
         if not model.runnable:
             raise InvalidParams(f"model {name} has no ONNX graph; only ONNX models run here", field="name")
         candidates = gate.max_candidates if gate else DEFAULT_MAX_CANDIDATES

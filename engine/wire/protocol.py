@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .. import __version__
 from ..memory import recall
 from ..access.authority import AgentCaller, Audience, parse_instance
-from ..core.errors import Denied, InvalidParams, KnowledgeError
+from ..core.errors import Denied, InvalidParams, KnowledgeError, wire_codes
 from ..gate.turn import gate_turn
 from ..memory.knowledge_index import index_for
 from ..memory.memory_prompt import prompt_for
@@ -36,22 +36,8 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 SERVER_NAME = "knowledge-desk"
 
-# JSON-RPC codes per reason; -32602 is the standard "invalid params".
-ERROR_CODES = {
-    "invalid_params": -32602,
-    "denied": -32001,
-    "not_found": -32002,
-    "stale_revision": -32003,
-    "stale_cursor": -32004,
-    "foreign_reference": -32005,
-    "conflict": -32006,
-    "limit_exceeded": -32007,
-    "store_unavailable": -32008,
-    "index_failed": -32009,
-    "writes_disabled": -32010,
-    "runtime_disabled": -32011,
-    "secret_detected": -32012,
-}
+# JSON-RPC codes per reason, from the error classes themselves (engine/core/errors.py).
+ERROR_CODES = wire_codes()
 METHOD_NOT_FOUND, INTERNAL_ERROR = -32601, -32603
 # What ``_meta.knowledge`` may hold: at initialize the credential, audience and instance id; on a request only
 # its own audience (the credential is the connection's).
@@ -86,7 +72,7 @@ def error_response(request_id: Any, code: int, reason: str, message: str, **data
 def error_for(request_id: Any, exc: BaseException) -> dict[str, Any]:
     """The single exception-to-wire boundary."""
     if isinstance(exc, KnowledgeError):
-        return error_response(request_id, ERROR_CODES.get(exc.reason, INTERNAL_ERROR), exc.reason, exc.message,
+        return error_response(request_id, exc.code, exc.reason, exc.message,
                               **exc.details)
     log.exception("unexpected error while handling a request")
     return error_response(request_id, INTERNAL_ERROR, "internal", "the engine failed to handle this request")
