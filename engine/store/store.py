@@ -386,7 +386,7 @@ class Store:
     def set_checkpoint(self, seq: int) -> None:
         manifest = self.manifest()
         if manifest.checkpoint != seq:
-            write_manifest(self.manifest_path, manifest.with_checkpoint(seq))
+            write_manifest(self.manifest_path, manifest.with_checkpoint(seq), replace_only=True)
 
     # --- partitions ------------------------------------------------------------
 

@@ -93,11 +93,19 @@ def parse_manifest(data: Any) -> Manifest:
     return Manifest(data["storeId"], data["vaultId"], data["createdAt"], dict(partitions), checkpoint)
 
 
-def write_manifest(path: Path, manifest: Manifest) -> None:
+def write_manifest(path: Path, manifest: Manifest, *, replace_only: bool = False) -> None:
+    """Write vault.json atomically.  ``replace_only``: the manifest must still be there right before the
+    rename, so a store whose manifest was deleted is never given a new one by an ordinary write (it fails
+    closed as unavailable; only creating a store writes the first manifest)."""
     data = manifest.to_json()
     if len(data) > MANIFEST_MAX_BYTES:
         raise StoreUnavailable(f"vault.json would exceed {MANIFEST_MAX_BYTES} bytes", file="vault.json")
-    atomic_write(path, data)
+    atomic_write(path, data, check=(lambda: _still_there(path)) if replace_only else None)
+
+
+def _still_there(path: Path) -> None:
+    if not os.path.lexists(path):
+        raise StoreUnavailable("the store's manifest (vault.json) is missing", file="vault.json")
 
 
 def write_partition_marker(directory: Path, store_id: str, partition: str, identity: str) -> None:

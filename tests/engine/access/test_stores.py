@@ -193,6 +193,34 @@ def test_losing_the_database_under_a_running_engine_fails_closed(engine, state_d
     assert not (state_dir.stores / entry["storeId"] / "state.sqlite").exists()
 
 
+def test_a_manifest_deleted_while_a_write_is_published_is_never_written_anew(engine, state_dir, monkeypatch):
+    """Found by the fault harness under load: vault.json deleted between the publication's read of the
+    manifest and its checkpoint write was re-created, and the store went on as if nothing had happened."""
+    from engine.vault import manifest as manifest_module
+
+    alice = agent(engine, "alice")
+    engine.save_page(alice, page("a", "Note"))
+    [entry] = engine.stores()
+    manifest_path = state_dir.stores / entry["storeId"] / "vault.json"
+    real_write = manifest_module.atomic_write
+
+    def deleted_meanwhile(path, data, **options):
+        if path == manifest_path:
+            manifest_path.unlink()  # the outside deletion lands while the new manifest is being written
+        return real_write(path, data, **options)
+
+    monkeypatch.setattr(manifest_module, "atomic_write", deleted_meanwhile)
+    with pytest.raises(StoreUnavailable) as raised:
+        engine.save_page(alice, page("b", "Second note"))
+    monkeypatch.undo()
+    assert "vault.json" in raised.value.message
+    assert not manifest_path.exists()
+    with pytest.raises(StoreUnavailable):
+        engine.save_page(alice, page("c", "Third note"))
+    assert not manifest_path.exists()
+    assert [s["status"] for s in engine.stores()] == ["unavailable"]
+
+
 def test_manifest_identity_is_checked_before_each_query(engine, state_dir):
     alice = agent(engine, "alice")
     saved = engine.save_page(alice, page("a", "Note"))
