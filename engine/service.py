@@ -279,6 +279,15 @@ class Engine:
         _check_id(record_id)
         return self.on_store(caller, work)
 
+    def claim_kinds(self, caller: Caller) -> list[str]:
+        """The claim kinds of the caller's active ontology (an owner's extensions may add some, in the private
+        partition); the shipped ones while the caller has no store yet.  Never creates a store."""
+        authority = self.authorizer.authorize(caller, create=False)
+        if authority.store is None:
+            return list(self.ontology.claim_kinds)
+        return self.run_authorized(caller, authority,
+                                   lambda rt, a: list(rt.store.ontology(a.partition).claim_kinds))
+
     def status(self, caller: Caller) -> dict[str, Any]:
         """Readiness only, for status handles: no counts, scope, ids or paths; never creates a store."""
         try:

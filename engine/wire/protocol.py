@@ -189,7 +189,11 @@ class Dispatcher:
         }
 
     def _tools_list(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return {"tools": self.tools.listed()}
+        try:
+            claim_kinds = self.engine.claim_kinds(self.caller(session, params))
+        except KnowledgeError:  # no partition to read (denied, unavailable): the shipped kinds, as documented
+            claim_kinds = None
+        return {"tools": self.tools.listed(claim_kinds)}
 
     def _tools_call(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")

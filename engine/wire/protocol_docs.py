@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 from .protocol import ERROR_CODES
-from .tools import CORE_TOOLS
+from ..vault.ontology import Ontology
+from .tools import CORE_TOOLS, with_claim_kinds
 
 
 def render() -> str:
@@ -22,9 +23,11 @@ def render() -> str:
         "Tools marked *write* are absent from `tools/list` while `writesEnabled` is false.",
         "",
     ]
+    shipped = list(Ontology.shipped().claim_kinds)  # what tools/list offers a caller without extensions
     for tool in CORE_TOOLS:
+        schema = with_claim_kinds(tool.descriptor(), shipped)["inputSchema"]
         lines += [f"## `{tool.name}`{' (write)' if tool.writes else ''}", "", tool.description, "",
-                  "```json", json.dumps(tool.input_schema, indent=2, ensure_ascii=False), "```", ""]
+                  "```json", json.dumps(schema, indent=2, ensure_ascii=False), "```", ""]
     lines += ["## Error reasons", "", "| reason | JSON-RPC code |", "| --- | ---: |"]
     lines += [f"| `{reason}` | {code} |" for reason, code in ERROR_CODES.items()]
     return "\n".join(lines) + "\n"

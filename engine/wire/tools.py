@@ -7,6 +7,7 @@ again; the schemas describe the contract for clients.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -119,8 +120,8 @@ CORE_TOOLS = [
             "subject": {"type": "string", "description": "The page the claims are about: id, title or alias"},
             "items": {"type": "array", "minItems": 1, "maxItems": 100, "items": {"type": "object", "properties": {
                 "text": {"type": "string"},
-                "claimKind": {"type": "string", "enum": ["fact", "preference", "decision", "commitment", "event",
-                                                         "belief", "correction", "project_state"]},
+                # The enum is the caller's active ontology's, filled in by ToolRegistry.listed (with_claim_kinds).
+                "claimKind": {"type": "string"},
                 "excerpt": {"type": "string", "description": "The supporting text from the conversation"},
                 "evidence": {"type": "array", "items": _CITATION},
                 "assertionOrigin": {"type": "string", "enum": ["user", "source"]},
@@ -219,7 +220,22 @@ class ToolRegistry:
     def get(self, name: Any) -> Tool | None:
         return self._tools.get(name) if isinstance(name, str) else None
 
-    def listed(self) -> list[dict[str, Any]]:
-        """Every tool; the save tools only while writes are enabled."""
+    def listed(self, claim_kinds: list[str] | None = None) -> list[dict[str, Any]]:
+        """Every tool; the save tools only while writes are enabled.  ``claim_kinds``: the caller's active
+        ontology's, so ``knowledge_remember`` offers exactly the kinds the engine will accept from it."""
         writes = self.engine.settings.current().writes_enabled
-        return [tool.descriptor() for tool in self._tools.values() if writes or not tool.writes]
+        kinds = list(self.engine.ontology.claim_kinds) if claim_kinds is None else claim_kinds  # shipped ones
+        return [with_claim_kinds(tool.descriptor(), kinds) for tool in self._tools.values()
+                if writes or not tool.writes]
+
+
+def with_claim_kinds(descriptor: dict[str, Any], claim_kinds: list[str]) -> dict[str, Any]:
+    """``descriptor`` with its ``claimKind`` enum set to ``claim_kinds`` (tools without one are returned as is).
+
+    The enum is never written in the schemas below: claim kinds are the ontology's to define."""
+    items = descriptor["inputSchema"]["properties"].get("items", {}).get("items", {})
+    if "claimKind" not in items.get("properties", {}):
+        return descriptor
+    copied = copy.deepcopy(descriptor)
+    copied["inputSchema"]["properties"]["items"]["items"]["properties"]["claimKind"]["enum"] = list(claim_kinds)
+    return copied

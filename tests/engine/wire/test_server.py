@@ -17,7 +17,7 @@ import pytest
 
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.server import MAX_MESSAGE_BYTES, EngineServer
-from tests.helpers import wait_for
+from tests.helpers import only_store, wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -106,6 +106,31 @@ def test_notifications_get_no_reply(dispatcher, session):
     assert dispatcher.handle(session, message("notifications/initialized", request_id=None)) is None
     assert session.initialized is True
     assert dispatcher.handle(session, message("no/such/notification", request_id=None)) is None
+
+
+def _claim_kinds(dispatcher, session) -> list[str]:
+    tools = {tool["name"]: tool for tool in call(dispatcher, session, "tools/list")["result"]["tools"]}
+    return tools["knowledge_remember"]["inputSchema"]["properties"]["items"]["items"]["properties"]["claimKind"]["enum"]
+
+
+def test_tools_list_offers_the_claim_kinds_of_the_callers_active_ontology(engine, dispatcher, session, state_dir):
+    """An owner's ontology extension adds claim kinds the engine accepts; the schema used to refuse them."""
+    shipped = list(engine.ontology.claim_kinds)
+    assert _claim_kinds(dispatcher, session) == shipped  # no store yet: the shipped kinds
+    call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "r1", "type": "person", "title": "Dana", "body": "Ops lead."}})
+    (only_store(state_dir) / "vault" / "ontology.yaml").write_text(
+        "claim_kinds:\n  rumour: Something heard second hand.\n", encoding="utf-8")
+
+    assert _claim_kinds(dispatcher, session) == [*shipped, "rumour"]
+    saved = call(dispatcher, session, "tools/call", {"name": "knowledge_remember", "arguments": {
+        "requestId": "r2", "items": [{"text": "Dana may move to Lisbon.", "claimKind": "rumour",
+                                      "excerpt": "I heard Dana may move"}]}})["result"]
+    assert saved["isError"] is False, saved
+    chat = Session()
+    audience = {"kind": "conversation", "sessionKey": "chat:1", "sessionId": "00000000-0000-4000-8000-000000000001"}
+    dispatcher.handle(chat, message("initialize", init_params(session.token_for_tests, audience)))
+    assert _claim_kinds(dispatcher, chat) == shipped  # private extensions do not apply to conversations
 
 
 def test_tools_round_trip_with_structured_content(dispatcher, session):
