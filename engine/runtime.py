@@ -24,6 +24,7 @@ from typing import Any, Callable, TypeVar
 from .index.analysis import Analyzer
 from .store.catalog import Catalog
 from .state.config import SettingsSource
+from .core.db import sqlite_errno
 from .core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from .core.faults import Faults
 from .store.githistory import CommitFile, GitError, GitHistory
@@ -98,7 +99,7 @@ class StoreRuntime:
                                    file=os.path.basename(exc.filename) if exc.filename else None) from exc
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(f"the store's database refused the operation: {exc}; nothing was acknowledged",
-                                   store=self.store_id, errno=_sqlite_errno(exc)) from exc
+                                   store=self.store_id, errno=sqlite_errno(exc)) from exc
 
     def _recover(self) -> list[dict[str, Any]]:
         self.store.verify(allow_pending=True)
@@ -344,11 +345,6 @@ class StoreRuntime:
         self._lane.submit(self.vectors.close).result()
         self._lane.submit(self.store.close).result()
         self._lane.shutdown(wait=True)
-
-
-def _sqlite_errno(exc: sqlite3.OperationalError) -> str:
-    text = str(exc)
-    return "ENOSPC" if "full" in text else "EROFS" if "readonly" in text else "EIO"
 
 
 def _commit_runs(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

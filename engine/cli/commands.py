@@ -34,6 +34,7 @@ from ..wire.bridge import BridgeError, run_bridge
 from .model_commands import add_models_parser
 from ..state.config import SettingsSource
 from ..importers.demo import seed_demo
+from ..core.db import sqlite_errno
 from ..core.errors import EngineLocked, KnowledgeError
 from ..core.ids import format_timestamp, utc_now
 from ..importers.locomo import DEFAULT_AGENT, import_locomo, load_locomo, owner_caller
@@ -587,9 +588,8 @@ def unusable_state_dir(state: StateDir, exc: OSError | sqlite3.Error) -> str:
         code = errno.errorcode.get(exc.errno or 0, "EIO")
         cause = f"{exc.strerror or exc} ({code})" + (f" at {exc.filename}" if exc.filename else "")
     else:
-        text = str(exc)
-        code = "ENOSPC" if "full" in text else "EROFS" if "readonly" in text else "EIO"
-        cause = f"its database refused: {text}"
+        code = sqlite_errno(exc)
+        cause = f"its database refused: {exc}"
     hint = ("free some space" if code in ("ENOSPC", "EDQUOT") else
             "make it writable" if code in ("EROFS", "EACCES", "EPERM") else "check the disk")
     return f"cannot use the state directory {state.root}: {cause}; {hint}, or choose another with --state-dir"

@@ -137,3 +137,9 @@ class Database:
 def _statements(script: str) -> list[str]:
     """Split a migration script into statements (no semicolons inside our literals)."""
     return [statement.strip() for statement in script.split(";") if statement.strip()]
+
+
+def sqlite_errno(exc: sqlite3.Error) -> str:
+    """The errno name a disk refusal reported by SQLite stands for (its messages carry no errno)."""
+    text = str(exc)
+    return "ENOSPC" if "full" in text else "EROFS" if "readonly" in text else "EIO"
