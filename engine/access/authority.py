@@ -75,11 +75,9 @@ class Audience:
             raise Denied("sandboxed sessions have no memory access")
         if kind == CHILD:
             root = data.get("root")
-            if isinstance(root, dict) and root.get("kind") == CHILD:
+            if not isinstance(root, dict) or root.get("kind") == CHILD:
                 raise InvalidParams("a child audience names its root audience, not another child",
                                     field=f"{where}.root")
-            if not isinstance(root, dict):
-                raise InvalidParams("a child audience names its root audience", field=f"{where}.root")
             parent = cls.parse(root, where=f"{where}.root")
             return cls(parent.kind, parent.session_key, parent.session_id, delegated=True)
         if kind == OWNER_PRIVATE:
