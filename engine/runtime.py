@@ -28,11 +28,11 @@ from .core.db import sqlite_errno
 from .core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from .core.faults import Faults
 from .store.githistory import CommitFile, GitError, GitHistory
-from .core.ids import format_timestamp, utc_now
+from .store.outbox import GitOutbox
 from .index.embedding import EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
 from .store.publication import Plan, Publisher
-from .store.store import Store, partition_dir
+from .store.store import Store
 from .index.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,7 @@ class StoreRuntime:
         self.vectors = VectorIndex(store, self.catalog)
         self.git = GitHistory(store.vault, git_executable) if git_executable else None
         self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=faults)
+        self.outbox = GitOutbox(store.db)
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")
         self._dirty: dict[str, set[str] | None] = {}
         self._dirty_lock = threading.Lock()
@@ -241,7 +242,7 @@ class StoreRuntime:
         if self.git is None:
             return {"state": "unavailable", "reason": "git is not installed"}
         with self._git_lock:
-            batch = self.call(self._pending_outbox)
+            batch = self.call(self.outbox.pending)
             if not batch:
                 try:
                     self.git.repair_index()
@@ -258,9 +259,9 @@ class StoreRuntime:
                 except GitError as exc:
                     error = str(exc)
                     left = [entry["seq"] for entry in batch if entry["seq"] >= seqs[0]]
-                    self.call(lambda: self._outbox_failed(left, error))
+                    self.call(lambda: self.outbox.failed(left, error))
                     return {"state": "pending", "reason": error, "publications": len(left)}
-                self.call(lambda: self._outbox_committed(seqs, commit))
+                self.call(lambda: self.outbox.committed(seqs, commit))
             committed = Counter(entry["partition"] for entry in batch)
             return self._with_index({"state": "committed", "commit": commit, "publications": len(batch),
                                      "byPartition": dict(committed)})
@@ -272,59 +273,13 @@ class StoreRuntime:
             result["index"] = f"the git index is behind the history: {self.git.index_problem}"
         return result
 
-    def _pending_outbox(self) -> list[dict[str, Any]]:
-        batch = []
-        for row in self.store.db.all(
-            "SELECT outbox.publication_seq AS seq, publications.id, publications.partition, publications.agent, "
-            "publications.operation FROM outbox JOIN publications ON publications.seq = outbox.publication_seq "
-            "WHERE outbox.state = 'pending' ORDER BY outbox.publication_seq"
-        ):
-            prefix = partition_dir(row["partition"])
-            files = [
-                (f"{prefix}/{f['path']}", f["new_bytes"]) for f in self.store.db.all(
-                    "SELECT path, new_bytes FROM publication_files WHERE publication_seq = ? ORDER BY ordinal",
-                    (row["seq"],),
-                )
-            ]
-            batch.append({"seq": row["seq"], "id": row["id"], "agent": row["agent"], "partition": row["partition"],
-                          "operation": row["operation"], "files": files})
-        return batch
-
-    def _outbox_committed(self, seqs: list[int], commit: str) -> None:
-        now = format_timestamp(utc_now())
-        with self.store.db.atomic():
-            for seq in seqs:
-                self.store.db.execute(
-                    "UPDATE outbox SET state = 'committed', commit_id = ?, updated_at = ?, "
-                    "attempts = attempts + 1, last_error = NULL WHERE publication_seq = ?", (commit, now, seq),
-                )
-                self.store.db.execute("DELETE FROM publication_files WHERE publication_seq = ?", (seq,))
-
-    def _outbox_failed(self, seqs: list[int], error: str) -> None:
-        now = format_timestamp(utc_now())
-        self.store.db.executemany(
-            "UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE publication_seq = ?",
-            [(error[:500], now, seq) for seq in seqs],
-        )
-
     def git_summary(self, partition: str) -> dict[str, Any]:
         """The git queue's state for one partition (diagnostics, ``knowledge_resume``): its pending count, its
         last error and the commit holding its newest publication.  The store's other partitions' writes are
         not the caller's to count or see, so nothing here changes when only they write; call on the lane."""
         if self.git is None:
             return {"state": "unavailable", "reason": "git is not installed"}
-        row = self.store.db.one(
-            "SELECT COUNT(*) AS pending, MAX(outbox.last_error) AS error FROM outbox JOIN publications "
-            "ON publications.seq = outbox.publication_seq "
-            "WHERE outbox.state = 'pending' AND publications.partition = ?", (partition,),
-        )
-        last = self.store.db.one(
-            "SELECT outbox.commit_id AS commit_id FROM outbox JOIN publications "
-            "ON publications.seq = outbox.publication_seq WHERE outbox.state = 'committed' "
-            "AND publications.partition = ? ORDER BY outbox.publication_seq DESC LIMIT 1", (partition,),
-        )
-        return {"state": "pending" if row["pending"] else "committed", "pending": row["pending"],
-                "lastError": row["error"], "commit": last["commit_id"] if last is not None else None}
+        return self.outbox.summary(partition)
 
     # --- shutdown ------------------------------------------------------------------------------
 

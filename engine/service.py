@@ -221,7 +221,7 @@ class Engine:
 
     def history(self, caller: Caller, record_id: str) -> dict[str, Any]:
         _check_id(record_id)
-        return self.on_store(caller, lambda rt, a: history(rt.store, rt.catalog, a.partition, record_id))
+        return self.on_store(caller, lambda rt, a: history(rt.catalog, a.partition, record_id))
 
     def diagnostics(self, caller: Caller) -> dict[str, Any]:
         return self.on_store(
@@ -234,7 +234,7 @@ class Engine:
 
         def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
             version = runtime.indexes.catch_up(authority.partition)
-            return search(runtime.store, runtime.indexes.get(authority.partition), version, self.analyzer,
+            return search(runtime.store, runtime.catalog, runtime.indexes.get(authority.partition), version, self.analyzer,
                           self.signer, authority.partition, request)
 
         return self.on_store(caller, work)
@@ -257,8 +257,8 @@ class Engine:
             if len(ids) != 1:
                 return {"matches": [], "ambiguous": len(ids) > 1}
             row = runtime.catalog.rows_for_id(authority.partition, ids[0])[0]
-            return {"matches": [{"id": row["record_id"], "revision": row["revision"], "kind": row["kind"],
-                                 "type": row["type"], "title": row["title"],
+            return {"matches": [{"id": row.record_id, "revision": row.revision, "kind": row.kind,
+                                 "type": row.type, "title": row.title,
                                  "ref": reference(runtime.store.store_id, row)}], "ambiguous": False}
 
         return self.on_store(caller, work)
@@ -322,9 +322,7 @@ class Engine:
                 for partition in runtime.store.partitions():
                     runtime.prepare(partition)
                     runtime.indexes.rebuild(partition)
-                    count = runtime.store.db.one(
-                        "SELECT COUNT(*) AS n FROM catalog WHERE partition = ? AND indexed_sha IS NOT NULL",
-                        (partition,))["n"]
+                    count = runtime.indexes.ledger.indexed_count(partition)
                     entry = {"storeId": record.store_id, "partition": partition, "records": count}
                     if embedder is not None:
                         entry["vectors"] = runtime.vectors.rebuild(partition, embedder).to_dict()

@@ -13,7 +13,6 @@ indexes), title and aliases from the frontmatter and the Markdown body.
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from dataclasses import dataclass
@@ -21,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..index.analysis import Analyzer
-from ..store.catalog import CURRENT
+from ..core.db import Database
+from ..store.catalog_reads import CatalogReads
 from ..vault.frontmatter import split_document
 from ..index.tantivy_index import PARALLEL_FROM, PartitionIndex, build_schema, index_document
 from ..search.keyword import SearchRequest, build_query
@@ -69,22 +69,19 @@ def fts5_problem() -> str | None:
 def current_documents(state_db: Path, partition: str) -> list[Document]:
     """The partition's current records, read from the store's catalog (read-only)."""
     conn = sqlite3.connect(f"file:{state_db}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
     try:
-        rows = conn.execute(
-            "SELECT c.path, c.record_id, c.revision, c.kind, c.type, c.lifecycle, c.title, c.frontmatter, "
-            "r.content FROM catalog c JOIN revisions r "
-            "ON r.partition = c.partition AND r.record_id = c.record_id AND r.revision = c.revision "
-            f"AND r.sha256 = c.sha256 WHERE c.partition = ? AND ({CURRENT}) ORDER BY c.path",
-            (partition,),
-        ).fetchall()
+        rows = CatalogReads(Database(conn, None)).current_with_content(partition)
     finally:
         conn.close()
     documents = []
-    for path, record_id, revision, kind, record_type, lifecycle, title, frontmatter, content in rows:
-        aliases = [a for a in json.loads(frontmatter).get("aliases") or [] if isinstance(a, str)]
-        _, body = split_document(bytes(content).decode("utf-8"))
-        documents.append(Document(path, record_id, revision, kind, record_type or "", lifecycle, title,
-                                  " \n".join(aliases), body))
+    for row, content in rows:
+        if content is None:
+            continue  # not kept in the archive yet: the engine's own index leaves it out too
+        aliases = [a for a in row.frontmatter.get("aliases") or [] if isinstance(a, str)]
+        _, body = split_document(content.decode("utf-8"))
+        documents.append(Document(row.path, row.record_id, row.revision, row.kind, row.type or "", row.lifecycle,
+                                  row.title, " \n".join(aliases), body))
     return documents
 
 

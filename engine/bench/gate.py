@@ -101,8 +101,8 @@ def run(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
                 rt.store, a.partition, limit=len(questions)))[::-1]
             pairs = _scored_pairs(kept, turns)
             throughput = _throughput(engine, pairs, model, options, work, say)
-            pages = engine.on_store(OperatorCaller(AGENT), lambda rt, a: rt.store.db.one(
-                "SELECT COUNT(*) AS n FROM catalog WHERE partition = ? AND kind = 'page'", (a.partition,))["n"])
+            pages = engine.on_store(OperatorCaller(AGENT), lambda rt, a: sum(
+                count for (kind, _), count in rt.catalog.current_counts(a.partition).items() if kind == "page"))
         result = _summary(options, turns, throughput, pages, status.tokens_per_second or 0.0)
         result["load"] = {"start": load_at_start, "end": _load()}
         text = render(result)

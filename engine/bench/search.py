@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from ..index.analysis import Analyzer
 from ..access.authority import Caller
-from ..store.catalog import CURRENT, MAX_SCAN_ENTRIES
+from ..store.catalog import MAX_SCAN_ENTRIES
 from ..core.errors import InvalidParams
 from ..index.tantivy_index import INDEX_DIR, PartitionIndex, build_schema
 from ..importers.locomo import evidence_records, load_locomo, owner_caller
@@ -242,9 +242,7 @@ def _check_reusable(engine: Engine, caller: Caller, state: StateDir) -> None:
     if store is None:
         return
     runtime = engine.runtime(store)
-    others = runtime.call(lambda: runtime.store.db.one(
-        "SELECT COUNT(*) AS n FROM publications WHERE state = 'applied' "
-        "AND (request_id IS NULL OR request_id NOT LIKE 'locomo-%')")["n"])
+    others = runtime.call(lambda: runtime.store.applied_besides("locomo-"))
     if others:
         raise InvalidParams(f"{state.root} holds knowledge besides a LoCoMo import; give an empty directory "
                             "or one a previous benchmark filled", field="--state-dir")
@@ -252,8 +250,7 @@ def _check_reusable(engine: Engine, caller: Caller, state: StateDir) -> None:
 
 def _current_count(engine: Engine, store: StoreRecord, partition: str = PRIVATE_SCOPE) -> int:
     runtime = engine.runtime(store)
-    return runtime.call(lambda: runtime.store.db.one(
-        f"SELECT COUNT(*) AS n FROM catalog WHERE partition = ? AND {CURRENT}", (partition,))["n"])
+    return runtime.call(lambda: runtime.catalog.current_count(partition))
 
 
 def prepare_generated(options: Options, work: Path) -> Dataset:
@@ -372,8 +369,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
 
             def rebuild() -> tuple[float, int, PartitionIndex]:
                 build_s = _timed(lambda: runtime.indexes.rebuild(partition))
-                count = runtime.store.db.one("SELECT COUNT(*) AS n FROM catalog WHERE partition = ? "
-                                             "AND indexed_sha IS NOT NULL", (partition,))["n"]
+                count = runtime.indexes.ledger.indexed_count(partition)
                 return build_s, count, runtime.indexes.get(partition)
 
             figures["build_s"], figures["records"], index = runtime.call(rebuild)

@@ -117,6 +117,20 @@ class Database:
         with self._lock:
             yield from self.connection.execute(sql, params)
 
+    def tuples(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Like ``all``, as plain tuples: cheaper where each row becomes an object of its own right away."""
+        with self._lock:
+            cursor = self.connection.cursor()
+            cursor.row_factory = None
+            return cursor.execute(sql, params).fetchall()
+
+    def iterate_tuples(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[tuple[Any, ...]]:
+        """Like ``iterate``, as plain tuples."""
+        with self._lock:
+            cursor = self.connection.cursor()
+            cursor.row_factory = None
+            yield from cursor.execute(sql, params)
+
     def migrate(self, migrations: Sequence[Migration]) -> None:
         with self._lock:
             self.connection.execute(
@@ -137,6 +151,11 @@ class Database:
 def _statements(script: str) -> list[str]:
     """Split a migration script into statements (no semicolons inside our literals)."""
     return [statement.strip() for statement in script.split(";") if statement.strip()]
+
+
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern, with ``ESCAPE '\\'``, matching the strings that start with ``prefix``."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def sqlite_errno(exc: sqlite3.Error) -> str:

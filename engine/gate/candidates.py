@@ -18,7 +18,6 @@ instruction or contains markup.  Nothing here writes.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import tantivy
 
 from ..index.analysis import Analyzer
-from ..store.catalog import CURRENT
+from ..store.catalog_reads import RecordRow
 from ..vault.frontmatter import split_document
 from ..memory.knowledge_index import UNLISTED_PAGE_TYPES, page_lookup_name, ranked_page_labels
 from ..core.labels import clip, is_unsafe_label
@@ -84,12 +83,12 @@ def keyword_candidates(runtime: StoreRuntime, partition: str, analyzer: Analyzer
     searcher = index.searcher()
     result = searcher.search(query, max_candidates + FETCH_EXTRA, count=True)
     paths = [searcher.doc(address)["path"][0] for _, address in result.hits]
-    rows = _current_rows(runtime, partition, paths)
+    rows = {row.path: row for row in runtime.catalog.current(partition, kind="page", paths=paths)}
     candidates: list[Candidate] = []
     skipped = 0
     for path in paths:
         row = rows.get(path)
-        if row is None or row["type"] in UNLISTED_PAGE_TYPES or is_unsafe_label(row["title"]):
+        if row is None or row.type in UNLISTED_PAGE_TYPES or is_unsafe_label(row.title):
             skipped += 1
             continue
         if len(candidates) == max_candidates:
@@ -120,13 +119,12 @@ def read_page_starts(runtime: StoreRuntime, partition: str, candidates: list[Can
                      deadline: float) -> list[Candidate]:
     """The shortlisted pages as they are now, each with the start of its body (on the lane)."""
     _check(deadline)
-    rows = {row["record_id"]: row for row in runtime.store.db.all(
-        f"SELECT * FROM catalog WHERE partition = ? AND kind = 'page' AND {CURRENT} AND record_id IN "
-        f"({', '.join('?' * len(candidates))})", (partition, *[c.id for c in candidates]))} if candidates else {}
+    rows = {row.record_id: row for row in runtime.catalog.current(partition, kind="page",
+                                                                  record_ids=[c.id for c in candidates])}
     fresh = []
     for candidate in candidates:
         row = rows.get(candidate.id)
-        if row is None or row["type"] in UNLISTED_PAGE_TYPES or is_unsafe_label(row["title"]):
+        if row is None or row.type in UNLISTED_PAGE_TYPES or is_unsafe_label(row.title):
             continue   # gone, retyped or retitled since the index was read
         page = _candidate(runtime, partition, row)
         page.label = candidate.label
@@ -150,27 +148,15 @@ def _check(deadline: float) -> None:
         raise CandidateDeadline
 
 
-def _current_rows(runtime: StoreRuntime, partition: str, paths: list[str]) -> dict[str, Any]:
-    if not paths:
-        return {}
-    return {row["path"]: row for row in runtime.store.db.all(
-        f"SELECT * FROM catalog WHERE partition = ? AND kind = 'page' AND {CURRENT} AND path IN "
-        f"({', '.join('?' * len(paths))})", (partition, *paths))}
+def _candidate(runtime: StoreRuntime, partition: str, row: RecordRow) -> Candidate:
+    name = page_lookup_name(runtime.catalog, partition, row.record_id, row.title, row.frontmatter)
+    return Candidate(row.record_id, row.revision, row.type or "page", clip(row.title, TITLE_MAX_CHARS), name)
 
 
-def _candidate(runtime: StoreRuntime, partition: str, row: Any) -> Candidate:
-    frontmatter = json.loads(row["frontmatter"])
-    name = page_lookup_name(runtime.catalog, partition, row["record_id"], row["title"], frontmatter)
-    return Candidate(row["record_id"], row["revision"], row["type"] or "page", clip(row["title"], TITLE_MAX_CHARS),
-                     name)
-
-
-def _body(runtime: StoreRuntime, partition: str, row: Any) -> str:
+def _body(runtime: StoreRuntime, partition: str, row: RecordRow) -> str:
     """The page body of the catalogued revision (the archive holds exactly the bytes the catalog hashed)."""
-    stored = runtime.store.db.one(
-        "SELECT content FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? AND sha256 = ? "
-        "ORDER BY seq DESC LIMIT 1", (partition, row["record_id"], row["revision"], row["sha256"]))
+    stored = runtime.catalog.revision(partition, row.record_id, row.revision, row.sha256)
     if stored is None:
         return ""
-    _, body = split_document(bytes(stored["content"]).decode("utf-8"))
+    _, body = split_document(stored.text)
     return body

@@ -14,7 +14,6 @@ be deleted at any time and is rebuilt from the catalog.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from pathlib import Path
@@ -23,7 +22,9 @@ from typing import Any, Iterator
 import tantivy
 
 from .analysis import ANALYZER_NAME, Analyzer, prepare
-from ..store.catalog import CURRENT, Catalog
+from ..store.catalog import Catalog
+from ..store.catalog_reads import RecordRow
+from ..store.index_ledger import IndexLedger
 from ..core.errors import IndexFailed
 from ..vault.frontmatter import split_document
 from ..store.store import Store
@@ -102,6 +103,7 @@ class SearchIndexes:
     def __init__(self, store: Store, catalog: Catalog, analyzer: Analyzer) -> None:
         self.store = store
         self.catalog = catalog
+        self.ledger = IndexLedger(store.db)
         self.analyzer = analyzer
         self.schema = build_schema()
         self._open: dict[str, PartitionIndex] = {}
@@ -143,13 +145,7 @@ class SearchIndexes:
     def _forget_indexed(self, partition: str) -> None:
         """The index is gone: everything must be indexed again."""
         self._open.pop(partition, None)
-        with self.store.db.atomic():
-            self.store.db.execute("UPDATE catalog SET indexed_sha = NULL WHERE partition = ?", (partition,))
-            self.store.db.execute("DELETE FROM index_removals WHERE partition = ?", (partition,))
-            self.store.db.execute(
-                "INSERT INTO partition_state (partition, index_version) VALUES (?, -1) "
-                "ON CONFLICT(partition) DO UPDATE SET index_version = -1", (partition,),
-            )
+        self.ledger.forget(partition)
 
     def rebuild(self, partition: str) -> int:
         """Throw the partition's index away and build it again from the catalog."""
@@ -169,29 +165,16 @@ class SearchIndexes:
             return index_version
         index = self.get(partition)
         catalog_version, index_version = self.catalog.version(partition)
-        db = self.store.db
-        stale = db.all(
-            f"SELECT path FROM catalog WHERE partition = ? AND indexed_sha IS NOT NULL AND NOT ({CURRENT})",
-            (partition,),
-        )
-        removed = [row["path"] for row in db.all(
-            "SELECT path FROM index_removals WHERE partition = ?", (partition,)
-        )] + [row["path"] for row in stale]
-        stale_filter = f"c.partition = ? AND ({CURRENT}) AND (c.indexed_sha IS NULL OR c.indexed_sha != c.sha256)"
-        count = db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {stale_filter}", (partition,))["n"]
+        removed = self.ledger.removals(partition)
+        count = self.ledger.backlog_count(partition)
         indexed: list[tuple[str, str]] = []
 
         def documents() -> Iterator[dict[str, Any]]:
             # Streamed: a rebuild of a large partition never holds every body in memory at once.
-            for row in db.iterate(
-                "SELECT c.path, c.record_id, c.revision, c.kind, c.type, c.lifecycle, c.title, c.sha256, "
-                "c.frontmatter, r.content FROM catalog c LEFT JOIN revisions r ON r.partition = c.partition AND "
-                "r.record_id = c.record_id AND r.revision = c.revision AND r.sha256 = c.sha256 "
-                f"WHERE {stale_filter}", (partition,),
-            ):
-                document = self._document(row)
+            for row, content in self.ledger.backlog(partition):
+                document = self._document(row, content)
                 if document is not None:
-                    indexed.append((row["sha256"], row["path"]))
+                    indexed.append((row.sha256, row.path))
                     yield document
 
         if count:
@@ -199,34 +182,21 @@ class SearchIndexes:
             # them below.  tantivy commits first, so a crash between its commit and the catalog's would
             # otherwise leave documents the catalog never learned were indexed (and a record superseded
             # after the restart searchable for good); the next catch-up deletes them and re-adds what is current.
-            with db.atomic():
-                db.execute("INSERT OR IGNORE INTO index_removals (partition, path) "
-                           f"SELECT c.partition, c.path FROM catalog c WHERE {stale_filter}", (partition,))
+            self.ledger.write_ahead(partition)
         try:
             index.apply(removed, documents(), threads=2 if count >= PARALLEL_FROM else 1)
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexFailed(f"the search index could not be updated: {exc}", partition=partition) from exc
-        with db.atomic():
-            db.executemany("UPDATE catalog SET indexed_sha = NULL WHERE partition = ? AND path = ?",
-                           [(partition, path) for path in removed])
-            db.executemany("UPDATE catalog SET indexed_sha = ? WHERE partition = ? AND path = ?",
-                           [(sha, partition, path) for sha, path in indexed])
-            db.execute("DELETE FROM index_removals WHERE partition = ?", (partition,))
-            db.execute(
-                "INSERT INTO partition_state (partition, catalog_version, index_version) VALUES (?, ?, ?) "
-                "ON CONFLICT(partition) DO UPDATE SET index_version = excluded.index_version",
-                (partition, catalog_version, catalog_version),
-            )
+        self.ledger.record(partition, removed, indexed, catalog_version)
         return catalog_version
 
-    def _document(self, row: Any) -> dict[str, Any] | None:
-        if row["content"] is None:
-            log.warning("no stored revision for %s; it stays out of the index until re-read", row["path"])
+    def _document(self, row: RecordRow, content: bytes | None) -> dict[str, Any] | None:
+        if content is None:
+            log.warning("no stored revision for %s; it stays out of the index until re-read", row.path)
             return None
-        _, body = split_document(bytes(row["content"]).decode("utf-8"))
-        frontmatter = json.loads(row["frontmatter"])
+        _, body = split_document(content.decode("utf-8"))
         return index_document(
-            path=row["path"], record_id=row["record_id"], revision=row["revision"], kind=row["kind"],
-            type_=row["type"] or "", lifecycle=row["lifecycle"], title=row["title"],
-            aliases=[a for a in frontmatter.get("aliases") or [] if isinstance(a, str)], body=body,
+            path=row.path, record_id=row.record_id, revision=row.revision, kind=row.kind,
+            type_=row.type or "", lifecycle=row.lifecycle, title=row.title,
+            aliases=[a for a in row.frontmatter.get("aliases") or [] if isinstance(a, str)], body=body,
         )

@@ -32,7 +32,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..store.catalog import CURRENT, Catalog
+from ..store.catalog import Catalog
+from ..store.catalog_reads import RecordRow
 from .embedding import Embedder, text_digest
 from ..core.errors import IndexFailed
 from ..vault.frontmatter import split_document
@@ -162,29 +163,27 @@ class VectorIndex:
         if done and done[0][0] == catalog_version:
             indexed = db.execute("SELECT COUNT(*) FROM items WHERE partition = ?", (partition,)).fetchall()[0][0]
             return CatchUp(indexed, 0, 0, 0, 0)
-        current = {row["path"]: row for row in self.store.db.all(
-            f"SELECT path, record_id, revision, sha256, updated_at FROM catalog WHERE partition = ? AND {CURRENT}",
-            (partition,))}
+        current = {row.path: row for row in self.catalog.current(partition)}
         known = {path: (item_id, sha) for item_id, path, sha in db.execute(
             "SELECT id, path, sha256 FROM items WHERE partition = ?", (partition,)).fetchall()}
         stale = [item_id for path, (item_id, sha) in known.items()
-                 if path not in current or current[path]["sha256"] != sha]
+                 if path not in current or current[path].sha256 != sha]
         with db:
             db.executemany("DELETE FROM vec_items WHERE id = ?", [(item_id,) for item_id in stale])
             db.executemany("DELETE FROM items WHERE id = ?", [(item_id,) for item_id in stale])
-        fresh = {path for path, (_, sha) in known.items() if path in current and current[path]["sha256"] == sha}
+        fresh = {path for path, (_, sha) in known.items() if path in current and current[path].sha256 == sha}
         wanted = sorted((row for path, row in current.items() if path not in fresh),
-                        key=lambda row: (row["updated_at"] or "", row["path"]), reverse=True)
+                        key=lambda row: (row.updated_at or "", row.path), reverse=True)
         embedded = cached = 0
         remaining = wanted
         while remaining:
             chunk, remaining = remaining[:EMBED_CHUNK], remaining[EMBED_CHUNK:]
             texts = self._texts(partition, chunk)
-            digests = {row["path"]: text_digest(text) for row, text in zip(chunk, texts) if text is not None}
+            digests = {row.path: text_digest(text) for row, text in zip(chunk, texts) if text is not None}
             have = self._cached(embedder.fingerprint, set(digests.values()))
             missing = {}
             for row, text in zip(chunk, texts):
-                digest = digests.get(row["path"])
+                digest = digests.get(row.path)
                 if digest is not None and digest not in have:
                     missing.setdefault(digest, text)
             if budget is not None and embedded + len(missing) > budget:
@@ -196,7 +195,7 @@ class VectorIndex:
                 new = {digest: vector.astype(np.float32).tobytes() for digest, vector in zip(missing, vectors)}
                 have.update(new)
                 embedded += len(new)
-            rows = [(row, digests[row["path"]]) for row in chunk if digests.get(row["path"]) in have]
+            rows = [(row, digests[row.path]) for row in chunk if digests.get(row.path) in have]
             cached += sum(1 for _, digest in rows if digest not in missing)
             with db:
                 if missing:
@@ -204,7 +203,7 @@ class VectorIndex:
                                    [(embedder.fingerprint, digest, have[digest]) for digest in missing])
                 for row, digest in rows:
                     db.execute("INSERT INTO items (partition, path, record_id, revision, sha256) VALUES (?, ?, ?, ?, ?)",
-                               (partition, row["path"], row["record_id"], row["revision"], row["sha256"]))
+                               (partition, row.path, row.record_id, row.revision, row.sha256))
                     db.execute("INSERT INTO vec_items (id, partition, embedding) VALUES (?, ?, ?)",
                                (db.last_insert_rowid(), partition, have[digest]))
         indexed = db.execute("SELECT COUNT(*) FROM items WHERE partition = ?", (partition,)).fetchall()[0][0]
@@ -215,22 +214,18 @@ class VectorIndex:
                            (partition, catalog_version))
         return CatchUp(indexed, embedded, cached, len(stale), pending)
 
-    def _texts(self, partition: str, rows: Sequence[Any]) -> list[str | None]:
+    def _texts(self, partition: str, rows: Sequence[RecordRow]) -> list[str | None]:
         """Each record's embedding text, from the stored bytes of its current revision."""
-        placeholders = ", ".join("?" * len(rows))
-        stored = {(row["record_id"], row["revision"], row["sha256"]): row for row in self.store.db.all(
-            "SELECT r.record_id, r.revision, r.sha256, r.content, c.title FROM revisions r JOIN catalog c "
-            "ON c.partition = r.partition AND c.record_id = r.record_id AND c.revision = r.revision "
-            f"AND c.sha256 = r.sha256 WHERE r.partition = ? AND c.path IN ({placeholders})",
-            (partition, *[row["path"] for row in rows]))}
+        stored = {row.path: (row, content) for row, content in
+                  self.catalog.current_with_content(partition, [row.path for row in rows])}
         texts: list[str | None] = []
         for row in rows:
-            found = stored.get((row["record_id"], row["revision"], row["sha256"]))
-            if found is None:
+            found, content = stored.get(row.path, (None, None))
+            if found is None or content is None or (found.revision, found.sha256) != (row.revision, row.sha256):
                 texts.append(None)  # no stored revision yet: it stays out until the catalog re-reads it
                 continue
-            _, body = split_document(bytes(found["content"]).decode("utf-8"))
-            texts.append(embedding_text(found["title"], body))
+            _, body = split_document(content.decode("utf-8"))
+            texts.append(embedding_text(found.title, body))
         return texts
 
     def _cached(self, model: str, digests: set[str]) -> dict[str, bytes]:

@@ -16,7 +16,6 @@ records the choices (ranking, the connection measure, the label rule).
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections import Counter
@@ -25,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..access.authority import Caller
-from ..store.catalog import CURRENT, Catalog
+from ..store.catalog import Catalog
 from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
 from ..core.findings import has_errors
 from ..core.ids import format_timestamp, parse_timestamp
@@ -97,37 +96,27 @@ def records_as_of(store: Store, catalog: Catalog, partition: str, as_of: datetim
     read from the revision archive, so the view does not move during a
     session.  A record whose file was deleted since is no longer seen.
     """
-    rows = store.db.all(
-        "SELECT record_id, kind, type, title, recorded_at, updated_at, frontmatter, "
-        f"({CURRENT}) AS current FROM catalog WHERE partition = ? AND record_id IS NOT NULL "
-        "AND duplicate = 0 AND file_status IN ('ok', 'invalid') ORDER BY record_id",
-        (partition,),
-    )
     entries = []
-    for row in rows:
-        recorded = parse_timestamp(row["recorded_at"])
+    for row in catalog.dated(partition):
+        recorded = parse_timestamp(row.recorded_at)
         if recorded is None or recorded > as_of:
             continue
-        updated = parse_timestamp(row["updated_at"])
+        updated = parse_timestamp(row.updated_at)
         if updated is not None and updated <= as_of:
-            if row["current"]:
-                entries.append(_Entry(row["record_id"], row["kind"], row["type"], row["title"], recorded,
-                                      json.loads(row["frontmatter"])))
+            if row.is_current:
+                entries.append(_Entry(row.record_id, row.kind, row.type, row.title, recorded, row.frontmatter))
             continue
-        archived = _revision_at(store, partition, row["record_id"], as_of)
+        archived = _revision_at(store, catalog, partition, row.record_id, as_of)
         if archived is not None:
             entries.append(archived)
     return entries
 
 
-def _revision_at(store: Store, partition: str, record_id: str, as_of: datetime) -> _Entry | None:
+def _revision_at(store: Store, catalog: Catalog, partition: str, record_id: str, as_of: datetime) -> _Entry | None:
     """The archived revision in force at ``as_of``, if it was current then."""
     ontology = store.ontology(partition)
-    for row in store.db.all(
-        "SELECT content, path FROM revisions WHERE partition = ? AND record_id = ? ORDER BY revision DESC, seq DESC",
-        (partition, record_id),
-    ):
-        record, _ = parse_record(row["content"], row["path"])
+    for row in catalog.revisions(partition, record_id, newest_first=True):
+        record, _ = parse_record(row.content, row.path)
         if record is None:
             continue
         updated = parse_timestamp(record.frontmatter.get("updated_at"))
@@ -136,10 +125,10 @@ def _revision_at(store: Store, partition: str, record_id: str, as_of: datetime) 
         recorded = parse_timestamp(record.frontmatter.get("recorded_at"))
         if (record.lifecycle != "active" or record.is_fixture or recorded is None or recorded > as_of
                 or check_scope(record, partition) is not None
-                or has_errors(check_record(record, ontology, row["path"]))):
+                or has_errors(check_record(record, ontology, row.path))):
             return None
         kind = record.kind
-        record_type = (record.effective_type(ontology, row["path"]) if kind == "page"
+        record_type = (record.effective_type(ontology, row.path) if kind == "page"
                        else record.frontmatter.get("claim_kind") if kind == "claim"
                        else record.frontmatter.get("relation"))
         return _Entry(record_id, kind, record_type, record.title, recorded, record.frontmatter)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from ..store.catalog import CURRENT, Catalog
+from ..store.catalog import Catalog
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..core.files import UnsafePath, check_relative_path, read_file
 from ..store.inputs import bounded_int, check_name, check_size
@@ -166,9 +166,9 @@ def build_view(catalog: Catalog, partition: str, request: OntologyRequest) -> di
     store = catalog.store
     ontology = store.ontology(partition)
     if request.view == "catalog":
-        result = _catalog(store, partition, ontology, request)
+        result = _catalog(catalog, partition, ontology, request)
     elif request.view == "definitions":
-        result = _definitions(store, partition, ontology, request)
+        result = _definitions(catalog, partition, ontology, request)
     elif request.view == "sources":
         result = _source_text(store, partition, ontology, request) if request.source_path else \
             _page("sources", _source_list(store, partition, ontology), request)
@@ -231,30 +231,20 @@ def _definitions_of(store: Store, ontology: Ontology, kind: str | None) -> list[
     return entries
 
 
-def _record_counts(store: Store, partition: str) -> dict[tuple[str, str], int]:
-    """Current records per (kind, type): the catalog's ``type`` is a page's effective type,
-    a claim's kind or a relationship's relation."""
-    return {
-        (row["kind"], row["type"]): row["n"] for row in store.db.all(
-            f"SELECT kind, type, COUNT(*) AS n FROM catalog WHERE partition = ? AND {CURRENT} "
-            "GROUP BY kind, type", (partition,),
-        )
-    }
-
-
-def _catalog(store: Store, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
-    counts = _record_counts(store, partition)
+def _catalog(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+    # The catalog's ``type`` is a page's effective type, a claim's kind or a relationship's relation.
+    counts = catalog.current_counts(partition)
     entries = [
         {key: entry[key] for key in ("name", "kind", "label", "description", "aliases", "provenance")}
         | {"recordCount": counts.get((entry["kind"], entry["name"]), 0)}
-        for entry in _definitions_of(store, ontology, request.kind)
+        for entry in _definitions_of(catalog.store, ontology, request.kind)
     ]
     extra = {"kind": request.kind} if request.kind else {}
     return _page("catalog", entries, request, key="entries", **extra)
 
 
-def _definitions(store: Store, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
-    entries = _definitions_of(store, ontology, request.kind)
+def _definitions(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+    entries = _definitions_of(catalog.store, ontology, request.kind)
     if request.name is not None:
         entries = _named(entries, request.name)
         if not entries:
@@ -266,15 +256,12 @@ def _definitions(store: Store, partition: str, ontology: Ontology, request: Onto
                    **({"kind": request.kind} if request.kind else {}),
                    **({"name": request.name} if request.name else {}))
     if request.include_records:
-        counts = _record_counts(store, partition)
+        counts = catalog.current_counts(partition)
         for entry in result["definitions"]:
-            rows = store.db.all(
-                f"SELECT record_id, title, revision FROM catalog WHERE partition = ? AND kind = ? AND type = ? "
-                f"AND {CURRENT} ORDER BY updated_at DESC, record_id LIMIT ?",
-                (partition, entry["kind"], entry["name"], RECORDS_PER_DEFINITION + 1),
-            )
+            rows = catalog.current(partition, kind=entry["kind"], type=entry["name"],
+                                   limit=RECORDS_PER_DEFINITION + 1)
             entry["recordCount"] = counts.get((entry["kind"], entry["name"]), 0)
-            entry["records"] = [{"id": row["record_id"], "title": row["title"], "revision": row["revision"]}
+            entry["records"] = [{"id": row.record_id, "title": row.title, "revision": row.revision}
                                 for row in rows[:RECORDS_PER_DEFINITION]]
             entry["recordsTruncated"] = len(rows) > RECORDS_PER_DEFINITION
     return result

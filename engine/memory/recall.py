@@ -28,13 +28,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..access.authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority, Caller
-from ..store.catalog import CURRENT
+from ..store.catalog_reads import RecordRow
 from ..store.credentials import texts_of
 from ..core.errors import Conflict, Denied, InvalidParams, NotFound
 from ..core.ids import format_timestamp, is_record_id, parse_timestamp, utc_now
 from ..store.inputs import bounded_int, check_count, check_name, check_size, parse_request_id, refuse_controls
 from ..store.publication import Plan, request_hash
-from ..store.reads import record_status
 from ..vault.records import RECALL_LIST_MAX, RECALL_SUMMARY_MAX, check_recall_block
 from ..store.writes import WriteContext, _PlanBuilder, current_record
 
@@ -232,7 +231,7 @@ def set_recall(engine: "Engine", caller: Caller, params: Any) -> dict[str, Any]:
             replayed = _replayed(runtime, ctx, request, digest)
             if replayed is not None:
                 return replayed
-            request_id = derived_request_id(request.id, _only_row(ctx, request.id)["revision"], request.recall)
+            request_id = derived_request_id(request.id, _only_row(ctx, request.id).revision, request.recall)
         existing = publisher.existing_receipt(partition, request_id, digest)
         if existing is not None:
             return existing
@@ -254,18 +253,18 @@ def _check_may_approve(authority: Authority) -> None:
                  "can approve recall")
 
 
-def _only_row(ctx: WriteContext, record_id: str) -> Any:
+def _only_row(ctx: WriteContext, record_id: str) -> RecordRow:
     rows = ctx.catalog.rows_for_id(ctx.partition, record_id)
     if len(rows) > 1:
         raise NotFound("that id is used by more than one file; exact lookups return none", id=record_id)
-    if not rows or not isinstance(rows[0]["revision"], int):
+    if not rows or not isinstance(rows[0].revision, int):
         raise NotFound("no record with that id in this partition", id=record_id)
     return rows[0]
 
 
 def _replayed(runtime: StoreRuntime, ctx: WriteContext, request: RecallInput, digest: str) -> dict[str, Any] | None:
     """The receipt of an identical approval, sent without requestId, that produced the current revision."""
-    revision = _only_row(ctx, request.id)["revision"]
+    revision = _only_row(ctx, request.id).revision
     if revision < 2:
         return None
     previous = derived_request_id(request.id, revision - 1, request.recall)
@@ -275,9 +274,9 @@ def _replayed(runtime: StoreRuntime, ctx: WriteContext, request: RecallInput, di
 
 def plan_recall(ctx: WriteContext, request: RecallInput, request_id: str, digest: str) -> Plan:
     """The record's next revision with the approved block set, or without it."""
-    kind = _only_row(ctx, request.id)["kind"]
+    kind = _only_row(ctx, request.id).kind
     row, record, base = current_record(ctx, request.id, kind=kind)
-    status = record_status(row)
+    status = row.status
     if status != "current":
         raise Conflict(f"the record is {status}; only a current record carries approved recall",
                        id=request.id, status=status)
@@ -296,7 +295,7 @@ def plan_recall(ctx: WriteContext, request: RecallInput, request_id: str, digest
         frontmatter["recall"] = request.recall.approved(ctx.now)
     # The plan builder validates the revision exactly as save_page's revisions are validated.
     builder = _PlanBuilder(ctx)
-    written = builder.add_record(frontmatter, record.body, row["path"], base=base)
+    written = builder.add_record(frontmatter, record.body, row.path, base=base)
     receipt = {"id": request.id, "revision": written.revision,
                "records": [{"id": request.id, "revision": written.revision, "kind": kind}],
                "recall": frontmatter.get("recall")}
@@ -328,13 +327,9 @@ def recall_candidates(engine: "Engine", caller: Caller, params: Any) -> dict[str
 
 def list_candidates(runtime: StoreRuntime, partition: str, query: CandidatesQuery) -> list[dict[str, Any]]:
     """Current records with an approved block, by importance (highest first), then record id."""
-    rows = runtime.store.db.all(
-        f"SELECT record_id, revision, kind, title, frontmatter FROM catalog WHERE partition = ? AND {CURRENT} "
-        "AND json_extract(frontmatter, '$.recall') IS NOT NULL", (partition,),
-    )
     found = []
-    for row in rows:
-        frontmatter = json.loads(row["frontmatter"])
+    for row in runtime.catalog.current(partition, with_recall=True):
+        frontmatter = row.frontmatter
         block = approved_block(frontmatter)
         if block is None:
             continue
@@ -344,7 +339,7 @@ def list_candidates(runtime: StoreRuntime, partition: str, query: CandidatesQuer
                                             else query.project in block["projects"]):
             continue
         found.append({
-            "id": row["record_id"], "revision": row["revision"], "kind": row["kind"], "title": row["title"],
+            "id": row.record_id, "revision": row.revision, "kind": row.kind, "title": row.title,
             "excerpt": block["summary"], "importance": block["importance"], "triggers": block["triggers"],
             "projects": block["projects"], "approvedAt": block["approved_at"],
         })

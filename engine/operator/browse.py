@@ -11,16 +11,15 @@ answer here grows with it.
 from __future__ import annotations
 
 import difflib
-import json
 from typing import TYPE_CHECKING, Any
 
-from ..store.catalog import CURRENT
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..vault.evidence import SOURCES_DIR
 from ..core.files import read_file, sha256_bytes
 from ..core.ids import is_record_id
 from ..store.inputs import bounded_int, check_name
-from ..store.reads import evidence_locators, record_status
+from ..store.catalog_reads import RecordRow
+from ..store.reads import evidence_locators
 from ..memory.recall import APPROVED_BY, approved_block
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
@@ -39,11 +38,6 @@ DIFF_MAX_LINES = 20_000
 SOURCE_TEXT_MAX_BYTES = 1_000_000
 APPROVALS_LIMIT_MAX = 500
 
-_LIST_COLUMNS = ("record_id, revision, kind, type, title, lifecycle, file_status, duplicate, xref_ok, fixture, "
-                 "recorded_at, updated_at, path")
-# Every listed record has an id and is not withheld: withheld records are never served (reads.py).
-_LISTED = "record_id IS NOT NULL AND file_status != 'withheld'"
-
 
 def _integer(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
     return bounded_int(params.get(key, default), key, low=low, high=high)
@@ -61,10 +55,10 @@ def _record_id(value: Any, field: str = "id") -> str:
     return value
 
 
-def _summary(row: Any) -> dict[str, Any]:
-    return {"id": row["record_id"], "revision": row["revision"], "kind": row["kind"], "type": row["type"],
-            "title": row["title"], "status": record_status(row), "lifecycle": row["lifecycle"],
-            "recordedAt": row["recorded_at"], "updatedAt": row["updated_at"]}
+def _summary(row: RecordRow) -> dict[str, Any]:
+    return {"id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
+            "title": row.title, "status": row.status, "lifecycle": row.lifecycle,
+            "recordedAt": row.recorded_at, "updatedAt": row.updated_at}
 
 
 # --- Recent and Browse ------------------------------------------------------------------------
@@ -101,22 +95,9 @@ def list_records(engine: "Engine", caller: "Caller", params: dict[str, Any]) -> 
     request = parse_list_request(params)
 
     def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
-        where = ["partition = :partition", _LISTED]
-        if request["status"] == "current":
-            where.append(CURRENT)
-        if request["kind"] is not None:
-            where.append("kind = :kind")
-        if request["type"] is not None:
-            where.append("type = :type")
-        clause = " AND ".join(where)
-        order = ("updated_at DESC, record_id" if request["order"] == "updated"
-                 else "title COLLATE NOCASE, record_id")
-        values = {"partition": authority.partition, "kind": request["kind"], "type": request["type"],
-                  "limit": request["limit"], "offset": request["offset"]}
-        db = runtime.store.db
-        total = db.one(f"SELECT COUNT(*) AS n FROM catalog WHERE {clause}", values)["n"]
-        rows = db.all(f"SELECT {_LIST_COLUMNS} FROM catalog WHERE {clause} ORDER BY {order} "
-                      "LIMIT :limit OFFSET :offset", values)
+        total, rows = runtime.catalog.listing(
+            authority.partition, current_only=request["status"] == "current", kind=request["kind"],
+            type=request["type"], order=request["order"], offset=request["offset"], limit=request["limit"])
         result: dict[str, Any] = {"records": [_summary(row) for row in rows], "total": total,
                                   "offset": request["offset"]}
         if request["offset"] + len(rows) < total:
@@ -130,10 +111,9 @@ def record_types(engine: "Engine", caller: "Caller") -> dict[str, Any]:
     """How many current records each (kind, type) holds: the Browse list's headings."""
 
     def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
-        rows = runtime.store.db.all(
-            f"SELECT kind, type, COUNT(*) AS n FROM catalog WHERE partition = ? AND {CURRENT} "
-            "GROUP BY kind, type ORDER BY kind, type", (authority.partition,))
-        return {"types": [{"kind": row["kind"], "type": row["type"], "count": row["n"]} for row in rows]}
+        counts = runtime.catalog.current_counts(authority.partition)
+        return {"types": [{"kind": kind, "type": record_type, "count": count}
+                          for (kind, record_type), count in counts.items()]}
 
     return engine.on_store(caller, work)
 
@@ -157,24 +137,21 @@ def record_links(engine: "Engine", caller: "Caller", record_id: Any) -> dict[str
         own = catalog.rows_for_id(partition, record_id)
         if not own:
             raise NotFound("no record with that id in this partition", id=record_id)
-        fm = json.loads(own[0]["frontmatter"] or "{}")
-        referring = runtime.store.db.all(
-            f"SELECT {_LIST_COLUMNS}, frontmatter FROM catalog WHERE partition = ? AND {_LISTED} "
-            "AND record_id != ? AND instr(frontmatter, ?) > 0 ORDER BY updated_at DESC, record_id LIMIT ?",
-            (partition, record_id, record_id, LINKS_MAX + 1))
+        fm = own[0].frontmatter
+        referring = catalog.mentioning(partition, record_id, LINKS_MAX + 1)
         claims, connections, backlinks = [], [], []
         titles: dict[str, Any] = {}
         for row in referring[:LINKS_MAX]:
-            other = json.loads(row["frontmatter"] or "{}")
+            other = row.frontmatter
             fields = _naming_fields(other, record_id)
             if not fields:  # the id only appears inside text, which is not a link
                 continue
             summary = _summary(row)
-            if row["kind"] == "claim" and "subject" in fields:
+            if row.kind == "claim" and "subject" in fields:
                 claims.append({**summary, "claimKind": other.get("claim_kind"),
                                "assertionOrigin": other.get("assertion_origin"),
                                "evidence": evidence_locators(catalog, partition, other.get("evidence") or [])})
-            elif row["kind"] == "relationship" and fields & {"from", "to"}:
+            elif row.kind == "relationship" and fields & {"from", "to"}:
                 outgoing = "from" in fields
                 far = other.get("to" if outgoing else "from")
                 connections.append({"relation": other.get("relation"), "direction": "out" if outgoing else "in",
@@ -218,8 +195,8 @@ def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Any]) 
         return {"id": None, "title": None}
     if record_id not in cache:
         rows = catalog.rows_for_id(partition, record_id)
-        cache[record_id] = ({"id": record_id, "title": rows[0]["title"], "kind": rows[0]["kind"],
-                             "type": rows[0]["type"], "status": record_status(rows[0])} if len(rows) == 1
+        cache[record_id] = ({"id": record_id, "title": rows[0].title, "kind": rows[0].kind,
+                             "type": rows[0].type, "status": rows[0].status} if len(rows) == 1
                             else {"id": record_id, "title": None, "status": "missing" if not rows else "duplicate"})
     return cache[record_id]
 
@@ -235,12 +212,10 @@ def revision_diff(engine: "Engine", caller: "Caller", record_id: Any, old: Any, 
             raise InvalidParams(f"{name} must be a positive revision number", field=name)
 
     def content(runtime: "StoreRuntime", partition: str, revision: int) -> tuple[str, str]:
-        row = runtime.store.db.one(
-            "SELECT content, sha256 FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? "
-            "ORDER BY seq DESC LIMIT 1", (partition, record_id, revision))
+        row = runtime.catalog.revision(partition, record_id, revision)
         if row is None:
             raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
-        return bytes(row["content"]).decode("utf-8", errors="replace"), row["sha256"]
+        return row.content.decode("utf-8", errors="replace"), row.sha256
 
     def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
         before, before_sha = content(runtime, authority.partition, old)
@@ -269,24 +244,24 @@ def read_source(engine: "Engine", caller: "Caller", source_id: Any) -> dict[str,
         if row is None:
             raise NotFound("no retained source with that id in this partition", source=source_id)
         root = runtime.store.partition_root(authority.partition)
-        descriptor = json.loads(row["descriptor"] or "{}")
+        descriptor = row.descriptor
         result: dict[str, Any] = {
-            "id": source_id, "retainedPath": row["retained_path"], "mediaType": row["media_type"],
-            "size": row["size"], "sha256": row["sha256"], "filename": descriptor.get("filename"),
+            "id": source_id, "retainedPath": row.retained_path, "mediaType": row.media_type,
+            "size": row.size, "sha256": row.sha256, "filename": descriptor.get("filename"),
             "origin": descriptor.get("origin"), "recordedAt": descriptor.get("recorded_at"),
-            "absolutePath": str(root / row["retained_path"]), "text": None,
+            "absolutePath": str(root / row.retained_path), "text": None,
         }
-        if not str(row["retained_path"]).startswith(f"{SOURCES_DIR}/"):
+        if not str(row.retained_path).startswith(f"{SOURCES_DIR}/"):
             raise NotFound("the source's retained path is outside sources/", source=source_id)
-        if (row["size"] or 0) > SOURCE_TEXT_MAX_BYTES:
+        if (row.size or 0) > SOURCE_TEXT_MAX_BYTES:
             result["problem"] = f"larger than {SOURCE_TEXT_MAX_BYTES:,} bytes; open it with another program"
             return result
         try:
-            data, _ = read_file(root, row["retained_path"], max_bytes=SOURCE_TEXT_MAX_BYTES)
+            data, _ = read_file(root, row.retained_path, max_bytes=SOURCE_TEXT_MAX_BYTES)
         except KnowledgeError as exc:
             result["problem"] = exc.message
             return result
-        result["verified"] = sha256_bytes(data) == row["sha256"]
+        result["verified"] = sha256_bytes(data) == row.sha256
         try:
             result["text"] = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -310,12 +285,9 @@ def approvals(engine: "Engine", caller: "Caller", params: dict[str, Any]) -> dic
     limit = _integer(params, "limit", 100, 1, APPROVALS_LIMIT_MAX)
 
     def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
-        rows = runtime.store.db.all(
-            f"SELECT {_LIST_COLUMNS}, frontmatter FROM catalog WHERE partition = ? AND {CURRENT} "
-            "AND json_extract(frontmatter, '$.recall') IS NOT NULL", (authority.partition,))
         found = []
-        for row in rows:
-            fm = json.loads(row["frontmatter"])
+        for row in runtime.catalog.current(authority.partition, with_recall=True):
+            fm = row.frontmatter
             block = approved_block(fm)
             if block is None:
                 continue

@@ -22,7 +22,7 @@ from typing import Any
 import tantivy
 
 from ..index.analysis import Analyzer
-from ..store.catalog import CURRENT
+from ..store.catalog_reads import CatalogReads, RecordRow
 from ..core.errors import ForeignReference, InvalidParams, LimitExceeded, StaleCursor
 from ..index.tantivy_index import PartitionIndex
 from ..store.inputs import bounded_int, check_name, check_size
@@ -147,8 +147,8 @@ def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest
     return query
 
 
-def search(store: Store, index: PartitionIndex, version: int, analyzer: Analyzer, signer: CursorSigner,
-           partition: str, request: SearchRequest) -> dict[str, Any]:
+def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: int, analyzer: Analyzer,
+           signer: CursorSigner, partition: str, request: SearchRequest) -> dict[str, Any]:
     terms = analyzer.query_terms(request.query)
     if not terms:
         raise InvalidParams("the query has no words to search for", field="query")
@@ -181,10 +181,7 @@ def search(store: Store, index: PartitionIndex, version: int, analyzer: Analyzer
             break
         kept.append((score, searcher.doc(address)))
     paths = [document["path"][0] for _, document in kept]
-    rows = {row["path"]: row for row in store.db.all(
-        f"SELECT * FROM catalog WHERE partition = ? AND path IN ({', '.join('?' * len(paths))}) AND {CURRENT}",
-        (partition, *paths),
-    )} if paths else {}
+    rows = {row.path: row for row in catalog.current(partition, paths=paths)}
     # A row can only be missing if the catalog moved on since the catch-up; never serve what is not current.
     hits = [_hit(store.store_id, rows[path], document, snippets, score)
             for (score, document), path in zip(kept, paths) if path in rows]
@@ -194,16 +191,16 @@ def search(store: Store, index: PartitionIndex, version: int, analyzer: Analyzer
     return response
 
 
-def _hit(store_id: str, row: Any, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
+def _hit(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
          score: float) -> dict[str, Any]:
-    frontmatter = json.loads(row["frontmatter"])
+    frontmatter = row.frontmatter
     snippet = snippets.snippet_from_doc(document).fragment().strip()
     if not snippet:
         body = (document.get_first("body") or "").strip()
         snippet = body[:SNIPPET_CHARS]
     return {
-        "id": row["record_id"], "revision": row["revision"], "kind": row["kind"], "type": row["type"],
-        "title": row["title"], "snippet": snippet, "score": round(score, 6),
+        "id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
+        "title": row.title, "snippet": snippet, "score": round(score, 6),
         "assertionOrigin": frontmatter.get("assertion_origin"), "attribution": frontmatter.get("attribution"),
         "ref": reference(store_id, row),
     }

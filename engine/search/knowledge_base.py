@@ -26,13 +26,12 @@ import tantivy
 
 from ..index.analysis import Analyzer
 from ..access.authority import Authority, Caller
-from ..store.catalog import CURRENT
 from ..index.embedding import Embedder, EmbeddingRuntime
 from ..core.errors import IndexFailed, InvalidParams, NotFound, RuntimeDisabled
 from ..vault.frontmatter import split_document
 from ..core.ids import is_record_id
 from ..store.inputs import bounded_int, check_name
-from ..store.reads import _fresh_row, record_status
+from ..store.reads import fresh_row
 from .keyword import SearchRequest, build_query, parse_query_text
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -202,16 +201,15 @@ def addressed_read(runtime: StoreRuntime, authority: Authority, request: Address
     """A window of a published item's current revision, or of the exact revision it names."""
     store, catalog, partition = runtime.store, runtime.catalog, authority.partition
     rows = catalog.rows_for_id(partition, request.item_id)
-    row = _fresh_row(store, catalog, partition, rows[0]) if len(rows) == 1 else None
-    if row is None or row["record_id"] != request.item_id or record_status(row) != "current":
+    row = fresh_row(store, catalog, partition, rows[0]) if len(rows) == 1 else None
+    if row is None or row.record_id != request.item_id or not row.is_current:
         raise NotFound("no published knowledge item with that id in your knowledge base",
                        field="knowledge_item_id", id=request.item_id)
-    revision, sha256 = request.revision or (row["revision"], row["sha256"])
-    stored = store.db.one("SELECT content FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? "
-                          "AND sha256 = ? LIMIT 1", (partition, request.item_id, revision, sha256))
+    revision, sha256 = request.revision or (row.revision, row.sha256)
+    stored = catalog.revision(partition, request.item_id, revision, sha256)
     if stored is None:
         raise NotFound("that item has no such revision", field="knowledge_revision_id", id=request.item_id)
-    _, body = split_document(bytes(stored["content"]).decode("utf-8"))
+    _, body = split_document(stored.text)
     window = body[request.offset:request.offset + request.limit_chars]
     return {
         "type": "knowledge", "knowledge_item_id": request.item_id,
@@ -265,9 +263,7 @@ def _base_paths(runtime: StoreRuntime, partition: str, base: str | None) -> list
     """The current records carrying the tag ``base``; None means the whole partition."""
     if base is None:
         return None
-    paths = [row["path"] for row in runtime.store.db.all(
-        f"SELECT path FROM catalog c WHERE partition = ? AND {CURRENT} AND EXISTS "
-        "(SELECT 1 FROM json_each(c.frontmatter, '$.tags') AS tag WHERE tag.value = ?)", (partition, base))]
+    paths = [row.path for row in runtime.catalog.current(partition, tag=base)]
     if not paths:
         raise NotFound("no knowledge base with that id: no published item of yours carries that tag",
                        field="knowledge_base_id")
@@ -384,23 +380,19 @@ def _results(runtime: StoreRuntime, partition: str, ranked: list[tuple[str, floa
         position += limit * 2
         if not batch:
             continue
-        rows = {row["path"]: row for row in runtime.store.db.all(
-            "SELECT c.path, c.record_id, c.revision, c.sha256, c.title, r.content FROM catalog c JOIN revisions r "
-            "ON r.partition = c.partition AND r.record_id = c.record_id AND r.revision = c.revision AND "
-            f"r.sha256 = c.sha256 WHERE c.partition = ? AND c.path IN ({', '.join('?' * len(batch))}) "
-            f"AND {CURRENT}",
-            (partition, *batch))}
+        rows = {row.path: (row, content)
+                for row, content in runtime.catalog.current_with_content(partition, batch) if content is not None}
         for path in batch:
-            row = rows.get(path)
-            if row is None or len(results) >= limit:
+            if path not in rows or len(results) >= limit:
                 continue
-            _, body = split_document(bytes(row["content"]).decode("utf-8"))
+            row, content = rows[path]
+            _, body = split_document(content.decode("utf-8"))
             results.append((path, {
-                "knowledge_item_id": row["record_id"],
-                "knowledge_revision_id": revision_id(row["revision"], row["sha256"]),
-                "title": row["title"], "content": body[:RESULT_CONTENT_CHARS],
+                "knowledge_item_id": row.record_id,
+                "knowledge_revision_id": revision_id(row.revision, row.sha256),
+                "title": row.title, "content": body[:RESULT_CONTENT_CHARS],
                 "content_truncated": len(body) > RESULT_CONTENT_CHARS,
-                "reference": reference(row["record_id"], row["revision"], row["sha256"]),
+                "reference": reference(row.record_id, row.revision, row.sha256),
                 "score": round(scores[path], 6),
             }))
     return results

@@ -3,7 +3,10 @@ writes records without ever leaving one half done.  Inputs are parsed and checke
 refused, history kept in git, outside edits noticed.
 
     store        a store's directories, state.sqlite and identity checks
-    catalog      the vault's files as rows: status, names, references, findings
+    catalog      the vault's files as rows: status, names, references, findings (the writing half)
+    catalog_reads  the typed reads everyone else makes: frozen rows, the current-record rule once
+    index_ledger   what the search index has seen of the catalog
+    outbox       the git outbox: publications waiting to become commits
     publication  journal, install, acknowledge; recovery rolls forward or back
     writes       plans of save_page and remember (claims, corrections, relationships)
     inputs       typed inputs of the write operations, and the edge rules every parser uses

@@ -9,7 +9,9 @@ leaving a partial catalog.
 
 A record is *current* when its file is valid and in scope, it is the only
 file with its id, its lifecycle is ``active``, it is not a fixture and its
-references (evidence sources, relationship endpoints) hold.
+references (evidence sources, relationship endpoints) hold
+(``catalog_reads._CURRENT_RULE``).  ``Catalog`` is the writing half; the
+typed reads the rest of the engine makes are its base, ``CatalogReads``.
 """
 
 from __future__ import annotations
@@ -31,17 +33,10 @@ from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import format_timestamp, is_record_id, utc_now
 from ..vault.records import Record, check_record, check_scope, parse_record
+from .catalog_reads import CatalogReads, name_key
 from .store import Store
 
 MAX_SCAN_ENTRIES = 100_000
-CURRENT = (
-    "file_status = 'ok' AND lifecycle = 'active' AND fixture = 0 AND duplicate = 0 AND xref_ok = 1"
-)
-
-
-def name_key(name: str) -> str:
-    """How titles and aliases are compared by exact lookups: case-folded, whitespace collapsed."""
-    return " ".join(name.split()).casefold()
 
 
 @dataclass
@@ -173,12 +168,12 @@ def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
     return files, rejected
 
 
-class Catalog:
+class Catalog(CatalogReads):
     """Catalog reads and writes for one store; used from the store's lane only."""
 
     def __init__(self, store: Store) -> None:
+        super().__init__(store.db)
         self.store = store
-        self.db = store.db
 
     # --- sync ------------------------------------------------------------------
 
@@ -566,57 +561,7 @@ class Catalog:
                     pass
         return findings
 
-    # --- queries ------------------------------------------------------------------
-
-    def lookup(self, partition: str, name: str, *, kind: str | None = None) -> list[str]:
-        """Ids of current records named ``name``: by exact id, else by title or alias (case-folded).
-
-        More than one id means the name is ambiguous; callers resolve that to none.
-        """
-        kind_filter = "AND c.kind = :kind" if kind else ""
-        by_id = self.db.all(
-            f"SELECT DISTINCT record_id FROM catalog c WHERE partition = :p AND record_id = :name {kind_filter} "
-            f"AND {CURRENT}", {"p": partition, "name": name, "kind": kind},
-        )
-        if by_id:
-            return [row["record_id"] for row in by_id]
-        rows = self.db.all(
-            "SELECT DISTINCT c.record_id FROM names n JOIN catalog c ON c.partition = n.partition "
-            f"AND c.path = n.path WHERE n.partition = :p AND n.key = :key {kind_filter} AND {CURRENT} "
-            "ORDER BY c.record_id",
-            {"p": partition, "key": name_key(name), "kind": kind},
-        )
-        return [row["record_id"] for row in rows]
-
-    def version(self, partition: str) -> tuple[int, int]:
-        """(catalog version, version the search index last caught up with)."""
-        row = self.db.one("SELECT catalog_version, index_version FROM partition_state WHERE partition = ?",
-                          (partition,))
-        return (row["catalog_version"], row["index_version"]) if row is not None else (0, -1)
-
-    def rows_for_id(self, partition: str, record_id: str) -> list[Any]:
-        return self.db.all(
-            "SELECT * FROM catalog WHERE partition = ? AND record_id = ? AND file_status != 'withheld'",
-            (partition, record_id),
-        )
-
-    def current_rows(self, partition: str, *, kind: str | None = None) -> list[Any]:
-        return self.db.all(
-            f"SELECT * FROM catalog WHERE partition = ? AND {CURRENT} AND (? IS NULL OR kind = ?) "
-            "ORDER BY updated_at DESC, record_id",
-            (partition, kind, kind),
-        )
-
-    def source(self, partition: str, source_id: str) -> Any:
-        return self.db.one(
-            "SELECT * FROM sources WHERE partition = ? AND source_id = ? AND status = 'ok'", (partition, source_id)
-        )
-
-    def paths_in_use(self, partition: str, prefix: str) -> set[str]:
-        return {row["path"] for row in self.db.all(
-            "SELECT path FROM catalog WHERE partition = ? AND path LIKE ? ESCAPE '\\'",
-            (partition, prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"),
-        )}
+    # --- diagnostics ----------------------------------------------------------------
 
     def findings(self, partition: str) -> list[dict[str, Any]]:
         """Every finding in the partition: files, references, sources; errors first."""

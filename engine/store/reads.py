@@ -8,10 +8,10 @@ invalid and fixture records stay reachable here; only withheld records
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .catalog import Catalog
+from .catalog_reads import RecordRow
 from ..core.errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, StaleRevision
 from ..core.files import read_file, sha256_bytes
 from ..core.findings import truncated
@@ -23,28 +23,13 @@ from .store import Store
 PROVIDER = "knowledge"
 
 
-def reference(store_id: str, row: Any) -> dict[str, Any]:
+def reference(store_id: str, row: RecordRow) -> dict[str, Any]:
     """A citation of one exact revision; it grants no access by itself."""
-    return {"provider": PROVIDER, "store": store_id, "id": row["record_id"], "revision": row["revision"],
-            "sha256": row["sha256"]}
+    return {"provider": PROVIDER, "store": store_id, "id": row.record_id, "revision": row.revision,
+            "sha256": row.sha256}
 
 READ_LINES_DEFAULT, READ_LINES_MAX = 100, 200
 EVIDENCE_LOCATORS_MAX = 20
-
-
-def record_status(row: Any) -> str:
-    """The derived status a reader sees: current, or why the record is not."""
-    if row["file_status"] != "ok":
-        return row["file_status"]
-    if row["duplicate"]:
-        return "duplicate"
-    if not row["xref_ok"]:
-        return "invalid"
-    if row["fixture"]:
-        return "fixture"
-    if row["lifecycle"] != "active":
-        return row["lifecycle"]
-    return "current"
 
 
 def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]) -> dict[str, Any]:
@@ -70,64 +55,48 @@ def get_record(store: Store, catalog: Catalog, partition: str, record_id: str,
     if revision is None:
         if not rows:
             raise NotFound("no record with that id in this partition", id=record_id)
-        row = _fresh_row(store, catalog, partition, rows[0])
-        if row is None or row["record_id"] != record_id or row["file_status"] == "withheld":
+        row = fresh_row(store, catalog, partition, rows[0])
+        if row is None or row.record_id != record_id or row.file_status == "withheld":
             raise NotFound("no record with that id in this partition", id=record_id)
-        data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
-        findings = json.loads(row["findings"]) + json.loads(row["xref_findings"])
-        return _view(data, row["path"], status=record_status(row), findings=findings)
-    stored = store.db.one(
-        "SELECT * FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? ORDER BY seq DESC LIMIT 1",
-        (partition, record_id, revision),
-    )
+        data, _ = read_file(store.partition_root(partition), row.path, max_bytes=RECORD_MAX_BYTES)
+        return _view(data, row.path, status=row.status, findings=row.findings)
+    stored = catalog.revision(partition, record_id, revision)
     if stored is None:
         raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
     current = rows[0] if rows else None
-    is_current = current is not None and current["revision"] == revision and current["sha256"] == stored["sha256"]
-    status = record_status(current) if is_current else "historical"
-    return _view(stored["content"], stored["path"], status=status, findings=[])
+    is_current = current is not None and current.revision == revision and current.sha256 == stored.sha256
+    status = current.status if current is not None and is_current else "historical"
+    return _view(stored.content, stored.path, status=status, findings=[])
 
 
-def _fresh_row(store: Store, catalog: Catalog, partition: str, row: Any) -> Any:
+def fresh_row(store: Store, catalog: Catalog, partition: str, row: RecordRow) -> RecordRow | None:
     """Re-read a record's file; if it changed on disk, catalog the change first."""
     try:
-        data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
+        data, _ = read_file(store.partition_root(partition), row.path, max_bytes=RECORD_MAX_BYTES)
     except KnowledgeError:
         data = None
-    if data is None or sha256_bytes(data) != row["sha256"]:
-        catalog.sync(partition, [row["path"]], force=True)
-        return store.db.one("SELECT * FROM catalog WHERE partition = ? AND path = ?", (partition, row["path"]))
+    if data is None or sha256_bytes(data) != row.sha256:
+        catalog.sync(partition, [row.path], force=True)
+        return catalog.row_at(partition, row.path)
     return row
 
 
-def history(store: Store, catalog: Catalog, partition: str, record_id: str) -> dict[str, Any]:
+def history(catalog: Catalog, partition: str, record_id: str) -> dict[str, Any]:
     """Every revision kept of a record, who wrote it, and edits seen outside the engine."""
-    revisions = store.db.all(
-        "SELECT revisions.*, outbox.commit_id FROM revisions "
-        "LEFT JOIN publications ON publications.id = revisions.publication_id "
-        "LEFT JOIN outbox ON outbox.publication_seq = publications.seq "
-        "WHERE revisions.partition = ? AND revisions.record_id = ? ORDER BY revisions.revision, revisions.seq",
-        (partition, record_id),
-    )
+    revisions = catalog.revisions(partition, record_id)
     if not revisions and not catalog.rows_for_id(partition, record_id):
         raise NotFound("no record with that id in this partition", id=record_id)
     entries = []
     for row in revisions:
-        record, _ = parse_record(row["content"], row["path"])
+        record, _ = parse_record(row.content, row.path)
         fm = record.frontmatter if record is not None else {}
         entries.append({
-            "revision": row["revision"], "sha256": row["sha256"], "origin": row["origin"],
-            "publicationId": row["publication_id"], "observedAt": row["observed_at"],
+            "revision": row.revision, "sha256": row.sha256, "origin": row.origin,
+            "publicationId": row.publication_id, "observedAt": row.observed_at,
             "updatedAt": fm.get("updated_at"), "lifecycle": fm.get("lifecycle"), "title": fm.get("title"),
-            "attribution": fm.get("attribution"), "git": {"commit": row["commit_id"]} if row["commit_id"] else None,
+            "attribution": fm.get("attribution"), "git": {"commit": row.commit_id} if row.commit_id else None,
         })
-    events = [
-        {"kind": row["kind"], "path": row["path"], "detail": row["detail"], "at": row["at"]}
-        for row in store.db.all(
-            "SELECT * FROM events WHERE partition = ? AND record_id = ? ORDER BY seq", (partition, record_id)
-        )
-    ]
-    return {"id": record_id, "revisions": entries, "events": events}
+    return {"id": record_id, "revisions": entries, "events": catalog.events(partition, record_id)}
 
 
 def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str, Any]) -> dict[str, Any]:
@@ -135,15 +104,9 @@ def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str
     ontology = store.ontology(partition)
     findings = [f.to_dict() for f in ontology.findings] + catalog.findings(partition)
     findings += catalog.verify_sources(partition)
-    counts = {
-        row["status"]: row["n"] for row in store.db.all(
-            "SELECT file_status AS status, COUNT(*) AS n FROM catalog WHERE partition = ? GROUP BY file_status",
-            (partition,),
-        )
-    }
     return {
         **truncated(findings),
-        "files": counts,
+        "files": catalog.file_counts(partition),
         "ontology": {"sources": list(ontology.sources)},
         "pendingPublications": len(store.pending_publications(partition)),
         "git": git,
@@ -182,21 +145,21 @@ def read_reference(store: Store, catalog: Catalog, partition: str, ref: dict[str
     rows = catalog.rows_for_id(partition, ref["id"])
     if len(rows) != 1:
         raise NotFound("no active record with that id in this partition", id=ref["id"])
-    row = _fresh_row(store, catalog, partition, rows[0])
-    if row is None or row["record_id"] != ref["id"] or record_status(row) != "current":
+    row = fresh_row(store, catalog, partition, rows[0])
+    if row is None or row.record_id != ref["id"] or not row.is_current:
         raise NotFound("no active record with that id in this partition; historical, withdrawn and invalid "
                        "records are read with the exact and history reads", id=ref["id"])
-    if row["revision"] != ref["revision"] or row["sha256"] != ref["sha256"]:
+    if row.revision != ref["revision"] or row.sha256 != ref["sha256"]:
         raise StaleRevision("the record changed since it was referenced; search again", id=ref["id"],
-                            revision=row["revision"])
-    data, _ = read_file(store.partition_root(partition), row["path"], max_bytes=RECORD_MAX_BYTES)
-    record, _ = parse_record(data, row["path"])
+                            revision=row.revision)
+    data, _ = read_file(store.partition_root(partition), row.path, max_bytes=RECORD_MAX_BYTES)
+    record, _ = parse_record(data, row.path)
     assert record is not None  # a current row parsed when it was cataloged, and the bytes are the same
     lines = render_lines(record.frontmatter, record.body)
     window = lines[start - 1:start - 1 + count]
     evidence = evidence_locators(catalog, partition, record.frontmatter.get("evidence") or [])
     return {
-        "ref": reference(store.store_id, row), "title": row["title"], "kind": row["kind"],
+        "ref": reference(store.store_id, row), "title": row.title, "kind": row.kind,
         "from": start, "lines": len(window), "totalLines": len(lines),
         "truncated": start - 1 + count < len(lines), "text": "\n".join(window),
         "evidence": evidence[:EVIDENCE_LOCATORS_MAX], "evidenceTruncated": len(evidence) > EVIDENCE_LOCATORS_MAX,
@@ -235,7 +198,7 @@ def evidence_locators(catalog: Catalog, partition: str, citations: list[Any]) ->
             if key in citation:
                 locator[key] = citation[key]
         if source is not None:
-            locator.update(retainedPath=source["retained_path"], mediaType=source["media_type"],
-                           sha256=source["sha256"], size=source["size"])
+            locator.update(retainedPath=source.retained_path, mediaType=source.media_type,
+                           sha256=source.sha256, size=source.size)
         locators.append(locator)
     return locators

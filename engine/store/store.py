@@ -22,7 +22,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from ..core.db import Database
+from ..core.db import Database, like_prefix
 from ..core.errors import InvalidParams, KnowledgeError, StoreUnavailable
 from ..core.files import fsync_dir, read_file
 from ..core.findings import Finding
@@ -321,6 +321,12 @@ class Store:
     def applied_checkpoint(self) -> int:
         row = self.db.one("SELECT COALESCE(MAX(seq), 0) AS seq FROM publications WHERE state = 'applied'")
         return int(row["seq"])
+
+    def applied_besides(self, request_prefix: str) -> int:
+        """How many applied publications had no request id, or one that does not start with ``request_prefix``."""
+        return self.db.one(
+            "SELECT COUNT(*) AS n FROM publications WHERE state = 'applied' "
+            "AND (request_id IS NULL OR request_id NOT LIKE ? ESCAPE '\\')", (like_prefix(request_prefix),))["n"]
 
     def pending_publications(self, partition: str | None = None) -> list[int]:
         """Journalled publications not yet rolled forward or back: the store's, or one partition's."""

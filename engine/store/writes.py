@@ -13,7 +13,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import CURRENT, Catalog, reference_findings
+from .catalog import Catalog, reference_findings
+from .catalog_reads import RecordRow
 from ..core.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
 from ..vault.evidence import describe_source, excerpt_line_count
 from ..core.files import read_file, sha256_bytes
@@ -101,7 +102,7 @@ class _PlanBuilder:
     def _lines_of(self, source_id: str) -> list[str]:
         if source_id not in self._source_lines:
             row = self.ctx.catalog.source(self.ctx.partition, source_id)
-            data, _ = read_file(self.ctx.store.partition_root(self.ctx.partition), row["retained_path"],
+            data, _ = read_file(self.ctx.store.partition_root(self.ctx.partition), row.retained_path,
                                 max_bytes=CITED_SOURCE_MAX_BYTES)
             try:
                 self._source_lines[source_id] = data.decode("utf-8").splitlines()
@@ -142,12 +143,9 @@ class _PlanBuilder:
             if page_id in self.new_pages:
                 types[page_id] = self.new_pages[page_id]
                 continue
-            row = self.ctx.store.db.one(
-                f"SELECT type FROM catalog WHERE partition = ? AND record_id = ? AND kind = 'page' AND {CURRENT}",
-                (self.ctx.partition, page_id),
-            )
-            if row is not None:
-                types[page_id] = row["type"]
+            rows = self.ctx.catalog.current(self.ctx.partition, kind="page", record_ids=[page_id])
+            if rows:
+                types[page_id] = rows[0].type
         return types
 
     def _sources_cited(self, frontmatter: dict[str, Any]) -> set[str]:
@@ -169,7 +167,7 @@ class _PlanBuilder:
         return Plan(self.ctx.partition, operation, request_id, digest, self.ctx.agent, self.writes, receipt)
 
 
-def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[Any, Record, bytes]:
+def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[RecordRow, Record, bytes]:
     """The one current record with this id, freshly read from disk.
 
     A file that no longer holds what the catalog last read (an edit the watcher has not reported
@@ -180,19 +178,19 @@ def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[Any
         rows = ctx.catalog.rows_for_id(ctx.partition, record_id)
         if len(rows) > 1:
             raise NotFound("that id is used by more than one file; exact lookups return none", id=record_id)
-        if not rows or rows[0]["kind"] != kind:
+        if not rows or rows[0].kind != kind:
             raise NotFound(f"no {kind} with that id in this partition", id=record_id)
         row = rows[0]
-        data, _ = read_file(ctx.store.partition_root(ctx.partition), row["path"], max_bytes=RECORD_MAX_BYTES)
-        if sha256_bytes(data) == row["sha256"]:
+        data, _ = read_file(ctx.store.partition_root(ctx.partition), row.path, max_bytes=RECORD_MAX_BYTES)
+        if sha256_bytes(data) == row.sha256:
             break
-        ctx.catalog.sync(ctx.partition, [row["path"]], force=True)
+        ctx.catalog.sync(ctx.partition, [row.path], force=True)
     else:
         raise Conflict("the record keeps changing on disk; read it again", id=record_id)
-    record, _ = parse_record(data, row["path"])
-    if record is None or row["file_status"] != "ok":
-        raise Conflict("the record's file is not valid; fix it before revising", id=record_id, path=row["path"])
-    if record.revision != row["revision"]:
+    record, _ = parse_record(data, row.path)
+    if record is None or row.file_status != "ok":
+        raise Conflict("the record's file is not valid; fix it before revising", id=record_id, path=row.path)
+    if record.revision != row.revision:
         raise Conflict("the record changed on disk; read it again", id=record_id)
     return row, record, data
 
@@ -241,7 +239,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
                                 id=page.id, revision=existing.revision)
         if existing.lifecycle != "active":
             raise Conflict(f"the page is {existing.lifecycle}; only active pages are revised", id=page.id)
-        record_id, path = page.id, row["path"]
+        record_id, path = page.id, row.path
         frontmatter = dict(existing.frontmatter)
         frontmatter.update(revision=existing.revision + 1, title=page.title, type=page.type, updated_at=ctx.now)
         citations = list(frontmatter.get("evidence") or []) + citations
@@ -297,7 +295,7 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: s
         old_fm = dict(old.frontmatter)
         old_fm.update(revision=old.revision + 1, lifecycle="superseded", updated_at=ctx.now,
                       attribution=ctx.attribution)
-        builder.add_record(old_fm, old.body, row["path"], base=base)
+        builder.add_record(old_fm, old.body, row.path, base=base)
         superseded.add(item.replaces)
         extra.append({"id": item.replaces, "revision": old.revision + 1, "kind": "claim"})
         if item_subject is None and isinstance(old.frontmatter.get("subject"), str):
@@ -327,12 +325,8 @@ def _relationship(ctx: WriteContext, builder: _PlanBuilder,
     ends = {}
     for end, name in (("from", item.from_page), ("to", item.to_page)):
         ends[end] = resolve_page(ctx, name)
-    titles = {
-        end: ctx.store.db.one(
-            "SELECT title FROM catalog WHERE partition = ? AND record_id = ?", (ctx.partition, page_id)
-        )["title"]
-        for end, page_id in ends.items()
-    }
+    titles = {end: ctx.catalog.current(ctx.partition, kind="page", record_ids=[page_id])[0].title
+              for end, page_id in ends.items()}
     record_id = new_id(RELATIONSHIP_PREFIX)
     frontmatter: dict[str, Any] = {
         "format": RECORD_FORMAT, "id": record_id, "revision": 1, "kind": "relationship",

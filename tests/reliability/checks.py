@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from engine.access.authority import AgentCaller
-from engine.store.catalog import CURRENT
 from engine.core.errors import KnowledgeError
 from engine.vault.records import check_record, parse_record
 from engine.service import Engine
@@ -234,9 +233,7 @@ def _check_unexplained(writers: list[Writer], engine: Engine,
 
 def _index_counts(runtime: Any, partition: str) -> tuple[int, int]:
     runtime.indexes.catch_up(partition)
-    current = runtime.store.db.one(f"SELECT COUNT(*) AS n FROM catalog WHERE partition = ? AND {CURRENT}",
-                                   (partition,))["n"]
-    return current, runtime.indexes.get(partition).searcher().num_docs
+    return runtime.catalog.current_count(partition), runtime.indexes.get(partition).searcher().num_docs
 
 
 def _check_git(runtime: Any, acks: list[Ack], writers: list[Writer], engine: Engine, figures: Counter[str],

@@ -10,7 +10,6 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.core.errors import ForeignReference, IndexFailed, InvalidParams, LimitExceeded, StaleCursor
 from engine.index.tantivy_index import PartitionIndex
-from engine.store.catalog import CURRENT
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
 
@@ -225,8 +224,7 @@ def test_a_crash_between_the_index_commit_and_the_catalogs_leaves_no_stray_docum
 
     def counts() -> tuple[int, int]:
         runtime.indexes.catch_up("private")
-        current = runtime.store.db.one(f"SELECT COUNT(*) AS n FROM catalog WHERE partition = 'private' AND {CURRENT}")
-        return current["n"], runtime.indexes.get("private").searcher().num_docs
+        return runtime.catalog.current_count("private"), runtime.indexes.get("private").searcher().num_docs
 
     assert runtime.call(counts) == (1, 1)
     assert titles(engine.search(owner, {"query": "cut-over January"})) == ["Cut-over on January 22."]

@@ -1,0 +1,347 @@
+"""What the rest of the engine reads of the catalog: frozen rows, and the current-record rule once.
+
+Only the store package touches the catalog's tables (``catalog``,
+``revisions``, ``names``, ``sources``, ``events``, ``partition_state``,
+``index_removals``).  Every other package asks ``CatalogReads`` (the read
+half of ``Catalog``) and gets frozen rows back: ``RecordRow`` for a file the
+catalog knows, ``RevisionRow`` for a kept revision, ``SourceRow`` for a
+retained original.
+
+The rule that makes a record *current* is ``_CURRENT_RULE`` below, written
+once: the SQL fragment ``CURRENT`` and a row's ``status`` are both drawn
+from it, so the rule a query filters by and the status a reader is shown
+cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import Any, Literal, Sequence
+
+from ..core.db import Database, like_prefix
+
+# (column, the value a current record has, the status shown when it differs: that word, or the column's value).
+# The order is the order a reader is told why a record is not current.
+_CURRENT_RULE: tuple[tuple[str, str | int, str | None], ...] = (
+    ("file_status", "ok", None),
+    ("duplicate", 0, "duplicate"),
+    ("xref_ok", 1, "invalid"),
+    ("fixture", 0, "fixture"),
+    ("lifecycle", "active", None),
+)
+CURRENT = " AND ".join(f"c.{column} = {value!r}" for column, value, _ in _CURRENT_RULE)
+
+
+def status_of(values: Any) -> str:
+    """The derived status a reader sees: ``current``, or why the record is not (``values[column]`` per rule)."""
+    for column, wanted, otherwise in _CURRENT_RULE:
+        value = values[column]
+        if value != wanted:
+            return otherwise or value
+    return "current"
+
+
+@dataclass(frozen=True)
+class RecordRow:
+    """One file the catalog knows, as it was last read."""
+
+    path: str
+    record_id: str | None
+    revision: int | None
+    kind: str | None
+    type: str | None
+    title: str | None
+    lifecycle: str | None
+    file_status: str
+    fixture: int                     # 0 or 1, as the catalog keeps them
+    duplicate: int
+    xref_ok: int
+    sha256: str | None
+    recorded_at: str | None
+    updated_at: str | None
+    frontmatter_json: str | None
+    findings_json: str
+    xref_findings_json: str
+
+    @cached_property
+    def frontmatter(self) -> dict[str, Any]:
+        """The parsed frontmatter (an empty dict for a file that has none)."""
+        return json.loads(self.frontmatter_json or "{}")
+
+    @property
+    def status(self) -> str:
+        return status_of({column: getattr(self, column) for column, _, _ in _CURRENT_RULE})
+
+    @property
+    def is_current(self) -> bool:
+        return self.status == "current"
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        """The file's own findings, then its reference checks'."""
+        return json.loads(self.findings_json) + json.loads(self.xref_findings_json)
+
+
+@dataclass(frozen=True)
+class RevisionRow:
+    """One kept revision of a record: its exact bytes and where they came from."""
+
+    seq: int
+    record_id: str
+    revision: int
+    sha256: str
+    content: bytes
+    path: str
+    origin: str
+    publication_id: str | None
+    agent: str | None
+    observed_at: str
+    commit_id: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8")
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """A retained original the partition's descriptors name."""
+
+    source_id: str
+    path: str
+    retained_path: str | None
+    sha256: str | None
+    size: int | None
+    media_type: str | None
+    status: str
+    descriptor_json: str | None
+
+    @cached_property
+    def descriptor(self) -> dict[str, Any]:
+        return json.loads(self.descriptor_json or "{}")
+
+
+def _select(row_type: type, alias: str, renamed: dict[str, str]) -> str:
+    columns = [f.name for f in fields(row_type) if f.name != "commit_id"]
+    return ", ".join(f"{alias}.{renamed.get(name, name)} AS {name}" for name in columns)
+
+
+RECORD_COLUMNS = _select(RecordRow, "c", {"frontmatter_json": "frontmatter", "findings_json": "findings",
+                                   "xref_findings_json": "xref_findings"})
+_REVISION = _select(RevisionRow, "r", {})
+# Catalog rows with the bytes of their catalogued revision (NULL until the archive keeps it).
+WITH_CONTENT = (f"SELECT {RECORD_COLUMNS}, r.content AS content FROM catalog c LEFT JOIN revisions r "
+                "ON r.partition = c.partition AND r.record_id = c.record_id AND r.revision = c.revision "
+                "AND r.sha256 = c.sha256")
+_SOURCE = _select(SourceRow, "s", {"descriptor_json": "descriptor"})
+# Every listed record has an id and is not withheld: withheld records are never served (reads.py).
+_LISTED = "c.record_id IS NOT NULL AND c.file_status != 'withheld'"
+_NEWEST = "ORDER BY c.updated_at DESC, c.record_id"
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(RecordRow))
+_new = object.__new__
+
+
+def record_row(values: Sequence[Any]) -> RecordRow:
+    """A row of ``RECORD_COLUMNS`` (a plain tuple, in that order) as a RecordRow.
+
+    Filled in without ``__init__``: the columns are the fields, and a scan of
+    100,000 records would otherwise spend most of its time in the frozen
+    dataclass's field-by-field ``__init__``.
+    """
+    row = _new(RecordRow)
+    row.__dict__.update(zip(_RECORD_FIELDS, values))
+    return row
+
+
+def with_content(values: Sequence[Any]) -> tuple[RecordRow, bytes | None]:
+    """A ``WITH_CONTENT`` row (a plain tuple) as (record row, content bytes or None)."""
+    content = values[-1]
+    return record_row(values[:-1]), None if content is None else bytes(content)
+
+
+def _revision_row(row: Any) -> RevisionRow:
+    return RevisionRow(**{**dict(row), "content": bytes(row["content"])})
+
+
+def _placeholders(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+class CatalogReads:
+    """The catalog's typed reads over one store's state database (any thread that owns ``db``)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- current records ----------------------------------------------------------
+
+    def current(self, partition: str, *, kind: str | None = None, type: str | None = None,
+                paths: Sequence[str] | None = None, record_ids: Sequence[str] | None = None,
+                tag: str | None = None, with_recall: bool = False, limit: int | None = None) -> list[RecordRow]:
+        """Current records, newest first; each filter given narrows the set (an empty sequence matches none)."""
+        if (paths is not None and not paths) or (record_ids is not None and not record_ids):
+            return []
+        where, values = [f"c.partition = ? AND {CURRENT}"], [partition]
+        for column, value in (("kind", kind), ("type", type)):
+            if value is not None:
+                where.append(f"c.{column} = ?")
+                values.append(value)
+        for column, many in (("path", paths), ("record_id", record_ids)):
+            if many is not None:
+                where.append(f"c.{column} IN ({_placeholders(many)})")
+                values.extend(many)
+        if tag is not None:
+            where.append("EXISTS (SELECT 1 FROM json_each(c.frontmatter, '$.tags') AS tag WHERE tag.value = ?)")
+            values.append(tag)
+        if with_recall:
+            where.append("json_extract(c.frontmatter, '$.recall') IS NOT NULL")
+        bound = ""
+        if limit is not None:
+            bound = " LIMIT ?"
+            values.append(limit)
+        return [record_row(row) for row in self.db.tuples(
+            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {' AND '.join(where)} {_NEWEST}{bound}", values)]
+
+    def current_with_content(self, partition: str, paths: Sequence[str] | None = None
+                             ) -> list[tuple[RecordRow, bytes | None]]:
+        """Current records (of ``paths``, else all) by path, each with the bytes of its catalogued revision.
+
+        The bytes are None while the archive has not kept that revision yet (it is re-read first).
+        """
+        if paths is not None and not paths:
+            return []
+        only = f"AND c.path IN ({_placeholders(paths)})" if paths is not None else ""
+        return [with_content(row) for row in self.db.tuples(
+            f"{WITH_CONTENT} WHERE c.partition = ? AND {CURRENT} {only} ORDER BY c.path", (partition, *(paths or ())))]
+
+    def current_count(self, partition: str) -> int:
+        return self.db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE c.partition = ? AND {CURRENT}",
+                           (partition,))["n"]
+
+    def current_counts(self, partition: str) -> dict[tuple[str, str], int]:
+        """Current records per (kind, type), in that order: a page's type, a claim's kind, a relation."""
+        return {(row["kind"], row["type"]): row["n"] for row in self.db.all(
+            f"SELECT c.kind, c.type, COUNT(*) AS n FROM catalog c WHERE c.partition = ? AND {CURRENT} "
+            "GROUP BY c.kind, c.type ORDER BY c.kind, c.type", (partition,))}
+
+    def lookup(self, partition: str, name: str, *, kind: str | None = None) -> list[str]:
+        """Ids of current records named ``name``: by exact id, else by title or alias (case-folded).
+
+        More than one id means the name is ambiguous; callers resolve that to none.
+        """
+        kind_filter = "AND c.kind = :kind" if kind else ""
+        by_id = self.db.all(
+            f"SELECT DISTINCT record_id FROM catalog c WHERE partition = :p AND record_id = :name {kind_filter} "
+            f"AND {CURRENT}", {"p": partition, "name": name, "kind": kind},
+        )
+        if by_id:
+            return [row["record_id"] for row in by_id]
+        rows = self.db.all(
+            "SELECT DISTINCT c.record_id FROM names n JOIN catalog c ON c.partition = n.partition "
+            f"AND c.path = n.path WHERE n.partition = :p AND n.key = :key {kind_filter} AND {CURRENT} "
+            "ORDER BY c.record_id",
+            {"p": partition, "key": name_key(name), "kind": kind},
+        )
+        return [row["record_id"] for row in rows]
+
+    # --- any record ---------------------------------------------------------------
+
+    def rows_for_id(self, partition: str, record_id: str) -> list[RecordRow]:
+        """Every file that carries ``record_id`` and is not withheld (more than one: a duplicate id)."""
+        return [record_row(row) for row in self.db.tuples(
+            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND c.record_id = ? "
+            "AND c.file_status != 'withheld'", (partition, record_id))]
+
+    def row_at(self, partition: str, path: str) -> RecordRow | None:
+        rows = self.db.tuples(f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND c.path = ?",
+                              (partition, path))
+        return record_row(rows[0]) if rows else None
+
+    def listing(self, partition: str, *, current_only: bool, kind: str | None, type: str | None,
+                order: Literal["updated", "title"], offset: int, limit: int) -> tuple[int, list[RecordRow]]:
+        """(how many records the filters match, one page of them), newest first or by title."""
+        where = ["c.partition = :partition", _LISTED]
+        if current_only:
+            where.append(CURRENT)
+        if kind is not None:
+            where.append("c.kind = :kind")
+        if type is not None:
+            where.append("c.type = :type")
+        clause = " AND ".join(where)
+        ordering = _NEWEST if order == "updated" else "ORDER BY c.title COLLATE NOCASE, c.record_id"
+        values = {"partition": partition, "kind": kind, "type": type, "limit": limit, "offset": offset}
+        total = self.db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {clause}", values)["n"]
+        rows = self.db.tuples(f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {clause} {ordering} "
+                           "LIMIT :limit OFFSET :offset", values)
+        return total, [record_row(row) for row in rows]
+
+    def mentioning(self, partition: str, record_id: str, limit: int) -> list[RecordRow]:
+        """Up to ``limit`` other listed records whose frontmatter holds the text ``record_id``, newest first."""
+        return [record_row(row) for row in self.db.tuples(
+            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_LISTED} AND c.record_id != ? "
+            f"AND instr(c.frontmatter, ?) > 0 {_NEWEST} LIMIT ?", (partition, record_id, record_id, limit))]
+
+    def dated(self, partition: str) -> list[RecordRow]:
+        """Every record with an id that is neither withheld, unreadable nor a duplicate, by id."""
+        return [record_row(row) for row in self.db.tuples(
+            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND c.record_id IS NOT NULL "
+            "AND c.duplicate = 0 AND c.file_status IN ('ok', 'invalid') ORDER BY c.record_id", (partition,))]
+
+    def file_counts(self, partition: str) -> dict[str, int]:
+        """Files per status (ok, invalid, withheld, unreadable)."""
+        return {row["status"]: row["n"] for row in self.db.all(
+            "SELECT file_status AS status, COUNT(*) AS n FROM catalog WHERE partition = ? GROUP BY file_status",
+            (partition,))}
+
+    def version(self, partition: str) -> tuple[int, int]:
+        """(catalog version, version the search index last caught up with)."""
+        row = self.db.one("SELECT catalog_version, index_version FROM partition_state WHERE partition = ?",
+                          (partition,))
+        return (row["catalog_version"], row["index_version"]) if row is not None else (0, -1)
+
+    def paths_in_use(self, partition: str, prefix: str) -> set[str]:
+        return {row["path"] for row in self.db.all(
+            "SELECT path FROM catalog WHERE partition = ? AND path LIKE ? ESCAPE '\\'",
+            (partition, like_prefix(prefix)),
+        )}
+
+    # --- the revision archive and the originals -----------------------------------
+
+    def revision(self, partition: str, record_id: str, revision: int,
+                 sha256: str | None = None) -> RevisionRow | None:
+        """The kept revision ``revision`` of a record (with exactly ``sha256``, when given), newest first."""
+        row = self.db.one(
+            f"SELECT {_REVISION} FROM revisions r WHERE r.partition = ? AND r.record_id = ? AND r.revision = ? "
+            "AND (? IS NULL OR r.sha256 = ?) ORDER BY r.seq DESC LIMIT 1",
+            (partition, record_id, revision, sha256, sha256))
+        return None if row is None else _revision_row(row)
+
+    def revisions(self, partition: str, record_id: str, *, newest_first: bool = False) -> list[RevisionRow]:
+        """Every kept revision of a record, each with the git commit that carries it (once there is one)."""
+        order = "DESC" if newest_first else ""
+        return [_revision_row(row) for row in self.db.all(
+            f"SELECT {_REVISION}, outbox.commit_id AS commit_id FROM revisions r "
+            "LEFT JOIN publications ON publications.id = r.publication_id "
+            "LEFT JOIN outbox ON outbox.publication_seq = publications.seq "
+            f"WHERE r.partition = ? AND r.record_id = ? ORDER BY r.revision {order}, r.seq {order}",
+            (partition, record_id))]
+
+    def events(self, partition: str, record_id: str) -> list[dict[str, Any]]:
+        """Edits, renames and deletions seen outside the engine, oldest first."""
+        return [{"kind": row["kind"], "path": row["path"], "detail": row["detail"], "at": row["at"]}
+                for row in self.db.all("SELECT kind, path, detail, at FROM events WHERE partition = ? "
+                                       "AND record_id = ? ORDER BY seq", (partition, record_id))]
+
+    def source(self, partition: str, source_id: str) -> SourceRow | None:
+        row = self.db.one(f"SELECT {_SOURCE} FROM sources s WHERE s.partition = ? AND s.source_id = ? "
+                          "AND s.status = 'ok'", (partition, source_id))
+        return None if row is None else SourceRow(**dict(row))
+
+
+def name_key(name: str) -> str:
+    """How titles and aliases are compared by exact lookups: case-folded, whitespace collapsed."""
+    return " ".join(name.split()).casefold()
