@@ -22,7 +22,7 @@ import sqlite3
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ..core.errors import KnowledgeError, LimitExceeded, StoreUnavailable
 from ..vault.evidence import (
@@ -37,6 +37,9 @@ from .catalog_reads import CatalogReads, name_key
 from .store import Store
 
 MAX_SCAN_ENTRIES = 100_000
+# A change touching more ids than this re-checks the whole partition (one pass is cheaper than lookups).
+INCREMENTAL_CHECK_MAX = 2_000
+_CHUNK = 500  # ids or paths in one IN (...) list
 
 
 @dataclass
@@ -212,6 +215,8 @@ class Catalog(CatalogReads):
         if not (first_sync or stale or rejected or missing):
             return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
         with self.db.atomic():
+            # What the changed paths held before: records naming those ids are re-checked too.
+            before = self._ids_at(partition, [*stale, *(finding.path or "" for finding in rejected), *missing])
             for relpath, info in sorted(stale.items()):
                 self._load(partition, root, relpath, info)
                 report.changed.append(relpath)
@@ -227,7 +232,7 @@ class Catalog(CatalogReads):
             if not first_sync:
                 report.events = self._record_events(partition, report, removed_ids)
             if report.touched:
-                self.refresh_cross_checks(partition, report.changed, removed=bool(report.removed))
+                self.refresh_cross_checks(partition, report.changed, gone=before, full=force or first_sync)
             self.db.execute(
                 "INSERT INTO scans (partition, synced_at) VALUES (?, ?) "
                 "ON CONFLICT(partition) DO UPDATE SET synced_at = excluded.synced_at",
@@ -235,25 +240,48 @@ class Catalog(CatalogReads):
             )
         return report
 
-    def refresh_cross_checks(self, partition: str, changed: list[str], *, removed: bool = False) -> None:
-        """Re-derive duplicate flags and reference checks after ``changed`` files changed."""
-        self._recompute_duplicates(partition)
-        everything = removed or self._touches_targets(partition, changed)
-        self.recheck_references(partition, None if everything else changed)
+    def refresh_cross_checks(self, partition: str, changed: list[str], *, gone: set[str] = frozenset(),
+                             full: bool = False) -> None:
+        """Re-derive duplicate flags and reference checks after ``changed`` files changed.
+
+        Only what the change can affect is checked again: the changed files, and the records whose
+        references name an id the change touched (one the changed files hold now, or ``gone``: one they
+        or removed files held before).  ``full`` (an ontology change, a first scan) checks everything,
+        as does the first change of a partition whose references were never recorded.
+        """
+        touched = self._ids_at(partition, changed) | set(gone)
+        state = self.db.one("SELECT refs_ready FROM partition_state WHERE partition = ?", (partition,))
+        if full or state is None or not state["refs_ready"] or len(touched) > INCREMENTAL_CHECK_MAX:
+            self._recompute_duplicates(partition)
+            self.recheck_references(partition)
+        else:
+            self._recompute_duplicates(partition, touched)
+            self.recheck_references(partition, sorted(set(changed) | self._naming(partition, touched)))
         self.db.execute(
-            "INSERT INTO partition_state (partition, catalog_version) VALUES (?, 1) "
-            "ON CONFLICT(partition) DO UPDATE SET catalog_version = catalog_version + 1", (partition,),
+            "INSERT INTO partition_state (partition, catalog_version, refs_ready) VALUES (?, 1, 1) "
+            "ON CONFLICT(partition) DO UPDATE SET catalog_version = catalog_version + 1, refs_ready = 1",
+            (partition,),
         )
 
-    def _touches_targets(self, partition: str, changed: list[str]) -> bool:
-        """Whether a change could alter other records' references (a page or source changed)."""
-        for relpath in changed:
-            if is_descriptor_path(relpath):
-                return True
-            row = self.db.one("SELECT kind FROM catalog WHERE partition = ? AND path = ?", (partition, relpath))
-            if row is None or row["kind"] in (None, "page"):
-                return True
-        return False
+    def _ids_at(self, partition: str, paths: list[str]) -> set[str]:
+        """The record ids and source ids the catalog holds at ``paths``."""
+        ids: set[str] = set()
+        for chunk in _chunks(sorted(set(paths))):
+            marks = ", ".join("?" * len(chunk))
+            ids.update(row[0] for row in self.db.tuples(
+                f"SELECT record_id FROM catalog WHERE partition = ? AND path IN ({marks}) AND record_id IS NOT NULL "
+                f"UNION SELECT source_id FROM sources WHERE partition = ? AND path IN ({marks})",
+                (partition, *chunk, partition, *chunk)))
+        return ids
+
+    def _naming(self, partition: str, ids: set[str]) -> set[str]:
+        """Paths of the records whose reference checks look up any of ``ids``."""
+        paths: set[str] = set()
+        for chunk in _chunks(sorted(ids)):
+            paths.update(row[0] for row in self.db.tuples(
+                f"SELECT DISTINCT path FROM refs WHERE partition = ? AND target IN ({', '.join('?' * len(chunk))})",
+                (partition, *chunk)))
+        return paths
 
     def _stat_one(self, root: Path, relpath: str) -> FileStat | Finding | None:
         if not (is_record_path(relpath) or is_descriptor_path(relpath)):
@@ -452,6 +480,7 @@ class Catalog(CatalogReads):
         self.db.execute("DELETE FROM catalog WHERE partition = ? AND path = ?", (partition, relpath))
         self.db.execute("DELETE FROM sources WHERE partition = ? AND path = ?", (partition, relpath))
         self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, relpath))
+        self.db.execute("DELETE FROM refs WHERE partition = ? AND path = ?", (partition, relpath))
         return row["record_id"] if row is not None else None
 
     def _record_events(self, partition: str, report: SyncReport,
@@ -480,45 +509,50 @@ class Catalog(CatalogReads):
 
     # --- cross-record checks ----------------------------------------------------
 
-    def _recompute_duplicates(self, partition: str) -> None:
+    def _recompute_duplicates(self, partition: str, ids: set[str] | None = None) -> None:
+        """A record id held by more than one readable file is a duplicate: for ``ids``, or every id."""
         duplicated = (
             "(record_id IN (SELECT record_id FROM catalog WHERE partition = :p AND record_id IS NOT NULL "
-            "AND file_status IN ('ok', 'invalid') GROUP BY record_id HAVING COUNT(*) > 1))"
+            "AND file_status IN ('ok', 'invalid') {only} GROUP BY record_id HAVING COUNT(*) > 1))"
         )
-        self.db.execute(
-            f"UPDATE catalog SET duplicate = {duplicated} WHERE partition = :p AND duplicate != {duplicated}",
-            {"p": partition},
-        )
+        if ids is None:
+            everything = duplicated.format(only="")
+            self.db.execute(f"UPDATE catalog SET duplicate = {everything} WHERE partition = :p "
+                            f"AND duplicate != {everything}", {"p": partition})
+            return
+        for chunk in _chunks(sorted(ids)):
+            values = {"p": partition, **{f"i{n}": record_id for n, record_id in enumerate(chunk)}}
+            among = f"AND record_id IN ({', '.join(f':i{n}' for n in range(len(chunk)))})"
+            these = duplicated.format(only=among)
+            self.db.execute(f"UPDATE catalog SET duplicate = {these} WHERE partition = :p {among} "
+                            f"AND duplicate != {these}", values)
 
     def recheck_references(self, partition: str, paths: list[str] | None = None) -> None:
         """Evidence sources, relationship endpoints and page references must resolve in the partition.
 
-        ``paths`` limits the check to those files (when no page or source changed).
+        ``paths`` limits the check to those files; None checks every file.  The ids each check looks up
+        are recorded (``refs``), so a later change finds the records it can affect.
         """
         ontology = self.store.ontology(partition)
-        pages = {
-            row["record_id"]: row["type"] for row in self.db.all(
-                "SELECT record_id, type FROM catalog WHERE partition = ? AND kind = 'page' AND "
-                "file_status = 'ok' AND duplicate = 0", (partition,)
-            )
-        }
-        sources = {
-            row["source_id"] for row in self.db.all(
-                "SELECT source_id FROM sources WHERE partition = ? AND status = 'ok'", (partition,)
-            )
-        }
-        rows = self.db.all(
-            "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
-            "WHERE partition = ? AND file_status = 'ok'", (partition,)
-        ) if paths is None else [
-            row for path in paths for row in self.db.all(
+        if paths is None:
+            rows = self.db.all(
                 "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
-                "WHERE partition = ? AND path = ? AND file_status = 'ok'", (partition, path)
-            )
-        ]
+                "WHERE partition = ? AND file_status = 'ok'", (partition,))
+            self.db.execute("DELETE FROM refs WHERE partition = ?", (partition,))
+        else:
+            rows = []
+            for chunk in _chunks(paths):
+                marks = ", ".join("?" * len(chunk))
+                rows += self.db.all(
+                    "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
+                    f"WHERE partition = ? AND path IN ({marks}) AND file_status = 'ok'", (partition, *chunk))
+                self.db.execute(f"DELETE FROM refs WHERE partition = ? AND path IN ({marks})", (partition, *chunk))
+        parsed = [(row, json.loads(row["frontmatter"])) for row in rows]
+        targets = {row["path"]: reference_targets(fm) for row, fm in parsed}
+        wanted = None if paths is None else set().union(*targets.values())
+        pages, sources = self._targets(partition, wanted)
         updates = []
-        for row in rows:
-            fm = json.loads(row["frontmatter"])
+        for row, fm in parsed:
             findings = reference_findings(fm, row["kind"], row["type"], pages, sources, ontology, row["path"])
             encoded = json.dumps([finding.to_dict() for finding in findings])
             ok = int(not has_errors(findings))
@@ -527,6 +561,26 @@ class Catalog(CatalogReads):
         self.db.executemany(
             "UPDATE catalog SET xref_ok = ?, xref_findings = ? WHERE partition = ? AND path = ?", updates
         )
+        self.db.executemany("INSERT INTO refs (partition, path, target) VALUES (?, ?, ?)",
+                            [(partition, path, target) for path, named in targets.items() for target in named])
+
+    def _targets(self, partition: str, ids: set[str] | None) -> tuple[dict[str, str], set[str]]:
+        """The partition's pages (id -> type) and retained source ids: those among ``ids``, or all."""
+        page_sql = ("SELECT record_id, type FROM catalog WHERE partition = ? AND kind = 'page' AND "
+                    "file_status = 'ok' AND duplicate = 0")
+        source_sql = "SELECT source_id FROM sources WHERE partition = ? AND status = 'ok'"
+        if ids is None:
+            return ({row[0]: row[1] for row in self.db.tuples(page_sql, (partition,))},
+                    {row[0] for row in self.db.tuples(source_sql, (partition,))})
+        pages: dict[str, str] = {}
+        sources: set[str] = set()
+        for chunk in _chunks(sorted(ids)):
+            marks = ", ".join("?" * len(chunk))
+            pages.update((row[0], row[1]) for row in self.db.tuples(
+                f"{page_sql} AND record_id IN ({marks})", (partition, *chunk)))
+            sources.update(row[0] for row in self.db.tuples(
+                f"{source_sql} AND source_id IN ({marks})", (partition, *chunk)))
+        return pages, sources
 
     def verify_sources(self, partition: str) -> list[dict[str, Any]]:
         """Stream-hash every retained original whose file changed since it was last verified.
@@ -588,6 +642,25 @@ class Catalog(CatalogReads):
 def _text_or_none(value: Any) -> str | None:
     """A catalog text column holds a string or nothing; a file's odd value (a list, a mapping) is its finding."""
     return value if isinstance(value, str) else None
+
+
+def _chunks(items: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start:start + _CHUNK]
+
+
+def reference_targets(fm: dict[str, Any]) -> set[str]:
+    """Every id ``reference_findings`` may look up for this frontmatter (a superset is fine: a record
+    is only checked again needlessly): cited sources, endpoints, subject, and ids in typed fields."""
+    named = [fm.get(key) for key in ("from", "to", "subject")]
+    evidence = fm.get("evidence")
+    if isinstance(evidence, list):
+        named += [citation.get("source") for citation in evidence if isinstance(citation, dict)]
+    fields = fm.get("fields")
+    if isinstance(fields, dict):
+        for value in fields.values():
+            named += value if isinstance(value, list) else [value]
+    return {target for target in named if isinstance(target, str)}
 
 
 def reference_findings(fm: dict[str, Any], kind: str, record_type: str | None, pages: dict[str, str],

@@ -206,6 +206,18 @@ STATE_MIGRATIONS = [
         );
         CREATE INDEX gate_turns_partition ON gate_turns (partition, seq)
     """),
+    # The ids each record's reference checks look up, so a change re-checks only the records that name
+    # what changed (engine/store/catalog.py); filled for a partition by its first full check.
+    ("0003_refs", """
+        CREATE TABLE refs (
+            partition TEXT NOT NULL,
+            path TEXT NOT NULL,
+            target TEXT NOT NULL
+        );
+        CREATE INDEX refs_target ON refs (partition, target);
+        CREATE INDEX refs_path ON refs (partition, path);
+        ALTER TABLE partition_state ADD COLUMN refs_ready INTEGER NOT NULL DEFAULT 0
+    """),
 ]
 
 

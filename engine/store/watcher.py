@@ -17,18 +17,29 @@ from typing import Callable
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+try:
+    from watchdog.observers.inotify import InotifyObserver
+except ImportError:  # not Linux: every directory event counts
+    InotifyObserver = type(None)  # type: ignore[misc, assignment]
+
 log = logging.getLogger(__name__)
 
 MarkDirty = Callable[..., None]
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, vault: Path, mark_dirty: MarkDirty) -> None:
+    def __init__(self, vault: Path, mark_dirty: MarkDirty, *, entries_reported: bool) -> None:
         self.vault = str(vault)
         self.mark_dirty = mark_dirty
+        self.entries_reported = entries_reported
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
+            return
+        if event.is_directory and event.event_type == "modified" and self.entries_reported:
+            # inotify reports every entry created, deleted or moved in a directory, and watchdog adds a
+            # "directory modified" event for the parent beside each one; that event says nothing new, and
+            # taking it for "rescan the partition" made every write walk the whole partition.
             return
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             if not raw:
@@ -57,7 +68,8 @@ class VaultWatcher:
                 if not self._started:
                     self._observer.start()
                     self._started = True
-                self._watches[key] = self._observer.schedule(_Handler(vault, mark_dirty), str(vault), recursive=True)
+                handler = _Handler(vault, mark_dirty, entries_reported=isinstance(self._observer, InotifyObserver))
+                self._watches[key] = self._observer.schedule(handler, str(vault), recursive=True)
             except OSError as exc:
                 log.warning("cannot watch %s (%s); every operation will rescan instead", vault, exc)
                 return False
