@@ -368,7 +368,12 @@ class EngineEntry:
     def __init__(self, engine: Engine, caller: Caller, authority: Authority, *, write: bool,
                  scope: str | None) -> None:
         self._engine, self._caller, self._write, self._scope = engine, caller, write, scope
-        self.authority = authority
+        self._authority = authority
+
+    @property
+    def authority(self) -> Authority:
+        """What the caller was authorized for when it entered; ``run`` and ``recheck`` hold it to that."""
+        return self._authority
 
     def run(self, work: Callable[[StoreRuntime, Authority], T], *, timeout: float | None = None) -> T:
         """``work(runtime, authority)`` on the store's lane, authority re-checked right before it and after."""
