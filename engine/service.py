@@ -4,6 +4,11 @@ Each knowledge operation authorizes the caller first (on the caller's
 thread), runs on the store's serialized lane with the caller's authority
 re-checked just before the work, and checks authority again before it
 returns anything.  Callers never name a store, path or scope.
+
+``enter`` (and ``on_store``, for work of one step) is the one way features
+reach a store; ``authorize`` alone grants nothing on it.  Features name
+what they need of the engine as small protocols (``access.authority.
+StoreEntry`` and their own), which this class satisfies.
 """
 
 from __future__ import annotations
@@ -120,34 +125,38 @@ class Engine:
             self._runtimes[record.store_id] = runtime
             return runtime
 
+    # --- the one way into a store ------------------------------------------------------
+
+    def authorize(self, caller: Caller, *, write: bool = False, scope: str | None = None,
+                  create: bool = True) -> Authority:
+        """Who ``caller`` is and which partition it reaches, or Denied / WritesDisabled / StoreUnavailable.
+
+        Grants nothing on the store (``enter`` does): for callers that must
+        check who asks before anything else, such as what is configured.
+        ``create`` lets an agent's first authorized use create its store.
+        """
+        return self.authorizer.authorize(caller, write=write, create=create, scope=scope)
+
+    def can_save(self, caller: Caller) -> bool:
+        """Whether ``caller`` could save knowledge now (the memory prompt's save guidance); grants nothing."""
+        return self.authorizer.can_save(caller)
+
+    def enter(self, caller: Caller, *, write: bool = False, scope: str | None = None,
+              create: bool = True) -> "EngineEntry":
+        """Authorize ``caller`` now; the entry runs work on its store's lane (``EngineEntry.run``)."""
+        return EngineEntry(self, caller, self.authorize(caller, write=write, scope=scope, create=create),
+                           write=write, scope=scope)
+
     def on_store(self, caller: Caller, work: Callable[[StoreRuntime, Authority], T], *,
-                 write: bool = False, scope: str | None = None) -> T:
+                 write: bool = False, scope: str | None = None, create: bool = True) -> T:
         """Authorize ``caller`` and run ``work(runtime, authority)`` on its store's lane.
 
-        The one way engine features reach a store: authority is checked
-        before queueing, re-checked on the lane right before the work, and
-        checked again before the result is returned.
+        The one way engine features reach a store (``enter`` when the work
+        takes several steps): authority is checked before queueing,
+        re-checked on the lane right before the work, and checked again
+        before the result is returned.
         """
-        authority = self.authorizer.authorize(caller, write=write, scope=scope)
-        return self.run_authorized(caller, authority, work, write=write, scope=scope)
-
-    def run_authorized(self, caller: Caller, authority: Authority,
-                       work: Callable[[StoreRuntime, Authority], T], *, write: bool = False,
-                       timeout: float | None = None, scope: str | None = None) -> T:
-        if authority.store is None:
-            raise NotFound("this agent has no store yet; it is created on the agent's first use",
-                           agent=authority.agent)
-        runtime = self.runtime(authority.store)
-
-        def fence() -> None:
-            again = self.authorizer.authorize(caller, write=write, create=False, scope=scope)
-            if again.partition != authority.partition or again.store != authority.store:
-                raise Denied("the caller's authority changed while the request waited")
-
-        result = runtime.run(authority.partition, lambda: work(runtime, authority), fence=fence, writes=write,
-                             timeout=timeout)
-        fence()
-        return result
+        return self.enter(caller, write=write, scope=scope, create=create).run(work)
 
     # --- knowledge: writes --------------------------------------------------------------
 
@@ -191,13 +200,14 @@ class Engine:
         commit holding the partition's newest publication) is the partition's: a store-wide commit id or
         count would change with every write of partitions the caller cannot see.
         """
-        authority = self.authorizer.authorize(caller, write=True)
+        entry = self.enter(caller, write=True)
+        authority = entry.authority
         if authority.store is None:
             raise NotFound("this agent has no store yet", agent=authority.agent)
         checkpoint = self.runtime(authority.store).checkpoint()
         if checkpoint["state"] == "unavailable":
             return {"state": "unavailable", "reason": checkpoint["reason"]}
-        summary = self.run_authorized(caller, authority, lambda rt, a: rt.git_summary(a.partition), write=True)
+        summary = entry.run(lambda rt, a: rt.git_summary(a.partition))
         reply: dict[str, Any] = {"state": summary["state"]}
         if summary["state"] == "pending":
             reply["reason"] = summary["lastError"] or "the checkpoint has not reached these publications yet"
@@ -282,22 +292,21 @@ class Engine:
     def claim_kinds(self, caller: Caller) -> list[str]:
         """The claim kinds of the caller's active ontology (an owner's extensions may add some, in the private
         partition); the shipped ones while the caller has no store yet.  Never creates a store."""
-        authority = self.authorizer.authorize(caller, create=False)
-        if authority.store is None:
+        entry = self.enter(caller, create=False)
+        if entry.authority.store is None:
             return list(self.ontology.claim_kinds)
-        return self.run_authorized(caller, authority,
-                                   lambda rt, a: list(rt.store.ontology(a.partition).claim_kinds))
+        return entry.run(lambda rt, a: list(rt.store.ontology(a.partition).claim_kinds))
 
     def status(self, caller: Caller) -> dict[str, Any]:
         """Readiness only, for status handles: no counts, scope, ids or paths; never creates a store."""
         try:
-            authority = self.authorizer.authorize(caller, create=False)
+            entry = self.enter(caller, create=False)
         except StoreUnavailable:
             return {"ready": False}
-        if authority.store is None:
+        if entry.authority.store is None:
             return {"ready": True}
         try:
-            self.run_authorized(caller, authority, lambda rt, a: rt.indexes.catch_up(a.partition))
+            entry.run(lambda rt, a: rt.indexes.catch_up(a.partition))
         except (StoreUnavailable, IndexFailed):
             return {"ready": False}
         return {"ready": True}
@@ -349,6 +358,38 @@ class Engine:
 
     def stores(self) -> list[dict[str, Any]]:
         return self.resolver.inventory()
+
+
+class EngineEntry:
+    """An authorized caller at its store (``Engine.enter``); implements ``access.authority.Entry``."""
+
+    def __init__(self, engine: Engine, caller: Caller, authority: Authority, *, write: bool,
+                 scope: str | None) -> None:
+        self._engine, self._caller, self._write, self._scope = engine, caller, write, scope
+        self._authority = authority
+
+    @property
+    def authority(self) -> Authority:
+        """What the caller was authorized for when it entered; ``run`` and ``recheck`` hold it to that."""
+        return self._authority
+
+    def run(self, work: Callable[[StoreRuntime, Authority], T], *, timeout: float | None = None) -> T:
+        """``work(runtime, authority)`` on the store's lane, authority re-checked right before it and after."""
+        authority = self.authority
+        if authority.store is None:
+            raise NotFound("this agent has no store yet; it is created on the agent's first use",
+                           agent=authority.agent)
+        runtime = self._engine.runtime(authority.store)
+        result = runtime.run(authority.partition, lambda: work(runtime, authority), fence=self.recheck,
+                             writes=self._write, timeout=timeout)
+        self.recheck()
+        return result
+
+    def recheck(self) -> None:
+        """Authorize again, never creating a store; Denied once the caller reaches another partition or store."""
+        again = self._engine.authorize(self._caller, write=self._write, scope=self._scope, create=False)
+        if again.partition != self.authority.partition or again.store != self.authority.store:
+            raise Denied("the caller's authority changed while the request waited")
 
 
 def _flush_request(params: Any, operation: str) -> Any:

@@ -3,7 +3,9 @@
 One function, ``Authorizer.authorize``, serves every entry point (Python
 API, socket, desktop).  Callers never name a store, agent, path or scope:
 an agent proves itself with its credential and the audience its host
-minted; the engine maps that to exactly one partition.
+minted; the engine maps that to exactly one partition.  Features reach
+that partition through ``StoreEntry`` (the engine's ``enter`` and
+``on_store``), never through the authorizer.
 
     caller                           partition            writes
     owner-private (owner credential) private              yes
@@ -19,7 +21,7 @@ minted; the engine maps that to exactly one partition.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Protocol, TypeVar
 
 from ..state.config import SettingsSource
 from ..core.errors import Denied, InvalidParams, NotFound, WritesDisabled
@@ -151,6 +153,52 @@ class Authority:
         if self.audience is not None and self.audience.delegated:
             data["delegated"] = True
         return data
+
+
+R = TypeVar("R", covariant=True)  # what work on a store's lane is handed: the store as a feature needs it
+T = TypeVar("T")
+
+
+class Entry(Protocol[R]):
+    """An authorized caller at its store: work runs on the store's lane, authority re-checked around it.
+
+    ``Engine.enter`` makes one.  Work that takes several steps (the recall
+    gate's shortlist, questions and injection under one deadline) runs each
+    through the same entry, and ``recheck`` between them.
+    """
+
+    @property
+    def authority(self) -> Authority: ...
+
+    def run(self, work: Callable[[R, Authority], T], *, timeout: float | None = None) -> T:
+        """``work(store, authority)`` on the lane; authority re-checked right before it and before returning.
+
+        Raises NotFound when the agent has no store yet; with ``timeout`` a
+        busy lane raises TimeoutError (the work stays queued)."""
+        ...
+
+    def recheck(self) -> None:
+        """Authorize the caller again (never creating a store); Denied when it reaches another partition."""
+        ...
+
+
+class StoreEntry(Protocol[R]):
+    """The one way into a store, as a feature names it instead of taking the whole engine.
+
+    ``create`` says whether an agent's first authorized use creates its
+    store; ``authorize`` grants nothing on the store and serves callers that
+    must learn who asks before anything else (what is configured, whether a
+    store exists).
+    """
+
+    def authorize(self, caller: Caller, *, write: bool = False, scope: str | None = None,
+                  create: bool = True) -> Authority: ...
+
+    def enter(self, caller: Caller, *, write: bool = False, scope: str | None = None,
+              create: bool = True) -> Entry[R]: ...
+
+    def on_store(self, caller: Caller, work: Callable[[R, Authority], T], *, write: bool = False,
+                 scope: str | None = None, create: bool = True) -> T: ...
 
 
 class Authorizer:

@@ -51,7 +51,7 @@ def measure_modes(dataset: Any, model_dir: Path, say: Callable[[str], None], lim
             raise InvalidParams(f"the embedding model in {model_dir} did not load: "
                                 f"{engine.embeddings.status().reason}", field="--embedding-model")
         figures["model"].update(load_s=time.perf_counter() - started, dimensions=embedder.dimensions)
-        store = engine.authorizer.authorize(caller, create=False).store
+        store = engine.authorize(caller, create=False).store
         runtime = engine.runtime(store)
         say(f"locomo: embedding {dataset.records} records with {model_dir.name} ...")
         builds = []

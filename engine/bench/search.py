@@ -229,7 +229,7 @@ def prepare_locomo(options: Options, work: Path) -> Dataset:
             caller, _):
         _check_reusable(engine, caller, state)
         questions = evidence_records(engine, caller, data)
-        store = engine.authorizer.authorize(caller, create=False).store
+        store = engine.authorize(caller, create=False).store
         assert store is not None  # the import created it
         records = _current_count(engine, store)
     return Dataset("locomo", state, store, [q["question"] for q in questions], records, questions=questions,
@@ -238,7 +238,7 @@ def prepare_locomo(options: Options, work: Path) -> Dataset:
 
 def _check_reusable(engine: Engine, caller: Caller, state: StateDir) -> None:
     """A state dir may be reused only when it holds nothing but a LoCoMo import."""
-    store = engine.authorizer.authorize(caller, create=False).store
+    store = engine.authorize(caller, create=False).store
     if store is None:
         return
     runtime = engine.runtime(store)
@@ -262,7 +262,7 @@ def prepare_generated(options: Options, work: Path) -> Dataset:
             caller, _):
         engine.save_page(caller, {"requestId": "bench-seed", "type": "note", "title": "Benchmark seed page",
                                   "body": "The store this benchmark writes its generated notes into."})
-        store = engine.authorizer.authorize(caller, create=False).store
+        store = engine.authorize(caller, create=False).store
         assert store is not None
     started = time.perf_counter()
     queries = write_partition(store.path / VAULT_DIR / partition_dir(PRIVATE_SCOPE), options.records,

@@ -1,7 +1,8 @@
 """The Decision runtime: typed questions (boolean, choice, score) answered under a deadline by a
 provider, the in-process ONNX reranker or a /rerank endpoint.
 
-    runtime  DecisionRuntime: questions, providers, loading, the deadline
-    onnx     onnxruntime + tokenizers inference, batching planned to the deadline
-    rerank   /rerank endpoints (TEI, vLLM, Infinity, Cohere, Jina, Voyage shapes)
+    runtime   DecisionRuntime: questions, providers, loading, the deadline
+    provider  ScoringProvider: what the runtime asks of every provider; PairScores
+    onnx      onnxruntime + tokenizers inference, batching planned to the deadline
+    rerank    /rerank endpoints (TEI, vLLM, Infinity, Cohere, Jina, Voyage shapes)
 """

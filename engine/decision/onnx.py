@@ -22,17 +22,18 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from models.errors import ModelError
 from models.installed import InstalledModel
 
+from ..state.config import Settings
 from ..core.errors import DecisionUnavailable, InvalidParams
+from .provider import FAILED, LOADING, READY, PairScores
 
 log = logging.getLogger(__name__)
 
-NOT_CONFIGURED, LOADING, READY, FAILED = "not_configured", "loading", "ready", "failed"
 _OPTIMIZATION = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
                  "all": "ORT_ENABLE_ALL"}
 DEFAULT_MAX_POSITIONS = 512
@@ -54,18 +55,11 @@ class OnnxOptions:
     tokens_per_second: float | None = None  # fixes the throughput instead of measuring it (benchmarks, tests)
 
 
-@dataclass
-class PairScores:
-    """One provider call: a score per document (None: not scored before the deadline)."""
-
-    scores: list[float | bool | None]
-    tokens: int = 0
-    cached: set[int] = field(default_factory=set)   # indexes answered from the score cache
-    batches: list[list[int]] | None = None   # document indexes of each batch that ran, in order
-
-
 class OnnxReranker:
-    """One loaded model; thread-safe, one scoring call at a time (the CPU is the limit anyway)."""
+    """One loaded model; thread-safe, one scoring call at a time (the CPU is the limit anyway).
+
+    A ``ScoringProvider`` (provider.py) with a tokenizer and a measured throughput.
+    """
 
     def __init__(self, model: InstalledModel, options: OnnxOptions | None = None) -> None:
         self.model = model
@@ -103,6 +97,9 @@ class OnnxReranker:
 
     def wait_loaded(self, timeout: float | None = None) -> bool:
         return self._loaded.wait(timeout)
+
+    def serves(self, settings: Settings) -> bool:
+        return True   # the model file is named by decisionModel alone
 
     def _load(self) -> None:
         import onnxruntime
@@ -266,6 +263,9 @@ class OnnxReranker:
     def estimate_seconds(self, rows: int, longest: int) -> float:
         rate = self.tokens_per_second or 1.0
         return rows * longest / rate * self.options.safety + self.options.fixed_overhead_s
+
+    def seconds_to_score(self, pair_tokens: Sequence[int]) -> float:
+        return sum(self.estimate_seconds(1, tokens) for tokens in pair_tokens)
 
     def _fitting(self, batch: list[int], encoded: list[list[int]], deadline: float) -> list[int]:
         """The rows of ``batch`` that fit before ``deadline``, highest priority (lowest position) first.

@@ -22,7 +22,8 @@ import time
 from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
-from .onnx import READY, PairScores
+from ..state.config import Settings
+from .provider import READY, PairScores
 from ..core.errors import DecisionUnavailable, InvalidResponse
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -48,15 +49,34 @@ class EndpointForms:
 
 
 class RerankProvider:
+    """A ``ScoringProvider`` (provider.py) without a tokenizer or a throughput model: nothing to plan with."""
+
     state = READY
     reason: str | None = None
     tokens_per_second: float | None = None
+    max_pair_tokens: int | None = None
 
     def __init__(self, base_url: str, model_id: str, forms: EndpointForms) -> None:
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id
         self.forms = forms
         self.name = f"rerank/{model_id}"
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        return True   # an endpoint has nothing to load
+
+    def serves(self, settings: Settings) -> bool:
+        return self.base_url == settings.rerank_base_url   # the owner moved the endpoint: a new provider
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
+        return None
+
+    def pair_tokens(self, query: str, documents: Sequence[str],
+                    max_pair_tokens: int | None = None) -> list[int] | None:
+        return None
+
+    def seconds_to_score(self, pair_tokens: Sequence[int]) -> float | None:
+        return None
 
     def score_pairs(self, query: str, documents: Sequence[str], *, deadline: float,
                     max_pair_tokens: int | None = None,

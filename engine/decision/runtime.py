@@ -2,8 +2,11 @@
 
 ``decisionModel`` in config.json picks the provider:
 
-    onnx/<installed model>   in-process onnxruntime + tokenizers (decision_onnx.py)
-    rerank/<model id>        POST <models.providers.rerank.baseUrl>/rerank (decision_rerank.py)
+    onnx/<installed model>   in-process onnxruntime + tokenizers (onnx.py)
+    rerank/<model id>        POST <models.providers.rerank.baseUrl>/rerank (rerank.py)
+
+Both are a ``ScoringProvider`` (provider.py): the runtime asks every
+provider the same questions, and each answers what it can.
 
 Questions:
 
@@ -36,7 +39,8 @@ from models.errors import ModelError
 from models.installed import ModelStore
 
 from ..state.config import Settings
-from .onnx import FAILED, NOT_CONFIGURED, READY, OnnxOptions, OnnxReranker, PairScores
+from .onnx import OnnxOptions, OnnxReranker
+from .provider import FAILED, NOT_CONFIGURED, READY, PairScorer, PairScores, ScoresOnly, ScoringProvider
 from .rerank import EndpointForms, RerankProvider
 from ..core.errors import DecisionUnavailable, InvalidParams
 
@@ -114,8 +118,9 @@ class DecisionRuntime:
 
     def __init__(self, settings: Callable[[], Settings], models: ModelStore,
                  options: OnnxOptions | None = None,
-                 providers: dict[str, Callable[[str, Settings], Any]] | None = None) -> None:
-        """``providers`` adds provider kinds beyond onnx/ and rerank/ (a factory per prefix)."""
+                 providers: dict[str, Callable[[str, Settings], PairScorer]] | None = None) -> None:
+        """``providers`` adds provider kinds beyond onnx/ and rerank/ (a factory per prefix); an added
+        kind only scores: it has no tokenizer or throughput to plan with."""
         self._settings = settings
         self._models = models
         self._options = options or OnnxOptions()
@@ -123,7 +128,7 @@ class DecisionRuntime:
         self._forms = EndpointForms()
         self._lock = threading.Lock()
         self._configured: str | None = None
-        self._provider: Any = None
+        self._provider: ScoringProvider | None = None
         self._failure: str | None = None
         self._manifest_stamp: tuple[int, int] | None = None
         self._loaders: list[threading.Thread] = []
@@ -142,13 +147,12 @@ class DecisionRuntime:
         if provider is None:
             return DecisionStatus(FAILED, configured, failure)
         return DecisionStatus(provider.state, configured, provider.reason, provider.tokens_per_second,
-                              getattr(provider, "max_pair_tokens", None) if isinstance(provider, OnnxReranker)
-                              else None)
+                              provider.max_pair_tokens)
 
     def wait_ready(self, timeout: float) -> DecisionStatus:
         """Block until a loading model is ready or failed (CLI, benchmarks and tests; never a request)."""
         provider, _, _ = self._current()
-        if isinstance(provider, OnnxReranker):
+        if provider is not None:
             provider.wait_loaded(timeout)
         return self.status()
 
@@ -159,7 +163,7 @@ class DecisionRuntime:
         for loader in loaders:
             loader.join()
 
-    def _current(self) -> tuple[Any, str | None, str | None]:
+    def _current(self) -> tuple[ScoringProvider | None, str | None, str | None]:
         settings = self._settings()
         wanted = settings.decision_model
         with self._lock:
@@ -174,8 +178,8 @@ class DecisionRuntime:
     def _needs_new_provider(self, wanted: str | None, settings: Settings) -> bool:
         if wanted != self._configured:
             return True
-        if isinstance(self._provider, RerankProvider):
-            return self._provider.base_url != settings.rerank_base_url
+        if self._provider is not None and not self._provider.serves(settings):
+            return True   # e.g. the owner moved the rerank endpoint
         broken = wanted is not None and (self._provider is None or self._provider.state == FAILED)
         # A missing or damaged model is tried again once the owner pulls or adds it (the manifest changes).
         return broken and self._manifest_state() != self._manifest_stamp
@@ -187,10 +191,10 @@ class DecisionRuntime:
             return None
         return (info.st_mtime_ns, info.st_size)
 
-    def _make_provider(self, wanted: str, settings: Settings) -> tuple[Any, str | None]:
+    def _make_provider(self, wanted: str, settings: Settings) -> tuple[ScoringProvider | None, str | None]:
         kind, _, name = wanted.partition("/")
         if kind in self._extra_providers:
-            return self._extra_providers[kind](name, settings), None
+            return ScoresOnly(self._extra_providers[kind](name, settings)), None
         if kind == "rerank":
             return RerankProvider(settings.rerank_base_url or "", name, self._forms), None
         try:
@@ -204,7 +208,7 @@ class DecisionRuntime:
         loader.start()
         return provider, None
 
-    def _ready_provider(self) -> Any:
+    def _ready_provider(self) -> ScoringProvider:
         provider, configured, failure = self._current()
         if configured is None:
             raise DecisionUnavailable("no decisionModel is configured", kind=NOT_CONFIGURED)
@@ -226,21 +230,16 @@ class DecisionRuntime:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         """Tokens per text under the loaded model's tokenizer, without special tokens (None: no tokenizer)."""
-        provider = self._ready_provider()
-        return provider.count_tokens(texts) if isinstance(provider, OnnxReranker) else None
+        return self._ready_provider().count_tokens(texts)
 
     def pair_tokens(self, state: str, documents: Sequence[str], max_pair_tokens: int | None = None
                     ) -> list[int] | None:
         """Tokens of each (state, document) pair as it would be scored, special tokens included (None: no tokenizer)."""
-        provider = self._ready_provider()
-        return provider.pair_tokens(state, documents, max_pair_tokens) if isinstance(provider, OnnxReranker) else None
+        return self._ready_provider().pair_tokens(state, documents, max_pair_tokens)
 
     def estimate_seconds(self, pair_tokens: Sequence[int]) -> float | None:
         """Seconds to score pairs of these token lengths one by one (None: no measured throughput)."""
-        provider = self._ready_provider()
-        if not isinstance(provider, OnnxReranker):
-            return None
-        return sum(provider.estimate_seconds(1, tokens) for tokens in pair_tokens)
+        return self._ready_provider().seconds_to_score(pair_tokens)
 
     # --- questions ----------------------------------------------------------------------------
 
@@ -291,7 +290,7 @@ class DecisionRuntime:
         return ChoiceResult(self._configured or "", tuple(chosen[:question.top]), scores, none_value, unscored,
                             scored.tokens, (time.monotonic() - started) * 1000)
 
-    def _score(self, provider: Any, state: str, documents: list[str], deadline: float,
+    def _score(self, provider: ScoringProvider, state: str, documents: list[str], deadline: float,
                max_pair_tokens: int | None, before_dispatch: BeforeDispatch) -> PairScores:
         if not isinstance(state, str) or not state.strip():
             raise InvalidParams("the state (user message) must be non-empty text", field="state")

@@ -20,20 +20,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tantivy
 
 from ..index.analysis import Analyzer
+from ..index.searchable import SearchableStore
 from ..store.catalog_reads import RecordRow
 from ..vault.frontmatter import split_document
 from ..memory.knowledge_index import UNLISTED_PAGE_TYPES, page_lookup_name, ranked_page_labels
 from ..core.labels import clip, is_unsafe_label
 from ..search.passages import ELLIPSIS, PassageFinder
 from ..search.keyword import SearchRequest, build_query
-
-if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
-    from ..runtime import StoreRuntime
 
 TITLE_MAX_CHARS = 200
 # Hits fetched beyond maxCandidates, so pages skipped for an unsafe title can be replaced.
@@ -66,7 +64,7 @@ class CandidateSet:
     eligible: int = 0                # model: pages that could have been listed
 
 
-def keyword_candidates(runtime: StoreRuntime, partition: str, analyzer: Analyzer, finder: PassageFinder,
+def keyword_candidates(runtime: SearchableStore, partition: str, analyzer: Analyzer, finder: PassageFinder,
                        message: str, *, max_candidates: int, excerpts: int, excerpt_chars: int,
                        page_chars: int, deadline: float) -> CandidateSet:
     """The best keyword matches with their passages (on the lane)."""
@@ -105,7 +103,7 @@ def keyword_candidates(runtime: StoreRuntime, partition: str, analyzer: Analyzer
     return CandidateSet(candidates, int(result.count or 0) - skipped)
 
 
-def model_index(runtime: StoreRuntime, partition: str, *, max_index_chars: int, now: Any,
+def model_index(runtime: SearchableStore, partition: str, *, max_index_chars: int, now: Any,
                 deadline: float) -> CandidateSet:
     """Every label that fits ``maxIndexChars``, most connected first (on the lane)."""
     _check(deadline)
@@ -115,7 +113,7 @@ def model_index(runtime: StoreRuntime, partition: str, *, max_index_chars: int, 
     return CandidateSet(candidates, len(candidates), eligible)
 
 
-def read_page_starts(runtime: StoreRuntime, partition: str, candidates: list[Candidate], page_chars: int,
+def read_page_starts(runtime: SearchableStore, partition: str, candidates: list[Candidate], page_chars: int,
                      deadline: float) -> list[Candidate]:
     """The shortlisted pages as they are now, each with the start of its body (on the lane)."""
     _check(deadline)
@@ -148,12 +146,12 @@ def _check(deadline: float) -> None:
         raise CandidateDeadline
 
 
-def _candidate(runtime: StoreRuntime, partition: str, row: RecordRow) -> Candidate:
+def _candidate(runtime: SearchableStore, partition: str, row: RecordRow) -> Candidate:
     name = page_lookup_name(runtime.catalog, partition, row.record_id, row.title, row.frontmatter)
     return Candidate(row.record_id, row.revision, row.type or "page", clip(row.title, TITLE_MAX_CHARS), name)
 
 
-def _body(runtime: StoreRuntime, partition: str, row: RecordRow) -> str:
+def _body(runtime: SearchableStore, partition: str, row: RecordRow) -> str:
     """The page body of the catalogued revision (the archive holds exactly the bytes the catalog hashed)."""
     stored = runtime.catalog.revision(partition, row.record_id, row.revision, row.sha256)
     if stored is None:

@@ -21,24 +21,24 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..access.authority import OperatorCaller
+from ..access.authority import OperatorCaller, StoreEntry
 from ..core.errors import InvalidParams
 from .journal import KEEP_TURNS
 from ..core.params import operator_params
 
 if TYPE_CHECKING:
-    from ..service import Engine
+    from ..store.open_store import OpenStore
     from ..store.store import Store
 
 DEFAULT_BINS = 20
 TIERS = ("high", "medium", "low")
 
 
-def handlers(engine: "Engine") -> dict[str, Callable[[dict[str, Any]], Any]]:
+def handlers(engine: "StoreEntry[OpenStore]") -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {"gateStats": lambda params: gate_stats(engine, params)}
 
 
-def gate_stats(engine: "Engine", params: dict[str, Any]) -> dict[str, Any]:
+def gate_stats(engine: "StoreEntry[OpenStore]", params: dict[str, Any]) -> dict[str, Any]:
     params = operator_params(params, {"bins", "limit"}, agent=True)
     bins, limit = params.get("bins", DEFAULT_BINS), params.get("limit", KEEP_TURNS)
     for name, value, low, high in (("bins", bins, 2, 100), ("limit", limit, 1, KEEP_TURNS)):

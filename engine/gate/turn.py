@@ -33,9 +33,9 @@ import logging
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, TypeVar
 
-from ..access.authority import OWNER_PRIVATE, Authority, Caller
+from ..access.authority import OWNER_PRIVATE, Authority, Caller, Entry, StoreEntry
 from ..decision.runtime import MAX_CHOICE_OPTIONS, BooleanQuestion, ChoiceQuestion, DecisionRuntime
 from ..core.errors import Denied, DecisionUnavailable, InvalidParams, InvalidResponse, KnowledgeError, NotFound
 from .candidates import Candidate, CandidateDeadline, keyword_candidates, model_index, read_page_starts
@@ -44,12 +44,17 @@ from .scoring import (
     HIGH, MEDIUM, PUBLISH_RESERVE_S, SKIP_HINT, UNSCORED, Decision, plan_gate_scoring, render_block,
     skip_hint_applies, tier_for,
 )
+from ..state.config import SettingsSource
 from ..state.gate_settings import GateSettings
 from ..core.ids import utc_now
+from ..index.analysis import Analyzer
+from ..index.searchable import SearchableStore
+from ..search.passages import PassageFinder
 from ..store.inputs import check_size
 from ..vault.records import PRIVATE_SCOPE
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LOG_PREFIX = "knowledge recall gate:"
 MESSAGE_MAX_CHARS = 100_000
@@ -59,6 +64,23 @@ CHOICE_SHARE = 0.5            # model candidates: the share of the time left spe
 OFF, SKIPPED = "off", "skipped"
 INJECTED, SKIP_HINT_OUTCOME, SHADOW, NONE, UNAVAILABLE, ERROR = (
     "injected", "skip-hint", "shadow", "none", "unavailable", "error")
+
+
+class GateEngine(StoreEntry[SearchableStore], Protocol):
+    """What the gate needs of the engine: the way into a store, the settings, the Decision model and the
+    analyzer and passage finder its keyword candidates use."""
+
+    @property
+    def settings(self) -> SettingsSource: ...
+
+    @property
+    def decision(self) -> DecisionRuntime: ...
+
+    @property
+    def analyzer(self) -> Analyzer: ...
+
+    @property
+    def passage_finder(self) -> PassageFinder: ...
 
 
 class GateStop(Exception):
@@ -89,7 +111,7 @@ class Evaluation:
 # --- the socket method ---------------------------------------------------------------------------
 
 
-def gate_turn(engine: Any, caller: Caller, params: Any) -> dict[str, Any]:
+def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> dict[str, Any]:
     """``memory/gate``: the gate for one user turn; never raises for a failure of the gate itself."""
     started = time.monotonic()
     message = parse_message(params)
@@ -99,13 +121,13 @@ def gate_turn(engine: Any, caller: Caller, params: Any) -> dict[str, Any]:
         return {"outcome": OFF, "injected": None, "decisions": [], "latencyMs": 0}
     deadline = started + gate.timeout_ms / 1000
     evaluation = Evaluation(gate.candidates)
-    authority: Authority | None = None
+    entry: Entry[SearchableStore] | None = None
     stop: GateStop | None = None
     outcome, injected = NONE, None
     try:
-        authority = _authorize(engine, caller)
-        recheck = authority_check(engine, caller, authority)
-        evaluate(engine, engine.decision, caller, authority, message, gate, deadline, recheck, evaluation)
+        entry = _enter(engine, caller)
+        recheck = authority_check(entry)
+        evaluate(engine, engine.decision, entry, message, gate, deadline, recheck, evaluation)
         if gate.mode == "live":
             outcome, injected = _publish(evaluation, deadline, recheck)
         else:
@@ -116,9 +138,9 @@ def gate_turn(engine: Any, caller: Caller, params: Any) -> dict[str, Any]:
         stop = GateStop("gate", _where(exc), ERROR)
         outcome = ERROR
     latency_ms = (time.monotonic() - started) * 1000
-    _log_line(gate, authority, outcome, evaluation, latency_ms, stop)
-    if authority is not None and (stop is None or stop.stage != "authority"):
-        _keep(engine, caller, authority, gate, message, evaluation, outcome, stop, latency_ms)
+    _log_line(gate, entry.authority if entry is not None else None, outcome, evaluation, latency_ms, stop)
+    if entry is not None and (stop is None or stop.stage != "authority"):
+        _keep(entry, gate, message, evaluation, outcome, stop, latency_ms)
     answer: dict[str, Any] = {"outcome": outcome, "injected": injected,
                               "decisions": [d.to_dict() for d in evaluation.decisions],
                               "latencyMs": round(latency_ms, 1), "tokensScored": evaluation.tokens_scored}
@@ -142,42 +164,38 @@ def parse_message(params: Any) -> str:
     return message
 
 
-def _authorize(engine: Any, caller: Caller) -> Authority:
+def _enter(engine: GateEngine, caller: Caller) -> Entry[SearchableStore]:
     """The private partition, or a skip (never a Decision request) for everyone else."""
     try:
-        authority = engine.authorizer.authorize(caller, create=False)
+        entry = engine.enter(caller, create=False)
     except (Denied, NotFound) as exc:
         raise GateStop("audience", "denied", SKIPPED) from exc
     except KnowledgeError as exc:
         raise GateStop("audience", exc.reason, SKIPPED) from exc
-    if authority.partition != PRIVATE_SCOPE:
+    if entry.authority.partition != PRIVATE_SCOPE:
         raise GateStop("audience", "not_granted", SKIPPED)
-    if authority.store is None:
+    if entry.authority.store is None:
         raise GateStop("audience", "no_store", SKIPPED)
-    return authority
+    return entry
 
 
-def authority_check(engine: Any, caller: Caller, authority: Authority) -> Callable[[], None]:
-    """Raises Denied once ``caller`` no longer reads the same private partition (a revoked grant ...)."""
-
-    def recheck() -> None:
-        again = engine.authorizer.authorize(caller, create=False)
-        if again.partition != PRIVATE_SCOPE or again.store != authority.store:
-            raise Denied("the caller's Knowledge access changed during the turn")
-
-    return recheck
+def authority_check(entry: Entry[SearchableStore]) -> Callable[[], None]:
+    """Raises Denied once the caller no longer reads the same private partition (a revoked grant ...)."""
+    return entry.recheck
 
 
 # --- finding and scoring -----------------------------------------------------------------------------
 
 
-def evaluate(engine: Any, decision: DecisionRuntime, caller: Caller, authority: Authority, message: str,
+def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[SearchableStore], message: str,
              gate: GateSettings, deadline: float, recheck: Callable[[], None],
              evaluation: Evaluation | None = None) -> Evaluation:
     """Candidates, scores, tiers and the text live mode would inject (publishes nothing).
 
-    ``evaluation`` is filled as the steps go, so a turn that stops midway
-    still logs what it had found (counts, unscored candidates).
+    Store work runs through ``entry``; ``recheck`` runs before every
+    Decision request.  ``evaluation`` is filled as the steps go, so a turn
+    that stops midway still logs what it had found (counts, unscored
+    candidates).
     """
     evaluation = evaluation or Evaluation(gate.candidates)
     status = decision.status()
@@ -187,27 +205,26 @@ def evaluate(engine: Any, decision: DecisionRuntime, caller: Caller, authority: 
     if not message.strip():
         return evaluation   # nothing to match, and nothing to hint about
     if gate.candidates == "keyword":
-        found = _on_lane(engine, caller, authority, deadline, lambda rt, a: keyword_candidates(
+        found = _on_lane(entry, deadline, lambda rt, a: keyword_candidates(
             rt, a.partition, engine.analyzer, engine.passage_finder, message, max_candidates=gate.max_candidates,
             excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars, page_chars=gate.page_chars,
             deadline=deadline))
         evaluation.offered, evaluation.candidates = found.offered, found.candidates
     else:
-        _model_candidates(engine, decision, caller, authority, message, gate, deadline, recheck, evaluation)
+        _model_candidates(decision, entry, message, gate, deadline, recheck, evaluation)
     if evaluation.candidates:
         _score(engine, decision, message, gate, deadline, recheck, evaluation)
     evaluation.would, evaluation.text = _would(evaluation, gate)
     return evaluation
 
 
-def _on_lane(engine: Any, caller: Caller, authority: Authority, deadline: float,
-             work: Callable[[Any, Authority], Any]) -> Any:
+def _on_lane(entry: Entry[SearchableStore], deadline: float, work: Callable[[SearchableStore, Authority], T]) -> T:
     """Store work within the deadline; a busy lane or revoked authority ends the turn."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise GateStop("candidates", "timeout")
     try:
-        return engine.run_authorized(caller, authority, work, timeout=remaining)
+        return entry.run(work, timeout=remaining)
     except (concurrent.futures.TimeoutError, CandidateDeadline) as exc:
         raise GateStop("candidates", "timeout") from exc
     except Denied as exc:
@@ -216,10 +233,9 @@ def _on_lane(engine: Any, caller: Caller, authority: Authority, deadline: float,
         raise GateStop("candidates", exc.reason) from exc
 
 
-def _model_candidates(engine: Any, decision: DecisionRuntime, caller: Caller, authority: Authority, message: str,
-                      gate: GateSettings, deadline: float, recheck: Callable[[], None],
-                      evaluation: Evaluation) -> None:
-    index = _on_lane(engine, caller, authority, deadline, lambda rt, a: model_index(
+def _model_candidates(decision: DecisionRuntime, entry: Entry[SearchableStore], message: str, gate: GateSettings,
+                      deadline: float, recheck: Callable[[], None], evaluation: Evaluation) -> None:
+    index = _on_lane(entry, deadline, lambda rt, a: model_index(
         rt, a.partition, max_index_chars=gate.max_index_chars, now=utc_now(), deadline=deadline))
     entries = index.candidates
     evaluation.offered = len(entries)
@@ -237,11 +253,11 @@ def _model_candidates(engine: Any, decision: DecisionRuntime, caller: Caller, au
                 evaluation.complete = False   # options left unscored at the deadline were never considered
             ranked += [(-result.scores.get(option, 0.0), start + option) for option in result.chosen]
         shortlist = [entries[position] for _, position in sorted(ranked)[:gate.max_candidates]]
-    evaluation.candidates = _on_lane(engine, caller, authority, deadline, lambda rt, a: read_page_starts(
+    evaluation.candidates = _on_lane(entry, deadline, lambda rt, a: read_page_starts(
         rt, a.partition, shortlist, gate.page_chars, deadline)) if shortlist else []
 
 
-def _score(engine: Any, decision: DecisionRuntime, message: str, gate: GateSettings, deadline: float,
+def _score(engine: GateEngine, decision: DecisionRuntime, message: str, gate: GateSettings, deadline: float,
            recheck: Callable[[], None], evaluation: Evaluation) -> None:
     candidates = evaluation.candidates
     score_by = deadline - PUBLISH_RESERVE_S
@@ -335,9 +351,10 @@ def _log_line(gate: GateSettings, authority: Authority | None, outcome: str, eva
     log.info(" ".join(parts))
 
 
-def _keep(engine: Any, caller: Caller, authority: Authority, gate: GateSettings, message: str,
-          evaluation: Evaluation, outcome: str, stop: GateStop | None, latency_ms: float) -> None:
+def _keep(entry: Entry[SearchableStore], gate: GateSettings, message: str, evaluation: Evaluation, outcome: str,
+          stop: GateStop | None, latency_ms: float) -> None:
     """The turn in the store's gate log; the message text only in the opted-in, owner-private journal."""
+    authority = entry.authority
     journal = gate.journal and gate.mode == "shadow" and authority.kind == OWNER_PRIVATE and stop is None
     turn = GateTurnRecord(
         agent=authority.agent, audience=authority.kind, mode=gate.mode, source=gate.candidates,
@@ -349,7 +366,7 @@ def _keep(engine: Any, caller: Caller, authority: Authority, gate: GateSettings,
         candidates=[{"id": c.id, "revision": c.revision, "type": c.type, "title": c.title,
                      "document": evaluation.documents.get(c.id)} for c in evaluation.candidates] if journal else None)
     try:
-        engine.run_authorized(caller, authority, lambda rt, a: record_turn(rt.store, a.partition, turn))
+        entry.run(lambda rt, a: record_turn(rt.store, a.partition, turn))
     except (KnowledgeError, OSError) as exc:
         log.warning("recall gate turn not kept in the gate log: %s", getattr(exc, "reason", type(exc).__name__))
 

@@ -5,4 +5,5 @@ the embedding model and the sqlite-vec vector index.  Rebuildable from the catal
     analysis       the analyzer both tantivy and passages use (any script)
     embedding      in-process ONNX sentence embeddings
     vectors        sqlite-vec vectors, cached by model and text hash
+    searchable     SearchableStore: an open store with its indexes, as search reaches it on the lane
 """

@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..access.authority import Caller
+from ..access.authority import Caller, StoreEntry
 from ..store.catalog import Catalog
 from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
 from ..core.findings import has_errors
 from ..core.ids import format_timestamp, parse_timestamp
 from ..core.labels import clip, is_unsafe_label, one_line
 from ..vault.records import PRIVATE_SCOPE, check_record, check_scope, parse_record
+from ..store.open_store import OpenStore
 from ..store.store import Store
 
 log = logging.getLogger(__name__)
@@ -330,7 +331,7 @@ def _place(layout: _Layout, target: list[str], catalog: Catalog, partition: str,
 # --- the engine entry point ---------------------------------------------------------------------
 
 
-def index_for(engine: Any, caller: Caller, first_message_at: str) -> dict[str, Any]:
+def index_for(engine: StoreEntry[OpenStore], caller: Caller, first_message_at: str) -> dict[str, Any]:
     """The index for ``caller``'s session: ``{"text": ...}``, or ``{"text": None, "reason": ...}``.
 
     ``first_message_at`` is the session's first retained message (ISO-8601
@@ -342,20 +343,18 @@ def index_for(engine: Any, caller: Caller, first_message_at: str) -> dict[str, A
     if as_of is None:
         raise InvalidParams("firstMessageAt must be an ISO-8601 UTC timestamp", field="firstMessageAt")
     try:
-        authority = engine.authorizer.authorize(caller, create=False)
+        entry = engine.enter(caller, create=False)
     except (Denied, NotFound):
         return {"text": None, "reason": "denied"}
     except KnowledgeError as exc:
         log.warning("knowledge index omitted: %s", exc.message)
         return {"text": None, "reason": exc.reason}
-    if authority.partition != PRIVATE_SCOPE:
+    if entry.authority.partition != PRIVATE_SCOPE:
         return {"text": None, "reason": "not_granted"}
-    if authority.store is None:
+    if entry.authority.store is None:
         return {"text": None, "reason": "no_store"}
     try:
-        text = engine.run_authorized(caller, authority,
-                                     lambda runtime, a: build_index(runtime.store, runtime.catalog, a.partition,
-                                                                    as_of))
+        text = entry.run(lambda runtime, a: build_index(runtime.store, runtime.catalog, a.partition, as_of))
     except Denied:
         return {"text": None, "reason": "denied"}
     except (KnowledgeError, OSError, sqlite3.Error) as exc:

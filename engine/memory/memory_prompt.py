@@ -12,9 +12,10 @@ nothing that reads like an instruction) and dropped when it fails.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from ..access.authority import Caller
+from ..access.authority import Authority, Caller
+from ..state.config import SettingsSource
 from ..core.labels import is_unsafe_label, one_line
 
 PROJECT_KEY_MAX_CHARS = 256  # as approved recall's project keys
@@ -103,7 +104,19 @@ def _project_section(key: str, *, saving: bool) -> str:
     return "\n".join(lines)
 
 
-def prompt_for(engine: Any, caller: Caller, project_key: str | None = None) -> dict[str, Any]:
+class PromptEngine(Protocol):
+    """What the memory prompt needs of the engine: who asks, whether it could save, the settings."""
+
+    @property
+    def settings(self) -> SettingsSource: ...
+
+    def authorize(self, caller: Caller, *, write: bool = False, scope: str | None = None,
+                  create: bool = True) -> Authority: ...
+
+    def can_save(self, caller: Caller) -> bool: ...
+
+
+def prompt_for(engine: PromptEngine, caller: Caller, project_key: str | None = None) -> dict[str, Any]:
     """The prompt for ``caller``: ``{"text": ...}``.
 
     Authorizes without creating a store (a prompt is not a use of the
@@ -111,9 +124,9 @@ def prompt_for(engine: Any, caller: Caller, project_key: str | None = None) -> d
     when it could write: a read-only conversation grant, a credential
     without ``memory:write`` and the operator have none.
     """
-    authority = engine.authorizer.authorize(caller, create=False)
+    authority = engine.authorize(caller, create=False)
     writes_enabled = engine.settings.current().writes_enabled
     # The operator and read-only grants never can save; can_save also checks the memory:write scope.
-    save_tools = writes_enabled and authority.can_write and engine.authorizer.can_save(caller)
+    save_tools = writes_enabled and authority.can_write and engine.can_save(caller)
     return {"text": memory_prompt(writes_enabled=writes_enabled, save_tools=save_tools,
                                   project_key=project_key)}

@@ -34,9 +34,9 @@ from ..vault.ontology import ONTOLOGY_MAX_BYTES, SHIPPED, Ontology
 from ..vault.records import PRIVATE_SCOPE
 from ..store.store import EXTENSIONS_FILE, VAULT_DIR, Store
 
-if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
-    from ..access.authority import Caller
-    from ..service import Engine
+if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
+    from ..access.authority import Caller, StoreEntry
+    from ..store.open_store import OpenStore
 
 VIEWS = ("catalog", "definitions", "sources", "diagnostics")
 KINDS = ("page", "relationship", "claim")
@@ -154,7 +154,7 @@ def _check_source_path(value: Any) -> str:
     return value
 
 
-def ontology_view(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
+def ontology_view(engine: "StoreEntry[OpenStore]", caller: "Caller", params: Any) -> dict[str, Any]:
     """The ``knowledge_ontology`` tool: one view of the caller's partition's effective ontology."""
     request = parse_ontology_request(params)
     return engine.on_store(caller, lambda runtime, authority: build_view(runtime.catalog, authority.partition,

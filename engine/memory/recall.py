@@ -25,9 +25,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Iterable, Protocol
 
-from ..access.authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority, Caller
+from ..access.authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority, Caller, StoreEntry
 from ..store.catalog_reads import RecordRow
 from ..store.credentials import texts_of
 from ..core.errors import Conflict, Denied, InvalidParams, NotFound
@@ -35,11 +35,10 @@ from ..core.ids import format_timestamp, is_record_id, parse_timestamp, utc_now
 from ..store.inputs import bounded_int, check_count, check_name, check_size, parse_request_id, refuse_controls
 from ..store.publication import Plan, request_hash
 from ..vault.records import RECALL_LIST_MAX, RECALL_SUMMARY_MAX, check_recall_block
+from ..store.open_store import OpenStore
 from ..store.writes import WriteContext, _PlanBuilder, current_record
-
-if TYPE_CHECKING:
-    from ..runtime import StoreRuntime
-    from ..service import Engine
+from ..state.config import SettingsSource
+from ..state.registry import Registry
 
 
 RECALL_OPERATION = "recall"
@@ -80,6 +79,19 @@ The conversation is about to be compacted. Before it is, save what is worth keep
   original receipt.
 - If nothing durable was said, save nothing.
 """
+
+
+class RecallEngine(StoreEntry[OpenStore], Protocol):
+    """What approval, candidates and the flush plan need of the engine: the way into a store, the
+    settings, the registry's agents (their scopes) and the secret check every write passes."""
+
+    @property
+    def settings(self) -> SettingsSource: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+    def refuse_secrets(self, texts: Iterable[tuple[str, str]]) -> None: ...
 
 
 # --- inputs --------------------------------------------------------------------------------
@@ -210,7 +222,7 @@ def derived_request_id(record_id: str, revision: int, block: RecallBlock | None)
     return "recall:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:40]
 
 
-def set_recall(engine: "Engine", caller: Caller, params: Any) -> dict[str, Any]:
+def set_recall(engine: RecallEngine, caller: Caller, params: Any) -> dict[str, Any]:
     """Approve (or, with ``recall: null``, clear) the recall block of one exact current record.
 
     Publishes the record's next revision; returns the publication receipt,
@@ -219,10 +231,10 @@ def set_recall(engine: "Engine", caller: Caller, params: Any) -> dict[str, Any]:
     request = parse_recall_input(params)
     engine.refuse_secrets(texts_of(params))
     digest = request_hash(RECALL_OPERATION, request.digest_params())
-    authority = engine.authorizer.authorize(caller, write=True, create=False)
-    _check_may_approve(authority)
+    entry = engine.enter(caller, write=True, create=False)
+    _check_may_approve(entry.authority)
 
-    def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
+    def work(runtime: OpenStore, authority: Authority) -> dict[str, Any]:
         publisher, partition = runtime.publisher, authority.partition
         ctx = WriteContext(runtime.store, runtime.catalog, partition, authority.agent, authority.attribution(),
                            format_timestamp(utc_now()))
@@ -237,7 +249,7 @@ def set_recall(engine: "Engine", caller: Caller, params: Any) -> dict[str, Any]:
             return existing
         return runtime.publish(plan_recall(ctx, request, request_id, digest))
 
-    return engine.run_authorized(caller, authority, work, write=True)
+    return entry.run(work)
 
 
 def _check_may_approve(authority: Authority) -> None:
@@ -262,7 +274,7 @@ def _only_row(ctx: WriteContext, record_id: str) -> RecordRow:
     return rows[0]
 
 
-def _replayed(runtime: StoreRuntime, ctx: WriteContext, request: RecallInput, digest: str) -> dict[str, Any] | None:
+def _replayed(runtime: OpenStore, ctx: WriteContext, request: RecallInput, digest: str) -> dict[str, Any] | None:
     """The receipt of an identical approval, sent without requestId, that produced the current revision."""
     revision = _only_row(ctx, request.id).revision
     if revision < 2:
@@ -305,7 +317,7 @@ def plan_recall(ctx: WriteContext, request: RecallInput, request_id: str, digest
 # --- candidates ------------------------------------------------------------------------------
 
 
-def recall_candidates(engine: "Engine", caller: Caller, params: Any) -> dict[str, Any]:
+def recall_candidates(engine: RecallEngine, caller: Caller, params: Any) -> dict[str, Any]:
     """Approved recall summaries for a host to match: ``{"candidates": [...]}``.
 
     Only owner-private audiences and conversations with an owner read grant
@@ -313,19 +325,18 @@ def recall_candidates(engine: "Engine", caller: Caller, params: Any) -> dict[str
     store: an agent without one has no candidates.
     """
     query = parse_candidates_query(params)
-    authority = engine.authorizer.authorize(caller, create=False)
+    entry = engine.enter(caller, create=False)
+    authority = entry.authority
     if authority.kind == OPERATOR:
         raise Denied("recall candidates are for an agent's own turns, not the operator")
     if authority.kind == CONVERSATION and authority.grant is None:
         return {"candidates": []}
     if authority.store is None:
         return {"candidates": []}
-    return engine.run_authorized(
-        caller, authority, lambda runtime, a: {"candidates": list_candidates(runtime, a.partition, query)},
-    )
+    return entry.run(lambda runtime, a: {"candidates": list_candidates(runtime, a.partition, query)})
 
 
-def list_candidates(runtime: StoreRuntime, partition: str, query: CandidatesQuery) -> list[dict[str, Any]]:
+def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) -> list[dict[str, Any]]:
     """Current records with an approved block, by importance (highest first), then record id."""
     found = []
     for row in runtime.catalog.current(partition, with_recall=True):
@@ -369,7 +380,7 @@ def approved_block(frontmatter: dict[str, Any]) -> dict[str, Any] | None:
 # --- pre-compaction flush ----------------------------------------------------------------------
 
 
-def flush_plan(engine: "Engine", caller: Caller) -> dict[str, Any] | None:
+def flush_plan(engine: RecallEngine, caller: Caller) -> dict[str, Any] | None:
     """The host's pre-compaction flush plan, or None when the flush could save nothing.
 
     None when writes are disabled (which also keeps memory-core from
@@ -378,7 +389,7 @@ def flush_plan(engine: "Engine", caller: Caller) -> dict[str, Any] | None:
     The plan is the same for every audience that can save; the saves it
     leads to are authorized like any other.
     """
-    authority = engine.authorizer.authorize(caller, create=False)
+    authority = engine.authorize(caller, create=False)
     if not engine.settings.current().writes_enabled or not authority.can_write:
         return None
     agent = engine.registry.agent(authority.agent)

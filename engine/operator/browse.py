@@ -23,9 +23,10 @@ from ..store.reads import evidence_locators
 from ..memory.recall import APPROVED_BY, approved_block
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
-    from ..access.authority import Authority, Caller
-    from ..runtime import StoreRuntime
-    from ..service import Engine
+    from ..access.authority import Authority, Caller, StoreEntry
+    from ..store.open_store import OpenStore
+
+    BrowseEngine = StoreEntry[OpenStore]  # all browsing needs of the engine: the way into a store
 
 KINDS = ("page", "claim", "relationship")
 ORDERS = ("updated", "title")
@@ -86,7 +87,7 @@ def parse_list_request(params: dict[str, Any]) -> dict[str, Any]:
             "limit": _integer(params, "limit", LIST_LIMIT_DEFAULT, 1, LIST_LIMIT_MAX)}
 
 
-def list_records(engine: "Engine", caller: "Caller", params: dict[str, Any]) -> dict[str, Any]:
+def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) -> dict[str, Any]:
     """A page of the caller's records, newest first (``order: updated``) or by title.
 
     ``{records: [...], total, offset, nextOffset?}``; ``total`` counts every
@@ -94,7 +95,7 @@ def list_records(engine: "Engine", caller: "Caller", params: dict[str, Any]) -> 
     """
     request = parse_list_request(params)
 
-    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         total, rows = runtime.catalog.listing(
             authority.partition, current_only=request["status"] == "current", kind=request["kind"],
             type=request["type"], order=request["order"], offset=request["offset"], limit=request["limit"])
@@ -107,10 +108,10 @@ def list_records(engine: "Engine", caller: "Caller", params: dict[str, Any]) -> 
     return engine.on_store(caller, work)
 
 
-def record_types(engine: "Engine", caller: "Caller") -> dict[str, Any]:
+def record_types(engine: "BrowseEngine", caller: "Caller") -> dict[str, Any]:
     """How many current records each (kind, type) holds: the Browse list's headings."""
 
-    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         counts = runtime.catalog.current_counts(authority.partition)
         return {"types": [{"kind": kind, "type": record_type, "count": count}
                           for (kind, record_type), count in counts.items()]}
@@ -121,7 +122,7 @@ def record_types(engine: "Engine", caller: "Caller") -> dict[str, Any]:
 # --- a record's links -------------------------------------------------------------------------
 
 
-def record_links(engine: "Engine", caller: "Caller", record_id: Any) -> dict[str, Any]:
+def record_links(engine: "BrowseEngine", caller: "Caller", record_id: Any) -> dict[str, Any]:
     """What a record page shows around the record itself.
 
     ``evidence``: where the record's citations are kept; ``references``: the
@@ -132,7 +133,7 @@ def record_links(engine: "Engine", caller: "Caller", record_id: Any) -> dict[str
     """
     record_id = _record_id(record_id)
 
-    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         catalog, partition = runtime.catalog, authority.partition
         own = catalog.rows_for_id(partition, record_id)
         if not own:
@@ -204,20 +205,20 @@ def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Any]) 
 # --- revisions --------------------------------------------------------------------------------
 
 
-def revision_diff(engine: "Engine", caller: "Caller", record_id: Any, old: Any, new: Any) -> dict[str, Any]:
+def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: Any, old: Any, new: Any) -> dict[str, Any]:
     """A unified diff between two kept revisions of a record, over their exact file bytes."""
     record_id = _record_id(record_id)
     for name, value in (("from", old), ("to", new)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidParams(f"{name} must be a positive revision number", field=name)
 
-    def content(runtime: "StoreRuntime", partition: str, revision: int) -> tuple[str, str]:
+    def content(runtime: "OpenStore", partition: str, revision: int) -> tuple[str, str]:
         row = runtime.catalog.revision(partition, record_id, revision)
         if row is None:
             raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
         return row.content.decode("utf-8", errors="replace"), row.sha256
 
-    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         before, before_sha = content(runtime, authority.partition, old)
         after, after_sha = content(runtime, authority.partition, new)
         lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"revision {old}",
@@ -231,7 +232,7 @@ def revision_diff(engine: "Engine", caller: "Caller", record_id: Any, old: Any, 
 # --- retained originals -----------------------------------------------------------------------
 
 
-def read_source(engine: "Engine", caller: "Caller", source_id: Any) -> dict[str, Any]:
+def read_source(engine: "BrowseEngine", caller: "Caller", source_id: Any) -> dict[str, Any]:
     """A retained original: its descriptor, whether it still matches its sha256, and its text.
 
     Text is returned for originals up to 1,000,000 bytes that decode as
@@ -239,7 +240,7 @@ def read_source(engine: "Engine", caller: "Caller", source_id: Any) -> dict[str,
     """
     source_id = _record_id(source_id, "source")
 
-    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         row = runtime.catalog.source(authority.partition, source_id)
         if row is None:
             raise NotFound("no retained source with that id in this partition", source=source_id)
@@ -274,7 +275,7 @@ def read_source(engine: "Engine", caller: "Caller", source_id: Any) -> dict[str,
 # --- recall approvals -------------------------------------------------------------------------
 
 
-def approvals(engine: "Engine", caller: "Caller", params: dict[str, Any]) -> dict[str, Any]:
+def approvals(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) -> dict[str, Any]:
     """Every approved recall block of the partition's current records, most important first.
 
     Read-only: approving belongs to the owner's conversation with the agent
@@ -284,7 +285,7 @@ def approvals(engine: "Engine", caller: "Caller", params: dict[str, Any]) -> dic
     offset = _integer(params, "offset", 0, 0, OFFSET_MAX)
     limit = _integer(params, "limit", 100, 1, APPROVALS_LIMIT_MAX)
 
-    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         found = []
         for row in runtime.catalog.current(authority.partition, with_recall=True):
             fm = row.frontmatter

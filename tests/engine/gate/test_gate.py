@@ -310,8 +310,8 @@ def test_revoking_between_onnx_batches_stops_scoring(state, monkeypatch) -> None
         checks = []
         original = gate_module.authority_check
 
-        def counting(engine_: Any, caller_: Any, authority: Any) -> Any:
-            recheck = original(engine_, caller_, authority)
+        def counting(entry: Any) -> Any:
+            recheck = original(entry)
 
             def wrapped() -> None:
                 checks.append(1)

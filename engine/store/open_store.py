@@ -1,0 +1,31 @@
+"""One open store as work on its lane reaches it, named by the features that need no more.
+
+The store runtime (``engine/runtime.py``) is the implementation: a feature
+types the store its work is handed as ``OpenStore`` (or ``SearchableStore``,
+in ``engine/index``) instead of importing the runtime from above its layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .catalog import Catalog
+from .publication import Plan, Publisher
+from .store import Store
+
+
+class OpenStore(Protocol):
+    """A store on its lane: its directories and database, the catalog of its files, its publisher."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    @property
+    def publisher(self) -> Publisher: ...
+
+    def publish(self, plan: Plan) -> dict[str, Any]:
+        """Publish ``plan`` (journal, install, acknowledge) and bring the derived indexes up to date."""
+        ...
