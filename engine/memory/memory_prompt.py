@@ -16,8 +16,10 @@ from typing import Any
 
 from ..access.authority import Caller
 from ..core.labels import is_unsafe_label, one_line
+from ..core.params import Params, Value
 
 PROJECT_KEY_MAX_CHARS = 256  # as approved recall's project keys
+PROMPT_PARAMS = Params(Value("projectKey"))  # memory/prompt: a key that is unsafe to show is dropped, never refused
 RECALL_TOOLS = ("knowledge_grep", "knowledge_lookup", "knowledge_record")
 SAVE_TOOLS = ("knowledge_remember", "knowledge_save_page")
 
