@@ -106,10 +106,8 @@ def _has(document: Any, path: tuple[Any, ...]) -> bool:
 
 
 def _get(document: Any, path: tuple[Any, ...]) -> Any:
-    return _set_free_get(document, path) if _has(document, path) else None
-
-
-def _set_free_get(document: Any, path: tuple[Any, ...]) -> Any:
+    if not _has(document, path):
+        return None
     for step in path:
         document = document[step]
     return document
