@@ -24,24 +24,26 @@ from .state.config import SettingsSource
 from .store.credentials import refuse_secrets, texts_of
 from .index.analysis import Analyzer
 from .decision.runtime import DecisionRuntime
-from .core.errors import Denied, IndexFailed, InvalidParams, NotFound, StoreUnavailable
+from .core.errors import Denied, IndexFailed, NotFound, StoreUnavailable
 from .core.faults import Faults
+from .core.params import Params
 from .store.githistory import find_git
-from .core.ids import format_timestamp, is_record_id, utc_now
-from .store.inputs import parse_page_input, parse_remember_input
+from .core.ids import format_timestamp, utc_now
+from .store.inputs import FLUSH_ID, parse_page_input, parse_remember_input
 from .vault.ontology import Ontology
 from .core.jobs import Jobs
 from .store.publication import Plan, request_hash
 from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
 from .store.reads import (
-    diagnostics, get_record, history, parse_line_window, parse_reference, read_reference, reference,
+    HISTORY_PARAMS, LOOKUP_PARAMS, READ_PARAMS, RECORD_ID, RECORD_PARAMS, diagnostics, get_record, history,
+    read_reference, reference,
 )
 from .vault.records import PRIVATE_SCOPE
 from .state.registry import SCOPES, Registry, StoreRecord
 from .index.embedding import EmbeddingRuntime
 from .runtime import StoreRuntime
-from .search.keyword import CursorSigner, parse_query_text, parse_search_request, search
+from .search.keyword import MEMORY_SEARCH_PARAMS, CursorSigner, parse_query_text, parse_search_request, search
 from .state.statedir import EngineLock, StateDir
 from .store.store import Store, remove_abandoned_builds
 from .access.stores import StoreResolver
@@ -223,14 +225,12 @@ class Engine:
     # --- knowledge: reads ---------------------------------------------------------------
 
     def get_record(self, caller: Caller, record_id: str, revision: int | None = None) -> dict[str, Any]:
-        _check_id(record_id)
-        if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int) or revision < 1):
-            raise InvalidParams("revision must be a positive integer", field="revision")
-        return self.on_store(caller, lambda rt, a: get_record(rt.store, rt.catalog, a.partition, record_id,
-                                                                revision))
+        request = RECORD_PARAMS.read({"id": record_id, "revision": revision})
+        return self.on_store(caller, lambda rt, a: get_record(rt.store, rt.catalog, a.partition, request["id"],
+                                                                request["revision"]))
 
     def history(self, caller: Caller, record_id: str) -> dict[str, Any]:
-        _check_id(record_id)
+        record_id = HISTORY_PARAMS.read({"id": record_id})["id"]
         return self.on_store(caller, lambda rt, a: history(rt.catalog, a.partition, record_id))
 
     def diagnostics(self, caller: Caller) -> dict[str, Any]:
@@ -238,9 +238,11 @@ class Engine:
             caller, lambda rt, a: diagnostics(rt.store, rt.catalog, a.partition, git=rt.git_summary(a.partition)),
         )
 
-    def search(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        """Keyword BM25 search over the caller's current records."""
-        request = parse_search_request(params)
+    def search(self, caller: Caller, params: dict[str, Any], *,
+               declared: Params = MEMORY_SEARCH_PARAMS) -> dict[str, Any]:
+        """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
+        by default ``memory/search``'s parameters)."""
+        request = parse_search_request(params, declared)
 
         def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
             version = runtime.indexes.catch_up(authority.partition)
@@ -251,16 +253,13 @@ class Engine:
 
     def read(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""
-        if not isinstance(params, dict):
-            raise InvalidParams("parameters must be an object")
-        ref = parse_reference(params.get("ref"))
-        start, count = parse_line_window(params)
-        return self.on_store(caller, lambda rt, a: read_reference(rt.store, rt.catalog, a.partition, ref,
-                                                                    start, count))
+        request = READ_PARAMS.read(params)
+        return self.on_store(caller, lambda rt, a: read_reference(rt.store, rt.catalog, a.partition, request["ref"],
+                                                                    request["from"], request["lines"]))
 
     def lookup(self, caller: Caller, name: Any) -> dict[str, Any]:
         """Exact lookup by id, title or alias; a name shared by several records resolves to none."""
-        name = parse_query_text(name)
+        name = LOOKUP_PARAMS.read({"name": name})["name"]
 
         def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
             ids = runtime.catalog.lookup(authority.partition, name.strip())
@@ -286,7 +285,7 @@ class Engine:
                                              passage_chars=excerpt_chars, page_chars=page_chars)
             return [passage.text for passage in found]
 
-        _check_id(record_id)
+        RECORD_ID.check(record_id, "id")
         return self.on_store(caller, work)
 
     def claim_kinds(self, caller: Caller) -> list[str]:
@@ -400,9 +399,9 @@ def _flush_request(params: Any, operation: str) -> Any:
     """
     if not isinstance(params, dict) or "flushId" not in params:
         return params
-    params = dict(params)
-    flush_id = params.pop("flushId")
-    if "requestId" in params:
+    flush_id = FLUSH_ID.take(params)  # checked even beside a requestId: the schema promises its form
+    params = {key: value for key, value in params.items() if key != "flushId"}
+    if flush_id is None or "requestId" in params:
         return params
     if operation == "save_page":
         texts = [params.get("title")]
@@ -412,8 +411,3 @@ def _flush_request(params: Any, operation: str) -> Any:
                  for item in items if isinstance(item, dict)]
     params["requestId"] = flush_request_id(flush_id, operation, texts)
     return params
-
-
-def _check_id(record_id: Any) -> None:
-    if not is_record_id(record_id):
-        raise InvalidParams("id must be a record id", field="id")

@@ -26,7 +26,7 @@ from typing import Any, Callable, Protocol, TypeVar
 from ..state.config import SettingsSource
 from ..core.errors import Denied, InvalidParams, NotFound, WritesDisabled
 from ..core.ids import canonical_session_id
-from ..store.inputs import check_name
+from ..core.params import check_name
 from ..vault.records import PRIVATE_SCOPE, conversation_scope
 from ..state.registry import Agent, Registry, StoreRecord
 from .stores import StoreResolver

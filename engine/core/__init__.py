@@ -9,6 +9,6 @@ job runner.  Imports nothing else of the engine.
     findings   a validation finding (code, message, path, line) and its bounds
     faults     KNOWLEDGE_FAULT: injected crashes and disk errors at named steps
     labels     which titles read like instructions or markup (shown as ids only)
-    params     operator parameter checks (keys, integers, strings, agent names)
+    params     the one reader of wire parameters: declared specs, the edge rules, tools/list's schemas
     jobs       the operator's long work, each on its own thread, with progress and cancel
 """

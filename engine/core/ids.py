@@ -25,7 +25,9 @@ PUBLICATION_PREFIX = "pub"
 
 # Ids are opaque, but they end up in file names and git paths, so they are
 # restricted to a safe alphabet.
-_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+ID_REGEX = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}"
+ID_MAX_CHARS = 128
+_ID_PATTERN = re.compile(ID_REGEX)
 _AGENT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 

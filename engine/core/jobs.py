@@ -31,7 +31,7 @@ from models.errors import ModelCancelled, ModelError
 
 from .errors import InvalidParams, KnowledgeError, NotFound
 from .ids import format_timestamp, new_id, utc_now
-from .params import operator_params
+from .params import Params, String, Value
 
 log = logging.getLogger(__name__)
 
@@ -218,16 +218,12 @@ class Jobs:
             del self._jobs[job_id]
 
 
+JOB_PARAMS = Params(Value("job"))   # jobs.get and jobs.cancel say when it names no job
+JOBS_PARAMS = Params(String("kind", what="a job kind"))
+
+
 def handlers(jobs: Jobs) -> dict[str, Callable[[dict[str, Any]], Any]]:
     """``operator/job``, ``operator/jobs`` and ``operator/cancelJob``."""
-    params_of = operator_params
-
-    def listing(params: dict[str, Any]) -> dict[str, Any]:
-        kind = params_of(params, {"kind"}).get("kind")
-        if kind is not None and not isinstance(kind, str):
-            raise InvalidParams("kind must be a job kind", field="kind")
-        return {"jobs": jobs.list(kind)}
-
-    return {"job": lambda params: jobs.get(params_of(params, {"job"}).get("job")),
-            "jobs": listing,
-            "cancelJob": lambda params: jobs.cancel(params_of(params, {"job"}).get("job"))}
+    return {"job": lambda params: jobs.get(JOB_PARAMS.read(params)["job"]),
+            "jobs": lambda params: {"jobs": jobs.list(JOBS_PARAMS.read(params)["kind"])},
+            "cancelJob": lambda params: jobs.cancel(JOB_PARAMS.read(params)["job"])}

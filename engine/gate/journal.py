@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from ..core.errors import InvalidParams, NotFound
 from ..core.ids import format_timestamp, is_record_id, new_id, utc_now
-from ..store.inputs import check_count
+from ..core.params import check_count
 from ..store.store import Store
 
 TURN_PREFIX = "gt"

@@ -22,9 +22,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..access.authority import OperatorCaller, StoreEntry
-from ..core.errors import InvalidParams
 from .journal import KEEP_TURNS
-from ..core.params import operator_params
+from ..core.params import AGENT, Integer, Params
 
 if TYPE_CHECKING:
     from ..store.open_store import OpenStore
@@ -32,6 +31,8 @@ if TYPE_CHECKING:
 
 DEFAULT_BINS = 20
 TIERS = ("high", "medium", "low")
+STATS_PARAMS = AGENT + Params(Integer("bins", 2, 100, default=DEFAULT_BINS, scale=True),
+                             Integer("limit", 1, KEEP_TURNS, default=KEEP_TURNS, scale=True))
 
 
 def handlers(engine: "StoreEntry[OpenStore]") -> dict[str, Callable[[dict[str, Any]], Any]]:
@@ -39,13 +40,9 @@ def handlers(engine: "StoreEntry[OpenStore]") -> dict[str, Callable[[dict[str, A
 
 
 def gate_stats(engine: "StoreEntry[OpenStore]", params: dict[str, Any]) -> dict[str, Any]:
-    params = operator_params(params, {"bins", "limit"}, agent=True)
-    bins, limit = params.get("bins", DEFAULT_BINS), params.get("limit", KEEP_TURNS)
-    for name, value, low, high in (("bins", bins, 2, 100), ("limit", limit, 1, KEEP_TURNS)):
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise InvalidParams(f"{name} must be an integer from {low:,} to {high:,}", field=name)
-    return engine.on_store(OperatorCaller(params["agent"]),
-                           lambda runtime, authority: summarize(runtime.store, authority.partition, bins, limit))
+    values = STATS_PARAMS.read(params)
+    return engine.on_store(OperatorCaller(values["agent"]), lambda runtime, authority: summarize(
+        runtime.store, authority.partition, values["bins"], values["limit"]))
 
 
 def summarize(store: "Store", partition: str, bins: int, limit: int) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from typing import Any, Callable, Protocol, TypeVar
 
 from ..access.authority import OWNER_PRIVATE, Authority, Caller, Entry, StoreEntry
 from ..decision.runtime import MAX_CHOICE_OPTIONS, BooleanQuestion, ChoiceQuestion, DecisionRuntime
-from ..core.errors import Denied, DecisionUnavailable, InvalidParams, InvalidResponse, KnowledgeError, NotFound
+from ..core.errors import Denied, DecisionUnavailable, InvalidResponse, KnowledgeError, NotFound
 from .candidates import Candidate, CandidateDeadline, keyword_candidates, model_index, read_page_starts
 from .journal import GateTurnRecord, record_turn
 from .scoring import (
@@ -50,7 +50,7 @@ from ..core.ids import utc_now
 from ..index.analysis import Analyzer
 from ..index.searchable import SearchableStore
 from ..search.passages import PassageFinder
-from ..store.inputs import check_size
+from ..core.params import Params, String
 from ..vault.records import PRIVATE_SCOPE
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,7 @@ T = TypeVar("T")
 
 LOG_PREFIX = "knowledge recall gate:"
 MESSAGE_MAX_CHARS = 100_000
+GATE_PARAMS = Params(String("message", MESSAGE_MAX_CHARS, required=True, what="the user's message text"))
 PUBLISH_GRACE_S = 0.05        # scores that land this late still count; later, the turn is a timeout
 CHOICE_SHARE = 0.5            # model candidates: the share of the time left spent on choice questions
 
@@ -152,16 +153,7 @@ def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> dict[str, Any]
 
 
 def parse_message(params: Any) -> str:
-    if not isinstance(params, dict):
-        raise InvalidParams("parameters must be an object")
-    unknown = sorted(set(params) - {"message", "_meta"})
-    if unknown:
-        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
-    message = params.get("message")
-    if not isinstance(message, str):
-        raise InvalidParams("message must be the user's message text", field="message")
-    check_size(message, "message", MESSAGE_MAX_CHARS)
-    return message
+    return GATE_PARAMS.read(params)["message"]
 
 
 def _enter(engine: GateEngine, caller: Caller) -> Entry[SearchableStore]:

@@ -29,6 +29,7 @@ from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
 from ..core.findings import has_errors
 from ..core.ids import format_timestamp, parse_timestamp
 from ..core.labels import clip, is_unsafe_label, one_line
+from ..core.params import Params, Value
 from ..vault.records import PRIVATE_SCOPE, check_record, check_scope, parse_record
 from ..store.open_store import OpenStore
 from ..store.store import Store
@@ -36,6 +37,7 @@ from ..store.store import Store
 log = logging.getLogger(__name__)
 
 MAX_CHARS = 4_000
+INDEX_PARAMS = Params(Value("firstMessageAt"))  # memory/index; index_for says when it is no timestamp
 RECENT_DAYS = 14
 UNLISTED_PAGE_TYPES = ("source", "artifact")
 PRIORITY_CLAIM_KINDS = ("decision", "commitment", "preference")

@@ -17,8 +17,10 @@ from typing import Any, Protocol
 from ..access.authority import Authority, Caller
 from ..state.config import SettingsSource
 from ..core.labels import is_unsafe_label, one_line
+from ..core.params import Params, Value
 
 PROJECT_KEY_MAX_CHARS = 256  # as approved recall's project keys
+PROMPT_PARAMS = Params(Value("projectKey"))  # memory/prompt: a key that is unsafe to show is dropped, never refused
 RECALL_TOOLS = ("knowledge_grep", "knowledge_lookup", "knowledge_record")
 SAVE_TOOLS = ("knowledge_remember", "knowledge_save_page")
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..store.catalog import Catalog
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..core.files import UnsafePath, check_relative_path, read_file
-from ..store.inputs import bounded_int, check_name, check_size
+from ..core.params import Choice, Flag, Integer, Name, Params, String
 from ..vault.ontology import ONTOLOGY_MAX_BYTES, SHIPPED, Ontology
 from ..vault.records import PRIVATE_SCOPE
 from ..store.store import EXTENSIONS_FILE, VAULT_DIR, Store
@@ -58,27 +58,22 @@ _VIEW_PARAMS = {
     "sources": {"sourcePath", "maxChars", "limit", "offset"},
     "diagnostics": {"limit", "offset"},
 }
-PARAMS = {"view"}.union(*_VIEW_PARAMS.values())
 
 # Record findings that come from the ontology rather than the envelope or the vault.
 _RECORD_ONTOLOGY_CODES = {"unknown_type", "unknown_field", "invalid_field", "unknown_relation", "endpoint_type"}
 
-TOOL_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "view": {"type": "string", "enum": list(VIEWS), "default": "catalog"},
-        "kind": {"type": "string", "enum": list(KINDS), "description": "catalog and definitions: one kind only"},
-        "name": {"type": "string", "description": "definitions: a name or alias"},
-        "includeRecords": {"type": "boolean", "description": "definitions: up to 20 current records per type"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX,
-                  "description": "definitions default to 10 per page, other views to 50"},
-        "offset": {"type": "integer", "minimum": 0},
-        "sourcePath": {"type": "string", "description": "sources: a path from the sources list"},
-        "maxChars": {"type": "integer", "minimum": SOURCE_CHARS_MIN, "maximum": SOURCE_CHARS_MAX,
-                     "default": SOURCE_CHARS_DEFAULT},
-    },
-}
+ONTOLOGY_PARAMS = Params(
+    Choice("view", VIEWS, default="catalog"),
+    Choice("kind", KINDS, nullable=True, description="catalog and definitions: one kind only"),
+    Name("name", NAME_MAX_CHARS, description="definitions: a name or alias"),
+    Flag("includeRecords", default=False, description="definitions: up to 20 current records per type"),
+    Integer("limit", 1, LIMIT_MAX, description="definitions default to 10 per page, other views to 50"),
+    Integer("offset", 0, OFFSET_MAX, default=0),
+    String("sourcePath", SOURCE_PATH_MAX_CHARS, description="sources: a path from the sources list"),
+    Integer("maxChars", SOURCE_CHARS_MIN, SOURCE_CHARS_MAX, default=SOURCE_CHARS_DEFAULT),
+)
+PARAMS = ONTOLOGY_PARAMS.names
+TOOL_INPUT_SCHEMA = ONTOLOGY_PARAMS.schema()
 
 
 @dataclass(frozen=True)
@@ -93,37 +88,15 @@ class OntologyRequest:
     max_chars: int = SOURCE_CHARS_DEFAULT
 
 
-def _integer(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    return bounded_int(params.get(key, default), key, low=low, high=high)
-
-
 def parse_ontology_request(params: Any) -> OntologyRequest:
     """Check the tool's parameters; anything unknown, misplaced or out of range names its field."""
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise InvalidParams("parameters must be an object")
-    unknown = sorted(set(params) - PARAMS)
-    if unknown:
-        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
-    view = params.get("view", "catalog")
-    if view not in VIEWS:
-        raise InvalidParams(f"view must be one of {list(VIEWS)}", field="view")
+    params = ONTOLOGY_PARAMS.refuse_unknown(params)
+    view = ONTOLOGY_PARAMS["view"].take(params)
     misplaced = sorted(set(params) - _VIEW_PARAMS[view] - {"view"})
     if misplaced:
         raise InvalidParams(f"{misplaced[0]} does not apply to the {view} view", field=misplaced[0])
-    kind = params.get("kind")
-    if kind is not None and kind not in KINDS:
-        raise InvalidParams(f"kind must be one of {list(KINDS)}", field="kind")
-    name = params.get("name")
-    if name is not None:
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidParams(f"name must be one line of 1-{NAME_MAX_CHARS} characters", field="name")
-        name = check_name(name, "name", max_chars=NAME_MAX_CHARS)
-    include_records = params.get("includeRecords", False)
-    if not isinstance(include_records, bool):
-        raise InvalidParams("includeRecords must be true or false", field="includeRecords")
-    source_path = params.get("sourcePath")
+    values = ONTOLOGY_PARAMS.read(params)
+    source_path = values["sourcePath"]
     if source_path is not None:
         source_path = _check_source_path(source_path)
         for paging in ("limit", "offset"):
@@ -133,20 +106,14 @@ def parse_ontology_request(params: Any) -> OntologyRequest:
     elif "maxChars" in params:
         raise InvalidParams("maxChars applies with sourcePath only", field="maxChars")
     return OntologyRequest(
-        view=view, kind=kind, name=name.strip() if name else None, include_records=include_records,
-        limit=_integer(params, "limit", DEFAULT_LIMITS[view], 1, LIMIT_MAX),
-        offset=_integer(params, "offset", 0, 0, OFFSET_MAX),
-        source_path=source_path,
-        max_chars=_integer(params, "maxChars", SOURCE_CHARS_DEFAULT, SOURCE_CHARS_MIN, SOURCE_CHARS_MAX),
+        view=view, kind=values["kind"], name=values["name"], include_records=values["includeRecords"],
+        limit=DEFAULT_LIMITS[view] if values["limit"] is None else values["limit"], offset=values["offset"],
+        source_path=source_path, max_chars=values["maxChars"],
     )
 
 
-def _check_source_path(value: Any) -> str:
+def _check_source_path(value: str) -> str:
     """A relative, plain path: the lookup is by exact name, but tricks are refused outright."""
-    if not isinstance(value, str):
-        raise InvalidParams(f"sourcePath must be a string of at most {SOURCE_PATH_MAX_CHARS} characters",
-                            field="sourcePath")
-    check_size(value, "sourcePath", SOURCE_PATH_MAX_CHARS)
     try:
         check_relative_path(value)
     except KnowledgeError as exc:

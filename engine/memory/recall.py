@@ -31,8 +31,9 @@ from ..access.authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority,
 from ..store.catalog_reads import RecordRow
 from ..store.credentials import texts_of
 from ..core.errors import Conflict, Denied, InvalidParams, NotFound
-from ..core.ids import format_timestamp, is_record_id, parse_timestamp, utc_now
-from ..store.inputs import bounded_int, check_count, check_name, check_size, parse_request_id, refuse_controls
+from ..core.ids import format_timestamp, parse_timestamp, utc_now
+from ..core.params import Choice, Integer, Name, Names, Params, RecordId, RequestId, Text, Value
+from ..store.inputs import FLUSH_ID
 from ..store.publication import Plan, request_hash
 from ..vault.records import RECALL_LIST_MAX, RECALL_SUMMARY_MAX, check_recall_block
 from ..store.open_store import OpenStore
@@ -47,7 +48,6 @@ IMPORTANCE_DEFAULT = 5
 TRIGGER_MAX_CHARS = 200
 PROJECT_KEY_MAX_CHARS = 256
 UNAPPROVABLE_ORIGINS = ("source", "agent_inference")
-BLOCK_KEYS = ("summary", "triggers", "importance", "projects")
 SERVICE_KEYS = ("approved_by", "approved_at", "approvedBy", "approvedAt")
 CANDIDATE_MODES = ("trigger", "project")
 CANDIDATES_DEFAULT, CANDIDATES_MAX = 48, 200
@@ -131,80 +131,54 @@ class CandidatesQuery:
     limit: int = CANDIDATES_DEFAULT
 
 
-def parse_recall_input(params: Any) -> RecallInput:
-    """Check ``knowledge_recall`` parameters: ``{id, recall: {...} | null, requestId?}``."""
-    if not isinstance(params, dict):
-        raise InvalidParams("parameters must be an object")
-    _check_keys(params, ("id", "recall", "requestId"))
-    if not is_record_id(params.get("id")):
-        raise InvalidParams("id must be a record id", field="id")
-    if "recall" not in params:
-        raise InvalidParams("recall is required: an object to approve, or null to clear", field="recall")
-    request_id = params.get("requestId")
-    return RecallInput(params["id"], _parse_block(params["recall"]),
-                       parse_request_id(request_id) if request_id is not None else None)
-
-
-def _parse_block(raw: Any) -> RecallBlock | None:
+def _parse_block(raw: Any, field: str = "recall") -> RecallBlock | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise InvalidParams("recall must be an object, or null to clear it", field="recall")
+        raise InvalidParams(f"{field} must be an object, or null to clear it", field=field)
     for key in SERVICE_KEYS:
         if key in raw:
-            raise InvalidParams(f"recall.{key} is written by the service; callers cannot set it",
-                                field=f"recall.{key}")
-    _check_keys(raw, BLOCK_KEYS, "recall.")
-    summary = raw.get("summary")
-    if not isinstance(summary, str) or not summary.strip():
-        raise InvalidParams(f"recall.summary is required: 1-{RECALL_SUMMARY_MAX} characters",
-                            field="recall.summary")
-    check_size(summary.strip(), "recall.summary", RECALL_SUMMARY_MAX)
-    refuse_controls(summary, "recall.summary", one_line=False)
-    importance = raw.get("importance", IMPORTANCE_DEFAULT)
-    if isinstance(importance, bool) or not isinstance(importance, int) or not 1 <= importance <= 10:
-        # A scale, not a size: 11 is as wrong as 0.
-        raise InvalidParams("recall.importance must be an integer from 1 to 10", field="recall.importance")
-    return RecallBlock(summary.strip(), _labels(raw, "triggers", TRIGGER_MAX_CHARS), importance,
-                       _labels(raw, "projects", PROJECT_KEY_MAX_CHARS))
+            raise InvalidParams(f"{field}.{key} is written by the service; callers cannot set it",
+                                field=f"{field}.{key}")
+    values = BLOCK_PARAMS.read(raw, where=f"{field}.")
+    return RecallBlock(values["summary"], values["triggers"], values["importance"], values["projects"])
 
 
-def _labels(raw: dict[str, Any], key: str, max_chars: int) -> tuple[str, ...]:
-    """Triggers or project keys: at most 20 one-line strings, stripped, duplicates dropped."""
-    value = raw.get(key)
-    field = f"recall.{key}"
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise InvalidParams(f"{field} must be a list of at most {RECALL_LIST_MAX} strings", field=field)
-    check_count(value, field, RECALL_LIST_MAX)
-    cleaned = [check_name(item, field, max_chars=max_chars, index=index) for index, item in enumerate(value)]
-    return tuple(dict.fromkeys(cleaned))
+# What the owner approves: ``approved_by`` and ``approved_at`` are the service's to write.
+BLOCK_PARAMS = Params(
+    Text("summary", RECALL_SUMMARY_MAX, required=True, strip=True),
+    Names("triggers", RECALL_LIST_MAX, TRIGGER_MAX_CHARS, default=()),
+    # A scale, not a size: 11 is as wrong as 0.
+    Integer("importance", 1, 10, default=IMPORTANCE_DEFAULT, scale=True),
+    Names("projects", RECALL_LIST_MAX, PROJECT_KEY_MAX_CHARS, default=()),
+)
+RECALL_PARAMS = Params(
+    RecordId("id", required=True, description="A record id, e.g. pg_01J..."),
+    Value("recall", _parse_block, required=True, json={**BLOCK_PARAMS.schema(), "type": ["object", "null"]},
+          description="The summary to approve, or null to clear it"),
+    RequestId("requestId", description="A fresh id per approval; without one it is derived from the record, "
+              "its revision and the block"),
+)
+# ``memory/recallCandidates``: ``project`` only with mode ``project``.
+CANDIDATES_PARAMS = Params(
+    Choice("mode", CANDIDATE_MODES, required=True),
+    Name("project", PROJECT_KEY_MAX_CHARS),
+    Integer("limit", 1, CANDIDATES_MAX, default=CANDIDATES_DEFAULT),
+)
+
+
+def parse_recall_input(params: Any) -> RecallInput:
+    """Check ``knowledge_recall`` parameters: ``{id, recall: {...} | null, requestId?}``."""
+    values = RECALL_PARAMS.read(params)
+    return RecallInput(values["id"], values["recall"], values["requestId"])
 
 
 def parse_candidates_query(params: Any) -> CandidatesQuery:
     """Check ``memory/recallCandidates`` parameters: ``{mode, project?, limit?}``."""
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise InvalidParams("parameters must be an object")
-    _check_keys(params, ("mode", "project", "limit"))
-    mode = params.get("mode")
-    if mode not in CANDIDATE_MODES:
-        raise InvalidParams(f"mode must be one of {list(CANDIDATE_MODES)}", field="mode")
-    project = params.get("project")
-    if project is not None:
-        if mode != "project":
-            raise InvalidParams("project only applies with mode 'project'", field="project")
-        project = check_name(project, "project", max_chars=PROJECT_KEY_MAX_CHARS)
-    limit = bounded_int(params.get("limit", CANDIDATES_DEFAULT), "limit", low=1, high=CANDIDATES_MAX)
-    return CandidatesQuery(mode, project, limit)
-
-
-def _check_keys(params: dict[str, Any], allowed: tuple[str, ...], where: str = "") -> None:
-    unknown = sorted(set(params) - set(allowed))
-    if unknown:
-        raise InvalidParams(f"unknown parameter {where}{unknown[0]}", field=f"{where}{unknown[0]}")
+    values = CANDIDATES_PARAMS.read(params)
+    if values["project"] is not None and values["mode"] != "project":
+        raise InvalidParams("project only applies with mode 'project'", field="project")
+    return CandidatesQuery(values["mode"], values["project"], values["limit"])
 
 
 # --- knowledge_recall ------------------------------------------------------------------------
@@ -439,7 +413,7 @@ def flush_request_id(flush_id: str, operation: str, texts: list[str]) -> str:
     stripped as the write parsers strip them, so an identical retry maps to
     the same id and returns the original receipt.
     """
-    parse_request_id(flush_id, "flushId")
+    FLUSH_ID.check(flush_id, "flushId")
     if operation not in FLUSH_OPERATIONS:
         raise InvalidParams(f"operation must be one of {list(FLUSH_OPERATIONS)}", field="operation")
     if (not isinstance(texts, list) or not texts

@@ -5,7 +5,9 @@ need beyond the agent tools.  Each runs on the store's lane through
 ``Engine.on_store`` (so the catalog is in step with the disk and authority
 is checked before and after), reads only the catalog and the revision
 archive, and pages everything: a partition may hold 100,000 records, and no
-answer here grows with it.
+answer here grows with it.  The operator methods read the parameters
+(``LIST_PARAMS`` and ``APPROVALS_PARAMS`` are declared here); ids and
+revision numbers arrive already checked.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidParams, KnowledgeError, NotFound
+from ..core.errors import KnowledgeError, NotFound
 from ..vault.evidence import SOURCES_DIR
 from ..core.files import read_file, sha256_bytes
 from ..core.ids import is_record_id
-from ..store.inputs import bounded_int, check_name
+from ..core.params import Choice, Integer, Name, Params
 from ..store.catalog_reads import RecordRow
 from ..store.reads import evidence_locators
 from ..memory.recall import APPROVED_BY, approved_block
@@ -37,23 +39,7 @@ TYPE_MAX_CHARS = 200
 LINKS_MAX = 500
 DIFF_MAX_LINES = 20_000
 SOURCE_TEXT_MAX_BYTES = 1_000_000
-APPROVALS_LIMIT_MAX = 500
-
-
-def _integer(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    return bounded_int(params.get(key, default), key, low=low, high=high)
-
-
-def _check_keys(params: dict[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
-
-
-def _record_id(value: Any, field: str = "id") -> str:
-    if not is_record_id(value):
-        raise InvalidParams(f"{field} must be a record id", field=field)
-    return value
+APPROVALS_LIMIT_DEFAULT, APPROVALS_LIMIT_MAX = 100, 500
 
 
 def _summary(row: RecordRow) -> dict[str, Any]:
@@ -65,26 +51,21 @@ def _summary(row: RecordRow) -> dict[str, Any]:
 # --- Recent and Browse ------------------------------------------------------------------------
 
 
+LIST_PARAMS = Params(
+    Choice("kind", KINDS, nullable=True),
+    Name("type", TYPE_MAX_CHARS),
+    Choice("status", STATUSES, default="current"),
+    Choice("order", ORDERS, default="updated"),
+    Integer("offset", 0, OFFSET_MAX, default=0),
+    Integer("limit", 1, LIST_LIMIT_MAX, default=LIST_LIMIT_DEFAULT),
+)
+APPROVALS_PARAMS = Params(Integer("offset", 0, OFFSET_MAX, default=0),
+                          Integer("limit", 1, APPROVALS_LIMIT_MAX, default=APPROVALS_LIMIT_DEFAULT))
+
+
 def parse_list_request(params: dict[str, Any]) -> dict[str, Any]:
     """``{kind?, type?, status?, order?, offset?, limit?}``, checked once at the edge."""
-    _check_keys(params, {"kind", "type", "status", "order", "offset", "limit"})
-    kind = params.get("kind")
-    if kind is not None and kind not in KINDS:
-        raise InvalidParams(f"kind must be one of {list(KINDS)}", field="kind")
-    record_type = params.get("type")
-    if record_type is not None:
-        if not isinstance(record_type, str) or not record_type.strip():
-            raise InvalidParams(f"type must be a name of 1-{TYPE_MAX_CHARS} characters", field="type")
-        check_name(record_type, "type", max_chars=TYPE_MAX_CHARS)
-    status = params.get("status", "current")
-    if status not in STATUSES:
-        raise InvalidParams(f"status must be one of {list(STATUSES)}", field="status")
-    order = params.get("order", "updated")
-    if order not in ORDERS:
-        raise InvalidParams(f"order must be one of {list(ORDERS)}", field="order")
-    return {"kind": kind, "type": record_type, "status": status, "order": order,
-            "offset": _integer(params, "offset", 0, 0, OFFSET_MAX),
-            "limit": _integer(params, "limit", LIST_LIMIT_DEFAULT, 1, LIST_LIMIT_MAX)}
+    return LIST_PARAMS.read(params)
 
 
 def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +103,7 @@ def record_types(engine: "BrowseEngine", caller: "Caller") -> dict[str, Any]:
 # --- a record's links -------------------------------------------------------------------------
 
 
-def record_links(engine: "BrowseEngine", caller: "Caller", record_id: Any) -> dict[str, Any]:
+def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> dict[str, Any]:
     """What a record page shows around the record itself.
 
     ``evidence``: where the record's citations are kept; ``references``: the
@@ -131,8 +112,6 @@ def record_links(engine: "BrowseEngine", caller: "Caller", record_id: Any) -> di
     typed relationships in and out; ``backlinks``: every other record that
     names it.  At most 500 referring records are read (``truncated``).
     """
-    record_id = _record_id(record_id)
-
     def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         catalog, partition = runtime.catalog, authority.partition
         own = catalog.rows_for_id(partition, record_id)
@@ -205,13 +184,8 @@ def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Any]) 
 # --- revisions --------------------------------------------------------------------------------
 
 
-def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: Any, old: Any, new: Any) -> dict[str, Any]:
+def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: str, old: int, new: int) -> dict[str, Any]:
     """A unified diff between two kept revisions of a record, over their exact file bytes."""
-    record_id = _record_id(record_id)
-    for name, value in (("from", old), ("to", new)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidParams(f"{name} must be a positive revision number", field=name)
-
     def content(runtime: "OpenStore", partition: str, revision: int) -> tuple[str, str]:
         row = runtime.catalog.revision(partition, record_id, revision)
         if row is None:
@@ -232,14 +206,12 @@ def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: Any, old:
 # --- retained originals -----------------------------------------------------------------------
 
 
-def read_source(engine: "BrowseEngine", caller: "Caller", source_id: Any) -> dict[str, Any]:
+def read_source(engine: "BrowseEngine", caller: "Caller", source_id: str) -> dict[str, Any]:
     """A retained original: its descriptor, whether it still matches its sha256, and its text.
 
     Text is returned for originals up to 1,000,000 bytes that decode as
     UTF-8; ``absolutePath`` lets the owner open the file with another program.
     """
-    source_id = _record_id(source_id, "source")
-
     def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         row = runtime.catalog.source(authority.partition, source_id)
         if row is None:
@@ -281,9 +253,8 @@ def approvals(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) 
     Read-only: approving belongs to the owner's conversation with the agent
     (``knowledge_recall``).  ``{approvals: [...], total, offset, nextOffset?}``.
     """
-    _check_keys(params, {"offset", "limit"})
-    offset = _integer(params, "offset", 0, 0, OFFSET_MAX)
-    limit = _integer(params, "limit", 100, 1, APPROVALS_LIMIT_MAX)
+    window = APPROVALS_PARAMS.read(params)
+    offset, limit = window["offset"], window["limit"]
 
     def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         found = []

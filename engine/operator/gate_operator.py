@@ -34,8 +34,7 @@ from ..core.errors import InvalidParams, KnowledgeError
 from ..gate.turn import GateEngine, GateStop, authority_check, evaluate
 from ..gate.journal import LIST_MAX, THRESHOLD_GRID, clear_journal, journal_turns, label_turn, list_turns, what_if
 from ..state.gate_settings import KEYS, GateSettings, parse_gate_settings
-from ..store.inputs import bounded_int
-from ..core.params import operator_params
+from ..core.params import AGENT, NO_PARAMS, Flag, Integer, Number, Params, String, Value
 from ..core.jobs import Jobs
 from ..index.searchable import SearchableStore
 from ..state.statedir import StateDir
@@ -66,19 +65,30 @@ def handlers(engine: GateOperatorEngine) -> dict[str, Callable[[dict[str, Any]],
             "gateReplay": methods.replay, "startGateReplay": methods.start_replay}
 
 
-def _params(params: dict[str, Any], allowed: set[str], *, agent: bool = True) -> dict[str, Any]:
-    return operator_params(params, allowed, agent=agent)
+def _thresholds(value: Any, field: str) -> list[float]:
+    if not isinstance(value, list) or not 1 <= len(value) <= 101:
+        raise InvalidParams(f"{field} must be a list of 1-101 numbers from 0 to 1", field=field)
+    return [THRESHOLD.check(item, field) for item in value]
 
 
-def _window(params: dict[str, Any], default: int = 50) -> tuple[int, int]:
-    offset, limit = params.get("offset", 0), params.get("limit", default)
-    return (bounded_int(offset, "offset", low=0, high=10**9), bounded_int(limit, "limit", low=1, high=LIST_MAX))
+def _turn_ids(value: Any, field: str) -> list[str]:
+    if (not isinstance(value, list) or not 1 <= len(value) <= REPLAY_MAX_TURNS
+            or not all(isinstance(turn, str) and turn for turn in value)):
+        raise InvalidParams(f"{field} must be a list of 1-{REPLAY_MAX_TURNS} journal turn ids", field=field)
+    return value
 
 
-def _threshold(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise InvalidParams(f"{field} must be a number from 0 to 1", field=field)
-    return float(value)
+THRESHOLD = Number("threshold", 0, 1, nullable=True)
+WINDOW = Params(Integer("offset", 0, 10**9, default=0), Integer("limit", 1, LIST_MAX, default=50))
+# parse_gate_settings reads the block itself; to save one, it must be given (null removes it).
+GATE_BLOCK = Params(Value("recallGate"))
+NEW_GATE_BLOCK = Params(Value("recallGate", required=True))
+LOG = AGENT + WINDOW
+JOURNAL = LOG + Params(Flag("labelled", nullable=True))
+LABEL = AGENT + Params(String("turn", required=True, min_chars=1, what="a journal turn id"),
+                       Value("needed", required=True))  # label_turn reads the ids
+WHAT_IF = AGENT + Params(Value("thresholds", _thresholds, default=list(THRESHOLD_GRID)), THRESHOLD)
+REPLAY = AGENT + Params(Value("turns", _turn_ids, nullable=True), Value("recallGate"), Value("decisionModel"))
 
 
 class GateOperator:
@@ -89,7 +99,7 @@ class GateOperator:
 
     def settings(self, params: dict[str, Any]) -> dict[str, Any]:
         """The ``recallGate`` block as written, the settings in force with defaults, and the model's status."""
-        _params(params, set(), agent=False)
+        NO_PARAMS.read(params)
         source = self.engine.settings
         current = source.current()
         gate = current.recall_gate
@@ -99,19 +109,16 @@ class GateOperator:
 
     def check_settings(self, params: dict[str, Any]) -> dict[str, Any]:
         """Validate a proposed block without saving it."""
-        params = _params(params, {"recallGate"}, agent=False)
+        block = GATE_BLOCK.read(params)["recallGate"]
         try:
-            gate = parse_gate_settings(params.get("recallGate"))
+            gate = parse_gate_settings(block)
         except InvalidParams as exc:
             return {"valid": False, "message": exc.message, "field": exc.details.get("field")}
         return {"valid": True, "effective": gate.to_config() if gate else None}
 
     def set_settings(self, params: dict[str, Any]) -> dict[str, Any]:
         """Write the block to config.json (``null`` removes it: the gate stops running)."""
-        params = _params(params, {"recallGate"}, agent=False)
-        if "recallGate" not in params:
-            raise InvalidParams("recallGate is required (an object, or null to remove it)", field="recallGate")
-        block = params["recallGate"]
+        block = NEW_GATE_BLOCK.read(params)["recallGate"]
         parse_gate_settings(block)
         source = self.engine.settings
         raw = dict(source.current().raw)
@@ -129,49 +136,33 @@ class GateOperator:
 
     def log(self, params: dict[str, Any]) -> dict[str, Any]:
         """Recent gate turns (ids, scores, tiers, outcomes, latency), newest first; never message text."""
-        params = _params(params, {"offset", "limit"})
-        offset, limit = _window(params)
-        return self._on_private(params["agent"], lambda store, partition: list_turns(
-            store, partition, journal=False, offset=offset, limit=limit))
+        values = LOG.read(params)
+        return self._on_private(values["agent"], lambda store, partition: list_turns(
+            store, partition, journal=False, offset=values["offset"], limit=values["limit"]))
 
     def journal(self, params: dict[str, Any]) -> dict[str, Any]:
         """Journal turns with their message text and candidates, newest first."""
-        params = _params(params, {"offset", "limit", "labelled"})
-        offset, limit = _window(params)
-        labelled = params.get("labelled")
-        if labelled is not None and not isinstance(labelled, bool):
-            raise InvalidParams("labelled must be true, false or absent", field="labelled")
-        return self._on_private(params["agent"], lambda store, partition: list_turns(
-            store, partition, journal=True, offset=offset, limit=limit, labelled=labelled))
+        values = JOURNAL.read(params)
+        return self._on_private(values["agent"], lambda store, partition: list_turns(
+            store, partition, journal=True, offset=values["offset"], limit=values["limit"],
+            labelled=values["labelled"]))
 
     def label(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"turn", "needed"})
-        turn = params.get("turn")
-        if not isinstance(turn, str) or not turn:
-            raise InvalidParams("turn must be a journal turn id", field="turn")
-        if "needed" not in params:
-            raise InvalidParams("needed is required: the record ids the turn needed ([] for none), or null",
-                                field="needed")
-        return self._on_private(params["agent"], lambda store, partition: label_turn(
-            store, partition, turn, params["needed"]))
+        values = LABEL.read(params)  # needed: the record ids the turn needed ([] for none), or null to clear
+        return self._on_private(values["agent"], lambda store, partition: label_turn(
+            store, partition, values["turn"], values["needed"]))
 
     def clear(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, set())
-        return {"cleared": self._on_private(params["agent"], clear_journal)}
+        return {"cleared": self._on_private(AGENT.read(params)["agent"], clear_journal)}
 
     def what_if(self, params: dict[str, Any]) -> dict[str, Any]:
         """What each threshold would have injected over the journal turns; precision/recall where labelled."""
-        params = _params(params, {"thresholds", "threshold"})
-        thresholds = params.get("thresholds", list(THRESHOLD_GRID))
-        if not isinstance(thresholds, list) or not 1 <= len(thresholds) <= 101:
-            raise InvalidParams("thresholds must be a list of 1-101 numbers from 0 to 1", field="thresholds")
-        grid = [_threshold(value, "thresholds") for value in thresholds]
-        detail = params.get("threshold")
-        detail = None if detail is None else _threshold(detail, "threshold")
+        values = WHAT_IF.read(params)
+        grid, detail = list(values["thresholds"]), values["threshold"]
         current = self.engine.settings.current().recall_gate
         if current is not None:
             grid.append(current.high_threshold)
-        turns = self._on_private(params["agent"], lambda store, partition: journal_turns(store, partition,
+        turns = self._on_private(values["agent"], lambda store, partition: journal_turns(store, partition,
                                                                                           limit=5_000))
         return what_if(turns, grid, detail)
 
@@ -196,14 +187,10 @@ class GateOperator:
 
     def plan_replay(self, params: dict[str, Any]) -> Callable[[ReplayProgress | None], dict[str, Any]]:
         """Check the request and read the kept turns now; the function returned does the slow part."""
-        params = _params(params, {"turns", "recallGate", "decisionModel"})
-        agent = params["agent"]
-        turn_ids = params.get("turns")
-        if turn_ids is not None and (not isinstance(turn_ids, list) or not 1 <= len(turn_ids) <= REPLAY_MAX_TURNS
-                                     or not all(isinstance(t, str) and t for t in turn_ids)):
-            raise InvalidParams(f"turns must be a list of 1-{REPLAY_MAX_TURNS} journal turn ids", field="turns")
+        values = REPLAY.read(params)
+        agent, turn_ids = values["agent"], values["turns"]
         current = self.engine.settings.current()
-        overrides = params.get("recallGate") or {}
+        overrides = values["recallGate"] or {}
         if not isinstance(overrides, dict):
             raise InvalidParams("recallGate must be an object of settings to override", field="recallGate")
         base = current.recall_gate.to_config() if current.recall_gate else {}
@@ -211,7 +198,7 @@ class GateOperator:
         assert gate is not None
         turns = self._on_private(agent, lambda store, partition: journal_turns(
             store, partition, turn_ids, limit=REPLAY_DEFAULT_TURNS))
-        model = params.get("decisionModel")
+        model = values["decisionModel"]
         settings = parse_settings({**current.raw, "decisionModel": model}) \
             if model is not None and model != current.decision_model else None
 

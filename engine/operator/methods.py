@@ -61,11 +61,13 @@ from ..access.authority import OWNER_PRIVATE, OperatorCaller, PreviewCaller
 from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
 from ..core.files import atomic_write
 from ..core.ids import format_timestamp, is_agent_name, utc_now
-from ..store.inputs import check_count, check_name
 from ..memory.knowledge_index import MAX_CHARS as INDEX_MAX_CHARS
 from ..memory.knowledge_index import index_for
 from ..memory.memory_prompt import prompt_for
-from ..core.params import operator_params
+from ..core.params import AGENT, NO_PARAMS, Flag, Integer, Name, Params, RecordId, String, Value, check_count
+from ..core.params import without_meta
+from ..search.keyword import SEARCH_PARAMS
+from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
 from ..state.statedir import StateDir
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -147,27 +149,41 @@ def authenticate_operator(engine: "Engine", presented: Any) -> None:
 # --- parameters --------------------------------------------------------------------------------
 
 
-def _params(params: dict[str, Any], allowed: set[str], *, agent: bool = True) -> dict[str, Any]:
-    """The request's parameters without ``_meta``, with unknown keys refused."""
-    return operator_params(params, allowed, agent=agent)
-
-
 def _rest(params: dict[str, Any]) -> dict[str, Any]:
+    """The request without ``agent``: what a browsing method hands the reader of its own parameters."""
     return {key: value for key, value in params.items() if key != "agent"}
 
 
-def _name(params: dict[str, Any], key: str) -> str:
-    value = params.get(key)
-    if not isinstance(value, str) or not value:
-        raise InvalidParams(f"{key} is required", field=key)
+def _agents(value: Any, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(is_agent_name(other) for other in value):
+        raise InvalidParams(f"{field} must be a list of agent names", field=field)
+    check_count(value, field, OTHERS_MAX, "agents")
+    return tuple(value)
+
+
+def _audience(value: Any, field: str) -> Any:
+    if not isinstance(value, dict):
+        raise InvalidParams(f"{field} must be an object", field=field)
     return value
 
 
-def _audience(params: dict[str, Any]) -> Any:
-    audience = params.get("audience", {"kind": OWNER_PRIVATE})
-    if not isinstance(audience, dict):
-        raise InvalidParams("audience must be an object", field="audience")
-    return audience
+STORE_NAME = String("name", required=True, min_chars=1, what="the name of a store")
+AUDIENCE = Value("audience", _audience, default={"kind": OWNER_PRIVATE})
+# What each method takes; the browsing ones take the agent whose private partition they read.
+ADD_AGENT = Params(Value("name"), Flag("owner", default=False))  # the registry checks the name
+SHARE_STORE = AGENT + Params(STORE_NAME, Name("label", LABEL_MAX_CHARS), Value("others", _agents, default=()))
+USE_SHARED_STORE = AGENT + Params(STORE_NAME)
+SET_SETTINGS = Params(Flag("writesEnabled", required=True))
+RECORDS = AGENT + browse.LIST_PARAMS
+SEARCH = AGENT + SEARCH_PARAMS
+RECORD = AGENT + RECORD_PARAMS
+ONE_RECORD = AGENT + HISTORY_PARAMS
+DIFF = ONE_RECORD + Params(Integer("from", 1, required=True), Integer("to", 1, required=True))
+SOURCE = AGENT + Params(RecordId("source", required=True))
+APPROVALS = AGENT + browse.APPROVALS_PARAMS
+PROMPT = AGENT + Params(AUDIENCE, Value("projectKey"))
+INDEX = AGENT + Params(AUDIENCE, Value("firstMessageAt"))
+ONTOLOGY = AGENT + ontology_views.ONTOLOGY_PARAMS
 
 
 # --- the methods ------------------------------------------------------------------------------
@@ -212,102 +228,88 @@ class OperatorMethods:
 
     def inventory(self, params: dict[str, Any]) -> dict[str, Any]:
         """Every agent with its effective store, every known store, and the settings an operator edits."""
-        _params(params, set(), agent=False)
+        NO_PARAMS.read(params)
         settings = self.engine.settings
         return {"agents": self.engine.agents(), "stores": self.engine.stores(),
                 "settings": {"writesEnabled": settings.current().writes_enabled, "problem": settings.problem}}
 
     def add_agent(self, params: dict[str, Any]) -> dict[str, Any]:
         """Register an agent; its token is returned this once (and kept in ``tokens/<name>.token``)."""
-        params = _params(params, {"name", "owner"}, agent=False)
-        name, owner = params.get("name"), params.get("owner", False)
-        if not isinstance(owner, bool):
-            raise InvalidParams("owner must be true or false", field="owner")
+        values = ADD_AGENT.read(params)
+        name, owner = values["name"], values["owner"]
         token = self.engine.add_agent(name, owner=owner)
         token_file = self.engine.state.write_agent_token(name, token)
         return {"agent": name, "owner": owner, "token": token, "tokenFile": str(token_file),
                 "mcpConfig": mcp_config(self.engine.state, name), **self.inventory({})}
 
     def share_store(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"name", "label", "others"})
-        label, others = params.get("label"), params.get("others", [])
-        if label is not None:
-            if not isinstance(label, str) or not label.strip():
-                raise InvalidParams(f"label must be one line of 1-{LABEL_MAX_CHARS} characters", field="label")
-            check_name(label, "label", max_chars=LABEL_MAX_CHARS)
-        if not isinstance(others, list) or not all(is_agent_name(other) for other in others):
-            raise InvalidParams("others must be a list of agent names", field="others")
-        check_count(others, "others", OTHERS_MAX, "agents")
-        self.engine.resolver.share_store(params["agent"], _name(params, "name"),
-                                         label=label.strip() if label else None, others=tuple(others))
+        values = SHARE_STORE.read(params)
+        self.engine.resolver.share_store(values["agent"], values["name"], label=values["label"],
+                                         others=values["others"])
         return self.inventory({})
 
     def use_shared_store(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"name"})
-        self.engine.resolver.use_shared_store(params["agent"], _name(params, "name"))
+        values = USE_SHARED_STORE.read(params)
+        self.engine.resolver.use_shared_store(values["agent"], values["name"])
         return self.inventory({})
 
     def use_own_store(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, set())
-        self.engine.resolver.use_own_store(params["agent"])
+        self.engine.resolver.use_own_store(AGENT.read(params)["agent"])
         return self.inventory({})
 
     def set_settings(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"writesEnabled"}, agent=False)
-        writes = params.get("writesEnabled")
-        if not isinstance(writes, bool):
-            raise InvalidParams("writesEnabled must be true or false", field="writesEnabled")
+        writes = SET_SETTINGS.read(params)["writesEnabled"]
         settings = self.engine.settings
         settings.save(dataclasses.replace(settings.current(), writes_enabled=writes))
         return self.inventory({})
 
     # --- browsing one agent's private partition, read-only ------------------------------------
+    # A method that hands its parameters on (records, search, approvals, ontology) reads them all here,
+    # the callee's declaration included, and the callee reads its own again from the rest.
 
     def records(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"kind", "type", "status", "order", "offset", "limit"})
-        return browse.list_records(self.engine, OperatorCaller(params["agent"]), _rest(params))
+        values = RECORDS.read(params)
+        return browse.list_records(self.engine, OperatorCaller(values["agent"]), _rest(params))
 
     def types(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, set())
-        return browse.record_types(self.engine, OperatorCaller(params["agent"]))
+        return browse.record_types(self.engine, OperatorCaller(AGENT.read(params)["agent"]))
 
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"query", "limit", "minScore", "kind", "type", "cursor"})
-        return self.engine.search(OperatorCaller(params["agent"]), _rest(params))
+        values = SEARCH.read(params)
+        return self.engine.search(OperatorCaller(values["agent"]), _rest(params), declared=SEARCH_PARAMS)
 
     def record(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"id", "revision"})
-        return self.engine.get_record(OperatorCaller(params["agent"]), params.get("id"), params.get("revision"))
+        values = RECORD.read(params)
+        return self.engine.get_record(OperatorCaller(values["agent"]), values["id"], values["revision"])
 
     def links(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"id"})
-        return browse.record_links(self.engine, OperatorCaller(params["agent"]), params.get("id"))
+        values = ONE_RECORD.read(params)
+        return browse.record_links(self.engine, OperatorCaller(values["agent"]), values["id"])
 
     def history(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"id"})
-        return self.engine.history(OperatorCaller(params["agent"]), params.get("id"))
+        values = ONE_RECORD.read(params)
+        return self.engine.history(OperatorCaller(values["agent"]), values["id"])
 
     def diff(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"id", "from", "to"})
-        return browse.revision_diff(self.engine, OperatorCaller(params["agent"]), params.get("id"),
-                                    params.get("from"), params.get("to"))
+        values = DIFF.read(params)
+        return browse.revision_diff(self.engine, OperatorCaller(values["agent"]), values["id"], values["from"],
+                                    values["to"])
 
     def source(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"source"})
-        return browse.read_source(self.engine, OperatorCaller(params["agent"]), params.get("source"))
+        values = SOURCE.read(params)
+        return browse.read_source(self.engine, OperatorCaller(values["agent"]), values["source"])
 
     def approvals(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, {"offset", "limit"})
-        return browse.approvals(self.engine, OperatorCaller(params["agent"]), _rest(params))
+        values = APPROVALS.read(params)
+        return browse.approvals(self.engine, OperatorCaller(values["agent"]), _rest(params))
 
     def ontology(self, params: dict[str, Any]) -> dict[str, Any]:
-        params = _params(params, ontology_views.PARAMS)
-        return ontology_views.ontology_view(self.engine, OperatorCaller(params["agent"]), _rest(params))
+        values = ONTOLOGY.read(params)
+        return ontology_views.ontology_view(self.engine, OperatorCaller(values["agent"]), _rest(params))
 
     def health(self, params: dict[str, Any]) -> dict[str, Any]:
         """Validation findings, git checkpoint state and pending publications, with the store's status."""
-        params = _params(params, set())
-        agent = params["agent"]
+        agent = AGENT.read(params)["agent"]
         known = self.engine.registry.agent(agent)
         if known is None or not known.active:
             raise NotFound(f"no agent named {agent!r}", agent=agent)
@@ -324,25 +326,26 @@ class OperatorMethods:
 
     def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         """The memory prompt exactly as the agent gets it in that audience (``memory/prompt``)."""
-        params = _params(params, {"audience", "projectKey"})
-        caller = PreviewCaller(params["agent"], _audience(params))
+        values = PROMPT.read(params)
+        caller = PreviewCaller(values["agent"], values["audience"])
         try:
-            result = prompt_for(self.engine, caller, params.get("projectKey"))
+            result = prompt_for(self.engine, caller, values["projectKey"])
         except Denied as exc:
             return {"text": None, "reason": "denied", "message": exc.message, "chars": 0, "maxChars": None}
         return {**result, "chars": len(result["text"]), "maxChars": None}
 
     def index(self, params: dict[str, Any]) -> dict[str, Any]:
         """The Knowledge Index exactly as the agent gets it for a session starting then (``memory/index``)."""
-        params = _params(params, {"audience", "firstMessageAt"})
-        first = params.get("firstMessageAt") or format_timestamp(utc_now())
-        result = index_for(self.engine, PreviewCaller(params["agent"], _audience(params)), first)
+        values = INDEX.read(params)
+        first = values["firstMessageAt"] or format_timestamp(utc_now())
+        result = index_for(self.engine, PreviewCaller(values["agent"], values["audience"]), first)
         return {**result, "firstMessageAt": first, "chars": len(result["text"] or ""),
                 "maxChars": INDEX_MAX_CHARS}
 
 
 def _ignoring_session(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Any, dict[str, Any]], Any]:
-    return lambda session, params: handler(params)
+    """The handler, given the request's parameters without ``_meta`` (an operator session has no audience)."""
+    return lambda session, params: handler(without_meta(params))
 
 
 def mcp_config(state: StateDir, agent: str) -> dict[str, Any]:

@@ -43,11 +43,22 @@ from ..decision.runtime import DecisionRuntime
 from ..core.errors import InvalidParams, NotFound, from_model_error
 from .model_benchmark import benchmark_model
 from ..core.jobs import JobContext, Jobs
-from ..core.params import operator_params
+from ..core.params import NO_PARAMS, Integer, Params, Value
 
 VERIFIED, UNVERIFIED, FAILED = "verified", "unverified", "failed"
 MODEL_SETTINGS = ("decisionModel", "embeddingModel")
 DEFAULT_TIMEOUT_MS = 1500
+
+
+def _model_choice(value: Any, field: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidParams(f"{field} must be a string or null", field=field)
+    return value
+
+
+PULL = Params(Value("name"), Value("variant"))  # checked against the catalogue: an unknown one is not_found
+BENCHMARK = Params(Value("name"), Integer("timeoutMs", 100, 10_000, scale=True))
+MODEL_SETTINGS_PARAMS = Params(*(Value(key, _model_choice) for key in MODEL_SETTINGS))
 DEFAULT_MAX_CANDIDATES = 10
 
 
@@ -141,7 +152,7 @@ class ModelOperator:
 
     def models(self, params: dict[str, Any]) -> dict[str, Any]:
         """The catalogue, every installed model with its verification, and the Decision model's status."""
-        operator_params(params, set())
+        NO_PARAMS.read(params)
         source = self.engine.settings
         report = models_report(self.store, source.current(), source.problem)
         installed = {model.name: model for model in self._installed()}
@@ -191,9 +202,9 @@ class ModelOperator:
 
     def pull_model(self, params: dict[str, Any]) -> dict[str, Any]:
         """Start downloading a catalogue model (pinned revision, every file sha256-verified) as a job."""
-        params = operator_params(params, {"name", "variant"})
+        values = PULL.read(params)
         entries = catalogue()
-        name, variant = params.get("name"), params.get("variant")
+        name, variant = values["name"], values["variant"]
         if not isinstance(name, str) or name not in entries:
             raise NotFound(f"{name!r} is not in the catalogue (known: {', '.join(sorted(entries))})", model=name)
         entry = entries[name]
@@ -219,9 +230,9 @@ class ModelOperator:
 
     def benchmark(self, params: dict[str, Any]) -> dict[str, Any]:
         """Start the benchmark of an installed ONNX model (default: the Decision model) as a job."""
-        params = operator_params(params, {"name", "timeoutMs"})
+        values = BENCHMARK.read(params)
         current = self.engine.settings.current()
-        name = params.get("name")
+        name = values["name"]
         if name is None:
             selected = current.decision_model or ""
             if not selected.startswith("onnx/"):
@@ -231,9 +242,9 @@ class ModelOperator:
         if not isinstance(name, str) or not name:
             raise InvalidParams("name must be an installed model's name", field="name")
         gate = current.recall_gate
-        timeout_ms = params.get("timeoutMs", gate.timeout_ms if gate else DEFAULT_TIMEOUT_MS)
-        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or not 100 <= timeout_ms <= 10_000:
-            raise InvalidParams("timeoutMs must be an integer from 100 to 10,000", field="timeoutMs")
+        timeout_ms = values["timeoutMs"]
+        if timeout_ms is None:
+            timeout_ms = gate.timeout_ms if gate else DEFAULT_TIMEOUT_MS
         try:
             model = self.store.get(name)
         except ModelError as exc:
@@ -252,18 +263,17 @@ class ModelOperator:
 
     def set_model_settings(self, params: dict[str, Any]) -> dict[str, Any]:
         """Choose the Decision model and/or the embedding model (``onnx/NAME`` of an installed model, or null)."""
-        params = operator_params(params, set(MODEL_SETTINGS))
-        if not params:
+        values = MODEL_SETTINGS_PARAMS.read(params)
+        given = {key: values[key] for key in MODEL_SETTINGS if key in (params or {})}  # null is a choice too
+        if not given:
             raise InvalidParams("give decisionModel and/or embeddingModel", field="decisionModel")
         installed = {model.name for model in self._installed()}
-        for key, value in params.items():
-            if value is not None and not isinstance(value, str):
-                raise InvalidParams(f"{key} must be a string or null", field=key)
+        for key, value in given.items():
             if isinstance(value, str) and value.startswith("onnx/") and value.removeprefix("onnx/") not in installed:
                 raise NotFound(f"no installed model named {value.removeprefix('onnx/')!r}", field=key)
         source = self.engine.settings
         raw = dict(source.current().raw)
-        for key, value in params.items():
+        for key, value in given.items():
             if value is None and key == "decisionModel":
                 raw.pop(key, None)
             else:

@@ -15,7 +15,6 @@ import base64
 import hashlib
 import hmac
 import json
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +22,9 @@ import tantivy
 
 from ..index.analysis import Analyzer
 from ..store.catalog_reads import CatalogReads, RecordRow
-from ..core.errors import ForeignReference, InvalidParams, LimitExceeded, StaleCursor
+from ..core.errors import ForeignReference, InvalidParams, StaleCursor
 from ..index.tantivy_index import PartitionIndex
-from ..store.inputs import bounded_int, check_name, check_size
+from ..core.params import Choice, Integer, Name, Number, Params, Query, String, Value
 from ..vault.records import KINDS
 from ..store.reads import reference
 from ..store.store import Store
@@ -53,47 +52,40 @@ class SearchRequest:
     cursor: str | None = None
 
 
+QUERY = Query("query", max_bytes=QUERY_MAX_BYTES, required=True,
+              description=f"Words to look for; never query syntax (at most {QUERY_MAX_BYTES:,} bytes as UTF-8)")
+
+
 def parse_query_text(value: Any) -> str:
     """A user's query: non-empty text, at most 8 KiB, no control characters."""
-    if not isinstance(value, str):
-        raise InvalidParams("query must be a string", field="query")
-    if len(value.encode("utf-8", "surrogatepass")) > QUERY_MAX_BYTES:
-        raise LimitExceeded(f"query is longer than {QUERY_MAX_BYTES} bytes", field="query", limit=QUERY_MAX_BYTES)
-    if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in "\t\n\r" for ch in value):
-        raise InvalidParams("query contains control characters or binary data", field="query")
-    if not value.strip():
-        raise InvalidParams("query must not be empty", field="query")
+    return QUERY.check(value, "query")
+
+
+def _memory_only(value: Any, field: str) -> list[str]:
+    if not isinstance(value, list) or any(source != "memory" for source in value):
+        raise InvalidParams("Knowledge provides only the 'memory' source; 'sessions' is not searched here",
+                            field=field)
     return value
 
 
-def parse_search_request(params: dict[str, Any]) -> SearchRequest:
-    if not isinstance(params, dict):
-        raise InvalidParams("parameters must be an object")
-    unknown = sorted(set(params) - {"query", "limit", "minScore", "kind", "type", "cursor", "sources"})
-    if unknown:
-        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
-    sources = params.get("sources", ["memory"])
-    if not isinstance(sources, list) or any(source != "memory" for source in sources):
-        raise InvalidParams("Knowledge provides only the 'memory' source; 'sessions' is not searched here",
-                            field="sources")
-    limit = bounded_int(params.get("limit", LIMIT_DEFAULT), "limit", low=1, high=LIMIT_MAX)
-    min_score = params.get("minScore", 0.0)
-    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0.0 <= min_score <= 1.0:
-        raise InvalidParams("minScore must be a number from 0 to 1", field="minScore")
-    kind = params.get("kind")
-    if kind is not None and kind not in KINDS:
-        raise InvalidParams(f"kind must be one of {list(KINDS)}", field="kind")
-    record_type = params.get("type")
-    if record_type is not None:
-        if not isinstance(record_type, str) or not record_type:
-            raise InvalidParams("type must be a type name", field="type")
-        check_name(record_type, "type", max_chars=TYPE_MAX_CHARS)
-    cursor = params.get("cursor")
-    if cursor is not None:
-        if not isinstance(cursor, str):
-            raise InvalidParams("cursor must be a cursor string from an earlier search", field="cursor")
-        check_size(cursor, "cursor", CURSOR_MAX_CHARS)
-    return SearchRequest(parse_query_text(params.get("query")), limit, float(min_score), kind, record_type, cursor)
+# ``knowledge_grep`` and ``operator/search``; ``memory/search`` (the host's shared search) adds ``sources``.
+SEARCH_PARAMS = Params(
+    QUERY,
+    Integer("limit", 1, LIMIT_MAX, default=LIMIT_DEFAULT),
+    Number("minScore", 0, 1, default=0.0, description="Hits scoring below this share of the best one are left out"),
+    Choice("kind", KINDS, nullable=True),
+    Name("type", TYPE_MAX_CHARS, description="A page type, claim kind or relation"),
+    String("cursor", CURSOR_MAX_CHARS, what="a cursor string from an earlier search",
+           description="nextCursor of the previous page of results"),
+)
+MEMORY_SEARCH_PARAMS = SEARCH_PARAMS + Params(Value("sources", _memory_only, default=["memory"]))
+
+
+def parse_search_request(params: dict[str, Any], declared: Params = MEMORY_SEARCH_PARAMS) -> SearchRequest:
+    """``declared``: what the caller's method takes (``SEARCH_PARAMS``: the tool, no ``sources``)."""
+    values = declared.read(params)
+    return SearchRequest(values["query"], values["limit"], values["minScore"], values["kind"], values["type"],
+                         values["cursor"])
 
 
 # --- cursors -------------------------------------------------------------------------------

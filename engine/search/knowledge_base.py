@@ -19,7 +19,7 @@ still published. Both are read-only: no write, no event, no audit entry.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
 import tantivy
@@ -31,10 +31,9 @@ from ..index.searchable import SearchableStore
 from ..state.config import SettingsSource
 from ..core.errors import IndexFailed, InvalidParams, NotFound, RuntimeDisabled
 from ..vault.frontmatter import split_document
-from ..core.ids import is_record_id
-from ..store.inputs import bounded_int, check_name
+from ..core.params import Choice, Integer, Name, Number, Params, RecordId, String
 from ..store.reads import fresh_row
-from .keyword import SearchRequest, build_query, parse_query_text
+from .keyword import QUERY, SearchRequest, build_query
 
 SCOPE = "knowledge:read"
 MODES = ("hybrid", "lexical", "semantic", "rrf")
@@ -50,8 +49,6 @@ FUSION_DEPTH = 100    # how deep each ranking goes into hybrid and rrf fusion
 QUERY_EMBED_BUDGET = 256  # texts one search may embed to catch the vector index up; the rest waits
 BASE_ID_MAX_CHARS = 500
 _REVISION_ID = re.compile(r"([1-9][0-9]{0,9})-([0-9a-f]{64})")
-QUERY_KEYS = ("query", "knowledge_base_id", "mode", "alpha", "max_results")
-READ_KEYS = ("knowledge_item_id", "knowledge_revision_id", "offset", "limit_chars")
 
 # Why the semantic side was answered lexically (the envelope's ``fallback.reason``).
 NO_EMBEDDING_MODEL = "no_embedding_model"
@@ -67,29 +64,28 @@ TOOL_DESCRIPTION = (
     "read: 'knowledge_item_id' (optionally 'knowledge_revision_id' for that exact immutable revision, 'offset' "
     "and 'limit_chars') returns a window of its content. Cite results by their 'reference'."
 )
-TOOL_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "Query search: what to look for (never query syntax)",
-                  "maxLength": 8192},
-        "knowledge_base_id": {"type": "string", "description": "Query search: only items carrying this tag",
-                              "maxLength": BASE_ID_MAX_CHARS},
-        "mode": {"type": "string", "enum": list(MODES), "default": DEFAULT_MODE},
-        "alpha": {"type": "number", "minimum": 0, "maximum": 1, "default": ALPHA_DEFAULT,
-                  "description": "hybrid only: weight of the lexical score (1) against the semantic score (0)"},
-        "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS_MAX,
-                        "default": MAX_RESULTS_DEFAULT},
-        "knowledge_item_id": {"type": "string", "description": "Addressed read: the item to read",
-                              "maxLength": 128},
-        "knowledge_revision_id": {"type": "string", "description": "Addressed read: that exact revision "
-                                  "(default: the item's current revision)", "maxLength": 80},
-        "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Addressed read: first character"},
-        "limit_chars": {"type": "integer", "minimum": 1, "maximum": LIMIT_CHARS_MAX,
-                        "default": LIMIT_CHARS_DEFAULT, "description": "Addressed read: characters to return"},
-    },
-    "required": [],
-    "additionalProperties": False,
-}
+# The two shapes of a call, never mixed: a query search and an addressed read.
+QUERY_PARAMS = Params(
+    replace(QUERY, description="Query search: what to look for (never query syntax)"),
+    Name("knowledge_base_id", BASE_ID_MAX_CHARS, description="Query search: only items carrying this tag"),
+    Choice("mode", MODES, default=DEFAULT_MODE),
+    Number("alpha", 0, 1, default=ALPHA_DEFAULT,
+           description="hybrid only: weight of the lexical score (1) against the semantic score (0)"),
+    Integer("max_results", 1, MAX_RESULTS_MAX, default=MAX_RESULTS_DEFAULT),
+)
+READ_PARAMS = Params(
+    RecordId("knowledge_item_id", required=True, what="a knowledge item id from a search result",
+             description="Addressed read: the item to read"),
+    String("knowledge_revision_id", pattern=_REVISION_ID, what="a revision id from a search result or read "
+           "(<revision>-<sha256>)", description="Addressed read: that exact revision (default: the item's "
+           "current revision)"),
+    Integer("offset", 0, default=0, description="Addressed read: first character"),
+    Integer("limit_chars", 1, LIMIT_CHARS_MAX, default=LIMIT_CHARS_DEFAULT,
+            description="Addressed read: characters to return"),
+)
+# What the tool takes: either shape's parameters, none required by itself.
+TOOL_PARAMS = Params(*QUERY_PARAMS, *READ_PARAMS, note="search_knowledge takes no owner, scope or store").optional()
+QUERY_KEYS, READ_KEYS = tuple(QUERY_PARAMS.specs), tuple(READ_PARAMS.specs)
 
 
 @dataclass(frozen=True)
@@ -122,59 +118,24 @@ def reference(item_id: str, revision: int, sha256: str) -> str:
 
 def parse_request(args: Any) -> QuerySearch | AddressedRead:
     """One of the two shapes; anything else (a mix, an unknown or caller-supplied scope) is invalid_params."""
-    if not isinstance(args, dict):
-        raise InvalidParams("arguments must be an object")
-    unknown = sorted(set(args) - set(QUERY_KEYS) - set(READ_KEYS))
-    if unknown:
-        raise InvalidParams(f"unknown parameter {unknown[0]}; search_knowledge takes no owner, scope or store",
-                            field=unknown[0])
+    args = TOOL_PARAMS.refuse_unknown(args)
     query_keys = [key for key in QUERY_KEYS if key in args]
     read_keys = [key for key in READ_KEYS if key in args]
     if query_keys and read_keys:
         raise InvalidParams(f"a query search and an addressed read are separate calls: {query_keys[0]} cannot be "
                             f"combined with {read_keys[0]}", field=read_keys[0])
     if read_keys:
-        return _parse_read(args)
+        values = READ_PARAMS.read(args)
+        raw, revision = values["knowledge_revision_id"], None
+        if raw is not None:
+            matched = _REVISION_ID.fullmatch(raw)
+            revision = (int(matched.group(1)), matched.group(2))
+        return AddressedRead(values["knowledge_item_id"], revision, values["offset"], values["limit_chars"])
     if "query" not in args:
         raise InvalidParams("give query (a query search) or knowledge_item_id (an addressed read)", field="query")
-    return _parse_query(args)
-
-
-def _parse_query(args: dict[str, Any]) -> QuerySearch:
-    mode = args.get("mode", DEFAULT_MODE)
-    if mode not in MODES:
-        raise InvalidParams(f"mode must be one of {', '.join(MODES)}", field="mode")
-    alpha = args.get("alpha", ALPHA_DEFAULT)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
-        raise InvalidParams("alpha must be a number from 0 (semantic only) to 1 (lexical only)", field="alpha")
-    max_results = bounded_int(args.get("max_results", MAX_RESULTS_DEFAULT), "max_results", low=1,
-                              high=MAX_RESULTS_MAX)
-    base = args.get("knowledge_base_id")
-    if base is not None:
-        if not isinstance(base, str) or not base.strip():
-            raise InvalidParams("knowledge_base_id must be a one-line tag of your records", field="knowledge_base_id")
-        base = check_name(base, "knowledge_base_id", max_chars=BASE_ID_MAX_CHARS)
-    return QuerySearch(parse_query_text(args.get("query")), base, mode, float(alpha), max_results)
-
-
-def _parse_read(args: dict[str, Any]) -> AddressedRead:
-    item_id = args.get("knowledge_item_id")
-    if not is_record_id(item_id):
-        raise InvalidParams("knowledge_item_id must be a knowledge item id from a search result",
-                            field="knowledge_item_id")
-    revision = None
-    raw = args.get("knowledge_revision_id")
-    if raw is not None:
-        matched = _REVISION_ID.fullmatch(raw) if isinstance(raw, str) else None
-        if matched is None:
-            raise InvalidParams("knowledge_revision_id must be a revision id from a search result or read "
-                                "(<revision>-<sha256>)", field="knowledge_revision_id")
-        revision = (int(matched.group(1)), matched.group(2))
-    offset = args.get("offset", 0)
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidParams("offset must be a non-negative integer (characters)", field="offset")
-    limit = bounded_int(args.get("limit_chars", LIMIT_CHARS_DEFAULT), "limit_chars", low=1, high=LIMIT_CHARS_MAX)
-    return AddressedRead(item_id, revision, offset, limit)
+    values = QUERY_PARAMS.read(args)
+    return QuerySearch(values["query"], values["knowledge_base_id"], values["mode"], values["alpha"],
+                       values["max_results"])
 
 
 # --- the handler ------------------------------------------------------------------------------

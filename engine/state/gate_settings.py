@@ -9,11 +9,11 @@ it and keeps the last valid settings (engine/state/config.py).
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..core.errors import InvalidParams
+from ..core.params import Choice, Flag, Integer, Number, Params
 
 MODES = ("off", "shadow", "live")
 CANDIDATE_SOURCES = ("keyword", "model")
@@ -62,43 +62,27 @@ def _camel(name: str) -> str:
 _FIELDS = {_camel(name): name for name in GateSettings.__dataclass_fields__}
 
 
+SETTINGS = Params(
+    Choice("mode", MODES),
+    Choice("candidates", CANDIDATE_SOURCES),
+    # Ranges, not sizes: a value outside one is invalid either way.
+    *(Integer(key, low, high, scale=True) for key, (low, high) in _INT_RANGES.items()),
+    Number("highThreshold", 0, 1),
+    Number("mediumThreshold", 0, 1, nullable=True),   # null: the tier is off, as when the key is absent
+    Number("skipHintBelow", 0, 1, nullable=True),
+    Flag("journal"),
+    note=f"known: {', '.join(KEYS)}",
+)
+
+
 def parse_gate_settings(block: Any) -> GateSettings | None:
     """``None`` when the block is absent (the gate is off); raises InvalidParams naming the key."""
     if block is None:
         return None
     if not isinstance(block, dict):
         raise InvalidParams("recallGate must be an object", field=WHERE)
-    unknown = sorted(set(block) - set(KEYS))
-    if unknown:
-        raise InvalidParams(f"unknown setting recallGate.{unknown[0]} (known: {', '.join(KEYS)})",
-                            field=f"{WHERE}.{unknown[0]}")
-    values: dict[str, Any] = {}
-    for key, allowed in (("mode", MODES), ("candidates", CANDIDATE_SOURCES)):
-        if key in block:
-            if block[key] not in allowed:
-                raise InvalidParams(f"recallGate.{key} must be one of {', '.join(allowed)}", field=f"{WHERE}.{key}")
-            values[_FIELDS[key]] = block[key]
-    for key, (low, high) in _INT_RANGES.items():
-        if key in block:
-            value = block[key]
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise InvalidParams(f"recallGate.{key} must be an integer from {low:,} to {high:,}",
-                                    field=f"{WHERE}.{key}")
-            values[_FIELDS[key]] = value
-    for key in _THRESHOLDS:
-        if key in block:
-            value = block[key]
-            if value is None and key != "highThreshold":
-                continue   # null: the tier is off, as when the key is absent
-            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                    or not 0.0 <= value <= 1.0):
-                raise InvalidParams(f"recallGate.{key} must be a number from 0 to 1", field=f"{WHERE}.{key}")
-            values[_FIELDS[key]] = float(value)
-    if "journal" in block:
-        if not isinstance(block["journal"], bool):
-            raise InvalidParams("recallGate.journal must be true or false", field=f"{WHERE}.journal")
-        values["journal"] = block["journal"]
-    settings = GateSettings(**values)
+    values = SETTINGS.read(block, where=f"{WHERE}.")
+    settings = GateSettings(**{_FIELDS[key]: value for key, value in values.items() if value is not None})
     if settings.medium_threshold is not None and settings.medium_threshold >= settings.high_threshold:
         raise InvalidParams("recallGate.mediumThreshold must be below highThreshold (pages at or above "
                             "highThreshold are injected, the pointer tier lies between the two)",

@@ -36,8 +36,8 @@ from ..core.errors import (
 )
 from ..vault.evidence import SourceDescriptor, clean_filename, retained_path_for
 from ..core.files import UnsafePath
-from ..core.ids import SOURCE_PREFIX, format_timestamp, is_record_id, new_id, utc_now
-from .inputs import check_size, parse_request_id, refuse_controls
+from ..core.ids import SOURCE_PREFIX, format_timestamp, new_id, utc_now
+from ..core.params import Params, RecordId, RequestId, String, Value, check_size, refuse_controls
 from .publication import FileWrite, Plan, request_hash
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs types (the caller's from the layer above)
@@ -85,33 +85,82 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 # even while someone swaps directories around; without dir_fd the tool is refused.
 _DIR_FD = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd and bool(_DIRECTORY and _NOFOLLOW)
 
-ATTACH_PARAMS = frozenset({"requestId", "content", "filename", "mediaType", "sha256"})
-ATTACH_FILE_PARAMS = frozenset({"requestId", "filePath", "sha256", "filename", "mediaType", "expectedVaultId"})
-_COMMON_PROPERTIES: dict[str, Any] = {
-    "requestId": {"type": "string", "description": "a fresh id per attachment; a retry with the same id and "
-                  "content returns the original receipt"},
-    "filename": {"type": "string", "description": "display name kept in the descriptor"},
-    "mediaType": {"type": "string", "description": "type/subtype; guessed from the filename when omitted"},
-}
-ATTACH_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["requestId", "content"],
-    "properties": {
-        **_COMMON_PROPERTIES,
-        "content": {"type": "string", "contentEncoding": "base64",
-                    "description": f"the file, base64; at most {ATTACH_MAX_BYTES} bytes decoded"},
-        "sha256": {"type": "string", "description": "verified against the decoded content when given"},
-    },
-}
-ATTACH_FILE_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["requestId", "filePath", "sha256"],
-    "properties": {
-        **_COMMON_PROPERTIES,
-        "filePath": {"type": "string", "description": "absolute path of a regular file inside a configured "
-                     f"workspace root; at most {ATTACH_FILE_MAX_BYTES} bytes"},
-        "sha256": {"type": "string", "description": "the file's sha256; a mismatch is refused"},
-        "expectedVaultId": {"type": "string", "description": "refuse unless the caller's store is this vault"},
-    },
-}
+def _content(value: Any, field: str) -> bytes:
+    """The decoded bytes of base64 ``content``: bounded before decoding, never empty."""
+    if not isinstance(value, str):
+        raise InvalidParams(f"{field} must be a base64 string", field=field)
+    if len(value) > SOCKET_MESSAGE_MAX_BYTES:
+        raise LimitExceeded(f"{field} is larger than one socket message; attach at most {ATTACH_MAX_BYTES} "
+                            "bytes here, or use knowledge_attach_file", field=field, limit=ATTACH_MAX_BYTES)
+    encoded = value.translate(_BASE64_WHITESPACE)
+    if len(encoded) > ATTACH_MAX_ENCODED_CHARS:
+        raise LimitExceeded(f"{field} decodes to more than {ATTACH_MAX_BYTES} bytes; use knowledge_attach_file "
+                            "for larger files", field=field, limit=ATTACH_MAX_BYTES)
+    try:
+        content = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidParams(f"{field} is not valid base64 (standard alphabet, with padding)", field=field) from exc
+    if not content:
+        raise InvalidParams(f"{field} is empty; there is nothing to retain", field=field)
+    return content
+
+
+def _filename(value: Any, field: str = "filename") -> str | None:
+    """A display filename: the name rule (one line, no control character, at most 255 characters in its
+    last component), then ``clean_filename`` for the rest (no directories, not '.' or '..')."""
+    if isinstance(value, str):
+        refuse_controls(value, field, one_line=True)
+        check_size(value.replace("\\", "/").rsplit("/", 1)[-1].strip(), field, FILENAME_MAX_CHARS)
+    return clean_filename(value)
+
+
+def _path_parts(value: Any, field: str = "filePath") -> tuple[str, ...]:
+    """An absolute path's components; '.', '..', empty parts and control characters are refused, never
+    normalised."""
+    if not isinstance(value, str) or not value:
+        raise InvalidParams(f"{field} must be an absolute path of at most {FILE_PATH_MAX_CHARS} characters",
+                            field=field)
+    check_size(value, field, FILE_PATH_MAX_CHARS)
+    refuse_controls(value, field, one_line=True)
+    if not value.startswith("/"):
+        raise InvalidParams(f"{field} must be absolute; the engine does not share the agent's working directory",
+                            field=field)
+    parts = tuple(value[1:].split("/"))
+    if any(part in ("", ".", "..") for part in parts):
+        raise UnsafePath(f"{field} must not contain '.', '..' or empty components", field=field, path=value)
+    return parts
+
+
+_REQUEST_ID = RequestId("requestId", required=True, description="a fresh id per attachment; a retry with the "
+                        "same id and content returns the original receipt")
+_FILENAME = Value("filename", _filename, nullable=True, json={"type": "string", "description": "display name kept "
+                  "in the descriptor", "maxLength": FILENAME_MAX_CHARS})
+_MEDIA_TYPE_SPEC = String("mediaType", MEDIA_TYPE_MAX_CHARS, pattern=_MEDIA_TYPE,
+                          what="a type/subtype such as text/plain, without parameters",
+                          description="type/subtype; guessed from the filename when omitted")
+ATTACH = Params(
+    _REQUEST_ID,
+    Value("content", _content, required=True, json={
+        "type": "string", "contentEncoding": "base64",
+        "description": f"the file, base64; at most {ATTACH_MAX_BYTES} bytes decoded"}),
+    _FILENAME,
+    _MEDIA_TYPE_SPEC,
+    String("sha256", pattern=_SHA256, what="64 hexadecimal digits",
+           description="verified against the decoded content when given"),
+)
+ATTACH_FILE = Params(
+    _REQUEST_ID,
+    Value("filePath", _path_parts, required=True, json={
+        "type": "string", "maxLength": FILE_PATH_MAX_CHARS, "description": "absolute path of a regular file "
+        f"inside a configured workspace root; at most {ATTACH_FILE_MAX_BYTES} bytes"}),
+    String("sha256", required=True, pattern=_SHA256, what="64 hexadecimal digits",
+           description="the file's sha256; a mismatch is refused"),
+    _FILENAME,
+    _MEDIA_TYPE_SPEC,
+    RecordId("expectedVaultId", what="a vault id", description="refuse unless the caller's store is this vault"),
+)
+ATTACH_PARAMS, ATTACH_FILE_PARAMS = ATTACH.names, ATTACH_FILE.names
+ATTACH_INPUT_SCHEMA, ATTACH_FILE_INPUT_SCHEMA = ATTACH.schema(), ATTACH_FILE.schema()
 
 
 @dataclass(frozen=True)
@@ -146,105 +195,32 @@ class AttachFileInput:
 # --- parsing at the edge ---------------------------------------------------------------------
 
 
-def _check_keys(params: Any, allowed: frozenset[str]) -> dict[str, Any]:
-    if not isinstance(params, dict):
-        raise InvalidParams("parameters must be an object")
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise InvalidParams(f"unknown parameter {unknown[0]}", field=unknown[0])
-    return params
-
-
-def _sha256(value: Any, *, required: bool) -> str | None:
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not _SHA256.fullmatch(value):
-        raise InvalidParams("sha256 must be 64 hexadecimal digits", field="sha256")
-    return value.lower()
-
-
-def _media_type(value: Any, filename: str | None) -> str:
+def _media_type(value: str | None, filename: str | None) -> str:
     """The given ``type/subtype`` (lowercased), else a guess from the filename, else octet-stream."""
     if value is None:
         guessed = mimetypes.guess_type(filename, strict=False)[0] if filename else None
         return guessed or DEFAULT_MEDIA_TYPE
-    if isinstance(value, str):
-        check_size(value, "mediaType", MEDIA_TYPE_MAX_CHARS)
-    if not isinstance(value, str) or not _MEDIA_TYPE.fullmatch(value):
-        raise InvalidParams("mediaType must be a type/subtype such as text/plain, without parameters",
-                            field="mediaType")
     return value.lower()
 
 
 def parse_attach_input(params: Any) -> AttachInput:
-    params = _check_keys(params, ATTACH_PARAMS)
-    request_id = parse_request_id(params.get("requestId"))
-    encoded = params.get("content")
-    if not isinstance(encoded, str):
-        raise InvalidParams("content must be a base64 string", field="content")
-    if len(encoded) > SOCKET_MESSAGE_MAX_BYTES:
-        raise LimitExceeded(f"content is larger than one socket message; attach at most {ATTACH_MAX_BYTES} "
-                            "bytes here, or use knowledge_attach_file", field="content", limit=ATTACH_MAX_BYTES)
-    encoded = encoded.translate(_BASE64_WHITESPACE)
-    if len(encoded) > ATTACH_MAX_ENCODED_CHARS:
-        raise LimitExceeded(f"content decodes to more than {ATTACH_MAX_BYTES} bytes; use knowledge_attach_file "
-                            "for larger files", field="content", limit=ATTACH_MAX_BYTES)
-    try:
-        content = base64.b64decode(encoded, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidParams("content is not valid base64 (standard alphabet, with padding)",
-                            field="content") from exc
-    if not content:
-        raise InvalidParams("content is empty; there is nothing to retain", field="content")
+    values = ATTACH.read(params)
+    content = values["content"]
     actual = hashlib.sha256(content).hexdigest()
-    claimed = _sha256(params.get("sha256"), required=False)
+    claimed = values["sha256"].lower() if values["sha256"] is not None else None
     if claimed is not None and claimed != actual:
         raise InvalidParams("sha256 does not match the decoded content", field="sha256", expected=claimed,
                             actual=actual)
-    filename = _filename(params.get("filename"))
-    return AttachInput(request_id, content, actual, filename, _media_type(params.get("mediaType"), filename))
-
-
-def _filename(value: Any) -> str | None:
-    """A display filename: the name rule (one line, no control character, at most 255 characters in its
-    last component), then ``clean_filename`` for the rest (no directories, not '.' or '..')."""
-    if isinstance(value, str):
-        refuse_controls(value, "filename", one_line=True)
-        check_size(value.replace("\\", "/").rsplit("/", 1)[-1].strip(), "filename", FILENAME_MAX_CHARS)
-    return clean_filename(value)
-
-
-def _path_parts(value: Any) -> tuple[str, ...]:
-    """An absolute path's components; '.', '..', empty parts and control characters are refused, never
-    normalised."""
-    if not isinstance(value, str) or not value:
-        raise InvalidParams(f"filePath must be an absolute path of at most {FILE_PATH_MAX_CHARS} characters",
-                            field="filePath")
-    check_size(value, "filePath", FILE_PATH_MAX_CHARS)
-    refuse_controls(value, "filePath", one_line=True)
-    if not value.startswith("/"):
-        raise InvalidParams("filePath must be absolute; the engine does not share the agent's working directory",
-                            field="filePath")
-    parts = tuple(value[1:].split("/"))
-    if any(part in ("", ".", "..") for part in parts):
-        raise UnsafePath("filePath must not contain '.', '..' or empty components", field="filePath",
-                         path=value)
-    return parts
+    filename = values["filename"]
+    return AttachInput(values["requestId"], content, actual, filename, _media_type(values["mediaType"], filename))
 
 
 def parse_attach_file_input(params: Any) -> AttachFileInput:
-    params = _check_keys(params, ATTACH_FILE_PARAMS)
-    request_id = parse_request_id(params.get("requestId"))
-    parts = _path_parts(params.get("filePath"))
-    sha = _sha256(params.get("sha256"), required=True)
-    assert sha is not None
-    filename = _filename(params.get("filename")) if params.get("filename") is not None else \
-        _default_filename(parts[-1])
-    expected = params.get("expectedVaultId")
-    if expected is not None and not is_record_id(expected):
-        raise InvalidParams("expectedVaultId must be a vault id", field="expectedVaultId")
-    return AttachFileInput(request_id, params["filePath"], parts, sha, filename,
-                           _media_type(params.get("mediaType"), filename), expected)
+    values = ATTACH_FILE.read(params)
+    parts = values["filePath"]
+    filename = values["filename"] if (params or {}).get("filename") is not None else _default_filename(parts[-1])
+    return AttachFileInput(values["requestId"], params["filePath"], parts, values["sha256"].lower(), filename,
+                           _media_type(values["mediaType"], filename), values["expectedVaultId"])
 
 
 def _default_filename(name: str) -> str | None:

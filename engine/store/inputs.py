@@ -1,123 +1,33 @@
-"""Typed inputs of the write operations, parsed once at the edge, and the rules every parser applies.
+"""Typed inputs of the write operations, parsed once at the edge.
 
 Every entry point (Python API, socket tool, CLI) hands raw parameters to
 these parsers; the core only ever sees the frozen dataclasses, already
-checked for types, sizes and mutually exclusive fields.
-
-The edge rules, shared by every parameter parser in the engine (writes, recall, attachments, search,
-reads, the ontology tool, search_knowledge, the gate):
-
-- ``check_name``: a name-like field (title, alias, tag, type, claimKind, subject, relation, from/to,
-  field keys, trigger, project key, filename, requestId) is one line with no control character.
-- ``check_text``: multi-line text (body, claim text, excerpt, quote, summary) holds no control
-  character but tab, line feed and carriage return.
-- ``check_size``, ``check_count``, ``bounded_int``: anything over a maximum (characters, items, or
-  a number such as ``limit``) is ``limit_exceeded`` naming the field; a wrong type, an empty
-  value or a number under its minimum is ``invalid_params``.
+checked for types, sizes and mutually exclusive fields.  What each write
+takes is declared here once (``PAGE_PARAMS``, ``REMEMBER_PARAMS``, and the
+tools' forms with ``flushId``, ``PAGE_CALL`` and ``REMEMBER_CALL``), read by
+``engine/core/params.py`` and published from the same declarations in
+``tools/list``; the edge rules (names, text, sizes) are that module's.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..core.errors import InvalidParams, LimitExceeded
-from ..core.ids import is_record_id
+from ..core.errors import InvalidParams
+from ..core.params import (
+    Name, Names, Objects, Params, RecordId, RequestId, Integer, Text, Value, check_name, check_text,
+)
 from ..vault.records import ASSERTION_ORIGINS, TITLE_MAX_CHARS
 
-REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
-REQUEST_ID_MAX_CHARS = 128
 TEXT_MAX_CHARS = 100_000
 BODY_MAX_CHARS = 4_000_000
 EXCERPT_MAX_CHARS = 1_000_000
 NAME_MAX_CHARS = 64  # type, claimKind, relation
 ITEMS_MAX = 100
 LIST_MAX = 100
-
-# Control characters are Unicode's category Cc: C0 (U+0000-U+001F), DEL (U+007F) and C1 (U+0080-U+009F).
-# A name holds none of them, nor U+2028/U+2029 (line and paragraph separators, which str.splitlines() and
-# renderers break lines on).  Multi-line text may hold tab, LF and CR, and C1: those turn up in text decoded
-# with the wrong code page, which evidence keeps verbatim, and YAML and JSON escape them.  A lone surrogate
-# is no character at all, and cannot be written as UTF-8; both refuse it.
-_NAME_REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-_TEXT_REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
-_LINE_BREAKS = "\n\r\u2028\u2029"
-
-
-def _shown(field: str, index: int | None) -> str:
-    return field if index is None else f"{field}[{index}]"
-
-
-def refuse_controls(value: str, field: str, *, one_line: bool, index: int | None = None) -> None:
-    """``InvalidParams`` naming the field and the code point of the first character the rule refuses.
-
-    ``index``: the value is that entry of the list ``field``; the error names the list (as these
-    errors always have) and carries the index.
-    """
-    found = (_NAME_REFUSED if one_line else _TEXT_REFUSED).search(value)
-    if found is None:
-        return
-    char, shown = found.group(), _shown(field, index)
-    if one_line and char in _LINE_BREAKS:
-        raise InvalidParams(f"{shown} must be one line", field=field, index=index)
-    what = ("a NUL character" if char == "\x00" else "a lone surrogate" if "\ud800" <= char <= "\udfff"
-            else f"the control character U+{ord(char):04X}")
-    raise InvalidParams(f"{shown} contains {what}", field=field, index=index, codepoint=f"U+{ord(char):04X}")
-
-
-def check_size(value: str, field: str, max_chars: int, *, index: int | None = None) -> None:
-    if len(value) > max_chars:
-        raise LimitExceeded(f"{_shown(field, index)} is longer than {max_chars:,} characters", field=field,
-                            index=index, limit=max_chars, size=len(value))
-
-
-def check_count(value: list[Any], field: str, max_items: int, what: str = "entries") -> None:
-    if len(value) > max_items:
-        raise LimitExceeded(f"{field} holds more than {max_items} {what}", field=field, limit=max_items,
-                            size=len(value))
-
-
-def check_name(value: Any, field: str, *, max_chars: int, required: bool = True,
-               index: int | None = None) -> str | None:
-    """A name-like field: a non-empty, one-line string without control characters; returned stripped."""
-    shown = _shown(field, index)
-    if value is None:
-        if required:
-            raise InvalidParams(f"{shown} is required", field=field, index=index)
-        return None
-    if not isinstance(value, str):
-        raise InvalidParams(f"{shown} must be a string", field=field, index=index)
-    check_size(value, field, max_chars, index=index)
-    refuse_controls(value, field, one_line=True, index=index)
-    if not value.strip():
-        raise InvalidParams(f"{shown} must not be empty", field=field, index=index)
-    return value.strip()
-
-
-def check_text(value: Any, field: str, *, max_chars: int, required: bool = False) -> str | None:
-    """Multi-line text: a string without control characters other than tab, LF and CR; returned as is."""
-    if value is None:
-        if required:
-            raise InvalidParams(f"{field} is required", field=field)
-        return None
-    if not isinstance(value, str):
-        raise InvalidParams(f"{field} must be a string", field=field)
-    check_size(value, field, max_chars)
-    refuse_controls(value, field, one_line=False)
-    if required and not value.strip():
-        raise InvalidParams(f"{field} must not be empty", field=field)
-    return value
-
-
-def bounded_int(value: Any, field: str, *, low: int, high: int) -> int:
-    """An integer from ``low`` to ``high``; above ``high`` is ``limit_exceeded``, anything else wrong is
-    ``invalid_params``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidParams(f"{field} must be an integer from {low} to {high}", field=field)
-    if value > high:
-        raise LimitExceeded(f"{field} must be at most {high:,}", field=field, limit=high, size=value)
-    return value
+# What a caller may say a claim comes from: never its own inference (ASSERTION_ORIGINS' third).
+CALLER_ORIGINS = tuple(origin for origin in ASSERTION_ORIGINS if origin != "agent_inference")
 
 
 @dataclass(frozen=True)
@@ -176,41 +86,10 @@ class RememberInput:
         return asdict(self)
 
 
-def _string(params: dict[str, Any], key: str, *, required: bool = True, max_chars: int = TEXT_MAX_CHARS,
-            one_line: bool = False, where: str = "") -> str | None:
-    """``params[key]`` as a name (``one_line``, stripped) or as multi-line text (as given)."""
-    field = f"{where}{key}"
-    if one_line:
-        value = params.get(key)
-        if not required and isinstance(value, str) and not value.strip():
-            refuse_controls(value, field, one_line=True)
-            return value  # an empty optional name is no name (as it always was)
-        return check_name(value, field, max_chars=max_chars, required=required)
-    return check_text(params.get(key), field, max_chars=max_chars, required=required)
+# --- what each write takes -------------------------------------------------------------------------
 
 
-def _strings(params: dict[str, Any], key: str) -> tuple[str, ...] | None:
-    """Aliases or tags: at most ``LIST_MAX`` names, stripped, duplicates dropped."""
-    value = params.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise InvalidParams(f"{key} must be a list of strings", field=key)
-    check_count(value, key, LIST_MAX)
-    cleaned = [check_name(item, key, max_chars=TITLE_MAX_CHARS, index=index) for index, item in enumerate(value)]
-    return tuple(dict.fromkeys(cleaned))
-
-
-def parse_request_id(value: Any, field: str = "requestId") -> str:
-    if isinstance(value, str):
-        check_size(value, field, REQUEST_ID_MAX_CHARS)
-        refuse_controls(value, field, one_line=True)
-    if not isinstance(value, str) or not REQUEST_ID.fullmatch(value):
-        raise InvalidParams(f"{field} must be 1-128 letters, digits, '_', '.', ':' or '-'", field=field)
-    return value
-
-
-def parse_fields(value: Any) -> dict[str, Any] | None:
+def parse_fields(value: Any, field: str = "fields") -> dict[str, Any] | None:
     """A page's typed fields: an object whose keys, at every depth, are names; string values are text.
 
     The ontology checks which fields a type has and what they hold; this is the edge rule for
@@ -219,8 +98,8 @@ def parse_fields(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise InvalidParams("fields must be an object", field="fields")
-    stack: list[tuple[str, Any]] = [("fields", value)]
+        raise InvalidParams(f"{field} must be an object", field=field)
+    stack: list[tuple[str, Any]] = [(field, value)]
     while stack:
         path, item = stack.pop()
         if isinstance(item, str):
@@ -234,136 +113,125 @@ def parse_fields(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
-def _record_ref(value: Any, field: str) -> str:
-    if not is_record_id(value):
-        raise InvalidParams(f"{field} must be a record id", field=field)
+def _lines(value: Any, field: str) -> tuple[int, int]:
+    if (not isinstance(value, list) or len(value) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) for n in value)
+            or not 1 <= value[0] <= value[1]):
+        raise InvalidParams("lines must be [first, last] with 1 <= first <= last", field=field)
+    return value[0], value[1]
+
+
+def _origin(value: Any, field: str) -> str:
+    if value == "agent_inference":
+        raise InvalidParams("agent inference is never stored as a claim; record your analysis on a page instead",
+                            field=field)
+    if not isinstance(value, str) or value not in CALLER_ORIGINS:
+        raise InvalidParams(f"assertionOrigin must be {' or '.join(map(repr, CALLER_ORIGINS))}", field=field)
     return value
 
 
-def _origin(params: dict[str, Any], where: str) -> str:
-    origin = params.get("assertionOrigin", "user")
-    if origin == "agent_inference":
-        raise InvalidParams(
-            "agent inference is never stored as a claim; record your analysis on a page instead",
-            field=f"{where}assertionOrigin",
-        )
-    if origin not in ASSERTION_ORIGINS:
-        raise InvalidParams("assertionOrigin must be 'user' or 'source'", field=f"{where}assertionOrigin")
-    return origin
+def _citation(values: dict[str, Any], raw: dict[str, Any], where: str) -> EvidenceInput:
+    if (values["excerpt"] is None) == (values["source"] is None):
+        raise InvalidParams("a citation gives either an excerpt to retain or an existing source id",
+                            field=where.removesuffix("."))
+    return EvidenceInput(values["excerpt"], values["source"], values["lines"], values["quote"])
 
 
-def _check_keys(params: dict[str, Any], allowed: set[str], where: str = "") -> None:
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise InvalidParams(f"unknown parameter {where}{unknown[0]}", field=f"{where}{unknown[0]}")
+CITATION = Params(
+    Text("excerpt", EXCERPT_MAX_CHARS, description="Supporting text to retain as evidence"),
+    RecordId("source", description="A retained source's id"),
+    Value("lines", _lines, nullable=True,
+          json={"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2}),
+    Text("quote", TEXT_MAX_CHARS),
+)
+EVIDENCE = Objects("evidence", CITATION, max_items=LIST_MAX, what="citations", build=_citation, default=())
+ORIGIN = Value("assertionOrigin", _origin, default="user", json={"type": "string", "enum": list(CALLER_ORIGINS)})
+REQUEST_ID = RequestId("requestId", required=True,
+                       description="A fresh id per write; an identical retry returns the original receipt")
+FLUSH_ID = RequestId("flushId", description="During a pre-compaction flush, the host's flush id instead of a "
+                     "requestId: a stable request id is derived from it")
+# The tools' form of a write: requestId, or during a flush flushId instead (Engine derives the request id).
+_FLUSH_FORM = Params(RequestId("requestId", description=REQUEST_ID.description), FLUSH_ID)
 
-
-def parse_evidence(value: Any, prefix: str = "") -> tuple[EvidenceInput, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise InvalidParams(f"evidence must be a list of at most {LIST_MAX} citations", field=f"{prefix}evidence")
-    check_count(value, f"{prefix}evidence", LIST_MAX, "citations")
-    citations = []
-    for index, item in enumerate(value):
-        where = f"{prefix}evidence[{index}]."
-        if not isinstance(item, dict):
-            raise InvalidParams("each citation must be an object", field=f"{prefix}evidence[{index}]")
-        _check_keys(item, {"excerpt", "source", "lines", "quote"}, where)
-        excerpt = _string(item, "excerpt", required=False, max_chars=EXCERPT_MAX_CHARS, where=where)
-        source = item.get("source")
-        if (excerpt is None) == (source is None):
-            raise InvalidParams("a citation gives either an excerpt to retain or an existing source id",
-                                field=f"{prefix}evidence[{index}]")
-        if source is not None:
-            _record_ref(source, f"{where}source")
-        lines = item.get("lines")
-        if lines is not None:
-            if (not isinstance(lines, list) or len(lines) != 2
-                    or not all(isinstance(n, int) and not isinstance(n, bool) for n in lines)
-                    or not 1 <= lines[0] <= lines[1]):
-                raise InvalidParams("lines must be [first, last] with 1 <= first <= last", field=f"{where}lines")
-            lines = (lines[0], lines[1])
-        quote = _string(item, "quote", required=False, where=where)
-        citations.append(EvidenceInput(excerpt, source, lines, quote))
-    return tuple(citations)
+PAGE_PARAMS = Params(
+    REQUEST_ID,
+    Name("type", NAME_MAX_CHARS, required=True, description="A page type (see knowledge_ontology)"),
+    Name("title", TITLE_MAX_CHARS, required=True),
+    Text("body", BODY_MAX_CHARS, default=""),
+    Names("aliases", LIST_MAX, TITLE_MAX_CHARS),
+    Names("tags", LIST_MAX, TITLE_MAX_CHARS),
+    Value("fields", parse_fields, nullable=True,
+          json={"type": "object", "description": "Typed fields of the page type (see knowledge_ontology)"}),
+    EVIDENCE,
+    RecordId("id", description="To revise: the page's id, with expectedRevision"),
+    Integer("expectedRevision", 1, nullable=True),
+)
+PAGE_CALL = PAGE_PARAMS + _FLUSH_FORM
 
 
 def parse_page_input(params: dict[str, Any]) -> PageInput:
-    if not isinstance(params, dict):
-        raise InvalidParams("parameters must be an object")
-    _check_keys(params, {"requestId", "type", "title", "body", "aliases", "tags", "fields", "evidence", "id",
-                         "expectedRevision"})
-    page_id = params.get("id")
-    if page_id is not None:
-        _record_ref(page_id, "id")
-    expected = params.get("expectedRevision")
-    if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 1):
-        raise InvalidParams("expectedRevision must be a positive integer", field="expectedRevision")
+    values = PAGE_PARAMS.read(params)
+    page_id, expected = values["id"], values["expectedRevision"]
     if page_id is not None and expected is None:
         raise InvalidParams("revising a page needs expectedRevision", field="expectedRevision")
     if page_id is None and expected is not None:
         raise InvalidParams("expectedRevision only applies with id", field="expectedRevision")
-    page_type = _string(params, "type", one_line=True, max_chars=NAME_MAX_CHARS)
-    title = _string(params, "title", one_line=True, max_chars=TITLE_MAX_CHARS)
-    body = _string(params, "body", required=False, max_chars=BODY_MAX_CHARS) or ""
     return PageInput(
-        request_id=parse_request_id(params.get("requestId")),
-        type=page_type, title=title, body=body,
-        aliases=_strings(params, "aliases"), tags=_strings(params, "tags"),
-        fields=parse_fields(params.get("fields")),
-        evidence=parse_evidence(params.get("evidence")), id=page_id, expected_revision=expected,
+        request_id=values["requestId"], type=values["type"], title=values["title"], body=values["body"],
+        aliases=values["aliases"], tags=values["tags"], fields=values["fields"], evidence=values["evidence"],
+        id=page_id, expected_revision=expected,
     )
 
 
-def _item_evidence(raw: dict[str, Any], where: str) -> tuple[EvidenceInput, ...]:
+def _support(values: dict[str, Any], raw: dict[str, Any], where: str) -> tuple[EvidenceInput, ...]:
     """An item's support: the ``excerpt`` to retain, or ``evidence`` citing retained sources."""
     if "evidence" in raw:
         if "excerpt" in raw:
             raise InvalidParams("give either excerpt or evidence, not both", field=f"{where}evidence")
-        evidence = parse_evidence(raw["evidence"], where)
-        if not evidence:
+        if not values["evidence"]:
             raise InvalidParams("evidence must cite at least one source", field=f"{where}evidence")
-        return evidence
-    excerpt = _string(raw, "excerpt", max_chars=EXCERPT_MAX_CHARS, where=where)
+        return values["evidence"]
+    excerpt = values["excerpt"]
+    if excerpt is None or not excerpt.strip():
+        raise InvalidParams(f"{where}excerpt {'is required' if excerpt is None else 'must not be empty'}",
+                            field=f"{where}excerpt")
     return (EvidenceInput(excerpt=excerpt),)
 
 
+def _item(values: dict[str, Any], raw: dict[str, Any], where: str) -> ClaimItem | RelationshipItem:
+    support = _support(values, raw, where)
+    if "relation" in raw:
+        return RelationshipItem(relation=values["relation"], from_page=values["from"], to_page=values["to"],
+                                evidence=support, assertion_origin=values["assertionOrigin"])
+    return ClaimItem(text=values["text"].strip(), claim_kind=values["claimKind"], evidence=support,
+                     assertion_origin=values["assertionOrigin"], replaces=values["replaces"],
+                     subject=values["subject"])
+
+
+_EXCERPT = Text("excerpt", EXCERPT_MAX_CHARS, description="The supporting text from the conversation")
+CLAIM_ITEM = Params(
+    Text("text", TEXT_MAX_CHARS, required=True),
+    # The enum is the caller's active ontology's, filled in by tools/list (wire/tools.py, with_claim_kinds).
+    Name("claimKind", NAME_MAX_CHARS, required=True),
+    _EXCERPT, EVIDENCE, ORIGIN,
+    RecordId("replaces", description="The claim this one corrects"),
+    Name("subject", TITLE_MAX_CHARS, blank=True),
+)
+RELATIONSHIP_ITEM = Params(
+    Name("relation", NAME_MAX_CHARS, required=True, description="Instead of text: a typed relationship"),
+    Name("from", TITLE_MAX_CHARS, required=True),
+    Name("to", TITLE_MAX_CHARS, required=True),
+    _EXCERPT, EVIDENCE, ORIGIN,
+)
+REMEMBER_PARAMS = Params(
+    REQUEST_ID,
+    Name("subject", TITLE_MAX_CHARS, blank=True, description="The page the claims are about: id, title or alias"),
+    Objects("items", CLAIM_ITEM + RELATIONSHIP_ITEM, required=True, min_items=1, max_items=ITEMS_MAX,
+            what="items", pick=lambda raw: RELATIONSHIP_ITEM if "relation" in raw else CLAIM_ITEM, build=_item),
+)
+REMEMBER_CALL = REMEMBER_PARAMS + _FLUSH_FORM
+
+
 def parse_remember_input(params: dict[str, Any]) -> RememberInput:
-    if not isinstance(params, dict):
-        raise InvalidParams("parameters must be an object")
-    _check_keys(params, {"requestId", "subject", "items"})
-    items_raw = params.get("items")
-    if not isinstance(items_raw, list) or not items_raw:
-        raise InvalidParams("items must be a non-empty list", field="items")
-    check_count(items_raw, "items", ITEMS_MAX, "items (the most one call saves)")
-    items: list[ClaimItem | RelationshipItem] = []
-    for index, raw in enumerate(items_raw):
-        where = f"items[{index}]."
-        if not isinstance(raw, dict):
-            raise InvalidParams("each item must be an object", field=f"items[{index}]")
-        evidence = _item_evidence(raw, where)
-        if "relation" in raw:
-            _check_keys(raw, {"relation", "from", "to", "excerpt", "evidence", "assertionOrigin"}, where)
-            items.append(RelationshipItem(
-                relation=_string(raw, "relation", one_line=True, max_chars=NAME_MAX_CHARS, where=where),
-                from_page=_string(raw, "from", one_line=True, max_chars=TITLE_MAX_CHARS, where=where),
-                to_page=_string(raw, "to", one_line=True, max_chars=TITLE_MAX_CHARS, where=where),
-                evidence=evidence, assertion_origin=_origin(raw, where),
-            ))
-            continue
-        _check_keys(raw, {"text", "claimKind", "excerpt", "evidence", "assertionOrigin", "replaces", "subject"}, where)
-        replaces = raw.get("replaces")
-        if replaces is not None:
-            _record_ref(replaces, f"{where}replaces")
-        items.append(ClaimItem(
-            text=_string(raw, "text", where=where).strip(),
-            claim_kind=_string(raw, "claimKind", one_line=True, max_chars=NAME_MAX_CHARS, where=where),
-            evidence=evidence, assertion_origin=_origin(raw, where), replaces=replaces,
-            subject=_string(raw, "subject", required=False, one_line=True, max_chars=TITLE_MAX_CHARS,
-                            where=where),
-        ))
-    return RememberInput(
-        request_id=parse_request_id(params.get("requestId")), items=tuple(items),
-        subject=_string(params, "subject", required=False, one_line=True, max_chars=TITLE_MAX_CHARS),
-    )
+    values = REMEMBER_PARAMS.read(params)
+    return RememberInput(request_id=values["requestId"], items=values["items"], subject=values["subject"])

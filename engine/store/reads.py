@@ -16,8 +16,8 @@ from ..core.errors import ForeignReference, InvalidParams, KnowledgeError, NotFo
 from ..core.files import read_file, sha256_bytes
 from ..core.findings import truncated
 from ..vault.frontmatter import RECORD_MAX_BYTES
-from .inputs import bounded_int
-from ..vault.records import parse_record
+from ..core.params import Integer, Params, Query, RecordId, Value
+from ..vault.records import TITLE_MAX_CHARS, parse_record
 from .store import Store
 
 PROVIDER = "knowledge"
@@ -117,24 +117,31 @@ def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str
 # --- reads by reference (the shared memory read contract) -----------------------------------
 
 
-def parse_reference(value: Any) -> dict[str, Any]:
+def parse_reference(value: Any, field: str = "ref") -> dict[str, Any]:
     if not isinstance(value, dict) or value.get("provider") != PROVIDER:
-        raise InvalidParams("ref must be a Knowledge reference from a search hit", field="ref")
+        raise InvalidParams("ref must be a Knowledge reference from a search hit", field=field)
     revision = value.get("revision")
     if (not isinstance(value.get("store"), str) or not isinstance(value.get("id"), str)
             or isinstance(revision, bool) or not isinstance(revision, int)
             or not isinstance(value.get("sha256"), str)):
-        raise InvalidParams("ref needs store, id, revision and sha256", field="ref")
+        raise InvalidParams("ref needs store, id, revision and sha256", field=field)
     return value
 
 
-def parse_line_window(params: dict[str, Any]) -> tuple[int, int]:
-    start = params.get("from", 1)
-    count = params.get("lines", READ_LINES_DEFAULT)
-    for name, value in (("from", start), ("lines", count)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidParams(f"{name} must be a positive integer", field=name)
-    return start, bounded_int(count, "lines", low=1, high=READ_LINES_MAX)
+# ``memory/read``: lines of the exact revision a search hit's reference names.
+READ_PARAMS = Params(
+    Value("ref", parse_reference, required=True),
+    Integer("from", 1, default=1),
+    Integer("lines", 1, READ_LINES_MAX, default=READ_LINES_DEFAULT),
+)
+# The exact read of a record (``knowledge_record``, ``operator/record``) and the history of one.
+RECORD_ID = RecordId("id", required=True, description="A record id, e.g. pg_01J...")
+REVISION = Integer("revision", 1, nullable=True, description="An exact earlier revision (default: the current one)")
+RECORD_PARAMS = Params(RECORD_ID, REVISION)
+HISTORY_PARAMS = Params(RECORD_ID)
+# ``knowledge_lookup``: a name is compared with ids, titles and aliases, so none longer than a title resolves.
+LOOKUP_PARAMS = Params(Query("name", max_chars=TITLE_MAX_CHARS, required=True,
+                             description="A record id, or a title or alias (case and spacing do not matter)"))
 
 
 def read_reference(store: Store, catalog: Catalog, partition: str, ref: dict[str, Any],

@@ -21,8 +21,9 @@ from ..memory import recall
 from ..access.authority import AgentCaller, Audience, parse_instance
 from ..core.errors import Denied, InvalidParams, KnowledgeError, wire_codes
 from ..gate.turn import gate_turn
-from ..memory.knowledge_index import index_for
-from ..memory.memory_prompt import prompt_for
+from ..core.params import NO_PARAMS, without_meta
+from ..memory.knowledge_index import INDEX_PARAMS, index_for
+from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
 from .tools import ToolRegistry, tool_result
@@ -90,16 +91,18 @@ class Dispatcher:
             "ping": lambda session, params: {},
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
-            "memory/search": lambda s, p: engine.search(self.caller(s, p), _without_meta(p)),
-            "memory/read": lambda s, p: engine.read(self.caller(s, p), _without_meta(p)),
-            "memory/health": lambda s, p: engine.health(self.caller(s, p)),
-            "memory/status": lambda s, p: engine.status(self.caller(s, p)),
+            "memory/search": lambda s, p: engine.search(self.caller(s, p), without_meta(p)),
+            "memory/read": lambda s, p: engine.read(self.caller(s, p), without_meta(p)),
+            "memory/health": lambda s, p: engine.health(self.caller(s, _no_params(p))),
+            "memory/status": lambda s, p: engine.status(self.caller(s, _no_params(p))),
             "memory/recallCandidates": lambda s, p: recall.recall_candidates(engine, self.caller(s, p),
-                                                                             _without_meta(p)),
-            "memory/flushPlan": lambda s, p: {"plan": recall.flush_plan(engine, self.caller(s, p))},
-            "memory/prompt": lambda s, p: prompt_for(engine, self.caller(s, p), p.get("projectKey")),
-            "memory/index": lambda s, p: index_for(engine, self.caller(s, p), p.get("firstMessageAt")),
-            "memory/gate": lambda s, p: gate_turn(engine, self.caller(s, p), p),
+                                                                             without_meta(p)),
+            "memory/flushPlan": lambda s, p: {"plan": recall.flush_plan(engine, self.caller(s, _no_params(p)))},
+            "memory/prompt": lambda s, p: prompt_for(engine, self.caller(s, p),
+                                                     PROMPT_PARAMS.read(without_meta(p))["projectKey"]),
+            "memory/index": lambda s, p: index_for(engine, self.caller(s, p),
+                                                   INDEX_PARAMS.read(without_meta(p))["firstMessageAt"]),
+            "memory/gate": lambda s, p: gate_turn(engine, self.caller(s, p), without_meta(p)),
         }
         OperatorMethods(engine).register(self)
 
@@ -227,5 +230,7 @@ def _check_fields(knowledge: dict[str, Any], allowed: frozenset[str]) -> None:
         raise InvalidParams(f"unknown field _meta.knowledge.{unknown[0]}", field=f"_meta.knowledge.{unknown[0]}")
 
 
-def _without_meta(params: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in params.items() if key != "_meta"}
+def _no_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` of a method that takes none but ``_meta``: anything else is refused, not ignored."""
+    NO_PARAMS.read(without_meta(params))
+    return params

@@ -12,7 +12,7 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.core.errors import Conflict, Denied, InvalidParams, LimitExceeded, NotFound, WritesDisabled
 from engine.core.ids import parse_timestamp
-from engine.store.inputs import parse_request_id
+from engine.core.params import parse_request_id
 from engine.memory.recall import (
     FLUSH_LOOKUP_TOOLS, FLUSH_PERSISTENCE_TOOLS, flush_plan, flush_request_id, recall_candidates, set_recall,
     validate_flush_plan,

@@ -1,6 +1,6 @@
-"""The edge rules every parameter parser shares: names are one line without control characters, multi-line
-text holds no control character but tab, LF and CR, and anything over a maximum is limit_exceeded naming
-the field (never invalid_params)."""
+"""The edge rules every parameter parser shares (engine/core/params.py): names are one line without control
+characters, multi-line text holds no control character but tab, LF and CR, and anything over a maximum is
+limit_exceeded naming the field (never invalid_params)."""
 
 from __future__ import annotations
 
@@ -15,20 +15,20 @@ from engine.operator.browse import parse_list_request
 from engine.core.errors import InvalidParams, LimitExceeded
 from engine.gate.turn import MESSAGE_MAX_CHARS, parse_message
 from engine.gate.journal import label_turn
-from engine.operator.gate_operator import _window
+from engine.operator.gate_operator import WINDOW
 from engine.core.ids import new_id
-from engine.store.inputs import (
-    bounded_int, check_name, check_text, parse_page_input, parse_remember_input, parse_request_id,
-)
+from engine.core.params import Integer, check_name, check_text, parse_request_id
+from engine.store.inputs import parse_page_input, parse_remember_input
 from engine.memory.ontology_views import parse_ontology_request
 from engine.operator.methods import OperatorMethods
-from engine.store.reads import parse_line_window
+from engine.store.reads import READ_PARAMS
 from engine.memory.recall import flush_request_id, parse_candidates_query, parse_recall_input
 from engine.search.keyword import parse_search_request
 from tests.helpers import only_store, vault_snapshot
 
 CONTENT = base64.b64encode(b"notes\n").decode()
 RECORD = new_id("pg")
+REF = {"provider": "knowledge", "store": "st_x", "id": RECORD, "revision": 1, "sha256": "0" * 64}
 
 
 def page(**extra: Any) -> dict[str, Any]:
@@ -188,7 +188,7 @@ OVERSIZE: dict[str, tuple[Callable[[], Any], str]] = {
     "search query": (lambda: parse_search_request({"query": "q" * 8193}), "query"),
     "search type": (lambda: parse_search_request({"query": "atlas", "type": "t" * 65}), "type"),
     "search cursor": (lambda: parse_search_request({"query": "atlas", "cursor": "c" * 2049}), "cursor"),
-    "read lines": (lambda: parse_line_window({"lines": 201}), "lines"),
+    "read lines": (lambda: READ_PARAMS.read({"ref": REF, "lines": 201}), "lines"),
     "max_results": (lambda: kb.parse_request({"query": "atlas", "max_results": 51}), "max_results"),
     "knowledge_base_id": (lambda: kb.parse_request({"query": "atlas", "knowledge_base_id": "b" * 501}),
                           "knowledge_base_id"),
@@ -210,7 +210,7 @@ OVERSIZE: dict[str, tuple[Callable[[], Any], str]] = {
     "gate message": (lambda: parse_message({"message": "m" * (MESSAGE_MAX_CHARS + 1)}), "message"),
     "browse limit": (lambda: parse_list_request({"limit": 501}), "limit"),
     "browse offset": (lambda: parse_list_request({"offset": 10_000_001}), "offset"),
-    "gate journal limit": (lambda: _window({"limit": 201}), "limit"),
+    "gate journal limit": (lambda: WINDOW.read({"limit": 201}), "limit"),
     "gate journal label": (lambda: label_turn(None, "private", "t1", [new_id("pg") for _ in range(51)]), "needed"),
 }
 
@@ -230,7 +230,8 @@ def test_the_limits_themselves_are_accepted():
     parse_remember_input(remember(*[claim(claimKind="k" * 64)] * 100, subject="s" * 500))
     parse_recall_input(recall(summary="s" * 500, triggers=["t" * 200] * 20, projects=["p" * 256] * 20))
     assert parse_search_request({"query": "atlas", "limit": 50}).limit == 50
-    assert parse_line_window({"lines": 200}) == (1, 200)
+    read = READ_PARAMS.read({"ref": REF, "lines": 200})
+    assert (read["from"], read["lines"]) == (1, 200)
 
 
 def test_an_operator_label_and_share_list_over_their_limits_are_limit_exceeded(engine):
@@ -244,13 +245,14 @@ def test_an_operator_label_and_share_list_over_their_limits_are_limit_exceeded(e
     assert raised.value.details["field"] == "others"
 
 
-def test_bounded_int_separates_wrong_from_too_big():
-    assert bounded_int(5, "limit", low=1, high=5) == 5
+def test_an_integer_separates_wrong_from_too_big():
+    limit = Integer("limit", 1, 5)
+    assert limit.check(5, "limit") == 5
     for wrong in (0, -1, True, 2.5, "3", None):
         with pytest.raises(InvalidParams):
-            bounded_int(wrong, "limit", low=1, high=5)
+            limit.check(wrong, "limit")
     with pytest.raises(LimitExceeded) as raised:
-        bounded_int(6, "limit", low=1, high=5)
+        limit.check(6, "limit")
     assert raised.value.details == {"field": "limit", "limit": 5, "size": 6}
 
 
