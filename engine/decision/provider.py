@@ -75,7 +75,24 @@ class ScoringProvider(PairScorer, Protocol):
         ...
 
 
-class ScoresOnly:
+class Untokenized:
+    """What a provider without a tokenizer or a throughput model answers: nothing to load, no counts."""
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        return True
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
+        return None
+
+    def pair_tokens(self, query: str, documents: Sequence[str],
+                    max_pair_tokens: int | None = None) -> list[int] | None:
+        return None
+
+    def seconds_to_score(self, pair_tokens: Sequence[int]) -> float | None:
+        return None
+
+
+class ScoresOnly(Untokenized):
     """A ``PairScorer`` as a ``ScoringProvider``: nothing to load, no tokenizer, no throughput model."""
 
     max_pair_tokens: int | None = None
@@ -101,18 +118,5 @@ class ScoresOnly:
         return self.scorer.score_pairs(query, documents, deadline=deadline, max_pair_tokens=max_pair_tokens,
                                        before_dispatch=before_dispatch)
 
-    def wait_loaded(self, timeout: float | None = None) -> bool:
-        return True
-
     def serves(self, settings: Settings) -> bool:
         return True
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
-        return None
-
-    def pair_tokens(self, query: str, documents: Sequence[str],
-                    max_pair_tokens: int | None = None) -> list[int] | None:
-        return None
-
-    def seconds_to_score(self, pair_tokens: Sequence[int]) -> float | None:
-        return None

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
 from ..state.config import Settings
-from .provider import READY, PairScores
+from .provider import READY, PairScores, Untokenized
 from ..core.errors import DecisionUnavailable, InvalidResponse
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -48,7 +48,7 @@ class EndpointForms:
             self._forms[endpoint] = form
 
 
-class RerankProvider:
+class RerankProvider(Untokenized):
     """A ``ScoringProvider`` (provider.py) without a tokenizer or a throughput model: nothing to plan with."""
 
     state = READY
@@ -62,21 +62,8 @@ class RerankProvider:
         self.forms = forms
         self.name = f"rerank/{model_id}"
 
-    def wait_loaded(self, timeout: float | None = None) -> bool:
-        return True   # an endpoint has nothing to load
-
     def serves(self, settings: Settings) -> bool:
         return self.base_url == settings.rerank_base_url   # the owner moved the endpoint: a new provider
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
-        return None
-
-    def pair_tokens(self, query: str, documents: Sequence[str],
-                    max_pair_tokens: int | None = None) -> list[int] | None:
-        return None
-
-    def seconds_to_score(self, pair_tokens: Sequence[int]) -> float | None:
-        return None
 
     def score_pairs(self, query: str, documents: Sequence[str], *, deadline: float,
                     max_pair_tokens: int | None = None,
