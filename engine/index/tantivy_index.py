@@ -34,6 +34,7 @@ INDEX_DIR = "index"
 SCHEMA_VERSION = 2  # bump when the schema changes: indexes of other versions are rebuilt
 WRITER_HEAP = 50_000_000
 PARALLEL_FROM = 5_000  # documents in one catch-up above which the writer gets two threads
+OPEN_WRITERS_MAX = 4   # partitions whose writer stays open between catch-ups
 
 
 def build_schema() -> tantivy.Schema:
@@ -73,10 +74,20 @@ class PartitionIndex:
         self.schema = schema
         self.index = tantivy.Index(schema, path=str(directory), reuse=True)
         self.index.register_tokenizer(ANALYZER_NAME, analyzer.tantivy)
+        self._writer: tantivy.IndexWriter | None = None
+        self._writer_threads = 0
 
     def apply(self, removals: list[str], additions: Iterator[dict[str, Any]], *, threads: int = 1) -> int:
-        """Delete ``removals`` and (re)add ``additions`` in one commit; returns how many were added."""
-        writer = self.index.writer(WRITER_HEAP, threads)
+        """Delete ``removals`` and (re)add ``additions`` in one commit; returns how many were added.
+
+        The writer stays open between commits (opening one, and waiting for its merges, cost more than
+        the commit of a single write); segment merges go on in its background threads.
+        """
+        if self._writer is not None and self._writer_threads != threads:
+            self.close()
+        if self._writer is None:
+            self._writer, self._writer_threads = self.index.writer(WRITER_HEAP, threads), threads
+        writer = self._writer
         added = 0
         try:
             for path in removals:
@@ -87,11 +98,21 @@ class PartitionIndex:
                 added += 1
             writer.commit()
         except BaseException:
+            self._writer = None  # a writer that failed is not trusted with the next commit
             writer.rollback()
             raise
-        writer.wait_merging_threads()
         self.index.reload()
         return added
+
+    def close(self) -> None:
+        """Let the open writer finish its merges and release the index."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        try:
+            writer.wait_merging_threads()
+        except (OSError, ValueError, RuntimeError) as exc:  # its directory was deleted under it, say
+            log.warning("search index writer of %s closed with an error: %s", self.directory.name, exc)
 
     def searcher(self) -> tantivy.Searcher:
         return self.index.searcher()
@@ -107,6 +128,7 @@ class SearchIndexes:
         self.analyzer = analyzer
         self.schema = build_schema()
         self._open: dict[str, PartitionIndex] = {}
+        self._writing: list[str] = []  # partitions whose index holds an open writer, most recent last
 
     def directory(self, partition: str) -> Path:
         return self.store.root / INDEX_DIR / f"{partition.replace(':', '-')}.v{SCHEMA_VERSION}"
@@ -115,6 +137,7 @@ class SearchIndexes:
         index = self._open.get(partition)
         if index is not None and index.directory.is_dir():
             return index
+        self._drop(partition)
         directory = self.directory(partition)
         if not directory.is_dir():
             self._forget_indexed(partition)
@@ -144,12 +167,32 @@ class SearchIndexes:
 
     def _forget_indexed(self, partition: str) -> None:
         """The index is gone: everything must be indexed again."""
-        self._open.pop(partition, None)
+        self._drop(partition)
         self.ledger.forget(partition)
+
+    def _drop(self, partition: str) -> None:
+        index = self._open.pop(partition, None)
+        if partition in self._writing:
+            self._writing.remove(partition)
+        if index is not None:
+            index.close()
+
+    def _wrote(self, partition: str) -> None:
+        """``partition``'s writer was just used: keep it open, and close the least recently used beyond
+        OPEN_WRITERS_MAX (each holds its own memory arena and merge threads)."""
+        if partition in self._writing:
+            self._writing.remove(partition)
+        self._writing.append(partition)
+        while len(self._writing) > OPEN_WRITERS_MAX:
+            self._open[self._writing.pop(0)].close()
+
+    def close(self) -> None:
+        for partition in list(self._open):
+            self._drop(partition)
 
     def rebuild(self, partition: str) -> int:
         """Throw the partition's index away and build it again from the catalog."""
-        self._open.pop(partition, None)
+        self._drop(partition)
         shutil.rmtree(self.directory(partition), ignore_errors=True)
         self._forget_indexed(partition)
         return self.catch_up(partition)
@@ -187,6 +230,7 @@ class SearchIndexes:
             index.apply(removed, documents(), threads=2 if count >= PARALLEL_FROM else 1)
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexFailed(f"the search index could not be updated: {exc}", partition=partition) from exc
+        self._wrote(partition)
         self.ledger.record(partition, removed, indexed, catalog_version)
         return catalog_version
 

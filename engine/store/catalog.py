@@ -188,17 +188,19 @@ class Catalog(CatalogReads):
         change (the ontology they were validated against did).
         """
         root = self.store.partition_root(partition)
-        known = self._known_stats(partition)
         report = SyncReport()
         forced: set[str] = set()
         if paths is None:
+            known = self._known_stats(partition)
             candidates, rejected = walk_partition(root)
             present = set(candidates) | {finding.path for finding in rejected}
             missing = [path for path in known if path not in present]
         else:
             paths = set(paths)
+            examined = sorted({descriptor_for(path) for path in paths})
+            known = self._known_stats(partition, [shown_path(relpath) for relpath in examined])
             candidates, rejected, missing = {}, [], []
-            for relpath in sorted({descriptor_for(path) for path in paths}):
+            for relpath in examined:
                 if relpath not in paths:
                     forced.add(relpath)
                 current = self._stat_one(root, relpath)
@@ -268,10 +270,13 @@ class Catalog(CatalogReads):
         ids: set[str] = set()
         for chunk in _chunks(sorted(set(paths))):
             marks = ", ".join("?" * len(chunk))
+            # No "record_id IS NOT NULL" here: SQLite would then walk the (partition, record_id) index instead
+            # of looking the paths up by the primary key.
             ids.update(row[0] for row in self.db.tuples(
-                f"SELECT record_id FROM catalog WHERE partition = ? AND path IN ({marks}) AND record_id IS NOT NULL "
+                f"SELECT record_id FROM catalog WHERE partition = ? AND path IN ({marks}) "
                 f"UNION SELECT source_id FROM sources WHERE partition = ? AND path IN ({marks})",
                 (partition, *chunk, partition, *chunk)))
+        ids.discard(None)
         return ids
 
     def _naming(self, partition: str, ids: set[str]) -> set[str]:
@@ -300,13 +305,16 @@ class Catalog(CatalogReads):
             return _hardlinked(relpath)
         return FileStat.of(info)
 
-    def _known_stats(self, partition: str) -> dict[str, tuple[int, int, int, int]]:
+    def _known_stats(self, partition: str, paths: list[str] | None = None) -> dict[str, tuple[int, int, int, int]]:
+        """What the catalog last saw of each file (of ``paths``, or every one): (inode, size, mtime, ctime)."""
         known = {}
         for table in ("catalog", "sources"):
-            for row in self.db.all(
-                f"SELECT path, ino, file_size, mtime_ns, ctime_ns FROM {table} WHERE partition = ?", (partition,)
-            ):
-                known[row["path"]] = (row["ino"], row["file_size"], row["mtime_ns"], row["ctime_ns"])
+            select = f"SELECT path, ino, file_size, mtime_ns, ctime_ns FROM {table} WHERE partition = ?"
+            batches = [self.db.tuples(select, (partition,))] if paths is None else [
+                self.db.tuples(f"{select} AND path IN ({', '.join('?' * len(chunk))})", (partition, *chunk))
+                for chunk in _chunks(paths)]
+            for rows in batches:
+                known.update((path, (ino, size, mtime, ctime)) for path, ino, size, mtime, ctime in rows)
         return known
 
     def _load(self, partition: str, root: Path, relpath: str, info: FileStat) -> None:

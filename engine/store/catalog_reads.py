@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, Literal, Sequence
 
-from ..core.db import Database, like_prefix
+from ..core.db import Database
 
 # (column, the value a current record has, the status shown when it differs: that word, or the column's value).
 # The order is the order a reader is told why a record is not current.
@@ -32,6 +32,7 @@ _CURRENT_RULE: tuple[tuple[str, str | int, str | None], ...] = (
     ("lifecycle", "active", None),
 )
 CURRENT = " AND ".join(f"c.{column} = {value!r}" for column, value, _ in _CURRENT_RULE)
+CURRENT_UNQUALIFIED = " AND ".join(f"{column} = {value!r}" for column, value, _ in _CURRENT_RULE)  # for DDL
 
 
 def status_of(values: Any) -> str:
@@ -303,11 +304,11 @@ class CatalogReads:
                           (partition,))
         return (row["catalog_version"], row["index_version"]) if row is not None else (0, -1)
 
-    def paths_in_use(self, partition: str, prefix: str) -> set[str]:
-        return {row["path"] for row in self.db.all(
-            "SELECT path FROM catalog WHERE partition = ? AND path LIKE ? ESCAPE '\\'",
-            (partition, like_prefix(prefix)),
-        )}
+    def path_in_use(self, partition: str, path: str) -> bool:
+        """Whether the catalog knows a file at ``path`` (a record, or a source descriptor)."""
+        return bool(self.db.tuples("SELECT 1 FROM catalog WHERE partition = ? AND path = ? UNION ALL "
+                                   "SELECT 1 FROM sources WHERE partition = ? AND path = ? LIMIT 1",
+                                   (partition, path, partition, path)))
 
     # --- the revision archive and the originals -----------------------------------
 

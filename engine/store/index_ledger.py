@@ -16,8 +16,10 @@ from typing import Iterator, Sequence
 from ..core.db import Database
 from .catalog_reads import CURRENT, WITH_CONTENT, RecordRow, with_content
 
-# Current rows the index lacks or holds in another revision.
-_BACKLOG = f"c.partition = ? AND {CURRENT} AND (c.indexed_sha IS NULL OR c.indexed_sha != c.sha256)"
+# Current rows the index lacks or holds in another revision; indexed rows no longer current.  Both are
+# the conditions of partial indexes (migration 0004_index_backlog), so neither query reads every row.
+_BACKLOG = f"c.partition = ? AND {CURRENT} AND c.indexed_sha IS NOT c.sha256"
+_STALE = f"c.partition = ? AND c.indexed_sha IS NOT NULL AND NOT ({CURRENT})"
 
 
 class IndexLedger:
@@ -39,8 +41,7 @@ class IndexLedger:
         written = [row["path"] for row in self.db.all(
             "SELECT path FROM index_removals WHERE partition = ?", (partition,))]
         return written + [row["path"] for row in self.db.all(
-            f"SELECT c.path FROM catalog c WHERE c.partition = ? AND c.indexed_sha IS NOT NULL AND NOT ({CURRENT})",
-            (partition,))]
+            f"SELECT c.path FROM catalog c WHERE {_STALE}", (partition,))]
 
     def backlog_count(self, partition: str) -> int:
         return self.db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {_BACKLOG}", (partition,))["n"]

@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core.db import Database, like_prefix
+from .catalog_reads import CURRENT_UNQUALIFIED
 from ..core.errors import InvalidParams, KnowledgeError, StoreUnavailable
 from ..core.files import fsync_dir, read_file
 from ..core.findings import Finding
@@ -217,6 +218,14 @@ STATE_MIGRATIONS = [
         CREATE INDEX refs_target ON refs (partition, target);
         CREATE INDEX refs_path ON refs (partition, path);
         ALTER TABLE partition_state ADD COLUMN refs_ready INTEGER NOT NULL DEFAULT 0
+    """),
+    # What the search index lacks and what it must drop, found without reading every row
+    # (engine/store/index_ledger.py asks with exactly these conditions, so SQLite uses them).
+    ("0004_index_backlog", f"""
+        CREATE INDEX catalog_index_backlog ON catalog (partition)
+            WHERE {CURRENT_UNQUALIFIED} AND indexed_sha IS NOT sha256;
+        CREATE INDEX catalog_index_stale ON catalog (partition)
+            WHERE indexed_sha IS NOT NULL AND NOT ({CURRENT_UNQUALIFIED})
     """),
 ]
 

@@ -155,10 +155,11 @@ class _PlanBuilder:
                 or self.ctx.catalog.source(self.ctx.partition, source) is not None}
 
     def unique_path(self, directory: str, stem: str) -> str:
-        in_use = self.ctx.catalog.paths_in_use(self.ctx.partition, directory) | self.taken_paths
-        root = self.ctx.store.partition_root(self.ctx.partition)
+        catalog, partition = self.ctx.catalog, self.ctx.partition
+        root = self.ctx.store.partition_root(partition)
         candidate, counter = f"{directory}{stem}.md", 1
-        while candidate in in_use or (root / candidate).exists():
+        while (candidate in self.taken_paths or catalog.path_in_use(partition, candidate)
+               or (root / candidate).exists()):
             counter += 1
             candidate = f"{directory}{stem}-{counter}.md"
         return candidate

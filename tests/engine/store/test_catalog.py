@@ -154,6 +154,7 @@ def test_a_file_deleted_while_the_partition_is_walked_is_not_a_store_failure(eng
     for vanished in (gone, "pg_scratch"):
         with pytest.raises(NotFound):
             engine.get_record(owner, vanished)
+    monkeypatch.undo()  # os.scandir is every module's: the git queue walks the vault with it too
 
 
 class _Listing(list):
