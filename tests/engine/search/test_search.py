@@ -10,7 +10,7 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.core.errors import ForeignReference, IndexFailed, InvalidParams, LimitExceeded, StaleCursor
 from engine.index.tantivy_index import PartitionIndex
-from tests.helpers import claim, conversation, only_store, page, private_dir
+from tests.helpers import claim, conversation, only_store, page, private_dir, wait_for
 
 
 def titles(result: dict) -> list[str]:
@@ -258,3 +258,11 @@ def test_bad_search_input_gets_a_clear_error(engine, owner, params, error, field
         engine.search(owner, params)
     assert raised.value.details.get("field") == field
     assert titles(engine.search(owner, {"query": "harbour"})) == ["Harbour"]
+
+
+def test_the_index_follows_publications_without_waiting_for_a_search(engine, owner):
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    wait_for(lambda: runtime.call(lambda: runtime.catalog.version("private")[1] == runtime.catalog.version(
+        "private")[0]))
+    assert runtime.call(lambda: runtime.indexes.get("private").searcher().num_docs) == 1

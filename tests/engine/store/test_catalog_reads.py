@@ -160,3 +160,12 @@ def test_applied_publications_besides_a_request_prefix_are_counted(engine: Engin
     assert runtime.call(lambda: runtime.store.applied_besides("locomo_")) == 1  # "_" is no wildcard
     engine.save_page(owner, page("mine-1", "The owner's own page"))
     assert runtime.call(lambda: runtime.store.applied_besides("locomo-")) == 1
+
+
+def test_the_index_backlog_and_stale_rows_are_found_through_their_partial_indexes(db: Database) -> None:
+    from engine.store.index_ledger import _BACKLOG, _STALE
+
+    for condition, index in ((_BACKLOG, "catalog_index_backlog"), (_STALE, "catalog_index_stale")):
+        plan = " ".join(row["detail"] for row in db.all(
+            f"EXPLAIN QUERY PLAN SELECT c.path FROM catalog c WHERE {condition}", ("private",)))
+        assert f"USING INDEX {index}" in plan, plan
