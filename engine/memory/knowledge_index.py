@@ -356,7 +356,9 @@ def index_for(engine: StoreEntry[OpenStore], caller: Caller, first_message_at: s
     if entry.authority.store is None:
         return {"text": None, "reason": "no_store"}
     try:
-        text = entry.run(lambda runtime, a: build_index(runtime.store, runtime.catalog, a.partition, as_of))
+        text = entry.run(lambda runtime, a: runtime.catalog.derived(
+            a.partition, "knowledge_index", as_of, lambda: build_index(runtime.store, runtime.catalog, a.partition,
+                                                                       as_of)))
     except Denied:
         return {"text": None, "reason": "denied"}
     except (KnowledgeError, OSError, sqlite3.Error) as exc:

@@ -18,9 +18,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Hashable, Literal, Sequence, TypeVar
 
 from ..core.db import Database
+
+T = TypeVar("T")
+DERIVED_KEYS_MAX = 8
 
 # (column, the value a current record has, the status shown when it differs: that word, or the column's value).
 # The order is the order a reader is told why a record is not current.
@@ -177,6 +180,25 @@ class CatalogReads:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._derived: dict[tuple[str, str], tuple[int, dict[Any, Any]]] = {}
+
+    def derived(self, partition: str, name: str, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``'s value for (``name``, ``key``), kept until the partition's catalog changes.
+
+        For views drawn from the whole partition (the Knowledge Index): asked again with the same key
+        and an unchanged catalog, they are not recomputed.  A few keys are kept per name.
+        """
+        version = self.version(partition)[0]
+        kept = self._derived.get((partition, name))
+        if kept is None or kept[0] != version:
+            kept = (version, {})
+            self._derived[(partition, name)] = kept
+        values = kept[1]
+        if key not in values:
+            if len(values) >= DERIVED_KEYS_MAX:
+                del values[next(iter(values))]
+            values[key] = compute()
+        return values[key]
 
     # --- current records ----------------------------------------------------------
 

@@ -516,3 +516,19 @@ def test_a_read_failure_omits_the_index_without_raising(engine, owner, clock, st
         target.unlink()
     result = index_for(engine, owner, format_timestamp(T0))
     assert result["text"] is None and result["reason"] in ("store_unavailable", "read_failed")
+
+
+def test_the_index_is_built_once_per_catalog_version_and_cut_off(engine, owner, clock, monkeypatch):
+    from engine.memory import knowledge_index
+
+    builds = []
+    real = knowledge_index.build_index
+    monkeypatch.setattr(knowledge_index, "build_index", lambda *args: builds.append(args[-1]) or real(*args))
+    save(engine, owner, clock, days(-1), "Dana Whitaker")
+    first = index_text(engine, owner)
+    assert index_text(engine, owner) == first and len(builds) == 1  # asked again: not rebuilt
+    index_text(engine, owner, as_of=days(0.5))
+    assert len(builds) == 2  # another cut-off is another index
+    save(engine, owner, clock, days(-0.5), "Northwind Labs", type_="organization")
+    changed = index_text(engine, owner)
+    assert len(builds) == 3 and "Northwind Labs" in changed and changed != first  # the catalog changed
