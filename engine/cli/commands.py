@@ -30,6 +30,7 @@ from ..bench import search as search_bench
 from ..bench import gate as gate_bench
 from ..bench import socket as socket_bench
 from ..bench import socket_bounds as socket_bounds_bench
+from ..bench import throughput as throughput_bench
 from ..wire.bridge import BridgeError, run_bridge
 from .model_commands import add_models_parser
 from ..state.config import SettingsSource
@@ -273,6 +274,20 @@ def cmd_bench_socket(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def cmd_bench_throughput(args: argparse.Namespace, state: StateDir) -> int:
+    sizes = tuple(args.records)
+    command = (f"knowledge bench throughput --records {' '.join(map(str, sizes))} --seconds {args.seconds:g} "
+               f"--round-trips {args.round_trips}")
+    result = throughput_bench.run(sizes=sizes, seconds=args.seconds, round_trips=args.round_trips,
+                                  say=lambda line: print(line, file=sys.stderr, flush=True))
+    text = throughput_bench.report(result, command)
+    print(text, end="")
+    if args.output != "-":
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return 0
+
+
 def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
     options = gate_bench.Options(
@@ -496,6 +511,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench_socket.add_argument("--output", help="default docs/benchmarks/socket.md, or socket-bounds.md with "
                                                "--bounds; '-' writes no file")
     bench_socket.set_defaults(handler=cmd_bench_socket)
+    bench_throughput = bench_commands.add_parser(
+        "throughput", parents=[common],
+        help="writes and reads through the socket at a small and a large partition")
+    bench_throughput.add_argument("--records", type=int, nargs="+", default=list(throughput_bench.SIZES),
+                                  help="partition sizes, in generated records (default 100 100000)")
+    bench_throughput.add_argument("--seconds", type=float, default=5.0,
+                                  help="each concurrent phase (default 5)")
+    bench_throughput.add_argument("--round-trips", type=int, default=200,
+                                  help="requests of each one-client phase (default 200)")
+    bench_throughput.add_argument("--output", default="docs/benchmarks/throughput.md",
+                                  help="default docs/benchmarks/throughput.md; '-' writes no file")
+    bench_throughput.set_defaults(handler=cmd_bench_throughput)
     bench_gate = bench_commands.add_parser(
         "gate", parents=[common], help="the recall gate on LoCoMo with a full-size reranker, against PyTorch",
         description="Per-turn latency of memory/gate on a LoCoMo store with a full-size ModernBERT-base "

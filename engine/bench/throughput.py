@@ -1,0 +1,240 @@
+"""``knowledge bench throughput``: writes and reads through the socket, at a small and a large partition.
+
+For each partition size the engine runs as its own process (``knowledge
+serve --port 0``) on a fresh state directory whose private partition holds
+that many generated note pages (engine/bench/corpus.py), written straight
+into the vault as an owner copying a large vault in would.  Measured, in
+this order:
+
+- cataloguing the new files: the first search after the start (every file
+  parsed and indexed);
+- the first search after a restart on the unchanged vault;
+- ``knowledge_grep`` and ``memory/index`` round trips on an idle engine;
+- one client writing pages (``knowledge_save_page``) and claims
+  (``knowledge_remember``), then 8 clients writing pages together;
+- ``knowledge_grep`` from one client while 4 others write pages.
+
+Clients are threads of this process, each with its own TCP connection on
+loopback and one request at a time, as in ``knowledge bench socket``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from ..state.registry import Registry
+from ..state.statedir import StateDir
+from ..store.store import VAULT_DIR
+from .corpus import write_partition
+from .socket import WORDS, RpcClient, _start_engine, machine, percentile
+
+SIZES = (100, 100_000)
+ISSUE_FIGURES = {  # what the throughput issue measured before this work (same machine, through the socket)
+    "pages_per_s_1": "about 25 (29 into 200 records, 4.8 into 5,200)",
+    "remember_per_s_1": "19",
+    "pages_per_s_8": "about 20",
+    "grep_idle_p50_ms": "about 3",
+    "memory_index_ms": "2,200 at 95,000 records",
+    "catalogue_s": "about 40 at 100,000 records",
+}
+
+
+class _Engine:
+    """``knowledge serve`` on ``state``, started and stopped on demand."""
+
+    def __init__(self, state: StateDir, token: str) -> None:
+        self.state, self.token = state, token
+        self.process: Any = None
+        self.port = 0
+
+    def start(self) -> None:
+        self.process, self.port = _start_engine(self.state)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(120)
+        self.state.remove_engine_info()  # a clean stop removes it too; the next start must not read a stale port
+
+    def client(self) -> RpcClient:
+        return RpcClient(self.port, self.token)
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began
+
+
+def _latencies(fn: Callable[[int], Any], count: int) -> list[float]:
+    timings = []
+    for index in range(count):
+        began = time.perf_counter()
+        fn(index)
+        timings.append((time.perf_counter() - began) * 1000)
+    return timings
+
+
+def _summary(timings: list[float]) -> dict[str, float]:
+    return {"n": len(timings), "p50_ms": statistics.median(timings), "p99_ms": percentile(timings, 0.99)}
+
+
+def _page(tag: str, index: int) -> dict[str, Any]:
+    words = " ".join(WORDS[(index * 5 + k) % len(WORDS)] for k in range(10))
+    return {"requestId": f"{tag}-{index}", "type": "note", "title": f"{tag} note {index}", "body": words}
+
+
+def _writers(engine: _Engine, clients: int, seconds: float, tag: str,
+             reader: Callable[[RpcClient, int], Any] | None = None) -> dict[str, Any]:
+    """``clients`` threads writing pages for ``seconds`` (and one reading, with ``reader``)."""
+    written = [0] * clients
+    reads: list[float] = []
+    stop_at = [0.0]
+    start_line = threading.Barrier(clients + (1 if reader else 0) + 1)
+
+    def write(number: int) -> None:
+        client = engine.client()
+        start_line.wait()
+        index = 0
+        while time.perf_counter() < stop_at[0]:
+            client.tool("knowledge_save_page", _page(f"{tag}{number}", index))
+            index += 1
+        written[number] = index
+        client.close()
+
+    def read() -> None:
+        client = engine.client()
+        start_line.wait()
+        index = 0
+        while time.perf_counter() < stop_at[0]:
+            began = time.perf_counter()
+            reader(client, index)
+            reads.append((time.perf_counter() - began) * 1000)
+            index += 1
+        client.close()
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(clients)]
+    if reader is not None:
+        threads.append(threading.Thread(target=read))
+    for thread in threads:
+        thread.start()
+    stop_at[0] = time.perf_counter() + seconds
+    start_line.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    result: dict[str, Any] = {"clients": clients, "pages": sum(written), "pages_per_s": sum(written) / elapsed}
+    if reader is not None:
+        result["reads"] = _summary(reads)
+    return result
+
+
+def _grep(client: RpcClient, index: int) -> None:
+    client.tool("knowledge_grep", {"query": f"{WORDS[index % len(WORDS)]} {WORDS[(index * 7) % len(WORDS)]}"})
+
+
+def measure(records: int, *, seconds: float, round_trips: int, say: Callable[[str], None]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as scratch:
+        state = StateDir(Path(scratch) / "state")
+        state.create()
+        registry = Registry.open(state.registry, state.root)
+        token = registry.add_agent("bench", owner=True)
+        registry.close()
+        engine = _Engine(state, token)
+        engine.start()
+        client = engine.client()
+        client.tool("knowledge_save_page", _page("seed", 0))  # the store and its partition
+        client.close()
+        engine.stop()
+        store_dir = next((state.root / "stores").iterdir())
+        say(f"{records:,} records: writing the files")
+        write_partition(store_dir / VAULT_DIR / "private", records, 0)
+        figures: dict[str, Any] = {"records": records}
+
+        engine.start()
+        client = engine.client()
+        figures["catalogue_s"] = _timed(lambda: _grep(client, 0))
+        client.close()
+        engine.stop()
+        engine.start()
+        client = engine.client()
+        figures["restart_first_query_s"] = _timed(lambda: _grep(client, 1))
+        say(f"{records:,} records: catalogued in {figures['catalogue_s']:.1f} s, "
+            f"first query after a restart {figures['restart_first_query_s']:.2f} s")
+        figures["grep_idle"] = _summary(_latencies(lambda i: _grep(client, i), round_trips))
+        as_of = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        first_index = _timed(lambda: client.call("memory/index", {"firstMessageAt": as_of}))
+        figures["memory_index"] = {"first_ms": first_index * 1000, **_summary(_latencies(
+            lambda i: client.call("memory/index", {"firstMessageAt": as_of}), max(10, round_trips // 10)))}
+        pages = _latencies(lambda i: client.tool("knowledge_save_page", _page("one", i)), round_trips)
+        figures["pages_1"] = {**_summary(pages), "per_s": len(pages) / (sum(pages) / 1000)}
+        claims = _latencies(lambda i: client.tool("knowledge_remember", {"requestId": f"claim-{i}", "items": [
+            {"text": f"The {WORDS[i % len(WORDS)]} review moved to week {i}.", "claimKind": "fact",
+             "excerpt": f"review moved to week {i}"}]}), round_trips)
+        figures["remember_1"] = {**_summary(claims), "per_s": len(claims) / (sum(claims) / 1000)}
+        client.close()
+        say(f"{records:,} records: one client {figures['pages_1']['per_s']:.0f} pages/s, "
+            f"{figures['remember_1']['per_s']:.0f} remember/s")
+        figures["pages_8"] = _writers(engine, 8, seconds, "eight")
+        figures["grep_under_4_writers"] = _writers(engine, 4, seconds, "four", reader=_grep)
+        say(f"{records:,} records: 8 clients {figures['pages_8']['pages_per_s']:.0f} pages/s; grep beside 4 "
+            f"writers p50 {figures['grep_under_4_writers']['reads']['p50_ms']:.1f} ms")
+        engine.stop()
+    return figures
+
+
+def run(*, sizes: tuple[int, ...] = SIZES, seconds: float = 5.0, round_trips: int = 200,
+        say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    return {"sizes": [measure(records, seconds=seconds, round_trips=round_trips, say=say) for records in sizes]}
+
+
+def report(result: dict[str, Any], command: str) -> str:
+    sizes = result["sizes"]
+    header = "| measured | " + " | ".join(f"{s['records']:,} records" for s in sizes) + " | the issue's figure |"
+    rule = "| --- | " + " | ".join("---:" for _ in sizes) + " | --- |"
+
+    def row(label: str, cell: Callable[[dict[str, Any]], str], issue: str = "") -> str:
+        return f"| {label} | " + " | ".join(cell(s) for s in sizes) + f" | {issue} |"
+
+    lines = [
+        "# Throughput benchmark", "",
+        f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- Machine: {machine()}",
+        f"- Command: `{command}`",
+        "- Setup: `knowledge serve --port 0` in its own process on a fresh state directory; the private "
+        "partition holds the generated note pages (engine/bench/corpus.py) plus what the run writes; clients are "
+        "threads with their own TCP connection on loopback, one request at a time.", "",
+        header, rule,
+        row("cataloguing the new files (first search), s", lambda s: f"{s['catalogue_s']:.1f}",
+            ISSUE_FIGURES["catalogue_s"]),
+        row("first search after a restart, unchanged vault, s", lambda s: f"{s['restart_first_query_s']:.2f}"),
+        row("`knowledge_grep` idle, p50 / p99 ms",
+            lambda s: f"{s['grep_idle']['p50_ms']:.2f} / {s['grep_idle']['p99_ms']:.2f}",
+            ISSUE_FIGURES["grep_idle_p50_ms"]),
+        row("`memory/index` first / p50 of repeats, ms",
+            lambda s: f"{s['memory_index']['first_ms']:.0f} / {s['memory_index']['p50_ms']:.2f}",
+            ISSUE_FIGURES["memory_index_ms"]),
+        row("one client, `knowledge_save_page` per s (p50 ms)",
+            lambda s: f"{s['pages_1']['per_s']:.0f} ({s['pages_1']['p50_ms']:.1f})", ISSUE_FIGURES["pages_per_s_1"]),
+        row("one client, `knowledge_remember` per s (p50 ms)",
+            lambda s: f"{s['remember_1']['per_s']:.0f} ({s['remember_1']['p50_ms']:.1f})",
+            ISSUE_FIGURES["remember_per_s_1"]),
+        row("8 clients, pages per s in total", lambda s: f"{s['pages_8']['pages_per_s']:.0f}",
+            ISSUE_FIGURES["pages_per_s_8"]),
+        row("`knowledge_grep` beside 4 writing clients, p50 / p99 ms",
+            lambda s: f"{s['grep_under_4_writers']['reads']['p50_ms']:.1f} / "
+                      f"{s['grep_under_4_writers']['reads']['p99_ms']:.1f}"),
+        row("(the 4 writers meanwhile, pages per s)", lambda s: f"{s['grep_under_4_writers']['pages_per_s']:.0f}"),
+    ]
+    if len(sizes) >= 2:
+        small, large = sizes[0], sizes[-1]
+        ratio = large["pages_1"]["p50_ms"] / small["pages_1"]["p50_ms"]
+        lines += ["", f"A write into {large['records']:,} records costs {ratio:.2f}x a write into "
+                      f"{small['records']:,} (p50 of one client's `knowledge_save_page`)."]
+    return "\n".join(lines) + "\n"
