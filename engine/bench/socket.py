@@ -20,7 +20,7 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..state.registry import Registry
 from ..state.statedir import StateDir
@@ -30,8 +30,8 @@ WORDS = ("harbour", "lighthouse", "ferry", "schedule", "budget", "migration", "r
 
 
 class RpcClient:
-    def __init__(self, port: int, token: str) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    def __init__(self, port: int, token: str, *, timeout: float = 60) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.file = self.sock.makefile("rwb")
         self.next_id = 0
         self.call("initialize", {"protocolVersion": "2025-11-25",
@@ -121,7 +121,17 @@ def _throughput(port: int, token: str, clients: int, seconds: float) -> dict[str
         with lock:
             latencies.extend(mine)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    elapsed = run_together([lambda n=n: worker(n) for n in range(clients)], start_line, stop_at, seconds)
+    return {"clients": clients, "requests": len(latencies), "errors": errors[0],
+            "requests_per_s": len(latencies) / elapsed, "p50_ms": statistics.median(latencies),
+            "p99_ms": percentile(latencies, 0.99)}
+
+
+def run_together(workers: list[Callable[[], None]], start_line: threading.Barrier, stop_at: list[float],
+                 seconds: float) -> float:
+    """Run ``workers`` (each waits at ``start_line``, then works until ``stop_at[0]``) for ``seconds``;
+    returns the seconds from the start line until the last one finished."""
+    threads = [threading.Thread(target=worker) for worker in workers]
     for thread in threads:
         thread.start()
     stop_at[0] = time.perf_counter() + seconds
@@ -129,10 +139,7 @@ def _throughput(port: int, token: str, clients: int, seconds: float) -> dict[str
     began = time.perf_counter()
     for thread in threads:
         thread.join()
-    elapsed = time.perf_counter() - began
-    return {"clients": clients, "requests": len(latencies), "errors": errors[0],
-            "requests_per_s": len(latencies) / elapsed, "p50_ms": statistics.median(latencies),
-            "p99_ms": percentile(latencies, 0.99)}
+    return time.perf_counter() - began
 
 
 @contextmanager

@@ -515,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
         "throughput", parents=[common],
         help="writes and reads through the socket at a small and a large partition")
     bench_throughput.add_argument("--records", type=int, nargs="+", default=list(throughput_bench.SIZES),
-                                  help="partition sizes, in generated records (default 100 100000)")
+                                  help="partition sizes, in generated records (default 100 95000)")
     bench_throughput.add_argument("--seconds", type=float, default=5.0,
                                   help="each concurrent phase (default 5)")
     bench_throughput.add_argument("--round-trips", type=int, default=200,
@@ -604,9 +604,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"knowledge: {exc.message}{where}", file=sys.stderr)
         return 2
     except (OSError, sqlite3.Error) as exc:
-        # A state directory the disk will not let us use (read-only, full, not ours) is one clear line.
-        print(f"knowledge: {unusable_state_dir(state, exc)}", file=sys.stderr)
+        # A state directory the disk will not let us use (read-only, full, not ours) is one clear line;
+        # any other failure of the system (a connection timing out, a file named on the command line) is
+        # said as it is, without blaming the state directory.
+        if _concerns(state, exc):
+            print(f"knowledge: {unusable_state_dir(state, exc)}", file=sys.stderr)
+        else:
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            print(f"knowledge: {getattr(exc, 'strerror', None) or exc or type(exc).__name__}{where}", file=sys.stderr)
         return 1
+
+
+def _concerns(state: StateDir, exc: OSError | sqlite3.Error) -> bool:
+    """Whether a failure is the state directory's: its database, or a file in it (or one the error leaves unnamed)."""
+    if isinstance(exc, sqlite3.Error):
+        return True
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return False
+    return exc.filename is None or Path(os.fsdecode(exc.filename)).absolute().is_relative_to(state.root.absolute())
 
 
 def unusable_state_dir(state: StateDir, exc: OSError | sqlite3.Error) -> str:

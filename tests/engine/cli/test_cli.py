@@ -383,3 +383,40 @@ def test_an_unusable_state_dir_is_named_with_its_cause_and_what_to_do(state_dir,
     line = unusable_state_dir(state_dir, failure)
     assert line.startswith(f"cannot use the state directory {state_dir.root}: ") and expected in line
     assert "\n" not in line
+
+
+@pytest.mark.parametrize("failure, blamed", [
+    (OSError(errno.ENOSPC, "No space left on device", "STATE/registry.sqlite"), True),
+    (OSError(errno.EROFS, "Read-only file system"), True),
+    (sqlite3.OperationalError("database or disk is full"), True),
+    (TimeoutError("timed out"), False),
+    (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), False),
+    (FileNotFoundError(errno.ENOENT, "No such file or directory", "/elsewhere/model"), False),
+])
+def test_only_a_failure_of_the_state_dir_is_said_to_be_the_state_dirs(state_dir, failure, blamed, monkeypatch,
+                                                                      capsys):
+    from engine.cli import commands
+
+    if getattr(failure, "filename", None) == "STATE/registry.sqlite":
+        failure.filename = str(state_dir.root / "registry.sqlite")
+
+    def fail(args, state):
+        raise failure
+
+    monkeypatch.setattr(commands, "build_parser", lambda: _FailingParser(state_dir, fail))
+    assert commands.main(["--state-dir", str(state_dir.root), "agents", "list"]) == 1
+    line = capsys.readouterr().err.strip()
+    assert ("cannot use the state directory" in line) == blamed, line
+    assert line.startswith("knowledge: ") and "\n" not in line
+
+
+class _FailingParser:
+    """A command line whose command fails with the given error."""
+
+    def __init__(self, state_dir, handler) -> None:
+        self.state_dir, self.handler = state_dir, handler
+
+    def parse_args(self, argv):
+        import argparse
+
+        return argparse.Namespace(state_dir=str(self.state_dir.root), handler=self.handler)
