@@ -42,3 +42,16 @@ def test_the_bounds_report_names_the_target_and_every_phase():
     text = socket_bounds.report(result, "knowledge bench socket --bounds --connections 2")
     assert "| flood | 2 | 2 |" in text and "| cap |" in text and "lscpu" in text
     assert "ping max 3.00 ms: met" in text
+
+
+def test_throughput_benchmark_runs_and_reports_every_measure():
+    from engine.bench import throughput
+
+    result = throughput.run(sizes=(5, 20), seconds=0.3, round_trips=4)
+    assert [size["records"] for size in result["sizes"]] == [5, 20]
+    for size in result["sizes"]:
+        assert size["pages_1"]["n"] == 4 and size["remember_1"]["n"] == 4
+        assert size["pages_8"]["pages"] > 0 and size["grep_under_4_writers"]["reads"]["n"] > 0
+    text = throughput.report(result, "knowledge bench throughput --records 5 20")
+    assert "| cataloguing the new files (first search), s |" in text
+    assert "A write into 20 records costs" in text
