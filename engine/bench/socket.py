@@ -142,16 +142,22 @@ def run_together(workers: list[Callable[[], None]], start_line: threading.Barrie
     return time.perf_counter() - began
 
 
+def owner_state(scratch: Path) -> tuple[StateDir, str]:
+    """A fresh state directory under ``scratch`` with one owner agent, and that agent's token."""
+    state = StateDir(scratch / "state")
+    state.create()
+    registry = Registry.open(state.registry, state.root)
+    token = registry.add_agent("bench", owner=True)
+    registry.close()
+    return state, token
+
+
 @contextmanager
 def serving_engine() -> Iterator[tuple[subprocess.Popen, int, str]]:
     """A ``knowledge serve --port 0`` process on a fresh state directory with one owner agent:
     (the process, its port, the agent's token); stopped and removed on exit."""
     with tempfile.TemporaryDirectory() as scratch:
-        state = StateDir(Path(scratch) / "state")
-        state.create()
-        registry = Registry.open(state.registry, state.root)
-        token = registry.add_agent("bench", owner=True)
-        registry.close()
+        state, token = owner_state(Path(scratch))
         process, port = _start_engine(state)
         try:
             yield process, port, token

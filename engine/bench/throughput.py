@@ -28,11 +28,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ..state.registry import Registry
 from ..state.statedir import StateDir
 from ..store.store import VAULT_DIR
 from .corpus import write_partition
-from .socket import WORDS, RpcClient, _start_engine, machine, percentile, run_together
+from .socket import WORDS, RpcClient, _start_engine, machine, owner_state, percentile, run_together
 
 FIRST_QUERY_TIMEOUT_S = 1800  # the first search catalogues and indexes every file
 SIZES = (100, 95_000)  # a partition scan stops at 100,000 entries, directories included
@@ -133,11 +132,7 @@ def _grep(client: RpcClient, index: int) -> None:
 
 def measure(records: int, *, seconds: float, round_trips: int, say: Callable[[str], None]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
-        state = StateDir(Path(scratch) / "state")
-        state.create()
-        registry = Registry.open(state.registry, state.root)
-        token = registry.add_agent("bench", owner=True)
-        registry.close()
+        state, token = owner_state(Path(scratch))
         engine = _Engine(state, token)
         engine.start()
         client = engine.client()
