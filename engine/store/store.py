@@ -21,6 +21,7 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..core.db import Database, like_prefix
 from .catalog_reads import CURRENT_UNQUALIFIED
@@ -29,7 +30,7 @@ from ..core.files import fsync_dir, read_file
 from ..core.findings import Finding
 from ..core.ids import VAULT_PREFIX, canonical_session_id, format_timestamp, new_id, utc_now
 from ..vault.manifest import (
-    Manifest, read_manifest, read_partition_marker, write_manifest, write_partition_marker,
+    PARTITION_MARKER, Manifest, read_manifest, read_partition_marker, write_manifest, write_partition_marker,
 )
 from ..vault.ontology import ONTOLOGY_MAX_BYTES, Ontology
 from ..vault.records import PRIVATE_SCOPE, conversation_scope
@@ -305,6 +306,8 @@ class Store:
         self._manifest_stamp: tuple[int, int, int] | None = None
         self._extensions: tuple[tuple[int, int, int] | None, Ontology] | None = None
         self.ontology_generation = 0  # bumped whenever the private extensions are re-read
+        self._identity: tuple[str | None, str | None] | None = None  # (store_id, vault_id) in the database
+        self._markers: dict[Path, tuple[tuple[int, ...], dict[str, Any] | None]] = {}
 
     @classmethod
     def open(cls, record: StoreRecord, shipped: Ontology) -> "Store":
@@ -367,10 +370,13 @@ class Store:
             manifest = self.manifest()
         except FileNotFoundError as exc:
             raise StoreUnavailable("the store's manifest (vault.json) is missing", store=self.store_id) from exc
-        if manifest.store_id != self.store_id or self.meta("store_id") != self.store_id:
+        if self._identity is None:  # this connection's database file cannot change under it: read once
+            self._identity = (self.meta("store_id"), self.meta("vault_id"))
+        database_store, database_vault = self._identity
+        if manifest.store_id != self.store_id or database_store != self.store_id:
             raise StoreUnavailable("store identity mismatch between registry, manifest and database",
                                    store=self.store_id)
-        if manifest.vault_id != self.meta("vault_id"):
+        if manifest.vault_id != database_vault:
             raise StoreUnavailable("vault identity mismatch between manifest and database", store=self.store_id)
         applied = self.applied_checkpoint()
         pending = self.pending_publications()
@@ -388,6 +394,19 @@ class Store:
         if partition is not None:
             self._verify_partition(partition, manifest)
 
+    def _marker(self, directory: Path) -> dict[str, Any] | None:
+        """The partition's marker, read again only when its file changed (inode, size, times or type)."""
+        try:
+            info = os.lstat(directory / PARTITION_MARKER)
+        except OSError:
+            return None
+        stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode)
+        kept = self._markers.get(directory)
+        if kept is None or kept[0] != stamp:
+            kept = (stamp, read_partition_marker(directory))
+            self._markers[directory] = kept
+        return kept[1]
+
     def _verify_partition(self, partition: str, manifest: Manifest) -> None:
         expected = self.partition_identity(partition, manifest)
         directory = self.partition_root(partition)
@@ -399,8 +418,7 @@ class Store:
             return
         if not exists:
             raise StoreUnavailable("a partition directory is missing", store=self.store_id, partition=partition)
-        marker = read_partition_marker(directory)
-        if marker != {"storeId": self.store_id, "partition": partition, "identity": expected}:
+        if self._marker(directory) != {"storeId": self.store_id, "partition": partition, "identity": expected}:
             raise StoreUnavailable("a partition directory does not belong to this store",
                                    store=self.store_id, partition=partition)
 

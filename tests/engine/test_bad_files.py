@@ -475,6 +475,22 @@ def test_an_unreadable_partition_marker_is_a_clear_store_unavailable(state_dir: 
             engine.search(owner, {"query": "Dana"})
 
 
+def test_a_partition_marker_changed_under_a_running_engine_is_seen_even_with_its_mtime_restored(
+        state_dir: StateDir) -> None:
+    with Engine(state_dir, watch=False) as engine:
+        owner, _ = seed(engine)
+        engine.search(owner, {"query": "Dana"})  # the marker has been read (and kept) once
+        marker = private_dir(state_dir) / ".partition.json"
+        before = marker.stat()
+        text = marker.read_text(encoding="utf-8")
+        foreign = text.replace('"identity": "', '"identity": "X', 1)[:len(text)]
+        assert foreign != text
+        marker.write_text(foreign, encoding="utf-8")
+        os.utime(marker, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime: only ctime moves
+        with pytest.raises(StoreUnavailable, match="does not belong to this store"):
+            engine.search(owner, {"query": "Dana"})
+
+
 def test_doctor_reports_an_unexpected_failure_without_a_traceback(
         state_dir: StateDir, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
     with Engine(state_dir, watch=False) as engine:
