@@ -162,8 +162,7 @@ class StoreRuntime:
                 break
             time.sleep(INDEX_DELAY_SECONDS)
             self._index_wake.clear()
-            with self._dirty_lock:
-                partitions, self._index_pending = self._index_pending, set()
+            partitions = self._take_index_pending()
             try:
                 self.call(lambda: self._catch_up_indexes(partitions))
             except Exception as exc:
@@ -174,10 +173,14 @@ class StoreRuntime:
                 # A search catches up (or says index_failed) anyway.
                 log.warning("search index catch-up failed: %s", exc)
 
-    def _close_indexes(self) -> None:
-        """Bring the index up to date with the last publications (the next start finds it so), then close it."""
+    def _take_index_pending(self) -> set[str]:
         with self._dirty_lock:
             partitions, self._index_pending = self._index_pending, set()
+        return partitions
+
+    def _close_indexes(self) -> None:
+        """Bring the index up to date with the last publications (the next start finds it so), then close it."""
+        partitions = self._take_index_pending()
         try:
             self._storage_boundary(lambda: self._catch_up_indexes(partitions))
         except Exception:  # a search catches up (or says index_failed) after the next start

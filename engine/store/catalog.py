@@ -33,7 +33,7 @@ from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import format_timestamp, is_record_id, utc_now
 from ..vault.records import Record, check_record, check_scope, parse_record
-from .catalog_reads import CatalogReads, name_key
+from .catalog_reads import CatalogReads, name_key, placeholders
 from .store import Store
 
 MAX_SCAN_ENTRIES = 100_000
@@ -269,7 +269,7 @@ class Catalog(CatalogReads):
         """The record ids and source ids the catalog holds at ``paths``."""
         ids: set[str] = set()
         for chunk in _chunks(sorted(set(paths))):
-            marks = ", ".join("?" * len(chunk))
+            marks = placeholders(chunk)
             # No "record_id IS NOT NULL" here: SQLite would then walk the (partition, record_id) index instead
             # of looking the paths up by the primary key.
             ids.update(row[0] for row in self.db.tuples(
@@ -284,7 +284,7 @@ class Catalog(CatalogReads):
         paths: set[str] = set()
         for chunk in _chunks(sorted(ids)):
             paths.update(row[0] for row in self.db.tuples(
-                f"SELECT DISTINCT path FROM refs WHERE partition = ? AND target IN ({', '.join('?' * len(chunk))})",
+                f"SELECT DISTINCT path FROM refs WHERE partition = ? AND target IN ({placeholders(chunk)})",
                 (partition, *chunk)))
         return paths
 
@@ -311,7 +311,7 @@ class Catalog(CatalogReads):
         for table in ("catalog", "sources"):
             select = f"SELECT path, ino, file_size, mtime_ns, ctime_ns FROM {table} WHERE partition = ?"
             batches = [self.db.tuples(select, (partition,))] if paths is None else [
-                self.db.tuples(f"{select} AND path IN ({', '.join('?' * len(chunk))})", (partition, *chunk))
+                self.db.tuples(f"{select} AND path IN ({placeholders(chunk)})", (partition, *chunk))
                 for chunk in _chunks(paths)]
             for rows in batches:
                 known.update((path, (ino, size, mtime, ctime)) for path, ino, size, mtime, ctime in rows)
@@ -550,7 +550,7 @@ class Catalog(CatalogReads):
         else:
             rows = []
             for chunk in _chunks(paths):
-                marks = ", ".join("?" * len(chunk))
+                marks = placeholders(chunk)
                 rows += self.db.all(
                     "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
                     f"WHERE partition = ? AND path IN ({marks}) AND file_status = 'ok'", (partition, *chunk))
@@ -583,7 +583,7 @@ class Catalog(CatalogReads):
         pages: dict[str, str] = {}
         sources: set[str] = set()
         for chunk in _chunks(sorted(ids)):
-            marks = ", ".join("?" * len(chunk))
+            marks = placeholders(chunk)
             pages.update((row[0], row[1]) for row in self.db.tuples(
                 f"{page_sql} AND record_id IN ({marks})", (partition, *chunk)))
             sources.update(row[0] for row in self.db.tuples(

@@ -38,15 +38,6 @@ CURRENT = " AND ".join(f"c.{column} = {value!r}" for column, value, _ in _CURREN
 CURRENT_UNQUALIFIED = " AND ".join(f"{column} = {value!r}" for column, value, _ in _CURRENT_RULE)  # for DDL
 
 
-def status_of(values: Any) -> str:
-    """The derived status a reader sees: ``current``, or why the record is not (``values[column]`` per rule)."""
-    for column, wanted, otherwise in _CURRENT_RULE:
-        value = values[column]
-        if value != wanted:
-            return otherwise or value
-    return "current"
-
-
 @dataclass(frozen=True)
 class RecordRow:
     """One file the catalog knows, as it was last read."""
@@ -76,7 +67,12 @@ class RecordRow:
 
     @property
     def status(self) -> str:
-        return status_of({column: getattr(self, column) for column, _, _ in _CURRENT_RULE})
+        """The derived status a reader sees: ``current``, or why the record is not (the rule's first miss)."""
+        for column, wanted, otherwise in _CURRENT_RULE:
+            value = getattr(self, column)
+            if value != wanted:
+                return otherwise or value
+        return "current"
 
     @property
     def is_current(self) -> bool:
@@ -171,7 +167,8 @@ def _revision_row(row: Any) -> RevisionRow:
     return RevisionRow(**{**dict(row), "content": bytes(row["content"])})
 
 
-def _placeholders(values: Sequence[Any]) -> str:
+def placeholders(values: Sequence[Any]) -> str:
+    """``?, ?, ?`` for an ``IN (...)`` list of ``values``."""
     return ", ".join("?" * len(values))
 
 
@@ -215,7 +212,7 @@ class CatalogReads:
                 values.append(value)
         for column, many in (("path", paths), ("record_id", record_ids)):
             if many is not None:
-                where.append(f"c.{column} IN ({_placeholders(many)})")
+                where.append(f"c.{column} IN ({placeholders(many)})")
                 values.extend(many)
         if tag is not None:
             where.append("EXISTS (SELECT 1 FROM json_each(c.frontmatter, '$.tags') AS tag WHERE tag.value = ?)")
@@ -237,7 +234,7 @@ class CatalogReads:
         """
         if paths is not None and not paths:
             return []
-        only = f"AND c.path IN ({_placeholders(paths)})" if paths is not None else ""
+        only = f"AND c.path IN ({placeholders(paths)})" if paths is not None else ""
         return [with_content(row) for row in self.db.tuples(
             f"{WITH_CONTENT} WHERE c.partition = ? AND {CURRENT} {only} ORDER BY c.path", (partition, *(paths or ())))]
 
