@@ -23,7 +23,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
 from .index.analysis import Analyzer
-from .store.catalog import Catalog
+from .store.catalog import Catalog, FileStat
+from .store.catalog_reads import CatalogReads
 from .state.config import SettingsSource
 from .core.db import sqlite_errno
 from .core.errors import IndexFailed, KnowledgeError, StoreUnavailable
@@ -34,6 +35,7 @@ from .index.embedding import EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
 from .store.publication import Plan, Publisher
 from .store.store import Store
+from .store.open_store import ReadView
 from .index.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ PUBLISH_EMBED_BUDGET = 256  # texts one publication may embed on the lane
 # before it answers, so no search misses an acknowledged publication.
 INDEX_DELAY_SECONDS = 0.05
 FULL = None  # a dirty entry meaning "walk the whole partition"
+ECHOES_KEPT = 4096  # files a publication installed whose watcher reports are recognised as the engine's own
+ECHOES_CHECKED = 64  # reported files compared with what was installed before a read; more need the lane's sync
 
 
 class StoreRuntime:
@@ -60,6 +64,8 @@ class StoreRuntime:
         self.git = GitHistory(store.vault, git_executable) if git_executable else None
         self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=faults)
         self.outbox = GitOutbox(store.db)
+        self.publisher.on_installed = self._installed
+        self._echoes: dict[tuple[str, str], tuple[int, int, int, int]] = {}  # (partition, path) -> stat installed
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")
         self._dirty: dict[str, set[str] | None] = {}
         self._dirty_lock = threading.Lock()
@@ -74,6 +80,7 @@ class StoreRuntime:
         self._index_pending: set[str] = set()
         self._index_wake = threading.Event()
         self._index_thread = threading.Thread(target=self._index_loop, name=f"index-{store.store_id}", daemon=True)
+        self._settled = False  # no read beside the lane before recovery and a first check on it
         self.recovered = self.call(self._recover)
         self._index_thread.start()
         if self.git is not None:
@@ -141,13 +148,49 @@ class StoreRuntime:
             self._git_wake.set()
         return result
 
+    def read(self, partition: str, fn: Callable[[ReadView], T], *, fence: Callable[[], None] | None = None,
+             timeout: float | None = None) -> T:
+        """Run the read ``fn`` beside the lane when nothing needs the lane first, else on it.
+
+        Beside the lane, ``fn`` sees the catalog as of its last committed transaction (a snapshot that
+        holds every publication acknowledged before the read began) and never waits for a write.  That
+        needs the watcher to be following the partition with nothing it reported still unread, no
+        publication left for recovery, and the store's identity unchanged since the lane last checked it
+        (``Store.unchanged``); otherwise the read runs on the lane, which catches up and checks first.
+        """
+        if self._beside_lane(partition):
+            if fence is not None:
+                fence()
+            result = self._storage_boundary(lambda: self._read_snapshot(partition, fn))
+            if self.store.unchanged(partition):
+                return result
+        return self.run(partition, lambda: fn(ReadView(self.store, self.catalog, self.catalog.version(partition)[0])),
+                        fence=fence, timeout=timeout)
+
+    def _beside_lane(self, partition: str) -> bool:
+        with self._dirty_lock:
+            unread = self._dirty.get(partition, set())
+            unread = unread if unread is FULL or len(unread) > ECHOES_CHECKED else set(unread)
+        return (self.watching and self._settled and partition in self._synced and not self._closing.is_set()
+                and unread is not FULL and all(self._echo(partition, relpath) for relpath in unread)
+                and self.store.unchanged(partition))
+
+    def _read_snapshot(self, partition: str, fn: Callable[[ReadView], T]) -> T:
+        with self.store.db.snapshot() as db:
+            catalog = CatalogReads(db)
+            return fn(ReadView(self.store, catalog, catalog.version(partition)[0]))
+
     def publish(self, plan: Plan) -> dict[str, Any]:
         """On the lane: publish ``plan``; the partition's search index follows shortly (``_index_loop``).
 
         A failed index update does not undo an acknowledged write: searches
         keep refusing (index_failed) until the index catches up.
         """
-        receipt = self.publisher.publish(plan)
+        try:
+            receipt = self.publisher.publish(plan)
+        except BaseException:
+            self._settled = False  # perhaps left journalled: reads go through the lane, which recovers first
+            raise
         with self._dirty_lock:
             self._index_pending.add(plan.partition)
         self._index_wake.set()
@@ -155,7 +198,11 @@ class StoreRuntime:
         return receipt
 
     def _index_loop(self) -> None:
-        """Catch the search index up after publications, one commit for every publication of a burst."""
+        """Catch the search index up after publications, one commit for every publication of a burst.
+
+        Beside the lane: the catalog is read and the ledger written in short transactions between the
+        lane's, and tantivy's commit holds neither, so writes go on while it runs.
+        """
         while not self._closing.is_set():
             self._index_wake.wait()
             if self._closing.is_set():
@@ -164,13 +211,8 @@ class StoreRuntime:
             self._index_wake.clear()
             partitions = self._take_index_pending()
             try:
-                self.call(lambda: self._catch_up_indexes(partitions))
-            except Exception as exc:
-                if self._closing.is_set():  # refused by the closing lane: close() catches up what is left
-                    with self._dirty_lock:
-                        self._index_pending |= partitions
-                    break
-                # A search catches up (or says index_failed) anyway.
+                self._storage_boundary(lambda: self._catch_up_indexes(partitions))
+            except Exception as exc:  # a search catches up (or says index_failed) anyway
                 log.warning("search index catch-up failed: %s", exc)
 
     def _take_index_pending(self) -> set[str]:
@@ -215,10 +257,13 @@ class StoreRuntime:
             self.unavailable = exc.message
             raise
         self.unavailable = None
+        self._settled = True
         self.store.ontology(partition)
         generation = self.store.ontology_generation if partition == "private" else 0
         with self._dirty_lock:
             dirty = self._dirty.pop(partition, set())
+        if dirty is not FULL and len(dirty) <= ECHOES_CHECKED:
+            dirty = {relpath for relpath in dirty if not self._echo(partition, relpath)}
         last = self._synced.get(partition)
         try:
             if not self.watching or last != generation:
@@ -260,6 +305,8 @@ class StoreRuntime:
             return
         if relpath is not None and relpath.rsplit("/", 1)[-1].startswith("."):
             return
+        if relpath is not None and not is_directory and self._echo(partition, relpath):
+            return
         with self._dirty_lock:
             pending = self._dirty.get(partition, set())
             if relpath is None or is_directory or pending is FULL:
@@ -267,6 +314,26 @@ class StoreRuntime:
             else:
                 pending.add(relpath)
                 self._dirty[partition] = pending
+
+    def _installed(self, partition: str, relpath: str, info: FileStat) -> None:
+        """A publication installed ``relpath`` (on the lane, before its catalog rows are written)."""
+        with self._dirty_lock:
+            self._echoes.pop((partition, relpath), None)
+            self._echoes[(partition, relpath)] = info.stamp
+            while len(self._echoes) > ECHOES_KEPT:
+                del self._echoes[next(iter(self._echoes))]
+
+    def _echo(self, partition: str, relpath: str) -> bool:
+        """Whether the watcher reports the engine's own install of ``relpath``: the file is still exactly as
+        a publication installed it (inode, size, mtime, ctime), so the catalog already holds it."""
+        with self._dirty_lock:
+            installed = self._echoes.get((partition, relpath))
+        if installed is None:
+            return False
+        try:
+            return FileStat.of(os.lstat(self.store.partition_root(partition) / relpath)).stamp == installed
+        except OSError:
+            return False
 
     # --- git -------------------------------------------------------------------------------
 

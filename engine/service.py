@@ -45,6 +45,7 @@ from .index.embedding import EmbeddingRuntime
 from .runtime import StoreRuntime
 from .search.keyword import MEMORY_SEARCH_PARAMS, CursorSigner, parse_query_text, parse_search_request, search
 from .state.statedir import EngineLock, StateDir
+from .store.open_store import ReadView
 from .store.store import Store, remove_abandoned_builds
 from .access.stores import StoreResolver
 from .store.watcher import VaultWatcher
@@ -244,12 +245,12 @@ class Engine:
         by default ``memory/search``'s parameters)."""
         request = parse_search_request(params, declared)
 
-        def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
-            version = runtime.indexes.catch_up(authority.partition)
-            return search(runtime.store, runtime.catalog, runtime.indexes.get(authority.partition), version, self.analyzer,
-                          self.signer, authority.partition, request)
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> dict[str, Any]:
+            index, version = runtime.indexes.at_least(authority.partition, view.version)
+            return search(view.store, view.catalog, index, version, self.analyzer, self.signer, authority.partition,
+                          request)
 
-        return self.on_store(caller, work)
+        return self.enter(caller).read(work)
 
     def read(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""
@@ -381,6 +382,18 @@ class EngineEntry:
         runtime = self._engine.runtime(authority.store)
         result = runtime.run(authority.partition, lambda: work(runtime, authority), fence=self.recheck,
                              writes=self._write, timeout=timeout)
+        self.recheck()
+        return result
+
+    def read(self, work: Callable[[StoreRuntime, Authority, ReadView], T]) -> T:
+        """``work(runtime, authority, view)`` beside the store's lane when it can be (``StoreRuntime.read``),
+        authority re-checked right before it and after, as ``run``."""
+        authority = self.authority
+        if authority.store is None:
+            raise NotFound("this agent has no store yet; it is created on the agent's first use",
+                           agent=authority.agent)
+        runtime = self._engine.runtime(authority.store)
+        result = runtime.read(authority.partition, lambda view: work(runtime, authority, view), fence=self.recheck)
         self.recheck()
         return result
 

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence
 from .errors import StoreUnavailable
 
 Migration = tuple[str, str]  # (name, SQL script)
+READERS_KEPT = 4  # idle snapshot connections kept open for the next reads
 
 
 class Database:
@@ -29,6 +30,9 @@ class Database:
         self._savepoints = itertools.count()
         self._depth = 0
         self._lock = threading.RLock()
+        self._readers: list[Database] = []  # idle snapshot connections (``snapshot``)
+        self._readers_lock = threading.Lock()  # not ``_lock``: a read never waits for a writer's transaction
+        self._closed = False
 
     @classmethod
     def open(cls, path: Path | None, *, create: bool, migrations: Sequence[Migration] = ()) -> "Database":
@@ -58,7 +62,48 @@ class Database:
         return database
 
     def close(self) -> None:
+        with self._readers_lock:
+            readers, self._readers, self._closed = self._readers, [], True
+        for reader in readers:
+            reader.connection.close()
         self.connection.close()
+
+    @contextmanager
+    def snapshot(self) -> Iterator["Database"]:
+        """The last committed state, read on a connection of its own: one consistent view for the whole
+        ``with`` block that never waits for this connection's transactions (SQLite WAL readers), and
+        refuses to write.  An in-memory database has no second connection; it yields itself."""
+        if self.path is None:
+            yield self
+            return
+        with self._readers_lock:
+            reader = self._readers.pop() if self._readers else None
+        if reader is None:
+            reader = self._open_reader()
+        reader.connection.execute("BEGIN")
+        kept = False
+        try:
+            yield reader
+            reader.connection.execute("ROLLBACK")
+            kept = True
+        finally:
+            with self._readers_lock:
+                if kept and not self._closed and len(self._readers) < READERS_KEPT:
+                    self._readers.append(reader)
+                    reader = None
+            if reader is not None:
+                reader.connection.close()
+
+    def _open_reader(self) -> "Database":
+        assert self.path is not None
+        try:
+            connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None,
+                                         check_same_thread=False, timeout=30)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"cannot open database {self.path.name}: {exc}", path=str(self.path)) from exc
+        connection.row_factory = sqlite3.Row
+        connection.execute("PRAGMA query_only = ON")
+        return Database(connection, self.path)
 
     @contextmanager
     def atomic(self) -> Iterator[None]:

@@ -10,12 +10,19 @@ the same way.  A version counter bumped with every catalog change tells
 whether there is anything to do; searches catch up before they answer, so
 no search is older than the last acknowledged publication.  The index can
 be deleted at any time and is rebuilt from the catalog.
+
+A catch-up runs on whichever thread needs it (the store's index thread after
+publications, a search that finds the index behind), one at a time per
+store: the catalog is read and the ledger written in short transactions, and
+tantivy's commit, the slow part, holds no database lock, so publications go
+on beside it.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -34,6 +41,10 @@ INDEX_DIR = "index"
 SCHEMA_VERSION = 2  # bump when the schema changes: indexes of other versions are rebuilt
 WRITER_HEAP = 50_000_000
 PARALLEL_FROM = 5_000  # documents in one catch-up above which the writer gets two threads
+# A backlog up to this many documents is read in one short transaction and committed to tantivy with no
+# database lock held; a larger one (a first build, a rebuild) is streamed, holding the database meanwhile,
+# so it never holds every body in memory at once.
+GATHER_MAX = 2_000
 OPEN_WRITERS_MAX = 4   # partitions whose writer stays open between catch-ups
 
 
@@ -119,7 +130,7 @@ class PartitionIndex:
 
 
 class SearchIndexes:
-    """The indexes of one store's partitions; used from the store's lane only."""
+    """The indexes of one store's partitions; safe from any thread (one catch-up at a time)."""
 
     def __init__(self, store: Store, catalog: Catalog, analyzer: Analyzer) -> None:
         self.store = store
@@ -129,11 +140,17 @@ class SearchIndexes:
         self.schema = build_schema()
         self._open: dict[str, PartitionIndex] = {}
         self._writing: list[str] = []  # partitions whose index holds an open writer, most recent last
+        self._indexed: dict[str, int] = {}  # partition -> the catalog version its open index holds
+        self._lock = threading.RLock()  # held through a whole catch-up, and by anything that opens or drops
 
     def directory(self, partition: str) -> Path:
         return self.store.root / INDEX_DIR / f"{partition.replace(':', '-')}.v{SCHEMA_VERSION}"
 
     def get(self, partition: str) -> PartitionIndex:
+        with self._lock:
+            return self._get(partition)
+
+    def _get(self, partition: str) -> PartitionIndex:
         index = self._open.get(partition)
         if index is not None and index.directory.is_dir():
             return index
@@ -171,6 +188,7 @@ class SearchIndexes:
         self.ledger.forget(partition)
 
     def _drop(self, partition: str) -> None:
+        self._indexed.pop(partition, None)
         index = self._open.pop(partition, None)
         if partition in self._writing:
             self._writing.remove(partition)
@@ -187,52 +205,87 @@ class SearchIndexes:
             self._open[self._writing.pop(0)].close()
 
     def close(self) -> None:
-        for partition in list(self._open):
-            self._drop(partition)
+        with self._lock:
+            for partition in list(self._open):
+                self._drop(partition)
 
     def rebuild(self, partition: str) -> int:
         """Throw the partition's index away and build it again from the catalog."""
-        self._drop(partition)
-        shutil.rmtree(self.directory(partition), ignore_errors=True)
-        self._forget_indexed(partition)
-        return self.catch_up(partition)
+        with self._lock:
+            self._drop(partition)
+            shutil.rmtree(self.directory(partition), ignore_errors=True)
+            self._forget_indexed(partition)
+            return self.catch_up(partition)
+
+    def at_least(self, partition: str, version: int) -> tuple[PartitionIndex, int]:
+        """The partition's index once it holds catalog version ``version`` or later, and the version it holds.
+
+        Asks no database when the open index is already that new (a search beside the lane); otherwise
+        catches up, or waits for the catch-up another thread is running.
+        """
+        with self._lock:
+            index = self._open.get(partition)
+            held = self._indexed.get(partition, -1)
+            if index is not None and held >= version and index.directory.is_dir():
+                return index, held
+            held = self.catch_up(partition)
+            return self._open[partition], held
 
     def catch_up(self, partition: str) -> int:
-        """Apply every catalog change the index has not seen; returns the index version.
+        """Apply every catalog change the index has not seen; returns the catalog version it now holds.
 
         Raises IndexFailed (and leaves the catalog marked un-indexed) when
         tantivy refuses, so a search never answers from a stale index.
         """
-        catalog_version, index_version = self.catalog.version(partition)
-        if catalog_version == index_version and partition in self._open:
-            return index_version
-        index = self.get(partition)
-        catalog_version, index_version = self.catalog.version(partition)
-        removed = self.ledger.removals(partition)
-        count = self.ledger.backlog_count(partition)
+        with self._lock:
+            catalog_version, index_version = self.catalog.version(partition)
+            if catalog_version == index_version and partition in self._open:
+                self._indexed[partition] = index_version
+                return index_version
+            index = self.get(partition)
+            with self.store.db.atomic():  # what to apply, read at one catalog version and written ahead
+                catalog_version, _ = self.catalog.version(partition)
+                removed = self.ledger.removals(partition)
+                count = self.ledger.backlog_count(partition)
+                if count:
+                    # Written ahead: the paths about to be (re)indexed count as removals until the catalog
+                    # records them below.  tantivy commits first, so a crash between its commit and the
+                    # catalog's would otherwise leave documents the catalog never learned were indexed (and a
+                    # record superseded after the restart searchable for good); the next catch-up deletes
+                    # them and re-adds what is current.
+                    self.ledger.write_ahead(partition)
+                gathered = list(self.ledger.backlog(partition)) if count <= GATHER_MAX else None
+            if gathered is None:
+                with self.store.db.atomic():  # streamed: the backlog cannot change until it is recorded
+                    done = self._apply(index, partition, removed, self.ledger.backlog(partition), count)
+                    self.ledger.record(partition, removed, *done, catalog_version)
+            else:
+                done = self._apply(index, partition, removed, iter(gathered), count)
+                self.ledger.record(partition, removed, *done, catalog_version)
+            self._wrote(partition)
+            self._indexed[partition] = catalog_version
+            return catalog_version
+
+    def _apply(self, index: PartitionIndex, partition: str, removed: list[str],
+               backlog: Iterator[tuple[RecordRow, bytes | None]], count: int
+               ) -> tuple[list[str], list[tuple[str, str]]]:
+        """Commit ``removed`` and ``backlog`` to tantivy: (the backlog's paths, the (sha256, path) pairs indexed)."""
+        paths: list[str] = []
         indexed: list[tuple[str, str]] = []
 
         def documents() -> Iterator[dict[str, Any]]:
-            # Streamed: a rebuild of a large partition never holds every body in memory at once.
-            for row, content in self.ledger.backlog(partition):
+            for row, content in backlog:
+                paths.append(row.path)
                 document = self._document(row, content)
                 if document is not None:
                     indexed.append((row.sha256, row.path))
                     yield document
 
-        if count:
-            # Written ahead: the paths about to be (re)indexed count as removals until the catalog records
-            # them below.  tantivy commits first, so a crash between its commit and the catalog's would
-            # otherwise leave documents the catalog never learned were indexed (and a record superseded
-            # after the restart searchable for good); the next catch-up deletes them and re-adds what is current.
-            self.ledger.write_ahead(partition)
         try:
             index.apply(removed, documents(), threads=2 if count >= PARALLEL_FROM else 1)
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexFailed(f"the search index could not be updated: {exc}", partition=partition) from exc
-        self._wrote(partition)
-        self.ledger.record(partition, removed, indexed, catalog_version)
-        return catalog_version
+        return paths, indexed
 
     def _document(self, row: RecordRow, content: bytes | None) -> dict[str, Any] | None:
         if content is None:

@@ -57,15 +57,26 @@ class IndexLedger:
             self.db.execute("INSERT OR IGNORE INTO index_removals (partition, path) "
                             f"SELECT c.partition, c.path FROM catalog c WHERE {_BACKLOG}", (partition,))
 
-    def record(self, partition: str, removed: Sequence[str], indexed: Sequence[tuple[str, str]],
-               catalog_version: int) -> None:
-        """The index committed: ``removed`` paths are out, ``indexed`` (sha256, path) pairs are in."""
+    def record(self, partition: str, removed: Sequence[str], backlog: Sequence[str],
+               indexed: Sequence[tuple[str, str]], catalog_version: int) -> None:
+        """The index committed: ``removed`` paths are out, ``indexed`` (sha256, path) pairs are in.
+
+        ``backlog`` is every path the catch-up read, indexed or not.  The catalog may have moved on since it
+        read them (a catch-up holds no lock while tantivy commits): a row changed meanwhile stays in the
+        backlog by its sha256, and a path whose row is gone keeps its removal, so the next catch-up deletes
+        the document this one added.
+        """
         with self.db.atomic():
             self.db.executemany("UPDATE catalog SET indexed_sha = NULL WHERE partition = ? AND path = ?",
                                 [(partition, path) for path in removed])
             self.db.executemany("UPDATE catalog SET indexed_sha = ? WHERE partition = ? AND path = ?",
                                 [(sha, partition, path) for sha, path in indexed])
-            self.db.execute("DELETE FROM index_removals WHERE partition = ?", (partition,))
+            settled = [(partition, path) for path in {*removed, *backlog}]
+            self.db.executemany("DELETE FROM index_removals WHERE partition = ? AND path = ?", settled)
+            self.db.executemany(
+                "INSERT OR IGNORE INTO index_removals (partition, path) SELECT ?, ? WHERE NOT EXISTS "
+                "(SELECT 1 FROM catalog WHERE partition = ? AND path = ?)",
+                [(partition, path, partition, path) for _, path in indexed])
             self.db.execute(
                 "INSERT INTO partition_state (partition, catalog_version, index_version) VALUES (?, ?, ?) "
                 "ON CONFLICT(partition) DO UPDATE SET index_version = excluded.index_version",

@@ -7,9 +7,11 @@ in ``engine/index``) instead of importing the runtime from above its layer.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .catalog import Catalog
+from .catalog_reads import CatalogReads
 from .publication import Plan, Publisher
 from .store import Store
 
@@ -29,3 +31,13 @@ class OpenStore(Protocol):
     def publish(self, plan: Plan) -> dict[str, Any]:
         """Publish ``plan`` (journal, install, acknowledge) and bring the derived indexes up to date."""
         ...
+
+
+@dataclass(frozen=True)
+class ReadView:
+    """What a read sees (``StoreRuntime.read``): the store, its catalog as of one committed state, and that
+    state's catalog version (every publication acknowledged before the read began is in it)."""
+
+    store: Store
+    catalog: CatalogReads
+    version: int

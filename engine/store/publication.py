@@ -81,6 +81,8 @@ class Publisher:
         self.db = store.db
         self.git_enabled = git_enabled
         self.faults = faults or Faults()
+        # Told each file a publication installed, with its stat as installed (the watcher's echo of it is no news).
+        self.on_installed: Callable[[str, str, FileStat], None] = lambda partition, path, info: None
 
     # --- requests and receipts ---------------------------------------------------
 
@@ -163,6 +165,8 @@ class Publisher:
                 root, write.path, write.data,
                 check=lambda: self._expect_base(write, self._current_sha(partition, write.path))))
             self.faults.reach("installed")
+        for path, info in installed.items():
+            self.on_installed(partition, path, info)
         self.faults.attempt("checkpointed")
         self.store.set_checkpoint(seq)
         self.faults.reach("checkpointed")

@@ -308,6 +308,8 @@ class Store:
         self.ontology_generation = 0  # bumped whenever the private extensions are re-read
         self._identity: tuple[str | None, str | None] | None = None  # (store_id, vault_id) in the database
         self._markers: dict[Path, tuple[tuple[int, ...], dict[str, Any] | None]] = {}
+        self._conversation_identities: dict[str, str] = {}
+        self._verified_checkpoint = 0  # the database's applied checkpoint at the last full ``verify``
 
     @classmethod
     def open(cls, record: StoreRecord, shipped: Ontology) -> "Store":
@@ -393,6 +395,32 @@ class Store:
             raise StoreUnavailable(message, store=self.store_id)
         if partition is not None:
             self._verify_partition(partition, manifest)
+        self._verified_checkpoint = max(self._verified_checkpoint, applied)
+
+    def unchanged(self, partition: str) -> bool:
+        """Whether the identity ``verify`` last found holds still, asking no database (a read beside the lane).
+
+        False (nothing raised) for anything the full check must look at: a missing file, another manifest
+        identity, a vault checkpoint older than the database's last one, a partition marker that differs,
+        or no full check made yet.  The caller then goes through the lane, whose ``verify`` says what is wrong.
+        """
+        if self._identity is None:
+            return False
+        try:
+            check_presence(self.record)
+            manifest = self.manifest()
+            expected = self.partition_identity(partition, manifest) if partition == PRIVATE_SCOPE \
+                else self._conversation_identities.get(partition)
+        except (OSError, KnowledgeError):
+            return False
+        if (manifest.store_id, manifest.vault_id) != (self.store_id, self._identity[1]) \
+                or self._identity[0] != self.store_id or manifest.checkpoint < self._verified_checkpoint:
+            return False
+        directory = self.partition_root(partition)
+        if expected is None or not directory.is_dir() or directory.is_symlink():
+            return False
+        return self._marker(directory) == {
+            "storeId": self.store_id, "partition": partition, "identity": expected}
 
     def _marker(self, directory: Path) -> dict[str, Any] | None:
         """The partition's marker, read again only when its file changed (inode, size, times or type)."""
@@ -426,7 +454,10 @@ class Store:
         if partition == PRIVATE_SCOPE:
             return (manifest or self.manifest()).partitions.get(PRIVATE_SCOPE)
         row = self.db.one("SELECT identity FROM partitions WHERE partition = ?", (partition,))
-        return row["identity"] if row is not None else None
+        identity = row["identity"] if row is not None else None
+        if identity is not None:  # a conversation's identity never changes once made
+            self._conversation_identities[partition] = identity
+        return identity
 
     def set_checkpoint(self, seq: int) -> None:
         manifest = self.manifest()

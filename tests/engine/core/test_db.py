@@ -41,3 +41,22 @@ def test_a_refused_commit_rolls_back_and_the_next_transaction_works(tmp_path):
     assert [row["n"] for row in database.all("SELECT n FROM t")] == [2]
     database.connection = real
     database.close()
+
+
+def test_a_snapshot_reads_the_last_commit_beside_an_open_transaction_and_never_writes(tmp_path):
+    database = Database.open(tmp_path / "state.sqlite", create=True,
+                             migrations=[("0001", "CREATE TABLE t (n INTEGER)")])
+    database.execute("INSERT INTO t (n) VALUES (1)")
+    with database.atomic():
+        database.execute("INSERT INTO t (n) VALUES (2)")
+        with database.snapshot() as reader:  # the writer's transaction is open and holds its lock
+            assert [row["n"] for row in reader.all("SELECT n FROM t")] == [1]
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                reader.execute("INSERT INTO t (n) VALUES (3)")
+    with database.snapshot() as reader:
+        first = reader.all("SELECT n FROM t")
+        database.execute("INSERT INTO t (n) VALUES (4)")  # committed while the snapshot is open
+        assert reader.all("SELECT n FROM t") == first  # one view for the whole block
+    with database.snapshot() as reader:
+        assert [row["n"] for row in reader.all("SELECT n FROM t ORDER BY n")] == [1, 2, 4]
+    database.close()

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 import uuid
 
 import pytest
 
 from engine.access.authority import AgentCaller
-from engine.core.errors import ForeignReference, IndexFailed, InvalidParams, LimitExceeded, StaleCursor
+from engine.core.errors import (
+    ForeignReference, IndexFailed, InvalidParams, LimitExceeded, StaleCursor, StoreUnavailable,
+)
 from engine.index.tantivy_index import PartitionIndex
+from engine.service import Engine
 from tests.helpers import claim, conversation, only_store, page, private_dir, wait_for
 
 
@@ -266,3 +271,101 @@ def test_the_index_follows_publications_without_waiting_for_a_search(engine, own
     wait_for(lambda: runtime.call(lambda: runtime.catalog.version("private")[1] == runtime.catalog.version(
         "private")[0]))
     assert runtime.call(lambda: runtime.indexes.get("private").searcher().num_docs) == 1
+
+
+# --- reads beside the lane ------------------------------------------------------------------
+
+
+@pytest.fixture
+def watched(state_dir):
+    """An engine following its vaults with the watcher: the one whose reads may go beside the lane."""
+    with Engine(state_dir, watch=True) as opened:
+        yield opened, AgentCaller(opened.add_agent("main", owner=True), {"kind": "owner-private"})
+
+
+def _lane_held(runtime):
+    """Hold the store's lane (as a long write would) until the returned event is set."""
+    started, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=lambda: runtime.call(lambda: (started.set(), release.wait(30))))
+    holder.start()
+    assert started.wait(10)
+    return release, holder
+
+
+@pytest.mark.parametrize("pause", [0, 0.3], ids=["index-behind", "after-the-watcher-echo"])
+def test_a_search_answers_beside_a_busy_lane_with_every_acknowledged_write(watched, pause):
+    """Right after the write the search catches the index up itself; a little later the watcher has reported
+    the engine's own install of the page, which is no news, so no sync on the lane is needed either."""
+    engine, owner = watched
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+    engine.search(owner, {"query": "Harbour"})  # the partition is followed from here on
+    engine.save_page(owner, page("p2", "Harbour lighthouse", type_="place"))  # its index commit comes later
+    time.sleep(pause)
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    release, holder = _lane_held(runtime)
+    answers = []
+    searcher = threading.Thread(target=lambda: answers.append(engine.search(owner, {"query": "Harbour"})))
+    try:
+        searcher.start()
+        searcher.join(10)
+        assert not searcher.is_alive(), "the search waited for the lane"
+    finally:
+        release.set()
+        holder.join()
+        searcher.join()
+    assert sorted(titles(answers[0])) == ["Harbour", "Harbour lighthouse"]
+
+
+def test_a_search_after_an_edit_on_disk_waits_for_the_lane_to_read_it(watched):
+    engine, owner = watched
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+    engine.search(owner, {"query": "Harbour"})
+    [path] = private_dir(engine.state).glob("pages/**/*.md")
+    path.write_text(path.read_text(encoding="utf-8").replace("Body text.", "Seagulls everywhere."),
+                    encoding="utf-8")
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    wait_for(lambda: "private" in runtime._dirty)
+    assert titles(engine.search(owner, {"query": "seagulls"})) == ["Harbour"]
+
+
+def test_a_restored_older_manifest_stops_reads_beside_the_lane_too(watched):
+    engine, owner = watched
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+    engine.search(owner, {"query": "Harbour"})
+    manifest = only_store(engine.state) / "vault.json"
+    older = manifest.read_bytes()
+    engine.save_page(owner, page("p2", "Lighthouse", type_="place"))
+    engine.search(owner, {"query": "Lighthouse"})
+    manifest.write_bytes(older)
+    with pytest.raises(StoreUnavailable, match="older than its database"):
+        engine.search(owner, {"query": "Harbour"})
+
+
+def test_a_record_deleted_while_tantivy_commits_leaves_the_index_at_the_next_catch_up(engine, owner, monkeypatch):
+    """A catch-up holds no database lock while tantivy commits: what the catalog forgot meanwhile must not
+    stay searchable because the catch-up recorded its document afterwards."""
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    runtime.indexes.catch_up("private")
+    real_apply = PartitionIndex.apply
+    deleted: list[str] = []
+
+    def apply_while_deleting(index, removals, additions, *, threads=1):
+        additions = list(additions)
+        if additions and not deleted:
+            deleted.append(additions[0]["path"])
+
+            def delete():
+                (private_dir(engine.state) / deleted[0]).unlink()
+                runtime.catalog.sync("private", deleted)
+
+            runtime.call(delete)
+        return real_apply(index, removals, iter(additions), threads=threads)
+
+    monkeypatch.setattr(PartitionIndex, "apply", apply_while_deleting)
+    engine.save_page(owner, page("p2", "Lighthouse", type_="place"))
+    runtime.indexes.catch_up("private")
+    assert deleted
+    runtime.indexes.catch_up("private")
+    assert runtime.indexes.get("private").searcher().num_docs == 1
+    assert titles(engine.search(owner, {"query": "Lighthouse"})) == []
