@@ -1,13 +1,16 @@
-"""One runtime per physical store: a serialized lane, a watcher feed, a git queue.
+"""One runtime per physical store: a serialized lane, reads beside it, a watcher feed, an index thread, a git queue.
 
-Every operation on a store runs on its lane, one at a time, whichever agent
+Every write on a store runs on its lane, one at a time, whichever agent
 asked: vault scans, evidence checks, SQLite and publication never race each
 other.  Before each operation the lane finishes any journalled publication,
 checks the store's identity, and brings the partition's catalog up to date
 with what the watcher saw; after it, the identity is checked again.
 
-The git queue runs on its own thread so a slow ``git`` never holds the lane;
-it reads the outbox and records commits through the lane.
+A search reads beside the lane (``read``) when none of that has anything to
+do: on a snapshot of the last committed catalog, with the index caught up to
+it.  The index thread commits to tantivy beside the lane too, and the git
+queue runs on its own thread so a slow ``git`` never holds the lane; it
+reads the outbox and records commits through the lane.
 """
 
 from __future__ import annotations
@@ -370,7 +373,7 @@ class StoreRuntime:
                 files = [CommitFile(path, data) for entry in run for path, data in entry["files"]]
                 seqs = [entry["seq"] for entry in run]
                 try:
-                    commit = self.git.commit(files, _commit_message(run))
+                    commit = self.git.commit(files, _commit_message(run), existing=self._vault_files)
                 except GitError as exc:
                     error = str(exc)
                     left = [entry["seq"] for entry in batch if entry["seq"] >= seqs[0]]
@@ -380,6 +383,12 @@ class StoreRuntime:
             committed = Counter(entry["partition"] for entry in batch)
             return self._with_index({"state": "committed", "commit": commit, "publications": len(batch),
                                      "byPartition": dict(committed)})
+
+    def _vault_files(self) -> list[CommitFile]:
+        """What the vault holds, for git's first commit, read on the lane: beside it, a publication could be
+        installed and then rolled back, and its files would enter the history though nothing acknowledged them."""
+        assert self.git is not None
+        return self.call(self.git.existing_files)
 
     def _with_index(self, result: dict[str, Any]) -> dict[str, Any]:
         """A checkpoint's result, saying so when the git index lags the history (``git status`` differs)."""

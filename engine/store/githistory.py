@@ -21,6 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 BRANCH = "refs/heads/main"
 COMMITTER = "Knowledge Desk <knowledge-desk@localhost>"
@@ -122,16 +123,21 @@ class GitHistory:
         except GitError:
             return None
 
-    def commit(self, files: list[CommitFile], message: str) -> str:
-        """Commit exactly ``files`` on top of the branch; returns the new commit id."""
+    def commit(self, files: list[CommitFile], message: str, *,
+               existing: Callable[[], list[CommitFile]] | None = None) -> str:
+        """Commit exactly ``files`` on top of the branch; returns the new commit id.
+
+        The first commit also takes in what the vault already held (files published while git was
+        unavailable, or written by hand), so the history starts complete: ``existing`` reads them
+        (``existing_files`` by default; the store runtime reads them on its lane, where no publication
+        is half installed).
+        """
         self.ensure_repository()
         self._check_no_remote()
         parent = self.head()
         if parent is None:
-            # The first commit also takes in what the vault already held (files published while git
-            # was unavailable, or written by hand), so the history starts complete.
             published = {item.path for item in files}
-            files = [item for item in self._existing_files() if item.path not in published] + files
+            files = [item for item in (existing or self.existing_files)() if item.path not in published] + files
         stream = bytearray()
         encoded = message.encode("utf-8")
         stream += f"commit {BRANCH}\ncommitter {COMMITTER} {int(time.time())} +0000\n".encode()
@@ -156,7 +162,7 @@ class GitHistory:
             self._sync_index(files)
         return commit
 
-    def _existing_files(self) -> list[CommitFile]:
+    def existing_files(self) -> list[CommitFile]:
         """Regular, singly linked, non-hidden files under the vault (no symlinks followed)."""
         found = []
         for directory, subdirs, names in os.walk(self.vault):

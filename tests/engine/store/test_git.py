@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 from engine.access.authority import AgentCaller
 from engine.service import Engine
 from engine.state.statedir import StateDir
+from engine.store.githistory import GitHistory
 from tests.helpers import claim, only_store, page, private_dir
 
 
@@ -166,6 +168,25 @@ def test_the_first_commit_takes_in_what_was_published_while_git_was_unavailable(
     tracked = git(vault, "ls-files").splitlines()
     assert f"private/{early_path}" in tracked and f"private/{later_path}" in tracked
     assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_the_first_commit_reads_the_vault_on_the_lane(state_dir: StateDir, monkeypatch) -> None:
+    """Found by the disk-full harness under load: read beside the lane, the first commit's walk of the vault
+    took in a file of a publication that was installed and then rolled back, so git kept a file the vault
+    never acknowledged and ``git status`` showed it deleted."""
+    walked_on = []
+    real = GitHistory.existing_files
+
+    def existing_files(self):
+        walked_on.append(threading.current_thread().name)
+        return real(self)
+
+    monkeypatch.setattr(GitHistory, "existing_files", existing_files)
+    with Engine(state_dir, watch=False) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        engine.save_page(owner, page("first", "Dana Whitaker"))
+        assert engine.resume(owner)["state"] == "committed"
+    assert walked_on and all(name.startswith("lane-") for name in walked_on)
 
 
 def test_an_enclosing_repository_is_never_adopted(tmp_path: Path) -> None:
