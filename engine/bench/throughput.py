@@ -28,7 +28,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from ..access.authority import AgentCaller
+from ..search.keyword import MEMORY_SEARCH_PARAMS, build_query, parse_search_request, search
+from ..service import Engine
 from ..state.statedir import StateDir
+from ..store.catalog_reads import CatalogReads
 from ..store.store import VAULT_DIR
 from .corpus import write_partition
 from .socket import WORDS, RpcClient, _start_engine, machine, owner_state, percentile, run_together
@@ -173,7 +177,40 @@ def measure(records: int, *, seconds: float, round_trips: int, say: Callable[[st
         say(f"{records:,} records: 8 clients {figures['pages_8']['pages_per_s']:.0f} pages/s; grep beside 4 "
             f"writers p50 {figures['grep_under_4_writers']['reads']['p50_ms']:.1f} ms")
         engine.stop()
+        figures["search_parts"] = search_parts(state, token, round_trips)
     return figures
+
+
+def search_parts(state: StateDir, token: str, count: int) -> dict[str, float]:
+    """Where an idle ``knowledge_grep`` spends its time, each part timed alone in this process (p50 ms) on
+    the state the socket phases left, with the watcher on as ``knowledge serve`` runs it."""
+    caller = AgentCaller(token, {"kind": "owner-private"})
+    with Engine(state, watch=True) as engine:
+        entry = engine.enter(caller)
+        runtime = engine.runtime(entry.authority.store)
+        partition = entry.authority.partition
+        queries = [{"query": f"{WORDS[i % len(WORDS)]} {WORDS[(i * 7) % len(WORDS)]}"} for i in range(count)]
+        engine.search(caller, queries[0])  # through the lane once: the partition is followed from here on
+        request = parse_search_request(queries[0], MEMORY_SEARCH_PARAMS)
+        index, version = runtime.indexes.at_least(partition, 0)
+        terms = engine.analyzer.query_terms(request.query)
+
+        def query_only(_: int) -> None:
+            index.searcher().search(build_query(index.schema, terms, request), request.limit + 1, count=False)
+
+        def hits(_: int) -> None:
+            with runtime.store.db.snapshot() as db:
+                search(runtime.store, CatalogReads(db), index, version, engine.analyzer, engine.signer, partition,
+                       request)
+
+        parts = {
+            "tantivy_ms": query_only,
+            "search_ms": hits,  # the query, its stored documents and snippets, and the catalog rows of the hits
+            "authorize_ms": lambda _: engine.authorize(caller),
+            "identity_ms": lambda _: runtime.store.unchanged(partition),
+            "engine_search_ms": lambda i: engine.search(caller, queries[i]),
+        }
+        return {name: statistics.median(_latencies(part, count)) for name, part in parts.items()}
 
 
 def run(*, sizes: tuple[int, ...] = SIZES, seconds: float = 5.0, round_trips: int = 200,
@@ -219,6 +256,20 @@ def report(result: dict[str, Any], command: str) -> str:
                       f"{s['grep_under_4_writers']['reads']['p99_ms']:.1f}"),
         row("(the 4 writers meanwhile, pages per s)", lambda s: f"{s['grep_under_4_writers']['pages_per_s']:.0f}"),
     ]
+    parts = [("the tantivy query alone", "tantivy_ms"),
+             ("`keyword.search`: the query, stored documents, snippets, catalog rows", "search_ms"),
+             ("one authorization (`Engine.search` makes two)", "authorize_ms"),
+             ("one identity check beside the lane (two per search)", "identity_ms"),
+             ("`Engine.search` in all", "engine_search_ms")]
+    lines += ["", "Where an idle `knowledge_grep` spends its time (each part timed alone in the benchmark's process "
+                  "on the state the socket phases left, p50 ms; the rest of a round trip is the socket, JSON and "
+                  "the server's dispatch):", "",
+              "| part | " + " | ".join(f"{s['records']:,} records" for s in sizes) + " |",
+              "| --- | " + " | ".join("---:" for _ in sizes) + " |"]
+    lines += [f"| {label} | " + " | ".join(f"{s['search_parts'][key]:.3f}" for s in sizes) + " |"
+              for label, key in parts]
+    lines += ["| `knowledge_grep` round trip (above) | "
+              + " | ".join(f"{s['grep_idle']['p50_ms']:.3f}" for s in sizes) + " |"]
     if len(sizes) >= 2:
         small, large = sizes[0], sizes[-1]
         ratio = large["pages_1"]["p50_ms"] / small["pages_1"]["p50_ms"]

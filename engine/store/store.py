@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..core.db import Database, like_prefix
 from .catalog_reads import CURRENT_UNQUALIFIED
@@ -243,12 +244,20 @@ def partition_dir(partition: str) -> str:
 
 def check_presence(record: StoreRecord) -> None:
     """Fail closed when a store that existed lost its directory, manifest or database."""
-    if not record.path.is_dir() or record.path.is_symlink():
+    root = os.fspath(record.path)  # plain os calls: this runs several times per request
+    if not _is(root, stat.S_ISDIR, follow=False):
         raise StoreUnavailable("the store's directory is missing", store=record.store_id)
-    if not (record.path / MANIFEST).is_file():
+    if not _is(os.path.join(root, MANIFEST), stat.S_ISREG):
         raise StoreUnavailable("the store's manifest (vault.json) is missing", store=record.store_id)
-    if not (record.path / STATE_DB).is_file():
+    if not _is(os.path.join(root, STATE_DB), stat.S_ISREG):
         raise StoreUnavailable("the store's database (state.sqlite) is missing", store=record.store_id)
+
+
+def _is(path: str, kind: Callable[[int], bool], *, follow: bool = True) -> bool:
+    try:
+        return kind((os.stat if follow else os.lstat)(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def create_store_directory(stores_root: Path, store_id: str) -> Path:
