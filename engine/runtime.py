@@ -7,7 +7,9 @@ checks the store's identity, and brings the partition's catalog up to date
 with what the watcher saw; after it, the identity is checked again.
 
 The git queue runs on its own thread so a slow ``git`` never holds the lane;
-it reads the outbox and records commits through the lane.
+it reads the outbox and records commits through the lane.  So do the search
+index's catch-up after publications and the vectors' (the embedding model
+runs on its own thread, its SQL on the lane).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from .core.faults import Faults
 from .store.githistory import CommitFile, GitError, GitHistory
 from .store.outbox import GitOutbox
-from .index.embedding import EmbeddingRuntime
+from .index.embedding import Embedder, EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
 from .store.publication import Plan, Publisher
 from .store.store import Store
@@ -39,12 +41,11 @@ from .index.vectors import VectorIndex
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 GIT_RETRY_SECONDS = 60.0
-PUBLISH_EMBED_BUDGET = 256  # texts one publication may embed on the lane
 # After a publication the search index catches up this much later, so the publications of a burst share one
 # index commit (a tantivy commit costs about 25 ms here, whatever it holds).  Every search catches up
 # before it answers, so no search misses an acknowledged publication.
 INDEX_DELAY_SECONDS = 0.05
-FULL = None  # a dirty entry meaning "walk the whole partition"
+FULL = None  # a dirty entry meaning "walk the whole partition" (vectors: "every partition")
 
 
 class StoreRuntime:
@@ -74,8 +75,17 @@ class StoreRuntime:
         self._index_pending: set[str] = set()
         self._index_wake = threading.Event()
         self._index_thread = threading.Thread(target=self._index_loop, name=f"index-{store.store_id}", daemon=True)
+        # FULL at the start: every partition is compared once (what the last close left, or writes made with
+        # the runtime off, is embedded then).  The comparison is one version check where nothing changed.
+        self._vectors_pending: set[str] | None = FULL
+        self._vectors_wake = threading.Event()
+        self._vectors_wake.set()
+        self._vectors_idle = threading.Event()
+        self._vectors_thread = threading.Thread(target=self._vectors_loop, name=f"vectors-{store.store_id}",
+                                                daemon=True)
         self.recovered = self.call(self._recover)
         self._index_thread.start()
+        self._vectors_thread.start()
         if self.git is not None:
             self._git_thread = threading.Thread(target=self._git_loop, name=f"git-{store.store_id}", daemon=True)
             self._git_thread.start()
@@ -151,7 +161,7 @@ class StoreRuntime:
         with self._dirty_lock:
             self._index_pending.add(plan.partition)
         self._index_wake.set()
-        self._embed_published(plan.partition, receipt["publicationId"])
+        self._queue_vectors(plan.partition)
         return receipt
 
     def _index_loop(self) -> None:
@@ -194,16 +204,62 @@ class StoreRuntime:
             except IndexFailed as exc:
                 log.warning("search index of %s not updated: %s", partition, exc.message)
 
-    def _embed_published(self, partition: str, publication_id: str) -> None:
+    # --- vectors, off the lane -----------------------------------------------------------
+
+    def _queue_vectors(self, partition: str) -> None:
+        with self._dirty_lock:
+            if self._vectors_pending is not FULL:
+                self._vectors_pending.add(partition)
+            self._vectors_idle.clear()
+        self._vectors_wake.set()
+
+    def _vectors_loop(self) -> None:
         """With the Knowledge Base runtime on and an embedding model installed, vectors follow publications
-        (newest first, a bounded number per write; searches and `knowledge reindex` catch up the rest)."""
-        embedder = self.embeddings.current() if self.embeddings is not None else None
-        if embedder is None or not self.settings.current().knowledge_runtime_enabled:
-            return
+        here, never on the lane: a write is acknowledged without waiting for the model.  One catch-up per
+        partition covers every publication of a burst; its SQL runs on the lane, a chunk at a time, and the
+        model runs on this thread in between.  A search catches up (a bounded number) itself before it
+        answers, and says what still waits (``index_pending``, ``not_embedded_yet``)."""
+        while not self._closing.is_set():
+            self._vectors_wake.wait()
+            if self._closing.is_set():
+                break
+            time.sleep(INDEX_DELAY_SECONDS)
+            self._vectors_wake.clear()
+            with self._dirty_lock:
+                partitions, self._vectors_pending = self._vectors_pending, set()
+            embedder = (self.embeddings.current() if self.embeddings is not None
+                        and self.settings.current().knowledge_runtime_enabled else None)
+            if embedder is not None:
+                for partition in self._vectors_partitions(partitions):
+                    if self._closing.is_set():
+                        break
+                    self._catch_up_vectors(partition, embedder)
+            with self._dirty_lock:
+                if not self._vectors_pending:
+                    self._vectors_idle.set()
+        self._vectors_idle.set()
+
+    def _vectors_partitions(self, partitions: set[str] | None) -> list[str]:
+        if partitions is not FULL:
+            return sorted(partitions)
         try:
-            self.vectors.catch_up(partition, embedder, budget=PUBLISH_EMBED_BUDGET)
-        except IndexFailed as exc:
-            log.warning("vector index not updated after %s: %s", publication_id, exc.message)
+            return self.call(self.store.partitions)
+        except (KnowledgeError, RuntimeError):  # unavailable or closing: the next publication or search
+            return []
+
+    def _catch_up_vectors(self, partition: str, embedder: Embedder) -> None:
+        try:
+            self.vectors.catch_up(partition, embedder, lane=self.call)
+        except KnowledgeError as exc:
+            if not self._closing.is_set():  # closing: the next start catches up what is left
+                log.warning("vector index of %s not updated: %s", partition, exc.message)
+        except RuntimeError as exc:  # the lane shut down under us
+            if not self._closing.is_set():
+                log.warning("vector index of %s not updated: %s", partition, exc)
+
+    def vectors_settled(self, timeout: float | None = None) -> bool:
+        """Wait until the vectors have followed every publication so far (benchmarks, tests); False on timeout."""
+        return self._vectors_idle.wait(timeout)
 
     def prepare(self, partition: str) -> None:
         """On the lane: recover, verify identity, and bring the catalog up to date."""
@@ -348,7 +404,9 @@ class StoreRuntime:
                 log.exception("final git checkpoint failed")
         self._closing.set()
         self._index_wake.set()
+        self._vectors_wake.set()
         self._index_thread.join(timeout=60)
+        self._vectors_thread.join(timeout=60)  # at most the chunk it is embedding; the rest waits for a search
         self._lane.submit(self._close_indexes).result()
         self._lane.submit(self.vectors.close).result()
         self._lane.submit(self.store.close).result()
