@@ -7,9 +7,10 @@ checks the store's identity, and brings the partition's catalog up to date
 with what the watcher saw; after it, the identity is checked again.
 
 The git queue runs on its own thread so a slow ``git`` never holds the lane;
-it reads the outbox and records commits through the lane.  So do the search
-index's catch-up after publications and the vectors' (the embedding model
-runs on its own thread, its SQL on the lane).
+it reads the outbox and records commits through the lane.  Vectors follow
+publications the same way (``engine/index/vector_feed.py``): the embedding
+model runs on its own thread, never on the lane, and only its SQL goes
+through the lane.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .index.embedding import Embedder, EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
 from .store.publication import Plan, Publisher
 from .store.store import Store
+from .index.vector_feed import VectorFeed
 from .index.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,7 @@ GIT_RETRY_SECONDS = 60.0
 # index commit (a tantivy commit costs about 25 ms here, whatever it holds).  Every search catches up
 # before it answers, so no search misses an acknowledged publication.
 INDEX_DELAY_SECONDS = 0.05
-FULL = None  # a dirty entry meaning "walk the whole partition" (vectors: "every partition")
+FULL = None  # a dirty entry meaning "walk the whole partition"
 
 
 class StoreRuntime:
@@ -75,17 +77,11 @@ class StoreRuntime:
         self._index_pending: set[str] = set()
         self._index_wake = threading.Event()
         self._index_thread = threading.Thread(target=self._index_loop, name=f"index-{store.store_id}", daemon=True)
-        # FULL at the start: every partition is compared once (what the last close left, or writes made with
-        # the runtime off, is embedded then).  The comparison is one version check where nothing changed.
-        self._vectors_pending: set[str] | None = FULL
-        self._vectors_wake = threading.Event()
-        self._vectors_wake.set()
-        self._vectors_idle = threading.Event()
-        self._vectors_thread = threading.Thread(target=self._vectors_loop, name=f"vectors-{store.store_id}",
-                                                daemon=True)
+        self.vector_feed = VectorFeed(f"vectors-{store.store_id}", self.vectors, self._vector_model,
+                                      store.partitions, self.call, delay=INDEX_DELAY_SECONDS)
         self.recovered = self.call(self._recover)
         self._index_thread.start()
-        self._vectors_thread.start()
+        self.vector_feed.start()
         if self.git is not None:
             self._git_thread = threading.Thread(target=self._git_loop, name=f"git-{store.store_id}", daemon=True)
             self._git_thread.start()
@@ -161,7 +157,7 @@ class StoreRuntime:
         with self._dirty_lock:
             self._index_pending.add(plan.partition)
         self._index_wake.set()
-        self._queue_vectors(plan.partition)
+        self.vector_feed.queue(plan.partition)  # embedded off the lane (engine/index/vector_feed.py)
         return receipt
 
     def _index_loop(self) -> None:
@@ -204,62 +200,15 @@ class StoreRuntime:
             except IndexFailed as exc:
                 log.warning("search index of %s not updated: %s", partition, exc.message)
 
-    # --- vectors, off the lane -----------------------------------------------------------
-
-    def _queue_vectors(self, partition: str) -> None:
-        with self._dirty_lock:
-            if self._vectors_pending is not FULL:
-                self._vectors_pending.add(partition)
-            self._vectors_idle.clear()
-        self._vectors_wake.set()
-
-    def _vectors_loop(self) -> None:
-        """With the Knowledge Base runtime on and an embedding model installed, vectors follow publications
-        here, never on the lane: a write is acknowledged without waiting for the model.  One catch-up per
-        partition covers every publication of a burst; its SQL runs on the lane, a chunk at a time, and the
-        model runs on this thread in between.  A search catches up (a bounded number) itself before it
-        answers, and says what still waits (``index_pending``, ``not_embedded_yet``)."""
-        while not self._closing.is_set():
-            self._vectors_wake.wait()
-            if self._closing.is_set():
-                break
-            time.sleep(INDEX_DELAY_SECONDS)
-            self._vectors_wake.clear()
-            with self._dirty_lock:
-                partitions, self._vectors_pending = self._vectors_pending, set()
-            embedder = (self.embeddings.current() if self.embeddings is not None
-                        and self.settings.current().knowledge_runtime_enabled else None)
-            if embedder is not None:
-                for partition in self._vectors_partitions(partitions):
-                    if self._closing.is_set():
-                        break
-                    self._catch_up_vectors(partition, embedder)
-            with self._dirty_lock:
-                if not self._vectors_pending:
-                    self._vectors_idle.set()
-        self._vectors_idle.set()
-
-    def _vectors_partitions(self, partitions: set[str] | None) -> list[str]:
-        if partitions is not FULL:
-            return sorted(partitions)
-        try:
-            return self.call(self.store.partitions)
-        except (KnowledgeError, RuntimeError):  # unavailable or closing: the next publication or search
-            return []
-
-    def _catch_up_vectors(self, partition: str, embedder: Embedder) -> None:
-        try:
-            self.vectors.catch_up(partition, embedder, lane=self.call)
-        except KnowledgeError as exc:
-            if not self._closing.is_set():  # closing: the next start catches up what is left
-                log.warning("vector index of %s not updated: %s", partition, exc.message)
-        except RuntimeError as exc:  # the lane shut down under us
-            if not self._closing.is_set():
-                log.warning("vector index of %s not updated: %s", partition, exc)
+    def _vector_model(self) -> Embedder | None:
+        """The model vectors follow publications with: none while the Knowledge Base runtime is off."""
+        if self.embeddings is None or not self.settings.current().knowledge_runtime_enabled:
+            return None
+        return self.embeddings.current()
 
     def vectors_settled(self, timeout: float | None = None) -> bool:
         """Wait until the vectors have followed every publication so far (benchmarks, tests); False on timeout."""
-        return self._vectors_idle.wait(timeout)
+        return self.vector_feed.settled(timeout)
 
     def prepare(self, partition: str) -> None:
         """On the lane: recover, verify identity, and bring the catalog up to date."""
@@ -402,11 +351,10 @@ class StoreRuntime:
                 log.warning("final git checkpoint failed: %s", exc)
             except Exception:  # the outbox keeps the work; closing the store must not stop here
                 log.exception("final git checkpoint failed")
+        self.vector_feed.stop()  # after the chunk in the model, stored while the lane still takes calls
         self._closing.set()
         self._index_wake.set()
-        self._vectors_wake.set()
         self._index_thread.join(timeout=60)
-        self._vectors_thread.join(timeout=60)  # at most the chunk it is embedding; the rest waits for a search
         self._lane.submit(self._close_indexes).result()
         self._lane.submit(self.vectors.close).result()
         self._lane.submit(self.store.close).result()

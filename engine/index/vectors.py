@@ -86,6 +86,10 @@ def _here(step: Callable[[], T]) -> T:
     return step()
 
 
+def _never() -> bool:
+    return False
+
+
 def embedding_text(title: str | None, body: str) -> str:
     """What a record's vector is computed from: its title, then its body."""
     return f"{title or ''}\n\n{body}".strip()
@@ -161,7 +165,7 @@ class VectorIndex:
         return self.catch_up(partition, embedder)
 
     def catch_up(self, partition: str, embedder: Embedder, *, budget: int | None = None,
-                 lane: OnLane | None = None) -> CatchUp:
+                 lane: OnLane | None = None, stop: Callable[[], bool] | None = None) -> CatchUp:
         """Bring the partition's vectors in line with its current records (see the module docstring).
 
         With ``lane``, every step that reads or writes the file or the catalog runs through it (the
@@ -169,22 +173,23 @@ class VectorIndex:
         for SQL only, never for an embedding. What changes in between is handled: a record already
         indexed meanwhile is left as it is, one changed meanwhile is caught up by the next catch-up (a
         catalog that moved on is never recorded as matched), and a different model in the file ends
-        this catch-up.
+        this catch-up. ``stop`` is asked before each chunk: True ends the catch-up there.
         """
         try:
-            return self._catch_up(partition, embedder, budget, lane or _here)
+            return self._catch_up(partition, embedder, budget, lane or _here, stop or _never)
         except KnowledgeError:  # IndexFailed, or the lane refusing (a closing store)
             raise
         except Exception as exc:  # apsw errors, a model run that failed
             raise IndexFailed(f"the vector index could not be updated: {exc}", partition=partition) from exc
 
-    def _catch_up(self, partition: str, embedder: Embedder, budget: int | None, lane: OnLane) -> CatchUp:
+    def _catch_up(self, partition: str, embedder: Embedder, budget: int | None, lane: OnLane,
+                  stop: Callable[[], bool]) -> CatchUp:
         plan = lane(lambda: self._plan(partition, embedder))
         if isinstance(plan, CatchUp):
             return plan
         embedded = cached = 0
         remaining = plan.wanted
-        while remaining:
+        while remaining and not stop():
             chunk, remaining = remaining[:EMBED_CHUNK], remaining[EMBED_CHUNK:]
             read = lane(lambda: self._read_chunk(partition, embedder, chunk))
             if read is None:

@@ -148,7 +148,7 @@ def test_close_with_work_pending_is_clean_and_the_next_start_catches_up(state_di
     gate.open.set()  # the chunk in the model finishes; nothing new starts
     closing.join(WAIT)
     assert not closing.is_alive()
-    assert not runtime._vectors_thread.is_alive() and runtime.vectors_settled(0)
+    assert not runtime.vector_feed.alive and runtime.vectors_settled(0)
     with Engine(state_dir, watch=False, git=False) as reopened:
         found = ask(reopened, caller, query=embedding_text(*PAGES[2][:2]), mode="semantic")
         assert found["results"][0]["knowledge_item_id"] == ids["Team lunch"]
@@ -226,3 +226,23 @@ def test_a_catch_up_through_a_lane_stops_when_another_model_takes_the_file(kb_en
 def kb_engine(state_dir: StateDir) -> Iterator[Engine]:
     with open_engine(state_dir) as opened:
         yield opened
+
+
+def test_a_catch_up_asked_to_stop_ends_before_its_next_chunk(kb_engine, monkeypatch):
+    from engine.index import vectors as vectors_module
+
+    engine = kb_engine
+    caller, _ = seed(engine)
+    runtime = settle(engine, caller)
+    embedder = engine.embeddings.current()
+    forget(runtime)
+    monkeypatch.setattr(vectors_module, "EMBED_CHUNK", 1)
+    asked: list[bool] = []
+
+    def stop() -> bool:
+        asked.append(True)
+        return len(asked) > 2  # two chunks, then stop
+
+    done = runtime.vectors.catch_up("private", embedder, lane=runtime.call, stop=stop)
+    assert (done.indexed, done.pending) == (2, len(PAGES) - 2)
+    assert runtime.call(lambda: runtime.vectors.catch_up("private", embedder)).pending == 0
