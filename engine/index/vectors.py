@@ -35,7 +35,7 @@ import numpy as np
 from ..store.catalog import Catalog
 from ..store.catalog_reads import RecordRow
 from .embedding import Embedder, text_digest
-from ..core.errors import IndexFailed, KnowledgeError
+from ..core.errors import IndexFailed, StoreUnavailable
 from ..vault.frontmatter import split_document
 from .tantivy_index import INDEX_DIR
 from ..store.store import Store
@@ -177,7 +177,7 @@ class VectorIndex:
         """
         try:
             return self._catch_up(partition, embedder, budget, lane or _here, stop or _never)
-        except KnowledgeError:  # IndexFailed, or the lane refusing (a closing store)
+        except (IndexFailed, StoreUnavailable):  # StoreUnavailable: the lane refusing (a closing store)
             raise
         except Exception as exc:  # apsw errors, a model run that failed
             raise IndexFailed(f"the vector index could not be updated: {exc}", partition=partition) from exc
