@@ -10,7 +10,10 @@ A search reads beside the lane (``read``) when none of that has anything to
 do: on a snapshot of the last committed catalog, with the index caught up to
 it.  The index thread commits to tantivy beside the lane too, and the git
 queue runs on its own thread so a slow ``git`` never holds the lane; it
-reads the outbox and records commits through the lane.
+reads the outbox and records commits through the lane.  Vectors follow
+publications the same way (``engine/index/vector_feed.py``): the embedding
+model runs on its own thread, never on the lane, and only its SQL goes
+through the lane.
 """
 
 from __future__ import annotations
@@ -34,17 +37,17 @@ from .core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from .core.faults import Faults
 from .store.githistory import CommitFile, GitError, GitHistory
 from .store.outbox import GitOutbox
-from .index.embedding import EmbeddingRuntime
+from .index.embedding import Embedder, EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
 from .store.publication import Plan, Publisher
 from .store.store import Store
 from .store.open_store import ReadView
+from .index.vector_feed import VectorFeed
 from .index.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 GIT_RETRY_SECONDS = 60.0
-PUBLISH_EMBED_BUDGET = 256  # texts one publication may embed on the lane
 # After a publication the search index catches up this much later, so the publications of a burst share one
 # index commit (a tantivy commit costs about 25 ms here, whatever it holds).  Every search catches up
 # before it answers, so no search misses an acknowledged publication.
@@ -84,8 +87,11 @@ class StoreRuntime:
         self._index_wake = threading.Event()
         self._index_thread = threading.Thread(target=self._index_loop, name=f"index-{store.store_id}", daemon=True)
         self._settled = False  # no read beside the lane before recovery and a first check on it
+        self.vector_feed = VectorFeed(f"vectors-{store.store_id}", self.vectors, self._vector_model,
+                                      store.partitions, self.call, delay=INDEX_DELAY_SECONDS)
         self.recovered = self.call(self._recover)
         self._index_thread.start()
+        self.vector_feed.start()
         if self.git is not None:
             self._git_thread = threading.Thread(target=self._git_loop, name=f"git-{store.store_id}", daemon=True)
             self._git_thread.start()
@@ -197,7 +203,7 @@ class StoreRuntime:
         with self._dirty_lock:
             self._index_pending.add(plan.partition)
         self._index_wake.set()
-        self._embed_published(plan.partition, receipt["publicationId"])
+        self.vector_feed.queue(plan.partition)  # embedded off the lane (engine/index/vector_feed.py)
         return receipt
 
     def _index_loop(self) -> None:
@@ -239,16 +245,15 @@ class StoreRuntime:
             except IndexFailed as exc:
                 log.warning("search index of %s not updated: %s", partition, exc.message)
 
-    def _embed_published(self, partition: str, publication_id: str) -> None:
-        """With the Knowledge Base runtime on and an embedding model installed, vectors follow publications
-        (newest first, a bounded number per write; searches and `knowledge reindex` catch up the rest)."""
-        embedder = self.embeddings.current() if self.embeddings is not None else None
-        if embedder is None or not self.settings.current().knowledge_runtime_enabled:
-            return
-        try:
-            self.vectors.catch_up(partition, embedder, budget=PUBLISH_EMBED_BUDGET)
-        except IndexFailed as exc:
-            log.warning("vector index not updated after %s: %s", publication_id, exc.message)
+    def _vector_model(self) -> Embedder | None:
+        """The model vectors follow publications with: none while the Knowledge Base runtime is off."""
+        if self.embeddings is None or not self.settings.current().knowledge_runtime_enabled:
+            return None
+        return self.embeddings.current()
+
+    def vectors_settled(self, timeout: float | None = None) -> bool:
+        """Wait until the vectors have followed every publication so far (benchmarks, tests); False on timeout."""
+        return self.vector_feed.settled(timeout)
 
     def prepare(self, partition: str) -> None:
         """On the lane: recover, verify identity, and bring the catalog up to date."""
@@ -422,6 +427,7 @@ class StoreRuntime:
                 log.warning("final git checkpoint failed: %s", exc)
             except Exception:  # the outbox keeps the work; closing the store must not stop here
                 log.exception("final git checkpoint failed")
+        self.vector_feed.stop()  # after the chunk in the model, stored while the lane still takes calls
         self._closing.set()
         self._index_wake.set()
         self._index_thread.join(timeout=60)

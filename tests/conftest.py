@@ -13,7 +13,7 @@ from engine.service import Engine
 from engine.state.statedir import StateDir
 
 
-ENGINE_THREADS = ("lane-", "git-")
+ENGINE_THREADS = ("lane-", "git-", "vectors-")
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,7 @@
 """Benchmarks: measurements that print figures and write them to ``docs/benchmarks/``.
 
 A benchmark is not a test: it asserts nothing about speed or quality, it
-measures and reports.  ``knowledge bench search`` is the entry point.
+measures and reports.  ``knowledge bench search`` is the entry point;
+``python -m engine.bench.embedding`` measures the embedding model's
+throughput, old code against new.
 """

@@ -32,13 +32,26 @@ from models.errors import ModelError
 from models.installed import InstalledModel, ModelStore
 
 from ..state.config import Settings
+from .int8_graph import int8_products
 
 log = logging.getLogger(__name__)
 
 # all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces (its sentence_bert_config.json).
 MAX_TOKENS = 256
-BATCH_ROWS = 32
-BATCH_TOKENS = 8192  # rows x padded length of one run
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How the model runs; the defaults are the measured best on a 2-core machine (docs/models.md,
+    "Embedding throughput", from ``python -m engine.bench.embedding``)."""
+
+    threads: int | None = None  # intra-op threads; None: every core this process may use
+    spinning: bool = False      # idle pool threads spin for work: they take the core from the lane
+    int8: bool = True           # multiply int8 weights in int8 (engine/index/int8_graph.py)
+    rows: int = 32              # texts per run at most
+    tokens: int = 512           # rows x padded length of one run at most
+
+
 
 NOT_CONFIGURED, NOT_INSTALLED, FAILED, READY = "not_configured", "not_installed", "failed", "ready"
 
@@ -49,17 +62,24 @@ def text_digest(text: str) -> str:
 
 
 class Embedder:
-    """One loaded embedding model; ``embed`` is thread-safe (one run at a time: the CPU is the limit)."""
+    """One loaded embedding model; ``embed`` is thread-safe.
 
-    def __init__(self, model: InstalledModel, *, max_tokens: int = MAX_TOKENS) -> None:
+    One batch runs at a time (the CPU is the limit), so a search's query waits for the batch in progress,
+    never for the rest of a catch-up's texts.
+    """
+
+    def __init__(self, model: InstalledModel, *, max_tokens: int = MAX_TOKENS,
+                 settings: RunSettings = RunSettings()) -> None:
         self.model = model
         self.max_tokens = max_tokens
+        self.settings = settings
         self.dimensions = 0
         self._session: Any = None
         self._tokenizer: Any = None
         self._inputs: list[str] = []
         self._pad_id = 0
         self._lock = threading.Lock()
+        self.int8_products = 0  # weight products rewritten to multiply in int8 (engine/index/int8_graph.py)
 
     @property
     def name(self) -> str:
@@ -67,8 +87,10 @@ class Embedder:
 
     @property
     def fingerprint(self) -> str:
-        """The exact weights (the ONNX file's sha256) and the token window: vectors are cached under it."""
-        return f"{self.model.fingerprint[:32]}-{self.max_tokens}"
+        """The exact weights (the ONNX file's sha256), the token window and the arithmetic: vectors are
+        cached under it."""
+        arithmetic = "-int8" if self.int8_products else ""
+        return f"{self.model.fingerprint[:32]}-{self.max_tokens}{arithmetic}"
 
     def load(self) -> None:
         """Verify the files, open the session and tokenizer, and learn the dimensions from one run."""
@@ -90,13 +112,17 @@ class Embedder:
         self._tokenizer = tokenizer
         options = onnxruntime.SessionOptions()
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        options.intra_op_num_threads = cores
+        options.intra_op_num_threads = self.settings.threads or cores
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if not self.settings.spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(str(self.model.path(self.model.onnx or "")),
-                                                     sess_options=options, providers=["CPUExecutionProvider"])
+        graph = self.model.path(self.model.onnx or "").read_bytes()
+        if self.settings.int8:
+            graph, self.int8_products = int8_products(graph)
+        self._session = onnxruntime.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"])
         self._inputs = [item.name for item in self._session.get_inputs()]
         if "input_ids" not in self._inputs:
             raise ValueError(f"the ONNX graph of {self.model.name} has no input_ids input ({self._inputs})")
@@ -108,10 +134,10 @@ class Embedder:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         encoded = [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
         vectors: list[np.ndarray | None] = [None] * len(texts)
-        with self._lock:
-            for batch in plan_batches([len(ids) for ids in encoded]):
-                for position, vector in zip(batch, self._run([encoded[i] for i in batch])):
-                    vectors[position] = vector
+        for batch in plan_batches([len(ids) for ids in encoded], rows=self.settings.rows,
+                                  tokens=self.settings.tokens):
+            for position, vector in zip(batch, self._run([encoded[i] for i in batch])):
+                vectors[position] = vector
         return np.stack(vectors).astype(np.float32, copy=False)  # type: ignore[arg-type]
 
     def _run(self, rows: list[list[int]]) -> np.ndarray:
@@ -126,7 +152,8 @@ class Embedder:
             feeds["attention_mask"] = mask
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        output = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        with self._lock:
+            output = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
         if output.ndim == 3 and output.shape[:2] == ids.shape:
             weights = mask[:, :, None].astype(np.float32)
             pooled = (output * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
@@ -139,7 +166,8 @@ class Embedder:
         return pooled / np.maximum(norms, 1e-12)
 
 
-def plan_batches(lengths: Sequence[int], *, rows: int = BATCH_ROWS, tokens: int = BATCH_TOKENS) -> list[list[int]]:
+def plan_batches(lengths: Sequence[int], *, rows: int = RunSettings.rows,
+                 tokens: int = RunSettings.tokens) -> list[list[int]]:
     """Positions sorted by length, cut into runs of at most ``rows`` rows and ``tokens`` padded tokens."""
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
     batches: list[list[int]] = []

@@ -28,19 +28,21 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
 from ..store.catalog import Catalog
 from ..store.catalog_reads import RecordRow
 from .embedding import Embedder, text_digest
-from ..core.errors import IndexFailed
+from ..core.errors import IndexFailed, StoreUnavailable
 from ..vault.frontmatter import split_document
 from .tantivy_index import INDEX_DIR
 from ..store.store import Store
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+OnLane = Callable[[Callable[[], T]], T]  # runs one step where the file may be used (the store's lane)
 SCHEMA_VERSION = 1
 EMBED_CHUNK = 128  # texts embedded (and committed) together during a catch-up
 KNN_MAX = 4096     # sqlite-vec's largest k
@@ -71,13 +73,30 @@ class CatchUp:
                 "removed": self.removed, "pending": self.pending}
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """The first step of a catch-up: the catalog version it compared with, what to index, what it dropped."""
+
+    catalog_version: int
+    wanted: list[RecordRow]
+    removed: int
+
+
+def _here(step: Callable[[], T]) -> T:
+    return step()
+
+
+def _never() -> bool:
+    return False
+
+
 def embedding_text(title: str | None, body: str) -> str:
     """What a record's vector is computed from: its title, then its body."""
     return f"{title or ''}\n\n{body}".strip()
 
 
 class VectorIndex:
-    """One store's vector file; used from the store's lane only."""
+    """One store's vector file; used from the store's lane only (a catch-up may embed elsewhere)."""
 
     def __init__(self, store: Store, catalog: Catalog) -> None:
         self.store = store
@@ -115,10 +134,9 @@ class VectorIndex:
 
     def _use_model(self, embedder: Embedder) -> None:
         """Empty the index when the model (or its dimensions) changed; the cache keeps other models' vectors."""
-        db = self._db()
-        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("model") == embedder.fingerprint and meta.get("dimensions") == str(embedder.dimensions):
+        if self._holds(embedder):
             return
+        db = self._db()
         with db:
             db.execute("DROP TABLE IF EXISTS vec_items")
             db.execute("DELETE FROM items")
@@ -146,23 +164,59 @@ class VectorIndex:
             raise IndexFailed(f"the vector index could not be rebuilt: {exc}", partition=partition) from exc
         return self.catch_up(partition, embedder)
 
-    def catch_up(self, partition: str, embedder: Embedder, *, budget: int | None = None) -> CatchUp:
-        """Bring the partition's vectors in line with its current records (see the module docstring)."""
+    def catch_up(self, partition: str, embedder: Embedder, *, budget: int | None = None,
+                 lane: OnLane | None = None, stop: Callable[[], bool] | None = None) -> CatchUp:
+        """Bring the partition's vectors in line with its current records (see the module docstring).
+
+        With ``lane``, every step that reads or writes the file or the catalog runs through it (the
+        store's lane) and the model runs in the calling thread between those steps, so the lane is held
+        for SQL only, never for an embedding. What changes in between is handled: a record already
+        indexed meanwhile is left as it is, one changed meanwhile is caught up by the next catch-up (a
+        catalog that moved on is never recorded as matched), and a different model in the file ends
+        this catch-up. ``stop`` is asked before each chunk: True ends the catch-up there.
+        """
         try:
-            return self._catch_up(partition, embedder, budget)
-        except IndexFailed:
+            return self._catch_up(partition, embedder, budget, lane or _here, stop or _never)
+        except (IndexFailed, StoreUnavailable):  # StoreUnavailable: the lane refusing (a closing store)
             raise
         except Exception as exc:  # apsw errors, a model run that failed
             raise IndexFailed(f"the vector index could not be updated: {exc}", partition=partition) from exc
 
-    def _catch_up(self, partition: str, embedder: Embedder, budget: int | None) -> CatchUp:
+    def _catch_up(self, partition: str, embedder: Embedder, budget: int | None, lane: OnLane,
+                  stop: Callable[[], bool]) -> CatchUp:
+        plan = lane(lambda: self._plan(partition, embedder))
+        if isinstance(plan, CatchUp):
+            return plan
+        embedded = cached = 0
+        remaining = plan.wanted
+        while remaining and not stop():
+            chunk, remaining = remaining[:EMBED_CHUNK], remaining[EMBED_CHUNK:]
+            read = lane(lambda: self._read_chunk(partition, embedder, chunk))
+            if read is None:
+                break  # another model took the file over: its own catch-ups fill it
+            digests, have, missing = read
+            if budget is not None and embedded + len(missing) > budget:
+                missing = dict(list(missing.items())[:max(0, budget - embedded)])
+                remaining = []  # the rest waits for the next catch-up
+            new: dict[str, bytes] = {}
+            if missing:
+                vectors = embedder.embed(list(missing.values()))
+                new = {digest: vector.astype(np.float32).tobytes() for digest, vector in zip(missing, vectors)}
+            stored = lane(lambda: self._store_chunk(partition, embedder, chunk, digests, {**have, **new}, new))
+            if stored is None:
+                break
+            embedded += len(new)
+            cached += stored
+        return lane(lambda: self._finish(partition, embedder, plan, embedded, cached))
+
+    def _plan(self, partition: str, embedder: Embedder) -> "_Plan | CatchUp":
+        """Drop what is gone or changed; what is left to index, newest first (None: up to date)."""
         self._use_model(embedder)
         db = self._db()
         catalog_version = self.catalog.version(partition)[0]
         done = db.execute("SELECT catalog_version FROM progress WHERE partition = ?", (partition,)).fetchall()
         if done and done[0][0] == catalog_version:
-            indexed = db.execute("SELECT COUNT(*) FROM items WHERE partition = ?", (partition,)).fetchall()[0][0]
-            return CatchUp(indexed, 0, 0, 0, 0)
+            return CatchUp(self.count(partition), 0, 0, 0, 0)
         current = {row.path: row for row in self.catalog.current(partition)}
         known = {path: (item_id, sha) for item_id, path, sha in db.execute(
             "SELECT id, path, sha256 FROM items WHERE partition = ?", (partition,)).fetchall()}
@@ -174,45 +228,59 @@ class VectorIndex:
         fresh = {path for path, (_, sha) in known.items() if path in current and current[path].sha256 == sha}
         wanted = sorted((row for path, row in current.items() if path not in fresh),
                         key=lambda row: (row.updated_at or "", row.path), reverse=True)
-        embedded = cached = 0
-        remaining = wanted
-        while remaining:
-            chunk, remaining = remaining[:EMBED_CHUNK], remaining[EMBED_CHUNK:]
-            texts = self._texts(partition, chunk)
-            digests = {row.path: text_digest(text) for row, text in zip(chunk, texts) if text is not None}
-            have = self._cached(embedder.fingerprint, set(digests.values()))
-            missing = {}
-            for row, text in zip(chunk, texts):
-                digest = digests.get(row.path)
-                if digest is not None and digest not in have:
-                    missing.setdefault(digest, text)
-            if budget is not None and embedded + len(missing) > budget:
-                allowed = max(0, budget - embedded)
-                missing = dict(list(missing.items())[:allowed])
-                remaining = []  # the rest waits for the next catch-up
-            if missing:
-                vectors = embedder.embed(list(missing.values()))
-                new = {digest: vector.astype(np.float32).tobytes() for digest, vector in zip(missing, vectors)}
-                have.update(new)
-                embedded += len(new)
-            rows = [(row, digests[row.path]) for row in chunk if digests.get(row.path) in have]
-            cached += sum(1 for _, digest in rows if digest not in missing)
-            with db:
-                if missing:
-                    db.executemany("INSERT OR REPLACE INTO vectors (model, text_sha, vector) VALUES (?, ?, ?)",
-                                   [(embedder.fingerprint, digest, have[digest]) for digest in missing])
-                for row, digest in rows:
-                    db.execute("INSERT INTO items (partition, path, record_id, revision, sha256) VALUES (?, ?, ?, ?, ?)",
-                               (partition, row.path, row.record_id, row.revision, row.sha256))
-                    db.execute("INSERT INTO vec_items (id, partition, embedding) VALUES (?, ?, ?)",
-                               (db.last_insert_rowid(), partition, have[digest]))
-        indexed = db.execute("SELECT COUNT(*) FROM items WHERE partition = ?", (partition,)).fetchall()[0][0]
-        pending = len(current) - indexed
-        if pending == 0:
-            with db:
-                db.execute("INSERT OR REPLACE INTO progress (partition, catalog_version) VALUES (?, ?)",
-                           (partition, catalog_version))
-        return CatchUp(indexed, embedded, cached, len(stale), pending)
+        return _Plan(catalog_version, wanted, len(stale))
+
+    def _read_chunk(self, partition: str, embedder: Embedder, chunk: list[RecordRow]
+                    ) -> tuple[dict[str, str], dict[str, bytes], dict[str, str]] | None:
+        """The chunk's text digests by path, the vectors the cache has, and the texts it lacks by digest."""
+        if not self._holds(embedder):
+            return None
+        texts = self._texts(partition, chunk)
+        digests = {row.path: text_digest(text) for row, text in zip(chunk, texts) if text is not None}
+        have = self._cached(embedder.fingerprint, set(digests.values()))
+        missing: dict[str, str] = {}
+        for row, text in zip(chunk, texts):
+            digest = digests.get(row.path)
+            if text is not None and digest not in have:
+                missing.setdefault(digest, text)
+        return digests, have, missing
+
+    def _store_chunk(self, partition: str, embedder: Embedder, chunk: list[RecordRow], digests: dict[str, str],
+                     have: dict[str, bytes], new: dict[str, bytes]) -> int | None:
+        """Cache the new vectors and index the chunk's records that have one; how many came from the cache."""
+        if not self._holds(embedder):
+            return None
+        db = self._db()
+        indexed = {path for (path,) in db.execute(
+            f"SELECT path FROM items WHERE partition = ? AND path IN ({', '.join('?' * len(chunk))})",
+            (partition, *(row.path for row in chunk))).fetchall()}
+        rows = [(row, digests[row.path]) for row in chunk
+                if digests.get(row.path) in have and row.path not in indexed]
+        with db:
+            db.executemany("INSERT OR REPLACE INTO vectors (model, text_sha, vector) VALUES (?, ?, ?)",
+                           [(embedder.fingerprint, digest, vector) for digest, vector in new.items()])
+            for row, digest in rows:
+                db.execute("INSERT INTO items (partition, path, record_id, revision, sha256) VALUES (?, ?, ?, ?, ?)",
+                           (partition, row.path, row.record_id, row.revision, row.sha256))
+                db.execute("INSERT INTO vec_items (id, partition, embedding) VALUES (?, ?, ?)",
+                           (db.last_insert_rowid(), partition, have[digest]))
+        return sum(1 for _, digest in rows if digest not in new)
+
+    def _finish(self, partition: str, embedder: Embedder, plan: "_Plan", embedded: int, cached: int) -> CatchUp:
+        """Record the catalog version as matched when every current record is indexed and the catalog has
+        not moved on since the plan (then the next catch-up compares again)."""
+        indexed = self.count(partition)
+        pending = max(0, self.catalog.current_count(partition) - indexed)
+        if pending == 0 and self._holds(embedder) and self.catalog.version(partition)[0] == plan.catalog_version:
+            with self._db():
+                self._db().execute("INSERT OR REPLACE INTO progress (partition, catalog_version) VALUES (?, ?)",
+                                   (partition, plan.catalog_version))
+        return CatchUp(indexed, embedded, cached, plan.removed, pending)
+
+    def _holds(self, embedder: Embedder) -> bool:
+        """Whether the file still holds ``embedder``'s vectors (a catch-up spans several lane steps)."""
+        meta = dict(self._db().execute("SELECT key, value FROM meta").fetchall())
+        return meta.get("model") == embedder.fingerprint and meta.get("dimensions") == str(embedder.dimensions)
 
     def _texts(self, partition: str, rows: Sequence[RecordRow]) -> list[str | None]:
         """Each record's embedding text, from the stored bytes of its current revision."""

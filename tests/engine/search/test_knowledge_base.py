@@ -468,15 +468,23 @@ def vectors_of(engine: Engine, caller: AgentCaller) -> tuple[Any, int]:
     return runtime, runtime.call(lambda: runtime.vectors.count("private"))
 
 
+def settled_vectors(engine: Engine, caller: AgentCaller) -> tuple[Any, int]:
+    """``vectors_of`` once the vectors have followed every publication so far (they follow off the lane)."""
+    store = engine.authorizer.authorize(caller).store
+    assert engine.runtime(store).vectors_settled(30.0)
+    return vectors_of(engine, caller)
+
+
 def test_publications_update_the_vector_index_without_a_search(kb_engine):
     engine = kb_engine
     caller, ids = seed(engine)
-    runtime, count = vectors_of(engine, caller)
+    runtime, count = settled_vectors(engine, caller)
     assert count == len(PAGES)
     engine.save_page(caller, page("extra", "Harbour map", "note", "Where the boats moor."))
-    assert vectors_of(engine, caller)[1] == len(PAGES) + 1
+    assert settled_vectors(engine, caller)[1] == len(PAGES) + 1
     engine.save_page(caller, {"requestId": "rev", "type": "note", "title": "Team lunch", "id": ids["Team lunch"],
                               "expectedRevision": 1, "body": "Lunch moved to Thursdays."})
+    settled_vectors(engine, caller)
     rows = runtime.call(lambda: runtime.vectors._db().execute(
         "SELECT revision FROM items WHERE record_id = ?", (ids["Team lunch"],)).fetchall())
     assert rows == [(2,)]
@@ -485,12 +493,13 @@ def test_publications_update_the_vector_index_without_a_search(kb_engine):
 def test_publications_leave_the_vector_index_alone_while_the_runtime_is_off(state_dir):
     with open_engine(state_dir, knowledgeRuntimeEnabled=False) as engine:
         caller, _ = seed(engine)
-        assert vectors_of(engine, caller)[1] == 0
+        assert settled_vectors(engine, caller)[1] == 0
 
 
 def test_the_vector_index_is_rebuilt_by_reindex_and_after_it_is_deleted(kb_engine):
     engine = kb_engine
     caller, ids = seed(engine)
+    settled_vectors(engine, caller)
     rebuilt = engine.reindex()
     assert rebuilt[0]["vectors"] == {"indexed": len(PAGES), "embedded": 0, "cached": len(PAGES), "removed": 0,
                                      "pending": 0}
@@ -540,7 +549,8 @@ def test_knowledge_reindex_rebuilds_the_vectors_too(state_dir, capsys):
     from engine.cli.commands import main
 
     with open_engine(state_dir) as engine:
-        seed(engine)
+        caller, _ = seed(engine)
+        settled_vectors(engine, caller)
     assert main(["--state-dir", str(state_dir.root), "reindex"]) == 0
     out = capsys.readouterr().out
     assert f"{len(PAGES)} records indexed, {len(PAGES)} vectors (0 texts embedded, {len(PAGES)} from the cache)" in out
