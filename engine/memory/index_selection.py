@@ -272,10 +272,11 @@ def _discard(ranked: list[Any], item: Any) -> None:
 class KeptSelection:
     """The partition's records as the catalog holds them now, with the rankings kept sorted.
 
-    ``settled`` is when a record's as-of view becomes its catalog row
-    (``max(recorded_at, updated_at)``; never, without an ``updated_at``):
-    for an ``as_of`` at or after it the record counts as it is now (when
-    current), and before it the record is set aside and read as of then.
+    A record's ``moments`` are its ``recorded_at`` and when its as-of view
+    becomes its catalog row, ``settled`` (``max(recorded_at, updated_at)``;
+    never, without an ``updated_at``): for an ``as_of`` at or after it the
+    record counts as it is now (when current), and before it the record is
+    set aside and read as of then.
     """
 
     def __init__(self) -> None:

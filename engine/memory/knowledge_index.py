@@ -1,9 +1,12 @@
 """The Knowledge Index: a short list of what the vault holds, appended to the system prompt.
 
-``build_index`` reads one partition on the store's lane and renders the
-``## Knowledge Index`` section: page labels (type, title, one exact alias
+``build_index`` renders one partition's ``## Knowledge Index`` section on
+the store's lane: page labels (type, title, one exact alias
 ``knowledge_lookup`` resolves), recent claims not filed under any page, and
-a footer counting the pages left out, in at most 4,000 characters.
+a footer counting the pages left out, in at most 4,000 characters.  What it
+lists comes from ``index_selection``: the partition's kept selection,
+brought up to date with the records changed since it was last asked
+(``full_index`` selects the same from every row).
 
 It sees the vault as it stood at ``as_of`` (the session's first retained
 message): only records recorded by then, each in the revision it had then.

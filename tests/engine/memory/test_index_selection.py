@@ -26,7 +26,7 @@ TITLES = ["Dana Whitaker", "Atlas", "Harbour", "Northwind Labs", "Twin", "Ignore
 ALIASES = ["Dana", "DW", "atlas", "Twin", "The Harbour"]
 PAGE_TYPES = ["person", "project", "note", "source", "artifact", "organization"]
 CLAIM_KINDS = ["fact", "decision", "commitment", "preference", "event", "project_state"]
-RELATIONS = ["works_on", "knows", "related_to"]
+RELATIONS = ["related_to", "related_to", "works_on", "knows"]  # related_to links any two pages
 EDITS = ["withdraw", "fixture", "break", "retitle", "delete", "copy"]
 
 
@@ -110,13 +110,14 @@ class Vault:
              full_index(runtime.store, runtime.catalog, a.partition, moment)) for moment in moments])
 
 
+new_pages = st.tuples(st.just("page"), st.sampled_from(TITLES), st.sampled_from(PAGE_TYPES),
+                      st.lists(st.sampled_from(ALIASES), max_size=2, unique=True))
 steps = st.one_of(
-    st.tuples(st.just("page"), st.sampled_from(TITLES), st.sampled_from(PAGE_TYPES),
-              st.lists(st.sampled_from(ALIASES), max_size=2, unique=True)),
+    new_pages, new_pages,
     st.tuples(st.just("revise"), st.integers(0, 50), st.sampled_from(TITLES),
               st.lists(st.sampled_from(ALIASES), max_size=2, unique=True)),
     st.tuples(st.just("claims"), st.lists(st.sampled_from(CLAIM_KINDS), min_size=1, max_size=3),
-              st.one_of(st.none(), st.integers(0, 50))),
+              st.one_of(st.none(), st.integers(0, 2))),  # a few pages gather claims: the busiest pages
     st.tuples(st.just("link"), st.sampled_from(RELATIONS), st.integers(0, 50), st.integers(0, 50)),
     st.tuples(st.just("correct"), st.integers(0, 50)),
     st.tuples(st.just("edit"), st.sampled_from(EDITS), st.integers(0, 80)),
@@ -144,8 +145,8 @@ def apply(vault: Vault, step: tuple, n: int) -> None:
             vault.edit(pick(pages + claims, i), how)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(plan=st.lists(st.tuples(steps, st.floats(0, 4), st.floats(0, 20)), min_size=1, max_size=24))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=st.lists(st.tuples(steps, st.floats(0, 4), st.floats(0, 20)), min_size=6, max_size=28))
 def test_the_kept_selection_gives_the_index_selected_from_every_row(monkeypatch, plan):
     """After every publication, revision and outside edit, for cut-offs before, between and after them."""
     clock = Clock(T0 - timedelta(days=30))
@@ -156,11 +157,17 @@ def test_the_kept_selection_gives_the_index_selected_from_every_row(monkeypatch,
                         classmethod(lambda cls, rows: builds.append(1) or real_build(cls, rows)))
     with tempfile.TemporaryDirectory() as scratch:
         vault = Vault(Path(scratch), clock)
+        seconds: list[datetime] = []
         try:
+            for title, type_ in (("Atlas", "project"), ("Dana Whitaker", "person"), ("Harbour", "note")):
+                vault.save(title, type_, [])
             for n, (step, advance, back) in enumerate(plan):
                 clock.moment += timedelta(days=advance)
                 apply(vault, step, n)
-                moments = [clock.moment, clock.moment - timedelta(days=back), T0 - timedelta(days=20), FAR]
+                # The recorded_at of what this step saved, and of what the last few saved (revised since).
+                seconds.append(clock.moment.replace(microsecond=0))
+                moments = [clock.moment, clock.moment - timedelta(days=back), T0 - timedelta(days=20), FAR,
+                           *seconds[-4:], seconds[-1] + timedelta(days=index_selection.RECENT_DAYS)]
                 for kept, everything in vault.both(moments):
                     assert kept == everything
             assert len(builds) <= 1  # built once, then kept up to date
