@@ -191,8 +191,20 @@ class Database:
 
 
 def _statements(script: str) -> list[str]:
-    """Split a migration script into statements (no semicolons inside our literals)."""
-    return [statement.strip() for statement in script.split(";") if statement.strip()]
+    """Split a migration script into statements (no semicolons inside our literals).
+
+    A trigger's body holds statements of its own: pieces are joined until SQLite calls the text complete.
+    """
+    statements, pending = [], ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        statements.append(pending.strip())
+    return statements
 
 
 def like_prefix(prefix: str) -> str:

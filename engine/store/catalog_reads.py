@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Any, Callable, Hashable, Literal, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Literal, NamedTuple, Sequence, TypeVar
 
 from ..core.db import Database
 
 T = TypeVar("T")
 DERIVED_KEYS_MAX = 8
+_IDS_PER_QUERY = 500  # ids in one IN (...) list
 
 # (column, the value a current record has, the status shown when it differs: that word, or the column's value).
 # The order is the order a reader is told why a record is not current.
@@ -84,6 +85,27 @@ class RecordRow:
         return json.loads(self.findings_json) + json.loads(self.xref_findings_json)
 
 
+class LabelRow(NamedTuple):
+    """What the Knowledge Index reads of one record a ``dated`` scan returns: its labels and the links it ranks by.
+
+    ``subject`` is a claim's frontmatter ``subject``, ``source`` and ``target`` a relationship's ``from`` and
+    ``to``, each when it is text (None otherwise); ``aliases_json`` is a page's ``aliases`` list as JSON (None
+    when it has no list).
+    """
+
+    record_id: str
+    kind: str | None
+    type: str | None
+    title: str | None
+    recorded_at: str | None
+    updated_at: str | None
+    is_current: int
+    subject: str | None
+    source: str | None
+    target: str | None
+    aliases_json: str | None
+
+
 @dataclass(frozen=True)
 class RevisionRow:
     """One kept revision of a record: its exact bytes and where they came from."""
@@ -138,6 +160,20 @@ WITH_CONTENT = (f"SELECT {RECORD_COLUMNS}, r.content AS content FROM catalog c L
 _SOURCE = _select(SourceRow, "s", {"descriptor_json": "descriptor"})
 # Every listed record has an id and is not withheld: withheld records are never served (reads.py).
 _LISTED = "c.record_id IS NOT NULL AND c.file_status != 'withheld'"
+_DATED = "c.record_id IS NOT NULL AND c.duplicate = 0 AND c.file_status IN ('ok', 'invalid')"
+
+
+def _frontmatter_at(kind: str, key: str, json_type: str) -> str:
+    """A ``kind`` record's frontmatter value at ``key`` when it has that JSON type (an array as JSON text)."""
+    return (f"CASE WHEN c.kind = '{kind}' AND json_type(c.frontmatter, '$.{key}') = '{json_type}' "
+            f"THEN json_extract(c.frontmatter, '$.{key}') END")
+
+
+# LabelRow's columns, in its order.  The frontmatter is JSON SQLite reads: records hold no NaN or infinity.
+_LABEL_COLUMNS = ", ".join([
+    "c.record_id, c.kind, c.type, c.title, c.recorded_at, c.updated_at", f"({CURRENT})",
+    _frontmatter_at("claim", "subject", "text"), _frontmatter_at("relationship", "from", "text"),
+    _frontmatter_at("relationship", "to", "text"), _frontmatter_at("page", "aliases", "array")])
 _NEWEST = "ORDER BY c.updated_at DESC, c.record_id"
 
 
@@ -178,6 +214,7 @@ class CatalogReads:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._derived: dict[tuple[str, str], tuple[int, dict[Any, Any]]] = {}
+        self._maintained: dict[tuple[str, str], tuple[int, Any]] = {}
 
     def derived(self, partition: str, name: str, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``'s value for (``name``, ``key``), kept until the partition's catalog changes.
@@ -196,6 +233,31 @@ class CatalogReads:
                 del values[next(iter(values))]
             values[key] = compute()
         return values[key]
+
+    def maintained(self, partition: str, name: str, build: Callable[[], T],
+                   update: Callable[[T, list[str]], T]) -> T:
+        """A view of the whole partition kept current: ``build()`` once, then ``update(view, ids)``.
+
+        ``ids`` are the records whose catalog rows changed (or went) since the view was last brought up to
+        date; ``update`` returns the view to keep (the same one, changed, or a new one).  A view whose update
+        fails is dropped, so the next call builds it afresh.
+        """
+        version = self.version(partition)[0]  # read first: a change made after it is stamped with it or later
+        kept = self._maintained.pop((partition, name), None)
+        if kept is None:
+            view = build()
+        elif kept[0] == version:
+            view = kept[1]
+        else:
+            view = update(kept[1], self.changed_since(partition, kept[0]))
+        self._maintained[(partition, name)] = (version, view)
+        return view
+
+    def changed_since(self, partition: str, version: int) -> list[str]:
+        """Ids of the records whose catalog rows changed or went since catalog version ``version`` was read."""
+        return [row[0] for row in self.db.tuples(
+            "SELECT record_id FROM catalog_changes WHERE partition = ? AND catalog_version >= ? "
+            "ORDER BY catalog_version, record_id", (partition, version))]  # in the order of catalog_changes_version
 
     # --- current records ----------------------------------------------------------
 
@@ -308,8 +370,22 @@ class CatalogReads:
     def dated(self, partition: str) -> list[RecordRow]:
         """Every record with an id that is neither withheld, unreadable nor a duplicate, by id."""
         return [record_row(row) for row in self.db.tuples(
-            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND c.record_id IS NOT NULL "
-            "AND c.duplicate = 0 AND c.file_status IN ('ok', 'invalid') ORDER BY c.record_id", (partition,))]
+            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_DATED} ORDER BY c.record_id",
+            (partition,))]
+
+    def label_rows(self, partition: str, record_ids: Sequence[str] | None = None) -> list[LabelRow]:
+        """The ``dated`` records (of ``record_ids``, else every one, by id) as the Knowledge Index reads them."""
+        if record_ids is None:
+            return [LabelRow._make(row) for row in self.db.iterate_tuples(
+                f"SELECT {_LABEL_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_DATED} ORDER BY c.record_id",
+                (partition,))]
+        rows: list[LabelRow] = []
+        for start in range(0, len(record_ids), _IDS_PER_QUERY):
+            chunk = record_ids[start:start + _IDS_PER_QUERY]
+            rows += [LabelRow._make(row) for row in self.db.iterate_tuples(
+                f"SELECT {_LABEL_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_DATED} "
+                f"AND c.record_id IN ({placeholders(chunk)})", (partition, *chunk))]
+        return rows
 
     def file_counts(self, partition: str) -> dict[str, int]:
         """Files per status (ok, invalid, withheld, unreadable)."""

@@ -43,6 +43,20 @@ VAULT_DIR = "vault"
 EXTENSIONS_FILE = "ontology.yaml"
 CONVERSATIONS_DIR = "conversations"
 
+# The catalog columns a record's listing and its current status are drawn from; an update that sets one logs the
+# record as changed (migration 0005).  Stat columns and the search index's marks are not among them.
+_SELECTED_COLUMNS = ("record_id", "revision", "kind", "type", "title", "lifecycle", "file_status", "fixture",
+                     "duplicate", "xref_ok", "sha256", "recorded_at", "updated_at", "frontmatter")
+
+
+def _log_change(row: str) -> str:
+    """The trigger statement that stamps ``row``'s record (OLD or NEW) with the partition's catalog version."""
+    return (f"INSERT INTO catalog_changes (partition, record_id, catalog_version) "
+            f"SELECT {row}.partition, {row}.record_id, COALESCE((SELECT catalog_version FROM partition_state "
+            f"WHERE partition = {row}.partition), 0) WHERE {row}.record_id IS NOT NULL "
+            "ON CONFLICT (partition, record_id) DO UPDATE SET catalog_version = excluded.catalog_version")
+
+
 STATE_MIGRATIONS = [
     ("0001_state", """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -228,6 +242,29 @@ STATE_MIGRATIONS = [
             WHERE {CURRENT_UNQUALIFIED} AND indexed_sha IS NOT sha256;
         CREATE INDEX catalog_index_stale ON catalog (partition)
             WHERE indexed_sha IS NOT NULL AND NOT ({CURRENT_UNQUALIFIED})
+    """),
+    # Which records' catalog rows changed since a catalog version (catalog_reads.changed_since), so a view of
+    # the whole partition (the Knowledge Index's selection) re-reads only those.  A change is stamped with the
+    # partition's catalog version as it is made, before its transaction bumps the version: the records changed
+    # since a view read version V are those stamped V or later.
+    ("0005_catalog_changes", f"""
+        CREATE TABLE catalog_changes (
+            partition TEXT NOT NULL,
+            record_id TEXT NOT NULL,
+            catalog_version INTEGER NOT NULL,
+            PRIMARY KEY (partition, record_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX catalog_changes_version ON catalog_changes (partition, catalog_version);
+        CREATE TRIGGER catalog_changes_insert AFTER INSERT ON catalog WHEN NEW.record_id IS NOT NULL BEGIN
+            {_log_change("NEW")};
+        END;
+        CREATE TRIGGER catalog_changes_update AFTER UPDATE OF {", ".join(_SELECTED_COLUMNS)} ON catalog BEGIN
+            {_log_change("OLD")};
+            {_log_change("NEW")};
+        END;
+        CREATE TRIGGER catalog_changes_delete AFTER DELETE ON catalog WHEN OLD.record_id IS NOT NULL BEGIN
+            {_log_change("OLD")};
+        END
     """),
 ]
 

@@ -60,3 +60,18 @@ def test_a_snapshot_reads_the_last_commit_beside_an_open_transaction_and_never_w
     with database.snapshot() as reader:
         assert [row["n"] for row in reader.all("SELECT n FROM t ORDER BY n")] == [1, 2, 4]
     database.close()
+
+
+def test_a_migration_may_create_a_trigger_whose_body_holds_statements(tmp_path):
+    database = Database.open(tmp_path / "state.sqlite", create=True, migrations=[("0001", """
+        CREATE TABLE t (n INTEGER);
+        CREATE TABLE seen (n INTEGER);
+        CREATE TRIGGER t_seen AFTER INSERT ON t BEGIN
+            INSERT INTO seen (n) VALUES (NEW.n);
+            INSERT INTO seen (n) VALUES (NEW.n + 1);
+        END;
+        CREATE INDEX seen_n ON seen (n)
+    """)])
+    database.execute("INSERT INTO t (n) VALUES (1)")
+    assert [row[0] for row in database.tuples("SELECT n FROM seen ORDER BY n")] == [1, 2]
+    assert database.one("SELECT name FROM sqlite_master WHERE name = 'seen_n'") is not None
