@@ -133,23 +133,111 @@ class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
     yaml_implicit_resolvers = _without_timestamps(_BaseDumper.yaml_implicit_resolvers)
 
 
+def _anchored(event: yaml.Event, line_offset: int) -> DocumentSyntaxError | None:
+    if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+        return DocumentSyntaxError(
+            "YAML anchors and aliases are not allowed", line=event.start_mark.line + 1 + line_offset
+        )
+    return None
+
+
 def _check_events(text: str, *, max_nesting: int, line_offset: int, what: str) -> None:
     depth = 0
     for event in yaml.parse(text, Loader=_BaseLoader):
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise DocumentSyntaxError(
-                "YAML anchors and aliases are not allowed", line=event.start_mark.line + 1 + line_offset
-            )
+        refused = _anchored(event, line_offset)
+        if refused is not None:
+            raise refused
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > max_nesting:
-                raise LimitExceeded(
-                    f"{what} nests deeper than {max_nesting} levels",
-                    line=event.start_mark.line + 1 + line_offset,
-                    limit=max_nesting,
-                )
+                raise _too_deep(event, what, max_nesting, line_offset)
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
+
+
+def _too_deep(event: yaml.Event, what: str, max_nesting: int, line_offset: int) -> LimitExceeded:
+    return LimitExceeded(f"{what} nests deeper than {max_nesting} levels",
+                         line=event.start_mark.line + 1 + line_offset, limit=max_nesting)
+
+
+class _Unusual(Exception):
+    """What the one-pass reader leaves to the full loader, which says exactly what is wrong with it."""
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_SCALAR_TAGS = tuple(f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "str"))
+_NO_KEY = object()
+
+
+def _scalar(loader: Any, event: yaml.ScalarEvent) -> Any:
+    """A scalar resolved and converted as the full loader would (its tag from the same resolvers)."""
+    if event.tag not in (None, "!"):
+        raise _Unusual
+    tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == _STR_TAG:
+        if _SURROGATE.search(event.value):
+            raise _Unusual
+        return event.value
+    if tag not in _SCALAR_TAGS:
+        raise _Unusual
+    try:
+        return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, event.value, event.start_mark,
+                                                                     event.end_mark, event.style))
+    except (_Refused, yaml.YAMLError, *CONSTRUCTOR_ERRORS) as exc:
+        raise _Unusual from exc
+
+
+def _read_once(text: str, *, max_nesting: int, line_offset: int, what: str) -> Any:
+    """Check and build in one pass over the events: the checks of ``_check_events``, event by event, and
+    the value ``yaml.load`` would build.  Anything beyond plain mappings, lists and JSON scalars in one
+    document (an explicit tag, a duplicate or non-string key, a scalar its constructor refuses) raises
+    ``_Unusual`` for the full loader to read again."""
+    loader = _Loader(text)
+    try:
+        root: Any = None
+        documents = depth = 0
+        opened: list[list[Any]] = []  # each open collection: [the list or dict, its key awaiting a value]
+        while loader.check_event():
+            event = loader.get_event()
+            refused = _anchored(event, line_offset)
+            if refused is not None:
+                raise refused
+            kind = type(event)
+            if kind is yaml.ScalarEvent:
+                value = _scalar(loader, event)
+            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > max_nesting:
+                    raise _too_deep(event, what, max_nesting, line_offset)
+                if event.tag not in (None, "!"):
+                    raise _Unusual
+                opened.append([{} if kind is yaml.MappingStartEvent else [], _NO_KEY])
+                continue
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+                value = opened.pop()[0]
+            else:
+                if kind is yaml.DocumentStartEvent:
+                    documents += 1
+                    if documents > 1:
+                        raise _Unusual
+                continue
+            if not opened:
+                root = value
+                continue
+            parent = opened[-1]
+            if type(parent[0]) is list:
+                parent[0].append(value)
+            elif parent[1] is _NO_KEY:
+                if type(value) is not str or value in parent[0]:
+                    raise _Unusual
+                parent[1] = value
+            else:
+                parent[0][parent[1]] = value
+                parent[1] = _NO_KEY
+        return root
+    finally:
+        loader.dispose()
 
 
 def load_yaml(
@@ -158,11 +246,15 @@ def load_yaml(
     """Parse safe YAML text; raises DocumentSyntaxError or LimitExceeded, never anything else
     (but MemoryError).
 
-    ``line_offset`` maps YAML line numbers to the enclosing file's lines.
+    ``line_offset`` maps YAML line numbers to the enclosing file's lines.  Ordinary documents are
+    parsed once (``_read_once``); the rest are checked event by event and then loaded, as before.
     """
     try:
-        _check_events(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        try:
+            return _read_once(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
+        except _Unusual:
+            _check_events(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
+            return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 + line_offset if mark is not None else None
