@@ -187,6 +187,113 @@ def _scalar(loader: Any, event: yaml.ScalarEvent) -> Any:
         raise _Unusual from exc
 
 
+# The frontmatter the engine writes for an ordinary record: one "key: value" line per key, each value a plain
+# or single-quoted scalar on that line or a flow list or mapping of them (dump_yaml's output for flat values).
+# Only characters libyaml reads as themselves are taken: printable ones but line separators (NEL, U+2028,
+# U+2029) and the byte-order mark; a plain scalar starts with a letter, a digit or "_" (never an indicator),
+# holds no "#" (a comment), no ": " and no trailing ":" (a mapping), and in a flow collection none of ":?,[]{}".
+_PRINTABLE = "\x21-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
+_PLAIN_START = "A-Za-z0-9_\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
+_BLOCK_CHAR = r"(?:[^\s#:]|:(?=[^\s#]))"
+_BLOCK_PLAIN = re.compile(rf"[{_PLAIN_START}]{_BLOCK_CHAR}*(?: +{_BLOCK_CHAR}+)*")
+_FLOW_CHAR = r"[^\s#:?,\[\]{}]"
+_QUOTED = r"'((?:[^'\n]|'')*)'"  # what it may hold besides "''" is limited by _ONLY_PRINTABLE
+_FLOW_ITEM = re.compile(rf"{_QUOTED}|([{_PLAIN_START}]{_FLOW_CHAR}*(?: +{_FLOW_CHAR}+)*)")
+_BLOCK_ITEM = re.compile(rf"{_QUOTED}|({_BLOCK_PLAIN.pattern})")
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,99}): ")  # libyaml takes simple keys up to 1,024 characters
+_ONLY_PRINTABLE = re.compile(rf"[ {_PRINTABLE}\n]*")
+
+
+def _plain_tag(value: str) -> str:
+    """The tag the loader's implicit resolvers give a plain scalar (as ``BaseResolver.resolve`` does)."""
+    resolvers = _Loader.yaml_implicit_resolvers
+    for tag, regexp in resolvers.get(value[0], []) + resolvers.get(None, []):
+        if regexp.match(value):
+            return tag
+    return _STR_TAG
+
+
+class _FlatReader:
+    """Reads ``dump_yaml``'s output for flat frontmatter without libyaml: the values the full loader
+    builds from the same text, or ``_Unusual`` for any text outside that shape."""
+
+    def __init__(self) -> None:
+        self._loader: Any = None
+
+    def read(self, text: str) -> dict[str, Any]:
+        if not text.endswith("\n") or _ONLY_PRINTABLE.fullmatch(text) is None:
+            raise _Unusual
+        try:
+            document: dict[str, Any] = {}
+            for line in text[:-1].split("\n"):
+                key, at = self._key(line, 0)
+                if key in document:
+                    raise _Unusual
+                opener = line[at:at + 1]
+                if opener == "[" or opener == "{":
+                    document[key], at = self._flow(line, at)
+                    if at != len(line):
+                        raise _Unusual
+                else:
+                    match = _BLOCK_ITEM.fullmatch(line, at)
+                    if match is None:
+                        raise _Unusual
+                    document[key] = self._scalar(match)
+            return document
+        finally:
+            if self._loader is not None:
+                self._loader.dispose()
+
+    def _key(self, line: str, at: int) -> tuple[str, int]:
+        match = _KEY.match(line, at)
+        if match is None or _plain_tag(match[1]) != _STR_TAG:
+            raise _Unusual
+        return match[1], match.end()
+
+    def _flow(self, line: str, at: int) -> tuple[Any, int]:
+        mapping = line[at] == "{"
+        closer = "}" if mapping else "]"
+        collection: Any = {} if mapping else []
+        at += 1
+        if line.startswith(closer, at):
+            return collection, at + 1
+        while True:
+            if mapping:
+                key, at = self._key(line, at)
+                if key in collection:
+                    raise _Unusual
+            match = _FLOW_ITEM.match(line, at)
+            if match is None:
+                raise _Unusual
+            if mapping:
+                collection[key] = self._scalar(match)
+            else:
+                collection.append(self._scalar(match))
+            at = match.end()
+            if line.startswith(closer, at):
+                return collection, at + 1
+            if not line.startswith(", ", at):
+                raise _Unusual
+            at += 2
+
+    def _scalar(self, match: re.Match[str]) -> Any:
+        quoted, plain = match.groups()
+        if plain is None:
+            return quoted.replace("''", "'")
+        tag = _plain_tag(plain)
+        if tag == _STR_TAG:
+            return plain
+        if tag not in _SCALAR_TAGS:
+            raise _Unusual
+        if self._loader is None:
+            self._loader = _Loader("")
+        mark = yaml.Mark("<frontmatter>", 0, 0, 0, None, None)
+        try:
+            return self._loader.yaml_constructors[tag](self._loader, yaml.ScalarNode(tag, plain, mark, mark))
+        except (_Refused, yaml.YAMLError, *CONSTRUCTOR_ERRORS) as exc:
+            raise _Unusual from exc
+
+
 def _read_once(text: str, *, max_nesting: int, line_offset: int, what: str) -> Any:
     """Check and build in one pass over the events: the checks of ``_check_events``, event by event, and
     the value ``yaml.load`` would build.  Anything beyond plain mappings, lists and JSON scalars in one
@@ -246,11 +353,17 @@ def load_yaml(
     """Parse safe YAML text; raises DocumentSyntaxError or LimitExceeded, never anything else
     (but MemoryError).
 
-    ``line_offset`` maps YAML line numbers to the enclosing file's lines.  Ordinary documents are
-    parsed once (``_read_once``); the rest are checked event by event and then loaded, as before.
+    ``line_offset`` maps YAML line numbers to the enclosing file's lines.  Flat frontmatter as the engine
+    writes it is read without libyaml (``_FlatReader``), other ordinary documents in one pass over libyaml's
+    events (``_read_once``); the rest are checked event by event and then loaded by the full loader.
     """
     try:
         try:
+            if max_nesting >= 2:
+                try:
+                    return _FlatReader().read(text)
+                except _Unusual:
+                    pass
             return _read_once(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
         except _Unusual:
             _check_events(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
@@ -277,15 +390,25 @@ def dump_yaml(value: Any) -> str:
 
 
 def split_document(text: str) -> tuple[str, str]:
-    """Split ``text`` into (frontmatter YAML, body); the block must be closed."""
+    """Split ``text`` into (frontmatter YAML, body); the block must be closed.
+
+    Lines end at "\n"; a delimiter line is ``---`` and any "\r"s.  Only lines starting with ``---`` are
+    looked at, so a long body is not split into lines.
+    """
     if text.startswith("\ufeff"):
         text = text[1:]
-    lines = text.split("\n")
-    if lines[0].rstrip("\r") != _DELIMITER:
+    first_end = text.find("\n")
+    if (text if first_end < 0 else text[:first_end]).rstrip("\r") != _DELIMITER:
         raise DocumentSyntaxError("document does not start with a '---' frontmatter block", line=1)
-    for index in range(1, len(lines)):
-        if lines[index].rstrip("\r") == _DELIMITER:
-            return "\n".join(lines[1:index]) + "\n", "\n".join(lines[index + 1 :])
+    start = at = first_end + 1
+    while first_end >= 0:
+        if text.startswith(_DELIMITER, at):
+            end = text.find("\n", at)
+            if not (text[at + 3:] if end < 0 else text[at + 3:end]).strip("\r"):
+                return text[start:at] or "\n", "" if end < 0 else text[end + 1:]
+        at = text.find("\n" + _DELIMITER, at) + 1
+        if at == 0:
+            break
     raise DocumentSyntaxError("frontmatter block is not closed with '---'", line=1)
 
 
