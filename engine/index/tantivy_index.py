@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -23,8 +24,7 @@ import tantivy
 
 from .analysis import ANALYZER_NAME, Analyzer, prepare
 from ..store.catalog import Catalog
-from ..store.catalog_reads import RecordRow
-from ..store.index_ledger import IndexLedger
+from ..store.index_ledger import BacklogRow, IndexLedger
 from ..core.errors import IndexFailed
 from ..vault.frontmatter import split_document
 from ..store.store import Store
@@ -214,8 +214,8 @@ class SearchIndexes:
 
         def documents() -> Iterator[dict[str, Any]]:
             # Streamed: a rebuild of a large partition never holds every body in memory at once.
-            for row, content in self.ledger.backlog(partition):
-                document = self._document(row, content)
+            for row in self.ledger.backlog(partition):
+                document = self._document(row)
                 if document is not None:
                     indexed.append((row.sha256, row.path))
                     yield document
@@ -226,21 +226,23 @@ class SearchIndexes:
             # otherwise leave documents the catalog never learned were indexed (and a record superseded
             # after the restart searchable for good); the next catch-up deletes them and re-adds what is current.
             self.ledger.write_ahead(partition)
-        try:
-            index.apply(removed, documents(), threads=2 if count >= PARALLEL_FROM else 1)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise IndexFailed(f"the search index could not be updated: {exc}", partition=partition) from exc
-        self._wrote(partition)
-        self.ledger.record(partition, removed, indexed, catalog_version)
+        large = count >= PARALLEL_FROM
+        with self.ledger.large_catch_up() if large else nullcontext():
+            try:
+                index.apply(removed, documents(), threads=2 if large else 1)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise IndexFailed(f"the search index could not be updated: {exc}", partition=partition) from exc
+            self._wrote(partition)
+            self.ledger.record(partition, removed, indexed, catalog_version)
         return catalog_version
 
-    def _document(self, row: RecordRow, content: bytes | None) -> dict[str, Any] | None:
-        if content is None:
+    def _document(self, row: BacklogRow) -> dict[str, Any] | None:
+        if row.content is None:
             log.warning("no stored revision for %s; it stays out of the index until re-read", row.path)
             return None
-        _, body = split_document(content.decode("utf-8"))
+        _, body = split_document(row.content.decode("utf-8"))
         return index_document(
             path=row.path, record_id=row.record_id, revision=row.revision, kind=row.kind,
             type_=row.type or "", lifecycle=row.lifecycle, title=row.title,
-            aliases=[a for a in row.frontmatter.get("aliases") or [] if isinstance(a, str)], body=body,
+            aliases=[a for a in row.aliases if isinstance(a, str)], body=body,
         )

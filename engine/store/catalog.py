@@ -20,6 +20,7 @@ import json
 import os
 import sqlite3
 import stat
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -238,7 +239,8 @@ class Catalog(CatalogReads):
                  if force or relpath in forced or known.get(relpath) != info.stamp}
         if not (first_sync or stale or rejected or missing):
             return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
-        with self.db.atomic():
+        cache = self.db.large_cache() if len(stale) > INCREMENTAL_CHECK_MAX else nullcontext()
+        with cache, self.db.atomic():
             # What the changed paths held before: records naming those ids are re-checked too.
             before = self._ids_at(partition, [*stale, *(finding.path or "" for finding in rejected), *missing])
             ontology = self.store.ontology(partition)  # one ontology for the whole sync

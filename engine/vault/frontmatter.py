@@ -193,105 +193,94 @@ def _scalar(loader: Any, event: yaml.ScalarEvent) -> Any:
 # U+2029) and the byte-order mark; a plain scalar starts with a letter, a digit or "_" (never an indicator),
 # holds no "#" (a comment), no ": " and no trailing ":" (a mapping), and in a flow collection none of ":?,[]{}".
 _PRINTABLE = "\x21-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
+_ONLY_PRINTABLE = re.compile(rf"[ {_PRINTABLE}\n]*")
 _PLAIN_START = "A-Za-z0-9_\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
 _BLOCK_CHAR = r"(?:[^\s#:]|:(?=[^\s#]))"
-_BLOCK_PLAIN = re.compile(rf"[{_PLAIN_START}]{_BLOCK_CHAR}*(?: +{_BLOCK_CHAR}+)*")
 _FLOW_CHAR = r"[^\s#:?,\[\]{}]"
 _QUOTED = r"'((?:[^'\n]|'')*)'"  # what it may hold besides "''" is limited by _ONLY_PRINTABLE
-_FLOW_ITEM = re.compile(rf"{_QUOTED}|([{_PLAIN_START}]{_FLOW_CHAR}*(?: +{_FLOW_CHAR}+)*)")
-_BLOCK_ITEM = re.compile(rf"{_QUOTED}|({_BLOCK_PLAIN.pattern})")
-_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,99}): ")  # libyaml takes simple keys up to 1,024 characters
-_ONLY_PRINTABLE = re.compile(rf"[ {_PRINTABLE}\n]*")
+_KEY = r"([A-Za-z_][A-Za-z0-9_]{0,99}): "  # libyaml takes simple keys up to 1,024 characters
+_FLAT_LINE = re.compile(
+    rf"{_KEY}(?:{_QUOTED}|([{_PLAIN_START}]{_BLOCK_CHAR}*(?: +{_BLOCK_CHAR}+)*)|([\[{{][^\n]*))\n")
+_FLOW_ITEM = re.compile(rf"(?:{_KEY})?(?:{_QUOTED}|([{_PLAIN_START}]{_FLOW_CHAR}*(?: +{_FLOW_CHAR}+)*))(, |[\]}}])")
 
 
 def _plain_tag(value: str) -> str:
     """The tag the loader's implicit resolvers give a plain scalar (as ``BaseResolver.resolve`` does)."""
     resolvers = _Loader.yaml_implicit_resolvers
-    for tag, regexp in resolvers.get(value[0], []) + resolvers.get(None, []):
+    if None in resolvers:  # resolvers for any first character: not the loader this mirrors
+        raise _Unusual
+    for tag, regexp in resolvers.get(value[0], ()):
         if regexp.match(value):
             return tag
     return _STR_TAG
 
 
-class _FlatReader:
-    """Reads ``dump_yaml``'s output for flat frontmatter without libyaml: the values the full loader
-    builds from the same text, or ``_Unusual`` for any text outside that shape."""
+def _read_flat(text: str) -> dict[str, Any]:
+    """``dump_yaml``'s output for flat frontmatter, read without libyaml: the value the full loader builds
+    from the same text, or ``_Unusual`` for any text outside that shape."""
+    if _ONLY_PRINTABLE.fullmatch(text) is None:
+        raise _Unusual
+    loader: Any = None
 
-    def __init__(self) -> None:
-        self._loader: Any = None
-
-    def read(self, text: str) -> dict[str, Any]:
-        if not text.endswith("\n") or _ONLY_PRINTABLE.fullmatch(text) is None:
-            raise _Unusual
-        try:
-            document: dict[str, Any] = {}
-            for line in text[:-1].split("\n"):
-                key, at = self._key(line, 0)
-                if key in document:
-                    raise _Unusual
-                opener = line[at:at + 1]
-                if opener == "[" or opener == "{":
-                    document[key], at = self._flow(line, at)
-                    if at != len(line):
-                        raise _Unusual
-                else:
-                    match = _BLOCK_ITEM.fullmatch(line, at)
-                    if match is None:
-                        raise _Unusual
-                    document[key] = self._scalar(match)
-            return document
-        finally:
-            if self._loader is not None:
-                self._loader.dispose()
-
-    def _key(self, line: str, at: int) -> tuple[str, int]:
-        match = _KEY.match(line, at)
-        if match is None or _plain_tag(match[1]) != _STR_TAG:
-            raise _Unusual
-        return match[1], match.end()
-
-    def _flow(self, line: str, at: int) -> tuple[Any, int]:
-        mapping = line[at] == "{"
-        closer = "}" if mapping else "]"
-        collection: Any = {} if mapping else []
-        at += 1
-        if line.startswith(closer, at):
-            return collection, at + 1
-        while True:
-            if mapping:
-                key, at = self._key(line, at)
-                if key in collection:
-                    raise _Unusual
-            match = _FLOW_ITEM.match(line, at)
-            if match is None:
-                raise _Unusual
-            if mapping:
-                collection[key] = self._scalar(match)
-            else:
-                collection.append(self._scalar(match))
-            at = match.end()
-            if line.startswith(closer, at):
-                return collection, at + 1
-            if not line.startswith(", ", at):
-                raise _Unusual
-            at += 2
-
-    def _scalar(self, match: re.Match[str]) -> Any:
-        quoted, plain = match.groups()
-        if plain is None:
+    def scalar(quoted: str | None, plain: str) -> Any:
+        nonlocal loader
+        if quoted is not None:
             return quoted.replace("''", "'")
         tag = _plain_tag(plain)
         if tag == _STR_TAG:
             return plain
         if tag not in _SCALAR_TAGS:
             raise _Unusual
-        if self._loader is None:
-            self._loader = _Loader("")
+        if loader is None:
+            loader = _Loader("")
         mark = yaml.Mark("<frontmatter>", 0, 0, 0, None, None)
         try:
-            return self._loader.yaml_constructors[tag](self._loader, yaml.ScalarNode(tag, plain, mark, mark))
+            return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, plain, mark, mark))
         except (_Refused, yaml.YAMLError, *CONSTRUCTOR_ERRORS) as exc:
             raise _Unusual from exc
+
+    def key(name: str | None, into: dict[str, Any]) -> str:
+        if name is None or name in into or _plain_tag(name) != _STR_TAG:
+            raise _Unusual
+        return name
+
+    def flow(text: str) -> Any:
+        mapping = text[0] == "{"
+        collection: Any = {} if mapping else []
+        if text[1:] == ("}" if mapping else "]"):
+            return collection
+        at, closed = 1, ""
+        while not closed:
+            match = _FLOW_ITEM.match(text, at)
+            if match is None or (match[1] is not None) != mapping:
+                raise _Unusual
+            name, quoted, plain, separator = match.groups()
+            if mapping:
+                collection[key(name, collection)] = scalar(quoted, plain)
+            else:
+                collection.append(scalar(quoted, plain))
+            at = match.end()
+            if separator != ", ":
+                if separator != ("}" if mapping else "]") or at != len(text):
+                    raise _Unusual
+                closed = separator
+        return collection
+
+    try:
+        document: dict[str, Any] = {}
+        at = 0
+        for match in _FLAT_LINE.finditer(text):
+            if match.start() != at:
+                raise _Unusual
+            at = match.end()
+            name, quoted, plain, collection = match.groups()
+            document[key(name, document)] = scalar(quoted, plain) if collection is None else flow(collection)
+        if at != len(text) or not document:
+            raise _Unusual
+        return document
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 def _read_once(text: str, *, max_nesting: int, line_offset: int, what: str) -> Any:
@@ -354,14 +343,14 @@ def load_yaml(
     (but MemoryError).
 
     ``line_offset`` maps YAML line numbers to the enclosing file's lines.  Flat frontmatter as the engine
-    writes it is read without libyaml (``_FlatReader``), other ordinary documents in one pass over libyaml's
+    writes it is read without libyaml (``_read_flat``), other ordinary documents in one pass over libyaml's
     events (``_read_once``); the rest are checked event by event and then loaded by the full loader.
     """
     try:
         try:
             if max_nesting >= 2:
                 try:
-                    return _FlatReader().read(text)
+                    return _read_flat(text)
                 except _Unusual:
                     pass
             return _read_once(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
