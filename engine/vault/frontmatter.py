@@ -204,83 +204,89 @@ _FLAT_LINE = re.compile(
 _FLOW_ITEM = re.compile(rf"(?:{_KEY})?(?:{_QUOTED}|([{_PLAIN_START}]{_FLOW_CHAR}*(?: +{_FLOW_CHAR}+)*))(, |[\]}}])")
 
 
-def _plain_tag(value: str) -> str:
-    """The tag the loader's implicit resolvers give a plain scalar (as ``BaseResolver.resolve`` does)."""
-    resolvers = _Loader.yaml_implicit_resolvers
-    if None in resolvers:  # resolvers for any first character: not the loader this mirrors
-        raise _Unusual
-    for tag, regexp in resolvers.get(value[0], ()):
-        if regexp.match(value):
-            return tag
-    return _STR_TAG
-
-
-def _read_flat(text: str) -> dict[str, Any]:
+class _FlatReader:
     """``dump_yaml``'s output for flat frontmatter, read without libyaml: the value the full loader builds
-    from the same text, or ``_Unusual`` for any text outside that shape."""
-    if _ONLY_PRINTABLE.fullmatch(text) is None:
-        raise _Unusual
-    loader: Any = None
+    from the same text (the loader's own resolvers and constructors type each plain scalar), or
+    ``_Unusual`` for any text outside that shape.  Most scalars start with a character no resolver
+    claims, so they are strings at once."""
 
-    def scalar(quoted: str | None, plain: str) -> Any:
-        nonlocal loader
-        if quoted is not None:
-            return quoted.replace("''", "'")
-        tag = _plain_tag(plain)
+    def __init__(self) -> None:
+        self.resolvers = _Loader.yaml_implicit_resolvers
+        if None in self.resolvers:  # resolvers for any first character: not the loader this mirrors
+            raise _Unusual
+        self.loader: Any = None
+
+    def read(self, text: str) -> dict[str, Any]:
+        if _ONLY_PRINTABLE.fullmatch(text) is None:
+            raise _Unusual
+        resolvers = self.resolvers
+        try:
+            document: dict[str, Any] = {}
+            at = 0
+            for match in _FLAT_LINE.finditer(text):
+                name, quoted, plain, collection = match.groups()
+                if match.start() != at or name in document or (name[0] in resolvers and self._tag(name) != _STR_TAG):
+                    raise _Unusual
+                at = match.end()
+                if quoted is not None:
+                    document[name] = quoted.replace("''", "'")
+                elif plain is None:
+                    document[name] = self._flow(collection)
+                else:
+                    document[name] = self._typed(plain) if plain[0] in resolvers else plain
+            if at != len(text) or not document:
+                raise _Unusual
+            return document
+        finally:
+            if self.loader is not None:
+                self.loader.dispose()
+
+    def _tag(self, plain: str) -> str:
+        """The tag of a plain scalar (as ``BaseResolver.resolve`` gives it)."""
+        for tag, regexp in self.resolvers.get(plain[0], ()):
+            if regexp.match(plain):
+                return tag
+        return _STR_TAG
+
+    def _typed(self, plain: str) -> Any:
+        tag = self._tag(plain)
         if tag == _STR_TAG:
             return plain
         if tag not in _SCALAR_TAGS:
             raise _Unusual
-        if loader is None:
-            loader = _Loader("")
+        if self.loader is None:
+            self.loader = _Loader("")
         mark = yaml.Mark("<frontmatter>", 0, 0, 0, None, None)
         try:
-            return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, plain, mark, mark))
+            return self.loader.yaml_constructors[tag](self.loader, yaml.ScalarNode(tag, plain, mark, mark))
         except (_Refused, yaml.YAMLError, *CONSTRUCTOR_ERRORS) as exc:
             raise _Unusual from exc
 
-    def key(name: str | None, into: dict[str, Any]) -> str:
-        if name is None or name in into or _plain_tag(name) != _STR_TAG:
-            raise _Unusual
-        return name
-
-    def flow(text: str) -> Any:
+    def _flow(self, text: str) -> Any:
         mapping = text[0] == "{"
+        closer = "}" if mapping else "]"
         collection: Any = {} if mapping else []
-        if text[1:] == ("}" if mapping else "]"):
+        if text[1:] == closer:
             return collection
-        at, closed = 1, ""
-        while not closed:
+        at, separator = 1, ", "
+        while separator == ", ":
             match = _FLOW_ITEM.match(text, at)
-            if match is None or (match[1] is not None) != mapping:
+            if match is None:
                 raise _Unusual
             name, quoted, plain, separator = match.groups()
-            if mapping:
-                collection[key(name, collection)] = scalar(quoted, plain)
-            else:
-                collection.append(scalar(quoted, plain))
-            at = match.end()
-            if separator != ", ":
-                if separator != ("}" if mapping else "]") or at != len(text):
+            value = quoted.replace("''", "'") if quoted is not None else self._typed(plain)
+            if not mapping:
+                if name is not None:
                     raise _Unusual
-                closed = separator
-        return collection
-
-    try:
-        document: dict[str, Any] = {}
-        at = 0
-        for match in _FLAT_LINE.finditer(text):
-            if match.start() != at:
+                collection.append(value)
+            elif name is None or name in collection or self._tag(name) != _STR_TAG:
                 raise _Unusual
+            else:
+                collection[name] = value
             at = match.end()
-            name, quoted, plain, collection = match.groups()
-            document[key(name, document)] = scalar(quoted, plain) if collection is None else flow(collection)
-        if at != len(text) or not document:
+        if separator != closer or at != len(text):
             raise _Unusual
-        return document
-    finally:
-        if loader is not None:
-            loader.dispose()
+        return collection
 
 
 def _read_once(text: str, *, max_nesting: int, line_offset: int, what: str) -> Any:
@@ -343,14 +349,14 @@ def load_yaml(
     (but MemoryError).
 
     ``line_offset`` maps YAML line numbers to the enclosing file's lines.  Flat frontmatter as the engine
-    writes it is read without libyaml (``_read_flat``), other ordinary documents in one pass over libyaml's
+    writes it is read without libyaml (``_FlatReader``), other ordinary documents in one pass over libyaml's
     events (``_read_once``); the rest are checked event by event and then loaded by the full loader.
     """
     try:
         try:
             if max_nesting >= 2:
                 try:
-                    return _read_flat(text)
+                    return _FlatReader().read(text)
                 except _Unusual:
                     pass
             return _read_once(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
