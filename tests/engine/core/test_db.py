@@ -41,3 +41,15 @@ def test_a_refused_commit_rolls_back_and_the_next_transaction_works(tmp_path):
     assert [row["n"] for row in database.all("SELECT n FROM t")] == [2]
     database.connection = real
     database.close()
+
+
+def test_a_large_cache_lasts_for_its_work_only(tmp_path):
+    db = Database.open(tmp_path / "state.sqlite", create=True)
+    default = db.one("PRAGMA cache_size")[0]
+    with db.large_cache(4096):
+        assert db.one("PRAGMA cache_size")[0] == -4096
+    assert db.one("PRAGMA cache_size")[0] == default
+    with pytest.raises(RuntimeError), db.large_cache(4096), db.atomic():
+        raise RuntimeError("the work failed")
+    assert db.one("PRAGMA cache_size")[0] == default
+    db.close()

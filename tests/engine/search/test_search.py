@@ -266,3 +266,16 @@ def test_the_index_follows_publications_without_waiting_for_a_search(engine, own
     wait_for(lambda: runtime.call(lambda: runtime.catalog.version("private")[1] == runtime.catalog.version(
         "private")[0]))
     assert runtime.call(lambda: runtime.indexes.get("private").searcher().num_docs) == 1
+
+
+def test_aliases_are_searched_after_a_rebuild_too(engine, owner, state_dir):
+    engine.save_page(owner, page("p1", "Dana Whitaker", aliases=["Danny Lighthouse"], body="Runs the harbour."))
+    engine.save_page(owner, page("p2", "Quiet page", type_="note", body="Nothing to see."))
+    assert titles(engine.search(owner, {"query": "lighthouse"})) == ["Dana Whitaker"]
+    engine.close()
+    shutil.rmtree(only_store(state_dir) / "index")
+    from engine.service import Engine
+
+    with Engine(state_dir, watch=False) as reopened:
+        assert titles(reopened.search(owner, {"query": "lighthouse"})) == ["Dana Whitaker"]
+        assert titles(reopened.search(owner, {"query": "quiet"})) == ["Quiet page"]
