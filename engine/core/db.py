@@ -21,6 +21,7 @@ from .errors import StoreUnavailable
 
 Migration = tuple[str, str]  # (name, SQL script)
 READERS_KEPT = 4  # idle snapshot connections kept open for the next reads
+LARGE_CACHE_KIB = 64 * 1024
 
 
 class Database:
@@ -140,6 +141,21 @@ class Database:
                 raise
             self._depth -= 1
             self.connection.execute(f"RELEASE {name}")
+
+    @contextmanager
+    def large_cache(self, kib: int = LARGE_CACHE_KIB) -> Iterator[None]:
+        """Give the connection a page cache of ``kib`` KiB for one large piece of work, then its own again.
+
+        SQLite's default (2 MiB) holds a few thousand records' index pages; a scan that catalogues
+        100,000 files in one transaction would otherwise re-read index pages and spill dirty ones to the WAL.
+        """
+        with self._lock:
+            previous = self.connection.execute("PRAGMA cache_size").fetchone()[0]
+            self.connection.execute(f"PRAGMA cache_size = {-int(kib)}")
+            try:
+                yield
+            finally:
+                self.connection.execute(f"PRAGMA cache_size = {int(previous)}")
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
         with self._lock:

@@ -102,20 +102,89 @@ def read_file(root: Path, relpath: str, *, max_bytes: int) -> tuple[bytes, os.st
             raise LimitExceeded(
                 f"file is larger than {max_bytes} bytes", path=relpath, limit=max_bytes, size=info.st_size
             )
-        chunks = []
-        remaining = max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(_CHUNK, remaining))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = _read_all(fd, max_bytes + 1)
         if len(data) > max_bytes:
             raise LimitExceeded(f"file is larger than {max_bytes} bytes", path=relpath, limit=max_bytes)
         return data, info
     finally:
         os.close(fd)
+
+
+class TreeReader:
+    """``read_file`` for many files under one root, as a scan reads them (in path order).
+
+    Each directory is opened once (``O_DIRECTORY | O_NOFOLLOW``, relative to the one above) and its
+    files relative to it with ``O_NOFOLLOW``: no symlink is followed, without a ``lstat`` of every path
+    component for every file.  Whatever it would refuse is read by ``read_file`` instead, which refuses
+    it in its own words.  The directories of the last file read stay open until ``close``.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._root_fd: int | None = None
+        self._chain: list[tuple[str, int]] = []  # the open directories below the root, outermost first
+
+    def __enter__(self) -> "TreeReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._release(0)
+        if self._root_fd is not None:
+            os.close(self._root_fd)
+            self._root_fd = None
+
+    def read(self, relpath: str, *, max_bytes: int) -> tuple[bytes, os.stat_result]:
+        parts = relpath.split("/")
+        if (not _NOFOLLOW or len(parts) > MAX_DEPTH or "\\" in relpath or "\x00" in relpath
+                or any(part in ("", ".", "..") for part in parts)):
+            return read_file(self.root, relpath, max_bytes=max_bytes)
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | _NOFOLLOW | _NONBLOCK, dir_fd=self._directory(parts[:-1]))
+        except OSError:
+            return read_file(self.root, relpath, max_bytes=max_bytes)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1 or info.st_size > max_bytes:
+                return read_file(self.root, relpath, max_bytes=max_bytes)
+            os.set_blocking(fd, True)
+            data = _read_all(fd, max_bytes + 1)
+        finally:
+            os.close(fd)
+        if len(data) > max_bytes:
+            return read_file(self.root, relpath, max_bytes=max_bytes)
+        return data, info
+
+    def _directory(self, names: list[str]) -> int:
+        """The fd of directory ``names`` below the root, opening only what the last file's did not share."""
+        if self._root_fd is None:
+            self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        kept = 0
+        while kept < min(len(self._chain), len(names)) and self._chain[kept][0] == names[kept]:
+            kept += 1
+        self._release(kept)
+        for name in names[kept:]:
+            parent = self._chain[-1][1] if self._chain else self._root_fd
+            self._chain.append((name, os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=parent)))
+        return self._chain[-1][1] if self._chain else self._root_fd
+
+    def _release(self, keep: int) -> None:
+        while len(self._chain) > keep:
+            os.close(self._chain.pop()[1])
+
+
+def _read_all(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of ``fd``, in chunks."""
+    chunks = []
+    while limit > 0:
+        chunk = os.read(fd, min(_CHUNK, limit))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
 
 
 def sha256_file(root: Path, relpath: str) -> tuple[str, int]:

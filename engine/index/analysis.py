@@ -36,6 +36,8 @@ def build_analyzer() -> tantivy.TextAnalyzer:
 
 def prepare(text: str) -> str:
     """Space out characters of unspaced scripts so each is its own term."""
+    if text.isascii():  # none of those scripts: most text, checked far faster than the pattern is searched
+        return text
     return _UNSPACED.sub(r" \1 ", text)
 
 

@@ -30,8 +30,7 @@ import tantivy
 
 from .analysis import ANALYZER_NAME, Analyzer, prepare
 from ..store.catalog import Catalog
-from ..store.catalog_reads import RecordRow
-from ..store.index_ledger import IndexLedger
+from ..store.index_ledger import BacklogRow, IndexLedger
 from ..core.errors import IndexFailed
 from ..vault.frontmatter import split_document
 from ..store.store import Store
@@ -256,7 +255,8 @@ class SearchIndexes:
                     self.ledger.write_ahead(partition)
                 gathered = list(self.ledger.backlog(partition)) if count <= GATHER_MAX else None
             if gathered is None:
-                with self.store.db.atomic():  # streamed: the backlog cannot change until it is recorded
+                # Streamed, with a larger page cache: the backlog cannot change until it is recorded.
+                with self.ledger.large_catch_up(), self.store.db.atomic():
                     done = self._apply(index, partition, removed, self.ledger.backlog(partition), count)
                     self.ledger.record(partition, removed, *done, catalog_version)
             else:
@@ -267,16 +267,16 @@ class SearchIndexes:
             return catalog_version
 
     def _apply(self, index: PartitionIndex, partition: str, removed: list[str],
-               backlog: Iterator[tuple[RecordRow, bytes | None]], count: int
+               backlog: Iterator[BacklogRow], count: int
                ) -> tuple[list[str], list[tuple[str, str]]]:
         """Commit ``removed`` and ``backlog`` to tantivy: (the backlog's paths, the (sha256, path) pairs indexed)."""
         paths: list[str] = []
         indexed: list[tuple[str, str]] = []
 
         def documents() -> Iterator[dict[str, Any]]:
-            for row, content in backlog:
+            for row in backlog:
                 paths.append(row.path)
-                document = self._document(row, content)
+                document = self._document(row)
                 if document is not None:
                     indexed.append((row.sha256, row.path))
                     yield document
@@ -287,13 +287,13 @@ class SearchIndexes:
             raise IndexFailed(f"the search index could not be updated: {exc}", partition=partition) from exc
         return paths, indexed
 
-    def _document(self, row: RecordRow, content: bytes | None) -> dict[str, Any] | None:
-        if content is None:
+    def _document(self, row: BacklogRow) -> dict[str, Any] | None:
+        if row.content is None:
             log.warning("no stored revision for %s; it stays out of the index until re-read", row.path)
             return None
-        _, body = split_document(content.decode("utf-8"))
+        _, body = split_document(row.content.decode("utf-8"))
         return index_document(
             path=row.path, record_id=row.record_id, revision=row.revision, kind=row.kind,
             type_=row.type or "", lifecycle=row.lifecycle, title=row.title,
-            aliases=[a for a in row.frontmatter.get("aliases") or [] if isinstance(a, str)], body=body,
+            aliases=[a for a in row.aliases if isinstance(a, str)], body=body,
         )

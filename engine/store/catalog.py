@@ -20,6 +20,7 @@ import json
 import os
 import sqlite3
 import stat
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -28,10 +29,11 @@ from ..core.errors import KnowledgeError, LimitExceeded, StoreUnavailable
 from ..vault.evidence import (
     DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DIR, SourceDescriptor, parse_descriptor,
 )
-from ..core.files import MAX_DEPTH, read_file, sha256_bytes, sha256_file
+from ..core.files import MAX_DEPTH, TreeReader, sha256_bytes, sha256_file
 from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import format_timestamp, is_record_id, utc_now
+from ..vault.ontology import Ontology
 from ..vault.records import Record, check_record, check_scope, parse_record
 from .catalog_reads import CatalogReads, name_key, placeholders
 from .store import Store
@@ -40,6 +42,27 @@ MAX_SCAN_ENTRIES = 100_000
 # A change touching more ids than this re-checks the whole partition (one pass is cheaper than lookups).
 INCREMENTAL_CHECK_MAX = 2_000
 _CHUNK = 500  # ids or paths in one IN (...) list
+
+
+_CATALOG_COLUMNS = ("partition", "path", "record_id", "revision", "kind", "type", "title", "lifecycle", "fixture",
+                    "sha256", "file_size", "mtime_ns", "ctime_ns", "ino", "recorded_at", "updated_at",
+                    "frontmatter", "file_status", "findings")
+_UPSERT_RECORD = (
+    f"INSERT INTO catalog ({', '.join(_CATALOG_COLUMNS)}) VALUES ({', '.join(f':{name}' for name in _CATALOG_COLUMNS)}) "
+    "ON CONFLICT(partition, path) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in _CATALOG_COLUMNS if name not in ("partition", "path"))
+)
+_KEEP_REVISION = ("INSERT OR IGNORE INTO revisions (partition, record_id, revision, sha256, content, path, origin, "
+                  "publication_id, agent, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+@dataclass
+class _Catalogued:
+    """What cataloguing one record file writes: its catalog row, its name keys, the revision it keeps."""
+
+    row: dict[str, Any]
+    names: list[str]
+    revision: tuple[Any, ...] | None
 
 
 @dataclass
@@ -216,12 +239,19 @@ class Catalog(CatalogReads):
                  if force or relpath in forced or known.get(relpath) != info.stamp}
         if not (first_sync or stale or rejected or missing):
             return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
-        with self.db.atomic():
+        cache = self.db.large_cache() if len(stale) > INCREMENTAL_CHECK_MAX else nullcontext()
+        with cache, self.db.atomic():
             # What the changed paths held before: records naming those ids are re-checked too.
             before = self._ids_at(partition, [*stale, *(finding.path or "" for finding in rejected), *missing])
-            for relpath, info in sorted(stale.items()):
-                self._load(partition, root, relpath, info)
-                report.changed.append(relpath)
+            ontology = self.store.ontology(partition)  # one ontology for the whole sync
+            pending: list[_Catalogued] = []
+            with TreeReader(root) as reader:
+                for relpath, info in sorted(stale.items()):
+                    self._load(partition, reader, relpath, info, ontology, pending)
+                    report.changed.append(relpath)
+                    if len(pending) >= _CHUNK:
+                        self._write_catalogued(pending)
+            self._write_catalogued(pending)
             for finding in rejected:
                 if self._record_rejected(partition, finding):
                     report.changed.append(finding.path or "")
@@ -317,20 +347,18 @@ class Catalog(CatalogReads):
                 known.update((path, (ino, size, mtime, ctime)) for path, ino, size, mtime, ctime in rows)
         return known
 
-    def _load(self, partition: str, root: Path, relpath: str, info: FileStat) -> None:
+    def _load(self, partition: str, reader: TreeReader, relpath: str, info: FileStat, ontology: Ontology,
+              pending: list[_Catalogued]) -> None:
         if is_descriptor_path(relpath):
-            self._load_descriptor(partition, root, relpath, info)
-        else:
-            self._load_record(partition, root, relpath, info)
-
-    def _load_record(self, partition: str, root: Path, relpath: str, info: FileStat) -> None:
+            self._load_descriptor(partition, reader, relpath, info)
+            return
         try:
-            data, real = read_file(root, relpath, max_bytes=RECORD_MAX_BYTES)
+            data, real = reader.read(relpath, max_bytes=RECORD_MAX_BYTES)
         except KnowledgeError as exc:
             code = "too_large" if isinstance(exc, LimitExceeded) else "unreadable"
             self._record_rejected(partition, Finding(code, exc.message, path=relpath), info)
             return
-        self.index_record_bytes(partition, relpath, data, FileStat.of(real))
+        pending.append(self._catalogue(partition, relpath, data, FileStat.of(real), ontology))
 
     def index_record_bytes(self, partition: str, relpath: str, data: bytes, info: FileStat,
                            *, publication_id: str | None = None, agent: str | None = None) -> str:
@@ -338,6 +366,14 @@ class Catalog(CatalogReads):
 
         Also used by publication, which passes the exact bytes it installed.
         """
+        catalogued = self._catalogue(partition, relpath, data, info, self.store.ontology(partition),
+                                     publication_id, agent)
+        self._write_catalogued([catalogued])
+        return catalogued.row["file_status"]
+
+    def _catalogue(self, partition: str, relpath: str, data: bytes, info: FileStat, ontology: Ontology,
+                   publication_id: str | None = None, agent: str | None = None) -> _Catalogued:
+        """What the catalog records of one record file's bytes (``_write_catalogued`` writes it)."""
         record, findings = parse_record(data, relpath)
         row: dict[str, Any] = {
             "partition": partition, "path": relpath, "record_id": None, "revision": None, "kind": None,
@@ -347,40 +383,46 @@ class Catalog(CatalogReads):
             "updated_at": None, "frontmatter": None,
         }
         status = "invalid"
+        revision = None
         if record is not None:
-            row.update(self._describe(record, partition, relpath))
+            row.update(self._describe(record, ontology, relpath))
             withheld = check_scope(record, partition)
             if withheld is not None:
                 findings = [Finding(withheld.code, withheld.message, path=relpath, field="scope",
                                     record_id=row["record_id"])]
                 status = "withheld"
             else:
-                findings = check_record(record, self.store.ontology(partition), relpath)
+                findings = check_record(record, ontology, relpath)
                 status = "invalid" if has_errors(findings) else "ok"
                 if row["record_id"] is not None and isinstance(row["revision"], int):
-                    self._observe_revision(partition, row, data, publication_id, agent)
+                    # Every revision's bytes are kept: publications, and edits made outside the engine.
+                    revision = (partition, row["record_id"], row["revision"], row["sha256"], data, relpath,
+                                "publication" if publication_id else "external", publication_id, agent,
+                                format_timestamp(utc_now()))
         row["file_status"] = status
         row["findings"] = json.dumps([finding.to_dict() for finding in findings])
-        columns = ", ".join(row)
-        placeholders = ", ".join(f":{name}" for name in row)
-        updates = ", ".join(f"{name} = excluded.{name}" for name in row if name not in ("partition", "path"))
-        self.db.execute(
-            f"INSERT INTO catalog ({columns}) VALUES ({placeholders}) "
-            f"ON CONFLICT(partition, path) DO UPDATE SET {updates}",
-            row,
-        )
-        self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, relpath))
+        keys: list[str] = []
         if record is not None and status != "withheld":
             aliases = record.frontmatter.get("aliases")  # any value at all in an invalid record
             names = [record.title] + (aliases if isinstance(aliases, list) else [])
-            keys = {name_key(name) for name in names if isinstance(name, str) and name.strip()}
-            self.db.executemany("INSERT INTO names (partition, path, key) VALUES (?, ?, ?)",
-                                [(partition, relpath, key) for key in sorted(keys)])
-        return status
+            keys = sorted({name_key(name) for name in names if isinstance(name, str) and name.strip()})
+        return _Catalogued(row, keys, revision)
 
-    def _describe(self, record: Record, partition: str, relpath: str) -> dict[str, Any]:
+    def _write_catalogued(self, pending: list[_Catalogued]) -> None:
+        """Write (and empty) ``pending``: a statement per table for all of them, in their order."""
+        if not pending:
+            return
+        self.db.executemany(_KEEP_REVISION, [entry.revision for entry in pending if entry.revision is not None])
+        self.db.executemany(_UPSERT_RECORD, [entry.row for entry in pending])
+        self.db.executemany("DELETE FROM names WHERE partition = ? AND path = ?",
+                            [(entry.row["partition"], entry.row["path"]) for entry in pending])
+        self.db.executemany("INSERT INTO names (partition, path, key) VALUES (?, ?, ?)",
+                            [(entry.row["partition"], entry.row["path"], key)
+                             for entry in pending for key in entry.names])
+        pending.clear()
+
+    def _describe(self, record: Record, ontology: Ontology, relpath: str) -> dict[str, Any]:
         fm = record.frontmatter
-        ontology = self.store.ontology(partition)
         revision = record.revision
         return {
             "record_id": record.id if is_record_id(record.id) else None,
@@ -396,20 +438,9 @@ class Catalog(CatalogReads):
             "frontmatter": json.dumps(fm, ensure_ascii=False, default=str),
         }
 
-    def _observe_revision(self, partition: str, row: dict[str, Any], data: bytes,
-                          publication_id: str | None, agent: str | None) -> None:
-        """Keep every revision's bytes: publications, and edits made outside the engine."""
-        self.db.execute(
-            "INSERT OR IGNORE INTO revisions (partition, record_id, revision, sha256, content, path, origin, "
-            "publication_id, agent, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (partition, row["record_id"], row["revision"], row["sha256"], data, row["path"],
-             "publication" if publication_id else "external", publication_id, agent,
-             format_timestamp(utc_now())),
-        )
-
-    def _load_descriptor(self, partition: str, root: Path, relpath: str, info: FileStat) -> None:
+    def _load_descriptor(self, partition: str, reader: TreeReader, relpath: str, info: FileStat) -> None:
         try:
-            data, real = read_file(root, relpath, max_bytes=DESCRIPTOR_MAX_BYTES)
+            data, real = reader.read(relpath, max_bytes=DESCRIPTOR_MAX_BYTES)
         except KnowledgeError as exc:
             self._store_source(partition, relpath, None, [Finding("source_invalid", exc.message, path=relpath)],
                                info)
@@ -497,11 +528,13 @@ class Catalog(CatalogReads):
         now = format_timestamp(utc_now())
         removed_ids = dict(removed_ids)
         events = []
+        held: dict[str, str | None] = {}
+        for chunk in _chunks(report.changed):
+            held.update(self.db.tuples(
+                f"SELECT path, record_id FROM catalog WHERE partition = ? AND path IN ({placeholders(chunk)})",
+                (partition, *chunk)))
         for relpath in report.changed:
-            row = self.db.one(
-                "SELECT record_id FROM catalog WHERE partition = ? AND path = ?", (partition, relpath)
-            )
-            record_id = row["record_id"] if row is not None else None
+            record_id = held.get(relpath)
             if record_id is not None and record_id in removed_ids:
                 events.append({"kind": "renamed", "path": relpath, "record_id": record_id,
                                "detail": removed_ids.pop(record_id)})

@@ -11,15 +11,41 @@ records through this class only.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+import json
+from typing import ContextManager, Iterator, NamedTuple, Sequence
 
 from ..core.db import Database
-from .catalog_reads import CURRENT, WITH_CONTENT, RecordRow, with_content
+from .catalog_reads import CURRENT
 
 # Current rows the index lacks or holds in another revision; indexed rows no longer current.  Both are
 # the conditions of partial indexes (migration 0004_index_backlog), so neither query reads every row.
 _BACKLOG = f"c.partition = ? AND {CURRENT} AND c.indexed_sha IS NOT c.sha256"
 _STALE = f"c.partition = ? AND c.indexed_sha IS NOT NULL AND NOT ({CURRENT})"
+# What a document is made of, with the bytes of the catalogued revision (NULL until the archive keeps it).  A
+# current record's aliases are a list of strings or absent (engine/vault/records.py check_record); only the
+# list is read out of the frontmatter, not the whole of it.
+_BACKLOG_ROWS = (
+    "SELECT c.path, c.record_id, c.revision, c.kind, c.type, c.lifecycle, c.title, c.sha256, "
+    "CASE json_type(c.frontmatter, '$.aliases') WHEN 'array' THEN json_extract(c.frontmatter, '$.aliases') END, "
+    "r.content FROM catalog c LEFT JOIN revisions r "
+    "ON r.partition = c.partition AND r.record_id = c.record_id AND r.revision = c.revision AND r.sha256 = c.sha256 "
+    f"WHERE {_BACKLOG}"
+)
+
+
+class BacklogRow(NamedTuple):
+    """A current record the index lacks or holds in another revision: what its document is made of."""
+
+    path: str
+    record_id: str
+    revision: int
+    kind: str
+    type: str | None
+    lifecycle: str
+    title: str
+    sha256: str
+    aliases: list[str]
+    content: bytes | None  # None while the archive has not kept that revision yet
 
 
 class IndexLedger:
@@ -29,12 +55,17 @@ class IndexLedger:
     def forget(self, partition: str) -> None:
         """The index is gone: every record must be indexed again."""
         with self.db.atomic():
-            self.db.execute("UPDATE catalog SET indexed_sha = NULL WHERE partition = ?", (partition,))
+            self.db.execute("UPDATE catalog SET indexed_sha = NULL WHERE partition = ? AND indexed_sha IS NOT NULL",
+                            (partition,))
             self.db.execute("DELETE FROM index_removals WHERE partition = ?", (partition,))
             self.db.execute(
                 "INSERT INTO partition_state (partition, index_version) VALUES (?, -1) "
                 "ON CONFLICT(partition) DO UPDATE SET index_version = -1", (partition,),
             )
+
+    def large_catch_up(self) -> ContextManager[None]:
+        """A larger page cache while one catch-up reads and records many rows."""
+        return self.db.large_cache()
 
     def removals(self, partition: str) -> list[str]:
         """Paths whose documents must leave the index: written-ahead removals, then indexed rows no longer current."""
@@ -46,10 +77,11 @@ class IndexLedger:
     def backlog_count(self, partition: str) -> int:
         return self.db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {_BACKLOG}", (partition,))["n"]
 
-    def backlog(self, partition: str) -> Iterator[tuple[RecordRow, bytes | None]]:
-        """The rows to (re)index with the bytes of their catalogued revision, streamed (None: not kept yet)."""
-        for row in self.db.iterate_tuples(f"{WITH_CONTENT} WHERE {_BACKLOG}", (partition,)):
-            yield with_content(row)
+    def backlog(self, partition: str) -> Iterator[BacklogRow]:
+        """The rows to (re)index, streamed."""
+        for *row, aliases, content in self.db.iterate_tuples(_BACKLOG_ROWS, (partition,)):
+            yield BacklogRow(*row, json.loads(aliases) if aliases is not None else [],
+                             None if content is None else bytes(content))
 
     def write_ahead(self, partition: str) -> None:
         """Count the backlog's paths as removals until ``record`` says they are indexed."""

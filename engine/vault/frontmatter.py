@@ -133,23 +133,213 @@ class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
     yaml_implicit_resolvers = _without_timestamps(_BaseDumper.yaml_implicit_resolvers)
 
 
+def _anchored(event: yaml.Event, line_offset: int) -> DocumentSyntaxError | None:
+    if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+        return DocumentSyntaxError(
+            "YAML anchors and aliases are not allowed", line=event.start_mark.line + 1 + line_offset
+        )
+    return None
+
+
 def _check_events(text: str, *, max_nesting: int, line_offset: int, what: str) -> None:
     depth = 0
     for event in yaml.parse(text, Loader=_BaseLoader):
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise DocumentSyntaxError(
-                "YAML anchors and aliases are not allowed", line=event.start_mark.line + 1 + line_offset
-            )
+        refused = _anchored(event, line_offset)
+        if refused is not None:
+            raise refused
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > max_nesting:
-                raise LimitExceeded(
-                    f"{what} nests deeper than {max_nesting} levels",
-                    line=event.start_mark.line + 1 + line_offset,
-                    limit=max_nesting,
-                )
+                raise _too_deep(event, what, max_nesting, line_offset)
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
+
+
+def _too_deep(event: yaml.Event, what: str, max_nesting: int, line_offset: int) -> LimitExceeded:
+    return LimitExceeded(f"{what} nests deeper than {max_nesting} levels",
+                         line=event.start_mark.line + 1 + line_offset, limit=max_nesting)
+
+
+class _Unusual(Exception):
+    """What the one-pass reader leaves to the full loader, which says exactly what is wrong with it."""
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_SCALAR_TAGS = tuple(f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "str"))
+_NO_KEY = object()
+
+
+def _scalar(loader: Any, event: yaml.ScalarEvent) -> Any:
+    """A scalar resolved and converted as the full loader would (its tag from the same resolvers)."""
+    if event.tag not in (None, "!"):
+        raise _Unusual
+    tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == _STR_TAG:
+        if _SURROGATE.search(event.value):
+            raise _Unusual
+        return event.value
+    if tag not in _SCALAR_TAGS:
+        raise _Unusual
+    try:
+        return loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, event.value, event.start_mark,
+                                                                     event.end_mark, event.style))
+    except (_Refused, yaml.YAMLError, *CONSTRUCTOR_ERRORS) as exc:
+        raise _Unusual from exc
+
+
+# The frontmatter the engine writes for an ordinary record: one "key: value" line per key, each value a plain
+# or single-quoted scalar on that line or a flow list or mapping of them (dump_yaml's output for flat values).
+# Only characters libyaml reads as themselves are taken: printable ones but line separators (NEL, U+2028,
+# U+2029) and the byte-order mark; a plain scalar starts with a letter, a digit or "_" (never an indicator),
+# holds no "#" (a comment), no ": " and no trailing ":" (a mapping), and in a flow collection none of ":?,[]{}".
+_PRINTABLE = "\x21-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
+_ONLY_PRINTABLE = re.compile(rf"[ {_PRINTABLE}\n]*")
+_PLAIN_START = "A-Za-z0-9_\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
+_BLOCK_CHAR = r"(?:[^\s#:]|:(?=[^\s#]))"
+_FLOW_CHAR = r"[^\s#:?,\[\]{}]"
+_QUOTED = r"'((?:[^'\n]|'')*)'"  # what it may hold besides "''" is limited by _ONLY_PRINTABLE
+_KEY = r"([A-Za-z_][A-Za-z0-9_]{0,99}): "  # libyaml takes simple keys up to 1,024 characters
+_FLAT_LINE = re.compile(
+    rf"{_KEY}(?:{_QUOTED}|([{_PLAIN_START}]{_BLOCK_CHAR}*(?: +{_BLOCK_CHAR}+)*)|([\[{{][^\n]*))\n")
+_FLOW_ITEM = re.compile(rf"(?:{_KEY})?(?:{_QUOTED}|([{_PLAIN_START}]{_FLOW_CHAR}*(?: +{_FLOW_CHAR}+)*))(, |[\]}}])")
+
+
+class _FlatReader:
+    """``dump_yaml``'s output for flat frontmatter, read without libyaml: the value the full loader builds
+    from the same text (the loader's own resolvers and constructors type each plain scalar), or
+    ``_Unusual`` for any text outside that shape.  Most scalars start with a character no resolver
+    claims, so they are strings at once."""
+
+    def __init__(self) -> None:
+        self.resolvers = _Loader.yaml_implicit_resolvers
+        if None in self.resolvers:  # resolvers for any first character: not the loader this mirrors
+            raise _Unusual
+        self.loader: Any = None
+
+    def read(self, text: str) -> dict[str, Any]:
+        if _ONLY_PRINTABLE.fullmatch(text) is None:
+            raise _Unusual
+        resolvers = self.resolvers
+        try:
+            document: dict[str, Any] = {}
+            at = 0
+            for match in _FLAT_LINE.finditer(text):
+                name, quoted, plain, collection = match.groups()
+                if match.start() != at or name in document or (name[0] in resolvers and self._tag(name) != _STR_TAG):
+                    raise _Unusual
+                at = match.end()
+                if quoted is not None:
+                    document[name] = quoted.replace("''", "'")
+                elif plain is None:
+                    document[name] = self._flow(collection)
+                else:
+                    document[name] = self._typed(plain) if plain[0] in resolvers else plain
+            if at != len(text) or not document:
+                raise _Unusual
+            return document
+        finally:
+            if self.loader is not None:
+                self.loader.dispose()
+
+    def _tag(self, plain: str) -> str:
+        """The tag of a plain scalar (as ``BaseResolver.resolve`` gives it)."""
+        for tag, regexp in self.resolvers.get(plain[0], ()):
+            if regexp.match(plain):
+                return tag
+        return _STR_TAG
+
+    def _typed(self, plain: str) -> Any:
+        tag = self._tag(plain)
+        if tag == _STR_TAG:
+            return plain
+        if tag not in _SCALAR_TAGS:
+            raise _Unusual
+        if self.loader is None:
+            self.loader = _Loader("")
+        mark = yaml.Mark("<frontmatter>", 0, 0, 0, None, None)
+        try:
+            return self.loader.yaml_constructors[tag](self.loader, yaml.ScalarNode(tag, plain, mark, mark))
+        except (_Refused, yaml.YAMLError, *CONSTRUCTOR_ERRORS) as exc:
+            raise _Unusual from exc
+
+    def _flow(self, text: str) -> Any:
+        mapping = text[0] == "{"
+        closer = "}" if mapping else "]"
+        collection: Any = {} if mapping else []
+        if text[1:] == closer:
+            return collection
+        at, separator = 1, ", "
+        while separator == ", ":
+            match = _FLOW_ITEM.match(text, at)
+            if match is None:
+                raise _Unusual
+            name, quoted, plain, separator = match.groups()
+            value = quoted.replace("''", "'") if quoted is not None else self._typed(plain)
+            if not mapping:
+                if name is not None:
+                    raise _Unusual
+                collection.append(value)
+            elif name is None or name in collection or self._tag(name) != _STR_TAG:
+                raise _Unusual
+            else:
+                collection[name] = value
+            at = match.end()
+        if separator != closer or at != len(text):
+            raise _Unusual
+        return collection
+
+
+def _read_once(text: str, *, max_nesting: int, line_offset: int, what: str) -> Any:
+    """Check and build in one pass over the events: the checks of ``_check_events``, event by event, and
+    the value ``yaml.load`` would build.  Anything beyond plain mappings, lists and JSON scalars in one
+    document (an explicit tag, a duplicate or non-string key, a scalar its constructor refuses) raises
+    ``_Unusual`` for the full loader to read again."""
+    loader = _Loader(text)
+    try:
+        root: Any = None
+        documents = depth = 0
+        opened: list[list[Any]] = []  # each open collection: [the list or dict, its key awaiting a value]
+        while loader.check_event():
+            event = loader.get_event()
+            refused = _anchored(event, line_offset)
+            if refused is not None:
+                raise refused
+            kind = type(event)
+            if kind is yaml.ScalarEvent:
+                value = _scalar(loader, event)
+            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > max_nesting:
+                    raise _too_deep(event, what, max_nesting, line_offset)
+                if event.tag not in (None, "!"):
+                    raise _Unusual
+                opened.append([{} if kind is yaml.MappingStartEvent else [], _NO_KEY])
+                continue
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+                value = opened.pop()[0]
+            else:
+                if kind is yaml.DocumentStartEvent:
+                    documents += 1
+                    if documents > 1:
+                        raise _Unusual
+                continue
+            if not opened:
+                root = value
+                continue
+            parent = opened[-1]
+            if type(parent[0]) is list:
+                parent[0].append(value)
+            elif parent[1] is _NO_KEY:
+                if type(value) is not str or value in parent[0]:
+                    raise _Unusual
+                parent[1] = value
+            else:
+                parent[0][parent[1]] = value
+                parent[1] = _NO_KEY
+        return root
+    finally:
+        loader.dispose()
 
 
 def load_yaml(
@@ -158,11 +348,21 @@ def load_yaml(
     """Parse safe YAML text; raises DocumentSyntaxError or LimitExceeded, never anything else
     (but MemoryError).
 
-    ``line_offset`` maps YAML line numbers to the enclosing file's lines.
+    ``line_offset`` maps YAML line numbers to the enclosing file's lines.  Flat frontmatter as the engine
+    writes it is read without libyaml (``_FlatReader``), other ordinary documents in one pass over libyaml's
+    events (``_read_once``); the rest are checked event by event and then loaded by the full loader.
     """
     try:
-        _check_events(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        try:
+            if max_nesting >= 2:
+                try:
+                    return _FlatReader().read(text)
+                except _Unusual:
+                    pass
+            return _read_once(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
+        except _Unusual:
+            _check_events(text, max_nesting=max_nesting, line_offset=line_offset, what=what)
+            return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 + line_offset if mark is not None else None
@@ -185,15 +385,25 @@ def dump_yaml(value: Any) -> str:
 
 
 def split_document(text: str) -> tuple[str, str]:
-    """Split ``text`` into (frontmatter YAML, body); the block must be closed."""
+    """Split ``text`` into (frontmatter YAML, body); the block must be closed.
+
+    Lines end at "\n"; a delimiter line is ``---`` and any "\r"s.  Only lines starting with ``---`` are
+    looked at, so a long body is not split into lines.
+    """
     if text.startswith("\ufeff"):
         text = text[1:]
-    lines = text.split("\n")
-    if lines[0].rstrip("\r") != _DELIMITER:
+    first_end = text.find("\n")
+    if (text if first_end < 0 else text[:first_end]).rstrip("\r") != _DELIMITER:
         raise DocumentSyntaxError("document does not start with a '---' frontmatter block", line=1)
-    for index in range(1, len(lines)):
-        if lines[index].rstrip("\r") == _DELIMITER:
-            return "\n".join(lines[1:index]) + "\n", "\n".join(lines[index + 1 :])
+    start = at = first_end + 1
+    while first_end >= 0:
+        if text.startswith(_DELIMITER, at):
+            end = text.find("\n", at)
+            if not (text[at + 3:] if end < 0 else text[at + 3:end]).strip("\r"):
+                return text[start:at] or "\n", "" if end < 0 else text[end + 1:]
+        at = text.find("\n" + _DELIMITER, at) + 1
+        if at == 0:
+            break
     raise DocumentSyntaxError("frontmatter block is not closed with '---'", line=1)
 
 

@@ -75,3 +75,15 @@ def test_a_migration_may_create_a_trigger_whose_body_holds_statements(tmp_path):
     database.execute("INSERT INTO t (n) VALUES (1)")
     assert [row[0] for row in database.tuples("SELECT n FROM seen ORDER BY n")] == [1, 2]
     assert database.one("SELECT name FROM sqlite_master WHERE name = 'seen_n'") is not None
+
+
+def test_a_large_cache_lasts_for_its_work_only(tmp_path):
+    db = Database.open(tmp_path / "state.sqlite", create=True)
+    default = db.one("PRAGMA cache_size")[0]
+    with db.large_cache(4096):
+        assert db.one("PRAGMA cache_size")[0] == -4096
+    assert db.one("PRAGMA cache_size")[0] == default
+    with pytest.raises(RuntimeError), db.large_cache(4096), db.atomic():
+        raise RuntimeError("the work failed")
+    assert db.one("PRAGMA cache_size")[0] == default
+    db.close()

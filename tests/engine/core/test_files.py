@@ -14,6 +14,7 @@ import engine.core.files as files
 from engine.core.errors import LimitExceeded, NotFound
 from engine.core.files import (
     MAX_DEPTH,
+    TreeReader,
     UnsafePath,
     atomic_write,
     check_relative_path,
@@ -195,6 +196,64 @@ def test_read_file_refuses_a_fifo_without_blocking(root: Path) -> None:
         worker.join()
     assert not blocked, "read_file blocked opening a FIFO"
     assert isinstance(outcome[0], UnsafePath)
+
+
+# --- reading many files (TreeReader) ------------------------------------------------------------
+
+
+def refusal(read, relpath: str, max_bytes: int = 100) -> tuple[str, str, dict]:
+    with pytest.raises(Exception) as caught:
+        read(relpath, max_bytes=max_bytes)
+    return type(caught.value).__name__, caught.value.message, caught.value.details
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_tree_reader_reads_what_read_file_reads_across_directories(root: Path) -> None:
+    paths = ["top.md", "a/one.md", "a/two.md", "a/b/three.md", "c/four.md", "a/five.md", "a/b/c/d/e/f/g/deep.md"]
+    for index, relpath in enumerate(paths):
+        (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (root / relpath).write_bytes(f"file {index}".encode())
+    before = open_fds()
+    with TreeReader(root) as reader:
+        for relpath in paths:
+            data, info = reader.read(relpath, max_bytes=100)
+            expected, expected_info = read_file(root, relpath, max_bytes=100)
+            assert (data, info.st_ino, info.st_size) == (expected, expected_info.st_ino, expected_info.st_size)
+        assert open_fds() > before  # the last file's directories stay open while it reads on
+    assert open_fds() == before
+
+
+@pytest.mark.parametrize("case", ["symlinked file", "symlinked directory", "hardlink", "missing", "directory",
+                                  "too large", "fifo", "too deep", "dot-dot"])
+def test_tree_reader_refuses_what_read_file_refuses_in_its_words(root: Path, outside: Path, case: str) -> None:
+    (root / "a").mkdir()
+    (root / "a" / "ok.md").write_bytes(b"ok")
+    relpath = {"symlinked file": "a/link.md", "symlinked directory": "linked/secret.md", "hardlink": "a/hard.md",
+               "missing": "a/gone.md", "directory": "a", "too large": "a/big.md", "fifo": "a/fifo.md",
+               "too deep": "/".join(["d"] * MAX_DEPTH) + "/x.md", "dot-dot": "a/../a/ok.md"}[case]
+    os.symlink(outside / "secret.md", root / "a" / "link.md")
+    os.symlink(outside, root / "linked")
+    os.link(outside / "secret.md", root / "a" / "hard.md")
+    (root / "a" / "big.md").write_bytes(b"x" * 101)
+    os.mkfifo(root / "a" / "fifo.md")
+    with TreeReader(root) as reader:
+        reader.read("a/ok.md", max_bytes=100)  # the directory is open already: the refusal does not rely on a walk
+        assert refusal(reader.read, relpath) == refusal(lambda path, max_bytes: read_file(root, path,
+                                                                                           max_bytes=max_bytes), relpath)
+
+
+def test_tree_reader_never_reads_through_a_directory_swapped_for_a_symlink(root: Path, outside: Path) -> None:
+    (root / "a").mkdir()
+    (root / "a" / "one.md").write_bytes(b"one")
+    with TreeReader(root) as reader:
+        assert reader.read("a/one.md", max_bytes=100)[0] == b"one"
+        (root / "a").rename(root / "moved")
+        os.symlink(outside, root / "a")
+        with pytest.raises(UnsafePath, match="symlink"):
+            reader.read("a/secret.md", max_bytes=100)
 
 
 # --- hashing ------------------------------------------------------------------------------

@@ -369,3 +369,16 @@ def test_a_record_deleted_while_tantivy_commits_leaves_the_index_at_the_next_cat
     runtime.indexes.catch_up("private")
     assert runtime.indexes.get("private").searcher().num_docs == 1
     assert titles(engine.search(owner, {"query": "Lighthouse"})) == []
+
+
+def test_aliases_are_searched_after_a_rebuild_too(engine, owner, state_dir):
+    engine.save_page(owner, page("p1", "Dana Whitaker", aliases=["Danny Lighthouse"], body="Runs the harbour."))
+    engine.save_page(owner, page("p2", "Quiet page", type_="note", body="Nothing to see."))
+    assert titles(engine.search(owner, {"query": "lighthouse"})) == ["Dana Whitaker"]
+    engine.close()
+    shutil.rmtree(only_store(state_dir) / "index")
+    from engine.service import Engine
+
+    with Engine(state_dir, watch=False) as reopened:
+        assert titles(reopened.search(owner, {"query": "lighthouse"})) == ["Dana Whitaker"]
+        assert titles(reopened.search(owner, {"query": "quiet"})) == ["Quiet page"]

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from typing import Any, Iterator
+from unittest import mock
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.bench.corpus import generate_records, render_record
 from engine.core.errors import KnowledgeError, LimitExceeded
+from engine.vault import frontmatter
 from engine.vault.frontmatter import (
     INT_MAX,
     INT_MIN,
@@ -318,3 +324,122 @@ def test_arbitrary_bytes_raise_only_engine_errors(data: bytes) -> None:
     assert isinstance(frontmatter, dict)
     assert all(isinstance(key, str) for key in frontmatter)
     assert isinstance(body, str)
+
+
+# --- the one-pass readers read what the full loader reads ------------------------------------------
+#
+# ``load_yaml`` reads flat frontmatter without libyaml and other documents in one pass over its events; the
+# full loader (every event checked, then ``yaml.load``) is what it falls back to.  Whatever the text, the
+# outcome must be the full loader's: the same value, of the same types, or the same error.
+
+# Scalars whose type, or whose reading at all, turns on YAML's rules: resolvers, indicators, comments,
+# quotes, line breaks libyaml knows and Python does not, limits.
+TRICKY = [
+    "yes", "No", "on", "OFF", "~", "null", "Null", "0x1F", "0o17", "017", "1_000", "1:30", "190:20:30", "1.5",
+    ".inf", ".NaN", "-1", "+1", "1e3", "1.0e+3", "<<", "=", "true", "True", "y", "n", "2026-01-05",
+    "2026-01-05T09:00:00Z", "12:30:45.5", "9" * 30, "0b101", "_1", "1__0", "a", "abc def", "0", "00", "-", "--",
+    "---", "...", "a:b", "a: b", "a:", "a #b", "a#b", "'q'", "'it''s'", "'a' b", '"dq"', "'", "''", "a'b", "[a]",
+    "{a: b}", "[]", "{}", "&x a", "*x", "!x a", "!!str 1", "|", ">", "%", "@", "`", "?", "? a", "a?b", "a,b",
+    "a, b", "a]", "a}", "é", "中文", "\xa0x", "x\xa0", "a\u2028b", "a\x85b", "\ufeffa", "a\tb", "a\x7fb", "a\x01b",
+    "\\", "a  b", "a ", " a", "1 2", "0.", "-.5", "+.5e1", "685.230_15e+03", "0xFFFFFFFFFFFFFFFFFF",
+    "9223372036854775807", "9223372036854775808", "-9223372036854775809", "1e400", ":", "::", "a::b", "a:b:",
+    "http://x.y/z?q=1", "C#", "a!", "a&b", "a*b", "a|b", "-a", "?a", ":a", "\U0001F600", "x" * 1030,
+]
+SHAPES = ["k: {}", "k: [{}]", "k: [a, {}]", "k: {{x: {}}}", "{}: v", "k: '{}'", "a: 1\nk: {}\nb: [c]",
+          "k: {}\nk: again"]
+
+
+def outcome(text: str) -> tuple[Any, ...]:
+    try:
+        return ("value", typed(load_yaml(text, line_offset=1)))
+    except (DocumentSyntaxError, LimitExceeded) as exc:
+        return ("error", type(exc).__name__, exc.message, exc.details)
+
+
+def typed(value: Any) -> Any:
+    """``value`` with every scalar's type beside it (True == 1 == 1.0 in Python)."""
+    if isinstance(value, dict):
+        return [(typed(key), typed(item)) for key, item in value.items()]
+    if isinstance(value, list):
+        return [typed(item) for item in value]
+    return (type(value).__name__, value)
+
+
+def full_loader_outcome(text: str) -> tuple[Any, ...]:
+    with mock.patch.object(frontmatter._FlatReader, "read", side_effect=frontmatter._Unusual), \
+            mock.patch.object(frontmatter, "_read_once", side_effect=frontmatter._Unusual):
+        return outcome(text)
+
+
+@contextlib.contextmanager
+def yaml_loader(kind: str) -> Iterator[None]:
+    """libyaml (the default here) or PyYAML's pure-Python scanner (where libyaml is not installed)."""
+    if kind == "libyaml":
+        yield
+        return
+    with mock.patch.object(frontmatter, "_BaseLoader", yaml.SafeLoader), \
+            mock.patch.object(frontmatter, "_Loader", frontmatter._strict_loader(yaml.SafeLoader)):
+        yield
+
+
+@pytest.mark.parametrize("loader", ["libyaml", "python"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_tricky_scalars_read_as_the_full_loader_reads_them(loader: str, shape: str) -> None:
+    with yaml_loader(loader):
+        for scalar in TRICKY:
+            text = shape.format(scalar) + "\n"
+            assert outcome(text) == full_loader_outcome(text), text
+
+
+_pieces = st.lists(st.sampled_from(
+    ["k", "a", "on", "1", "x y", ": ", ":", ", ", ",", "[", "]", "{", "}", "'", "''", "#", " ", "-", "?", "&a",
+     "*a", "!!str ", "\n", "\n", "\n  ", "é", "\u2028", "\t", "~", "null", "0x1", "1:2", "2026-01-05T09:00:00Z"]),
+    max_size=30).map("".join)
+_flatish = st.lists(st.tuples(st.sampled_from(["k", "id", "on", "a_b", "k"]), _pieces), max_size=5).map(
+    lambda pairs: "".join(f"{key}: {value}\n" for key, value in pairs))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_pieces, _flatish))
+def test_any_text_reads_as_the_full_loader_reads_it(text: str) -> None:
+    assert outcome(text) == full_loader_outcome(text)
+
+
+def test_frontmatter_the_engine_writes_is_read_without_libyaml() -> None:
+    """Generated notes and a page with every flat kind of value: none needs the event reader."""
+    fields = {"format": "knowledge-record-v1", "id": "pg_1", "revision": 3, "title": "It's: a title, really",
+              "aliases": ["Ça va", "x, y", "50%"], "tags": [], "fixture": False, "score": 1.5, "none": None,
+              "attribution": {"agent": "main", "audience": "owner-private"}, "empty": {}}
+    texts = [split_document(render_record(record).decode())[0] for record in generate_records(50)]
+    texts.append(split_document(render_document(fields, "").decode())[0])
+    with mock.patch.object(frontmatter, "_read_once", side_effect=AssertionError("read by libyaml")):
+        loaded = [load_yaml(text, line_offset=1) for text in texts]
+    assert loaded[-1] == fields
+    assert [typed(value) for value in loaded] == [typed(yaml.load(text, Loader=frontmatter._Loader)) for text in texts]
+
+
+def reference_split(text: str) -> tuple[str, str]:
+    """``split_document`` as it was first written: every line looked at."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines[0].rstrip("\r") != "---":
+        raise DocumentSyntaxError("document does not start with a '---' frontmatter block", line=1)
+    for index in range(1, len(lines)):
+        if lines[index].rstrip("\r") == "---":
+            return "\n".join(lines[1:index]) + "\n", "\n".join(lines[index + 1:])
+    raise DocumentSyntaxError("frontmatter block is not closed with '---'", line=1)
+
+
+def split_outcome(split: Any, text: str) -> Any:
+    try:
+        return split(text)
+    except DocumentSyntaxError as exc:
+        return exc.message
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["---", "--", "-", "\n", "\r", "\ufeff", " ", "a", "x: 1", "----"]), max_size=14))
+def test_split_document_splits_as_a_line_by_line_split(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert split_outcome(split_document, text) == split_outcome(reference_split, text)

@@ -1,0 +1,130 @@
+"""A scan of many new files catalogues them exactly as reading and loading them one by one does.
+
+The sync reads files through directory descriptors, parses flat frontmatter without libyaml and writes
+rows a chunk at a time; "one by one" is the same sync with every one of those switched off: each file
+read by ``read_file``, its YAML checked event by event and then loaded by the full loader, and its rows
+written before the next file is read.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.bench.corpus import write_partition
+from engine.core import files as files_module
+from engine.store import catalog as catalog_module
+from engine.vault import frontmatter
+from tests.engine.store.test_catalog import envelope, place, remembered_source, render, saved_page
+from tests.helpers import claim, private_dir
+
+CATALOG_COLUMNS = ("path, record_id, revision, kind, type, title, lifecycle, file_status, fixture, duplicate, xref_ok, "
+                   "sha256, file_size, mtime_ns, ctime_ns, ino, recorded_at, updated_at, frontmatter, findings, "
+                   "xref_findings")
+# Every table the catalog writes for a partition, without the columns that say when a row was written (and
+# what the search index, which may catch up between two operations, records there).
+TABLES = {
+    "catalog": f"SELECT {CATALOG_COLUMNS} FROM catalog WHERE partition = 'private' ORDER BY path",
+    "names": "SELECT path, key FROM names WHERE partition = 'private' ORDER BY path, key",
+    "revisions": "SELECT seq, record_id, revision, sha256, content, path, origin, publication_id, agent "
+                 "FROM revisions WHERE partition = 'private' ORDER BY seq",
+    "sources": "SELECT * FROM sources WHERE partition = 'private' ORDER BY path",
+    "refs": "SELECT path, target FROM refs WHERE partition = 'private' ORDER BY path, target",
+    "events": "SELECT seq, kind, path, record_id, detail FROM events WHERE partition = 'private' ORDER BY seq",
+    "partition_state": "SELECT catalog_version, refs_ready FROM partition_state WHERE partition = 'private'",
+    "scans": "SELECT partition FROM scans WHERE partition = 'private'",
+}
+
+
+def odd_files(engine, owner, tmp_path: Path) -> Path:
+    """Files that take every other way through the reader and the checks, beside the generated notes."""
+    dana, _ = saved_page(engine, owner, "Dana Whitaker", "person")
+    root = private_dir(engine.state)
+    engine.remember(owner, {"requestId": "odd-claims", "items": [
+        claim("Dana runs the harbour project.", "Dana runs it", subject=dana)]})
+    source = remembered_source(engine, owner)
+    place(root, "relationships/dangling.md", render(envelope(
+        "rl_01JBY5K3M8Q2T7V9WXYZ0ABCDE", "relationship", "Dana works on the lighthouse", relation="works_on",
+        assertion_origin="user", evidence=[{"source": source}], **{"from": dana, "to": "pg_missing"})))
+    note = envelope("pg_odd_note", "page", "It's a note: with a colon", type="note")
+    place(root, "pages/notes/quoted.md", render({**note, "aliases": ["Ça va", "x, y"], "tags": ["a", "b"]}))
+    place(root, "pages/notes/crlf.md", render({**note, "id": "pg_crlf"}).replace(b"\n", b"\r\n"))
+    place(root, "pages/notes/bom.md", b"\xef\xbb\xbf" + render({**note, "id": "pg_bom"}))
+    place(root, "pages/notes/fixture.md", render({**note, "id": "pg_fixture", "fixture": True, "aliases": None}))
+    place(root, "pages/notes/withheld.md", render({**note, "id": "pg_withheld", "scope": "conversation:nope"}))
+    place(root, "pages/notes/anchored.md", b"---\nformat: &f knowledge-record-v1\nid: *f\n---\n")
+    place(root, "pages/notes/duplicate-key.md", b"---\nid: pg_a\nid: pg_b\n---\n")
+    place(root, "pages/notes/bad-yaml.md", b"---\ntitle: [unclosed\n---\n")
+    place(root, "pages/notes/tagged.md", b"---\nrevision: !!str 1\ntitle: !!binary aGk=\n---\n")
+    place(root, "pages/notes/not-utf8.md", b"---\ntitle: \xff\n---\n")
+    place(root, "pages/notes/unclosed.md", b"---\ntitle: no end\n")
+    place(root, "pages/notes/empty.md", b"")
+    place(root, "pages/deep/a/b/c/d/e/f/g/too-deep.md", render({**note, "id": "pg_deep"}))
+    write_partition(root, 120, 0)
+    generated = min((root / "pages/notes/journal").iterdir())
+    place(root, "pages/notes/same-id-again.md", generated.read_bytes())
+    os.link(root / "pages/notes/quoted.md", tmp_path / "second-link.md")
+    (tmp_path / "outside.md").write_bytes(render({**note, "id": "pg_outside"}))
+    os.symlink(tmp_path / "outside.md", root / "pages/notes/linked.md")
+    os.symlink(tmp_path, root / "pages/linked-folder")
+    place(root, os.fsdecode(b"pages/notes/bad\xffname.md"), render({**note, "id": "pg_badname"}))
+    return root
+
+
+def rows(runtime) -> dict[str, list[tuple[Any, ...]]]:
+    return {table: [tuple(row) for row in runtime.store.db.all(sql)] for table, sql in TABLES.items()}
+
+
+def one_by_one(stack: ExitStack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sync as it read and loaded files before: each one read, parsed twice and written on its own."""
+    patch = stack.enter_context(monkeypatch.context())
+    patch.setattr(files_module.TreeReader, "read",
+                  lambda self, relpath, *, max_bytes: files_module.read_file(self.root, relpath, max_bytes=max_bytes))
+    patch.setattr(frontmatter._FlatReader, "read", _refuse)
+    patch.setattr(frontmatter, "_read_once", _refuse)
+    patch.setattr(catalog_module, "_CHUNK", 1)
+
+
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise frontmatter._Unusual
+
+
+@pytest.mark.parametrize("first_sync", [True, False], ids=["first sync", "into an existing catalog"])
+def test_a_large_scan_catalogues_what_loading_the_files_one_by_one_does(engine, owner, tmp_path, monkeypatch,
+                                                                         first_sync):
+    odd_files(engine, owner, tmp_path)
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    if first_sync:  # forget the partition's catalog: the next sync is its first
+        runtime.call(lambda: [runtime.store.db.execute(f"DELETE FROM {table} WHERE partition = 'private'")
+                              for table in ("catalog", "names", "sources", "refs", "events", "scans",
+                                            "partition_state", "revisions")])
+    # Small chunks and a low threshold, so the batches, the chunk boundaries and the large-sync path all run.
+    monkeypatch.setattr(catalog_module, "_CHUNK", 7)
+    monkeypatch.setattr(catalog_module, "INCREMENTAL_CHECK_MAX", 50)
+    before = sqlite3.connect(":memory:", check_same_thread=False)
+    runtime.call(lambda: runtime.store.db.connection.backup(before))
+
+    results = {}
+    for way in ("one by one", "in bulk"):
+        runtime.call(lambda: before.backup(runtime.store.db.connection))
+        with ExitStack() as stack:
+            if way == "one by one":
+                one_by_one(stack, monkeypatch)
+            report = runtime.call(lambda: runtime.catalog.sync("private"))
+            results[way] = (report.changed, report.removed, [(e["kind"], e["path"], e["record_id"], e["detail"])
+                                                             for e in report.events], runtime.call(lambda: rows(runtime)))
+
+    assert results["in bulk"] == results["one by one"]
+    changed, _, events, catalogued = results["in bulk"]
+    assert len(changed) > 120 and bool(events) is not first_sync
+    statuses = {row[0]: row[7] for row in catalogued["catalog"]}  # path -> file_status
+    assert statuses["pages/notes/quoted.md"] == "unreadable"  # hardlinked
+    assert statuses["pages/notes/anchored.md"] == statuses["pages/notes/bad-yaml.md"] == "invalid"
+    assert statuses["pages/notes/withheld.md"] == "withheld"
+    assert statuses["pages/notes/crlf.md"] == statuses["pages/notes/bom.md"] == "ok"
+    assert sum(status == "ok" for status in statuses.values()) > 120
