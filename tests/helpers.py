@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
+from unittest import mock
+
+import yaml
 
 from engine.access.authority import AgentCaller, OperatorCaller
 from engine.state.statedir import StateDir
+from engine.vault import frontmatter
 
 T = TypeVar("T")
 
@@ -58,3 +63,14 @@ def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: float 
             raise AssertionError("condition not met in time")
         time.sleep(interval)
 
+
+
+@contextlib.contextmanager
+def yaml_loader(kind: str) -> Iterator[None]:
+    """Read with libyaml (the default here) or with PyYAML's pure-Python scanner (installs without libyaml)."""
+    if kind == "libyaml":
+        yield
+        return
+    with mock.patch.object(frontmatter, "_BaseLoader", yaml.SafeLoader), \
+            mock.patch.object(frontmatter, "_Loader", frontmatter._strict_loader(yaml.SafeLoader)):
+        yield

@@ -9,16 +9,13 @@ check that the rest of the partition is served, indexed, reopened and diagnosed.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 from pathlib import Path
 from typing import Any, Iterator
-from unittest import mock
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +32,7 @@ from engine.wire.protocol import Dispatcher, Session
 from engine.vault.records import check_record, check_scope, parse_record
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.helpers import claim, only_store, page, private_dir, wait_for
+from tests.helpers import claim, only_store, page, private_dir, wait_for, yaml_loader
 
 HUGE = "1" * 5000
 NOW = "2026-01-05T09:00:00Z"
@@ -112,17 +109,6 @@ def assert_plain(value: Any, depth: int = 0) -> None:
 def wire(value: Any) -> bytes:
     """A reply as the socket writes it; raises where a reply could not be sent."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
-
-
-@contextlib.contextmanager
-def yaml_loader(kind: str) -> Iterator[None]:
-    """Read with libyaml (the default here) or with PyYAML's pure-Python scanner (installs without libyaml)."""
-    if kind == "libyaml":
-        yield
-        return
-    with mock.patch.object(frontmatter, "_BaseLoader", yaml.SafeLoader), \
-            mock.patch.object(frontmatter, "_Loader", frontmatter._strict_loader(yaml.SafeLoader)):
-        yield
 
 
 LOADERS = ["libyaml", "python"]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from typing import Any, Iterator
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -26,6 +25,7 @@ from engine.vault.frontmatter import (
     render_document,
     split_document,
 )
+from tests.helpers import yaml_loader
 
 EXAMPLE = (
     b"---\n"
@@ -369,17 +369,6 @@ def full_loader_outcome(text: str) -> tuple[Any, ...]:
     with mock.patch.object(frontmatter._FlatReader, "read", side_effect=frontmatter._Unusual), \
             mock.patch.object(frontmatter, "_read_once", side_effect=frontmatter._Unusual):
         return outcome(text)
-
-
-@contextlib.contextmanager
-def yaml_loader(kind: str) -> Iterator[None]:
-    """libyaml (the default here) or PyYAML's pure-Python scanner (where libyaml is not installed)."""
-    if kind == "libyaml":
-        yield
-        return
-    with mock.patch.object(frontmatter, "_BaseLoader", yaml.SafeLoader), \
-            mock.patch.object(frontmatter, "_Loader", frontmatter._strict_loader(yaml.SafeLoader)):
-        yield
 
 
 @pytest.mark.parametrize("loader", ["libyaml", "python"])
