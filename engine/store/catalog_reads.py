@@ -175,6 +175,9 @@ _LABEL_COLUMNS = ", ".join([
     _frontmatter_at("claim", "subject", "text"), _frontmatter_at("relationship", "from", "text"),
     _frontmatter_at("relationship", "to", "text"), _frontmatter_at("page", "aliases", "array")])
 _NEWEST = "ORDER BY c.updated_at DESC, c.record_id"
+# The same order for a few named rows: "+" keeps SQLite from walking the whole partition in the order of
+# catalog_updated to skip sorting them, so the rows are found by their path or id and sorted after.
+_NEWEST_OF_FEW = "ORDER BY +c.updated_at DESC, +c.record_id"
 
 
 _RECORD_FIELDS = tuple(f.name for f in fields(RecordRow))
@@ -285,8 +288,9 @@ class CatalogReads:
         if limit is not None:
             bound = " LIMIT ?"
             values.append(limit)
+        order = _NEWEST if paths is None and record_ids is None else _NEWEST_OF_FEW
         return [record_row(row) for row in self.db.tuples(
-            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {' AND '.join(where)} {_NEWEST}{bound}", values)]
+            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {' AND '.join(where)} {order}{bound}", values)]
 
     def current_with_content(self, partition: str, paths: Sequence[str] | None = None
                              ) -> list[tuple[RecordRow, bytes | None]]:

@@ -169,3 +169,24 @@ def test_the_index_backlog_and_stale_rows_are_found_through_their_partial_indexe
         plan = " ".join(row["detail"] for row in db.all(
             f"EXPLAIN QUERY PLAN SELECT c.path FROM catalog c WHERE {condition}", ("private",)))
         assert f"USING INDEX {index}" in plan, plan
+
+
+def test_current_rows_named_by_path_are_found_by_path_not_by_walking_the_partition(engine, owner):
+    """Found by the throughput benchmark: ordered newest first, the rows of a search's hits were found by
+    walking the whole partition in catalog_updated order (about 300 ms a search at 95,000 records)."""
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    [row] = runtime.call(lambda: runtime.catalog.current("private"))
+    connection = runtime.store.db.connection
+    statements: list[str] = []
+    connection.set_trace_callback(statements.append)
+    try:
+        assert runtime.call(lambda: runtime.catalog.current("private", paths=[row.path])) == [row]
+        assert runtime.call(lambda: runtime.catalog.current("private", record_ids=[row.record_id])) == [row]
+    finally:
+        connection.set_trace_callback(None)
+    queries = [sql for sql in statements if sql.startswith("SELECT") and "FROM catalog c" in sql]
+    assert len(queries) == 2
+    for sql in queries:
+        plan = " ".join(step[3] for step in connection.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall())
+        assert "catalog_updated" not in plan and ("path=?" in plan or "record_id=?" in plan), plan
