@@ -29,6 +29,9 @@ ID_REGEX = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}"
 ID_MAX_CHARS = 128
 _ID_PATTERN = re.compile(ID_REGEX)
 _AGENT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_GENERATED_PATTERN = re.compile(
+    rf"(?:{'|'.join([PAGE_PREFIX, CLAIM_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, STORE_PREFIX, VAULT_PREFIX, PUBLICATION_PREFIX])})"
+    rf"_[{_CROCKFORD}]{{26}}")
 
 
 def new_id(prefix: str) -> str:
@@ -39,6 +42,11 @@ def new_id(prefix: str) -> str:
         chars.append(_CROCKFORD[value & 31])
         value >>= 5
     return f"{prefix}_{''.join(reversed(chars))}"
+
+
+def is_generated_id(value: str) -> bool:
+    """Whether ``value`` is exactly an id as ``new_id`` makes them (a known prefix and a ULID)."""
+    return _GENERATED_PATTERN.fullmatch(value) is not None
 
 
 def is_record_id(value: object) -> bool:

@@ -362,3 +362,13 @@ def test_over_the_wire_the_tool_error_is_secret_detected_and_the_reply_never_hol
     saved = call("tools/call", {"name": "knowledge_save_page", "arguments": {
         "requestId": "wire-page", "type": "note", "title": "Model API", "body": "Keys live in the vault."}})
     assert saved["result"]["isError"] is False
+
+
+def test_an_engine_id_is_never_taken_for_a_credential():
+    """Found by the suite: a random page id spelled what the AWS detector takes for an access key ("ACCA" and
+    sixteen more), and a revision naming that page (``id``) was refused as holding a credential."""
+    page_id = "pg_01ACCA0123456789ABCDEFGHJK"  # a well-formed id: prefix and 26 Crockford letters
+    assert find_secret(page_id) is not None
+    refuse_secrets([("id", page_id)], allowed=False)  # nothing raised
+    with pytest.raises(SecretDetected):  # the same letters as text are still checked
+        refuse_secrets([("body", f"the key is {page_id[5:]}")], allowed=False)
