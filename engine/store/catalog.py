@@ -575,30 +575,28 @@ class Catalog(CatalogReads):
         are recorded (``refs``), so a later change finds the records it can affect.
         """
         ontology = self.store.ontology(partition)
+        select = (f"SELECT path, kind, type, {_REFERENCE_VALUES}, xref_ok, xref_findings FROM catalog "
+                  "WHERE partition = ? AND file_status = 'ok'")
         if paths is None:
-            rows = self.db.all(
-                "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
-                "WHERE partition = ? AND file_status = 'ok'", (partition,))
+            rows = self.db.tuples(select, (partition,))
             self.db.execute("DELETE FROM refs WHERE partition = ?", (partition,))
         else:
             rows = []
             for chunk in _chunks(paths):
                 marks = placeholders(chunk)
-                rows += self.db.all(
-                    "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
-                    f"WHERE partition = ? AND path IN ({marks}) AND file_status = 'ok'", (partition, *chunk))
+                rows += self.db.tuples(f"{select} AND path IN ({marks})", (partition, *chunk))
                 self.db.execute(f"DELETE FROM refs WHERE partition = ? AND path IN ({marks})", (partition, *chunk))
-        parsed = [(row, json.loads(row["frontmatter"])) for row in rows]
-        targets = {row["path"]: reference_targets(fm) for row, fm in parsed}
+        parsed = [(row, dict(zip(REFERENCE_KEYS, json.loads(row[3])))) for row in rows]
+        targets = {row[0]: reference_targets(fm) for row, fm in parsed}
         wanted = None if paths is None else set().union(*targets.values())
         pages, sources = self._targets(partition, wanted)
         updates = []
-        for row, fm in parsed:
-            findings = reference_findings(fm, row["kind"], row["type"], pages, sources, ontology, row["path"])
+        for (path, kind, record_type, _, xref_ok, xref_findings), fm in parsed:
+            findings = reference_findings(fm, kind, record_type, pages, sources, ontology, path)
             encoded = json.dumps([finding.to_dict() for finding in findings])
             ok = int(not has_errors(findings))
-            if ok != row["xref_ok"] or encoded != row["xref_findings"]:
-                updates.append((ok, encoded, partition, row["path"]))
+            if ok != xref_ok or encoded != xref_findings:
+                updates.append((ok, encoded, partition, path))
         self.db.executemany(
             "UPDATE catalog SET xref_ok = ?, xref_findings = ? WHERE partition = ? AND path = ?", updates
         )
@@ -688,6 +686,12 @@ def _text_or_none(value: Any) -> str | None:
 def _chunks(items: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start:start + _CHUNK]
+
+
+# The frontmatter keys reference_targets and reference_findings read (with .get, so an absent key and a null
+# one are the same): a check takes only these out of each row's frontmatter, with SQLite's JSON reader.
+REFERENCE_KEYS = ("id", "evidence", "from", "to", "relation", "subject", "replaces", "fields")
+_REFERENCE_VALUES = f"json_extract(frontmatter, {', '.join(repr(f'$.{key}') for key in REFERENCE_KEYS)})"
 
 
 def reference_targets(fm: dict[str, Any]) -> set[str]:
