@@ -48,8 +48,8 @@ _CATALOG_COLUMNS = ("partition", "path", "record_id", "revision", "kind", "type"
                     "sha256", "file_size", "mtime_ns", "ctime_ns", "ino", "recorded_at", "updated_at",
                     "frontmatter", "file_status", "findings")
 _UPSERT_RECORD = (
-    f"INSERT INTO catalog ({', '.join(_CATALOG_COLUMNS)}) VALUES ({', '.join(f':{name}' for name in _CATALOG_COLUMNS)}) "
-    "ON CONFLICT(partition, path) DO UPDATE SET "
+    f"INSERT INTO catalog ({', '.join(_CATALOG_COLUMNS)}) "
+    f"VALUES ({', '.join(f':{name}' for name in _CATALOG_COLUMNS)}) ON CONFLICT(partition, path) DO UPDATE SET "
     + ", ".join(f"{name} = excluded.{name}" for name in _CATALOG_COLUMNS if name not in ("partition", "path"))
 )
 _KEEP_REVISION = ("INSERT OR IGNORE INTO revisions (partition, record_id, revision, sha256, content, path, origin, "
