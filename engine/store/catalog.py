@@ -241,8 +241,11 @@ class Catalog(CatalogReads):
             return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
         cache = self.db.large_cache() if len(stale) > INCREMENTAL_CHECK_MAX else nullcontext()
         with cache, self.db.atomic():
-            # What the changed paths held before: records naming those ids are re-checked too.
-            before = self._ids_at(partition, [*stale, *(finding.path or "" for finding in rejected), *missing])
+            # What the changed paths held before: records naming those ids are re-checked too (a full check,
+            # forced or the first, checks every record anyway).
+            full = force or first_sync
+            before = set() if full else self._ids_at(
+                partition, [*stale, *(finding.path or "" for finding in rejected), *missing])
             ontology = self.store.ontology(partition)  # one ontology for the whole sync
             pending: list[_Catalogued] = []
             with TreeReader(root) as reader:
@@ -264,7 +267,7 @@ class Catalog(CatalogReads):
             if not first_sync:
                 report.events = self._record_events(partition, report, removed_ids)
             if report.touched:
-                self.refresh_cross_checks(partition, report.changed, gone=before, full=force or first_sync)
+                self.refresh_cross_checks(partition, report.changed, gone=before, full=full)
             self.db.execute(
                 "INSERT INTO scans (partition, synced_at) VALUES (?, ?) "
                 "ON CONFLICT(partition) DO UPDATE SET synced_at = excluded.synced_at",
@@ -281,9 +284,12 @@ class Catalog(CatalogReads):
         or removed files held before).  ``full`` (an ontology change, a first scan) checks everything,
         as does the first change of a partition whose references were never recorded.
         """
-        touched = self._ids_at(partition, changed) | set(gone)
-        state = self.db.one("SELECT refs_ready FROM partition_state WHERE partition = ?", (partition,))
-        if full or state is None or not state["refs_ready"] or len(touched) > INCREMENTAL_CHECK_MAX:
+        touched: set[str] = set()
+        if not full:
+            touched = self._ids_at(partition, changed) | set(gone)
+            state = self.db.one("SELECT refs_ready FROM partition_state WHERE partition = ?", (partition,))
+            full = state is None or not state["refs_ready"] or len(touched) > INCREMENTAL_CHECK_MAX
+        if full:
             self._recompute_duplicates(partition)
             self.recheck_references(partition)
         else:
