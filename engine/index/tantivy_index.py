@@ -98,12 +98,14 @@ class PartitionIndex:
         if self._writer is None:
             self._writer, self._writer_threads = self.index.writer(WRITER_HEAP, threads), threads
         writer = self._writer
+        replacing = self.index.searcher().num_docs > 0  # an empty index (a first build) has nothing to replace
         added = 0
         try:
             for path in removals:
                 writer.delete_documents_by_term("path", path)
             for document in additions:
-                writer.delete_documents_by_term("path", document["path"])
+                if replacing:
+                    writer.delete_documents_by_term("path", document["path"])
                 writer.add_document(tantivy.Document(**document))
                 added += 1
             writer.commit()

@@ -48,8 +48,8 @@ _CATALOG_COLUMNS = ("partition", "path", "record_id", "revision", "kind", "type"
                     "sha256", "file_size", "mtime_ns", "ctime_ns", "ino", "recorded_at", "updated_at",
                     "frontmatter", "file_status", "findings")
 _UPSERT_RECORD = (
-    f"INSERT INTO catalog ({', '.join(_CATALOG_COLUMNS)}) VALUES ({', '.join(f':{name}' for name in _CATALOG_COLUMNS)}) "
-    "ON CONFLICT(partition, path) DO UPDATE SET "
+    f"INSERT INTO catalog ({', '.join(_CATALOG_COLUMNS)}) "
+    f"VALUES ({', '.join(f':{name}' for name in _CATALOG_COLUMNS)}) ON CONFLICT(partition, path) DO UPDATE SET "
     + ", ".join(f"{name} = excluded.{name}" for name in _CATALOG_COLUMNS if name not in ("partition", "path"))
 )
 _KEEP_REVISION = ("INSERT OR IGNORE INTO revisions (partition, record_id, revision, sha256, content, path, origin, "
@@ -241,8 +241,11 @@ class Catalog(CatalogReads):
             return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
         cache = self.db.large_cache() if len(stale) > INCREMENTAL_CHECK_MAX else nullcontext()
         with cache, self.db.atomic():
-            # What the changed paths held before: records naming those ids are re-checked too.
-            before = self._ids_at(partition, [*stale, *(finding.path or "" for finding in rejected), *missing])
+            # What the changed paths held before: records naming those ids are re-checked too (a full check,
+            # forced or the first, checks every record anyway).
+            full = force or first_sync
+            before = set() if full else self._ids_at(
+                partition, [*stale, *(finding.path or "" for finding in rejected), *missing])
             ontology = self.store.ontology(partition)  # one ontology for the whole sync
             pending: list[_Catalogued] = []
             with TreeReader(root) as reader:
@@ -264,7 +267,7 @@ class Catalog(CatalogReads):
             if not first_sync:
                 report.events = self._record_events(partition, report, removed_ids)
             if report.touched:
-                self.refresh_cross_checks(partition, report.changed, gone=before, full=force or first_sync)
+                self.refresh_cross_checks(partition, report.changed, gone=before, full=full)
             self.db.execute(
                 "INSERT INTO scans (partition, synced_at) VALUES (?, ?) "
                 "ON CONFLICT(partition) DO UPDATE SET synced_at = excluded.synced_at",
@@ -281,9 +284,12 @@ class Catalog(CatalogReads):
         or removed files held before).  ``full`` (an ontology change, a first scan) checks everything,
         as does the first change of a partition whose references were never recorded.
         """
-        touched = self._ids_at(partition, changed) | set(gone)
-        state = self.db.one("SELECT refs_ready FROM partition_state WHERE partition = ?", (partition,))
-        if full or state is None or not state["refs_ready"] or len(touched) > INCREMENTAL_CHECK_MAX:
+        touched: set[str] = set()
+        if not full:
+            touched = self._ids_at(partition, changed) | set(gone)
+            state = self.db.one("SELECT refs_ready FROM partition_state WHERE partition = ?", (partition,))
+            full = state is None or not state["refs_ready"] or len(touched) > INCREMENTAL_CHECK_MAX
+        if full:
             self._recompute_duplicates(partition)
             self.recheck_references(partition)
         else:
@@ -575,30 +581,28 @@ class Catalog(CatalogReads):
         are recorded (``refs``), so a later change finds the records it can affect.
         """
         ontology = self.store.ontology(partition)
+        select = (f"SELECT path, kind, type, {_REFERENCE_VALUES}, xref_ok, xref_findings FROM catalog "
+                  "WHERE partition = ? AND file_status = 'ok'")
         if paths is None:
-            rows = self.db.all(
-                "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
-                "WHERE partition = ? AND file_status = 'ok'", (partition,))
+            rows = self.db.tuples(select, (partition,))
             self.db.execute("DELETE FROM refs WHERE partition = ?", (partition,))
         else:
             rows = []
             for chunk in _chunks(paths):
                 marks = placeholders(chunk)
-                rows += self.db.all(
-                    "SELECT path, record_id, kind, type, frontmatter, xref_ok, xref_findings FROM catalog "
-                    f"WHERE partition = ? AND path IN ({marks}) AND file_status = 'ok'", (partition, *chunk))
+                rows += self.db.tuples(f"{select} AND path IN ({marks})", (partition, *chunk))
                 self.db.execute(f"DELETE FROM refs WHERE partition = ? AND path IN ({marks})", (partition, *chunk))
-        parsed = [(row, json.loads(row["frontmatter"])) for row in rows]
-        targets = {row["path"]: reference_targets(fm) for row, fm in parsed}
+        parsed = [(row, dict(zip(REFERENCE_KEYS, json.loads(row[3])))) for row in rows]
+        targets = {row[0]: reference_targets(fm) for row, fm in parsed}
         wanted = None if paths is None else set().union(*targets.values())
         pages, sources = self._targets(partition, wanted)
         updates = []
-        for row, fm in parsed:
-            findings = reference_findings(fm, row["kind"], row["type"], pages, sources, ontology, row["path"])
+        for (path, kind, record_type, _, xref_ok, xref_findings), fm in parsed:
+            findings = reference_findings(fm, kind, record_type, pages, sources, ontology, path)
             encoded = json.dumps([finding.to_dict() for finding in findings])
             ok = int(not has_errors(findings))
-            if ok != row["xref_ok"] or encoded != row["xref_findings"]:
-                updates.append((ok, encoded, partition, row["path"]))
+            if ok != xref_ok or encoded != xref_findings:
+                updates.append((ok, encoded, partition, path))
         self.db.executemany(
             "UPDATE catalog SET xref_ok = ?, xref_findings = ? WHERE partition = ? AND path = ?", updates
         )
@@ -688,6 +692,12 @@ def _text_or_none(value: Any) -> str | None:
 def _chunks(items: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start:start + _CHUNK]
+
+
+# The frontmatter keys reference_targets and reference_findings read (with .get, so an absent key and a null
+# one are the same): a check takes only these out of each row's frontmatter, with SQLite's JSON reader.
+REFERENCE_KEYS = ("id", "evidence", "from", "to", "relation", "subject", "replaces", "fields")
+_REFERENCE_VALUES = f"json_extract(frontmatter, {', '.join(repr(f'$.{key}') for key in REFERENCE_KEYS)})"
 
 
 def reference_targets(fm: dict[str, Any]) -> set[str]:

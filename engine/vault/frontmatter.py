@@ -191,16 +191,17 @@ def _scalar(loader: Any, event: yaml.ScalarEvent) -> Any:
 # or single-quoted scalar on that line or a flow list or mapping of them (dump_yaml's output for flat values).
 # Only characters libyaml reads as themselves are taken: printable ones but line separators (NEL, U+2028,
 # U+2029) and the byte-order mark; a plain scalar starts with a letter, a digit or "_" (never an indicator),
-# holds no "#" (a comment), no ": " and no trailing ":" (a mapping), and in a flow collection none of ":?,[]{}".
+# holds no "#" (a comment) and a ":" only between two other characters (never a mapping), and in a flow
+# collection none of ":?,[]{}" (where libyaml and PyYAML's own scanner differ).  Keys are plain names.
 _PRINTABLE = "\x21-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
 _ONLY_PRINTABLE = re.compile(rf"[ {_PRINTABLE}\n]*")
 _PLAIN_START = "A-Za-z0-9_\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
-_BLOCK_CHAR = r"(?:[^\s#:]|:(?=[^\s#]))"
+_BLOCK_WORD = r"[^\s#:]+(?::+[^\s#:]+)*"  # colons only between other characters
 _FLOW_CHAR = r"[^\s#:?,\[\]{}]"
 _QUOTED = r"'((?:[^'\n]|'')*)'"  # what it may hold besides "''" is limited by _ONLY_PRINTABLE
 _KEY = r"([A-Za-z_][A-Za-z0-9_]{0,99}): "  # libyaml takes simple keys up to 1,024 characters
 _FLAT_LINE = re.compile(
-    rf"{_KEY}(?:{_QUOTED}|([{_PLAIN_START}]{_BLOCK_CHAR}*(?: +{_BLOCK_CHAR}+)*)|([\[{{][^\n]*))\n")
+    rf"{_KEY}(?:{_QUOTED}|((?=[{_PLAIN_START}]){_BLOCK_WORD}(?: +{_BLOCK_WORD})*)|([\[{{][^\n]*))\n")
 _FLOW_ITEM = re.compile(rf"(?:{_KEY})?(?:{_QUOTED}|([{_PLAIN_START}]{_FLOW_CHAR}*(?: +{_FLOW_CHAR}+)*))(, |[\]}}])")
 
 

@@ -241,8 +241,8 @@ def test_tree_reader_refuses_what_read_file_refuses_in_its_words(root: Path, out
     os.mkfifo(root / "a" / "fifo.md")
     with TreeReader(root) as reader:
         reader.read("a/ok.md", max_bytes=100)  # the directory is open already: the refusal does not rely on a walk
-        assert refusal(reader.read, relpath) == refusal(lambda path, max_bytes: read_file(root, path,
-                                                                                           max_bytes=max_bytes), relpath)
+        by_path = refusal(lambda path, max_bytes: read_file(root, path, max_bytes=max_bytes), relpath)
+        assert refusal(reader.read, relpath) == by_path
 
 
 def test_tree_reader_never_reads_through_a_directory_swapped_for_a_symlink(root: Path, outside: Path) -> None:

@@ -116,8 +116,8 @@ def test_a_large_scan_catalogues_what_loading_the_files_one_by_one_does(engine, 
             if way == "one by one":
                 one_by_one(stack, monkeypatch)
             report = runtime.call(lambda: runtime.catalog.sync("private"))
-            results[way] = (report.changed, report.removed, [(e["kind"], e["path"], e["record_id"], e["detail"])
-                                                             for e in report.events], runtime.call(lambda: rows(runtime)))
+            events = [(event["kind"], event["path"], event["record_id"], event["detail"]) for event in report.events]
+            results[way] = (report.changed, report.removed, events, runtime.call(lambda: rows(runtime)))
 
     assert results["in bulk"] == results["one by one"]
     changed, _, events, catalogued = results["in bulk"]
@@ -128,3 +128,14 @@ def test_a_large_scan_catalogues_what_loading_the_files_one_by_one_does(engine, 
     assert statuses["pages/notes/withheld.md"] == "withheld"
     assert statuses["pages/notes/crlf.md"] == statuses["pages/notes/bom.md"] == "ok"
     assert sum(status == "ok" for status in statuses.values()) > 120
+
+
+@pytest.mark.parametrize("data", [render(envelope("pg_1", "page", "A page", type="note")), b"---\nnot: [closed\n"])
+def test_every_column_of_a_catalogued_row_is_written(engine, owner, data):
+    """Named parameters the statement does not name would be dropped without a word."""
+    saved_page(engine, owner)
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    ontology = runtime.call(lambda: runtime.store.ontology("private"))
+    info = catalog_module.FileStat(1, len(data), 2, 3)
+    catalogued = runtime.call(lambda: runtime.catalog._catalogue("private", "pages/p.md", data, info, ontology))
+    assert tuple(catalogued.row) == catalog_module._CATALOG_COLUMNS

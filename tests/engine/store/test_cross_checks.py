@@ -95,3 +95,43 @@ def test_inotify_parent_directory_events_do_not_rescan_the_partition(tmp_path):
                      entries_reported=False)  # a platform that may report only the directory
     other.on_any_event(DirModifiedEvent(str(tmp_path / "private/pages")))
     assert marked[-1] == ("private/pages", True)
+
+
+class _Reading(dict):
+    """A frontmatter that remembers which keys were read."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+
+def test_the_reference_checks_read_only_the_keys_a_check_takes_out_of_the_frontmatter(engine, owner):
+    """A check reads only REFERENCE_KEYS from each row; a key read beyond them would be checked as absent."""
+    from engine.store.catalog import REFERENCE_KEYS, reference_findings, reference_targets
+
+    engine.save_page(owner, {"requestId": "seed", "type": "note", "title": "Seed", "body": "."})
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    ontology = runtime.call(lambda: runtime.store.ontology("private"))
+    everything = {"id": "x", "format": "f", "title": "t", "kind": "k", "type": "person", "claim_kind": "fact",
+                  "relation": "works_on", "from": "pg_a", "to": "pg_b", "subject": "pg_a", "replaces": "cl_x",
+                  "evidence": [{"source": "src_a", "lines": [1, 2]}, "odd"], "tags": ["a"], "aliases": ["b"],
+                  "fields": {"employer": "pg_b", "email": "a@b.c", "related": ["pg_a", 3]}, "recall": {}}
+    read: set[str] = set()
+    for kind, record_type in (("relationship", "works_on"), ("claim", "fact"), ("page", "person"), ("page", "note")):
+        fm = _Reading(everything)
+        reference_targets(fm)
+        reference_findings(fm, kind, record_type, {"pg_a": "person"}, {"src_a"}, ontology, "p.md")
+        read |= fm.read
+    assert read <= set(REFERENCE_KEYS), read - set(REFERENCE_KEYS)
