@@ -2,7 +2,9 @@
 
 Every write on a store runs on its lane, one at a time, whichever agent
 asked: vault scans, evidence checks, SQLite and publication never race each
-other.  Before each operation the lane finishes any journalled publication,
+other.  Pages and claims queued while the lane is busy are planned one after
+another and published as one group (``write``; ``engine/store/groups.py``
+says which may share a group).  Before each operation the lane finishes any journalled publication,
 checks the store's identity, and brings the partition's catalog up to date
 with what the watcher saw; after it, the identity is checked again.
 
@@ -24,13 +26,15 @@ import os
 import sqlite3
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
 from .index.analysis import Analyzer
 from .store.catalog import Catalog, FileStat
 from .store.catalog_reads import CatalogReads
+from .store.groups import Group, PlanReads
 from .state.config import SettingsSource
 from .core.db import sqlite_errno
 from .core.errors import IndexFailed, KnowledgeError, StoreUnavailable
@@ -55,6 +59,17 @@ INDEX_DELAY_SECONDS = 0.05
 FULL = None  # a dirty entry meaning "walk the whole partition"
 ECHOES_KEPT = 4096  # files a publication installed whose watcher reports are recognised as the engine's own
 ECHOES_CHECKED = 64  # reported files compared with what was installed before a read; more need the lane's sync
+GROUP_MAX = 64  # queued writes planned and published together at most
+
+
+@dataclass
+class _QueuedWrite:
+    """A write waiting for the lane: ``plan`` builds its Plan (or returns the receipt of an identical retry)."""
+
+    partition: str
+    plan: Callable[[PlanReads], Plan | dict[str, Any]]
+    fence: Callable[[], None] | None
+    future: Future[dict[str, Any]] = field(default_factory=Future)
 
 
 class StoreRuntime:
@@ -73,6 +88,8 @@ class StoreRuntime:
         self.publisher.on_installed = self._installed
         self._echoes: dict[tuple[str, str], tuple[int, int, int, int]] = {}  # (partition, path) -> stat installed
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")
+        self._queued: deque[_QueuedWrite] = deque()
+        self._queued_lock = threading.Lock()
         self._dirty: dict[str, set[str] | None] = {}
         self._dirty_lock = threading.Lock()
         self._synced: dict[str, int] = {}  # partition -> ontology generation it was validated with
@@ -118,14 +135,23 @@ class StoreRuntime:
         ``store_unavailable`` error here, once, instead of an internal error."""
         try:
             return fn()
-        except OSError as exc:
+        except (OSError, sqlite3.OperationalError) as exc:
+            raise self._unavailable(exc) from exc
+
+    def _unavailable(self, exc: Exception) -> Exception:
+        """What ``_storage_boundary`` raises for ``exc`` (other errors are their own answer)."""
+        if isinstance(exc, OSError):
             name = errno.errorcode.get(exc.errno or 0, "EIO")
-            raise StoreUnavailable(f"the store's disk refused the operation: {exc.strerror or exc} ({name}); "
-                                   "nothing was acknowledged", store=self.store_id, errno=name,
-                                   file=os.path.basename(exc.filename) if exc.filename else None) from exc
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailable(f"the store's database refused the operation: {exc}; nothing was acknowledged",
-                                   store=self.store_id, errno=sqlite_errno(exc)) from exc
+            error = StoreUnavailable(f"the store's disk refused the operation: {exc.strerror or exc} ({name}); "
+                                     "nothing was acknowledged", store=self.store_id, errno=name,
+                                     file=os.path.basename(exc.filename) if exc.filename else None)
+        elif isinstance(exc, sqlite3.OperationalError):
+            error = StoreUnavailable(f"the store's database refused the operation: {exc}; nothing was "
+                                     "acknowledged", store=self.store_id, errno=sqlite_errno(exc))
+        else:
+            return exc
+        error.__cause__ = exc
+        return error
 
     def _recover(self) -> list[dict[str, Any]]:
         self.store.verify(allow_pending=True)
@@ -205,6 +231,114 @@ class StoreRuntime:
         self._index_wake.set()
         self.vector_feed.queue(plan.partition)  # embedded off the lane (engine/index/vector_feed.py)
         return receipt
+
+    def write(self, partition: str, plan: Callable[[PlanReads], Plan | dict[str, Any]], *,
+              fence: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Plan a publication on the lane and publish it; returns its receipt.
+
+        Writes queued while the lane is busy go together (``_publish_group``): each planned in turn,
+        then all journalled in one transaction, installed, checkpointed once and acknowledged in one
+        transaction.  ``plan`` reads the catalog through the ``PlanReads`` it is given, and ``fence``
+        re-checks the caller's authority right before it, as ``run`` does.
+        """
+        if self._closing.is_set():
+            raise StoreUnavailable("the store is shutting down", store=self.store_id)
+        queued = _QueuedWrite(partition, plan, fence)
+        with self._queued_lock:
+            self._queued.append(queued)
+        self._lane.submit(self._publish_group)
+        receipt = queued.future.result()
+        if self.git is not None:
+            self._git_wake.set()
+        return receipt
+
+    def _publish_group(self) -> None:
+        """On the lane: plan the queued writes in order while they stay independent (``Group``), publish
+        them together, and leave the first that is not for the next group."""
+        with self._queued_lock:
+            taken = [self._queued.popleft() for _ in range(min(GROUP_MAX, len(self._queued)))]
+        if not taken:
+            return  # an earlier group took them
+        outcomes: list[tuple[_QueuedWrite, dict[str, Any] | Exception]] = []
+        try:
+            group, planned, later = self._plan_group(taken, outcomes)
+            if later:
+                with self._queued_lock:
+                    self._queued.extendleft(reversed(later))
+                self._lane.submit(self._publish_group)
+            if group.plans:
+                outcomes += zip(planned, self._publish_planned(group.plans))
+            self._verify_after(outcomes)
+        finally:
+            for queued, outcome in outcomes:
+                if isinstance(outcome, Exception):
+                    queued.future.set_exception(outcome)
+                else:
+                    queued.future.set_result(outcome)
+            for queued in taken:  # only when the lane itself failed
+                if not queued.future.done() and queued not in self._queued:
+                    queued.future.set_exception(StoreUnavailable(
+                        "the store stopped before the write was published; nothing was acknowledged",
+                        store=self.store_id))
+
+    def _plan_group(self, taken: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]]
+                    ) -> tuple[Group, list[_QueuedWrite], list[_QueuedWrite]]:
+        """Plan ``taken`` in order: (the group, the writes it holds, the writes left for the next group).
+        A write refused while planned, or an identical retry, gets its outcome in ``outcomes``."""
+        group, planned, prepared = Group(), [], set()
+        for index, queued in enumerate(taken):
+            reads = PlanReads(self.catalog)
+            try:
+                if queued.partition not in prepared:
+                    self._storage_boundary(lambda: self.prepare(queued.partition))
+                    prepared.add(queued.partition)
+                if queued.fence is not None:
+                    queued.fence()
+                plan = self._storage_boundary(lambda: queued.plan(reads))
+            except Exception as exc:
+                if group.depends(reads):
+                    return group, planned, taken[index:]
+                outcomes.append((queued, exc))
+                continue
+            if not isinstance(plan, Plan):
+                outcomes.append((queued, plan))
+            elif group.admits(plan, reads):
+                planned.append(queued)
+            else:
+                return group, planned, taken[index:]
+        return group, planned, []
+
+    def _publish_planned(self, plans: list[Plan]) -> list[dict[str, Any] | Exception]:
+        try:
+            outcomes = [self._unavailable(outcome) if isinstance(outcome, Exception) else outcome
+                        for outcome in self.publisher.publish_together(plans)]
+        except BaseException:
+            self._settled = False  # perhaps left journalled: reads go through the lane, which recovers first
+            raise
+        if any(isinstance(outcome, Exception) for outcome in outcomes):
+            self._settled = False
+        published = {plan.partition for plan, outcome in zip(plans, outcomes) if not isinstance(outcome, Exception)}
+        with self._dirty_lock:
+            self._index_pending |= published
+        self._index_wake.set()
+        for partition in sorted(published):
+            self.vector_feed.queue(partition)
+        return outcomes
+
+    def _verify_after(self, outcomes: list[tuple[_QueuedWrite, dict[str, Any] | Exception]]) -> None:
+        """The identity check ``run`` makes after an operation, once per partition of the group."""
+        failures: dict[str, Exception | None] = {}
+        for index, (queued, outcome) in enumerate(outcomes):
+            if isinstance(outcome, Exception):
+                continue
+            if queued.partition not in failures:
+                try:
+                    self._storage_boundary(lambda: self.store.verify(queued.partition))
+                    failures[queued.partition] = None
+                except Exception as exc:
+                    failures[queued.partition] = exc
+            if failures[queued.partition] is not None:
+                outcomes[index] = (queued, failures[queued.partition])
 
     def _index_loop(self) -> None:
         """Catch the search index up after publications, one commit for every publication of a burst.

@@ -33,6 +33,7 @@ from .store.inputs import FLUSH_ID, parse_page_input, parse_remember_input
 from .vault.ontology import Ontology
 from .core.jobs import Jobs
 from .store.publication import Plan, request_hash
+from .store.groups import PlanReads
 from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
 from .store.reads import (
@@ -186,15 +187,15 @@ class Engine:
                  build: Callable[[WriteContext], Plan]) -> dict[str, Any]:
         """An identical retry returns the original receipt before anything is re-validated."""
 
-        def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
+        def plan(runtime: StoreRuntime, authority: Authority, catalog: PlanReads) -> Plan | dict[str, Any]:
             existing = runtime.publisher.existing_receipt(authority.partition, request_id, digest)
             if existing is not None:
                 return existing
-            ctx = WriteContext(runtime.store, runtime.catalog, authority.partition, authority.agent,
+            ctx = WriteContext(runtime.store, catalog, authority.partition, authority.agent,
                                authority.attribution(), format_timestamp(utc_now()))
-            return runtime.publish(build(ctx))
+            return build(ctx)
 
-        return self.on_store(caller, work, write=True)
+        return self.enter(caller, write=True).write(plan)
 
     def resume(self, caller: Caller) -> dict[str, Any]:
         """Retry the git checkpoint of the caller's store now, and report the caller's partition only.
@@ -384,6 +385,19 @@ class EngineEntry:
                              writes=self._write, timeout=timeout)
         self.recheck()
         return result
+
+    def write(self, plan: Callable[[StoreRuntime, Authority, PlanReads], Plan | dict[str, Any]]) -> dict[str, Any]:
+        """Publish what ``plan(runtime, authority, catalog)`` plans, on the store's lane together with the
+        writes queued beside it (``StoreRuntime.write``), authority re-checked right before and after."""
+        authority = self.authority
+        if authority.store is None:
+            raise NotFound("this agent has no store yet; it is created on the agent's first use",
+                           agent=authority.agent)
+        runtime = self._engine.runtime(authority.store)
+        receipt = runtime.write(authority.partition, lambda catalog: plan(runtime, authority, catalog),
+                                fence=self.recheck)
+        self.recheck()
+        return receipt
 
     def read(self, work: Callable[[StoreRuntime, Authority, ReadView], T]) -> T:
         """``work(runtime, authority, view)`` beside the store's lane when it can be (``StoreRuntime.read``),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -50,6 +51,15 @@ def vault_snapshot(root: Path) -> dict[str, str]:
 
 def private_dir(state: StateDir) -> Path:
     return only_store(state) / "vault" / "private"
+
+
+def lane_held(runtime: Any) -> tuple[threading.Event, threading.Thread]:
+    """Hold a store's lane (as a long write would) until the returned event is set; join the thread after."""
+    started, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=lambda: runtime.call(lambda: (started.set(), release.wait(30))))
+    holder.start()
+    assert started.wait(10)
+    return release, holder
 
 
 def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.02) -> T:

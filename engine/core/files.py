@@ -233,14 +233,17 @@ def ensure_dirs(root: Path, relpath: str) -> Path:
     return target
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o644,
-                 check: Callable[[], None] | None = None) -> os.stat_result:
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[[], None] | None = None,
+                 directories: set[Path] | None = None) -> os.stat_result:
     """Write ``data`` to ``path`` atomically and durably; returns the new file's stat.
 
     ``check`` runs once the temp file is durable, right before the rename, and
     may raise to leave ``path`` untouched: a caller that compares the target
     with what it expects to replace does so as late as it can, so an edit made
     while the temp file was written and synced is seen, not overwritten.
+
+    With ``directories`` the rename is made durable by the caller: the directory is added to the set
+    (for one ``fsync_dir`` after several writes) instead of being synced here.
     """
     directory = path.parent
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
@@ -260,14 +263,17 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644,
         except FileNotFoundError:
             pass
         raise
-    fsync_dir(directory)
+    if directories is None:
+        fsync_dir(directory)
+    else:
+        directories.add(directory)
     return info
 
 
-def write_inside(root: Path, relpath: str, data: bytes, *,
-                 check: Callable[[], None] | None = None) -> os.stat_result:
-    """Atomically write a file at a root-relative path, creating its directories (``check``: as
-    ``atomic_write``)."""
+def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], None] | None = None,
+                 directories: set[Path] | None = None) -> os.stat_result:
+    """Atomically write a file at a root-relative path, creating its directories (``check`` and
+    ``directories``: as ``atomic_write``)."""
     parent = str(PurePosixPath(relpath).parent)
     if parent != ".":
         ensure_dirs(root, parent)
@@ -276,7 +282,7 @@ def write_inside(root: Path, relpath: str, data: bytes, *,
         info = os.lstat(path)
         if not stat.S_ISREG(info.st_mode):
             raise UnsafePath("target is not a regular file", path=relpath)
-    return atomic_write(path, data, check=check)
+    return atomic_write(path, data, check=check, directories=directories)
 
 
 def remove_inside(root: Path, relpath: str) -> None:

@@ -35,7 +35,7 @@ from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import format_timestamp, is_record_id, utc_now
 from ..vault.ontology import Ontology
 from ..vault.records import Record, check_record, check_scope, parse_record
-from .catalog_reads import CatalogReads, name_key, placeholders
+from .catalog_reads import CatalogReads, placeholders, record_name_keys
 from .store import Store
 
 MAX_SCAN_ENTRIES = 100_000
@@ -409,9 +409,7 @@ class Catalog(CatalogReads):
         row["findings"] = json.dumps([finding.to_dict() for finding in findings])
         keys: list[str] = []
         if record is not None and status != "withheld":
-            aliases = record.frontmatter.get("aliases")  # any value at all in an invalid record
-            names = [record.title] + (aliases if isinstance(aliases, list) else [])
-            keys = sorted({name_key(name) for name in names if isinstance(name, str) and name.strip()})
+            keys = record_name_keys(record.title, record.frontmatter.get("aliases"))
         return _Catalogued(row, keys, revision)
 
     def _write_catalogued(self, pending: list[_Catalogued]) -> None:

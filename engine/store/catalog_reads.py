@@ -445,3 +445,10 @@ class CatalogReads:
 def name_key(name: str) -> str:
     """How titles and aliases are compared by exact lookups: case-folded, whitespace collapsed."""
     return " ".join(name.split()).casefold()
+
+
+def record_name_keys(title: Any, aliases: Any) -> list[str]:
+    """The keys a record is found by (``name_key`` of its title and of each alias); any value at all may
+    come from an invalid record."""
+    names = [title] + (aliases if isinstance(aliases, list) else [])
+    return sorted({name_key(name) for name in names if isinstance(name, str) and name.strip()})

@@ -11,6 +11,10 @@
    the revision history and queues the exact bytes for git.  Only then does
    the caller get a receipt.
 
+Publications that were planned together (``publish_together``: plans that touch no common file or
+record) share each step: one journal transaction, one checkpoint, one acknowledging transaction, and
+one sync of each directory they installed into.  One that fails is rolled back alone.
+
 Recovery finishes or undoes any journalled publication: forward when every
 file holds either its old or its new bytes, back when someone else changed
 one of them meanwhile.  Either way the store ends in a whole state.
@@ -29,7 +33,7 @@ from typing import Any, Callable
 from .catalog import Catalog, FileStat
 from ..core.errors import Conflict, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
-from ..core.files import UnsafePath, remove_inside, resolve_inside, sha256_bytes, sha256_file, write_inside
+from ..core.files import UnsafePath, fsync_dir, remove_inside, resolve_inside, sha256_bytes, sha256_file, write_inside
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
 
@@ -65,6 +69,19 @@ class Plan:
     agent: str | None
     writes: list[FileWrite]
     receipt: dict[str, Any] = field(default_factory=dict)
+    names: frozenset[str] = frozenset()  # the name keys (titles, aliases) of the records it writes
+
+
+@dataclass
+class _Publication:
+    """One plan on its way through a group: its journal row, the files it installed, what refused it."""
+
+    plan: Plan
+    writes: list[FileWrite]  # in installation order
+    seq: int = 0
+    publication_id: str = ""
+    installed: dict[str, FileStat] = field(default_factory=dict)
+    error: Exception | None = None
 
 
 def request_hash(operation: str, params: dict[str, Any]) -> str:
@@ -120,39 +137,99 @@ class Publisher:
     # --- publishing ----------------------------------------------------------------
 
     def publish(self, plan: Plan) -> dict[str, Any]:
-        writes = sorted(plan.writes, key=lambda write: ROLE_ORDER[write.role])
-        self._check_installable(plan.partition, writes)
-        publication_id = new_id(PUBLICATION_PREFIX)
-        receipt = {"publicationId": publication_id, "requestId": plan.request_id, **plan.receipt}
+        outcome = self.publish_together([plan])[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def publish_together(self, plans: list[Plan]) -> list[dict[str, Any] | Exception]:
+        """Publish ``plans`` as one group; returns each plan's receipt, or the error that refused it.
+
+        The plans must touch no common file or record (``PlanTouches``), so each one's outcome is its
+        own: a plan refused or rolled back leaves the others to be acknowledged.
+        """
+        group = [_Publication(plan, sorted(plan.writes, key=lambda write: ROLE_ORDER[write.role]))
+                 for plan in plans]
+        for publication in group:
+            try:
+                self._check_installable(publication.plan.partition, publication.writes)
+            except KnowledgeError as exc:
+                publication.error = exc
+        live = [publication for publication in group if publication.error is None]
+        if live:
+            try:
+                self._journal(live)
+            except Exception as exc:
+                for publication in live:
+                    publication.error = exc
+                live = []
+        for _ in live:
+            self.faults.reach("journaled")
+        installed, directories = [], set()
+        for publication in live:
+            try:
+                self._install(publication, directories)
+            except Exception as exc:
+                publication.error = exc
+                self._roll_back_one(publication)
+            else:
+                installed.append(publication)
+        try:
+            self._report_installed(installed, directories)
+        except Exception as exc:  # a directory the disk would not sync
+            for publication in reversed(installed):
+                publication.error = exc
+                self._roll_back_one(publication)
+            installed = []
+        if installed:
+            try:
+                self._acknowledge(installed)
+            except Exception as exc:
+                for publication in reversed(installed):
+                    publication.error = exc
+                    self._roll_back_one(publication)
+                installed = []
+        for _ in installed:
+            self.faults.reach("acknowledged")
+        return [publication.error or self.receipt(publication.seq) for publication in group]
+
+    def _journal(self, group: list[_Publication]) -> None:
+        """Step 2 for every publication of the group, in one transaction."""
         now = format_timestamp(utc_now())
         with self.db.atomic():
-            seq = self.db.execute(
-                "INSERT INTO publications (id, partition, operation, request_id, request_hash, agent, state, "
-                "receipt, created_at) VALUES (?, ?, ?, ?, ?, ?, 'journaled', ?, ?)",
-                (publication_id, plan.partition, plan.operation, plan.request_id, plan.request_hash,
-                 plan.agent, json.dumps(receipt), now),
-            ).lastrowid
-            self.db.executemany(
-                "INSERT INTO publication_files (publication_seq, ordinal, path, role, record_id, revision, "
-                "new_sha256, new_bytes, base_sha256, base_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256, w.data,
-                  w.base_sha256, w.base) for ordinal, w in enumerate(writes)],
-            )
-            self.faults.attempt("journaled")
-        self.faults.reach("journaled")
-        try:
-            self._complete(seq, publication_id, plan.partition, plan.agent, writes)
-        except BaseException as exc:
-            self._roll_back(seq, plan.partition, writes, reason=str(exc))
-            raise
-        self.faults.reach("acknowledged")
-        return self.receipt(seq)
+            for publication in group:
+                plan = publication.plan
+                publication.publication_id = new_id(PUBLICATION_PREFIX)
+                receipt = {"publicationId": publication.publication_id, "requestId": plan.request_id,
+                           **plan.receipt}
+                publication.seq = self.db.execute(
+                    "INSERT INTO publications (id, partition, operation, request_id, request_hash, agent, "
+                    "state, receipt, created_at) VALUES (?, ?, ?, ?, ?, ?, 'journaled', ?, ?)",
+                    (publication.publication_id, plan.partition, plan.operation, plan.request_id,
+                     plan.request_hash, plan.agent, json.dumps(receipt), now),
+                ).lastrowid
+                self.db.executemany(
+                    "INSERT INTO publication_files (publication_seq, ordinal, path, role, record_id, revision, "
+                    "new_sha256, new_bytes, base_sha256, base_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(publication.seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256, w.data,
+                      w.base_sha256, w.base) for ordinal, w in enumerate(publication.writes)],
+                )
+                self.faults.attempt("journaled")
 
-    def _complete(self, seq: int, publication_id: str, partition: str, agent: str | None,
-                  writes: list[FileWrite]) -> None:
+    def _complete(self, publication: _Publication) -> None:
+        """Steps 3 to 5 for one journalled publication (recovery rolls one forward with this)."""
+        directories: set[Path] = set()
+        self._install(publication, directories)
+        self._report_installed([publication], directories)
+        self._acknowledge([publication])
+
+    def _install(self, publication: _Publication, directories: set[Path]) -> None:
+        """Step 3: install the publication's files, each compared with the bytes it was planned on; the
+        directories whose entries changed are added to ``directories`` for ``_report_installed`` to sync."""
+        partition = publication.plan.partition
         root = self.store.ensure_partition(partition)
         installed: dict[str, FileStat] = {}
-        for write in writes:
+        for write in publication.writes:
             current = self._current_sha(partition, write.path)
             if current == write.new_sha256:
                 installed[write.path] = self._stat_installed(root, write)
@@ -162,35 +239,60 @@ class Publisher:
             # Compared again right before the rename: an edit made while the new bytes were synced is a
             # conflict too, not a version lost without the engine ever seeing it.
             installed[write.path] = FileStat.of(write_inside(
-                root, write.path, write.data,
+                root, write.path, write.data, directories=directories,
                 check=lambda: self._expect_base(write, self._current_sha(partition, write.path))))
             self.faults.reach("installed")
-        for path, info in installed.items():
-            self.on_installed(partition, path, info)
-        self.faults.attempt("checkpointed")
-        self.store.set_checkpoint(seq)
-        self.faults.reach("checkpointed")
+        publication.installed = installed
+
+    def _report_installed(self, group: list[_Publication], directories: set[Path]) -> None:
+        """Make the group's renames durable, each directory synced once, then tell ``on_installed``."""
+        for directory in sorted(directories):
+            fsync_dir(directory)
+        for publication in group:
+            for path, info in publication.installed.items():
+                self.on_installed(publication.plan.partition, path, info)
+
+    def _acknowledge(self, group: list[_Publication]) -> None:
+        """Steps 4 and 5: one checkpoint naming the group's last publication, then one transaction that
+        catalogues every file as installed (a later edit is seen by the next catalog sync), re-checks
+        what refers to them, queues them for git and marks each publication applied."""
+        for _ in group:
+            self.faults.attempt("checkpointed")
+        self.store.set_checkpoint(max(publication.seq for publication in group))
+        for _ in group:
+            self.faults.reach("checkpointed")
+        written: dict[str, list[str]] = {}
         with self.db.atomic():
-            for write in writes:
-                info = installed[write.path]  # as installed: a later edit is seen by the next catalog sync
-                if write.role == "record":
-                    self.catalog.index_record_bytes(partition, write.path, write.data, info,
-                                                    publication_id=publication_id, agent=agent)
-                elif write.role == "descriptor":
-                    self.catalog.index_descriptor(partition, write.path, write.data, info)
-            self.catalog.refresh_cross_checks(partition, [w.path for w in writes])
-            if self.git_enabled():
+            for publication in group:
+                partition = publication.plan.partition
+                for write in publication.writes:
+                    info = publication.installed[write.path]
+                    if write.role == "record":
+                        self.catalog.index_record_bytes(partition, write.path, write.data, info,
+                                                        publication_id=publication.publication_id,
+                                                        agent=publication.plan.agent)
+                    elif write.role == "descriptor":
+                        self.catalog.index_descriptor(partition, write.path, write.data, info)
+                written.setdefault(partition, []).extend(write.path for write in publication.writes)
+            for partition, paths in written.items():
+                self.catalog.refresh_cross_checks(partition, paths)
+            for publication in group:
+                if self.git_enabled():
+                    self.db.execute(
+                        "INSERT INTO outbox (publication_seq, state, updated_at) VALUES (?, 'pending', ?)",
+                        (publication.seq, format_timestamp(utc_now())),
+                    )
+                else:  # nothing will read the journalled bytes again
+                    self.db.execute("DELETE FROM publication_files WHERE publication_seq = ?", (publication.seq,))
                 self.db.execute(
-                    "INSERT INTO outbox (publication_seq, state, updated_at) VALUES (?, 'pending', ?)",
-                    (seq, format_timestamp(utc_now())),
+                    "UPDATE publications SET state = 'applied', finished_at = ? WHERE seq = ?",
+                    (format_timestamp(utc_now()), publication.seq),
                 )
-            else:  # nothing will read the journalled bytes again
-                self.db.execute("DELETE FROM publication_files WHERE publication_seq = ?", (seq,))
-            self.db.execute(
-                "UPDATE publications SET state = 'applied', finished_at = ? WHERE seq = ?",
-                (format_timestamp(utc_now()), seq),
-            )
-            self.faults.attempt("acknowledged")
+                self.faults.attempt("acknowledged")
+
+    def _roll_back_one(self, publication: _Publication) -> bool:
+        return self._roll_back(publication.seq, publication.plan.partition, publication.writes,
+                               reason=str(publication.error))
 
     def _check_installable(self, partition: str, writes: list[FileWrite]) -> None:
         """Refuse, before anything is journaled, a write whose path passes a symlinked or non-directory
@@ -309,8 +411,10 @@ class Publisher:
                                        reason=f"files changed outside the engine: {', '.join(foreign)}")
                 outcome["outcome"] = "rolled_back" if done else "pending"
             else:
+                plan = Plan(partition, row["operation"], row["request_id"], row["request_hash"], row["agent"],
+                            writes)
                 try:
-                    self._complete(seq, row["id"], partition, row["agent"], writes)
+                    self._complete(_Publication(plan, writes, seq=seq, publication_id=row["id"]))
                     outcome["outcome"] = "rolled_forward"
                 except (OSError, KnowledgeError) as exc:
                     done = self._roll_back(seq, partition, writes, reason=str(exc))

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .catalog import Catalog, reference_findings
-from .catalog_reads import RecordRow
+from .groups import PlanReads
+from .catalog_reads import RecordRow, record_name_keys
 from ..core.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
 from ..vault.evidence import describe_source, excerpt_line_count
 from ..core.files import read_file, sha256_bytes
@@ -35,7 +36,7 @@ CATCH_UP_ATTEMPTS = 3  # re-reads of a record that changes on disk while a revis
 @dataclass
 class WriteContext:
     store: Store
-    catalog: Catalog
+    catalog: Catalog | PlanReads
     partition: str
     agent: str
     attribution: dict[str, Any]
@@ -55,6 +56,7 @@ class _PlanBuilder:
         self.sources_by_text: dict[str, str] = {}
         self.new_pages: dict[str, str] = {}
         self.taken_paths: set[str] = set()
+        self.names: set[str] = set()
         self._source_lines: dict[str, list[str]] = {}
 
     def retain_excerpt(self, text: str) -> dict[str, Any]:
@@ -130,6 +132,7 @@ class _PlanBuilder:
         if frontmatter["kind"] == "page":
             self.new_pages[record.id] = record_type
         self.taken_paths.add(path)
+        self.names.update(record_name_keys(record.title, frontmatter.get("aliases")))
         return record
 
     def _pages_named(self, frontmatter: dict[str, Any], record_type: str | None) -> dict[str, str]:
@@ -165,7 +168,8 @@ class _PlanBuilder:
         return candidate
 
     def plan(self, operation: str, request_id: str, digest: str, receipt: dict[str, Any]) -> Plan:
-        return Plan(self.ctx.partition, operation, request_id, digest, self.ctx.agent, self.writes, receipt)
+        return Plan(self.ctx.partition, operation, request_id, digest, self.ctx.agent, self.writes, receipt,
+                    frozenset(self.names))
 
 
 def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[RecordRow, Record, bytes]:

@@ -15,7 +15,7 @@ from engine.core.errors import (
 )
 from engine.index.tantivy_index import PartitionIndex
 from engine.service import Engine
-from tests.helpers import claim, conversation, only_store, page, private_dir, wait_for
+from tests.helpers import claim, conversation, lane_held, only_store, page, private_dir, wait_for
 
 
 def titles(result: dict) -> list[str]:
@@ -283,15 +283,6 @@ def watched(state_dir):
         yield opened, AgentCaller(opened.add_agent("main", owner=True), {"kind": "owner-private"})
 
 
-def _lane_held(runtime):
-    """Hold the store's lane (as a long write would) until the returned event is set."""
-    started, release = threading.Event(), threading.Event()
-    holder = threading.Thread(target=lambda: runtime.call(lambda: (started.set(), release.wait(30))))
-    holder.start()
-    assert started.wait(10)
-    return release, holder
-
-
 @pytest.mark.parametrize("pause", [0, 0.3], ids=["index-behind", "after-the-watcher-echo"])
 def test_a_search_answers_beside_a_busy_lane_with_every_acknowledged_write(watched, pause):
     """Right after the write the search catches the index up itself; a little later the watcher has reported
@@ -302,7 +293,7 @@ def test_a_search_answers_beside_a_busy_lane_with_every_acknowledged_write(watch
     engine.save_page(owner, page("p2", "Harbour lighthouse", type_="place"))  # its index commit comes later
     time.sleep(pause)
     runtime = engine.runtime(engine.registry.own_store_of("main"))
-    release, holder = _lane_held(runtime)
+    release, holder = lane_held(runtime)
     answers = []
     searcher = threading.Thread(target=lambda: answers.append(engine.search(owner, {"query": "Harbour"})))
     try:
