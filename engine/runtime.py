@@ -45,7 +45,7 @@ from .index.embedding import Embedder, EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
 from .store.publication import Plan, Publisher
 from .store.store import Store
-from .store.open_store import ReadView
+from .store.open_store import NeedsLane, ReadView
 from .index.vector_feed import VectorFeed
 from .index.vectors import VectorIndex
 
@@ -191,14 +191,19 @@ class StoreRuntime:
         holds every publication acknowledged before the read began) and never waits for a write.  That
         needs the watcher to be following the partition with nothing it reported still unread, no
         publication left for recovery, and the store's identity unchanged since the lane last checked it
-        (``Store.unchanged``); otherwise the read runs on the lane, which catches up and checks first.
+        (``Store.unchanged``); otherwise the read runs on the lane, which catches up and checks first.  So
+        does a read that raised ``NeedsLane``.
         """
         if self._beside_lane(partition):
             # No queue to wait in, so no ``fence``: the caller's authority was checked just before this call,
             # and is checked again before the result is returned.
-            result = self._storage_boundary(lambda: self._read_snapshot(partition, fn))
-            if self.store.unchanged(partition):
-                return result
+            try:
+                result = self._storage_boundary(lambda: self._read_snapshot(partition, fn))
+            except NeedsLane:
+                pass
+            else:
+                if self.store.unchanged(partition):
+                    return result
         return self.run(partition, lambda: fn(ReadView(self.store, self.catalog, self.catalog.version(partition)[0])),
                         fence=fence, timeout=timeout)
 

@@ -228,12 +228,12 @@ class Engine:
 
     def get_record(self, caller: Caller, record_id: str, revision: int | None = None) -> dict[str, Any]:
         request = RECORD_PARAMS.read({"id": record_id, "revision": revision})
-        return self.on_store(caller, lambda rt, a: get_record(rt.store, rt.catalog, a.partition, request["id"],
-                                                                request["revision"]))
+        return self.enter(caller).read(lambda rt, a, view: get_record(view.store, view.catalog, a.partition,
+                                                                        request["id"], request["revision"]))
 
     def history(self, caller: Caller, record_id: str) -> dict[str, Any]:
         record_id = HISTORY_PARAMS.read({"id": record_id})["id"]
-        return self.on_store(caller, lambda rt, a: history(rt.catalog, a.partition, record_id))
+        return self.enter(caller).read(lambda rt, a, view: history(view.catalog, a.partition, record_id))
 
     def diagnostics(self, caller: Caller) -> dict[str, Any]:
         return self.on_store(
@@ -256,23 +256,23 @@ class Engine:
     def read(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""
         request = READ_PARAMS.read(params)
-        return self.on_store(caller, lambda rt, a: read_reference(rt.store, rt.catalog, a.partition, request["ref"],
-                                                                    request["from"], request["lines"]))
+        return self.enter(caller).read(lambda rt, a, view: read_reference(
+            view.store, view.catalog, a.partition, request["ref"], request["from"], request["lines"]))
 
     def lookup(self, caller: Caller, name: Any) -> dict[str, Any]:
         """Exact lookup by id, title or alias; a name shared by several records resolves to none."""
         name = LOOKUP_PARAMS.read({"name": name})["name"]
 
-        def work(runtime: StoreRuntime, authority: Authority) -> dict[str, Any]:
-            ids = runtime.catalog.lookup(authority.partition, name.strip())
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> dict[str, Any]:
+            ids = view.catalog.lookup(authority.partition, name.strip())
             if len(ids) != 1:
                 return {"matches": [], "ambiguous": len(ids) > 1}
-            row = runtime.catalog.rows_for_id(authority.partition, ids[0])[0]
+            row = view.catalog.rows_for_id(authority.partition, ids[0])[0]
             return {"matches": [{"id": row.record_id, "revision": row.revision, "kind": row.kind,
                                  "type": row.type, "title": row.title,
-                                 "ref": reference(runtime.store.store_id, row)}], "ambiguous": False}
+                                 "ref": reference(view.store.store_id, row)}], "ambiguous": False}
 
-        return self.on_store(caller, work)
+        return self.enter(caller).read(work)
 
     def passages(self, caller: Caller, record_id: str, message: str, *, excerpts: int = 4,
                  excerpt_chars: int = 1000, page_chars: int = 2800) -> list[str]:

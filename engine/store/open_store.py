@@ -33,6 +33,11 @@ class OpenStore(Protocol):
         ...
 
 
+class NeedsLane(Exception):
+    """Raised by a read beside the lane that found something only the lane may do (catalogue a file that
+    changed under the catalog): ``StoreRuntime.read`` does the read again on the lane."""
+
+
 @dataclass(frozen=True)
 class ReadView:
     """What a read sees (``StoreRuntime.read``): the store, its catalog as of one committed state, and that

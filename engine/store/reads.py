@@ -1,4 +1,4 @@
-"""Exact reads, history and diagnostics of one partition (run on the store's lane).
+"""Exact reads, history and diagnostics of one partition (beside the store's lane where they can be).
 
 Exact reads re-read the file, so an edit made outside the engine is seen
 (and recorded in the history) by the very next read.  Historical, withdrawn,
@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import Catalog
-from .catalog_reads import RecordRow
+from .catalog_reads import CatalogReads, RecordRow
 from ..core.errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, StaleRevision
 from ..core.files import read_file, sha256_bytes
 from ..core.findings import truncated
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.params import Integer, Params, Query, RecordId, Value
 from ..vault.records import TITLE_MAX_CHARS, parse_record
+from .open_store import NeedsLane
 from .store import Store
 
 PROVIDER = "knowledge"
@@ -46,7 +47,7 @@ def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]
     return view
 
 
-def get_record(store: Store, catalog: Catalog, partition: str, record_id: str,
+def get_record(store: Store, catalog: CatalogReads, partition: str, record_id: str,
                revision: int | None = None) -> dict[str, Any]:
     rows = catalog.rows_for_id(partition, record_id)
     if len(rows) > 1:
@@ -58,7 +59,7 @@ def get_record(store: Store, catalog: Catalog, partition: str, record_id: str,
         row = fresh_row(store, catalog, partition, rows[0])
         if row is None or row.record_id != record_id or row.file_status == "withheld":
             raise NotFound("no record with that id in this partition", id=record_id)
-        data, _ = read_file(store.partition_root(partition), row.path, max_bytes=RECORD_MAX_BYTES)
+        data = _bytes_of(store, catalog, partition, row)
         return _view(data, row.path, status=row.status, findings=row.findings)
     stored = catalog.revision(partition, record_id, revision)
     if stored is None:
@@ -69,19 +70,31 @@ def get_record(store: Store, catalog: Catalog, partition: str, record_id: str,
     return _view(stored.content, stored.path, status=status, findings=[])
 
 
-def fresh_row(store: Store, catalog: Catalog, partition: str, row: RecordRow) -> RecordRow | None:
-    """Re-read a record's file; if it changed on disk, catalog the change first."""
+def fresh_row(store: Store, catalog: CatalogReads, partition: str, row: RecordRow) -> RecordRow | None:
+    """Re-read a record's file; if it changed on disk, catalog the change first (on the lane: a read beside
+    it, whose catalog is a snapshot, is done again there)."""
     try:
         data, _ = read_file(store.partition_root(partition), row.path, max_bytes=RECORD_MAX_BYTES)
     except KnowledgeError:
         data = None
     if data is None or sha256_bytes(data) != row.sha256:
+        if not isinstance(catalog, Catalog):
+            raise NeedsLane()
         catalog.sync(partition, [row.path], force=True)
         return catalog.row_at(partition, row.path)
     return row
 
 
-def history(catalog: Catalog, partition: str, record_id: str) -> dict[str, Any]:
+def _bytes_of(store: Store, catalog: CatalogReads, partition: str, row: RecordRow) -> bytes:
+    """The file of ``row`` read again; beside the lane, bytes other than the row's (a publication installed
+    since the snapshot, not yet acknowledged perhaps) send the read to the lane."""
+    data, _ = read_file(store.partition_root(partition), row.path, max_bytes=RECORD_MAX_BYTES)
+    if not isinstance(catalog, Catalog) and sha256_bytes(data) != row.sha256:
+        raise NeedsLane()
+    return data
+
+
+def history(catalog: CatalogReads, partition: str, record_id: str) -> dict[str, Any]:
     """Every revision kept of a record, who wrote it, and edits seen outside the engine."""
     revisions = catalog.revisions(partition, record_id)
     if not revisions and not catalog.rows_for_id(partition, record_id):
@@ -144,7 +157,7 @@ LOOKUP_PARAMS = Params(Query("name", max_chars=TITLE_MAX_CHARS, required=True,
                              description="A record id, or a title or alias (case and spacing do not matter)"))
 
 
-def read_reference(store: Store, catalog: Catalog, partition: str, ref: dict[str, Any],
+def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: dict[str, Any],
                    start: int, count: int) -> dict[str, Any]:
     """Lines of the exact current revision a reference names; a changed revision is refused."""
     if ref["store"] != store.store_id:
@@ -159,7 +172,7 @@ def read_reference(store: Store, catalog: Catalog, partition: str, ref: dict[str
     if row.revision != ref["revision"] or row.sha256 != ref["sha256"]:
         raise StaleRevision("the record changed since it was referenced; search again", id=ref["id"],
                             revision=row.revision)
-    data, _ = read_file(store.partition_root(partition), row.path, max_bytes=RECORD_MAX_BYTES)
+    data = _bytes_of(store, catalog, partition, row)
     record, _ = parse_record(data, row.path)
     assert record is not None  # a current row parsed when it was cataloged, and the bytes are the same
     lines = render_lines(record.frontmatter, record.body)
@@ -190,7 +203,7 @@ def render_lines(frontmatter: dict[str, Any], body: str) -> list[str]:
     return [f"# {frontmatter.get('title', '')}", header, ""] + body.splitlines()
 
 
-def evidence_locators(catalog: Catalog, partition: str, citations: list[Any]) -> list[dict[str, Any]]:
+def evidence_locators(catalog: CatalogReads, partition: str, citations: list[Any]) -> list[dict[str, Any]]:
     """Where each cited piece of evidence is kept, for the native tools to open."""
     locators: list[dict[str, Any]] = []
     if not isinstance(citations, list):  # an invalid record's evidence may be any value
