@@ -465,8 +465,7 @@ class Store:
         directory = self.partition_root(partition)
         if expected is None or not directory.is_dir() or directory.is_symlink():
             return False
-        return self._marker(directory) == {
-            "storeId": self.store_id, "partition": partition, "identity": expected}
+        return self._marker_matches(directory, partition, expected)
 
     def _marker(self, directory: Path) -> dict[str, Any] | None:
         """The partition's marker, read again only when its file changed (inode, size, times or type)."""
@@ -492,9 +491,13 @@ class Store:
             return
         if not exists:
             raise StoreUnavailable("a partition directory is missing", store=self.store_id, partition=partition)
-        if self._marker(directory) != {"storeId": self.store_id, "partition": partition, "identity": expected}:
+        if not self._marker_matches(directory, partition, expected):
             raise StoreUnavailable("a partition directory does not belong to this store",
                                    store=self.store_id, partition=partition)
+
+    def _marker_matches(self, directory: Path, partition: str, identity: str) -> bool:
+        """Whether the partition directory's marker names this store, this partition and ``identity``."""
+        return self._marker(directory) == {"storeId": self.store_id, "partition": partition, "identity": identity}
 
     def partition_identity(self, partition: str, manifest: Manifest | None = None) -> str | None:
         if partition == PRIVATE_SCOPE:
