@@ -517,7 +517,7 @@ def test_the_vector_index_is_rebuilt_by_reindex_and_after_it_is_deleted(kb_engin
 def test_a_damaged_vector_file_is_replaced_not_trusted(kb_engine):
     engine = kb_engine
     caller, ids = seed(engine)
-    runtime, _ = vectors_of(engine, caller)
+    runtime, _ = settled_vectors(engine, caller)  # no chunk in the model still to be stored in the old file
     runtime.call(runtime.vectors.close)
     for suffix in ("-wal", "-shm"):
         Path(f"{runtime.vectors.path}{suffix}").unlink(missing_ok=True)
