@@ -87,13 +87,13 @@ class EngineWatch(QObject):
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                connection, info = self._subscribe()
+                connection, lines, info = self._subscribe()
             except (EngineError, KnowledgeError, OSError, ValueError):
                 self._stop.wait(self.retry_s)  # no engine yet: try engine.json again shortly
                 continue
             self.sig_engine_found.emit(info)
             try:
-                self._read(connection)
+                self._read(connection, lines)
             except EngineLost as exc:
                 if not self._stop.is_set():
                     self.sig_engine_lost.emit(str(exc))
@@ -103,7 +103,7 @@ class EngineWatch(QObject):
                 connection.close()
             self._stop.wait(self.retry_s)
 
-    def _subscribe(self) -> tuple[socket.socket, dict[str, Any]]:
+    def _subscribe(self) -> tuple[socket.socket, _Lines, dict[str, Any]]:
         info = self.state.read_engine_info()
         if not info:
             raise EngineError("unreachable", "no engine.json")
@@ -130,14 +130,13 @@ class EngineWatch(QObject):
                 self._socket = None
             connection.close()
             raise EngineError("unreachable", str(exc)) from exc
-        self._lines = lines
-        return connection, info
+        return connection, lines, info
 
-    def _read(self, connection: socket.socket) -> None:
+    def _read(self, connection: socket.socket, lines: _Lines) -> None:
         pinged = False
         while not self._stop.is_set():
             try:
-                message = self._lines.next_message()
+                message = lines.next_message()
             except TimeoutError:
                 if pinged:  # a ping went unanswered for a whole interval
                     raise EngineLost("the engine stopped answering") from None
