@@ -83,7 +83,7 @@ class OperatorClient:
         if not info:
             raise EngineError("unreachable", f"No Knowledge engine is running for {self.state.root}.")
         token = read_operator_token(self.state)  # a file problem arrives as a readable Denied
-        self._socket = _open(info)
+        self._socket = open_socket(info)
         self._replies = self._socket.makefile("rb")
         self._exchange("initialize", {"protocolVersion": "2025-11-25", "clientInfo": {"name": "knowledge-desktop"},
                                       "_meta": {"knowledge": {"operatorToken": token}}})
@@ -94,10 +94,7 @@ class OperatorClient:
         line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
                           ensure_ascii=False).encode("utf-8") + b"\n"
         self._socket.sendall(line)
-        reply = self._replies.readline(MAX_MESSAGE_BYTES + 1)
-        if not reply:
-            raise ConnectionError("the engine closed the connection")
-        message = json.loads(reply)
+        message = self._next_reply()
         if "error" in message:
             error = message["error"]
             data = error.get("data") or {}
@@ -107,7 +104,19 @@ class OperatorClient:
         return message.get("result")
 
 
-def _open(info: dict[str, Any]) -> socket.socket:
+    def _next_reply(self) -> dict[str, Any]:
+        """The next reply, past any notification the engine pushed in between (they carry no id)."""
+        while True:
+            reply = self._replies.readline(MAX_MESSAGE_BYTES + 1)
+            if not reply:
+                raise ConnectionError("the engine closed the connection")
+            message = json.loads(reply)
+            if "id" in message or "method" not in message:
+                return message
+
+
+def open_socket(info: dict[str, Any]) -> socket.socket:
+    """A socket to the engine that engine.json describes: its POSIX socket, else its TCP port."""
     path = info.get("socket")
     if path and hasattr(socket, "AF_UNIX"):
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -4,13 +4,19 @@ The window is a client of the engine: it attaches to the running engine or
 starts one (on the worker thread), then every view asks through
 ``EngineTasks``.  Views scoped to an agent load when they are shown, for the
 agent chosen in the toolbar.
+
+It is live (``desktop/live.py``): the engine's change notifications are
+gathered for ``LIVE_GATHER_MS`` and then the views they concern reload, the
+one in front at once and the others when next shown; the status bar says
+at once when the engine is lost, and when one is back the window reconnects,
+clears the errors of the old one and reloads every view.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSize, Signal
+from PySide6.QtCore import QSize, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
@@ -32,16 +38,23 @@ from .approvals.view import ApprovalsView
 from .common.widgets import MessageBar
 from .gate.view import GateView
 from .health.view import HealthView
+from .live import EngineWatch
 from .model_manager.view import ModelsView
+from .partitions.view import PartitionsView
 from .preview.view import PreviewView
 from .records.view import RecordsView
 from .tasks import EngineTasks
 from .vocabulary.view import VocabularyView
 
+LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
+
 
 class MainWindow(QMainWindow):
     sig_engine_connected = Signal(str)
     """The operator connection is open (a description of the engine)."""
+
+    sig_live_applied = Signal(object)
+    """A batch of the engine's change notifications was applied (the views it reloaded)."""
 
     def __init__(self, tasks: EngineTasks, state: StateDir, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -60,9 +73,24 @@ class MainWindow(QMainWindow):
         self.health_view = HealthView(tasks)
         self.gate_view = GateView(tasks)
         self.models_view = ModelsView(tasks)
+        self.partitions_view = PartitionsView(tasks)
         self.views: list[QWidget] = [self.agents_view, self.records_view, self.vocabulary_view,
                                      self.approvals_view, self.preview_view, self.health_view, self.gate_view,
-                                     self.models_view]
+                                     self.models_view, self.partitions_view]
+        self.inventory: dict[str, Any] = {"agents": [], "stores": []}
+        self._shown: set[int] = set()  # views shown at least once (they hold something to reload)
+        self._stale: set[int] = set()  # views a change concerned while they were not in front
+        self._live_changes: list[dict[str, Any]] = []
+        self._live_resync = False
+        self._live_timer = QTimer(self)
+        self._live_timer.setSingleShot(True)
+        self._live_timer.setInterval(LIVE_GATHER_MS)
+        self._live_timer.timeout.connect(self._apply_changes)
+        self._lost = False
+        self.watch = EngineWatch(state, parent=self)
+        self.watch.sig_changes_arrived.connect(self._on_changes_arrived)
+        self.watch.sig_engine_found.connect(self._on_engine_found)
+        self.watch.sig_engine_lost.connect(self._on_engine_lost)
 
         self.navigation = QListWidget()
         self.navigation.setFixedWidth(190)
@@ -140,10 +168,86 @@ class MainWindow(QMainWindow):
         self.stop_action.setEnabled(self.handle.started_pid is not None)
         self.sig_engine_connected.emit(self.handle.description)
         self.agents_view.refresh()
+        self.watch.start()
 
     def _on_connect_failed(self, message: str) -> None:
         self.connection_label.setText("Not connected")
         self.messages.show_error(f"Could not connect to the Knowledge engine: {message}")
+        self.watch.start()  # attaches when an engine appears
+
+    def _on_engine_found(self, info: dict[str, Any]) -> None:
+        """The watch subscribed to an engine: the one connected to, or a new one after a loss."""
+        if self.handle is None:  # the first connection failed: attach now
+            self.messages.clear_error()
+            self.tasks.run(lambda: launcher.connect(self.state), self._on_connected,
+                           on_error=self._on_connect_failed)
+            return
+        same = all(info.get(key) == self.handle.info.get(key) for key in ("pid", "port", "started_at"))
+        if not same:
+            ours = self.handle.started_pid if self.handle.started_pid == info.get("pid") else None
+            self.handle = launcher.EngineHandle(info, started_pid=ours)
+        self.connection_label.setText(f"Connected: {self.handle.description}")
+        self.stop_action.setEnabled(self.handle.started_pid is not None)
+        if self._lost or not same:
+            self._lost = False
+            self.messages.clear_error()  # what went wrong with the old engine is over
+            self.sig_engine_connected.emit(self.handle.description)
+            self.refresh_all()
+
+    def _on_engine_lost(self, reason: str) -> None:
+        self._lost = True
+        self.stop_action.setEnabled(False)
+        was = f"engine pid {self.handle.info.get('pid')}" if self.handle is not None else "the engine"
+        self.connection_label.setText(f"Engine lost: {was} ({reason}); reconnecting when one is back")
+
+    # --- live updates ---------------------------------------------------------------------------
+
+    def _on_changes_arrived(self, params: dict[str, Any]) -> None:
+        self._live_changes.extend(params.get("changes") or [])
+        self._live_resync = self._live_resync or bool(params.get("resync"))
+        if not self._live_timer.isActive():
+            self._live_timer.start()  # not restarted by later arrivals: a steady stream still reloads
+
+    def _apply_changes(self) -> None:
+        changes, resync = self._live_changes, self._live_resync
+        self._live_changes, self._live_resync = [], False
+        concerned = set(range(len(self.views))) if resync else self._concerned(changes)
+        current = self.stack.currentIndex()
+        for number in sorted(concerned):
+            view = self.views[number]
+            if number == current or view is self.agents_view:  # the inventory drives the agent picker
+                getattr(view, "live_refresh", view.refresh)()
+            elif number in self._shown:
+                self._stale.add(number)
+        self.sig_live_applied.emit(sorted(self.views[n].title for n in concerned))
+
+    def _concerned(self, changes: list[dict[str, Any]]) -> set[int]:
+        """Which views show something the changes touched (by store, for the agent in view)."""
+        mine = (self._agent_entry().get("store") or {}).get("storeId")
+        views: set[QWidget] = set()
+        for change in changes:
+            topic, store = change.get("topic"), change.get("storeId")
+            ours = store is None or store == mine
+            if topic == "publications":
+                views.add(self.partitions_view)
+                if ours and change.get("partition") == "private":
+                    views.update((self.records_view, self.vocabulary_view, self.approvals_view,
+                                  self.preview_view, self.health_view))
+            elif topic == "stores":
+                views.update((self.agents_view, self.partitions_view, self.preview_view, self.health_view,
+                              self.gate_view, self.models_view))
+            elif topic == "grants":
+                views.update((self.partitions_view, self.preview_view))
+            elif topic == "gate" and ours:
+                views.add(self.gate_view)
+            elif topic == "jobs":
+                views.add(self.models_view)
+            elif topic == "health" and ours:
+                views.update((self.health_view, self.partitions_view))
+        return {self.views.index(view) for view in views}
+
+    def _agent_entry(self) -> dict[str, Any]:
+        return next((a for a in self.inventory.get("agents", []) if a.get("name") == self.agent), {})
 
     def quit_and_stop_engine(self) -> None:
         handle = self.handle
@@ -153,6 +257,8 @@ class MainWindow(QMainWindow):
             self.close()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
+        self._live_timer.stop()
+        self.watch.stop()
         self.tasks.shutdown()
         super().closeEvent(event)
 
@@ -169,10 +275,16 @@ class MainWindow(QMainWindow):
             return
         self.stack.setCurrentIndex(number)
         view = self.views[number]
+        self._shown.add(number)
         if hasattr(view, "set_agent"):
             view.set_agent(self.agent)
+        if number in self._stale:
+            self._stale.discard(number)
+            getattr(view, "live_refresh", view.refresh)()
 
     def _on_inventory(self, inventory: dict[str, Any]) -> None:
+        self.inventory = inventory
+        self.partitions_view.set_inventory(inventory)
         names = [agent["name"] for agent in inventory["agents"]]
         current = self.agent if self.agent in names else _default_agent(inventory["agents"])
         self.agent_picker.blockSignals(True)
@@ -194,8 +306,16 @@ class MainWindow(QMainWindow):
             view.set_agent(agent)
 
     def refresh(self) -> None:
-        view = self.current_view()
-        view.refresh()  # type: ignore[attr-defined]
+        """F5: every view reloads (those never shown load when they are)."""
+        self.refresh_all()
+
+    def refresh_all(self) -> None:
+        self._stale.clear()
+        current = self.stack.currentIndex()
+        self.agents_view.refresh()
+        for number, view in enumerate(self.views):
+            if view is not self.agents_view and (number == current or number in self._shown):
+                view.refresh()  # type: ignore[attr-defined]
 
     def focus_search(self) -> None:
         self.show_view(self.views.index(self.records_view))

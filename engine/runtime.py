@@ -43,6 +43,7 @@ from .store.githistory import CommitFile, GitError, GitHistory
 from .store.outbox import GitOutbox
 from .index.embedding import Embedder, EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
+from .core.changes import ChangeFeed
 from .store.publication import Plan, Publisher
 from .store.store import Store
 from .store.open_store import NeedsLane, ReadView
@@ -75,8 +76,9 @@ class _QueuedWrite:
 class StoreRuntime:
     def __init__(self, store: Store, settings: SettingsSource, analyzer: Analyzer, *,
                  git_executable: str | None, faults: Faults | None = None,
-                 embeddings: EmbeddingRuntime | None = None) -> None:
+                 embeddings: EmbeddingRuntime | None = None, changes: ChangeFeed | None = None) -> None:
         self.store = store
+        self.changes = changes or ChangeFeed()
         self.settings = settings
         self.catalog = Catalog(store)
         self.indexes = SearchIndexes(store, self.catalog, analyzer)
@@ -235,6 +237,7 @@ class StoreRuntime:
             self._index_pending.add(plan.partition)
         self._index_wake.set()
         self.vector_feed.queue(plan.partition)  # embedded off the lane (engine/index/vector_feed.py)
+        self.changes.publish("publications", storeId=self.store_id, partition=plan.partition)
         return receipt
 
     def write(self, partition: str, plan: Callable[[PlanReads], Plan | dict[str, Any]], *,
@@ -461,6 +464,8 @@ class StoreRuntime:
             else:
                 pending.add(relpath)
                 self._dirty[partition] = pending
+        # The catalog catches up on the next read; a watcher asks again and sees the edit.
+        self.changes.publish("publications", storeId=self.store_id, partition=partition)
 
     def _installed(self, partition: str, relpath: str, info: FileStat) -> None:
         """A publication installed ``relpath`` (on the lane, before its catalog rows are written)."""
@@ -491,7 +496,8 @@ class StoreRuntime:
             if self._git_stop.is_set():
                 break
             try:
-                self.checkpoint()
+                if self.checkpoint().get("publications"):
+                    self.changes.publish("health", storeId=self.store_id)
             except KnowledgeError as exc:
                 log.warning("git checkpoint skipped: %s", exc.message)
             except RuntimeError:  # the lane shut down under us

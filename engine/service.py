@@ -31,6 +31,7 @@ from .store.githistory import find_git
 from .core.ids import format_timestamp, utc_now
 from .store.inputs import FLUSH_ID, parse_page_input, parse_remember_input
 from .vault.ontology import Ontology
+from .core.changes import ChangeFeed
 from .core.jobs import Jobs
 from .store.publication import Plan, request_hash
 from .store.groups import PlanReads
@@ -41,7 +42,7 @@ from .store.reads import (
     read_reference, reference,
 )
 from .vault.records import PRIVATE_SCOPE
-from .state.registry import SCOPES, Registry, StoreRecord
+from .state.registry import SCOPES, Grant, Registry, StoreRecord
 from .index.embedding import EmbeddingRuntime
 from .runtime import StoreRuntime
 from .search.keyword import MEMORY_SEARCH_PARAMS, CursorSigner, parse_query_text, parse_search_request, search
@@ -62,9 +63,13 @@ class Engine:
         self._lock = EngineLock(state)
         self._lock.acquire()
         try:
+            # What changed, for the owner's window (operator/subscribe); publishing never waits for it.
+            self.changes = ChangeFeed()
             self.settings = SettingsSource(state.config)
+            self.settings.on_changed = lambda: self.changes.publish("stores")
             self.registry = Registry.open(state.registry, state.root)
             self.resolver = StoreResolver(state, self.registry, self.settings)
+            self.resolver.on_created = lambda record: self.changes.publish("stores", storeId=record.store_id)
             self.authorizer = Authorizer(self.registry, self.settings, self.resolver)
             self.ontology = Ontology.shipped()
             self.analyzer = Analyzer()
@@ -81,7 +86,7 @@ class Engine:
             # The embedding model of search_knowledge's semantic modes, loaded on first use.
             self.embeddings = EmbeddingRuntime(self.settings.current, ModelStore(state.models))
             # The operator's long work (model downloads, benchmarks, gate replays), each on its own thread.
-            self.jobs = Jobs()
+            self.jobs = Jobs(lambda job: self.changes.publish("jobs", job=job.id, kind=job.kind, state=job.state))
         except BaseException:
             self._lock.release()
             raise
@@ -123,7 +128,7 @@ class Engine:
                     self.watcher.unwatch(record.store_id)
             store = Store.open(record, self.ontology)
             runtime = StoreRuntime(store, self.settings, self.analyzer, git_executable=self.git_executable,
-                                   faults=self.faults, embeddings=self.embeddings)
+                                   faults=self.faults, embeddings=self.embeddings, changes=self.changes)
             if self.watcher is not None:
                 runtime.watching = self.watcher.watch(record.store_id, store.vault, runtime.mark_dirty)
             self._runtimes[record.store_id] = runtime
@@ -345,10 +350,28 @@ class Engine:
     # --- owner administration -------------------------------------------------------------
 
     def add_agent(self, name: str, *, owner: bool = False, scopes: tuple[str, ...] = SCOPES) -> str:
-        return self.registry.add_agent(name, owner=owner, scopes=scopes)
+        token = self.registry.add_agent(name, owner=owner, scopes=scopes)
+        self.changes.publish("stores")
+        return token
 
     def remove_agent(self, name: str) -> None:
         self.registry.remove_agent(name)
+        self.changes.publish("stores")
+        self.changes.publish("grants", agent=name)
+
+    def set_grant(self, agent: str, session_key: str, access: str) -> Grant:
+        """Let the conversations under ``session_key`` of ``agent`` read (or read and save) the private partition."""
+        known = self.registry.agent(agent)
+        if known is None or not known.active:
+            raise NotFound(f"no agent named {agent!r}", agent=agent)
+        grant = self.registry.set_grant(agent, session_key, access)
+        self.changes.publish("grants", agent=agent)
+        return grant
+
+    def remove_grant(self, agent: str, session_key: str) -> None:
+        """Revoke a grant; the conversation's next request is authorized without it."""
+        self.registry.remove_grant(agent, session_key)
+        self.changes.publish("grants", agent=agent)
 
     def agents(self) -> list[dict[str, Any]]:
         return [

@@ -111,6 +111,12 @@ class MessageBar(QFrame):
     def show_info(self, message: str) -> None:
         self._show(message, error=False)
 
+    def clear_error(self) -> None:
+        """Hide the bar if it shows an error (a confirmation stays until dismissed)."""
+        if self.error:
+            self.error = False
+            self.hide()
+
     def _show(self, message: str, *, error: bool) -> None:
         self.error = error
         palette = QGuiApplication.palette()

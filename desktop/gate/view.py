@@ -80,6 +80,11 @@ class GateView(QWidget):
         self.settings.load()
         self._reload(self.tabs.currentWidget())
 
+    def live_refresh(self) -> None:
+        """The engine logged turns: the log, tuning and labelling tabs reload; an edit in Settings is kept."""
+        for panel in (self.log, self.tuning, self.journal):
+            self._forget(panel)
+
     def show_tab(self, panel: QWidget) -> None:
         self.tabs.setCurrentWidget(panel)
 

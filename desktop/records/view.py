@@ -69,6 +69,7 @@ class RecordsView(QWidget):
         self.tasks = tasks
         self.agent: str | None = None
         self._back: list[str] = []
+        self._browsing: dict[str, Any] | None = None  # the filters of the type being browsed
 
         self.recent_model = PagedModel(RECORD_COLUMNS, self)
         self.types_model = RowsModel(TYPE_COLUMNS, self)
@@ -155,10 +156,23 @@ class RecordsView(QWidget):
             return
         status = "all" if self.include_all.isChecked() else "current"
         self.recent_model.set_source(self._records_source({"status": status, "order": "updated"}))
+        self._browsing = None
         self.browse_model.set_source(None)
         self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
         if self.query.text().strip():
             self.search()
+
+    def live_refresh(self) -> None:
+        """An agent wrote: every list reloads where it is (the tab, the type browsed, the search typed)."""
+        if self.agent is None:
+            return
+        status = "all" if self.include_all.isChecked() else "current"
+        self.recent_model.set_source(self._records_source({"status": status, "order": "updated"}))
+        self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
+        if self._browsing is not None:
+            self.browse_model.set_source(self._records_source(self._browsing))
+        if self.query.text().strip() and self.search_model.rowCount():
+            self._run_search(self.query.text().strip())
 
     def _records_source(self, filters: dict[str, Any]) -> Any:
         agent = self.agent
@@ -188,15 +202,19 @@ class RecordsView(QWidget):
         if record_type:
             filters["type"] = record_type
         self.modes.setCurrentIndex(1)
+        self._browsing = filters
         self.browse_model.set_source(self._records_source(filters))
 
     def search(self) -> None:
         text = self.query.text().strip()
         if not text or self.agent is None:
             return
-        agent = self.agent
         self.modes.setCurrentIndex(2)
         self.search_summary.setText("Searching…")
+        self._run_search(text)
+
+    def _run_search(self, text: str) -> None:
+        agent = self.agent
 
         def source(cursor: Any, deliver: Any, fail: Any) -> None:
             params: dict[str, Any] = {"agent": agent, "query": text, "limit": SEARCH_PAGE_SIZE}

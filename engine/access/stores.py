@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..state.config import NamedStore, SettingsSource, is_store_name
 from ..core.errors import Conflict, InvalidParams, NotFound, StoreUnavailable
@@ -32,6 +32,7 @@ class StoreResolver:
         self.registry = registry
         self.settings = settings
         self._creating = threading.Lock()  # concurrent first uses must create one store, not two
+        self.on_created: Callable[[StoreRecord], None] = lambda record: None  # the engine's change feed
 
     def effective(self, agent: str, *, create: bool) -> StoreRecord | None:
         """The agent's effective store; created only when ``create`` (an authorized use).
@@ -69,7 +70,9 @@ class StoreResolver:
     def _create(self, *, kind: str, name: str | None, created_for: str | None) -> StoreRecord:
         store_id = new_id(STORE_PREFIX)
         create_store_directory(self.state.stores, store_id)
-        return self.registry.new_store(store_id=store_id, kind=kind, name=name, created_for=created_for)
+        record = self.registry.new_store(store_id=store_id, kind=kind, name=name, created_for=created_for)
+        self.on_created(record)
+        return record
 
     def status(self, record: StoreRecord) -> StoreStatus:
         try:

@@ -119,11 +119,13 @@ Work = Callable[[JobContext], Any]
 class Jobs:
     """Every job of this engine; one thread per running job."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_changed: Callable[[Job], None] | None = None) -> None:
         self.lock = threading.Lock()
         self._jobs: dict[str, Job] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._closed = False
+        # Called (outside the lock) when a job starts or finishes; progress in between is polled.
+        self._on_changed = on_changed or (lambda job: None)
 
     def start(self, kind: str, key: str, title: str, work: Work, *, unit: str = "",
               total: float | None = None) -> dict[str, Any]:
@@ -143,6 +145,7 @@ class Jobs:
             self._threads[job.id] = thread
             snapshot = job.to_dict()
         thread.start()
+        self._on_changed(job)
         return snapshot
 
     def get(self, job_id: Any) -> dict[str, Any]:
@@ -211,6 +214,7 @@ class Jobs:
             job.state, job.result, job.error = state, result, error
             job.finished_at = format_timestamp(utc_now())
             self._threads.pop(job.id, None)
+        self._on_changed(job)
 
     def _prune(self) -> None:
         finished = [job_id for job_id, job in self._jobs.items() if job.state in FINISHED]

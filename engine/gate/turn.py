@@ -37,6 +37,7 @@ from typing import Any, Callable, Protocol, TypeVar
 
 from ..access.authority import OWNER_PRIVATE, Authority, Caller, Entry, StoreEntry
 from ..decision.runtime import MAX_CHOICE_OPTIONS, BooleanQuestion, ChoiceQuestion, DecisionRuntime
+from ..core.changes import ChangeFeed
 from ..core.errors import Denied, DecisionUnavailable, InvalidResponse, KnowledgeError, NotFound
 from .candidates import Candidate, CandidateDeadline, keyword_candidates, model_index, read_page_starts
 from .journal import GateTurnRecord, record_turn
@@ -82,6 +83,9 @@ class GateEngine(StoreEntry[SearchableStore], Protocol):
 
     @property
     def passage_finder(self) -> PassageFinder: ...
+
+    @property
+    def changes(self) -> ChangeFeed: ...
 
 
 class GateStop(Exception):
@@ -141,7 +145,7 @@ def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> dict[str, Any]
     latency_ms = (time.monotonic() - started) * 1000
     _log_line(gate, entry.authority if entry is not None else None, outcome, evaluation, latency_ms, stop)
     if entry is not None and (stop is None or stop.stage != "authority"):
-        _keep(entry, gate, message, evaluation, outcome, stop, latency_ms)
+        _keep(entry, gate, message, evaluation, outcome, stop, latency_ms, engine.changes)
     answer: dict[str, Any] = {"outcome": outcome, "injected": injected,
                               "decisions": [d.to_dict() for d in evaluation.decisions],
                               "latencyMs": round(latency_ms, 1), "tokensScored": evaluation.tokens_scored}
@@ -344,7 +348,7 @@ def _log_line(gate: GateSettings, authority: Authority | None, outcome: str, eva
 
 
 def _keep(entry: Entry[SearchableStore], gate: GateSettings, message: str, evaluation: Evaluation, outcome: str,
-          stop: GateStop | None, latency_ms: float) -> None:
+          stop: GateStop | None, latency_ms: float, changes: ChangeFeed) -> None:
     """The turn in the store's gate log; the message text only in the opted-in, owner-private journal."""
     authority = entry.authority
     journal = gate.journal and gate.mode == "shadow" and authority.kind == OWNER_PRIVATE and stop is None
@@ -361,6 +365,9 @@ def _keep(entry: Entry[SearchableStore], gate: GateSettings, message: str, evalu
         entry.run(lambda rt, a: record_turn(rt.store, a.partition, turn))
     except (KnowledgeError, OSError) as exc:
         log.warning("recall gate turn not kept in the gate log: %s", getattr(exc, "reason", type(exc).__name__))
+        return
+    store = authority.store
+    changes.publish("gate", storeId=store.store_id if store is not None else None, agent=authority.agent)
 
 
 def _where(exc: BaseException) -> str:

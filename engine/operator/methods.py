@@ -38,6 +38,8 @@ inventory, so a window refreshes from what the engine now holds.
     operator/gateStats       agent, bins?, limit?  the gate log's outcomes, latency and scores (gate_stats.py)
     operator/models, pullModel, benchmarkModel, setModelSettings     the models view (model_operator.py)
     operator/job, jobs, cancelJob    long work run as jobs: downloads, benchmarks, replays (operator_jobs.py)
+    operator/partitions, setGrant, removeGrant   each store's partitions (figures only) and grants (partitions.py)
+    operator/subscribe       topics?    change notifications on this connection (wire/protocol.py, core/changes.py)
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from . import browse, gate_operator, model_operator
+from . import browse, gate_operator, model_operator, partitions
 from ..gate import stats as gate_stats
 from ..memory import ontology_views
 from ..core import jobs as operator_jobs
@@ -221,6 +223,7 @@ class OperatorMethods:
         handlers.update(gate_stats.handlers(self.engine))      # its charts' figures
         handlers.update(model_operator.handlers(self.engine))  # the models view (see model_operator.py)
         handlers.update(operator_jobs.handlers(self.engine.jobs))   # polling and cancelling long work
+        handlers.update(partitions.handlers(self.engine))      # partitions and grants (partitions.py)
         for name, handler in handlers.items():
             dispatcher.register(PREFIX + name, _ignoring_session(handler))
 

@@ -251,6 +251,8 @@ class SettingsSource:
         self._stamp: tuple[int, int, int] | None = None
         self._settings = Settings()
         self.problem: str | None = None
+        # Called (outside the lock) when the file in force changed: re-read or saved.
+        self.on_changed: Callable[[], None] = lambda: None
         self.current()
 
     def _file_stamp(self) -> tuple[int, int, int] | None:
@@ -263,7 +265,8 @@ class SettingsSource:
     def current(self) -> Settings:
         with self._lock:
             stamp = self._file_stamp()
-            if stamp != self._stamp:
+            changed = stamp != self._stamp
+            if changed:
                 self._stamp = stamp
                 try:
                     self._settings = read_settings(self.path)
@@ -271,7 +274,10 @@ class SettingsSource:
                 except InvalidParams as exc:
                     where = exc.details.get("field")
                     self.problem = f"{exc.message} ({where})" if where else exc.message
-            return self._settings
+            settings = self._settings
+        if changed:
+            self.on_changed()
+        return settings
 
     def save(self, settings: Settings) -> None:
         """Write settings atomically (used by membership and settings edits)."""
@@ -282,3 +288,4 @@ class SettingsSource:
             self._settings = settings
             self._stamp = self._file_stamp()
             self.problem = None
+        self.on_changed()

@@ -112,6 +112,20 @@ class Grant:
     created_at: str
 
 
+@dataclass(frozen=True)
+class Conversation:
+    """Who owns a conversation partition: only the hash of its session key is kept."""
+
+    session_id: str
+    agent: str
+    session_key_hash: str
+    created_at: str
+
+    def is_under(self, session_key: str) -> bool:
+        """Whether ``session_key`` is the key this conversation was bound under."""
+        return hmac.compare_digest(self.session_key_hash, hash_token(session_key))
+
+
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
@@ -320,6 +334,13 @@ class Registry:
         if row is None:
             return True  # unclaimed and not claimed now: nothing of anyone's is in it yet
         return row["agent"] == agent and hmac.compare_digest(row["session_key_hash"], key_hash)
+
+    def conversations(self, store_id: str) -> list[Conversation]:
+        """Every conversation bound in the store: session id, owner agent, key hash and when it was bound."""
+        rows = self.db.all("SELECT session_id, agent, session_key_hash, created_at FROM conversations "
+                           "WHERE store_id = ? ORDER BY created_at, session_id", (store_id,))
+        return [Conversation(row["session_id"], row["agent"], row["session_key_hash"], row["created_at"])
+                for row in rows]
 
     # --- secrets ----------------------------------------------------------------
 

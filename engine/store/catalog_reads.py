@@ -21,6 +21,7 @@ from functools import cached_property
 from typing import Any, Callable, Hashable, Literal, NamedTuple, Sequence, TypeVar
 
 from ..core.db import Database
+from ..vault.records import PRIVATE_SCOPE
 
 T = TypeVar("T")
 DERIVED_KEYS_MAX = 8
@@ -143,6 +144,17 @@ class SourceRow:
     @cached_property
     def descriptor(self) -> dict[str, Any]:
         return json.loads(self.descriptor_json or "{}")
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """One partition as the owner's partitions view shows it (no record of it, only figures)."""
+
+    partition: str
+    created_at: str | None           # None for the private partition (made with the store)
+    records: int                     # current records, as the catalog last synced them
+    publications: int                # acknowledged publications
+    last_publication_at: str | None
 
 
 def _select(row_type: type, alias: str, renamed: dict[str, str]) -> str:
@@ -402,6 +414,19 @@ class CatalogReads:
         row = self.db.one("SELECT catalog_version, index_version FROM partition_state WHERE partition = ?",
                           (partition,))
         return (row["catalog_version"], row["index_version"]) if row is not None else (0, -1)
+
+    def partition_summaries(self) -> list["PartitionSummary"]:
+        """Every partition of the store, private first: when it was made, its current records and its
+        acknowledged publications.  Counts and times only: what an owner may know of a conversation."""
+        made = dict(self.db.tuples("SELECT partition, created_at FROM partitions"))
+        counts = dict(self.db.tuples(f"SELECT c.partition, COUNT(*) FROM catalog c WHERE {CURRENT} "
+                                     "GROUP BY c.partition"))
+        published = {partition: (count, last) for partition, count, last in self.db.tuples(
+            "SELECT partition, COUNT(*), MAX(finished_at) FROM publications WHERE state = 'applied' "
+            "GROUP BY partition")}
+        names = [PRIVATE_SCOPE, *sorted((set(made) | set(counts) | set(published)) - {PRIVATE_SCOPE})]
+        return [PartitionSummary(name, made.get(name), counts.get(name, 0), *published.get(name, (0, None)))
+                for name in names]
 
     def path_in_use(self, partition: str, path: str) -> bool:
         """Whether the catalog knows a file at ``path`` (a record, or a source descriptor)."""

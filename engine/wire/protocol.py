@@ -21,7 +21,8 @@ from ..memory import recall
 from ..access.authority import AgentCaller, Audience, parse_instance
 from ..core.errors import Denied, InvalidParams, KnowledgeError, wire_codes
 from ..gate.turn import gate_turn
-from ..core.params import NO_PARAMS, without_meta
+from ..core.changes import TOPICS, Subscription
+from ..core.params import NO_PARAMS, Params, Value, without_meta
 from ..memory.knowledge_index import INDEX_PARAMS, index_for
 from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
@@ -45,6 +46,9 @@ METHOD_NOT_FOUND, INTERNAL_ERROR = -32601, -32603
 INITIALIZE_FIELDS = frozenset({"token", "audience", "instance"})
 REQUEST_FIELDS = frozenset({"audience"})
 OPERATOR_FIELDS = frozenset({"operatorToken"})
+SUBSCRIBE = OPERATOR_PREFIX + "subscribe"
+CHANGED = "notifications/operator/changed"  # what a subscribed connection is sent: {changes: [...], resync}
+SUBSCRIBE_PARAMS = Params(Value("topics", lambda value, field: _topics(value, field)))
 IMMEDIATE_MAX_BYTES = 1024  # a ping longer than this (padded) goes to the workers like any other message
 
 
@@ -58,6 +62,7 @@ class Session:
     protocol_version: str | None = None
     initialized: bool = False
     operator: bool = False  # authenticated with <state>/operator.token: operator/* methods only
+    changes: Subscription | None = None  # after operator/subscribe: the socket pushes what it holds
 
     @property
     def authenticated(self) -> bool:
@@ -105,6 +110,7 @@ class Dispatcher:
             "memory/gate": lambda s, p: gate_turn(engine, self.caller(s, p), without_meta(p)),
         }
         OperatorMethods(engine).register(self)
+        self.methods[SUBSCRIBE] = self._subscribe
 
     def register(self, method: str, handler: Handler) -> None:
         self.methods[method] = handler
@@ -191,6 +197,15 @@ class Dispatcher:
             "serverInfo": {"name": SERVER_NAME, "version": __version__},
         }
 
+    def _subscribe(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        """``operator/subscribe``: from now on the connection is sent ``CHANGED`` notifications (engine/core/changes.py)."""
+        topics = SUBSCRIBE_PARAMS.read(without_meta(params))["topics"] or list(TOPICS)
+        if session.changes is not None:
+            raise InvalidParams("this connection is already subscribed")
+        session.changes = self.engine.changes.subscribe(topics)
+        return {"subscribed": True, "topics": sorted(session.changes.topics), "queueLimit": session.changes.limit,
+                "notification": CHANGED}
+
     def _tools_list(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         try:
             claim_kinds = self.engine.claim_kinds(self.caller(session, params))
@@ -228,6 +243,18 @@ def _check_fields(knowledge: dict[str, Any], allowed: frozenset[str]) -> None:
     unknown = sorted(str(key) for key in knowledge if key not in allowed)
     if unknown:
         raise InvalidParams(f"unknown field _meta.knowledge.{unknown[0]}", field=f"_meta.knowledge.{unknown[0]}")
+
+
+def _topics(value: Any, field: str) -> list[str]:
+    if not isinstance(value, list) or not value or not all(isinstance(topic, str) and topic in TOPICS
+                                                           for topic in value):
+        raise InvalidParams(f"{field} must be a non-empty list of {', '.join(TOPICS)}", field=field)
+    return list(value)
+
+
+def changed_notification(changes: list[dict[str, Any]], resync: bool) -> dict[str, Any]:
+    """The notification a subscribed operator connection is sent; ``resync``: reload everything."""
+    return {"jsonrpc": "2.0", "method": CHANGED, "params": {"changes": changes, "resync": resync}}
 
 
 def _no_params(params: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..operator.methods import ensure_operator_token
-from .protocol import ERROR_CODES, Dispatcher, Session, error_response
+from ..core.changes import Subscription
+from .protocol import ERROR_CODES, Dispatcher, Session, changed_notification, error_response
 from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, request_id_in
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -45,6 +46,7 @@ WORKERS = 32
 _UNIX_PATH_MAX = 100
 _SCRATCH_BYTES = 64 * 1024  # the most read from a socket at once
 _ID_WINDOW = 64 * 1024  # how much of an oversize line is searched for its id
+PUSH_GATHER_S = 0.05  # how long a change notification waits for the rest of a burst
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,7 @@ class EngineServer:
         loop = asyncio.get_running_loop()
         bounds = self.bounds
         session = Session()
+        pushing: asyncio.Task | None = None
         deadline = loop.time() + bounds.initialize_timeout_s
         try:
             connection = await self._open(conn)
@@ -242,10 +245,40 @@ class EngineServer:
                 reply = await self._dispatch(session, line)
                 if reply is not None:
                     await connection.write(encode(reply), bounds.idle_timeout_s)
+                if session.changes is not None and pushing is None:  # operator/subscribe just answered
+                    pushing = asyncio.create_task(self._push_changes(connection, session.changes))
         except OSError:
             pass  # reset, broken pipe, or a reply the client would not take in time (TimeoutError)
         finally:
+            if pushing is not None:
+                pushing.cancel()
+            if session.changes is not None:
+                session.changes.close()
             connection.abort()
+
+    async def _push_changes(self, connection: _Connection, subscription: Subscription) -> None:
+        """Send a subscribed connection what changed, as notifications, for as long as it is open.
+
+        The engine's writers only ever add to the subscription's bounded queue (engine/core/changes.py)
+        and wake this task; a client that reads slowly or not at all holds up this task alone, while
+        its queue fills, empties and is marked resync.
+        """
+        loop = asyncio.get_running_loop()
+        ready = asyncio.Event()
+        subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
+        try:
+            while True:
+                await ready.wait()
+                await asyncio.sleep(PUSH_GATHER_S)  # a burst of writes goes out as one notification
+                ready.clear()
+                changes, resync = subscription.take()
+                if changes or resync:
+                    await connection.write(encode(changed_notification(changes, resync)),
+                                           self.bounds.idle_timeout_s)
+        except (OSError, RuntimeError):  # the connection closed (TimeoutError included: it stopped reading)
+            connection.abort()
+        finally:
+            subscription.set_waker(None)
 
     async def _refuse(self, conn: socket.socket) -> None:
         limit = self.bounds.max_connections

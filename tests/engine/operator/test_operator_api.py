@@ -356,6 +356,11 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     # The models view and long work (tests/engine/operator/test_model_operator.py and test_operator_jobs.py have the rest).
     ok(dispatcher, operator_session, "operator/models")
     ok(dispatcher, operator_session, "operator/jobs")
+    # The partitions view (tests/engine/operator/test_partitions.py has the rest): figures, and grants in the registry.
+    store_id = ok(dispatcher, operator_session, "operator/inventory")["stores"][0]["storeId"]
+    ok(dispatcher, operator_session, "operator/partitions", {"store": store_id})
+    ok(dispatcher, operator_session, "operator/setGrant", {"agent": "main", "sessionKey": "chat:1", "access": "read"})
+    ok(dispatcher, operator_session, "operator/removeGrant", {"agent": "main", "sessionKey": "chat:1"})
 
     assert vault_snapshot(vault) == before
     registered = set(OperatorMethods.__dict__) & {"save_page", "remember", "set_recall", "attach", "resume"}
@@ -365,7 +370,8 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
         PREFIX + name for name in ("inventory", "addAgent", "shareStore", "useSharedStore", "useOwnStore",
                                    "setSettings", "source")} | {PREFIX + name for name in gate_handlers(engine)} | {
         PREFIX + name for name in ("gateStats", "models", "pullModel", "benchmarkModel", "setModelSettings",
-                                   "job", "jobs", "cancelJob")}
+                                   "job", "jobs", "cancelJob")} | {
+        PREFIX + name for name in ("partitions", "setGrant", "removeGrant", "subscribe")}
     assert {PREFIX + "startGateReplay", PREFIX + "gateReplay"} <= set(operator_methods)
 
 
