@@ -228,17 +228,10 @@ class StoreRuntime:
         A failed index update does not undo an acknowledged write: searches
         keep refusing (index_failed) until the index catches up.
         """
-        try:
-            receipt = self.publisher.publish(plan)
-        except BaseException:
-            self._settled = False  # perhaps left journalled: reads go through the lane, which recovers first
-            raise
-        with self._dirty_lock:
-            self._index_pending.add(plan.partition)
-        self._index_wake.set()
-        self.vector_feed.queue(plan.partition)  # embedded off the lane (engine/index/vector_feed.py)
-        self.changes.publish("publications", storeId=self.store_id, partition=plan.partition)
-        return receipt
+        [outcome] = self._publish_planned([plan])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
     def write(self, partition: str, plan: Callable[[PlanReads], Plan | dict[str, Any]], *,
               fence: Callable[[], None] | None = None) -> dict[str, Any]:
@@ -317,6 +310,7 @@ class StoreRuntime:
         return group, planned, []
 
     def _publish_planned(self, plans: list[Plan]) -> list[dict[str, Any] | Exception]:
+        """On the lane: publish ``plans`` as one group; the indexes, vectors and the owner's window follow."""
         try:
             outcomes = [self._unavailable(outcome) if isinstance(outcome, Exception) else outcome
                         for outcome in self.publisher.publish_together(plans)]
@@ -330,7 +324,8 @@ class StoreRuntime:
             self._index_pending |= published
         self._index_wake.set()
         for partition in sorted(published):
-            self.vector_feed.queue(partition)
+            self.vector_feed.queue(partition)  # embedded off the lane (engine/index/vector_feed.py)
+            self.changes.publish("publications", storeId=self.store_id, partition=partition)
         return outcomes
 
     def _verify_after(self, outcomes: list[tuple[_QueuedWrite, dict[str, Any] | Exception]]) -> None:
