@@ -6,4 +6,5 @@ previews, gate tuning, models), and the model manager.
     gate_operator    gate settings, replay, labelling
     model_operator   model catalogue, pull, verify, choose
     model_benchmark  tokens/s of a Decision model at the gate's pair sizes
+    doctor           the doctor report: stores, diagnostics, config problems
 """

@@ -111,6 +111,10 @@ class Grant:
     access: str
     created_at: str
 
+    def to_dict(self) -> dict[str, str]:
+        return {"agent": self.agent, "sessionKey": self.session_key, "access": self.access,
+                "createdAt": self.created_at}
+
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
