@@ -316,16 +316,15 @@ def refuse_beside_engine(state: StateDir, command: str) -> int | None:
     info = state.serving_engine()
     if info is None:
         return None
-    print(f"knowledge: the Knowledge engine (pid {info.get('pid')}, port {info.get('port')}) serves {state.root}, "
-          f"and `knowledge {command}` needs the state directory to itself. Stop the engine first (Ctrl+C where "
-          f"`knowledge serve` runs, Quit engine in the window, or: kill {info.get('pid')}), run the command, then "
-          f"start it again; or run it on another state directory with --state-dir DIR.", file=sys.stderr)
+    pid = info.get("pid")
+    print(f"knowledge: the Knowledge engine (pid {pid}, port {info.get('port')}) serves {state.root}, and "
+          f"`knowledge {command}` needs the state directory to itself. Stop the engine first (Ctrl+C where "
+          f"`knowledge serve` runs, Ctrl+Shift+Q in the window that started it, or: kill {pid}), run the command, "
+          "then start it again; or run it on another state directory with --state-dir DIR.", file=sys.stderr)
     return 3
 
 
 def cmd_demo(args: argparse.Namespace, state: StateDir) -> int:
-    if (refused := refuse_beside_engine(state, "demo")) is not None:
-        return refused
     with Engine(state, watch=False) as engine:
         result = seed_demo(engine)
     _report_demo(state, result)
@@ -340,8 +339,6 @@ def _report_demo(state: StateDir, result: dict[str, Any]) -> None:
 
 
 def cmd_import_locomo(args: argparse.Namespace, state: StateDir) -> int:
-    if (refused := refuse_beside_engine(state, "import locomo")) is not None:
-        return refused
     data = load_locomo(args.file)  # a malformed file stops here, before any agent or store exists
     result: dict[str, Any] = {"agent": args.agent}
     with Engine(state, watch=False) as engine, owner_caller(engine, args.agent) as (caller, created_token):
@@ -454,9 +451,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.set_defaults(handler=cmd_mcp)
 
     demo = commands.add_parser("demo", parents=[common], help="seed a small realistic demo store")
-    demo.set_defaults(handler=cmd_demo)
+    demo.set_defaults(handler=cmd_demo, exclusive="demo")
 
     imports = commands.add_parser("import", parents=[common], help="import a data set through the engine API")
+    imports.set_defaults(exclusive="import")  # every format writes the stores as their only owner
     import_commands = imports.add_subparsers(dest="import_command", required=True, metavar="FORMAT")
     locomo = import_commands.add_parser("locomo", parents=[common],
                                         help="LoCoMo conversations as people, session events and claims")
@@ -614,6 +612,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     state = StateDir.resolve(args.state_dir)
+    if getattr(args, "exclusive", None) and (refused := refuse_beside_engine(state, args.exclusive)) is not None:
+        return refused
     try:
         return args.handler(args, state)
     except EngineLocked as exc:

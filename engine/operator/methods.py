@@ -178,15 +178,15 @@ def _audience(value: Any, field: str) -> Any:
     return value
 
 
-STORE_NAME = String("name", required=True, min_chars=1, what="the name of a store")
-AUDIENCE = Value("audience", _audience, default={"kind": OWNER_PRIVATE})
-# What each method takes; the browsing ones take the agent whose private partition they read.
 def _scopes(value: Any, field: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(scope, str) for scope in value):
         raise InvalidParams(f"{field} must be a list of scopes ({', '.join(SCOPES)})", field=field)
     return tuple(value)  # the registry checks each one
 
 
+STORE_NAME = String("name", required=True, min_chars=1, what="the name of a store")
+AUDIENCE = Value("audience", _audience, default={"kind": OWNER_PRIVATE})
+# What each method takes; the browsing ones take the agent whose private partition they read.
 ADD_AGENT = Params(Value("name"), Flag("owner", default=False), Value("scopes", _scopes, default=SCOPES))
 REMOVE_AGENT = Params(AgentName("name", required=True))
 GRANTS = Params(AgentName("agent"))

@@ -133,7 +133,7 @@ def test_import_and_serve_refuse_beside_the_engine_saying_what_to_do(
     with serving(state_dir):
         assert main(["--state-dir", str(state_dir.root), "import", "locomo", str(data)]) == 3
         err = capsys.readouterr().err
-        assert "`knowledge import locomo` needs the state directory to itself" in err
+        assert "`knowledge import` needs the state directory to itself" in err
         assert f"kill {os.getpid()}" in err
         assert main(["--state-dir", str(state_dir.root), "serve", "--port", "0"]) == 3
         assert "already serves" in capsys.readouterr().err
