@@ -60,15 +60,19 @@ def display_problem(env: Mapping[str, str] | None = None, *,
     env = os.environ if env is None else env
     missing = missing or missing_libraries
     x_server_answers = x_server_answers or x_server_reachable
-    platform = env.get("QT_QPA_PLATFORM", "").split(":")[0].split(";")[0].strip()
-    if platform in HEADLESS_PLATFORMS or not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+    # QT_QPA_PLATFORM may list platforms to try in turn ("wayland;xcb"), each with options after a colon.
+    platforms = [entry.split(":")[0].strip() for entry in env.get("QT_QPA_PLATFORM", "").split(";") if entry.strip()]
+    if any(platform in HEADLESS_PLATFORMS for platform in platforms) \
+            or not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
         return None
-    display, wayland = env.get("DISPLAY", "").strip(), env.get("WAYLAND_DISPLAY", "").strip()
-    plugin = platform or ("xcb" if display or not wayland else "wayland")
-    if plugin not in ("xcb", "wayland"):
+    if any(platform not in ("xcb", "wayland") for platform in platforms):
         return None  # a platform we know nothing of: let Qt say
-    if plugin == "xcb" and not display or plugin == "wayland" and not wayland:
-        return no_display_message(plugin)
+    display, wayland = env.get("DISPLAY", "").strip(), env.get("WAYLAND_DISPLAY", "").strip()
+    displays = {"xcb": display, "wayland": wayland}
+    candidates = platforms or ["xcb", "wayland"]  # unset: Qt picks by the session, X when DISPLAY is set
+    plugin = next((platform for platform in candidates if displays[platform]), None)
+    if plugin is None:
+        return no_display_message(candidates[0])
     absent = missing(plugin)
     if absent:
         return missing_libraries_message(f"Qt's {plugin} platform plugin", absent)

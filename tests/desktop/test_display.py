@@ -97,6 +97,9 @@ def test_wayland_alone_checks_the_wayland_plugin_and_a_reachable_setup_passes() 
     assert checked == ["wayland", "xcb"]
     assert "WAYLAND_DISPLAY is not set" in display_problem({"QT_QPA_PLATFORM": "wayland", "DISPLAY": ":0"},
                                                            missing=missing)
+    assert display_problem({"QT_QPA_PLATFORM": "wayland;xcb", "DISPLAY": ":0"}, missing=missing,
+                           x_server_answers=lambda d: True) is None
+    assert checked[-1] == "xcb"  # the platform Qt falls back to, since no Wayland display is named
 
 
 def test_every_known_library_maps_to_a_package_name() -> None:
