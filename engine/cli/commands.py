@@ -617,6 +617,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args, state)
     except EngineLocked as exc:
+        if state.serving_engine() is not None:  # a command that opens the stores itself (a benchmark's reuse)
+            return refuse_beside_engine(state, args.command) or 3
         # Held, yet no engine.json names a live engine: one that is starting, or a demo or import running.
         print(f"knowledge: {exc}, and is not serving yet (starting, or running `knowledge demo` or `knowledge "
               "import`); run the command again when it serves or has finished", file=sys.stderr)

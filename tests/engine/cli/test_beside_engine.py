@@ -232,3 +232,16 @@ def test_search_knowledge_is_switched_by_the_cli_beside_the_engine_and_the_engin
         assert main(["--state-dir", str(state.root), "settings", "search-knowledge", "off"]) == 0
         assert _tool(dispatcher, session, "search_knowledge", {"query": "Dana"})["isError"] is True
     assert json.loads(state.config.read_text(encoding="utf-8"))["knowledgeRuntimeEnabled"] is False
+
+
+def test_a_command_that_finds_the_lock_taken_by_a_serving_engine_says_what_to_do(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    with serving(state_dir):
+        # The engine came up between the command's look at engine.json and its opening of the stores.
+        real = StateDir.serving_engine
+        looks = iter([None])
+        monkeypatch.setattr(StateDir, "serving_engine", lambda self: next(looks, real(self)))
+
+        assert main(["--state-dir", str(state_dir.root), "doctor"]) == 3
+        err = capsys.readouterr().err
+        assert "serves" in err and f"kill {os.getpid()}" in err and "not serving yet" not in err
