@@ -1,9 +1,11 @@
 """The ``knowledge`` command line.
 
 Every subcommand takes ``--state-dir`` (or ``KNOWLEDGE_STATE_DIR``).
-Commands that only touch the registry or config (agents, grants, stores
-list) work beside a running engine; commands that open stores (serve,
-demo, import, doctor) need to own the state directory.
+Beside a running engine every command works: agents, grants, stores,
+settings, search, doctor and reindex ask the serving engine as the operator
+(``desk.py``), models only touch files the engine re-reads.  Only the
+commands that must own the state directory to write its stores as a whole
+(serve, demo, import) refuse there, saying what to do.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..wire import client_config
-from ..access.authority import OperatorCaller
 from ..bench import search as search_bench
 from ..bench import gate as gate_bench
 from ..bench import socket as socket_bench
@@ -33,17 +34,17 @@ from ..bench import socket_bounds as socket_bounds_bench
 from ..bench import throughput as throughput_bench
 from ..wire.bridge import BridgeError, run_bridge
 from .model_commands import add_models_parser
-from ..state.config import SettingsSource
 from ..importers.demo import seed_demo
 from ..core.db import sqlite_errno
 from ..core.errors import EngineLocked, KnowledgeError
 from ..core.ids import format_timestamp, utc_now
 from ..importers.locomo import DEFAULT_AGENT, import_locomo, load_locomo, owner_caller
-from ..state.registry import GRANT_ACCESS, SCOPES, Registry
+from ..state.registry import GRANT_ACCESS, SCOPES
 from ..wire.server import DEFAULT_PORT, EngineServer
 from ..service import Engine
 from ..state.statedir import StateDir
-from ..access.stores import StoreResolver
+from ..wire.operator_client import UNREACHABLE, OperatorError
+from .desk import open_desk
 
 log = logging.getLogger(__name__)
 
@@ -57,23 +58,13 @@ def write_token_file(state: StateDir, agent: str, token: str) -> str:
     return str(state.write_agent_token(agent, token))
 
 
-def _registry(state: StateDir) -> Registry:
-    state.create()
-    return Registry.open(state.registry, state.root)
-
-
-# --- agents, grants, stores ---------------------------------------------------------------
+# --- agents, grants, stores, settings: asked of the desk (the serving engine, or this process) ---------
 
 
 def cmd_agents_add(args: argparse.Namespace, state: StateDir) -> int:
     scopes = tuple(s.strip() for s in args.scopes.split(",")) if args.scopes else SCOPES
-    registry = _registry(state)
-    try:
-        token = registry.add_agent(args.name, owner=args.owner, scopes=scopes)
-    finally:
-        registry.close()
-    path = write_token_file(state, args.name, token)
-    data = {"agent": args.name, "token": token, "tokenFile": path}
+    with open_desk(state) as desk:
+        data = desk.add_agent(args.name, args.owner, scopes)
     _print(data, args.json, lambda d: (
         f"Registered agent {d['agent']}{' with owner authority' if args.owner else ''}.\n"
         f"Token (shown once): {d['token']}\nAlso saved to {d['tokenFile']} (readable by you only)."
@@ -82,16 +73,8 @@ def cmd_agents_add(args: argparse.Namespace, state: StateDir) -> int:
 
 
 def cmd_agents_list(args: argparse.Namespace, state: StateDir) -> int:
-    registry = _registry(state)
-    try:
-        resolver = StoreResolver(state, registry, SettingsSource(state.config))
-        agents = [
-            {"name": a.name, "owner": a.owner, "scopes": list(a.scopes), "createdAt": a.created_at,
-             "store": resolver.agent_view(a.name)}
-            for a in registry.agents()
-        ]
-    finally:
-        registry.close()
+    with open_desk(state) as desk:
+        agents = desk.agents()
 
     def text(rows: list[dict[str, Any]]) -> str:
         if not rows:
@@ -109,63 +92,64 @@ def cmd_agents_list(args: argparse.Namespace, state: StateDir) -> int:
 
 
 def cmd_agents_remove(args: argparse.Namespace, state: StateDir) -> int:
-    registry = _registry(state)
-    try:
-        registry.remove_agent(args.name)
-    finally:
-        registry.close()
-    token_file = state.tokens / f"{args.name}.token"
-    if token_file.exists():
-        token_file.unlink()
+    with open_desk(state) as desk:
+        desk.remove_agent(args.name)
     print(f"Removed agent {args.name}; its store is kept.")
     return 0
 
 
 def cmd_agents_config(args: argparse.Namespace, state: StateDir) -> int:
-    """Print a copy-paste MCP client configuration (stdout) and where it goes (stderr)."""
-    registry = _registry(state)
-    try:
-        agent = registry.agent(args.name)
-    finally:
-        registry.close()
-    if agent is None or not agent.active:
+    """Print a copy-paste MCP client configuration (stdout) and where it goes (stderr).
+
+    An agent with owner authority gets the owner-private audience; any other agent a conversation audience
+    of its own (client_config.conversation_audience), with the grant that opens its private partition named."""
+    with open_desk(state) as desk:
+        agent = next((row for row in desk.agents() if row["name"] == args.name), None)
+    if agent is None:
         print(f"knowledge: no agent named {args.name!r}; add it with: knowledge agents add {args.name}",
               file=sys.stderr)
         return 2
     instance = args.instance or client_config.default_instance(args.name)
-    print(client_config.client_config(state, args.name, args.client, instance))
+    if agent["owner"] and args.session_key:
+        print("knowledge: --session-key is for agents without owner authority; "
+              f"{args.name} uses the owner-private audience", file=sys.stderr)
+        return 2
+    audience = None if agent["owner"] else client_config.conversation_audience(
+        args.name, args.session_key or instance)
+    print(client_config.client_config(state, args.name, args.client, instance, audience))
     token_file = state.tokens / f"{args.name}.token"
     print(f"Paste it into {client_config.WHERE[args.client]}. The token stays in {token_file}"
           + ("" if token_file.is_file() else " (missing: it is written by `knowledge agents add`)")
           + f"; the engine must be running (knowledge serve). Instance id: {instance}.", file=sys.stderr)
+    if audience is not None:
+        key = shlex.quote(audience["sessionKey"])
+        print(f"{args.name} has no owner authority, so this configuration gives it a conversation of its own "
+              f"(session key {audience['sessionKey']}): what it saves stays in that conversation. To have it work "
+              f"in its store's private knowledge instead, run: knowledge grants add {args.name} {key} "
+              "--access read-and-save (or --access read: it reads that knowledge and saves nothing).",
+              file=sys.stderr)
     return 0
 
 
 def cmd_grants(args: argparse.Namespace, state: StateDir) -> int:
-    registry = _registry(state)
-    try:
+    with open_desk(state) as desk:
         if args.grants_command == "add":
-            grant = registry.set_grant(args.agent, args.session_key, args.access)
-            print(f"Conversation {grant.session_key!r} of {grant.agent} may now {grant.access} the private partition.")
+            grant = desk.set_grant(args.agent, args.session_key, args.access)
+            print(f"Conversation {grant['sessionKey']!r} of {grant['agent']} may now {grant['access']} "
+                  "the private partition.")
         elif args.grants_command == "remove":
-            registry.remove_grant(args.agent, args.session_key)
+            desk.remove_grant(args.agent, args.session_key)
             print("Grant removed; it takes effect on the conversation's next request.")
         else:
-            grants = [{"agent": g.agent, "sessionKey": g.session_key, "access": g.access, "createdAt": g.created_at}
-                      for g in registry.grants(args.agent)]
+            grants = desk.grants(args.agent)
             _print(grants, args.json, lambda rows: "\n".join(
                 f"{g['agent']:<20} {g['access']:<14} {g['sessionKey']}" for g in rows) or "No grants.")
-    finally:
-        registry.close()
     return 0
 
 
 def cmd_stores_list(args: argparse.Namespace, state: StateDir) -> int:
-    registry = _registry(state)
-    try:
-        stores = StoreResolver(state, registry, SettingsSource(state.config)).inventory()
-    finally:
-        registry.close()
+    with open_desk(state) as desk:
+        stores = desk.stores()
 
     def text(rows: list[dict[str, Any]]) -> str:
         if not rows:
@@ -184,33 +168,33 @@ def cmd_stores_list(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def cmd_settings(args: argparse.Namespace, state: StateDir) -> int:
+    """Show the owner's switches, or turn search_knowledge on or off (the engine re-reads config.json)."""
+    with open_desk(state) as desk:
+        if args.settings_command == "search-knowledge":
+            settings = desk.set_settings(knowledgeRuntimeEnabled=args.switch == "on")
+        else:
+            settings = desk.settings()
+    _print(settings, args.json, _settings_text)
+    return 0
+
+
+def _settings_text(settings: dict[str, Any]) -> str:
+    lines = [f"search-knowledge  {'on' if settings['knowledgeRuntimeEnabled'] else 'off'}  "
+             "(the search_knowledge tool; knowledge settings search-knowledge on|off)",
+             f"writes            {'on' if settings['writesEnabled'] else 'off'}  (writesEnabled in config.json)"]
+    if settings.get("problem"):
+        lines.append(f"config.json: {settings['problem']} (the last valid settings stay in force)")
+    return "\n".join(lines)
+
+
 # --- engine commands --------------------------------------------------------------------------
 
 
 def cmd_doctor(args: argparse.Namespace, state: StateDir) -> int:
-    with Engine(state, watch=False) as engine:
-        report = {"stores": engine.stores(), "agents": []}
-        problems = sum(1 for store in report["stores"] if store["status"] == "unavailable")
-        for agent in engine.agents():
-            entry: dict[str, Any] = {"agent": agent["name"], "store": agent["store"]}
-            if agent["store"]["status"] == "ok":
-                try:
-                    entry["diagnostics"] = engine.diagnostics(OperatorCaller(agent["name"]))
-                    problems += sum(1 for f in entry["diagnostics"]["findings"] if f.get("severity") == "error")
-                except KnowledgeError as exc:
-                    entry["error"] = exc.to_dict()
-                    problems += 1
-                except MemoryError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - doctor reports a broken store, it never dies of one
-                    log.debug("diagnostics of %s failed", agent["name"], exc_info=True)
-                    entry["error"] = {"reason": "internal",
-                                      "message": f"diagnostics failed: {type(exc).__name__}: {exc}"}
-                    problems += 1
-            report["agents"].append(entry)
-        if settings_problem := engine.settings.problem:
-            report["config"] = settings_problem
-            problems += 1
+    with open_desk(state) as desk:
+        report = desk.doctor()
+    problems = report.pop("problems")
     _print(report, args.json, _doctor_text)
     return 1 if problems else 0
 
@@ -240,8 +224,8 @@ def _doctor_text(report: dict[str, Any]) -> str:
 
 
 def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
-    with Engine(state, watch=False) as engine:
-        rebuilt = engine.reindex()
+    with open_desk(state) as desk:
+        rebuilt = desk.reindex()
     _print(rebuilt, args.json, lambda rows: "\n".join(
         f"{row['storeId']} {row['partition']}: {row['records']} records indexed"
         + (f", {row['vectors']['indexed']} vectors ({row['vectors']['embedded']} texts embedded, "
@@ -251,8 +235,8 @@ def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
 
 
 def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
-    with Engine(state, watch=False) as engine:
-        result = engine.search(OperatorCaller(args.agent), {"query": args.query, "limit": args.limit})
+    with open_desk(state) as desk:
+        result = desk.search(args.agent, args.query, args.limit)
     _print(result, args.json, lambda r: "\n".join(
         f"{hit['score']:.3f}  {hit['kind']:<12} {hit['title']}\n       {hit['snippet']}" for hit in r["hits"])
         or "No matches.")
@@ -326,6 +310,20 @@ def cmd_bench_search(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def refuse_beside_engine(state: StateDir, command: str) -> int | None:
+    """Exit code 3, with what to do, when an engine serves ``state``: ``command`` writes its stores as their
+    only owner, which only a stopped engine allows."""
+    info = state.serving_engine()
+    if info is None:
+        return None
+    pid = info.get("pid")
+    print(f"knowledge: the Knowledge engine (pid {pid}, port {info.get('port')}) serves {state.root}, and "
+          f"`knowledge {command}` needs the state directory to itself. Stop the engine first (Ctrl+C where "
+          f"`knowledge serve` runs, Ctrl+Shift+Q in the window that started it, or: kill {pid}), run the command, "
+          "then start it again; or run it on another state directory with --state-dir DIR.", file=sys.stderr)
+    return 3
+
+
 def cmd_demo(args: argparse.Namespace, state: StateDir) -> int:
     with Engine(state, watch=False) as engine:
         result = seed_demo(engine)
@@ -356,6 +354,11 @@ def cmd_import_locomo(args: argparse.Namespace, state: StateDir) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
+    if (info := state.serving_engine()) is not None:
+        print(f"knowledge: a Knowledge engine (pid {info.get('pid')}, port {info.get('port')}) already serves "
+              f"{state.root}; agents, the window and every knowledge command use it. To serve another state "
+              "directory, pass --state-dir DIR.", file=sys.stderr)
+        return 3
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     engine = Engine(state)
     engine.decision.start()   # the configured Decision model loads in the background
@@ -448,9 +451,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.set_defaults(handler=cmd_mcp)
 
     demo = commands.add_parser("demo", parents=[common], help="seed a small realistic demo store")
-    demo.set_defaults(handler=cmd_demo)
+    demo.set_defaults(handler=cmd_demo, exclusive="demo")
 
     imports = commands.add_parser("import", parents=[common], help="import a data set through the engine API")
+    imports.set_defaults(exclusive="import")  # every format writes the stores as their only owner
     import_commands = imports.add_subparsers(dest="import_command", required=True, metavar="FORMAT")
     locomo = import_commands.add_parser("locomo", parents=[common],
                                         help="LoCoMo conversations as people, session events and claims")
@@ -560,6 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("name")
     config.add_argument("--client", choices=client_config.CLIENTS, default="generic")
     config.add_argument("--instance", help="a stable, non-secret id of this agent instance (default: NAME-HOSTNAME)")
+    config.add_argument("--session-key", help="for an agent without owner authority: the session key of its "
+                                              "conversation, which grants name (default: the instance id)")
     config.set_defaults(handler=cmd_agents_config)
 
     grants = commands.add_parser("grants", parents=[common], help="conversation access to the private partition")
@@ -582,6 +588,18 @@ def build_parser() -> argparse.ArgumentParser:
     store_list.add_argument("--json", action="store_true")
     store_list.set_defaults(handler=cmd_stores_list)
 
+    settings = commands.add_parser("settings", parents=[common], help="the owner's switches (config.json)")
+    setting_commands = settings.add_subparsers(dest="settings_command", required=True, metavar="SETTING")
+    show = setting_commands.add_parser("show", parents=[common], help="every switch and its state")
+    show.add_argument("--json", action="store_true")
+    search_knowledge = setting_commands.add_parser(
+        "search-knowledge", parents=[common], help="offer agents the search_knowledge tool (off by default)",
+        description="Turns knowledgeRuntimeEnabled on or off in config.json; agents' search_knowledge calls are "
+                    "answered (or refused with runtime_disabled) from their next call on.")
+    search_knowledge.add_argument("switch", choices=("on", "off"))
+    search_knowledge.add_argument("--json", action="store_true")
+    settings.set_defaults(handler=cmd_settings)
+
     add_models_parser(commands, common)
     # Commands of other layers (the desktop's `knowledge desktop`) plug in here; the engine never imports them.
     for entry in importlib.metadata.entry_points(group="knowledge.commands"):
@@ -594,11 +612,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     state = StateDir.resolve(args.state_dir)
+    if getattr(args, "exclusive", None) and (refused := refuse_beside_engine(state, args.exclusive)) is not None:
+        return refused
     try:
         return args.handler(args, state)
     except EngineLocked as exc:
-        print(f"knowledge: {exc}", file=sys.stderr)
+        if state.serving_engine() is not None:  # a command that opens the stores itself (a benchmark's reuse)
+            return refuse_beside_engine(state, args.command) or 3
+        # Held, yet no engine.json names a live engine: one that is starting, or a demo or import running.
+        print(f"knowledge: {exc}, and is not serving yet (starting, or running `knowledge demo` or `knowledge "
+              "import`); run the command again when it serves or has finished", file=sys.stderr)
         return 3
+    except OperatorError as exc:  # the serving engine's answer, said as it is said without one
+        if exc.reason == UNREACHABLE:
+            print(f"knowledge: {exc.message} If it has stopped, run the command again; if it hangs, stop it "
+                  f"(engine.json in {state.root} names its pid).", file=sys.stderr)
+            return 1
+        field = exc.data.get("field")
+        print(f"knowledge: {exc.message}{f' ({field})' if field else ''}", file=sys.stderr)
+        return 2
     except KnowledgeError as exc:
         where = f" ({exc.details['field']})" if "field" in exc.details else ""
         print(f"knowledge: {exc.message}{where}", file=sys.stderr)

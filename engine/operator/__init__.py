@@ -7,4 +7,5 @@ previews, gate tuning, models), and the model manager.
     model_operator   model catalogue, pull, verify, choose
     model_benchmark  tokens/s of a Decision model at the gate's pair sizes
     partitions       each store's partitions (figures only, never a conversation's records) and grants
+    doctor           the doctor report: stores, diagnostics, config problems
 """

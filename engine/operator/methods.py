@@ -10,17 +10,23 @@ and refused when another account could read or replace it.
 Knowledge stays read-only for the operator: browsing goes through
 ``OperatorCaller`` (an agent's private partition, never a write), and the
 only things an operator changes are owner administration: agents, store
-membership, ``writesEnabled``, the recall gate's settings and the models
-(downloads, and which installed model the engine uses).  Each of those answers with the fresh
+membership, conversation grants, ``writesEnabled`` and
+``knowledgeRuntimeEnabled``, the recall gate's settings and the models
+(downloads, and which installed model the engine uses); ``reindex`` rebuilds
+only what is derived from the vaults.  Each of those answers with the fresh
 inventory, so a window refreshes from what the engine now holds.
 
     method                   params                                              changes
     operator/inventory       -                                                   -
-    operator/addAgent        name, owner?                                        registry (token shown once)
+    operator/addAgent        name, owner?, scopes?                               registry (token shown once)
+    operator/removeAgent     name                                                registry, its token file
+    operator/grants          agent?                                              -
     operator/shareStore      agent, name, label?, others?                        config.json stores
     operator/useSharedStore  agent, name                                         config.json stores
     operator/useOwnStore     agent                                               config.json stores
-    operator/setSettings     writesEnabled                                       config.json
+    operator/setSettings     writesEnabled?, knowledgeRuntimeEnabled?            config.json
+    operator/doctor          -                                                   -
+    operator/reindex         -                                                   the derived search indexes
     operator/records         agent, kind?, type?, status?, order?, offset?, limit?
     operator/types           agent
     operator/search          agent, query, limit?, minScore?, kind?, type?, cursor?
@@ -56,6 +62,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from . import browse, gate_operator, model_operator, partitions
+from .doctor import doctor_report
 from ..gate import stats as gate_stats
 from ..memory import ontology_views
 from ..core import jobs as operator_jobs
@@ -66,9 +73,11 @@ from ..core.ids import format_timestamp, is_agent_name, utc_now
 from ..memory.knowledge_index import MAX_CHARS as INDEX_MAX_CHARS
 from ..memory.knowledge_index import index_for
 from ..memory.memory_prompt import prompt_for
-from ..core.params import AGENT, NO_PARAMS, Flag, Integer, Name, Params, RecordId, String, Value, check_count
+from ..core.params import AGENT, NO_PARAMS, AgentName, Flag, Integer, Name, Params, RecordId, String, Value
+from ..core.params import check_count
 from ..core.params import without_meta
 from ..search.keyword import SEARCH_PARAMS
+from ..state.registry import SCOPES
 from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
 from ..state.statedir import StateDir
 
@@ -169,13 +178,21 @@ def _audience(value: Any, field: str) -> Any:
     return value
 
 
+def _scopes(value: Any, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(scope, str) for scope in value):
+        raise InvalidParams(f"{field} must be a list of scopes ({', '.join(SCOPES)})", field=field)
+    return tuple(value)  # the registry checks each one
+
+
 STORE_NAME = String("name", required=True, min_chars=1, what="the name of a store")
 AUDIENCE = Value("audience", _audience, default={"kind": OWNER_PRIVATE})
 # What each method takes; the browsing ones take the agent whose private partition they read.
-ADD_AGENT = Params(Value("name"), Flag("owner", default=False))  # the registry checks the name
+ADD_AGENT = Params(Value("name"), Flag("owner", default=False), Value("scopes", _scopes, default=SCOPES))
+REMOVE_AGENT = Params(AgentName("name", required=True))
+GRANTS = Params(AgentName("agent"))
 SHARE_STORE = AGENT + Params(STORE_NAME, Name("label", LABEL_MAX_CHARS), Value("others", _agents, default=()))
 USE_SHARED_STORE = AGENT + Params(STORE_NAME)
-SET_SETTINGS = Params(Flag("writesEnabled", required=True))
+SET_SETTINGS = Params(Flag("writesEnabled"), Flag("knowledgeRuntimeEnabled"))
 RECORDS = AGENT + browse.LIST_PARAMS
 SEARCH = AGENT + SEARCH_PARAMS
 RECORD = AGENT + RECORD_PARAMS
@@ -201,6 +218,10 @@ class OperatorMethods:
         handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
             "inventory": self.inventory,
             "addAgent": self.add_agent,
+            "removeAgent": self.remove_agent,
+            "grants": self.grants,
+            "doctor": self.doctor,
+            "reindex": self.reindex,
             "shareStore": self.share_store,
             "useSharedStore": self.use_shared_store,
             "useOwnStore": self.use_own_store,
@@ -233,17 +254,31 @@ class OperatorMethods:
         """Every agent with its effective store, every known store, and the settings an operator edits."""
         NO_PARAMS.read(params)
         settings = self.engine.settings
+        current = settings.current()
         return {"agents": self.engine.agents(), "stores": self.engine.stores(),
-                "settings": {"writesEnabled": settings.current().writes_enabled, "problem": settings.problem}}
+                "settings": {"writesEnabled": current.writes_enabled,
+                             "knowledgeRuntimeEnabled": current.knowledge_runtime_enabled,
+                             "problem": settings.problem}}
 
     def add_agent(self, params: dict[str, Any]) -> dict[str, Any]:
         """Register an agent; its token is returned this once (and kept in ``tokens/<name>.token``)."""
         values = ADD_AGENT.read(params)
         name, owner = values["name"], values["owner"]
-        token = self.engine.add_agent(name, owner=owner)
+        token = self.engine.add_agent(name, owner=owner, scopes=values["scopes"])
         token_file = self.engine.state.write_agent_token(name, token)
         return {"agent": name, "owner": owner, "token": token, "tokenFile": str(token_file),
                 "mcpConfig": mcp_config(self.engine.state, name), **self.inventory({})}
+
+    def remove_agent(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Revoke an agent's credentials and drop its grants and token file; its store is kept."""
+        name = REMOVE_AGENT.read(params)["name"]
+        self.engine.remove_agent(name)
+        self.engine.state.remove_agent_token(name)
+        return self.inventory({})
+
+    def grants(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The conversation grants (of one agent, when named)."""
+        return {"grants": [grant.to_dict() for grant in self.engine.registry.grants(GRANTS.read(params)["agent"])]}
 
     def share_store(self, params: dict[str, Any]) -> dict[str, Any]:
         values = SHARE_STORE.read(params)
@@ -261,10 +296,30 @@ class OperatorMethods:
         return self.inventory({})
 
     def set_settings(self, params: dict[str, Any]) -> dict[str, Any]:
-        writes = SET_SETTINGS.read(params)["writesEnabled"]
+        """Turn Knowledge writes or the search_knowledge runtime on or off (at least one of them)."""
+        values = SET_SETTINGS.read(params)
+        if values["writesEnabled"] is None and values["knowledgeRuntimeEnabled"] is None:
+            raise InvalidParams("name a setting: writesEnabled or knowledgeRuntimeEnabled", field="writesEnabled")
         settings = self.engine.settings
-        settings.save(dataclasses.replace(settings.current(), writes_enabled=writes))
+        changed = settings.current()
+        if values["writesEnabled"] is not None:
+            changed = dataclasses.replace(changed, writes_enabled=values["writesEnabled"])
+        if values["knowledgeRuntimeEnabled"] is not None:
+            changed = changed.with_knowledge_runtime(values["knowledgeRuntimeEnabled"])
+        settings.save(changed)
         return self.inventory({})
+
+    # --- maintenance --------------------------------------------------------------------------
+
+    def doctor(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``knowledge doctor``'s report, from the serving engine (see doctor.py)."""
+        NO_PARAMS.read(params)
+        return doctor_report(self.engine)
+
+    def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Rebuild every search index (and vectors) from the catalogs, each store on its own lane."""
+        NO_PARAMS.read(params)
+        return {"rebuilt": self.engine.reindex()}
 
     # --- browsing one agent's private partition, read-only ------------------------------------
     # A method that hands its parameters on (records, search, approvals, ontology) reads them all here,

@@ -18,7 +18,7 @@ bound under.
 
     method                 params                                      changes
     operator/partitions    store                                       -
-    operator/setGrant      agent, sessionKey, access, sessionId?       registry grants
+    operator/setGrant      agent, sessionKey, access?, sessionId?      registry grants
     operator/removeGrant   agent, sessionKey                           registry grants
 """
 
@@ -81,7 +81,7 @@ def _session_id(value: Any, field: str) -> str:
 
 STORE = Params(String("store", 64, required=True, min_chars=1, what="a store id"))
 GRANT_KEY = Params(AgentName("agent", required=True), Value("sessionKey", _session_key, required=True))
-SET_GRANT = GRANT_KEY + Params(Choice("access", choices=GRANT_ACCESS, required=True),
+SET_GRANT = GRANT_KEY + Params(Choice("access", choices=GRANT_ACCESS, default="read"),
                                Value("sessionId", _session_id, nullable=True))
 
 
@@ -165,5 +165,4 @@ def _partition(summary: PartitionSummary, store_created_at: str, conversations: 
 
 
 def _grant(grant: Grant, session_ids: list[str]) -> dict[str, Any]:
-    return {"agent": grant.agent, "sessionKey": grant.session_key, "access": grant.access,
-            "createdAt": grant.created_at, "conversations": session_ids}
+    return {**grant.to_dict(), "conversations": session_ids}

@@ -81,6 +81,10 @@ class Settings:
         }
         return replace(self, stores=dict(stores), raw=raw)
 
+    def with_knowledge_runtime(self, enabled: bool) -> "Settings":
+        """These settings with search_knowledge served (``knowledgeRuntimeEnabled``) or not."""
+        return replace(self, knowledge_runtime_enabled=enabled, raw={**self.raw, "knowledgeRuntimeEnabled": enabled})
+
     def to_json(self) -> bytes:
         raw = dict(self.raw)
         raw["schemaVersion"] = self.schema_version

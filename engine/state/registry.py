@@ -111,6 +111,10 @@ class Grant:
     access: str
     created_at: str
 
+    def to_dict(self) -> dict[str, str]:
+        return {"agent": self.agent, "sessionKey": self.session_key, "access": self.access,
+                "createdAt": self.created_at}
+
 
 @dataclass(frozen=True)
 class Conversation:

@@ -90,6 +90,19 @@ class StateDir:
         os.chmod(path, 0o600)
         return path
 
+    def remove_agent_token(self, agent: str) -> None:
+        """Delete ``tokens/<agent>.token`` (a removed agent's credential no longer works anyway)."""
+        try:
+            (self.tokens / f"{agent}.token").unlink()
+        except FileNotFoundError:
+            pass
+
+    def serving_engine(self) -> dict[str, Any] | None:
+        """engine.json of the live engine that serves this directory, else None (no file, or its process
+        is gone: an engine killed without cleaning up)."""
+        info = self.read_engine_info()
+        return info if info is not None and _alive_pid(info.get("pid")) else None
+
     def read_engine_info(self) -> dict[str, Any] | None:
         try:
             data = json.loads(self.engine_info.read_text(encoding="utf-8"))
@@ -162,6 +175,10 @@ class EngineLock:
 
 
 DEAD_OWNER_WAIT_S = 5.0
+
+
+def _alive_pid(pid: Any) -> bool:
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and _alive(pid)
 
 
 def _alive(pid: int) -> bool:

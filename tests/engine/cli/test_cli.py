@@ -274,8 +274,12 @@ def test_serve_writes_engine_json_and_stops_cleanly_on_sigterm(
         assert info["pid"] == process.pid
         assert info["started_at"]
         assert stat.S_IMODE(state_dir.engine_info.stat().st_mode) & 0o077 == 0
-        assert main(["--state-dir", str(state_dir.root), "doctor"]) == 3
-        assert f"pid {process.pid}" in capsys.readouterr().err
+        capsys.readouterr()
+        assert main(["--state-dir", str(state_dir.root), "doctor"]) == 0  # answered by the serving engine
+        assert capsys.readouterr().out == "No problems found.\n"
+        assert main(["--state-dir", str(state_dir.root), "demo"]) == 3  # needs the state dir to itself
+        err = capsys.readouterr().err
+        assert f"pid {process.pid}" in err and f"kill {process.pid}" in err and "--state-dir" in err
 
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0, log.read_text(encoding="utf-8")

@@ -170,7 +170,7 @@ def test_inventory_lists_agents_stores_and_settings(dispatcher, operator_session
     assert [agent["name"] for agent in result["agents"]] == ["main"]
     assert result["agents"][0]["store"]["status"] == "ok"
     assert len(result["stores"]) == 1 and result["stores"][0]["kind"] == "isolated"
-    assert result["settings"] == {"writesEnabled": True, "problem": None}
+    assert result["settings"] == {"writesEnabled": True, "knowledgeRuntimeEnabled": False, "problem": None}
 
 
 def test_add_agent_returns_its_token_once_and_a_working_mcp_config(engine, dispatcher, operator_session) -> None:
@@ -217,6 +217,48 @@ def test_settings_edit_writes_enabled_only(engine, dispatcher, operator_session)
         == "invalid_params"
     assert reason(call(dispatcher, operator_session, "operator/setSettings", {"recallGate": {}})) \
         == "invalid_params"
+
+
+def test_settings_switch_search_knowledge_and_keep_the_rest_of_config(engine, dispatcher, operator_session) -> None:
+    engine.settings.save(engine.settings.current().with_knowledge_runtime(False))
+    before = json.loads(engine.state.config.read_text(encoding="utf-8"))
+
+    result = ok(dispatcher, operator_session, "operator/setSettings", {"knowledgeRuntimeEnabled": True})
+
+    assert result["settings"]["knowledgeRuntimeEnabled"] is True and result["settings"]["writesEnabled"] is True
+    assert engine.settings.current().knowledge_runtime_enabled is True
+    after = json.loads(engine.state.config.read_text(encoding="utf-8"))
+    assert after == {**before, "knowledgeRuntimeEnabled": True}
+    assert reason(call(dispatcher, operator_session, "operator/setSettings", {})) == "invalid_params"
+    assert reason(call(dispatcher, operator_session, "operator/setSettings", {"knowledgeRuntimeEnabled": 1})) \
+        == "invalid_params"
+    assert engine.settings.current().knowledge_runtime_enabled is True
+
+
+def test_agents_and_grants_are_administered_by_the_engine(engine, dispatcher, operator_session) -> None:
+    added = ok(dispatcher, operator_session, "operator/addAgent", {"name": "reader", "scopes": ["memory:read"]})
+    assert engine.registry.agent("reader").scopes == ("memory:read",)
+    assert reason(call(dispatcher, operator_session, "operator/addAgent",
+                       {"name": "other", "scopes": ["memory:everything"]})) == "invalid_params"
+
+    grant = ok(dispatcher, operator_session, "operator/setGrant", {"agent": "reader", "sessionKey": "chat-1"})["grant"]
+    assert (grant["agent"], grant["sessionKey"], grant["access"]) == ("reader", "chat-1", "read")
+    assert grant["conversations"] == []  # no conversation bound under that key yet (operator/partitions)
+    listed = {key: grant[key] for key in ("agent", "sessionKey", "access", "createdAt")}
+    assert ok(dispatcher, operator_session, "operator/grants", {"agent": "reader"})["grants"] == [listed]
+    assert reason(call(dispatcher, operator_session, "operator/setGrant",
+                       {"agent": "reader", "sessionKey": "chat-1", "access": "write"})) == "invalid_params"
+    assert reason(call(dispatcher, operator_session, "operator/setGrant",
+                       {"agent": "nobody", "sessionKey": "chat-1"})) == "not_found"
+    ok(dispatcher, operator_session, "operator/removeGrant", {"agent": "reader", "sessionKey": "chat-1"})
+    assert engine.registry.grants("reader") == []
+    assert reason(call(dispatcher, operator_session, "operator/removeGrant",
+                       {"agent": "reader", "sessionKey": "chat-1"})) == "not_found"
+
+    ok(dispatcher, operator_session, "operator/removeAgent", {"name": "reader"})
+    assert engine.registry.authenticate(added["token"]) is None
+    assert not Path(added["tokenFile"]).exists()
+    assert reason(call(dispatcher, operator_session, "operator/removeAgent", {"name": "reader"})) == "not_found"
 
 
 # --- browsing ---------------------------------------------------------------------------------
@@ -348,6 +390,9 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
         ok(dispatcher, operator_session, PREFIX + name, {"agent": "main", **params})
     ok(dispatcher, operator_session, "operator/setSettings", {"writesEnabled": True})
     ok(dispatcher, operator_session, "operator/inventory")
+    ok(dispatcher, operator_session, "operator/grants")
+    assert ok(dispatcher, operator_session, "operator/doctor")["problems"] == 0
+    assert ok(dispatcher, operator_session, "operator/reindex")["rebuilt"]  # derived indexes only
     # The recall gate view: settings, log, journal, what-if (tests/engine/test_gate_operator.py has the rest).
     ok(dispatcher, operator_session, "operator/setGateSettings", {"recallGate": {"mode": "shadow"}})
     for name in ("gateLog", "gateJournal", "gateWhatIf", "clearGateJournal", "gateStats"):
@@ -368,7 +413,8 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     operator_methods = sorted(m for m in dispatcher.methods if m.startswith(PREFIX))
     assert set(operator_methods) == {PREFIX + name for name in reads} | {
         PREFIX + name for name in ("inventory", "addAgent", "shareStore", "useSharedStore", "useOwnStore",
-                                   "setSettings", "source")} | {PREFIX + name for name in gate_handlers(engine)} | {
+                                   "setSettings", "source", "removeAgent", "grants", "setGrant", "removeGrant",
+                                   "doctor", "reindex")} | {PREFIX + name for name in gate_handlers(engine)} | {
         PREFIX + name for name in ("gateStats", "models", "pullModel", "benchmarkModel", "setModelSettings",
                                    "job", "jobs", "cancelJob")} | {
         PREFIX + name for name in ("partitions", "setGrant", "removeGrant", "subscribe")}

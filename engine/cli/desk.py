@@ -1,0 +1,197 @@
+"""The owner's desk as the command line reaches it: in this process, or through the engine that serves the state dir.
+
+A command has one body and two transports.  ``open_desk`` looks at
+``engine.json``: when a live engine serves the state directory, the command
+asks it over the socket as the operator (``RemoteDesk``, the same connection
+the window uses); otherwise it does the work here (``LocalDesk``): the
+registry and config.json for administration, an ``Engine`` holding the state
+directory's lock for searching, checking and reindexing.  Both answer with
+the same data, so a command prints the same output either way.
+
+Models (``knowledge models``) are not on the desk: those commands only read
+and write files under ``<state>/models/`` and config.json, which the engine
+re-reads, so they run the same beside an engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import contextmanager
+from typing import Any, Iterator, Protocol
+
+from ..access.authority import OperatorCaller
+from ..access.stores import StoreResolver
+from ..operator.doctor import doctor_report
+from ..service import Engine
+from ..state.config import SettingsSource
+from ..state.registry import SCOPES, Registry
+from ..state.statedir import StateDir
+from ..wire.operator_client import OperatorConnection
+
+# A reindex of a large store takes minutes; the command waits for it as long as it runs (Ctrl+C stops waiting).
+REMOTE_REPLY_TIMEOUT_S = None
+
+
+class Desk(Protocol):
+    """What the commands ask of the owner's desk; every answer is plain JSON data."""
+
+    def search(self, agent: str, query: str, limit: int) -> dict[str, Any]: ...
+    def doctor(self) -> dict[str, Any]: ...
+    def reindex(self) -> list[dict[str, Any]]: ...
+    def agents(self) -> list[dict[str, Any]]: ...
+    def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...]) -> dict[str, Any]: ...
+    def remove_agent(self, name: str) -> None: ...
+    def grants(self, agent: str | None) -> list[dict[str, Any]]: ...
+    def set_grant(self, agent: str, session_key: str, access: str) -> dict[str, Any]: ...
+    def remove_grant(self, agent: str, session_key: str) -> None: ...
+    def stores(self) -> list[dict[str, Any]]: ...
+    def settings(self) -> dict[str, Any]: ...
+    def set_settings(self, **switches: bool) -> dict[str, Any]: ...
+
+
+@contextmanager
+def open_desk(state: StateDir) -> Iterator[Desk]:
+    """The desk for ``state``: the serving engine's when one runs, else this process's."""
+    if state.serving_engine() is None:
+        yield LocalDesk(state)
+        return
+    desk = RemoteDesk(state)
+    try:
+        yield desk
+    finally:
+        desk.close()
+
+
+class LocalDesk:
+    """The work done here; searching, checking and reindexing take the state directory's lock for a moment."""
+
+    def __init__(self, state: StateDir) -> None:
+        self.state = state
+
+    @contextmanager
+    def _registry(self) -> Iterator[Registry]:
+        self.state.create()
+        registry = Registry.open(self.state.registry, self.state.root)
+        try:
+            yield registry
+        finally:
+            registry.close()
+
+    def _engine(self) -> Engine:
+        return Engine(self.state, watch=False)
+
+    def search(self, agent: str, query: str, limit: int) -> dict[str, Any]:
+        with self._engine() as engine:
+            return engine.search(OperatorCaller(agent), {"query": query, "limit": limit})
+
+    def doctor(self) -> dict[str, Any]:
+        with self._engine() as engine:
+            return doctor_report(engine)
+
+    def reindex(self) -> list[dict[str, Any]]:
+        with self._engine() as engine:
+            return engine.reindex()
+
+    def agents(self) -> list[dict[str, Any]]:
+        with self._registry() as registry:
+            resolver = StoreResolver(self.state, registry, SettingsSource(self.state.config))
+            return [{"name": a.name, "owner": a.owner, "scopes": list(a.scopes), "createdAt": a.created_at,
+                     "store": resolver.agent_view(a.name)} for a in registry.agents()]
+
+    def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...] = SCOPES) -> dict[str, Any]:
+        with self._registry() as registry:
+            token = registry.add_agent(name, owner=owner, scopes=scopes)
+        return {"agent": name, "token": token, "tokenFile": str(self.state.write_agent_token(name, token))}
+
+    def remove_agent(self, name: str) -> None:
+        with self._registry() as registry:
+            registry.remove_agent(name)
+        self.state.remove_agent_token(name)
+
+    def grants(self, agent: str | None) -> list[dict[str, Any]]:
+        with self._registry() as registry:
+            return [grant.to_dict() for grant in registry.grants(agent)]
+
+    def set_grant(self, agent: str, session_key: str, access: str) -> dict[str, Any]:
+        with self._registry() as registry:
+            return registry.set_grant(agent, session_key, access).to_dict()
+
+    def remove_grant(self, agent: str, session_key: str) -> None:
+        with self._registry() as registry:
+            registry.remove_grant(agent, session_key)
+
+    def stores(self) -> list[dict[str, Any]]:
+        with self._registry() as registry:
+            return StoreResolver(self.state, registry, SettingsSource(self.state.config)).inventory()
+
+    def settings(self) -> dict[str, Any]:
+        return _settings_view(SettingsSource(self.state.config))
+
+    def set_settings(self, **switches: bool) -> dict[str, Any]:
+        source = SettingsSource(self.state.config)
+        changed = source.current()
+        if "writesEnabled" in switches:
+            changed = dataclasses.replace(changed, writes_enabled=switches["writesEnabled"])
+        if "knowledgeRuntimeEnabled" in switches:
+            changed = changed.with_knowledge_runtime(switches["knowledgeRuntimeEnabled"])
+        self.state.create()
+        source.save(changed)
+        return _settings_view(source)
+
+
+def _settings_view(source: SettingsSource) -> dict[str, Any]:
+    """The switches as ``operator/inventory`` shows them."""
+    current = source.current()
+    return {"writesEnabled": current.writes_enabled, "knowledgeRuntimeEnabled": current.knowledge_runtime_enabled,
+            "problem": source.problem}
+
+
+class RemoteDesk:
+    """The serving engine does the work; this process only asks, as the operator, and the engine checks."""
+
+    def __init__(self, state: StateDir) -> None:
+        self.connection = OperatorConnection(state, client_name="knowledge-cli",
+                                             reply_timeout_s=REMOTE_REPLY_TIMEOUT_S)
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def _call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        return self.connection.call("operator/" + method, params)
+
+    def search(self, agent: str, query: str, limit: int) -> dict[str, Any]:
+        return self._call("search", {"agent": agent, "query": query, "limit": limit})
+
+    def doctor(self) -> dict[str, Any]:
+        return self._call("doctor")
+
+    def reindex(self) -> list[dict[str, Any]]:
+        return self._call("reindex")["rebuilt"]
+
+    def agents(self) -> list[dict[str, Any]]:
+        return self._call("inventory")["agents"]
+
+    def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...] = SCOPES) -> dict[str, Any]:
+        added = self._call("addAgent", {"name": name, "owner": owner, "scopes": list(scopes)})
+        return {"agent": added["agent"], "token": added["token"], "tokenFile": added["tokenFile"]}
+
+    def remove_agent(self, name: str) -> None:
+        self._call("removeAgent", {"name": name})
+
+    def grants(self, agent: str | None) -> list[dict[str, Any]]:
+        return self._call("grants", {"agent": agent} if agent is not None else {})["grants"]
+
+    def set_grant(self, agent: str, session_key: str, access: str) -> dict[str, Any]:
+        return self._call("setGrant", {"agent": agent, "sessionKey": session_key, "access": access})["grant"]
+
+    def remove_grant(self, agent: str, session_key: str) -> None:
+        self._call("removeGrant", {"agent": agent, "sessionKey": session_key})
+
+    def stores(self) -> list[dict[str, Any]]:
+        return self._call("inventory")["stores"]
+
+    def settings(self) -> dict[str, Any]:
+        return self._call("inventory")["settings"]
+
+    def set_settings(self, **switches: bool) -> dict[str, Any]:
+        return self._call("setSettings", switches)["settings"]
