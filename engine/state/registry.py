@@ -112,6 +112,16 @@ class Grant:
     created_at: str
 
 
+@dataclass(frozen=True)
+class ConversationOwner:
+    """A conversation partition's owner: the agent and session key (kept hashed) of its first use."""
+
+    session_id: str
+    agent: str
+    session_key_hash: str
+    created_at: str
+
+
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
@@ -320,6 +330,20 @@ class Registry:
         if row is None:
             return True  # unclaimed and not claimed now: nothing of anyone's is in it yet
         return row["agent"] == agent and hmac.compare_digest(row["session_key_hash"], key_hash)
+
+    def conversation_owners(self, store_id: str) -> list[ConversationOwner]:
+        """Who owns each claimed conversation of a store: the agent and the hash of its session key."""
+        return [ConversationOwner(row["session_id"], row["agent"], row["session_key_hash"], row["created_at"])
+                for row in self.db.all("SELECT session_id, agent, session_key_hash, created_at FROM conversations "
+                                       "WHERE store_id = ? ORDER BY session_id", (store_id,))]
+
+    def restore_conversation_owners(self, store_id: str, owners: list[ConversationOwner]) -> None:
+        """Give a restored store's conversations back to their owners (a conversation claimed already keeps
+        its owner)."""
+        self.db.executemany(
+            "INSERT OR IGNORE INTO conversations (store_id, session_id, agent, session_key_hash, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(store_id, owner.session_id, owner.agent, owner.session_key_hash, owner.created_at) for owner in owners])
 
     # --- secrets ----------------------------------------------------------------
 

@@ -219,6 +219,30 @@ class GitHistory:
             entries.append({"commit": commit, "time": timestamp, "subject": subject})
         return entries
 
+    def bundle(self, path: Path) -> bool:
+        """Write the history to a git bundle at ``path`` (a portable archive's copy); False when the vault has
+        no commit yet, so there is nothing to bundle."""
+        if not (self.git_dir / "HEAD").is_file() or self.git_dir.is_symlink() or self.head() is None:
+            return False
+        self._run("bundle", "create", "-q", str(path), BRANCH)
+        return True
+
+    def restore_bundle(self, path: Path) -> str:
+        """Make ``vault/.git`` the history a bundle holds, its index matching the last commit (the vault's
+        files are already in place); returns that commit.  No remote is configured: the bundle is fetched
+        by its path once."""
+        if os.path.lexists(self.git_dir):
+            raise GitError("vault/.git already exists; a history is restored only into a new store")
+        self._run("init", "-q")
+        self._run("bundle", "verify", "-q", str(path))
+        self._run("fetch", "-q", "--no-tags", str(path), f"{BRANCH}:{BRANCH}")
+        self._run("symbolic-ref", "HEAD", BRANCH)
+        self._run("read-tree", BRANCH)
+        head = self.head()
+        if head is None:
+            raise GitError(f"the bundle holds no {BRANCH}")
+        return head
+
     def show(self, commit: str, path: str) -> bytes:
         completed = subprocess.run(
             [self.executable, "show", f"{commit}:{path}"], capture_output=True, env=self._env(),
