@@ -27,7 +27,7 @@ from ..runtime import StoreRuntime
 from ..service import Engine
 from ..state.config import is_store_name
 from ..state.registry import StoreRecord
-from ..store.githistory import GitError, GitHistory
+from ..store.githistory import HISTORY_PARTS, GitError, GitHistory, adopt_copied_history, is_history_part
 from ..store.portable import GIT_DIR, build_store, kept_revisions, store_identity, vault_files
 from .archive_format import (
     ARCHIVE_FORMAT, BUNDLE_NAME, FORMAT_VERSION, HISTORY_DIR, MANIFEST_NAME, REVISIONS_DIR, VAULT_PREFIX_DIR,
@@ -158,9 +158,11 @@ def _copy_history(runtime: StoreRuntime, members: _Members) -> dict[str, Any]:
     if git_dir.is_dir() and not git_dir.is_symlink():
         files, skipped = vault_files(vault, git=True)
         for relpath in files:
-            members.add(HISTORY_DIR + relpath, _read_regular(vault / relpath))
+            if is_history_part(relpath.removeprefix(GIT_DIR + "/")):
+                members.add(HISTORY_DIR + relpath, _read_regular(vault / relpath))
         return {"kind": "git-folder", "skipped": skipped,
-                "note": f"git is not installed: the vault's .git folder is copied as it is under {HISTORY_DIR}.git/"}
+                "note": f"git is not installed: the vault's history (the .git folder's {', '.join(HISTORY_PARTS)}) "
+                        f"is copied under {HISTORY_DIR}.git/"}
     return {"kind": None, "note": "git is not installed and the vault has no .git folder: the archive holds no "
                                   "history (the kept revisions are in it)"}
 
@@ -266,8 +268,9 @@ def _first_difference(record: StoreRecord, archived: dict[str, str]) -> str | No
 def _history_restorer(engine: Engine, reader: ArchiveReader
                       ) -> tuple[Callable[[Path], None] | None, dict[str, Any]]:
     """What restores the archive's history into the built vault, and what the summary says of it."""
-    if reader.history == "git-folder":
-        return None, {"restored": True, "kind": "git-folder"}  # its files come with the vault's
+    if reader.history == "git-folder":  # its files come with the vault's
+        return lambda vault: adopt_copied_history(vault, engine.git_executable), {"restored": True,
+                                                                                 "kind": "git-folder"}
     if reader.history is None:
         return None, {"restored": False, "kind": None, "note": "the archive holds no git history"}
     executable = engine.git_executable

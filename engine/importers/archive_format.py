@@ -6,7 +6,8 @@
     vault/<path>             every file of the vault as it was on disk
     revisions/<sha256>       the exact bytes of each revision the revision archive kept (one per content)
     history/vault.bundle     the vault's git history as a git bundle
-    history/.git/<path>      or the vault's .git folder as it was (written where git was not installed)
+    history/.git/<path>      or the history parts of the vault's .git folder (HEAD, packed-refs, refs/,
+                             objects/), copied where git was not installed
 
 ``ArchiveReader`` checks an archive whole before anyone writes from it: the manifest's shape, every member's
 name (nothing absolute, no ``..``, no symlink, nothing unlisted, nothing listed and absent), every member's
@@ -29,6 +30,7 @@ from ..core.errors import InvalidParams
 from ..core.ids import STORE_PREFIX, VAULT_PREFIX, canonical_session_id, is_agent_name, is_generated_id
 from ..state.config import is_store_name
 from ..state.registry import ConversationOwner
+from ..store.githistory import HISTORY_PARTS, is_history_part
 from ..store.portable import KeptRevision, StoreIdentity
 from ..store.store import partition_dir
 from ..vault.manifest import PARTITION_MARKER
@@ -372,8 +374,11 @@ def _history(manifest: dict[str, Any], files: dict[str, ArchivedFile], refuse: A
     held = {path for path in files if path.startswith(HISTORY_DIR)}
     if kind == "bundle" and held != {BUNDLE_NAME}:
         raise refuse(f"a bundle history is exactly {BUNDLE_NAME}", MANIFEST_NAME)
-    if kind == "git-folder" and not all(path.startswith(GIT_FOLDER_PREFIX) for path in held):
-        raise refuse(f"a copied git folder lies under {GIT_FOLDER_PREFIX}", MANIFEST_NAME)
+    if kind == "git-folder":
+        for path in held:
+            if not path.startswith(GIT_FOLDER_PREFIX) or not is_history_part(path.removeprefix(GIT_FOLDER_PREFIX)):
+                raise refuse(f"a copied git folder holds only {', '.join(HISTORY_PARTS)} under {GIT_FOLDER_PREFIX}",
+                             path)
     if kind is None and held:
         raise refuse("history files without a history kind", sorted(held)[0])
     return kind

@@ -26,6 +26,9 @@ from typing import Callable
 BRANCH = "refs/heads/main"
 COMMITTER = "Knowledge Desk <knowledge-desk@localhost>"
 _TIMEOUT = 60
+# What of a vault's .git folder a copy carries: the history itself, never its configuration or hooks.
+HISTORY_PARTS = ("HEAD", "packed-refs", "refs/", "objects/")
+COPIED_HISTORY_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
 
 
 class GitError(Exception):
@@ -251,6 +254,22 @@ class GitHistory:
         if completed.returncode != 0:
             raise GitError(f"git show failed for {path} at {commit}")
         return completed.stdout
+
+
+def is_history_part(relpath: str) -> bool:
+    """Whether a path inside ``.git`` is part of the history a copy carries (``HISTORY_PARTS``)."""
+    return relpath in HISTORY_PARTS or relpath.startswith(tuple(part for part in HISTORY_PARTS if part.endswith("/")))
+
+
+def adopt_copied_history(vault: Path, executable: str | None) -> None:
+    """Finish a ``vault/.git`` restored from a copy of its history parts: a configuration of our own (a
+    copied one could name commands for git to run) and, where git is installed, an index matching the last
+    commit (elsewhere the first checkpoint after git appears rebuilds it)."""
+    (vault / ".git" / "config").write_text(COPIED_HISTORY_CONFIG, encoding="utf-8")
+    if executable is not None:
+        history = GitHistory(vault, executable)
+        if history.head() is not None:
+            history._run("read-tree", BRANCH)
 
 
 def _utf8_name(name: str) -> bool:

@@ -147,6 +147,8 @@ def build_store(stores_root: Path, identity: StoreIdentity, files: Iterable[tupl
 
 def _fill(building: Path, identity: StoreIdentity, files: Iterable[tuple[str, bytes]],
           revisions: Iterable[KeptRevision]) -> None:
+    for partition in identity.partitions:
+        partition_dir(partition)  # refuses a name that is no partition
     vault = building / VAULT_DIR
     vault.mkdir()
     for relpath, data in files:
@@ -158,8 +160,6 @@ def _fill(building: Path, identity: StoreIdentity, files: Iterable[tuple[str, by
             os.fsync(handle.fileno())
     for directory in _directories(vault):
         fsync_dir(directory)
-    for partition in identity.partitions:
-        partition_dir(partition)  # refuses a name that is no partition
     database = Database.open(building / STATE_DB, create=True, migrations=STATE_MIGRATIONS)
     try:
         with database.atomic():

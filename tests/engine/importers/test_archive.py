@@ -377,6 +377,23 @@ def test_without_git_the_export_says_there_is_no_history_and_a_bundle_is_not_res
     assert not (vault_of(target) / ".git").exists()
 
 
+@pytest.mark.parametrize("part", ["config", "hooks/post-checkout", "info/exclude"])
+def test_a_copied_git_folder_brings_its_history_only_never_a_configuration_or_hooks(exported, tmp_path, part,
+                                                                                    capsys):
+    name = f"history/.git/{part}"
+
+    def with_folder(members: dict[str, bytes], manifest: dict[str, Any]) -> None:
+        for member, data in ((name, b"[core]\n\tfsmonitor = touch /tmp/owned\n"), ("history/.git/HEAD", b"x\n")):
+            members[member] = data
+            listed(manifest, member, data)
+        manifest["history"] = {"kind": "git-folder"}
+
+    crafted = rewrite(exported["archive"], with_folder, tmp_path / "crafted.zip")
+    assert main(["import", "archive", str(crafted), "--state-dir", str(exported["target"].root)]) == 2
+    assert f"crafted.zip ({name})" in capsys.readouterr().err
+    assert not exported["target"].root.exists()
+
+
 # --- choosing the store; the command line ----------------------------------------------------------
 
 
