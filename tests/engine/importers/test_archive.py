@@ -148,6 +148,7 @@ def test_the_archive_lists_every_member_with_its_hash_and_holds_no_credential(ex
     with zipfile.ZipFile(exported["archive"]) as archive:
         manifest = json.loads(archive.read(MANIFEST_NAME))
         members = {info.filename: archive.read(info) for info in archive.infolist() if info.filename != MANIFEST_NAME}
+    assert stat.S_IMODE(exported["archive"].stat().st_mode) == 0o600  # it holds the owner's private knowledge
     assert (manifest["format"], manifest["formatVersion"]) == ("knowledge-store-archive", 1)
     assert manifest["engineVersion"] and manifest["createdAt"]
     assert (manifest["store"]["kind"], manifest["store"]["createdFor"]) == ("isolated", "main")
