@@ -144,6 +144,20 @@ def test_a_restored_store_holds_every_file_byte_identical_and_serves_the_same(ex
     assert [origin for _, _, origin in after["history"]["dana"]][-1] == "external"  # the outside edit is kept
 
 
+def test_a_symlink_in_the_vault_is_left_out_and_reported(tmp_path, capsys):
+    state = StateDir(tmp_path / "state")
+    with Engine(state, watch=False) as engine:
+        seed(engine)
+    (tmp_path / "outside.md").write_text("outside the vault\n", encoding="utf-8")
+    os.symlink(tmp_path / "outside.md", vault_of(state) / "private" / "pages" / "linked.md")
+    assert main(["export", str(tmp_path / "store.zip"), "--state-dir", str(state.root)]) == 0
+    assert "Left out (not a regular file, or a name that is not UTF-8): private/pages/linked.md" in (
+        capsys.readouterr().out)
+    with zipfile.ZipFile(tmp_path / "store.zip") as archive:
+        assert not [name for name in archive.namelist() if "linked" in name]
+        assert b"outside the vault" not in b"".join(archive.read(name) for name in archive.namelist())
+
+
 def test_the_archive_lists_every_member_with_its_hash_and_holds_no_credential(exported):
     with zipfile.ZipFile(exported["archive"]) as archive:
         manifest = json.loads(archive.read(MANIFEST_NAME))
