@@ -47,6 +47,7 @@ BUNDLE_NAME = HISTORY_DIR + "vault.bundle"
 GIT_FOLDER_PREFIX = HISTORY_DIR + ".git/"
 HISTORY_KINDS = ("bundle", "git-folder")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CHUNK = 1024 * 1024
 
 
@@ -76,7 +77,7 @@ def safe_member_name(name: str) -> bool:
     empty, ``.`` or ``..`` part, no backslash, drive or control character."""
     if not name or name.startswith("/") or "\\" in name or ":" in name.split("/")[0]:
         return False
-    if any(ord(ch) < 32 or ch == "\x7f" for ch in name):
+    if _CONTROL.search(name):
         return False
     return all(part not in ("", ".", "..") for part in name.split("/"))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -26,6 +27,7 @@ from ..vault.records import PRIVATE_SCOPE
 from .store import MANIFEST, STATE_DB, STATE_MIGRATIONS, VAULT_DIR, Store, partition_dir
 
 GIT_DIR = ".git"
+_SYNC_WORKERS = 16
 
 
 @dataclass(frozen=True)
@@ -151,15 +153,14 @@ def _fill(building: Path, identity: StoreIdentity, files: Iterable[tuple[str, by
         partition_dir(partition)  # refuses a name that is no partition
     vault = building / VAULT_DIR
     vault.mkdir()
+    written = []
     for relpath, data in files:
         target = vault / relpath
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "xb") as handle:  # "x": two entries for one path never overwrite each other
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    for directory in _directories(vault):
-        fsync_dir(directory)
+        written.append(target)
+    _make_durable([*written, *_directories(vault)])
     database = Database.open(building / STATE_DB, create=True, migrations=STATE_MIGRATIONS)
     try:
         with database.atomic():
@@ -179,6 +180,22 @@ def _fill(building: Path, identity: StoreIdentity, files: Iterable[tuple[str, by
     # A fresh database has applied no publication: the restored manifest's checkpoint is 0 to match it.
     write_manifest(building / MANIFEST, Manifest(identity.store_id, identity.vault_id, identity.created_at,
                                                  {PRIVATE_SCOPE: identity.partitions[PRIVATE_SCOPE]}, 0))
+
+
+def _make_durable(paths: list[Path]) -> None:
+    """fsync every file and directory before the store is renamed into place.  Concurrent fsyncs share the
+    file system's journal commits, so a vault of thousands of files is made durable in a fraction of the
+    time one fsync after another takes."""
+    def sync(path: Path) -> None:
+        if path.is_dir():
+            fsync_dir(path)
+        else:
+            with open(path, "rb+") as handle:
+                os.fsync(handle.fileno())
+
+    with ThreadPoolExecutor(max_workers=_SYNC_WORKERS, thread_name_prefix="restore-fsync") as pool:
+        for _ in pool.map(sync, paths):
+            pass
 
 
 def _directories(root: Path) -> Iterator[Path]:
