@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..core.errors import InvalidParams
-from ..core.ids import STORE_PREFIX, VAULT_PREFIX, canonical_session_id, is_agent_name, is_generated_id
+from ..core.ids import (
+    STORE_PREFIX, VAULT_PREFIX, canonical_session_id, is_agent_name, is_generated_id, is_record_id,
+)
 from ..state.config import is_store_name
 from ..state.registry import ConversationOwner
 from ..store.githistory import HISTORY_PARTS, is_history_part
@@ -335,6 +337,10 @@ def _revisions(manifest: dict[str, Any], files: dict[str, ArchivedFile],
             raise refuse("a revision names no revisions/ file of the archive", str(member))
         for key in ("recordId", "path", "observedAt"):
             _text(entry, key, refuse)
+        if not is_record_id(entry["recordId"]):
+            raise refuse("a revision's recordId is not a record id", member)
+        if not safe_member_name(entry["path"]):
+            raise refuse("a revision's path leaves its partition (absolute, '..' or a drive)", member)
         number = entry.get("revision")
         if isinstance(number, bool) or not isinstance(number, int):
             raise refuse("a revision's number must be an integer", member)

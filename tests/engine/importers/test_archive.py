@@ -302,6 +302,16 @@ def test_a_member_whose_path_escapes_the_store_is_refused(exported, tmp_path, na
     assert not target.root.exists() and not (tmp_path / "escaped.md").exists()
 
 
+def test_a_revision_whose_path_escapes_its_partition_is_refused(exported, tmp_path, capsys):
+    def escape(members: dict[str, bytes], manifest: dict[str, Any]) -> None:
+        manifest["revisions"][0]["path"] = "../../escaped.md"
+
+    slipped = rewrite(exported["archive"], escape, tmp_path / "slip.zip")
+    assert main(["import", "archive", str(slipped), "--state-dir", str(exported["target"].root)]) == 2
+    assert "leaves its partition" in capsys.readouterr().err
+    assert not exported["target"].root.exists()
+
+
 def test_a_symlink_member_is_refused(exported, tmp_path, capsys):
     name = "vault/private/pages/people/link.md"
     target_path = b"/etc/passwd"
