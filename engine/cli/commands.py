@@ -3,7 +3,7 @@
 Every subcommand takes ``--state-dir`` (or ``KNOWLEDGE_STATE_DIR``).
 Beside a running engine every command works: agents, grants, stores,
 settings, search, doctor and reindex ask the serving engine as the operator
-(``desk.py``), models only touch files the engine re-reads.  Only the
+(``desk.py``), and so does export; models only touch files the engine re-reads.  Only the
 commands that must own the state directory to write its stores as a whole
 (serve, demo, import) refuse there, saying what to do.
 """
@@ -38,6 +38,8 @@ from ..importers.demo import seed_demo
 from ..core.db import sqlite_errno
 from ..core.errors import EngineLocked, KnowledgeError
 from ..core.ids import format_timestamp, utc_now
+from ..importers import methods as import_methods
+from ..importers.archive import ArchiveReader, restore_archive
 from ..importers.locomo import DEFAULT_AGENT, import_locomo, load_locomo, owner_caller
 from ..state.registry import GRANT_ACCESS, SCOPES
 from ..wire.server import DEFAULT_PORT, EngineServer
@@ -353,6 +355,36 @@ def cmd_import_locomo(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace, state: StateDir) -> int:
+    if not state.registry.is_file():
+        print(f"knowledge export: no state directory at {state.root}; nothing was written", file=sys.stderr)
+        return 2
+    with open_desk(state) as desk:
+        result = desk.export(Path(args.out).absolute(), args.store, args.agent, args.with_history)
+    _print(result, args.json, lambda d: "\n".join([
+        f"Exported store {d['storeId']}" + (f" ({d['name']})" if d["name"] else "") + f" to {d['archive']}: "
+        f"{d['files']} vault files, {d['revisions']} kept revisions, {d['conversations']} conversation owners.",
+        f"History: {d['history']['note']}.",
+        *(f"Left out (not a regular file, or a name that is not UTF-8): {path}" for path in d["skipped"]),
+    ]))
+    return 0
+
+
+def cmd_import_archive(args: argparse.Namespace, state: StateDir) -> int:
+    # The archive is checked whole here, before the state directory is opened or anything is written.
+    with ArchiveReader(Path(args.archive).absolute()) as reader, Engine(state, watch=False) as engine:
+        result = restore_archive(engine, reader, agent=args.agent, store_name=args.store)
+    def text(d: dict[str, Any]) -> str:
+        where = f"named store {d['name']}" if d["kind"] == "named" else f"{d['agent']}'s own store"
+        if not d["created"]:
+            return f"Store {d['storeId']} ({where}) is already restored from this archive; nothing was created."
+        history = d["history"].get("note") or f"restored ({d['history']['kind']})"
+        return (f"Restored store {d['storeId']} as {where}: {d['files']} vault files, {d['records']} current "
+                f"records, {d['revisions']} kept revisions.\nHistory: {history}.")
+    _print(result, args.json, text)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
     if (info := state.serving_engine()) is not None:
         print(f"knowledge: a Knowledge engine (pid {info.get('pid')}, port {info.get('port')}) already serves "
@@ -364,6 +396,7 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
     engine.decision.start()   # the configured Decision model loads in the background
     stop = threading.Event()
     server = EngineServer(engine, port=args.port, socket_path=state.root / "engine.sock")
+    import_methods.register(server.dispatcher, engine)  # export (and imports) beside the engine
     try:
         if args.demo:
             _report_demo(state, seed_demo(engine))
@@ -463,6 +496,23 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
     locomo.add_argument("--json", action="store_true", help="print the counts and dialog-to-claim map as JSON")
     locomo.set_defaults(handler=cmd_import_locomo)
+
+    archive = import_commands.add_parser("archive", parents=[common],
+                                         help="restore a store from an archive `knowledge export` wrote")
+    archive.add_argument("archive", metavar="ARCHIVE", help="the archive file")
+    archive.add_argument("--agent", help="restore it as this agent's own store (default: as it was exported)")
+    archive.add_argument("--store", help="restore it as the named store NAME (default: as it was exported)")
+    archive.add_argument("--json", action="store_true")
+    archive.set_defaults(handler=cmd_import_archive)
+
+    export = commands.add_parser("export", parents=[common], help="write a portable archive of one store")
+    export.add_argument("out", metavar="OUT", help="the archive file to write (must not exist)")
+    export.add_argument("--store", help="a named store's name, or a store id (`knowledge stores list`)")
+    export.add_argument("--agent", help=f"the agent whose store to export (default: {DEFAULT_AGENT})")
+    export.add_argument("--with-history", action="store_true",
+                        help="include the vault's git history (a git bundle; the .git folder where git is absent)")
+    export.add_argument("--json", action="store_true")
+    export.set_defaults(handler=cmd_export)
 
     doctor = commands.add_parser("doctor", parents=[common], help="validate every store, vault and ontology")
     doctor.add_argument("--json", action="store_true")

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 from ..access.authority import OperatorCaller
 from ..access.stores import StoreResolver
+from ..importers.archive import export_archive
 from ..operator.doctor import doctor_report
 from ..service import Engine
 from ..state.config import SettingsSource
@@ -47,6 +49,7 @@ class Desk(Protocol):
     def stores(self) -> list[dict[str, Any]]: ...
     def settings(self) -> dict[str, Any]: ...
     def set_settings(self, **switches: bool) -> dict[str, Any]: ...
+    def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]: ...
 
 
 @contextmanager
@@ -91,6 +94,10 @@ class LocalDesk:
     def reindex(self) -> list[dict[str, Any]]:
         with self._engine() as engine:
             return engine.reindex()
+
+    def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]:
+        with self._engine() as engine:
+            return export_archive(engine, out, store=store, agent=agent, with_history=with_history)
 
     def agents(self) -> list[dict[str, Any]]:
         with self._registry() as registry:
@@ -167,6 +174,10 @@ class RemoteDesk:
 
     def reindex(self) -> list[dict[str, Any]]:
         return self._call("reindex")["rebuilt"]
+
+    def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]:
+        return self._call("export", {"out": str(out.absolute()), "store": store, "agent": agent,
+                                     "withHistory": with_history})
 
     def agents(self) -> list[dict[str, Any]]:
         return self._call("inventory")["agents"]

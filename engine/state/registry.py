@@ -346,6 +346,14 @@ class Registry:
         return [Conversation(row["session_id"], row["agent"], row["session_key_hash"], row["created_at"])
                 for row in rows]
 
+    def restore_conversation_owners(self, store_id: str, owners: list[Conversation]) -> None:
+        """Give a restored store's conversations back to their owners (a conversation claimed already keeps
+        its owner)."""
+        self.db.executemany(
+            "INSERT OR IGNORE INTO conversations (store_id, session_id, agent, session_key_hash, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(store_id, owner.session_id, owner.agent, owner.session_key_hash, owner.created_at) for owner in owners])
+
     # --- secrets ----------------------------------------------------------------
 
     def secret(self, name: str) -> bytes:

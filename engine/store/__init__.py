@@ -15,5 +15,6 @@ refused, history kept in git, outside edits noticed.
     attachments  knowledge_attach and knowledge_attach_file: retained originals
     open_store   OpenStore: a store as work on its lane reaches it (the runtime implements it)
     githistory   the vault's git repository: commits of exactly the published bytes
+    portable     what an archive carries out of a store, and a store built back from it
     watcher      watchdog feed of outside edits
 """

@@ -26,6 +26,9 @@ from typing import Callable
 BRANCH = "refs/heads/main"
 COMMITTER = "Knowledge Desk <knowledge-desk@localhost>"
 _TIMEOUT = 60
+# What of a vault's .git folder a copy carries: the history itself, never its configuration or hooks.
+HISTORY_PARTS = ("HEAD", "packed-refs", "refs/", "objects/")
+COPIED_HISTORY_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
 
 
 class GitError(Exception):
@@ -219,6 +222,30 @@ class GitHistory:
             entries.append({"commit": commit, "time": timestamp, "subject": subject})
         return entries
 
+    def bundle(self, path: Path) -> bool:
+        """Write the history to a git bundle at ``path`` (a portable archive's copy); False when the vault has
+        no commit yet, so there is nothing to bundle."""
+        if not (self.git_dir / "HEAD").is_file() or self.git_dir.is_symlink() or self.head() is None:
+            return False
+        self._run("bundle", "create", "-q", str(path), BRANCH)
+        return True
+
+    def restore_bundle(self, path: Path) -> str:
+        """Make ``vault/.git`` the history a bundle holds, its index matching the last commit (the vault's
+        files are already in place); returns that commit.  No remote is configured: the bundle is fetched
+        by its path once."""
+        if os.path.lexists(self.git_dir):
+            raise GitError("vault/.git already exists; a history is restored only into a new store")
+        self._run("init", "-q")
+        self._run("bundle", "verify", "-q", str(path))
+        self._run("fetch", "-q", "--no-tags", str(path), f"{BRANCH}:{BRANCH}")
+        self._run("symbolic-ref", "HEAD", BRANCH)
+        self._run("read-tree", BRANCH)
+        head = self.head()
+        if head is None:
+            raise GitError(f"the bundle holds no {BRANCH}")
+        return head
+
     def show(self, commit: str, path: str) -> bytes:
         completed = subprocess.run(
             [self.executable, "show", f"{commit}:{path}"], capture_output=True, env=self._env(),
@@ -227,6 +254,22 @@ class GitHistory:
         if completed.returncode != 0:
             raise GitError(f"git show failed for {path} at {commit}")
         return completed.stdout
+
+
+def is_history_part(relpath: str) -> bool:
+    """Whether a path inside ``.git`` is part of the history a copy carries (``HISTORY_PARTS``)."""
+    return relpath in HISTORY_PARTS or relpath.startswith(tuple(part for part in HISTORY_PARTS if part.endswith("/")))
+
+
+def adopt_copied_history(vault: Path, executable: str | None) -> None:
+    """Finish a ``vault/.git`` restored from a copy of its history parts: a configuration of our own (a
+    copied one could name commands for git to run) and, where git is installed, an index matching the last
+    commit (elsewhere the first checkpoint after git appears rebuilds it)."""
+    (vault / ".git" / "config").write_text(COPIED_HISTORY_CONFIG, encoding="utf-8")
+    if executable is not None:
+        history = GitHistory(vault, executable)
+        if history.head() is not None:
+            history._run("read-tree", BRANCH)
 
 
 def _utf8_name(name: str) -> bool:

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import uuid
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -20,6 +21,8 @@ import pytest
 from engine.access.authority import OperatorCaller
 from engine.cli.commands import main
 from engine.cli.desk import LocalDesk, RemoteDesk, open_desk
+from engine.importers import methods as import_methods
+from engine.importers.archive_format import MANIFEST_NAME
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from engine.wire.protocol import Dispatcher, Session
@@ -49,6 +52,7 @@ def serving(state: StateDir) -> Iterator[Engine]:
     """An engine serving ``state`` on a socket, named in engine.json as `knowledge serve` names it."""
     with Engine(state, watch=False) as engine:
         server = EngineServer(engine, port=0, socket_path=state.root / "engine.sock", workers=4)
+        import_methods.register(server.dispatcher, engine)  # as `knowledge serve` does
         server.start()
         state.write_engine_info({"pid": os.getpid(), **server.info()})
         try:
@@ -124,6 +128,23 @@ def test_an_engine_that_stopped_answering_is_named_with_what_to_do(
     assert main(["--state-dir", str(state_dir.root), "agents", "list"]) == 1
     err = capsys.readouterr().err
     assert "Cannot reach the Knowledge engine" in err and "engine.json" in err
+
+
+def test_export_runs_in_the_serving_engine_and_writes_the_archive_an_export_here_writes(
+        demo_copies: tuple[StateDir, StateDir], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    here, served = demo_copies
+    assert run(capsys, here, ["export", str(tmp_path / "here.zip")])[0] == 0
+    with serving(served):
+        code, out, err = run(capsys, served, ["export", str(tmp_path / "served.zip"), "--json"])
+        assert code == 0, err
+        assert json.loads(out)["storeId"] and (tmp_path / "served.zip").is_file()
+        assert run(capsys, served, ["export", str(tmp_path / "served.zip")])[0] == 2  # it exists: refused
+
+    def files(archive: Path) -> list[dict]:
+        with zipfile.ZipFile(archive) as opened:
+            return json.loads(opened.read(MANIFEST_NAME))["files"]
+
+    assert files(tmp_path / "served.zip") == files(tmp_path / "here.zip")
 
 
 def test_import_and_serve_refuse_beside_the_engine_saying_what_to_do(
