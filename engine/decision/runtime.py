@@ -4,6 +4,7 @@
 
     onnx/<installed model>   in-process onnxruntime + tokenizers (onnx.py)
     rerank/<model id>        POST <models.providers.rerank.baseUrl>/rerank (rerank.py)
+    embedding/<installed embedding model>   calibrated cosine similarity, in-process (similarity.py)
 
 Both are a ``ScoringProvider`` (provider.py): the runtime asks every
 provider the same questions, and each answers what it can.
@@ -42,6 +43,7 @@ from ..state.config import Settings
 from .onnx import OnnxOptions, OnnxReranker
 from .provider import FAILED, NOT_CONFIGURED, READY, PairScorer, PairScores, ScoresOnly, ScoringProvider
 from .rerank import EndpointForms, RerankProvider
+from .similarity import KIND as EMBEDDING_KIND, SimilarityScorer
 from ..core.errors import DecisionUnavailable, InvalidParams
 
 log = logging.getLogger(__name__)
@@ -202,7 +204,8 @@ class DecisionRuntime:
         except ModelError as exc:
             log.warning("decision model %s cannot be used: %s", wanted, exc.message)
             return None, exc.message
-        provider = OnnxReranker(model, self._options)
+        provider: OnnxReranker | SimilarityScorer = (SimilarityScorer(model) if kind == EMBEDDING_KIND
+                                                     else OnnxReranker(model, self._options))
         loader = threading.Thread(target=provider.load, name=f"decision-load-{name}", daemon=True)
         self._loaders.append(loader)
         loader.start()
@@ -222,6 +225,11 @@ class DecisionRuntime:
         return provider
 
     # --- what a caller needs to plan ---------------------------------------------------------
+
+    def page_scorer(self) -> SimilarityScorer | None:
+        """The ready ``embedding/`` model, which scores whole pages by their vectors (None: another kind)."""
+        provider, _, _ = self._current()
+        return provider if isinstance(provider, SimilarityScorer) and provider.state == READY else None
 
     def tokens_per_second(self) -> float | None:
         """Measured throughput of the loaded ONNX model (None for rerank endpoints or before it is ready)."""

@@ -26,9 +26,11 @@ import tantivy
 
 from ..index.analysis import Analyzer
 from ..index.searchable import SearchableStore
+from ..index.vectors import embedding_text
 from ..store.catalog_reads import RecordRow
 from ..vault.frontmatter import split_document
 from ..memory.knowledge_index import UNLISTED_PAGE_TYPES, page_lookup_name, ranked_page_labels
+from ..core.errors import KnowledgeError
 from ..core.labels import clip, is_unsafe_label
 from ..search.passages import ELLIPSIS, PassageFinder
 from ..search.keyword import SearchRequest, build_query
@@ -55,6 +57,7 @@ class Candidate:
     passages: list[str] = field(default_factory=list)
     label: str = ""                  # model: the label offered to the choice question
     document: str = ""               # what is scored (set by the scoring plan)
+    page_text: str = ""              # title and body, as the vector index embeds it (embedding/ models score it)
 
 
 @dataclass
@@ -96,11 +99,20 @@ def keyword_candidates(runtime: SearchableStore, partition: str, analyzer: Analy
         passages = [p.text for p in finder.best(body, message, max_passages=excerpts, passage_chars=excerpt_chars,
                                                 page_chars=page_chars)]
         candidate = _candidate(runtime, partition, row)
+        candidate.page_text = embedding_text(row.title, body)
         candidate.passages = passages
         candidate.excerpt = "\n\n".join(passages)
         candidates.append(candidate)
     # Matches past the fetched hits are counted as offered without their titles being checked.
     return CandidateSet(candidates, int(result.count or 0) - skipped)
+
+
+def stored_page_vectors(runtime: SearchableStore, model: str, digests: list[str]) -> dict[str, bytes]:
+    """The vectors the store's vector index already holds for these page texts under ``model`` (on the lane)."""
+    try:
+        return runtime.vectors.cached_vectors(model, digests)
+    except KnowledgeError:
+        return {}   # a damaged or busy derived file: the Decision model embeds the pages itself
 
 
 def model_index(runtime: SearchableStore, partition: str, *, max_index_chars: int, now: Any,
@@ -126,7 +138,9 @@ def read_page_starts(runtime: SearchableStore, partition: str, candidates: list[
             continue   # gone, retyped or retitled since the index was read
         page = _candidate(runtime, partition, row)
         page.label = candidate.label
-        page.excerpt = page_start(_body(runtime, partition, row), page_chars)
+        body = _body(runtime, partition, row)
+        page.page_text = embedding_text(row.title, body)
+        page.excerpt = page_start(body, page_chars)
         fresh.append(page)
     return fresh
 

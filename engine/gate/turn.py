@@ -38,7 +38,9 @@ from typing import Any, Callable, Protocol, TypeVar
 from ..access.authority import OWNER_PRIVATE, Authority, Caller, Entry, StoreEntry
 from ..decision.runtime import MAX_CHOICE_OPTIONS, BooleanQuestion, ChoiceQuestion, DecisionRuntime
 from ..core.errors import Denied, DecisionUnavailable, InvalidResponse, KnowledgeError, NotFound
-from .candidates import Candidate, CandidateDeadline, keyword_candidates, model_index, read_page_starts
+from .candidates import (
+    Candidate, CandidateDeadline, keyword_candidates, model_index, read_page_starts, stored_page_vectors,
+)
 from .journal import GateTurnRecord, record_turn
 from .scoring import (
     HIGH, MEDIUM, PUBLISH_RESERVE_S, SKIP_HINT, UNSCORED, Decision, plan_gate_scoring, render_block,
@@ -48,6 +50,7 @@ from ..state.config import SettingsSource
 from ..state.gate_settings import GateSettings
 from ..core.ids import utc_now
 from ..index.analysis import Analyzer
+from ..index.embedding import text_digest
 from ..index.searchable import SearchableStore
 from ..search.passages import PassageFinder
 from ..core.params import Params, String
@@ -205,7 +208,7 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
     else:
         _model_candidates(decision, entry, message, gate, deadline, recheck, evaluation)
     if evaluation.candidates:
-        _score(engine, decision, message, gate, deadline, recheck, evaluation)
+        _score(engine, decision, entry, message, gate, deadline, recheck, evaluation)
     evaluation.would, evaluation.text = _would(evaluation, gate)
     return evaluation
 
@@ -249,11 +252,21 @@ def _model_candidates(decision: DecisionRuntime, entry: Entry[SearchableStore], 
         rt, a.partition, shortlist, gate.page_chars, deadline)) if shortlist else []
 
 
-def _score(engine: GateEngine, decision: DecisionRuntime, message: str, gate: GateSettings, deadline: float,
-           recheck: Callable[[], None], evaluation: Evaluation) -> None:
+def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[SearchableStore], message: str,
+           gate: GateSettings, deadline: float, recheck: Callable[[], None], evaluation: Evaluation) -> None:
     candidates = evaluation.candidates
     score_by = deadline - PUBLISH_RESERVE_S
-    if gate.candidates == "keyword":
+    pages = decision.page_scorer()
+    if pages is not None:
+        # An embedding model scores whole pages: their vectors do not depend on the message, so the ones the
+        # store's vector index (or an earlier turn) holds are reused and the turn embeds only the message.
+        documents, planned = [c.page_text for c in candidates], len(candidates)
+        digests = [text_digest(document) for document in documents]
+        known = pages.known(digests)
+        wanted = [digest for digest in digests if digest not in known]
+        if wanted:
+            pages.remember(_on_lane(entry, deadline, lambda rt, a: stored_page_vectors(rt, pages.fingerprint, wanted)))
+    elif gate.candidates == "keyword":
         plan = _ask(recheck, "plan", lambda: plan_gate_scoring(decision, message, candidates, engine.passage_finder,
                                                                gate, score_by))
         documents, planned = plan.documents, plan.planned
