@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from models.errors import ModelError
-from models.installed import ModelStore
+from models.installed import ModelStore, is_model_name
 from models.local import add_local
 
 from ..access.authority import OperatorCaller
@@ -53,6 +53,8 @@ from ..importers.locomo import import_locomo, load_locomo, owner_caller
 from ..service import Engine
 from ..state.statedir import StateDir
 from ..decision.similarity import CALIBRATION
+from ..index.vectors import embedding_text
+from ..vault.frontmatter import split_document
 from ..state.config import parse_settings
 from . import gate_quality, metrics
 
@@ -83,10 +85,8 @@ class Options:
     quality: bool = False               # the LoCoMo quality figures (docs/benchmarks/gate-quality.md)
     fit: bool = False                   # fit the embedding provider's calibration (conversations FIT_SAMPLES)
     candidates: tuple[str, ...] = ("keyword",)   # candidate modes the quality figures compare
-
-
-FIT_SAMPLES = range(0, 5)       # LoCoMo conversations the calibration is fitted on
-REPORT_SAMPLES = range(5, 10)   # the conversations the quality figures are reported on
+    fit_samples: range = range(0, 5)        # LoCoMo conversations the calibration is fitted on
+    report_samples: range = range(5, 10)    # the conversations the quality figures are reported on
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,10 @@ def run(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
         raise BenchmarkSkipped("--torch-python must name a Python with torch and sentence-transformers "
                                "(the PyTorch baseline runs there)")
     data = load_locomo(options.data)
+    samples = options.fit_samples if options.fit else options.report_samples
+    if (options.quality or options.fit) and samples.stop > len(data):
+        raise BenchmarkSkipped(f"the LoCoMo file has {len(data)} conversations; the quality figures need "
+                               f"conversations {samples.start}-{samples.stop - 1}")
     load_at_start = _load()
     work = Path(tempfile.mkdtemp(prefix="knowledge-bench-gate-"))
     try:
@@ -172,7 +176,7 @@ def resolve_model(store: ModelStore, model: Path | str | None, variant: str | No
     if folder.is_dir():
         if variant is not None and not (folder / "onnx" / f"{variant}.onnx").is_file():
             raise BenchmarkSkipped(f"--variant {variant}: {folder}/onnx/{variant}.onnx does not exist")
-        name = folder.name if folder.name in catalogue() else MODEL_NAME
+        name = folder.name if is_model_name(folder.name) else MODEL_NAME
         try:
             installed = add_local(store, folder, name=name, replace=True, variant=variant)
         except ModelError as exc:
@@ -239,13 +243,14 @@ def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: Ch
     pages = engine.on_store(OperatorCaller(AGENT), lambda rt, a: [
         (row.record_id, row.title) for row in rt.catalog.current(a.partition, kind="page")])
     sessions = gate_quality.session_pages(data, pages)
-    samples = FIT_SAMPLES if options.fit else REPORT_SAMPLES
+    samples = options.fit_samples if options.fit else options.report_samples
     questions = gate_quality.gold_questions(data, sessions, samples)
     if not options.fit:
         questions += gate_quality.off_topic_questions()
     raw = engine.settings.current().raw
     figures: dict[str, Any] = {"samples": [samples.start, samples.stop - 1], "questions": len(questions),
-                               "sessionPages": len(sessions), "modes": {}}
+                               "sessionPages": len(sessions), "offTopic": 0 if options.fit else
+                               len(gate_quality.OFF_TOPIC), "modes": {}}
     for mode in options.candidates:
         settings = json.loads(json.dumps(raw))
         settings["recallGate"] = {**settings.get("recallGate", {}), "candidates": mode, "journal": False}
@@ -257,6 +262,8 @@ def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: Ch
             turns.append({**question, "latencyMs": answer["latencyMs"], "outcome": answer["outcome"],
                           "scores": {d["id"]: d["score"] for d in answer["decisions"]}})
         figures["modes"][mode] = gate_quality.quality(turns)
+        if mode == "keyword":
+            figures["functionWords"] = _function_words(engine, turns)
         latencies = sorted(turn["latencyMs"] for turn in turns)
         figures["modes"][mode]["latency"] = {"p50": metrics.percentile(latencies, 0.5),
                                              "p95": metrics.percentile(latencies, 0.95), "max": latencies[-1]}
@@ -273,6 +280,29 @@ def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: Ch
                 f"{sum(labels)} relevant): a = {a:.4f}, b = {b:.4f}")
     engine.settings.save(parse_settings(json.loads(json.dumps(raw))))
     return figures
+
+
+def _function_words(engine: Engine, turns: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per turn, the shortlisted pages (and gold pages among them) sharing only function words with the message."""
+    analyzer = engine.analyzer
+    function_terms = set(analyzer.function_terms)
+
+    def texts(rt: Any, a: Any) -> dict[str, set[str]]:
+        terms = {}
+        for row in rt.catalog.current(a.partition, kind="page"):
+            stored = rt.catalog.revision(a.partition, row.record_id, row.revision, row.sha256)
+            body = split_document(stored.text)[1] if stored is not None else ""
+            terms[row.record_id] = set(analyzer.terms(embedding_text(row.title, body)))
+        return terms
+
+    page_terms = engine.on_store(OperatorCaller(AGENT), texts)
+    for turn in turns:
+        message = analyzer.query_terms(turn["message"])
+        only = {page for page in turn["scores"]
+                if gate_quality.function_word_only(message, page_terms.get(page, ()), function_terms)}
+        turn["reachedByFunctionWords"] = len(only)
+        turn["goldByFunctionWords"] = len(only & set(turn["gold"]))
+    return gate_quality.function_word_figures(turns)
 
 
 def _scored_pairs(kept: list[dict[str, Any]], turns: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -19,6 +19,8 @@ import math
 import re
 from typing import Any, Iterable, Sequence
 
+from ..index.analysis import FUNCTION_WORDS
+
 THRESHOLDS = tuple(round(0.05 * step, 2) for step in range(1, 20))
 
 # Work and technical messages: LoCoMo's conversations are two friends' chats about their lives, so no page of
@@ -65,6 +67,35 @@ OFF_TOPIC = (
     "What is the rollback plan for the message broker upgrade?",
     "Which columns of the customer table hold personal data?",
 )
+
+def function_word_only(message_terms: Iterable[str], page_terms: Iterable[str], function_terms: set[str]) -> bool:
+    """Whether the page shares terms with the message, and all of them are function words."""
+    shared = set(message_terms) & set(page_terms)
+    return bool(shared) and shared <= function_terms
+
+
+def function_word_figures(turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How often a shortlist holds pages that share only function words with the message.
+
+    Each turn carries ``reachedByFunctionWords``: how many of its shortlisted pages share only function words,
+    and ``gold``/``goldByFunctionWords``: its gold pages, and how many of those were shortlisted that way.
+    """
+    with_gold = [t for t in turns if t["gold"]]
+    without = [t for t in turns if not t["gold"]]
+    return {
+        "noGoldTurns": len(without),
+        "noGoldReached": sum(1 for t in without if t["reachedByFunctionWords"]) / len(without) if without
+        else math.nan,
+        "noGoldOnly": sum(1 for t in without if t["scores"] and t["reachedByFunctionWords"] == len(t["scores"]))
+        / len(without) if without else math.nan,
+        "noGoldPerTurn": sum(t["reachedByFunctionWords"] for t in without) / len(without) if without else math.nan,
+        "goldTurns": len(with_gold),
+        "goldOnlyThroughFunctionWords": sum(1 for t in with_gold if t["goldByFunctionWords"]) / len(with_gold)
+        if with_gold else math.nan,
+        "goldPagesThroughFunctionWords": sum(t["goldByFunctionWords"] for t in with_gold),
+        "goldPagesShortlisted": sum(len(set(t["gold"]) & set(t["scores"])) for t in with_gold),
+    }
+
 
 _SESSION_TITLE = re.compile(r"^(?P<pair>.+), session (?P<number>[0-9]+) \(")
 _EVIDENCE = re.compile(r"D:?([0-9]+):([0-9]+)")
@@ -207,7 +238,8 @@ def render(figures: dict[str, Any], model: str) -> list[str]:
     lines = ["## Quality on LoCoMo", "",
              f"Conversations {first}-{last}: {figures['questions']} turns ({figures['sessionPages']} session pages "
              "in the store). Gold pages: the session pages of each question's evidence turns; turns without a "
-             f"gold page: LoCoMo questions without evidence and {len(OFF_TOPIC)} off-topic work messages. "
+             f"gold page: LoCoMo questions without evidence and {figures.get('offTopic', 0)} off-topic work "
+             "messages. "
              f"Decision model `{model}`. A page is injected at a threshold when its probabilityTrue is at least "
              "that (`highThreshold`); gold pages never shortlisted count as missed.", ""]
     if figures.get("fit"):
@@ -227,6 +259,17 @@ def render(figures: dict[str, Any], model: str) -> list[str]:
             f"{_figure(best.get('f1'), False)} ({best.get('threshold')}) | "
             f"{latency.get('p50', math.nan):.1f} / {latency.get('p95', math.nan):.1f} ms |")
     lines.append("")
+    words = figures.get("functionWords")
+    if words:
+        lines += ["### Pages offered through function words only (keyword candidates)", "",
+                  f"A shortlisted page shares only function words with the message ({len(FUNCTION_WORDS)} English "
+                  "articles, pronouns, auxiliaries, prepositions and question words, stemmed like the index).", "",
+                  f"- turns without a gold page ({words['noGoldTurns']}): {_figure(words['noGoldReached'])} reach "
+                  f"the Decision model with at least one such page, {_figure(words['noGoldOnly'])} with nothing "
+                  f"else; {_figure(words['noGoldPerTurn'], False)} such pages per turn",
+                  f"- turns with gold pages ({words['goldTurns']}): {words['goldPagesThroughFunctionWords']} of the "
+                  f"{words['goldPagesShortlisted']} gold pages shortlisted share only function words with the "
+                  f"question ({_figure(words['goldOnlyThroughFunctionWords'])} of these turns)", ""]
     for mode, quality_figures in figures["modes"].items():
         lines += [f"### {mode} candidates, per threshold", "",
                   "| threshold | precision | recall | F1 | pages injected per turn | no-gold turns injected |",

@@ -34,7 +34,9 @@ from ..bench import throughput as throughput_bench
 from ..wire.bridge import BridgeError, run_bridge
 from .model_commands import add_models_parser
 from ..state.config import SettingsSource
-from ..importers.demo import seed_demo
+from models.catalogue import DEFAULT_EMBEDDING_MODEL
+
+from ..importers.demo import DEMO_DECISION_MODEL, seed_demo
 from ..core.db import sqlite_errno
 from ..core.errors import EngineLocked, KnowledgeError
 from ..core.ids import format_timestamp, utc_now
@@ -339,6 +341,13 @@ def _report_demo(state: StateDir, result: dict[str, Any]) -> None:
         path = write_token_file(state, result["agent"], result["token"])
         print(f"Registered owner agent {result['agent']}; its token is in {path}.")
     print(f"Demo store ready: {result['records']} records for agent {result['agent']} in {state.root}.")
+    if result.get("gate"):
+        print(f"Recall gate: decisionModel {result['gate']}" + (
+            ", shadow mode: nothing is injected; every turn is logged for tuning in the Recall gate view."
+            if result["gate"] == DEMO_DECISION_MODEL else "."))
+    else:
+        print(f"Recall gate: off (no Decision model); `knowledge models pull {DEFAULT_EMBEDDING_MODEL}` and run "
+              "the demo again to get it in shadow mode.")
 
 
 def cmd_import_locomo(args: argparse.Namespace, state: StateDir) -> int:
@@ -541,7 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="precision, recall, F1 per threshold and ROC AUC on LoCoMo conversations 5-9")
     bench_gate.add_argument("--fit-calibration", action="store_true",
                             help="fit an embedding model's calibration on LoCoMo conversations 0-4 (prints a and b)")
-    bench_gate.add_argument("--candidates", nargs="+", default=["keyword"], choices=["keyword", "model"],
+    bench_gate.add_argument("--candidates", nargs="+", default=["keyword"], choices=["keyword", "hybrid", "model"],
                             help="candidate modes the quality figures compare (default keyword)")
     bench_gate.add_argument("--data", default=str(gate_bench.DEFAULT_DATA), help="the LoCoMo file")
     bench_gate.add_argument("--questions", type=int, default=150, help="gate turns (default 150)")

@@ -66,7 +66,7 @@ class Calibration:
 # Fitted by `python -m engine.bench.gate --fit-calibration` on LoCoMo conversations 0-4: every
 # (question, keyword-shortlisted page) pair labelled by whether the page is one of the question's
 # gold pages (the sessions of its evidence turns). docs/benchmarks/gate-quality.md reports on 5-9.
-CALIBRATION = Calibration(a=12.0, b=-6.0)
+CALIBRATION = Calibration(a=5.8859, b=-5.0381)
 
 
 class SimilarityScorer(Untokenized):
@@ -159,17 +159,19 @@ class SimilarityScorer(Untokenized):
             cached = {digest: self._cache[digest] for digest in digests if digest in self._cache}
             for digest in cached:
                 self._cache.move_to_end(digest)
+            message = self._cache.get(text_digest(query))   # handed over by a hybrid candidate step
         missing = list(dict.fromkeys(d for d in digests if d not in cached))
-        texts = [query] + [documents[digests.index(digest)] for digest in missing]
+        texts = ([] if message is not None else [query]) + [documents[digests.index(digest)] for digest in missing]
         if before_dispatch is not None:
             before_dispatch()
-        vectors = self.embedder.embed(texts)
+        vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dimensions), np.float32)
         self.embedded_texts += len(texts)
+        if message is None:
+            message, vectors = vectors[0], vectors[1:]
         with self._cache_lock:
-            for digest, vector in zip(missing, vectors[1:]):
+            for digest, vector in zip(missing, vectors):
                 self._keep(digest, vector)
                 cached[digest] = vector
-        message = vectors[0]
         scores: list[float | bool | None] = [
             self.calibration.probability(float(np.dot(message, cached[digest]))) for digest in digests]
         return PairScores(scores=scores)

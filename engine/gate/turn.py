@@ -39,7 +39,8 @@ from ..access.authority import OWNER_PRIVATE, Authority, Caller, Entry, StoreEnt
 from ..decision.runtime import MAX_CHOICE_OPTIONS, BooleanQuestion, ChoiceQuestion, DecisionRuntime
 from ..core.errors import Denied, DecisionUnavailable, InvalidResponse, KnowledgeError, NotFound
 from .candidates import (
-    Candidate, CandidateDeadline, keyword_candidates, model_index, read_page_starts, stored_page_vectors,
+    Candidate, CandidateDeadline, hybrid_candidates, keyword_candidates, model_index, read_page_starts,
+    stored_page_vectors,
 )
 from .journal import GateTurnRecord, record_turn
 from .scoring import (
@@ -50,7 +51,7 @@ from ..state.config import SettingsSource
 from ..state.gate_settings import GateSettings
 from ..core.ids import utc_now
 from ..index.analysis import Analyzer
-from ..index.embedding import text_digest
+from ..index.embedding import EmbeddingRuntime, text_digest
 from ..index.searchable import SearchableStore
 from ..search.passages import PassageFinder
 from ..core.params import Params, String
@@ -85,6 +86,9 @@ class GateEngine(StoreEntry[SearchableStore], Protocol):
 
     @property
     def passage_finder(self) -> PassageFinder: ...
+
+    @property
+    def embeddings(self) -> EmbeddingRuntime: ...
 
 
 class GateStop(Exception):
@@ -199,7 +203,14 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
         raise GateStop("model", status.state)
     if not message.strip():
         return evaluation   # nothing to match, and nothing to hint about
-    if gate.candidates == "keyword":
+    vector = _message_vector(engine, decision, message) if gate.candidates == "hybrid" else None
+    if vector is not None:
+        found = _on_lane(entry, deadline, lambda rt, a: hybrid_candidates(
+            rt, a.partition, engine.analyzer, engine.passage_finder, message, vector,
+            max_candidates=gate.max_candidates, excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars,
+            page_chars=gate.page_chars, deadline=deadline))
+        evaluation.offered, evaluation.candidates = found.offered, found.candidates
+    elif gate.candidates in ("keyword", "hybrid"):   # hybrid without an embedding model: the keyword shortlist
         found = _on_lane(entry, deadline, lambda rt, a: keyword_candidates(
             rt, a.partition, engine.analyzer, engine.passage_finder, message, max_candidates=gate.max_candidates,
             excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars, page_chars=gate.page_chars,
@@ -211,6 +222,22 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
         _score(engine, decision, entry, message, gate, deadline, recheck, evaluation)
     evaluation.would, evaluation.text = _would(evaluation, gate)
     return evaluation
+
+
+def _message_vector(engine: GateEngine, decision: DecisionRuntime, message: str) -> Any:
+    """The message's vector under the search's embedding model (None: none is installed or loads).
+
+    An ``embedding/`` Decision model with the same weights is handed the vector, so the turn still embeds
+    the message once.
+    """
+    embedder = engine.embeddings.current()
+    if embedder is None:
+        return None
+    vector = embedder.embed([message])[0]
+    scorer = decision.page_scorer()
+    if scorer is not None and scorer.fingerprint == embedder.fingerprint:
+        scorer.remember({text_digest(message): vector})
+    return vector
 
 
 def _on_lane(entry: Entry[SearchableStore], deadline: float, work: Callable[[SearchableStore, Authority], T]) -> T:
@@ -266,7 +293,7 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
         wanted = [digest for digest in digests if digest not in known]
         if wanted:
             pages.remember(_on_lane(entry, deadline, lambda rt, a: stored_page_vectors(rt, pages.fingerprint, wanted)))
-    elif gate.candidates == "keyword":
+    elif gate.candidates != "model":
         plan = _ask(recheck, "plan", lambda: plan_gate_scoring(decision, message, candidates, engine.passage_finder,
                                                                gate, score_by))
         documents, planned = plan.documents, plan.planned
