@@ -283,7 +283,7 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
            gate: GateSettings, deadline: float, recheck: Callable[[], None], evaluation: Evaluation) -> None:
     candidates = evaluation.candidates
     score_by = deadline - PUBLISH_RESERVE_S
-    pages = decision.page_scorer()
+    pages = decision.page_scorer() if gate.candidates != "model" else None   # model: labels, as for any model
     if pages is not None:
         # An embedding model scores whole pages: their vectors do not depend on the message, so the ones the
         # store's vector index (or an earlier turn) holds are reused and the turn embeds only the message.
