@@ -1,24 +1,29 @@
-"""``knowledge bench gate``: the recall gate on LoCoMo with a full-size reranker, against a PyTorch baseline.
+"""``knowledge bench gate``: the recall gate on LoCoMo: latency, what it injects, and a reranker against PyTorch.
 
 1. A LoCoMo store: the file is imported into the state directory (a
    throwaway one unless ``--state-dir`` names one that already has it).
-2. The model: a full-size ModernBERT-base cross-encoder folder (generate one
-   with ``scripts/make_fullsize_reranker.py``; random weights cost what the
-   real ones cost) registered with ``add_local`` and selected as
-   ``onnx/bench-reranker``; the gate runs in ``shadow`` mode with the journal
-   on, so every turn's scored pairs are kept.
+2. The model ``--model`` names: a folder (registered with ``add_local``;
+   an ONNX graph, ``tokenizer.json`` and ``config.json`` are enough) or a
+   model already installed in the state directory.  A cross-encoder is
+   selected as ``onnx/NAME``, an embedding model as ``embedding/NAME`` (and
+   as the search's ``embeddingModel``, so the store's vectors are the gate's
+   page vectors).  The gate runs in ``shadow`` mode with the journal on.
 3. **Gate turns**: LoCoMo questions, spread evenly over the file, each one
    ``memory/gate`` call (``gate_turn``, the socket method minus the
    socket) as the owner: latency p50/p95/max, the share inside
    ``timeoutMs`` (and inside it plus 50 ms), tokens scored per turn.
-4. **Throughput, side by side**: exactly the pairs each turn scored, scored
-   again without a deadline by the engine's ONNX runtime (a fresh one each
-   round, so nothing comes from the score cache) and by sentence-transformers'
-   ``CrossEncoder`` on the same weights with PyTorch (``gate_baseline.py``,
-   in the interpreter ``--torch-python`` names), round after round so a
-   noisy machine slows both alike.  Tokens per second count real tokens
-   (special tokens included, padding excluded), the same pairs on both sides.
-5. **Fidelity**: the first round's scores on both sides compared pair by
+4. **Quality** (``--quality``; gate_quality.py): every question of LoCoMo
+   conversations 5-9 and off-topic messages, per candidate mode; with
+   ``--fit-calibration`` conversations 0-4, and the embedding provider's
+   calibration fitted on them.
+5. **Throughput, side by side** (only with ``--torch-python``): exactly the
+   pairs each turn scored, scored again without a deadline by the engine's
+   ONNX runtime (a fresh one each round, so nothing comes from the score
+   cache) and by sentence-transformers' ``CrossEncoder`` on the same weights
+   with PyTorch (``gate_baseline.py``), round after round so a noisy machine
+   slows both alike.  Tokens per second count real tokens (special tokens
+   included, padding excluded), the same pairs on both sides.
+6. **Fidelity**: the first round's scores on both sides compared pair by
    pair (largest and mean difference of the probabilities, and how often
    both put the same page first), which matters when ``--variant`` runs a
    quantized graph of the weights PyTorch runs in fp32.

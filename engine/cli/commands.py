@@ -535,9 +535,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench_throughput.set_defaults(handler=cmd_bench_throughput)
     bench_gate = bench_commands.add_parser(
         "gate", parents=[common], help="the recall gate on LoCoMo: latency, quality, and a reranker against PyTorch",
-        description="Per-turn latency of memory/gate on a LoCoMo store with a full-size ModernBERT-base "
-                    "cross-encoder (ONNX), and the same pairs scored by sentence-transformers CrossEncoder with "
-                    "PyTorch, side by side. --state-dir names a LoCoMo state dir to reuse.")
+        description="Per-turn latency of memory/gate on a LoCoMo store with the model --model names (an installed "
+                    "one, or a folder: a cross-encoder, or an embedding model served as embedding/NAME); with "
+                    "--quality, what the gate injects on LoCoMo (precision, recall, F1 per threshold, ROC AUC); "
+                    "with --torch-python, the same pairs scored by sentence-transformers CrossEncoder with PyTorch, "
+                    "side by side. --state-dir names a LoCoMo state dir to reuse.")
     bench_gate.add_argument("--model", help="an installed model's name (in --state-dir) or a model folder with an "
                                             "ONNX graph, tokenizer.json and config.json (a reranker or an embedding "
                                             "model; scripts/make_fullsize_reranker.py makes a full-size reranker)")
