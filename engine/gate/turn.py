@@ -302,6 +302,8 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
         documents, planned = [c.label for c in candidates], len(candidates)
     questions = [BooleanQuestion(document, c.id) for document, c in zip(documents, candidates[:planned])]
     evaluation.documents = {c.id: document for document, c in zip(documents, candidates)}
+    if pages is not None:   # whole pages: the journal keeps their first pageChars (about what the model reads)
+        evaluation.documents = {key: text[:gate.page_chars] for key, text in evaluation.documents.items()}
     answers: dict[str, Any] = {}
     if questions:
         result = _ask(recheck, "score", lambda: decision.ask_boolean(message, questions, deadline=score_by,

@@ -163,3 +163,21 @@ def test_hybrid_without_an_embedding_model_is_the_keyword_shortlist(tmp_path: Pa
         answer = gate_turn(engine, caller, {"message": "mural museum"})
     assert answer["outcome"] == "shadow"
     assert {d["id"] for d in answer["decisions"]} == {ids["Alice Martin"], ids["Harbour museum"]}
+
+
+def test_the_journal_keeps_the_start_of_each_scored_page(tmp_path: Path) -> None:
+    from engine.access.authority import OperatorCaller
+    from engine.gate.journal import journal_turns
+
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow", "journal": True, "pageChars": 200}) as engine:
+        caller = owner_caller(engine)
+        seed(engine, caller)
+        engine.save_page(caller, {"requestId": "long", "type": "note", "title": "Museum annex",
+                                  "body": "The museum annex holds the mural sketches. " * 40})
+        engine.search(caller, {"query": "museum"})
+        gate_turn(engine, caller, {"message": "mural museum"})
+        kept = engine.on_store(OperatorCaller("main"), lambda rt, a: journal_turns(rt.store, a.partition, limit=1))
+    documents = [page["document"] for page in kept[0]["pages"]]
+    assert documents and all(len(document) <= 200 for document in documents)
+    assert any(document.startswith("Museum annex\n\nThe museum annex") for document in documents)
