@@ -116,8 +116,9 @@ def hybrid_candidates(runtime: SearchableStore, partition: str, analyzer: Analyz
     """The keyword shortlist joined with the pages nearest to the message's ``vector`` (on the lane).
 
     The keyword shortlist counts content words only (docs/recall-gate.md: on LoCoMo no gold page was
-    shortlisted through function words alone, while most off-topic messages reached such pages). Both shortlists are ``max_candidates`` long; they are merged by reciprocal rank (a page on both counts
-    twice, ties go to the keyword rank) and cut to ``max_candidates``.
+    shortlisted through function words alone, while most off-topic messages reached such pages). Both
+    shortlists are ``max_candidates`` long; they are merged by reciprocal rank (a page on both counts twice,
+    ties go to the keyword rank) and cut to ``max_candidates``.
     """
     keyword = keyword_candidates(runtime, partition, analyzer, finder, message, max_candidates=max_candidates,
                                  excerpts=excerpts, excerpt_chars=excerpt_chars, page_chars=page_chars,

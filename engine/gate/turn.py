@@ -292,7 +292,8 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
         known = pages.known(digests)
         wanted = [digest for digest in digests if digest not in known]
         if wanted:
-            pages.remember(_on_lane(entry, deadline, lambda rt, a: stored_page_vectors(rt, pages.fingerprint, wanted)))
+            stored = _on_lane(entry, deadline, lambda rt, a: stored_page_vectors(rt, pages.fingerprint, wanted))
+            pages.remember(stored)
     elif gate.candidates != "model":
         plan = _ask(recheck, "plan", lambda: plan_gate_scoring(decision, message, candidates, engine.passage_finder,
                                                                gate, score_by))
