@@ -57,7 +57,7 @@ from ..operator.model_operator import catalogue, local_kind
 from ..importers.locomo import import_locomo, load_locomo, owner_caller
 from ..service import Engine
 from ..state.statedir import StateDir
-from ..decision.similarity import CALIBRATION
+from ..index.similarity import CALIBRATION
 from ..index.vectors import embedding_text
 from ..vault.frontmatter import split_document
 from ..state.config import parse_settings
@@ -435,7 +435,7 @@ def render(result: dict[str, Any]) -> str:
     model = result.get("model") or {"select": f"onnx/{MODEL_NAME}", "kind": "reranker"}
     if model["kind"] == "embedding":
         described = (f"Decision model `{model['select']}`: calibrated cosine similarity of the message and each "
-                     "candidate's page text (engine/decision/similarity.py).")
+                     "candidate's page text (engine/index/similarity.py).")
     else:
         rate = f" ({result['loadRate']:.0f} tokens/s measured at load)" if result.get("loadRate") else ""
         described = (f"Decision model `{model['select']}`: a cross-encoder, {_graph(result.get('variant'))} "

@@ -9,7 +9,7 @@ noise.
 
 ``quality`` turns the gate's decisions into the figures the report shows;
 ``fit_calibration`` fits the embedding provider's ``a`` and ``b``
-(engine/decision/similarity.py) by logistic regression on labelled pairs.
+(engine/index/similarity.py) by logistic regression on labelled pairs.
 Both are plain functions of lists, so a hand-made case checks them.
 """
 

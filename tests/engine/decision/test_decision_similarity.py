@@ -12,7 +12,7 @@ import pytest
 
 from engine.core.errors import InvalidParams
 from engine.decision.runtime import BooleanQuestion, DecisionRuntime
-from engine.decision.similarity import CALIBRATION, Calibration, SimilarityScorer
+from engine.index.similarity import CALIBRATION, DECISION_LOADERS, Calibration, SimilarityScorer
 from engine.index.embedding import Embedder, text_digest
 from engine.state.config import Settings, parse_settings
 from models.fixtures import TINY_EMBEDDER, TINY_RERANKER
@@ -35,7 +35,7 @@ def store(tmp_path: Path) -> ModelStore:
 
 @pytest.fixture
 def runtime(store: ModelStore) -> Iterator[DecisionRuntime]:
-    runtime = DecisionRuntime(lambda: Settings(decision_model="embedding/encoder"), store)
+    runtime = DecisionRuntime(lambda: Settings(decision_model="embedding/encoder"), store, loaders=DECISION_LOADERS)
     assert runtime.wait_ready(60).state == "ready", runtime.status()
     yield runtime
     runtime.close()
@@ -76,7 +76,7 @@ def test_decision_model_accepts_embedding_names_and_refuses_malformed_ones() -> 
 
 
 def test_a_reranker_selected_as_an_embedding_model_fails_with_the_reason(store: ModelStore) -> None:
-    runtime = DecisionRuntime(lambda: Settings(decision_model="embedding/tiny"), store)
+    runtime = DecisionRuntime(lambda: Settings(decision_model="embedding/tiny"), store, loaders=DECISION_LOADERS)
     try:
         status = runtime.wait_ready(60)
     finally:
@@ -85,12 +85,17 @@ def test_a_reranker_selected_as_an_embedding_model_fails_with_the_reason(store: 
 
 
 def test_an_embedding_model_that_is_not_installed_fails_at_once(store: ModelStore) -> None:
-    runtime = DecisionRuntime(lambda: Settings(decision_model="embedding/missing"), store)
+    runtime = DecisionRuntime(lambda: Settings(decision_model="embedding/missing"), store, loaders=DECISION_LOADERS)
     status = runtime.status()
     assert status.state == "failed" and "missing" in (status.reason or "")
 
 
 # --- scoring -----------------------------------------------------------------------------------------------
+
+
+def test_a_runtime_without_the_embedding_loader_refuses_embedding_models(store: ModelStore) -> None:
+    status = DecisionRuntime(lambda: Settings(decision_model="embedding/encoder"), store).status()
+    assert status.state == "failed" and "not served" in (status.reason or "")
 
 
 def test_probability_true_is_the_calibrated_cosine_similarity(runtime: DecisionRuntime, store: ModelStore) -> None:

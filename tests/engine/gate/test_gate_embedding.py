@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.decision.similarity import CALIBRATION, SimilarityScorer
+from engine.index.similarity import CALIBRATION, SimilarityScorer
 from engine.gate.turn import gate_turn
 from engine.index.embedding import Embedder
 from engine.index.vectors import embedding_text

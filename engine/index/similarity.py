@@ -1,4 +1,7 @@
-"""The ``embedding`` provider: an embedding model answers the boolean question by calibrated similarity.
+"""The ``embedding`` Decision provider: an embedding model answers the boolean question by calibrated similarity.
+
+It lives with the embedding model (the index layer, above the Decision runtime); the engine hands it to
+``DecisionRuntime`` as the loader of the ``embedding/`` kind (``DECISION_LOADERS``).
 
 ``decisionModel: "embedding/<installed embedding model>"`` (the catalogue's
 ``all-minilm-l6-v2-int8`` installs from PyPI, so an owner without the model
@@ -33,8 +36,8 @@ import numpy as np
 
 from models.installed import InstalledModel
 
-from ..index.embedding import Embedder, text_digest
-from .provider import FAILED, LOADING, READY, PairScores, Untokenized
+from ..decision.provider import FAILED, LOADING, READY, PairScores, Untokenized
+from .embedding import Embedder, text_digest
 
 log = logging.getLogger(__name__)
 
@@ -175,3 +178,7 @@ class SimilarityScorer(Untokenized):
         scores: list[float | bool | None] = [
             self.calibration.probability(float(np.dot(message, cached[digest]))) for digest in digests]
         return PairScores(scores=scores)
+
+
+# What the engine's Decision runtime loads for each model kind besides onnx/ (an installed model -> provider).
+DECISION_LOADERS = {KIND: SimilarityScorer}
