@@ -37,7 +37,7 @@ import numpy as np
 from models.installed import InstalledModel
 
 from ..decision.provider import FAILED, LOADING, READY, PairScores, Untokenized
-from .embedding import Embedder, RunSettings, text_digest
+from .embedding import Embedder, text_digest
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +82,7 @@ class SimilarityScorer(Untokenized):
                  cache_size: int = VECTOR_CACHE_SIZE) -> None:
         self.model = model
         self.calibration = calibration
-        # One thread: a turn embeds one short message, which two threads do no faster on an idle 2-core
-        # machine and slower on a busy one (docs/models.md, "The embedding Decision model").
-        self.embedder = Embedder(model, settings=RunSettings(threads=1))
+        self.embedder = Embedder(model)   # the measured run settings (one thread was no faster a turn)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
