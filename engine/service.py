@@ -44,6 +44,7 @@ from .store.reads import (
 from .vault.records import PRIVATE_SCOPE
 from .state.registry import SCOPES, Grant, Registry, StoreRecord
 from .index.embedding import EmbeddingRuntime
+from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
 from .search.keyword import MEMORY_SEARCH_PARAMS, CursorSigner, parse_query_text, parse_search_request, search
 from .state.statedir import EngineLock, StateDir
@@ -82,7 +83,7 @@ class Engine:
             self.watcher = VaultWatcher() if watch else None
             remove_abandoned_builds(state.stores)
             # Loads the configured Decision model on its own thread at start() or the first question.
-            self.decision = DecisionRuntime(self.settings.current, ModelStore(state.models))
+            self.decision = DecisionRuntime(self.settings.current, ModelStore(state.models), loaders=DECISION_LOADERS)
             # The embedding model of search_knowledge's semantic modes, loaded on first use.
             self.embeddings = EmbeddingRuntime(self.settings.current, ModelStore(state.models))
             # The operator's long work (model downloads, benchmarks, gate replays), each on its own thread.

@@ -165,8 +165,9 @@ class ReplayPanel(QWidget):
         engine_model = report.get("decisionModel")
         self.model_choice.addItem(f"The engine's: {engine_model or 'none chosen'}", None)
         for model in report.get("installed") or []:
-            if model.get("runnable") and model.get("kind") == "reranker" and model["selectAs"] != engine_model:
-                self.model_choice.addItem(model["selectAs"], model["selectAs"])
+            decision_as = model.get("decisionAs", model["selectAs"])
+            if model.get("runnable") and model.get("kind") in ("reranker", "embedding") and decision_as != engine_model:
+                self.model_choice.addItem(decision_as, decision_as)
         index = self.model_choice.findData(chosen)
         self.model_choice.setCurrentIndex(max(0, index))
 

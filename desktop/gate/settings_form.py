@@ -48,8 +48,9 @@ FIELDS = (
     Field("mode", "Mode", "choice", "off: the gate never runs. shadow: everything except the injection, kept in "
           "the gate log (and the journal when it is on). live: matched pages are added to the turn.",
           ("off", "shadow", "live")),
-    Field("candidates", "Candidates", "choice", "keyword: pages sharing words with the message (BM25). model: "
-          "the labels of every page, shortlisted by the Decision model.", ("keyword", "model")),
+    Field("candidates", "Candidates", "choice", "keyword: pages sharing words with the message (BM25). hybrid: "
+          "those joined with the pages nearest in meaning (needs the search's embedding model). model: "
+          "the labels of every page, shortlisted by the Decision model.", ("keyword", "hybrid", "model")),
     Field("maxCandidates", "Pages scored per turn", "int", "maxCandidates: at most this many pages are asked about."),
     Field("highThreshold", "Inject at or above", "threshold", "highThreshold: a page scoring at least this is "
           "injected (live) or would be (shadow). Tune it with the Tuning tab."),

@@ -111,7 +111,8 @@ class ModelsView(QWidget):
         self.available_table.selectionModel().selectionChanged.connect(self._update_actions)
 
         self.use_gate_button = QPushButton("Use for the recall &gate")
-        self.use_gate_button.setToolTip("Write decisionModel = onnx/NAME to config.json")
+        self.use_gate_button.setToolTip("Write decisionModel = onnx/NAME (a reranker) or embedding/NAME (an embedding "
+                                        "model, scoring by calibrated similarity) to config.json")
         self.use_search_button = QPushButton("Use for semantic &search")
         self.use_search_button.setToolTip("Write embeddingModel = onnx/NAME to config.json")
         self.use_gate_button.clicked.connect(lambda: self._use_selected("decisionModel"))
@@ -217,7 +218,7 @@ class ModelsView(QWidget):
     def _update_actions(self) -> None:
         installed, variant = self.selected_installed(), self.selected_variant()
         runnable = bool(installed and installed.get("runnable"))
-        self.use_gate_button.setEnabled(runnable and installed.get("kind") == "reranker"
+        self.use_gate_button.setEnabled(runnable and installed.get("kind") in ("reranker", "embedding")
                                         and "decisionModel" not in installed.get("usedAs", []))
         self.use_search_button.setEnabled(runnable and installed.get("kind") == "embedding"
                                           and "embeddingModel" not in installed.get("usedAs", []))
@@ -229,8 +230,9 @@ class ModelsView(QWidget):
     def _use_selected(self, setting: str) -> None:
         installed = self.selected_installed()
         if installed is not None:
-            self.tasks.request("operator/setModelSettings", {setting: installed["selectAs"]}, self._on_report,
-                               owner=self)
+            value = installed.get("decisionAs", installed["selectAs"]) if setting == "decisionModel" \
+                else installed["selectAs"]
+            self.tasks.request("operator/setModelSettings", {setting: value}, self._on_report, owner=self)
 
     def download_selected(self) -> None:
         variant = self.selected_variant()

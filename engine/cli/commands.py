@@ -34,7 +34,8 @@ from ..bench import socket_bounds as socket_bounds_bench
 from ..bench import throughput as throughput_bench
 from ..wire.bridge import BridgeError, run_bridge
 from .model_commands import add_models_parser
-from ..importers.demo import seed_demo
+from models.catalogue import DEFAULT_EMBEDDING_MODEL
+from ..importers.demo import DEMO_DECISION_MODEL, seed_demo
 from ..core.db import sqlite_errno
 from ..core.errors import EngineLocked, KnowledgeError
 from ..core.ids import format_timestamp, utc_now
@@ -277,11 +278,12 @@ def cmd_bench_throughput(args: argparse.Namespace, state: StateDir) -> int:
 def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
     options = gate_bench.Options(
-        model=Path(args.model) if args.model else None, variant=args.variant,
+        model=args.model, variant=args.variant,
         torch_python=Path(args.torch_python) if args.torch_python else None, data=Path(args.data),
         state_dir=Path(args.state_dir).expanduser() if args.state_dir else None, questions=args.questions,
         timeout_ms=args.timeout_ms, rounds=args.rounds, output=None if args.output == "-" else Path(args.output),
-        command="knowledge " + shlex.join(args.argv))
+        command="knowledge " + shlex.join(args.argv), quality=args.quality, fit=args.fit_calibration,
+        candidates=tuple(args.candidates))
     try:
         gate_bench.run(options, say=lambda line: print(line, flush=True))
     except gate_bench.BenchmarkSkipped as exc:
@@ -338,6 +340,13 @@ def _report_demo(state: StateDir, result: dict[str, Any]) -> None:
         path = write_token_file(state, result["agent"], result["token"])
         print(f"Registered owner agent {result['agent']}; its token is in {path}.")
     print(f"Demo store ready: {result['records']} records for agent {result['agent']} in {state.root}.")
+    if result.get("gate"):
+        print(f"Recall gate: decisionModel {result['gate']}" + (
+            ", shadow mode: nothing is injected; every turn is logged for tuning in the Recall gate view."
+            if result["gate"] == DEMO_DECISION_MODEL else "."))
+    else:
+        print(f"Recall gate: off (no Decision model); `knowledge models pull {DEFAULT_EMBEDDING_MODEL}` and run "
+              "the demo again to get it in shadow mode.")
 
 
 def cmd_import_locomo(args: argparse.Namespace, state: StateDir) -> int:
@@ -578,16 +587,26 @@ def build_parser() -> argparse.ArgumentParser:
                                   help="default docs/benchmarks/throughput.md; '-' writes no file")
     bench_throughput.set_defaults(handler=cmd_bench_throughput)
     bench_gate = bench_commands.add_parser(
-        "gate", parents=[common], help="the recall gate on LoCoMo with a full-size reranker, against PyTorch",
-        description="Per-turn latency of memory/gate on a LoCoMo store with a full-size ModernBERT-base "
-                    "cross-encoder (ONNX), and the same pairs scored by sentence-transformers CrossEncoder with "
-                    "PyTorch, side by side. --state-dir names a LoCoMo state dir to reuse.")
-    bench_gate.add_argument("--model", help="a folder with onnx/model.onnx, model.safetensors, tokenizer.json and "
-                                            "config.json (scripts/make_fullsize_reranker.py makes one)")
+        "gate", parents=[common], help="the recall gate on LoCoMo: latency, quality, and a reranker against PyTorch",
+        description="Per-turn latency of memory/gate on a LoCoMo store with the model --model names (an installed "
+                    "one, or a folder: a cross-encoder, or an embedding model served as embedding/NAME); with "
+                    "--quality, what the gate injects on LoCoMo (precision, recall, F1 per threshold, ROC AUC); "
+                    "with --torch-python, the same pairs scored by sentence-transformers CrossEncoder with PyTorch, "
+                    "side by side. --state-dir names a LoCoMo state dir to reuse.")
+    bench_gate.add_argument("--model", help="an installed model's name (in --state-dir) or a model folder with an "
+                                            "ONNX graph, tokenizer.json and config.json (a reranker or an embedding "
+                                            "model; scripts/make_fullsize_reranker.py makes a full-size reranker)")
     bench_gate.add_argument("--variant", metavar="NAME",
                             help="run onnx/NAME.onnx of the folder instead of onnx/model.onnx (model_int8: "
                                  "scripts/quantize_reranker.py)")
-    bench_gate.add_argument("--torch-python", help="a Python with torch and sentence-transformers (the baseline)")
+    bench_gate.add_argument("--torch-python", help="a Python with torch and sentence-transformers: adds the PyTorch "
+                                                   "comparison (a reranker folder with model.safetensors)")
+    bench_gate.add_argument("--quality", action="store_true",
+                            help="precision, recall, F1 per threshold and ROC AUC on LoCoMo conversations 5-9")
+    bench_gate.add_argument("--fit-calibration", action="store_true",
+                            help="fit an embedding model's calibration on LoCoMo conversations 0-4 (prints a and b)")
+    bench_gate.add_argument("--candidates", nargs="+", default=["keyword"], choices=["keyword", "hybrid", "model"],
+                            help="candidate modes the quality figures compare (default keyword)")
     bench_gate.add_argument("--data", default=str(gate_bench.DEFAULT_DATA), help="the LoCoMo file")
     bench_gate.add_argument("--questions", type=int, default=150, help="gate turns (default 150)")
     bench_gate.add_argument("--timeout-ms", type=int, default=1500, help="recallGate.timeoutMs (default 1500)")

@@ -97,7 +97,9 @@ def cmd_models_pull(args: argparse.Namespace, state: StateDir) -> int:
     setting = "embeddingModel" if CATALOGUE[model.name].kind == "embedding" else "decisionModel"
     print(f"Installed {model.name} ({model.variant}) in {model.folder}; select it with "
           f"\"{setting}\": \"onnx/{model.name}\" in {state.config}"
-          + (" (the default embeddingModel)." if model.name == DEFAULT_EMBEDDING_MODEL else "."))
+          + (" (the default embeddingModel)" if model.name == DEFAULT_EMBEDDING_MODEL else "")
+          + (f", and as the recall gate's Decision model with \"decisionModel\": \"embedding/{model.name}\"."
+             if setting == "embeddingModel" else "."))
     return 0
 
 

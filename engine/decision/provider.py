@@ -11,7 +11,7 @@ through ``DecisionRuntime(providers=...)`` need only score (``PairScorer``);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..state.config import Settings
 
@@ -120,3 +120,22 @@ class ScoresOnly(Untokenized):
 
     def serves(self, settings: Settings) -> bool:
         return True
+
+
+class LoadingProvider(ScoringProvider, Protocol):
+    """A provider over an installed model, loaded on the runtime's loader thread."""
+
+    def load(self) -> None: ...
+
+
+@runtime_checkable
+class PageScorer(Protocol):
+    """A provider that scores whole page texts by vectors independent of the message (an embedding model):
+    the gate sends page texts and hands it vectors already computed under ``fingerprint``."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def remember(self, vectors: Mapping[str, object]) -> None: ...
+
+    def known(self, digests: Sequence[str]) -> set[str]: ...

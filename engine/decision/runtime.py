@@ -4,6 +4,8 @@
 
     onnx/<installed model>   in-process onnxruntime + tokenizers (onnx.py)
     rerank/<model id>        POST <models.providers.rerank.baseUrl>/rerank (rerank.py)
+    embedding/<installed embedding model>   calibrated cosine similarity (engine/index/similarity.py, handed
+                             in by the engine as the loader of that kind)
 
 Both are a ``ScoringProvider`` (provider.py): the runtime asks every
 provider the same questions, and each answers what it can.
@@ -40,7 +42,11 @@ from models.installed import ModelStore
 
 from ..state.config import Settings
 from .onnx import OnnxOptions, OnnxReranker
-from .provider import FAILED, NOT_CONFIGURED, READY, PairScorer, PairScores, ScoresOnly, ScoringProvider
+from models.installed import InstalledModel
+
+from .provider import (
+    FAILED, NOT_CONFIGURED, READY, LoadingProvider, PageScorer, PairScorer, PairScores, ScoresOnly, ScoringProvider,
+)
 from .rerank import EndpointForms, RerankProvider
 from ..core.errors import DecisionUnavailable, InvalidParams
 
@@ -118,13 +124,17 @@ class DecisionRuntime:
 
     def __init__(self, settings: Callable[[], Settings], models: ModelStore,
                  options: OnnxOptions | None = None,
-                 providers: dict[str, Callable[[str, Settings], PairScorer]] | None = None) -> None:
+                 providers: dict[str, Callable[[str, Settings], PairScorer]] | None = None,
+                 loaders: dict[str, Callable[[InstalledModel], LoadingProvider]] | None = None) -> None:
         """``providers`` adds provider kinds beyond onnx/ and rerank/ (a factory per prefix); an added
-        kind only scores: it has no tokenizer or throughput to plan with."""
+        kind only scores: it has no tokenizer or throughput to plan with.  ``loaders`` adds kinds served
+        by an installed model (``embedding/``: the engine passes engine/index/similarity.py's), loaded on a
+        background thread as onnx/ models are."""
         self._settings = settings
         self._models = models
         self._options = options or OnnxOptions()
         self._extra_providers = dict(providers or {})
+        self._loaders_by_kind = dict(loaders or {})
         self._forms = EndpointForms()
         self._lock = threading.Lock()
         self._configured: str | None = None
@@ -197,12 +207,15 @@ class DecisionRuntime:
             return ScoresOnly(self._extra_providers[kind](name, settings)), None
         if kind == "rerank":
             return RerankProvider(settings.rerank_base_url or "", name, self._forms), None
+        if kind != "onnx" and kind not in self._loaders_by_kind:
+            return None, f"{kind}/ models are not served here"
         try:
             model = self._models.get(name)
         except ModelError as exc:
             log.warning("decision model %s cannot be used: %s", wanted, exc.message)
             return None, exc.message
-        provider = OnnxReranker(model, self._options)
+        provider: LoadingProvider = (self._loaders_by_kind[kind](model) if kind in self._loaders_by_kind
+                                     else OnnxReranker(model, self._options))
         loader = threading.Thread(target=provider.load, name=f"decision-load-{name}", daemon=True)
         self._loaders.append(loader)
         loader.start()
@@ -222,6 +235,11 @@ class DecisionRuntime:
         return provider
 
     # --- what a caller needs to plan ---------------------------------------------------------
+
+    def page_scorer(self) -> PageScorer | None:
+        """The ready ``embedding/`` model, which scores whole pages by their vectors (None: another kind)."""
+        provider, _, _ = self._current()
+        return provider if isinstance(provider, PageScorer) and provider.state == READY else None
 
     def tokens_per_second(self) -> float | None:
         """Measured throughput of the loaded ONNX model (None for rerank endpoints or before it is ready)."""

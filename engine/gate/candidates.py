@@ -1,12 +1,16 @@
 """The recall gate's candidates: which pages a user message might need, read on the store's lane.
 
-Two sources (``recallGate.candidates``):
+Three sources (``recallGate.candidates``):
 
 - ``keyword``: BM25 over each current page's title, aliases and body (the
   search index, title matches boosted), keeping the top ``maxCandidates``
   pages that share at least one word with the message.  Each carries its
   best passages (``PassageFinder``: at most ``excerpts`` passages of
   ``excerptChars``, ``pageChars`` in all).
+- ``hybrid``: the keyword shortlist joined with the pages whose vectors in
+  the store's vector index are nearest to the message's (the search's
+  embedding model), merged by reciprocal rank to ``maxCandidates``: pages
+  that share no word with the message can be offered too;
 - ``model``: the page label index (type, title, one exact lookup name),
   most connected first, up to ``maxIndexChars``; the Decision model picks
   the shortlist (engine/gate/turn.py).
@@ -26,9 +30,11 @@ import tantivy
 
 from ..index.analysis import Analyzer
 from ..index.searchable import SearchableStore
+from ..index.vectors import embedding_text
 from ..store.catalog_reads import RecordRow
 from ..vault.frontmatter import split_document
 from ..memory.knowledge_index import UNLISTED_PAGE_TYPES, page_lookup_name, ranked_page_labels
+from ..core.errors import KnowledgeError
 from ..core.labels import clip, is_unsafe_label
 from ..search.passages import ELLIPSIS, PassageFinder
 from ..search.keyword import SearchRequest, build_query
@@ -36,6 +42,8 @@ from ..search.keyword import SearchRequest, build_query
 TITLE_MAX_CHARS = 200
 # Hits fetched beyond maxCandidates, so pages skipped for an unsafe title can be replaced.
 FETCH_EXTRA = 20
+RRF_K = 60             # hybrid: reciprocal rank fusion's constant (as search_knowledge's rrf mode)
+SEMANTIC_FETCH = 100   # hybrid: nearest records read from the vector index, of which pages are kept
 
 
 class CandidateDeadline(Exception):
@@ -55,6 +63,7 @@ class Candidate:
     passages: list[str] = field(default_factory=list)
     label: str = ""                  # model: the label offered to the choice question
     document: str = ""               # what is scored (set by the scoring plan)
+    page_text: str = ""              # title and body, as the vector index embeds it (embedding/ models score it)
 
 
 @dataclass
@@ -66,10 +75,13 @@ class CandidateSet:
 
 def keyword_candidates(runtime: SearchableStore, partition: str, analyzer: Analyzer, finder: PassageFinder,
                        message: str, *, max_candidates: int, excerpts: int, excerpt_chars: int,
-                       page_chars: int, deadline: float) -> CandidateSet:
-    """The best keyword matches with their passages (on the lane)."""
+                       page_chars: int, deadline: float, content_words_only: bool = False) -> CandidateSet:
+    """The best keyword matches with their passages (on the lane); ``content_words_only`` leaves the message's
+    function words out of the query (hybrid), so a page sharing only "the" is no match."""
     _check(deadline)
     terms = analyzer.query_terms(message)
+    if content_words_only:
+        terms = [term for term in terms if term not in analyzer.function_terms]
     if not terms:
         return CandidateSet([], 0)
     runtime.indexes.catch_up(partition)
@@ -92,15 +104,81 @@ def keyword_candidates(runtime: SearchableStore, partition: str, analyzer: Analy
         if len(candidates) == max_candidates:
             continue   # only counted: offered is every eligible match seen
         _check(deadline)
-        body = _body(runtime, partition, row)
-        passages = [p.text for p in finder.best(body, message, max_passages=excerpts, passage_chars=excerpt_chars,
-                                                page_chars=page_chars)]
-        candidate = _candidate(runtime, partition, row)
-        candidate.passages = passages
-        candidate.excerpt = "\n\n".join(passages)
-        candidates.append(candidate)
+        candidates.append(_with_passages(runtime, partition, finder, message, row, excerpts, excerpt_chars,
+                                         page_chars))
     # Matches past the fetched hits are counted as offered without their titles being checked.
     return CandidateSet(candidates, int(result.count or 0) - skipped)
+
+
+def hybrid_candidates(runtime: SearchableStore, partition: str, analyzer: Analyzer, finder: PassageFinder,
+                      message: str, vector: Any, *, max_candidates: int, excerpts: int, excerpt_chars: int,
+                      page_chars: int, deadline: float) -> CandidateSet:
+    """The keyword shortlist joined with the pages nearest to the message's ``vector`` (on the lane).
+
+    The keyword shortlist counts content words only (docs/recall-gate.md: on LoCoMo no gold page was
+    shortlisted through function words alone, while most off-topic messages reached such pages). Both
+    shortlists are ``max_candidates`` long; they are merged by reciprocal rank (a page on both counts twice,
+    ties go to the keyword rank) and cut to ``max_candidates``.
+    """
+    keyword = keyword_candidates(runtime, partition, analyzer, finder, message, max_candidates=max_candidates,
+                                 excerpts=excerpts, excerpt_chars=excerpt_chars, page_chars=page_chars,
+                                 deadline=deadline, content_words_only=True)
+    _check(deadline)
+    semantic = nearest_pages(runtime, partition, vector, max_candidates)
+    ranks: dict[str, float] = {}
+    for rank, page_id in enumerate(c.id for c in keyword.candidates):
+        ranks[page_id] = ranks.get(page_id, 0.0) + 1 / (RRF_K + rank + 1)
+    for rank, row in enumerate(semantic):
+        ranks[row.record_id] = ranks.get(row.record_id, 0.0) + 1 / (RRF_K + rank + 1)
+    keyword_rank = {c.id: rank for rank, c in enumerate(keyword.candidates)}
+    order = sorted(ranks, key=lambda page_id: (-ranks[page_id], keyword_rank.get(page_id, max_candidates)))
+    chosen = order[:max_candidates]
+    by_id = {c.id: c for c in keyword.candidates}
+    rows = {row.record_id: row for row in semantic}
+    candidates = []
+    for page_id in chosen:
+        if page_id not in by_id:
+            _check(deadline)
+            by_id[page_id] = _with_passages(runtime, partition, finder, message, rows[page_id], excerpts,
+                                            excerpt_chars, page_chars)
+        candidates.append(by_id[page_id])
+    only_semantic = sum(1 for row in semantic if row.record_id not in keyword_rank)
+    return CandidateSet(candidates, keyword.offered + only_semantic)
+
+
+def nearest_pages(runtime: SearchableStore, partition: str, vector: Any, count: int) -> list[RecordRow]:
+    """The ``count`` eligible pages nearest to ``vector`` among its ``SEMANTIC_FETCH`` nearest records, nearest
+    first (on the lane). Claims share the vector index with pages, so a page further away than that many
+    records is not offered; restricting the search to every page's path instead cost 3-5x as much here."""
+    try:
+        nearest = runtime.vectors.nearest(partition, vector, SEMANTIC_FETCH)
+    except KnowledgeError:
+        return []   # no usable vector index: the keyword shortlist alone
+    paths = [path for path, _ in nearest]
+    rows = {row.path: row for row in runtime.catalog.current(partition, kind="page", paths=paths)}
+    eligible = [rows[path] for path in paths if path in rows and rows[path].type not in UNLISTED_PAGE_TYPES
+                and not is_unsafe_label(rows[path].title)]
+    return eligible[:count]
+
+
+def _with_passages(runtime: SearchableStore, partition: str, finder: PassageFinder, message: str, row: RecordRow,
+                   excerpts: int, excerpt_chars: int, page_chars: int) -> Candidate:
+    body = _body(runtime, partition, row)
+    passages = [p.text for p in finder.best(body, message, max_passages=excerpts, passage_chars=excerpt_chars,
+                                            page_chars=page_chars)]
+    candidate = _candidate(runtime, partition, row)
+    candidate.page_text = embedding_text(row.title, body)
+    candidate.passages = passages
+    candidate.excerpt = "\n\n".join(passages)
+    return candidate
+
+
+def stored_page_vectors(runtime: SearchableStore, model: str, digests: list[str]) -> dict[str, bytes]:
+    """The vectors the store's vector index already holds for these page texts under ``model`` (on the lane)."""
+    try:
+        return runtime.vectors.cached_vectors(model, digests)
+    except KnowledgeError:
+        return {}   # a damaged or busy derived file: the Decision model embeds the pages itself
 
 
 def model_index(runtime: SearchableStore, partition: str, *, max_index_chars: int, now: Any,
@@ -126,7 +204,9 @@ def read_page_starts(runtime: SearchableStore, partition: str, candidates: list[
             continue   # gone, retyped or retitled since the index was read
         page = _candidate(runtime, partition, row)
         page.label = candidate.label
-        page.excerpt = page_start(_body(runtime, partition, row), page_chars)
+        body = _body(runtime, partition, row)
+        page.page_text = embedding_text(row.title, body)
+        page.excerpt = page_start(body, page_chars)
         fresh.append(page)
     return fresh
 

@@ -39,7 +39,10 @@ from ..access.authority import OWNER_PRIVATE, Authority, Caller, Entry, StoreEnt
 from ..decision.runtime import MAX_CHOICE_OPTIONS, BooleanQuestion, ChoiceQuestion, DecisionRuntime
 from ..core.changes import ChangeFeed
 from ..core.errors import Denied, DecisionUnavailable, InvalidResponse, KnowledgeError, NotFound
-from .candidates import Candidate, CandidateDeadline, keyword_candidates, model_index, read_page_starts
+from .candidates import (
+    Candidate, CandidateDeadline, hybrid_candidates, keyword_candidates, model_index, read_page_starts,
+    stored_page_vectors,
+)
 from .journal import GateTurnRecord, record_turn
 from .scoring import (
     HIGH, MEDIUM, PUBLISH_RESERVE_S, SKIP_HINT, UNSCORED, Decision, plan_gate_scoring, render_block,
@@ -49,6 +52,7 @@ from ..state.config import SettingsSource
 from ..state.gate_settings import GateSettings
 from ..core.ids import utc_now
 from ..index.analysis import Analyzer
+from ..index.embedding import EmbeddingRuntime, text_digest
 from ..index.searchable import SearchableStore
 from ..search.passages import PassageFinder
 from ..core.params import Params, String
@@ -86,6 +90,7 @@ class GateEngine(StoreEntry[SearchableStore], Protocol):
 
     @property
     def changes(self) -> ChangeFeed: ...
+    def embeddings(self) -> EmbeddingRuntime: ...
 
 
 class GateStop(Exception):
@@ -200,7 +205,14 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
         raise GateStop("model", status.state)
     if not message.strip():
         return evaluation   # nothing to match, and nothing to hint about
-    if gate.candidates == "keyword":
+    vector = _message_vector(engine, decision, message) if gate.candidates == "hybrid" else None
+    if vector is not None:
+        found = _on_lane(entry, deadline, lambda rt, a: hybrid_candidates(
+            rt, a.partition, engine.analyzer, engine.passage_finder, message, vector,
+            max_candidates=gate.max_candidates, excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars,
+            page_chars=gate.page_chars, deadline=deadline))
+        evaluation.offered, evaluation.candidates = found.offered, found.candidates
+    elif gate.candidates in ("keyword", "hybrid"):   # hybrid without an embedding model: the keyword shortlist
         found = _on_lane(entry, deadline, lambda rt, a: keyword_candidates(
             rt, a.partition, engine.analyzer, engine.passage_finder, message, max_candidates=gate.max_candidates,
             excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars, page_chars=gate.page_chars,
@@ -209,9 +221,25 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
     else:
         _model_candidates(decision, entry, message, gate, deadline, recheck, evaluation)
     if evaluation.candidates:
-        _score(engine, decision, message, gate, deadline, recheck, evaluation)
+        _score(engine, decision, entry, message, gate, deadline, recheck, evaluation)
     evaluation.would, evaluation.text = _would(evaluation, gate)
     return evaluation
+
+
+def _message_vector(engine: GateEngine, decision: DecisionRuntime, message: str) -> Any:
+    """The message's vector under the search's embedding model (None: none is installed or loads).
+
+    An ``embedding/`` Decision model with the same weights is handed the vector, so the turn still embeds
+    the message once.
+    """
+    embedder = engine.embeddings.current()
+    if embedder is None:
+        return None
+    vector = embedder.embed([message])[0]
+    scorer = decision.page_scorer()
+    if scorer is not None and scorer.fingerprint == embedder.fingerprint:
+        scorer.remember({text_digest(message): vector})
+    return vector
 
 
 def _on_lane(entry: Entry[SearchableStore], deadline: float, work: Callable[[SearchableStore, Authority], T]) -> T:
@@ -253,11 +281,22 @@ def _model_candidates(decision: DecisionRuntime, entry: Entry[SearchableStore], 
         rt, a.partition, shortlist, gate.page_chars, deadline)) if shortlist else []
 
 
-def _score(engine: GateEngine, decision: DecisionRuntime, message: str, gate: GateSettings, deadline: float,
-           recheck: Callable[[], None], evaluation: Evaluation) -> None:
+def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[SearchableStore], message: str,
+           gate: GateSettings, deadline: float, recheck: Callable[[], None], evaluation: Evaluation) -> None:
     candidates = evaluation.candidates
     score_by = deadline - PUBLISH_RESERVE_S
-    if gate.candidates == "keyword":
+    pages = decision.page_scorer() if gate.candidates != "model" else None   # model: labels, as for any model
+    if pages is not None:
+        # An embedding model scores whole pages: their vectors do not depend on the message, so the ones the
+        # store's vector index (or an earlier turn) holds are reused and the turn embeds only the message.
+        documents, planned = [c.page_text for c in candidates], len(candidates)
+        digests = [text_digest(document) for document in documents]
+        known = pages.known(digests)
+        wanted = [digest for digest in digests if digest not in known]
+        if wanted:
+            stored = _on_lane(entry, deadline, lambda rt, a: stored_page_vectors(rt, pages.fingerprint, wanted))
+            pages.remember(stored)
+    elif gate.candidates != "model":
         plan = _ask(recheck, "plan", lambda: plan_gate_scoring(decision, message, candidates, engine.passage_finder,
                                                                gate, score_by))
         documents, planned = plan.documents, plan.planned
@@ -266,6 +305,8 @@ def _score(engine: GateEngine, decision: DecisionRuntime, message: str, gate: Ga
         documents, planned = [c.label for c in candidates], len(candidates)
     questions = [BooleanQuestion(document, c.id) for document, c in zip(documents, candidates[:planned])]
     evaluation.documents = {c.id: document for document, c in zip(documents, candidates)}
+    if pages is not None:   # whole pages: the journal keeps their first pageChars (about what the model reads)
+        evaluation.documents = {key: text[:gate.page_chars] for key, text in evaluation.documents.items()}
     answers: dict[str, Any] = {}
     if questions:
         result = _ask(recheck, "score", lambda: decision.ask_boolean(message, questions, deadline=score_by,

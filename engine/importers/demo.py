@@ -9,11 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from models.catalogue import DEFAULT_EMBEDDING_MODEL
+from models.errors import ModelError
+from models.installed import ModelStore
+
 from ..access.authority import AgentCaller
 from ..memory.recall import set_recall
 from ..service import Engine
+from ..state.config import parse_settings
 
 DEMO_AGENT = "main"
+# The recall gate a new owner gets with the demo: shadow mode (nothing injected, every turn logged and journaled
+# for tuning) on the embedding model, the Decision model that installs from PyPI.
+DEMO_DECISION_MODEL = f"embedding/{DEFAULT_EMBEDDING_MODEL}"
+DEMO_RECALL_GATE = {"mode": "shadow", "journal": True, "highThreshold": 0.1}   # docs/benchmarks/gate-quality.md
 
 PAGES: list[dict[str, Any]] = [
     {"requestId": "demo-page-dana", "type": "person", "title": "Dana Whitaker", "aliases": ["Dana"],
@@ -107,4 +116,23 @@ def seed_demo(engine: Engine) -> dict[str, Any]:
         "agent": DEMO_AGENT,
         "token": created_token,
         "records": sum(len(receipt["records"]) for receipt in receipts),
+        "gate": demo_gate(engine),
     }
+
+
+def demo_gate(engine: Engine) -> str | None:
+    """Turn the recall gate on in shadow mode with the embedding model, when that model is installed and the
+    owner has chosen neither a Decision model nor gate settings; answers the decisionModel in force."""
+    settings = engine.settings.current()
+    if settings.decision_model is not None or settings.recall_gate is not None:
+        return settings.decision_model
+    try:
+        installed = DEFAULT_EMBEDDING_MODEL in ModelStore(engine.state.models).installed()
+    except ModelError:
+        installed = False
+    if not installed:
+        return None
+    raw = dict(settings.raw)
+    raw.update(decisionModel=DEMO_DECISION_MODEL, recallGate=dict(DEMO_RECALL_GATE))
+    engine.settings.save(parse_settings(raw))
+    return DEMO_DECISION_MODEL

@@ -41,11 +41,25 @@ def prepare(text: str) -> str:
     return _UNSPACED.sub(r" \1 ", text)
 
 
+# English function words (articles, pronouns, auxiliaries, prepositions, conjunctions, question words): the
+# recall gate's hybrid candidates do not count a page that shares only these with a message as a match.
+FUNCTION_WORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below between both
+but by can could did do does doing down during each few for from further had has have having he her here hers
+herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
+once only or other our ours ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your yours yourself yourselves also anything every ever get got many much
+may might must shall still yet via per
+""".split())
+
+
 class Analyzer:
     """The engine's analyzer, built once per index owner and shared."""
 
     def __init__(self) -> None:
         self.tantivy = build_analyzer()
+        self.function_terms = frozenset(self.terms(" ".join(sorted(FUNCTION_WORDS))))   # as analyzed
 
     def terms(self, text: str) -> list[str]:
         """Every term of ``text``, in order, repeats included."""

@@ -296,6 +296,18 @@ class VectorIndex:
             texts.append(embedding_text(found.title, body))
         return texts
 
+    def cached_vectors(self, model: str, digests: Sequence[str]) -> dict[str, bytes]:
+        """Vectors already computed under ``model`` (an embedder's fingerprint) for these text digests; a file
+        that does not exist yet is not created."""
+        if self._connection is None and not self.path.exists():
+            return {}
+        try:
+            return self._cached(model, set(digests))
+        except IndexFailed:
+            raise
+        except Exception as exc:  # apsw.Error and its kin
+            raise IndexFailed(f"the vector index could not be read: {exc}") from exc
+
     def _cached(self, model: str, digests: set[str]) -> dict[str, bytes]:
         if not digests:
             return {}

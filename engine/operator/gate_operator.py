@@ -37,6 +37,7 @@ from ..state.gate_settings import KEYS, GateSettings, parse_gate_settings
 from ..core.params import AGENT, NO_PARAMS, Flag, Integer, Number, Params, String, Value
 from ..core.jobs import Jobs
 from ..index.searchable import SearchableStore
+from ..index.similarity import DECISION_LOADERS
 from ..state.statedir import StateDir
 
 REPLAY_MAX_TURNS = 50
@@ -206,7 +207,8 @@ class GateOperator:
             report = progress or (lambda done, total, message: None)
             runtime, owned = self.engine.decision, settings is not None
             if settings is not None:
-                runtime = DecisionRuntime(lambda: settings, ModelStore(self.engine.state.models))
+                runtime = DecisionRuntime(lambda: settings, ModelStore(self.engine.state.models),
+                                          loaders=DECISION_LOADERS)
             try:
                 loading_until = time.monotonic() + MODEL_LOAD_TIMEOUT_S
                 while runtime.wait_ready(0.25).state == "loading" and time.monotonic() < loading_until:

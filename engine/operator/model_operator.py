@@ -113,12 +113,15 @@ def models_report(store: ModelStore, settings: Settings, problem: str | None = N
         installed = {}
     for model in installed.values():
         select = f"onnx/{model.name}"
+        kind = entries[model.name].kind if model.name in entries else local_kind(model)
+        # An embedding model serves the gate too, as embedding/NAME (calibrated similarity).
+        decision_as = f"embedding/{model.name}" if kind == "embedding" else select
         report["installed"].append({
-            **model.to_json(), "selectAs": select, "runnable": model.runnable,
-            "kind": entries[model.name].kind if model.name in entries else local_kind(model),
-            "selected": settings.decision_model == select,
-            "usedAs": [key for key, value in (("decisionModel", settings.decision_model),
-                                              ("embeddingModel", settings.embedding_model)) if value == select],
+            **model.to_json(), "selectAs": select, "decisionAs": decision_as, "runnable": model.runnable,
+            "kind": kind, "selected": settings.decision_model == decision_as,
+            "usedAs": [key for key, value, wanted in (("decisionModel", settings.decision_model, decision_as),
+                                                      ("embeddingModel", settings.embedding_model, select))
+                       if value == wanted],
             "bytes": sum(f.size for f in model.files)})
     if problem:
         report["configProblem"] = problem
@@ -262,15 +265,17 @@ class ModelOperator:
     # --- the owner's choice ------------------------------------------------------------------------
 
     def set_model_settings(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Choose the Decision model and/or the embedding model (``onnx/NAME`` of an installed model, or null)."""
+        """Choose the Decision model and/or the embedding model (``onnx/NAME`` or, for the gate,
+        ``embedding/NAME`` of an installed model, or null)."""
         values = MODEL_SETTINGS_PARAMS.read(params)
         given = {key: values[key] for key in MODEL_SETTINGS if key in (params or {})}  # null is a choice too
         if not given:
             raise InvalidParams("give decisionModel and/or embeddingModel", field="decisionModel")
         installed = {model.name for model in self._installed()}
         for key, value in given.items():
-            if isinstance(value, str) and value.startswith("onnx/") and value.removeprefix("onnx/") not in installed:
-                raise NotFound(f"no installed model named {value.removeprefix('onnx/')!r}", field=key)
+            kind, _, name = value.partition("/") if isinstance(value, str) else ("", "", "")
+            if kind in ("onnx", "embedding") and name not in installed:
+                raise NotFound(f"no installed model named {name!r}", field=key)
         source = self.engine.settings
         raw = dict(source.current().raw)
         for key, value in given.items():

@@ -56,7 +56,8 @@ class Settings:
     raw: dict[str, Any] = field(default_factory=dict)
     # attachments.workspaceRoots: where knowledge_attach_file may read files (none: it is refused)
     workspace_roots: tuple[str, ...] = ()
-    # decisionModel: "onnx/<installed model>" or "rerank/<model id>" (None: no Decision model, the gate skips)
+    # decisionModel: "onnx/<installed model>", "embedding/<installed embedding model>" or "rerank/<model id>"
+    # (None: no Decision model, the gate skips)
     decision_model: str | None = None
     # models.providers.rerank.baseUrl, without a trailing '/'
     rerank_base_url: str | None = None
@@ -165,22 +166,25 @@ def _parse_embedding_model(value: Any) -> str | None:
     return value
 
 
+DECISION_MODEL_FORMS = "decisionModel must be 'onnx/<model>', 'embedding/<model>' or 'rerank/<model id>'"
+
+
 def _parse_decision_model(value: Any, rerank_base_url: str | None) -> str | None:
-    """``onnx/<installed model name>`` or ``rerank/<model id>`` (the latter needs a rerank baseUrl)."""
+    """``onnx/<installed model name>``, ``embedding/<installed model name>`` or ``rerank/<model id>`` (the
+    latter needs a rerank baseUrl)."""
     if value is None:
         return None
     where = "decisionModel"
     if not isinstance(value, str) or len(value) > 300 or not value.isprintable() or " " in value:
-        raise InvalidParams("decisionModel must be 'onnx/<model>' or 'rerank/<model id>'", field=where)
+        raise InvalidParams(DECISION_MODEL_FORMS, field=where)
     provider, _, model = value.partition("/")
-    if provider == "onnx" and is_model_name(model):
+    if provider in ("onnx", "embedding") and is_model_name(model):
         return value
     if provider == "rerank" and model:
         if rerank_base_url is None:
             raise InvalidParams("a rerank/ decisionModel needs models.providers.rerank.baseUrl", field=where)
         return value
-    raise InvalidParams("decisionModel must be 'onnx/<model>' (an installed model, see `knowledge models list`) "
-                        "or 'rerank/<model id>'", field=where)
+    raise InvalidParams(DECISION_MODEL_FORMS + " (an installed model, see `knowledge models list`)", field=where)
 
 
 def _parse_rerank_base_url(models: Any) -> str | None:

@@ -16,7 +16,7 @@ from ..core.errors import InvalidParams
 from ..core.params import Choice, Flag, Integer, Number, Params
 
 MODES = ("off", "shadow", "live")
-CANDIDATE_SOURCES = ("keyword", "model")
+CANDIDATE_SOURCES = ("keyword", "hybrid", "model")
 WHERE = "recallGate"
 
 # key: (lowest, highest) for integers

@@ -73,6 +73,24 @@ def test_use_for_the_recall_gate_writes_the_choice(qtbot, served_engine: Engine,
     assert json.loads(served_engine.state.config.read_text(encoding="utf-8"))["decisionModel"] == "onnx/tiny"
 
 
+def test_an_embedding_model_is_used_for_the_recall_gate_as_embedding_name(qtbot, served_engine: Engine, tasks,
+                                                                         gui_thread_guard) -> None:
+    from models.fixtures import TINY_EMBEDDER
+
+    gui_thread_guard.active = False
+    add_local(ModelStore(served_engine.state.models), TINY_EMBEDDER, name="encoder")
+    gui_thread_guard.active = True
+    view = shown(qtbot, tasks)
+    view.select_installed("encoder")
+    assert view.use_gate_button.isEnabled() and view.use_search_button.isEnabled()
+    with qtbot.waitSignal(view.sig_content_loaded, timeout=10_000):
+        view.use_gate_button.click()
+    assert "Recall gate (decisionModel): embedding/encoder" in view.status.text()
+    assert not view.use_gate_button.isEnabled(), "already the gate's model"
+    gui_thread_guard.active = False
+    assert json.loads(served_engine.state.config.read_text(encoding="utf-8"))["decisionModel"] == "embedding/encoder"
+
+
 def test_a_download_shows_progress_can_be_cancelled_and_resumes(qtbot, served_engine: Engine, tasks, tiny_catalogue,
                                                                 monkeypatch, gui_thread_guard) -> None:
     hub = FakeHub("owner/tiny", REVISION, FILES)

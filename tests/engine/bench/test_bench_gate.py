@@ -72,16 +72,48 @@ def test_fidelity_compares_the_first_rounds_scores_pair_by_pair(report: dict[str
 
 
 def test_a_variant_must_exist_in_the_folder(tmp_path) -> None:
-    from engine.bench.gate import BenchmarkSkipped, _check_model
+    from engine.bench.gate import BenchmarkSkipped, resolve_model
+    from models.installed import ModelStore
 
     model = tmp_path / "model"
     shutil.copytree(TINY_RERANKER, model)
-    (model / "model.safetensors").write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
-    assert _check_model(model) == model.resolve()
+    store = ModelStore(tmp_path / "models")
     with pytest.raises(BenchmarkSkipped, match="onnx/model_int8.onnx does not exist"):
-        _check_model(model, "model_int8")
+        resolve_model(store, model, "model_int8")
     shutil.copyfile(model / "onnx" / "model.onnx", model / "onnx" / "model_int8.onnx")
-    assert _check_model(model, "model_int8") == model.resolve()
+    chosen = resolve_model(store, model, "model_int8")
+    assert (chosen.select, chosen.kind) == ("onnx/model", "reranker")
+
+
+def test_an_installed_model_or_an_onnx_only_folder_is_taken(tmp_path) -> None:
+    from engine.bench.gate import BenchmarkSkipped, resolve_model
+    from models.fixtures import TINY_EMBEDDER
+    from models.installed import ModelStore
+    from models.local import add_local
+
+    store = ModelStore(tmp_path / "models")
+    folder = tmp_path / "reranker"
+    shutil.copytree(TINY_RERANKER, folder)   # no model.safetensors: enough for everything but PyTorch
+    assert resolve_model(store, folder).select == "onnx/reranker"
+    add_local(store, TINY_EMBEDDER, name="encoder")
+    chosen = resolve_model(store, "encoder")
+    assert (chosen.select, chosen.kind) == ("embedding/encoder", "embedding")
+    with pytest.raises(BenchmarkSkipped, match="--model missing"):
+        resolve_model(store, "missing")
+
+
+def test_pytorch_needs_a_reranker_folder_with_safetensors(tmp_path) -> None:
+    from engine.bench.gate import BenchmarkSkipped, ChosenModel, _check_torch_model
+
+    folder = tmp_path / "reranker"
+    shutil.copytree(TINY_RERANKER, folder)
+    chosen = ChosenModel("reranker", "onnx/reranker", "reranker", folder)
+    with pytest.raises(BenchmarkSkipped, match="model.safetensors"):
+        _check_torch_model(chosen, None)
+    (folder / "model.safetensors").write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    _check_torch_model(chosen, None)
+    with pytest.raises(BenchmarkSkipped, match="compares a cross-encoder"):
+        _check_torch_model(ChosenModel("e", "embedding/e", "embedding", folder), None)
 
 
 def test_the_report_states_the_targets(report: dict[str, Any]) -> None:
@@ -94,4 +126,4 @@ def test_the_report_states_the_targets(report: dict[str, Any]) -> None:
 
 def test_cli_without_a_model_skips_with_a_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "gate", "--output", "-"]) == 2
-    assert "skipped, nothing was measured: --model must name a folder" in capsys.readouterr().err
+    assert "skipped, nothing was measured: --model must name an installed model" in capsys.readouterr().err

@@ -179,3 +179,20 @@ def test_a_registered_folder_is_listed_with_the_kind_its_config_names(engine: En
     report = handlers(engine)["models"]({})
     assert installed(report, "scorer")["kind"] == "reranker"
     assert installed(report, "encoder")["kind"] == "embedding"
+
+
+def test_an_embedding_model_is_chosen_for_the_gate_as_embedding_name(engine: Engine) -> None:
+    from models.fixtures import TINY_EMBEDDER
+
+    add_local(ModelStore(engine.state.models), TINY_EMBEDDER, name="encoder")
+    add_local(ModelStore(engine.state.models), TINY_RERANKER, name="scorer")
+    methods = handlers(engine)
+    report = methods["models"]({})
+    assert installed(report, "encoder")["decisionAs"] == "embedding/encoder"
+    assert installed(report, "scorer")["decisionAs"] == "onnx/scorer"
+    with pytest.raises(NotFound):
+        methods["setModelSettings"]({"decisionModel": "embedding/absent"})
+    report = methods["setModelSettings"]({"decisionModel": "embedding/encoder", "embeddingModel": "onnx/encoder"})
+    assert report["decisionModel"] == "embedding/encoder"
+    encoder = installed(report, "encoder")
+    assert encoder["selected"] and encoder["usedAs"] == ["decisionModel", "embeddingModel"]

@@ -39,6 +39,8 @@ def test_modes_sources_thresholds_and_journal() -> None:
     for mode in ("off", "shadow", "live"):
         assert parse_gate_settings({"mode": mode}).mode == mode
     assert parse_gate_settings({"candidates": "model"}).candidates == "model"
+    assert parse_gate_settings({"candidates": "hybrid"}).candidates == "hybrid"
+    assert parse_gate_settings({}).candidates == "keyword", "keyword stays the default"
     gate = parse_gate_settings({"highThreshold": 1, "mediumThreshold": 0.5, "skipHintBelow": 0, "journal": True})
     assert (gate.high_threshold, gate.medium_threshold, gate.skip_hint_below, gate.journal) == (1.0, 0.5, 0.0, True)
     assert parse_gate_settings({"mediumThreshold": None, "skipHintBelow": None}) == GateSettings()

@@ -1,0 +1,184 @@
+"""The ``embedding`` Decision provider: an embedding model answers the boolean question by calibrated similarity.
+
+It lives with the embedding model (the index layer, above the Decision runtime); the engine hands it to
+``DecisionRuntime`` as the loader of the ``embedding/`` kind (``DECISION_LOADERS``).
+
+``decisionModel: "embedding/<installed embedding model>"`` (the catalogue's
+``all-minilm-l6-v2-int8`` installs from PyPI, so an owner without the model
+hub still has a Decision model).  Each (message, document) pair scores
+
+    probabilityTrue = sigmoid(a * cosine(message vector, document vector) + b)
+
+with ``a`` and ``b`` fitted by logistic regression on labelled gate pairs
+(``CALIBRATION``; docs/recall-gate.md names the set and the command that
+fits them).  The mapping is monotonic, so it ranks exactly as the similarity
+does; the calibration only decides where ``highThreshold`` falls.
+
+The gate sends each candidate's whole page text (its title and body, what
+the store's vector index embeds), not an excerpt cut around the message's
+words, so a page's vector does not depend on the message: vectors are kept
+by the text's sha256 (``remember`` takes those the store's vector index
+already holds), and a turn whose pages are known costs one embedding, the
+message's.  A cross-encoder is stronger; this is the offline, cheap one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from models.installed import InstalledModel
+
+from ..decision.provider import FAILED, LOADING, READY, PairScores, Untokenized
+from .embedding import Embedder, text_digest
+
+log = logging.getLogger(__name__)
+
+KIND = "embedding"
+VECTOR_CACHE_SIZE = 8192      # page vectors kept (384 floats each: 12 MB)
+MIN_DIMENSIONS = 8            # fewer numbers per text: a reranker's logits, not an embedding
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """``probabilityTrue = sigmoid(a * similarity + b)``; ``a > 0`` keeps the order of similarities."""
+
+    a: float
+    b: float
+
+    def probability(self, similarity: float) -> float:
+        z = self.a * similarity + self.b
+        if z >= 0:
+            return 1.0 / (1.0 + math.exp(-z))
+        e = math.exp(z)
+        return e / (1.0 + e)
+
+    def similarity(self, probability: float) -> float:
+        """The similarity a probability came from (the inverse, for fitting and benchmarks)."""
+        p = min(max(probability, 1e-12), 1 - 1e-12)
+        return (math.log(p / (1 - p)) - self.b) / self.a
+
+
+# Fitted by `python -m engine.bench.gate --fit-calibration` on LoCoMo conversations 0-4: every
+# (question, keyword-shortlisted page) pair labelled by whether the page is one of the question's
+# gold pages (the sessions of its evidence turns). docs/benchmarks/gate-quality.md reports on 5-9.
+CALIBRATION = Calibration(a=5.8859, b=-5.0381)
+
+
+class SimilarityScorer(Untokenized):
+    """A loaded embedding model scoring pairs by calibrated cosine similarity (a ``ScoringProvider``)."""
+
+    max_pair_tokens: int | None = None
+    tokens_per_second: float | None = None
+
+    def __init__(self, model: InstalledModel, calibration: Calibration = CALIBRATION,
+                 cache_size: int = VECTOR_CACHE_SIZE) -> None:
+        self.model = model
+        self.calibration = calibration
+        self.embedder = Embedder(model)   # the measured run settings (one thread was no faster a turn)
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
+        self._state = LOADING
+        self._reason: str | None = None
+        self._loaded = threading.Event()
+        self.embedded_texts = 0      # texts run through the model by score_pairs (the message included)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        try:
+            self.embedder.load()
+            if self.embedder.dimensions < MIN_DIMENSIONS:
+                raise ValueError(f"{self.model.name} answers {self.embedder.dimensions} number(s) per text: it is "
+                                 "not an embedding model (a reranker is selected as onnx/NAME)")
+            self._state = READY
+            log.info("decision model embedding/%s ready: %d dimensions", self.model.name, self.embedder.dimensions)
+        except Exception as exc:  # onnxruntime, tokenizers and the hash check raise their own types
+            self._reason = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            self._state = FAILED
+            log.warning("decision model embedding/%s failed to load: %s", self.model.name, self._reason)
+        finally:
+            self._loaded.set()
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        return self._loaded.wait(timeout)
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def reason(self) -> str | None:
+        return self._reason
+
+    def serves(self, settings: object) -> bool:
+        return True
+
+    @property
+    def fingerprint(self) -> str:
+        """What the page vectors are keyed by (the same as the store's vector index uses for this model)."""
+        return self.embedder.fingerprint
+
+    # --- page vectors ---------------------------------------------------------------------------
+
+    def remember(self, vectors: Mapping[str, bytes | np.ndarray]) -> None:
+        """Vectors already computed under ``fingerprint`` (text sha256 -> unit vector)."""
+        dimensions = self.embedder.dimensions
+        with self._cache_lock:
+            for digest, vector in vectors.items():
+                array = np.frombuffer(vector, dtype=np.float32) if isinstance(vector, bytes) else \
+                    np.asarray(vector, dtype=np.float32)
+                if array.shape == (dimensions,):
+                    self._keep(digest, array)
+
+    def known(self, digests: Sequence[str]) -> set[str]:
+        with self._cache_lock:
+            return {digest for digest in digests if digest in self._cache}
+
+    def _keep(self, digest: str, vector: np.ndarray) -> None:
+        self._cache[digest] = vector
+        self._cache.move_to_end(digest)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    # --- scoring --------------------------------------------------------------------------------
+
+    def score_pairs(self, query: str, documents: Sequence[str], *, deadline: float,
+                    max_pair_tokens: int | None = None,
+                    before_dispatch: Callable[[], None] | None = None) -> PairScores:
+        """One embedding run for the message and the documents not seen before; nothing when time is up."""
+        if time.monotonic() >= deadline:
+            return PairScores(scores=[None] * len(documents))
+        digests = [text_digest(document) for document in documents]
+        with self._cache_lock:
+            cached = {digest: self._cache[digest] for digest in digests if digest in self._cache}
+            for digest in cached:
+                self._cache.move_to_end(digest)
+            message = self._cache.get(text_digest(query))   # handed over by a hybrid candidate step
+        missing = list(dict.fromkeys(d for d in digests if d not in cached))
+        texts = ([] if message is not None else [query]) + [documents[digests.index(digest)] for digest in missing]
+        if before_dispatch is not None:
+            before_dispatch()
+        vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dimensions), np.float32)
+        self.embedded_texts += len(texts)
+        if message is None:
+            message, vectors = vectors[0], vectors[1:]
+        with self._cache_lock:
+            for digest, vector in zip(missing, vectors):
+                self._keep(digest, vector)
+                cached[digest] = vector
+        scores: list[float | bool | None] = [
+            self.calibration.probability(float(np.dot(message, cached[digest]))) for digest in digests]
+        return PairScores(scores=scores)
+
+
+# What the engine's Decision runtime loads for each model kind besides onnx/ (an installed model -> provider).
+DECISION_LOADERS = {KIND: SimilarityScorer}

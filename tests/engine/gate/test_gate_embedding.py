@@ -1,0 +1,183 @@
+"""The recall gate with an ``embedding/`` Decision model (the tiny embedding fixture through onnxruntime)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.index.similarity import CALIBRATION, SimilarityScorer
+from engine.gate.turn import gate_turn
+from engine.index.embedding import Embedder
+from engine.index.vectors import embedding_text
+from engine.service import Engine
+from engine.state.config import parse_settings
+from engine.state.statedir import StateDir
+from models.fixtures import TINY_EMBEDDER
+from models.installed import ModelStore
+from models.local import add_local
+from tests.engine.gate_helpers import owner_caller, ready, seed
+
+MESSAGE = "Who painted the mural at the museum?"
+PAGE_TEXTS = {"Alice Martin": "Alice painted the museum mural in March.\n\nShe prefers tea to coffee and lives near "
+                              "the harbour.",
+              "Harbour museum": "The harbour museum shows the mural Alice painted.\n\nOpening hours: ten to six, "
+                                "closed on Mondays."}
+
+
+def open_embedding_engine(state: StateDir, gate: dict[str, Any], *, vectors: bool = False) -> Engine:
+    """An engine whose Decision model is ``embedding/encoder``; ``vectors`` also makes it the search's
+    embedding model, so the store's vector index holds the same page vectors."""
+    state.create()
+    add_local(ModelStore(state.models), TINY_EMBEDDER, name="encoder")
+    config: dict[str, Any] = {"decisionModel": "embedding/encoder", "recallGate": gate,
+                              "embeddingModel": "onnx/encoder" if vectors else None}
+    if vectors:
+        config["knowledgeRuntimeEnabled"] = True
+    state.config.write_text(json.dumps(config), encoding="utf-8")
+    engine = Engine(state, watch=False)
+    ready(engine)
+    return engine
+
+
+def scorer_of(engine: Engine) -> SimilarityScorer:
+    scorer = engine.decision.page_scorer()
+    assert scorer is not None
+    return scorer
+
+
+def expected_scores(state: StateDir, message: str, titles: list[str]) -> dict[str, float]:
+    embedder = Embedder(ModelStore(state.models).get("encoder"))
+    embedder.load()
+    vectors = embedder.embed([message] + [embedding_text(t, PAGE_TEXTS[t]) for t in titles])
+    return {title: CALIBRATION.probability(float(np.dot(vectors[0], v))) for title, v in zip(titles, vectors[1:])}
+
+
+def test_shadow_mode_scores_keyword_candidates_by_calibrated_similarity_of_the_page_text(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow", "highThreshold": 0.05}) as engine:
+        caller = owner_caller(engine)
+        ids = seed(engine, caller)
+        answer = gate_turn(engine, caller, {"message": "mural museum"})
+    assert answer["outcome"] == "shadow" and answer["injected"] is None and answer["wouldInject"] == "injected"
+    by_id = {d["id"]: d for d in answer["decisions"]}
+    assert set(by_id) == {ids["Alice Martin"], ids["Harbour museum"]}
+    expected = expected_scores(state, "mural museum", ["Alice Martin", "Harbour museum"])
+    for title, score in expected.items():
+        assert by_id[ids[title]]["score"] == pytest.approx(score, abs=1e-5)
+        assert by_id[ids[title]]["tier"] == ("high" if score >= 0.05 else "low")
+
+
+def test_live_mode_injects_the_pages_at_or_above_high_threshold(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow"}) as engine:
+        caller = owner_caller(engine)
+        ids = seed(engine, caller)
+        shadow = {d["id"]: d["score"] for d in gate_turn(engine, caller, {"message": MESSAGE})["decisions"]}
+        best = max(shadow, key=lambda page_id: shadow[page_id])
+        ranked = sorted(shadow.values())
+        raw = dict(engine.settings.current().raw)
+        raw["recallGate"] = {"mode": "live", "highThreshold": round((ranked[-1] + ranked[-2]) / 2, 6)}
+        engine.settings.save(parse_settings(raw))
+        answer = gate_turn(engine, caller, {"message": MESSAGE})
+    assert answer["outcome"] == "injected"
+    assert [d["id"] for d in answer["decisions"] if d["tier"] == "high"] == [best]
+    title = next(title for title, page_id in ids.items() if page_id == best)
+    assert f"### {title} (id {best})" in answer["injected"]
+
+
+def test_a_turn_whose_pages_were_scored_before_embeds_only_the_message(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow"}) as engine:
+        caller = owner_caller(engine)
+        seed(engine, caller)
+        scorer = scorer_of(engine)
+        first = gate_turn(engine, caller, {"message": "mural museum"})
+        after_first = scorer.embedded_texts
+        assert after_first == 1 + len(first["decisions"])
+        second = gate_turn(engine, caller, {"message": "who painted the mural in the museum"})
+        third = gate_turn(engine, caller, {"message": "the museum mural"})
+    assert {d["id"] for d in second["decisions"]} >= {d["id"] for d in first["decisions"]}
+    new_pages = len({d["id"] for d in second["decisions"]} - {d["id"] for d in first["decisions"]})
+    assert scorer.embedded_texts == after_first + 1 + new_pages + 1, "one embedding per turn once pages are known"
+    assert third["outcome"] == "shadow"
+
+
+def test_page_vectors_come_from_the_stores_vector_index_when_it_has_them(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow"}, vectors=True) as engine:
+        caller = owner_caller(engine)
+        seed(engine, caller)
+        runtime = engine.runtime(engine.authorizer.authorize(caller).store)
+        assert runtime.vectors_settled(60)
+        scorer = scorer_of(engine)
+        answer = gate_turn(engine, caller, {"message": "mural museum"})
+    assert len(answer["decisions"]) == 2 and all(d["score"] is not None for d in answer["decisions"])
+    assert scorer.embedded_texts == 1, "the first turn embeds only the message"
+
+
+def test_model_candidates_score_the_shortlisted_pages_by_similarity(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow", "candidates": "model"}) as engine:
+        caller = owner_caller(engine)
+        seed(engine, caller)
+        answer = gate_turn(engine, caller, {"message": MESSAGE})
+    assert answer["outcome"] == "shadow"
+    assert answer["decisions"] and all(0.0 <= d["score"] <= 1.0 for d in answer["decisions"])
+
+
+# --- hybrid candidates ---------------------------------------------------------------------------------------
+
+
+def test_hybrid_candidates_add_pages_that_share_no_word_with_the_message(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow"}, vectors=True) as engine:
+        caller = owner_caller(engine)
+        ids = seed(engine, caller)
+        assert engine.runtime(engine.authorizer.authorize(caller).store).vectors_settled(60)
+        keyword = {d["id"] for d in gate_turn(engine, caller, {"message": "mural museum"})["decisions"]}
+        raw = dict(engine.settings.current().raw)
+        raw["recallGate"] = {"mode": "shadow", "candidates": "hybrid"}
+        engine.settings.save(parse_settings(raw))
+        scorer = scorer_of(engine)
+        before = scorer.embedded_texts
+        answer = gate_turn(engine, caller, {"message": "mural museum"})
+    hybrid = [d["id"] for d in answer["decisions"]]
+    assert keyword == {ids["Alice Martin"], ids["Harbour museum"]}
+    # Every eligible page is among the nearest of four: the two without "mural" or "museum" join.
+    assert set(hybrid) == keyword | {ids["Budget report"], ids["Gardening"]}
+    assert not {ids["Mural scan"], ids["Interview transcript"]} & set(hybrid), "source and artifact never"
+    assert hybrid[0] in keyword, "a page on both shortlists ranks first"
+    assert all(d["score"] is not None for d in answer["decisions"])
+    assert scorer.embedded_texts == before, "the message vector of the candidate step is reused"
+
+
+def test_hybrid_without_an_embedding_model_is_the_keyword_shortlist(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow", "candidates": "hybrid"}) as engine:
+        caller = owner_caller(engine)
+        ids = seed(engine, caller)
+        answer = gate_turn(engine, caller, {"message": "mural museum"})
+    assert answer["outcome"] == "shadow"
+    assert {d["id"] for d in answer["decisions"]} == {ids["Alice Martin"], ids["Harbour museum"]}
+
+
+def test_the_journal_keeps_the_start_of_each_scored_page(tmp_path: Path) -> None:
+    from engine.access.authority import OperatorCaller
+    from engine.gate.journal import journal_turns
+
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow", "journal": True, "pageChars": 200}) as engine:
+        caller = owner_caller(engine)
+        seed(engine, caller)
+        engine.save_page(caller, {"requestId": "long", "type": "note", "title": "Museum annex",
+                                  "body": "The museum annex holds the mural sketches. " * 40})
+        engine.search(caller, {"query": "museum"})
+        gate_turn(engine, caller, {"message": "mural museum"})
+        kept = engine.on_store(OperatorCaller("main"), lambda rt, a: journal_turns(rt.store, a.partition, limit=1))
+    documents = [page["document"] for page in kept[0]["pages"]]
+    assert documents and all(len(document) <= 200 for document in documents)
+    assert any(document.startswith("Museum annex\n\nThe museum annex") for document in documents)
