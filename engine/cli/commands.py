@@ -32,6 +32,7 @@ from ..bench import socket as socket_bench
 from ..bench import socket_bounds as socket_bounds_bench
 from ..bench import throughput as throughput_bench
 from ..wire.bridge import BridgeError, run_bridge
+from .import_commands import add_import_parsers
 from .model_commands import add_models_parser
 from ..state.config import SettingsSource
 from ..importers.demo import seed_demo
@@ -459,6 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
     locomo.add_argument("--json", action="store_true", help="print the counts and dialog-to-claim map as JSON")
     locomo.set_defaults(handler=cmd_import_locomo)
+    add_import_parsers(import_commands, common, write_token_file)
 
     doctor = commands.add_parser("doctor", parents=[common], help="validate every store, vault and ontology")
     doctor.add_argument("--json", action="store_true")

@@ -1,5 +1,12 @@
 """Knowledge brought in from elsewhere, through the engine like any agent's writes.
 
-    locomo  the LoCoMo benchmark conversations, as an agent would have saved them
-    demo    the demo store
+    common       what every importer does: reading and checking the input whole, retaining the
+                 original, request ids derived from the input, dry runs, progress
+    chatgpt      a ChatGPT data export, one page per conversation (its active branch)
+    claude       a Claude data export, the same way
+    markdown     a folder of Markdown notes (Obsidian, basic-memory), links as relationships
+    mem0         a mem0 / OpenMemory export, each memory a claim
+    memory_core  an agent host's MEMORY.md and memory/YYYY-MM-DD.md daily notes
+    locomo       the LoCoMo benchmark conversations, as an agent would have saved them
+    demo         the demo store
 """
