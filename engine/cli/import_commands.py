@@ -16,8 +16,7 @@ import time
 from typing import Any, Callable
 
 from ..importers import chatgpt, claude, markdown, mem0, memory_core
-from ..importers.common import DEFAULT_AGENT, Progress, Writer, import_instance, owner_caller
-from ..service import Engine
+from ..importers.common import DEFAULT_AGENT, Progress, Writer, import_engine, import_instance, owner_caller
 from ..state.config import SettingsSource
 from ..state.statedir import StateDir
 from ..store.credentials import refuse_secrets
@@ -61,7 +60,7 @@ def cmd_import(args: argparse.Namespace, state: StateDir,
     if args.dry_run:
         result = run(Writer(None, None, args.import_format, dry_run=True), *plan)
     else:
-        with Engine(state, watch=False) as engine, \
+        with import_engine(state) as engine, \
                 owner_caller(engine, args.agent, instance=import_instance(args.import_format)) as (caller, token):
             result = {"agent": args.agent}
             if token:

@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
-    Conversation, Message, Original, Scan, Writer, clean_text, json_array_spans, one_line, read_export,
-    refuse_secrets, refused, report, require, save_conversation, timestamp,
+    Conversation, Message, Original, Scan, Writer, clean_text, import_conversations, json_array_spans, one_line,
+    read_export, refuse_secrets, refused, require, timestamp,
 )
 
 FORMAT = "chatgpt"
@@ -43,14 +43,8 @@ def load_chatgpt(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
 
 
 def import_chatgpt(writer: Writer, original: Original, conversations: list[Conversation]) -> dict[str, Any]:
-    """Retain the original, then save one page per conversation; returns what was imported."""
-    sources = writer.retain(original, "export")
-    pages = {}
-    for done, conversation in enumerate(conversations, start=1):
-        pages[conversation.key] = save_conversation(writer, conversation, PRODUCT, sources)
-        writer.done(done, len(conversations), conversation.title)
-    return report(writer, file=original.name, sha256=original.sha256, conversations=len(conversations),
-                  pages=pages)
+    """Retain the original and the transcripts, then save one page per conversation; returns what was imported."""
+    return import_conversations(writer, original, conversations, PRODUCT)
 
 
 # --- reading the export ---------------------------------------------------------------------------------

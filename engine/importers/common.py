@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..access.authority import AgentCaller, Caller
 from ..core.errors import InvalidParams, KnowledgeError
 from ..service import Engine
+from ..state.statedir import StateDir
 from ..store.attachments import ATTACH_MAX_BYTES, attach
 from ..store.credentials import decoded_for_scan
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX
@@ -67,6 +68,12 @@ def owner_caller(engine: Engine, agent: str = DEFAULT_AGENT,
         yield AgentCaller(token, {"kind": "owner-private"}, instance=instance), created
     finally:
         engine.registry.revoke_credential(token)
+
+
+def import_engine(state: StateDir) -> Engine:
+    """The in-process engine an import runs on: with the vault watcher, so the lane does not walk the
+    whole partition before each write (which made an import's cost grow with the square of its size)."""
+    return Engine(state, watch=True)
 
 
 def import_instance(format_name: str) -> str:
@@ -351,26 +358,76 @@ class Conversation:
 
 
 TRANSCRIPT_BODY_MAX_CHARS = 1_000_000
+# Transcripts are retained together, many to a text file, each page citing its own lines: one publication
+# of a few files per hundred conversations instead of two more files in every page's publication.
+TRANSCRIPTS_PER_SOURCE = 100
 
 
-def save_conversation(writer: Writer, conversation: Conversation, product: str, sources: list[str]) -> str:
-    """One ``source`` page per conversation: its title, dates in the body and ``published``, the
-    transcript as the body and retained as evidence, citing the part(s) of the original holding it."""
-    transcript = conversation.transcript
+def import_conversations(writer: Writer, original: Original, conversations: list[Conversation],
+                         product: str) -> dict[str, Any]:
+    """Retain the export, then the transcripts (a hundred to a file), then one page per conversation."""
+    sources = writer.retain(original, "export")
+    pages: dict[str, str] = {}
+    done = 0
+    for batch in _transcript_batches(conversations):
+        retained: list[str] = []
+        if sum(len(data) for _, data in batch) <= ATTACH_MAX_BYTES:
+            name = f"{product.lower()}-transcripts-{done + 1:06d}-{done + len(batch):06d}.txt"
+            retained = writer.retain(Original(name, b"".join(data for _, data in batch)),
+                                     f"transcripts-{done + 1}", media_type="text/plain")
+        line = 1
+        for conversation, data in batch:
+            count = len(data.decode("utf-8", "surrogatepass").splitlines())  # as the engine counts lines
+            if retained:
+                transcript = [{"source": retained[0], "lines": [line, line + count - 2]}]  # not the blank line
+            else:  # a transcript larger than one attachment: retained in excerpts of its own
+                transcript = [{"excerpt": piece} for piece in split_text(conversation.transcript, EXCERPT_MAX_CHARS)]
+            line += count
+            pages[conversation.key] = _save_conversation(writer, conversation, product, sources, transcript)
+            done += 1
+            writer.done(done, len(conversations), conversation.title)
+    return report(writer, file=original.name, sha256=original.sha256, conversations=len(conversations),
+                  pages=pages)
+
+
+def _transcript_batches(conversations: list[Conversation]) -> Iterator[list[tuple[Conversation, bytes]]]:
+    """Conversations with their transcript blocks (UTF-8), a hundred at most and one attachment's size
+    at most to a batch (a larger block is a batch of its own)."""
+    batch: list[tuple[Conversation, bytes]] = []
+    size = 0
+    for conversation in conversations:
+        data = _transcript_block(conversation).encode("utf-8", "surrogatepass")
+        if batch and (len(batch) == TRANSCRIPTS_PER_SOURCE or size + len(data) > ATTACH_MAX_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((conversation, data))
+        size += len(data)
+    if batch:
+        yield batch
+
+
+def _transcript_block(conversation: Conversation) -> str:
+    """A conversation's lines in a transcripts file: a heading line, its transcript, a blank line."""
+    return f"# {conversation.title} ({conversation.key})\n" + (conversation.transcript or "(no messages)") + "\n\n"
+
+
+def _save_conversation(writer: Writer, conversation: Conversation, product: str, sources: list[str],
+                       transcript: list[dict[str, Any]]) -> str:
+    """One ``source`` page per conversation: its title, its dates in the body and ``published``, the
+    transcript as the body, citing the retained transcript and the part(s) of the original holding it."""
+    text = conversation.transcript
     header = [f"{product} conversation {conversation.key}."]
     if conversation.created:
         header.append(f"Started {conversation.created}" + (f", last updated {conversation.updated}."
                                                             if conversation.updated else "."))
     header.append(f"{len(conversation.messages)} messages on the active branch.")
-    shown = transcript if len(transcript) <= TRANSCRIPT_BODY_MAX_CHARS else (
-        transcript[:TRANSCRIPT_BODY_MAX_CHARS] + "\n\n(The rest is in the retained transcript.)")
+    shown = text if len(text) <= TRANSCRIPT_BODY_MAX_CHARS else (
+        text[:TRANSCRIPT_BODY_MAX_CHARS] + "\n\n(The rest is in the retained transcript.)")
     first, last = conversation.span
     cited = sources[first // ATTACH_MAX_BYTES:max(first, last - 1) // ATTACH_MAX_BYTES + 1] or sources[:1]
-    evidence = [{"excerpt": piece} for piece in split_text(transcript, EXCERPT_MAX_CHARS)]
-    evidence += [{"source": source} for source in cited]
     params: dict[str, Any] = {
         "type": "source", "title": conversation.title, "body": " ".join(header) + ("\n\n" + shown if shown else ""),
-        "tags": [product.lower()], "evidence": evidence[:LIST_MAX],
+        "tags": [product.lower()], "evidence": (transcript + [{"source": source} for source in cited])[:LIST_MAX],
     }
     if conversation.created:
         params["fields"] = {"published": conversation.created[:10]}

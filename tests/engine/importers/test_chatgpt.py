@@ -76,7 +76,7 @@ def test_one_page_per_conversation_with_only_the_active_branch(engine: Engine, e
     result = run_import(engine, "chatgpt", export_file)
 
     assert result["conversations"] == 2
-    assert result["imported"] == {"sources": 1, "pages": 2, "claims": 0, "relationships": 0}
+    assert result["imported"] == {"sources": 2, "pages": 2, "claims": 0, "relationships": 0}
     caller = reader(engine)
     clock = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
     assert clock["title"] == "Repairing a tram clock"
@@ -91,12 +91,17 @@ def test_one_page_per_conversation_with_only_the_active_branch(engine: Engine, e
     untitled = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000002"])
     assert untitled["title"] == "Untitled conversation"
 
-    # The transcript is retained as evidence, and the original file with its sha256.
-    sources = [c["source"] for c in clock["frontmatter"]["evidence"]]
+    # The transcript is retained as evidence (its own lines of a transcripts file), and the original file.
+    evidence = clock["frontmatter"]["evidence"]
+    sources = [c["source"] for c in evidence]
     files = records(state_dir, "sources/")
     transcript = next(p for p in files if p.endswith(f"{sources[0]}.txt"))
-    text = (state_dir.stores.iterdir().__next__() / "vault" / transcript).read_text(encoding="utf-8")
-    assert "Assistant (2026-05-28T20:27:00Z):\nStart with the escapement" in text and "AWAY" not in text
+    lines = (next(state_dir.stores.iterdir()) / "vault" / transcript).read_text(encoding="utf-8").splitlines()
+    first, last = evidence[0]["lines"]
+    cited = "\n".join(lines[first - 1:last])
+    assert cited.startswith("# Repairing a tram clock (6790a1b2-0000-4000-8000-000000000001)\nUser (")
+    assert "Assistant (2026-05-28T20:27:00Z):\nStart with the escapement" in cited and "AWAY" not in cited
+    assert cited.endswith("one drop per pivot.") and "Kayak" in "\n".join(lines[last:])
     descriptor = next(p for p in files if p.endswith(f"{sources[1]}.source.yaml"))
     described = (state_dir.stores.iterdir().__next__() / "vault" / descriptor).read_text(encoding="utf-8")
     assert f"sha256: {result['sha256']}" in described and "filename: conversations.json" in described
@@ -116,7 +121,7 @@ def test_a_dry_run_reports_and_writes_nothing(engine: Engine, export_file: Path,
     result = run_import(engine, "chatgpt", export_file, dry_run=True)
 
     assert result["dryRun"] is True
-    assert result["wouldCreate"] == {"sources": 1, "pages": 2, "claims": 0, "relationships": 0}
+    assert result["wouldCreate"] == {"sources": 2, "pages": 2, "claims": 0, "relationships": 0}
     assert list(state_dir.stores.iterdir()) == [] if state_dir.stores.exists() else True
     assert engine.registry.agent("main") is None
 
@@ -136,10 +141,10 @@ def test_an_interrupted_import_is_finished_by_running_it_again(tmp_path: Path, e
 
 def test_a_write_the_engine_refuses_midway_is_completed_by_a_rerun(tmp_path: Path, export_file: Path) -> None:
     state = StateDir(tmp_path / "state")
-    with Engine(state, watch=False, faults=Faults("journaled:3:enospc")) as engine:
+    with Engine(state, watch=False, faults=Faults("journaled:4:enospc")) as engine:
         with pytest.raises(Exception):
             run_import(engine, "chatgpt", export_file)
-        assert len(records(state, "pages/")) == 1  # the original and the first page were published
+        assert len(records(state, "pages/")) == 1  # the original, the transcripts and the first page were
         result = run_import(engine, "chatgpt", export_file)
     assert len(records(state, "pages/")) == 2
     assert len(set(result["pages"].values())) == 2
@@ -236,7 +241,7 @@ def test_cli_imports_with_progress_and_dry_run(tmp_path: Path, export_file: Path
     state = tmp_path / "state"
     assert main(["--state-dir", str(state), "import", "chatgpt", str(export_file), "--dry-run"]) == 0
     out = capsys.readouterr()
-    assert "would create 1 sources, 2 pages" in out.out and not (state / "stores").exists()
+    assert "would create 2 sources, 2 pages" in out.out and not (state / "stores").exists()
 
     assert main(["--state-dir", str(state), "import", "chatgpt", str(export_file)]) == 0
     out = capsys.readouterr()
