@@ -18,6 +18,9 @@ importer can later run over a client of a running engine:
   nothing and counts what would be created;
 - progress goes to a callback after each item (the terminal prints it, the
   desktop can show it);
+- conversations (ChatGPT, Claude) share one page writer
+  (``import_conversations``): a ``source`` page per conversation, the
+  transcripts retained a hundred to a text file, each page citing its lines;
 - the caller's attribution names the import (``import_instance``:
   ``import-<format>``).
 """
@@ -106,14 +109,14 @@ class Original:
 def refused(file: str, place: str | None, problem: str) -> InvalidParams:
     """The one shape of a bad-input error: the file, the place in it, what is wrong."""
     where = f"{file}: {place}" if place else file
-    return InvalidParams(f"{where} {problem}", field=where, file=file, **({"place": place} if place else {}))
+    return InvalidParams(f"{where} {problem}", file=file, place=place)
 
 
 def read_file(path: str | Path) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", field=str(path), file=str(path)) from exc
+        raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", file=str(path)) from exc
 
 
 def read_export(path: str | Path, member: str) -> Original:
@@ -174,14 +177,21 @@ def refuse_secrets(scan: Scan, original: Original, places: Callable[[], Iterable
 
 def one_line(text: str, limit: int = TITLE_MAX_CHARS) -> str:
     """A title: whitespace runs collapsed, control characters dropped, cut to ``limit`` characters."""
-    cleaned = " ".join("".join(c if c.isprintable() or c.isspace() else " " for c in text).split())
+    cleaned = " ".join("".join(c if c.isprintable() or c.isspace() else " " for c in _whole(text)).split())
     return cleaned if len(cleaned) <= limit else cleaned[:limit - 1].rstrip() + "…"
 
 
 def clean_text(text: str) -> str:
-    """Text for a body or an excerpt: NUL and other control characters but tab and newline removed."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return "".join(c for c in text if c in "\n\t" or c.isprintable() or not _is_control(c))
+    """Text for a body or an excerpt: control characters but tab and newline removed, CR LF as LF."""
+    text = _whole(text).replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(c for c in text if c in "\n\t" or not _is_control(c))
+
+
+def _whole(text: str) -> str:
+    """``text`` with each lone surrogate (JSON can spell one, UTF-8 cannot) as U+FFFD."""
+    if not any("\ud800" <= c <= "\udfff" for c in text):
+        return text
+    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
 def _is_control(char: str) -> bool:
@@ -408,7 +418,8 @@ def _transcript_batches(conversations: list[Conversation]) -> Iterator[list[tupl
 
 def _transcript_block(conversation: Conversation) -> str:
     """A conversation's lines in a transcripts file: a heading line, its transcript, a blank line."""
-    return f"# {conversation.title} ({conversation.key})\n" + (conversation.transcript or "(no messages)") + "\n\n"
+    heading = f"# {conversation.title} ({one_line(conversation.key)})"
+    return f"{heading}\n{conversation.transcript or '(no messages)'}\n\n"
 
 
 def _save_conversation(writer: Writer, conversation: Conversation, product: str, sources: list[str],
@@ -416,7 +427,7 @@ def _save_conversation(writer: Writer, conversation: Conversation, product: str,
     """One ``source`` page per conversation: its title, its dates in the body and ``published``, the
     transcript as the body, citing the retained transcript and the part(s) of the original holding it."""
     text = conversation.transcript
-    header = [f"{product} conversation {conversation.key}."]
+    header = [f"{product} conversation {one_line(conversation.key)}."]
     if conversation.created:
         header.append(f"Started {conversation.created}" + (f", last updated {conversation.updated}."
                                                             if conversation.updated else "."))

@@ -101,7 +101,7 @@ def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
     """Every note of the folder parsed and checked, before anything is written (else InvalidParams)."""
     root = Path(path)
     if not root.is_dir():
-        raise InvalidParams(f"{path} is not a folder of Markdown notes", field=str(path), file=str(path))
+        raise InvalidParams(f"{path} is not a folder of Markdown notes", file=str(path))
     page_types = set(Ontology.shipped().page_types)
     notes, files = [], {}
     for directory, subdirs, names in os.walk(root):
@@ -116,7 +116,7 @@ def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
             else:
                 files[relative] = full
     if not notes:
-        raise InvalidParams(f"{path} holds no Markdown (.md) notes", field=str(path), file=str(path))
+        raise InvalidParams(f"{path} holds no Markdown (.md) notes", file=str(path))
     folder = folder_of(root, notes, files)
     for note in notes:
         refuse_secrets(scan, note.original, lambda: ())

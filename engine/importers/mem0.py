@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .common import Original, Scan, Writer, load_json, read_export, refuse_secrets, refused, report
+from .common import Original, Scan, Writer, clean_text, load_json, read_export, refuse_secrets, refused, report
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, TEXT_MAX_CHARS
 
 FORMAT = "mem0"
@@ -82,8 +82,8 @@ def parse_memories(original: Original, data: Any) -> tuple[list[tuple[str, str, 
             if memory_id in seen:
                 raise refused(original.name, f"{place}.id", f"repeats the memory id {memory_id!r}")
             seen.add(memory_id)
-        record = json.dumps(memory, indent=2, ensure_ascii=False)
+        record = clean_text(json.dumps(memory, indent=2, ensure_ascii=False))
         if len(record) > EXCERPT_MAX_CHARS:
             raise refused(original.name, place, f"is longer than {EXCERPT_MAX_CHARS} characters as JSON")
-        memories.append((place, text.strip(), record))
+        memories.append((place, clean_text(text).strip(), record))
     return memories, skipped

@@ -57,7 +57,7 @@ def load_memory_core(path: str, scan: Scan) -> tuple[list[MemoryFile]]:
         root = root.parent
     if not root.is_dir():
         raise InvalidParams(f"{path} is neither an agent workspace folder nor its MEMORY.md",
-                            field=str(path), file=str(path))
+                            file=str(path))
     files = []
     for name in ("MEMORY.md", "memory.md"):
         if (root / name).is_file():
@@ -69,7 +69,7 @@ def load_memory_core(path: str, scan: Scan) -> tuple[list[MemoryFile]]:
             if entry.is_file() and not entry.is_symlink() and entry.name.lower().endswith(".md"):
                 files.append(_daily(Original(f"memory/{entry.name}", read_file(entry))))
     if not files:
-        raise InvalidParams(f"{path} holds neither MEMORY.md nor memory/*.md", field=str(path), file=str(path))
+        raise InvalidParams(f"{path} holds neither MEMORY.md nor memory/*.md", file=str(path))
     for memory in files:
         refuse_secrets(scan, memory.original, lambda: ())
     return (files,)

@@ -251,3 +251,15 @@ def test_cli_imports_with_progress_and_dry_run(tmp_path: Path, export_file: Path
     bad.write_text('{"not": "a list"}', encoding="utf-8")
     assert main(["--state-dir", str(state), "import", "chatgpt", str(bad)]) == 2
     assert "bad.json must hold a list of conversations" in capsys.readouterr().err
+
+
+def test_a_lone_surrogate_is_imported_as_a_replacement_character(engine: Engine, tmp_path: Path) -> None:
+    data = export()
+    path = tmp_path / "conversations.json"
+    text = json.dumps(data).replace("Kayak rack ideas?", "Kayak rack ideas\\ud83d?")
+    path.write_text(text, encoding="utf-8")
+
+    result = run_import(engine, "chatgpt", path)
+
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000002"])
+    assert "Kayak rack ideas\ufffd?" in page["body"]
