@@ -183,19 +183,16 @@ def one_line(text: str, limit: int = TITLE_MAX_CHARS) -> str:
 
 def clean_text(text: str) -> str:
     """Text for a body or an excerpt: control characters but tab and newline removed, CR LF as LF."""
-    text = _whole(text).replace("\r\n", "\n").replace("\r", "\n")
-    return "".join(c for c in text if c in "\n\t" or not _is_control(c))
+    return _CONTROL.sub("", _whole(text).replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def _whole(text: str) -> str:
     """``text`` with each lone surrogate (JSON can spell one, UTF-8 cannot) as U+FFFD."""
-    if not any("\ud800" <= c <= "\udfff" for c in text):
-        return text
-    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return _SURROGATE.sub("\ufffd", text)
 
 
-def _is_control(char: str) -> bool:
-    return ord(char) < 32 or 0x7F <= ord(char) < 0xA0
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def timestamp(value: Any) -> str | None:

@@ -117,3 +117,28 @@ def test_a_bad_export_is_refused_with_the_place(engine: Engine, tmp_path: Path, 
 
     assert caught.value.details["place"] == place
     assert engine.registry.agent("main") is None
+
+
+def test_transcripts_share_a_retained_file_and_one_too_large_keeps_its_own(
+        engine: Engine, tmp_path: Path, state_dir: StateDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.importers import common
+    monkeypatch.setattr(common, "ATTACH_MAX_BYTES", 600)
+    data = export()
+    data.append({"uuid": "long-one", "name": "Long", "created_at": "2026-03-04T10:00:00Z",
+                 "chat_messages": [message("l1", "human", "word " * 200)]})
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    result = run_import(engine, "claude", path)
+
+    caller = reader(engine)
+    first, second, long = (engine.get_record(caller, result["pages"][key])["frontmatter"]["evidence"][0]
+                           for key in ("3f1c0000-0000-4000-8000-00000000000a", "3f1c0000-0000-4000-8000-00000000000b",
+                                       "long-one"))
+    assert first["source"] == second["source"] and first["lines"][1] < second["lines"][0]
+    assert long["source"] != first["source"]
+    sources = next(state_dir.stores.iterdir()) / "vault" / "private" / "sources"
+    own = (sources / f"{long['source']}.txt").read_text(encoding="utf-8")
+    assert own.startswith("User (") and "# Long" not in own  # an excerpt of its own, not a transcripts file
+    shared = (sources / f"{first['source']}.txt").read_text(encoding="utf-8")
+    assert shared.startswith("# Harbour market opening hours (3f1c0000-0000-4000-8000-00000000000a)\n")
