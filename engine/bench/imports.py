@@ -18,6 +18,7 @@ from __future__ import annotations
 import cProfile
 import io
 import json
+import os
 import pstats
 import random
 import tempfile
@@ -76,6 +77,7 @@ def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
         export.write_text(json.dumps(synthetic_export(conversations, messages)), encoding="utf-8")
         say(f"generated {conversations} conversations, {export.stat().st_size / 1e6:.1f} MB")
         state = StateDir(Path(work) / "state")
+        load_before = os.getloadavg()[0]
         started = time.perf_counter()
         engine = import_engine(state)
         try:
@@ -104,6 +106,7 @@ def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
         "close_s": closed - closing, "open_s": checked - started, "total_s": first,
         "rate": conversations / first, "again_rate": conversations / (again - imported),
         "projected_s": TARGET / (conversations / first), "profile": _top(profiler) if profiler else None,
+        "load": (load_before, os.getloadavg()[0]),
     }
     return result
 
@@ -151,7 +154,8 @@ def report(result: dict[str, Any], command: str) -> str:
     lines = [
         "# Import benchmark: a ChatGPT export", "",
         f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- Machine: {machine()}",
+        f"- Machine: {machine()}; load average {result['load'][0]:.1f} at the start, {result['load'][1]:.1f} "
+        "at the end (a shared machine: figures are lower while others run)",
         f"- Command: `{command}`",
         f"- Input: {result['conversations']} synthetic conversations of {result['messages']} messages on the "
         f"active branch (and one abandoned regenerated answer each), {result['bytes'] / 1e6:.1f} MB of "
