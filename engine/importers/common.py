@@ -1,7 +1,7 @@
 """What every importer of an owner's existing memory does, written once.
 
 An import has two phases.  First the whole input is read and checked
-(``Original``, ``load_json``, ``Place``): a malformed input is refused with
+(``Original``, ``load_json``, ``require``): a malformed input is refused with
 an error naming the file and the place in it (a JSON path or a line), and
 nothing is written.  Then ``Writer`` publishes through the engine's public
 write methods only (``attach``, ``save_page``, ``remember``), so the same
@@ -10,10 +10,10 @@ importer can later run over a client of a running engine:
 - every original is retained with its sha256 (``Writer.retain``), in parts
   of at most one attachment when it is larger, so that the parts joined in
   order are the original byte for byte; what the import produces cites it;
-- every request id is derived from the original's sha256 and a key of the
-  item inside it, so importing the same input again returns the first
-  receipts and creates nothing, and a run interrupted midway is finished by
-  running it again;
+- every request id is derived from a key of the item in the input and a
+  hash of what the write holds, so importing the same input again returns
+  the first receipts and creates nothing, and a run interrupted midway is
+  finished by running it again;
 - a dry run goes through the same code with a ``Writer`` that writes
   nothing and counts what would be created;
 - progress goes to a callback after each item (the terminal prints it, the
@@ -131,7 +131,8 @@ def read_export(path: str | Path, member: str) -> Original:
                 raise refused(str(path), None, f"holds no {member}")
             chosen = min(names, key=lambda n: (n.count("/"), n))  # the export's own, not a nested copy
             return Original(f"{Path(path).name}/{chosen}", archive.read(chosen))
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+        # RuntimeError: an encrypted member; NotImplementedError: a compression method zipfile lacks
         raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
 
 
