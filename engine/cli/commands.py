@@ -29,10 +29,12 @@ from .. import __version__
 from ..wire import client_config
 from ..bench import search as search_bench
 from ..bench import gate as gate_bench
+from ..bench import imports as imports_bench
 from ..bench import socket as socket_bench
 from ..bench import socket_bounds as socket_bounds_bench
 from ..bench import throughput as throughput_bench
 from ..wire.bridge import BridgeError, run_bridge
+from .import_commands import add_import_parsers
 from .model_commands import add_models_parser
 from models.catalogue import DEFAULT_EMBEDDING_MODEL
 from ..importers.demo import DEMO_DECISION_MODEL, seed_demo
@@ -275,6 +277,19 @@ def cmd_bench_throughput(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:
+    """Everything happens in a throwaway directory; the state directory is never touched."""
+    command = "knowledge " + shlex.join(args.argv)
+    result = imports_bench.run(conversations=args.conversations, messages=args.messages, profile=args.profile,
+                               say=lambda line: print(line, file=sys.stderr, flush=True))
+    text = imports_bench.report(result, command)
+    print(text, end="")
+    if args.output != "-":
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return 0
+
+
 def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
     options = gate_bench.Options(
@@ -505,6 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
     locomo.add_argument("--json", action="store_true", help="print the counts and dialog-to-claim map as JSON")
     locomo.set_defaults(handler=cmd_import_locomo)
+    add_import_parsers(import_commands, common, write_token_file)
 
     archive = import_commands.add_parser("archive", parents=[common],
                                          help="restore a store from an archive `knowledge export` wrote")
@@ -586,6 +602,19 @@ def build_parser() -> argparse.ArgumentParser:
     bench_throughput.add_argument("--output", default="docs/benchmarks/throughput.md",
                                   help="default docs/benchmarks/throughput.md; '-' writes no file")
     bench_throughput.set_defaults(handler=cmd_bench_throughput)
+    bench_import = bench_commands.add_parser(
+        "import", parents=[common], help="import a synthetic ChatGPT export: conversations per second",
+        description="Imports N synthetic ChatGPT conversations (knowledge import chatgpt, in-process, in a "
+                    "throwaway state directory) and reports conversations per second and the time 10,000 "
+                    "would take.")
+    bench_import.add_argument("--conversations", type=int, default=1000, help="conversations (default 1000)")
+    bench_import.add_argument("--messages", type=int, default=8,
+                              help="messages on each conversation's active branch (default 8)")
+    bench_import.add_argument("--profile", action="store_true", help="run the import under cProfile and "
+                              "report where its time goes")
+    bench_import.add_argument("--output", default=str(imports_bench.DEFAULT_OUTPUT),
+                              help="default %(default)s; '-' writes no file")
+    bench_import.set_defaults(handler=cmd_bench_import)
     bench_gate = bench_commands.add_parser(
         "gate", parents=[common], help="the recall gate on LoCoMo: latency, quality, and a reranker against PyTorch",
         description="Per-turn latency of memory/gate on a LoCoMo store with the model --model names (an installed "

@@ -1,7 +1,15 @@
 """Knowledge brought in from elsewhere, through the engine like any agent's writes.
 
+    common          what every importer does: reading and checking the input whole, retaining the
+                    original, request ids derived from the input, dry runs, progress
+    chatgpt         a ChatGPT data export, one page per conversation (its active branch)
+    claude          a Claude data export, the same way
+    markdown        a folder of Markdown notes (Obsidian, basic-memory), links as relationships
+    mem0            a mem0 / OpenMemory export, each memory a claim
+    memory_core     an agent host's MEMORY.md and memory/YYYY-MM-DD.md daily notes
     locomo          the LoCoMo benchmark conversations, as an agent would have saved them
     demo            the demo store
     archive         knowledge export / knowledge import archive: one store's portable archive
     archive_format  the archive's manifest and members, checked whole before a restore writes
+    methods         the operator methods knowledge serve adds: export beside the engine
 """

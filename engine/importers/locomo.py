@@ -29,18 +29,19 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ..access.authority import AgentCaller, Caller
+from ..access.authority import Caller
 from ..core.errors import InvalidParams
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX, TEXT_MAX_CHARS
 from ..service import Engine
+from .common import DEFAULT_AGENT, owner_caller
 
-DEFAULT_AGENT = "main"
+# owner_caller and DEFAULT_AGENT are every importer's (common.py); the CLI and tests take them from here too.
+__all__ = ["DEFAULT_AGENT", "evidence_records", "import_locomo", "load_locomo", "owner_caller"]
 
 _SAMPLE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _SESSION_KEY = re.compile(r"session_([1-9][0-9]{0,3})")
@@ -98,23 +99,6 @@ def load_locomo(path: str | Path) -> Any:
         raise InvalidParams(f"{path} is not a UTF-8 JSON file: {exc}", field="file") from exc
     _parse(data)
     return data
-
-
-@contextmanager
-def owner_caller(engine: Engine, agent: str = DEFAULT_AGENT,
-                 instance: str = "knowledge-import") -> Iterator[tuple[AgentCaller, str | None]]:
-    """An owner-private caller for ``agent`` with a temporary credential, revoked on exit.
-
-    Registers ``agent`` as an owner agent when it does not exist; the second
-    value is that new agent's token (shown once), else None.
-    """
-    known = engine.registry.agent(agent)
-    created = engine.add_agent(agent, owner=True) if known is None or not known.active else None
-    token = engine.registry.add_credential(agent)
-    try:
-        yield AgentCaller(token, {"kind": "owner-private"}, instance=instance), created
-    finally:
-        engine.registry.revoke_credential(token)
 
 
 def import_locomo(engine: Engine, caller: Caller, data: Any) -> dict[str, Any]:

@@ -1,0 +1,152 @@
+"""Importing a ChatGPT data export: one page per conversation, its active branch only.
+
+A ChatGPT export (a zip, or the ``conversations.json`` inside it) holds a
+list of conversations.  Each has ``id`` (or ``conversation_id``), ``title``,
+``create_time`` and ``update_time`` (Unix seconds, floats), and its messages
+as a tree: ``mapping`` maps a node id to ``{id, message, parent,
+children}``, and ``current_node`` is the leaf the owner last saw.  A
+regenerated answer or an edited question is a sibling branch; only the path
+from the root to ``current_node`` is what the conversation said, so the
+import walks ``parent`` links up from ``current_node`` and never reads the
+abandoned branches.
+
+A node's ``message`` (null at the root) has ``author.role`` (user,
+assistant, system, tool), ``create_time`` and ``content``: ``content_type``
+with ``parts`` (text, multimodal_text: strings, or objects for images and
+files) or ``text`` (code, execution output, quotes).  System messages,
+messages marked hidden, custom instructions, hidden reasoning and messages
+without text are left out; an image or
+file part is shown as ``[image]`` / ``[file]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import (
+    Conversation, Message, Original, Scan, Writer, clean_text, import_conversations, json_array_spans, one_line,
+    read_export, refuse_secrets, refused, require, timestamp,
+)
+
+FORMAT = "chatgpt"
+PRODUCT = "ChatGPT"
+_ROLES = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
+
+
+def load_chatgpt(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
+    """The export's conversations.json and its conversations, checked whole (else InvalidParams)."""
+    original = read_export(path, "conversations.json")
+    data, spans = json_array_spans(original)
+    conversations = parse_conversations(original, data, spans)
+    refuse_secrets(scan, original, lambda: ((c.place, c.title + "\n" + c.transcript) for c in conversations))
+    return original, conversations
+
+
+def import_chatgpt(writer: Writer, original: Original, conversations: list[Conversation]) -> dict[str, Any]:
+    """Retain the original and the transcripts, then save one page per conversation; returns what was imported."""
+    return import_conversations(writer, original, conversations, PRODUCT)
+
+
+# --- reading the export ---------------------------------------------------------------------------------
+
+
+def parse_conversations(original: Original, data: Any, spans: list[tuple[int, int]]) -> list[Conversation]:
+    if not isinstance(data, list):
+        raise refused(original.name, None, "must hold a list of conversations")
+    conversations, seen = [], set()
+    for index, raw in enumerate(data):
+        place = f"[{index}]"
+        if not isinstance(raw, dict):
+            raise refused(original.name, place, "must be an object")
+        key = raw.get("conversation_id") or raw.get("id")
+        if not isinstance(key, str) or not key.strip():
+            raise refused(original.name, place, "has no conversation id ('id' or 'conversation_id')")
+        if key in seen:
+            raise refused(original.name, f"{place}.id", f"repeats the conversation id {key!r}")
+        seen.add(key)
+        title = raw.get("title")
+        if title is not None and not isinstance(title, str):
+            raise refused(original.name, f"{place}.title", "must be a string")
+        messages = _active_branch(original, raw, place)
+        span = spans[index] if index < len(spans) else (0, len(original.data))
+        conversations.append(Conversation(
+            key=key, place=place, title=one_line(title or "") or "Untitled conversation",
+            created=timestamp(raw.get("create_time")), updated=timestamp(raw.get("update_time")),
+            messages=tuple(messages), span=span))
+    return conversations
+
+
+def _active_branch(original: Original, raw: dict[str, Any], place: str) -> list[Message]:
+    """The messages from the root to ``current_node``, in order; abandoned branches are never read."""
+    mapping = require(original, raw, "mapping", dict, place)
+    current = require(original, raw, "current_node", str, place)
+    if current not in mapping:
+        raise refused(original.name, f"{place}.current_node", f"names {current!r}, which is not in the mapping")
+    path, seen = [], set()
+    node_id: Any = current
+    while node_id is not None:
+        at = f"{place}.mapping.{node_id}"
+        if node_id in seen:
+            raise refused(original.name, at, "is its own ancestor (the parent links form a cycle)")
+        seen.add(node_id)
+        node = mapping.get(node_id) if isinstance(node_id, str) else None
+        if not isinstance(node, dict):
+            raise refused(original.name, at, "is not a node of the mapping" if node is None else "must be an object")
+        path.append((at, node))
+        node_id = node.get("parent")
+        if node_id is not None and not isinstance(node_id, str):
+            raise refused(original.name, f"{at}.parent", "must be a node id or null")
+    messages = []
+    for at, node in reversed(path):
+        message = _message(original, node.get("message"), f"{at}.message")
+        if message is not None:
+            messages.append(message)
+    return messages
+
+
+def _message(original: Original, raw: Any, place: str) -> Message | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise refused(original.name, place, "must be an object or null")
+    author = require(original, raw, "author", dict, place)
+    role = require(original, author, "role", str, f"{place}.author")
+    metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    if role not in _ROLES or metadata.get("is_visually_hidden_from_conversation"):
+        return None
+    content = require(original, raw, "content", dict, place)
+    text = clean_text(_content_text(original, content, f"{place}.content")).strip()
+    if not text:
+        return None
+    shown = _ROLES[role]
+    if role == "tool" and isinstance(author.get("name"), str) and author["name"].strip():
+        shown = f"Tool ({one_line(author['name'], 100)})"
+    return Message(shown, timestamp(raw.get("create_time")), text)
+
+
+# What ChatGPT keeps beside the conversation: the owner's custom instructions, the model's hidden reasoning.
+_NOT_SAID = frozenset({"user_editable_context", "thoughts", "reasoning_recap", "model_editable_context"})
+_PART_NAMES: dict[str, str] = {"image_asset_pointer": "[image]", "audio_asset_pointer": "[audio]",
+                               "real_time_user_audio_video_asset_pointer": "[audio]"}
+
+
+def _content_text(original: Original, content: dict[str, Any], place: str) -> str:
+    if content.get("content_type") in _NOT_SAID:
+        return ""
+    parts = content.get("parts")
+    if parts is not None:
+        if not isinstance(parts, list):
+            raise refused(original.name, f"{place}.parts", "must be a list")
+        shown = []
+        for number, part in enumerate(parts):
+            if isinstance(part, str):
+                shown.append(part)
+            elif isinstance(part, dict):
+                shown.append(_PART_NAMES.get(str(part.get("content_type")), "[file]"))
+            elif part is not None:
+                raise refused(original.name, f"{place}.parts[{number}]", "must be a string or an object")
+        return "\n".join(piece for piece in shown if piece)
+    value = content.get("text") or content.get("result") or ""
+    if not isinstance(value, str):
+        raise refused(original.name, f"{place}.text", "must be a string")
+    return value

@@ -1,0 +1,122 @@
+"""Importing a Claude data export: one page per conversation, its active branch only.
+
+A Claude export (a zip, or the ``conversations.json`` inside it) holds a
+list of conversations: ``uuid``, ``name``, ``created_at`` and ``updated_at``
+(ISO-8601) and ``chat_messages``, each with ``uuid``, ``sender`` (``human``
+or ``assistant``), ``created_at``, and its words as ``content`` blocks
+(``{type: text, text}``; tool use and results are left out) or, in older
+exports, as ``text``.  Attached files are named (``[attachment: name]``).
+
+Messages are in order.  Where an export keeps edits and retries as
+branches (messages with ``parent_message_uuid`` and the conversation's
+``current_leaf_message_uuid``), only the path from the root to that leaf
+is imported, as for ChatGPT.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import (
+    Conversation, Message, Original, Scan, Writer, clean_text, import_conversations, json_array_spans, one_line,
+    read_export, refuse_secrets, refused, require, timestamp,
+)
+
+FORMAT = "claude"
+PRODUCT = "Claude"
+_SENDERS = {"human": "User", "user": "User", "assistant": "Assistant"}
+
+
+def load_claude(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
+    """The export's conversations.json and its conversations, checked whole (else InvalidParams)."""
+    original = read_export(path, "conversations.json")
+    data, spans = json_array_spans(original)
+    conversations = parse_conversations(original, data, spans)
+    refuse_secrets(scan, original, lambda: ((c.place, c.title + "\n" + c.transcript) for c in conversations))
+    return original, conversations
+
+
+def import_claude(writer: Writer, original: Original, conversations: list[Conversation]) -> dict[str, Any]:
+    """Retain the original and the transcripts, then save one page per conversation; returns what was imported."""
+    return import_conversations(writer, original, conversations, PRODUCT)
+
+
+def parse_conversations(original: Original, data: Any, spans: list[tuple[int, int]]) -> list[Conversation]:
+    if not isinstance(data, list):
+        raise refused(original.name, None, "must hold a list of conversations")
+    conversations, seen = [], set()
+    for index, raw in enumerate(data):
+        place = f"[{index}]"
+        if not isinstance(raw, dict):
+            raise refused(original.name, place, "must be an object")
+        key = require(original, raw, "uuid", str, place)
+        if key in seen:
+            raise refused(original.name, f"{place}.uuid", f"repeats the conversation uuid {key!r}")
+        seen.add(key)
+        name = require(original, raw, "name", str, place, optional=True)
+        raw_messages = require(original, raw, "chat_messages", list, place)
+        messages = [_message(original, message, f"{place}.chat_messages[{number}]")
+                    for number, message in enumerate(raw_messages)]
+        chosen = [messages[number] for number, _ in _active_branch(original, raw, raw_messages, place)]
+        kept = [message for message in chosen if message is not None]
+        span = spans[index] if index < len(spans) else (0, len(original.data))
+        conversations.append(Conversation(
+            key=key, place=place, title=one_line(name or "") or "Untitled conversation",
+            created=timestamp(raw.get("created_at")), updated=timestamp(raw.get("updated_at")),
+            messages=tuple(kept), span=span))
+    return conversations
+
+
+def _active_branch(original: Original, raw: dict[str, Any], messages: list[Any],
+                   place: str) -> list[tuple[int, Any]]:
+    """(position, message) of the messages to import: all of them, or the path to the current leaf."""
+    leaf = raw.get("current_leaf_message_uuid")
+    by_uuid = {m.get("uuid"): number for number, m in enumerate(messages)
+               if isinstance(m, dict) and isinstance(m.get("uuid"), str)}
+    if not isinstance(leaf, str) or not any(isinstance(m, dict) and "parent_message_uuid" in m for m in messages):
+        return list(enumerate(messages))
+    if leaf not in by_uuid:
+        raise refused(original.name, f"{place}.current_leaf_message_uuid",
+                      f"names {leaf!r}, which is no message of the conversation")
+    path, seen = [], set()
+    uuid: Any = leaf
+    while isinstance(uuid, str) and uuid in by_uuid:
+        if uuid in seen:
+            raise refused(original.name, f"{place}.chat_messages[{by_uuid[uuid]}]",
+                          "is its own ancestor (the parent links form a cycle)")
+        seen.add(uuid)
+        number = by_uuid[uuid]
+        path.append((number, messages[number]))
+        uuid = messages[number].get("parent_message_uuid")
+    return list(reversed(path))
+
+
+def _message(original: Original, raw: Any, place: str) -> Message | None:
+    if not isinstance(raw, dict):
+        raise refused(original.name, place, "must be an object")
+    sender = require(original, raw, "sender", str, place)
+    if sender not in _SENDERS:
+        raise refused(original.name, f"{place}.sender", f"is {sender!r}, not 'human' or 'assistant'")
+    blocks = require(original, raw, "content", list, place, optional=True)
+    if blocks:
+        pieces = []
+        for number, block in enumerate(blocks):
+            if not isinstance(block, dict):
+                raise refused(original.name, f"{place}.content[{number}]", "must be an object")
+            if block.get("type") == "text":
+                pieces.append(require(original, block, "text", str, f"{place}.content[{number}]", optional=True) or "")
+        text = "\n\n".join(piece for piece in pieces if piece.strip())
+    else:
+        text = require(original, raw, "text", str, place, optional=True) or ""
+    names = []
+    for key in ("attachments", "files"):
+        for number, item in enumerate(require(original, raw, key, list, place, optional=True) or []):
+            if not isinstance(item, dict):
+                raise refused(original.name, f"{place}.{key}[{number}]", "must be an object")
+            name = item.get("file_name")
+            if isinstance(name, str) and name.strip():
+                names.append(f"[attachment: {one_line(name, 200)}]")
+    text = clean_text("\n".join([text, *dict.fromkeys(names)])).strip()
+    if not text:
+        return None
+    return Message(_SENDERS[sender], timestamp(raw.get("created_at")), text)

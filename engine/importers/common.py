@@ -1,0 +1,515 @@
+"""What every importer of an owner's existing memory does, written once.
+
+An import has two phases.  First the whole input is read and checked
+(``Original``, ``load_json``, ``require``): a malformed input is refused with
+an error naming the file and the place in it (a JSON path or a line), and
+nothing is written.  Then ``Writer`` publishes through the engine's public
+write methods only (``attach``, ``save_page``, ``remember``), so the same
+importer can later run over a client of a running engine:
+
+- every original is retained with its sha256 (``Writer.retain``), in parts
+  of at most one attachment when it is larger, so that the parts joined in
+  order are the original byte for byte; what the import produces cites it;
+- every request id is derived from a key of the item in the input and a
+  hash of what the write holds, so importing the same input again returns
+  the first receipts and creates nothing, and a run interrupted midway is
+  finished by running it again;
+- a dry run goes through the same code with a ``Writer`` that writes
+  nothing and counts what would be created;
+- progress goes to a callback after each item (the terminal prints it, the
+  desktop can show it);
+- conversations (ChatGPT, Claude) share one page writer
+  (``import_conversations``): a ``source`` page per conversation, the
+  transcripts retained a hundred to a text file, each page citing its lines;
+- the caller's attribution names the import (``import_instance``:
+  ``import-<format>``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import mimetypes
+import re
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from ..access.authority import AgentCaller, Caller
+from ..core.errors import InvalidParams, KnowledgeError
+from ..service import Engine
+from ..state.statedir import StateDir
+from ..store.attachments import ATTACH_MAX_BYTES, attach
+from ..store.credentials import decoded_for_scan
+from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX
+from ..vault.records import TITLE_MAX_CHARS
+
+DEFAULT_AGENT = "main"
+REQUEST_ID_MAX_CHARS = 128
+_REQUEST_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+# --- the caller --------------------------------------------------------------------------------
+
+
+@contextmanager
+def owner_caller(engine: Engine, agent: str = DEFAULT_AGENT,
+                 instance: str = "knowledge-import") -> Iterator[tuple[AgentCaller, str | None]]:
+    """An owner-private caller for ``agent`` with a temporary credential, revoked on exit.
+
+    Registers ``agent`` as an owner agent when it does not exist; the second
+    value is that new agent's token (shown once), else None.
+    """
+    known = engine.registry.agent(agent)
+    created = engine.add_agent(agent, owner=True) if known is None or not known.active else None
+    token = engine.registry.add_credential(agent)
+    try:
+        yield AgentCaller(token, {"kind": "owner-private"}, instance=instance), created
+    finally:
+        engine.registry.revoke_credential(token)
+
+
+def import_engine(state: StateDir) -> Engine:
+    """The in-process engine an import runs on: with the vault watcher, so the lane does not walk the
+    whole partition before each write (which made an import's cost grow with the square of its size)."""
+    return Engine(state, watch=True)
+
+
+def import_instance(format_name: str) -> str:
+    """The instance id an import's writes are attributed to: ``import-<format>``."""
+    return f"import-{format_name}"
+
+
+# --- reading the input -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Original:
+    """One input file as read: its display name (a path inside a folder or zip) and its exact bytes."""
+
+    name: str
+    data: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    def text(self) -> str:
+        """The file as UTF-8 text (a leading byte-order mark dropped), else InvalidParams naming it."""
+        try:
+            return self.data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise refused(self.name, f"byte {exc.start}", "is not UTF-8 text") from exc
+
+
+def refused(file: str, place: str | None, problem: str) -> InvalidParams:
+    """The one shape of a bad-input error: the file, the place in it, what is wrong."""
+    where = f"{file}: {place}" if place else file
+    return InvalidParams(f"{where} {problem}", file=file, place=place)
+
+
+def read_file(path: str | Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", file=str(path)) from exc
+
+
+def read_export(path: str | Path, member: str) -> Original:
+    """``member`` (such as conversations.json) given directly, or found inside an export's zip."""
+    data = read_file(path)
+    if not zipfile.is_zipfile(Path(path)):
+        return Original(Path(path).name, data)
+    try:
+        with zipfile.ZipFile(Path(path)) as archive:
+            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and not n.endswith("/")]
+            if not names:
+                raise refused(str(path), None, f"holds no {member}")
+            chosen = min(names, key=lambda n: (n.count("/"), n))  # the export's own, not a nested copy
+            return Original(f"{Path(path).name}/{chosen}", archive.read(chosen))
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+        # RuntimeError: an encrypted member; NotImplementedError: a compression method zipfile lacks
+        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+
+
+def load_json(original: Original) -> Any:
+    """The parsed JSON of an original, or InvalidParams naming the line and column."""
+    text = original.text()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise refused(original.name, f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise refused(original.name, None, "nests JSON too deeply") from exc
+
+
+Scan = Callable[[Iterable[tuple[str, str]]], None]  # ``Engine.refuse_secrets``: raises on a credential
+
+
+def refuse_secrets(scan: Scan, original: Original, places: Callable[[], Iterable[tuple[str, str]]]) -> None:
+    """Refuse the import when the original holds a credential, before anything is written.
+
+    The engine refuses to retain a file holding one (unless the owner allows
+    secrets), so the whole original is scanned once; only when that finds
+    something are ``places`` (place, text) scanned to name where it is.
+    """
+    try:
+        scan([(original.name, decoded_for_scan(original.data))])
+    except KnowledgeError as exc:
+        for place, text in places():
+            try:
+                scan([(place, text)])
+            except KnowledgeError as found:
+                raise refused(original.name, place, f"holds what looks like a {found.details.get('kind')}; "
+                              "Knowledge does not store credentials: remove it from the export (or allow "
+                              "secrets in the settings) and import again") from found
+        line = exc.details.get("line")
+        raise refused(original.name, f"line {line}" if line else None,
+                      f"holds what looks like a {exc.details.get('kind')}; Knowledge does not store "
+                      "credentials: remove it (or allow secrets in the settings) and import again") from exc
+
+
+# --- small conversions every format needs ---------------------------------------------------------
+
+
+def one_line(text: str, limit: int = TITLE_MAX_CHARS) -> str:
+    """A title: whitespace runs collapsed, control characters dropped, cut to ``limit`` characters."""
+    cleaned = " ".join("".join(c if c.isprintable() or c.isspace() else " " for c in _whole(text)).split())
+    return cleaned if len(cleaned) <= limit else cleaned[:limit - 1].rstrip() + "…"
+
+
+def clean_text(text: str) -> str:
+    """Text for a body or an excerpt: control characters but tab and newline removed, CR LF as LF."""
+    return _CONTROL.sub("", _whole(text).replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _whole(text: str) -> str:
+    """``text`` with each lone surrogate (JSON can spell one, UTF-8 cannot) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def timestamp(value: Any) -> str | None:
+    """A Unix time (seconds, as a float) or an ISO-8601 string as ``YYYY-MM-DDTHH:MM:SSZ``; None if neither."""
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            moment = datetime.fromtimestamp(value, tz=timezone.utc)
+        elif isinstance(value, str) and value.strip():
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            moment = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+        else:
+            return None
+    except (ValueError, OverflowError, OSError):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut at line breaks where it can be."""
+    pieces = []
+    while len(text) > limit:
+        cut = text.rfind("\n", 0, limit)
+        cut = limit if cut <= 0 else cut + 1
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return pieces + [text] if text else pieces
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far an import is: ``done`` of ``total`` items of the input (conversations, notes, memories)."""
+
+    format: str
+    done: int
+    total: int
+    item: str  # the item just finished, as the input names it
+
+
+@dataclass
+class Counts:
+    sources: int = 0
+    pages: int = 0
+    claims: int = 0
+    relationships: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"sources": self.sources, "pages": self.pages, "claims": self.claims,
+                "relationships": self.relationships}
+
+
+@dataclass
+class Writer:
+    """Publishes an import's records through the engine, each under a request id derived from what it writes.
+
+    A request id is ``<format>-<key>-<hash of the parameters>``: the same
+    input gives the same ids, so a second run gets the first receipts back
+    and writes nothing, and an interrupted run finishes what is missing.
+    With ``dry_run`` nothing is written: every write is counted and answered
+    with a placeholder id, so the importer's own code reports what it would
+    create.
+    """
+
+    engine: Engine | None
+    caller: Caller | None
+    format: str
+    dry_run: bool = False
+    progress: Callable[[Progress], None] | None = None
+    counts: Counts = field(default_factory=Counts)
+    _placeholders: int = 0
+
+    def request_id(self, key: str, params: Any) -> str:
+        digest = hashlib.sha256(json.dumps(params, sort_keys=True, ensure_ascii=False).encode(
+            "utf-8", "surrogatepass")).hexdigest()[:24]
+        if not _REQUEST_KEY.fullmatch(key):
+            key = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return f"{self.format}-{key}-{digest}"[:REQUEST_ID_MAX_CHARS]
+
+    def retain(self, original: Original, key: str, *, media_type: str | None = None) -> list[str]:
+        """Retain ``original`` with its sha256; returns its source ids: one, or several when it is larger
+        than one attachment (``name.part-001-of-003`` and on, which joined in order are the original).
+        An empty file retains nothing (an empty source can back no citation)."""
+        data = original.data
+        chunks = [data[start:start + ATTACH_MAX_BYTES] for start in range(0, len(data), ATTACH_MAX_BYTES)]
+        name = original.name.replace("\\", "/").rsplit("/", 1)[-1]
+        guessed = media_type or mimetypes.guess_type(name, strict=False)[0]
+        ids = []
+        for number, chunk in enumerate(chunks, start=1):
+            filename = name if len(chunks) == 1 else f"{name}.part-{number:03d}-of-{len(chunks):03d}"
+            sha = hashlib.sha256(chunk).hexdigest()
+            params = {"filename": filename, "sha256": sha, **({"mediaType": guessed} if guessed else {})}
+            request = {"requestId": self.request_id(f"{key}-original-{number}", params), **params,
+                       "content": base64.b64encode(chunk).decode("ascii")} if not self.dry_run else {}
+            ids.append(self._write("sources", lambda r=request: attach(self.engine, self.caller, r)["source"]["id"]))
+        return ids
+
+    def save_page(self, key: str, params: dict[str, Any]) -> str:
+        """Save one page; returns its id."""
+        request = {"requestId": self.request_id(key, params), **params}
+        return self._write("pages", lambda: self.engine.save_page(self.caller, request)["id"])
+
+    def remember(self, key: str, items: list[dict[str, Any]]) -> list[str]:
+        """Save claims and relationships, ``ITEMS_MAX`` a call; returns their ids."""
+        ids: list[str] = []
+        for start in range(0, len(items), ITEMS_MAX):
+            part = items[start:start + ITEMS_MAX]
+            kinds = ["relationships" if "relation" in item else "claims" for item in part]
+            if self.dry_run:
+                ids += [self._placeholder(kind) for kind in kinds]
+                continue
+            request = {"requestId": self.request_id(f"{key}-{start // ITEMS_MAX + 1}", part), "items": part}
+            receipt = self.engine.remember(self.caller, request)
+            for kind in kinds:
+                setattr(self.counts, kind, getattr(self.counts, kind) + 1)
+            ids += [entry["id"] for entry in receipt["items"]]
+        return ids
+
+    def done(self, done: int, total: int, item: str) -> None:
+        if self.progress is not None:
+            self.progress(Progress(self.format, done, total, item))
+
+    def _write(self, kind: str, write: Callable[[], str]) -> str:
+        if self.dry_run:
+            return self._placeholder(kind)
+        result = write()
+        setattr(self.counts, kind, getattr(self.counts, kind) + 1)
+        return result
+
+    def _placeholder(self, kind: str) -> str:
+        setattr(self.counts, kind, getattr(self.counts, kind) + 1)
+        self._placeholders += 1
+        return f"(new {kind[:-1]} {self._placeholders})"
+
+
+def report(writer: Writer, **extra: Any) -> dict[str, Any]:
+    """An import's result: the format, whether it was a dry run, the records it stands for (or would
+    create, on a dry run: on a store that has the import already, a real run creates none of them)."""
+    return {"format": writer.format, "dryRun": writer.dry_run, **extra,
+            ("wouldCreate" if writer.dry_run else "imported"): writer.counts.as_dict()}
+
+
+# --- conversations (ChatGPT, Claude) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # as shown: User, Assistant, Tool (name)
+    at: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One conversation of an export, as imported: only the messages of its active branch."""
+
+    key: str  # the export's id of the conversation
+    place: str  # where it is in the file, for errors: ``[3]``
+    title: str
+    created: str | None
+    updated: str | None
+    messages: tuple[Message, ...]
+    span: tuple[int, int]  # the bytes of the original holding it
+
+    @property
+    def transcript(self) -> str:
+        """One block per message: ``Role (time):`` then its text; blank lines between."""
+        return "\n\n".join(f"{m.role}" + (f" ({m.at})" if m.at else "") + f":\n{m.text}" for m in self.messages)
+
+
+TRANSCRIPT_BODY_MAX_CHARS = 1_000_000
+# Transcripts are retained together, many to a text file, each page citing its own lines: one publication
+# of a few files per hundred conversations instead of two more files in every page's publication.
+TRANSCRIPTS_PER_SOURCE = 100
+
+
+def import_conversations(writer: Writer, original: Original, conversations: list[Conversation],
+                         product: str) -> dict[str, Any]:
+    """Retain the export, then the transcripts (a hundred to a file), then one page per conversation."""
+    sources = writer.retain(original, "export")
+    pages: dict[str, str] = {}
+    done = 0
+    for batch in _transcript_batches(conversations):
+        retained: list[str] = []
+        if sum(len(data) for _, data in batch) <= ATTACH_MAX_BYTES:
+            name = f"{product.lower()}-transcripts-{done + 1:06d}-{done + len(batch):06d}.txt"
+            retained = writer.retain(Original(name, b"".join(data for _, data in batch)),
+                                     f"transcripts-{done + 1}", media_type="text/plain")
+        line = 1
+        for conversation, data in batch:
+            count = len(data.decode("utf-8", "surrogatepass").splitlines())  # as the engine counts lines
+            if retained:
+                transcript = [{"source": retained[0], "lines": [line, line + count - 2]}]  # not the blank line
+            else:  # a transcript larger than one attachment: retained in excerpts of its own
+                transcript = [{"excerpt": piece} for piece in split_text(conversation.transcript, EXCERPT_MAX_CHARS)]
+            line += count
+            pages[conversation.key] = _save_conversation(writer, conversation, product, sources, transcript)
+            done += 1
+            writer.done(done, len(conversations), conversation.title)
+    return report(writer, file=original.name, sha256=original.sha256, conversations=len(conversations),
+                  pages=pages)
+
+
+def _transcript_batches(conversations: list[Conversation]) -> Iterator[list[tuple[Conversation, bytes]]]:
+    """Conversations with their transcript blocks (UTF-8), a hundred at most and one attachment's size
+    at most to a batch (a larger block is a batch of its own)."""
+    batch: list[tuple[Conversation, bytes]] = []
+    size = 0
+    for conversation in conversations:
+        data = _transcript_block(conversation).encode("utf-8", "surrogatepass")
+        if batch and (len(batch) == TRANSCRIPTS_PER_SOURCE or size + len(data) > ATTACH_MAX_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((conversation, data))
+        size += len(data)
+    if batch:
+        yield batch
+
+
+def _transcript_block(conversation: Conversation) -> str:
+    """A conversation's lines in a transcripts file: a heading line, its transcript, a blank line."""
+    heading = f"# {conversation.title} ({one_line(conversation.key)})"
+    return f"{heading}\n{conversation.transcript or '(no messages)'}\n\n"
+
+
+def _save_conversation(writer: Writer, conversation: Conversation, product: str, sources: list[str],
+                       transcript: list[dict[str, Any]]) -> str:
+    """One ``source`` page per conversation: its title, its dates in the body and ``published``, the
+    transcript as the body, citing the retained transcript and the part(s) of the original holding it."""
+    text = conversation.transcript
+    header = [f"{product} conversation {one_line(conversation.key)}."]
+    if conversation.created:
+        header.append(f"Started {conversation.created}" + (f", last updated {conversation.updated}."
+                                                            if conversation.updated else "."))
+    header.append(f"{len(conversation.messages)} messages on the active branch.")
+    shown = text if len(text) <= TRANSCRIPT_BODY_MAX_CHARS else (
+        text[:TRANSCRIPT_BODY_MAX_CHARS] + "\n\n(The rest is in the retained transcript.)")
+    first, last = conversation.span
+    cited = sources[first // ATTACH_MAX_BYTES:max(first, last - 1) // ATTACH_MAX_BYTES + 1] or sources[:1]
+    params: dict[str, Any] = {
+        "type": "source", "title": conversation.title, "body": " ".join(header) + ("\n\n" + shown if shown else ""),
+        "tags": [product.lower()], "evidence": (transcript + [{"source": source} for source in cited])[:LIST_MAX],
+    }
+    if conversation.created:
+        params["fields"] = {"published": conversation.created[:10]}
+    return writer.save_page(f"c-{conversation.key}", params)
+
+
+def json_array_spans(original: Original) -> tuple[Any, list[tuple[int, int]]]:
+    """The parsed JSON of a file holding an array, with each element's byte span in the original.
+
+    Elements are decoded one at a time with the standard decoder, so the
+    cost stays that of ``json.loads``; the spans let each item cite only the
+    part of a large original that holds it.  A file that is not an array is
+    parsed whole, with no spans.
+    """
+    text = original.text()
+    offset = 3 if original.data.startswith(b"\xef\xbb\xbf") else 0
+    decoder = json.JSONDecoder()
+    position = _skip_space(text, 0)
+    if position >= len(text) or text[position] != "[":
+        return load_json(original), []
+    items: list[Any] = []
+    spans: list[tuple[int, int]] = []
+    byte_at, char_at = offset, 0
+    position = _skip_space(text, position + 1)
+    try:
+        if position < len(text) and text[position] == "]":
+            end = position + 1
+        else:
+            while True:
+                item, end = decoder.raw_decode(text, position)
+                byte_at += len(text[char_at:position].encode("utf-8", "surrogatepass"))
+                start_byte = byte_at
+                byte_at += len(text[position:end].encode("utf-8", "surrogatepass"))
+                char_at = end
+                items.append(item)
+                spans.append((start_byte, byte_at))
+                position = _skip_space(text, end)
+                if position < len(text) and text[position] == ",":
+                    position = _skip_space(text, position + 1)
+                    continue
+                if position < len(text) and text[position] == "]":
+                    end = position + 1
+                    break
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, position)
+        if _skip_space(text, end) != len(text):
+            raise json.JSONDecodeError("Extra data", text, _skip_space(text, end))
+    except json.JSONDecodeError as exc:
+        raise refused(original.name, f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise refused(original.name, None, "nests JSON too deeply") from exc
+    return items, spans
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\n\r":
+        position += 1
+    return position
+
+
+# --- checking JSON shapes -------------------------------------------------------------------------------
+
+
+_KIND_NAMES = {dict: "an object", list: "a list", str: "a string"}
+
+
+def require(original: Original, mapping: dict[str, Any], key: str, kind: type, place: str,
+            *, optional: bool = False) -> Any:
+    """``mapping[key]`` when it has the JSON type ``kind``, else InvalidParams naming ``place.key``."""
+    value = mapping.get(key)
+    if value is None:
+        if optional:
+            return None
+        raise refused(original.name, place, f"has no {key!r}")
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise refused(original.name, f"{place}.{key}", f"must be {_KIND_NAMES.get(kind, kind.__name__)}")
+    return value

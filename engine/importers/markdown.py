@@ -1,0 +1,316 @@
+"""Importing a folder of Markdown notes as Obsidian or basic-memory keep them.
+
+Every ``.md`` file under the folder (nested folders included; folders whose
+name starts with a dot, such as ``.obsidian`` and ``.git``, are skipped)
+becomes one page:
+
+- the title is the frontmatter's ``title``, else the file name without
+  ``.md`` (what Obsidian shows and what ``[[links]]`` name);
+- ``aliases`` and ``tags`` (lists, or one string; a leading ``#`` dropped)
+  become the page's aliases and tags, and the note's folder
+  (``Projects/Alpha``) one more tag;
+- ``type``, when it names a page type of the ontology, is the page's type,
+  else the page is a ``note``;
+- every other frontmatter key is kept: the page's body ends with them as a
+  YAML block, and the retained original keeps the file byte for byte;
+- the body is the note's text after the frontmatter.
+
+Links: ``[[Target]]``, ``[[Target|label]]``, ``[[Target#Heading]]`` and
+``[[folder/Target]]`` that name another note of the folder (by path, file
+name or alias) become a ``related_to`` relationship from the note's page to
+the target's, citing the line of the retained note that holds the link, with
+the link as quote.  Links to a non-Markdown file of the folder
+(``![[diagram.png]]``, ``[[paper.pdf]]``, ``![alt](files/a.png)``) retain that
+file as evidence cited by the page.  Links naming nothing in the folder are
+left as text and counted.  Links in fenced code blocks are not links.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+
+from .common import Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report
+from ..core.errors import InvalidParams
+from ..store.attachments import ATTACH_MAX_BYTES
+from ..store.inputs import BODY_MAX_CHARS, LIST_MAX
+from ..vault.ontology import Ontology
+from ..vault.records import TITLE_MAX_CHARS
+
+FORMAT = "markdown"
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#^\n]*)((?:[#^][^\[\]|\n]*)?)(?:\|([^\[\]\n]*))?\]\]")
+_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_KNOWN_KEYS = ("title", "aliases", "alias", "tags", "tag")
+
+
+@dataclass(frozen=True)
+class Link:
+    line: int  # 1-based, in the original file
+    text: str  # exactly as written, the quote
+    target: str  # as written, without heading or label
+    embed: bool
+
+
+@dataclass(frozen=True)
+class Note:
+    path: str  # relative, with '/'
+    original: Original
+    type: str
+    title: str
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    body: str
+    links: tuple[Link, ...]
+
+    @property
+    def key(self) -> str:
+        return "note-" + hashlib.sha256(self.path.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class Folder:
+    root: Path
+    notes: tuple[Note, ...]
+    files: dict[str, Path]  # every other file, by relative path
+    by_path: dict[str, Note]  # lowercased relative path without .md
+    by_name: dict[str, list[Note]]  # lowercased file name without .md
+    by_alias: dict[str, list[Note]]
+
+
+def folder_of(root: Path, notes: list[Note], files: dict[str, Path]) -> Folder:
+    by_path: dict[str, Note] = {}
+    by_name: dict[str, list[Note]] = {}
+    by_alias: dict[str, list[Note]] = {}
+    for note in notes:
+        by_path.setdefault(note.path[:-3].lower(), note)
+        by_name.setdefault(PurePosixPath(note.path).name[:-3].lower(), []).append(note)
+        for alias in note.aliases:
+            by_alias.setdefault(alias.lower(), []).append(note)
+    return Folder(root, tuple(notes), files, by_path, by_name, by_alias)
+
+
+def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
+    """Every note of the folder parsed and checked, before anything is written (else InvalidParams)."""
+    root = Path(path)
+    if not root.is_dir():
+        raise InvalidParams(f"{path} is not a folder of Markdown notes", file=str(path))
+    page_types = set(Ontology.shipped().page_types)
+    notes, files = [], {}
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        for name in sorted(names):
+            full = Path(directory) / name
+            relative = full.relative_to(root).as_posix()
+            if name.startswith(".") or full.is_symlink() or not full.is_file():
+                continue
+            if name.lower().endswith(".md"):
+                notes.append(parse_note(Original(relative, read_file(full)), page_types))
+            else:
+                files[relative] = full
+    if not notes:
+        raise InvalidParams(f"{path} holds no Markdown (.md) notes", file=str(path))
+    folder = folder_of(root, notes, files)
+    for note in notes:
+        refuse_secrets(scan, note.original, lambda: ())
+    for relative in sorted({target for note in notes for target in _attachments(folder, note)}):
+        refuse_secrets(scan, Original(relative, read_file(files[relative])), lambda: ())
+    return (folder,)
+
+
+def import_markdown(writer: Writer, folder: Folder) -> dict[str, Any]:
+    """Pages first (with their originals and attachments), then the links between them."""
+    retained_files: dict[str, list[str]] = {}
+    sources: dict[str, list[str]] = {}
+    pages: dict[str, str] = {}
+    total = len(folder.notes)
+    for done, note in enumerate(folder.notes, start=1):
+        sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown")
+        for relative in _attachments(folder, note):
+            if relative not in retained_files:
+                original = Original(relative, read_file(folder.files[relative]))
+                retained_files[relative] = writer.retain(original, "file-" + hashlib.sha256(
+                    relative.encode("utf-8", "surrogatepass")).hexdigest()[:20])
+        cited = sources[note.path] + [s for relative in _attachments(folder, note) for s in retained_files[relative]]
+        params: dict[str, Any] = {"type": note.type, "title": note.title, "body": note.body,
+                                  "evidence": [{"source": source} for source in cited[:LIST_MAX]]}
+        if note.aliases:
+            params["aliases"] = list(note.aliases)
+        if note.tags:
+            params["tags"] = list(note.tags)
+        pages[note.path] = writer.save_page(note.key, params)
+        writer.done(done, total, note.path)
+    relationships, unresolved = 0, 0
+    for note in folder.notes:
+        items, linked = [], set()
+        for link in note.links:
+            target = resolve_note(folder, note, link.target)
+            if target is None:
+                if _resolve_file(folder, note, link.target) is None:
+                    unresolved += 1
+                continue
+            if target.path == note.path or target.path in linked:
+                continue
+            linked.add(target.path)
+            items.append({"relation": "related_to", "from": pages[note.path], "to": pages[target.path],
+                          "assertionOrigin": "source", "evidence": [_citation(sources[note.path], note, link)]})
+        if items:
+            relationships += len(writer.remember(f"{note.key}-links", items))
+    notes = [f"{unresolved} links name no note or file of the folder; they stay as text."] if unresolved else []
+    return report(writer, folder=str(folder.root), notes=notes, pages=pages, relationships=relationships,
+                  attachments=len(retained_files))
+
+
+def _citation(sources: list[str], note: Note, link: Link) -> dict[str, Any]:
+    """The line of the retained note that holds the link, with the link as quote (one-part originals)."""
+    if len(sources) == 1:
+        return {"source": sources[0], "lines": [link.line, link.line], "quote": link.text}
+    return {"source": sources[(_byte_of_line(note.original, link.line)) // ATTACH_MAX_BYTES]}
+
+
+def _byte_of_line(original: Original, line: int) -> int:
+    lines = original.data.decode("utf-8").splitlines(keepends=True)
+    return len("".join(lines[:line - 1]).encode("utf-8"))
+
+
+# --- resolving links --------------------------------------------------------------------------------
+
+
+def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
+    """The note a link names: by path (from the folder's root or the note's own folder), by file name
+    (the nearest when several share it), then by alias."""
+    wanted = unquote(target).strip().lower()
+    wanted = wanted[:-3] if wanted.endswith(".md") else wanted
+    here = PurePosixPath(note.path).parent
+    for candidate in (wanted, str(here / wanted).lower()):
+        if candidate in folder.by_path:
+            return folder.by_path[candidate]
+    named = folder.by_name.get(wanted) if "/" not in wanted else None
+    if named:
+        return min(named, key=lambda n: (PurePosixPath(n.path).parent != here, n.path.count("/"), n.path))
+    aliased = folder.by_alias.get(wanted)
+    return min(aliased, key=lambda n: n.path) if aliased else None
+
+
+def _resolve_file(folder: Folder, note: Note, target: str) -> str | None:
+    """The non-Markdown file a link names: by path (from the root or the note's folder), else by name."""
+    wanted = unquote(target).strip()
+    here = PurePosixPath(note.path).parent
+    for candidate in (wanted, str(here / wanted)):
+        if candidate in folder.files:
+            return candidate
+    if "/" in wanted:
+        return None
+    named = sorted(p for p in folder.files if PurePosixPath(p).name.lower() == wanted.lower())
+    return named[0] if named else None
+
+
+def _attachments(folder: Folder, note: Note) -> list[str]:
+    """The folder's non-Markdown files the note links or embeds, in order of first mention."""
+    found = []
+    for link in note.links:
+        if resolve_note(folder, note, link.target) is None:
+            relative = _resolve_file(folder, note, link.target)
+            if relative is not None and relative not in found:
+                found.append(relative)
+    return found
+
+
+# --- reading one note ---------------------------------------------------------------------------------
+
+
+def parse_note(original: Original, page_types: set[str]) -> Note:
+    text = original.text()
+    frontmatter, body = _split_frontmatter(original, text)
+    title = frontmatter.get("title")
+    title = one_line(str(title)) if isinstance(title, (str, int, float)) and str(title).strip() else \
+        one_line(PurePosixPath(original.name).stem)
+    aliases = _names(original, frontmatter, ("aliases", "alias"))
+    tags = [tag.lstrip("#") for tag in _names(original, frontmatter, ("tags", "tag"), split=True)]
+    folder = str(PurePosixPath(original.name).parent)
+    if folder != ".":
+        tags.append(one_line(folder))
+    page_type = frontmatter.get("type")
+    kept = {k: v for k, v in frontmatter.items() if k not in _KNOWN_KEYS}
+    if isinstance(page_type, str) and page_type in page_types:
+        kept.pop("type")
+    else:
+        page_type = "note"
+    body = clean_text(body).strip("\n")
+    if kept:
+        block = yaml.safe_dump(kept, allow_unicode=True, sort_keys=False, default_flow_style=False).strip()
+        body += ("\n\n" if body else "") + "Frontmatter kept from the note:\n\n```yaml\n" + clean_text(block) + "\n```"
+    if len(body) > BODY_MAX_CHARS:
+        raise refused(original.name, None, f"is longer than {BODY_MAX_CHARS} characters")
+    return Note(original.name, original, page_type, title or "Untitled note",
+                tuple(dict.fromkeys(a for a in aliases if a)), tuple(dict.fromkeys(t for t in tags if t)),
+                body, tuple(_links(original)))
+
+
+def _split_frontmatter(original: Original, text: str) -> tuple[dict[str, Any], str]:
+    """The frontmatter as a mapping and the body after it."""
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip() != "---":
+        return {}, text
+    for number, line in enumerate(lines[1:], start=1):
+        if line.rstrip() in ("---", "..."):
+            break
+    else:
+        return {}, text  # an opening rule without a closing one is body text, as Obsidian reads it
+    try:
+        data = yaml.safe_load("\n".join(lines[1:number]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        place = f"line {mark.line + 2}" if mark is not None else "line 1"
+        raise refused(original.name, place, f"has frontmatter that is not valid YAML: "
+                      f"{getattr(exc, 'problem', None) or exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict) or not all(isinstance(key, str) for key in data):
+        raise refused(original.name, "line 1", "has frontmatter that is not a mapping of names to values")
+    return data, "\n".join(lines[number + 1:])
+
+
+def _names(original: Original, frontmatter: dict[str, Any], keys: tuple[str, ...], *,
+           split: bool = False) -> list[str]:
+    names: list[str] = []
+    for key in keys:
+        value = frontmatter.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            values = re.split(r"[,\s]+", value) if split else [value]
+        elif isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+            values = [str(v) for v in value]
+        else:
+            raise refused(original.name, f"frontmatter {key}", "must be a string or a list of strings")
+        names += [one_line(v, TITLE_MAX_CHARS) for v in values if v.strip()]
+    if len(names) > LIST_MAX:
+        raise refused(original.name, f"frontmatter {keys[0]}", f"has more than {LIST_MAX} entries")
+    return names
+
+
+def _links(original: Original) -> list[Link]:
+    """The note's links as the engine will read its lines (``str.splitlines`` of the UTF-8 text)."""
+    links, fenced = [], False
+    for number, line in enumerate(original.data.decode("utf-8").splitlines(), start=1):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        for match in _WIKILINK.finditer(line):
+            if match.group(2).strip():
+                links.append(Link(number, match.group(0), match.group(2).strip(), bool(match.group(1))))
+        for match in _MARKDOWN_LINK.finditer(line):
+            target = match.group(1)
+            if "://" not in target and not target.startswith(("#", "mailto:")):
+                links.append(Link(number, match.group(0), target, match.group(0).startswith("!")))
+    return links

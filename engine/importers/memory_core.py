@@ -1,0 +1,129 @@
+"""Importing an agent host's memory files: ``MEMORY.md`` and the ``memory/YYYY-MM-DD.md`` daily notes.
+
+An agent workspace keeps its curated long-term memory in ``MEMORY.md`` and a
+running log per day in ``memory/YYYY-MM-DD.md`` (a name may go on after the
+date: ``2026-01-15-release.md``).  PATH is the workspace folder (or its
+``MEMORY.md``).
+
+- ``MEMORY.md`` becomes one ``note`` page (title: its first ``# heading``,
+  else ``MEMORY.md``; body: the file), and each list item in it one ``fact``
+  claim with assertion origin ``source``, its text the item's, citing that
+  line of the retained file with the item as quote;
+- each daily note becomes one ``note`` page titled ``Daily memory
+  YYYY-MM-DD`` (and the rest of its name), its body the file; other ``.md``
+  files under ``memory/`` become pages titled with their name.  Their list
+  items stay in the page's body: a day's log is not a list of facts.
+
+Every file is retained as the original its page and claims cite.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from .common import Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report
+from ..core.errors import InvalidParams
+from ..store.inputs import BODY_MAX_CHARS, TEXT_MAX_CHARS
+
+FORMAT = "memory-core"
+_DAILY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[-_ ](.+))?")
+_ITEM = re.compile(r"^\s*(?:[-*+]|[0-9]+[.)])\s+(?:\[[ xX]\]\s+)?(.*\S)\s*$")
+_HEADING = re.compile(r"^#\s+(.*\S)\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_TAG = "memory-core"
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    original: Original
+    title: str
+    tags: tuple[str, ...]
+    body: str
+    items: tuple[tuple[int, str], ...]  # (line, text) of MEMORY.md's list items; none for daily notes
+
+    @property
+    def key(self) -> str:
+        return "file-" + re.sub(r"[^A-Za-z0-9_.-]", "_", self.original.name)[:48]
+
+
+def load_memory_core(path: str, scan: Scan) -> tuple[list[MemoryFile]]:
+    """MEMORY.md and memory/*.md of the workspace, parsed and checked before anything is written."""
+    root = Path(path)
+    if root.is_file() and root.name.lower() == "memory.md":
+        root = root.parent
+    if not root.is_dir():
+        raise InvalidParams(f"{path} is neither an agent workspace folder nor its MEMORY.md",
+                            file=str(path))
+    files = []
+    for name in ("MEMORY.md", "memory.md"):
+        if (root / name).is_file():
+            files.append(_long_term(Original(name, read_file(root / name))))
+            break
+    daily = root / "memory"
+    if daily.is_dir():
+        for entry in sorted(daily.iterdir()):
+            if entry.is_file() and not entry.is_symlink() and entry.name.lower().endswith(".md"):
+                files.append(_daily(Original(f"memory/{entry.name}", read_file(entry))))
+    if not files:
+        raise InvalidParams(f"{path} holds neither MEMORY.md nor memory/*.md", file=str(path))
+    for memory in files:
+        refuse_secrets(scan, memory.original, lambda: ())
+    return (files,)
+
+
+def import_memory_core(writer: Writer, files: list[MemoryFile]) -> dict[str, Any]:
+    pages, claims = {}, 0
+    for done, memory in enumerate(files, start=1):
+        sources = writer.retain(memory.original, memory.key, media_type="text/markdown")
+        pages[memory.original.name] = writer.save_page(memory.key, {
+            "type": "note", "title": memory.title, "body": memory.body, "tags": list(memory.tags),
+            "evidence": [{"source": source} for source in sources]})
+        if memory.items and len(sources) == 1:
+            claims += len(writer.remember(f"{memory.key}-items", [
+                {"text": text, "claimKind": "fact", "assertionOrigin": "source",
+                 "evidence": [{"source": sources[0], "lines": [line, line], "quote": text}]}
+                for line, text in memory.items]))
+        writer.done(done, len(files), memory.original.name)
+    return report(writer, files=len(files), pages=pages, claims=claims)
+
+
+def _long_term(original: Original) -> MemoryFile:
+    body = _body(original)
+    heading = next((m.group(1) for m in map(_HEADING.match, body.splitlines()) if m), None)
+    items = []
+    fenced = False
+    for number, line in enumerate(original.data.decode("utf-8").splitlines(), start=1):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        match = None if fenced else _ITEM.match(line)
+        if match is not None:
+            text = match.group(1)
+            if len(text) > TEXT_MAX_CHARS or any(ord(c) < 32 and c != "\t" for c in text):
+                raise refused(original.name, f"line {number}", "holds a list item too long or with control characters")
+            items.append((number, text))
+    return MemoryFile(original, one_line(heading) if heading else original.name, (_TAG,), body, tuple(items))
+
+
+def _daily(original: Original) -> MemoryFile:
+    stem = original.name.rsplit("/", 1)[-1][:-3]
+    match = _DAILY.fullmatch(stem)
+    if match is None:
+        return MemoryFile(original, one_line(stem) or original.name, (_TAG,), _body(original), ())
+    try:
+        day = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    except ValueError as exc:
+        raise refused(original.name, None, f"is named like a daily note, but {stem[:10]} is no calendar date") from exc
+    title = f"Daily memory {day.isoformat()}" + (f": {one_line(match.group(4))}" if match.group(4) else "")
+    return MemoryFile(original, title, (_TAG, "daily-note"), _body(original), ())
+
+
+def _body(original: Original) -> str:
+    body = clean_text(original.text()).strip("\n")
+    if len(body) > BODY_MAX_CHARS:
+        raise refused(original.name, None, f"is longer than {BODY_MAX_CHARS} characters")
+    return body

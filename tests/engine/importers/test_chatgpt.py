@@ -1,0 +1,265 @@
+"""The ChatGPT importer on small exports written here in the real shape (mapping tree, current_node)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.bench.secrets import fake_credentials
+from engine.cli.commands import main
+from engine.core.errors import InvalidParams
+from engine.core.faults import Faults
+from engine.service import Engine
+from engine.state.statedir import StateDir
+from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
+
+
+def node(node_id: str, parent: str | None, children: list[str], role: str | None = None, text: Any = None,
+         *, at: float = 1_780_000_000.0, content_type: str = "text", **message: Any) -> dict[str, Any]:
+    body = None
+    if role is not None:
+        parts = text if isinstance(text, list) else [text]
+        body = {"id": node_id, "author": {"role": role, "name": None, "metadata": {}}, "create_time": at,
+                "update_time": None, "content": {"content_type": content_type, "parts": parts},
+                "status": "finished_successfully", "end_turn": True, "weight": 1.0, "metadata": {},
+                "recipient": "all", **message}
+    return {"id": node_id, "message": body, "parent": parent, "children": children}
+
+
+def conversation(conversation_id: str, title: str | None, mapping: list[dict[str, Any]], current: str,
+                 created: float = 1_780_000_000.25, updated: float = 1_780_003_600.5) -> dict[str, Any]:
+    return {"title": title, "create_time": created, "update_time": updated,
+            "mapping": {n["id"]: n for n in mapping}, "moderation_results": [], "current_node": current,
+            "plugin_ids": None, "conversation_id": conversation_id, "conversation_template_id": None,
+            "gizmo_id": None, "is_archived": False, "safe_urls": [], "default_model_slug": "gpt-4o",
+            "id": conversation_id}
+
+
+def export() -> list[dict[str, Any]]:
+    """Two conversations; the first has a regenerated answer and an edited question (abandoned branches)."""
+    return [
+        conversation("6790a1b2-0000-4000-8000-000000000001", "Repairing a tram clock", [
+            node("root", None, ["sys"]),
+            node("sys", "root", ["q1"], "system", "", metadata={"is_visually_hidden_from_conversation": True}),
+            node("q1", "sys", ["a1-old", "a1"], "user", "How do I repair the old tram clock?", at=1_780_000_010.0),
+            node("a1-old", "q1", [], "assistant", "REGENERATED AWAY: buy a new one."),
+            node("a1", "q1", ["q2-old", "q2"], "assistant", "Start with the escapement and oil the pivots.",
+                 at=1_780_000_020.0),
+            node("q2-old", "a1", ["a2-old"], "user", "EDITED AWAY: what oil?"),
+            node("a2-old", "q2-old", [], "assistant", "EDITED AWAY ANSWER"),
+            node("q2", "a1", ["a2"], "user", [{"content_type": "image_asset_pointer", "asset_pointer": "file-1"},
+                                              "Which clock oil for brass pivots?"],
+                 at=1_780_000_030.0, content_type="multimodal_text"),
+            node("a2", "q2", [], "assistant", "A synthetic clock oil, one drop per pivot.", at=1_780_000_040.0),
+        ], current="a2"),
+        conversation("6790a1b2-0000-4000-8000-000000000002", None, [
+            node("r", None, ["u"]),
+            node("u", "r", ["x"], "user", "Kayak rack ideas?"),
+            node("x", "u", [], "assistant", "Cedar and rope lashings."),
+        ], current="x"),
+    ]
+
+
+@pytest.fixture
+def export_file(tmp_path: Path) -> Path:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(export()), encoding="utf-8")
+    return path
+
+
+def test_one_page_per_conversation_with_only_the_active_branch(engine: Engine, export_file: Path,
+                                                                 state_dir: StateDir) -> None:
+    result = run_import(engine, "chatgpt", export_file)
+
+    assert result["conversations"] == 2
+    assert result["imported"] == {"sources": 2, "pages": 2, "claims": 0, "relationships": 0}
+    caller = reader(engine)
+    clock = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert clock["title"] == "Repairing a tram clock"
+    assert clock["frontmatter"]["type"] == "source"
+    assert clock["frontmatter"]["fields"] == {"published": "2026-05-28"}
+    assert clock["frontmatter"]["attribution"]["instance"] == "import-chatgpt"
+    body = clock["body"]
+    assert "How do I repair the old tram clock?" in body and "one drop per pivot" in body
+    assert "[image]\nWhich clock oil for brass pivots?" in body
+    assert "AWAY" not in body
+    assert body.index("escapement") < body.index("Which clock oil")
+    untitled = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000002"])
+    assert untitled["title"] == "Untitled conversation"
+
+    # The transcript is retained as evidence (its own lines of a transcripts file), and the original file.
+    evidence = clock["frontmatter"]["evidence"]
+    sources = [c["source"] for c in evidence]
+    files = records(state_dir, "sources/")
+    transcript = next(p for p in files if p.endswith(f"{sources[0]}.txt"))
+    lines = (next(state_dir.stores.iterdir()) / "vault" / transcript).read_text(encoding="utf-8").splitlines()
+    first, last = evidence[0]["lines"]
+    cited = "\n".join(lines[first - 1:last])
+    assert cited.startswith("# Repairing a tram clock (6790a1b2-0000-4000-8000-000000000001)\nUser (")
+    assert "Assistant (2026-05-28T20:27:00Z):\nStart with the escapement" in cited and "AWAY" not in cited
+    assert cited.endswith("one drop per pivot.") and "Kayak" in "\n".join(lines[last:])
+    descriptor = next(p for p in files if p.endswith(f"{sources[1]}.source.yaml"))
+    described = (state_dir.stores.iterdir().__next__() / "vault" / descriptor).read_text(encoding="utf-8")
+    assert f"sha256: {result['sha256']}" in described and "filename: conversations.json" in described
+
+
+def test_importing_again_creates_nothing(engine: Engine, export_file: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "chatgpt", export_file)
+    before = store_snapshot(state_dir)
+
+    second = run_import(engine, "chatgpt", export_file)
+
+    assert second["pages"] == first["pages"]
+    assert store_snapshot(state_dir) == before
+
+
+def test_a_dry_run_reports_and_writes_nothing(engine: Engine, export_file: Path, state_dir: StateDir) -> None:
+    result = run_import(engine, "chatgpt", export_file, dry_run=True)
+
+    assert result["dryRun"] is True
+    assert result["wouldCreate"] == {"sources": 2, "pages": 2, "claims": 0, "relationships": 0}
+    assert list(state_dir.stores.iterdir()) == [] if state_dir.stores.exists() else True
+    assert engine.registry.agent("main") is None
+
+
+def test_an_interrupted_import_is_finished_by_running_it_again(tmp_path: Path, export_file: Path) -> None:
+    interrupted, whole = StateDir(tmp_path / "interrupted"), StateDir(tmp_path / "whole")
+    with Engine(interrupted, watch=False) as engine:
+        with pytest.raises(KeyboardInterrupt):
+            run_import(engine, "chatgpt", export_file, progress=interrupt_after(1))
+        assert len(records(interrupted, "pages/")) == 1
+        run_import(engine, "chatgpt", export_file)
+        assert len(records(interrupted, "pages/")) == 2
+    with Engine(whole, watch=False) as engine:
+        run_import(engine, "chatgpt", export_file)
+    assert len(records(interrupted)) == len(records(whole))
+
+
+def test_a_write_the_engine_refuses_midway_is_completed_by_a_rerun(tmp_path: Path, export_file: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    with Engine(state, watch=False, faults=Faults("journaled:4:enospc")) as engine:
+        with pytest.raises(Exception):
+            run_import(engine, "chatgpt", export_file)
+        assert len(records(state, "pages/")) == 1  # the original, the transcripts and the first page were
+        result = run_import(engine, "chatgpt", export_file)
+    assert len(records(state, "pages/")) == 2
+    assert len(set(result["pages"].values())) == 2
+
+
+def test_the_export_zip_is_read(engine: Engine, tmp_path: Path) -> None:
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("chat.html", "<html></html>")
+        out.writestr("conversations.json", json.dumps(export()[:1]))
+        out.writestr("user.json", "{}")
+
+    result = run_import(engine, "chatgpt", archive)
+
+    assert result["file"] == "chatgpt-export.zip/conversations.json" and result["conversations"] == 1
+
+
+@pytest.mark.parametrize("change, place", [
+    (lambda data: data[1].update(current_node="nowhere"), "[1].current_node"),
+    (lambda data: data[0]["mapping"]["q1"]["message"]["content"].update(parts="not a list"),
+     "[0].mapping.q1.message.content.parts"),
+    (lambda data: data[1]["mapping"]["u"].update(parent="x"), "[1].mapping."),
+    (lambda data: data[0].pop("mapping"), "[0]"),
+    (lambda data: data[1].update(id=data[0]["id"], conversation_id=data[0]["id"]), "[1].id"),
+])
+def test_a_bad_export_is_refused_with_the_place_and_nothing_is_written(
+        engine: Engine, tmp_path: Path, change: Any, place: str) -> None:
+    data = export()
+    change(data)
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "chatgpt", path)
+
+    assert caught.value.details["file"] == "conversations.json"
+    assert caught.value.details["place"].startswith(place)
+    assert engine.registry.agent("main") is None
+
+
+def test_invalid_json_is_refused_with_its_line(engine: Engine, tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text('[\n{"id": "a",\n "mapping": {]\n', encoding="utf-8")
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "chatgpt", path)
+
+    assert caught.value.details["place"] == "line 3 column 14"
+
+
+def test_a_credential_in_the_export_is_refused_naming_the_conversation(engine: Engine, tmp_path: Path) -> None:
+    data = export()
+    secret, _ = fake_credentials()["AWS access key id"]
+    data[1]["mapping"]["u"]["message"]["content"]["parts"] = [f"keep this safe: {secret}"]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "chatgpt", path)
+
+    assert caught.value.details["place"] == "[1]"
+    assert secret.rsplit(" ", 1)[1] not in caught.value.message
+
+
+def test_a_large_original_is_retained_in_parts_and_each_page_cites_its_own(
+        engine: Engine, tmp_path: Path, state_dir: StateDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.importers import common
+    monkeypatch.setattr(common, "ATTACH_MAX_BYTES", 900)
+    data = export() + [conversation(f"c-{n}", f"Filler {n}", [node("r", None, ["u"]),
+                                                              node("u", "r", [], "user", "x" * 300)], "u")
+                       for n in range(3)]
+    path = tmp_path / "conversations.json"
+    raw = json.dumps(data).encode("utf-8")
+    path.write_bytes(raw)
+
+    result = run_import(engine, "chatgpt", path)
+
+    vault = next(state_dir.stores.iterdir()) / "vault" / "private"
+    parts = sorted(vault.glob("sources/*.json"), key=lambda p: p.stat().st_mtime_ns)
+    described = {p: (vault / "sources" / f"{p.name[:-5]}.source.yaml").read_text(encoding="utf-8") for p in parts}
+    ordered = sorted(parts, key=lambda p: described[p].split("filename: ")[1].split("\n")[0])
+    assert len(ordered) == -(-len(raw) // 900) and b"".join(p.read_bytes() for p in ordered) == raw
+    caller = reader(engine)
+    last = engine.get_record(caller, result["pages"]["c-2"])["frontmatter"]["evidence"]
+    cited = [c["source"] for c in last if "lines" not in c]
+    start = raw.rindex(json.dumps(data[-1]).encode("utf-8"))
+    end = start + len(json.dumps(data[-1]).encode("utf-8"))
+    assert cited == [p.name[:-5] for p in ordered[start // 900:(end - 1) // 900 + 1]]
+    assert len(cited) < len(ordered)
+
+
+def test_cli_imports_with_progress_and_dry_run(tmp_path: Path, export_file: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "state"
+    assert main(["--state-dir", str(state), "import", "chatgpt", str(export_file), "--dry-run"]) == 0
+    out = capsys.readouterr()
+    assert "would create 2 sources, 2 pages" in out.out and not (state / "stores").exists()
+
+    assert main(["--state-dir", str(state), "import", "chatgpt", str(export_file)]) == 0
+    out = capsys.readouterr()
+    assert "2 pages" in out.out and "knowledge import chatgpt: 2/2 conversations" in out.err
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}', encoding="utf-8")
+    assert main(["--state-dir", str(state), "import", "chatgpt", str(bad)]) == 2
+    assert "bad.json must hold a list of conversations" in capsys.readouterr().err
+
+
+def test_a_lone_surrogate_is_imported_as_a_replacement_character(engine: Engine, tmp_path: Path) -> None:
+    data = export()
+    path = tmp_path / "conversations.json"
+    text = json.dumps(data).replace("Kayak rack ideas?", "Kayak rack ideas\\ud83d?")
+    path.write_text(text, encoding="utf-8")
+
+    result = run_import(engine, "chatgpt", path)
+
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000002"])
+    assert "Kayak rack ideas\ufffd?" in page["body"]

@@ -1,0 +1,144 @@
+"""The Claude importer on small exports written here in the real shape (chat_messages, content blocks)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.core.errors import InvalidParams
+from engine.service import Engine
+from engine.state.statedir import StateDir
+from tests.engine.importers.helpers import reader, run_import, store_snapshot
+
+
+def message(uuid: str, sender: str, text: str, *, blocks: bool = True, parent: str | None = None,
+            **extra: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"uuid": uuid, "text": "" if blocks else text, "sender": sender,
+                            "created_at": "2026-03-02T09:15:00.123456Z", "updated_at": "2026-03-02T09:15:00Z",
+                            "attachments": [], "files": [], **extra}
+    if blocks:
+        data["content"] = [{"type": "text", "text": text, "citations": []},
+                           {"type": "tool_use", "name": "web_search", "input": {"query": "HIDDEN TOOL"}}]
+    if parent is not None:
+        data["parent_message_uuid"] = parent
+    return data
+
+
+def export() -> list[dict[str, Any]]:
+    return [
+        {"uuid": "3f1c0000-0000-4000-8000-00000000000a", "name": "Harbour market opening hours",
+         "created_at": "2026-03-02T09:14:59.000000Z", "updated_at": "2026-03-02T09:20:00.000000Z",
+         "account": {"uuid": "acc-1"},
+         "chat_messages": [
+             message("m1", "human", "When does the harbour market open?",
+                     attachments=[{"file_name": "market-map.pdf", "file_type": "pdf", "file_size": 100,
+                                   "extracted_content": "stalls"}]),
+             message("m2", "assistant", "On Sundays from eight.", blocks=False),
+         ]},
+        {"uuid": "3f1c0000-0000-4000-8000-00000000000b", "name": "", "created_at": "2026-03-03T10:00:00Z",
+         "updated_at": "2026-03-03T10:05:00Z", "current_leaf_message_uuid": "b3",
+         "chat_messages": [
+             message("b1", "human", "Name a kayak.", parent="00000000-0000-4000-8000-000000000000"),
+             message("b2-old", "assistant", "RETRIED AWAY", parent="b1"),
+             message("b2", "assistant", "Call it Driftwood.", parent="b1"),
+             message("b3", "human", "Perfect, thanks.", parent="b2"),
+         ]},
+    ]
+
+
+@pytest.fixture
+def export_file(tmp_path: Path) -> Path:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(export(), indent=2), encoding="utf-8")
+    return path
+
+
+def test_one_page_per_conversation_with_its_messages(engine: Engine, export_file: Path) -> None:
+    result = run_import(engine, "claude", export_file)
+
+    assert result["imported"]["pages"] == 2
+    caller = reader(engine)
+    market = engine.get_record(caller, result["pages"]["3f1c0000-0000-4000-8000-00000000000a"])
+    assert market["title"] == "Harbour market opening hours"
+    assert market["frontmatter"]["fields"] == {"published": "2026-03-02"}
+    assert market["frontmatter"]["tags"] == ["claude"]
+    assert "User (2026-03-02T09:15:00Z):\nWhen does the harbour market open?\n[attachment: market-map.pdf]" \
+        in market["body"]
+    assert "Assistant (2026-03-02T09:15:00Z):\nOn Sundays from eight." in market["body"]
+    assert "HIDDEN TOOL" not in market["body"]
+
+
+def test_only_the_branch_to_the_current_leaf_is_imported(engine: Engine, export_file: Path) -> None:
+    result = run_import(engine, "claude", export_file)
+
+    kayak = engine.get_record(reader(engine), result["pages"]["3f1c0000-0000-4000-8000-00000000000b"])
+    assert kayak["title"] == "Untitled conversation"
+    assert "Call it Driftwood." in kayak["body"] and "RETRIED AWAY" not in kayak["body"]
+    assert "3 messages on the active branch" in kayak["body"]
+
+
+def test_the_zip_imports_once(engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    archive = tmp_path / "data-2026-03-04.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("users.json", "[]")
+        out.writestr("conversations.json", json.dumps(export()))
+    first = run_import(engine, "claude", archive)
+    before = store_snapshot(state_dir)
+
+    assert run_import(engine, "claude", archive) == first
+    assert store_snapshot(state_dir) == before
+
+
+def test_dry_run_counts_without_writing(engine: Engine, export_file: Path) -> None:
+    result = run_import(engine, "claude", export_file, dry_run=True)
+
+    assert result["wouldCreate"]["pages"] == 2
+    assert engine.registry.agent("main") is None
+
+
+@pytest.mark.parametrize("change, place", [
+    (lambda data: data[0]["chat_messages"][1].update(sender="robot"), "[0].chat_messages[1].sender"),
+    (lambda data: data[1].pop("uuid"), "[1]"),
+    (lambda data: data[0]["chat_messages"][0]["content"].__setitem__(0, "text"), "[0].chat_messages[0].content[0]"),
+    (lambda data: data[1].update(current_leaf_message_uuid="gone"), "[1].current_leaf_message_uuid"),
+])
+def test_a_bad_export_is_refused_with_the_place(engine: Engine, tmp_path: Path, change: Any, place: str) -> None:
+    data = export()
+    change(data)
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "claude", path)
+
+    assert caught.value.details["place"] == place
+    assert engine.registry.agent("main") is None
+
+
+def test_transcripts_share_a_retained_file_and_one_too_large_keeps_its_own(
+        engine: Engine, tmp_path: Path, state_dir: StateDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.importers import common
+    monkeypatch.setattr(common, "ATTACH_MAX_BYTES", 600)
+    data = export()
+    data.append({"uuid": "long-one", "name": "Long", "created_at": "2026-03-04T10:00:00Z",
+                 "chat_messages": [message("l1", "human", "word " * 200)]})
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    result = run_import(engine, "claude", path)
+
+    caller = reader(engine)
+    first, second, long = (engine.get_record(caller, result["pages"][key])["frontmatter"]["evidence"][0]
+                           for key in ("3f1c0000-0000-4000-8000-00000000000a", "3f1c0000-0000-4000-8000-00000000000b",
+                                       "long-one"))
+    assert first["source"] == second["source"] and first["lines"][1] < second["lines"][0]
+    assert long["source"] != first["source"]
+    sources = next(state_dir.stores.iterdir()) / "vault" / "private" / "sources"
+    own = (sources / f"{long['source']}.txt").read_text(encoding="utf-8")
+    assert own.startswith("User (") and "# Long" not in own  # an excerpt of its own, not a transcripts file
+    shared = (sources / f"{first['source']}.txt").read_text(encoding="utf-8")
+    assert shared.startswith("# Harbour market opening hours (3f1c0000-0000-4000-8000-00000000000a)\n")

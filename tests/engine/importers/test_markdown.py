@@ -1,0 +1,149 @@
+"""The Markdown importer on a small Obsidian-style vault written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.core.errors import InvalidParams
+from engine.service import Engine
+from engine.state.statedir import StateDir
+from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    (root / "Projects" / "Alpha").mkdir(parents=True)
+    (root / "People").mkdir()
+    (root / "attachments").mkdir()
+    (root / ".obsidian").mkdir()
+    (root / ".obsidian" / "app.json").write_text("{}", encoding="utf-8")
+    (root / ".obsidian" / "hidden.md").write_text("not a note", encoding="utf-8")
+    (root / "attachments" / "clock.png").write_bytes(PNG)
+    (root / "attachments" / "unused.pdf").write_bytes(b"%PDF-1.4 never linked")
+    (root / "People" / "Lotte.md").write_text(
+        "---\naliases: [Lotte V., Charlotte]\ntags: [family, '#ghent']\ntype: person\nbirthday_note: spring\n"
+        "---\nDana's sister, lives in Ghent.\n", encoding="utf-8")
+    (root / "Projects" / "Alpha" / "Tram clock.md").write_text(
+        "---\ntitle: Tram clock repair\ntags: clocks\npermalink: tram-clock\ncreated: 2026-01-05\n"
+        "rating: 4\n---\n"
+        "# Tram clock\n\nAsked [[Lotte|my sister]] about the escapement.\n"
+        "Photo: ![[clock.png]]\n"
+        "See also [[Inbox#Today]] and [[Nobody Here]].\n"
+        "```\n[[Lotte]] inside code is not a link\n```\n"
+        "Also [[Charlotte]] again.\n", encoding="utf-8")
+    (root / "Inbox.md").write_text("Plain note without frontmatter, linking [[Projects/Alpha/Tram clock]].\n",
+                                   encoding="utf-8")
+    return root
+
+
+def pages_by_path(result: dict) -> dict[str, str]:
+    return result["pages"]
+
+
+def test_notes_become_pages_with_frontmatter_aliases_tags_and_folders(engine: Engine, notes: Path) -> None:
+    result = run_import(engine, "markdown", notes)
+
+    assert set(result["pages"]) == {"Inbox.md", "People/Lotte.md", "Projects/Alpha/Tram clock.md"}
+    caller = reader(engine)
+    lotte = engine.get_record(caller, result["pages"]["People/Lotte.md"])
+    front = lotte["frontmatter"]
+    assert (lotte["title"], front["type"]) == ("Lotte", "person")
+    assert front["aliases"] == ["Lotte V.", "Charlotte"]
+    assert front["tags"] == ["family", "ghent", "People"]
+    assert front["attribution"]["instance"] == "import-markdown"
+    assert "Dana's sister, lives in Ghent." in lotte["body"]
+    assert "birthday_note: spring" in lotte["body"]  # an unknown key is kept
+
+    clock = engine.get_record(caller, result["pages"]["Projects/Alpha/Tram clock.md"])
+    assert clock["title"] == "Tram clock repair"
+    assert clock["frontmatter"]["type"] == "note"
+    assert clock["frontmatter"]["tags"] == ["clocks", "Projects/Alpha"]
+    for kept in ("permalink: tram-clock", "created: 2026-01-05", "rating: 4"):
+        assert kept in clock["body"]
+    assert "Asked [[Lotte|my sister]] about the escapement." in clock["body"]
+
+
+def test_links_become_relationships_citing_the_line(engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    result = run_import(engine, "markdown", notes)
+
+    assert result["relationships"] == 3  # clock -> Lotte (twice, once by alias: one edge), clock -> Inbox, back
+    caller = reader(engine)
+    pages = result["pages"]
+    edges = []
+    for path in records(state_dir, "relationships/"):
+        record_id = next(line[4:] for line in (next(state_dir.stores.iterdir()) / "vault" / path)
+                         .read_text(encoding="utf-8").splitlines() if line.startswith("id: "))
+        edges.append(engine.get_record(caller, record_id)["frontmatter"])
+    pairs = {(e["from"], e["to"]) for e in edges}
+    clock, lotte, inbox = (pages[p] for p in ("Projects/Alpha/Tram clock.md", "People/Lotte.md", "Inbox.md"))
+    assert pairs == {(clock, lotte), (clock, inbox), (inbox, clock)}
+    to_lotte = next(e for e in edges if e["to"] == lotte)
+    assert to_lotte["relation"] == "related_to" and to_lotte["assertion_origin"] == "source"
+    assert to_lotte["evidence"][0]["lines"] == [10, 10]
+    assert to_lotte["evidence"][0]["quote"] == "[[Lotte|my sister]]"
+    assert result["notes"] == ["1 links name no note or file of the folder; they stay as text."]
+
+
+def test_linked_attachments_are_retained_and_cited(engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    result = run_import(engine, "markdown", notes)
+
+    assert result["attachments"] == 1
+    vault = next(state_dir.stores.iterdir()) / "vault" / "private"
+    clock = engine.get_record(reader(engine), result["pages"]["Projects/Alpha/Tram clock.md"])
+    cited = [c["source"] for c in clock["frontmatter"]["evidence"]]
+    retained = {path.name: path.read_bytes() for path in (vault / "sources").iterdir()}
+    assert retained[f"{cited[1]}.png"] == PNG
+    assert retained[f"{cited[0]}.md"] == (notes / "Projects" / "Alpha" / "Tram clock.md").read_bytes()
+    assert not any(b"never linked" in data for data in retained.values())
+
+
+def test_importing_again_creates_nothing_and_an_interrupted_run_is_finished(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        run_import(engine, "markdown", notes, progress=interrupt_after(2))
+    assert len(records(state_dir, "pages/")) == 2
+
+    first = run_import(engine, "markdown", notes)
+    before = store_snapshot(state_dir)
+    assert run_import(engine, "markdown", notes) == first
+    assert store_snapshot(state_dir) == before
+    assert len(records(state_dir, "pages/")) == 3
+
+
+def test_dry_run(engine: Engine, notes: Path) -> None:
+    result = run_import(engine, "markdown", notes, dry_run=True)
+
+    assert result["wouldCreate"] == {"sources": 4, "pages": 3, "claims": 0, "relationships": 3}
+    assert engine.registry.agent("main") is None
+
+
+def test_bad_frontmatter_is_refused_with_the_file_and_line(engine: Engine, notes: Path) -> None:
+    (notes / "People" / "Bruno.md").write_text("---\ntitle: Bruno\ntags: [unclosed\n---\nbody\n", encoding="utf-8")
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "markdown", notes)
+
+    assert caught.value.details["file"] == "People/Bruno.md"
+    assert caught.value.details["place"].startswith("line ")
+    assert engine.registry.agent("main") is None
+
+
+def test_frontmatter_that_is_not_a_mapping_is_refused(engine: Engine, notes: Path) -> None:
+    (notes / "list.md").write_text("---\n- a\n- b\n---\n", encoding="utf-8")
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "markdown", notes)
+
+    assert (caught.value.details["file"], caught.value.details["place"]) == ("list.md", "line 1")
+
+
+def test_a_folder_without_notes_is_refused(engine: Engine, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x", encoding="utf-8")
+
+    with pytest.raises(InvalidParams, match="no Markdown"):
+        run_import(engine, "markdown", tmp_path)

@@ -1,0 +1,118 @@
+"""The mem0 / OpenMemory importer on small exports written here in the real shapes."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.core.errors import InvalidParams
+from engine.service import Engine
+from engine.state.statedir import StateDir
+from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
+
+
+def mem0_memories() -> dict[str, Any]:
+    """mem0's get_all answer."""
+    return {"results": [
+        {"id": "0f9c7a52-0000-4000-8000-000000000001", "memory": "Prefers tea over coffee in the morning",
+         "hash": "5d41402abc4b2a76b9719d911017c592", "metadata": {"category": "preferences", "confidence": 0.9},
+         "categories": ["food"], "user_id": "dana", "agent_id": None, "app_id": None, "run_id": None,
+         "created_at": "2026-02-01T08:00:00-08:00", "updated_at": "2026-02-03T08:00:00-08:00"},
+        {"id": "0f9c7a52-0000-4000-8000-000000000002", "memory": "Is training for a half marathon in May",
+         "hash": "7d793037a0760186574b0282f2f435e7", "metadata": None, "user_id": "dana",
+         "created_at": "2026-02-02T08:00:00-08:00", "updated_at": None},
+    ]}
+
+
+def openmemory_export() -> dict[str, Any]:
+    """OpenMemory's memories.json, as its export zip holds it."""
+    return {"user": {"id": "u1", "user_id": "dana"}, "apps": [{"id": "a1", "name": "cursor"}],
+            "categories": [{"id": "k1", "name": "work"}],
+            "memories": [
+                {"id": "m1", "user_id": "u1", "app_id": "a1", "content": "Works on the billing service",
+                 "metadata": {"source_app": "cursor", "mcp_client": "cursor"}, "state": "active",
+                 "created_at": "2026-01-05T10:00:00", "updated_at": "2026-01-05T10:00:00", "archived_at": None,
+                 "deleted_at": None, "categories": ["work"]},
+                {"id": "m2", "user_id": "u1", "app_id": "a1", "content": "Old phone number was in Ghent",
+                 "metadata": {}, "state": "deleted", "created_at": "2026-01-06T10:00:00",
+                 "deleted_at": "2026-01-07T10:00:00"},
+            ]}
+
+
+def write(tmp_path: Path, data: Any, name: str = "memories.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
+def test_each_memory_is_a_source_claim_with_its_metadata_kept(engine: Engine, tmp_path: Path,
+                                                                state_dir: StateDir) -> None:
+    result = run_import(engine, "mem0", write(tmp_path, mem0_memories()))
+
+    assert result["imported"] == {"sources": 1, "pages": 0, "claims": 2, "relationships": 0}
+    caller = reader(engine)
+    tea = engine.get_record(caller, result["claims"][0])
+    assert tea["body"].strip() == "Prefers tea over coffee in the morning"
+    front = tea["frontmatter"]
+    assert (front["claim_kind"], front["assertion_origin"]) == ("fact", "source")
+    assert "subject" not in front
+    assert front["attribution"]["instance"] == "import-mem0"
+    vault = next(state_dir.stores.iterdir()) / "vault" / "private" / "sources"
+    kept = json.loads((vault / f"{front['evidence'][0]['source']}.txt").read_text(encoding="utf-8"))
+    assert kept == mem0_memories()["results"][0]  # metadata, categories, hash, dates: all of it
+    original = (vault / f"{front['evidence'][1]['source']}.source.yaml").read_text(encoding="utf-8")
+    assert f"sha256: {result['sha256']}" in original
+
+
+def test_openmemory_zip_skips_deleted_memories(engine: Engine, tmp_path: Path) -> None:
+    archive = tmp_path / "openmemory-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("memories.json", json.dumps(openmemory_export()))
+        out.writestr("memories.jsonl.gz", b"\x1f\x8b")
+
+    result = run_import(engine, "mem0", archive)
+
+    assert (result["memories"], result["skippedDeleted"]) == (1, 1)
+    claim = engine.get_record(reader(engine), result["claims"][0])
+    assert claim["body"].strip() == "Works on the billing service"
+
+
+def test_a_plain_list_imports_once_and_resumes(engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    many = [{"id": str(n), "memory": f"Memory number {n}", "metadata": {"n": n}} for n in range(150)]
+    path = write(tmp_path, many)
+    with pytest.raises(KeyboardInterrupt):
+        run_import(engine, "mem0", path, progress=interrupt_after(100))
+    assert len(records(state_dir, "claims/")) == 100
+
+    result = run_import(engine, "mem0", path)
+    before = store_snapshot(state_dir)
+    assert run_import(engine, "mem0", path) == result
+
+    assert len(records(state_dir, "claims/")) == 150
+    assert store_snapshot(state_dir) == before
+
+
+def test_dry_run(engine: Engine, tmp_path: Path) -> None:
+    result = run_import(engine, "mem0", write(tmp_path, mem0_memories()), dry_run=True)
+
+    assert result["wouldCreate"]["claims"] == 2 and engine.registry.agent("main") is None
+
+
+@pytest.mark.parametrize("data, place", [
+    ({"results": [{"id": "a", "memory": ""}]}, "results[0].memory"),
+    ({"memories": [{"id": "a", "content": "x"}, "text"]}, "memories[1]"),
+    ([{"id": "a", "memory": "x"}, {"id": "a", "memory": "y"}], "[1].id"),
+    ({"something": []}, None),
+])
+def test_bad_exports_are_refused_with_the_place(engine: Engine, tmp_path: Path, data: Any,
+                                                place: str | None) -> None:
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "mem0", write(tmp_path, data))
+
+    assert caught.value.details.get("place") == place
+    assert caught.value.details["file"] == "memories.json"
+    assert engine.registry.agent("main") is None
