@@ -418,12 +418,24 @@ class StoreRuntime:
             elif dirty is FULL:
                 self.catalog.sync(partition)
             elif dirty:
-                self.catalog.sync(partition, dirty)
+                paths = self._dirty_paths(partition, dirty)
+                self.catalog.sync(partition, paths)
         except BaseException:
             # The sync rolled back: what the watcher reported is still unread, so the next request retries it
             # rather than serving a catalog that silently lacks those files.
             self._restore_dirty(partition, dirty)
             raise
+
+    def _dirty_paths(self, partition: str, dirty: set[str]) -> list[str] | None:
+        """The files to sync for what the watcher reported: each file, and every file under each directory
+        reported (``Catalog.paths_under``); None (the whole partition) when a directory is not plain."""
+        paths = {relpath for relpath in dirty if not relpath.endswith("/")}
+        for directory in sorted(relpath for relpath in dirty if relpath.endswith("/")):
+            under = self.catalog.paths_under(partition, directory)
+            if under is None:
+                return None
+            paths.update(under)
+        return sorted(paths)
 
     def _restore_dirty(self, partition: str, dirty: set[str] | None) -> None:
         with self._dirty_lock:
@@ -454,10 +466,10 @@ class StoreRuntime:
             return
         with self._dirty_lock:
             pending = self._dirty.get(partition, set())
-            if relpath is None or is_directory or pending is FULL:
+            if relpath is None or pending is FULL:
                 self._dirty[partition] = FULL
-            else:
-                pending.add(relpath)
+            else:  # a directory is walked as a subtree (``_dirty_paths``): what is in it may be unreported
+                pending.add(relpath + "/" if is_directory else relpath)
                 self._dirty[partition] = pending
         # The catalog catches up on the next read; a watcher asks again and sees the edit.
         self.changes.publish("publications", storeId=self.store_id, partition=partition)

@@ -275,6 +275,31 @@ class Catalog(CatalogReads):
             )
         return report
 
+    def paths_under(self, partition: str, directory: str) -> list[str] | None:
+        """The files a sync of the subtree ``directory`` must look at (the watcher reported the directory
+        made, moved in or out, or removed, and so perhaps not each file in it): those on disk under it now,
+        and those the catalog knows under it.  None when the directory, or a directory above it, is not a
+        plain directory (a symlink, say): the caller walks the whole partition, which reports it."""
+        root = self.store.partition_root(partition)
+        prefix = directory.strip("/") + "/"
+        probe, present = root, True
+        for part in prefix[:-1].split("/"):
+            probe = probe / part
+            try:
+                info = os.lstat(probe)
+            except (FileNotFoundError, NotADirectoryError):
+                present = False  # removed: only what the catalog knows under it is looked at
+                break
+            if not stat.S_ISDIR(info.st_mode):
+                return None
+        found, rejected = walk_partition(root / prefix) if present else ({}, [])
+        paths = {prefix + relpath for relpath in found} | {prefix + f.path for f in rejected if f.path}
+        past = prefix[:-1] + chr(ord("/") + 1)  # every path that starts with the prefix sorts before this one
+        for table in ("catalog", "sources"):
+            paths.update(row[0] for row in self.db.tuples(
+                f"SELECT path FROM {table} WHERE partition = ? AND path >= ? AND path < ?", (partition, prefix, past)))
+        return sorted(paths)
+
     def refresh_cross_checks(self, partition: str, changed: list[str], *, gone: set[str] = frozenset(),
                              full: bool = False) -> None:
         """Re-derive duplicate flags and reference checks after ``changed`` files changed.
@@ -325,11 +350,13 @@ class Catalog(CatalogReads):
         return paths
 
     def _stat_one(self, root: Path, relpath: str) -> FileStat | Finding | None:
-        if not (is_record_path(relpath) or is_descriptor_path(relpath)):
-            return None
         try:
             info = os.lstat(root / relpath)
         except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISLNK(info.st_mode) and shown_path(relpath) == relpath:
+            return Finding("symlink", "symlinks are not followed", path=relpath)  # any symlink, as a walk says
+        if not (is_record_path(relpath) or is_descriptor_path(relpath)):
             return None
         if shown_path(relpath) != relpath:
             return _undecodable(relpath)
