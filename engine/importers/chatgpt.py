@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
-    Conversation, Message, Original, Scan, Writer, clean_text, import_conversations, json_array_spans, one_line,
-    read_export, refuse_secrets, refused, require, timestamp,
+    Conversation, Message, Original, Scan, Writer, clean_text, import_conversations, load_conversations, one_line,
+    refused, require, timestamp,
 )
 
 FORMAT = "chatgpt"
@@ -35,11 +35,7 @@ _ROLES = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 def load_chatgpt(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
     """The export's conversations.json and its conversations, checked whole (else InvalidParams)."""
-    original = read_export(path, "conversations.json")
-    data, spans = json_array_spans(original)
-    conversations = parse_conversations(original, data, spans)
-    refuse_secrets(scan, original, lambda: ((c.place, c.title + "\n" + c.transcript) for c in conversations))
-    return original, conversations
+    return load_conversations(path, scan, parse_conversations)
 
 
 def import_chatgpt(writer: Writer, original: Original, conversations: list[Conversation]) -> dict[str, Any]:

@@ -371,6 +371,18 @@ TRANSCRIPT_BODY_MAX_CHARS = 1_000_000
 TRANSCRIPTS_PER_SOURCE = 100
 
 
+def load_conversations(path: str, scan: Scan,
+                       parse: Callable[[Original, Any, list[tuple[int, int]]], list[Conversation]]
+                       ) -> tuple[Original, list[Conversation]]:
+    """A chat export's conversations.json (the file, or the export's zip) and its conversations as ``parse``
+    reads them, checked whole, credentials included (else InvalidParams)."""
+    original = read_export(path, "conversations.json")
+    data, spans = json_array_spans(original)
+    conversations = parse(original, data, spans)
+    refuse_secrets(scan, original, lambda: ((c.place, c.title + "\n" + c.transcript) for c in conversations))
+    return original, conversations
+
+
 def import_conversations(writer: Writer, original: Original, conversations: list[Conversation],
                          product: str) -> dict[str, Any]:
     """Retain the export, then the transcripts (a hundred to a file), then one page per conversation."""
