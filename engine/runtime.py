@@ -63,7 +63,7 @@ ECHOES_CHECKED = 64  # reported files compared with what was installed before a 
 GROUP_MAX = 64  # queued writes planned and published together at most
 
 
-@dataclass
+@dataclass(eq=False)
 class _QueuedWrite:
     """A write waiting for the lane: ``plan`` builds its Plan (or returns the receipt of an identical retry)."""
 
@@ -264,9 +264,7 @@ class StoreRuntime:
         try:
             group, planned, later = self._plan_group(taken, outcomes)
             if later:
-                with self._queued_lock:
-                    self._queued.extendleft(reversed(later))
-                self._lane.submit(self._publish_group)
+                self._queue_again(later)
             if group.plans:
                 outcomes += zip(planned, self._publish_planned(group.plans))
             self._verify_after(outcomes)
@@ -276,11 +274,26 @@ class StoreRuntime:
                     queued.future.set_exception(outcome)
                 else:
                     queued.future.set_result(outcome)
+            with self._queued_lock:
+                waiting = {id(queued) for queued in self._queued}
             for queued in taken:  # only when the lane itself failed
-                if not queued.future.done() and queued not in self._queued:
+                if not queued.future.done() and id(queued) not in waiting:
                     queued.future.set_exception(StoreUnavailable(
                         "the store stopped before the write was published; nothing was acknowledged",
                         store=self.store_id))
+
+    def _queue_again(self, later: list[_QueuedWrite]) -> None:
+        """Put ``later`` back at the head of the queue for the next group (refused once the lane is shut)."""
+        with self._queued_lock:
+            self._queued.extendleft(reversed(later))
+        try:
+            self._lane.submit(self._publish_group)
+        except RuntimeError:  # the lane shut down: no group will take them
+            with self._queued_lock:
+                for _ in later:
+                    self._queued.popleft()
+            for queued in later:
+                queued.future.set_exception(StoreUnavailable("the store is shutting down", store=self.store_id))
 
     def _plan_group(self, taken: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]]
                     ) -> tuple[Group, list[_QueuedWrite], list[_QueuedWrite]]:
