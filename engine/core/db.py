@@ -180,7 +180,10 @@ class Database:
 
     def tuples(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Like ``all``, as plain tuples: cheaper where each row becomes an object of its own right away."""
-        return list(self.iterate_tuples(sql, params))
+        with self._lock:
+            cursor = self.connection.cursor()
+            cursor.row_factory = None
+            return cursor.execute(sql, params).fetchall()
 
     def iterate_tuples(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[tuple[Any, ...]]:
         """Like ``iterate``, as plain tuples."""

@@ -23,7 +23,7 @@ import stat
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from ..core.errors import KnowledgeError, LimitExceeded, StoreUnavailable
 from ..vault.evidence import (
@@ -78,9 +78,11 @@ class SyncReport:
         return bool(self.changed or self.removed)
 
 
-@dataclass(frozen=True)
-class FileStat:
-    """What tells a file changed: inode, size, mtime, and ctime (which ``touch -r`` cannot restore)."""
+class FileStat(NamedTuple):
+    """What tells a file changed: inode, size, mtime, and ctime (which ``touch -r`` cannot restore).
+
+    A plain tuple, so it compares equal to the stamp the catalog keeps for the file (``_known_stats``).
+    """
 
     ino: int
     size: int
@@ -93,7 +95,7 @@ class FileStat:
 
     @property
     def stamp(self) -> tuple[int, int, int, int]:
-        return (self.ino, self.size, self.mtime_ns, self.ctime_ns)
+        return tuple(self)
 
 
 def _hardlinked(relpath: str) -> Finding:
@@ -168,14 +170,15 @@ def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
                 limit=MAX_SCAN_ENTRIES,
             )
         for child in children:
-            if child.name.startswith("."):
+            name = child.name
+            if name.startswith("."):
                 continue
-            relpath = prefix + child.name
+            relpath = prefix + name
             try:
                 info = child.stat(follow_symlinks=False)
             except FileNotFoundError:  # deleted or renamed since the directory was listed
                 continue
-            if shown_path(relpath) != relpath:
+            if not name.isascii() and shown_path(name) != name:  # the prefix is a directory already walked
                 if stat.S_ISDIR(info.st_mode) or is_record_path(relpath) or is_descriptor_path(relpath):
                     rejected.append(_undecodable(relpath))
             elif stat.S_ISLNK(info.st_mode):
@@ -236,7 +239,7 @@ class Catalog(CatalogReads):
                     candidates[relpath] = current
         first_sync = self.db.one("SELECT 1 FROM scans WHERE partition = ?", (partition,)) is None
         stale = {relpath: info for relpath, info in candidates.items()
-                 if force or relpath in forced or known.get(relpath) != info.stamp}
+                 if force or relpath in forced or known.get(relpath) != info}
         if not (first_sync or stale or rejected or missing):
             return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
         cache = self.db.large_cache() if len(stale) > INCREMENTAL_CHECK_MAX else nullcontext()
