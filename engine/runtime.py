@@ -83,7 +83,7 @@ class StoreRuntime:
         self.catalog = Catalog(store)
         self.indexes = SearchIndexes(store, self.catalog, analyzer)
         self.embeddings = embeddings
-        self.vectors = VectorIndex(store, self.catalog)
+        self.vectors = VectorIndex(store, self.catalog, passages_wanted=self._evidence_passages_wanted)
         self.git = GitHistory(store.vault, git_executable) if git_executable else None
         self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=faults)
         self.outbox = GitOutbox(store.db)
@@ -400,6 +400,11 @@ class StoreRuntime:
         if self.embeddings is None or not self.settings.current().knowledge_runtime_enabled:
             return None
         return self.embeddings.current()
+
+    def _evidence_passages_wanted(self) -> bool:
+        """Whether the vectors include pages' evidence passages: only a gate taking hybrid candidates asks them."""
+        gate = self.settings.current().recall_gate
+        return gate is not None and gate.candidates == "hybrid"
 
     def vectors_settled(self, timeout: float | None = None) -> bool:
         """Wait until the vectors have followed every publication so far (benchmarks, tests); False on timeout."""

@@ -66,8 +66,10 @@ class Engine:
         try:
             # What changed, for the owner's window (operator/subscribe); publishing never waits for it.
             self.changes = ChangeFeed()
+            self._runtimes: dict[str, StoreRuntime] = {}
+            self._runtimes_lock = threading.Lock()
             self.settings = SettingsSource(state.config)
-            self.settings.on_changed = lambda: self.changes.publish("stores")
+            self.settings.on_changed = self._settings_changed
             self.registry = Registry.open(state.registry, state.root)
             self.resolver = StoreResolver(state, self.registry, self.settings)
             self.resolver.on_created = lambda record: self.changes.publish("stores", storeId=record.store_id)
@@ -78,8 +80,6 @@ class Engine:
             self.signer = CursorSigner(self.registry.secret("cursor"))
             self.git_executable = find_git() if git else None
             self.faults = faults
-            self._runtimes: dict[str, StoreRuntime] = {}
-            self._runtimes_lock = threading.Lock()
             self.watcher = VaultWatcher() if watch else None
             remove_abandoned_builds(state.stores)
             # Loads the configured Decision model on its own thread at start() or the first question.
@@ -115,6 +115,15 @@ class Engine:
         self._lock.release()
 
     # --- runtimes -----------------------------------------------------------------------
+
+    def _settings_changed(self) -> None:
+        """config.json changed: the window hears of it, and each open store's vectors are compared again (what
+        they hold follows settings: the Knowledge Base runtime, evidence passages for hybrid gate candidates)."""
+        self.changes.publish("stores")
+        with self._runtimes_lock:
+            runtimes = list(self._runtimes.values())
+        for runtime in runtimes:
+            runtime.vector_feed.queue()
 
     def runtime(self, record: StoreRecord) -> StoreRuntime:
         """The store's one runtime, opened on first use (and reopened after an outage)."""

@@ -147,14 +147,18 @@ def hybrid_candidates(runtime: SearchableStore, partition: str, analyzer: Analyz
 
 
 def nearest_pages(runtime: SearchableStore, partition: str, vector: Any, count: int) -> list[RecordRow]:
-    """The ``count`` eligible pages nearest to ``vector`` among its ``SEMANTIC_FETCH`` nearest records, nearest
-    first (on the lane). Claims share the vector index with pages, so a page further away than that many
-    records is not offered; restricting the search to every page's path instead cost 3-5x as much here."""
+    """The ``count`` eligible pages nearest to ``vector`` among its ``SEMANTIC_FETCH`` nearest records and
+    evidence passages, nearest first (on the lane): a page is as near as the nearest of its own vector and its
+    evidence passages' (engine/index/vectors.py). Claims share the vector index with pages, so a page further
+    away than that many records is not offered; restricting the search to every page's path instead cost 3-5x
+    as much here."""
     try:
-        nearest = runtime.vectors.nearest(partition, vector, SEMANTIC_FETCH)
+        nearest = dict(runtime.vectors.nearest(partition, vector, SEMANTIC_FETCH))
+        for path, similarity in runtime.vectors.nearest_passages(partition, vector, SEMANTIC_FETCH):
+            nearest[path] = max(similarity, nearest.get(path, similarity))
     except KnowledgeError:
         return []   # no usable vector index: the keyword shortlist alone
-    paths = [path for path, _ in nearest]
+    paths = sorted(nearest, key=lambda path: -nearest[path])
     rows = {row.path: row for row in runtime.catalog.current(partition, kind="page", paths=paths)}
     eligible = [rows[path] for path in paths if path in rows and rows[path].type not in UNLISTED_PAGE_TYPES
                 and not is_unsafe_label(rows[path].title)]

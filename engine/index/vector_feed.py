@@ -49,9 +49,12 @@ class VectorFeed:
     def start(self) -> None:
         self._thread.start()
 
-    def queue(self, partition: str) -> None:
+    def queue(self, partition: str | None = EVERY) -> None:
+        """Catch ``partition`` up soon (``EVERY``: each partition of the store)."""
         with self._lock:
-            if self._pending is not EVERY:
+            if partition is EVERY:
+                self._pending = EVERY
+            elif self._pending is not EVERY:
                 self._pending.add(partition)
             self._idle.clear()
         self._wake.set()

@@ -10,7 +10,15 @@ sqlite-vec extension; the rest of the engine's SQLite code is untouched.
                whichever record, revision or rebuild needs it again.
     items      one row per indexed record: partition, path, record id, revision, sha256
     vec_items  vec0 table: item id, partition (partition key), unit vector (cosine distance)
-    progress   per partition, the catalog version the index fully matches
+    progress   per partition, the catalog version the index fully matches, and whether with passages
+    passages   evidence passages of pages: partition, path, the page's sha256 (vec_passages holds their vectors)
+    passages_done  pages whose evidence passages are in (none at all is an answer too)
+
+**Evidence passages** (only while ``passages_wanted()``: a store whose recall gate takes hybrid
+candidates) are cut from the text sources each current page cites: the cited lines, else the whole
+source, in passages of ``PASSAGE_WORDS`` words, at most ``PASSAGES_MAX`` a page. A page is then as near to
+a message as the nearest of its own vector and its passages' (``nearest_pages``): a page that sums up a
+conversation is found for a detail that only its transcript holds (docs/recall-gate.md).
 
 Like the tantivy index, it never guesses what changed: a catch-up compares
 the partition's current catalog rows (path, sha256) with ``items``, drops
@@ -32,10 +40,11 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
+from ..core.files import read_file
 from ..store.catalog import Catalog
 from ..store.catalog_reads import RecordRow
 from .embedding import Embedder, text_digest
-from ..core.errors import IndexFailed, StoreUnavailable
+from ..core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from ..vault.frontmatter import split_document
 from .tantivy_index import INDEX_DIR
 from ..store.store import Store
@@ -54,8 +63,17 @@ _SCHEMA = """
     CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, partition TEXT NOT NULL, path TEXT NOT NULL,
                                       record_id TEXT NOT NULL, revision INTEGER NOT NULL, sha256 TEXT NOT NULL,
                                       UNIQUE (partition, path));
-    CREATE TABLE IF NOT EXISTS progress (partition TEXT PRIMARY KEY, catalog_version INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS progress (partition TEXT PRIMARY KEY, catalog_version INTEGER NOT NULL,
+                                         with_passages INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE IF NOT EXISTS passages (id INTEGER PRIMARY KEY, partition TEXT NOT NULL, path TEXT NOT NULL,
+                                         sha256 TEXT NOT NULL);
+    CREATE INDEX IF NOT EXISTS passages_path ON passages (partition, path);
+    CREATE TABLE IF NOT EXISTS passages_done (partition TEXT NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL,
+                                              PRIMARY KEY (partition, path));
 """
+PASSAGE_WORDS = 120      # words in one evidence passage (well inside the embedding model's 256 tokens)
+PASSAGES_MAX = 16        # evidence passages of one page: an evidence source may be megabytes
+PASSAGE_SOURCE_MAX_BYTES = 4 << 20  # a larger cited source gives no passages
 
 
 @dataclass(frozen=True)
@@ -78,8 +96,9 @@ class _Plan:
     """The first step of a catch-up: the catalog version it compared with, what to index, what it dropped."""
 
     catalog_version: int
-    wanted: list[RecordRow]
+    wanted: list[RecordRow]          # records without their vector, or pages without their passages
     removed: int
+    passages: bool                   # whether evidence passages are indexed in this catch-up
 
 
 def _here(step: Callable[[], T]) -> T:
@@ -95,12 +114,39 @@ def embedding_text(title: str | None, body: str) -> str:
     return f"{title or ''}\n\n{body}".strip()
 
 
+def evidence_passages(evidence: Any, source_lines: Callable[[str], list[str] | None]) -> list[str]:
+    """The passages of the text sources a page's ``evidence`` cites (``source_lines``: a source's lines, None
+    when it is not a readable text): each citation's lines (all of them without a range), cut into passages of
+    ``PASSAGE_WORDS`` words, at most ``PASSAGES_MAX`` in all; a source cited twice for the same lines once."""
+    passages: list[str] = []
+    seen: set[tuple[str, Any]] = set()
+    for item in evidence if isinstance(evidence, list) else []:
+        source = item.get("source") if isinstance(item, dict) else None
+        span = item.get("lines") if isinstance(item, dict) else None
+        span = tuple(span) if isinstance(span, list) and len(span) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in span) else None
+        if not isinstance(source, str) or (source, span) in seen:
+            continue
+        seen.add((source, span))
+        lines = source_lines(source)
+        if not lines:
+            continue
+        cited = lines[span[0] - 1:span[1]] if span is not None else lines
+        words = " ".join(cited).split()
+        for start in range(0, len(words), PASSAGE_WORDS):
+            if len(passages) == PASSAGES_MAX:
+                return passages
+            passages.append(" ".join(words[start:start + PASSAGE_WORDS]))
+    return passages
+
+
 class VectorIndex:
     """One store's vector file; used from the store's lane only (a catch-up may embed elsewhere)."""
 
-    def __init__(self, store: Store, catalog: Catalog) -> None:
+    def __init__(self, store: Store, catalog: Catalog, *, passages_wanted: Callable[[], bool] = _never) -> None:
         self.store = store
         self.catalog = catalog
+        self.passages_wanted = passages_wanted  # index evidence passages (the store's gate takes hybrid candidates)
         self._connection: Any = None
 
     @property
@@ -134,15 +180,18 @@ class VectorIndex:
 
     def _use_model(self, embedder: Embedder) -> None:
         """Empty the index when the model (or its dimensions) changed; the cache keeps other models' vectors."""
-        if self._holds(embedder):
-            return
         db = self._db()
+        if self._holds(embedder):
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_passages'").fetchall():
+                with db:  # a file made before evidence passages
+                    db.execute(_vec_table("vec_passages", embedder))
+            return
         with db:
-            db.execute("DROP TABLE IF EXISTS vec_items")
-            db.execute("DELETE FROM items")
-            db.execute("DELETE FROM progress")
-            db.execute(f"CREATE VIRTUAL TABLE vec_items USING vec0(id INTEGER PRIMARY KEY, partition TEXT "
-                       f"partition key, embedding float[{int(embedder.dimensions)}] distance_metric=cosine)")
+            for table in ("vec_items", "vec_passages"):
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+                db.execute(_vec_table(table, embedder))
+            for table in ("items", "progress", "passages", "passages_done"):
+                db.execute(f"DELETE FROM {table}")
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('model', ?), ('dimensions', ?)",
                        (embedder.fingerprint, str(embedder.dimensions)))
 
@@ -156,8 +205,10 @@ class VectorIndex:
             with db:
                 db.execute("DELETE FROM vec_items WHERE id IN (SELECT id FROM items WHERE partition = ?)",
                            (partition,))
-                db.execute("DELETE FROM items WHERE partition = ?", (partition,))
-                db.execute("DELETE FROM progress WHERE partition = ?", (partition,))
+                db.execute("DELETE FROM vec_passages WHERE id IN (SELECT id FROM passages WHERE partition = ?)",
+                           (partition,))
+                for table in ("items", "progress", "passages", "passages_done"):
+                    db.execute(f"DELETE FROM {table} WHERE partition = ?", (partition,))
         except IndexFailed:
             raise
         except Exception as exc:
@@ -191,10 +242,10 @@ class VectorIndex:
         remaining = plan.wanted
         while remaining and not stop():
             chunk, remaining = remaining[:EMBED_CHUNK], remaining[EMBED_CHUNK:]
-            read = lane(lambda: self._read_chunk(partition, embedder, chunk))
+            read = lane(lambda: self._read_chunk(partition, embedder, chunk, plan.passages))
             if read is None:
                 break  # another model took the file over: its own catch-ups fill it
-            digests, have, missing = read
+            digests, passage_digests, have, missing = read
             if budget is not None and embedded + len(missing) > budget:
                 missing = dict(list(missing.items())[:max(0, budget - embedded)])
                 remaining = []  # the rest waits for the next catch-up
@@ -202,7 +253,8 @@ class VectorIndex:
             if missing:
                 vectors = embedder.embed(list(missing.values()))
                 new = {digest: vector.astype(np.float32).tobytes() for digest, vector in zip(missing, vectors)}
-            stored = lane(lambda: self._store_chunk(partition, embedder, chunk, digests, {**have, **new}, new))
+            stored = lane(lambda: self._store_chunk(partition, embedder, chunk, digests, passage_digests,
+                                                    {**have, **new}, new))
             if stored is None:
                 break
             embedded += len(new)
@@ -214,40 +266,71 @@ class VectorIndex:
         self._use_model(embedder)
         db = self._db()
         catalog_version = self.catalog.version(partition)[0]
-        done = db.execute("SELECT catalog_version FROM progress WHERE partition = ?", (partition,)).fetchall()
-        if done and done[0][0] == catalog_version:
+        passages = self.passages_wanted()
+        done = db.execute("SELECT catalog_version, with_passages FROM progress WHERE partition = ?",
+                          (partition,)).fetchall()
+        if done and done[0][0] == catalog_version and (bool(done[0][1]) or not passages):
             return CatchUp(self.count(partition), 0, 0, 0, 0)
         current = {row.path: row for row in self.catalog.current(partition)}
         known = {path: (item_id, sha) for item_id, path, sha in db.execute(
             "SELECT id, path, sha256 FROM items WHERE partition = ?", (partition,)).fetchall()}
         stale = [item_id for path, (item_id, sha) in known.items()
                  if path not in current or current[path].sha256 != sha]
+        passages_known = dict(db.execute("SELECT path, sha256 FROM passages_done WHERE partition = ?",
+                                         (partition,)).fetchall())
+        stale_passages = [path for path, sha in passages_known.items()
+                          if path not in current or current[path].sha256 != sha]
         with db:
             db.executemany("DELETE FROM vec_items WHERE id = ?", [(item_id,) for item_id in stale])
             db.executemany("DELETE FROM items WHERE id = ?", [(item_id,) for item_id in stale])
+            for path in stale_passages:
+                db.execute("DELETE FROM vec_passages WHERE id IN (SELECT id FROM passages WHERE partition = ? "
+                           "AND path = ?)", (partition, path))
+                db.execute("DELETE FROM passages WHERE partition = ? AND path = ?", (partition, path))
+                db.execute("DELETE FROM passages_done WHERE partition = ? AND path = ?", (partition, path))
         fresh = {path for path, (_, sha) in known.items() if path in current and current[path].sha256 == sha}
-        wanted = sorted((row for path, row in current.items() if path not in fresh),
+        with_passages = {path for path, sha in passages_known.items()
+                         if path in current and current[path].sha256 == sha}
+        wanted = sorted((row for path, row in current.items() if path not in fresh or (
+                            passages and row.kind == "page" and path not in with_passages)),
                         key=lambda row: (row.updated_at or "", row.path), reverse=True)
-        return _Plan(catalog_version, wanted, len(stale))
+        return _Plan(catalog_version, wanted, len(stale), passages)
 
-    def _read_chunk(self, partition: str, embedder: Embedder, chunk: list[RecordRow]
-                    ) -> tuple[dict[str, str], dict[str, bytes], dict[str, str]] | None:
-        """The chunk's text digests by path, the vectors the cache has, and the texts it lacks by digest."""
+    def _read_chunk(self, partition: str, embedder: Embedder, chunk: list[RecordRow], passages: bool
+                    ) -> tuple[dict[str, str], dict[str, list[str]], dict[str, bytes], dict[str, str]] | None:
+        """The chunk's text digests by path, its pages' evidence passage digests by path (those not in yet,
+        when ``passages``), the vectors the cache has, and the texts it lacks by digest."""
         if not self._holds(embedder):
             return None
         texts = self._texts(partition, chunk)
         digests = {row.path: text_digest(text) for row, text in zip(chunk, texts) if text is not None}
-        have = self._cached(embedder.fingerprint, set(digests.values()))
-        missing: dict[str, str] = {}
-        for row, text in zip(chunk, texts):
-            digest = digests.get(row.path)
-            if text is not None and digest not in have:
-                missing.setdefault(digest, text)
-        return digests, have, missing
+        wanted = {digests[row.path]: text for row, text in zip(chunk, texts) if text is not None}
+        passage_digests: dict[str, list[str]] = {}
+        if passages:
+            done = self._passages_done(partition, chunk)
+            lines = _SourceLines(self, partition)
+            for row in chunk:
+                if row.kind == "page" and row.path in digests and row.path not in done:
+                    cut = evidence_passages(row.frontmatter.get("evidence"), lines)
+                    passage_digests[row.path] = [text_digest(text) for text in cut]
+                    wanted.update(zip(passage_digests[row.path], cut))
+        have = self._cached(embedder.fingerprint, set(wanted))
+        missing = {digest: text for digest, text in wanted.items() if digest not in have}
+        return digests, passage_digests, have, missing
+
+    def _passages_done(self, partition: str, chunk: list[RecordRow]) -> set[str]:
+        """The chunk's pages whose evidence passages are in, for the revision in the chunk."""
+        rows = self._db().execute(
+            f"SELECT path, sha256 FROM passages_done WHERE partition = ? AND path IN ({', '.join('?' * len(chunk))})",
+            (partition, *(row.path for row in chunk))).fetchall()
+        shas = {row.path: row.sha256 for row in chunk}
+        return {path for path, sha in rows if shas.get(path) == sha}
 
     def _store_chunk(self, partition: str, embedder: Embedder, chunk: list[RecordRow], digests: dict[str, str],
-                     have: dict[str, bytes], new: dict[str, bytes]) -> int | None:
-        """Cache the new vectors and index the chunk's records that have one; how many came from the cache."""
+                     passage_digests: dict[str, list[str]], have: dict[str, bytes], new: dict[str, bytes]
+                     ) -> int | None:
+        """Cache the new vectors and index the chunk's records that have one, and the evidence passages of its
+        pages that have all of theirs; how many record vectors came from the cache."""
         if not self._holds(embedder):
             return None
         db = self._db()
@@ -256,6 +339,9 @@ class VectorIndex:
             (partition, *(row.path for row in chunk))).fetchall()}
         rows = [(row, digests[row.path]) for row in chunk
                 if digests.get(row.path) in have and row.path not in indexed]
+        done = self._passages_done(partition, chunk) if passage_digests else set()
+        pages = [row for row in chunk if row.path in passage_digests and row.path not in done
+                 and all(digest in have for digest in passage_digests[row.path])]
         with db:
             db.executemany("INSERT OR REPLACE INTO vectors (model, text_sha, vector) VALUES (?, ?, ?)",
                            [(embedder.fingerprint, digest, vector) for digest, vector in new.items()])
@@ -264,17 +350,32 @@ class VectorIndex:
                            (partition, row.path, row.record_id, row.revision, row.sha256))
                 db.execute("INSERT INTO vec_items (id, partition, embedding) VALUES (?, ?, ?)",
                            (db.last_insert_rowid(), partition, have[digest]))
+            for row in pages:
+                for digest in passage_digests[row.path]:
+                    db.execute("INSERT INTO passages (partition, path, sha256) VALUES (?, ?, ?)",
+                               (partition, row.path, row.sha256))
+                    db.execute("INSERT INTO vec_passages (id, partition, embedding) VALUES (?, ?, ?)",
+                               (db.last_insert_rowid(), partition, have[digest]))
+                db.execute("INSERT OR REPLACE INTO passages_done (partition, path, sha256) VALUES (?, ?, ?)",
+                           (partition, row.path, row.sha256))
         return sum(1 for _, digest in rows if digest not in new)
 
     def _finish(self, partition: str, embedder: Embedder, plan: "_Plan", embedded: int, cached: int) -> CatchUp:
-        """Record the catalog version as matched when every current record is indexed and the catalog has
-        not moved on since the plan (then the next catch-up compares again)."""
+        """Record the catalog version as matched when every current record is indexed (with its passages, when
+        they are wanted) and the catalog has not moved on since the plan (then the next catch-up compares
+        again)."""
         indexed = self.count(partition)
         pending = max(0, self.catalog.current_count(partition) - indexed)
+        if plan.passages:
+            pages = sum(count for (kind, _), count in self.catalog.current_counts(partition).items()
+                        if kind == "page")
+            with_passages = self._db().execute("SELECT COUNT(*) FROM passages_done WHERE partition = ?",
+                                               (partition,)).fetchall()[0][0]
+            pending += max(0, pages - with_passages)
         if pending == 0 and self._holds(embedder) and self.catalog.version(partition)[0] == plan.catalog_version:
             with self._db():
-                self._db().execute("INSERT OR REPLACE INTO progress (partition, catalog_version) VALUES (?, ?)",
-                                   (partition, plan.catalog_version))
+                self._db().execute("INSERT OR REPLACE INTO progress (partition, catalog_version, with_passages) "
+                                   "VALUES (?, ?, ?)", (partition, plan.catalog_version, int(plan.passages)))
         return CatchUp(indexed, embedded, cached, plan.removed, pending)
 
     def _holds(self, embedder: Embedder) -> bool:
@@ -349,6 +450,23 @@ class VectorIndex:
             raise IndexFailed(f"the vector index could not be searched: {exc}", partition=partition) from exc
         return [(path, 1.0 - float(distance)) for path, distance in rows]
 
+    def nearest_passages(self, partition: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The pages whose evidence passages are closest to ``vector`` among the ``k`` nearest passages, as
+        (path, cosine similarity of the page's nearest passage), best first; empty while none are indexed."""
+        k = max(1, min(k, KNN_MAX))
+        query = np.asarray(vector, dtype=np.float32).tobytes()
+        try:
+            rows = self._db().execute(
+                "SELECT p.path, v.distance FROM vec_passages v JOIN passages p ON p.id = v.id "
+                "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? ORDER BY v.distance",
+                (query, k, partition)).fetchall()
+        except Exception as exc:
+            raise IndexFailed(f"the vector index could not be searched: {exc}", partition=partition) from exc
+        best: dict[str, float] = {}
+        for path, distance in rows:
+            best.setdefault(path, 1.0 - float(distance))
+        return list(best.items())
+
     def similarities(self, partition: str, vector: np.ndarray, paths: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each of ``paths`` that has a vector."""
         if not paths:
@@ -367,6 +485,37 @@ class VectorIndex:
         return self._db().execute("SELECT COUNT(*) FROM items WHERE partition = ?", (partition,)).fetchall()[0][0]
 
 
+class _SourceLines:
+    """The lines of a partition's retained text sources, each read once (on the lane): None for a source that
+    is gone, not text, or larger than ``PASSAGE_SOURCE_MAX_BYTES``."""
+
+    def __init__(self, index: VectorIndex, partition: str) -> None:
+        self.index = index
+        self.partition = partition
+        self._read: dict[str, list[str] | None] = {}
+
+    def __call__(self, source_id: str) -> list[str] | None:
+        if source_id not in self._read:
+            self._read[source_id] = self._lines(source_id)
+        return self._read[source_id]
+
+    def _lines(self, source_id: str) -> list[str] | None:
+        row = self.index.catalog.source(self.partition, source_id)
+        if row is None or row.retained_path is None:
+            return None
+        try:
+            data, _ = read_file(self.index.store.partition_root(self.partition), row.retained_path,
+                                max_bytes=PASSAGE_SOURCE_MAX_BYTES)
+            return data.decode("utf-8").splitlines()
+        except (KnowledgeError, UnicodeDecodeError):
+            return None
+
+
+def _vec_table(name: str, embedder: Embedder) -> str:
+    return (f"CREATE VIRTUAL TABLE {name} USING vec0(id INTEGER PRIMARY KEY, partition TEXT partition key, "
+            f"embedding float[{int(embedder.dimensions)}] distance_metric=cosine)")
+
+
 def _open(path: Path) -> Any:
     import apsw
     import sqlite_vec
@@ -381,6 +530,9 @@ def _open(path: Path) -> Any:
         connection.execute("PRAGMA synchronous = NORMAL")  # derived data: a lost tail is rebuilt, not lost
         with connection:
             connection.execute(_SCHEMA)
+            columns = {row[1] for row in connection.execute("PRAGMA table_info(progress)").fetchall()}
+            if "with_passages" not in columns:  # a file made before evidence passages
+                connection.execute("ALTER TABLE progress ADD COLUMN with_passages INTEGER NOT NULL DEFAULT 0")
         connection.execute("SELECT COUNT(*) FROM items").fetchall()
     except BaseException:
         connection.close()
