@@ -260,6 +260,8 @@ def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: Ch
         settings = json.loads(json.dumps(raw))
         settings["recallGate"] = {**settings.get("recallGate", {}), "candidates": mode, "journal": False}
         engine.settings.save(parse_settings(settings))
+        # What the vector index holds follows the settings (hybrid's evidence passages): let it catch up first.
+        engine.runtime(engine.authorizer.authorize(caller).store).vectors_settled(LOAD_TIMEOUT_S)
         say(f"quality: {len(questions)} turns, {mode} candidates ...")
         turns = []
         for question in questions:
