@@ -1,7 +1,8 @@
 """``knowledge desktop``: the QApplication and the window.
 
-The application keeps Qt's platform style and palette, so it follows the
-system's light or dark mode; nothing in the views sets a colour of its own.
+The application keeps Qt's platform style; its palette follows the system's
+light or dark colour scheme, or the theme chosen in View › Theme
+(``desktop/theme.py``).  The sidebar's icon font is read here, at start.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 from engine.state.statedir import StateDir
 
 from .main_window import MainWindow
+from .sidebar import load_icons
 from .tasks import EngineTasks
 
 APP_NAME = "Knowledge Desk"
@@ -25,6 +27,7 @@ def application(argv: list[str] | None = None) -> QApplication:
         app = QApplication(argv if argv is not None else [sys.argv[0]])
     app.setApplicationName(APP_NAME)
     app.setDesktopFileName("knowledge-desk")
+    load_icons()
     return app
 
 

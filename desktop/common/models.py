@@ -26,6 +26,7 @@ class Column:
     value: Callable[[Row], Any]
     tooltip: Callable[[Row], Any] | None = None
     align_right: bool = False
+    stretch: bool = False  # the text column that takes the table's spare width (else the last one does)
 
 
 def text_of(value: Any) -> str:

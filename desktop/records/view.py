@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -38,7 +37,7 @@ def _type(row: Row) -> str:
 
 
 RECORD_COLUMNS = [
-    Column("Title", lambda r: r.get("title") or r.get("id")),
+    Column("Title", lambda r: r.get("title") or r.get("id"), stretch=True),
     Column("Kind", lambda r: r.get("kind")),
     Column("Type", _type),
     Column("Updated", lambda r: r.get("updatedAt")),
@@ -121,8 +120,6 @@ class RecordsView(QWidget):
 
         self.page = RecordPage(tasks, self)
         self.page.sig_record_requested.connect(self.open_record)
-        back = QShortcut(QKeySequence(QKeySequence.StandardKey.Back), self)
-        back.activated.connect(self.go_back)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(self.page)
@@ -133,7 +130,6 @@ class RecordsView(QWidget):
 
     def _list(self, model: PagedModel) -> QTableView:
         view = table(model)
-        view.horizontalHeader().resizeSection(0, 240)
         view.activated.connect(self._on_row_activated)
         view.clicked.connect(self._on_row_activated)
         return view

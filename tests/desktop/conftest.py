@@ -63,6 +63,16 @@ def gui_thread_guard() -> Iterator[GuiThreadGuard]:
 
 
 @pytest.fixture(autouse=True)
+def desk_icons(request: pytest.FixtureRequest) -> None:
+    """The application reads its icon font at start (``desktop.app.application``); Qt tests do too."""
+    if "qtbot" in request.fixturenames or "qapp" in request.fixturenames:
+        request.getfixturevalue("qapp")
+        from desktop.sidebar import load_icons
+
+        load_icons()
+
+
+@pytest.fixture(autouse=True)
 def no_dangling_desktop_threads() -> Iterator[None]:
     before = set(threading.enumerate())
     yield
