@@ -81,6 +81,9 @@ class AgentsView(QWidget):
         self.agents_table = table(self.agents_model)
         self.stores_table = table(self.stores_model)
         self.agents_table.selectionModel().selectionChanged.connect(self._update_actions)
+        self.agents_table.set_empty_text("No agents yet. Add one with Add agent… (Ctrl+N); its token is shown once, "
+                                         "with a ready configuration for its MCP client.")
+        self.stores_table.set_empty_text("No stores yet: an agent's own store is created the first time it is used.")
 
         self.add_button = QPushButton("&Add agent…")
         self.add_button.setToolTip("Register an agent; its token is shown once (Engine › Add agent…, Ctrl+N)")

@@ -134,6 +134,11 @@ class PagedModel(RowsModel):
             self.fetchMore(QModelIndex())
 
     @property
+    def source_set(self) -> bool:
+        """Whether the model lists something (a source was given), even if it has no rows."""
+        return self._source is not None
+
+    @property
     def loading(self) -> bool:
         return self._loading
 

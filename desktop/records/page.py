@@ -117,6 +117,7 @@ class RecordPage(QWidget):
             browser.sig_link_activated.connect(self._on_link_activated)
         self.history_model = RowsModel(HISTORY_COLUMNS, self)
         self.history_table = table(self.history_model)
+        self.history_table.set_empty_text("Choose a record to see its revisions.")
         self.history_table.selectionModel().selectionChanged.connect(self._on_revision_selected)
         self.diff = QPlainTextEdit()
         self.diff.setReadOnly(True)

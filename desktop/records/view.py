@@ -82,7 +82,7 @@ class RecordsView(QWidget):
 
         self.include_all = QCheckBox("Include &non-current records")
         self.include_all.setToolTip("Historical, withdrawn, superseded and invalid records too")
-        self.include_all.toggled.connect(lambda _: self.refresh())
+        self.include_all.toggled.connect(lambda _: (self._describe_empty(), self.refresh()))
         self.recent_table = self._list(self.recent_model)
         self.types_table = table(self.types_model)
         self.types_table.selectionModel().selectionChanged.connect(self._on_type_selected)
@@ -127,6 +127,24 @@ class RecordsView(QWidget):
         splitter.setSizes([480, 800])
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
+        self._describe_empty()
+
+    def _describe_empty(self) -> None:
+        """What each empty list says: what is empty and what to do (for the agent in view)."""
+        if self.agent is None:
+            for view in (self.recent_table, self.types_table, self.browse_table, self.search_table):
+                view.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to see its records.")
+            return
+        hidden = "" if self.include_all.isChecked() else " Older revisions are hidden: tick Include non-current records."
+        self.recent_table.set_empty_text(f"No current records in {self.agent}'s private partition yet. They appear "
+                                         f"here as soon as the agent saves knowledge.{hidden}")
+        self.types_table.set_empty_text(f"No record types yet: {self.agent}'s private partition holds no records.")
+        self.browse_table.set_empty_text("Choose a type above to list its records.")
+        text = self.query.text().strip()
+        self.search_table.set_empty_text(
+            f"No record of {self.agent} matches \u201c{text}\u201d. Try fewer or other words."
+            if text and self.search_model.source_set else
+            f"Type words above and press Enter to search {self.agent}'s records (titles, aliases and text).")
 
     def _list(self, model: PagedModel) -> QTableView:
         view = table(model)
@@ -142,6 +160,7 @@ class RecordsView(QWidget):
         self.agent = agent
         self._back.clear()
         self.page.clear()
+        self._describe_empty()
         self.refresh()
 
     def refresh(self) -> None:
@@ -208,6 +227,7 @@ class RecordsView(QWidget):
         self.modes.setCurrentIndex(2)
         self.search_summary.setText("Searching…")
         self._run_search(text)
+        self._describe_empty()
 
     def _run_search(self, text: str) -> None:
         agent = self.agent
