@@ -174,7 +174,7 @@ class MainWindow(QMainWindow):
         views = QActionGroup(self)
         self.view_actions: list[QAction] = []
         for number, view in enumerate(self.views, start=1):
-            made = action(view.title, f"Ctrl+{number}" if number <= 9 else None,
+            made = action(view.title.replace("&", "&&"), f"Ctrl+{number}" if number <= 9 else None,
                           lambda _=False, n=number: self.show_view(n - 1), menu="View")
             made.setCheckable(True)
             views.addAction(made)

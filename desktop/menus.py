@@ -48,11 +48,11 @@ class MenuBar:
         made.setObjectName(f"menu{name.replace(' ', '')}")
         made.menuAction().setObjectName(f"menu{name.replace(' ', '')}Action")
         after = self._rank(name)
-        before = next((self.menus[other] for other in self.menus if self._rank(other) > after), None)
-        if before is None:
+        later = [other for other in self.menus if self._rank(other) > after]
+        if not later:
             self.bar.addMenu(made)
         else:
-            self.bar.insertMenu(before.menuAction(), made)
+            self.bar.insertMenu(self.menus[min(later, key=self._rank)].menuAction(), made)
         self.menus[name] = made
         return made
 
