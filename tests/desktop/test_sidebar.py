@@ -10,9 +10,11 @@ from PySide6.QtGui import QIcon
 
 from desktop.client import OperatorClient
 from desktop.sidebar import ICONS
-from tests.desktop.test_live import open_window, save_page, served_again  # noqa: F401 - fixtures
+from tests.desktop import test_live
+from tests.desktop.test_live import save_page
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")
+served_again, open_window = test_live.served_again, test_live.open_window  # the live tests' fixtures
 
 
 @pytest.fixture
@@ -48,7 +50,7 @@ def engine_counts(state, agent: str = "main") -> dict[str, int]:
     return results
 
 
-def test_every_view_has_an_icon_drawn_in_the_palette(qtbot, served_again, open_window) -> None:  # noqa: F811
+def test_every_view_has_an_icon_drawn_in_the_palette(qtbot, served_again, open_window) -> None:
     window = open_window(served_again.state)
     sidebar = window.navigation
     assert sidebar.count() == len(window.views)
@@ -60,7 +62,7 @@ def test_every_view_has_an_icon_drawn_in_the_palette(qtbot, served_again, open_w
 
 
 def test_the_counts_are_the_engines_and_follow_an_agents_write_without_f5(
-        qtbot, served_again, open_window) -> None:  # noqa: F811
+        qtbot, served_again, open_window) -> None:
     window = open_window(served_again.state)
     sidebar = window.navigation
     views = {"agents": window.agents_view, "records": window.records_view, "approvals": window.approvals_view,
