@@ -265,7 +265,12 @@ class DeskTable(QTableView):
                 cut = min(excess, widths[widest] - floors[widest], max(1, widths[widest] - second))
                 widths[widest] -= cut
                 excess -= cut
-            del widths[stretch]  # the header stretches it over what is left
+            left = available - sum(widths[c] for c in others)
+            mode = QHeaderView.ResizeMode.Stretch if left >= floors[stretch] else QHeaderView.ResizeMode.Interactive
+            header.setSectionResizeMode(stretch, mode)
+            if mode == QHeaderView.ResizeMode.Stretch:
+                del widths[stretch]  # the header stretches it over what is left
+            # else too narrow for all of them: the text column keeps its own width, and the table scrolls
         self._fitting = True
         try:
             for column, width in widths.items():
