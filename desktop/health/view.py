@@ -88,8 +88,8 @@ class HealthView(QWidget):
     def _on_health(self, health: dict[str, Any]) -> None:
         self.summary.rerender_with(lambda: self.summary.show_html(summary_html(health)))
         self.findings_table.set_empty_text(
-            "No validation findings: every record file of the partition is valid." if health.get("ok") is not False
-            and (health.get("store") or {}).get("status") == "ok" else
+            "No validation findings: every record file of the partition is valid."
+            if (health.get("store") or {}).get("status") == "ok" and not health.get("problem") else
             "No findings to show: the store cannot be checked (see above).")
         self.findings_model.set_rows(health.get("findings") or [])
         self.findings_table.resizeColumnsToContents()
