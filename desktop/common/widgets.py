@@ -172,7 +172,7 @@ class MessageBar(QFrame):
 
 
 MAX_COLUMN_PX = 320  # a column sized to its contents is at most this wide; the text column takes the rest
-MIN_TEXT_COLUMN_PX = 160  # what the text column keeps before the others are narrowed
+MIN_TEXT_COLUMN_PX = 140  # what the text column keeps before the others are narrowed
 
 
 class DeskTable(QTableView):

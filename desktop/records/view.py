@@ -124,7 +124,7 @@ class RecordsView(QWidget):
         splitter.addWidget(left)
         splitter.addWidget(self.page)
         splitter.setStretchFactor(1, 2)
-        splitter.setSizes([480, 800])
+        splitter.setSizes([600, 680])  # room for the lists' columns beside their titles
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
         self._describe_empty()

@@ -49,7 +49,7 @@ def test_search_results_show_score_and_snippet_without_dragging_a_splitter(qtbot
     qtbot.waitUntil(lambda: in_view(results, 3) and in_view(results, 4), timeout=5_000)
     assert records.search_model.rowCount() > 0
     assert results.horizontalScrollBar().maximum() == 0  # nothing to scroll to
-    assert results.horizontalHeader().sectionSize(4) >= 120  # the snippet has room to be read
+    assert results.horizontalHeader().sectionSize(4) >= 140  # the snippet has room to be read
     assert headers_readable(results) == []
 
 
