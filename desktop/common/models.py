@@ -27,6 +27,7 @@ class Column:
     tooltip: Callable[[Row], Any] | None = None
     align_right: bool = False
     stretch: bool = False  # the text column that takes the table's spare width (else the last one does)
+    max_width: int | None = None  # sized to its contents up to this many pixels (else the table's cap)
 
 
 def text_of(value: Any) -> str:

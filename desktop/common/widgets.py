@@ -171,7 +171,7 @@ class MessageBar(QFrame):
             self._apply_colours()
 
 
-MAX_COLUMN_PX = 320  # a column sized to its contents is at most this wide; the text column takes the rest
+MAX_COLUMN_PX = 260  # a column sized to its contents is at most this wide; the text column takes the rest
 MIN_TEXT_COLUMN_PX = 140  # what the text column keeps before the others are narrowed
 
 
@@ -248,7 +248,9 @@ class DeskTable(QTableView):
             return
         shown = [c for c in range(model.columnCount()) if not header.isSectionHidden(c)]
         floors = {c: header.sectionSizeHint(c) for c in shown}  # the header's text, margins and sort arrow
-        widths = {c: max(floors[c], min(self.sizeHintForColumn(c), MAX_COLUMN_PX)) for c in shown}
+        caps = [getattr(column, "max_width", None) or MAX_COLUMN_PX for column in getattr(model, "columns", [])]
+        widths = {c: max(floors[c], min(self.sizeHintForColumn(c), caps[c] if c < len(caps) else MAX_COLUMN_PX))
+                  for c in shown}
         stretch = self.stretch_column if self.stretch_column in widths else None
         if stretch is not None:
             # The width the columns share, leaving room for a vertical scroll bar that may appear.

@@ -44,7 +44,7 @@ RECORD_COLUMNS = [
     Column("Status", lambda r: r.get("status")),
 ]
 SEARCH_COLUMNS = [
-    Column("Title", lambda r: r.get("title") or r.get("id")),
+    Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200),  # the snippet says more
     Column("Kind", lambda r: r.get("kind")),
     Column("Type", _type),
     Column("Score", lambda r: r.get("score"), align_right=True),
