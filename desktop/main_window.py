@@ -50,6 +50,7 @@ from .theme import THEMES, ThemeController, desk_settings
 from .vocabulary.view import VocabularyView
 
 LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
+COUNTED_TOPICS = {"publications", "stores", "grants", "jobs"}  # the changes that can move a sidebar count
 
 
 class MainWindow(QMainWindow):
@@ -292,7 +293,7 @@ class MainWindow(QMainWindow):
                 getattr(view, "live_refresh", view.refresh)()
             elif number in self._shown:
                 self._stale.add(number)
-        if concerned:
+        if resync or any(change.get("topic") in COUNTED_TOPICS for change in changes):
             self._refresh_counts()
         self.sig_live_applied.emit(sorted(self.views[n].title for n in concerned))
 

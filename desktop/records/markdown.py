@@ -110,11 +110,7 @@ def _validate_link(url: str) -> bool:
 
 
 class _BodyRenderer(RendererHTML):
-    """markdown-it's HTML renderer, with images in words and record links resolved against ``known``."""
-
-    def __init__(self, parser: Any = None) -> None:
-        super().__init__(parser)
-        self.known: Known = {}
+    """markdown-it's HTML renderer, with images in words and record links resolved against ``env["known"]``."""
 
     def image(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]
@@ -125,7 +121,8 @@ class _BodyRenderer(RendererHTML):
 
     def wikilink(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
         target, label = tokens[idx].meta["target"], tokens[idx].meta["label"]
-        record = self.known.get(target) or self.known.get(target.casefold())
+        known: Known = env.get("known") or {}
+        record = known.get(target) or known.get(target.casefold())
         if record is not None:
             shown = label or (target if target != record["id"] else record.get("title") or target)
             return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}">{esc(shown)}</a>'
@@ -144,18 +141,12 @@ def _parser() -> MarkdownIt:
     return parser
 
 
-_PARSER = _parser()
+PARSER = _parser()  # holds no state between renders: what a body may link to comes in its env
 
 
 def body_html(text: str, known: Known | None = None) -> str:
     """The body's Markdown as safe HTML, record links resolved against ``known`` (see ``known_records``)."""
-    renderer = _PARSER.renderer
-    assert isinstance(renderer, _BodyRenderer)
-    renderer.known = known or {}
-    try:
-        return _PARSER.render(text or "")
-    finally:
-        renderer.known = {}
+    return PARSER.render(text or "", {"known": known or {}})
 
 
 def wikilink_target(path: str) -> str | None:
