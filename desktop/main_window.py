@@ -159,7 +159,8 @@ class MainWindow(QMainWindow):
                 toolbar.addAction(made)
             return made
 
-        self.quit_action = action("&Quit", QKeySequence.StandardKey.Quit, self.close,
+        # Ctrl+Q by name: Qt's standard Quit key is empty on platforms without a desktop theme.
+        self.quit_action = action("&Quit", "Ctrl+Q", self.close,
                                   tip="Close the window; the engine keeps serving agents")
         self.quit_action.setMenuRole(QAction.MenuRole.QuitRole)
         self.stop_action = action("Quit and &stop the engine", "Ctrl+Shift+Q", self.quit_and_stop_engine,

@@ -62,6 +62,7 @@ def test_every_action_of_the_window_is_in_a_menu_with_its_shortcut(qtbot, window
     shortcuts = {(menu, text): key for menu, text, key in window.menus.shortcuts()}
     native = QKeySequence.SequenceFormat.NativeText
     assert shortcuts[("File", "Quit and stop the engine")] == QKeySequence("Ctrl+Shift+Q").toString(native)
+    assert shortcuts[("File", "Quit")] == QKeySequence("Ctrl+Q").toString(native)
     assert shortcuts[("Edit", "Find records…")] == QKeySequence(QKeySequence.StandardKey.Find).toString(native)
     assert shortcuts[("View", "Refresh")] == QKeySequence(QKeySequence.StandardKey.Refresh).toString(native)
     assert ("View", "Choose agent") in shortcuts and ("Engine", "Add agent…") in shortcuts
@@ -154,3 +155,9 @@ def test_a_stale_attached_handle_stops_nothing(tmp_path, served) -> None:
     with pytest.raises(launcher.EngineError, match="inside this program"):  # the served engine is this process
         launcher.stop_engine(launcher.EngineHandle(served.read_engine_info()), served)
     assert served.read_engine_info() is not None
+
+
+def test_ctrl_q_closes_the_window_and_leaves_the_engine_serving(qtbot, window, served) -> None:
+    qtbot.keyClick(window, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5_000)
+    assert served.read_engine_info() is not None  # the engine keeps serving agents
