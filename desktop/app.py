@@ -2,7 +2,7 @@
 
 The application keeps Qt's platform style; its palette follows the system's
 light or dark colour scheme, or the theme chosen in View › Theme
-(``desktop/theme.py``).  The sidebar's icon font is read here, at start.
+(``desktop/theme.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from PySide6.QtWidgets import QApplication
 from engine.state.statedir import StateDir
 
 from .main_window import MainWindow
-from .sidebar import load_icons
 from .tasks import EngineTasks
 
 APP_NAME = "Knowledge Desk"
@@ -27,7 +26,6 @@ def application(argv: list[str] | None = None) -> QApplication:
         app = QApplication(argv if argv is not None else [sys.argv[0]])
     app.setApplicationName(APP_NAME)
     app.setDesktopFileName("knowledge-desk")
-    load_icons()
     return app
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -195,7 +195,6 @@ class MainWindow(QMainWindow):
         action("&Keyboard shortcuts", "F1", self.show_shortcuts, menu="Help")
         about = action("&About Knowledge Desk", None, self.show_about, menu="Help")
         about.setMenuRole(QAction.MenuRole.AboutRole)
-        self._paint_icons()
 
     def _build_theme_menu(self) -> None:
         menu = self.menus.menu("View").addMenu("&Theme")
@@ -211,11 +210,19 @@ class MainWindow(QMainWindow):
             self.theme_actions[choice] = made
 
     def _paint_icons(self) -> None:
+        """The sidebar's and the toolbar's icons (once the window has painted, and after a theme change)."""
+        self.navigation.paint_icons()
         self.find_action.setIcon(icon("mdi6.magnify"))
         self.refresh_action.setIcon(icon("mdi6.refresh"))
 
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        if not self.navigation.icons_painted:
+            QTimer.singleShot(0, self, self._paint_icons)  # after the first paint, which does not wait for the font
+
     def _on_theme_applied(self, _applied: str) -> None:
-        self._paint_icons()
+        if self.navigation.icons_painted:
+            self._paint_icons()
 
     def show_shortcuts(self) -> None:
         self.shortcuts_dialog = ShortcutsDialog(self.menus.shortcuts(), self)

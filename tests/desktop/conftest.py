@@ -64,7 +64,7 @@ def gui_thread_guard() -> Iterator[GuiThreadGuard]:
 
 @pytest.fixture(autouse=True)
 def desk_icons(request: pytest.FixtureRequest) -> None:
-    """The application reads its icon font at start (``desktop.app.application``); Qt tests do too."""
+    """The window reads its icon font once it has painted, on the GUI thread; tests read it before the guard."""
     if "qtbot" in request.fixturenames or "qapp" in request.fixturenames:
         request.getfixturevalue("qapp")
         from desktop.sidebar import load_icons

@@ -79,3 +79,19 @@ def test_the_counts_are_the_engines_and_follow_an_agents_write_without_f5(
         save_page(served_again, token, "Counted as it is written")  # the window is on Agents & stores, not Records
     assert sidebar.count_of(window.records_view) == expected["records"] + 1
     assert window.current_view() is window.agents_view
+
+
+def test_the_icons_are_painted_once_the_window_shows_not_before(qtbot, served, tmp_path) -> None:
+    from desktop.main_window import MainWindow
+    from desktop.tasks import EngineTasks
+
+    tasks = EngineTasks()
+    window = MainWindow(tasks, served)
+    qtbot.addWidget(window)
+    try:
+        assert not window.navigation.icons_painted and window.navigation.item(0).icon().isNull()
+        window.show()  # the first paint does not wait for the icon font
+        qtbot.waitUntil(lambda: window.navigation.icons_painted, timeout=5_000)
+        assert not window.navigation.item(0).icon().isNull() and not window.refresh_action.icon().isNull()
+    finally:
+        tasks.shutdown()
