@@ -135,9 +135,12 @@ class RecordsView(QWidget):
             for view in (self.recent_table, self.types_table, self.browse_table, self.search_table):
                 view.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to see its records.")
             return
-        hidden = "" if self.include_all.isChecked() else " Older revisions are hidden: tick Include non-current records."
-        self.recent_table.set_empty_text(f"No current records in {self.agent}'s private partition yet. They appear "
-                                         f"here as soon as the agent saves knowledge.{hidden}")
+        every = self.include_all.isChecked()
+        hidden = "" if every else (" Historical, withdrawn and superseded records are hidden: tick Include "
+                                   "non-current records to list them.")
+        self.recent_table.set_empty_text(f"No {'' if every else 'current '}records in {self.agent}'s private "
+                                         f"partition yet. They appear here as soon as the agent saves knowledge."
+                                         f"{hidden}")
         self.types_table.set_empty_text(f"No record types yet: {self.agent}'s private partition holds no records.")
         self.browse_table.set_empty_text("Choose a type above to list its records.")
         text = self.query.text().strip()
