@@ -1,7 +1,8 @@
 """``knowledge desktop``: the QApplication and the window.
 
-The application keeps Qt's platform style and palette, so it follows the
-system's light or dark mode; nothing in the views sets a colour of its own.
+The application keeps Qt's platform style; its palette follows the system's
+light or dark colour scheme, or the theme chosen in View › Theme
+(``desktop/theme.py``).
 """
 
 from __future__ import annotations

@@ -96,10 +96,24 @@ def start_engine(state: StateDir, *, demo: bool = False, timeout: float = START_
                                      f"see {state.root / LOG_NAME}")
 
 
-def stop_engine(handle: EngineHandle) -> None:
-    """Stop an engine this window started (it finishes its work and removes engine.json)."""
-    if handle.started_pid is not None and _alive(handle.started_pid):
-        os.kill(handle.started_pid, signal.SIGTERM)
+def stop_engine(handle: EngineHandle, state: StateDir | None = None) -> None:
+    """Stop the engine (it finishes its work and removes engine.json): one this window started, or,
+    given ``state``, the one it attached to while ``engine.json`` still names that process.
+
+    An engine serving inside this very process (an embedding program's) is never signalled.
+    """
+    if handle.started_pid is not None:
+        pid: Any = handle.started_pid
+    else:
+        current = state.read_engine_info() if state is not None else None
+        pid = handle.info.get("pid")
+        if current is None or current.get("pid") != pid or current.get("started_at") != handle.info.get("started_at"):
+            raise EngineError("unreachable", "The engine this window attached to is no longer the one running; "
+                                             "nothing was stopped")
+    if pid == os.getpid():
+        raise EngineError("refused", "The engine runs inside this program; it stops when the program does")
+    if _alive(pid):
+        os.kill(pid, signal.SIGTERM)
 
 
 def connect(state: StateDir, *, demo: bool = False) -> tuple[OperatorClient, EngineHandle]:

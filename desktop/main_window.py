@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSize, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
-    QListWidget,
     QMainWindow,
+    QMessageBox,
     QStackedWidget,
     QToolBar,
     QVBoxLayout,
@@ -39,14 +39,18 @@ from .common.widgets import MessageBar
 from .gate.view import GateView
 from .health.view import HealthView
 from .live import EngineWatch
+from .menus import MenuBar, ShortcutsDialog
 from .model_manager.view import ModelsView
 from .partitions.view import PartitionsView
 from .preview.view import PreviewView
 from .records.view import RecordsView
+from .sidebar import Sidebar, SidebarCounts, icon
 from .tasks import EngineTasks
+from .theme import THEMES, ThemeController, desk_settings
 from .vocabulary.view import VocabularyView
 
 LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
+COUNTED_TOPICS = {"publications", "stores", "grants", "jobs"}  # the changes that can move a sidebar count
 
 
 class MainWindow(QMainWindow):
@@ -56,8 +60,11 @@ class MainWindow(QMainWindow):
     sig_live_applied = Signal(object)
     """A batch of the engine's change notifications was applied (the views it reloaded)."""
 
-    def __init__(self, tasks: EngineTasks, state: StateDir, parent: QWidget | None = None) -> None:
+    def __init__(self, tasks: EngineTasks, state: StateDir, parent: QWidget | None = None, *,
+                 settings: QSettings | None = None) -> None:
         super().__init__(parent)
+        self.theme = ThemeController(settings if settings is not None else desk_settings(), self)
+        self.theme.apply()
         self.tasks = tasks
         self.state = state
         self.handle: launcher.EngineHandle | None = None
@@ -92,12 +99,13 @@ class MainWindow(QMainWindow):
         self.watch.sig_engine_found.connect(self._on_engine_found)
         self.watch.sig_engine_lost.connect(self._on_engine_lost)
 
-        self.navigation = QListWidget()
-        self.navigation.setFixedWidth(190)
+        self.navigation = Sidebar(self.views)
+        self.navigation.setFixedWidth(230)
+        self.counts = SidebarCounts(tasks, self.navigation, {
+            "agents": self.agents_view, "records": self.records_view, "approvals": self.approvals_view,
+            "partitions": self.partitions_view, "models": self.models_view}, parent=self)
         self.stack = QStackedWidget()
-        for number, view in enumerate(self.views, start=1):
-            self.navigation.addItem(view.title)
-            self.navigation.item(number - 1).setToolTip(f"{view.title} (Ctrl+{number})")
+        for view in self.views:
             self.stack.addWidget(view)
         self.navigation.currentRowChanged.connect(self._on_view_chosen)
         self.messages = MessageBar()
@@ -127,32 +135,106 @@ class MainWindow(QMainWindow):
         self.vocabulary_view.sig_record_requested.connect(self.open_record)
         self.approvals_view.sig_record_requested.connect(self.open_record)
         self.gate_view.sig_record_requested.connect(self.open_record)
+        self.gate_view.settings.sig_settings_saved.connect(self._on_gate_settings_saved)
+        self.theme.sig_theme_applied.connect(self._on_theme_applied)
         self.navigation.setCurrentRow(0)
 
     def _build_actions(self) -> None:
+        """The menu bar (every action, with its shortcut) and the toolbar; features add theirs via ``self.menus``."""
         toolbar = QToolBar("Main")
+        toolbar.setObjectName("mainToolbar")
         toolbar.setMovable(False)
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.addToolBar(toolbar)
         toolbar.addWidget(QLabel(" Agent: "))
         toolbar.addWidget(self.agent_picker)
+        self.toolbar = toolbar
+        self.menus = MenuBar(self)
 
-        def action(text: str, shortcut: QKeySequence | str, slot: Any, *, on_toolbar: bool = False) -> QAction:
-            made = QAction(text, self)
-            made.setShortcut(QKeySequence(shortcut))
-            made.triggered.connect(slot)
-            self.addAction(made)
+        def action(text: str, shortcut: QKeySequence | QKeySequence.StandardKey | str | None, slot: Any, *,
+                   on_toolbar: bool = False, menu: str = "File", tip: str | None = None,
+                   separator_before: bool = False) -> QAction:
+            made = self.menus.action(menu, text, slot, shortcut, tip=tip, separator_before=separator_before)
             if on_toolbar:
                 toolbar.addAction(made)
             return made
 
-        self.refresh_action = action("Refresh", QKeySequence.StandardKey.Refresh, self.refresh, on_toolbar=True)
-        action("Search records", QKeySequence.StandardKey.Find, self.focus_search, on_toolbar=True)
-        action("Choose agent", "Ctrl+L", self.agent_picker.setFocus)
-        action("Quit", QKeySequence.StandardKey.Quit, self.close)
-        self.stop_action = action("Quit and stop the engine", "Ctrl+Shift+Q", self.quit_and_stop_engine)
+        # Ctrl+Q by name: Qt's standard Quit key is empty on platforms without a desktop theme.
+        self.quit_action = action("&Quit", "Ctrl+Q", self.close,
+                                  tip="Close the window; the engine keeps serving agents")
+        self.quit_action.setMenuRole(QAction.MenuRole.QuitRole)
+        self.stop_action = action("Quit and &stop the engine", "Ctrl+Shift+Q", self.quit_and_stop_engine,
+                                  tip="Close the window and stop the engine, which then stops serving agents")
         self.stop_action.setEnabled(False)
-        for number in range(1, len(self.views) + 1):
-            action(f"View {number}", f"Ctrl+{number}", lambda _=False, n=number: self.show_view(n - 1))
+
+        self.find_action = action("&Find records…", QKeySequence.StandardKey.Find, self.focus_search,
+                                  on_toolbar=True, menu="Edit", tip="Search the agent's records (BM25)")
+        self.change_request_action = action(
+            "Copy a &change request", "Ctrl+Shift+C", self.copy_change_request, menu="Edit",
+            tip="Copy a message for the agent's chat naming the record shown, its revision and content hash")
+
+        views = QActionGroup(self)
+        self.view_actions: list[QAction] = []
+        for number, view in enumerate(self.views, start=1):
+            made = action(view.title.replace("&", "&&"), f"Ctrl+{number}" if number <= 9 else None,
+                          lambda _=False, n=number: self.show_view(n - 1), menu="View")
+            made.setCheckable(True)
+            views.addAction(made)
+            self.view_actions.append(made)
+        self.back_action = action("&Back", QKeySequence.StandardKey.Back, self.go_back, menu="View",
+                                  separator_before=True, tip="The record shown before this one")
+        self.refresh_action = action("&Refresh", QKeySequence.StandardKey.Refresh, self.refresh, on_toolbar=True,
+                                     menu="View", tip="Reload every view from the engine")
+        action("Choose &agent", "Ctrl+L", self.agent_picker.setFocus, menu="View",
+               tip="Whose private partition the views show")
+        self._build_theme_menu()
+
+        self.add_agent_action = action("&Add agent…", "Ctrl+N", self.add_agent, menu="Engine",
+                                       tip="Register an agent with the engine; its token is shown once")
+
+        action("&Keyboard shortcuts", "F1", self.show_shortcuts, menu="Help")
+        about = action("&About Knowledge Desk", None, self.show_about, menu="Help")
+        about.setMenuRole(QAction.MenuRole.AboutRole)
+
+    def _build_theme_menu(self) -> None:
+        menu = self.menus.menu("View").addMenu("&Theme")
+        group = QActionGroup(self)
+        self.theme_actions: dict[str, QAction] = {}
+        for choice in THEMES:
+            made = QAction({"system": "&System", "light": "&Light", "dark": "&Dark"}[choice], self)
+            made.setCheckable(True)
+            made.setChecked(choice == self.theme.choice)
+            made.triggered.connect(lambda _=False, c=choice: self.theme.set_choice(c))
+            group.addAction(made)
+            menu.addAction(made)
+            self.theme_actions[choice] = made
+
+    def _paint_icons(self) -> None:
+        """The sidebar's and the toolbar's icons (once the window has painted, and after a theme change)."""
+        self.navigation.paint_icons()
+        self.find_action.setIcon(icon("mdi6.magnify"))
+        self.refresh_action.setIcon(icon("mdi6.refresh"))
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        if not self.navigation.icons_painted:
+            QTimer.singleShot(0, self, self._paint_icons)  # after the first paint, which does not wait for the font
+
+    def _on_theme_applied(self, _applied: str) -> None:
+        if self.navigation.icons_painted:
+            self._paint_icons()
+
+    def show_shortcuts(self) -> None:
+        self.shortcuts_dialog = ShortcutsDialog(self.menus.shortcuts(), self)
+        self.shortcuts_dialog.open()
+
+    def show_about(self) -> None:
+        where = self.handle.description if self.handle is not None else "not connected"
+        self.about_box = QMessageBox(QMessageBox.Icon.Information, "About Knowledge Desk",
+                                     "Knowledge Desk: an evidence-backed knowledge vault that serves as memory for "
+                                     f"local AI agents.\n\nState directory: {self.state.root}\nEngine: {where}",
+                                     QMessageBox.StandardButton.Close, self)
+        self.about_box.open()
 
     # --- engine --------------------------------------------------------------------------------
 
@@ -165,7 +247,7 @@ class MainWindow(QMainWindow):
         client, self.handle = connection
         self.tasks.use_client(client)
         self.connection_label.setText(f"Connected: {self.handle.description}")
-        self.stop_action.setEnabled(self.handle.started_pid is not None)
+        self.stop_action.setEnabled(True)
         self.sig_engine_connected.emit(self.handle.description)
         self.agents_view.refresh()
         self.watch.start()
@@ -187,7 +269,7 @@ class MainWindow(QMainWindow):
             ours = self.handle.started_pid if self.handle.started_pid == info.get("pid") else None
             self.handle = launcher.EngineHandle(info, started_pid=ours)
         self.connection_label.setText(f"Connected: {self.handle.description}")
-        self.stop_action.setEnabled(self.handle.started_pid is not None)
+        self.stop_action.setEnabled(True)
         if self._lost or not same:
             self._lost = False
             self.messages.clear_error()  # what went wrong with the old engine is over
@@ -219,6 +301,8 @@ class MainWindow(QMainWindow):
                 getattr(view, "live_refresh", view.refresh)()
             elif number in self._shown:
                 self._stale.add(number)
+        if resync or any(change.get("topic") in COUNTED_TOPICS for change in changes):
+            self._refresh_counts()
         self.sig_live_applied.emit(sorted(self.views[n].title for n in concerned))
 
     def _concerned(self, changes: list[dict[str, Any]]) -> set[int]:
@@ -250,9 +334,10 @@ class MainWindow(QMainWindow):
         return next((a for a in self.inventory.get("agents", []) if a.get("name") == self.agent), {})
 
     def quit_and_stop_engine(self) -> None:
-        handle = self.handle
-        if handle is not None and handle.started_pid is not None:
-            self.tasks.run(lambda: launcher.stop_engine(handle), lambda _: self.close())
+        """Ctrl+Shift+Q: stop the engine, whether this window started it or attached to it, and close."""
+        handle, state = self.handle, self.state
+        if handle is not None and not self._lost:
+            self.tasks.run(lambda: launcher.stop_engine(handle, state), lambda _: self.close())
         else:
             self.close()
 
@@ -274,6 +359,7 @@ class MainWindow(QMainWindow):
         if number < 0:
             return
         self.stack.setCurrentIndex(number)
+        self.view_actions[number].setChecked(True)
         view = self.views[number]
         self._shown.add(number)
         if hasattr(view, "set_agent"):
@@ -304,6 +390,12 @@ class MainWindow(QMainWindow):
         view = self.current_view()
         if hasattr(view, "set_agent"):
             view.set_agent(agent)
+        self._refresh_counts()
+
+    def _refresh_counts(self) -> None:
+        """The sidebar's counts, for the agent in view (after a change, the agent chosen, F5)."""
+        self.counts.set_inventory_count(self.inventory)
+        self.counts.refresh(self.agent, (self._agent_entry().get("store") or {}).get("storeId"))
 
     def refresh(self) -> None:
         """F5: every view reloads (those never shown load when they are)."""
@@ -324,6 +416,23 @@ class MainWindow(QMainWindow):
     def open_record(self, record_id: str) -> None:
         self.show_view(self.views.index(self.records_view))
         self.records_view.open_record(record_id)
+
+    def go_back(self) -> None:
+        if self.current_view() is self.records_view:
+            self.records_view.go_back()
+
+    def copy_change_request(self) -> None:
+        if self.current_view() is self.records_view and self.records_view.page.record is not None:
+            self.records_view.page.copy_change_request()
+        else:
+            self.messages.show_info("Open a record in Records (Ctrl+2) to copy a change request for it.")
+
+    def add_agent(self) -> None:
+        self.show_view(self.views.index(self.agents_view))
+        self.agents_view.add_button.click()
+
+    def _on_gate_settings_saved(self, _result: dict[str, Any]) -> None:
+        self.messages.show_info("Recall gate settings saved to config.json.")
 
     def _on_change_request_copied(self, message: str) -> None:
         self.messages.show_info("Copied a change request to the clipboard; paste it into the agent's chat. "

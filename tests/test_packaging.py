@@ -40,5 +40,6 @@ def test_the_icons_the_install_script_copies_exist():
 def test_the_spec_bundles_the_ontology_and_no_model_weights():
     spec = (ROOT / "packaging" / "knowledge.spec").read_text()
     assert "engine/vault/ontology.yaml" in spec and 'copy_metadata("knowledge-desk")' in spec
+    assert 'collect_data_files("qtawesome")' in spec  # the sidebar's icon fonts
     assert "models.fixtures" in spec  # excluded: the test fixture is not a model to ship
     assert ".onnx" not in spec and "safetensors" not in spec

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -82,9 +81,12 @@ class AgentsView(QWidget):
         self.agents_table = table(self.agents_model)
         self.stores_table = table(self.stores_model)
         self.agents_table.selectionModel().selectionChanged.connect(self._update_actions)
+        self.agents_table.set_empty_text("No agents yet. Add one with Add agent… (Ctrl+N); its token is shown once, "
+                                         "with a ready configuration for its MCP client.")
+        self.stores_table.set_empty_text("No stores yet: an agent's own store is created the first time it is used.")
 
         self.add_button = QPushButton("&Add agent…")
-        self.add_button.setShortcut(QKeySequence("Ctrl+N"))
+        self.add_button.setToolTip("Register an agent; its token is shown once (Engine › Add agent…, Ctrl+N)")
         self.share_button = QPushButton("&Share this store…")
         self.shared_button = QPushButton("&Use shared store…")
         self.own_button = QPushButton("Use &own store")

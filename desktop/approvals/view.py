@@ -47,6 +47,7 @@ class ApprovalsView(QWidget):
         self.model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
         self.table = table(self.model)
         self.table.activated.connect(self._on_activated)
+        self.table.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to see its approved recall blocks.")
         self.summary = QLabel()
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Approved in the owner's conversations with the agent (knowledge_recall); "
@@ -57,6 +58,10 @@ class ApprovalsView(QWidget):
     def set_agent(self, agent: str | None) -> None:
         if agent != self.agent:
             self.agent = agent
+            self.table.set_empty_text(
+                f"No approved recall blocks for {agent} yet. The owner approves one in a conversation with the "
+                "agent (knowledge_recall); it is listed here." if agent else
+                "Choose an agent in the toolbar (Ctrl+L) to see its approved recall blocks.")
             self.refresh()
 
     def refresh(self) -> None:

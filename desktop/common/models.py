@@ -26,6 +26,8 @@ class Column:
     value: Callable[[Row], Any]
     tooltip: Callable[[Row], Any] | None = None
     align_right: bool = False
+    stretch: bool = False  # the text column that takes the table's spare width (else the last one does)
+    max_width: int | None = None  # sized to its contents up to this many pixels (else the table's cap)
 
 
 def text_of(value: Any) -> str:
@@ -131,6 +133,11 @@ class PagedModel(RowsModel):
         self.endResetModel()
         if source is not None:
             self.fetchMore(QModelIndex())
+
+    @property
+    def source_set(self) -> bool:
+        """Whether the model lists something (a source was given), even if it has no rows."""
+        return self._source is not None
 
     @property
     def loading(self) -> bool:

@@ -1,8 +1,9 @@
 """Small widgets every view uses: safe text browsers, the message bar, tables and HTML helpers.
 
-Nothing here hard-codes a colour: text, links and highlights come from the
-application palette, so the window follows the system's light or dark mode,
-and HTML is re-rendered when the palette changes.
+Text, links and highlights come from the application palette, so the window
+follows the light or dark theme in force, and HTML is re-rendered when the
+palette changes.  The one colour set here is the message bar's (red for a
+problem, blue for a confirmation), chosen for the light or dark palette.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import html
 from typing import Any, Callable
 
-from PySide6.QtCore import QEvent, Qt, QUrl, Signal
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QStyle,
     QTableView,
     QTextBrowser,
     QWidget,
@@ -86,8 +88,29 @@ class SafeTextBrowser(QTextBrowser):
             self._render()
 
 
+# The message bar's own colours (background, text), for a light and a dark palette: a problem is
+# red, a confirmation blue, and each text reaches a WCAG contrast above 7:1 on its background.
+BAR_COLOURS = {
+    ("error", False): ("#f8d7da", "#58151c"),
+    ("error", True): ("#5a1d22", "#fbe3e5"),
+    ("info", False): ("#dbe9f7", "#0b2e4f"),
+    ("info", True): ("#1d3a57", "#e3eefa"),
+}
+
+
+def is_dark(palette: QPalette | None = None) -> bool:
+    """Whether ``palette`` (the application's by default) is a dark one: light text on a dark window."""
+    palette = palette or QGuiApplication.palette()
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
 class MessageBar(QFrame):
-    """A dismissible line above the views for errors and confirmations (never a traceback)."""
+    """A dismissible line above the views for errors and confirmations (never a traceback).
+
+    It has colours of its own, red for a problem and blue for a confirmation,
+    chosen for the palette in force (light or dark) and chosen again when it
+    changes, so a problem never looks like a selected row.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,13 +119,14 @@ class MessageBar(QFrame):
         self.label = QLabel()
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        close = QPushButton("Dismiss")
-        close.clicked.connect(self.hide)
+        self.dismiss_button = QPushButton("Dismiss")
+        self.dismiss_button.clicked.connect(self.hide)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.addWidget(self.label, 1)
-        layout.addWidget(close)
+        layout.addWidget(self.dismiss_button)
         self.error = False
+        self._colouring = False
         self.hide()
 
     def show_error(self, message: str) -> None:
@@ -117,33 +141,178 @@ class MessageBar(QFrame):
             self.error = False
             self.hide()
 
+    def colours(self) -> tuple[str, str]:
+        """(background, text) for what the bar shows, in the palette in force."""
+        return BAR_COLOURS[("error" if self.error else "info", is_dark())]
+
     def _show(self, message: str, *, error: bool) -> None:
         self.error = error
-        palette = QGuiApplication.palette()
-        role = QPalette.ColorRole.ToolTipBase if not error else QPalette.ColorRole.Highlight
-        text_role = QPalette.ColorRole.ToolTipText if not error else QPalette.ColorRole.HighlightedText
-        own = self.palette()
-        own.setColor(QPalette.ColorRole.Window, palette.color(role))
-        own.setColor(QPalette.ColorRole.WindowText, palette.color(text_role))
-        self.setPalette(own)
+        self._apply_colours()
         self.label.setText(("Problem: " if error else "") + message)
         self.show()
 
+    def _apply_colours(self) -> None:
+        background, text = self.colours()
+        own = self.palette()
+        for role, colour in ((QPalette.ColorRole.Window, background), (QPalette.ColorRole.WindowText, text),
+                             (QPalette.ColorRole.Text, text)):
+            own.setColor(role, QColor(colour))
+        self._colouring = True  # setPalette sends a PaletteChange of its own
+        try:
+            self.setPalette(own)
+            self.label.setPalette(own)
+        finally:
+            self._colouring = False
 
-def table(model: Any, *, stretch_last: bool = True) -> QTableView:
-    """A read-only, row-selecting table over one of our models."""
-    view = QTableView()
-    view.setModel(model)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    view.setAlternatingRowColors(True)
-    view.setWordWrap(False)
-    view.verticalHeader().setVisible(False)
-    view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 8)
-    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-    view.horizontalHeader().setStretchLastSection(stretch_last)
-    return view
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) \
+                and not self._colouring:
+            self._apply_colours()
+
+
+MAX_COLUMN_PX = 260  # a column sized to its contents is at most this wide; the text column takes the rest
+MIN_TEXT_COLUMN_PX = 140  # what the text column keeps before the others are narrowed
+
+
+class DeskTable(QTableView):
+    """A read-only, row-selecting table that sizes its columns and says when it is empty.
+
+    Columns are sized to their header and contents (at most
+    ``MAX_COLUMN_PX``), and one text column (the first ``Column`` marked
+    ``stretch``, else the last) takes the width that is left; when the others
+    do not fit beside it, the widest are narrowed first, never below their
+    header's width, so every header can be read and the last columns are in
+    view without dragging anything.  ``resizeColumnsToContents`` does the
+    same, and it happens by itself when the model is reset or its first rows
+    arrive, and when the table is resized (until the owner drags a column).
+
+    With no rows, the table shows ``empty_text`` (what is empty and what to
+    do), or "Loading…" while a lazy model fetches its first page.
+    """
+
+    def __init__(self, model: Any, *, stretch_last: bool = True, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setModel(model)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.verticalHeader().setVisible(False)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(False)
+        header.setTextElideMode(Qt.TextElideMode.ElideNone)
+        self.stretch_column = self._stretch_column(model) if stretch_last else None
+        if self.stretch_column is not None:
+            header.setSectionResizeMode(self.stretch_column, QHeaderView.ResizeMode.Stretch)
+        self.empty_text = ""
+        self._fitting = False
+        self._dragged = False  # the owner sized a column: leave the sizes alone on resize
+        header.sectionResized.connect(self._on_section_resized)
+        model.modelReset.connect(self._on_rows_replaced)
+        model.layoutChanged.connect(self._on_rows_replaced)
+        model.rowsInserted.connect(self._on_rows_inserted)
+
+    @staticmethod
+    def _stretch_column(model: Any) -> int | None:
+        columns = getattr(model, "columns", None)
+        if columns:
+            marked = [number for number, column in enumerate(columns) if getattr(column, "stretch", False)]
+            return marked[0] if marked else len(columns) - 1
+        count = model.columnCount()
+        return count - 1 if count else None
+
+    def set_empty_text(self, text: str) -> None:
+        """What to say while the table has no rows: what is empty, and what to do about it."""
+        self.empty_text = text
+        self.viewport().update()
+
+    def shown_empty_text(self) -> str:
+        """The message the table paints now ("" while it has rows)."""
+        model = self.model()
+        if model is None or model.rowCount() > 0:
+            return ""
+        return "Loading…" if getattr(model, "loading", False) else self.empty_text
+
+    def resizeColumnsToContents(self) -> None:  # noqa: N802 - Qt's name, given our sizing
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Size every column to its header and contents, the text column taking what is left."""
+        model, header = self.model(), self.horizontalHeader()
+        if model is None or model.columnCount() == 0:
+            return
+        shown = [c for c in range(model.columnCount()) if not header.isSectionHidden(c)]
+        floors = {c: header.sectionSizeHint(c) for c in shown}  # the header's text, margins and sort arrow
+        caps = [getattr(column, "max_width", None) or MAX_COLUMN_PX for column in getattr(model, "columns", [])]
+        widths = {c: max(floors[c], min(self.sizeHintForColumn(c), caps[c] if c < len(caps) else MAX_COLUMN_PX))
+                  for c in shown}
+        stretch = self.stretch_column if self.stretch_column in widths else None
+        if stretch is not None:
+            # The width the columns share, leaving room for a vertical scroll bar that may appear.
+            available = (self.width() - 2 * self.frameWidth()
+                         - self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
+            others = [c for c in shown if c != stretch]
+            excess = sum(widths[c] for c in others) + max(floors[stretch], MIN_TEXT_COLUMN_PX) - available
+            while excess > 0:  # narrow the widest of the others, never below its header
+                room = sorted((c for c in others if widths[c] > floors[c]), key=lambda c: -widths[c])
+                if not room:
+                    break
+                widest = room[0]
+                second = widths[room[1]] if len(room) > 1 else floors[widest]
+                cut = min(excess, widths[widest] - floors[widest], max(1, widths[widest] - second))
+                widths[widest] -= cut
+                excess -= cut
+            left = available - sum(widths[c] for c in others)
+            mode = QHeaderView.ResizeMode.Stretch if left >= floors[stretch] else QHeaderView.ResizeMode.Interactive
+            header.setSectionResizeMode(stretch, mode)
+            if mode == QHeaderView.ResizeMode.Stretch:
+                del widths[stretch]  # the header stretches it over what is left
+            # else too narrow for all of them: the text column keeps its own width, and the table scrolls
+        self._fitting = True
+        try:
+            for column, width in widths.items():
+                header.resizeSection(column, width)
+        finally:
+            self._fitting = False
+        self._dragged = False
+
+    def _on_section_resized(self, column: int, _old: int, _new: int) -> None:
+        if not self._fitting and column != self.stretch_column:
+            self._dragged = True
+
+    def _on_rows_replaced(self) -> None:
+        QTimer.singleShot(0, self, self.fit_columns)  # once the view has laid the new rows out
+
+    def _on_rows_inserted(self, _parent: Any, first: int, _last: int) -> None:
+        if first == 0:  # the first page; later pages keep the sizes the owner sees
+            QTimer.singleShot(0, self, self.fit_columns)
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if not self._dragged:
+            self.fit_columns()
+
+    def paintEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().paintEvent(event)
+        text = self.shown_empty_text()
+        if not text:
+            return
+        painter = QPainter(self.viewport())
+        painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
+        area = self.viewport().rect().adjusted(24, 24, -24, -24)
+        painter.drawText(area, int(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop
+                                   | Qt.TextFlag.TextWordWrap), text)
+        painter.end()
+
+
+def table(model: Any, *, stretch_last: bool = True) -> DeskTable:
+    """A read-only, row-selecting table over one of our models (see ``DeskTable``)."""
+    return DeskTable(model, stretch_last=stretch_last)
 
 
 def heading(text: str) -> QLabel:

@@ -165,7 +165,10 @@ class JournalPanel(QWidget):
         self.message.setReadOnly(True)
         self.message.setPlaceholderText("The selected turn's message")
         self.pages_model = JournalPagesModel(self)
+        self.journal_table.set_empty_text("No journal turns. Turn on Keep a shadow journal (Settings tab) and "
+                                          "shadow mode; each turn's message is then kept here for labelling.")
         self.pages_table = table(self.pages_model)
+        self.pages_table.set_empty_text("Select a turn above to see the pages the gate scored for it.")
         self.pages_table.selectionModel().selectionChanged.connect(self._on_page_selected)
         self.document = QPlainTextEdit()
         self.document.setReadOnly(True)

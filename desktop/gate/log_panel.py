@@ -107,7 +107,10 @@ class GateLogPanel(QWidget):
         self.log_table.selectionModel().selectionChanged.connect(self._on_turn_selected)
         self.log_model.sig_page_loaded.connect(lambda *_: self.log_table.resizeColumnsToContents())
         self.decisions_model = RowsModel(DECISION_COLUMNS, self)
+        self.log_table.set_empty_text("No gate turns logged yet. With the gate in shadow or live mode (Settings "
+                                      "tab), every turn an agent's host asks about is logged here.")
         self.decisions_table = table(self.decisions_model)
+        self.decisions_table.set_empty_text("Select a turn above to see the pages it scored.")
         self.decisions_table.activated.connect(self._on_decision_activated)
         self.decisions_table.setToolTip("Open a row to see the record")
         self.histogram_model = RowsModel(HISTOGRAM_COLUMNS, self)

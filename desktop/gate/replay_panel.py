@@ -136,6 +136,8 @@ class ReplayPanel(QWidget):
         controls.addWidget(self.progress, 1)
         self.results_model = RowsModel(RESULT_COLUMNS, self)
         self.results_table = table(self.results_model)
+        self.results_table.set_empty_text("No replay yet. Choose turns in Labelling, or replay the newest, with "
+                                          "Replay above.")
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         layout = QVBoxLayout(self)

@@ -91,6 +91,7 @@ class GateSettingsForm(QWidget):
         self.check_result: dict[str, Any] | None = None
         self._filling = False
         self._generation = 0
+        self._saved: dict[str, Any] | None = None  # the form's values when last saved (the confirmation stays)
         self.inputs: dict[str, Any] = {}
         self.switches: dict[str, QCheckBox] = {}
         self.errors: dict[str, QLabel] = {}
@@ -291,7 +292,8 @@ class GateSettingsForm(QWidget):
 
     def _on_saved(self, result: dict[str, Any]) -> None:
         self._on_settings(result)
-        self.verdict.setText("Saved to config.json.")
+        self._saved = self.values()
+        self._update_buttons()
         self.sig_settings_saved.emit(result)
 
     def fill_defaults(self) -> None:
@@ -301,7 +303,9 @@ class GateSettingsForm(QWidget):
     def _update_buttons(self) -> None:
         valid = bool(self.check_result and self.check_result.get("valid"))
         self.save_button.setEnabled(self.current is not None and (self.check_result is None or valid))
-        if self.check_result is None:
+        if self._saved is not None and self._saved == self.values():
+            self.verdict.setText("Saved to config.json.")  # until the owner edits the form again
+        elif self.check_result is None:
             self.verdict.setText("")
         else:
             self.verdict.setText("Valid." if valid else "Not valid: see the field marked ⚠.")

@@ -59,6 +59,8 @@ class TuningPanel(QWidget):
         self.current_threshold: float | None = None
         self.model = RowsModel(WHAT_IF_COLUMNS, self)
         self.table = table(self.model)
+        self.table.set_empty_text("Nothing to tune from yet: the shadow journal holds no scored turns. Run the gate "
+                                  "in shadow mode with the journal on, then label turns in Labelling.")
         self.pages_chart = Chart(self.model, THRESHOLD, [Series(PAGES_PER_TURN, "pages per turn")], kind="lines",
                                  title="Pages each threshold would inject per turn", x_title="highThreshold")
         self.quality_chart = Chart(self.model, THRESHOLD, [Series(PRECISION, "precision"), Series(RECALL, "recall"),

@@ -66,6 +66,7 @@ class HealthView(QWidget):
         self.summary.setMaximumHeight(150)
         self.findings_model = RowsModel(FINDING_COLUMNS, self)
         self.findings_table = table(self.findings_model)
+        self.findings_table.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to check its private partition.")
         layout = QVBoxLayout(self)
         layout.addWidget(heading("Store and history"))
         layout.addWidget(self.summary)
@@ -86,6 +87,10 @@ class HealthView(QWidget):
 
     def _on_health(self, health: dict[str, Any]) -> None:
         self.summary.rerender_with(lambda: self.summary.show_html(summary_html(health)))
+        self.findings_table.set_empty_text(
+            "No validation findings: every record file of the partition is valid."
+            if (health.get("store") or {}).get("status") == "ok" and not health.get("problem") else
+            "No findings to show: the store cannot be checked (see above).")
         self.findings_model.set_rows(health.get("findings") or [])
         self.findings_table.resizeColumnsToContents()
         self.sig_content_loaded.emit(health)

@@ -107,6 +107,8 @@ class ModelsView(QWidget):
         self.installed_table = table(self.installed_model)
         self.installed_table.selectionModel().selectionChanged.connect(self._update_actions)
         self.available_model = RowsModel(AVAILABLE_COLUMNS, self)
+        self.installed_table.set_empty_text("No models installed. Choose one in the catalogue below and "
+                                            "Download it (or add a local folder with knowledge models add-local).")
         self.available_table = table(self.available_model)
         self.available_table.selectionModel().selectionChanged.connect(self._update_actions)
 

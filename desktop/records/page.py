@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QKeySequence
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from ..common.models import Column, RowsModel
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, table
 from ..tasks import EngineTasks
+from .markdown import WIKILINK_SCHEME, body_html, known_records, names_an_id, wikilink_target
 from .render import change_request_message, claims_html, connections_html, fields_html, header_html
 
 HISTORY_COLUMNS = [
@@ -104,9 +105,9 @@ class RecordPage(QWidget):
         self.header = SafeTextBrowser()
         self.header.setMaximumHeight(96)
         self.request_button = QPushButton("Request a &change")
-        self.request_button.setShortcut(QKeySequence("Ctrl+Shift+C"))
         self.request_button.setToolTip("Copy a message for the agent's chat naming this exact record, revision "
-                                       "and content hash (Ctrl+Shift+C). Nothing is sent.")
+                                       "and content hash (Edit › Copy a change request, Ctrl+Shift+C). "
+                                       "Nothing is sent.")
         self.request_button.clicked.connect(self.copy_change_request)
         self.fields = SafeTextBrowser()
         self.body = SafeTextBrowser()
@@ -116,6 +117,7 @@ class RecordPage(QWidget):
             browser.sig_link_activated.connect(self._on_link_activated)
         self.history_model = RowsModel(HISTORY_COLUMNS, self)
         self.history_table = table(self.history_model)
+        self.history_table.set_empty_text("Choose a record to see its revisions.")
         self.history_table.selectionModel().selectionChanged.connect(self._on_revision_selected)
         self.diff = QPlainTextEdit()
         self.diff.setReadOnly(True)
@@ -172,15 +174,20 @@ class RecordPage(QWidget):
         self.request_button.setEnabled(True)
         self.header.rerender_with(lambda: self.header.show_html(header_html(record)))
         self.fields.rerender_with(lambda: self.fields.show_html(fields_html(record, self.links)))
-        self.body.rerender_with(lambda: self.body.show_markdown(record.get("body") or ""))
+        self._show_body()
 
     def _on_links(self, links: dict[str, Any]) -> None:
         self.links = links
         if self.record is not None:
             record = self.record
             self.fields.rerender_with(lambda: self.fields.show_html(fields_html(record, links)))
+            self._show_body()  # [[links]] to the records named here now resolve to their ids
         self.claims.rerender_with(lambda: self.claims.show_html(claims_html(links)))
         self.connections.rerender_with(lambda: self.connections.show_html(connections_html(links)))
+
+    def _show_body(self) -> None:
+        record, known = self.record or {}, known_records(self.links)
+        self.body.rerender_with(lambda: self.body.show_html(body_html(record.get("body") or "", known)))
 
     def _on_history(self, history: dict[str, Any]) -> None:
         self.history_model.set_rows(history["revisions"])
@@ -224,10 +231,32 @@ class RecordPage(QWidget):
         scheme, target = url.scheme(), url.path()
         if scheme == RECORD_SCHEME and target:
             self.sig_record_requested.emit(target)
+        elif scheme == WIKILINK_SCHEME and self.agent:
+            name = wikilink_target(target)
+            if name:
+                self.follow_wikilink(name)
         elif scheme == SOURCE_SCHEME and target and self.agent:
             self.open_source(target)
         elif scheme in ("http", "https"):
             QDesktopServices.openUrl(url)
+
+    def follow_wikilink(self, name: str) -> None:
+        """Open the record ``[[name]]`` means: the one with that title (or id), else the best search match."""
+        agent = self.agent
+
+        def found(result: dict[str, Any]) -> None:
+            hits = result.get("hits") or []
+            exact = [hit for hit in hits if hit.get("id") == name
+                     or str(hit.get("title") or "").casefold() == name.casefold()]
+            if exact or hits:
+                self.sig_record_requested.emit((exact or hits)[0]["id"])
+            elif names_an_id(name):
+                self.sig_record_requested.emit(name)  # perhaps an id the search does not match on
+            else:
+                self.tasks.sig_error_raised.emit(f"No record in {agent}'s private partition is called "
+                                                 f"\"{name}\" or matches it.")
+
+        self.tasks.request("operator/search", {"agent": agent, "query": name, "limit": 10}, found, owner=self)
 
     def open_source(self, source_id: str) -> None:
         def shown(source: dict[str, Any]) -> None:

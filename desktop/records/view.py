@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -38,14 +37,14 @@ def _type(row: Row) -> str:
 
 
 RECORD_COLUMNS = [
-    Column("Title", lambda r: r.get("title") or r.get("id")),
+    Column("Title", lambda r: r.get("title") or r.get("id"), stretch=True),
     Column("Kind", lambda r: r.get("kind")),
     Column("Type", _type),
     Column("Updated", lambda r: r.get("updatedAt")),
     Column("Status", lambda r: r.get("status")),
 ]
 SEARCH_COLUMNS = [
-    Column("Title", lambda r: r.get("title") or r.get("id")),
+    Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200),  # the snippet says more
     Column("Kind", lambda r: r.get("kind")),
     Column("Type", _type),
     Column("Score", lambda r: r.get("score"), align_right=True),
@@ -83,7 +82,7 @@ class RecordsView(QWidget):
 
         self.include_all = QCheckBox("Include &non-current records")
         self.include_all.setToolTip("Historical, withdrawn, superseded and invalid records too")
-        self.include_all.toggled.connect(lambda _: self.refresh())
+        self.include_all.toggled.connect(lambda _: (self._describe_empty(), self.refresh()))
         self.recent_table = self._list(self.recent_model)
         self.types_table = table(self.types_model)
         self.types_table.selectionModel().selectionChanged.connect(self._on_type_selected)
@@ -121,19 +120,37 @@ class RecordsView(QWidget):
 
         self.page = RecordPage(tasks, self)
         self.page.sig_record_requested.connect(self.open_record)
-        back = QShortcut(QKeySequence(QKeySequence.StandardKey.Back), self)
-        back.activated.connect(self.go_back)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(self.page)
         splitter.setStretchFactor(1, 2)
-        splitter.setSizes([480, 800])
+        splitter.setSizes([600, 680])  # room for the lists' columns beside their titles
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
+        self._describe_empty()
+
+    def _describe_empty(self) -> None:
+        """What each empty list says: what is empty and what to do (for the agent in view)."""
+        if self.agent is None:
+            for view in (self.recent_table, self.types_table, self.browse_table, self.search_table):
+                view.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to see its records.")
+            return
+        every = self.include_all.isChecked()
+        hidden = "" if every else (" Historical, withdrawn and superseded records are hidden: tick Include "
+                                   "non-current records to list them.")
+        self.recent_table.set_empty_text(f"No {'' if every else 'current '}records in {self.agent}'s private "
+                                         f"partition yet. They appear here as soon as the agent saves knowledge."
+                                         f"{hidden}")
+        self.types_table.set_empty_text(f"No record types yet: {self.agent}'s private partition holds no records.")
+        self.browse_table.set_empty_text("Choose a type above to list its records.")
+        text = self.query.text().strip()
+        self.search_table.set_empty_text(
+            f"No record of {self.agent} matches \u201c{text}\u201d. Try fewer or other words."
+            if text and self.search_model.source_set else
+            f"Type words above and press Enter to search {self.agent}'s records (titles, aliases and text).")
 
     def _list(self, model: PagedModel) -> QTableView:
         view = table(model)
-        view.horizontalHeader().resizeSection(0, 240)
         view.activated.connect(self._on_row_activated)
         view.clicked.connect(self._on_row_activated)
         return view
@@ -146,6 +163,7 @@ class RecordsView(QWidget):
         self.agent = agent
         self._back.clear()
         self.page.clear()
+        self._describe_empty()
         self.refresh()
 
     def refresh(self) -> None:
@@ -212,6 +230,7 @@ class RecordsView(QWidget):
         self.modes.setCurrentIndex(2)
         self.search_summary.setText("Searching…")
         self._run_search(text)
+        self._describe_empty()
 
     def _run_search(self, text: str) -> None:
         agent = self.agent

@@ -83,6 +83,10 @@ class VocabularyView(QWidget):
         self.findings_model = PagedModel(ONTOLOGY_FINDING_COLUMNS, self)
         self.findings_model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
         self.findings_table = table(self.findings_model)
+        self.definitions_table.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to see the vocabulary "
+                                              "of its private partition.")
+        self.findings_table.set_empty_text("No findings: the ontology of this partition validates without "
+                                           "an error or warning.")
 
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.definitions_table)

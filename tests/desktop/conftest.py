@@ -63,6 +63,16 @@ def gui_thread_guard() -> Iterator[GuiThreadGuard]:
 
 
 @pytest.fixture(autouse=True)
+def desk_icons(request: pytest.FixtureRequest) -> None:
+    """The window reads its icon font once it has painted, on the GUI thread; tests read it before the guard."""
+    if "qtbot" in request.fixturenames or "qapp" in request.fixturenames:
+        request.getfixturevalue("qapp")
+        from desktop.sidebar import load_icons
+
+        load_icons()
+
+
+@pytest.fixture(autouse=True)
 def no_dangling_desktop_threads() -> Iterator[None]:
     before = set(threading.enumerate())
     yield

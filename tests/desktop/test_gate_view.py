@@ -87,6 +87,10 @@ def test_settings_are_checked_by_the_engine_next_to_the_field_and_saved(qtbot, g
     assert read_config(engine, gui_thread_guard)["recallGate"] == {
         "mode": "shadow", "journal": True, "mediumThreshold": 0.5, "pageChars": 2000}
     assert form.verdict.text() == "Saved to config.json."
+    wait_for_signal(qtbot, form.sig_checked, lambda: None)  # the saved form is checked again, as loaded:
+    assert form.verdict.text() == "Saved to config.json."  # the confirmation stays
+    wait_for_signal(qtbot, form.sig_checked, lambda: form.inputs["pageChars"].setValue(2100))
+    assert form.verdict.text() == "Valid."  # until the form differs from what was saved
 
 
 def test_an_invalid_form_is_never_written(qtbot, gate_engine, tasks, gui_thread_guard) -> None:

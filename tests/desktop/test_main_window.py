@@ -33,10 +33,12 @@ def test_the_window_attaches_and_every_view_is_one_shortcut_away(qtbot, window, 
     with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
         window.connect_engine()
     assert window.handle.started_pid is None and "already running" in window.connection_label.text()
-    assert window.agent_picker.currentText() == "main" and not window.stop_action.isEnabled()
+    # Ctrl+Shift+Q stops an engine the window attached to as well (test_menus.py stops a real one).
+    assert window.agent_picker.currentText() == "main" and window.stop_action.isEnabled()
 
     expected = [window.agents_view, window.records_view, window.vocabulary_view, window.approvals_view,
-                window.preview_view, window.health_view]
+                window.preview_view, window.health_view, window.gate_view, window.models_view,
+                window.partitions_view]
     for number, view in enumerate(expected, start=1):
         qtbot.keyClick(window, getattr(Qt.Key, f"Key_{number}"), Qt.KeyboardModifier.ControlModifier)
         assert window.current_view() is view

@@ -1,0 +1,103 @@
+"""Record bodies as Markdown: safe (no raw HTML, no image loaded), with links that open other records."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QTextCursor
+
+from desktop.records.markdown import body_html, known_records
+from desktop.records.view import RecordsView
+from tests.desktop.conftest import wait_for_signal
+from tests.desktop.test_live import agent_call
+from tests.helpers import page
+
+ID = "pg_01JD0000000000000000000000"
+
+
+def test_markdown_is_rendered_and_stored_html_is_only_text() -> None:
+    html = body_html("# Plan\n\n**bold** and *it* and `code`\n\n- one\n- two\n\n"
+                     "<script>alert(1)</script> <img src=x onerror=alert(1)> <b>b</b>")
+    assert "<h1>Plan</h1>" in html and "<strong>bold</strong>" in html and "<em>it</em>" in html
+    assert "<code>code</code>" in html and "<li>one</li>" in html
+    assert "<script" not in html and "<img" not in html and "<b>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x" in html
+
+
+def test_images_are_never_loaded_and_only_safe_links_are_links() -> None:
+    html = body_html("![diagram](https://tracker.example/pixel.png) ![local](/etc/passwd)\n\n"
+                     "[site](https://northwind.example) [mail](mailto:dana@example.org) "
+                     "[file](file:///etc/passwd) [script](javascript:alert(1)) [data](data:text/html,x)")
+    assert "<img" not in html
+    assert "[image: diagram (https://tracker.example/pixel.png), not shown]" in html
+    assert '<a href="https://northwind.example">site</a>' in html and '<a href="mailto:dana@example.org">' in html
+    for refused in ("file:", "javascript:", "data:"):
+        assert f'href="{refused}' not in html
+    assert "[file](file:///etc/passwd)" in html  # left as the text it is
+
+
+def test_wikilinks_and_record_ids_link_to_records() -> None:
+    known = known_records({"references": [{"field": "works_at", "record": {"id": "pg_org", "title": "Northwind Labs"}}],
+                           "backlinks": [{"id": "pg_dana", "title": "Dana Whitaker", "kind": "page"}]})
+    html = body_html(f"[[Northwind Labs]], [[pg_dana|Dana]], [[northwind labs|them]], [[Someone Else]], "
+                     f"see {ID}, `not {ID} in code`, [[{ID}]]", known)
+    assert '<a href="record:pg_org">Northwind Labs</a>' in html
+    assert '<a href="record:pg_dana">Dana</a>' in html and '<a href="record:pg_org">them</a>' in html
+    assert '<a href="wikilink:Someone%20Else">Someone Else</a>' in html  # resolved by a search when clicked
+    assert f'see <a href="record:{ID}">{ID}</a>' in html
+    assert f"<code>not {ID} in code</code>" in html
+    assert f'<a href="record:{ID}">{ID}</a>' in html
+
+
+def click_link(qtbot, browser, text: str) -> None:
+    """Click the link whose text is ``text`` in a rendered browser, with the mouse."""
+    cursor = browser.document().find(text)
+    assert not cursor.isNull(), f"{text!r} is not shown"
+    cursor.setPosition(cursor.selectionStart() + 1, QTextCursor.MoveMode.MoveAnchor)
+    point = browser.cursorRect(cursor).center()
+    browser.ensureCursorVisible()
+    qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(point.x(), point.y()))
+
+
+def save_page(engine, title: str, body: str) -> None:
+    """An agent saves a page over the socket (on a thread of its own, as an agent is a process of its own)."""
+    token = engine.registry.add_credential("main")
+    port = engine.state.read_engine_info()["port"]
+    answers: list[dict] = []
+    arguments = page(f"md-{title.replace(' ', '-')}", title, body=body)
+    worker = threading.Thread(name="test-agent", target=lambda: answers.append(agent_call(
+        port, token, "tools/call", {"name": "knowledge_save_page", "arguments": arguments})))
+    worker.start()
+    worker.join(60)
+    assert answers and answers[0].get("isError") is not True, answers
+
+
+def headings(browser) -> list[tuple[int, str]]:
+    block, found = browser.document().begin(), []
+    while block.isValid():
+        if block.blockFormat().headingLevel():
+            found.append((block.blockFormat().headingLevel(), block.text()))
+        block = block.next()
+    return found
+
+
+def test_a_body_link_opens_the_record_it_names_when_clicked(qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    save_page(served_engine, "Link holder", "Reports to [[Dana Whitaker]].\n\n## Notes\n\n- weekly")
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1280, 800)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    holder = next(row["id"] for row in view.recent_model.rows() if row["title"] == "Link holder")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(holder))
+    body = view.page.body
+    qtbot.waitUntil(lambda: "Notes" in body.toPlainText(), timeout=5_000)
+    assert headings(body) == [(2, "Notes")]
+    assert "[[" not in body.toPlainText()  # the link is shown by its title
+
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: click_link(qtbot, body, "Dana Whitaker"))
+    assert view.page.record["title"] == "Dana Whitaker"

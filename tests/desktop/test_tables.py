@@ -1,0 +1,125 @@
+"""Tables size their columns (every header readable, the search's Score and Snippet in view without
+dragging anything) and empty ones say what is empty and what to do."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QImage
+
+from desktop.common.models import Column, RowsModel
+from desktop.common.widgets import DeskTable, table
+from desktop.main_window import MainWindow
+from desktop.tasks import EngineTasks
+from tests.desktop.conftest import wait_for_signal
+
+
+@pytest.fixture
+def window(qtbot, served, tmp_path):
+    tasks = EngineTasks()
+    made = MainWindow(tasks, served, settings=QSettings(str(tmp_path / "desktop.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(made)
+    made.show()
+    qtbot.waitExposed(made)
+    with qtbot.waitSignal(made.agents_view.sig_inventory_changed, timeout=10_000):
+        made.connect_engine()
+    yield made
+    tasks.shutdown()
+
+
+def in_view(view: DeskTable, column: int) -> bool:
+    header = view.horizontalHeader()
+    start = header.sectionViewportPosition(column)
+    return start >= 0 and start + header.sectionSize(column) <= view.viewport().width()
+
+
+def headers_readable(view: DeskTable) -> list[str]:
+    """The headers narrower than their own text (an empty list when every header can be read)."""
+    header, model = view.horizontalHeader(), view.model()
+    return [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())
+            if header.sectionSize(c) < header.sectionSizeHint(c)]
+
+
+def test_search_results_show_score_and_snippet_without_dragging_a_splitter(qtbot, window) -> None:
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    records.query.setText("Atlas")
+    wait_for_signal(qtbot, records.search_model.sig_page_loaded, records.search)
+    results = records.search_table
+    qtbot.waitUntil(lambda: in_view(results, 3) and in_view(results, 4), timeout=5_000)
+    assert records.search_model.rowCount() > 0
+    assert results.horizontalScrollBar().maximum() == 0  # nothing to scroll to
+    assert results.horizontalHeader().sectionSize(4) >= 140  # the snippet has room to be read
+    assert headers_readable(results) == []
+
+
+def test_every_table_of_every_view_has_readable_headers(qtbot, window) -> None:
+    checked = 0
+    for number, view in enumerate(window.views):
+        window.show_view(number)
+        shown = [t for t in view.findChildren(DeskTable) if t.isVisible()]
+        for made in shown:
+            qtbot.waitUntil(lambda made=made: headers_readable(made) == [], timeout=5_000)
+        checked += len(shown)
+    assert checked >= 9  # a table or two in each view with tables (those in hidden tabs are fitted when shown)
+    records = window.records_view
+    for tab in range(records.modes.count()):
+        records.modes.setCurrentIndex(tab)
+        for made in (t for t in records.modes.currentWidget().findChildren(DeskTable) if t.isVisible()):
+            qtbot.waitUntil(lambda made=made: headers_readable(made) == [], timeout=5_000)
+
+
+def test_the_text_column_takes_the_spare_width_and_an_owners_drag_is_kept(qtbot) -> None:
+    model = RowsModel([Column("Id", lambda r: r["id"]), Column("Summary", lambda r: r["text"], stretch=True),
+                       Column("Score", lambda r: r["score"], align_right=True)])
+    view = table(model)
+    qtbot.addWidget(view)
+    view.resize(700, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    model.set_rows([{"id": f"pg_{n}", "text": "word " * 200, "score": n / 10} for n in range(5)])
+    qtbot.waitUntil(lambda: view.horizontalHeader().sectionSize(1) > 300, timeout=5_000)
+    assert all(in_view(view, c) for c in (0, 2)) and view.horizontalScrollBar().maximum() == 0
+
+    view.horizontalHeader().resizeSection(0, 200)  # the owner drags a column: a resize keeps it
+    view.resize(800, 300)
+    qtbot.waitUntil(lambda: view.width() == 800, timeout=5_000)
+    assert view.horizontalHeader().sectionSize(0) == 200
+
+
+def painted(view: DeskTable) -> int:
+    """How many pixels of the empty viewport differ from its background (the empty state's words)."""
+    image = QImage(view.viewport().size(), QImage.Format.Format_ARGB32)
+    view.viewport().render(image)
+    background = image.pixel(1, 1)
+    return sum(1 for x in range(0, image.width(), 2) for y in range(0, min(image.height(), 120), 2)
+               if image.pixel(x, y) != background)
+
+
+def test_empty_views_say_what_is_empty_and_what_to_do(qtbot, window) -> None:
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    assert "press Enter to search main's records" in records.search_table.shown_empty_text()
+    records.query.setText("zzqxv")
+    wait_for_signal(qtbot, records.search_model.sig_page_loaded, records.search)
+    assert records.search_model.rowCount() == 0
+    assert records.search_table.shown_empty_text() == "No record of main matches \u201czzqxv\u201d. " \
+                                                      "Try fewer or other words."
+    qtbot.waitUntil(lambda: painted(records.search_table) > 20, timeout=5_000)  # the words are drawn
+    records.search_table.set_empty_text("")
+    assert painted(records.search_table) == 0
+    assert "Choose a type above" in records.browse_table.shown_empty_text()
+    assert window.records_view.page.history_table.shown_empty_text() == "Choose a record to see its revisions."
+
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        window.agents_view.add_agent("helper", False)
+    window.agents_view.dialog.close()
+    window.agent_picker.setCurrentText("helper")
+    assert window.agent == "helper"
+    qtbot.waitUntil(lambda: not records.recent_model.loading, timeout=10_000)
+    assert records.recent_model.rowCount() == 0
+    assert records.recent_table.shown_empty_text().startswith(
+        "No current records in helper's private partition yet. They appear here as soon as the agent saves")
+    window.show_view(window.views.index(window.approvals_view))
+    qtbot.waitUntil(lambda: not window.approvals_view.model.loading, timeout=10_000)
+    assert window.approvals_view.table.shown_empty_text().startswith("No approved recall blocks for helper yet.")
