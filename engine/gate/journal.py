@@ -37,6 +37,7 @@ NEEDED_MAX = 50
 LIST_MAX = 200
 THRESHOLD_GRID = tuple(round(step / 20, 2) for step in range(1, 20))   # 0.05 ... 0.95
 MIN_LABELLED_FOR_SUGGESTION = 5
+SCORE_BINS = 20
 
 
 @dataclass(frozen=True)
@@ -188,11 +189,32 @@ def what_if(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
         suggestion = {"threshold": best["threshold"], "f1": best["f1"], "precision": best["precision"],
                       "recall": best["recall"]}
     result: dict[str, Any] = {"turns": len(scored), "labelled": len(labelled), "thresholds": rows,
-                              "suggested": suggestion}
+                              "suggested": suggestion, "scores": score_bins(scored)}
     if detail is not None:
         result["detail"] = {"threshold": detail, "turns": [
             {"id": turn["id"], "inject": _injected(turn, detail), "needed": turn.get("needed")} for turn in scored]}
     return result
+
+
+def score_bins(scored: Sequence[dict[str, Any]], bins: int = SCORE_BINS) -> list[dict[str, Any]]:
+    """The journal's scores in ``bins`` equal-width bins over 0..1, split by what the owner's labels say.
+
+    ``needed``: scores of pages a labelled turn needed; ``notNeeded``: of the
+    other pages of labelled turns; ``unlabelled``: of pages of turns not
+    labelled yet.  A page without a score (unscored at the deadline, or an
+    answer without a probability) is in no bin.
+    """
+    histogram = [{"from": round(n / bins, 4), "to": round((n + 1) / bins, 4), "needed": 0, "notNeeded": 0,
+                  "unlabelled": 0} for n in range(bins)]
+    for turn in scored:
+        needed = None if turn.get("needed") is None else set(turn["needed"])
+        for decision in turn["decisions"]:
+            score = decision.get("score")
+            if score is None:
+                continue
+            slot = histogram[min(bins - 1, max(0, int(float(score) * bins)))]
+            slot["unlabelled" if needed is None else "needed" if decision.get("id") in needed else "notNeeded"] += 1
+    return histogram
 
 
 def _injected(turn: dict[str, Any], threshold: float) -> list[str]:

@@ -100,6 +100,22 @@ def test_no_suggestion_without_enough_labels() -> None:
     assert table["thresholds"][0]["precision"] == 1.0
 
 
+def test_what_if_bins_the_journal_scores_by_label() -> None:
+    turns = [
+        {"id": "gt_1", "needed": ["pg_a"], "decisions": [{"id": "pg_a", "score": 0.91}, {"id": "pg_b", "score": 0.3},
+                                                         {"id": "pg_c", "score": None, "tier": "unscored"}]},
+        {"id": "gt_2", "needed": None, "decisions": [{"id": "pg_a", "score": 0.95}, {"id": "pg_b", "score": 1.0}]},
+        {"id": "gt_3", "needed": [], "decisions": [{"id": "pg_b", "score": 0.0}]},
+        {"id": "gt_4", "stage": "candidates", "needed": None, "decisions": [{"id": "pg_a", "score": 0.5}]},
+    ]
+    bins = what_if(turns, [0.5])["scores"]
+    assert len(bins) == 20 and bins[0]["from"] == 0.0 and bins[-1]["to"] == 1.0
+    counted = {n: {k: v for k, v in b.items() if k not in ("from", "to") and v} for n, b in enumerate(bins)}
+    assert {n: c for n, c in counted.items() if c} == {
+        0: {"notNeeded": 1}, 6: {"notNeeded": 1}, 18: {"needed": 1}, 19: {"unlabelled": 2}}, \
+        "a score of 1.0 falls in the last bin; unscored pages and turns stopped before scoring count nowhere"
+
+
 def test_clearing_the_journal_forgets_every_message(setup) -> None:
     engine, _, methods = setup
     caller = owner_caller(engine)
