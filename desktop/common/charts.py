@@ -1,28 +1,35 @@
-"""Small charts drawn with QPainter, each reading its numbers from a Qt item model.
+"""Charts over a 0..1 x axis, drawn with pyqtgraph, each reading its numbers from a Qt item model.
 
-QtCharts is not part of PySide6-Essentials (it comes with the much larger
-Addons), and these views need only two shapes over 0..1 scores: bars (a
-histogram, stacked by tier) and lines (per threshold).  A chart watches its
-model's reset/insert/change signals and repaints; it never asks the engine
-for anything.  Colours come from the application palette (the highlight and
-its blends with the base colour), and lines also differ by dash pattern, so
-a chart reads in light and dark mode alike.  Hovering shows the row's values.
+Two shapes are needed: bars (a histogram, stacked by tier or by label) and
+lines (per threshold).  A chart watches its model's reset/insert/change
+signals and redraws from the model; it never asks the engine for anything.
+Beside the data, a chart can hold *markers* (fixed dashed lines: the
+setting in force, the suggestion), a *handle* (a line the owner drags, the
+Tuning tab's threshold) and *cursors* (lines that follow a handle on
+another chart).  Colours come from the application palette (the highlight
+and its blends with the base colour), and lines also differ by dash
+pattern, so a chart reads in light and dark mode alike; a palette change
+restyles it.  Hovering shows the row's values.  Panning, zooming and
+pyqtgraph's context menu are off: the axes are the thresholds' 0..1.
 """
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from PySide6.QtCore import QAbstractItemModel, QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractItemModel, QEvent, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QMouseEvent, QPalette
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from .models import VALUE_ROLE
 
-MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 48, 12, 26, 34
+X_PAD = 0.02   # room for the 0.0 and 1.0 tick labels
 DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
+Row = tuple[float, "float | None", "list[float | None]"]
 
 
 @dataclass(frozen=True)
@@ -52,40 +59,100 @@ def series_colours(palette: QPalette, count: int) -> list[QColor]:
     return [choices[n % len(choices)] for n in range(count)]
 
 
-class Chart(QWidget):
+class _FormattedAxis(pg.AxisItem):
+    """A y axis whose tick labels use the chart's number format."""
+
+    def __init__(self, orientation: str, formatter: Callable[[float], str]) -> None:
+        super().__init__(orientation)
+        self.formatter = formatter
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
+        return [self.formatter(value * scale) for value in values]
+
+
+class Chart(pg.PlotWidget):
     """Bars or lines over a 0..1 x axis: ``x_column`` (and ``x_end_column`` for bar widths) and ``series``."""
 
     def __init__(self, model: QAbstractItemModel, x_column: int, series: list[Series], *, kind: str = "lines",
                  title: str = "", x_title: str = "", y_title: str = "", y_max: float | None = None,
                  x_end_column: int | None = None, y_format: Callable[[float], str] | None = None,
                  parent: QWidget | None = None) -> None:
-        super().__init__(parent)
         assert kind in ("lines", "bars", "stacked")
+        formatter = y_format or _number
+        super().__init__(parent=parent, axisItems={"left": _FormattedAxis("left", formatter)})
+        self.y_format = formatter
         self.model, self.x_column, self.x_end_column = model, x_column, x_end_column
         self.series, self.kind = series, kind
         self.title, self.x_title, self.y_title = title, x_title, y_title
         self.fixed_y_max = y_max
-        self.y_format = y_format or _number
         self.markers: list[Marker] = []
+        self._data_items: list[Any] = []
+        self._marker_lines: list[pg.InfiniteLine] = []
+        self._handles: list[pg.InfiniteLine] = []
+        self._cursors: list[pg.InfiniteLine] = []
+        self._empty = pg.TextItem("No data yet", anchor=(0.5, 0.5))
+
+        plot = self.getPlotItem()
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+        plot.setMouseEnabled(x=False, y=False)
+        plot.setXRange(-X_PAD, 1.0 + X_PAD, padding=0.0)
+        plot.getAxis("bottom").setTicks([[(step / 5, f"{step / 5:.1f}") for step in range(6)],
+                                         [(step / 10, "") for step in range(11)]])
+        plot.showGrid(x=False, y=True, alpha=0.25)
         self.setMouseTracking(True)
         self.setMinimumHeight(170)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAccessibleName(title)
+        self._restyle()
         for signal in (model.modelReset, model.rowsInserted, model.rowsRemoved, model.dataChanged,
                        model.layoutChanged):
-            signal.connect(self.update)
+            signal.connect(lambda *_: self.redraw())
+        self.redraw()
+        self._styled = True   # from here on a palette change restyles (Qt sends one while constructing)
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
         return QSize(420, 220)
 
     def set_markers(self, markers: list[Marker]) -> None:
-        """Vertical lines at thresholds worth pointing out (the suggestion, the setting in force)."""
+        """Fixed lines at thresholds worth pointing out (the suggestion, the setting in force)."""
         self.markers = list(markers)
-        self.update()
+        plot = self.getPlotItem()
+        for line in self._marker_lines:
+            plot.removeItem(line)
+        text = self.palette().color(QPalette.ColorRole.Text)
+        self._marker_lines = []
+        for number, marker in enumerate(self.markers):
+            line = pg.InfiniteLine(pos=marker.x, angle=90, movable=False,
+                                   pen=pg.mkPen(text, width=1, style=Qt.PenStyle.DashLine), label=marker.label,
+                                   labelOpts={"position": 0.9 - 0.12 * number, "color": text,
+                                              "anchors": [(0, 0.5), (0, 0.5)]})
+            plot.addItem(line)
+            self._marker_lines.append(line)
+
+    def add_handle(self, value: float, label: str = "{value:.2f}") -> pg.InfiniteLine:
+        """A vertical line the owner drags along 0..1; connect to its ``sigPositionChanged``."""
+        accent = self.palette().color(QPalette.ColorRole.Highlight)
+        line = pg.InfiniteLine(pos=value, angle=90, movable=True, bounds=(0.0, 1.0),
+                               pen=pg.mkPen(accent, width=3), hoverPen=pg.mkPen(accent, width=5), label=label,
+                               labelOpts={"position": 0.95, "color": self.palette().color(QPalette.ColorRole.Text),
+                                          "anchors": [(0, 0.5), (0, 0.5)]})
+        line.setCursor(Qt.CursorShape.SizeHorCursor)
+        self.getPlotItem().addItem(line)
+        self._handles.append(line)
+        return line
+
+    def add_cursor(self, value: float) -> pg.InfiniteLine:
+        """A fixed line that the caller moves (``setValue``) to follow a handle on another chart."""
+        accent = self.palette().color(QPalette.ColorRole.Highlight)
+        line = pg.InfiniteLine(pos=value, angle=90, movable=False, pen=pg.mkPen(accent, width=2))
+        self.getPlotItem().addItem(line)
+        self._cursors.append(line)
+        return line
 
     # --- reading the model ----------------------------------------------------------------------
 
-    def rows(self) -> list[tuple[float, float | None, list[float | None]]]:
+    def rows(self) -> list[Row]:
         """(x, x_end, [series values]) per row, as the model holds them."""
         model, found = self.model, []
         for row in range(model.rowCount()):
@@ -98,7 +165,7 @@ class Chart(QWidget):
             found.append((x, end, values))
         return found
 
-    def y_max(self, rows: list[tuple[float, float | None, list[float | None]]]) -> float:
+    def y_max(self, rows: list[Row]) -> float:
         if self.fixed_y_max is not None:
             return self.fixed_y_max
         if self.kind == "stacked":
@@ -109,123 +176,122 @@ class Chart(QWidget):
 
     # --- drawing -----------------------------------------------------------------------------------
 
-    def plot_area(self) -> QRectF:
-        return QRectF(MARGIN_LEFT, MARGIN_TOP, max(10, self.width() - MARGIN_LEFT - MARGIN_RIGHT),
-                      max(10, self.height() - MARGIN_TOP - MARGIN_BOTTOM))
-
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt's name
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        palette = self.palette()
-        text, muted = palette.color(QPalette.ColorRole.Text), palette.color(QPalette.ColorRole.PlaceholderText)
-        area = self.plot_area()
+    def redraw(self) -> None:
+        """Replace the data items with what the model holds now (markers, handles and cursors stay)."""
+        plot = self.getPlotItem()
+        for item in self._data_items:
+            plot.removeItem(item)
+        self._data_items = []
         rows = self.rows()
         top = self.y_max(rows)
-        colours = series_colours(palette, len(self.series))
-        self._draw_axes(painter, area, top, text, muted)
+        plot.setYRange(0.0, top, padding=0.0)
+        colours = series_colours(self.palette(), len(self.series))
         if not rows:
-            painter.setPen(muted)
-            painter.drawText(area, Qt.AlignmentFlag.AlignCenter, "No data yet")
+            self._empty.setColor(self.palette().color(QPalette.ColorRole.PlaceholderText))
+            self._empty.setPos(0.5, top / 2)
+            self._add(self._empty)
         elif self.kind == "lines":
-            self._draw_lines(painter, area, rows, top, colours)
+            self._draw_lines(rows, colours)
         else:
-            self._draw_bars(painter, area, rows, top, colours)
-        self._draw_markers(painter, area, text)
-        self._draw_legend(painter, colours, text)
-        painter.end()
+            self._draw_bars(rows, colours)
 
-    def _x(self, area: QRectF, x: float) -> float:
-        return area.left() + max(0.0, min(1.0, x)) * area.width()
+    def _add(self, item: Any) -> None:
+        self.getPlotItem().addItem(item)
+        self._data_items.append(item)
 
-    def _y(self, area: QRectF, y: float, top: float) -> float:
-        return area.bottom() - (max(0.0, y) / top if top else 0.0) * area.height()
+    def legend_html(self) -> str:
+        """The title with the series' key beside it (outside the data area, so it never covers a bar)."""
+        palette = self.palette()
+        text = palette.color(QPalette.ColorRole.Text).name()
+        keys = []
+        for number, (serie, colour) in enumerate(zip(self.series, series_colours(palette, len(self.series)))):
+            mark = "■" if self.kind != "lines" else ("━━", "╍╍", "┅┅", "━╍")[number % len(DASHES)]
+            keys.append(f'<span style="color:{colour.name()}">{mark}</span>&nbsp;{html.escape(serie.label)}')
+        return (f'<span style="color:{text}">{html.escape(self.title)}'
+                f'{"&nbsp;&nbsp;&nbsp;" if keys else ""}{"&nbsp;&nbsp;".join(keys)}</span>')
 
-    def _draw_axes(self, painter: QPainter, area: QRectF, top: float, text: QColor, muted: QColor) -> None:
-        painter.setPen(QPen(muted, 1))
-        for step in range(5):
-            value = top * step / 4
-            y = self._y(area, value, top)
-            painter.drawLine(QPointF(area.left(), y), QPointF(area.right(), y))
-            painter.drawText(QRectF(0, y - 8, MARGIN_LEFT - 6, 16),
-                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, self.y_format(value))
-        for step in range(11):
-            x = self._x(area, step / 10)
-            painter.drawLine(QPointF(x, area.bottom()), QPointF(x, area.bottom() + 4))
-            if step % 2 == 0:
-                painter.drawText(QRectF(x - 20, area.bottom() + 4, 40, 14), Qt.AlignmentFlag.AlignCenter,
-                                 f"{step / 10:.1f}")
-        painter.setPen(text)
-        painter.drawText(QRectF(area.left(), area.bottom() + 18, area.width(), 16), Qt.AlignmentFlag.AlignCenter,
-                         self.x_title)
-        painter.drawText(QRectF(4, 4, self.width() / 2, 18), Qt.AlignmentFlag.AlignLeft, self.title)
-        painter.drawRect(area)
-
-    def _draw_lines(self, painter: QPainter, area: QRectF, rows: list, top: float, colours: list[QColor]) -> None:
-        for number, (serie, colour) in enumerate(zip(self.series, colours)):
-            pen = QPen(colour, 2, DASHES[number % len(DASHES)])
-            painter.setPen(pen)
-            previous: QPointF | None = None
-            for x, _, values in sorted(rows, key=lambda r: r[0]):
-                value = values[number]
-                if value is None:
-                    previous = None
-                    continue
-                point = QPointF(self._x(area, x), self._y(area, value, top))
-                if previous is not None:
-                    painter.drawLine(previous, point)
-                painter.drawEllipse(point, 2.5, 2.5)
-                previous = point
-
-    def _draw_bars(self, painter: QPainter, area: QRectF, rows: list, top: float, colours: list[QColor]) -> None:
+    def _draw_lines(self, rows: list[Row], colours: list[QColor]) -> None:
         ordered = sorted(rows, key=lambda r: r[0])
-        for index, (x, end, values) in enumerate(ordered):
+        xs = [x for x, _, _ in ordered]
+        for number, (serie, colour) in enumerate(zip(self.series, colours)):
+            ys = [math.nan if values[number] is None else values[number] for _, _, values in ordered]
+            self._add(pg.PlotDataItem(xs, ys, pen=pg.mkPen(colour, width=2, style=DASHES[number % len(DASHES)]),
+                                      symbol="o", symbolSize=5, symbolBrush=colour, symbolPen=colour,
+                                      connect="finite"))
+
+    def _draw_bars(self, rows: list[Row], colours: list[QColor]) -> None:
+        ordered = sorted(rows, key=lambda r: r[0])
+        spans = []
+        for index, (x, end, _) in enumerate(ordered):
             if end is None:
                 end = ordered[index + 1][0] if index + 1 < len(ordered) else min(1.0, x + 0.05)
-            left, right = self._x(area, x) + 1, self._x(area, end) - 1
-            width = max(1.0, right - left)
+            gap = min(0.002, (end - x) / 10)
+            spans.append((x + gap, end - gap))
+        base = [0.0] * len(ordered)
+        count = max(1, len(self.series))
+        for number, (serie, colour) in enumerate(zip(self.series, colours)):
+            values = [values[number] or 0.0 for _, _, values in ordered]
             if self.kind == "stacked":
-                base = 0.0
-                for value, colour in zip(values, colours):
-                    if value:
-                        y0, y1 = self._y(area, base, top), self._y(area, base + value, top)
-                        painter.fillRect(QRectF(left, y1, width, y0 - y1), colour)
-                        base += value
+                x0 = [left for left, _ in spans]
+                x1 = [right for _, right in spans]
+                y0, y1 = list(base), [b + v for b, v in zip(base, values)]
+                base = y1
             else:
-                share = width / max(1, len(values))
-                for number, (value, colour) in enumerate(zip(values, colours)):
-                    if value:
-                        y1 = self._y(area, value, top)
-                        painter.fillRect(QRectF(left + number * share, y1, share, area.bottom() - y1), colour)
+                x0 = [left + (right - left) * number / count for left, right in spans]
+                x1 = [left + (right - left) * (number + 1) / count for left, right in spans]
+                y0, y1 = [0.0] * len(values), values
+            self._add(pg.BarGraphItem(x0=x0, x1=x1, y0=y0, y1=y1, brush=colour, pen=pg.mkPen(None)))
 
-    def _draw_markers(self, painter: QPainter, area: QRectF, text: QColor) -> None:
-        for number, marker in enumerate(self.markers):
-            x = self._x(area, marker.x)
-            painter.setPen(QPen(text, 1, Qt.PenStyle.DashLine))
-            painter.drawLine(QPointF(x, area.top()), QPointF(x, area.bottom()))
-            painter.drawText(QRectF(x + 3, area.top() + 2 + 14 * number, 180, 14), Qt.AlignmentFlag.AlignLeft,
-                             marker.label)
+    # --- the palette -----------------------------------------------------------------------------
 
-    def _draw_legend(self, painter: QPainter, colours: list[QColor], text: QColor) -> None:
-        right = self.width() - MARGIN_RIGHT
-        metrics = painter.fontMetrics()
-        for number in reversed(range(len(self.series))):
-            label = self.series[number].label
-            width = metrics.horizontalAdvance(label)
-            right -= width
-            painter.setPen(text)
-            painter.drawText(QRectF(right, 4, width + 2, 18), Qt.AlignmentFlag.AlignLeft, label)
-            right -= 22
-            if self.kind == "lines":
-                painter.setPen(QPen(colours[number], 2, DASHES[number % len(DASHES)]))
-                painter.drawLine(QPointF(right, 13), QPointF(right + 18, 13))
-            else:
-                painter.fillRect(QRectF(right + 4, 7, 12, 12), colours[number])
-            right -= 10
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if getattr(self, "_styled", False) and event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self._restyle()
+            self.redraw()
+            self.set_markers(self.markers)
 
-    # --- hovering -------------------------------------------------------------------------------
+    def _restyle(self) -> None:
+        palette = self.palette()
+        text, muted = palette.color(QPalette.ColorRole.Text), palette.color(QPalette.ColorRole.PlaceholderText)
+        accent = palette.color(QPalette.ColorRole.Highlight)
+        self.setBackground(palette.color(QPalette.ColorRole.Base))
+        plot = self.getPlotItem()
+        plot.setTitle(self.legend_html(), justify="left")
+        for name, label in (("bottom", self.x_title), ("left", self.y_title)):
+            axis = plot.getAxis(name)
+            axis.setPen(muted)
+            axis.setTextPen(text)
+            if label:
+                plot.setLabel(name, label, color=text)
+        for line in self._handles:
+            line.setPen(pg.mkPen(accent, width=3))
+            line.setHoverPen(pg.mkPen(accent, width=5))
+        for line in self._cursors:
+            line.setPen(pg.mkPen(accent, width=2))
+
+    # --- where things are, and hovering --------------------------------------------------------
+
+    def plot_area(self) -> QRectF:
+        """The data area in widget coordinates."""
+        box = self.getPlotItem().getViewBox()
+        return QRectF(self.mapFromScene(box.sceneBoundingRect()).boundingRect())
+
+    def x_at(self, position: float) -> float:
+        """The x value under a widget x coordinate."""
+        area = self.plot_area()
+        (low, high), _ = self.getPlotItem().getViewBox().viewRange()
+        return low + (position - area.left()) / max(1.0, area.width()) * (high - low)
+
+    def position_of(self, x: float) -> float:
+        """The widget x coordinate of an x value (the inverse of ``x_at``)."""
+        area = self.plot_area()
+        (low, high), _ = self.getPlotItem().getViewBox().viewRange()
+        return area.left() + (x - low) / ((high - low) or 1.0) * area.width()
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
-        text = self.describe_at(event.position().x())
+        super().mouseMoveEvent(event)
+        text = "" if event.buttons() != Qt.MouseButton.NoButton else self.describe_at(event.position().x())
         if text:
             QToolTip.showText(event.globalPosition().toPoint(), text, self)
         else:
@@ -237,7 +303,7 @@ class Chart(QWidget):
         rows = self.rows()
         if not rows or not area.left() <= position <= area.right():
             return ""
-        x = (position - area.left()) / area.width()
+        x = self.x_at(position)
         if self.kind == "lines":
             chosen = min(rows, key=lambda r: abs(r[0] - x))
         else:
