@@ -126,7 +126,7 @@ class Chart(pg.PlotWidget):
             line = pg.InfiniteLine(pos=marker.x, angle=90, movable=False,
                                    pen=pg.mkPen(text, width=1, style=Qt.PenStyle.DashLine), label=marker.label,
                                    labelOpts={"position": 0.9 - 0.12 * number, "color": text,
-                                              "anchors": [(0, 0.5), (0, 0.5)]})
+                                              "anchors": [_label_side(marker.x)] * 2})
             plot.addItem(line)
             self._marker_lines.append(line)
 
@@ -138,6 +138,8 @@ class Chart(pg.PlotWidget):
                                labelOpts={"position": 0.95, "color": self.palette().color(QPalette.ColorRole.Text),
                                           "anchors": [(0, 0.5), (0, 0.5)]})
         line.setCursor(Qt.CursorShape.SizeHorCursor)
+        line.sigPositionChanged.connect(_place_label)
+        _place_label(line)
         self.getPlotItem().addItem(line)
         self._handles.append(line)
         return line
@@ -184,7 +186,7 @@ class Chart(pg.PlotWidget):
         self._data_items = []
         rows = self.rows()
         top = self.y_max(rows)
-        plot.setYRange(0.0, top, padding=0.0)
+        plot.setYRange(0.0, top * (1.04 if self.kind == "lines" else 1.0), padding=0.0)   # a line at the top shows
         colours = series_colours(self.palette(), len(self.series))
         if not rows:
             self._empty.setColor(self.palette().color(QPalette.ColorRole.PlaceholderText))
@@ -316,6 +318,16 @@ class Chart(pg.PlotWidget):
         parts = [f"{serie.label}: {'-' if value is None else self.y_format(value)}"
                  for serie, value in zip(self.series, values)]
         return f"{self.x_title} {where}\n" + "\n".join(parts)
+
+
+def _label_side(x: float) -> tuple[float, float]:
+    """A line's label goes to its right, or to its left near the right edge (so it is not cut off)."""
+    return (1.0, 0.5) if x > 0.75 else (0.0, 0.5)
+
+
+def _place_label(line: pg.InfiniteLine) -> None:
+    line.label.anchors = [_label_side(line.value())] * 2
+    line.label.updatePosition()
 
 
 def _float(value: Any) -> float | None:
