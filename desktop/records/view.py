@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.widgets import table
 from ..tasks import EngineTasks
+from .graph import ConnectionsWindow
 from .page import RecordPage
 
 PAGE_SIZE = 200
@@ -121,6 +122,8 @@ class RecordsView(QWidget):
 
         self.page = RecordPage(tasks, self)
         self.page.sig_record_requested.connect(self.open_record)
+        self.page.sig_connections_requested.connect(self.show_connections)
+        self.connections_window: ConnectionsWindow | None = None
         back = QShortcut(QKeySequence(QKeySequence.StandardKey.Back), self)
         back.activated.connect(self.go_back)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -146,6 +149,8 @@ class RecordsView(QWidget):
         self.agent = agent
         self._back.clear()
         self.page.clear()
+        if self.connections_window is not None:
+            self.connections_window.close()
         self.refresh()
 
     def refresh(self) -> None:
@@ -253,3 +258,19 @@ class RecordsView(QWidget):
     def go_back(self) -> None:
         if self._back and self.agent is not None:
             self.page.show_record(self.agent, self._back.pop())
+
+    # --- the connections graph --------------------------------------------------------------------
+
+    def show_connections(self, record: dict[str, Any]) -> ConnectionsWindow | None:
+        """Open (or bring forward) the graph window, centred on ``record``; its clicks open records here."""
+        if self.agent is None:
+            return None
+        if self.connections_window is None:
+            self.connections_window = ConnectionsWindow(self.tasks, self)
+            self.connections_window.sig_record_requested.connect(self.open_record)
+        window = self.connections_window
+        window.show_record(self.agent, {key: record.get(key) for key in ("id", "title", "kind", "status")})
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        return window
