@@ -178,6 +178,8 @@ class RecordsView(QWidget):
             self.browse_model.set_source(self._records_source(self._browsing))
         if self.query.text().strip() and self.search_model.rowCount():
             self._run_search(self.query.text().strip())
+        if self.connections_window is not None and self.connections_window.isVisible():
+            self.connections_window.reload()
 
     def _records_source(self, filters: dict[str, Any]) -> Any:
         agent = self.agent

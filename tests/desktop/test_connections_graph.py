@@ -8,6 +8,8 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+from engine.access.authority import AgentCaller
+
 from desktop.records.graph import (
     FIRST_HOP_MAX,
     NODE_SPACING,
@@ -138,3 +140,28 @@ def test_show_connections_draws_the_page_and_clicking_a_node_centres_and_opens_i
     assert window.view.graph.centre == dana["id"] and page.record["id"] == dana["id"]
     assert not window.view.grab().isNull()
     window.close()
+
+
+def test_an_agents_new_relationship_appears_in_the_open_graph(qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    open_titled(qtbot, view, "Dana Whitaker")
+    view.page.graph_button.click()
+    window = view.connections_window
+    qtbot.waitUntil(lambda: window.view.graph is not None, timeout=10_000)
+    before = {node.title for node in window.view.graph.nodes.values()}
+    assert "Ravi Menon" not in before
+
+    gui_thread_guard.active = False   # the agent writes beside the window, as another process would
+    try:
+        caller = AgentCaller(served_engine.registry.add_credential("main"), {"kind": "owner-private"})
+        served_engine.remember(caller, {"requestId": "graph-live", "items": [
+            {"relation": "knows", "from": "Dana", "to": "Ravi",
+             "excerpt": "Dana and Ravi met at the Atlas kick-off."}]})
+    finally:
+        gui_thread_guard.active = True
+    with qtbot.waitSignal(window.sig_graph_shown, timeout=10_000) as blocker:
+        view.live_refresh()   # what the window does on the engine's change notification
+    graph = blocker.args[0]
+    added = next(node for node in graph.nodes.values() if node.title == "Ravi Menon")
+    edge = graph.edges[frozenset((graph.centre, added.id))]
+    assert edge.labels == ["knows"] and edge.a == graph.centre and edge.to_b
