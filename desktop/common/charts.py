@@ -125,7 +125,7 @@ class Chart(pg.PlotWidget):
         for number, marker in enumerate(self.markers):
             line = pg.InfiniteLine(pos=marker.x, angle=90, movable=False,
                                    pen=pg.mkPen(text, width=1, style=Qt.PenStyle.DashLine), label=marker.label,
-                                   labelOpts={"position": 0.9 - 0.12 * number, "color": text,
+                                   labelOpts={"position": 0.8 - 0.12 * number, "color": text,
                                               "anchors": [_label_side(marker.x)] * 2})
             plot.addItem(line)
             self._marker_lines.append(line)
@@ -135,7 +135,7 @@ class Chart(pg.PlotWidget):
         accent = self.palette().color(QPalette.ColorRole.Highlight)
         line = pg.InfiniteLine(pos=value, angle=90, movable=True, bounds=(0.0, 1.0),
                                pen=pg.mkPen(accent, width=3), hoverPen=pg.mkPen(accent, width=5), label=label,
-                               labelOpts={"position": 0.95, "color": self.palette().color(QPalette.ColorRole.Text),
+                               labelOpts={"position": 0.96, "color": self.palette().color(QPalette.ColorRole.Text),
                                           "anchors": [(0, 0.5), (0, 0.5)]})
         line.setCursor(Qt.CursorShape.SizeHorCursor)
         line.sigPositionChanged.connect(_place_label)

@@ -310,10 +310,12 @@ class NodeItem(QGraphicsEllipseItem):
         self.label.setFont(font)
         self.radius = radius
 
-    def place(self, position: QPointF) -> None:
+    def place(self, position: QPointF, leads_on: bool = False) -> None:
+        """At ``position``; the label outward, or centred below when edges go on outward from this node."""
         self.setPos(position)
         box = self.label.boundingRect()
-        self.label.setPos(label_offset(position, box.width(), box.height(), self.radius))
+        self.label.setPos(QPointF(-box.width() / 2, self.radius + 2) if leads_on
+                          else label_offset(position, box.width(), box.height(), self.radius))
 
     def label_rect(self) -> QRectF:
         return self.label.sceneBoundingRect()
@@ -356,9 +358,10 @@ class ConnectionsGraph(QGraphicsView):
             self._draw_edge(edge, edge_pen, muted)
         fills = {"entity": blend(accent, base, 0.55), "claim": blend(text, base, 0.3),
                  "relationship": blend(accent, text, 0.4)}
+        parents = {node.parent for node in graph.nodes.values() if node.hop == 2}
         for node in graph.nodes.values():
             item = NodeItem(node, self)
-            item.place(self.positions[node.id])
+            item.place(self.positions[node.id], node.id in parents)
             item.setZValue(2)
             if node.hop == 0:
                 item.setBrush(QBrush(accent))
@@ -400,7 +403,7 @@ class ConnectionsGraph(QGraphicsView):
             label = QGraphicsSimpleTextItem(elided(", ".join(edge.labels), EDGE_LABEL_CHARS))
             label.setBrush(QBrush(muted))
             box = label.boundingRect()
-            middle = path.pointAtPercent(0.55)
+            middle = path.pointAtPercent(0.5)
             label.setPos(middle.x() - box.width() / 2, middle.y() - box.height() / 2)
             label.setZValue(1)
             label.setToolTip(", ".join(edge.labels))
@@ -558,7 +561,8 @@ class ConnectionsWindow(QDialog):
         hops = "two hops" if self.two_hops.isChecked() else "one hop"
         text = f"{records:,} linked records within {hops}"
         if graph.left_out:
-            text += f"; {graph.left_out:,} more links not drawn (see the record's Connections tab)"
+            links = "link is" if graph.left_out == 1 else "links are"
+            text += f"; {graph.left_out:,} more {links} not drawn (the record's Connections tab lists them all)"
         self.status.setText(text + ". Click a record to centre on it.")
         self.sig_graph_shown.emit(graph)
 
