@@ -31,6 +31,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QKeySequence, QPainter, QPainterPath, QPalette, QPen, QPolygonF, QWheelEvent
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDialog,
     QGraphicsEllipseItem,
     QGraphicsPathItem,
@@ -492,12 +493,21 @@ class ConnectionsWindow(QDialog):
         self.fit_button = QPushButton("&Fit")
         self.fit_button.setToolTip("Show the whole graph (the wheel zooms, dragging pans)")
         self.fit_button.clicked.connect(self.view.fit)
+        self.jump = QComboBox()
+        self.jump.setToolTip("Centre on one of the linked records (the keyboard's way to click a node)")
+        self.jump.setAccessibleName("Centre on a linked record")
+        self.jump.setMinimumContentsLength(24)
+        self.jump.activated.connect(self._on_jump)
+        jump_label = QLabel("&Centre on:")
+        jump_label.setBuddy(self.jump)
         self.status = QLabel()
         self.status.setWordWrap(True)
         row = QHBoxLayout()
         row.addWidget(self.back_button)
         row.addWidget(self.two_hops)
         row.addWidget(self.fit_button)
+        row.addWidget(jump_label)
+        row.addWidget(self.jump)
         row.addWidget(self.status, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
@@ -557,6 +567,11 @@ class ConnectionsWindow(QDialog):
 
     def _show(self, graph: Graph) -> None:
         self.view.show_graph(graph)
+        self.jump.clear()
+        for node in sorted((n for n in graph.nodes.values() if n.hop and n.openable),
+                           key=lambda n: (n.hop, n.title.casefold())):
+            self.jump.addItem(f"{elided(node.title, 40)} ({node.kind or 'record'})", node.id)
+        self.jump.setCurrentIndex(-1)
         records = sum(1 for node in graph.nodes.values() if node.hop and not node.is_more)
         hops = "two hops" if self.two_hops.isChecked() else "one hop"
         text = f"{records:,} linked records within {hops}"
@@ -572,6 +587,11 @@ class ConnectionsWindow(QDialog):
         node = self.view.graph.nodes[node_id]
         self.show_record(self.agent, {"id": node.id, "title": node.title, "kind": node.kind, "status": node.status})
         self.sig_record_requested.emit(node.id)
+
+    def _on_jump(self, index: int) -> None:
+        node_id = self.jump.itemData(index)
+        if node_id:
+            self._on_node_clicked(node_id)
 
     def go_back(self) -> None:
         if self._back and self.agent is not None:

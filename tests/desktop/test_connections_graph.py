@@ -138,6 +138,17 @@ def test_show_connections_draws_the_page_and_clicking_a_node_centres_and_opens_i
     with qtbot.waitSignals([window.sig_graph_shown, page.sig_content_loaded], timeout=10_000):
         window.back_button.click()
     assert window.view.graph.centre == dana["id"] and page.record["id"] == dana["id"]
+
+    listed = [window.jump.itemData(n) for n in range(window.jump.count())]
+    drawn = {node.id for node in window.view.graph.nodes.values() if node.hop and node.openable}
+    assert set(listed) == drawn and expected <= drawn and window.jump.currentIndex() == -1, \
+        "every linked record drawn (two hops now), for the keyboard"
+    atlas = next(c["record"]["id"] for c in links_shown["connections"] if c["relation"] == "works_on")
+    with qtbot.waitSignals([window.sig_graph_shown, page.sig_content_loaded], timeout=10_000):
+        window.jump.setFocus()
+        window.jump.setCurrentIndex(listed.index(atlas))
+        window.jump.activated.emit(listed.index(atlas))
+    assert window.view.graph.centre == atlas and page.record["title"] == "Atlas Migration"
     assert not window.view.grab().isNull()
     window.close()
 
