@@ -5,12 +5,18 @@ lines (per threshold).  A chart watches its model's reset/insert/change
 signals and redraws from the model; it never asks the engine for anything.
 Beside the data, a chart can hold *markers* (fixed dashed lines: the
 setting in force, the suggestion), a *handle* (a line the owner drags, the
-Tuning tab's threshold) and *cursors* (lines that follow a handle on
-another chart).  Colours come from the application palette (the highlight
-and its blends with the base colour), and lines also differ by dash
-pattern, so a chart reads in light and dark mode alike; a palette change
-restyles it.  Hovering shows the row's values.  Panning, zooming and
-pyqtgraph's context menu are off: the axes are the thresholds' 0..1.
+Tuning tab's threshold; ``sig_handle_moved``) and a *cursor* (a line the
+caller moves to follow a handle on another chart).  Colours come from the
+application palette (the highlight and its blends with the base colour),
+and lines also differ by dash pattern, so a chart reads in light and dark
+mode alike; a palette change restyles it.  Hovering shows the row's
+values.  Panning, zooming and pyqtgraph's context menu are off: the axes
+are the thresholds' 0..1.
+
+The pyqtgraph plot inside a ``Chart`` is made when the chart is first shown
+(``ensure_plot``): importing pyqtgraph loads Qt's OpenGL, SVG and test
+libraries, about a quarter of a second, which the window's start should not
+wait for when no chart is in view.
 """
 
 from __future__ import annotations
@@ -20,10 +26,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import pyqtgraph as pg
-from PySide6.QtCore import QAbstractItemModel, QEvent, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QMouseEvent, QPalette
-from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+from PySide6.QtCore import QAbstractItemModel, QEvent, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPalette, QShowEvent
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from .models import VALUE_ROLE
 
@@ -59,67 +64,134 @@ def series_colours(palette: QPalette, count: int) -> list[QColor]:
     return [choices[n % len(choices)] for n in range(count)]
 
 
-class _FormattedAxis(pg.AxisItem):
-    """A y axis whose tick labels use the chart's number format."""
-
-    def __init__(self, orientation: str, formatter: Callable[[float], str]) -> None:
-        super().__init__(orientation)
-        self.formatter = formatter
-
-    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
-        return [self.formatter(value * scale) for value in values]
+_PLOT_CLASS: Any = None
 
 
-class Chart(pg.PlotWidget):
+def _pg() -> Any:
+    import pyqtgraph
+
+    return pyqtgraph
+
+
+def _plot_class() -> Any:
+    """The pyqtgraph widget class a chart draws in (pyqtgraph is imported here, on first use)."""
+    global _PLOT_CLASS
+    if _PLOT_CLASS is not None:
+        return _PLOT_CLASS
+    pg = _pg()
+
+    class FormattedAxis(pg.AxisItem):
+        """A y axis whose tick labels use the chart's number format."""
+
+        def __init__(self, orientation: str, formatter: Callable[[float], str]) -> None:
+            super().__init__(orientation)
+            self.formatter = formatter
+
+        def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
+            return [self.formatter(value * scale) for value in values]
+
+    class Plot(pg.PlotWidget):
+        def __init__(self, chart: "Chart") -> None:
+            super().__init__(chart, axisItems={"left": FormattedAxis("left", chart.y_format)})
+            self.chart = chart
+            plot = self.getPlotItem()
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            plot.setMouseEnabled(x=False, y=False)
+            plot.setXRange(-X_PAD, 1.0 + X_PAD, padding=0.0)
+            plot.getAxis("bottom").setTicks([[(step / 5, f"{step / 5:.1f}") for step in range(6)],
+                                             [(step / 10, "") for step in range(11)]])
+            plot.showGrid(x=False, y=True, alpha=0.25)
+            self.setMouseTracking(True)
+            self.setAccessibleName(chart.title)
+
+        def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+            super().mouseMoveEvent(event)
+            text = "" if event.buttons() != Qt.MouseButton.NoButton else self.chart.describe_at(
+                event.position().x())
+            if text:
+                QToolTip.showText(event.globalPosition().toPoint(), text, self)
+            else:
+                QToolTip.hideText()
+
+        def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+            super().changeEvent(event)
+            if getattr(self, "chart", None) is not None and self.chart.plot is self and event.type() in (
+                    QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+                self.chart.restyle()
+
+    _PLOT_CLASS = Plot
+    return Plot
+
+
+class Chart(QWidget):
     """Bars or lines over a 0..1 x axis: ``x_column`` (and ``x_end_column`` for bar widths) and ``series``."""
+
+    sig_handle_moved = Signal(float)
+    """The handle moved (dragged, or set); the argument is its value."""
 
     def __init__(self, model: QAbstractItemModel, x_column: int, series: list[Series], *, kind: str = "lines",
                  title: str = "", x_title: str = "", y_title: str = "", y_max: float | None = None,
                  x_end_column: int | None = None, y_format: Callable[[float], str] | None = None,
                  parent: QWidget | None = None) -> None:
+        super().__init__(parent)
         assert kind in ("lines", "bars", "stacked")
-        formatter = y_format or _number
-        super().__init__(parent=parent, axisItems={"left": _FormattedAxis("left", formatter)})
-        self.y_format = formatter
         self.model, self.x_column, self.x_end_column = model, x_column, x_end_column
         self.series, self.kind = series, kind
         self.title, self.x_title, self.y_title = title, x_title, y_title
         self.fixed_y_max = y_max
+        self.y_format = y_format or _number
         self.markers: list[Marker] = []
+        self.plot: Any = None                               # the pyqtgraph PlotWidget, once shown
+        self._handle: tuple[float, str, str] | None = None  # value, label format, tooltip
+        self._cursor: float | None = None
+        self._handle_line: Any = None
+        self._cursor_line: Any = None
+        self._marker_lines: list[Any] = []
         self._data_items: list[Any] = []
-        self._marker_lines: list[pg.InfiniteLine] = []
-        self._handles: list[pg.InfiniteLine] = []
-        self._cursors: list[pg.InfiniteLine] = []
-        self._empty = pg.TextItem("No data yet", anchor=(0.5, 0.5))
-
-        plot = self.getPlotItem()
-        plot.setMenuEnabled(False)
-        plot.hideButtons()
-        plot.setMouseEnabled(x=False, y=False)
-        plot.setXRange(-X_PAD, 1.0 + X_PAD, padding=0.0)
-        plot.getAxis("bottom").setTicks([[(step / 5, f"{step / 5:.1f}") for step in range(6)],
-                                         [(step / 10, "") for step in range(11)]])
-        plot.showGrid(x=False, y=True, alpha=0.25)
-        self.setMouseTracking(True)
+        self._empty: Any = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
         self.setMinimumHeight(170)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAccessibleName(title)
-        self._restyle()
         for signal in (model.modelReset, model.rowsInserted, model.rowsRemoved, model.dataChanged,
                        model.layoutChanged):
             signal.connect(lambda *_: self.redraw())
-        self.redraw()
-        self._styled = True   # from here on a palette change restyles (Qt sends one while constructing)
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
         return QSize(420, 220)
 
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's name
+        self.ensure_plot()
+        super().showEvent(event)
+
+    def ensure_plot(self) -> Any:
+        """The pyqtgraph plot, made (with the markers, handle and cursor set so far) on first use."""
+        if self.plot is None:
+            pg = _pg()
+            self.plot = _plot_class()(self)
+            self.layout().addWidget(self.plot)
+            self.plot.setVisible(True)   # made while its chart is being shown, so Qt would leave it hidden
+            self._empty = pg.TextItem("No data yet", anchor=(0.5, 0.5))
+            if self._handle is not None:
+                self._make_handle(*self._handle)
+            if self._cursor is not None:
+                self._cursor_line = pg.InfiniteLine(pos=self._cursor, angle=90, movable=False)
+                self.plot.getPlotItem().addItem(self._cursor_line)
+            self.restyle()
+        return self.plot
+
+    # --- markers, the handle and the cursor --------------------------------------------------------
+
     def set_markers(self, markers: list[Marker]) -> None:
         """Fixed lines at thresholds worth pointing out (the suggestion, the setting in force)."""
         self.markers = list(markers)
-        plot = self.getPlotItem()
+        if self.plot is None:
+            return
+        pg, item = _pg(), self.plot.getPlotItem()
         for line in self._marker_lines:
-            plot.removeItem(line)
+            item.removeItem(line)
         text = self.palette().color(QPalette.ColorRole.Text)
         self._marker_lines = []
         for number, marker in enumerate(self.markers):
@@ -127,30 +199,64 @@ class Chart(pg.PlotWidget):
                                    pen=pg.mkPen(text, width=1, style=Qt.PenStyle.DashLine), label=marker.label,
                                    labelOpts={"position": 0.8 - 0.12 * number, "color": text,
                                               "anchors": [_label_side(marker.x)] * 2})
-            plot.addItem(line)
+            item.addItem(line)
             self._marker_lines.append(line)
 
-    def add_handle(self, value: float, label: str = "{value:.2f}") -> pg.InfiniteLine:
-        """A vertical line the owner drags along 0..1; connect to its ``sigPositionChanged``."""
-        accent = self.palette().color(QPalette.ColorRole.Highlight)
-        line = pg.InfiniteLine(pos=value, angle=90, movable=True, bounds=(0.0, 1.0),
-                               pen=pg.mkPen(accent, width=3), hoverPen=pg.mkPen(accent, width=5), label=label,
-                               labelOpts={"position": 0.96, "color": self.palette().color(QPalette.ColorRole.Text),
-                                          "anchors": [(0, 0.5), (0, 0.5)]})
-        line.setCursor(Qt.CursorShape.SizeHorCursor)
-        line.sigPositionChanged.connect(_place_label)
-        _place_label(line)
-        self.getPlotItem().addItem(line)
-        self._handles.append(line)
-        return line
+    def add_handle(self, value: float, label: str = "{value:.2f}", tooltip: str = "") -> None:
+        """A vertical line the owner drags along 0..1 (``sig_handle_moved``); one per chart."""
+        self._handle = (value, label, tooltip)
+        if self.plot is not None:
+            self._make_handle(value, label, tooltip)
 
-    def add_cursor(self, value: float) -> pg.InfiniteLine:
-        """A fixed line that the caller moves (``setValue``) to follow a handle on another chart."""
-        accent = self.palette().color(QPalette.ColorRole.Highlight)
-        line = pg.InfiniteLine(pos=value, angle=90, movable=False, pen=pg.mkPen(accent, width=2))
-        self.getPlotItem().addItem(line)
-        self._cursors.append(line)
-        return line
+    def _make_handle(self, value: float, label: str, tooltip: str) -> None:
+        pg = _pg()
+        line = pg.InfiniteLine(pos=value, angle=90, movable=True, bounds=(0.0, 1.0), label=label,
+                               labelOpts={"position": 0.96, "anchors": [_label_side(value)] * 2})
+        line.setCursor(Qt.CursorShape.SizeHorCursor)
+        line.setToolTip(tooltip)
+        line.sigPositionChanged.connect(self._on_handle_moved)
+        self.plot.getPlotItem().addItem(line)
+        self._handle_line = line
+
+    def _on_handle_moved(self, line: Any) -> None:
+        self._handle = (line.value(), *self._handle[1:]) if self._handle else None
+        line.label.anchors = [_label_side(line.value())] * 2
+        line.label.updatePosition()
+        self.sig_handle_moved.emit(float(line.value()))
+
+    def handle_value(self) -> float | None:
+        """Where the handle is (the drawn line's value, once drawn)."""
+        if self._handle_line is not None:
+            return float(self._handle_line.value())
+        return None if self._handle is None else float(self._handle[0])
+
+    def set_handle_value(self, value: float) -> None:
+        """Move the handle (kept within 0..1); ``sig_handle_moved`` follows when it moved."""
+        if self._handle is None:
+            return
+        value = min(1.0, max(0.0, float(value)))
+        if self._handle_line is not None:
+            self._handle_line.setValue(value)   # reports through _on_handle_moved
+        elif value != self._handle[0]:
+            self._handle = (value, *self._handle[1:])
+            self.sig_handle_moved.emit(value)
+
+    def add_cursor(self, value: float) -> None:
+        """A fixed line that the caller moves (``set_cursor_value``) to follow a handle on another chart."""
+        self._cursor = value
+        if self.plot is not None and self._cursor_line is None:
+            self._cursor_line = _pg().InfiniteLine(pos=value, angle=90, movable=False)
+            self.plot.getPlotItem().addItem(self._cursor_line)
+            self.restyle()
+
+    def set_cursor_value(self, value: float) -> None:
+        self._cursor = value
+        if self._cursor_line is not None:
+            self._cursor_line.setValue(value)
+
+    def cursor_value(self) -> float | None:
+        """Where the cursor is (the drawn line's value, once drawn)."""
+        return float(self._cursor_line.value()) if self._cursor_line is not None else self._cursor
 
     # --- reading the model ----------------------------------------------------------------------
 
@@ -179,14 +285,16 @@ class Chart(pg.PlotWidget):
     # --- drawing -----------------------------------------------------------------------------------
 
     def redraw(self) -> None:
-        """Replace the data items with what the model holds now (markers, handles and cursors stay)."""
-        plot = self.getPlotItem()
-        for item in self._data_items:
-            plot.removeItem(item)
+        """Replace the data items with what the model holds now (markers, handle and cursor stay)."""
+        if self.plot is None:
+            return
+        item = self.plot.getPlotItem()
+        for data in self._data_items:
+            item.removeItem(data)
         self._data_items = []
         rows = self.rows()
         top = self.y_max(rows)
-        plot.setYRange(0.0, top * (1.04 if self.kind == "lines" else 1.0), padding=0.0)   # a line at the top shows
+        item.setYRange(0.0, top * (1.04 if self.kind == "lines" else 1.0), padding=0.0)   # a line at the top shows
         colours = series_colours(self.palette(), len(self.series))
         if not rows:
             self._empty.setColor(self.palette().color(QPalette.ColorRole.PlaceholderText))
@@ -197,9 +305,9 @@ class Chart(pg.PlotWidget):
         else:
             self._draw_bars(rows, colours)
 
-    def _add(self, item: Any) -> None:
-        self.getPlotItem().addItem(item)
-        self._data_items.append(item)
+    def _add(self, data: Any) -> None:
+        self.plot.getPlotItem().addItem(data)
+        self._data_items.append(data)
 
     def legend_html(self) -> str:
         """The title with the series' key beside it (outside the data area, so it never covers a bar)."""
@@ -213,6 +321,7 @@ class Chart(pg.PlotWidget):
                 f'{"&nbsp;&nbsp;&nbsp;" if keys else ""}{"&nbsp;&nbsp;".join(keys)}</span>')
 
     def _draw_lines(self, rows: list[Row], colours: list[QColor]) -> None:
+        pg = _pg()
         ordered = sorted(rows, key=lambda r: r[0])
         xs = [x for x, _, _ in ordered]
         for number, (serie, colour) in enumerate(zip(self.series, colours)):
@@ -222,6 +331,7 @@ class Chart(pg.PlotWidget):
                                       connect="finite"))
 
     def _draw_bars(self, rows: list[Row], colours: list[QColor]) -> None:
+        pg = _pg()
         ordered = sorted(rows, key=lambda r: r[0])
         spans = []
         for index, (x, end, _) in enumerate(ordered):
@@ -246,61 +356,53 @@ class Chart(pg.PlotWidget):
 
     # --- the palette -----------------------------------------------------------------------------
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
-        super().changeEvent(event)
-        if getattr(self, "_styled", False) and event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
-            self._restyle()
-            self.redraw()
-            self.set_markers(self.markers)
-
-    def _restyle(self) -> None:
-        palette = self.palette()
+    def restyle(self) -> None:
+        """Take every colour from the palette again (after a change to it), and redraw."""
+        if self.plot is None:
+            return
+        pg, palette = _pg(), self.palette()
         text, muted = palette.color(QPalette.ColorRole.Text), palette.color(QPalette.ColorRole.PlaceholderText)
         accent = palette.color(QPalette.ColorRole.Highlight)
-        self.setBackground(palette.color(QPalette.ColorRole.Base))
-        plot = self.getPlotItem()
-        plot.setTitle(self.legend_html(), justify="left")
+        self.plot.setBackground(palette.color(QPalette.ColorRole.Base))
+        item = self.plot.getPlotItem()
+        item.setTitle(self.legend_html(), justify="left")
         for name, label in (("bottom", self.x_title), ("left", self.y_title)):
-            axis = plot.getAxis(name)
+            axis = item.getAxis(name)
             axis.setPen(muted)
             axis.setTextPen(text)
             if label:
-                plot.setLabel(name, label, color=text)
-        for line in self._handles:
-            line.setPen(pg.mkPen(accent, width=3))
-            line.setHoverPen(pg.mkPen(accent, width=5))
-        for line in self._cursors:
-            line.setPen(pg.mkPen(accent, width=2))
+                item.setLabel(name, label, color=text)
+        if self._handle_line is not None:
+            self._handle_line.setPen(pg.mkPen(accent, width=3))
+            self._handle_line.setHoverPen(pg.mkPen(accent, width=5))
+            self._handle_line.label.setColor(text)
+        if self._cursor_line is not None:
+            self._cursor_line.setPen(pg.mkPen(accent, width=2))
+        self.redraw()
+        self.set_markers(self.markers)
 
     # --- where things are, and hovering --------------------------------------------------------
 
     def plot_area(self) -> QRectF:
-        """The data area in widget coordinates."""
-        box = self.getPlotItem().getViewBox()
-        return QRectF(self.mapFromScene(box.sceneBoundingRect()).boundingRect())
+        """The data area in the plot's viewport coordinates."""
+        plot = self.ensure_plot()
+        box = plot.getPlotItem().getViewBox()
+        return QRectF(plot.mapFromScene(box.sceneBoundingRect()).boundingRect())
 
     def x_at(self, position: float) -> float:
-        """The x value under a widget x coordinate."""
+        """The x value under a viewport x coordinate."""
         area = self.plot_area()
-        (low, high), _ = self.getPlotItem().getViewBox().viewRange()
+        (low, high), _ = self.plot.getPlotItem().getViewBox().viewRange()
         return low + (position - area.left()) / max(1.0, area.width()) * (high - low)
 
     def position_of(self, x: float) -> float:
-        """The widget x coordinate of an x value (the inverse of ``x_at``)."""
+        """The viewport x coordinate of an x value (the inverse of ``x_at``)."""
         area = self.plot_area()
-        (low, high), _ = self.getPlotItem().getViewBox().viewRange()
+        (low, high), _ = self.plot.getPlotItem().getViewBox().viewRange()
         return area.left() + (x - low) / ((high - low) or 1.0) * area.width()
 
-    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
-        super().mouseMoveEvent(event)
-        text = "" if event.buttons() != Qt.MouseButton.NoButton else self.describe_at(event.position().x())
-        if text:
-            QToolTip.showText(event.globalPosition().toPoint(), text, self)
-        else:
-            QToolTip.hideText()
-
     def describe_at(self, position: float) -> str:
-        """The values of the row nearest to ``position`` (a widget x coordinate), for the tooltip."""
+        """The values of the row nearest to ``position`` (a viewport x coordinate), for the tooltip."""
         area = self.plot_area()
         rows = self.rows()
         if not rows or not area.left() <= position <= area.right():
@@ -323,11 +425,6 @@ class Chart(pg.PlotWidget):
 def _label_side(x: float) -> tuple[float, float]:
     """A line's label goes to its right, or to its left near the right edge (so it is not cut off)."""
     return (1.0, 0.5) if x > 0.75 else (0.0, 0.5)
-
-
-def _place_label(line: pg.InfiniteLine) -> None:
-    line.label.anchors = [_label_side(line.value())] * 2
-    line.label.updatePosition()
 
 
 def _float(value: Any) -> float | None:

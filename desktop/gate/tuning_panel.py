@@ -120,15 +120,16 @@ class TuningPanel(QWidget):
                                                          Series(4, "not labelled")], kind="stacked", x_end_column=1,
                                   title="Journal scores: drag the threshold", x_title="probability",
                                   y_title="pages")
-        self.handle = self.scores_chart.add_handle(self.explored, "highThreshold {value:.2f}")
-        self.handle.setToolTip("Drag to see what the gate would inject at this highThreshold")
-        self.handle.sigPositionChanged.connect(lambda line: self.explore(line.value()))
+        self.scores_chart.add_handle(self.explored, "highThreshold {value:.2f}",
+                                     "Drag to see what the gate would inject at this highThreshold")
+        self.scores_chart.sig_handle_moved.connect(self.explore)
         self.pages_chart = Chart(self.model, THRESHOLD, [Series(PAGES_PER_TURN, "pages per turn")], kind="lines",
                                  title="Pages each threshold would inject per turn", x_title="highThreshold")
         self.quality_chart = Chart(self.model, THRESHOLD, [Series(PRECISION, "precision"), Series(RECALL, "recall"),
                                                           Series(F1, "F1")], kind="lines", y_max=1.0,
                                    title="On the labelled turns", x_title="highThreshold")
-        self.cursors = [chart.add_cursor(self.explored) for chart in (self.pages_chart, self.quality_chart)]
+        for chart in (self.pages_chart, self.quality_chart):
+            chart.add_cursor(self.explored)
         self.suggestion = QLabel()
         self.suggestion.setWordWrap(True)
         self.use_button = QPushButton("&Use the suggestion")
@@ -232,10 +233,10 @@ class TuningPanel(QWidget):
             self._explored_by_owner = self._explored_by_owner or by_owner
             changed = threshold != self.explored
             self.explored = threshold
-            if abs(self.handle.value() - threshold) > 1e-9:
-                self.handle.setValue(threshold)
-            for cursor in self.cursors:
-                cursor.setValue(threshold)
+            if abs((self.scores_chart.handle_value() or 0.0) - threshold) > 1e-9:
+                self.scores_chart.set_handle_value(threshold)
+            for chart in (self.pages_chart, self.quality_chart):
+                chart.set_cursor_value(threshold)
             if abs(self.threshold_box.value() - threshold) > 1e-9:
                 self.threshold_box.setValue(threshold)
         finally:

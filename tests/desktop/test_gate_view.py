@@ -6,6 +6,7 @@ import json
 import threading
 from typing import Any, Iterator
 
+import pyqtgraph  # noqa: F401 - the charts import it when first shown; here, before the GUI-thread guard is on
 import pytest
 from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QMouseEvent
@@ -198,7 +199,8 @@ def drag(chart: Any, start: float, end: float, steps: int = 12) -> None:
 
     pyqtgraph ignores moves that come within 10 ms of the last one (its mouse rate limit), as a hand's do not.
     """
-    viewport = chart.viewport()
+    QTest.qWait(50)   # pyqtgraph lays out its axes for new data on the next events; aim after that
+    viewport = chart.plot.viewport()
     y = chart.plot_area().center().y()
     points = [QPointF(chart.position_of(start + (end - start) * n / steps), y) for n in range(steps + 1)]
     left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
@@ -255,12 +257,13 @@ def test_dragging_the_threshold_over_the_histogram_shows_the_engines_figures_liv
     assert any(value > 0.66 for value, _ in seen) and any(value <= 0.66 for value, _ in seen)
     assert expected[0.7]["precision"] == 1.0 and expected[0.5]["precision"] < 1.0, "Dana (0.66) is never needed"
     assert tuning.threshold_box.value() == 0.5
-    assert all(cursor.value() == 0.5 for cursor in tuning.cursors), "the line charts follow too"
+    assert tuning.pages_chart.cursor_value() == tuning.quality_chart.cursor_value() == 0.5, \
+        "the line charts follow too"
 
     drag(tuning.scores_chart, 0.5, 0.83)
     assert tuning.explored == 0.83 and "precision 1.00, recall 1.00" in tuning.figures.text()
     tuning.threshold_box.stepUp()
-    assert tuning.explored == 0.84 and tuning.handle.value() == 0.84
+    assert tuning.explored == 0.84 and tuning.scores_chart.handle_value() == 0.84
 
     before = read_config(engine, gui_thread_guard)
     qtbot.keyClick(tuning.use_threshold_button, Qt.Key.Key_Space)
