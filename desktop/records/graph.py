@@ -151,8 +151,9 @@ def neighbours(record_id: str, links: dict[str, Any]) -> list[Neighbour]:
     for reference in links.get("references") or []:
         target = reference.get("record") or {}
         if target.get("id"):
-            found.append(Neighbour(target, str(reference.get("field")), True,
-                                   ("names", record_id, target["id"], reference.get("field"))))
+            field = str(reference.get("field"))
+            # The far end's backlink names only the top-level field ("fields" for "fields.project").
+            found.append(Neighbour(target, field, True, ("names", record_id, target["id"], field.split(".")[0])))
     for claim in links.get("claims") or []:
         if claim.get("id"):
             found.append(Neighbour(claim, "claim", False, ("names", claim["id"], record_id, "subject")))

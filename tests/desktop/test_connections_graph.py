@@ -58,9 +58,12 @@ def test_two_hops_add_each_neighbours_links_once_and_cap_them() -> None:
                             {"relation": "knows", "direction": "out", "via": {"id": "re_ab"}, "record": brief(101)}]
             + [{"relation": "has", "direction": "out", "via": {"id": f"re_a{n}"}, "record": brief(900 + n)}
                for n in range(7)], "references": [], "claims": [], "backlinks": []},
-        # b's answer: the same a-b relationship from b's end
+        # b's answer: the same a-b relationship from b's end, and b naming c in a typed field
         b: {"connections": [{"relation": "knows", "direction": "in", "via": {"id": "re_ab"}, "record": brief(100)}],
-            "references": [], "claims": [], "backlinks": []},
+            "references": [{"field": "fields.project", "record": brief(102)}], "claims": [], "backlinks": []},
+        # c's answer: that field seen from c's end, as a backlink
+        c: {"connections": [], "references": [], "claims": [],
+            "backlinks": [{**brief(101), "fields": ["fields"]}]},
     }
     graph = build_graph(centre, near, second)
     centre_a = graph.edges[frozenset((centre["id"], a))]
@@ -69,7 +72,11 @@ def test_two_hops_add_each_neighbours_links_once_and_cap_them() -> None:
     assert a_b.labels == ["knows"] and a_b.a == a and a_b.to_b and not a_b.to_a
     own = [node for node in graph.nodes.values() if node.hop == 2 and node.parent == a and not node.is_more]
     assert len(own) == SECOND_HOP_MAX and graph.nodes[f"more:{a}"].more == 7 - SECOND_HOP_MAX
-    assert c in graph.nodes and not any(node.parent == c and node.hop == 2 for node in graph.nodes.values()), \
+    b_c = graph.edges[frozenset((b, c))]
+    assert b_c.labels == ["fields.project"] and b_c.a == b and b_c.to_b and not b_c.to_a, "one link, once"
+    assert not any(node.parent == c and node.hop == 2 for node in graph.nodes.values())
+    without = build_graph(centre, near, {a: second[a]})
+    assert c in without.nodes and frozenset((b, c)) not in without.edges, \
         "a record without an answer (not found, say) just has no second hop"
 
     crowded = build_graph(centre, links(1, 12), {brief(100 + n)["id"]: links(2 + n, 9) for n in range(12)})
