@@ -18,7 +18,8 @@ outer ring, the rings wide enough that no two nodes come closer than
 ``NODE_SPACING``; labels sit outward, away from the centre.
 
 Clicking a node centres the graph on that record and opens it in the
-Records view (``sig_record_requested``); *Back* returns.
+Records view (``sig_record_requested``); clicking a relationship's label
+opens the relationship record there; *Back* returns.
 """
 
 from __future__ import annotations
@@ -330,11 +331,35 @@ class NodeItem(QGraphicsEllipseItem):
         super().mousePressEvent(event)
 
 
+class EdgeLabel(QGraphicsSimpleTextItem):
+    """An edge's relation names; for a typed relationship, a click opens the relationship record."""
+
+    def __init__(self, edge: Edge, view: "ConnectionsGraph") -> None:
+        super().__init__(elided(", ".join(edge.labels), EDGE_LABEL_CHARS))
+        self.edge, self.view = edge, view
+        names = ", ".join(edge.labels)
+        if edge.via:
+            self.setCursor(Qt.CursorShape.PointingHandCursor)
+            self.setToolTip(f"{names}\nClick to open the relationship record ({edge.via[0]})")
+        else:
+            self.setToolTip(names)
+
+    def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:  # noqa: N802 - Qt's name
+        if event.button() == Qt.MouseButton.LeftButton and self.edge.via:
+            self.view.sig_edge_clicked.emit(self.edge.via[0])
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+
 class ConnectionsGraph(QGraphicsView):
     """The scene of one neighbourhood; the wheel zooms, dragging the background pans."""
 
     sig_node_clicked = Signal(str)
     """A record's node was clicked (its id)."""
+
+    sig_edge_clicked = Signal(str)
+    """A typed relationship's label was clicked (the relationship record's id)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -345,12 +370,13 @@ class ConnectionsGraph(QGraphicsView):
         self.graph: Graph | None = None
         self.positions: dict[str, QPointF] = {}
         self.items_by_id: dict[str, NodeItem] = {}
+        self.edge_labels: dict[frozenset[str], EdgeLabel] = {}
         self.setAccessibleName("Connections graph")
 
     def show_graph(self, graph: Graph) -> None:
         scene = self.scene()
         scene.clear()
-        self.graph, self.positions, self.items_by_id = graph, radial_layout(graph), {}
+        self.graph, self.positions, self.items_by_id, self.edge_labels = graph, radial_layout(graph), {}, {}
         palette = self.palette()
         text, base = palette.color(QPalette.ColorRole.Text), palette.color(QPalette.ColorRole.Base)
         accent, muted = palette.color(QPalette.ColorRole.Highlight), palette.color(QPalette.ColorRole.PlaceholderText)
@@ -402,14 +428,14 @@ class ConnectionsGraph(QGraphicsView):
                 arrow.setZValue(1)
                 scene.addItem(arrow)
         if edge.labels:
-            label = QGraphicsSimpleTextItem(elided(", ".join(edge.labels), EDGE_LABEL_CHARS))
+            label = EdgeLabel(edge, self)
             label.setBrush(QBrush(muted))
             box = label.boundingRect()
             middle = path.pointAtPercent(0.5)
             label.setPos(middle.x() - box.width() / 2, middle.y() - box.height() / 2)
             label.setZValue(1)
-            label.setToolTip(", ".join(edge.labels))
             scene.addItem(label)
+            self.edge_labels[frozenset((edge.a, edge.b))] = label
 
     def _crosses(self, edge: Edge) -> bool:
         """Whether an edge joins two records that are not centre and spoke, or parent and child."""
@@ -437,6 +463,11 @@ class ConnectionsGraph(QGraphicsView):
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt's name
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
         self.scale(factor, factor)
+
+    def edge_label_rect(self, one: str, other: str) -> QRectF:
+        """Where an edge's label is, in viewport coordinates."""
+        label = self.edge_labels[frozenset((one, other))]
+        return QRectF(self.mapFromScene(label.sceneBoundingRect()).boundingRect())
 
     def node_rect(self, node_id: str) -> QRectF:
         """Where a node's disc is, in viewport coordinates."""
@@ -484,6 +515,7 @@ class ConnectionsWindow(QDialog):
         self.setWindowTitle("Connections")
         self.view = ConnectionsGraph(self)
         self.view.sig_node_clicked.connect(self._on_node_clicked)
+        self.view.sig_edge_clicked.connect(self.sig_record_requested.emit)   # the graph stays where it is
         self.back_button = QPushButton("&Back")
         self.back_button.setShortcut(QKeySequence(QKeySequence.StandardKey.Back))
         self.back_button.setToolTip("The record shown before this one")

@@ -130,6 +130,13 @@ def test_show_connections_draws_the_page_and_clicking_a_node_centres_and_opens_i
     assert "works_at" in edge.labels and edge.via == [northwind["via"]["id"]]
     assert "linked records within one hop" in window.status.text()
 
+    with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000):
+        where = window.view.edge_label_rect(dana["id"], northwind["record"]["id"]).center().toPoint()
+        qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=where)
+    assert page.record["id"] == northwind["via"]["id"] and page.record["kind"] == "relationship", \
+        "the relationship's label opens the relationship record"
+    assert window.view.graph.centre == dana["id"], "and the graph stays where it is"
+
     target = northwind["record"]["id"]
     with qtbot.waitSignals([window.sig_graph_shown, page.sig_content_loaded], timeout=10_000):
         click_node(qtbot, window, target)
