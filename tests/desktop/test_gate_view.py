@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+from importlib import import_module
 from typing import Any, Iterator
 
-import pyqtgraph  # noqa: F401 - the charts import it when first shown; here, before the GUI-thread guard is on
 import pytest
 from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QMouseEvent
@@ -23,6 +23,10 @@ from models.installed import ModelStore
 from models.local import add_local
 from tests.desktop.conftest import wait_for_signal
 from tests.engine.gate_helpers import FakeRerank, scores_by_text, write_config
+
+# The charts import pyqtgraph when first shown (reading its files, as any import does); here it is imported
+# before the GUI-thread guard is on, so that the guard watches the views' own work.
+import_module("pyqtgraph")
 
 SCORES = {"Atlas Migration": 0.91, "Dana Whitaker": 0.66, "Northwind Labs": 0.31}
 MESSAGES = ["Atlas migration status for Dana", "When is the Atlas cut-over?", "What does Dana prefer?",
@@ -135,6 +139,8 @@ def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltes
     assert "high: " in log.histogram.describe_at(log.histogram.plot_area().left()
                                                  + 0.92 * log.histogram.plot_area().width())
     assert not log.histogram.grab().isNull()
+    qtbot.waitUntil(lambda: view.settings.current is not None, timeout=10_000)
+    assert [(m.x, m.label) for m in log.histogram.markers] == [(0.75, "highThreshold 0.75")], "the setting in force"
     for model in (log.log_model, log.decisions_model, log.histogram_model):
         qtmodeltester.check(model, force_py=True)
 
