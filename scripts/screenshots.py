@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
 
 from desktop import launcher  # noqa: E402
 from desktop.app import application  # noqa: E402
@@ -146,7 +147,7 @@ def wait(signal: Any, trigger: Callable[[], Any] = lambda: None, *, settle_ms: i
     pause.exec()
 
 
-def save(window: MainWindow, name: str) -> None:
+def save(window: QWidget, name: str) -> None:
     if os.environ.get("STOP_AT") == name:
         raise KeyboardInterrupt
     path = OUT / f"{name}.png"
@@ -183,6 +184,11 @@ def main() -> int:
             save(window, "record-claims-and-evidence")
             records.page.tabs.setCurrentIndex(2)
             save(window, "record-connections")
+            graph = records.show_connections(records.page.record)
+            wait(graph.sig_graph_shown)
+            wait(graph.sig_graph_shown, lambda: graph.two_hops.setChecked(True))
+            save(graph, "record-connections-graph")
+            graph.close()
             preference = next(r["id"] for r in records.recent_model.rows() if r["title"].startswith("Dana prefers"))
             wait(records.page.sig_content_loaded, lambda: records.open_record(preference))
             records.page.tabs.setCurrentIndex(3)
@@ -212,7 +218,7 @@ def main() -> int:
             wait(gate.log.log_model.sig_page_loaded, lambda: gate.show_tab(gate.log), settle_ms=800)
             gate.log.log_table.selectRow(6)
             save(window, "recall-gate-shadow-log")
-            wait(gate.tuning.sig_what_if_loaded, lambda: gate.show_tab(gate.tuning), settle_ms=800)
+            wait(gate.tuning.sig_sweep_loaded, lambda: gate.show_tab(gate.tuning), settle_ms=800)
             save(window, "recall-gate-tuning")
             wait(gate.journal.sig_journal_loaded, lambda: gate.show_tab(gate.journal))
             gate.journal.journal_table.selectRow(4)

@@ -1,28 +1,40 @@
-"""Small charts drawn with QPainter, each reading its numbers from a Qt item model.
+"""Charts over a 0..1 x axis, drawn with pyqtgraph, each reading its numbers from a Qt item model.
 
-QtCharts is not part of PySide6-Essentials (it comes with the much larger
-Addons), and these views need only two shapes over 0..1 scores: bars (a
-histogram, stacked by tier) and lines (per threshold).  A chart watches its
-model's reset/insert/change signals and repaints; it never asks the engine
-for anything.  Colours come from the application palette (the highlight and
-its blends with the base colour), and lines also differ by dash pattern, so
-a chart reads in light and dark mode alike.  Hovering shows the row's values.
+Two shapes are needed: bars (a histogram, stacked by tier or by label) and
+lines (per threshold).  A chart watches its model's reset/insert/change
+signals and redraws from the model; it never asks the engine for anything.
+Beside the data, a chart can hold *markers* (fixed dashed lines: the
+setting in force, the suggestion), a *handle* (a line the owner drags, the
+Tuning tab's threshold; ``sig_handle_moved``) and a *cursor* (a line the
+caller moves to follow a handle on another chart).  Colours come from the
+application palette (the highlight and its blends with the base colour),
+and lines also differ by dash pattern, so a chart reads in light and dark
+mode alike; a palette change restyles it.  Hovering shows the row's
+values.  Panning, zooming and pyqtgraph's context menu are off: the axes
+are the thresholds' 0..1.
+
+The pyqtgraph plot inside a ``Chart`` is made when the chart is first shown
+(``ensure_plot``): importing pyqtgraph loads Qt's OpenGL, SVG and test
+libraries, about a quarter of a second, which the window's start should not
+wait for when no chart is in view.
 """
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from PySide6.QtCore import QAbstractItemModel, QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen
-from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+from PySide6.QtCore import QAbstractItemModel, QEvent, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPalette, QShowEvent
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from .models import VALUE_ROLE
 
-MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 48, 12, 26, 34
+X_PAD = 0.02   # room for the 0.0 and 1.0 tick labels
 DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
+Row = tuple[float, "float | None", "list[float | None]"]
 
 
 @dataclass(frozen=True)
@@ -52,8 +64,71 @@ def series_colours(palette: QPalette, count: int) -> list[QColor]:
     return [choices[n % len(choices)] for n in range(count)]
 
 
+_PLOT_CLASS: Any = None
+
+
+def _pg() -> Any:
+    import pyqtgraph
+
+    return pyqtgraph
+
+
+def _plot_class() -> Any:
+    """The pyqtgraph widget class a chart draws in (pyqtgraph is imported here, on first use)."""
+    global _PLOT_CLASS
+    if _PLOT_CLASS is not None:
+        return _PLOT_CLASS
+    pg = _pg()
+
+    class FormattedAxis(pg.AxisItem):
+        """A y axis whose tick labels use the chart's number format."""
+
+        def __init__(self, orientation: str, formatter: Callable[[float], str]) -> None:
+            super().__init__(orientation)
+            self.formatter = formatter
+
+        def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
+            return [self.formatter(value * scale) for value in values]
+
+    class Plot(pg.PlotWidget):
+        def __init__(self, chart: "Chart") -> None:
+            super().__init__(chart, axisItems={"left": FormattedAxis("left", chart.y_format)})
+            self.chart = chart
+            plot = self.getPlotItem()
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            plot.setMouseEnabled(x=False, y=False)
+            plot.setXRange(-X_PAD, 1.0 + X_PAD, padding=0.0)
+            plot.getAxis("bottom").setTicks([[(step / 5, f"{step / 5:.1f}") for step in range(6)],
+                                             [(step / 10, "") for step in range(11)]])
+            plot.showGrid(x=False, y=True, alpha=0.25)
+            self.setMouseTracking(True)
+            self.setAccessibleName(chart.title)
+
+        def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+            super().mouseMoveEvent(event)
+            text = "" if event.buttons() != Qt.MouseButton.NoButton else self.chart.describe_at(
+                event.position().x())
+            if text:
+                QToolTip.showText(event.globalPosition().toPoint(), text, self)
+            else:
+                QToolTip.hideText()
+
+        def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+            super().changeEvent(event)
+            if getattr(self, "chart", None) is not None and self.chart.plot is self and event.type() in (
+                    QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+                self.chart.restyle()
+
+    _PLOT_CLASS = Plot
+    return Plot
+
+
 class Chart(QWidget):
     """Bars or lines over a 0..1 x axis: ``x_column`` (and ``x_end_column`` for bar widths) and ``series``."""
+
+    sig_handle_moved = Signal(float)
+    """The handle moved (dragged, or set); the argument is its value."""
 
     def __init__(self, model: QAbstractItemModel, x_column: int, series: list[Series], *, kind: str = "lines",
                  title: str = "", x_title: str = "", y_title: str = "", y_max: float | None = None,
@@ -67,25 +142,125 @@ class Chart(QWidget):
         self.fixed_y_max = y_max
         self.y_format = y_format or _number
         self.markers: list[Marker] = []
-        self.setMouseTracking(True)
+        self.plot: Any = None                               # the pyqtgraph PlotWidget, once shown
+        self._handle: tuple[float, str, str] | None = None  # value, label format, tooltip
+        self._cursor: float | None = None
+        self._handle_line: Any = None
+        self._cursor_line: Any = None
+        self._marker_lines: list[Any] = []
+        self._data_items: list[Any] = []
+        self._empty: Any = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
         self.setMinimumHeight(170)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAccessibleName(title)
         for signal in (model.modelReset, model.rowsInserted, model.rowsRemoved, model.dataChanged,
                        model.layoutChanged):
-            signal.connect(self.update)
+            signal.connect(lambda *_: self.redraw())
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
         return QSize(420, 220)
 
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's name
+        self.ensure_plot()
+        super().showEvent(event)
+
+    def ensure_plot(self) -> Any:
+        """The pyqtgraph plot, made (with the markers, handle and cursor set so far) on first use."""
+        if self.plot is None:
+            pg = _pg()
+            self.plot = _plot_class()(self)
+            self.layout().addWidget(self.plot)
+            self.plot.setVisible(True)   # made while its chart is being shown, so Qt would leave it hidden
+            self._empty = pg.TextItem("No data yet", anchor=(0.5, 0.5))
+            if self._handle is not None:
+                self._make_handle(*self._handle)
+            if self._cursor is not None:
+                self._cursor_line = pg.InfiniteLine(pos=self._cursor, angle=90, movable=False)
+                self.plot.getPlotItem().addItem(self._cursor_line)
+            self.restyle()
+        return self.plot
+
+    # --- markers, the handle and the cursor --------------------------------------------------------
+
     def set_markers(self, markers: list[Marker]) -> None:
-        """Vertical lines at thresholds worth pointing out (the suggestion, the setting in force)."""
+        """Fixed lines at thresholds worth pointing out (the suggestion, the setting in force)."""
         self.markers = list(markers)
-        self.update()
+        if self.plot is None:
+            return
+        pg, item = _pg(), self.plot.getPlotItem()
+        for line in self._marker_lines:
+            item.removeItem(line)
+        text = self.palette().color(QPalette.ColorRole.Text)
+        self._marker_lines = []
+        for number, marker in enumerate(self.markers):
+            line = pg.InfiniteLine(pos=marker.x, angle=90, movable=False,
+                                   pen=pg.mkPen(text, width=1, style=Qt.PenStyle.DashLine), label=marker.label,
+                                   labelOpts={"position": 0.8 - 0.12 * number, "color": text,
+                                              "anchors": [_label_side(marker.x)] * 2})
+            item.addItem(line)
+            self._marker_lines.append(line)
+
+    def add_handle(self, value: float, label: str = "{value:.2f}", tooltip: str = "") -> None:
+        """A vertical line the owner drags along 0..1 (``sig_handle_moved``); one per chart."""
+        self._handle = (value, label, tooltip)
+        if self.plot is not None:
+            self._make_handle(value, label, tooltip)
+
+    def _make_handle(self, value: float, label: str, tooltip: str) -> None:
+        pg = _pg()
+        line = pg.InfiniteLine(pos=value, angle=90, movable=True, bounds=(0.0, 1.0), label=label,
+                               labelOpts={"position": 0.96, "anchors": [_label_side(value)] * 2})
+        line.setCursor(Qt.CursorShape.SizeHorCursor)
+        line.setToolTip(tooltip)
+        line.sigPositionChanged.connect(self._on_handle_moved)
+        self.plot.getPlotItem().addItem(line)
+        self._handle_line = line
+
+    def _on_handle_moved(self, line: Any) -> None:
+        self._handle = (line.value(), *self._handle[1:]) if self._handle else None
+        line.label.anchors = [_label_side(line.value())] * 2
+        line.label.updatePosition()
+        self.sig_handle_moved.emit(float(line.value()))
+
+    def handle_value(self) -> float | None:
+        """Where the handle is (the drawn line's value, once drawn)."""
+        if self._handle_line is not None:
+            return float(self._handle_line.value())
+        return None if self._handle is None else float(self._handle[0])
+
+    def set_handle_value(self, value: float) -> None:
+        """Move the handle (kept within 0..1); ``sig_handle_moved`` follows when it moved."""
+        if self._handle is None:
+            return
+        value = min(1.0, max(0.0, float(value)))
+        if self._handle_line is not None:
+            self._handle_line.setValue(value)   # reports through _on_handle_moved
+        elif value != self._handle[0]:
+            self._handle = (value, *self._handle[1:])
+            self.sig_handle_moved.emit(value)
+
+    def add_cursor(self, value: float) -> None:
+        """A fixed line that the caller moves (``set_cursor_value``) to follow a handle on another chart."""
+        self._cursor = value
+        if self.plot is not None and self._cursor_line is None:
+            self._cursor_line = _pg().InfiniteLine(pos=value, angle=90, movable=False)
+            self.plot.getPlotItem().addItem(self._cursor_line)
+            self.restyle()
+
+    def set_cursor_value(self, value: float) -> None:
+        self._cursor = value
+        if self._cursor_line is not None:
+            self._cursor_line.setValue(value)
+
+    def cursor_value(self) -> float | None:
+        """Where the cursor is (the drawn line's value, once drawn)."""
+        return float(self._cursor_line.value()) if self._cursor_line is not None else self._cursor
 
     # --- reading the model ----------------------------------------------------------------------
 
-    def rows(self) -> list[tuple[float, float | None, list[float | None]]]:
+    def rows(self) -> list[Row]:
         """(x, x_end, [series values]) per row, as the model holds them."""
         model, found = self.model, []
         for row in range(model.rowCount()):
@@ -98,7 +273,7 @@ class Chart(QWidget):
             found.append((x, end, values))
         return found
 
-    def y_max(self, rows: list[tuple[float, float | None, list[float | None]]]) -> float:
+    def y_max(self, rows: list[Row]) -> float:
         if self.fixed_y_max is not None:
             return self.fixed_y_max
         if self.kind == "stacked":
@@ -109,135 +284,130 @@ class Chart(QWidget):
 
     # --- drawing -----------------------------------------------------------------------------------
 
-    def plot_area(self) -> QRectF:
-        return QRectF(MARGIN_LEFT, MARGIN_TOP, max(10, self.width() - MARGIN_LEFT - MARGIN_RIGHT),
-                      max(10, self.height() - MARGIN_TOP - MARGIN_BOTTOM))
-
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt's name
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        palette = self.palette()
-        text, muted = palette.color(QPalette.ColorRole.Text), palette.color(QPalette.ColorRole.PlaceholderText)
-        area = self.plot_area()
+    def redraw(self) -> None:
+        """Replace the data items with what the model holds now (markers, handle and cursor stay)."""
+        if self.plot is None:
+            return
+        item = self.plot.getPlotItem()
+        for data in self._data_items:
+            item.removeItem(data)
+        self._data_items = []
         rows = self.rows()
         top = self.y_max(rows)
-        colours = series_colours(palette, len(self.series))
-        self._draw_axes(painter, area, top, text, muted)
+        item.setYRange(0.0, top * (1.04 if self.kind == "lines" else 1.0), padding=0.0)   # a line at the top shows
+        colours = series_colours(self.palette(), len(self.series))
         if not rows:
-            painter.setPen(muted)
-            painter.drawText(area, Qt.AlignmentFlag.AlignCenter, "No data yet")
+            self._empty.setColor(self.palette().color(QPalette.ColorRole.PlaceholderText))
+            self._empty.setPos(0.5, top / 2)
+            self._add(self._empty)
         elif self.kind == "lines":
-            self._draw_lines(painter, area, rows, top, colours)
+            self._draw_lines(rows, colours)
         else:
-            self._draw_bars(painter, area, rows, top, colours)
-        self._draw_markers(painter, area, text)
-        self._draw_legend(painter, colours, text)
-        painter.end()
+            self._draw_bars(rows, colours)
 
-    def _x(self, area: QRectF, x: float) -> float:
-        return area.left() + max(0.0, min(1.0, x)) * area.width()
+    def _add(self, data: Any) -> None:
+        self.plot.getPlotItem().addItem(data)
+        self._data_items.append(data)
 
-    def _y(self, area: QRectF, y: float, top: float) -> float:
-        return area.bottom() - (max(0.0, y) / top if top else 0.0) * area.height()
+    def legend_html(self) -> str:
+        """The title with the series' key beside it (outside the data area, so it never covers a bar)."""
+        palette = self.palette()
+        text = palette.color(QPalette.ColorRole.Text).name()
+        keys = []
+        for number, (serie, colour) in enumerate(zip(self.series, series_colours(palette, len(self.series)))):
+            mark = "■" if self.kind != "lines" else ("━━", "╍╍", "┅┅", "━╍")[number % len(DASHES)]
+            keys.append(f'<span style="color:{colour.name()}">{mark}</span>&nbsp;{html.escape(serie.label)}')
+        return (f'<span style="color:{text}">{html.escape(self.title)}'
+                f'{"&nbsp;&nbsp;&nbsp;" if keys else ""}{"&nbsp;&nbsp;".join(keys)}</span>')
 
-    def _draw_axes(self, painter: QPainter, area: QRectF, top: float, text: QColor, muted: QColor) -> None:
-        painter.setPen(QPen(muted, 1))
-        for step in range(5):
-            value = top * step / 4
-            y = self._y(area, value, top)
-            painter.drawLine(QPointF(area.left(), y), QPointF(area.right(), y))
-            painter.drawText(QRectF(0, y - 8, MARGIN_LEFT - 6, 16),
-                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, self.y_format(value))
-        for step in range(11):
-            x = self._x(area, step / 10)
-            painter.drawLine(QPointF(x, area.bottom()), QPointF(x, area.bottom() + 4))
-            if step % 2 == 0:
-                painter.drawText(QRectF(x - 20, area.bottom() + 4, 40, 14), Qt.AlignmentFlag.AlignCenter,
-                                 f"{step / 10:.1f}")
-        painter.setPen(text)
-        painter.drawText(QRectF(area.left(), area.bottom() + 18, area.width(), 16), Qt.AlignmentFlag.AlignCenter,
-                         self.x_title)
-        painter.drawText(QRectF(4, 4, self.width() / 2, 18), Qt.AlignmentFlag.AlignLeft, self.title)
-        painter.drawRect(area)
-
-    def _draw_lines(self, painter: QPainter, area: QRectF, rows: list, top: float, colours: list[QColor]) -> None:
-        for number, (serie, colour) in enumerate(zip(self.series, colours)):
-            pen = QPen(colour, 2, DASHES[number % len(DASHES)])
-            painter.setPen(pen)
-            previous: QPointF | None = None
-            for x, _, values in sorted(rows, key=lambda r: r[0]):
-                value = values[number]
-                if value is None:
-                    previous = None
-                    continue
-                point = QPointF(self._x(area, x), self._y(area, value, top))
-                if previous is not None:
-                    painter.drawLine(previous, point)
-                painter.drawEllipse(point, 2.5, 2.5)
-                previous = point
-
-    def _draw_bars(self, painter: QPainter, area: QRectF, rows: list, top: float, colours: list[QColor]) -> None:
+    def _draw_lines(self, rows: list[Row], colours: list[QColor]) -> None:
+        pg = _pg()
         ordered = sorted(rows, key=lambda r: r[0])
-        for index, (x, end, values) in enumerate(ordered):
+        xs = [x for x, _, _ in ordered]
+        for number, (serie, colour) in enumerate(zip(self.series, colours)):
+            ys = [math.nan if values[number] is None else values[number] for _, _, values in ordered]
+            self._add(pg.PlotDataItem(xs, ys, pen=pg.mkPen(colour, width=2, style=DASHES[number % len(DASHES)]),
+                                      symbol="o", symbolSize=5, symbolBrush=colour, symbolPen=colour,
+                                      connect="finite"))
+
+    def _draw_bars(self, rows: list[Row], colours: list[QColor]) -> None:
+        pg = _pg()
+        ordered = sorted(rows, key=lambda r: r[0])
+        spans = []
+        for index, (x, end, _) in enumerate(ordered):
             if end is None:
                 end = ordered[index + 1][0] if index + 1 < len(ordered) else min(1.0, x + 0.05)
-            left, right = self._x(area, x) + 1, self._x(area, end) - 1
-            width = max(1.0, right - left)
+            gap = min(0.002, (end - x) / 10)
+            spans.append((x + gap, end - gap))
+        base = [0.0] * len(ordered)
+        count = max(1, len(self.series))
+        for number, (serie, colour) in enumerate(zip(self.series, colours)):
+            values = [values[number] or 0.0 for _, _, values in ordered]
             if self.kind == "stacked":
-                base = 0.0
-                for value, colour in zip(values, colours):
-                    if value:
-                        y0, y1 = self._y(area, base, top), self._y(area, base + value, top)
-                        painter.fillRect(QRectF(left, y1, width, y0 - y1), colour)
-                        base += value
+                x0 = [left for left, _ in spans]
+                x1 = [right for _, right in spans]
+                y0, y1 = list(base), [b + v for b, v in zip(base, values)]
+                base = y1
             else:
-                share = width / max(1, len(values))
-                for number, (value, colour) in enumerate(zip(values, colours)):
-                    if value:
-                        y1 = self._y(area, value, top)
-                        painter.fillRect(QRectF(left + number * share, y1, share, area.bottom() - y1), colour)
+                x0 = [left + (right - left) * number / count for left, right in spans]
+                x1 = [left + (right - left) * (number + 1) / count for left, right in spans]
+                y0, y1 = [0.0] * len(values), values
+            self._add(pg.BarGraphItem(x0=x0, x1=x1, y0=y0, y1=y1, brush=colour, pen=pg.mkPen(None)))
 
-    def _draw_markers(self, painter: QPainter, area: QRectF, text: QColor) -> None:
-        for number, marker in enumerate(self.markers):
-            x = self._x(area, marker.x)
-            painter.setPen(QPen(text, 1, Qt.PenStyle.DashLine))
-            painter.drawLine(QPointF(x, area.top()), QPointF(x, area.bottom()))
-            painter.drawText(QRectF(x + 3, area.top() + 2 + 14 * number, 180, 14), Qt.AlignmentFlag.AlignLeft,
-                             marker.label)
+    # --- the palette -----------------------------------------------------------------------------
 
-    def _draw_legend(self, painter: QPainter, colours: list[QColor], text: QColor) -> None:
-        right = self.width() - MARGIN_RIGHT
-        metrics = painter.fontMetrics()
-        for number in reversed(range(len(self.series))):
-            label = self.series[number].label
-            width = metrics.horizontalAdvance(label)
-            right -= width
-            painter.setPen(text)
-            painter.drawText(QRectF(right, 4, width + 2, 18), Qt.AlignmentFlag.AlignLeft, label)
-            right -= 22
-            if self.kind == "lines":
-                painter.setPen(QPen(colours[number], 2, DASHES[number % len(DASHES)]))
-                painter.drawLine(QPointF(right, 13), QPointF(right + 18, 13))
-            else:
-                painter.fillRect(QRectF(right + 4, 7, 12, 12), colours[number])
-            right -= 10
+    def restyle(self) -> None:
+        """Take every colour from the palette again (after a change to it), and redraw."""
+        if self.plot is None:
+            return
+        pg, palette = _pg(), self.palette()
+        text, muted = palette.color(QPalette.ColorRole.Text), palette.color(QPalette.ColorRole.PlaceholderText)
+        accent = palette.color(QPalette.ColorRole.Highlight)
+        self.plot.setBackground(palette.color(QPalette.ColorRole.Base))
+        item = self.plot.getPlotItem()
+        item.setTitle(self.legend_html(), justify="left")
+        for name, label in (("bottom", self.x_title), ("left", self.y_title)):
+            axis = item.getAxis(name)
+            axis.setPen(muted)
+            axis.setTextPen(text)
+            if label:
+                item.setLabel(name, label, color=text)
+        if self._handle_line is not None:
+            self._handle_line.setPen(pg.mkPen(accent, width=3))
+            self._handle_line.setHoverPen(pg.mkPen(accent, width=5))
+            self._handle_line.label.setColor(text)
+        if self._cursor_line is not None:
+            self._cursor_line.setPen(pg.mkPen(accent, width=2))
+        self.redraw()
+        self.set_markers(self.markers)
 
-    # --- hovering -------------------------------------------------------------------------------
+    # --- where things are, and hovering --------------------------------------------------------
 
-    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
-        text = self.describe_at(event.position().x())
-        if text:
-            QToolTip.showText(event.globalPosition().toPoint(), text, self)
-        else:
-            QToolTip.hideText()
+    def plot_area(self) -> QRectF:
+        """The data area in the plot's viewport coordinates."""
+        plot = self.ensure_plot()
+        box = plot.getPlotItem().getViewBox()
+        return QRectF(plot.mapFromScene(box.sceneBoundingRect()).boundingRect())
+
+    def x_at(self, position: float) -> float:
+        """The x value under a viewport x coordinate."""
+        area = self.plot_area()
+        (low, high), _ = self.plot.getPlotItem().getViewBox().viewRange()
+        return low + (position - area.left()) / max(1.0, area.width()) * (high - low)
+
+    def position_of(self, x: float) -> float:
+        """The viewport x coordinate of an x value (the inverse of ``x_at``)."""
+        area = self.plot_area()
+        (low, high), _ = self.plot.getPlotItem().getViewBox().viewRange()
+        return area.left() + (x - low) / ((high - low) or 1.0) * area.width()
 
     def describe_at(self, position: float) -> str:
-        """The values of the row nearest to ``position`` (a widget x coordinate), for the tooltip."""
+        """The values of the row nearest to ``position`` (a viewport x coordinate), for the tooltip."""
         area = self.plot_area()
         rows = self.rows()
         if not rows or not area.left() <= position <= area.right():
             return ""
-        x = (position - area.left()) / area.width()
+        x = self.x_at(position)
         if self.kind == "lines":
             chosen = min(rows, key=lambda r: abs(r[0] - x))
         else:
@@ -250,6 +420,11 @@ class Chart(QWidget):
         parts = [f"{serie.label}: {'-' if value is None else self.y_format(value)}"
                  for serie, value in zip(self.series, values)]
         return f"{self.x_title} {where}\n" + "\n".join(parts)
+
+
+def _label_side(x: float) -> tuple[float, float]:
+    """A line's label goes to its right, or to its left near the right edge (so it is not cut off)."""
+    return (1.0, 0.5) if x > 0.75 else (0.0, 0.5)
 
 
 def _float(value: Any) -> float | None:

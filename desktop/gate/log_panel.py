@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
-from ..common.charts import Chart, Series
+from ..common.charts import Chart, Marker, Series
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.widgets import heading, table
 from ..tasks import EngineTasks
@@ -141,6 +141,10 @@ class GateLogPanel(QWidget):
     def set_agent(self, agent: str | None) -> None:
         self.agent = agent
         self.refresh()
+
+    def set_current_threshold(self, threshold: float | None) -> None:
+        """Mark the ``highThreshold`` in force on the histogram (what scores at or above it inject)."""
+        self.histogram.set_markers([] if threshold is None else [Marker(threshold, f"highThreshold {threshold:.2f}")])
 
     def refresh(self) -> None:
         agent = self.agent

@@ -4,7 +4,15 @@
 one in force): turns and pages it would inject, how many turns the same
 cutoff as ``skipHintBelow`` would hint, and precision, recall and F1 over
 the turns the owner labelled, with a suggested threshold once five are
-labelled.  The table and both charts show the same Qt model.
+labelled.  The table and both line charts show the same Qt model.
+
+Above them the owner explores: the journal's scores as a histogram (by
+label: needed, not needed, not labelled yet) with the threshold as a line to
+drag.  A second ``gateWhatIf`` asks for every threshold from 0.00 to 1.00 in
+steps of 0.01 (the ``SWEEP``), so as the line moves, snapped to those steps,
+the figures at that threshold are the engine's, read from that answer, and a
+line on each chart follows.  *Use this threshold* puts it into the Settings
+form, unsaved, like *Use the suggestion*.
 """
 
 from __future__ import annotations
@@ -12,7 +20,15 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
@@ -31,6 +47,35 @@ WHAT_IF_COLUMNS = [
     Column("F1", lambda r: r.get("f1"), align_right=True),
 ]
 THRESHOLD, PAGES_PER_TURN, PRECISION, RECALL, F1 = 0, 3, 6, 7, 8
+SCORE_COLUMNS = [
+    Column("From", lambda b: b.get("from"), align_right=True),
+    Column("To", lambda b: b.get("to"), align_right=True),
+    Column("Needed", lambda b: b.get("needed"), align_right=True),
+    Column("Not needed", lambda b: b.get("notNeeded"), align_right=True),
+    Column("Not labelled", lambda b: b.get("unlabelled"), align_right=True),
+]
+SWEEP = tuple(round(step / 100, 2) for step in range(101))   # 0.00 ... 1.00, the most gateWhatIf takes
+DEFAULT_THRESHOLD = 0.75   # the engine's highThreshold default, until the settings say which is in force
+
+
+def _figure(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def figures_text(result: dict[str, Any] | None, row: dict[str, Any] | None, threshold: float) -> str:
+    """What the gate would do at ``threshold`` over the journal, in a sentence or two (``row``: the sweep's)."""
+    if result is None or row is None:
+        return f"highThreshold {threshold:.2f}: loading the journal's figures…"
+    turns, labelled = result.get("turns", 0), result.get("labelled", 0)
+    if not turns:
+        return (f"highThreshold {threshold:.2f}: no journal turns yet. Turn on the shadow journal in Settings; "
+                "each shadow turn is kept for tuning.")
+    text = (f"At highThreshold {threshold:.2f}, over {turns:,} journal turns: {row['pagesPerTurn']:.2f} pages per "
+            f"turn ({row['pagesInjected']:,} pages; {row['turnsInjecting']:,} turns would inject).")
+    if not labelled:
+        return text + " Label turns in the Labelling tab to see precision and recall."
+    return text + (f" On the {labelled:,} labelled turns: precision {_figure(row.get('precision'))}, "
+                   f"recall {_figure(row.get('recall'))}, F1 {_figure(row.get('f1'))}.")
 
 
 def suggestion_text(result: dict[str, Any]) -> str:
@@ -43,48 +88,101 @@ def suggestion_text(result: dict[str, Any]) -> str:
 
 
 class TuningPanel(QWidget):
-    """The what-if table, pages per turn and precision/recall by threshold, and the suggestion."""
+    """The threshold explorer, the what-if table, pages per turn and precision/recall, and the suggestion."""
 
     sig_what_if_loaded = Signal(object)
     """``operator/gateWhatIf`` answered; the argument is its result."""
 
+    sig_sweep_loaded = Signal(object)
+    """The sweep (every threshold in steps of 0.01) answered; the argument is its result."""
+
+    sig_threshold_explored = Signal(float)
+    """The explored threshold moved (dragged, typed or set); the figures shown are for it."""
+
     sig_threshold_chosen = Signal(float)
-    """The owner chose to try the suggested threshold in the settings form (nothing is saved yet)."""
+    """The owner chose to try a threshold in the settings form (nothing is saved yet)."""
 
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
         self.agent: str | None = None
         self.result: dict[str, Any] | None = None
+        self.sweep: dict[str, Any] | None = None
+        self.sweep_rows: dict[float, dict[str, Any]] = {}
         self.current_threshold: float | None = None
+        self.explored = DEFAULT_THRESHOLD
+        self._explored_by_owner = False
+        self._moving = False
         self.model = RowsModel(WHAT_IF_COLUMNS, self)
         self.table = table(self.model)
         self.table.set_empty_text("Nothing to tune from yet: the shadow journal holds no scored turns. Run the gate "
                                   "in shadow mode with the journal on, then label turns in Labelling.")
+        self.scores_model = RowsModel(SCORE_COLUMNS, self)
+        self.scores_chart = Chart(self.scores_model, 0, [Series(2, "needed"), Series(3, "not needed"),
+                                                         Series(4, "not labelled")], kind="stacked", x_end_column=1,
+                                  title="Journal scores: drag the threshold", x_title="probability",
+                                  y_title="pages")
+        self.scores_chart.add_handle(self.explored, "highThreshold {value:.2f}",
+                                     "Drag to see what the gate would inject at this highThreshold")
+        self.scores_chart.sig_handle_moved.connect(self.explore)
         self.pages_chart = Chart(self.model, THRESHOLD, [Series(PAGES_PER_TURN, "pages per turn")], kind="lines",
                                  title="Pages each threshold would inject per turn", x_title="highThreshold")
         self.quality_chart = Chart(self.model, THRESHOLD, [Series(PRECISION, "precision"), Series(RECALL, "recall"),
                                                           Series(F1, "F1")], kind="lines", y_max=1.0,
                                    title="On the labelled turns", x_title="highThreshold")
+        for chart in (self.pages_chart, self.quality_chart):
+            chart.add_cursor(self.explored)
         self.suggestion = QLabel()
         self.suggestion.setWordWrap(True)
         self.use_button = QPushButton("&Use the suggestion")
         self.use_button.setToolTip("Put the suggested highThreshold into the Settings tab (save it there)")
         self.use_button.clicked.connect(self._on_use_clicked)
         self.use_button.setEnabled(False)
+
+        self.threshold_box = QDoubleSpinBox()
+        self.threshold_box.setRange(0.0, 1.0)
+        self.threshold_box.setDecimals(2)
+        self.threshold_box.setSingleStep(0.01)
+        self.threshold_box.setValue(self.explored)
+        self.threshold_box.setAccessibleName("Explored highThreshold")
+        self.threshold_box.setToolTip("The threshold explored (the line on the histogram); arrows move it by 0.01")
+        self.threshold_box.valueChanged.connect(self.explore)
+        box_label = QLabel("Th&reshold:")
+        box_label.setBuddy(self.threshold_box)
+        self.figures = QLabel()
+        self.figures.setWordWrap(True)
+        self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.use_threshold_button = QPushButton("Use t&his threshold")
+        self.use_threshold_button.setToolTip("Put the explored highThreshold into the Settings tab (save it there)")
+        self.use_threshold_button.clicked.connect(self._on_use_threshold_clicked)
+        self.use_threshold_button.setEnabled(False)
+
         top = QHBoxLayout()
         top.addWidget(self.suggestion, 1)
         top.addWidget(self.use_button)
+        controls = QHBoxLayout()
+        controls.addWidget(box_label)
+        controls.addWidget(self.threshold_box)
+        controls.addWidget(self.figures, 1)
+        controls.addWidget(self.use_threshold_button)
+        explorer = QWidget()
+        explorer_layout = QVBoxLayout(explorer)
+        explorer_layout.setContentsMargins(0, 0, 0, 0)
+        explorer_layout.addWidget(self.scores_chart, 1)
+        explorer_layout.addLayout(controls)
         charts = QSplitter(Qt.Orientation.Horizontal)
         charts.addWidget(self.pages_chart)
         charts.addWidget(self.quality_chart)
         splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(explorer)
         splitter.addWidget(charts)
         splitter.addWidget(self.table)
+        splitter.setSizes([300, 240, 200])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
         layout.addWidget(splitter, 1)
+        self._show_figures()
 
     def set_agent(self, agent: str | None) -> None:
         self.agent = agent
@@ -93,13 +191,21 @@ class TuningPanel(QWidget):
     def set_current_threshold(self, threshold: float | None) -> None:
         self.current_threshold = threshold
         self._mark()
+        if threshold is not None and not self._explored_by_owner:
+            self.explore(threshold, by_owner=False)
 
     def refresh(self) -> None:
         if self.agent is None:
+            self.result = self.sweep = None
+            self.sweep_rows = {}
             self.model.set_rows([])
+            self.scores_model.set_rows([])
             self.suggestion.clear()
+            self._show_figures()
             return
         self.tasks.request("operator/gateWhatIf", {"agent": self.agent}, self._on_what_if, owner=self)
+        self.tasks.request("operator/gateWhatIf", {"agent": self.agent, "thresholds": list(SWEEP)}, self._on_sweep,
+                           owner=self)
 
     def _on_what_if(self, result: dict[str, Any]) -> None:
         self.result = result
@@ -110,6 +216,48 @@ class TuningPanel(QWidget):
         self._mark()
         self.sig_what_if_loaded.emit(result)
 
+    def _on_sweep(self, result: dict[str, Any]) -> None:
+        self.sweep = result
+        self.sweep_rows = {round(row["threshold"], 2): row for row in result.get("thresholds") or []}
+        self.scores_model.set_rows(result.get("scores") or [])
+        self._show_figures()
+        self.sig_sweep_loaded.emit(result)
+
+    # --- exploring a threshold ----------------------------------------------------------------------
+
+    def explore(self, value: float, by_owner: bool = True) -> None:
+        """Move the explored threshold to ``value`` (snapped to 0.01): the line, the box and the figures."""
+        threshold = round(min(1.0, max(0.0, float(value))), 2)
+        if self._moving:
+            return
+        self._moving = True
+        try:
+            self._explored_by_owner = self._explored_by_owner or by_owner
+            changed = threshold != self.explored
+            self.explored = threshold
+            if abs((self.scores_chart.handle_value() or 0.0) - threshold) > 1e-9:
+                self.scores_chart.set_handle_value(threshold)
+            for chart in (self.pages_chart, self.quality_chart):
+                chart.set_cursor_value(threshold)
+            if abs(self.threshold_box.value() - threshold) > 1e-9:
+                self.threshold_box.setValue(threshold)
+        finally:
+            self._moving = False
+        if changed:
+            self._show_figures()
+            self.sig_threshold_explored.emit(threshold)
+
+    def figures_at(self, threshold: float) -> dict[str, Any] | None:
+        """The sweep's row for ``threshold`` (what the engine computed at it), once the sweep is loaded."""
+        return self.sweep_rows.get(round(threshold, 2))
+
+    def _show_figures(self) -> None:
+        row = self.figures_at(self.explored)
+        self.figures.setText(figures_text(self.sweep, row, self.explored))
+        self.use_threshold_button.setEnabled(self.agent is not None)
+
+    # --- markers and choosing ----------------------------------------------------------------------
+
     def _mark(self) -> None:
         markers = []
         if self.current_threshold is not None:
@@ -119,8 +267,12 @@ class TuningPanel(QWidget):
             markers.append(Marker(suggested, f"suggested {suggested:.2f}"))
         self.pages_chart.set_markers(markers)
         self.quality_chart.set_markers(markers)
+        self.scores_chart.set_markers(markers)
 
     def _on_use_clicked(self) -> None:
         suggested = ((self.result or {}).get("suggested") or {}).get("threshold")
         if suggested is not None:
             self.sig_threshold_chosen.emit(float(suggested))
+
+    def _on_use_threshold_clicked(self) -> None:
+        self.sig_threshold_chosen.emit(self.explored)

@@ -118,6 +118,7 @@ class GateView(QWidget):
     def _on_settings_loaded(self, result: dict[str, Any]) -> None:
         effective = result.get("effective") or {}
         self.tuning.set_current_threshold(effective.get("highThreshold"))
+        self.log.set_current_threshold(effective.get("highThreshold"))
 
     def _on_threshold_chosen(self, threshold: float) -> None:
         self.settings.set_value("highThreshold", threshold)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -93,6 +93,9 @@ class RecordPage(QWidget):
     sig_diff_loaded = Signal(str)
     """A diff between two revisions is shown (the diff text)."""
 
+    sig_connections_requested = Signal(object)
+    """The owner asked for the graph of this record's connections (the record)."""
+
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
@@ -109,6 +112,11 @@ class RecordPage(QWidget):
                                        "and content hash (Edit › Copy a change request, Ctrl+Shift+C). "
                                        "Nothing is sent.")
         self.request_button.clicked.connect(self.copy_change_request)
+        self.graph_button = QPushButton("Show connections")
+        self.graph_button.setShortcut(QKeySequence("Ctrl+Shift+G"))
+        self.graph_button.setToolTip("A graph of this record, its relationships and the records it links to, to "
+                                     "click through (Ctrl+Shift+G)")
+        self.graph_button.clicked.connect(self._on_graph_clicked)
         self.fields = SafeTextBrowser()
         self.body = SafeTextBrowser()
         self.claims = SafeTextBrowser()
@@ -137,7 +145,11 @@ class RecordPage(QWidget):
         self.tabs.addTab(history, "&History")
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
-        top.addWidget(self.request_button, 0, Qt.AlignmentFlag.AlignTop)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.request_button)
+        buttons.addWidget(self.graph_button)
+        buttons.addStretch(1)
+        top.addLayout(buttons)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
@@ -148,6 +160,7 @@ class RecordPage(QWidget):
         self._generation += 1
         self.record = self.links = None
         self.request_button.setEnabled(False)
+        self.graph_button.setEnabled(False)
         self.header.show_html('<div class="muted">Choose a record on the left.</div>')
         for browser in (self.fields, self.body, self.claims, self.connections):
             browser.clear()
@@ -172,6 +185,7 @@ class RecordPage(QWidget):
     def _on_record(self, record: dict[str, Any]) -> None:
         self.record = record
         self.request_button.setEnabled(True)
+        self.graph_button.setEnabled(True)
         self.header.rerender_with(lambda: self.header.show_html(header_html(record)))
         self.fields.rerender_with(lambda: self.fields.show_html(fields_html(record, self.links)))
         self._show_body()
@@ -226,6 +240,10 @@ class RecordPage(QWidget):
         QGuiApplication.clipboard().setText(message)
         self.sig_change_request_copied.emit(message)
         return message
+
+    def _on_graph_clicked(self) -> None:
+        if self.record is not None:
+            self.sig_connections_requested.emit(self.record)
 
     def _on_link_activated(self, url: QUrl) -> None:
         scheme, target = url.scheme(), url.path()

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.widgets import table
 from ..tasks import EngineTasks
+from .graph import ConnectionsWindow
 from .page import RecordPage
 
 PAGE_SIZE = 200
@@ -120,6 +121,8 @@ class RecordsView(QWidget):
 
         self.page = RecordPage(tasks, self)
         self.page.sig_record_requested.connect(self.open_record)
+        self.page.sig_connections_requested.connect(self.show_connections)
+        self.connections_window: ConnectionsWindow | None = None
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(self.page)
@@ -164,6 +167,8 @@ class RecordsView(QWidget):
         self._back.clear()
         self.page.clear()
         self._describe_empty()
+        if self.connections_window is not None:
+            self.connections_window.close()
         self.refresh()
 
     def refresh(self) -> None:
@@ -191,6 +196,8 @@ class RecordsView(QWidget):
             self.browse_model.set_source(self._records_source(self._browsing))
         if self.query.text().strip() and self.search_model.rowCount():
             self._run_search(self.query.text().strip())
+        if self.connections_window is not None and self.connections_window.isVisible():
+            self.connections_window.reload()
 
     def _records_source(self, filters: dict[str, Any]) -> Any:
         agent = self.agent
@@ -272,3 +279,19 @@ class RecordsView(QWidget):
     def go_back(self) -> None:
         if self._back and self.agent is not None:
             self.page.show_record(self.agent, self._back.pop())
+
+    # --- the connections graph --------------------------------------------------------------------
+
+    def show_connections(self, record: dict[str, Any]) -> ConnectionsWindow | None:
+        """Open (or bring forward) the graph window, centred on ``record``; its clicks open records here."""
+        if self.agent is None:
+            return None
+        if self.connections_window is None:
+            self.connections_window = ConnectionsWindow(self.tasks, self)
+            self.connections_window.sig_record_requested.connect(self.open_record)
+        window = self.connections_window
+        window.show_record(self.agent, {key: record.get(key) for key in ("id", "title", "kind", "status")})
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        return window

@@ -37,6 +37,7 @@ NEEDED_MAX = 50
 LIST_MAX = 200
 THRESHOLD_GRID = tuple(round(step / 20, 2) for step in range(1, 20))   # 0.05 ... 0.95
 MIN_LABELLED_FOR_SUGGESTION = 5
+SCORE_BINS = 20
 
 
 @dataclass(frozen=True)
@@ -173,9 +174,10 @@ def what_if(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
     """
     scored = [turn for turn in turns if turn.get("stage") is None]
     labelled = [turn for turn in scored if turn.get("needed") is not None]
+    every, marked = [_TurnScores.of(turn) for turn in scored], [_TurnScores.of(turn) for turn in labelled]
     rows = []
     for threshold in sorted(set(thresholds)):
-        rows.append(_threshold_row(scored, labelled, threshold))
+        rows.append(_threshold_row(every, marked, len(scored), threshold))
     suggestion: dict[str, Any] = {"threshold": None}
     candidates = [row for row in rows if row["f1"] is not None]
     if len(labelled) < MIN_LABELLED_FOR_SUGGESTION:
@@ -188,39 +190,83 @@ def what_if(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
         suggestion = {"threshold": best["threshold"], "f1": best["f1"], "precision": best["precision"],
                       "recall": best["recall"]}
     result: dict[str, Any] = {"turns": len(scored), "labelled": len(labelled), "thresholds": rows,
-                              "suggested": suggestion}
+                              "suggested": suggestion, "scores": score_bins(scored)}
     if detail is not None:
         result["detail"] = {"threshold": detail, "turns": [
             {"id": turn["id"], "inject": _injected(turn, detail), "needed": turn.get("needed")} for turn in scored]}
     return result
 
 
+def score_bins(scored: Sequence[dict[str, Any]], bins: int = SCORE_BINS) -> list[dict[str, Any]]:
+    """The journal's scores in ``bins`` equal-width bins over 0..1, split by what the owner's labels say.
+
+    ``needed``: scores of pages a labelled turn needed; ``notNeeded``: of the
+    other pages of labelled turns; ``unlabelled``: of pages of turns not
+    labelled yet.  A page without a score (unscored at the deadline, or an
+    answer without a probability) is in no bin.
+    """
+    histogram = [{"from": round(n / bins, 4), "to": round((n + 1) / bins, 4), "needed": 0, "notNeeded": 0,
+                  "unlabelled": 0} for n in range(bins)]
+    for turn in scored:
+        needed = None if turn.get("needed") is None else set(turn["needed"])
+        for decision in turn["decisions"]:
+            score = decision.get("score")
+            if score is None:
+                continue
+            slot = histogram[min(bins - 1, max(0, int(float(score) * bins)))]
+            slot["unlabelled" if needed is None else "needed" if decision.get("id") in needed else "notNeeded"] += 1
+    return histogram
+
+
 def _injected(turn: dict[str, Any], threshold: float) -> list[str]:
     return [d["id"] for d in turn["decisions"] if d.get("score") is not None and d["score"] >= threshold]
 
 
-def _threshold_row(scored: Sequence[dict[str, Any]], labelled: Sequence[dict[str, Any]],
+@dataclass(frozen=True)
+class _TurnScores:
+    """What a threshold row needs of one turn, read once for every threshold of a table."""
+    scores: tuple[tuple[str, float], ...]   # (record id, score) of the pages that have a score, in order
+    quiet_below: float | None                # every page has a score and all are below this: the highest
+    needed: frozenset[str] | None
+
+    @classmethod
+    def of(cls, turn: dict[str, Any]) -> "_TurnScores":
+        decisions = turn["decisions"]
+        scores = tuple((d["id"], d["score"]) for d in decisions if d.get("score") is not None)
+        every_scored = len(scores) == len(decisions)
+        return cls(scores, max((score for _, score in scores), default=float("-inf")) if every_scored else None,
+                   None if turn.get("needed") is None else frozenset(turn["needed"]))
+
+    def injected(self, threshold: float) -> list[str]:
+        return [page for page, score in self.scores if score >= threshold]
+
+    def quiet(self, threshold: float) -> bool:
+        """Every page scored below ``threshold`` (a turn that scored no page at all is quiet too)."""
+        return self.quiet_below is not None and self.quiet_below < threshold
+
+
+def _threshold_row(scored: Sequence[_TurnScores], labelled: Sequence[_TurnScores], turns: int,
                    threshold: float) -> dict[str, Any]:
     injecting = pages = quiet = 0
     for turn in scored:
-        chosen = _injected(turn, threshold)
+        chosen = turn.injected(threshold)
         injecting += bool(chosen)
         pages += len(chosen)
-        quiet += all(d.get("score") is not None and d["score"] < threshold for d in turn["decisions"])
+        quiet += turn.quiet(threshold)
     hits = false_hits = misses = missed_when_quiet = 0
     for turn in labelled:
-        chosen, needed = set(_injected(turn, threshold)), set(turn["needed"])
+        chosen, needed = set(turn.injected(threshold)), turn.needed or frozenset()
         hits += len(chosen & needed)
         false_hits += len(chosen - needed)
         misses += len(needed - chosen)
-        if needed and all(d.get("score") is not None and d["score"] < threshold for d in turn["decisions"]):
+        if needed and turn.quiet(threshold):
             missed_when_quiet += 1
     precision = hits / (hits + false_hits) if hits + false_hits else None
     recall = hits / (hits + misses) if hits + misses else None
     f1 = (2 * precision * recall / (precision + recall) if precision and recall else
           (0.0 if precision is not None and recall is not None else None))
     return {"threshold": threshold, "turnsInjecting": injecting, "pagesInjected": pages,
-            "pagesPerTurn": round(pages / len(scored), 3) if scored else 0.0,
+            "pagesPerTurn": round(pages / turns, 3) if turns else 0.0,
             # As a skipHintBelow cutoff: turns that would get the hint, and labelled ones that needed a page.
             "skipHintTurns": quiet, "skipHintMisses": missed_when_quiet,
             "precision": _round(precision), "recall": _round(recall), "f1": _round(f1)}

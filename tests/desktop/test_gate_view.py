@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import json
 import threading
+from importlib import import_module
 from typing import Any, Iterator
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from desktop.gate.view import GateView
 from engine.access.authority import AgentCaller
 from engine.gate.turn import gate_turn
+from engine.operator.gate_operator import handlers
 from engine.service import Engine
 from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local
 from tests.desktop.conftest import wait_for_signal
 from tests.engine.gate_helpers import FakeRerank, scores_by_text, write_config
+
+# The charts import pyqtgraph when first shown (reading its files, as any import does); here it is imported
+# before the GUI-thread guard is on, so that the guard watches the views' own work.
+import_module("pyqtgraph")
 
 SCORES = {"Atlas Migration": 0.91, "Dana Whitaker": 0.66, "Northwind Labs": 0.31}
 MESSAGES = ["Atlas migration status for Dana", "When is the Atlas cut-over?", "What does Dana prefer?",
@@ -134,6 +143,8 @@ def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltes
     assert "high: " in log.histogram.describe_at(log.histogram.plot_area().left()
                                                  + 0.92 * log.histogram.plot_area().width())
     assert not log.histogram.grab().isNull()
+    qtbot.waitUntil(lambda: view.settings.current is not None, timeout=10_000)
+    assert [(m.x, m.label) for m in log.histogram.markers] == [(0.75, "highThreshold 0.75")], "the setting in force"
     for model in (log.log_model, log.decisions_model, log.histogram_model):
         qtmodeltester.check(model, force_py=True)
 
@@ -191,6 +202,84 @@ def test_labelling_turns_feeds_the_what_if_charts_and_the_suggestion(qtbot, qtmo
     qtbot.keyClick(tuning.use_button, Qt.Key.Key_Space)
     assert view.tabs.currentWidget() is view.settings
     assert view.settings.values()["highThreshold"] == round(suggested, 3)
+
+
+def drag(chart: Any, start: float, end: float, steps: int = 12) -> None:
+    """Press on the data area at x value ``start``, move in ``steps`` to ``end`` with the button held, release.
+
+    pyqtgraph ignores moves that come within 10 ms of the last one (its mouse rate limit), as a hand's do not.
+    """
+    QTest.qWait(50)   # pyqtgraph lays out its axes for new data on the next events; aim after that
+    viewport = chart.plot.viewport()
+    y = chart.plot_area().center().y()
+    points = [QPointF(chart.position_of(start + (end - start) * n / steps), y) for n in range(steps + 1)]
+    left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
+    moves = [(QEvent.Type.MouseButtonPress, points[0], left, left)]
+    moves += [(QEvent.Type.MouseMove, point, none, left) for point in points[1:]]
+    moves.append((QEvent.Type.MouseButtonRelease, points[-1], left, none))
+    for kind, point, button, buttons in moves:
+        QApplication.sendEvent(viewport, QMouseEvent(kind, point, viewport.mapToGlobal(point), button, buttons,
+                                                     Qt.KeyboardModifier.NoModifier))
+        QTest.qWait(20)
+
+
+def test_dragging_the_threshold_over_the_histogram_shows_the_engines_figures_live(qtbot, gate_engine, tasks,
+                                                                                  gui_thread_guard) -> None:
+    engine, _ = gate_engine
+    view = shown(qtbot, tasks)
+    view.set_agent("main")
+    wait_for_signal(qtbot, view.journal.sig_journal_loaded, lambda: view.show_tab(view.journal))
+    label_every_turn(qtbot, view, "Atlas Migration")
+    tuning = view.tuning
+    blocker = wait_for_signal(qtbot, tuning.sig_sweep_loaded, lambda: view.show_tab(tuning))
+    sweep = blocker.args[0]
+    assert [row["threshold"] for row in sweep["thresholds"]] == [n / 100 for n in range(101)]
+    assert tuning.explored == 0.75, "the line starts at the threshold in force"
+
+    gui_thread_guard.active = False   # the test reads the journal itself, beside the window
+    try:
+        journal = handlers(engine)["gateJournal"]({"agent": "main", "limit": 200})["turns"]
+
+        def engine_figures(threshold: float) -> dict:
+            table = handlers(engine)["gateWhatIf"]({"agent": "main", "thresholds": [threshold]})
+            return next(row for row in table["thresholds"] if row["threshold"] == threshold)
+        expected = {n / 100: engine_figures(n / 100) for n in range(40, 96)}
+    finally:
+        gui_thread_guard.active = True
+
+    # The histogram counts the journal's scores by label: every needed page is Atlas, at 0.91.
+    bins = tuning.scores_chart.rows()
+    scored = [d for turn in journal for d in turn["decisions"] if d.get("score") is not None]
+    needed = [d for turn in journal for d in turn["decisions"] if d.get("score") is not None
+              and d["id"] in (turn.get("needed") or [])]
+    assert sum(sum(v or 0 for v in values) for _, _, values in bins) == len(scored)
+    assert bins[18][2][0] == len(needed) > 0 and sum(values[0] or 0 for _, _, values in bins) == len(needed)
+
+    seen: list[tuple[float, str]] = []
+    tuning.sig_threshold_explored.connect(lambda value: seen.append((value, tuning.figures.text())))
+    drag(tuning.scores_chart, 0.75, 0.5)
+    assert len(seen) >= 6 and seen[-1][0] == tuning.explored == 0.5, "the figures follow the line as it moves"
+    assert [value for value, _ in seen] == sorted((value for value, _ in seen), reverse=True)
+    for value, text in seen:
+        row = expected[value]
+        assert f"At highThreshold {value:.2f}" in text and f"{row['pagesPerTurn']:.2f} pages per turn" in text
+        assert f"precision {row['precision']:.2f}, recall {row['recall']:.2f}" in text
+    assert any(value > 0.66 for value, _ in seen) and any(value <= 0.66 for value, _ in seen)
+    assert expected[0.7]["precision"] == 1.0 and expected[0.5]["precision"] < 1.0, "Dana (0.66) is never needed"
+    assert tuning.threshold_box.value() == 0.5
+    assert tuning.pages_chart.cursor_value() == tuning.quality_chart.cursor_value() == 0.5, \
+        "the line charts follow too"
+
+    drag(tuning.scores_chart, 0.5, 0.83)
+    assert tuning.explored == 0.83 and "precision 1.00, recall 1.00" in tuning.figures.text()
+    tuning.threshold_box.stepUp()
+    assert tuning.explored == 0.84 and tuning.scores_chart.handle_value() == 0.84
+
+    before = read_config(engine, gui_thread_guard)
+    qtbot.keyClick(tuning.use_threshold_button, Qt.Key.Key_Space)
+    assert view.tabs.currentWidget() is view.settings
+    assert view.settings.values()["highThreshold"] == 0.84
+    assert read_config(engine, gui_thread_guard) == before, "choosing a threshold saves nothing"
 
 
 def test_replay_against_another_model_runs_as_a_job(qtbot, qtmodeltester, gate_engine, tasks,

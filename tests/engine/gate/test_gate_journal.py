@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.access.authority import AgentCaller
 from engine.core.errors import InvalidParams, NotFound
@@ -100,6 +102,22 @@ def test_no_suggestion_without_enough_labels() -> None:
     assert table["thresholds"][0]["precision"] == 1.0
 
 
+def test_what_if_bins_the_journal_scores_by_label() -> None:
+    turns = [
+        {"id": "gt_1", "needed": ["pg_a"], "decisions": [{"id": "pg_a", "score": 0.91}, {"id": "pg_b", "score": 0.3},
+                                                         {"id": "pg_c", "score": None, "tier": "unscored"}]},
+        {"id": "gt_2", "needed": None, "decisions": [{"id": "pg_a", "score": 0.95}, {"id": "pg_b", "score": 1.0}]},
+        {"id": "gt_3", "needed": [], "decisions": [{"id": "pg_b", "score": 0.0}]},
+        {"id": "gt_4", "stage": "candidates", "needed": None, "decisions": [{"id": "pg_a", "score": 0.5}]},
+    ]
+    bins = what_if(turns, [0.5])["scores"]
+    assert len(bins) == 20 and bins[0]["from"] == 0.0 and bins[-1]["to"] == 1.0
+    counted = {n: {k: v for k, v in b.items() if k not in ("from", "to") and v} for n, b in enumerate(bins)}
+    assert {n: c for n, c in counted.items() if c} == {
+        0: {"notNeeded": 1}, 6: {"notNeeded": 1}, 18: {"needed": 1}, 19: {"unlabelled": 2}}, \
+        "a score of 1.0 falls in the last bin; unscored pages and turns stopped before scoring count nowhere"
+
+
 def test_clearing_the_journal_forgets_every_message(setup) -> None:
     engine, _, methods = setup
     caller = owner_caller(engine)
@@ -156,3 +174,35 @@ def test_gate_settings_read_check_and_write(setup) -> None:
     assert json.loads(engine.state.config.read_text(encoding="utf-8"))["recallGate"]["mode"] == "live"
     assert methods["setGateSettings"]({"recallGate": None})["effective"] is None
     assert "recallGate" not in json.loads(engine.state.config.read_text(encoding="utf-8"))
+
+
+PAGE_IDS = st.sampled_from([f"pg_{n}" for n in range(6)])
+DECISION = st.fixed_dictionaries({"id": PAGE_IDS, "score": st.one_of(
+    st.none(), st.sampled_from([0.0, 0.5, 1.0]), st.floats(0, 1, allow_nan=False))})
+TURN = st.fixed_dictionaries({"decisions": st.lists(DECISION, max_size=6),
+                              "needed": st.one_of(st.none(), st.lists(PAGE_IDS, max_size=3, unique=True)),
+                              "stage": st.sampled_from([None, None, None, "candidates"])})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TURN, max_size=25), st.lists(st.sampled_from([0.0, 0.05, 0.5, 0.66, 0.95, 1.0]), min_size=1))
+def test_what_if_counts_as_the_definition_says(turns, thresholds) -> None:
+    for number, turn in enumerate(turns):
+        turn["id"] = f"gt_{number}"
+    table = what_if(turns, thresholds)
+    scored = [t for t in turns if t["stage"] is None]
+    for row in table["thresholds"]:
+        cut = row["threshold"]
+        chosen = [[d["id"] for d in t["decisions"] if d["score"] is not None and d["score"] >= cut] for t in scored]
+        quiet = [all(d["score"] is not None and d["score"] < cut for d in t["decisions"]) for t in scored]
+        hits = wrong = missed = 0
+        for turn, pages in zip(scored, chosen):
+            if turn["needed"] is not None:
+                hits += len(set(pages) & set(turn["needed"]))
+                wrong += len(set(pages) - set(turn["needed"]))
+                missed += len(set(turn["needed"]) - set(pages))
+        assert row["pagesInjected"] == sum(map(len, chosen)) and row["turnsInjecting"] == sum(map(bool, chosen))
+        assert row["skipHintTurns"] == sum(quiet)
+        assert row["skipHintMisses"] == sum(1 for turn, q in zip(scored, quiet) if turn["needed"] and q)
+        assert row["precision"] == (round(hits / (hits + wrong), 4) if hits + wrong else None)
+        assert row["recall"] == (round(hits / (hits + missed), 4) if hits + missed else None)
