@@ -114,24 +114,21 @@ def cmd_agents_config(args: argparse.Namespace, state: StateDir) -> int:
         print(f"knowledge: no agent named {args.name!r}; add it with: knowledge agents add {args.name}",
               file=sys.stderr)
         return 2
-    instance = args.instance or client_config.default_instance(args.name)
     if agent["owner"] and args.session_key:
         print("knowledge: --session-key is for agents without owner authority; "
               f"{args.name} uses the owner-private audience", file=sys.stderr)
         return 2
-    audience = None if agent["owner"] else client_config.conversation_audience(
-        args.name, args.session_key or instance)
-    print(client_config.client_config(state, args.name, args.client, instance, audience))
-    token_file = state.tokens / f"{args.name}.token"
-    print(f"Paste it into {client_config.WHERE[args.client]}. The token stays in {token_file}"
-          + ("" if token_file.is_file() else " (missing: it is written by `knowledge agents add`)")
-          + f"; the engine must be running (knowledge serve). Instance id: {instance}.", file=sys.stderr)
-    if audience is not None:
-        key = shlex.quote(audience["sessionKey"])
+    setup = client_config.agent_setup(state, agent, args.client, args.instance, args.session_key)
+    print(setup["config"])
+    print(f"Paste it into {setup['where']}. The token stays in {setup['tokenFile']}"
+          + ("" if setup["tokenFileExists"] else " (missing: it is written by `knowledge agents add`)")
+          + f"; the engine must be running (knowledge serve). Instance id: {setup['instance']}.", file=sys.stderr)
+    if "grantCommand" in setup:
+        key = setup["audience"]["sessionKey"]
         print(f"{args.name} has no owner authority, so this configuration gives it a conversation of its own "
-              f"(session key {audience['sessionKey']}): what it saves stays in that conversation. To have it work "
-              f"in its store's private knowledge instead, run: knowledge grants add {args.name} {key} "
-              "--access read-and-save (or --access read: it reads that knowledge and saves nothing).",
+              f"(session key {key}): what it saves stays in that conversation. To have it work "
+              f"in its store's private knowledge instead, run: {setup['grantCommand']} "
+              "(or --access read: it reads that knowledge and saves nothing).",
               file=sys.stderr)
     return 0
 

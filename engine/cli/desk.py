@@ -150,7 +150,7 @@ def _settings_view(source: SettingsSource) -> dict[str, Any]:
     """The switches as ``operator/inventory`` shows them."""
     current = source.current()
     return {"writesEnabled": current.writes_enabled, "knowledgeRuntimeEnabled": current.knowledge_runtime_enabled,
-            "problem": source.problem}
+            "workspaceRoots": list(current.workspace_roots), "problem": source.problem}
 
 
 class RemoteDesk:

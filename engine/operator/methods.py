@@ -24,7 +24,10 @@ inventory, so a window refreshes from what the engine now holds.
     operator/shareStore      agent, name, label?, others?                        config.json stores
     operator/useSharedStore  agent, name                                         config.json stores
     operator/useOwnStore     agent                                               config.json stores
-    operator/setSettings     writesEnabled?, knowledgeRuntimeEnabled?            config.json
+    operator/setSettings     writesEnabled?, knowledgeRuntimeEnabled?,           config.json
+                             workspaceRoots?
+    operator/connections     -           the agents and instances seen connected recently (core/connections.py)
+    operator/agentConfig     agent, client, instance?, sessionKey?   a client configuration (wire/protocol.py)
     operator/doctor          -                                                   -
     operator/reindex         -                                                   the derived search indexes
     operator/records         agent, kind?, type?, status?, order?, offset?, limit?
@@ -79,6 +82,7 @@ from ..core.params import without_meta
 from ..search.keyword import SEARCH_PARAMS
 from ..state.registry import SCOPES
 from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
+from ..state.config import WORKSPACE_ROOTS_MAX, Settings
 from ..state.statedir import StateDir
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -178,6 +182,23 @@ def _audience(value: Any, field: str) -> Any:
     return value
 
 
+def _workspace_roots(value: Any, field: str) -> tuple[str, ...]:
+    """Absolute paths of existing directories, checked as config.json's ``attachments.workspaceRoots``."""
+    if not isinstance(value, list) or not all(isinstance(root, str) for root in value):
+        raise InvalidParams(f"{field} must be a list of absolute directory paths", field=field)
+    check_count(value, field, WORKSPACE_ROOTS_MAX, "paths")
+    try:
+        roots = Settings().with_workspace_roots(tuple(value)).workspace_roots
+    except InvalidParams as exc:  # names attachments.workspaceRoots[i]; here the parameter is the field
+        index = str(exc.details.get("field", "")).rpartition("[")[2].rstrip("]")
+        raise InvalidParams(exc.message + (f" ({value[int(index)]!r})" if index.isdigit() else ""),
+                            field=field, **({"index": int(index)} if index.isdigit() else {})) from None
+    for index, root in enumerate(roots):
+        if not os.path.isdir(root):  # an owner's edit: a typo is refused now, not found at the first attach
+            raise InvalidParams(f"{root!r} is not a directory", field=field, index=index)
+    return roots
+
+
 def _scopes(value: Any, field: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(scope, str) for scope in value):
         raise InvalidParams(f"{field} must be a list of scopes ({', '.join(SCOPES)})", field=field)
@@ -192,7 +213,8 @@ REMOVE_AGENT = Params(AgentName("name", required=True))
 GRANTS = Params(AgentName("agent"))
 SHARE_STORE = AGENT + Params(STORE_NAME, Name("label", LABEL_MAX_CHARS), Value("others", _agents, default=()))
 USE_SHARED_STORE = AGENT + Params(STORE_NAME)
-SET_SETTINGS = Params(Flag("writesEnabled"), Flag("knowledgeRuntimeEnabled"))
+SET_SETTINGS = Params(Flag("writesEnabled"), Flag("knowledgeRuntimeEnabled"),
+                      Value("workspaceRoots", lambda value, field: _workspace_roots(value, field)))
 RECORDS = AGENT + browse.LIST_PARAMS
 SEARCH = AGENT + SEARCH_PARAMS
 RECORD = AGENT + RECORD_PARAMS
@@ -226,6 +248,7 @@ class OperatorMethods:
             "useSharedStore": self.use_shared_store,
             "useOwnStore": self.use_own_store,
             "setSettings": self.set_settings,
+            "connections": self.connections,
             "records": self.records,
             "types": self.types,
             "search": self.search,
@@ -258,7 +281,7 @@ class OperatorMethods:
         return {"agents": self.engine.agents(), "stores": self.engine.stores(),
                 "settings": {"writesEnabled": current.writes_enabled,
                              "knowledgeRuntimeEnabled": current.knowledge_runtime_enabled,
-                             "problem": settings.problem}}
+                             "workspaceRoots": list(current.workspace_roots), "problem": settings.problem}}
 
     def add_agent(self, params: dict[str, Any]) -> dict[str, Any]:
         """Register an agent; its token is returned this once (and kept in ``tokens/<name>.token``)."""
@@ -297,17 +320,26 @@ class OperatorMethods:
 
     def set_settings(self, params: dict[str, Any]) -> dict[str, Any]:
         """Turn Knowledge writes or the search_knowledge runtime on or off (at least one of them)."""
-        values = SET_SETTINGS.read(params)
-        if values["writesEnabled"] is None and values["knowledgeRuntimeEnabled"] is None:
-            raise InvalidParams("name a setting: writesEnabled or knowledgeRuntimeEnabled", field="writesEnabled")
+        values = SET_SETTINGS.read(params)  # every value is checked before anything is written
+        if all(values[key] is None for key in ("writesEnabled", "knowledgeRuntimeEnabled", "workspaceRoots")):
+            raise InvalidParams("name a setting: writesEnabled, knowledgeRuntimeEnabled or workspaceRoots",
+                                field="writesEnabled")
         settings = self.engine.settings
         changed = settings.current()
         if values["writesEnabled"] is not None:
             changed = dataclasses.replace(changed, writes_enabled=values["writesEnabled"])
         if values["knowledgeRuntimeEnabled"] is not None:
             changed = changed.with_knowledge_runtime(values["knowledgeRuntimeEnabled"])
+        if values["workspaceRoots"] is not None:
+            changed = changed.with_workspace_roots(values["workspaceRoots"])
         settings.save(changed)
         return self.inventory({})
+
+    def connections(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The agents and instances seen connected recently (kept in memory, bounded; core/connections.py)."""
+        NO_PARAMS.read(params)
+        recent = self.engine.connections
+        return {"connections": recent.listed(), "limit": recent.limit}
 
     # --- maintenance --------------------------------------------------------------------------
 
