@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from engine.state.statedir import StateDir
 
+from .links import InstanceServer, send_to_running
 from .main_window import MainWindow
 from .tasks import EngineTasks
 
@@ -28,18 +29,31 @@ def application(argv: list[str] | None = None) -> QApplication:
     return app
 
 
-def run(state: StateDir, *, demo: bool = False, startup_report: Path | None = None) -> int:
-    """Open the window on ``state``'s engine (starting it, with the demo when asked) until it closes."""
+def run(state: StateDir, *, demo: bool = False, startup_report: Path | None = None, url: str | None = None) -> int:
+    """Open the window on ``state``'s engine (starting it, with the demo when asked) until it closes.
+
+    When a window already runs for ``state`` it is brought forward (at ``url``, a checked record link)
+    instead, and this process exits at once (``links.py``).
+    """
     app = application()
+    if send_to_running(state, url):
+        return 0
+    instance = InstanceServer(state)
+    if not instance.listen() and send_to_running(state, url):  # another window started meanwhile
+        return 0
     tasks = EngineTasks()
     window = MainWindow(tasks, state)
+    instance.sig_open_requested.connect(window.open_link)
     if startup_report is not None:
         from .startup import StartupProbe  # measurement for docs/benchmarks only
 
         StartupProbe(window, startup_report).install()
     window.show()
     window.connect_engine(demo=demo)
+    if url is not None:
+        window.open_link(url)
     try:
         return app.exec()
     finally:
+        instance.close()
         tasks.shutdown()

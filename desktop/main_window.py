@@ -128,6 +128,7 @@ class MainWindow(QMainWindow):
         self.approvals_view.sig_record_requested.connect(self.open_record)
         self.gate_view.sig_record_requested.connect(self.open_record)
         self.navigation.setCurrentRow(0)
+        self._build_desk_tools()
 
     def _build_actions(self) -> None:
         toolbar = QToolBar("Main")
@@ -153,6 +154,42 @@ class MainWindow(QMainWindow):
         self.stop_action.setEnabled(False)
         for number in range(1, len(self.views) + 1):
             action(f"View {number}", f"Ctrl+{number}", lambda _=False, n=number: self.show_view(n - 1))
+
+    def _build_desk_tools(self) -> None:
+        """Record links, the tray icon, and the Tools menu (Connect an agent…, Settings…)."""
+        from .connect.agent_dialog import ConnectAgentDialog
+        from .connect.settings_dialog import SettingsDialog
+        from .links import LinkOpener
+        from .tray import DeskTray
+
+        self.links = LinkOpener(self)
+        self.tray = DeskTray(self)
+
+        def connect_agent() -> None:
+            dialog = ConnectAgentDialog(self.tasks, self.inventory.get("agents", []), self.agent, parent=self)
+            dialog.setModal(False)
+            dialog.show()
+            self.connect_dialog = dialog
+
+        def settings() -> None:
+            dialog = SettingsDialog(self.tasks, parent=self)
+            dialog.sig_settings_saved.connect(lambda _inventory: self.agents_view.refresh())
+            dialog.show()
+            self.settings_dialog = dialog
+
+        tools = self.menuBar().addMenu("&Tools")
+        self.connect_agent_action = tools.addAction("Connect an agent…", connect_agent)
+        self.connect_agent_action.setShortcut(QKeySequence("Ctrl+Shift+A"))
+        self.settings_action = tools.addAction("Settings…", settings)
+        self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        self.addActions([self.connect_agent_action, self.settings_action])
+
+    def open_link(self, url: str | None) -> None:
+        """Come forward, at the record a ``knowledge://record/...`` link names when one is given."""
+        if url is None:
+            self.links.bring_forward()
+        else:
+            self.links.open(url)
 
     # --- engine --------------------------------------------------------------------------------
 
