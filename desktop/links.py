@@ -56,12 +56,20 @@ def send_to_running(state: StateDir, url: str | None) -> bool:
         socket.write(json.dumps({"open": url}).encode("utf-8") + b"\n")
         if not socket.waitForBytesWritten(REPLY_TIMEOUT_MS):
             return False
-        reply = b""
-        while not reply.endswith(b"\n") and socket.waitForReadyRead(REPLY_TIMEOUT_MS):
-            reply += bytes(socket.readAll().data())
-        return reply == OK
+        return read_reply(socket) == OK
     finally:
         socket.disconnectFromServer()
+
+
+def read_reply(socket: QLocalSocket) -> bytes:
+    """One reply line (blocking); what arrived also when the window closed the connection right after it."""
+    reply = b""
+    while not reply.endswith(b"\n") and len(reply) <= REQUEST_MAX_BYTES:
+        if not socket.bytesAvailable() and not socket.waitForReadyRead(REPLY_TIMEOUT_MS):
+            reply += bytes(socket.readAll().data())
+            break
+        reply += bytes(socket.readAll().data())
+    return reply
 
 
 class InstanceServer(QObject):
