@@ -97,9 +97,10 @@ def with_record_links(receipt: dict[str, Any], store_id: str | None, partition: 
     linked = dict(receipt)
     if is_record_id(linked.get("id")):
         linked["link"] = record_link(store_id, linked["id"])
-    records = linked.get("records")
-    if isinstance(records, list):
-        linked["records"] = [{**entry, "link": record_link(store_id, entry["id"])}
-                             if isinstance(entry, dict) and is_record_id(entry.get("id")) else entry
-                             for entry in records]
+    for key in ("records", "items"):  # every record a publication touched; a remember's saved items
+        entries = linked.get(key)
+        if isinstance(entries, list):
+            linked[key] = [{**entry, "link": record_link(store_id, entry["id"])}
+                           if isinstance(entry, dict) and is_record_id(entry.get("id")) else entry
+                           for entry in entries]
     return linked

@@ -45,7 +45,8 @@ def test_private_receipts_link_to_the_record_in_its_store_and_a_retry_gets_the_s
     remembered = call(dispatcher, owner, "tools/call", {"name": "knowledge_remember", "arguments": {
         "requestId": "r2", "items": [{"text": "Dana likes tea.", "claimKind": "preference",
                                       "excerpt": "I like tea", "assertionOrigin": "user"}]}})["structuredContent"]
-    assert all(parse_record_link(entry["link"]).record_id == entry["id"] for entry in remembered["records"])
+    assert all(parse_record_link(entry["link"]).record_id == entry["id"]
+               for entry in remembered["records"] + remembered["items"])
 
 
 def test_a_conversations_own_records_get_no_link(engine) -> None:
