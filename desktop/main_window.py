@@ -163,6 +163,7 @@ class MainWindow(QMainWindow):
         from .tray import DeskTray
 
         self.links = LinkOpener(self)
+        self.records_view.page.sig_record_link_activated.connect(self.open_link)  # a link in a record's text
         self.tray = DeskTray(self)
 
         def connect_agent() -> None:

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import QUrl
 
 import desktop.app
+from desktop.common.widgets import SafeTextBrowser
 from desktop.links import InstanceServer, agent_for_store, send_to_running
 from desktop.main_window import MainWindow
 from desktop.tasks import EngineTasks
@@ -180,3 +182,20 @@ def test_a_stale_socket_left_by_a_crashed_window_is_taken_over(qtbot, served) ->
         assert taking_over.listen() and taking_over.server.fullServerName() == path
     finally:
         taking_over.close()
+
+
+def test_a_record_link_in_a_records_text_opens_that_record(qtbot, window, served_engine, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    hits = served_engine.search(OperatorCaller("main"), {"query": "Northwind"})["hits"]
+    store_id = served_engine.resolver.agent_view("main")["storeId"]
+    gui_thread_guard.active = True
+    first, second = hits[0]["id"], hits[1]["id"]
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        window.connect_engine()
+    page = window.records_view.page
+    with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000):
+        window.open_record(first)
+    browser = page.findChildren(SafeTextBrowser)[0]
+    with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000) as loaded:
+        browser.sig_link_activated.emit(QUrl(record_link(store_id, second)))  # as a click on the anchor does
+    assert loaded.args == [second] and page.record["id"] == second
