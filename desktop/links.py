@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
@@ -34,13 +35,32 @@ CONNECT_TIMEOUT_MS = 1000
 REPLY_TIMEOUT_MS = 5000
 REQUEST_MAX_BYTES = 4096
 OK = b"ok\n"
+SOCKET_PATH_MAX = 100  # a Unix socket's path holds at most 107 bytes
 
 
 def instance_name(state: StateDir) -> str:
-    """The local socket's name: one per account and state directory (Qt puts it in the temporary directory)."""
+    """The local socket: one per account and state directory.
+
+    In ``$XDG_RUNTIME_DIR`` when the session has one (a directory only this account can enter, so no
+    other account can take the name first); else a name Qt places in the temporary directory.
+    """
     where = os.path.realpath(state.root).encode("utf-8", "surrogateescape")
     account = os.geteuid() if hasattr(os, "geteuid") else os.getlogin()
-    return f"knowledge-desk-{account}-{hashlib.sha256(where).hexdigest()[:20]}"
+    name = f"knowledge-desk-{account}-{hashlib.sha256(where).hexdigest()[:20]}"
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and hasattr(os, "geteuid") and os.path.isabs(runtime) and _private_directory(runtime):
+        path = os.path.join(runtime, name)
+        if len(path.encode("utf-8", "surrogateescape")) <= SOCKET_PATH_MAX:
+            return path
+    return name
+
+
+def _private_directory(path: str) -> bool:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
 
 
 def send_to_running(state: StateDir, url: str | None) -> bool:

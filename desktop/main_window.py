@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSize, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
@@ -168,12 +168,13 @@ class MainWindow(QMainWindow):
 
         def connect_agent() -> None:
             dialog = ConnectAgentDialog(self.tasks, self.inventory.get("agents", []), self.agent, parent=self)
-            dialog.setModal(False)
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             dialog.show()
             self.connect_dialog = dialog
 
         def settings() -> None:
             dialog = SettingsDialog(self.tasks, parent=self)
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             dialog.sig_settings_saved.connect(lambda _inventory: self.agents_view.refresh())
             dialog.show()
             self.settings_dialog = dialog

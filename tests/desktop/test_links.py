@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,13 +22,14 @@ from PySide6.QtCore import QUrl
 
 import desktop.app
 from desktop.common.widgets import SafeTextBrowser
-from desktop.links import InstanceServer, agent_for_store, send_to_running
+from desktop.links import InstanceServer, agent_for_store, instance_name, send_to_running
 from desktop.main_window import MainWindow
 from desktop.tasks import EngineTasks
 from engine.access.authority import OperatorCaller
 from engine.cli.commands import main
 from engine.core.ids import new_id
 from engine.core.links import record_link
+from engine.state.statedir import StateDir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -199,3 +202,26 @@ def test_a_record_link_in_a_records_text_opens_that_record(qtbot, window, served
     with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000) as loaded:
         browser.sig_link_activated.emit(QUrl(record_link(store_id, second)))  # as a click on the anchor does
     assert loaded.args == [second] and page.record["id"] == second
+
+
+def test_the_socket_lives_in_the_private_runtime_directory_when_there_is_one(tmp_path, monkeypatch, served) -> None:
+    runtime = Path(tempfile.mkdtemp(prefix="kd-run-"))  # short, as /run/user/UID is; mode 0700
+    try:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        name = instance_name(served)
+        assert os.path.dirname(name) == str(runtime)
+        assert instance_name(StateDir(served.root)) == name  # the same state directory, the same window
+        assert instance_name(StateDir(tmp_path / "other")) != name
+        instance = InstanceServer(served)
+        assert instance.listen() and instance.server.fullServerName() == name
+        instance.close()
+        runtime.chmod(0o755)  # a directory other accounts may enter: the name goes to Qt's temporary directory
+        assert instance_name(served) == os.path.basename(name)
+        long = tmp_path / ("r" * 80)
+        long.mkdir(mode=0o700)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(long))  # too long for a socket's path
+        assert instance_name(served) == os.path.basename(name)
+        monkeypatch.delenv("XDG_RUNTIME_DIR")
+        assert instance_name(served) == os.path.basename(name)
+    finally:
+        shutil.rmtree(runtime)
