@@ -175,6 +175,10 @@ def cmd_settings(args: argparse.Namespace, state: StateDir) -> int:
     with open_desk(state) as desk:
         if args.settings_command == "search-knowledge":
             settings = desk.set_settings(knowledgeRuntimeEnabled=args.switch == "on")
+        elif args.settings_command == "writes":
+            settings = desk.set_settings(writesEnabled=args.switch == "on")
+        elif args.settings_command == "workspace-roots":  # absolute here: the engine's working directory differs
+            settings = desk.set_settings(workspaceRoots=[os.path.abspath(root) for root in args.roots])
         else:
             settings = desk.settings()
     _print(settings, args.json, _settings_text)
@@ -184,7 +188,10 @@ def cmd_settings(args: argparse.Namespace, state: StateDir) -> int:
 def _settings_text(settings: dict[str, Any]) -> str:
     lines = [f"search-knowledge  {'on' if settings['knowledgeRuntimeEnabled'] else 'off'}  "
              "(the search_knowledge tool; knowledge settings search-knowledge on|off)",
-             f"writes            {'on' if settings['writesEnabled'] else 'off'}  (writesEnabled in config.json)"]
+             f"writes            {'on' if settings['writesEnabled'] else 'off'}  (writesEnabled in config.json; "
+             "knowledge settings writes on|off)",
+             f"workspace roots   {', '.join(settings.get('workspaceRoots') or []) or 'none'}  (where "
+             "knowledge_attach_file may read; knowledge settings workspace-roots [DIR ...])"]
     if settings.get("problem"):
         lines.append(f"config.json: {settings['problem']} (the last valid settings stay in force)")
     return "\n".join(lines)
@@ -693,6 +700,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "answered (or refused with runtime_disabled) from their next call on.")
     search_knowledge.add_argument("switch", choices=("on", "off"))
     search_knowledge.add_argument("--json", action="store_true")
+    writes = setting_commands.add_parser(
+        "writes", parents=[common], help="let agents save knowledge (on by default)",
+        description="Turns writesEnabled on or off in config.json; with it off the save tools are withdrawn "
+                    "and saves are refused with writes_disabled.")
+    writes.add_argument("switch", choices=("on", "off"))
+    writes.add_argument("--json", action="store_true")
+    roots = setting_commands.add_parser(
+        "workspace-roots", parents=[common], help="the folders knowledge_attach_file may read files from",
+        description="Sets attachments.workspaceRoots in config.json to exactly these existing directories; "
+                    "none removes them (knowledge_attach_file is then refused; knowledge_attach still works).")
+    roots.add_argument("roots", nargs="*", metavar="DIR")
+    roots.add_argument("--json", action="store_true")
     settings.set_defaults(handler=cmd_settings)
 
     add_models_parser(commands, common)

@@ -182,8 +182,9 @@ def _audience(value: Any, field: str) -> Any:
     return value
 
 
-def _workspace_roots(value: Any, field: str) -> tuple[str, ...]:
-    """Absolute paths of existing directories, checked as config.json's ``attachments.workspaceRoots``."""
+def check_workspace_roots(value: Any, field: str = "workspaceRoots") -> tuple[str, ...]:
+    """Absolute paths of existing directories, checked as config.json's ``attachments.workspaceRoots``
+    (and here, where the owner edits them, that each is a directory now); the command line checks the same."""
     if not isinstance(value, list) or not all(isinstance(root, str) for root in value):
         raise InvalidParams(f"{field} must be a list of absolute directory paths", field=field)
     check_count(value, field, WORKSPACE_ROOTS_MAX, "paths")
@@ -214,7 +215,7 @@ GRANTS = Params(AgentName("agent"))
 SHARE_STORE = AGENT + Params(STORE_NAME, Name("label", LABEL_MAX_CHARS), Value("others", _agents, default=()))
 USE_SHARED_STORE = AGENT + Params(STORE_NAME)
 SET_SETTINGS = Params(Flag("writesEnabled"), Flag("knowledgeRuntimeEnabled"),
-                      Value("workspaceRoots", lambda value, field: _workspace_roots(value, field)))
+                      Value("workspaceRoots", lambda value, field: check_workspace_roots(value, field)))
 RECORDS = AGENT + browse.LIST_PARAMS
 SEARCH = AGENT + SEARCH_PARAMS
 RECORD = AGENT + RECORD_PARAMS
