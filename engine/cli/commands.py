@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..wire import client_config
+from ..operator import client_config
 from ..bench import search as search_bench
 from ..bench import gate as gate_bench
 from ..bench import imports as imports_bench

@@ -27,7 +27,7 @@ inventory, so a window refreshes from what the engine now holds.
     operator/setSettings     writesEnabled?, knowledgeRuntimeEnabled?,           config.json
                              workspaceRoots?
     operator/connections     -           the agents and instances seen connected recently (core/connections.py)
-    operator/agentConfig     agent, client, instance?, sessionKey?   a client configuration (wire/protocol.py)
+    operator/agentConfig     agent, client?, instance?, sessionKey?  a client configuration (client_config.py)
     operator/doctor          -                                                   -
     operator/reindex         -                                                   the derived search indexes
     operator/records         agent, kind?, type?, status?, order?, offset?, limit?
@@ -54,29 +54,28 @@ inventory, so a window refreshes from what the engine now holds.
 from __future__ import annotations
 
 import dataclasses
+import json
 import hmac
 import logging
 import os
 import secrets
-import shutil
 import stat
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from . import browse, gate_operator, model_operator, partitions
+from . import browse, client_config, gate_operator, model_operator, partitions
 from .doctor import doctor_report
 from ..gate import stats as gate_stats
 from ..memory import ontology_views
 from ..core import jobs as operator_jobs
-from ..access.authority import OWNER_PRIVATE, OperatorCaller, PreviewCaller
+from ..access.authority import INSTANCE_MAX, OWNER_PRIVATE, SESSION_KEY_MAX, OperatorCaller, PreviewCaller
 from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
 from ..core.files import atomic_write
 from ..core.ids import format_timestamp, is_agent_name, utc_now
 from ..memory.knowledge_index import MAX_CHARS as INDEX_MAX_CHARS
 from ..memory.knowledge_index import index_for
 from ..memory.memory_prompt import prompt_for
-from ..core.params import AGENT, NO_PARAMS, AgentName, Flag, Integer, Name, Params, RecordId, String, Value
+from ..core.params import AGENT, NO_PARAMS, AgentName, Choice, Flag, Integer, Name, Params, RecordId, String, Value
 from ..core.params import check_count
 from ..core.params import without_meta
 from ..search.keyword import SEARCH_PARAMS
@@ -216,6 +215,8 @@ SHARE_STORE = AGENT + Params(STORE_NAME, Name("label", LABEL_MAX_CHARS), Value("
 USE_SHARED_STORE = AGENT + Params(STORE_NAME)
 SET_SETTINGS = Params(Flag("writesEnabled"), Flag("knowledgeRuntimeEnabled"),
                       Value("workspaceRoots", lambda value, field: check_workspace_roots(value, field)))
+AGENT_CONFIG = AGENT + Params(Choice("client", choices=client_config.CLIENTS, default="generic"),
+                              Name("instance", INSTANCE_MAX), Name("sessionKey", SESSION_KEY_MAX))
 RECORDS = AGENT + browse.LIST_PARAMS
 SEARCH = AGENT + SEARCH_PARAMS
 RECORD = AGENT + RECORD_PARAMS
@@ -250,6 +251,7 @@ class OperatorMethods:
             "useOwnStore": self.use_own_store,
             "setSettings": self.set_settings,
             "connections": self.connections,
+            "agentConfig": self.agent_config,
             "records": self.records,
             "types": self.types,
             "search": self.search,
@@ -290,8 +292,10 @@ class OperatorMethods:
         name, owner = values["name"], values["owner"]
         token = self.engine.add_agent(name, owner=owner, scopes=values["scopes"])
         token_file = self.engine.state.write_agent_token(name, token)
+        setup = client_config.agent_setup(self.engine.state, {"name": name, "owner": owner}, "generic")
         return {"agent": name, "owner": owner, "token": token, "tokenFile": str(token_file),
-                "mcpConfig": mcp_config(self.engine.state, name), **self.inventory({})}
+                "mcpConfig": json.loads(setup["config"]), "audience": setup["audience"],
+                **self.inventory({})}
 
     def remove_agent(self, params: dict[str, Any]) -> dict[str, Any]:
         """Revoke an agent's credentials and drop its grants and token file; its store is kept."""
@@ -335,6 +339,15 @@ class OperatorMethods:
             changed = changed.with_workspace_roots(values["workspaceRoots"])
         settings.save(changed)
         return self.inventory({})
+
+    def agent_config(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What ``knowledge agents config`` prints for an agent as registered (the window's "Connect an agent")."""
+        values = AGENT_CONFIG.read(params)
+        agent = self.engine.registry.agent(values["agent"])
+        if agent is None or not agent.active:
+            raise NotFound(f"no agent named {values['agent']!r}", agent=values["agent"])
+        return client_config.agent_setup(self.engine.state, {"name": agent.name, "owner": agent.owner},
+                                         values["client"], values["instance"], values["sessionKey"])
 
     def connections(self, params: dict[str, Any]) -> dict[str, Any]:
         """The agents and instances seen connected recently (kept in memory, bounded; core/connections.py)."""
@@ -437,13 +450,3 @@ class OperatorMethods:
 def _ignoring_session(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Any, dict[str, Any]], Any]:
     """The handler, given the request's parameters without ``_meta`` (an operator session has no audience)."""
     return lambda session, params: handler(without_meta(params))
-
-
-def mcp_config(state: StateDir, agent: str) -> dict[str, Any]:
-    """A ready-to-paste MCP client configuration that runs the stdio bridge for ``agent``."""
-    beside = Path(sys.executable).with_name("knowledge")  # the engine's own virtual environment first
-    command = str(beside) if beside.is_file() else shutil.which("knowledge") or "knowledge"
-    return {"mcpServers": {"knowledge": {
-        "command": command,
-        "args": ["mcp", "--agent", agent, "--state-dir", str(state.root)],
-    }}}

@@ -18,17 +18,16 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .. import __version__
 from ..memory import recall
-from ..access.authority import INSTANCE_MAX, SESSION_KEY_MAX, AgentCaller, Audience, parse_instance
-from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound, wire_codes
+from ..access.authority import AgentCaller, Audience, parse_instance
+from ..core.errors import Denied, InvalidParams, KnowledgeError, wire_codes
 from ..gate.turn import gate_turn
 from ..core.changes import TOPICS, Subscription
 from ..core.connections import ConnectionKey
-from ..core.params import NO_PARAMS, AgentName, Choice, Name, Params, Value, without_meta
+from ..core.params import NO_PARAMS, Params, Value, without_meta
 from ..memory.knowledge_index import INDEX_PARAMS, index_for
 from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
-from . import client_config
 from .tools import ToolRegistry, tool_result
 from .messages import MalformedMessage, method_of, parse_request
 
@@ -52,10 +51,6 @@ SUBSCRIBE = OPERATOR_PREFIX + "subscribe"
 CHANGED = "notifications/operator/changed"  # what a subscribed connection is sent: {changes: [...], resync}
 SUBSCRIBE_PARAMS = Params(Value("topics", lambda value, field: _topics(value, field)))
 CLIENT_NAME_MAX = 100  # of clientInfo's name and version, as the recent connections show it
-AGENT_CONFIG = OPERATOR_PREFIX + "agentConfig"
-AGENT_CONFIG_PARAMS = Params(AgentName("agent", required=True),
-                             Choice("client", choices=client_config.CLIENTS, default="generic"),
-                             Name("instance", INSTANCE_MAX), Name("sessionKey", SESSION_KEY_MAX))
 IMMEDIATE_MAX_BYTES = 1024  # a ping longer than this (padded) goes to the workers like any other message
 
 
@@ -119,7 +114,6 @@ class Dispatcher:
         }
         OperatorMethods(engine).register(self)
         self.methods[SUBSCRIBE] = self._subscribe
-        self.methods[AGENT_CONFIG] = lambda session, params: self._agent_config(without_meta(params))
 
     def register(self, method: str, handler: Handler) -> None:
         self.methods[method] = handler
@@ -219,15 +213,6 @@ class Dispatcher:
         session.changes = self.engine.changes.subscribe(topics)
         return {"subscribed": True, "topics": sorted(session.changes.topics), "queueLimit": session.changes.limit,
                 "notification": CHANGED}
-
-    def _agent_config(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``operator/agentConfig``: what ``knowledge agents config`` prints, for the window's "Connect an agent"."""
-        values = AGENT_CONFIG_PARAMS.read(params)
-        agent = self.engine.registry.agent(values["agent"])
-        if agent is None or not agent.active:
-            raise NotFound(f"no agent named {values['agent']!r}", agent=values["agent"])
-        return client_config.agent_setup(self.engine.state, {"name": agent.name, "owner": agent.owner},
-                                         values["client"], values["instance"], values["sessionKey"])
 
     def _tools_list(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         try:

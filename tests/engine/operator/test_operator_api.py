@@ -180,8 +180,14 @@ def test_add_agent_returns_its_token_once_and_a_working_mcp_config(engine, dispa
     assert engine.registry.authenticate(result["token"]).name == "helper"
     assert Path(result["tokenFile"]).read_text(encoding="utf-8").strip() == result["token"]
     assert stat.S_IMODE(os.stat(result["tokenFile"]).st_mode) == 0o600
-    server = result["mcpConfig"]["mcpServers"]["knowledge"]
-    assert server["args"] == ["mcp", "--agent", "helper", "--state-dir", str(engine.state.root)]
+    server = result["mcpConfig"]["mcpServers"]["knowledge"]  # helper has no owner authority: its own conversation
+    args = server["args"]
+    assert args[:5] == ["mcp", "--agent", "helper", "--token-file", result["tokenFile"]]
+    assert args[args.index("--audience") + 1] == "conversation" and args[-2:] == ["--state-dir", str(engine.state.root)]
+    assert result["audience"]["kind"] == "conversation" and result["audience"]["sessionKey"] in args
+    owner = ok(dispatcher, operator_session, "operator/addAgent", {"name": "lead", "owner": True})
+    assert "--audience" not in owner["mcpConfig"]["mcpServers"]["knowledge"]["args"]
+    assert owner["audience"] == {"kind": "owner-private"}
     assert "helper" in [agent["name"] for agent in result["agents"]]
     assert reason(call(dispatcher, operator_session, "operator/addAgent", {"name": "helper"})) == "conflict"
     assert reason(call(dispatcher, operator_session, "operator/addAgent", {"name": "Bad Name"})) == "invalid_params"
