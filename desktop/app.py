@@ -36,10 +36,11 @@ def run(state: StateDir, *, demo: bool = False, startup_report: Path | None = No
     instead, and this process exits at once (``links.py``).
     """
     app = application()
-    if send_to_running(state, url):
-        return 0
     instance = InstanceServer(state)
-    if not instance.listen() and send_to_running(state, url):  # another window started meanwhile
+    if send_to_running(state, url) or (not instance.listen() and send_to_running(state, url)):
+        # A window runs for this state directory (or started meanwhile): it came forward instead.
+        print(f"Knowledge Desk is already open for {state.root}; brought it forward"
+              + (" at the record." if url else "."))
         return 0
     tasks = EngineTasks()
     window = MainWindow(tasks, state)
