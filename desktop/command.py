@@ -35,7 +35,7 @@ def add_command(commands: Any, common: argparse.ArgumentParser) -> None:
                                  help="open a record link (knowledge://record/STORE/ID) in the window",
                                  description="Brings the window of this state directory forward at the record, "
                                              "or opens one there when none runs. The desktop entry registers "
-                                             "the knowledge:// scheme with this command.")
+                                             "the knowledge:// scheme (it runs `knowledge desktop URL`, the same).")
     opener.add_argument("url", metavar="URL", help="knowledge://record/<store id>/<record id>")
     opener.set_defaults(handler=run_desktop, demo=False, startup_report=None)
 

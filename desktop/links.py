@@ -66,7 +66,8 @@ def _private_directory(path: str) -> bool:
 def send_to_running(state: StateDir, url: str | None) -> bool:
     """Ask the window running for ``state`` to come forward (at ``url``); False when none answers.
 
-    Blocking, with short timeouts: it runs before a window exists, or on a thread of its own.
+    Blocking, with short timeouts: it runs before this process has a window (a Qt socket waiting holds
+    the interpreter, so the window that answers must be another process's).
     """
     socket = QLocalSocket()
     socket.connectToServer(instance_name(state))

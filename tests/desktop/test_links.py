@@ -225,3 +225,19 @@ def test_the_socket_lives_in_the_private_runtime_directory_when_there_is_one(tmp
         assert instance_name(served) == os.path.basename(name)
     finally:
         shutil.rmtree(runtime)
+
+
+def test_open_without_a_running_window_starts_one_that_later_runs_find(qtbot, served, a_record) -> None:
+    link, _, _ = a_record
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"}
+    command = [sys.executable, "-m", "engine.cli", "--state-dir", str(served.root)]
+    window = subprocess.Popen([*command, "open", link], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        qtbot.waitUntil(lambda: window.poll() is not None or send_to_running(served, None), timeout=60_000)
+        assert window.poll() is None  # the window it opened is up, and answers
+        again = subprocess.run([*command, "desktop"], env=env, capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0 and "already open" in again.stdout and "brought it forward" in again.stdout
+        assert window.poll() is None  # still the one window
+    finally:
+        window.terminate()
+        window.wait(30)
