@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -156,7 +156,9 @@ class MainWindow(QMainWindow):
             action(f"View {number}", f"Ctrl+{number}", lambda _=False, n=number: self.show_view(n - 1))
 
     def _build_desk_tools(self) -> None:
-        """Record links, the tray icon, and the Tools menu (Connect an agent…, Settings…)."""
+        """Record links, the tray icon, and the Tools menu (Connect an agent…, Settings…, Copy link)."""
+        from engine.core.links import record_link
+
         from .connect.agent_dialog import ConnectAgentDialog
         from .connect.settings_dialog import SettingsDialog
         from .links import LinkOpener
@@ -179,12 +181,25 @@ class MainWindow(QMainWindow):
             dialog.show()
             self.settings_dialog = dialog
 
+        def copy_record_link() -> None:
+            page = self.records_view.page
+            agent = next((a for a in self.inventory.get("agents", []) if a.get("name") == page.agent), {})
+            store = (agent.get("store") or {}).get("storeId")
+            if page.record is None or not store or self.current_view() is not self.records_view:
+                self.messages.show_info("Open a record in Records first; its link is what agents cite.")
+                return
+            link = record_link(store, page.record["id"])
+            QGuiApplication.clipboard().setText(link)
+            self.messages.show_info(f"Copied {link}: it opens this record in the window (knowledge open).")
+
         tools = self.menuBar().addMenu("&Tools")
         self.connect_agent_action = tools.addAction("Connect an agent…", connect_agent)
         self.connect_agent_action.setShortcut(QKeySequence("Ctrl+Shift+A"))
         self.settings_action = tools.addAction("Settings…", settings)
         self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
-        self.addActions([self.connect_agent_action, self.settings_action])
+        self.copy_link_action = tools.addAction("Copy link to this record", copy_record_link)
+        self.copy_link_action.setShortcut(QKeySequence("Ctrl+Shift+L"))
+        self.addActions([self.connect_agent_action, self.settings_action, self.copy_link_action])
 
     def open_link(self, url: str | None) -> None:
         """Come forward, at the record a ``knowledge://record/...`` link names when one is given."""

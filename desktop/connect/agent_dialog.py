@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QTableWidget,
@@ -100,7 +101,17 @@ class ConnectAgentDialog(QDialog):
         self.agent_picker.addItems(list(self.agents))
         if agent in self.agents:
             self.agent_picker.setCurrentText(agent)
-        self.agent_picker.currentTextChanged.connect(self.load_setup)
+        self.agent_picker.currentTextChanged.connect(self._on_agent_chosen)
+        self.instance = QLineEdit()
+        self.instance.setPlaceholderText("default: AGENT-HOSTNAME")
+        self.instance.setToolTip("A stable, non-secret id of this agent instance, recorded in the attribution of "
+                                 "what it writes (--instance)")
+        self.session_key = QLineEdit()
+        self.session_key.setPlaceholderText("default: the instance id")
+        self.session_key.setToolTip("For an agent without owner authority: the session key of its conversation, "
+                                    "which grants name (--session-key)")
+        for field in (self.instance, self.session_key):
+            field.editingFinished.connect(self._on_field_edited)
         self.audience_note = QLabel()
         self.audience_note.setWordWrap(True)
         self.audience_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -129,6 +140,10 @@ class ConnectAgentDialog(QDialog):
         top = QHBoxLayout()
         top.addWidget(QLabel("Agent:"))
         top.addWidget(self.agent_picker, 1)
+        top.addWidget(QLabel("Instance id:"))
+        top.addWidget(self.instance, 1)
+        top.addWidget(QLabel("Session key:"))
+        top.addWidget(self.session_key, 1)
         layout.addLayout(top)
         if not self.agents:
             layout.addWidget(QLabel("No agents yet: add one in Agents & stores (Add agent…), then connect it here."))
@@ -144,18 +159,39 @@ class ConnectAgentDialog(QDialog):
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
         self._pending: set[str] = set()
+        self._asked: tuple[str, str] = ("", "")
         self.load_setup(self.agent_picker.currentText())
         self.load_connections()
 
     # --- configurations ---------------------------------------------------------------------------
 
+    def _on_agent_chosen(self, agent: str) -> None:
+        self.instance.clear()
+        self.session_key.clear()
+        self.load_setup(agent)
+
+    def _on_field_edited(self) -> None:
+        asked = (self.instance.text().strip(), self.session_key.text().strip())
+        if asked != self._asked:
+            self.load_setup(self.agent_picker.currentText())
+
     def load_setup(self, agent: str) -> None:
         if not agent:
             return
+        owner = bool(self.agents.get(agent, {}).get("owner"))
+        self.session_key.setEnabled(not owner)  # an owner agent uses the owner-private audience
+        if owner:
+            self.session_key.clear()
+        self._asked = (self.instance.text().strip(), self.session_key.text().strip())
+        params: dict[str, Any] = {"agent": agent}
+        if self._asked[0]:
+            params["instance"] = self._asked[0]
+        if self._asked[1]:
+            params["sessionKey"] = self._asked[1]
         self._pending = {client for client, _ in CLIENT_TABS}
         for client, tab in self.client_tabs.items():
             tab.show_problem("Asking the engine…")
-            self.tasks.request("operator/agentConfig", {"agent": agent, "client": client},
+            self.tasks.request("operator/agentConfig", {**params, "client": client},
                                lambda setup, a=agent, c=client: self._on_setup(a, c, setup),
                                on_error=lambda message, a=agent, c=client: self._on_setup_failed(a, c, message),
                                owner=self)

@@ -85,6 +85,25 @@ def test_every_client_gets_a_working_configuration_and_copy_puts_it_on_the_clipb
     assert args[args.index("--audience") + 1] == "conversation" and "--session-id" in args
     note = dialog.audience_note.text()
     assert "no owner authority" in note and "knowledge grants add guest" in note
+    assert dialog.session_key.isEnabled()
+
+    dialog.instance.setText("desk-laptop")
+    dialog.session_key.setText("chat-7")
+    with qtbot.waitSignal(dialog.sig_setup_loaded, timeout=10_000):
+        dialog.session_key.editingFinished.emit()  # as leaving the field does
+    args = server_of("vscode", dialog.client_tabs["vscode"].config.toPlainText())["args"]
+    assert args[args.index("--instance") + 1] == "desk-laptop" and args[args.index("--session-key") + 1] == "chat-7"
+    assert "session key chat-7" in dialog.audience_note.text()
+
+    dialog.instance.setText("x" * 300)  # the engine checks it, as the command line's --instance
+    with qtbot.waitSignal(dialog.sig_setup_loaded, timeout=10_000):
+        dialog.instance.editingFinished.emit()
+    tab = dialog.client_tabs["generic"]
+    assert tab.where.text().startswith("Problem:") and not tab.copy_button.isEnabled()
+
+    with qtbot.waitSignal(dialog.sig_setup_loaded, timeout=10_000):
+        dialog.agent_picker.setCurrentText("main")
+    assert not dialog.session_key.isEnabled() and dialog.instance.text() == ""
 
 
 def test_the_agents_seen_connected_recently_are_listed(qtbot, tasks, served_engine, gui_thread_guard) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import QUrl
+from PySide6.QtGui import QGuiApplication
 
 import desktop.app
 from desktop.common.widgets import SafeTextBrowser
@@ -241,3 +242,16 @@ def test_open_without_a_running_window_starts_one_that_later_runs_find(qtbot, se
     finally:
         window.terminate()
         window.wait(30)
+
+
+def test_the_owner_copies_the_link_of_the_record_shown(qtbot, window, a_record, gui_thread_guard) -> None:
+    link, record_id, _ = a_record
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        window.connect_engine()
+    window.copy_link_action.trigger()  # no record shown yet
+    assert "Open a record in Records first" in window.messages.label.text()
+    with qtbot.waitSignal(window.records_view.page.sig_content_loaded, timeout=10_000):
+        window.open_record(record_id)
+    assert window.copy_link_action.shortcut().toString() == "Ctrl+Shift+L"
+    window.copy_link_action.trigger()
+    assert QGuiApplication.clipboard().text() == link and link in window.messages.label.text()
