@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication
 
 from engine.state.statedir import StateDir
 
+from .links import InstanceServer, send_to_running
 from .main_window import MainWindow
 from .tasks import EngineTasks
 
@@ -29,18 +30,32 @@ def application(argv: list[str] | None = None) -> QApplication:
     return app
 
 
-def run(state: StateDir, *, demo: bool = False, startup_report: Path | None = None) -> int:
-    """Open the window on ``state``'s engine (starting it, with the demo when asked) until it closes."""
+def run(state: StateDir, *, demo: bool = False, startup_report: Path | None = None, url: str | None = None) -> int:
+    """Open the window on ``state``'s engine (starting it, with the demo when asked) until it closes.
+
+    When a window already runs for ``state`` it is brought forward (at ``url``, a checked record link)
+    instead, and this process exits at once (``links.py``).
+    """
     app = application()
+    instance = InstanceServer(state)
+    if send_to_running(state, url) or (not instance.listen() and send_to_running(state, url)):
+        # A window runs for this state directory (or started meanwhile): it came forward instead.
+        print(f"Knowledge Desk is already open for {state.root}; brought it forward"
+              + (" at the record." if url else "."))
+        return 0
     tasks = EngineTasks()
     window = MainWindow(tasks, state)
+    instance.sig_open_requested.connect(window.open_link)
     if startup_report is not None:
         from .startup import StartupProbe  # measurement for docs/benchmarks only
 
         StartupProbe(window, startup_report).install()
     window.show()
     window.connect_engine(demo=demo)
+    if url is not None:
+        window.open_link(url)
     try:
         return app.exec()
     finally:
+        instance.close()
         tasks.shutdown()

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.core.errors import InvalidParams
+from engine.core.links import parse_record_link
 from engine.state.statedir import StateDir
 
 from .display import display_problem, missing_libraries_message
@@ -26,10 +28,26 @@ def add_command(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--demo", action="store_true",
                         help="seed the demo store into the state directory first (when the window starts the engine)")
     parser.add_argument("--startup-report", help=argparse.SUPPRESS)  # docs/benchmarks/desktop.md
+    parser.add_argument("url", nargs="?", metavar="URL",
+                        help="a record link (knowledge://record/...) to open the window at, as `knowledge open`")
     parser.set_defaults(handler=run_desktop)
+    opener = commands.add_parser("open", parents=[common],
+                                 help="open a record link (knowledge://record/STORE/ID) in the window",
+                                 description="Brings the window of this state directory forward at the record, "
+                                             "or opens one there when none runs. The desktop entry registers "
+                                             "the knowledge:// scheme (it runs `knowledge desktop URL`, the same).")
+    opener.add_argument("url", metavar="URL", help="knowledge://record/<store id>/<record id>")
+    opener.set_defaults(handler=run_desktop, demo=False, startup_report=None)
 
 
 def run_desktop(args: argparse.Namespace, state: StateDir) -> int:
+    url = getattr(args, "url", None)
+    if url is not None:
+        try:  # a bad link is refused before anything opens
+            parse_record_link(url)
+        except InvalidParams as exc:
+            print(f"knowledge: {exc.message}", file=sys.stderr)
+            return 2
     problem = display_problem()  # before Qt is loaded: without a display it would abort the process
     if problem is not None:
         print(problem, file=sys.stderr)
@@ -44,4 +62,5 @@ def run_desktop(args: argparse.Namespace, state: StateDir) -> int:
         print(f"knowledge desktop: the window needs PySide6 ({exc}); install Knowledge Desk with its "
               "dependencies", file=sys.stderr)
         return 2
-    return run(state, demo=args.demo, startup_report=Path(args.startup_report) if args.startup_report else None)
+    return run(state, demo=args.demo, startup_report=Path(args.startup_report) if args.startup_report else None,
+               url=url)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence, QShowEvent
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -30,14 +30,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.links import record_link
 from engine.state.statedir import StateDir
 
 from . import launcher
 from .agents.view import AgentsView
 from .approvals.view import ApprovalsView
 from .common.widgets import MessageBar
+from .connect.agent_dialog import ConnectAgentDialog
+from .connect.settings_dialog import SettingsDialog
 from .gate.view import GateView
 from .health.view import HealthView
+from .links import LinkOpener
 from .live import EngineWatch
 from .menus import MenuBar, ShortcutsDialog
 from .model_manager.view import ModelsView
@@ -47,6 +51,7 @@ from .records.view import RecordsView
 from .sidebar import Sidebar, SidebarCounts, icon
 from .tasks import EngineTasks
 from .theme import THEMES, ThemeController, desk_settings
+from .tray import DeskTray
 from .vocabulary.view import VocabularyView
 
 LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
@@ -138,6 +143,7 @@ class MainWindow(QMainWindow):
         self.gate_view.settings.sig_settings_saved.connect(self._on_gate_settings_saved)
         self.theme.sig_theme_applied.connect(self._on_theme_applied)
         self.navigation.setCurrentRow(0)
+        self._build_desk_tools()
 
     def _build_actions(self) -> None:
         """The menu bar (every action, with its shortcut) and the toolbar; features add theirs via ``self.menus``."""
@@ -235,6 +241,53 @@ class MainWindow(QMainWindow):
                                      f"local AI agents.\n\nState directory: {self.state.root}\nEngine: {where}",
                                      QMessageBox.StandardButton.Close, self)
         self.about_box.open()
+
+    def _build_desk_tools(self) -> None:
+        """Record links, the tray icon, and their actions (Connect an agent…, Settings…, Copy link)."""
+        self.links = LinkOpener(self)
+        self.records_view.page.sig_record_link_activated.connect(self.open_link)  # a link in a record's text
+        self.tray = DeskTray(self)
+
+        def connect_agent() -> None:
+            dialog = ConnectAgentDialog(self.tasks, self.inventory.get("agents", []), self.agent, parent=self)
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            dialog.show()
+            self.connect_dialog = dialog
+
+        def settings() -> None:
+            dialog = SettingsDialog(self.tasks, parent=self)
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            dialog.sig_settings_saved.connect(lambda _inventory: self.agents_view.refresh())
+            dialog.show()
+            self.settings_dialog = dialog
+
+        def copy_record_link() -> None:
+            page = self.records_view.page
+            agent = next((a for a in self.inventory.get("agents", []) if a.get("name") == page.agent), {})
+            store = (agent.get("store") or {}).get("storeId")
+            if page.record is None or not store or self.current_view() is not self.records_view:
+                self.messages.show_info("Open a record in Records first; its link is what agents cite.")
+                return
+            link = record_link(store, page.record["id"])
+            QGuiApplication.clipboard().setText(link)
+            self.messages.show_info(f"Copied {link}: it opens this record in the window (knowledge open).")
+
+        self.connect_agent_action = self.menus.action(
+            "Engine", "&Connect an agent…", connect_agent, "Ctrl+Shift+A", separator_before=True,
+            tip="Ready configurations for every MCP client, and the agents seen connected")
+        self.settings_action = self.menus.action(
+            "Engine", "&Settings…", settings, "Ctrl+,",
+            tip="search_knowledge, writes and workspace roots; the engine checks them")
+        self.copy_link_action = self.menus.action(
+            "Edit", "Copy &link to this record", copy_record_link, "Ctrl+Shift+L",
+            tip="The record's knowledge:// link, which agents cite")
+
+    def open_link(self, url: str | None) -> None:
+        """Come forward, at the record a ``knowledge://record/...`` link names when one is given."""
+        if url is None:
+            self.links.bring_forward()
+        else:
+            self.links.open(url)
 
     # --- engine --------------------------------------------------------------------------------
 

@@ -32,6 +32,8 @@ from .core.ids import format_timestamp, utc_now
 from .store.inputs import FLUSH_ID, parse_page_input, parse_remember_input
 from .vault.ontology import Ontology
 from .core.changes import ChangeFeed
+from .core.links import with_record_links
+from .core.connections import RecentConnections
 from .core.jobs import Jobs
 from .store.publication import Plan, request_hash
 from .store.groups import PlanReads
@@ -68,6 +70,8 @@ class Engine:
             self.changes = ChangeFeed()
             self._runtimes: dict[str, StoreRuntime] = {}
             self._runtimes_lock = threading.Lock()
+            # The agents and instances seen connected recently (operator/connections), in memory only.
+            self.connections = RecentConnections()
             self.settings = SettingsSource(state.config)
             self.settings.on_changed = self._settings_changed
             self.registry = Registry.open(state.registry, state.root)
@@ -210,7 +214,10 @@ class Engine:
                                authority.attribution(), format_timestamp(utc_now()))
             return build(ctx)
 
-        return self.enter(caller, write=True).write(plan)
+        entry = self.enter(caller, write=True)
+        receipt = entry.write(plan)
+        store = entry.authority.store
+        return with_record_links(receipt, store.store_id if store else None, entry.authority.partition)
 
     def resume(self, caller: Caller) -> dict[str, Any]:
         """Retry the git checkpoint of the caller's store now, and report the caller's partition only.

@@ -20,6 +20,17 @@ def test_the_desktop_entry_has_what_freedesktop_requires():
     assert section["Categories"].endswith(";")
 
 
+def test_the_desktop_entry_registers_record_links_with_the_window():
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.optionxform = str
+    entry.read(LINUX / f"{APP_ID}.desktop", encoding="utf-8")
+    section = entry["Desktop Entry"]
+    assert "x-scheme-handler/knowledge" in section["MimeType"].split(";") and section["MimeType"].endswith(";")
+    assert section["Exec"].split() == ["knowledge", "desktop", "%u"]  # the clicked link, as `knowledge open`
+    script = (LINUX / "install.sh").read_text()
+    assert 'xdg-mime default "$app_id.desktop" x-scheme-handler/knowledge' in script
+
+
 def test_the_appstream_metadata_names_the_app_and_its_launcher():
     component = ElementTree.parse(LINUX / f"{APP_ID}.metainfo.xml").getroot()
     assert component.get("type") == "desktop-application"

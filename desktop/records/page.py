@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.links import SCHEME as LINK_SCHEME
+
 from ..common.models import Column, RowsModel
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, table
 from ..tasks import EngineTasks
@@ -86,6 +88,9 @@ class RecordPage(QWidget):
 
     sig_change_request_copied = Signal(str)
     """A change request was copied to the clipboard (the message)."""
+
+    sig_record_link_activated = Signal(str)
+    """The owner followed a record link an agent wrote (``knowledge://record/...``, not yet checked)."""
 
     sig_content_loaded = Signal(str)
     """A record, its links and its history are shown (the record id)."""
@@ -255,6 +260,8 @@ class RecordPage(QWidget):
                 self.follow_wikilink(name)
         elif scheme == SOURCE_SCHEME and target and self.agent:
             self.open_source(target)
+        elif scheme == LINK_SCHEME:  # a cited record, perhaps of another agent's store: the window decides
+            self.sig_record_link_activated.emit(url.toString())
         elif scheme in ("http", "https"):
             QDesktopServices.openUrl(url)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..wire import client_config
+from ..operator import client_config
 from ..bench import search as search_bench
 from ..bench import gate as gate_bench
 from ..bench import imports as imports_bench
@@ -114,24 +114,21 @@ def cmd_agents_config(args: argparse.Namespace, state: StateDir) -> int:
         print(f"knowledge: no agent named {args.name!r}; add it with: knowledge agents add {args.name}",
               file=sys.stderr)
         return 2
-    instance = args.instance or client_config.default_instance(args.name)
     if agent["owner"] and args.session_key:
         print("knowledge: --session-key is for agents without owner authority; "
               f"{args.name} uses the owner-private audience", file=sys.stderr)
         return 2
-    audience = None if agent["owner"] else client_config.conversation_audience(
-        args.name, args.session_key or instance)
-    print(client_config.client_config(state, args.name, args.client, instance, audience))
-    token_file = state.tokens / f"{args.name}.token"
-    print(f"Paste it into {client_config.WHERE[args.client]}. The token stays in {token_file}"
-          + ("" if token_file.is_file() else " (missing: it is written by `knowledge agents add`)")
-          + f"; the engine must be running (knowledge serve). Instance id: {instance}.", file=sys.stderr)
-    if audience is not None:
-        key = shlex.quote(audience["sessionKey"])
+    setup = client_config.agent_setup(state, agent, args.client, args.instance, args.session_key)
+    print(setup["config"])
+    print(f"Paste it into {setup['where']}. The token stays in {setup['tokenFile']}"
+          + ("" if setup["tokenFileExists"] else " (missing: it is written by `knowledge agents add`)")
+          + f"; the engine must be running (knowledge serve). Instance id: {setup['instance']}.", file=sys.stderr)
+    if "grantCommand" in setup:
+        key = setup["audience"]["sessionKey"]
         print(f"{args.name} has no owner authority, so this configuration gives it a conversation of its own "
-              f"(session key {audience['sessionKey']}): what it saves stays in that conversation. To have it work "
-              f"in its store's private knowledge instead, run: knowledge grants add {args.name} {key} "
-              "--access read-and-save (or --access read: it reads that knowledge and saves nothing).",
+              f"(session key {key}): what it saves stays in that conversation. To have it work "
+              f"in its store's private knowledge instead, run: {setup['grantCommand']} "
+              "(or --access read: it reads that knowledge and saves nothing).",
               file=sys.stderr)
     return 0
 
@@ -178,6 +175,10 @@ def cmd_settings(args: argparse.Namespace, state: StateDir) -> int:
     with open_desk(state) as desk:
         if args.settings_command == "search-knowledge":
             settings = desk.set_settings(knowledgeRuntimeEnabled=args.switch == "on")
+        elif args.settings_command == "writes":
+            settings = desk.set_settings(writesEnabled=args.switch == "on")
+        elif args.settings_command == "workspace-roots":  # absolute here: the engine's working directory differs
+            settings = desk.set_settings(workspaceRoots=[os.path.abspath(root) for root in args.roots])
         else:
             settings = desk.settings()
     _print(settings, args.json, _settings_text)
@@ -187,7 +188,10 @@ def cmd_settings(args: argparse.Namespace, state: StateDir) -> int:
 def _settings_text(settings: dict[str, Any]) -> str:
     lines = [f"search-knowledge  {'on' if settings['knowledgeRuntimeEnabled'] else 'off'}  "
              "(the search_knowledge tool; knowledge settings search-knowledge on|off)",
-             f"writes            {'on' if settings['writesEnabled'] else 'off'}  (writesEnabled in config.json)"]
+             f"writes            {'on' if settings['writesEnabled'] else 'off'}  (writesEnabled in config.json; "
+             "knowledge settings writes on|off)",
+             f"workspace roots   {', '.join(settings.get('workspaceRoots') or []) or 'none'}  (where "
+             "knowledge_attach_file may read; knowledge settings workspace-roots [DIR ...])"]
     if settings.get("problem"):
         lines.append(f"config.json: {settings['problem']} (the last valid settings stay in force)")
     return "\n".join(lines)
@@ -696,6 +700,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "answered (or refused with runtime_disabled) from their next call on.")
     search_knowledge.add_argument("switch", choices=("on", "off"))
     search_knowledge.add_argument("--json", action="store_true")
+    writes = setting_commands.add_parser(
+        "writes", parents=[common], help="let agents save knowledge (on by default)",
+        description="Turns writesEnabled on or off in config.json; with it off the save tools are withdrawn "
+                    "and saves are refused with writes_disabled.")
+    writes.add_argument("switch", choices=("on", "off"))
+    writes.add_argument("--json", action="store_true")
+    roots = setting_commands.add_parser(
+        "workspace-roots", parents=[common], help="the folders knowledge_attach_file may read files from",
+        description="Sets attachments.workspaceRoots in config.json to exactly these existing directories; "
+                    "none removes them (knowledge_attach_file is then refused; knowledge_attach still works).")
+    roots.add_argument("roots", nargs="*", metavar="DIR")
+    roots.add_argument("--json", action="store_true")
     settings.set_defaults(handler=cmd_settings)
 
     add_models_parser(commands, common)

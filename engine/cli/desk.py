@@ -24,6 +24,7 @@ from ..access.authority import OperatorCaller
 from ..access.stores import StoreResolver
 from ..importers.archive import export_archive
 from ..operator.doctor import doctor_report
+from ..operator.methods import check_workspace_roots
 from ..service import Engine
 from ..state.config import SettingsSource
 from ..state.registry import SCOPES, Registry
@@ -48,7 +49,7 @@ class Desk(Protocol):
     def remove_grant(self, agent: str, session_key: str) -> None: ...
     def stores(self) -> list[dict[str, Any]]: ...
     def settings(self) -> dict[str, Any]: ...
-    def set_settings(self, **switches: bool) -> dict[str, Any]: ...
+    def set_settings(self, **switches: Any) -> dict[str, Any]: ...
     def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]: ...
 
 
@@ -134,13 +135,16 @@ class LocalDesk:
     def settings(self) -> dict[str, Any]:
         return _settings_view(SettingsSource(self.state.config))
 
-    def set_settings(self, **switches: bool) -> dict[str, Any]:
+    def set_settings(self, **switches: Any) -> dict[str, Any]:
         source = SettingsSource(self.state.config)
         changed = source.current()
+        roots = check_workspace_roots(switches["workspaceRoots"]) if "workspaceRoots" in switches else None
         if "writesEnabled" in switches:
             changed = dataclasses.replace(changed, writes_enabled=switches["writesEnabled"])
         if "knowledgeRuntimeEnabled" in switches:
             changed = changed.with_knowledge_runtime(switches["knowledgeRuntimeEnabled"])
+        if roots is not None:
+            changed = changed.with_workspace_roots(roots)
         self.state.create()
         source.save(changed)
         return _settings_view(source)
@@ -150,7 +154,7 @@ def _settings_view(source: SettingsSource) -> dict[str, Any]:
     """The switches as ``operator/inventory`` shows them."""
     current = source.current()
     return {"writesEnabled": current.writes_enabled, "knowledgeRuntimeEnabled": current.knowledge_runtime_enabled,
-            "problem": source.problem}
+            "workspaceRoots": list(current.workspace_roots), "problem": source.problem}
 
 
 class RemoteDesk:
@@ -204,5 +208,5 @@ class RemoteDesk:
     def settings(self) -> dict[str, Any]:
         return self._call("inventory")["settings"]
 
-    def set_settings(self, **switches: bool) -> dict[str, Any]:
+    def set_settings(self, **switches: Any) -> dict[str, Any]:
         return self._call("setSettings", switches)["settings"]

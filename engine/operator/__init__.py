@@ -8,4 +8,5 @@ previews, gate tuning, models), and the model manager.
     model_benchmark  tokens/s of a Decision model at the gate's pair sizes
     partitions       each store's partitions (figures only, never a conversation's records) and grants
     doctor           the doctor report: stores, diagnostics, config problems
+    client_config    ready MCP client configurations for an agent as registered (agents config, Connect an agent)
 """

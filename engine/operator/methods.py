@@ -24,7 +24,10 @@ inventory, so a window refreshes from what the engine now holds.
     operator/shareStore      agent, name, label?, others?                        config.json stores
     operator/useSharedStore  agent, name                                         config.json stores
     operator/useOwnStore     agent                                               config.json stores
-    operator/setSettings     writesEnabled?, knowledgeRuntimeEnabled?            config.json
+    operator/setSettings     writesEnabled?, knowledgeRuntimeEnabled?,           config.json
+                             workspaceRoots?
+    operator/connections     -           the agents and instances seen connected recently (core/connections.py)
+    operator/agentConfig     agent, client?, instance?, sessionKey?  a client configuration (client_config.py)
     operator/doctor          -                                                   -
     operator/reindex         -                                                   the derived search indexes
     operator/records         agent, kind?, type?, status?, order?, offset?, limit?
@@ -51,34 +54,34 @@ inventory, so a window refreshes from what the engine now holds.
 from __future__ import annotations
 
 import dataclasses
+import json
 import hmac
 import logging
 import os
 import secrets
-import shutil
 import stat
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from . import browse, gate_operator, model_operator, partitions
+from . import browse, client_config, gate_operator, model_operator, partitions
 from .doctor import doctor_report
 from ..gate import stats as gate_stats
 from ..memory import ontology_views
 from ..core import jobs as operator_jobs
-from ..access.authority import OWNER_PRIVATE, OperatorCaller, PreviewCaller
+from ..access.authority import INSTANCE_MAX, OWNER_PRIVATE, SESSION_KEY_MAX, OperatorCaller, PreviewCaller
 from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
 from ..core.files import atomic_write
 from ..core.ids import format_timestamp, is_agent_name, utc_now
 from ..memory.knowledge_index import MAX_CHARS as INDEX_MAX_CHARS
 from ..memory.knowledge_index import index_for
 from ..memory.memory_prompt import prompt_for
-from ..core.params import AGENT, NO_PARAMS, AgentName, Flag, Integer, Name, Params, RecordId, String, Value
+from ..core.params import AGENT, NO_PARAMS, AgentName, Choice, Flag, Integer, Name, Params, RecordId, String, Value
 from ..core.params import check_count
 from ..core.params import without_meta
 from ..search.keyword import SEARCH_PARAMS
 from ..state.registry import SCOPES
 from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
+from ..state.config import WORKSPACE_ROOTS_MAX, Settings
 from ..state.statedir import StateDir
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -178,6 +181,24 @@ def _audience(value: Any, field: str) -> Any:
     return value
 
 
+def check_workspace_roots(value: Any, field: str = "workspaceRoots") -> tuple[str, ...]:
+    """Absolute paths of existing directories, checked as config.json's ``attachments.workspaceRoots``
+    (and here, where the owner edits them, that each is a directory now); the command line checks the same."""
+    if not isinstance(value, list) or not all(isinstance(root, str) for root in value):
+        raise InvalidParams(f"{field} must be a list of absolute directory paths", field=field)
+    check_count(value, field, WORKSPACE_ROOTS_MAX, "paths")
+    try:
+        roots = Settings().with_workspace_roots(tuple(value)).workspace_roots
+    except InvalidParams as exc:  # names attachments.workspaceRoots[i]; here the parameter is the field
+        index = str(exc.details.get("field", "")).rpartition("[")[2].rstrip("]")
+        raise InvalidParams(exc.message + (f" ({value[int(index)]!r})" if index.isdigit() else ""),
+                            field=field, **({"index": int(index)} if index.isdigit() else {})) from None
+    for index, root in enumerate(roots):
+        if not os.path.isdir(root):  # an owner's edit: a typo is refused now, not found at the first attach
+            raise InvalidParams(f"{root!r} is not a directory", field=field, index=index)
+    return roots
+
+
 def _scopes(value: Any, field: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(scope, str) for scope in value):
         raise InvalidParams(f"{field} must be a list of scopes ({', '.join(SCOPES)})", field=field)
@@ -192,7 +213,10 @@ REMOVE_AGENT = Params(AgentName("name", required=True))
 GRANTS = Params(AgentName("agent"))
 SHARE_STORE = AGENT + Params(STORE_NAME, Name("label", LABEL_MAX_CHARS), Value("others", _agents, default=()))
 USE_SHARED_STORE = AGENT + Params(STORE_NAME)
-SET_SETTINGS = Params(Flag("writesEnabled"), Flag("knowledgeRuntimeEnabled"))
+SET_SETTINGS = Params(Flag("writesEnabled"), Flag("knowledgeRuntimeEnabled"),
+                      Value("workspaceRoots", lambda value, field: check_workspace_roots(value, field)))
+AGENT_CONFIG = AGENT + Params(Choice("client", choices=client_config.CLIENTS, default="generic"),
+                              Name("instance", INSTANCE_MAX), Name("sessionKey", SESSION_KEY_MAX))
 RECORDS = AGENT + browse.LIST_PARAMS
 SEARCH = AGENT + SEARCH_PARAMS
 RECORD = AGENT + RECORD_PARAMS
@@ -226,6 +250,8 @@ class OperatorMethods:
             "useSharedStore": self.use_shared_store,
             "useOwnStore": self.use_own_store,
             "setSettings": self.set_settings,
+            "connections": self.connections,
+            "agentConfig": self.agent_config,
             "records": self.records,
             "types": self.types,
             "search": self.search,
@@ -258,7 +284,7 @@ class OperatorMethods:
         return {"agents": self.engine.agents(), "stores": self.engine.stores(),
                 "settings": {"writesEnabled": current.writes_enabled,
                              "knowledgeRuntimeEnabled": current.knowledge_runtime_enabled,
-                             "problem": settings.problem}}
+                             "workspaceRoots": list(current.workspace_roots), "problem": settings.problem}}
 
     def add_agent(self, params: dict[str, Any]) -> dict[str, Any]:
         """Register an agent; its token is returned this once (and kept in ``tokens/<name>.token``)."""
@@ -266,8 +292,10 @@ class OperatorMethods:
         name, owner = values["name"], values["owner"]
         token = self.engine.add_agent(name, owner=owner, scopes=values["scopes"])
         token_file = self.engine.state.write_agent_token(name, token)
+        setup = client_config.agent_setup(self.engine.state, {"name": name, "owner": owner}, "generic")
         return {"agent": name, "owner": owner, "token": token, "tokenFile": str(token_file),
-                "mcpConfig": mcp_config(self.engine.state, name), **self.inventory({})}
+                "mcpConfig": json.loads(setup["config"]), "audience": setup["audience"],
+                **self.inventory({})}
 
     def remove_agent(self, params: dict[str, Any]) -> dict[str, Any]:
         """Revoke an agent's credentials and drop its grants and token file; its store is kept."""
@@ -297,17 +325,35 @@ class OperatorMethods:
 
     def set_settings(self, params: dict[str, Any]) -> dict[str, Any]:
         """Turn Knowledge writes or the search_knowledge runtime on or off (at least one of them)."""
-        values = SET_SETTINGS.read(params)
-        if values["writesEnabled"] is None and values["knowledgeRuntimeEnabled"] is None:
-            raise InvalidParams("name a setting: writesEnabled or knowledgeRuntimeEnabled", field="writesEnabled")
+        values = SET_SETTINGS.read(params)  # every value is checked before anything is written
+        if all(values[key] is None for key in ("writesEnabled", "knowledgeRuntimeEnabled", "workspaceRoots")):
+            raise InvalidParams("name a setting: writesEnabled, knowledgeRuntimeEnabled or workspaceRoots",
+                                field="writesEnabled")
         settings = self.engine.settings
         changed = settings.current()
         if values["writesEnabled"] is not None:
             changed = dataclasses.replace(changed, writes_enabled=values["writesEnabled"])
         if values["knowledgeRuntimeEnabled"] is not None:
             changed = changed.with_knowledge_runtime(values["knowledgeRuntimeEnabled"])
+        if values["workspaceRoots"] is not None:
+            changed = changed.with_workspace_roots(values["workspaceRoots"])
         settings.save(changed)
         return self.inventory({})
+
+    def agent_config(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What ``knowledge agents config`` prints for an agent as registered (the window's "Connect an agent")."""
+        values = AGENT_CONFIG.read(params)
+        agent = self.engine.registry.agent(values["agent"])
+        if agent is None or not agent.active:
+            raise NotFound(f"no agent named {values['agent']!r}", agent=values["agent"])
+        return client_config.agent_setup(self.engine.state, {"name": agent.name, "owner": agent.owner},
+                                         values["client"], values["instance"], values["sessionKey"])
+
+    def connections(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The agents and instances seen connected recently (kept in memory, bounded; core/connections.py)."""
+        NO_PARAMS.read(params)
+        recent = self.engine.connections
+        return {"connections": recent.listed(), "limit": recent.limit}
 
     # --- maintenance --------------------------------------------------------------------------
 
@@ -404,13 +450,3 @@ class OperatorMethods:
 def _ignoring_session(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Any, dict[str, Any]], Any]:
     """The handler, given the request's parameters without ``_meta`` (an operator session has no audience)."""
     return lambda session, params: handler(without_meta(params))
-
-
-def mcp_config(state: StateDir, agent: str) -> dict[str, Any]:
-    """A ready-to-paste MCP client configuration that runs the stdio bridge for ``agent``."""
-    beside = Path(sys.executable).with_name("knowledge")  # the engine's own virtual environment first
-    command = str(beside) if beside.is_file() else shutil.which("knowledge") or "knowledge"
-    return {"mcpServers": {"knowledge": {
-        "command": command,
-        "args": ["mcp", "--agent", agent, "--state-dir", str(state.root)],
-    }}}

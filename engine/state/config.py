@@ -86,6 +86,18 @@ class Settings:
         """These settings with search_knowledge served (``knowledgeRuntimeEnabled``) or not."""
         return replace(self, knowledge_runtime_enabled=enabled, raw={**self.raw, "knowledgeRuntimeEnabled": enabled})
 
+    def with_workspace_roots(self, roots: tuple[str, ...]) -> "Settings":
+        """These settings with ``attachments.workspaceRoots`` (checked as config.json is; none removes the key)."""
+        cleaned = _parse_workspace_roots({"workspaceRoots": list(roots)})
+        attachments = {key: value for key, value in dict(self.raw.get("attachments") or {}).items()
+                       if key != "workspaceRoots"}
+        if cleaned:
+            attachments["workspaceRoots"] = list(cleaned)
+        raw = {key: value for key, value in self.raw.items() if key != "attachments"}
+        if attachments:
+            raw["attachments"] = attachments
+        return replace(self, workspace_roots=cleaned, raw=raw)
+
     def to_json(self) -> bytes:
         raw = dict(self.raw)
         raw["schemaVersion"] = self.schema_version

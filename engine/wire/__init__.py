@@ -1,5 +1,5 @@
 """The socket: JSON-RPC 2.0 and MCP framing, the agent tools and their schemas, the stdio MCP
-bridge, client configurations and the owner's operator connection.
+bridge and the owner's operator connection.
 
     messages       the one parsing boundary: depth, surrogates, ids
     protocol       Dispatcher: sessions, routing, the one exception-to-wire mapping
@@ -7,6 +7,5 @@ bridge, client configurations and the owner's operator connection.
     tools          the knowledge_* tools and their published schemas
     protocol_docs  docs/protocol-tools.md, generated
     bridge         knowledge mcp: stdio <-> socket
-    client_config  ready MCP client configurations
     operator_client  the owner's side of an operator connection (the window and the CLI)
 """

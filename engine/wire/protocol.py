@@ -22,6 +22,7 @@ from ..access.authority import AgentCaller, Audience, parse_instance
 from ..core.errors import Denied, InvalidParams, KnowledgeError, wire_codes
 from ..gate.turn import gate_turn
 from ..core.changes import TOPICS, Subscription
+from ..core.connections import ConnectionKey
 from ..core.params import NO_PARAMS, Params, Value, without_meta
 from ..memory.knowledge_index import INDEX_PARAMS, index_for
 from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
@@ -49,6 +50,7 @@ OPERATOR_FIELDS = frozenset({"operatorToken"})
 SUBSCRIBE = OPERATOR_PREFIX + "subscribe"
 CHANGED = "notifications/operator/changed"  # what a subscribed connection is sent: {changes: [...], resync}
 SUBSCRIBE_PARAMS = Params(Value("topics", lambda value, field: _topics(value, field)))
+CLIENT_NAME_MAX = 100  # of clientInfo's name and version, as the recent connections show it
 IMMEDIATE_MAX_BYTES = 1024  # a ping longer than this (padded) goes to the workers like any other message
 
 
@@ -63,6 +65,7 @@ class Session:
     initialized: bool = False
     operator: bool = False  # authenticated with <state>/operator.token: operator/* methods only
     changes: Subscription | None = None  # after operator/subscribe: the socket pushes what it holds
+    seen: ConnectionKey | None = None  # an agent connection, as the engine's recent connections list it
 
     @property
     def authenticated(self) -> bool:
@@ -147,6 +150,8 @@ class Dispatcher:
             return error_response(request_id, ERROR_CODES["denied"], "denied",
                                   "operator connections call operator/* methods only" if session.operator
                                   else "operator/* methods need the operator token")
+        if session.seen is not None:
+            self.engine.connections.touched(session.seen)
         try:
             result = handler(session, params)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a wire error, see error_for
@@ -183,14 +188,17 @@ class Dispatcher:
         token = knowledge.get("token")
         if not isinstance(token, str):
             raise Denied("a credential token (a string) is required")
-        if self.engine.registry.authenticate(token) is None:
+        agent = self.engine.registry.authenticate(token)
+        if agent is None:
             raise Denied("missing, unknown or revoked credential")
         audience = knowledge.get("audience")
-        Audience.parse(audience, where="_meta.knowledge.audience")
+        parsed = Audience.parse(audience, where="_meta.knowledge.audience")
         instance = parse_instance(knowledge.get("instance"), field="_meta.knowledge.instance")
         requested = params.get("protocolVersion")
         session.protocol_version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
         session.token, session.audience, session.instance = token, audience, instance
+        session.seen = self.engine.connections.opened(agent.name, instance, _audience_kind(parsed),
+                                                      _client_name(params.get("clientInfo")))
         return {
             "protocolVersion": session.protocol_version,
             "capabilities": {"tools": {"listChanged": False}},
@@ -261,3 +269,19 @@ def _no_params(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` of a method that takes none but ``_meta``: anything else is refused, not ignored."""
     NO_PARAMS.read(without_meta(params))
     return params
+
+
+def _audience_kind(audience: Audience) -> str:
+    """How the connection's audience reads in the recent connections: its kind, a child's with its root's."""
+    return f"child of {audience.kind}" if audience.delegated else audience.kind
+
+
+def _client_name(info: Any) -> str | None:
+    """The MCP client's ``clientInfo.name`` (and version), one clipped line, or None."""
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str):
+        return None
+    name = info["name"]
+    if isinstance(info.get("version"), str):
+        name = f"{name} {info['version']}"
+    name = "".join(ch for ch in name if ch.isprintable()).strip()
+    return name[:CLIENT_NAME_MAX] or None

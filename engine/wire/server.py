@@ -254,6 +254,8 @@ class EngineServer:
                 pushing.cancel()
             if session.changes is not None:
                 session.changes.close()
+            if session.seen is not None:
+                self.dispatcher.engine.connections.closed(session.seen)
             connection.abort()
 
     async def _push_changes(self, connection: _Connection, subscription: Subscription) -> None:

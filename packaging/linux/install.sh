@@ -25,4 +25,6 @@ done
 mkdir -p "$data/icons/hicolor/scalable/apps"
 cp "$here/icons/knowledge-desk.svg" "$data/icons/hicolor/scalable/apps/$app_id.svg"
 command -v update-desktop-database >/dev/null 2>&1 && update-desktop-database "$data/applications" || true
+# knowledge://record/... links (what agents cite) open in the window: `knowledge desktop URL`.
+command -v xdg-mime >/dev/null 2>&1 && xdg-mime default "$app_id.desktop" x-scheme-handler/knowledge || true
 echo "Installed Knowledge Desk: run 'knowledge desktop' (make sure ~/.local/bin is on PATH) or open it from the menu."

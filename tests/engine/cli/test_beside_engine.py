@@ -40,7 +40,10 @@ SCRIPT = [
     ["grants", "list", "helper", "--json"], ["grants", "remove", "helper", "chat-1"],
     ["grants", "remove", "helper", "chat-1"], ["grants", "add", "nobody", "chat-1"],
     ["settings", "show"], ["settings", "search-knowledge", "on", "--json"], ["settings", "show", "--json"],
-    ["settings", "search-knowledge", "off"], ["models", "list", "--json"],
+    ["settings", "search-knowledge", "off"], ["settings", "writes", "off", "--json"], ["settings", "writes", "on"],
+    ["settings", "workspace-roots", "/tmp", "--json"], ["settings", "workspace-roots", "/no/such/folder"],
+    ["settings", "workspace-roots", "/"], ["settings", "show"], ["settings", "workspace-roots"],
+    ["models", "list", "--json"],
     ["agents", "remove", "helper"], ["agents", "remove", "helper"], ["agents", "list", "--json"],
 ]
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -108,6 +111,13 @@ def test_every_command_prints_the_same_in_process_and_beside_the_serving_engine(
     assert codes["search x --agent nobody"] == 2 and "nobody" in in_process[2][2]
     assert json.loads(in_process[SCRIPT.index(["settings", "search-knowledge", "on", "--json"])][1])[
         "knowledgeRuntimeEnabled"] is True
+    assert json.loads(in_process[SCRIPT.index(["settings", "writes", "off", "--json"])][1])["writesEnabled"] is False
+    assert json.loads(in_process[SCRIPT.index(["settings", "workspace-roots", "/tmp", "--json"])][1])[
+        "workspaceRoots"] == ["/tmp"]
+    refused = in_process[SCRIPT.index(["settings", "workspace-roots", "/no/such/folder"])]
+    assert refused[0] == 2 and "'/no/such/folder' is not a directory (workspaceRoots)" in refused[2]
+    assert codes["settings workspace-roots /"] == 2
+    assert "workspace roots   /tmp  (where" in in_process[SCRIPT.index(["settings", "show"], 30)][1]
 
 
 def test_a_stale_engine_json_is_not_taken_for_a_serving_engine(

@@ -157,7 +157,7 @@ def test_an_agent_session_cannot_call_operator_methods(engine, dispatcher) -> No
     call(dispatcher, session, "initialize", {"_meta": {"knowledge": {"token": token,
                                                                      "audience": {"kind": "owner-private"}}}})
     assert session.token == token
-    for name in ("inventory", "records", "setSettings"):
+    for name in ("inventory", "records", "setSettings", "connections", "agentConfig"):
         assert reason(call(dispatcher, session, PREFIX + name, {"agent": "main"})) == "denied"
 
 
@@ -170,7 +170,8 @@ def test_inventory_lists_agents_stores_and_settings(dispatcher, operator_session
     assert [agent["name"] for agent in result["agents"]] == ["main"]
     assert result["agents"][0]["store"]["status"] == "ok"
     assert len(result["stores"]) == 1 and result["stores"][0]["kind"] == "isolated"
-    assert result["settings"] == {"writesEnabled": True, "knowledgeRuntimeEnabled": False, "problem": None}
+    assert result["settings"] == {"writesEnabled": True, "knowledgeRuntimeEnabled": False, "workspaceRoots": [],
+                                  "problem": None}
 
 
 def test_add_agent_returns_its_token_once_and_a_working_mcp_config(engine, dispatcher, operator_session) -> None:
@@ -179,8 +180,14 @@ def test_add_agent_returns_its_token_once_and_a_working_mcp_config(engine, dispa
     assert engine.registry.authenticate(result["token"]).name == "helper"
     assert Path(result["tokenFile"]).read_text(encoding="utf-8").strip() == result["token"]
     assert stat.S_IMODE(os.stat(result["tokenFile"]).st_mode) == 0o600
-    server = result["mcpConfig"]["mcpServers"]["knowledge"]
-    assert server["args"] == ["mcp", "--agent", "helper", "--state-dir", str(engine.state.root)]
+    server = result["mcpConfig"]["mcpServers"]["knowledge"]  # helper has no owner authority: its own conversation
+    args = server["args"]
+    assert args[:5] == ["mcp", "--agent", "helper", "--token-file", result["tokenFile"]]
+    assert args[args.index("--audience") + 1] == "conversation" and args[-2:] == ["--state-dir", str(engine.state.root)]
+    assert result["audience"]["kind"] == "conversation" and result["audience"]["sessionKey"] in args
+    owner = ok(dispatcher, operator_session, "operator/addAgent", {"name": "lead", "owner": True})
+    assert "--audience" not in owner["mcpConfig"]["mcpServers"]["knowledge"]["args"]
+    assert owner["audience"] == {"kind": "owner-private"}
     assert "helper" in [agent["name"] for agent in result["agents"]]
     assert reason(call(dispatcher, operator_session, "operator/addAgent", {"name": "helper"})) == "conflict"
     assert reason(call(dispatcher, operator_session, "operator/addAgent", {"name": "Bad Name"})) == "invalid_params"
@@ -233,6 +240,82 @@ def test_settings_switch_search_knowledge_and_keep_the_rest_of_config(engine, di
     assert reason(call(dispatcher, operator_session, "operator/setSettings", {"knowledgeRuntimeEnabled": 1})) \
         == "invalid_params"
     assert engine.settings.current().knowledge_runtime_enabled is True
+
+
+def test_settings_set_workspace_roots_checked_by_the_engine(engine, dispatcher, operator_session, tmp_path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
+    engine.settings.save(engine.settings.current().with_knowledge_runtime(True))
+    before = json.loads(engine.state.config.read_text(encoding="utf-8"))
+
+    result = ok(dispatcher, operator_session, "operator/setSettings", {"workspaceRoots": [str(tmp_path / "work") + "/"]})
+
+    assert result["settings"]["workspaceRoots"] == [str(tmp_path / "work")]
+    assert engine.settings.current().workspace_roots == (str(tmp_path / "work"),)
+    after = json.loads(engine.state.config.read_text(encoding="utf-8"))
+    assert after == {**before, "attachments": {"workspaceRoots": [str(tmp_path / "work")]}}
+    for bad, why in [("relative/dir", "absolute path"), ("/", "absolute path"), (str(tmp_path / "work/../x"), "'..'"),
+                     (str(tmp_path / "missing"), "is not a directory"), (str(tmp_path / "notes.txt"), "is not a directory")]:
+        reply = call(dispatcher, operator_session, "operator/setSettings",
+                     {"workspaceRoots": [str(tmp_path / "work"), bad], "writesEnabled": False})
+        assert reason(reply) == "invalid_params" and why in reply["error"]["message"], (bad, reply)
+        assert reply["error"]["data"]["field"] == "workspaceRoots" and reply["error"]["data"]["index"] == 1
+    assert reason(call(dispatcher, operator_session, "operator/setSettings", {"workspaceRoots": "/tmp"})) \
+        == "invalid_params"
+    assert reason(call(dispatcher, operator_session, "operator/setSettings",
+                       {"workspaceRoots": [str(tmp_path / "work")] * 33})) == "limit_exceeded"
+    assert json.loads(engine.state.config.read_text(encoding="utf-8")) == after  # nothing changed by a refusal
+    assert engine.settings.current().writes_enabled is True
+
+    cleared = ok(dispatcher, operator_session, "operator/setSettings", {"workspaceRoots": []})
+    assert cleared["settings"]["workspaceRoots"] == [] and "attachments" not in json.loads(
+        engine.state.config.read_text(encoding="utf-8"))
+
+
+def test_recent_connections_list_agents_and_instances_seen(engine, dispatcher, operator_session) -> None:
+    token = engine.add_agent("main", owner=True)
+    assert ok(dispatcher, operator_session, "operator/connections") == {"connections": [], "limit": 100}
+    agent = Session()
+    assert "result" in call(dispatcher, agent, "initialize", {
+        "clientInfo": {"name": "claude-code", "version": "2.1"},
+        "_meta": {"knowledge": {"token": token, "audience": {"kind": "owner-private"}, "instance": "laptop-main"}}})
+    ok(dispatcher, agent, "ping")
+    refused = Session()
+    call(dispatcher, refused, "initialize", {"_meta": {"knowledge": {"token": "kd_wrong",
+                                                                     "audience": {"kind": "owner-private"}}}})
+
+    listed = ok(dispatcher, operator_session, "operator/connections")["connections"]
+
+    assert len(listed) == 1  # a refused initialize is nobody
+    seen = listed[0]
+    assert {key: seen[key] for key in ("agent", "instance", "audience", "client", "connections", "open")} == {
+        "agent": "main", "instance": "laptop-main", "audience": "owner-private", "client": "claude-code 2.1",
+        "connections": 1, "open": 1}
+    assert seen["firstSeen"] <= seen["lastSeen"] and token not in json.dumps(listed)
+    assert reason(call(dispatcher, operator_session, "operator/connections", {"agent": "main"})) == "invalid_params"
+    assert reason(call(dispatcher, agent, "operator/connections")) == "denied"
+
+
+def test_agent_config_is_what_the_cli_prints_for_the_agent_as_registered(engine, dispatcher, operator_session):
+    engine.add_agent("main", owner=True)
+    engine.add_agent("guest")
+    owner = ok(dispatcher, operator_session, "operator/agentConfig", {"agent": "main", "client": "vscode",
+                                                                      "instance": "desk-main"})
+    assert owner["audience"] == {"kind": "owner-private"} and "grantCommand" not in owner
+    server = json.loads(owner["config"])["servers"]["knowledge"]
+    assert server["type"] == "stdio" and server["args"][:4] == ["mcp", "--agent", "main", "--token-file"]
+    assert "--audience" not in server["args"] and "desk-main" in server["args"]
+
+    guest = ok(dispatcher, operator_session, "operator/agentConfig", {"agent": "guest", "client": "cursor"})
+    args = json.loads(guest["config"])["mcpServers"]["knowledge"]["args"]
+    assert guest["audience"]["kind"] == "conversation" and args[args.index("--audience") + 1] == "conversation"
+    assert guest["grantCommand"].startswith("knowledge grants add guest ")
+    assert guest["audience"]["sessionKey"] == guest["instance"]
+
+    for params, expected in [({"agent": "nobody"}, "not_found"), ({"agent": "main", "client": "emacs"}, "invalid_params"),
+                             ({"agent": "main", "sessionKey": "k"}, "invalid_params"),
+                             ({"agent": "guest", "instance": "a\nb"}, "invalid_params"), ({}, "invalid_params")]:
+        assert reason(call(dispatcher, operator_session, "operator/agentConfig", params)) == expected, params
 
 
 def test_agents_and_grants_are_administered_by_the_engine(engine, dispatcher, operator_session) -> None:
@@ -391,6 +474,8 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     ok(dispatcher, operator_session, "operator/setSettings", {"writesEnabled": True})
     ok(dispatcher, operator_session, "operator/inventory")
     ok(dispatcher, operator_session, "operator/grants")
+    ok(dispatcher, operator_session, "operator/connections")
+    ok(dispatcher, operator_session, "operator/agentConfig", {"agent": "main"})
     assert ok(dispatcher, operator_session, "operator/doctor")["problems"] == 0
     assert ok(dispatcher, operator_session, "operator/reindex")["rebuilt"]  # derived indexes only
     # The recall gate view: settings, log, journal, what-if (tests/engine/test_gate_operator.py has the rest).
@@ -417,7 +502,7 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
                                    "doctor", "reindex")} | {PREFIX + name for name in gate_handlers(engine)} | {
         PREFIX + name for name in ("gateStats", "models", "pullModel", "benchmarkModel", "setModelSettings",
                                    "job", "jobs", "cancelJob")} | {
-        PREFIX + name for name in ("partitions", "setGrant", "removeGrant", "subscribe")}
+        PREFIX + name for name in ("partitions", "setGrant", "removeGrant", "subscribe", "connections", "agentConfig")}
     assert {PREFIX + "startGateReplay", PREFIX + "gateReplay"} <= set(operator_methods)
 
 

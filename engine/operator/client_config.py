@@ -10,14 +10,23 @@ restarts.  An agent without owner authority gets a conversation audience
 call.  Only the wrapping differs:
 
     generic, claude   {"mcpServers": {"knowledge": {...}}}  (Claude Desktop, Claude Code .mcp.json, Cursor ...)
+    cursor            the same, in ~/.cursor/mcp.json (or .cursor/mcp.json in a project)
+    claude-code       `claude mcp add-json --scope user knowledge '{...}'`, a command line to run
+    vscode            {"servers": {"knowledge": {"type": "stdio", ...}}} in .vscode/mcp.json
     codex             [mcp_servers.knowledge] in ~/.codex/config.toml
     openclaw          {"mcp": {"servers": {"knowledge": {...}}}} in ~/.openclaw/openclaw.json
+
+``agent_setup`` is what `knowledge agents config` prints and the window's
+"Connect an agent" shows (``operator/agentConfig``): the configuration, where
+it goes, and for an agent without owner authority the conversation it gets
+and the grant that would open its private partition.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import socket
 import sys
@@ -31,11 +40,14 @@ from ..state.statedir import StateDir
 
 # Session ids of the conversations that client configurations open (uuid5 names in this namespace).
 SESSION_NAMESPACE = uuid.UUID("6f2b1a52-8f0e-5c5e-9d0a-4b6e6b0c1d7e")
-CLIENTS = ("generic", "claude", "codex", "openclaw")
+CLIENTS = ("generic", "claude", "claude-code", "cursor", "vscode", "codex", "openclaw")
 SERVER_NAME = "knowledge"
 WHERE = {
     "generic": "the mcpServers object of your MCP client's configuration",
     "claude": "claude_desktop_config.json (Claude Desktop) or .mcp.json (Claude Code)",
+    "claude-code": "a terminal: run it once and Claude Code has the server in every project",
+    "cursor": "~/.cursor/mcp.json (every project) or .cursor/mcp.json (one project)",
+    "vscode": ".vscode/mcp.json in the workspace (or the user configuration's MCP: Open User Configuration)",
     "codex": "~/.codex/config.toml",
     "openclaw": "~/.openclaw/openclaw.json (the mcp.servers object)",
 }
@@ -84,9 +96,14 @@ def client_config(state: StateDir, agent: str, client: str, instance: str,
                   audience: dict[str, str] | None = None) -> str:
     """The text to paste into ``client``'s configuration."""
     server = bridge(state, agent, instance, audience)
-    if client in ("generic", "claude"):
+    if client in ("generic", "claude", "cursor"):
         entry = {"type": "stdio", **server} if client == "claude" else server
         return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2, ensure_ascii=False)
+    if client == "vscode":
+        return json.dumps({"servers": {SERVER_NAME: {"type": "stdio", **server}}}, indent=2, ensure_ascii=False)
+    if client == "claude-code":
+        entry = json.dumps({"type": "stdio", **server}, ensure_ascii=False)
+        return f"claude mcp add-json --scope user {SERVER_NAME} {shlex.quote(entry)}"
     if client == "openclaw":
         return json.dumps({"mcp": {"servers": {SERVER_NAME: server}}}, indent=2, ensure_ascii=False)
     if client == "codex":
@@ -95,3 +112,32 @@ def client_config(state: StateDir, agent: str, client: str, instance: str,
         return (f"[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(server['command'], ensure_ascii=False)}\n"
                 f"args = [{args}]")
     raise InvalidParams(f"client must be one of {', '.join(CLIENTS)}", field="--client")
+
+
+def agent_setup(state: StateDir, agent: dict[str, Any], client: str, instance: str | None = None,
+                session_key: str | None = None) -> dict[str, Any]:
+    """Everything a client needs to connect ``agent`` (a row of the inventory: ``name``, ``owner``).
+
+    An agent with owner authority gets the owner-private audience, and a session key is refused for it;
+    any other agent a conversation of its own (``conversation_audience``), keyed by ``session_key`` or the
+    instance id, and the grant command that would put that conversation in its private partition.
+    """
+    name = agent["name"]
+    if client not in CLIENTS:
+        raise InvalidParams(f"client must be one of {', '.join(CLIENTS)}", field="client")
+    instance = instance or default_instance(name)
+    if agent.get("owner") and session_key:
+        raise InvalidParams(f"a session key is for agents without owner authority; {name} uses the "
+                            "owner-private audience", field="sessionKey")
+    audience = None if agent.get("owner") else conversation_audience(name, session_key or instance)
+    token_file = state.tokens / f"{name}.token"
+    setup: dict[str, Any] = {
+        "agent": name, "client": client, "owner": bool(agent.get("owner")), "instance": instance,
+        "audience": audience or {"kind": "owner-private"},
+        "config": client_config(state, name, client, instance, audience), "where": WHERE[client],
+        "tokenFile": str(token_file), "tokenFileExists": token_file.is_file(),
+    }
+    if audience is not None:
+        setup["grantCommand"] = (f"knowledge grants add {name} {shlex.quote(audience['sessionKey'])} "
+                                 "--access read-and-save")
+    return setup

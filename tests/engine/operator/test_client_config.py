@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import tomllib
 
 import pytest
@@ -12,9 +13,19 @@ from engine.cli.commands import main
 CLIENTS = {
     "generic": lambda text: json.loads(text)["mcpServers"]["knowledge"],
     "claude": lambda text: json.loads(text)["mcpServers"]["knowledge"],
+    "claude-code": lambda text: json.loads(_claude_mcp_add(text)),
+    "cursor": lambda text: json.loads(text)["mcpServers"]["knowledge"],
+    "vscode": lambda text: json.loads(text)["servers"]["knowledge"],
     "codex": lambda text: tomllib.loads(text)["mcp_servers"]["knowledge"],
     "openclaw": lambda text: json.loads(text)["mcp"]["servers"]["knowledge"],
 }
+
+
+def _claude_mcp_add(text: str) -> str:
+    """The server's JSON from `claude mcp add-json --scope user knowledge '<json>'`, as a shell splits it."""
+    words = shlex.split(text)
+    assert words[:5] == ["claude", "mcp", "add-json", "--scope", "user"] and words[5] == "knowledge"
+    return words[6]
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))
@@ -30,7 +41,7 @@ def test_each_client_gets_the_stdio_bridge_with_token_file_and_instance(tmp_path
     assert server["args"] == ["mcp", "--agent", "claude", "--token-file", str(state / "tokens" / "claude.token"),
                               "--instance", "laptop-claude", "--state-dir", str(state)]
     assert token not in captured.out and token not in captured.err  # a reference to the file, never the token
-    assert (client == "claude") == (server.get("type") == "stdio")
+    assert (client in ("claude", "claude-code", "vscode")) == (server.get("type") == "stdio")
     assert "laptop-claude" in captured.err and "Paste it into" in captured.err
 
 
