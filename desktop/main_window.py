@@ -44,6 +44,7 @@ from .partitions.view import PartitionsView
 from .preview.view import PreviewView
 from .records.view import RecordsView
 from .tasks import EngineTasks
+from .transfer.dialogs import ExportDialog, ImportDialog
 from .vocabulary.view import VocabularyView
 
 LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
@@ -116,6 +117,7 @@ class MainWindow(QMainWindow):
         self.agent_picker.setToolTip("Whose private partition the views show (Ctrl+L)")
         self.agent_picker.currentIndexChanged.connect(self._on_agent_chosen)
         self._build_actions()
+        self._build_transfer_actions()
         self.connection_label = QLabel("Connecting to the Knowledge engine…")
         self.statusBar().addPermanentWidget(self.connection_label)
 
@@ -153,6 +155,30 @@ class MainWindow(QMainWindow):
         self.stop_action.setEnabled(False)
         for number in range(1, len(self.views) + 1):
             action(f"View {number}", f"Ctrl+{number}", lambda _=False, n=number: self.show_view(n - 1))
+
+    def _build_transfer_actions(self) -> None:
+        """File: Import… (Ctrl+I) and Export… (Ctrl+E), each a dialog following the engine's job."""
+        self.import_dialog: ImportDialog | None = None
+        self.export_dialog: ExportDialog | None = None
+
+        def open_import() -> None:
+            names = [agent["name"] for agent in self.inventory.get("agents", [])]
+            self.import_dialog = ImportDialog(self.tasks, names, self.agent, self)
+            self.import_dialog.open()
+
+        def open_export() -> None:
+            store = (self._agent_entry().get("store") or {}).get("storeId")
+            self.export_dialog = ExportDialog(self.tasks, self.inventory.get("stores", []), store, self)
+            self.export_dialog.open()
+
+        self.file_menu = self.menuBar().addMenu("&File")
+        for text, shortcut, slot in (("&Import…", "Ctrl+I", open_import), ("&Export…", "Ctrl+E", open_export)):
+            made = QAction(text, self)
+            made.setShortcut(QKeySequence(shortcut))
+            made.triggered.connect(slot)
+            self.file_menu.addAction(made)
+            self.addAction(made)  # the shortcut works wherever the menu bar ends up
+        self.import_action, self.export_action = self.file_menu.actions()
 
     # --- engine --------------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ the engine does the work and checks the parameters as for any operator method.
     method            params                                   answer, and what changes
     operator/export   out (an absolute path), store?, agent?,  the export's result; writes the archive file out
                       withHistory?
+    operator/startExport  as operator/export                   a job (kind ``export``) whose ``result`` is
+                                                               operator/export's answer (the window's way: its
+                                                               one worker is not held while the archive is written)
     operator/import   format, path (absolute), agent?,         a job (kind ``import``): progress per item of the
                       dryRun?                                  input (``done``/``total`` in its ``unit``, the
                                                                item in ``message``), cancellable between items;
@@ -38,25 +41,44 @@ EXPORT = Params(String("out", 4096, required=True, min_chars=1, what="the archiv
 IMPORT = Params(Choice("format", required=True, choices=tuple(FORMATS)),
                 String("path", 4096, required=True, min_chars=1, what="the input's absolute path"),
                 AgentName("agent", default=DEFAULT_AGENT), Flag("dryRun", default=False))
-IMPORT_JOB = "import"
+IMPORT_JOB, EXPORT_JOB = "import", "export"
 
 
 def register(dispatcher: Any, engine: Engine) -> None:
     """Add this layer's ``operator/*`` methods to ``dispatcher`` (a ``wire.protocol.Dispatcher``)."""
-    handlers: dict[str, Callable[[dict[str, Any]], Any]] = {"export": lambda params: export(engine, params),
-                                                            "import": lambda params: start_import(engine, params)}
+    handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
+        "export": lambda params: export(engine, params),
+        "startExport": lambda params: start_export(engine, params),
+        "import": lambda params: start_import(engine, params)}
     for name, handler in handlers.items():
         dispatcher.register("operator/" + name, lambda session, params, handler=handler: handler(without_meta(params)))
 
 
 def export(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
     """``knowledge export`` in the serving engine: the store's archive, collected on its lane."""
+    return _exporter(engine, params)()
+
+
+def start_export(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
+    """The same export as a job; the parameters are checked before it starts."""
+    write = _exporter(engine, params)
+    out = Path(params["out"])
+
+    def work(context: JobContext) -> dict[str, Any]:
+        context.report(message=f"Writing {out.name}")
+        context.check()  # cancelled before it began; once writing, the archive is finished (or not written)
+        return write()
+
+    return engine.jobs.start(EXPORT_JOB, f"export:{out}", f"Export to {out.name}", work)
+
+
+def _exporter(engine: Engine, params: dict[str, Any]) -> Callable[[], dict[str, Any]]:
     values = EXPORT.read(params)
     out = Path(values["out"])
     if not out.is_absolute():  # the engine's working directory is not the command's
         raise InvalidParams("out must be an absolute path", field="out")
-    return export_archive(engine, out, store=values["store"], agent=values["agent"],
-                          with_history=values["withHistory"])
+    return lambda: export_archive(engine, out, store=values["store"], agent=values["agent"],
+                                  with_history=values["withHistory"])
 
 
 def start_import(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +96,10 @@ def start_import(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
         context.check()
 
         def progress(step: Progress) -> None:  # after each item: cancelling stops before the next one
-            context.progress(step.done, step.total, message=step.item)
+            if step.done < step.total:
+                context.progress(step.done, step.total, message=step.item)
+            else:  # the last one: nothing is left to stop
+                context.report(step.done, step.total, message=step.item)
 
         return run_import(None if dry_run else engine, chosen, plan, agent=agent, dry_run=dry_run,
                           progress=progress,

@@ -253,6 +253,7 @@ def importer_operations(tmp_path) -> dict[str, tuple[str, dict]]:
     notes.mkdir(exist_ok=True)
     (notes / "Matrix.md").write_text("Matrixnote body.\n", encoding="utf-8")
     return {"export": ("operator/export", {"out": str(tmp_path / "matrix.zip")}),
+            "start-export": ("operator/startExport", {"out": str(tmp_path / "matrix-job.zip")}),
             "import": ("operator/import", {"format": "markdown", "path": str(notes)}),
             "dry-run": ("operator/import", {"format": "markdown", "path": str(notes), "dryRun": True})}
 
@@ -267,7 +268,8 @@ def test_no_agent_caller_may_export_or_import(engine, world, kind, tmp_path):
     for name, (method, params) in importer_operations(tmp_path).items():
         reply = dispatcher.handle(session, _message(method, {**params, **meta}))
         assert reply["error"]["data"]["reason"] == "denied", (kind, name, reply)
-    assert not (tmp_path / "matrix.zip").exists() and engine.jobs.list() == []
+    assert not (tmp_path / "matrix.zip").exists() and not (tmp_path / "matrix-job.zip").exists()
+    assert engine.jobs.list() == []
     found = engine.search(_owner_reader(world), {"query": "Matrixnote"})["hits"]
     assert found == []
 
@@ -286,9 +288,10 @@ def test_the_operator_may_export_and_import(engine, world, tmp_path):
     operations = importer_operations(tmp_path)
     exported = dispatcher.handle(session, _message(*operations["export"]))
     assert "result" in exported and (tmp_path / "matrix.zip").is_file(), exported
-    for name in ("dry-run", "import"):
+    for name in ("start-export", "dry-run", "import"):
         job = dispatcher.handle(session, _message(*operations[name]))["result"]
         assert engine.jobs.wait(job["id"], 30)["state"] == "done", name
+    assert (tmp_path / "matrix-job.zip").is_file()
     found = engine.search(_owner_reader(world), {"query": "Matrixnote"})["hits"]
     assert [hit["title"] for hit in found] == ["Matrix"]
 
