@@ -246,3 +246,20 @@ def test_import_archive_is_refused_beside_an_engine_serving_its_target(
     assert code == 3 and out == ""
     assert "an archive is restored into a state directory no engine serves" in err and "--state-dir" in err
     assert "Nothing was written" in err and no_store(state)
+
+
+def test_an_export_job_answers_what_operator_export_answers(
+        engine: Engine, operator: tuple[Dispatcher, Session], export_file: Path, tmp_path: Path) -> None:
+    engine.jobs.wait(start(operator, {"format": "chatgpt", "path": str(export_file)})["id"], WAIT_S)
+    refused = call(operator, "operator/startExport", {"out": "relative.zip"})
+    assert refused["error"]["data"]["field"] == "out" and len(engine.jobs.list()) == 1
+
+    job = call(operator, "operator/startExport", {"out": str(tmp_path / "a.zip")})["result"]
+    done = engine.jobs.wait(job["id"], WAIT_S)
+    direct = call(operator, "operator/export", {"out": str(tmp_path / "b.zip")})["result"]
+
+    assert done["state"] == "done" and done["kind"] == "export"
+    assert {**done["result"], "archive": None} == {**direct, "archive": None}
+    again = engine.jobs.wait(call(operator, "operator/startExport", {"out": str(tmp_path / "a.zip")})["result"]["id"],
+                             WAIT_S)
+    assert again["state"] == "failed" and again["error"]["reason"] == "conflict"
