@@ -64,7 +64,8 @@ def test_one_page_per_conversation_with_its_messages(engine: Engine, export_file
     caller = reader(engine)
     market = engine.get_record(caller, result["pages"]["3f1c0000-0000-4000-8000-00000000000a"])
     assert market["title"] == "Harbour market opening hours"
-    assert market["frontmatter"]["fields"] == {"published": "2026-03-02"}
+    assert market["frontmatter"]["fields"] == {
+        "published": "2026-03-02", "url": "https://claude.ai/chat/3f1c0000-0000-4000-8000-00000000000a"}
     assert market["frontmatter"]["tags"] == ["claude"]
     assert "User (2026-03-02T09:15:00Z):\nWhen does the harbour market open?\n[attachment: market-map.pdf]" \
         in market["body"]
@@ -142,3 +143,22 @@ def test_transcripts_share_a_retained_file_and_one_too_large_keeps_its_own(
     assert own.startswith("User (") and "# Long" not in own  # an excerpt of its own, not a transcripts file
     shared = (sources / f"{first['source']}.txt").read_text(encoding="utf-8")
     assert shared.startswith("# Harbour market opening hours (3f1c0000-0000-4000-8000-00000000000a)\n")
+
+
+def test_a_renamed_conversation_in_a_newer_export_is_a_new_revision_of_its_page(
+        engine: Engine, export_file: Path, tmp_path: Path) -> None:
+    first = run_import(engine, "claude", export_file)
+    newer = export()
+    newer[0]["name"] = "Harbour market: opening hours and stalls"
+    newer[0]["chat_messages"].append(message("m3", "human", "And on holidays?"))
+    path = tmp_path / "newer.json"
+    path.write_text(json.dumps(newer), encoding="utf-8")
+
+    second = run_import(engine, "claude", path)
+
+    assert second["pages"] == first["pages"] and second["revised"] == 1
+    market = engine.get_record(reader(engine), first["pages"]["3f1c0000-0000-4000-8000-00000000000a"])
+    assert market["revision"] == 2 and market["title"] == "Harbour market: opening hours and stalls"
+    assert "And on holidays?" in market["body"]
+    kayak = engine.get_record(reader(engine), first["pages"]["3f1c0000-0000-4000-8000-00000000000b"])
+    assert kayak["revision"] == 1
