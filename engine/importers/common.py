@@ -390,6 +390,16 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Attached:
+    """A file a conversation carries (an image in the export, an attachment's text), retained with its page
+    and cited by it.  Its bytes are read when they are retained (``read``), not held all import long."""
+
+    name: str  # the file name it is retained under
+    read: Callable[[], bytes] = field(compare=False, repr=False)
+    media_type: str | None = None
+
+
+@dataclass(frozen=True)
 class Conversation:
     """One conversation of an export, as imported: only the messages of its active branch."""
 
@@ -400,6 +410,7 @@ class Conversation:
     updated: str | None
     messages: tuple[Message, ...]
     span: tuple[int, int]  # the bytes of the original holding it
+    files: tuple[Attached, ...] = ()
 
     @property
     def transcript(self) -> str:
@@ -413,15 +424,60 @@ TRANSCRIPT_BODY_MAX_CHARS = 1_000_000
 TRANSCRIPTS_PER_SOURCE = 100
 
 
+class ExportFiles:
+    """The other files of a chat export, where its conversations name them: the members of its zip, or the
+    files beside its conversations.json (and one folder down, as an unzipped export keeps them)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.zipped = zipfile.is_zipfile(self.path)
+        if self.zipped:
+            with zipfile.ZipFile(self.path) as archive:
+                names = [n for n in archive.namelist() if not n.endswith("/")]
+        else:
+            folder = self.path.parent
+            try:
+                names = [str(p.relative_to(folder)) for pattern in ("*", "*/*") for p in folder.glob(pattern)
+                         if p.is_file() and not p.is_symlink() and p.name != self.path.name]
+            except OSError:
+                names = []
+        self.by_name: dict[str, list[str]] = {}
+        for name in sorted(names):
+            self.by_name.setdefault(name.rsplit("/", 1)[-1], []).append(name)
+
+    def find(self, matches: Callable[[str], bool]) -> str | None:
+        """The first file (by path) whose base name ``matches``, else None."""
+        found = sorted(name for base, names in self.by_name.items() if matches(base) for name in names)
+        return found[0] if found else None
+
+    def reader(self, name: str) -> Callable[[], bytes]:
+        """How to read ``name`` when it is retained; a file that cannot be read then is refused naming it."""
+        def read() -> bytes:
+            try:
+                if self.zipped:
+                    with zipfile.ZipFile(self.path) as archive:
+                        return archive.read(name)
+                return (self.path.parent / name).read_bytes()
+            except (OSError, zipfile.BadZipFile, KeyError, RuntimeError, NotImplementedError, EOFError) as exc:
+                raise refused(f"{self.path.name}/{name}" if self.zipped else name, None,
+                              f"cannot be read: {exc}") from exc
+
+        return read
+
+
 def load_conversations(path: str, scan: Scan,
-                       parse: Callable[[Original, Any, list[tuple[int, int]]], list[Conversation]]
+                       parse: Callable[[Original, Any, list[tuple[int, int]], ExportFiles], list[Conversation]]
                        ) -> tuple[Original, list[Conversation]]:
     """A chat export's conversations.json (the file, or the export's zip) and its conversations as ``parse``
-    reads them, checked whole, credentials included (else InvalidParams)."""
+    reads them (with the export's other files they name), checked whole, credentials included (else
+    InvalidParams)."""
     original = read_export(path, "conversations.json")
     data, spans = json_array_spans(original)
-    conversations = parse(original, data, spans)
+    conversations = parse(original, data, spans, ExportFiles(path))
     refuse_secrets(scan, original, lambda: ((c.place, c.title + "\n" + c.transcript) for c in conversations))
+    for conversation in conversations:
+        for attached in conversation.files:  # read once to be checked, again when retained
+            refuse_secrets(scan, Original(attached.name, attached.read()), lambda: ())
     return original, conversations
 
 
@@ -469,6 +525,8 @@ def import_conversations(writer: Writer, original: Original, conversations: list
             count = len(data.decode("utf-8", "surrogatepass").splitlines())  # as the engine counts lines
             first_line, line = line, line + count
             if found is not None and found[1] is None:
+                if rerun and rerun[0]:  # the same file again: its files' retries, as the first run retained them
+                    _retain_files(writer, conversation)
                 pages[conversation.key] = writer.kept(found[0])
             else:
                 if retained:
@@ -478,6 +536,7 @@ def import_conversations(writer: Writer, original: Original, conversations: list
                                   for piece in split_text(conversation.transcript, EXCERPT_MAX_CHARS)]
                 first, last = conversation.span
                 cited = sources[first // ATTACH_MAX_BYTES:max(first, last - 1) // ATTACH_MAX_BYTES + 1] or sources[:1]
+                cited += _retain_files(writer, conversation)
                 params["evidence"] = (transcript + [{"source": source} for source in cited])[:LIST_MAX]
                 if found is not None:  # changed since the earlier import: that page's next revision
                     params = {"id": found[0], "expectedRevision": found[1], **params}
@@ -489,6 +548,15 @@ def import_conversations(writer: Writer, original: Original, conversations: list
              ] if revised else []
     return report(writer, file=original.name, sha256=original.sha256, conversations=len(conversations),
                   pages=pages, revised=revised, **({"notes": notes} if notes else {}))
+
+
+def _retain_files(writer: Writer, conversation: Conversation) -> list[str]:
+    """Retain the files a conversation carries (images, attachments); returns their source ids."""
+    ids: list[str] = []
+    for number, attached in enumerate(conversation.files, start=1):
+        ids += writer.retain(Original(attached.name, attached.read()), f"c-{conversation.key}-file-{number}",
+                             media_type=attached.media_type)
+    return ids
 
 
 def _says(page: dict[str, Any], params: dict[str, Any]) -> bool:

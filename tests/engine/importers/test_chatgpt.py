@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -335,3 +336,61 @@ def test_a_newer_export_where_nothing_changed_creates_nothing(
     assert second["pages"] == first["pages"] and second["revised"] == 0
     assert second["imported"] == {"sources": 0, "pages": 2, "claims": 0, "relationships": 0}
     assert store_snapshot(state_dir) == before
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+
+
+def test_an_image_the_export_holds_is_retained_and_cited_by_its_conversation(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    data = export()
+    data[0]["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"  # as exported
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations.json", json.dumps(data))
+        out.writestr("file-1-brass-pivots.png", PNG)
+        out.writestr("file-10-unrelated.png", b"not this one")  # another asset whose id only starts alike
+        out.writestr("dalle-generations/file-2.webp", b"nobody points here")
+
+    result = run_import(engine, "chatgpt", archive)
+
+    assert result["imported"]["sources"] == 3  # the export, the transcripts, the image
+    caller = reader(engine)
+    clock = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert "[image: file-1-brass-pivots.png]\nWhich clock oil for brass pivots?" in clock["body"]
+    image = clock["frontmatter"]["evidence"][-1]["source"]
+    retained = {path: digest for path, digest in records(state_dir, "sources/").items() if image in path}
+    assert hashlib.sha256(PNG).hexdigest() in retained.values()
+    kayak = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000002"])
+    assert image not in json.dumps(kayak["frontmatter"])
+    assert not any("unrelated" in path or "webp" in path for path in records(state_dir, "sources/"))
+
+    before = store_snapshot(state_dir)
+    assert run_import(engine, "chatgpt", archive) == result
+    assert store_snapshot(state_dir) == before
+
+
+def test_an_image_beside_an_unzipped_conversations_json_is_found_too(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "export"
+    (folder / "user-abc").mkdir(parents=True)
+    (folder / "conversations.json").write_text(json.dumps(export()[:1]), encoding="utf-8")
+    (folder / "user-abc" / "file-1-brass-pivots.png").write_bytes(PNG)
+
+    result = run_import(engine, "chatgpt", folder / "conversations.json")
+
+    assert result["imported"]["sources"] == 3
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert "[image: file-1-brass-pivots.png]" in page["body"]
+
+
+def test_a_credential_inside_an_exported_file_refuses_the_import_naming_it(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    secret, _ = fake_credentials()["AWS access key id"]
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations.json", json.dumps(export()))
+        out.writestr("file-1-screenshot.png", f"{secret}\n".encode())
+
+    with pytest.raises(InvalidParams, match="file-1-screenshot.png"):
+        run_import(engine, "chatgpt", archive)
+    assert engine.registry.agent("main") is None
