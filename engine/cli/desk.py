@@ -130,7 +130,10 @@ class LocalDesk:
         # The owner's allowSecrets decides, as for every write; read without creating anything.
         allowed = SettingsSource(self.state.config).current().allow_secrets if self.state.config.exists() else False
         plan = chosen.load(str(path), functools.partial(refuse_secrets, allowed=allowed))
-        keep = lambda name, token: str(self.state.write_agent_token(name, token))  # noqa: E731
+
+        def keep(name: str, token: str) -> str:
+            return str(self.state.write_agent_token(name, token))
+
         if dry_run:
             return run_import(None, chosen, plan, agent=agent, dry_run=True, progress=progress, keep_token=keep)
         with import_engine(self.state) as engine:
