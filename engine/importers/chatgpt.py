@@ -93,7 +93,7 @@ class _Finder:
         asset = pointer.split("://", 1)[-1].strip("/")
         if not asset or "/" in asset:
             return None
-        name = self.files.find(lambda base: base == asset or base.startswith((asset + "-", asset + ".")))
+        name = self.files.find(asset)
         if name is None:
             return None
         if name not in self.found:

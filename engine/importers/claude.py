@@ -138,8 +138,7 @@ def _files_of(original: Original, item: dict[str, Any], place: str, files: Expor
         found.append(Attached(f"{shown}.txt", lambda data=data: data, "text/plain"))
     if files is not None:
         uuid = item.get("file_uuid") or item.get("uuid")
-        member = files.find(lambda base: (isinstance(name, str) and base == name)
-                            or (isinstance(uuid, str) and len(uuid) >= 8 and base.startswith(uuid)))
+        member = files.find(name) or (files.find(uuid) if isinstance(uuid, str) and len(uuid) >= 8 else None)
         if member is not None:
             found.append(Attached(member.rsplit("/", 1)[-1], files.reader(member)))
     return found

@@ -441,14 +441,17 @@ class ExportFiles:
                          if p.is_file() and not p.is_symlink() and p.name != self.path.name]
             except OSError:
                 names = []
-        self.by_name: dict[str, list[str]] = {}
+        # Every file under each start of its base name that ends before a "-", "_" or "." (and the whole
+        # name): what an id can name it by, looked up at once however many files the export holds.
+        self.by_start: dict[str, str] = {}
         for name in sorted(names):
-            self.by_name.setdefault(name.rsplit("/", 1)[-1], []).append(name)
+            base = name.rsplit("/", 1)[-1]
+            for end in [i for i, c in enumerate(base) if c in "-_."] + [len(base)]:
+                self.by_start.setdefault(base[:end], name)
 
-    def find(self, matches: Callable[[str], bool]) -> str | None:
-        """The first file (by path) whose base name ``matches``, else None."""
-        found = sorted(name for base, names in self.by_name.items() if matches(base) for name in names)
-        return found[0] if found else None
+    def find(self, key: Any) -> str | None:
+        """The first file (by path) whose base name is ``key`` or starts with it and then "-", "_" or "."."""
+        return self.by_start.get(key) if isinstance(key, str) and key else None
 
     def reader(self, name: str) -> Callable[[], bytes]:
         """How to read ``name`` when it is retained; a file that cannot be read then is refused naming it."""
