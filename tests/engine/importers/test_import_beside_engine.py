@@ -22,6 +22,7 @@ from tests.engine.importers.helpers import records, store_snapshot
 from tests.engine.importers.test_chatgpt import export
 
 WAIT_S = 30
+IMPORT_KIND = import_methods.IMPORT_JOB
 
 
 @pytest.fixture
@@ -263,3 +264,23 @@ def test_an_export_job_answers_what_operator_export_answers(
     again = engine.jobs.wait(call(operator, "operator/startExport", {"out": str(tmp_path / "a.zip")})["result"]["id"],
                              WAIT_S)
     assert again["state"] == "failed" and again["error"]["reason"] == "conflict"
+
+
+def test_an_import_cancelled_in_the_window_ends_the_command_saying_so(
+        tmp_path: Path, export_file: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    state = StateDir(tmp_path / "state")
+    with serving(state) as engine:
+        held = Held(engine, monkeypatch)
+
+        def sleep(seconds: float) -> None:  # while the command waits, the owner cancels the job elsewhere
+            if held.entered.wait(WAIT_S) and not held.release.is_set():
+                engine.jobs.cancel(engine.jobs.list(IMPORT_KIND)[0]["id"])
+                held.release.set()
+            threading.Event().wait(seconds)
+
+        monkeypatch.setattr(desk_module.time, "sleep", sleep)
+        code, out, err = run(capsys, state, ["import", "chatgpt", str(export_file)])
+
+    assert code == 1 and out == ""
+    assert "knowledge import chatgpt: cancelled in the engine after 1/2 conversations." in err
