@@ -178,6 +178,15 @@ class ImportDialog(QDialog):
         layout.addWidget(self.summary)
         layout.addWidget(buttons)
         self._on_format_chosen()
+        # An import started earlier (the dialog closed meanwhile) still running in the engine: follow it.
+        tasks.request("operator/jobs", {"kind": "import"}, self._on_jobs, on_error=lambda _: None, owner=self)
+
+    def _on_jobs(self, result: dict[str, Any]) -> None:
+        running = [job for job in result.get("jobs") or [] if job.get("state") in ("running", "cancelling")]
+        if running and not self.watcher.running:
+            self.summary.setText(f"Still running in the engine: {running[0].get('title')}")
+            self._set_running(True)
+            self.watcher.follow(running[0])
 
     def chosen_format(self) -> str:
         return self.format.currentData()

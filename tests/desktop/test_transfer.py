@@ -196,3 +196,31 @@ def test_the_window_opens_both_from_the_file_menu_and_its_shortcuts(qtbot, serve
         window.export_dialog.reject()
     finally:
         tasks.shutdown()
+
+
+def test_a_reopened_dialog_follows_the_import_still_running(qtbot, tasks, served_engine, export_file, monkeypatch,
+                                                            gui_thread_guard) -> None:
+    release = threading.Event()
+    real = served_engine.save_page
+
+    def save_page(caller: Any, params: dict[str, Any]) -> dict[str, Any]:
+        assert release.wait(WAIT_MS / 1000)
+        return real(caller, params)
+
+    monkeypatch.setattr(served_engine, "save_page", save_page)
+    first = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(first)
+    first.path.setText(str(export_file))
+    with qtbot.waitSignal(first.watcher.sig_job_updated, timeout=WAIT_MS):
+        qtbot.mouseClick(first.start_button, Qt.MouseButton.LeftButton)
+    first.reject()  # closed: the import goes on in the engine
+
+    again = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(again)
+    qtbot.waitUntil(lambda: again.watcher.running, timeout=WAIT_MS)
+    assert again.summary.text().startswith("Still running in the engine: Import chatgpt conversations.json")
+    assert not again.start_button.isEnabled() and again.cancel_button.isEnabled()
+    with qtbot.waitSignal(again.sig_import_finished, timeout=WAIT_MS) as blocker:
+        release.set()
+    assert blocker.args[0]["state"] == "done"
+    assert again.summary.text().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
