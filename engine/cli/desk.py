@@ -29,9 +29,10 @@ from typing import Any, Callable, Iterator, Protocol
 
 from ..access.authority import OperatorCaller
 from ..access.stores import StoreResolver
+from ..core.errors import NotFound
 from ..importers.archive import export_archive
-from ..importers.common import Progress, import_engine
-from ..importers.formats import FORMATS, run_import
+from ..importers.common import DEFAULT_AGENT, Progress, import_engine
+from ..importers.formats import FORMATS, receiving_agent, run_import
 from ..operator.doctor import doctor_report
 from ..service import Engine
 from ..state.config import SettingsSource
@@ -71,7 +72,7 @@ class Desk(Protocol):
     def settings(self) -> dict[str, Any]: ...
     def set_settings(self, **switches: bool) -> dict[str, Any]: ...
     def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]: ...
-    def import_(self, format_name: str, path: Path, agent: str, dry_run: bool,
+    def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
                 progress: Callable[[Progress], None] | None) -> dict[str, Any]: ...
 
 
@@ -122,10 +123,11 @@ class LocalDesk:
         with self._engine() as engine:
             return export_archive(engine, out, store=store, agent=agent, with_history=with_history)
 
-    def import_(self, format_name: str, path: Path, agent: str, dry_run: bool,
+    def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
                 progress: Callable[[Progress], None] | None) -> dict[str, Any]:
         """The input checked whole first (nothing exists yet if it is refused), then imported by an engine
-        of this process; a dry run opens none and creates no state."""
+        of this process; a dry run opens none and creates no state (one naming a store looks it up in the
+        state directory, which must exist then)."""
         chosen = FORMATS[format_name]
         # The owner's allowSecrets decides, as for every write; read without creating anything.
         allowed = SettingsSource(self.state.config).current().allow_secrets if self.state.config.exists() else False
@@ -135,9 +137,17 @@ class LocalDesk:
             return str(self.state.write_agent_token(name, token))
 
         if dry_run:
-            return run_import(None, chosen, plan, agent=agent, dry_run=True, progress=progress, keep_token=keep)
+            if store is not None:
+                if not self.state.registry.is_file():
+                    raise NotFound(f"no store {store!r} in {self.state.root} (`knowledge stores list` shows them)",
+                                   store=store)
+                with self._engine() as engine:
+                    receiving_agent(engine, store, agent)
+            return run_import(None, chosen, plan, agent=agent or DEFAULT_AGENT, dry_run=True, progress=progress,
+                              keep_token=keep)
         with import_engine(self.state) as engine:
-            return run_import(engine, chosen, plan, agent=agent, dry_run=False, progress=progress, keep_token=keep)
+            return run_import(engine, chosen, plan, agent=receiving_agent(engine, store, agent), dry_run=False,
+                              progress=progress, keep_token=keep)
 
     def agents(self) -> list[dict[str, Any]]:
         with self._registry() as registry:
@@ -219,11 +229,12 @@ class RemoteDesk:
         return self._call("export", {"out": str(out.absolute()), "store": store, "agent": agent,
                                      "withHistory": with_history})
 
-    def import_(self, format_name: str, path: Path, agent: str, dry_run: bool,
+    def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
                 progress: Callable[[Progress], None] | None) -> dict[str, Any]:
         """Start the engine's import job and follow it to its end: its progress reported as it comes,
         its failure raised as the engine's error, Ctrl+C cancelling it (``ImportStopped``)."""
-        job = self._call("import", {"format": format_name, "path": str(path), "agent": agent, "dryRun": dry_run})
+        job = self._call("import", {"format": format_name, "path": str(path), "agent": agent, "store": store,
+                                    "dryRun": dry_run})
         shown: tuple[Any, Any] | None = None
         interrupted = False
         while True:

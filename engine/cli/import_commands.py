@@ -36,8 +36,9 @@ def add_import_parsers(import_commands: Any, common: argparse.ArgumentParser) ->
     for name, chosen in FORMATS.items():
         parser = import_commands.add_parser(name, parents=[common], help=f"import {chosen.what}")
         parser.add_argument("path", metavar="PATH", help=chosen.what)
-        parser.add_argument("--agent", default=DEFAULT_AGENT,
-                            help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
+        parser.add_argument("--agent", help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
+        parser.add_argument("--store", help="a store (a named store's name, or a store id) to receive it, "
+                                            "written as one of its owner agents")
         parser.add_argument("--dry-run", action="store_true",
                             help="check the input and report what would be created; write nothing")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -50,7 +51,8 @@ def cmd_import(args: argparse.Namespace, state: StateDir) -> int:
     progress = None if args.dry_run else terminal_progress(chosen.name, chosen.unit)
     try:
         with open_desk(state) as desk:
-            result = desk.import_(chosen.name, Path(args.path).absolute(), args.agent, args.dry_run, progress)
+            result = desk.import_(chosen.name, Path(args.path).absolute(), args.agent, args.store, args.dry_run,
+                                  progress)
     except ImportStopped as stopped:
         print(f"knowledge import {chosen.name}: {stopped.message}", file=sys.stderr)
         return INTERRUPTED if stopped.interrupted else 1

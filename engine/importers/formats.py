@@ -14,9 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core.errors import InvalidParams, NotFound
 from ..service import Engine
 from . import chatgpt, claude, markdown, mem0, memory_core
-from .common import Progress, Scan, Writer, import_instance, owner_caller
+from .archive import select_store
+from .common import DEFAULT_AGENT, Progress, Scan, Writer, import_instance, owner_caller
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,36 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("memory-core", memory_core.load_memory_core, memory_core.import_memory_core,
            "an agent workspace holding MEMORY.md and memory/YYYY-MM-DD.md", "files", folder=True),
 )}
+
+
+def receiving_agent(engine: Engine, store: str | None, agent: str | None) -> str:
+    """The owner agent an import writes as (its attribution names it, and its store receives the import):
+    ``agent`` (default ``main``); or, for ``store`` (a named store's name, or a store id), one of the agents
+    whose store it is: given, ``agent`` must be one; else the first owner agent among them."""
+    if store is None:
+        return agent or DEFAULT_AGENT
+    settings = engine.settings.current()
+    if store in settings.stores:  # a named store config.json lists (made at a member's first write if new)
+        members = settings.stores[store].agents
+    else:
+        record = select_store(engine, store=store)  # NotFound naming it
+        if record.kind == "named":
+            listed = settings.stores.get(record.name or "")
+            members = listed.agents if listed is not None else ()
+        else:  # an isolated store is its agent's while that agent is in no named store
+            bound = engine.registry.bound_agent(record.store_id)
+            members = (bound,) if bound and not settings.named_stores_of(bound) else ()
+    if agent is not None:
+        if agent not in members:
+            raise InvalidParams(f"agent {agent!r} does not use store {store!r}; name one of its agents, or "
+                                "leave the agent out", field="agent")
+        return agent
+    for member in members:
+        known = engine.registry.agent(member)
+        if known is not None and known.active and known.owner:
+            return member
+    raise NotFound(f"no owner agent uses store {store!r}, and an import writes as one: add one to the store "
+                   "(or name the agent)", store=store)
 
 
 def run_import(engine: Engine | None, chosen: Format, plan: tuple[Any, ...], *, agent: str, dry_run: bool,

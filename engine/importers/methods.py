@@ -11,7 +11,7 @@ the engine does the work and checks the parameters as for any operator method.
     operator/startExport  as operator/export                   a job (kind ``export``) whose ``result`` is
                                                                operator/export's answer (the window's way: its
                                                                one worker is not held while the archive is written)
-    operator/import   format, path (absolute), agent?,         a job (kind ``import``): progress per item of the
+    operator/import   format, path (absolute), agent?, store?, a job (kind ``import``): progress per item of the
                       dryRun?                                  input (``done``/``total`` in its ``unit``, the
                                                                item in ``message``), cancellable between items;
                                                                its ``result`` is ``knowledge import --json``'s
@@ -32,15 +32,16 @@ from ..core.jobs import JobContext
 from ..core.params import AgentName, Choice, Flag, Params, String, without_meta
 from ..service import Engine
 from .archive import export_archive
-from .common import DEFAULT_AGENT, Progress
-from .formats import FORMATS, run_import
+from .common import Progress
+from .formats import FORMATS, receiving_agent, run_import
 
 EXPORT = Params(String("out", 4096, required=True, min_chars=1, what="the archive's absolute path"),
                 String("store", 64, min_chars=1, what="a store's name or id"), AgentName("agent"),
                 Flag("withHistory", default=False))
 IMPORT = Params(Choice("format", required=True, choices=tuple(FORMATS)),
                 String("path", 4096, required=True, min_chars=1, what="the input's absolute path"),
-                AgentName("agent", default=DEFAULT_AGENT), Flag("dryRun", default=False))
+                AgentName("agent"), String("store", 64, min_chars=1, what="a store's name or id"),
+                Flag("dryRun", default=False))
 IMPORT_JOB, EXPORT_JOB = "import", "export"
 
 
@@ -88,7 +89,7 @@ def start_import(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
     path = Path(values["path"])
     if not path.is_absolute():  # the engine's working directory is not the caller's
         raise InvalidParams("path must be an absolute path", field="path")
-    agent, dry_run = values["agent"], values["dryRun"]
+    agent, dry_run = receiving_agent(engine, values["store"], values["agent"]), values["dryRun"]
 
     def work(context: JobContext) -> dict[str, Any]:
         context.report(message=f"Reading {path.name}")

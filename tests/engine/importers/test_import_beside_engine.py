@@ -284,3 +284,43 @@ def test_an_import_cancelled_in_the_window_ends_the_command_saying_so(
 
     assert code == 1 and out == ""
     assert "knowledge import chatgpt: cancelled in the engine after 1/2 conversations." in err
+
+
+def test_an_import_into_a_store_writes_as_an_owner_agent_of_it(
+        engine: Engine, operator: tuple[Dispatcher, Session], export_file: Path) -> None:
+    engine.add_agent("main", owner=True)
+    engine.add_agent("other", owner=True)
+    engine.add_agent("helper")
+    engine.resolver.effective("main", create=True)
+    engine.resolver.share_store("main", "family", others=("helper",))
+    other_store = engine.resolver.effective("other", create=True).store_id
+
+    into_family = engine.jobs.wait(start(operator, {"format": "chatgpt", "path": str(export_file),
+                                                    "store": "family"})["id"], WAIT_S)
+    into_other = engine.jobs.wait(start(operator, {"format": "chatgpt", "path": str(export_file),
+                                                   "store": other_store})["id"], WAIT_S)
+
+    assert into_family["state"] == "done" and into_family["result"]["agent"] == "main"
+    assert into_other["state"] == "done" and into_other["result"]["agent"] == "other"
+    family = engine.registry.store_named("family")
+    assert len(list((Path(family.path) / "vault" / "private" / "pages").rglob("*.md"))) == 2
+    for params, reason, field in (({"store": "nowhere"}, "not_found", None),
+                                  ({"store": "family", "agent": "other"}, "invalid_params", "agent")):
+        reply = call(operator, "operator/import", {"format": "chatgpt", "path": str(export_file), **params})
+        assert reply["error"]["data"]["reason"] == reason and reply["error"]["data"].get("field") == field
+
+
+def test_a_store_the_command_names_is_looked_up_the_same_here_and_beside_the_engine(
+        tmp_path: Path, export_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    here, served = StateDir(tmp_path / "here" / "state"), StateDir(tmp_path / "served" / "state")
+    for state in (here, served):
+        assert main(["--state-dir", str(state.root), "import", "chatgpt", str(export_file)]) == 0
+    capsys.readouterr()
+    script = [["import", "chatgpt", str(export_file), "--store", "nowhere"],
+              ["import", "chatgpt", str(export_file), "--store", "nowhere", "--dry-run"]]
+    local = [run(capsys, here, argv) for argv in script]
+    with serving(served):
+        beside = [run(capsys, served, argv) for argv in script]
+
+    assert beside == local
+    assert all(code == 2 and "no store 'nowhere'" in err for code, _, err in local)
