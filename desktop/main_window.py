@@ -51,6 +51,7 @@ from .records.view import RecordsView
 from .sidebar import Sidebar, SidebarCounts, icon
 from .tasks import EngineTasks
 from .theme import THEMES, ThemeController, desk_settings
+from .transfer.dialogs import ExportDialog, ImportDialog
 from .tray import DeskTray
 from .vocabulary.view import VocabularyView
 
@@ -165,8 +166,9 @@ class MainWindow(QMainWindow):
                 toolbar.addAction(made)
             return made
 
+        self._build_transfer_actions()  # File: Import…, Export… first, then the two ways to quit
         # Ctrl+Q by name: Qt's standard Quit key is empty on platforms without a desktop theme.
-        self.quit_action = action("&Quit", "Ctrl+Q", self.close,
+        self.quit_action = action("&Quit", "Ctrl+Q", self.close, separator_before=True,
                                   tip="Close the window; the engine keeps serving agents")
         self.quit_action.setMenuRole(QAction.MenuRole.QuitRole)
         self.stop_action = action("Quit and &stop the engine", "Ctrl+Shift+Q", self.quit_and_stop_engine,
@@ -288,6 +290,27 @@ class MainWindow(QMainWindow):
             self.links.bring_forward()
         else:
             self.links.open(url)
+
+    def _build_transfer_actions(self) -> None:
+        """File: Import… (Ctrl+I) and Export… (Ctrl+E), each a dialog following the engine's job."""
+        self.import_dialog: ImportDialog | None = None
+        self.export_dialog: ExportDialog | None = None
+
+        def open_import() -> None:
+            names = [agent["name"] for agent in self.inventory.get("agents", [])]
+            self.import_dialog = ImportDialog(self.tasks, names, self.agent, self)
+            self.import_dialog.open()
+
+        def open_export() -> None:
+            store = (self._agent_entry().get("store") or {}).get("storeId")
+            self.export_dialog = ExportDialog(self.tasks, self.inventory.get("stores", []), store, self)
+            self.export_dialog.open()
+
+        self.import_action = self.menus.action(
+            "File", "&Import…", open_import, "Ctrl+I",
+            tip="Bring in a ChatGPT or Claude export, Markdown notes, mem0 memories or MEMORY.md")
+        self.export_action = self.menus.action("File", "&Export…", open_export, "Ctrl+E",
+                                               tip="Write a store's portable archive")
 
     # --- engine --------------------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ as ``knowledge import chatgpt`` does: the in-process engine of
 directory.  Timed separately: reading and
 checking the file (parse, active branches, credential scan), the import
 (the original retained, one page per conversation), closing the engine
-(the last git checkpoint), and importing the same file again (every write
-an idempotent retry).  With ``--profile`` the store's lane runs under
+(the last git checkpoint), and importing the same file again (each page
+found by its address and compared, the retained files idempotent retries).  With ``--profile`` the store's lane runs under
 cProfile during the import and the report lists where its time goes.
 """
 
@@ -166,7 +166,7 @@ def report(result: dict[str, Any], command: str) -> str:
         f"| import (original retained, one page per conversation) | {result['import_s']:.2f} | "
         f"{result['conversations'] / result['import_s']:.1f} |",
         f"| **both** | **{result['total_s']:.2f}** | **{result['rate']:.1f}** |",
-        f"| the same file again (every write an idempotent retry) | {result['again_s']:.2f} | "
+        f"| the same file again (each page found and compared; the files retried) | {result['again_s']:.2f} | "
         f"{result['again_rate']:.1f} |",
         f"| closing the engine (the last git checkpoint) | {result['close_s']:.2f} | |", "",
         f"Projected for {TARGET:,} conversations at this rate: **{result['projected_s']:.0f} s "

@@ -399,6 +399,14 @@ def cmd_export(args: argparse.Namespace, state: StateDir) -> int:
 
 
 def cmd_import_archive(args: argparse.Namespace, state: StateDir) -> int:
+    if (info := state.serving_engine()) is not None:
+        # A restore builds a store in a state directory of its own making: it stays in this process, and a
+        # directory an engine serves is not one to restore into.
+        print(f"knowledge import archive: the Knowledge engine (pid {info.get('pid')}) serves {state.root}; an "
+              "archive is restored into a state directory no engine serves: pass another one with --state-dir "
+              f"DIR (a new one is made), or stop the engine first (kill {info.get('pid')}) and restore into "
+              "this one. Nothing was written.", file=sys.stderr)
+        return 3
     # The archive is checked whole here, before the state directory is opened or anything is written.
     with ArchiveReader(Path(args.archive).absolute()) as reader, Engine(state, watch=False) as engine:
         result = restore_archive(engine, reader, agent=args.agent, store_name=args.store)
@@ -524,7 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
     locomo.add_argument("--json", action="store_true", help="print the counts and dialog-to-claim map as JSON")
     locomo.set_defaults(handler=cmd_import_locomo)
-    add_import_parsers(import_commands, common, write_token_file)
+    add_import_parsers(import_commands, common)
 
     archive = import_commands.add_parser("archive", parents=[common],
                                          help="restore a store from an archive `knowledge export` wrote")
@@ -532,7 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
     archive.add_argument("--agent", help="restore it as this agent's own store (default: as it was exported)")
     archive.add_argument("--store", help="restore it as the named store NAME (default: as it was exported)")
     archive.add_argument("--json", action="store_true")
-    archive.set_defaults(handler=cmd_import_archive)
+    archive.set_defaults(handler=cmd_import_archive, exclusive=None)  # it says itself why not beside an engine
 
     export = commands.add_parser("export", parents=[common], help="write a portable archive of one store")
     export.add_argument("out", metavar="OUT", help="the archive file to write (must not exist)")

@@ -8,6 +8,11 @@ registry and config.json for administration, an ``Engine`` holding the state
 directory's lock for searching, checking and reindexing.  Both answer with
 the same data, so a command prints the same output either way.
 
+An import (``knowledge import FORMAT PATH``) is on the desk too: here it
+runs in this process; beside a serving engine it is the engine's job
+(``operator/import``), which ``RemoteDesk`` follows, reporting its progress
+as the import here reports it, and cancels on Ctrl+C.
+
 Models (``knowledge models``) are not on the desk: those commands only read
 and write files under ``<state>/models/`` and config.json, which the engine
 re-reads, so they run the same beside an engine.
@@ -16,23 +21,40 @@ re-reads, so they run the same beside an engine.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from ..access.authority import OperatorCaller
 from ..access.stores import StoreResolver
+from ..core.errors import NotFound
 from ..importers.archive import export_archive
+from ..importers.common import DEFAULT_AGENT, Progress, import_engine
+from ..importers.formats import FORMATS, receiving_agent, run_import
 from ..operator.doctor import doctor_report
 from ..operator.methods import check_workspace_roots
 from ..service import Engine
 from ..state.config import SettingsSource
 from ..state.registry import SCOPES, Registry
 from ..state.statedir import StateDir
-from ..wire.operator_client import OperatorConnection
+from ..store.credentials import refuse_secrets
+from ..wire.operator_client import OperatorConnection, OperatorError
 
 # A reindex of a large store takes minutes; the command waits for it as long as it runs (Ctrl+C stops waiting).
 REMOTE_REPLY_TIMEOUT_S = None
+JOB_POLL_S = 0.2  # how often a command following an engine job asks how far it is
+JOB_FINISHED = ("done", "failed", "cancelled")
+
+
+class ImportStopped(Exception):
+    """An import the engine ran stopped before its end: cancelled (by Ctrl+C here, or in the window)."""
+
+    def __init__(self, message: str, *, interrupted: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.interrupted = interrupted
 
 
 class Desk(Protocol):
@@ -51,6 +73,8 @@ class Desk(Protocol):
     def settings(self) -> dict[str, Any]: ...
     def set_settings(self, **switches: Any) -> dict[str, Any]: ...
     def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]: ...
+    def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
+                progress: Callable[[Progress], None] | None) -> dict[str, Any]: ...
 
 
 @contextmanager
@@ -99,6 +123,32 @@ class LocalDesk:
     def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]:
         with self._engine() as engine:
             return export_archive(engine, out, store=store, agent=agent, with_history=with_history)
+
+    def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
+                progress: Callable[[Progress], None] | None) -> dict[str, Any]:
+        """The input checked whole first (nothing exists yet if it is refused), then imported by an engine
+        of this process; a dry run opens none and creates no state (one naming a store looks it up in the
+        state directory, which must exist then)."""
+        chosen = FORMATS[format_name]
+        # The owner's allowSecrets decides, as for every write; read without creating anything.
+        allowed = SettingsSource(self.state.config).current().allow_secrets if self.state.config.exists() else False
+        plan = chosen.load(str(path), functools.partial(refuse_secrets, allowed=allowed))
+
+        def keep(name: str, token: str) -> str:
+            return str(self.state.write_agent_token(name, token))
+
+        if dry_run:
+            if store is not None:
+                if not self.state.registry.is_file():
+                    raise NotFound(f"no store {store!r} in {self.state.root} (`knowledge stores list` shows them)",
+                                   store=store)
+                with self._engine() as engine:
+                    receiving_agent(engine, store, agent)
+            return run_import(None, chosen, plan, agent=agent or DEFAULT_AGENT, dry_run=True, progress=progress,
+                              keep_token=keep)
+        with import_engine(self.state) as engine:
+            return run_import(engine, chosen, plan, agent=receiving_agent(engine, store, agent), dry_run=False,
+                              progress=progress, keep_token=keep)
 
     def agents(self) -> list[dict[str, Any]]:
         with self._registry() as registry:
@@ -182,6 +232,43 @@ class RemoteDesk:
     def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]:
         return self._call("export", {"out": str(out.absolute()), "store": store, "agent": agent,
                                      "withHistory": with_history})
+
+    def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
+                progress: Callable[[Progress], None] | None) -> dict[str, Any]:
+        """Start the engine's import job and follow it to its end: its progress reported as it comes,
+        its failure raised as the engine's error, Ctrl+C cancelling it (``ImportStopped``)."""
+        job = self._call("import", {"format": format_name, "path": str(path), "agent": agent, "store": store,
+                                    "dryRun": dry_run})
+        shown: tuple[Any, Any] | None = None
+        interrupted = False
+        while True:
+            step = job.get("progress") or {}
+            if progress is not None and step.get("total") is not None and (step.get("done"), step["total"]) != shown:
+                shown = (step.get("done"), step["total"])
+                progress(Progress(format_name, int(step.get("done") or 0), int(step["total"]),
+                                  str(step.get("message") or "")))
+            if job.get("state") in JOB_FINISHED:
+                break
+            try:
+                time.sleep(JOB_POLL_S)
+                job = self._call("job", {"job": job["id"]})
+            except KeyboardInterrupt:
+                if interrupted:
+                    raise
+                interrupted = True
+                self.connection.close()  # a reply may have been cut off midway: ask on a fresh connection
+                job = self._call("cancelJob", {"job": job["id"]})
+        if job["state"] == "done":
+            return job["result"]
+        if job["state"] == "failed":
+            error = job.get("error") or {}
+            raise OperatorError(error.get("reason", "internal"), error.get("message", "the import failed"), error)
+        step = job.get("progress") or {}
+        where = (f" after {int(step.get('done') or 0)}/{int(step['total'])} {step.get('unit') or 'items'}"
+                 if step.get("total") is not None else " before its first item")
+        by = "stopped by Ctrl+C: the engine cancelled it" if interrupted else "cancelled in the engine"
+        raise ImportStopped(f"{by}{where}. What was imported stays; running the command again finishes it "
+                            "(nothing is imported twice).", interrupted=interrupted)
 
     def agents(self) -> list[dict[str, Any]]:
         return self._call("inventory")["agents"]

@@ -1,71 +1,61 @@
 """``knowledge import FORMAT PATH`` for an owner's existing memory (ChatGPT, Claude, Markdown, mem0, memory-core).
 
-The input is read and checked whole before the engine opens: a malformed
+The input is read and checked whole before anything is written: a malformed
 input is refused with the file and the place in it, and no agent, store or
 record is created.  ``--dry-run`` stops there and reports what the import
 would create.  Progress goes to stderr, the result to stdout.
+
+Where no engine serves the state directory the import runs here; beside a
+serving engine it runs in the engine (``operator/import``, a job this
+command follows), and prints the same.  Ctrl+C beside the engine cancels the
+job; either way what was imported stays, and running the command again
+finishes it.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
-from ..importers import chatgpt, claude, markdown, mem0, memory_core
-from ..importers.common import DEFAULT_AGENT, Progress, Writer, import_engine, import_instance, owner_caller
-from ..state.config import SettingsSource
+from ..importers.common import DEFAULT_AGENT, Progress
+from ..importers.formats import FORMATS
 from ..state.statedir import StateDir
-from ..store.credentials import refuse_secrets
+from .desk import ImportStopped, open_desk
 
 # format: (loader, importer, what PATH is, what the items are called)
 IMPORTERS: dict[str, tuple[Callable[..., Any], Callable[..., dict[str, Any]], str, str]] = {
-    "chatgpt": (chatgpt.load_chatgpt, chatgpt.import_chatgpt,
-                "a ChatGPT data export: its zip or its conversations.json", "conversations"),
-    "claude": (claude.load_claude, claude.import_claude,
-               "a Claude data export: its zip or its conversations.json", "conversations"),
-    "markdown": (markdown.load_markdown, markdown.import_markdown,
-                 "a folder of Markdown notes (an Obsidian vault, a basic-memory project)", "notes"),
-    "mem0": (mem0.load_mem0, mem0.import_mem0,
-             "a mem0 or OpenMemory JSON export (or OpenMemory's export zip)", "memories"),
-    "memory-core": (memory_core.load_memory_core, memory_core.import_memory_core,
-                    "an agent workspace holding MEMORY.md and memory/YYYY-MM-DD.md", "files"),
-}
+    name: (chosen.load, chosen.run, chosen.what, chosen.unit) for name, chosen in FORMATS.items()}
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl+C
 
 
-def add_import_parsers(import_commands: Any, common: argparse.ArgumentParser,
-                       write_token_file: Callable[[StateDir, str, str], str]) -> None:
-    for name, (_, _, what, _) in IMPORTERS.items():
-        parser = import_commands.add_parser(name, parents=[common], help=f"import {what}")
-        parser.add_argument("path", metavar="PATH", help=what)
-        parser.add_argument("--agent", default=DEFAULT_AGENT,
-                            help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
+def add_import_parsers(import_commands: Any, common: argparse.ArgumentParser) -> None:
+    for name, chosen in FORMATS.items():
+        parser = import_commands.add_parser(name, parents=[common], help=f"import {chosen.what}")
+        parser.add_argument("path", metavar="PATH", help=chosen.what)
+        parser.add_argument("--agent", help=f"the owner agent whose store receives it (default: {DEFAULT_AGENT})")
+        parser.add_argument("--store", help="a store (a named store's name, or a store id) to receive it, "
+                                            "written as one of its owner agents")
         parser.add_argument("--dry-run", action="store_true",
                             help="check the input and report what would be created; write nothing")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
-        parser.set_defaults(handler=functools.partial(cmd_import, write_token_file=write_token_file),
-                            import_format=name)
+        # Beside a serving engine these run in it, so they need the state directory to themselves no more.
+        parser.set_defaults(handler=cmd_import, import_format=name, exclusive=None)
 
 
-def cmd_import(args: argparse.Namespace, state: StateDir,
-               write_token_file: Callable[[StateDir, str, str], str]) -> int:
-    load, run, _, unit = IMPORTERS[args.import_format]
-    # The owner's allowSecrets decides, as for every write; read without creating anything.
-    allowed = SettingsSource(state.config).current().allow_secrets if state.config.exists() else False
-    plan = load(args.path, functools.partial(refuse_secrets, allowed=allowed))
-    progress = terminal_progress(args.import_format, unit)
-    if args.dry_run:
-        result = run(Writer(None, None, args.import_format, dry_run=True), *plan)
-    else:
-        with import_engine(state) as engine, \
-                owner_caller(engine, args.agent, instance=import_instance(args.import_format)) as (caller, token):
-            result = {"agent": args.agent}
-            if token:
-                result["tokenFile"] = write_token_file(state, args.agent, token)
-            result.update(run(Writer(engine, caller, args.import_format, progress=progress), *plan))
+def cmd_import(args: argparse.Namespace, state: StateDir) -> int:
+    chosen = FORMATS[args.import_format]
+    progress = None if args.dry_run else terminal_progress(chosen.name, chosen.unit)
+    try:
+        with open_desk(state) as desk:
+            result = desk.import_(chosen.name, Path(args.path).absolute(), args.agent, args.store, args.dry_run,
+                                  progress)
+    except ImportStopped as stopped:
+        print(f"knowledge import {chosen.name}: {stopped.message}", file=sys.stderr)
+        return INTERRUPTED if stopped.interrupted else 1
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:

@@ -203,8 +203,8 @@ class Jobs:
             result = work(JobContext(self, job))
         except (JobCancelled, ModelCancelled):
             state = CANCELLED
-        except KnowledgeError as exc:
-            state, error = FAILED, {"reason": exc.reason, "message": exc.message}
+        except KnowledgeError as exc:  # with its details: the field, or the file and place of bad input
+            state, error = FAILED, exc.to_dict()
         except ModelError as exc:
             state, error = FAILED, {"reason": exc.reason, "message": exc.message}
         except Exception as exc:  # noqa: BLE001 - a job's failure is reported, never raised into the engine

@@ -1,7 +1,9 @@
 """Knowledge brought in from elsewhere, through the engine like any agent's writes.
 
     common          what every importer does: reading and checking the input whole, retaining the
-                    original, request ids derived from the input, dry runs, progress
+                    original, request ids derived from the input, dry runs, progress; a newer chat
+                    export revising the pages of the conversations that changed
+    formats         the owner's import formats, and one way to run any of them (here or in the engine)
     chatgpt         a ChatGPT data export, one page per conversation (its active branch)
     claude          a Claude data export, the same way
     markdown        a folder of Markdown notes (Obsidian, basic-memory), links as relationships
@@ -11,5 +13,5 @@
     demo            the demo store
     archive         knowledge export / knowledge import archive: one store's portable archive
     archive_format  the archive's manifest and members, checked whole before a restore writes
-    methods         the operator methods knowledge serve adds: export beside the engine
+    methods         the operator methods knowledge serve adds: export, and imports as jobs
 """

@@ -17,6 +17,13 @@ files) or ``text`` (code, execution output, quotes).  System messages,
 messages marked hidden, custom instructions, hidden reasoning and messages
 without text are left out; an image or
 file part is shown as ``[image]`` / ``[file]``.
+
+An image part names its file by ``asset_pointer`` (``file-service://file-AbC123``,
+``sediment://file_00000000...``); the export keeps the file beside
+conversations.json (in the zip, or the unzipped folder) under a name that
+starts with that id (``file-AbC123-photo.png``).  A file found so is
+retained with the conversation's page, cited by it, and named in the
+transcript (``[image: file-AbC123-photo.png]``).
 """
 
 from __future__ import annotations
@@ -24,8 +31,8 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
-    Conversation, Message, Original, Scan, Writer, clean_text, import_conversations, load_conversations, one_line,
-    refused, require, timestamp,
+    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, import_conversations,
+    load_conversations, one_line, refused, require, timestamp,
 )
 
 FORMAT = "chatgpt"
@@ -46,7 +53,8 @@ def import_chatgpt(writer: Writer, original: Original, conversations: list[Conve
 # --- reading the export ---------------------------------------------------------------------------------
 
 
-def parse_conversations(original: Original, data: Any, spans: list[tuple[int, int]]) -> list[Conversation]:
+def parse_conversations(original: Original, data: Any, spans: list[tuple[int, int]],
+                        files: ExportFiles | None = None) -> list[Conversation]:
     if not isinstance(data, list):
         raise refused(original.name, None, "must hold a list of conversations")
     conversations, seen = [], set()
@@ -63,16 +71,37 @@ def parse_conversations(original: Original, data: Any, spans: list[tuple[int, in
         title = raw.get("title")
         if title is not None and not isinstance(title, str):
             raise refused(original.name, f"{place}.title", "must be a string")
-        messages = _active_branch(original, raw, place)
+        found: dict[str, Attached] = {}
+        messages = _active_branch(original, raw, place, _Finder(files, found))
         span = spans[index] if index < len(spans) else (0, len(original.data))
         conversations.append(Conversation(
             key=key, place=place, title=one_line(title or "") or "Untitled conversation",
             created=timestamp(raw.get("create_time")), updated=timestamp(raw.get("update_time")),
-            messages=tuple(messages), span=span))
+            messages=tuple(messages), span=span, files=tuple(found.values())))
     return conversations
 
 
-def _active_branch(original: Original, raw: dict[str, Any], place: str) -> list[Message]:
+class _Finder:
+    """The export's file an asset pointer names, gathered for the conversation (each once)."""
+
+    def __init__(self, files: ExportFiles | None, found: dict[str, Attached]) -> None:
+        self.files, self.found = files, found
+
+    def __call__(self, pointer: Any) -> str | None:
+        if self.files is None or not isinstance(pointer, str):
+            return None
+        asset = pointer.split("://", 1)[-1].strip("/")
+        if not asset or "/" in asset:
+            return None
+        name = self.files.find(asset)
+        if name is None:
+            return None
+        if name not in self.found:
+            self.found[name] = Attached(name.rsplit("/", 1)[-1], self.files.reader(name))
+        return self.found[name].name
+
+
+def _active_branch(original: Original, raw: dict[str, Any], place: str, finder: _Finder) -> list[Message]:
     """The messages from the root to ``current_node``, in order; abandoned branches are never read."""
     mapping = require(original, raw, "mapping", dict, place)
     current = require(original, raw, "current_node", str, place)
@@ -94,13 +123,13 @@ def _active_branch(original: Original, raw: dict[str, Any], place: str) -> list[
             raise refused(original.name, f"{at}.parent", "must be a node id or null")
     messages = []
     for at, node in reversed(path):
-        message = _message(original, node.get("message"), f"{at}.message")
+        message = _message(original, node.get("message"), f"{at}.message", finder)
         if message is not None:
             messages.append(message)
     return messages
 
 
-def _message(original: Original, raw: Any, place: str) -> Message | None:
+def _message(original: Original, raw: Any, place: str, finder: _Finder) -> Message | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -111,7 +140,7 @@ def _message(original: Original, raw: Any, place: str) -> Message | None:
     if role not in _ROLES or metadata.get("is_visually_hidden_from_conversation"):
         return None
     content = require(original, raw, "content", dict, place)
-    text = clean_text(_content_text(original, content, f"{place}.content")).strip()
+    text = clean_text(_content_text(original, content, f"{place}.content", finder)).strip()
     if not text:
         return None
     shown = _ROLES[role]
@@ -126,7 +155,7 @@ _PART_NAMES: dict[str, str] = {"image_asset_pointer": "[image]", "audio_asset_po
                                "real_time_user_audio_video_asset_pointer": "[audio]"}
 
 
-def _content_text(original: Original, content: dict[str, Any], place: str) -> str:
+def _content_text(original: Original, content: dict[str, Any], place: str, finder: _Finder) -> str:
     if content.get("content_type") in _NOT_SAID:
         return ""
     parts = content.get("parts")
@@ -138,7 +167,9 @@ def _content_text(original: Original, content: dict[str, Any], place: str) -> st
             if isinstance(part, str):
                 shown.append(part)
             elif isinstance(part, dict):
-                shown.append(_PART_NAMES.get(str(part.get("content_type")), "[file]"))
+                shown_as = _PART_NAMES.get(str(part.get("content_type")), "[file]")
+                name = finder(part.get("asset_pointer"))
+                shown.append(f"{shown_as[:-1]}: {name}]" if name else shown_as)
             elif part is not None:
                 raise refused(original.name, f"{place}.parts[{number}]", "must be a string or an object")
         return "\n".join(piece for piece in shown if piece)

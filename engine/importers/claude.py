@@ -6,6 +6,11 @@ list of conversations: ``uuid``, ``name``, ``created_at`` and ``updated_at``
 or ``assistant``), ``created_at``, and its words as ``content`` blocks
 (``{type: text, text}``; tool use and results are left out) or, in older
 exports, as ``text``.  Attached files are named (``[attachment: name]``).
+An attachment's ``extracted_content`` (the text Claude read from it) is
+retained as a text file of its own (``market-map.pdf.txt``), and a file
+the export holds beside conversations.json (by its ``file_name``, or a name
+starting with its ``file_uuid``) is retained as it is; the conversation's
+page cites both.
 
 Messages are in order.  Where an export keeps edits and retries as
 branches (messages with ``parent_message_uuid`` and the conversation's
@@ -18,8 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
-    Conversation, Message, Original, Scan, Writer, clean_text, import_conversations, load_conversations, one_line,
-    refused, require, timestamp,
+    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, import_conversations,
+    load_conversations, one_line, refused, require, timestamp,
 )
 
 FORMAT = "claude"
@@ -37,7 +42,8 @@ def import_claude(writer: Writer, original: Original, conversations: list[Conver
     return import_conversations(writer, original, conversations, PRODUCT)
 
 
-def parse_conversations(original: Original, data: Any, spans: list[tuple[int, int]]) -> list[Conversation]:
+def parse_conversations(original: Original, data: Any, spans: list[tuple[int, int]],
+                        files: ExportFiles | None = None) -> list[Conversation]:
     if not isinstance(data, list):
         raise refused(original.name, None, "must hold a list of conversations")
     conversations, seen = [], set()
@@ -51,15 +57,16 @@ def parse_conversations(original: Original, data: Any, spans: list[tuple[int, in
         seen.add(key)
         name = require(original, raw, "name", str, place, optional=True)
         raw_messages = require(original, raw, "chat_messages", list, place)
-        messages = [_message(original, message, f"{place}.chat_messages[{number}]")
+        messages = [_message(original, message, f"{place}.chat_messages[{number}]", files)
                     for number, message in enumerate(raw_messages)]
         chosen = [messages[number] for number, _ in _active_branch(original, raw, raw_messages, place)]
-        kept = [message for message in chosen if message is not None]
+        kept = [message for message, _ in chosen if message is not None]
+        attached = {a.name: a for _, found in chosen for a in found}  # each file once
         span = spans[index] if index < len(spans) else (0, len(original.data))
         conversations.append(Conversation(
             key=key, place=place, title=one_line(name or "") or "Untitled conversation",
             created=timestamp(raw.get("created_at")), updated=timestamp(raw.get("updated_at")),
-            messages=tuple(kept), span=span))
+            messages=tuple(kept), span=span, files=tuple(attached.values())))
     return conversations
 
 
@@ -87,7 +94,8 @@ def _active_branch(original: Original, raw: dict[str, Any], messages: list[Any],
     return list(reversed(path))
 
 
-def _message(original: Original, raw: Any, place: str) -> Message | None:
+def _message(original: Original, raw: Any, place: str,
+             files: ExportFiles | None) -> tuple[Message | None, list[Attached]]:
     if not isinstance(raw, dict):
         raise refused(original.name, place, "must be an object")
     sender = require(original, raw, "sender", str, place)
@@ -104,7 +112,7 @@ def _message(original: Original, raw: Any, place: str) -> Message | None:
         text = "\n\n".join(piece for piece in pieces if piece.strip())
     else:
         text = require(original, raw, "text", str, place, optional=True) or ""
-    names = []
+    names, attached = [], []
     for key in ("attachments", "files"):
         for number, item in enumerate(require(original, raw, key, list, place, optional=True) or []):
             if not isinstance(item, dict):
@@ -112,7 +120,25 @@ def _message(original: Original, raw: Any, place: str) -> Message | None:
             name = item.get("file_name")
             if isinstance(name, str) and name.strip():
                 names.append(f"[attachment: {one_line(name, 200)}]")
+            attached += _files_of(original, item, f"{place}.{key}[{number}]", files)
     text = clean_text("\n".join([text, *dict.fromkeys(names)])).strip()
     if not text:
-        return None
-    return Message(_SENDERS[sender], timestamp(raw.get("created_at")), text)
+        return None, attached
+    return Message(_SENDERS[sender], timestamp(raw.get("created_at")), text), attached
+
+
+def _files_of(original: Original, item: dict[str, Any], place: str, files: ExportFiles | None) -> list[Attached]:
+    """What an attachment brings to retain: its extracted text, and its file where the export holds it."""
+    name = item.get("file_name")
+    shown = one_line(name, 200) if isinstance(name, str) and name.strip() else "attachment"
+    found: list[Attached] = []
+    extracted = require(original, item, "extracted_content", str, place, optional=True)
+    if extracted and extracted.strip():
+        data = clean_text(extracted).encode("utf-8", "surrogatepass")
+        found.append(Attached(f"{shown}.txt", lambda data=data: data, "text/plain"))
+    if files is not None:
+        uuid = item.get("file_uuid") or item.get("uuid")
+        member = files.find(name) or (files.find(uuid) if isinstance(uuid, str) and len(uuid) >= 8 else None)
+        if member is not None:
+            found.append(Attached(member.rsplit("/", 1)[-1], files.reader(member)))
+    return found

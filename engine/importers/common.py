@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
+from urllib.parse import quote
 
 from ..access.authority import AgentCaller, Caller
-from ..core.errors import InvalidParams, KnowledgeError
+from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..service import Engine
 from ..state.statedir import StateDir
 from ..store.attachments import ATTACH_MAX_BYTES, attach
@@ -313,9 +314,50 @@ class Writer:
             ids += [entry["id"] for entry in receipt["items"]]
         return ids
 
+    def imported_pages(self, page_type: str, tag: str) -> dict[str, tuple[str, int]]:
+        """The current pages an earlier run of this format's import made (its attribution names it) of
+        ``page_type`` tagged ``tag``, by their ``fields.url``: ``(id, revision)``, the newest where several
+        share one.  A dry run, or an agent with no store yet, has none."""
+        if self.dry_run or self.engine is None or self.caller is None:
+            return {}
+        instance = import_instance(self.format)
+
+        def rows(runtime: Any, authority: Any, view: Any) -> list[Any]:
+            return view.catalog.current(authority.partition, kind="page", type=page_type, tag=tag)
+
+        try:
+            found = self.engine.enter(self.caller, create=False).read(rows)
+        except NotFound:
+            return {}
+        pages: dict[str, tuple[str, int]] = {}
+        for row in found:  # newest first
+            frontmatter = row.frontmatter
+            url = (frontmatter.get("fields") or {}).get("url")
+            if (isinstance(url, str) and url not in pages and row.record_id and isinstance(row.revision, int)
+                    and (frontmatter.get("attribution") or {}).get("instance") == instance):
+                pages[url] = (row.record_id, row.revision)
+        return pages
+
+    def current_page(self, page_id: str) -> dict[str, Any]:
+        """The current revision of a page (``Engine.get_record``)."""
+        return self.engine.get_record(self.caller, page_id)
+
+    def source_sha256(self, source_id: str) -> str | None:
+        """The sha256 of a retained source of the caller's partition, None when there is none."""
+        def work(runtime: Any, authority: Any) -> str | None:
+            row = runtime.catalog.source(authority.partition, source_id)
+            return None if row is None else row.sha256
+
+        return self.engine.on_store(self.caller, work)
+
     def done(self, done: int, total: int, item: str) -> None:
         if self.progress is not None:
             self.progress(Progress(self.format, done, total, item))
+
+    def kept(self, page_id: str) -> str:
+        """A page an earlier import made that already says what this one would: counted, not written."""
+        self.counts.pages += 1
+        return page_id
 
     def _write(self, kind: str, write: Callable[[], str]) -> str:
         if self.dry_run:
@@ -348,6 +390,16 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Attached:
+    """A file a conversation carries (an image in the export, an attachment's text), retained with its page
+    and cited by it.  Its bytes are read when they are retained (``read``), not held all import long."""
+
+    name: str  # the file name it is retained under
+    read: Callable[[], bytes] = field(compare=False, repr=False)
+    media_type: str | None = None
+
+
+@dataclass(frozen=True)
 class Conversation:
     """One conversation of an export, as imported: only the messages of its active branch."""
 
@@ -358,6 +410,7 @@ class Conversation:
     updated: str | None
     messages: tuple[Message, ...]
     span: tuple[int, int]  # the bytes of the original holding it
+    files: tuple[Attached, ...] = ()
 
     @property
     def transcript(self) -> str:
@@ -371,43 +424,155 @@ TRANSCRIPT_BODY_MAX_CHARS = 1_000_000
 TRANSCRIPTS_PER_SOURCE = 100
 
 
+class ExportFiles:
+    """The other files of a chat export, where its conversations name them: the members of its zip, or the
+    files beside its conversations.json (and one folder down, as an unzipped export keeps them)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.zipped = zipfile.is_zipfile(self.path)
+        if self.zipped:
+            with zipfile.ZipFile(self.path) as archive:
+                names = [n for n in archive.namelist() if not n.endswith("/")]
+        else:
+            folder = self.path.parent
+            try:
+                names = [str(p.relative_to(folder)) for pattern in ("*", "*/*") for p in folder.glob(pattern)
+                         if p.is_file() and not p.is_symlink() and p.name != self.path.name]
+            except OSError:
+                names = []
+        # Every file under each start of its base name that ends before a "-", "_" or "." (and the whole
+        # name): what an id can name it by, looked up at once however many files the export holds.
+        self.by_start: dict[str, str] = {}
+        for name in sorted(names):
+            base = name.rsplit("/", 1)[-1]
+            for end in [i for i, c in enumerate(base) if c in "-_."] + [len(base)]:
+                self.by_start.setdefault(base[:end], name)
+
+    def find(self, key: Any) -> str | None:
+        """The first file (by path) whose base name is ``key`` or starts with it and then "-", "_" or "."."""
+        return self.by_start.get(key) if isinstance(key, str) and key else None
+
+    def reader(self, name: str) -> Callable[[], bytes]:
+        """How to read ``name`` when it is retained; a file that cannot be read then is refused naming it."""
+        def read() -> bytes:
+            try:
+                if self.zipped:
+                    with zipfile.ZipFile(self.path) as archive:
+                        return archive.read(name)
+                return (self.path.parent / name).read_bytes()
+            except (OSError, zipfile.BadZipFile, KeyError, RuntimeError, NotImplementedError, EOFError) as exc:
+                raise refused(f"{self.path.name}/{name}" if self.zipped else name, None,
+                              f"cannot be read: {exc}") from exc
+
+        return read
+
+
 def load_conversations(path: str, scan: Scan,
-                       parse: Callable[[Original, Any, list[tuple[int, int]]], list[Conversation]]
+                       parse: Callable[[Original, Any, list[tuple[int, int]], ExportFiles], list[Conversation]]
                        ) -> tuple[Original, list[Conversation]]:
     """A chat export's conversations.json (the file, or the export's zip) and its conversations as ``parse``
-    reads them, checked whole, credentials included (else InvalidParams)."""
+    reads them (with the export's other files they name), checked whole, credentials included (else
+    InvalidParams)."""
     original = read_export(path, "conversations.json")
     data, spans = json_array_spans(original)
-    conversations = parse(original, data, spans)
+    conversations = parse(original, data, spans, ExportFiles(path))
     refuse_secrets(scan, original, lambda: ((c.place, c.title + "\n" + c.transcript) for c in conversations))
+    for conversation in conversations:
+        for attached in conversation.files:  # read once to be checked, again when retained
+            refuse_secrets(scan, Original(attached.name, attached.read()), lambda: ())
     return original, conversations
 
 
 def import_conversations(writer: Writer, original: Original, conversations: list[Conversation],
                          product: str) -> dict[str, Any]:
-    """Retain the export, then the transcripts (a hundred to a file), then one page per conversation."""
-    sources = writer.retain(original, "export")
+    """Retain the export, then the transcripts (a hundred to a file), then one page per conversation.
+
+    A conversation an earlier import made a page of (found by its ``fields.url``) that says the same
+    is left as it is; one that changed since (it went on, or was renamed) gets a new revision of that
+    page, citing the newer export.  The export and a transcripts file are retained only when some page
+    cites them, so importing a newer export where nothing changed retains nothing.
+    """
+    earlier = writer.imported_pages("source", product.lower())
+    shas = {hashlib.sha256(original.data[start:start + ATTACH_MAX_BYTES]).hexdigest()
+            for start in range(0, len(original.data), ATTACH_MAX_BYTES)}
+    rerun: list[bool] = []  # decided at the first unchanged page: does it cite this very file?
+    sources: list[str] = []
     pages: dict[str, str] = {}
+    revised = 0
     done = 0
     for batch in _transcript_batches(conversations):
-        retained: list[str] = []
-        if sum(len(data) for _, data in batch) <= ATTACH_MAX_BYTES:
-            name = f"{product.lower()}-transcripts-{done + 1:06d}-{done + len(batch):06d}.txt"
-            retained = writer.retain(Original(name, b"".join(data for _, data in batch)),
-                                     f"transcripts-{done + 1}", media_type="text/plain")
-        line = 1
+        planned = []
         for conversation, data in batch:
+            params = _conversation_page(conversation, product)
+            found = earlier.get(params["fields"]["url"])
+            if found is not None:
+                page = writer.current_page(found[0])
+                if _says(page, params):
+                    if not rerun:
+                        cited = [e.get("source") for e in page["frontmatter"].get("evidence") or []]
+                        rerun.append(any(writer.source_sha256(c) in shas for c in cited if isinstance(c, str)))
+                    found = (found[0], None)  # unchanged: nothing to write
+            planned.append((conversation, data, params, found))
+        retained: list[str] = []
+        # A batch is retained when a page of it is written; on a rerun of the same file (finishing an
+        # interrupted import) every batch is, as retries of what the first run retained.
+        if (rerun and rerun[0]) or any(found is None or found[1] is not None for _, _, _, found in planned):
+            sources = sources or writer.retain(original, "export")
+            if sum(len(data) for _, data in batch) <= ATTACH_MAX_BYTES:
+                name = f"{product.lower()}-transcripts-{done + 1:06d}-{done + len(batch):06d}.txt"
+                retained = writer.retain(Original(name, b"".join(data for _, data in batch)),
+                                         f"transcripts-{done + 1}", media_type="text/plain")
+        line = 1
+        for conversation, data, params, found in planned:
             count = len(data.decode("utf-8", "surrogatepass").splitlines())  # as the engine counts lines
-            if retained:
-                transcript = [{"source": retained[0], "lines": [line, line + count - 2]}]  # not the blank line
-            else:  # a transcript larger than one attachment: retained in excerpts of its own
-                transcript = [{"excerpt": piece} for piece in split_text(conversation.transcript, EXCERPT_MAX_CHARS)]
-            line += count
-            pages[conversation.key] = _save_conversation(writer, conversation, product, sources, transcript)
+            first_line, line = line, line + count
+            if found is not None and found[1] is None:
+                if rerun and rerun[0]:  # the same file again: its files' retries, as the first run retained them
+                    _retain_files(writer, conversation)
+                pages[conversation.key] = writer.kept(found[0])
+            else:
+                if retained:
+                    transcript = [{"source": retained[0], "lines": [first_line, first_line + count - 2]}]
+                else:  # a transcript larger than one attachment: retained in excerpts of its own
+                    transcript = [{"excerpt": piece}
+                                  for piece in split_text(conversation.transcript, EXCERPT_MAX_CHARS)]
+                first, last = conversation.span
+                cited = sources[first // ATTACH_MAX_BYTES:max(first, last - 1) // ATTACH_MAX_BYTES + 1] or sources[:1]
+                cited += _retain_files(writer, conversation)
+                params["evidence"] = (transcript + [{"source": source} for source in cited])[:LIST_MAX]
+                if found is not None:  # changed since the earlier import: that page's next revision
+                    params = {"id": found[0], "expectedRevision": found[1], **params}
+                    revised += 1
+                pages[conversation.key] = writer.save_page(f"c-{conversation.key}", params)
             done += 1
             writer.done(done, len(conversations), conversation.title)
+    notes = [f"{revised} conversation(s) changed since an earlier import: each got a new revision of its page."
+             ] if revised else []
     return report(writer, file=original.name, sha256=original.sha256, conversations=len(conversations),
-                  pages=pages)
+                  pages=pages, revised=revised, **({"notes": notes} if notes else {}))
+
+
+def _retain_files(writer: Writer, conversation: Conversation) -> list[str]:
+    """Retain the files a conversation carries (images, attachments); returns their source ids."""
+    ids: list[str] = []
+    for number, attached in enumerate(conversation.files, start=1):
+        ids += writer.retain(Original(attached.name, attached.read()), f"c-{conversation.key}-file-{number}",
+                             media_type=attached.media_type)
+    return ids
+
+
+def _says(page: dict[str, Any], params: dict[str, Any]) -> bool:
+    """Whether a page's current revision says what ``params`` would: type, title, body, tags and fields
+    (not the evidence: a newer export is another file, citing it says nothing new)."""
+    frontmatter = page["frontmatter"]
+    return (frontmatter.get("type") == params["type"] and page["title"] == params["title"]
+            and (page.get("body") or "").rstrip("\n") == params["body"].rstrip("\n")
+            and (frontmatter.get("tags") or []) == params["tags"]
+            and (frontmatter.get("fields") or {}) == params["fields"])
+
+
+CONVERSATION_URLS = {"ChatGPT": "https://chatgpt.com/c/", "Claude": "https://claude.ai/chat/"}
 
 
 def _transcript_batches(conversations: list[Conversation]) -> Iterator[list[tuple[Conversation, bytes]]]:
@@ -432,10 +597,10 @@ def _transcript_block(conversation: Conversation) -> str:
     return f"{heading}\n{conversation.transcript or '(no messages)'}\n\n"
 
 
-def _save_conversation(writer: Writer, conversation: Conversation, product: str, sources: list[str],
-                       transcript: list[dict[str, Any]]) -> str:
-    """One ``source`` page per conversation: its title, its dates in the body and ``published``, the
-    transcript as the body, citing the retained transcript and the part(s) of the original holding it."""
+def _conversation_page(conversation: Conversation, product: str) -> dict[str, Any]:
+    """One ``source`` page per conversation (evidence added by the caller): its title, its dates in the body
+    and ``published``, the conversation's address in ``url`` (what finds it again in a newer export), the
+    transcript as the body."""
     text = conversation.transcript
     header = [f"{product} conversation {one_line(conversation.key)}."]
     if conversation.created:
@@ -444,15 +609,12 @@ def _save_conversation(writer: Writer, conversation: Conversation, product: str,
     header.append(f"{len(conversation.messages)} messages on the active branch.")
     shown = text if len(text) <= TRANSCRIPT_BODY_MAX_CHARS else (
         text[:TRANSCRIPT_BODY_MAX_CHARS] + "\n\n(The rest is in the retained transcript.)")
-    first, last = conversation.span
-    cited = sources[first // ATTACH_MAX_BYTES:max(first, last - 1) // ATTACH_MAX_BYTES + 1] or sources[:1]
-    params: dict[str, Any] = {
-        "type": "source", "title": conversation.title, "body": " ".join(header) + ("\n\n" + shown if shown else ""),
-        "tags": [product.lower()], "evidence": (transcript + [{"source": source} for source in cited])[:LIST_MAX],
-    }
+    fields = {"url": CONVERSATION_URLS[product] + quote(conversation.key, safe="")}
     if conversation.created:
-        params["fields"] = {"published": conversation.created[:10]}
-    return writer.save_page(f"c-{conversation.key}", params)
+        fields["published"] = conversation.created[:10]
+    return {"type": "source", "title": conversation.title,
+            "body": " ".join(header) + ("\n\n" + shown if shown else ""), "tags": [product.lower()],
+            "fields": fields}
 
 
 def json_array_spans(original: Original) -> tuple[Any, list[tuple[int, int]]]:

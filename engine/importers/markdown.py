@@ -7,8 +7,10 @@ becomes one page:
 - the title is the frontmatter's ``title``, else the file name without
   ``.md`` (what Obsidian shows and what ``[[links]]`` name);
 - ``aliases`` and ``tags`` (lists, or one string; a leading ``#`` dropped)
-  become the page's aliases and tags, and the note's folder
-  (``Projects/Alpha``) one more tag;
+  become the page's aliases and tags; so do the ``#tags`` written in the
+  text as Obsidian reads them (``#idea``, ``#project/alpha``: after a space
+  or at a line's start, not all digits, not in code), and the note's folder
+  (``Projects/Alpha``) is one more tag;
 - ``type``, when it names a page type of the ontology, is the page's type,
   else the page is a ``note``;
 - every other frontmatter key is kept: the page's body ends with them as a
@@ -48,6 +50,10 @@ FORMAT = "markdown"
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#^\n]*)((?:[#^][^\[\]|\n]*)?)(?:\|([^\[\]\n]*))?\]\]")
 _MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+# An inline tag: ``#`` at a line's start or after white space, then letters, digits, ``_``, ``-`` and ``/``
+# with at least one that is not a digit (``#2026`` is no tag), as Obsidian reads them.
+_INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]*[^\W\d][\w/-]*)")
+_INLINE_CODE = re.compile(r"`+[^`]*`+")
 _KNOWN_KEYS = ("title", "aliases", "alias", "tags", "tag")
 
 
@@ -237,6 +243,7 @@ def parse_note(original: Original, page_types: set[str]) -> Note:
     folder = str(PurePosixPath(original.name).parent)
     if folder != ".":
         tags.append(one_line(folder))
+    tags = _with_inline_tags(tags, _inline_tags(body))
     page_type = frontmatter.get("type")
     kept = {k: v for k, v in frontmatter.items() if k not in _KNOWN_KEYS}
     if isinstance(page_type, str) and page_type in page_types:
@@ -295,6 +302,30 @@ def _names(original: Original, frontmatter: dict[str, Any], keys: tuple[str, ...
     if len(names) > LIST_MAX:
         raise refused(original.name, f"frontmatter {keys[0]}", f"has more than {LIST_MAX} entries")
     return names
+
+
+def _with_inline_tags(tags: list[str], inline: list[str]) -> list[str]:
+    """The frontmatter's and the folder's tags, then the inline ones as long as a page has room for tags
+    (past that they stay in the body as text); tags differing only in case are one (the first spelling)."""
+    kept, seen = [], set()
+    for number, tag in enumerate([*tags, *inline]):
+        if tag and tag.casefold() not in seen and (number < len(tags) or len(kept) < LIST_MAX):
+            seen.add(tag.casefold())
+            kept.append(tag)
+    return kept
+
+
+def _inline_tags(body: str) -> list[str]:
+    """The ``#tags`` of a note's text, in order, outside fenced code and inline code."""
+    tags, fenced = [], False
+    for line in body.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if not fenced:
+            tags += [one_line(match.group(1).strip("/"), TITLE_MAX_CHARS)
+                     for match in _INLINE_TAG.finditer(_INLINE_CODE.sub(" ", line))]
+    return tags
 
 
 def _links(original: Original) -> list[Link]:

@@ -2,12 +2,24 @@
 
 They sit above the wire and operator layers (they run an export or an import as a whole), so the
 process that serves registers them (``register``) rather than the dispatcher itself.  The command line
-asks them when an engine serves its state directory (``engine/cli/desk.py``); the engine does the work
-and checks the parameters as for any operator method.
+asks them when an engine serves its state directory (``engine/cli/desk.py``), and so does the window;
+the engine does the work and checks the parameters as for any operator method.
 
-    method            params                                   changes
-    operator/export   out (an absolute path), store?, agent?,  writes the archive file out
+    method            params                                   answer, and what changes
+    operator/export   out (an absolute path), store?, agent?,  the export's result; writes the archive file out
                       withHistory?
+    operator/startExport  as operator/export                   a job (kind ``export``) whose ``result`` is
+                                                               operator/export's answer (the window's way: its
+                                                               one worker is not held while the archive is written)
+    operator/import   format, path (absolute), agent?, store?, a job (kind ``import``): progress per item of the
+                      dryRun?                                  input (``done``/``total`` in its ``unit``, the
+                                                               item in ``message``), cancellable between items;
+                                                               its ``result`` is ``knowledge import --json``'s
+
+An import's job first reads and checks the whole input, so a malformed one fails the job with the file
+and the place in it (``error.file``, ``error.place``) before any agent, store or record exists.  A
+cancelled import keeps what it had published, as an interrupted one does; starting it again finishes it
+(the request ids are the same, engine/importers/common.py).
 """
 
 from __future__ import annotations
@@ -16,27 +28,84 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.errors import InvalidParams
-from ..core.params import AgentName, Flag, Params, String, without_meta
+from ..core.jobs import JobContext
+from ..core.params import AgentName, Choice, Flag, Params, String, without_meta
 from ..service import Engine
 from .archive import export_archive
+from .common import Progress
+from .formats import FORMATS, receiving_agent, run_import
 
 EXPORT = Params(String("out", 4096, required=True, min_chars=1, what="the archive's absolute path"),
                 String("store", 64, min_chars=1, what="a store's name or id"), AgentName("agent"),
                 Flag("withHistory", default=False))
+IMPORT = Params(Choice("format", required=True, choices=tuple(FORMATS)),
+                String("path", 4096, required=True, min_chars=1, what="the input's absolute path"),
+                AgentName("agent"), String("store", 64, min_chars=1, what="a store's name or id"),
+                Flag("dryRun", default=False))
+IMPORT_JOB, EXPORT_JOB = "import", "export"
 
 
 def register(dispatcher: Any, engine: Engine) -> None:
     """Add this layer's ``operator/*`` methods to ``dispatcher`` (a ``wire.protocol.Dispatcher``)."""
-    handlers: dict[str, Callable[[dict[str, Any]], Any]] = {"export": lambda params: export(engine, params)}
+    handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
+        "export": lambda params: export(engine, params),
+        "startExport": lambda params: start_export(engine, params),
+        "import": lambda params: start_import(engine, params)}
     for name, handler in handlers.items():
         dispatcher.register("operator/" + name, lambda session, params, handler=handler: handler(without_meta(params)))
 
 
 def export(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
     """``knowledge export`` in the serving engine: the store's archive, collected on its lane."""
+    return _exporter(engine, params)()
+
+
+def start_export(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
+    """The same export as a job; the parameters are checked before it starts."""
+    write = _exporter(engine, params)
+    out = Path(params["out"])
+
+    def work(context: JobContext) -> dict[str, Any]:
+        context.report(message=f"Writing {out.name}")
+        context.check()  # cancelled before it began; once writing, the archive is finished (or not written)
+        return write()
+
+    return engine.jobs.start(EXPORT_JOB, f"export:{out}", f"Export to {out.name}", work)
+
+
+def _exporter(engine: Engine, params: dict[str, Any]) -> Callable[[], dict[str, Any]]:
     values = EXPORT.read(params)
     out = Path(values["out"])
     if not out.is_absolute():  # the engine's working directory is not the command's
         raise InvalidParams("out must be an absolute path", field="out")
-    return export_archive(engine, out, store=values["store"], agent=values["agent"],
-                          with_history=values["withHistory"])
+    return lambda: export_archive(engine, out, store=values["store"], agent=values["agent"],
+                                  with_history=values["withHistory"])
+
+
+def start_import(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
+    """``knowledge import FORMAT PATH`` in the serving engine, as a job; answers with the job at once."""
+    values = IMPORT.read(params)
+    chosen = FORMATS[values["format"]]
+    path = Path(values["path"])
+    if not path.is_absolute():  # the engine's working directory is not the caller's
+        raise InvalidParams("path must be an absolute path", field="path")
+    agent, dry_run = receiving_agent(engine, values["store"], values["agent"]), values["dryRun"]
+
+    def work(context: JobContext) -> dict[str, Any]:
+        context.report(message=f"Reading {path.name}")
+        plan = chosen.load(str(path), engine.refuse_secrets)  # checked whole: nothing exists yet if it fails
+        context.check()
+
+        def progress(step: Progress) -> None:  # after each item: cancelling stops before the next one
+            if step.done < step.total:
+                context.progress(step.done, step.total, message=step.item)
+            else:  # the last one: nothing is left to stop
+                context.report(step.done, step.total, message=step.item)
+
+        return run_import(None if dry_run else engine, chosen, plan, agent=agent, dry_run=dry_run,
+                          progress=progress,
+                          keep_token=lambda name, token: str(engine.state.write_agent_token(name, token)))
+
+    title = f"{'Dry run: import' if dry_run else 'Import'} {chosen.name} {path.name} into {agent}'s store"
+    return engine.jobs.start(IMPORT_JOB, f"import:{chosen.name}:{agent}:{path}:{'dry' if dry_run else 'write'}",
+                             title, work, unit=chosen.unit)

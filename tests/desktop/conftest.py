@@ -18,6 +18,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
+from engine.importers import methods as import_methods  # noqa: E402
 from engine.importers.demo import seed_demo  # noqa: E402
 from engine.core.ids import format_timestamp, utc_now  # noqa: E402
 from engine.wire.server import EngineServer  # noqa: E402
@@ -100,6 +101,7 @@ def served_engine(tmp_path: Path, demo_template: Path) -> Iterator[Engine]:
     shutil.copytree(demo_template, state.root, symlinks=True)
     engine = Engine(state, watch=False)
     server = EngineServer(engine, port=0, socket_path=state.root / "engine.sock")
+    import_methods.register(server.dispatcher, engine)  # import and export, as `knowledge serve` adds them
     try:
         server.start()
         state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now())})

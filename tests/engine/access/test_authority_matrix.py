@@ -243,3 +243,58 @@ def test_operator_reads_only_the_chosen_agents_private_partition(engine, world):
                                                        "Privatepagemarker shared keyword claim."}
     text = json.dumps(found)
     assert not any(marker in text for p, ms in world["markers"].items() if p != "private" for marker in ms)
+
+
+# --- the operator methods `knowledge serve` adds (engine/importers/methods.py): the operator's alone ---------
+
+
+def importer_operations(tmp_path) -> dict[str, tuple[str, dict]]:
+    notes = tmp_path / "notes"
+    notes.mkdir(exist_ok=True)
+    (notes / "Matrix.md").write_text("Matrixnote body.\n", encoding="utf-8")
+    return {"export": ("operator/export", {"out": str(tmp_path / "matrix.zip")}),
+            "start-export": ("operator/startExport", {"out": str(tmp_path / "matrix-job.zip")}),
+            "import": ("operator/import", {"format": "markdown", "path": str(notes)}),
+            "dry-run": ("operator/import", {"format": "markdown", "path": str(notes), "dryRun": True})}
+
+
+@pytest.mark.parametrize("kind", list(EXPECTED))
+def test_no_agent_caller_may_export_or_import(engine, world, kind, tmp_path):
+    from engine.importers.methods import register
+
+    dispatcher = Dispatcher(engine)
+    register(dispatcher, engine)
+    session, meta = session_for(dispatcher, world, kind)
+    for name, (method, params) in importer_operations(tmp_path).items():
+        reply = dispatcher.handle(session, _message(method, {**params, **meta}))
+        assert reply["error"]["data"]["reason"] == "denied", (kind, name, reply)
+    assert not (tmp_path / "matrix.zip").exists() and not (tmp_path / "matrix-job.zip").exists()
+    assert engine.jobs.list() == []
+    found = engine.search(_owner_reader(world), {"query": "Matrixnote"})["hits"]
+    assert found == []
+
+
+def test_the_operator_may_export_and_import(engine, world, tmp_path):
+    from engine.importers.methods import register
+    from engine.operator.methods import ensure_operator_token, read_operator_token
+
+    dispatcher = Dispatcher(engine)
+    register(dispatcher, engine)
+    ensure_operator_token(engine.state)
+    session = Session()
+    dispatcher.handle(session, _message("initialize", {"_meta": {"knowledge": {
+        "operatorToken": read_operator_token(engine.state)}}}))
+    assert session.operator
+    operations = importer_operations(tmp_path)
+    exported = dispatcher.handle(session, _message(*operations["export"]))
+    assert "result" in exported and (tmp_path / "matrix.zip").is_file(), exported
+    for name in ("start-export", "dry-run", "import"):
+        job = dispatcher.handle(session, _message(*operations[name]))["result"]
+        assert engine.jobs.wait(job["id"], 30)["state"] == "done", name
+    assert (tmp_path / "matrix-job.zip").is_file()
+    found = engine.search(_owner_reader(world), {"query": "Matrixnote"})["hits"]
+    assert [hit["title"] for hit in found] == ["Matrix"]
+
+
+def _owner_reader(world: dict) -> AgentCaller:
+    return AgentCaller(world["tokens"]["main"], {"kind": "owner-private"})

@@ -60,7 +60,8 @@ def test_failures_are_readable_and_never_tracebacks(jobs: Jobs) -> None:
     results = [jobs.wait(jobs.start("test", key, key, work)["id"], 10)
                for key, work in (("a", engine_error), ("b", model_error), ("c", bug))]
     assert [r["state"] for r in results] == [FAILED] * 3
-    assert results[0]["error"] == {"reason": "invalid_params", "message": "timeoutMs is wrong"}
+    # An engine error keeps its details (the field; the file and place of a bad import input).
+    assert results[0]["error"] == {"reason": "invalid_params", "message": "timeoutMs is wrong", "field": "timeoutMs"}
     assert results[1]["error"] == {"reason": "verify_failed", "message": "config.json arrived with another sha256"}
     assert results[2]["error"] == {"reason": "internal", "message": "Unexpected problem (ZeroDivisionError)"}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -81,7 +82,8 @@ def test_one_page_per_conversation_with_only_the_active_branch(engine: Engine, e
     clock = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
     assert clock["title"] == "Repairing a tram clock"
     assert clock["frontmatter"]["type"] == "source"
-    assert clock["frontmatter"]["fields"] == {"published": "2026-05-28"}
+    assert clock["frontmatter"]["fields"] == {
+        "published": "2026-05-28", "url": "https://chatgpt.com/c/6790a1b2-0000-4000-8000-000000000001"}
     assert clock["frontmatter"]["attribution"]["instance"] == "import-chatgpt"
     body = clock["body"]
     assert "How do I repair the old tram clock?" in body and "one drop per pivot" in body
@@ -263,3 +265,132 @@ def test_a_lone_surrogate_is_imported_as_a_replacement_character(engine: Engine,
 
     page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000002"])
     assert "Kayak rack ideas\ufffd?" in page["body"]
+
+
+# --- a newer export of the same account ---------------------------------------------------------------------
+
+
+def newer_export() -> list[dict[str, Any]]:
+    """The export a month later: the clock conversation went on (two more messages, its current node moved),
+    the kayak one is as it was, and one conversation is new."""
+    clock, kayak = export()
+    clock["mapping"]["a2"]["children"] = ["q3"]
+    for added in (node("q3", "a2", ["a3"], "user", "And how often should I oil them?", at=1_780_090_000.0),
+                  node("a3", "q3", [], "assistant", "Once a year is plenty.", at=1_780_090_010.0)):
+        clock["mapping"][added["id"]] = added
+    clock["current_node"], clock["update_time"] = "a3", 1_780_090_010.0
+    new = conversation("6790a1b2-0000-4000-8000-000000000003", "Sourdough starter", [
+        node("s", None, ["m"]), node("m", "s", ["n"], "user", "Is my starter dead?"),
+        node("n", "m", [], "assistant", "Feed it twice and wait a day.")], current="n")
+    return [new, clock, kayak]
+
+
+def test_a_newer_export_revises_the_pages_of_changed_conversations_and_leaves_the_rest(
+        engine: Engine, export_file: Path, state_dir: StateDir, tmp_path: Path) -> None:
+    first = run_import(engine, "chatgpt", export_file)
+    before, sources_before = store_snapshot(state_dir), records(state_dir, "sources/")
+    clock_id, kayak_id = (first["pages"][f"6790a1b2-0000-4000-8000-00000000000{n}"] for n in (1, 2))
+    newer = tmp_path / "newer" / "conversations.json"
+    newer.parent.mkdir()
+    newer.write_text(json.dumps(newer_export()), encoding="utf-8")
+
+    second = run_import(engine, "chatgpt", newer)
+
+    caller = reader(engine)
+    assert second["pages"]["6790a1b2-0000-4000-8000-000000000001"] == clock_id  # the same page ...
+    clock = engine.get_record(caller, clock_id)
+    assert clock["revision"] == 2 and "Once a year is plenty." in clock["body"]  # ... its next revision
+    assert "6 messages on the active branch" in clock["body"]
+    assert [r["revision"] for r in engine.history(caller, clock_id)["revisions"]] == [1, 2]
+    cited = [e["source"] for e in clock["frontmatter"]["evidence"]]
+    assert cited[-1] not in json.dumps(engine.get_record(caller, kayak_id)["frontmatter"])  # the newer export
+    assert second["pages"]["6790a1b2-0000-4000-8000-000000000002"] == kayak_id
+    assert engine.get_record(caller, kayak_id)["revision"] == 1
+    assert second["revised"] == 1 and second["notes"] == [
+        "1 conversation(s) changed since an earlier import: each got a new revision of its page."]
+    after = store_snapshot(state_dir)
+    kayak_path = engine.get_record(caller, kayak_id)["path"]
+    assert after[f"private/{kayak_path}"] == before[f"private/{kayak_path}"]  # not touched at all
+    assert len(records(state_dir, "pages/")) == 3  # the new conversation is the one new page
+    # The newer export and one transcripts file (its batch holds the changed and the new conversation) are retained,
+    # each a file and its descriptor.
+    assert len(sources_before) == 4 and len(records(state_dir, "sources/")) == 8
+
+    assert run_import(engine, "chatgpt", newer)["pages"] == second["pages"]
+    assert store_snapshot(state_dir) == after  # the same newer export again: nothing
+
+
+def test_a_newer_export_where_nothing_changed_creates_nothing(
+        engine: Engine, export_file: Path, state_dir: StateDir, tmp_path: Path) -> None:
+    first = run_import(engine, "chatgpt", export_file)
+    before = store_snapshot(state_dir)
+    same = export()
+    for raw in same:
+        raw["is_archived"] = True  # another file (other bytes, another sha256), the same conversations
+    newer = tmp_path / "newer" / "conversations.json"
+    newer.parent.mkdir()
+    newer.write_text(json.dumps(same, indent=2), encoding="utf-8")
+
+    second = run_import(engine, "chatgpt", newer)
+
+    assert second["pages"] == first["pages"] and second["revised"] == 0
+    assert second["imported"] == {"sources": 0, "pages": 2, "claims": 0, "relationships": 0}
+    assert store_snapshot(state_dir) == before
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+
+
+def test_an_image_the_export_holds_is_retained_and_cited_by_its_conversation(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    data = export()
+    data[0]["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"  # as exported
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations.json", json.dumps(data))
+        out.writestr("file-1-brass-pivots.png", PNG)
+        out.writestr("file-10-unrelated.png", b"not this one")  # another asset whose id only starts alike
+        out.writestr("dalle-generations/file-2.webp", b"nobody points here")
+
+    result = run_import(engine, "chatgpt", archive)
+
+    assert result["imported"]["sources"] == 3  # the export, the transcripts, the image
+    caller = reader(engine)
+    clock = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert "[image: file-1-brass-pivots.png]\nWhich clock oil for brass pivots?" in clock["body"]
+    image = clock["frontmatter"]["evidence"][-1]["source"]
+    retained = {path: digest for path, digest in records(state_dir, "sources/").items() if image in path}
+    assert hashlib.sha256(PNG).hexdigest() in retained.values()
+    kayak = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000002"])
+    assert image not in json.dumps(kayak["frontmatter"])
+    assert not any("unrelated" in path or "webp" in path for path in records(state_dir, "sources/"))
+
+    before = store_snapshot(state_dir)
+    assert run_import(engine, "chatgpt", archive) == result
+    assert store_snapshot(state_dir) == before
+
+
+def test_an_image_beside_an_unzipped_conversations_json_is_found_too(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "export"
+    (folder / "user-abc").mkdir(parents=True)
+    (folder / "conversations.json").write_text(json.dumps(export()[:1]), encoding="utf-8")
+    (folder / "user-abc" / "file-1-brass-pivots.png").write_bytes(PNG)
+
+    result = run_import(engine, "chatgpt", folder / "conversations.json")
+
+    assert result["imported"]["sources"] == 3
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert "[image: file-1-brass-pivots.png]" in page["body"]
+
+
+def test_a_credential_inside_an_exported_file_refuses_the_import_naming_it(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    secret, _ = fake_credentials()["AWS access key id"]
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations.json", json.dumps(export()))
+        out.writestr("file-1-screenshot.png", f"{secret}\n".encode())
+
+    with pytest.raises(InvalidParams, match="file-1-screenshot.png"):
+        run_import(engine, "chatgpt", archive)
+    assert engine.registry.agent("main") is None

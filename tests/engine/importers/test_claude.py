@@ -12,7 +12,8 @@ import pytest
 from engine.core.errors import InvalidParams
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import reader, run_import, store_snapshot
+from tests.engine.importers.helpers import reader, records, run_import, store_snapshot
+from tests.helpers import only_store
 
 
 def message(uuid: str, sender: str, text: str, *, blocks: bool = True, parent: str | None = None,
@@ -64,7 +65,8 @@ def test_one_page_per_conversation_with_its_messages(engine: Engine, export_file
     caller = reader(engine)
     market = engine.get_record(caller, result["pages"]["3f1c0000-0000-4000-8000-00000000000a"])
     assert market["title"] == "Harbour market opening hours"
-    assert market["frontmatter"]["fields"] == {"published": "2026-03-02"}
+    assert market["frontmatter"]["fields"] == {
+        "published": "2026-03-02", "url": "https://claude.ai/chat/3f1c0000-0000-4000-8000-00000000000a"}
     assert market["frontmatter"]["tags"] == ["claude"]
     assert "User (2026-03-02T09:15:00Z):\nWhen does the harbour market open?\n[attachment: market-map.pdf]" \
         in market["body"]
@@ -142,3 +144,46 @@ def test_transcripts_share_a_retained_file_and_one_too_large_keeps_its_own(
     assert own.startswith("User (") and "# Long" not in own  # an excerpt of its own, not a transcripts file
     shared = (sources / f"{first['source']}.txt").read_text(encoding="utf-8")
     assert shared.startswith("# Harbour market opening hours (3f1c0000-0000-4000-8000-00000000000a)\n")
+
+
+def test_a_renamed_conversation_in_a_newer_export_is_a_new_revision_of_its_page(
+        engine: Engine, export_file: Path, tmp_path: Path) -> None:
+    first = run_import(engine, "claude", export_file)
+    newer = export()
+    newer[0]["name"] = "Harbour market: opening hours and stalls"
+    newer[0]["chat_messages"].append(message("m3", "human", "And on holidays?"))
+    path = tmp_path / "newer.json"
+    path.write_text(json.dumps(newer), encoding="utf-8")
+
+    second = run_import(engine, "claude", path)
+
+    assert second["pages"] == first["pages"] and second["revised"] == 1
+    market = engine.get_record(reader(engine), first["pages"]["3f1c0000-0000-4000-8000-00000000000a"])
+    assert market["revision"] == 2 and market["title"] == "Harbour market: opening hours and stalls"
+    assert "And on holidays?" in market["body"]
+    kayak = engine.get_record(reader(engine), first["pages"]["3f1c0000-0000-4000-8000-00000000000b"])
+    assert kayak["revision"] == 1
+
+
+def test_an_attachments_text_and_a_file_the_export_holds_are_retained_and_cited(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    data = export()
+    data[0]["chat_messages"][0]["files"] = [{"file_name": "stall-photo.jpg", "file_uuid": "9d2e4f10-aaaa"}]
+    data[1]["chat_messages"][1]["attachments"] = [{"file_name": "retried.txt", "extracted_content": "GONE"}]
+    archive = tmp_path / "claude-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations.json", json.dumps(data))
+        out.writestr("files/9d2e4f10-aaaa-stall-photo.jpg", b"\xff\xd8\xff jpeg bytes")
+
+    result = run_import(engine, "claude", archive)
+
+    # the export, the transcripts, market-map.pdf's text, the photo; not the abandoned retry's attachment
+    assert result["imported"]["sources"] == 4
+    market = engine.get_record(reader(engine), result["pages"]["3f1c0000-0000-4000-8000-00000000000a"])
+    cited = [e["source"] for e in market["frontmatter"]["evidence"]]
+    files = records(state_dir, "sources/")
+    texts = [p for p in files if p.endswith(".txt") and any(c in p for c in cited)]
+    vault = only_store(state_dir) / "vault"
+    assert any((vault / p).read_text(encoding="utf-8") == "stalls" for p in texts)
+    assert any(p.endswith(".jpg") and any(c in p for c in cited) for p in files)
+    assert not any("GONE" in (vault / p).read_text(encoding="utf-8") for p in files if p.endswith(".txt"))

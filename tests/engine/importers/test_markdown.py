@@ -147,3 +147,34 @@ def test_a_folder_without_notes_is_refused(engine: Engine, tmp_path: Path) -> No
 
     with pytest.raises(InvalidParams, match="no Markdown"):
         run_import(engine, "markdown", tmp_path)
+
+
+def test_inline_tags_are_carried_as_tags(engine: Engine, tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    (root / "Ideas").mkdir(parents=True)
+    (root / "Ideas" / "Garden.md").write_text(
+        "---\ntags: [garden]\n---\n"
+        "#todo plant the tulips #Garden and the #project/allotment beds.\n"
+        "# A heading, not a tag\n"
+        "Issue #2026 is a number, a#b is a word, see [[Garden#Beds]] and https://example.org/#top.\n"
+        "`#inline-code` stays code; tags end at punctuation: #idea, #snake_case!\n"
+        "```\n#fenced is code too\n```\n"
+        "Café notes #été\n", encoding="utf-8")
+
+    result = run_import(engine, "markdown", root)
+
+    page = engine.get_record(reader(engine), result["pages"]["Ideas/Garden.md"])
+    assert page["frontmatter"]["tags"] == ["garden", "Ideas", "todo", "project/allotment", "idea", "snake_case",
+                                           "été"]
+    assert "#todo plant the tulips" in page["body"]  # the text is left as written
+
+
+def test_inline_tags_past_what_a_page_holds_stay_text(engine: Engine, tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "Many.md").write_text(" ".join(f"#t{n}" for n in range(150)) + "\n", encoding="utf-8")
+
+    result = run_import(engine, "markdown", root)
+
+    page = engine.get_record(reader(engine), result["pages"]["Many.md"])
+    assert page["frontmatter"]["tags"] == [f"t{n}" for n in range(100)] and "#t149" in page["body"]

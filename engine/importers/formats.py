@@ -1,0 +1,92 @@
+"""The import formats of an owner's existing memory, and one way to run any of them.
+
+``knowledge import FORMAT PATH`` runs an import in its own process when no
+engine serves the state directory; ``operator/import`` runs it in the
+serving engine as a job (engine/importers/methods.py).  Both read and check
+the input whole first (``Format.load``: a malformed input is refused with
+the file and the place in it before anything exists), then ``run`` it with
+an owner caller of the receiving agent, so both produce the same records
+and answer with the same result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..core.errors import InvalidParams, NotFound
+from ..service import Engine
+from . import chatgpt, claude, markdown, mem0, memory_core
+from .archive import select_store
+from .common import DEFAULT_AGENT, Progress, Scan, Writer, import_instance, owner_caller
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    load: Callable[[str, Scan], tuple[Any, ...]]  # PATH -> the plan, checked whole (else InvalidParams)
+    run: Callable[..., dict[str, Any]]  # (writer, *plan) -> the result
+    what: str  # what PATH is
+    unit: str  # what the items are called, for progress
+    folder: bool = False  # PATH is usually a folder
+
+
+FORMATS: dict[str, Format] = {f.name: f for f in (
+    Format("chatgpt", chatgpt.load_chatgpt, chatgpt.import_chatgpt,
+           "a ChatGPT data export: its zip or its conversations.json", "conversations"),
+    Format("claude", claude.load_claude, claude.import_claude,
+           "a Claude data export: its zip or its conversations.json", "conversations"),
+    Format("markdown", markdown.load_markdown, markdown.import_markdown,
+           "a folder of Markdown notes (an Obsidian vault, a basic-memory project)", "notes", folder=True),
+    Format("mem0", mem0.load_mem0, mem0.import_mem0,
+           "a mem0 or OpenMemory JSON export (or OpenMemory's export zip)", "memories"),
+    Format("memory-core", memory_core.load_memory_core, memory_core.import_memory_core,
+           "an agent workspace holding MEMORY.md and memory/YYYY-MM-DD.md", "files", folder=True),
+)}
+
+
+def receiving_agent(engine: Engine, store: str | None, agent: str | None) -> str:
+    """The owner agent an import writes as (its attribution names it, and its store receives the import):
+    ``agent`` (default ``main``); or, for ``store`` (a named store's name, or a store id), one of the agents
+    whose store it is: given, ``agent`` must be one; else the first owner agent among them."""
+    if store is None:
+        return agent or DEFAULT_AGENT
+    settings = engine.settings.current()
+    if store in settings.stores:  # a named store config.json lists (made at a member's first write if new)
+        members = settings.stores[store].agents
+    else:
+        record = select_store(engine, store=store)  # NotFound naming it
+        if record.kind == "named":
+            listed = settings.stores.get(record.name or "")
+            members = listed.agents if listed is not None else ()
+        else:  # an isolated store is its agent's while that agent is in no named store
+            bound = engine.registry.bound_agent(record.store_id)
+            members = (bound,) if bound and not settings.named_stores_of(bound) else ()
+    if agent is not None:
+        if agent not in members:
+            raise InvalidParams(f"agent {agent!r} does not use store {store!r}; name one of its agents, or "
+                                "leave the agent out", field="agent")
+        return agent
+    for member in members:
+        known = engine.registry.agent(member)
+        if known is not None and known.active and known.owner:
+            return member
+    raise NotFound(f"no owner agent uses store {store!r}, and an import writes as one: add one to the store "
+                   "(or name the agent)", store=store)
+
+
+def run_import(engine: Engine | None, chosen: Format, plan: tuple[Any, ...], *, agent: str, dry_run: bool,
+               progress: Callable[[Progress], None] | None,
+               keep_token: Callable[[str, str], str]) -> dict[str, Any]:
+    """Run a loaded import: a dry run counts what it would create and opens nothing (``engine`` may be
+    None); a real one writes as an owner caller of ``agent``, registering it when it does not exist
+    (``keep_token(agent, token)`` keeps the new token and returns the file it is in)."""
+    if dry_run:
+        return chosen.run(Writer(None, None, chosen.name, dry_run=True, progress=progress), *plan)
+    assert engine is not None
+    with owner_caller(engine, agent, instance=import_instance(chosen.name)) as (caller, token):
+        result: dict[str, Any] = {"agent": agent}
+        if token:
+            result["tokenFile"] = keep_token(agent, token)
+        result.update(chosen.run(Writer(engine, caller, chosen.name, progress=progress), *plan))
+    return result

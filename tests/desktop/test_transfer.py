@@ -1,0 +1,227 @@
+"""Import… and Export… in the window, against a real served engine: the jobs, their progress, cancel, the summaries."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop.main_window import MainWindow
+from desktop.tasks import EngineTasks
+from desktop.transfer.dialogs import ExportDialog, ImportDialog
+from engine.access.authority import OperatorCaller
+from engine.service import Engine
+from tests.engine.importers.test_chatgpt import export
+
+WAIT_MS = 20_000
+
+
+def three_conversations() -> list[dict[str, Any]]:
+    conversations = export()
+    third = json.loads(json.dumps(conversations[1]).replace("000000000002", "000000000003"))
+    third["title"] = "Kayak rack, again"
+    return [*conversations, third]
+
+
+@pytest.fixture
+def export_file(tmp_path: Path) -> Path:
+    path = tmp_path / "chatgpt" / "conversations.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(three_conversations()), encoding="utf-8")
+    return path
+
+
+def titles(engine: Engine, query: str, guard: Any) -> set[str]:
+    """What the engine finds (the test's own look, on this thread, so the guard looks away)."""
+    guard.active = False
+    try:
+        return {hit["title"] for hit in engine.search(OperatorCaller("main"), {"query": query})["hits"]}
+    finally:
+        guard.active = True
+
+
+def finish(qtbot: Any, dialog: ImportDialog) -> dict[str, Any]:
+    with qtbot.waitSignal(dialog.sig_import_finished, timeout=WAIT_MS) as blocker:
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    return blocker.args[0]
+
+
+def test_a_dry_run_then_the_import_with_their_summaries(qtbot, tasks, served_engine, export_file,
+                                                         gui_thread_guard) -> None:
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.set_format("chatgpt")
+    dialog.path.setText(str(export_file))
+    dialog.dry_run.setChecked(True)
+    assert dialog.start_button.text() == "&Check"
+
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "done" and job["result"]["dryRun"] is True
+    assert dialog.summary.text() == ("Dry run of the chatgpt import: it would create 2 sources, 3 pages; nothing "
+                                     "was written.")
+    assert titles(served_engine, "tram clock", gui_thread_guard) == set()
+
+    dialog.dry_run.setChecked(False)
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "done", job
+    assert dialog.summary.text().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
+    assert dialog.progress.value() == dialog.progress.maximum() and dialog.status.text() == "Finished."
+    assert "Repairing a tram clock" in titles(served_engine, "tram clock", gui_thread_guard)
+    assert dialog.start_button.isEnabled() and not dialog.cancel_button.isEnabled()
+
+
+def test_progress_comes_from_the_job_and_cancel_stops_it_between_items_then_it_is_finished(
+        qtbot, tasks, served_engine, export_file, monkeypatch, gui_thread_guard) -> None:
+    saves, release = [], threading.Event()
+    real = served_engine.save_page
+
+    def save_page(caller: Any, params: dict[str, Any]) -> dict[str, Any]:
+        saves.append(params["title"])
+        if len(saves) == 2:  # the second conversation waits until the test lets it go
+            assert release.wait(WAIT_MS / 1000)
+        return real(caller, params)
+
+    monkeypatch.setattr(served_engine, "save_page", save_page)
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.path.setText(str(export_file))
+    qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    assert not dialog.start_button.isEnabled() and not dialog.path.isEnabled()
+
+    qtbot.waitUntil(lambda: dialog.status.text() == "1/3 conversations: Repairing a tram clock", timeout=WAIT_MS)
+    assert (dialog.progress.minimum(), dialog.progress.maximum(), dialog.progress.value()) == (0, 1000, 333)
+    assert dialog.cancel_button.isEnabled()
+    with qtbot.waitSignal(dialog.watcher.sig_job_updated, timeout=WAIT_MS,
+                          check_params_cb=lambda job: job["state"] == "cancelling"):
+        qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
+    assert dialog.status.text().startswith("Cancelling")
+    with qtbot.waitSignal(dialog.sig_import_finished, timeout=WAIT_MS) as blocker:
+        release.set()
+
+    assert blocker.args[0]["state"] == "cancelled"
+    assert dialog.status.text().startswith("Cancelled: 2/3 conversations") and "import the same input again" \
+        in dialog.status.text()
+    assert dialog.summary.text() == "" and dialog.start_button.isEnabled()
+    assert titles(served_engine, "Kayak", gui_thread_guard) == {"Untitled conversation"}  # the third was never imported
+
+    job = finish(qtbot, dialog)
+    assert job["state"] == "done" and job["result"]["imported"]["pages"] == 3
+    assert titles(served_engine, "Kayak", gui_thread_guard) == {"Untitled conversation", "Kayak rack, again"}
+
+
+def test_a_bad_input_is_refused_with_the_file_and_place_and_nothing_is_written(
+        qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    notes = tmp_path / "notes"
+    (notes / "People").mkdir(parents=True)
+    (notes / "People" / "Bruno.md").write_text("---\ntitle: [unclosed\n---\nBruno plays chess.\n", encoding="utf-8")
+    gui_thread_guard.active = True
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.set_format("markdown")
+    assert dialog.path_label.text() == "&Folder"
+    dialog.path.setText(str(notes))
+
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "failed" and job["error"]["file"] == "People/Bruno.md"
+    assert dialog.status.text().startswith("Not imported: People/Bruno.md: line 2 ")
+    assert titles(served_engine, "chess", gui_thread_guard) == set()
+
+
+def test_a_relative_or_empty_path_is_not_sent_as_it_is(qtbot, tasks, monkeypatch) -> None:
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    assert not dialog.start_button.isEnabled()  # nothing chosen yet
+    monkeypatch.chdir(Path("/"))
+    dialog.path.setText("srv/export.zip")
+    assert dialog.params()["path"] == "/srv/export.zip" and dialog.start_button.isEnabled()
+
+
+def test_export_writes_the_chosen_store_and_a_second_one_to_the_same_file_is_refused(
+        qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
+    stores = served_engine.resolver.inventory()
+    main_store = served_engine.resolver.effective("main", create=False).store_id
+    dialog = ExportDialog(tasks, stores, main_store)
+    qtbot.addWidget(dialog)
+    assert dialog.store.currentData() == main_store and dialog.store.currentText() == "main's own store"
+    assert not dialog.start_button.isEnabled()
+    out = tmp_path / "main.zip"
+    dialog.out.setText(str(out))
+    dialog.with_history.setChecked(True)
+
+    with qtbot.waitSignal(dialog.sig_export_finished, timeout=WAIT_MS) as blocker:
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+
+    job = blocker.args[0]
+    assert job["kind"] == "export" and job["state"] == "done", job
+    assert dialog.summary.text().startswith(f"Exported store {main_store} to {out}: ")
+    assert "vault files" in dialog.summary.text() and "History: " in dialog.summary.text()
+    gui_thread_guard.active = False
+    assert out.is_file()
+    gui_thread_guard.active = True
+
+    with qtbot.waitSignal(dialog.sig_export_finished, timeout=WAIT_MS) as blocker:
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    assert blocker.args[0]["state"] == "failed"
+    assert dialog.status.text().startswith("Not exported: ") and "already exists" in dialog.status.text()
+
+
+def test_the_window_opens_both_from_the_file_menu_and_its_shortcuts(qtbot, served, gui_thread_guard) -> None:
+    tasks = EngineTasks()
+    window = MainWindow(tasks, served)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    try:
+        with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=WAIT_MS):
+            window.connect_engine()
+        file_menu = [a.text() for a in window.menus.menu("File").actions() if not a.isSeparator()]
+        assert file_menu[:2] == ["&Import…", "&Export…"]
+
+        qtbot.keyClick(window, Qt.Key.Key_I, Qt.KeyboardModifier.ControlModifier)
+        assert window.import_dialog is not None and window.import_dialog.isVisible()
+        assert window.import_dialog.agent.currentText() == "main"
+        window.import_dialog.reject()
+
+        window.export_action.trigger()
+        qtbot.waitUntil(lambda: window.export_dialog is not None and window.export_dialog.isVisible())
+        store = window._agent_entry()["store"]["storeId"]
+        assert window.export_dialog.store.currentData() == store
+        window.export_dialog.reject()
+    finally:
+        tasks.shutdown()
+
+
+def test_a_reopened_dialog_follows_the_import_still_running(qtbot, tasks, served_engine, export_file, monkeypatch,
+                                                            gui_thread_guard) -> None:
+    release = threading.Event()
+    real = served_engine.save_page
+
+    def save_page(caller: Any, params: dict[str, Any]) -> dict[str, Any]:
+        assert release.wait(WAIT_MS / 1000)
+        return real(caller, params)
+
+    monkeypatch.setattr(served_engine, "save_page", save_page)
+    first = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(first)
+    first.path.setText(str(export_file))
+    with qtbot.waitSignal(first.watcher.sig_job_updated, timeout=WAIT_MS):
+        qtbot.mouseClick(first.start_button, Qt.MouseButton.LeftButton)
+    first.reject()  # closed: the import goes on in the engine
+
+    again = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(again)
+    qtbot.waitUntil(lambda: again.watcher.running, timeout=WAIT_MS)
+    assert again.summary.text().startswith("Still running in the engine: Import chatgpt conversations.json")
+    assert not again.start_button.isEnabled() and again.cancel_button.isEnabled()
+    with qtbot.waitSignal(again.sig_import_finished, timeout=WAIT_MS) as blocker:
+        release.set()
+    assert blocker.args[0]["state"] == "done"
+    assert again.summary.text().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
