@@ -38,8 +38,11 @@ from PySide6.QtWidgets import QWidget  # noqa: E402
 
 from desktop import launcher  # noqa: E402
 from desktop.app import application  # noqa: E402
+from desktop.connect.agent_dialog import ConnectAgentDialog  # noqa: E402
+from desktop.connect.settings_dialog import SettingsDialog  # noqa: E402
 from desktop.main_window import MainWindow  # noqa: E402
 from desktop.tasks import EngineTasks  # noqa: E402
+from desktop.transfer.dialogs import ImportDialog  # noqa: E402
 from engine.access.authority import AgentCaller  # noqa: E402
 from engine.importers.demo import seed_demo  # noqa: E402
 from engine.gate.turn import gate_turn  # noqa: E402
@@ -142,8 +145,13 @@ def wait(signal: Any, trigger: Callable[[], Any] = lambda: None, *, settle_ms: i
         loop.exec()
     if not fired:
         raise SystemExit(f"timed out waiting for {signal}")
+    pause_ms(settle_ms)
+
+
+def pause_ms(ms: int) -> None:
+    """Run the event loop for ``ms`` milliseconds (to paint)."""
     pause = QEventLoop()
-    QTimer.singleShot(settle_ms, pause.quit)
+    QTimer.singleShot(ms, pause.quit)
     pause.exec()
 
 
@@ -234,6 +242,32 @@ def main() -> int:
             bench = models.benchmark
             wait(bench.sig_benchmark_finished, bench.run_button.click)
             save(window, "models-and-benchmark")
+
+            wait(window.partitions_view.sig_content_loaded, lambda: window.show_view(8))
+            save(window, "partitions")
+            connect = ConnectAgentDialog(tasks, window.inventory.get("agents", []), "researcher", parent=window)
+            connect.resize(900, 640)
+            wait(connect.sig_connections_loaded, connect.show, settle_ms=500)
+            save(connect, "connect-an-agent")
+            connect.close()
+            owner_settings = SettingsDialog(tasks, parent=window)
+            wait(owner_settings.sig_settings_loaded, owner_settings.show)
+            save(owner_settings, "owner-settings")
+            owner_settings.close()
+            importing = ImportDialog(tasks, [agent["name"] for agent in window.inventory.get("agents", [])],
+                                     "main", window)
+            importing.show()
+            pause_ms(300)
+            save(importing, "import")
+            importing.close()
+
+            # The dark theme, applied without remembering it (the owner's choice stays theirs).
+            window.theme.choice = "dark"
+            window.theme.apply()
+            wait(records.page.sig_content_loaded, lambda: (window.show_view(1), records.open_record(dana)))
+            save(window, "record-page-dark")
+            window.theme.choice = "system"
+            window.theme.apply()
         except KeyboardInterrupt:
             pass
         finally:
