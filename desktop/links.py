@@ -28,6 +28,8 @@ from engine.core.errors import InvalidParams
 from engine.core.links import RecordLink, parse_record_link
 from engine.state.statedir import StateDir
 
+from .common.widgets import bring_forward
+
 if TYPE_CHECKING:
     from .main_window import MainWindow
 
@@ -173,12 +175,7 @@ class LinkOpener(QObject):
             self._open_pending()
 
     def bring_forward(self) -> None:
-        window = self.window
-        if window.isMinimized():
-            window.showNormal()
-        window.show()
-        window.raise_()
-        window.activateWindow()
+        bring_forward(self.window)
 
     def _on_inventory(self, inventory: dict[str, Any]) -> None:
         self._inventory_seen = True

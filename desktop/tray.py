@@ -24,6 +24,7 @@ from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QMenu, QStyle, QSystemTrayIcon
 
 from . import launcher
+from .common.widgets import bring_forward
 
 if TYPE_CHECKING:
     from .main_window import MainWindow
@@ -109,12 +110,7 @@ class DeskTray(QObject):
             self.show_window()
 
     def show_window(self) -> None:
-        window = self.window
-        if window.isMinimized():
-            window.showNormal()
-        window.show()
-        window.raise_()
-        window.activateWindow()
+        bring_forward(self.window)
 
     def stop_engine(self) -> None:
         """Stop the engine the window is connected to (on the worker thread), then close the window."""

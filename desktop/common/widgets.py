@@ -322,3 +322,12 @@ def heading(text: str) -> QLabel:
     font.setPointSizeF(font.pointSizeF() * 1.15)
     label.setFont(font)
     return label
+
+
+def bring_forward(window: QWidget) -> None:
+    """Show ``window`` in front of the others, restored if it was minimised."""
+    if window.isMinimized():
+        window.showNormal()
+    window.show()
+    window.raise_()
+    window.activateWindow()
