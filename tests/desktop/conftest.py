@@ -119,6 +119,30 @@ def served(served_engine: Engine) -> StateDir:
 
 
 @pytest.fixture
+def window_settings(tmp_path: Path) -> Any:
+    """The window's own settings (theme), in the test's directory rather than the account's."""
+    from PySide6.QtCore import QSettings
+
+    return QSettings(str(tmp_path / "desktop.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def connected_window(qtbot: Any, served: StateDir, window_settings: Any) -> Iterator[Any]:
+    """The window on the served demo store, shown and connected (its agents listed)."""
+    from desktop.main_window import MainWindow
+
+    made_tasks = EngineTasks()
+    made = MainWindow(made_tasks, served, settings=window_settings)
+    qtbot.addWidget(made)
+    made.show()
+    qtbot.waitExposed(made)
+    with qtbot.waitSignal(made.agents_view.sig_inventory_changed, timeout=10_000):
+        made.connect_engine()
+    yield made
+    made_tasks.shutdown()
+
+
+@pytest.fixture
 def tasks(served: StateDir) -> Iterator[EngineTasks]:
     """The operator's worker, connected to the served engine on first use."""
     made = EngineTasks(connect=lambda: OperatorClient(served))

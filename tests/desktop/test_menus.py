@@ -19,16 +19,8 @@ from engine.state.statedir import StateDir
 
 
 @pytest.fixture
-def window(qtbot, served, tmp_path):
-    tasks = EngineTasks()
-    made = MainWindow(tasks, served, settings=QSettings(str(tmp_path / "desktop.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(made)
-    made.show()
-    qtbot.waitExposed(made)
-    with qtbot.waitSignal(made.agents_view.sig_inventory_changed, timeout=10_000):
-        made.connect_engine()
-    yield made
-    tasks.shutdown()
+def window(connected_window):
+    return connected_window
 
 
 def menu_actions(window: MainWindow) -> list[QAction]:

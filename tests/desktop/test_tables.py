@@ -4,27 +4,17 @@ dragging anything) and empty ones say what is empty and what to do."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
 from desktop.common.models import Column, RowsModel
 from desktop.common.widgets import DeskTable, table
-from desktop.main_window import MainWindow
-from desktop.tasks import EngineTasks
 from tests.desktop.conftest import wait_for_signal
 
 
 @pytest.fixture
-def window(qtbot, served, tmp_path):
-    tasks = EngineTasks()
-    made = MainWindow(tasks, served, settings=QSettings(str(tmp_path / "desktop.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(made)
-    made.show()
-    qtbot.waitExposed(made)
-    with qtbot.waitSignal(made.agents_view.sig_inventory_changed, timeout=10_000):
-        made.connect_engine()
-    yield made
-    tasks.shutdown()
+def window(connected_window):
+    return connected_window
 
 
 def in_view(view: DeskTable, column: int) -> bool:

@@ -10,8 +10,6 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
 from desktop.common.widgets import BAR_COLOURS, MessageBar, is_dark
-from desktop.main_window import MainWindow
-from desktop.tasks import EngineTasks
 from desktop.theme import THEME_KEY, ThemeController
 from tests.desktop.conftest import wait_for_signal
 
@@ -29,16 +27,13 @@ def restore_theme(qapp, settings) -> Iterator[None]:
 
 
 @pytest.fixture
-def window(qtbot, served, settings, restore_theme):
-    tasks = EngineTasks()
-    made = MainWindow(tasks, served, settings=settings)
-    qtbot.addWidget(made)
-    made.show()
-    qtbot.waitExposed(made)
-    with qtbot.waitSignal(made.agents_view.sig_inventory_changed, timeout=10_000):
-        made.connect_engine()
-    yield made
-    tasks.shutdown()
+def window_settings(settings, restore_theme):
+    return settings
+
+
+@pytest.fixture
+def window(connected_window):
+    return connected_window
 
 
 def contrast(one: str, other: str) -> float:
