@@ -54,7 +54,7 @@ WINDOW_STEP = 16
 PUBLISH_RESERVE_S = 0.025      # kept back from scoring for tiers, authority re-check and the answer
 PADDING_SLACK = 0.9            # the runtime pads each batch to its longest pair
 FIT_ATTEMPTS = 3
-CASCADE_ORDER = "fused"         # cheap_order's default (docs/benchmarks/gate.md, the cascade)
+CASCADE_ORDER = "fused"         # cheap_order's default for keyword candidates (docs/benchmarks/gate.md, the cascade)
 
 
 @dataclass

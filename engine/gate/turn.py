@@ -329,8 +329,10 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
             pages.remember(stored)
     elif gate.candidates != "model":
         if gate.long_windows and decision.tokens_per_second() is not None:
-            # The cascade: the likeliest pages by a cheap score first, so they get the long windows.
-            similarities = _similarities(engine, decision, entry, message, candidates, deadline, evaluation)
+            # The cascade: the likeliest pages by a cheap score first, so they get the long windows. Keyword
+            # candidates join their BM25 rank with the similarity; hybrid ones already rank by both.
+            similarities = None if gate.candidates == "hybrid" else _similarities(
+                engine, decision, entry, message, candidates, deadline, evaluation)
             candidates = evaluation.candidates = cheap_order(candidates, similarities)
         plan = _ask(recheck, "plan", lambda: plan_gate_scoring(decision, message, candidates, engine.passage_finder,
                                                                gate, score_by))
