@@ -45,8 +45,9 @@ class OnnxOptions:
 
     intra_op_threads: int = 0            # 0: every core the process may use
     graph_optimization: str = "all"      # disabled | basic | extended | all
-    spinning: bool = True                # intra-op threads spin while waiting for work (onnxruntime's default)
-    max_batch_rows: int = 16
+    spinning: bool = False               # idle intra-op threads spin for work (onnxruntime's default: on); off was
+                                         # faster on a busy 2-core machine (docs/benchmarks/gate-int8.md)
+    max_batch_rows: int = 4              # small batches stay in the cores' caches (docs/benchmarks/gate-int8.md)
     max_batch_tokens: int = 4096         # rows x padded length of one batch
     max_padding_share: float = 0.25      # a batch is closed before padding would exceed this share
     cache_entries: int = 4096
