@@ -45,8 +45,8 @@ class OnnxOptions:
 
     intra_op_threads: int = 0            # 0: every core the process may use
     graph_optimization: str = "all"      # disabled | basic | extended | all
-    spinning: bool = False               # idle intra-op threads spin for work (onnxruntime's default: on); off was
-                                         # faster on a busy 2-core machine (docs/benchmarks/gate-int8.md)
+    spinning: bool = True                # idle intra-op threads spin for work (onnxruntime's default); off was faster
+                                         # only while other work kept the cores busy (docs/benchmarks/gate-int8.md)
     max_batch_rows: int = 4              # small batches stay in the cores' caches (docs/benchmarks/gate-int8.md)
     max_batch_tokens: int = 4096         # rows x padded length of one batch
     max_padding_share: float = 0.25      # a batch is closed before padding would exceed this share
