@@ -507,9 +507,9 @@ def long_pages(engine: Engine, caller: AgentCaller) -> dict[str, str]:
     return ids
 
 
-@pytest.mark.parametrize("with_embedder", [False, True])
+@pytest.mark.parametrize("with_embedder, candidates", [(False, "keyword"), (True, "keyword"), (True, "hybrid")])
 def test_the_cascade_gives_the_likeliest_pages_long_windows_within_the_budget(state, caplog, monkeypatch,
-                                                                             with_embedder) -> None:
+                                                                             with_embedder, candidates) -> None:
     from engine.gate.journal import journal_turns
     from engine.access.authority import OperatorCaller
     from models.fixtures import TINY_EMBEDDER
@@ -521,7 +521,8 @@ def test_the_cascade_gives_the_likeliest_pages_long_windows_within_the_budget(st
     monkeypatch.setattr(gate_module, "cheap_order", lambda pages, similarities: seen.append(similarities) or
                         order(pages, similarities))
     # A pretend 2,000 tokens/s and a 300 ms budget: about 450 tokens for three long pages.
-    write_config(state, {"mode": "shadow", "timeoutMs": 300, "longWindows": 1, "journal": True})
+    write_config(state, {"mode": "shadow", "timeoutMs": 300, "longWindows": 1, "journal": True,
+                         "candidates": candidates})
     if with_embedder:   # the search's embedding model: the cheap score includes the similarity
         add_local(ModelStore(state.models), TINY_EMBEDDER, name="encoder")
         config = json.loads(state.config.read_text(encoding="utf-8"))
@@ -543,8 +544,9 @@ def test_the_cascade_gives_the_likeliest_pages_long_windows_within_the_budget(st
     documents = [page_["document"] for page_ in kept[0]["pages"]]
     assert [page_["id"] for page_ in kept[0]["pages"]] == [d["id"] for d in answer["decisions"]]
     assert len(documents[0]) > 2 * max(len(document) for document in documents[1:]), documents
-    # The cheap score: the similarity of every page (from the store's vectors) when the search embeds, else none.
-    if with_embedder:
+    # The cheap score: keyword candidates add the similarity of every page (from the store's vectors) when the
+    # search embeds; hybrid candidates keep their own rank, which already joins both.
+    if with_embedder and candidates == "keyword":
         assert set(seen[0]) == set(ids.values()) and all(-1 <= value <= 1 for value in seen[0].values())
     else:
         assert seen == [None]
