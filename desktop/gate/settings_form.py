@@ -63,6 +63,9 @@ FIELDS = (
     Field("pageChars", "Characters per page", "int", "pageChars: all of a page's excerpts together."),
     Field("timeoutMs", "Budget per turn (ms)", "int", "timeoutMs: the whole gate's time per turn. The Models "
           "view's benchmark says how many tokens it holds on this machine."),
+    Field("longWindows", "Long windows (cascade)", "int", "longWindows: with a cross-encoder, this many pages, "
+          "the likeliest by a cheap score (keyword rank, and similarity when the search has an embedding model), "
+          "get the reranker's long excerpt windows and the rest the 32-token minimum. 0: every page the same window."),
     Field("maxIndexChars", "Label index characters", "int", "maxIndexChars: the size of the label index that "
           "model candidates are chosen from."),
     Field("journal", "Keep a shadow journal", "bool", "journal: owner-private shadow turns keep their message "

@@ -3,7 +3,11 @@
 ``operator/benchmarkModel`` measures the model's tokens per second in the
 engine (as a job this panel follows and may cancel) and sizes the recall
 gate's budget from it: how many tokens one turn of ``timeoutMs`` holds, and
-whether that is enough for ``maxCandidates`` pages.
+whether that is enough for ``maxCandidates`` pages.  *Compare variants* also
+measures every variant of the model this machine holds (fp32, int8 ...) side
+by side, with each one's scores against fp32's on the same pairs, and says
+which to use: the fastest whose scores stay close to fp32's
+(engine/operator/model_benchmark.py, ``recommend``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,25 @@ LENGTH_COLUMNS = [
     Column("Seconds", lambda r: r.get("seconds"), align_right=True),
     Column("Tokens/s", lambda r: r.get("tokensPerSecond"), align_right=True),
 ]
+
+
+
+def _fidelity(row: Row, key: str, percent: bool = False) -> Any:
+    measured = row.get("fidelity")
+    if not measured:
+        return "-"
+    return f"{measured[key]:.0%}" if percent else f"{measured[key]:.4f}"
+
+
+VARIANT_COLUMNS = [
+    Column("Variant", lambda r: r.get("variant")),
+    Column("Installed as", lambda r: r.get("name")),
+    Column("Tokens/s", lambda r: r.get("tokensPerSecond"), align_right=True),
+    Column("x fp32", lambda r: f"{r['speedup']:.2f}x" if r.get("speedup") else "-", align_right=True),
+    Column("Max score difference", lambda r: _fidelity(r, "maxDifference"), align_right=True),
+    Column("Mean score difference", lambda r: _fidelity(r, "meanDifference"), align_right=True),
+    Column("Same page first", lambda r: _fidelity(r, "sameFirst", percent=True), align_right=True),
+]
 BUDGET_COLUMNS = [
     Column("timeoutMs", lambda r: r.get("timeoutMs"), align_right=True),
     Column("Tokens per turn", lambda r: r.get("tokens"), align_right=True),
@@ -53,6 +76,17 @@ def budget_text(result: dict[str, Any]) -> str:
         return head + body + f": all {candidates} pages with ~{budget['windowTokens']}-token excerpts."
     return head + body + (f": only {budget.get('candidatesScored', 0)} of {candidates} pages, with the shortest "
                           "excerpts. Raise timeoutMs or lower maxCandidates for all of them.")
+
+
+def variants_text(compared: dict[str, Any] | None) -> str:
+    """The recommendation in a sentence or two (empty when the variants were not compared)."""
+    if not compared:
+        return ""
+    rows = compared.get("variants") or []
+    if len(rows) < 2:
+        return ("Only one variant of this model is on this machine, so there is nothing to compare. Pull or add "
+                "another (for example int8 beside fp32) and compare again.")
+    return f"Use {compared.get('recommendation')}: {compared.get('why')}"
 
 
 class BenchmarkPanel(QWidget):
@@ -76,6 +110,10 @@ class BenchmarkPanel(QWidget):
         self.run_button = QPushButton("&Benchmark")
         self.run_button.setToolTip("Measure the selected model's tokens per second on this machine (seconds)")
         self.run_button.clicked.connect(self.run)
+        self.compare_button = QPushButton("Compare &variants")
+        self.compare_button.setToolTip("Benchmark every variant of the selected model on this machine (fp32, "
+                                       "int8 ...) side by side, with how far each one's scores are from fp32's")
+        self.compare_button.clicked.connect(self.compare)
         self.cancel_button = QPushButton("Cancel &benchmark")
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
@@ -85,6 +123,10 @@ class BenchmarkPanel(QWidget):
         self.answer = QLabel()
         self.answer.setWordWrap(True)
         self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.recommendation = QLabel()
+        self.recommendation.setWordWrap(True)
+        self.recommendation.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.variants_model = RowsModel(VARIANT_COLUMNS, self)
         self.lengths_model = RowsModel(LENGTH_COLUMNS, self)
         self.budgets_model = RowsModel(BUDGET_COLUMNS, self)
         self.watcher = JobWatcher(tasks, self)
@@ -98,6 +140,7 @@ class BenchmarkPanel(QWidget):
         controls.addWidget(QLabel("Budget"))
         controls.addWidget(self.timeout)
         controls.addWidget(self.run_button)
+        controls.addWidget(self.compare_button)
         controls.addWidget(self.cancel_button)
         tables = QSplitter(Qt.Orientation.Horizontal)
         tables.addWidget(table(self.lengths_model))
@@ -109,6 +152,10 @@ class BenchmarkPanel(QWidget):
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
         layout.addWidget(self.answer)
+        layout.addWidget(self.recommendation)
+        self.variants_table = table(self.variants_model)
+        self.variants_table.hide()
+        layout.addWidget(self.variants_table)
         layout.addWidget(tables, 1)
         self._update_actions()
 
@@ -141,15 +188,22 @@ class BenchmarkPanel(QWidget):
         if running and not self.watcher.running:
             self.watcher.follow(running[0])
 
-    def run(self) -> None:
+    def run(self, compare_variants: bool = False) -> None:
         name = self.model_choice.currentData()
         if not name or self.watcher.running:
             return
         params: dict[str, Any] = {"name": name}
         if self.timeout.value():
             params["timeoutMs"] = self.timeout.value()
+        if compare_variants:
+            params["compareVariants"] = True
         self.run_button.setEnabled(False)
+        self.compare_button.setEnabled(False)
         self.watcher.start("operator/benchmarkModel", params, on_error=self._on_refused)
+
+    def compare(self) -> None:
+        """The benchmark, plus every variant of the model side by side and the one to use."""
+        self.run(compare_variants=True)
 
     def _on_refused(self, message: str) -> None:
         self.status.setText(f"Could not start the benchmark: {message}")
@@ -161,6 +215,7 @@ class BenchmarkPanel(QWidget):
         self.status.setText(progress_text(job))
         self.cancel_button.setEnabled(job.get("state") == "running")
         self.run_button.setEnabled(False)
+        self.compare_button.setEnabled(False)
 
     def _on_finished(self, job: dict[str, Any]) -> None:
         if job.get("state") == "done":
@@ -168,6 +223,10 @@ class BenchmarkPanel(QWidget):
             self.answer.setText(budget_text(self.result))
             self.lengths_model.set_rows(self.result.get("lengths") or [])
             self.budgets_model.set_rows(self.result.get("budgets") or [])
+            compared = self.result.get("variants")
+            self.recommendation.setText(variants_text(compared))
+            self.variants_model.set_rows((compared or {}).get("variants") or [])
+            self.variants_table.setVisible(bool(compared))
             self.progress.setValue(1000)
         self.status.setText(progress_text(job))
         self._update_actions()
@@ -175,5 +234,6 @@ class BenchmarkPanel(QWidget):
 
     def _update_actions(self) -> None:
         self.run_button.setEnabled(self.model_choice.count() > 0 and not self.watcher.running)
+        self.compare_button.setEnabled(self.run_button.isEnabled())
         if not self.watcher.running:
             self.cancel_button.setEnabled(False)

@@ -90,6 +90,7 @@ class Options:
     quality: bool = False               # the LoCoMo quality figures (docs/benchmarks/gate-quality.md)
     fit: bool = False                   # fit the embedding provider's calibration (conversations FIT_SAMPLES)
     candidates: tuple[str, ...] = ("keyword",)   # candidate modes the quality figures compare
+    long_windows: int = 0               # recallGate.longWindows of the latency turns (the cascade)
     fit_samples: range = range(0, 5)        # LoCoMo conversations the calibration is fitted on
     report_samples: range = range(5, 10)    # the conversations the quality figures are reported on
 
@@ -205,7 +206,8 @@ def _prepare_store(state: StateDir, data: Any, options: Options, say: Callable[[
     chosen = resolve_model(ModelStore(state.models), options.model, options.variant)
     config = json.loads(state.config.read_text(encoding="utf-8")) if state.config.is_file() else {}
     config.update(decisionModel=chosen.select, knowledgeRuntimeEnabled=True,
-                  recallGate={"mode": "shadow", "journal": True, "timeoutMs": options.timeout_ms})
+                  recallGate={"mode": "shadow", "journal": True, "timeoutMs": options.timeout_ms,
+                              "longWindows": options.long_windows})
     if chosen.kind == "embedding":
         config["embeddingModel"] = f"onnx/{chosen.name}"   # the store's vectors are the gate's page vectors
     state.config.write_text(json.dumps(config, indent=2), encoding="utf-8")
@@ -269,6 +271,8 @@ def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: Ch
             turns.append({**question, "latencyMs": answer["latencyMs"], "outcome": answer["outcome"],
                           "scores": {d["id"]: d["score"] for d in answer["decisions"]}})
         figures["modes"][mode] = gate_quality.quality(turns)
+        if chosen.kind == "embedding":   # scores are similarities: the cascade's cheap orders can be replayed
+            figures["modes"][mode]["cascade"] = gate_quality.cascade_placement(turns)
         if mode == "keyword":
             figures["functionWords"] = _function_words(engine, turns)
         latencies = sorted(turn["latencyMs"] for turn in turns)
@@ -407,6 +411,7 @@ def _summary(options: Options, turns: list[dict[str, Any]], throughput: dict[str
         "candidates": statistics.fmean(t["candidates"] for t in turns),
         "unscored": statistics.fmean(t["unscored"] for t in turns),
         "variant": options.variant, "outcomes": outcomes, "throughput": throughput,
+        "longWindows": options.long_windows,
     }
     if throughput is not None:
         rounds = throughput["rounds"]
@@ -448,7 +453,8 @@ def render(result: dict[str, Any]) -> str:
         f"{machine['system']}, Python {machine['python']}; load average {result.get('load', {}).get('start')} "
         f"at the start, {result.get('load', {}).get('end')} at the end.", "",
         f"LoCoMo store ({result['pages']} pages), {result['questions']} LoCoMo questions as user turns, "
-        f"`recallGate` shadow mode, keyword candidates, defaults except `timeoutMs` {result['timeoutMs']}. "
+        f"`recallGate` shadow mode, keyword candidates, defaults except `timeoutMs` {result['timeoutMs']}"
+        + (f" and `longWindows` {result['longWindows']} (the cascade)" if result.get("longWindows") else "") + ". "
         f"{described}", "",
         "## Gate turns", "",
         "| | p50 | p95 | max |", "| --- | --- | --- | --- |",

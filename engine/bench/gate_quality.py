@@ -19,6 +19,8 @@ import math
 import re
 from typing import Any, Iterable, Sequence
 
+from ..gate.candidates import Candidate
+from ..gate.scoring import cheap_order
 from ..index.analysis import FUNCTION_WORDS
 
 THRESHOLDS = tuple(round(0.05 * step, 2) for step in range(1, 20))
@@ -179,6 +181,44 @@ def quality(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
     }
 
 
+CASCADE_ORDERS = ("shortlist", "similarity", "fused")
+CASCADE_SLOTS = (1, 2, 3, 4, 5)
+
+
+def cascade_placement(turns: Sequence[dict[str, Any]], slots: Sequence[int] = CASCADE_SLOTS) -> dict[str, Any]:
+    """How often the cascade's cheap order puts gold pages in its long-window slots.
+
+    Each turn is as for ``quality``, its ``scores`` in shortlist order and each score a monotonic function of the
+    message's similarity to the page (an ``embedding/`` Decision model: calibrated cosine similarity), so the
+    similarity order and the fused order are those the gate's ``cheap_order`` computes.  Per order and number of
+    long slots N: the share of the shortlisted gold pages among the first N, and of the turns with a gold page
+    shortlisted, those with one among the first N.  ``shortlist`` at N is also where equal windows would put
+    N pages; ``random`` is what an order knowing nothing would give (N / shortlisted, per turn).
+    """
+    figures: dict[str, Any] = {"turns": 0, "goldPages": 0, "orders": {}}
+    counted = [t for t in turns if set(t["gold"]) & set(t["scores"])]
+    figures["turns"] = len(counted)
+    figures["goldPages"] = sum(len(set(t["gold"]) & set(t["scores"])) for t in counted)
+    for how in CASCADE_ORDERS:
+        pages_in = {n: 0 for n in slots}
+        turns_in = {n: 0 for n in slots}
+        for turn in counted:
+            pages = [Candidate(page, 0, "page", page, page) for page in turn["scores"]]
+            similarities = {page: score for page, score in turn["scores"].items() if score is not None}
+            order = [c.id for c in cheap_order(pages, similarities, how)]
+            gold = set(turn["gold"])
+            for n in slots:
+                found = len(gold & set(order[:n]))
+                pages_in[n] += found
+                turns_in[n] += bool(found)
+        figures["orders"][how] = {n: {"goldPages": pages_in[n] / figures["goldPages"] if counted else math.nan,
+                                      "turns": turns_in[n] / len(counted) if counted else math.nan} for n in slots}
+    figures["orders"]["random"] = {n: {"goldPages": sum(
+        len(set(t["gold"]) & set(t["scores"])) * min(1.0, n / len(t["scores"])) for t in counted)
+        / figures["goldPages"] if counted else math.nan, "turns": math.nan} for n in slots}
+    return figures
+
+
 def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float:
     """The probability that a random positive scores above a random negative (ties count half)."""
     positives = sum(1 for label in labels if label)
@@ -270,6 +310,22 @@ def render(figures: dict[str, Any], model: str) -> list[str]:
                   f"- turns with gold pages ({words['goldTurns']}): {words['goldPagesThroughFunctionWords']} of the "
                   f"{words['goldPagesShortlisted']} gold pages shortlisted share only function words with the "
                   f"question ({_figure(words['goldOnlyThroughFunctionWords'])} of these turns)", ""]
+    for mode, quality_figures in figures["modes"].items():
+        placement = quality_figures.get("cascade")
+        if not placement:
+            continue
+        slots = sorted(next(iter(placement["orders"].values())))
+        lines += [f"### The cascade's cheap order ({mode} candidates)", "",
+                  f"{placement['turns']} turns with a gold page shortlisted ({placement['goldPages']} gold pages). "
+                  "Share of those gold pages among the first N candidates of each order (in brackets: turns with "
+                  "one there); `longWindows: N` gives exactly those N the long windows.", "",
+                  "| order | " + " | ".join(f"N = {n}" for n in slots) + " |",
+                  "| --- |" + " --- |" * len(slots)]
+        for how, row in placement["orders"].items():
+            lines.append(f"| {how} | " + " | ".join(
+                f"{_figure(row[n]['goldPages'])}" + (f" ({_figure(row[n]['turns'])})" if not math.isnan(
+                    row[n]["turns"]) else "") for n in slots) + " |")
+        lines.append("")
     for mode, quality_figures in figures["modes"].items():
         lines += [f"### {mode} candidates, per threshold", "",
                   "| threshold | precision | recall | F1 | pages injected per turn | no-gold turns injected |",

@@ -302,7 +302,7 @@ def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
         state_dir=Path(args.state_dir).expanduser() if args.state_dir else None, questions=args.questions,
         timeout_ms=args.timeout_ms, rounds=args.rounds, output=None if args.output == "-" else Path(args.output),
         command="knowledge " + shlex.join(args.argv), quality=args.quality, fit=args.fit_calibration,
-        candidates=tuple(args.candidates))
+        candidates=tuple(args.candidates), long_windows=args.long_windows)
     try:
         gate_bench.run(options, say=lambda line: print(line, flush=True))
     except gate_bench.BenchmarkSkipped as exc:
@@ -651,6 +651,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench_gate.add_argument("--data", default=str(gate_bench.DEFAULT_DATA), help="the LoCoMo file")
     bench_gate.add_argument("--questions", type=int, default=150, help="gate turns (default 150)")
     bench_gate.add_argument("--timeout-ms", type=int, default=1500, help="recallGate.timeoutMs (default 1500)")
+    bench_gate.add_argument("--long-windows", type=int, default=0, metavar="N",
+                            help="recallGate.longWindows of the gate turns (the cascade; default 0: equal windows)")
     bench_gate.add_argument("--rounds", type=int, default=3, help="throughput rounds per side (default 3)")
     bench_gate.add_argument("--output", default=str(gate_bench.DEFAULT_OUTPUT), help="'-' writes no file")
     bench_gate.set_defaults(handler=cmd_bench_gate)

@@ -45,7 +45,9 @@ class OnnxOptions:
 
     intra_op_threads: int = 0            # 0: every core the process may use
     graph_optimization: str = "all"      # disabled | basic | extended | all
-    max_batch_rows: int = 16
+    spinning: bool = True                # idle intra-op threads spin for work (onnxruntime's default); off was faster
+                                         # only while other work kept the cores busy (docs/benchmarks/gate-int8.md)
+    max_batch_rows: int = 4              # small batches stay in the cores' caches (docs/benchmarks/gate-int8.md)
     max_batch_tokens: int = 4096         # rows x padded length of one batch
     max_padding_share: float = 0.25      # a batch is closed before padding would exceed this share
     cache_entries: int = 4096
@@ -135,6 +137,7 @@ class OnnxReranker:
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         level = _OPTIMIZATION.get(self.options.graph_optimization, "ORT_ENABLE_ALL")
         options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, level)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.options.spinning else "0")
         options.log_severity_level = 3
         return options
 

@@ -31,10 +31,10 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..decision.runtime import BooleanAnswer, DecisionRuntime
-from .candidates import Candidate
+from .candidates import RRF_K, Candidate
 from ..state.gate_settings import GateSettings
 from ..core.labels import clip
 from ..search.passages import ELLIPSIS, PassageFinder
@@ -54,14 +54,17 @@ WINDOW_STEP = 16
 PUBLISH_RESERVE_S = 0.025      # kept back from scoring for tiers, authority re-check and the answer
 PADDING_SLACK = 0.9            # the runtime pads each batch to its longest pair
 FIT_ATTEMPTS = 3
+CASCADE_ORDER = "fused"         # cheap_order's default for keyword candidates (docs/benchmarks/gate.md, the cascade)
 
 
 @dataclass
 class ScoringPlan:
     documents: list[str]             # one per planned candidate, best first
     planned: int                     # candidates[:planned] are sent; the rest stay unscored
-    window_tokens: int | None        # None: whole excerpts (no tokenizer, or all fit)
+    window_tokens: int | None        # None: whole excerpts (no tokenizer, or all fit); the cascade: the long window
     budget_tokens: int | None
+    short_window_tokens: int | None = None   # the cascade: the window of candidates[long_windows:planned]
+    long_windows: int = 0            # the cascade: candidates[:long_windows] got window_tokens (0: equal windows)
 
 
 @dataclass(frozen=True)
@@ -84,15 +87,44 @@ def document_for(title: str, text: str) -> str:
     return f"{title}\n{text}" if text else title
 
 
+def cheap_order(candidates: Sequence[Candidate], similarities: Mapping[str, float] | None,
+                how: str = CASCADE_ORDER) -> list[Candidate]:
+    """The candidates, likeliest first by a score that costs no Decision request (the cascade's first stage).
+
+    ``shortlist`` keeps the shortlist's order (BM25 for keyword candidates, the fused rank for hybrid);
+    ``similarity`` sorts by the message's cosine similarity to each page under the search's embedding model;
+    ``fused`` joins both ranks by reciprocal rank (k = RRF_K).  A page without a similarity (no vector) ranks
+    by its shortlist place alone, after the pages that have one under ``similarity``; without similarities
+    at all every order is the shortlist's.  Ties keep the shortlist's order.
+    """
+    if not similarities or how == "shortlist":
+        return list(candidates)
+    known = sorted((c for c in candidates if c.id in similarities), key=lambda c: -similarities[c.id])
+    if how == "similarity":
+        return known + [c for c in candidates if c.id not in similarities]
+    if how != "fused":
+        raise ValueError(f"unknown cheap order {how!r}")
+    rank = {c.id: 1 / (RRF_K + place + 1) for place, c in enumerate(candidates)}
+    for place, c in enumerate(known):
+        rank[c.id] += 1 / (RRF_K + place + 1)
+    position = {c.id: place for place, c in enumerate(candidates)}
+    return sorted(candidates, key=lambda c: (-rank[c.id], position[c.id]))
+
+
 def plan_gate_scoring(decision: DecisionRuntime, message: str, candidates: Sequence[Candidate],
                       finder: PassageFinder, settings: GateSettings, deadline: float) -> ScoringPlan:
-    """Documents sized to the time left before ``deadline`` (best candidates first)."""
+    """Documents sized to the time left before ``deadline`` (best candidates first).
+
+    With ``settings.long_windows`` (the cascade) the first that many planned candidates share the budget
+    left after every other planned candidate got ``MIN_WINDOW_TOKENS``; without it, every planned candidate
+    gets the same window.  The caller orders the candidates (``cheap_order``).
+    """
     full = [document_for(c.title, c.excerpt) for c in candidates]
     if not candidates or decision.tokens_per_second() is None:
         return ScoringPlan(full, len(candidates), None, None)
     per_token, overhead = _cost_model(decision)
     available = deadline - time.monotonic() - PUBLISH_RESERVE_S
-    batches = max(1, math.ceil(len(candidates) / 8))
+    batches = max(1, math.ceil(len(candidates) / 8)) + (1 if settings.long_windows else 0)
     budget = int(max(0.0, available - batches * overhead) / per_token * PADDING_SLACK)
     base = decision.pair_tokens(message, [""])[0]           # the query with the template's special tokens
     counts = decision.count_tokens([f"{c.title}\n" for c in candidates] + [c.excerpt for c in candidates])
@@ -110,14 +142,29 @@ def plan_gate_scoring(decision: DecisionRuntime, message: str, candidates: Seque
     window = _largest_window(base, titles[:planned], excerpts[:planned], budget, limit)
     if all(excerpt <= window for excerpt in excerpts[:planned]):
         return ScoringPlan(full[:planned], planned, None, budget)
+    long = min(settings.long_windows, planned)
+    windows = [window] * planned
+    short: int | None = None
+    if 0 < long < planned:
+        short = MIN_WINDOW_TOKENS
+        rest = sum(base + title + min(excerpt, short) for title, excerpt in zip(titles[long:planned],
+                                                                                  excerpts[long:planned]))
+        wide = _largest_window(base, titles[:long], excerpts[:long], budget - rest, limit)
+        if wide > window:   # else the budget is too short for a cascade: equal windows
+            windows = [wide] * long + [short] * (planned - long)
+            window = wide
+        else:
+            long, short = 0, None
+    else:
+        long = 0
     documents = []
-    for candidate, excerpt in zip(candidates[:planned], excerpts[:planned]):
-        if excerpt <= window:
+    for candidate, excerpt, size in zip(candidates[:planned], excerpts[:planned], windows):
+        if excerpt <= size:
             documents.append(document_for(candidate.title, candidate.excerpt))
         else:
-            text = fit_excerpt(decision, finder, message, candidate.excerpt, excerpt, window, settings)
+            text = fit_excerpt(decision, finder, message, candidate.excerpt, excerpt, size, settings)
             documents.append(document_for(candidate.title, text))
-    return ScoringPlan(documents, planned, window, budget)
+    return ScoringPlan(documents, planned, window, budget, short, long)
 
 
 def _cost_model(decision: DecisionRuntime) -> tuple[float, float]:

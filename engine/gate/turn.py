@@ -35,6 +35,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, TypeVar
 
+import numpy as np
+
 from ..access.authority import OWNER_PRIVATE, Authority, Caller, Entry, StoreEntry
 from ..decision.runtime import MAX_CHOICE_OPTIONS, BooleanQuestion, ChoiceQuestion, DecisionRuntime
 from ..core.changes import ChangeFeed
@@ -45,7 +47,7 @@ from .candidates import (
 )
 from .journal import GateTurnRecord, record_turn
 from .scoring import (
-    HIGH, MEDIUM, PUBLISH_RESERVE_S, SKIP_HINT, UNSCORED, Decision, plan_gate_scoring, render_block,
+    HIGH, MEDIUM, PUBLISH_RESERVE_S, SKIP_HINT, UNSCORED, Decision, cheap_order, plan_gate_scoring, render_block,
     skip_hint_applies, tier_for,
 )
 from ..state.config import SettingsSource
@@ -115,7 +117,10 @@ class Evaluation:
     text: str | None = None          # what live mode injects (page text and pointers, or the skip hint)
     would: str = NONE                # injected | skip-hint | none
     window_tokens: int | None = None
+    short_window_tokens: int | None = None   # the cascade: the window of the pages after the long ones
+    long_windows: int = 0                    # the cascade: pages that got window_tokens (0: equal windows)
     tokens_scored: int = 0
+    vector: Any = None               # the message under the search's embedding model, once computed
 
 
 # --- the socket method ---------------------------------------------------------------------------
@@ -206,6 +211,7 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
     if not message.strip():
         return evaluation   # nothing to match, and nothing to hint about
     vector = _message_vector(engine, decision, message) if gate.candidates == "hybrid" else None
+    evaluation.vector = vector
     if vector is not None:
         found = _on_lane(entry, deadline, lambda rt, a: hybrid_candidates(
             rt, a.partition, engine.analyzer, engine.passage_finder, message, vector,
@@ -240,6 +246,31 @@ def _message_vector(engine: GateEngine, decision: DecisionRuntime, message: str)
     if scorer is not None and scorer.fingerprint == embedder.fingerprint:
         scorer.remember({text_digest(message): vector})
     return vector
+
+
+def _similarities(engine: GateEngine, decision: DecisionRuntime, entry: Entry[SearchableStore], message: str,
+                  candidates: list[Candidate], deadline: float, evaluation: Evaluation) -> dict[str, float] | None:
+    """Cosine similarity of the message and each candidate page under the search's embedding model, from the page
+    vectors the store's vector index holds (a page without one is left out; None: no embedding model)."""
+    embedder = engine.embeddings.current()
+    if embedder is None:
+        return None
+    if evaluation.vector is None:
+        evaluation.vector = _message_vector(engine, decision, message)
+    if evaluation.vector is None:
+        return None
+    digests = {c.id: text_digest(c.page_text) for c in candidates if c.page_text}
+    stored = _on_lane(entry, deadline, lambda rt, a: stored_page_vectors(rt, embedder.fingerprint,
+                                                                         list(set(digests.values()))))
+    message_vector = np.asarray(evaluation.vector, dtype=np.float32)
+    found = {}
+    for page_id, digest in digests.items():
+        vector = stored.get(digest)
+        if vector is not None:
+            page = np.frombuffer(vector, dtype=np.float32)
+            if page.shape == message_vector.shape:
+                found[page_id] = float(np.dot(message_vector, page))
+    return found
 
 
 def _on_lane(entry: Entry[SearchableStore], deadline: float, work: Callable[[SearchableStore, Authority], T]) -> T:
@@ -297,10 +328,17 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
             stored = _on_lane(entry, deadline, lambda rt, a: stored_page_vectors(rt, pages.fingerprint, wanted))
             pages.remember(stored)
     elif gate.candidates != "model":
+        if gate.long_windows and decision.tokens_per_second() is not None:
+            # The cascade: the likeliest pages by a cheap score first, so they get the long windows. Keyword
+            # candidates join their BM25 rank with the similarity; hybrid ones already rank by both.
+            similarities = None if gate.candidates == "hybrid" else _similarities(
+                engine, decision, entry, message, candidates, deadline, evaluation)
+            candidates = evaluation.candidates = cheap_order(candidates, similarities)
         plan = _ask(recheck, "plan", lambda: plan_gate_scoring(decision, message, candidates, engine.passage_finder,
                                                                gate, score_by))
         documents, planned = plan.documents, plan.planned
         evaluation.window_tokens = plan.window_tokens
+        evaluation.short_window_tokens, evaluation.long_windows = plan.short_window_tokens, plan.long_windows
     else:
         documents, planned = [c.label for c in candidates], len(candidates)
     questions = [BooleanQuestion(document, c.id) for document, c in zip(documents, candidates[:planned])]
@@ -382,6 +420,8 @@ def _log_line(gate: GateSettings, authority: Authority | None, outcome: str, eva
               f"shortlisted={len(evaluation.candidates)}"]
     if evaluation.window_tokens is not None:
         parts.append(f"window_tokens={evaluation.window_tokens}")
+    if evaluation.long_windows:
+        parts.append(f"long_windows={evaluation.long_windows} short_window_tokens={evaluation.short_window_tokens}")
     decisions = " ".join(f"{d.id}:{'-' if d.score is None else f'{d.score:.3f}'}:{d.tier}"
                          for d in evaluation.decisions)
     parts.append(f"decisions=[{decisions}]")

@@ -4,7 +4,7 @@ the one-click benchmark, and which installed model the engine uses.
     method                      params                                   changes
     operator/models             -                                        -
     operator/pullModel          name, variant?                           a job (kind "pull"): <state>/models/
-    operator/benchmarkModel     name?, timeoutMs?                        a job (kind "benchmark")
+    operator/benchmarkModel     name?, timeoutMs?, compareVariants?      a job (kind "benchmark")
     operator/setModelSettings   decisionModel?, embeddingModel?          config.json
 
 Downloads and benchmarks run as jobs (engine/core/jobs.py) on threads of
@@ -41,9 +41,9 @@ from ..state.config import Settings, SettingsSource, parse_settings
 from ..state.statedir import StateDir
 from ..decision.runtime import DecisionRuntime
 from ..core.errors import InvalidParams, NotFound, from_model_error
-from .model_benchmark import benchmark_model
+from .model_benchmark import benchmark_model, compare_variants, model_variants
 from ..core.jobs import JobContext, Jobs
-from ..core.params import NO_PARAMS, Integer, Params, Value
+from ..core.params import NO_PARAMS, Flag, Integer, Params, Value
 
 VERIFIED, UNVERIFIED, FAILED = "verified", "unverified", "failed"
 MODEL_SETTINGS = ("decisionModel", "embeddingModel")
@@ -57,7 +57,7 @@ def _model_choice(value: Any, field: str) -> str | None:
 
 
 PULL = Params(Value("name"), Value("variant"))  # checked against the catalogue: an unknown one is not_found
-BENCHMARK = Params(Value("name"), Integer("timeoutMs", 100, 10_000, scale=True))
+BENCHMARK = Params(Value("name"), Integer("timeoutMs", 100, 10_000, scale=True), Flag("compareVariants"))
 MODEL_SETTINGS_PARAMS = Params(*(Value(key, _model_choice) for key in MODEL_SETTINGS))
 DEFAULT_MAX_CANDIDATES = 10
 
@@ -256,9 +256,17 @@ class ModelOperator:
             raise InvalidParams(f"model {name} has no ONNX graph; only ONNX models run here", field="name")
         candidates = gate.max_candidates if gate else DEFAULT_MAX_CANDIDATES
 
+        variants = model_variants(model, self._installed(), catalogue()) if values["compareVariants"] else []
+
         def work(context: JobContext) -> dict[str, Any]:
-            return benchmark_model(model, lambda done, total, message: context.progress(
-                done, total, unit="steps", message=message), timeout_ms=timeout_ms, max_candidates=candidates)
+            def progress(done: int, total: int, message: str) -> None:
+                context.progress(done, total, unit="steps", message=message)
+
+            result = benchmark_model(model, progress, timeout_ms=timeout_ms, max_candidates=candidates)
+            if variants:
+                # Every variant this machine holds, side by side, and the one to use (with its fidelity).
+                result["variants"] = compare_variants(variants, progress)
+            return result
 
         return self.engine.jobs.start("benchmark", "benchmark", f"Benchmark {name}", work, unit="steps")
 

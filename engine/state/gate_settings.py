@@ -27,6 +27,7 @@ _INT_RANGES = {
     "pageChars": (200, 6000),
     "timeoutMs": (100, 10000),
     "maxIndexChars": (1000, 100_000),
+    "longWindows": (0, 10),
 }
 _THRESHOLDS = ("highThreshold", "mediumThreshold", "skipHintBelow")
 KEYS = ("mode", "candidates", *_INT_RANGES, *_THRESHOLDS, "journal")
@@ -48,6 +49,7 @@ class GateSettings:
     timeout_ms: int = 1500
     max_index_chars: int = 24000
     journal: bool = False
+    long_windows: int = 0            # the cascade: this many likeliest pages get the long windows (0: equal windows)
 
     def to_config(self) -> dict[str, Any]:
         """The block as config.json spells it (camelCase, every key, ``null`` for an unset tier)."""

@@ -13,6 +13,7 @@ from engine.service import Engine
 from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local
+from tests.engine.operator.test_model_operator import two_variant_folder
 from tests.models.fake_hub import FakeHub, hold_downloads, running
 from tests.models.test_pull import FILES, REVISION, tiny_entry
 
@@ -152,3 +153,29 @@ def test_the_benchmark_tells_the_owner_what_budget_the_machine_can_score(qtbot, 
     assert bench.lengths_model.rowCount() == 3
     assert "tokens/s" in bench.answer.text() and "At timeoutMs 1,200 one gate turn can score" in bench.answer.text()
     assert bench.run_button.isEnabled() and not bench.cancel_button.isEnabled()
+
+
+def test_compare_variants_shows_each_variant_with_its_fidelity_and_recommends_one(
+        qtbot, qtmodeltester, served_engine: Engine, tasks, gui_thread_guard, tmp_path) -> None:
+    gui_thread_guard.active = False
+    folder = two_variant_folder(tmp_path)
+    add_local(ModelStore(served_engine.state.models), folder, name="tiny", variant="model")
+    add_local(ModelStore(served_engine.state.models), folder, name="tiny-opt", variant="model_opt")
+    gui_thread_guard.active = True
+    view = shown(qtbot, tasks)
+    bench = view.benchmark
+    bench.model_choice.setCurrentIndex(bench.model_choice.findData("tiny"))
+    assert bench.compare_button.isEnabled() and not bench.variants_table.isVisibleTo(view)
+    with qtbot.waitSignal(bench.sig_benchmark_finished, timeout=120_000) as blocker:
+        bench.compare_button.click()
+    assert blocker.args[0]["state"] == "done", blocker.args[0]
+    qtmodeltester.check(bench.variants_model)
+    assert bench.variants_model.rowCount() == 2 and bench.variants_table.isVisibleTo(view)
+    assert column(bench.variants_model, "Variant", 0) == "model" and column(bench.variants_model, "x fp32", 0) == "1.00x"
+    assert column(bench.variants_model, "Same page first", 1) == "100%"
+    assert bench.recommendation.text().startswith("Use model")
+    assert bench.compare_button.isEnabled() and bench.run_button.isEnabled()
+    # A plain benchmark afterwards hides the comparison again.
+    with qtbot.waitSignal(bench.sig_benchmark_finished, timeout=120_000):
+        bench.run_button.click()
+    assert bench.recommendation.text() == "" and not bench.variants_table.isVisibleTo(view)

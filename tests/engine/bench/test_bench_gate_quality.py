@@ -121,3 +121,25 @@ def test_quality_figures_cover_every_candidate_mode_and_the_off_topic_turns(repo
     for part in ("## Quality on LoCoMo", "### keyword candidates, per threshold", "### hybrid candidates",
                  "ROC AUC", "function words"):
         assert part in report["markdown"], part
+
+
+def test_the_cascade_placement_of_gold_pages_per_cheap_order_in_a_hand_made_case() -> None:
+    turns = [
+        # shortlist order p1 p2 p3 p4; by similarity p3 p4 p2 p1; the gold page p3 is third on the shortlist.
+        {"gold": ["p3"], "scores": {"p1": 0.1, "p2": 0.2, "p3": 0.9, "p4": 0.5}},
+        # the gold page p5 leads both orders; p9 was never shortlisted.
+        {"gold": ["p5", "p9"], "scores": {"p5": 0.8, "p6": 0.3}},
+        {"gold": [], "scores": {"p7": 0.7}},                  # no gold page: not counted
+        {"gold": ["p8"], "scores": {"p10": 0.4}},             # its gold page was never shortlisted: not counted
+    ]
+    figures = gate_quality.cascade_placement(turns, slots=(1, 2, 3))
+    assert (figures["turns"], figures["goldPages"]) == (2, 2)
+    shortlist, similarity, fused = (figures["orders"][how] for how in ("shortlist", "similarity", "fused"))
+    assert [shortlist[n]["goldPages"] for n in (1, 2, 3)] == [0.5, 0.5, 1.0]
+    assert [similarity[n]["goldPages"] for n in (1, 2, 3)] == [1.0, 1.0, 1.0]
+    # Fused ranks of the first turn: p1 1/61+1/64, p2 1/62+1/63, p3 1/63+1/61, p4 1/64+1/62: p3 leads.
+    assert [fused[n]["goldPages"] for n in (1, 2, 3)] == [1.0, 1.0, 1.0]
+    assert shortlist[1]["turns"] == 0.5 and similarity[1]["turns"] == 1.0
+    # An order knowing nothing: N of 4 places in the first turn, N of 2 in the second.
+    assert figures["orders"]["random"][1]["goldPages"] == pytest.approx((1 / 4 + 1 / 2) / 2)
+    assert math.isnan(gate_quality.cascade_placement([])["orders"]["shortlist"][1]["goldPages"])

@@ -3,6 +3,7 @@ through onnxruntime and on a fake ``/rerank`` endpoint on loopback."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any, Iterator
@@ -488,3 +489,64 @@ def test_memory_gate_over_the_socket(state, fakes) -> None:
 def _request(method: str, params: dict[str, Any]) -> bytes:
     import json
     return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+
+
+# --- the cascade ---------------------------------------------------------------------------------------------
+
+
+def long_pages(engine: Engine, caller: AgentCaller) -> dict[str, str]:
+    """Three pages matching "mural museum", each far longer than a short budget's windows."""
+    filler = " ".join(f"Visitors on day {n} stood long before the mural at the museum and talked about it."
+                      for n in range(30))
+    ids = {}
+    for number, (title, lead) in enumerate((("Mural notes", "The mural at the museum was painted by Alice."),
+                                            ("Museum visits", "We visit the museum to see the mural."),
+                                            ("Harbour walk", "The harbour path passes the museum mural."))):
+        ids[title] = engine.save_page(caller, page(f"l{number}", title, "note", f"{lead}\n\n{filler}"))["id"]
+    engine.search(caller, {"query": "museum"})
+    return ids
+
+
+@pytest.mark.parametrize("with_embedder, candidates", [(False, "keyword"), (True, "keyword"), (True, "hybrid")])
+def test_the_cascade_gives_the_likeliest_pages_long_windows_within_the_budget(state, caplog, monkeypatch,
+                                                                             with_embedder, candidates) -> None:
+    from engine.gate.journal import journal_turns
+    from engine.access.authority import OperatorCaller
+    from models.fixtures import TINY_EMBEDDER
+    from models.installed import ModelStore
+    from models.local import add_local
+
+    seen: list[Any] = []
+    order = gate_module.cheap_order
+    monkeypatch.setattr(gate_module, "cheap_order", lambda pages, similarities: seen.append(similarities) or
+                        order(pages, similarities))
+    # A pretend 2,000 tokens/s and a 300 ms budget: about 450 tokens for three long pages.
+    write_config(state, {"mode": "shadow", "timeoutMs": 300, "longWindows": 1, "journal": True,
+                         "candidates": candidates})
+    if with_embedder:   # the search's embedding model: the cheap score includes the similarity
+        add_local(ModelStore(state.models), TINY_EMBEDDER, name="encoder")
+        config = json.loads(state.config.read_text(encoding="utf-8"))
+        config.update(embeddingModel="onnx/encoder", knowledgeRuntimeEnabled=True)
+        state.config.write_text(json.dumps(config), encoding="utf-8")
+    with open_engine(state, OnnxOptions(tokens_per_second=2000)) as engine:
+        ready(engine)
+        caller = owner_caller(engine)
+        ids = long_pages(engine, caller)
+        if with_embedder:
+            engine.runtime(engine.authorizer.authorize(caller).store).vectors_settled(60)
+        with caplog.at_level(logging.INFO, logger="engine.gate.turn"):
+            answer = turn(engine, caller, "mural museum")
+        kept = engine.on_store(OperatorCaller("main"), lambda rt, a: journal_turns(rt.store, a.partition, limit=1))
+    assert answer["outcome"] == "shadow" and answer["latencyMs"] < 300 + 50
+    assert {d["id"] for d in answer["decisions"]} == set(ids.values())
+    line = gate_lines(caplog)[-1]
+    assert "long_windows=1 short_window_tokens=32" in line, line
+    documents = [page_["document"] for page_ in kept[0]["pages"]]
+    assert [page_["id"] for page_ in kept[0]["pages"]] == [d["id"] for d in answer["decisions"]]
+    assert len(documents[0]) > 2 * max(len(document) for document in documents[1:]), documents
+    # The cheap score: keyword candidates add the similarity of every page (from the store's vectors) when the
+    # search embeds; hybrid candidates keep their own rank, which already joins both.
+    if with_embedder and candidates == "keyword":
+        assert set(seen[0]) == set(ids.values()) and all(-1 <= value <= 1 for value in seen[0].values())
+    else:
+        assert seen == [None]

@@ -14,7 +14,7 @@ from engine.decision.runtime import DecisionRuntime
 from engine.decision.onnx import OnnxOptions
 from engine.gate.candidates import Candidate
 from engine.gate.scoring import (
-    BLOCK_MAX_CHARS, MIN_WINDOW_TOKENS, WINDOW_STEP, plan_gate_scoring, render_block,
+    BLOCK_MAX_CHARS, MIN_WINDOW_TOKENS, WINDOW_STEP, cheap_order, plan_gate_scoring, render_block,
 )
 from engine.state.gate_settings import GateSettings
 from engine.search.passages import PassageFinder
@@ -96,3 +96,57 @@ def test_the_block_is_capped_and_clipped_pages_end_with_an_ellipsis() -> None:
     assert text is not None and len(text) <= BLOCK_MAX_CHARS
     assert text.count("### Page") == 2 and text.endswith("…")
     assert render_block([], []) is None
+
+
+# --- the cascade: long windows for the likeliest pages ------------------------------------------------------
+
+
+def excerpt_tokens(runtime: DecisionRuntime, document: str) -> int:
+    return runtime.count_tokens([document.split("\n", 1)[1]])[0]
+
+
+def test_the_cascade_gives_the_first_pages_long_windows_and_the_rest_the_minimum(runtime: DecisionRuntime) -> None:
+    pages = candidates(8)
+    deadline = time.monotonic() + 1.2
+    equal = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), deadline)
+    cascade = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(long_windows=3), deadline)
+    assert equal.planned == cascade.planned == 8 and equal.long_windows == 0 and equal.short_window_tokens is None
+    assert (cascade.long_windows, cascade.short_window_tokens) == (3, MIN_WINDOW_TOKENS)
+    assert cascade.window_tokens % WINDOW_STEP == 0 and cascade.window_tokens >= 2 * equal.window_tokens
+    long = [excerpt_tokens(runtime, d) for d in cascade.documents[:3]]
+    short = [excerpt_tokens(runtime, d) for d in cascade.documents[3:]]
+    assert all(equal.window_tokens < n <= cascade.window_tokens for n in long), (long, equal.window_tokens)
+    assert all(n <= MIN_WINDOW_TOKENS for n in short) and all("budget" in d for d in cascade.documents)
+    assert [d.split("\n", 1)[0] for d in cascade.documents] == [c.title for c in pages], "the caller's order stays"
+    # The same budget: the cascade moves tokens between pages, it does not spend more.
+    lengths = [tokens(runtime, d) for d in cascade.documents]
+    assert sum(lengths) <= cascade.budget_tokens
+    assert time.monotonic() + runtime.estimate_seconds(lengths) <= deadline
+
+
+def test_without_long_windows_the_plan_is_the_equal_windows_one(runtime: DecisionRuntime) -> None:
+    pages = candidates(6)
+    deadline = time.monotonic() + 0.8
+    assert plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(long_windows=0), deadline).documents == \
+        plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), deadline).documents
+    # As many long windows as planned pages is the equal split too.
+    every = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(long_windows=10), deadline)
+    assert every.long_windows == 0 and every.short_window_tokens is None
+    assert every.documents == plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), deadline).documents
+
+
+def test_the_cheap_order_ranks_by_shortlist_similarity_or_both() -> None:
+    pages = [Candidate(f"pg_{i}", 1, "note", f"Page {i}", f"Page {i}") for i in range(5)]
+    similarities = {"pg_0": 0.1, "pg_1": 0.2, "pg_2": 0.9, "pg_4": 0.8}   # pg_3 has no vector
+
+    def ids(order: list[Candidate]) -> list[str]:
+        return [c.id for c in order]
+
+    assert ids(cheap_order(pages, similarities, "shortlist")) == ["pg_0", "pg_1", "pg_2", "pg_3", "pg_4"]
+    assert ids(cheap_order(pages, similarities, "similarity")) == ["pg_2", "pg_4", "pg_1", "pg_0", "pg_3"]
+    # Reciprocal rank: shortlist places 0-4 and similarity places (pg_2, pg_4, pg_1, pg_0) add up.
+    assert ids(cheap_order(pages, similarities, "fused")) == ["pg_2", "pg_0", "pg_1", "pg_4", "pg_3"]
+    for how in ("shortlist", "similarity", "fused"):
+        assert ids(cheap_order(pages, None, how)) == ids(pages) == ids(cheap_order(pages, {}, how))
+    with pytest.raises(ValueError):
+        cheap_order(pages, similarities, "bm25")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Iterator
 
@@ -196,3 +197,89 @@ def test_an_embedding_model_is_chosen_for_the_gate_as_embedding_name(engine: Eng
     assert report["decisionModel"] == "embedding/encoder"
     encoder = installed(report, "encoder")
     assert encoder["selected"] and encoder["usedAs"] == ["decisionModel", "embeddingModel"]
+
+
+# --- the variants of one model, side by side --------------------------------------------------------------
+
+
+def two_variant_folder(root: Path) -> Path:
+    """The tiny reranker with a second graph beside it: onnxruntime's own optimized copy (the same function)."""
+    import onnxruntime
+
+    folder = root / "tiny-two"
+    shutil.copytree(TINY_RERANKER, folder)
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(folder / "onnx" / "model_opt.onnx")
+    onnxruntime.InferenceSession(str(folder / "onnx" / "model.onnx"), options, providers=["CPUExecutionProvider"])
+    return folder
+
+
+def test_the_benchmark_compares_the_variants_and_recommends_one_with_its_fidelity(engine: Engine,
+                                                                                  tmp_path: Path) -> None:
+    folder = two_variant_folder(tmp_path)
+    store = ModelStore(engine.state.models)
+    add_local(store, folder, name="tiny", variant="model")
+    add_local(store, folder, name="tiny-opt", variant="model_opt")
+    add_local(store, TINY_RERANKER, name="elsewhere")   # another folder: not a variant of tiny
+    methods = handlers(engine)
+    with pytest.raises(InvalidParams):
+        methods["benchmarkModel"]({"name": "tiny-opt", "compareVariants": "yes"})
+    job = methods["benchmarkModel"]({"name": "tiny-opt", "compareVariants": True, "timeoutMs": 1200})
+    finished = engine.jobs.wait(job["id"], 120)
+    assert finished["state"] == "done", finished
+    compared = finished["result"]["variants"]
+    rows = {row["name"]: row for row in compared["variants"]}
+    assert list(rows) == ["tiny-opt", "tiny"] and compared["reference"] == "model"
+    assert all(row["tokensPerSecond"] > 0 for row in rows.values())
+    assert rows["tiny"]["fidelity"]["maxDifference"] == 0 and rows["tiny"]["speedup"] == 1.0
+    same = rows["tiny-opt"]["fidelity"]
+    assert same["pairs"] == 48 and same["maxDifference"] < 1e-3 and same["sameFirst"] == 1.0
+    assert compared["recommendation"] == compared["fastest"] in ("model", "model_opt")
+    assert "tokens per second" in compared["why"] or "full precision" in compared["why"]
+    # Without the flag the benchmark measures the one model, as before.
+    plain = engine.jobs.wait(methods["benchmarkModel"]({"name": "tiny"})["id"], 120)
+    assert plain["state"] == "done" and "variants" not in plain["result"]
+
+
+def test_catalogue_variants_are_the_pinned_graphs_present_in_the_models_folder(tmp_path: Path) -> None:
+    from dataclasses import replace as changed
+    from models.catalogue import PinnedFile, Variant
+    from engine.operator.model_benchmark import model_variants
+    from models.installed import InstalledModel
+
+    entry = tiny_entry()["tiny"]
+    size, digest = TINY_RERANKER_FILES["onnx/model.onnx"]
+    entry = changed(entry, variants={**entry.variants,
+                                     "int8": Variant("int8", PinnedFile("onnx/model_int8.onnx", size, digest, "test")),
+                                     "q4": Variant("q4", PinnedFile("onnx/model_q4.onnx", None, None, "unpinned"))})
+    folder = tmp_path / "tiny"
+    shutil.copytree(TINY_RERANKER, folder)
+    model = InstalledModel("tiny", "catalogue", folder, "fp32", "onnx/model.onnx", "tokenizer.json", "config.json",
+                           ())
+    assert [v.variant for v in model_variants(model, [], {"tiny": entry})] == ["fp32"], "int8 is not there"
+    shutil.copyfile(folder / "onnx" / "model.onnx", folder / "onnx" / "model_int8.onnx")
+    shutil.copyfile(folder / "onnx" / "model.onnx", folder / "onnx" / "model_q4.onnx")
+    found = model_variants(model, [], {"tiny": entry})
+    assert [(v.variant, v.onnx) for v in found] == [("fp32", "onnx/model.onnx"), ("int8", "onnx/model_int8.onnx")]
+    assert {f.path for f in found[1].files} == {"onnx/model_int8.onnx", "tokenizer.json", "config.json"}
+    found[1].verify()   # checked against the catalogue's pin, as a load checks it
+
+
+def test_the_recommendation_is_the_fastest_variant_close_to_fp32() -> None:
+    from engine.operator.model_benchmark import MAX_DIFFERENCE, recommend
+
+    def row(variant: str, rate: float, difference: float | None, same: float = 1.0) -> dict:
+        measured = None if difference is None else {"maxDifference": difference, "meanDifference": difference / 3,
+                                                     "sameFirst": same, "pairs": 48}
+        return {"variant": variant, "tokensPerSecond": rate, "fidelity": measured}
+
+    rows = [row("fp32", 700, 0.0), row("int8", 1900, 0.01), row("q4", 2500, MAX_DIFFERENCE * 2)]
+    chosen = recommend(rows, 0)
+    assert chosen["recommendation"] == "int8"
+    assert "2.7x fp32's" in chosen["why"] and "0.010 at most" in chosen["why"] and "q4 was faster" in chosen["why"]
+    assert recommend([row("fp32", 700, 0.0), row("int8", 1900, 0.01, same=0.5)], 0)["recommendation"] == "fp32"
+    assert recommend([row("fp32", 900, 0.0), row("int8", 800, 0.0)], 0)["recommendation"] == "fp32"
+    unmeasured = recommend([row("int8", 1900, None), row("q4", 1200, None)], None)
+    assert unmeasured["recommendation"] == "int8" and "could not be measured" in unmeasured["why"]
+    assert recommend([], None)["recommendation"] is None

@@ -19,12 +19,12 @@ def test_no_block_means_no_gate_and_an_empty_block_means_every_default() -> None
     assert gate.to_config() == {
         "mode": "shadow", "candidates": "keyword", "maxCandidates": 10, "highThreshold": 0.75, "excerpts": 4,
         "excerptChars": 1000, "pageChars": 2800, "mediumThreshold": None, "skipHintBelow": None,
-        "timeoutMs": 1500, "maxIndexChars": 24000, "journal": False}
+        "timeoutMs": 1500, "maxIndexChars": 24000, "journal": False, "longWindows": 0}
 
 
 @pytest.mark.parametrize("key, low, high", [
     ("maxCandidates", 1, 10), ("excerpts", 1, 10), ("excerptChars", 100, 4000), ("pageChars", 200, 6000),
-    ("timeoutMs", 100, 10000), ("maxIndexChars", 1000, 100_000),
+    ("timeoutMs", 100, 10000), ("maxIndexChars", 1000, 100_000), ("longWindows", 0, 10),
 ])
 def test_integer_keys_accept_their_range_only(key: str, low: int, high: int) -> None:
     for good in (low, high):
