@@ -103,6 +103,13 @@ class Bench:
                     self.problems.append(f"reading {written['id']} failed during the fault: {body}")
                     return
 
+    def abandon(self) -> None:
+        """Stop the engine of a scenario that ended before ``finish`` (a mount refused, say)."""
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+        self.engine.stop()
+
     def finish(self) -> tuple[dict[str, Any], list[str]]:
         if self.connection is not None:
             self.connection.close()
@@ -174,27 +181,32 @@ def disk_full_tmpfs(root: Path) -> tuple[dict[str, Any], list[str]]:
     try:
         bench = Bench(root, state_root=mountpoint / "state")
         bench.start()
-        bench.write(12)
-        filler = mountpoint / "filler"
-        bench.figures["filler bytes"] = _fill(filler)
-        failures = []
-        ok, body = bench.write(1)[0]
-        if not ok:  # the same request again while the disk stays full
-            failures = [body] + [bench.retry_failed(expect_ok=False) for _ in range(3)]
-        if not failures:
-            bench.problems.append("no write failed on a full disk")
-        for body in failures:
-            if body.get("reason") in ("internal", None):
-                bench.problems.append(f"a full disk gave an unclear error: {body}")
-        bench.figures["errors while full"] = sorted({f"{b.get('reason')}: {b.get('message')}" for b in failures})
-        bench.reads_still_work()
-        ok, health = bench.request("memory/health")
-        bench.figures["health while full"] = "answered" if ok else f"{health.get('reason')}: {health.get('message')}"
-        filler.unlink()
-        if failures:
-            bench.retry_failed()
-        bench.write(5)
-        return bench.finish()
+        try:
+            bench.write(12)
+            filler = mountpoint / "filler"
+            bench.figures["filler bytes"] = _fill(filler)
+            failures = []
+            ok, body = bench.write(1)[0]
+            if not ok:  # the same request again while the disk stays full
+                failures = [body] + [bench.retry_failed(expect_ok=False) for _ in range(3)]
+            if not failures:
+                bench.problems.append("no write failed on a full disk")
+            for body in failures:
+                if body.get("reason") in ("internal", None):
+                    bench.problems.append(f"a full disk gave an unclear error: {body}")
+            bench.figures["errors while full"] = sorted({f"{b.get('reason')}: {b.get('message')}" for b in failures})
+            bench.reads_still_work()
+            ok, health = bench.request("memory/health")
+            bench.figures["health while full"] = \
+                "answered" if ok else f"{health.get('reason')}: {health.get('message')}"
+            filler.unlink()
+            if failures:
+                bench.retry_failed()
+            bench.write(5)
+            return bench.finish()
+        except BaseException:
+            bench.abandon()
+            raise
     finally:
         _umount(mountpoint)
 
@@ -220,14 +232,18 @@ def read_only_mount(root: Path) -> tuple[dict[str, Any], list[str]]:
     _need_root()
     bench = Bench(root)
     bench.start()
-    bench.write(6)
-    vault = next(p for p in bench.state.stores.iterdir() if not p.name.startswith(".")) / "vault"
-    _mount("--bind", str(vault), str(vault))
     try:
-        _mount("-o", "remount,ro,bind", str(vault))
-        return _read_only_then_writable(bench, lambda: _umount(vault), "read-only")
-    finally:
-        _umount(vault)
+        bench.write(6)
+        vault = next(p for p in bench.state.stores.iterdir() if not p.name.startswith(".")) / "vault"
+        _mount("--bind", str(vault), str(vault))
+        try:
+            _mount("-o", "remount,ro,bind", str(vault))
+            return _read_only_then_writable(bench, lambda: _umount(vault), "read-only")
+        finally:
+            _umount(vault)
+    except BaseException:
+        bench.abandon()  # a refused mount (Skip) must not leave the engine running
+        raise
 
 
 def file_modes_bind(root: Path) -> bool:
