@@ -4,7 +4,7 @@
         [--pair-tokens 136] NAME=OPTIONS ...
 
 Each ``NAME=OPTIONS`` is a set of ``OnnxOptions`` fields, comma-separated (``today=`` is the defaults;
-``fast=spinning=0,max_batch_rows=4``).  Every setting loads its own copy of the model; each turn (ten LoCoMo
+``fast=spinning=0,max_batch_rows=4``), and may name another graph of the folder (``fused=variant=model_fused_int8``).  Every setting loads its own copy of the model; each turn (ten LoCoMo
 session summaries against one LoCoMo question, cut to ``--pair-tokens`` tokens a pair, as the gate's int8
 windows are) is scored by every setting in turn, the order rotating, with a fresh query tag per round so the
 score cache never answers.  Prints tokens per second overall, the median of the per-turn ratios against the
@@ -37,10 +37,22 @@ def options_from(text: str) -> OnnxOptions:
     values = {}
     for part in filter(None, text.split(",")):
         key, _, value = part.partition("=")
+        if key == "variant":
+            continue  # the graph, not an option (variant_of)
         kind = str(kinds[key])
         values[key] = (value not in ("0", "false", "off")) if "bool" in kind else \
             float(value) if "float" in kind else int(value) if "int" in kind else value
     return OnnxOptions(**values)
+
+
+def variant_of(text: str, default: str | None) -> str | None:
+    """A setting's ``variant=NAME`` (another ONNX graph of the folder, e.g. ``model_fused_int8``), else
+    ``--variant``."""
+    for part in filter(None, text.split(",")):
+        key, _, value = part.partition("=")
+        if key == "variant":
+            return value
+    return default
 
 
 def turns_from(path: Path, count: int) -> list[tuple[str, list[str]]]:
@@ -63,11 +75,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pair-tokens", type=int, default=136)
     args = parser.parse_args(argv)
     store = ModelStore(Path(tempfile.mkdtemp(prefix="reranker-settings-")))
-    model = add_local(store, Path(args.model), name="bench", variant=args.variant)
     named = [item.partition("=") for item in args.settings]
+    models = {variant: add_local(store, Path(args.model), name=f"bench-{number}", variant=variant)
+              for number, variant in enumerate(dict.fromkeys(variant_of(text, args.variant) for _, _, text in named))}
     rerankers = {}
     for name, _, text in named:
-        reranker = OnnxReranker(model, options_from(text))
+        reranker = OnnxReranker(models[variant_of(text, args.variant)], options_from(text))
         reranker.load()
         assert reranker.state == "ready", reranker.reason
         rerankers[name] = reranker
