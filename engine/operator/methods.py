@@ -20,7 +20,6 @@ inventory, so a window refreshes from what the engine now holds.
     operator/inventory       -                                                   -
     operator/addAgent        name, owner?, scopes?                               registry (token shown once)
     operator/removeAgent     name                                                registry, its token file
-    operator/grants          agent?                                              -
     operator/shareStore      agent, name, label?, others?                        config.json stores
     operator/useSharedStore  agent, name                                         config.json stores
     operator/useOwnStore     agent                                               config.json stores
@@ -47,7 +46,7 @@ inventory, so a window refreshes from what the engine now holds.
     operator/gateStats       agent, bins?, limit?  the gate log's outcomes, latency and scores (gate_stats.py)
     operator/models, pullModel, benchmarkModel, setModelSettings     the models view (model_operator.py)
     operator/job, jobs, cancelJob    long work run as jobs: downloads, benchmarks, replays (operator_jobs.py)
-    operator/partitions, setGrant, removeGrant   each store's partitions (figures only) and grants (partitions.py)
+    operator/partitions, grants, setGrant, removeGrant   each store's partitions (figures only) and grants (partitions.py)
     operator/subscribe       topics?    change notifications on this connection (wire/protocol.py, core/changes.py)
 """
 
@@ -210,7 +209,6 @@ AUDIENCE = Value("audience", _audience, default={"kind": OWNER_PRIVATE})
 # What each method takes; the browsing ones take the agent whose private partition they read.
 ADD_AGENT = Params(Value("name"), Flag("owner", default=False), Value("scopes", _scopes, default=SCOPES))
 REMOVE_AGENT = Params(AgentName("name", required=True))
-GRANTS = Params(AgentName("agent"))
 SHARE_STORE = AGENT + Params(STORE_NAME, Name("label", LABEL_MAX_CHARS), Value("others", _agents, default=()))
 USE_SHARED_STORE = AGENT + Params(STORE_NAME)
 SET_SETTINGS = Params(Flag("writesEnabled"), Flag("knowledgeRuntimeEnabled"),
@@ -243,7 +241,6 @@ class OperatorMethods:
             "inventory": self.inventory,
             "addAgent": self.add_agent,
             "removeAgent": self.remove_agent,
-            "grants": self.grants,
             "doctor": self.doctor,
             "reindex": self.reindex,
             "shareStore": self.share_store,
@@ -304,9 +301,6 @@ class OperatorMethods:
         self.engine.state.remove_agent_token(name)
         return self.inventory({})
 
-    def grants(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The conversation grants (of one agent, when named)."""
-        return {"grants": [grant.to_dict() for grant in self.engine.registry.grants(GRANTS.read(params)["agent"])]}
 
     def share_store(self, params: dict[str, Any]) -> dict[str, Any]:
         values = SHARE_STORE.read(params)

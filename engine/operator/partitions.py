@@ -18,6 +18,7 @@ bound under.
 
     method                 params                                      changes
     operator/partitions    store                                       -
+    operator/grants        agent?                                      -
     operator/setGrant      agent, sessionKey, access?, sessionId?      registry grants
     operator/removeGrant   agent, sessionKey                           registry grants
 """
@@ -80,6 +81,7 @@ def _session_id(value: Any, field: str) -> str:
 
 
 STORE = Params(String("store", 64, required=True, min_chars=1, what="a store id"))
+GRANTS = Params(AgentName("agent"))
 GRANT_KEY = Params(AgentName("agent", required=True), Value("sessionKey", _session_key, required=True))
 SET_GRANT = GRANT_KEY + Params(Choice("access", choices=GRANT_ACCESS, default="read"),
                                Value("sessionId", _session_id, nullable=True))
@@ -88,6 +90,8 @@ SET_GRANT = GRANT_KEY + Params(Choice("access", choices=GRANT_ACCESS, default="r
 def handlers(engine: PartitionsEngine) -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {
         "partitions": lambda params: partitions(engine, STORE.read(params)["store"]),
+        "grants": lambda params: {"grants": [grant.to_dict() for grant in
+                                             engine.registry.grants(GRANTS.read(params)["agent"])]},
         "setGrant": lambda params: set_grant(engine, SET_GRANT.read(params)),
         "removeGrant": lambda params: remove_grant(engine, GRANT_KEY.read(params)),
     }
