@@ -108,7 +108,52 @@ def _bar(bar: QProgressBar, job: dict[str, Any]) -> None:
         bar.setValue(round(fraction * BAR_STEPS))
 
 
-class ImportDialog(QDialog):
+class _JobDialog(QDialog):
+    """What the import and export dialogs share: a job followed through ``JobWatcher``, a progress bar, a
+    status line, a summary, a Close button, and the layout that holds them under the dialog's own form."""
+
+    def __init__(self, tasks: EngineTasks, title: str, parent: QWidget | None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.tasks = tasks
+        self.watcher = JobWatcher(tasks, self)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, BAR_STEPS)
+        self.progress.setValue(0)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.close_buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.close_buttons.rejected.connect(self.reject)
+
+    def _lay_out(self, form: QFormLayout, *controls: QWidget) -> None:
+        """The dialog's form, then its buttons beside the progress bar, the status, the summary, Close."""
+        row = QHBoxLayout()
+        for widget in controls:
+            row.addWidget(widget)
+        row.addWidget(self.progress, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(row)
+        layout.addWidget(self.status)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.close_buttons)
+
+    def reject(self) -> None:
+        """Close: a job still running goes on in the engine; only cancelling stops it."""
+        self.watcher.stop()
+        super().reject()
+
+
+def _path_row(edit: QLineEdit, button: QPushButton) -> QHBoxLayout:
+    row = QHBoxLayout()
+    row.addWidget(edit, 1)
+    row.addWidget(button)
+    return row
+
+
+class ImportDialog(_JobDialog):
     """Choose a format, the file or folder, the receiving agent, a dry run; follow the engine's job."""
 
     sig_import_finished = Signal(object)
@@ -116,10 +161,7 @@ class ImportDialog(QDialog):
 
     def __init__(self, tasks: EngineTasks, agents: list[str], agent: str | None,
                  parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Import")
-        self.tasks = tasks
-        self.watcher = JobWatcher(tasks, self)
+        super().__init__(tasks, "Import", parent)
         self.watcher.sig_job_updated.connect(self._on_job_updated)
         self.watcher.sig_job_finished.connect(self._on_job_finished)
 
@@ -131,9 +173,6 @@ class ImportDialog(QDialog):
         self.path.textChanged.connect(lambda _: self._update_buttons())
         self.choose_button = QPushButton("C&hoose…")
         self.choose_button.clicked.connect(self.choose_path)
-        path_row = QHBoxLayout()
-        path_row.addWidget(self.path, 1)
-        path_row.addWidget(self.choose_button)
         self.agent = QComboBox()
         self.agent.setEditable(True)  # a new name: the import registers it as an owner agent
         self.agent.addItems(agents or ["main"])
@@ -149,34 +188,16 @@ class ImportDialog(QDialog):
                                       "the same input again finishes it")
         self.cancel_button.clicked.connect(self.watcher.cancel)
         self.cancel_button.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, BAR_STEPS)
-        self.progress.setValue(0)
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.summary = QLabel()
-        self.summary.setWordWrap(True)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.reject)
         form = QFormLayout()
         format_label = QLabel("F&ormat")
         format_label.setBuddy(self.format)
         form.addRow(format_label, self.format)
         self.path_label = QLabel()
         self.path_label.setBuddy(self.path)
-        form.addRow(self.path_label, path_row)
+        form.addRow(self.path_label, _path_row(self.path, self.choose_button))
         form.addRow("Into the &store of", self.agent)
         form.addRow(self.dry_run)
-        controls = QHBoxLayout()
-        controls.addWidget(self.start_button)
-        controls.addWidget(self.cancel_button)
-        controls.addWidget(self.progress, 1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addLayout(controls)
-        layout.addWidget(self.status)
-        layout.addWidget(self.summary)
-        layout.addWidget(buttons)
+        self._lay_out(form, self.start_button, self.cancel_button)
         self._on_format_chosen()
         # An import started earlier (the dialog closed meanwhile) still running in the engine: follow it.
         tasks.request("operator/jobs", {"kind": "import"}, self._on_jobs, on_error=lambda _: None, owner=self)
@@ -257,13 +278,8 @@ class ImportDialog(QDialog):
         self.cancel_button.setEnabled(False)
         self.sig_import_finished.emit(job)
 
-    def reject(self) -> None:
-        """Close: an import still running goes on in the engine (its job); only cancelling stops it."""
-        self.watcher.stop()
-        super().reject()
 
-
-class ExportDialog(QDialog):
+class ExportDialog(_JobDialog):
     """Choose a store, the archive file and whether to include the git history; the engine writes it."""
 
     sig_export_finished = Signal(object)
@@ -271,10 +287,7 @@ class ExportDialog(QDialog):
 
     def __init__(self, tasks: EngineTasks, stores: list[dict[str, Any]], store_id: str | None,
                  parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Export a store")
-        self.tasks = tasks
-        self.watcher = JobWatcher(tasks, self)
+        super().__init__(tasks, "Export a store", parent)
         self.watcher.sig_job_updated.connect(lambda job: _bar(self.progress, job))
         self.watcher.sig_job_finished.connect(self._on_job_finished)
 
@@ -289,38 +302,19 @@ class ExportDialog(QDialog):
         self.out.textChanged.connect(lambda _: self._update_buttons())
         self.choose_button = QPushButton("C&hoose…")
         self.choose_button.clicked.connect(self.choose_out)
-        out_row = QHBoxLayout()
-        out_row.addWidget(self.out, 1)
-        out_row.addWidget(self.choose_button)
         self.with_history = QCheckBox("Include the vault's &git history")
         self.start_button = QPushButton("&Export")
         self.start_button.setDefault(True)
         self.start_button.clicked.connect(self.start)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, BAR_STEPS)
-        self.progress.setValue(0)
-        self.status = QLabel("The archive holds the store's records, retained sources, ontology and kept "
-                             "revisions, never a token; `knowledge import archive` restores it.")
-        self.status.setWordWrap(True)
-        self.summary = QLabel()
-        self.summary.setWordWrap(True)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.reject)
+        self.status.setText("The archive holds the store's records, retained sources, ontology and kept "
+                            "revisions, never a token; `knowledge import archive` restores it.")
         form = QFormLayout()
         form.addRow("&Store", self.store)
         out_label = QLabel("&Archive")
         out_label.setBuddy(self.out)
-        form.addRow(out_label, out_row)
+        form.addRow(out_label, _path_row(self.out, self.choose_button))
         form.addRow(self.with_history)
-        controls = QHBoxLayout()
-        controls.addWidget(self.start_button)
-        controls.addWidget(self.progress, 1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addLayout(controls)
-        layout.addWidget(self.status)
-        layout.addWidget(self.summary)
-        layout.addWidget(buttons)
+        self._lay_out(form, self.start_button)
         self._update_buttons()
 
     def choose_out(self) -> None:
@@ -365,10 +359,6 @@ class ExportDialog(QDialog):
             self.status.setText(f"Not exported: {error.get('message') or job.get('state')}")
         self._set_running(False)
         self.sig_export_finished.emit(job)
-
-    def reject(self) -> None:
-        self.watcher.stop()
-        super().reject()
 
 
 def store_label(store: dict[str, Any]) -> str:
