@@ -15,7 +15,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path, PurePosixPath
-from typing import Callable
+from typing import BinaryIO, Callable
 
 from .errors import InvalidParams, LimitExceeded, NotFound
 
@@ -233,41 +233,71 @@ def ensure_dirs(root: Path, relpath: str) -> Path:
     return target
 
 
+class AtomicFile:
+    """A file written in full or not at all: ``with AtomicFile(path) as handle:`` writes a temp file beside
+    ``path``; a clean exit makes it durable, renames it over ``path`` and syncs the directory, an exception
+    removes it and leaves ``path`` untouched.  ``info`` is then the new file's stat.
+
+    ``check`` runs once the temp file is durable, right before the rename, and may raise to leave ``path``
+    untouched: a caller that compares the target with what it expects to replace does so as late as it can,
+    so an edit made while the temp file was written and synced is seen, not overwritten.
+
+    With ``directories`` the rename is made durable by the caller: the directory is added to the set (for
+    one ``fsync_dir`` after several writes) instead of being synced here.
+    """
+
+    def __init__(self, path: Path, *, mode: int = 0o644, check: Callable[[], None] | None = None,
+                 directories: set[Path] | None = None) -> None:
+        self.path = path
+        self.mode = mode
+        self.check = check
+        self.directories = directories
+        self.info: os.stat_result | None = None
+
+    def __enter__(self) -> BinaryIO:
+        fd, self._temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        self._handle = os.fdopen(fd, "wb")
+        return self._handle
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        try:
+            if exc_type is not None:
+                raise _Abandoned
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            os.chmod(self._temp, self.mode)
+            if self.check is not None:
+                self.check()
+            os.replace(self._temp, self.path)
+            self.info = os.lstat(self.path)  # before the directory sync: the file is ours for the shortest time
+        except BaseException as exc:
+            self._handle.close()
+            try:
+                os.unlink(self._temp)
+            except FileNotFoundError:
+                pass
+            if isinstance(exc, _Abandoned):
+                return  # the exception from the with-block goes on
+            raise
+        if self.directories is None:
+            fsync_dir(self.path.parent)
+        else:
+            self.directories.add(self.path.parent)
+
+
+class _Abandoned(Exception):
+    """The with-block of an ``AtomicFile`` raised: its temp file is removed and the exception goes on."""
+
+
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[[], None] | None = None,
                  directories: set[Path] | None = None) -> os.stat_result:
-    """Write ``data`` to ``path`` atomically and durably; returns the new file's stat.
-
-    ``check`` runs once the temp file is durable, right before the rename, and
-    may raise to leave ``path`` untouched: a caller that compares the target
-    with what it expects to replace does so as late as it can, so an edit made
-    while the temp file was written and synced is seen, not overwritten.
-
-    With ``directories`` the rename is made durable by the caller: the directory is added to the set
-    (for one ``fsync_dir`` after several writes) instead of being synced here.
-    """
-    directory = path.parent
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, mode)
-        if check is not None:
-            check()
-        os.replace(temp_name, path)
-        info = os.lstat(path)  # before the directory sync: the file is ours for the shortest time
-    except BaseException:
-        try:
-            os.unlink(temp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    if directories is None:
-        fsync_dir(directory)
-    else:
-        directories.add(directory)
-    return info
+    """Write ``data`` to ``path`` atomically and durably (``AtomicFile``); returns the new file's stat."""
+    writer = AtomicFile(path, mode=mode, check=check, directories=directories)
+    with writer as handle:
+        handle.write(data)
+    assert writer.info is not None
+    return writer.info
 
 
 def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], None] | None = None,

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..core.errors import Conflict, InvalidParams, NotFound
-from ..core.files import fsync_dir
+from ..core.files import AtomicFile
 from ..core.ids import format_timestamp, is_agent_name, utc_now
 from ..runtime import StoreRuntime
 from ..service import Engine
@@ -89,26 +89,14 @@ def export_archive(engine: Engine, out: Path, *, store: str | None = None, agent
     runtime = engine.runtime(record)
     if with_history and runtime.git is not None:
         runtime.checkpoint()  # every acknowledged publication is committed before the history is copied
-    fd, temp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
-        with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            members = _Members(archive)
-            collected = runtime.call(lambda: _collect(runtime, members))
-            history = _copy_history(runtime, members) if with_history else {
-                "kind": None, "note": "not asked for (--with-history)"}
-            manifest = _manifest(engine, record, collected, history, members)
-            archive.writestr(MANIFEST_NAME, json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8"))
-        with open(temp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temp, out)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass
-        raise
-    fsync_dir(out.parent)
+    with AtomicFile(out, mode=0o600) as handle, \
+            zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        members = _Members(archive)
+        collected = runtime.call(lambda: _collect(runtime, members))
+        history = _copy_history(runtime, members) if with_history else {
+            "kind": None, "note": "not asked for (--with-history)"}
+        manifest = _manifest(engine, record, collected, history, members)
+        archive.writestr(MANIFEST_NAME, json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8"))
     return {"archive": str(out), "storeId": record.store_id, "kind": record.kind, "name": record.name,
             "files": collected["files"], "revisions": len(collected["revisions"]), "skipped": collected["skipped"],
             "conversations": len(manifest["conversations"]), "history": history}
