@@ -289,8 +289,7 @@ class VectorIndex:
                 db.execute("DELETE FROM passages WHERE partition = ? AND path = ?", (partition, path))
                 db.execute("DELETE FROM passages_done WHERE partition = ? AND path = ?", (partition, path))
         fresh = {path for path, (_, sha) in known.items() if path in current and current[path].sha256 == sha}
-        with_passages = {path for path, sha in passages_known.items()
-                         if path in current and current[path].sha256 == sha}
+        with_passages = passages_known.keys() - set(stale_passages)
         wanted = sorted((row for path, row in current.items() if path not in fresh or (
                             passages and row.kind == "page" and path not in with_passages)),
                         key=lambda row: (row.updated_at or "", row.path), reverse=True)
