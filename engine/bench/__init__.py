@@ -4,4 +4,8 @@ A benchmark is not a test: it asserts nothing about speed or quality, it
 measures and reports.  ``knowledge bench search`` is the entry point;
 ``python -m engine.bench.embedding`` measures the embedding model's
 throughput, old code against new.
+
+The command line loads a benchmark only when its ``knowledge bench`` command
+runs; the defaults its help shows (data set, report paths, sizes) live in
+``defaults``, which imports nothing else.
 """

@@ -62,9 +62,8 @@ from ..index.vectors import embedding_text
 from ..vault.frontmatter import split_document
 from ..state.config import parse_settings
 from . import gate_quality, metrics
+from .defaults import GATE_OUTPUT as DEFAULT_OUTPUT, LOCOMO_DATA as DEFAULT_DATA
 
-DEFAULT_DATA = Path("..") / "shared" / "data" / "locomo10.json"
-DEFAULT_OUTPUT = Path("docs") / "benchmarks" / "gate.md"
 MODEL_NAME = "bench-reranker"
 AGENT = "main"
 BASELINE = Path(__file__).with_name("gate_baseline.py")

@@ -34,7 +34,6 @@ from ..runtime import StoreRuntime
 from ..state.statedir import StateDir
 from .socket import WORDS, machine
 
-DEFAULT_OUTPUT = Path("docs/benchmarks/imports.md")
 TARGET = 10_000
 
 

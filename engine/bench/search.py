@@ -49,12 +49,11 @@ from ..state.statedir import StateDir
 from ..store.store import STATE_DB, VAULT_DIR, partition_dir
 from . import metrics
 from .corpus import NOTE_SETS, write_partition
+from .defaults import LOCOMO_DATA as DEFAULT_DATA, SEARCH_OUTPUT as DEFAULT_OUTPUT
 from .engines import FtsReference, TantivyCore, current_documents, fts5_problem
 from .modes import measure_modes, score_modes
 from .report import render_markdown
 
-DEFAULT_DATA = Path("..") / "shared" / "data" / "locomo10.json"
-DEFAULT_OUTPUT = Path("docs") / "benchmarks" / "search.md"
 LIMIT = 10
 BUILDERS = ("tantivy", "tantivy-core", "fts5")  # worker kinds: the engine's rebuild, tantivy alone, FTS5
 RUNNERS = ("tantivy", "fts5", "api")  # latency: tantivy core, FTS5, the whole Engine.search call

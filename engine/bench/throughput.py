@@ -36,10 +36,10 @@ from ..state.statedir import StateDir
 from ..store.catalog_reads import CatalogReads
 from ..store.store import VAULT_DIR
 from .corpus import write_partition
+from .defaults import THROUGHPUT_SIZES as SIZES
 from .socket import WORDS, RpcClient, _start_engine, machine, owner_state, percentile, run_together
 
 FIRST_QUERY_TIMEOUT_S = 1800  # the first search catalogues and indexes every file
-SIZES = (100, 95_000)  # a partition scan stops at 100,000 entries, directories included
 ISSUE_FIGURES = {  # what the throughput issue measured before this work (same machine, through the socket)
     "pages_per_s_1": "about 25 (29 into 200 records, 4.8 into 5,200)",
     "remember_per_s_1": "19",

@@ -27,12 +27,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..operator import client_config
-from ..bench import search as search_bench
-from ..bench import gate as gate_bench
-from ..bench import imports as imports_bench
-from ..bench import socket as socket_bench
-from ..bench import socket_bounds as socket_bounds_bench
-from ..bench import throughput as throughput_bench
+from ..bench import defaults as bench_defaults
 from ..wire.bridge import BridgeError, run_bridge
 from .import_commands import add_import_parsers
 from .model_commands import add_models_parser
@@ -252,11 +247,16 @@ def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+# A benchmark loads only when its command runs: importing them all would slow every other command.
+
+
 def cmd_bench_socket(args: argparse.Namespace, state: StateDir) -> int:
     if args.bounds:
+        from ..bench import socket_bounds as socket_bounds_bench
         command = f"knowledge bench socket --bounds --connections {args.connections}"
         text = socket_bounds_bench.report(socket_bounds_bench.run(connections=args.connections), command)
     else:
+        from ..bench import socket as socket_bench
         command = f"knowledge bench socket --pages {args.pages} --seconds {args.seconds:g}"
         text = socket_bench.report(socket_bench.run(pages=args.pages, seconds=args.seconds), command)
     print(text, end="")
@@ -268,6 +268,7 @@ def cmd_bench_socket(args: argparse.Namespace, state: StateDir) -> int:
 
 
 def cmd_bench_throughput(args: argparse.Namespace, state: StateDir) -> int:
+    from ..bench import throughput as throughput_bench
     sizes = tuple(args.records)
     command = (f"knowledge bench throughput --records {' '.join(map(str, sizes))} --seconds {args.seconds:g} "
                f"--round-trips {args.round_trips}")
@@ -283,6 +284,7 @@ def cmd_bench_throughput(args: argparse.Namespace, state: StateDir) -> int:
 
 def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:
     """Everything happens in a throwaway directory; the state directory is never touched."""
+    from ..bench import imports as imports_bench
     command = "knowledge " + shlex.join(args.argv)
     result = imports_bench.run(conversations=args.conversations, messages=args.messages, profile=args.profile,
                                say=lambda line: print(line, file=sys.stderr, flush=True))
@@ -296,6 +298,7 @@ def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:
 
 def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
+    from ..bench import gate as gate_bench
     options = gate_bench.Options(
         model=args.model, variant=args.variant,
         torch_python=Path(args.torch_python) if args.torch_python else None, data=Path(args.data),
@@ -313,6 +316,7 @@ def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
 
 def cmd_bench_search(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
+    from ..bench import search as search_bench
     defaults = search_bench.Options.quick_run() if args.quick else search_bench.Options()
     chosen = {name: getattr(args, name) for name in ("records", "queries", "rounds", "repeats", "samples", "seed")
               if getattr(args, name) is not None}
@@ -573,9 +577,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Retrieval quality on LoCoMo and index/query speed on LoCoMo and a generated partition, "
                     "for the engine's tantivy search and an SQLite FTS5 reference. --state-dir names a "
                     "LoCoMo state dir to reuse; without it everything happens in a throwaway directory.")
-    bench_search.add_argument("--data", default=str(search_bench.DEFAULT_DATA),
+    bench_search.add_argument("--data", default=str(bench_defaults.LOCOMO_DATA),
                               help="the LoCoMo file (default: %(default)s, from the repository root)")
-    bench_search.add_argument("--output", default=str(search_bench.DEFAULT_OUTPUT),
+    bench_search.add_argument("--output", default=str(bench_defaults.SEARCH_OUTPUT),
                               help="where the Markdown report goes, '-' for nowhere (default: %(default)s)")
     bench_search.add_argument("--quick", action="store_true",
                               help="a smoke run: 2 conversations, 10,000 generated records, one round")
@@ -605,7 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_throughput = bench_commands.add_parser(
         "throughput", parents=[common],
         help="writes and reads through the socket at a small and a large partition")
-    bench_throughput.add_argument("--records", type=int, nargs="+", default=list(throughput_bench.SIZES),
+    bench_throughput.add_argument("--records", type=int, nargs="+", default=list(bench_defaults.THROUGHPUT_SIZES),
                                   help="partition sizes, in generated records (default 100 95000)")
     bench_throughput.add_argument("--seconds", type=float, default=5.0,
                                   help="each concurrent phase (default 5)")
@@ -624,7 +628,7 @@ def build_parser() -> argparse.ArgumentParser:
                               help="messages on each conversation's active branch (default 8)")
     bench_import.add_argument("--profile", action="store_true", help="run the import under cProfile and "
                               "report where its time goes")
-    bench_import.add_argument("--output", default=str(imports_bench.DEFAULT_OUTPUT),
+    bench_import.add_argument("--output", default=str(bench_defaults.IMPORTS_OUTPUT),
                               help="default %(default)s; '-' writes no file")
     bench_import.set_defaults(handler=cmd_bench_import)
     bench_gate = bench_commands.add_parser(
@@ -648,13 +652,13 @@ def build_parser() -> argparse.ArgumentParser:
                             help="fit an embedding model's calibration on LoCoMo conversations 0-4 (prints a and b)")
     bench_gate.add_argument("--candidates", nargs="+", default=["keyword"], choices=["keyword", "hybrid", "model"],
                             help="candidate modes the quality figures compare (default keyword)")
-    bench_gate.add_argument("--data", default=str(gate_bench.DEFAULT_DATA), help="the LoCoMo file")
+    bench_gate.add_argument("--data", default=str(bench_defaults.LOCOMO_DATA), help="the LoCoMo file")
     bench_gate.add_argument("--questions", type=int, default=150, help="gate turns (default 150)")
     bench_gate.add_argument("--timeout-ms", type=int, default=1500, help="recallGate.timeoutMs (default 1500)")
     bench_gate.add_argument("--long-windows", type=int, default=0, metavar="N",
                             help="recallGate.longWindows of the gate turns (the cascade; default 0: equal windows)")
     bench_gate.add_argument("--rounds", type=int, default=3, help="throughput rounds per side (default 3)")
-    bench_gate.add_argument("--output", default=str(gate_bench.DEFAULT_OUTPUT), help="'-' writes no file")
+    bench_gate.add_argument("--output", default=str(bench_defaults.GATE_OUTPUT), help="'-' writes no file")
     bench_gate.set_defaults(handler=cmd_bench_gate)
 
     agents = commands.add_parser("agents", parents=[common], help="register, list and remove agents")

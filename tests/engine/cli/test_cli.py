@@ -424,3 +424,33 @@ class _FailingParser:
         import argparse
 
         return argparse.Namespace(state_dir=str(self.state_dir.root), handler=self.handler)
+
+
+def test_the_command_line_loads_a_benchmark_only_for_its_bench_command() -> None:
+    probe = ("import sys\nfrom engine.cli.commands import build_parser, main\n"
+             "build_parser().parse_args(['bench', 'search'])\n"
+             "print('loaded', *sorted(m for m in sys.modules if m.startswith('engine.bench')))\n"
+             "main(['bench', 'gate', '--output', '-'])\n"
+             "print('loaded', *sorted(m for m in sys.modules if m.startswith('engine.bench')))\n")
+    completed = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True,
+                               timeout=60)
+
+    assert completed.returncode == 0, completed.stderr
+    at_start, after_gate = (set(line.split()[1:]) for line in completed.stdout.splitlines()
+                            if line.startswith("loaded "))
+    assert at_start == {"engine.bench", "engine.bench.defaults"}
+    assert "engine.bench.gate" in after_gate and "engine.bench.search" not in after_gate
+
+
+def test_the_bench_commands_default_to_what_the_benchmarks_do() -> None:
+    from engine.bench import gate, search, throughput
+    from engine.cli.commands import build_parser
+
+    parser = build_parser()
+    searching = parser.parse_args(["bench", "search"])
+    gating = parser.parse_args(["bench", "gate"])
+
+    assert (searching.data, searching.output) == (str(search.Options().data), str(search.Options().output))
+    assert (gating.data, gating.output) == (str(gate.DEFAULT_DATA), str(gate.DEFAULT_OUTPUT))
+    assert tuple(parser.parse_args(["bench", "throughput"]).records) == throughput.SIZES
+    assert parser.parse_args(["bench", "import"]).output == "docs/benchmarks/imports.md"

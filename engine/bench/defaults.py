@@ -1,0 +1,12 @@
+"""What the benchmarks default to, apart from the benchmarks themselves: ``knowledge --help`` shows these
+defaults without loading a benchmark (each one imports much of the engine and runs only under ``bench``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+LOCOMO_DATA = Path("..") / "shared" / "data" / "locomo10.json"  # from the repository root
+SEARCH_OUTPUT = Path("docs") / "benchmarks" / "search.md"
+GATE_OUTPUT = Path("docs") / "benchmarks" / "gate.md"
+IMPORTS_OUTPUT = Path("docs/benchmarks/imports.md")
+THROUGHPUT_SIZES = (100, 95_000)  # a partition scan stops at 100,000 entries, directories included
