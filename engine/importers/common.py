@@ -329,7 +329,7 @@ class Writer:
         the retained original each cites first (``Writer.retain``'s ``filename``: a note's path in its
         folder): ``(id, revision)``, the newest where several share one."""
         def original(row: Any, read: "_SourceReader") -> str | None:
-            return read.filename(_first_source(row.frontmatter))
+            return read.filename(first_source(row.frontmatter))
 
         return self.imported_records(original, kind=kind, active_only=kind == "claim", **filters)
 
@@ -366,6 +366,8 @@ class Writer:
     def current_page(self, page_id: str) -> dict[str, Any]:
         """The current revision of a page (``Engine.get_record``)."""
         return self.engine.get_record(self.caller, page_id)
+
+    current_record = current_page  # a claim's, the same way
 
     def source_sha256(self, source_id: str) -> str | None:
         """The sha256 of a retained source of the caller's partition, None when there is none."""
@@ -421,12 +423,17 @@ class _SourceReader:
             return None
 
 
-def _first_source(frontmatter: dict[str, Any]) -> str | None:
+def first_source(frontmatter: dict[str, Any]) -> str | None:
     """The source a record's first citation names, if it names one."""
     evidence = frontmatter.get("evidence")
     first = evidence[0] if isinstance(evidence, list) and evidence else None
     source = first.get("source") if isinstance(first, dict) else None
     return source if isinstance(source, str) else None
+
+
+def first_part_sha256(original: Original) -> str:
+    """The sha256 of the first part an original is retained in (all of it, up to one attachment's size)."""
+    return hashlib.sha256(original.data[:ATTACH_MAX_BYTES]).hexdigest()
 
 
 def says_same(page: dict[str, Any], params: dict[str, Any]) -> bool:

@@ -40,7 +40,8 @@ from urllib.parse import unquote
 import yaml
 
 from .common import (
-    Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report, revised_note, says_same,
+    Original, Scan, Writer, clean_text, first_part_sha256, one_line, read_file, refuse_secrets, refused, report,
+    revised_note, says_same,
 )
 from ..core.errors import InvalidParams
 from ..store.attachments import ATTACH_MAX_BYTES
@@ -158,7 +159,7 @@ def import_markdown(writer: Writer, folder: Folder) -> dict[str, Any]:
             page = writer.current_page(found[0])
             if says_same(page, params):
                 cited = [e.get("source") for e in page["frontmatter"].get("evidence") or [] if isinstance(e, dict)]
-                if cited and writer.source_sha256(cited[0]) == _first_part_sha256(note.original):
+                if cited and writer.source_sha256(cited[0]) == first_part_sha256(note.original):
                     _retain(writer, folder, note, sources, retained_files)  # the same file: retries, as it was
                 pages[note.path] = writer.kept(found[0])
                 writer.done(done, total, note.path)
@@ -219,11 +220,6 @@ def _retain(writer: Writer, folder: Folder, note: Note, sources: dict[str, list[
             retained_files[relative] = writer.retain(original, "file-" + hashlib.sha256(
                 relative.encode("utf-8", "surrogatepass")).hexdigest()[:20])
     return sources[note.path] + [s for relative in _attachments(folder, note) for s in retained_files[relative]]
-
-
-def _first_part_sha256(original: Original) -> str:
-    """The sha256 of the first part an original is retained in (the whole file, up to one attachment)."""
-    return hashlib.sha256(original.data[:ATTACH_MAX_BYTES]).hexdigest()
 
 
 def _link_key(row: Any, _: Any) -> str | None:
