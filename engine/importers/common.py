@@ -297,7 +297,9 @@ class Writer:
         return ids
 
     def save_page(self, key: str, params: dict[str, Any]) -> str:
-        """Save one page; returns its id."""
+        """Save one page (a new one, or the next revision of ``params["id"]``); returns its id."""
+        if self.dry_run and "id" in params:  # a revision keeps its page's id
+            return self.kept(params["id"])
         request = {"requestId": self.request_id(key, params), **params}
         return self._write("pages", lambda: self.engine.save_page(self.caller, request)["id"])
 
