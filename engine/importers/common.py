@@ -379,6 +379,12 @@ class Writer:
 
         return self.engine.on_store(self.caller, work)
 
+    def cites(self, record: dict[str, Any], original: Original) -> bool:
+        """Whether a record (as ``current_record`` answers) cites this very file (its first part) as evidence:
+        importing the same input again, rather than a newer one that says the same."""
+        cited = [e.get("source") for e in record["frontmatter"].get("evidence") or [] if isinstance(e, dict)]
+        return first_part_sha256(original) in {self.source_sha256(c) for c in cited if isinstance(c, str)}
+
     def done(self, done: int, total: int, item: str) -> None:
         if self.progress is not None:
             self.progress(Progress(self.format, done, total, item))

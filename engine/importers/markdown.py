@@ -40,7 +40,7 @@ from urllib.parse import unquote
 import yaml
 
 from .common import (
-    Original, Scan, Writer, clean_text, first_part_sha256, one_line, read_file, refuse_secrets, refused, report,
+    Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report,
     revised_note, says_same,
 )
 from ..core.errors import InvalidParams
@@ -158,8 +158,7 @@ def import_markdown(writer: Writer, folder: Folder) -> dict[str, Any]:
         if found is not None:
             page = writer.current_page(found[0])
             if says_same(page, params):
-                cited = [e.get("source") for e in page["frontmatter"].get("evidence") or [] if isinstance(e, dict)]
-                if cited and writer.source_sha256(cited[0]) == first_part_sha256(note.original):
+                if writer.cites(page, note.original):
                     _retain(writer, folder, note, sources, retained_files)  # the same file: retries, as it was
                 pages[note.path] = writer.kept(found[0])
                 writer.done(done, total, note.path)

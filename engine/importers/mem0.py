@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from .common import (
-    Original, Scan, Writer, clean_text, first_part_sha256, first_source, load_json, read_export, refuse_secrets,
+    Original, Scan, Writer, clean_text, first_source, load_json, read_export, refuse_secrets,
     refused, report, revised_note,
 )
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, TEXT_MAX_CHARS
@@ -58,9 +58,7 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
             claim = writer.current_record(found[0])
             if (claim.get("body") or "").strip() == text:
                 if not rerun:
-                    cited = [e.get("source") for e in claim["frontmatter"].get("evidence") or [] if isinstance(e, dict)]
-                    rerun.append(any(writer.source_sha256(c) == first_part_sha256(original)
-                                     for c in cited if isinstance(c, str)))
+                    rerun.append(writer.cites(claim, original))
                 plan.append((place, text, record, found[0], None))
                 continue
         plan.append((place, text, record, None, found[0] if found is not None else None))

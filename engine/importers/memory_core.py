@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import (
-    Original, Scan, Writer, clean_text, first_part_sha256, one_line, read_file, refuse_secrets, refused, report,
+    Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report,
     revised_note, says_same,
 )
 from ..core.errors import InvalidParams
@@ -98,8 +98,7 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
         found = earlier.get(name)
         sources: list[str] = []
         if found is not None and says_same(page := writer.current_page(found[0]), params):
-            cited = [e.get("source") for e in page["frontmatter"].get("evidence") or [] if isinstance(e, dict)]
-            if cited and writer.source_sha256(cited[0]) == first_part_sha256(memory.original):  # the same file: retries
+            if writer.cites(page, memory.original):  # the same file: retries, as it was retained
                 sources = writer.retain(memory.original, memory.key, media_type="text/markdown", filename=name)
             pages[memory.original.name] = writer.kept(found[0])
         else:

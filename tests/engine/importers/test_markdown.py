@@ -219,7 +219,8 @@ def test_a_changed_note_revises_its_page_and_a_new_one_is_a_new_page(
     assert len(records(state_dir, "sources/")) - len([p for p in before if p.startswith("private/sources/")]) == 4
 
     after = store_snapshot(state_dir)
-    assert run_import(engine, "markdown", notes)["pages"] == second["pages"]  # the same folder again: nothing
+    third = run_import(engine, "markdown", notes)  # the same folder again: nothing
+    assert (third["pages"], third["imported"], third["revised"]) == (second["pages"], second["imported"], 0)
     assert store_snapshot(state_dir) == after
 
 
