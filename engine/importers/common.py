@@ -455,9 +455,14 @@ def says_same(page: dict[str, Any], params: dict[str, Any]) -> bool:
             and (frontmatter.get("fields") or {}) == (params.get("fields") or {}))
 
 
-def revised_note(revised: int, what: str, how: str = "each got a new revision of its page") -> list[str]:
-    """The result's note on the records an import revised, as every importer words it."""
-    return [f"{revised} {what}(s) changed since an earlier import: {how}."] if revised else []
+def revised_note(writer: Writer, revised: int, what: str, *, claims: bool = False) -> list[str]:
+    """The result's note on the items an import revised (or, on a dry run, would), as every importer words it."""
+    if not revised:
+        return []
+    get = "would get" if writer.dry_run else "got"
+    how = (f"each {get} a new claim that replaces its earlier one, which is kept as superseded" if claims
+           else f"each {get} a new revision of its page")
+    return [f"{revised} {what}(s) changed since an earlier import: {how}."]
 
 
 def report(writer: Writer, **extra: Any) -> dict[str, Any]:
@@ -635,7 +640,7 @@ def import_conversations(writer: Writer, original: Original, conversations: list
                 pages[conversation.key] = writer.save_page(f"c-{conversation.key}", params)
             done += 1
             writer.done(done, len(conversations), conversation.title)
-    notes = revised_note(revised, "conversation")
+    notes = revised_note(writer, revised, "conversation")
     return report(writer, file=original.name, sha256=original.sha256, conversations=len(conversations),
                   pages=pages, revised=revised, **({"notes": notes} if notes else {}))
 

@@ -195,7 +195,7 @@ def import_markdown(writer: Writer, folder: Folder) -> dict[str, Any]:
         if items:
             relationships += len(writer.remember(f"{note.key}-links", items))
     notes = [f"{unresolved} links name no note or file of the folder; they stay as text."] if unresolved else []
-    notes += revised_note(revised, "note")
+    notes += revised_note(writer, revised, "note")
     attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
     return report(writer, folder=str(folder.root), notes=notes, pages=pages, relationships=relationships,
                   attachments=len(attachments), revised=revised)

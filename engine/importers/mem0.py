@@ -78,8 +78,7 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
             revised += kept is None and replaced is not None
         writer.done(start + len(chunk), len(plan), chunk[-1][0])
     notes = [f"Skipped {skipped} deleted memories."] if skipped else []
-    notes += revised_note(revised, "memory", "each got a new claim that replaces its earlier one, which is "
-                          "kept as superseded")
+    notes += revised_note(writer, revised, "memory", claims=True)
     return report(writer, file=original.name, sha256=original.sha256, memories=len(memories),
                   skippedDeleted=skipped, claims=claims, revised=revised, notes=notes)
 

@@ -125,7 +125,7 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
                 for line, text in new_items]))
         writer.done(done, len(files), memory.original.name)
     return report(writer, files=len(files), pages=pages, claims=claims, revised=revised,
-                  notes=revised_note(revised, "file"))
+                  notes=revised_note(writer, revised, "file"))
 
 
 def retained_name(workspace: str, memory: MemoryFile) -> str:
