@@ -14,8 +14,14 @@ importer can later run over a client of a running engine:
   hash of what the write holds, so importing the same input again returns
   the first receipts and creates nothing, and a run interrupted midway is
   finished by running it again;
+- an item an earlier import made a record of is found again by a stable
+  key (``imported_pages``: a conversation's address; ``imported_by_original``:
+  the name its original was retained under; ``imported_records``: any key
+  of a record and the sources it cites): unchanged, it is left as it is;
+  changed, it gets that record's next revision;
 - a dry run goes through the same code with a ``Writer`` that writes
-  nothing and counts what would be created;
+  nothing and counts what would be created (given the engine, it reads
+  what an earlier import made, so it also counts what it would revise);
 - progress goes to a callback after each item (the terminal prints it, the
   desktop can show it);
 - conversations (ChatGPT, Claude) share one page writer

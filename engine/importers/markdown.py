@@ -25,6 +25,12 @@ the link as quote.  Links to a non-Markdown file of the folder
 (``![[diagram.png]]``, ``[[paper.pdf]]``, ``![alt](files/a.png)``) retain that
 file as evidence cited by the page.  Links naming nothing in the folder are
 left as text and counted.  Links in fenced code blocks are not links.
+
+Each note's original is retained under the folder's name and the note's
+path in it (``vault › Projects › Alpha › Tram clock.md``).  Importing the
+folder again finds each note's page by that name: a page that would say the
+same is left as it is, a changed note gets the next revision of its page,
+and a link already made a relationship is not made again.
 """
 
 from __future__ import annotations

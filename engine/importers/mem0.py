@@ -14,6 +14,11 @@ Its evidence is the memory's whole JSON object (metadata and all, indented
 as JSON), retained as an excerpt, and the retained export file itself.  No subject,
 kind or page is inferred.  Memories OpenMemory marks ``deleted`` are
 skipped and counted.
+
+Imported again (a newer export): a memory whose claim an earlier import made
+(found by its ``id``) and whose text is the same is left as it is; one whose
+text changed gets a new claim replacing the earlier one (``replaces``: that
+claim's next revision is ``superseded``).
 """
 
 from __future__ import annotations

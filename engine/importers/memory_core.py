@@ -14,7 +14,11 @@ date: ``2026-01-15-release.md``).  PATH is the workspace folder (or its
   files under ``memory/`` become pages titled with their name.  Their list
   items stay in the page's body: a day's log is not a list of facts.
 
-Every file is retained as the original its page and claims cite.
+Every file is retained as the original its page and claims cite, named by the
+workspace folder and the file's path in it (``workspace › memory ›
+2026-01-15.md``).  Imported again, a file whose page says the same is left as
+it is, a changed one gets the next revision of its page, and only list items
+no earlier claim holds become claims.
 """
 
 from __future__ import annotations
