@@ -144,11 +144,8 @@ class LocalDesk:
                                    store=store)
                 return run_import(None, chosen, plan, agent=agent or DEFAULT_AGENT, dry_run=True,
                                   progress=progress, keep_token=keep)
-            with self._engine() as engine:  # read only: what an earlier import made, to count what it revises
-                return run_import(engine, chosen, plan, agent=receiving_agent(engine, store, agent), dry_run=True,
-                                  progress=progress, keep_token=keep)
-        with import_engine(self.state) as engine:
-            return run_import(engine, chosen, plan, agent=receiving_agent(engine, store, agent), dry_run=False,
+        with import_engine(self.state) as engine:  # a dry run only reads what an earlier import made
+            return run_import(engine, chosen, plan, agent=receiving_agent(engine, store, agent), dry_run=dry_run,
                               progress=progress, keep_token=keep)
 
     def agents(self) -> list[dict[str, Any]]:
