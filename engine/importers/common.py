@@ -59,6 +59,7 @@ from ..vault.records import TITLE_MAX_CHARS
 DEFAULT_AGENT = "main"
 REQUEST_ID_MAX_CHARS = 128
 _REQUEST_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_PART = re.compile(r"\.part-[0-9]{3}-of-[0-9]{3}$")  # what ``Writer.retain`` adds to a part's file name
 
 
 # --- the caller --------------------------------------------------------------------------------
@@ -420,9 +421,11 @@ class _SourceReader:
         self.view, self.partition = view, partition
 
     def filename(self, source_id: str | None) -> str | None:
-        """The file name a source was retained under; None when there is no such source."""
+        """The file name a source was retained under (an original retained in parts: its own, without
+        ``.part-001-of-003``); None when there is no such source."""
         row = self.view.catalog.source(self.partition, source_id) if source_id else None
-        return None if row is None else row.descriptor.get("filename")
+        name = None if row is None else row.descriptor.get("filename")
+        return _PART.sub("", name) if isinstance(name, str) else None
 
     def text(self, source_id: str | None) -> str | None:
         """A retained source's text (a cited excerpt); None when there is none, or it is not UTF-8 text."""

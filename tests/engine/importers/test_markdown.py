@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine.core.errors import InvalidParams
+from engine.importers import common
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
@@ -280,3 +281,18 @@ def test_a_bad_note_in_a_folder_imported_before_changes_nothing(
 
     assert caught.value.details["file"] == "People/Bruno.md"
     assert store_snapshot(state_dir) == before
+
+
+def test_a_note_retained_in_parts_is_found_again(engine: Engine, notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(common, "ATTACH_MAX_BYTES", 64)  # every note larger than that: retained in parts
+    first = run_import(engine, "markdown", notes)
+    caller = reader(engine)
+    clock_id = first["pages"]["Projects/Alpha/Tram clock.md"]
+    assert len(engine.get_record(caller, clock_id)["frontmatter"]["evidence"]) > 2  # its parts and the photo
+    clock = notes / "Projects" / "Alpha" / "Tram clock.md"
+    clock.write_text(clock.read_text(encoding="utf-8") + "Fixed on Sunday.\n", encoding="utf-8")
+
+    second = run_import(engine, "markdown", notes)
+
+    assert second["pages"] == first["pages"] and second["revised"] == 1
+    assert engine.get_record(caller, clock_id)["revision"] == 2
