@@ -127,8 +127,8 @@ class LocalDesk:
     def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
                 progress: Callable[[Progress], None] | None) -> dict[str, Any]:
         """The input checked whole first (nothing exists yet if it is refused), then imported by an engine
-        of this process; a dry run opens none and creates no state (one naming a store looks it up in the
-        state directory, which must exist then)."""
+        of this process; a dry run writes nothing: with no state directory yet it opens no engine and creates
+        no state, else it reads what an earlier import made (one naming a store must find it there)."""
         chosen = FORMATS[format_name]
         # The owner's allowSecrets decides, as for every write; read without creating anything.
         allowed = SettingsSource(self.state.config).current().allow_secrets if self.state.config.exists() else False
@@ -138,16 +138,14 @@ class LocalDesk:
             return str(self.state.write_agent_token(name, token))
 
         if dry_run:
-            if store is not None:
-                if not self.state.registry.is_file():
+            if not self.state.registry.is_file():  # no state yet: nothing an earlier import made to read
+                if store is not None:
                     raise NotFound(f"no store {store!r} in {self.state.root} (`knowledge stores list` shows them)",
                                    store=store)
-                with self._engine() as engine:
-                    receiving_agent(engine, store, agent)
-            return run_import(None, chosen, plan, agent=agent or DEFAULT_AGENT, dry_run=True, progress=progress,
-                              keep_token=keep)
-        with import_engine(self.state) as engine:
-            return run_import(engine, chosen, plan, agent=receiving_agent(engine, store, agent), dry_run=False,
+                return run_import(None, chosen, plan, agent=agent or DEFAULT_AGENT, dry_run=True,
+                                  progress=progress, keep_token=keep)
+        with import_engine(self.state) as engine:  # a dry run only reads what an earlier import made
+            return run_import(engine, chosen, plan, agent=receiving_agent(engine, store, agent), dry_run=dry_run,
                               progress=progress, keep_token=keep)
 
     def agents(self) -> list[dict[str, Any]]:

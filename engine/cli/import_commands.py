@@ -3,7 +3,7 @@
 The input is read and checked whole before anything is written: a malformed
 input is refused with the file and the place in it, and no agent, store or
 record is created.  ``--dry-run`` stops there and reports what the import
-would create.  Progress goes to stderr, the result to stdout.
+would create, and what an earlier import made that it would revise.  Progress goes to stderr, the result to stdout.
 
 Where no engine serves the state directory the import runs here; beside a
 serving engine it runs in the engine (``operator/import``, a job this
@@ -40,7 +40,7 @@ def add_import_parsers(import_commands: Any, common: argparse.ArgumentParser) ->
         parser.add_argument("--store", help="a store (a named store's name, or a store id) to receive it, "
                                             "written as one of its owner agents")
         parser.add_argument("--dry-run", action="store_true",
-                            help="check the input and report what would be created; write nothing")
+                            help="check the input and report what would be created or revised; write nothing")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
         # Beside a serving engine these run in it, so they need the state directory to themselves no more.
         parser.set_defaults(handler=cmd_import, import_format=name, exclusive=None)

@@ -14,8 +14,14 @@ importer can later run over a client of a running engine:
   hash of what the write holds, so importing the same input again returns
   the first receipts and creates nothing, and a run interrupted midway is
   finished by running it again;
+- an item an earlier import made a record of is found again by a stable
+  key (``imported_pages``: a conversation's address; ``imported_by_original``:
+  the name its original was retained under; ``imported_records``: any key
+  of a record and the sources it cites): unchanged, it is left as it is;
+  changed, it gets that record's next revision;
 - a dry run goes through the same code with a ``Writer`` that writes
-  nothing and counts what would be created;
+  nothing and counts what would be created (given the engine, it reads
+  what an earlier import made, so it also counts what it would revise);
 - progress goes to a callback after each item (the terminal prints it, the
   desktop can show it);
 - conversations (ChatGPT, Claude) share one page writer
@@ -42,6 +48,7 @@ from urllib.parse import quote
 
 from ..access.authority import AgentCaller, Caller
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
+from ..core.files import read_file as read_stored
 from ..service import Engine
 from ..state.statedir import StateDir
 from ..store.attachments import ATTACH_MAX_BYTES, attach
@@ -52,6 +59,7 @@ from ..vault.records import TITLE_MAX_CHARS
 DEFAULT_AGENT = "main"
 REQUEST_ID_MAX_CHARS = 128
 _REQUEST_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_PART = re.compile(r"\.part-[0-9]{3}-of-[0-9]{3}$")  # what ``Writer.retain`` adds to a part's file name
 
 
 # --- the caller --------------------------------------------------------------------------------
@@ -275,13 +283,15 @@ class Writer:
             key = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         return f"{self.format}-{key}-{digest}"[:REQUEST_ID_MAX_CHARS]
 
-    def retain(self, original: Original, key: str, *, media_type: str | None = None) -> list[str]:
+    def retain(self, original: Original, key: str, *, media_type: str | None = None,
+               filename: str | None = None) -> list[str]:
         """Retain ``original`` with its sha256; returns its source ids: one, or several when it is larger
         than one attachment (``name.part-001-of-003`` and on, which joined in order are the original).
+        The file name is ``filename``, else the original's own (without its folder).
         An empty file retains nothing (an empty source can back no citation)."""
         data = original.data
         chunks = [data[start:start + ATTACH_MAX_BYTES] for start in range(0, len(data), ATTACH_MAX_BYTES)]
-        name = original.name.replace("\\", "/").rsplit("/", 1)[-1]
+        name = filename or original.name.replace("\\", "/").rsplit("/", 1)[-1]
         guessed = media_type or mimetypes.guess_type(name, strict=False)[0]
         ids = []
         for number, chunk in enumerate(chunks, start=1):
@@ -294,7 +304,9 @@ class Writer:
         return ids
 
     def save_page(self, key: str, params: dict[str, Any]) -> str:
-        """Save one page; returns its id."""
+        """Save one page (a new one, or the next revision of ``params["id"]``); returns its id."""
+        if self.dry_run and "id" in params:  # a revision keeps its page's id
+            return self.kept(params["id"])
         request = {"requestId": self.request_id(key, params), **params}
         return self._write("pages", lambda: self.engine.save_page(self.caller, request)["id"])
 
@@ -317,30 +329,54 @@ class Writer:
     def imported_pages(self, page_type: str, tag: str) -> dict[str, tuple[str, int]]:
         """The current pages an earlier run of this format's import made (its attribution names it) of
         ``page_type`` tagged ``tag``, by their ``fields.url``: ``(id, revision)``, the newest where several
-        share one.  A dry run, or an agent with no store yet, has none."""
-        if self.dry_run or self.engine is None or self.caller is None:
+        share one.  A dry run without the store, or an agent with no store yet, has none."""
+        return self.imported_records(lambda row, _: (row.frontmatter.get("fields") or {}).get("url"),
+                                     kind="page", type=page_type, tag=tag)
+
+    def imported_by_original(self, kind: str, **filters: Any) -> dict[str, tuple[str, int]]:
+        """The current records of ``kind`` an earlier run of this format's import made, by the file name of
+        the retained original each cites first (``Writer.retain``'s ``filename``: a note's path in its
+        folder): ``(id, revision)``, the newest where several share one."""
+        def original(row: Any, read: "_SourceReader") -> str | None:
+            return read.filename(first_source(row.frontmatter))
+
+        return self.imported_records(original, kind=kind, active_only=kind == "claim", **filters)
+
+    def imported_records(self, key_of: Callable[[Any, "_SourceReader"], Any], *, active_only: bool = False,
+                         **filters: Any) -> dict[str, tuple[str, int]]:
+        """The current records an earlier run of this format's import made (its attribution names it)
+        matching ``filters`` (``kind``, ``type``, ``tag``; with ``active_only``, not superseded or
+        withdrawn), by ``key_of(row, sources)`` (rows without a key are left out): ``(id, revision)``, the
+        newest where several share one.  A dry run without the store, or an agent with no store yet, has
+        none."""
+        if self.engine is None or self.caller is None:
             return {}
         instance = import_instance(self.format)
 
-        def rows(runtime: Any, authority: Any, view: Any) -> list[Any]:
-            return view.catalog.current(authority.partition, kind="page", type=page_type, tag=tag)
+        def rows(runtime: Any, authority: Any, view: Any) -> dict[str, tuple[str, int]]:
+            sources = _SourceReader(view, authority.partition)
+            found: dict[str, tuple[str, int]] = {}
+            for row in view.catalog.current(authority.partition, **filters):  # newest first
+                frontmatter = row.frontmatter
+                if (not row.record_id or not isinstance(row.revision, int)
+                        or (active_only and frontmatter.get("lifecycle", "active") != "active")
+                        or (frontmatter.get("attribution") or {}).get("instance") != instance):
+                    continue
+                key = key_of(row, sources)
+                if isinstance(key, str) and key not in found:
+                    found[key] = (row.record_id, row.revision)
+            return found
 
         try:
-            found = self.engine.enter(self.caller, create=False).read(rows)
+            return self.engine.enter(self.caller, create=False).read(rows)
         except NotFound:
             return {}
-        pages: dict[str, tuple[str, int]] = {}
-        for row in found:  # newest first
-            frontmatter = row.frontmatter
-            url = (frontmatter.get("fields") or {}).get("url")
-            if (isinstance(url, str) and url not in pages and row.record_id and isinstance(row.revision, int)
-                    and (frontmatter.get("attribution") or {}).get("instance") == instance):
-                pages[url] = (row.record_id, row.revision)
-        return pages
 
     def current_page(self, page_id: str) -> dict[str, Any]:
         """The current revision of a page (``Engine.get_record``)."""
         return self.engine.get_record(self.caller, page_id)
+
+    current_record = current_page  # a claim's, the same way
 
     def source_sha256(self, source_id: str) -> str | None:
         """The sha256 of a retained source of the caller's partition, None when there is none."""
@@ -350,14 +386,20 @@ class Writer:
 
         return self.engine.on_store(self.caller, work)
 
+    def cites(self, record: dict[str, Any], original: Original) -> bool:
+        """Whether a record (as ``current_record`` answers) cites this very file (its first part) as evidence:
+        importing the same input again, rather than a newer one that says the same."""
+        cited = [e.get("source") for e in record["frontmatter"].get("evidence") or [] if isinstance(e, dict)]
+        return first_part_sha256(original) in {self.source_sha256(c) for c in cited if isinstance(c, str)}
+
     def done(self, done: int, total: int, item: str) -> None:
         if self.progress is not None:
             self.progress(Progress(self.format, done, total, item))
 
-    def kept(self, page_id: str) -> str:
-        """A page an earlier import made that already says what this one would: counted, not written."""
-        self.counts.pages += 1
-        return page_id
+    def kept(self, record_id: str, kind: str = "pages") -> str:
+        """A record an earlier import made that already says what this one would: counted, not written."""
+        setattr(self.counts, kind, getattr(self.counts, kind) + 1)
+        return record_id
 
     def _write(self, kind: str, write: Callable[[], str]) -> str:
         if self.dry_run:
@@ -370,6 +412,66 @@ class Writer:
         setattr(self.counts, kind, getattr(self.counts, kind) + 1)
         self._placeholders += 1
         return f"(new {kind[:-1]} {self._placeholders})"
+
+
+class _SourceReader:
+    """The retained originals of one partition, as a lookup of earlier imports reads them."""
+
+    def __init__(self, view: Any, partition: str) -> None:
+        self.view, self.partition = view, partition
+
+    def filename(self, source_id: str | None) -> str | None:
+        """The file name a source was retained under (an original retained in parts: its own, without
+        ``.part-001-of-003``); None when there is no such source."""
+        row = self.view.catalog.source(self.partition, source_id) if source_id else None
+        name = None if row is None else row.descriptor.get("filename")
+        return _PART.sub("", name) if isinstance(name, str) else None
+
+    def text(self, source_id: str | None) -> str | None:
+        """A retained source's text (a cited excerpt); None when there is none, or it is not UTF-8 text."""
+        row = self.view.catalog.source(self.partition, source_id) if source_id else None
+        if row is None or not row.retained_path:
+            return None
+        try:
+            data, _ = read_stored(self.view.store.partition_root(self.partition), row.retained_path,
+                                  max_bytes=ATTACH_MAX_BYTES)
+            return data.decode("utf-8")
+        except (OSError, UnicodeDecodeError, KnowledgeError):
+            return None
+
+
+def first_source(frontmatter: dict[str, Any]) -> str | None:
+    """The source a record's first citation names, if it names one."""
+    evidence = frontmatter.get("evidence")
+    first = evidence[0] if isinstance(evidence, list) and evidence else None
+    source = first.get("source") if isinstance(first, dict) else None
+    return source if isinstance(source, str) else None
+
+
+def first_part_sha256(original: Original) -> str:
+    """The sha256 of the first part an original is retained in (all of it, up to one attachment's size)."""
+    return hashlib.sha256(original.data[:ATTACH_MAX_BYTES]).hexdigest()
+
+
+def says_same(page: dict[str, Any], params: dict[str, Any]) -> bool:
+    """Whether a page's current revision says what ``params`` would: type, title, body, aliases, tags and
+    fields (not the evidence: a newer input is another file, citing it says nothing new)."""
+    frontmatter = page["frontmatter"]
+    return (frontmatter.get("type") == params["type"] and page["title"] == params["title"]
+            and (page.get("body") or "").rstrip("\n") == params["body"].rstrip("\n")
+            and (frontmatter.get("aliases") or []) == (params.get("aliases") or [])
+            and (frontmatter.get("tags") or []) == (params.get("tags") or [])
+            and (frontmatter.get("fields") or {}) == (params.get("fields") or {}))
+
+
+def revised_note(writer: Writer, revised: int, what: str, *, claims: bool = False) -> list[str]:
+    """The result's note on the items an import revised (or, on a dry run, would), as every importer words it."""
+    if not revised:
+        return []
+    get = "would get" if writer.dry_run else "got"
+    how = (f"each {get} a new claim that replaces its earlier one, which is kept as superseded" if claims
+           else f"each {get} a new revision of its page")
+    return [f"{revised} {what}(s) changed since an earlier import: {how}."]
 
 
 def report(writer: Writer, **extra: Any) -> dict[str, Any]:
@@ -508,7 +610,7 @@ def import_conversations(writer: Writer, original: Original, conversations: list
             found = earlier.get(params["fields"]["url"])
             if found is not None:
                 page = writer.current_page(found[0])
-                if _says(page, params):
+                if says_same(page, params):
                     if not rerun:
                         cited = [e.get("source") for e in page["frontmatter"].get("evidence") or []]
                         rerun.append(any(writer.source_sha256(c) in shas for c in cited if isinstance(c, str)))
@@ -547,8 +649,7 @@ def import_conversations(writer: Writer, original: Original, conversations: list
                 pages[conversation.key] = writer.save_page(f"c-{conversation.key}", params)
             done += 1
             writer.done(done, len(conversations), conversation.title)
-    notes = [f"{revised} conversation(s) changed since an earlier import: each got a new revision of its page."
-             ] if revised else []
+    notes = revised_note(writer, revised, "conversation")
     return report(writer, file=original.name, sha256=original.sha256, conversations=len(conversations),
                   pages=pages, revised=revised, **({"notes": notes} if notes else {}))
 
@@ -560,16 +661,6 @@ def _retain_files(writer: Writer, conversation: Conversation) -> list[str]:
         ids += writer.retain(Original(attached.name, attached.read()), f"c-{conversation.key}-file-{number}",
                              media_type=attached.media_type)
     return ids
-
-
-def _says(page: dict[str, Any], params: dict[str, Any]) -> bool:
-    """Whether a page's current revision says what ``params`` would: type, title, body, tags and fields
-    (not the evidence: a newer export is another file, citing it says nothing new)."""
-    frontmatter = page["frontmatter"]
-    return (frontmatter.get("type") == params["type"] and page["title"] == params["title"]
-            and (page.get("body") or "").rstrip("\n") == params["body"].rstrip("\n")
-            and (frontmatter.get("tags") or []) == params["tags"]
-            and (frontmatter.get("fields") or {}) == params["fields"])
 
 
 CONVERSATION_URLS = {"ChatGPT": "https://chatgpt.com/c/", "Claude": "https://claude.ai/chat/"}

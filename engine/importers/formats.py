@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..access.authority import OperatorCaller
 from ..core.errors import InvalidParams, NotFound
 from ..service import Engine
 from . import chatgpt, claude, markdown, mem0, memory_core
@@ -78,11 +79,13 @@ def receiving_agent(engine: Engine, store: str | None, agent: str | None) -> str
 def run_import(engine: Engine | None, chosen: Format, plan: tuple[Any, ...], *, agent: str, dry_run: bool,
                progress: Callable[[Progress], None] | None,
                keep_token: Callable[[str, str], str]) -> dict[str, Any]:
-    """Run a loaded import: a dry run counts what it would create and opens nothing (``engine`` may be
-    None); a real one writes as an owner caller of ``agent``, registering it when it does not exist
+    """Run a loaded import: a dry run counts what it would create and writes nothing (``engine`` may be
+    None; given, it reads as the operator what an earlier import made, so it counts what it would revise);
+    a real one writes as an owner caller of ``agent``, registering it when it does not exist
     (``keep_token(agent, token)`` keeps the new token and returns the file it is in)."""
-    if dry_run:
-        return chosen.run(Writer(None, None, chosen.name, dry_run=True, progress=progress), *plan)
+    if dry_run:  # with an engine, it reads what an earlier import made (to say what it would revise)
+        reads = OperatorCaller(agent) if engine is not None else None
+        return chosen.run(Writer(engine, reads, chosen.name, dry_run=True, progress=progress), *plan)
     assert engine is not None
     with owner_caller(engine, agent, instance=import_instance(chosen.name)) as (caller, token):
         result: dict[str, Any] = {"agent": agent}

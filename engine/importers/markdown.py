@@ -25,6 +25,12 @@ the link as quote.  Links to a non-Markdown file of the folder
 (``![[diagram.png]]``, ``[[paper.pdf]]``, ``![alt](files/a.png)``) retain that
 file as evidence cited by the page.  Links naming nothing in the folder are
 left as text and counted.  Links in fenced code blocks are not links.
+
+Each note's original is retained under the folder's name and the note's
+path in it (``vault › Projects › Alpha › Tram clock.md``).  Importing the
+folder again finds each note's page by that name: a page that would say the
+same is left as it is, a changed note gets the next revision of its page,
+and a link already made a relationship is not made again.
 """
 
 from __future__ import annotations
@@ -39,7 +45,10 @@ from urllib.parse import unquote
 
 import yaml
 
-from .common import Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report
+from .common import (
+    Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report,
+    revised_note, says_same,
+)
 from ..core.errors import InvalidParams
 from ..store.attachments import ATTACH_MAX_BYTES
 from ..store.inputs import BODY_MAX_CHARS, LIST_MAX
@@ -132,27 +141,42 @@ def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
 
 
 def import_markdown(writer: Writer, folder: Folder) -> dict[str, Any]:
-    """Pages first (with their originals and attachments), then the links between them."""
+    """Pages first (with their originals and attachments), then the links between them.
+
+    A note an earlier import of the same folder made a page of (found by the file name its original was
+    retained under: the folder's name and the note's path in it) that says the same is left as it is;
+    one that changed gets the next revision of that page, citing the newer file.  A link that is already
+    a relationship an earlier import made is not made again.
+    """
+    earlier = writer.imported_by_original("page")
     retained_files: dict[str, list[str]] = {}
     sources: dict[str, list[str]] = {}
     pages: dict[str, str] = {}
+    revised = 0
     total = len(folder.notes)
     for done, note in enumerate(folder.notes, start=1):
-        sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown")
-        for relative in _attachments(folder, note):
-            if relative not in retained_files:
-                original = Original(relative, read_file(folder.files[relative]))
-                retained_files[relative] = writer.retain(original, "file-" + hashlib.sha256(
-                    relative.encode("utf-8", "surrogatepass")).hexdigest()[:20])
-        cited = sources[note.path] + [s for relative in _attachments(folder, note) for s in retained_files[relative]]
-        params: dict[str, Any] = {"type": note.type, "title": note.title, "body": note.body,
-                                  "evidence": [{"source": source} for source in cited[:LIST_MAX]]}
+        params: dict[str, Any] = {"type": note.type, "title": note.title, "body": note.body}
         if note.aliases:
             params["aliases"] = list(note.aliases)
         if note.tags:
             params["tags"] = list(note.tags)
+        found = earlier.get(retained_name(folder, note))
+        if found is not None:
+            page = writer.current_page(found[0])
+            if says_same(page, params):
+                if writer.cites(page, note.original):
+                    _retain(writer, folder, note, sources, retained_files)  # the same file: retries, as it was
+                pages[note.path] = writer.kept(found[0])
+                writer.done(done, total, note.path)
+                continue
+        cited = _retain(writer, folder, note, sources, retained_files)
+        params = {**params, "evidence": [{"source": source} for source in cited[:LIST_MAX]]}
+        if found is not None:  # changed since the earlier import: that page's next revision
+            params = {"id": found[0], "expectedRevision": found[1], **params}
+            revised += 1
         pages[note.path] = writer.save_page(note.key, params)
         writer.done(done, total, note.path)
+    linked_before = writer.imported_records(_link_key, kind="relationship", active_only=True)
     relationships, unresolved = 0, 0
     for note in folder.notes:
         items, linked = [], set()
@@ -165,13 +189,50 @@ def import_markdown(writer: Writer, folder: Folder) -> dict[str, Any]:
             if target.path == note.path or target.path in linked:
                 continue
             linked.add(target.path)
+            if f"{pages[note.path]}>{pages[target.path]}" in linked_before:
+                relationships += 1
+                writer.kept(linked_before[f"{pages[note.path]}>{pages[target.path]}"][0], "relationships")
+                continue
+            if note.path not in sources:  # an unchanged page of a file since edited: cite the file as it is
+                sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
+                                                   filename=retained_name(folder, note))
             items.append({"relation": "related_to", "from": pages[note.path], "to": pages[target.path],
                           "assertionOrigin": "source", "evidence": [_citation(sources[note.path], note, link)]})
         if items:
             relationships += len(writer.remember(f"{note.key}-links", items))
     notes = [f"{unresolved} links name no note or file of the folder; they stay as text."] if unresolved else []
+    notes += revised_note(writer, revised, "note")
+    attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
     return report(writer, folder=str(folder.root), notes=notes, pages=pages, relationships=relationships,
-                  attachments=len(retained_files))
+                  attachments=len(attachments), revised=revised)
+
+
+def retained_name(folder: Folder, note: Note) -> str:
+    """The file name a note's original is retained under: the folder's name and the note's path in it
+    (``Notes › Projects › Alpha.md``), which is how a later import of the folder finds the note's page."""
+    return " › ".join([*([folder.root.absolute().name] if folder.root.absolute().name else []),
+                       *PurePosixPath(note.path).parts])
+
+
+def _retain(writer: Writer, folder: Folder, note: Note, sources: dict[str, list[str]],
+            retained_files: dict[str, list[str]]) -> list[str]:
+    """Retain a note's original and the files it links (each file once); returns the sources its page cites."""
+    sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
+                                       filename=retained_name(folder, note))
+    for relative in _attachments(folder, note):
+        if relative not in retained_files:
+            original = Original(relative, read_file(folder.files[relative]))
+            retained_files[relative] = writer.retain(original, "file-" + hashlib.sha256(
+                relative.encode("utf-8", "surrogatepass")).hexdigest()[:20])
+    return sources[note.path] + [s for relative in _attachments(folder, note) for s in retained_files[relative]]
+
+
+def _link_key(row: Any, _: Any) -> str | None:
+    """A relationship an earlier import made from a link, by its ends (``from>to``)."""
+    frontmatter = row.frontmatter
+    if frontmatter.get("relation") != "related_to":
+        return None
+    return f"{frontmatter.get('from')}>{frontmatter.get('to')}"
 
 
 def _citation(sources: list[str], note: Note, link: Link) -> dict[str, Any]:

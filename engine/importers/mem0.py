@@ -14,6 +14,11 @@ Its evidence is the memory's whole JSON object (metadata and all, indented
 as JSON), retained as an excerpt, and the retained export file itself.  No subject,
 kind or page is inferred.  Memories OpenMemory marks ``deleted`` are
 skipped and counted.
+
+Imported again (a newer export): a memory whose claim an earlier import made
+(found by its ``id``) and whose text is the same is left as it is; one whose
+text changed gets a new claim replacing the earlier one (``replaces``: that
+claim's next revision is ``superseded``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .common import Original, Scan, Writer, clean_text, load_json, read_export, refuse_secrets, refused, report
+from .common import (
+    Original, Scan, Writer, clean_text, first_source, load_json, read_export, refuse_secrets,
+    refused, report, revised_note,
+)
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, TEXT_MAX_CHARS
 
 FORMAT = "mem0"
@@ -38,18 +46,62 @@ def load_mem0(path: str, scan: Scan) -> tuple[Original, list[tuple[str, str, str
 
 def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, str, str]],
                 skipped: int) -> dict[str, Any]:
-    sources = writer.retain(original, "export")
+    """One claim per memory, citing the memory's JSON and the retained export.
+
+    A memory an earlier import made a claim of (found by the memory's ``id`` in the JSON that claim
+    cites, or by that whole JSON when the memory has no id) whose text is the same is left as it is;
+    one whose text changed gets a new claim that replaces the earlier one (which becomes ``superseded``,
+    its next revision).  The export is retained only when a claim of its is written.
+    """
+    earlier = writer.imported_records(lambda row, read: _memory_key(read.text(first_source(row.frontmatter))),
+                                      kind="claim", active_only=True)
+    plan: list[tuple[str, str, str, str | None, str | None]] = []  # place, text, record, kept, replaced
+    rerun: list[bool] = []  # decided at the first unchanged claim: does it cite this very export?
+    for place, text, record in memories:
+        found = earlier.get(_memory_key(record))
+        if found is not None:
+            claim = writer.current_record(found[0])
+            if (claim.get("body") or "").strip() == text:
+                if not rerun:
+                    rerun.append(writer.cites(claim, original))
+                plan.append((place, text, record, found[0], None))
+                continue
+        plan.append((place, text, record, None, found[0] if found is not None else None))
+    writes = any(kept is None for _, _, _, kept, _ in plan)
+    sources = writer.retain(original, "export") if writes or (rerun and rerun[0]) else []
     claims: list[str] = []
-    for start in range(0, len(memories), ITEMS_MAX):
-        chunk = memories[start:start + ITEMS_MAX]
+    revised = 0
+    for start in range(0, len(plan), ITEMS_MAX):
+        chunk = plan[start:start + ITEMS_MAX]
         items = [{"text": text, "claimKind": "fact", "assertionOrigin": "source",
-                  "evidence": [{"excerpt": record}, *({"source": source} for source in sources)]}
-                 for _, text, record in chunk]
-        claims += writer.remember(f"memories-{start // ITEMS_MAX + 1}", items)
-        writer.done(start + len(chunk), len(memories), chunk[-1][0])
+                  "evidence": [{"excerpt": record}, *({"source": source} for source in sources)],
+                  **({"replaces": replaced} if replaced else {})}
+                 for _, text, record, kept, replaced in chunk if kept is None]
+        written = iter(writer.remember(f"memories-{start // ITEMS_MAX + 1}", items) if items else [])
+        for _, _, _, kept, replaced in chunk:
+            claims.append(writer.kept(kept, "claims") if kept is not None else next(written))
+            revised += kept is None and replaced is not None
+        writer.done(start + len(chunk), len(plan), chunk[-1][0])
     notes = [f"Skipped {skipped} deleted memories."] if skipped else []
+    notes += revised_note(writer, revised, "memory", claims=True)
     return report(writer, file=original.name, sha256=original.sha256, memories=len(memories),
-                  skippedDeleted=skipped, claims=claims, notes=notes)
+                  skippedDeleted=skipped, claims=claims, revised=revised, notes=notes)
+
+
+def _memory_key(record: str | None) -> str | None:
+    """What finds a memory's claim again: its mem0 id, or (a memory without one) its whole JSON."""
+    if record is None:
+        return None
+    try:
+        memory = json.loads(record)
+    except ValueError:
+        return None
+    if not isinstance(memory, dict):
+        return None
+    memory_id = memory.get("id")
+    if isinstance(memory_id, (str, int)) and not isinstance(memory_id, bool):
+        return f"id:{memory_id!r}"
+    return "record:" + record.strip()
 
 
 def parse_memories(original: Original, data: Any) -> tuple[list[tuple[str, str, str]], int]:

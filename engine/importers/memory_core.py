@@ -14,7 +14,11 @@ date: ``2026-01-15-release.md``).  PATH is the workspace folder (or its
   files under ``memory/`` become pages titled with their name.  Their list
   items stay in the page's body: a day's log is not a list of facts.
 
-Every file is retained as the original its page and claims cite.
+Every file is retained as the original its page and claims cite, named by the
+workspace folder and the file's path in it (``workspace › memory ›
+2026-01-15.md``).  Imported again, a file whose page says the same is left as
+it is, a changed one gets the next revision of its page, and only list items
+no earlier claim holds become claims.
 """
 
 from __future__ import annotations
@@ -25,9 +29,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from .common import Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report
+from .common import (
+    Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report,
+    revised_note, says_same,
+)
 from ..core.errors import InvalidParams
 from ..store.inputs import BODY_MAX_CHARS, TEXT_MAX_CHARS
+from ..store.writes import one_line_title
 
 FORMAT = "memory-core"
 _DAILY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[-_ ](.+))?")
@@ -50,8 +58,9 @@ class MemoryFile:
         return "file-" + re.sub(r"[^A-Za-z0-9_.-]", "_", self.original.name)[:48]
 
 
-def load_memory_core(path: str, scan: Scan) -> tuple[list[MemoryFile]]:
-    """MEMORY.md and memory/*.md of the workspace, parsed and checked before anything is written."""
+def load_memory_core(path: str, scan: Scan) -> tuple[list[MemoryFile], str]:
+    """MEMORY.md and memory/*.md of the workspace, parsed and checked before anything is written; and the
+    workspace folder's name."""
     root = Path(path)
     if root.is_file() and root.name.lower() == "memory.md":
         root = root.parent
@@ -72,23 +81,61 @@ def load_memory_core(path: str, scan: Scan) -> tuple[list[MemoryFile]]:
         raise InvalidParams(f"{path} holds neither MEMORY.md nor memory/*.md", file=str(path))
     for memory in files:
         refuse_secrets(scan, memory.original, lambda: ())
-    return (files,)
+    return files, root.absolute().name
 
 
-def import_memory_core(writer: Writer, files: list[MemoryFile]) -> dict[str, Any]:
-    pages, claims = {}, 0
+def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str = "") -> dict[str, Any]:
+    """One page per file, and MEMORY.md's list items as claims.
+
+    A file an earlier import of the workspace made a page of (found by the file name its original was
+    retained under: the workspace's name and the file's path in it) that says the same is left as it is;
+    one that changed gets the next revision of that page, citing the newer file.  A list item that is
+    already a claim an earlier import made is not claimed again.
+    """
+    earlier = writer.imported_by_original("page", type="note", tag=_TAG)
+    claimed = writer.imported_records(lambda row, _: row.title, kind="claim", active_only=True)
+    pages, claims, revised = {}, 0, 0
     for done, memory in enumerate(files, start=1):
-        sources = writer.retain(memory.original, memory.key, media_type="text/markdown")
-        pages[memory.original.name] = writer.save_page(memory.key, {
-            "type": "note", "title": memory.title, "body": memory.body, "tags": list(memory.tags),
-            "evidence": [{"source": source} for source in sources]})
-        if memory.items and len(sources) == 1:
+        name = retained_name(workspace, memory)
+        params: dict[str, Any] = {"type": "note", "title": memory.title, "body": memory.body,
+                                  "tags": list(memory.tags)}
+        found = earlier.get(name)
+        sources: list[str] = []
+        if found is not None and says_same(page := writer.current_page(found[0]), params):
+            if writer.cites(page, memory.original):  # the same file: retries, as it was retained
+                sources = writer.retain(memory.original, memory.key, media_type="text/markdown", filename=name)
+            pages[memory.original.name] = writer.kept(found[0])
+        else:
+            sources = writer.retain(memory.original, memory.key, media_type="text/markdown", filename=name)
+            params["evidence"] = [{"source": source} for source in sources]
+            if found is not None:  # changed since the earlier import: that page's next revision
+                params = {"id": found[0], "expectedRevision": found[1], **params}
+                revised += 1
+            pages[memory.original.name] = writer.save_page(memory.key, params)
+        new_items = []
+        for line, text in memory.items:
+            known = claimed.get(one_line_title(text))
+            if known is not None and (writer.current_record(known[0]).get("body") or "").strip() == text:
+                claims += 1
+                writer.kept(known[0], "claims")
+            else:
+                new_items.append((line, text))
+        if new_items and not sources:  # an unchanged page of a file since edited: cite the file as it is
+            sources = writer.retain(memory.original, memory.key, media_type="text/markdown", filename=name)
+        if new_items and len(sources) == 1:
             claims += len(writer.remember(f"{memory.key}-items", [
                 {"text": text, "claimKind": "fact", "assertionOrigin": "source",
                  "evidence": [{"source": sources[0], "lines": [line, line], "quote": text}]}
-                for line, text in memory.items]))
+                for line, text in new_items]))
         writer.done(done, len(files), memory.original.name)
-    return report(writer, files=len(files), pages=pages, claims=claims)
+    return report(writer, files=len(files), pages=pages, claims=claims, revised=revised,
+                  notes=revised_note(writer, revised, "file"))
+
+
+def retained_name(workspace: str, memory: MemoryFile) -> str:
+    """The file name a memory file is retained under: the workspace's name and the file's path in it
+    (``workspace › memory › 2026-01-15.md``), which is how a later import of the workspace finds its page."""
+    return " › ".join([*([workspace] if workspace else []), *memory.original.name.split("/")])
 
 
 def _long_term(original: Original) -> MemoryFile:

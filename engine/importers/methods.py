@@ -102,7 +102,7 @@ def start_import(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
             else:  # the last one: nothing is left to stop
                 context.report(step.done, step.total, message=step.item)
 
-        return run_import(None if dry_run else engine, chosen, plan, agent=agent, dry_run=dry_run,
+        return run_import(engine, chosen, plan, agent=agent, dry_run=dry_run,
                           progress=progress,
                           keep_token=lambda name, token: str(engine.state.write_agent_token(name, token)))
 

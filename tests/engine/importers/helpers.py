@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.access.authority import AgentCaller
+from engine.access.authority import AgentCaller, OperatorCaller
 from engine.cli.import_commands import IMPORTERS
 from engine.importers.common import Progress, Writer, import_instance, owner_caller
 from engine.service import Engine
@@ -17,8 +17,8 @@ def run_import(engine: Engine, format_name: str, path: Path, *, dry_run: bool = 
                progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
     load, run, _, _ = IMPORTERS[format_name]
     plan = load(str(path), engine.refuse_secrets)
-    if dry_run:
-        return run(Writer(None, None, format_name, dry_run=True, progress=progress), *plan)
+    if dry_run:  # as the engine's own dry run: reading (as the operator) what an earlier import made
+        return run(Writer(engine, OperatorCaller("main"), format_name, dry_run=True, progress=progress), *plan)
     with owner_caller(engine, instance=import_instance(format_name)) as (caller, _):
         return run(Writer(engine, caller, format_name, progress=progress), *plan)
 

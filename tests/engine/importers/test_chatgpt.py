@@ -394,3 +394,23 @@ def test_a_credential_inside_an_exported_file_refuses_the_import_naming_it(
     with pytest.raises(InvalidParams, match="file-1-screenshot.png"):
         run_import(engine, "chatgpt", archive)
     assert engine.registry.agent("main") is None
+
+
+def test_a_dry_run_of_a_newer_export_says_what_it_would_revise(
+        engine: Engine, export_file: Path, state_dir: StateDir, tmp_path: Path) -> None:
+    first = run_import(engine, "chatgpt", export_file)
+    newer = tmp_path / "newer" / "conversations.json"
+    newer.parent.mkdir()
+    newer.write_text(json.dumps(newer_export()), encoding="utf-8")
+    before = store_snapshot(state_dir)
+
+    result = run_import(engine, "chatgpt", newer, dry_run=True)
+
+    clock = "6790a1b2-0000-4000-8000-000000000001"
+    assert result["revised"] == 1 and result["pages"][clock] == first["pages"][clock]
+    assert result["notes"] == [
+        "1 conversation(s) changed since an earlier import: each would get a new revision of its page."]
+    assert store_snapshot(state_dir) == before
+    real = run_import(engine, "chatgpt", newer)
+    assert (real["pages"][clock], real["revised"]) == (first["pages"][clock], 1)
+    assert real["imported"] == result["wouldCreate"]

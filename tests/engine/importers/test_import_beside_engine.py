@@ -189,6 +189,29 @@ def test_the_command_beside_the_engine_imports_through_it_and_prints_the_same(
     assert len(records(here, "pages/")) == len(records(served, "pages/")) == 2
 
 
+def test_a_dry_run_of_a_changed_folder_says_what_it_would_revise_here_and_beside_the_engine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "Inbox.md").write_text("Call the tram museum.\n", encoding="utf-8")
+    (notes / "Garden.md").write_text("Tulips in October.\n", encoding="utf-8")
+    here, served = StateDir(tmp_path / "here" / "state"), StateDir(tmp_path / "served" / "state")
+    argv = ["import", "markdown", str(notes)]
+    assert run(capsys, here, argv)[0] == run(capsys, served, argv)[0] == 0
+    (notes / "Inbox.md").write_text("Call the tram museum on Monday.\n", encoding="utf-8")
+    before = store_snapshot(here), store_snapshot(served)
+
+    local = run(capsys, here, [*argv, "--dry-run"])
+    with serving(served) as engine:
+        beside = run(capsys, served, [*argv, "--dry-run"])
+        assert {job["kind"] for job in engine.jobs.list()} == {"import"}
+
+    assert local == beside and local[0] == 0
+    assert local[1] == ("Dry run of the markdown import: it would create 2 sources, 2 pages; nothing was written.\n"
+                        "1 note(s) changed since an earlier import: each would get a new revision of its page.\n")
+    assert (store_snapshot(here), store_snapshot(served)) == before
+
+
 def test_bad_input_beside_the_engine_is_refused_as_here_and_nothing_is_written(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     notes = tmp_path / "notes"

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine.core.errors import InvalidParams
+from engine.importers import common
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
@@ -178,3 +179,120 @@ def test_inline_tags_past_what_a_page_holds_stay_text(engine: Engine, tmp_path: 
 
     page = engine.get_record(reader(engine), result["pages"]["Many.md"])
     assert page["frontmatter"]["tags"] == [f"t{n}" for n in range(100)] and "#t149" in page["body"]
+
+
+# --- importing the folder again after it changed ---------------------------------------------------------
+
+
+def edit(notes: Path) -> None:
+    """The folder some days later: one note edited, one new note linking it, the rest as they were."""
+    (notes / "Inbox.md").write_text("Plain note without frontmatter, linking [[Projects/Alpha/Tram clock]].\n"
+                                    "Added later: ask [[Lotte]] about Sunday.\n", encoding="utf-8")
+    (notes / "Ideas.md").write_text("A new note about [[Inbox]].\n", encoding="utf-8")
+
+
+def test_a_changed_note_revises_its_page_and_a_new_one_is_a_new_page(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "markdown", notes)
+    before = store_snapshot(state_dir)
+    edit(notes)
+
+    second = run_import(engine, "markdown", notes)
+
+    caller = reader(engine)
+    inbox_id = first["pages"]["Inbox.md"]
+    assert second["pages"]["Inbox.md"] == inbox_id  # the same page ...
+    inbox = engine.get_record(caller, inbox_id)
+    assert inbox["revision"] == 2 and "Added later: ask [[Lotte]] about Sunday." in inbox["body"]  # ... revised
+    assert [r["revision"] for r in engine.history(caller, inbox_id)["revisions"]] == [1, 2]
+    assert "Added later" not in engine.get_record(caller, inbox_id, revision=1)["body"]  # the old one is kept
+    assert second["revised"] == 1
+    assert second["notes"][-1] == "1 note(s) changed since an earlier import: each got a new revision of its page."
+    for path in ("People/Lotte.md", "Projects/Alpha/Tram clock.md"):  # unchanged: not written at all
+        assert second["pages"][path] == first["pages"][path]
+        record_path = engine.get_record(caller, first["pages"][path])["path"]
+        assert store_snapshot(state_dir)[f"private/{record_path}"] == before[f"private/{record_path}"]
+    assert "Ideas.md" not in first["pages"] and second["pages"]["Ideas.md"] not in first["pages"].values()
+    assert len(records(state_dir, "pages/")) == 4
+    # The earlier links are not made again; the two new ones (Inbox -> Lotte, Ideas -> Inbox) are new.
+    assert len(records(state_dir, "relationships/")) == 5 and second["relationships"] == 5
+    # Retained anew: the edited note and the new one (each a file and its descriptor), nothing else.
+    assert len(records(state_dir, "sources/")) - len([p for p in before if p.startswith("private/sources/")]) == 4
+
+    after = store_snapshot(state_dir)
+    third = run_import(engine, "markdown", notes)  # the same folder again: nothing
+    assert (third["pages"], third["imported"], third["revised"]) == (second["pages"], second["imported"], 0)
+    assert store_snapshot(state_dir) == after
+
+
+def test_a_note_whose_file_changed_but_not_its_page_is_left_as_it_is(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "markdown", notes)
+    before = store_snapshot(state_dir)
+    lotte = notes / "People" / "Lotte.md"
+    lotte.write_text(lotte.read_text(encoding="utf-8") + "\n\n", encoding="utf-8")  # other bytes, the same page
+
+    second = run_import(engine, "markdown", notes)
+
+    assert second["pages"] == first["pages"] and second["revised"] == 0
+    assert store_snapshot(state_dir) == before
+
+
+def test_the_same_path_in_another_folder_is_another_page(engine: Engine, notes: Path, tmp_path: Path) -> None:
+    first = run_import(engine, "markdown", notes)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "Inbox.md").write_text("Another notebook's inbox.\n", encoding="utf-8")
+
+    second = run_import(engine, "markdown", other)
+
+    assert second["pages"]["Inbox.md"] != first["pages"]["Inbox.md"] and second["revised"] == 0
+    assert engine.get_record(reader(engine), first["pages"]["Inbox.md"])["revision"] == 1
+
+
+def test_a_dry_run_says_what_it_would_revise_and_writes_nothing(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "markdown", notes)
+    edit(notes)
+    before = store_snapshot(state_dir)
+
+    result = run_import(engine, "markdown", notes, dry_run=True)
+
+    assert result["dryRun"] is True and result["revised"] == 1
+    assert result["pages"]["Inbox.md"] == first["pages"]["Inbox.md"]  # the page it would revise
+    assert result["pages"]["People/Lotte.md"] == first["pages"]["People/Lotte.md"]
+    assert result["pages"]["Ideas.md"].startswith("(new page")
+    assert store_snapshot(state_dir) == before
+    # What it stands for, as a real run counts it: 4 pages (one revised, one new); the edited and the new note
+    # retained, and (retries that write nothing) the unchanged notes' files and the photo they cite.
+    assert result["wouldCreate"] == {"sources": 5, "pages": 4, "claims": 0, "relationships": 5}
+    assert run_import(engine, "markdown", notes)["imported"] == result["wouldCreate"]
+
+
+def test_a_bad_note_in_a_folder_imported_before_changes_nothing(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    run_import(engine, "markdown", notes)
+    edit(notes)
+    (notes / "People" / "Bruno.md").write_text("---\ntags: [unclosed\n---\nbody\n", encoding="utf-8")
+    before = store_snapshot(state_dir)
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "markdown", notes)
+
+    assert caught.value.details["file"] == "People/Bruno.md"
+    assert store_snapshot(state_dir) == before
+
+
+def test_a_note_retained_in_parts_is_found_again(engine: Engine, notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(common, "ATTACH_MAX_BYTES", 64)  # every note larger than that: retained in parts
+    first = run_import(engine, "markdown", notes)
+    caller = reader(engine)
+    clock_id = first["pages"]["Projects/Alpha/Tram clock.md"]
+    assert len(engine.get_record(caller, clock_id)["frontmatter"]["evidence"]) > 2  # its parts and the photo
+    clock = notes / "Projects" / "Alpha" / "Tram clock.md"
+    clock.write_text(clock.read_text(encoding="utf-8") + "Fixed on Sunday.\n", encoding="utf-8")
+
+    second = run_import(engine, "markdown", notes)
+
+    assert second["pages"] == first["pages"] and second["revised"] == 1
+    assert engine.get_record(caller, clock_id)["revision"] == 2

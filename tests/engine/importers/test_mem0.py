@@ -116,3 +116,98 @@ def test_bad_exports_are_refused_with_the_place(engine: Engine, tmp_path: Path, 
     assert caught.value.details.get("place") == place
     assert caught.value.details["file"] == "memories.json"
     assert engine.registry.agent("main") is None
+
+
+# --- importing a newer export ---------------------------------------------------------------------------
+
+
+def newer_memories() -> dict[str, Any]:
+    """mem0's answer some weeks later: the first memory's text changed, the second's metadata only, one new."""
+    data = mem0_memories()
+    first, second = data["results"]
+    first.update(memory="Prefers green tea over coffee in the morning", updated_at="2026-03-01T08:00:00-08:00")
+    second["metadata"] = {"category": "health"}
+    data["results"].append({"id": "0f9c7a52-0000-4000-8000-000000000003", "memory": "Has a cat named Pixel",
+                            "user_id": "dana", "created_at": "2026-03-02T08:00:00-08:00"})
+    return data
+
+
+def test_a_changed_memory_replaces_its_claim_and_the_rest_are_left(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "mem0", write(tmp_path, mem0_memories()))
+    tea, marathon = first["claims"]
+    before = store_snapshot(state_dir)
+    newer = tmp_path / "newer"
+    newer.mkdir()
+
+    second = run_import(engine, "mem0", write(newer, newer_memories()))
+
+    caller = reader(engine)
+    old = engine.get_record(caller, tea)  # the earlier claim: its next revision says it is superseded
+    assert (old["revision"], old["frontmatter"]["lifecycle"]) == (2, "superseded")
+    assert [r["revision"] for r in engine.history(caller, tea)["revisions"]] == [1, 2]
+    assert engine.get_record(caller, tea, revision=1)["body"].strip() == "Prefers tea over coffee in the morning"
+    new = engine.get_record(caller, second["claims"][0])
+    assert new["body"].strip() == "Prefers green tea over coffee in the morning"
+    assert new["frontmatter"]["replaces"] == tea and new["frontmatter"]["assertion_origin"] == "source"
+    assert second["claims"][1] == marathon  # only its metadata changed: left as it was
+    marathon_path = engine.get_record(caller, marathon)["path"]
+    assert store_snapshot(state_dir)[f"private/{marathon_path}"] == before[f"private/{marathon_path}"]
+    assert engine.get_record(caller, marathon)["revision"] == 1
+    assert second["claims"][2] not in first["claims"]  # a new memory is a new claim
+    assert len(records(state_dir, "claims/")) == 4
+    assert second["revised"] == 1 and second["notes"] == [
+        "1 memory(s) changed since an earlier import: each got a new claim that replaces its earlier one, "
+        "which is kept as superseded."]
+
+    after = store_snapshot(state_dir)
+    third = run_import(engine, "mem0", newer / "memories.json")  # the same export again: nothing
+    assert (third["claims"], third["imported"], third["revised"]) == (second["claims"], second["imported"], 0)
+    assert store_snapshot(state_dir) == after
+
+
+def test_a_newer_export_where_no_text_changed_creates_nothing(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "mem0", write(tmp_path, mem0_memories()))
+    before = store_snapshot(state_dir)
+    same = mem0_memories()
+    same["results"][0]["metadata"] = {"category": "drinks"}  # another file, the same memories' texts
+    newer = tmp_path / "newer"
+    newer.mkdir()
+
+    second = run_import(engine, "mem0", write(newer, same))
+
+    assert second["claims"] == first["claims"] and second["revised"] == 0
+    assert second["imported"] == {"sources": 0, "pages": 0, "claims": 2, "relationships": 0}
+    assert store_snapshot(state_dir) == before  # not even the newer export is retained
+
+
+def test_a_dry_run_says_what_it_would_replace(engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "mem0", write(tmp_path, mem0_memories()))
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    path = write(newer, newer_memories())
+    before = store_snapshot(state_dir)
+
+    result = run_import(engine, "mem0", path, dry_run=True)
+
+    assert result["dryRun"] is True and result["revised"] == 1
+    assert result["claims"][1] == first["claims"][1] and result["claims"][0].startswith("(new claim")
+    assert result["wouldCreate"] == {"sources": 1, "pages": 0, "claims": 3, "relationships": 0}
+    assert store_snapshot(state_dir) == before
+    assert run_import(engine, "mem0", path)["imported"] == result["wouldCreate"]
+
+
+def test_a_bad_newer_export_changes_nothing(engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    run_import(engine, "mem0", write(tmp_path, mem0_memories()))
+    bad = newer_memories()
+    bad["results"][2]["memory"] = ""
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    before = store_snapshot(state_dir)
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "mem0", write(newer, bad))
+
+    assert caught.value.details["place"] == "results[2].memory"
+    assert store_snapshot(state_dir) == before

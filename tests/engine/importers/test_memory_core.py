@@ -9,7 +9,7 @@ import pytest
 from engine.core.errors import InvalidParams
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import reader, run_import, store_snapshot
+from tests.engine.importers.helpers import reader, records, run_import, store_snapshot
 
 MEMORY = """# What I know about Dana
 
@@ -96,3 +96,74 @@ def test_a_file_that_is_not_utf8_is_refused_with_the_byte(engine: Engine, worksp
 def test_an_empty_workspace_is_refused(engine: Engine, tmp_path: Path) -> None:
     with pytest.raises(InvalidParams, match="neither MEMORY.md nor"):
         run_import(engine, "memory-core", tmp_path)
+
+
+# --- importing the workspace again after it changed -------------------------------------------------------
+
+
+def test_changed_files_revise_their_pages_and_new_items_are_new_claims(
+        engine: Engine, workspace: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "memory-core", workspace)
+    before = store_snapshot(state_dir)
+    (workspace / "MEMORY.md").write_text(MEMORY.replace("# What I know about Dana", "# What I know about Dana Peeters")
+                                         + "- Dana moved the standup to 9:30.\n", encoding="utf-8")
+    (workspace / "memory" / "2026-01-15.md").write_text("# 2026-01-15\n\n- Fixed the tram clock.\n- Oiled it.\n",
+                                                        encoding="utf-8")
+    (workspace / "memory" / "2026-01-17.md").write_text("- Quiet day.\n", encoding="utf-8")
+
+    second = run_import(engine, "memory-core", workspace)
+
+    caller = reader(engine)
+    for name in ("MEMORY.md", "memory/2026-01-15.md"):  # the same pages, their next revision
+        assert second["pages"][name] == first["pages"][name]
+        assert [r["revision"] for r in engine.history(caller, first["pages"][name])["revisions"]] == [1, 2]
+    long_term = engine.get_record(caller, first["pages"]["MEMORY.md"])
+    assert long_term["title"] == "What I know about Dana Peeters" and "standup to 9:30" in long_term["body"]
+    assert engine.get_record(caller, first["pages"]["MEMORY.md"], revision=1)["title"] == "What I know about Dana"
+    release = first["pages"]["memory/2026-01-16-release.md"]
+    assert second["pages"]["memory/2026-01-16-release.md"] == release
+    assert engine.get_record(caller, release)["revision"] == 1
+    path = engine.get_record(caller, release)["path"]
+    assert store_snapshot(state_dir)[f"private/{path}"] == before[f"private/{path}"]
+    assert second["pages"]["memory/2026-01-17.md"] not in first["pages"].values()
+    assert second["revised"] == 2 and second["notes"] == [
+        "2 file(s) changed since an earlier import: each got a new revision of its page."]
+    # The three items claimed before are not claimed again; the new one is a new claim citing the newer file.
+    assert second["claims"] == 4 and len(records(state_dir, "claims/")) == 4
+    new = [hit for hit in engine.search(caller, {"query": "standup"})["hits"] if hit["kind"] == "claim"]
+    claim = engine.get_record(caller, new[0]["id"])["frontmatter"]
+    cited = [e["source"] for e in long_term["frontmatter"]["evidence"]]
+    assert len(cited) == 2 and claim["evidence"][0]["source"] == cited[-1]  # the newer file, beside the first
+    assert claim["evidence"][0]["quote"] == "Dana moved the standup to 9:30."
+
+    after = store_snapshot(state_dir)
+    third = run_import(engine, "memory-core", workspace)  # again: nothing
+    assert (third["pages"], third["imported"], third["revised"]) == (second["pages"], second["imported"], 0)
+    assert store_snapshot(state_dir) == after
+
+
+def test_a_dry_run_says_what_it_would_revise(engine: Engine, workspace: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "memory-core", workspace)
+    (workspace / "memory" / "2026-01-16-release.md").write_text("Shipped 1.4.1.\n", encoding="utf-8")
+    before = store_snapshot(state_dir)
+
+    result = run_import(engine, "memory-core", workspace, dry_run=True)
+
+    assert result["dryRun"] is True and result["revised"] == 1
+    assert result["pages"] == first["pages"]
+    assert store_snapshot(state_dir) == before
+    assert run_import(engine, "memory-core", workspace)["imported"] == result["wouldCreate"]
+    assert engine.get_record(reader(engine), first["pages"]["memory/2026-01-16-release.md"])["revision"] == 2
+
+
+def test_a_bad_file_in_a_workspace_imported_before_changes_nothing(
+        engine: Engine, workspace: Path, state_dir: StateDir) -> None:
+    run_import(engine, "memory-core", workspace)
+    (workspace / "MEMORY.md").write_text(MEMORY + "- more\n", encoding="utf-8")
+    (workspace / "memory" / "2026-02-30.md").write_text("- a day that never was\n", encoding="utf-8")
+    before = store_snapshot(state_dir)
+
+    with pytest.raises(InvalidParams):
+        run_import(engine, "memory-core", workspace)
+
+    assert store_snapshot(state_dir) == before
