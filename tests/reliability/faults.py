@@ -158,9 +158,16 @@ def injected(name: str) -> Callable[[Path], tuple[dict[str, Any], list[str]]]:
 
 
 def _mount(*args: str) -> None:
-    completed = subprocess.run(["mount", *args], capture_output=True, text=True)
-    if completed.returncode != 0:
-        raise Skip(f"mount {' '.join(args)} failed: {completed.stderr.strip()}")
+    """``mount``, tried again for up to 5 s while it answers "busy": a remount read-only is refused while the
+    engine still has a vault file open for writing (its last write's publication finishing)."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        completed = subprocess.run(["mount", *args], capture_output=True, text=True)
+        if completed.returncode == 0:
+            return
+        if "busy" not in completed.stderr or time.monotonic() > deadline:
+            raise Skip(f"mount {' '.join(args)} failed: {completed.stderr.strip()}")
+        time.sleep(0.1)
 
 
 def _umount(path: Path) -> None:
