@@ -36,6 +36,7 @@ from ..importers.demo import DEMO_DECISION_MODEL, seed_demo
 from ..core.db import sqlite_errno
 from ..core.errors import EngineLocked, KnowledgeError
 from ..core.ids import format_timestamp, utc_now
+from ..core.malloc import limit_arenas
 from ..importers import methods as import_methods
 from ..importers.archive import ArchiveReader, restore_archive
 from ..importers.locomo import DEFAULT_AGENT, import_locomo, load_locomo, owner_caller
@@ -432,6 +433,7 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
               "directory, pass --state-dir DIR.", file=sys.stderr)
         return 3
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    limit_arenas()  # before the engine's threads: its memory otherwise follows their number
     engine = Engine(state)
     engine.decision.start()   # the configured Decision model loads in the background
     stop = threading.Event()

@@ -14,4 +14,5 @@ job runner.  Imports nothing else of the engine.
     changes    what changed, pushed to subscribed operator connections
     links      record links (knowledge://record/<store>/<id>): the form, the strict parser, receipts' links
     connections  the agents and instances seen connected recently (in memory, bounded)
+    malloc     how many malloc arenas the engine's threads share (glibc)
 """
