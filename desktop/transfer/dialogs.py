@@ -34,6 +34,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.importers.summaries import export_summary, import_summary
+
 from ..common.jobs import FINISHED, JobWatcher, progress_fraction
 from ..tasks import EngineTasks
 
@@ -54,33 +56,6 @@ BAR_STEPS = 1000
 def absolute(text: str) -> str:
     """The path the owner typed, made absolute (the engine reads it, from its own working directory)."""
     return os.path.abspath(os.path.expanduser(text.strip())) if text.strip() else ""
-
-
-def import_summary(result: dict[str, Any]) -> str:
-    """What ``knowledge import`` prints at the end, in the same words."""
-    counts = result.get("wouldCreate") or result.get("imported") or {}
-    shown = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "nothing"
-    lines = []
-    if "tokenFile" in result:
-        lines.append(f"Registered owner agent {result['agent']}; its token is in {result['tokenFile']}.")
-    if result.get("dryRun"):
-        lines.append(f"Dry run of the {result['format']} import: it would create {shown}; nothing was written.")
-    else:
-        lines.append(f"Imported {result['format']} into {result['agent']}'s store: {shown} "
-                     "(records an earlier run of the same input made are reused, not repeated).")
-    lines.extend(result.get("notes") or [])
-    return "\n".join(lines)
-
-
-def export_summary(result: dict[str, Any]) -> str:
-    """What ``knowledge export`` prints, in the same words."""
-    name = f" ({result['name']})" if result.get("name") else ""
-    lines = [f"Exported store {result['storeId']}{name} to {result['archive']}: {result['files']} vault files, "
-             f"{result['revisions']} kept revisions, {result['conversations']} conversation owners.",
-             f"History: {(result.get('history') or {}).get('note')}."]
-    lines.extend(f"Left out (not a regular file, or a name that is not UTF-8): {path}"
-                 for path in result.get("skipped") or [])
-    return "\n".join(lines)
 
 
 def job_progress_text(job: dict[str, Any]) -> str:

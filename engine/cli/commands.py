@@ -38,6 +38,7 @@ from ..core.errors import EngineLocked, KnowledgeError
 from ..core.ids import format_timestamp, utc_now
 from ..core.malloc import limit_arenas
 from ..importers import methods as import_methods
+from ..importers.summaries import export_summary
 from ..importers.archive import ArchiveReader, restore_archive
 from ..importers.locomo import DEFAULT_AGENT, import_locomo, load_locomo, owner_caller
 from ..state.registry import GRANT_ACCESS, SCOPES
@@ -394,12 +395,7 @@ def cmd_export(args: argparse.Namespace, state: StateDir) -> int:
         return 2
     with open_desk(state) as desk:
         result = desk.export(Path(args.out).absolute(), args.store, args.agent, args.with_history)
-    _print(result, args.json, lambda d: "\n".join([
-        f"Exported store {d['storeId']}" + (f" ({d['name']})" if d["name"] else "") + f" to {d['archive']}: "
-        f"{d['files']} vault files, {d['revisions']} kept revisions, {d['conversations']} conversation owners.",
-        f"History: {d['history']['note']}.",
-        *(f"Left out (not a regular file, or a name that is not UTF-8): {path}" for path in d["skipped"]),
-    ]))
+    _print(result, args.json, export_summary)
     return 0
 
 

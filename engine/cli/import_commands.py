@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from ..importers.common import DEFAULT_AGENT, Progress
 from ..importers.formats import FORMATS
+from ..importers.summaries import import_summary
 from ..state.statedir import StateDir
 from .desk import ImportStopped, open_desk
 
@@ -59,7 +60,7 @@ def cmd_import(args: argparse.Namespace, state: StateDir) -> int:
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        print(summary(result))
+        print(import_summary(result))
     return 0
 
 
@@ -77,17 +78,3 @@ def terminal_progress(format_name: str, unit: str, every: float = 1.0) -> Callab
     return say
 
 
-def summary(result: dict[str, Any]) -> str:
-    counts = result.get("wouldCreate") or result.get("imported") or {}
-    shown = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "nothing"
-    lines = []
-    if "tokenFile" in result:
-        lines.append(f"Registered owner agent {result['agent']}; its token is in {result['tokenFile']}.")
-    if result["dryRun"]:
-        lines.append(f"Dry run of the {result['format']} import: it would create {shown}; nothing was written.")
-    else:
-        lines.append(f"Imported {result['format']} into {result['agent']}'s store: {shown} "
-                     "(records an earlier run of the same input made are reused, not repeated).")
-    for note in result.get("notes", []):
-        lines.append(note)
-    return "\n".join(lines)

@@ -14,4 +14,5 @@
     archive         knowledge export / knowledge import archive: one store's portable archive
     archive_format  the archive's manifest and members, checked whole before a restore writes
     methods         the operator methods knowledge serve adds: export, and imports as jobs
+    summaries       what an import or an export says it did, in the CLI's and the window's words
 """
