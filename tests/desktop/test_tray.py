@@ -9,7 +9,6 @@ again and, for *Quit the engine*, a real engine process.
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Iterator
 
 import pytest
@@ -19,18 +18,9 @@ from desktop.main_window import MainWindow
 from desktop.tasks import EngineTasks
 from desktop.tray import CONNECTED, LOST
 from engine.state.statedir import StateDir
-from tests.desktop.test_live import Served
+from tests.desktop import test_live
 
-
-@pytest.fixture
-def served_again(tmp_path, demo_template) -> Iterator[Served]:
-    """A demo engine the test can stop and start again (``test_live.Served``)."""
-    state = StateDir(tmp_path / "state")
-    shutil.copytree(demo_template, state.root, symlinks=True)
-    served = Served(state)
-    served.start()
-    yield served
-    served.stop()
+served_again = test_live.served_again  # the live tests' fixture: a demo engine to stop and start again
 
 
 @pytest.fixture
