@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -63,6 +65,12 @@ def start(operator: tuple[Dispatcher, Session], params: dict[str, Any]) -> dict[
     reply = call(operator, "operator/import", params)
     assert "result" in reply, reply
     return reply["result"]
+
+
+def command_waits(monkeypatch: pytest.MonkeyPatch, sleep: Callable[[float], None]) -> None:
+    """Make the command's waits between polls call ``sleep``. Only the command's: ``time.sleep`` itself is left
+    alone, for the serving engine's own threads (its index thread waits with it) must not take the command's turns."""
+    monkeypatch.setattr(desk_module, "time", SimpleNamespace(sleep=sleep))
 
 
 class Held:
@@ -247,7 +255,7 @@ def test_ctrl_c_beside_the_engine_cancels_the_import_which_running_again_finishe
             held.release.set()
             threading.Event().wait(seconds)
 
-        monkeypatch.setattr(desk_module.time, "sleep", sleep)
+        command_waits(monkeypatch, sleep)
         code, out, err = run(capsys, state, ["import", "chatgpt", str(export_file)])
 
         assert code == 130 and out == ""
@@ -302,7 +310,7 @@ def test_an_import_cancelled_in_the_window_ends_the_command_saying_so(
                 held.release.set()
             threading.Event().wait(seconds)
 
-        monkeypatch.setattr(desk_module.time, "sleep", sleep)
+        command_waits(monkeypatch, sleep)
         code, out, err = run(capsys, state, ["import", "chatgpt", str(export_file)])
 
     assert code == 1 and out == ""
