@@ -278,9 +278,13 @@ def test_an_edit_made_while_the_new_bytes_are_synced_is_a_conflict_not_an_overwr
     fsync = os.fsync
     calls = []
 
+    def a_temp_file_beside(fd):  # os.fsync is every thread's: the engine's own threads may sync other files
+        synced = os.fstat(fd)
+        return any(p.name.startswith(".") and os.lstat(p).st_ino == synced.st_ino for p in path.parent.iterdir())
+
     def fsync_then_edit(fd):
         fsync(fd)
-        if not calls:  # the first fsync is the new revision's temp file; the editor saves meanwhile
+        if not calls and a_temp_file_beside(fd):  # the new revision's temp file is synced; the editor saves meanwhile
             calls.append(fd)
             path.write_bytes(edited)
 
@@ -288,6 +292,7 @@ def test_an_edit_made_while_the_new_bytes_are_synced_is_a_conflict_not_an_overwr
     with pytest.raises(Conflict):
         engine.save_page(owner, page("r2", "Dana", body="Ours.", id=created["id"], expectedRevision=1))
     monkeypatch.undo()
+    assert calls  # the edit landed while the new bytes were synced
     assert path.read_bytes() == edited
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp file left
     assert engine.get_record(owner, created["id"])["body"] == "Edited by hand.\n"
