@@ -32,7 +32,7 @@ from .core.ids import format_timestamp, utc_now
 from .store.inputs import FLUSH_ID, parse_page_input, parse_remember_input
 from .vault.ontology import Ontology
 from .core.changes import ChangeFeed
-from .core.links import with_record_links
+from .core.links import with_link, with_record_links
 from .core.connections import RecentConnections
 from .core.jobs import Jobs
 from .store.publication import Plan, request_hash
@@ -249,9 +249,12 @@ class Engine:
     # --- knowledge: reads ---------------------------------------------------------------
 
     def get_record(self, caller: Caller, record_id: str, revision: int | None = None) -> dict[str, Any]:
+        """The exact read of a record; one of the private partition carries its ``link`` (any revision: the
+        link names the record)."""
         request = RECORD_PARAMS.read({"id": record_id, "revision": revision})
-        return self.enter(caller).read(lambda rt, a, view: get_record(view.store, view.catalog, a.partition,
-                                                                        request["id"], request["revision"]))
+        return self.enter(caller).read(lambda rt, a, view: with_link(
+            get_record(view.store, view.catalog, a.partition, request["id"], request["revision"]),
+            view.store.store_id, a.partition))
 
     def history(self, caller: Caller, record_id: str) -> dict[str, Any]:
         record_id = HISTORY_PARAMS.read({"id": record_id})["id"]
@@ -263,15 +266,19 @@ class Engine:
         )
 
     def search(self, caller: Caller, params: dict[str, Any], *,
-               declared: Params = MEMORY_SEARCH_PARAMS) -> dict[str, Any]:
+               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False) -> dict[str, Any]:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
-        by default ``memory/search``'s parameters)."""
+        by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
+        partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection."""
         request = parse_search_request(params, declared)
 
         def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> dict[str, Any]:
             index, version = runtime.indexes.at_least(authority.partition, view.version)
-            return search(view.store, view.catalog, index, version, self.analyzer, self.signer, authority.partition,
-                          request)
+            result = search(view.store, view.catalog, index, version, self.analyzer, self.signer,
+                            authority.partition, request)
+            if links:
+                result["hits"] = [with_link(hit, view.store.store_id, authority.partition) for hit in result["hits"]]
+            return result
 
         return self.enter(caller).read(work)
 
@@ -290,9 +297,9 @@ class Engine:
             if len(ids) != 1:
                 return {"matches": [], "ambiguous": len(ids) > 1}
             row = view.catalog.rows_for_id(authority.partition, ids[0])[0]
-            return {"matches": [{"id": row.record_id, "revision": row.revision, "kind": row.kind,
-                                 "type": row.type, "title": row.title,
-                                 "ref": reference(view.store.store_id, row)}], "ambiguous": False}
+            match = {"id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
+                     "title": row.title, "ref": reference(view.store.store_id, row)}
+            return {"matches": [with_link(match, view.store.store_id, authority.partition)], "ambiguous": False}
 
         return self.enter(caller).read(work)
 

@@ -87,6 +87,19 @@ def parse_record_link(text: Any) -> RecordLink:
     return RecordLink(store_id, record_id)
 
 
+def link_of(store_id: str | None, partition: str, record_id: Any) -> str | None:
+    """The link of ``record_id`` when it is a record of ``store_id``'s private partition, else None."""
+    if store_id is None or partition != PRIVATE_PARTITION or not is_store_id(store_id) or not is_record_id(record_id):
+        return None
+    return record_link(store_id, record_id)
+
+
+def with_link(entry: dict[str, Any], store_id: str | None, partition: str) -> dict[str, Any]:
+    """``entry`` (a receipt's record, a search hit, a read) with its record's ``link``, when it has one."""
+    link = link_of(store_id, partition, entry.get("id"))
+    return entry if link is None else {**entry, "link": link}
+
+
 def with_record_links(receipt: dict[str, Any], store_id: str | None, partition: str) -> dict[str, Any]:
     """A write's receipt with the link of each record it published, when they are in the private partition.
 
@@ -94,13 +107,10 @@ def with_record_links(receipt: dict[str, Any], store_id: str | None, partition: 
     """
     if store_id is None or partition != PRIVATE_PARTITION or not is_store_id(store_id):
         return receipt
-    linked = dict(receipt)
-    if is_record_id(linked.get("id")):
-        linked["link"] = record_link(store_id, linked["id"])
+    linked = with_link(receipt, store_id, partition)
     for key in ("records", "items"):  # every record a publication touched; a remember's saved items
         entries = linked.get(key)
         if isinstance(entries, list):
-            linked[key] = [{**entry, "link": record_link(store_id, entry["id"])}
-                           if isinstance(entry, dict) and is_record_id(entry.get("id")) else entry
-                           for entry in entries]
+            linked = {**linked, key: [with_link(entry, store_id, partition) if isinstance(entry, dict) else entry
+                                      for entry in entries]}
     return linked

@@ -58,9 +58,10 @@ skill) and record your own findings there as analysis, not with `knowledge_remem
 their tools are available.
 - Automatic recall injects only summaries the owner approved; use `knowledge_recall` only when the user \
 explicitly asks for something to be recalled automatically.
-- Cite each record you saved with the `link` its receipt gives (`knowledge://record/...`): it opens the \
-record on the owner's Knowledge page in the Knowledge Desk window. A receipt without a link (what a \
-conversation saves in its own partition) is cited by its record id.
+- Cite each record you saved or used with its `link` (`knowledge://record/...`), which receipts, \
+`knowledge_grep` hits and record reads give: it opens the record on the owner's Knowledge page in the \
+Knowledge Desk window. A record without a link (what a conversation saves in its own partition) is cited \
+by its record id.
 - Never save secrets: passwords, API keys, access tokens, private keys, one-time codes or similar \
 credentials, even when the user shares them.
 - Remembering is best effort: saving a preference neither configures you nor guarantees that it loads in \

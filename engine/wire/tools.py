@@ -49,7 +49,7 @@ def tool_result(value: dict[str, Any], *, error: bool = False) -> dict[str, Any]
 
 
 def _grep(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str, Any]:
-    return engine.search(caller, args, declared=SEARCH_PARAMS)
+    return engine.search(caller, args, declared=SEARCH_PARAMS, links=True)
 
 
 def _record(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str, Any]:

@@ -66,7 +66,8 @@ def test_it_asks_for_corrections_instead_of_parallel_claims_and_citations_of_sav
     text = full()
     assert "record a correction that names the old claim in `replaces`" in text
     assert "knowledge-correct" in text and "instead of saving a parallel claim" in text
-    assert "Cite each record you saved with the `link` its receipt gives (`knowledge://record/...`)" in text
+    assert "Cite each record you saved or used with its `link` (`knowledge://record/...`), which receipts, " \
+           "`knowledge_grep` hits and record reads give" in text
     assert "owner's Knowledge page in the Knowledge Desk window" in text
     assert "is cited by its record id" in text
     assert "bundled Knowledge skills" in text

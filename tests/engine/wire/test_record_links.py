@@ -58,3 +58,45 @@ def test_a_conversations_own_records_get_no_link(engine) -> None:
     receipt = save(dispatcher, chat, "r1", "Conversation note")
 
     assert "link" not in receipt and all("link" not in entry for entry in receipt["records"])
+
+
+def tool(dispatcher: Dispatcher, session: Session, name: str, arguments: dict) -> dict:
+    result = call(dispatcher, session, "tools/call", {"name": name, "arguments": arguments})
+    assert not result.get("isError"), result
+    return result["structuredContent"]
+
+
+def test_what_an_agent_finds_in_the_private_partition_carries_the_link_its_receipt_did(engine) -> None:
+    dispatcher = Dispatcher(engine)
+    owner = session_for(dispatcher, engine.add_agent("main", owner=True), {"kind": "owner-private"})
+    receipt = save(dispatcher, owner, "r1", "Lisbon office")
+
+    [hit] = tool(dispatcher, owner, "knowledge_grep", {"query": "Lisbon"})["hits"]
+    [match] = tool(dispatcher, owner, "knowledge_lookup", {"name": "Lisbon office"})["matches"]
+    read = tool(dispatcher, owner, "knowledge_record", {"id": receipt["id"]})
+    earlier = tool(dispatcher, owner, "knowledge_record", {"id": receipt["id"], "revision": 1})
+
+    assert hit["link"] == match["link"] == read["link"] == earlier["link"] == receipt["link"]
+    # The shared memory/search contract stays its projection: a reference, no link.
+    [shared] = call(dispatcher, owner, "memory/search", {"query": "Lisbon"})["hits"]
+    assert "link" not in shared and shared["ref"]["id"] == receipt["id"]
+
+
+def test_a_conversation_finds_its_own_records_without_links_and_granted_private_ones_with_them(engine) -> None:
+    dispatcher = Dispatcher(engine)
+    token = engine.add_agent("main", owner=True)
+    owner = session_for(dispatcher, token, {"kind": "owner-private"})
+    private = save(dispatcher, owner, "r1", "Lisbon office")
+    chat = session_for(dispatcher, token, {"kind": "conversation", "sessionKey": "chat:1",
+                                           "sessionId": str(uuid.uuid4())})
+    own = save(dispatcher, chat, "r2", "Porto office")
+
+    [hit] = tool(dispatcher, chat, "knowledge_grep", {"query": "Porto"})["hits"]
+    read = tool(dispatcher, chat, "knowledge_record", {"id": own["id"]})
+    assert hit["id"] == read["id"] == own["id"] and "link" not in hit and "link" not in read
+
+    engine.registry.set_grant("main", "chat:granted", "read")
+    granted = session_for(dispatcher, token, {"kind": "conversation", "sessionKey": "chat:granted",
+                                              "sessionId": str(uuid.uuid4())})
+    [hit] = tool(dispatcher, granted, "knowledge_grep", {"query": "Lisbon"})["hits"]
+    assert hit["id"] == private["id"] and hit["link"] == private["link"]
