@@ -23,11 +23,15 @@ def session_for(dispatcher: Dispatcher, token: str, audience: dict) -> Session:
     return session
 
 
-def save(dispatcher: Dispatcher, session: Session, request_id: str, title: str) -> dict:
-    result = call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
-        "requestId": request_id, "type": "note", "title": title, "body": "Body."}})
+def tool(dispatcher: Dispatcher, session: Session, name: str, arguments: dict) -> dict:
+    result = call(dispatcher, session, "tools/call", {"name": name, "arguments": arguments})
     assert not result.get("isError"), result
     return result["structuredContent"]
+
+
+def save(dispatcher: Dispatcher, session: Session, request_id: str, title: str) -> dict:
+    return tool(dispatcher, session, "knowledge_save_page",
+                {"requestId": request_id, "type": "note", "title": title, "body": "Body."})
 
 
 def test_private_receipts_link_to_the_record_in_its_store_and_a_retry_gets_the_same(engine) -> None:
@@ -58,12 +62,6 @@ def test_a_conversations_own_records_get_no_link(engine) -> None:
     receipt = save(dispatcher, chat, "r1", "Conversation note")
 
     assert "link" not in receipt and all("link" not in entry for entry in receipt["records"])
-
-
-def tool(dispatcher: Dispatcher, session: Session, name: str, arguments: dict) -> dict:
-    result = call(dispatcher, session, "tools/call", {"name": name, "arguments": arguments})
-    assert not result.get("isError"), result
-    return result["structuredContent"]
 
 
 def test_what_an_agent_finds_in_the_private_partition_carries_the_link_its_receipt_did(engine) -> None:
