@@ -123,8 +123,10 @@ class EngineServer:
             raise self._startup_error
 
     def stop(self) -> None:
-        """Stop accepting, close every connection, and join the loop thread."""
-        if self._loop is not None and self._stopped is not None and self._thread is not None:
+        """Stop accepting, close every connection, and join the loop thread (none is left by a start that
+        could not bind)."""
+        if self._loop is not None and self._stopped is not None and self._thread is not None \
+                and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._stopped.set)
             self._thread.join(timeout=30)
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -246,8 +247,9 @@ def _start_serve(tmp_path: Path, state: StateDir, *extra: str) -> tuple[subproce
     env["KNOWLEDGE_STATE_DIR"] = str(state.root)
     log = tmp_path / "serve.log"
     with log.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "engine.cli", "serve", *extra], cwd=REPO_ROOT, env=env,
-                                   stdout=sink, stderr=subprocess.STDOUT)
+        # A free port: the suite runs beside an engine the owner has serving on the default one.
+        process = subprocess.Popen([sys.executable, "-m", "engine.cli", "serve", "--port", "0", *extra],
+                                   cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
     return process, log
 
 
@@ -333,6 +335,22 @@ def _one_clear_line(completed: subprocess.CompletedProcess[str]) -> str:
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
     return lines[0]
+
+
+def test_serve_on_a_port_another_program_holds_exits_4_saying_what_to_pass(state_dir: StateDir) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "KNOWLEDGE_STATE_DIR"}
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        completed = subprocess.run(
+            [sys.executable, "-m", "engine.cli", "--state-dir", str(state_dir.root), "serve", "--port", str(port)],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+    assert completed.returncode == 4 and "Traceback" not in completed.stderr, completed.stderr
+    [line] = completed.stderr.strip().splitlines()
+    assert line.startswith(f"knowledge: cannot listen on 127.0.0.1:{port}: ") and "--port 0" in line
+    assert not state_dir.engine_info.exists()
 
 
 def test_serve_on_a_read_only_state_dir_exits_1_with_one_clear_line(state_dir: StateDir,
