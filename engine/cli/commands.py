@@ -243,10 +243,16 @@ def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
 def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
     with open_desk(state) as desk:
         result = desk.search(args.agent, args.query, args.limit)
-    _print(result, args.json, lambda r: "\n".join(
-        f"{hit['score']:.3f}  {hit['kind']:<12} {hit['title']}\n       {hit['snippet']}" for hit in r["hits"])
-        or "No matches.")
+    _print(result, args.json, lambda r: "\n".join(_hit_lines(hit) for hit in r["hits"]) or "No matches.")
     return 0
+
+
+def _hit_lines(hit: dict[str, Any]) -> str:
+    """A search hit for the terminal: score, kind and title, then its snippet on one indented line (a hit
+    without one, a relationship say, is its first line alone)."""
+    first = f"{hit['score']:.3f}  {hit['kind']:<12} {hit['title']}"
+    snippet = " ".join(str(hit.get("snippet") or "").split())
+    return f"{first}\n       {snippet}" if snippet else first
 
 
 # A benchmark loads only when its command runs: importing them all would slow every other command.
@@ -441,7 +447,10 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
         try:
             server.start()
         except OSError as exc:
-            print(f"knowledge: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            taken = (" (another program uses it, perhaps an engine serving another state directory); pass "
+                     "--port N, or --port 0 for a free one" if exc.errno == errno.EADDRINUSE else "")
+            print(f"knowledge: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}{taken}",
+                  file=sys.stderr)
             return 4
         state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now()),
                                  "version": __version__})
@@ -513,11 +522,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=cmd_serve)
 
     mcp = commands.add_parser("mcp", parents=[common], help="stdio MCP bridge to the running engine")
-    mcp.add_argument("--agent", required=True)
+    mcp.add_argument("--agent", required=True, help="the agent to connect as")
     mcp.add_argument("--token-file", help="file holding the agent's token (default: the state dir's tokens/)")
-    mcp.add_argument("--audience", choices=("owner-private", "conversation"), default="owner-private")
-    mcp.add_argument("--session-key")
-    mcp.add_argument("--session-id")
+    mcp.add_argument("--audience", choices=("owner-private", "conversation"), default="owner-private",
+                     help="the owner's private partition, or a conversation's own (default: owner-private)")
+    mcp.add_argument("--session-key", help="with --audience conversation: the conversation's session key, "
+                                           "which grants name")
+    mcp.add_argument("--session-id", help="with --audience conversation: the conversation's session id "
+                                          "(both are needed)")
     mcp.add_argument("--instance", help="a stable, non-secret id of this agent instance")
     mcp.set_defaults(handler=cmd_mcp)
 
@@ -541,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     archive.add_argument("archive", metavar="ARCHIVE", help="the archive file")
     archive.add_argument("--agent", help="restore it as this agent's own store (default: as it was exported)")
     archive.add_argument("--store", help="restore it as the named store NAME (default: as it was exported)")
-    archive.add_argument("--json", action="store_true")
+    archive.add_argument("--json", action="store_true", help="print what was restored as JSON")
     archive.set_defaults(handler=cmd_import_archive, exclusive=None)  # it says itself why not beside an engine
 
     export = commands.add_parser("export", parents=[common], help="write a portable archive of one store")
@@ -550,22 +562,23 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--agent", help=f"the agent whose store to export (default: {DEFAULT_AGENT})")
     export.add_argument("--with-history", action="store_true",
                         help="include the vault's git history (a git bundle; the .git folder where git is absent)")
-    export.add_argument("--json", action="store_true")
+    export.add_argument("--json", action="store_true", help="print what was written as JSON")
     export.set_defaults(handler=cmd_export)
 
     doctor = commands.add_parser("doctor", parents=[common], help="validate every store, vault and ontology")
-    doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--json", action="store_true", help="print every store's findings as JSON")
     doctor.set_defaults(handler=cmd_doctor)
 
     reindex = commands.add_parser("reindex", parents=[common], help="rebuild every search index from the vaults")
-    reindex.add_argument("--json", action="store_true")
+    reindex.add_argument("--json", action="store_true", help="print each rebuilt index as JSON")
     reindex.set_defaults(handler=cmd_reindex)
 
     search_cmd = commands.add_parser("search", parents=[common], help="search an agent's private knowledge")
-    search_cmd.add_argument("query")
-    search_cmd.add_argument("--agent", default="main")
-    search_cmd.add_argument("--limit", type=int, default=10)
-    search_cmd.add_argument("--json", action="store_true")
+    search_cmd.add_argument("query", metavar="QUERY", help="words to search for (keyword BM25; no query syntax)")
+    search_cmd.add_argument("--agent", default=DEFAULT_AGENT,
+                            help=f"the agent whose private partition to search (default: {DEFAULT_AGENT})")
+    search_cmd.add_argument("--limit", type=int, default=10, help="at most this many hits (default 10)")
+    search_cmd.add_argument("--json", action="store_true", help="print the hits as JSON, with their references")
     search_cmd.set_defaults(handler=cmd_search)
 
     bench = commands.add_parser("bench", parents=[common], help="measure the engine (figures, not tests)")
@@ -662,21 +675,22 @@ def build_parser() -> argparse.ArgumentParser:
     agents = commands.add_parser("agents", parents=[common], help="register, list and remove agents")
     agent_commands = agents.add_subparsers(dest="agents_command", required=True, metavar="ACTION")
     add = agent_commands.add_parser("add", parents=[common], help="register an agent and print its token once")
-    add.add_argument("name")
+    add.add_argument("name", metavar="NAME", help="the agent's name: lowercase letters, digits, - and _")
     add.add_argument("--owner", action="store_true", help="allow the owner-private audience")
     add.add_argument("--scopes", help=f"comma-separated subset of {','.join(SCOPES)}")
-    add.add_argument("--json", action="store_true")
+    add.add_argument("--json", action="store_true", help="print the agent and its token file as JSON")
     add.set_defaults(handler=cmd_agents_add)
     listing = agent_commands.add_parser("list", parents=[common], help="list agents and their stores")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print the agents as JSON")
     listing.set_defaults(handler=cmd_agents_list)
     remove = agent_commands.add_parser("remove", parents=[common], help="remove an agent (its store is kept)")
-    remove.add_argument("name")
+    remove.add_argument("name", metavar="NAME", help="the agent to remove")
     remove.set_defaults(handler=cmd_agents_remove)
     config = agent_commands.add_parser("config", parents=[common],
                                        help="print a copy-paste MCP client configuration for an agent")
-    config.add_argument("name")
-    config.add_argument("--client", choices=client_config.CLIENTS, default="generic")
+    config.add_argument("name", metavar="NAME", help="the agent the client connects as")
+    config.add_argument("--client", choices=client_config.CLIENTS, default="generic",
+                        help="the MCP client whose configuration format to print (default: generic)")
     config.add_argument("--instance", help="a stable, non-secret id of this agent instance (default: NAME-HOSTNAME)")
     config.add_argument("--session-key", help="for an agent without owner authority: the session key of its "
                                               "conversation, which grants name (default: the instance id)")
@@ -684,46 +698,49 @@ def build_parser() -> argparse.ArgumentParser:
 
     grants = commands.add_parser("grants", parents=[common], help="conversation access to the private partition")
     grant_commands = grants.add_subparsers(dest="grants_command", required=True, metavar="ACTION")
-    grant_add = grant_commands.add_parser("add", parents=[common])
-    grant_add.add_argument("agent")
-    grant_add.add_argument("session_key", metavar="SESSION_KEY")
-    grant_add.add_argument("--access", choices=GRANT_ACCESS, default="read")
-    grant_list = grant_commands.add_parser("list", parents=[common])
-    grant_list.add_argument("agent", nargs="?")
-    grant_list.add_argument("--json", action="store_true")
-    grant_remove = grant_commands.add_parser("remove", parents=[common])
-    grant_remove.add_argument("agent")
-    grant_remove.add_argument("session_key", metavar="SESSION_KEY")
+    grant_add = grant_commands.add_parser("add", parents=[common],
+                                          help="let one conversation of an agent read (or read and save to) its "
+                                               "private partition")
+    grant_add.add_argument("agent", metavar="AGENT", help="the owner agent whose private partition it reaches")
+    grant_add.add_argument("session_key", metavar="SESSION_KEY", help="the conversation's session key")
+    grant_add.add_argument("--access", choices=GRANT_ACCESS, default="read",
+                           help="read, or read-and-save (default: read)")
+    grant_list = grant_commands.add_parser("list", parents=[common], help="the grants, of every agent or one")
+    grant_list.add_argument("agent", nargs="?", metavar="AGENT", help="only this agent's grants")
+    grant_list.add_argument("--json", action="store_true", help="print the grants as JSON")
+    grant_remove = grant_commands.add_parser("remove", parents=[common], help="withdraw a conversation's grant")
+    grant_remove.add_argument("agent", metavar="AGENT", help="the agent the grant is of")
+    grant_remove.add_argument("session_key", metavar="SESSION_KEY", help="the conversation's session key")
     grants.set_defaults(handler=cmd_grants)
 
     stores = commands.add_parser("stores", parents=[common], help="inspect stores")
     store_commands = stores.add_subparsers(dest="stores_command", required=True, metavar="ACTION")
     store_list = store_commands.add_parser("list", parents=[common], help="every known store and its members")
-    store_list.add_argument("--json", action="store_true")
+    store_list.add_argument("--json", action="store_true", help="print the stores as JSON")
     store_list.set_defaults(handler=cmd_stores_list)
 
     settings = commands.add_parser("settings", parents=[common], help="the owner's switches (config.json)")
     setting_commands = settings.add_subparsers(dest="settings_command", required=True, metavar="SETTING")
     show = setting_commands.add_parser("show", parents=[common], help="every switch and its state")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("--json", action="store_true", help="print the switches as JSON")
     search_knowledge = setting_commands.add_parser(
         "search-knowledge", parents=[common], help="offer agents the search_knowledge tool (off by default)",
         description="Turns knowledgeRuntimeEnabled on or off in config.json; agents' search_knowledge calls are "
                     "answered (or refused with runtime_disabled) from their next call on.")
-    search_knowledge.add_argument("switch", choices=("on", "off"))
-    search_knowledge.add_argument("--json", action="store_true")
+    search_knowledge.add_argument("switch", choices=("on", "off"), help="on or off")
+    search_knowledge.add_argument("--json", action="store_true", help="print the switches as JSON once set")
     writes = setting_commands.add_parser(
         "writes", parents=[common], help="let agents save knowledge (on by default)",
         description="Turns writesEnabled on or off in config.json; with it off the save tools are withdrawn "
                     "and saves are refused with writes_disabled.")
-    writes.add_argument("switch", choices=("on", "off"))
-    writes.add_argument("--json", action="store_true")
+    writes.add_argument("switch", choices=("on", "off"), help="on or off")
+    writes.add_argument("--json", action="store_true", help="print the switches as JSON once set")
     roots = setting_commands.add_parser(
         "workspace-roots", parents=[common], help="the folders knowledge_attach_file may read files from",
         description="Sets attachments.workspaceRoots in config.json to exactly these existing directories; "
                     "none removes them (knowledge_attach_file is then refused; knowledge_attach still works).")
-    roots.add_argument("roots", nargs="*", metavar="DIR")
-    roots.add_argument("--json", action="store_true")
+    roots.add_argument("roots", nargs="*", metavar="DIR", help="an existing directory (none: no roots)")
+    roots.add_argument("--json", action="store_true", help="print the switches as JSON once set")
     settings.set_defaults(handler=cmd_settings)
 
     add_models_parser(commands, common)

@@ -27,7 +27,7 @@ def add_models_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     models = commands.add_parser("models", parents=[common], help="Decision models: catalogue, download, local folders")
     actions = models.add_subparsers(dest="models_command", required=True, metavar="ACTION")
     listing = actions.add_parser("list", parents=[common], help="the catalogue and the installed models")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print the catalogue and installed models as JSON")
     listing.set_defaults(handler=cmd_models_list)
     fetch = actions.add_parser(
         "pull", parents=[common], help="download a catalogue model (pinned revision, sha256-verified, resumable)")
@@ -40,7 +40,7 @@ def add_models_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                     "selectable as decisionModel onnx/NAME. Pickle weights, Python code and configurations "
                     "that ask for remote code are refused. The files stay in DIR; their sha256 are recorded "
                     "now and checked at every load.")
-    local.add_argument("dir", metavar="DIR")
+    local.add_argument("dir", metavar="DIR", help="the model folder (it stays where it is)")
     local.add_argument("--name", help="the model's name (default: the folder's name)")
     local.add_argument("--variant", help="which ONNX file when the folder has several (e.g. model_int8)")
     local.add_argument("--replace", action="store_true", help="replace a model already registered under NAME")
