@@ -472,3 +472,18 @@ def test_the_bench_commands_default_to_what_the_benchmarks_do() -> None:
     assert (gating.data, gating.output) == (str(gate.DEFAULT_DATA), str(gate.DEFAULT_OUTPUT))
     assert tuple(parser.parse_args(["bench", "throughput"]).records) == throughput.SIZES
     assert parser.parse_args(["bench", "import"]).output == "docs/benchmarks/imports.md"
+
+
+def test_search_prints_a_line_for_each_hit_and_its_snippet_on_one_indented_line(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--state-dir", str(state_dir.root), "demo"]) == 0
+    capsys.readouterr()
+
+    assert main(["--state-dir", str(state_dir.root), "search", "Dana"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+
+    hits = [line for line in lines if re.match(r"\d\.\d{3}  ", line)]
+    snippets = [line for line in lines if line.startswith("       ")]
+    assert hits and len(hits) + len(snippets) == len(lines)  # nothing else: no line a snippet broke off
+    assert all(line.strip() for line in snippets)  # a hit without a snippet (a relationship) has no empty line
+    assert any(" relationship " in line for line in hits) and len(snippets) < len(hits)
