@@ -11,12 +11,16 @@ import walks ``parent`` links up from ``current_node`` and never reads the
 abandoned branches.
 
 A node's ``message`` (null at the root) has ``author.role`` (user,
-assistant, system, tool), ``create_time`` and ``content``: ``content_type``
-with ``parts`` (text, multimodal_text: strings, or objects for images and
-files) or ``text`` (code, execution output, quotes).  System messages,
-messages marked hidden, custom instructions, hidden reasoning and messages
-without text are left out; an image or
-file part is shown as ``[image]`` / ``[file]``.
+assistant, system, tool), ``create_time``, ``recipient`` and ``content``:
+``content_type`` with ``parts`` (text, multimodal_text: strings, or objects
+for images, audio and files; in voice mode an ``audio_transcription`` object
+holds the words spoken) or ``text`` (code, execution output, quotes).
+System messages, messages marked hidden, custom instructions, hidden
+reasoning and messages without text are left out; an image or file part is
+shown as ``[image]`` / ``[file]``, code and its output as fenced code, a
+quote with where it is from, and an assistant's call of a tool (``recipient``
+not ``all``) as ``Assistant (to python)``.  A conversation whose
+``current_node`` is null ends at the leaf written last.
 
 An image part names its file by ``asset_pointer`` (``file-service://file-AbC123``,
 ``sediment://file_00000000...``); the export keeps the file beside
@@ -28,6 +32,7 @@ transcript (``[image: file-AbC123-photo.png]``).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .common import (
@@ -102,10 +107,17 @@ class _Finder:
 
 
 def _active_branch(original: Original, raw: dict[str, Any], place: str, finder: _Finder) -> list[Message]:
-    """The messages from the root to ``current_node``, in order; abandoned branches are never read."""
+    """The messages from the root to ``current_node``, in order; abandoned branches are never read.
+
+    Without a ``current_node`` (null in some exports) the branch ends at the leaf written last.  A node
+    whose ``parent`` is not in the mapping (a root pointing at a placeholder) starts the branch."""
     mapping = require(original, raw, "mapping", dict, place)
-    current = require(original, raw, "current_node", str, place)
-    if current not in mapping:
+    current = require(original, raw, "current_node", str, place, optional=True)
+    if current is None:
+        current = _latest_leaf(mapping)
+        if current is None:
+            return []
+    elif current not in mapping:
         raise refused(original.name, f"{place}.current_node", f"names {current!r}, which is not in the mapping")
     path, seen = [], set()
     node_id: Any = current
@@ -114,7 +126,9 @@ def _active_branch(original: Original, raw: dict[str, Any], place: str, finder: 
         if node_id in seen:
             raise refused(original.name, at, "is its own ancestor (the parent links form a cycle)")
         seen.add(node_id)
-        node = mapping.get(node_id) if isinstance(node_id, str) else None
+        node = mapping.get(node_id)
+        if node is None and path:  # the root's parent is a placeholder the mapping does not hold
+            break
         if not isinstance(node, dict):
             raise refused(original.name, at, "is not a node of the mapping" if node is None else "must be an object")
         path.append((at, node))
@@ -127,6 +141,22 @@ def _active_branch(original: Original, raw: dict[str, Any], place: str, finder: 
         if message is not None:
             messages.append(message)
     return messages
+
+
+def _latest_leaf(mapping: dict[str, Any]) -> str | None:
+    """The leaf (a node no node of the mapping continues) whose message was written last; the last in the
+    mapping's order among equals.  None for an empty mapping."""
+    parents = {node.get("parent") for node in mapping.values() if isinstance(node, dict)}
+    best: tuple[float, int, str] | None = None
+    for order, (node_id, node) in enumerate(mapping.items()):
+        if node_id in parents or not isinstance(node, dict):
+            continue
+        message = node.get("message")
+        written = message.get("create_time") if isinstance(message, dict) else None
+        at = float(written) if isinstance(written, (int, float)) and not isinstance(written, bool) else float("-inf")
+        if best is None or (at, order) >= best[:2]:
+            best = (at, order, node_id)
+    return best[2] if best is not None else None
 
 
 def _message(original: Original, raw: Any, place: str, finder: _Finder) -> Message | None:
@@ -144,8 +174,11 @@ def _message(original: Original, raw: Any, place: str, finder: _Finder) -> Messa
     if not text:
         return None
     shown = _ROLES[role]
+    recipient = raw.get("recipient")
     if role == "tool" and isinstance(author.get("name"), str) and author["name"].strip():
         shown = f"Tool ({one_line(author['name'], 100)})"
+    elif role == "assistant" and isinstance(recipient, str) and recipient.strip() not in ("", "all"):
+        shown = f"Assistant (to {one_line(recipient, 100)})"  # a call of a tool: code to run, a search
     return Message(shown, timestamp(raw.get("create_time")), text)
 
 
@@ -156,7 +189,8 @@ _PART_NAMES: dict[str, str] = {"image_asset_pointer": "[image]", "audio_asset_po
 
 
 def _content_text(original: Original, content: dict[str, Any], place: str, finder: _Finder) -> str:
-    if content.get("content_type") in _NOT_SAID:
+    kind = content.get("content_type")
+    if kind in _NOT_SAID:
         return ""
     parts = content.get("parts")
     if parts is not None:
@@ -167,6 +201,12 @@ def _content_text(original: Original, content: dict[str, Any], place: str, finde
             if isinstance(part, str):
                 shown.append(part)
             elif isinstance(part, dict):
+                said = part.get("text")
+                if part.get("content_type") == "audio_transcription":  # voice mode: the words spoken
+                    if said is not None and not isinstance(said, str):
+                        raise refused(original.name, f"{place}.parts[{number}].text", "must be a string")
+                    shown.append(said or "")
+                    continue
                 shown_as = _PART_NAMES.get(str(part.get("content_type")), "[file]")
                 name = finder(part.get("asset_pointer"))
                 shown.append(f"{shown_as[:-1]}: {name}]" if name else shown_as)
@@ -176,4 +216,22 @@ def _content_text(original: Original, content: dict[str, Any], place: str, finde
     value = content.get("text") or content.get("result") or ""
     if not isinstance(value, str):
         raise refused(original.name, f"{place}.text", "must be a string")
+    if not value.strip():
+        return value
+    if kind == "code":  # code the assistant sent to a tool (Python, a Canvas document)
+        language = content.get("language")
+        return _fenced(value, language if isinstance(language, str) and language != "unknown" else "")
+    if kind == "execution_output":
+        return _fenced(value, "")
+    if kind == "tether_quote":  # a quote of a web page or file, with where it is from
+        source = ", ".join(one_line(content[key], 300) for key in ("title", "url")
+                           if isinstance(content.get(key), str) and content[key].strip())
+        return value + (f"\n(Quoted from {source})" if source else "")
     return value
+
+
+def _fenced(text: str, language: str) -> str:
+    """``text`` as a fenced Markdown code block, its fence longer than any run of backticks inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{one_line(language, 40)}\n{text.rstrip(chr(10))}\n{fence}"

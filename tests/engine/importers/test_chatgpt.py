@@ -414,3 +414,94 @@ def test_a_dry_run_of_a_newer_export_says_what_it_would_revise(
     real = run_import(engine, "chatgpt", newer)
     assert (real["pages"][clock], real["revised"]) == (first["pages"][clock], 1)
     assert real["imported"] == result["wouldCreate"]
+
+
+# --- shapes of real exports beyond plain text ------------------------------------------------------------------
+
+
+def page_of(engine: Engine, tmp_path: Path, data: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = run_import(engine, "chatgpt", path)
+    return engine.get_record(reader(engine), result["pages"][key])
+
+
+def test_a_voice_conversation_keeps_what_was_said(engine: Engine, tmp_path: Path) -> None:
+    # Voice mode: each turn's parts are a transcription object (its words in "text") and the audio's pointer.
+    audio = {"content_type": "real_time_user_audio_video_asset_pointer", "frames_asset_pointers": [],
+             "video_container_asset_pointer": None,
+             "audio_asset_pointer": {"content_type": "audio_asset_pointer", "asset_pointer": "sediment://file_0a1",
+                                     "size_bytes": 1200, "format": "wav"}}
+    said = {"content_type": "audio_transcription", "text": "Is the ferry running on Sunday?", "direction": "in",
+            "decoding_id": None}
+    answered = {"content_type": "audio_transcription", "text": "Yes, every hour from nine.", "direction": "out"}
+    data = [conversation("voice-1", "Ferry times", [
+        node("r", None, ["u"]),
+        node("u", "r", ["a"], "user", [said, audio], content_type="multimodal_text"),
+        node("a", "u", [], "assistant", [answered, {"content_type": "audio_asset_pointer",
+                                                    "asset_pointer": "sediment://file_0a2", "format": "wav"}],
+             content_type="multimodal_text"),
+    ], "a")]
+
+    body = page_of(engine, tmp_path, data, "voice-1")["body"]
+
+    assert "Is the ferry running on Sunday?\n[audio]" in body
+    assert "Yes, every hour from nine.\n[audio]" in body
+    assert "[file]" not in body
+
+
+def test_a_conversation_without_a_current_node_imports_its_latest_branch(engine: Engine, tmp_path: Path) -> None:
+    data = [conversation("no-current", "Bread", [
+        node("r", None, ["u"]),
+        node("u", "r", ["a-old", "a"], "user", "How long to proof rye?", at=1_780_000_010.0),
+        node("a-old", "u", [], "assistant", "OLDER ANSWER", at=1_780_000_020.0),
+        node("a", "u", [], "assistant", "About three hours at room temperature.", at=1_780_000_030.0),
+    ], "a"), conversation("empty", "Nothing said yet", [], "x")]
+    data[0]["current_node"] = None
+    data[1]["current_node"] = None
+
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = run_import(engine, "chatgpt", path)
+
+    caller = reader(engine)
+    bread = engine.get_record(caller, result["pages"]["no-current"])
+    assert "About three hours" in bread["body"] and "OLDER ANSWER" not in bread["body"]
+    assert bread["body"].index("How long to proof rye?") < bread["body"].index("About three hours")
+    assert "0 messages on the active branch" in engine.get_record(caller, result["pages"]["empty"])["body"]
+
+
+def test_a_root_whose_parent_is_not_in_the_mapping_starts_the_branch(engine: Engine, tmp_path: Path) -> None:
+    data = [conversation("rooted", "Tides", [
+        node("r", "client-created-root", ["u"]),
+        node("u", "r", ["a"], "user", "When is high tide?"),
+        node("a", "u", [], "assistant", "At 14:10 today."),
+    ], "a")]
+
+    body = page_of(engine, tmp_path, data, "rooted")["body"]
+
+    assert "When is high tide?" in body and "At 14:10 today." in body
+
+
+def test_tool_calls_code_and_quotes_read_as_what_they_are(engine: Engine, tmp_path: Path) -> None:
+    code = {"content_type": "code", "language": "python", "response_format_name": None,
+            "text": "# total of the receipts\nprint(12 + 30)"}
+    output = {"content_type": "execution_output", "text": "42"}
+    quote = {"content_type": "tether_quote", "url": "https://example.org/tides", "domain": "example.org",
+             "text": "High tide is at 14:10.", "title": "Tide table"}
+    data = [conversation("tools", "Receipts", [
+        node("r", None, ["u"]),
+        node("u", "r", ["c"], "user", "Add up my receipts"),
+        node("c", "u", ["o"], "assistant", None, recipient="python", content=code),
+        node("o", "c", ["q"], "tool", None, content=output, author={"role": "tool", "name": "python"}),
+        node("q", "o", ["a"], "tool", None, content=quote, author={"role": "tool", "name": "myfiles_browser"}),
+        node("a", "q", [], "assistant", "They come to 42."),
+    ], "a")]
+
+    body = page_of(engine, tmp_path, data, "tools")["body"]
+
+    assert "Assistant (to python) (" in body
+    assert "```python\n# total of the receipts\nprint(12 + 30)\n```" in body
+    assert "Tool (python) (" in body and "```\n42\n```" in body
+    assert "High tide is at 14:10.\n(Quoted from Tide table, https://example.org/tides)" in body
+    assert body.index("They come to 42.") > body.index("```\n42\n```")
