@@ -40,7 +40,7 @@ import mimetypes
 import re
 import zipfile
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -513,6 +513,8 @@ class Conversation:
     messages: tuple[Message, ...]
     span: tuple[int, int]  # the bytes of the original holding it
     files: tuple[Attached, ...] = ()
+    # The file holding it where an export is split (conversations-000.json, ...); None: the import's original.
+    part: Original | None = field(default=None, compare=False, repr=False)
 
     @property
     def transcript(self) -> str:
@@ -532,15 +534,16 @@ class ExportFiles:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.zipped = zipfile.is_zipfile(self.path)
+        self.zipped = not self.path.is_dir() and zipfile.is_zipfile(self.path)
+        self.folder = self.path if self.path.is_dir() else self.path.parent
         if self.zipped:
             with zipfile.ZipFile(self.path) as archive:
                 names = [n for n in archive.namelist() if not n.endswith("/")]
         else:
-            folder = self.path.parent
             try:
-                names = [str(p.relative_to(folder)) for pattern in ("*", "*/*") for p in folder.glob(pattern)
-                         if p.is_file() and not p.is_symlink() and p.name != self.path.name]
+                names = [str(p.relative_to(self.folder)) for pattern in ("*", "*/*") for p in self.folder.glob(pattern)
+                         if p.is_file() and not p.is_symlink() and p.name != self.path.name
+                         and not _CONVERSATIONS_FILE.fullmatch(p.name)]
             except OSError:
                 names = []
         # Every file under each start of its base name that ends before a "-", "_" or "." (and the whole
@@ -562,7 +565,7 @@ class ExportFiles:
                 if self.zipped:
                     with zipfile.ZipFile(self.path) as archive:
                         return archive.read(name)
-                return (self.path.parent / name).read_bytes()
+                return (self.folder / name).read_bytes()
             except (OSError, zipfile.BadZipFile, KeyError, RuntimeError, NotImplementedError, EOFError) as exc:
                 raise refused(f"{self.path.name}/{name}" if self.zipped else name, None,
                               f"cannot be read: {exc}") from exc
@@ -570,20 +573,78 @@ class ExportFiles:
         return read
 
 
+_CONVERSATIONS_FILE = re.compile(r"conversations(-[0-9]+)?\.json")
+_CONVERSATIONS_PART = re.compile(r"conversations-([0-9]+)\.json")
+
+
+def read_conversation_files(path: str | Path) -> list[Original]:
+    """A chat export's conversation files: its ``conversations.json``, or, where the export is split,
+    ``conversations-000.json``, ``conversations-001.json``, ... in order.  PATH is the export's zip, the
+    folder it was unzipped to, or one such file (which is then read alone)."""
+    path = Path(path)
+    if path.is_dir():
+        try:
+            names = [p.name for p in path.iterdir() if p.is_file() and _CONVERSATIONS_FILE.fullmatch(p.name)]
+        except OSError as exc:
+            raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", file=str(path)) from exc
+        chosen = _conversation_members(names)
+        if not chosen:
+            raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
+        return [Original(f"{path.name}/{name}", read_file(path / name)) for name in chosen]
+    if not zipfile.is_zipfile(path):
+        return [Original(path.name, read_file(path))]
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist()
+                     if _CONVERSATIONS_FILE.fullmatch(n.rsplit("/", 1)[-1]) and not n.endswith("/")]
+            chosen = _conversation_members(names)
+            if not chosen:
+                raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
+            return [Original(f"{path.name}/{name}", archive.read(name)) for name in chosen]
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+
+
+def _conversation_members(names: list[str]) -> list[str]:
+    """Of the names of conversation files (paths in a zip or a folder): the export's own, the least deep
+    (not a nested copy); its conversations.json, else its numbered parts in their order."""
+    names = [n for n in names if "__MACOSX/" not in n]
+    if not names:
+        return []
+    depth = min(n.count("/") for n in names)
+    names = [n for n in names if n.count("/") == depth]
+    whole = sorted(n for n in names if n.rsplit("/", 1)[-1] == "conversations.json")
+    if whole:
+        return whole[:1]
+    return sorted(names, key=lambda n: (int(_CONVERSATIONS_PART.fullmatch(n.rsplit("/", 1)[-1]).group(1)), n))
+
+
 def load_conversations(path: str, scan: Scan,
                        parse: Callable[[Original, Any, list[tuple[int, int]], ExportFiles], list[Conversation]]
                        ) -> tuple[Original, list[Conversation]]:
-    """A chat export's conversations.json (the file, or the export's zip) and its conversations as ``parse``
-    reads them (with the export's other files they name), checked whole, credentials included (else
-    InvalidParams)."""
-    original = read_export(path, "conversations.json")
-    data, spans = json_array_spans(original)
-    conversations = parse(original, data, spans, ExportFiles(path))
-    refuse_secrets(scan, original, lambda: ((c.place, c.title + "\n" + c.transcript) for c in conversations))
+    """A chat export's conversations (its conversations.json or the parts of a split export; the file, the
+    export's zip or its folder) as ``parse`` reads them (with the export's other files they name), checked
+    whole, credentials included (else InvalidParams).  The original returned is the first file; each
+    conversation of a later part names its own (``part``)."""
+    originals = read_conversation_files(path)
+    files = ExportFiles(path)
+    conversations: list[Conversation] = []
+    seen: dict[str, str] = {}
+    for number, original in enumerate(originals):
+        data, spans = json_array_spans(original)
+        parsed = parse(original, data, spans, files)
+        for conversation in parsed:
+            if conversation.key in seen:
+                raise refused(original.name, conversation.place,
+                              f"repeats the conversation id {conversation.key!r} of {seen[conversation.key]}")
+            seen[conversation.key] = original.name
+        refuse_secrets(scan, original, lambda parsed=parsed: ((c.place, c.title + "\n" + c.transcript)
+                                                              for c in parsed))
+        conversations += parsed if number == 0 else [replace(c, part=original) for c in parsed]
     for conversation in conversations:
         for attached in conversation.files:  # read once to be checked, again when retained
             refuse_secrets(scan, Original(attached.name, attached.read()), lambda: ())
-    return original, conversations
+    return originals[0], conversations
 
 
 def import_conversations(writer: Writer, original: Original, conversations: list[Conversation],
@@ -596,10 +657,17 @@ def import_conversations(writer: Writer, original: Original, conversations: list
     cites them, so importing a newer export where nothing changed retains nothing.
     """
     earlier = writer.imported_pages("source", product.lower())
-    shas = {hashlib.sha256(original.data[start:start + ATTACH_MAX_BYTES]).hexdigest()
-            for start in range(0, len(original.data), ATTACH_MAX_BYTES)}
+    parts = [original] + list(dict.fromkeys(c.part for c in conversations if c.part is not None))
+    shas = {hashlib.sha256(part.data[start:start + ATTACH_MAX_BYTES]).hexdigest()
+            for part in parts for start in range(0, len(part.data), ATTACH_MAX_BYTES)}
     rerun: list[bool] = []  # decided at the first unchanged page: does it cite this very file?
-    sources: list[str] = []
+    exports: dict[int, list[str]] = {}  # a part's number: its source ids, once retained
+
+    def export_sources(conversation: Conversation) -> list[str]:
+        number = parts.index(conversation.part) if conversation.part is not None else 0
+        if number not in exports:  # the first file's request key is the one an unsplit export always had
+            exports[number] = writer.retain(parts[number], "export" if number == 0 else f"export-{number + 1}")
+        return exports[number]
     pages: dict[str, str] = {}
     revised = 0
     done = 0
@@ -620,7 +688,9 @@ def import_conversations(writer: Writer, original: Original, conversations: list
         # A batch is retained when a page of it is written; on a rerun of the same file (finishing an
         # interrupted import) every batch is, as retries of what the first run retained.
         if (rerun and rerun[0]) or any(found is None or found[1] is not None for _, _, _, found in planned):
-            sources = sources or writer.retain(original, "export")
+            for conversation, _, _, found in planned:
+                if (rerun and rerun[0]) or found is None or found[1] is not None:
+                    export_sources(conversation)
             if sum(len(data) for _, data in batch) <= ATTACH_MAX_BYTES:
                 name = f"{product.lower()}-transcripts-{done + 1:06d}-{done + len(batch):06d}.txt"
                 retained = writer.retain(Original(name, b"".join(data for _, data in batch)),
@@ -640,6 +710,7 @@ def import_conversations(writer: Writer, original: Original, conversations: list
                     transcript = [{"excerpt": piece}
                                   for piece in split_text(conversation.transcript, EXCERPT_MAX_CHARS)]
                 first, last = conversation.span
+                sources = export_sources(conversation)
                 cited = sources[first // ATTACH_MAX_BYTES:max(first, last - 1) // ATTACH_MAX_BYTES + 1] or sources[:1]
                 cited += _retain_files(writer, conversation)
                 params["evidence"] = (transcript + [{"source": source} for source in cited])[:LIST_MAX]
@@ -650,7 +721,8 @@ def import_conversations(writer: Writer, original: Original, conversations: list
             done += 1
             writer.done(done, len(conversations), conversation.title)
     notes = revised_note(writer, revised, "conversation")
-    return report(writer, file=original.name, sha256=original.sha256, conversations=len(conversations),
+    split = {"files": [{"file": part.name, "sha256": part.sha256} for part in parts]} if len(parts) > 1 else {}
+    return report(writer, file=original.name, sha256=original.sha256, **split, conversations=len(conversations),
                   pages=pages, revised=revised, **({"notes": notes} if notes else {}))
 
 

@@ -505,3 +505,89 @@ def test_tool_calls_code_and_quotes_read_as_what_they_are(engine: Engine, tmp_pa
     assert "Tool (python) (" in body and "```\n42\n```" in body
     assert "High tide is at 14:10.\n(Quoted from Tide table, https://example.org/tides)" in body
     assert body.index("They come to 42.") > body.index("```\n42\n```")
+
+
+# --- a split export, and the export's folder ---------------------------------------------------------------
+
+
+def split_zip(tmp_path: Path) -> Path:
+    """An export split into numbered parts (as ChatGPT writes a large account's), the image beside them."""
+    clock, kayak = export()
+    clock["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
+    archive = tmp_path / "chatgpt-split.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations-000.json", json.dumps([clock]))
+        out.writestr("conversations-001.json", json.dumps([kayak]))
+        out.writestr("file-1-brass-pivots.png", PNG)
+        out.writestr("user.json", "{}")
+        out.writestr("chat.html", "<html></html>")
+    return archive
+
+
+def test_a_split_export_imports_every_part_each_retained_and_cited(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    archive = split_zip(tmp_path)
+
+    result = run_import(engine, "chatgpt", archive)
+
+    assert result["conversations"] == 2
+    assert [f["file"] for f in result["files"]] == ["chatgpt-split.zip/conversations-000.json",
+                                                    "chatgpt-split.zip/conversations-001.json"]
+    assert result["imported"]["sources"] == 4  # the two parts, the transcripts, the image
+    caller = reader(engine)
+    clock = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    kayak = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000002"])
+    assert "[image: file-1-brass-pivots.png]" in clock["body"] and "Cedar and rope" in kayak["body"]
+    vault = next(state_dir.stores.iterdir()) / "vault" / "private" / "sources"
+
+    def cited_part(page: dict[str, Any]) -> str:
+        names = [(vault / f"{e['source']}.source.yaml").read_text(encoding="utf-8")
+                 for e in page["frontmatter"]["evidence"] if "lines" not in e]
+        return next(n.split("filename: ")[1].split("\n")[0] for n in names if "conversations-" in n)
+
+    assert cited_part(clock) == "conversations-000.json" and cited_part(kayak) == "conversations-001.json"
+
+    before = store_snapshot(state_dir)
+    assert run_import(engine, "chatgpt", archive) == result
+    assert store_snapshot(state_dir) == before
+
+
+def test_a_conversation_repeated_across_parts_is_refused_naming_the_part(engine: Engine, tmp_path: Path) -> None:
+    archive = tmp_path / "chatgpt-split.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations-000.json", json.dumps(export()))
+        out.writestr("conversations-001.json", json.dumps(export()[1:]))
+
+    with pytest.raises(InvalidParams, match="repeats the conversation id") as caught:
+        run_import(engine, "chatgpt", archive)
+
+    assert caught.value.details["file"] == "chatgpt-split.zip/conversations-001.json"
+    assert caught.value.details["place"] == "[0]"
+    assert engine.registry.agent("main") is None
+
+
+def test_the_unzipped_export_folder_is_read_as_its_zip(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "chatgpt-export"
+    folder.mkdir()
+    data = export()
+    data[0]["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
+    (folder / "conversations.json").write_text(json.dumps(data), encoding="utf-8")
+    (folder / "file-1-brass-pivots.png").write_bytes(PNG)
+
+    result = run_import(engine, "chatgpt", folder)
+
+    assert result["file"] == "chatgpt-export/conversations.json" and result["conversations"] == 2
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert "[image: file-1-brass-pivots.png]" in page["body"]
+
+
+def test_a_folder_without_conversations_is_refused_naming_it(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "Downloads"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("not an export", encoding="utf-8")
+
+    with pytest.raises(InvalidParams, match="holds no conversations.json") as caught:
+        run_import(engine, "chatgpt", folder)
+
+    assert caught.value.details["file"] == str(folder)
+    assert engine.registry.agent("main") is None
