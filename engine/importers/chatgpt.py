@@ -32,11 +32,10 @@ transcript (``[image: file-AbC123-photo.png]``).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .common import (
-    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, import_conversations,
+    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, fenced, import_conversations,
     load_conversations, one_line, refused, require, timestamp,
 )
 
@@ -220,18 +219,12 @@ def _content_text(original: Original, content: dict[str, Any], place: str, finde
         return value
     if kind == "code":  # code the assistant sent to a tool (Python, a Canvas document)
         language = content.get("language")
-        return _fenced(value, language if isinstance(language, str) and language != "unknown" else "")
+        return fenced(value, language if isinstance(language, str) and language != "unknown" else "")
     if kind == "execution_output":
-        return _fenced(value, "")
+        return fenced(value, "")
     if kind == "tether_quote":  # a quote of a web page or file, with where it is from
         source = ", ".join(one_line(content[key], 300) for key in ("title", "url")
                            if isinstance(content.get(key), str) and content[key].strip())
         return value + (f"\n(Quoted from {source})" if source else "")
     return value
 
-
-def _fenced(text: str, language: str) -> str:
-    """``text`` as a fenced Markdown code block, its fence longer than any run of backticks inside."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{one_line(language, 40)}\n{text.rstrip(chr(10))}\n{fence}"

@@ -4,8 +4,12 @@ A Claude export (a zip, or the ``conversations.json`` inside it) holds a
 list of conversations: ``uuid``, ``name``, ``created_at`` and ``updated_at``
 (ISO-8601) and ``chat_messages``, each with ``uuid``, ``sender`` (``human``
 or ``assistant``), ``created_at``, and its words as ``content`` blocks
-(``{type: text, text}``; tool use and results are left out) or, in older
-exports, as ``text``.  Attached files are named (``[attachment: name]``).
+(``{type: text, text}``) or, in older exports (or where the blocks hold
+no words), as ``text``.  Of the tool calls (``tool_use``) only what Claude
+wrote for the owner is kept: an artifact (``artifacts``: created or
+rewritten whole, or edited by a replacement) and a file it created
+(``create_file``), each as fenced text; searches, fetches, tool results and
+thinking are left out.  Attached files are named (``[attachment: name]``).
 An attachment's ``extracted_content`` (the text Claude read from it) is
 retained as a text file of its own (``market-map.pdf.txt``), and a file
 the export holds beside conversations.json (by its ``file_name``, or a name
@@ -23,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
-    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, import_conversations,
+    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, fenced, import_conversations,
     load_conversations, one_line, refused, require, timestamp,
 )
 
@@ -102,6 +106,7 @@ def _message(original: Original, raw: Any, place: str,
     if sender not in _SENDERS:
         raise refused(original.name, f"{place}.sender", f"is {sender!r}, not 'human' or 'assistant'")
     blocks = require(original, raw, "content", list, place, optional=True)
+    text = ""
     if blocks:
         pieces = []
         for number, block in enumerate(blocks):
@@ -109,8 +114,10 @@ def _message(original: Original, raw: Any, place: str,
                 raise refused(original.name, f"{place}.content[{number}]", "must be an object")
             if block.get("type") == "text":
                 pieces.append(require(original, block, "text", str, f"{place}.content[{number}]", optional=True) or "")
+            elif block.get("type") == "tool_use":
+                pieces.append(_written(block))
         text = "\n\n".join(piece for piece in pieces if piece.strip())
-    else:
+    if not text.strip():  # an older export's words, or blocks that hold none
         text = require(original, raw, "text", str, place, optional=True) or ""
     names, attached = [], []
     for key in ("attachments", "files"):
@@ -125,6 +132,33 @@ def _message(original: Original, raw: Any, place: str,
     if not text:
         return None, attached
     return Message(_SENDERS[sender], timestamp(raw.get("created_at")), text), attached
+
+
+# An artifact's type as the language of its fenced block.
+_ARTIFACT_LANGUAGES = {"text/markdown": "markdown", "text/html": "html", "image/svg+xml": "svg",
+                       "application/vnd.ant.mermaid": "mermaid", "application/vnd.ant.react": "jsx"}
+
+
+def _written(block: dict[str, Any]) -> str:
+    """What a tool call wrote that the owner sees as the answer: an artifact (created, rewritten or edited)
+    or a file Claude created; "" for every other tool call (a search, a fetch), which is left out."""
+    given = block.get("input")
+    given = given if isinstance(given, dict) else {}
+
+    def text(*keys: str) -> str:
+        return next((given[k] for k in keys if isinstance(given.get(k), str) and given[k].strip()), "")
+
+    if block.get("name") == "artifacts":
+        name = one_line(text("title", "id") or "artifact", 200)
+        if given.get("command") == "update" and text("new_str"):
+            return f"[artifact edited: {one_line(text('id', 'title') or 'artifact', 200)}]\n{fenced(text('new_str'), '')}"
+        if text("content"):
+            language = text("language") or _ARTIFACT_LANGUAGES.get(text("type"), "")
+            return f"[artifact: {name}]\n{fenced(text('content'), language)}"
+    elif block.get("name") == "create_file" and text("file_text", "content"):
+        name = one_line(text("path", "filename").replace("\\", "/").rsplit("/", 1)[-1] or "file", 200)
+        return f"[file: {name}]\n{fenced(text('file_text', 'content'), '')}"
+    return ""
 
 
 def _files_of(original: Original, item: dict[str, Any], place: str, files: ExportFiles | None) -> list[Attached]:

@@ -220,6 +220,13 @@ def timestamp(value: Any) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def fenced(text: str, language: str) -> str:
+    """``text`` as a fenced Markdown code block, its fence longer than any run of backticks inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{one_line(language, 40)}\n{text.rstrip(chr(10))}\n{fence}"
+
+
 def split_text(text: str, limit: int) -> list[str]:
     """``text`` in pieces of at most ``limit`` characters, cut at line breaks where it can be."""
     pieces = []

@@ -187,3 +187,49 @@ def test_an_attachments_text_and_a_file_the_export_holds_are_retained_and_cited(
     assert any((vault / p).read_text(encoding="utf-8") == "stalls" for p in texts)
     assert any(p.endswith(".jpg") and any(c in p for c in cited) for p in files)
     assert not any("GONE" in (vault / p).read_text(encoding="utf-8") for p in files if p.endswith(".txt"))
+
+
+def page_of(engine: Engine, tmp_path: Path, data: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = run_import(engine, "claude", path)
+    return engine.get_record(reader(engine), result["pages"][key])
+
+
+def test_an_artifact_claude_wrote_is_in_the_transcript(engine: Engine, tmp_path: Path) -> None:
+    # An artifact is a tool_use block (name "artifacts"): created whole, later edited by a replacement.
+    created = {"type": "tool_use", "name": "artifacts", "input": {
+        "id": "packing-list", "command": "create", "type": "text/markdown", "title": "Packing list",
+        "content": "# Packing list\n- tent\n- stove"}}
+    edited = {"type": "tool_use", "name": "artifacts", "input": {
+        "id": "packing-list", "command": "update", "old_str": "- stove", "new_str": "- stove\n- matches"}}
+    result_block = {"type": "tool_result", "name": "artifacts", "content": [{"type": "text", "text": "OK"}]}
+    written = {"type": "tool_use", "name": "create_file", "input": {
+        "path": "/mnt/user-data/outputs/route.txt", "file_text": "Day 1: Aviemore to Loch Etchachan"}}
+    data = [{"uuid": "art-1", "name": "Camping trip", "created_at": "2026-03-05T08:00:00Z",
+             "chat_messages": [
+                 message("u1", "human", "Make me a packing list"),
+                 {**message("a1", "assistant", ""), "content": [
+                     {"type": "text", "text": "Here is a list."}, created, result_block,
+                     {"type": "text", "text": "Added matches."}, edited, written]},
+             ]}]
+
+    body = page_of(engine, tmp_path, data, "art-1")["body"]
+
+    assert "Here is a list.\n\n[artifact: Packing list]\n```markdown\n# Packing list\n- tent\n- stove\n```" in body
+    assert "Added matches.\n\n[artifact edited: packing-list]\n```\n- stove\n- matches\n```" in body
+    assert "[file: route.txt]\n```\nDay 1: Aviemore to Loch Etchachan\n```" in body
+    assert "\nOK" not in body  # the tool's answer is left out
+
+
+def test_a_message_whose_blocks_hold_no_text_keeps_its_text(engine: Engine, tmp_path: Path) -> None:
+    data = [{"uuid": "flat-1", "name": "Bike gears", "created_at": "2026-03-05T08:00:00Z",
+             "chat_messages": [
+                 {**message("u1", "human", ""), "text": "Which gear for hills?",
+                  "content": [{"type": "text", "text": ""}]},
+                 message("a1", "assistant", "The lowest one."),
+             ]}]
+
+    body = page_of(engine, tmp_path, data, "flat-1")["body"]
+
+    assert "User (2026-03-02T09:15:00Z):\nWhich gear for hills?" in body
