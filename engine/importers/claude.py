@@ -16,6 +16,10 @@ the export holds beside conversations.json (by its ``file_name``, or a name
 starting with its ``file_uuid``) is retained as it is; the conversation's
 page cites both.
 
+The export's ``projects.json`` (its projects: description, instructions,
+knowledge documents) gives one page per project, at
+``https://claude.ai/project/<uuid>``.
+
 Messages are in order.  Where an export keeps edits and retries as
 branches (messages with ``parent_message_uuid`` and the conversation's
 ``current_leaf_message_uuid``), only the path from the root to that leaf
@@ -24,11 +28,12 @@ is imported, as for ChatGPT.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .common import (
     Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, fenced, import_conversations,
-    load_conversations, one_line, refused, require, timestamp,
+    json_array_spans, load_conversations, one_line, read_export_member, refuse_secrets, refused, require, timestamp,
 )
 
 FORMAT = "claude"
@@ -37,8 +42,57 @@ _SENDERS = {"human": "User", "user": "User", "assistant": "Assistant"}
 
 
 def load_claude(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
-    """The export's conversations.json and its conversations, checked whole (else InvalidParams)."""
-    return load_conversations(path, scan, parse_conversations)
+    """The export's conversations.json and its conversations, then its projects (projects.json, where the
+    export holds one), checked whole (else InvalidParams)."""
+    original, conversations = load_conversations(path, scan, parse_conversations)
+    found = read_export_member(path, "projects.json")
+    if found is None:
+        return original, conversations
+    data, spans = json_array_spans(found)
+    projects = parse_projects(found, data, spans)
+    known = {c.key for c in conversations}
+    for project in projects:
+        if project.key in known:
+            raise refused(found.name, f"{project.place}.uuid", f"repeats the uuid {project.key!r} of a conversation")
+    refuse_secrets(scan, found, lambda: ((p.place, p.title + "\n" + p.transcript) for p in projects))
+    return original, conversations + [replace(p, part=found) for p in projects]
+
+
+def parse_projects(original: Original, data: Any, spans: list[tuple[int, int]]) -> list[Conversation]:
+    """projects.json: a list of ``{uuid, name, description, prompt_template, created_at, updated_at, docs}``,
+    each doc ``{uuid, filename, content, created_at}``; a project becomes a page whose messages are its
+    description, its instructions (``prompt_template``) and each document, whole."""
+    if not isinstance(data, list):
+        raise refused(original.name, None, "must hold a list of projects")
+    projects, seen = [], set()
+    for index, raw in enumerate(data):
+        place = f"[{index}]"
+        if not isinstance(raw, dict):
+            raise refused(original.name, place, "must be an object")
+        key = require(original, raw, "uuid", str, place)
+        if key in seen:
+            raise refused(original.name, f"{place}.uuid", f"repeats the project uuid {key!r}")
+        seen.add(key)
+        name = require(original, raw, "name", str, place, optional=True)
+        messages = []
+        for field, role in (("description", "Description"), ("prompt_template", "Instructions")):
+            said = clean_text(require(original, raw, field, str, place, optional=True) or "").strip()
+            if said:
+                messages.append(Message(role, None, said))
+        for number, doc in enumerate(require(original, raw, "docs", list, place, optional=True) or []):
+            at = f"{place}.docs[{number}]"
+            if not isinstance(doc, dict):
+                raise refused(original.name, at, "must be an object")
+            filename = one_line(require(original, doc, "filename", str, at, optional=True) or "", 200) or "document"
+            content = clean_text(require(original, doc, "content", str, at, optional=True) or "").strip()
+            messages.append(Message("Document", timestamp(doc.get("created_at")),
+                                    f"{filename}\n\n{content}" if content else filename))
+        span = spans[index] if index < len(spans) else (0, len(original.data))
+        projects.append(Conversation(
+            key=key, place=place, title=one_line(name or "") or "Untitled project",
+            created=timestamp(raw.get("created_at")), updated=timestamp(raw.get("updated_at")),
+            messages=tuple(messages), span=span, kind="project"))
+    return projects
 
 
 def import_claude(writer: Writer, original: Original, conversations: list[Conversation]) -> dict[str, Any]:

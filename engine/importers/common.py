@@ -520,8 +520,10 @@ class Conversation:
     messages: tuple[Message, ...]
     span: tuple[int, int]  # the bytes of the original holding it
     files: tuple[Attached, ...] = ()
-    # The file holding it where an export is split (conversations-000.json, ...); None: the import's original.
+    # The file holding it where an export is split (conversations-000.json, ...) or it is a project (Claude's
+    # projects.json); None: the import's original.
     part: Original | None = field(default=None, compare=False, repr=False)
+    kind: str = "conversation"  # or "project": a Claude project, its instructions and documents as messages
 
     @property
     def transcript(self) -> str:
@@ -608,6 +610,26 @@ def read_conversation_files(path: str | Path) -> list[Original]:
             if not chosen:
                 raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
             return [Original(f"{path.name}/{name}", archive.read(name)) for name in chosen]
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+
+
+def read_export_member(path: str | Path, member: str) -> Original | None:
+    """Another file of a chat export (Claude's projects.json): in its zip (the least deep), in its folder, or
+    beside the conversations.json given; None where the export holds none."""
+    path = Path(path)
+    if path.is_dir() or not zipfile.is_zipfile(path):
+        beside = (path if path.is_dir() else path.parent) / member
+        if not beside.is_file():
+            return None
+        return Original(f"{path.name}/{member}" if path.is_dir() else member, read_file(beside))
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n]
+            if not names:
+                return None
+            chosen = min(names, key=lambda n: (n.count("/"), n))
+            return Original(f"{path.name}/{chosen}", archive.read(chosen))
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
         raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
 
@@ -729,7 +751,9 @@ def import_conversations(writer: Writer, original: Original, conversations: list
             writer.done(done, len(conversations), conversation.title)
     notes = revised_note(writer, revised, "conversation")
     split = {"files": [{"file": part.name, "sha256": part.sha256} for part in parts]} if len(parts) > 1 else {}
-    return report(writer, file=original.name, sha256=original.sha256, **split, conversations=len(conversations),
+    projects = sum(c.kind == "project" for c in conversations)
+    return report(writer, file=original.name, sha256=original.sha256, **split,
+                  conversations=len(conversations) - projects, **({"projects": projects} if projects else {}),
                   pages=pages, revised=revised, **({"notes": notes} if notes else {}))
 
 
@@ -743,6 +767,7 @@ def _retain_files(writer: Writer, conversation: Conversation) -> list[str]:
 
 
 CONVERSATION_URLS = {"ChatGPT": "https://chatgpt.com/c/", "Claude": "https://claude.ai/chat/"}
+PROJECT_URLS = {"Claude": "https://claude.ai/project/"}  # only a Claude export holds projects
 
 
 def _transcript_batches(conversations: list[Conversation]) -> Iterator[list[tuple[Conversation, bytes]]]:
@@ -770,16 +795,22 @@ def _transcript_block(conversation: Conversation) -> str:
 def _conversation_page(conversation: Conversation, product: str) -> dict[str, Any]:
     """One ``source`` page per conversation (evidence added by the caller): its title, its dates in the body
     and ``published``, the conversation's address in ``url`` (what finds it again in a newer export), the
-    transcript as the body."""
+    transcript as the body.  A project's page says so, and its address is the project's."""
     text = conversation.transcript
-    header = [f"{product} conversation {one_line(conversation.key)}."]
+    project = conversation.kind == "project"
+    header = [f"{product} {conversation.kind} {one_line(conversation.key)}."]
     if conversation.created:
-        header.append(f"Started {conversation.created}" + (f", last updated {conversation.updated}."
-                                                            if conversation.updated else "."))
-    header.append(f"{len(conversation.messages)} messages on the active branch.")
+        header.append(("Created " if project else "Started ") + conversation.created
+                      + (f", last updated {conversation.updated}." if conversation.updated else "."))
+    if project:
+        documents = sum(m.role.startswith("Document") for m in conversation.messages)
+        header.append(f"{documents} document{'' if documents == 1 else 's'}.")
+    else:
+        header.append(f"{len(conversation.messages)} messages on the active branch.")
     shown = text if len(text) <= TRANSCRIPT_BODY_MAX_CHARS else (
         text[:TRANSCRIPT_BODY_MAX_CHARS] + "\n\n(The rest is in the retained transcript.)")
-    fields = {"url": CONVERSATION_URLS[product] + quote(conversation.key, safe="")}
+    address = PROJECT_URLS[product] if project else CONVERSATION_URLS[product]
+    fields = {"url": address + quote(conversation.key, safe="")}
     if conversation.created:
         fields["published"] = conversation.created[:10]
     return {"type": "source", "title": conversation.title,

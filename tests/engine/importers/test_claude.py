@@ -233,3 +233,61 @@ def test_a_message_whose_blocks_hold_no_text_keeps_its_text(engine: Engine, tmp_
     body = page_of(engine, tmp_path, data, "flat-1")["body"]
 
     assert "User (2026-03-02T09:15:00Z):\nWhich gear for hills?" in body
+
+
+def projects() -> list[dict[str, Any]]:
+    """projects.json of a Claude export: a project's description, its instructions and its knowledge files."""
+    return [{"uuid": "p0000000-0000-4000-8000-000000000001", "name": "Allotment", "description": "Plot 14 plans",
+             "is_private": True, "is_starter_project": False,
+             "prompt_template": "Answer as a patient gardener; metric units.",
+             "created_at": "2026-02-01T10:00:00Z", "updated_at": "2026-02-10T10:00:00Z",
+             "creator": {"uuid": "acc-1", "full_name": "Dana"},
+             "docs": [{"uuid": "d1", "filename": "soil-test.md", "content": "pH 6.5, loamy",
+                       "created_at": "2026-02-02T10:00:00Z"}]}]
+
+
+def test_the_projects_of_a_claude_export_are_imported_with_their_documents(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    archive = tmp_path / "data-2026-03-04.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("users.json", "[]")
+        out.writestr("conversations.json", json.dumps(export()))
+        out.writestr("projects.json", json.dumps(projects()))
+
+    result = run_import(engine, "claude", archive)
+
+    assert result["conversations"] == 2 and result["projects"] == 1
+    allotment = engine.get_record(reader(engine), result["pages"]["p0000000-0000-4000-8000-000000000001"])
+    assert allotment["title"] == "Allotment" and allotment["frontmatter"]["type"] == "source"
+    assert allotment["frontmatter"]["fields"] == {
+        "published": "2026-02-01", "url": "https://claude.ai/project/p0000000-0000-4000-8000-000000000001"}
+    body = allotment["body"]
+    assert body.startswith("Claude project p0000000-0000-4000-8000-000000000001. Created 2026-02-01T10:00:00Z")
+    assert "1 document." in body
+    assert "Description:\nPlot 14 plans" in body
+    assert "Instructions:\nAnswer as a patient gardener; metric units." in body
+    assert "Document (2026-02-02T10:00:00Z):\nsoil-test.md\n\npH 6.5, loamy" in body
+    vault = only_store(state_dir) / "vault" / "private" / "sources"
+    cited = [(vault / f"{e['source']}.source.yaml").read_text(encoding="utf-8")
+             for e in allotment["frontmatter"]["evidence"] if "lines" not in e]
+    assert any("filename: projects.json" in c for c in cited)
+
+    before = store_snapshot(state_dir)
+    assert run_import(engine, "claude", archive) == result
+    assert store_snapshot(state_dir) == before
+
+
+def test_a_bad_projects_file_is_refused_with_its_place(engine: Engine, tmp_path: Path) -> None:
+    data = projects()
+    data[0]["docs"][0]["content"] = 12
+    folder = tmp_path / "claude-export"
+    folder.mkdir()
+    (folder / "conversations.json").write_text(json.dumps(export()), encoding="utf-8")
+    (folder / "projects.json").write_text(json.dumps(data), encoding="utf-8")
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "claude", folder)
+
+    assert caught.value.details["file"] == "claude-export/projects.json"
+    assert caught.value.details["place"] == "[0].docs[0].content"
+    assert engine.registry.agent("main") is None
