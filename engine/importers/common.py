@@ -186,8 +186,11 @@ def refuse_secrets(scan: Scan, original: Original, places: Callable[[], Iterable
 
 
 def one_line(text: str, limit: int = TITLE_MAX_CHARS) -> str:
-    """A title: whitespace runs collapsed, control characters dropped, cut to ``limit`` characters."""
-    cleaned = " ".join("".join(c if c.isprintable() or c.isspace() else " " for c in _whole(text)).split())
+    """A title: whitespace runs collapsed, control characters dropped, cut to ``limit`` characters.  The
+    joiners of emoji and script sequences and the right-to-left and left-to-right marks are kept: they are
+    part of how the words are written (a family emoji, a Hebrew title)."""
+    cleaned = " ".join("".join(c if c.isprintable() or c.isspace() or c in _KEPT_FORMAT else " "
+                               for c in _whole(text)).split())
     return cleaned if len(cleaned) <= limit else cleaned[:limit - 1].rstrip() + "…"
 
 
@@ -201,6 +204,7 @@ def _whole(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
+_KEPT_FORMAT = frozenset("\u200c\u200d\u200e\u200f\u061c")  # ZWNJ, ZWJ, LRM, RLM, ALM
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

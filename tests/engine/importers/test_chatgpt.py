@@ -591,3 +591,26 @@ def test_a_folder_without_conversations_is_refused_naming_it(engine: Engine, tmp
 
     assert caught.value.details["file"] == str(folder)
     assert engine.registry.agent("main") is None
+
+
+def test_titles_keep_emoji_sequences_right_to_left_marks_slashes_and_repeats(engine: Engine, tmp_path: Path) -> None:
+    titles = {"t-family": "Family 👨\u200d👩\u200d👧 trip", "t-rtl": "\u200fשלום עולם\u200f", "t-arabic": "مرحبا بالعالم",
+              "t-slash": "Invoices 2026/03 ../../etc", "t-same-1": "Weekly plan", "t-same-2": "Weekly plan",
+              "t-control": "Tabs\tand\x07bells"}
+    data = [conversation(key, title, [node("r", None, ["u"]), node("u", "r", [], "user", f"about {key}")], "u")
+            for key, title in titles.items()]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    result = run_import(engine, "chatgpt", path)
+
+    caller = reader(engine)
+    pages = {key: engine.get_record(caller, result["pages"][key]) for key in titles}
+    assert pages["t-family"]["title"] == "Family 👨\u200d👩\u200d👧 trip"  # the joiners hold the family together
+    assert pages["t-rtl"]["title"] == "\u200fשלום עולם\u200f" and pages["t-arabic"]["title"] == "مرحبا بالعالم"
+    assert pages["t-slash"]["title"] == "Invoices 2026/03 ../../etc"
+    assert pages["t-control"]["title"] == "Tabs and bells"
+    assert len({page["id"] for page in pages.values()}) == len(titles)  # repeated titles: a page each
+    assert len({page["path"] for page in pages.values()}) == len(titles)
+    assert all(page["path"].startswith("pages/sources/") and ".." not in page["path"] for page in pages.values())
+    assert "about t-same-2" in pages["t-same-2"]["body"] and "about t-same-1" in pages["t-same-1"]["body"]
