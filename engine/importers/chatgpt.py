@@ -32,6 +32,7 @@ transcript (``[image: file-AbC123-photo.png]``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .common import (
@@ -169,7 +170,8 @@ def _message(original: Original, raw: Any, place: str, finder: _Finder) -> Messa
     if role not in _ROLES or metadata.get("is_visually_hidden_from_conversation"):
         return None
     content = require(original, raw, "content", dict, place)
-    text = clean_text(_content_text(original, content, f"{place}.content", finder)).strip()
+    text = clean_text(_canvas(raw.get("recipient"), content)
+                      or _content_text(original, content, f"{place}.content", finder)).strip()
     if not text:
         return None
     shown = _ROLES[role]
@@ -185,6 +187,28 @@ def _message(original: Original, raw: Any, place: str, finder: _Finder) -> Messa
 _NOT_SAID = frozenset({"user_editable_context", "thoughts", "reasoning_recap", "model_editable_context"})
 _PART_NAMES: dict[str, str] = {"image_asset_pointer": "[image]", "audio_asset_pointer": "[audio]",
                                "real_time_user_audio_video_asset_pointer": "[audio]"}
+
+
+def _canvas(recipient: Any, content: dict[str, Any]) -> str:
+    """A Canvas document the assistant wrote (``canmore.create_textdoc``: JSON ``{name, type, content}``) or
+    edited (``canmore.update_textdoc``: ``{updates: [{pattern, replacement}]}``) as its name and text; "" for
+    anything else (then shown as the code it is)."""
+    if not isinstance(recipient, str) or not recipient.startswith("canmore.") or content.get("content_type") != "code":
+        return ""
+    try:
+        call = json.loads(content.get("text") or "")
+    except (ValueError, TypeError, RecursionError):
+        return ""
+    if not isinstance(call, dict):
+        return ""
+    if isinstance(call.get("content"), str) and call["content"].strip():
+        kind = call.get("type") if isinstance(call.get("type"), str) else ""
+        name = one_line(call["name"], 200) if isinstance(call.get("name"), str) and call["name"].strip() else "document"
+        return f"[canvas: {name}]\n{fenced(call['content'], kind[5:] if kind.startswith('code/') else '')}"
+    updates = call.get("updates")
+    replaced = [u["replacement"] for u in updates if isinstance(u, dict) and isinstance(u.get("replacement"), str)
+                and u["replacement"].strip()] if isinstance(updates, list) else []
+    return "\n".join(["[canvas edited]", *(fenced(text, "") for text in replaced)]) if replaced else ""
 
 
 def _content_text(original: Original, content: dict[str, Any], place: str, finder: _Finder) -> str:

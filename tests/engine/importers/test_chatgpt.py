@@ -614,3 +614,25 @@ def test_titles_keep_emoji_sequences_right_to_left_marks_slashes_and_repeats(eng
     assert len({page["path"] for page in pages.values()}) == len(titles)
     assert all(page["path"].startswith("pages/sources/") and ".." not in page["path"] for page in pages.values())
     assert "about t-same-2" in pages["t-same-2"]["body"] and "about t-same-1" in pages["t-same-1"]["body"]
+
+
+def test_a_canvas_document_reads_as_its_name_and_content(engine: Engine, tmp_path: Path) -> None:
+    # Canvas: the assistant sends the document as JSON in a code message to canmore.create_textdoc.
+    created = {"content_type": "code", "language": "json", "text": json.dumps(
+        {"name": "greenhouse_timer", "type": "code/python", "content": "# water at dawn\nschedule('06:00')"})}
+    edited = {"content_type": "code", "language": "json", "text": json.dumps(
+        {"updates": [{"pattern": ".*", "multiple": False, "replacement": "# water twice\nschedule('06:00', '18:00')"}]})}
+    broken = {"content_type": "code", "language": "json", "text": "{not json"}
+    data = [conversation("canvas", "Greenhouse", [
+        node("r", None, ["u"]),
+        node("u", "r", ["c"], "user", "Write a watering timer"),
+        node("c", "u", ["e"], "assistant", None, recipient="canmore.create_textdoc", content=created),
+        node("e", "c", ["b"], "assistant", None, recipient="canmore.update_textdoc", content=edited),
+        node("b", "e", [], "assistant", None, recipient="canmore.update_textdoc", content=broken),
+    ], "b")]
+
+    body = page_of(engine, tmp_path, data, "canvas")["body"]
+
+    assert "[canvas: greenhouse_timer]\n```python\n# water at dawn\nschedule('06:00')\n```" in body
+    assert "[canvas edited]\n```\n# water twice\nschedule('06:00', '18:00')\n```" in body
+    assert "```json\n{not json\n```" in body  # not the JSON a canvas call holds: shown as it is
