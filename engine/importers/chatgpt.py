@@ -1,6 +1,7 @@
 """Importing a ChatGPT data export: one page per conversation, its active branch only.
 
-A ChatGPT export (a zip, or the ``conversations.json`` inside it) holds a
+A ChatGPT export (a zip, its folder, or the ``conversations.json`` inside
+it; a large account's is split into ``conversations-000.json``, ...) holds a
 list of conversations.  Each has ``id`` (or ``conversation_id``), ``title``,
 ``create_time`` and ``update_time`` (Unix seconds, floats), and its messages
 as a tree: ``mapping`` maps a node id to ``{id, message, parent,
@@ -18,7 +19,8 @@ holds the words spoken) or ``text`` (code, execution output, quotes).
 System messages, messages marked hidden, custom instructions, hidden
 reasoning and messages without text are left out; an image or file part is
 shown as ``[image]`` / ``[file]``, code and its output as fenced code, a
-quote with where it is from, and an assistant's call of a tool (``recipient``
+quote with where it is from, a Canvas document as its name and text, and an
+assistant's call of a tool (``recipient``
 not ``all``) as ``Assistant (to python)``.  A conversation whose
 ``current_node`` is null ends at the leaf written last.
 
