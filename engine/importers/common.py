@@ -754,6 +754,8 @@ def import_conversations(writer: Writer, original: Original, conversations: list
             done += 1
             writer.done(done, len(conversations), conversation.title)
     notes = revised_note(writer, revised, "conversation")
+    if not conversations:
+        notes.append(f"{original.name} holds no conversations: nothing to import.")
     split = {"files": [{"file": part.name, "sha256": part.sha256} for part in parts]} if len(parts) > 1 else {}
     projects = sum(c.kind == "project" for c in conversations)
     return report(writer, file=original.name, sha256=original.sha256, **split,

@@ -87,6 +87,8 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
             revised += kept is None and replaced is not None
         writer.done(start + len(chunk), len(plan), chunk[-1][0])
     notes = [f"Skipped {skipped} deleted memories."] if skipped else []
+    if not memories and not skipped:
+        notes.append(f"{original.name} holds no memories: nothing to import.")
     if relations:  # the graph's links between names: no memory's text, so nothing to claim as it was said
         notes.append(f"Left out {relations} graph relations ('relations'): they are links between names, not "
                      "memories, and are not imported.")

@@ -636,3 +636,13 @@ def test_a_canvas_document_reads_as_its_name_and_content(engine: Engine, tmp_pat
     assert "[canvas: greenhouse_timer]\n```python\n# water at dawn\nschedule('06:00')\n```" in body
     assert "[canvas edited]\n```\n# water twice\nschedule('06:00', '18:00')\n```" in body
     assert "```json\n{not json\n```" in body  # not the JSON a canvas call holds: shown as it is
+
+
+def test_an_empty_export_says_it_holds_no_conversations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text("[]", encoding="utf-8")
+
+    assert main(["--state-dir", str(tmp_path / "state"), "import", "chatgpt", str(path)]) == 0
+
+    out = capsys.readouterr().out
+    assert "nothing" in out and "conversations.json holds no conversations: nothing to import." in out

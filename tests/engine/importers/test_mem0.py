@@ -235,3 +235,10 @@ def test_relations_that_are_not_a_list_are_refused(engine: Engine, tmp_path: Pat
 
     assert caught.value.details["place"] == "relations"
     assert engine.registry.agent("main") is None
+
+
+def test_an_export_without_memories_says_so(engine: Engine, tmp_path: Path) -> None:
+    result = run_import(engine, "mem0", write(tmp_path, {"results": []}))
+
+    assert result["imported"]["claims"] == 0
+    assert result["notes"] == ["memories.json holds no memories: nothing to import."]
