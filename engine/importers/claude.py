@@ -130,12 +130,18 @@ def parse_conversations(original: Original, data: Any, spans: list[tuple[int, in
 
 def _active_branch(original: Original, raw: dict[str, Any], messages: list[Any],
                    place: str) -> list[tuple[int, Any]]:
-    """(position, message) of the messages to import: all of them, or the path to the current leaf."""
+    """(position, message) of the messages to import: all of them, or the path to the current leaf (without
+    one, to the message written last: the branch the owner was on)."""
     leaf = raw.get("current_leaf_message_uuid")
     by_uuid = {m.get("uuid"): number for number, m in enumerate(messages)
                if isinstance(m, dict) and isinstance(m.get("uuid"), str)}
-    if not isinstance(leaf, str) or not any(isinstance(m, dict) and "parent_message_uuid" in m for m in messages):
+    if not any(isinstance(m, dict) and "parent_message_uuid" in m for m in messages):
         return list(enumerate(messages))
+    if not isinstance(leaf, str):
+        if not by_uuid:
+            return list(enumerate(messages))
+        latest = max(by_uuid.values(), key=lambda n: (timestamp(messages[n].get("created_at")) or "", n))
+        leaf = messages[latest]["uuid"]
     if leaf not in by_uuid:
         raise refused(original.name, f"{place}.current_leaf_message_uuid",
                       f"names {leaf!r}, which is no message of the conversation")

@@ -291,3 +291,18 @@ def test_a_bad_projects_file_is_refused_with_its_place(engine: Engine, tmp_path:
     assert caught.value.details["file"] == "claude-export/projects.json"
     assert caught.value.details["place"] == "[0].docs[0].content"
     assert engine.registry.agent("main") is None
+
+
+def test_branches_without_a_current_leaf_import_the_branch_written_last(engine: Engine, tmp_path: Path) -> None:
+    data = [{"uuid": "noleaf-1", "name": "Kayak", "created_at": "2026-03-03T10:00:00Z",
+             "chat_messages": [
+                 {**message("b1", "human", "Name a kayak.", parent="00000000-0000-4000-8000-000000000000"),
+                  "created_at": "2026-03-03T10:00:00Z"},
+                 {**message("b2-old", "assistant", "RETRIED AWAY", parent="b1"), "created_at": "2026-03-03T10:00:05Z"},
+                 {**message("b2", "assistant", "Call it Driftwood.", parent="b1"), "created_at": "2026-03-03T10:01:00Z"},
+             ]}]
+
+    body = page_of(engine, tmp_path, data, "noleaf-1")["body"]
+
+    assert "Name a kayak." in body and "Call it Driftwood." in body and "RETRIED AWAY" not in body
+    assert "2 messages on the active branch" in body
