@@ -61,7 +61,8 @@ def load_claude(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
 def parse_projects(original: Original, data: Any, spans: list[tuple[int, int]]) -> list[Conversation]:
     """projects.json: a list of ``{uuid, name, description, prompt_template, created_at, updated_at, docs}``,
     each doc ``{uuid, filename, content, created_at}``; a project becomes a page whose messages are its
-    description, its instructions (``prompt_template``) and each document, whole."""
+    description, its instructions (``prompt_template``) and each document, whole.  A starter project
+    (``is_starter_project``: the example every account begins with) is not the owner's and is left out."""
     if not isinstance(data, list):
         raise refused(original.name, None, "must hold a list of projects")
     projects, seen = [], set()
@@ -73,6 +74,8 @@ def parse_projects(original: Original, data: Any, spans: list[tuple[int, int]]) 
         if key in seen:
             raise refused(original.name, f"{place}.uuid", f"repeats the project uuid {key!r}")
         seen.add(key)
+        if raw.get("is_starter_project") is True:  # Claude's own example, in every account: not the owner's
+            continue
         name = require(original, raw, "name", str, place, optional=True)
         messages = []
         for field, role in (("description", "Description"), ("prompt_template", "Instructions")):

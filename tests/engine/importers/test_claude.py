@@ -243,7 +243,10 @@ def projects() -> list[dict[str, Any]]:
              "created_at": "2026-02-01T10:00:00Z", "updated_at": "2026-02-10T10:00:00Z",
              "creator": {"uuid": "acc-1", "full_name": "Dana"},
              "docs": [{"uuid": "d1", "filename": "soil-test.md", "content": "pH 6.5, loamy",
-                       "created_at": "2026-02-02T10:00:00Z"}]}]
+                       "created_at": "2026-02-02T10:00:00Z"}]},
+            {"uuid": "p0000000-0000-4000-8000-0000000000s1", "name": "How to use Claude", "is_starter_project": True,
+             "description": "An example project that every account starts with", "prompt_template": "",
+             "created_at": "2026-01-01T10:00:00Z", "updated_at": "2026-01-01T10:00:00Z", "docs": []}]
 
 
 def test_the_projects_of_a_claude_export_are_imported_with_their_documents(
@@ -256,7 +259,8 @@ def test_the_projects_of_a_claude_export_are_imported_with_their_documents(
 
     result = run_import(engine, "claude", archive)
 
-    assert result["conversations"] == 2 and result["projects"] == 1
+    assert result["conversations"] == 2 and result["projects"] == 1  # not Claude's own example project
+    assert "p0000000-0000-4000-8000-0000000000s1" not in result["pages"]
     allotment = engine.get_record(reader(engine), result["pages"]["p0000000-0000-4000-8000-000000000001"])
     assert allotment["title"] == "Allotment" and allotment["frontmatter"]["type"] == "source"
     assert allotment["frontmatter"]["fields"] == {
