@@ -28,12 +28,14 @@ is imported, as for ChatGPT.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from typing import Any
 
 from .common import (
-    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, fenced, import_conversations,
-    json_array_spans, load_conversations, one_line, read_export_member, refuse_secrets, refused, require, timestamp,
+    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, distinct_files, fenced,
+    import_conversations, json_array_spans, load_conversations, one_line, read_export_member, refuse_secrets,
+    refused, require, timestamp,
 )
 
 FORMAT = "claude"
@@ -122,12 +124,12 @@ def parse_conversations(original: Original, data: Any, spans: list[tuple[int, in
                     for number, message in enumerate(raw_messages)]
         chosen = [messages[number] for number, _ in _active_branch(original, raw, raw_messages, place)]
         kept = [message for message, _ in chosen if message is not None]
-        attached = {a.name: a for _, found in chosen for a in found}  # each file once
+        attached = distinct_files(a for _, found in chosen for a in found)
         span = spans[index] if index < len(spans) else (0, len(original.data))
         conversations.append(Conversation(
             key=key, place=place, title=one_line(name or "") or "Untitled conversation",
             created=timestamp(raw.get("created_at")), updated=timestamp(raw.get("updated_at")),
-            messages=tuple(kept), span=span, files=tuple(attached.values())))
+            messages=tuple(kept), span=span, files=attached))
     return conversations
 
 
@@ -188,9 +190,12 @@ def _message(original: Original, raw: Any, place: str,
             if not isinstance(item, dict):
                 raise refused(original.name, f"{place}.{key}[{number}]", "must be an object")
             name = item.get("file_name")
+            found = _files_of(original, item, f"{place}.{key}[{number}]", files)
             if isinstance(name, str) and name.strip():
                 names.append(f"[attachment: {one_line(name, 200)}]")
-            attached += _files_of(original, item, f"{place}.{key}[{number}]", files)
+            elif found:  # text pasted into the message (it has no file name), or a file of the export
+                names.append("[attachment]")
+            attached += found
     text = clean_text("\n".join([text, *dict.fromkeys(names)])).strip()
     if not text:
         return None, attached
@@ -232,10 +237,11 @@ def _files_of(original: Original, item: dict[str, Any], place: str, files: Expor
     extracted = require(original, item, "extracted_content", str, place, optional=True)
     if extracted and extracted.strip():
         data = clean_text(extracted).encode("utf-8", "surrogatepass")
-        found.append(Attached(f"{shown}.txt", lambda data=data: data, "text/plain"))
+        found.append(Attached(f"{shown}.txt", lambda data=data: data, "text/plain",
+                              identity=f"text:{shown}:{hashlib.sha256(data).hexdigest()}"))
     if files is not None:
         uuid = item.get("file_uuid") or item.get("uuid")
         member = files.find(name) or (files.find(uuid) if isinstance(uuid, str) and len(uuid) >= 8 else None)
         if member is not None:
-            found.append(Attached(member.rsplit("/", 1)[-1], files.reader(member)))
+            found.append(Attached(member.rsplit("/", 1)[-1], files.reader(member), identity=f"member:{member}"))
     return found

@@ -510,6 +510,26 @@ class Attached:
     name: str  # the file name it is retained under
     read: Callable[[], bytes] = field(compare=False, repr=False)
     media_type: str | None = None
+    identity: str = ""  # what makes two the same file (a member's path, a text's sha256); "": its name
+
+
+def distinct_files(found: Iterable[Attached]) -> tuple[Attached, ...]:
+    """Each file once (by its identity), under a name no other of them has: a second ``notes.txt`` with
+    other bytes is retained as ``notes (2).txt``, not left out."""
+    kept: dict[str, Attached] = {}
+    names: set[str] = set()
+    for attached in found:
+        identity = attached.identity or attached.name
+        if identity in kept:
+            continue
+        name, number = attached.name, 2
+        stem, dot, extension = attached.name.rpartition(".")
+        while name in names:
+            name = f"{stem} ({number}).{extension}" if dot and stem else f"{attached.name} ({number})"
+            number += 1
+        names.add(name)
+        kept[identity] = replace(attached, name=name)
+    return tuple(kept.values())
 
 
 @dataclass(frozen=True)

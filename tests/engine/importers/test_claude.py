@@ -310,3 +310,34 @@ def test_branches_without_a_current_leaf_import_the_branch_written_last(engine: 
 
     assert "Name a kayak." in body and "Call it Driftwood." in body and "RETRIED AWAY" not in body
     assert "2 messages on the active branch" in body
+
+
+def test_unnamed_and_same_named_attachments_are_each_retained(engine: Engine, tmp_path: Path,
+                                                              state_dir: StateDir) -> None:
+    # Text pasted into Claude becomes an attachment with an empty file_name; two files can share a name.
+    pasted = [{"file_name": "", "file_type": "txt", "file_size": 10, "extracted_content": "first paste: tide table"}]
+    again = [{"file_name": "", "file_type": "txt", "file_size": 10, "extracted_content": "second paste: ferry times"}]
+    notes_1 = [{"file_name": "notes.txt", "file_type": "txt", "extracted_content": "notes of Monday"}]
+    notes_2 = [{"file_name": "notes.txt", "file_type": "txt", "extracted_content": "notes of Tuesday"}]
+    same = [{"file_name": "notes.txt", "file_type": "txt", "extracted_content": "notes of Monday"}]
+    data = [{"uuid": "att-1", "name": "Harbour", "created_at": "2026-03-05T08:00:00Z",
+             "chat_messages": [
+                 message("u1", "human", "Read this", attachments=pasted),
+                 message("u2", "human", "And this", attachments=again),
+                 message("u3", "human", "My notes", attachments=notes_1),
+                 message("u4", "human", "Newer notes", attachments=notes_2),
+                 message("u5", "human", "Monday again", attachments=same),
+             ]}]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    result = run_import(engine, "claude", path)
+
+    page = engine.get_record(reader(engine), result["pages"]["att-1"])
+    assert "Read this\n[attachment]" in page["body"] and "My notes\n[attachment: notes.txt]" in page["body"]
+    vault = only_store(state_dir) / "vault"
+    cited = {e["source"] for e in page["frontmatter"]["evidence"]}
+    texts = sorted((vault / p).read_text(encoding="utf-8") for p in records(state_dir, "sources/")
+                   if p.endswith(".txt") and any(c in p for c in cited) and "transcripts" not in p
+                   and not (vault / p).read_text(encoding="utf-8").startswith("# "))
+    assert texts == ["first paste: tide table", "notes of Monday", "notes of Tuesday", "second paste: ferry times"]
