@@ -29,7 +29,10 @@ An image part names its file by ``asset_pointer`` (``file-service://file-AbC123`
 conversations.json (in the zip, or the unzipped folder) under a name that
 starts with that id (``file-AbC123-photo.png``).  A file found so is
 retained with the conversation's page, cited by it, and named in the
-transcript (``[image: file-AbC123-photo.png]``).
+transcript (``[image: file-AbC123-photo.png]``).  A document the owner uploaded
+is listed in the message's ``metadata.attachments`` (``{id, name}``): named
+(``[attachment: lease.pdf]``) and its file, found by its id the same way,
+retained.
 """
 
 from __future__ import annotations
@@ -174,6 +177,8 @@ def _message(original: Original, raw: Any, place: str, finder: _Finder) -> Messa
     content = require(original, raw, "content", dict, place)
     text = clean_text(_canvas(raw.get("recipient"), content)
                       or _content_text(original, content, f"{place}.content", finder)).strip()
+    uploads = _uploads(metadata.get("attachments"), content, finder)
+    text = "\n".join(piece for piece in (text, *uploads) if piece)
     if not text:
         return None
     shown = _ROLES[role]
@@ -189,6 +194,26 @@ def _message(original: Original, raw: Any, place: str, finder: _Finder) -> Messa
 _NOT_SAID = frozenset({"user_editable_context", "thoughts", "reasoning_recap", "model_editable_context"})
 _PART_NAMES: dict[str, str] = {"image_asset_pointer": "[image]", "audio_asset_pointer": "[audio]",
                                "real_time_user_audio_video_asset_pointer": "[audio]"}
+
+
+def _uploads(attachments: Any, content: dict[str, Any], finder: _Finder) -> list[str]:
+    """The files the owner attached to a message (``metadata.attachments``: ``{id, name, mime_type, size}``)
+    as ``[attachment: name]``, each retained where the export holds it; an image already shown among the
+    message's parts is not named twice."""
+    if not isinstance(attachments, list):
+        return []
+    parts = content.get("parts") if isinstance(content.get("parts"), list) else []
+    shown = {part["asset_pointer"].split("://", 1)[-1] for part in parts
+             if isinstance(part, dict) and isinstance(part.get("asset_pointer"), str)}
+    names = []
+    for attachment in attachments:
+        if not isinstance(attachment, dict) or attachment.get("id") in shown:
+            continue
+        finder(attachment.get("id"))
+        name = attachment.get("name")
+        if isinstance(name, str) and name.strip():
+            names.append(f"[attachment: {one_line(name, 200)}]")
+    return list(dict.fromkeys(names))
 
 
 def _canvas(recipient: Any, content: dict[str, Any]) -> str:

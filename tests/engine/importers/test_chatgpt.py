@@ -646,3 +646,31 @@ def test_an_empty_export_says_it_holds_no_conversations(tmp_path: Path, capsys: 
 
     out = capsys.readouterr().out
     assert "nothing" in out and "conversations.json holds no conversations: nothing to import." in out
+
+
+def test_a_document_the_owner_uploaded_is_named_and_retained(engine: Engine, tmp_path: Path,
+                                                              state_dir: StateDir) -> None:
+    # Uploads are listed in the message's metadata.attachments; an image among them is a part as well.
+    data = export()[:1]
+    q2 = data[0]["mapping"]["q2"]["message"]
+    q2["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
+    q2["metadata"] = {"attachments": [
+        {"id": "file-Doc9", "name": "clock-manual.pdf", "size": 1024, "mime_type": "application/pdf"},
+        {"id": "file-1", "name": "brass-pivots.png", "size": 1024, "mime_type": "image/png"},
+        {"id": "file-Gone", "name": "not-in-export.docx", "size": 10}]}
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations.json", json.dumps(data))
+        out.writestr("file-1-brass-pivots.png", PNG)
+        out.writestr("file-Doc9-clock-manual.pdf", b"%PDF-1.4 manual")
+
+    result = run_import(engine, "chatgpt", archive)
+
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert ("[image: file-1-brass-pivots.png]\nWhich clock oil for brass pivots?\n"
+            "[attachment: clock-manual.pdf]\n[attachment: not-in-export.docx]") in page["body"]
+    assert page["body"].count("brass-pivots.png") == 1
+    assert result["imported"]["sources"] == 4  # the export, the transcripts, the image, the manual
+    cited = {e["source"] for e in page["frontmatter"]["evidence"]}
+    assert hashlib.sha256(b"%PDF-1.4 manual").hexdigest() in {
+        digest for path, digest in records(state_dir, "sources/").items() if any(c in path for c in cited)}
