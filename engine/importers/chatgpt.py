@@ -17,7 +17,9 @@ assistant, system, tool), ``create_time``, ``recipient`` and ``content``:
 for images, audio and files; in voice mode an ``audio_transcription`` object
 holds the words spoken) or ``text`` (code, execution output, quotes).
 System messages, messages marked hidden, custom instructions, hidden
-reasoning and messages without text are left out; an image or file part is
+reasoning, what a tool gave the model (search results, fetched pages, errors:
+of a tool's messages only code output, quotes and images stay) and messages
+without text are left out; an image or file part is
 shown as ``[image]`` / ``[file]``, code and its output as fenced code, a
 quote with where it is from, a Canvas document as its name and text, and an
 assistant's call of a tool (``recipient``
@@ -175,6 +177,8 @@ def _message(original: Original, raw: Any, place: str, finder: _Finder) -> Messa
     if role not in _ROLES or metadata.get("is_visually_hidden_from_conversation"):
         return None
     content = require(original, raw, "content", dict, place)
+    if role == "tool" and content.get("content_type") not in _TOOL_SHOWN:
+        return None  # what a tool gave the model (search results, a fetched page, an error), not the owner
     text = clean_text(_canvas(raw.get("recipient"), content)
                       or _content_text(original, content, f"{place}.content", finder)).strip()
     uploads = _uploads(metadata.get("attachments"), content, finder)
@@ -192,6 +196,8 @@ def _message(original: Original, raw: Any, place: str, finder: _Finder) -> Messa
 
 # What ChatGPT keeps beside the conversation: the owner's custom instructions, the model's hidden reasoning.
 _NOT_SAID = frozenset({"user_editable_context", "thoughts", "reasoning_recap", "model_editable_context"})
+# What of a tool's messages the owner saw: code's output, a quote of a file or page, an image drawn.
+_TOOL_SHOWN = frozenset({"execution_output", "tether_quote", "multimodal_text"})
 _PART_NAMES: dict[str, str] = {"image_asset_pointer": "[image]", "audio_asset_pointer": "[audio]",
                                "real_time_user_audio_video_asset_pointer": "[audio]"}
 

@@ -674,3 +674,31 @@ def test_a_document_the_owner_uploaded_is_named_and_retained(engine: Engine, tmp
     cited = {e["source"] for e in page["frontmatter"]["evidence"]}
     assert hashlib.sha256(b"%PDF-1.4 manual").hexdigest() in {
         digest for path, digest in records(state_dir, "sources/").items() if any(c in path for c in cited)}
+
+
+def test_what_a_tool_fetched_for_the_model_is_left_out(engine: Engine, tmp_path: Path) -> None:
+    # A web search's results, a fetched page and a tool's error are what the model read, not the owner.
+    browsing = {"content_type": "tether_browsing_display", "result": "SEARCH RESULTS LIST", "summary": None}
+    page = {"content_type": "sonic_webpage", "url": "https://example.org", "domain": "example.org",
+            "title": "Ferries", "text": "WHOLE FETCHED PAGE", "snippet": "..."}
+    error = {"content_type": "system_error", "name": "tool_error", "text": "ROBOTS.TXT DENIED"}
+    memory = {"content_type": "text", "parts": ["MODEL SET CONTEXT UPDATED."]}
+    drawn = {"content_type": "multimodal_text", "parts": [
+        {"content_type": "image_asset_pointer", "asset_pointer": "sediment://file_9", "metadata": {"dalle": {}}}]}
+    data = [conversation("fetch", "Ferries", [
+        node("r", None, ["u"]),
+        node("u", "r", ["b"], "user", "When do ferries leave, and draw one"),
+        node("b", "u", ["p"], "tool", None, content=browsing, author={"role": "tool", "name": "web"}),
+        node("p", "b", ["e"], "tool", None, content=page, author={"role": "tool", "name": "web.run"}),
+        node("e", "p", ["m"], "tool", None, content=error, author={"role": "tool", "name": "web.run"}),
+        node("m", "e", ["d"], "tool", None, content=memory, author={"role": "tool", "name": "bio"}),
+        node("d", "m", ["a"], "tool", None, content=drawn, author={"role": "tool", "name": "dalle.text2im"}),
+        node("a", "d", [], "assistant", "Hourly from nine; here is a ferry."),
+    ], "a")]
+
+    body = page_of(engine, tmp_path, data, "fetch")["body"]
+
+    for hidden in ("SEARCH RESULTS LIST", "WHOLE FETCHED PAGE", "ROBOTS.TXT DENIED", "MODEL SET CONTEXT"):
+        assert hidden not in body
+    assert "Tool (dalle.text2im) (" in body and "[image]" in body  # the image drawn for the owner stays
+    assert "3 messages on the active branch" in body
