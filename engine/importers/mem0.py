@@ -118,7 +118,9 @@ def parse_memories(original: Original, data: Any) -> tuple[list[tuple[str, str, 
     if isinstance(data, dict):
         key = "results" if "results" in data else "memories" if "memories" in data else None
         if key is None:
-            raise refused(original.name, None, "holds neither a list of memories nor 'results' or 'memories'")
+            raise refused(original.name, None, "holds neither a list of memories nor 'results' or 'memories' (a "
+                          "mem0 platform memory export is shaped by the schema it was asked for, not memories: "
+                          "save what get_all answers instead)")
         raw, prefix = data[key], key
     else:
         raw, prefix = data, ""

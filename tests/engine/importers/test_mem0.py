@@ -242,3 +242,14 @@ def test_an_export_without_memories_says_so(engine: Engine, tmp_path: Path) -> N
 
     assert result["imported"]["claims"] == 0
     assert result["notes"] == ["memories.json holds no memories: nothing to import."]
+
+
+def test_a_structured_platform_export_is_refused_saying_what_to_export_instead(engine: Engine, tmp_path: Path) -> None:
+    # The platform's memory export is shaped by a schema the owner gave (here a profile), not a list of memories.
+    profile = {"full_name": "Dana", "current_role": "engineer", "skills": ["kayaks"]}
+
+    with pytest.raises(InvalidParams, match="get_all") as caught:
+        run_import(engine, "mem0", write(tmp_path, profile))
+
+    assert caught.value.details["file"] == "memories.json" and caught.value.details.get("place") is None
+    assert engine.registry.agent("main") is None
