@@ -40,7 +40,7 @@ import mimetypes
 import re
 import zipfile
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -186,8 +186,11 @@ def refuse_secrets(scan: Scan, original: Original, places: Callable[[], Iterable
 
 
 def one_line(text: str, limit: int = TITLE_MAX_CHARS) -> str:
-    """A title: whitespace runs collapsed, control characters dropped, cut to ``limit`` characters."""
-    cleaned = " ".join("".join(c if c.isprintable() or c.isspace() else " " for c in _whole(text)).split())
+    """A title: whitespace runs collapsed, control characters dropped, cut to ``limit`` characters.  The
+    joiners of emoji and script sequences and the right-to-left and left-to-right marks are kept: they are
+    part of how the words are written (a family emoji, a Hebrew title)."""
+    cleaned = " ".join("".join(c if c.isprintable() or c.isspace() or c in _KEPT_FORMAT else " "
+                               for c in _whole(text)).split())
     return cleaned if len(cleaned) <= limit else cleaned[:limit - 1].rstrip() + "…"
 
 
@@ -201,6 +204,7 @@ def _whole(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
+_KEPT_FORMAT = frozenset("\u200c\u200d\u200e\u200f\u061c")  # ZWNJ, ZWJ, LRM, RLM, ALM
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -218,6 +222,13 @@ def timestamp(value: Any) -> str | None:
     except (ValueError, OverflowError, OSError):
         return None
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fenced(text: str, language: str) -> str:
+    """``text`` as a fenced Markdown code block, its fence longer than any run of backticks inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{one_line(language, 40)}\n{text.rstrip(chr(10))}\n{fence}"
 
 
 def split_text(text: str, limit: int) -> list[str]:
@@ -499,6 +510,26 @@ class Attached:
     name: str  # the file name it is retained under
     read: Callable[[], bytes] = field(compare=False, repr=False)
     media_type: str | None = None
+    identity: str = ""  # what makes two the same file (a member's path, a text's sha256); "": its name
+
+
+def distinct_files(found: Iterable[Attached]) -> tuple[Attached, ...]:
+    """Each file once (by its identity), under a name no other of them has: a second ``notes.txt`` with
+    other bytes is retained as ``notes (2).txt``, not left out."""
+    kept: dict[str, Attached] = {}
+    names: set[str] = set()
+    for attached in found:
+        identity = attached.identity or attached.name
+        if identity in kept:
+            continue
+        name, number = attached.name, 2
+        stem, dot, extension = attached.name.rpartition(".")
+        while name in names:
+            name = f"{stem} ({number}).{extension}" if dot and stem else f"{attached.name} ({number})"
+            number += 1
+        names.add(name)
+        kept[identity] = replace(attached, name=name)
+    return tuple(kept.values())
 
 
 @dataclass(frozen=True)
@@ -513,6 +544,10 @@ class Conversation:
     messages: tuple[Message, ...]
     span: tuple[int, int]  # the bytes of the original holding it
     files: tuple[Attached, ...] = ()
+    # The file holding it where an export is split (conversations-000.json, ...) or it is a project (Claude's
+    # projects.json); None: the import's original.
+    part: Original | None = field(default=None, compare=False, repr=False)
+    kind: str = "conversation"  # or "project": a Claude project, its instructions and documents as messages
 
     @property
     def transcript(self) -> str:
@@ -532,15 +567,16 @@ class ExportFiles:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.zipped = zipfile.is_zipfile(self.path)
+        self.zipped = not self.path.is_dir() and zipfile.is_zipfile(self.path)
+        self.folder = self.path if self.path.is_dir() else self.path.parent
         if self.zipped:
             with zipfile.ZipFile(self.path) as archive:
                 names = [n for n in archive.namelist() if not n.endswith("/")]
         else:
-            folder = self.path.parent
             try:
-                names = [str(p.relative_to(folder)) for pattern in ("*", "*/*") for p in folder.glob(pattern)
-                         if p.is_file() and not p.is_symlink() and p.name != self.path.name]
+                names = [str(p.relative_to(self.folder)) for pattern in ("*", "*/*") for p in self.folder.glob(pattern)
+                         if p.is_file() and not p.is_symlink() and p.name != self.path.name
+                         and not _CONVERSATIONS_FILE.fullmatch(p.name)]
             except OSError:
                 names = []
         # Every file under each start of its base name that ends before a "-", "_" or "." (and the whole
@@ -562,7 +598,7 @@ class ExportFiles:
                 if self.zipped:
                     with zipfile.ZipFile(self.path) as archive:
                         return archive.read(name)
-                return (self.path.parent / name).read_bytes()
+                return (self.folder / name).read_bytes()
             except (OSError, zipfile.BadZipFile, KeyError, RuntimeError, NotImplementedError, EOFError) as exc:
                 raise refused(f"{self.path.name}/{name}" if self.zipped else name, None,
                               f"cannot be read: {exc}") from exc
@@ -570,20 +606,98 @@ class ExportFiles:
         return read
 
 
+_CONVERSATIONS_FILE = re.compile(r"conversations(-[0-9]+)?\.json")
+_CONVERSATIONS_PART = re.compile(r"conversations-([0-9]+)\.json")
+
+
+def read_conversation_files(path: str | Path) -> list[Original]:
+    """A chat export's conversation files: its ``conversations.json``, or, where the export is split,
+    ``conversations-000.json``, ``conversations-001.json``, ... in order.  PATH is the export's zip, the
+    folder it was unzipped to, or one such file (which is then read alone)."""
+    path = Path(path)
+    if path.is_dir():
+        try:
+            names = [p.name for p in path.iterdir() if p.is_file() and _CONVERSATIONS_FILE.fullmatch(p.name)]
+        except OSError as exc:
+            raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", file=str(path)) from exc
+        chosen = _conversation_members(names)
+        if not chosen:
+            raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
+        return [Original(f"{path.name}/{name}", read_file(path / name)) for name in chosen]
+    if not zipfile.is_zipfile(path):
+        return [Original(path.name, read_file(path))]
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist()
+                     if _CONVERSATIONS_FILE.fullmatch(n.rsplit("/", 1)[-1]) and not n.endswith("/")]
+            chosen = _conversation_members(names)
+            if not chosen:
+                raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
+            return [Original(f"{path.name}/{name}", archive.read(name)) for name in chosen]
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+
+
+def read_export_member(path: str | Path, member: str) -> Original | None:
+    """Another file of a chat export (Claude's projects.json): in its zip (the least deep), in its folder, or
+    beside the conversations.json given; None where the export holds none."""
+    path = Path(path)
+    if path.is_dir() or not zipfile.is_zipfile(path):
+        beside = (path if path.is_dir() else path.parent) / member
+        if not beside.is_file():
+            return None
+        return Original(f"{path.name}/{member}" if path.is_dir() else member, read_file(beside))
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n]
+            if not names:
+                return None
+            chosen = min(names, key=lambda n: (n.count("/"), n))
+            return Original(f"{path.name}/{chosen}", archive.read(chosen))
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+
+
+def _conversation_members(names: list[str]) -> list[str]:
+    """Of the names of conversation files (paths in a zip or a folder): the export's own, the least deep
+    (not a nested copy); its conversations.json, else its numbered parts in their order."""
+    names = [n for n in names if "__MACOSX/" not in n]
+    if not names:
+        return []
+    depth = min(n.count("/") for n in names)
+    names = [n for n in names if n.count("/") == depth]
+    whole = sorted(n for n in names if n.rsplit("/", 1)[-1] == "conversations.json")
+    if whole:
+        return whole[:1]
+    return sorted(names, key=lambda n: (int(_CONVERSATIONS_PART.fullmatch(n.rsplit("/", 1)[-1]).group(1)), n))
+
+
 def load_conversations(path: str, scan: Scan,
                        parse: Callable[[Original, Any, list[tuple[int, int]], ExportFiles], list[Conversation]]
                        ) -> tuple[Original, list[Conversation]]:
-    """A chat export's conversations.json (the file, or the export's zip) and its conversations as ``parse``
-    reads them (with the export's other files they name), checked whole, credentials included (else
-    InvalidParams)."""
-    original = read_export(path, "conversations.json")
-    data, spans = json_array_spans(original)
-    conversations = parse(original, data, spans, ExportFiles(path))
-    refuse_secrets(scan, original, lambda: ((c.place, c.title + "\n" + c.transcript) for c in conversations))
+    """A chat export's conversations (its conversations.json or the parts of a split export; the file, the
+    export's zip or its folder) as ``parse`` reads them (with the export's other files they name), checked
+    whole, credentials included (else InvalidParams).  The original returned is the first file; each
+    conversation of a later part names its own (``part``)."""
+    originals = read_conversation_files(path)
+    files = ExportFiles(path)
+    conversations: list[Conversation] = []
+    seen: dict[str, str] = {}
+    for number, original in enumerate(originals):
+        data, spans = json_array_spans(original)
+        parsed = parse(original, data, spans, files)
+        for conversation in parsed:
+            if conversation.key in seen:
+                raise refused(original.name, conversation.place,
+                              f"repeats the conversation id {conversation.key!r} of {seen[conversation.key]}")
+            seen[conversation.key] = original.name
+        refuse_secrets(scan, original, lambda parsed=parsed: ((c.place, c.title + "\n" + c.transcript)
+                                                              for c in parsed))
+        conversations += parsed if number == 0 else [replace(c, part=original) for c in parsed]
     for conversation in conversations:
         for attached in conversation.files:  # read once to be checked, again when retained
             refuse_secrets(scan, Original(attached.name, attached.read()), lambda: ())
-    return original, conversations
+    return originals[0], conversations
 
 
 def import_conversations(writer: Writer, original: Original, conversations: list[Conversation],
@@ -596,10 +710,17 @@ def import_conversations(writer: Writer, original: Original, conversations: list
     cites them, so importing a newer export where nothing changed retains nothing.
     """
     earlier = writer.imported_pages("source", product.lower())
-    shas = {hashlib.sha256(original.data[start:start + ATTACH_MAX_BYTES]).hexdigest()
-            for start in range(0, len(original.data), ATTACH_MAX_BYTES)}
+    parts = [original] + list(dict.fromkeys(c.part for c in conversations if c.part is not None))
+    shas = {hashlib.sha256(part.data[start:start + ATTACH_MAX_BYTES]).hexdigest()
+            for part in parts for start in range(0, len(part.data), ATTACH_MAX_BYTES)}
     rerun: list[bool] = []  # decided at the first unchanged page: does it cite this very file?
-    sources: list[str] = []
+    exports: dict[int, list[str]] = {}  # a part's number: its source ids, once retained
+
+    def export_sources(conversation: Conversation) -> list[str]:
+        number = parts.index(conversation.part) if conversation.part is not None else 0
+        if number not in exports:  # the first file's request key is the one an unsplit export always had
+            exports[number] = writer.retain(parts[number], "export" if number == 0 else f"export-{number + 1}")
+        return exports[number]
     pages: dict[str, str] = {}
     revised = 0
     done = 0
@@ -620,7 +741,9 @@ def import_conversations(writer: Writer, original: Original, conversations: list
         # A batch is retained when a page of it is written; on a rerun of the same file (finishing an
         # interrupted import) every batch is, as retries of what the first run retained.
         if (rerun and rerun[0]) or any(found is None or found[1] is not None for _, _, _, found in planned):
-            sources = sources or writer.retain(original, "export")
+            for conversation, _, _, found in planned:
+                if (rerun and rerun[0]) or found is None or found[1] is not None:
+                    export_sources(conversation)
             if sum(len(data) for _, data in batch) <= ATTACH_MAX_BYTES:
                 name = f"{product.lower()}-transcripts-{done + 1:06d}-{done + len(batch):06d}.txt"
                 retained = writer.retain(Original(name, b"".join(data for _, data in batch)),
@@ -640,6 +763,7 @@ def import_conversations(writer: Writer, original: Original, conversations: list
                     transcript = [{"excerpt": piece}
                                   for piece in split_text(conversation.transcript, EXCERPT_MAX_CHARS)]
                 first, last = conversation.span
+                sources = export_sources(conversation)
                 cited = sources[first // ATTACH_MAX_BYTES:max(first, last - 1) // ATTACH_MAX_BYTES + 1] or sources[:1]
                 cited += _retain_files(writer, conversation)
                 params["evidence"] = (transcript + [{"source": source} for source in cited])[:LIST_MAX]
@@ -650,7 +774,12 @@ def import_conversations(writer: Writer, original: Original, conversations: list
             done += 1
             writer.done(done, len(conversations), conversation.title)
     notes = revised_note(writer, revised, "conversation")
-    return report(writer, file=original.name, sha256=original.sha256, conversations=len(conversations),
+    if not conversations:
+        notes.append(f"{original.name} holds no conversations: nothing to import.")
+    split = {"files": [{"file": part.name, "sha256": part.sha256} for part in parts]} if len(parts) > 1 else {}
+    projects = sum(c.kind == "project" for c in conversations)
+    return report(writer, file=original.name, sha256=original.sha256, **split,
+                  conversations=len(conversations) - projects, **({"projects": projects} if projects else {}),
                   pages=pages, revised=revised, **({"notes": notes} if notes else {}))
 
 
@@ -664,6 +793,7 @@ def _retain_files(writer: Writer, conversation: Conversation) -> list[str]:
 
 
 CONVERSATION_URLS = {"ChatGPT": "https://chatgpt.com/c/", "Claude": "https://claude.ai/chat/"}
+PROJECT_URLS = {"Claude": "https://claude.ai/project/"}  # only a Claude export holds projects
 
 
 def _transcript_batches(conversations: list[Conversation]) -> Iterator[list[tuple[Conversation, bytes]]]:
@@ -691,16 +821,22 @@ def _transcript_block(conversation: Conversation) -> str:
 def _conversation_page(conversation: Conversation, product: str) -> dict[str, Any]:
     """One ``source`` page per conversation (evidence added by the caller): its title, its dates in the body
     and ``published``, the conversation's address in ``url`` (what finds it again in a newer export), the
-    transcript as the body."""
+    transcript as the body.  A project's page says so, and its address is the project's."""
     text = conversation.transcript
-    header = [f"{product} conversation {one_line(conversation.key)}."]
+    project = conversation.kind == "project"
+    header = [f"{product} {conversation.kind} {one_line(conversation.key)}."]
     if conversation.created:
-        header.append(f"Started {conversation.created}" + (f", last updated {conversation.updated}."
-                                                            if conversation.updated else "."))
-    header.append(f"{len(conversation.messages)} messages on the active branch.")
+        header.append(("Created " if project else "Started ") + conversation.created
+                      + (f", last updated {conversation.updated}." if conversation.updated else "."))
+    if project:
+        documents = sum(m.role.startswith("Document") for m in conversation.messages)
+        header.append(f"{documents} document{'' if documents == 1 else 's'}.")
+    else:
+        header.append(f"{len(conversation.messages)} messages on the active branch.")
     shown = text if len(text) <= TRANSCRIPT_BODY_MAX_CHARS else (
         text[:TRANSCRIPT_BODY_MAX_CHARS] + "\n\n(The rest is in the retained transcript.)")
-    fields = {"url": CONVERSATION_URLS[product] + quote(conversation.key, safe="")}
+    address = PROJECT_URLS[product] if project else CONVERSATION_URLS[product]
+    fields = {"url": address + quote(conversation.key, safe="")}
     if conversation.created:
         fields["published"] = conversation.created[:10]
     return {"type": "source", "title": conversation.title,

@@ -34,9 +34,9 @@ class Format:
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("chatgpt", chatgpt.load_chatgpt, chatgpt.import_chatgpt,
-           "a ChatGPT data export: its zip or its conversations.json", "conversations"),
+           "a ChatGPT data export: its zip, its folder or its conversations.json", "conversations"),
     Format("claude", claude.load_claude, claude.import_claude,
-           "a Claude data export: its zip or its conversations.json", "conversations"),
+           "a Claude data export: its zip, its folder or its conversations.json", "conversations"),
     Format("markdown", markdown.load_markdown, markdown.import_markdown,
            "a folder of Markdown notes (an Obsidian vault, a basic-memory project)", "notes", folder=True),
     Format("mem0", mem0.load_mem0, mem0.import_mem0,

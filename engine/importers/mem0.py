@@ -35,17 +35,21 @@ from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, TEXT_MAX_CHARS
 FORMAT = "mem0"
 
 
-def load_mem0(path: str, scan: Scan) -> tuple[Original, list[tuple[str, str, str]], int]:
-    """The export and its memories as (place, text, the memory's JSON), checked whole; and how many
-    deleted memories are skipped."""
+def load_mem0(path: str, scan: Scan) -> tuple[Original, list[tuple[str, str, str]], int, int]:
+    """The export and its memories as (place, text, the memory's JSON), checked whole; how many deleted
+    memories are skipped; and how many graph relations (``relations``, beside mem0's results) are left out."""
     original = read_export(path, "memories.json")
-    memories, skipped = parse_memories(original, load_json(original))
+    data = load_json(original)
+    memories, skipped = parse_memories(original, data)
+    relations = data.get("relations") if isinstance(data, dict) else None
+    if relations is not None and not isinstance(relations, list):
+        raise refused(original.name, "relations", "must be a list of relations")
     refuse_secrets(scan, original, lambda: ((place, record) for place, _, record in memories))
-    return original, memories, skipped
+    return original, memories, skipped, len(relations or [])
 
 
 def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, str, str]],
-                skipped: int) -> dict[str, Any]:
+                skipped: int, relations: int = 0) -> dict[str, Any]:
     """One claim per memory, citing the memory's JSON and the retained export.
 
     A memory an earlier import made a claim of (found by the memory's ``id`` in the JSON that claim
@@ -83,9 +87,15 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
             revised += kept is None and replaced is not None
         writer.done(start + len(chunk), len(plan), chunk[-1][0])
     notes = [f"Skipped {skipped} deleted memories."] if skipped else []
+    if not memories and not skipped:
+        notes.append(f"{original.name} holds no memories: nothing to import.")
+    if relations:  # the graph's links between names: no memory's text, so nothing to claim as it was said
+        notes.append(f"Left out {relations} graph relations ('relations'): they are links between names, not "
+                     "memories, and are not imported.")
     notes += revised_note(writer, revised, "memory", claims=True)
     return report(writer, file=original.name, sha256=original.sha256, memories=len(memories),
-                  skippedDeleted=skipped, claims=claims, revised=revised, notes=notes)
+                  skippedDeleted=skipped, **({"relationsLeftOut": relations} if relations else {}), claims=claims,
+                  revised=revised, notes=notes)
 
 
 def _memory_key(record: str | None) -> str | None:
@@ -108,7 +118,9 @@ def parse_memories(original: Original, data: Any) -> tuple[list[tuple[str, str, 
     if isinstance(data, dict):
         key = "results" if "results" in data else "memories" if "memories" in data else None
         if key is None:
-            raise refused(original.name, None, "holds neither a list of memories nor 'results' or 'memories'")
+            raise refused(original.name, None, "holds neither a list of memories nor 'results' or 'memories' (a "
+                          "mem0 platform memory export is shaped by the schema it was asked for, not memories: "
+                          "save what get_all answers instead)")
         raw, prefix = data[key], key
     else:
         raw, prefix = data, ""

@@ -143,7 +143,7 @@ def _long_term(original: Original) -> MemoryFile:
     heading = next((m.group(1) for m in map(_HEADING.match, body.splitlines()) if m), None)
     items = []
     fenced = False
-    for number, line in enumerate(original.data.decode("utf-8").splitlines(), start=1):
+    for number, line in enumerate(original.text().splitlines(), start=1):  # a byte-order mark dropped
         if _FENCE.match(line):
             fenced = not fenced
             continue

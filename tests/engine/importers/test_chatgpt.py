@@ -414,3 +414,291 @@ def test_a_dry_run_of_a_newer_export_says_what_it_would_revise(
     real = run_import(engine, "chatgpt", newer)
     assert (real["pages"][clock], real["revised"]) == (first["pages"][clock], 1)
     assert real["imported"] == result["wouldCreate"]
+
+
+# --- shapes of real exports beyond plain text ------------------------------------------------------------------
+
+
+def page_of(engine: Engine, tmp_path: Path, data: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = run_import(engine, "chatgpt", path)
+    return engine.get_record(reader(engine), result["pages"][key])
+
+
+def test_a_voice_conversation_keeps_what_was_said(engine: Engine, tmp_path: Path) -> None:
+    # Voice mode: each turn's parts are a transcription object (its words in "text") and the audio's pointer.
+    audio = {"content_type": "real_time_user_audio_video_asset_pointer", "frames_asset_pointers": [],
+             "video_container_asset_pointer": None,
+             "audio_asset_pointer": {"content_type": "audio_asset_pointer", "asset_pointer": "sediment://file_0a1",
+                                     "size_bytes": 1200, "format": "wav"}}
+    said = {"content_type": "audio_transcription", "text": "Is the ferry running on Sunday?", "direction": "in",
+            "decoding_id": None}
+    answered = {"content_type": "audio_transcription", "text": "Yes, every hour from nine.", "direction": "out"}
+    data = [conversation("voice-1", "Ferry times", [
+        node("r", None, ["u"]),
+        node("u", "r", ["a"], "user", [said, audio], content_type="multimodal_text"),
+        node("a", "u", [], "assistant", [answered, {"content_type": "audio_asset_pointer",
+                                                    "asset_pointer": "sediment://file_0a2", "format": "wav"}],
+             content_type="multimodal_text"),
+    ], "a")]
+
+    body = page_of(engine, tmp_path, data, "voice-1")["body"]
+
+    assert "Is the ferry running on Sunday?\n[audio]" in body
+    assert "Yes, every hour from nine.\n[audio]" in body
+    assert "[file]" not in body
+
+
+def test_a_conversation_without_a_current_node_imports_its_latest_branch(engine: Engine, tmp_path: Path) -> None:
+    data = [conversation("no-current", "Bread", [
+        node("r", None, ["u"]),
+        node("u", "r", ["a-old", "a"], "user", "How long to proof rye?", at=1_780_000_010.0),
+        node("a-old", "u", [], "assistant", "OLDER ANSWER", at=1_780_000_020.0),
+        node("a", "u", [], "assistant", "About three hours at room temperature.", at=1_780_000_030.0),
+    ], "a"), conversation("empty", "Nothing said yet", [], "x")]
+    data[0]["current_node"] = None
+    data[1]["current_node"] = None
+
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = run_import(engine, "chatgpt", path)
+
+    caller = reader(engine)
+    bread = engine.get_record(caller, result["pages"]["no-current"])
+    assert "About three hours" in bread["body"] and "OLDER ANSWER" not in bread["body"]
+    assert bread["body"].index("How long to proof rye?") < bread["body"].index("About three hours")
+    assert "0 messages on the active branch" in engine.get_record(caller, result["pages"]["empty"])["body"]
+
+
+def test_a_root_whose_parent_is_not_in_the_mapping_starts_the_branch(engine: Engine, tmp_path: Path) -> None:
+    data = [conversation("rooted", "Tides", [
+        node("r", "client-created-root", ["u"]),
+        node("u", "r", ["a"], "user", "When is high tide?"),
+        node("a", "u", [], "assistant", "At 14:10 today."),
+    ], "a")]
+
+    body = page_of(engine, tmp_path, data, "rooted")["body"]
+
+    assert "When is high tide?" in body and "At 14:10 today." in body
+
+
+def test_tool_calls_code_and_quotes_read_as_what_they_are(engine: Engine, tmp_path: Path) -> None:
+    code = {"content_type": "code", "language": "python", "response_format_name": None,
+            "text": "# total of the receipts\nprint(12 + 30)"}
+    output = {"content_type": "execution_output", "text": "42"}
+    quote = {"content_type": "tether_quote", "url": "https://example.org/tides", "domain": "example.org",
+             "text": "High tide is at 14:10.", "title": "Tide table"}
+    data = [conversation("tools", "Receipts", [
+        node("r", None, ["u"]),
+        node("u", "r", ["c"], "user", "Add up my receipts"),
+        node("c", "u", ["o"], "assistant", None, recipient="python", content=code),
+        node("o", "c", ["q"], "tool", None, content=output, author={"role": "tool", "name": "python"}),
+        node("q", "o", ["a"], "tool", None, content=quote, author={"role": "tool", "name": "myfiles_browser"}),
+        node("a", "q", [], "assistant", "They come to 42."),
+    ], "a")]
+
+    body = page_of(engine, tmp_path, data, "tools")["body"]
+
+    assert "Assistant (to python) (" in body
+    assert "```python\n# total of the receipts\nprint(12 + 30)\n```" in body
+    assert "Tool (python) (" in body and "```\n42\n```" in body
+    assert "High tide is at 14:10.\n(Quoted from Tide table, https://example.org/tides)" in body
+    assert body.index("They come to 42.") > body.index("```\n42\n```")
+
+
+# --- a split export, and the export's folder ---------------------------------------------------------------
+
+
+def split_zip(tmp_path: Path) -> Path:
+    """An export split into numbered parts (as ChatGPT writes a large account's), the image beside them."""
+    clock, kayak = export()
+    clock["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
+    archive = tmp_path / "chatgpt-split.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations-000.json", json.dumps([clock]))
+        out.writestr("conversations-001.json", json.dumps([kayak]))
+        out.writestr("file-1-brass-pivots.png", PNG)
+        out.writestr("user.json", "{}")
+        out.writestr("chat.html", "<html></html>")
+    return archive
+
+
+def test_a_split_export_imports_every_part_each_retained_and_cited(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    archive = split_zip(tmp_path)
+
+    result = run_import(engine, "chatgpt", archive)
+
+    assert result["conversations"] == 2
+    assert [f["file"] for f in result["files"]] == ["chatgpt-split.zip/conversations-000.json",
+                                                    "chatgpt-split.zip/conversations-001.json"]
+    assert result["imported"]["sources"] == 4  # the two parts, the transcripts, the image
+    caller = reader(engine)
+    clock = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    kayak = engine.get_record(caller, result["pages"]["6790a1b2-0000-4000-8000-000000000002"])
+    assert "[image: file-1-brass-pivots.png]" in clock["body"] and "Cedar and rope" in kayak["body"]
+    vault = next(state_dir.stores.iterdir()) / "vault" / "private" / "sources"
+
+    def cited_part(page: dict[str, Any]) -> str:
+        names = [(vault / f"{e['source']}.source.yaml").read_text(encoding="utf-8")
+                 for e in page["frontmatter"]["evidence"] if "lines" not in e]
+        return next(n.split("filename: ")[1].split("\n")[0] for n in names if "conversations-" in n)
+
+    assert cited_part(clock) == "conversations-000.json" and cited_part(kayak) == "conversations-001.json"
+
+    before = store_snapshot(state_dir)
+    assert run_import(engine, "chatgpt", archive) == result
+    assert store_snapshot(state_dir) == before
+
+
+def test_a_conversation_repeated_across_parts_is_refused_naming_the_part(engine: Engine, tmp_path: Path) -> None:
+    archive = tmp_path / "chatgpt-split.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations-000.json", json.dumps(export()))
+        out.writestr("conversations-001.json", json.dumps(export()[1:]))
+
+    with pytest.raises(InvalidParams, match="repeats the conversation id") as caught:
+        run_import(engine, "chatgpt", archive)
+
+    assert caught.value.details["file"] == "chatgpt-split.zip/conversations-001.json"
+    assert caught.value.details["place"] == "[0]"
+    assert engine.registry.agent("main") is None
+
+
+def test_the_unzipped_export_folder_is_read_as_its_zip(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "chatgpt-export"
+    folder.mkdir()
+    data = export()
+    data[0]["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
+    (folder / "conversations.json").write_text(json.dumps(data), encoding="utf-8")
+    (folder / "file-1-brass-pivots.png").write_bytes(PNG)
+
+    result = run_import(engine, "chatgpt", folder)
+
+    assert result["file"] == "chatgpt-export/conversations.json" and result["conversations"] == 2
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert "[image: file-1-brass-pivots.png]" in page["body"]
+
+
+def test_a_folder_without_conversations_is_refused_naming_it(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "Downloads"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("not an export", encoding="utf-8")
+
+    with pytest.raises(InvalidParams, match="holds no conversations.json") as caught:
+        run_import(engine, "chatgpt", folder)
+
+    assert caught.value.details["file"] == str(folder)
+    assert engine.registry.agent("main") is None
+
+
+def test_titles_keep_emoji_sequences_right_to_left_marks_slashes_and_repeats(engine: Engine, tmp_path: Path) -> None:
+    titles = {"t-family": "Family 👨\u200d👩\u200d👧 trip", "t-rtl": "\u200fשלום עולם\u200f", "t-arabic": "مرحبا بالعالم",
+              "t-slash": "Invoices 2026/03 ../../etc", "t-same-1": "Weekly plan", "t-same-2": "Weekly plan",
+              "t-control": "Tabs\tand\x07bells"}
+    data = [conversation(key, title, [node("r", None, ["u"]), node("u", "r", [], "user", f"about {key}")], "u")
+            for key, title in titles.items()]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    result = run_import(engine, "chatgpt", path)
+
+    caller = reader(engine)
+    pages = {key: engine.get_record(caller, result["pages"][key]) for key in titles}
+    assert pages["t-family"]["title"] == "Family 👨\u200d👩\u200d👧 trip"  # the joiners hold the family together
+    assert pages["t-rtl"]["title"] == "\u200fשלום עולם\u200f" and pages["t-arabic"]["title"] == "مرحبا بالعالم"
+    assert pages["t-slash"]["title"] == "Invoices 2026/03 ../../etc"
+    assert pages["t-control"]["title"] == "Tabs and bells"
+    assert len({page["id"] for page in pages.values()}) == len(titles)  # repeated titles: a page each
+    assert len({page["path"] for page in pages.values()}) == len(titles)
+    assert all(page["path"].startswith("pages/sources/") and ".." not in page["path"] for page in pages.values())
+    assert "about t-same-2" in pages["t-same-2"]["body"] and "about t-same-1" in pages["t-same-1"]["body"]
+
+
+def test_a_canvas_document_reads_as_its_name_and_content(engine: Engine, tmp_path: Path) -> None:
+    # Canvas: the assistant sends the document as JSON in a code message to canmore.create_textdoc.
+    created = {"content_type": "code", "language": "json", "text": json.dumps(
+        {"name": "greenhouse_timer", "type": "code/python", "content": "# water at dawn\nschedule('06:00')"})}
+    edited = {"content_type": "code", "language": "json", "text": json.dumps(
+        {"updates": [{"pattern": ".*", "multiple": False, "replacement": "# water twice\nschedule('06:00', '18:00')"}]})}
+    broken = {"content_type": "code", "language": "json", "text": "{not json"}
+    data = [conversation("canvas", "Greenhouse", [
+        node("r", None, ["u"]),
+        node("u", "r", ["c"], "user", "Write a watering timer"),
+        node("c", "u", ["e"], "assistant", None, recipient="canmore.create_textdoc", content=created),
+        node("e", "c", ["b"], "assistant", None, recipient="canmore.update_textdoc", content=edited),
+        node("b", "e", [], "assistant", None, recipient="canmore.update_textdoc", content=broken),
+    ], "b")]
+
+    body = page_of(engine, tmp_path, data, "canvas")["body"]
+
+    assert "[canvas: greenhouse_timer]\n```python\n# water at dawn\nschedule('06:00')\n```" in body
+    assert "[canvas edited]\n```\n# water twice\nschedule('06:00', '18:00')\n```" in body
+    assert "```json\n{not json\n```" in body  # not the JSON a canvas call holds: shown as it is
+
+
+def test_an_empty_export_says_it_holds_no_conversations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text("[]", encoding="utf-8")
+
+    assert main(["--state-dir", str(tmp_path / "state"), "import", "chatgpt", str(path)]) == 0
+
+    out = capsys.readouterr().out
+    assert "nothing" in out and "conversations.json holds no conversations: nothing to import." in out
+
+
+def test_a_document_the_owner_uploaded_is_named_and_retained(engine: Engine, tmp_path: Path,
+                                                              state_dir: StateDir) -> None:
+    # Uploads are listed in the message's metadata.attachments; an image among them is a part as well.
+    data = export()[:1]
+    q2 = data[0]["mapping"]["q2"]["message"]
+    q2["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
+    q2["metadata"] = {"attachments": [
+        {"id": "file-Doc9", "name": "clock-manual.pdf", "size": 1024, "mime_type": "application/pdf"},
+        {"id": "file-1", "name": "brass-pivots.png", "size": 1024, "mime_type": "image/png"},
+        {"id": "file-Gone", "name": "not-in-export.docx", "size": 10}]}
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations.json", json.dumps(data))
+        out.writestr("file-1-brass-pivots.png", PNG)
+        out.writestr("file-Doc9-clock-manual.pdf", b"%PDF-1.4 manual")
+
+    result = run_import(engine, "chatgpt", archive)
+
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert ("[image: file-1-brass-pivots.png]\nWhich clock oil for brass pivots?\n"
+            "[attachment: clock-manual.pdf]\n[attachment: not-in-export.docx]") in page["body"]
+    assert page["body"].count("brass-pivots.png") == 1
+    assert result["imported"]["sources"] == 4  # the export, the transcripts, the image, the manual
+    cited = {e["source"] for e in page["frontmatter"]["evidence"]}
+    assert hashlib.sha256(b"%PDF-1.4 manual").hexdigest() in {
+        digest for path, digest in records(state_dir, "sources/").items() if any(c in path for c in cited)}
+
+
+def test_what_a_tool_fetched_for_the_model_is_left_out(engine: Engine, tmp_path: Path) -> None:
+    # A web search's results, a fetched page and a tool's error are what the model read, not the owner.
+    browsing = {"content_type": "tether_browsing_display", "result": "SEARCH RESULTS LIST", "summary": None}
+    page = {"content_type": "sonic_webpage", "url": "https://example.org", "domain": "example.org",
+            "title": "Ferries", "text": "WHOLE FETCHED PAGE", "snippet": "..."}
+    error = {"content_type": "system_error", "name": "tool_error", "text": "ROBOTS.TXT DENIED"}
+    memory = {"content_type": "text", "parts": ["MODEL SET CONTEXT UPDATED."]}
+    drawn = {"content_type": "multimodal_text", "parts": [
+        {"content_type": "image_asset_pointer", "asset_pointer": "sediment://file_9", "metadata": {"dalle": {}}}]}
+    data = [conversation("fetch", "Ferries", [
+        node("r", None, ["u"]),
+        node("u", "r", ["b"], "user", "When do ferries leave, and draw one"),
+        node("b", "u", ["p"], "tool", None, content=browsing, author={"role": "tool", "name": "web"}),
+        node("p", "b", ["e"], "tool", None, content=page, author={"role": "tool", "name": "web.run"}),
+        node("e", "p", ["m"], "tool", None, content=error, author={"role": "tool", "name": "web.run"}),
+        node("m", "e", ["d"], "tool", None, content=memory, author={"role": "tool", "name": "bio"}),
+        node("d", "m", ["a"], "tool", None, content=drawn, author={"role": "tool", "name": "dalle.text2im"}),
+        node("a", "d", [], "assistant", "Hourly from nine; here is a ferry."),
+    ], "a")]
+
+    body = page_of(engine, tmp_path, data, "fetch")["body"]
+
+    for hidden in ("SEARCH RESULTS LIST", "WHOLE FETCHED PAGE", "ROBOTS.TXT DENIED", "MODEL SET CONTEXT"):
+        assert hidden not in body
+    assert "Tool (dalle.text2im) (" in body and "[image]" in body  # the image drawn for the owner stays
+    assert "3 messages on the active branch" in body

@@ -187,3 +187,157 @@ def test_an_attachments_text_and_a_file_the_export_holds_are_retained_and_cited(
     assert any((vault / p).read_text(encoding="utf-8") == "stalls" for p in texts)
     assert any(p.endswith(".jpg") and any(c in p for c in cited) for p in files)
     assert not any("GONE" in (vault / p).read_text(encoding="utf-8") for p in files if p.endswith(".txt"))
+
+
+def page_of(engine: Engine, tmp_path: Path, data: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = run_import(engine, "claude", path)
+    return engine.get_record(reader(engine), result["pages"][key])
+
+
+def test_an_artifact_claude_wrote_is_in_the_transcript(engine: Engine, tmp_path: Path) -> None:
+    # An artifact is a tool_use block (name "artifacts"): created whole, later edited by a replacement.
+    created = {"type": "tool_use", "name": "artifacts", "input": {
+        "id": "packing-list", "command": "create", "type": "text/markdown", "title": "Packing list",
+        "content": "# Packing list\n- tent\n- stove"}}
+    edited = {"type": "tool_use", "name": "artifacts", "input": {
+        "id": "packing-list", "command": "update", "old_str": "- stove", "new_str": "- stove\n- matches"}}
+    result_block = {"type": "tool_result", "name": "artifacts", "content": [{"type": "text", "text": "OK"}]}
+    written = {"type": "tool_use", "name": "create_file", "input": {
+        "path": "/mnt/user-data/outputs/route.txt", "file_text": "Day 1: Aviemore to Loch Etchachan"}}
+    data = [{"uuid": "art-1", "name": "Camping trip", "created_at": "2026-03-05T08:00:00Z",
+             "chat_messages": [
+                 message("u1", "human", "Make me a packing list"),
+                 {**message("a1", "assistant", ""), "content": [
+                     {"type": "text", "text": "Here is a list."}, created, result_block,
+                     {"type": "text", "text": "Added matches."}, edited, written]},
+             ]}]
+
+    body = page_of(engine, tmp_path, data, "art-1")["body"]
+
+    assert "Here is a list.\n\n[artifact: Packing list]\n```markdown\n# Packing list\n- tent\n- stove\n```" in body
+    assert "Added matches.\n\n[artifact edited: packing-list]\n```\n- stove\n- matches\n```" in body
+    assert "[file: route.txt]\n```\nDay 1: Aviemore to Loch Etchachan\n```" in body
+    assert "\nOK" not in body  # the tool's answer is left out
+
+
+def test_a_message_whose_blocks_hold_no_text_keeps_its_text(engine: Engine, tmp_path: Path) -> None:
+    data = [{"uuid": "flat-1", "name": "Bike gears", "created_at": "2026-03-05T08:00:00Z",
+             "chat_messages": [
+                 {**message("u1", "human", ""), "text": "Which gear for hills?",
+                  "content": [{"type": "text", "text": ""}]},
+                 message("a1", "assistant", "The lowest one."),
+             ]}]
+
+    body = page_of(engine, tmp_path, data, "flat-1")["body"]
+
+    assert "User (2026-03-02T09:15:00Z):\nWhich gear for hills?" in body
+
+
+def projects() -> list[dict[str, Any]]:
+    """projects.json of a Claude export: a project's description, its instructions and its knowledge files."""
+    return [{"uuid": "p0000000-0000-4000-8000-000000000001", "name": "Allotment", "description": "Plot 14 plans",
+             "is_private": True, "is_starter_project": False,
+             "prompt_template": "Answer as a patient gardener; metric units.",
+             "created_at": "2026-02-01T10:00:00Z", "updated_at": "2026-02-10T10:00:00Z",
+             "creator": {"uuid": "acc-1", "full_name": "Dana"},
+             "docs": [{"uuid": "d1", "filename": "soil-test.md", "content": "pH 6.5, loamy",
+                       "created_at": "2026-02-02T10:00:00Z"}]},
+            {"uuid": "p0000000-0000-4000-8000-0000000000s1", "name": "How to use Claude", "is_starter_project": True,
+             "description": "An example project that every account starts with", "prompt_template": "",
+             "created_at": "2026-01-01T10:00:00Z", "updated_at": "2026-01-01T10:00:00Z", "docs": []}]
+
+
+def test_the_projects_of_a_claude_export_are_imported_with_their_documents(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    archive = tmp_path / "data-2026-03-04.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("users.json", "[]")
+        out.writestr("conversations.json", json.dumps(export()))
+        out.writestr("projects.json", json.dumps(projects()))
+
+    result = run_import(engine, "claude", archive)
+
+    assert result["conversations"] == 2 and result["projects"] == 1  # not Claude's own example project
+    assert "p0000000-0000-4000-8000-0000000000s1" not in result["pages"]
+    allotment = engine.get_record(reader(engine), result["pages"]["p0000000-0000-4000-8000-000000000001"])
+    assert allotment["title"] == "Allotment" and allotment["frontmatter"]["type"] == "source"
+    assert allotment["frontmatter"]["fields"] == {
+        "published": "2026-02-01", "url": "https://claude.ai/project/p0000000-0000-4000-8000-000000000001"}
+    body = allotment["body"]
+    assert body.startswith("Claude project p0000000-0000-4000-8000-000000000001. Created 2026-02-01T10:00:00Z")
+    assert "1 document." in body
+    assert "Description:\nPlot 14 plans" in body
+    assert "Instructions:\nAnswer as a patient gardener; metric units." in body
+    assert "Document (2026-02-02T10:00:00Z):\nsoil-test.md\n\npH 6.5, loamy" in body
+    vault = only_store(state_dir) / "vault" / "private" / "sources"
+    cited = [(vault / f"{e['source']}.source.yaml").read_text(encoding="utf-8")
+             for e in allotment["frontmatter"]["evidence"] if "lines" not in e]
+    assert any("filename: projects.json" in c for c in cited)
+
+    before = store_snapshot(state_dir)
+    assert run_import(engine, "claude", archive) == result
+    assert store_snapshot(state_dir) == before
+
+
+def test_a_bad_projects_file_is_refused_with_its_place(engine: Engine, tmp_path: Path) -> None:
+    data = projects()
+    data[0]["docs"][0]["content"] = 12
+    folder = tmp_path / "claude-export"
+    folder.mkdir()
+    (folder / "conversations.json").write_text(json.dumps(export()), encoding="utf-8")
+    (folder / "projects.json").write_text(json.dumps(data), encoding="utf-8")
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "claude", folder)
+
+    assert caught.value.details["file"] == "claude-export/projects.json"
+    assert caught.value.details["place"] == "[0].docs[0].content"
+    assert engine.registry.agent("main") is None
+
+
+def test_branches_without_a_current_leaf_import_the_branch_written_last(engine: Engine, tmp_path: Path) -> None:
+    data = [{"uuid": "noleaf-1", "name": "Kayak", "created_at": "2026-03-03T10:00:00Z",
+             "chat_messages": [
+                 {**message("b1", "human", "Name a kayak.", parent="00000000-0000-4000-8000-000000000000"),
+                  "created_at": "2026-03-03T10:00:00Z"},
+                 {**message("b2-old", "assistant", "RETRIED AWAY", parent="b1"), "created_at": "2026-03-03T10:00:05Z"},
+                 {**message("b2", "assistant", "Call it Driftwood.", parent="b1"), "created_at": "2026-03-03T10:01:00Z"},
+             ]}]
+
+    body = page_of(engine, tmp_path, data, "noleaf-1")["body"]
+
+    assert "Name a kayak." in body and "Call it Driftwood." in body and "RETRIED AWAY" not in body
+    assert "2 messages on the active branch" in body
+
+
+def test_unnamed_and_same_named_attachments_are_each_retained(engine: Engine, tmp_path: Path,
+                                                              state_dir: StateDir) -> None:
+    # Text pasted into Claude becomes an attachment with an empty file_name; two files can share a name.
+    pasted = [{"file_name": "", "file_type": "txt", "file_size": 10, "extracted_content": "first paste: tide table"}]
+    again = [{"file_name": "", "file_type": "txt", "file_size": 10, "extracted_content": "second paste: ferry times"}]
+    notes_1 = [{"file_name": "notes.txt", "file_type": "txt", "extracted_content": "notes of Monday"}]
+    notes_2 = [{"file_name": "notes.txt", "file_type": "txt", "extracted_content": "notes of Tuesday"}]
+    same = [{"file_name": "notes.txt", "file_type": "txt", "extracted_content": "notes of Monday"}]
+    data = [{"uuid": "att-1", "name": "Harbour", "created_at": "2026-03-05T08:00:00Z",
+             "chat_messages": [
+                 message("u1", "human", "Read this", attachments=pasted),
+                 message("u2", "human", "And this", attachments=again),
+                 message("u3", "human", "My notes", attachments=notes_1),
+                 message("u4", "human", "Newer notes", attachments=notes_2),
+                 message("u5", "human", "Monday again", attachments=same),
+             ]}]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    result = run_import(engine, "claude", path)
+
+    page = engine.get_record(reader(engine), result["pages"]["att-1"])
+    assert "Read this\n[attachment]" in page["body"] and "My notes\n[attachment: notes.txt]" in page["body"]
+    vault = only_store(state_dir) / "vault"
+    cited = {e["source"] for e in page["frontmatter"]["evidence"]}
+    texts = sorted((vault / p).read_text(encoding="utf-8") for p in records(state_dir, "sources/")
+                   if p.endswith(".txt") and any(c in p for c in cited) and "transcripts" not in p
+                   and not (vault / p).read_text(encoding="utf-8").startswith("# "))
+    assert texts == ["first paste: tide table", "notes of Monday", "notes of Tuesday", "second paste: ferry times"]

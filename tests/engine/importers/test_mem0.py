@@ -211,3 +211,45 @@ def test_a_bad_newer_export_changes_nothing(engine: Engine, tmp_path: Path, stat
 
     assert caught.value.details["place"] == "results[2].memory"
     assert store_snapshot(state_dir) == before
+
+
+def test_graph_relations_beside_the_memories_are_counted_and_said_to_be_left_out(
+        engine: Engine, tmp_path: Path) -> None:
+    # mem0 with its graph store enabled answers get_all with the memories and the graph's relations.
+    data = mem0_memories()
+    data["relations"] = [{"source": "dana", "relationship": "sister_of", "target": "lotte"},
+                         {"source": "dana", "relationship": "trains_for", "target": "half_marathon"}]
+
+    result = run_import(engine, "mem0", write(tmp_path, data))
+
+    assert result["imported"]["claims"] == 2 and result["relationsLeftOut"] == 2
+    assert "Left out 2 graph relations" in " ".join(result["notes"])
+
+
+def test_relations_that_are_not_a_list_are_refused(engine: Engine, tmp_path: Path) -> None:
+    data = mem0_memories()
+    data["relations"] = "dana -> lotte"
+
+    with pytest.raises(InvalidParams) as caught:
+        run_import(engine, "mem0", write(tmp_path, data))
+
+    assert caught.value.details["place"] == "relations"
+    assert engine.registry.agent("main") is None
+
+
+def test_an_export_without_memories_says_so(engine: Engine, tmp_path: Path) -> None:
+    result = run_import(engine, "mem0", write(tmp_path, {"results": []}))
+
+    assert result["imported"]["claims"] == 0
+    assert result["notes"] == ["memories.json holds no memories: nothing to import."]
+
+
+def test_a_structured_platform_export_is_refused_saying_what_to_export_instead(engine: Engine, tmp_path: Path) -> None:
+    # The platform's memory export is shaped by a schema the owner gave (here a profile), not a list of memories.
+    profile = {"full_name": "Dana", "current_role": "engineer", "skills": ["kayaks"]}
+
+    with pytest.raises(InvalidParams, match="get_all") as caught:
+        run_import(engine, "mem0", write(tmp_path, profile))
+
+    assert caught.value.details["file"] == "memories.json" and caught.value.details.get("place") is None
+    assert engine.registry.agent("main") is None

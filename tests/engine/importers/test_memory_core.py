@@ -167,3 +167,13 @@ def test_a_bad_file_in_a_workspace_imported_before_changes_nothing(
         run_import(engine, "memory-core", workspace)
 
     assert store_snapshot(state_dir) == before
+
+
+def test_a_memory_md_saved_with_a_byte_order_mark_keeps_its_first_item(engine: Engine, tmp_path: Path) -> None:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (root / "MEMORY.md").write_bytes("\ufeff- Dana takes the 7:40 ferry.\n- Lotte lives in Ghent.\r\n".encode("utf-8"))
+
+    result = run_import(engine, "memory-core", root)
+
+    assert result["claims"] == 2
