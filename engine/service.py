@@ -258,7 +258,8 @@ class Engine:
 
     def history(self, caller: Caller, record_id: str) -> dict[str, Any]:
         record_id = HISTORY_PARAMS.read({"id": record_id})["id"]
-        return self.enter(caller).read(lambda rt, a, view: history(view.catalog, a.partition, record_id))
+        return self.enter(caller).read(lambda rt, a, view: with_link(history(view.catalog, a.partition, record_id),
+                                                                     view.store.store_id, a.partition))
 
     def diagnostics(self, caller: Caller) -> dict[str, Any]:
         return self.on_store(

@@ -73,8 +73,9 @@ def test_what_an_agent_finds_in_the_private_partition_carries_the_link_its_recei
     [match] = tool(dispatcher, owner, "knowledge_lookup", {"name": "Lisbon office"})["matches"]
     read = tool(dispatcher, owner, "knowledge_record", {"id": receipt["id"]})
     earlier = tool(dispatcher, owner, "knowledge_record", {"id": receipt["id"], "revision": 1})
+    history = tool(dispatcher, owner, "knowledge_record", {"id": receipt["id"], "view": "history"})
 
-    assert hit["link"] == match["link"] == read["link"] == earlier["link"] == receipt["link"]
+    assert hit["link"] == match["link"] == read["link"] == earlier["link"] == history["link"] == receipt["link"]
     # The shared memory/search contract stays its projection: a reference, no link.
     [shared] = call(dispatcher, owner, "memory/search", {"query": "Lisbon"})["hits"]
     assert "link" not in shared and shared["ref"]["id"] == receipt["id"]
