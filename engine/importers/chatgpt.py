@@ -44,7 +44,7 @@ from typing import Any
 
 from .common import (
     Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, fenced, import_conversations,
-    load_conversations, one_line, refused, require, timestamp,
+    keyed_objects, load_conversations, one_line, refused, require, timestamp,
 )
 
 FORMAT = "chatgpt"
@@ -67,19 +67,15 @@ def import_chatgpt(writer: Writer, original: Original, conversations: list[Conve
 
 def parse_conversations(original: Original, data: Any, spans: list[tuple[int, int]],
                         files: ExportFiles | None = None) -> list[Conversation]:
-    if not isinstance(data, list):
-        raise refused(original.name, None, "must hold a list of conversations")
-    conversations, seen = [], set()
-    for index, raw in enumerate(data):
-        place = f"[{index}]"
-        if not isinstance(raw, dict):
-            raise refused(original.name, place, "must be an object")
+    def key_of(raw: dict[str, Any], place: str) -> str:
         key = raw.get("conversation_id") or raw.get("id")
         if not isinstance(key, str) or not key.strip():
             raise refused(original.name, place, "has no conversation id ('id' or 'conversation_id')")
-        if key in seen:
-            raise refused(original.name, f"{place}.id", f"repeats the conversation id {key!r}")
-        seen.add(key)
+        return key
+
+    conversations = []
+    for index, place, raw, key in keyed_objects(original, data, "conversations", key_of,
+                                                ("id", "conversation id")):
         title = raw.get("title")
         if title is not None and not isinstance(title, str):
             raise refused(original.name, f"{place}.title", "must be a string")

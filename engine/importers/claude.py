@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from .common import (
     Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, distinct_files, fenced,
-    import_conversations, json_array_spans, load_conversations, one_line, read_export_member, refuse_secrets,
-    refused, require, timestamp,
+    import_conversations, json_array_spans, keyed_objects, load_conversations, one_line, read_export_member,
+    refuse_secrets, refused, require, timestamp,
 )
 
 FORMAT = "claude"
@@ -60,22 +60,19 @@ def load_claude(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
     return original, conversations + [replace(p, part=found) for p in projects]
 
 
+def _uuid(original: Original) -> Callable[[dict[str, Any], str], str]:
+    """What keys a Claude conversation or project: its ``uuid``."""
+    return lambda raw, place: require(original, raw, "uuid", str, place)
+
+
 def parse_projects(original: Original, data: Any, spans: list[tuple[int, int]]) -> list[Conversation]:
     """projects.json: a list of ``{uuid, name, description, prompt_template, created_at, updated_at, docs}``,
     each doc ``{uuid, filename, content, created_at}``; a project becomes a page whose messages are its
     description, its instructions (``prompt_template``) and each document, whole.  A starter project
     (``is_starter_project``: the example every account begins with) is not the owner's and is left out."""
-    if not isinstance(data, list):
-        raise refused(original.name, None, "must hold a list of projects")
-    projects, seen = [], set()
-    for index, raw in enumerate(data):
-        place = f"[{index}]"
-        if not isinstance(raw, dict):
-            raise refused(original.name, place, "must be an object")
-        key = require(original, raw, "uuid", str, place)
-        if key in seen:
-            raise refused(original.name, f"{place}.uuid", f"repeats the project uuid {key!r}")
-        seen.add(key)
+    projects = []
+    for index, place, raw, key in keyed_objects(original, data, "projects", _uuid(original),
+                                                ("uuid", "project uuid")):
         if raw.get("is_starter_project") is True:  # Claude's own example, in every account: not the owner's
             continue
         name = require(original, raw, "name", str, place, optional=True)
@@ -107,17 +104,9 @@ def import_claude(writer: Writer, original: Original, conversations: list[Conver
 
 def parse_conversations(original: Original, data: Any, spans: list[tuple[int, int]],
                         files: ExportFiles | None = None) -> list[Conversation]:
-    if not isinstance(data, list):
-        raise refused(original.name, None, "must hold a list of conversations")
-    conversations, seen = [], set()
-    for index, raw in enumerate(data):
-        place = f"[{index}]"
-        if not isinstance(raw, dict):
-            raise refused(original.name, place, "must be an object")
-        key = require(original, raw, "uuid", str, place)
-        if key in seen:
-            raise refused(original.name, f"{place}.uuid", f"repeats the conversation uuid {key!r}")
-        seen.add(key)
+    conversations = []
+    for index, place, raw, key in keyed_objects(original, data, "conversations", _uuid(original),
+                                                ("uuid", "conversation uuid")):
         name = require(original, raw, "name", str, place, optional=True)
         raw_messages = require(original, raw, "chat_messages", list, place)
         messages = [_message(original, message, f"{place}.chat_messages[{number}]", files)

@@ -903,6 +903,27 @@ def _skip_space(text: str, position: int) -> int:
 _KIND_NAMES = {dict: "an object", list: "a list", str: "a string"}
 
 
+def keyed_objects(original: Original, data: Any, plural: str, key_of: Callable[[dict[str, Any], str], str],
+                  repeated: tuple[str, str]) -> Iterator[tuple[int, str, dict[str, Any], str]]:
+    """The objects of an export's JSON list, each with its index, its place (``[3]``) and its key
+    (``key_of(raw, place)``), refused naming the place where the list is not one, an item is not an object
+    or a key comes again: ``repeated`` is the key's field and what it is called (``("uuid", "conversation
+    uuid")``: 'repeats the conversation uuid ...' at ``[3].uuid``)."""
+    if not isinstance(data, list):
+        raise refused(original.name, None, f"must hold a list of {plural}")
+    field_name, what = repeated
+    seen: set[str] = set()
+    for index, raw in enumerate(data):
+        place = f"[{index}]"
+        if not isinstance(raw, dict):
+            raise refused(original.name, place, "must be an object")
+        key = key_of(raw, place)
+        if key in seen:
+            raise refused(original.name, f"{place}.{field_name}", f"repeats the {what} {key!r}")
+        seen.add(key)
+        yield index, place, raw, key
+
+
 def require(original: Original, mapping: dict[str, Any], key: str, kind: type, place: str,
             *, optional: bool = False) -> Any:
     """``mapping[key]`` when it has the JSON type ``kind``, else InvalidParams naming ``place.key``."""
