@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,6 +22,15 @@ def run_import(engine: Engine, format_name: str, path: Path, *, dry_run: bool = 
         return run(Writer(engine, OperatorCaller("main"), format_name, dry_run=True, progress=progress), *plan)
     with owner_caller(engine, instance=import_instance(format_name)) as (caller, _):
         return run(Writer(engine, caller, format_name, progress=progress), *plan)
+
+
+def imported_page(engine: Engine, tmp_path: Path, format_name: str, data: list[dict[str, Any]],
+                  key: str) -> dict[str, Any]:
+    """The page an import of ``data`` (as the export's conversations.json) made of conversation ``key``."""
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = run_import(engine, format_name, path)
+    return engine.get_record(reader(engine), result["pages"][key])
 
 
 def reader(engine: Engine) -> AgentCaller:

@@ -16,7 +16,7 @@ from engine.core.errors import InvalidParams
 from engine.core.faults import Faults
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
+from tests.engine.importers.helpers import imported_page, interrupt_after, reader, records, run_import, store_snapshot
 
 
 def node(node_id: str, parent: str | None, children: list[str], role: str | None = None, text: Any = None,
@@ -420,10 +420,7 @@ def test_a_dry_run_of_a_newer_export_says_what_it_would_revise(
 
 
 def page_of(engine: Engine, tmp_path: Path, data: list[dict[str, Any]], key: str) -> dict[str, Any]:
-    path = tmp_path / "conversations.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    result = run_import(engine, "chatgpt", path)
-    return engine.get_record(reader(engine), result["pages"][key])
+    return imported_page(engine, tmp_path, "chatgpt", data, key)
 
 
 def test_a_voice_conversation_keeps_what_was_said(engine: Engine, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from engine.core.errors import InvalidParams
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import reader, records, run_import, store_snapshot
+from tests.engine.importers.helpers import imported_page, reader, records, run_import, store_snapshot
 from tests.helpers import only_store
 
 
@@ -190,10 +190,7 @@ def test_an_attachments_text_and_a_file_the_export_holds_are_retained_and_cited(
 
 
 def page_of(engine: Engine, tmp_path: Path, data: list[dict[str, Any]], key: str) -> dict[str, Any]:
-    path = tmp_path / "conversations.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    result = run_import(engine, "claude", path)
-    return engine.get_record(reader(engine), result["pages"][key])
+    return imported_page(engine, tmp_path, "claude", data, key)
 
 
 def test_an_artifact_claude_wrote_is_in_the_transcript(engine: Engine, tmp_path: Path) -> None:
