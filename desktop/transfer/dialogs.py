@@ -41,9 +41,9 @@ from ..tasks import EngineTasks
 
 # format: (shown as, what to choose, is it a folder, the file filter when it is not)
 FORMATS: dict[str, tuple[str, str, bool, str]] = {
-    "chatgpt": ("ChatGPT data export", "the export's zip, or its conversations.json", False,
+    "chatgpt": ("ChatGPT data export", "the export's zip, its unzipped folder, or conversations.json", False,
                 "ChatGPT export (*.zip *.json)"),
-    "claude": ("Claude data export", "the export's zip, or its conversations.json", False,
+    "claude": ("Claude data export", "the export's zip, its unzipped folder, or conversations.json", False,
                "Claude export (*.zip *.json)"),
     "markdown": ("Markdown notes (Obsidian, basic-memory)", "the folder of notes", True, ""),
     "mem0": ("mem0 / OpenMemory export", "the JSON export (or OpenMemory's zip)", False,

@@ -76,6 +76,21 @@ def test_a_dry_run_then_the_import_with_their_summaries(qtbot, tasks, served_eng
     assert dialog.start_button.isEnabled() and not dialog.cancel_button.isEnabled()
 
 
+def test_the_unzipped_export_folder_is_imported_as_its_placeholder_says(qtbot, tasks, served_engine, export_file,
+                                                                      gui_thread_guard) -> None:
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.set_format("claude")
+    dialog.set_format("chatgpt")
+    assert "unzipped folder" in dialog.path.placeholderText()
+    dialog.path.setText(str(export_file.parent))  # the folder the owner unzipped the export into
+
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "done", job
+    assert dialog.summary.text().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
+
+
 def test_progress_comes_from_the_job_and_cancel_stops_it_between_items_then_it_is_finished(
         qtbot, tasks, served_engine, export_file, monkeypatch, gui_thread_guard) -> None:
     saves, release = [], threading.Event()
