@@ -36,6 +36,9 @@ from typing import Any, Callable, ClassVar, Iterator, Mapping
 from .errors import InvalidParams, LimitExceeded
 from .ids import ID_MAX_CHARS, ID_REGEX, is_agent_name, is_record_id
 
+# The largest integer a record's frontmatter or SQLite holds: an integer parameter declared without an upper
+# bound (a revision, an offset) stops here, so no count, revision or position beyond it reaches a query.
+INTEGER_MAX = 2**63 - 1
 REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 REQUEST_ID_MAX_CHARS = 128
 
@@ -196,7 +199,7 @@ class Spec:
 
 @dataclass(frozen=True)
 class Integer(Spec):
-    """An integer from ``low`` to ``high`` (no upper bound when ``high`` is None).
+    """An integer from ``low`` to ``high`` (``INTEGER_MAX`` when ``high`` is None).
 
     Over ``high`` is ``limit_exceeded`` (a size, such as ``limit``), unless ``scale``: then 11 is as wrong
     as 0 (``importance``, a timeout), ``invalid_params``.
@@ -208,12 +211,17 @@ class Integer(Spec):
     scale: bool = False
 
     def check(self, value: Any, field: str) -> int:
-        over = self.high is not None and isinstance(value, int) and value > self.high
+        over = isinstance(value, int) and value > self.highest
         if isinstance(value, bool) or not isinstance(value, int) or value < self.low or (over and self.scale):
             raise InvalidParams(f"{field} must be {self.expected}", field=field)
         if over:
-            raise LimitExceeded(f"{field} must be at most {self.high:,}", field=field, limit=self.high, size=value)
+            raise LimitExceeded(f"{field} must be at most {self.highest:,}", field=field, limit=self.highest,
+                                size=value)
         return value
+
+    @property
+    def highest(self) -> int:
+        return self.high if self.high is not None else INTEGER_MAX
 
     @property
     def expected(self) -> str:
@@ -223,7 +231,7 @@ class Integer(Spec):
                                                                           f"an integer of at least {self.low:,}")
 
     def schema(self) -> dict[str, Any]:
-        return self._schema("integer", minimum=self.low, maximum=self.high)
+        return self._schema("integer", minimum=self.low, maximum=self.highest)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import pytest
 
 from engine.core.errors import InvalidParams, LimitExceeded
 from engine.core.params import (
-    NO_PARAMS, AgentName, Choice, Flag, Integer, Name, Names, Number, Objects, Params, Query, RecordId, RequestId,
+    INTEGER_MAX, NO_PARAMS, AgentName, Choice, Flag, Integer, Name, Names, Number, Objects, Params, Query, RecordId, RequestId,
     String, Text, Value, without_meta,
 )
 
@@ -88,6 +88,18 @@ def test_an_integer_is_exactly_an_integer_within_its_bounds():
     with pytest.raises(InvalidParams, match="offset must be a non-negative integer"):
         Integer("offset", 0).check(-1, "offset")
     assert Integer("offset", 0).check(10**15, "offset") == 10**15
+
+
+def test_an_integer_without_an_upper_bound_stops_at_the_largest_one_a_record_or_sqlite_holds():
+    """A revision of 10**20 reached SQLite, which cannot bind it, and the tool answered `internal`."""
+    revision = Integer("revision", 1)
+    assert revision.check(INTEGER_MAX, "revision") == INTEGER_MAX == 2**63 - 1
+    with pytest.raises(LimitExceeded) as raised:
+        revision.check(INTEGER_MAX + 1, "revision")
+    assert raised.value.details == {"field": "revision", "limit": INTEGER_MAX, "size": INTEGER_MAX + 1}
+    assert revision.schema() == {"type": "integer", "minimum": 1, "maximum": INTEGER_MAX}
+    with pytest.raises(InvalidParams, match="revision must be a positive integer"):
+        revision.check("1", "revision")
 
 
 def test_numbers_flags_and_choices():

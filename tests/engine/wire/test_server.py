@@ -157,6 +157,18 @@ def test_tool_failures_are_tool_errors_with_a_reason(dispatcher, session):
     assert unknown["error"]["data"]["reason"] == "invalid_params"
 
 
+def test_a_revision_too_large_for_any_record_is_a_tool_error_not_an_internal_one(dispatcher, session):
+    """knowledge_record with revision 10**20 reached SQLite, which cannot bind it: -32603 `internal`."""
+    saved = call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "r1", "type": "person", "title": "Dana"}})["result"]["structuredContent"]
+    for view in ("record", "history"):
+        reply = call(dispatcher, session, "tools/call", {"name": "knowledge_record", "arguments": {
+            "id": saved["id"], "revision": 10**20, **({"view": view} if view == "history" else {})}})
+        assert reply["result"]["isError"] is True, reply
+        assert reply["result"]["structuredContent"]["reason"] in ("limit_exceeded", "invalid_params")
+        assert reply["result"]["structuredContent"]["field"] == "revision"
+
+
 def test_writes_disabled_hides_and_refuses_the_save_tools(engine, dispatcher, session):
     engine.state.config.write_text(json.dumps({"writesEnabled": False}), encoding="utf-8")
     names = {tool["name"] for tool in call(dispatcher, session, "tools/list")["result"]["tools"]}
