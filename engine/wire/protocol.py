@@ -223,8 +223,10 @@ class Dispatcher:
 
     def _tools_call(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
-        arguments = params.get("arguments") or {}
-        if not isinstance(arguments, dict):
+        arguments = params.get("arguments")
+        if arguments is None:  # MCP: a tool without arguments may be called without them
+            arguments = {}
+        elif not isinstance(arguments, dict):  # [], 0, false and "" too: never read as no arguments
             raise InvalidParams("arguments must be an object", field="arguments")
         tool = self.tools.get(name)
         if tool is None:

@@ -169,6 +169,16 @@ def test_a_revision_too_large_for_any_record_is_a_tool_error_not_an_internal_one
         assert reply["result"]["structuredContent"]["field"] == "revision"
 
 
+@pytest.mark.parametrize("arguments", [[], 0, False, "", [{"query": "ops"}]])
+def test_arguments_that_are_not_an_object_are_refused_and_the_tool_never_runs(engine, dispatcher, session, arguments):
+    """`arguments: []`, `0`, `false` or `""` ran the tool as if no arguments were given (a write included)."""
+    reply = call(dispatcher, session, "tools/call", {"name": "knowledge_resume", "arguments": arguments})
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["data"] == {"reason": "invalid_params", "field": "arguments"}
+    assert call(dispatcher, session, "tools/call", {"name": "knowledge_resume", "arguments": None})["result"][
+        "isError"] is False  # absent or null: no arguments, as MCP allows
+
+
 def test_writes_disabled_hides_and_refuses_the_save_tools(engine, dispatcher, session):
     engine.state.config.write_text(json.dumps({"writesEnabled": False}), encoding="utf-8")
     names = {tool["name"] for tool in call(dispatcher, session, "tools/list")["result"]["tools"]}
