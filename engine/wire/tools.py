@@ -17,6 +17,7 @@ from ..store import attachments
 from ..search import knowledge_base
 from ..memory import ontology_views, recall
 from ..access.authority import AgentCaller
+from ..core.errors import InvalidParams
 from ..core.params import NO_PARAMS, Choice, Params
 from ..search.keyword import SEARCH_PARAMS
 from ..store.inputs import PAGE_CALL, REMEMBER_CALL
@@ -55,6 +56,8 @@ def _grep(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str
 def _record(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str, Any]:
     values = RECORD_TOOL_PARAMS.read(args)
     if values["view"] == "history":
+        if values["revision"] is not None:  # every revision is listed: one named beside it is refused, not dropped
+            raise InvalidParams("revision does not apply to the history view", field="revision")
         return engine.history(caller, values["id"])
     return engine.get_record(caller, values["id"], values["revision"])
 

@@ -169,6 +169,17 @@ def test_a_revision_too_large_for_any_record_is_a_tool_error_not_an_internal_one
         assert reply["result"]["structuredContent"]["field"] == "revision"
 
 
+def test_a_revision_with_the_history_view_is_refused_not_ignored(dispatcher, session):
+    """The history view lists every revision; a revision beside it was dropped without a word."""
+    saved = call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "r1", "type": "person", "title": "Dana"}})["result"]["structuredContent"]
+    reply = call(dispatcher, session, "tools/call", {"name": "knowledge_record", "arguments": {
+        "id": saved["id"], "view": "history", "revision": 1}})["result"]
+    assert reply["isError"] is True
+    assert reply["structuredContent"] == {"reason": "invalid_params", "field": "revision",
+                                          "message": "revision does not apply to the history view"}
+
+
 @pytest.mark.parametrize("arguments", [[], 0, False, "", [{"query": "ops"}]])
 def test_arguments_that_are_not_an_object_are_refused_and_the_tool_never_runs(engine, dispatcher, session, arguments):
     """`arguments: []`, `0`, `false` or `""` ran the tool as if no arguments were given (a write included)."""
