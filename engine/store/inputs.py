@@ -134,6 +134,10 @@ def _citation(values: dict[str, Any], raw: dict[str, Any], where: str) -> Eviden
     if (values["excerpt"] is None) == (values["source"] is None):
         raise InvalidParams("a citation gives either an excerpt to retain or an existing source id",
                             field=where.removesuffix("."))
+    for locator in ("lines", "quote"):  # an excerpt is retained whole: a locator beside it would be dropped
+        if values["excerpt"] is not None and values[locator] is not None:
+            raise InvalidParams(f"{locator} locates text in a cited source; an excerpt is retained whole and "
+                                "takes none", field=where + locator)
     return EvidenceInput(values["excerpt"], values["source"], values["lines"], values["quote"])
 
 
@@ -141,8 +145,9 @@ CITATION = Params(
     Text("excerpt", EXCERPT_MAX_CHARS, description="Supporting text to retain as evidence"),
     RecordId("source", description="A retained source's id"),
     Value("lines", _lines, nullable=True,
-          json={"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2}),
-    Text("quote", TEXT_MAX_CHARS),
+          json={"type": "array", "description": "With source only: the cited lines, [first, last]",
+                "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2}),
+    Text("quote", TEXT_MAX_CHARS, description="With source only: text that stands in the cited lines"),
 )
 EVIDENCE = Objects("evidence", CITATION, max_items=LIST_MAX, what="citations", build=_citation, default=())
 ORIGIN = Value("assertionOrigin", _origin, default="user", json={"type": "string", "enum": list(CALLER_ORIGINS)})

@@ -284,3 +284,20 @@ def test_bad_pages_change_nothing(engine, owner, params, error, field):
     assert raised.value.details["field"] == field
     assert vault_snapshot(only_store(engine.state) / "vault") == before
 
+
+
+@pytest.mark.parametrize("locator", [{"lines": [1, 1]}, {"quote": "January"}])
+def test_an_excerpt_takes_no_locator_rather_than_dropping_it(engine, owner, locator):
+    """An excerpt is retained whole, and lines or quote beside it were dropped without a word."""
+    cited = {"excerpt": "We ship in January.", **locator}
+    (name,) = locator
+    with pytest.raises(InvalidParams) as raised:
+        parse_page_input(page(evidence=[cited]))
+    assert raised.value.details["field"] == f"evidence[0].{name}"
+    engine.save_page(owner, page(requestId="seed"))
+    before = vault_snapshot(only_store(engine.state) / "vault")
+    with pytest.raises(InvalidParams) as raised:
+        engine.remember(owner, {"requestId": "r1", "items": [{"text": "Atlas ships.", "claimKind": "fact",
+                                                              "evidence": [cited]}]})
+    assert raised.value.details["field"] == f"items[0].evidence[0].{name}"
+    assert vault_snapshot(only_store(engine.state) / "vault") == before

@@ -51,8 +51,12 @@ def bases_for(tool: str, path: tuple[Any, ...]) -> list[dict[str, Any]]:
     ``from``, a citation's ``quote``), else one holding the object it belongs to."""
     if tool == "search_knowledge":  # the two shapes are separate calls
         return BASES[tool][1:] if path[0] in kb.READ_KEYS else BASES[tool][:1]
-    holding = [base for base in BASES[tool] if _has(base, path)]
-    parent = [base for base in BASES[tool] if _has(base, path[:-2] if path[-1] == "*" else path[:-1])]
+    candidates = BASES[tool]
+    for at, step in enumerate(path):
+        if step in ("lines", "quote"):  # they locate text in a cited source: a citation with an excerpt takes neither
+            candidates = [base for base in candidates if "excerpt" not in (_get(base, path[:at]) or {})]
+    holding = [base for base in candidates if _has(base, path)]
+    parent = [base for base in candidates if _has(base, path[:-2] if path[-1] == "*" else path[:-1])]
     return holding + [base for base in parent if base not in holding]
 
 
