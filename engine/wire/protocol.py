@@ -228,6 +228,8 @@ class Dispatcher:
             arguments = {}
         elif not isinstance(arguments, dict):  # [], 0, false and "" too: never read as no arguments
             raise InvalidParams("arguments must be an object", field="arguments")
+        if not isinstance(name, str):
+            raise InvalidParams("name is required: the name of a tool from tools/list", field="name")
         tool = self.tools.get(name)
         if tool is None:
             raise InvalidParams(f"unknown tool {name!r}", field="name")

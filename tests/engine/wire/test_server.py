@@ -169,6 +169,15 @@ def test_a_revision_too_large_for_any_record_is_a_tool_error_not_an_internal_one
         assert reply["result"]["structuredContent"]["field"] == "revision"
 
 
+@pytest.mark.parametrize("params", [{}, {"name": None}, {"name": 5}, {"name": ["knowledge_grep"]}])
+def test_a_call_without_a_tool_name_says_so(dispatcher, session, params):
+    """A missing or non-string name was answered "unknown tool None" (or 5), as if such a tool were asked for."""
+    reply = call(dispatcher, session, "tools/call", {**params, "arguments": {"query": "ops"}})
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["data"] == {"reason": "invalid_params", "field": "name"}
+    assert reply["error"]["message"] == "name is required: the name of a tool from tools/list"
+
+
 def test_a_revision_with_the_history_view_is_refused_not_ignored(dispatcher, session):
     """The history view lists every revision; a revision beside it was dropped without a word."""
     saved = call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
