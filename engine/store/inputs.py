@@ -149,7 +149,8 @@ CITATION = Params(
                 "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2}),
     Text("quote", TEXT_MAX_CHARS, description="With source only: text that stands in the cited lines"),
 )
-EVIDENCE = Objects("evidence", CITATION, max_items=LIST_MAX, what="citations", build=_citation, default=())
+EVIDENCE = Objects("evidence", CITATION, max_items=LIST_MAX, what="citations", build=_citation, default=(),
+                   description="Citations, each an excerpt to retain or a retained source's id")
 ORIGIN = Value("assertionOrigin", _origin, default="user", json={"type": "string", "enum": list(CALLER_ORIGINS)})
 REQUEST_ID = RequestId("requestId", required=True,
                        description="A fresh id per write; an identical retry returns the original receipt")
@@ -213,19 +214,21 @@ def _item(values: dict[str, Any], raw: dict[str, Any], where: str) -> ClaimItem 
                      subject=values["subject"])
 
 
-_EXCERPT = Text("excerpt", EXCERPT_MAX_CHARS, description="The supporting text from the conversation")
+_EXCERPT = Text("excerpt", EXCERPT_MAX_CHARS, description="The supporting text from the conversation; every item "
+                "gives this or evidence, not both")
 CLAIM_ITEM = Params(
-    Text("text", TEXT_MAX_CHARS, required=True),
+    Text("text", TEXT_MAX_CHARS, required=True, description="A claim: what it says, with claimKind"),
     # The enum is the caller's active ontology's, filled in by tools/list (wire/tools.py, with_claim_kinds).
     Name("claimKind", NAME_MAX_CHARS, required=True),
     _EXCERPT, EVIDENCE, ORIGIN,
     RecordId("replaces", description="The claim this one corrects"),
-    Name("subject", TITLE_MAX_CHARS, blank=True),
+    Name("subject", TITLE_MAX_CHARS, blank=True, description="This claim's page, instead of the call's subject"),
 )
 RELATIONSHIP_ITEM = Params(
-    Name("relation", NAME_MAX_CHARS, required=True, description="Instead of text: a typed relationship"),
-    Name("from", TITLE_MAX_CHARS, required=True),
-    Name("to", TITLE_MAX_CHARS, required=True),
+    Name("relation", NAME_MAX_CHARS, required=True, description="Instead of text and claimKind: a relationship "
+         "type (see knowledge_ontology), with from and to"),
+    Name("from", TITLE_MAX_CHARS, required=True, description="A relationship's first page: id, title or alias"),
+    Name("to", TITLE_MAX_CHARS, required=True, description="A relationship's second page: id, title or alias"),
     _EXCERPT, EVIDENCE, ORIGIN,
 )
 REMEMBER_PARAMS = Params(
