@@ -482,10 +482,16 @@ def cmd_mcp(args: argparse.Namespace, state: StateDir) -> int:
     if args.instance:
         knowledge["instance"] = args.instance
     try:
-        return run_bridge(state, knowledge)
+        status = run_bridge(state, knowledge)
     except BridgeError as exc:
         print(f"knowledge mcp: {exc}", file=sys.stderr)
         return 1
+    # When the engine went away first, the bridge's reader thread is still blocked on the client's stdin,
+    # holding its lock, and a normal interpreter exit would wait for that lock and abort (SIGABRT, "Fatal
+    # Python error"). Every answer is written and flushed; nothing else is left to clean up.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _read_token(args: argparse.Namespace, state: StateDir) -> str:

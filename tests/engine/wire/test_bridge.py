@@ -138,6 +138,34 @@ def test_a_line_that_is_not_initialize_passes_untouched(knowledge):
     assert with_credentials(line, knowledge) == line
 
 
+def test_the_bridge_exits_cleanly_when_the_engine_goes_away_under_an_open_client(engine, state_dir, knowledge):
+    """With the client's stdin still open, the bridge aborted at exit ("Fatal Python error: could not acquire
+    lock for <stdin>", SIGABRT): its reader thread held stdin's lock while the interpreter shut down."""
+    running = EngineServer(engine, port=0, socket_path=state_dir.root / "engine.sock", workers=2)
+    running.start()
+    state_dir.write_engine_info({"pid": os.getpid(), **running.info()})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KNOWLEDGE_TOKEN": knowledge["token"]}
+    bridge = subprocess.Popen([sys.executable, "-m", "engine.cli", "--state-dir", str(state_dir.root), "mcp",
+                               "--agent", "main"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    try:
+        bridge.stdin.write(message("initialize", {"protocolVersion": "2025-11-25"}, request_id=1))
+        bridge.stdin.flush()
+        assert json.loads(bridge.stdout.readline())["result"]["serverInfo"]["name"] == "knowledge-desk"
+        running.stop()  # the engine stops (or restarts) while the client still holds the session
+        running = None
+        assert bridge.stdout.readline() == b""
+        assert bridge.wait(30) == 0
+        assert b"Fatal Python error" not in bridge.stderr.read()
+    finally:
+        if running is not None:
+            running.stop()
+        bridge.kill()
+        bridge.wait()
+        for stream in (bridge.stdin, bridge.stdout, bridge.stderr):
+            stream.close()
+
+
 # --- the official MCP client through `knowledge mcp` -------------------------------------------------------
 
 
