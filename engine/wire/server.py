@@ -5,7 +5,10 @@ only moves bytes: each request is handed to a worker pool where the engine
 does the work (authorizing, then queueing on the store's lane), so one slow
 store or one slow client never stalls the others.  A short ``ping`` is the
 exception: the loop answers it at once, so a liveness probe never waits for
-a worker while every worker waits on a busy lane.
+a worker while every worker waits on a busy lane.  A connection's requests
+are handled one at a time, in order, and while one is, the loop reads the
+next line: a ping there is answered at once too (a stdio client's traffic
+all shares one connection), anything else waits its turn.
 
 The loop frames lines itself, straight off the socket, and never holds more
 of a line than the connection may send, so what a client sends cannot grow
@@ -209,20 +212,43 @@ class EngineServer:
         bounds = self.bounds
         session = Session()
         pushing: asyncio.Task | None = None
+        # The request being handled. Requests are handled one at a time, in order; meanwhile the next line is
+        # read, so that a ping (all a stdio client's traffic shares this connection) is answered at once.
+        handling: asyncio.Task | None = None
         deadline = loop.time() + bounds.initialize_timeout_s
         try:
             connection = await self._open(conn)
         except OSError:  # reset before it could be served
             conn.close()
             return
+
+        async def answer(line: bytes) -> None:
+            nonlocal pushing
+            reply = await self._dispatch(session, line)
+            if reply is not None:
+                await connection.write(encode(reply), bounds.idle_timeout_s)
+            if session.changes is not None and pushing is None:  # operator/subscribe just answered
+                pushing = asyncio.create_task(self._push_changes(connection, session.changes))
+
+        async def finish_handling() -> None:
+            nonlocal handling
+            if handling is not None:
+                task, handling = handling, None
+                await task
+
         try:
             while True:
+                if handling is not None and (handling.done() or not session.authenticated):
+                    await finish_handling()  # nothing is read ahead of initialize: the limits depend on it
                 authenticated = session.authenticated
                 connection.limit = bounds.max_message_bytes if authenticated else bounds.unauthenticated_message_bytes
                 try:
                     async with asyncio.timeout(bounds.idle_timeout_s if authenticated else deadline - loop.time()):
                         line = await connection.next_line()
                 except TimeoutError:
+                    if handling is not None:  # a long call, not an idle client: its answer, then time it again
+                        await finish_handling()
+                        continue
                     # An idle connection is closed without a message: a client that reads later sees the
                     # end of the stream (and reconnects), not a stale error in place of its reply.
                     if not authenticated:
@@ -231,6 +257,7 @@ class EngineServer:
                             bounds.initialize_timeout_s), bounds.unauthenticated_message_bytes, bounds.linger_s)
                     return
                 except LineTooLong as exc:
+                    await finish_handling()  # the call before it is answered first
                     # An initialized client gets the rest of its line drained (one bug, not an attack);
                     # a connection without a token only as much again as it could have sent.
                     limit = connection.limit
@@ -241,17 +268,22 @@ class EngineServer:
                         bounds.linger_s)
                     return
                 if line is None:
+                    await finish_handling()
                     return
                 if not line.strip():
                     continue
-                reply = await self._dispatch(session, line)
-                if reply is not None:
-                    await connection.write(encode(reply), bounds.idle_timeout_s)
-                if session.changes is not None and pushing is None:  # operator/subscribe just answered
-                    pushing = asyncio.create_task(self._push_changes(connection, session.changes))
+                if handling is not None and self.dispatcher.answers_at_once(line):
+                    reply = self.dispatcher.handle(session, line)  # a ping, while a call is being handled
+                    if reply is not None:
+                        await connection.write(encode(reply), bounds.idle_timeout_s)
+                    continue
+                await finish_handling()
+                handling = asyncio.create_task(answer(line))
         except OSError:
             pass  # reset, broken pipe, or a reply the client would not take in time (TimeoutError)
         finally:
+            if handling is not None:
+                handling.cancel()
             if pushing is not None:
                 pushing.cancel()
             if session.changes is not None:

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -373,6 +374,38 @@ def test_ping_is_answered_while_every_worker_is_busy(engine, state_dir):
         assert json.loads(busy.file.readline())["result"] == {"held": True}
         busy.close()
         prober.close()
+        running.stop()
+
+
+def test_ping_is_answered_while_the_same_connection_waits_on_a_call(engine, state_dir):
+    """A stdio MCP client has one connection: its ping waited until its own long call was answered, so a host
+    probing liveness during a slow call saw no answer. Requests still run one at a time, in order."""
+    running = EngineServer(engine, port=0, workers=2)
+    release = threading.Event()
+    order: list[str] = []
+    running.dispatcher.register("test/hold", lambda session, params: {"held": release.wait(30)})
+    running.dispatcher.register("test/after", lambda session, params: order.append("after") or {})
+    running.start()
+    client = Client.tcp(running)
+    try:
+        client.request("initialize", init_params(engine.add_agent("main", owner=True)))
+        client.file.write(message("test/hold", request_id=1))
+        client.file.flush()
+        client.sock.settimeout(5)
+        assert client.request("ping", request_id=2) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        client.file.write(message("test/after", request_id=3) + message("ping", request_id=4))
+        client.file.flush()
+        time.sleep(0.2)
+        assert order == []  # the next request waits for the one before it
+        release.set()
+        replies = {reply["id"]: reply for reply in (json.loads(client.file.readline()) for _ in range(3))}
+        assert list(replies)[0] == 1 and replies[1]["result"] == {"held": True}
+        assert replies[3]["result"] == {} and replies[4]["result"] == {} and order == ["after"]
+    except socket.timeout:
+        pytest.fail("a ping waited behind its own connection's call")
+    finally:
+        release.set()
+        client.close()
         running.stop()
 
 
