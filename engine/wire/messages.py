@@ -107,13 +107,24 @@ def parse_request(data: bytes) -> Request:
 
 def method_of(data: bytes) -> Any:
     """The ``method`` of a line that decodes to a JSON object, whatever else is wrong with it; else None."""
+    message = _object_in(data)
+    return message.get("method") if message is not None else None
+
+
+def is_notification(data: bytes) -> bool:
+    """Whether a line decodes to a JSON object with a string ``method`` and no ``id`` (nothing is answered)."""
+    message = _object_in(data)
+    return message is not None and "id" not in message and isinstance(message.get("method"), str)
+
+
+def _object_in(data: bytes) -> dict[str, Any] | None:
     if nesting_exceeds(data, MAX_NESTING):
         return None
     try:
         message = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except ValueError:  # UnicodeDecodeError and JSONDecodeError included
         return None
-    return message.get("method") if isinstance(message, dict) else None
+    return message if isinstance(message, dict) else None
 
 
 def nesting_exceeds(data: bytes, limit: int) -> bool:

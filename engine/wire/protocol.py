@@ -29,7 +29,7 @@ from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
 from .tools import ToolRegistry, tool_result
-from .messages import MalformedMessage, method_of, parse_request
+from .messages import MalformedMessage, is_notification, method_of, parse_request
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
     from ..service import Engine
@@ -122,12 +122,15 @@ class Dispatcher:
 
     @staticmethod
     def answers_at_once(data: bytes) -> bool:
-        """Whether ``data`` is a short ``ping``: it needs no engine work, so the socket's event loop
-        answers it itself (with ``handle``) instead of queueing it behind busy workers, and a liveness
-        probe stays fast however loaded the stores are."""
-        if len(data) > IMMEDIATE_MAX_BYTES or b'"ping"' not in data:
+        """Whether ``data`` is a short ``ping`` or a short notification: neither needs engine work, so the
+        socket's event loop handles it itself (with ``handle``) instead of queueing it behind busy workers
+        or the connection's own call in progress, and a liveness probe stays fast however loaded the
+        stores are."""
+        if len(data) > IMMEDIATE_MAX_BYTES:
             return False
-        return method_of(data) == "ping"  # a malformed ping's error is as cheap to answer here
+        if b'"ping"' in data and method_of(data) == "ping":  # a malformed ping's error is as cheap to answer here
+            return True
+        return b'"id"' not in data and is_notification(data)  # notifications/cancelled, initialized ...
 
     def handle(self, session: Session, data: bytes) -> dict[str, Any] | None:
         """One message in, at most one response out; a malformed one gets an error naming the problem."""

@@ -6,9 +6,10 @@ does the work (authorizing, then queueing on the store's lane), so one slow
 store or one slow client never stalls the others.  A short ``ping`` is the
 exception: the loop answers it at once, so a liveness probe never waits for
 a worker while every worker waits on a busy lane.  A connection's requests
-are handled one at a time, in order, and while one is, the loop reads the
-next line: a ping there is answered at once too (a stdio client's traffic
-all shares one connection), anything else waits its turn.
+are handled one at a time, in order, and while one is, the loop looks at
+the next line: a ping or a notification there is handled at once too (a
+stdio client's traffic all shares one connection), anything else waits its
+turn in the buffer, so a connection holds no more than its line limit.
 
 The loop frames lines itself, straight off the socket, and never holds more
 of a line than the connection may send, so what a client sends cannot grow
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..operator.methods import ensure_operator_token
 from ..core.changes import Subscription
-from .protocol import ERROR_CODES, Dispatcher, Session, changed_notification, error_response
+from .protocol import ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session, changed_notification, error_response
 from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, request_id_in
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -244,7 +245,10 @@ class EngineServer:
                 connection.limit = bounds.max_message_bytes if authenticated else bounds.unauthenticated_message_bytes
                 try:
                     async with asyncio.timeout(bounds.idle_timeout_s if authenticated else deadline - loop.time()):
-                        line = await connection.next_line()
+                        if handling is not None:
+                            await connection.wait_for_line()  # looked at below, and left in the buffer
+                        else:
+                            line = await connection.next_line()
                 except TimeoutError:
                     if handling is not None:  # a long call, not an idle client: its answer, then time it again
                         await finish_handling()
@@ -267,17 +271,22 @@ class EngineServer:
                         f"of up to {bounds.max_message_bytes} bytes are accepted after)"), limit), limit,
                         bounds.linger_s)
                     return
+                if handling is not None:
+                    # A ping (or a notification) is answered now; anything else waits in the buffer for its turn,
+                    # so the connection holds no more than it did without reading ahead.
+                    short = connection.first_line(IMMEDIATE_MAX_BYTES)
+                    if short is not None and self.dispatcher.answers_at_once(short):
+                        await connection.next_line()  # the very line: taken off the buffer
+                        reply = self.dispatcher.handle(session, short)
+                        if reply is not None:
+                            await connection.write(encode(reply), bounds.idle_timeout_s)
+                    else:
+                        await finish_handling()
+                    continue
                 if line is None:
-                    await finish_handling()
                     return
                 if not line.strip():
                     continue
-                if handling is not None and self.dispatcher.answers_at_once(line):
-                    reply = self.dispatcher.handle(session, line)  # a ping, while a call is being handled
-                    if reply is not None:
-                        await connection.write(encode(reply), bounds.idle_timeout_s)
-                    continue
-                await finish_handling()
                 handling = asyncio.create_task(answer(line))
         except OSError:
             pass  # reset, broken pipe, or a reply the client would not take in time (TimeoutError)
@@ -455,6 +464,21 @@ class _Connection(asyncio.BufferedProtocol):
                     await self._wait()
         except (OSError, RuntimeError):  # TimeoutError included: the linger is over; RuntimeError: closed
             pass
+
+    async def wait_for_line(self) -> None:
+        """Until a whole line is buffered, the stream has ended or the buffer holds more than the limit (the
+        next ``next_line`` then answers at once); takes nothing off the buffer."""
+        while True:
+            if self._buffer.find(b"\n", self._scanned) >= 0 or self._ended or len(self._buffer) > self.limit:
+                return
+            self._scanned = len(self._buffer)
+            self._resume()
+            await self._wait()
+
+    def first_line(self, max_bytes: int) -> bytes | None:
+        """The buffered line, newline included, when it is whole and at most ``max_bytes``; else None."""
+        end = self._buffer.find(b"\n", 0, max_bytes)
+        return bytes(self._buffer[:end + 1]) if end >= 0 else None
 
     def abort(self) -> None:
         """Close now; a reply still unsent is dropped (the peer was given its time to read)."""

@@ -392,6 +392,7 @@ def test_ping_is_answered_while_the_same_connection_waits_on_a_call(engine, stat
         client.file.write(message("test/hold", request_id=1))
         client.file.flush()
         client.sock.settimeout(5)
+        client.file.write(message("notifications/cancelled", {"requestId": 1}, request_id=None))
         assert client.request("ping", request_id=2) == {"jsonrpc": "2.0", "id": 2, "result": {}}
         client.file.write(message("test/after", request_id=3) + message("ping", request_id=4))
         client.file.flush()
@@ -405,6 +406,28 @@ def test_ping_is_answered_while_the_same_connection_waits_on_a_call(engine, stat
         pytest.fail("a ping waited behind its own connection's call")
     finally:
         release.set()
+        client.close()
+        running.stop()
+
+
+def test_a_client_that_sends_all_its_requests_before_reading_gets_every_answer_in_order(engine, state_dir):
+    """While a call is handled the next line stays in the connection's buffer, which takes up to the message
+    limit as before: a client writing far more than the kernel buffers hold before it reads is not stalled."""
+    running = EngineServer(engine, port=0, socket_path=state_dir.root / "engine.sock", workers=2)
+    running.dispatcher.register("test/echo", lambda session, params: {"n": params["n"], "pad": "r" * 20_000})
+    running.start()
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # smaller kernel buffers than TCP on loopback
+    unix.connect(str(state_dir.root / "engine.sock"))
+    client = Client(unix)
+    try:
+        client.request("initialize", init_params(engine.add_agent("main", owner=True)))
+        client.sock.settimeout(10)
+        batch = b"".join(message("test/echo", {"n": n, "pad": "q" * 15_000}, request_id=n) for n in range(400))
+        client.sock.sendall(batch)  # 6 MB, before reading any answer
+        assert [json.loads(client.file.readline())["result"]["n"] for _ in range(400)] == list(range(400))
+    except socket.timeout:
+        pytest.fail("the client and the engine stalled on each other")
+    finally:
         client.close()
         running.stop()
 
