@@ -267,7 +267,8 @@ class Authorizer:
     def _partition_for(self, agent: Agent, audience: Audience) -> tuple[str, bool, str | None]:
         if audience.kind == OWNER_PRIVATE:
             if not agent.owner:
-                raise Denied("this credential has no owner authority")
+                raise Denied(f"this credential has no owner authority; speak for a conversation instead (audience "
+                             f"kind conversation: `knowledge agents config {agent.name}` prints such a configuration)")
             return PRIVATE_SCOPE, True, None
         grant = self.registry.grant(agent.name, audience.session_key or "")
         if grant is None:

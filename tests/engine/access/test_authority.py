@@ -27,6 +27,8 @@ def test_owner_private_needs_owner_authority(engine, owner, helper_token):
     with pytest.raises(Denied) as raised:
         engine.save_page(AgentCaller(helper_token, {"kind": "owner-private"}), page("b", "Sneaky"))
     assert "owner authority" in raised.value.message
+    # `knowledge mcp --agent helper` speaks owner-private unless told otherwise: the refusal says what to use.
+    assert "knowledge agents config helper" in raised.value.message and "conversation" in raised.value.message
 
 
 def test_conversations_get_their_own_partitions(engine, owner, state_dir):
