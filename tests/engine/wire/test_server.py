@@ -292,6 +292,15 @@ def _non_loopback_address() -> str | None:
     return None if address.startswith("127.") or address == "0.0.0.0" else address
 
 
+def test_stopping_twice_is_stopping_once(engine, state_dir):
+    """A second stop (a shutdown path and a test's cleanup, say) raised "Event loop is closed"."""
+    running = EngineServer(engine, port=0, socket_path=state_dir.root / "engine.sock", workers=1)
+    running.start()
+    running.stop()
+    running.stop()
+    assert not (state_dir.root / "engine.sock").exists()
+
+
 def test_nothing_listens_beyond_loopback(server):
     """Every listening socket is bound to 127.0.0.1 (or the private POSIX socket), so the machine's
     other addresses refuse connections to the engine's port."""
