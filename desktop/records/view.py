@@ -57,6 +57,8 @@ TYPE_COLUMNS = [
     Column("Records", lambda r: r.get("count"), align_right=True),
 ]
 
+RECORD_PAGE_MIN_WIDTH = 380  # px: a record's title, its two buttons and the tabs' names read whole
+
 
 class RecordsView(QWidget):
     title = "Records"
@@ -127,6 +129,9 @@ class RecordsView(QWidget):
         splitter.addWidget(left)
         splitter.addWidget(self.page)
         splitter.setStretchFactor(1, 2)
+        # In a narrow window the lists give way before the page: below this its header wraps letter by letter.
+        self.page.setMinimumWidth(RECORD_PAGE_MIN_WIDTH)
+        splitter.setCollapsible(1, False)
         splitter.setSizes([600, 680])  # room for the lists' columns beside their titles
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)

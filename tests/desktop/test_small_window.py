@@ -1,0 +1,59 @@
+"""The window on a small screen: it fits 1024x640 whatever view is shown, and what it shows there reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from desktop.common.models import RowsModel
+from desktop.common.widgets import table
+from desktop.gate.journal_panel import JOURNAL_COLUMNS
+from tests.desktop.conftest import wait_for_signal
+
+SMALL = (1024, 640)
+
+
+@pytest.fixture
+def window(connected_window):
+    return connected_window
+
+
+def test_the_window_shrinks_to_1024_by_640_on_every_view(qtbot, window) -> None:
+    wait_for_signal(qtbot, window.models_view.sig_content_loaded, lambda: window.show_view(7))
+    for number in range(len(window.views)):
+        window.show_view(number)
+    window.resize(*SMALL)
+    qtbot.waitUntil(lambda: window.width() <= SMALL[0], timeout=5_000)
+    hint = window.minimumSizeHint()
+    assert hint.width() <= SMALL[0] and hint.height() <= SMALL[1], hint
+    too_wide = {view.title: view.minimumSizeHint().width() for view in window.views
+                if view.minimumSizeHint().width() > window.stack.width()}
+    assert too_wide == {}
+
+
+def test_a_record_page_keeps_its_room_beside_the_lists_in_a_small_window(qtbot, window) -> None:
+    window.resize(*SMALL)
+    records = window.records_view
+    wait_for_signal(qtbot, records.recent_model.sig_page_loaded, lambda: window.show_view(1))
+    dana = next(r["id"] for r in records.recent_model.rows() if r["title"] == "Dana Whitaker")
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(dana))
+    qtbot.waitUntil(lambda: window.width() <= SMALL[0], timeout=5_000)
+    assert records.page.width() >= 360
+    header = records.page.header
+    assert header.document().idealWidth() <= header.viewport().width()  # the title is not wrapped letter by letter
+    assert records.recent_table.width() > 250  # the lists keep enough for their titles
+
+
+def test_the_journal_gives_its_spare_width_to_the_message(qtbot) -> None:
+    model = RowsModel(JOURNAL_COLUMNS)
+    view = table(model)
+    qtbot.addWidget(view)
+    view.resize(700, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    model.set_rows([{"id": f"gt_{n}", "at": "2026-12-02T01:01:42Z", "message": "How is the Atlas migration going "
+                     "and who at Northwind works on it this week?", "needed": None, "pages": [], "decisions": []}
+                    for n in range(3)])
+    message = [column.title for column in JOURNAL_COLUMNS].index("Message")
+    header = view.horizontalHeader()
+    qtbot.waitUntil(lambda: header.sectionSize(message) > 250, timeout=5_000)
+    assert all(header.sectionSize(message) > header.sectionSize(c) for c in range(model.columnCount()) if c != message)
