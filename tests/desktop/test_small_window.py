@@ -57,3 +57,32 @@ def test_the_journal_gives_its_spare_width_to_the_message(qtbot) -> None:
     header = view.horizontalHeader()
     qtbot.waitUntil(lambda: header.sectionSize(message) > 250, timeout=5_000)
     assert all(header.sectionSize(message) > header.sectionSize(c) for c in range(model.columnCount()) if c != message)
+
+
+def test_a_narrow_chart_wraps_its_title_and_key_instead_of_pushing_the_plot_out_of_view(qtbot) -> None:
+    from desktop.common.charts import Chart, Series
+    from desktop.common.models import Column
+
+    model = RowsModel([Column("x", lambda r: r["x"]), Column("a", lambda r: r["a"]), Column("b", lambda r: r["b"]),
+                       Column("c", lambda r: r["c"])])
+    chart = Chart(model, 0, [Series(1, "precision"), Series(2, "recall"), Series(3, "F1")], kind="lines",
+                  title="On the labelled turns", x_title="highThreshold", y_max=1.0)
+    qtbot.addWidget(chart)
+    chart.resize(300, 220)
+    chart.show()
+    qtbot.waitExposed(chart)
+    model.set_rows([{"x": n / 10, "a": 0.5, "b": 0.6, "c": 0.55} for n in range(1, 10)])
+    plot = chart.ensure_plot()
+    box = plot.getPlotItem().getViewBox()
+    qtbot.waitUntil(lambda: plot.viewport().width() >= 290, timeout=5_000)
+
+    def inside() -> bool:
+        right = plot.mapFromScene(box.sceneBoundingRect().topRight()).x()
+        below = plot.getPlotItem().geometry().bottom()  # the x axis and its title, under the data
+        return 0 < right <= plot.viewport().width() and below <= plot.viewport().height() + 1
+
+    qtbot.waitUntil(inside, timeout=5_000)  # the whole 0..1 axis is in view, not cut at the widget's edge
+    title = plot.getPlotItem().titleLabel
+    assert title.item.boundingRect().width() <= plot.viewport().width(), "the key is wrapped, not cut off"
+    chart.resize(900, 220)
+    qtbot.waitUntil(lambda: title.item.boundingRect().height() < 30, timeout=5_000)  # one line again when it fits
