@@ -257,3 +257,23 @@ def test_a_killed_engine_process_is_lost_at_once_and_the_next_one_started_is_att
         for handle in started:
             launcher.stop_engine(handle)
             os.waitpid(handle.started_pid, 0)
+
+
+def test_a_view_first_shown_while_the_engine_is_gone_says_so_not_that_it_is_empty(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    with qtbot.waitSignal(window.watch.sig_engine_lost, timeout=10_000):
+        served_again.stop()
+    health, approvals = window.health_view, window.approvals_view
+    window.show_view(window.views.index(health))
+    qtbot.waitUntil(lambda: health.findings_table.shown_empty_text().startswith("Not checked: "), timeout=10_000)
+    assert "engine" in health.findings_table.shown_empty_text()
+    window.show_view(window.views.index(approvals))
+    qtbot.waitUntil(lambda: approvals.table.shown_empty_text().startswith("Not loaded: "), timeout=10_000)
+
+    with qtbot.waitSignal(window.sig_engine_connected, timeout=15_000):
+        served_again.start()  # the window attaches to it and reloads every view shown
+    qtbot.waitUntil(lambda: approvals.model.rowCount() == 1, timeout=10_000)
+    window.show_view(window.views.index(health))
+    qtbot.waitUntil(lambda: health.findings_table.shown_empty_text().startswith("No validation findings"),
+                    timeout=10_000)

@@ -1,4 +1,5 @@
-"""The window on a small screen: it fits 1024x640 whatever view is shown, and what it shows there reads."""
+"""The window on a small screen: it fits 1024x640 whatever view is shown, and what it shows there reads
+(a record page beside the lists, the gate journal's messages, charts whole)."""
 
 from __future__ import annotations
 
