@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from desktop.approvals.view import APPROVAL_COLUMNS
 from desktop.common.models import RowsModel
 from desktop.common.widgets import table
 from desktop.gate.journal_panel import JOURNAL_COLUMNS
+from desktop.gate.log_panel import LOG_COLUMNS
 from tests.desktop.conftest import wait_for_signal
 
 SMALL = (1024, 640)
@@ -87,3 +89,20 @@ def test_a_narrow_chart_wraps_its_title_and_key_instead_of_pushing_the_plot_out_
     assert title.item.boundingRect().width() <= plot.viewport().width(), "the key is wrapped, not cut off"
     chart.resize(900, 220)
     qtbot.waitUntil(lambda: title.item.boundingRect().height() < 30, timeout=5_000)  # one line again when it fits
+
+
+@pytest.mark.parametrize("made, text", [(APPROVAL_COLUMNS, "Summary"), (LOG_COLUMNS, "Outcome")])
+def test_a_wide_window_gives_its_spare_width_to_the_text_not_to_a_timestamp(qtbot, made, text) -> None:
+    model = RowsModel(made)
+    view = table(model)
+    qtbot.addWidget(view)
+    view.resize(1400, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    model.set_rows([{"title": "Dana prefers the Atlas status notes weekly, on Fridays, says the owner",
+                     "summary": "Dana wants the Atlas status notes weekly, on Fridays, never on Mondays, in writing",
+                     "approvedAt": "2026-12-02T01:36:27Z", "at": "2026-12-02T01:36:27Z", "mode": "shadow",
+                     "outcome": "injected", "decisions": []}])
+    column = [c.title for c in made].index(text)
+    header = view.horizontalHeader()
+    qtbot.waitUntil(lambda: header.sectionSize(column) > 400, timeout=5_000)
