@@ -270,10 +270,16 @@ def test_a_view_first_shown_while_the_engine_is_gone_says_so_not_that_it_is_empt
     assert "engine" in health.findings_table.shown_empty_text()
     window.show_view(window.views.index(approvals))
     qtbot.waitUntil(lambda: approvals.table.shown_empty_text().startswith("Not loaded: "), timeout=10_000)
+    vocabulary = window.vocabulary_view
+    window.show_view(window.views.index(vocabulary))
+    qtbot.waitUntil(lambda: vocabulary.definitions_table.shown_empty_text().startswith("Not loaded: "),
+                    timeout=10_000)
 
     with qtbot.waitSignal(window.sig_engine_connected, timeout=15_000):
         served_again.start()  # the window attaches to it and reloads every view shown
     qtbot.waitUntil(lambda: approvals.model.rowCount() == 1, timeout=10_000)
+    window.show_view(window.views.index(vocabulary))
+    qtbot.waitUntil(lambda: vocabulary.definitions_model.rowCount() > 0, timeout=10_000)
     window.show_view(window.views.index(health))
     qtbot.waitUntil(lambda: health.findings_table.shown_empty_text().startswith("No validation findings"),
                     timeout=10_000)
