@@ -1,8 +1,9 @@
 """``knowledge desktop``: the QApplication and the window.
 
-The application keeps Qt's platform style; its palette follows the system's
-light or dark colour scheme, or the theme chosen in View › Theme
-(``desktop/theme.py``).
+The application keeps Qt's platform style (Fusion, where the desktop has
+no Qt theme, with indicator frames that read on a dark palette:
+``desktop/style.py``); its palette follows the system's light or dark colour
+scheme, or the theme chosen in View › Theme (``desktop/theme.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from engine.state.statedir import StateDir
 
 from .links import InstanceServer, send_to_running
 from .main_window import MainWindow
+from .style import install as install_style
 from .tasks import EngineTasks
 
 APP_NAME = "Knowledge Desk"
@@ -27,6 +29,7 @@ def application(argv: list[str] | None = None) -> QApplication:
         app = QApplication(argv if argv is not None else [sys.argv[0]])
     app.setApplicationName(APP_NAME)
     app.setDesktopFileName("knowledge-desk")
+    install_style(app)
     return app
 
 

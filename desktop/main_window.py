@@ -284,6 +284,17 @@ class MainWindow(QMainWindow):
             "Edit", "Copy &link to this record", copy_record_link, "Ctrl+Shift+L",
             tip="The record's knowledge:// link, which agents cite")
 
+        def show_connections() -> None:
+            page = self.records_view.page
+            if page.record is None or self.current_view() is not self.records_view:
+                self.messages.show_info("Open a record in Records (Ctrl+2) first to see its connections.")
+                return
+            page.graph_button.click()
+
+        self.connections_action = self.menus.action(
+            "View", "Show &connections", show_connections, "Ctrl+Shift+G", separator_before=True,
+            tip="A graph of the record shown, its relationships and the records it links to")
+
     def open_link(self, url: str | None) -> None:
         """Come forward, at the record a ``knowledge://record/...`` link names when one is given."""
         if url is None:

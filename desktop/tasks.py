@@ -19,6 +19,7 @@ import shiboken6
 from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.core.errors import KnowledgeError
+from engine.wire.operator_client import UNREACHABLE
 
 from .client import EngineError, OperatorClient
 
@@ -27,6 +28,11 @@ THREAD_PREFIX = "desktop-engine"
 
 Callback = Callable[[Any], None]
 ErrorCallback = Callable[[str], None]
+
+
+class Unreachable(str):
+    """The message of a request that reached no engine (none running, or the connection broke): a view that
+    could not load says so, rather than what it says when the engine answers that there is nothing."""
 
 
 def readable(exc: BaseException) -> str:
@@ -110,6 +116,8 @@ class EngineTasks(QObject):
             return  # the view that asked is gone
         if isinstance(outcome, BaseException):
             message = readable(outcome)
+            if isinstance(outcome, OSError) or getattr(outcome, "reason", None) == UNREACHABLE:
+                message = Unreachable(message)
             if on_error is not None:
                 on_error(message)
             else:

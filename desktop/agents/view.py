@@ -101,10 +101,13 @@ class AgentsView(QWidget):
         for button in (self.add_button, self.share_button, self.shared_button, self.own_button):
             actions.addWidget(button)
         actions.addStretch(1)
-        actions.addWidget(self.writes_check)
+        title = QHBoxLayout()  # the switch beside the heading, so the buttons' row fits a narrow window
+        title.addWidget(heading("Agents"))
+        title.addStretch(1)
+        title.addWidget(self.writes_check)
         top, bottom = QWidget(), QWidget()
         top_layout, bottom_layout = QVBoxLayout(top), QVBoxLayout(bottom)
-        top_layout.addWidget(heading("Agents"))
+        top_layout.addLayout(title)
         top_layout.addWidget(self.agents_table)
         top_layout.addLayout(actions)
         bottom_layout.addWidget(heading("Every known store"))

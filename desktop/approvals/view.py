@@ -20,7 +20,7 @@ PAGE_SIZE = 100
 
 APPROVAL_COLUMNS = [
     Column("Record", lambda a: a.get("title") or a.get("id")),
-    Column("Summary", lambda a: a.get("summary")),
+    Column("Summary", lambda a: a.get("summary"), stretch=True),
     Column("Triggers", lambda a: a.get("triggers") or "-"),
     Column("Importance", lambda a: a.get("importance"), align_right=True),
     Column("Projects", lambda a: a.get("projects") or "-"),

@@ -27,12 +27,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from PySide6.QtCore import QAbstractItemModel, QEvent, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QMouseEvent, QPalette, QShowEvent
+from PySide6.QtGui import QColor, QMouseEvent, QPalette, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from .models import VALUE_ROLE
 
 X_PAD = 0.02   # room for the 0.0 and 1.0 tick labels
+TITLE_ROW_PX = 30.0     # the title line's height in pyqtgraph (one line)
+TITLE_MARGIN_PX = 16.0  # the plot's margins around the title, which sits beside the y axis
 DASHES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
 Row = tuple[float, "float | None", "list[float | None]"]
 
@@ -113,6 +115,11 @@ def _plot_class() -> Any:
                 QToolTip.showText(event.globalPosition().toPoint(), text, self)
             else:
                 QToolTip.hideText()
+
+        def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+            if getattr(self, "chart", None) is not None and self.chart.plot is self:
+                self.chart.fit_title(event.size().width())  # before the plot item takes the new size
+            super().resizeEvent(event)
 
         def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
             super().changeEvent(event)
@@ -317,8 +324,31 @@ class Chart(QWidget):
         for number, (serie, colour) in enumerate(zip(self.series, series_colours(palette, len(self.series)))):
             mark = "■" if self.kind != "lines" else ("━━", "╍╍", "┅┅", "━╍")[number % len(DASHES)]
             keys.append(f'<span style="color:{colour.name()}">{mark}</span>&nbsp;{html.escape(serie.label)}')
+        # A space after the gaps: where the chart is narrow, the key wraps there (fit_title), between its entries.
         return (f'<span style="color:{text}">{html.escape(self.title)}'
-                f'{"&nbsp;&nbsp;&nbsp;" if keys else ""}{"&nbsp;&nbsp;".join(keys)}</span>')
+                f'{"&nbsp;&nbsp; " if keys else ""}{"&nbsp; ".join(keys)}</span>')
+
+    def fit_title(self, width: float | None = None) -> None:
+        """Wrap the title line to the plot's width when it is wider (one line again when it fits).
+
+        pyqtgraph keeps a title's natural width as the plot's minimum, so a title and key wider than a
+        narrow chart would push the axes and the data past the widget's edge, where they are cut off.
+        """
+        if self.plot is None:
+            return
+        item = self.plot.getPlotItem()
+        label, text = item.titleLabel, item.titleLabel.item
+        room = max(80.0, (self.plot.width() if width is None else width) - item.getAxis("left").width()
+                   - TITLE_MARGIN_PX)
+        before = text.textWidth()
+        text.setTextWidth(-1)
+        wrap = room if text.boundingRect().width() > room else -1.0
+        text.setTextWidth(wrap)
+        height = max(TITLE_ROW_PX, text.boundingRect().height())
+        if wrap != before or label.maximumHeight() != height:
+            label.setMaximumHeight(height)
+            item.layout.setRowFixedHeight(0, height)
+            label.updateMin()
 
     def _draw_lines(self, rows: list[Row], colours: list[QColor]) -> None:
         pg = _pg()
@@ -366,6 +396,7 @@ class Chart(QWidget):
         self.plot.setBackground(palette.color(QPalette.ColorRole.Base))
         item = self.plot.getPlotItem()
         item.setTitle(self.legend_html(), justify="left")
+        self.fit_title()
         for name, label in (("bottom", self.x_title), ("left", self.y_title)):
             axis = item.getAxis(name)
             axis.setPen(muted)

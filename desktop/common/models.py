@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 
+from ..tasks import Unreachable
+
 Row = dict[str, Any]
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the engine dict behind a row
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 2  # a cell's value unformatted (numbers for the charts)
@@ -123,12 +125,13 @@ class PagedModel(RowsModel):
         self._loading = False
         self._generation = 0
         self.total: int | None = None
+        self.failure: str | None = None  # why no engine answered for the last page (until the list starts over)
 
     def set_source(self, source: PageSource | None) -> None:
         """Drop every row and start over from ``source`` (the first page is fetched at once)."""
         self._generation += 1
         self.beginResetModel()
-        self._rows, self._source, self._next, self.total = [], source, None, None
+        self._rows, self._source, self._next, self.total, self.failure = [], source, None, None, None
         self._exhausted, self._loading = source is None, False
         self.endResetModel()
         if source is not None:
@@ -177,4 +180,5 @@ class PagedModel(RowsModel):
             return
         self._loading = False
         self._exhausted = True
+        self.failure = message if isinstance(message, Unreachable) else None  # else the engine said why: empty
         self.sig_load_failed.emit(message)

@@ -188,7 +188,9 @@ class DeskTable(QTableView):
     arrive, and when the table is resized (until the owner drags a column).
 
     With no rows, the table shows ``empty_text`` (what is empty and what to
-    do), or "Loading…" while a lazy model fetches its first page.
+    do), "Loading…" while a lazy model fetches its first page, or why that
+    page could not be fetched (the engine gone, say), never that the list is
+    empty when it was not read.
     """
 
     def __init__(self, model: Any, *, stretch_last: bool = True, parent: QWidget | None = None) -> None:
@@ -216,6 +218,8 @@ class DeskTable(QTableView):
         model.modelReset.connect(self._on_rows_replaced)
         model.layoutChanged.connect(self._on_rows_replaced)
         model.rowsInserted.connect(self._on_rows_inserted)
+        if hasattr(model, "sig_load_failed"):
+            model.sig_load_failed.connect(lambda _message: self.viewport().update())
 
     @staticmethod
     def _stretch_column(model: Any) -> int | None:
@@ -236,7 +240,12 @@ class DeskTable(QTableView):
         model = self.model()
         if model is None or model.rowCount() > 0:
             return ""
-        return "Loading…" if getattr(model, "loading", False) else self.empty_text
+        if getattr(model, "loading", False):
+            return "Loading…"
+        failure = getattr(model, "failure", None)
+        if failure:
+            return f"Not loaded: {failure.rstrip('.')}. It loads again when the engine answers (F5 reloads)."
+        return self.empty_text
 
     def resizeColumnsToContents(self) -> None:  # noqa: N802 - Qt's name, given our sizing
         self.fit_columns()

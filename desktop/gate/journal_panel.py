@@ -47,7 +47,7 @@ def label_text(turn: Row) -> str:
 
 JOURNAL_COLUMNS = [
     Column("At", lambda t: t.get("at")),
-    Column("Message", lambda t: " ".join((t.get("message") or "").split())[:120]),
+    Column("Message", lambda t: " ".join((t.get("message") or "").split())[:120], stretch=True),
     Column("Label", label_text),
     Column("Pages scored", lambda t: len(t.get("pages") or []), align_right=True),
     Column("Best score", lambda t: max((d["score"] for d in t.get("decisions") or []

@@ -47,7 +47,7 @@ LOG_COLUMNS = [
     Column("At", lambda t: t.get("at")),
     Column("Audience", lambda t: t.get("audience")),
     Column("Mode", lambda t: t.get("mode")),
-    Column("Outcome", _verdict),
+    Column("Outcome", _verdict, stretch=True),
     Column("Latency ms", lambda t: t.get("latencyMs"), align_right=True),
     Column("Offered", lambda t: t.get("offered"), align_right=True),
     Column("Scored pages", _tiers),

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..common.models import Column, Row, RowsModel
 from ..common.widgets import SafeTextBrowser, esc, heading, table
-from ..tasks import EngineTasks
+from ..tasks import EngineTasks, Unreachable
 
 
 def _where(finding: Row) -> str:
@@ -83,7 +83,16 @@ class HealthView(QWidget):
             self.summary.clear()
             self.findings_model.set_rows([])
             return
-        self.tasks.request("operator/health", {"agent": self.agent}, self._on_health, owner=self)
+        self.tasks.request("operator/health", {"agent": self.agent}, self._on_health, on_error=self._on_failed,
+                           owner=self)
+
+    def _on_failed(self, message: str) -> None:
+        """Say in the view that the partition was not checked (never that an agent must be chosen), and in the bar."""
+        self.summary.clear()
+        self.findings_model.set_rows([])
+        again = " The check runs again when the engine answers (F5 reloads)." if isinstance(message, Unreachable) else ""
+        self.findings_table.set_empty_text(f"Not checked: {message.rstrip('.')}.{again}")
+        self.tasks.sig_error_raised.emit(message)
 
     def _on_health(self, health: dict[str, Any]) -> None:
         self.summary.rerender_with(lambda: self.summary.show_html(summary_html(health)))

@@ -100,7 +100,10 @@ class BenchmarkPanel(QWidget):
         self.tasks = tasks
         self.result: dict[str, Any] | None = None
         self.model_choice = QComboBox()
-        self.model_choice.setMinimumContentsLength(24)
+        # Sized by a short name, not by the longest model's: the row stretches it where there is room, and the
+        # window still fits a 1024-pixel-wide screen.
+        self.model_choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model_choice.setMinimumContentsLength(12)
         self.timeout = QSpinBox()
         self.timeout.setRange(0, 10_000)
         self.timeout.setSingleStep(100)

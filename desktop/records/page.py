@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QKeySequence
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -118,9 +118,8 @@ class RecordPage(QWidget):
                                        "Nothing is sent.")
         self.request_button.clicked.connect(self.copy_change_request)
         self.graph_button = QPushButton("Show connections")
-        self.graph_button.setShortcut(QKeySequence("Ctrl+Shift+G"))
         self.graph_button.setToolTip("A graph of this record, its relationships and the records it links to, to "
-                                     "click through (Ctrl+Shift+G)")
+                                     "click through (View › Show connections, Ctrl+Shift+G)")
         self.graph_button.clicked.connect(self._on_graph_clicked)
         self.fields = SafeTextBrowser()
         self.body = SafeTextBrowser()

@@ -57,6 +57,8 @@ TYPE_COLUMNS = [
     Column("Records", lambda r: r.get("count"), align_right=True),
 ]
 
+RECORD_PAGE_MIN_WIDTH = 380  # px: a record's title, its two buttons and the tabs' names read whole
+
 
 class RecordsView(QWidget):
     title = "Records"
@@ -69,6 +71,7 @@ class RecordsView(QWidget):
         self.tasks = tasks
         self.agent: str | None = None
         self._back: list[str] = []
+        self._shown: str | None = None  # the id of the record on the page (while it loads too)
         self._browsing: dict[str, Any] | None = None  # the filters of the type being browsed
 
         self.recent_model = PagedModel(RECORD_COLUMNS, self)
@@ -127,6 +130,9 @@ class RecordsView(QWidget):
         splitter.addWidget(left)
         splitter.addWidget(self.page)
         splitter.setStretchFactor(1, 2)
+        # In a narrow window the lists give way before the page: below this its header wraps letter by letter.
+        self.page.setMinimumWidth(RECORD_PAGE_MIN_WIDTH)
+        splitter.setCollapsible(1, False)
         splitter.setSizes([600, 680])  # room for the lists' columns beside their titles
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
@@ -156,7 +162,17 @@ class RecordsView(QWidget):
         view = table(model)
         view.activated.connect(self._on_row_activated)
         view.clicked.connect(self._on_row_activated)
+        model.sig_page_loaded.connect(lambda _count: self._select_shown(view))
         return view
+
+    def _select_shown(self, view: QTableView) -> None:
+        """A list reloaded (an agent wrote, F5): its row of the record on the page is selected again."""
+        if self._shown is None or view.selectionModel().hasSelection():
+            return
+        model = view.model()
+        row = next((n for n, r in enumerate(model.rows()) if r.get("id") == self._shown), None)
+        if row is not None:
+            view.selectRow(row)
 
     # --- agent and lists ------------------------------------------------------------------------
 
@@ -165,6 +181,7 @@ class RecordsView(QWidget):
             return
         self.agent = agent
         self._back.clear()
+        self._shown = None
         self.page.clear()
         self._describe_empty()
         if self.connections_window is not None:
@@ -196,6 +213,8 @@ class RecordsView(QWidget):
             self.browse_model.set_source(self._records_source(self._browsing))
         if self.query.text().strip() and self.search_model.rowCount():
             self._run_search(self.query.text().strip())
+        if self._shown is not None:
+            self.page.show_record(self.agent, self._shown)  # what was written may be about it (a claim, a link)
         if self.connections_window is not None and self.connections_window.isVisible():
             self.connections_window.reload()
 
@@ -274,11 +293,13 @@ class RecordsView(QWidget):
             return
         if self.page.record is not None and self.page.record.get("id") != record_id:
             self._back.append(self.page.record["id"])
+        self._shown = record_id
         self.page.show_record(self.agent, record_id)
 
     def go_back(self) -> None:
         if self._back and self.agent is not None:
-            self.page.show_record(self.agent, self._back.pop())
+            self._shown = self._back.pop()
+            self.page.show_record(self.agent, self._shown)
 
     # --- the connections graph --------------------------------------------------------------------
 

@@ -16,10 +16,11 @@ from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 from ..common.models import Column, PagedModel, Row, RowsModel
 from ..common.widgets import RECORD_SCHEME, SafeTextBrowser, esc, heading, table
 from ..health.view import FINDING_COLUMNS
-from ..tasks import EngineTasks
+from ..tasks import EngineTasks, Unreachable
 
 DEFINITIONS_PAGE = 100
 FINDINGS_PAGE = 100
+CHOOSE_AGENT = "Choose an agent in the toolbar (Ctrl+L) to see the vocabulary of its private partition."
 
 DEFINITION_COLUMNS = [
     Column("Name", lambda d: d.get("name")),
@@ -83,8 +84,7 @@ class VocabularyView(QWidget):
         self.findings_model = PagedModel(ONTOLOGY_FINDING_COLUMNS, self)
         self.findings_model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
         self.findings_table = table(self.findings_model)
-        self.definitions_table.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to see the vocabulary "
-                                              "of its private partition.")
+        self.definitions_table.set_empty_text(CHOOSE_AGENT)
         self.findings_table.set_empty_text("No findings: the ontology of this partition validates without "
                                            "an error or warning.")
 
@@ -113,9 +113,11 @@ class VocabularyView(QWidget):
         self._collected = []
         self.details.clear()
         if self.agent is None:
+            self.definitions_table.set_empty_text(CHOOSE_AGENT)
             self.definitions_model.set_rows([])
             self.findings_model.set_source(None)
             return
+        self.definitions_table.set_empty_text("Loading…")
         self._fetch_definitions(self.agent, 0, self._generation)
         agent = self.agent
 
@@ -141,9 +143,17 @@ class VocabularyView(QWidget):
                 self.definitions_table.selectRow(0)
             self.sig_content_loaded.emit(len(self._collected))
 
+        def failed(message: str) -> None:
+            if generation != self._generation:
+                return
+            again = " It loads again when the engine answers (F5 reloads)." if isinstance(message, Unreachable) else ""
+            self.definitions_model.set_rows([])
+            self.definitions_table.set_empty_text(f"Not loaded: {message.rstrip('.')}.{again}")
+            self.tasks.sig_error_raised.emit(message)
+
         params = {"agent": agent, "view": "definitions", "includeRecords": True, "offset": offset,
                   "limit": DEFINITIONS_PAGE}
-        self.tasks.request("operator/ontology", params, arrived, owner=self)
+        self.tasks.request("operator/ontology", params, arrived, on_error=failed, owner=self)
 
     def _on_definition_selected(self) -> None:
         rows = self.definitions_table.selectionModel().selectedRows()

@@ -190,3 +190,20 @@ def test_an_agents_new_relationship_appears_in_the_open_graph(qtbot, served_engi
     added = next(node for node in graph.nodes.values() if node.title == "Ravi Menon")
     edge = graph.edges[frozenset((graph.centre, added.id))]
     assert edge.labels == ["knows"] and edge.a == graph.centre and edge.to_b
+
+
+def test_show_connections_is_a_menu_action_listed_with_its_shortcut(qtbot, connected_window) -> None:
+    window = connected_window
+    assert ("View", "Show connections", "Ctrl+Shift+G") in window.menus.shortcuts()  # F1 lists it
+    window.connections_action.trigger()  # no record open: said, nothing opens
+    assert window.messages.isVisible() and "Open a record" in window.messages.label.text()
+    records = window.records_view
+    with qtbot.waitSignal(records.recent_model.sig_page_loaded, timeout=10_000):
+        window.show_view(window.views.index(records))
+    open_titled(qtbot, records, "Dana Whitaker")
+    records.recent_table.setFocus()
+    qtbot.keyClick(window, Qt.Key.Key_G, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: records.connections_window is not None and records.connections_window.view.graph
+                    is not None, timeout=10_000)
+    assert records.connections_window.view.graph.centre == records.page.record["id"]
+    records.connections_window.close()

@@ -257,3 +257,53 @@ def test_a_killed_engine_process_is_lost_at_once_and_the_next_one_started_is_att
         for handle in started:
             launcher.stop_engine(handle)
             os.waitpid(handle.started_pid, 0)
+
+
+def test_a_view_first_shown_while_the_engine_is_gone_says_so_not_that_it_is_empty(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    with qtbot.waitSignal(window.watch.sig_engine_lost, timeout=10_000):
+        served_again.stop()
+    health, approvals = window.health_view, window.approvals_view
+    window.show_view(window.views.index(health))
+    qtbot.waitUntil(lambda: health.findings_table.shown_empty_text().startswith("Not checked: "), timeout=10_000)
+    assert "engine" in health.findings_table.shown_empty_text()
+    window.show_view(window.views.index(approvals))
+    qtbot.waitUntil(lambda: approvals.table.shown_empty_text().startswith("Not loaded: "), timeout=10_000)
+    vocabulary = window.vocabulary_view
+    window.show_view(window.views.index(vocabulary))
+    qtbot.waitUntil(lambda: vocabulary.definitions_table.shown_empty_text().startswith("Not loaded: "),
+                    timeout=10_000)
+
+    with qtbot.waitSignal(window.sig_engine_connected, timeout=15_000):
+        served_again.start()  # the window attaches to it and reloads every view shown
+    qtbot.waitUntil(lambda: approvals.model.rowCount() == 1, timeout=10_000)
+    window.show_view(window.views.index(vocabulary))
+    qtbot.waitUntil(lambda: vocabulary.definitions_model.rowCount() > 0, timeout=10_000)
+    window.show_view(window.views.index(health))
+    qtbot.waitUntil(lambda: health.findings_table.shown_empty_text().startswith("No validation findings"),
+                    timeout=10_000)
+
+
+def test_the_record_shown_reloads_when_an_agent_adds_to_it_and_its_row_stays_selected(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    records = window.records_view
+    with qtbot.waitSignal(records.recent_model.sig_page_loaded, timeout=10_000):
+        window.show_view(window.views.index(records))
+    dana = next(row["id"] for row in records.recent_model.rows() if row["title"] == "Dana Whitaker")
+    with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):
+        records.recent_table.selectRow(titles(records.recent_model).index("Dana Whitaker"))
+        records.open_record(dana)
+    assert "tea" not in records.page.claims.toPlainText()
+
+    token = served_again.engine.registry.add_credential("main")
+    answer = agent_call(served_again.server.port, token, "tools/call", {"name": "knowledge_remember", "arguments": {
+        "requestId": "live-claim", "subject": "Dana", "items": [
+            {"text": "Dana drinks green tea in the afternoon.", "claimKind": "preference",
+             "excerpt": "Green tea for me, please, it is past three."}]}})
+    assert answer.get("isError") is not True, answer
+    qtbot.waitUntil(lambda: "green tea" in records.page.claims.toPlainText(), timeout=10_000)  # no F5
+    assert records.page.record["id"] == dana
+    qtbot.waitUntil(lambda: [index.data() for index in records.recent_table.selectionModel().selectedRows()]
+                    == ["Dana Whitaker"], timeout=10_000)

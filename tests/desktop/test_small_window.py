@@ -1,0 +1,108 @@
+"""The window on a small screen: it fits 1024x640 whatever view is shown, and what it shows there reads
+(a record page beside the lists, the gate journal's messages, charts whole)."""
+
+from __future__ import annotations
+
+import pytest
+
+from desktop.approvals.view import APPROVAL_COLUMNS
+from desktop.common.models import RowsModel
+from desktop.common.widgets import table
+from desktop.gate.journal_panel import JOURNAL_COLUMNS
+from desktop.gate.log_panel import LOG_COLUMNS
+from tests.desktop.conftest import wait_for_signal
+
+SMALL = (1024, 640)
+
+
+@pytest.fixture
+def window(connected_window):
+    return connected_window
+
+
+def test_the_window_shrinks_to_1024_by_640_on_every_view(qtbot, window) -> None:
+    wait_for_signal(qtbot, window.models_view.sig_content_loaded, lambda: window.show_view(7))
+    for number in range(len(window.views)):
+        window.show_view(number)
+    window.resize(*SMALL)
+    qtbot.waitUntil(lambda: window.width() <= SMALL[0], timeout=5_000)
+    hint = window.minimumSizeHint()
+    assert hint.width() <= SMALL[0] and hint.height() <= SMALL[1], hint
+    too_wide = {view.title: view.minimumSizeHint().width() for view in window.views
+                if view.minimumSizeHint().width() > window.stack.width()}
+    assert too_wide == {}
+
+
+def test_a_record_page_keeps_its_room_beside_the_lists_in_a_small_window(qtbot, window) -> None:
+    window.resize(*SMALL)
+    records = window.records_view
+    wait_for_signal(qtbot, records.recent_model.sig_page_loaded, lambda: window.show_view(1))
+    dana = next(r["id"] for r in records.recent_model.rows() if r["title"] == "Dana Whitaker")
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(dana))
+    qtbot.waitUntil(lambda: window.width() <= SMALL[0], timeout=5_000)
+    assert records.page.width() >= 360
+    header = records.page.header
+    assert header.document().idealWidth() <= header.viewport().width()  # the title is not wrapped letter by letter
+    assert records.recent_table.width() > 250  # the lists keep enough for their titles
+
+
+def test_the_journal_gives_its_spare_width_to_the_message(qtbot) -> None:
+    model = RowsModel(JOURNAL_COLUMNS)
+    view = table(model)
+    qtbot.addWidget(view)
+    view.resize(700, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    model.set_rows([{"id": f"gt_{n}", "at": "2026-12-02T01:01:42Z", "message": "How is the Atlas migration going "
+                     "and who at Northwind works on it this week?", "needed": None, "pages": [], "decisions": []}
+                    for n in range(3)])
+    message = [column.title for column in JOURNAL_COLUMNS].index("Message")
+    header = view.horizontalHeader()
+    qtbot.waitUntil(lambda: header.sectionSize(message) > 250, timeout=5_000)
+    assert all(header.sectionSize(message) > header.sectionSize(c) for c in range(model.columnCount()) if c != message)
+
+
+def test_a_narrow_chart_wraps_its_title_and_key_instead_of_pushing_the_plot_out_of_view(qtbot) -> None:
+    from desktop.common.charts import Chart, Series
+    from desktop.common.models import Column
+
+    model = RowsModel([Column("x", lambda r: r["x"]), Column("a", lambda r: r["a"]), Column("b", lambda r: r["b"]),
+                       Column("c", lambda r: r["c"])])
+    chart = Chart(model, 0, [Series(1, "precision"), Series(2, "recall"), Series(3, "F1")], kind="lines",
+                  title="On the labelled turns", x_title="highThreshold", y_max=1.0)
+    qtbot.addWidget(chart)
+    chart.resize(300, 220)
+    chart.show()
+    qtbot.waitExposed(chart)
+    model.set_rows([{"x": n / 10, "a": 0.5, "b": 0.6, "c": 0.55} for n in range(1, 10)])
+    plot = chart.ensure_plot()
+    box = plot.getPlotItem().getViewBox()
+    qtbot.waitUntil(lambda: plot.viewport().width() >= 290, timeout=5_000)
+
+    def inside() -> bool:
+        right = plot.mapFromScene(box.sceneBoundingRect().topRight()).x()
+        below = plot.getPlotItem().geometry().bottom()  # the x axis and its title, under the data
+        return 0 < right <= plot.viewport().width() and below <= plot.viewport().height() + 1
+
+    qtbot.waitUntil(inside, timeout=5_000)  # the whole 0..1 axis is in view, not cut at the widget's edge
+    title = plot.getPlotItem().titleLabel
+    assert title.item.boundingRect().width() <= plot.viewport().width(), "the key is wrapped, not cut off"
+    chart.resize(900, 220)
+    qtbot.waitUntil(lambda: title.item.boundingRect().height() < 30, timeout=5_000)  # one line again when it fits
+
+
+@pytest.mark.parametrize("made, text", [(APPROVAL_COLUMNS, "Summary"), (LOG_COLUMNS, "Outcome")])
+def test_a_wide_window_gives_its_spare_width_to_the_text_not_to_a_timestamp(qtbot, made, text) -> None:
+    model = RowsModel(made)
+    view = table(model)
+    qtbot.addWidget(view)
+    view.resize(1400, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    model.set_rows([{"title": "Dana prefers the Atlas status notes weekly, on Fridays, says the owner",
+                     "summary": "Dana wants the Atlas status notes weekly, on Fridays, never on Mondays, in writing",
+                     "approvedAt": "2026-12-02T01:36:27Z", "at": "2026-12-02T01:36:27Z", "mode": "shadow",
+                     "outcome": "injected", "decisions": []}])
+    column = [c.title for c in made].index(text)
+    header = view.horizontalHeader()
+    qtbot.waitUntil(lambda: header.sectionSize(column) > 400, timeout=5_000)
