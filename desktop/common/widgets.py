@@ -223,6 +223,10 @@ class DeskTable(QTableView):
 
     @staticmethod
     def _stretch_column(model: Any) -> int | None:
+        """The column given the spare width: a ``Column`` marked ``stretch``, a model's ``STRETCH_COLUMN``,
+        else the last."""
+        if isinstance(getattr(model, "STRETCH_COLUMN", None), int):
+            return model.STRETCH_COLUMN
         columns = getattr(model, "columns", None)
         if columns:
             marked = [number for number, column in enumerate(columns) if getattr(column, "stretch", False)]

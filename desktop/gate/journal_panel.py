@@ -59,6 +59,7 @@ class JournalPagesModel(QAbstractTableModel):
     """A journal turn's pages with their scores; the first column's check box is the label being edited."""
 
     HEADERS = ("Needed", "Page", "Type", "Score", "Tier")
+    STRETCH_COLUMN = 1  # the page's title takes the spare width, not its tier
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)

@@ -62,6 +62,24 @@ def test_the_journal_gives_its_spare_width_to_the_message(qtbot) -> None:
     assert all(header.sectionSize(message) > header.sectionSize(c) for c in range(model.columnCount()) if c != message)
 
 
+def test_a_journal_turns_pages_give_their_spare_width_to_the_title(qtbot) -> None:
+    from desktop.gate.journal_panel import JournalPagesModel
+
+    model = JournalPagesModel()
+    view = table(model)
+    qtbot.addWidget(view)
+    view.resize(700, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    model.set_turn({"pages": [{"id": f"pg_{n}", "title": "Blue-green deployment of the order-events service",
+                               "type": "concept"} for n in range(3)],
+                    "decisions": [{"id": f"pg_{n}", "score": 0.5, "tier": "model"} for n in range(3)]})
+    page = JournalPagesModel.HEADERS.index("Page")
+    header = view.horizontalHeader()
+    qtbot.waitUntil(lambda: header.sectionSize(page) > 300, timeout=5_000)
+    assert all(header.sectionSize(page) > header.sectionSize(c) for c in range(model.columnCount()) if c != page)
+
+
 def test_a_narrow_chart_wraps_its_title_and_key_instead_of_pushing_the_plot_out_of_view(qtbot) -> None:
     from desktop.common.charts import Chart, Series
     from desktop.common.models import Column
