@@ -46,13 +46,19 @@ def test_a_record_page_keeps_its_room_beside_the_lists_in_a_small_window(qtbot, 
     assert records.recent_table.width() > 250  # the lists keep enough for their titles
 
 
-def test_the_journal_gives_its_spare_width_to_the_message(qtbot) -> None:
-    model = RowsModel(JOURNAL_COLUMNS)
+def shown_table(qtbot, model, width: int, height: int):
+    """The window's table of ``model``, shown at ``width`` x ``height``."""
     view = table(model)
     qtbot.addWidget(view)
-    view.resize(700, 300)
+    view.resize(width, height)
     view.show()
     qtbot.waitExposed(view)
+    return view
+
+
+def test_the_journal_gives_its_spare_width_to_the_message(qtbot) -> None:
+    model = RowsModel(JOURNAL_COLUMNS)
+    view = shown_table(qtbot, model, 700, 300)
     model.set_rows([{"id": f"gt_{n}", "at": "2026-12-02T01:01:42Z", "message": "How is the Atlas migration going "
                      "and who at Northwind works on it this week?", "needed": None, "pages": [], "decisions": []}
                     for n in range(3)])
@@ -66,11 +72,7 @@ def test_a_journal_turns_pages_give_their_spare_width_to_the_title(qtbot) -> Non
     from desktop.gate.journal_panel import JournalPagesModel
 
     model = JournalPagesModel()
-    view = table(model)
-    qtbot.addWidget(view)
-    view.resize(700, 300)
-    view.show()
-    qtbot.waitExposed(view)
+    view = shown_table(qtbot, model, 700, 300)
     model.set_turn({"pages": [{"id": f"pg_{n}", "title": "Blue-green deployment of the order-events service",
                                "type": "concept"} for n in range(3)],
                     "decisions": [{"id": f"pg_{n}", "score": 0.5, "tier": "model"} for n in range(3)]})
@@ -112,11 +114,7 @@ def test_a_narrow_chart_wraps_its_title_and_key_instead_of_pushing_the_plot_out_
 @pytest.mark.parametrize("made, text", [(APPROVAL_COLUMNS, "Summary"), (LOG_COLUMNS, "Outcome")])
 def test_a_wide_window_gives_its_spare_width_to_the_text_not_to_a_timestamp(qtbot, made, text) -> None:
     model = RowsModel(made)
-    view = table(model)
-    qtbot.addWidget(view)
-    view.resize(1400, 300)
-    view.show()
-    qtbot.waitExposed(view)
+    view = shown_table(qtbot, model, 1400, 300)
     model.set_rows([{"title": "Dana prefers the Atlas status notes weekly, on Fridays, says the owner",
                      "summary": "Dana wants the Atlas status notes weekly, on Fridays, never on Mondays, in writing",
                      "approvedAt": "2026-12-02T01:36:27Z", "at": "2026-12-02T01:36:27Z", "mode": "shadow",
