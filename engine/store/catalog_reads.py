@@ -16,6 +16,7 @@ cannot disagree.
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, Callable, Hashable, Literal, NamedTuple, Sequence, TypeVar
@@ -327,7 +328,7 @@ class CatalogReads:
             "GROUP BY c.kind, c.type ORDER BY c.kind, c.type", (partition,))}
 
     def lookup(self, partition: str, name: str, *, kind: str | None = None) -> list[str]:
-        """Ids of current records named ``name``: by exact id, else by title or alias (case-folded).
+        """Ids of current records named ``name``: by exact id, else by title or alias (``lookup_keys``).
 
         More than one id means the name is ambiguous; callers resolve that to none.
         """
@@ -338,11 +339,13 @@ class CatalogReads:
         )
         if by_id:
             return [row["record_id"] for row in by_id]
+        keys = lookup_keys(name)
+        wanted = ", ".join(f":key{number}" for number in range(len(keys)))
         rows = self.db.all(
             "SELECT DISTINCT c.record_id FROM names n JOIN catalog c ON c.partition = n.partition "
-            f"AND c.path = n.path WHERE n.partition = :p AND n.key = :key {kind_filter} AND {CURRENT} "
+            f"AND c.path = n.path WHERE n.partition = :p AND n.key IN ({wanted}) {kind_filter} AND {CURRENT} "
             "ORDER BY c.record_id",
-            {"p": partition, "key": name_key(name), "kind": kind},
+            {"p": partition, "kind": kind, **{f"key{number}": key for number, key in enumerate(keys)}},
         )
         return [row["record_id"] for row in rows]
 
@@ -470,6 +473,14 @@ class CatalogReads:
 def name_key(name: str) -> str:
     """How titles and aliases are compared by exact lookups: case-folded, whitespace collapsed."""
     return " ".join(name.split()).casefold()
+
+
+def lookup_keys(name: str) -> list[str]:
+    """The keys a lookup of ``name`` matches: its own, and those of its composed and decomposed forms, so
+    that "Café" typed with a combining accent finds a title written with the precomposed é (a name from a
+    macOS file name is decomposed), and the other way round."""
+    return sorted({name_key(form) for form in (name, unicodedata.normalize("NFC", name),
+                                               unicodedata.normalize("NFD", name))})
 
 
 def record_name_keys(title: Any, aliases: Any) -> list[str]:

@@ -154,7 +154,7 @@ RECORD_PARAMS = Params(RECORD_ID, REVISION)
 HISTORY_PARAMS = Params(RECORD_ID)
 # ``knowledge_lookup``: a name is compared with ids, titles and aliases, so none longer than a title resolves.
 LOOKUP_PARAMS = Params(Query("name", max_chars=TITLE_MAX_CHARS, required=True,
-                             description="A record id, or a title or alias (case and spacing do not matter)"))
+                             description="A record id, or a title or alias (case, spacing and how accents are composed do not matter)"))
 
 
 def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: dict[str, Any],

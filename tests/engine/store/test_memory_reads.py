@@ -104,6 +104,15 @@ def test_lookup_resolves_ids_titles_and_aliases_and_ambiguity_to_none(engine, ow
         engine.lookup(owner, "")
 
 
+def test_lookup_finds_a_name_whichever_way_its_accents_are_composed(engine, owner):
+    composed = engine.save_page(owner, page("p1", "Caf\u00e9 Lisboa", type_="place"))  # é as one character
+    decomposed = engine.save_page(owner, page("p2", "Jos\u0065\u0301 Saramago", type_="person"))  # e + accent
+    for name, record in (("Cafe\u0301 Lisboa", composed), ("caf\u00e9 lisboa", composed),
+                         ("Jos\u00e9 Saramago", decomposed), ("Jose\u0301 Saramago", decomposed)):
+        assert [m["id"] for m in engine.lookup(owner, name)["matches"]] == [record["id"]], ascii(name)
+    assert engine.lookup(owner, "Cafe Lisboa")["matches"] == []  # no accent is another name
+
+
 def test_status_returns_readiness_only_and_never_creates_a_store(engine, owner, state_dir):
     assert engine.status(owner) == {"ready": True}
     assert not state_dir.stores.exists() or not any(state_dir.stores.iterdir())
