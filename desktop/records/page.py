@@ -176,15 +176,35 @@ class RecordPage(QWidget):
     def show_record(self, agent: str, record_id: str) -> None:
         self.clear()
         self.agent = agent
+        self._load(record_id)
+
+    def refresh(self) -> None:
+        """The record shown, loaded again in place (an agent wrote): what is shown stays until the new answers
+        replace it, and a revision chosen in History stays chosen, its diff shown again.  A record that can no
+        longer be read leaves the page empty, as choosing it would."""
+        if self.record is None or self.agent is None:
+            return
+        rows = self.history_table.selectionModel().selectedRows()
+        chosen = self.history_model.row(rows[0].row()) if rows else None
+        self._generation += 1
+        self._load(self.record["id"], keep_revision=chosen["revision"] if chosen else None)
+
+    def _load(self, record_id: str, *, keep_revision: int | None = None) -> None:
         generation = self._generation
-        params = {"agent": agent, "id": record_id}
+        params = {"agent": self.agent, "id": record_id}
 
         def current(check: Any) -> Any:
             return lambda result: check(result) if generation == self._generation else None
 
-        self.tasks.request("operator/record", params, current(self._on_record), owner=self)
+        def unreadable(message: str) -> None:
+            if generation == self._generation:
+                self.clear()
+                self.tasks.sig_error_raised.emit(message)
+
+        self.tasks.request("operator/record", params, current(self._on_record), on_error=unreadable, owner=self)
         self.tasks.request("operator/links", params, current(self._on_links), owner=self)
-        self.tasks.request("operator/history", params, current(self._on_history), owner=self)
+        self.tasks.request("operator/history", params,
+                           current(lambda history: self._on_history(history, keep_revision)), owner=self)
 
     def _on_record(self, record: dict[str, Any]) -> None:
         self.record = record
@@ -207,9 +227,12 @@ class RecordPage(QWidget):
         record, known = self.record or {}, known_records(self.links)
         self.body.rerender_with(lambda: self.body.show_html(body_html(record.get("body") or "", known)))
 
-    def _on_history(self, history: dict[str, Any]) -> None:
+    def _on_history(self, history: dict[str, Any], keep_revision: int | None = None) -> None:
         self.history_model.set_rows(history["revisions"])
         self.history_table.resizeColumnsToContents()
+        kept = next((n for n, row in enumerate(history["revisions"]) if row.get("revision") == keep_revision), None)
+        if kept is not None:
+            self.history_table.selectRow(kept)  # its diff is asked for again
         self.sig_content_loaded.emit(history["id"])
 
     def _on_revision_selected(self) -> None:

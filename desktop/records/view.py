@@ -213,8 +213,11 @@ class RecordsView(QWidget):
             self.browse_model.set_source(self._records_source(self._browsing))
         if self.query.text().strip() and self.search_model.rowCount():
             self._run_search(self.query.text().strip())
-        if self._shown is not None:
-            self.page.show_record(self.agent, self._shown)  # what was written may be about it (a claim, a link)
+        if self._shown is not None:  # what was written may be about it (a claim, a link)
+            if self.page.record is not None and self.page.record.get("id") == self._shown:
+                self.page.refresh()
+            else:
+                self.page.show_record(self.agent, self._shown)
         if self.connections_window is not None and self.connections_window.isVisible():
             self.connections_window.reload()
 

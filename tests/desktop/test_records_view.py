@@ -89,6 +89,33 @@ def test_history_diffs_revisions(qtbot, tasks, gui_thread_guard) -> None:
     assert "Approved for recall" in page.fields.toPlainText()
 
 
+def test_a_refresh_keeps_the_page_shown_and_the_revision_chosen_until_the_new_answers_come(
+        qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    open_titled(qtbot, view, "Dana prefers the Atlas status notes weekly, on Fridays.")
+    page = view.page
+    wait_for_signal(qtbot, page.sig_diff_loaded, lambda: page.history_table.selectRow(1))
+    header, claims = page.header.toPlainText(), page.claims.toPlainText()
+
+    blocker = wait_for_signal(qtbot, page.sig_diff_loaded, page.refresh)  # the revision's diff, asked for again
+
+    assert "+revision: 2" in blocker.args[0]
+    assert page.header.toPlainText() == header and page.claims.toPlainText() == claims
+    assert [index.row() for index in page.history_table.selectionModel().selectedRows()] == [1]
+
+
+def test_a_refresh_does_not_blank_the_page_while_it_loads(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    open_titled(qtbot, view, "Dana Whitaker")
+    page = view.page
+    header = page.header.toPlainText()
+
+    page.refresh()  # nothing has answered yet: the page still shows what it showed
+    assert page.header.toPlainText() == header and "Lisbon" in page.fields.toPlainText()
+    assert page.history_model.rowCount() == 1
+    qtbot.waitSignal(page.sig_content_loaded, timeout=10_000).wait()
+
+
 def test_request_a_change_copies_the_exact_record_and_sends_nothing(qtbot, tasks, gui_thread_guard) -> None:
     view = make_view(qtbot, tasks)
     open_titled(qtbot, view, "Atlas Migration")
