@@ -38,9 +38,19 @@ class Tool:
     params: Params  # what the handler reads, and the source of the input schema
     handler: ToolHandler
     writes: bool = False
+    title: str = ""  # what a client shows its user
 
     def descriptor(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": self.params.schema()}
+        return {"name": self.name, "title": self.title, "description": self.description,
+                "inputSchema": self.params.schema(), "annotations": self.annotations()}
+
+    def annotations(self) -> dict[str, Any]:
+        """MCP's hints, for a client deciding what to ask its user before a call.  Nothing a tool does is
+        destructive: a write publishes a new revision and keeps every earlier one.  Every call is idempotent:
+        a write's identical retry (its requestId) returns the first receipt and changes nothing.  And none
+        reaches beyond this machine's vault (``knowledge_attach_file`` reads only the owner's workspace roots)."""
+        return {"title": self.title, "readOnlyHint": not self.writes, "destructiveHint": False,
+                "idempotentHint": True, "openWorldHint": False}
 
 
 def tool_result(value: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
@@ -78,12 +88,14 @@ CORE_TOOLS = [
         "hit of this query (0..1). Search once for each entity a task names before planning.",
         SEARCH_PARAMS,
         _grep,
+        title="Search Knowledge by keywords",
     ),
     Tool(
         "knowledge_lookup",
         "Exact lookup of a record by id, title or alias. A name shared by several records resolves to none.",
         LOOKUP_PARAMS,
         _lookup,
+        title="Look up a Knowledge record by name",
     ),
     Tool(
         "knowledge_record",
@@ -91,6 +103,7 @@ CORE_TOOLS = [
         "revision kept, with who wrote it. Historical, withdrawn and invalid records stay readable here.",
         RECORD_TOOL_PARAMS,
         _record,
+        title="Read a Knowledge record or its history",
     ),
     Tool(
         "knowledge_remember",
@@ -100,6 +113,7 @@ CORE_TOOLS = [
         REMEMBER_CALL,
         lambda engine, caller, args: engine.remember(caller, args),
         writes=True,
+        title="Remember claims with their evidence",
     ),
     Tool(
         "knowledge_save_page",
@@ -108,6 +122,7 @@ CORE_TOOLS = [
         PAGE_CALL,
         lambda engine, caller, args: engine.save_page(caller, args),
         writes=True,
+        title="Save a Knowledge page",
     ),
     Tool(
         "knowledge_recall",
@@ -117,6 +132,7 @@ CORE_TOOLS = [
         recall.RECALL_PARAMS,
         recall.set_recall,
         writes=True,
+        title="Approve a summary for automatic recall",
     ),
     Tool(
         "knowledge_ontology",
@@ -125,6 +141,7 @@ CORE_TOOLS = [
         "page with a fingerprint.",
         ontology_views.ONTOLOGY_PARAMS,
         ontology_views.ontology_view,
+        title="Knowledge vocabulary",
     ),
     Tool(
         "knowledge_attach_file",
@@ -133,6 +150,7 @@ CORE_TOOLS = [
         attachments.ATTACH_FILE,
         attachments.attach_file,
         writes=True,
+        title="Attach a local file as evidence",
     ),
     Tool(
         "knowledge_attach",
@@ -141,6 +159,7 @@ CORE_TOOLS = [
         attachments.ATTACH,
         attachments.attach,
         writes=True,
+        title="Attach content as evidence",
     ),
     Tool(
         "knowledge_resume",
@@ -148,12 +167,14 @@ CORE_TOOLS = [
         NO_PARAMS,
         _resume,
         writes=True,
+        title="Retry the vault's git checkpoint",
     ),
     Tool(
         "search_knowledge",
         knowledge_base.TOOL_DESCRIPTION,
         knowledge_base.TOOL_PARAMS,
         knowledge_base.search_knowledge,
+        title="Search the Knowledge Base",
     ),
 ]
 

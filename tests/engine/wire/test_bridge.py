@@ -19,6 +19,7 @@ import pytest
 from engine.wire.bridge import run_bridge, with_credentials
 from engine.wire.server import EngineServer, SocketBounds
 from engine.wire.messages import MAX_MESSAGE_BYTES
+from engine.wire.tools import CORE_TOOLS
 from tests.engine.wire.test_server import message
 from tests.helpers import wait_for
 
@@ -190,6 +191,7 @@ def test_the_official_mcp_client_survives_an_oversize_call(tmp_path):
             async with stdio_client(params) as (read, write):
                 async with ClientSession(read, write) as client:
                     await client.initialize()
+                    results["tools"] = (await client.list_tools()).tools
                     try:
                         await client.call_tool("knowledge_save_page", {
                             "requestId": "big", "type": "note", "title": "Big", "body": "a" * (MAX_MESSAGE_BYTES + 1)})
@@ -206,3 +208,12 @@ def test_the_official_mcp_client_survives_an_oversize_call(tmp_path):
     assert results["oversize"].code == -32007 and results["oversize"].data["reason"] == "limit_exceeded"
     assert results["saved"].is_error is False and results["saved"].structured_content["revision"] == 1
     assert [hit["title"] for hit in results["found"].structured_content["hits"]] == ["Small"]
+    # What a client shows and asks its user before a call, as the SDK reads it: every tool titled; the writes
+    # marked as such, none destructive, all idempotent, none reaching beyond the machine.
+    writes = {tool.name for tool in CORE_TOOLS if tool.writes}
+    listed = {tool.name: tool for tool in results["tools"]}
+    assert writes and set(listed) >= writes
+    for name, tool in listed.items():
+        hints = tool.annotations
+        assert tool.title and hints.read_only_hint is (name not in writes), name
+        assert (hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint) == (False, True, False), name
