@@ -358,12 +358,16 @@ class Publisher:
                     write_inside(root, write.path, write.base, check=lambda: self._expect_ours(partition, write))
                 except Conflict:
                     continue  # edited since the comparison above: left as edited
+            # The manifest's checkpoint goes back before the journal says rolled back: a manifest that cannot
+            # be written (moved away, a full disk) leaves the publication pending, which the manifest may still
+            # name, and recovery finishes the undo later; the other order left a checkpoint no journal entry
+            # explains, and the store unavailable for good.
+            self.store.set_checkpoint(self.store.applied_checkpoint())
             with self.db.atomic():
                 self.db.execute(
                     "UPDATE publications SET state = 'rolled_back', finished_at = ?, detail = ? WHERE seq = ?",
                     (format_timestamp(utc_now()), reason[:500], seq),
                 )
-            self.store.set_checkpoint(self.store.applied_checkpoint())
         except (OSError, KnowledgeError):
             return False
         return True

@@ -127,6 +127,7 @@ class Bench:
 
 # --- injected disk faults --------------------------------------------------------------------------
 
+SETTLE_S = 60.0  # how long a store may take to serve again once what was taken from it is back
 # Three writes succeed first (the fault counter starts with the engine), then the step fails once.
 INJECTED = {
     "disk-full-journal": ("journaled:4:enospc", "disk is full"),
@@ -356,10 +357,16 @@ def deleted(filename: str) -> Callable[[Path], tuple[dict[str, Any], list[str]]]
         background = Writer(AgentSpec("w9", bench.spec.credential, bench.spec.token, bench.spec.audience),
                             Supervisor(), seed=11, pause=0.01, retry_unavailable=True)
         stop = threading.Event()
+        stuck: list[str] = []
+        given_up_at = float("inf")  # set once the file is back
 
         def keep_writing() -> None:
             connection = Connection(bench.engine.port, bench.spec.token, bench.spec.audience)  # type: ignore[arg-type]
             while not stop.is_set() or background.in_flight is not None:
+                if stop.is_set() and time.monotonic() > given_up_at:  # a store that never comes back ends the run
+                    stuck.append(f"the background writer's last write was still refused {SETTLE_S:.0f} s after "
+                                 f"{filename} was back")
+                    break
                 background.write_once(connection)
             connection.close()
 
@@ -379,8 +386,10 @@ def deleted(filename: str) -> Callable[[Path], tuple[dict[str, Any], list[str]]]
             bench.problems.append(f"the engine re-created {filename}")
         os.replace(aside, path)
         time.sleep(0.3)
+        given_up_at = time.monotonic() + SETTLE_S
         stop.set()
         thread.join()
+        bench.problems.extend(stuck)
         if len(failures) != 3:
             bench.problems.append(f"{3 - len(failures)} writes succeeded without {filename}")
         for body in failures:

@@ -402,6 +402,44 @@ def test_flush_saves_derive_a_stable_request_id(engine, owner):
     assert raised.value.details["field"] == "flushId"
 
 
+def test_a_rollback_whose_manifest_went_missing_is_finished_once_it_is_back(state_dir, monkeypatch):
+    """Found by the fault harness (manifest-deleted, one CI run in many): a publication failed after the
+    manifest named it, and its rollback marked it rolled back before putting the manifest's checkpoint back.
+    vault.json was moved away at that moment, so the checkpoint stayed; once vault.json was back, the store
+    was unavailable for good ("the vault checkpoint 2 conflicts with the database (1)")."""
+    from engine.access.authority import AgentCaller
+    from engine.core.errors import StoreUnavailable
+    from engine.core.faults import Faults
+    from engine.service import Engine
+    from engine.store.store import Store
+
+    with Engine(state_dir, watch=False, faults=Faults("acknowledged:2:enospc")) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        engine.save_page(owner, page("first", "Dana"))
+        manifest = only_store(state_dir) / "vault.json"
+        aside = state_dir.root / "vault.json.aside"
+        set_checkpoint = Store.set_checkpoint
+
+        def moved_away_first(store, seq):  # the rollback's checkpoint: the manifest is gone right then
+            if seq == 1 and manifest.exists():
+                os.replace(manifest, aside)
+            set_checkpoint(store, seq)
+
+        monkeypatch.setattr(Store, "set_checkpoint", moved_away_first)
+        request = {"requestId": "second", "subject": "Dana", "items": [claim("Dana likes tea.", "Tea, always.")]}
+        with pytest.raises(StoreUnavailable):
+            engine.remember(owner, request)
+        monkeypatch.undo()
+        os.replace(aside, manifest)  # the owner puts it back
+
+        retried = engine.remember(owner, request)
+
+        # Left pending, the publication was finished by recovery; the retry got its receipt, nothing twice.
+        assert engine.get_record(owner, retried["items"][0]["id"])["status"] == "current"
+        assert [state for _, state in publications(state_dir)] == ["applied", "applied"]
+        assert publications(state_dir)[1][0] == retried["publicationId"]
+
+
 @pytest.mark.parametrize("fault", ["journaled:2:enospc", "installed:3:enospc", "checkpointed:2:enospc",
                                    "acknowledged:2:enospc", "installed:2:erofs"])
 def test_a_disk_that_refuses_a_step_gives_a_clear_error_and_leaves_nothing(state_dir, fault):
