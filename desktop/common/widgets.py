@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..tasks import Unreachable
+
 RECORD_SCHEME = "record"
 SOURCE_SCHEME = "source"
 
@@ -175,6 +177,13 @@ MAX_COLUMN_PX = 260  # a column sized to its contents is at most this wide; the 
 MIN_TEXT_COLUMN_PX = 140  # what the text column keeps before the others are narrowed
 
 
+def unread_text(message: str, *, said: str = "Not loaded", again: str = "It loads again") -> str:
+    """What a view shows in place of what it could not read: ``said`` and why; when no engine answered
+    (``Unreachable``), that it is read again once one does."""
+    tail = f" {again} when the engine answers (F5 reloads)." if isinstance(message, Unreachable) else ""
+    return f"{said}: {message.rstrip('.')}.{tail}"
+
+
 class DeskTable(QTableView):
     """A read-only, row-selecting table that sizes its columns and says when it is empty.
 
@@ -248,7 +257,7 @@ class DeskTable(QTableView):
             return "Loading…"
         failure = getattr(model, "failure", None)
         if failure:
-            return f"Not loaded: {failure.rstrip('.')}. It loads again when the engine answers (F5 reloads)."
+            return unread_text(failure)
         return self.empty_text
 
     def resizeColumnsToContents(self) -> None:  # noqa: N802 - Qt's name, given our sizing

@@ -8,8 +8,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import SafeTextBrowser, esc, heading, table
-from ..tasks import EngineTasks, Unreachable
+from ..common.widgets import SafeTextBrowser, esc, heading, table, unread_text
+from ..tasks import EngineTasks
 
 
 def _where(finding: Row) -> str:
@@ -90,8 +90,7 @@ class HealthView(QWidget):
         """Say in the view that the partition was not checked (never that an agent must be chosen), and in the bar."""
         self.summary.clear()
         self.findings_model.set_rows([])
-        again = " The check runs again when the engine answers (F5 reloads)." if isinstance(message, Unreachable) else ""
-        self.findings_table.set_empty_text(f"Not checked: {message.rstrip('.')}.{again}")
+        self.findings_table.set_empty_text(unread_text(message, said="Not checked", again="The check runs again"))
         self.tasks.sig_error_raised.emit(message)
 
     def _on_health(self, health: dict[str, Any]) -> None:

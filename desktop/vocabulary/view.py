@@ -14,9 +14,9 @@ from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from ..common.models import Column, PagedModel, Row, RowsModel
-from ..common.widgets import RECORD_SCHEME, SafeTextBrowser, esc, heading, table
+from ..common.widgets import RECORD_SCHEME, SafeTextBrowser, esc, heading, table, unread_text
 from ..health.view import FINDING_COLUMNS
-from ..tasks import EngineTasks, Unreachable
+from ..tasks import EngineTasks
 
 DEFINITIONS_PAGE = 100
 FINDINGS_PAGE = 100
@@ -146,9 +146,8 @@ class VocabularyView(QWidget):
         def failed(message: str) -> None:
             if generation != self._generation:
                 return
-            again = " It loads again when the engine answers (F5 reloads)." if isinstance(message, Unreachable) else ""
             self.definitions_model.set_rows([])
-            self.definitions_table.set_empty_text(f"Not loaded: {message.rstrip('.')}.{again}")
+            self.definitions_table.set_empty_text(unread_text(message))
             self.tasks.sig_error_raised.emit(message)
 
         params = {"agent": agent, "view": "definitions", "includeRecords": True, "offset": offset,
