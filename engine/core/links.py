@@ -89,9 +89,14 @@ def parse_record_link(text: Any) -> RecordLink:
 
 def link_of(store_id: str | None, partition: str, record_id: Any) -> str | None:
     """The link of ``record_id`` when it is a record of ``store_id``'s private partition, else None."""
-    if store_id is None or partition != PRIVATE_PARTITION or not is_store_id(store_id) or not is_record_id(record_id):
+    if not _linkable(store_id, partition) or not is_record_id(record_id):
         return None
     return record_link(store_id, record_id)
+
+
+def _linkable(store_id: str | None, partition: str) -> bool:
+    """Whether records of ``partition`` in ``store_id`` get links: only a store's private partition's do."""
+    return store_id is not None and partition == PRIVATE_PARTITION and is_store_id(store_id)
 
 
 def with_link(entry: dict[str, Any], store_id: str | None, partition: str) -> dict[str, Any]:
@@ -105,7 +110,7 @@ def with_record_links(receipt: dict[str, Any], store_id: str | None, partition: 
 
     Links are added to the answer, never stored with the receipt, so an identical retry gets them too.
     """
-    if store_id is None or partition != PRIVATE_PARTITION or not is_store_id(store_id):
+    if not _linkable(store_id, partition):
         return receipt
     linked = with_link(receipt, store_id, partition)
     for key in ("records", "items"):  # every record a publication touched; a remember's saved items
