@@ -31,6 +31,11 @@ HISTORY_PARTS = ("HEAD", "packed-refs", "refs/", "objects/")
 COPIED_HISTORY_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
 
 
+# The commands that take git's locks; the engine runs them one at a time.  Reads (rev-parse, log, diff-index,
+# remote, bundle) may run beside them and never clean anything up.
+_WRITING_COMMANDS = frozenset({"init", "symbolic-ref", "fast-import", "update-index", "read-tree", "fetch"})
+
+
 class GitError(Exception):
     """A git command failed; the message says which and why."""
 
@@ -54,6 +59,9 @@ class GitHistory:
         # Why the index missed a commit (a left-over index.lock, a crash between commit and index update);
         # None while it is in step.  Cosmetic: history is complete either way, only `git status` differs.
         self.index_problem: str | None = None
+        # Lock files one of our own git commands left when it failed (the disk turned read-only under it, or
+        # it timed out and was killed): ours to remove, as soon as the disk lets us.
+        self._left_locks: set[Path] = set()
 
     def _env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
@@ -69,6 +77,10 @@ class GitHistory:
         return env
 
     def _run(self, *args: str, stdin: bytes | None = None) -> str:
+        writes = args[0] in _WRITING_COMMANDS
+        if writes:
+            self._remove_left_locks()
+        before = self._locks() if writes else set()
         try:
             completed = subprocess.run(
                 [self.executable, "-c", "core.hooksPath=" + os.devnull, "-c", "gc.auto=0", *args],
@@ -76,9 +88,46 @@ class GitHistory:
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise GitError(f"git {args[0]} could not run: {exc}") from exc
+        finally:
+            if writes:
+                self._clear_locks_left_since(before)
         if completed.returncode != 0:
             raise GitError(f"git {args[0]} failed: {self._explain(completed.stderr, completed.returncode)}")
         return completed.stdout.decode("utf-8", "replace").strip()
+
+    def _locks(self) -> set[Path]:
+        """The lock files in ``vault/.git`` now: its own (index, HEAD, packed-refs, config) and its refs'."""
+        found = set()
+        for folder in (self.git_dir, self.git_dir / "refs" / "heads"):
+            try:
+                found.update(Path(entry.path) for entry in os.scandir(folder) if entry.name.endswith(".lock"))
+            except OSError:  # no repository yet, or unreadable: nothing of ours to find
+                pass
+        return found
+
+    def _clear_locks_left_since(self, before: set[Path]) -> None:
+        """Remove the locks a writing command left behind.
+
+        Git leaves a lock when a step after taking it fails and its own clean-up fails too (a vault made
+        read-only under a running commit), or when it is killed on timeout.  A command that succeeded is
+        checked too: a vault kept from such a run held a branch that had moved and HEAD.lock beside it.  The engine runs this repository's
+        writing commands one at a time (under the runtime's git lock), so a lock that appeared while one of them
+        ran and outlived it is that command's (an owner's own git writing in ``vault/.git`` at that very moment
+        could lose its lock: the history is the engine's to write).  A lock that was there before is never
+        touched: whose it is cannot be known, and git's error names it for the owner instead.
+        """
+        self._left_locks |= self._locks() - before
+        self._remove_left_locks()
+
+    def _remove_left_locks(self) -> None:
+        """Remove the locks our failed commands left; one the disk still refuses stays listed for the next
+        writing command (only those call this, one at a time, so a live lock of theirs is never taken)."""
+        for lock in list(self._left_locks):
+            try:
+                lock.unlink(missing_ok=True)
+            except OSError:
+                continue
+            self._left_locks.discard(lock)
 
     def _explain(self, stderr: bytes, returncode: int) -> str:
         """Git's own reason: its first fatal or error line (which names a left-over lock file), with

@@ -11,7 +11,9 @@ from pathlib import Path
 from engine.access.authority import AgentCaller
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from engine.store.githistory import GitHistory
+import pytest
+
+from engine.store.githistory import CommitFile, GitError, GitHistory
 from tests.helpers import claim, only_store, page, private_dir
 
 
@@ -361,6 +363,7 @@ def test_a_left_over_index_lock_is_reported_and_the_index_catches_up_once_it_is_
     locked = engine.resume(owner)
     assert locked["state"] == "committed" and "index.lock" in locked["index"]
     assert str(vault) not in locked["index"]
+    assert lock.exists(), "a lock the engine did not leave is never removed: whose it is cannot be known"
 
     lock.unlink()
     resumed = engine.resume(owner)
@@ -381,4 +384,85 @@ def test_an_index_a_crash_left_behind_its_commit_is_repaired_by_the_next_engine(
 
     with Engine(state_dir, watch=False) as engine:
         assert "index" not in engine.resume(owner)
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def _git_that_leaves(tmp_path: Path, command: str, lock: str, *, succeeds: bool = False) -> tuple[Path, Path]:
+    """A git that, while ``switch`` exists, leaves ``lock`` behind in ``command``, the way git does when the vault
+    turns read-only under it: it dies after taking the lock or, with ``succeeds``, does its work and only then
+    fails to remove it; returns (the executable, the switch)."""
+    switch = tmp_path / "leave-lock"
+    script = tmp_path / "git"
+    real = shutil.which("git")
+    work = f'"{real}" "$@"; status=$?; : > "$GIT_DIR/{lock}"; exit $status' if succeeds else \
+        f': > "$GIT_DIR/{lock}"; echo "fatal: Unable to rename {lock}: Permission denied" >&2; exit 128'
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ -e "{switch}" ]; then for arg in "$@"; do if [ "$arg" = "{command}" ]; then\n'
+        f"  {work}\n"
+        "fi; done; fi\n"
+        f'exec "{real}" "$@"\n', encoding="utf-8")
+    script.chmod(0o755)
+    return script, switch
+
+
+def _commit(history: GitHistory, vault: Path, name: str, text: bytes) -> str:
+    (vault / name).write_bytes(text)
+    return history.commit([CommitFile(name, text)], f"save {name}")
+
+
+@pytest.mark.parametrize(("command", "lock", "succeeds"), [
+    ("update-index", "index.lock", False), ("fast-import", "HEAD.lock", False), ("fast-import", "HEAD.lock", True),
+])
+def test_a_lock_a_git_command_left_is_removed_and_history_catches_up(
+        tmp_path: Path, command: str, lock: str, succeeds: bool) -> None:
+    """Found by the fault harness: a vault made read-only while a commit ran left git's lock behind, so every
+    later checkpoint failed (HEAD.lock) or the index stayed behind (index.lock) until the owner removed it."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    executable, switch = _git_that_leaves(tmp_path, command, lock, succeeds=succeeds)
+    history = GitHistory(vault, str(executable))
+    _commit(history, vault, "one.md", b"one")
+
+    switch.touch()
+    if command == "fast-import" and not succeeds:
+        with pytest.raises(GitError, match=lock):
+            _commit(history, vault, "two.md", b"two")
+    else:
+        _commit(history, vault, "two.md", b"two")
+        assert succeeds or lock in (history.index_problem or "")
+    assert not (vault / ".git" / lock).exists()
+
+    switch.unlink()
+    (vault / "two.md").unlink()
+    _commit(history, vault, "two.md", b"two")
+    assert history.index_problem is None
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_left_lock_the_disk_will_not_remove_yet_is_removed_by_the_next_writing_command(
+        tmp_path: Path, monkeypatch) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    executable, switch = _git_that_leaves(tmp_path, "update-index", "index.lock")
+    history = GitHistory(vault, str(executable))
+    _commit(history, vault, "one.md", b"one")
+    lock = vault / ".git" / "index.lock"
+    real_unlink = Path.unlink
+
+    def read_only_unlink(self: Path, missing_ok: bool = False) -> None:
+        if self == lock:
+            raise PermissionError(13, "Permission denied", str(self))
+        real_unlink(self, missing_ok=missing_ok)
+
+    switch.touch()
+    monkeypatch.setattr(Path, "unlink", read_only_unlink)
+    _commit(history, vault, "two.md", b"two")
+    assert lock.exists()
+    history.head()  # a read never removes a lock: a writing command beside it could own one by that name
+    monkeypatch.undo()
+    assert lock.exists()
+
+    switch.unlink()
+    assert history.repair_index() is None and not lock.exists()
     assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
