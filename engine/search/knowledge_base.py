@@ -70,7 +70,7 @@ QUERY_PARAMS = Params(
     Name("knowledge_base_id", BASE_ID_MAX_CHARS, description="Query search: only items carrying this tag"),
     Choice("mode", MODES, default=DEFAULT_MODE),
     Number("alpha", 0, 1, default=ALPHA_DEFAULT,
-           description="hybrid only: weight of the lexical score (1) against the semantic score (0)"),
+           description="hybrid only (refused beside another mode): weight of the lexical score (1) against the semantic score (0)"),
     Integer("max_results", 1, MAX_RESULTS_MAX, default=MAX_RESULTS_DEFAULT),
 )
 READ_PARAMS = Params(
@@ -134,6 +134,9 @@ def parse_request(args: Any) -> QuerySearch | AddressedRead:
     if "query" not in args:
         raise InvalidParams("give query (a query search) or knowledge_item_id (an addressed read)", field="query")
     values = QUERY_PARAMS.read(args)
+    if "alpha" in args and values["mode"] != "hybrid":  # it would be ignored: the caller meant something else
+        raise InvalidParams(f"alpha weighs the lexical against the semantic score in hybrid mode; mode "
+                            f"{values['mode']} does not use it: leave alpha out", field="alpha")
     return QuerySearch(values["query"], values["knowledge_base_id"], values["mode"], values["alpha"],
                        values["max_results"])
 

@@ -47,6 +47,13 @@ METHOD_NOT_FOUND, INTERNAL_ERROR = -32601, -32603
 INITIALIZE_FIELDS = frozenset({"token", "audience", "instance"})
 REQUEST_FIELDS = frozenset({"audience"})
 OPERATOR_FIELDS = frozenset({"operatorToken"})
+# MCP's own methods after initialize take what MCP defines, and refuse anything else like every method.  The
+# tool list is never paged, so no cursor was ever issued: one given is refused (MCP: an invalid cursor is
+# -32602).  ``task`` asks for task-augmented execution (MCP 2025-11-25); this server declares no tasks
+# capability, so the call runs as a plain one, as MCP has such a receiver do.  ``initialize`` alone reads
+# what it knows and ignores the rest: a client of a later MCP revision must reach version negotiation.
+TOOLS_LIST_PARAMS = Params(Value("cursor", lambda value, field: _no_cursor(value, field), nullable=True))
+TOOLS_CALL_PARAMS = Params(Value("name"), Value("arguments"), Value("task"))
 SUBSCRIBE = OPERATOR_PREFIX + "subscribe"
 CHANGED = "notifications/operator/changed"  # what a subscribed connection is sent: {changes: [...], resync}
 SUBSCRIBE_PARAMS = Params(Value("topics", lambda value, field: _topics(value, field)))
@@ -96,7 +103,7 @@ class Dispatcher:
         self.tools = ToolRegistry(engine)
         self.methods: dict[str, Handler] = {
             "initialize": self._initialize,
-            "ping": lambda session, params: {},
+            "ping": lambda session, params: {},  # a liveness probe: whatever it carries, answered at once
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
             "memory/search": lambda s, p: engine.search(self.caller(s, p), without_meta(p)),
@@ -218,15 +225,19 @@ class Dispatcher:
                 "notification": CHANGED}
 
     def _tools_list(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        TOOLS_LIST_PARAMS.read(without_meta(params))
+        caller = self.caller(session, params)
         try:
-            claim_kinds = self.engine.claim_kinds(self.caller(session, params))
+            claim_kinds = self.engine.claim_kinds(caller)
         except KnowledgeError:  # no partition to read (denied, unavailable): the shipped kinds, as documented
             claim_kinds = None
         return {"tools": self.tools.listed(claim_kinds)}
 
     def _tools_call(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        name = params.get("name")
-        arguments = params.get("arguments")
+        """A tool's own failure is its result (``isError``); a request that is not a tool call, or whose
+        ``_meta`` is malformed, is a JSON-RPC error like any other method's."""
+        read = TOOLS_CALL_PARAMS.read(without_meta(params))
+        name, arguments = read["name"], read["arguments"]
         if arguments is None:  # MCP: a tool without arguments may be called without them
             arguments = {}
         elif not isinstance(arguments, dict):  # [], 0, false and "" too: never read as no arguments
@@ -236,18 +247,21 @@ class Dispatcher:
         tool = self.tools.get(name)
         if tool is None:
             raise InvalidParams(f"unknown tool {name!r}", field="name")
+        caller = self.caller(session, params)
         try:
-            result = tool.handler(self.engine, self.caller(session, params), arguments)
+            result = tool.handler(self.engine, caller, arguments)
         except KnowledgeError as exc:
             return tool_result(exc.to_dict(), error=True)
         return tool_result(result)
 
 
 def _knowledge_meta(params: dict[str, Any]) -> dict[str, Any]:
-    meta = params.get("_meta") or {}
+    meta = params.get("_meta")
+    meta = {} if meta is None else meta  # [], 0, false and "" are malformed, never read as none
     if not isinstance(meta, dict):
         raise InvalidParams("_meta must be an object", field="_meta")
-    knowledge = meta.get("knowledge") or {}
+    knowledge = meta.get("knowledge")
+    knowledge = {} if knowledge is None else knowledge
     if not isinstance(knowledge, dict):
         raise InvalidParams("_meta.knowledge must be an object", field="_meta.knowledge")
     return knowledge
@@ -270,6 +284,10 @@ def _topics(value: Any, field: str) -> list[str]:
 def changed_notification(changes: list[dict[str, Any]], resync: bool) -> dict[str, Any]:
     """The notification a subscribed operator connection is sent; ``resync``: reload everything."""
     return {"jsonrpc": "2.0", "method": CHANGED, "params": {"changes": changes, "resync": resync}}
+
+
+def _no_cursor(value: Any, field: str) -> None:
+    raise InvalidParams("the tool list is never paged, so no cursor was issued: leave cursor out", field=field)
 
 
 def _no_params(params: dict[str, Any]) -> dict[str, Any]:

@@ -554,3 +554,12 @@ def test_knowledge_reindex_rebuilds_the_vectors_too(state_dir, capsys):
     assert main(["--state-dir", str(state_dir.root), "reindex"]) == 0
     out = capsys.readouterr().out
     assert f"{len(PAGES)} records indexed, {len(PAGES)} vectors (0 texts embedded, {len(PAGES)} from the cache)" in out
+
+
+@pytest.mark.parametrize("mode", ["lexical", "semantic", "rrf"])
+def test_alpha_beside_a_mode_that_does_not_use_it_is_refused(lexical_engine, mode):
+    """It was read and ignored: a caller tuning alpha in rrf mode saw nothing change and no word why."""
+    caller, _ = seed(lexical_engine)
+    with pytest.raises(InvalidParams) as raised:
+        ask(lexical_engine, caller, query="pizza", mode=mode, alpha=0.8)
+    assert raised.value.details["field"] == "alpha" and mode in raised.value.message
