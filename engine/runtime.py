@@ -523,12 +523,22 @@ class StoreRuntime:
             try:
                 if self.checkpoint().get("publications"):
                     self.changes.publish("health", storeId=self.store_id)
+                    self._tidy_history()
             except KnowledgeError as exc:
                 log.warning("git checkpoint skipped: %s", exc.message)
             except RuntimeError:  # the lane shut down under us
                 break
             except Exception:  # the queue must outlive any one failure; the outbox keeps the work
                 log.exception("git checkpoint failed")
+
+    def _tidy_history(self) -> None:
+        """Pack the git history once enough checkpoints have left loose objects (off every write's way)."""
+        assert self.git is not None
+        with self._git_lock:
+            try:
+                self.git.tidy()
+            except GitError as exc:
+                log.warning("packing the git history failed (the next checkpoint tries again): %s", exc)
 
     def checkpoint(self) -> dict[str, Any]:
         """Commit every pending publication now (``knowledge_resume`` and the git thread)."""

@@ -33,7 +33,11 @@ COPIED_HISTORY_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = tru
 
 # The commands that take git's locks; the engine runs them one at a time.  Reads (rev-parse, log, diff-index,
 # remote, bundle) may run beside them and never clean anything up.
-_WRITING_COMMANDS = frozenset({"init", "symbolic-ref", "fast-import", "update-index", "read-tree", "fetch"})
+_WRITING_COMMANDS = frozenset({"init", "symbolic-ref", "fast-import", "update-index", "read-tree", "fetch", "gc"})
+# Git's own default: ``gc --auto`` packs the history once about this many loose objects have gathered.  Each
+# checkpoint leaves its objects loose (fast-import explodes a small import), so without it a vault's history
+# grows by a file per object: 3,000 checkpoints left 24,000 loose files taking 217 MiB (docs/benchmarks/git-history.md).
+GC_AUTO_OBJECTS = 6700
 
 
 class GitError(Exception):
@@ -62,6 +66,7 @@ class GitHistory:
         # Lock files one of our own git commands left when it failed (the disk turned read-only under it, or
         # it timed out and was killed): ours to remove, as soon as the disk lets us.
         self._left_locks: set[Path] = set()
+        self.gc_auto_objects = GC_AUTO_OBJECTS
 
     def _env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
@@ -81,16 +86,21 @@ class GitHistory:
         if writes:
             self._remove_left_locks()
         before = self._locks() if writes else set()
+        # Only ``tidy`` packs the history, on the git thread; no command on a checkpoint's way starts a gc,
+        # and none runs one in the background (its locks would outlive the command).
+        gc_auto = self.gc_auto_objects if args[0] == "gc" else 0
         try:
             completed = subprocess.run(
-                [self.executable, "-c", "core.hooksPath=" + os.devnull, "-c", "gc.auto=0", *args],
+                [self.executable, "-c", "core.hooksPath=" + os.devnull, "-c", f"gc.auto={gc_auto}",
+                 "-c", "gc.autoDetach=false", *args],
                 input=stdin, capture_output=True, env=self._env(), cwd=self.vault, timeout=_TIMEOUT,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise GitError(f"git {args[0]} could not run: {exc}") from exc
-        finally:
             if writes:
-                self._clear_locks_left_since(before)
+                self._clear_locks_left_since(before, killed=True)
+            raise GitError(f"git {args[0]} could not run: {exc}") from exc
+        if writes:
+            self._clear_locks_left_since(before, killed=False)
         if completed.returncode != 0:
             raise GitError(f"git {args[0]} failed: {self._explain(completed.stderr, completed.returncode)}")
         return completed.stdout.decode("utf-8", "replace").strip()
@@ -105,18 +115,20 @@ class GitHistory:
                 pass
         return found
 
-    def _clear_locks_left_since(self, before: set[Path]) -> None:
-        """Remove the locks a writing command left behind.
+    def _clear_locks_left_since(self, before: set[Path], *, killed: bool) -> None:
+        """Remove the locks a writing command left behind, and only those.
 
-        Git leaves a lock when a step after taking it fails and its own clean-up fails too (a vault made
-        read-only under a running commit), or when it is killed on timeout.  A command that succeeded is
-        checked too: a vault kept from such a run held a branch that had moved and HEAD.lock beside it.  The engine runs this repository's
-        writing commands one at a time (under the runtime's git lock), so a lock that appeared while one of them
-        ran and outlived it is that command's (an owner's own git writing in ``vault/.git`` at that very moment
-        could lose its lock: the history is the engine's to write).  A lock that was there before is never
-        touched: whose it is cannot be known, and git's error names it for the owner instead.
+        Git leaves a lock when it is killed (on timeout), or when its own clean-up is refused: the vault
+        turned read-only under a running commit (a kept vault from such a run held a branch that had moved
+        and HEAD.lock beside it: that command even succeeded).  A lock that appeared while the command ran
+        and outlived it is the command's when the command was killed, or when the lock's folder refuses
+        writes now, so git's removal must have failed; a lock in a writable folder was taken by someone
+        else meanwhile (an owner holding the branch) and is left alone, as is one that was there before:
+        whose it is cannot be known, and git's error names it for the owner instead.  The engine runs this
+        repository's writing commands one at a time (under the runtime's git lock).
         """
-        self._left_locks |= self._locks() - before
+        appeared = self._locks() - before
+        self._left_locks |= appeared if killed else {lock for lock in appeared if _refuses_writes(lock.parent)}
         self._remove_left_locks()
 
     def _remove_left_locks(self) -> None:
@@ -213,6 +225,12 @@ class GitHistory:
         else:
             self._sync_index(files)
         return commit
+
+    def tidy(self) -> None:
+        """Pack the history when enough loose objects have gathered (``git gc --auto``: a quick count
+        otherwise).  Reads beside it are safe; a failure loses nothing and the next tidy tries again."""
+        if self.head() is not None:
+            self._run("gc", "--auto", "--quiet")
 
     def existing_files(self) -> list[CommitFile]:
         """Regular, singly linked, non-hidden files under the vault (no symlinks followed)."""
@@ -319,6 +337,11 @@ def adopt_copied_history(vault: Path, executable: str | None) -> None:
         history = GitHistory(vault, executable)
         if history.head() is not None:
             history._run("read-tree", BRANCH)
+
+
+def _refuses_writes(folder: Path) -> bool:
+    """Whether this process may not create or remove files in ``folder`` (file modes, a read-only mount)."""
+    return not os.access(folder, os.W_OK)
 
 
 def _utf8_name(name: str) -> bool:

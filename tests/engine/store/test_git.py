@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ from engine.service import Engine
 from engine.state.statedir import StateDir
 import pytest
 
+from engine.store import githistory
 from engine.store.githistory import CommitFile, GitError, GitHistory
 from tests.helpers import claim, only_store, page, private_dir
 
@@ -406,6 +408,12 @@ def _git_that_leaves(tmp_path: Path, command: str, lock: str, *, succeeds: bool 
     return script, switch
 
 
+def _refuses_writes_while(monkeypatch, switch: Path) -> None:
+    """The vault's folders refuse writes while ``switch`` exists, as a read-only disk's would (the suite runs
+    as root, whom file modes do not bind)."""
+    monkeypatch.setattr(githistory, "_refuses_writes", lambda folder: switch.exists())
+
+
 def _commit(history: GitHistory, vault: Path, name: str, text: bytes) -> str:
     (vault / name).write_bytes(text)
     return history.commit([CommitFile(name, text)], f"save {name}")
@@ -415,12 +423,13 @@ def _commit(history: GitHistory, vault: Path, name: str, text: bytes) -> str:
     ("update-index", "index.lock", False), ("fast-import", "HEAD.lock", False), ("fast-import", "HEAD.lock", True),
 ])
 def test_a_lock_a_git_command_left_is_removed_and_history_catches_up(
-        tmp_path: Path, command: str, lock: str, succeeds: bool) -> None:
+        tmp_path: Path, monkeypatch, command: str, lock: str, succeeds: bool) -> None:
     """Found by the fault harness: a vault made read-only while a commit ran left git's lock behind, so every
     later checkpoint failed (HEAD.lock) or the index stayed behind (index.lock) until the owner removed it."""
     vault = tmp_path / "vault"
     vault.mkdir()
     executable, switch = _git_that_leaves(tmp_path, command, lock, succeeds=succeeds)
+    _refuses_writes_while(monkeypatch, switch)
     history = GitHistory(vault, str(executable))
     _commit(history, vault, "one.md", b"one")
 
@@ -445,6 +454,7 @@ def test_a_left_lock_the_disk_will_not_remove_yet_is_removed_by_the_next_writing
     vault = tmp_path / "vault"
     vault.mkdir()
     executable, switch = _git_that_leaves(tmp_path, "update-index", "index.lock")
+    _refuses_writes_while(monkeypatch, switch)
     history = GitHistory(vault, str(executable))
     _commit(history, vault, "one.md", b"one")
     lock = vault / ".git" / "index.lock"
@@ -460,9 +470,70 @@ def test_a_left_lock_the_disk_will_not_remove_yet_is_removed_by_the_next_writing
     _commit(history, vault, "two.md", b"two")
     assert lock.exists()
     history.head()  # a read never removes a lock: a writing command beside it could own one by that name
-    monkeypatch.undo()
+    monkeypatch.setattr(Path, "unlink", real_unlink)
     assert lock.exists()
 
     switch.unlink()
     assert history.repair_index() is None and not lock.exists()
     assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_lock_someone_else_took_while_a_command_ran_is_left_alone(tmp_path: Path) -> None:
+    """An owner holding the branch (main.lock) just as a checkpoint runs: the folder takes writes, so git's own
+    clean-up cannot have failed and the lock is not the engine's.  Found by test_commit_holds_..., whose lock
+    the first version of the clean-up took."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    executable, switch = _git_that_leaves(tmp_path, "fast-import", "refs/heads/main.lock", succeeds=True)
+    history = GitHistory(vault, str(executable))
+    _commit(history, vault, "one.md", b"one")
+    switch.touch()
+    _commit(history, vault, "two.md", b"two")
+    switch.unlink()
+    lock = vault / ".git" / "refs" / "heads" / "main.lock"
+    assert lock.exists()
+    with pytest.raises(GitError, match="main.lock"):
+        _commit(history, vault, "three.md", b"three")
+    assert lock.exists()
+
+
+def _blobs_in_one_fanout_folder(count: int, folder: str = "17") -> list[bytes]:
+    """Contents whose blobs all land in ``objects/<folder>``: the folder ``git gc --auto`` counts to estimate
+    how many loose objects there are."""
+    found, n = [], 0
+    while len(found) < count:
+        data = f"note {n}\n".encode()
+        if hashlib.sha1(b"blob %d\x00" % len(data) + data, usedforsecurity=False).hexdigest().startswith(folder):
+            found.append(data)
+        n += 1
+    return found
+
+
+def test_tidy_packs_the_loose_objects_checkpoints_leave_and_history_reads_the_same(tmp_path: Path) -> None:
+    """Every checkpoint left its objects loose and nothing ever packed them: 3,000 checkpoints took 208 MiB."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    history = GitHistory(vault, shutil.which("git"))
+    history.tidy()  # no history yet: nothing to do
+    for index, data in enumerate(_blobs_in_one_fanout_folder(3)):
+        _commit(history, vault, f"note-{index}.md", data)
+    log = history.log()
+    history.gc_auto_objects = 10_000  # above the count: a quick look, nothing packed
+    history.tidy()
+    assert "in-pack: 0" in git(vault, "count-objects", "-v")
+    history.gc_auto_objects = 1  # git's threshold per fan-out folder is then 1; three blobs are there
+    history.tidy()
+    counted = dict(line.split(": ") for line in git(vault, "count-objects", "-v").splitlines())
+    assert counted["count"] == "0" and int(counted["in-pack"]) >= 9 and counted["packs"] == "1"
+    assert history.log() == log
+    assert git_show(vault, log[0]["commit"], "note-2.md") == _blobs_in_one_fanout_folder(3)[2]
+    assert git(vault, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_the_git_thread_tidies_the_history_after_committing(state_dir: StateDir, monkeypatch) -> None:
+    tidied = threading.Event()
+    monkeypatch.setattr(GitHistory, "tidy", lambda self: tidied.set())
+    with Engine(state_dir, watch=True) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        engine.save_page(owner, page("tidy-0", "Northwind Labs", type_="organization"))
+        assert tidied.wait(30), "the git thread never packed the history after a checkpoint"
