@@ -59,6 +59,7 @@ CHANGED = "notifications/operator/changed"  # what a subscribed connection is se
 SUBSCRIBE_PARAMS = Params(Value("topics", lambda value, field: _topics(value, field)))
 CLIENT_NAME_MAX = 100  # of clientInfo's name and version, as the recent connections show it
 IMMEDIATE_MAX_BYTES = 1024  # a ping longer than this (padded) goes to the workers like any other message
+CANCELLED = "notifications/cancelled"  # MCP: {requestId, reason?}; the socket acts on it (engine/wire/server.py)
 
 
 @dataclass
@@ -171,7 +172,8 @@ class Dispatcher:
     def _notification(self, session: Session, method: str, params: Any) -> None:
         if method == "notifications/initialized" and (session.token is not None or session.operator):
             session.initialized = True
-        # Other notifications (cancellations, progress) need no answer and change nothing here.
+        # Other notifications need no answer and change nothing here. A cancellation is the socket's to act
+        # on (it alone knows which of the connection's requests wait and which one runs): see cancelled_request.
 
     def caller(self, session: Session, params: dict[str, Any]) -> AgentCaller:
         """The request's caller: the session's credential, and its audience unless the request names one."""
@@ -253,6 +255,38 @@ class Dispatcher:
         except KnowledgeError as exc:
             return tool_result(exc.to_dict(), error=True)
         return tool_result(result)
+
+
+def cancelled_request(data: bytes) -> tuple[type, Any] | None:
+    """The request a ``notifications/cancelled`` line names, as ``request_key`` gives it; None for any other
+    line, and for a cancellation without a string or integer ``requestId`` (malformed: ignored, it is a
+    notification)."""
+    try:
+        message = parse_request(data)
+    except MalformedMessage:
+        return None
+    if not message.notification or message.method != CANCELLED:
+        return None
+    return _id_key(message.params.get("requestId"))
+
+
+def request_key(data: bytes) -> tuple[type, Any] | None:
+    """What a cancellation is matched against: the request's id with its JSON type, so that 1 and "1" are
+    different requests; None for a notification, a malformed line and ``initialize``, which MCP says is
+    never cancelled."""
+    try:
+        message = parse_request(data)
+    except MalformedMessage:
+        return None
+    if message.notification or message.method == "initialize":
+        return None
+    return _id_key(message.id)
+
+
+def _id_key(request_id: Any) -> tuple[type, Any] | None:
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):  # true is not 1; null names nothing
+        return None
+    return type(request_id), request_id
 
 
 def _knowledge_meta(params: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,15 @@ the next line: a ping or a notification there is handled at once too (a
 stdio client's traffic all shares one connection), anything else waits its
 turn in the buffer, so a connection holds no more than its line limit.
 
+MCP's ``notifications/cancelled`` is acted on here, since only the loop
+knows which of a connection's requests wait and which one runs.  The loop
+looks past the waiting lines for cancellations alone (pings and other
+notifications there keep their turn): a waiting request that is cancelled is
+taken out of the buffer, never run and never answered; the running one
+cannot be stopped halfway, so it finishes and its answer is dropped.  A
+cancellation matches a request of its own connection, by id as a JSON value
+(``protocol.request_key``); one that names nothing is ignored.
+
 The loop frames lines itself, straight off the socket, and never holds more
 of a line than the connection may send, so what a client sends cannot grow
 the engine's memory.  ``SocketBounds`` says how much that is: before a
@@ -27,18 +36,22 @@ next message.
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import logging
 import os
 import socket
 import threading
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..operator.methods import ensure_operator_token
 from ..core.changes import Subscription
-from .protocol import ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session, changed_notification, error_response
+from .protocol import (ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session, cancelled_request,
+                       changed_notification, error_response, request_key)
 from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, request_id_in
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -50,6 +63,9 @@ WORKERS = 32
 _UNIX_PATH_MAX = 100
 _SCRATCH_BYTES = 64 * 1024  # the most read from a socket at once
 _ID_WINDOW = 64 * 1024  # how much of an oversize line is searched for its id
+# The most lines looked at behind a connection's call: what they cost to track stays small beside the
+# buffer itself (a flood of empty lines is many lines), and a cancellation further back comes in its turn.
+MAX_WAITING = 1024
 PUSH_GATHER_S = 0.05  # how long a change notification waits for the rest of a burst
 
 
@@ -81,6 +97,30 @@ class LineTooLong(Exception):
     def __init__(self, request_id: Any) -> None:
         super().__init__("line too long")
         self.request_id = request_id
+
+
+_UNREAD = object()  # a request key not read yet
+
+
+@dataclass
+class _Call:
+    """The request a connection is handling: its line, and whether it was cancelled while it ran."""
+
+    line: bytes
+    cancelled: bool = False
+
+    @functools.cached_property
+    def key(self) -> Any:
+        """Decoded again only when a cancellation asks (the handler decodes its own copy)."""
+        return request_key(self.line)
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A whole line in a connection's buffer, behind the call it is handling, waiting its turn."""
+
+    length: int
+    key: Any = _UNREAD
 
 
 class EngineServer:
@@ -216,6 +256,7 @@ class EngineServer:
         # The request being handled. Requests are handled one at a time, in order; meanwhile the next line is
         # read, so that a ping (all a stdio client's traffic shares this connection) is answered at once.
         handling: asyncio.Task | None = None
+        current: _Call | None = None  # handling's request
         deadline = loop.time() + bounds.initialize_timeout_s
         try:
             connection = await self._open(conn)
@@ -223,19 +264,26 @@ class EngineServer:
             conn.close()
             return
 
-        async def answer(line: bytes) -> None:
+        async def answer(call: _Call) -> None:
             nonlocal pushing
-            reply = await self._dispatch(session, line)
-            if reply is not None:
+            reply = await self._dispatch(session, call.line)
+            if reply is not None and not call.cancelled:  # MCP: a cancelled request is not answered
                 await connection.write(encode(reply), bounds.idle_timeout_s)
             if session.changes is not None and pushing is None:  # operator/subscribe just answered
                 pushing = asyncio.create_task(self._push_changes(connection, session.changes))
 
         async def finish_handling() -> None:
-            nonlocal handling
+            nonlocal handling, current
             if handling is not None:
-                task, handling = handling, None
+                task, handling, current = handling, None, None
                 await task
+
+        def cancel(target: Any) -> None:
+            """The running request, or else the first waiting one, that ``target`` names: not answered."""
+            if current is not None and current.key == target:
+                current.cancelled = True
+            else:
+                connection.drop_waiting(target, request_key)
 
         try:
             while True:
@@ -245,8 +293,8 @@ class EngineServer:
                 connection.limit = bounds.max_message_bytes if authenticated else bounds.unauthenticated_message_bytes
                 try:
                     async with asyncio.timeout(bounds.idle_timeout_s if authenticated else deadline - loop.time()):
-                        if handling is not None:
-                            await connection.wait_for_line()  # looked at below, and left in the buffer
+                        if handling is not None:  # a line to look at below (left in the buffer), or the call's end
+                            await _first_done(handling, connection.wait_for_line())
                         else:
                             line = await connection.next_line()
                 except TimeoutError:
@@ -272,22 +320,28 @@ class EngineServer:
                         bounds.linger_s)
                     return
                 if handling is not None:
-                    # A ping (or a notification) is answered now; anything else waits in the buffer for its turn,
-                    # so the connection holds no more than it did without reading ahead.
-                    short = connection.first_line(IMMEDIATE_MAX_BYTES)
-                    if short is not None and self.dispatcher.answers_at_once(short):
-                        await connection.next_line()  # the very line: taken off the buffer
+                    if handling.done():
+                        continue
+                    # A ping (or a notification) next in line is answered now, and a cancellation anywhere in the
+                    # buffer; anything else waits there for its turn, so the connection holds no more than it did
+                    # without reading ahead.
+                    short = connection.take_ahead(IMMEDIATE_MAX_BYTES, self._at_once)
+                    if short is not None:
+                        target = cancelled_request(short)
+                        if target is not None:
+                            cancel(target)
                         reply = self.dispatcher.handle(session, short)
                         if reply is not None:
                             await connection.write(encode(reply), bounds.idle_timeout_s)
-                    else:
+                    elif connection.stalled:  # nothing more can be read before the call is answered
                         await finish_handling()
                     continue
                 if line is None:
                     return
                 if not line.strip():
                     continue
-                handling = asyncio.create_task(answer(line))
+                current = _Call(line)
+                handling = asyncio.create_task(answer(current))
         except OSError:
             pass  # reset, broken pipe, or a reply the client would not take in time (TimeoutError)
         finally:
@@ -339,6 +393,11 @@ class EngineServer:
         finally:
             connection.abort()
 
+    def _at_once(self, line: bytes, first: bool) -> bool:
+        """Whether a line read ahead of its turn is handled now: a ping or a notification next in line, a
+        cancellation anywhere (it has to overtake the request it names)."""
+        return (first and self.dispatcher.answers_at_once(line)) or cancelled_request(line) is not None
+
     async def _dispatch(self, session: Session, data: bytes) -> dict[str, Any] | None:
         if self.dispatcher.answers_at_once(data):  # ping: answered here, never queued behind busy workers
             return self.dispatcher.handle(session, data)
@@ -361,7 +420,12 @@ class _Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self._scratch = scratch
         self._buffer = bytearray()
-        self._scanned = 0  # bytes of the buffer known to hold no newline
+        # While a call is handled, whole lines already looked at wait at the buffer's start: ``_ahead`` bytes.
+        self._waiting: deque[_Waiting] = deque()
+        self._keys: Counter[Any] = Counter()  # the request keys of the waiting lines read so far
+        self._unread = 0  # waiting lines whose key is not read yet: always the last ones
+        self._ahead = 0
+        self._scanned = 0  # bytes of the buffer, from ``_ahead``, known to hold no newline (an offset)
         self._ended = False
         self._paused = False
         self._discarding: int | None = None  # while closing: input bytes still to drain, else None
@@ -414,6 +478,16 @@ class _Connection(asyncio.BufferedProtocol):
     # --- for the serving task ---
 
     async def next_line(self) -> bytes | None:
+        if self._waiting:
+            waiting = self._waiting.popleft()
+            self._forget(waiting)
+            length = waiting.length
+            line = bytes(self._buffer[:length])
+            del self._buffer[:length]
+            self._ahead -= length
+            self._scanned -= length
+            self._resume()
+            return line
         while True:
             end = self._buffer.find(b"\n", self._scanned)
             if end > self.limit or (end < 0 and len(self._buffer) > self.limit):
@@ -453,6 +527,10 @@ class _Connection(asyncio.BufferedProtocol):
         """
         assert self.transport is not None
         self._buffer = bytearray()
+        self._waiting.clear()
+        self._keys.clear()
+        self._unread = 0
+        self._ahead = self._scanned = 0
         self._discarding = drain_bytes
         try:
             self.transport.write(encode(error))
@@ -466,8 +544,8 @@ class _Connection(asyncio.BufferedProtocol):
             pass
 
     async def wait_for_line(self) -> None:
-        """Until a whole line is buffered, the stream has ended or the buffer holds more than the limit (the
-        next ``next_line`` then answers at once); takes nothing off the buffer."""
+        """Until a whole line not yet looked at (``take_ahead``) is buffered, the stream has ended or the buffer
+        holds more than the limit (the next ``next_line`` then answers at once); takes nothing off the buffer."""
         while True:
             if self._buffer.find(b"\n", self._scanned) >= 0 or self._ended or len(self._buffer) > self.limit:
                 return
@@ -475,10 +553,64 @@ class _Connection(asyncio.BufferedProtocol):
             self._resume()
             await self._wait()
 
-    def first_line(self, max_bytes: int) -> bytes | None:
-        """The buffered line, newline included, when it is whole and at most ``max_bytes``; else None."""
-        end = self._buffer.find(b"\n", 0, max_bytes)
-        return bytes(self._buffer[:end + 1]) if end >= 0 else None
+    def take_ahead(self, max_bytes: int, wanted: Callable[[bytes, bool], bool]) -> bytes | None:
+        """The next whole line not yet looked at, taken off the buffer, when it is at most ``max_bytes`` and
+        ``wanted(line, first)`` (``first``: nothing waits before it); a line not taken stays, in order, and
+        waits its turn.  None once no whole line is left to look at."""
+        while len(self._waiting) < MAX_WAITING:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end < 0:
+                self._scanned = len(self._buffer)
+                return None
+            length = end + 1 - self._ahead
+            line = bytes(self._buffer[self._ahead:end + 1]) if length <= max_bytes else None
+            if line is not None and wanted(line, not self._waiting):
+                del self._buffer[self._ahead:end + 1]
+                self._scanned = self._ahead
+                self._resume()
+                return line
+            self._waiting.append(_Waiting(length))
+            self._unread += 1
+            self._ahead = self._scanned = end + 1
+        return None
+
+    def drop_waiting(self, key: Any, key_of: Callable[[bytes], Any]) -> bool:
+        """Take the first waiting line whose ``key_of`` is ``key`` out of the buffer; whether there was one.
+        Each line's key is read once, the first time a cancellation asks."""
+        end = self._ahead
+        for waiting in itertools.islice(reversed(self._waiting), self._unread):
+            waiting.key = key_of(bytes(self._buffer[end - waiting.length:end]))
+            self._keys[waiting.key] += 1
+            end -= waiting.length
+        self._unread = 0
+        if not self._keys[key]:
+            return False
+        start = 0
+        for index, waiting in enumerate(self._waiting):
+            if waiting.key == key:
+                del self._buffer[start:start + waiting.length]
+                del self._waiting[index]
+                self._forget(waiting)
+                self._ahead -= waiting.length
+                self._scanned -= waiting.length
+                self._resume()
+                return True
+            start += waiting.length
+        raise AssertionError("the keys counted are the waiting lines' keys")
+
+    def _forget(self, waiting: _Waiting) -> None:
+        if waiting.key is _UNREAD:
+            self._unread -= 1
+        else:
+            self._keys[waiting.key] -= 1
+            if not self._keys[waiting.key]:  # a long connection's old ids are not kept
+                del self._keys[waiting.key]
+
+    @property
+    def stalled(self) -> bool:
+        """Whether nothing more can be looked at until a line is taken: the stream ended, the buffer is full,
+        or ``MAX_WAITING`` lines wait."""
+        return self._ended or len(self._buffer) > self.limit or len(self._waiting) >= MAX_WAITING
 
     def abort(self) -> None:
         """Close now; a reply still unsent is dropped (the peer was given its time to read)."""
@@ -507,6 +639,15 @@ class _Connection(asyncio.BufferedProtocol):
         if self._paused and room > 0 and self.transport is not None and not self.transport.is_closing():
             self.transport.resume_reading()
             self._paused = False
+
+
+async def _first_done(task: asyncio.Task, waiting: Any) -> None:
+    """Until ``task`` is done or the coroutine ``waiting`` returns (which is then cancelled)."""
+    waiter = asyncio.ensure_future(waiting)
+    try:
+        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
 
 
 def _track(tasks: set[asyncio.Task], work: Any) -> None:

@@ -401,7 +401,7 @@ def test_ping_is_answered_while_the_same_connection_waits_on_a_call(engine, stat
         client.file.write(message("test/hold", request_id=1))
         client.file.flush()
         client.sock.settimeout(5)
-        client.file.write(message("notifications/cancelled", {"requestId": 1}, request_id=None))
+        client.file.write(message("notifications/cancelled", {"requestId": 99}, request_id=None))  # names nothing
         assert client.request("ping", request_id=2) == {"jsonrpc": "2.0", "id": 2, "result": {}}
         client.file.write(message("test/after", request_id=3) + message("ping", request_id=4))
         client.file.flush()
