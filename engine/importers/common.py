@@ -285,6 +285,10 @@ class Writer:
     dry_run: bool = False
     progress: Callable[[Progress], None] | None = None
     counts: Counts = field(default_factory=Counts)
+    # Makes the caller the first write is made with, ``caller`` reading until then (``run_import``: the
+    # receiving agent is registered only at the first write, so an import that writes nothing registers
+    # nobody); None: ``caller`` writes.
+    first_write: Callable[[], Caller] | None = None
     _placeholders: int = 0
 
     def request_id(self, key: str, params: Any) -> str:
@@ -331,6 +335,7 @@ class Writer:
                 ids += [self._placeholder(kind) for kind in kinds]
                 continue
             request = {"requestId": self.request_id(f"{key}-{start // ITEMS_MAX + 1}", part), "items": part}
+            self._writing()
             receipt = self.engine.remember(self.caller, request)
             for kind in kinds:
                 setattr(self.counts, kind, getattr(self.counts, kind) + 1)
@@ -415,9 +420,16 @@ class Writer:
     def _write(self, kind: str, write: Callable[[], str]) -> str:
         if self.dry_run:
             return self._placeholder(kind)
+        self._writing()
         result = write()
         setattr(self.counts, kind, getattr(self.counts, kind) + 1)
         return result
+
+    def _writing(self) -> None:
+        """Before a write: the caller that writes, made now where ``first_write`` makes it."""
+        if self.first_write is not None:
+            make, self.first_write = self.first_write, None
+            self.caller = make()
 
     def _placeholder(self, kind: str) -> str:
         setattr(self.counts, kind, getattr(self.counts, kind) + 1)
