@@ -670,6 +670,21 @@ def read_export_member(path: str | Path, member: str) -> Original | None:
         raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
 
 
+def export_member_name(path: str | Path, member: str) -> str | None:
+    """The name another file of a chat export has (in its zip, the least deep; in its folder; beside the
+    conversations.json given), found without reading it; None where the export holds none."""
+    path = Path(path)
+    if path.is_dir() or not zipfile.is_zipfile(path):
+        beside = (path if path.is_dir() else path.parent) / member
+        return (f"{path.name}/{member}" if path.is_dir() else member) if beside.is_file() else None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n]
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+    return f"{path.name}/{min(names, key=lambda n: (n.count('/'), n))}" if names else None
+
+
 def _conversation_members(names: list[str]) -> list[str]:
     """Of the names of conversation files (paths in a zip or a folder): the export's own, the least deep
     (not a nested copy); its conversations.json, else its numbered parts in their order."""
