@@ -15,7 +15,8 @@ from engine.importers.formats import FORMATS, run_import
 from engine.importers.summaries import import_summary
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.test_chatgpt import export
+from tests.engine.importers.helpers import reader
+from tests.engine.importers.test_chatgpt import conversation, export, node
 
 
 def _run(engine: Engine, state_dir: StateDir, format_name: str, path: Path, **options: Any) -> dict[str, Any]:
@@ -96,3 +97,20 @@ def test_knowledge_import_of_an_empty_export_leaves_no_agent_and_no_token(
     assert not (state.tokens / "main.token").exists() and _no_store(state)
     with Engine(state, watch=False) as engine:
         assert engine.registry.agent("main") is None
+
+
+def test_a_conversation_whose_every_message_is_left_out_still_gets_its_page(
+        engine: Engine, state_dir: StateDir, tmp_path: Path) -> None:
+    # Only what a tool fetched for the model: no message is kept, but the conversation is the export's.
+    fetched = {"content_type": "tether_browsing_display", "result": "SEARCH RESULTS", "summary": None}
+    data = [conversation("fetched", "Ferry times", [
+        node("r", None, ["b"]),
+        node("b", "r", [], "tool", None, content=fetched, author={"role": "tool", "name": "web"}),
+    ], "b")]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    result = _run(engine, state_dir, "chatgpt", path, dry_run=False)
+
+    assert result["imported"]["pages"] == 1 and "tokenFile" in result
+    assert "0 messages on the active branch" in engine.get_record(reader(engine), result["pages"]["fetched"])["body"]
