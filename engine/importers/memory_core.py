@@ -107,7 +107,8 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
     """
     earlier = writer.imported_by_original("page", type="note", tag=_TAG)
     claimed = writer.imported_records(lambda row, _: row.title, kind="claim", active_only=True)
-    pages, claims, revised, replaced, tasks_left = {}, 0, 0, 0, 0
+    pages, claims, revised, tasks_left = {}, 0, 0, 0
+    replacing: set[str] = set()  # the earlier claims replaced by an item of another kind
     for done, memory in enumerate(files, start=1):
         name = retained_name(workspace, memory)
         params: dict[str, Any] = {"type": "note", "title": memory.title, "body": memory.body,
@@ -134,9 +135,11 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
             elif earlier_claim["frontmatter"].get("claim_kind") == kind:
                 claims += 1
                 writer.kept(known[0], "claims")
-            else:  # the same words of another kind: a task ticked off, or claimed as a fact before
+            elif known[0] not in replacing:  # the same words of another kind: a task ticked off, or a fact before
+                replacing.add(known[0])
                 new_items.append((line, text, kind, known[0]))
-                replaced += 1
+            else:  # the same item twice in the file: its earlier claim is replaced once
+                new_items.append((line, text, kind, None))
         tasks_left += memory.tasks_left
         if new_items and not sources:  # an unchanged page of a file since edited: cite the file as it is
             sources = writer.retain(memory.original, memory.key, media_type="text/markdown", filename=name)
@@ -147,7 +150,7 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
                  **({"replaces": earlier} if earlier else {})}
                 for line, text, kind, earlier in new_items]))
         writer.done(done, len(files), memory.original.name)
-    notes = revised_note(writer, revised, "file") + revised_note(writer, replaced, "list item", claims=True)
+    notes = revised_note(writer, revised, "file") + revised_note(writer, len(replacing), "list item", claims=True)
     if tasks_left:
         notes.append(f"{tasks_left} task-list item(s) neither open nor done ([-], [>], ...) or without text stay "
                      "in their page's body and are not claims.")
