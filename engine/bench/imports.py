@@ -81,17 +81,17 @@ def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
         engine = import_engine(state)
         try:
             checked = time.perf_counter()
-            original, parsed = load_chatgpt(str(export), engine.refuse_secrets)
+            original, parsed, left_out = load_chatgpt(str(export), engine.refuse_secrets)
             loaded = time.perf_counter()
             say(f"read and checked in {loaded - checked:.2f} s")
             profiler = cProfile.Profile() if profile else None
             with owner_caller(engine, instance=import_instance("chatgpt")) as (caller, _):
                 writer = Writer(engine, caller, "chatgpt", progress=_every(conversations // 10 or 1, say))
                 with _on_the_lane(profiler):
-                    import_chatgpt(writer, original, parsed)
+                    import_chatgpt(writer, original, parsed, left_out)
                 imported = time.perf_counter()
                 say(f"imported in {imported - loaded:.2f} s")
-                import_chatgpt(Writer(engine, caller, "chatgpt"), original, parsed)
+                import_chatgpt(Writer(engine, caller, "chatgpt"), original, parsed, left_out)
                 again = time.perf_counter()
                 say(f"imported again (nothing new) in {again - imported:.2f} s")
         finally:

@@ -35,6 +35,10 @@ transcript (``[image: file-AbC123-photo.png]``).  A document the owner uploaded
 is listed in the message's ``metadata.attachments`` (``{id, name}``): named
 (``[attachment: lease.pdf]``) and its file, found by its id the same way,
 retained.
+
+A newer export's ``group_chats.json`` is not read (no description of its
+shape could be trusted): where the export holds it, the result names it in
+``leftOut`` and says so in a note.
 """
 
 from __future__ import annotations
@@ -43,8 +47,8 @@ import json
 from typing import Any
 
 from .common import (
-    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, fenced, import_conversations,
-    keyed_objects, load_conversations, one_line, refused, require, timestamp,
+    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, export_member_name, fenced,
+    import_conversations, keyed_objects, load_conversations, one_line, refused, require, timestamp,
 )
 
 FORMAT = "chatgpt"
@@ -52,14 +56,29 @@ PRODUCT = "ChatGPT"
 _ROLES = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 
-def load_chatgpt(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
-    """The export's conversations.json and its conversations, checked whole (else InvalidParams)."""
-    return load_conversations(path, scan, parse_conversations)
+# Files of a newer export the import does not read, said in the result when the export holds them: no
+# description of their shape that could be trusted was found (OpenAI publishes none), so no parser guesses it.
+NOT_READ = {"group_chats.json": "its group chats"}
 
 
-def import_chatgpt(writer: Writer, original: Original, conversations: list[Conversation]) -> dict[str, Any]:
-    """Retain the original and the transcripts, then save one page per conversation; returns what was imported."""
-    return import_conversations(writer, original, conversations, PRODUCT)
+def load_chatgpt(path: str, scan: Scan) -> tuple[Original, list[Conversation], tuple[str, ...]]:
+    """The export's conversations.json and its conversations, checked whole (else InvalidParams); and the
+    names of the files of ``NOT_READ`` it holds, which are not imported."""
+    original, conversations = load_conversations(path, scan, parse_conversations)
+    left_out = tuple(name for name in (export_member_name(path, member) for member in NOT_READ) if name)
+    return original, conversations, left_out
+
+
+def import_chatgpt(writer: Writer, original: Original, conversations: list[Conversation],
+                   left_out: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Retain the original and the transcripts, then save one page per conversation; returns what was imported,
+    naming the export's files that are not (``leftOut``, and a note for each)."""
+    result = import_conversations(writer, original, conversations, PRODUCT)
+    if not left_out:
+        return result
+    said = [f"{name} is in the export and was not imported: its format is not documented, so Knowledge does "
+            f"not read {NOT_READ[name.rsplit('/', 1)[-1]]}." for name in left_out]
+    return {**result, "leftOut": list(left_out), "notes": [*result.get("notes", []), *said]}
 
 
 # --- reading the export ---------------------------------------------------------------------------------

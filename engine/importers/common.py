@@ -285,6 +285,10 @@ class Writer:
     dry_run: bool = False
     progress: Callable[[Progress], None] | None = None
     counts: Counts = field(default_factory=Counts)
+    # Makes the caller the first write is made with, ``caller`` reading until then (``run_import``: the
+    # receiving agent is registered only at the first write, so an import that writes nothing registers
+    # nobody); None: ``caller`` writes.
+    first_write: Callable[[], Caller] | None = None
     _placeholders: int = 0
 
     def request_id(self, key: str, params: Any) -> str:
@@ -331,6 +335,7 @@ class Writer:
                 ids += [self._placeholder(kind) for kind in kinds]
                 continue
             request = {"requestId": self.request_id(f"{key}-{start // ITEMS_MAX + 1}", part), "items": part}
+            self._writing()
             receipt = self.engine.remember(self.caller, request)
             for kind in kinds:
                 setattr(self.counts, kind, getattr(self.counts, kind) + 1)
@@ -415,9 +420,16 @@ class Writer:
     def _write(self, kind: str, write: Callable[[], str]) -> str:
         if self.dry_run:
             return self._placeholder(kind)
+        self._writing()
         result = write()
         setattr(self.counts, kind, getattr(self.counts, kind) + 1)
         return result
+
+    def _writing(self) -> None:
+        """Before a write: the caller that writes, made now where ``first_write`` makes it."""
+        if self.first_write is not None:
+            make, self.first_write = self.first_write, None
+            self.caller = make()
 
     def _placeholder(self, kind: str) -> str:
         setattr(self.counts, kind, getattr(self.counts, kind) + 1)
@@ -656,6 +668,21 @@ def read_export_member(path: str | Path, member: str) -> Original | None:
             return Original(f"{path.name}/{chosen}", archive.read(chosen))
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
         raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+
+
+def export_member_name(path: str | Path, member: str) -> str | None:
+    """The name another file of a chat export has (in its zip, the least deep; in its folder; beside the
+    conversations.json given), found without reading it; None where the export holds none."""
+    path = Path(path)
+    if path.is_dir() or not zipfile.is_zipfile(path):
+        beside = (path if path.is_dir() else path.parent) / member
+        return (f"{path.name}/{member}" if path.is_dir() else member) if beside.is_file() else None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n]
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+    return f"{path.name}/{min(names, key=lambda n: (n.count('/'), n))}" if names else None
 
 
 def _conversation_members(names: list[str]) -> list[str]:

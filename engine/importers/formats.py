@@ -11,10 +11,11 @@ and answer with the same result.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..access.authority import OperatorCaller
+from ..access.authority import Caller, OperatorCaller
 from ..core.errors import InvalidParams, NotFound
 from ..service import Engine
 from . import chatgpt, claude, markdown, mem0, memory_core
@@ -81,15 +82,27 @@ def run_import(engine: Engine | None, chosen: Format, plan: tuple[Any, ...], *, 
                keep_token: Callable[[str, str], str]) -> dict[str, Any]:
     """Run a loaded import: a dry run counts what it would create and writes nothing (``engine`` may be
     None; given, it reads as the operator what an earlier import made, so it counts what it would revise);
-    a real one writes as an owner caller of ``agent``, registering it when it does not exist
-    (``keep_token(agent, token)`` keeps the new token and returns the file it is in)."""
+    a real one writes as an owner caller of ``agent``.  An ``agent`` that does not exist is registered at the
+    import's first write (``keep_token(agent, token)`` keeps the new token and returns the file it is in),
+    and until then what an earlier import made is read as the operator: an import with nothing to write (an
+    empty export, one whose every item is skipped) registers nobody and keeps no token."""
     if dry_run:  # with an engine, it reads what an earlier import made (to say what it would revise)
         reads = OperatorCaller(agent) if engine is not None else None
         return chosen.run(Writer(engine, reads, chosen.name, dry_run=True, progress=progress), *plan)
     assert engine is not None
-    with owner_caller(engine, agent, instance=import_instance(chosen.name)) as (caller, token):
-        result: dict[str, Any] = {"agent": agent}
-        if token:
-            result["tokenFile"] = keep_token(agent, token)
-        result.update(chosen.run(Writer(engine, caller, chosen.name, progress=progress), *plan))
+    result: dict[str, Any] = {"agent": agent}
+    with ExitStack() as stack:
+        def writing_caller() -> Caller:
+            caller, token = stack.enter_context(owner_caller(engine, agent, instance=import_instance(chosen.name)))
+            if token:
+                result["tokenFile"] = keep_token(agent, token)
+            return caller
+
+        known = engine.registry.agent(agent)
+        if known is not None and known.active:
+            writer = Writer(engine, writing_caller(), chosen.name, progress=progress)
+        else:
+            writer = Writer(engine, OperatorCaller(agent), chosen.name, progress=progress,
+                            first_write=writing_caller)
+        result.update(chosen.run(writer, *plan))
     return result

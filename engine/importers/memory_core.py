@@ -8,7 +8,13 @@ date: ``2026-01-15-release.md``).  PATH is the workspace folder (or its
 - ``MEMORY.md`` becomes one ``note`` page (title: its first ``# heading``,
   else ``MEMORY.md``; body: the file), and each list item in it one ``fact``
   claim with assertion origin ``source``, its text the item's, citing that
-  line of the retained file with the item as quote;
+  line of the retained file with the item as quote.  A task-list item is no
+  stated fact, and its box is markup, never a claim's text: an open task
+  (``- [ ] Renew the passport``) is a ``commitment`` (something to do), a done
+  one (``- [x] Sent Lotte the photos``) an ``event`` (something that
+  happened), each with the item's text after the box; a task with another
+  status (``[-]`` cancelled, ``[>]`` deferred, ``[/]`` ...) or no text stays in
+  the page's body only;
 - each daily note becomes one ``note`` page titled ``Daily memory
   YYYY-MM-DD`` (and the rest of its name), its body the file; other ``.md``
   files under ``memory/`` become pages titled with their name.  Their list
@@ -18,7 +24,9 @@ Every file is retained as the original its page and claims cite, named by the
 workspace folder and the file's path in it (``workspace › memory ›
 2026-01-15.md``).  Imported again, a file whose page says the same is left as
 it is, a changed one gets the next revision of its page, and only list items
-no earlier claim holds become claims.
+no earlier claim holds become claims; an item whose earlier claim has the same
+text but another kind (a task since ticked off, a task an earlier version
+claimed as a fact) gets a new claim that replaces that one.
 """
 
 from __future__ import annotations
@@ -39,7 +47,11 @@ from ..store.writes import one_line_title
 
 FORMAT = "memory-core"
 _DAILY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[-_ ](.+))?")
-_ITEM = re.compile(r"^\s*(?:[-*+]|[0-9]+[.)])\s+(?:\[[ xX]\]\s+)?(.*\S)\s*$")
+_ITEM = re.compile(r"^\s*(?:[-*+]|[0-9]+[.)])\s+(.*\S)\s*$")
+# A task-list item's box: GitHub's ``[ ]`` and ``[x]``, and the one-character statuses Obsidian's themes and
+# its Tasks plugin give other punctuation (``[-]`` cancelled, ``[>]`` deferred, ``[/]`` in progress).
+_TASK = re.compile(r"\[([xX]|[^\w\]\[])\](?:\s+(.*))?")
+_TASK_KINDS = {" ": "commitment", "x": "event", "X": "event"}  # open: something to do; done: it happened
 _HEADING = re.compile(r"^#\s+(.*\S)\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TAG = "memory-core"
@@ -51,7 +63,8 @@ class MemoryFile:
     title: str
     tags: tuple[str, ...]
     body: str
-    items: tuple[tuple[int, str], ...]  # (line, text) of MEMORY.md's list items; none for daily notes
+    items: tuple[tuple[int, str, str], ...]  # (line, text, claim kind) of MEMORY.md's list items; none for daily
+    tasks_left: int = 0  # task-list items with another status or no text, left in the body
 
     @property
     def key(self) -> str:
@@ -94,7 +107,8 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
     """
     earlier = writer.imported_by_original("page", type="note", tag=_TAG)
     claimed = writer.imported_records(lambda row, _: row.title, kind="claim", active_only=True)
-    pages, claims, revised = {}, 0, 0
+    pages, claims, revised, tasks_left = {}, 0, 0, 0
+    replacing: set[str] = set()  # the earlier claims replaced by an item of another kind
     for done, memory in enumerate(files, start=1):
         name = retained_name(workspace, memory)
         params: dict[str, Any] = {"type": "note", "title": memory.title, "body": memory.body,
@@ -112,24 +126,35 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
                 params = {"id": found[0], "expectedRevision": found[1], **params}
                 revised += 1
             pages[memory.original.name] = writer.save_page(memory.key, params)
-        new_items = []
-        for line, text in memory.items:
+        new_items: list[tuple[int, str, str, str | None]] = []  # line, text, kind, the claim it replaces
+        for line, text, kind in memory.items:
             known = claimed.get(one_line_title(text))
-            if known is not None and (writer.current_record(known[0]).get("body") or "").strip() == text:
+            earlier_claim = writer.current_record(known[0]) if known is not None else None
+            if earlier_claim is None or (earlier_claim.get("body") or "").strip() != text:
+                new_items.append((line, text, kind, None))
+            elif earlier_claim["frontmatter"].get("claim_kind") == kind:
                 claims += 1
                 writer.kept(known[0], "claims")
-            else:
-                new_items.append((line, text))
+            elif known[0] not in replacing:  # the same words of another kind: a task ticked off, or a fact before
+                replacing.add(known[0])
+                new_items.append((line, text, kind, known[0]))
+            else:  # the same item twice in the file: its earlier claim is replaced once
+                new_items.append((line, text, kind, None))
+        tasks_left += memory.tasks_left
         if new_items and not sources:  # an unchanged page of a file since edited: cite the file as it is
             sources = writer.retain(memory.original, memory.key, media_type="text/markdown", filename=name)
         if new_items and len(sources) == 1:
             claims += len(writer.remember(f"{memory.key}-items", [
-                {"text": text, "claimKind": "fact", "assertionOrigin": "source",
-                 "evidence": [{"source": sources[0], "lines": [line, line], "quote": text}]}
-                for line, text in new_items]))
+                {"text": text, "claimKind": kind, "assertionOrigin": "source",
+                 "evidence": [{"source": sources[0], "lines": [line, line], "quote": text}],
+                 **({"replaces": earlier} if earlier else {})}
+                for line, text, kind, earlier in new_items]))
         writer.done(done, len(files), memory.original.name)
-    return report(writer, files=len(files), pages=pages, claims=claims, revised=revised,
-                  notes=revised_note(writer, revised, "file"))
+    notes = revised_note(writer, revised, "file") + revised_note(writer, len(replacing), "list item", claims=True)
+    if tasks_left:
+        notes.append(f"{tasks_left} task-list item(s) neither open nor done ([-], [>], ...) or without text stay "
+                     "in their page's body and are not claims.")
+    return report(writer, files=len(files), pages=pages, claims=claims, revised=revised, notes=notes)
 
 
 def retained_name(workspace: str, memory: MemoryFile) -> str:
@@ -141,7 +166,7 @@ def retained_name(workspace: str, memory: MemoryFile) -> str:
 def _long_term(original: Original) -> MemoryFile:
     body = _body(original)
     heading = next((m.group(1) for m in map(_HEADING.match, body.splitlines()) if m), None)
-    items = []
+    items, tasks_left = [], 0
     fenced = False
     for number, line in enumerate(original.text().splitlines(), start=1):  # a byte-order mark dropped
         if _FENCE.match(line):
@@ -152,8 +177,16 @@ def _long_term(original: Original) -> MemoryFile:
             text = match.group(1)
             if len(text) > TEXT_MAX_CHARS or any(ord(c) < 32 and c != "\t" for c in text):
                 raise refused(original.name, f"line {number}", "holds a list item too long or with control characters")
-            items.append((number, text))
-    return MemoryFile(original, one_line(heading) if heading else original.name, (_TAG,), body, tuple(items))
+            kind = "fact"
+            task = _TASK.fullmatch(text)
+            if task is not None:
+                kind, text = _TASK_KINDS.get(task.group(1), ""), (task.group(2) or "").strip()
+                if not kind or not text:  # cancelled, deferred, ...; or a box alone: nothing said to claim
+                    tasks_left += 1
+                    continue
+            items.append((number, text, kind))
+    return MemoryFile(original, one_line(heading) if heading else original.name, (_TAG,), body, tuple(items),
+                      tasks_left)
 
 
 def _daily(original: Original) -> MemoryFile:

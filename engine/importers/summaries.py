@@ -14,6 +14,9 @@ def import_summary(result: dict[str, Any]) -> str:
         lines.append(f"Registered owner agent {result['agent']}; its token is in {result['tokenFile']}.")
     if result.get("dryRun"):
         lines.append(f"Dry run of the {result['format']} import: it would create {shown}; nothing was written.")
+    elif not any(counts.values()):  # no record stands for the input: nothing written, nobody registered
+        lines.append(f"Nothing imported: the {result['format']} input holds nothing to import; nothing was "
+                     "written and no agent was registered.")
     else:
         lines.append(f"Imported {result['format']} into {result['agent']}'s store: {shown} "
                      "(records an earlier run of the same input made are reused, not repeated).")

@@ -699,3 +699,43 @@ def test_what_a_tool_fetched_for_the_model_is_left_out(engine: Engine, tmp_path:
         assert hidden not in body
     assert "Tool (dalle.text2im) (" in body and "[image]" in body  # the image drawn for the owner stays
     assert "3 messages on the active branch" in body
+
+
+GROUP_CHATS_NOTE = ("is in the export and was not imported: its format is not documented, so Knowledge does not "
+                    "read its group chats.")
+
+
+def test_group_chats_json_in_the_zip_is_named_as_not_imported(engine: Engine, tmp_path: Path) -> None:
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("conversations.json", json.dumps(export()))
+        out.writestr("group_chats.json", json.dumps({"chats": [{"id": "g1", "title": "Ferry trip"}]}))
+
+    result = run_import(engine, "chatgpt", archive)
+
+    assert result["imported"]["pages"] == 2  # the conversations are imported as ever
+    assert result["leftOut"] == ["chatgpt-export.zip/group_chats.json"]
+    assert result["notes"] == [f"chatgpt-export.zip/group_chats.json {GROUP_CHATS_NOTE}"]
+    assert run_import(engine, "chatgpt", archive, dry_run=True)["notes"] == result["notes"]
+
+
+def test_group_chats_json_beside_conversations_json_is_named_as_not_imported(
+        engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "conversations.json").write_text("[]", encoding="utf-8")
+    (folder / "group_chats.json").write_text('{"chats": []}', encoding="utf-8")
+
+    assert run_import(engine, "chatgpt", folder)["leftOut"] == ["export/group_chats.json"]
+    given_alone = run_import(engine, "chatgpt", folder / "conversations.json")
+    assert given_alone["leftOut"] == ["group_chats.json"]
+    assert given_alone["notes"] == ["conversations.json holds no conversations: nothing to import.",
+                                    f"group_chats.json {GROUP_CHATS_NOTE}"]
+    assert main(["--state-dir", str(tmp_path / "cli-state"), "import", "chatgpt", str(folder)]) == 0
+    assert f"export/group_chats.json {GROUP_CHATS_NOTE}" in capsys.readouterr().out
+
+
+def test_an_export_without_group_chats_says_nothing_of_them(engine: Engine, export_file: Path) -> None:
+    result = run_import(engine, "chatgpt", export_file)
+
+    assert "leftOut" not in result and "notes" not in result

@@ -177,3 +177,82 @@ def test_a_memory_md_saved_with_a_byte_order_mark_keeps_its_first_item(engine: E
     result = run_import(engine, "memory-core", root)
 
     assert result["claims"] == 2
+
+
+# --- task lists ---------------------------------------------------------------------------------------------
+
+TASKS = """# Dana's agent
+
+- Dana likes her tea without sugar.
+- [ ] Renew the passport before June
+- [x] Sent Lotte the photos
+- [X] Booked the ferry
+- [ ]
+- [-] Cancelled the kayak course
+- [>] Call the notary
+- [a] is no box: the item's own words
+"""
+
+
+def claims_of(engine: Engine, state_dir: StateDir) -> dict[str, dict]:
+    """Every claim of the store by its id: (kind, text, lifecycle, what it replaces, its first quote)."""
+    caller = reader(engine)
+    found = {}
+    for path in records(state_dir, "claims/"):
+        record_id = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        record = engine.get_record(caller, record_id)
+        frontmatter = record["frontmatter"]
+        found[record["id"]] = {"kind": frontmatter["claim_kind"], "text": record["body"].strip(),
+                               "lifecycle": frontmatter.get("lifecycle", "active"),
+                               "replaces": frontmatter.get("replaces"),
+                               "quote": frontmatter["evidence"][0].get("quote")}
+    return found
+
+
+def test_task_list_items_are_commitments_and_events_without_their_box(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (root / "MEMORY.md").write_text(TASKS, encoding="utf-8")
+
+    result = run_import(engine, "memory-core", root)
+
+    claims = sorted((c["kind"], c["text"], c["quote"]) for c in claims_of(engine, state_dir).values())
+    assert claims == [
+        ("commitment", "Renew the passport before June", "Renew the passport before June"),
+        ("event", "Booked the ferry", "Booked the ferry"),
+        ("event", "Sent Lotte the photos", "Sent Lotte the photos"),
+        ("fact", "Dana likes her tea without sugar.", "Dana likes her tea without sugar."),
+        ("fact", "[a] is no box: the item's own words", "[a] is no box: the item's own words"),
+    ]
+    assert result["claims"] == 5
+    assert result["notes"] == ["3 task-list item(s) neither open nor done ([-], [>], ...) or without text stay "
+                               "in their page's body and are not claims."]
+    page = engine.get_record(reader(engine), result["pages"]["MEMORY.md"])
+    assert "- [-] Cancelled the kayak course" in page["body"]  # the page keeps the file as it is
+
+
+def test_a_task_ticked_off_since_an_earlier_import_replaces_its_commitment(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (root / "MEMORY.md").write_text("- [ ] Renew the passport\n- Dana likes tea.\n", encoding="utf-8")
+    run_import(engine, "memory-core", root)
+    (open_task,) = [i for i, c in claims_of(engine, state_dir).items() if c["kind"] == "commitment"]
+    # ticked off, and written twice (the second time under another heading): its commitment is replaced once
+    (root / "MEMORY.md").write_text("- [x] Renew the passport\n- Dana likes tea.\n\n## Done\n- [x] Renew the passport\n",
+                                    encoding="utf-8")
+
+    second = run_import(engine, "memory-core", root)
+
+    claims = claims_of(engine, state_dir)
+    assert claims[open_task]["lifecycle"] == "superseded"
+    done = sorted(([c["text"], c["replaces"], c["lifecycle"]] for c in claims.values() if c["kind"] == "event"),
+                  key=lambda c: c[1] is None)
+    assert done == [["Renew the passport", open_task, "active"], ["Renew the passport", None, "active"]]
+    assert len(claims) == 4 and second["claims"] == 3
+    assert second["notes"][-1] == ("1 list item(s) changed since an earlier import: each got a new claim that "
+                                   "replaces its earlier one, which is kept as superseded.")
+    after = store_snapshot(state_dir)
+    assert run_import(engine, "memory-core", root)["imported"] == second["imported"]  # again: nothing new
+    assert store_snapshot(state_dir) == after
