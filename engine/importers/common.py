@@ -128,6 +128,11 @@ def read_file(path: str | Path) -> bytes:
         raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", file=str(path)) from exc
 
 
+# What reading a zip can raise: RuntimeError for an encrypted member, NotImplementedError for a compression
+# method zipfile lacks.
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError)
+
+
 def read_export(path: str | Path, member: str) -> Original:
     """``member`` (such as conversations.json) given directly, or found inside an export's zip."""
     data = read_file(path)
@@ -135,13 +140,11 @@ def read_export(path: str | Path, member: str) -> Original:
         return Original(Path(path).name, data)
     try:
         with zipfile.ZipFile(Path(path)) as archive:
-            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and not n.endswith("/")]
-            if not names:
+            chosen = _zip_member(archive, member)
+            if chosen is None:
                 raise refused(str(path), None, f"holds no {member}")
-            chosen = min(names, key=lambda n: (n.count("/"), n))  # the export's own, not a nested copy
             return Original(f"{Path(path).name}/{chosen}", archive.read(chosen))
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
-        # RuntimeError: an encrypted member; NotImplementedError: a compression method zipfile lacks
+    except _ZIP_ERRORS as exc:
         raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
 
 
@@ -611,7 +614,7 @@ class ExportFiles:
                     with zipfile.ZipFile(self.path) as archive:
                         return archive.read(name)
                 return (self.folder / name).read_bytes()
-            except (OSError, zipfile.BadZipFile, KeyError, RuntimeError, NotImplementedError, EOFError) as exc:
+            except (*_ZIP_ERRORS, KeyError) as exc:
                 raise refused(f"{self.path.name}/{name}" if self.zipped else name, None,
                               f"cannot be read: {exc}") from exc
 
@@ -646,7 +649,7 @@ def read_conversation_files(path: str | Path) -> list[Original]:
             if not chosen:
                 raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
             return [Original(f"{path.name}/{name}", archive.read(name)) for name in chosen]
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+    except _ZIP_ERRORS as exc:
         raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
 
 
@@ -655,34 +658,44 @@ def read_export_member(path: str | Path, member: str) -> Original | None:
     beside the conversations.json given; None where the export holds none."""
     path = Path(path)
     if path.is_dir() or not zipfile.is_zipfile(path):
-        beside = (path if path.is_dir() else path.parent) / member
-        if not beside.is_file():
-            return None
-        return Original(f"{path.name}/{member}" if path.is_dir() else member, read_file(beside))
+        found = _beside(path, member)
+        return None if found is None else Original(found[0], read_file(found[1]))
     try:
         with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n]
-            if not names:
-                return None
-            chosen = min(names, key=lambda n: (n.count("/"), n))
-            return Original(f"{path.name}/{chosen}", archive.read(chosen))
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+            chosen = _zip_member(archive, member)
+            return None if chosen is None else Original(f"{path.name}/{chosen}", archive.read(chosen))
+    except _ZIP_ERRORS as exc:
         raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
 
 
 def export_member_name(path: str | Path, member: str) -> str | None:
-    """The name another file of a chat export has (in its zip, the least deep; in its folder; beside the
-    conversations.json given), found without reading it; None where the export holds none."""
+    """The name another file of a chat export has, found as ``read_export_member`` finds it but not read;
+    None where the export holds none."""
     path = Path(path)
     if path.is_dir() or not zipfile.is_zipfile(path):
-        beside = (path if path.is_dir() else path.parent) / member
-        return (f"{path.name}/{member}" if path.is_dir() else member) if beside.is_file() else None
+        found = _beside(path, member)
+        return None if found is None else found[0]
     try:
         with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n]
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            chosen = _zip_member(archive, member)
+    except _ZIP_ERRORS as exc:
         raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
-    return f"{path.name}/{min(names, key=lambda n: (n.count('/'), n))}" if names else None
+    return None if chosen is None else f"{path.name}/{chosen}"
+
+
+def _zip_member(archive: zipfile.ZipFile, member: str) -> str | None:
+    """The export's own ``member`` in its zip: the least deep file of that name (not a nested copy, nor the
+    shadow macOS's archiver adds under __MACOSX/); None where there is none."""
+    names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n]
+    return min(names, key=lambda n: (n.count("/"), n)) if names else None
+
+
+def _beside(path: Path, member: str) -> tuple[str, Path] | None:
+    """``member`` in an unzipped export's folder, or beside the file given: its name as shown, and its path."""
+    beside = (path if path.is_dir() else path.parent) / member
+    if not beside.is_file():
+        return None
+    return (f"{path.name}/{member}" if path.is_dir() else member), beside
 
 
 def _conversation_members(names: list[str]) -> list[str]:
