@@ -272,13 +272,14 @@ def cancelled_request(data: bytes) -> tuple[type, Any] | None:
 
 def request_key(data: bytes) -> tuple[type, Any] | None:
     """What a cancellation is matched against: the request's id with its JSON type, so that 1 and "1" are
-    different requests; None for a notification, a malformed line and ``initialize``, which MCP says is
-    never cancelled."""
+    different requests; None for a notification, a malformed line, and the two requests that change the
+    connection itself: ``initialize``, which MCP says is never cancelled, and ``operator/subscribe`` (its
+    answer unsent, the connection would be subscribed with no word of it, and a retry refused)."""
     try:
         message = parse_request(data)
     except MalformedMessage:
         return None
-    if message.notification or message.method == "initialize":
+    if message.notification or message.method in ("initialize", SUBSCRIBE):
         return None
     return _id_key(message.id)
 

@@ -245,6 +245,7 @@ def test_one_connection_cannot_cancel_another_connections_request(running, held,
     (message("tools/call", request_id="1"), (str, "1")),
     (message("tools/call", request_id=None), None),  # a notification
     (message("initialize", request_id=1), None),  # MCP: never cancelled
+    (message("operator/subscribe", request_id=1), None),  # it changes the connection, like initialize
     (b'{"jsonrpc": "2.0", "id": null, "method": "tools/call"}\n', None),
     (b"{not json\n", None),
 ])
