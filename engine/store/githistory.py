@@ -26,6 +26,9 @@ from typing import Callable
 BRANCH = "refs/heads/main"
 COMMITTER = "Knowledge Desk <knowledge-desk@localhost>"
 _TIMEOUT = 60
+# Packing a long history can take minutes (a full repack once 50 packs have gathered); killed at the usual
+# limit, each try would be lost and start over.  It runs on the git thread, holding up only checkpoints.
+_GC_TIMEOUT = 900
 # What of a vault's .git folder a copy carries: the history itself, never its configuration or hooks.
 HISTORY_PARTS = ("HEAD", "packed-refs", "refs/", "objects/")
 COPIED_HISTORY_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
@@ -63,8 +66,8 @@ class GitHistory:
         # Why the index missed a commit (a left-over index.lock, a crash between commit and index update);
         # None while it is in step.  Cosmetic: history is complete either way, only `git status` differs.
         self.index_problem: str | None = None
-        # Lock files one of our own git commands left when it failed (the disk turned read-only under it, or
-        # it timed out and was killed): ours to remove, as soon as the disk lets us.
+        # Lock files one of our own git commands left behind (killed on timeout, or the disk refused git's own
+        # clean-up): ours to remove, as soon as the disk lets us.
         self._left_locks: set[Path] = set()
         self.gc_auto_objects = GC_AUTO_OBJECTS
 
@@ -93,7 +96,8 @@ class GitHistory:
             completed = subprocess.run(
                 [self.executable, "-c", "core.hooksPath=" + os.devnull, "-c", f"gc.auto={gc_auto}",
                  "-c", "gc.autoDetach=false", *args],
-                input=stdin, capture_output=True, env=self._env(), cwd=self.vault, timeout=_TIMEOUT,
+                input=stdin, capture_output=True, env=self._env(), cwd=self.vault,
+                timeout=_GC_TIMEOUT if args[0] == "gc" else _TIMEOUT,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             if writes:
@@ -132,7 +136,7 @@ class GitHistory:
         self._remove_left_locks()
 
     def _remove_left_locks(self) -> None:
-        """Remove the locks our failed commands left; one the disk still refuses stays listed for the next
+        """Remove the locks our commands left; one the disk still refuses stays listed for the next
         writing command (only those call this, one at a time, so a live lock of theirs is never taken)."""
         for lock in list(self._left_locks):
             try:
