@@ -53,6 +53,10 @@ from .index.vectors import VectorIndex
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 GIT_RETRY_SECONDS = 60.0
+# The git thread looks whether the history wants packing (``GitHistory.tidy``) at its first commit and then
+# once this many publications have been committed since: a publication leaves about eight loose objects, and
+# git packs at 6,700, so looking after every checkpoint would only start one more git process each time.
+TIDY_EVERY_PUBLICATIONS = 200
 # After a publication the search index catches up this much later, so the publications of a burst share one
 # index commit (a tantivy commit costs about 25 ms here, whatever it holds).  Every search catches up
 # before it answers, so no search misses an acknowledged publication.
@@ -102,6 +106,7 @@ class StoreRuntime:
         self._closing = threading.Event()
         self._git_stop = threading.Event()
         self._git_thread: threading.Thread | None = None
+        self._untidied: int | None = None  # publications committed since the last tidy; None: none yet
         self._index_pending: set[str] = set()
         self._index_wake = threading.Event()
         self._index_thread = threading.Thread(target=self._index_loop, name=f"index-{store.store_id}", daemon=True)
@@ -521,9 +526,10 @@ class StoreRuntime:
             if self._git_stop.is_set():
                 break
             try:
-                if self.checkpoint().get("publications"):
+                committed = self.checkpoint().get("publications")
+                if committed:
                     self.changes.publish("health", storeId=self.store_id)
-                    self._tidy_history()
+                    self._tidy_history(committed)
             except KnowledgeError as exc:
                 log.warning("git checkpoint skipped: %s", exc.message)
             except RuntimeError:  # the lane shut down under us
@@ -531,9 +537,15 @@ class StoreRuntime:
             except Exception:  # the queue must outlive any one failure; the outbox keeps the work
                 log.exception("git checkpoint failed")
 
-    def _tidy_history(self) -> None:
-        """Pack the git history once enough checkpoints have left loose objects (off every write's way)."""
+    def _tidy_history(self, committed: int) -> None:
+        """Pack the git history once enough checkpoints have left loose objects (off every write's way): looked
+        at after the first commit and every ``TIDY_EVERY_PUBLICATIONS``."""
         assert self.git is not None
+        if self._untidied is not None:
+            self._untidied += committed
+            if self._untidied < TIDY_EVERY_PUBLICATIONS:
+                return
+        self._untidied = 0
         with self._git_lock:
             try:
                 self.git.tidy()

@@ -233,7 +233,7 @@ class GitHistory:
     def tidy(self) -> None:
         """Pack the history when enough loose objects have gathered (``git gc --auto``: a quick count
         otherwise).  Reads beside it are safe; a failure loses nothing and the next tidy tries again."""
-        if self.head() is not None:
+        if (self.git_dir / "HEAD").is_file():
             self._run("gc", "--auto", "--quiet")
 
     def existing_files(self) -> list[CommitFile]:
