@@ -9,4 +9,6 @@ LOCOMO_DATA = Path("..") / "shared" / "data" / "locomo10.json"  # from the repos
 SEARCH_OUTPUT = Path("docs") / "benchmarks" / "search.md"
 GATE_OUTPUT = Path("docs") / "benchmarks" / "gate.md"
 IMPORTS_OUTPUT = Path("docs/benchmarks/imports.md")
+GIT_HISTORY_OUTPUT = Path("docs/benchmarks/git-history.md")
+GIT_HISTORY_CHECKPOINTS = 3000
 THROUGHPUT_SIZES = (100, 95_000)  # a partition scan stops at 100,000 entries, directories included

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..runtime import TIDY_EVERY_PUBLICATIONS
 from ..store.githistory import CommitFile, GitHistory
+from .defaults import GIT_HISTORY_CHECKPOINTS, GIT_HISTORY_OUTPUT
 from .socket import machine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,15 +129,18 @@ def report(results: dict[str, dict[str, float | int | str]], checkpoints: int, c
     return "\n".join(lines)
 
 
+def command(program: str, checkpoints: int) -> str:
+    """The command line that gives these figures, as the report quotes it."""
+    return program + (f" --checkpoints {checkpoints}" if checkpoints != GIT_HISTORY_CHECKPOINTS else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoints", type=int, default=3000, help="checkpoints each vault takes")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "git-history.md",
-                        help="where the figures are written")
+    parser.add_argument("--checkpoints", type=int, default=GIT_HISTORY_CHECKPOINTS, help="checkpoints each vault takes")
+    parser.add_argument("--out", type=Path, default=ROOT / GIT_HISTORY_OUTPUT, help="where the figures are written")
     args = parser.parse_args(argv)
     results = measure(args.checkpoints)
-    text = report(results, args.checkpoints, "python -m engine.bench.git_history" +
-                  (f" --checkpoints {args.checkpoints}" if args.checkpoints != 3000 else ""))
+    text = report(results, args.checkpoints, command("python -m engine.bench.git_history", args.checkpoints))
     args.out.write_text(text, encoding="utf-8")
     print(text)
     return 0

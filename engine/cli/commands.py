@@ -290,6 +290,18 @@ def cmd_bench_throughput(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def cmd_bench_git(args: argparse.Namespace, state: StateDir) -> int:
+    """Two throwaway vaults in a temporary directory; the state directory is never touched."""
+    from ..bench import git_history
+    text = git_history.report(git_history.measure(args.checkpoints), args.checkpoints,
+                              git_history.command("knowledge bench git", args.checkpoints))
+    print(text, end="")
+    if args.output != "-":
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return 0
+
+
 def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:
     """Everything happens in a throwaway directory; the state directory is never touched."""
     from ..bench import imports as imports_bench
@@ -635,6 +647,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench_throughput.add_argument("--output", default="docs/benchmarks/throughput.md",
                                   help="default docs/benchmarks/throughput.md; '-' writes no file")
     bench_throughput.set_defaults(handler=cmd_bench_throughput)
+    bench_git = bench_commands.add_parser(
+        "git", parents=[common], help="a vault's git history after many checkpoints: packed, and never packed")
+    bench_git.add_argument("--checkpoints", type=int, default=bench_defaults.GIT_HISTORY_CHECKPOINTS,
+                           help="checkpoints each of the two vaults takes (default %(default)s)")
+    bench_git.add_argument("--output", default=str(bench_defaults.GIT_HISTORY_OUTPUT),
+                           help="default %(default)s; '-' writes no file")
+    bench_git.set_defaults(handler=cmd_bench_git)
     bench_import = bench_commands.add_parser(
         "import", parents=[common], help="import a synthetic ChatGPT export: conversations per second",
         description="Imports N synthetic ChatGPT conversations (knowledge import chatgpt, in-process, in a "

@@ -472,6 +472,7 @@ def test_the_bench_commands_default_to_what_the_benchmarks_do() -> None:
     assert (gating.data, gating.output) == (str(gate.DEFAULT_DATA), str(gate.DEFAULT_OUTPUT))
     assert tuple(parser.parse_args(["bench", "throughput"]).records) == throughput.SIZES
     assert parser.parse_args(["bench", "import"]).output == "docs/benchmarks/imports.md"
+    assert parser.parse_args(["bench", "git"]).output == "docs/benchmarks/git-history.md"
 
 
 def test_search_prints_a_line_for_each_hit_and_its_snippet_on_one_indented_line(
