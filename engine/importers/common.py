@@ -37,6 +37,7 @@ import base64
 import hashlib
 import json
 import mimetypes
+import os
 import re
 import zipfile
 from contextlib import contextmanager
@@ -48,6 +49,7 @@ from urllib.parse import quote
 
 from ..access.authority import AgentCaller, Caller
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
+from ..core.files import MAX_DEPTH
 from ..core.files import read_file as read_stored
 from ..service import Engine
 from ..state.statedir import StateDir
@@ -577,8 +579,9 @@ TRANSCRIPTS_PER_SOURCE = 100
 
 
 class ExportFiles:
-    """The other files of a chat export, where its conversations name them: the members of its zip, or the
-    files beside its conversations.json (and one folder down, as an unzipped export keeps them)."""
+    """The other files of a chat export, where its conversations name them: the members of its zip; the files
+    of its unzipped folder, as deep as in the zip (to ``MAX_DEPTH``); or, given a conversations.json alone,
+    the files beside it and one folder down (the folder it is in may be any, Downloads say)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -588,12 +591,8 @@ class ExportFiles:
             with zipfile.ZipFile(self.path) as archive:
                 names = [n for n in archive.namelist() if not n.endswith("/")]
         else:
-            try:
-                names = [str(p.relative_to(self.folder)) for pattern in ("*", "*/*") for p in self.folder.glob(pattern)
-                         if p.is_file() and not p.is_symlink() and p.name != self.path.name
-                         and not _CONVERSATIONS_FILE.fullmatch(p.name)]
-            except OSError:
-                names = []
+            names = [name for name in self._folder_files(MAX_DEPTH if self.path.is_dir() else 2)
+                     if name.rsplit("/", 1)[-1] != self.path.name]
         # Every file under each start of its base name that ends before a "-", "_" or "." (and the whole
         # name): what an id can name it by, looked up at once however many files the export holds.
         self.by_start: dict[str, str] = {}
@@ -601,6 +600,20 @@ class ExportFiles:
             base = name.rsplit("/", 1)[-1]
             for end in [i for i, c in enumerate(base) if c in "-_."] + [len(base)]:
                 self.by_start.setdefault(base[:end], name)
+
+    def _folder_files(self, depth: int) -> list[str]:
+        """The regular files under the folder whose path in it has at most ``depth`` parts, symlinks not
+        followed, the conversation files and macOS's __MACOSX/ shadows left out; unreadable folders are
+        passed over."""
+        found = []
+        for directory, subdirs, files in os.walk(self.folder):
+            relative = Path(directory).relative_to(self.folder)
+            subdirs[:] = [d for d in subdirs if d != "__MACOSX"] if len(relative.parts) + 1 < depth else []
+            for name in files:
+                path = Path(directory, name)
+                if not _CONVERSATIONS_FILE.fullmatch(name) and path.is_file() and not path.is_symlink():
+                    found.append((relative / name).as_posix())
+        return found
 
     def find(self, key: Any) -> str | None:
         """The first file (by path) whose base name is ``key`` or starts with it and then "-", "_" or "."."""

@@ -578,6 +578,38 @@ def test_the_unzipped_export_folder_is_read_as_its_zip(engine: Engine, tmp_path:
     assert "[image: file-1-brass-pivots.png]" in page["body"]
 
 
+def test_a_file_deep_in_the_unzipped_export_folder_is_found_as_in_its_zip(engine: Engine, tmp_path: Path) -> None:
+    """It was looked for one folder down only, while the zip's members were found at any depth."""
+    folder = tmp_path / "chatgpt-export"
+    deep = folder / "user-abc" / "2026" / "03"
+    deep.mkdir(parents=True)
+    (folder / "__MACOSX" / "user-abc").mkdir(parents=True)
+    data = export()[:1]
+    data[0]["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
+    (folder / "conversations.json").write_text(json.dumps(data), encoding="utf-8")
+    (deep / "file-1-brass-pivots.png").write_bytes(PNG)
+    (folder / "__MACOSX" / "user-abc" / "file-1-shadow.png").write_bytes(b"not the image")
+
+    result = run_import(engine, "chatgpt", folder)
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert "[image: file-1-brass-pivots.png]" in page["body"]
+
+
+def test_beside_a_lone_conversations_json_only_one_folder_down_is_looked_in(engine: Engine, tmp_path: Path) -> None:
+    """The folder a conversations.json is given in may be any (Downloads): it is not walked to the bottom."""
+    downloads = tmp_path / "Downloads"
+    deep = downloads / "photos" / "2026"
+    deep.mkdir(parents=True)
+    data = export()[:1]
+    data[0]["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
+    (downloads / "conversations.json").write_text(json.dumps(data), encoding="utf-8")
+    (deep / "file-1-brass-pivots.png").write_bytes(PNG)
+
+    result = run_import(engine, "chatgpt", downloads / "conversations.json")
+    page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
+    assert "[image]" in page["body"] and "brass-pivots" not in page["body"]
+
+
 def test_a_folder_without_conversations_is_refused_naming_it(engine: Engine, tmp_path: Path) -> None:
     folder = tmp_path / "Downloads"
     folder.mkdir()
