@@ -21,7 +21,6 @@ from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, Q
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QMainWindow,
     QMessageBox,
     QStackedWidget,
@@ -36,7 +35,7 @@ from engine.state.statedir import StateDir
 from . import launcher
 from .agents.view import AgentsView
 from .approvals.view import ApprovalsView
-from .common.widgets import MessageBar
+from .common.widgets import MessageBar, plain_label
 from .connect.agent_dialog import ConnectAgentDialog
 from .connect.settings_dialog import SettingsDialog
 from .gate.view import GateView
@@ -130,7 +129,7 @@ class MainWindow(QMainWindow):
         self.agent_picker.setToolTip("Whose private partition the views show (Ctrl+L)")
         self.agent_picker.currentIndexChanged.connect(self._on_agent_chosen)
         self._build_actions()
-        self.connection_label = QLabel("Connecting to the Knowledge engine…")
+        self.connection_label = plain_label("Connecting to the Knowledge engine…")
         self.statusBar().addPermanentWidget(self.connection_label)
 
         tasks.sig_error_raised.connect(self.messages.show_error)
@@ -153,7 +152,7 @@ class MainWindow(QMainWindow):
         toolbar.setMovable(False)
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.addToolBar(toolbar)
-        toolbar.addWidget(QLabel(" Agent: "))
+        toolbar.addWidget(plain_label(" Agent: "))
         toolbar.addWidget(self.agent_picker)
         self.toolbar = toolbar
         self.menus = MenuBar(self)

@@ -13,13 +13,14 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QGroupBox,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
+
+from ..common.widgets import plain_label
 
 
 class AddAgentDialog(QDialog):
@@ -57,12 +58,12 @@ class TokenDialog(QDialog):
         copy_config = QPushButton("Copy configuration")
         copy_config.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.config.toPlainText()))
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("This token is shown once. It is also kept, readable by you only, in "
-                                f"{result['tokenFile']}, where the MCP bridge finds it."))
+        layout.addWidget(plain_label("This token is shown once. It is also kept, readable by you only, in "
+                                     f"{result['tokenFile']}, where the MCP bridge finds it."))
         layout.addWidget(self.token)
         layout.addWidget(copy_token)
-        layout.addWidget(QLabel("Paste into your MCP client's configuration (Claude Desktop, Claude Code, Cursor, "
-                                "Codex ...); the engine must be running:"))
+        layout.addWidget(plain_label("Paste into your MCP client's configuration (Claude Desktop, Claude Code, Cursor, "
+                                     "Codex ...); the engine must be running:"))
         layout.addWidget(self.config)
         layout.addWidget(copy_config)
         done = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
@@ -86,10 +87,10 @@ class ShareStoreDialog(QDialog):
         for check in self.others.values():
             box_layout.addWidget(check)
         if not candidates:
-            box_layout.addWidget(QLabel("no other agents yet"))
+            box_layout.addWidget(plain_label("no other agents yet"))
         form = QFormLayout(self)
-        form.addRow(QLabel(f"{agent}'s isolated store is renamed into the named store, not copied. Agents added "
-                           "here switch to it; nothing of theirs is moved or merged."))
+        form.addRow(plain_label(f"{agent}'s isolated store is renamed into the named store, not copied. Agents added "
+                                "here switch to it; nothing of theirs is moved or merged."))
         form.addRow("Store name", self.name)
         form.addRow("Label", self.label)
         form.addRow(box)
@@ -113,8 +114,8 @@ class UseSharedStoreDialog(QDialog):
         for name, label in names:
             self.store.addItem(f"{label} ({name})" if label != name else name, name)
         form = QFormLayout(self)
-        form.addRow(QLabel(f"{agent} will read and save in the chosen store. Nothing from its current store is "
-                           "moved or merged; the current store stays listed."))
+        form.addRow(plain_label(f"{agent} will read and save in the chosen store. Nothing from its current store is "
+                                "moved or merged; the current store stays listed."))
         form.addRow("Named store", self.store)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Use shared store")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Signal
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..common.models import ROW_ROLE, Column, PagedModel
-from ..common.widgets import table
+from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks
 
 PAGE_SIZE = 100
@@ -48,10 +48,10 @@ class ApprovalsView(QWidget):
         self.table = table(self.model)
         self.table.activated.connect(self._on_activated)
         self.table.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to see its approved recall blocks.")
-        self.summary = QLabel()
+        self.summary = plain_label()
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Approved in the owner's conversations with the agent (knowledge_recall); "
-                                "read-only here. Open a row to see its record."))
+        layout.addWidget(plain_label("Approved in the owner's conversations with the agent (knowledge_recall); "
+                                     "read-only here. Open a row to see its record."))
         layout.addWidget(self.table, 1)
         layout.addWidget(self.summary)
 

@@ -118,7 +118,7 @@ class MessageBar(QFrame):
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAutoFillBackground(True)
-        self.label = QLabel()
+        self.label = plain_label()
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.dismiss_button = QPushButton("Dismiss")
@@ -337,8 +337,17 @@ def table(model: Any, *, stretch_last: bool = True) -> DeskTable:
     return DeskTable(model, stretch_last=stretch_last)
 
 
-def heading(text: str) -> QLabel:
+def plain_label(text: str = "") -> QLabel:
+    """A label that shows its text as written.  Qt reads a label's text as rich text when it looks like
+    HTML, and what the window shows (a record's title, a source's media type, an engine's message) may come
+    from a vault or an archive: it is data, never markup."""
     label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
+
+
+def heading(text: str) -> QLabel:
+    label = plain_label(text)
     font = label.font()
     font.setBold(True)
     font.setPointSizeF(font.pointSizeF() * 1.15)

@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..common.widgets import plain_label
 from ..tasks import EngineTasks
 
 # (client as `knowledge agents config --client` names it, the tab's title), in the order shown.
@@ -50,7 +50,7 @@ class ClientTab(QWidget):
     def __init__(self, client: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.client = client
-        self.where = QLabel()
+        self.where = plain_label()
         self.where.setWordWrap(True)
         self.config = QPlainTextEdit()
         self.config.setReadOnly(True)
@@ -112,7 +112,7 @@ class ConnectAgentDialog(QDialog):
                                     "which grants name (--session-key)")
         for field in (self.instance, self.session_key):
             field.editingFinished.connect(self._on_field_edited)
-        self.audience_note = QLabel()
+        self.audience_note = plain_label()
         self.audience_note.setWordWrap(True)
         self.audience_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.tabs = QTabWidget()
@@ -129,7 +129,7 @@ class ConnectAgentDialog(QDialog):
         self.connections.verticalHeader().setVisible(False)
         self.connections.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.connections.horizontalHeader().setStretchLastSection(True)
-        self.connections_note = QLabel()
+        self.connections_note = plain_label()
         refresh = QPushButton("Refresh")
         refresh.clicked.connect(self.load_connections)
         self._timer = QTimer(self)
@@ -138,19 +138,20 @@ class ConnectAgentDialog(QDialog):
 
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
-        top.addWidget(QLabel("Agent:"))
+        top.addWidget(plain_label("Agent:"))
         top.addWidget(self.agent_picker, 1)
-        top.addWidget(QLabel("Instance id:"))
+        top.addWidget(plain_label("Instance id:"))
         top.addWidget(self.instance, 1)
-        top.addWidget(QLabel("Session key:"))
+        top.addWidget(plain_label("Session key:"))
         top.addWidget(self.session_key, 1)
         layout.addLayout(top)
         if not self.agents:
-            layout.addWidget(QLabel("No agents yet: add one in Agents & stores (Add agent…), then connect it here."))
+            layout.addWidget(plain_label("No agents yet: add one in Agents & stores (Add agent…), "
+                                         "then connect it here."))
         layout.addWidget(self.audience_note)
         layout.addWidget(self.tabs, 2)
         heading = QHBoxLayout()
-        heading.addWidget(QLabel("Seen connected since the engine started:"), 1)
+        heading.addWidget(plain_label("Seen connected since the engine started:"), 1)
         heading.addWidget(refresh)
         layout.addLayout(heading)
         layout.addWidget(self.connections, 1)

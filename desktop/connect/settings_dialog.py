@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListWidget,
     QPushButton,
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..common.widgets import plain_label
 from ..tasks import EngineTasks
 
 
@@ -60,7 +60,7 @@ class SettingsDialog(QDialog):
         self.remove_button = QPushButton("Remove")
         self.remove_button.clicked.connect(self.remove_root)
         roots_layout = QVBoxLayout(roots_box)
-        roots_layout.addWidget(QLabel("None: agents attach files as base64 (knowledge_attach) only."))
+        roots_layout.addWidget(plain_label("None: agents attach files as base64 (knowledge_attach) only."))
         roots_layout.addWidget(self.roots)
         row = QHBoxLayout()
         row.addWidget(self.new_root, 1)
@@ -68,7 +68,7 @@ class SettingsDialog(QDialog):
         row.addWidget(browse)
         row.addWidget(self.remove_button)
         roots_layout.addLayout(row)
-        self.message = QLabel()
+        self.message = plain_label()
         self.message.setWordWrap(True)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Close)
         self.save_button = self.buttons.button(QDialogButtonBox.StandardButton.Save)

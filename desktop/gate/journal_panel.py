@@ -17,7 +17,6 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QMessageBox,
     QPlainTextEdit,
@@ -30,7 +29,7 @@ from PySide6.QtWidgets import (
 from engine.core.ids import is_record_id
 
 from ..common.models import ROW_ROLE, VALUE_ROLE, Column, PagedModel, Row
-from ..common.widgets import heading, table
+from ..common.widgets import heading, plain_label, table
 from ..tasks import EngineTasks
 
 PAGE_SIZE = 100
@@ -185,7 +184,7 @@ class JournalPanel(QWidget):
         self.none_button.clicked.connect(lambda: self.label([]))
         self.unlabel_button.clicked.connect(lambda: self.label(None))
         self.clear_button.clicked.connect(self._on_clear_clicked)
-        self.status = QLabel()
+        self.status = plain_label()
 
         left = QWidget()
         left_layout = QVBoxLayout(left)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
-from ..common.widgets import heading, table
+from ..common.widgets import heading, plain_label, table
 from ..tasks import EngineTasks
 
 PAGE_SIZE = 100
@@ -117,7 +117,7 @@ class GateLogPanel(QWidget):
         self.histogram = Chart(self.histogram_model, 0, [Series(2, "high"), Series(3, "medium"), Series(4, "low")],
                                kind="stacked", x_end_column=1, title="Scores in the gate log",
                                x_title="probability", y_title="pages")
-        self.summary = QLabel()
+        self.summary = plain_label()
         self.summary.setWordWrap(True)
 
         turn = QWidget()

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -28,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from ..common.jobs import JobWatcher, progress_fraction, progress_text
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import table
+from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks
 
 MAX_TURNS = 50
@@ -124,7 +123,7 @@ class ReplayPanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(True)
-        self.status = QLabel("Replays run in the engine; nothing is injected, logged or journaled.")
+        self.status = plain_label("Replays run in the engine; nothing is injected, logged or journaled.")
         self.status.setWordWrap(True)
         form = QFormLayout()
         form.addRow("Turns", turns_row)
@@ -138,7 +137,7 @@ class ReplayPanel(QWidget):
         self.results_table = table(self.results_model)
         self.results_table.set_empty_text("No replay yet. Choose turns in Labelling, or replay the newest, with "
                                           "Replay above.")
-        self.summary = QLabel()
+        self.summary = plain_label()
         self.summary.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

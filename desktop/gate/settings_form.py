@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..common.widgets import plain_label
 from ..tasks import EngineTasks
 
 CHECK_DELAY_MS = 300
@@ -103,13 +104,13 @@ class GateSettingsForm(QWidget):
         self._timer.setInterval(CHECK_DELAY_MS)
         self._timer.timeout.connect(self.check)
 
-        self.status = QLabel()
+        self.status = plain_label()
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         form = QFormLayout()
         for field in FIELDS:
             form.addRow(field.label, self._field_row(field))
-        self.general_error = QLabel()
+        self.general_error = plain_label()
         self.general_error.setWordWrap(True)
         self.general_error.hide()
         self.save_button = QPushButton("&Save settings")
@@ -119,7 +120,7 @@ class GateSettingsForm(QWidget):
         self.revert_button.clicked.connect(self.load)
         self.defaults_button = QPushButton("&Defaults")
         self.defaults_button.clicked.connect(self.fill_defaults)
-        self.verdict = QLabel()
+        self.verdict = plain_label()
         buttons = QHBoxLayout()
         for button in (self.save_button, self.revert_button, self.defaults_button):
             buttons.addWidget(button)
@@ -173,7 +174,7 @@ class GateSettingsForm(QWidget):
             row.addWidget(switch)
         row.addWidget(editor)
         row.addStretch(1)
-        error = QLabel()
+        error = plain_label()
         error.setWordWrap(True)
         error.hide()
         self.errors[field.key] = error

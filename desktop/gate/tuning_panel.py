@@ -23,7 +23,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QHBoxLayout,
-    QLabel,
     QPushButton,
     QSplitter,
     QVBoxLayout,
@@ -32,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
-from ..common.widgets import table
+from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks
 
 WHAT_IF_COLUMNS = [
@@ -132,7 +131,7 @@ class TuningPanel(QWidget):
                                    title="On the labelled turns", x_title="highThreshold")
         for chart in (self.pages_chart, self.quality_chart):
             chart.add_cursor(self.explored)
-        self.suggestion = QLabel()
+        self.suggestion = plain_label()
         self.suggestion.setWordWrap(True)
         self.use_button = QPushButton("&Use the suggestion")
         self.use_button.setToolTip("Put the suggested highThreshold into the Settings tab (save it there)")
@@ -147,9 +146,9 @@ class TuningPanel(QWidget):
         self.threshold_box.setAccessibleName("Explored highThreshold")
         self.threshold_box.setToolTip("The threshold explored (the line on the histogram); arrows move it by 0.01")
         self.threshold_box.valueChanged.connect(self.explore)
-        box_label = QLabel("Th&reshold:")
+        box_label = plain_label("Th&reshold:")
         box_label.setBuddy(self.threshold_box)
-        self.figures = QLabel()
+        self.figures = plain_label()
         self.figures.setWordWrap(True)
         self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.use_threshold_button = QPushButton("Use t&his threshold")

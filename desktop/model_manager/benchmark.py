@@ -18,7 +18,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -29,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from ..common.jobs import JobWatcher, progress_fraction, progress_text
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import heading, table
+from ..common.widgets import heading, plain_label, table
 from ..tasks import EngineTasks
 
 LENGTH_COLUMNS = [
@@ -121,12 +120,12 @@ class BenchmarkPanel(QWidget):
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
-        self.status = QLabel("Measures the model in the engine; the gate keeps running meanwhile.")
+        self.status = plain_label("Measures the model in the engine; the gate keeps running meanwhile.")
         self.status.setWordWrap(True)
-        self.answer = QLabel()
+        self.answer = plain_label()
         self.answer.setWordWrap(True)
         self.answer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.recommendation = QLabel()
+        self.recommendation = plain_label()
         self.recommendation.setWordWrap(True)
         self.recommendation.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.variants_model = RowsModel(VARIANT_COLUMNS, self)
@@ -138,9 +137,9 @@ class BenchmarkPanel(QWidget):
         self.cancel_button.clicked.connect(self.watcher.cancel)
 
         controls = QHBoxLayout()
-        controls.addWidget(QLabel("Model"))
+        controls.addWidget(plain_label("Model"))
         controls.addWidget(self.model_choice, 1)
-        controls.addWidget(QLabel("Budget"))
+        controls.addWidget(plain_label("Budget"))
         controls.addWidget(self.timeout)
         controls.addWidget(self.run_button)
         controls.addWidget(self.compare_button)

@@ -16,7 +16,6 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QLabel,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -26,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from ..common.jobs import JobWatcher, progress_fraction, progress_text
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import heading, table
+from ..common.widgets import heading, plain_label, table
 from ..tasks import EngineTasks
 from .benchmark import BenchmarkPanel
 
@@ -101,7 +100,7 @@ class ModelsView(QWidget):
         self.tasks = tasks
         self.report: dict[str, Any] | None = None
         self.loaded = False
-        self.status = QLabel()
+        self.status = plain_label()
         self.status.setWordWrap(True)
         self.installed_model = RowsModel(INSTALLED_COLUMNS, self)
         self.installed_table = table(self.installed_model)
@@ -127,7 +126,7 @@ class ModelsView(QWidget):
         self.cancel_button.setEnabled(False)
         self.download_progress = QProgressBar()
         self.download_progress.setRange(0, 1000)
-        self.download_status = QLabel("Nothing is downloaded except by Download.")
+        self.download_status = plain_label("Nothing is downloaded except by Download.")
         self.download_status.setWordWrap(True)
         self.watcher = JobWatcher(tasks, self)
         self.watcher.sig_job_updated.connect(self._on_download_updated)

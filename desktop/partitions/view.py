@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPushButton,
     QSplitter,
@@ -27,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import heading, table
+from ..common.widgets import heading, plain_label, table
 from ..tasks import EngineTasks
 
 ACCESS = (("read", "Read the private partition"), ("read-and-save", "Read and save in the private partition"))
@@ -85,14 +84,14 @@ class GrantDialog(QDialog):
         self.access = QComboBox()
         for value, text in ACCESS:
             self.access.addItem(text, value)
-        self.problem = QLabel()
+        self.problem = plain_label()
         self.problem.setWordWrap(True)
         self.problem.hide()
         form = QFormLayout(self)
-        form.addRow(QLabel("A granted conversation reads the private partition instead of its own, on its next "
-                           "request; revoking the grant returns it to its own partition."
-                           + (f"\nConversation {session_id}: the engine checks the key is the one it is bound "
-                              "under." if session_id else "")))
+        form.addRow(plain_label("A granted conversation reads the private partition instead of its own, on its next "
+                                "request; revoking the grant returns it to its own partition."
+                                + (f"\nConversation {session_id}: the engine checks the key is the one it is bound "
+                                   "under." if session_id else "")))
         form.addRow("Agent", self.agent)
         form.addRow("Session key", self.session_key)
         form.addRow("Access", self.access)
@@ -134,7 +133,7 @@ class PartitionsView(QWidget):
         self.store_picker = QComboBox()
         self.store_picker.setMinimumContentsLength(30)
         self.store_picker.currentIndexChanged.connect(lambda _: self.refresh())
-        self.summary = QLabel()
+        self.summary = plain_label()
         self.summary.setWordWrap(True)
         self.partitions_model = RowsModel(PARTITION_COLUMNS, self)
         self.grants_model = RowsModel(GRANT_COLUMNS, self)
@@ -154,13 +153,13 @@ class PartitionsView(QWidget):
         self.revoke_button.clicked.connect(self._on_revoke_clicked)
 
         picker = QHBoxLayout()
-        picker.addWidget(QLabel("Store:"))
+        picker.addWidget(plain_label("Store:"))
         picker.addWidget(self.store_picker, 1)
         top, bottom = QWidget(), QWidget()
         top_layout, bottom_layout = QVBoxLayout(top), QVBoxLayout(bottom)
         top_layout.addWidget(heading("Partitions"))
-        top_layout.addWidget(QLabel("A conversation's records are its own: the window shows their figures, never "
-                                    "the records."))
+        top_layout.addWidget(plain_label("A conversation's records are its own: the window shows their figures, never "
+                                         "the records."))
         top_layout.addWidget(self.partitions_table)
         top_layout.addWidget(self.grant_row_button, 0, Qt.AlignmentFlag.AlignLeft)
         bottom_layout.addWidget(heading("Conversation grants of this store's agents"))

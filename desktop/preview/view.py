@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..common.widgets import heading, plain_label
 from ..tasks import EngineTasks
 
 REASONS = {
@@ -89,7 +90,7 @@ class PreviewView(QWidget):
 
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         self.prompt_text, self.index_text = QPlainTextEdit(), QPlainTextEdit()
-        self.prompt_count, self.index_count = QLabel(), QLabel()
+        self.prompt_count, self.index_count = plain_label(), plain_label()
         panes = QSplitter(Qt.Orientation.Horizontal)
         for name, text, count in (("Memory prompt", self.prompt_text, self.prompt_count),
                                   ("Knowledge Index", self.index_text, self.index_count)):
@@ -97,7 +98,7 @@ class PreviewView(QWidget):
             text.setFont(mono)
             pane = QWidget()
             pane_layout = QVBoxLayout(pane)
-            pane_layout.addWidget(QLabel(f"<b>{name}</b>"))
+            pane_layout.addWidget(heading(name))
             pane_layout.addWidget(text, 1)
             pane_layout.addWidget(count)
             panes.addWidget(pane)

@@ -42,13 +42,13 @@ from PySide6.QtWidgets import (
     QGraphicsSimpleTextItem,
     QGraphicsView,
     QHBoxLayout,
-    QLabel,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from ..common.charts import blend
+from ..common.widgets import plain_label
 from ..tasks import EngineTasks
 
 FIRST_HOP_MAX = 12
@@ -531,9 +531,9 @@ class ConnectionsWindow(QDialog):
         self.jump.setAccessibleName("Centre on a linked record")
         self.jump.setMinimumContentsLength(24)
         self.jump.activated.connect(self._on_jump)
-        jump_label = QLabel("&Centre on:")
+        jump_label = plain_label("&Centre on:")
         jump_label.setBuddy(self.jump)
-        self.status = QLabel()
+        self.status = plain_label()
         self.status.setWordWrap(True)
         row = QHBoxLayout()
         row.addWidget(self.back_button)

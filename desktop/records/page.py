@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QHBoxLayout,
-    QLabel,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -27,7 +26,7 @@ from PySide6.QtWidgets import (
 from engine.core.links import SCHEME as LINK_SCHEME
 
 from ..common.models import Column, RowsModel
-from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, table
+from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, plain_label, table
 from ..tasks import EngineTasks
 from .markdown import WIKILINK_SCHEME, body_html, known_records, names_an_id, wikilink_target
 from .render import change_request_message, claims_html, connections_html, fields_html, header_html
@@ -60,9 +59,9 @@ class SourceDialog(QDialog):
         self.path = source.get("absolutePath")
         verified = {True: "matches its sha256", False: "NO LONGER MATCHES its sha256"}.get(source.get("verified"),
                                                                                      "not verified")
-        info = QLabel(f"{source.get('mediaType')}, {int(source.get('size') or 0):,} bytes, {verified}\n"
-                      f"{source.get('retainedPath')} (sha256 {source.get('sha256')})"
-                      + (f"\n{source['problem']}" if source.get("problem") else ""))
+        info = plain_label(f"{source.get('mediaType')}, {int(source.get('size') or 0):,} bytes, {verified}\n"
+                           f"{source.get('retainedPath')} (sha256 {source.get('sha256')})"
+                           + (f"\n{source['problem']}" if source.get("problem") else ""))
         info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.text = QPlainTextEdit(source.get("text") or "")
         self.text.setReadOnly(True)

@@ -13,7 +13,6 @@ from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPushButton,
     QSplitter,
@@ -24,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
-from ..common.widgets import table
+from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks
 from .graph import ConnectionsWindow
 from .page import RecordPage
@@ -96,7 +95,7 @@ class RecordsView(QWidget):
         self.query.returnPressed.connect(self.search)
         search_button = QPushButton("&Search")
         search_button.clicked.connect(self.search)
-        self.search_summary = QLabel()
+        self.search_summary = plain_label()
         self.search_table = self._list(self.search_model)
 
         recent = QWidget()

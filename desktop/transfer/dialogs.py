@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
@@ -37,6 +36,7 @@ from PySide6.QtWidgets import (
 from engine.importers.summaries import export_summary, import_summary
 
 from ..common.jobs import FINISHED, JobWatcher, progress_fraction
+from ..common.widgets import plain_label
 from ..tasks import EngineTasks
 
 # format: (shown as, what to choose, is it a folder, the file filter when it is not)
@@ -95,9 +95,9 @@ class _JobDialog(QDialog):
         self.progress = QProgressBar()
         self.progress.setRange(0, BAR_STEPS)
         self.progress.setValue(0)
-        self.status = QLabel()
+        self.status = plain_label()
         self.status.setWordWrap(True)
-        self.summary = QLabel()
+        self.summary = plain_label()
         self.summary.setWordWrap(True)
         self.close_buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.close_buttons.rejected.connect(self.reject)
@@ -164,10 +164,10 @@ class ImportDialog(_JobDialog):
         self.cancel_button.clicked.connect(self.watcher.cancel)
         self.cancel_button.setEnabled(False)
         form = QFormLayout()
-        format_label = QLabel("F&ormat")
+        format_label = plain_label("F&ormat")
         format_label.setBuddy(self.format)
         form.addRow(format_label, self.format)
-        self.path_label = QLabel()
+        self.path_label = plain_label()
         self.path_label.setBuddy(self.path)
         form.addRow(self.path_label, _path_row(self.path, self.choose_button))
         form.addRow("Into the &store of", self.agent)
@@ -285,7 +285,7 @@ class ExportDialog(_JobDialog):
                             "revisions, never a token; `knowledge import archive` restores it.")
         form = QFormLayout()
         form.addRow("&Store", self.store)
-        out_label = QLabel("&Archive")
+        out_label = plain_label("&Archive")
         out_label.setBuddy(self.out)
         form.addRow(out_label, _path_row(self.out, self.choose_button))
         form.addRow(self.with_history)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QUrl
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import QApplication, QFormLayout, QLabel
 
 from desktop.records.page import SourceDialog
 from desktop.records.view import RecordsView
@@ -155,3 +155,26 @@ def test_stored_markdown_never_loads_a_local_file(qtbot, tasks) -> None:
     view = RecordsView(tasks)
     qtbot.addWidget(view)
     assert view.page.body.loadResource(2, QUrl("file:///etc/passwd")) is None
+
+
+def test_a_descriptor_is_shown_as_plain_text_never_as_markup(qtbot, tmp_path) -> None:
+    image = tmp_path / "local.png"
+    image.write_bytes(b"\x89PNG")
+    crafted = f'<img src="{image.as_uri()}"><b>text/plain</b>'
+    dialog = SourceDialog({"id": "src_1", "mediaType": crafted, "size": 3, "verified": True,
+                           "retainedPath": "private/sources/a.txt", "sha256": "0" * 64, "text": "abc"})
+    qtbot.addWidget(dialog)
+    info = dialog.findChildren(QLabel)[0]
+
+    assert info.textFormat() == Qt.TextFormat.PlainText
+    assert info.text().startswith(crafted)
+
+
+def test_no_label_of_the_window_reads_its_text_as_markup(qtbot, connected_window) -> None:
+    # A form's row labels name its fields in the code's own words.
+    row_labels = {id(form.itemAt(row, QFormLayout.ItemRole.LabelRole).widget())
+                  for form in connected_window.findChildren(QFormLayout) for row in range(form.rowCount())
+                  if form.itemAt(row, QFormLayout.ItemRole.LabelRole) is not None}
+    labels = [label for label in connected_window.findChildren(QLabel) if id(label) not in row_labels]
+    assert len(labels) > 20
+    assert [label.text() for label in labels if label.textFormat() != Qt.TextFormat.PlainText] == []
