@@ -28,8 +28,8 @@ from typing import Any, Callable
 from .. import __version__
 from ..operator import client_config
 from ..bench import defaults as bench_defaults
-from ..wire.bridge import BridgeError, run_bridge
 from .import_commands import add_import_parsers
+from .mcp_command import add_mcp_parser, state_dir_parsers
 from .model_commands import add_models_parser
 from models.catalogue import DEFAULT_EMBEDDING_MODEL
 from ..importers.demo import DEMO_DECISION_MODEL, seed_demo
@@ -302,6 +302,17 @@ def cmd_bench_git(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
+def cmd_bench_mcp(args: argparse.Namespace, state: StateDir) -> int:
+    """A throwaway state directory and engine of its own; the state directory is never touched."""
+    from ..bench import mcp_start
+    text = mcp_start.report(mcp_start.measure(args.rounds), f"knowledge bench mcp --rounds {args.rounds}")
+    print(text, end="")
+    if args.output != "-":
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return 0
+
+
 def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:
     """Everything happens in a throwaway directory; the state directory is never touched."""
     from ..bench import imports as imports_bench
@@ -480,54 +491,11 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
     return 0
 
 
-def cmd_mcp(args: argparse.Namespace, state: StateDir) -> int:
-    token = _read_token(args, state)
-    if args.audience == "conversation":
-        if not args.session_key or not args.session_id:
-            print("knowledge mcp: a conversation audience needs --session-key and --session-id", file=sys.stderr)
-            return 2
-        audience: dict[str, Any] = {"kind": "conversation", "sessionKey": args.session_key,
-                                    "sessionId": args.session_id}
-    else:
-        audience = {"kind": "owner-private"}
-    knowledge: dict[str, Any] = {"token": token, "audience": audience}
-    if args.instance:
-        knowledge["instance"] = args.instance
-    try:
-        status = run_bridge(state, knowledge)
-    except BridgeError as exc:
-        print(f"knowledge mcp: {exc}", file=sys.stderr)
-        return 1
-    # When the engine went away first, the bridge's reader thread is still blocked on the client's stdin,
-    # holding its lock, and a normal interpreter exit would wait for that lock and abort (SIGABRT, "Fatal
-    # Python error"). Every answer is written and flushed; nothing else is left to clean up.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
-
-
-def _read_token(args: argparse.Namespace, state: StateDir) -> str:
-    if args.token_file:
-        return open(args.token_file, encoding="utf-8").read().strip()
-    if os.environ.get("KNOWLEDGE_TOKEN"):
-        return os.environ["KNOWLEDGE_TOKEN"].strip()
-    default = state.tokens / f"{args.agent}.token"
-    try:
-        return default.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        raise KnowledgeError(f"no token: pass --token-file, set KNOWLEDGE_TOKEN, or keep it in {default}") from None
-
-
 # --- parser -----------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
-    state_help = "state directory (default: $KNOWLEDGE_STATE_DIR or the user data dir)"
-    root = argparse.ArgumentParser(add_help=False)
-    root.add_argument("--state-dir", help=state_help)
-    # Subcommands accept --state-dir too, without overwriting one given before them.
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--state-dir", help=state_help, default=argparse.SUPPRESS)
+    root, common = state_dir_parsers()
     parser = argparse.ArgumentParser(prog="knowledge", parents=[root],
                                      description="Knowledge Desk: evidence-backed memory for local AI agents.")
     parser.add_argument("--version", action="version", version=f"knowledge-desk {__version__}")
@@ -539,17 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "0 picks a free one)")
     serve.set_defaults(handler=cmd_serve)
 
-    mcp = commands.add_parser("mcp", parents=[common], help="stdio MCP bridge to the running engine")
-    mcp.add_argument("--agent", required=True, help="the agent to connect as")
-    mcp.add_argument("--token-file", help="file holding the agent's token (default: the state dir's tokens/)")
-    mcp.add_argument("--audience", choices=("owner-private", "conversation"), default="owner-private",
-                     help="the owner's private partition, or a conversation's own (default: owner-private)")
-    mcp.add_argument("--session-key", help="with --audience conversation: the conversation's session key, "
-                                           "which grants name")
-    mcp.add_argument("--session-id", help="with --audience conversation: the conversation's session id "
-                                          "(both are needed)")
-    mcp.add_argument("--instance", help="a stable, non-secret id of this agent instance")
-    mcp.set_defaults(handler=cmd_mcp)
+    add_mcp_parser(commands, common)
 
     demo = commands.add_parser("demo", parents=[common], help="seed a small realistic demo store")
     demo.set_defaults(handler=cmd_demo, exclusive="demo")
@@ -654,6 +612,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench_git.add_argument("--output", default=str(bench_defaults.GIT_HISTORY_OUTPUT),
                            help="default %(default)s; '-' writes no file")
     bench_git.set_defaults(handler=cmd_bench_git)
+    bench_mcp = bench_commands.add_parser(
+        "mcp", parents=[common], help="knowledge mcp: launch to its answer to initialize, beside a bare python")
+    bench_mcp.add_argument("--rounds", type=int, default=20, help="default %(default)s")
+    bench_mcp.add_argument("--output", default="docs/benchmarks/mcp-start.md",
+                           help="default %(default)s; '-' writes no file")
+    bench_mcp.set_defaults(handler=cmd_bench_mcp)
     bench_import = bench_commands.add_parser(
         "import", parents=[common], help="import a synthetic ChatGPT export: conversations per second",
         description="Imports N synthetic ChatGPT conversations (knowledge import chatgpt, in-process, in a "

@@ -26,9 +26,12 @@
     │                                                           unreachable, rejected, timeout (details.kind)
     ├── InvalidResponse            invalid-response     -32014  a Decision provider answered outside the contract
     │                                                           (a score outside 0..1, missing fields, not JSON)
-    └── ModelUnavailable           model_unavailable    -32015  a model cannot be used or fetched: refused,
-                                                                unpinned, offline, download or verification
-                                                                failed (details.kind is the model layer's reason)
+    ├── ModelUnavailable           model_unavailable    -32015  a model cannot be used or fetched: refused,
+    │                                                           unpinned, offline, download or verification
+    │                                                           failed (details.kind is the model layer's reason)
+    └── EngineUnreachable          engine_unreachable   -32016  no engine serves the state directory, or it does
+                                                                not answer: what ``knowledge mcp`` tells its client
+                                                                (engine/wire/bridge.py)
 
 Each error carries a fixed ``reason`` (the socket's ``data.reason``) and ``code`` (the JSON-RPC error code),
 a human-readable message and structured ``details`` (record id, revision, path, field ...), so callers never
@@ -156,6 +159,13 @@ class ModelUnavailable(KnowledgeError):
 
     reason = "model_unavailable"
     code = -32015
+
+
+class EngineUnreachable(KnowledgeError):
+    """No engine serves the state directory, or it does not answer; the message says how to start one."""
+
+    reason = "engine_unreachable"
+    code = -32016
 
 
 def from_model_error(exc: ModelError, **details: Any) -> KnowledgeError:

@@ -5,7 +5,7 @@ except that the client's ``initialize`` gets the agent's credential and
 audience added under ``params._meta.knowledge``, since MCP clients know
 nothing of them.  The bridge holds no state and does no work of its own,
 with three exceptions that keep one MCP session alive for as long as its
-client runs:
+client runs, and one for a session that cannot start:
 
 - a line longer than the engine's message limit is not forwarded (the engine
   would have to close the connection, and every later call would fail); the
@@ -14,7 +14,14 @@ client runs:
   a client that is slow to initialize does not meet the engine's deadline;
 - when the client has been quiet for ``KEEPALIVE_S`` the bridge pings the
   engine (and drops the answer), so the engine's idle timeout never closes a
-  session its client is still holding.
+  session its client is still holding;
+- when it cannot reach the engine or read its token, it answers the client's
+  first request with a JSON-RPC error naming the cause and the fix
+  (``refuse_client``), then exits: the client shows that, not "Connection
+  closed".
+
+It imports only what the relay needs (no engine, gate or model code), so a
+client that launches it gets its ``initialize`` answered at once.
 """
 
 from __future__ import annotations
@@ -26,26 +33,34 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from .protocol import ERROR_CODES, error_response
+from ..core.errors import wire_codes
 from ..state.statedir import StateDir
-from .messages import MAX_MESSAGE_BYTES, encode, request_id_in
+from .messages import MAX_MESSAGE_BYTES, encode, error_response, request_id_in
 
 KEEPALIVE_S = 240.0  # well inside the engine's idle timeout (SocketBounds.idle_timeout_s, 900 s)
 _KEEPALIVE = b'{"jsonrpc":"2.0","id":"knowledge-bridge:keepalive","method":"ping"}\n'
 _KEEPALIVE_REPLY = b'{"jsonrpc":"2.0","id":"knowledge-bridge:keepalive",'  # as the engine writes it (wire.encode)
 _ID_WINDOW = 64 * 1024  # how much of each end of an oversize line is searched for its id
 _DISCARD_BYTES = 1024 * 1024
+_REFUSAL_LINES = 16  # notifications a client may send before its first request (it sends none before initialize)
+ERROR_CODES = wire_codes()
 
 
 class BridgeError(Exception):
-    """The bridge cannot reach an engine; the message says what to do."""
+    """The bridge cannot start a session: no engine to reach, no token to present.  The message says what to
+    do; ``reason`` is the wire reason the client's first request is answered with."""
+
+    def __init__(self, message: str, reason: str = "engine_unreachable") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def connect(state: StateDir, timeout: float = 5.0) -> socket.socket:
     """A connection to the engine that owns ``state``, preferring its POSIX socket."""
     info = state.read_engine_info()
     if not info:
-        raise BridgeError(f"no Knowledge engine is running for {state.root}; start one with `knowledge serve`")
+        raise BridgeError(f"no Knowledge engine is running for {state.root}; start one with `knowledge serve` "
+                          "(or open the Knowledge Desk window), then reconnect")
     path = info.get("socket")
     if path and hasattr(socket, "AF_UNIX"):
         try:
@@ -58,13 +73,37 @@ def connect(state: StateDir, timeout: float = 5.0) -> socket.socket:
             client.close()
     port = info.get("port")
     if not isinstance(port, int):
-        raise BridgeError("engine.json names no port; is the engine running?")
+        raise BridgeError(f"{state.engine_info} names no port: the engine is starting or has stopped; start it "
+                          "with `knowledge serve` if it has stopped, then reconnect")
     try:
         client = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     except OSError as exc:
-        raise BridgeError(f"cannot reach the engine on port {port}: {exc.strerror or exc}") from exc
+        raise BridgeError(f"cannot reach the engine on port {port}: {exc.strerror or exc}; if it has stopped, "
+                          "start it with `knowledge serve`, then reconnect") from exc
     client.settimeout(None)
     return client
+
+
+def refuse_client(error: BridgeError, stdin: BinaryIO, stdout: BinaryIO, first: bytes | None = None) -> None:
+    """Answer the client's first request (``first``, else the next line it sends that is one) with ``error``.
+
+    A client launches the bridge and sends ``initialize`` at once; answering it with the cause and the fix
+    is the one way the owner sees why, where a bridge that just exits shows only "Connection closed"."""
+    line = first
+    for _ in range(_REFUSAL_LINES):
+        if line is None:
+            line = stdin.readline(MAX_MESSAGE_BYTES + 1)
+        if not line:
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
+            stdout.write(encode(error_response(message["id"], ERROR_CODES[error.reason], error.reason, str(error))))
+            stdout.flush()
+            return
+        line = None
 
 
 def with_credentials(line: bytes, knowledge: dict[str, Any]) -> bytes:
@@ -90,14 +129,23 @@ def with_credentials(line: bytes, knowledge: dict[str, Any]) -> bytes:
 
 def run_bridge(state: StateDir, knowledge: dict[str, Any], stdin: BinaryIO | None = None,
                stdout: BinaryIO | None = None, keepalive_s: float = KEEPALIVE_S) -> int:
-    """Relay until the client closes stdin (after the engine's last answers) or the engine goes away."""
-    connect(state).close()  # fail at once, with a clear message, when no engine is reachable
-    relay = _Relay(state, knowledge, stdout or sys.stdout.buffer, keepalive_s)
-    sender = threading.Thread(target=relay.upstream, args=(stdin or sys.stdin.buffer,), name="mcp-upstream",
-                              daemon=True)
+    """Relay until the client closes stdin (after the engine's last answers) or the engine goes away.
+
+    Where no engine can be reached, the client's first request is answered with the reason, and the
+    ``BridgeError`` is raised for the command to say on stderr too."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    try:
+        connect(state).close()  # fail at once, with a clear message, when no engine is reachable
+    except BridgeError as exc:
+        refuse_client(exc, stdin, stdout)
+        raise
+    relay = _Relay(state, knowledge, stdout, keepalive_s)
+    sender = threading.Thread(target=relay.upstream, args=(stdin,), name="mcp-upstream", daemon=True)
     sender.start()
     relay.opened.wait()
     if relay.failure is not None:
+        refuse_client(relay.failure, stdin, stdout, first=relay.unsent)
         raise relay.failure
     if relay.engine is not None:
         relay.downstream()
@@ -114,6 +162,7 @@ class _Relay:
         self.keepalive_s = keepalive_s
         self.engine: socket.socket | None = None
         self.failure: BridgeError | None = None
+        self.unsent: bytes | None = None  # the client's line that found no engine to go to
         self.opened = threading.Event()  # the engine connection is open, or there will be none
         self._sending = threading.Lock()  # one line at a time to the engine (client lines and keepalives)
         self._writing = threading.Lock()  # one line at a time to the client (answers and the bridge's errors)
@@ -130,6 +179,7 @@ class _Relay:
                     self._refuse_oversize(line, stdin)
                     continue
                 if self.engine is None and not self._open():
+                    self.unsent = line
                     return
                 self._send(with_credentials(line, self.knowledge))
         except OSError:

@@ -35,6 +35,12 @@ MAX_NESTING = 64
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
+
+def error_response(request_id: Any, code: int, reason: str, message: str, **data: Any) -> dict[str, Any]:
+    """A JSON-RPC error answer with the engine's ``data.reason``."""
+    return {"jsonrpc": "2.0", "id": request_id,
+            "error": {"code": code, "message": message, "data": {"reason": reason, **data}}}
+
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = tuple(1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256))

@@ -29,7 +29,7 @@ from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
 from .tools import ToolRegistry, tool_result
-from .messages import MalformedMessage, is_notification, method_of, parse_request
+from .messages import MalformedMessage, error_response, is_notification, method_of, parse_request
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
     from ..service import Engine
@@ -79,11 +79,6 @@ class Session:
     def authenticated(self) -> bool:
         """Whether ``initialize`` succeeded, with an agent's credential or the operator token."""
         return self.token is not None or self.operator
-
-
-def error_response(request_id: Any, code: int, reason: str, message: str, **data: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id,
-            "error": {"code": code, "message": message, "data": {"reason": reason, **data}}}
 
 
 def error_for(request_id: Any, exc: BaseException) -> dict[str, Any]:

@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..operator.methods import ensure_operator_token
 from ..core.changes import Subscription
 from .protocol import (ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session, cancelled_request,
-                       changed_notification, error_response, request_key)
-from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, request_id_in
+                       changed_notification, request_key)
+from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, error_response, request_id_in
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
     from ..service import Engine
