@@ -65,6 +65,7 @@ def _initialize_seconds(command: list[str], env: dict[str, str]) -> float:
         if bridge.poll() is None:
             bridge.kill()
             bridge.wait()
+        bridge.stdout.close()
 
 
 def measure(rounds: int) -> dict[str, Any]:
