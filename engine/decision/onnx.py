@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -30,12 +29,11 @@ from models.installed import InstalledModel
 
 from ..state.config import Settings
 from ..core.errors import DecisionUnavailable, InvalidParams
+from .onnx_session import open_session, open_tokenizer
 from .provider import FAILED, LOADING, READY, PairScores
 
 log = logging.getLogger(__name__)
 
-_OPTIMIZATION = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
-                 "all": "ORT_ENABLE_ALL"}
 DEFAULT_MAX_POSITIONS = 512
 
 
@@ -104,42 +102,19 @@ class OnnxReranker:
         return True   # the model file is named by decisionModel alone
 
     def _load(self) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
-
         if not self.model.runnable:
             raise ValueError(f"model {self.model.name} has no ONNX graph; the onnx provider runs ONNX only")
-        config = self.model.verified_config()
-        positions = config.get("max_position_embeddings")
-        if isinstance(positions, int) and not isinstance(positions, bool) and positions > 8:
-            self.max_pair_tokens = positions
-        tokenizer = Tokenizer.from_file(str(self.model.path(self.model.tokenizer)))
-        pad = config.get("pad_token_id")
-        self._pad_id = pad if isinstance(pad, int) and not isinstance(pad, bool) else \
-            (tokenizer.padding or {}).get("pad_id", 0)
-        tokenizer.no_truncation()   # the file's own truncation and padding would undo ours
-        tokenizer.no_padding()
+        tokenized = open_tokenizer(self.model)
+        if tokenized.max_positions is not None:
+            self.max_pair_tokens = tokenized.max_positions
+        tokenizer = tokenized.tokenizer
+        self._pad_id = next((pad for pad in (tokenized.pad_id, tokenized.file_pad_id) if pad is not None), 0)
         self._specials = tokenizer.num_special_tokens_to_add(True)
         self._tokenizer = tokenizer
-        self._session = onnxruntime.InferenceSession(
-            str(self.model.path(self.model.onnx or "")), sess_options=self._session_options(onnxruntime),
-            providers=["CPUExecutionProvider"])
-        self._inputs = [item.name for item in self._session.get_inputs()]
-        if "input_ids" not in self._inputs:
-            raise ValueError(f"the ONNX graph of {self.model.name} has no input_ids input ({self._inputs})")
+        self._session, self._inputs = open_session(self.model, threads=self.options.intra_op_threads or None,
+                                                   spinning=self.options.spinning,
+                                                   optimization=self.options.graph_optimization)
         self.tokens_per_second = self.options.tokens_per_second or self._warm_up()
-
-    def _session_options(self, onnxruntime: Any) -> Any:
-        options = onnxruntime.SessionOptions()
-        available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        options.intra_op_num_threads = self.options.intra_op_threads or available
-        options.inter_op_num_threads = 1
-        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        level = _OPTIMIZATION.get(self.options.graph_optimization, "ORT_ENABLE_ALL")
-        options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, level)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.options.spinning else "0")
-        options.log_severity_level = 3
-        return options
 
     def _warm_up(self) -> float:
         """Throughput in tokens per second of a batch of typical pairs (the first run only allocates)."""

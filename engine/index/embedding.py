@@ -31,6 +31,7 @@ import numpy as np
 from models.errors import ModelError
 from models.installed import InstalledModel, ModelStore
 
+from ..decision.onnx_session import open_session, open_tokenizer
 from ..state.config import Settings
 from .int8_graph import int8_products
 
@@ -94,38 +95,19 @@ class Embedder:
 
     def load(self) -> None:
         """Verify the files, open the session and tokenizer, and learn the dimensions from one run."""
-        import onnxruntime
-        from tokenizers import Tokenizer
-
         if not self.model.runnable:
             raise ValueError(f"model {self.model.name} has no ONNX graph")
-        config = self.model.verified_config()
-        positions = config.get("max_position_embeddings")
-        if isinstance(positions, int) and not isinstance(positions, bool) and positions > 8:
-            self.max_tokens = min(self.max_tokens, positions)
-        tokenizer = Tokenizer.from_file(str(self.model.path(self.model.tokenizer)))
-        pad = config.get("pad_token_id")
-        self._pad_id = pad if isinstance(pad, int) and not isinstance(pad, bool) else 0
-        tokenizer.no_padding()    # the file's fixed padding would pad every text to its length
-        tokenizer.no_truncation()
-        tokenizer.enable_truncation(max_length=self.max_tokens)
-        self._tokenizer = tokenizer
-        options = onnxruntime.SessionOptions()
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        options.intra_op_num_threads = self.settings.threads or cores
-        options.inter_op_num_threads = 1
-        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if not self.settings.spinning:
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
+        tokenized = open_tokenizer(self.model)
+        if tokenized.max_positions is not None:
+            self.max_tokens = min(self.max_tokens, tokenized.max_positions)
+        self._pad_id = tokenized.pad_id or 0
+        tokenized.tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._tokenizer = tokenized.tokenizer
         graph = self.model.path(self.model.onnx or "").read_bytes()
         if self.settings.int8:
             graph, self.int8_products = int8_products(graph)
-        self._session = onnxruntime.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"])
-        self._inputs = [item.name for item in self._session.get_inputs()]
-        if "input_ids" not in self._inputs:
-            raise ValueError(f"the ONNX graph of {self.model.name} has no input_ids input ({self._inputs})")
+        self._session, self._inputs = open_session(self.model, threads=self.settings.threads,
+                                                   spinning=self.settings.spinning, graph=graph)
         self.dimensions = int(self.embed(["warm up"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
