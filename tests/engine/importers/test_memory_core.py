@@ -127,7 +127,8 @@ def test_changed_files_revise_their_pages_and_new_items_are_new_claims(
     assert store_snapshot(state_dir)[f"private/{path}"] == before[f"private/{path}"]
     assert second["pages"]["memory/2026-01-17.md"] not in first["pages"].values()
     assert second["revised"] == 2 and second["notes"] == [
-        "2 file(s) changed since an earlier import: each got a new revision of its page."]
+        "2 file(s) changed since an earlier import: each got a new revision of its page.",
+        "Left out 1 file(s) and folder(s) of the workspace that are not its memory: memory/notes.txt."]
     # The three items claimed before are not claimed again; the new one is a new claim citing the newer file.
     assert second["claims"] == 4 and len(records(state_dir, "claims/")) == 4
     new = [hit for hit in engine.search(caller, {"query": "standup"})["hits"] if hit["kind"] == "claim"]
