@@ -9,7 +9,9 @@
     claude          a Claude data export, the same way
     markdown        a folder of Markdown notes (Obsidian, basic-memory), links as relationships
     mem0            a mem0 / OpenMemory export, each memory a claim
-    memory_core     an agent host's MEMORY.md and memory/YYYY-MM-DD.md daily notes
+    memory_core     an OpenClaw workspace: MEMORY.md, USER.md, daily notes, imported memory, DREAMS.md
+    memory_core_files   each workspace file read into its page and claims
+    memory_core_entries one entry line: recall annotations, promote's provenance, USER.md directives
     locomo          the LoCoMo benchmark conversations, as an agent would have saved them
     demo            the demo store
     archive         knowledge export / knowledge import archive: one store's portable archive

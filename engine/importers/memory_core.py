@@ -1,160 +1,218 @@
-"""Importing an agent host's memory files: ``MEMORY.md`` and the ``memory/YYYY-MM-DD.md`` daily notes.
+"""Importing an OpenClaw agent workspace's memory (memory-core, as OpenClaw 2026.9 lays it out).
 
-An agent workspace keeps its curated long-term memory in ``MEMORY.md`` and a
-running log per day in ``memory/YYYY-MM-DD.md`` (a name may go on after the
-date: ``2026-01-15-release.md``).  PATH is the workspace folder (or its
-``MEMORY.md``).
+PATH is the workspace folder (or its ``MEMORY.md``).  What becomes of each file:
 
-- ``MEMORY.md`` becomes one ``note`` page (title: its first ``# heading``,
-  else ``MEMORY.md``; body: the file), and each list item in it one ``fact``
-  claim with assertion origin ``source``, its text the item's, citing that
-  line of the retained file with the item as quote.  A task-list item is no
-  stated fact, and its box is markup, never a claim's text: an open task
-  (``- [ ] Renew the passport``) is a ``commitment`` (something to do), a done
-  one (``- [x] Sent Lotte the photos``) an ``event`` (something that
-  happened), each with the item's text after the box; a task with another
-  status (``[-]`` cancelled, ``[>]`` deferred, ``[/]`` ...) or no text stays in
-  the page's body only;
-- each daily note becomes one ``note`` page titled ``Daily memory
-  YYYY-MM-DD`` (and the rest of its name), its body the file; other ``.md``
-  files under ``memory/`` become pages titled with their name.  Their list
-  items stay in the page's body: a day's log is not a list of facts.
+- ``MEMORY.md``, the curated long-term memory, and a legacy lowercase ``memory.md`` beside it (OpenClaw's
+  doctor warns it is shadowed and merges it into ``MEMORY.md``; until then it holds older memory, so both
+  are imported): one ``note`` page each (title: its first ``# heading``, else the file name; body: the
+  file), and each list item one ``fact`` claim with assertion origin ``source``, citing that line of the
+  retained file with the item as quote.  An open task (``- [ ] Renew the passport``) is a ``commitment``,
+  a done one (``- [x] Sent Lotte the photos``) an ``event``, each with the words after the box; a task with
+  another status (``[-]``, ``[>]`` ...) or no text stays in the body only;
+- an entry ``memory promote`` wrote (``- SNIPPET [score=… signals=… recalls=… avg=… source=memory/
+  2026-12-02.md:1-6]``, or ``- SNIPPET Source: memory/2026-12-02.md#L1-L6``) is a ``fact`` claim of what
+  the snippet says, the daily note's collapsed headings left out; it cites its ``MEMORY.md`` line with the
+  snippet as quote and, where that daily note is in the workspace and those lines still hold the snippet,
+  the retained note at those lines.  The score metadata stays in the page's body only;
+- OpenClaw's recall annotations trailing an entry (``<!-- trigger: … -->``, ``<!-- importance: N -->``,
+  ``<!-- project: … -->``) are never a claim's text or quote: the result lists them as
+  ``recallProposals`` (claim, file, line, triggers, importance, projects), approved by nobody: approving
+  recall is the owner's own act (docs/import-export.md says how);
+- ``USER.md`` and ``users/<profile>/USER.md``, the user model: one ``note`` page each (tagged
+  ``user-model``; a per-user page's title names the profile), and each active directive (a list item
+  under a dated ``<!-- observed: YYYY-MM-DD | status: active -->`` line) a ``preference`` claim; a
+  superseded directive, the template's undated placeholder and the template's own guidance stay in the body;
+- daily notes ``memory/YYYY-MM-DD.md`` (``-slug`` after the date): a ``note`` page ``Daily memory
+  YYYY-MM-DD`` each, no claims (a day's log is not a list of facts); other Markdown files under ``memory/``
+  a page titled with their path;
+- ``memory/imports/<tool>/**.md``, the memory ``openclaw migrate`` and the Import Memory page copied from
+  Claude Code, Codex or Hermes: a page ``Imported from <tool>: <path>`` each, no claims (another tool's
+  files as it wrote them, which OpenClaw too keeps apart from ``MEMORY.md``);
+- ``DREAMS.md`` (or ``dreams.md``), the Dream Diary, and dreaming's reports ``memory/dreaming/<phase>/*.md``:
+  a page each, no claims (the agent's reflections, not stated facts).
 
-Every file is retained as the original its page and claims cite, named by the
-workspace folder and the file's path in it (``workspace › memory ›
-2026-01-15.md``).  Imported again, a file whose page says the same is left as
-it is, a changed one gets the next revision of its page, and only list items
-no earlier claim holds become claims; an item whose earlier claim has the same
-text but another kind (a task since ticked off, a task an earlier version
-claimed as a fact) gets a new claim that replaces that one.
+Everything else of the workspace (``AGENTS.md``, ``SOUL.md``, ``skills/``, a file under ``memory/`` that is
+no Markdown ...) is left out and named in ``leftOut`` and a note; a symbolic link (a linked ``MEMORY.md``,
+``memory/`` folder or file in it) is never followed, and named too (engine/importers/folders.py).
+
+Every file is retained as the original its page and claims cite, named by the workspace folder and the
+file's path in it (``workspace › memory › 2026-01-15.md``).  Imported again, a file whose page says the
+same is left as it is, a changed one gets the next revision of its page, and only list items no earlier
+claim holds become claims; an item whose earlier claim has the same text but another kind (a task since
+ticked off) gets a new claim that replaces that one.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from datetime import date
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .common import (
-    Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report,
-    revised_note, says_same,
-)
+from . import memory_core_files as read
+from .common import Original, Scan, Writer, refuse_secrets, report, revised_note, says_same
+from .folders import InputFolder, left_out_notes, walk_input
+from .memory_core_entries import source_lines_say
+from .memory_core_files import TAG, Item, MemoryFile
 from ..core.errors import InvalidParams
-from ..store.inputs import BODY_MAX_CHARS, TEXT_MAX_CHARS
 from ..store.writes import one_line_title
 
 FORMAT = "memory-core"
-_DAILY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[-_ ](.+))?")
-_ITEM = re.compile(r"^\s*(?:[-*+]|[0-9]+[.)])\s+(.*\S)\s*$")
-# A task-list item's box: GitHub's ``[ ]`` and ``[x]``, and the one-character statuses Obsidian's themes and
-# its Tasks plugin give other punctuation (``[-]`` cancelled, ``[>]`` deferred, ``[/]`` in progress).
-_TASK = re.compile(r"\[([xX]|[^\w\]\[])\](?:\s+(.*))?")
-_TASK_KINDS = {" ": "commitment", "x": "event", "X": "event"}  # open: something to do; done: it happened
-_HEADING = re.compile(r"^#\s+(.*\S)\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_TAG = "memory-core"
+_LONG_TERM = ("MEMORY.md", "memory.md")
+_DREAMS = ("DREAMS.md", "dreams.md")
+_FOLDERS = ("memory", "users")  # the workspace's folders an import reads
 
 
-@dataclass(frozen=True)
-class MemoryFile:
-    original: Original
-    title: str
-    tags: tuple[str, ...]
-    body: str
-    items: tuple[tuple[int, str, str], ...]  # (line, text, claim kind) of MEMORY.md's list items; none for daily
-    tasks_left: int = 0  # task-list items with another status or no text, left in the body
-
-    @property
-    def key(self) -> str:
-        return "file-" + re.sub(r"[^A-Za-z0-9_.-]", "_", self.original.name)[:48]
-
-
-def load_memory_core(path: str, scan: Scan) -> tuple[list[MemoryFile], str]:
-    """MEMORY.md and memory/*.md of the workspace, parsed and checked before anything is written; and the
-    workspace folder's name."""
+def load_memory_core(path: str, scan: Scan) -> tuple[list[MemoryFile], str, tuple[str, ...], tuple[str, ...]]:
+    """The workspace's memory files, parsed and checked before anything is written; the workspace folder's
+    name; what of the workspace is not memory (left out); the symbolic links not followed."""
     root = Path(path)
-    if root.is_file() and root.name.lower() == "memory.md":
+    if root.name.lower() == "memory.md" and (root.is_file() or root.is_symlink()):
         root = root.parent
     if not root.is_dir():
-        raise InvalidParams(f"{path} is neither an agent workspace folder nor its MEMORY.md",
-                            file=str(path))
-    files = []
-    for name in ("MEMORY.md", "memory.md"):
-        if (root / name).is_file():
-            files.append(_long_term(Original(name, read_file(root / name))))
-            break
-    daily = root / "memory"
-    if daily.is_dir():
-        for entry in sorted(daily.iterdir()):
-            if entry.is_file() and not entry.is_symlink() and entry.name.lower().endswith(".md"):
-                files.append(_daily(Original(f"memory/{entry.name}", read_file(entry))))
+        raise InvalidParams(f"{path} is neither an agent workspace folder nor its MEMORY.md", file=str(path))
+    top = walk_input(root, depth=1)
+    links = list(top.symlinks)
+    files, left_out = [], []
+    for name in top.files:
+        if name in _LONG_TERM:
+            files.append(read.long_term(Original(name, top.read(name))))
+        elif name == "USER.md":
+            files.append(read.user_model(Original(name, top.read(name)), None))
+        elif name in _DREAMS:
+            files.append(read.dream_diary(Original(name, top.read(name))))
+        else:
+            left_out.append(name)
+    for folder in _FOLDERS:
+        if folder in top.symlinks or not (root / folder).is_dir():
+            continue
+        inside = walk_input(root / folder)
+        links += [f"{folder}/{link}" for link in inside.symlinks]
+        for name in inside.files:
+            memory = (_memory_file if folder == "memory" else _user_file)(inside, name)
+            if memory is None:
+                left_out.append(f"{folder}/{name}")
+            else:
+                files.append(memory)
+    left_out += [f"{name}/" for name in _other_folders(root)]
     if not files:
-        raise InvalidParams(f"{path} holds neither MEMORY.md nor memory/*.md", file=str(path))
+        raise InvalidParams(f"{path} holds neither MEMORY.md nor any other memory file (USER.md, DREAMS.md, "
+                            "memory/*.md)", file=str(path))
     for memory in files:
         refuse_secrets(scan, memory.original, lambda: ())
-    return files, root.absolute().name
+    return files, root.absolute().name, tuple(sorted(left_out)), tuple(sorted(links))
 
 
-def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str = "") -> dict[str, Any]:
-    """One page per file, and MEMORY.md's list items as claims.
+def _memory_file(inside: InputFolder, name: str) -> MemoryFile | None:
+    """A Markdown file under ``memory/``: a daily note, imported memory, a dreaming report, another note."""
+    parts = PurePosixPath(name).parts
+    if not name.lower().endswith(".md"):
+        return None
+    original = Original(f"memory/{name}", inside.read(name))
+    shown = name[:-3]
+    if parts[0] == "imports" and len(parts) > 2:
+        return read.note(original, f"Imported from {parts[1]}: {'/'.join(parts[2:])[:-3]}", "imported-memory")
+    if parts[0] == "imports":
+        return read.note(original, f"Imported memory: {shown}", "imported-memory")
+    if parts[0] == "dreaming":
+        return read.note(original, f"Dreaming report: {shown.split('/', 1)[-1]}", "dreaming-report")
+    return read.daily(original) if len(parts) == 1 else read.note(original, shown)
+
+
+def _user_file(inside: InputFolder, name: str) -> MemoryFile | None:
+    """``users/<profile>/USER.md``; anything else under ``users/`` is no user model."""
+    parts = PurePosixPath(name).parts
+    if len(parts) != 2 or parts[1] != "USER.md":
+        return None
+    return read.user_model(Original(f"users/{name}", inside.read(name)), parts[0])
+
+
+def _other_folders(root: Path) -> list[str]:
+    """The workspace's own folders an import does not read (``skills``, ``canvas`` ...): dot-folders and
+    links aside (the walk names the links)."""
+    with os.scandir(root) as entries:
+        return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+                      and e.name not in _FOLDERS)
+
+
+def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str = "",
+                       left_out: tuple[str, ...] = (), links: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One page per file, and the list items of MEMORY.md and the active directives of USER.md as claims.
 
     A file an earlier import of the workspace made a page of (found by the file name its original was
     retained under: the workspace's name and the file's path in it) that says the same is left as it is;
     one that changed gets the next revision of that page, citing the newer file.  A list item that is
     already a claim an earlier import made is not claimed again.
     """
-    earlier = writer.imported_by_original("page", type="note", tag=_TAG)
+    earlier = writer.imported_by_original("page", type="note", tag=TAG)
     claimed = writer.imported_records(lambda row, _: row.title, kind="claim", active_only=True)
-    pages, claims, revised, tasks_left = {}, 0, 0, 0
-    replacing: set[str] = set()  # the earlier claims replaced by an item of another kind
-    for done, memory in enumerate(files, start=1):
-        name = retained_name(workspace, memory)
+    retained: dict[str, list[str]] = {}
+
+    def sources_of(memory: MemoryFile) -> list[str]:
+        """The file retained (once an import), its source ids."""
+        if memory.original.name not in retained:
+            retained[memory.original.name] = writer.retain(memory.original, memory.key, media_type="text/markdown",
+                                                           filename=retained_name(workspace, memory))
+        return retained[memory.original.name]
+
+    pages, revised = {}, 0
+    for memory in files:
         params: dict[str, Any] = {"type": "note", "title": memory.title, "body": memory.body,
                                   "tags": list(memory.tags)}
-        found = earlier.get(name)
-        sources: list[str] = []
+        found = earlier.get(retained_name(workspace, memory))
         if found is not None and says_same(page := writer.current_page(found[0]), params):
             if writer.cites(page, memory.original):  # the same file: retries, as it was retained
-                sources = writer.retain(memory.original, memory.key, media_type="text/markdown", filename=name)
+                sources_of(memory)
             pages[memory.original.name] = writer.kept(found[0])
-        else:
-            sources = writer.retain(memory.original, memory.key, media_type="text/markdown", filename=name)
-            params["evidence"] = [{"source": source} for source in sources]
-            if found is not None:  # changed since the earlier import: that page's next revision
-                params = {"id": found[0], "expectedRevision": found[1], **params}
-                revised += 1
-            pages[memory.original.name] = writer.save_page(memory.key, params)
-        new_items: list[tuple[int, str, str, str | None]] = []  # line, text, kind, the claim it replaces
-        for line, text, kind in memory.items:
-            known = claimed.get(one_line_title(text))
+            continue
+        params["evidence"] = [{"source": source} for source in sources_of(memory)]
+        if found is not None:  # changed since the earlier import: that page's next revision
+            params = {"id": found[0], "expectedRevision": found[1], **params}
+            revised += 1
+        pages[memory.original.name] = writer.save_page(memory.key, params)
+
+    by_name = {memory.original.name: memory for memory in files}
+    claims, replacing, proposals = 0, set(), []
+    for done, memory in enumerate(files, start=1):
+        new_items: list[tuple[Item, str | None]] = []  # the item, the claim it replaces
+        for item in memory.items:
+            known = claimed.get(one_line_title(item.text))
             earlier_claim = writer.current_record(known[0]) if known is not None else None
-            if earlier_claim is None or (earlier_claim.get("body") or "").strip() != text:
-                new_items.append((line, text, kind, None))
-            elif earlier_claim["frontmatter"].get("claim_kind") == kind:
+            if earlier_claim is None or (earlier_claim.get("body") or "").strip() != item.text:
+                new_items.append((item, None))
+            elif earlier_claim["frontmatter"].get("claim_kind") == item.kind:
                 claims += 1
-                writer.kept(known[0], "claims")
+                proposals += _proposal(writer.kept(known[0], "claims"), memory, item)
             elif known[0] not in replacing:  # the same words of another kind: a task ticked off, or a fact before
                 replacing.add(known[0])
-                new_items.append((line, text, kind, known[0]))
+                new_items.append((item, known[0]))
             else:  # the same item twice in the file: its earlier claim is replaced once
-                new_items.append((line, text, kind, None))
-        tasks_left += memory.tasks_left
-        if new_items and not sources:  # an unchanged page of a file since edited: cite the file as it is
-            sources = writer.retain(memory.original, memory.key, media_type="text/markdown", filename=name)
+                new_items.append((item, None))
+        sources = sources_of(memory) if new_items else []
         if new_items and len(sources) == 1:
-            claims += len(writer.remember(f"{memory.key}-items", [
-                {"text": text, "claimKind": kind, "assertionOrigin": "source",
-                 "evidence": [{"source": sources[0], "lines": [line, line], "quote": text}],
-                 **({"replaces": earlier} if earlier else {})}
-                for line, text, kind, earlier in new_items]))
+            written = []
+            for item, replaced in new_items:
+                evidence = [{"source": sources[0], "lines": [item.line, item.line], "quote": item.quote}]
+                if (note := _daily_note(item, by_name)) is not None and len(daily := sources_of(note)) == 1:
+                    evidence.append({"source": daily[0], "lines": [item.promoted.first, item.promoted.last]})
+                written.append({"text": item.text, "claimKind": item.kind, "assertionOrigin": "source",
+                                "evidence": evidence, **({"replaces": replaced} if replaced else {})})
+            ids = writer.remember(f"{memory.key}-items", written)
+            claims += len(ids)
+            for claim, (item, _) in zip(ids, new_items):
+                proposals += _proposal(claim, memory, item)
         writer.done(done, len(files), memory.original.name)
-    notes = revised_note(writer, revised, "file") + revised_note(writer, len(replacing), "list item", claims=True)
-    if tasks_left:
-        notes.append(f"{tasks_left} task-list item(s) neither open nor done ([-], [>], ...) or without text stay "
-                     "in their page's body and are not claims.")
-    return report(writer, files=len(files), pages=pages, claims=claims, revised=revised, notes=notes)
+    notes = [*revised_note(writer, revised, "file"), *revised_note(writer, len(replacing), "list item", claims=True),
+             *_unclaimed_notes(files), *_promoted_notes(files, by_name)]
+    if proposals:
+        notes.append(f"{len(proposals)} entr(y/ies) carry OpenClaw's recall annotations (trigger, importance): "
+                     "they are listed in recallProposals and approved by nobody; approving recall is the owner's.")
+    notes += left_out_notes(links)
+    if left_out:
+        shown = ", ".join(left_out[:10]) + (f" and {len(left_out) - 10} more" if len(left_out) > 10 else "")
+        notes.append(f"Left out {len(left_out)} file(s) and folder(s) of the workspace that are not its memory: "
+                     f"{shown}.")
+    return report(writer, files=len(files), pages=pages, claims=claims, revised=revised, notes=notes,
+                  leftOut=[*links, *left_out], recallProposals=proposals)
 
 
 def retained_name(workspace: str, memory: MemoryFile) -> str:
@@ -163,47 +221,49 @@ def retained_name(workspace: str, memory: MemoryFile) -> str:
     return " › ".join([*([workspace] if workspace else []), *memory.original.name.split("/")])
 
 
-def _long_term(original: Original) -> MemoryFile:
-    body = _body(original)
-    heading = next((m.group(1) for m in map(_HEADING.match, body.splitlines()) if m), None)
-    items, tasks_left = [], 0
-    fenced = False
-    for number, line in enumerate(original.text().splitlines(), start=1):  # a byte-order mark dropped
-        if _FENCE.match(line):
-            fenced = not fenced
-            continue
-        match = None if fenced else _ITEM.match(line)
-        if match is not None:
-            text = match.group(1)
-            if len(text) > TEXT_MAX_CHARS or any(ord(c) < 32 and c != "\t" for c in text):
-                raise refused(original.name, f"line {number}", "holds a list item too long or with control characters")
-            kind = "fact"
-            task = _TASK.fullmatch(text)
-            if task is not None:
-                kind, text = _TASK_KINDS.get(task.group(1), ""), (task.group(2) or "").strip()
-                if not kind or not text:  # cancelled, deferred, ...; or a box alone: nothing said to claim
-                    tasks_left += 1
-                    continue
-            items.append((number, text, kind))
-    return MemoryFile(original, one_line(heading) if heading else original.name, (_TAG,), body, tuple(items),
-                      tasks_left)
+def _daily_note(item: Item, by_name: dict[str, MemoryFile]) -> MemoryFile | None:
+    """A promoted entry's daily note: when it is in the workspace and the lines the entry names still hold
+    its snippet (a note edited since is not cited for what it no longer says)."""
+    if item.promoted is None:
+        return None
+    name = item.promoted.path.replace("\\", "/").removeprefix("./")
+    note = by_name.get(name) if name.startswith("memory/") else None
+    if note is None or not source_lines_say(note.original.text().splitlines(), item.promoted, item.quote):
+        return None
+    return note
 
 
-def _daily(original: Original) -> MemoryFile:
-    stem = original.name.rsplit("/", 1)[-1][:-3]
-    match = _DAILY.fullmatch(stem)
-    if match is None:
-        return MemoryFile(original, one_line(stem) or original.name, (_TAG,), _body(original), ())
-    try:
-        day = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-    except ValueError as exc:
-        raise refused(original.name, None, f"is named like a daily note, but {stem[:10]} is no calendar date") from exc
-    title = f"Daily memory {day.isoformat()}" + (f": {one_line(match.group(4))}" if match.group(4) else "")
-    return MemoryFile(original, title, (_TAG, "daily-note"), _body(original), ())
+def _proposal(claim: str, memory: MemoryFile, item: Item) -> list[dict[str, Any]]:
+    """The recall OpenClaw's annotations propose for one claim, or nothing when the item carries none."""
+    if not item.recall:
+        return []
+    return [{"claim": claim, "file": memory.original.name, "line": item.line, "triggers": list(item.recall.triggers),
+             "importance": item.recall.importance, "projects": list(item.recall.projects)}]
 
 
-def _body(original: Original) -> str:
-    body = clean_text(original.text()).strip("\n")
-    if len(body) > BODY_MAX_CHARS:
-        raise refused(original.name, None, f"is longer than {BODY_MAX_CHARS} characters")
-    return body
+def _unclaimed_notes(files: list[MemoryFile]) -> list[str]:
+    def count(why: str) -> int:
+        return sum(memory.unclaimed.get(why, 0) for memory in files)
+
+    notes = []
+    if tasks := count("tasks"):
+        notes.append(f"{tasks} task-list item(s) neither open nor done ([-], [>], ...) or without text stay "
+                     "in their page's body and are not claims.")
+    if empty := count("empty"):
+        notes.append(f"{empty} list item(s) with no words (a promoted entry of headings alone, an item that is "
+                     "only a comment) stay in their page's body and are not claims.")
+    if directives := count("directives"):
+        notes.append(f"{directives} list item(s) of USER.md that are no active directive (superseded, the "
+                     "template's undated placeholder, guidance without an observed line) stay in their page's "
+                     "body and are not claims.")
+    return notes
+
+
+def _promoted_notes(files: list[MemoryFile], by_name: dict[str, MemoryFile]) -> list[str]:
+    promoted = [item for memory in files for item in memory.items if item.promoted is not None]
+    if not promoted:
+        return []
+    cited = sum(1 for item in promoted if _daily_note(item, by_name) is not None)
+    return [f"{len(promoted)} entr(y/ies) written by memory promote are claimed as the fact they carry, citing "
+            f"their MEMORY.md line; {cited} also cite the daily note lines they came from, the rest name a daily "
+            "note that is not in the workspace or no longer says it."]

@@ -1,4 +1,4 @@
-"""The memory-core importer: MEMORY.md and memory/YYYY-MM-DD.md of an agent workspace written here."""
+"""The memory-core importer: an OpenClaw agent workspace (MEMORY.md, USER.md, memory/**, DREAMS.md) written here."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine.core.errors import InvalidParams
+from engine.memory.recall import recall_candidates, set_recall
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import reader, records, run_import, store_snapshot
@@ -127,7 +128,8 @@ def test_changed_files_revise_their_pages_and_new_items_are_new_claims(
     assert store_snapshot(state_dir)[f"private/{path}"] == before[f"private/{path}"]
     assert second["pages"]["memory/2026-01-17.md"] not in first["pages"].values()
     assert second["revised"] == 2 and second["notes"] == [
-        "2 file(s) changed since an earlier import: each got a new revision of its page."]
+        "2 file(s) changed since an earlier import: each got a new revision of its page.",
+        "Left out 1 file(s) and folder(s) of the workspace that are not its memory: memory/notes.txt."]
     # The three items claimed before are not claimed again; the new one is a new claim citing the newer file.
     assert second["claims"] == 4 and len(records(state_dir, "claims/")) == 4
     new = [hit for hit in engine.search(caller, {"query": "standup"})["hits"] if hit["kind"] == "claim"]
@@ -256,3 +258,294 @@ def test_a_task_ticked_off_since_an_earlier_import_replaces_its_commitment(
     after = store_snapshot(state_dir)
     assert run_import(engine, "memory-core", root)["imported"] == second["imported"]  # again: nothing new
     assert store_snapshot(state_dir) == after
+
+
+# --- a workspace as OpenClaw 2026.9 writes it ----------------------------------------------------------------
+# Written here after OpenClaw's documented layout (concepts/memory, user-model, dreaming, cli/migrate) and the
+# shapes its memory-core writes: promote's `[score=… source=path:a-b]` entries and `Source: path#La-Lb`
+# consolidations, trailing `<!-- trigger -->` / `<!-- importance -->` annotations, USER.md's dated directives.
+
+OPENCLAW_MEMORY = """# Long-term memory
+
+- Dana's sister Lotte lives in Ghent. <!-- trigger: Lotte, Ghent family --> <!-- importance: 7 -->
+- Keep the gateway on loopback.
+- [ ] Renew the passport <!-- importance: 4 -->
+
+## Promoted From Short-Term Memory (2026-12-03)
+
+<!-- openclaw-memory-promotion:memory:memory/2026-12-02.md:1:4 -->
+- # 2026-12-02 ## Billing service - The billing service retries failed charges three times. \
+[score=0.747 signals=3 recalls=3 avg=0.620 source=memory/2026-12-02.md:1-4] \
+<!-- trigger: billing retries, failed charges --> <!-- importance: 7 -->
+- Invoices go out on the first of the month. Source: memory/2026-11-30.md#L2-L2 \
+<!-- trigger: invoices --> <!-- importance: 5 --> <!-- project: billing -->
+"""
+
+OPENCLAW_USER = """# USER.md - User Model
+
+Store stable user preferences and profile facts as directives.
+
+```md
+<!-- observed: YYYY-MM-DD | status: active -->
+
+- Prefer concise progress updates during implementation work.
+```
+
+- Begin each directive with an imperative such as `Always`, `Never`, or `Prefer`.
+
+## Directives
+
+<!-- observed: 2026-05-10 | status: superseded -->
+
+- Prefer detailed explanations for every code change.
+
+<!-- observed: 2026-07-27 | status: active -->
+
+- Prefer concise implementation summaries unless more detail is requested. <!-- trigger: code review --> \
+<!-- importance: 6 -->
+
+<!-- observed: YYYY-MM-DD | status: active -->
+
+- Prefer ...
+"""
+
+OPENCLAW_DREAMS = """# Dream Diary
+
+<!-- openclaw:dreaming:diary:start -->
+---
+
+*December 2, 2026*
+
+<!-- openclaw:dreaming:backfill-entry day=2026-12-02 source=memory/2026-12-02.md -->
+
+What Happened
+1. Billing service: retries run three times. [memory/2026-12-02.md:4]
+
+Reflections
+1. No grounded reflections emerged from this note yet.
+<!-- openclaw:dreaming:diary:end -->
+"""
+
+
+def write_openclaw_workspace(root: Path) -> Path:
+    files = {
+        "MEMORY.md": OPENCLAW_MEMORY,
+        "memory.md": "- Bruno once sold kayaks in Leuven.\n",  # the legacy file doctor would merge
+        "USER.md": OPENCLAW_USER,
+        "users/prof_7Q2K/USER.md": "<!-- observed: 2026-11-02 | status: active -->\n\n- Always answer Bruno in Dutch.\n",
+        "DREAMS.md": OPENCLAW_DREAMS,
+        "memory/2026-12-02.md": "# 2026-12-02\n\n## Billing service\n- The billing service retries failed charges "
+                                "three times.\n",
+        "memory/2026-12-02-billing-retro.md": "# Session: 2026-12-02 14:05:11 UTC\n\n- **Session Key**: agent:main\n",
+        "memory/dreaming/deep/2026-12-02.md": "# Deep Sleep\n\n- Promoted 1 candidate.\n",
+        "memory/imports/claude-code/proj-1a2b3c/MEMORY.md": "- [tea](tea.md) how Dana takes tea\n",
+        "memory/imports/claude-code/proj-1a2b3c/tea.md": "---\nname: tea\ntype: user\n---\n\nDana takes tea without sugar.\n",
+        "AGENTS.md": "# AGENTS.md\n\n- Read SOUL.md first.\n",
+        "SOUL.md": "# SOUL.md\n",
+        "skills/weather/SKILL.md": "---\nname: weather\n---\n",
+        ".openclaw/workspace-state.json": "{}",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def openclaw(tmp_path: Path) -> Path:
+    return write_openclaw_workspace(tmp_path / "workspace")
+
+
+def claims_by_text(engine: Engine, state_dir: StateDir) -> dict[str, dict]:
+    """Every claim of the store by its text: its id, kind, title and evidence."""
+    caller = reader(engine)
+    found = {}
+    for path in records(state_dir, "claims/"):
+        record = engine.get_record(caller, path.rsplit("/", 1)[-1].split(".", 1)[0])
+        found[record["body"].strip()] = {"id": record["id"], "kind": record["frontmatter"]["claim_kind"],
+                                         "title": record["title"], "evidence": record["frontmatter"]["evidence"],
+                                         "recall": record["frontmatter"].get("recall")}
+    return found
+
+
+def test_every_memory_file_of_an_openclaw_workspace_is_a_page(engine: Engine, openclaw: Path) -> None:
+    result = run_import(engine, "memory-core", openclaw)
+
+    caller = reader(engine)
+    shown = {name: (page["title"], page["frontmatter"]["tags"])
+             for name, page in ((n, engine.get_record(caller, i)) for n, i in result["pages"].items())}
+    assert shown == {
+        "MEMORY.md": ("Long-term memory", ["memory-core"]),
+        "memory.md": ("memory.md", ["memory-core"]),
+        "USER.md": ("USER.md - User Model", ["memory-core", "user-model"]),
+        "users/prof_7Q2K/USER.md": ("USER.md (profile prof_7Q2K)", ["memory-core", "user-model"]),
+        "DREAMS.md": ("Dream Diary", ["memory-core", "dream-diary"]),
+        "memory/2026-12-02.md": ("Daily memory 2026-12-02", ["memory-core", "daily-note"]),
+        "memory/2026-12-02-billing-retro.md": ("Daily memory 2026-12-02: billing-retro", ["memory-core", "daily-note"]),
+        "memory/dreaming/deep/2026-12-02.md": ("Dreaming report: deep/2026-12-02", ["memory-core", "dreaming-report"]),
+        "memory/imports/claude-code/proj-1a2b3c/MEMORY.md": ("Imported from claude-code: proj-1a2b3c/MEMORY",
+                                                             ["memory-core", "imported-memory"]),
+        "memory/imports/claude-code/proj-1a2b3c/tea.md": ("Imported from claude-code: proj-1a2b3c/tea",
+                                                          ["memory-core", "imported-memory"]),
+    }
+    assert result["files"] == 10
+    assert result["leftOut"] == ["AGENTS.md", "SOUL.md", "skills/"]
+    assert ("Left out 3 file(s) and folder(s) of the workspace that are not its memory: AGENTS.md, SOUL.md, "
+            "skills/.") in result["notes"]
+
+
+def test_memory_and_user_entries_are_claims_and_dreams_and_imports_are_not(
+        engine: Engine, openclaw: Path, state_dir: StateDir) -> None:
+    result = run_import(engine, "memory-core", openclaw)
+
+    claims = claims_by_text(engine, state_dir)
+    assert sorted((c["kind"], text) for text, c in claims.items()) == [
+        ("commitment", "Renew the passport"),
+        ("fact", "Bruno once sold kayaks in Leuven."),
+        ("fact", "Dana's sister Lotte lives in Ghent."),
+        ("fact", "Invoices go out on the first of the month."),
+        ("fact", "Keep the gateway on loopback."),
+        ("fact", "The billing service retries failed charges three times."),
+        ("preference", "Always answer Bruno in Dutch."),
+        ("preference", "Prefer concise implementation summaries unless more detail is requested."),
+    ]
+    assert result["claims"] == 8
+    assert ("3 list item(s) of USER.md that are no active directive (superseded, the template's undated "
+            "placeholder, guidance without an observed line) stay in their page's body and are not claims."
+            ) in result["notes"]
+
+
+def test_annotations_are_no_claim_text_and_become_proposals_nobody_approved(
+        engine: Engine, openclaw: Path, state_dir: StateDir) -> None:
+    result = run_import(engine, "memory-core", openclaw)
+
+    claims = claims_by_text(engine, state_dir)
+    for text, claim in claims.items():
+        assert "<!--" not in text and "<!--" not in claim["title"]
+        assert all("<!--" not in (e.get("quote") or "") for e in claim["evidence"])
+        assert claim["recall"] is None  # the import approves nothing
+    lotte = claims["Dana's sister Lotte lives in Ghent."]
+    assert lotte["title"] == "Dana's sister Lotte lives in Ghent."
+    assert lotte["evidence"][0]["quote"] == "Dana's sister Lotte lives in Ghent."
+    by_claim = {p["claim"]: p for p in result["recallProposals"]}
+    assert by_claim[lotte["id"]] == {"claim": lotte["id"], "file": "MEMORY.md", "line": 3,
+                                     "triggers": ["Lotte", "Ghent family"], "importance": 7, "projects": []}
+    assert by_claim[claims["Renew the passport"]["id"]]["triggers"] == []
+    assert by_claim[claims["Renew the passport"]["id"]]["importance"] == 4
+    assert by_claim[claims["Invoices go out on the first of the month."]["id"]]["projects"] == ["billing"]
+    summaries = claims["Prefer concise implementation summaries unless more detail is requested."]
+    assert by_claim[summaries["id"]]["file"] == "USER.md" and by_claim[summaries["id"]]["triggers"] == ["code review"]
+    assert claims["Keep the gateway on loopback."]["id"] not in by_claim  # no annotation, no proposal
+    assert len(by_claim) == 5
+    page = engine.get_record(reader(engine), result["pages"]["MEMORY.md"])
+    assert "<!-- trigger: Lotte, Ghent family --> <!-- importance: 7 -->" in page["body"]  # the file as written
+    # An imported claim's text came from a file: the engine approves recall only on the owner's own words.
+    with pytest.raises(InvalidParams, match="assertion_origin 'source'"):
+        set_recall(engine, reader(engine), {"id": lotte["id"], "recall": {"summary": "Lotte lives in Ghent",
+                                                                           "triggers": ["Lotte"], "importance": 7}})
+    assert recall_candidates(engine, reader(engine), {"mode": "trigger"})["candidates"] == []
+
+
+def test_a_promoted_entry_is_the_fact_it_carries_citing_its_daily_note(
+        engine: Engine, openclaw: Path, state_dir: StateDir) -> None:
+    result = run_import(engine, "memory-core", openclaw)
+
+    claims = claims_by_text(engine, state_dir)
+    assert not [text for text in claims if "score=" in text or "Source:" in text or text.startswith("#")]
+    billing = claims["The billing service retries failed charges three times."]
+    caller = reader(engine)
+    long_term = engine.get_record(caller, result["pages"]["MEMORY.md"])["frontmatter"]["evidence"][0]["source"]
+    daily = engine.get_record(caller, result["pages"]["memory/2026-12-02.md"])["frontmatter"]["evidence"][0]["source"]
+    assert billing["evidence"] == [
+        {"source": long_term, "lines": [10, 10],
+         "quote": "# 2026-12-02 ## Billing service - The billing service retries failed charges three times."},
+        {"source": daily, "lines": [1, 4]}]
+    # Consolidated (`Source: path#La-Lb`) from a daily note the workspace no longer has: its MEMORY.md line only.
+    invoices = claims["Invoices go out on the first of the month."]
+    assert invoices["evidence"] == [{"source": long_term, "lines": [11, 11],
+                                     "quote": "Invoices go out on the first of the month."}]
+    assert "[score=0.747 signals=3 recalls=3 avg=0.620 source=memory/2026-12-02.md:1-4]" in engine.get_record(
+        caller, result["pages"]["MEMORY.md"])["body"]
+    assert ("2 entr(y/ies) written by memory promote are claimed as the fact they carry, citing their MEMORY.md "
+            "line; 1 also cite the daily note lines they came from, the rest name a daily note that is not in the "
+            "workspace or no longer says it.") in result["notes"]
+
+
+def test_a_daily_note_edited_since_promotion_is_not_cited(engine: Engine, openclaw: Path, state_dir: StateDir) -> None:
+    (openclaw / "memory" / "2026-12-02.md").write_text("# 2026-12-02\n\n## Billing service\n- Retries were dropped.\n",
+                                                       encoding="utf-8")
+
+    run_import(engine, "memory-core", openclaw)
+
+    billing = claims_by_text(engine, state_dir)["The billing service retries failed charges three times."]
+    assert len(billing["evidence"]) == 1
+
+
+def test_an_openclaw_workspace_imported_again_changes_nothing(
+        engine: Engine, openclaw: Path, state_dir: StateDir) -> None:
+    dry = run_import(engine, "memory-core", openclaw, dry_run=True)
+    first = run_import(engine, "memory-core", openclaw)
+    before = store_snapshot(state_dir)
+
+    assert run_import(engine, "memory-core", openclaw) == first
+    assert store_snapshot(state_dir) == before
+    assert dry["wouldCreate"] == first["imported"] and len(dry["recallProposals"]) == len(first["recallProposals"])
+
+
+def test_a_legacy_memory_md_alone_is_the_long_term_memory(engine: Engine, tmp_path: Path) -> None:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (root / "memory.md").write_text("# Old memory\n\n- Bruno once sold kayaks in Leuven.\n", encoding="utf-8")
+
+    result = run_import(engine, "memory-core", root)
+
+    assert list(result["pages"]) == ["memory.md"] and result["claims"] == 1
+
+
+# --- symbolic links -----------------------------------------------------------------------------------------
+
+
+def test_linked_memory_files_are_not_followed_but_named(
+        engine: Engine, openclaw: Path, tmp_path: Path, state_dir: StateDir) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret-plans.md").write_text("- Dana plans to move to Lisbon.\n", encoding="utf-8")
+    (openclaw / "MEMORY.md").unlink()
+    (openclaw / "MEMORY.md").symlink_to(elsewhere / "secret-plans.md")
+    (openclaw / "USER.md").unlink()
+    (openclaw / "USER.md").symlink_to(elsewhere / "secret-plans.md")
+    (openclaw / "memory" / "2026-12-01.md").symlink_to(elsewhere / "secret-plans.md")
+    (openclaw / "users" / "prof_9XYZ").symlink_to(elsewhere)
+
+    result = run_import(engine, "memory-core", openclaw)
+
+    assert not {"MEMORY.md", "USER.md", "memory/2026-12-01.md"} & set(result["pages"])
+    assert "Lisbon" not in str(store_snapshot(state_dir))
+    assert result["leftOut"][:4] == ["MEMORY.md", "USER.md", "memory/2026-12-01.md", "users/prof_9XYZ"]
+    assert ("Left out 4 symbolic link(s), which an import never follows: MEMORY.md, USER.md, memory/2026-12-01.md, "
+            "users/prof_9XYZ.") in result["notes"]
+
+
+def test_a_linked_memory_folder_is_not_followed(engine: Engine, tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "workspace", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "2026-12-01.md").write_text("- Dana plans to move to Lisbon.\n", encoding="utf-8")
+    root.mkdir()
+    (root / "memory").symlink_to(elsewhere)
+    (root / "MEMORY.md").write_text("- Keep the gateway on loopback.\n", encoding="utf-8")
+
+    result = run_import(engine, "memory-core", root)
+
+    assert list(result["pages"]) == ["MEMORY.md"]
+    assert result["leftOut"] == ["memory"]
+
+
+def test_a_workspace_whose_only_memory_is_a_link_is_refused(engine: Engine, tmp_path: Path) -> None:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (tmp_path / "notes.md").write_text("- a note\n", encoding="utf-8")
+    (root / "MEMORY.md").symlink_to(tmp_path / "notes.md")
+
+    with pytest.raises(InvalidParams, match="neither MEMORY.md nor"):
+        run_import(engine, "memory-core", root / "MEMORY.md")
+    assert engine.registry.agent("main") is None
