@@ -43,7 +43,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("mem0", mem0.load_mem0, mem0.import_mem0,
            "a mem0 or OpenMemory JSON export (or OpenMemory's export zip)", "memories"),
     Format("memory-core", memory_core.load_memory_core, memory_core.import_memory_core,
-           "an agent workspace holding MEMORY.md and memory/YYYY-MM-DD.md", "files", folder=True),
+           "an agent workspace (OpenClaw memory-core): MEMORY.md, memory/**, USER.md, DREAMS.md", "files",
+           folder=True),
 )}
 
 
