@@ -25,12 +25,12 @@ from datetime import date
 from ..memory.recall import TRIGGER_MAX_CHARS
 from ..vault.records import RECALL_LIST_MAX
 
-_TRAILING_COMMENT = re.compile(r"\s*<!--((?:(?!-->).)*)-->\s*$", re.S)
+# Each is matched where it must start (found from the line's end with rfind), never searched for along the
+# line: an entry line may be long, and a search of a pattern opening with ``\s*`` is quadratic in it.
 _ANNOTATION = re.compile(r"\s*(trigger|importance|project)\s*:\s*(.*?)\s*", re.S | re.I)
-_PROMOTED = re.compile(r"\s*\[score=[0-9.]+ signals=[0-9]+ recalls=[0-9]+ avg=[0-9.]+ "
-                       r"source=([^\]]+?):([0-9]+)-([0-9]+)\]\s*$")
-_CONSOLIDATED = re.compile(r"\s+Source:\s+(\S+?)#L([0-9]+)-L([0-9]+)\s*$")
-_OBSERVED = re.compile(r"^\s*<!--\s*observed:\s*([^|]*?)\s*\|\s*status:\s*([A-Za-z]+)\s*-->\s*$")
+_PROMOTED = re.compile(r"\[score=[0-9.]+ signals=[0-9]+ recalls=[0-9]+ avg=[0-9.]+ "
+                       r"source=([^\]]+?):([0-9]+)-([0-9]+)\]")
+_CONSOLIDATED = re.compile(r"Source:\s+(\S+?)#L([0-9]+)-L([0-9]+)")
 # In a collapsed snippet: a heading's or a list item's marker, with the whitespace before it.
 _SNIPPET_MARK = re.compile(r"(?:^|\s+)(#{1,6}|[-*+]|[0-9]+[.)])\s+")
 _NO_SNIPPET = "(no snippet captured)"  # what promote writes when a candidate had no text
@@ -73,17 +73,43 @@ class Entry:
 
 def read_entry(item: str) -> Entry:
     """Take a list item's trailing annotations, promotion metadata and source reference apart from its words."""
-    rest, comments = item, []
-    while (comment := _TRAILING_COMMENT.search(rest)) is not None:
-        comments.insert(0, comment.group(1))
-        rest = rest[:comment.start()]
+    rest, comments = item.rstrip(), []
+    while (parted := _trailing_comment(rest)) is not None:
+        rest, comment = parted
+        comments.insert(0, comment)
     promoted = None
-    if (found := _PROMOTED.search(rest) or _CONSOLIDATED.search(rest)) is not None:
-        promoted = Provenance(found.group(1), int(found.group(2)), int(found.group(3)))
-        rest = rest[:found.start()]
+    if (found := _trailing_provenance(rest)) is not None:
+        rest, promoted = found
     written = rest.strip()
     text = snippet_fact(written) if promoted is not None else written
     return Entry(written, text, _annotations(comments), promoted)
+
+
+def _trailing_comment(text: str) -> tuple[str, str] | None:
+    """``text`` (with no trailing whitespace) parted into what stands before its trailing ``<!-- ... -->``
+    and that comment's inside; None when it does not end with one.  The comment opens at the first
+    ``<!--`` after the line's previous ``-->``: comments do not nest."""
+    if not text.endswith("-->"):
+        return None
+    end = len(text) - 3
+    previous = text.rfind("-->", 0, end)
+    start = text.find("<!--", previous + 3 if previous >= 0 else 0, end)
+    if start < 0:
+        return None
+    return text[:start].rstrip(), text[start + 4:end]
+
+
+def _trailing_provenance(text: str) -> tuple[str, Provenance] | None:
+    """``text`` parted into the entry before a trailing promotion bracket or ``Source:`` reference and the
+    daily note lines it names; None when it ends with neither."""
+    start = text.rfind("[score=") if text.endswith("]") else -1
+    found = _PROMOTED.fullmatch(text, start) if start >= 0 else None
+    if found is None:
+        start = text.rfind("Source:")
+        found = _CONSOLIDATED.fullmatch(text, start) if start > 0 and text[start - 1].isspace() else None
+    if found is None:
+        return None
+    return text[:start].rstrip(), Provenance(found.group(1), int(found.group(2)), int(found.group(3)))
 
 
 def snippet_fact(snippet: str) -> str:
@@ -94,7 +120,7 @@ def snippet_fact(snippet: str) -> str:
         return ""
     if not snippet.startswith("#"):  # no heading collapsed into it: the words as written
         return snippet
-    parts = _SNIPPET_MARK.split(snippet)  # "", mark, words, mark, words ...
+    parts = _SNIPPET_MARK.split(" ".join(snippet.split()))  # promote collapsed it: one space between words  # "", mark, words, mark, words ...
     said = [words.strip() for mark, words in zip(parts[1::2], parts[2::2]) if not mark.startswith("#")]
     return " ".join(words for words in said if words)
 
@@ -139,11 +165,17 @@ class Directive:
 
 def read_directive_line(line: str) -> Directive | None:
     """The metadata line of a ``USER.md`` directive, or None when the line is not one."""
-    match = _OBSERVED.match(line)
-    if match is None:
+    inside = line.strip()
+    if not (inside.startswith("<!--") and inside.endswith("-->")) or "|" not in inside:
+        return None
+    when, _, state = (part.strip() for part in inside[4:-3].partition("|"))
+    name, _, value = when.partition(":")
+    key, _, status = state.partition(":")
+    status = status.strip()
+    if name.strip() != "observed" or key.strip() != "status" or not (status.isascii() and status.isalpha()):
         return None
     try:
-        observed: date | None = date.fromisoformat(match.group(1))
+        observed: date | None = date.fromisoformat(value.strip())
     except ValueError:
         observed = None
-    return Directive(observed, match.group(2).lower())
+    return Directive(observed, status.lower())

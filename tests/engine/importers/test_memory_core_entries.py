@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
+
 from engine.importers.memory_core_entries import (
     Directive, Provenance, RecallAnnotations, read_directive_line, read_entry, snippet_fact, source_lines_say,
 )
@@ -61,3 +63,22 @@ def test_directive_lines() -> None:
                                                                                               "active")
     assert read_directive_line("<!-- observed: YYYY-MM-DD | status: active -->") == Directive(None, "active")
     assert read_directive_line("- Prefer tea.") is None
+
+
+@pytest.mark.parametrize("line", [
+    "fact" + " " * 200_000 + "x",
+    "fact " + "<!--" * 50_000,
+    "fact " + "[score=1 " * 20_000,
+    "x" + " Source: a" * 20_000,
+    "# a" + " " * 200_000 + "- x [score=0.5 signals=1 recalls=1 avg=0.5 source=memory/a.md:1-2]",
+], ids=["spaces", "comment-openings", "score-brackets", "source-words", "promoted-snippet"])
+def test_a_long_hostile_line_is_read_in_one_pass(line: str) -> None:
+    # Each pattern is matched where it must start, never searched for along the line: a search of a pattern
+    # opening with whitespace took minutes on lines like these (quadratic, or worse, in their length).
+    entry = read_entry(line)
+    assert entry.text and not entry.recall
+
+
+def test_a_long_directive_line_is_read_in_one_pass() -> None:
+    assert read_directive_line("<!-- observed: " + " " * 200_000 + "|") is None
+    assert read_directive_line("  <!--observed:YYYY-MM-DD|status:superseded-->") == Directive(None, "superseded")
