@@ -613,19 +613,21 @@ def test_a_file_deep_in_the_unzipped_export_folder_is_found_as_in_its_zip(engine
     assert "[image: file-1-brass-pivots.png]" in page["body"]
 
 
-def test_beside_a_lone_conversations_json_only_one_folder_down_is_looked_in(engine: Engine, tmp_path: Path) -> None:
-    """The folder a conversations.json is given in may be any (Downloads): it is not walked to the bottom."""
+def test_beside_a_lone_conversations_json_no_folder_is_looked_in(engine: Engine, tmp_path: Path) -> None:
+    """The folder a conversations.json is given in may be any (Downloads): nothing in it is the export's."""
     downloads = tmp_path / "Downloads"
-    deep = downloads / "photos" / "2026"
-    deep.mkdir(parents=True)
+    (downloads / "photos" / "2026").mkdir(parents=True)
     data = export()[:1]
     data[0]["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
     (downloads / "conversations.json").write_text(json.dumps(data), encoding="utf-8")
-    (deep / "file-1-brass-pivots.png").write_bytes(PNG)
+    (downloads / "file-1-beside.png").write_bytes(PNG)
+    (downloads / "photos" / "file-1-one-down.png").write_bytes(PNG)
+    (downloads / "photos" / "2026" / "file-1-two-down.png").write_bytes(PNG)
 
     result = run_import(engine, "chatgpt", downloads / "conversations.json")
     page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
-    assert "[image]" in page["body"] and "brass-pivots" not in page["body"]
+    assert "[image]" in page["body"] and "file-1-" not in page["body"]
+    assert result["imported"]["sources"] == 2 and result["notes"] == [not_imported_alone("file-1")]
 
 
 def test_a_folder_without_conversations_is_refused_naming_it(engine: Engine, tmp_path: Path) -> None:
