@@ -31,12 +31,12 @@ An image part names its file by ``asset_pointer`` (``file-service://file-AbC123`
 conversations.json (in the zip, or the unzipped folder) under a name that
 starts with that id (``file-AbC123-photo.png``).  A file found so is
 retained with the conversation's page, cited by it, and named in the
-transcript (``[image: file-AbC123-photo.png]``).  A ``conversations.json``
-given alone is an export of its own, with no files (engine/importers/exports.py);
-what the conversations name and the export does not give is listed in a note.  A document the owner uploaded
-is listed in the message's ``metadata.attachments`` (``{id, name}``): named
-(``[attachment: lease.pdf]``) and its file, found by its id the same way,
-retained.
+transcript (``[image: file-AbC123-photo.png]``).  A document the owner
+uploaded is listed in the message's ``metadata.attachments`` (``{id, name}``):
+named (``[attachment: lease.pdf]``) and its file, found by its id the same
+way, retained.  A ``conversations.json`` given alone is an export of its own,
+holding no other file (engine/importers/exports.py); what the conversations
+name and the export does not give is listed in a note.
 
 A newer export's ``group_chats.json`` is not read (no description of its
 shape could be trusted): where the export holds it, the result names it in

@@ -119,8 +119,9 @@ def parse_conversations(original: Original, data: Any, spans: list[tuple[int, in
         chosen = [messages[number] for number, _ in _active_branch(original, raw, raw_messages, place)]
         kept = [message for message, _, _ in chosen if message is not None]
         attached = distinct_files(a for _, found, _ in chosen for a in found)
-        for named in (named for _, _, unfound in chosen for named in unfound):
-            files.not_found(named)  # of the branch imported only
+        for named in (named for _, _, unfound in chosen for named in unfound):  # of the branch imported only
+            if files is not None:
+                files.not_found(named)
         span = spans[index] if index < len(spans) else (0, len(original.data))
         conversations.append(Conversation(
             key=key, place=place, title=one_line(name or "") or "Untitled conversation",
