@@ -20,6 +20,7 @@ from tests.engine.importers.test_chatgpt import PNG, not_imported_alone, not_in_
 from tests.engine.importers.test_chatgpt import conversation as chatgpt_conversation
 from tests.engine.importers.test_chatgpt import node
 from tests.engine.importers.test_claude import message
+from tests.helpers import only_store
 
 CHAT = "c-0001"
 CLAUDE = "3f1c0000-0000-4000-8000-0000000000aa"
@@ -54,14 +55,8 @@ def claude_naming(*file_names: str) -> list[dict[str, Any]]:
 
 def _retained_texts(state_dir: StateDir) -> str:
     """Every retained source's bytes, as text, one after another."""
-    from tests.helpers import only_store
     vault = only_store(state_dir) / "vault"
     return "\n".join((vault / path).read_bytes().decode("utf-8", "replace") for path in records(state_dir, "sources/"))
-
-
-def _cited_files(engine: Engine, result: dict[str, Any], key: str) -> int:
-    page = engine.get_record(reader(engine), result["pages"][key])
-    return len(page["frontmatter"]["evidence"])
 
 
 # --- a conversations.json given alone is its own export ---------------------------------------------------
