@@ -81,17 +81,17 @@ def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
         engine = import_engine(state)
         try:
             checked = time.perf_counter()
-            original, parsed, left_out = load_chatgpt(str(export), engine.refuse_secrets)
+            plan = load_chatgpt(str(export), engine.refuse_secrets)
             loaded = time.perf_counter()
             say(f"read and checked in {loaded - checked:.2f} s")
             profiler = cProfile.Profile() if profile else None
             with owner_caller(engine, instance=import_instance("chatgpt")) as (caller, _):
                 writer = Writer(engine, caller, "chatgpt", progress=_every(conversations // 10 or 1, say))
                 with _on_the_lane(profiler):
-                    import_chatgpt(writer, original, parsed, left_out)
+                    import_chatgpt(writer, *plan)
                 imported = time.perf_counter()
                 say(f"imported in {imported - loaded:.2f} s")
-                import_chatgpt(Writer(engine, caller, "chatgpt"), original, parsed, left_out)
+                import_chatgpt(Writer(engine, caller, "chatgpt"), *plan)
                 again = time.perf_counter()
                 say(f"imported again (nothing new) in {again - imported:.2f} s")
         finally:
@@ -100,7 +100,7 @@ def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
             closed = time.perf_counter()
     first = loaded - checked + imported - loaded
     result = {
-        "conversations": conversations, "messages": messages, "bytes": original.data.__len__(),
+        "conversations": conversations, "messages": messages, "bytes": len(plan[0].data),
         "read_s": loaded - checked, "import_s": imported - loaded, "again_s": again - imported,
         "close_s": closed - closing, "open_s": checked - started, "total_s": first,
         "rate": conversations / first, "again_rate": conversations / (again - imported),

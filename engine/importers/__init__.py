@@ -4,6 +4,8 @@
                     original, request ids derived from the input, dry runs, progress; a newer chat
                     export revising the pages of the conversations that changed
     folders         the files of a folder given to an import: links never followed, dot-files left out
+    exports         a chat export as its owner gave it: its conversations and the files they name, looked
+                    for in its zip or folder only (a conversations.json given alone names none)
     formats         the owner's import formats, and one way to run any of them (here or in the engine)
     chatgpt         a ChatGPT data export, one page per conversation (its active branch)
     claude          a Claude data export, the same way

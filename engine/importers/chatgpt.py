@@ -31,10 +31,12 @@ An image part names its file by ``asset_pointer`` (``file-service://file-AbC123`
 conversations.json (in the zip, or the unzipped folder) under a name that
 starts with that id (``file-AbC123-photo.png``).  A file found so is
 retained with the conversation's page, cited by it, and named in the
-transcript (``[image: file-AbC123-photo.png]``).  A document the owner uploaded
-is listed in the message's ``metadata.attachments`` (``{id, name}``): named
-(``[attachment: lease.pdf]``) and its file, found by its id the same way,
-retained.
+transcript (``[image: file-AbC123-photo.png]``).  A document the owner
+uploaded is listed in the message's ``metadata.attachments`` (``{id, name}``):
+named (``[attachment: lease.pdf]``) and its file, found by its id the same
+way, retained.  A ``conversations.json`` given alone is an export of its own,
+holding no other file (engine/importers/exports.py); what the conversations
+name and the export does not give is listed in a note.
 
 A newer export's ``group_chats.json`` is not read (no description of its
 shape could be trusted): where the export holds it, the result names it in
@@ -47,9 +49,10 @@ import json
 from typing import Any
 
 from .common import (
-    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, export_member_name, fenced,
-    import_conversations, keyed_objects, load_conversations, one_line, refused, require, timestamp,
+    Attached, Conversation, Message, Original, Scan, Writer, clean_text, fenced, import_conversations,
+    keyed_objects, one_line, refused, require, timestamp,
 )
+from .exports import ExportFiles, Unread, export_member_name, load_conversations
 
 FORMAT = "chatgpt"
 PRODUCT = "ChatGPT"
@@ -61,24 +64,26 @@ _ROLES = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 NOT_READ = {"group_chats.json": "its group chats"}
 
 
-def load_chatgpt(path: str, scan: Scan) -> tuple[Original, list[Conversation], tuple[str, ...]]:
-    """The export's conversations.json and its conversations, checked whole (else InvalidParams); and the
-    names of the files of ``NOT_READ`` it holds, which are not imported."""
-    original, conversations = load_conversations(path, scan, parse_conversations)
+def load_chatgpt(path: str, scan: Scan) -> tuple[Original, list[Conversation], tuple[str, ...], Unread]:
+    """The export's conversations.json and its conversations, checked whole (else InvalidParams); the
+    names of the files of ``NOT_READ`` it holds, which are not imported; and what else it did not read (the
+    files the conversations name that it does not give, the links in its folder)."""
+    original, conversations, unread = load_conversations(path, scan, parse_conversations)
     left_out = tuple(name for name in (export_member_name(path, member) for member in NOT_READ) if name)
-    return original, conversations, left_out
+    return original, conversations, left_out, unread
 
 
 def import_chatgpt(writer: Writer, original: Original, conversations: list[Conversation],
-                   left_out: tuple[str, ...] = ()) -> dict[str, Any]:
+                   left_out: tuple[str, ...] = (), unread: Unread = Unread()) -> dict[str, Any]:
     """Retain the original and the transcripts, then save one page per conversation; returns what was imported,
-    naming the export's files that are not (``leftOut``, and a note for each)."""
+    naming the export's files that are not (``leftOut``, and a note for each) and the files named that the
+    export does not give (a note)."""
     result = import_conversations(writer, original, conversations, PRODUCT)
-    if not left_out:
-        return result
-    said = [f"{name} is in the export and was not imported: its format is not documented, so Knowledge does "
-            f"not read {NOT_READ[name.rsplit('/', 1)[-1]]}." for name in left_out]
-    return {**result, "leftOut": list(left_out), "notes": [*result.get("notes", []), *said]}
+    if left_out:
+        said = [f"{name} is in the export and was not imported: its format is not documented, so Knowledge "
+                f"does not read {NOT_READ[name.rsplit('/', 1)[-1]]}." for name in left_out]
+        result = {**result, "leftOut": list(left_out), "notes": [*result.get("notes", []), *said]}
+    return unread.said(result)
 
 
 # --- reading the export ---------------------------------------------------------------------------------
@@ -109,7 +114,8 @@ def parse_conversations(original: Original, data: Any, spans: list[tuple[int, in
 
 
 class _Finder:
-    """The export's file an asset pointer names, gathered for the conversation (each once)."""
+    """The export's file an asset pointer names, gathered for the conversation (each once); a pointer naming
+    a file the export does not give (or a path: ``file-service://Documents/tax.txt``) is said not found."""
 
     def __init__(self, files: ExportFiles | None, found: dict[str, Attached]) -> None:
         self.files, self.found = files, found
@@ -118,10 +124,9 @@ class _Finder:
         if self.files is None or not isinstance(pointer, str):
             return None
         asset = pointer.split("://", 1)[-1].strip("/")
-        if not asset or "/" in asset:
-            return None
         name = self.files.find(asset)
         if name is None:
+            self.files.not_found(asset)
             return None
         if name not in self.found:
             self.found[name] = Attached(name.rsplit("/", 1)[-1], self.files.reader(name))

@@ -1,6 +1,6 @@
 """Importing a Claude data export: one page per conversation, its active branch only.
 
-A Claude export (a zip, or the ``conversations.json`` inside it) holds a
+A Claude export (a zip, its folder, or the ``conversations.json`` inside it) holds a
 list of conversations: ``uuid``, ``name``, ``created_at`` and ``updated_at``
 (ISO-8601) and ``chat_messages``, each with ``uuid``, ``sender`` (``human``
 or ``assistant``), ``created_at``, and its words as ``content`` blocks
@@ -12,9 +12,11 @@ rewritten whole, or edited by a replacement) and a file it created
 thinking are left out.  Attached files are named (``[attachment: name]``).
 An attachment's ``extracted_content`` (the text Claude read from it) is
 retained as a text file of its own (``market-map.pdf.txt``), and a file
-the export holds beside conversations.json (by its ``file_name``, or a name
+the export holds in its zip or folder (by its ``file_name``, or a name
 starting with its ``file_uuid``) is retained as it is; the conversation's
-page cites both.
+page cites both.  A ``conversations.json`` given alone is an export of its
+own, holding no other file (engine/importers/exports.py); what the
+conversations name and the export does not give is listed in a note.
 
 The export's ``projects.json`` (its projects: description, instructions,
 knowledge documents) gives one page per project, at
@@ -33,23 +35,24 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from .common import (
-    Attached, Conversation, ExportFiles, Message, Original, Scan, Writer, clean_text, distinct_files, fenced,
-    import_conversations, json_array_spans, keyed_objects, load_conversations, one_line, read_export_member,
-    refuse_secrets, refused, require, timestamp,
+    Attached, Conversation, Message, Original, Scan, Writer, clean_text, distinct_files, fenced,
+    import_conversations, json_array_spans, keyed_objects, one_line, refuse_secrets, refused, require, timestamp,
 )
+from .exports import ExportFiles, Unread, load_conversations, read_export_member
 
 FORMAT = "claude"
 PRODUCT = "Claude"
 _SENDERS = {"human": "User", "user": "User", "assistant": "Assistant"}
 
 
-def load_claude(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
+def load_claude(path: str, scan: Scan) -> tuple[Original, list[Conversation], Unread]:
     """The export's conversations.json and its conversations, then its projects (projects.json, where the
-    export holds one), checked whole (else InvalidParams)."""
-    original, conversations = load_conversations(path, scan, parse_conversations)
+    export holds one), checked whole (else InvalidParams); and what the export did not give (the files the
+    conversations name that it does not hold, the links in its folder)."""
+    original, conversations, unread = load_conversations(path, scan, parse_conversations)
     found = read_export_member(path, "projects.json")
     if found is None:
-        return original, conversations
+        return original, conversations, unread
     data, spans = json_array_spans(found)
     projects = parse_projects(found, data, spans)
     known = {c.key for c in conversations}
@@ -57,7 +60,7 @@ def load_claude(path: str, scan: Scan) -> tuple[Original, list[Conversation]]:
         if project.key in known:
             raise refused(found.name, f"{project.place}.uuid", f"repeats the uuid {project.key!r} of a conversation")
     refuse_secrets(scan, found, lambda: ((p.place, p.title + "\n" + p.transcript) for p in projects))
-    return original, conversations + [replace(p, part=found) for p in projects]
+    return original, conversations + [replace(p, part=found) for p in projects], unread
 
 
 def _uuid(original: Original) -> Callable[[dict[str, Any], str], str]:
@@ -97,9 +100,11 @@ def parse_projects(original: Original, data: Any, spans: list[tuple[int, int]]) 
     return projects
 
 
-def import_claude(writer: Writer, original: Original, conversations: list[Conversation]) -> dict[str, Any]:
-    """Retain the original and the transcripts, then save one page per conversation; returns what was imported."""
-    return import_conversations(writer, original, conversations, PRODUCT)
+def import_claude(writer: Writer, original: Original, conversations: list[Conversation],
+                  unread: Unread = Unread()) -> dict[str, Any]:
+    """Retain the original and the transcripts, then save one page per conversation; returns what was imported,
+    with a note on the files named that the export does not give and the links it holds (``leftOut``)."""
+    return unread.said(import_conversations(writer, original, conversations, PRODUCT))
 
 
 def parse_conversations(original: Original, data: Any, spans: list[tuple[int, int]],
@@ -112,8 +117,11 @@ def parse_conversations(original: Original, data: Any, spans: list[tuple[int, in
         messages = [_message(original, message, f"{place}.chat_messages[{number}]", files)
                     for number, message in enumerate(raw_messages)]
         chosen = [messages[number] for number, _ in _active_branch(original, raw, raw_messages, place)]
-        kept = [message for message, _ in chosen if message is not None]
-        attached = distinct_files(a for _, found in chosen for a in found)
+        kept = [message for message, _, _ in chosen if message is not None]
+        attached = distinct_files(a for _, found, _ in chosen for a in found)
+        for named in (named for _, _, unfound in chosen for named in unfound):  # of the branch imported only
+            if files is not None:
+                files.not_found(named)
         span = spans[index] if index < len(spans) else (0, len(original.data))
         conversations.append(Conversation(
             key=key, place=place, title=one_line(name or "") or "Untitled conversation",
@@ -153,7 +161,9 @@ def _active_branch(original: Original, raw: dict[str, Any], messages: list[Any],
 
 
 def _message(original: Original, raw: Any, place: str,
-             files: ExportFiles | None) -> tuple[Message | None, list[Attached]]:
+             files: ExportFiles | None) -> tuple[Message | None, list[Attached], list[str]]:
+    """The message as imported, the files it brings to retain, and the files it names that the export does
+    not give."""
     if not isinstance(raw, dict):
         raise refused(original.name, place, "must be an object")
     sender = require(original, raw, "sender", str, place)
@@ -173,13 +183,14 @@ def _message(original: Original, raw: Any, place: str,
         text = "\n\n".join(piece for piece in pieces if piece.strip())
     if not text.strip():  # an older export's words, or blocks that hold none
         text = require(original, raw, "text", str, place, optional=True) or ""
-    names, attached = [], []
+    names, attached, unfound = [], [], []
     for key in ("attachments", "files"):
         for number, item in enumerate(require(original, raw, key, list, place, optional=True) or []):
             if not isinstance(item, dict):
                 raise refused(original.name, f"{place}.{key}[{number}]", "must be an object")
             name = item.get("file_name")
-            found = _files_of(original, item, f"{place}.{key}[{number}]", files)
+            found, missing = _files_of(original, item, f"{place}.{key}[{number}]", files)
+            unfound += [missing] if missing else []
             if isinstance(name, str) and name.strip():
                 names.append(f"[attachment: {one_line(name, 200)}]")
             elif found:  # text pasted into the message (it has no file name), or a file of the export
@@ -187,8 +198,8 @@ def _message(original: Original, raw: Any, place: str,
             attached += found
     text = clean_text("\n".join([text, *dict.fromkeys(names)])).strip()
     if not text:
-        return None, attached
-    return Message(_SENDERS[sender], timestamp(raw.get("created_at")), text), attached
+        return None, attached, unfound
+    return Message(_SENDERS[sender], timestamp(raw.get("created_at")), text), attached, unfound
 
 
 # An artifact's type as the language of its fenced block.
@@ -218,8 +229,11 @@ def _written(block: dict[str, Any]) -> str:
     return ""
 
 
-def _files_of(original: Original, item: dict[str, Any], place: str, files: ExportFiles | None) -> list[Attached]:
-    """What an attachment brings to retain: its extracted text, and its file where the export holds it."""
+def _files_of(original: Original, item: dict[str, Any], place: str,
+              files: ExportFiles | None) -> tuple[list[Attached], str | None]:
+    """What an attachment brings to retain: its extracted text, and its file where the export holds it (by
+    its ``file_name``, or a name starting with its ``file_uuid``); and the file it names when the export
+    does not give it (its name, else its uuid; None when it is found or names none)."""
     name = item.get("file_name")
     shown = one_line(name, 200) if isinstance(name, str) and name.strip() else "attachment"
     found: list[Attached] = []
@@ -228,9 +242,12 @@ def _files_of(original: Original, item: dict[str, Any], place: str, files: Expor
         data = clean_text(extracted).encode("utf-8", "surrogatepass")
         found.append(Attached(f"{shown}.txt", lambda data=data: data, "text/plain",
                               identity=f"text:{shown}:{hashlib.sha256(data).hexdigest()}"))
-    if files is not None:
-        uuid = item.get("file_uuid") or item.get("uuid")
-        member = files.find(name) or (files.find(uuid) if isinstance(uuid, str) and len(uuid) >= 8 else None)
-        if member is not None:
-            found.append(Attached(member.rsplit("/", 1)[-1], files.reader(member), identity=f"member:{member}"))
-    return found
+    if files is None:
+        return found, None
+    uuid = item.get("file_uuid") or item.get("uuid")
+    member = files.find(name) or (files.find(uuid) if isinstance(uuid, str) and len(uuid) >= 8 else None)
+    if member is None:
+        named = [n for n in (name, uuid) if isinstance(n, str) and n.strip()]
+        return found, named[0] if named else None
+    found.append(Attached(member.rsplit("/", 1)[-1], files.reader(member), identity=f"member:{member}"))
+    return found, None

@@ -37,7 +37,6 @@ import base64
 import hashlib
 import json
 import mimetypes
-import os
 import re
 import zipfile
 from contextlib import contextmanager
@@ -49,7 +48,6 @@ from urllib.parse import quote
 
 from ..access.authority import AgentCaller, Caller
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
-from ..core.files import MAX_DEPTH
 from ..core.files import read_file as read_stored
 from ..service import Engine
 from ..state.statedir import StateDir
@@ -57,6 +55,7 @@ from ..store.attachments import ATTACH_MAX_BYTES, attach
 from ..store.credentials import decoded_for_scan
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX
 from ..vault.records import TITLE_MAX_CHARS
+from .folders import hidden
 
 DEFAULT_AGENT = "main"
 REQUEST_ID_MAX_CHARS = 128
@@ -578,62 +577,6 @@ TRANSCRIPT_BODY_MAX_CHARS = 1_000_000
 TRANSCRIPTS_PER_SOURCE = 100
 
 
-class ExportFiles:
-    """The other files of a chat export, where its conversations name them: the members of its zip; the files
-    of its unzipped folder, as deep as in the zip (to ``MAX_DEPTH``); or, given a conversations.json alone,
-    the files beside it and one folder down (the folder it is in may be any, Downloads say)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.zipped = not self.path.is_dir() and zipfile.is_zipfile(self.path)
-        self.folder = self.path if self.path.is_dir() else self.path.parent
-        if self.zipped:
-            with zipfile.ZipFile(self.path) as archive:
-                names = [n for n in archive.namelist() if not n.endswith("/")]
-        else:
-            names = [name for name in self._folder_files(MAX_DEPTH if self.path.is_dir() else 2)
-                     if name.rsplit("/", 1)[-1] != self.path.name]
-        # Every file under each start of its base name that ends before a "-", "_" or "." (and the whole
-        # name): what an id can name it by, looked up at once however many files the export holds.
-        self.by_start: dict[str, str] = {}
-        for name in sorted(names):
-            base = name.rsplit("/", 1)[-1]
-            for end in [i for i, c in enumerate(base) if c in "-_."] + [len(base)]:
-                self.by_start.setdefault(base[:end], name)
-
-    def _folder_files(self, depth: int) -> list[str]:
-        """The regular files under the folder whose path in it has at most ``depth`` parts, symlinks not
-        followed, the conversation files and macOS's __MACOSX/ shadows left out; unreadable folders are
-        passed over."""
-        found = []
-        for directory, subdirs, files in os.walk(self.folder):
-            relative = Path(directory).relative_to(self.folder)
-            subdirs[:] = [d for d in subdirs if d != "__MACOSX"] if len(relative.parts) + 1 < depth else []
-            for name in files:
-                path = Path(directory, name)
-                if not _CONVERSATIONS_FILE.fullmatch(name) and path.is_file() and not path.is_symlink():
-                    found.append((relative / name).as_posix())
-        return found
-
-    def find(self, key: Any) -> str | None:
-        """The first file (by path) whose base name is ``key`` or starts with it and then "-", "_" or "."."""
-        return self.by_start.get(key) if isinstance(key, str) and key else None
-
-    def reader(self, name: str) -> Callable[[], bytes]:
-        """How to read ``name`` when it is retained; a file that cannot be read then is refused naming it."""
-        def read() -> bytes:
-            try:
-                if self.zipped:
-                    with zipfile.ZipFile(self.path) as archive:
-                        return archive.read(name)
-                return (self.folder / name).read_bytes()
-            except (*_ZIP_ERRORS, KeyError) as exc:
-                raise refused(f"{self.path.name}/{name}" if self.zipped else name, None,
-                              f"cannot be read: {exc}") from exc
-
-        return read
-
-
 _CONVERSATIONS_FILE = re.compile(r"conversations(-[0-9]+)?\.json")
 _CONVERSATIONS_PART = re.compile(r"conversations-([0-9]+)\.json")
 
@@ -666,49 +609,12 @@ def read_conversation_files(path: str | Path) -> list[Original]:
         raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
 
 
-def read_export_member(path: str | Path, member: str) -> Original | None:
-    """Another file of a chat export (Claude's projects.json): in its zip (the least deep), in its folder, or
-    beside the conversations.json given; None where the export holds none."""
-    path = Path(path)
-    if path.is_dir() or not zipfile.is_zipfile(path):
-        found = _beside(path, member)
-        return None if found is None else Original(found[0], read_file(found[1]))
-    try:
-        with zipfile.ZipFile(path) as archive:
-            chosen = _zip_member(archive, member)
-            return None if chosen is None else Original(f"{path.name}/{chosen}", archive.read(chosen))
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
-
-
-def export_member_name(path: str | Path, member: str) -> str | None:
-    """The name another file of a chat export has, found as ``read_export_member`` finds it but not read;
-    None where the export holds none."""
-    path = Path(path)
-    if path.is_dir() or not zipfile.is_zipfile(path):
-        found = _beside(path, member)
-        return None if found is None else found[0]
-    try:
-        with zipfile.ZipFile(path) as archive:
-            chosen = _zip_member(archive, member)
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
-    return None if chosen is None else f"{path.name}/{chosen}"
-
-
 def _zip_member(archive: zipfile.ZipFile, member: str) -> str | None:
     """The export's own ``member`` in its zip: the least deep file of that name (not a nested copy, nor the
-    shadow macOS's archiver adds under __MACOSX/); None where there is none."""
-    names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n]
+    shadow macOS's archiver adds under __MACOSX/, nor one in a dot-folder); None where there is none."""
+    names = [n for n in archive.namelist()
+             if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n and not hidden(n)]
     return min(names, key=lambda n: (n.count("/"), n)) if names else None
-
-
-def _beside(path: Path, member: str) -> tuple[str, Path] | None:
-    """``member`` in an unzipped export's folder, or beside the file given: its name as shown, and its path."""
-    beside = (path if path.is_dir() else path.parent) / member
-    if not beside.is_file():
-        return None
-    return (f"{path.name}/{member}" if path.is_dir() else member), beside
 
 
 def _conversation_members(names: list[str]) -> list[str]:
@@ -723,34 +629,6 @@ def _conversation_members(names: list[str]) -> list[str]:
     if whole:
         return whole[:1]
     return sorted(names, key=lambda n: (int(_CONVERSATIONS_PART.fullmatch(n.rsplit("/", 1)[-1]).group(1)), n))
-
-
-def load_conversations(path: str, scan: Scan,
-                       parse: Callable[[Original, Any, list[tuple[int, int]], ExportFiles], list[Conversation]]
-                       ) -> tuple[Original, list[Conversation]]:
-    """A chat export's conversations (its conversations.json or the parts of a split export; the file, the
-    export's zip or its folder) as ``parse`` reads them (with the export's other files they name), checked
-    whole, credentials included (else InvalidParams).  The original returned is the first file; each
-    conversation of a later part names its own (``part``)."""
-    originals = read_conversation_files(path)
-    files = ExportFiles(path)
-    conversations: list[Conversation] = []
-    seen: dict[str, str] = {}
-    for number, original in enumerate(originals):
-        data, spans = json_array_spans(original)
-        parsed = parse(original, data, spans, files)
-        for conversation in parsed:
-            if conversation.key in seen:
-                raise refused(original.name, conversation.place,
-                              f"repeats the conversation id {conversation.key!r} of {seen[conversation.key]}")
-            seen[conversation.key] = original.name
-        refuse_secrets(scan, original, lambda parsed=parsed: ((c.place, c.title + "\n" + c.transcript)
-                                                              for c in parsed))
-        conversations += parsed if number == 0 else [replace(c, part=original) for c in parsed]
-    for conversation in conversations:
-        for attached in conversation.files:  # read once to be checked, again when retained
-            refuse_secrets(scan, Original(attached.name, attached.read()), lambda: ())
-    return originals[0], conversations
 
 
 def import_conversations(writer: Writer, original: Original, conversations: list[Conversation],

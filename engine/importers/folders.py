@@ -68,6 +68,13 @@ def walk_input(root: Path, *, depth: int | None = None,
     return InputFolder(root, tuple(sorted(files)), tuple(sorted(symlinks)))
 
 
+def hidden(relative: str) -> bool:
+    """Whether a path inside an input (a folder's, or a member of a zip, parts split by "/") has a part
+    starting with a dot (a dot-file, a dot-folder, ``..``): never an import's to take, as ``walk_input``
+    leaves such files out of a folder."""
+    return any(part.startswith(".") for part in relative.split("/"))
+
+
 def read_regular_file(path: Path, name: str | None = None) -> bytes:
     """The bytes of a regular file, opened without following a link at its last step; InvalidParams
     naming it (``name``, else the path) when it is a link or cannot be read."""

@@ -1,8 +1,9 @@
 """Importing a folder of Markdown notes as Obsidian or basic-memory keep them.
 
-Every ``.md`` file under the folder (nested folders included; folders whose
-name starts with a dot, such as ``.obsidian`` and ``.git``, are skipped)
-becomes one page:
+Every ``.md`` file under the folder (nested folders included; files and
+folders whose name starts with a dot, such as ``.obsidian`` and ``.git``, are
+skipped; a symbolic link, to a note or a folder, is never followed: the
+result names it in ``leftOut`` and a note) becomes one page:
 
 - the title is the frontmatter's ``title``, else the file name without
   ``.md`` (what Obsidian shows and what ``[[links]]`` name);
@@ -36,7 +37,6 @@ and a link already made a relationship is not made again.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -46,9 +46,9 @@ from urllib.parse import unquote
 import yaml
 
 from .common import (
-    Original, Scan, Writer, clean_text, one_line, read_file, refuse_secrets, refused, report,
-    revised_note, says_same,
+    Original, Scan, Writer, clean_text, one_line, refuse_secrets, refused, report, revised_note, says_same,
 )
+from .folders import left_out_notes, read_regular_file, walk_input
 from ..core.errors import InvalidParams
 from ..store.attachments import ATTACH_MAX_BYTES
 from ..store.inputs import BODY_MAX_CHARS, LIST_MAX
@@ -98,9 +98,14 @@ class Folder:
     by_path: dict[str, Note]  # lowercased relative path without .md
     by_name: dict[str, list[Note]]  # lowercased file name without .md
     by_alias: dict[str, list[Note]]
+    links: tuple[str, ...] = ()  # symbolic links in the folder, never followed
+
+    def read(self, relative: str) -> bytes:
+        """The bytes of one of ``files`` (a link is refused, never read through)."""
+        return read_regular_file(self.files[relative], relative)
 
 
-def folder_of(root: Path, notes: list[Note], files: dict[str, Path]) -> Folder:
+def folder_of(root: Path, notes: list[Note], files: dict[str, Path], links: tuple[str, ...] = ()) -> Folder:
     by_path: dict[str, Note] = {}
     by_name: dict[str, list[Note]] = {}
     by_alias: dict[str, list[Note]] = {}
@@ -109,7 +114,7 @@ def folder_of(root: Path, notes: list[Note], files: dict[str, Path]) -> Folder:
         by_name.setdefault(PurePosixPath(note.path).name[:-3].lower(), []).append(note)
         for alias in note.aliases:
             by_alias.setdefault(alias.lower(), []).append(note)
-    return Folder(root, tuple(notes), files, by_path, by_name, by_alias)
+    return Folder(root, tuple(notes), files, by_path, by_name, by_alias, links)
 
 
 def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
@@ -118,25 +123,20 @@ def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
     if not root.is_dir():
         raise InvalidParams(f"{path} is not a folder of Markdown notes", file=str(path))
     page_types = set(Ontology.shipped().page_types)
+    found = walk_input(root)
     notes, files = [], {}
-    for directory, subdirs, names in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-        for name in sorted(names):
-            full = Path(directory) / name
-            relative = full.relative_to(root).as_posix()
-            if name.startswith(".") or full.is_symlink() or not full.is_file():
-                continue
-            if name.lower().endswith(".md"):
-                notes.append(parse_note(Original(relative, read_file(full)), page_types))
-            else:
-                files[relative] = full
+    for relative in found.files:
+        if relative.lower().endswith(".md"):
+            notes.append(parse_note(Original(relative, found.read(relative)), page_types))
+        else:
+            files[relative] = root / relative
     if not notes:
         raise InvalidParams(f"{path} holds no Markdown (.md) notes", file=str(path))
-    folder = folder_of(root, notes, files)
+    folder = folder_of(root, notes, files, found.symlinks)
     for note in notes:
         refuse_secrets(scan, note.original, lambda: ())
     for relative in sorted({target for note in notes for target in _attachments(folder, note)}):
-        refuse_secrets(scan, Original(relative, read_file(files[relative])), lambda: ())
+        refuse_secrets(scan, Original(relative, folder.read(relative)), lambda: ())
     return (folder,)
 
 
@@ -201,10 +201,11 @@ def import_markdown(writer: Writer, folder: Folder) -> dict[str, Any]:
         if items:
             relationships += len(writer.remember(f"{note.key}-links", items))
     notes = [f"{unresolved} links name no note or file of the folder; they stay as text."] if unresolved else []
-    notes += revised_note(writer, revised, "note")
+    notes += revised_note(writer, revised, "note") + left_out_notes(folder.links)
     attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
     return report(writer, folder=str(folder.root), notes=notes, pages=pages, relationships=relationships,
-                  attachments=len(attachments), revised=revised)
+                  attachments=len(attachments), revised=revised,
+                  **({"leftOut": list(folder.links)} if folder.links else {}))
 
 
 def retained_name(folder: Folder, note: Note) -> str:
@@ -221,7 +222,7 @@ def _retain(writer: Writer, folder: Folder, note: Note, sources: dict[str, list[
                                        filename=retained_name(folder, note))
     for relative in _attachments(folder, note):
         if relative not in retained_files:
-            original = Original(relative, read_file(folder.files[relative]))
+            original = Original(relative, folder.read(relative))
             retained_files[relative] = writer.retain(original, "file-" + hashlib.sha256(
                 relative.encode("utf-8", "surrogatepass")).hexdigest()[:20])
     return sources[note.path] + [s for relative in _attachments(folder, note) for s in retained_files[relative]]

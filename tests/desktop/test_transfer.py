@@ -15,7 +15,7 @@ from desktop.tasks import EngineTasks
 from desktop.transfer.dialogs import ExportDialog, ImportDialog
 from engine.access.authority import OperatorCaller
 from engine.service import Engine
-from tests.engine.importers.test_chatgpt import export
+from tests.engine.importers.test_chatgpt import export, not_imported_alone
 
 WAIT_MS = 20_000
 
@@ -63,7 +63,7 @@ def test_a_dry_run_then_the_import_with_their_summaries(qtbot, tasks, served_eng
 
     assert job["state"] == "done" and job["result"]["dryRun"] is True
     assert dialog.summary.text() == ("Dry run of the chatgpt import: it would create 2 sources, 3 pages; nothing "
-                                     "was written.")
+                                     "was written.\n" + not_imported_alone("file-1"))  # its image is not beside it
     assert titles(served_engine, "tram clock", gui_thread_guard) == set()
 
     dialog.dry_run.setChecked(False)

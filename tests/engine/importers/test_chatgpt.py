@@ -65,6 +65,19 @@ def export() -> list[dict[str, Any]]:
     ]
 
 
+def not_imported_alone(*names: str) -> str:
+    """The note on files a conversations.json given alone names: none beside it is the export's."""
+    return (f"{len(names)} file(s) the conversations name were not imported: {', '.join(names)}. A "
+            "conversations.json given alone is an export of its own: no file beside it is read (that folder may "
+            "be any, Downloads say); import the export's zip or folder to bring them in.")
+
+
+def not_in_export(*names: str) -> str:
+    """The note on files an export's zip or folder does not give."""
+    return (f"{len(names)} file(s) the conversations name are not in the export, or are never taken from it (a "
+            f"dot-file, a link, a path): {', '.join(names)}.")
+
+
 @pytest.fixture
 def export_file(tmp_path: Path) -> Path:
     path = tmp_path / "conversations.json"
@@ -307,7 +320,8 @@ def test_a_newer_export_revises_the_pages_of_changed_conversations_and_leaves_th
     assert second["pages"]["6790a1b2-0000-4000-8000-000000000002"] == kayak_id
     assert engine.get_record(caller, kayak_id)["revision"] == 1
     assert second["revised"] == 1 and second["notes"] == [
-        "1 conversation(s) changed since an earlier import: each got a new revision of its page."]
+        "1 conversation(s) changed since an earlier import: each got a new revision of its page.",
+        not_imported_alone("file-1")]
     after = store_snapshot(state_dir)
     kayak_path = engine.get_record(caller, kayak_id)["path"]
     assert after[f"private/{kayak_path}"] == before[f"private/{kayak_path}"]  # not touched at all
@@ -370,15 +384,18 @@ def test_an_image_the_export_holds_is_retained_and_cited_by_its_conversation(
     assert store_snapshot(state_dir) == before
 
 
-def test_an_image_beside_an_unzipped_conversations_json_is_found_too(engine: Engine, tmp_path: Path) -> None:
+def test_an_image_in_an_unzipped_export_folder_is_found_and_beside_its_lone_conversations_json_is_not(
+        engine: Engine, tmp_path: Path) -> None:
     folder = tmp_path / "export"
     (folder / "user-abc").mkdir(parents=True)
     (folder / "conversations.json").write_text(json.dumps(export()[:1]), encoding="utf-8")
     (folder / "user-abc" / "file-1-brass-pivots.png").write_bytes(PNG)
 
-    result = run_import(engine, "chatgpt", folder / "conversations.json")
+    alone = run_import(engine, "chatgpt", folder / "conversations.json", dry_run=True)
+    result = run_import(engine, "chatgpt", folder)
 
-    assert result["imported"]["sources"] == 3
+    assert alone["wouldCreate"]["sources"] == 2 and alone["notes"] == [not_imported_alone("file-1")]
+    assert result["imported"]["sources"] == 3 and "notes" not in result
     page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
     assert "[image: file-1-brass-pivots.png]" in page["body"]
 
@@ -409,7 +426,8 @@ def test_a_dry_run_of_a_newer_export_says_what_it_would_revise(
     clock = "6790a1b2-0000-4000-8000-000000000001"
     assert result["revised"] == 1 and result["pages"][clock] == first["pages"][clock]
     assert result["notes"] == [
-        "1 conversation(s) changed since an earlier import: each would get a new revision of its page."]
+        "1 conversation(s) changed since an earlier import: each would get a new revision of its page.",
+        not_imported_alone("file-1")]
     assert store_snapshot(state_dir) == before
     real = run_import(engine, "chatgpt", newer)
     assert (real["pages"][clock], real["revised"]) == (first["pages"][clock], 1)
@@ -595,19 +613,21 @@ def test_a_file_deep_in_the_unzipped_export_folder_is_found_as_in_its_zip(engine
     assert "[image: file-1-brass-pivots.png]" in page["body"]
 
 
-def test_beside_a_lone_conversations_json_only_one_folder_down_is_looked_in(engine: Engine, tmp_path: Path) -> None:
-    """The folder a conversations.json is given in may be any (Downloads): it is not walked to the bottom."""
+def test_beside_a_lone_conversations_json_no_folder_is_looked_in(engine: Engine, tmp_path: Path) -> None:
+    """The folder a conversations.json is given in may be any (Downloads): nothing in it is the export's."""
     downloads = tmp_path / "Downloads"
-    deep = downloads / "photos" / "2026"
-    deep.mkdir(parents=True)
+    (downloads / "photos" / "2026").mkdir(parents=True)
     data = export()[:1]
     data[0]["mapping"]["q2"]["message"]["content"]["parts"][0]["asset_pointer"] = "file-service://file-1"
     (downloads / "conversations.json").write_text(json.dumps(data), encoding="utf-8")
-    (deep / "file-1-brass-pivots.png").write_bytes(PNG)
+    (downloads / "file-1-beside.png").write_bytes(PNG)
+    (downloads / "photos" / "file-1-one-down.png").write_bytes(PNG)
+    (downloads / "photos" / "2026" / "file-1-two-down.png").write_bytes(PNG)
 
     result = run_import(engine, "chatgpt", downloads / "conversations.json")
     page = engine.get_record(reader(engine), result["pages"]["6790a1b2-0000-4000-8000-000000000001"])
-    assert "[image]" in page["body"] and "brass-pivots" not in page["body"]
+    assert "[image]" in page["body"] and "file-1-" not in page["body"]
+    assert result["imported"]["sources"] == 2 and result["notes"] == [not_imported_alone("file-1")]
 
 
 def test_a_folder_without_conversations_is_refused_naming_it(engine: Engine, tmp_path: Path) -> None:
@@ -747,11 +767,11 @@ def test_group_chats_json_in_the_zip_is_named_as_not_imported(engine: Engine, tm
 
     assert result["imported"]["pages"] == 2  # the conversations are imported as ever
     assert result["leftOut"] == ["chatgpt-export.zip/group_chats.json"]
-    assert result["notes"] == [f"chatgpt-export.zip/group_chats.json {GROUP_CHATS_NOTE}"]
+    assert result["notes"] == [f"chatgpt-export.zip/group_chats.json {GROUP_CHATS_NOTE}", not_in_export("file-1")]
     assert run_import(engine, "chatgpt", archive, dry_run=True)["notes"] == result["notes"]
 
 
-def test_group_chats_json_beside_conversations_json_is_named_as_not_imported(
+def test_group_chats_json_in_the_export_folder_is_named_as_not_imported(
         engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "export"
     folder.mkdir()
@@ -759,10 +779,9 @@ def test_group_chats_json_beside_conversations_json_is_named_as_not_imported(
     (folder / "group_chats.json").write_text('{"chats": []}', encoding="utf-8")
 
     assert run_import(engine, "chatgpt", folder)["leftOut"] == ["export/group_chats.json"]
-    given_alone = run_import(engine, "chatgpt", folder / "conversations.json")
-    assert given_alone["leftOut"] == ["group_chats.json"]
-    assert given_alone["notes"] == ["conversations.json holds no conversations: nothing to import.",
-                                    f"group_chats.json {GROUP_CHATS_NOTE}"]
+    given_alone = run_import(engine, "chatgpt", folder / "conversations.json")  # an export of its own
+    assert "leftOut" not in given_alone
+    assert given_alone["notes"] == ["conversations.json holds no conversations: nothing to import."]
     assert main(["--state-dir", str(tmp_path / "cli-state"), "import", "chatgpt", str(folder)]) == 0
     assert f"export/group_chats.json {GROUP_CHATS_NOTE}" in capsys.readouterr().out
 
@@ -770,4 +789,4 @@ def test_group_chats_json_beside_conversations_json_is_named_as_not_imported(
 def test_an_export_without_group_chats_says_nothing_of_them(engine: Engine, export_file: Path) -> None:
     result = run_import(engine, "chatgpt", export_file)
 
-    assert "leftOut" not in result and "notes" not in result
+    assert "leftOut" not in result and result["notes"] == [not_imported_alone("file-1")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from engine.importers import common
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
+from tests.helpers import only_store
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
 
@@ -296,3 +298,26 @@ def test_a_note_retained_in_parts_is_found_again(engine: Engine, notes: Path, mo
 
     assert second["pages"] == first["pages"] and second["revised"] == 1
     assert engine.get_record(caller, clock_id)["revision"] == 2
+
+
+def test_links_in_the_folder_are_named_in_the_result_and_never_followed(
+        engine: Engine, notes: Path, tmp_path: Path, state_dir: StateDir) -> None:
+    outside = tmp_path / "outside"
+    (outside / "Journal").mkdir(parents=True)
+    (outside / "diary.md").write_text("DIARY: not the vault's\n", encoding="utf-8")
+    (outside / "Journal" / "day.md").write_text("JOURNAL: not the vault's\n", encoding="utf-8")
+    (outside / "scan.png").write_bytes(b"SCAN: not the vault's")
+    os.symlink(outside / "diary.md", notes / "People" / "Diary.md")
+    os.symlink(outside / "Journal", notes / "Journal")
+    os.symlink(outside / "scan.png", notes / "attachments" / "scan.png")
+    (notes / "Inbox.md").write_text("Linking [[Diary]] and ![[scan.png]].\n", encoding="utf-8")
+
+    result = run_import(engine, "markdown", notes)
+
+    assert set(result["pages"]) == {"Inbox.md", "People/Lotte.md", "Projects/Alpha/Tram clock.md"}
+    assert result["leftOut"] == ["Journal", "People/Diary.md", "attachments/scan.png"]
+    assert ("Left out 3 symbolic link(s), which an import never follows: Journal, People/Diary.md, "
+            "attachments/scan.png.") in result["notes"]
+    vault = only_store(state_dir) / "vault"
+    retained = b"".join((vault / path).read_bytes() for path in records(state_dir, "sources/"))
+    assert not any(text in retained for text in (b"DIARY", b"JOURNAL", b"SCAN"))
