@@ -39,7 +39,6 @@ import json
 import mimetypes
 import os
 import re
-import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -57,6 +56,10 @@ from ..store.attachments import ATTACH_MAX_BYTES, attach
 from ..store.credentials import decoded_for_scan
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX
 from ..vault.records import TITLE_MAX_CHARS
+from . import jsonnumbers
+from .zipped import (
+    PARSED_MAX_BYTES, ZIP_ERRORS, BoundedZip, export_zip, is_zip, member_named, read_parsed_file,
+)
 
 DEFAULT_AGENT = "main"
 REQUEST_ID_MAX_CHARS = 128
@@ -130,33 +133,28 @@ def read_file(path: str | Path) -> bytes:
         raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", file=str(path)) from exc
 
 
-# What reading a zip can raise: RuntimeError for an encrypted member, NotImplementedError for a compression
-# method zipfile lacks.
-_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError)
-
-
 def read_export(path: str | Path, member: str) -> Original:
-    """``member`` (such as conversations.json) given directly, or found inside an export's zip."""
-    data = read_file(path)
-    if not zipfile.is_zipfile(Path(path)):
-        return Original(Path(path).name, data)
-    try:
-        with zipfile.ZipFile(Path(path)) as archive:
-            chosen = _zip_member(archive, member)
-            if chosen is None:
-                raise refused(str(path), None, f"holds no {member}")
-            return Original(f"{Path(path).name}/{chosen}", archive.read(chosen))
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+    """``member`` (such as conversations.json) given directly, or found inside an export's zip; parsed
+    whole, so either is refused beyond ``PARSED_MAX_BYTES`` (``zipped``) before it is read."""
+    path = Path(path)
+    if not is_zip(path):
+        return Original(path.name, read_parsed_file(path))
+    with export_zip(path) as archive:
+        chosen = member_named(archive.names(), member)
+        if chosen is None:
+            raise refused(str(path), None, f"holds no {member}")
+        return Original(f"{path.name}/{chosen}", archive.read(chosen, PARSED_MAX_BYTES))
 
 
 def load_json(original: Original) -> Any:
     """The parsed JSON of an original, or InvalidParams naming the line and column."""
     text = original.text()
     try:
-        return json.loads(text)
+        return jsonnumbers.loads(text)
     except json.JSONDecodeError as exc:
         raise refused(original.name, f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from exc
+    except jsonnumbers.NumberRefused as exc:
+        raise refused(original.name, exc.place(text), str(exc)) from exc
     except RecursionError as exc:
         raise refused(original.name, None, "nests JSON too deeply") from exc
 
@@ -585,11 +583,11 @@ class ExportFiles:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.zipped = not self.path.is_dir() and zipfile.is_zipfile(self.path)
+        self.zipped = not self.path.is_dir() and is_zip(self.path)
         self.folder = self.path if self.path.is_dir() else self.path.parent
         if self.zipped:
-            with zipfile.ZipFile(self.path) as archive:
-                names = [n for n in archive.namelist() if not n.endswith("/")]
+            with export_zip(self.path) as archive:
+                names = [n for n in archive.names() if not n.endswith("/")]
         else:
             names = [name for name in self._folder_files(MAX_DEPTH if self.path.is_dir() else 2)
                      if name.rsplit("/", 1)[-1] != self.path.name]
@@ -624,10 +622,10 @@ class ExportFiles:
         def read() -> bytes:
             try:
                 if self.zipped:
-                    with zipfile.ZipFile(self.path) as archive:
+                    with BoundedZip(self.path) as archive:
                         return archive.read(name)
                 return (self.folder / name).read_bytes()
-            except (*_ZIP_ERRORS, KeyError) as exc:
+            except (*ZIP_ERRORS, KeyError) as exc:
                 raise refused(f"{self.path.name}/{name}" if self.zipped else name, None,
                               f"cannot be read: {exc}") from exc
 
@@ -651,56 +649,40 @@ def read_conversation_files(path: str | Path) -> list[Original]:
         chosen = _conversation_members(names)
         if not chosen:
             raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
-        return [Original(f"{path.name}/{name}", read_file(path / name)) for name in chosen]
-    if not zipfile.is_zipfile(path):
-        return [Original(path.name, read_file(path))]
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist()
-                     if _CONVERSATIONS_FILE.fullmatch(n.rsplit("/", 1)[-1]) and not n.endswith("/")]
-            chosen = _conversation_members(names)
-            if not chosen:
-                raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
-            return [Original(f"{path.name}/{name}", archive.read(name)) for name in chosen]
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+        return [Original(f"{path.name}/{name}", read_parsed_file(path / name)) for name in chosen]
+    if not is_zip(path):
+        return [Original(path.name, read_parsed_file(path))]
+    with export_zip(path) as archive:
+        names = [n for n in archive.names()
+                 if _CONVERSATIONS_FILE.fullmatch(n.rsplit("/", 1)[-1]) and not n.endswith("/")]
+        chosen = _conversation_members(names)
+        if not chosen:
+            raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
+        return [Original(f"{path.name}/{name}", archive.read(name, PARSED_MAX_BYTES)) for name in chosen]
 
 
 def read_export_member(path: str | Path, member: str) -> Original | None:
     """Another file of a chat export (Claude's projects.json): in its zip (the least deep), in its folder, or
     beside the conversations.json given; None where the export holds none."""
     path = Path(path)
-    if path.is_dir() or not zipfile.is_zipfile(path):
+    if path.is_dir() or not is_zip(path):
         found = _beside(path, member)
-        return None if found is None else Original(found[0], read_file(found[1]))
-    try:
-        with zipfile.ZipFile(path) as archive:
-            chosen = _zip_member(archive, member)
-            return None if chosen is None else Original(f"{path.name}/{chosen}", archive.read(chosen))
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+        return None if found is None else Original(found[0], read_parsed_file(found[1]))
+    with export_zip(path) as archive:
+        chosen = member_named(archive.names(), member)
+        return None if chosen is None else Original(f"{path.name}/{chosen}", archive.read(chosen, PARSED_MAX_BYTES))
 
 
 def export_member_name(path: str | Path, member: str) -> str | None:
     """The name another file of a chat export has, found as ``read_export_member`` finds it but not read;
     None where the export holds none."""
     path = Path(path)
-    if path.is_dir() or not zipfile.is_zipfile(path):
+    if path.is_dir() or not is_zip(path):
         found = _beside(path, member)
         return None if found is None else found[0]
-    try:
-        with zipfile.ZipFile(path) as archive:
-            chosen = _zip_member(archive, member)
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+    with export_zip(path) as archive:
+        chosen = member_named(archive.names(), member)
     return None if chosen is None else f"{path.name}/{chosen}"
-
-
-def _zip_member(archive: zipfile.ZipFile, member: str) -> str | None:
-    """The export's own ``member`` in its zip: the least deep file of that name (not a nested copy, nor the
-    shadow macOS's archiver adds under __MACOSX/); None where there is none."""
-    names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n]
-    return min(names, key=lambda n: (n.count("/"), n)) if names else None
 
 
 def _beside(path: Path, member: str) -> tuple[str, Path] | None:
@@ -907,7 +889,7 @@ def json_array_spans(original: Original) -> tuple[Any, list[tuple[int, int]]]:
     """
     text = original.text()
     offset = 3 if original.data.startswith(b"\xef\xbb\xbf") else 0
-    decoder = json.JSONDecoder()
+    decoder = jsonnumbers.DECODER
     position = _skip_space(text, 0)
     if position >= len(text) or text[position] != "[":
         return load_json(original), []
@@ -939,6 +921,8 @@ def json_array_spans(original: Original) -> tuple[Any, list[tuple[int, int]]]:
             raise json.JSONDecodeError("Extra data", text, _skip_space(text, end))
     except json.JSONDecodeError as exc:
         raise refused(original.name, f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from exc
+    except jsonnumbers.NumberRefused as exc:
+        raise refused(original.name, exc.place(text), str(exc)) from exc
     except RecursionError as exc:
         raise refused(original.name, None, "nests JSON too deeply") from exc
     return items, spans
