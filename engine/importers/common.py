@@ -58,7 +58,7 @@ from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX
 from ..vault.records import TITLE_MAX_CHARS
 from . import jsonnumbers
 from .zipped import (
-    PARSED_MAX_BYTES, ZIP_ERRORS, BoundedZip, export_zip, is_zip, member_named, read_parsed_file,
+    ZIP_ERRORS, BoundedZip, export_zip, is_zip, member_named, read_parsed_file,
 )
 
 DEFAULT_AGENT = "main"
@@ -135,7 +135,7 @@ def read_file(path: str | Path) -> bytes:
 
 def read_export(path: str | Path, member: str) -> Original:
     """``member`` (such as conversations.json) given directly, or found inside an export's zip; parsed
-    whole, so either is refused beyond ``PARSED_MAX_BYTES`` (``zipped``) before it is read."""
+    whole, so either is refused beyond ``zipped.PARSED_MAX_BYTES`` before it is read."""
     path = Path(path)
     if not is_zip(path):
         return Original(path.name, read_parsed_file(path))
@@ -143,7 +143,7 @@ def read_export(path: str | Path, member: str) -> Original:
         chosen = member_named(archive.names(), member)
         if chosen is None:
             raise refused(str(path), None, f"holds no {member}")
-        return Original(f"{path.name}/{chosen}", archive.read(chosen, PARSED_MAX_BYTES))
+        return Original(f"{path.name}/{chosen}", archive.read_parsed(chosen))
 
 
 def load_json(original: Original) -> Any:
@@ -658,7 +658,7 @@ def read_conversation_files(path: str | Path) -> list[Original]:
         chosen = _conversation_members(names)
         if not chosen:
             raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
-        return [Original(f"{path.name}/{name}", archive.read(name, PARSED_MAX_BYTES)) for name in chosen]
+        return [Original(f"{path.name}/{name}", archive.read_parsed(name)) for name in chosen]
 
 
 def read_export_member(path: str | Path, member: str) -> Original | None:
@@ -670,7 +670,7 @@ def read_export_member(path: str | Path, member: str) -> Original | None:
         return None if found is None else Original(found[0], read_parsed_file(found[1]))
     with export_zip(path) as archive:
         chosen = member_named(archive.names(), member)
-        return None if chosen is None else Original(f"{path.name}/{chosen}", archive.read(chosen, PARSED_MAX_BYTES))
+        return None if chosen is None else Original(f"{path.name}/{chosen}", archive.read_parsed(chosen))
 
 
 def export_member_name(path: str | Path, member: str) -> str | None:

@@ -87,8 +87,8 @@ def _check_ratio(shown: str, member: str | None, size: int, compressed: int, lim
 class BoundedZip:
     """A zip opened with its central directory checked; its members read in counted chunks.
 
-    The bytes read through one ``BoundedZip`` count against ``MAX_TOTAL_BYTES`` together, however often a
-    member is read again."""
+    The bytes read through one ``BoundedZip`` count against ``MAX_TOTAL_BYTES`` together, each member once
+    however often it is read again (an archive is read once to be checked, again to be restored)."""
 
     def __init__(self, path: str | Path, shown: str | None = None) -> None:
         self.path = Path(path)
@@ -100,6 +100,7 @@ class BoundedZip:
             self.zip.close()
             raise
         self.read_total = 0
+        self._counted: dict[str, int] = {}  # member: the most bytes read of it in one reading
 
     def close(self) -> None:
         self.zip.close()
@@ -123,7 +124,7 @@ class BoundedZip:
             with self.zip.open(info) as handle:
                 while chunk := handle.read(CHUNK):
                     size += len(chunk)
-                    self.read_total += len(chunk)
+                    self._count(info.filename, size)
                     if size > info.file_size:
                         raise self._lied(info, f"{size:,} bytes or more")
                     if self.read_total > MAX_TOTAL_BYTES:
@@ -131,14 +132,23 @@ class BoundedZip:
                                         "total decompressed size", MAX_TOTAL_BYTES)
                     yield chunk
         except zipfile.BadZipFile as exc:
-            if size == info.file_size and "CRC" in str(exc):  # zipfile stops at the declared size, then checks
+            if "CRC" in str(exc):  # zipfile reads no more than the declared size, then checks the CRC
                 raise self._lied(info, "other bytes") from exc
             raise
 
+    def _count(self, name: str, size: int) -> None:
+        before = self._counted.get(name, 0)
+        if size > before:
+            self._counted[name] = size
+            self.read_total += size - before
+
+    def read_parsed(self, name: str) -> bytes:
+        """A member that is parsed whole (a conversations.json), refused beyond ``PARSED_MAX_BYTES``."""
+        return self.read(name, PARSED_MAX_BYTES)
+
     def read(self, name: str, max_bytes: int | None = None) -> bytes:
-        """A member's bytes whole, refused before reading when it declares more than ``max_bytes`` (a member
-        to be parsed whole: ``PARSED_MAX_BYTES``).  Held once: the chunks gather in a buffer whose bytes are
-        handed over without a copy."""
+        """A member's bytes whole, refused before reading when it declares more than ``max_bytes``.  Held
+        once: the chunks gather in a buffer whose bytes are handed over without a copy."""
         info = self.zip.getinfo(name)
         if max_bytes is not None and info.file_size > max_bytes:
             raise too_large(self.shown, name, f"is {info.file_size:,} bytes, more than can be read whole",
