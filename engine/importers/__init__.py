@@ -18,6 +18,9 @@
     demo            the demo store
     archive         knowledge export / knowledge import archive: one store's portable archive
     archive_format  the archive's manifest and members, checked whole before a restore writes
+    archive_history what a copied git folder in an archive may hold: objects and refs, checked for form
+    zipped          reading a zip from outside within bounds (members, size, compression ratio)
+    jsonnumbers     an import's JSON, its numbers bounded as the vault's YAML bounds them
     methods         the operator methods knowledge serve adds: export, and imports as jobs
     summaries       what an import or an export says it did, in the CLI's and the window's words
 """

@@ -270,7 +270,7 @@ def _history_restorer(engine: Engine, reader: ArchiveReader
 
     def restore(vault: Path) -> None:
         bundle = vault.parent / "history.bundle"
-        bundle.write_bytes(reader.read(BUNDLE_NAME))
+        reader.copy(BUNDLE_NAME, bundle)
         try:
             outcome["head"] = GitHistory(vault, executable).restore_bundle(bundle)
         except GitError as exc:

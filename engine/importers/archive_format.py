@@ -9,15 +9,18 @@
     history/.git/<path>      or the history parts of the vault's .git folder (HEAD, packed-refs, refs/,
                              objects/), copied where git was not installed
 
-``ArchiveReader`` checks an archive whole before anyone writes from it: the manifest's shape, every member's
-name (nothing absolute, no ``..``, no symlink, nothing unlisted, nothing listed and absent), every member's
-size and sha256, and that the partition markers name the manifest's store.  Any problem is one
-``InvalidParams`` naming the archive file and the member.
+``ArchiveReader`` checks an archive whole before anyone writes from it: the zip's bounds (members, total
+size, compression ratios: ``zipped``), the manifest's shape, every member's name (nothing absolute, no
+``..``, no symlink, nothing unlisted, nothing listed and absent), every member's size and sha256, that the
+partition markers name the manifest's store, that each source descriptor's media type has a media type's
+form, and that a copied git folder holds objects and refs only (``archive_history``).  Any problem is one
+``InvalidParams`` (a bound: ``LimitExceeded``) naming the archive file and the member.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 import stat
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..core.errors import InvalidParams
+from ..core.errors import InvalidParams, KnowledgeError
 from ..core.ids import (
     STORE_PREFIX, VAULT_PREFIX, canonical_session_id, is_agent_name, is_generated_id, is_record_id,
 )
@@ -35,8 +38,12 @@ from ..state.registry import Conversation
 from ..store.githistory import HISTORY_PARTS, is_history_part
 from ..store.portable import KeptRevision, StoreIdentity
 from ..store.store import partition_dir
+from ..vault.evidence import DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DIR, is_media_type
+from ..vault.frontmatter import load_yaml
 from ..vault.manifest import PARTITION_MARKER
 from ..vault.records import PRIVATE_SCOPE
+from .archive_history import check_git_folder, is_copied_history_part
+from .zipped import ZIP_ERRORS, BoundedZip
 
 ARCHIVE_FORMAT = "knowledge-store-archive"
 FORMAT_VERSION = 1
@@ -50,7 +57,6 @@ GIT_FOLDER_PREFIX = HISTORY_DIR + ".git/"
 HISTORY_KINDS = ("bundle", "git-folder")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,7 @@ class ArchiveReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self._zip = zipfile.ZipFile(path)
+            self._zip = BoundedZip(path)  # its central directory checked against the bounds first
         except FileNotFoundError as exc:
             raise InvalidParams(f"{path}: no such archive", file=str(path)) from exc
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
@@ -110,8 +116,12 @@ class ArchiveReader:
             self.conversations = _conversations(self.manifest, self._refuse)
             self.history = _history(self.manifest, self.files, self._refuse)
             for entry in self.files.values():
-                self._verified(entry)
+                self._verified(entry, keep=False)
             self._check_markers()
+            self._check_descriptors()
+            if self.history == "git-folder":
+                check_git_folder({path.removeprefix(GIT_FOLDER_PREFIX): path for path in self.files
+                                  if path.startswith(GIT_FOLDER_PREFIX)}, self.read, self._refuse)
         except BaseException:
             self._zip.close()
             raise
@@ -134,7 +144,13 @@ class ArchiveReader:
 
     def read(self, path: str) -> bytes:
         """A listed member's bytes, checked against the manifest again."""
-        return self._verified(self.files[path])
+        return self._verified(self.files[path], keep=True)
+
+    def copy(self, path: str, target: Path) -> None:
+        """Write a listed member to a new file ``target`` a chunk at a time, checked against the manifest again
+        (a history bundle of any size is never whole in memory)."""
+        with open(target, "xb") as handle:
+            self._verified(self.files[path], keep=False, out=handle)
 
     def vault_files(self) -> Iterator[tuple[str, bytes]]:
         """(vault-relative path, bytes) of every vault file, then of a copied ``.git`` folder."""
@@ -162,14 +178,14 @@ class ArchiveReader:
 
     def _read_manifest(self) -> dict[str, Any]:
         try:
-            info = self._zip.getinfo(MANIFEST_NAME)
+            info = self._zip.zip.getinfo(MANIFEST_NAME)
         except KeyError:
             raise self._refuse(f"the archive has no {MANIFEST_NAME}") from None
         if info.file_size > MANIFEST_MAX_BYTES:
             raise self._refuse(f"the manifest is larger than {MANIFEST_MAX_BYTES} bytes", MANIFEST_NAME)
         try:
-            data = json.loads(self._zip.read(info).decode("utf-8"))
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, RecursionError) as exc:
+            data = json.loads(self._zip.read(MANIFEST_NAME, MANIFEST_MAX_BYTES).decode("utf-8"))
+        except (*ZIP_ERRORS, ValueError, RecursionError) as exc:
             raise self._refuse(f"the manifest cannot be read: {exc}", MANIFEST_NAME) from exc
         if not isinstance(data, dict) or data.get("format") != ARCHIVE_FORMAT:
             raise self._refuse(f"not a Knowledge Desk store archive (format must be {ARCHIVE_FORMAT})", MANIFEST_NAME)
@@ -183,7 +199,7 @@ class ArchiveReader:
 
     def _check_members(self) -> None:
         seen: set[str] = set()
-        for info in self._zip.infolist():
+        for info in self._zip.zip.infolist():
             name = info.filename
             if not safe_member_name(name.rstrip("/") if info.is_dir() else name):
                 raise self._refuse("the path leaves the store (absolute, '..' or a drive)", name)
@@ -205,25 +221,48 @@ class ArchiveReader:
         if clashes:
             raise self._refuse("a file where another member needs a directory", clashes[0])
 
-    def _verified(self, entry: ArchivedFile) -> bytes:
+    def _verified(self, entry: ArchivedFile, *, keep: bool, out: Any = None) -> bytes:
+        """A member streamed and hashed (its bytes counted against the zip's bounds as they come), refused
+        unless it is the size and sha256 the manifest lists; its bytes with ``keep`` (held once), written to
+        ``out`` as they come when given."""
         digest = hashlib.sha256()
-        chunks = []
+        kept = io.BytesIO() if keep else None
         size = 0
         try:
-            with self._zip.open(entry.path) as handle:
-                while chunk := handle.read(_CHUNK):
-                    size += len(chunk)
-                    if size > entry.size:
-                        break
-                    digest.update(chunk)
-                    chunks.append(chunk)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:  # a bad CRC, a truncated member
+            for chunk in self._zip.chunks(entry.path):
+                size += len(chunk)
+                if size > entry.size:
+                    break
+                digest.update(chunk)
+                if kept is not None:
+                    kept.write(chunk)
+                if out is not None:
+                    out.write(chunk)
+        except KnowledgeError:
+            raise
+        except (*ZIP_ERRORS, ValueError) as exc:  # a bad CRC, a truncated member
             raise self._refuse(f"the member cannot be read: {exc}", entry.path) from exc
         if size != entry.size:
             raise self._refuse(f"{size} bytes or more where the manifest says {entry.size}", entry.path)
         if digest.hexdigest() != entry.sha256:
             raise self._refuse("its sha256 does not match the manifest (the archive was changed)", entry.path)
-        return b"".join(chunks)
+        return kept.getvalue() if kept is not None else b""
+
+    def _check_descriptors(self) -> None:
+        """Each source descriptor's media type has a media type's form (``type/subtype``, parameters
+        optional): the window and every reader show it as the descriptor says."""
+        for path, entry in self.files.items():
+            if not (path.startswith(VAULT_PREFIX_DIR) and path.endswith(DESCRIPTOR_SUFFIX)
+                    and f"/{SOURCES_DIR}/" in f"/{path}" and entry.size <= DESCRIPTOR_MAX_BYTES):
+                continue
+            try:
+                descriptor = load_yaml(self.read(path).decode("utf-8"), what="source descriptor")
+            except (UnicodeDecodeError, KnowledgeError):
+                continue  # an unreadable descriptor is the vault's finding, as on any disk
+            media_type = descriptor.get("media_type") if isinstance(descriptor, dict) else None
+            if media_type is not None and not is_media_type(media_type):
+                raise self._refuse("the source descriptor's media_type is not a media type (type/subtype, "
+                                   "parameters optional, RFC 6838 characters)", path)
 
     def _check_markers(self) -> None:
         """Each partition of the manifest has its marker, naming this store and identity: a restored store
@@ -383,9 +422,13 @@ def _history(manifest: dict[str, Any], files: dict[str, ArchivedFile], refuse: A
         raise refuse(f"a bundle history is exactly {BUNDLE_NAME}", MANIFEST_NAME)
     if kind == "git-folder":
         for path in held:
-            if not path.startswith(GIT_FOLDER_PREFIX) or not is_history_part(path.removeprefix(GIT_FOLDER_PREFIX)):
+            part = path.removeprefix(GIT_FOLDER_PREFIX)
+            if not path.startswith(GIT_FOLDER_PREFIX) or not is_history_part(part):
                 raise refuse(f"a copied git folder holds only {', '.join(HISTORY_PARTS)} under {GIT_FOLDER_PREFIX}",
                              path)
+            if not is_copied_history_part(part):
+                raise refuse("a copied git folder holds objects and refs only (no alternates, hooks, config or "
+                             "other files that point elsewhere or run code)", path)
     if kind is None and held:
         raise refuse("history files without a history kind", sorted(held)[0])
     return kind

@@ -38,7 +38,6 @@ import hashlib
 import json
 import mimetypes
 import re
-import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -55,7 +54,8 @@ from ..store.attachments import ATTACH_MAX_BYTES, attach
 from ..store.credentials import decoded_for_scan
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX
 from ..vault.records import TITLE_MAX_CHARS
-from .folders import hidden
+from . import jsonnumbers
+from .zipped import export_zip, is_zip, member_named, read_parsed_file
 
 DEFAULT_AGENT = "main"
 REQUEST_ID_MAX_CHARS = 128
@@ -129,33 +129,28 @@ def read_file(path: str | Path) -> bytes:
         raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", file=str(path)) from exc
 
 
-# What reading a zip can raise: RuntimeError for an encrypted member, NotImplementedError for a compression
-# method zipfile lacks.
-_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError)
-
-
 def read_export(path: str | Path, member: str) -> Original:
-    """``member`` (such as conversations.json) given directly, or found inside an export's zip."""
-    data = read_file(path)
-    if not zipfile.is_zipfile(Path(path)):
-        return Original(Path(path).name, data)
-    try:
-        with zipfile.ZipFile(Path(path)) as archive:
-            chosen = _zip_member(archive, member)
-            if chosen is None:
-                raise refused(str(path), None, f"holds no {member}")
-            return Original(f"{Path(path).name}/{chosen}", archive.read(chosen))
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+    """``member`` (such as conversations.json) given directly, or found inside an export's zip; parsed
+    whole, so either is refused beyond ``zipped.PARSED_MAX_BYTES`` before it is read."""
+    path = Path(path)
+    if not is_zip(path):
+        return Original(path.name, read_parsed_file(path))
+    with export_zip(path) as archive:
+        chosen = member_named(archive.names(), member)
+        if chosen is None:
+            raise refused(str(path), None, f"holds no {member}")
+        return Original(f"{path.name}/{chosen}", archive.read_parsed(chosen))
 
 
 def load_json(original: Original) -> Any:
     """The parsed JSON of an original, or InvalidParams naming the line and column."""
     text = original.text()
     try:
-        return json.loads(text)
+        return jsonnumbers.loads(text)
     except json.JSONDecodeError as exc:
         raise refused(original.name, f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from exc
+    except jsonnumbers.NumberRefused as exc:
+        raise refused(original.name, exc.place(text), str(exc)) from exc
     except RecursionError as exc:
         raise refused(original.name, None, "nests JSON too deeply") from exc
 
@@ -588,33 +583,25 @@ def read_conversation_files(path: str | Path) -> list[Original]:
     path = Path(path)
     if path.is_dir():
         try:
-            names = [p.name for p in path.iterdir() if p.is_file() and _CONVERSATIONS_FILE.fullmatch(p.name)]
+            names = [p.name for p in path.iterdir()
+                     if _CONVERSATIONS_FILE.fullmatch(p.name) and p.is_file() and not p.is_symlink()]
         except OSError as exc:
             raise InvalidParams(f"cannot read {path}: {exc.strerror or exc}", file=str(path)) from exc
         chosen = _conversation_members(names)
         if not chosen:
             raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
-        return [Original(f"{path.name}/{name}", read_file(path / name)) for name in chosen]
-    if not zipfile.is_zipfile(path):
-        return [Original(path.name, read_file(path))]
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist()
-                     if _CONVERSATIONS_FILE.fullmatch(n.rsplit("/", 1)[-1]) and not n.endswith("/")]
-            chosen = _conversation_members(names)
-            if not chosen:
-                raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
-            return [Original(f"{path.name}/{name}", archive.read(name)) for name in chosen]
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+        return [Original(f"{path.name}/{name}", read_parsed_file(path / name)) for name in chosen]
+    if not is_zip(path):
+        return [Original(path.name, read_parsed_file(path))]
+    with export_zip(path) as archive:
+        names = [n for n in archive.names()
+                 if _CONVERSATIONS_FILE.fullmatch(n.rsplit("/", 1)[-1]) and not n.endswith("/")]
+        chosen = _conversation_members(names)
+        if not chosen:
+            raise refused(str(path), None, "holds no conversations.json (nor conversations-000.json, ...)")
+        return [Original(f"{path.name}/{name}", archive.read_parsed(name)) for name in chosen]
 
 
-def _zip_member(archive: zipfile.ZipFile, member: str) -> str | None:
-    """The export's own ``member`` in its zip: the least deep file of that name (not a nested copy, nor the
-    shadow macOS's archiver adds under __MACOSX/, nor one in a dot-folder); None where there is none."""
-    names = [n for n in archive.namelist()
-             if n.rsplit("/", 1)[-1] == member and "__MACOSX/" not in n and not hidden(n)]
-    return min(names, key=lambda n: (n.count("/"), n)) if names else None
 
 
 def _conversation_members(names: list[str]) -> list[str]:
@@ -785,7 +772,7 @@ def json_array_spans(original: Original) -> tuple[Any, list[tuple[int, int]]]:
     """
     text = original.text()
     offset = 3 if original.data.startswith(b"\xef\xbb\xbf") else 0
-    decoder = json.JSONDecoder()
+    decoder = jsonnumbers.DECODER
     position = _skip_space(text, 0)
     if position >= len(text) or text[position] != "[":
         return load_json(original), []
@@ -817,6 +804,8 @@ def json_array_spans(original: Original) -> tuple[Any, list[tuple[int, int]]]:
             raise json.JSONDecodeError("Extra data", text, _skip_space(text, end))
     except json.JSONDecodeError as exc:
         raise refused(original.name, f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from exc
+    except jsonnumbers.NumberRefused as exc:
+        raise refused(original.name, exc.place(text), str(exc)) from exc
     except RecursionError as exc:
         raise refused(original.name, None, "nests JSON too deeply") from exc
     return items, spans

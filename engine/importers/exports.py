@@ -19,17 +19,17 @@ What the conversations name and the export does not give is listed (``Unread``),
 
 from __future__ import annotations
 
-import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from ..core.files import MAX_DEPTH
 from .common import (
-    _CONVERSATIONS_FILE, _ZIP_ERRORS, Conversation, Original, Scan, _zip_member, json_array_spans, one_line,
-    read_conversation_files, refuse_secrets, refused,
+    _CONVERSATIONS_FILE, Conversation, Original, Scan, json_array_spans, one_line, read_conversation_files,
+    refuse_secrets, refused,
 )
 from .folders import hidden, left_out_notes, read_regular_file, walk_input
+from .zipped import ZIP_ERRORS, BoundedZip, export_zip, is_zip, member_named, read_parsed_file
 
 _SHOWN_NAMES = 10  # names a note shows before "and N more"
 
@@ -77,13 +77,13 @@ class ExportFiles:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.zipped = not self.path.is_dir() and zipfile.is_zipfile(self.path)
+        self.zipped = not self.path.is_dir() and is_zip(self.path)
         self.alone = not self.zipped and not self.path.is_dir()
         self.links: tuple[str, ...] = ()
         self.missing: dict[str, None] = {}  # in the order first named
         if self.zipped:
-            with zipfile.ZipFile(self.path) as archive:
-                names = [n for n in archive.namelist() if not n.endswith("/") and _export_member(n)]
+            with export_zip(self.path) as archive:
+                names = [n for n in archive.names() if not n.endswith("/") and _export_member(n)]
         elif self.alone:
             names = []
         else:
@@ -118,9 +118,9 @@ class ExportFiles:
             if not self.zipped:
                 return read_regular_file(self.path / name, f"{self.path.name}/{name}")
             try:
-                with zipfile.ZipFile(self.path) as archive:
+                with BoundedZip(self.path) as archive:
                     return archive.read(name)
-            except (*_ZIP_ERRORS, KeyError) as exc:
+            except (*ZIP_ERRORS, KeyError) as exc:
                 raise refused(f"{self.path.name}/{name}", None, f"cannot be read: {exc}") from exc
 
         return read
@@ -166,31 +166,26 @@ def load_conversations(path: str, scan: Scan,
 
 def read_export_member(path: str | Path, member: str) -> Original | None:
     """Another file of a chat export (Claude's projects.json): in its zip (the least deep), or at the top of
-    its folder; None where the export holds none (a conversations.json given alone holds none)."""
+    its folder; None where the export holds none (a conversations.json given alone holds none).  It is parsed
+    whole, so it is refused beyond ``zipped.PARSED_MAX_BYTES`` before it is read."""
     path = Path(path)
-    if path.is_dir() or not zipfile.is_zipfile(path):
+    if path.is_dir() or not is_zip(path):
         found = _beside(path, member)
-        return None if found is None else Original(found[0], read_regular_file(found[1], found[0]))
-    try:
-        with zipfile.ZipFile(path) as archive:
-            chosen = _zip_member(archive, member)
-            return None if chosen is None else Original(f"{path.name}/{chosen}", archive.read(chosen))
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+        return None if found is None else Original(found[0], read_parsed_file(found[1]))
+    with export_zip(path) as archive:
+        chosen = member_named(archive.names(), member)
+        return None if chosen is None else Original(f"{path.name}/{chosen}", archive.read_parsed(chosen))
 
 
 def export_member_name(path: str | Path, member: str) -> str | None:
     """The name another file of a chat export has, found as ``read_export_member`` finds it but not read;
     None where the export holds none."""
     path = Path(path)
-    if path.is_dir() or not zipfile.is_zipfile(path):
+    if path.is_dir() or not is_zip(path):
         found = _beside(path, member)
         return None if found is None else found[0]
-    try:
-        with zipfile.ZipFile(path) as archive:
-            chosen = _zip_member(archive, member)
-    except _ZIP_ERRORS as exc:
-        raise refused(str(path), None, f"is not a readable zip: {exc}") from exc
+    with export_zip(path) as archive:
+        chosen = member_named(archive.names(), member)
     return None if chosen is None else f"{path.name}/{chosen}"
 
 

@@ -34,7 +34,7 @@ from .credentials import decoded_for_scan, texts_of
 from ..core.errors import (
     Conflict, Denied, ForeignReference, InvalidParams, LimitExceeded, NotFound, RuntimeDisabled,
 )
-from ..vault.evidence import SourceDescriptor, clean_filename, retained_path_for
+from ..vault.evidence import MEDIA_TYPE, SourceDescriptor, clean_filename, retained_path_for
 from ..core.files import UnsafePath
 from ..core.ids import SOURCE_PREFIX, format_timestamp, new_id, utc_now
 from ..core.params import Params, RecordId, RequestId, String, Value, check_size, refuse_controls
@@ -73,7 +73,7 @@ MEDIA_TYPE_MAX_CHARS = 255
 DEFAULT_MEDIA_TYPE = "application/octet-stream"
 
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
-_MEDIA_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}")
+_MEDIA_TYPE = MEDIA_TYPE  # the one form check, shared with an archive's descriptors (vault/evidence.py)
 _BASE64_WHITESPACE = str.maketrans("", "", " \t\r\n")
 _CHUNK = 1 << 20
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

@@ -25,6 +25,20 @@ SOURCES_DIR = "sources"
 DESCRIPTOR_SUFFIX = ".source.yaml"
 DESCRIPTOR_MAX_BYTES = 64 * 1024
 _SAFE_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,12}")
+# A media type's form (RFC 6838 section 4.2): type "/" subtype, each a restricted-name (an alphanumeric,
+# then up to 126 of alphanumerics and ``!#$&^_.+-``).  What ``knowledge_attach`` takes and writes.
+_RESTRICTED_NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+MEDIA_TYPE = re.compile(f"{_RESTRICTED_NAME}/{_RESTRICTED_NAME}")
+# A descriptor written elsewhere may add parameters (``; charset=utf-8``): a restricted-name, "=", a token
+# (RFC 2045; quoted strings are not taken, so no markup or space can ride in a value).
+_PARAMETER = rf"[ \t]*;[ \t]*{_RESTRICTED_NAME}=[A-Za-z0-9!#$%&'*+.^_`|~-]+"
+MEDIA_TYPE_WITH_PARAMETERS = re.compile(rf"{MEDIA_TYPE.pattern}(?:{_PARAMETER})*")
+
+
+def is_media_type(value: Any, *, parameters: bool = True) -> bool:
+    """Whether ``value`` has a media type's form: ``type/subtype``, with ``parameters`` optional ones."""
+    pattern = MEDIA_TYPE_WITH_PARAMETERS if parameters else MEDIA_TYPE
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
 
 
 @dataclass(frozen=True)

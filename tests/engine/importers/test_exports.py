@@ -206,3 +206,13 @@ def test_a_file_swapped_for_a_link_after_the_walk_is_refused_when_read(tmp_path:
     with pytest.raises(InvalidParams, match="symbolic link") as caught:
         files.reader(name)()
     assert caught.value.details["file"] == "export/file-1-pivots.png"
+
+
+def test_a_linked_conversations_json_in_an_export_folder_is_not_read(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "chatgpt-export"
+    folder.mkdir()
+    (tmp_path / "elsewhere.json").write_text(json.dumps(chatgpt_naming()), encoding="utf-8")
+    os.symlink(tmp_path / "elsewhere.json", folder / "conversations.json")
+
+    with pytest.raises(InvalidParams, match="holds no conversations.json"):
+        run_import(engine, "chatgpt", folder, dry_run=True)
