@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +35,7 @@ from .archive_format import (
     ArchiveReader, sha256_of,
 )
 from .locomo import DEFAULT_AGENT
+from .zipped import MAX_MEMBER_RATIO, MAX_TOTAL_RATIO
 
 __all__ = ["ArchiveReader", "export_archive", "restore_archive", "select_store"]
 
@@ -70,11 +72,22 @@ class _Members:
     def add(self, name: str, data: bytes) -> str:
         if name not in self.listed:
             info = zipfile.ZipInfo(name, date_time=utc_now().timetuple()[:6])
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = zipfile.ZIP_STORED if _too_compressible(data) else zipfile.ZIP_DEFLATED
             info.external_attr = 0o100644 << 16  # a regular file, so no reader takes it for a link
             self.archive.writestr(info, data)
             self.listed[name] = {"path": name, "sha256": sha256_of(data), "size": len(data)}
         return name
+
+
+# A restore refuses a member that expands more than MAX_MEMBER_RATIO times, and an archive more than
+# MAX_TOTAL_RATIO times (zipped.py): a file that compresses beyond this is stored as it is, so every archive
+# the engine writes is one it restores.  zlib's fastest level, a cheap estimate, compresses a little less
+# than the archive's deflate: the margin below both bounds covers the difference.
+EXPORT_MAX_RATIO = min(MAX_MEMBER_RATIO, MAX_TOTAL_RATIO) // 2
+
+
+def _too_compressible(data: bytes) -> bool:
+    return len(data) > EXPORT_MAX_RATIO * len(zlib.compress(data, 1))
 
 
 def export_archive(engine: Engine, out: Path, *, store: str | None = None, agent: str | None = None,

@@ -468,3 +468,21 @@ def test_export_of_a_state_directory_that_does_not_exist_writes_nothing(tmp_path
     assert main(["export", str(tmp_path / "out.zip"), "--state-dir", str(tmp_path / "none")]) == 2
     assert "no state directory" in capsys.readouterr().err
     assert not (tmp_path / "none").exists() and not (tmp_path / "out.zip").exists()
+
+
+def test_a_store_of_very_compressible_files_exports_an_archive_it_restores(tmp_path):
+    """A retained log of one repeated line compresses far beyond what a restore accepts of a member (and of
+    a whole archive): the export stores such a file as it is, so the owner's archive is never refused."""
+    source, target = StateDir(tmp_path / "source"), StateDir(tmp_path / "target")
+    log = b"2026-12-03 heartbeat ok\n" * 200_000  # 4.8 MB, about 1,000:1 deflated
+    with Engine(source, watch=False) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        attach(engine, owner, {"requestId": "log-1", "content": base64.b64encode(log).decode(),
+                               "filename": "heartbeat.log"})
+        export_archive(engine, tmp_path / "store.zip")
+    with zipfile.ZipFile(tmp_path / "store.zip") as archive:
+        kept = [info for info in archive.infolist() if info.file_size == len(log)]
+    assert [info.compress_type for info in kept] == [zipfile.ZIP_STORED]
+
+    assert main(["import", "archive", str(tmp_path / "store.zip"), "--state-dir", str(target.root)]) == 0
+    assert vault_snapshot(vault_of(target)) == vault_snapshot(vault_of(source))
