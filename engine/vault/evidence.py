@@ -161,12 +161,18 @@ def parse_descriptor(data: bytes, path: str) -> tuple[SourceDescriptor | None, l
     if not isinstance(origin, dict):
         return bad("origin must be a mapping")
     media_type = document.get("media_type") or "application/octet-stream"
+    findings = []
+    if not is_media_type(media_type):  # edited outside the engine, or synced: served as bytes, never as given
+        findings.append(Finding("source_invalid", "media_type is not a media type (type/subtype); the source is "
+                                "served as application/octet-stream", severity="warning", path=path,
+                                field="media_type"))
+        media_type = "application/octet-stream"
     filename = document.get("filename")
     return SourceDescriptor(
         id=source_id, retained_path=retained, sha256=sha, size=size,
         media_type=str(media_type), recorded_at=document["recorded_at"], origin=origin,
         filename=filename if isinstance(filename, str) else None,
-    ), []
+    ), findings
 
 
 def excerpt_line_count(text: str) -> int:

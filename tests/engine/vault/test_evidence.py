@@ -225,3 +225,11 @@ def test_clean_filename_accepts_255_characters() -> None:
 @pytest.mark.parametrize(("text", "lines"), [("", 1), ("one", 1), ("one\n", 1), ("one\ntwo", 2), ("a\nb\nc\n", 3)])
 def test_excerpt_line_count(text: str, lines: int) -> None:
     assert excerpt_line_count(text) == lines
+
+
+def test_a_media_type_that_is_no_media_type_is_served_as_bytes_with_a_warning() -> None:
+    crafted = '<img src="file:///etc/hosts"><b>text/plain</b>'
+    parsed, findings = parse_descriptor(descriptor_bytes(media_type=crafted), PATH)
+
+    assert parsed is not None and parsed.media_type == "application/octet-stream"
+    assert [(f.code, f.severity, f.field) for f in findings] == [("source_invalid", "warning", "media_type")]
