@@ -1,6 +1,7 @@
 """The ``knowledge`` command line (``python -m engine.cli`` runs it too).
 
     commands        every subcommand
+    bench_commands  knowledge bench: the benchmarks, each loaded only when it runs
     mcp_command     knowledge mcp: the stdio bridge, started without loading the other commands
     desk            what the commands ask: in this process, or of the serving engine as the operator
     model_commands  knowledge models list / pull / add-local

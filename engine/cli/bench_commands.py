@@ -1,0 +1,220 @@
+"""``knowledge bench``: the benchmarks' commands.  A benchmark is not a test: it prints figures and writes
+them to ``docs/benchmarks/`` with the command and the machine.  Each loads only when its command runs:
+importing them all would slow every other command."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..bench import defaults as bench_defaults
+from ..state.statedir import StateDir
+
+
+def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    bench = commands.add_parser("bench", parents=[common], help="measure the engine (figures, not tests)")
+    bench_commands = bench.add_subparsers(dest="bench_command", required=True, metavar="BENCHMARK")
+    bench_search = bench_commands.add_parser(
+        "search", parents=[common], help="tantivy search side by side with SQLite FTS5: quality and speed",
+        description="Retrieval quality on LoCoMo and index/query speed on LoCoMo and a generated partition, "
+                    "for the engine's tantivy search and an SQLite FTS5 reference. --state-dir names a "
+                    "LoCoMo state dir to reuse; without it everything happens in a throwaway directory.")
+    bench_search.add_argument("--data", default=str(bench_defaults.LOCOMO_DATA),
+                              help="the LoCoMo file (default: %(default)s, from the repository root)")
+    bench_search.add_argument("--output", default=str(bench_defaults.SEARCH_OUTPUT),
+                              help="where the Markdown report goes, '-' for nowhere (default: %(default)s)")
+    bench_search.add_argument("--quick", action="store_true",
+                              help="a smoke run: 2 conversations, 10,000 generated records, one round")
+    bench_search.add_argument("--records", type=int, help="generated records (default 99,900; quick 10,000)")
+    bench_search.add_argument("--queries", type=int, help="generated queries (default 500; quick 50)")
+    bench_search.add_argument("--rounds", type=int, help="latency rounds over the queries (default 3)")
+    bench_search.add_argument("--repeats", type=int, help="index builds per engine (default 3)")
+    bench_search.add_argument("--samples", type=int, help="only the first N LoCoMo conversations")
+    bench_search.add_argument("--seed", type=int, help="seed of the generated partition (default 0)")
+    bench_search.add_argument("--work-dir", help="keep the stores and indexes here instead of a temporary dir")
+    bench_search.add_argument("--embedding-model", metavar="DIR",
+                              help="an embedding model folder (e.g. <state>/models/all-minilm-l6-v2-int8): adds "
+                                   "the search_knowledge lexical, semantic, hybrid and rrf rows on LoCoMo")
+    bench_search.set_defaults(handler=cmd_bench_search)
+    bench_socket = bench_commands.add_parser(
+        "socket", parents=[common], help="round trips and throughput of the agent socket, 1/8/32 clients")
+    bench_socket.add_argument("--pages", type=int, default=500, help="pages in the agent's store (default 500)")
+    bench_socket.add_argument("--seconds", type=float, default=5.0, help="load per concurrency level (default 5)")
+    bench_socket.add_argument("--bounds", action="store_true",
+                              help="instead: connections without a token against the socket's bounds (memory, "
+                                   "and an agent's ping meanwhile)")
+    bench_socket.add_argument("--connections", type=int, default=200,
+                              help="attacking connections per phase, with --bounds (default 200)")
+    bench_socket.add_argument("--output", help="default docs/benchmarks/socket.md, or socket-bounds.md with "
+                                               "--bounds; '-' writes no file")
+    bench_socket.set_defaults(handler=cmd_bench_socket)
+    bench_throughput = bench_commands.add_parser(
+        "throughput", parents=[common],
+        help="writes and reads through the socket at a small and a large partition")
+    bench_throughput.add_argument("--records", type=int, nargs="+", default=list(bench_defaults.THROUGHPUT_SIZES),
+                                  help="partition sizes, in generated records (default 100 95000)")
+    bench_throughput.add_argument("--seconds", type=float, default=5.0,
+                                  help="each concurrent phase (default 5)")
+    bench_throughput.add_argument("--round-trips", type=int, default=200,
+                                  help="requests of each one-client phase (default 200)")
+    bench_throughput.add_argument("--output", default="docs/benchmarks/throughput.md",
+                                  help="default docs/benchmarks/throughput.md; '-' writes no file")
+    bench_throughput.set_defaults(handler=cmd_bench_throughput)
+    bench_git = bench_commands.add_parser(
+        "git", parents=[common], help="a vault's git history after many checkpoints: packed, and never packed")
+    bench_git.add_argument("--checkpoints", type=int, default=bench_defaults.GIT_HISTORY_CHECKPOINTS,
+                           help="checkpoints each of the two vaults takes (default %(default)s)")
+    bench_git.add_argument("--output", default=str(bench_defaults.GIT_HISTORY_OUTPUT),
+                           help="default %(default)s; '-' writes no file")
+    bench_git.set_defaults(handler=cmd_bench_git)
+    bench_mcp = bench_commands.add_parser(
+        "mcp", parents=[common], help="knowledge mcp: launch to its answer to initialize, beside a bare python")
+    bench_mcp.add_argument("--rounds", type=int, default=20, help="default %(default)s")
+    bench_mcp.add_argument("--output", default="docs/benchmarks/mcp-start.md",
+                           help="default %(default)s; '-' writes no file")
+    bench_mcp.set_defaults(handler=cmd_bench_mcp)
+    bench_import = bench_commands.add_parser(
+        "import", parents=[common], help="import a synthetic ChatGPT export: conversations per second",
+        description="Imports N synthetic ChatGPT conversations (knowledge import chatgpt, in-process, in a "
+                    "throwaway state directory) and reports conversations per second and the time 10,000 "
+                    "would take.")
+    bench_import.add_argument("--conversations", type=int, default=1000, help="conversations (default 1000)")
+    bench_import.add_argument("--messages", type=int, default=8,
+                              help="messages on each conversation's active branch (default 8)")
+    bench_import.add_argument("--profile", action="store_true", help="run the import under cProfile and "
+                              "report where its time goes")
+    bench_import.add_argument("--output", default=str(bench_defaults.IMPORTS_OUTPUT),
+                              help="default %(default)s; '-' writes no file")
+    bench_import.set_defaults(handler=cmd_bench_import)
+    bench_gate = bench_commands.add_parser(
+        "gate", parents=[common], help="the recall gate on LoCoMo: latency, quality, and a reranker against PyTorch",
+        description="Per-turn latency of memory/gate on a LoCoMo store with the model --model names (an installed "
+                    "one, or a folder: a cross-encoder, or an embedding model served as embedding/NAME); with "
+                    "--quality, what the gate injects on LoCoMo (precision, recall, F1 per threshold, ROC AUC); "
+                    "with --torch-python, the same pairs scored by sentence-transformers CrossEncoder with PyTorch, "
+                    "side by side. --state-dir names a LoCoMo state dir to reuse.")
+    bench_gate.add_argument("--model", help="an installed model's name (in --state-dir) or a model folder with an "
+                                            "ONNX graph, tokenizer.json and config.json (a reranker or an embedding "
+                                            "model; scripts/make_fullsize_reranker.py makes a full-size reranker)")
+    bench_gate.add_argument("--variant", metavar="NAME",
+                            help="run onnx/NAME.onnx of the folder instead of onnx/model.onnx (model_int8: "
+                                 "scripts/quantize_reranker.py)")
+    bench_gate.add_argument("--torch-python", help="a Python with torch and sentence-transformers: adds the PyTorch "
+                                                   "comparison (a reranker folder with model.safetensors)")
+    bench_gate.add_argument("--quality", action="store_true",
+                            help="precision, recall, F1 per threshold and ROC AUC on LoCoMo conversations 5-9")
+    bench_gate.add_argument("--fit-calibration", action="store_true",
+                            help="fit an embedding model's calibration on LoCoMo conversations 0-4 (prints a and b)")
+    bench_gate.add_argument("--candidates", nargs="+", default=["keyword"], choices=["keyword", "hybrid", "model"],
+                            help="candidate modes the quality figures compare (default keyword)")
+    bench_gate.add_argument("--data", default=str(bench_defaults.LOCOMO_DATA), help="the LoCoMo file")
+    bench_gate.add_argument("--questions", type=int, default=150, help="gate turns (default 150)")
+    bench_gate.add_argument("--timeout-ms", type=int, default=1500, help="recallGate.timeoutMs (default 1500)")
+    bench_gate.add_argument("--long-windows", type=int, default=0, metavar="N",
+                            help="recallGate.longWindows of the gate turns (the cascade; default 0: equal windows)")
+    bench_gate.add_argument("--rounds", type=int, default=3, help="throughput rounds per side (default 3)")
+    bench_gate.add_argument("--output", default=str(bench_defaults.GATE_OUTPUT), help="'-' writes no file")
+    bench_gate.set_defaults(handler=cmd_bench_gate)
+
+
+def cmd_bench_socket(args: argparse.Namespace, state: StateDir) -> int:
+    if args.bounds:
+        from ..bench import socket_bounds as socket_bounds_bench
+        command = f"knowledge bench socket --bounds --connections {args.connections}"
+        text = socket_bounds_bench.report(socket_bounds_bench.run(connections=args.connections), command)
+    else:
+        from ..bench import socket as socket_bench
+        command = f"knowledge bench socket --pages {args.pages} --seconds {args.seconds:g}"
+        text = socket_bench.report(socket_bench.run(pages=args.pages, seconds=args.seconds), command)
+    return _reported(text, args.output or ("docs/benchmarks/socket-bounds.md" if args.bounds
+                                           else "docs/benchmarks/socket.md"))
+
+
+def cmd_bench_throughput(args: argparse.Namespace, state: StateDir) -> int:
+    from ..bench import throughput as throughput_bench
+    sizes = tuple(args.records)
+    command = (f"knowledge bench throughput --records {' '.join(map(str, sizes))} --seconds {args.seconds:g} "
+               f"--round-trips {args.round_trips}")
+    result = throughput_bench.run(sizes=sizes, seconds=args.seconds, round_trips=args.round_trips,
+                                  say=lambda line: print(line, file=sys.stderr, flush=True))
+    text = throughput_bench.report(result, command)
+    return _reported(text, args.output)
+
+
+def cmd_bench_git(args: argparse.Namespace, state: StateDir) -> int:
+    """Two throwaway vaults in a temporary directory; the state directory is never touched."""
+    from ..bench import git_history
+    text = git_history.report(git_history.measure(args.checkpoints), args.checkpoints,
+                              git_history.command("knowledge bench git", args.checkpoints))
+    return _reported(text, args.output)
+
+
+def cmd_bench_mcp(args: argparse.Namespace, state: StateDir) -> int:
+    """A throwaway state directory and engine of its own; the state directory is never touched."""
+    from ..bench import mcp_start
+    text = mcp_start.report(mcp_start.measure(args.rounds), f"knowledge bench mcp --rounds {args.rounds}")
+    return _reported(text, args.output)
+
+
+def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:
+    """Everything happens in a throwaway directory; the state directory is never touched."""
+    from ..bench import imports as imports_bench
+    command = "knowledge " + shlex.join(args.argv)
+    result = imports_bench.run(conversations=args.conversations, messages=args.messages, profile=args.profile,
+                               say=lambda line: print(line, file=sys.stderr, flush=True))
+    text = imports_bench.report(result, command)
+    return _reported(text, args.output)
+
+
+def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
+    """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
+    from ..bench import gate as gate_bench
+    options = gate_bench.Options(
+        model=args.model, variant=args.variant,
+        torch_python=Path(args.torch_python) if args.torch_python else None, data=Path(args.data),
+        state_dir=Path(args.state_dir).expanduser() if args.state_dir else None, questions=args.questions,
+        timeout_ms=args.timeout_ms, rounds=args.rounds, output=None if args.output == "-" else Path(args.output),
+        command="knowledge " + shlex.join(args.argv), quality=args.quality, fit=args.fit_calibration,
+        candidates=tuple(args.candidates), long_windows=args.long_windows)
+    try:
+        gate_bench.run(options, say=lambda line: print(line, flush=True))
+    except gate_bench.BenchmarkSkipped as exc:
+        print(f"knowledge bench gate: skipped, nothing was measured: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_bench_search(args: argparse.Namespace, state: StateDir) -> int:
+    """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
+    from ..bench import search as search_bench
+    defaults = search_bench.Options.quick_run() if args.quick else search_bench.Options()
+    chosen = {name: getattr(args, name) for name in ("records", "queries", "rounds", "repeats", "samples", "seed")
+              if getattr(args, name) is not None}
+    if args.embedding_model:
+        chosen["embedding_model"] = Path(args.embedding_model).expanduser().absolute()
+    options = dataclasses.replace(
+        defaults, **chosen, data=Path(args.data),
+        state_dir=Path(args.state_dir).expanduser() if args.state_dir else None,
+        output=None if args.output == "-" else Path(args.output),
+        work_dir=Path(args.work_dir) if args.work_dir else None,
+        command="knowledge " + shlex.join(args.argv),
+    )
+    try:
+        search_bench.run(options, say=lambda line: print(line, flush=True))
+    except search_bench.BenchmarkSkipped as exc:
+        print(f"knowledge bench search: skipped, nothing was measured: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _reported(text: str, output: str) -> int:
+    """Print a benchmark's report and write it to ``output`` ('-': nowhere)."""
+    print(text, end="")
+    if output != "-":
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return 0
