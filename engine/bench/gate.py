@@ -94,6 +94,9 @@ class Options:
     report_samples: range = range(5, 10)    # the conversations the quality figures are reported on
 
 
+NO_MODEL = "--model must name an installed model (knowledge models list) or a model folder"
+
+
 @dataclass(frozen=True)
 class ChosenModel:
     name: str                   # the installed name
@@ -106,6 +109,11 @@ def run(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
     if options.torch_python is not None and not Path(options.torch_python).is_file():
         raise BenchmarkSkipped("--torch-python must name a Python with torch and sentence-transformers "
                                "(the PyTorch baseline runs there)")
+    if options.model is None:
+        raise BenchmarkSkipped(NO_MODEL)   # before the data is read: the data set is not shipped either
+    if not Path(options.data).is_file():
+        raise BenchmarkSkipped(f"no LoCoMo file at {options.data} (it is not shipped with the project: see "
+                               "../shared/data/README.md, or pass --data PATH)")
     data = load_locomo(options.data)
     samples = options.fit_samples if options.fit else options.report_samples
     if (options.quality or options.fit) and samples.stop > len(data):
@@ -176,7 +184,7 @@ def _check_torch_model(chosen: ChosenModel, variant: str | None) -> None:
 def resolve_model(store: ModelStore, model: Path | str | None, variant: str | None = None) -> ChosenModel:
     """A folder is registered (an ONNX graph is enough); anything else must name an installed model."""
     if model is None:
-        raise BenchmarkSkipped("--model must name an installed model (knowledge models list) or a model folder")
+        raise BenchmarkSkipped(NO_MODEL)
     folder = Path(model).expanduser()
     if folder.is_dir():
         if variant is not None and not (folder / "onnx" / f"{variant}.onnx").is_file():

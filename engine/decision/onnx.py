@@ -61,8 +61,10 @@ class OnnxReranker:
     A ``ScoringProvider`` (provider.py) with a tokenizer and a measured throughput.
     """
 
-    def __init__(self, model: InstalledModel, options: OnnxOptions | None = None) -> None:
+    def __init__(self, model: InstalledModel, options: OnnxOptions | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.model = model
+        self.clock = clock                   # what deadlines are measured on
         self.options = options or OnnxOptions()
         self.state = LOADING
         self.reason: str | None = None
@@ -164,7 +166,7 @@ class OnnxReranker:
                 result.cached.add(index)
         if not pending:
             return result
-        if not self._run_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        if not self._run_lock.acquire(timeout=max(0.0, deadline - self.clock())):
             return result   # another call holds the model until after our deadline
         try:
             encoded = self._encode(query, [documents[i] for i in pending], budget)
@@ -252,7 +254,7 @@ class OnnxReranker:
         moment earlier at a throughput that has since dipped still scores its best candidates.
         """
         rows = sorted(batch)
-        left = deadline - time.monotonic()
+        left = deadline - self.clock()
         while rows and self.estimate_seconds(len(rows), max(len(encoded[i]) for i in rows)) > left:
             rows.pop()
         return rows
@@ -289,7 +291,7 @@ class OnnxReranker:
         run_options = onnxruntime.RunOptions()
         timer = None
         if deadline is not None:
-            timer = threading.Timer(max(0.0, deadline - time.monotonic()), _terminate, (run_options,))
+            timer = threading.Timer(max(0.0, deadline - self.clock()), _terminate, (run_options,))
             timer.name = "decision-deadline"
             timer.daemon = True
             timer.start()

@@ -56,7 +56,9 @@ class RerankProvider(Untokenized):
     tokens_per_second: float | None = None
     max_pair_tokens: int | None = None
 
-    def __init__(self, base_url: str, model_id: str, forms: EndpointForms) -> None:
+    def __init__(self, base_url: str, model_id: str, forms: EndpointForms,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock                   # what deadlines are measured on
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id
         self.forms = forms
@@ -70,7 +72,7 @@ class RerankProvider(Untokenized):
                     before_dispatch: Callable[[], None] | None = None) -> PairScores:
         """Scores for every document, or an error; with no time left nothing is sent (all unscored)."""
         result = PairScores(scores=[None] * len(documents), batches=[])
-        if not documents or deadline - time.monotonic() <= 0:
+        if not documents or deadline - self.clock() <= 0:
             return result
         form = self.forms.get(self.base_url)
         for attempt in range(2):
@@ -92,7 +94,7 @@ class RerankProvider(Untokenized):
         raise AssertionError("unreachable")
 
     def _post(self, form: str, query: str, documents: Sequence[str], deadline: float) -> tuple[int, bytes]:
-        remaining = deadline - time.monotonic()
+        remaining = deadline - self.clock()
         if remaining <= 0:
             raise DecisionUnavailable(f"no time left for {self.base_url}/rerank", kind="timeout", model=self.name)
         parts = urlsplit(self.base_url)
@@ -105,7 +107,7 @@ class RerankProvider(Untokenized):
                 "Content-Type": "application/json", "Accept": "application/json"})
             response = connection.getresponse()
             data = response.read(MAX_RESPONSE_BYTES + 1)
-            if time.monotonic() > deadline:
+            if self.clock() > deadline:
                 raise TimeoutError
         except (TimeoutError, socket.timeout) as exc:
             raise DecisionUnavailable(f"{self.base_url}/rerank did not answer before the deadline", kind="timeout",

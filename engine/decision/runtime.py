@@ -20,7 +20,8 @@ Questions:
   "None of these" option that cuts the ranking: options scoring at or below
   it are not chosen.
 
-Every call takes an absolute ``deadline`` (``time.monotonic()`` seconds).
+Every call takes an absolute ``deadline`` in the runtime's ``clock`` (``time.monotonic`` unless
+the caller hands in another, as tests do to make a plan independent of the machine's load).
 Work that would not finish by then is not started: those questions come
 back as unscored, never with partial results. A model that is not
 configured, still loading or failed raises ``DecisionUnavailable`` at once.
@@ -125,11 +126,14 @@ class DecisionRuntime:
     def __init__(self, settings: Callable[[], Settings], models: ModelStore,
                  options: OnnxOptions | None = None,
                  providers: dict[str, Callable[[str, Settings], PairScorer]] | None = None,
-                 loaders: dict[str, Callable[[InstalledModel], LoadingProvider]] | None = None) -> None:
+                 loaders: dict[str, Callable[[InstalledModel], LoadingProvider]] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """``providers`` adds provider kinds beyond onnx/ and rerank/ (a factory per prefix); an added
         kind only scores: it has no tokenizer or throughput to plan with.  ``loaders`` adds kinds served
         by an installed model (``embedding/``: the engine passes engine/index/similarity.py's), loaded on a
-        background thread as onnx/ models are."""
+        background thread as onnx/ models are.  ``clock`` is what deadlines are measured on, here and in the
+        onnx/ and rerank/ providers."""
+        self.clock = clock
         self._settings = settings
         self._models = models
         self._options = options or OnnxOptions()
@@ -206,7 +210,7 @@ class DecisionRuntime:
         if kind in self._extra_providers:
             return ScoresOnly(self._extra_providers[kind](name, settings)), None
         if kind == "rerank":
-            return RerankProvider(settings.rerank_base_url or "", name, self._forms), None
+            return RerankProvider(settings.rerank_base_url or "", name, self._forms, self.clock), None
         if kind != "onnx" and kind not in self._loaders_by_kind:
             return None, f"{kind}/ models are not served here"
         try:
@@ -215,7 +219,7 @@ class DecisionRuntime:
             log.warning("decision model %s cannot be used: %s", wanted, exc.message)
             return None, exc.message
         provider: LoadingProvider = (self._loaders_by_kind[kind](model) if kind in self._loaders_by_kind
-                                     else OnnxReranker(model, self._options))
+                                     else OnnxReranker(model, self._options, self.clock))
         loader = threading.Thread(target=provider.load, name=f"decision-load-{name}", daemon=True)
         self._loaders.append(loader)
         loader.start()
@@ -241,6 +245,10 @@ class DecisionRuntime:
         provider, _, _ = self._current()
         return provider if isinstance(provider, PageScorer) and provider.state == READY else None
 
+    def now(self) -> float:
+        """The time on the clock deadlines are measured on (seconds)."""
+        return self.clock()
+
     def tokens_per_second(self) -> float | None:
         """Measured throughput of the loaded ONNX model (None for rerank endpoints or before it is ready)."""
         provider, _, _ = self._current()
@@ -264,7 +272,7 @@ class DecisionRuntime:
     def ask_boolean(self, state: str, questions: Sequence[BooleanQuestion], *, deadline: float,
                     max_pair_tokens: int | None = None, before_dispatch: BeforeDispatch = None) -> BooleanResult:
         """One independent boolean question per document, all against the same state."""
-        started = time.monotonic()
+        started = self.clock()
         keys = [question.key for question in questions]
         if len(set(keys)) != len(keys):
             raise InvalidParams("boolean question keys must be unique", field="questions")
@@ -280,12 +288,12 @@ class DecisionRuntime:
             else:
                 answers.append(BooleanAnswer(question.key, score >= 0.5, score, index in scored.cached))
         return BooleanResult(self._configured or "", tuple(answers), tuple(unscored), scored.tokens,
-                             (time.monotonic() - started) * 1000)
+                             (self.clock() - started) * 1000)
 
     def ask_choice(self, state: str, question: ChoiceQuestion, *, deadline: float,
                    max_pair_tokens: int | None = None, before_dispatch: BeforeDispatch = None) -> ChoiceResult:
         """Rank the options against the state; those scoring above the none option are chosen."""
-        started = time.monotonic()
+        started = self.clock()
         if not 1 <= len(question.options) <= MAX_CHOICE_OPTIONS:
             raise InvalidParams(f"a choice question has 1-{MAX_CHOICE_OPTIONS} options", field="options")
         if question.top < 1:
@@ -306,7 +314,7 @@ class DecisionRuntime:
                             key=lambda index: (-scores[index], index))
             none_value = none_score
         return ChoiceResult(self._configured or "", tuple(chosen[:question.top]), scores, none_value, unscored,
-                            scored.tokens, (time.monotonic() - started) * 1000)
+                            scored.tokens, (self.clock() - started) * 1000)
 
     def _score(self, provider: ScoringProvider, state: str, documents: list[str], deadline: float,
                max_pair_tokens: int | None, before_dispatch: BeforeDispatch) -> PairScores:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import tantivy
 
@@ -75,10 +75,11 @@ class CandidateSet:
 
 def keyword_candidates(runtime: SearchableStore, partition: str, analyzer: Analyzer, finder: PassageFinder,
                        message: str, *, max_candidates: int, excerpts: int, excerpt_chars: int,
-                       page_chars: int, deadline: float, content_words_only: bool = False) -> CandidateSet:
+                       page_chars: int, deadline: float, content_words_only: bool = False,
+                       clock: Callable[[], float] = time.monotonic) -> CandidateSet:
     """The best keyword matches with their passages (on the lane); ``content_words_only`` leaves the message's
     function words out of the query (hybrid), so a page sharing only "the" is no match."""
-    _check(deadline)
+    _check(deadline, clock)
     terms = analyzer.query_terms(message)
     if content_words_only:
         terms = [term for term in terms if term not in analyzer.function_terms]
@@ -103,7 +104,7 @@ def keyword_candidates(runtime: SearchableStore, partition: str, analyzer: Analy
             continue
         if len(candidates) == max_candidates:
             continue   # only counted: offered is every eligible match seen
-        _check(deadline)
+        _check(deadline, clock)
         candidates.append(_with_passages(runtime, partition, finder, message, row, excerpts, excerpt_chars,
                                          page_chars))
     # Matches past the fetched hits are counted as offered without their titles being checked.
@@ -112,7 +113,8 @@ def keyword_candidates(runtime: SearchableStore, partition: str, analyzer: Analy
 
 def hybrid_candidates(runtime: SearchableStore, partition: str, analyzer: Analyzer, finder: PassageFinder,
                       message: str, vector: Any, *, max_candidates: int, excerpts: int, excerpt_chars: int,
-                      page_chars: int, deadline: float) -> CandidateSet:
+                      page_chars: int, deadline: float, clock: Callable[[], float] = time.monotonic
+                      ) -> CandidateSet:
     """The keyword shortlist joined with the pages nearest to the message's ``vector`` (on the lane).
 
     The keyword shortlist counts content words only (docs/recall-gate.md: on LoCoMo no gold page was
@@ -122,8 +124,8 @@ def hybrid_candidates(runtime: SearchableStore, partition: str, analyzer: Analyz
     """
     keyword = keyword_candidates(runtime, partition, analyzer, finder, message, max_candidates=max_candidates,
                                  excerpts=excerpts, excerpt_chars=excerpt_chars, page_chars=page_chars,
-                                 deadline=deadline, content_words_only=True)
-    _check(deadline)
+                                 deadline=deadline, content_words_only=True, clock=clock)
+    _check(deadline, clock)
     semantic = nearest_pages(runtime, partition, vector, max_candidates)
     ranks: dict[str, float] = {}
     for rank, page_id in enumerate(c.id for c in keyword.candidates):
@@ -138,7 +140,7 @@ def hybrid_candidates(runtime: SearchableStore, partition: str, analyzer: Analyz
     candidates = []
     for page_id in chosen:
         if page_id not in by_id:
-            _check(deadline)
+            _check(deadline, clock)
             by_id[page_id] = _with_passages(runtime, partition, finder, message, rows[page_id], excerpts,
                                             excerpt_chars, page_chars)
         candidates.append(by_id[page_id])
@@ -186,9 +188,9 @@ def stored_page_vectors(runtime: SearchableStore, model: str, digests: list[str]
 
 
 def model_index(runtime: SearchableStore, partition: str, *, max_index_chars: int, now: Any,
-                deadline: float) -> CandidateSet:
+                deadline: float, clock: Callable[[], float] = time.monotonic) -> CandidateSet:
     """Every label that fits ``maxIndexChars``, most connected first (on the lane)."""
-    _check(deadline)
+    _check(deadline, clock)
     labels, eligible = ranked_page_labels(runtime.store, runtime.catalog, partition, now, max_index_chars)
     candidates = [Candidate(label.id, 0, label.type, label.title, label.name, label=label.label)
                   for label in labels]
@@ -196,9 +198,9 @@ def model_index(runtime: SearchableStore, partition: str, *, max_index_chars: in
 
 
 def read_page_starts(runtime: SearchableStore, partition: str, candidates: list[Candidate], page_chars: int,
-                     deadline: float) -> list[Candidate]:
+                     deadline: float, clock: Callable[[], float] = time.monotonic) -> list[Candidate]:
     """The shortlisted pages as they are now, each with the start of its body (on the lane)."""
-    _check(deadline)
+    _check(deadline, clock)
     rows = {row.record_id: row for row in runtime.catalog.current(partition, kind="page",
                                                                   record_ids=[c.id for c in candidates])}
     fresh = []
@@ -225,8 +227,9 @@ def page_start(body: str, limit: int) -> str:
     return text[:end].rstrip() + ELLIPSIS
 
 
-def _check(deadline: float) -> None:
-    if time.monotonic() >= deadline:
+def _check(deadline: float, clock: Callable[[], float]) -> None:
+    """``deadline`` is on ``clock`` (the Decision runtime's, in a turn)."""
+    if clock() >= deadline:
         raise CandidateDeadline
 
 

@@ -29,7 +29,6 @@ without a tokenizer (``rerank/``) get the whole excerpts and the deadline.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -113,7 +112,7 @@ def cheap_order(candidates: Sequence[Candidate], similarities: Mapping[str, floa
 
 def plan_gate_scoring(decision: DecisionRuntime, message: str, candidates: Sequence[Candidate],
                       finder: PassageFinder, settings: GateSettings, deadline: float) -> ScoringPlan:
-    """Documents sized to the time left before ``deadline`` (best candidates first).
+    """Documents sized to the time left before ``deadline`` on ``decision``'s clock (best candidates first).
 
     With ``settings.long_windows`` (the cascade) the first that many planned candidates share the budget
     left after every other planned candidate got ``MIN_WINDOW_TOKENS``; without it, every planned candidate
@@ -123,7 +122,7 @@ def plan_gate_scoring(decision: DecisionRuntime, message: str, candidates: Seque
     if not candidates or decision.tokens_per_second() is None:
         return ScoringPlan(full, len(candidates), None, None)
     per_token, overhead = _cost_model(decision)
-    available = deadline - time.monotonic() - PUBLISH_RESERVE_S
+    available = deadline - decision.now() - PUBLISH_RESERVE_S
     batches = max(1, math.ceil(len(candidates) / 8)) + (1 if settings.long_windows else 0)
     budget = int(max(0.0, available - batches * overhead) / per_token * PADDING_SLACK)
     base = decision.pair_tokens(message, [""])[0]           # the query with the template's special tokens

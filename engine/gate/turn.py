@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, TypeVar
@@ -128,7 +127,8 @@ class Evaluation:
 
 def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> dict[str, Any]:
     """``memory/gate``: the gate for one user turn; never raises for a failure of the gate itself."""
-    started = time.monotonic()
+    clock = engine.decision.clock   # the turn's deadline and latency are on the Decision runtime's clock
+    started = clock()
     message = parse_message(params)
     settings = engine.settings.current()
     gate = settings.recall_gate
@@ -144,7 +144,7 @@ def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> dict[str, Any]
         recheck = authority_check(entry)
         evaluate(engine, engine.decision, entry, message, gate, deadline, recheck, evaluation)
         if gate.mode == "live":
-            outcome, injected = _publish(evaluation, deadline, recheck)
+            outcome, injected = _publish(evaluation, deadline, recheck, clock)
         else:
             outcome = SHADOW
     except GateStop as exc:
@@ -152,7 +152,7 @@ def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> dict[str, Any]
     except Exception as exc:  # noqa: BLE001 - a gate failure must never fail the turn
         stop = GateStop("gate", _where(exc), ERROR)
         outcome = ERROR
-    latency_ms = (time.monotonic() - started) * 1000
+    latency_ms = (clock() - started) * 1000
     _log_line(gate, entry.authority if entry is not None else None, outcome, evaluation, latency_ms, stop)
     if entry is not None and (stop is None or stop.stage != "authority"):
         _keep(entry, gate, message, evaluation, outcome, stop, latency_ms, engine.changes)
@@ -213,16 +213,16 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
     vector = _message_vector(engine, decision, message) if gate.candidates == "hybrid" else None
     evaluation.vector = vector
     if vector is not None:
-        found = _on_lane(entry, deadline, lambda rt, a: hybrid_candidates(
+        found = _on_lane(entry, deadline, decision.clock, lambda rt, a: hybrid_candidates(
             rt, a.partition, engine.analyzer, engine.passage_finder, message, vector,
             max_candidates=gate.max_candidates, excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars,
-            page_chars=gate.page_chars, deadline=deadline))
+            page_chars=gate.page_chars, deadline=deadline, clock=decision.clock))
         evaluation.offered, evaluation.candidates = found.offered, found.candidates
     elif gate.candidates in ("keyword", "hybrid"):   # hybrid without an embedding model: the keyword shortlist
-        found = _on_lane(entry, deadline, lambda rt, a: keyword_candidates(
+        found = _on_lane(entry, deadline, decision.clock, lambda rt, a: keyword_candidates(
             rt, a.partition, engine.analyzer, engine.passage_finder, message, max_candidates=gate.max_candidates,
             excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars, page_chars=gate.page_chars,
-            deadline=deadline))
+            deadline=deadline, clock=decision.clock))
         evaluation.offered, evaluation.candidates = found.offered, found.candidates
     else:
         _model_candidates(decision, entry, message, gate, deadline, recheck, evaluation)
@@ -260,8 +260,8 @@ def _similarities(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Se
     if evaluation.vector is None:
         return None
     digests = {c.id: text_digest(c.page_text) for c in candidates if c.page_text}
-    stored = _on_lane(entry, deadline, lambda rt, a: stored_page_vectors(rt, embedder.fingerprint,
-                                                                         list(set(digests.values()))))
+    stored = _on_lane(entry, deadline, decision.clock, lambda rt, a: stored_page_vectors(
+        rt, embedder.fingerprint, list(set(digests.values()))))
     message_vector = np.asarray(evaluation.vector, dtype=np.float32)
     found = {}
     for page_id, digest in digests.items():
@@ -273,9 +273,10 @@ def _similarities(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Se
     return found
 
 
-def _on_lane(entry: Entry[SearchableStore], deadline: float, work: Callable[[SearchableStore, Authority], T]) -> T:
-    """Store work within the deadline; a busy lane or revoked authority ends the turn."""
-    remaining = deadline - time.monotonic()
+def _on_lane(entry: Entry[SearchableStore], deadline: float, clock: Callable[[], float],
+             work: Callable[[SearchableStore, Authority], T]) -> T:
+    """Store work within the deadline (on ``clock``); a busy lane or revoked authority ends the turn."""
+    remaining = deadline - clock()
     if remaining <= 0:
         raise GateStop("candidates", "timeout")
     try:
@@ -290,13 +291,15 @@ def _on_lane(entry: Entry[SearchableStore], deadline: float, work: Callable[[Sea
 
 def _model_candidates(decision: DecisionRuntime, entry: Entry[SearchableStore], message: str, gate: GateSettings,
                       deadline: float, recheck: Callable[[], None], evaluation: Evaluation) -> None:
-    index = _on_lane(entry, deadline, lambda rt, a: model_index(
-        rt, a.partition, max_index_chars=gate.max_index_chars, now=utc_now(), deadline=deadline))
+    index = _on_lane(entry, deadline, decision.clock, lambda rt, a: model_index(
+        rt, a.partition, max_index_chars=gate.max_index_chars, now=utc_now(), deadline=deadline,
+        clock=decision.clock))
     entries = index.candidates
     evaluation.offered = len(entries)
     shortlist = entries
     if len(entries) > gate.max_candidates:
-        choice_deadline = time.monotonic() + (deadline - time.monotonic()) * CHOICE_SHARE
+        now = decision.now()
+        choice_deadline = now + (deadline - now) * CHOICE_SHARE
         ranked: list[tuple[float, int]] = []
         for start in range(0, len(entries), MAX_CHOICE_OPTIONS):
             chunk = entries[start:start + MAX_CHOICE_OPTIONS]
@@ -308,8 +311,8 @@ def _model_candidates(decision: DecisionRuntime, entry: Entry[SearchableStore], 
                 evaluation.complete = False   # options left unscored at the deadline were never considered
             ranked += [(-result.scores.get(option, 0.0), start + option) for option in result.chosen]
         shortlist = [entries[position] for _, position in sorted(ranked)[:gate.max_candidates]]
-    evaluation.candidates = _on_lane(entry, deadline, lambda rt, a: read_page_starts(
-        rt, a.partition, shortlist, gate.page_chars, deadline)) if shortlist else []
+    evaluation.candidates = _on_lane(entry, deadline, decision.clock, lambda rt, a: read_page_starts(
+        rt, a.partition, shortlist, gate.page_chars, deadline, decision.clock)) if shortlist else []
 
 
 def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[SearchableStore], message: str,
@@ -325,7 +328,8 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
         known = pages.known(digests)
         wanted = [digest for digest in digests if digest not in known]
         if wanted:
-            stored = _on_lane(entry, deadline, lambda rt, a: stored_page_vectors(rt, pages.fingerprint, wanted))
+            stored = _on_lane(entry, deadline, decision.clock,
+                              lambda rt, a: stored_page_vectors(rt, pages.fingerprint, wanted))
             pages.remember(stored)
     elif gate.candidates != "model":
         if gate.long_windows and decision.tokens_per_second() is not None:
@@ -392,10 +396,11 @@ def _would(evaluation: Evaluation, gate: GateSettings) -> tuple[str, str | None]
     return NONE, None
 
 
-def _publish(evaluation: Evaluation, deadline: float, recheck: Callable[[], None]) -> tuple[str, str | None]:
+def _publish(evaluation: Evaluation, deadline: float, recheck: Callable[[], None],
+             clock: Callable[[], float]) -> tuple[str, str | None]:
     if evaluation.text is None:
         return NONE, None
-    if time.monotonic() > deadline + PUBLISH_GRACE_S:
+    if clock() > deadline + PUBLISH_GRACE_S:
         raise GateStop("publish", "timeout")
     try:
         recheck()

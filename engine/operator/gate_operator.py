@@ -233,7 +233,7 @@ class GateOperator:
 
     def _replay_one(self, entry: Entry[SearchableStore], recheck: Callable[[], None], runtime: DecisionRuntime,
                     gate: GateSettings, turn: dict[str, Any]) -> dict[str, Any]:
-        started = time.monotonic()
+        started = runtime.now()   # deadlines are on the Decision runtime's clock
         result: dict[str, Any] = {"id": turn["id"], "message": turn["message"], "needed": turn.get("needed"),
                                   "original": turn["decisions"]}
         try:
@@ -245,5 +245,5 @@ class GateOperator:
             result.update(decisions=[], stage=exc.stage, reason=exc.reason, wouldInject="none", inject=[])
         except KnowledgeError as exc:
             result.update(decisions=[], stage="gate", reason=exc.reason, wouldInject="none", inject=[])
-        result["latencyMs"] = round((time.monotonic() - started) * 1000, 1)
+        result["latencyMs"] = round((runtime.now() - started) * 1000, 1)
         return result

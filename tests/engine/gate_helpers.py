@@ -43,14 +43,22 @@ def write_config(state: StateDir, gate: dict[str, Any] | None, *, model: str | N
     state.config.write_text(json.dumps(config), encoding="utf-8")
 
 
-def open_engine(state: StateDir, options: OnnxOptions | None = None) -> Engine:
-    """An engine with the tiny model registered as ``tiny``; ``options`` replace the Decision runtime's."""
+def open_engine(state: StateDir, options: OnnxOptions | None = None,
+                clock: Callable[[], float] | None = None) -> Engine:
+    """An engine with the tiny model registered as ``tiny``; ``options`` replace the Decision runtime's, and
+    ``clock`` the clock its deadlines (and the gate turn's) are measured on."""
     add_local(ModelStore(state.models), TINY_RERANKER, name="tiny")
     engine = Engine(state, watch=False)
-    if options is not None:
+    if options is not None or clock is not None:
         engine.decision.close()
-        engine.decision = DecisionRuntime(engine.settings.current, ModelStore(state.models), options)
+        engine.decision = DecisionRuntime(engine.settings.current, ModelStore(state.models), options,
+                                          clock=clock or time.monotonic)
     return engine
+
+
+def standing_clock(at: float = 1000.0) -> Callable[[], float]:
+    """A clock that never moves: a turn's plan then depends on its budget alone, never on the machine's load."""
+    return lambda: at
 
 
 def use_provider(engine: Engine, provider: Any, name: str = "fake/x") -> None:
@@ -107,10 +115,12 @@ class YesNoProvider:
 
 
 class FakeRerank:
-    """POST /rerank answered by ``respond(request_json)``; records every request (loopback only)."""
+    """POST /rerank answered by ``respond(request_json)``; records every request (loopback only).  With ``hold``
+    it answers only once ``released`` is set (a slow endpoint, as slow as the test needs)."""
 
-    def __init__(self, respond: Callable[[dict[str, Any]], Reply], delay: float = 0.0) -> None:
-        self.respond, self.delay = respond, delay
+    def __init__(self, respond: Callable[[dict[str, Any]], Reply], hold: bool = False) -> None:
+        self.respond = respond
+        self.hold, self.released = hold, threading.Event()
         self.requests: list[dict[str, Any]] = []
         fake = self
 
@@ -122,8 +132,8 @@ class FakeRerank:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append(body)
                 status, reply = fake.respond(body)
-                if fake.delay:
-                    time.sleep(fake.delay)   # a slow endpoint (the only sleep in the gate tests)
+                if fake.hold:
+                    fake.released.wait(30)
                 data = json.dumps(reply).encode("utf-8")
                 try:
                     self.send_response(status)
@@ -141,6 +151,7 @@ class FakeRerank:
         self.thread.start()
 
     def close(self) -> None:
+        self.released.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join()

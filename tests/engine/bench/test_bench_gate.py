@@ -124,6 +124,15 @@ def test_the_report_states_the_targets(report: dict[str, Any]) -> None:
         assert part in text, part
 
 
-def test_cli_without_a_model_skips_with_a_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_without_a_model_skips_with_a_clear_message(tmp_path, monkeypatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)   # no ../shared/data beside: the model is asked for before the data is read
     assert main(["bench", "gate", "--output", "-"]) == 2
     assert "skipped, nothing was measured: --model must name an installed model" in capsys.readouterr().err
+
+
+def test_cli_without_the_data_set_skips_with_a_clear_message(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "locomo10.json"
+    assert main(["bench", "gate", "--model", str(TINY_RERANKER), "--data", str(missing), "--output", "-"]) == 2
+    err = capsys.readouterr().err
+    assert "skipped, nothing was measured: no LoCoMo file at" in err and str(missing) in err

@@ -276,9 +276,27 @@ def test_a_deadline_too_short_scores_nothing_and_reports_everything_unscored(run
     assert result.unscored == tuple(f"page-{i}" for i in range(len(DOCUMENTS)))
 
 
+class BatchClock:
+    """A clock that moves only when a batch is dispatched, by that batch's estimated cost (in order)."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.costs: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def dispatch(self) -> None:
+        self.now += self.costs.pop(0) if self.costs else 0.0
+
+
 def test_the_deadline_stops_between_batches_and_cuts_the_one_that_does_not_fit(store: ModelStore) -> None:
-    # A fixed throughput makes each batch's estimate exact: 1,000 tokens/s x 1.2 safety.
-    runtime = make_runtime(store, tokens_per_second=1000.0, max_batch_rows=3)
+    # A fixed throughput makes each batch's estimate exact: 1,000 tokens/s x 1.2 safety; the clock makes each
+    # batch take exactly its estimate, however busy the machine is.
+    clock = BatchClock()
+    runtime = DecisionRuntime(lambda: Settings(decision_model="onnx/tiny"), store,
+                              OnnxOptions(tokens_per_second=1000.0, max_batch_rows=3), clock=clock)
+    assert runtime.wait_ready(60).state == "ready", runtime.status()
     try:
         provider = runtime._current()[0]
         long_text = " ".join([DOCUMENTS[5]] * 6)
@@ -294,8 +312,9 @@ def test_the_deadline_stops_between_batches_and_cuts_the_one_that_does_not_fit(s
         assert first_cost + 0.05 < gap / 2, "the first batch must leave a clear margin"
 
         # Time for the first batch and one row of the second (not two): the second is cut to its best row.
-        result = runtime.ask_boolean(QUERY, questions(documents),
-                                     deadline=time.monotonic() + first_cost + one_long + gap / 2)
+        clock.costs = [first_cost]
+        result = runtime.ask_boolean(QUERY, questions(documents), deadline=clock() + first_cost + one_long + gap / 2,
+                                     before_dispatch=clock.dispatch)
         assert [answer.key for answer in result.answers] == ["page-0", "page-1", "page-2"]
         assert result.unscored == ("page-3", "page-4")
 
@@ -304,7 +323,9 @@ def test_the_deadline_stops_between_batches_and_cuts_the_one_that_does_not_fit(s
         encoded = provider._encode(QUERY, fresh, provider.max_pair_tokens)
         first_cost = provider.estimate_seconds(2, max(len(encoded[0]), len(encoded[1])))
         assert provider.estimate_seconds(1, len(encoded[2])) > first_cost + 0.1
-        result = runtime.ask_boolean(QUERY, questions(fresh), deadline=time.monotonic() + first_cost + 0.04)
+        clock.costs = [first_cost]
+        result = runtime.ask_boolean(QUERY, questions(fresh), deadline=clock() + first_cost + 0.04,
+                                     before_dispatch=clock.dispatch)
     finally:
         runtime.close()
     assert [answer.key for answer in result.answers] == ["page-0", "page-1"]

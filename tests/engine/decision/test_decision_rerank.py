@@ -23,10 +23,12 @@ Reply = tuple[int, Any]   # status, JSON-able body (or bytes sent as they are)
 
 
 class FakeRerank:
-    """Answers POST /rerank with ``respond(request_json)``; records every request."""
+    """Answers POST /rerank with ``respond(request_json)``; records every request.  With ``hold`` it answers only
+    once the test sets ``released`` (a slow endpoint, as slow as the test needs, whatever the machine's load)."""
 
-    def __init__(self, respond: Callable[[dict[str, Any]], Reply], delay: float = 0.0) -> None:
-        self.respond, self.delay = respond, delay
+    def __init__(self, respond: Callable[[dict[str, Any]], Reply], hold: bool = False) -> None:
+        self.respond = respond
+        self.hold, self.released = hold, threading.Event()
         self.requests: list[dict[str, Any]] = []
         fake = self
 
@@ -38,8 +40,8 @@ class FakeRerank:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append({"path": self.path, **body})
                 status, reply = fake.respond(body)
-                if fake.delay:
-                    time.sleep(fake.delay)   # a slow endpoint (the only sleep in these tests)
+                if fake.hold:
+                    fake.released.wait(30)
                 data = reply if isinstance(reply, bytes) else json.dumps(reply).encode("utf-8")
                 try:
                     self.send_response(status)
@@ -63,14 +65,15 @@ class FakeRerank:
 def serve() -> Iterator[Callable[..., FakeRerank]]:
     started: list[FakeRerank] = []
 
-    def start(respond: Callable[[dict[str, Any]], Reply], delay: float = 0.0) -> FakeRerank:
-        fake = FakeRerank(respond, delay)
+    def start(respond: Callable[[dict[str, Any]], Reply], hold: bool = False) -> FakeRerank:
+        fake = FakeRerank(respond, hold)
         fake.thread.start()
         started.append(fake)
         return fake
 
     yield start
     for fake in started:
+        fake.released.set()
         fake.server.shutdown()
         fake.server.server_close()
         fake.thread.join()
@@ -196,13 +199,14 @@ def test_answers_outside_the_contract_are_invalid_responses(serve, tmp_path: Pat
 
 
 def test_a_slow_endpoint_times_out_at_the_deadline(serve, tmp_path: Path) -> None:
-    fake = serve(lambda body: (200, cohere(SCORES)), delay=1.0)
+    fake = serve(lambda body: (200, cohere(SCORES)), hold=True)   # answers only after the call returned
     started = time.monotonic()
     with pytest.raises(DecisionUnavailable) as raised:
         ask(runtime_for(fake.url, tmp_path), seconds=0.3)
     elapsed = time.monotonic() - started
+    # The endpoint answers only when released: had the call waited for it, it would have scored, 30 s later.
     assert raised.value.details["kind"] == "timeout"
-    assert 0.25 <= elapsed < 0.8
+    assert 0.25 <= elapsed   # and it did not give up before its deadline
 
 
 def test_an_unreachable_endpoint_is_unavailable(tmp_path: Path) -> None:

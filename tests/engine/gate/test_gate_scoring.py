@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -22,6 +21,7 @@ from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local
 
+NOW = 1000.0       # the runtime's clock stands still: a plan depends on its budget, never on the machine's load
 MESSAGE = "when is the budget report for the museum due"
 FINDER = PassageFinder(Analyzer())
 
@@ -30,9 +30,9 @@ FINDER = PassageFinder(Analyzer())
 def runtime(tmp_path: Path) -> Iterator[DecisionRuntime]:
     store = ModelStore(tmp_path / "models")
     add_local(store, TINY_RERANKER, name="tiny")
-    # A fixed pretend throughput makes the token budget exact: 1,000 tokens/s.
+    # A fixed pretend throughput and a clock that stands still make the token budget exact: 1,000 tokens/s.
     runtime = DecisionRuntime(lambda: Settings(decision_model="onnx/tiny"), store,
-                              OnnxOptions(tokens_per_second=1000))
+                              OnnxOptions(tokens_per_second=1000), clock=lambda: NOW)
     assert runtime.wait_ready(60).state == "ready"
     yield runtime
     runtime.close()
@@ -53,14 +53,14 @@ def tokens(runtime: DecisionRuntime, document: str) -> int:
 
 def test_with_time_enough_every_candidate_is_scored_on_its_whole_excerpt(runtime: DecisionRuntime) -> None:
     pages = candidates(3, paragraphs=1)
-    plan = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), time.monotonic() + 60)
+    plan = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), NOW + 60)
     assert plan.planned == 3 and plan.window_tokens is None
     assert plan.documents == [f"{c.title}\n{c.excerpt}" for c in pages]
 
 
 def test_a_short_budget_windows_every_excerpt_and_fits_the_time_left(runtime: DecisionRuntime) -> None:
     pages = candidates(4)
-    deadline = time.monotonic() + 0.6
+    deadline = NOW + 0.6
     plan = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), deadline)
     assert plan.planned == 4 and plan.window_tokens is not None
     assert plan.window_tokens >= MIN_WINDOW_TOKENS and plan.window_tokens % WINDOW_STEP == 0
@@ -71,23 +71,32 @@ def test_a_short_budget_windows_every_excerpt_and_fits_the_time_left(runtime: De
         assert title == page.title and "budget report" in excerpt and len(excerpt) < len(page.excerpt)
         assert runtime.count_tokens([excerpt])[0] <= plan.window_tokens
     # Estimated with the runtime's own cost model, the planned pairs finish before the deadline.
-    assert time.monotonic() + runtime.estimate_seconds(lengths) <= deadline
+    assert NOW + runtime.estimate_seconds(lengths) <= deadline
 
 
 def test_a_very_short_budget_scores_the_best_candidates_first_and_leaves_the_rest(runtime: DecisionRuntime) -> None:
     pages = candidates(10)
-    plan = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), time.monotonic() + 0.25)
+    plan = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), NOW + 0.25)
     assert 0 < plan.planned < 10 and len(plan.documents) == plan.planned
     assert plan.documents[0].startswith("Page 0\n"), "the best keyword candidates come first"
-    nothing = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), time.monotonic() + 0.01)
+    nothing = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), NOW + 0.01)
     assert (nothing.planned, nothing.documents) == (0, [])
 
 
 def test_windows_are_stable_so_repeated_turns_hit_the_score_cache(runtime: DecisionRuntime) -> None:
     pages = candidates(4)
-    first = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), time.monotonic() + 0.6)
-    again = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), time.monotonic() + 0.6)
+    first = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), NOW + 0.6)
+    again = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), NOW + 0.6)
     assert first.documents == again.documents
+
+
+def test_the_plan_measures_the_time_left_on_the_runtimes_clock(runtime: DecisionRuntime) -> None:
+    pages = candidates(4)
+    early = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), NOW + 0.3)
+    runtime.clock = lambda: NOW + 0.3   # the same time left, 0.3 s later on the runtime's clock
+    late = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), NOW + 0.6)
+    assert late.budget_tokens == early.budget_tokens and late.documents == early.documents
+    assert plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), NOW + 0.3).planned == 0
 
 
 def test_the_block_is_capped_and_clipped_pages_end_with_an_ellipsis() -> None:
@@ -107,7 +116,7 @@ def excerpt_tokens(runtime: DecisionRuntime, document: str) -> int:
 
 def test_the_cascade_gives_the_first_pages_long_windows_and_the_rest_the_minimum(runtime: DecisionRuntime) -> None:
     pages = candidates(8)
-    deadline = time.monotonic() + 1.2
+    deadline = NOW + 1.2
     equal = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), deadline)
     cascade = plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(long_windows=3), deadline)
     assert equal.planned == cascade.planned == 8 and equal.long_windows == 0 and equal.short_window_tokens is None
@@ -121,12 +130,12 @@ def test_the_cascade_gives_the_first_pages_long_windows_and_the_rest_the_minimum
     # The same budget: the cascade moves tokens between pages, it does not spend more.
     lengths = [tokens(runtime, d) for d in cascade.documents]
     assert sum(lengths) <= cascade.budget_tokens
-    assert time.monotonic() + runtime.estimate_seconds(lengths) <= deadline
+    assert NOW + runtime.estimate_seconds(lengths) <= deadline
 
 
 def test_without_long_windows_the_plan_is_the_equal_windows_one(runtime: DecisionRuntime) -> None:
     pages = candidates(6)
-    deadline = time.monotonic() + 0.8
+    deadline = NOW + 0.8
     assert plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(long_windows=0), deadline).documents == \
         plan_gate_scoring(runtime, MESSAGE, pages, FINDER, GateSettings(), deadline).documents
     # As many long windows as planned pages is the equal split too.
