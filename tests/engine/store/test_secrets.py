@@ -95,9 +95,17 @@ def configure(engine: Engine, **config: Any) -> None:
 
 
 def state_bytes(engine: Engine) -> bytes:
-    """Every byte the store keeps: the vault's files, the manifest and the database with its journal files."""
+    """Every byte the store keeps: the vault's files, the manifest, the database with its journal files and the
+    search index.  The index thread writes the index in the background, so a temporary file of tantivy's
+    listed here may be gone when it is read: it is passed over (what it held is in the segments it became)."""
     root = only_store(engine.state)
-    return b"".join(path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file())
+    kept = []
+    for path in sorted(root.rglob("*")):
+        try:
+            kept.append(path.read_bytes())
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+    return b"".join(kept)
 
 
 def publications(engine: Engine, caller: AgentCaller) -> int:
