@@ -55,12 +55,13 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from ..core.errors import SecretDetected
 from ..core.ids import is_generated_id
+from .attached_text import decoded_for_scan
+from .disguises import undisguised_lines
+
+__all__ = ["KINDS", "decoded_for_scan", "find_secret", "refuse_secrets", "texts_of"]
 
 # Long texts are scanned in pieces cut at a newline, so the ASCII-folded copy stays small.
 CHUNK_CHARS = 1 << 20
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-BINARY_RUN_MIN = 8
-_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t]{%d,}" % BINARY_RUN_MIN)
 
 
 @dataclass(frozen=True)
@@ -314,10 +315,12 @@ def _chunks(text: str) -> Iterator[tuple[int, str]]:
         start = end
 
 
-def find_secret(text: str) -> tuple[str, int] | None:
+def find_secret(text: str, *, undisguise: bool = True) -> tuple[str, int] | None:
     """The kind of the first credential in ``text`` and its 1-based line, or None.
 
-    The secret's value is not returned: callers have nothing to leak.
+    The text is read as written and then, for its lines that hold an escape, an entity, an invisible
+    or a non-ASCII character or a base64 run, as they decode (``disguises``); ``undisguise=False``
+    reads it as written only.  The secret's value is not returned: callers have nothing to leak.
     """
     for offset, chunk in _chunks(text):
         found = _scan_chunk(chunk)
@@ -325,24 +328,20 @@ def find_secret(text: str) -> tuple[str, int] | None:
             kind, value = found
             position = chunk.find(value)
             return kind, text.count("\n", 0, offset + max(position, 0)) + 1
+    return _find_disguised(text) if undisguise else None
+
+
+def _find_disguised(text: str) -> tuple[str, int] | None:
+    """The first credential in the lines of ``text`` as they decode, with the line of the text it is on."""
+    views = undisguised_lines(text)
+    if not views:
+        return None
+    for _, chunk in _chunks("\n".join(view for _, view in views)):
+        found = _scan_chunk(chunk)
+        if found is not None:
+            kind, value = found
+            return kind, next((line for line, view in views if value in view), views[0][0])
     return None
-
-
-def decoded_for_scan(data: bytes) -> str:
-    """The text of an attached file as the scanner reads it.
-
-    UTF-8 (and UTF-16 with a byte-order mark) is decoded and read whole.  Anything else is binary:
-    what is read is its runs of at least ``BINARY_RUN_MIN`` printable ASCII characters, one per line
-    (what ``strings`` shows), which is where a credential stored in an uncompressed binary (a
-    database, a core dump, an uncompressed PDF) lies, since every kind the scan knows is ASCII.
-    Compressed or encoded content (zip, docx, PNG, compressed PDF streams) hides its text.
-    """
-    if data[:2] in _UTF16_BOMS:
-        return data.decode("utf-16", "replace")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "\n".join(run.decode("ascii") for run in _PRINTABLE_RUN.findall(data))
 
 
 def texts_of(params: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str]]:
@@ -374,7 +373,8 @@ def texts_of(params: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tup
 
 
 def refuse_secrets(texts: Iterable[tuple[str, str]], *, allowed: bool) -> None:
-    """Raise ``SecretDetected`` for the first field whose text holds a credential (unless ``allowed``).
+    """Raise ``SecretDetected`` for the first field whose text holds a credential (unless ``allowed``),
+    or for a credential split between two fields read one after the other (``read_on``).
 
     The texts are scanned together first, one per line group, so a write of many short fields costs
     one pass; only when that finds something is each field scanned alone to name it.  No pattern
@@ -385,16 +385,61 @@ def refuse_secrets(texts: Iterable[tuple[str, str]], *, allowed: bool) -> None:
     # A field that is exactly an engine id names a record or source: its random letters can spell what
     # a detector takes for a key ("AKIA" and sixteen more), and a revision naming its page must not be refused.
     texts = [(field, text) for field, text in texts if not is_generated_id(text)]
-    if not texts or find_secret("\n".join(text for _, text in texts)) is None:
+    if not texts:
         return
-    for field, text in texts:
+    if find_secret("\n".join(text for _, text in texts)) is not None:
+        for field, text in texts:
+            found = find_secret(text)
+            if found is not None:
+                kind, line = found
+                raise SecretDetected(
+                    f"{field} holds what looks like {_article(kind)} {kind}; Knowledge does not store credentials. "
+                    "Remove it (describe the credential without its value, e.g. where it is kept) and save again",
+                    field=field, kind=kind, line=line,
+                )
+    _refuse_split(texts)
+
+
+# How much of a field's end and of the next one's start is read joined: more than any key the scan knows
+# but a long JSON Web Token.
+SPLIT_CHARS = 512
+
+
+def read_on(texts: list[tuple[str, str]]) -> Iterator[tuple[str, str, str]]:
+    """(first field, second field, the end of the first joined to the start of the second) for each two
+    fields a reader reads one after the other: each field and the next in the write, and a record's
+    title and its body wherever they are.  Only each field's last and first line, stripped, are joined:
+    no pattern reaches across a newline."""
+    pairs = list(zip(texts, texts[1:]))
+    position = {field: index for index, (field, _) in enumerate(texts)}
+    for field, index in position.items():
+        if field == "title" or field.endswith(".title"):
+            body = position.get(field[:-len("title")] + "body")
+            if body is not None and body != index + 1:
+                pairs.append((texts[index], texts[body]))
+    for (first, before), (second, after) in pairs:
+        end = before.rstrip()[-SPLIT_CHARS:].rsplit("\n", 1)[-1]
+        start = after.lstrip()[:SPLIT_CHARS].split("\n", 1)[0]
+        if end and start:
+            yield first, second, end + start
+
+
+def _refuse_split(texts: list[tuple[str, str]]) -> None:
+    """The fields of one write read on from one to the next, scanned in one pass; on a find, each pair
+    alone, to name the first of the two."""
+    joined = list(read_on(texts))
+    if not joined or find_secret("\n".join(text for _, _, text in joined)) is None:
+        return
+    lines = dict(texts)
+    for first, second, text in joined:
         found = find_secret(text)
         if found is not None:
-            kind, line = found
+            kind = found[0]
             raise SecretDetected(
-                f"{field} holds what looks like {_article(kind)} {kind}; Knowledge does not store credentials. "
-                "Remove it (describe the credential without its value, e.g. where it is kept) and save again",
-                field=field, kind=kind, line=line,
+                f"{first} and {second}, read one after the other, hold what looks like {_article(kind)} {kind}; "
+                "Knowledge does not store credentials. Remove it (describe the credential without its value, "
+                "e.g. where it is kept) and save again",
+                field=first, kind=kind, line=lines[first].rstrip().count("\n") + 1,
             )
 
 
