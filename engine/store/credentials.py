@@ -56,7 +56,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 from ..core.errors import SecretDetected
 from ..core.ids import is_generated_id
 from .attached_text import decoded_for_scan
-from .disguises import undisguised_lines
+from .disguises import Budget, undisguised_lines
 
 __all__ = ["KINDS", "decoded_for_scan", "find_secret", "refuse_secrets", "texts_of"]
 
@@ -332,15 +332,16 @@ def find_secret(text: str, *, undisguise: bool = True) -> tuple[str, int] | None
 
 
 def _find_disguised(text: str) -> tuple[str, int] | None:
-    """The first credential in the lines of ``text`` as they decode, with the line of the text it is on."""
-    views = undisguised_lines(text)
-    if not views:
-        return None
-    for _, chunk in _chunks("\n".join(view for _, view in views)):
-        found = _scan_chunk(chunk)
+    """The first credential in the lines of ``text`` as they decode, with the line of the text it is on;
+    read in the same pieces as the text, so no copy of a long text is made whole."""
+    budget = Budget()
+    for offset, chunk in _chunks(text):
+        views = undisguised_lines(chunk, budget)
+        found = _scan_chunk("\n".join(view for _, view in views)) if views else None
         if found is not None:
             kind, value = found
-            return kind, next((line for line, view in views if value in view), views[0][0])
+            line = next((line for line, view in views if value in view), views[0][0])
+            return kind, text.count("\n", 0, offset) + line
     return None
 
 
@@ -403,25 +404,40 @@ def refuse_secrets(texts: Iterable[tuple[str, str]], *, allowed: bool) -> None:
 # How much of a field's end and of the next one's start is read joined: more than any key the scan knows
 # but a long JSON Web Token.
 SPLIT_CHARS = 512
+# Where two fields meet in a shorter run without a space, no key is split there: the shortest the scan
+# knows whole (an AWS access key id) has 20 characters, and a run of 16 leaves room for one cut in a
+# prefix; this keeps ordinary fields (a sentence's last word, the next one's first) from being read twice.
+SPLIT_RUN_MIN = 16
 
 
 def read_on(texts: list[tuple[str, str]]) -> Iterator[tuple[str, str, str]]:
     """(first field, second field, the end of the first joined to the start of the second) for each two
     fields a reader reads one after the other: each field and the next in the write, and a record's
-    title and its body wherever they are.  Only each field's last and first line, stripped, are joined:
-    no pattern reaches across a newline."""
-    pairs = list(zip(texts, texts[1:]))
+    title and its body wherever they are.  Only each field's last and first line, stripped, are joined
+    (no pattern reaches across a newline), and only where they meet in a run of ``SPLIT_RUN_MIN``
+    characters or more without a space."""
+    pairs = list(zip(range(len(texts)), range(1, len(texts))))
     position = {field: index for index, (field, _) in enumerate(texts)}
     for field, index in position.items():
         if field == "title" or field.endswith(".title"):
             body = position.get(field[:-len("title")] + "body")
             if body is not None and body != index + 1:
-                pairs.append((texts[index], texts[body]))
-    for (first, before), (second, after) in pairs:
-        end = before.rstrip()[-SPLIT_CHARS:].rsplit("\n", 1)[-1]
-        start = after.lstrip()[:SPLIT_CHARS].split("\n", 1)[0]
-        if end and start:
-            yield first, second, end + start
+                pairs.append((index, body))
+    edges = [_edges(text) for _, text in texts]
+    for first, second in pairs:
+        _, _, end, last_run = edges[first]
+        start, first_run, _, _ = edges[second]
+        if last_run + first_run >= SPLIT_RUN_MIN:
+            yield texts[first][0], texts[second][0], end + start
+
+
+def _edges(text: str) -> tuple[str, int, str, int]:
+    """A field's first line and the length of its first run without a space, and the same of its last
+    line (each within ``SPLIT_CHARS`` of the field's start or end, stripped)."""
+    head = text[:SPLIT_CHARS].lstrip().split("\n", 1)[0]
+    tail = text[-SPLIT_CHARS:].rstrip().rsplit("\n", 1)[-1]
+    first, last = head.split(None, 1), tail.rsplit(None, 1)
+    return head, len(first[0]) if first else 0, tail, len(last[-1]) if last else 0
 
 
 def _refuse_split(texts: list[tuple[str, str]]) -> None:

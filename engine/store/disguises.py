@@ -26,10 +26,15 @@ from typing import Iterator
 BASE64_MIN_CHARS = 20  # the shortest key the scan knows (20 characters) is 28 in base64
 BASE64_MAX_CHARS = 4 * 1024 * 1024  # decoded per text scanned; runs past it are left as written
 BASE64_DEPTH = 2  # base64 inside base64 is decoded once more, no further
-# A line holding none of these reads the same decoded: no escape, entity, control or non-ASCII character,
-# and no run that could be base64.
-_TRIGGER = re.compile(r"[\\&\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\uffff\U00010000-\U0010ffff]"
-                      r"|[A-Za-z0-9+/_-]{%d,}" % BASE64_MIN_CHARS)
+# A line holding none of these reads the same decoded: an escape, an entity, a control character or one
+# outside ASCII (searched for as a character class, which ``re`` does fast) ...
+_SPECIAL = re.compile(r"[^\n\t\r\x20-\x25\x27-\x5b\x5d-\x7e]")
+# ... or a run that could be base64, found with ``bytes.find`` in a copy where each base64 character is
+# "a" and every other byte (a character outside ASCII is one "?" when encoded) a space, because a regular
+# expression for such a run retries at every letter of every word.
+_RUN_TABLE = bytes(ord("a") if chr(byte).isascii() and (chr(byte).isalnum() or chr(byte) in "+/_-") else ord(" ")
+                   for byte in range(256))
+_RUN = b"a" * BASE64_MIN_CHARS
 ROUNDS = 3  # decoding repeated while it changes the line: JSON escapes inside JSON, an entity of an escape
 
 # --- JSON escapes ------------------------------------------------------------------------------------------
@@ -109,8 +114,10 @@ def undisguised(line: str) -> str:
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{%d,}" % BASE64_MIN_CHARS)
 
 
-class _Budget:
-    def __init__(self, chars: int) -> None:
+class Budget:
+    """How many more base64 characters one text's scan decodes (``BASE64_MAX_CHARS`` in all)."""
+
+    def __init__(self, chars: int = BASE64_MAX_CHARS) -> None:
         self.left = chars
 
     def take(self, chars: int) -> bool:
@@ -138,27 +145,43 @@ def base64_text(run: str) -> str | None:
 # --- a text's lines, undisguised --------------------------------------------------------------------------------
 
 
-def undisguised_lines(text: str, *, _depth: int = 0, _budget: _Budget | None = None) -> list[tuple[int, str]]:
+def undisguised_lines(text: str, budget: Budget | None = None, *, _depth: int = 0) -> list[tuple[int, str]]:
     """For each line of ``text`` that reads differently decoded: (its 1-based line number, the line
     undisguised); and for each base64 run on it that decodes to text: (the same line number, that text),
-    itself undisguised too.  Lines that decode to themselves are not listed."""
-    budget = _budget if _budget is not None else _Budget(BASE64_MAX_CHARS)
+    itself undisguised too.  Lines that decode to themselves are not listed.  ``budget`` is shared by
+    the pieces of one long text."""
+    budget = budget if budget is not None else Budget()
     found: list[tuple[int, str]] = []
-    position, line_number, counted = 0, 1, 0
-    while True:
-        match = _TRIGGER.search(text, position)
-        if match is None:
-            return found
-        start = text.rfind("\n", 0, match.start()) + 1
-        end = text.find("\n", match.end())
-        end = len(text) if end == -1 else end
+    line_number, counted = 1, 0
+    for start, end in _suspect_lines(text):
         line_number += text.count("\n", counted, start)
         counted = start
         found += ((line_number, view) for view in _views(text[start:end], _depth, budget))
-        position = end + 1
+    return found
 
 
-def _views(line: str, depth: int, budget: _Budget) -> Iterator[str]:
+def _suspect_lines(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each line holding a special character or a base64-looking run, in order."""
+    starts: set[int] = set()
+    match = _SPECIAL.search(text)
+    while match is not None:
+        starts.add(text.rfind("\n", 0, match.start()) + 1)
+        end = text.find("\n", match.end())
+        match = _SPECIAL.search(text, end + 1) if end != -1 else None
+    runs = text.encode("ascii", "replace").translate(_RUN_TABLE)
+    position = runs.find(_RUN)
+    while position != -1:
+        starts.add(text.rfind("\n", 0, position) + 1)
+        end = text.find("\n", position)
+        position = runs.find(_RUN, end + 1) if end != -1 else -1
+    spans = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        spans.append((start, len(text) if end == -1 else end))
+    return spans
+
+
+def _views(line: str, depth: int, budget: Budget) -> Iterator[str]:
     view = undisguised(line)
     if view != line:
         yield view
@@ -170,4 +193,4 @@ def _views(line: str, depth: int, budget: _Budget) -> Iterator[str]:
         decoded = base64_text(match.group())
         if decoded is not None:
             yield decoded
-            yield from (inner for _, inner in undisguised_lines(decoded, _depth=depth + 1, _budget=budget))
+            yield from (inner for _, inner in undisguised_lines(decoded, budget, _depth=depth + 1))
