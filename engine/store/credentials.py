@@ -56,7 +56,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 from ..core.errors import SecretDetected
 from ..core.ids import is_generated_id
 from .attached_text import decoded_for_scan
-from .disguises import Budget, undisguised_lines
+from .disguises import undisguised_lines
 
 __all__ = ["KINDS", "decoded_for_scan", "find_secret", "refuse_secrets", "texts_of"]
 
@@ -334,9 +334,8 @@ def find_secret(text: str, *, undisguise: bool = True) -> tuple[str, int] | None
 def _find_disguised(text: str) -> tuple[str, int] | None:
     """The first credential in the lines of ``text`` as they decode, with the line of the text it is on;
     read in the same pieces as the text, so no copy of a long text is made whole."""
-    budget = Budget()
     for offset, chunk in _chunks(text):
-        views = undisguised_lines(chunk, budget)
+        views = undisguised_lines(chunk)
         found = _scan_chunk("\n".join(view for _, view in views)) if views else None
         if found is not None:
             kind, value = found

@@ -24,7 +24,6 @@ import unicodedata
 from typing import Iterator
 
 BASE64_MIN_CHARS = 20  # the shortest key the scan knows (20 characters) is 28 in base64
-BASE64_MAX_CHARS = 4 * 1024 * 1024  # decoded per text scanned; runs past it are left as written
 BASE64_DEPTH = 2  # base64 inside base64 is decoded once more, no further
 # A line holding none of these reads the same decoded: an escape, an entity, a control character or one
 # outside ASCII (searched for as a character class, which ``re`` does fast) ...
@@ -114,19 +113,6 @@ def undisguised(line: str) -> str:
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{%d,}" % BASE64_MIN_CHARS)
 
 
-class Budget:
-    """How many more base64 characters one text's scan decodes (``BASE64_MAX_CHARS`` in all)."""
-
-    def __init__(self, chars: int = BASE64_MAX_CHARS) -> None:
-        self.left = chars
-
-    def take(self, chars: int) -> bool:
-        if chars > self.left:
-            return False
-        self.left -= chars
-        return True
-
-
 def base64_text(run: str) -> str | None:
     """What a run of base64 characters (standard or URL-safe, padding optional) decodes to, when that is
     UTF-8 text; None for anything else (a word, an id or a digest decodes to bytes that are not)."""
@@ -145,18 +131,20 @@ def base64_text(run: str) -> str | None:
 # --- a text's lines, undisguised --------------------------------------------------------------------------------
 
 
-def undisguised_lines(text: str, budget: Budget | None = None, *, _depth: int = 0) -> list[tuple[int, str]]:
+def undisguised_lines(text: str, *, _depth: int = 0) -> list[tuple[int, str]]:
     """For each line of ``text`` that reads differently decoded: (its 1-based line number, the line
     undisguised); and for each base64 run on it that decodes to text: (the same line number, that text),
-    itself undisguised too.  Lines that decode to themselves are not listed.  ``budget`` is shared by
-    the pieces of one long text."""
-    budget = budget if budget is not None else Budget()
+    itself undisguised too.  Lines that decode to themselves are not listed.
+
+    Every run is decoded (no budget an attacker could spend with padding before the key), so the work
+    grows with the text: each character is decoded at most once per level, ``BASE64_DEPTH`` levels.
+    """
     found: list[tuple[int, str]] = []
     line_number, counted = 1, 0
     for start, end in _suspect_lines(text):
         line_number += text.count("\n", counted, start)
         counted = start
-        found += ((line_number, view) for view in _views(text[start:end], _depth, budget))
+        found += ((line_number, view) for view in _views(text[start:end], _depth))
     return found
 
 
@@ -181,16 +169,14 @@ def _suspect_lines(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _views(line: str, depth: int, budget: Budget) -> Iterator[str]:
+def _views(line: str, depth: int) -> Iterator[str]:
     view = undisguised(line)
     if view != line:
         yield view
     if depth >= BASE64_DEPTH:
         return
     for match in _BASE64_RUN.finditer(view):
-        if not budget.take(len(match.group())):
-            return
         decoded = base64_text(match.group())
         if decoded is not None:
             yield decoded
-            yield from (inner for _, inner in undisguised_lines(decoded, budget, _depth=depth + 1))
+            yield from (inner for _, inner in undisguised_lines(decoded, _depth=depth + 1))

@@ -165,6 +165,14 @@ def test_utf16_attachments_are_read_with_or_without_a_byte_order_mark(engine, re
     assert find_secret(decoded_for_scan(mixed)) is not None
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_decoded_as_utf16_not_read_by_its_ascii(encoding):
+    # Cyrillic in UTF-16 is zero-free bytes that UTF-8 also accepts: only decoding it as UTF-16 finds the key
+    data = ("Ключ от хранилища: " + KEY.replace("A", "\u0410") + "\n").encode(encoding)
+    assert attached_text.utf16_order(data) == encoding
+    assert find_secret(decoded_for_scan(data)) == (SECRET_KIND, 1)
+
+
 def test_utf16_attachments_of_ordinary_text_pass(engine, ready):
     for encoding in ("utf-16", "utf-16-le", "utf-16-be"):
         _attach(engine, ready, "\n".join(ORDINARY).encode(encoding), f"ordinary-{encoding}.txt")
