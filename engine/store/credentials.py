@@ -15,6 +15,11 @@ and basic authorization headers, fine-grained GitHub tokens, Google, Hugging Fac
 DigitalOcean and newer Stripe and Slack tokens, unquoted AWS secret keys, Azure shared access keys
 and encrypted PEM private keys.
 
+What is read is what will be stored, decoded: each text as written, then the lines of it that
+hold an escape, an entity, an invisible or non-ASCII character or a base64 run as they decode
+(``disguises``), and two fields of one write read on from one to the next (``read_on``); an
+attached file is read as ``attached_text`` decodes it (UTF-16, gzip, zip members).
+
 Cost: each detector runs only on the lines that hold one of its literal hints (found with
 ``bytes.find`` over an ASCII-folded copy of the text), so most of a long prose body is never
 handed to a regular expression; see docs/secrets.md for the figures.
