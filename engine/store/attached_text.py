@@ -89,7 +89,10 @@ def _ascii_runs(data: bytes) -> str:
 
 def _binary_runs(data: bytes) -> str:
     """Printable ASCII runs, one per line, and those written in UTF-16 of either byte order."""
-    if b"\x00" not in data:
+    # A UTF-16 run has a zero every other byte: without that many zeros in a row among the even or the
+    # odd bytes (random or compressed data has none), the slower expressions need not run.
+    zeros = b"\x00" * BINARY_RUN_MIN
+    if zeros not in data[1::2] and zeros not in data[0::2]:
         return _ascii_runs(data)
     runs = [run.decode("utf-16-le") for run in _UTF16LE_RUN.findall(data)]
     runs += [run.decode("utf-16-be") for run in _UTF16BE_RUN.findall(data)]
