@@ -162,6 +162,7 @@ def corpora(locomo: Path | None, count: int = 2000) -> dict[str, list[str]]:
     uuids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(count)]
     paragraphs = [paragraph for path in sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md",
                                                 *(ROOT / "engine").rglob("*.py"), *(ROOT / "desktop").rglob("*.py")])
+                  if path != Path(__file__).resolve()  # this file assembles the synthetic credentials
                   for paragraph in path.read_text(encoding="utf-8").split("\n\n")]
     found = {
         "this project's docs and code, per paragraph": paragraphs,
