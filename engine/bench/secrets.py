@@ -17,9 +17,10 @@ scan as it runs (decoded too, fields read on from one to the next, attachments o
   and zip;
 - detection: one synthetic credential of each kind (``fake_credentials``: random values in the
   real formats, never real keys) must be found and named;
-- cost: the best of 15 scans (as written and as it runs taken in turns) of 100 KB of prose, 100 KB of technical text (this project's docs
-  and code), 1 MB of prose as an export's JSON holds it (one line, escapes), a 4 MB body, 1 MB of random bytes
-  as an attachment, 1 MB of text attached gzipped, and a 100-item remember's texts.
+- cost: the best of 15 scans (as written and as it runs taken in turns) of 100 KB of prose, 100 KB
+  of technical text (this project's docs and code), 1 MB of prose as an export's JSON holds it (one
+  line, escapes), a 4 MB body, 1 MB of random bytes as an attachment, 1 MB of text attached
+  gzipped, and a 100-item remember's texts.
 
 The LoCoMo file is read where it lies and never copied.
 """
@@ -432,7 +433,8 @@ def report(result: dict[str, Any], command: str) -> str:
               for name, (total, before, after) in result["disguised"].items()]
     lines += ["", "## Cost per scan (best of %d)" % REPEATS, "",
               "| text | characters (bytes attached) | ms as written | ms as it runs |", "| --- | ---: | ---: | ---: |"]
-    lines += [f"| {label} | {chars:,} | {before:.2f} | {after:.2f} |" for label, chars, before, after in result["costs"]]
+    lines += [f"| {label} | {chars:,} | {before:.2f} | {after:.2f} |"
+              for label, chars, before, after in result["costs"]]
     return "\n".join(lines) + "\n"
 
 
