@@ -1,6 +1,8 @@
 """``python -m engine.bench.secrets``: what the credential scan refuses, what it lets through, what it costs.
 
-Three measurements, written to ``docs/benchmarks/secrets.md``:
+Three measurements, written to ``docs/benchmarks/secrets.md``, each side by side in one run: the
+scan as written only (``find_secret(..., undisguise=False)``, what it was before it decoded) and the
+scan as it runs (decoded too, fields read on from one to the next, attachments opened):
 
 - false positives: every text of the LoCoMo conversations (when ``--locomo PATH`` names the
   file: turns, captions, session summaries, observations, event summaries, questions and
@@ -8,11 +10,17 @@ Three measurements, written to ``docs/benchmarks/secrets.md``:
   hashes and code), the demo store's texts, fresh record ids, sha256 digests and UUIDs (bare, quoted
   and in JSON), Knowledge references and URLs without passwords.  detect-secrets' two
   high-entropy string plugins, which the scan leaves out, are measured on the same texts for
-  comparison (detect-secrets' default limits, 4.5 and 3.0 bits per character);
+  comparison (detect-secrets' default limits, 4.5 and 3.0 bits per character).  Beside them the
+  same LoCoMo texts in the disguises the scan now decodes, as an export or a page would hold them:
+  JSON with ASCII escapes, HTML-escaped, base64; consecutive LoCoMo texts as one write's title and
+  body; and this project's docs as attachments in UTF-16 (with and without byte-order mark), gzip
+  and zip;
 - detection: one synthetic credential of each kind (``fake_credentials``: random values in the
   real formats, never real keys) must be found and named;
-- cost: the best of 15 scans of 100 KB of prose, 100 KB of technical text (this project's docs
-  and code), a 4 MB body, 1 MB of random bytes as an attachment, and a 100-item remember's texts.
+- cost: the best of 15 scans (as written and as it runs taken in turns) of 100 KB of prose, 100 KB
+  of technical text (this project's docs and code), 1 MB of prose as an export's JSON holds it (one
+  line, escapes), a 4 MB body, 1 MB of random bytes as an attachment, 1 MB of text attached
+  gzipped, and a 100-item remember's texts.
 
 The LoCoMo file is read where it lies and never copied.
 """
@@ -21,21 +29,27 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gzip
 import hashlib
+import html
+import io
 import json
 import random
+import re
 import string
 import sys
 import time
 import uuid
+import zipfile
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..importers import demo
+from ..core.errors import SecretDetected
+from ..core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, is_generated_id, new_id
 from ..store.credentials import decoded_for_scan, find_secret, refuse_secrets
-from ..core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, new_id
 from .socket import machine
 
 REPEATS = 15
@@ -148,7 +162,8 @@ def corpora(locomo: Path | None, count: int = 2000) -> dict[str, list[str]]:
     digests = [hashlib.sha256(str(n).encode()).hexdigest() for n in range(count)]
     uuids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(count)]
     paragraphs = [paragraph for path in sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md",
-                                                *(ROOT / "engine").glob("*.py"), *(ROOT / "desktop").rglob("*.py")])
+                                                *(ROOT / "engine").rglob("*.py"), *(ROOT / "desktop").rglob("*.py")])
+                  if path != Path(__file__).resolve()  # this file assembles the synthetic credentials
                   for paragraph in path.read_text(encoding="utf-8").split("\n\n")]
     found = {
         "this project's docs and code, per paragraph": paragraphs,
@@ -171,13 +186,54 @@ def corpora(locomo: Path | None, count: int = 2000) -> dict[str, list[str]]:
     return found
 
 
-def false_positives(texts: list[str]) -> tuple[int, Counter[str]]:
+def disguised_corpora(texts: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The prose in the forms the scan decodes: what it must still let through once decoded."""
+    prose = texts.get("LoCoMo (10 conversations)") or texts["demo store"]
+    return {
+        "LoCoMo as JSON with ASCII escapes": [json.dumps(text) for text in prose],
+        "LoCoMo HTML-escaped, and with every character an entity": [html.escape(text) for text in prose[::2]]
+        + ["".join(f"&#{ord(ch)};" for ch in text) for text in prose[1::2]],
+        "LoCoMo in base64": [base64.b64encode(text.encode()).decode() for text in prose],
+    }
+
+
+def attachments() -> list[bytes]:
+    """This project's docs as attachments in the forms the scan opens."""
+    docs = [path.read_bytes() for path in sorted((ROOT / "docs").rglob("*.md"))]
+    out = []
+    for data in docs:
+        text = data.decode("utf-8")
+        packed = io.BytesIO()
+        with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("notes.md", data)
+        out += [text.encode("utf-16"), text.encode("utf-16-le"), gzip.compress(data), packed.getvalue()]
+    return out
+
+
+def split_pairs(texts: list[str]) -> list[tuple[str, str]]:
+    """Consecutive texts as one write's title and body: what reading on from a field to the next must let through."""
+    return list(zip(texts, texts[1:]))
+
+
+def false_positives(texts: list[str], *, undisguise: bool = True) -> tuple[int, Counter[str]]:
     kinds: Counter[str] = Counter()
     for text in texts:
-        found = find_secret(text)
+        found = find_secret(text, undisguise=undisguise)
         if found is not None:
             kinds[found[0]] += 1
     return sum(kinds.values()), kinds
+
+
+def split_false_positives(pairs: list[tuple[str, str]]) -> tuple[int, int]:
+    """Pairs refused as written only (each field alone), and by the write's check as it runs."""
+    before = sum(1 for pair in pairs if any(find_secret(text, undisguise=False) for text in pair))
+    after = 0
+    for title, body in pairs:
+        try:
+            refuse_secrets([("title", title), ("body", body)], allowed=False)
+        except SecretDetected:
+            after += 1
+    return before, after
 
 
 def high_entropy_hits(texts: list[str]) -> dict[str, int]:
@@ -196,13 +252,15 @@ def high_entropy_hits(texts: list[str]) -> dict[str, int]:
 # --- cost -----------------------------------------------------------------------------------------
 
 
-def _best_ms(work: Callable[[], Any]) -> float:
-    best = float("inf")
+def _best_ms(before: Callable[[], Any], after: Callable[[], Any]) -> tuple[float, float]:
+    """The best of ``REPEATS`` runs of each, taken in turns, so that a busy machine weighs on both alike."""
+    best = [float("inf"), float("inf")]
     for _ in range(REPEATS):
-        started = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - started)
-    return best * 1000
+        for side, work in enumerate((before, after)):
+            started = time.perf_counter()
+            work()
+            best[side] = min(best[side], time.perf_counter() - started)
+    return best[0] * 1000, best[1] * 1000
 
 
 def _sized(texts: list[str], chars: int) -> str:
@@ -216,40 +274,121 @@ def _sized(texts: list[str], chars: int) -> str:
     return "\n".join(out)[:chars]
 
 
-def costs(prose: list[str]) -> list[tuple[str, int, float]]:
+def _printable_runs(data: bytes) -> str:
+    """How a binary attachment was read before compressed ones were opened: its printable ASCII runs."""
+    return "\n".join(run.decode("ascii") for run in re.findall(rb"[\x20-\x7e\t]{8,}", data))
+
+
+def _as_before(texts: list[tuple[str, str]]) -> None:
+    """The write's check as it was: ids left out, the fields joined, scanned as written only."""
+    find_secret("\n".join(text for _, text in texts if not is_generated_id(text)), undisguise=False)
+
+
+def costs(prose: list[str]) -> list[tuple[str, int, float, float]]:
+    """(what, characters, ms as written only, ms as the scan runs) for each measured text."""
     technical = [path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md"))]
     technical += [path.read_text(encoding="utf-8") for path in sorted((ROOT / "engine").glob("*.py"))]
     random_bytes = random.Random(3).randbytes(1_000_000)
+    gzipped = gzip.compress(_sized(technical, 1_000_000).encode())
     items = [("items[%d].text" % n, f"Claim number {n} about the Atlas migration.") for n in range(100)]
     items += [("items[%d].excerpt" % n, f"We agreed on item {n} in the Friday call.") for n in range(100)]
     rows = [
         ("100 KB of prose", _sized(prose, 100_000)),
         ("100 KB of technical text (docs and code)", _sized(technical, 100_000)),
+        ("1 MB of prose as an export's JSON holds it (one line, ASCII escapes)",
+         json.dumps([{"role": "user", "text": text} for text in prose])[:1_000_000]),
         ("4 MB body (prose)", _sized(prose, 4_000_000)),
     ]
-    measured = [(label, len(text), _best_ms(lambda text=text: find_secret(text))) for label, text in rows]
+    measured = [(label, len(text), *_best_ms(lambda text=text: find_secret(text, undisguise=False),
+                                             lambda text=text: find_secret(text))) for label, text in rows]
     measured.append(("1 MB of random bytes, attached", len(random_bytes),
-                     _best_ms(lambda: find_secret(decoded_for_scan(random_bytes)))))
+                     *_best_ms(lambda: find_secret(_printable_runs(random_bytes), undisguise=False),
+                               lambda: find_secret(decoded_for_scan(random_bytes)))))
+    measured.append(("1 MB of technical text attached gzipped (before: its bytes' printable runs)", len(gzipped),
+                     *_best_ms(lambda: find_secret(_printable_runs(gzipped), undisguise=False),
+                               lambda: find_secret(decoded_for_scan(gzipped)))))
     measured.append(("a 100-item remember (200 short texts)", sum(len(t) for _, t in items),
-                     _best_ms(lambda: refuse_secrets(items, allowed=False))))
-    measured.append(("one title", 30, _best_ms(lambda: find_secret("Dana prefers Friday status notes"))))
+                     *_best_ms(lambda: _as_before(items), lambda: refuse_secrets(items, allowed=False))))
+    title = "Dana prefers Friday status notes"
+    measured.append(("one title", len(title), *_best_ms(lambda: find_secret(title, undisguise=False),
+                                                        lambda: find_secret(title))))
     return measured
 
 
 # --- the report -------------------------------------------------------------------------------------
 
 
+def disguises(text: str) -> dict[str, tuple[str, bytes | None]]:
+    """A credential's sentence in each disguise the scan undoes: (text of a write, or None) or attachment bytes."""
+    key = max(text.split(), key=len)  # the key itself, or the longest part of it
+    at = text.index(key) + len(key) // 2
+    homoglyphs = str.maketrans({"A": "\u0410", "E": "\u0415", "K": "\u041a", "o": "\u043e", "a": "\u0430"})
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("notes/keys.txt", text)
+    return {
+        "JSON escapes": ("".join(f"\\u{ord(ch):04x}" for ch in text), None),
+        "HTML entities": ("".join(f"&#{ord(ch)};" for ch in text), None),
+        "fullwidth letters (NFKC)": ("".join(chr(ord(ch) + 0xFEE0) if ch.isalnum() else ch for ch in text), None),
+        "zero-width space inside": (text[:at] + "\u200b" + text[at:], None),
+        "look-alike letters (Cyrillic A, E, K, a, o)": (text.translate(homoglyphs), None),
+        "base64": (base64.b64encode(text.encode()).decode(), None),
+        "split between title and body": (text[:at] + "\x00" + text[at:], None),
+        "UTF-16 without byte-order mark, attached": ("", text.encode("utf-16-le")),
+        "gzip, attached": ("", gzip.compress(text.encode())),
+        "zip member, attached": ("", packed.getvalue()),
+    }
+
+
+def disguised_detection() -> dict[str, tuple[int, int, int]]:
+    """For each disguise: (credentials, found as written only, found by the scan as it runs)."""
+    found: dict[str, list[int]] = {}
+    for text, kind in fake_credentials().values():
+        for name, (written, data) in disguises(text).items():
+            counts = found.setdefault(name, [0, 0, 0])
+            counts[0] += 1
+            if data is not None:
+                counts[1] += (find_secret(_printable_runs(data), undisguise=False) or ("",))[0] == kind
+                counts[2] += (find_secret(decoded_for_scan(data)) or ("",))[0] == kind
+            elif "\x00" in written:  # two fields of one write
+                title, body = written.split("\x00")
+                counts[1] += any((find_secret(t, undisguise=False) or ("",))[0] == kind for t in (title, body))
+                try:
+                    refuse_secrets([("title", title), ("body", body)], allowed=False)
+                except SecretDetected as exc:
+                    counts[2] += exc.details["kind"] == kind
+            else:
+                counts[1] += (find_secret(written, undisguise=False) or ("",))[0] == kind
+                counts[2] += (find_secret(written) or ("",))[0] == kind
+    return {name: (total, before, after) for name, (total, before, after) in found.items()}
+
+
 def run(locomo: Path | None) -> dict[str, Any]:
     texts = corpora(locomo)
     rows = []
     for name, items in texts.items():
+        before, _ = false_positives(items, undisguise=False)
         hits, kinds = false_positives(items)
-        rows.append({"corpus": name, "texts": len(items), "hits": hits, "kinds": dict(kinds),
+        rows.append({"corpus": name, "texts": len(items), "before": before, "hits": hits, "kinds": dict(kinds),
                      "entropy": high_entropy_hits(items)})
+    for name, items in disguised_corpora(texts).items():
+        before, _ = false_positives(items, undisguise=False)
+        hits, kinds = false_positives(items)
+        rows.append({"corpus": name, "texts": len(items), "before": before, "hits": hits, "kinds": dict(kinds)})
+    prose = texts.get("LoCoMo (10 conversations)") or texts["demo store"]
+    pairs = split_pairs(prose)
+    before, hits = split_false_positives(pairs)
+    rows.append({"corpus": "consecutive LoCoMo texts as one write's title and body", "texts": len(pairs),
+                 "before": before, "hits": hits, "kinds": {}})
+    files = attachments()
+    rows.append({"corpus": "this project's docs attached as UTF-16 (with and without BOM), gzip, zip",
+                 "texts": len(files), "before": sum(1 for data in files if find_secret(_printable_runs(data),
+                                                                                      undisguise=False)),
+                 "hits": sum(1 for data in files if find_secret(decoded_for_scan(data))), "kinds": {}})
     detected = {name: (find_secret(text) or ("nothing", 0))[0] == kind
                 for name, (text, kind) in fake_credentials().items()}
-    prose = texts.get("LoCoMo (10 conversations)") or texts["demo store"]
-    return {"rows": rows, "detected": detected, "costs": costs(prose), "locomo": locomo is not None}
+    return {"rows": rows, "detected": detected, "disguised": disguised_detection(), "costs": costs(prose),
+            "locomo": locomo is not None}
 
 
 def report(result: dict[str, Any], command: str) -> str:
@@ -259,19 +398,27 @@ def report(result: dict[str, Any], command: str) -> str:
         f"- Machine: {machine()}",
         f"- Command: `{command}`",
         "- What runs: `engine/store/credentials.py` (detect-secrets 1.5.0 token plugins and the named pattern set "
-        "beside them); see docs/secrets.md.", "",
+        "beside them) and what it undoes before it reads (`engine/store/disguises.py`, "
+        "`engine/store/attached_text.py`); see docs/secrets.md.",
+        "- Side by side, in this one run: *as written* is the scan before it decoded anything "
+        "(`find_secret(text, undisguise=False)`; an attachment read by its printable runs; each field alone); "
+        "*as it runs* is the scan every write now gets.", "",
         "## False positives on ordinary text", "",
-        "| texts | count | refused by the scan | detect-secrets base64 entropy (left out) | hex entropy (left out) |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| texts | count | refused as written | refused as it runs | detect-secrets base64 entropy (left out) "
+        "| hex entropy (left out) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in result["rows"]:
         kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(row["kinds"].items()))
         refused = f"{row['hits']}" + (f" ({kinds})" if kinds else "")
-        lines.append(f"| {row['corpus']} | {row['texts']} | {refused} | {row['entropy']['base64 (4.5)']} | "
-                     f"{row['entropy']['hex (3.0)']} |")
+        entropy = row.get("entropy") or {}
+        lines.append(f"| {row['corpus']} | {row['texts']} | {row['before']} | {refused} | "
+                     f"{entropy.get('base64 (4.5)', '')} | {entropy.get('hex (3.0)', '')} |")
     total = sum(row["texts"] for row in result["rows"])
+    before = sum(row["before"] for row in result["rows"])
     hits = sum(row["hits"] for row in result["rows"])
-    lines += ["", f"Refused: {hits} of {total} texts ({100 * hits / total:.3f}%).", ""]
+    lines += ["", f"Refused as written: {before} of {total} texts ({100 * before / total:.3f}%); as it runs: "
+              f"{hits} of {total} ({100 * hits / total:.3f}%).", ""]
     if not result["locomo"]:
         lines += ["(LoCoMo not measured: run with `--locomo PATH`.)", ""]
     found = sum(result["detected"].values())
@@ -280,8 +427,14 @@ def report(result: dict[str, Any], command: str) -> str:
     missed = [name for name, ok in result["detected"].items() if not ok]
     if missed:
         lines += [f"Missed: {', '.join(missed)}.", ""]
-    lines += ["## Cost per scan (best of %d)" % REPEATS, "", "| text | characters | ms |", "| --- | ---: | ---: |"]
-    lines += [f"| {label} | {chars:,} | {ms:.2f} |" for label, chars, ms in result["costs"]]
+    lines += ["The same credentials disguised, found and named with their kind:", "",
+              "| disguise | credentials | found as written | found as it runs |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {name} | {total} | {before} | {after} |"
+              for name, (total, before, after) in result["disguised"].items()]
+    lines += ["", "## Cost per scan (best of %d)" % REPEATS, "",
+              "| text | characters (bytes attached) | ms as written | ms as it runs |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {label} | {chars:,} | {before:.2f} | {after:.2f} |"
+              for label, chars, before, after in result["costs"]]
     return "\n".join(lines) + "\n"
 
 

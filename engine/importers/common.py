@@ -159,22 +159,30 @@ Scan = Callable[[Iterable[tuple[str, str]]], None]  # ``Engine.refuse_secrets``:
 
 
 def refuse_secrets(scan: Scan, original: Original, places: Callable[[], Iterable[tuple[str, str]]]) -> None:
-    """Refuse the import when the original holds a credential, before anything is written.
+    """Refuse the import when what it would store holds a credential, before anything is written.
 
-    The engine refuses to retain a file holding one (unless the owner allows
-    secrets), so the whole original is scanned once; only when that finds
-    something are ``places`` (place, text) scanned to name where it is.
+    ``places`` (place, text) are the texts the import will store, as they will be stored (decoded
+    from the export's JSON), and are always scanned: joined, in one pass, and only on a find one by
+    one to name the place.  The original, which will be retained, is scanned as the engine reads an
+    attachment; a find there that no place holds is named by its line.
     """
+    texts = list(places())
     try:
-        scan([(original.name, decoded_for_scan(original.data))])
+        if texts:
+            scan([(original.name, "\n".join(text for _, text in texts))])
     except KnowledgeError as exc:
-        for place, text in places():
+        for place, text in texts:
             try:
                 scan([(place, text)])
             except KnowledgeError as found:
                 raise refused(original.name, place, f"holds what looks like a {found.details.get('kind')}; "
                               "Knowledge does not store credentials: remove it from the export (or allow "
                               "secrets in the settings) and import again") from found
+        raise refused(original.name, None, f"holds what looks like a {exc.details.get('kind')}; Knowledge does "
+                      "not store credentials: remove it (or allow secrets in the settings) and import again") from exc
+    try:
+        scan([(original.name, decoded_for_scan(original.data))])
+    except KnowledgeError as exc:
         line = exc.details.get("line")
         raise refused(original.name, f"line {line}" if line else None,
                       f"holds what looks like a {exc.details.get('kind')}; Knowledge does not store "

@@ -44,7 +44,9 @@ def load_mem0(path: str, scan: Scan) -> tuple[Original, list[tuple[str, str, str
     relations = data.get("relations") if isinstance(data, dict) else None
     if relations is not None and not isinstance(relations, list):
         raise refused(original.name, "relations", "must be a list of relations")
-    refuse_secrets(scan, original, lambda: ((place, record) for place, _, record in memories))
+    # each memory as its claim will hold it: its text, and its JSON as the claim's excerpt
+    refuse_secrets(scan, original, lambda: ((place, stored) for place, text, record in memories
+                                            for stored in (text, record)))
     return original, memories, skipped, len(relations or [])
 
 

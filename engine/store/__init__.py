@@ -11,6 +11,8 @@ refused, history kept in git, outside edits noticed.
     writes       plans of save_page and remember (claims, corrections, relationships)
     inputs       typed inputs of the write operations, and the edge rules every parser uses
     credentials  secrets refused at the door (detect-secrets and named patterns)
+    disguises    escapes, entities, NFKC, invisible and look-alike characters, base64: undone for the check
+    attached_text  an attached file as the check reads it: UTF-16, gzip and zip members, binary runs
     reads        exact and history reads, diagnostics, line windows, references
     attachments  knowledge_attach and knowledge_attach_file: retained originals
     open_store   OpenStore: a store as work on its lane reaches it (the runtime implements it)

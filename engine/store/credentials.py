@@ -15,6 +15,11 @@ and basic authorization headers, fine-grained GitHub tokens, Google, Hugging Fac
 DigitalOcean and newer Stripe and Slack tokens, unquoted AWS secret keys, Azure shared access keys
 and encrypted PEM private keys.
 
+What is read is what will be stored, decoded: each text as written, then the lines of it that
+hold an escape, an entity, an invisible or non-ASCII character or a base64 run as they decode
+(``disguises``), and two fields of one write read on from one to the next (``read_on``); an
+attached file is read as ``attached_text`` decodes it (UTF-16, gzip, zip members).
+
 Cost: each detector runs only on the lines that hold one of its literal hints (found with
 ``bytes.find`` over an ASCII-folded copy of the text), so most of a long prose body is never
 handed to a regular expression; see docs/secrets.md for the figures.
@@ -55,12 +60,13 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from ..core.errors import SecretDetected
 from ..core.ids import is_generated_id
+from .attached_text import decoded_for_scan
+from .disguises import undisguised_lines
+
+__all__ = ["KINDS", "decoded_for_scan", "find_secret", "refuse_secrets", "texts_of"]
 
 # Long texts are scanned in pieces cut at a newline, so the ASCII-folded copy stays small.
 CHUNK_CHARS = 1 << 20
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-BINARY_RUN_MIN = 8
-_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t]{%d,}" % BINARY_RUN_MIN)
 
 
 @dataclass(frozen=True)
@@ -314,10 +320,12 @@ def _chunks(text: str) -> Iterator[tuple[int, str]]:
         start = end
 
 
-def find_secret(text: str) -> tuple[str, int] | None:
+def find_secret(text: str, *, undisguise: bool = True) -> tuple[str, int] | None:
     """The kind of the first credential in ``text`` and its 1-based line, or None.
 
-    The secret's value is not returned: callers have nothing to leak.
+    The text is read as written and then, for its lines that hold an escape, an entity, an invisible
+    or a non-ASCII character or a base64 run, as they decode (``disguises``); ``undisguise=False``
+    reads it as written only.  The secret's value is not returned: callers have nothing to leak.
     """
     for offset, chunk in _chunks(text):
         found = _scan_chunk(chunk)
@@ -325,24 +333,20 @@ def find_secret(text: str) -> tuple[str, int] | None:
             kind, value = found
             position = chunk.find(value)
             return kind, text.count("\n", 0, offset + max(position, 0)) + 1
+    return _find_disguised(text) if undisguise else None
+
+
+def _find_disguised(text: str) -> tuple[str, int] | None:
+    """The first credential in the lines of ``text`` as they decode, with the line of the text it is on;
+    read in the same pieces as the text, so no copy of a long text is made whole."""
+    for offset, chunk in _chunks(text):
+        views = undisguised_lines(chunk)
+        found = _scan_chunk("\n".join(view for _, view in views)) if views else None
+        if found is not None:
+            kind, value = found
+            line = next((line for line, view in views if value in view), views[0][0])
+            return kind, text.count("\n", 0, offset) + line
     return None
-
-
-def decoded_for_scan(data: bytes) -> str:
-    """The text of an attached file as the scanner reads it.
-
-    UTF-8 (and UTF-16 with a byte-order mark) is decoded and read whole.  Anything else is binary:
-    what is read is its runs of at least ``BINARY_RUN_MIN`` printable ASCII characters, one per line
-    (what ``strings`` shows), which is where a credential stored in an uncompressed binary (a
-    database, a core dump, an uncompressed PDF) lies, since every kind the scan knows is ASCII.
-    Compressed or encoded content (zip, docx, PNG, compressed PDF streams) hides its text.
-    """
-    if data[:2] in _UTF16_BOMS:
-        return data.decode("utf-16", "replace")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "\n".join(run.decode("ascii") for run in _PRINTABLE_RUN.findall(data))
 
 
 def texts_of(params: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str]]:
@@ -374,7 +378,8 @@ def texts_of(params: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tup
 
 
 def refuse_secrets(texts: Iterable[tuple[str, str]], *, allowed: bool) -> None:
-    """Raise ``SecretDetected`` for the first field whose text holds a credential (unless ``allowed``).
+    """Raise ``SecretDetected`` for the first field whose text holds a credential (unless ``allowed``),
+    or for a credential split between two fields read one after the other (``read_on``).
 
     The texts are scanned together first, one per line group, so a write of many short fields costs
     one pass; only when that finds something is each field scanned alone to name it.  No pattern
@@ -385,16 +390,76 @@ def refuse_secrets(texts: Iterable[tuple[str, str]], *, allowed: bool) -> None:
     # A field that is exactly an engine id names a record or source: its random letters can spell what
     # a detector takes for a key ("AKIA" and sixteen more), and a revision naming its page must not be refused.
     texts = [(field, text) for field, text in texts if not is_generated_id(text)]
-    if not texts or find_secret("\n".join(text for _, text in texts)) is None:
+    if not texts:
         return
-    for field, text in texts:
+    if find_secret("\n".join(text for _, text in texts)) is not None:
+        for field, text in texts:
+            found = find_secret(text)
+            if found is not None:
+                kind, line = found
+                raise SecretDetected(
+                    f"{field} holds what looks like {_article(kind)} {kind}; Knowledge does not store credentials. "
+                    "Remove it (describe the credential without its value, e.g. where it is kept) and save again",
+                    field=field, kind=kind, line=line,
+                )
+    _refuse_split(texts)
+
+
+# How much of a field's end and of the next one's start is read joined: more than any key the scan knows
+# but a long JSON Web Token.
+SPLIT_CHARS = 512
+# Where two fields meet in a shorter run without a space, no key is split there: the shortest the scan
+# knows whole (an AWS access key id) has 20 characters, and a run of 16 leaves room for one cut in a
+# prefix; this keeps ordinary fields (a sentence's last word, the next one's first) from being read twice.
+SPLIT_RUN_MIN = 16
+
+
+def read_on(texts: list[tuple[str, str]]) -> Iterator[tuple[str, str, str]]:
+    """(first field, second field, the end of the first joined to the start of the second) for each two
+    fields a reader reads one after the other: each field and the next in the write, and a record's
+    title and its body wherever they are.  Only each field's last and first line, stripped, are joined
+    (no pattern reaches across a newline), and only where they meet in a run of ``SPLIT_RUN_MIN``
+    characters or more without a space."""
+    pairs = list(zip(range(len(texts)), range(1, len(texts))))
+    position = {field: index for index, (field, _) in enumerate(texts)}
+    for field, index in position.items():
+        if field == "title" or field.endswith(".title"):
+            body = position.get(field[:-len("title")] + "body")
+            if body is not None and body != index + 1:
+                pairs.append((index, body))
+    edges = [_edges(text) for _, text in texts]
+    for first, second in pairs:
+        _, _, end, last_run = edges[first]
+        start, first_run, _, _ = edges[second]
+        if last_run + first_run >= SPLIT_RUN_MIN:
+            yield texts[first][0], texts[second][0], end + start
+
+
+def _edges(text: str) -> tuple[str, int, str, int]:
+    """A field's first line and the length of its first run without a space, and the same of its last
+    line (each within ``SPLIT_CHARS`` of the field's start or end, stripped)."""
+    head = text[:SPLIT_CHARS].lstrip().split("\n", 1)[0]
+    tail = text[-SPLIT_CHARS:].rstrip().rsplit("\n", 1)[-1]
+    first, last = head.split(None, 1), tail.rsplit(None, 1)
+    return head, len(first[0]) if first else 0, tail, len(last[-1]) if last else 0
+
+
+def _refuse_split(texts: list[tuple[str, str]]) -> None:
+    """The fields of one write read on from one to the next, scanned in one pass; on a find, each pair
+    alone, to name the first of the two."""
+    joined = list(read_on(texts))
+    if not joined or find_secret("\n".join(text for _, _, text in joined)) is None:
+        return
+    lines = dict(texts)
+    for first, second, text in joined:
         found = find_secret(text)
         if found is not None:
-            kind, line = found
+            kind = found[0]
             raise SecretDetected(
-                f"{field} holds what looks like {_article(kind)} {kind}; Knowledge does not store credentials. "
-                "Remove it (describe the credential without its value, e.g. where it is kept) and save again",
-                field=field, kind=kind, line=line,
+                f"{first} and {second}, read one after the other, hold what looks like {_article(kind)} {kind}; "
+                "Knowledge does not store credentials. Remove it (describe the credential without its value, "
+                "e.g. where it is kept) and save again",
+                field=first, kind=kind, line=lines[first].rstrip().count("\n") + 1,
             )
 
 
