@@ -1,8 +1,9 @@
 """Knowledge brought in from elsewhere, through the engine like any agent's writes.
 
     common          what every importer does: reading and checking the input whole, retaining the
-                    original, request ids derived from the input, dry runs, progress; a newer chat
-                    export revising the pages of the conversations that changed
+                    original, request ids derived from the input, dry runs, progress
+    conversations   what the chat exports share: a conversation, its export's conversation files, and
+                    one page writer (a newer export revising the pages of the conversations that changed)
     folders         the files of a folder given to an import: links never followed, dot-files left out
     exports         a chat export as its owner gave it: its conversations and the files they name, looked
                     for in its zip or folder only (a conversations.json given alone names none)

@@ -48,10 +48,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .common import (
-    Attached, Conversation, Message, Original, Scan, Writer, clean_text, fenced, import_conversations,
-    keyed_objects, one_line, refused, require, timestamp,
-)
+from .common import Original, Scan, Writer, clean_text, fenced, keyed_objects, one_line, refused, require, timestamp
+from .conversations import Attached, Conversation, Message, import_conversations
 from .exports import ExportFiles, Unread, export_member_name, load_conversations
 
 FORMAT = "chatgpt"

@@ -35,9 +35,10 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from .common import (
-    Attached, Conversation, Message, Original, Scan, Writer, clean_text, distinct_files, fenced,
-    import_conversations, json_array_spans, keyed_objects, one_line, refuse_secrets, refused, require, timestamp,
+    Original, Scan, Writer, clean_text, fenced, json_array_spans, keyed_objects, one_line, refuse_secrets, refused,
+    require, timestamp,
 )
+from .conversations import Attached, Conversation, Message, distinct_files, import_conversations
 from .exports import ExportFiles, Unread, load_conversations, read_export_member
 
 FORMAT = "claude"

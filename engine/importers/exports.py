@@ -24,10 +24,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.files import MAX_DEPTH
-from .common import (
-    _CONVERSATIONS_FILE, Conversation, Original, Scan, json_array_spans, one_line, read_conversation_files,
-    refuse_secrets, refused,
-)
+from .common import Original, Scan, json_array_spans, one_line, refuse_secrets, refused
+from .conversations import _CONVERSATIONS_FILE, Conversation, read_conversation_files
 from .folders import hidden, left_out_notes, read_regular_file, walk_input
 from .zipped import ZIP_ERRORS, BoundedZip, export_zip, is_zip, member_named, read_parsed_file
 
