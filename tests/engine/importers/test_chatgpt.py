@@ -226,8 +226,9 @@ def test_a_credential_in_the_export_is_refused_naming_the_conversation(engine: E
 
 def test_a_large_original_is_retained_in_parts_and_each_page_cites_its_own(
         engine: Engine, tmp_path: Path, state_dir: StateDir, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.importers import common
-    monkeypatch.setattr(common, "ATTACH_MAX_BYTES", 900)
+    from engine.importers import common, conversations
+    for module in (common, conversations):  # parts are cut where originals are retained, and cited by pages
+        monkeypatch.setattr(module, "ATTACH_MAX_BYTES", 900)
     data = export() + [conversation(f"c-{n}", f"Filler {n}", [node("r", None, ["u"]),
                                                               node("u", "r", [], "user", "x" * 300)], "u")
                        for n in range(3)]

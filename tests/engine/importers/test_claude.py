@@ -123,8 +123,9 @@ def test_a_bad_export_is_refused_with_the_place(engine: Engine, tmp_path: Path, 
 
 def test_transcripts_share_a_retained_file_and_one_too_large_keeps_its_own(
         engine: Engine, tmp_path: Path, state_dir: StateDir, monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.importers import common
-    monkeypatch.setattr(common, "ATTACH_MAX_BYTES", 600)
+    from engine.importers import common, conversations
+    for module in (common, conversations):  # parts are cut where originals are retained, and cited by pages
+        monkeypatch.setattr(module, "ATTACH_MAX_BYTES", 600)
     data = export()
     data.append({"uuid": "long-one", "name": "Long", "created_at": "2026-03-04T10:00:00Z",
                  "chat_messages": [message("l1", "human", "word " * 200)]})
