@@ -161,3 +161,18 @@ def test_a_long_float_is_refused_and_ordinary_numbers_pass(tmp_path: Path, engin
     path.write_text('[{"id": "m1", "memory": "Likes tea", "score": 0.25, "n": -9223372036854775808}]',
                     encoding="utf-8")
     assert run_import(engine, "mem0", path)["imported"]["claims"] == 1
+
+
+@pytest.mark.parametrize(("number", "problem"), [
+    ("1e999", "1e999, a number too large to read"),
+    ("NaN", "NaN, which is not JSON"),
+    ("-Infinity", "-Infinity, which is not JSON"),
+])
+def test_a_number_no_float_holds_is_refused_as_the_vaults_yaml_refuses_it(
+        tmp_path: Path, engine: Engine, state_dir: StateDir, number: str, problem: str) -> None:
+    path = tmp_path / "memories.json"
+    path.write_text('[{"id": "m1", "memory": "Likes tea", "score": %s}]' % number, encoding="utf-8")
+
+    with pytest.raises(InvalidParams, match=problem):
+        run_import(engine, "mem0", path)
+    assert nothing_written(state_dir)
