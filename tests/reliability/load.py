@@ -119,10 +119,10 @@ class LoadAgent(threading.Thread):
             self.errors.append(f"{tool}: {body.get('reason')}: {body.get('message')}")
 
 
-def probe(port: int, token: str, stop: Any, results: Any) -> None:
+def probe(port: int, token: str, stop: Any, results: Any, count: Any) -> None:
     """The prober, in a process of its own (so the agents' threads never delay its clock): ``ping``
-    every 100 ms on its own connection until ``stop`` is set; puts (seconds into the run, latency)
-    pairs and any error on ``results``."""
+    every 100 ms on its own connection until ``stop`` is set, counting the answers in ``count``; puts
+    (seconds into the run, latency) pairs and any error on ``results``."""
     pings: list[tuple[float, float]] = []
     errors: list[str] = []
     try:
@@ -137,6 +137,7 @@ def probe(port: int, token: str, stop: Any, results: Any) -> None:
             reply = connection.request("ping")
             latency = time.perf_counter() - sent
             pings.append((time.monotonic() - started, latency))
+            count.value += 1
             if reply.get("result") != {}:
                 errors.append(f"ping answered {reply}")
             stop.wait(max(0.0, PING_EVERY_S - latency))
@@ -155,9 +156,10 @@ class Prober:
         self.engine = engine
         self._stop = context.Event()
         self._results = context.Queue()
+        self._count = context.Value("i", 0)
         assert engine.port is not None
-        self._process = context.Process(target=probe, args=(engine.port, token, self._stop, self._results),
-                                        name="prober", daemon=True)
+        self._process = context.Process(target=probe, args=(engine.port, token, self._stop, self._results,
+                                                            self._count), name="prober", daemon=True)
         self._sampler = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
         self.pings: list[tuple[float, float]] = []
         self.errors: list[str] = []
@@ -166,6 +168,14 @@ class Prober:
     def start(self) -> None:
         self._process.start()
         self._sampler.start()
+
+    @property
+    def answered(self) -> int:
+        """The pings answered so far."""
+        return self._count.value
+
+    def alive(self) -> bool:
+        return self._process.is_alive()
 
     def _sample(self) -> None:
         while not self._stop.wait(1.0 if self.rss else 0.0):
@@ -190,8 +200,11 @@ def _write_config(state: StateDir) -> None:
                             encoding="utf-8")
 
 
-def run(*, agents: int = 32, seconds: float = 60.0, seed: int = 0, ping_limit_ms: float = 100.0,
-        check: bool = False) -> tuple[dict[str, Any], list[str]]:
+def run(*, agents: int = 32, seconds: float = 60.0, seed: int = 0, ping_limit_ms: float | None = 100.0,
+        min_pings: int = 0, check: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """Load the engine for ``seconds``, and on until the prober has had ``min_pings`` answers (so a slow
+    machine runs longer rather than pinging less).  A ping slower than ``ping_limit_ms`` is a problem;
+    None: the latencies are reported, not judged."""
     scratch = Path(tempfile.mkdtemp(prefix="kd-load-"))
     state = StateDir(scratch / "state")
     tokens = register_agents(state, CREDENTIALS)
@@ -213,12 +226,16 @@ def run(*, agents: int = 32, seconds: float = 60.0, seed: int = 0, ping_limit_ms
         except threading.BrokenBarrierError:
             problems.append("an agent could not connect or warm up")
         begun = time.monotonic()
-        for agent in load:
-            agent.deadline = begun + seconds
         start_rss = engine.rss_kib()
         prober.start()
+        _until(lambda: time.monotonic() >= begun + seconds and prober.answered >= min_pings,
+               give_up=lambda: not prober.alive() or time.monotonic() > begun + seconds + 300)
+        if prober.answered < min_pings:
+            problems.append(f"the prober had {prober.answered} answers of the {min_pings} the run waits for")
         for agent in load:
-            agent.join(timeout=seconds + 120)
+            agent.deadline = 0.0  # every agent stops after the request it is making
+        for agent in load:
+            agent.join(timeout=120)
         elapsed = time.monotonic() - begun
         end_rss = engine.rss_kib()
         if any(agent.is_alive() for agent in load):
@@ -236,7 +253,8 @@ def run(*, agents: int = 32, seconds: float = 60.0, seed: int = 0, ping_limit_ms
     errors: Counter[str] = Counter(error for agent in load for error in agent.errors)
     problems.extend(f"{count} x {message}" for message, count in errors.most_common(10))
     problems.extend(prober.errors)
-    slow = [(round(at, 1), _ms(latency)) for at, latency in prober.pings if latency * 1000 > ping_limit_ms]
+    slow = [(round(at, 1), _ms(latency)) for at, latency in prober.pings
+            if ping_limit_ms is not None and latency * 1000 > ping_limit_ms]
     if slow:
         problems.append(f"{len(slow)} pings took longer than {ping_limit_ms:.0f} ms (seconds into the run, ms): "
                         f"{slow[:10]}")
@@ -257,7 +275,7 @@ def run(*, agents: int = 32, seconds: float = 60.0, seed: int = 0, ping_limit_ms
 
 
 def _figures(load: list[LoadAgent], prober: Prober, *, agents: int, elapsed: float, rss: tuple[int, int],
-             ping_limit_ms: float) -> dict[str, Any]:
+             ping_limit_ms: float | None) -> dict[str, Any]:
     latencies: dict[str, list[float]] = defaultdict(list)
     for agent in load:
         for tool, values in agent.latencies.items():
@@ -277,7 +295,8 @@ def _figures(load: list[LoadAgent], prober: Prober, *, agents: int, elapsed: flo
     figures["pings"] = len(pings)
     figures["ping p50, p99, max ms"] = (_ms(percentile(pings, 0.5)), _ms(percentile(pings, 0.99)),
                                         _ms(max(pings, default=0.0)))
-    figures[f"pings over {ping_limit_ms:.0f} ms"] = sum(1 for latency in pings if latency * 1000 > ping_limit_ms)
+    if ping_limit_ms is not None:
+        figures[f"pings over {ping_limit_ms:.0f} ms"] = sum(1 for latency in pings if latency * 1000 > ping_limit_ms)
     start_rss, end_rss = rss
     figures["engine RSS start, peak, end MiB"] = (_mib(start_rss), _mib(max(prober.rss + [start_rss, end_rss])),
                                                   _mib(end_rss))
@@ -287,6 +306,13 @@ def _figures(load: list[LoadAgent], prober: Prober, *, agents: int, elapsed: flo
         figures["engine RSS at 0/25/50/75/100 % of the run MiB"] = tuple(
             _mib(samples[min(len(samples) - 1, int(fraction * len(samples)))]) for fraction in (0, .25, .5, .75, 1))
     return figures
+
+
+def _until(done: Any, give_up: Any) -> None:
+    """Wait until ``done()`` (or ``give_up()``), looking ten times a second: the run's own pace, not a
+    verdict."""
+    while not done() and not give_up():
+        time.sleep(0.1)
 
 
 def _ms(seconds: float) -> float:
@@ -303,11 +329,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ping-limit-ms", type=float, default=100.0)
+    parser.add_argument("--min-pings", type=int, default=10,
+                        help="run on past --seconds until the prober has had this many answers (default 10)")
     parser.add_argument("--verify", action="store_true", help="check every acknowledged write afterwards")
     args = parser.parse_args(argv)
     print(f"load: {args.agents} agents, {args.seconds:.0f} s, seed {args.seed}; {machine_line()}")
     figures, problems = run(agents=args.agents, seconds=args.seconds, seed=args.seed,
-                            ping_limit_ms=args.ping_limit_ms, check=args.verify)
+                            ping_limit_ms=args.ping_limit_ms, min_pings=args.min_pings, check=args.verify)
     print_table(list(figures.items()))
     for problem in problems:
         print("PROBLEM:", problem)

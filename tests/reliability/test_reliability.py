@@ -74,11 +74,13 @@ def test_external_edits_converge_and_nothing_is_silently_overwritten():
     assert figures["silent overwrites"] == 0
 
 
-def test_load_answers_every_request_and_ping_stays_fast():
-    """The documented run holds ping to 100 ms with 32 agents; on a shared CI machine the bound here is
-    looser (500 ms), so a noisy neighbour does not fail the build, while a ping stuck behind busy
-    workers (seconds) still does."""
-    figures, problems = load.run(agents=8, seconds=5, seed=1, ping_limit_ms=500)
+def test_load_answers_every_request_and_every_ping():
+    """Eight agents for at least five seconds, and on until the prober has had 20 answers: a loaded machine
+    runs longer instead of pinging less.  How fast a ping is answered is the documented run's figure (100 ms
+    with 32 agents, docs/reliability.md), never this test's verdict, which a busy machine would decide;
+    that a ping never waits behind busy workers is held without a clock by
+    tests/engine/wire/test_server.py::test_ping_is_answered_while_every_worker_is_busy."""
+    figures, problems = load.run(agents=8, seconds=5, seed=1, ping_limit_ms=None, min_pings=20)
     _no_problems(figures, problems)
     assert figures["errors"] == 0 and figures["requests served"] > 50
     assert figures["pings"] >= 20
