@@ -181,6 +181,15 @@ class Engine:
         """
         return self.enter(caller, write=write, scope=scope, create=create).run(work)
 
+    def maintain(self, record: StoreRecord, work: Callable[[StoreRuntime], T]) -> T:
+        """Run the owner's own work on ``record``'s store, on its lane: figures, an export, a rebuild.
+
+        The owner reaches every store, so there is no caller to authorize; what an agent or the desktop
+        asks goes through ``enter``.  Either way features queue nothing on a lane themselves.
+        """
+        runtime = self.runtime(record)
+        return runtime.call(lambda: work(runtime))
+
     # --- knowledge: writes --------------------------------------------------------------
 
     def save_page(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
@@ -355,9 +364,8 @@ class Engine:
         rebuilt = []
         embedder = self.embeddings.current()
         for record in self.registry.stores():
-            runtime = self.runtime(record)
 
-            def rebuild_all() -> list[dict[str, Any]]:
+            def rebuild_all(runtime: StoreRuntime, record: StoreRecord = record) -> list[dict[str, Any]]:
                 results = []
                 for partition in runtime.store.partitions():
                     runtime.prepare(partition)
@@ -369,7 +377,7 @@ class Engine:
                     results.append(entry)
                 return results
 
-            rebuilt.extend(runtime.call(rebuild_all))
+            rebuilt.extend(self.maintain(record, rebuild_all))
         return rebuilt
 
     # --- owner administration -------------------------------------------------------------

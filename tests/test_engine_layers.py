@@ -151,3 +151,18 @@ def test_the_layer_check_sees_runtime_and_type_only_imports(tmp_path: Path) -> N
     found = {(target, typing_only) for target, typing_only, _ in engine_imports(probe, modules, root=tmp_path)}
 
     assert found == {("engine.vault.records", False), ("engine.service", True), ("engine.gate.turn", False)}
+
+
+def test_only_the_engine_queues_work_on_a_stores_lane():
+    """Features reach a store through ``Engine.enter``/``on_store`` (a caller's work) or ``Engine.maintain``
+    (the owner's): a ``runtime.call(...)`` anywhere else is a second door."""
+    allowed = {"engine.runtime", "engine.service"}
+    found = []
+    for module, path in _modules().items():
+        if module in allowed or module.startswith("engine.bench"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "call"
+                    and isinstance(node.func.value, ast.Name) and "runtime" in node.func.value.id):
+                found.append(f"{module}:{node.lineno}")
+    assert found == []

@@ -105,7 +105,7 @@ def export_archive(engine: Engine, out: Path, *, store: str | None = None, agent
     with AtomicFile(out, mode=0o600) as handle, \
             zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         members = _Members(archive)
-        collected = runtime.call(lambda: _collect(runtime, members))
+        collected = engine.maintain(record, lambda runtime: _collect(runtime, members))
         history = _copy_history(runtime, members) if with_history else {
             "kind": None, "note": "not asked for (--with-history)"}
         manifest = _manifest(engine, record, collected, history, members)
@@ -297,9 +297,7 @@ def _history_restorer(engine: Engine, reader: ArchiveReader
 
 def _open_restored(engine: Engine, record: StoreRecord) -> int:
     """Open the restored store, catalogue its vault and build its search index; returns its current records."""
-    runtime = engine.runtime(record)
-
-    def rebuild() -> int:
+    def rebuild(runtime: StoreRuntime) -> int:
         count = 0
         for partition in runtime.store.partitions():
             runtime.prepare(partition)
@@ -307,4 +305,4 @@ def _open_restored(engine: Engine, record: StoreRecord) -> int:
             count += runtime.catalog.current_count(partition)
         return count
 
-    return runtime.call(rebuild)
+    return engine.maintain(record, rebuild)

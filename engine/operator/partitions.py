@@ -42,12 +42,10 @@ T = TypeVar("T")
 
 
 class StoreLane(Protocol):
-    """A store's runtime, as far as this view needs it: the store, and its lane."""
+    """A store's runtime, as far as this view needs it: the store."""
 
     @property
     def store(self) -> Store: ...
-
-    def call(self, fn: Callable[[], T], timeout: float | None = None) -> T: ...
 
 
 class PartitionsEngine(Protocol):
@@ -61,7 +59,7 @@ class PartitionsEngine(Protocol):
 
     def stores(self) -> list[dict[str, Any]]: ...
 
-    def runtime(self, record: StoreRecord) -> StoreLane: ...
+    def maintain(self, record: StoreRecord, work: Callable[[StoreLane], T]) -> T: ...
 
     def set_grant(self, agent: str, session_key: str, access: str) -> Grant: ...
 
@@ -109,8 +107,7 @@ def partitions(engine: PartitionsEngine, store_id: str) -> dict[str, Any]:
     if entry.get("status") != "ok":
         return answer
     try:
-        runtime = engine.runtime(record)
-        summaries = runtime.call(lambda: CatalogReads(runtime.store.db).partition_summaries())
+        summaries = engine.maintain(record, lambda runtime: CatalogReads(runtime.store.db).partition_summaries())
     except KnowledgeError as exc:
         answer["problem"] = exc.to_dict()
         return answer
