@@ -19,7 +19,10 @@ wait, and holds at most ``limit`` entries of memory.
     health         storeId                      a git checkpoint committed (or failed)
 
 Entries name what changed, never its content: a watcher reads the content
-back through its own authorized requests.
+back through its own authorized requests.  The watchers are the socket's
+connections: an operator's after ``operator/subscribe``, and an agent's after
+its first ``tools/list`` (engine/wire/tool_list.py, which reads its tool list
+again when a change could concern it).
 """
 
 from __future__ import annotations

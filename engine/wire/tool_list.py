@@ -22,18 +22,33 @@ import itertools
 import logging
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..access.authority import AgentCaller
+from ..access.authority import AgentCaller, StoreEntry
+from ..core.changes import ChangeFeed
 from ..core.errors import KnowledgeError
-
-if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
-    from ..service import Engine
+from ..state.config import SettingsSource
+from ..store.open_store import OpenStore
+from ..vault.ontology import Ontology
 
 log = logging.getLogger(__name__)
 
 LIST_CHANGED = "notifications/tools/list_changed"
 TOPICS = ("stores", "grants", "publications")  # what can change the writes switch or a partition's claim kinds
+
+
+class ToolListEngine(StoreEntry[OpenStore], Protocol):
+    """What a tool list needs of the engine: the way into a store, the settings, the shipped ontology and the
+    change feed."""
+
+    @property
+    def settings(self) -> SettingsSource: ...
+
+    @property
+    def ontology(self) -> Ontology: ...
+
+    @property
+    def changes(self) -> ChangeFeed: ...
 
 
 def list_changed_notification() -> dict[str, Any]:
@@ -65,7 +80,7 @@ class ToolListState:
             self.store_id, self.partition)
 
 
-def tool_list_state(engine: Engine, caller: AgentCaller) -> ToolListState:
+def tool_list_state(engine: ToolListEngine, caller: AgentCaller) -> ToolListState:
     """The writes switch and the caller's claim kinds; the shipped kinds while it has no store, or none can be
     read (denied, unavailable), as ``tools/list`` has always answered.  Never creates a store."""
     writes = engine.settings.current().writes_enabled
@@ -87,7 +102,7 @@ def tool_list_state(engine: Engine, caller: AgentCaller) -> ToolListState:
 class ToolListWatch:
     """One agent connection's watch on its own tool list (its credential and connection audience)."""
 
-    def __init__(self, engine: Engine, caller: AgentCaller) -> None:
+    def __init__(self, engine: ToolListEngine, caller: AgentCaller) -> None:
         self.caller = caller
         self._engine = engine
         # Subscribed before the first list is read, so that no change falls between the list and the watch.

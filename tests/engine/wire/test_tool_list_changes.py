@@ -158,8 +158,7 @@ def test_a_connection_that_never_listed_the_tools_is_not_watched(engine: Engine,
         agent.close()
 
 
-def test_an_ontology_claim_kind_change_notifies_only_the_connections_whose_list_changes(engine, server,
-                                                                                        state_dir) -> None:
+def test_a_claim_kind_change_notifies_only_the_connections_whose_list_changes(engine, server, state_dir) -> None:
     token = engine.add_agent("main", owner=True)
     engine.save_page(AgentCaller(token, {"kind": "owner-private"}), page("first", "Dana Whitfield"))
     other_token = engine.add_agent("other", owner=True)
@@ -184,6 +183,11 @@ def test_an_ontology_claim_kind_change_notifies_only_the_connections_whose_list_
         assert claim_kinds(listed) == [*shipped, "rumour"]
         assert since_settled(engine, chat) == [] and since_settled(engine, other) == []
         assert claim_kinds(until_reply(chat, "tools/list")[0]) == shipped
+
+        engine.set_grant("main", "chat:1", "read")  # the conversation now reads the private partition
+        assert chat.read() == NOTIFICATION
+        assert claim_kinds(until_reply(chat, "tools/list")[0]) == [*shipped, "rumour"]
+        assert since_settled(engine, private) == [] and since_settled(engine, other) == []
     finally:
         for peer in (private, chat, other):
             peer.close()
