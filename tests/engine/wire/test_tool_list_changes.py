@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from engine.access.authority import AgentCaller
+from engine.operator.methods import ensure_operator_token, read_operator_token
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.server import EngineServer
@@ -82,8 +83,15 @@ READ_TOOLS = {tool.name for tool in CORE_TOOLS if not tool.writes}
 def test_agents_are_told_the_list_may_change_and_the_operator_is_not(engine: Engine) -> None:
     dispatcher = Dispatcher(engine)
     token = engine.add_agent("main", owner=True)
-    reply = dispatcher.handle(Session(), message("initialize", init_params(token)))
+    agent = Session()
+    reply = dispatcher.handle(agent, message("initialize", init_params(token)))
     assert reply["result"]["capabilities"] == {"tools": {"listChanged": True}}
+    ensure_operator_token(engine.state)
+    reply = dispatcher.handle(Session(), message("initialize", {"protocolVersion": "2025-11-25", "_meta": {
+        "knowledge": {"operatorToken": read_operator_token(engine.state)}}}))
+    assert reply["result"]["operator"] is True and reply["result"]["capabilities"] == {}
+    # An in-memory caller cannot be sent anything, so its listing starts no watch.
+    assert names(dispatcher.handle(agent, message("tools/list"))) == ALL_TOOLS and not engine.changes.watched
 
 
 def test_switching_writes_off_then_on_notifies_a_listing_connection_once_each_time(engine: Engine, server) -> None:
