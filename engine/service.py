@@ -329,14 +329,6 @@ class Engine:
         RECORD_ID.check(record_id, "id")
         return self.on_store(caller, work)
 
-    def claim_kinds(self, caller: Caller) -> list[str]:
-        """The claim kinds of the caller's active ontology (an owner's extensions may add some, in the private
-        partition); the shipped ones while the caller has no store yet.  Never creates a store."""
-        entry = self.enter(caller, create=False)
-        if entry.authority.store is None:
-            return list(self.ontology.claim_kinds)
-        return entry.run(lambda rt, a: list(rt.store.ontology(a.partition).claim_kinds))
-
     def status(self, caller: Caller) -> dict[str, Any]:
         """Readiness only, for status handles: no counts, scope, ids or paths; never creates a store."""
         try:

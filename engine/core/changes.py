@@ -19,7 +19,10 @@ wait, and holds at most ``limit`` entries of memory.
     health         storeId                      a git checkpoint committed (or failed)
 
 Entries name what changed, never its content: a watcher reads the content
-back through its own authorized requests.
+back through its own authorized requests.  The watchers are the socket's
+connections: an operator's after ``operator/subscribe``, and an agent's after
+its first ``tools/list`` (engine/wire/tool_list.py, which reads its tool list
+again when a change could concern it).
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class Subscription:
         self._waker: Waker | None = None
         self._woken = False  # the waker was called and ``take`` has not run since: no second call
         self.dropped = 0  # entries lost to a full queue, since the subscription began
+        self.taken = 0  # calls of ``take``
+        self.handled = 0  # of those, the ones its watcher has finished with (sent, or found nothing to send)
 
     def set_waker(self, waker: Waker | None) -> None:
         """``waker()`` is called (on the publishing thread) when the queue stops being empty; it must not block."""
@@ -84,7 +89,20 @@ class Subscription:
             changes, resync = list(self._waiting.values()), self._resync
             self._waiting.clear()
             self._resync = self._woken = False
+            self.taken += 1
         return changes, resync
+
+    def done(self) -> None:
+        """The watcher finished with what ``take`` last gave it (``idle`` can then be true)."""
+        with self._lock:
+            self.handled += 1
+
+    @property
+    def idle(self) -> bool:
+        """Nothing waits and the watcher has finished with everything it took: whatever it was to send for
+        the changes published so far has been sent."""
+        with self._lock:
+            return not self._waiting and not self._resync and self.handled == self.taken
 
     def close(self) -> None:
         self._feed.unsubscribe(self)

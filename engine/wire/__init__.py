@@ -5,6 +5,7 @@ bridge and the owner's operator connection.
     protocol       Dispatcher: sessions, routing, the one exception-to-wire mapping
     server         EngineServer: loopback TCP and the POSIX socket, bounded before initialize
     tools          the knowledge_* tools and their published schemas
+    tool_list      notifications/tools/list_changed: what decides an agent's list, and its watch
     protocol_docs  docs/protocol-tools.md, generated
     bridge         knowledge mcp: stdio <-> socket
     operator_client  the owner's side of an operator connection (the window and the CLI)

@@ -29,6 +29,7 @@ from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
 from .tools import ToolRegistry, tool_result
+from .tool_list import ToolListWatch, tool_list_state
 from .messages import MalformedMessage, error_response, is_notification, method_of, parse_request
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -74,6 +75,8 @@ class Session:
     operator: bool = False  # authenticated with <state>/operator.token: operator/* methods only
     changes: Subscription | None = None  # after operator/subscribe: the socket pushes what it holds
     seen: ConnectionKey | None = None  # an agent connection, as the engine's recent connections list it
+    can_push: bool = False  # served by the socket, which can send notifications (an in-memory caller cannot)
+    tool_list: ToolListWatch | None = None  # an agent connection that listed the tools, when it can be pushed to
 
     @property
     def authenticated(self) -> bool:
@@ -208,7 +211,8 @@ class Dispatcher:
                                                       _client_name(params.get("clientInfo")))
         return {
             "protocolVersion": session.protocol_version,
-            "capabilities": {"tools": {"listChanged": False}},
+            # notifications/tools/list_changed after the connection's first tools/list (engine/wire/tool_list.py)
+            "capabilities": {"tools": {"listChanged": True}},
             "serverInfo": {"name": SERVER_NAME, "version": __version__},
         }
 
@@ -224,11 +228,18 @@ class Dispatcher:
     def _tools_list(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         TOOLS_LIST_PARAMS.read(without_meta(params))
         caller = self.caller(session, params)
-        try:
-            claim_kinds = self.engine.claim_kinds(caller)
-        except KnowledgeError:  # no partition to read (denied, unavailable): the shipped kinds, as documented
-            claim_kinds = None
-        return {"tools": self.tools.listed(claim_kinds)}
+        if session.tool_list is None and session.can_push:  # from now on it hears when its list changes
+            session.tool_list = ToolListWatch(self.engine, AgentCaller(session.token, session.audience,
+                                                                       session.instance))
+        watch = session.tool_list
+        if watch is not None and caller == watch.caller:
+            reading, state = watch.read()
+            watch.told(reading, state)
+        else:
+            state = tool_list_state(self.engine, caller)
+            if watch is not None:  # listed for a request's own audience: the watch follows the connection's
+                watch.told(*watch.read())
+        return {"tools": self.tools.listed(state.claim_kinds, writes=state.writes)}
 
     def _tools_call(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         """A tool's own failure is its result (``isError``); a request that is not a tool call, or whose

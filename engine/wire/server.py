@@ -46,12 +46,13 @@ from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..operator.methods import ensure_operator_token
 from ..core.changes import Subscription
 from .protocol import (ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session, cancelled_request,
                        changed_notification, request_key)
+from .tool_list import ToolListWatch, list_changed_notification
 from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, error_response, request_id_in
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -67,6 +68,8 @@ _ID_WINDOW = 64 * 1024  # how much of an oversize line is searched for its id
 # buffer itself (a flood of empty lines is many lines), and a cancellation further back comes in its turn.
 MAX_WAITING = 1024
 PUSH_GATHER_S = 0.05  # how long a change notification waits for the rest of a burst
+# What a connection is sent for a burst of changes (None: nothing); runs on the loop, so work goes to the pool.
+Notifier = Callable[[list[dict[str, Any]], bool], Awaitable[dict[str, Any] | None]]
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,7 @@ class EngineServer:
     async def _serve(self, conn: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         bounds = self.bounds
-        session = Session()
+        session = Session(can_push=True)
         pushing: asyncio.Task | None = None
         # The request being handled. Requests are handled one at a time, in order; meanwhile the next line is
         # read, so that a ping (all a stdio client's traffic shares this connection) is answered at once.
@@ -269,8 +272,8 @@ class EngineServer:
             reply = await self._dispatch(session, call.line)
             if reply is not None and not call.cancelled:  # MCP: a cancelled request is not answered
                 await connection.write(encode(reply), bounds.idle_timeout_s)
-            if session.changes is not None and pushing is None:  # operator/subscribe just answered
-                pushing = asyncio.create_task(self._push_changes(connection, session.changes))
+            if pushing is None:
+                pushing = self._start_pushing(connection, session)
 
         async def finish_handling() -> None:
             nonlocal handling, current
@@ -351,12 +354,25 @@ class EngineServer:
                 pushing.cancel()
             if session.changes is not None:
                 session.changes.close()
+            if session.tool_list is not None:
+                session.tool_list.close()
             if session.seen is not None:
                 self.dispatcher.engine.connections.closed(session.seen)
             connection.abort()
 
-    async def _push_changes(self, connection: _Connection, subscription: Subscription) -> None:
-        """Send a subscribed connection what changed, as notifications, for as long as it is open.
+    def _start_pushing(self, connection: _Connection, session: Session) -> asyncio.Task | None:
+        """The task that pushes what changed, once the connection's last answer started a watch:
+        ``operator/subscribe``, or an agent's first ``tools/list``."""
+        if session.changes is not None:
+            return asyncio.create_task(self._push_changes(connection, session.changes, _operator_changes))
+        if session.tool_list is not None:
+            return asyncio.create_task(self._push_changes(
+                connection, session.tool_list.subscription, functools.partial(self._tool_list_changes,
+                                                                              session.tool_list)))
+        return None
+
+    async def _push_changes(self, connection: _Connection, subscription: Subscription, notify: Notifier) -> None:
+        """Send a watching connection what ``notify`` makes of each burst of changes, for as long as it is open.
 
         The engine's writers only ever add to the subscription's bounded queue (engine/core/changes.py)
         and wake this task; a client that reads slowly or not at all holds up this task alone, while
@@ -371,13 +387,20 @@ class EngineServer:
                 await asyncio.sleep(PUSH_GATHER_S)  # a burst of writes goes out as one notification
                 ready.clear()
                 changes, resync = subscription.take()
-                if changes or resync:
-                    await connection.write(encode(changed_notification(changes, resync)),
-                                           self.bounds.idle_timeout_s)
+                notification = await notify(changes, resync) if changes or resync else None
+                if notification is not None:
+                    await connection.write(encode(notification), self.bounds.idle_timeout_s)
+                subscription.done()
         except (OSError, RuntimeError):  # the connection closed (TimeoutError included: it stopped reading)
             connection.abort()
         finally:
             subscription.set_waker(None)
+
+    async def _tool_list_changes(self, watch: ToolListWatch, changes: list[dict[str, Any]],
+                                 resync: bool) -> dict[str, Any] | None:
+        """An agent's ``notifications/tools/list_changed``, when its list changed (read again on a worker)."""
+        changed = await asyncio.get_running_loop().run_in_executor(self._pool, watch.changed, changes, resync)
+        return list_changed_notification() if changed else None
 
     async def _refuse(self, conn: socket.socket) -> None:
         limit = self.bounds.max_connections
@@ -639,6 +662,10 @@ class _Connection(asyncio.BufferedProtocol):
         if self._paused and room > 0 and self.transport is not None and not self.transport.is_closing():
             self.transport.resume_reading()
             self._paused = False
+
+
+async def _operator_changes(changes: list[dict[str, Any]], resync: bool) -> dict[str, Any]:
+    return changed_notification(changes, resync)
 
 
 async def _first_done(task: asyncio.Task, waiting: Any) -> None:

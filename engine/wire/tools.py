@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..store import attachments
 from ..search import knowledge_base
@@ -190,11 +190,13 @@ class ToolRegistry:
     def get(self, name: Any) -> Tool | None:
         return self._tools.get(name) if isinstance(name, str) else None
 
-    def listed(self, claim_kinds: list[str] | None = None) -> list[dict[str, Any]]:
-        """Every tool; the save tools only while writes are enabled.  ``claim_kinds``: the caller's active
-        ontology's, so ``knowledge_remember`` offers exactly the kinds the engine will accept from it."""
-        writes = self.engine.settings.current().writes_enabled
-        kinds = list(self.engine.ontology.claim_kinds) if claim_kinds is None else claim_kinds  # shipped ones
+    def listed(self, claim_kinds: Iterable[str] | None = None, *, writes: bool | None = None) -> list[dict[str, Any]]:
+        """Every tool; the save tools only while writes are enabled (``writes``: as read with the claim kinds,
+        else now).  ``claim_kinds``: the caller's active ontology's, so ``knowledge_remember`` offers exactly the
+        kinds the engine will accept from it (engine/wire/tool_list.py reads both)."""
+        if writes is None:
+            writes = self.engine.settings.current().writes_enabled
+        kinds = list(self.engine.ontology.claim_kinds if claim_kinds is None else claim_kinds)  # None: shipped
         return [with_claim_kinds(tool.descriptor(), kinds) for tool in self._tools.values()
                 if writes or not tool.writes]
 

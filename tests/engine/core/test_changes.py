@@ -76,3 +76,17 @@ def test_a_failing_or_closed_watcher_never_fails_or_holds_a_publisher() -> None:
     stalled.close()
     assert not feed.watched
     feed.publish("stores")  # nobody watches: nothing is kept
+
+
+def test_a_watcher_is_idle_only_once_it_finished_with_everything_it_took() -> None:
+    feed = ChangeFeed()
+    watching = feed.subscribe()
+    assert watching.idle
+    feed.publish("stores")
+    assert not watching.idle  # waiting
+    watching.take()
+    assert not watching.idle  # taken, not finished with
+    watching.done()
+    assert watching.idle
+    feed.publish("publications", storeId="st_0", partition="private")
+    assert not watching.idle
