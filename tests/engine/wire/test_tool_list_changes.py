@@ -8,33 +8,24 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
-import pytest
 
 from engine.access.authority import AgentCaller
 from engine.operator.methods import ensure_operator_token, read_operator_token
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
-from engine.wire.server import EngineServer
 from engine.wire.tool_list import LIST_CHANGED
 from engine.wire.tools import CORE_TOOLS
 from tests.engine.wire.test_change_notifications import Peer, agent_peer, operator_peer
+from tests.engine.wire.test_change_notifications import server  # noqa: F401 - the served engine fixture
 from tests.engine.wire.test_server import init_params, message
 from tests.helpers import page, wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTIFICATION = {"jsonrpc": "2.0", "method": LIST_CHANGED}
 CHAT = {"kind": "conversation", "sessionKey": "chat:1", "sessionId": "00000000-0000-4000-8000-000000000001"}
-
-
-@pytest.fixture
-def server(engine: Engine) -> Iterator[EngineServer]:
-    served = EngineServer(engine, port=0)
-    served.start()
-    yield served
-    served.stop()
 
 
 def until_reply(peer: Peer, method: str, params: dict | None = None, request_id: int = 7) -> tuple[dict, list[dict]]:
