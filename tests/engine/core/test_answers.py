@@ -1,0 +1,39 @@
+"""Declared answers: the schema generated from a TypedDict accepts what it declares and refuses the rest."""
+
+from typing import Literal
+
+import jsonschema
+import pytest
+
+from engine.core.answers import JsonObject, NotRequired, TypedDict, output_schema
+
+
+class Hit(TypedDict):
+    id: str
+    score: float
+    fields: NotRequired[JsonObject]
+
+
+class Found(TypedDict):
+    """What a search found."""
+
+    hits: list[Hit]
+    mode: Literal["keyword", "hybrid"]
+    next: str | None
+
+
+def test_a_declared_answer_validates_and_a_wrong_one_does_not():
+    schema = output_schema(Found)
+    assert schema["type"] == "object" and schema["required"] == ["hits", "mode", "next"]
+    jsonschema.validate({"hits": [{"id": "a", "score": 1.0, "fields": {"x": [1, {"y": None}]}}],
+                         "mode": "keyword", "next": None}, schema)
+    for wrong in ({"hits": [], "mode": "fuzzy", "next": None},       # not one of the modes
+                  {"hits": [{"id": 3, "score": 1.0}], "mode": "keyword", "next": None},
+                  {"hits": [], "mode": "keyword"}):                  # a required key missing
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(wrong, schema)
+
+
+def test_an_answer_that_is_not_an_object_is_refused():
+    with pytest.raises(TypeError, match="JSON object"):
+        output_schema(list[Hit])
