@@ -23,5 +23,6 @@
     zipped          reading a zip from outside within bounds (members, size, compression ratio)
     jsonnumbers     an import's JSON, its numbers bounded as the vault's YAML bounds them
     methods         the operator methods knowledge serve adds: export, and imports as jobs
+    answers         the declared answers: each format's import result, export and restore, their jobs
     summaries       what an import or an export says it did, in the CLI's and the window's words
 """

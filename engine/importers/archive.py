@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
+from ..core.answers import TypedDict
 from ..core.errors import Conflict, InvalidParams, NotFound
 from ..core.files import AtomicFile
 from ..core.ids import format_timestamp, is_agent_name, utc_now
@@ -29,7 +30,10 @@ from ..service import Engine
 from ..state.config import is_store_name
 from ..state.registry import StoreRecord
 from ..store.githistory import HISTORY_PARTS, GitError, GitHistory, adopt_copied_history, is_history_part
-from ..store.portable import GIT_DIR, build_store, kept_revisions, store_identity, vault_files
+from ..store.portable import GIT_DIR, StoreIdentity, build_store, kept_revisions, store_identity, vault_files
+from .answers import (
+    ArchivedMember, ArchivedRevision, ExportHistory, ExportResult, Manifest, RestoredHistory, RestoreResult,
+)
 from .archive_format import (
     ARCHIVE_FORMAT, BUNDLE_NAME, FORMAT_VERSION, HISTORY_DIR, MANIFEST_NAME, REVISIONS_DIR, VAULT_PREFIX_DIR,
     ArchiveReader, sha256_of,
@@ -67,7 +71,7 @@ class _Members:
 
     def __init__(self, archive: zipfile.ZipFile) -> None:
         self.archive = archive
-        self.listed: dict[str, dict[str, Any]] = {}
+        self.listed: dict[str, ArchivedMember] = {}
 
     def add(self, name: str, data: bytes) -> str:
         if name not in self.listed:
@@ -91,7 +95,7 @@ def _too_compressible(data: bytes) -> bool:
 
 
 def export_archive(engine: Engine, out: Path, *, store: str | None = None, agent: str | None = None,
-                   with_history: bool = False) -> dict[str, Any]:
+                   with_history: bool = False) -> ExportResult:
     """Write the chosen store's archive to ``out`` (a new file, written whole or not at all)."""
     record = select_store(engine, store=store, agent=agent)
     out = Path(out).absolute()
@@ -115,7 +119,15 @@ def export_archive(engine: Engine, out: Path, *, store: str | None = None, agent
             "conversations": len(manifest["conversations"]), "history": history}
 
 
-def _collect(runtime: StoreRuntime, members: _Members) -> dict[str, Any]:
+class _Collected(TypedDict):
+    """What an export collects on the store's lane: its identity, the vault's files and the kept revisions."""
+    identity: StoreIdentity
+    files: int
+    skipped: list[str]
+    revisions: list[ArchivedRevision]
+
+
+def _collect(runtime: StoreRuntime, members: _Members) -> _Collected:
     """On the lane: every partition caught up (an outside edit is kept as a revision first), then the vault's
     files and the kept revisions copied, with no publication between them."""
     store = runtime.store
@@ -141,7 +153,7 @@ def _read_regular(path: Path) -> bytes:
         return handle.read()
 
 
-def _copy_history(runtime: StoreRuntime, members: _Members) -> dict[str, Any]:
+def _copy_history(runtime: StoreRuntime, members: _Members) -> ExportHistory:
     """The git history as a bundle where git is installed, else the vault's ``.git`` folder as it is."""
     vault = runtime.store.vault
     git_dir = vault / GIT_DIR
@@ -168,8 +180,8 @@ def _copy_history(runtime: StoreRuntime, members: _Members) -> dict[str, Any]:
                                   "history (the kept revisions are in it)"}
 
 
-def _manifest(engine: Engine, record: StoreRecord, collected: dict[str, Any], history: dict[str, Any],
-              members: _Members) -> dict[str, Any]:
+def _manifest(engine: Engine, record: StoreRecord, collected: _Collected, history: ExportHistory,
+              members: _Members) -> Manifest:
     identity = collected["identity"]
     configured = engine.settings.current().stores.get(record.name or "")
     store = {"storeId": identity.store_id, "vaultId": identity.vault_id, "createdAt": identity.created_at,
@@ -191,7 +203,7 @@ def _manifest(engine: Engine, record: StoreRecord, collected: dict[str, Any], hi
 
 
 def restore_archive(engine: Engine, reader: ArchiveReader, *, agent: str | None = None,
-                    store_name: str | None = None) -> dict[str, Any]:
+                    store_name: str | None = None) -> RestoreResult:
     """Restore a checked archive into the engine's state directory as a new store with the same identity.
 
     ``store_name`` restores it as that named store, ``agent`` as that agent's own store; with neither it
@@ -267,7 +279,7 @@ def _first_difference(record: StoreRecord, archived: dict[str, str]) -> str | No
 
 
 def _history_restorer(engine: Engine, reader: ArchiveReader
-                      ) -> tuple[Callable[[Path], None] | None, dict[str, Any]]:
+                      ) -> tuple[Callable[[Path], None] | None, RestoredHistory]:
     """What restores the archive's history into the built vault, and what the summary says of it."""
     if reader.history == "git-folder":  # its files come with the vault's
         return lambda vault: adopt_copied_history(vault, engine.git_executable), {"restored": True,
@@ -279,7 +291,7 @@ def _history_restorer(engine: Engine, reader: ArchiveReader
         return None, {"restored": False, "kind": "bundle",
                       "note": f"git is not installed here: the archive's history ({BUNDLE_NAME}) was not "
                               "restored; the records and their kept revisions were"}
-    outcome: dict[str, Any] = {"restored": True, "kind": "bundle"}
+    outcome: RestoredHistory = {"restored": True, "kind": "bundle"}
 
     def restore(vault: Path) -> None:
         bundle = vault.parent / "history.bundle"

@@ -27,8 +27,9 @@ import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, overload
 
+from ..core.answers import JsonObject
 from ..core.errors import InvalidParams, KnowledgeError
 from ..core.ids import (
     STORE_PREFIX, VAULT_PREFIX, canonical_session_id, is_agent_name, is_generated_id, is_record_id,
@@ -176,7 +177,7 @@ class ArchiveReader:
 
     # --- checks -----------------------------------------------------------------------------
 
-    def _read_manifest(self) -> dict[str, Any]:
+    def _read_manifest(self) -> JsonObject:
         try:
             info = self._zip.zip.getinfo(MANIFEST_NAME)
         except KeyError:
@@ -317,7 +318,13 @@ def _files(manifest: dict[str, Any], refuse: Any) -> dict[str, ArchivedFile]:
     return files
 
 
-def _text(data: dict[str, Any], key: str, refuse: Any, *, optional: bool = False) -> Any:
+@overload
+def _text(data: dict[str, Any], key: str, refuse: Any) -> str: ...
+@overload
+def _text(data: dict[str, Any], key: str, refuse: Any, *, optional: bool) -> str | None: ...
+
+
+def _text(data: dict[str, Any], key: str, refuse: Any, *, optional: bool = False) -> str | None:
     value = data.get(key)
     if value is None and optional:
         return None

@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .answers import ConversationsImport
 from .common import Original, Scan, Writer, clean_text, fenced, keyed_objects, one_line, refused, require, timestamp
 from .conversations import Attached, Conversation, Message, import_conversations
 from .exports import ExportFiles, Unread, export_member_name, load_conversations
@@ -72,7 +73,7 @@ def load_chatgpt(path: str, scan: Scan) -> tuple[Original, list[Conversation], t
 
 
 def import_chatgpt(writer: Writer, original: Original, conversations: list[Conversation],
-                   left_out: tuple[str, ...] = (), unread: Unread = Unread()) -> dict[str, Any]:
+                   left_out: tuple[str, ...] = (), unread: Unread = Unread()) -> ConversationsImport:
     """Retain the original and the transcripts, then save one page per conversation; returns what was imported,
     naming the export's files that are not (``leftOut``, and a note for each) and the files named that the
     export does not give (a note)."""

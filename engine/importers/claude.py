@@ -34,6 +34,7 @@ import hashlib
 from dataclasses import replace
 from typing import Any, Callable
 
+from .answers import ConversationsImport
 from .common import (
     Original, Scan, Writer, clean_text, fenced, json_array_spans, keyed_objects, one_line, refuse_secrets, refused,
     require, timestamp,
@@ -102,7 +103,7 @@ def parse_projects(original: Original, data: Any, spans: list[tuple[int, int]]) 
 
 
 def import_claude(writer: Writer, original: Original, conversations: list[Conversation],
-                  unread: Unread = Unread()) -> dict[str, Any]:
+                  unread: Unread = Unread()) -> ConversationsImport:
     """Retain the original and the transcripts, then save one page per conversation; returns what was imported,
     with a note on the files named that the export does not give and the links it holds (``leftOut``)."""
     return unread.said(import_conversations(writer, original, conversations, PRODUCT))

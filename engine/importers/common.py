@@ -43,9 +43,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Literal, TypeVar, overload
 
 from ..access.authority import AgentCaller, Caller
+from ..core.answers import JsonValue
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..core.files import read_file as read_stored
 from ..service import Engine
@@ -55,12 +56,15 @@ from ..store.credentials import decoded_for_scan
 from ..store.inputs import ITEMS_MAX
 from ..vault.records import TITLE_MAX_CHARS
 from . import jsonnumbers
+from .answers import ImportCounts, ImportResult
 from .zipped import export_zip, is_zip, member_named, read_parsed_file
 
 DEFAULT_AGENT = "main"
 REQUEST_ID_MAX_CHARS = 128
 _REQUEST_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _PART = re.compile(r"\.part-[0-9]{3}-of-[0-9]{3}$")  # what ``Writer.retain`` adds to a part's file name
+Shape = TypeVar("Shape", bound=ImportResult)  # a format's result (engine/importers/answers.py)
+Kind = TypeVar("Kind")  # the JSON type ``require`` checks a value against
 
 
 # --- the caller --------------------------------------------------------------------------------
@@ -142,7 +146,7 @@ def read_export(path: str | Path, member: str) -> Original:
         return Original(f"{path.name}/{chosen}", archive.read_parsed(chosen))
 
 
-def load_json(original: Original) -> Any:
+def load_json(original: Original) -> JsonValue:
     """The parsed JSON of an original, or InvalidParams naming the line and column."""
     text = original.text()
     try:
@@ -269,7 +273,7 @@ class Counts:
     claims: int = 0
     relationships: int = 0
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> ImportCounts:
         return {"sources": self.sources, "pages": self.pages, "claims": self.claims,
                 "relationships": self.relationships}
 
@@ -504,11 +508,12 @@ def revised_note(writer: Writer, revised: int, what: str, *, claims: bool = Fals
     return [f"{revised} {what}(s) changed since an earlier import: {how}."]
 
 
-def report(writer: Writer, **extra: Any) -> dict[str, Any]:
-    """An import's result: the format, whether it was a dry run, the records it stands for (or would
-    create, on a dry run: on a store that has the import already, a real run creates none of them)."""
-    return {"format": writer.format, "dryRun": writer.dry_run, **extra,
-            ("wouldCreate" if writer.dry_run else "imported"): writer.counts.as_dict()}
+def report(writer: Writer, shape: type[Shape], **extra: Any) -> Shape:
+    """An import's result, declared by ``shape``: the format, whether it was a dry run, what the format
+    counts (``extra``), the records it stands for (or would create, on a dry run: on a store that has the
+    import already, a real run creates none of them)."""
+    counted = {("wouldCreate" if writer.dry_run else "imported"): writer.counts.as_dict()}
+    return shape(format=writer.format, dryRun=writer.dry_run, **extra, **counted)  # type: ignore[typeddict-item]
 
 
 def json_array_spans(original: Original) -> tuple[Any, list[tuple[int, int]]]:
@@ -593,8 +598,15 @@ def keyed_objects(original: Original, data: Any, plural: str, key_of: Callable[[
         yield index, place, raw, key
 
 
-def require(original: Original, mapping: dict[str, Any], key: str, kind: type, place: str,
-            *, optional: bool = False) -> Any:
+@overload
+def require(original: Original, mapping: dict[str, Any], key: str, kind: type[Kind], place: str) -> Kind: ...
+@overload
+def require(original: Original, mapping: dict[str, Any], key: str, kind: type[Kind], place: str,
+            *, optional: Literal[True]) -> Kind | None: ...
+
+
+def require(original: Original, mapping: dict[str, Any], key: str, kind: type[Kind], place: str,
+            *, optional: bool = False) -> Kind | None:
     """``mapping[key]`` when it has the JSON type ``kind``, else InvalidParams naming ``place.key``."""
     value = mapping.get(key)
     if value is None:

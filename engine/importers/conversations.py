@@ -18,6 +18,7 @@ from urllib.parse import quote
 from ..core.errors import InvalidParams
 from ..store.attachments import ATTACH_MAX_BYTES
 from ..store.inputs import EXCERPT_MAX_CHARS, LIST_MAX
+from .answers import ConversationsImport, PageDraft
 from .common import Original, Writer, one_line, refused, report, revised_note, says_same, split_text
 from .zipped import export_zip, is_zip, read_parsed_file
 
@@ -135,7 +136,7 @@ def _conversation_members(names: list[str]) -> list[str]:
 
 
 def import_conversations(writer: Writer, original: Original, conversations: list[Conversation],
-                         product: str) -> dict[str, Any]:
+                         product: str) -> ConversationsImport:
     """Retain the export, then the transcripts (a hundred to a file), then one page per conversation.
 
     A conversation an earlier import made a page of (found by its ``fields.url``) that says the same
@@ -212,7 +213,7 @@ def import_conversations(writer: Writer, original: Original, conversations: list
         notes.append(f"{original.name} holds no conversations: nothing to import.")
     split = {"files": [{"file": part.name, "sha256": part.sha256} for part in parts]} if len(parts) > 1 else {}
     projects = sum(c.kind == "project" for c in conversations)
-    return report(writer, file=original.name, sha256=original.sha256, **split,
+    return report(writer, ConversationsImport, file=original.name, sha256=original.sha256, **split,
                   conversations=len(conversations) - projects, **({"projects": projects} if projects else {}),
                   pages=pages, revised=revised, **({"notes": notes} if notes else {}))
 
@@ -252,7 +253,7 @@ def _transcript_block(conversation: Conversation) -> str:
     return f"{heading}\n{conversation.transcript or '(no messages)'}\n\n"
 
 
-def _conversation_page(conversation: Conversation, product: str) -> dict[str, Any]:
+def _conversation_page(conversation: Conversation, product: str) -> PageDraft:
     """One ``source`` page per conversation (evidence added by the caller): its title, its dates in the body
     and ``published``, the conversation's address in ``url`` (what finds it again in a newer export), the
     transcript as the body.  A project's page says so, and its address is the project's."""

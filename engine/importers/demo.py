@@ -17,6 +17,7 @@ from ..access.authority import AgentCaller
 from ..memory.recall import set_recall
 from ..service import Engine
 from ..state.config import parse_settings
+from .answers import DemoSeeded
 
 DEMO_AGENT = "main"
 # The recall gate a new owner gets with the demo: shadow mode (nothing injected, every turn logged and journaled
@@ -78,7 +79,7 @@ RELATIONSHIPS: list[tuple[str, str, str, str]] = [
 ]
 
 
-def seed_demo(engine: Engine) -> dict[str, Any]:
+def seed_demo(engine: Engine) -> DemoSeeded:
     """Seed the demo into ``main``'s store (registering ``main`` as an owner agent if needed).
 
     Returns the agent, whether it was created (with its token, once), and how

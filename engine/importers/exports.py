@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.files import MAX_DEPTH
+from .answers import ConversationsImport
 from .common import Original, Scan, json_array_spans, one_line, refuse_secrets, refused
 from .conversations import _CONVERSATIONS_FILE, Conversation, read_conversation_files
 from .folders import hidden, left_out_notes, read_regular_file, walk_input
@@ -58,7 +59,7 @@ class Unread:
                              f"never taken from it (a dot-file, a link, a path): {shown}.")
         return notes + left_out_notes(self.links)
 
-    def said(self, result: dict[str, Any]) -> dict[str, Any]:
+    def said(self, result: ConversationsImport) -> ConversationsImport:
         """``result`` with the links in ``leftOut`` and these notes after its own."""
         notes = self.notes()
         if not notes:

@@ -19,6 +19,7 @@ from ..access.authority import Caller, OperatorCaller
 from ..core.errors import InvalidParams, NotFound
 from ..service import Engine
 from . import chatgpt, claude, markdown, mem0, memory_core
+from .answers import AnyImport
 from .archive import select_store
 from .common import DEFAULT_AGENT, Progress, Scan, Writer, import_instance, owner_caller
 
@@ -27,7 +28,7 @@ from .common import DEFAULT_AGENT, Progress, Scan, Writer, import_instance, owne
 class Format:
     name: str
     load: Callable[[str, Scan], tuple[Any, ...]]  # PATH -> the plan, checked whole (else InvalidParams)
-    run: Callable[..., dict[str, Any]]  # (writer, *plan) -> the result
+    run: Callable[..., AnyImport]  # (writer, *plan) -> the result
     what: str  # what PATH is
     unit: str  # what the items are called, for progress
     folder: bool = False  # PATH is usually a folder
@@ -80,7 +81,7 @@ def receiving_agent(engine: Engine, store: str | None, agent: str | None) -> str
 
 def run_import(engine: Engine | None, chosen: Format, plan: tuple[Any, ...], *, agent: str, dry_run: bool,
                progress: Callable[[Progress], None] | None,
-               keep_token: Callable[[str, str], str]) -> dict[str, Any]:
+               keep_token: Callable[[str, str], str]) -> AnyImport:
     """Run a loaded import: a dry run counts what it would create and writes nothing (``engine`` may be
     None; given, it reads as the operator what an earlier import made, so it counts what it would revise);
     a real one writes as an owner caller of ``agent``.  An ``agent`` that does not exist is registered at the

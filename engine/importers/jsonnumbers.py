@@ -17,6 +17,7 @@ import json
 import math
 from typing import Any
 
+from ..core.answers import JsonValue
 from ..vault.frontmatter import NUMBER_MAX_CHARS
 
 
@@ -59,6 +60,6 @@ def _no_constant(name: str) -> float:
 DECODER = json.JSONDecoder(parse_int=_bounded_int, parse_float=_bounded_float, parse_constant=_no_constant)
 
 
-def loads(text: str) -> Any:
+def loads(text: str) -> JsonValue:
     """``json.loads`` with the number bound; raises ``NumberRefused`` (and what ``json.loads`` raises)."""
     return DECODER.decode(text)

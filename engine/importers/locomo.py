@@ -35,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from ..access.authority import Caller
+from ..core.answers import JsonObject
 from ..core.errors import InvalidParams
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX, TEXT_MAX_CHARS
 from ..service import Engine
-from .common import DEFAULT_AGENT, owner_caller
+from .answers import LocomoImport, LocomoQuestion
+from .common import DEFAULT_AGENT, Kind, owner_caller
 
 # owner_caller and DEFAULT_AGENT are every importer's (common.py); the CLI and tests take them from here too.
 __all__ = ["DEFAULT_AGENT", "evidence_records", "import_locomo", "load_locomo", "owner_caller"]
@@ -88,7 +90,7 @@ class _Sample:
 # --- public API -------------------------------------------------------------------------
 
 
-def load_locomo(path: str | Path) -> Any:
+def load_locomo(path: str | Path) -> list[JsonObject]:
     """The parsed JSON of a LoCoMo file, checked to be importable (else InvalidParams)."""
     try:
         with open(path, encoding="utf-8") as handle:
@@ -101,7 +103,7 @@ def load_locomo(path: str | Path) -> Any:
     return data
 
 
-def import_locomo(engine: Engine, caller: Caller, data: Any) -> dict[str, Any]:
+def import_locomo(engine: Engine, caller: Caller, data: Any) -> LocomoImport:
     """Import every sample of a parsed LoCoMo file into the caller's store.
 
     Returns counts (``samples``, ``people``, ``sessions``, ``claims``) and
@@ -111,7 +113,7 @@ def import_locomo(engine: Engine, caller: Caller, data: Any) -> dict[str, Any]:
     """
     samples = _parse(data)
     shared = _shared_names(samples)
-    result: dict[str, Any] = {"samples": len(samples), "people": 0, "sessions": 0, "claims": 0,
+    result: LocomoImport = {"samples": len(samples), "people": 0, "sessions": 0, "claims": 0,
                               "dialogClaims": {}}
     for sample in samples:
         people = {}
@@ -133,7 +135,7 @@ def import_locomo(engine: Engine, caller: Caller, data: Any) -> dict[str, Any]:
     return result
 
 
-def evidence_records(engine: Engine, caller: Caller, data: Any) -> list[dict[str, Any]]:
+def evidence_records(engine: Engine, caller: Caller, data: Any) -> list[LocomoQuestion]:
     """For each LoCoMo question, the ids of the claims that cite one of its evidence turns.
 
     Re-runs the deterministic import to learn the claim ids (an imported
@@ -151,7 +153,7 @@ def evidence_records(engine: Engine, caller: Caller, data: Any) -> list[dict[str
     return questions
 
 
-def _questions(data: Any) -> list[dict[str, Any]]:
+def _questions(data: Any) -> list[LocomoQuestion]:
     samples = _parse(data)
     questions = []
     for sample, raw in zip(samples, data, strict=True):
@@ -231,7 +233,7 @@ def _shared_names(samples: list[_Sample]) -> set[str]:
 # --- validation ------------------------------------------------------------------------------
 
 
-def _require(mapping: dict[str, Any], key: str, kind: type, where: str) -> Any:
+def _require(mapping: dict[str, Any], key: str, kind: type[Kind], where: str) -> Kind:
     if key not in mapping:
         raise InvalidParams(f"{where} has no {key!r}", field=f"{where}.{key}")
     value = mapping[key]

@@ -45,6 +45,7 @@ from urllib.parse import unquote
 
 import yaml
 
+from .answers import Citation, MarkdownImport
 from .common import (
     Original, Scan, Writer, clean_text, one_line, refuse_secrets, refused, report, revised_note, says_same,
 )
@@ -140,7 +141,7 @@ def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
     return (folder,)
 
 
-def import_markdown(writer: Writer, folder: Folder) -> dict[str, Any]:
+def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
     """Pages first (with their originals and attachments), then the links between them.
 
     A note an earlier import of the same folder made a page of (found by the file name its original was
@@ -203,7 +204,7 @@ def import_markdown(writer: Writer, folder: Folder) -> dict[str, Any]:
     notes = [f"{unresolved} links name no note or file of the folder; they stay as text."] if unresolved else []
     notes += revised_note(writer, revised, "note") + left_out_notes(folder.links)
     attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
-    return report(writer, folder=str(folder.root), notes=notes, pages=pages, relationships=relationships,
+    return report(writer, MarkdownImport, folder=str(folder.root), notes=notes, pages=pages, relationships=relationships,
                   attachments=len(attachments), revised=revised,
                   **({"leftOut": list(folder.links)} if folder.links else {}))
 
@@ -236,7 +237,7 @@ def _link_key(row: Any, _: Any) -> str | None:
     return f"{frontmatter.get('from')}>{frontmatter.get('to')}"
 
 
-def _citation(sources: list[str], note: Note, link: Link) -> dict[str, Any]:
+def _citation(sources: list[str], note: Note, link: Link) -> Citation:
     """The line of the retained note that holds the link, with the link as quote (one-part originals)."""
     if len(sources) == 1:
         return {"source": sources[0], "lines": [link.line, link.line], "quote": link.text}

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .answers import Mem0Import
 from .common import (
     Original, Scan, Writer, clean_text, first_source, load_json, read_export, refuse_secrets,
     refused, report, revised_note,
@@ -51,7 +52,7 @@ def load_mem0(path: str, scan: Scan) -> tuple[Original, list[tuple[str, str, str
 
 
 def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, str, str]],
-                skipped: int, relations: int = 0) -> dict[str, Any]:
+                skipped: int, relations: int = 0) -> Mem0Import:
     """One claim per memory, citing the memory's JSON and the retained export.
 
     A memory an earlier import made a claim of (found by the memory's ``id`` in the JSON that claim
@@ -95,7 +96,7 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
         notes.append(f"Left out {relations} graph relations ('relations'): they are links between names, not "
                      "memories, and are not imported.")
     notes += revised_note(writer, revised, "memory", claims=True)
-    return report(writer, file=original.name, sha256=original.sha256, memories=len(memories),
+    return report(writer, Mem0Import, file=original.name, sha256=original.sha256, memories=len(memories),
                   skippedDeleted=skipped, **({"relationsLeftOut": relations} if relations else {}), claims=claims,
                   revised=revised, notes=notes)
 

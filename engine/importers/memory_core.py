@@ -49,6 +49,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import memory_core_files as read
+from .answers import MemoryCoreImport, RecallProposal
 from .common import Original, Scan, Writer, refuse_secrets, report, revised_note, says_same
 from .folders import InputFolder, left_out_notes, walk_input
 from .memory_core_entries import source_lines_say
@@ -135,7 +136,7 @@ def _other_folders(root: Path) -> list[str]:
 
 
 def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str = "",
-                       left_out: tuple[str, ...] = (), links: tuple[str, ...] = ()) -> dict[str, Any]:
+                       left_out: tuple[str, ...] = (), links: tuple[str, ...] = ()) -> MemoryCoreImport:
     """One page per file, and the list items of MEMORY.md and the active directives of USER.md as claims.
 
     A file an earlier import of the workspace made a page of (found by the file name its original was
@@ -211,7 +212,7 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
         shown = ", ".join(left_out[:10]) + (f" and {len(left_out) - 10} more" if len(left_out) > 10 else "")
         notes.append(f"Left out {len(left_out)} file(s) and folder(s) of the workspace that are not its memory: "
                      f"{shown}.")
-    return report(writer, files=len(files), pages=pages, claims=claims, revised=revised, notes=notes,
+    return report(writer, MemoryCoreImport, files=len(files), pages=pages, claims=claims, revised=revised, notes=notes,
                   leftOut=[*links, *left_out], recallProposals=proposals)
 
 
@@ -233,7 +234,7 @@ def _daily_note(item: Item, by_name: dict[str, MemoryFile]) -> MemoryFile | None
     return note
 
 
-def _proposal(claim: str, memory: MemoryFile, item: Item) -> list[dict[str, Any]]:
+def _proposal(claim: str, memory: MemoryFile, item: Item) -> list[RecallProposal]:
     """The recall OpenClaw's annotations propose for one claim, or nothing when the item carries none."""
     if not item.recall:
         return []

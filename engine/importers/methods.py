@@ -31,6 +31,7 @@ from ..core.errors import InvalidParams
 from ..core.jobs import JobContext
 from ..core.params import AgentName, Choice, Flag, Params, String, without_meta
 from ..service import Engine
+from .answers import AnyImport, ExportJob, ExportResult, ImportJob
 from .archive import export_archive
 from .common import Progress
 from .formats import FORMATS, receiving_agent, run_import
@@ -55,17 +56,17 @@ def register(dispatcher: Any, engine: Engine) -> None:
         dispatcher.register("operator/" + name, lambda session, params, handler=handler: handler(without_meta(params)))
 
 
-def export(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
+def export(engine: Engine, params: dict[str, Any]) -> ExportResult:
     """``knowledge export`` in the serving engine: the store's archive, collected on its lane."""
     return _exporter(engine, params)()
 
 
-def start_export(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
+def start_export(engine: Engine, params: dict[str, Any]) -> ExportJob:
     """The same export as a job; the parameters are checked before it starts."""
     write = _exporter(engine, params)
     out = Path(params["out"])
 
-    def work(context: JobContext) -> dict[str, Any]:
+    def work(context: JobContext) -> ExportResult:
         context.report(message=f"Writing {out.name}")
         context.check()  # cancelled before it began; once writing, the archive is finished (or not written)
         return write()
@@ -73,7 +74,7 @@ def start_export(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
     return engine.jobs.start(EXPORT_JOB, f"export:{out}", f"Export to {out.name}", work)
 
 
-def _exporter(engine: Engine, params: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+def _exporter(engine: Engine, params: dict[str, Any]) -> Callable[[], ExportResult]:
     values = EXPORT.read(params)
     out = Path(values["out"])
     if not out.is_absolute():  # the engine's working directory is not the command's
@@ -82,7 +83,7 @@ def _exporter(engine: Engine, params: dict[str, Any]) -> Callable[[], dict[str, 
                                   with_history=values["withHistory"])
 
 
-def start_import(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
+def start_import(engine: Engine, params: dict[str, Any]) -> ImportJob:
     """``knowledge import FORMAT PATH`` in the serving engine, as a job; answers with the job at once."""
     values = IMPORT.read(params)
     chosen = FORMATS[values["format"]]
@@ -91,7 +92,7 @@ def start_import(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
         raise InvalidParams("path must be an absolute path", field="path")
     agent, dry_run = receiving_agent(engine, values["store"], values["agent"]), values["dryRun"]
 
-    def work(context: JobContext) -> dict[str, Any]:
+    def work(context: JobContext) -> AnyImport:
         context.report(message=f"Reading {path.name}")
         plan = chosen.load(str(path), engine.refuse_secrets)  # checked whole: nothing exists yet if it fails
         context.check()

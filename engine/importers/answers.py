@@ -1,0 +1,293 @@
+"""The declared answers of this layer: an import's result per format, an export's and a restore's summary,
+the jobs ``operator/startExport`` and ``operator/import`` answer with, and the archive's manifest.
+
+An import's result starts with ``ImportResult`` (what every format says) and adds what its format counts;
+``knowledge import --json`` prints it and an import job's ``result`` holds it.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+from ..core.answers import JsonValue, NotRequired, TypedDict
+
+
+class ImportCounts(TypedDict):
+    """The records an import stands for (``imported``) or would create on a dry run (``wouldCreate``)."""
+    sources: int
+    pages: int
+    claims: int
+    relationships: int
+
+
+class ImportResult(TypedDict):
+    """What every import says: its format, whether it was a dry run, the receiving agent on a real run
+    (with the file its new token is in, when the import registered it) and its counts."""
+    agent: NotRequired[str]
+    tokenFile: NotRequired[str]
+    format: str
+    dryRun: bool
+    imported: NotRequired[ImportCounts]
+    wouldCreate: NotRequired[ImportCounts]
+
+
+class ExportPart(TypedDict):
+    """One file of an export split in parts, and its sha256."""
+    file: str
+    sha256: str
+
+
+class ConversationsImport(ImportResult):
+    """A ChatGPT or Claude export: one page per conversation (or project), by conversation key."""
+    file: str
+    sha256: str
+    files: NotRequired[list[ExportPart]]
+    conversations: int
+    projects: NotRequired[int]
+    pages: dict[str, str]
+    revised: int
+    notes: NotRequired[list[str]]
+    leftOut: NotRequired[list[str]]
+
+
+class MarkdownImport(ImportResult):
+    """A folder of Markdown notes: one page per note, by the note's path in the folder."""
+    folder: str
+    notes: list[str]
+    pages: dict[str, str]
+    relationships: int
+    attachments: int
+    revised: int
+    leftOut: NotRequired[list[str]]
+
+
+class Mem0Import(ImportResult):
+    """A mem0 or OpenMemory export: one claim per memory, in the export's order."""
+    file: str
+    sha256: str
+    memories: int
+    skippedDeleted: int
+    relationsLeftOut: NotRequired[int]
+    claims: list[str]
+    revised: int
+    notes: list[str]
+
+
+class RecallProposal(TypedDict):
+    """The recall OpenClaw's annotations propose for one claim; approved by nobody until the owner does."""
+    claim: str
+    file: str
+    line: int
+    triggers: list[str]
+    importance: int | None
+    projects: list[str]
+
+
+class MemoryCoreImport(ImportResult):
+    """An agent workspace (OpenClaw memory-core): one page per file, by file name, and the claims counted."""
+    files: int
+    pages: dict[str, str]
+    claims: int
+    revised: int
+    notes: list[str]
+    leftOut: list[str]
+    recallProposals: list[RecallProposal]
+
+
+AnyImport = Union[ConversationsImport, MarkdownImport, Mem0Import, MemoryCoreImport]
+
+
+class LocomoImport(TypedDict):
+    """A LoCoMo benchmark file: counts, and the claims citing each dialog turn, by sample then dialog id."""
+    samples: int
+    people: int
+    sessions: int
+    claims: int
+    dialogClaims: dict[str, dict[str, list[str]]]
+
+
+class LocomoQuestion(TypedDict):
+    """A LoCoMo question with its evidence turns and the claims citing them (``record_ids``, once found)."""
+    sample: str
+    question: str
+    category: JsonValue  # as the file gives it
+    evidence: list[str]
+    record_ids: NotRequired[list[str]]
+
+
+class DemoSeeded(TypedDict):
+    """``knowledge demo``: the agent seeded, its token when it was created, the records published and the
+    decision model the recall gate uses (None when the gate was not turned on)."""
+    agent: str
+    token: str | None
+    records: int
+    gate: str | None
+
+
+# --- export and restore ----------------------------------------------------------------------------
+
+
+class ExportHistory(TypedDict):
+    """What an archive holds of the vault's git history: a bundle (with its head), the ``.git`` folder's
+    parts (``git-folder``, with the files left out), or none (``kind`` None), and why."""
+    kind: str | None
+    note: str
+    head: NotRequired[str | None]
+    skipped: NotRequired[list[str]]
+
+
+class ExportResult(TypedDict):
+    """``knowledge export``: the archive written and what it holds."""
+    archive: str
+    storeId: str
+    kind: str
+    name: str | None
+    files: int
+    revisions: int
+    skipped: list[str]
+    conversations: int
+    history: ExportHistory
+
+
+class RestoredHistory(TypedDict):
+    """What a restore made of the archive's history."""
+    restored: bool
+    kind: str | None
+    note: NotRequired[str]
+    head: NotRequired[str]
+
+
+class RestoreResult(TypedDict):
+    """``knowledge restore``: the store restored (``created``), or found already restored (with a note)."""
+    archive: str
+    storeId: str
+    kind: str
+    name: str | None
+    agent: str | None
+    created: bool
+    note: NotRequired[str]
+    files: NotRequired[int]
+    revisions: NotRequired[int]
+    conversations: NotRequired[int]
+    records: NotRequired[int]
+    history: NotRequired[RestoredHistory]
+
+
+class ArchivedRevision(TypedDict):
+    """A kept revision as the manifest lists it, with the archive member holding its content."""
+    file: str
+    partition: str
+    recordId: str
+    revision: int
+    sha256: str
+    path: str
+    origin: str
+    publicationId: str | None
+    agent: str | None
+    observedAt: str
+
+
+class ArchivedMember(TypedDict):
+    """A member of the archive, listed with its sha256 and size."""
+    path: str
+    sha256: str
+    size: int
+
+
+class ManifestStore(TypedDict):
+    storeId: str
+    vaultId: str
+    createdAt: str
+    kind: str
+    name: str | None
+    createdFor: str | None
+    label: str | None
+    agents: list[str]
+    partitions: list[str]
+
+
+class ManifestConversation(TypedDict):
+    sessionId: str
+    agent: str
+    sessionKeySha256: str
+    createdAt: str
+
+
+class Manifest(TypedDict):
+    """The archive's ``manifest.json``."""
+    format: str
+    formatVersion: int
+    engineVersion: str
+    createdAt: str
+    store: ManifestStore
+    history: ExportHistory
+    conversations: list[ManifestConversation]
+    revisions: list[ArchivedRevision]
+    files: list[ArchivedMember]
+
+
+# --- the operator methods' jobs --------------------------------------------------------------------
+
+
+class JobProgress(TypedDict):
+    done: float
+    total: float | None
+    unit: str
+    message: str
+
+
+class JobError(TypedDict):
+    """Why a job failed; an engine error adds its details (the field, or the file and place of bad input)."""
+    reason: str
+    message: str
+
+
+JobError.__pydantic_config__ = {"extra": "allow"}  # type: ignore[attr-defined]  # the details are the error's own
+
+
+class _Job(TypedDict):
+    """A job as ``operator/job`` shows it (engine/core/jobs.py); ``result`` once it is done."""
+    id: str
+    kind: str
+    key: str
+    title: str
+    state: str
+    progress: JobProgress
+    startedAt: str
+    finishedAt: NotRequired[str]
+    error: NotRequired[JobError]
+
+
+class ExportJob(_Job):
+    """``operator/startExport``: the export's job, its ``result`` ``operator/export``'s answer."""
+    result: NotRequired[ExportResult]
+
+
+class ImportJob(_Job):
+    """``operator/import``: the import's job, its ``result`` ``knowledge import --json``'s."""
+    result: NotRequired[AnyImport]
+
+
+# --- what an import writes ---------------------------------------------------------------------------
+
+
+class Citation(TypedDict):
+    """A piece of evidence an imported record cites: a retained source (its lines, a quote) or an excerpt."""
+    source: NotRequired[str]
+    lines: NotRequired[list[int]]
+    quote: NotRequired[str]
+    excerpt: NotRequired[str]
+
+
+class PageDraft(TypedDict):
+    """The parameters of a page an import saves (``Engine.save_page``); ``id`` and ``expectedRevision`` when
+    it revises a page an earlier import made."""
+    id: NotRequired[str]
+    expectedRevision: NotRequired[int]
+    type: str
+    title: str
+    body: str
+    aliases: NotRequired[list[str]]
+    tags: NotRequired[list[str]]
+    fields: NotRequired[dict[str, str]]
+    evidence: NotRequired[list[Citation]]
