@@ -46,7 +46,7 @@ class Document:
     aliases: str  # one alias a line
     body: str
 
-    def tantivy_fields(self) -> dict[str, Any]:
+    def tantivy_fields(self) -> dict[str, str | int]:
         """The fields ``engine/index/tantivy_index.py`` gives tantivy for this record."""
         return index_document(path=self.path, record_id=self.record_id, revision=self.revision, kind=self.kind,
                               type_=self.type, lifecycle=self.lifecycle, title=self.title,

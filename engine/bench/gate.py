@@ -50,6 +50,7 @@ from models.installed import ModelStore, is_model_name
 from models.local import add_local
 
 from ..access.authority import OperatorCaller
+from ..core.answers import NotRequired, TypedDict
 from ..decision.runtime import BooleanQuestion, DecisionRuntime
 from ..gate.turn import gate_turn
 from ..gate.journal import journal_turns
@@ -62,6 +63,7 @@ from ..index.vectors import embedding_text
 from ..vault.frontmatter import split_document
 from ..state.config import parse_settings
 from . import gate_quality, metrics
+from .gate_quality import FunctionWordFigures, LatencyFigures, ModeQuality
 from .defaults import GATE_OUTPUT as DEFAULT_OUTPUT, LOCOMO_DATA as DEFAULT_DATA
 
 MODEL_NAME = "bench-reranker"
@@ -105,7 +107,108 @@ class ChosenModel:
     folder: Path
 
 
-def run(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
+class CalibrationFit(TypedDict):
+    """The calibration fitted on the fit samples' (similarity, relevant) pairs of one mode."""
+    a: float
+    b: float
+    pairs: int
+    relevant: int
+    mode: str
+
+
+class QualityFigures(TypedDict):
+    """Gate turns for LoCoMo questions with gold pages (and off-topic messages), per candidate mode."""
+    samples: list[int]  # the first and the last conversation
+    questions: int
+    sessionPages: int
+    offTopic: int
+    modes: dict[str, ModeQuality]
+    functionWords: NotRequired[FunctionWordFigures]
+    fit: NotRequired[CalibrationFit]
+
+
+class Fidelity(TypedDict, total=False):
+    """How far the ONNX probabilities are from PyTorch's (empty when no turn could be compared)."""
+    pairs: int
+    turns: int
+    maxDifference: float
+    meanDifference: float
+    sameFirst: float
+
+
+class ThroughputRound(TypedDict):
+    """One round, both sides back to back: tokens a second, per-turn ratios, tokens scored."""
+    onnx: float
+    torch: float
+    turnRatios: list[float]
+    onnxTokens: int
+    torchTokens: int
+
+
+class BaselineInfo(TypedDict, total=False):
+    """What the PyTorch baseline (gate_baseline.py) says of itself."""
+    torch: str
+    sentenceTransformers: str
+    threads: int
+    loadSeconds: float
+
+
+class GateThroughput(TypedDict):
+    rounds: list[ThroughputRound]
+    baseline: BaselineInfo
+    turns: int
+    fidelity: Fidelity
+    pairs: int
+
+
+class TokenFigures(TypedDict):
+    p50: float
+    mean: float
+
+
+class GateSummary(TypedDict):
+    """The latency turns' figures, with the PyTorch comparison's when it ran."""
+    command: str
+    date: str
+    machine: metrics.Machine
+    timeoutMs: int
+    questions: int
+    pages: int
+    loadRate: float | None
+    latency: dict[str, LatencyFigures]  # gate, wall
+    inside: float
+    insidePlus50: float
+    tokens: TokenFigures
+    candidates: float
+    unscored: float
+    variant: str | None
+    outcomes: dict[str, int]
+    throughput: GateThroughput | None
+    longWindows: int
+    onnxRate: NotRequired[float]
+    torchRate: NotRequired[float]
+    ratio: NotRequired[float]
+    turnRatio: NotRequired[float]
+
+
+class ModelChoice(TypedDict):
+    select: str
+    kind: str
+
+
+class MachineLoad(TypedDict):
+    start: float | None
+    end: float | None
+
+
+class GateReport(GateSummary):
+    """``knowledge bench gate``: the summary, the model, the quality figures when asked, the load average."""
+    model: ModelChoice
+    quality: QualityFigures | None
+    load: MachineLoad
+
+
+def run(options: Options, say: Callable[[str], None] = print) -> GateReport:
     if options.torch_python is not None and not Path(options.torch_python).is_file():
         raise BenchmarkSkipped("--torch-python must name a Python with torch and sentence-transformers "
                                "(the PyTorch baseline runs there)")
@@ -148,10 +251,9 @@ def run(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
                 throughput = _throughput(engine, _scored_pairs(kept, turns), chosen.folder, options, work, say)
             quality = _quality(engine, caller, state, data, chosen, options, say) \
                 if options.quality or options.fit else None
-        result = _summary(options, turns, throughput, pages, status.tokens_per_second)
-        result["model"] = {"select": chosen.select, "kind": chosen.kind}
-        result["quality"] = quality
-        result["load"] = {"start": load_at_start, "end": _load()}
+        result: GateReport = {**_summary(options, turns, throughput, pages, status.tokens_per_second),
+                              "model": {"select": chosen.select, "kind": chosen.kind}, "quality": quality,
+                              "load": {"start": load_at_start, "end": _load()}}
         text = render(result)
         say(text)
         if options.output is not None:
@@ -252,7 +354,7 @@ def _gate_turns(engine: Engine, caller: Any, questions: list[str], say: Callable
 
 
 def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: ChosenModel, options: Options,
-             say: Callable[[str], None]) -> dict[str, Any]:
+             say: Callable[[str], None]) -> QualityFigures:
     """Gate turns for LoCoMo questions with their gold pages (and off-topic messages), per candidate mode."""
     pages = engine.on_store(OperatorCaller(AGENT), lambda rt, a: [
         (row.record_id, row.title) for row in rt.catalog.current(a.partition, kind="page")])
@@ -300,7 +402,7 @@ def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: Ch
     return figures
 
 
-def _function_words(engine: Engine, turns: list[dict[str, Any]]) -> dict[str, Any]:
+def _function_words(engine: Engine, turns: list[dict[str, Any]]) -> FunctionWordFigures:
     """Per turn, the shortlisted pages (and gold pages among them) sharing only function words with the message."""
     analyzer = engine.analyzer
     function_terms = set(analyzer.function_terms)
@@ -335,7 +437,7 @@ def _scored_pairs(kept: list[dict[str, Any]], turns: list[dict[str, Any]]) -> li
 
 
 def _throughput(engine: Engine, pairs: list[dict[str, Any]], model: Path, options: Options, work: Path,
-                say: Callable[[str], None]) -> dict[str, Any]:
+                say: Callable[[str], None]) -> GateThroughput:
     pairs_file = work / "pairs.json"
     pairs_file.write_text(json.dumps(pairs), encoding="utf-8")
     # Run from a copy: a script's folder leads sys.path, and engine/bench/socket.py would shadow the stdlib's.
@@ -343,8 +445,8 @@ def _throughput(engine: Engine, pairs: list[dict[str, Any]], model: Path, option
     shutil.copyfile(BASELINE, baseline)
     settings = engine.settings.current()
     rounds = []
-    baseline_info: dict[str, Any] = {}
-    fidelity: dict[str, Any] = {}
+    baseline_info: BaselineInfo = {}
+    fidelity: Fidelity = {}
     for number in range(1, options.rounds + 1):
         runtime = DecisionRuntime(lambda: settings, ModelStore(engine.state.models))   # a fresh, empty cache
         try:
@@ -376,7 +478,7 @@ def _throughput(engine: Engine, pairs: list[dict[str, Any]], model: Path, option
             "pairs": sum(len(turn["documents"]) for turn in pairs)}
 
 
-def _fidelity(onnx: list[list[float | None]], torch: list[list[float]]) -> dict[str, Any]:
+def _fidelity(onnx: list[list[float | None]], torch: list[list[float]]) -> Fidelity:
     """Per pair, how far the ONNX probability is from PyTorch's; per turn, whether both rank the same page first."""
     differences, same_first, turns = [], 0, 0
     for ours, theirs in zip(onnx, torch):
@@ -396,8 +498,8 @@ def _rate(turns: list[dict[str, Any]]) -> float:
     return sum(turn["tokens"] for turn in turns) / seconds if seconds else 0.0
 
 
-def _summary(options: Options, turns: list[dict[str, Any]], throughput: dict[str, Any] | None, pages: int,
-             load_rate: float | None) -> dict[str, Any]:
+def _summary(options: Options, turns: list[dict[str, Any]], throughput: GateThroughput | None, pages: int,
+             load_rate: float | None) -> GateSummary:
     latencies = sorted(turn["latencyMs"] for turn in turns)
     walls = sorted(turn["wallMs"] for turn in turns)
     budget = options.timeout_ms
@@ -405,7 +507,7 @@ def _summary(options: Options, turns: list[dict[str, Any]], throughput: dict[str
     for turn in turns:
         key = turn["outcome"] if turn["stage"] is None else f"{turn['outcome']} ({turn['stage']}: {turn['reason']})"
         outcomes[key] = outcomes.get(key, 0) + 1
-    result = {
+    result: GateSummary = {
         "command": options.command, "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": metrics.machine(), "timeoutMs": budget, "questions": len(turns), "pages": pages,
         "loadRate": load_rate,
@@ -435,7 +537,7 @@ def _graph(variant: str | None) -> str:
     return "the fp32 ONNX graph (`onnx/model.onnx`)" if variant is None else f"the ONNX graph `onnx/{variant}.onnx`"
 
 
-def _fidelity_lines(fidelity: dict[str, Any]) -> list[str]:
+def _fidelity_lines(fidelity: Fidelity) -> list[str]:
     if not fidelity:
         return []
     return [f"Fidelity (round 1, {fidelity['pairs']} pairs of {fidelity['turns']} turns): the ONNX probability "
@@ -443,7 +545,7 @@ def _fidelity_lines(fidelity: dict[str, Any]) -> list[str]:
             f"at most; both rank the same page first in {fidelity['sameFirst']:.1%} of turns.", ""]
 
 
-def render(result: dict[str, Any]) -> str:
+def render(result: GateReport) -> str:
     machine, latency, throughput = result["machine"], result["latency"], result["throughput"]
     memory = f", {machine['memory_bytes'] / 2**30:.0f} GiB" if machine.get("memory_bytes") else ""
     model = result.get("model") or {"select": f"onnx/{MODEL_NAME}", "kind": "reranker"}

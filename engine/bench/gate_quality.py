@@ -19,6 +19,7 @@ import math
 import re
 from typing import Any, Iterable, Sequence
 
+from ..core.answers import NotRequired, TypedDict
 from ..gate.candidates import Candidate
 from ..gate.scoring import cheap_order
 from ..index.analysis import FUNCTION_WORDS
@@ -70,13 +71,72 @@ OFF_TOPIC = (
     "Which columns of the customer table hold personal data?",
 )
 
+class FunctionWordFigures(TypedDict):
+    """How often shortlists hold pages sharing only function words with the message (shares, and counts)."""
+    noGoldTurns: int
+    noGoldReached: float
+    noGoldOnly: float
+    noGoldPerTurn: float
+    goldTurns: int
+    goldOnlyThroughFunctionWords: float
+    goldPagesThroughFunctionWords: int
+    goldPagesShortlisted: int
+
+
+class ThresholdRow(TypedDict):
+    """The pages injected at one threshold: precision, recall, F1, per turn, and turns without gold injected."""
+    threshold: float
+    precision: float
+    recall: float
+    f1: float
+    perTurn: float
+    noGoldInjected: float
+
+
+class SlotShare(TypedDict):
+    """Of the shortlisted gold pages, the share among the first N; of the turns, those with one there."""
+    goldPages: float
+    turns: float
+
+
+class CascadePlacement(TypedDict):
+    """Per cheap order, per number of long slots N, where the gold pages land."""
+    turns: int
+    goldPages: int
+    orders: dict[str, dict[int, SlotShare]]
+
+
+class LatencyFigures(TypedDict):
+    """Milliseconds: the median, the 95th percentile and the slowest."""
+    p50: float
+    p95: float
+    max: float
+
+
+class ModeQuality(TypedDict):
+    """One candidate mode's figures (``quality``); the gate benchmark adds the cascade's placement (embedding
+    models) and the turns' latency."""
+    turns: int
+    withGold: int
+    withoutGold: int
+    hit: float
+    shortlistRecall: float
+    shortlisted: float
+    noGoldShortlisted: float
+    auc: float
+    thresholds: list[ThresholdRow]
+    best: ThresholdRow | None
+    cascade: NotRequired[CascadePlacement]
+    latency: NotRequired[LatencyFigures]
+
+
 def function_word_only(message_terms: Iterable[str], page_terms: Iterable[str], function_terms: set[str]) -> bool:
     """Whether the page shares terms with the message, and all of them are function words."""
     shared = set(message_terms) & set(page_terms)
     return bool(shared) and shared <= function_terms
 
 
-def function_word_figures(turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def function_word_figures(turns: Sequence[dict[str, Any]]) -> FunctionWordFigures:
     """How often a shortlist holds pages that share only function words with the message.
 
     Each turn carries ``reachedByFunctionWords``: how many of its shortlisted pages share only function words,
@@ -136,7 +196,7 @@ def off_topic_questions() -> list[dict[str, Any]]:
 # --- the figures ----------------------------------------------------------------------------------
 
 
-def quality(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRESHOLDS) -> dict[str, Any]:
+def quality(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRESHOLDS) -> ModeQuality:
     """Figures of one candidate mode and Decision model.
 
     Each turn is ``{"gold": [page ids], "scores": {shortlisted page id: probabilityTrue or None}}`` in
@@ -147,7 +207,7 @@ def quality(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
     without = [turn for turn in turns if not turn["gold"]]
     gold_total = sum(len(set(turn["gold"])) for turn in with_gold)
     shortlisted_gold = sum(len(set(turn["gold"]) & set(turn["scores"])) for turn in with_gold)
-    rows = []
+    rows: list[ThresholdRow] = []
     for threshold in thresholds:
         injected = hits = 0
         noisy = 0
@@ -185,7 +245,7 @@ CASCADE_ORDERS = ("shortlist", "similarity", "fused")
 CASCADE_SLOTS = (1, 2, 3, 4, 5)
 
 
-def cascade_placement(turns: Sequence[dict[str, Any]], slots: Sequence[int] = CASCADE_SLOTS) -> dict[str, Any]:
+def cascade_placement(turns: Sequence[dict[str, Any]], slots: Sequence[int] = CASCADE_SLOTS) -> CascadePlacement:
     """How often the cascade's cheap order puts gold pages in its long-window slots.
 
     Each turn is as for ``quality``, its ``scores`` in shortlist order and each score a monotonic function of the
@@ -195,7 +255,7 @@ def cascade_placement(turns: Sequence[dict[str, Any]], slots: Sequence[int] = CA
     shortlisted, those with one among the first N.  ``shortlist`` at N is also where equal windows would put
     N pages; ``random`` is what an order knowing nothing would give (N / shortlisted, per turn).
     """
-    figures: dict[str, Any] = {"turns": 0, "goldPages": 0, "orders": {}}
+    figures: CascadePlacement = {"turns": 0, "goldPages": 0, "orders": {}}
     counted = [t for t in turns if set(t["gold"]) & set(t["scores"])]
     figures["turns"] = len(counted)
     figures["goldPages"] = sum(len(set(t["gold"]) & set(t["scores"])) for t in counted)

@@ -26,13 +26,35 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from ..importers.chatgpt import import_chatgpt, load_chatgpt
 from ..importers.common import Writer, import_engine, import_instance, owner_caller
 from ..runtime import StoreRuntime
 from ..state.statedir import StateDir
+from ..core.answers import TypedDict
 from .socket import WORDS, machine
+
+T = TypeVar("T")
+
+
+class ImportReport(TypedDict):
+    """A ChatGPT export's import timed: its phases (seconds), rates (conversations a second), the time
+    projected for ``TARGET`` conversations, the lane's profile when asked, the load average before and after."""
+    conversations: int
+    messages: int
+    bytes: int
+    read_s: float
+    import_s: float
+    again_s: float
+    close_s: float
+    open_s: float
+    total_s: float
+    rate: float
+    again_rate: float
+    projected_s: float
+    profile: str | None
+    load: tuple[float, float]
 
 TARGET = 10_000
 
@@ -70,7 +92,7 @@ def synthetic_export(conversations: int, messages: int, seed: int = 0) -> list[d
 
 
 def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
-        say: Callable[[str], None] = print) -> dict[str, Any]:
+        say: Callable[[str], None] = print) -> ImportReport:
     with tempfile.TemporaryDirectory(prefix="knowledge-bench-import-") as work:
         export = Path(work) / "conversations.json"
         export.write_text(json.dumps(synthetic_export(conversations, messages)), encoding="utf-8")
@@ -99,7 +121,7 @@ def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
             engine.close()
             closed = time.perf_counter()
     first = loaded - checked + imported - loaded
-    result = {
+    result: ImportReport = {
         "conversations": conversations, "messages": messages, "bytes": len(plan[0].data),
         "read_s": loaded - checked, "import_s": imported - loaded, "again_s": again - imported,
         "close_s": closed - closing, "open_s": checked - started, "total_s": first,
@@ -119,7 +141,7 @@ def _on_the_lane(profiler: cProfile.Profile | None) -> Iterator[None]:
         return
     boundary = StoreRuntime._storage_boundary
 
-    def profiled(runtime: StoreRuntime, fn: Callable[[], Any]) -> Any:
+    def profiled(runtime: StoreRuntime, fn: Callable[[], T]) -> T:
         profiler.enable()
         try:
             return boundary(runtime, fn)
@@ -148,7 +170,7 @@ def _top(profiler: cProfile.Profile, rows: int = 18) -> str:
     return "\n".join(line.rstrip() for line in lines[start:] if line.strip())
 
 
-def report(result: dict[str, Any], command: str) -> str:
+def report(result: ImportReport, command: str) -> str:
     minutes = result["projected_s"] / 60
     lines = [
         "# Import benchmark: a ChatGPT export", "",

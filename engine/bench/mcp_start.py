@@ -27,7 +27,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.answers import TypedDict
 from .socket import machine
+
+
+class StartReport(TypedDict):
+    """Seconds of each run, by what ran (``python``, ``bridge``, ``commands``), and the bridge's command."""
+    rounds: int
+    command: list[str]
+    runs: dict[str, list[float]]
 
 ROOT = Path(__file__).resolve().parents[2]
 INITIALIZE = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -68,7 +76,7 @@ def _initialize_seconds(command: list[str], env: dict[str, str]) -> float:
         bridge.stdout.close()
 
 
-def measure(rounds: int) -> dict[str, Any]:
+def measure(rounds: int) -> StartReport:
     folder = Path(tempfile.mkdtemp(prefix="knowledge-bench-mcp-"))
     state = folder / "state"
     env = {**os.environ, "KNOWLEDGE_STATE_DIR": str(state), "PYTHONPATH": str(ROOT)}
@@ -93,7 +101,7 @@ def measure(rounds: int) -> dict[str, Any]:
     return {"rounds": rounds, "command": knowledge, "runs": runs}
 
 
-def report(result: dict[str, Any], command: str) -> str:
+def report(result: StartReport, command: str) -> str:
     runs = result["runs"]
     median = {name: statistics.median(values) for name, values in runs.items()}
     worst = {name: max(values) for name, values in runs.items()}

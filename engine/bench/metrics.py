@@ -13,8 +13,25 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..core.answers import TypedDict
+
 CATEGORIES = (1, 2, 3, 4, 5)
 CUTOFFS = (5, 10)
+
+
+class RetrievalQuality(TypedDict):
+    """Mean scores (``questions`` and ``recall@k``/``hit@k``) per LoCoMo category (and ``other``), and overall."""
+    categories: dict[str, dict[str, float | int]]
+    overall: dict[str, float | int]
+
+
+class Machine(TypedDict):
+    """What the figures were measured on (cores and memory None where the system does not say)."""
+    cpu: str
+    cores: int | None
+    memory_bytes: int | None
+    system: str
+    python: str
 
 
 def question_scores(gold: Sequence[str], found: Sequence[str]) -> dict[str, float]:
@@ -35,7 +52,7 @@ def _mean_scores(rows: list[dict[str, float]]) -> dict[str, float | int]:
     return summary
 
 
-def retrieval_quality(questions: list[dict[str, Any]], engine: str) -> dict[str, Any]:
+def retrieval_quality(questions: list[dict[str, Any]], engine: str) -> RetrievalQuality:
     """Mean scores of ``engine`` per LoCoMo category and overall, over questions with gold records."""
     scored = [q for q in questions if q["record_ids"]]
     by_category = {str(c): _mean_scores([q[engine] for q in scored if q["category"] == c]) for c in CATEGORIES}
@@ -94,7 +111,7 @@ def tree_bytes(path: Path) -> int:
     return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file())
 
 
-def machine() -> dict[str, Any]:
+def machine() -> Machine:
     """What the figures were measured on."""
     cpu, cores = platform.processor() or platform.machine(), os.cpu_count()
     try:

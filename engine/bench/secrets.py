@@ -47,10 +47,32 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..importers import demo
+from ..core.answers import NotRequired, TypedDict
 from ..core.errors import SecretDetected
 from ..core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, is_generated_id, new_id
 from ..store.credentials import decoded_for_scan, find_secret, refuse_secrets
 from .socket import machine
+
+
+class CorpusRow(TypedDict):
+    """One corpus: texts refused as written (``before``) and as the scan runs (``hits``, by kind); for an
+    undisguised corpus, the hits of detect-secrets' entropy plugins, which the scan leaves out."""
+    corpus: str
+    texts: int
+    before: int
+    hits: int
+    kinds: dict[str, int]
+    entropy: NotRequired[dict[str, int]]
+
+
+class SecretsReport(TypedDict):
+    """False positives per corpus, each synthetic credential detected or not, the disguised ones counted
+    (credentials, found as written, found as it runs), scan costs (label, characters, ms before, ms after)."""
+    rows: list[CorpusRow]
+    detected: dict[str, bool]
+    disguised: dict[str, tuple[int, int, int]]
+    costs: list[tuple[str, int, float, float]]
+    locomo: bool
 
 REPEATS = 15
 ROOT = Path(__file__).resolve().parents[2]
@@ -363,9 +385,9 @@ def disguised_detection() -> dict[str, tuple[int, int, int]]:
     return {name: (total, before, after) for name, (total, before, after) in found.items()}
 
 
-def run(locomo: Path | None) -> dict[str, Any]:
+def run(locomo: Path | None) -> SecretsReport:
     texts = corpora(locomo)
-    rows = []
+    rows: list[CorpusRow] = []
     for name, items in texts.items():
         before, _ = false_positives(items, undisguise=False)
         hits, kinds = false_positives(items)
@@ -391,7 +413,7 @@ def run(locomo: Path | None) -> dict[str, Any]:
             "locomo": locomo is not None}
 
 
-def report(result: dict[str, Any], command: str) -> str:
+def report(result: SecretsReport, command: str) -> str:
     lines = [
         "# Credential scan: false positives, detection, cost", "",
         f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",

@@ -22,11 +22,36 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..core.answers import JsonObject, TypedDict
 from ..state.registry import Registry
 from ..state.statedir import StateDir
 
 WORDS = ("harbour", "lighthouse", "ferry", "schedule", "budget", "migration", "release", "contract", "invoice",
          "roadmap", "incident", "review", "hiring", "launch", "audit", "design", "pricing", "support")
+
+
+class Latency(TypedDict):
+    """Round trips timed one after another: the median and 99th percentile in milliseconds, and how many."""
+    p50_ms: float
+    p99_ms: float
+    n: int
+
+
+class Throughput(TypedDict):
+    """``clients`` clients at once for the run's seconds: requests answered, errors, rate and latency."""
+    clients: int
+    requests: int
+    errors: int
+    requests_per_s: float
+    p50_ms: float
+    p99_ms: float
+
+
+class SocketReport(TypedDict):
+    """The agent socket benchmark: the store's size, one client's round trips per tool, throughput by clients."""
+    pages: int
+    latency: dict[str, Latency]
+    throughput: list[Throughput]
 
 
 class RpcClient:
@@ -37,7 +62,8 @@ class RpcClient:
         self.call("initialize", {"protocolVersion": "2025-11-25",
                                  "_meta": {"knowledge": {"token": token, "audience": {"kind": "owner-private"}}}})
 
-    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def call(self, method: str, params: dict[str, Any]) -> JsonObject:
+        """The method's result as the engine sent it (its shape is the method's)."""
         self.next_id += 1
         self.file.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
                                     "params": params}).encode() + b"\n")
@@ -47,7 +73,7 @@ class RpcClient:
             raise RuntimeError(f"{method} failed: {reply}")
         return reply["result"]
 
-    def tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def tool(self, name: str, arguments: dict[str, Any]) -> JsonObject:
         return self.call("tools/call", {"name": name, "arguments": arguments})
 
     def close(self) -> None:
@@ -81,7 +107,7 @@ def _seed(client: RpcClient, pages: int) -> None:
                                             "aliases": [f"note-{index}"], "body": words})
 
 
-def _round_trips(client: RpcClient, count: int) -> dict[str, dict[str, float]]:
+def _round_trips(client: RpcClient, count: int) -> dict[str, Latency]:
     timings: dict[str, list[float]] = {"knowledge_lookup": [], "knowledge_grep": []}
     for index in range(count):
         for name, arguments in (("knowledge_lookup", {"name": f"note-{index % 50}"}),
@@ -93,7 +119,7 @@ def _round_trips(client: RpcClient, count: int) -> dict[str, dict[str, float]]:
             for name, values in timings.items()}
 
 
-def _throughput(port: int, token: str, clients: int, seconds: float) -> dict[str, float]:
+def _throughput(port: int, token: str, clients: int, seconds: float) -> Throughput:
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
@@ -167,7 +193,7 @@ def serving_engine() -> Iterator[tuple[subprocess.Popen, int, str]]:
 
 
 def run(*, pages: int = 500, round_trips: int = 300, seconds: float = 5.0,
-        concurrency: tuple[int, ...] = (1, 8, 32)) -> dict[str, Any]:
+        concurrency: tuple[int, ...] = (1, 8, 32)) -> SocketReport:
     with serving_engine() as (_, port, token):
         client = RpcClient(port, token)
         _seed(client, pages)
@@ -189,7 +215,7 @@ def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores ({model}), Python {platform.python_version()}"
 
 
-def report(result: dict[str, Any], command: str) -> str:
+def report(result: SocketReport, command: str) -> str:
     lines = [
         "# Agent socket benchmark", "",
         f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",

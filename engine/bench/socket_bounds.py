@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.answers import TypedDict
 from ..wire.server import SocketBounds
 from .socket import RpcClient, machine, percentile, serving_engine
 
@@ -43,7 +44,43 @@ PING_INTERVAL_S = 0.01
 SAMPLE_INTERVAL_S = 0.02
 
 
-def run(*, connections: int = 200, message_bytes: int = 8 * MIB, flood_s: float = 5.0) -> dict[str, Any]:
+class Attack(TypedDict):
+    """How the attempts of one phase ended (by outcome), and how long each connection lived."""
+    outcomes: dict[str, int]
+    attempts: int
+    lifetime_median_s: float
+    lifetime_max_s: float
+
+
+class Phase(Attack):
+    """One phase: the attack, the engine's memory before, at its peak and after (KiB), and the pings an
+    initialized agent got through meanwhile (milliseconds; None when none did)."""
+    phase: str
+    connections: int
+    seconds: float
+    rss_before_kib: int
+    rss_peak_kib: int
+    rss_after_kib: int
+    hwm_before_kib: int
+    hwm_after_kib: int
+    pings: int
+    ping_p50_ms: float | None
+    ping_p99_ms: float | None
+    ping_max_ms: float | None
+
+
+class BoundsReport(TypedDict):
+    """The socket bounds benchmark: the attack's size, the bounds in force, every phase, the probe's pings."""
+    connections: int
+    message_bytes: int
+    flood_s: float
+    bounds: dict[str, float]  # SocketBounds' fields
+    phases: list[Phase]
+    pings_total: int
+    ping_errors: list[str]
+
+
+def run(*, connections: int = 200, message_bytes: int = 8 * MIB, flood_s: float = 5.0) -> BoundsReport:
     """Start an engine, warm it with an agent's ordinary work, then run every phase against it."""
     bounds = SocketBounds()
     with serving_engine() as (process, port, token):
@@ -94,7 +131,7 @@ class _Probe:
 
 
 def _measure(pid: int, port: int, probe: _Probe, phase: str, count: int, message_bytes: int,
-             bounds: SocketBounds, flood_s: float) -> dict[str, Any]:
+             bounds: SocketBounds, flood_s: float) -> Phase:
     before = _memory(pid)
     peak = [before["VmRSS"]]
     done = threading.Event()
@@ -138,7 +175,7 @@ def _memory(pid: int) -> dict[str, int]:
 
 
 def attack(port: int, phase: str, connections: int, message_bytes: int, hold_bytes: int,
-           seconds: float) -> dict[str, Any]:
+           seconds: float) -> Attack:
     """Run ``phase`` on ``connections`` at once; how each attempt ended, and how long it lived.
 
     A reflood attacker starts over on a new connection each time the engine cuts it off, until
@@ -217,7 +254,7 @@ def lscpu_model() -> str:
     return "unknown CPU"
 
 
-def report(result: dict[str, Any], command: str) -> str:
+def report(result: BoundsReport, command: str) -> str:
     bounds = result["bounds"]
     lines = [
         "# Socket bounds before authentication", "",

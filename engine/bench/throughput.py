@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..access.authority import AgentCaller
+from ..core.answers import NotRequired, TypedDict
 from ..search.keyword import MEMORY_SEARCH_PARAMS, build_query, parse_search_request, search
 from ..service import Engine
 from ..state.statedir import StateDir
@@ -37,7 +38,7 @@ from ..store.catalog_reads import CatalogReads
 from ..store.store import VAULT_DIR
 from .corpus import write_partition
 from .defaults import THROUGHPUT_SIZES as SIZES
-from .socket import WORDS, RpcClient, _start_engine, machine, owner_state, percentile, run_together
+from .socket import WORDS, Latency, RpcClient, _start_engine, machine, owner_state, percentile, run_together
 
 FIRST_QUERY_TIMEOUT_S = 1800  # the first search catalogues and indexes every file
 ISSUE_FIGURES = {  # what the throughput issue measured before this work (same machine, through the socket)
@@ -48,6 +49,48 @@ ISSUE_FIGURES = {  # what the throughput issue measured before this work (same m
     "memory_index_ms": "2,200 at 95,000 records",
     "catalogue_s": "about 40 at 100,000 records",
 }
+
+
+class PageRequest(TypedDict):
+    """The ``knowledge_save_page`` arguments the benchmark writes."""
+    requestId: str
+    type: str
+    title: str
+    body: str
+
+
+class Writers(TypedDict):
+    """``clients`` writers at once: pages written and the rate; with a reader beside them, its latency."""
+    clients: int
+    pages: int
+    pages_per_s: float
+    reads: NotRequired[Latency]
+
+
+class RatedLatency(Latency):
+    per_s: float  # requests a second, one after another
+
+
+class FirstLatency(Latency):
+    first_ms: float  # the first request, before any cache is warm
+
+
+class SizeFigures(TypedDict):
+    """Every figure at one store size (``records``)."""
+    records: int
+    catalogue_s: float
+    restart_first_query_s: float
+    memory_index: FirstLatency
+    pages_1: RatedLatency
+    remember_1: RatedLatency
+    grep_idle: Latency
+    pages_8: Writers
+    grep_under_4_writers: Writers
+    search_parts: dict[str, float]  # each part of an idle grep, p50 ms
+
+
+class ThroughputReport(TypedDict):
+    sizes: list[SizeFigures]
 
 
 class _Engine:
@@ -85,17 +128,17 @@ def _latencies(fn: Callable[[int], Any], count: int) -> list[float]:
     return timings
 
 
-def _summary(timings: list[float]) -> dict[str, float]:
+def _summary(timings: list[float]) -> Latency:
     return {"n": len(timings), "p50_ms": statistics.median(timings), "p99_ms": percentile(timings, 0.99)}
 
 
-def _page(tag: str, index: int) -> dict[str, Any]:
+def _page(tag: str, index: int) -> PageRequest:
     words = " ".join(WORDS[(index * 5 + k) % len(WORDS)] for k in range(10))
     return {"requestId": f"{tag}-{index}", "type": "note", "title": f"{tag} note {index}", "body": words}
 
 
 def _writers(engine: _Engine, clients: int, seconds: float, tag: str,
-             reader: Callable[[RpcClient, int], Any] | None = None) -> dict[str, Any]:
+             reader: Callable[[RpcClient, int], Any] | None = None) -> Writers:
     """``clients`` threads writing pages for ``seconds`` (and one reading, with ``reader``)."""
     written = [0] * clients
     reads: list[float] = []
@@ -125,7 +168,7 @@ def _writers(engine: _Engine, clients: int, seconds: float, tag: str,
 
     workers: list[Callable[[], None]] = [lambda n=n: write(n) for n in range(clients)]
     elapsed = run_together(workers + ([read] if reader is not None else []), start_line, stop_at, seconds)
-    result: dict[str, Any] = {"clients": clients, "pages": sum(written), "pages_per_s": sum(written) / elapsed}
+    result: Writers = {"clients": clients, "pages": sum(written), "pages_per_s": sum(written) / elapsed}
     if reader is not None:
         result["reads"] = _summary(reads)
     return result
@@ -135,7 +178,7 @@ def _grep(client: RpcClient, index: int) -> None:
     client.tool("knowledge_grep", {"query": f"{WORDS[index % len(WORDS)]} {WORDS[(index * 7) % len(WORDS)]}"})
 
 
-def measure(records: int, *, seconds: float, round_trips: int, say: Callable[[str], None]) -> dict[str, Any]:
+def measure(records: int, *, seconds: float, round_trips: int, say: Callable[[str], None]) -> SizeFigures:
     with tempfile.TemporaryDirectory() as scratch:
         state, token = owner_state(Path(scratch))
         engine = _Engine(state, token)
@@ -217,16 +260,16 @@ def search_parts(state: StateDir, token: str, count: int) -> dict[str, float]:
 
 
 def run(*, sizes: tuple[int, ...] = SIZES, seconds: float = 5.0, round_trips: int = 200,
-        say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+        say: Callable[[str], None] = lambda line: None) -> ThroughputReport:
     return {"sizes": [measure(records, seconds=seconds, round_trips=round_trips, say=say) for records in sizes]}
 
 
-def report(result: dict[str, Any], command: str) -> str:
+def report(result: ThroughputReport, command: str) -> str:
     sizes = result["sizes"]
     header = "| measured | " + " | ".join(f"{s['records']:,} records" for s in sizes) + " | the issue's figure |"
     rule = "| --- | " + " | ".join("---:" for _ in sizes) + " | --- |"
 
-    def row(label: str, cell: Callable[[dict[str, Any]], str], issue: str = "") -> str:
+    def row(label: str, cell: Callable[[SizeFigures], str], issue: str = "") -> str:
         return f"| {label} | " + " | ".join(cell(s) for s in sizes) + f" | {issue} |"
 
     lines = [

@@ -29,7 +29,9 @@ from typing import Any, Callable, Iterator, Protocol
 
 from ..access.authority import OperatorCaller
 from ..access.stores import StoreResolver
+from ..core.answers import JsonValue, TypedDict
 from ..core.errors import NotFound
+from ..importers.answers import AnyImport, ExportResult
 from ..importers.archive import export_archive
 from ..importers.common import DEFAULT_AGENT, Progress, import_engine
 from ..importers.formats import FORMATS, receiving_agent, run_import
@@ -57,6 +59,21 @@ class ImportStopped(Exception):
         self.interrupted = interrupted
 
 
+class AddedAgent(TypedDict):
+    """An agent added: its token (shown once) and the file it is kept in."""
+    agent: str
+    token: str
+    tokenFile: str
+
+
+class SettingsView(TypedDict):
+    """The owner's switches as ``operator/inventory`` shows them, with config.json's problem if it has one."""
+    writesEnabled: bool
+    knowledgeRuntimeEnabled: bool
+    workspaceRoots: list[str]
+    problem: str | None
+
+
 class Desk(Protocol):
     """What the commands ask of the owner's desk; every answer is plain JSON data."""
 
@@ -64,17 +81,17 @@ class Desk(Protocol):
     def doctor(self) -> dict[str, Any]: ...
     def reindex(self) -> list[dict[str, Any]]: ...
     def agents(self) -> list[dict[str, Any]]: ...
-    def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...]) -> dict[str, Any]: ...
+    def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...]) -> AddedAgent: ...
     def remove_agent(self, name: str) -> None: ...
     def grants(self, agent: str | None) -> list[dict[str, Any]]: ...
     def set_grant(self, agent: str, session_key: str, access: str) -> dict[str, Any]: ...
     def remove_grant(self, agent: str, session_key: str) -> None: ...
     def stores(self) -> list[dict[str, Any]]: ...
-    def settings(self) -> dict[str, Any]: ...
-    def set_settings(self, **switches: Any) -> dict[str, Any]: ...
-    def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]: ...
+    def settings(self) -> SettingsView: ...
+    def set_settings(self, **switches: Any) -> SettingsView: ...
+    def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> ExportResult: ...
     def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
-                progress: Callable[[Progress], None] | None) -> dict[str, Any]: ...
+                progress: Callable[[Progress], None] | None) -> AnyImport: ...
 
 
 @contextmanager
@@ -120,12 +137,12 @@ class LocalDesk:
         with self._engine() as engine:
             return engine.reindex()
 
-    def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]:
+    def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> ExportResult:
         with self._engine() as engine:
             return export_archive(engine, out, store=store, agent=agent, with_history=with_history)
 
     def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
-                progress: Callable[[Progress], None] | None) -> dict[str, Any]:
+                progress: Callable[[Progress], None] | None) -> AnyImport:
         """The input checked whole first (nothing exists yet if it is refused), then imported by an engine
         of this process; a dry run writes nothing: with no state directory yet it opens no engine and creates
         no state, else it reads what an earlier import made (one naming a store must find it there)."""
@@ -154,7 +171,7 @@ class LocalDesk:
             return [{"name": a.name, "owner": a.owner, "scopes": list(a.scopes), "createdAt": a.created_at,
                      "store": resolver.agent_view(a.name)} for a in registry.agents()]
 
-    def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...] = SCOPES) -> dict[str, Any]:
+    def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...] = SCOPES) -> AddedAgent:
         with self._registry() as registry:
             token = registry.add_agent(name, owner=owner, scopes=scopes)
         return {"agent": name, "token": token, "tokenFile": str(self.state.write_agent_token(name, token))}
@@ -180,10 +197,10 @@ class LocalDesk:
         with self._registry() as registry:
             return StoreResolver(self.state, registry, SettingsSource(self.state.config)).inventory()
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> SettingsView:
         return _settings_view(SettingsSource(self.state.config))
 
-    def set_settings(self, **switches: Any) -> dict[str, Any]:
+    def set_settings(self, **switches: Any) -> SettingsView:
         source = SettingsSource(self.state.config)
         changed = source.current()
         roots = check_workspace_roots(switches["workspaceRoots"]) if "workspaceRoots" in switches else None
@@ -198,7 +215,7 @@ class LocalDesk:
         return _settings_view(source)
 
 
-def _settings_view(source: SettingsSource) -> dict[str, Any]:
+def _settings_view(source: SettingsSource) -> SettingsView:
     """The switches as ``operator/inventory`` shows them."""
     current = source.current()
     return {"writesEnabled": current.writes_enabled, "knowledgeRuntimeEnabled": current.knowledge_runtime_enabled,
@@ -215,7 +232,8 @@ class RemoteDesk:
     def close(self) -> None:
         self.connection.close()
 
-    def _call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    def _call(self, method: str, params: dict[str, Any] | None = None) -> JsonValue:
+        """The engine's answer to ``operator/<method>``, as JSON (the method declares its shape)."""
         return self.connection.call("operator/" + method, params)
 
     def search(self, agent: str, query: str, limit: int) -> dict[str, Any]:
@@ -227,12 +245,12 @@ class RemoteDesk:
     def reindex(self) -> list[dict[str, Any]]:
         return self._call("reindex")["rebuilt"]
 
-    def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> dict[str, Any]:
+    def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> ExportResult:
         return self._call("export", {"out": str(out.absolute()), "store": store, "agent": agent,
                                      "withHistory": with_history})
 
     def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
-                progress: Callable[[Progress], None] | None) -> dict[str, Any]:
+                progress: Callable[[Progress], None] | None) -> AnyImport:
         """Start the engine's import job and follow it to its end: its progress reported as it comes,
         its failure raised as the engine's error, Ctrl+C cancelling it (``ImportStopped``)."""
         job = self._call("import", {"format": format_name, "path": str(path), "agent": agent, "store": store,
@@ -271,7 +289,7 @@ class RemoteDesk:
     def agents(self) -> list[dict[str, Any]]:
         return self._call("inventory")["agents"]
 
-    def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...] = SCOPES) -> dict[str, Any]:
+    def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...] = SCOPES) -> AddedAgent:
         added = self._call("addAgent", {"name": name, "owner": owner, "scopes": list(scopes)})
         return {"agent": added["agent"], "token": added["token"], "tokenFile": added["tokenFile"]}
 
@@ -290,8 +308,8 @@ class RemoteDesk:
     def stores(self) -> list[dict[str, Any]]:
         return self._call("inventory")["stores"]
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> SettingsView:
         return self._call("inventory")["settings"]
 
-    def set_settings(self, **switches: Any) -> dict[str, Any]:
+    def set_settings(self, **switches: Any) -> SettingsView:
         return self._call("setSettings", switches)["settings"]

@@ -203,7 +203,7 @@ class ManifestStore(TypedDict):
     createdFor: str | None
     label: str | None
     agents: list[str]
-    partitions: list[str]
+    partitions: dict[str, str]  # partition name -> its directory identity
 
 
 class ManifestConversation(TypedDict):

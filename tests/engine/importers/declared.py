@@ -1,5 +1,5 @@
 """Holding this layer's answers to their declarations: every function of engine/importers declared to return
-a TypedDict (or a union of them) has each answer it gives validated, with jsonschema, against
+one of its answers (a TypedDict of engine/importers/answers.py, or a union of them) has each answer it gives validated, with jsonschema, against
 ``output_schema`` of that declaration, closed (a key the declaration does not name fails too)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import jsonschema
 from typing_extensions import is_typeddict
 
 import engine.importers
+from engine.importers import answers
 from engine.core.answers import output_schema
 
 
@@ -68,8 +69,8 @@ def check_answer(declared: Any, answer: Any) -> None:
 
 @functools.cache
 def declared_functions() -> dict[Callable[..., Any], Any]:
-    """Every module-level function of engine/importers declared to return a TypedDict (or a union of them),
-    with that declaration."""
+    """Every module-level function of engine/importers declared to return one of its answers
+    (engine/importers/answers.py: a TypedDict, or a union of them), with that declaration."""
     found: dict[Callable[..., Any], Any] = {}
     for module_info in pkgutil.iter_modules(engine.importers.__path__, "engine.importers."):
         module = importlib.import_module(module_info.name)
@@ -77,7 +78,7 @@ def declared_functions() -> dict[Callable[..., Any], Any]:
             if function.__module__ != module.__name__:
                 continue
             declared = get_type_hints(function).get("return")
-            if shapes(declared):
+            if shapes(declared) and all(shape.__module__ == answers.__name__ for shape in shapes(declared)):
                 found[function] = declared
     return found
 
