@@ -35,8 +35,43 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..index.embedding import RunSettings
 from . import metrics
+
+# ``quality``'s figures of one kind of products, and of both side by side (keys that are not names: the
+# functional form).
+ProductQuality = TypedDict("ProductQuality", {"questions": int, "recall@10": float, "hit@10": float})
+EmbeddingQuality = TypedDict("EmbeddingQuality", {
+    "float32 products": ProductQuality, "int8 products": ProductQuality,
+    "cosine_min": float, "cosine_median": float, "top10_overlap": float})
+
+
+class VariantFigures(TypedDict):
+    """One variant's embedding throughput: the median over its rounds, and each round's records/s."""
+    tree: str
+    settings: dict[str, int | bool | None] | None  # RunSettings' fields; None: the old code's own defaults
+    fingerprint: str
+    records_per_s: float
+    records_per_cpu_s: float
+    runs: list[float]
+
+
+class WriteFigures(TypedDict):
+    """The writes worker: each write's nanoseconds, all acknowledged, the vectors caught up, and how many."""
+    write_ns: list[int]
+    acknowledged_s: float
+    caught_up_s: float
+    vectors: int
+
+
+class EmbeddingReport(TypedDict):
+    texts: int
+    rounds: int
+    variants: dict[str, VariantFigures]
+    writes: dict[str, list[WriteFigures]]  # by code tree
+    texts_all: NotRequired[int]  # the command adds these two: every text, and the quality asked for
+    quality: NotRequired[EmbeddingQuality]
 
 DEFAULT_OUTPUT = Path("docs") / "benchmarks" / "embedding.md"
 HERE = Path(__file__).resolve().parents[2]
@@ -117,7 +152,8 @@ def sweep_variants() -> dict[str, dict[str, Any]]:
     return {label: {**default, **change} for label, change in changes.items()}
 
 
-def run_worker(tree: Path, code: str, request: dict[str, Any], timeout: float = 3600) -> dict[str, Any]:
+def run_worker(tree: Path, code: str, request: dict[str, Any], timeout: float = 3600) -> JsonObject:
+    """The figures a worker printed, as JSON (each worker prints its own)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run([sys.executable, "-c", code, json.dumps(request)], cwd=str(tree), env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
@@ -145,7 +181,7 @@ def locomo_texts(state_dir: Path, say: Callable[[str], None]) -> tuple[list[str]
 
 
 def quality(model: Path, texts: list[str], ids: list[str], questions: list[dict[str, Any]], work: Path,
-            say: Callable[[str], None]) -> dict[str, Any]:
+            say: Callable[[str], None]) -> EmbeddingQuality:
     """Semantic recall@10 and hit@10 on LoCoMo (exact nearest neighbours), int8 products against float32."""
     import numpy as np
 
@@ -177,7 +213,7 @@ def quality(model: Path, texts: list[str], ids: list[str], questions: list[dict[
 
 
 def measure(model: Path, old: Path | None, texts: list[str], rounds: int, writes: int, work: Path,
-            say: Callable[[str], None], *, sweep: bool = True) -> dict[str, Any]:
+            say: Callable[[str], None], *, sweep: bool = True) -> EmbeddingReport:
     """Every variant's embedding figures (``sweep``: the settings one at a time too) and the writes."""
     texts_file = work / "texts.json"
     texts_file.write_text(json.dumps(texts), encoding="utf-8")
@@ -199,7 +235,7 @@ def measure(model: Path, old: Path | None, texts: list[str], rounds: int, writes
             embed[label].append(figures)
             say(f"round {round_number + 1}: {label}: {figures['texts'] / figures['seconds']:.1f} records/s, "
                 f"{figures['texts'] / figures['cpu_seconds']:.1f} per CPU-second")
-    result: dict[str, Any] = {"texts": len(texts), "rounds": rounds, "variants": {}, "writes": {}}
+    result: EmbeddingReport = {"texts": len(texts), "rounds": rounds, "variants": {}, "writes": {}}
     for label, runs in embed.items():
         tree, settings = variants[label]
         result["variants"][label] = {
@@ -219,7 +255,7 @@ def measure(model: Path, old: Path | None, texts: list[str], rounds: int, writes
     return result
 
 
-def report(result: dict[str, Any], command: str, machine: dict[str, Any]) -> str:
+def report(result: EmbeddingReport, command: str, machine: metrics.Machine) -> str:
     variants = result["variants"]
     baseline = variants.get("old code", variants["new defaults"])
     lines = [

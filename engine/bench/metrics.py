@@ -25,6 +25,14 @@ class RetrievalQuality(TypedDict):
     overall: dict[str, float | int]
 
 
+class LatencySummary(TypedDict):
+    """Milliseconds over ``samples`` timings (NaN when there are none)."""
+    samples: int
+    p50_ms: float
+    p99_ms: float
+    mean_ms: float
+
+
 class Machine(TypedDict):
     """What the figures were measured on (cores and memory None where the system does not say)."""
     cpu: str
@@ -79,7 +87,7 @@ def percentile(sorted_values: Sequence[float], share: float) -> float:
     return sorted_values[rank - 1]
 
 
-def latency_summary(nanoseconds: Sequence[int]) -> dict[str, float]:
+def latency_summary(nanoseconds: Sequence[int]) -> LatencySummary:
     """p50, p99 and mean in milliseconds, and the number of samples."""
     values = sorted(ns / 1e6 for ns in nanoseconds)
     return {"samples": len(values), "p50_ms": percentile(values, 0.50), "p99_ms": percentile(values, 0.99),

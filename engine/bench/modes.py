@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..search import knowledge_base as kb
+from ..core.answers import NotRequired, TypedDict
 from ..core.errors import InvalidParams
 from ..importers.locomo import owner_caller
 from ..service import Engine
@@ -31,7 +32,39 @@ MODES = ("lexical", "semantic", "hybrid", "rrf")
 BENCH_MODEL = "bench-embedder"
 
 
-def measure_modes(dataset: Any, model_dir: Path, say: Callable[[str], None], limit: int = 10) -> dict[str, Any]:
+class EmbeddingModel(TypedDict):
+    """The model measured: its folder, fingerprint and size, how long it took to load, its dimensions."""
+    folder: str
+    onnx_sha256: str
+    bytes: int
+    load_s: float
+    dimensions: int
+
+
+class VectorBuild(TypedDict):
+    """One build of the vector index (``embed`` from nothing, then ``cached``) and what it did."""
+    kind: str
+    seconds: float
+    indexed: int
+    embedded: int
+    cached: int
+    removed: int
+    pending: int
+
+
+class ModeFigures(TypedDict):
+    """Every search mode measured: latency and fallbacks per mode; the first answers (``results``), which
+    the caller replaces with each mode's retrieval quality (``quality``)."""
+    model: EmbeddingModel
+    builds: list[VectorBuild]
+    index_bytes: int
+    latency: dict[str, metrics.LatencySummary]
+    fallbacks: dict[str, int]
+    results: NotRequired[dict[str, list[list[str]]]]
+    quality: NotRequired[dict[str, metrics.RetrievalQuality]]
+
+
+def measure_modes(dataset: Any, model_dir: Path, say: Callable[[str], None], limit: int = 10) -> ModeFigures:
     """Register the model, build the vectors, run every question in every mode; figures per mode."""
     from models.installed import ModelStore
     from models.local import add_local
@@ -80,7 +113,8 @@ def measure_modes(dataset: Any, model_dir: Path, say: Callable[[str], None], lim
     return figures
 
 
-def score_modes(questions: list[dict[str, Any]], results: dict[str, list[list[str]]]) -> dict[str, Any]:
+def score_modes(questions: list[dict[str, Any]], results: dict[str, list[list[str]]]
+                ) -> dict[str, metrics.RetrievalQuality]:
     """Retrieval quality of each mode, over the questions that have gold records (as for the engines)."""
     for position, question in enumerate(questions):
         for mode in MODES:

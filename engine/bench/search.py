@@ -41,6 +41,7 @@ from ..access.authority import Caller
 from ..store.catalog import MAX_SCAN_ENTRIES
 from ..core.errors import InvalidParams
 from ..index.tantivy_index import INDEX_DIR, PartitionIndex, build_schema
+from ..core.answers import NotRequired, TypedDict
 from ..importers.locomo import evidence_records, load_locomo, owner_caller
 from ..vault.records import PRIVATE_SCOPE
 from ..state.registry import StoreRecord
@@ -51,7 +52,7 @@ from . import metrics
 from .corpus import NOTE_SETS, write_partition
 from .defaults import LOCOMO_DATA as DEFAULT_DATA, SEARCH_OUTPUT as DEFAULT_OUTPUT
 from .engines import FtsReference, TantivyCore, current_documents, fts5_problem
-from .modes import measure_modes, score_modes
+from .modes import ModeFigures, measure_modes, score_modes
 from .report import render_markdown
 
 LIMIT = 10
@@ -61,6 +62,93 @@ WARMUP_QUERIES = 200
 # Filesystem entries a generated partition holds besides its records: pages/, pages/notes/, the note
 # sets, the partition's identity marker and the seed page.
 _EXTRA_ENTRIES = 2 + len(NOTE_SETS) + 2
+
+
+class WorkerFigures(TypedDict):
+    """One build in a worker: memory before and at the peak (KiB), the catalog read (FTS5 and tantivy alone),
+    the build, the index's records and bytes, one pass over the queries."""
+    kind: str
+    baseline_kib: int
+    extract_s: NotRequired[float]
+    build_s: float
+    records: int
+    query_pass_s: float
+    index_bytes: int
+    peak_kib: int
+
+
+class BuildSummary(TypedDict):
+    """The builds of one kind: medians over the repeats, the counts and sizes, each run's build seconds."""
+    build_s: float
+    extract_s: NotRequired[float]
+    baseline_kib: float
+    peak_kib: float
+    query_pass_s: float
+    runs: int
+    records: int
+    index_bytes: int
+    build_runs_s: list[float]
+
+
+class Agreement(TypedDict):
+    """Queries where tantivy alone and ``Engine.search`` give the same top 10."""
+    same_top10: int
+    queries: int
+
+
+class SideBySide(TypedDict):
+    """Every runner's timings (ns), its first round's answers, the queries the API refused."""
+    times: dict[str, list[int]]
+    results: dict[str, list[list[str]]]
+    refused: int
+    agreement: Agreement
+
+
+class NoGold(TypedDict):
+    """LoCoMo questions without gold records: all of them, those without evidence, by category."""
+    total: int
+    no_evidence: int
+    by_category: dict[str, int]
+
+
+class DatasetFigures(TypedDict):
+    """One data set: its size and preparation, the builds, latency per runner, and (LoCoMo) quality per
+    engine and mode or (generated) known-item figures."""
+    records: int
+    queries: int
+    preparation: dict[str, float]
+    builds: dict[str, BuildSummary]
+    latency: dict[str, metrics.LatencySummary]
+    agreement: Agreement
+    refused: int
+    quality: NotRequired[dict[str, metrics.RetrievalQuality]]
+    no_gold: NotRequired[NoGold]
+    modes: NotRequired[ModeFigures]
+    questions: NotRequired[list[dict[str, Any]]]  # each LoCoMo question with every engine's scores
+    known_item: NotRequired[dict[str, dict[str, float]]]
+
+
+class RunOptions(TypedDict):
+    records: int
+    queries: int
+    rounds: int
+    repeats: int
+    samples: int | None
+    seed: int
+    quick: bool
+    limit: int
+
+
+class SearchReport(TypedDict):
+    """``knowledge bench search``: when, how and on what it ran; each data set's figures; how long it took."""
+    date: str
+    command: str
+    machine: metrics.Machine
+    versions: dict[str, str]
+    options: RunOptions
+    locomo: DatasetFigures
+    generated: DatasetFigures
+    elapsed_s: float
 
 
 class BenchmarkSkipped(Exception):
@@ -117,7 +205,7 @@ class Dataset:
 # --- the run ----------------------------------------------------------------------------------
 
 
-def run(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
+def run(options: Options, say: Callable[[str], None] = print) -> SearchReport:
     """Measure both engines on both data sets; returns the report (also written to ``options.output``)."""
     problem = fts5_problem()
     if problem is not None:
@@ -160,12 +248,12 @@ def run(options: Options, say: Callable[[str], None] = print) -> dict[str, Any]:
     return report
 
 
-def measure(dataset: Dataset, options: Options, work: Path, say: Callable[[str], None]) -> dict[str, Any]:
+def measure(dataset: Dataset, options: Options, work: Path, say: Callable[[str], None]) -> DatasetFigures:
     """Builds in workers, then quality and latency side by side."""
     queries_file = work / f"{dataset.name}-queries.json"
     queries_file.write_text(json.dumps(dataset.queries), encoding="utf-8")
     fts_db = work / f"{dataset.name}-fts5.sqlite"
-    builds: dict[str, list[dict[str, Any]]] = {kind: [] for kind in BUILDERS}
+    builds: dict[str, list[WorkerFigures]] = {kind: [] for kind in BUILDERS}
     for repeat in range(options.repeats):
         order = BUILDERS[repeat % len(BUILDERS):] + BUILDERS[:repeat % len(BUILDERS)]
         for kind in order:
@@ -177,7 +265,7 @@ def measure(dataset: Dataset, options: Options, work: Path, say: Callable[[str],
             }))
     say(f"{dataset.name}: {len(dataset.queries)} queries x {options.rounds} rounds, engines side by side ...")
     side = side_by_side(dataset, fts_db, options)
-    result: dict[str, Any] = {
+    result: DatasetFigures = {
         "records": dataset.records, "queries": len(dataset.queries), "preparation": dataset.preparation,
         "builds": {kind: summarize_builds(runs) for kind, runs in builds.items()},
         "latency": {name: metrics.latency_summary(times) for name, times in side["times"].items()},
@@ -205,7 +293,7 @@ def measure(dataset: Dataset, options: Options, work: Path, say: Callable[[str],
     return result
 
 
-def summarize_builds(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize_builds(runs: list[WorkerFigures]) -> BuildSummary:
     """Medians over repeats (the machine is noisy); counts and sizes are the same in every run."""
     summary = {key: metrics.median([run[key] for run in runs])
                for key in ("build_s", "extract_s", "baseline_kib", "peak_kib", "query_pass_s") if key in runs[0]}
@@ -290,7 +378,7 @@ def _timed(fn: Callable[[], Any]) -> float:
 # --- side by side -----------------------------------------------------------------------------
 
 
-def side_by_side(dataset: Dataset, fts_db: Path, options: Options) -> dict[str, Any]:
+def side_by_side(dataset: Dataset, fts_db: Path, options: Options) -> SideBySide:
     """Every query through the three runners, query by query, rotating which goes first.
 
     The first round's answers are kept for the quality figures.  The API is
@@ -344,7 +432,7 @@ def side_by_side(dataset: Dataset, fts_db: Path, options: Options) -> dict[str, 
 # --- workers -----------------------------------------------------------------------------------
 
 
-def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
+def run_worker(spec: dict[str, Any]) -> WorkerFigures:
     """One build (and one pass over the queries) in a fresh interpreter; returns its figures."""
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
@@ -355,7 +443,7 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def worker(spec: dict[str, Any]) -> dict[str, Any]:
+def worker(spec: dict[str, Any]) -> WorkerFigures:
     """Build one engine's index of the partition, then answer every query once."""
     queries = json.loads(Path(spec["queries"]).read_text(encoding="utf-8"))
     partition = spec["partition"]
