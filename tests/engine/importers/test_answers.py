@@ -7,17 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from engine.importers import demo, methods  # noqa: F401  # loaded, so that their declarations are found
 from engine.importers.answers import AnyImport, ImportJob, Mem0Import
 from engine.importers.formats import FORMATS
 from engine.service import Engine
-from tests.engine.importers.declared import check_answer, declared_functions
+from tests.declared_answers import check_answer, declared_functions
 from tests.engine.importers.helpers import run_import
 
 MEM0 = {"results": [{"id": "m-1", "memory": "Prefers tea over coffee", "user_id": "dana"}]}
 
 
 def test_every_import_format_and_method_declares_its_answer() -> None:
-    declared = {function.__qualname__: shape for function, shape in declared_functions().items()}
+    declared = {function.__qualname__: shape for function, shape in declared_functions("engine.importers").items()}
     for chosen in FORMATS.values():
         assert chosen.run.__name__ in declared
     for name in ("run_import", "export_archive", "restore_archive", "export", "start_export", "start_import",

@@ -1,24 +1,20 @@
-"""Holding this layer's answers to their declarations: every function of engine/importers declared to return
-one of its answers (a TypedDict of engine/importers/answers.py, or a union of them) has each answer it gives validated, with jsonschema, against
+"""Holding a package's answers to their declarations: every function and method of the package declared to
+return one of the engine's TypedDicts (or a union of them) has each answer it gives validated, with jsonschema, against
 ``output_schema`` of that declaration, closed (a key the declaration does not name fails too)."""
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
-import importlib
 import inspect
 import json
-import pkgutil
 import sys
+from types import ModuleType
 from typing import Any, Callable, Union, get_args, get_origin, get_type_hints
 
 import jsonschema
 from typing_extensions import is_typeddict
 
-import engine.importers
-from engine.importers import answers
 from engine.core.answers import output_schema
 
 
@@ -67,20 +63,35 @@ def check_answer(declared: Any, answer: Any) -> None:
                          + "; ".join(f"{error.message} at {list(error.absolute_path)}" for error in errors))
 
 
-@functools.cache
-def declared_functions() -> dict[Callable[..., Any], Any]:
-    """Every module-level function of engine/importers declared to return one of its answers
-    (engine/importers/answers.py: a TypedDict, or a union of them), with that declaration."""
+def declared_functions(package: str) -> dict[Callable[..., Any], Any]:
+    """Every function and method of ``package`` (``engine.importers``), in the modules loaded so far, declared
+    to return one of the engine's TypedDicts (or a union of them), with that declaration."""
     found: dict[Callable[..., Any], Any] = {}
-    for module_info in pkgutil.iter_modules(engine.importers.__path__, "engine.importers."):
-        module = importlib.import_module(module_info.name)
-        for _, function in inspect.getmembers(module, inspect.isfunction):
-            if function.__module__ != module.__name__:
-                continue
-            declared = get_type_hints(function).get("return")
-            if shapes(declared) and all(shape.__module__ == answers.__name__ for shape in shapes(declared)):
-                found[function] = declared
+    for name, module in list(sys.modules.items()):
+        if module is not None and name.startswith(package + "."):
+            found.update(_declared_in(module, package))
     return found
+
+
+@functools.cache
+def _declared_in(module: ModuleType, package: str) -> dict[Callable[..., Any], Any]:
+    """The module's functions, and its classes' methods, declared to return the engine's TypedDicts."""
+    found = {}
+    classes = [value for value in vars(module).values()
+               if inspect.isclass(value) and value.__module__ == module.__name__]
+    functions = [value for value in vars(module).values() if inspect.isfunction(value)]
+    for function in functions + [value for cls in classes for value in vars(cls).values() if inspect.isfunction(value)]:
+        if function.__module__ != module.__name__:
+            continue
+        declared = get_type_hints(function, vars(module)).get("return")
+        if shapes(declared) and all(_is_answer(shape) for shape in shapes(declared)):
+            found[function] = declared
+    return found
+
+
+def _is_answer(shape: Any) -> bool:
+    """A TypedDict the engine declares as an answer; a private one (``_Collected``) is a step's own, not JSON."""
+    return shape.__module__.startswith("engine.") and not shape.__name__.startswith("_")
 
 
 def checked(function: Callable[..., Any], declared: Any, seen: dict[str, int]) -> Callable[..., Any]:
@@ -94,21 +105,19 @@ def checked(function: Callable[..., Any], declared: Any, seen: dict[str, int]) -
     return call
 
 
-def hold_to_declarations(monkeypatch: Any, seen: dict[str, int]) -> None:
-    """Replace every binding of a declared function (in the engine's and the tests' modules, and in the import
-    format tables) with one that checks each answer it gives."""
-    wrappers = {function: checked(function, declared, seen) for function, declared in declared_functions().items()}
+def hold_to_declarations(monkeypatch: Any, seen: dict[str, int], package: str
+                         ) -> dict[Callable[..., Any], Callable[..., Any]]:
+    """Replace every binding of ``package``'s declared functions in the engine's and the tests' modules with one
+    that checks each answer it gives; returns the replacements, by function, for tables that hold them too."""
+    wrappers = {function: checked(function, declared, seen)
+                for function, declared in declared_functions(package).items()}
     for name, module in list(sys.modules.items()):
         if module is None or not name.startswith(("engine.", "tests.", "desktop.")):
             continue
-        for attribute, value in list(vars(module).items()):
-            if inspect.isfunction(value) and value in wrappers:
-                monkeypatch.setattr(module, attribute, wrappers[value])
-    from engine.cli.import_commands import IMPORTERS
-    from engine.importers.formats import FORMATS
-    for name, chosen in list(FORMATS.items()):
-        if chosen.run in wrappers:
-            monkeypatch.setitem(FORMATS, name, dataclasses.replace(chosen, run=wrappers[chosen.run]))
-    for name, (load, run, what, unit) in list(IMPORTERS.items()):
-        if run in wrappers:
-            monkeypatch.setitem(IMPORTERS, name, (load, wrappers[run], what, unit))
+        owners = [module] + [value for value in vars(module).values()
+                             if inspect.isclass(value) and value.__module__ == name]
+        for owner in owners:
+            for attribute, value in list(vars(owner).items()):
+                if inspect.isfunction(value) and value in wrappers:
+                    monkeypatch.setattr(owner, attribute, wrappers[value])
+    return wrappers
