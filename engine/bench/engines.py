@@ -17,7 +17,6 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..index.analysis import Analyzer
 from ..core.db import Database

@@ -25,10 +25,14 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from ..core.answers import TypedDict
 from .socket import machine
+
+ROOT = Path(__file__).resolve().parents[2]
+INITIALIZE = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "bench", "version": "1"}}}) + "\n").encode()
 
 
 class StartReport(TypedDict):
@@ -36,11 +40,6 @@ class StartReport(TypedDict):
     rounds: int
     command: list[str]
     runs: dict[str, list[float]]
-
-ROOT = Path(__file__).resolve().parents[2]
-INITIALIZE = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {},
-    "clientInfo": {"name": "bench", "version": "1"}}}) + "\n").encode()
 
 
 def knowledge_command() -> list[str]:

@@ -32,7 +32,6 @@ import time
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from ..core.answers import TypedDict
 from ..wire.server import SocketBounds

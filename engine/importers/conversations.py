@@ -12,7 +12,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 from urllib.parse import quote
 
 from ..core.errors import InvalidParams

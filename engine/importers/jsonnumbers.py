@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from ..core.answers import JsonValue
 from ..vault.frontmatter import NUMBER_MAX_CHARS

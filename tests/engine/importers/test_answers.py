@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.importers import demo, methods  # noqa: F401  # loaded, so that their declarations are found
+from engine.importers import demo, methods
 from engine.importers.answers import AnyImport, ImportJob, Mem0Import
-from engine.importers.formats import FORMATS
+from engine.importers.archive import export_archive, restore_archive
+from engine.importers.formats import FORMATS, run_import as run_import_here
+from engine.importers.locomo import import_locomo
 from engine.service import Engine
 from tests.declared_answers import check_answer, declared_functions
 from tests.engine.importers.helpers import run_import
@@ -19,11 +21,11 @@ MEM0 = {"results": [{"id": "m-1", "memory": "Prefers tea over coffee", "user_id"
 
 def test_every_import_format_and_method_declares_its_answer() -> None:
     declared = {function.__qualname__: shape for function, shape in declared_functions("engine.importers").items()}
-    for chosen in FORMATS.values():
-        assert chosen.run.__name__ in declared
-    for name in ("run_import", "export_archive", "restore_archive", "export", "start_export", "start_import",
-                 "seed_demo", "import_locomo"):
-        assert name in declared, name
+    answering = [chosen.run for chosen in FORMATS.values()] + [
+        run_import_here, export_archive, restore_archive, methods.export, methods.start_export,
+        methods.start_import, demo.seed_demo, import_locomo]
+    for function in answering:
+        assert function.__qualname__ in declared, function.__qualname__
     assert declared["run_import"] == AnyImport
 
 
