@@ -204,8 +204,8 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
     notes = [f"{unresolved} links name no note or file of the folder; they stay as text."] if unresolved else []
     notes += revised_note(writer, revised, "note") + left_out_notes(folder.links)
     attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
-    return report(writer, MarkdownImport, folder=str(folder.root), notes=notes, pages=pages, relationships=relationships,
-                  attachments=len(attachments), revised=revised,
+    return report(writer, MarkdownImport, folder=str(folder.root), notes=notes, pages=pages,
+                  relationships=relationships, attachments=len(attachments), revised=revised,
                   **({"leftOut": list(folder.links)} if folder.links else {}))
 
 
