@@ -346,10 +346,11 @@ class HttpServer:
         self.requested_port = port
         self.port: int | None = None
         self.app = McpHttpApp(dispatcher, bounds=bounds, host=host, workers=workers)
+        # uvicorn's cap counts the connection being refused too, hence one more than max_connections.
         self._config = uvicorn.Config(
             self.app, http=_head_bounded(bounds.initialize_timeout_s), lifespan="off", ws="none",
             loop="asyncio", log_config=None, access_log=False, server_header=False,
-            limit_concurrency=bounds.max_connections, h11_max_incomplete_event_size=HEADER_BYTES,
+            limit_concurrency=bounds.max_connections + 1, h11_max_incomplete_event_size=HEADER_BYTES,
             timeout_graceful_shutdown=int(GRACEFUL_STOP_S))
         self._server = uvicorn.Server(self._config)
         self._thread: threading.Thread | None = None
