@@ -203,6 +203,9 @@ def test_a_connection_that_never_sends_a_whole_head_is_closed(serve):
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:
         raw.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         assert _read_all(raw) == b""  # closed without an answer
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:
+        raw.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"p" * (17 * 1024))
+        assert _read_all(raw).startswith(b"HTTP/1.1 400 ")  # a head growing past 16 KiB is not held
 
 
 def test_connections_past_the_cap_get_503(serve, token):
