@@ -18,10 +18,10 @@ only moves bytes and applies what HTTP adds, so it holds no MCP method logic:
 - **The 2025 revisions** (2025-03-26, 2025-06-18, 2025-11-25): a successful ``initialize`` opens a
   session named by ``Mcp-Session-Id``; later requests carry it (400 without it, 404 once it is
   gone or when another credential presents it) and, when they carry ``MCP-Protocol-Version``, the
-  version the session negotiated (400 otherwise).  DELETE ends a session; GET is 405, as the
-  specification allows a server that offers no stream of its own.  A request is answered with
-  JSON, or with one Server-Sent Event when the client accepts only ``text/event-stream``; a
-  notification with 202.  A session unused for ``idle_timeout_s`` is forgotten (its client gets
+  version the session negotiated (400 otherwise).  DELETE ends a session; GET opens the session's
+  stream (one at a time), on which ``notifications/tools/list_changed`` is pushed as the socket
+  pushes it.  A request is answered with JSON, or with one Server-Sent Event when the client
+  accepts only ``text/event-stream``; a notification with 202.  A session unused for ``idle_timeout_s`` is forgotten (its client gets
   404 and initializes again), and at most ``max_connections`` sessions are held (503 past it).
 - **2026-07-28's single exchange**: a POST with no session whose ``MCP-Protocol-Version`` names a
   revision the dispatcher serves without a handshake (``single_exchange_versions``) is dispatched
@@ -48,13 +48,14 @@ from urllib.parse import urlsplit
 
 import uvicorn
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from . import protocol
 from .messages import INVALID_REQUEST, PARSE_ERROR, MalformedMessage, encode, error_response, parse_request
 from .protocol import ERROR_CODES, Session
-from .server import SocketBounds
+from .server import PUSH_GATHER_S, SocketBounds
+from .tool_list import list_changed_notification
 
 if TYPE_CHECKING:
     from .protocol import Dispatcher
@@ -112,7 +113,10 @@ class HttpSession:
     token: str
     protocol: Session
     last_used: float
-    in_flight: int = 0
+    in_flight: int = 0  # requests being answered, and the stream while open: never forgotten meanwhile
+    streaming: bool = False  # its GET stream is open
+    ready: asyncio.Event | None = None  # wakes the open stream: a change came, or a request may have started a watch
+    ended: asyncio.Event = field(default_factory=asyncio.Event)  # DELETE, expiry or the server stopping
 
     def presented_by(self, token: str) -> bool:
         return hmac.compare_digest(self.token.encode(), token.encode())
@@ -166,12 +170,12 @@ class McpHttpApp:
         if request.url.path != ENDPOINT:
             raise _Refused(404, "not_found", f"the MCP endpoint is {ENDPOINT}")
         self._check_origin(request)
-        if request.method == "GET":  # no stream of the server's own is offered (MCP 2025: 405 then)
-            raise _Refused(405, headers={"Allow": "POST, DELETE"})
+        if request.method == "GET":
+            return await self._get(request)
         if request.method == "DELETE":
             return await self._delete(request)
         if request.method != "POST":
-            raise _Refused(405, headers={"Allow": "POST, DELETE"})
+            raise _Refused(405, headers={"Allow": "GET, POST, DELETE"})
         return await self._post(request)
 
     def _check_origin(self, request: Request) -> None:
@@ -210,6 +214,8 @@ class McpHttpApp:
             finally:
                 session.in_flight -= 1
                 session.last_used = _now()
+                if session.ready is not None:  # a tools/list may have started the watch the stream pushes
+                    session.ready.set()
             return _reply(reply, stream)
         if single:
             return _reply(await self._single_exchange(request, version, token, body), stream, single=True)
@@ -226,7 +232,7 @@ class McpHttpApp:
             raise _Refused(503, "limit_exceeded", f"the engine already holds {self.sessions.limit} HTTP sessions, "
                            "the most it keeps; end one (DELETE) or try again later", request_id=message.id,
                            limit=self.sessions.limit)
-        opened = Session()
+        opened = Session(can_push=True)  # through the session's GET stream
         reply = await self._dispatch(opened, _with_credential(body, message, token, request.headers))
         if not opened.authenticated:  # refused: the answer says why, and no session is kept
             return _reply(reply, stream)
@@ -252,6 +258,61 @@ class McpHttpApp:
         once = Session(token=token, audience=_header_audience(request.headers), protocol_version=version,
                        instance=request.headers.get("knowledge-instance"), initialized=True)
         return await self._dispatch(once, body)
+
+    async def _get(self, request: Request) -> Response:
+        """The session's stream of notifications: ``notifications/tools/list_changed`` (engine/wire/tool_list.py)."""
+        if "text/event-stream" not in _media_types(request.headers.get("accept", "")):
+            raise _Refused(406, "invalid_params", "the stream is text/event-stream: accept it")
+        token = await self._authenticate(request)
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id is None:
+            raise _Refused(400, "invalid_params", f"a stream belongs to a session: send its {SESSION_HEADER}")
+        session = self._session(session_id, token)
+        if session.streaming:
+            raise _Refused(409, "conflict", "this session's stream is already open")
+        return StreamingResponse(self._stream(session), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    async def _stream(self, session: HttpSession) -> Any:
+        """What the socket pushes to a watching connection (``EngineServer._push_changes``), as Server-Sent Events:
+        the engine's writers only add to the watch's bounded queue and wake this; a burst is one notification."""
+        if session.streaming:  # two GETs raced past the check: the second ends at once
+            return
+        loop = asyncio.get_running_loop()
+        session.streaming, session.ready = True, asyncio.Event()
+        session.in_flight += 1
+        ready, watched = session.ready, None
+        try:
+            yield b": open\n\n"  # the headers go out now, so the client knows its stream is held
+            while not session.ended.is_set():
+                watch = session.protocol.tool_list  # from the session's first tools/list on
+                if watch is not None and watch is not watched:
+                    watch.subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
+                    watched = watch
+                await _either(ready, session.ended)
+                if session.ended.is_set():
+                    break
+                await asyncio.sleep(PUSH_GATHER_S)
+                ready.clear()
+                if watched is None:
+                    continue
+                changes, resync = watched.subscription.take()
+                changed = await loop.run_in_executor(self._pool, watched.changed, changes, resync) \
+                    if changes or resync else False
+                watched.subscription.done()
+                if changed:
+                    yield _event(list_changed_notification())
+        finally:
+            if watched is not None:
+                watched.subscription.set_waker(None)
+            session.streaming, session.ready = False, None
+            session.in_flight -= 1
+            session.last_used = loop.time()
+
+    def end_streams(self) -> None:
+        """On the server's loop, before it stops: every open stream ends."""
+        for session in self.sessions.by_id.values():
+            session.ended.set()
 
     async def _delete(self, request: Request) -> Response:
         token = await self._authenticate(request)
@@ -325,6 +386,7 @@ class McpHttpApp:
         return session
 
     def _forget(self, session: HttpSession) -> None:
+        session.ended.set()
         if session.protocol.seen is not None:
             self.dispatcher.engine.connections.closed(session.protocol.seen)
         if session.protocol.tool_list is not None:
@@ -354,6 +416,7 @@ class HttpServer:
             timeout_graceful_shutdown=int(GRACEFUL_STOP_S))
         self._server = uvicorn.Server(self._config)
         self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def url(self) -> str:
@@ -370,13 +433,22 @@ class HttpServer:
         self._thread.start()
 
     def _run(self, listener: socket.socket) -> None:
+        async def serve() -> None:
+            self._loop = asyncio.get_running_loop()
+            await self._server.serve(sockets=[listener])
+
         try:
-            asyncio.run(self._server.serve(sockets=[listener]))
+            asyncio.run(serve())
         finally:
             listener.close()
 
     def stop(self) -> None:
         if self._thread is not None and self._thread.is_alive():
+            if self._loop is not None:
+                try:
+                    self._loop.call_soon_threadsafe(self.app.end_streams)
+                except RuntimeError:  # the loop has just ended
+                    pass
             self._server.should_exit = True
             self._thread.join(timeout=GRACEFUL_STOP_S + 25)
         self.app.close()
@@ -433,17 +505,34 @@ def _reply(reply: dict[str, Any] | None, stream: bool, *, single: bool = False,
             status = SINGLE_EXCHANGE_STATUS.get(error.get("code"), 200)
         elif reply.get("id") is None and error.get("code") in (PARSE_ERROR, INVALID_REQUEST):
             status = 400
-    data = encode(reply)
     if stream and status == 200:
-        return Response(b"event: message\ndata: " + data.rstrip(b"\n") + b"\n\n", status_code=status,
-                        headers={**(headers or {}), "Cache-Control": "no-cache"}, media_type="text/event-stream")
-    return Response(data, status_code=status, headers=headers, media_type="application/json")
+        return Response(_event(reply), status_code=status, headers={**(headers or {}), "Cache-Control": "no-cache"},
+                        media_type="text/event-stream")
+    return Response(encode(reply), status_code=status, headers=headers, media_type="application/json")
+
+
+def _event(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC message as a Server-Sent Event (compact JSON holds no newline)."""
+    return b"event: message\ndata: " + encode(message).rstrip(b"\n") + b"\n\n"
+
+
+async def _either(*events: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
 def _wants_stream(accept: str) -> bool:
     """Whether the client takes only a Server-Sent Event stream (MCP clients accept both: JSON is sent)."""
-    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    kinds = _media_types(accept)
     return "text/event-stream" in kinds and not kinds & {"application/json", "application/*", "*/*"}
+
+
+def _media_types(accept: str) -> set[str]:
+    return {part.split(";")[0].strip().lower() for part in accept.split(",")}
 
 
 def _peek(body: bytes) -> Any:

@@ -289,7 +289,7 @@ def test_a_session_is_required_after_initialize_and_ends_with_delete(serve, toke
     assert server.app.sessions.by_id[session].protocol.initialized
     status, _, body = post(server, rpc("tools/list"), token, within(session, **{"MCP-Protocol-Version": "2025-06-18"}))
     assert status == 400  # not the version this session negotiated
-    assert post(server, b"", token, within(session), method="GET")[0] == 405
+    assert post(server, b"", token, within(session), method="PUT")[0] == 405
     assert post(server, b"", token, within(session), method="DELETE")[0] == 204
     assert post(server, rpc("tools/list"), token, within(session))[0] == 404
 
@@ -324,6 +324,74 @@ def test_idle_sessions_are_forgotten_and_capped(serve, token, engine):
     server.app.sessions.by_id[first].last_used -= 7200  # idle past the timeout: forgotten on the next look
     assert post(server, rpc("tools/list"), token, within(first))[0] == 404
     assert open_session(server, token) and second in server.app.sessions.by_id
+
+
+def test_the_sdk_client_hears_on_its_stream_that_the_tool_list_changed(serve, token, engine):
+    import dataclasses
+
+    import httpx2
+    from mcp import ClientSession, types
+    from mcp.client.streamable_http import streamable_http_client
+
+    server = serve()
+    results: dict = {}
+
+    async def session() -> None:
+        changed = anyio.Event()
+
+        async def on_message(incoming) -> None:
+            if isinstance(incoming, types.ToolListChangedNotification):
+                changed.set()
+
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as web:
+            async with streamable_http_client(server.url, http_client=web) as (read, write):
+                async with ClientSession(read, write, message_handler=on_message) as client:
+                    initialized = await client.initialize()
+                    results["capability"] = initialized.capabilities.tools.list_changed
+                    results["before"] = len((await client.list_tools()).tools)
+                    opened = next(iter(server.app.sessions.by_id.values()))
+                    with anyio.fail_after(60):  # hang guards: the waits are for the stream and the notification
+                        while not (opened.streaming and opened.protocol.tool_list is not None):
+                            await anyio.sleep(0.01)
+                    await anyio.to_thread.run_sync(lambda: engine.settings.save(
+                        dataclasses.replace(engine.settings.current(), writes_enabled=False)))
+                    with anyio.fail_after(60):
+                        await changed.wait()
+                    results["after"] = len((await client.list_tools()).tools)
+
+    anyio.run(session)
+    assert results["capability"] is True and results["after"] < results["before"]
+
+
+def test_a_stream_needs_its_session_and_is_one_per_session(serve, token):
+    server = serve()
+    session = open_session(server, token)
+    stream = {"Accept": "text/event-stream"}
+    assert post(server, b"", token, stream, method="GET")[0] == 400
+    assert post(server, b"", token, within(session, Accept="application/json"), method="GET")[0] == 406
+    assert post(server, b"", None, within(session, **stream), method="GET")[0] == 401
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:
+        raw.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Bearer "
+                    f"{token}\r\nMcp-Session-Id: {session}\r\n\r\n".encode())
+        head = b""
+        while b": open\n\n" not in head:
+            head += raw.recv(65536)
+        assert head.startswith(b"HTTP/1.1 200 ") and b"text/event-stream" in head
+        assert post(server, b"", token, within(session, **stream), method="GET")[0] == 409
+        assert post(server, b"", token, within(session), method="DELETE")[0] == 204
+        rest = b""
+        while not rest.endswith(b"0\r\n\r\n"):  # the ended session's stream ends (the connection may stay)
+            rest += raw.recv(65536)
+    assert server.app.sessions.by_id == {}
+    session = open_session(server, token)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:
+        raw.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Bearer "
+                    f"{token}\r\nMcp-Session-Id: {session}\r\n\r\n".encode())
+        while not server.app.sessions.by_id[session].streaming:
+            raw.recv(65536)
+        server.stop()  # an open stream does not hold the engine up: it ends, and the thread is joined
+        assert not server._thread.is_alive()
+        _read_all(raw)
 
 
 # --- 2026-07-28: one exchange, no session ------------------------------------------------------------------
