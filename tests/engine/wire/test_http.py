@@ -491,3 +491,18 @@ def _listening_address(pid: int, port: int) -> str | None:
         if state == "0A" and int(hex_port, 16) == port:  # LISTEN
             return socket.inet_ntoa(bytes.fromhex(address)[::-1])
     raise AssertionError(f"nothing listens on port {port}")
+
+
+def test_serve_http_on_a_port_another_program_holds_exits_4_saying_what_to_pass(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "engine.cli", "--state-dir", str(tmp_path / "state"), "serve",
+                               "--port", "0", "--http", str(port)], env=env, cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+    assert done.returncode == 4 and "Traceback" not in done.stderr, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"knowledge: cannot listen for HTTP on 127.0.0.1:{port}: ") and "--http 0" in line
+    assert not (tmp_path / "state" / "engine.json").exists()
