@@ -26,19 +26,21 @@ SMALL = SocketBounds(unauthenticated_message_bytes=2048, max_message_bytes=64 * 
 
 
 @pytest.fixture
-def serve(engine):
-    started: list[HttpServer] = []
+def serve(engine, request):
+    """Start an HTTP server over a fresh dispatcher; it is stopped, and its thread joined, after the test."""
 
-    def start(bounds: SocketBounds = SMALL, **options) -> HttpServer:
-        running = HttpServer(Dispatcher(engine), port=0, bounds=bounds, workers=4, **options)
+    def start(bounds: SocketBounds = SMALL) -> HttpServer:
+        running = HttpServer(Dispatcher(engine), port=0, bounds=bounds, workers=4)
         running.start()
-        started.append(running)
+        request.addfinalizer(lambda: _stopped(running))
         return running
 
-    yield start
-    for running in started:
-        running.stop()
-        assert not running._thread.is_alive()
+    return start
+
+
+def _stopped(server: HttpServer) -> None:
+    server.stop()
+    assert not server._thread.is_alive()
 
 
 @pytest.fixture
