@@ -227,6 +227,15 @@ def test_connections_past_the_cap_get_503(serve, token):
     assert post(server, INITIALIZE, token)[0] == 200
 
 
+def test_answers_are_not_held_back_by_nagles_algorithm(serve):
+    server = serve()  # else each answer's body waits about 40 ms for the client's delayed ACK
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30):
+        wait_for(lambda: len(server._server.server_state.connections) == 1, timeout=30)
+        [connection] = server._server.server_state.connections
+        served = connection.transport.get_extra_info("socket")
+        assert served.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
 # --- the credential ---------------------------------------------------------------------------------------
 
 
@@ -275,6 +284,18 @@ def test_the_audience_is_taken_from_meta_or_the_headers_and_bounded_by_the_crede
     status, _, body = post(server, save("c1", "Conversation note over HTTP"), guest, within(session))
     assert json.loads(body)["result"]["isError"] is False
     assert titles(server, guest, session) == ["Conversation note over HTTP"]
+
+
+def test_the_operator_token_opens_nothing_over_http(serve, token, engine):
+    from engine.operator.methods import ensure_operator_token
+
+    server = serve()
+    ensure_operator_token(engine.state)
+    operator = engine.state.operator_token.read_text(encoding="utf-8").strip()
+    as_operator = rpc("initialize", {"protocolVersion": "2025-11-25", "_meta": {"knowledge": {"operatorToken": operator}}})
+    status, headers, body = post(server, as_operator, token)  # beside an agent's bearer: refused, as on the socket
+    assert json.loads(body)["error"]["data"]["reason"] == "invalid_params" and "mcp-session-id" not in headers
+    assert post(server, as_operator, operator)[0] == 401  # the operator token is no agent's credential
 
 
 # --- the 2025 revisions: sessions --------------------------------------------------------------------------
