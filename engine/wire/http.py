@@ -221,10 +221,12 @@ class McpHttpApp:
         if single:
             return _reply(await self._single_exchange(request, version, token, body), stream, single=True)
         message = _peek(body)
-        if message is None or message.method != "initialize" or message.notification:
+        if message is None:  # malformed: the dispatcher says how, as on the socket; nothing is opened
+            return _reply(await self._dispatch(Session(), body), stream)
+        if message.method != "initialize" or message.notification:
             raise _Refused(400, "invalid_params", f"no {SESSION_HEADER}: initialize first (MCP "
                            f"{', '.join(handshake_versions()[1:])}), or send {VERSION_HEADER} of a revision "
-                           "without sessions", request_id=message.id if message else None)
+                           "without sessions", request_id=message.id)
         return await self._initialize(request, message, token, body, stream)
 
     async def _initialize(self, request: Request, message: Any, token: str, body: bytes, stream: bool) -> Response:

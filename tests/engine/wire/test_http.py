@@ -337,6 +337,14 @@ def test_malformed_messages_are_answered_as_on_the_socket(serve, token):
     status, _, body = post(server, rpc("no/such"), token, within(session))
     assert status == 200 and json.loads(body)["error"]["data"]["reason"] == "not_found"
     assert post(server, rpc("ping"), token, path="/other")[0] == 404
+    # Before a session too: the dispatcher names what is wrong, and nothing is opened.
+    status, _, body = post(server, b'{"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": '
+                                   b'{"_meta": {"knowledge": {"instance": "\\ud800"}}}}', token)
+    assert status == 200 and json.loads(body)["error"]["data"] == {"reason": "invalid_params",
+                                                                   "field": "params._meta.knowledge.instance"}
+    status, _, body = post(server, b"[]", token)
+    assert status == 400 and json.loads(body)["error"]["code"] == -32600
+    assert list(server.app.sessions.by_id) == [session]
 
 
 def test_idle_sessions_are_forgotten_and_capped(serve, token, engine):
