@@ -21,8 +21,9 @@ only moves bytes and applies what HTTP adds, so it holds no MCP method logic:
   version the session negotiated (400 otherwise).  DELETE ends a session; GET opens the session's
   stream (one at a time), on which ``notifications/tools/list_changed`` is pushed as the socket
   pushes it.  A request is answered with JSON, or with one Server-Sent Event when the client
-  accepts only ``text/event-stream``; a notification with 202.  A session unused for ``idle_timeout_s`` is forgotten (its client gets
-  404 and initializes again), and at most ``max_connections`` sessions are held (503 past it).
+  accepts only ``text/event-stream``; a notification with 202.  A session unused for
+  ``idle_timeout_s`` is forgotten (its client gets 404 and initializes again), and at most
+  ``max_connections`` sessions are held (503 past it).
 - **2026-07-28's single exchange**: a POST with no session whose ``MCP-Protocol-Version`` names a
   revision the dispatcher serves without a handshake (``single_exchange_versions``) is dispatched
   on a session made for that one request from the bearer credential, once the header matches the
@@ -44,7 +45,7 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -53,7 +54,9 @@ from starlette.responses import Response, StreamingResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from . import protocol
+from ..core.answers import NotRequired, TypedDict
 from .messages import INVALID_REQUEST, PARSE_ERROR, MalformedMessage, encode, error_response, parse_request
+from .messages import Request as Message
 from .protocol import ERROR_CODES, Session
 from .server import PUSH_GATHER_S, SocketBounds
 from .tool_list import list_changed_notification
@@ -86,6 +89,22 @@ def single_exchange_versions() -> tuple[str, ...]:
 
 def handshake_versions() -> tuple[str, ...]:
     return tuple(version for version in protocol.PROTOCOL_VERSIONS if version < SINGLE_EXCHANGE_FROM)
+
+
+class HttpInfo(TypedDict):
+    """Where MCP clients connect over HTTP (``engine.json``'s ``http``)."""
+
+    url: str
+    host: str
+    port: int | None
+
+
+class HeaderAudience(TypedDict):
+    """An audience as the ``Knowledge-Audience`` headers give it; the dispatcher checks it like any audience."""
+
+    kind: str
+    sessionKey: NotRequired[str | None]
+    sessionId: NotRequired[str | None]
 
 
 class _Refused(Exception):
@@ -229,7 +248,8 @@ class McpHttpApp:
                            "without sessions", request_id=message.id)
         return await self._initialize(request, message, token, body, stream)
 
-    async def _initialize(self, request: Request, message: Any, token: str, body: bytes, stream: bool) -> Response:
+    async def _initialize(self, request: Request, message: Message, token: str, body: bytes,
+                          stream: bool) -> Response:
         self.sessions.expire(_now(), self._forget)
         if len(self.sessions.by_id) >= self.sessions.limit:
             raise _Refused(503, "limit_exceeded", f"the engine already holds {self.sessions.limit} HTTP sessions, "
@@ -276,7 +296,7 @@ class McpHttpApp:
         return StreamingResponse(self._stream(session), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
 
-    async def _stream(self, session: HttpSession) -> Any:
+    async def _stream(self, session: HttpSession) -> AsyncIterator[bytes]:
         """What the socket pushes to a watching connection (``EngineServer._push_changes``), as Server-Sent Events:
         the engine's writers only add to the watch's bounded queue and wake this; a burst is one notification."""
         if session.streaming:  # two GETs raced past the check: the second ends at once
@@ -454,7 +474,7 @@ class HttpServer:
             self._thread.join(timeout=GRACEFUL_STOP_S + 25)
         self.app.close()
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> HttpInfo:
         """Where MCP clients connect over HTTP, for engine.json."""
         return {"url": self.url, "host": self.host, "port": self.port}
 
@@ -552,7 +572,7 @@ def _media_types(accept: str) -> set[str]:
     return {part.split(";")[0].strip().lower() for part in accept.split(",")}
 
 
-def _peek(body: bytes) -> Any:
+def _peek(body: bytes) -> Message | None:
     """The request the body holds, or None when it is malformed (the dispatcher then says why)."""
     try:
         return parse_request(body)
@@ -560,7 +580,7 @@ def _peek(body: bytes) -> Any:
         return None
 
 
-def _with_credential(body: bytes, message: Any, token: str, headers: Any) -> bytes:
+def _with_credential(body: bytes, message: Message, token: str, headers: Any) -> bytes:
     """``initialize`` with the bearer credential under ``_meta.knowledge.token``, and the headers' audience and
     instance where the client's ``_meta`` names none (as the stdio bridge adds them).  A malformed ``_meta``
     goes to the dispatcher unchanged, which refuses it."""
@@ -580,7 +600,7 @@ def _with_credential(body: bytes, message: Any, token: str, headers: Any) -> byt
     return json.dumps(rebuilt).encode("ascii")  # escapes: a lone surrogate stays one the dispatcher names
 
 
-def _header_audience(headers: Any) -> dict[str, Any]:
+def _header_audience(headers: Any) -> HeaderAudience:
     """The audience the ``Knowledge-Audience`` headers name (as ``knowledge mcp``'s flags), else owner-private;
     the dispatcher checks it like any audience."""
     kind = headers.get("knowledge-audience", "owner-private")

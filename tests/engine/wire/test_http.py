@@ -292,7 +292,8 @@ def test_the_operator_token_opens_nothing_over_http(serve, token, engine):
     server = serve()
     ensure_operator_token(engine.state)
     operator = engine.state.operator_token.read_text(encoding="utf-8").strip()
-    as_operator = rpc("initialize", {"protocolVersion": "2025-11-25", "_meta": {"knowledge": {"operatorToken": operator}}})
+    as_operator = rpc("initialize", {"protocolVersion": "2025-11-25",
+                                     "_meta": {"knowledge": {"operatorToken": operator}}})
     status, headers, body = post(server, as_operator, token)  # beside an agent's bearer: refused, as on the socket
     assert json.loads(body)["error"]["data"]["reason"] == "invalid_params" and "mcp-session-id" not in headers
     assert post(server, as_operator, operator)[0] == 401  # the operator token is no agent's credential
