@@ -135,6 +135,22 @@ def test_the_official_sdk_client_connects_lists_and_calls_tools(serve, token, en
     assert [entry["open"] for entry in engine.connections.listed()] == [0]
 
 
+def test_fastmcps_client_connects_with_the_token_as_its_auth(serve, token):
+    fastmcp = pytest.importorskip("fastmcp")  # a real client the suite has where its test extras include it
+
+    server = serve()
+    results: dict = {}
+
+    async def session() -> None:
+        async with fastmcp.Client(server.url, auth=token) as client:
+            results["tools"] = {tool.name for tool in await client.list_tools()}
+            results["saved"] = await client.call_tool("knowledge_save_page", {
+                "requestId": "f1", "type": "note", "title": "From fastmcp", "body": "Saved over HTTP."})
+
+    anyio.run(session)
+    assert "knowledge_grep" in results["tools"] and results["saved"].structured_content["revision"] == 1
+
+
 # --- before any engine work: origin, host, size, time -----------------------------------------------------
 
 
