@@ -450,12 +450,15 @@ def modern(method: str, params: dict | None = None, version: str = "2026-07-28")
                                                      "io.modelcontextprotocol/clientCapabilities": {}}})
 
 
-def test_a_revision_without_sessions_is_refused_until_the_dispatcher_serves_it(serve, token):
+@pytest.mark.parametrize("version", ["2026-07-28", "2099-01-01"])
+def test_a_revision_without_sessions_is_refused_unless_the_dispatcher_serves_it(serve, token, version):
+    if version in protocol.PROTOCOL_VERSIONS:
+        pytest.skip(f"the dispatcher serves {version}: test_a_single_exchange_... covers it")
     server = serve()
-    status, _, body = post(server, modern("tools/list"), token, {"MCP-Protocol-Version": "2026-07-28",
-                                                                 "Mcp-Method": "tools/list"})
+    status, _, body = post(server, modern("tools/list", version=version), token,
+                           {"MCP-Protocol-Version": version, "Mcp-Method": "tools/list"})
     error = json.loads(body)["error"]
-    assert status == 400 and error["code"] == -32022
+    assert status == 400 and error["code"] == -32022 and error["data"]["requested"] == version
     assert error["data"]["supported"] == list(protocol.PROTOCOL_VERSIONS)  # a client falls back to initialize
 
 
