@@ -41,6 +41,7 @@ from ..importers.archive import ArchiveReader, restore_archive
 from ..importers.locomo import DEFAULT_AGENT, import_locomo, load_locomo, owner_caller
 from ..state.registry import GRANT_ACCESS, SCOPES
 from ..wire.server import DEFAULT_PORT, EngineServer
+from ..wire.http import DEFAULT_HOST as HTTP_DEFAULT_HOST, LOOPBACK_NAMES, HttpServer
 from ..service import Engine
 from ..state.statedir import StateDir
 from ..wire.operator_client import UNREACHABLE, OperatorError
@@ -337,6 +338,9 @@ def cmd_import_archive(args: argparse.Namespace, state: StateDir) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
+    if args.host is not None and args.http is None:
+        print("knowledge: --host is where --http listens: pass --http PORT too", file=sys.stderr)
+        return 2
     if (info := state.serving_engine()) is not None:
         print(f"knowledge: a Knowledge engine (pid {info.get('pid')}, port {info.get('port')}) already serves "
               f"{state.root}; agents, the window and every knowledge command use it. To serve another state "
@@ -349,6 +353,9 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
     stop = threading.Event()
     server = EngineServer(engine, port=args.port, socket_path=state.root / "engine.sock")
     import_methods.register(server.dispatcher, engine)  # export (and imports) beside the engine
+    # MCP's Streamable HTTP, when asked for: the same dispatcher, so the same methods and checks
+    http = HttpServer(server.dispatcher, host=args.host or HTTP_DEFAULT_HOST, port=args.http) \
+        if args.http is not None else None
     try:
         if args.demo:
             _report_demo(state, seed_demo(engine))
@@ -360,20 +367,46 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
             print(f"knowledge: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}{taken}",
                   file=sys.stderr)
             return 4
+        if http is not None and not _start_http(http):
+            return 4
         state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now()),
-                                 "version": __version__})
+                                 "version": __version__, **({"http": http.info()} if http else {})})
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         where = f"127.0.0.1:{server.port}" + (f" and {server.socket_path}" if server.socket_path else "")
+        where += f", MCP over HTTP at {http.url}" if http is not None else ""
         print(f"Knowledge engine for {state.root} listening on {where} (pid {os.getpid()}); Ctrl+C stops it.",
               flush=True)
         while not stop.wait(1.0):
             pass
     finally:
         state.remove_engine_info()
+        if http is not None:
+            http.stop()
         server.stop()
         engine.close()
     return 0
+
+
+def _port(value: str) -> int:
+    if not value.isdigit() or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port (0 to 65535)")
+    return int(value)
+
+
+def _start_http(http: HttpServer) -> bool:
+    """Start the HTTP transport, or say why it cannot listen."""
+    try:
+        http.start()
+    except OSError as exc:
+        taken = "; pass another --http PORT, or --http 0 for a free one" if exc.errno == errno.EADDRINUSE else ""
+        print(f"knowledge: cannot listen for HTTP on {http.host}:{http.requested_port}: {exc.strerror or exc}{taken}",
+              file=sys.stderr)
+        return False
+    if http.host not in LOOPBACK_NAMES:
+        print(f"knowledge: warning: MCP over HTTP listens on {http.host}, beyond this machine, without TLS: "
+              "agents' tokens cross the network in the clear", file=sys.stderr)
+    return True
 
 
 # --- parser -----------------------------------------------------------------------------------
@@ -390,6 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--demo", action="store_true", help="seed the demo store first")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT}; "
                        "0 picks a free one)")
+    serve.add_argument("--http", type=_port, metavar="PORT", help="also serve MCP's Streamable HTTP at "
+                       "http://127.0.0.1:PORT/mcp (0 picks a free port; engine.json says which)")
+    serve.add_argument("--host", help=f"the address --http binds (default "
+                       f"{HTTP_DEFAULT_HOST}; the socket stays on loopback)")
     serve.set_defaults(handler=cmd_serve)
 
     add_mcp_parser(commands, common)

@@ -1,5 +1,5 @@
 """The socket: JSON-RPC 2.0 and MCP framing, the agent tools and their schemas, the stdio MCP
-bridge and the owner's operator connection.
+bridge, MCP's Streamable HTTP and the owner's operator connection.
 
     messages       the one parsing boundary: depth, surrogates, ids
     protocol       Dispatcher: sessions, routing, the one exception-to-wire mapping
@@ -8,5 +8,6 @@ bridge and the owner's operator connection.
     tool_list      notifications/tools/list_changed: what decides an agent's list, and its watch
     protocol_docs  docs/protocol-tools.md, generated
     bridge         knowledge mcp: stdio <-> socket
+    http           knowledge serve --http: MCP's Streamable HTTP over the same dispatcher, on loopback
     operator_client  the owner's side of an operator connection (the window and the CLI)
 """
