@@ -1,11 +1,16 @@
 """``knowledge mcp``: a stdio MCP server that relays to the running engine's socket.
 
-Any MCP client can launch it as a command.  Messages pass through unchanged,
-except that the client's ``initialize`` gets the agent's credential and
-audience added under ``params._meta.knowledge``, since MCP clients know
-nothing of them.  The bridge holds no state and does no work of its own,
-with three exceptions that keep one MCP session alive for as long as its
-client runs, and one for a session that cannot start:
+Any MCP client can launch it as a command, speaking MCP 2026-07-28 or one of
+the 2025 revisions.  Messages pass through unchanged, except that the
+credential is added for the client, since MCP clients know nothing of it: a
+2025 client's ``initialize`` gets the agent's credential and audience under
+``params._meta.knowledge``; a 2026-07-28 client has no handshake, so before
+its first request (``server/discover`` aside, which needs no credential) the
+bridge authenticates its own engine connection with ``knowledge/authenticate``
+and relays the client's requests untouched after that.  The bridge holds no
+state and does no work of its own, with three exceptions that keep one MCP
+session alive for as long as its client runs, and one for a session that
+cannot start:
 
 - a line longer than the engine's message limit is not forwarded (the engine
   would have to close the connection, and every later call would fail); the
@@ -40,6 +45,12 @@ from .messages import MAX_MESSAGE_BYTES, encode, error_response, request_id_in
 KEEPALIVE_S = 240.0  # well inside the engine's idle timeout (SocketBounds.idle_timeout_s, 900 s)
 _KEEPALIVE = b'{"jsonrpc":"2.0","id":"knowledge-bridge:keepalive","method":"ping"}\n'
 _KEEPALIVE_REPLY = b'{"jsonrpc":"2.0","id":"knowledge-bridge:keepalive",'  # as the engine writes it (wire.encode)
+_AUTHENTICATE_ID = "knowledge-bridge:authenticate"
+_AUTHENTICATE_REPLY = b'{"jsonrpc":"2.0","id":"knowledge-bridge:authenticate",'
+# MCP 2026-07-28's per-request protocol version key (engine/wire/modern.py, not imported: the relay stays light).
+_ENVELOPE_KEY = "io.modelcontextprotocol/protocolVersion"
+_CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+_UNAUTHENTICATED = ("initialize", "server/discover")  # 2026-07-28 requests answered before the credential
 _ID_WINDOW = 64 * 1024  # how much of each end of an oversize line is searched for its id
 _DISCARD_BYTES = 1024 * 1024
 _REFUSAL_LINES = 16  # notifications a client may send before its first request (it sends none before initialize)
@@ -127,6 +138,32 @@ def with_credentials(line: bytes, knowledge: dict[str, Any]) -> bytes:
     return json.dumps(message).encode("ascii") + b"\n"
 
 
+def modern_request(line: bytes) -> dict[str, Any] | None:
+    """The request a line holds when it is a 2026-07-28 request that needs the credential (not
+    ``server/discover``, which a client may send before choosing its revision); else None."""
+    if _ENVELOPE_KEY.encode() not in line:  # not worth decoding otherwise
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "id" not in message or message.get("method") in _UNAUTHENTICATED:
+        return None
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return message if isinstance(meta, dict) and _ENVELOPE_KEY in meta else None
+
+
+def authenticate_line(knowledge: dict[str, Any], request: dict[str, Any]) -> bytes:
+    """``knowledge/authenticate`` for the bridge's engine connection, naming the client as its envelope does."""
+    params: dict[str, Any] = {"_meta": {"knowledge": knowledge}}
+    info = request["params"]["_meta"].get(_CLIENT_INFO_KEY)
+    if isinstance(info, dict):
+        params["clientInfo"] = info
+    return json.dumps({"jsonrpc": "2.0", "id": _AUTHENTICATE_ID, "method": "knowledge/authenticate",
+                       "params": params}).encode("ascii") + b"\n"
+
+
 def run_bridge(state: StateDir, knowledge: dict[str, Any], stdin: BinaryIO | None = None,
                stdout: BinaryIO | None = None, keepalive_s: float = KEEPALIVE_S) -> int:
     """Relay until the client closes stdin (after the engine's last answers) or the engine goes away.
@@ -168,6 +205,9 @@ class _Relay:
         self._writing = threading.Lock()  # one line at a time to the client (answers and the bridge's errors)
         self._last_sent = time.monotonic()
         self._done = threading.Event()
+        self.era: str | None = None  # "handshake" or "2026-07-28", once the client's first request showed it
+        self._authenticated = threading.Event()  # the engine answered knowledge/authenticate (or went away)
+        self._authentication: dict[str, Any] | None = None  # that answer
 
     def upstream(self, stdin: BinaryIO) -> None:
         try:
@@ -181,6 +221,8 @@ class _Relay:
                 if self.engine is None and not self._open():
                     self.unsent = line
                     return
+                if self.era is None and not self._settle_era(line):
+                    continue
                 self._send(with_credentials(line, self.knowledge))
         except OSError:
             pass
@@ -198,13 +240,39 @@ class _Relay:
         try:
             with self.engine.makefile("rb") as replies:
                 for line in replies:
-                    if not line.startswith(_KEEPALIVE_REPLY):
+                    if line.startswith(_AUTHENTICATE_REPLY):
+                        self._authentication = json.loads(line)
+                        self._authenticated.set()
+                    elif not line.startswith(_KEEPALIVE_REPLY):
                         self._write(line)
         except OSError:
             pass  # the client stopped reading, or the engine reset: the session is over either way
         finally:
             self._done.set()
+            self._authenticated.set()
             self.engine.close()
+
+    def _settle_era(self, line: bytes) -> bool:
+        """Whether to forward ``line``, a line before the client's revision is known.  ``initialize`` settles the
+        handshake; the first 2026-07-28 request that needs the credential has the bridge authenticate its
+        engine connection first, and is answered with the engine's refusal instead when that fails."""
+        if b'"initialize"' in line and with_credentials(line, self.knowledge) is not line:
+            self.era = "handshake"
+            return True
+        request = modern_request(line)
+        if request is None:
+            return True
+        self._authenticated.clear()
+        self._send(authenticate_line(self.knowledge, request))
+        self._authenticated.wait()
+        answer, self._authentication = self._authentication, None
+        if answer is None:  # the engine went away: the relay ends
+            return False
+        if "error" in answer:
+            self._write(encode({"jsonrpc": "2.0", "id": request["id"], "error": answer["error"]}))
+            return False
+        self.era = "2026-07-28"
+        return True
 
     def _open(self) -> bool:
         try:
