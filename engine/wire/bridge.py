@@ -21,9 +21,9 @@ cannot start:
   engine (and drops the answer), so the engine's idle timeout never closes a
   session its client is still holding;
 - when it cannot reach the engine or read its token, it answers the client's
-  first request with a JSON-RPC error naming the cause and the fix
-  (``refuse_client``), then exits: the client shows that, not "Connection
-  closed".
+  requests with a JSON-RPC error naming the cause and the fix
+  (``refuse_client``), then exits when the client closes its end: the client
+  shows that, not "Connection closed".
 
 It imports only what the relay needs (no engine, gate or model code), so a
 client that launches it gets its ``initialize`` answered at once.
@@ -53,7 +53,7 @@ _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 _UNAUTHENTICATED = ("initialize", "server/discover")  # 2026-07-28 requests answered before the credential
 _ID_WINDOW = 64 * 1024  # how much of each end of an oversize line is searched for its id
 _DISCARD_BYTES = 1024 * 1024
-_REFUSAL_LINES = 16  # notifications a client may send before its first request (it sends none before initialize)
+_REFUSAL_LINES = 16  # the lines a client that cannot be served is answered for before the bridge exits
 ERROR_CODES = wire_codes()
 
 
@@ -96,10 +96,13 @@ def connect(state: StateDir, timeout: float = 5.0) -> socket.socket:
 
 
 def refuse_client(error: BridgeError, stdin: BinaryIO, stdout: BinaryIO, first: bytes | None = None) -> None:
-    """Answer the client's first request (``first``, else the next line it sends that is one) with ``error``.
+    """Answer the client's requests (``first``, then each line it sends that is one) with ``error``, until it
+    closes its end or has sent ``_REFUSAL_LINES`` lines.
 
-    A client launches the bridge and sends ``initialize`` at once; answering it with the cause and the fix
-    is the one way the owner sees why, where a bridge that just exits shows only "Connection closed"."""
+    A client launches the bridge and sends its first request at once; answering it with the cause and the fix
+    is the one way the owner sees why, where a bridge that just exits shows only "Connection closed".  Every
+    request is answered, not only the first: a client that negotiates its revision tries ``server/discover``
+    and then falls back to ``initialize``, and that one must hear the cause too."""
     line = first
     for _ in range(_REFUSAL_LINES):
         if line is None:
@@ -113,7 +116,6 @@ def refuse_client(error: BridgeError, stdin: BinaryIO, stdout: BinaryIO, first: 
         if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
             stdout.write(encode(error_response(message["id"], ERROR_CODES[error.reason], error.reason, str(error))))
             stdout.flush()
-            return
         line = None
 
 
