@@ -111,6 +111,9 @@ def error_for(request_id: Any, exc: BaseException) -> dict[str, Any]:
 Handler = Callable[[Session, dict[str, Any]], Any]
 
 
+_ANY: Any = object()  # end_listen: whichever stream is open
+
+
 @dataclass(frozen=True)
 class Pushed:
     """A handler's answer that is a message of its own instead of a result (``subscriptions/listen``'s
@@ -245,20 +248,22 @@ class Dispatcher:
     def _notification(self, session: Session, method: str, params: Any) -> None:
         if method == "notifications/initialized" and (session.token is not None or session.operator):
             session.initialized = True
-        if method == CANCELLED and session.listen is not None and _id_key(params.get("requestId")) is not None \
-                and _id_key(params.get("requestId")) == _id_key(session.listen.request_id):
-            self.end_listen(session)  # the client ended its stream; a cancelled request is never answered
+        if method == CANCELLED:  # the client ends its stream this way; a cancelled request is never answered
+            self.end_listen(session, _id_key(params.get("requestId")))
         # Other notifications need no answer and change nothing here. A cancellation of a request is the
         # socket's to act on (it alone knows which of the connection's requests wait and which one runs): see
         # cancelled_request.
 
-    def end_listen(self, session: Session) -> None:
-        """Close the connection's ``subscriptions/listen`` stream, if it has one (the socket stops pushing it)."""
-        stream, session.listen = session.listen, None
-        if stream is not None:
-            if session.tool_list is not None and session.era == MODERN:
-                session.tool_list = None  # the stream's own watch, closed with it
-            stream.close()
+    def end_listen(self, session: Session, key: tuple[type, Any] | None = _ANY) -> None:
+        """Close the connection's ``subscriptions/listen`` stream (the socket stops pushing it): whichever it
+        is, or only the one whose request ``key`` names (as ``request_key`` gives it)."""
+        stream = session.listen
+        if stream is None or (key is not _ANY and (key is None or key != _id_key(stream.request_id))):
+            return
+        session.listen = None
+        if session.era == MODERN:
+            session.tool_list = None  # the stream's own watch, closed with it
+        stream.close()
 
     def caller(self, session: Session, params: dict[str, Any]) -> AgentCaller:
         """The request's caller: the session's credential, and its audience unless the request names one."""

@@ -284,6 +284,8 @@ class EngineServer:
             reply = await self._dispatch(session, call.line)
             if reply is not None and not call.cancelled:  # MCP: a cancelled request is not answered
                 await connection.write(encode(reply), bounds.idle_timeout_s)
+            if call.cancelled:  # a subscriptions/listen cancelled while it was opening ends unacknowledged
+                self.dispatcher.end_listen(session, call.key)
             sync_pushing()
 
         async def finish_handling() -> None:
