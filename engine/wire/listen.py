@@ -20,15 +20,14 @@ name what changed, never content.  Built in: ``toolsListChanged``, fed by the to
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from ..access.authority import AgentCaller
 from ..core.changes import Subscription
 from ..core.errors import InvalidParams
-from .tool_list import LIST_CHANGED, TOPICS as TOOL_LIST_TOPICS, ToolListWatch
+from .tool_list import LIST_CHANGED, TOPICS as TOOL_LIST_TOPICS, ToolListEngine, ToolListWatch
 
-if TYPE_CHECKING:
-    from ..service import Engine
+Engine = ToolListEngine  # what a kind is opened with: the engine, as far as the built-in kind needs it
 
 LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
