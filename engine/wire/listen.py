@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from ..access.authority import AgentCaller
+from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.changes import Subscription
 from ..core.errors import InvalidParams
 from .tool_list import LIST_CHANGED, TOPICS as TOOL_LIST_TOPICS, ToolListEngine, ToolListWatch
@@ -34,10 +35,18 @@ ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 
 
+class Notification(TypedDict):
+    """A notification as the stream sends it (a source gives ``method`` and ``params``; the stream tags it)."""
+
+    jsonrpc: NotRequired[str]
+    method: str
+    params: NotRequired[JsonObject]
+
+
 class ListenSource(Protocol):
     """One kind's part of an open stream."""
 
-    def notifications(self, changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+    def notifications(self, changes: list[dict[str, Any]], resync: bool) -> list[Notification]:
         """What this kind owes the client for a burst of changes: ``{method, params?}`` each, untagged."""
         ...
 
@@ -67,16 +76,17 @@ class ListenStream:
         self.sources = sources
         self.honoured = honoured
 
-    def _tagged(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        params = dict(params or {})
-        params["_meta"] = {**params.get("_meta", {}), SUBSCRIPTION_ID_KEY: self.request_id}
-        return {"jsonrpc": "2.0", "method": method, "params": params}
+    def _tagged(self, method: str, params: JsonObject | None = None) -> Notification:
+        tagged: JsonObject = dict(params or {})
+        meta = tagged.get("_meta")
+        tagged["_meta"] = {**(meta if isinstance(meta, dict) else {}), SUBSCRIPTION_ID_KEY: self.request_id}
+        return {"jsonrpc": "2.0", "method": method, "params": tagged}
 
-    def acknowledgement(self) -> dict[str, Any]:
+    def acknowledgement(self) -> Notification:
         """The stream's first message: the kinds honoured."""
         return self._tagged(ACKNOWLEDGED, {"notifications": self.honoured})
 
-    def notifications(self, changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+    def notifications(self, changes: list[dict[str, Any]], resync: bool) -> list[Notification]:
         """Every source's notifications for a burst, tagged; runs on a worker (a source may read a store)."""
         return [self._tagged(note["method"], note.get("params")) for source in self.sources.values()
                 for note in source.notifications(changes, resync)]
@@ -119,7 +129,7 @@ class ToolListSource:
     def __init__(self, watch: ToolListWatch) -> None:
         self.watch = watch
 
-    def notifications(self, changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+    def notifications(self, changes: list[dict[str, Any]], resync: bool) -> list[Notification]:
         return [{"method": LIST_CHANGED}] if self.watch.changed(changes, resync) else []
 
     def close(self) -> None:

@@ -50,6 +50,13 @@ class ServerInfo(TypedDict):
     version: str
 
 
+class Authenticated(TypedDict):
+    """``knowledge/authenticate``'s answer."""
+
+    authenticated: bool
+    protocolVersions: list[str]
+
+
 class DiscoverAnswer(TypedDict):
     """``server/discover``'s answer."""
 
@@ -148,10 +155,10 @@ def removed_method(method: str) -> EnvelopeError:
     return EnvelopeError(METHOD_NOT_FOUND, f"{method} was removed in MCP 2026-07-28", reason="not_found")
 
 
-def modern_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
+def modern_result(method: str, result: JsonObject) -> JsonObject:
     """A handler's answer in 2026-07-28's shape: ``resultType`` always; cache hints where the revision has them
     (``ttlMs: 0``, ``cacheScope: "private"``: the answer is the caller's and may change at any moment)."""
-    shaped = dict(result)
+    shaped: JsonObject = dict(result)
     if method in CACHEABLE_METHODS:
         shaped.setdefault("ttlMs", 0)
         shaped.setdefault("cacheScope", "private")

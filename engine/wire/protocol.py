@@ -37,8 +37,8 @@ from .tools import ToolRegistry, tool_result
 from .tool_list import ToolListWatch, tool_list_state
 from .listen import LISTEN, TOOLS_LIST_CHANGED, ListenKind, ListenStream, ToolListSource, open_stream
 from .modern import (AUTHENTICATE, DISCOVER, HANDSHAKE, HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS, REMOVED_METHODS,
-                     EnvelopeError, discover_answer, envelope_refused, enveloped, handshake_refused, modern_result,
-                     read_envelope, removed_method, versions_served)
+                     Authenticated, DiscoverAnswer, EnvelopeError, discover_answer, envelope_refused, enveloped,
+                     handshake_refused, modern_result, read_envelope, removed_method, versions_served)
 from .messages import MalformedMessage, error_response, is_notification, method_of, parse_request
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -319,7 +319,7 @@ class Dispatcher:
         session.seen = self.engine.connections.opened(agent.name, instance, _audience_kind(parsed),
                                                       _client_name(client_info))
 
-    def _authenticate(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    def _authenticate(self, session: Session, params: dict[str, Any]) -> Authenticated:
         """``knowledge/authenticate``: the credential of a 2026-07-28 connection, which has no handshake; from
         now on the connection speaks that revision."""
         if session.era is not None:
@@ -330,10 +330,10 @@ class Dispatcher:
         session.era = MODERN
         return {"authenticated": True, "protocolVersions": list(MODERN_VERSIONS)}
 
-    def _discover(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    def _discover(self, session: Session, params: dict[str, Any]) -> DiscoverAnswer:
         """``server/discover``: what this connection can speak, the capabilities, who answers."""
         NO_PARAMS.read(without_meta(params))
-        return dict(discover_answer(self.capabilities, {"name": SERVER_NAME, "version": __version__}, session.era))
+        return discover_answer(self.capabilities, {"name": SERVER_NAME, "version": __version__}, session.era)
 
     def _listen(self, session: Session, request_id: Any, params: dict[str, Any]) -> Pushed:
         """``subscriptions/listen``: open the connection's stream; its acknowledgement is the answer for now."""
