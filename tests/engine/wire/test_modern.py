@@ -191,7 +191,8 @@ def test_listen_is_for_2026_connections_only(dispatcher, token):
     assert reply["error"]["code"] == -32602  # no envelope
     handshake = Session()
     dispatcher.handle(handshake, message("initialize", init_params(token)))
-    assert dispatcher.handle(handshake, modern("subscriptions/listen", {"notifications": {}}))["error"]["code"] == -32600
+    refused = dispatcher.handle(handshake, modern("subscriptions/listen", {"notifications": {}}))
+    assert refused["error"]["code"] == -32600
 
 
 # --- over a real socket --------------------------------------------------------------------------------------
