@@ -1,5 +1,5 @@
 """``knowledge mcp`` starts without the rest of the command line, and a session that cannot start tells the
-client why: its first request is answered with the cause and the fix, not a closed connection."""
+client why: its requests are answered with the cause and the fix, not a closed connection."""
 
 from __future__ import annotations
 

@@ -11,13 +11,14 @@ import pytest
 from engine.wire.listen import ACKNOWLEDGED, SUBSCRIPTION_ID_KEY
 from engine.wire.modern import (CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
                                 UNSUPPORTED_PROTOCOL_VERSION)
-from engine.wire.protocol import Dispatcher, Session
+from engine.wire.protocol import Session
 from engine.wire.tool_list import LIST_CHANGED
 from engine.wire.tools import CORE_TOOLS
 from tests.engine.wire.test_change_notifications import Peer
 from tests.engine.wire.test_change_notifications import server  # noqa: F401 - the served engine fixture
 from tests.engine.wire.test_server import init_params, message
 from tests.engine.wire.test_tool_list_changes import set_writes, settled
+from tests.engine.wire.test_wire import dispatcher, token  # noqa: F401 - the in-memory dispatcher and agent fixtures
 from tests.helpers import wait_for
 
 ALL_TOOLS = {tool.name for tool in CORE_TOOLS}
@@ -36,16 +37,6 @@ def modern(method: str, params: dict | None = None, request_id: int | str | None
 def authenticate(token: str, audience: dict | None = None) -> bytes:
     return message("knowledge/authenticate", {"clientInfo": {"name": "host", "version": "2"}, "_meta": {
         "knowledge": {"token": token, "audience": audience or {"kind": "owner-private"}}}}, "auth")
-
-
-@pytest.fixture
-def dispatcher(engine) -> Dispatcher:
-    return Dispatcher(engine)
-
-
-@pytest.fixture
-def token(engine) -> str:
-    return engine.add_agent("main", owner=True)
 
 
 @pytest.fixture
