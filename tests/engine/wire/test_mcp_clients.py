@@ -27,7 +27,9 @@ class Served:
 
     def __init__(self, state: Path) -> None:
         self.state = state
-        self.env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        home = state.parent / "home"  # the clients' own files (the Inspector's catalog) stay in the test's folder
+        home.mkdir(parents=True, exist_ok=True)
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(home), "XDG_DATA_HOME": str(home / ".local")}
 
     def knowledge(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "engine.cli", "--state-dir", str(self.state), *args],
