@@ -228,10 +228,9 @@ class Dispatcher:
         if handler is None and method != LISTEN:
             return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {method!r}")
         if session.token is None and method not in UNAUTHENTICATED:
-            return error_response(request_id, ERROR_CODES["denied"], "denied", (
-                "this connection has no credential: authenticate it first with knowledge/authenticate "
-                "(`knowledge mcp` does that for its client)") if not session.operator else
-                "operator connections speak the initialize handshake")
+            return error_response(request_id, ERROR_CODES["denied"], "denied",
+                                  "this connection has no credential: authenticate it first with "
+                                  "knowledge/authenticate (`knowledge mcp` does that for its client)")
         if method.startswith(OPERATOR_PREFIX):
             return error_response(request_id, ERROR_CODES["denied"], "denied",
                                   "operator/* methods need the operator token")
