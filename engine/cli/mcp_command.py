@@ -4,7 +4,7 @@ An MCP client starts the bridge and sends ``initialize`` at once; some give up a
 module imports only the relay (``engine/wire/bridge.py``), the state directory and argparse: ``main`` in
 ``engine/cli/__init__.py`` sends ``knowledge mcp ...`` here before the other commands (and the engine,
 gate and models they import) are loaded.  When the session cannot start (no token, no engine, a
-conversation audience without its ids), the client's first request is answered with the cause and the fix
+conversation audience without its ids), the client's requests are answered with the cause and the fix
 as a JSON-RPC error, as well as on stderr.
 """
 

@@ -3,6 +3,8 @@ bridge, MCP's Streamable HTTP and the owner's operator connection.
 
     messages       the one parsing boundary: depth, surrogates, ids
     protocol       Dispatcher: sessions, routing, the one exception-to-wire mapping
+    modern         MCP 2026-07-28 beside the handshake revisions: the envelope, result shape, server/discover
+    listen         subscriptions/listen: a 2026-07-28 connection's stream of change notifications
     server         EngineServer: loopback TCP and the POSIX socket, bounded before initialize
     tools          the knowledge_* tools and their published schemas
     tool_list      notifications/tools/list_changed: what decides an agent's list, and its watch

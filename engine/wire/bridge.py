@@ -1,11 +1,16 @@
 """``knowledge mcp``: a stdio MCP server that relays to the running engine's socket.
 
-Any MCP client can launch it as a command.  Messages pass through unchanged,
-except that the client's ``initialize`` gets the agent's credential and
-audience added under ``params._meta.knowledge``, since MCP clients know
-nothing of them.  The bridge holds no state and does no work of its own,
-with three exceptions that keep one MCP session alive for as long as its
-client runs, and one for a session that cannot start:
+Any MCP client can launch it as a command, speaking MCP 2026-07-28 or one of
+the 2025 revisions.  Messages pass through unchanged, except that the
+credential is added for the client, since MCP clients know nothing of it: a
+2025 client's ``initialize`` gets the agent's credential and audience under
+``params._meta.knowledge``; a 2026-07-28 client has no handshake, so before
+its first request (``server/discover`` aside, which needs no credential) the
+bridge authenticates its own engine connection with ``knowledge/authenticate``
+and relays the client's requests untouched after that.  The bridge holds no
+state and does no work of its own, with three exceptions that keep one MCP
+session alive for as long as its client runs, and one for a session that
+cannot start:
 
 - a line longer than the engine's message limit is not forwarded (the engine
   would have to close the connection, and every later call would fail); the
@@ -16,9 +21,9 @@ client runs, and one for a session that cannot start:
   engine (and drops the answer), so the engine's idle timeout never closes a
   session its client is still holding;
 - when it cannot reach the engine or read its token, it answers the client's
-  first request with a JSON-RPC error naming the cause and the fix
-  (``refuse_client``), then exits: the client shows that, not "Connection
-  closed".
+  requests with a JSON-RPC error naming the cause and the fix
+  (``refuse_client``), then exits when the client closes its end: the client
+  shows that, not "Connection closed".
 
 It imports only what the relay needs (no engine, gate or model code), so a
 client that launches it gets its ``initialize`` answered at once.
@@ -40,9 +45,15 @@ from .messages import MAX_MESSAGE_BYTES, encode, error_response, request_id_in
 KEEPALIVE_S = 240.0  # well inside the engine's idle timeout (SocketBounds.idle_timeout_s, 900 s)
 _KEEPALIVE = b'{"jsonrpc":"2.0","id":"knowledge-bridge:keepalive","method":"ping"}\n'
 _KEEPALIVE_REPLY = b'{"jsonrpc":"2.0","id":"knowledge-bridge:keepalive",'  # as the engine writes it (wire.encode)
+_AUTHENTICATE_ID = "knowledge-bridge:authenticate"
+_AUTHENTICATE_REPLY = b'{"jsonrpc":"2.0","id":"knowledge-bridge:authenticate",'
+# MCP 2026-07-28's per-request protocol version key (engine/wire/modern.py, not imported: the relay stays light).
+_ENVELOPE_KEY = "io.modelcontextprotocol/protocolVersion"
+_CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+_UNAUTHENTICATED = ("initialize", "server/discover")  # 2026-07-28 requests answered before the credential
 _ID_WINDOW = 64 * 1024  # how much of each end of an oversize line is searched for its id
 _DISCARD_BYTES = 1024 * 1024
-_REFUSAL_LINES = 16  # notifications a client may send before its first request (it sends none before initialize)
+_REFUSAL_LINES = 16  # the lines a client that cannot be served is answered for before the bridge exits
 ERROR_CODES = wire_codes()
 
 
@@ -85,10 +96,13 @@ def connect(state: StateDir, timeout: float = 5.0) -> socket.socket:
 
 
 def refuse_client(error: BridgeError, stdin: BinaryIO, stdout: BinaryIO, first: bytes | None = None) -> None:
-    """Answer the client's first request (``first``, else the next line it sends that is one) with ``error``.
+    """Answer the client's requests (``first``, then each line it sends that is one) with ``error``, until it
+    closes its end or has sent ``_REFUSAL_LINES`` lines.
 
-    A client launches the bridge and sends ``initialize`` at once; answering it with the cause and the fix
-    is the one way the owner sees why, where a bridge that just exits shows only "Connection closed"."""
+    A client launches the bridge and sends its first request at once; answering it with the cause and the fix
+    is the one way the owner sees why, where a bridge that just exits shows only "Connection closed".  Every
+    request is answered, not only the first: a client that negotiates its revision tries ``server/discover``
+    and then falls back to ``initialize``, and that one must hear the cause too."""
     line = first
     for _ in range(_REFUSAL_LINES):
         if line is None:
@@ -102,7 +116,6 @@ def refuse_client(error: BridgeError, stdin: BinaryIO, stdout: BinaryIO, first: 
         if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
             stdout.write(encode(error_response(message["id"], ERROR_CODES[error.reason], error.reason, str(error))))
             stdout.flush()
-            return
         line = None
 
 
@@ -125,6 +138,32 @@ def with_credentials(line: bytes, knowledge: dict[str, Any]) -> bytes:
     meta["knowledge"] = knowledge
     # ASCII escapes: a lone surrogate the client sent stays an escape the engine can name, not an encode error.
     return json.dumps(message).encode("ascii") + b"\n"
+
+
+def modern_request(line: bytes) -> dict[str, Any] | None:
+    """The request a line holds when it is a 2026-07-28 request that needs the credential (not
+    ``server/discover``, which a client may send before choosing its revision); else None."""
+    if _ENVELOPE_KEY.encode() not in line:  # not worth decoding otherwise
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "id" not in message or message.get("method") in _UNAUTHENTICATED:
+        return None
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return message if isinstance(meta, dict) and _ENVELOPE_KEY in meta else None
+
+
+def authenticate_line(knowledge: dict[str, Any], request: dict[str, Any]) -> bytes:
+    """``knowledge/authenticate`` for the bridge's engine connection, naming the client as its envelope does."""
+    params: dict[str, Any] = {"_meta": {"knowledge": knowledge}}
+    info = request["params"]["_meta"].get(_CLIENT_INFO_KEY)
+    if isinstance(info, dict):
+        params["clientInfo"] = info
+    return json.dumps({"jsonrpc": "2.0", "id": _AUTHENTICATE_ID, "method": "knowledge/authenticate",
+                       "params": params}).encode("ascii") + b"\n"
 
 
 def run_bridge(state: StateDir, knowledge: dict[str, Any], stdin: BinaryIO | None = None,
@@ -168,6 +207,9 @@ class _Relay:
         self._writing = threading.Lock()  # one line at a time to the client (answers and the bridge's errors)
         self._last_sent = time.monotonic()
         self._done = threading.Event()
+        self.era: str | None = None  # "handshake" or "2026-07-28", once the client's first request showed it
+        self._authenticated = threading.Event()  # the engine answered knowledge/authenticate (or went away)
+        self._authentication: dict[str, Any] | None = None  # that answer
 
     def upstream(self, stdin: BinaryIO) -> None:
         try:
@@ -181,6 +223,8 @@ class _Relay:
                 if self.engine is None and not self._open():
                     self.unsent = line
                     return
+                if self.era is None and not self._settle_era(line):
+                    continue
                 self._send(with_credentials(line, self.knowledge))
         except OSError:
             pass
@@ -198,13 +242,39 @@ class _Relay:
         try:
             with self.engine.makefile("rb") as replies:
                 for line in replies:
-                    if not line.startswith(_KEEPALIVE_REPLY):
+                    if line.startswith(_AUTHENTICATE_REPLY):
+                        self._authentication = json.loads(line)
+                        self._authenticated.set()
+                    elif not line.startswith(_KEEPALIVE_REPLY):
                         self._write(line)
         except OSError:
             pass  # the client stopped reading, or the engine reset: the session is over either way
         finally:
             self._done.set()
+            self._authenticated.set()
             self.engine.close()
+
+    def _settle_era(self, line: bytes) -> bool:
+        """Whether to forward ``line``, a line before the client's revision is known.  ``initialize`` settles the
+        handshake; the first 2026-07-28 request that needs the credential has the bridge authenticate its
+        engine connection first, and is answered with the engine's refusal instead when that fails."""
+        if b'"initialize"' in line and with_credentials(line, self.knowledge) is not line:
+            self.era = "handshake"
+            return True
+        request = modern_request(line)
+        if request is None:
+            return True
+        self._authenticated.clear()
+        self._send(authenticate_line(self.knowledge, request))
+        self._authenticated.wait()
+        answer, self._authentication = self._authentication, None
+        if answer is None:  # the engine went away: the relay ends
+            return False
+        if "error" in answer:
+            self._write(encode({"jsonrpc": "2.0", "id": request["id"], "error": answer["error"]}))
+            return False
+        self.era = "2026-07-28"
+        return True
 
     def _open(self) -> bool:
         try:

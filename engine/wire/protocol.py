@@ -1,11 +1,16 @@
 """JSON-RPC 2.0 and MCP over the engine: sessions, routing, and the wire errors.
 
-A connection starts with ``initialize``, whose ``params._meta.knowledge``
-carries the agent's token and the audience its host minted (and optionally a
-stable, non-secret instance id).  The audience holds for the connection
-unless a request carries its own ``_meta.knowledge.audience``; every request
-is authorized again by the engine, so revoking a credential or a grant takes
-effect on the very next request.
+A connection of the MCP 2025 revisions starts with ``initialize``, whose
+``params._meta.knowledge`` carries the agent's token and the audience its host
+minted (and optionally a stable, non-secret instance id).  A connection of MCP
+2026-07-28, which has no handshake, gets the same credential once with
+``knowledge/authenticate`` (the bridge sends it for its client), and then
+every request carries its own protocol version and client capabilities
+(engine/wire/modern.py).  Either way the credential is the connection's; the
+audience holds for the connection unless a request carries its own
+``_meta.knowledge.audience``; every request is authorized again by the
+engine, so revoking a credential or a grant takes effect on the very next
+request.
 
 ``error_for`` is the single place where an exception becomes a wire error.
 """
@@ -30,6 +35,10 @@ from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
 from .tools import ToolRegistry, tool_result
 from .tool_list import ToolListWatch, tool_list_state
+from .listen import LISTEN, TOOLS_LIST_CHANGED, ListenKind, ListenStream, ToolListSource, open_stream
+from .modern import (AUTHENTICATE, DISCOVER, HANDSHAKE, HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS, REMOVED_METHODS,
+                     Authenticated, DiscoverAnswer, EnvelopeError, discover_answer, envelope_refused, enveloped,
+                     handshake_refused, modern_result, read_envelope, removed_method, versions_served)
 from .messages import MalformedMessage, error_response, is_notification, method_of, parse_request
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -37,7 +46,7 @@ if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+PROTOCOL_VERSIONS = HANDSHAKE_VERSIONS  # what initialize negotiates; 2026-07-28 has no handshake
 SERVER_NAME = "knowledge-desk"
 
 # JSON-RPC codes per reason, from the error classes themselves (engine/core/errors.py).
@@ -55,6 +64,10 @@ OPERATOR_FIELDS = frozenset({"operatorToken"})
 # what it knows and ignores the rest: a client of a later MCP revision must reach version negotiation.
 TOOLS_LIST_PARAMS = Params(Value("cursor", lambda value, field: _no_cursor(value, field), nullable=True))
 TOOLS_CALL_PARAMS = Params(Value("name"), Value("arguments"), Value("task"))
+AUTHENTICATE_PARAMS = Params(Value("clientInfo"))
+# 2026-07-28's own methods: asked for without its envelope, or on a handshake connection, they are refused.
+MODERN_ONLY = frozenset({DISCOVER, LISTEN})
+UNAUTHENTICATED = frozenset({"initialize", "ping", AUTHENTICATE, DISCOVER})  # what a connection may ask first
 SUBSCRIBE = OPERATOR_PREFIX + "subscribe"
 CHANGED = "notifications/operator/changed"  # what a subscribed connection is sent: {changes: [...], resync}
 SUBSCRIBE_PARAMS = Params(Value("topics", lambda value, field: _topics(value, field)))
@@ -77,6 +90,8 @@ class Session:
     seen: ConnectionKey | None = None  # an agent connection, as the engine's recent connections list it
     can_push: bool = False  # served by the socket, which can send notifications (an in-memory caller cannot)
     tool_list: ToolListWatch | None = None  # an agent connection that listed the tools, when it can be pushed to
+    era: str | None = None  # HANDSHAKE after initialize, MODERN after knowledge/authenticate (engine/wire/modern.py)
+    listen: ListenStream | None = None  # a 2026-07-28 connection's open subscriptions/listen stream
 
     @property
     def authenticated(self) -> bool:
@@ -94,6 +109,17 @@ def error_for(request_id: Any, exc: BaseException) -> dict[str, Any]:
 
 
 Handler = Callable[[Session, dict[str, Any]], Any]
+
+
+_ANY: Any = object()  # end_listen: whichever stream is open
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """A handler's answer that is a message of its own instead of a result (``subscriptions/listen``'s
+    acknowledgement: the request itself stays unanswered while its stream is open)."""
+
+    message: dict[str, Any]
 
 
 class Dispatcher:
@@ -120,9 +146,20 @@ class Dispatcher:
         }
         OperatorMethods(engine).register(self)
         self.methods[SUBSCRIBE] = self._subscribe
+        self.methods[AUTHENTICATE] = self._authenticate
+        self.methods[DISCOVER] = self._discover
+        # What initialize and server/discover declare; a feature package adds its own (resources, prompts ...).
+        self.capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
+        # subscriptions/listen: the notification kinds honoured (engine/wire/listen.py).
+        self.listen_kinds: dict[str, ListenKind] = {}
+        self.register_listen(TOOLS_LIST_CHANGED)
 
     def register(self, method: str, handler: Handler) -> None:
         self.methods[method] = handler
+
+    def register_listen(self, kind: ListenKind) -> None:
+        """Honour ``kind.key`` in a ``subscriptions/listen`` filter from now on."""
+        self.listen_kinds[kind.key] = kind
 
     # --- messages ----------------------------------------------------------------------------
 
@@ -149,10 +186,12 @@ class Dispatcher:
         if request.notification:
             self._notification(session, method, params)
             return None
+        if session.era == MODERN or method in MODERN_ONLY or enveloped(method, params):
+            return self._handle_modern(session, request_id, method, params)
         handler = self.methods.get(method)
         if handler is None:
             return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {method!r}")
-        if session.token is None and not session.operator and method not in ("initialize", "ping"):
+        if session.token is None and not session.operator and method not in UNAUTHENTICATED:
             return error_response(request_id, ERROR_CODES["denied"], "denied",
                                   "initialize the connection with a credential first")
         if method not in ("initialize", "ping") and method.startswith(OPERATOR_PREFIX) != session.operator:
@@ -167,11 +206,63 @@ class Dispatcher:
             return error_for(request_id, exc)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
+    def _handle_modern(self, session: Session, request_id: Any, method: str,
+                       params: dict[str, Any]) -> dict[str, Any] | None:
+        """A request of MCP 2026-07-28, or any request on a connection that speaks it."""
+        try:
+            if session.era == HANDSHAKE:
+                raise envelope_refused() if enveloped(method, params) else EnvelopeError(
+                    METHOD_NOT_FOUND, f"{method} is MCP 2026-07-28's; this connection speaks "
+                    f"{session.protocol_version}", reason="not_found")
+            if not enveloped(method, params):
+                if method == "ping":  # the transport's liveness probe (the bridge's keepalive), in either era
+                    return {"jsonrpc": "2.0", "id": request_id, "result": {}}
+                if method == "initialize":
+                    raise handshake_refused(params)
+            read_envelope(params, versions_served(session.era))
+            if method in REMOVED_METHODS:
+                raise removed_method(method)
+        except EnvelopeError as exc:
+            return error_response(request_id, exc.code, exc.reason, exc.message, **exc.data)
+        handler = self.methods.get(method)
+        if handler is None and method != LISTEN:
+            return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {method!r}")
+        if session.token is None and method not in UNAUTHENTICATED:
+            return error_response(request_id, ERROR_CODES["denied"], "denied",
+                                  "this connection has no credential: authenticate it first with "
+                                  "knowledge/authenticate (`knowledge mcp` does that for its client)")
+        if method.startswith(OPERATOR_PREFIX):
+            return error_response(request_id, ERROR_CODES["denied"], "denied",
+                                  "operator/* methods need the operator token")
+        if session.seen is not None:
+            self.engine.connections.touched(session.seen)
+        try:
+            result = self._listen(session, request_id, params) if handler is None else handler(session, params)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a wire error, see error_for
+            return error_for(request_id, exc)
+        if isinstance(result, Pushed):
+            return result.message
+        return {"jsonrpc": "2.0", "id": request_id, "result": modern_result(method, result)}
+
     def _notification(self, session: Session, method: str, params: Any) -> None:
         if method == "notifications/initialized" and (session.token is not None or session.operator):
             session.initialized = True
-        # Other notifications need no answer and change nothing here. A cancellation is the socket's to act
-        # on (it alone knows which of the connection's requests wait and which one runs): see cancelled_request.
+        if method == CANCELLED:  # the client ends its stream this way; a cancelled request is never answered
+            self.end_listen(session, _id_key(params.get("requestId")))
+        # Other notifications need no answer and change nothing here. A cancellation of a request is the
+        # socket's to act on (it alone knows which of the connection's requests wait and which one runs): see
+        # cancelled_request.
+
+    def end_listen(self, session: Session, key: tuple[type, Any] | None = _ANY) -> None:
+        """Close the connection's ``subscriptions/listen`` stream (the socket stops pushing it): whichever it
+        is, or only the one whose request ``key`` names (as ``request_key`` gives it)."""
+        stream = session.listen
+        if stream is None or (key is not _ANY and (key is None or key != _id_key(stream.request_id))):
+            return
+        session.listen = None
+        if session.era == MODERN:
+            session.tool_list = None  # the stream's own watch, closed with it
+        stream.close()
 
     def caller(self, session: Session, params: dict[str, Any]) -> AgentCaller:
         """The request's caller: the session's credential, and its audience unless the request names one."""
@@ -192,8 +283,26 @@ class Dispatcher:
             requested = params.get("protocolVersion")
             session.protocol_version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
             session.operator = True
+            session.era = HANDSHAKE
             return {"protocolVersion": session.protocol_version, "capabilities": {},
                     "serverInfo": {"name": SERVER_NAME, "version": __version__}, "operator": True}
+        requested = params.get("protocolVersion")
+        self.open_agent_session(session, knowledge, params.get("clientInfo"),
+                                requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1])
+        session.era = HANDSHAKE
+        return {
+            "protocolVersion": session.protocol_version,
+            # notifications/tools/list_changed after the connection's first tools/list (engine/wire/tool_list.py)
+            "capabilities": self.capabilities,
+            "serverInfo": {"name": SERVER_NAME, "version": __version__},
+        }
+
+    def open_agent_session(self, session: Session, knowledge: dict[str, Any], client_info: Any,
+                           protocol_version: str) -> None:
+        """Give ``session`` an agent's credential, audience and instance id (``knowledge``, as
+        ``_meta.knowledge`` carries them), once checked; ``Denied`` or ``InvalidParams`` otherwise, changing
+        nothing.  ``initialize`` and ``knowledge/authenticate`` both come here, and so may a transport that
+        carries the credential itself."""
         _check_fields(knowledge, INITIALIZE_FIELDS)
         token = knowledge.get("token")
         if not isinstance(token, str):
@@ -204,17 +313,44 @@ class Dispatcher:
         audience = knowledge.get("audience")
         parsed = Audience.parse(audience, where="_meta.knowledge.audience")
         instance = parse_instance(knowledge.get("instance"), field="_meta.knowledge.instance")
-        requested = params.get("protocolVersion")
-        session.protocol_version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+        session.protocol_version = protocol_version
         session.token, session.audience, session.instance = token, audience, instance
         session.seen = self.engine.connections.opened(agent.name, instance, _audience_kind(parsed),
-                                                      _client_name(params.get("clientInfo")))
-        return {
-            "protocolVersion": session.protocol_version,
-            # notifications/tools/list_changed after the connection's first tools/list (engine/wire/tool_list.py)
-            "capabilities": {"tools": {"listChanged": True}},
-            "serverInfo": {"name": SERVER_NAME, "version": __version__},
-        }
+                                                      _client_name(client_info))
+
+    def _authenticate(self, session: Session, params: dict[str, Any]) -> Authenticated:
+        """``knowledge/authenticate``: the credential of a 2026-07-28 connection, which has no handshake; from
+        now on the connection speaks that revision."""
+        if session.era is not None:
+            raise InvalidParams("this connection is already authenticated" if session.era == MODERN else
+                                "this connection was initialized: its credential came with initialize")
+        client_info = AUTHENTICATE_PARAMS.read(without_meta(params))["clientInfo"]
+        self.open_agent_session(session, _knowledge_meta(params), client_info, MODERN_VERSIONS[-1])
+        session.era = MODERN
+        return {"authenticated": True, "protocolVersions": list(MODERN_VERSIONS)}
+
+    def _discover(self, session: Session, params: dict[str, Any]) -> DiscoverAnswer:
+        """``server/discover``: what this connection can speak, the capabilities, who answers."""
+        NO_PARAMS.read(without_meta(params))
+        return discover_answer(self.capabilities, {"name": SERVER_NAME, "version": __version__}, session.era)
+
+    def _listen(self, session: Session, request_id: Any, params: dict[str, Any]) -> Pushed:
+        """``subscriptions/listen``: open the connection's stream; its acknowledgement is the answer for now."""
+        if request_id is None:
+            raise InvalidParams("subscriptions/listen needs a request id: the stream is tagged with it", field="id")
+        if session.listen is not None:
+            raise InvalidParams(f"this connection already listens (request {session.listen.request_id!r}); "
+                                "cancel that stream first", field="id")
+        for name in without_meta(params):
+            if name != "notifications":
+                raise InvalidParams(f"unknown parameter {name}", field=name)
+        caller = self.caller(session, params)
+        stream = open_stream(self.engine, caller, request_id, without_meta(params), self.listen_kinds)
+        session.listen = stream  # the socket pushes it (engine/wire/server.py)
+        tools = stream.sources.get(TOOLS_LIST_CHANGED.key)
+        if isinstance(tools, ToolListSource):  # what tools/list answers is what the stream's watch measures by
+            session.tool_list = tools.watch
+        return Pushed(stream.acknowledgement())
 
     def _subscribe(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         """``operator/subscribe``: from now on the connection is sent ``CHANGED`` notifications (engine/core/changes.py)."""
@@ -228,7 +364,8 @@ class Dispatcher:
     def _tools_list(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         TOOLS_LIST_PARAMS.read(without_meta(params))
         caller = self.caller(session, params)
-        if session.tool_list is None and session.can_push:  # from now on it hears when its list changes
+        if session.tool_list is None and session.can_push and session.era != MODERN:  # from now on it hears
+            # when its list changes; a 2026-07-28 connection hears only through subscriptions/listen
             session.tool_list = ToolListWatch(self.engine, AgentCaller(session.token, session.audience,
                                                                        session.instance))
         watch = session.tool_list

@@ -52,6 +52,7 @@ from ..operator.methods import ensure_operator_token
 from ..core.changes import Subscription
 from .protocol import (ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session, cancelled_request,
                        changed_notification, request_key)
+from .listen import ListenStream
 from .tool_list import ToolListWatch, list_changed_notification
 from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, error_response, request_id_in
 
@@ -68,8 +69,8 @@ _ID_WINDOW = 64 * 1024  # how much of an oversize line is searched for its id
 # buffer itself (a flood of empty lines is many lines), and a cancellation further back comes in its turn.
 MAX_WAITING = 1024
 PUSH_GATHER_S = 0.05  # how long a change notification waits for the rest of a burst
-# What a connection is sent for a burst of changes (None: nothing); runs on the loop, so work goes to the pool.
-Notifier = Callable[[list[dict[str, Any]], bool], Awaitable[dict[str, Any] | None]]
+# What a connection is sent for a burst of changes (maybe nothing); runs on the loop, so work goes to the pool.
+Notifier = Callable[[list[dict[str, Any]], bool], Awaitable[list[dict[str, Any]]]]
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,7 @@ class EngineServer:
         bounds = self.bounds
         session = Session(can_push=True)
         pushing: asyncio.Task | None = None
+        pushed: Subscription | None = None  # what ``pushing`` serves
         # The request being handled. Requests are handled one at a time, in order; meanwhile the next line is
         # read, so that a ping (all a stdio client's traffic shares this connection) is answered at once.
         handling: asyncio.Task | None = None
@@ -267,13 +269,24 @@ class EngineServer:
             conn.close()
             return
 
+        def sync_pushing() -> None:
+            """Push what the connection now watches: started by the answer that began a watch, stopped (and a
+            new one started) when a subscriptions/listen stream ends or another opens."""
+            nonlocal pushing, pushed
+            watched = _watched(session)
+            if pushing is not None and pushed is not watched:
+                pushing.cancel()
+                pushing = None
+            if pushing is None and watched is not None:
+                pushing, pushed = self._start_pushing(connection, session), watched
+
         async def answer(call: _Call) -> None:
-            nonlocal pushing
             reply = await self._dispatch(session, call.line)
             if reply is not None and not call.cancelled:  # MCP: a cancelled request is not answered
                 await connection.write(encode(reply), bounds.idle_timeout_s)
-            if pushing is None:
-                pushing = self._start_pushing(connection, session)
+            if call.cancelled:  # a subscriptions/listen cancelled while it was opening ends unacknowledged
+                self.dispatcher.end_listen(session, call.key)
+            sync_pushing()
 
         async def finish_handling() -> None:
             nonlocal handling, current
@@ -336,6 +349,7 @@ class EngineServer:
                         reply = self.dispatcher.handle(session, short)
                         if reply is not None:
                             await connection.write(encode(reply), bounds.idle_timeout_s)
+                        sync_pushing()  # a cancellation may have ended the connection's listen stream
                     elif connection.stalled:  # nothing more can be read before the call is answered
                         await finish_handling()
                     continue
@@ -354,6 +368,7 @@ class EngineServer:
                 pushing.cancel()
             if session.changes is not None:
                 session.changes.close()
+            self.dispatcher.end_listen(session)
             if session.tool_list is not None:
                 session.tool_list.close()
             if session.seen is not None:
@@ -362,7 +377,10 @@ class EngineServer:
 
     def _start_pushing(self, connection: _Connection, session: Session) -> asyncio.Task | None:
         """The task that pushes what changed, once the connection's last answer started a watch:
-        ``operator/subscribe``, or an agent's first ``tools/list``."""
+        ``operator/subscribe``, an agent's first ``tools/list`` (MCP 2025), or ``subscriptions/listen``."""
+        if session.listen is not None:
+            return asyncio.create_task(self._push_changes(
+                connection, session.listen.subscription, functools.partial(self._listen_changes, session.listen)))
         if session.changes is not None:
             return asyncio.create_task(self._push_changes(connection, session.changes, _operator_changes))
         if session.tool_list is not None:
@@ -387,8 +405,7 @@ class EngineServer:
                 await asyncio.sleep(PUSH_GATHER_S)  # a burst of writes goes out as one notification
                 ready.clear()
                 changes, resync = subscription.take()
-                notification = await notify(changes, resync) if changes or resync else None
-                if notification is not None:
+                for notification in await notify(changes, resync) if changes or resync else []:
                     await connection.write(encode(notification), self.bounds.idle_timeout_s)
                 subscription.done()
         except (OSError, RuntimeError):  # the connection closed (TimeoutError included: it stopped reading)
@@ -397,10 +414,19 @@ class EngineServer:
             subscription.set_waker(None)
 
     async def _tool_list_changes(self, watch: ToolListWatch, changes: list[dict[str, Any]],
-                                 resync: bool) -> dict[str, Any] | None:
+                                 resync: bool) -> list[dict[str, Any]]:
         """An agent's ``notifications/tools/list_changed``, when its list changed (read again on a worker)."""
         changed = await asyncio.get_running_loop().run_in_executor(self._pool, watch.changed, changes, resync)
-        return list_changed_notification() if changed else None
+        return [list_changed_notification()] if changed else []
+
+    async def _listen_changes(self, stream: ListenStream, changes: list[dict[str, Any]],
+                              resync: bool) -> list[dict[str, Any]]:
+        """What a ``subscriptions/listen`` stream owes its client for a burst (its sources run on a worker)."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, stream.notifications, changes, resync)
+        except Exception:  # noqa: BLE001 - a failing source costs its burst, never the connection
+            log.exception("a subscriptions/listen stream could not make its notifications")
+            return []
 
     async def _refuse(self, conn: socket.socket) -> None:
         limit = self.bounds.max_connections
@@ -664,8 +690,18 @@ class _Connection(asyncio.BufferedProtocol):
             self._paused = False
 
 
-async def _operator_changes(changes: list[dict[str, Any]], resync: bool) -> dict[str, Any]:
-    return changed_notification(changes, resync)
+async def _operator_changes(changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+    return [changed_notification(changes, resync)]
+
+
+def _watched(session: Session) -> Subscription | None:
+    """The change subscription a connection's push task serves: its listen stream's, the operator's, or its
+    tool list watch's (MCP 2025); None while it watches nothing."""
+    if session.listen is not None:
+        return session.listen.subscription
+    if session.changes is not None:
+        return session.changes
+    return session.tool_list.subscription if session.tool_list is not None else None
 
 
 async def _first_done(task: asyncio.Task, waiting: Any) -> None:

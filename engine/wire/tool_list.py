@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..access.authority import AgentCaller, StoreEntry
-from ..core.changes import ChangeFeed
+from ..core.changes import ChangeFeed, Subscription
 from ..core.errors import KnowledgeError
 from ..state.config import SettingsSource
 from ..store.open_store import OpenStore
@@ -102,11 +102,14 @@ def tool_list_state(engine: ToolListEngine, caller: AgentCaller) -> ToolListStat
 class ToolListWatch:
     """One agent connection's watch on its own tool list (its credential and connection audience)."""
 
-    def __init__(self, engine: ToolListEngine, caller: AgentCaller) -> None:
+    def __init__(self, engine: ToolListEngine, caller: AgentCaller, subscription: Subscription | None = None) -> None:
+        """``subscription``: one a ``subscriptions/listen`` stream shares among its kinds (it closes it); by
+        default the watch subscribes for itself."""
         self.caller = caller
         self._engine = engine
         # Subscribed before the first list is read, so that no change falls between the list and the watch.
-        self.subscription = engine.changes.subscribe(TOPICS)
+        self._owns_subscription = subscription is None
+        self.subscription = engine.changes.subscribe(TOPICS) if subscription is None else subscription
         self._lock = threading.Lock()
         self._readings = itertools.count()  # orders the readings of the state, wherever they were taken
         self._told: tuple[int, ToolListState] | None = None  # what the connection was last told of
@@ -143,4 +146,5 @@ class ToolListWatch:
         return state.fingerprint != previous.fingerprint
 
     def close(self) -> None:
-        self.subscription.close()
+        if self._owns_subscription:
+            self.subscription.close()

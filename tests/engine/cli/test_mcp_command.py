@@ -1,5 +1,5 @@
 """``knowledge mcp`` starts without the rest of the command line, and a session that cannot start tells the
-client why: its first request is answered with the cause and the fix, not a closed connection."""
+client why: its requests are answered with the cause and the fix, not a closed connection."""
 
 from __future__ import annotations
 
@@ -106,3 +106,34 @@ def test_the_official_client_shows_why_it_cannot_connect(tmp_path: Path) -> None
 
     anyio.run(session)
     assert seen["error"].code == -32016 and "knowledge serve" in str(seen["error"])
+
+
+@pytest.mark.parametrize("missing", ["engine", "token"])
+def test_a_client_left_to_choose_its_revision_hears_why_as_well(tmp_path: Path, missing: str) -> None:
+    """The official client's first request is server/discover; it falls back to initialize on an error, and that
+    one is answered with the cause too (the bridge answers every request until the client gives up)."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp.shared.exceptions import MCPError
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if missing == "engine":
+        env["KNOWLEDGE_TOKEN"] = "kt_x"
+    seen: dict[str, MCPError] = {}
+
+    async def session() -> None:
+        params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env, args=[
+            "-m", "engine.cli", "--state-dir", str(tmp_path / "state"), "mcp", "--agent", "main"])
+        try:
+            async with Client(params):
+                pass
+        except* MCPError as group:  # raised out of the client's task groups
+            error: BaseException = group
+            while isinstance(error, BaseExceptionGroup):
+                error = error.exceptions[0]
+            seen["error"] = error
+
+    anyio.run(session)
+    reason = {"engine": "engine_unreachable", "token": "denied"}[missing]
+    assert seen["error"].error.data["reason"] == reason
+    assert ("knowledge serve" if missing == "engine" else "KNOWLEDGE_TOKEN") in str(seen["error"])

@@ -217,3 +217,49 @@ def test_the_official_mcp_client_survives_an_oversize_call(tmp_path):
         hints = tool.annotations
         assert tool.title and hints.read_only_hint is (name not in writes), name
         assert (hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint) == (False, True, False), name
+
+
+# --- MCP 2026-07-28 through the bridge -------------------------------------------------------------------------
+
+
+def modern_line(method: str, params: dict | None = None, request_id: int | str = 1) -> bytes:
+    from tests.engine.wire.test_modern import envelope
+
+    return message(method, {**(params or {}), "_meta": envelope()}, request_id)
+
+
+def test_a_2026_client_is_relayed_on_a_connection_the_bridge_authenticated(engine, state_dir, serve, knowledge):
+    serve()
+    stdin = modern_line("server/discover", request_id=1) + modern_line("tools/list", request_id=2) \
+        + modern_line("tools/call", {"name": "knowledge_grep", "arguments": {"query": "x"}}, request_id=3)
+    stdout = Lines()
+    assert run_bridge(state_dir, knowledge, stdin=io.BytesIO(stdin), stdout=stdout) == 0
+    replies = [stdout.next() for _ in range(3)]
+    assert [reply["id"] for reply in replies] == [1, 2, 3] and stdout.lines.empty()  # nothing of the bridge's own
+    assert "2025-11-25" in replies[0]["result"]["supportedVersions"]  # discover came before the credential
+    assert replies[1]["result"]["resultType"] == "complete" and replies[1]["result"]["tools"]
+    assert replies[2]["result"]["structuredContent"]["hits"] == []
+    (seen,) = engine.connections.listed()
+    assert seen["client"] == "probe 1.0"  # named as the client's envelope names it
+
+
+def test_a_refused_credential_answers_each_2026_request_with_the_cause(engine, state_dir, serve, knowledge):
+    serve()
+    engine.remove_agent("main")
+    stdin = modern_line("tools/list", request_id=1) + modern_line("tools/list", request_id=2)
+    stdout = Lines()
+    run_bridge(state_dir, knowledge, stdin=io.BytesIO(stdin), stdout=stdout)
+    for request_id in (1, 2):
+        reply = stdout.next()
+        assert reply["id"] == request_id and reply["error"]["data"]["reason"] == "denied"
+        assert "revoked credential" in reply["error"]["message"]
+    assert stdout.lines.empty()
+
+
+def test_a_2025_client_still_gets_its_credential_in_initialize(engine, state_dir, serve, knowledge):
+    serve()
+    stdin = message("initialize", {"protocolVersion": "2025-06-18"}, 1) + modern_line("tools/list", request_id=2)
+    stdout = Lines()
+    run_bridge(state_dir, knowledge, stdin=io.BytesIO(stdin), stdout=stdout)
+    assert stdout.next()["result"]["protocolVersion"] == "2025-06-18"
+    assert stdout.next()["error"]["code"] == -32600  # the eras are kept apart on one connection
