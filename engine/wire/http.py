@@ -53,8 +53,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from . import protocol
 from ..core.answers import NotRequired, TypedDict
+from .modern import HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS
 from .messages import INVALID_REQUEST, PARSE_ERROR, MalformedMessage, encode, error_response, parse_request
 from .messages import Request as Message
 from .protocol import ERROR_CODES, Session
@@ -84,11 +84,11 @@ UNSUPPORTED_VERSION, HEADER_MISMATCH = -32022, -32020
 
 def single_exchange_versions() -> tuple[str, ...]:
     """The revisions the dispatcher serves without a session: its versions from 2026-07-28 on."""
-    return tuple(version for version in protocol.PROTOCOL_VERSIONS if version >= SINGLE_EXCHANGE_FROM)
+    return MODERN_VERSIONS
 
 
 def handshake_versions() -> tuple[str, ...]:
-    return tuple(version for version in protocol.PROTOCOL_VERSIONS if version < SINGLE_EXCHANGE_FROM)
+    return HANDSHAKE_VERSIONS
 
 
 class HttpInfo(TypedDict):
@@ -268,7 +268,7 @@ class McpHttpApp:
         request_id = message.id if message else None
         if version not in single_exchange_versions():
             raise _Refused(400, "invalid_params", "Unsupported protocol version", request_id=request_id,
-                           code=UNSUPPORTED_VERSION, supported=list(protocol.PROTOCOL_VERSIONS), requested=version)
+                           code=UNSUPPORTED_VERSION, supported=[*HANDSHAKE_VERSIONS, *MODERN_VERSIONS], requested=version)
         if message is not None:
             meta = message.params.get("_meta")
             if not isinstance(meta, dict) or meta.get(VERSION_META_KEY) != version:
@@ -279,7 +279,7 @@ class McpHttpApp:
                                request_id=request_id, code=HEADER_MISMATCH)
         # The credential established here, by the transport, for this one request (see docs/protocol.md).
         once = Session(token=token, audience=_header_audience(request.headers), protocol_version=version,
-                       instance=request.headers.get("knowledge-instance"), initialized=True)
+                       instance=request.headers.get("knowledge-instance"), initialized=True, era=MODERN)
         return await self._dispatch(once, body)
 
     async def _get(self, request: Request) -> Response:

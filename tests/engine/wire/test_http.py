@@ -16,6 +16,7 @@ import pytest
 
 from engine.wire import protocol
 from engine.wire.http import ENDPOINT, HttpServer
+from engine.wire.modern import MODERN_VERSIONS
 from engine.wire.protocol import Dispatcher
 from engine.wire.server import SocketBounds
 from tests.helpers import wait_for
@@ -119,10 +120,11 @@ def test_the_official_sdk_client_connects_lists_and_calls_tools(serve, token, en
                         "requestId": "r1", "type": "note", "title": "Over HTTP", "body": "Saved by the SDK."})
                     results["found"] = await client.call_tool("knowledge_grep", {"query": "SDK"})
                     results["open"] = [entry["open"] for entry in engine.connections.listed()]
-            # Left to choose, the client probes 2026-07-28 first and settles on what this dispatcher serves.
+            # Left to choose, the client probes 2026-07-28 first and settles on it.
             async with Client(streamable_http_client(server.url, http_client=web), mode="auto") as client:
                 results["auto"] = client.protocol_version
                 results["auto tools"] = len((await client.list_tools()).tools)
+                results["auto found"] = await client.call_tool("knowledge_grep", {"query": "SDK"})
 
     anyio.run(session)
     assert results["initialized"].server_info.name == "knowledge-desk"
@@ -130,7 +132,8 @@ def test_the_official_sdk_client_connects_lists_and_calls_tools(serve, token, en
     assert results["saved"].is_error is False and results["saved"].structured_content["revision"] == 1
     assert [hit["title"] for hit in results["found"].structured_content["hits"]] == ["Over HTTP"]
     assert results["open"] == [1]  # the session shows among the agent's connections while it is held
-    assert results["auto"] == protocol.PROTOCOL_VERSIONS[-1] and results["auto tools"] == len(results["tools"])
+    assert results["auto"] == MODERN_VERSIONS[-1] and results["auto tools"] == len(results["tools"])
+    assert [hit["title"] for hit in results["auto found"].structured_content["hits"]] == ["Over HTTP"]
     assert server.app.sessions.by_id == {}  # the client ended both sessions with DELETE
     assert [entry["open"] for entry in engine.connections.listed()] == [0]
 
@@ -450,20 +453,18 @@ def modern(method: str, params: dict | None = None, version: str = "2026-07-28")
                                                      "io.modelcontextprotocol/clientCapabilities": {}}})
 
 
-@pytest.mark.parametrize("version", ["2026-07-28", "2099-01-01"])
-def test_a_revision_without_sessions_is_refused_unless_the_dispatcher_serves_it(serve, token, version):
-    if version in protocol.PROTOCOL_VERSIONS:
-        pytest.skip(f"the dispatcher serves {version}: test_a_single_exchange_... covers it")
+@pytest.mark.parametrize("version", ["2026-12-01", "2099-01-01"])
+def test_a_revision_without_sessions_the_dispatcher_does_not_serve_is_refused(serve, token, version):
     server = serve()
     status, _, body = post(server, modern("tools/list", version=version), token,
                            {"MCP-Protocol-Version": version, "Mcp-Method": "tools/list"})
     error = json.loads(body)["error"]
     assert status == 400 and error["code"] == -32022 and error["data"]["requested"] == version
-    assert error["data"]["supported"] == list(protocol.PROTOCOL_VERSIONS)  # a client falls back to initialize
+    # a client falls back to one it speaks, or to initialize
+    assert error["data"]["supported"] == [*protocol.PROTOCOL_VERSIONS, *MODERN_VERSIONS]
 
 
-def test_a_single_exchange_runs_through_the_dispatcher_without_a_session(serve, token, monkeypatch):
-    monkeypatch.setattr(protocol, "PROTOCOL_VERSIONS", (*protocol.PROTOCOL_VERSIONS, "2026-07-28"))
+def test_a_single_exchange_runs_through_the_dispatcher_without_a_session(serve, token):
     server = serve()
     headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
     status, answer, body = post(server, modern("tools/list"), token, headers)
