@@ -12,12 +12,40 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core.answers import NotRequired, TypedDict
 from ..state.config import NamedStore, SettingsSource, is_store_name
 from ..core.errors import Conflict, InvalidParams, NotFound, StoreUnavailable
 from ..core.ids import STORE_PREFIX, new_id
 from ..state.registry import Registry, StoreRecord
 from ..state.statedir import StateDir
 from ..store.store import check_presence, create_store_directory
+
+
+class StoreEntry(TypedDict):
+    """A store as the owner's inventory lists it.  ``storeId`` is null for a named store configured but not
+    created yet; ``owner`` is an isolated store's, ``name`` and ``label`` a named store's."""
+
+    storeId: str | None
+    kind: str
+    createdAt: NotRequired[str]
+    status: str
+    reason: str | None
+    name: NotRequired[str | None]
+    label: NotRequired[str | None]
+    owner: NotRequired[str | None]
+    agents: list[str]
+    assigned: bool
+
+
+class AgentStore(TypedDict):
+    """An agent's effective store as the owner sees it: ``ok`` (with its id), ``not created`` or
+    ``unavailable`` (with the reason)."""
+
+    status: str
+    reason: NotRequired[str]
+    storeId: NotRequired[str]
+    kind: NotRequired[str]
+    name: NotRequired[str | None]
 
 
 @dataclass(frozen=True)
@@ -83,14 +111,14 @@ class StoreResolver:
 
     # --- inventory ----------------------------------------------------------------
 
-    def inventory(self) -> list[dict[str, Any]]:
+    def inventory(self) -> list[StoreEntry]:
         """Every known store: used and unused isolated ones, named ones, unassigned ones."""
         settings = self.settings.current()
         stores = []
         seen_names = set()
         for record in self.registry.stores():
             status = self.status(record)
-            entry: dict[str, Any] = {
+            entry: dict[str, Any] = {  # completed below, in the order the answer lists keys
                 "storeId": record.store_id, "kind": record.kind, "createdAt": record.created_at,
                 "status": status.state, "reason": status.reason,
             }
@@ -115,7 +143,7 @@ class StoreResolver:
                 })
         return stores
 
-    def agent_view(self, agent: str) -> dict[str, Any]:
+    def agent_view(self, agent: str) -> AgentStore:
         """An agent's effective store as the owner sees it, without creating anything."""
         try:
             record = self.effective(agent, create=False)
