@@ -48,6 +48,16 @@ class AgentStore(TypedDict):
     name: NotRequired[str | None]
 
 
+class AgentEntry(TypedDict):
+    """A registered agent as the owner's inventory lists it, with its effective store."""
+
+    name: str
+    owner: bool
+    scopes: list[str]
+    createdAt: str
+    store: AgentStore
+
+
 @dataclass(frozen=True)
 class StoreStatus:
     state: str  # "ok", "unavailable" or "not created"
