@@ -256,6 +256,13 @@ JOBS_PARAMS = Params(String("kind", what="a job kind"))
 
 def handlers(jobs: Jobs) -> dict[str, Callable[[dict[str, Any]], Any]]:
     """``operator/job``, ``operator/jobs`` and ``operator/cancelJob``."""
-    return {"job": lambda params: jobs.get(JOB_PARAMS.read(params)["job"]),
-            "jobs": lambda params: JobList(jobs=jobs.list(JOBS_PARAMS.read(params)["kind"])),
-            "cancelJob": lambda params: jobs.cancel(JOB_PARAMS.read(params)["job"])}
+    def job(params: dict[str, Any]) -> JobAnswer:
+        return jobs.get(JOB_PARAMS.read(params)["job"])
+
+    def listed(params: dict[str, Any]) -> JobList:
+        return {"jobs": jobs.list(JOBS_PARAMS.read(params)["kind"])}
+
+    def cancel(params: dict[str, Any]) -> JobAnswer:
+        return jobs.cancel(JOB_PARAMS.read(params)["job"])
+
+    return {"job": job, "jobs": listed, "cancelJob": cancel}

@@ -374,6 +374,11 @@ class OperatorMethods:
         self.engine = engine
 
     def register(self, dispatcher: MethodTable) -> None:
+        for name, handler in self.handlers().items():
+            dispatcher.register(PREFIX + name, _ignoring_session(handler))
+
+    def handlers(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
+        """Every ``operator/*`` handler by its name without the prefix, each declaring its answer."""
         handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
             "inventory": self.inventory,
             "addAgent": self.add_agent,
@@ -405,8 +410,7 @@ class OperatorMethods:
         handlers.update(model_operator.handlers(self.engine))  # the models view (see model_operator.py)
         handlers.update(operator_jobs.handlers(self.engine.jobs))   # polling and cancelling long work
         handlers.update(partitions.handlers(self.engine))      # partitions and grants (partitions.py)
-        for name, handler in handlers.items():
-            dispatcher.register(PREFIX + name, _ignoring_session(handler))
+        return handlers
 
     # --- owner administration: the only writes ---------------------------------------------
 

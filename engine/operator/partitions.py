@@ -34,7 +34,7 @@ from ..access.stores import StoreEntry, StoreResolver
 from ..core.errors import ErrorAnswer, InvalidParams, KnowledgeError, NotFound
 from ..core.ids import canonical_session_id
 from ..core.params import AgentName, Choice, Params, String, Value, check_name
-from ..state.registry import GRANT_ACCESS, Conversation, Grant, Registry, StoreRecord
+from ..state.registry import GRANT_ACCESS, Conversation, Grant, RegisteredGrant, Registry, StoreRecord
 from ..store.catalog_reads import CatalogReads, PartitionSummary
 from ..store.store import Store
 from ..vault.records import PRIVATE_SCOPE, conversation_scope
@@ -68,13 +68,9 @@ class PartitionsEngine(Protocol):
     def remove_grant(self, agent: str, session_key: str) -> None: ...
 
 
-class GrantAnswer(TypedDict):
+class GrantAnswer(RegisteredGrant):
     """A grant with the conversations known to be bound under its session key (by session id)."""
 
-    agent: str
-    sessionKey: str
-    access: str
-    createdAt: str
     conversations: list[str]
 
 
@@ -111,13 +107,6 @@ class Partitions(TypedDict):
     problem: NotRequired[ErrorAnswer]
 
 
-class RegisteredGrant(TypedDict):
-    agent: str
-    sessionKey: str
-    access: str
-    createdAt: str
-
-
 class Grants(TypedDict):
     grants: list[RegisteredGrant]
 
@@ -151,13 +140,19 @@ SET_GRANT = GRANT_KEY + Params(Choice("access", choices=GRANT_ACCESS, default="r
 
 
 def handlers(engine: PartitionsEngine) -> dict[str, Callable[[dict[str, Any]], Any]]:
-    return {
-        "partitions": lambda params: partitions(engine, STORE.read(params)["store"]),
-        "grants": lambda params: Grants(grants=[grant.to_dict() for grant in  # type: ignore[misc]
-                                                engine.registry.grants(GRANTS.read(params)["agent"])]),
-        "setGrant": lambda params: set_grant(engine, SET_GRANT.read(params)),
-        "removeGrant": lambda params: remove_grant(engine, GRANT_KEY.read(params)),
-    }
+    def partitions_of(params: dict[str, Any]) -> Partitions:
+        return partitions(engine, STORE.read(params)["store"])
+
+    def grants(params: dict[str, Any]) -> Grants:
+        return {"grants": [grant.to_dict() for grant in engine.registry.grants(GRANTS.read(params)["agent"])]}
+
+    def grant(params: dict[str, Any]) -> GrantSet:
+        return set_grant(engine, SET_GRANT.read(params))
+
+    def revoke(params: dict[str, Any]) -> GrantsLeft:
+        return remove_grant(engine, GRANT_KEY.read(params))
+
+    return {"partitions": partitions_of, "grants": grants, "setGrant": grant, "removeGrant": revoke}
 
 
 def partitions(engine: PartitionsEngine, store_id: str) -> Partitions:
@@ -232,4 +227,4 @@ def _partition(summary: PartitionSummary, store_created_at: str, conversations: 
 
 
 def _grant(grant: Grant, session_ids: list[str]) -> GrantAnswer:
-    return {**grant.to_dict(), "conversations": session_ids}  # type: ignore[typeddict-item]
+    return {**grant.to_dict(), "conversations": session_ids}
