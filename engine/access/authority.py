@@ -114,7 +114,7 @@ class Audience:
     def to_dict(self) -> AudienceAnswer:
         data: AudienceAnswer = {"kind": self.kind}
         if self.kind == CONVERSATION:
-            data.update(sessionKey=self.session_key, sessionId=self.session_id)
+            data["sessionKey"], data["sessionId"] = self.session_key, self.session_id
         return {"kind": CHILD, "root": data} if self.delegated else data
 
 

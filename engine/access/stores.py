@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ..core.answers import NotRequired, TypedDict
 from ..state.config import NamedStore, SettingsSource, is_store_name
@@ -124,11 +124,11 @@ class StoreResolver:
     def inventory(self) -> list[StoreEntry]:
         """Every known store: used and unused isolated ones, named ones, unassigned ones."""
         settings = self.settings.current()
-        stores = []
+        stores: list[StoreEntry] = []
         seen_names = set()
         for record in self.registry.stores():
             status = self.status(record)
-            entry: dict[str, Any] = {  # completed below, in the order the answer lists keys
+            entry: dict[str, Any] = {  # completed below: a named store's keys or an isolated one's
                 "storeId": record.store_id, "kind": record.kind, "createdAt": record.created_at,
                 "status": status.state, "reason": status.reason,
             }
@@ -143,7 +143,7 @@ class StoreResolver:
                 bound = self.registry.agent(owner) if owner is not None else None
                 in_use = bound is not None and bound.active and not settings.named_stores_of(owner)
                 entry.update(owner=owner, agents=[owner] if in_use else [], assigned=in_use)
-            stores.append(entry)
+            stores.append(cast(StoreEntry, entry))
         for name, configured in sorted(settings.stores.items()):
             if name not in seen_names:
                 stores.append({

@@ -145,12 +145,14 @@ class RetainedSource(TypedDict):
 
 
 class Approval(RecordSummary):
-    summary: JsonValue
-    triggers: list[JsonValue]
-    importance: JsonValue
-    projects: list[JsonValue]
-    approvedBy: JsonValue
-    approvedAt: JsonValue
+    """A current record's approved recall block (the vault checks a current record's block)."""
+
+    summary: str
+    triggers: list[str]
+    importance: int
+    projects: list[str]
+    approvedBy: str
+    approvedAt: str
 
 
 class Approvals(TypedDict):
@@ -267,8 +269,8 @@ def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> Re
                                     "via": summary, "record": _brief(catalog, partition, far, titles)})
             else:
                 backlinks.append({**summary, "fields": sorted(fields)})
-        references = [{"field": field, "record": _brief(catalog, partition, target, titles)}
-                      for field, target in _named_ids(fm)]
+        references: list[Reference] = [{"field": field, "record": _brief(catalog, partition, target, titles)}
+                                        for field, target in _named_ids(fm)]
         # A typed field's value is a reference only when it names a record (a location may be any word).
         references = [ref for ref in references
                       if not ref["field"].startswith("fields.") or ref["record"].get("status") != "missing"]

@@ -126,8 +126,8 @@ def client_config(state: StateDir, agent: str, client: str, instance: str,
     if client == "vscode":
         return json.dumps({"servers": {SERVER_NAME: {"type": "stdio", **server}}}, indent=2, ensure_ascii=False)
     if client == "claude-code":
-        entry = json.dumps({"type": "stdio", **server}, ensure_ascii=False)
-        return f"claude mcp add-json --scope user {SERVER_NAME} {shlex.quote(entry)}"
+        text = json.dumps({"type": "stdio", **server}, ensure_ascii=False)
+        return f"claude mcp add-json --scope user {SERVER_NAME} {shlex.quote(text)}"
     if client == "openclaw":
         return json.dumps({"mcp": {"servers": {SERVER_NAME: server}}}, indent=2, ensure_ascii=False)
     if client == "codex":

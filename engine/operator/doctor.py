@@ -13,6 +13,7 @@ from ..access.authority import OperatorCaller
 from ..access.stores import AgentEntry, AgentStore, StoreEntry
 from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.errors import ErrorAnswer, KnowledgeError
+from ..core.findings import TruncatedFindings
 from ..state.config import SettingsSource
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,21 @@ class DoctorEngine(Protocol):
 
     def agents(self) -> list[AgentEntry]: ...
 
-    def diagnostics(self, caller: OperatorCaller) -> JsonObject: ...
+    def diagnostics(self, caller: OperatorCaller) -> Diagnostics: ...
+
+
+class OntologySources(TypedDict):
+    sources: list[str]
+
+
+class Diagnostics(TruncatedFindings):
+    """A partition's validation: findings, files per status, the ontology's sources, the git checkpoint and
+    the publications still pending."""
+
+    files: dict[str, int]
+    ontology: OntologySources
+    pendingPublications: int
+    git: JsonObject
 
 
 class DoctorAgent(TypedDict):
@@ -37,7 +52,7 @@ class DoctorAgent(TypedDict):
 
     agent: str
     store: AgentStore
-    diagnostics: NotRequired[JsonObject]
+    diagnostics: NotRequired[Diagnostics]
     error: NotRequired[ErrorAnswer]
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Callable, Mapping, Protocol, TypeVar, cast
 
 from models.installed import ModelStore
 
@@ -256,7 +256,7 @@ class GateOperator:
         overrides = values["recallGate"] or {}
         if not isinstance(overrides, dict):
             raise InvalidParams("recallGate must be an object of settings to override", field="recallGate")
-        base = current.recall_gate.to_config() if current.recall_gate else {}
+        base: Mapping[str, object] = current.recall_gate.to_config() if current.recall_gate else {}
         gate = parse_gate_settings({**base, **overrides})
         assert gate is not None
         turns = self._on_private(agent, lambda store, partition: journal_turns(
@@ -308,4 +308,4 @@ class GateOperator:
         except KnowledgeError as exc:
             result.update(decisions=[], stage="gate", reason=exc.reason, wouldInject="none", inject=[])
         result["latencyMs"] = round((runtime.now() - started) * 1000, 1)
-        return result
+        return cast(ReplayedTurn, result)

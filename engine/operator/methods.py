@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from . import browse, client_config, gate_operator, model_operator, partitions
 from .browse import Approvals, RecordLinks, RecordPage, RecordTypes, RetainedSource, RevisionDiff
 from .client_config import AgentSetup
-from .doctor import DoctorReport, doctor_report
+from .doctor import DoctorReport, OntologySources, doctor_report
 from ..gate import stats as gate_stats
 from ..memory import ontology_views
 from ..core import jobs as operator_jobs
@@ -320,10 +320,6 @@ class RecordHistory(TypedDict):
     link: NotRequired[str]
 
 
-class OntologySources(TypedDict):
-    sources: list[str]
-
-
 class Health(TypedDict):
     """The agent's store; when it is ``ok``, the partition's validation (counts, findings, files, ontology
     sources, git checkpoint, pending publications) or the ``problem`` that kept it from being read."""
@@ -343,22 +339,23 @@ class Health(TypedDict):
     git: NotRequired[JsonObject]
 
 
-class PromptPreview(TypedDict, extra_items=JsonValue):
-    """The memory prompt the agent gets (with the rest of ``memory/prompt``'s answer), or why it gets none
-    (``reason``, ``message``); its length in characters."""
+class PromptPreview(TypedDict):
+    """The memory prompt the agent gets, or why it gets none (``reason``, ``message``); its length in
+    characters (a prompt has no bound of its own: ``maxChars`` is null)."""
 
     text: str | None
-    reason: NotRequired[str | None]
+    reason: NotRequired[str]
     message: NotRequired[str]
     chars: int
     maxChars: None
 
 
-class IndexPreview(TypedDict, extra_items=JsonValue):
-    """The Knowledge Index the agent gets for a session starting at ``firstMessageAt`` (with the rest of
-    ``memory/index``'s answer), its length and the most it may hold."""
+class IndexPreview(TypedDict):
+    """The Knowledge Index the agent gets for a session starting at ``firstMessageAt``, or why it gets none
+    (``reason``); its length and the most it may hold."""
 
     text: str | None
+    reason: NotRequired[str]
     firstMessageAt: str
     chars: int
     maxChars: int

@@ -286,11 +286,11 @@ def compare_variants(variants: list[InstalledModel], progress: Progress, *,
     scores = [[list(r.score_pairs(query, FIDELITY_PAGES, deadline=time.monotonic() + 600,
                                   max_pair_tokens=length).scores) for query in FIDELITY_QUERIES] for r in loaded]
     reference = next((i for i, v in enumerate(variants) if is_full_precision(v)), None)
-    rows = []
+    rows: list[VariantMeasure] = []
     for index, (variant, (tokens, seconds)) in enumerate(zip(variants, totals)):
-        row: dict[str, Any] = {"name": variant.name, "variant": variant.variant, "onnx": variant.onnx,
+        row: VariantMeasure = {"name": variant.name, "variant": variant.variant, "onnx": variant.onnx,
                                "tokensPerSecond": round(tokens / seconds, 1) if seconds > 0 else 0.0,
-                               "fidelity": None}
+                               "fidelity": None, "speedup": None}   # the speedup is set once all are measured
         if reference is not None:
             row["fidelity"] = fidelity(scores[index], scores[reference])
         rows.append(row)
@@ -340,8 +340,8 @@ def recommend(rows: list[VariantMeasure], reference: int | None) -> Recommendati
     eligible = [row for index, row in enumerate(rows) if index == reference or close(row)]
     chosen = max(eligible, key=lambda r: r["tokensPerSecond"])
     base = rows[reference]
-    measured = chosen["fidelity"] or {}
-    if chosen is base:
+    measured = chosen["fidelity"]
+    if chosen is base or measured is None:   # any other chosen variant passed close(): its fidelity is measured
         why = f"{chosen['variant']} (full precision) is the fastest variant here that keeps fp32's scores"
     else:
         why = (f"{chosen['variant']} scored {chosen['tokensPerSecond'] / base['tokensPerSecond']:.1f}x fp32's tokens "

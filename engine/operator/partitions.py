@@ -79,13 +79,16 @@ class GrantAccess(TypedDict):
     createdAt: str
 
 
-class PartitionAnswer(TypedDict):
-    """One partition, figures only: a conversation's names its session, agent and grant, never a record."""
-
+class PartitionFigures(TypedDict):
     partition: str
     records: int
     publications: int
     lastPublicationAt: str | None
+
+
+class PartitionAnswer(PartitionFigures):
+    """One partition, figures only: a conversation's names its session, agent and grant, never a record."""
+
     kind: str
     createdAt: str | None
     sessionId: NotRequired[str]
@@ -212,8 +215,8 @@ def _check_bound(engine: PartitionsEngine, agent: str, key: str, session_id: str
 
 def _partition(summary: PartitionSummary, store_created_at: str, conversations: dict[str, Conversation],
                grants: list[Grant]) -> PartitionAnswer:
-    row = {"partition": summary.partition, "records": summary.records,
-                           "publications": summary.publications, "lastPublicationAt": summary.last_publication_at}
+    row: PartitionFigures = {"partition": summary.partition, "records": summary.records,
+                             "publications": summary.publications, "lastPublicationAt": summary.last_publication_at}
     if summary.partition == PRIVATE_SCOPE:
         return {**row, "kind": "private", "createdAt": store_created_at}
     session_id = summary.partition.removeprefix(CONVERSATION_PREFIX)
