@@ -52,7 +52,7 @@ from .search.keyword import MEMORY_SEARCH_PARAMS, CursorSigner, parse_query_text
 from .state.statedir import EngineLock, StateDir
 from .store.open_store import ReadView
 from .store.store import Store, remove_abandoned_builds
-from .access.stores import StoreResolver
+from .access.stores import AgentEntry, StoreEntry, StoreResolver
 from .store.watcher import VaultWatcher
 from .store.writes import WriteContext, plan_remember, plan_save_page
 
@@ -398,14 +398,14 @@ class Engine:
         self.registry.remove_grant(agent, session_key)
         self.changes.publish("grants", agent=agent)
 
-    def agents(self) -> list[dict[str, Any]]:
+    def agents(self) -> list[AgentEntry]:
         return [
             {"name": agent.name, "owner": agent.owner, "scopes": list(agent.scopes), "createdAt": agent.created_at,
              "store": self.resolver.agent_view(agent.name)}
             for agent in self.registry.agents()
         ]
 
-    def stores(self) -> list[dict[str, Any]]:
+    def stores(self) -> list[StoreEntry]:
         return self.resolver.inventory()
 
 

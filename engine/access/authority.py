@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, TypeVar
 
+from ..core.answers import NotRequired, TypedDict
 from ..state.config import SettingsSource
 from ..core.errors import Denied, InvalidParams, NotFound, WritesDisabled
 from ..core.ids import canonical_session_id
@@ -43,6 +44,25 @@ AUDIENCE_FIELDS = {
     CONVERSATION: {"kind", "sandboxed", "sessionKey", "sessionId"},
     CHILD: {"kind", "sandboxed", "root"},
 }
+
+
+class AudienceAnswer(TypedDict):
+    """An audience in its wire form: a child's names its root audience."""
+
+    kind: str
+    sessionKey: NotRequired[str | None]
+    sessionId: NotRequired[str | None]
+    root: NotRequired[AudienceAnswer]
+
+
+class Attribution(TypedDict):
+    """Who wrote a revision, as records carry it (``attribution``)."""
+
+    agent: str
+    instance: NotRequired[str]
+    audience: str
+    session: NotRequired[str]
+    delegated: NotRequired[bool]
 
 
 @dataclass(frozen=True)
@@ -91,10 +111,10 @@ class Audience:
             raise InvalidParams("a conversation audience needs a sessionId UUID", field=f"{where}.sessionId")
         return cls(CONVERSATION, key, session_id)
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind}
+    def to_dict(self) -> AudienceAnswer:
+        data: AudienceAnswer = {"kind": self.kind}
         if self.kind == CONVERSATION:
-            data.update(sessionKey=self.session_key, sessionId=self.session_id)
+            data["sessionKey"], data["sessionId"] = self.session_key, self.session_id
         return {"kind": CHILD, "root": data} if self.delegated else data
 
 
@@ -142,9 +162,9 @@ class Authority:
     grant: str | None = None
     instance: str | None = None
 
-    def attribution(self) -> dict[str, Any]:
+    def attribution(self) -> Attribution:
         """Who wrote a revision, as records carry it."""
-        data: dict[str, Any] = {"agent": self.agent}
+        data: dict[str, Any] = {"agent": self.agent}   # built in the key order records are written in
         if self.instance:
             data["instance"] = self.instance
         data["audience"] = self.kind
@@ -152,7 +172,7 @@ class Authority:
             data["session"] = self.audience.session_id
         if self.audience is not None and self.audience.delegated:
             data["delegated"] = True
-        return data
+        return data  # type: ignore[return-value]
 
 
 R = TypeVar("R", covariant=True)  # what work on a store's lane is handed: the store as a feature needs it

@@ -10,14 +10,52 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
+from ..core.answers import NotRequired, TypedDict
 from ..state.config import NamedStore, SettingsSource, is_store_name
 from ..core.errors import Conflict, InvalidParams, NotFound, StoreUnavailable
 from ..core.ids import STORE_PREFIX, new_id
 from ..state.registry import Registry, StoreRecord
 from ..state.statedir import StateDir
 from ..store.store import check_presence, create_store_directory
+
+
+class StoreEntry(TypedDict):
+    """A store as the owner's inventory lists it.  ``storeId`` is null for a named store configured but not
+    created yet; ``owner`` is an isolated store's, ``name`` and ``label`` a named store's."""
+
+    storeId: str | None
+    kind: str
+    createdAt: NotRequired[str]
+    status: str
+    reason: str | None
+    name: NotRequired[str | None]
+    label: NotRequired[str | None]
+    owner: NotRequired[str | None]
+    agents: list[str]
+    assigned: bool
+
+
+class AgentStore(TypedDict):
+    """An agent's effective store as the owner sees it: ``ok`` (with its id), ``not created`` or
+    ``unavailable`` (with the reason)."""
+
+    status: str
+    reason: NotRequired[str]
+    storeId: NotRequired[str]
+    kind: NotRequired[str]
+    name: NotRequired[str | None]
+
+
+class AgentEntry(TypedDict):
+    """A registered agent as the owner's inventory lists it, with its effective store."""
+
+    name: str
+    owner: bool
+    scopes: list[str]
+    createdAt: str
+    store: AgentStore
 
 
 @dataclass(frozen=True)
@@ -83,14 +121,14 @@ class StoreResolver:
 
     # --- inventory ----------------------------------------------------------------
 
-    def inventory(self) -> list[dict[str, Any]]:
+    def inventory(self) -> list[StoreEntry]:
         """Every known store: used and unused isolated ones, named ones, unassigned ones."""
         settings = self.settings.current()
-        stores = []
+        stores: list[StoreEntry] = []
         seen_names = set()
         for record in self.registry.stores():
             status = self.status(record)
-            entry: dict[str, Any] = {
+            entry: dict[str, Any] = {  # completed below: a named store's keys or an isolated one's
                 "storeId": record.store_id, "kind": record.kind, "createdAt": record.created_at,
                 "status": status.state, "reason": status.reason,
             }
@@ -105,7 +143,7 @@ class StoreResolver:
                 bound = self.registry.agent(owner) if owner is not None else None
                 in_use = bound is not None and bound.active and not settings.named_stores_of(owner)
                 entry.update(owner=owner, agents=[owner] if in_use else [], assigned=in_use)
-            stores.append(entry)
+            stores.append(cast(StoreEntry, entry))
         for name, configured in sorted(settings.stores.items()):
             if name not in seen_names:
                 stores.append({
@@ -115,7 +153,7 @@ class StoreResolver:
                 })
         return stores
 
-    def agent_view(self, agent: str) -> dict[str, Any]:
+    def agent_view(self, agent: str) -> AgentStore:
         """An agent's effective store as the owner sees it, without creating anything."""
         try:
             record = self.effective(agent, create=False)

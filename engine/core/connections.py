@@ -14,9 +14,23 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Callable
 
+from .answers import TypedDict
 from .ids import format_timestamp, utc_now
+
+
+class SeenConnection(TypedDict):
+    """An agent instance seen connected: counts since it was first seen, and how many are open now."""
+
+    agent: str
+    instance: str | None
+    audience: str
+    client: str | None
+    firstSeen: str
+    lastSeen: str
+    connections: int
+    open: int
 
 RECENT_MAX = 100
 
@@ -70,7 +84,7 @@ class RecentConnections:
             if seen is not None:
                 seen.last, seen.open = now, max(0, seen.open - 1)
 
-    def listed(self) -> list[dict[str, Any]]:
+    def listed(self) -> list[SeenConnection]:
         """Every entry, the most recently seen first."""
         with self._lock:
             rows = sorted(self._seen.items(), key=lambda item: (item[1].last, item[0][0]), reverse=True)

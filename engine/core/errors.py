@@ -45,6 +45,16 @@ from typing import Any
 
 from models.errors import ModelError, ModelNotFound
 
+from .answers import JsonValue, TypedDict
+
+
+class ErrorAnswer(TypedDict, extra_items=JsonValue):
+    """An engine error as the wire carries it: ``reason``, ``message`` and the error's details
+    (``field``, ``limit``, ``id``...), each a JSON value."""
+
+    reason: str
+    message: str
+
 
 class KnowledgeError(Exception):
     """Base of every engine error; ``reason`` and ``code`` are part of the wire contract."""
@@ -57,7 +67,7 @@ class KnowledgeError(Exception):
         self.message = message
         self.details = {key: value for key, value in details.items() if value is not None}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ErrorAnswer:
         return {"reason": self.reason, "message": self.message, **self.details}
 
 

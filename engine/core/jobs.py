@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 from models.errors import ModelCancelled, ModelError
 
-from .errors import InvalidParams, KnowledgeError, NotFound
+from .answers import JsonValue, NotRequired, TypedDict
+from .errors import ErrorAnswer, InvalidParams, KnowledgeError, NotFound
 from .ids import format_timestamp, new_id, utc_now
 from .params import Params, String, Value
 
@@ -40,6 +41,33 @@ FINISHED = (DONE, FAILED, CANCELLED)
 KEEP_FINISHED = 20
 JOIN_TIMEOUT_S = 10.0
 THREAD_PREFIX = "operator-job"
+
+
+class JobProgress(TypedDict):
+    done: float
+    total: float | None
+    unit: str
+    message: str
+
+
+class JobAnswer(TypedDict):
+    """A job as ``operator/job`` answers it: ``result`` once done (what the work returned), ``error`` once
+    failed."""
+
+    id: str
+    kind: str
+    key: str
+    title: str
+    state: str
+    progress: JobProgress
+    startedAt: str
+    finishedAt: NotRequired[str]
+    result: NotRequired[JsonValue]
+    error: NotRequired[ErrorAnswer]
+
+
+class JobList(TypedDict):
+    jobs: list[JobAnswer]
 
 
 class JobCancelled(Exception):
@@ -58,13 +86,13 @@ class Job:
     unit: str = ""
     message: str = ""
     result: Any = None
-    error: dict[str, Any] | None = None
+    error: ErrorAnswer | None = None
     started_at: str = field(default_factory=lambda: format_timestamp(utc_now()))
     finished_at: str | None = None
     cancel_requested: threading.Event = field(default_factory=threading.Event)
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self) -> JobAnswer:
+        data: JobAnswer = {
             "id": self.id, "kind": self.kind, "key": self.key, "title": self.title, "state": self.state,
             "progress": {"done": self.done, "total": self.total, "unit": self.unit, "message": self.message},
             "startedAt": self.started_at}
@@ -128,7 +156,7 @@ class Jobs:
         self._on_changed = on_changed or (lambda job: None)
 
     def start(self, kind: str, key: str, title: str, work: Work, *, unit: str = "",
-              total: float | None = None) -> dict[str, Any]:
+              total: float | None = None) -> JobAnswer:
         """Run ``work(context)`` on a thread of its own; returns the job (the running one for ``key``)."""
         with self.lock:
             if self._closed:
@@ -148,16 +176,16 @@ class Jobs:
         self._on_changed(job)
         return snapshot
 
-    def get(self, job_id: Any) -> dict[str, Any]:
+    def get(self, job_id: Any) -> JobAnswer:
         with self.lock:
             return self._find(job_id).to_dict()
 
-    def list(self, kind: str | None = None) -> list[dict[str, Any]]:
+    def list(self, kind: str | None = None) -> list[JobAnswer]:
         with self.lock:
             jobs = [job for job in self._jobs.values() if kind is None or job.kind == kind]
             return [job.to_dict() for job in reversed(jobs)]
 
-    def wait(self, job_id: str, timeout: float | None = None) -> dict[str, Any]:
+    def wait(self, job_id: str, timeout: float | None = None) -> JobAnswer:
         """Block until the job has finished (or ``timeout``); for scripts and tests, never a request."""
         with self.lock:
             self._find(job_id)
@@ -166,7 +194,7 @@ class Jobs:
             thread.join(timeout)
         return self.get(job_id)
 
-    def cancel(self, job_id: Any) -> dict[str, Any]:
+    def cancel(self, job_id: Any) -> JobAnswer:
         with self.lock:
             job = self._find(job_id)
             if job.state == RUNNING:
@@ -228,6 +256,13 @@ JOBS_PARAMS = Params(String("kind", what="a job kind"))
 
 def handlers(jobs: Jobs) -> dict[str, Callable[[dict[str, Any]], Any]]:
     """``operator/job``, ``operator/jobs`` and ``operator/cancelJob``."""
-    return {"job": lambda params: jobs.get(JOB_PARAMS.read(params)["job"]),
-            "jobs": lambda params: {"jobs": jobs.list(JOBS_PARAMS.read(params)["kind"])},
-            "cancelJob": lambda params: jobs.cancel(JOB_PARAMS.read(params)["job"])}
+    def job(params: dict[str, Any]) -> JobAnswer:
+        return jobs.get(JOB_PARAMS.read(params)["job"])
+
+    def listed(params: dict[str, Any]) -> JobList:
+        return {"jobs": jobs.list(JOBS_PARAMS.read(params)["kind"])}
+
+    def cancel(params: dict[str, Any]) -> JobAnswer:
+        return jobs.cancel(JOB_PARAMS.read(params)["job"])
+
+    return {"job": job, "jobs": listed, "cancelJob": cancel}

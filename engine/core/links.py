@@ -17,11 +17,15 @@ and no user, port, query or fragment.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, TypeVar, cast
 from urllib.parse import urlsplit
 
 from .errors import InvalidParams
 from .ids import STORE_PREFIX, is_generated_id, is_record_id
+
+# An answer that may gain a ``link`` (a read, a search hit, a receipt): its declaration names ``link``
+# as NotRequired, and it keeps that declaration with the link added.
+Linked = TypeVar("Linked", bound=Mapping[str, Any])
 
 SCHEME = "knowledge"
 RECORD_HOST = "record"
@@ -99,13 +103,13 @@ def _linkable(store_id: str | None, partition: str) -> bool:
     return store_id is not None and partition == PRIVATE_PARTITION and is_store_id(store_id)
 
 
-def with_link(entry: dict[str, Any], store_id: str | None, partition: str) -> dict[str, Any]:
+def with_link(entry: Linked, store_id: str | None, partition: str) -> Linked:
     """``entry`` (a receipt's record, a search hit, a read) with its record's ``link``, when it has one."""
     link = link_of(store_id, partition, entry.get("id"))
-    return entry if link is None else {**entry, "link": link}
+    return entry if link is None else cast(Linked, {**entry, "link": link})
 
 
-def with_record_links(receipt: dict[str, Any], store_id: str | None, partition: str) -> dict[str, Any]:
+def with_record_links(receipt: Linked, store_id: str | None, partition: str) -> Linked:
     """A write's receipt with the link of each record it published, when they are in the private partition.
 
     Links are added to the answer, never stored with the receipt, so an identical retry gets them too.
@@ -116,6 +120,6 @@ def with_record_links(receipt: dict[str, Any], store_id: str | None, partition: 
     for key in ("records", "items"):  # every record a publication touched; a remember's saved items
         entries = linked.get(key)
         if isinstance(entries, list):
-            linked = {**linked, key: [with_link(entry, store_id, partition) if isinstance(entry, dict) else entry
-                                      for entry in entries]}
+            linked = cast(Linked, {**linked, key: [with_link(entry, store_id, partition) if isinstance(entry, dict) else entry
+                                               for entry in entries]})
     return linked

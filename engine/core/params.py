@@ -33,6 +33,7 @@ import unicodedata
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
+from .answers import JsonObject
 from .errors import InvalidParams, LimitExceeded
 from .ids import ID_MAX_CHARS, ID_REGEX, is_agent_name, is_record_id
 
@@ -183,11 +184,11 @@ class Spec:
         """The given value, checked and typed; raises naming ``field``."""
         raise NotImplementedError
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         """This parameter's JSON Schema."""
         raise NotImplementedError
 
-    def _schema(self, kind: Any, **constraints: Any) -> dict[str, Any]:
+    def _schema(self, kind: Any, **constraints: Any) -> JsonObject:
         schema: dict[str, Any] = {"type": kind}
         if self.description:
             schema["description"] = self.description
@@ -230,7 +231,7 @@ class Integer(Spec):
         return {0: "a non-negative integer", 1: "a positive integer"}.get(self.low,
                                                                           f"an integer of at least {self.low:,}")
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("integer", minimum=self.low, maximum=self.highest)
 
 
@@ -246,7 +247,7 @@ class Number(Spec):
             raise InvalidParams(f"{field} must be a number from {self.low:g} to {self.high:g}", field=field)
         return float(value)
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("number", minimum=self.low, maximum=self.high)
 
 
@@ -259,7 +260,7 @@ class Flag(Spec):
             raise InvalidParams(f"{field} must be true or false", field=field)
         return value
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("boolean")
 
 
@@ -274,7 +275,7 @@ class Choice(Spec):
             raise InvalidParams(f"{field} must be one of {', '.join(self.choices)}", field=field)
         return value
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("string", enum=list(self.choices))
 
 
@@ -297,7 +298,7 @@ class Name(Spec):
             return value
         return check_name(value, field, max_chars=self.max_chars)
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("string", minLength=None if self.blank else 1, maxLength=self.max_chars)
 
 
@@ -326,7 +327,7 @@ class Text(Spec):
             raise InvalidParams(f"{field} must not be empty", field=field)
         return value
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("string", minLength=1 if self.required else None, maxLength=self.max_chars)
 
 
@@ -342,7 +343,7 @@ class Query(Spec):
     def check(self, value: Any, field: str) -> str:
         return check_query(value, field, max_bytes=self.max_bytes, max_chars=self.max_chars)
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("string", minLength=1, maxLength=self.max_chars or self.max_bytes)
 
 
@@ -369,7 +370,7 @@ class String(Spec):
             raise InvalidParams(f"{field} must be {self.what}", field=field)
         return value
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("string", minLength=self.min_chars or None, maxLength=self.max_chars,
                             pattern=f"^{self.pattern.pattern}$" if self.pattern is not None else None)
 
@@ -383,7 +384,7 @@ class RequestId(Spec):
     def check(self, value: Any, field: str) -> str:
         return parse_request_id(value, field)
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("string", maxLength=REQUEST_ID_MAX_CHARS, pattern=f"^{REQUEST_ID.pattern}$")
 
 
@@ -401,7 +402,7 @@ class RecordId(Spec):
             raise InvalidParams(f"{field} must be {self.what}", field=field)
         return value
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("string", maxLength=ID_MAX_CHARS, pattern=f"^{ID_REGEX}$")
 
 
@@ -416,7 +417,7 @@ class AgentName(Spec):
             raise InvalidParams(f"{field} must name an agent", field=field)
         return value
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("string")
 
 
@@ -438,7 +439,7 @@ class Names(Spec):
         cleaned = [check_name(item, field, max_chars=self.max_chars, index=index) for index, item in enumerate(value)]
         return tuple(dict.fromkeys(cleaned))  # type: ignore[arg-type]  # check_name returned every one
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return self._schema("array", items={"type": "string", "minLength": 1, "maxLength": self.max_chars},
                             maxItems=self.max_items)
 
@@ -475,7 +476,7 @@ class Objects(Spec):
             found.append(self.build(values, raw, f"{where}.") if self.build is not None else values)
         return tuple(found)
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         assert self.of is not None
         return self._schema("array", items=self.of.schema(required=self.pick is None),
                             minItems=self.min_items or None, maxItems=self.max_items)
@@ -493,7 +494,7 @@ class Value(Spec):
     def check(self, value: Any, field: str) -> Any:
         return self.check_value(value, field) if self.check_value is not None else value
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         schema = dict(self.json or {})
         if self.description:
             schema.setdefault("description", self.description)
@@ -538,7 +539,7 @@ class Params:
         params = self.refuse_unknown(params, where=where)
         return {name: spec.take(params, where) for name, spec in self.specs.items()}
 
-    def refuse_unknown(self, params: Any, *, where: str = "") -> dict[str, Any]:
+    def refuse_unknown(self, params: Any, *, where: str = "") -> JsonObject:
         """``params`` (``{}`` for None), unless it is no object or holds a key not declared here."""
         if params is None:
             return {}
@@ -551,7 +552,7 @@ class Params:
                                 field=f"{where}{unknown[0]}")
         return params
 
-    def schema(self, *, required: bool = True) -> dict[str, Any]:
+    def schema(self, *, required: bool = True) -> JsonObject:
         """The JSON Schema of these parameters (``required=False``: list none as required)."""
         return {"type": "object", "properties": {spec.name: spec.schema() for spec in self},
                 "required": [spec.name for spec in self if spec.required and required],

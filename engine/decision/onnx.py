@@ -22,7 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from models.errors import ModelError
 from models.installed import InstalledModel
@@ -31,6 +31,9 @@ from ..state.config import Settings
 from ..core.errors import DecisionUnavailable, InvalidParams
 from .onnx_session import open_session, open_tokenizer
 from .provider import FAILED, LOADING, READY, PairScores
+
+if TYPE_CHECKING:  # numpy is imported when a model loads
+    import numpy
 
 log = logging.getLogger(__name__)
 
@@ -278,8 +281,8 @@ class OnnxReranker:
             self.tokens_per_second = 0.7 * (self.tokens_per_second or observed) + 0.3 * observed
         return [float(value) for value in logits]
 
-    def _run(self, ids: Any, mask: Any, deadline: float | None) -> Any:
-        """One session run; terminated (returning None) if it is still running at the deadline."""
+    def _run(self, ids: Any, mask: Any, deadline: float | None) -> numpy.ndarray | None:
+        """One session run: a logit per row; terminated (returning None) if it is still running at the deadline."""
         import numpy as np
         import onnxruntime
 

@@ -49,6 +49,7 @@ from .provider import (
     FAILED, NOT_CONFIGURED, READY, LoadingProvider, PageScorer, PairScorer, PairScores, ScoresOnly, ScoringProvider,
 )
 from .rerank import EndpointForms, RerankProvider
+from ..core.answers import NotRequired, TypedDict
 from ..core.errors import DecisionUnavailable, InvalidParams
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,16 @@ log = logging.getLogger(__name__)
 MAX_CHOICE_OPTIONS = 254
 NONE_OF_THESE = "None of these"
 BeforeDispatch = Callable[[], None] | None
+
+
+class DecisionStatusAnswer(TypedDict):
+    """The Decision runtime's status as answers carry it (``reason`` when failed; the figures for onnx)."""
+
+    state: str
+    model: str | None
+    reason: NotRequired[str]
+    tokensPerSecond: NotRequired[float]
+    maxPairTokens: NotRequired[int]
 
 
 @dataclass(frozen=True)
@@ -66,13 +77,13 @@ class DecisionStatus:
     tokens_per_second: float | None = None   # measured throughput (onnx only)
     max_pair_tokens: int | None = None       # the model's longest pair (onnx only)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DecisionStatusAnswer:
         data: dict[str, Any] = {"state": self.state, "model": self.model}
         for key, value in (("reason", self.reason), ("tokensPerSecond", self.tokens_per_second),
                            ("maxPairTokens", self.max_pair_tokens)):
             if value is not None:
                 data[key] = round(value, 1) if isinstance(value, float) else value
-        return data
+        return data  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

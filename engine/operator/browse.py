@@ -13,8 +13,9 @@ revision numbers arrive already checked.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
 from ..core.errors import KnowledgeError, NotFound
 from ..vault.evidence import SOURCES_DIR
 from ..core.files import read_file, sha256_bytes
@@ -42,7 +43,126 @@ SOURCE_TEXT_MAX_BYTES = 1_000_000
 APPROVALS_LIMIT_DEFAULT, APPROVALS_LIMIT_MAX = 100, 500
 
 
-def _summary(row: RecordRow) -> dict[str, Any]:
+# --- answers ------------------------------------------------------------------------------------
+# Values copied from a record's frontmatter as the file holds them (an invalid record's may be any JSON)
+# are JsonValue; the rest comes from the catalog's typed columns.
+
+
+class RecordSummary(TypedDict):
+    """A catalog row as lists show it."""
+
+    id: str | None
+    revision: int | None
+    kind: str | None
+    type: str | None
+    title: str | None
+    status: str
+    lifecycle: str | None
+    recordedAt: str | None
+    updatedAt: str | None
+
+
+class RecordPage(TypedDict):
+    records: list[RecordSummary]
+    total: int
+    offset: int
+    nextOffset: NotRequired[int]
+
+
+class TypeCount(TypedDict):
+    kind: str | None
+    type: str | None
+    count: int
+
+
+class RecordTypes(TypedDict):
+    types: list[TypeCount]
+
+
+class Brief(TypedDict):
+    """A record another one names: its title, kind and type when exactly one file holds the id; else
+    ``status`` says ``missing`` or ``duplicate`` (``id`` is null when the name is not a string)."""
+
+    id: str | None
+    title: str | None
+    kind: NotRequired[str | None]
+    type: NotRequired[str | None]
+    status: NotRequired[str]
+
+
+class Reference(TypedDict):
+    field: str
+    record: Brief
+
+
+class ClaimAbout(RecordSummary):
+    claimKind: JsonValue
+    assertionOrigin: JsonValue
+    evidence: list[JsonObject]
+
+
+class Connection(TypedDict):
+    relation: JsonValue
+    direction: str
+    via: RecordSummary
+    record: Brief
+
+
+class Backlink(RecordSummary):
+    fields: list[str]
+
+
+class RecordLinks(TypedDict):
+    id: str
+    evidence: list[JsonObject]
+    references: list[Reference]
+    claims: list[ClaimAbout]
+    connections: list[Connection]
+    backlinks: list[Backlink]
+    truncated: bool
+
+
+# "from" is a Python keyword, so this answer is declared in the functional form.
+RevisionDiff = TypedDict("RevisionDiff", {
+    "id": str, "from": int, "to": int, "fromSha256": str, "toSha256": str, "diff": str, "truncated": bool})
+
+
+class RetainedSource(TypedDict):
+    """A retained original; ``text`` when it is UTF-8 and small enough, else ``problem`` says why not."""
+
+    id: str
+    retainedPath: str | None
+    mediaType: str | None
+    size: int | None
+    sha256: str | None
+    filename: JsonValue
+    origin: JsonValue
+    recordedAt: JsonValue
+    absolutePath: str
+    text: str | None
+    verified: NotRequired[bool]
+    problem: NotRequired[str]
+
+
+class Approval(RecordSummary):
+    """A current record's approved recall block (the vault checks a current record's block)."""
+
+    summary: str
+    triggers: list[str]
+    importance: int
+    projects: list[str]
+    approvedBy: str
+    approvedAt: str
+
+
+class Approvals(TypedDict):
+    approvals: list[Approval]
+    total: int
+    offset: int
+    nextOffset: NotRequired[int]
+
+
+def _summary(row: RecordRow) -> RecordSummary:
     return {"id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
             "title": row.title, "status": row.status, "lifecycle": row.lifecycle,
             "recordedAt": row.recorded_at, "updatedAt": row.updated_at}
@@ -63,12 +183,21 @@ APPROVALS_PARAMS = Params(Integer("offset", 0, OFFSET_MAX, default=0),
                           Integer("limit", 1, APPROVALS_LIMIT_MAX, default=APPROVALS_LIMIT_DEFAULT))
 
 
-def parse_list_request(params: dict[str, Any]) -> dict[str, Any]:
+class ListRequest(TypedDict):
+    kind: str | None
+    type: str | None
+    status: str
+    order: str
+    offset: int
+    limit: int
+
+
+def parse_list_request(params: dict[str, Any]) -> ListRequest:
     """``{kind?, type?, status?, order?, offset?, limit?}``, checked once at the edge."""
-    return LIST_PARAMS.read(params)
+    return cast(ListRequest, LIST_PARAMS.read(params))
 
 
-def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) -> dict[str, Any]:
+def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) -> RecordPage:
     """A page of the caller's records, newest first (``order: updated``) or by title.
 
     ``{records: [...], total, offset, nextOffset?}``; ``total`` counts every
@@ -76,11 +205,11 @@ def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any
     """
     request = parse_list_request(params)
 
-    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> RecordPage:
         total, rows = runtime.catalog.listing(
             authority.partition, current_only=request["status"] == "current", kind=request["kind"],
             type=request["type"], order=request["order"], offset=request["offset"], limit=request["limit"])
-        result: dict[str, Any] = {"records": [_summary(row) for row in rows], "total": total,
+        result: RecordPage = {"records": [_summary(row) for row in rows], "total": total,
                                   "offset": request["offset"]}
         if request["offset"] + len(rows) < total:
             result["nextOffset"] = request["offset"] + len(rows)
@@ -89,10 +218,10 @@ def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any
     return engine.on_store(caller, work)
 
 
-def record_types(engine: "BrowseEngine", caller: "Caller") -> dict[str, Any]:
+def record_types(engine: "BrowseEngine", caller: "Caller") -> RecordTypes:
     """How many current records each (kind, type) holds: the Browse list's headings."""
 
-    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> RecordTypes:
         counts = runtime.catalog.current_counts(authority.partition)
         return {"types": [{"kind": kind, "type": record_type, "count": count}
                           for (kind, record_type), count in counts.items()]}
@@ -103,7 +232,7 @@ def record_types(engine: "BrowseEngine", caller: "Caller") -> dict[str, Any]:
 # --- a record's links -------------------------------------------------------------------------
 
 
-def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> dict[str, Any]:
+def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> RecordLinks:
     """What a record page shows around the record itself.
 
     ``evidence``: where the record's citations are kept; ``references``: the
@@ -112,15 +241,17 @@ def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> di
     typed relationships in and out; ``backlinks``: every other record that
     names it.  At most 500 referring records are read (``truncated``).
     """
-    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> RecordLinks:
         catalog, partition = runtime.catalog, authority.partition
         own = catalog.rows_for_id(partition, record_id)
         if not own:
             raise NotFound("no record with that id in this partition", id=record_id)
         fm = own[0].frontmatter
         referring = catalog.mentioning(partition, record_id, LINKS_MAX + 1)
-        claims, connections, backlinks = [], [], []
-        titles: dict[str, Any] = {}
+        claims: list[ClaimAbout] = []
+        connections: list[Connection] = []
+        backlinks: list[Backlink] = []
+        titles: dict[str, Brief] = {}
         for row in referring[:LINKS_MAX]:
             other = row.frontmatter
             fields = _naming_fields(other, record_id)
@@ -138,8 +269,8 @@ def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> di
                                     "via": summary, "record": _brief(catalog, partition, far, titles)})
             else:
                 backlinks.append({**summary, "fields": sorted(fields)})
-        references = [{"field": field, "record": _brief(catalog, partition, target, titles)}
-                      for field, target in _named_ids(fm)]
+        references: list[Reference] = [{"field": field, "record": _brief(catalog, partition, target, titles)}
+                                        for field, target in _named_ids(fm)]
         # A typed field's value is a reference only when it names a record (a location may be any word).
         references = [ref for ref in references
                       if not ref["field"].startswith("fields.") or ref["record"].get("status") != "missing"]
@@ -170,7 +301,7 @@ def _naming_fields(fm: dict[str, Any], record_id: str) -> set[str]:
             for field, target in _named_ids(fm) if target == record_id}
 
 
-def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Any]) -> dict[str, Any]:
+def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Brief]) -> Brief:
     if not isinstance(record_id, str):
         return {"id": None, "title": None}
     if record_id not in cache:
@@ -184,7 +315,7 @@ def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Any]) 
 # --- revisions --------------------------------------------------------------------------------
 
 
-def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: str, old: int, new: int) -> dict[str, Any]:
+def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: str, old: int, new: int) -> RevisionDiff:
     """A unified diff between two kept revisions of a record, over their exact file bytes."""
     def content(runtime: "OpenStore", partition: str, revision: int) -> tuple[str, str]:
         row = runtime.catalog.revision(partition, record_id, revision)
@@ -192,7 +323,7 @@ def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: str, old:
             raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
         return row.content.decode("utf-8", errors="replace"), row.sha256
 
-    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> RevisionDiff:
         before, before_sha = content(runtime, authority.partition, old)
         after, after_sha = content(runtime, authority.partition, new)
         lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"revision {old}",
@@ -206,19 +337,19 @@ def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: str, old:
 # --- retained originals -----------------------------------------------------------------------
 
 
-def read_source(engine: "BrowseEngine", caller: "Caller", source_id: str) -> dict[str, Any]:
+def read_source(engine: "BrowseEngine", caller: "Caller", source_id: str) -> RetainedSource:
     """A retained original: its descriptor, whether it still matches its sha256, and its text.
 
     Text is returned for originals up to 1,000,000 bytes that decode as
     UTF-8; ``absolutePath`` lets the owner open the file with another program.
     """
-    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
+    def work(runtime: "OpenStore", authority: "Authority") -> RetainedSource:
         row = runtime.catalog.source(authority.partition, source_id)
         if row is None:
             raise NotFound("no retained source with that id in this partition", source=source_id)
         root = runtime.store.partition_root(authority.partition)
         descriptor = row.descriptor
-        result: dict[str, Any] = {
+        result: RetainedSource = {
             "id": source_id, "retainedPath": row.retained_path, "mediaType": row.media_type,
             "size": row.size, "sha256": row.sha256, "filename": descriptor.get("filename"),
             "origin": descriptor.get("origin"), "recordedAt": descriptor.get("recorded_at"),
@@ -247,7 +378,7 @@ def read_source(engine: "BrowseEngine", caller: "Caller", source_id: str) -> dic
 # --- recall approvals -------------------------------------------------------------------------
 
 
-def approvals(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) -> dict[str, Any]:
+def approvals(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) -> Approvals:
     """Every approved recall block of the partition's current records, most important first.
 
     Read-only: approving belongs to the owner's conversation with the agent
@@ -256,8 +387,8 @@ def approvals(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) 
     window = APPROVALS_PARAMS.read(params)
     offset, limit = window["offset"], window["limit"]
 
-    def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
-        found = []
+    def work(runtime: "OpenStore", authority: "Authority") -> Approvals:
+        found: list[Approval] = []
         for row in runtime.catalog.current(authority.partition, with_recall=True):
             fm = row.frontmatter
             block = approved_block(fm)
@@ -269,7 +400,7 @@ def approvals(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) 
                           "approvedAt": block["approved_at"]})
         found.sort(key=lambda item: (-item["importance"], item["id"]))
         window = found[offset:offset + limit]
-        result: dict[str, Any] = {"approvals": window, "total": len(found), "offset": offset}
+        result: Approvals = {"approvals": window, "total": len(found), "offset": offset}
         if offset + len(window) < len(found):
             result["nextOffset"] = offset + len(window)
         return result

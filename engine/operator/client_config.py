@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..access.authority import INSTANCE_MAX, SESSION_KEY_MAX
+from ..core.answers import NotRequired, TypedDict
 from ..core.errors import InvalidParams
 from ..state.statedir import StateDir
 
@@ -80,7 +81,30 @@ def conversation_audience(agent: str, session_key: str) -> dict[str, str]:
     return {"kind": "conversation", "sessionKey": session_key, "sessionId": str(session_id)}
 
 
-def bridge(state: StateDir, agent: str, instance: str, audience: dict[str, str] | None = None) -> dict[str, Any]:
+class BridgeCommand(TypedDict):
+    """How a client starts the stdio bridge."""
+
+    command: str
+    args: list[str]
+
+
+class AgentSetup(TypedDict):
+    """Everything a client needs to connect an agent: ``config`` is the text to paste, ``audience`` the
+    audience it gets (a conversation's, or ``{kind: owner-private}``)."""
+
+    agent: str
+    client: str
+    owner: bool
+    instance: str
+    audience: dict[str, str]
+    config: str
+    where: str
+    tokenFile: str
+    tokenFileExists: bool
+    grantCommand: NotRequired[str]
+
+
+def bridge(state: StateDir, agent: str, instance: str, audience: dict[str, str] | None = None) -> BridgeCommand:
     """The stdio bridge as a client starts it: command and arguments (``audience``: a conversation's, for an
     agent without owner authority; none is the owner-private audience)."""
     if not instance.strip() or len(instance) > INSTANCE_MAX or "\n" in instance:
@@ -102,8 +126,8 @@ def client_config(state: StateDir, agent: str, client: str, instance: str,
     if client == "vscode":
         return json.dumps({"servers": {SERVER_NAME: {"type": "stdio", **server}}}, indent=2, ensure_ascii=False)
     if client == "claude-code":
-        entry = json.dumps({"type": "stdio", **server}, ensure_ascii=False)
-        return f"claude mcp add-json --scope user {SERVER_NAME} {shlex.quote(entry)}"
+        text = json.dumps({"type": "stdio", **server}, ensure_ascii=False)
+        return f"claude mcp add-json --scope user {SERVER_NAME} {shlex.quote(text)}"
     if client == "openclaw":
         return json.dumps({"mcp": {"servers": {SERVER_NAME: server}}}, indent=2, ensure_ascii=False)
     if client == "codex":
@@ -115,7 +139,7 @@ def client_config(state: StateDir, agent: str, client: str, instance: str,
 
 
 def agent_setup(state: StateDir, agent: dict[str, Any], client: str, instance: str | None = None,
-                session_key: str | None = None) -> dict[str, Any]:
+                session_key: str | None = None) -> AgentSetup:
     """Everything a client needs to connect ``agent`` (a row of the inventory: ``name``, ``owner``).
 
     An agent with owner authority gets the owner-private audience, and a session key is refused for it;
@@ -131,7 +155,7 @@ def agent_setup(state: StateDir, agent: dict[str, Any], client: str, instance: s
                             "owner-private audience", field="sessionKey")
     audience = None if agent.get("owner") else conversation_audience(name, session_key or instance)
     token_file = state.tokens / f"{name}.token"
-    setup: dict[str, Any] = {
+    setup: AgentSetup = {
         "agent": name, "client": client, "owner": bool(agent.get("owner")), "instance": instance,
         "audience": audience or {"kind": "owner-private"},
         "config": client_config(state, name, client, instance, audience), "where": WHERE[client],

@@ -10,7 +10,10 @@ import logging
 from typing import Any, Protocol
 
 from ..access.authority import OperatorCaller
-from ..core.errors import KnowledgeError
+from ..access.stores import AgentEntry, AgentStore, StoreEntry
+from ..core.answers import JsonObject, NotRequired, TypedDict
+from ..core.errors import ErrorAnswer, KnowledgeError
+from ..core.findings import TruncatedFindings
 from ..state.config import SettingsSource
 
 log = logging.getLogger(__name__)
@@ -22,20 +25,51 @@ class DoctorEngine(Protocol):
     @property
     def settings(self) -> SettingsSource: ...
 
-    def stores(self) -> list[dict[str, Any]]: ...
+    def stores(self) -> list[StoreEntry]: ...
 
-    def agents(self) -> list[dict[str, Any]]: ...
+    def agents(self) -> list[AgentEntry]: ...
 
-    def diagnostics(self, caller: OperatorCaller) -> dict[str, Any]: ...
+    def diagnostics(self, caller: OperatorCaller) -> Diagnostics: ...
 
 
-def doctor_report(engine: DoctorEngine) -> dict[str, Any]:
+class OntologySources(TypedDict):
+    sources: list[str]
+
+
+class Diagnostics(TruncatedFindings):
+    """A partition's validation: findings, files per status, the ontology's sources, the git checkpoint and
+    the publications still pending."""
+
+    files: dict[str, int]
+    ontology: OntologySources
+    pendingPublications: int
+    git: JsonObject
+
+
+class DoctorAgent(TypedDict):
+    """An agent's store and, when it is ``ok``, the store's diagnostics of its private partition (the
+    store package's report), or the error that kept them from being read."""
+
+    agent: str
+    store: AgentStore
+    diagnostics: NotRequired[Diagnostics]
+    error: NotRequired[ErrorAnswer]
+
+
+class DoctorReport(TypedDict):
+    stores: list[StoreEntry]
+    agents: list[DoctorAgent]
+    config: NotRequired[str]
+    problems: int
+
+
+def doctor_report(engine: DoctorEngine) -> DoctorReport:
     """``{stores, agents: [{agent, store, diagnostics or error}], config?, problems}``; a broken store is an
     entry of the report, never a failure of it."""
-    report: dict[str, Any] = {"stores": engine.stores(), "agents": []}
+    report: dict[str, Any] = {"stores": engine.stores(), "agents": []}  # "problems" comes last, once counted
     problems = sum(1 for store in report["stores"] if store["status"] == "unavailable")
     for agent in engine.agents():
-        entry: dict[str, Any] = {"agent": agent["name"], "store": agent["store"]}
+        entry: DoctorAgent = {"agent": agent["name"], "store": agent["store"]}
         if agent["store"]["status"] == "ok":
             try:
                 entry["diagnostics"] = engine.diagnostics(OperatorCaller(agent["name"]))
@@ -54,4 +88,4 @@ def doctor_report(engine: DoctorEngine) -> dict[str, Any]:
         report["config"] = settings_problem
         problems += 1
     report["problems"] = problems
-    return report
+    return report  # type: ignore[return-value]

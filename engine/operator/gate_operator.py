@@ -23,17 +23,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol, TypeVar, cast
 
 from models.installed import ModelStore
 
 from ..access.authority import Entry, OperatorCaller
+from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
+from ..core.jobs import JobAnswer
+from ..decision.runtime import DecisionStatusAnswer
 from ..state.config import parse_settings
 from ..decision.runtime import DecisionRuntime
 from ..core.errors import InvalidParams, KnowledgeError
 from ..gate.turn import GateEngine, GateStop, authority_check, evaluate
 from ..gate.journal import LIST_MAX, THRESHOLD_GRID, clear_journal, journal_turns, label_turn, list_turns, what_if
-from ..state.gate_settings import KEYS, GateSettings, parse_gate_settings
+from ..state.gate_settings import KEYS, GateConfig, GateSettings, parse_gate_settings
 from ..core.params import AGENT, NO_PARAMS, Flag, Integer, Number, Params, String, Value
 from ..core.jobs import Jobs
 from ..index.searchable import SearchableStore
@@ -44,6 +47,65 @@ REPLAY_MAX_TURNS = 50
 REPLAY_DEFAULT_TURNS = 20
 MODEL_LOAD_TIMEOUT_S = 300.0
 ReplayProgress = Callable[[int, int, str], None]   # (turns done, turns, message); raises to stop
+T = TypeVar("T")
+
+
+# --- answers ---------------------------------------------------------------------------------------
+# A gate turn and the what-if table are the gate journal's (engine/gate/journal.py), passed on as it
+# answers them: here they are JSON objects.
+
+
+class GateSettingsView(TypedDict):
+    """The ``recallGate`` block as config.json holds it, the settings in force (null: no gate), the keys a
+    block may hold, config.json's problem, and the Decision model with its status."""
+
+    recallGate: JsonValue
+    effective: GateConfig | None
+    keys: list[str]
+    problem: str | None
+    decisionModel: str | None
+    decision: DecisionStatusAnswer
+
+
+class GateCheck(TypedDict):
+    valid: bool
+    message: NotRequired[str]
+    field: NotRequired[JsonValue]
+    effective: NotRequired[GateConfig | None]
+
+
+class GateTurns(TypedDict):
+    turns: list[JsonObject]
+    total: int
+    offset: int
+    nextOffset: NotRequired[int]
+
+
+class JournalCleared(TypedDict):
+    cleared: int
+
+
+class ReplayedTurn(TypedDict):
+    """One journal turn run again: the decisions now beside the ``original`` ones, or the stage that stopped
+    it and why."""
+
+    id: str
+    message: str
+    needed: list[str] | None
+    original: JsonValue
+    decisions: list[JsonObject]
+    wouldInject: str
+    inject: list[str]
+    stage: NotRequired[str]
+    reason: NotRequired[str]
+    latencyMs: float
+
+
+class Replay(TypedDict):
+    settings: GateConfig
+    model: str | None
+    turns: list[ReplayedTurn]
+    whatIf: JsonObject
 
 
 class GateOperatorEngine(GateEngine, Protocol):
@@ -98,7 +160,7 @@ class GateOperator:
 
     # --- settings ---------------------------------------------------------------------------------
 
-    def settings(self, params: dict[str, Any]) -> dict[str, Any]:
+    def settings(self, params: dict[str, Any]) -> GateSettingsView:
         """The ``recallGate`` block as written, the settings in force with defaults, and the model's status."""
         NO_PARAMS.read(params)
         source = self.engine.settings
@@ -108,7 +170,7 @@ class GateOperator:
                 "keys": list(KEYS), "problem": source.problem, "decisionModel": current.decision_model,
                 "decision": self.engine.decision.status().to_dict()}
 
-    def check_settings(self, params: dict[str, Any]) -> dict[str, Any]:
+    def check_settings(self, params: dict[str, Any]) -> GateCheck:
         """Validate a proposed block without saving it."""
         block = GATE_BLOCK.read(params)["recallGate"]
         try:
@@ -117,7 +179,7 @@ class GateOperator:
             return {"valid": False, "message": exc.message, "field": exc.details.get("field")}
         return {"valid": True, "effective": gate.to_config() if gate else None}
 
-    def set_settings(self, params: dict[str, Any]) -> dict[str, Any]:
+    def set_settings(self, params: dict[str, Any]) -> GateSettingsView:
         """Write the block to config.json (``null`` removes it: the gate stops running)."""
         block = NEW_GATE_BLOCK.read(params)["recallGate"]
         parse_gate_settings(block)
@@ -132,31 +194,31 @@ class GateOperator:
 
     # --- the gate log and the journal -------------------------------------------------------------
 
-    def _on_private(self, agent: str, work: Callable[[Any, str], Any]) -> Any:
+    def _on_private(self, agent: str, work: Callable[[Any, str], T]) -> T:
         return self.engine.on_store(OperatorCaller(agent), lambda runtime, a: work(runtime.store, a.partition))
 
-    def log(self, params: dict[str, Any]) -> dict[str, Any]:
+    def log(self, params: dict[str, Any]) -> GateTurns:
         """Recent gate turns (ids, scores, tiers, outcomes, latency), newest first; never message text."""
         values = LOG.read(params)
         return self._on_private(values["agent"], lambda store, partition: list_turns(
             store, partition, journal=False, offset=values["offset"], limit=values["limit"]))
 
-    def journal(self, params: dict[str, Any]) -> dict[str, Any]:
+    def journal(self, params: dict[str, Any]) -> GateTurns:
         """Journal turns with their message text and candidates, newest first."""
         values = JOURNAL.read(params)
         return self._on_private(values["agent"], lambda store, partition: list_turns(
             store, partition, journal=True, offset=values["offset"], limit=values["limit"],
             labelled=values["labelled"]))
 
-    def label(self, params: dict[str, Any]) -> dict[str, Any]:
+    def label(self, params: dict[str, Any]) -> JsonObject:
         values = LABEL.read(params)  # needed: the record ids the turn needed ([] for none), or null to clear
         return self._on_private(values["agent"], lambda store, partition: label_turn(
             store, partition, values["turn"], values["needed"]))
 
-    def clear(self, params: dict[str, Any]) -> dict[str, Any]:
+    def clear(self, params: dict[str, Any]) -> JournalCleared:
         return {"cleared": self._on_private(AGENT.read(params)["agent"], clear_journal)}
 
-    def what_if(self, params: dict[str, Any]) -> dict[str, Any]:
+    def what_if(self, params: dict[str, Any]) -> JsonObject:
         """What each threshold would have injected over the journal turns; precision/recall where labelled."""
         values = WHAT_IF.read(params)
         grid, detail = list(values["thresholds"]), values["threshold"]
@@ -169,7 +231,7 @@ class GateOperator:
 
     # --- replay -----------------------------------------------------------------------------------
 
-    def replay(self, params: dict[str, Any]) -> dict[str, Any]:
+    def replay(self, params: dict[str, Any]) -> Replay:
         """Run kept journal turns again, against the vault as it is now, with other settings or another model.
 
         Nothing is injected, logged as a turn or journaled.  ``recallGate``
@@ -178,7 +240,7 @@ class GateOperator:
         """
         return self.plan_replay(params)(None)
 
-    def start_replay(self, params: dict[str, Any]) -> dict[str, Any]:
+    def start_replay(self, params: dict[str, Any]) -> JobAnswer:
         """``gateReplay`` as a job (engine/core/jobs.py): progress per turn, cancellable between turns."""
         run = self.plan_replay(params)
         agent = params["agent"]
@@ -186,7 +248,7 @@ class GateOperator:
                                       lambda job: run(lambda done, total, message: job.progress(
                                           done, total, unit="turns", message=message)), unit="turns")
 
-    def plan_replay(self, params: dict[str, Any]) -> Callable[[ReplayProgress | None], dict[str, Any]]:
+    def plan_replay(self, params: dict[str, Any]) -> Callable[[ReplayProgress | None], Replay]:
         """Check the request and read the kept turns now; the function returned does the slow part."""
         values = REPLAY.read(params)
         agent, turn_ids = values["agent"], values["turns"]
@@ -194,7 +256,7 @@ class GateOperator:
         overrides = values["recallGate"] or {}
         if not isinstance(overrides, dict):
             raise InvalidParams("recallGate must be an object of settings to override", field="recallGate")
-        base = current.recall_gate.to_config() if current.recall_gate else {}
+        base: Mapping[str, object] = current.recall_gate.to_config() if current.recall_gate else {}
         gate = parse_gate_settings({**base, **overrides})
         assert gate is not None
         turns = self._on_private(agent, lambda store, partition: journal_turns(
@@ -203,7 +265,7 @@ class GateOperator:
         settings = parse_settings({**current.raw, "decisionModel": model}) \
             if model is not None and model != current.decision_model else None
 
-        def run(progress: ReplayProgress | None) -> dict[str, Any]:
+        def run(progress: ReplayProgress | None) -> Replay:
             report = progress or (lambda done, total, message: None)
             runtime, owned = self.engine.decision, settings is not None
             if settings is not None:
@@ -216,7 +278,7 @@ class GateOperator:
                 caller = OperatorCaller(agent)
                 entry = self.engine.enter(caller, create=False)
                 recheck = authority_check(entry)
-                results = []
+                results: list[ReplayedTurn] = []
                 for number, turn in enumerate(turns):
                     report(number, len(turns), f"Replaying turn {number + 1} of {len(turns)}")
                     results.append(self._replay_one(entry, recheck, runtime, gate, turn))
@@ -232,7 +294,7 @@ class GateOperator:
         return run
 
     def _replay_one(self, entry: Entry[SearchableStore], recheck: Callable[[], None], runtime: DecisionRuntime,
-                    gate: GateSettings, turn: dict[str, Any]) -> dict[str, Any]:
+                    gate: GateSettings, turn: dict[str, Any]) -> ReplayedTurn:
         started = runtime.now()   # deadlines are on the Decision runtime's clock
         result: dict[str, Any] = {"id": turn["id"], "message": turn["message"], "needed": turn.get("needed"),
                                   "original": turn["decisions"]}
@@ -246,4 +308,4 @@ class GateOperator:
         except KnowledgeError as exc:
             result.update(decisions=[], stage="gate", reason=exc.reason, wouldInject="none", inject=[])
         result["latencyMs"] = round((runtime.now() - started) * 1000, 1)
-        return result
+        return cast(ReplayedTurn, result)

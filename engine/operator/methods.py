@@ -63,12 +63,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from . import browse, client_config, gate_operator, model_operator, partitions
-from .doctor import doctor_report
+from .browse import Approvals, RecordLinks, RecordPage, RecordTypes, RetainedSource, RevisionDiff
+from .client_config import AgentSetup
+from .doctor import DoctorReport, OntologySources, doctor_report
 from ..gate import stats as gate_stats
 from ..memory import ontology_views
 from ..core import jobs as operator_jobs
 from ..access.authority import INSTANCE_MAX, OWNER_PRIVATE, SESSION_KEY_MAX, OperatorCaller, PreviewCaller
-from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
+from ..access.stores import AgentEntry, AgentStore, StoreEntry
+from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
+from ..core.connections import SeenConnection
+from ..core.errors import Denied, ErrorAnswer, InvalidParams, KnowledgeError, NotFound
+from ..core.findings import FindingAnswer
 from ..core.files import atomic_write
 from ..core.ids import format_timestamp, is_agent_name, utc_now
 from ..memory.knowledge_index import MAX_CHARS as INDEX_MAX_CHARS
@@ -162,7 +168,7 @@ def authenticate_operator(engine: "Engine", presented: Any) -> None:
 # --- parameters --------------------------------------------------------------------------------
 
 
-def _rest(params: dict[str, Any]) -> dict[str, Any]:
+def _rest(params: JsonObject) -> JsonObject:
     """The request without ``agent``: what a browsing method hands the reader of its own parameters."""
     return {key: value for key, value in params.items() if key != "agent"}
 
@@ -174,7 +180,7 @@ def _agents(value: Any, field: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _audience(value: Any, field: str) -> Any:
+def _audience(value: Any, field: str) -> JsonObject:
     if not isinstance(value, dict):
         raise InvalidParams(f"{field} must be an object", field=field)
     return value
@@ -227,6 +233,134 @@ INDEX = AGENT + Params(AUDIENCE, Value("firstMessageAt"))
 ONTOLOGY = AGENT + ontology_views.ONTOLOGY_PARAMS
 
 
+# --- answers --------------------------------------------------------------------------------------
+# ``search``, ``record`` and ``ontology`` answer exactly what the agent tools answer (Engine.search,
+# Engine.get_record, ontology_views.ontology_view): JSON objects here, declared where they are built.
+
+
+class OperatorSettings(TypedDict):
+    """The settings an operator edits, and config.json's problem when it could not be read."""
+
+    writesEnabled: bool
+    knowledgeRuntimeEnabled: bool
+    workspaceRoots: list[str]
+    problem: str | None
+
+
+class Inventory(TypedDict):
+    """Every agent with its effective store, every known store, and the settings: what each owner
+    administration method answers, so a window refreshes from what the engine now holds."""
+
+    agents: list[AgentEntry]
+    stores: list[StoreEntry]
+    settings: OperatorSettings
+
+
+class AgentAdded(Inventory):
+    """A new agent, its token (shown this once), the client configuration for it, and the inventory."""
+
+    agent: str
+    owner: bool
+    token: str
+    tokenFile: str
+    mcpConfig: JsonObject       # the configuration a client pastes, as JSON
+    audience: dict[str, str]
+
+
+class Connections(TypedDict):
+    connections: list[SeenConnection]
+    limit: int
+
+
+class Vectors(TypedDict):
+    indexed: int
+    embedded: int
+    cached: int
+    removed: int
+    pending: int
+
+
+class Reindexed(TypedDict):
+    storeId: str
+    partition: str
+    records: int
+    vectors: NotRequired[Vectors]
+
+
+class Rebuilt(TypedDict):
+    rebuilt: list[Reindexed]
+
+
+class RevisionEntry(TypedDict):
+    """One kept revision; ``updatedAt``, ``lifecycle``, ``title`` and ``attribution`` as its file holds them."""
+
+    revision: int
+    sha256: str
+    origin: str
+    publicationId: str | None
+    observedAt: str
+    updatedAt: JsonValue
+    lifecycle: JsonValue
+    title: JsonValue
+    attribution: JsonValue
+    git: dict[str, str] | None
+
+
+class RecordEvent(TypedDict):
+    kind: str
+    path: str
+    detail: str | None
+    at: str
+
+
+class RecordHistory(TypedDict):
+    id: str
+    revisions: list[RevisionEntry]
+    events: list[RecordEvent]
+    link: NotRequired[str]
+
+
+class Health(TypedDict):
+    """The agent's store; when it is ``ok``, the partition's validation (counts, findings, files, ontology
+    sources, git checkpoint, pending publications) or the ``problem`` that kept it from being read."""
+
+    agent: str
+    store: AgentStore
+    problem: NotRequired[ErrorAnswer]
+    ok: NotRequired[bool]
+    errors: NotRequired[int]
+    warnings: NotRequired[int]
+    findings: NotRequired[list[FindingAnswer]]
+    total: NotRequired[int]
+    truncated: NotRequired[bool]
+    files: NotRequired[dict[str, int]]
+    ontology: NotRequired[OntologySources]
+    pendingPublications: NotRequired[int]
+    git: NotRequired[JsonObject]
+
+
+class PromptPreview(TypedDict):
+    """The memory prompt the agent gets, or why it gets none (``reason``, ``message``); its length in
+    characters (a prompt has no bound of its own: ``maxChars`` is null)."""
+
+    text: str | None
+    reason: NotRequired[str]
+    message: NotRequired[str]
+    chars: int
+    maxChars: None
+
+
+class IndexPreview(TypedDict):
+    """The Knowledge Index the agent gets for a session starting at ``firstMessageAt``, or why it gets none
+    (``reason``); its length and the most it may hold."""
+
+    text: str | None
+    reason: NotRequired[str]
+    firstMessageAt: str
+    chars: int
+    maxChars: int
+
+
 # --- the methods ------------------------------------------------------------------------------
 
 
@@ -237,6 +371,11 @@ class OperatorMethods:
         self.engine = engine
 
     def register(self, dispatcher: MethodTable) -> None:
+        for name, handler in self.handlers().items():
+            dispatcher.register(PREFIX + name, _ignoring_session(handler))
+
+    def handlers(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
+        """Every ``operator/*`` handler by its name without the prefix, each declaring its answer."""
         handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
             "inventory": self.inventory,
             "addAgent": self.add_agent,
@@ -268,12 +407,11 @@ class OperatorMethods:
         handlers.update(model_operator.handlers(self.engine))  # the models view (see model_operator.py)
         handlers.update(operator_jobs.handlers(self.engine.jobs))   # polling and cancelling long work
         handlers.update(partitions.handlers(self.engine))      # partitions and grants (partitions.py)
-        for name, handler in handlers.items():
-            dispatcher.register(PREFIX + name, _ignoring_session(handler))
+        return handlers
 
     # --- owner administration: the only writes ---------------------------------------------
 
-    def inventory(self, params: dict[str, Any]) -> dict[str, Any]:
+    def inventory(self, params: dict[str, Any]) -> Inventory:
         """Every agent with its effective store, every known store, and the settings an operator edits."""
         NO_PARAMS.read(params)
         settings = self.engine.settings
@@ -283,7 +421,7 @@ class OperatorMethods:
                              "knowledgeRuntimeEnabled": current.knowledge_runtime_enabled,
                              "workspaceRoots": list(current.workspace_roots), "problem": settings.problem}}
 
-    def add_agent(self, params: dict[str, Any]) -> dict[str, Any]:
+    def add_agent(self, params: dict[str, Any]) -> AgentAdded:
         """Register an agent; its token is returned this once (and kept in ``tokens/<name>.token``)."""
         values = ADD_AGENT.read(params)
         name, owner = values["name"], values["owner"]
@@ -294,7 +432,7 @@ class OperatorMethods:
                 "mcpConfig": json.loads(setup["config"]), "audience": setup["audience"],
                 **self.inventory({})}
 
-    def remove_agent(self, params: dict[str, Any]) -> dict[str, Any]:
+    def remove_agent(self, params: dict[str, Any]) -> Inventory:
         """Revoke an agent's credentials and drop its grants and token file; its store is kept."""
         name = REMOVE_AGENT.read(params)["name"]
         self.engine.remove_agent(name)
@@ -302,22 +440,22 @@ class OperatorMethods:
         return self.inventory({})
 
 
-    def share_store(self, params: dict[str, Any]) -> dict[str, Any]:
+    def share_store(self, params: dict[str, Any]) -> Inventory:
         values = SHARE_STORE.read(params)
         self.engine.resolver.share_store(values["agent"], values["name"], label=values["label"],
                                          others=values["others"])
         return self.inventory({})
 
-    def use_shared_store(self, params: dict[str, Any]) -> dict[str, Any]:
+    def use_shared_store(self, params: dict[str, Any]) -> Inventory:
         values = USE_SHARED_STORE.read(params)
         self.engine.resolver.use_shared_store(values["agent"], values["name"])
         return self.inventory({})
 
-    def use_own_store(self, params: dict[str, Any]) -> dict[str, Any]:
+    def use_own_store(self, params: dict[str, Any]) -> Inventory:
         self.engine.resolver.use_own_store(AGENT.read(params)["agent"])
         return self.inventory({})
 
-    def set_settings(self, params: dict[str, Any]) -> dict[str, Any]:
+    def set_settings(self, params: dict[str, Any]) -> Inventory:
         """Turn Knowledge writes or the search_knowledge runtime on or off (at least one of them)."""
         values = SET_SETTINGS.read(params)  # every value is checked before anything is written
         if all(values[key] is None for key in ("writesEnabled", "knowledgeRuntimeEnabled", "workspaceRoots")):
@@ -334,7 +472,7 @@ class OperatorMethods:
         settings.save(changed)
         return self.inventory({})
 
-    def agent_config(self, params: dict[str, Any]) -> dict[str, Any]:
+    def agent_config(self, params: dict[str, Any]) -> AgentSetup:
         """What ``knowledge agents config`` prints for an agent as registered (the window's "Connect an agent")."""
         values = AGENT_CONFIG.read(params)
         agent = self.engine.registry.agent(values["agent"])
@@ -343,7 +481,7 @@ class OperatorMethods:
         return client_config.agent_setup(self.engine.state, {"name": agent.name, "owner": agent.owner},
                                          values["client"], values["instance"], values["sessionKey"])
 
-    def connections(self, params: dict[str, Any]) -> dict[str, Any]:
+    def connections(self, params: dict[str, Any]) -> Connections:
         """The agents and instances seen connected recently (kept in memory, bounded; core/connections.py)."""
         NO_PARAMS.read(params)
         recent = self.engine.connections
@@ -351,12 +489,12 @@ class OperatorMethods:
 
     # --- maintenance --------------------------------------------------------------------------
 
-    def doctor(self, params: dict[str, Any]) -> dict[str, Any]:
+    def doctor(self, params: dict[str, Any]) -> DoctorReport:
         """``knowledge doctor``'s report, from the serving engine (see doctor.py)."""
         NO_PARAMS.read(params)
         return doctor_report(self.engine)
 
-    def reindex(self, params: dict[str, Any]) -> dict[str, Any]:
+    def reindex(self, params: dict[str, Any]) -> Rebuilt:
         """Rebuild every search index (and vectors) from the catalogs, each store on its own lane."""
         NO_PARAMS.read(params)
         return {"rebuilt": self.engine.reindex()}
@@ -365,53 +503,53 @@ class OperatorMethods:
     # A method that hands its parameters on (records, search, approvals, ontology) reads them all here,
     # the callee's declaration included, and the callee reads its own again from the rest.
 
-    def records(self, params: dict[str, Any]) -> dict[str, Any]:
+    def records(self, params: dict[str, Any]) -> RecordPage:
         values = RECORDS.read(params)
         return browse.list_records(self.engine, OperatorCaller(values["agent"]), _rest(params))
 
-    def types(self, params: dict[str, Any]) -> dict[str, Any]:
+    def types(self, params: dict[str, Any]) -> RecordTypes:
         return browse.record_types(self.engine, OperatorCaller(AGENT.read(params)["agent"]))
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]:
+    def search(self, params: dict[str, Any]) -> JsonObject:
         values = SEARCH.read(params)
         return self.engine.search(OperatorCaller(values["agent"]), _rest(params), declared=SEARCH_PARAMS)
 
-    def record(self, params: dict[str, Any]) -> dict[str, Any]:
+    def record(self, params: dict[str, Any]) -> JsonObject:
         values = RECORD.read(params)
         return self.engine.get_record(OperatorCaller(values["agent"]), values["id"], values["revision"])
 
-    def links(self, params: dict[str, Any]) -> dict[str, Any]:
+    def links(self, params: dict[str, Any]) -> RecordLinks:
         values = ONE_RECORD.read(params)
         return browse.record_links(self.engine, OperatorCaller(values["agent"]), values["id"])
 
-    def history(self, params: dict[str, Any]) -> dict[str, Any]:
+    def history(self, params: dict[str, Any]) -> RecordHistory:
         values = ONE_RECORD.read(params)
         return self.engine.history(OperatorCaller(values["agent"]), values["id"])
 
-    def diff(self, params: dict[str, Any]) -> dict[str, Any]:
+    def diff(self, params: dict[str, Any]) -> RevisionDiff:
         values = DIFF.read(params)
         return browse.revision_diff(self.engine, OperatorCaller(values["agent"]), values["id"], values["from"],
                                     values["to"])
 
-    def source(self, params: dict[str, Any]) -> dict[str, Any]:
+    def source(self, params: dict[str, Any]) -> RetainedSource:
         values = SOURCE.read(params)
         return browse.read_source(self.engine, OperatorCaller(values["agent"]), values["source"])
 
-    def approvals(self, params: dict[str, Any]) -> dict[str, Any]:
+    def approvals(self, params: dict[str, Any]) -> Approvals:
         values = APPROVALS.read(params)
         return browse.approvals(self.engine, OperatorCaller(values["agent"]), _rest(params))
 
-    def ontology(self, params: dict[str, Any]) -> dict[str, Any]:
+    def ontology(self, params: dict[str, Any]) -> JsonObject:
         values = ONTOLOGY.read(params)
         return ontology_views.ontology_view(self.engine, OperatorCaller(values["agent"]), _rest(params))
 
-    def health(self, params: dict[str, Any]) -> dict[str, Any]:
+    def health(self, params: dict[str, Any]) -> Health:
         """Validation findings, git checkpoint state and pending publications, with the store's status."""
         agent = AGENT.read(params)["agent"]
         known = self.engine.registry.agent(agent)
         if known is None or not known.active:
             raise NotFound(f"no agent named {agent!r}", agent=agent)
-        result: dict[str, Any] = {"agent": agent, "store": self.engine.resolver.agent_view(agent)}
+        result: Health = {"agent": agent, "store": self.engine.resolver.agent_view(agent)}
         if result["store"]["status"] != "ok":
             return result
         try:
@@ -422,7 +560,7 @@ class OperatorMethods:
 
     # --- what an agent sees ------------------------------------------------------------------
 
-    def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+    def prompt(self, params: dict[str, Any]) -> PromptPreview:
         """The memory prompt exactly as the agent gets it in that audience (``memory/prompt``)."""
         values = PROMPT.read(params)
         caller = PreviewCaller(values["agent"], values["audience"])
@@ -432,7 +570,7 @@ class OperatorMethods:
             return {"text": None, "reason": "denied", "message": exc.message, "chars": 0, "maxChars": None}
         return {**result, "chars": len(result["text"]), "maxChars": None}
 
-    def index(self, params: dict[str, Any]) -> dict[str, Any]:
+    def index(self, params: dict[str, Any]) -> IndexPreview:
         """The Knowledge Index exactly as the agent gets it for a session starting then (``memory/index``)."""
         values = INDEX.read(params)
         first = values["firstMessageAt"] or format_timestamp(utc_now())

@@ -22,6 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from ..core.answers import NotRequired, TypedDict
+
 from models.installed import PINNED, InstalledModel, RecordedFile
 
 from ..decision.onnx import READY, OnnxOptions, OnnxReranker
@@ -42,8 +44,78 @@ FILLER = ("The harbour museum shows the mural Alice painted in March. Opening ho
 Progress = Callable[..., None]   # progress(done, total, message=...), raises to cancel
 
 
+# --- answers ---------------------------------------------------------------------------------------
+
+
+class LengthMeasure(TypedDict):
+    """Throughput at one pair length."""
+
+    pairTokens: int
+    pairs: int
+    tokens: int
+    seconds: float
+    tokensPerSecond: float
+
+
+class GateBudget(TypedDict):
+    """What one gate turn of ``timeoutMs`` can score (``windowTokens`` null: fewer pages than asked)."""
+
+    timeoutMs: int
+    tokens: int
+    candidatesScored: int
+    windowTokens: int | None
+
+
+class Fidelity(TypedDict):
+    """How far a variant's probabilities are from fp32's on the same pairs."""
+
+    pairs: int
+    maxDifference: float
+    meanDifference: float
+    sameFirst: float
+
+
+class Recommendation(TypedDict):
+    recommendation: str | None
+    why: str
+
+
+class VariantMeasure(TypedDict):
+    name: str
+    variant: str
+    onnx: str | None
+    tokensPerSecond: float
+    fidelity: Fidelity | None
+    speedup: float | None
+
+
+class VariantComparison(Recommendation):
+    pairTokens: int
+    rounds: int
+    variants: list[VariantMeasure]
+    reference: str | None
+    fastest: str
+
+
+class Benchmark(TypedDict):
+    """A model's measured throughput and the gate budgets it allows; ``variants`` when asked to compare."""
+
+    model: str
+    variant: str
+    loadSeconds: float
+    threads: int
+    tokensPerSecond: float
+    lengths: list[LengthMeasure]
+    timeoutMs: int
+    maxCandidates: int
+    pairOverheadTokens: int
+    budget: GateBudget
+    budgets: list[GateBudget]
+    variants: NotRequired[VariantComparison]
+
+
 def benchmark_model(model: InstalledModel, progress: Progress, *, timeout_ms: int, max_candidates: int,
-                    options: OnnxOptions | None = None) -> dict[str, Any]:
+                    options: OnnxOptions | None = None) -> Benchmark:
     """Load ``model``, measure its tokens per second, and size the gate's budget at ``timeout_ms``."""
     steps = 1 + len(LENGTHS)
     progress(0, steps, message=f"Verifying and loading {model.name}")
@@ -75,7 +147,7 @@ def benchmark_model(model: InstalledModel, progress: Progress, *, timeout_ms: in
 
 
 def gate_budget(tokens_per_second: float, timeout_ms: int, max_candidates: int, fixed_tokens: int,
-                options: OnnxOptions) -> dict[str, Any]:
+                options: OnnxOptions) -> GateBudget:
     """What one gate turn of ``timeout_ms`` can score at this throughput (the plan of gate_scoring.py).
 
     ``fixed_tokens`` is what every pair costs before its excerpt (the
@@ -96,7 +168,7 @@ def gate_budget(tokens_per_second: float, timeout_ms: int, max_candidates: int, 
 
 
 def _measure(reranker: OnnxReranker, document: str, length: int, progress: Progress, step: int,
-             steps: int) -> dict[str, Any]:
+             steps: int) -> LengthMeasure:
     tokens, seconds, rounds = 0, 0.0, 0
     while rounds < MAX_ROUNDS and (rounds == 0 or seconds < MIN_SECONDS_PER_LENGTH):
         progress(step, steps, message=f"Scoring pairs of {length} tokens (round {rounds + 1})")
@@ -183,7 +255,7 @@ def is_full_precision(model: InstalledModel) -> bool:
 
 
 def compare_variants(variants: list[InstalledModel], progress: Progress, *,
-                     options: OnnxOptions | None = None) -> dict[str, Any]:
+                     options: OnnxOptions | None = None) -> VariantComparison:
     """Each variant's tokens per second (alternating rounds on the same pairs) and, against the fp32 variant,
     its scores on the same fidelity pairs; with the recommendation (``recommend``)."""
     steps = len(variants) + VARIANT_ROUNDS + 1
@@ -214,11 +286,11 @@ def compare_variants(variants: list[InstalledModel], progress: Progress, *,
     scores = [[list(r.score_pairs(query, FIDELITY_PAGES, deadline=time.monotonic() + 600,
                                   max_pair_tokens=length).scores) for query in FIDELITY_QUERIES] for r in loaded]
     reference = next((i for i, v in enumerate(variants) if is_full_precision(v)), None)
-    rows = []
+    rows: list[VariantMeasure] = []
     for index, (variant, (tokens, seconds)) in enumerate(zip(variants, totals)):
-        row: dict[str, Any] = {"name": variant.name, "variant": variant.variant, "onnx": variant.onnx,
+        row: VariantMeasure = {"name": variant.name, "variant": variant.variant, "onnx": variant.onnx,
                                "tokensPerSecond": round(tokens / seconds, 1) if seconds > 0 else 0.0,
-                               "fidelity": None}
+                               "fidelity": None, "speedup": None}   # the speedup is set once all are measured
         if reference is not None:
             row["fidelity"] = fidelity(scores[index], scores[reference])
         rows.append(row)
@@ -232,7 +304,7 @@ def compare_variants(variants: list[InstalledModel], progress: Progress, *,
             "fastest": fastest["variant"], **recommend(rows, reference)}
 
 
-def fidelity(ours: list[list[Any]], theirs: list[list[Any]]) -> dict[str, Any]:
+def fidelity(ours: list[list[Any]], theirs: list[list[Any]]) -> Fidelity:
     """How far one variant's probabilities are from the reference's on the same pairs, and how often both put
     the same page first for a query."""
     differences, same_first = [], 0
@@ -245,7 +317,7 @@ def fidelity(ours: list[list[Any]], theirs: list[list[Any]]) -> dict[str, Any]:
             "sameFirst": round(same_first / len(ours), 3)}
 
 
-def recommend(rows: list[dict[str, Any]], reference: int | None) -> dict[str, Any]:
+def recommend(rows: list[VariantMeasure], reference: int | None) -> Recommendation:
     """The fastest variant whose scores stay close to fp32's (``MAX_DIFFERENCE``, ``MIN_SAME_FIRST``).
 
     Without an fp32 variant to compare with, the fastest, its fidelity unmeasured.  ``recommendation`` is
@@ -260,7 +332,7 @@ def recommend(rows: list[dict[str, Any]], reference: int | None) -> dict[str, An
                        f"({fastest['tokensPerSecond']:,.0f}); with no fp32 variant installed beside it, how far "
                        "its scores move could not be measured."}
 
-    def close(row: dict[str, Any]) -> bool:
+    def close(row: VariantMeasure) -> bool:
         measured = row["fidelity"]
         return measured is not None and measured["maxDifference"] <= MAX_DIFFERENCE and \
             measured["sameFirst"] >= MIN_SAME_FIRST
@@ -268,8 +340,8 @@ def recommend(rows: list[dict[str, Any]], reference: int | None) -> dict[str, An
     eligible = [row for index, row in enumerate(rows) if index == reference or close(row)]
     chosen = max(eligible, key=lambda r: r["tokensPerSecond"])
     base = rows[reference]
-    measured = chosen["fidelity"] or {}
-    if chosen is base:
+    measured = chosen["fidelity"]
+    if chosen is base or measured is None:   # any other chosen variant passed close(): its fidelity is measured
         why = f"{chosen['variant']} (full precision) is the fastest variant here that keeps fp32's scores"
     else:
         why = (f"{chosen['variant']} scored {chosen['tokensPerSecond'] / base['tokensPerSecond']:.1f}x fp32's tokens "

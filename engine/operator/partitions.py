@@ -27,12 +27,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, TypeVar
 
+from ..core.answers import NotRequired, TypedDict
+
 from ..access.authority import SESSION_KEY_MAX
-from ..access.stores import StoreResolver
-from ..core.errors import InvalidParams, KnowledgeError, NotFound
+from ..access.stores import StoreEntry, StoreResolver
+from ..core.errors import ErrorAnswer, InvalidParams, KnowledgeError, NotFound
 from ..core.ids import canonical_session_id
 from ..core.params import AgentName, Choice, Params, String, Value, check_name
-from ..state.registry import GRANT_ACCESS, Conversation, Grant, Registry, StoreRecord
+from ..state.registry import GRANT_ACCESS, Conversation, Grant, RegisteredGrant, Registry, StoreRecord
 from ..store.catalog_reads import CatalogReads, PartitionSummary
 from ..store.store import Store
 from ..vault.records import PRIVATE_SCOPE, conversation_scope
@@ -57,13 +59,68 @@ class PartitionsEngine(Protocol):
     @property
     def resolver(self) -> StoreResolver: ...
 
-    def stores(self) -> list[dict[str, Any]]: ...
+    def stores(self) -> list[StoreEntry]: ...
 
     def maintain(self, record: StoreRecord, work: Callable[[StoreLane], T]) -> T: ...
 
     def set_grant(self, agent: str, session_key: str, access: str) -> Grant: ...
 
     def remove_grant(self, agent: str, session_key: str) -> None: ...
+
+
+class GrantAnswer(RegisteredGrant):
+    """A grant with the conversations known to be bound under its session key (by session id)."""
+
+    conversations: list[str]
+
+
+class GrantAccess(TypedDict):
+    access: str
+    createdAt: str
+
+
+class PartitionFigures(TypedDict):
+    partition: str
+    records: int
+    publications: int
+    lastPublicationAt: str | None
+
+
+class PartitionAnswer(PartitionFigures):
+    """One partition, figures only: a conversation's names its session, agent and grant, never a record."""
+
+    kind: str
+    createdAt: str | None
+    sessionId: NotRequired[str]
+    agent: NotRequired[str | None]
+    sessionKey: NotRequired[str | None]
+    grant: NotRequired[GrantAccess | None]
+
+
+class NoEntry(TypedDict, closed=True):
+    """``{}``: the inventory no longer lists the store (it went between the two reads)."""
+
+
+class Partitions(TypedDict):
+    """``store`` is the store's inventory entry; ``problem`` when its catalog could not be read."""
+
+    store: StoreEntry | NoEntry
+    partitions: list[PartitionAnswer]
+    grants: list[GrantAnswer]
+    problem: NotRequired[ErrorAnswer]
+
+
+class Grants(TypedDict):
+    grants: list[RegisteredGrant]
+
+
+class GrantSet(TypedDict):
+    grant: GrantAnswer
+    grants: list[GrantAnswer]
+
+
+class GrantsLeft(TypedDict):
+    grants: list[GrantAnswer]
 
 
 def _session_key(value: Any, field: str) -> str:
@@ -86,24 +143,31 @@ SET_GRANT = GRANT_KEY + Params(Choice("access", choices=GRANT_ACCESS, default="r
 
 
 def handlers(engine: PartitionsEngine) -> dict[str, Callable[[dict[str, Any]], Any]]:
-    return {
-        "partitions": lambda params: partitions(engine, STORE.read(params)["store"]),
-        "grants": lambda params: {"grants": [grant.to_dict() for grant in
-                                             engine.registry.grants(GRANTS.read(params)["agent"])]},
-        "setGrant": lambda params: set_grant(engine, SET_GRANT.read(params)),
-        "removeGrant": lambda params: remove_grant(engine, GRANT_KEY.read(params)),
-    }
+    def partitions_of(params: dict[str, Any]) -> Partitions:
+        return partitions(engine, STORE.read(params)["store"])
+
+    def grants(params: dict[str, Any]) -> Grants:
+        return {"grants": [grant.to_dict() for grant in engine.registry.grants(GRANTS.read(params)["agent"])]}
+
+    def grant(params: dict[str, Any]) -> GrantSet:
+        return set_grant(engine, SET_GRANT.read(params))
+
+    def revoke(params: dict[str, Any]) -> GrantsLeft:
+        return remove_grant(engine, GRANT_KEY.read(params))
+
+    return {"partitions": partitions_of, "grants": grants, "setGrant": grant, "removeGrant": revoke}
 
 
-def partitions(engine: PartitionsEngine, store_id: str) -> dict[str, Any]:
+def partitions(engine: PartitionsEngine, store_id: str) -> Partitions:
     """The store's partitions and its members' grants; nothing is created, no record is read."""
     record = engine.registry.store(store_id)
     if record is None:
         raise NotFound(f"no store with id {store_id!r}", store=store_id)
-    entry = next((store for store in engine.stores() if store.get("storeId") == store_id), {})
+    entry: StoreEntry | NoEntry = next((store for store in engine.stores() if store.get("storeId") == store_id),
+                                       NoEntry())
     members = list(entry.get("agents") or [])
     grants = [grant for agent in members for grant in engine.registry.grants(agent)]
-    answer: dict[str, Any] = {"store": entry, "partitions": [], "grants": []}
+    answer: Partitions = {"store": entry, "partitions": [], "grants": []}
     if entry.get("status") != "ok":
         return answer
     try:
@@ -119,7 +183,7 @@ def partitions(engine: PartitionsEngine, store_id: str) -> dict[str, Any]:
     return answer
 
 
-def set_grant(engine: PartitionsEngine, values: dict[str, Any]) -> dict[str, Any]:
+def set_grant(engine: PartitionsEngine, values: dict[str, Any]) -> GrantSet:
     agent, key, session_id = values["agent"], values["sessionKey"], values["sessionId"]
     if session_id is not None:
         _check_bound(engine, agent, key, session_id)
@@ -128,7 +192,7 @@ def set_grant(engine: PartitionsEngine, values: dict[str, Any]) -> dict[str, Any
             "grants": [_grant(g, []) for g in engine.registry.grants(agent)]}
 
 
-def remove_grant(engine: PartitionsEngine, values: dict[str, Any]) -> dict[str, Any]:
+def remove_grant(engine: PartitionsEngine, values: dict[str, Any]) -> GrantsLeft:
     engine.remove_grant(values["agent"], values["sessionKey"])
     return {"grants": [_grant(g, []) for g in engine.registry.grants(values["agent"])]}
 
@@ -150,9 +214,9 @@ def _check_bound(engine: PartitionsEngine, agent: str, key: str, session_id: str
 
 
 def _partition(summary: PartitionSummary, store_created_at: str, conversations: dict[str, Conversation],
-               grants: list[Grant]) -> dict[str, Any]:
-    row: dict[str, Any] = {"partition": summary.partition, "records": summary.records,
-                           "publications": summary.publications, "lastPublicationAt": summary.last_publication_at}
+               grants: list[Grant]) -> PartitionAnswer:
+    row: PartitionFigures = {"partition": summary.partition, "records": summary.records,
+                             "publications": summary.publications, "lastPublicationAt": summary.last_publication_at}
     if summary.partition == PRIVATE_SCOPE:
         return {**row, "kind": "private", "createdAt": store_created_at}
     session_id = summary.partition.removeprefix(CONVERSATION_PREFIX)
@@ -165,5 +229,5 @@ def _partition(summary: PartitionSummary, store_created_at: str, conversations: 
             "grant": {"access": grant.access, "createdAt": grant.created_at} if grant else None}
 
 
-def _grant(grant: Grant, session_ids: list[str]) -> dict[str, Any]:
+def _grant(grant: Grant, session_ids: list[str]) -> GrantAnswer:
     return {**grant.to_dict(), "conversations": session_ids}

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from models.catalogue import DEFAULT_EMBEDDING_MODEL
 from models.installed import is_model_name
 
+from ..core.answers import JsonObject
 from ..core.errors import InvalidParams
 from ..core.files import atomic_write
 from .gate_settings import GateSettings, parse_gate_settings
@@ -106,7 +107,8 @@ class Settings:
         return (json.dumps(raw, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def migrate(data: dict[str, Any]) -> dict[str, Any]:
+def migrate(data: JsonObject) -> JsonObject:
+    """config.json's document as written, brought up to this release's schema version."""
     version = data.get("schemaVersion", SCHEMA_VERSION)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise InvalidParams("schemaVersion must be a positive integer", field="schemaVersion")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..core.answers import TypedDict
 from ..core.errors import InvalidParams
 from ..core.params import Choice, Flag, Integer, Number, Params
 
@@ -33,6 +34,24 @@ _THRESHOLDS = ("highThreshold", "mediumThreshold", "skipHintBelow")
 KEYS = ("mode", "candidates", *_INT_RANGES, *_THRESHOLDS, "journal")
 
 
+class GateConfig(TypedDict):
+    """The ``recallGate`` block with every key, as config.json spells it (``null``: a tier left off)."""
+
+    mode: str
+    candidates: str
+    maxCandidates: int
+    highThreshold: float
+    excerpts: int
+    excerptChars: int
+    pageChars: int
+    mediumThreshold: float | None
+    skipHintBelow: float | None
+    timeoutMs: int
+    maxIndexChars: int
+    journal: bool
+    longWindows: int
+
+
 @dataclass(frozen=True)
 class GateSettings:
     """The gate's settings in force; field names follow the config keys."""
@@ -51,9 +70,9 @@ class GateSettings:
     journal: bool = False
     long_windows: int = 0            # the cascade: this many likeliest pages get the long windows (0: equal windows)
 
-    def to_config(self) -> dict[str, Any]:
+    def to_config(self) -> GateConfig:
         """The block as config.json spells it (camelCase, every key, ``null`` for an unset tier)."""
-        return {_camel(name): value for name, value in asdict(self).items()}
+        return {_camel(name): value for name, value in asdict(self).items()}  # type: ignore[return-value]
 
 
 def _camel(name: str) -> str:

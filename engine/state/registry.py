@@ -15,6 +15,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.answers import TypedDict
 from ..core.db import Database
 from ..core.errors import Conflict, InvalidParams, NotFound
 from ..core.ids import format_timestamp, is_agent_name, utc_now
@@ -104,6 +105,15 @@ class StoreRecord:
     created_for: str | None
 
 
+class RegisteredGrant(TypedDict):
+    """A grant as answers carry it."""
+
+    agent: str
+    sessionKey: str
+    access: str
+    createdAt: str
+
+
 @dataclass(frozen=True)
 class Grant:
     agent: str
@@ -111,7 +121,7 @@ class Grant:
     access: str
     created_at: str
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> RegisteredGrant:
         return {"agent": self.agent, "sessionKey": self.session_key, "access": self.access,
                 "createdAt": self.created_at}
 
