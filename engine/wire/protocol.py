@@ -30,6 +30,8 @@ from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
 from .tools import ToolRegistry, tool_result
 from .tool_list import ToolListWatch, tool_list_state
+from .mcp_features import CAPABILITIES as FEATURE_CAPABILITIES, register_features
+from .resource_watch import ResourceWatch
 from .messages import MalformedMessage, error_response, is_notification, method_of, parse_request
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -77,6 +79,7 @@ class Session:
     seen: ConnectionKey | None = None  # an agent connection, as the engine's recent connections list it
     can_push: bool = False  # served by the socket, which can send notifications (an in-memory caller cannot)
     tool_list: ToolListWatch | None = None  # an agent connection that listed the tools, when it can be pushed to
+    resources: ResourceWatch | None = None  # one that listed resources or subscribed to one (mcp_features.py)
 
     @property
     def authenticated(self) -> bool:
@@ -120,6 +123,7 @@ class Dispatcher:
         }
         OperatorMethods(engine).register(self)
         self.methods[SUBSCRIBE] = self._subscribe
+        register_features(self)  # resources, prompts, completions, resource subscriptions
 
     def register(self, method: str, handler: Handler) -> None:
         self.methods[method] = handler
@@ -212,7 +216,7 @@ class Dispatcher:
         return {
             "protocolVersion": session.protocol_version,
             # notifications/tools/list_changed after the connection's first tools/list (engine/wire/tool_list.py)
-            "capabilities": {"tools": {"listChanged": True}},
+            "capabilities": {"tools": {"listChanged": True}, **FEATURE_CAPABILITIES},
             "serverInfo": {"name": SERVER_NAME, "version": __version__},
         }
 

@@ -68,8 +68,8 @@ _ID_WINDOW = 64 * 1024  # how much of an oversize line is searched for its id
 # buffer itself (a flood of empty lines is many lines), and a cancellation further back comes in its turn.
 MAX_WAITING = 1024
 PUSH_GATHER_S = 0.05  # how long a change notification waits for the rest of a burst
-# What a connection is sent for a burst of changes (None: nothing); runs on the loop, so work goes to the pool.
-Notifier = Callable[[list[dict[str, Any]], bool], Awaitable[dict[str, Any] | None]]
+# What a connection is sent for a burst of changes (perhaps nothing); runs on the loop, so work goes to the pool.
+Notifier = Callable[[list[dict[str, Any]], bool], Awaitable[list[dict[str, Any]]]]
 
 
 @dataclass(frozen=True)
@@ -255,7 +255,7 @@ class EngineServer:
         loop = asyncio.get_running_loop()
         bounds = self.bounds
         session = Session(can_push=True)
-        pushing: asyncio.Task | None = None
+        pushing: dict[str, asyncio.Task] = {}  # per watch the connection started: what pushes its notifications
         # The request being handled. Requests are handled one at a time, in order; meanwhile the next line is
         # read, so that a ping (all a stdio client's traffic shares this connection) is answered at once.
         handling: asyncio.Task | None = None
@@ -268,12 +268,10 @@ class EngineServer:
             return
 
         async def answer(call: _Call) -> None:
-            nonlocal pushing
             reply = await self._dispatch(session, call.line)
             if reply is not None and not call.cancelled:  # MCP: a cancelled request is not answered
                 await connection.write(encode(reply), bounds.idle_timeout_s)
-            if pushing is None:
-                pushing = self._start_pushing(connection, session)
+            self._start_pushing(connection, session, pushing)
 
         async def finish_handling() -> None:
             nonlocal handling, current
@@ -350,26 +348,30 @@ class EngineServer:
         finally:
             if handling is not None:
                 handling.cancel()
-            if pushing is not None:
-                pushing.cancel()
-            if session.changes is not None:
-                session.changes.close()
-            if session.tool_list is not None:
-                session.tool_list.close()
+            for task in pushing.values():
+                task.cancel()
+            for watch in (session.changes, session.tool_list, session.resources):
+                if watch is not None:
+                    watch.close()
             if session.seen is not None:
                 self.dispatcher.engine.connections.closed(session.seen)
             connection.abort()
 
-    def _start_pushing(self, connection: _Connection, session: Session) -> asyncio.Task | None:
-        """The task that pushes what changed, once the connection's last answer started a watch:
-        ``operator/subscribe``, or an agent's first ``tools/list``."""
-        if session.changes is not None:
-            return asyncio.create_task(self._push_changes(connection, session.changes, _operator_changes))
-        if session.tool_list is not None:
-            return asyncio.create_task(self._push_changes(
+    def _start_pushing(self, connection: _Connection, session: Session, pushing: dict[str, asyncio.Task]) -> None:
+        """Start the task that pushes what changed for each watch the connection's last answer started:
+        ``operator/subscribe``, an agent's first ``tools/list``, its first ``resources/list`` or
+        ``resources/subscribe``."""
+        if session.changes is not None and "changes" not in pushing:
+            pushing["changes"] = asyncio.create_task(self._push_changes(connection, session.changes,
+                                                                        _operator_changes))
+        if session.tool_list is not None and "tools" not in pushing:
+            pushing["tools"] = asyncio.create_task(self._push_changes(
                 connection, session.tool_list.subscription, functools.partial(self._tool_list_changes,
                                                                               session.tool_list)))
-        return None
+        if session.resources is not None and "resources" not in pushing:
+            pushing["resources"] = asyncio.create_task(self._push_changes(
+                connection, session.resources.subscription, functools.partial(self._on_worker,
+                                                                              session.resources.changed)))
 
     async def _push_changes(self, connection: _Connection, subscription: Subscription, notify: Notifier) -> None:
         """Send a watching connection what ``notify`` makes of each burst of changes, for as long as it is open.
@@ -387,8 +389,7 @@ class EngineServer:
                 await asyncio.sleep(PUSH_GATHER_S)  # a burst of writes goes out as one notification
                 ready.clear()
                 changes, resync = subscription.take()
-                notification = await notify(changes, resync) if changes or resync else None
-                if notification is not None:
+                for notification in (await notify(changes, resync) if changes or resync else []):
                     await connection.write(encode(notification), self.bounds.idle_timeout_s)
                 subscription.done()
         except (OSError, RuntimeError):  # the connection closed (TimeoutError included: it stopped reading)
@@ -397,10 +398,15 @@ class EngineServer:
             subscription.set_waker(None)
 
     async def _tool_list_changes(self, watch: ToolListWatch, changes: list[dict[str, Any]],
-                                 resync: bool) -> dict[str, Any] | None:
+                                 resync: bool) -> list[dict[str, Any]]:
         """An agent's ``notifications/tools/list_changed``, when its list changed (read again on a worker)."""
         changed = await asyncio.get_running_loop().run_in_executor(self._pool, watch.changed, changes, resync)
-        return list_changed_notification() if changed else None
+        return [list_changed_notification()] if changed else []
+
+    async def _on_worker(self, notify: Callable[[list[dict[str, Any]], bool], list[dict[str, Any]]],
+                         changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+        """What ``notify`` makes of a burst, worked out on a worker (it reads the store)."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, notify, changes, resync)
 
     async def _refuse(self, conn: socket.socket) -> None:
         limit = self.bounds.max_connections
@@ -664,8 +670,8 @@ class _Connection(asyncio.BufferedProtocol):
             self._paused = False
 
 
-async def _operator_changes(changes: list[dict[str, Any]], resync: bool) -> dict[str, Any]:
-    return changed_notification(changes, resync)
+async def _operator_changes(changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+    return [changed_notification(changes, resync)]
 
 
 async def _first_done(task: asyncio.Task, waiting: Any) -> None:
