@@ -80,7 +80,8 @@ def complete(engine: Engine, caller: Caller, params: dict[str, Any]) -> Completi
     if name not in ARGUMENTS[reference]:
         raise InvalidParams(f"argument.name must be one of {', '.join(ARGUMENTS[reference])} for this reference",
                             field="argument.name")
-    context = (read["context"] or {}).get("arguments") or {}
+    context = (read["context"] or {}).get("arguments")
+    context = {} if context is None else context
     if not isinstance(context, dict):
         raise InvalidParams("context.arguments must be an object", field="context.arguments")
     entry = engine.enter(caller, create=False)
