@@ -1,0 +1,252 @@
+"""Resource subscriptions and list changes over a real socket, then through ``knowledge mcp`` with the official
+MCP client (SDK 2.3.0, a 2025 revision): listing and reading resources, getting prompts, completing, and
+hearing of a subscribed record's change."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from engine.access.authority import AgentCaller
+from engine.service import Engine
+from engine.wire.resource_watch import LIST_CHANGED, UPDATED
+from engine.wire.resources import resource_uri
+from tests.engine.wire.test_change_notifications import Peer, agent_peer
+from tests.engine.wire.test_change_notifications import server  # noqa: F401 - the served engine fixture
+from tests.engine.wire.test_server import init_params, message
+from tests.engine.wire.test_tool_list_changes import settled
+from tests.helpers import page, wait_for
+
+ROOT = Path(__file__).resolve().parents[3]
+CHAT = {"kind": "conversation", "sessionKey": "chat:1", "sessionId": "00000000-0000-4000-8000-000000000001"}
+OWNER = {"kind": "owner-private"}
+
+
+def until_reply(peer: Peer, method: str, params: dict | None = None, request_id: int = 7) -> tuple[dict, list[dict]]:
+    """Ask, and read up to the reply: the reply and every resource notification written before it."""
+    peer.socket.sendall(message(method, params, request_id))
+    notified = []
+    while True:
+        received = peer.read()
+        if received.get("id") == request_id:
+            return received, notified
+        if received.get("method") in (UPDATED, LIST_CHANGED):
+            notified.append(received)
+
+
+def since_settled(engine: Engine, peer: Peer) -> list[dict]:
+    """The resource notifications a connection was sent for what changed before now (written before the
+    ping's answer: one socket, in order)."""
+    wait_for(lambda: settled(engine), timeout=60)  # a hang guard: the wait is for the watches, not a time
+    reply, notified = until_reply(peer, "ping", request_id=99)
+    assert reply["result"] == {}
+    return notified
+
+
+def updated(uri: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri}}
+
+
+LISTED = {"jsonrpc": "2.0", "method": LIST_CHANGED}
+
+
+def test_a_subscribed_record_is_notified_when_it_changes_and_only_then(engine: Engine, server) -> None:
+    token, other = engine.add_agent("main", owner=True), engine.add_agent("other", owner=True)
+    owner = AgentCaller(token, OWNER)
+    atlas = engine.save_page(owner, page("p1", "Atlas migration", "project"))
+    dana = engine.save_page(owner, page("p2", "Dana Whitfield"))
+    store = engine.resolver.effective("main", create=False).store_id
+    uri = resource_uri(store, atlas["id"])
+    agent = agent_peer(server, token)
+    try:
+        reply, _ = until_reply(agent, "resources/subscribe", {"uri": uri})
+        assert reply["result"] == {}
+        assert until_reply(agent, "resources/subscribe", {"uri": uri})[0]["result"] == {}  # again: the same
+        # Writes elsewhere: another record of its partition, its conversation, another agent's store.
+        engine.save_page(owner, page("p2-2", "Dana Whitfield", body="Revised.", id=dana["id"], expectedRevision=1))
+        engine.save_page(AgentCaller(token, CHAT), page("p3", "Chat note", "note"))
+        engine.save_page(AgentCaller(other, OWNER), page("p4", "Elsewhere", "note"))
+        assert since_settled(engine, agent) == []
+
+        engine.save_page(owner, page("p1-2", "Atlas migration", "project", "Revised.", id=atlas["id"],
+                                     expectedRevision=1))
+        assert agent.read() == updated(uri)
+        assert since_settled(engine, agent) == []
+        read, _ = until_reply(agent, "resources/read", {"uri": uri})
+        assert "Revised." in read["result"]["contents"][0]["text"]
+
+        assert until_reply(agent, "resources/unsubscribe", {"uri": uri})[0]["result"] == {}
+        engine.save_page(owner, page("p1-3", "Atlas migration", "project", "Again.", id=atlas["id"],
+                                     expectedRevision=2))
+        assert since_settled(engine, agent) == []
+    finally:
+        agent.close()
+    wait_for(lambda: not engine.changes.watched, timeout=60)  # a closed connection's watch ends with it
+
+
+def test_a_listing_connection_hears_when_its_own_partition_changes(engine: Engine, server) -> None:
+    token, other = engine.add_agent("main", owner=True), engine.add_agent("other", owner=True)
+    owner = AgentCaller(token, OWNER)
+    engine.save_page(owner, page("p1", "Atlas migration", "project"))
+    agent = agent_peer(server, token)
+    chat = Peer(server.port)
+    assert "result" in chat.ask("initialize", init_params(token, CHAT))
+    try:
+        for peer in (agent, chat):
+            assert "resources" in until_reply(peer, "resources/list")[0]["result"]
+        engine.save_page(AgentCaller(other, OWNER), page("p4", "Elsewhere", "note"))
+        assert since_settled(engine, agent) == [] and since_settled(engine, chat) == []
+        engine.save_page(owner, page("p2", "Dana Whitfield"))
+        assert agent.read() == LISTED
+        assert since_settled(engine, agent) == [] and since_settled(engine, chat) == []
+        engine.save_page(AgentCaller(token, CHAT), page("p3", "Chat note", "note"))
+        assert chat.read() == LISTED
+        assert since_settled(engine, agent) == []
+    finally:
+        agent.close()
+        chat.close()
+
+
+def test_another_partitions_record_cannot_be_subscribed_to(engine: Engine, server) -> None:
+    token, other = engine.add_agent("main", owner=True), engine.add_agent("other", owner=True)
+    atlas = engine.save_page(AgentCaller(token, OWNER), page("p1", "Atlas migration", "project"))
+    elsewhere = engine.save_page(AgentCaller(other, OWNER), page("p4", "Elsewhere", "note"))
+    store = engine.resolver.effective("main", create=False).store_id
+    other_store = engine.resolver.effective("other", create=False).store_id
+    chat = Peer(server.port)
+    assert "result" in chat.ask("initialize", init_params(token, CHAT))
+    agent = agent_peer(server, token)
+    try:
+        for peer, uri in ((chat, resource_uri(store, atlas["id"])), (agent, resource_uri(other_store, elsewhere["id"])),
+                          (agent, resource_uri(store, elsewhere["id"]))):
+            refused = until_reply(peer, "resources/subscribe", {"uri": uri})[0]["error"]
+            assert refused["code"] == -32002 and refused["data"]["reason"] == "not_found", refused
+            assert "Atlas" not in str(refused) and "Elsewhere" not in str(refused)
+        engine.save_page(AgentCaller(token, OWNER), page("p1-2", "Atlas migration", "project", "Revised.",
+                                                         id=atlas["id"], expectedRevision=1))
+        assert since_settled(engine, chat) == [] and since_settled(engine, agent) == []
+    finally:
+        chat.close()
+        agent.close()
+
+
+def test_a_revoked_credential_is_notified_of_nothing_and_refused_at_its_next_request(engine: Engine, server,
+                                                                                        state_dir) -> None:
+    token = engine.add_agent("main", owner=True)
+    atlas = engine.save_page(AgentCaller(token, OWNER), page("p1", "Atlas migration", "project"))
+    record = engine.resolver.effective("main", create=False)
+    uri = resource_uri(record.store_id, atlas["id"])
+    agent = agent_peer(server, token)
+    try:
+        assert until_reply(agent, "resources/subscribe", {"uri": uri})[0]["result"] == {}
+        assert "result" in until_reply(agent, "resources/list")[0]
+        engine.remove_agent("main")
+        # The record edited outside the engine, as the vault watcher reports it: the watch reads again, refused.
+        path = next(p for p in (state_dir.stores / record.store_id / "vault" / "private").rglob("*.md")
+                    if atlas["id"] in p.read_text(encoding="utf-8"))
+        path.write_text(path.read_text(encoding="utf-8") + "\nEdited outside.\n", encoding="utf-8")
+        engine.runtime(record).mark_dirty(str(path.relative_to(state_dir.stores / record.store_id / "vault")))
+        assert since_settled(engine, agent) == []
+        refused, _ = until_reply(agent, "resources/read", {"uri": uri})
+        assert refused["error"]["data"]["reason"] == "denied"
+    finally:
+        agent.close()
+
+
+def test_an_edit_outside_the_engine_is_notified(engine: Engine, server, state_dir) -> None:
+    token = engine.add_agent("main", owner=True)
+    atlas = engine.save_page(AgentCaller(token, OWNER), page("p1", "Atlas migration", "project"))
+    record = engine.resolver.effective("main", create=False)
+    uri = resource_uri(record.store_id, atlas["id"])
+    agent = agent_peer(server, token)
+    try:
+        assert until_reply(agent, "resources/subscribe", {"uri": uri})[0]["result"] == {}
+        vault = state_dir.stores / record.store_id / "vault"
+        path = next(p for p in (vault / "private").rglob("*.md") if atlas["id"] in p.read_text(encoding="utf-8"))
+        path.write_text(path.read_text(encoding="utf-8") + "\nEdited outside.\n", encoding="utf-8")
+        engine.runtime(record).mark_dirty(str(path.relative_to(vault)))
+        assert agent.read() == updated(uri)
+        assert "Edited outside." in until_reply(agent, "resources/read", {"uri": uri})[0]["result"]["contents"][0]["text"]
+    finally:
+        agent.close()
+
+
+@pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # in 2026-07-28; this is a 2025 session
+def test_the_official_mcp_client_lists_reads_completes_gets_prompts_and_hears_of_changes(tmp_path) -> None:
+    from mcp import ClientSession, types
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    state = tmp_path / "state"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cli = [sys.executable, "-m", "engine.cli", "--state-dir", str(state)]
+    subprocess.run([*cli, "agents", "add", "main", "--owner"], check=True, env=env, capture_output=True, cwd=ROOT)
+    serve = subprocess.Popen([*cli, "serve", "--port", "0"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    results: dict[str, Any] = {}
+    try:
+        wait_for(lambda: (state / "engine.json").exists(), timeout=60)
+
+        async def session() -> None:
+            changed = anyio.Event()
+
+            async def on_message(incoming: Any) -> None:
+                if isinstance(incoming, types.ResourceUpdatedNotification):
+                    results["notified"] = str(incoming.params.uri)
+                    changed.set()
+
+            params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env,
+                                           args=[*cli[1:], "mcp", "--agent", "main"])
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write, message_handler=on_message) as client:
+                    initialized = await client.initialize()
+                    results["version"] = initialized.protocol_version
+                    results["subscribe"] = initialized.capabilities.resources.subscribe
+                    saved = await client.call_tool("knowledge_save_page", {
+                        "requestId": "r1", "type": "project", "title": "Atlas migration", "body": "First.",
+                        "aliases": ["northwind/atlas"]})
+                    record = saved.structured_content
+                    listed = await client.list_resources()
+                    results["listed"] = [(str(r.uri), r.name, r.title, r.mime_type) for r in listed.resources]
+                    templates = await client.list_resource_templates()
+                    results["templates"] = [t.uri_template for t in templates.resource_templates]
+                    contents = (await client.read_resource(record["link"])).contents
+                    results["text"] = contents[0].text
+                    prompts = await client.list_prompts()
+                    results["prompts"] = [p.name for p in prompts.prompts]
+                    got = await client.get_prompt("knowledge_memory", {"projectKey": "northwind/atlas"})
+                    results["prompt"] = got.messages[0].content.text
+                    index = await client.get_prompt("knowledge_index", {"firstMessageAt": "2999-01-01T00:00:00Z"})
+                    results["index"] = index.messages[0].content.text
+                    completed = await client.complete(
+                        types.ResourceTemplateReference(type="ref/resource", uri=templates.resource_templates[0].uri_template),
+                        {"name": "record", "value": "north"})
+                    results["completed"] = completed.completion.values
+                    results["record"] = record
+                    await client.subscribe_resource(record["link"])
+                    await client.call_tool("knowledge_save_page", {
+                        "requestId": "r2", "type": "project", "title": "Atlas migration", "body": "Second.",
+                        "id": record["id"], "expectedRevision": 1})
+                    with anyio.fail_after(60):  # a hang guard: the wait is for the notification itself
+                        await changed.wait()
+
+        anyio.run(session)
+    finally:
+        serve.terminate()
+        serve.wait(30)
+    record = results["record"]
+    assert results["version"].startswith("2025-") and results["subscribe"] is True
+    assert results["listed"] == [(record["link"], record["id"], "Atlas migration", "text/markdown")]
+    assert results["templates"] == ["knowledge://record/{store}/{record}",
+                                    "knowledge://record/{store}/{record}/revision/{revision}"]
+    assert results["text"].startswith("---\n") and "First." in results["text"]
+    assert results["prompts"] == ["knowledge_memory", "knowledge_index"]
+    assert 'project key "northwind/atlas"' in results["prompt"]
+    assert results["index"].startswith("## Knowledge Index") and "Atlas migration" in results["index"]
+    assert results["completed"] == [record["id"]]
+    assert results["notified"] == record["link"]
