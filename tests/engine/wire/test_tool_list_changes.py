@@ -76,7 +76,9 @@ def test_agents_are_told_the_list_may_change_and_the_operator_is_not(engine: Eng
     token = engine.add_agent("main", owner=True)
     agent = Session()
     reply = dispatcher.handle(agent, message("initialize", init_params(token)))
-    assert reply["result"]["capabilities"]["tools"] == {"listChanged": True}
+    assert reply["result"]["capabilities"] == {"tools": {"listChanged": True},
+                                               "resources": {"subscribe": True, "listChanged": True},
+                                               "prompts": {"listChanged": False}, "completions": {}}
     ensure_operator_token(engine.state)
     reply = dispatcher.handle(Session(), message("initialize", {"protocolVersion": "2025-11-25", "_meta": {
         "knowledge": {"operatorToken": read_operator_token(engine.state)}}}))
