@@ -64,22 +64,24 @@ class PromptAnswer(TypedDict):
     messages: list[PromptMessage]
 
 
-PROMPTS: dict[str, PromptEntry] = {
-    MEMORY_PROMPT: {
-        "name": MEMORY_PROMPT, "title": "Knowledge memory prompt",
-        "description": "How to use Knowledge as your memory: recall before planning, what to save and how "
-                       "(save guidance only when you can save).",
-        "arguments": [{"name": "projectKey", "required": False,
-                       "description": "The host's project key for this repository (the alias of its project "
-                                      "page); left out when it is unsafe to show"}]},
-    INDEX_PROMPT: {
-        "name": INDEX_PROMPT, "title": "Knowledge Index",
-        "description": "A short list of what your vault holds (labels only, at most 4,000 characters), as of "
-                       "the session's first message.",
-        "arguments": [{"name": "firstMessageAt", "required": False,
-                       "description": "The session's first retained message, ISO-8601 UTC (default: now); the "
-                                      "same value gives the same bytes"}]},
-}
+def _prompt(name: str, title: str, description: str, argument: str, about: str) -> PromptEntry:
+    """A prompt of one optional argument (as both are)."""
+    return {"name": name, "title": title, "description": description,
+            "arguments": [{"name": argument, "description": about, "required": False}]}
+
+
+PROMPTS: dict[str, PromptEntry] = {prompt["name"]: prompt for prompt in (
+    _prompt(MEMORY_PROMPT, "Knowledge memory prompt",
+            "How to use Knowledge as your memory: recall before planning, what to save and how (save guidance "
+            "only when you can save).",
+            "projectKey", "The host's project key for this repository (the alias of its project page); left out "
+                          "when it is unsafe to show"),
+    _prompt(INDEX_PROMPT, "Knowledge Index",
+            "A short list of what your vault holds (labels only, at most 4,000 characters), as of the session's "
+            "first message.",
+            "firstMessageAt", "The session's first retained message, ISO-8601 UTC (default: now); the same value "
+                              "gives the same bytes"),
+)}
 
 # What each prompt's ``arguments`` may hold (strings, as MCP sends them); read with ``where="arguments."``.
 PROMPT_ARGUMENTS = {

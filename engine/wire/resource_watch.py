@@ -33,6 +33,7 @@ from ..access.authority import AgentCaller, Authority
 from ..core.errors import KnowledgeError, LimitExceeded, NotFound
 from ..store.open_store import ReadView
 from .resources import ResourceAddress
+from .tool_list import TOPICS, concerns_caller
 
 if TYPE_CHECKING:
     from ..runtime import StoreRuntime
@@ -42,7 +43,6 @@ log = logging.getLogger(__name__)
 
 UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
-TOPICS = ("stores", "grants", "publications")
 SUBSCRIPTIONS_MAX = 1000  # URIs one connection may watch
 
 Fingerprint = tuple[int | None, str | None] | None  # a record's (revision, sha256); None: no such record
@@ -65,12 +65,7 @@ class Reading:
 
     def concerns(self, change: dict[str, Any]) -> bool:
         """Whether ``change`` (a change feed entry) could change what this caller reaches."""
-        if change["topic"] == "stores":
-            return True
-        if change["topic"] == "grants":
-            return self.agent is None or change.get("agent") == self.agent
-        return self.store_id is not None and (change.get("storeId"), change.get("partition")) == (
-            self.store_id, self.partition)
+        return concerns_caller(change, self.agent, self.store_id, self.partition)
 
 
 def updated_notification(uri: str) -> dict[str, Any]:

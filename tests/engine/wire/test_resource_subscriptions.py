@@ -4,13 +4,8 @@ hearing of a subscribed record's change."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from engine.access.authority import AgentCaller
@@ -19,34 +14,23 @@ from engine.wire.resource_watch import LIST_CHANGED, UPDATED
 from engine.wire.resources import resource_uri
 from tests.engine.wire.test_change_notifications import Peer, agent_peer
 from tests.engine.wire.test_change_notifications import server  # noqa: F401 - the served engine fixture
-from tests.engine.wire.test_server import init_params, message
-from tests.engine.wire.test_tool_list_changes import settled
+from tests.engine.wire.test_server import init_params
+from tests.engine.wire import test_tool_list_changes as tool_list_changes
+from tests.engine.wire.served import run_client, served_engine
 from tests.helpers import page, wait_for
 
-ROOT = Path(__file__).resolve().parents[3]
 CHAT = {"kind": "conversation", "sessionKey": "chat:1", "sessionId": "00000000-0000-4000-8000-000000000001"}
 OWNER = {"kind": "owner-private"}
 
 
-def until_reply(peer: Peer, method: str, params: dict | None = None, request_id: int = 7) -> tuple[dict, list[dict]]:
+def until_reply(peer: Peer, method: str, params: dict | None = None) -> tuple[dict, list[dict]]:
     """Ask, and read up to the reply: the reply and every resource notification written before it."""
-    peer.socket.sendall(message(method, params, request_id))
-    notified = []
-    while True:
-        received = peer.read()
-        if received.get("id") == request_id:
-            return received, notified
-        if received.get("method") in (UPDATED, LIST_CHANGED):
-            notified.append(received)
+    return tool_list_changes.until_reply(peer, method, params, heard=(UPDATED, LIST_CHANGED))
 
 
 def since_settled(engine: Engine, peer: Peer) -> list[dict]:
-    """The resource notifications a connection was sent for what changed before now (written before the
-    ping's answer: one socket, in order)."""
-    wait_for(lambda: settled(engine), timeout=60)  # a hang guard: the wait is for the watches, not a time
-    reply, notified = until_reply(peer, "ping", request_id=99)
-    assert reply["result"] == {}
-    return notified
+    """The resource notifications a connection was sent for what changed before now."""
+    return tool_list_changes.since_settled(engine, peer, heard=(UPDATED, LIST_CHANGED))
 
 
 def updated(uri: str) -> dict[str, Any]:
@@ -54,6 +38,15 @@ def updated(uri: str) -> dict[str, Any]:
 
 
 LISTED = {"jsonrpc": "2.0", "method": LIST_CHANGED}
+
+
+def edit_outside(engine: Engine, state_dir: Any, record_id: str) -> None:
+    """Append a line to main's private record ``record_id`` by hand, and report it as the vault watcher does."""
+    record = engine.resolver.effective("main", create=False)
+    vault = state_dir.stores / record.store_id / "vault"
+    path = next(p for p in (vault / "private").rglob("*.md") if record_id in p.read_text(encoding="utf-8"))
+    path.write_text(path.read_text(encoding="utf-8") + "\nEdited outside.\n", encoding="utf-8")
+    engine.runtime(record).mark_dirty(str(path.relative_to(vault)))
 
 
 def test_a_subscribed_record_is_notified_when_it_changes_and_only_then(engine: Engine, server) -> None:
@@ -136,109 +129,65 @@ def test_another_partitions_record_cannot_be_subscribed_to(engine: Engine, serve
         agent.close()
 
 
-def test_a_revoked_credential_is_notified_of_nothing_and_refused_at_its_next_request(engine: Engine, server,
-                                                                                        state_dir) -> None:
+@pytest.mark.parametrize("revoked", [False, True])
+def test_an_edit_outside_the_engine_is_notified_unless_the_credential_was_revoked(engine: Engine, server,
+                                                                                  state_dir, revoked) -> None:
     token = engine.add_agent("main", owner=True)
     atlas = engine.save_page(AgentCaller(token, OWNER), page("p1", "Atlas migration", "project"))
-    record = engine.resolver.effective("main", create=False)
-    uri = resource_uri(record.store_id, atlas["id"])
+    uri = resource_uri(engine.resolver.effective("main", create=False).store_id, atlas["id"])
     agent = agent_peer(server, token)
     try:
         assert until_reply(agent, "resources/subscribe", {"uri": uri})[0]["result"] == {}
         assert "result" in until_reply(agent, "resources/list")[0]
-        engine.remove_agent("main")
-        # The record edited outside the engine, as the vault watcher reports it: the watch reads again, refused.
-        path = next(p for p in (state_dir.stores / record.store_id / "vault" / "private").rglob("*.md")
-                    if atlas["id"] in p.read_text(encoding="utf-8"))
-        path.write_text(path.read_text(encoding="utf-8") + "\nEdited outside.\n", encoding="utf-8")
-        engine.runtime(record).mark_dirty(str(path.relative_to(state_dir.stores / record.store_id / "vault")))
-        assert since_settled(engine, agent) == []
-        refused, _ = until_reply(agent, "resources/read", {"uri": uri})
-        assert refused["error"]["data"]["reason"] == "denied"
-    finally:
-        agent.close()
-
-
-def test_an_edit_outside_the_engine_is_notified(engine: Engine, server, state_dir) -> None:
-    token = engine.add_agent("main", owner=True)
-    atlas = engine.save_page(AgentCaller(token, OWNER), page("p1", "Atlas migration", "project"))
-    record = engine.resolver.effective("main", create=False)
-    uri = resource_uri(record.store_id, atlas["id"])
-    agent = agent_peer(server, token)
-    try:
-        assert until_reply(agent, "resources/subscribe", {"uri": uri})[0]["result"] == {}
-        vault = state_dir.stores / record.store_id / "vault"
-        path = next(p for p in (vault / "private").rglob("*.md") if atlas["id"] in p.read_text(encoding="utf-8"))
-        path.write_text(path.read_text(encoding="utf-8") + "\nEdited outside.\n", encoding="utf-8")
-        engine.runtime(record).mark_dirty(str(path.relative_to(vault)))
-        assert agent.read() == updated(uri)
-        assert "Edited outside." in until_reply(agent, "resources/read", {"uri": uri})[0]["result"]["contents"][0]["text"]
+        if revoked:
+            engine.remove_agent("main")
+        edit_outside(engine, state_dir, atlas["id"])  # the watch reads again (refused, once revoked)
+        if revoked:
+            assert since_settled(engine, agent) == []
+            refused, _ = until_reply(agent, "resources/read", {"uri": uri})
+            assert refused["error"]["data"]["reason"] == "denied"
+        else:
+            assert agent.read() == updated(uri) and agent.read() == LISTED
+            read, _ = until_reply(agent, "resources/read", {"uri": uri})
+            assert "Edited outside." in read["result"]["contents"][0]["text"]
     finally:
         agent.close()
 
 
 @pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # in 2026-07-28; this is a 2025 session
 def test_the_official_mcp_client_lists_reads_completes_gets_prompts_and_hears_of_changes(tmp_path) -> None:
-    from mcp import ClientSession, types
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp import types
 
-    state = tmp_path / "state"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cli = [sys.executable, "-m", "engine.cli", "--state-dir", str(state)]
-    subprocess.run([*cli, "agents", "add", "main", "--owner"], check=True, env=env, capture_output=True, cwd=ROOT)
-    serve = subprocess.Popen([*cli, "serve", "--port", "0"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
     results: dict[str, Any] = {}
-    try:
-        wait_for(lambda: (state / "engine.json").exists(), timeout=60)
+    with served_engine(tmp_path) as served:
 
-        async def session() -> None:
-            changed = anyio.Event()
+        async def before(client: Any) -> None:
+            initialized = await client.initialize()
+            results["version"] = initialized.protocol_version
+            results["subscribe"] = initialized.capabilities.resources.subscribe
+            saved = await client.call_tool("knowledge_save_page", {
+                "requestId": "r1", "type": "project", "title": "Atlas migration", "body": "First.",
+                "aliases": ["northwind/atlas"]})
+            record = results["record"] = saved.structured_content
+            listed = await client.list_resources()
+            results["listed"] = [(str(r.uri), r.name, r.title, r.mime_type) for r in listed.resources]
+            templates = await client.list_resource_templates()
+            results["templates"] = [t.uri_template for t in templates.resource_templates]
+            results["text"] = (await client.read_resource(record["link"])).contents[0].text
+            results["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+            got = await client.get_prompt("knowledge_memory", {"projectKey": "northwind/atlas"})
+            results["prompt"] = got.messages[0].content.text
+            index = await client.get_prompt("knowledge_index", {"firstMessageAt": "2999-01-01T00:00:00Z"})
+            results["index"] = index.messages[0].content.text
+            completed = await client.complete(types.ResourceTemplateReference(
+                type="ref/resource", uri=templates.resource_templates[0].uri_template), {"name": "record", "value": "north"})
+            results["completed"] = completed.completion.values
+            await client.subscribe_resource(record["link"])
+            await client.call_tool("knowledge_save_page", {
+                "requestId": "r2", "type": "project", "title": "Atlas migration", "body": "Second.",
+                "id": record["id"], "expectedRevision": 1})
 
-            async def on_message(incoming: Any) -> None:
-                if isinstance(incoming, types.ResourceUpdatedNotification):
-                    results["notified"] = str(incoming.params.uri)
-                    changed.set()
-
-            params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env,
-                                           args=[*cli[1:], "mcp", "--agent", "main"])
-            async with stdio_client(params) as (read, write):
-                async with ClientSession(read, write, message_handler=on_message) as client:
-                    initialized = await client.initialize()
-                    results["version"] = initialized.protocol_version
-                    results["subscribe"] = initialized.capabilities.resources.subscribe
-                    saved = await client.call_tool("knowledge_save_page", {
-                        "requestId": "r1", "type": "project", "title": "Atlas migration", "body": "First.",
-                        "aliases": ["northwind/atlas"]})
-                    record = saved.structured_content
-                    listed = await client.list_resources()
-                    results["listed"] = [(str(r.uri), r.name, r.title, r.mime_type) for r in listed.resources]
-                    templates = await client.list_resource_templates()
-                    results["templates"] = [t.uri_template for t in templates.resource_templates]
-                    contents = (await client.read_resource(record["link"])).contents
-                    results["text"] = contents[0].text
-                    prompts = await client.list_prompts()
-                    results["prompts"] = [p.name for p in prompts.prompts]
-                    got = await client.get_prompt("knowledge_memory", {"projectKey": "northwind/atlas"})
-                    results["prompt"] = got.messages[0].content.text
-                    index = await client.get_prompt("knowledge_index", {"firstMessageAt": "2999-01-01T00:00:00Z"})
-                    results["index"] = index.messages[0].content.text
-                    completed = await client.complete(
-                        types.ResourceTemplateReference(type="ref/resource", uri=templates.resource_templates[0].uri_template),
-                        {"name": "record", "value": "north"})
-                    results["completed"] = completed.completion.values
-                    results["record"] = record
-                    await client.subscribe_resource(record["link"])
-                    await client.call_tool("knowledge_save_page", {
-                        "requestId": "r2", "type": "project", "title": "Atlas migration", "body": "Second.",
-                        "id": record["id"], "expectedRevision": 1})
-                    with anyio.fail_after(60):  # a hang guard: the wait is for the notification itself
-                        await changed.wait()
-
-        anyio.run(session)
-    finally:
-        serve.terminate()
-        serve.wait(30)
+        notified = run_client(served, types.ResourceUpdatedNotification, before)
     record = results["record"]
     assert results["version"].startswith("2025-") and results["subscribe"] is True
     assert results["listed"] == [(record["link"], record["id"], "Atlas migration", "text/markdown")]
@@ -249,4 +198,4 @@ def test_the_official_mcp_client_lists_reads_completes_gets_prompts_and_hears_of
     assert 'project key "northwind/atlas"' in results["prompt"]
     assert results["index"].startswith("## Knowledge Index") and "Atlas migration" in results["index"]
     assert results["completed"] == [record["id"]]
-    assert results["notified"] == record["link"]
+    assert [str(notification.params.uri) for notification in notified] == [record["link"]]
