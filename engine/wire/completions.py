@@ -18,7 +18,7 @@ composed do not matter), through the catalog's names index, so a keystroke costs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..access.authority import Authority, Caller
 from ..core.answers import NotRequired, TypedDict
@@ -26,14 +26,10 @@ from ..core.errors import InvalidParams
 from ..core.ids import is_record_id
 from ..core.params import Params, String, Value
 from ..store.catalog_reads import RecordRow, lookup_keys, name_key
-from ..store.open_store import ReadView
+from ..store.open_store import OpenStore, ReadView
 from ..vault.records import TITLE_MAX_CHARS
 from .prompts import INDEX_PROMPT, MEMORY_PROMPT, PROMPTS
-from .resources import RECORD_TEMPLATE, REVISION_TEMPLATE
-
-if TYPE_CHECKING:
-    from ..runtime import StoreRuntime
-    from ..service import Engine
+from .resources import RECORD_TEMPLATE, REVISION_TEMPLATE, ResourceEngine
 
 VALUES_MAX = 100  # MCP: at most 100 values a response
 PROJECT_TYPE = "project"
@@ -73,7 +69,7 @@ COMPLETE_PARAMS = Params(Value("ref", _reference, required=True),
                          Value("context", lambda value, field: CONTEXT.read(value, where=field + ".")))
 
 
-def complete(engine: Engine, caller: Caller, params: dict[str, Any]) -> CompletionAnswer:
+def complete(engine: ResourceEngine, caller: Caller, params: dict[str, Any]) -> CompletionAnswer:
     read = COMPLETE_PARAMS.read(params)
     reference, argument = read["ref"], read["argument"]
     name, typed = argument["name"], argument["value"]
@@ -91,7 +87,7 @@ def complete(engine: Engine, caller: Caller, params: dict[str, Any]) -> Completi
         store_id = entry.authority.store.store_id
         return _answer([store_id] if store_id.startswith(typed) else [])
 
-    def values(runtime: StoreRuntime, authority: Authority, view: ReadView) -> list[str]:
+    def values(store: OpenStore, authority: Authority, view: ReadView) -> list[str]:
         if name == "revision":
             record = context.get("record")
             if not is_record_id(record):

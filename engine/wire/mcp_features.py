@@ -13,23 +13,53 @@ one reader (an unknown parameter is refused naming it), and authorizes the reque
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
-from ..access.authority import AgentCaller
+from ..access.authority import AgentCaller, Caller, Entry
 from ..core.errors import InvalidParams
 from ..core.params import without_meta
+from ..store.open_store import OpenStore
 from . import completions, prompts, resources
-from .resource_watch import ResourceWatch
+from .resource_watch import ResourceWatch, WatchEngine
 
-if TYPE_CHECKING:
-    from .protocol import Dispatcher, Session
+
+class FeatureEntry(resources.ReadEntry, Entry[OpenStore], Protocol):
+    """An authorized caller at its store, on the lane or beside it."""
+
+
+class FeatureEngine(WatchEngine, prompts.PromptsEngine, Protocol):
+    """What the features need of the engine, together."""
+
+    def enter(self, caller: Caller, *, write: bool = False, scope: str | None = None,
+              create: bool = True) -> FeatureEntry: ...
+
+
+class Session(Protocol):
+    """What the features keep on a connection (``protocol.Session``)."""
+
+    token: str | None
+    audience: Any
+    instance: str | None
+    can_push: bool  # served by the socket, which can send notifications
+    resources: ResourceWatch | None
+
+
+class MethodTable(Protocol):
+    """The dispatcher, as the features register on it."""
+
+    @property
+    def engine(self) -> FeatureEngine: ...
+
+    def caller(self, session: Any, params: dict[str, Any]) -> AgentCaller: ...
+
+    def register(self, method: str, handler: Callable[[Any, dict[str, Any]], Any]) -> None: ...
 
 # What ``initialize`` declares beside the tools: subscriptions and list changes are pushed by the socket.
 CAPABILITIES = {"resources": {"subscribe": True, "listChanged": True}, "prompts": {"listChanged": False},
                 "completions": {}}
 
 
-def register_features(dispatcher: Dispatcher) -> None:
+def register_features(dispatcher: MethodTable) -> None:
     engine = dispatcher.engine
 
     def list_resources(session: Session, params: dict[str, Any]) -> resources.ResourceList:

@@ -14,22 +14,24 @@ Arguments are strings, as MCP has them; an unknown prompt or argument is ``inval
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
-from ..access.authority import Caller
+from ..access.authority import Caller, StoreEntry
 from ..core.answers import TypedDict
 from ..core.errors import InvalidParams
 from ..core.ids import format_timestamp, utc_now
 from ..core.params import Params, String, Value
 from ..memory.knowledge_index import index_for
-from ..memory.memory_prompt import PROJECT_KEY_MAX_CHARS, prompt_for
-
-if TYPE_CHECKING:
-    from ..service import Engine
+from ..memory.memory_prompt import PROJECT_KEY_MAX_CHARS, PromptEngine, prompt_for
+from ..store.open_store import OpenStore
 
 MEMORY_PROMPT = "knowledge_memory"
 INDEX_PROMPT = "knowledge_index"
 TIMESTAMP_MAX_CHARS = 64
+
+
+class PromptsEngine(PromptEngine, StoreEntry[OpenStore], Protocol):
+    """What the prompts need of the engine: the memory prompt's and the Knowledge Index's."""
 
 
 class PromptArgument(TypedDict):
@@ -105,12 +107,12 @@ LIST_PARAMS = Params(Value("cursor", _no_cursor, nullable=True))
 GET_PARAMS = Params(Value("name", _prompt_name, required=True), Value("arguments"))
 
 
-def list_prompts(engine: Engine, caller: Caller) -> PromptList:
+def list_prompts(engine: PromptsEngine, caller: Caller) -> PromptList:
     engine.authorize(caller, create=False)
     return {"prompts": list(PROMPTS.values())}
 
 
-def get_prompt(engine: Engine, caller: Caller, name: str, arguments: Any) -> PromptAnswer:
+def get_prompt(engine: PromptsEngine, caller: Caller, name: str, arguments: Any) -> PromptAnswer:
     """The prompt ``name`` for ``caller``, with ``arguments`` (an object of strings, or absent)."""
     read = PROMPT_ARGUMENTS[name].read({} if arguments is None else arguments, where="arguments.")
     engine.authorize(caller, create=False)

@@ -27,21 +27,19 @@ import json
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol, Union
 
 from ..access.authority import AgentCaller, Authority
 from ..core.errors import KnowledgeError, LimitExceeded, NotFound
-from ..store.open_store import ReadView
-from .resources import ResourceAddress
+from ..core.answers import TypedDict
+from ..core.changes import ChangeFeed
+from ..store.open_store import OpenStore, ReadView
+from .resources import ResourceAddress, ResourceEngine
 from .tool_list import TOPICS, concerns_caller
-
-if TYPE_CHECKING:
-    from ..runtime import StoreRuntime
-    from ..service import Engine
 
 log = logging.getLogger(__name__)
 
-UPDATED = "notifications/resources/updated"
+UPDATED = "notifications/resources/updated"  # the methods of the two notifications below
 LIST_CHANGED = "notifications/resources/list_changed"
 SUBSCRIPTIONS_MAX = 1000  # URIs one connection may watch
 
@@ -68,19 +66,44 @@ class Reading:
         return concerns_caller(change, self.agent, self.store_id, self.partition)
 
 
-def updated_notification(uri: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri}}
+class UpdatedParams(TypedDict):
+    uri: str
 
 
-def list_changed_notification() -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": LIST_CHANGED}
+class UpdatedNotification(TypedDict):
+    jsonrpc: Literal["2.0"]
+    method: Literal["notifications/resources/updated"]
+    params: UpdatedParams
+
+
+class ListChangedNotification(TypedDict):
+    jsonrpc: Literal["2.0"]
+    method: Literal["notifications/resources/list_changed"]
+
+
+ResourceNotification = Union[UpdatedNotification, ListChangedNotification]
+
+
+def updated_notification(uri: str) -> UpdatedNotification:
+    return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+
+
+def list_changed_notification() -> ListChangedNotification:
+    return {"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}
+
+
+class WatchEngine(ResourceEngine, Protocol):
+    """What a watch needs of the engine: the way in, and the change feed."""
+
+    @property
+    def changes(self) -> ChangeFeed: ...
 
 
 class ResourceWatch:
     """One agent connection's subscribed URIs (each with the caller that subscribed: the connection's
     audience, or a request's own) and its listed resources (the connection's audience)."""
 
-    def __init__(self, engine: Engine, caller: AgentCaller) -> None:
+    def __init__(self, engine: WatchEngine, caller: AgentCaller) -> None:
         self.caller = caller  # the connection's own
         self._engine = engine
         # Subscribed before anything is read, so that no change falls between a reading and the watch.
@@ -105,7 +128,7 @@ class ResourceWatch:
         entry = self._engine.enter(caller, create=False)
         authority = entry.authority
 
-        def look(runtime: StoreRuntime, a: Authority, view: ReadView) -> Reading:
+        def look(store: OpenStore, a: Authority, view: ReadView) -> Reading:
             return Reading(a.agent, view.store.store_id, a.partition, view.version,
                            {uri: _fingerprint(view, a.partition, address) for uri, address in addresses.items()})
 
@@ -146,7 +169,7 @@ class ResourceWatch:
             if self._listed is None or reading > self._listed[0]:
                 self._listed = (reading, state)
 
-    def changed(self, changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+    def changed(self, changes: list[dict[str, Any]], resync: bool) -> list[ResourceNotification]:
         """The notifications ``changes`` call for (``resync``: anything may have changed); runs on a worker."""
         with self._lock:
             groups: dict[CallerKey, tuple[AgentCaller, dict[str, ResourceAddress]]] = {}
@@ -155,7 +178,7 @@ class ResourceWatch:
             for uri, (address, caller) in self._watched.items():
                 groups.setdefault(caller_key(caller), (caller, {}))[1][uri] = address
             last = dict(self._last)
-        notifications: list[dict[str, Any]] = []
+        notifications: list[ResourceNotification] = []
         for key, (caller, addresses) in groups.items():
             seen = last.get(key)
             if not resync and seen is not None and not any(seen.concerns(change) for change in changes):
@@ -170,9 +193,9 @@ class ResourceWatch:
             notifications += self._compare(caller, reading, state)
         return notifications
 
-    def _compare(self, caller: AgentCaller, reading: int, state: Reading) -> list[dict[str, Any]]:
+    def _compare(self, caller: AgentCaller, reading: int, state: Reading) -> list[ResourceNotification]:
         """What the client is to be told of ``state`` (read as ``reading``), remembered as told."""
-        notifications: list[dict[str, Any]] = []
+        notifications: list[ResourceNotification] = []
         with self._lock:
             for uri, fingerprint in state.prints.items():
                 told = self._told.get(uri)

@@ -17,20 +17,19 @@ never creates a store.  Subscriptions to these URIs are engine/wire/resource_wat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol, TypeVar
 
 from ..access.authority import Authority, Caller
 from ..core.answers import NotRequired, TypedDict
 from ..core.errors import InvalidParams, NotFound
 from ..core.links import LINK_MAX_CHARS, parse_record_link, record_link
 from ..core.params import Params, String, Value
+from ..search.keyword import CursorSigner
 from ..store.catalog_reads import RecordRow
-from ..store.open_store import ReadView
+from ..store.open_store import OpenStore, ReadView
 from ..store.reads import record_file
 
-if TYPE_CHECKING:
-    from ..runtime import StoreRuntime
-    from ..service import Engine
+T = TypeVar("T")
 
 MIME_TYPE = "text/markdown"
 PAGE_SIZE = 100
@@ -40,6 +39,31 @@ REVISION_DIGITS_MAX = 15
 RECORD_TEMPLATE = "knowledge://record/{store}/{record}"
 REVISION_TEMPLATE = "knowledge://record/{store}/{record}/revision/{revision}"
 URI_FORMS = "knowledge://record/<store id>/<record id>[/revision/<n>]"
+
+
+class ReadEntry(Protocol):
+    """An authorized caller at its store, reading beside the lane (``Engine.enter``'s entry)."""
+
+    @property
+    def authority(self) -> Authority: ...
+
+    def read(self, work: Callable[[OpenStore, Authority, ReadView], T]) -> T:
+        """``work(store, authority, view)`` on the last committed snapshot; authority re-checked around it."""
+        ...
+
+
+class ResourceEngine(Protocol):
+    """What resources and completions need of the engine: the way in (never creating a store) and the
+    cursor signer."""
+
+    def authorize(self, caller: Caller, *, write: bool = False, scope: str | None = None,
+                  create: bool = True) -> Authority: ...
+
+    def enter(self, caller: Caller, *, write: bool = False, scope: str | None = None,
+              create: bool = True) -> ReadEntry: ...
+
+    @property
+    def signer(self) -> CursorSigner: ...
 
 
 class Annotations(TypedDict):
@@ -161,7 +185,7 @@ TEMPLATES_PARAMS = Params(Value("cursor", _no_cursor, nullable=True))
 URI_PARAMS = Params(Value("uri", parse_resource_uri, required=True))  # read, subscribe, unsubscribe
 
 
-def list_resources(engine: Engine, caller: Caller, cursor: str | None) -> ResourceList:
+def list_resources(engine: ResourceEngine, caller: Caller, cursor: str | None) -> ResourceList:
     """One page of the current records of ``caller``'s partition, by title; ``nextCursor`` while more follow.
 
     A cursor is signed and bound to the store and partition it was issued for: any other is refused as
@@ -172,7 +196,7 @@ def list_resources(engine: Engine, caller: Caller, cursor: str | None) -> Resour
             _refuse_cursor()
         return {"resources": []}
 
-    def page(runtime: StoreRuntime, authority: Authority, view: ReadView) -> ResourceList:
+    def page(store: OpenStore, authority: Authority, view: ReadView) -> ResourceList:
         binding = {"list": "resources", "store": view.store.store_id, "partition": authority.partition}
         offset = _offset(engine, cursor, binding)
         total, rows = view.catalog.listing(authority.partition, current_only=True, kind=None, type=None,
@@ -185,7 +209,7 @@ def list_resources(engine: Engine, caller: Caller, cursor: str | None) -> Resour
     return entry.read(page)
 
 
-def _offset(engine: Engine, cursor: str | None, binding: dict[str, Any]) -> int:
+def _offset(engine: ResourceEngine, cursor: str | None, binding: dict[str, Any]) -> int:
     if cursor is None:
         return 0
     state = engine.signer.open(cursor)
@@ -211,7 +235,7 @@ def _entry(store_id: str, row: RecordRow) -> ResourceEntry:
     return entry
 
 
-def read_resource(engine: Engine, caller: Caller, address: ResourceAddress) -> ResourceRead:
+def read_resource(engine: ResourceEngine, caller: Caller, address: ResourceAddress) -> ResourceRead:
     """The record file a URI names, from the caller's partition: its newest file, or an exact kept revision.
 
     Like ``knowledge_record``, the newest file is served whatever its status (withdrawn, invalid; bytes
@@ -221,13 +245,13 @@ def read_resource(engine: Engine, caller: Caller, address: ResourceAddress) -> R
     store = entry.authority.store
     if store is None or store.store_id != address.store_id:
         raise NotFound("no such resource for this caller", uri=address.uri)
-    found = entry.read(lambda runtime, authority, view: record_file(
+    found = entry.read(lambda store, authority, view: record_file(
         view.store, view.catalog, authority.partition, address.record_id, address.revision))
     return {"contents": [{"uri": address.uri, "mimeType": MIME_TYPE, "text": found.content.decode("utf-8", "replace"),
                           "_meta": {"knowledge": {"revision": found.revision, "status": found.status}}}]}
 
 
-def resource_templates(engine: Engine, caller: Caller) -> ResourceTemplateList:
+def resource_templates(engine: ResourceEngine, caller: Caller) -> ResourceTemplateList:
     """The two URI templates; the caller is authorized first (never creating a store), like every method."""
     engine.authorize(caller, create=False)
     return {"resourceTemplates": list(TEMPLATES)}

@@ -403,7 +403,7 @@ class EngineServer:
         changed = await asyncio.get_running_loop().run_in_executor(self._pool, watch.changed, changes, resync)
         return [list_changed_notification()] if changed else []
 
-    async def _on_worker(self, notify: Callable[[list[dict[str, Any]], bool], list[dict[str, Any]]],
+    async def _on_worker(self, notify: Callable[[list[dict[str, Any]], bool], list[Any]],
                          changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
         """What ``notify`` makes of a burst, worked out on a worker (it reads the store)."""
         return await asyncio.get_running_loop().run_in_executor(self._pool, notify, changes, resync)
