@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 
 from engine.access.authority import AgentCaller
+from engine.core.answers import output_schema
 from engine.memory.memory_prompt import prompt_for
+from engine.wire import completions, prompts, resources
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.resources import PAGE_SIZE, parse_resource_uri, resource_uri
 from tests.engine.wire.test_server import init_params, message
@@ -19,8 +22,18 @@ CHAT = {"kind": "conversation", "sessionKey": "chat:1", "sessionId": "00000000-0
 OWNER = {"kind": "owner-private"}
 
 
+# Each method's declared answer: every answer these tests see is validated against its JSON Schema.
+ANSWERS = {"resources/list": resources.ResourceList, "resources/templates/list": resources.ResourceTemplateList,
+           "resources/read": resources.ResourceRead, "resources/subscribe": resources.Empty,
+           "resources/unsubscribe": resources.Empty, "prompts/list": prompts.PromptList,
+           "prompts/get": prompts.PromptAnswer, "completion/complete": completions.CompletionAnswer}
+
+
 def ask(dispatcher: Dispatcher, session: Session, method: str, params: dict | None = None) -> dict[str, Any]:
-    return dispatcher.handle(session, message(method, params))
+    reply = dispatcher.handle(session, message(method, params))
+    if "result" in reply and method in ANSWERS:
+        jsonschema.validate(reply["result"], output_schema(ANSWERS[method]))
+    return reply
 
 
 def result(reply: dict[str, Any]) -> Any:
