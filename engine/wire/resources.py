@@ -17,11 +17,12 @@ never creates a store.  Subscriptions to these URIs are engine/wire/resource_wat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Callable, NoReturn, Protocol, TypeVar
 
 from ..access.authority import Authority, Caller
 from ..core.answers import NotRequired, TypedDict
 from ..core.errors import InvalidParams, NotFound
+from ..core.ids import is_record_id
 from ..core.links import LINK_MAX_CHARS, parse_record_link, record_link
 from ..core.params import Params, String, Value
 from ..search.keyword import CursorSigner
@@ -201,7 +202,8 @@ def list_resources(engine: ResourceEngine, caller: Caller, cursor: str | None) -
         offset = _offset(engine, cursor, binding)
         total, rows = view.catalog.listing(authority.partition, current_only=True, kind=None, type=None,
                                            order="title", offset=offset, limit=PAGE_SIZE)
-        answer: ResourceList = {"resources": [_entry(view.store.store_id, row) for row in rows]}
+        answer: ResourceList = {"resources": [_entry(view.store.store_id, row) for row in rows
+                                              if is_record_id(row.record_id)]}  # a link's id alphabet
         if offset + len(rows) < total:
             answer["nextCursor"] = engine.signer.sign({**binding, "offset": offset + len(rows)})
         return answer
@@ -213,14 +215,15 @@ def _offset(engine: ResourceEngine, cursor: str | None, binding: dict[str, Any])
     if cursor is None:
         return 0
     state = engine.signer.open(cursor)
-    offset = state.get("offset") if isinstance(state, dict) else None
-    if any(state.get(key) != value for key, value in binding.items()) or isinstance(offset, bool) \
-            or not isinstance(offset, int) or offset < 0:
+    if not isinstance(state, dict) or any(state.get(key) != value for key, value in binding.items()):
+        _refuse_cursor()
+    offset = state.get("offset")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         _refuse_cursor()
     return offset
 
 
-def _refuse_cursor() -> None:
+def _refuse_cursor() -> NoReturn:
     raise InvalidParams("cursor was not issued by resources/list for this caller: list from the start, "
                         "without a cursor", field="cursor")
 
