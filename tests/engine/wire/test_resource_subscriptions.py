@@ -199,3 +199,46 @@ def test_the_official_mcp_client_lists_reads_completes_gets_prompts_and_hears_of
     assert results["index"].startswith("## Knowledge Index") and "Atlas migration" in results["index"]
     assert results["completed"] == [record["id"]]
     assert [str(notification.params.uri) for notification in notified] == [record["link"]]
+
+
+def test_a_subscription_made_for_a_requests_own_audience_is_read_with_it(engine: Engine, server) -> None:
+    token = engine.add_agent("main", owner=True)
+    owner, chat = AgentCaller(token, OWNER), AgentCaller(token, CHAT)
+    note = engine.save_page(chat, page("p3", "Chat note", "note"))
+    atlas = engine.save_page(owner, page("p1", "Atlas migration", "project"))
+    store = engine.resolver.effective("main", create=False).store_id
+    agent = agent_peer(server, token)  # initialized for the private partition
+    as_chat = {"_meta": {"knowledge": {"audience": CHAT}}}
+    try:
+        note_uri, atlas_uri = resource_uri(store, note["id"]), resource_uri(store, atlas["id"])
+        assert until_reply(agent, "resources/subscribe", {"uri": note_uri, **as_chat})[0]["result"] == {}
+        refused = until_reply(agent, "resources/subscribe", {"uri": atlas_uri, **as_chat})[0]["error"]
+        assert refused["data"]["reason"] == "not_found"  # the conversation does not reach the private page
+        engine.save_page(owner, page("p1-2", "Atlas migration", "project", "Revised.", id=atlas["id"],
+                                     expectedRevision=1))
+        assert since_settled(engine, agent) == []
+        engine.save_page(chat, page("p3-2", "Chat note", "note", "Revised.", id=note["id"], expectedRevision=1))
+        assert agent.read() == updated(note_uri)
+        assert since_settled(engine, agent) == []
+    finally:
+        agent.close()
+
+
+def test_a_connection_holds_a_bounded_number_of_subscriptions(engine: Engine, server, monkeypatch) -> None:
+    from engine.wire import resource_watch
+
+    monkeypatch.setattr(resource_watch, "SUBSCRIPTIONS_MAX", 1)
+    token = engine.add_agent("main", owner=True)
+    owner = AgentCaller(token, OWNER)
+    first, second = (engine.save_page(owner, page(f"p{n}", f"Page {n}", "note")) for n in (1, 2))
+    store = engine.resolver.effective("main", create=False).store_id
+    agent = agent_peer(server, token)
+    try:
+        assert until_reply(agent, "resources/subscribe", {"uri": resource_uri(store, first["id"])})[0]["result"] == {}
+        refused = until_reply(agent, "resources/subscribe", {"uri": resource_uri(store, second["id"])})[0]["error"]
+        assert refused["data"] == {"reason": "limit_exceeded", "field": "uri", "limit": 1, "size": 2}
+        engine.save_page(owner, page("p2-2", "Page 2", "note", "Revised.", id=second["id"], expectedRevision=1))
+        assert since_settled(engine, agent) == []  # the refused one was never watched
+        assert until_reply(agent, "resources/subscribe", {"uri": resource_uri(store, first["id"])})[0]["result"] == {}
+    finally:
+        agent.close()
