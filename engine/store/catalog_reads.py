@@ -27,6 +27,7 @@ from ..vault.records import PRIVATE_SCOPE
 T = TypeVar("T")
 DERIVED_KEYS_MAX = 8
 _IDS_PER_QUERY = 500  # ids in one IN (...) list
+_LAST_CHAR = "\U0010ffff"  # after every character: [prefix, prefix + _LAST_CHAR) holds what starts with prefix
 
 # (column, the value a current record has, the status shown when it differs: that word, or the column's value).
 # The order is the order a reader is told why a record is not current.
@@ -348,6 +349,26 @@ class CatalogReads:
             {"p": partition, "kind": kind, **{f"key{number}": key for number, key in enumerate(keys)}},
         )
         return [row["record_id"] for row in rows]
+
+    def named_from(self, partition: str, name_prefix: str, *, id_prefix: str | None = None,
+                   kind: str | None = None, type: str | None = None, limit: int) -> list[RecordRow]:
+        """Up to ``limit`` current records with a title or alias whose ``name_key`` starts with ``name_prefix``
+        (or, given ``id_prefix``, whose id starts with it), by title; found through the names index, so the
+        cost follows the matches rather than the partition (completions as a name is typed)."""
+        filters, values = "", {"p": partition, "kind": kind, "type": type, "limit": limit,
+                               "lo": name_prefix, "hi": name_prefix + _LAST_CHAR,
+                               "id_lo": id_prefix, "id_hi": (id_prefix or "") + _LAST_CHAR}
+        if kind is not None:
+            filters += " AND c.kind = :kind"
+        if type is not None:
+            filters += " AND c.type = :type"
+        by_id = ("UNION SELECT c.partition, c.path FROM catalog c WHERE c.partition = :p "
+                 "AND c.record_id >= :id_lo AND c.record_id < :id_hi") if id_prefix is not None else ""
+        return [record_row(row) for row in self.db.tuples(
+            f"SELECT {RECORD_COLUMNS} FROM catalog c JOIN (SELECT DISTINCT n.partition, n.path FROM names n "
+            f"WHERE n.partition = :p AND n.key >= :lo AND n.key < :hi {by_id}) AS m "
+            f"ON m.partition = c.partition AND m.path = c.path WHERE {CURRENT}{filters} "
+            "ORDER BY c.title COLLATE NOCASE, c.record_id LIMIT :limit", values)]
 
     # --- any record ---------------------------------------------------------------
 

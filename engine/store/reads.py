@@ -8,6 +8,7 @@ invalid and fixture records stay reachable here; only withheld records
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .catalog import Catalog
@@ -47,8 +48,28 @@ def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]
     return view
 
 
+@dataclass(frozen=True)
+class RecordFile:
+    """One kept revision of a record as a file: its exact bytes, where it lies, its revision and status
+    (``current``, or why it is not; ``historical`` for an earlier revision)."""
+
+    content: bytes
+    path: str
+    revision: int | None
+    status: str
+    findings: list[dict[str, Any]]
+
+
 def get_record(store: Store, catalog: CatalogReads, partition: str, record_id: str,
                revision: int | None = None) -> dict[str, Any]:
+    found = record_file(store, catalog, partition, record_id, revision)
+    return _view(found.content, found.path, status=found.status, findings=found.findings)
+
+
+def record_file(store: Store, catalog: CatalogReads, partition: str, record_id: str,
+                revision: int | None = None) -> RecordFile:
+    """The newest file of ``record_id`` (re-read, so an edit outside the engine is seen), or its kept
+    ``revision``; NotFound for a withheld, unknown or duplicated id."""
     rows = catalog.rows_for_id(partition, record_id)
     if len(rows) > 1:
         raise NotFound("that id is used by more than one file; exact lookups return none",
@@ -59,15 +80,15 @@ def get_record(store: Store, catalog: CatalogReads, partition: str, record_id: s
         row = fresh_row(store, catalog, partition, rows[0])
         if row is None or row.record_id != record_id or row.file_status == "withheld":
             raise NotFound("no record with that id in this partition", id=record_id)
-        data = _bytes_of(store, catalog, partition, row)
-        return _view(data, row.path, status=row.status, findings=row.findings)
+        return RecordFile(_bytes_of(store, catalog, partition, row), row.path, row.revision, row.status,
+                          row.findings)
     stored = catalog.revision(partition, record_id, revision)
     if stored is None:
         raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
     current = rows[0] if rows else None
     is_current = current is not None and current.revision == revision and current.sha256 == stored.sha256
     status = current.status if current is not None and is_current else "historical"
-    return _view(stored.content, stored.path, status=status, findings=[])
+    return RecordFile(stored.content, stored.path, revision, status, [])
 
 
 def fresh_row(store: Store, catalog: CatalogReads, partition: str, row: RecordRow) -> RecordRow | None:

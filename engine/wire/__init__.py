@@ -8,6 +8,11 @@ bridge, MCP's Streamable HTTP and the owner's operator connection.
     server         EngineServer: loopback TCP and the POSIX socket, bounded before initialize
     tools          the knowledge_* tools and their published schemas
     tool_list      notifications/tools/list_changed: what decides an agent's list, and its watch
+    mcp_features   registers MCP's resources, prompts, completions and resource subscriptions:
+      resources       records as resources: URIs, templates, list and read
+      resource_watch  resources/subscribe: notifications/resources/updated and list_changed
+      prompts         the memory prompt and the Knowledge Index as MCP prompts
+      completions     completion/complete: record names and aliases as they are typed
     protocol_docs  docs/protocol-tools.md, generated
     bridge         knowledge mcp: stdio <-> socket
     http           knowledge serve --http: MCP's Streamable HTTP over the same dispatcher, on loopback

@@ -39,6 +39,8 @@ from .listen import LISTEN, TOOLS_LIST_CHANGED, ListenKind, ListenStream, ToolLi
 from .modern import (AUTHENTICATE, DISCOVER, HANDSHAKE, HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS, REMOVED_METHODS,
                      Authenticated, DiscoverAnswer, EnvelopeError, discover_answer, envelope_refused, enveloped,
                      handshake_refused, modern_result, read_envelope, removed_method, versions_served)
+from .mcp_features import CAPABILITIES as FEATURE_CAPABILITIES, register_features
+from .resource_watch import ResourceWatch
 from .messages import MalformedMessage, error_response, is_notification, method_of, parse_request
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
@@ -92,6 +94,7 @@ class Session:
     tool_list: ToolListWatch | None = None  # an agent connection that listed the tools, when it can be pushed to
     era: str | None = None  # HANDSHAKE after initialize, MODERN after knowledge/authenticate (engine/wire/modern.py)
     listen: ListenStream | None = None  # a 2026-07-28 connection's open subscriptions/listen stream
+    resources: ResourceWatch | None = None  # one that listed resources or subscribed to one (mcp_features.py)
 
     @property
     def authenticated(self) -> bool:
@@ -153,6 +156,8 @@ class Dispatcher:
         # subscriptions/listen: the notification kinds honoured (engine/wire/listen.py).
         self.listen_kinds: dict[str, ListenKind] = {}
         self.register_listen(TOOLS_LIST_CHANGED)
+        register_features(self)  # resources, prompts, completions, resource subscriptions
+        self.capabilities.update(FEATURE_CAPABILITIES)
 
     def register(self, method: str, handler: Handler) -> None:
         self.methods[method] = handler

@@ -258,6 +258,7 @@ class EngineServer:
         session = Session(can_push=True)
         pushing: asyncio.Task | None = None
         pushed: Subscription | None = None  # what ``pushing`` serves
+        resource_pushing: asyncio.Task | None = None  # what pushes resources/updated (MCP 2025)
         # The request being handled. Requests are handled one at a time, in order; meanwhile the next line is
         # read, so that a ping (all a stdio client's traffic shares this connection) is answered at once.
         handling: asyncio.Task | None = None
@@ -272,13 +273,15 @@ class EngineServer:
         def sync_pushing() -> None:
             """Push what the connection now watches: started by the answer that began a watch, stopped (and a
             new one started) when a subscriptions/listen stream ends or another opens."""
-            nonlocal pushing, pushed
+            nonlocal pushing, pushed, resource_pushing
             watched = _watched(session)
             if pushing is not None and pushed is not watched:
                 pushing.cancel()
                 pushing = None
             if pushing is None and watched is not None:
                 pushing, pushed = self._start_pushing(connection, session), watched
+            if resource_pushing is None and session.resources is not None:
+                resource_pushing = self._push_resources(connection, session)
 
         async def answer(call: _Call) -> None:
             reply = await self._dispatch(session, call.line)
@@ -371,6 +374,10 @@ class EngineServer:
             self.dispatcher.end_listen(session)
             if session.tool_list is not None:
                 session.tool_list.close()
+            if resource_pushing is not None:
+                resource_pushing.cancel()
+            if session.resources is not None:
+                session.resources.close()
             if session.seen is not None:
                 self.dispatcher.engine.connections.closed(session.seen)
             connection.abort()
@@ -388,6 +395,14 @@ class EngineServer:
                 connection, session.tool_list.subscription, functools.partial(self._tool_list_changes,
                                                                               session.tool_list)))
         return None
+
+    def _push_resources(self, connection: _Connection, session: Session) -> asyncio.Task:
+        """The task that pushes ``notifications/resources/*`` to a connection that listed or subscribed to
+        resources (MCP 2025: engine/wire/resource_watch.py), beside the task of its other watch."""
+        assert session.resources is not None
+        return asyncio.create_task(self._push_changes(
+            connection, session.resources.subscription, functools.partial(self._on_worker,
+                                                                          session.resources.changed)))
 
     async def _push_changes(self, connection: _Connection, subscription: Subscription, notify: Notifier) -> None:
         """Send a watching connection what ``notify`` makes of each burst of changes, for as long as it is open.
@@ -427,6 +442,11 @@ class EngineServer:
         except Exception:  # noqa: BLE001 - a failing source costs its burst, never the connection
             log.exception("a subscriptions/listen stream could not make its notifications")
             return []
+
+    async def _on_worker(self, notify: Callable[[list[dict[str, Any]], bool], list[Any]],
+                         changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+        """What ``notify`` makes of a burst, worked out on a worker (it reads the store)."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, notify, changes, resync)
 
     async def _refuse(self, conn: socket.socket) -> None:
         limit = self.bounds.max_connections

@@ -72,12 +72,17 @@ class ToolListState:
 
     def concerns(self, change: dict[str, Any]) -> bool:
         """Whether ``change`` (a change feed entry) could change this caller's list."""
-        if change["topic"] == "stores":
-            return True
-        if change["topic"] == "grants":
-            return self.agent is None or change.get("agent") == self.agent
-        return self.store_id is not None and (change.get("storeId"), change.get("partition")) == (
-            self.store_id, self.partition)
+        return concerns_caller(change, self.agent, self.store_id, self.partition)
+
+
+def concerns_caller(change: dict[str, Any], agent: str | None, store_id: str | None, partition: str | None) -> bool:
+    """Whether ``change`` (a change feed entry of ``TOPICS``) could change what a caller reaches, last seen as
+    ``agent`` (None: refused) in ``partition`` of ``store_id`` (None: no store yet)."""
+    if change["topic"] == "stores":
+        return True
+    if change["topic"] == "grants":
+        return agent is None or change.get("agent") == agent
+    return store_id is not None and (change.get("storeId"), change.get("partition")) == (store_id, partition)
 
 
 def tool_list_state(engine: ToolListEngine, caller: AgentCaller) -> ToolListState:

@@ -16,6 +16,7 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.state.config import NamedStore
 from engine.wire.protocol import Dispatcher, Session
+from engine.wire.resources import RECORD_TEMPLATE, resource_uri
 
 SESSION_1, SESSION_2 = str(uuid.uuid4()), str(uuid.uuid4())
 
@@ -92,12 +93,14 @@ def world(engine):
     engine.remove_agent("gone")
     tokens = {"main": main_token, "other": other_token, "helper": helper_token, "revoked": revoked_token}
     return {"tokens": tokens, "markers": markers, "page_ids": {p: next(m for m in ms if m.startswith("pg_"))
-                                                                 for p, ms in markers.items()}}
+                                                                 for p, ms in markers.items()},
+            "store": engine.resolver.effective("main", create=False).store_id}
 
 
 def session_for(dispatcher: Dispatcher, world: dict, kind: str) -> tuple[Session, dict]:
-    """An initialized session (where the credential allows one) and the audience meta for requests."""
-    session = Session()
+    """An initialized session (where the credential allows one) and the audience meta for requests; it may be
+    sent notifications, as a socket's (so resources/subscribe is served)."""
+    session = Session(can_push=True)
     token = {"non-owner": world["tokens"]["helper"], "revoked": world["tokens"]["revoked"],
              "member-same-key": world["tokens"]["helper"], "member-own-key": world["tokens"]["helper"],
              "wrong-token": "kd_" + "x" * 43}.get(kind, world["tokens"]["main"])
@@ -118,6 +121,7 @@ def _message(method: str, params: dict) -> bytes:
 def operations(world: dict) -> dict[str, tuple[str, dict, bool]]:
     """name -> (method, params, writes); read targets name the owner's private page."""
     private_page = world["page_ids"]["private"]
+    private_uri = resource_uri(world["store"], private_page)
     tool = "tools/call"
     return {
         "grep": (tool, {"name": "knowledge_grep", "arguments": {"query": "shared keyword"}}, False),
@@ -145,6 +149,21 @@ def operations(world: dict) -> dict[str, tuple[str, dict, bool]]:
         "index": ("memory/index", {"firstMessageAt": "2999-01-01T00:00:00Z"}, False),
         "candidates": ("memory/recallCandidates", {"mode": "trigger"}, False),
         "flush": ("memory/flushPlan", {}, False),
+        # MCP resources, prompts and completions (engine/wire/mcp_features.py).
+        "resources": ("resources/list", {}, False),
+        "templates": ("resources/templates/list", {}, False),
+        "resource": ("resources/read", {"uri": private_uri}, False),
+        "revision": ("resources/read", {"uri": private_uri + "/revision/1"}, False),
+        "subscribe": ("resources/subscribe", {"uri": private_uri}, False),
+        "unsubscribe": ("resources/unsubscribe", {"uri": private_uri}, False),
+        "prompts": ("prompts/list", {}, False),
+        "memory-prompt": ("prompts/get", {"name": "knowledge_memory", "arguments": {"projectKey": "matrix"}}, False),
+        "index-prompt": ("prompts/get", {"name": "knowledge_index",
+                                         "arguments": {"firstMessageAt": "2999-01-01T00:00:00Z"}}, False),
+        "complete": ("completion/complete", {"ref": {"type": "ref/resource", "uri": RECORD_TEMPLATE},
+                                             "argument": {"name": "record", "value": ""}}, False),
+        "complete-key": ("completion/complete", {"ref": {"type": "ref/prompt", "name": "knowledge_memory"},
+                                                 "argument": {"name": "projectKey", "value": ""}}, False),
     }
 
 
@@ -185,7 +204,7 @@ def test_every_caller_kind_against_every_tool_and_method(engine, world, kind):
             # Only an owner-private audience or a read-and-save grant approves recall (children do not).
             assert status == "error" and body["reason"] in ("denied", "not_found"), (kind, name, body)
             continue
-        if name in ("record", "history", "recall") and reach != "private":
+        if name in ("record", "history", "recall", "resource", "revision", "subscribe") and reach != "private":
             # The owner's page id means nothing in another partition.
             assert status == "error" and body["reason"] == "not_found", (kind, name, body)
             continue
@@ -195,6 +214,16 @@ def test_every_caller_kind_against_every_tool_and_method(engine, world, kind):
             wanted = next(m for m in world["markers"][reach] if not m.startswith(("pg_", "cl_")))
             assert titles and all(wanted in title for title in titles), (kind, titles)
             assert (name == "grep-page") == ("nextCursor" in body), (kind, name, body)
+        seed_page = world["page_ids"][reach]
+        if name == "resources":  # the partition's records, its seeded page among them
+            assert seed_page in {entry["name"] for entry in body["resources"]}, (kind, body)
+        if name == "complete":
+            assert seed_page in body["completion"]["values"], (kind, body)
+        if name == "complete-key":  # its own project page's title and alias
+            word = next(m for m in world["markers"][reach] if not m.startswith(("pg_", "cl_")))
+            assert body["completion"]["values"] == [f"{word} project", word.lower()], (kind, body)
+        if name in ("resource", "revision"):
+            assert body["contents"][0]["text"].startswith("---\n"), (kind, body)
 
 
 def test_no_reply_depends_on_another_partitions_contents(engine, world):

@@ -50,7 +50,8 @@ def connected(dispatcher, token) -> Session:
 def test_discover_answers_before_a_credential_with_every_revision(dispatcher):
     answer = dispatcher.handle(Session(), modern("server/discover"))["result"]
     assert answer["supportedVersions"] == ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
-    assert answer["capabilities"] == {"tools": {"listChanged": True}}
+    assert answer["capabilities"] == {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True},
+                                      "prompts": {"listChanged": False}, "completions": {}}
     assert answer["_meta"][SERVER_INFO_KEY]["name"] == "knowledge-desk"
     assert (answer["resultType"], answer["ttlMs"], answer["cacheScope"]) == ("complete", 0, "private")
 

@@ -4,10 +4,6 @@ only then; over a real socket, then through ``knowledge mcp`` with the official 
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,22 +17,24 @@ from engine.wire.tools import CORE_TOOLS
 from tests.engine.wire.test_change_notifications import Peer, agent_peer, operator_peer
 from tests.engine.wire.test_change_notifications import server  # noqa: F401 - the served engine fixture
 from tests.engine.wire.test_server import init_params, message
+from tests.engine.wire.served import run_client, served_engine
 from tests.helpers import page, wait_for
 
-ROOT = Path(__file__).resolve().parents[3]
 NOTIFICATION = {"jsonrpc": "2.0", "method": LIST_CHANGED}
 CHAT = {"kind": "conversation", "sessionKey": "chat:1", "sessionId": "00000000-0000-4000-8000-000000000001"}
 
 
-def until_reply(peer: Peer, method: str, params: dict | None = None, request_id: int = 7) -> tuple[dict, list[dict]]:
-    """Ask, and read up to the reply: the reply and every tools/list_changed notification written before it."""
+def until_reply(peer: Peer, method: str, params: dict | None = None, request_id: int = 7,
+                heard: tuple[str, ...] = (LIST_CHANGED,)) -> tuple[dict, list[dict]]:
+    """Ask, and read up to the reply: the reply and every notification of ``heard`` (by default
+    tools/list_changed) written before it."""
     peer.socket.sendall(message(method, params, request_id))
     notified = []
     while True:
         received = peer.read()
         if received.get("id") == request_id:
             return received, notified
-        if received.get("method") == LIST_CHANGED:
+        if received.get("method") in heard:
             notified.append(received)
 
 
@@ -54,11 +52,11 @@ def settled(engine: Engine) -> bool:
     return all(subscription.idle for subscription in engine.changes._subscriptions)
 
 
-def since_settled(engine: Engine, peer: Peer) -> list[dict]:
+def since_settled(engine: Engine, peer: Peer, heard: tuple[str, ...] = (LIST_CHANGED,)) -> list[dict]:
     """The notifications a connection was sent for what changed before now: everything its watch had to send
     is written before the ping's answer (one socket, in order)."""
     wait_for(lambda: settled(engine), timeout=60)  # a hang guard: the wait is for the watches, not a time
-    reply, notified = until_reply(peer, "ping", request_id=99)
+    reply, notified = until_reply(peer, "ping", request_id=99, heard=heard)
     assert reply["result"] == {}
     return notified
 
@@ -76,7 +74,9 @@ def test_agents_are_told_the_list_may_change_and_the_operator_is_not(engine: Eng
     token = engine.add_agent("main", owner=True)
     agent = Session()
     reply = dispatcher.handle(agent, message("initialize", init_params(token)))
-    assert reply["result"]["capabilities"] == {"tools": {"listChanged": True}}
+    assert reply["result"]["capabilities"] == {"tools": {"listChanged": True},
+                                               "resources": {"subscribe": True, "listChanged": True},
+                                               "prompts": {"listChanged": False}, "completions": {}}
     ensure_operator_token(engine.state)
     reply = dispatcher.handle(Session(), message("initialize", {"protocolVersion": "2025-11-25", "_meta": {
         "knowledge": {"operatorToken": read_operator_token(engine.state)}}}))
@@ -193,42 +193,20 @@ def test_a_claim_kind_change_notifies_only_the_connections_whose_list_changes(en
 
 
 def test_the_official_mcp_client_hears_of_the_change_and_lists_again(tmp_path) -> None:
-    from mcp import ClientSession, types
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp import types
 
-    state = tmp_path / "state"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cli = [sys.executable, "-m", "engine.cli", "--state-dir", str(state)]
-    subprocess.run([*cli, "agents", "add", "main", "--owner"], check=True, env=env, capture_output=True, cwd=ROOT)
-    serve = subprocess.Popen([*cli, "serve", "--port", "0"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
     results: dict[str, Any] = {}
-    try:
-        wait_for(lambda: (state / "engine.json").exists(), timeout=60)
+    with served_engine(tmp_path) as served:
 
-        async def session() -> None:
-            changed = anyio.Event()
+        async def before(client: Any) -> None:
+            initialized = await client.initialize()
+            results["capability"] = initialized.capabilities.tools.list_changed
+            results["before"] = {tool.name for tool in (await client.list_tools()).tools}
+            await anyio.to_thread.run_sync(lambda: served.run("settings", "writes", "off"))
 
-            async def on_message(incoming: Any) -> None:
-                if isinstance(incoming, types.ToolListChangedNotification):
-                    changed.set()
+        async def after(client: Any) -> None:
+            results["after"] = {tool.name for tool in (await client.list_tools()).tools}
 
-            params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env,
-                                           args=[*cli[1:], "mcp", "--agent", "main"])
-            async with stdio_client(params) as (read, write):
-                async with ClientSession(read, write, message_handler=on_message) as client:
-                    initialized = await client.initialize()
-                    results["capability"] = initialized.capabilities.tools.list_changed
-                    results["before"] = {tool.name for tool in (await client.list_tools()).tools}
-                    await anyio.to_thread.run_sync(lambda: subprocess.run(
-                        [*cli, "settings", "writes", "off"], check=True, env=env, capture_output=True, cwd=ROOT))
-                    with anyio.fail_after(60):  # a hang guard: the wait is for the notification itself
-                        await changed.wait()
-                    results["after"] = {tool.name for tool in (await client.list_tools()).tools}
-
-        anyio.run(session)
-    finally:
-        serve.terminate()
-        serve.wait(30)
+        run_client(served, types.ToolListChangedNotification, before, after)
     assert results["capability"] is True
     assert results["before"] == ALL_TOOLS and results["after"] == READ_TOOLS
