@@ -41,7 +41,7 @@ from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
 from .store.reads import (
     HISTORY_PARAMS, LOOKUP_PARAMS, READ_PARAMS, RECORD_ID, RECORD_PARAMS, diagnostics, get_record, history,
-    read_reference, reference,
+    read_reference, record_summary, reference,
 )
 from .vault.records import PRIVATE_SCOPE
 from .state.registry import SCOPES, Grant, Registry, StoreRecord
@@ -307,8 +307,7 @@ class Engine:
             if len(ids) != 1:
                 return {"matches": [], "ambiguous": len(ids) > 1}
             row = view.catalog.rows_for_id(authority.partition, ids[0])[0]
-            match = {"id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
-                     "title": row.title, "ref": reference(view.store.store_id, row)}
+            match = {**record_summary(row), "ref": reference(view.store.store_id, row)}
             return {"matches": [with_link(match, view.store.store_id, authority.partition)], "ambiguous": False}
 
         return self.enter(caller).read(work)

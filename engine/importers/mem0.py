@@ -59,7 +59,7 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
     one whose text changed gets a new claim that replaces the earlier one (which becomes ``superseded``,
     its next revision).  The export is retained only when a claim of its is written.
     """
-    earlier = writer.imported_records(lambda row, read: _memory_key(read.text(first_source(row.frontmatter))),
+    earlier = writer.imported_records(lambda row, read: _memory_key(read.text(first_source(row.view))),
                                       kind="claim", active_only=True)
     plan: list[tuple[str, str, str, str | None, str | None]] = []  # place, text, record, kept, replaced
     rerun: list[bool] = []  # decided at the first unchanged claim: does it cite this very export?

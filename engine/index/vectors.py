@@ -46,6 +46,7 @@ from ..store.catalog_reads import RecordRow
 from .embedding import Embedder, text_digest
 from ..core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from ..vault.frontmatter import split_document
+from ..vault.record_view import Citation
 from .tantivy_index import INDEX_DIR
 from ..store.store import Store
 
@@ -114,18 +115,16 @@ def embedding_text(title: str | None, body: str) -> str:
     return f"{title or ''}\n\n{body}".strip()
 
 
-def evidence_passages(evidence: Any, source_lines: Callable[[str], list[str] | None]) -> list[str]:
+def evidence_passages(evidence: Sequence[Citation] | None,
+                      source_lines: Callable[[str], list[str] | None]) -> list[str]:
     """The passages of the text sources a page's ``evidence`` cites (``source_lines``: a source's lines, None
     when it is not a readable text): each citation's lines (all of them without a range), cut into passages of
     ``PASSAGE_WORDS`` words, at most ``PASSAGES_MAX`` in all; a source cited twice for the same lines once."""
     passages: list[str] = []
     seen: set[tuple[str, Any]] = set()
-    for item in evidence if isinstance(evidence, list) else []:
-        source = item.get("source") if isinstance(item, dict) else None
-        span = item.get("lines") if isinstance(item, dict) else None
-        span = tuple(span) if isinstance(span, list) and len(span) == 2 and all(
-            isinstance(n, int) and not isinstance(n, bool) for n in span) else None
-        if not isinstance(source, str) or (source, span) in seen:
+    for citation in evidence or ():
+        source, span = citation.source, citation.lines
+        if source is None or (source, span) in seen:
             continue
         seen.add((source, span))
         lines = source_lines(source)
@@ -310,7 +309,7 @@ class VectorIndex:
             lines = _SourceLines(self, partition)
             for row in chunk:
                 if row.kind == "page" and row.path in digests and row.path not in done:
-                    cut = evidence_passages(row.frontmatter.get("evidence"), lines)
+                    cut = evidence_passages(row.view.evidence, lines)
                     passage_digests[row.path] = [text_digest(text) for text in cut]
                     wanted.update(zip(passage_digests[row.path], cut))
         have = self._cached(embedder.fingerprint, set(wanted))

@@ -31,6 +31,7 @@ from ..core.ids import parse_timestamp
 from ..store.catalog import Catalog
 from ..store.catalog_reads import LabelRow
 from ..store.store import Store
+from ..vault.record_view import RecordView
 from ..vault.records import check_record, check_scope, parse_record
 
 RECENT_DAYS = 14
@@ -58,12 +59,10 @@ class Entry:
 
 
 def entry_of(record_id: str, kind: str | None, record_type: str | None, title: str | None,
-             recorded: float, fm: dict[str, Any]) -> Entry:
-    """The entry of a record with frontmatter ``fm`` (a value of the wrong type links nothing)."""
-    aliases = fm.get("aliases")
-    return _entry(record_id, kind, record_type, title, recorded, _text(fm.get("subject")),
-                  _text(fm.get("from")), _text(fm.get("to")),
-                  [a for a in aliases if isinstance(a, str)] if isinstance(aliases, list) else [])
+             recorded: float, view: RecordView) -> Entry:
+    """The entry of a record with the view ``view`` (a value of the wrong type links nothing)."""
+    return _entry(record_id, kind, record_type, title, recorded, view.subject, view.from_id, view.to_id,
+                  list(view.aliases or ()))
 
 
 def _entry(record_id: str, kind: str | None, record_type: str | None, title: str | None, recorded: float,
@@ -76,10 +75,6 @@ def _entry(record_id: str, kind: str | None, record_type: str | None, title: str
     if kind == "page":
         return Entry(record_id, kind, record_type, title, recorded, aliases=tuple(aliases))
     return Entry(record_id, kind, record_type, title, recorded)
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def newest_first(entry: Entry) -> tuple[float, str]:
@@ -155,7 +150,7 @@ def records_as_of(store: Store, catalog: Catalog, partition: str, as_of: datetim
         if updated is not None and updated <= as_of:
             if row.is_current:
                 entries.append(entry_of(row.record_id, row.kind, row.type, row.title, recorded.timestamp(),
-                                        row.frontmatter))
+                                        row.view))
             continue
         archived = revision_at(store, catalog, partition, row.record_id, as_of)
         if archived is not None:
@@ -170,19 +165,18 @@ def revision_at(store: Store, catalog: Catalog, partition: str, record_id: str, 
         record, _ = parse_record(row.content, row.path)
         if record is None:
             continue
-        updated = parse_timestamp(record.frontmatter.get("updated_at"))
+        view = record.view
+        updated = parse_timestamp(view.updated_at)
         if updated is None or updated > as_of:
             continue
-        recorded = parse_timestamp(record.frontmatter.get("recorded_at"))
+        recorded = parse_timestamp(view.recorded_at)
         if (record.lifecycle != "active" or record.is_fixture or recorded is None or recorded > as_of
                 or check_scope(record, partition) is not None
                 or has_errors(check_record(record, ontology, row.path))):
             return None
         kind = record.kind
-        record_type = (record.effective_type(ontology, row.path) if kind == "page"
-                       else record.frontmatter.get("claim_kind") if kind == "claim"
-                       else record.frontmatter.get("relation"))
-        return entry_of(record_id, kind, record_type, record.title, recorded.timestamp(), record.frontmatter)
+        record_type = record.effective_type(ontology, row.path) if kind == "page" else view.detail
+        return entry_of(record_id, kind, record_type, record.title, recorded.timestamp(), view)
     return None
 
 

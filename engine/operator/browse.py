@@ -22,6 +22,8 @@ from ..core.ids import is_record_id
 from ..core.params import Choice, Integer, Name, Params
 from ..store.catalog_reads import RecordRow
 from ..store.reads import evidence_locators
+from ..store.summaries import record_summary
+from ..vault.record_view import RecordView
 from ..memory.recall import APPROVED_BY, approved_block
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
@@ -43,8 +45,7 @@ APPROVALS_LIMIT_DEFAULT, APPROVALS_LIMIT_MAX = 100, 500
 
 
 def _summary(row: RecordRow) -> dict[str, Any]:
-    return {"id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
-            "title": row.title, "status": row.status, "lifecycle": row.lifecycle,
+    return {**record_summary(row), "status": row.status, "lifecycle": row.lifecycle,
             "recordedAt": row.recorded_at, "updatedAt": row.updated_at}
 
 
@@ -117,57 +118,55 @@ def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> di
         own = catalog.rows_for_id(partition, record_id)
         if not own:
             raise NotFound("no record with that id in this partition", id=record_id)
-        fm = own[0].frontmatter
+        view = own[0].view
         referring = catalog.mentioning(partition, record_id, LINKS_MAX + 1)
         claims, connections, backlinks = [], [], []
         titles: dict[str, Any] = {}
         for row in referring[:LINKS_MAX]:
-            other = row.frontmatter
+            other = row.view
             fields = _naming_fields(other, record_id)
             if not fields:  # the id only appears inside text, which is not a link
                 continue
             summary = _summary(row)
             if row.kind == "claim" and "subject" in fields:
-                claims.append({**summary, "claimKind": other.get("claim_kind"),
-                               "assertionOrigin": other.get("assertion_origin"),
-                               "evidence": evidence_locators(catalog, partition, other.get("evidence") or [])})
+                claims.append({**summary, "claimKind": other.claim_kind, "assertionOrigin": other.assertion_origin,
+                               "evidence": evidence_locators(catalog, partition, other.evidence or ())})
             elif row.kind == "relationship" and fields & {"from", "to"}:
                 outgoing = "from" in fields
-                far = other.get("to" if outgoing else "from")
-                connections.append({"relation": other.get("relation"), "direction": "out" if outgoing else "in",
+                far = other.to_id if outgoing else other.from_id
+                connections.append({"relation": other.relation, "direction": "out" if outgoing else "in",
                                     "via": summary, "record": _brief(catalog, partition, far, titles)})
             else:
                 backlinks.append({**summary, "fields": sorted(fields)})
         references = [{"field": field, "record": _brief(catalog, partition, target, titles)}
-                      for field, target in _named_ids(fm)]
+                      for field, target in _named_ids(view)]
         # A typed field's value is a reference only when it names a record (a location may be any word).
         references = [ref for ref in references
                       if not ref["field"].startswith("fields.") or ref["record"].get("status") != "missing"]
-        return {"id": record_id, "evidence": evidence_locators(catalog, partition, fm.get("evidence") or []),
+        return {"id": record_id, "evidence": evidence_locators(catalog, partition, view.evidence or ()),
                 "references": references, "claims": claims, "connections": connections, "backlinks": backlinks,
                 "truncated": len(referring) > LINKS_MAX}
 
     return engine.on_store(caller, work)
 
 
-def _named_ids(fm: dict[str, Any]) -> list[tuple[str, str]]:
+def _named_ids(view: RecordView) -> list[tuple[str, str]]:
     """(field, record id) for every record the frontmatter names."""
-    named = [(key, fm[key]) for key in ("subject", "from", "to", "replaces") if is_record_id(fm.get(key))]
-    dependencies = fm.get("dependencies")
-    if isinstance(dependencies, list):  # an invalid record's may be any value
-        named += [("dependencies", value) for value in dependencies if is_record_id(value)]
-    fields = fm.get("fields")
-    if isinstance(fields, dict):
-        for name, value in fields.items():
+    named = [(key, target) for key, target in (("subject", view.subject), ("from", view.from_id),
+                                               ("to", view.to_id), ("replaces", view.replaces))
+             if target is not None]
+    named += [("dependencies", value) for value in view.dependencies or () if is_record_id(value)]
+    if view.fields is not None:
+        for name, value in view.fields.items():
             for item in value if isinstance(value, list) else [value]:
                 if is_record_id(item):
                     named.append((f"fields.{name}", item))
     return named
 
 
-def _naming_fields(fm: dict[str, Any], record_id: str) -> set[str]:
+def _naming_fields(view: RecordView, record_id: str) -> set[str]:
     return {field.split(".")[0] if field.startswith("fields.") else field
-            for field, target in _named_ids(fm) if target == record_id}
+            for field, target in _named_ids(view) if target == record_id}
 
 
 def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Any]) -> dict[str, Any]:
@@ -259,13 +258,12 @@ def approvals(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) 
     def work(runtime: "OpenStore", authority: "Authority") -> dict[str, Any]:
         found = []
         for row in runtime.catalog.current(authority.partition, with_recall=True):
-            fm = row.frontmatter
-            block = approved_block(fm)
+            block = approved_block(row.view)
             if block is None:
                 continue
             found.append({**_summary(row), "summary": block["summary"], "triggers": block["triggers"],
                           "importance": block["importance"], "projects": block["projects"],
-                          "approvedBy": fm["recall"].get("approved_by", APPROVED_BY),
+                          "approvedBy": APPROVED_BY,  # approved_block answers only the service's blocks
                           "approvedAt": block["approved_at"]})
         found.sort(key=lambda item: (-item["importance"], item["id"]))
         window = found[offset:offset + limit]

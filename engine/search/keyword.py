@@ -27,6 +27,7 @@ from ..index.tantivy_index import PartitionIndex
 from ..core.params import Choice, Integer, Name, Number, Params, Query, String, Value
 from ..vault.records import KINDS
 from ..store.reads import reference
+from ..store.summaries import record_summary
 from ..store.store import Store
 
 QUERY_MAX_BYTES = 8192
@@ -185,14 +186,13 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
 
 def _hit(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
          score: float) -> dict[str, Any]:
-    frontmatter = row.frontmatter
+    view = row.view
     snippet = snippets.snippet_from_doc(document).fragment().strip()
     if not snippet:
         body = (document.get_first("body") or "").strip()
         snippet = body[:SNIPPET_CHARS]
     return {
-        "id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
-        "title": row.title, "snippet": snippet, "score": round(score, 6),
-        "assertionOrigin": frontmatter.get("assertion_origin"), "attribution": frontmatter.get("attribution"),
+        **record_summary(row), "snippet": snippet, "score": round(score, 6),
+        "assertionOrigin": view.assertion_origin, "attribution": view.attribution,
         "ref": reference(store_id, row),
     }

@@ -22,7 +22,9 @@ from functools import cached_property
 from typing import Any, Callable, Hashable, Literal, NamedTuple, Sequence, TypeVar
 
 from ..core.db import Database
-from ..vault.records import PRIVATE_SCOPE
+from ..vault.ontology import Ontology
+from ..vault.record_view import EMPTY, RecordView, view_of
+from ..vault.records import PRIVATE_SCOPE, effective_type
 
 T = TypeVar("T")
 DERIVED_KEYS_MAX = 8
@@ -64,9 +66,9 @@ class RecordRow:
     xref_findings_json: str
 
     @cached_property
-    def frontmatter(self) -> dict[str, Any]:
-        """The parsed frontmatter (an empty dict for a file that has none)."""
-        return json.loads(self.frontmatter_json or "{}")
+    def view(self) -> RecordView:
+        """The record's typed view (every field None for a file that has no frontmatter)."""
+        return EMPTY if self.frontmatter_json is None else view_of(json.loads(self.frontmatter_json))
 
     @property
     def status(self) -> str:
@@ -85,6 +87,27 @@ class RecordRow:
     def findings(self) -> list[dict[str, Any]]:
         """The file's own findings, then its reference checks'."""
         return json.loads(self.findings_json) + json.loads(self.xref_findings_json)
+
+
+# The catalog columns a record's view fills (``view_columns``); the rest say where the file is, its bytes,
+# its stat and the checks' verdicts.  Written once: the catalog's writes and resets are drawn from it.
+VIEW_COLUMNS = ("record_id", "revision", "kind", "type", "title", "lifecycle", "fixture", "recorded_at",
+                "updated_at", "frontmatter")
+
+
+def view_columns(view: RecordView | None, ontology: Ontology, path: str) -> dict[str, Any]:
+    """The ``VIEW_COLUMNS`` of one record file (all empty for a file that is no record).  ``type`` is what
+    the record is of its kind: a page's type (declared, else classified by path), a claim's kind, a
+    relationship's relation."""
+    if view is None:
+        return {name: 0 if name == "fixture" else None for name in VIEW_COLUMNS}
+    return {
+        "record_id": view.id, "revision": view.revision, "kind": view.kind,
+        "type": effective_type(view, ontology, path) if view.kind == "page" else view.detail,
+        "title": view.title, "lifecycle": view.lifecycle, "fixture": int(view.is_fixture),
+        "recorded_at": view.recorded_at, "updated_at": view.updated_at,
+        "frontmatter": json.dumps(dict(view.raw), ensure_ascii=False, default=str),
+    }
 
 
 class LabelRow(NamedTuple):
@@ -483,8 +506,7 @@ def lookup_keys(name: str) -> list[str]:
                                                unicodedata.normalize("NFD", name))})
 
 
-def record_name_keys(title: Any, aliases: Any) -> list[str]:
-    """The keys a record is found by (``name_key`` of its title and of each alias); any value at all may
-    come from an invalid record."""
-    names = [title] + (aliases if isinstance(aliases, list) else [])
-    return sorted({name_key(name) for name in names if isinstance(name, str) and name.strip()})
+def record_name_keys(view: RecordView) -> list[str]:
+    """The keys a record is found by (``name_key`` of its title and of each alias)."""
+    names = [view.title, *(view.aliases or ())]
+    return sorted({name_key(name) for name in names if name is not None and name.strip()})

@@ -12,22 +12,16 @@ from typing import Any
 
 from .catalog import Catalog
 from .catalog_reads import CatalogReads, RecordRow
+from .summaries import PROVIDER, record_summary, reference
 from ..core.errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, StaleRevision
 from ..core.files import read_file, sha256_bytes
 from ..core.findings import truncated
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.params import Integer, Params, Query, RecordId, Value
+from ..vault.record_view import EMPTY, Citation, RecordView
 from ..vault.records import TITLE_MAX_CHARS, parse_record
 from .open_store import NeedsLane
 from .store import Store
-
-PROVIDER = "knowledge"
-
-
-def reference(store_id: str, row: RecordRow) -> dict[str, Any]:
-    """A citation of one exact revision; it grants no access by itself."""
-    return {"provider": PROVIDER, "store": store_id, "id": row.record_id, "revision": row.revision,
-            "sha256": row.sha256}
 
 READ_LINES_DEFAULT, READ_LINES_MAX = 100, 200
 EVIDENCE_LOCATORS_MAX = 20
@@ -39,11 +33,9 @@ def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]
     if record is None:
         view["findings"] = [f.to_dict() for f in parse_findings]
         return view
-    fm = record.frontmatter
-    view.update(
-        id=fm.get("id"), revision=fm.get("revision"), kind=fm.get("kind"), title=fm.get("title"),
-        frontmatter=fm, body=record.body, findings=findings,
-    )
+    summary = record_summary(record.view)
+    view.update(id=summary["id"], revision=summary["revision"], kind=summary["kind"], title=summary["title"],
+                frontmatter=record.frontmatter, body=record.body, findings=findings)
     return view
 
 
@@ -102,12 +94,12 @@ def history(catalog: CatalogReads, partition: str, record_id: str) -> dict[str, 
     entries = []
     for row in revisions:
         record, _ = parse_record(row.content, row.path)
-        fm = record.frontmatter if record is not None else {}
+        view = record.view if record is not None else EMPTY
         entries.append({
             "revision": row.revision, "sha256": row.sha256, "origin": row.origin,
             "publicationId": row.publication_id, "observedAt": row.observed_at,
-            "updatedAt": fm.get("updated_at"), "lifecycle": fm.get("lifecycle"), "title": fm.get("title"),
-            "attribution": fm.get("attribution"), "git": {"commit": row.commit_id} if row.commit_id else None,
+            "updatedAt": view.updated_at, "lifecycle": view.lifecycle, "title": view.title,
+            "attribution": view.attribution, "git": {"commit": row.commit_id} if row.commit_id else None,
         })
     return {"id": record_id, "revisions": entries, "events": catalog.events(partition, record_id)}
 
@@ -175,9 +167,9 @@ def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: dic
     data = _bytes_of(store, catalog, partition, row)
     record, _ = parse_record(data, row.path)
     assert record is not None  # a current row parsed when it was cataloged, and the bytes are the same
-    lines = render_lines(record.frontmatter, record.body)
+    lines = render_lines(record.view, record.body)
     window = lines[start - 1:start - 1 + count]
-    evidence = evidence_locators(catalog, partition, record.frontmatter.get("evidence") or [])
+    evidence = evidence_locators(catalog, partition, record.view.evidence or ())
     return {
         "ref": reference(store.store_id, row), "title": row.title, "kind": row.kind,
         "from": start, "lines": len(window), "totalLines": len(lines),
@@ -186,37 +178,32 @@ def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: dic
     }
 
 
-def render_lines(frontmatter: dict[str, Any], body: str) -> list[str]:
+def render_lines(view: RecordView, body: str) -> list[str]:
     """The rendered record reads address: title, attribution, then the body."""
-    # Formatted, never concatenated: a file may hold any JSON value where a string is expected.
-    attribution = frontmatter.get("attribution")
-    attribution = attribution if isinstance(attribution, dict) else {}
+    # Formatted, never concatenated: the view's fields are text or None whatever the file holds.
+    attribution = view.attribution or {}
     who = f"{attribution.get('agent', 'unknown')}"
     if attribution.get("instance"):
         who += f" ({attribution['instance']})"
-    kind = frontmatter.get("kind", "record")
-    detail = frontmatter.get("type") or frontmatter.get("claim_kind") or frontmatter.get("relation")
+    kind = view.kind or "record"
+    detail = view.type or view.claim_kind or view.relation
     described = f"{kind}, {detail}" if detail else f"{kind}"
-    origin = frontmatter.get("assertion_origin")
-    header = (f"{described}; revision {frontmatter.get('revision')}; recorded by {who}"
-              f"{f'; said by the {origin}' if origin else ''}; updated {frontmatter.get('updated_at')}")
-    return [f"# {frontmatter.get('title', '')}", header, ""] + body.splitlines()
+    origin = view.assertion_origin
+    header = (f"{described}; revision {view.revision}; recorded by {who}"
+              f"{f'; said by the {origin}' if origin else ''}; updated {view.updated_at}")
+    return [f"# {view.title or ''}", header, ""] + body.splitlines()
 
 
-def evidence_locators(catalog: CatalogReads, partition: str, citations: list[Any]) -> list[dict[str, Any]]:
+def evidence_locators(catalog: CatalogReads, partition: str, citations: tuple[Citation, ...]) -> list[dict[str, Any]]:
     """Where each cited piece of evidence is kept, for the native tools to open."""
     locators: list[dict[str, Any]] = []
-    if not isinstance(citations, list):  # an invalid record's evidence may be any value
-        return locators
     for citation in citations:
-        if not isinstance(citation, dict):
-            continue
-        source_id = citation.get("source")  # an invalid record's citation may name anything at all
-        source = catalog.source(partition, source_id) if isinstance(source_id, str) else None
-        locator: dict[str, Any] = {"source": citation.get("source")}
-        for key in ("lines", "quote"):
-            if key in citation:
-                locator[key] = citation[key]
+        source = catalog.source(partition, citation.source) if citation.source is not None else None
+        locator: dict[str, Any] = {"source": citation.source}
+        if citation.lines is not None:
+            locator["lines"] = list(citation.lines)
+        if citation.quote is not None:
+            locator["quote"] = citation.quote
         if source is not None:
             locator.update(retainedPath=source.retained_path, mediaType=source.media_type,
                            sha256=source.sha256, size=source.size)

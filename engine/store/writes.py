@@ -16,6 +16,7 @@ from typing import Any
 from .catalog import Catalog, reference_findings
 from .groups import PlanReads
 from .catalog_reads import RecordRow, record_name_keys
+from ..vault.record_view import RecordView
 from ..core.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
 from ..vault.evidence import describe_source, excerpt_line_count
 from ..core.files import read_file, sha256_bytes
@@ -115,13 +116,13 @@ class _PlanBuilder:
 
     def add_record(self, frontmatter: dict[str, Any], body: str, path: str, *, base: bytes | None) -> Record:
         record = Record(frontmatter, body)
+        view = record.view
         ontology = self.ctx.ontology
         record_type = record.effective_type(ontology, path)
         findings = check_record(record, ontology, path)
         if not has_errors(findings):
-            findings += reference_findings(frontmatter, frontmatter["kind"], record_type,
-                                           self._pages_named(frontmatter, record_type),
-                                           self._sources_cited(frontmatter), ontology, path)
+            findings += reference_findings(view, view.kind, record_type, self._pages_named(view, record_type),
+                                           self._sources_cited(view), ontology, path)
         if has_errors(findings):
             errors = [f.to_dict() for f in findings if f.severity == "error"]
             field = errors[0].get("field")
@@ -129,18 +130,17 @@ class _PlanBuilder:
                                 + (f" ({field})" if field else ""), errors)
         data = record.render()
         self.writes.append(FileWrite(path, "record", data, record.id, record.revision, base))
-        if frontmatter["kind"] == "page":
+        if view.kind == "page":
             self.new_pages[record.id] = record_type
         self.taken_paths.add(path)
-        self.names.update(record_name_keys(record.title, frontmatter.get("aliases")))
+        self.names.update(record_name_keys(view))
         return record
 
-    def _pages_named(self, frontmatter: dict[str, Any], record_type: str | None) -> dict[str, str]:
+    def _pages_named(self, view: RecordView, record_type: str | None) -> dict[str, str]:
         """Types of the current pages this record refers to (and pages this plan creates)."""
-        wanted = {frontmatter.get(key) for key in ("from", "to", "subject")}
+        wanted = {view.from_id, view.to_id, view.subject}
         if record_type is not None:
-            wanted |= {target for _, target, _ in self.ctx.ontology.page_field_refs(record_type,
-                                                                                    frontmatter.get("fields"))}
+            wanted |= {target for _, target, _ in self.ctx.ontology.page_field_refs(record_type, view.fields)}
         types = {}
         for page_id in wanted - {None}:
             if page_id in self.new_pages:
@@ -151,8 +151,8 @@ class _PlanBuilder:
                 types[page_id] = rows[0].type
         return types
 
-    def _sources_cited(self, frontmatter: dict[str, Any]) -> set[str]:
-        cited = {c.get("source") for c in frontmatter.get("evidence") or [] if isinstance(c, dict)}
+    def _sources_cited(self, view: RecordView) -> set[str]:
+        cited = {citation.source for citation in view.evidence or () if citation.source is not None}
         new = set(self.sources_by_text.values())
         return {source for source in cited if source in new
                 or self.ctx.catalog.source(self.ctx.partition, source) is not None}
@@ -247,7 +247,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
         record_id, path = page.id, row.path
         frontmatter = dict(existing.frontmatter)
         frontmatter.update(revision=existing.revision + 1, title=page.title, type=page.type, updated_at=ctx.now)
-        citations = list(frontmatter.get("evidence") or []) + citations
+        citations = list(existing.view.raw.get("evidence") or []) + citations  # the file's own, as written
     for key, value in (("aliases", page.aliases), ("tags", page.tags)):
         if value:
             frontmatter[key] = list(value)
@@ -303,8 +303,8 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: s
         builder.add_record(old_fm, old.body, row.path, base=base)
         superseded.add(item.replaces)
         extra.append({"id": item.replaces, "revision": old.revision + 1, "kind": "claim"})
-        if item_subject is None and isinstance(old.frontmatter.get("subject"), str):
-            item_subject = old.frontmatter["subject"]
+        if item_subject is None and old.view.subject is not None:
+            item_subject = old.view.subject
     record_id = new_id(CLAIM_PREFIX)
     frontmatter: dict[str, Any] = {
         "format": RECORD_FORMAT, "id": record_id, "revision": 1, "kind": "claim",
