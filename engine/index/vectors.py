@@ -36,7 +36,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -48,6 +48,9 @@ from ..core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from ..vault.frontmatter import split_document
 from ..vault.record_view import Citation
 from .tantivy_index import INDEX_DIR
+
+if TYPE_CHECKING:
+    import apsw
 from ..store.store import Store
 
 log = logging.getLogger(__name__)
@@ -159,7 +162,7 @@ class VectorIndex:
 
     # --- the connection ---------------------------------------------------------------
 
-    def _db(self) -> Any:
+    def _db(self) -> "apsw.Connection":
         if self._connection is None:
             try:
                 self._connection = _open(self.path)
@@ -514,7 +517,7 @@ def _vec_table(name: str, embedder: Embedder) -> str:
             f"embedding float[{int(embedder.dimensions)}] distance_metric=cosine)")
 
 
-def _open(path: Path) -> Any:
+def _open(path: Path) -> "apsw.Connection":
     import apsw
     import sqlite_vec
 

@@ -21,7 +21,9 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, Callable, Hashable, Literal, NamedTuple, Sequence, TypeVar
 
+from ..core.answers import TypedDict
 from ..core.db import Database
+from ..vault.evidence import DescriptorData
 from ..vault.ontology import Ontology
 from ..vault.record_view import EMPTY, RecordView, view_of
 from ..vault.records import PRIVATE_SCOPE, effective_type
@@ -95,12 +97,28 @@ VIEW_COLUMNS = ("record_id", "revision", "kind", "type", "title", "lifecycle", "
                 "updated_at", "frontmatter")
 
 
-def view_columns(view: RecordView | None, ontology: Ontology, path: str) -> dict[str, Any]:
+class ViewColumns(TypedDict):
+    """``VIEW_COLUMNS`` with their values (the catalog's row for a record file, less where and how it is)."""
+
+    record_id: str | None
+    revision: int | None
+    kind: str | None
+    type: str | None
+    title: str | None
+    lifecycle: str | None
+    fixture: int
+    recorded_at: str | None
+    updated_at: str | None
+    frontmatter: str | None
+
+
+def view_columns(view: RecordView | None, ontology: Ontology, path: str) -> ViewColumns:
     """The ``VIEW_COLUMNS`` of one record file (all empty for a file that is no record).  ``type`` is what
     the record is of its kind: a page's type (declared, else classified by path), a claim's kind, a
     relationship's relation."""
     if view is None:
-        return {name: 0 if name == "fixture" else None for name in VIEW_COLUMNS}
+        return {"record_id": None, "revision": None, "kind": None, "type": None, "title": None, "lifecycle": None,
+                "fixture": 0, "recorded_at": None, "updated_at": None, "frontmatter": None}
     return {
         "record_id": view.id, "revision": view.revision, "kind": view.kind,
         "type": effective_type(view, ontology, path) if view.kind == "page" else view.detail,
@@ -166,7 +184,7 @@ class SourceRow:
     descriptor_json: str | None
 
     @cached_property
-    def descriptor(self) -> dict[str, Any]:
+    def descriptor(self) -> DescriptorData:
         return json.loads(self.descriptor_json or "{}")
 
 

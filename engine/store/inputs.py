@@ -53,7 +53,7 @@ class PageInput:
     id: str | None = None
     expected_revision: int | None = None
 
-    def digest_params(self) -> dict[str, Any]:
+    def digest_params(self) -> dict[str, object]:  # the fields the request's digest is made of
         return asdict(self)
 
 
@@ -82,7 +82,7 @@ class RememberInput:
     items: tuple[ClaimItem | RelationshipItem, ...]
     subject: str | None = None
 
-    def digest_params(self) -> dict[str, Any]:
+    def digest_params(self) -> dict[str, object]:
         return asdict(self)
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from .catalog import Catalog
 from .catalog_reads import CatalogReads, RecordRow
-from .summaries import PROVIDER, record_summary, reference
+from .answers import Diagnostics, EvidenceLocator, GitSummary, History, HistoryEntry, ReadAnswer, RecordRead
+from .summaries import PROVIDER, Reference, record_summary, reference
 from ..core.errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, StaleRevision
 from ..core.files import read_file, sha256_bytes
 from ..core.findings import truncated
@@ -27,20 +28,19 @@ READ_LINES_DEFAULT, READ_LINES_MAX = 100, 200
 EVIDENCE_LOCATORS_MAX = 20
 
 
-def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]) -> dict[str, Any]:
+def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]) -> RecordRead:
     record, parse_findings = parse_record(data, path)
-    view: dict[str, Any] = {"sha256": sha256_bytes(data), "status": status, "path": path}
+    view: RecordRead = {"sha256": sha256_bytes(data), "status": status, "path": path, "findings": findings}
     if record is None:
         view["findings"] = [f.to_dict() for f in parse_findings]
         return view
     summary = record_summary(record.view)
-    view.update(id=summary["id"], revision=summary["revision"], kind=summary["kind"], title=summary["title"],
-                frontmatter=record.frontmatter, body=record.body, findings=findings)
-    return view
+    return {**view, "id": summary["id"], "revision": summary["revision"], "kind": summary["kind"],
+            "title": summary["title"], "frontmatter": record.frontmatter, "body": record.body, "findings": findings}
 
 
 def get_record(store: Store, catalog: CatalogReads, partition: str, record_id: str,
-               revision: int | None = None) -> dict[str, Any]:
+               revision: int | None = None) -> RecordRead:
     rows = catalog.rows_for_id(partition, record_id)
     if len(rows) > 1:
         raise NotFound("that id is used by more than one file; exact lookups return none",
@@ -86,12 +86,12 @@ def _bytes_of(store: Store, catalog: CatalogReads, partition: str, row: RecordRo
     return data
 
 
-def history(catalog: CatalogReads, partition: str, record_id: str) -> dict[str, Any]:
+def history(catalog: CatalogReads, partition: str, record_id: str) -> History:
     """Every revision kept of a record, who wrote it, and edits seen outside the engine."""
     revisions = catalog.revisions(partition, record_id)
     if not revisions and not catalog.rows_for_id(partition, record_id):
         raise NotFound("no record with that id in this partition", id=record_id)
-    entries = []
+    entries: list[HistoryEntry] = []
     for row in revisions:
         record, _ = parse_record(row.content, row.path)
         view = record.view if record is not None else EMPTY
@@ -104,7 +104,7 @@ def history(catalog: CatalogReads, partition: str, record_id: str) -> dict[str, 
     return {"id": record_id, "revisions": entries, "events": catalog.events(partition, record_id)}
 
 
-def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str, Any]) -> dict[str, Any]:
+def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: GitSummary) -> Diagnostics:
     """Scoped validation: the partition's files, its ontology, and its publications' state (journal, git)."""
     ontology = store.ontology(partition)
     findings = [f.to_dict() for f in ontology.findings] + catalog.findings(partition)
@@ -122,7 +122,7 @@ def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str
 # --- reads by reference (the shared memory read contract) -----------------------------------
 
 
-def parse_reference(value: Any, field: str = "ref") -> dict[str, Any]:
+def parse_reference(value: Any, field: str = "ref") -> Reference:
     if not isinstance(value, dict) or value.get("provider") != PROVIDER:
         raise InvalidParams("ref must be a Knowledge reference from a search hit", field=field)
     revision = value.get("revision")
@@ -149,8 +149,8 @@ LOOKUP_PARAMS = Params(Query("name", max_chars=TITLE_MAX_CHARS, required=True,
                              description="A record id, or a title or alias (case, spacing and how accents are composed do not matter)"))
 
 
-def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: dict[str, Any],
-                   start: int, count: int) -> dict[str, Any]:
+def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: Reference,
+                   start: int, count: int) -> ReadAnswer:
     """Lines of the exact current revision a reference names; a changed revision is refused."""
     if ref["store"] != store.store_id:
         raise ForeignReference("the reference belongs to another store", field="ref")
@@ -194,12 +194,12 @@ def render_lines(view: RecordView, body: str) -> list[str]:
     return [f"# {view.title or ''}", header, ""] + body.splitlines()
 
 
-def evidence_locators(catalog: CatalogReads, partition: str, citations: tuple[Citation, ...]) -> list[dict[str, Any]]:
+def evidence_locators(catalog: CatalogReads, partition: str, citations: tuple[Citation, ...]) -> list[EvidenceLocator]:
     """Where each cited piece of evidence is kept, for the native tools to open."""
-    locators: list[dict[str, Any]] = []
+    locators: list[EvidenceLocator] = []
     for citation in citations:
         source = catalog.source(partition, citation.source) if citation.source is not None else None
-        locator: dict[str, Any] = {"source": citation.source}
+        locator: EvidenceLocator = {"source": citation.source}
         if citation.lines is not None:
             locator["lines"] = list(citation.lines)
         if citation.quote is not None:

@@ -16,7 +16,7 @@ from typing import Any
 from .catalog import Catalog, reference_findings
 from .groups import PlanReads
 from .catalog_reads import RecordRow, record_name_keys
-from ..vault.record_view import RecordView
+from ..vault.record_view import RecordView, WrittenCitation
 from ..core.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
 from ..vault.evidence import describe_source, excerpt_line_count
 from ..core.files import read_file, sha256_bytes
@@ -60,7 +60,7 @@ class _PlanBuilder:
         self.names: set[str] = set()
         self._source_lines: dict[str, list[str]] = {}
 
-    def retain_excerpt(self, text: str) -> dict[str, Any]:
+    def retain_excerpt(self, text: str) -> WrittenCitation:
         """Keep supporting text as a source file; returns the citation for it."""
         source_id = self.sources_by_text.get(text)
         if source_id is None:
@@ -71,18 +71,18 @@ class _PlanBuilder:
             self.writes.append(FileWrite(descriptor.retained_path, "source", data))
             self.writes.append(FileWrite(descriptor.descriptor_path, "descriptor", descriptor.render()))
             self.sources_by_text[text] = source_id
-        citation: dict[str, Any] = {"source": source_id, "lines": [1, excerpt_line_count(text)]}
+        citation: WrittenCitation = {"source": source_id, "lines": [1, excerpt_line_count(text)]}
         if len(text) <= QUOTE_MAX_CHARS:
             citation["quote"] = text
         return citation
 
-    def citation(self, evidence: EvidenceInput) -> dict[str, Any]:
+    def citation(self, evidence: EvidenceInput) -> WrittenCitation:
         if evidence.excerpt is not None:
             return self.retain_excerpt(evidence.excerpt)
         if self.ctx.catalog.source(self.ctx.partition, evidence.source) is None:
             raise NotFound("no retained source with that id in this partition", field="evidence.source",
                            source=evidence.source)
-        citation: dict[str, Any] = {"source": evidence.source}
+        citation: WrittenCitation = {"source": evidence.source}
         if evidence.lines or evidence.quote:
             self._check_citation(evidence)
         if evidence.lines:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
+from ..core.answers import NotRequired, TypedDict
 from ..core.ids import is_record_id
 
 KINDS = ("page", "claim", "relationship")
@@ -31,6 +32,14 @@ CANONICAL_ORDER = (
     "tags", "dependencies", "replaces", "attribution", "fields", "evidence", "recall",
 )
 KNOWN_KEYS = frozenset(CANONICAL_ORDER) | {"fixture"}
+
+
+class WrittenCitation(TypedDict):
+    """A citation as the engine writes it into a record's ``evidence`` list."""
+
+    source: str
+    lines: NotRequired[list[int]]
+    quote: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -51,7 +60,7 @@ def _record_id(value: Any) -> str | None:
     return value if is_record_id(value) else None
 
 
-def _one_of(value: Any, allowed: tuple[str, ...]) -> Any:
+def _one_of(value: Any, allowed: tuple[str, ...]) -> str | None:
     return value if isinstance(value, str) and value in allowed else None
 
 

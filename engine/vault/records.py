@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..core.answers import JsonObject
 from ..core.errors import InvalidParams, LimitExceeded
 from ..core.findings import Finding
 from .frontmatter import parse_document, render_document
@@ -82,7 +83,7 @@ class Record:
     def is_fixture(self) -> bool:
         return self.view.is_fixture
 
-    def ordered_frontmatter(self) -> dict[str, Any]:
+    def ordered_frontmatter(self) -> JsonObject:
         ordered = {key: self.frontmatter[key] for key in CANONICAL_ORDER if key in self.frontmatter}
         ordered.update((key, value) for key, value in self.frontmatter.items() if key not in ordered)
         return ordered
