@@ -13,7 +13,8 @@ from engine.vault.record_view import view_of
 
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, esc
 
-_SHOWN_ELSEWHERE = {"format", "id", "title", "revision", "kind", "type", "fields", "evidence", "recall"}
+_SHOWN_ELSEWHERE = {"format", "id", "title", "revision", "kind", "type", "fields", "evidence", "recall", "valid_from",
+                    "valid_to"}
 
 
 def record_link(record: dict[str, Any] | None, fallback: str = "") -> str:
@@ -31,8 +32,22 @@ def header_html(record: dict[str, Any]) -> str:
     return (f"<h2>{esc(record.get('title') or record.get('id'))}</h2>"
             f"<div>{esc(record.get('kind'))}{' · ' + esc(detail) if detail else ''} · "
             f"<b>{esc(record.get('status'))}</b> · revision {esc(record.get('revision'))}</div>"
+            f"{validity_html(record)}"
             f'<div class="muted">{esc(record.get("id"))} · sha256 {esc((record.get("sha256") or "")[:16])}… · '
             f"{esc(record.get('path'))}</div>")
+
+
+def validity_html(record: dict[str, Any]) -> str:
+    """A claim's interval (``valid_from`` to ``valid_to``), and whether it holds now; nothing for a record
+    that holds always."""
+    validity = view_of(record.get("frontmatter") or {}).validity
+    if not validity.bounded:
+        return ""
+    bounds = [f"from {esc(validity.valid_from)}" if validity.valid_from else "",
+              f"until {esc(validity.valid_to)} (inclusive)" if validity.valid_to else ""]
+    holds = (record.get("validity") or {}).get("holds")
+    state = "" if holds is None else " · holds now" if holds else " · <b>does not hold now</b>"
+    return f'<div class="validity">Holds {" ".join(b for b in bounds if b)}{state}</div>'
 
 
 def _value_html(value: Any, titles: dict[str, dict[str, Any]]) -> str:

@@ -313,11 +313,13 @@ def recall_candidates(engine: RecallEngine, caller: Caller, params: Any) -> dict
 
 
 def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) -> list[dict[str, Any]]:
-    """Current records with an approved block, by importance (highest first), then record id."""
+    """Current records with an approved block, by importance (highest first), then record id.  A claim that
+    does not hold now (its validFrom is still ahead, or its validTo passed) is not a candidate."""
     found = []
+    now = utc_now()
     for row in runtime.catalog.current(partition, with_recall=True):
         block = approved_block(row.view)
-        if block is None:
+        if block is None or not row.view.valid_at(now):
             continue
         if query.mode == "trigger" and not block["triggers"]:
             continue

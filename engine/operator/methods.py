@@ -378,7 +378,7 @@ class OperatorMethods:
 
     def record(self, params: dict[str, Any]) -> dict[str, Any]:
         values = RECORD.read(params)
-        return self.engine.get_record(OperatorCaller(values["agent"]), values["id"], values["revision"])
+        return self.engine.get_record(OperatorCaller(values["agent"]), values["id"], values["revision"], values["asOf"])
 
     def links(self, params: dict[str, Any]) -> dict[str, Any]:
         values = ONE_RECORD.read(params)

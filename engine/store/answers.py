@@ -67,6 +67,14 @@ class Receipt(TypedDict):
     recall: NotRequired[JsonObject | None]
 
 
+class ValidityAnswer(TypedDict):
+    """When a claim holds, and whether it holds at the moment asked (``asOf``, default now)."""
+
+    validFrom: str | None
+    validTo: str | None
+    holds: bool
+
+
 class RecordRead(TypedDict):
     """An exact read (``knowledge_record``): the file's bytes' digest, its status and, when it parses, the
     record.  ``frontmatter`` is the file's own mapping, unknown keys included; a file that does not parse
@@ -82,6 +90,7 @@ class RecordRead(TypedDict):
     title: NotRequired[str | None]
     frontmatter: NotRequired[JsonObject]
     body: NotRequired[str]
+    validity: NotRequired[ValidityAnswer]
 
 
 class HistoryGit(TypedDict):

@@ -147,6 +147,8 @@ class LabelRow(NamedTuple):
     source: str | None
     target: str | None
     aliases_json: str | None
+    valid_from: str | None           # a claim's validity bounds, when they are text
+    valid_to: str | None
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,8 @@ def _frontmatter_at(kind: str, key: str, json_type: str) -> str:
 _LABEL_COLUMNS = ", ".join([
     "c.record_id, c.kind, c.type, c.title, c.recorded_at, c.updated_at", f"({CURRENT})",
     _frontmatter_at("claim", "subject", "text"), _frontmatter_at("relationship", "from", "text"),
-    _frontmatter_at("relationship", "to", "text"), _frontmatter_at("page", "aliases", "array")])
+    _frontmatter_at("relationship", "to", "text"), _frontmatter_at("page", "aliases", "array"),
+    _frontmatter_at("claim", "valid_from", "text"), _frontmatter_at("claim", "valid_to", "text")])
 _NEWEST = "ORDER BY c.updated_at DESC, c.record_id"
 # The same order for a few named rows: "+" keeps SQLite from walking the whole partition in the order of
 # catalog_updated to skip sorting them, so the rows are found by their path or id and sorted after.

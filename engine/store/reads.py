@@ -8,6 +8,7 @@ invalid and fixture records stay reachable here; only withheld records
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from .catalog import Catalog
@@ -19,7 +20,8 @@ from ..core.files import read_file, sha256_bytes
 from ..core.findings import truncated
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.params import Integer, Params, Query, RecordId, Value
-from ..vault.record_view import EMPTY, Citation, RecordView
+from ..core.ids import utc_now
+from ..vault.record_view import EMPTY, Citation, RecordView, validity_moment
 from ..vault.records import TITLE_MAX_CHARS, parse_record
 from .open_store import NeedsLane
 from .store import Store
@@ -28,19 +30,23 @@ READ_LINES_DEFAULT, READ_LINES_MAX = 100, 200
 EVIDENCE_LOCATORS_MAX = 20
 
 
-def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]) -> RecordRead:
+def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]],
+          moment: datetime | None = None) -> RecordRead:
     record, parse_findings = parse_record(data, path)
     view: RecordRead = {"sha256": sha256_bytes(data), "status": status, "path": path, "findings": findings}
     if record is None:
         view["findings"] = [f.to_dict() for f in parse_findings]
         return view
     summary = record_summary(record.view)
+    if record.view.validity.bounded:  # a claim with validFrom or validTo says whether it holds at the moment asked
+        view["validity"] = {**record.view.validity.as_json(),
+                            "holds": record.view.valid_at(moment or utc_now())}
     return {**view, "id": summary["id"], "revision": summary["revision"], "kind": summary["kind"],
             "title": summary["title"], "frontmatter": record.frontmatter, "body": record.body, "findings": findings}
 
 
 def get_record(store: Store, catalog: CatalogReads, partition: str, record_id: str,
-               revision: int | None = None) -> RecordRead:
+               revision: int | None = None, moment: datetime | None = None) -> RecordRead:
     rows = catalog.rows_for_id(partition, record_id)
     if len(rows) > 1:
         raise NotFound("that id is used by more than one file; exact lookups return none",
@@ -52,14 +58,14 @@ def get_record(store: Store, catalog: CatalogReads, partition: str, record_id: s
         if row is None or row.record_id != record_id or row.file_status == "withheld":
             raise NotFound("no record with that id in this partition", id=record_id)
         data = _bytes_of(store, catalog, partition, row)
-        return _view(data, row.path, status=row.status, findings=row.findings)
+        return _view(data, row.path, status=row.status, findings=row.findings, moment=moment)
     stored = catalog.revision(partition, record_id, revision)
     if stored is None:
         raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
     current = rows[0] if rows else None
     is_current = current is not None and current.revision == revision and current.sha256 == stored.sha256
     status = current.status if current is not None and is_current else "historical"
-    return _view(stored.content, stored.path, status=status, findings=[])
+    return _view(stored.content, stored.path, status=status, findings=[], moment=moment)
 
 
 def fresh_row(store: Store, catalog: CatalogReads, partition: str, row: RecordRow) -> RecordRow | None:
@@ -133,24 +139,45 @@ def parse_reference(value: Any, field: str = "ref") -> Reference:
     return value
 
 
+def parse_as_of(value: Any, field: str = "asOf") -> datetime:
+    """The moment a read, search or lookup answers as of: a date (its start, UTC) or a date-time with an
+    offset."""
+    moment = validity_moment(value)
+    if moment is None:
+        raise InvalidParams("asOf must be a date (YYYY-MM-DD) or an ISO-8601 date-time with an offset",
+                            field=field)
+    return moment
+
+
+def as_of(values: dict[str, Any]) -> datetime:
+    """A request's ``asOf``: the moment it names, else now."""
+    return values["asOf"] if values.get("asOf") is not None else utc_now()
+
+
+# Reads, searches and lookups leave out claims that do not hold at this moment (docs/record-format.md).
+AS_OF = Value("asOf", parse_as_of, nullable=True,
+              json={"type": "string", "description": "Answer as of this date or date-time (default: now); "
+                    "claims that do not hold then are left out"})
 # ``memory/read``: lines of the exact revision a search hit's reference names.
 READ_PARAMS = Params(
     Value("ref", parse_reference, required=True),
     Integer("from", 1, default=1),
     Integer("lines", 1, READ_LINES_MAX, default=READ_LINES_DEFAULT),
+    AS_OF,
 )
 # The exact read of a record (``knowledge_record``, ``operator/record``) and the history of one.
 RECORD_ID = RecordId("id", required=True, description="A record id, e.g. pg_01J...")
 REVISION = Integer("revision", 1, nullable=True, description="An exact earlier revision (default: the current one)")
-RECORD_PARAMS = Params(RECORD_ID, REVISION)
+RECORD_PARAMS = Params(RECORD_ID, REVISION, AS_OF)
 HISTORY_PARAMS = Params(RECORD_ID)
 # ``knowledge_lookup``: a name is compared with ids, titles and aliases, so none longer than a title resolves.
 LOOKUP_PARAMS = Params(Query("name", max_chars=TITLE_MAX_CHARS, required=True,
-                             description="A record id, or a title or alias (case, spacing and how accents are composed do not matter)"))
+                             description="A record id, or a title or alias (case, spacing and how accents are composed do not matter)"),
+                       AS_OF)
 
 
 def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: Reference,
-                   start: int, count: int) -> ReadAnswer:
+                   start: int, count: int, moment: datetime | None = None) -> ReadAnswer:
     """Lines of the exact current revision a reference names; a changed revision is refused."""
     if ref["store"] != store.store_id:
         raise ForeignReference("the reference belongs to another store", field="ref")
@@ -164,6 +191,9 @@ def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: Ref
     if row.revision != ref["revision"] or row.sha256 != ref["sha256"]:
         raise StaleRevision("the record changed since it was referenced; search again", id=ref["id"],
                             revision=row.revision)
+    if not row.view.valid_at(moment or utc_now()):
+        raise NotFound("the claim does not hold at that time (see its validFrom and validTo); the exact read "
+                       "shows it", id=ref["id"], **row.view.validity.as_json())
     data = _bytes_of(store, catalog, partition, row)
     record, _ = parse_record(data, row.path)
     assert record is not None  # a current row parsed when it was cataloged, and the bytes are the same

@@ -16,7 +16,7 @@ from typing import Any
 from .catalog import Catalog, reference_findings
 from .groups import PlanReads
 from .catalog_reads import RecordRow, record_name_keys
-from ..vault.record_view import RecordView, WrittenCitation
+from ..vault.record_view import RecordView, Validity, WrittenCitation, validity_moment
 from ..core.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
 from ..vault.evidence import describe_source, excerpt_line_count
 from ..core.files import read_file, sha256_bytes
@@ -298,8 +298,11 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: s
         if old.lifecycle != "active":
             raise Conflict(f"the claim is already {old.lifecycle}", id=item.replaces)
         old_fm = dict(old.frontmatter)
-        old_fm.update(revision=old.revision + 1, lifecycle="superseded", updated_at=ctx.now,
-                      attribution=ctx.attribution)
+        old_fm.update(revision=old.revision + 1, updated_at=ctx.now, attribution=ctx.attribution)
+        if item.valid_from is None:
+            old_fm["lifecycle"] = "superseded"
+        else:  # the correction holds from validFrom on: the corrected claim stays true until then
+            old_fm["valid_to"] = _ended(old.view.validity, item.valid_from, item.replaces)
         builder.add_record(old_fm, old.body, row.path, base=base)
         superseded.add(item.replaces)
         extra.append({"id": item.replaces, "revision": old.revision + 1, "kind": "claim"})
@@ -314,12 +317,28 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: s
     if item_subject:
         frontmatter["subject"] = item_subject
     frontmatter["assertion_origin"] = item.assertion_origin
+    if item.valid_from is not None:
+        frontmatter["valid_from"] = item.valid_from
+    if item.valid_to is not None:
+        frontmatter["valid_to"] = item.valid_to
     if item.replaces:
         frontmatter["replaces"] = item.replaces
     frontmatter["attribution"] = ctx.attribution
     frontmatter["evidence"] = [builder.citation(evidence) for evidence in item.evidence]
     builder.add_record(frontmatter, item.text, f"claims/{record_id}.md", base=None)
     return record_id, 1, extra
+
+
+def _ended(validity: Validity, end: str, claim_id: str) -> str:
+    """The ``valid_to`` a corrected claim gets when its correction holds from ``end`` on: ``end``, unless the
+    claim already stopped holding before then (it keeps its own end)."""
+    moment = validity_moment(end)
+    if validity.start is not None and moment is not None and moment < validity.start:
+        raise InvalidParams("validFrom is before the corrected claim starts to hold; supersede it instead "
+                            "(leave validFrom out)", field="validFrom", id=claim_id)
+    if validity.valid_to is not None and validity.end is not None and moment is not None and validity.end < moment:
+        return validity.valid_to
+    return end
 
 
 def _relationship(ctx: WriteContext, builder: _PlanBuilder,

@@ -14,10 +14,11 @@ validator, which must say what is wrong with a value, and rendering, which write
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Literal, Mapping
 
 from ..core.answers import NotRequired, TypedDict
-from ..core.ids import is_record_id
+from ..core.ids import is_record_id, parse_timestamp
 
 KINDS = ("page", "claim", "relationship")
 LIFECYCLES = ("active", "superseded", "withdrawn", "merged")
@@ -28,8 +29,8 @@ Kind = Literal["page", "claim", "relationship"]
 # Every key of the record format, in the order a record renders them; keys outside it are ``extra``.
 CANONICAL_ORDER = (
     "format", "id", "revision", "kind", "title", "type", "recorded_at", "updated_at", "scope",
-    "lifecycle", "claim_kind", "subject", "relation", "from", "to", "assertion_origin", "aliases",
-    "tags", "dependencies", "replaces", "attribution", "fields", "evidence", "recall",
+    "lifecycle", "claim_kind", "subject", "relation", "from", "to", "assertion_origin", "valid_from",
+    "valid_to", "aliases", "tags", "dependencies", "replaces", "attribution", "fields", "evidence", "recall",
 )
 KNOWN_KEYS = frozenset(CANONICAL_ORDER) | {"fixture"}
 
@@ -50,6 +51,74 @@ class Citation:
     source: str | None
     lines: tuple[int, int] | None
     quote: str | None
+
+
+@dataclass(frozen=True)
+class Validity:
+    """When a claim holds: from ``start`` (None: always before) until ``end`` inclusive (None: still).
+
+    Both bounds are given as a date (``2026-03-01``) or a date-time with an offset
+    (``2026-03-01T09:00:00Z``).  A date bound covers its whole UTC day: a claim valid to
+    ``2026-03-31`` still holds at 23:59 that day.  One rule, written here, for every reader."""
+
+    valid_from: str | None
+    valid_to: str | None
+
+    @property
+    def start(self) -> datetime | None:
+        return None if self.valid_from is None else validity_moment(self.valid_from)
+
+    @property
+    def end(self) -> datetime | None:
+        """The last moment the claim holds (inclusive)."""
+        if self.valid_to is None:
+            return None
+        moment = validity_moment(self.valid_to)
+        if moment is not None and is_plain_date(self.valid_to):
+            moment += timedelta(days=1) - timedelta(microseconds=1)
+        return moment
+
+    @property
+    def bounded(self) -> bool:
+        return self.valid_from is not None or self.valid_to is not None
+
+    def holds_at(self, moment: datetime) -> bool:
+        start, end = self.start, self.end
+        return (start is None or start <= moment) and (end is None or moment <= end)
+
+    def as_json(self) -> dict[str, str | None]:
+        return {"validFrom": self.valid_from, "validTo": self.valid_to}
+
+
+ALWAYS = Validity(None, None)
+
+
+def is_plain_date(text: str) -> bool:
+    return len(text) == 10 and text[4] == "-" and text[7] == "-"
+
+
+def validity_moment(value: object) -> datetime | None:
+    """A validity bound (a ``YYYY-MM-DD`` date, or an ISO-8601 date-time with an offset) as the UTC
+    moment it starts; None when it is neither."""
+    if not isinstance(value, str):
+        return None
+    if is_plain_date(value):
+        try:
+            return datetime.combine(date.fromisoformat(value), time(), tzinfo=timezone.utc)
+        except ValueError:
+            return None
+    return parse_timestamp(value)
+
+
+def validity_problem(valid_from: object, valid_to: object) -> tuple[str, str] | None:
+    """(field, problem) when a claim's bounds are not dates or date-times, or end before they start."""
+    for field, value in (("valid_from", valid_from), ("valid_to", valid_to)):
+        if value is not None and validity_moment(value) is None:
+            return field, f"{field} must be a date (YYYY-MM-DD) or an ISO-8601 date-time with an offset"
+    interval = Validity(valid_from, valid_to)  # type: ignore[arg-type]  # both checked above
+    if interval.start is not None and interval.end is not None and interval.start > interval.end:
+        return "valid_to", "valid_to must not be before valid_from"
+    return None
 
 
 def _text(value: Any) -> str | None:
@@ -92,6 +161,10 @@ def _citations(value: Any) -> tuple[Citation, ...] | None:
                  if citation is not None)
 
 
+def _bound(value: Any) -> str | None:
+    return value if validity_moment(value) is not None else None
+
+
 @dataclass(frozen=True)
 class RecordView:
     """A record's frontmatter, typed.  A field is None when the key is absent or its value has the wrong
@@ -114,6 +187,8 @@ class RecordView:
     from_id: str | None
     to_id: str | None
     assertion_origin: str | None
+    valid_from: str | None            # a claim's validity: a date or a date-time with an offset
+    valid_to: str | None
     aliases: tuple[str, ...] | None
     tags: tuple[str, ...] | None
     dependencies: tuple[str, ...] | None
@@ -132,6 +207,16 @@ class RecordView:
     @property
     def is_fixture(self) -> bool:
         return self.fixture is True
+
+    @property
+    def validity(self) -> Validity:
+        """A claim's interval; other kinds hold always (the keys are claims' only)."""
+        if self.kind != "claim":
+            return ALWAYS
+        return Validity(self.valid_from, self.valid_to)
+
+    def valid_at(self, moment: datetime) -> bool:
+        return self.validity.holds_at(moment)
 
     @property
     def detail(self) -> str | None:
@@ -164,6 +249,8 @@ def view_of(frontmatter: Mapping[str, Any]) -> RecordView:
         from_id=_record_id(get("from")),
         to_id=_record_id(get("to")),
         assertion_origin=_one_of(get("assertion_origin"), ASSERTION_ORIGINS),
+        valid_from=_bound(get("valid_from")),
+        valid_to=_bound(get("valid_to")),
         aliases=_texts(get("aliases")),
         tags=_texts(get("tags")),
         dependencies=_texts(get("dependencies")),

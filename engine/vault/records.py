@@ -20,7 +20,7 @@ from .frontmatter import parse_document, render_document
 from ..core.ids import canonical_session_id, is_record_id, parse_timestamp
 from .ontology import Ontology
 from .record_view import (  # noqa: F401 - the record format's vocabularies, named where records are
-    ASSERTION_ORIGINS, CANONICAL_ORDER, KINDS, LIFECYCLES, RecordView, view_of,
+    ASSERTION_ORIGINS, CANONICAL_ORDER, KINDS, LIFECYCLES, RecordView, validity_problem, view_of,
 )
 
 RECORD_FORMAT = "knowledge-record-v1"
@@ -186,6 +186,9 @@ def check_record(record: Record, ontology: Ontology, path: str) -> list[Finding]
                 problem("envelope", f"{key} must be a record id", key)
         _check_origin(view, problem)
         _check_evidence(view.raw.get("evidence"), problem, required=True)
+        invalid = validity_problem(view.raw.get("valid_from"), view.raw.get("valid_to"))
+        if invalid is not None:
+            problem("validity", invalid[1], invalid[0])
     elif kind == "relationship":
         relation = view.relation
         if relation is None or relation not in ontology.relation_types:
@@ -196,6 +199,10 @@ def check_record(record: Record, ontology: Ontology, path: str) -> list[Finding]
         _check_origin(view, problem)
         _check_evidence(view.raw.get("evidence"), problem, required=True)
 
+    if kind != "claim":
+        for key in ("valid_from", "valid_to"):
+            if key in view.raw:
+                problem("validity", f"{key} is for claims only", key)
     if "recall" in view.raw:
         _check_recall(view.raw["recall"], problem)
     return findings
