@@ -91,12 +91,6 @@ class RecordRow:
         return json.loads(self.findings_json) + json.loads(self.xref_findings_json)
 
 
-# The catalog columns a record's view fills (``view_columns``); the rest say where the file is, its bytes,
-# its stat and the checks' verdicts.  Written once: the catalog's writes and resets are drawn from it.
-VIEW_COLUMNS = ("record_id", "revision", "kind", "type", "title", "lifecycle", "fixture", "recorded_at",
-                "updated_at", "frontmatter")
-
-
 class ViewColumns(TypedDict):
     """``VIEW_COLUMNS`` with their values (the catalog's row for a record file, less where and how it is)."""
 
@@ -110,6 +104,11 @@ class ViewColumns(TypedDict):
     recorded_at: str | None
     updated_at: str | None
     frontmatter: str | None
+
+
+# The catalog columns a record's view fills (``view_columns``); the rest say where the file is, its bytes,
+# its stat and the checks' verdicts.  Written once: the catalog's writes and resets are drawn from it.
+VIEW_COLUMNS = tuple(ViewColumns.__annotations__)
 
 
 def view_columns(view: RecordView | None, ontology: Ontology, path: str) -> ViewColumns:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from ..core.answers import NotRequired, TypedDict
 from ..core.ids import is_record_id, parse_timestamp
@@ -225,41 +225,37 @@ class RecordView:
         return {"page": self.type, "claim": self.claim_kind, "relationship": self.relation}.get(self.kind or "")
 
 
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+# Each key of the record format: the view field it fills and how its value is read (the wrong type: None).
+_FIELDS: tuple[tuple[str, str, Callable[[Any], Any]], ...] = (
+    ("format", "format", _text), ("id", "id", _record_id), ("revision", "revision", _positive),
+    ("kind", "kind", lambda value: _one_of(value, KINDS)), ("title", "title", _text), ("type", "type", _text),
+    ("recorded_at", "recorded_at", _text), ("updated_at", "updated_at", _text), ("scope", "scope", _text),
+    ("lifecycle", "lifecycle", lambda value: _one_of(value, LIFECYCLES)), ("claim_kind", "claim_kind", _text),
+    ("subject", "subject", _record_id), ("relation", "relation", _text), ("from", "from_id", _record_id),
+    ("to", "to_id", _record_id),
+    ("assertion_origin", "assertion_origin", lambda value: _one_of(value, ASSERTION_ORIGINS)),
+    ("valid_from", "valid_from", _bound), ("valid_to", "valid_to", _bound), ("aliases", "aliases", _texts),
+    ("tags", "tags", _texts), ("dependencies", "dependencies", _texts), ("replaces", "replaces", _record_id),
+    ("attribution", "attribution", _mapping), ("fields", "fields", _mapping), ("evidence", "evidence", _citations),
+    ("recall", "recall", _mapping),
+)
+
+
 def view_of(frontmatter: Mapping[str, Any]) -> RecordView:
     """The typed view of one record's frontmatter; never raises, whatever the mapping holds."""
     get = frontmatter.get
-    revision = get("revision")
-    fixture = get("fixture", False)
     return RecordView(
         raw=frontmatter,
-        format=_text(get("format")),
-        id=_record_id(get("id")),
-        revision=revision if isinstance(revision, int) and not isinstance(revision, bool) and revision >= 1
-        else None,
-        kind=_one_of(get("kind"), KINDS),
-        title=_text(get("title")),
-        type=_text(get("type")),
-        recorded_at=_text(get("recorded_at")),
-        updated_at=_text(get("updated_at")),
-        scope=_text(get("scope")),
-        lifecycle=_one_of(get("lifecycle"), LIFECYCLES),
-        claim_kind=_text(get("claim_kind")),
-        subject=_record_id(get("subject")),
-        relation=_text(get("relation")),
-        from_id=_record_id(get("from")),
-        to_id=_record_id(get("to")),
-        assertion_origin=_one_of(get("assertion_origin"), ASSERTION_ORIGINS),
-        valid_from=_bound(get("valid_from")),
-        valid_to=_bound(get("valid_to")),
-        aliases=_texts(get("aliases")),
-        tags=_texts(get("tags")),
-        dependencies=_texts(get("dependencies")),
-        replaces=_record_id(get("replaces")),
-        attribution=_mapping(get("attribution")),
-        fields=_mapping(get("fields")),
-        evidence=_citations(get("evidence")),
-        recall=_mapping(get("recall")),
-        fixture=fixture if isinstance(fixture, bool) else None,
+        **{field: read(get(key)) for key, field, read in _FIELDS},
+        fixture=_flag(get("fixture", False)),
         extra={key: value for key, value in frontmatter.items() if key not in KNOWN_KEYS},
     )
 

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from engine.store.catalog_reads import VIEW_COLUMNS, ViewColumns
+from engine.store.catalog_reads import VIEW_COLUMNS, view_columns
 from engine.store.summaries import RecordSummary, record_summary
 from engine.vault.ontology import Ontology
-from engine.vault.record_view import CANONICAL_ORDER, Citation, RecordView, view_of
+from engine.vault.record_view import _FIELDS, CANONICAL_ORDER, Citation, RecordView, view_of
 from engine.vault.records import Record, check_record
 
 CLAIM = {
@@ -26,6 +26,7 @@ def test_every_key_of_the_record_format_has_a_typed_field() -> None:
     names = {field.name for field in dataclasses.fields(RecordView)}
     renamed = {"from": "from_id", "to": "to_id"}
     assert {renamed.get(key, key) for key in CANONICAL_ORDER} | {"fixture"} <= names
+    assert [key for key, _, _ in _FIELDS] == list(CANONICAL_ORDER)  # each key read once, in the format's order
 
 
 def test_a_valid_claim_reads_as_typed_values_and_unknown_keys_are_kept() -> None:
@@ -70,5 +71,8 @@ def test_the_summary_is_one_shape_from_a_view() -> None:
     assert list(summary) == list(RecordSummary.__annotations__)
 
 
-def test_the_view_columns_are_written_once() -> None:
-    assert tuple(ViewColumns.__annotations__) == VIEW_COLUMNS
+def test_the_catalog_columns_a_view_fills_are_exactly_the_declared_ones() -> None:
+    ontology = Ontology.shipped()
+    for view in (view_of(CLAIM), None):
+        assert tuple(view_columns(view, ontology, "claims/c.md")) == VIEW_COLUMNS
+    assert view_columns(view_of(CLAIM), ontology, "claims/c.md")["type"] == "preference"
