@@ -33,16 +33,20 @@ EVIDENCE_LOCATORS_MAX = 20
 def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]],
           moment: datetime | None = None) -> RecordRead:
     record, parse_findings = parse_record(data, path)
-    view: RecordRead = {"sha256": sha256_bytes(data), "status": status, "path": path, "findings": findings}
+    digest = sha256_bytes(data)
     if record is None:
-        view["findings"] = [f.to_dict() for f in parse_findings]
-        return view
+        return {"sha256": digest, "status": status, "path": path,
+                "findings": [f.to_dict() for f in parse_findings]}
     summary = record_summary(record.view)
-    if record.view.validity.bounded:  # a claim with validFrom or validTo says whether it holds at the moment asked
-        view["validity"] = {**record.view.validity.as_json(),
-                            "holds": record.view.valid_at(moment or utc_now())}
-    return {**view, "id": summary["id"], "revision": summary["revision"], "kind": summary["kind"],
-            "title": summary["title"], "frontmatter": record.frontmatter, "body": record.body, "findings": findings}
+    read: RecordRead = {
+        "sha256": digest, "status": status, "path": path, "id": summary["id"], "revision": summary["revision"],
+        "kind": summary["kind"], "title": summary["title"], "frontmatter": record.frontmatter, "body": record.body,
+        "findings": findings,
+    }
+    validity = record.view.validity
+    if validity.bounded:  # a claim with validFrom or validTo says whether it holds at the moment asked
+        read["validity"] = {**validity.as_json(), "holds": validity.holds_at(moment or utc_now())}
+    return read
 
 
 def get_record(store: Store, catalog: CatalogReads, partition: str, record_id: str,
