@@ -41,7 +41,7 @@ from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
 from .store.reads import (
     HISTORY_PARAMS, LOOKUP_PARAMS, READ_PARAMS, RECORD_ID, RECORD_PARAMS, diagnostics, get_record, history,
-    read_reference, reference,
+    as_of, read_reference, record_summary, reference,
 )
 from .vault.records import PRIVATE_SCOPE
 from .state.registry import SCOPES, Grant, Registry, StoreRecord
@@ -257,12 +257,13 @@ class Engine:
 
     # --- knowledge: reads ---------------------------------------------------------------
 
-    def get_record(self, caller: Caller, record_id: str, revision: int | None = None) -> dict[str, Any]:
+    def get_record(self, caller: Caller, record_id: str, revision: int | None = None,
+                   as_of_moment: Any = None) -> dict[str, Any]:
         """The exact read of a record; one of the private partition carries its ``link`` (any revision: the
-        link names the record)."""
-        request = RECORD_PARAMS.read({"id": record_id, "revision": revision})
+        link names the record).  A claim with validity says whether it holds as of ``as_of_moment``."""
+        request = RECORD_PARAMS.read({"id": record_id, "revision": revision, "asOf": as_of_moment})
         return self.enter(caller).read(lambda rt, a, view: with_link(
-            get_record(view.store, view.catalog, a.partition, request["id"], request["revision"]),
+            get_record(view.store, view.catalog, a.partition, request["id"], request["revision"], as_of(request)),
             view.store.store_id, a.partition))
 
     def history(self, caller: Caller, record_id: str) -> dict[str, Any]:
@@ -296,19 +297,22 @@ class Engine:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""
         request = READ_PARAMS.read(params)
         return self.enter(caller).read(lambda rt, a, view: read_reference(
-            view.store, view.catalog, a.partition, request["ref"], request["from"], request["lines"]))
+            view.store, view.catalog, a.partition, request["ref"], request["from"], request["lines"], as_of(request)))
 
-    def lookup(self, caller: Caller, name: Any) -> dict[str, Any]:
-        """Exact lookup by id, title or alias; a name shared by several records resolves to none."""
-        name = LOOKUP_PARAMS.read({"name": name})["name"]
+    def lookup(self, caller: Caller, name: Any, as_of_moment: Any = None) -> dict[str, Any]:
+        """Exact lookup by id, title or alias; a name shared by several records resolves to none.  Claims
+        that do not hold as of ``as_of_moment`` (default now) are left out."""
+        request = LOOKUP_PARAMS.read({"name": name, "asOf": as_of_moment})
+        name, moment = request["name"], as_of(request)
 
         def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> dict[str, Any]:
             ids = view.catalog.lookup(authority.partition, name.strip())
-            if len(ids) != 1:
-                return {"matches": [], "ambiguous": len(ids) > 1}
-            row = view.catalog.rows_for_id(authority.partition, ids[0])[0]
-            match = {"id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
-                     "title": row.title, "ref": reference(view.store.store_id, row)}
+            rows = [view.catalog.rows_for_id(authority.partition, record_id)[0] for record_id in ids]
+            rows = [row for row in rows if row.view.valid_at(moment)]
+            if len(rows) != 1:
+                return {"matches": [], "ambiguous": len(rows) > 1}
+            row = rows[0]
+            match = {**record_summary(row), "ref": reference(view.store.store_id, row)}
             return {"matches": [with_link(match, view.store.store_id, authority.partition)], "ambiguous": False}
 
         return self.enter(caller).read(work)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.vault.record_view import view_of
+
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, esc
 
-_SHOWN_ELSEWHERE = {"format", "id", "title", "revision", "kind", "type", "fields", "evidence", "recall"}
+_SHOWN_ELSEWHERE = {"format", "id", "title", "revision", "kind", "type", "fields", "evidence", "recall", "valid_from",
+                    "valid_to"}
 
 
 def record_link(record: dict[str, Any] | None, fallback: str = "") -> str:
@@ -24,13 +27,27 @@ def record_link(record: dict[str, Any] | None, fallback: str = "") -> str:
 
 
 def header_html(record: dict[str, Any]) -> str:
-    fm = record.get("frontmatter") or {}
-    detail = fm.get("type") or fm.get("claim_kind") or fm.get("relation") or ""
+    view = view_of(record.get("frontmatter") or {})
+    detail = view.type or view.claim_kind or view.relation or ""
     return (f"<h2>{esc(record.get('title') or record.get('id'))}</h2>"
             f"<div>{esc(record.get('kind'))}{' · ' + esc(detail) if detail else ''} · "
             f"<b>{esc(record.get('status'))}</b> · revision {esc(record.get('revision'))}</div>"
+            f"{validity_html(record)}"
             f'<div class="muted">{esc(record.get("id"))} · sha256 {esc((record.get("sha256") or "")[:16])}… · '
             f"{esc(record.get('path'))}</div>")
+
+
+def validity_html(record: dict[str, Any]) -> str:
+    """A claim's interval (``valid_from`` to ``valid_to``), and whether it holds now; nothing for a record
+    that holds always."""
+    validity = view_of(record.get("frontmatter") or {}).validity
+    if not validity.bounded:
+        return ""
+    bounds = [f"from {esc(validity.valid_from)}" if validity.valid_from else "",
+              f"until {esc(validity.valid_to)} (inclusive)" if validity.valid_to else ""]
+    holds = (record.get("validity") or {}).get("holds")
+    state = "" if holds is None else " · holds now" if holds else " · <b>does not hold now</b>"
+    return f'<div class="validity">Holds {" ".join(b for b in bounds if b)}{state}</div>'
 
 
 def _value_html(value: Any, titles: dict[str, dict[str, Any]]) -> str:
@@ -45,17 +62,17 @@ def _value_html(value: Any, titles: dict[str, dict[str, Any]]) -> str:
 
 def fields_html(record: dict[str, Any], links: dict[str, Any] | None) -> str:
     """Typed fields first, then the other frontmatter keys, names resolved to record links."""
-    fm = record.get("frontmatter") or {}
+    view = view_of(record.get("frontmatter") or {})
     titles = {ref["record"]["id"]: ref["record"] for ref in (links or {}).get("references", [])
               if ref.get("record", {}).get("id")}
-    rows = [(f"fields.{name}", value) for name, value in (fm.get("fields") or {}).items()]
-    rows += [(key, value) for key, value in fm.items() if key not in _SHOWN_ELSEWHERE]
+    rows = [(f"fields.{name}", value) for name, value in (view.fields or {}).items()]
+    rows += [(key, value) for key, value in view.raw.items() if key not in _SHOWN_ELSEWHERE]
     cells = "".join(f"<tr><td><b>{esc(key)}</b></td><td>{_value_html(value, titles)}</td></tr>" for key, value in rows)
     findings = "".join(f"<li>{esc(f.get('severity', 'error'))}: {esc(f.get('message'))}</li>"
                        for f in record.get("findings") or [])
-    recall = fm.get("recall")
+    recall = view.recall
     recall_html = ""
-    if isinstance(recall, dict):
+    if recall is not None:
         recall_html = (f"<h3>Approved for recall</h3><div>{esc(recall.get('summary'))}</div>"
                        f'<div class="muted">importance {esc(recall.get("importance"))}; triggers '
                        f"{esc(', '.join(recall.get('triggers') or []) or '-')}; projects "

@@ -77,7 +77,7 @@ def current_documents(state_db: Path, partition: str) -> list[Document]:
     for row, content in rows:
         if content is None:
             continue  # not kept in the archive yet: the engine's own index leaves it out too
-        aliases = [a for a in row.frontmatter.get("aliases") or [] if isinstance(a, str)]
+        aliases = row.view.aliases or ()
         _, body = split_document(content.decode("utf-8"))
         documents.append(Document(row.path, row.record_id, row.revision, row.kind, row.type or "", row.lifecycle,
                                   row.title, " \n".join(aliases), body))

@@ -234,7 +234,7 @@ def _check(deadline: float, clock: Callable[[], float]) -> None:
 
 
 def _candidate(runtime: SearchableStore, partition: str, row: RecordRow) -> Candidate:
-    name = page_lookup_name(runtime.catalog, partition, row.record_id, row.title, row.frontmatter)
+    name = page_lookup_name(runtime.catalog, partition, row.record_id, row.title, row.view)
     return Candidate(row.record_id, row.revision, row.type or "page", clip(row.title, TITLE_MAX_CHARS), name)
 
 

@@ -54,6 +54,7 @@ from ..state.statedir import StateDir
 from ..store.attachments import ATTACH_MAX_BYTES, attach
 from ..store.credentials import decoded_for_scan
 from ..store.inputs import ITEMS_MAX
+from ..vault.record_view import RecordView, view_of
 from ..vault.records import TITLE_MAX_CHARS
 from . import jsonnumbers
 from .answers import ImportCounts, ImportResult
@@ -357,7 +358,7 @@ class Writer:
         """The current pages an earlier run of this format's import made (its attribution names it) of
         ``page_type`` tagged ``tag``, by their ``fields.url``: ``(id, revision)``, the newest where several
         share one.  A dry run without the store, or an agent with no store yet, has none."""
-        return self.imported_records(lambda row, _: (row.frontmatter.get("fields") or {}).get("url"),
+        return self.imported_records(lambda row, _: (row.view.fields or {}).get("url"),
                                      kind="page", type=page_type, tag=tag)
 
     def imported_by_original(self, kind: str, **filters: Any) -> dict[str, tuple[str, int]]:
@@ -365,7 +366,7 @@ class Writer:
         the retained original each cites first (``Writer.retain``'s ``filename``: a note's path in its
         folder): ``(id, revision)``, the newest where several share one."""
         def original(row: Any, read: "_SourceReader") -> str | None:
-            return read.filename(first_source(row.frontmatter))
+            return read.filename(first_source(row.view))
 
         return self.imported_records(original, kind=kind, active_only=kind == "claim", **filters)
 
@@ -384,10 +385,10 @@ class Writer:
             sources = _SourceReader(view, authority.partition)
             found: dict[str, tuple[str, int]] = {}
             for row in view.catalog.current(authority.partition, **filters):  # newest first
-                frontmatter = row.frontmatter
+                view = row.view
                 if (not row.record_id or not isinstance(row.revision, int)
-                        or (active_only and frontmatter.get("lifecycle", "active") != "active")
-                        or (frontmatter.get("attribution") or {}).get("instance") != instance):
+                        or (active_only and view.lifecycle not in (None, "active"))
+                        or (view.attribution or {}).get("instance") != instance):
                     continue
                 key = key_of(row, sources)
                 if isinstance(key, str) and key not in found:
@@ -474,12 +475,10 @@ class _SourceReader:
             return None
 
 
-def first_source(frontmatter: dict[str, Any]) -> str | None:
+def first_source(view: RecordView) -> str | None:
     """The source a record's first citation names, if it names one."""
-    evidence = frontmatter.get("evidence")
-    first = evidence[0] if isinstance(evidence, list) and evidence else None
-    source = first.get("source") if isinstance(first, dict) else None
-    return source if isinstance(source, str) else None
+    first = view.evidence[0] if view.evidence else None
+    return first.source if first is not None and first.at == 0 else None
 
 
 def first_part_sha256(original: Original) -> str:
@@ -490,12 +489,12 @@ def first_part_sha256(original: Original) -> str:
 def says_same(page: dict[str, Any], params: dict[str, Any]) -> bool:
     """Whether a page's current revision says what ``params`` would: type, title, body, aliases, tags and
     fields (not the evidence: a newer input is another file, citing it says nothing new)."""
-    frontmatter = page["frontmatter"]
-    return (frontmatter.get("type") == params["type"] and page["title"] == params["title"]
+    view = view_of(page["frontmatter"])
+    return (view.type == params["type"] and page["title"] == params["title"]
             and (page.get("body") or "").rstrip("\n") == params["body"].rstrip("\n")
-            and (frontmatter.get("aliases") or []) == (params.get("aliases") or [])
-            and (frontmatter.get("tags") or []) == (params.get("tags") or [])
-            and (frontmatter.get("fields") or {}) == (params.get("fields") or {}))
+            and list(view.aliases or ()) == (params.get("aliases") or [])
+            and list(view.tags or ()) == (params.get("tags") or [])
+            and (view.fields or {}) == (params.get("fields") or {}))
 
 
 def revised_note(writer: Writer, revised: int, what: str, *, claims: bool = False) -> list[str]:

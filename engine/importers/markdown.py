@@ -231,10 +231,10 @@ def _retain(writer: Writer, folder: Folder, note: Note, sources: dict[str, list[
 
 def _link_key(row: Any, _: Any) -> str | None:
     """A relationship an earlier import made from a link, by its ends (``from>to``)."""
-    frontmatter = row.frontmatter
-    if frontmatter.get("relation") != "related_to":
+    view = row.view
+    if view.relation != "related_to":
         return None
-    return f"{frontmatter.get('from')}>{frontmatter.get('to')}"
+    return f"{view.from_id}>{view.to_id}"
 
 
 def _citation(sources: list[str], note: Note, link: Link) -> Citation:

@@ -19,6 +19,12 @@ Imported again (a newer export): a memory whose claim an earlier import made
 (found by its ``id``) and whose text is the same is left as it is; one whose
 text changed gets a new claim replacing the earlier one (``replaces``: that
 claim's next revision is ``superseded``).
+
+Dates (docs/import-export.md): a memory's ``expiration_date`` (after which mem0
+no longer retrieves it) is its claim's ``validTo``.  ``created_at`` and
+``updated_at`` say when mem0 recorded or rewrote a memory, not when what it
+says held (an update may fix a mistake as well as follow a change): they stay
+in the cited JSON, and a changed memory's earlier claim is superseded.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from .common import (
     refused, report, revised_note,
 )
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, TEXT_MAX_CHARS
+from ..vault.record_view import validity_moment
 
 FORMAT = "mem0"
 
@@ -60,7 +67,7 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
     one whose text changed gets a new claim that replaces the earlier one (which becomes ``superseded``,
     its next revision).  The export is retained only when a claim of its is written.
     """
-    earlier = writer.imported_records(lambda row, read: _memory_key(read.text(first_source(row.frontmatter))),
+    earlier = writer.imported_records(lambda row, read: _memory_key(read.text(first_source(row.view))),
                                       kind="claim", active_only=True)
     plan: list[tuple[str, str, str, str | None, str | None]] = []  # place, text, record, kept, replaced
     rerun: list[bool] = []  # decided at the first unchanged claim: does it cite this very export?
@@ -82,7 +89,7 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
         chunk = plan[start:start + ITEMS_MAX]
         items = [{"text": text, "claimKind": "fact", "assertionOrigin": "source",
                   "evidence": [{"excerpt": record}, *({"source": source} for source in sources)],
-                  **({"replaces": replaced} if replaced else {})}
+                  **({"replaces": replaced} if replaced else {}), **_validity(record)}
                  for _, text, record, kept, replaced in chunk if kept is None]
         written = iter(writer.remember(f"memories-{start // ITEMS_MAX + 1}", items) if items else [])
         for _, _, _, kept, replaced in chunk:
@@ -99,6 +106,17 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
     return report(writer, Mem0Import, file=original.name, sha256=original.sha256, memories=len(memories),
                   skippedDeleted=skipped, **({"relationsLeftOut": relations} if relations else {}), claims=claims,
                   revised=revised, notes=notes)
+
+
+def _validity(record: str) -> dict[str, str]:
+    """The claim's ``validTo``: the memory's ``expiration_date``, when it is a date or a date-time with an
+    offset (anything else stays in the cited JSON only)."""
+    try:
+        memory = json.loads(record)
+    except ValueError:
+        return {}
+    expires = memory.get("expiration_date") if isinstance(memory, dict) else None
+    return {"validTo": expires} if validity_moment(expires) is not None else {}
 
 
 def _memory_key(record: str | None) -> str | None:

@@ -31,6 +31,7 @@ import numpy as np
 from models.errors import ModelError
 from models.installed import InstalledModel, ModelStore
 
+from ..core.answers import NotRequired, TypedDict
 from ..decision.onnx_session import open_session, open_tokenizer
 from ..state.config import Settings
 from .int8_graph import int8_products
@@ -164,14 +165,20 @@ def plan_batches(lengths: Sequence[int], *, rows: int = RunSettings.rows,
     return batches
 
 
+class EmbeddingStatusData(TypedDict):
+    state: str
+    model: NotRequired[str]
+    reason: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class EmbeddingStatus:
     state: str                  # not_configured | not_installed | failed | ready
     model: str | None = None    # the embeddingModel value
     reason: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {key: value for key, value in (("state", self.state), ("model", self.model),
+    def to_dict(self) -> EmbeddingStatusData:
+        return {key: value for key, value in (("state", self.state), ("model", self.model),  # type: ignore[return-value]
                                               ("reason", self.reason)) if value is not None}
 
 

@@ -19,7 +19,10 @@ field passes through untouched (protobuf keeps fields it does not know).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
 
 import numpy as np
 
@@ -28,7 +31,7 @@ MICROSOFT = "com.microsoft"
 _PACKAGE = "knowledge_onnx_subset"
 
 
-def _model_message() -> Any:
+def _model_message() -> type["Message"]:
     """ModelProto with only graph, opset_import, node (input, output, name, op_type, domain) and an
     initializer's dims, data_type, name and raw_data: the field numbers of onnx/onnx.proto."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory

@@ -31,6 +31,7 @@ import tantivy
 from .analysis import ANALYZER_NAME, Analyzer, prepare
 from ..store.catalog import Catalog
 from ..store.index_ledger import BacklogRow, IndexLedger
+from ..core.answers import NotRequired, TypedDict
 from ..core.errors import IndexFailed
 from ..vault.frontmatter import split_document
 from ..store.store import Store
@@ -61,11 +62,27 @@ def build_schema() -> tantivy.Schema:
     return builder.build()
 
 
+class IndexedDocument(TypedDict):
+    """One record's fields as the index holds them (``text``, ``title``, ``aliases``, ``body`` analysed)."""
+
+    path: str
+    id: str
+    revision: int
+    kind: str
+    type: str
+    lifecycle: str
+    text: str
+    title: str
+    aliases: str
+    body: str
+    claim_kind: NotRequired[str]
+
+
 def index_document(*, path: str, record_id: str, revision: int, kind: str, type_: str, lifecycle: str,
-                   title: str, aliases: list[str], body: str) -> dict[str, Any]:
+                   title: str, aliases: list[str], body: str) -> IndexedDocument:
     """The fields of one record as the index holds them."""
     alias_text = " \n".join(aliases)
-    document: dict[str, Any] = {
+    document: IndexedDocument = {
         "path": path, "id": record_id, "revision": revision, "kind": kind, "type": type_, "lifecycle": lifecycle,
         "text": prepare(f"{title}\n{alias_text}\n{body}"), "title": prepare(title), "aliases": prepare(alias_text),
         "body": prepare(body),

@@ -36,7 +36,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -46,7 +46,11 @@ from ..store.catalog_reads import RecordRow
 from .embedding import Embedder, text_digest
 from ..core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from ..vault.frontmatter import split_document
+from ..vault.record_view import Citation
 from .tantivy_index import INDEX_DIR
+
+if TYPE_CHECKING:
+    import apsw
 from ..store.store import Store
 
 log = logging.getLogger(__name__)
@@ -114,18 +118,16 @@ def embedding_text(title: str | None, body: str) -> str:
     return f"{title or ''}\n\n{body}".strip()
 
 
-def evidence_passages(evidence: Any, source_lines: Callable[[str], list[str] | None]) -> list[str]:
+def evidence_passages(evidence: Sequence[Citation] | None,
+                      source_lines: Callable[[str], list[str] | None]) -> list[str]:
     """The passages of the text sources a page's ``evidence`` cites (``source_lines``: a source's lines, None
     when it is not a readable text): each citation's lines (all of them without a range), cut into passages of
     ``PASSAGE_WORDS`` words, at most ``PASSAGES_MAX`` in all; a source cited twice for the same lines once."""
     passages: list[str] = []
     seen: set[tuple[str, Any]] = set()
-    for item in evidence if isinstance(evidence, list) else []:
-        source = item.get("source") if isinstance(item, dict) else None
-        span = item.get("lines") if isinstance(item, dict) else None
-        span = tuple(span) if isinstance(span, list) and len(span) == 2 and all(
-            isinstance(n, int) and not isinstance(n, bool) for n in span) else None
-        if not isinstance(source, str) or (source, span) in seen:
+    for citation in evidence or ():
+        source, span = citation.source, citation.lines
+        if source is None or (source, span) in seen:
             continue
         seen.add((source, span))
         lines = source_lines(source)
@@ -160,7 +162,7 @@ class VectorIndex:
 
     # --- the connection ---------------------------------------------------------------
 
-    def _db(self) -> Any:
+    def _db(self) -> "apsw.Connection":
         if self._connection is None:
             try:
                 self._connection = _open(self.path)
@@ -310,7 +312,7 @@ class VectorIndex:
             lines = _SourceLines(self, partition)
             for row in chunk:
                 if row.kind == "page" and row.path in digests and row.path not in done:
-                    cut = evidence_passages(row.frontmatter.get("evidence"), lines)
+                    cut = evidence_passages(row.view.evidence, lines)
                     passage_digests[row.path] = [text_digest(text) for text in cut]
                     wanted.update(zip(passage_digests[row.path], cut))
         have = self._cached(embedder.fingerprint, set(wanted))
@@ -515,7 +517,7 @@ def _vec_table(name: str, embedder: Embedder) -> str:
             f"embedding float[{int(embedder.dimensions)}] distance_metric=cosine)")
 
 
-def _open(path: Path) -> Any:
+def _open(path: Path) -> "apsw.Connection":
     import apsw
     import sqlite_vec
 

@@ -31,6 +31,7 @@ from ..core.ids import parse_timestamp
 from ..store.catalog import Catalog
 from ..store.catalog_reads import LabelRow
 from ..store.store import Store
+from ..vault.record_view import RecordView, Validity, view_of
 from ..vault.records import check_record, check_scope, parse_record
 
 RECENT_DAYS = 14
@@ -58,12 +59,10 @@ class Entry:
 
 
 def entry_of(record_id: str, kind: str | None, record_type: str | None, title: str | None,
-             recorded: float, fm: dict[str, Any]) -> Entry:
-    """The entry of a record with frontmatter ``fm`` (a value of the wrong type links nothing)."""
-    aliases = fm.get("aliases")
-    return _entry(record_id, kind, record_type, title, recorded, _text(fm.get("subject")),
-                  _text(fm.get("from")), _text(fm.get("to")),
-                  [a for a in aliases if isinstance(a, str)] if isinstance(aliases, list) else [])
+             recorded: float, view: RecordView) -> Entry:
+    """The entry of a record with the view ``view`` (a value of the wrong type links nothing)."""
+    return _entry(record_id, kind, record_type, title, recorded, view.subject, view.from_id, view.to_id,
+                  list(view.aliases or ()))
 
 
 def _entry(record_id: str, kind: str | None, record_type: str | None, title: str | None, recorded: float,
@@ -76,10 +75,6 @@ def _entry(record_id: str, kind: str | None, record_type: str | None, title: str
     if kind == "page":
         return Entry(record_id, kind, record_type, title, recorded, aliases=tuple(aliases))
     return Entry(record_id, kind, record_type, title, recorded)
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def newest_first(entry: Entry) -> tuple[float, str]:
@@ -153,9 +148,9 @@ def records_as_of(store: Store, catalog: Catalog, partition: str, as_of: datetim
             continue
         updated = parse_timestamp(row.updated_at)
         if updated is not None and updated <= as_of:
-            if row.is_current:
+            if row.is_current and row.view.valid_at(as_of):
                 entries.append(entry_of(row.record_id, row.kind, row.type, row.title, recorded.timestamp(),
-                                        row.frontmatter))
+                                        row.view))
             continue
         archived = revision_at(store, catalog, partition, row.record_id, as_of)
         if archived is not None:
@@ -170,19 +165,19 @@ def revision_at(store: Store, catalog: Catalog, partition: str, record_id: str, 
         record, _ = parse_record(row.content, row.path)
         if record is None:
             continue
-        updated = parse_timestamp(record.frontmatter.get("updated_at"))
+        view = record.view
+        updated = parse_timestamp(view.updated_at)
         if updated is None or updated > as_of:
             continue
-        recorded = parse_timestamp(record.frontmatter.get("recorded_at"))
+        recorded = parse_timestamp(view.recorded_at)
         if (record.lifecycle != "active" or record.is_fixture or recorded is None or recorded > as_of
+                or not view.valid_at(as_of)
                 or check_scope(record, partition) is not None
                 or has_errors(check_record(record, ontology, row.path))):
             return None
         kind = record.kind
-        record_type = (record.effective_type(ontology, row.path) if kind == "page"
-                       else record.frontmatter.get("claim_kind") if kind == "claim"
-                       else record.frontmatter.get("relation"))
-        return entry_of(record_id, kind, record_type, record.title, recorded.timestamp(), record.frontmatter)
+        record_type = record.effective_type(ontology, row.path) if kind == "page" else view.detail
+        return entry_of(record_id, kind, record_type, record.title, recorded.timestamp(), view)
     return None
 
 
@@ -291,6 +286,7 @@ class KeptSelection:
         self.by_activity: list[tuple[float, str]] = []                 # listed pages, latest activity first
         self.by_connections: list[tuple[int, int, float, str]] = []    # listed pages, most connected first
         self.archived: dict[str, dict[float, Entry | None]] = {}       # as-of revisions read, per record
+        self.bounded: dict[str, Validity] = {}       # current claims that hold only between their bounds
 
     @classmethod
     def build(cls, rows: Iterable[LabelRow]) -> "KeptSelection":
@@ -319,6 +315,7 @@ class KeptSelection:
 
     def _remove(self, record_id: str) -> set[str]:
         self.archived.pop(record_id, None)
+        self.bounded.pop(record_id, None)
         moments = self.moments.pop(record_id, None)
         if moments is not None:
             _discard(self.by_settled, (moments[1], record_id))
@@ -359,6 +356,9 @@ class KeptSelection:
             self.page_types[record_type or "page"] += 1
         elif kind == "claim":
             put(self.claims_by_time, (moment, record_id))
+            validity = view_of({"kind": kind, "valid_from": row.valid_from, "valid_to": row.valid_to}).validity
+            if validity.bounded:
+                self.bounded[record_id] = validity
         named = _named_pages(entry)
         members = self._members(entry)
         for name in named - {record_id}:
@@ -391,7 +391,11 @@ class KeptSelection:
 
     def ranking(self, as_of: datetime, revision_at: Callable[[str], Entry | None]) -> Ranking:
         """The same ranking as ``select_all`` for ``as_of``; ``revision_at(id)`` reads a record as of then."""
-        return _AsOf(self, as_of, self._set_aside(as_of.timestamp(), revision_at)).ranking()
+        late = self._set_aside(as_of.timestamp(), revision_at)
+        for record_id, validity in self.bounded.items():  # a claim that does not hold then is not listed
+            if record_id not in late and not validity.holds_at(as_of):
+                late[record_id] = None
+        return _AsOf(self, as_of, late).ranking()
 
     def _set_aside(self, moment: float, revision_at: Callable[[str], Entry | None]) -> dict[str, Entry | None]:
         """The records recorded or revised after ``moment``, each as it stood then (None: not current then)."""

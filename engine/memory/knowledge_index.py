@@ -33,6 +33,7 @@ from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
 from ..core.ids import format_timestamp, parse_timestamp
 from ..core.labels import clip, is_unsafe_label, one_line
 from ..core.params import Params, Value
+from ..vault.record_view import RecordView
 from ..vault.records import PRIVATE_SCOPE
 from ..store.open_store import OpenStore
 from ..store.store import Store
@@ -289,6 +290,6 @@ def ranked_page_labels(store: Store, catalog: Catalog, partition: str, as_of: da
 
 
 def page_lookup_name(catalog: Catalog, partition: str, record_id: str, title: str | None,
-                     frontmatter: dict[str, Any]) -> str:
+                     view: RecordView) -> str:
     """The name the index would print for a page: one ``knowledge_lookup`` resolves to exactly it."""
-    return _lookup_name(catalog, partition, entry_of(record_id, "page", None, title, 0.0, frontmatter))
+    return _lookup_name(catalog, partition, entry_of(record_id, "page", None, title, 0.0, view))

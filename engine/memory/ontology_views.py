@@ -27,6 +27,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ..store.catalog import Catalog
+from ..store.summaries import record_summary
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..core.files import UnsafePath, check_relative_path, read_file
 from ..core.params import Choice, Flag, Integer, Name, Params, String
@@ -228,8 +229,7 @@ def _definitions(catalog: Catalog, partition: str, ontology: Ontology, request: 
             rows = catalog.current(partition, kind=entry["kind"], type=entry["name"],
                                    limit=RECORDS_PER_DEFINITION + 1)
             entry["recordCount"] = counts.get((entry["kind"], entry["name"]), 0)
-            entry["records"] = [{"id": row.record_id, "title": row.title, "revision": row.revision}
-                                for row in rows[:RECORDS_PER_DEFINITION]]
+            entry["records"] = [record_summary(row) for row in rows[:RECORDS_PER_DEFINITION]]
             entry["recordsTruncated"] = len(rows) > RECORDS_PER_DEFINITION
     return result
 

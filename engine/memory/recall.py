@@ -29,12 +29,14 @@ from typing import Any, Iterable, Protocol
 
 from ..access.authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority, Caller, StoreEntry
 from ..store.catalog_reads import RecordRow
+from ..store.summaries import record_summary
 from ..store.credentials import texts_of
 from ..core.errors import Conflict, Denied, InvalidParams, NotFound
 from ..core.ids import format_timestamp, parse_timestamp, utc_now
 from ..core.params import Choice, Integer, Name, Names, Params, RecordId, RequestId, Text, Value
 from ..store.inputs import FLUSH_ID
 from ..store.publication import Plan, request_hash
+from ..vault.record_view import RecordView
 from ..vault.records import RECALL_LIST_MAX, RECALL_SUMMARY_MAX, check_recall_block
 from ..store.open_store import OpenStore
 from ..store.writes import WriteContext, _PlanBuilder, current_record
@@ -267,12 +269,12 @@ def plan_recall(ctx: WriteContext, request: RecallInput, request_id: str, digest
         raise Conflict(f"the record is {status}; only a current record carries approved recall",
                        id=request.id, status=status)
     frontmatter = dict(record.frontmatter)
-    origin = frontmatter.get("assertion_origin")
+    origin = record.view.assertion_origin
     if request.recall is not None and origin in UNAPPROVABLE_ORIGINS:
         raise InvalidParams(f"a record with assertion_origin {origin!r} cannot be approved for recall: "
                             "external or inferred text is not owner-approved context", field="id",
                             id=request.id, assertionOrigin=origin)
-    if request.recall is None and "recall" not in frontmatter:
+    if request.recall is None and "recall" not in record.view.raw:
         raise InvalidParams("the record has no recall block to clear", field="recall", id=request.id)
     frontmatter.update(revision=record.revision + 1, updated_at=ctx.now, attribution=ctx.attribution)
     if request.recall is None:
@@ -284,7 +286,7 @@ def plan_recall(ctx: WriteContext, request: RecallInput, request_id: str, digest
     written = builder.add_record(frontmatter, record.body, row.path, base=base)
     receipt = {"id": request.id, "revision": written.revision,
                "records": [{"id": request.id, "revision": written.revision, "kind": kind}],
-               "recall": frontmatter.get("recall")}
+               "recall": written.view.recall}
     return builder.plan(RECALL_OPERATION, request_id, digest, receipt)
 
 
@@ -311,12 +313,13 @@ def recall_candidates(engine: RecallEngine, caller: Caller, params: Any) -> dict
 
 
 def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) -> list[dict[str, Any]]:
-    """Current records with an approved block, by importance (highest first), then record id."""
+    """Current records with an approved block, by importance (highest first), then record id.  A claim that
+    does not hold now (its validFrom is still ahead, or its validTo passed) is not a candidate."""
     found = []
+    now = utc_now()
     for row in runtime.catalog.current(partition, with_recall=True):
-        frontmatter = row.frontmatter
-        block = approved_block(frontmatter)
-        if block is None:
+        block = approved_block(row.view)
+        if block is None or not row.view.valid_at(now):
             continue
         if query.mode == "trigger" and not block["triggers"]:
             continue
@@ -324,27 +327,26 @@ def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) 
                                             else query.project in block["projects"]):
             continue
         found.append({
-            "id": row.record_id, "revision": row.revision, "kind": row.kind, "title": row.title,
-            "excerpt": block["summary"], "importance": block["importance"], "triggers": block["triggers"],
+            **record_summary(row), "excerpt": block["summary"], "importance": block["importance"], "triggers": block["triggers"],
             "projects": block["projects"], "approvedAt": block["approved_at"],
         })
     found.sort(key=lambda candidate: (-candidate["importance"], candidate["id"]))
     return found[:query.limit]
 
 
-def approved_block(frontmatter: dict[str, Any]) -> dict[str, Any] | None:
+def approved_block(view: RecordView) -> dict[str, Any] | None:
     """A record's recall block if the service wrote it and it may be injected; else None.
 
     A block without the service's ``approved_by``/``approved_at``, or on a
     record whose origin cannot be approved (an edit made outside the
     engine), is not an approval.
     """
-    block = frontmatter.get("recall")
-    if not isinstance(block, dict) or check_recall_block(block):
+    block = view.recall
+    if block is None or check_recall_block(block):
         return None
     if block.get("approved_by") != APPROVED_BY or parse_timestamp(block.get("approved_at")) is None:
         return None
-    if frontmatter.get("assertion_origin") in UNAPPROVABLE_ORIGINS:
+    if view.assertion_origin in UNAPPROVABLE_ORIGINS:
         return None
     return {"summary": block["summary"], "triggers": list(block.get("triggers", [])),
             "importance": block.get("importance", IMPORTANCE_DEFAULT), "projects": list(block.get("projects", [])),

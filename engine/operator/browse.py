@@ -23,6 +23,8 @@ from ..core.ids import is_record_id
 from ..core.params import Choice, Integer, Name, Params
 from ..store.catalog_reads import RecordRow
 from ..store.reads import evidence_locators
+from ..store.summaries import RecordSummary, record_summary
+from ..vault.record_view import RecordView
 from ..memory.recall import APPROVED_BY, approved_block
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
@@ -48,14 +50,9 @@ APPROVALS_LIMIT_DEFAULT, APPROVALS_LIMIT_MAX = 100, 500
 # are JsonValue; the rest comes from the catalog's typed columns.
 
 
-class RecordSummary(TypedDict):
-    """A catalog row as lists show it."""
+class ListedRecord(RecordSummary):
+    """A catalog row as lists show it: the record summary, then its state and times."""
 
-    id: str | None
-    revision: int | None
-    kind: str | None
-    type: str | None
-    title: str | None
     status: str
     lifecycle: str | None
     recordedAt: str | None
@@ -63,7 +60,7 @@ class RecordSummary(TypedDict):
 
 
 class RecordPage(TypedDict):
-    records: list[RecordSummary]
+    records: list[ListedRecord]
     total: int
     offset: int
     nextOffset: NotRequired[int]
@@ -95,7 +92,7 @@ class Reference(TypedDict):
     record: Brief
 
 
-class ClaimAbout(RecordSummary):
+class ClaimAbout(ListedRecord):
     claimKind: JsonValue
     assertionOrigin: JsonValue
     evidence: list[JsonObject]
@@ -104,11 +101,11 @@ class ClaimAbout(RecordSummary):
 class Connection(TypedDict):
     relation: JsonValue
     direction: str
-    via: RecordSummary
+    via: ListedRecord
     record: Brief
 
 
-class Backlink(RecordSummary):
+class Backlink(ListedRecord):
     fields: list[str]
 
 
@@ -144,7 +141,7 @@ class RetainedSource(TypedDict):
     problem: NotRequired[str]
 
 
-class Approval(RecordSummary):
+class Approval(ListedRecord):
     """A current record's approved recall block (the vault checks a current record's block)."""
 
     summary: str
@@ -162,9 +159,8 @@ class Approvals(TypedDict):
     nextOffset: NotRequired[int]
 
 
-def _summary(row: RecordRow) -> RecordSummary:
-    return {"id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
-            "title": row.title, "status": row.status, "lifecycle": row.lifecycle,
+def _summary(row: RecordRow) -> ListedRecord:
+    return {**record_summary(row), "status": row.status, "lifecycle": row.lifecycle,
             "recordedAt": row.recorded_at, "updatedAt": row.updated_at}
 
 
@@ -246,59 +242,57 @@ def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> Re
         own = catalog.rows_for_id(partition, record_id)
         if not own:
             raise NotFound("no record with that id in this partition", id=record_id)
-        fm = own[0].frontmatter
+        view = own[0].view
         referring = catalog.mentioning(partition, record_id, LINKS_MAX + 1)
         claims: list[ClaimAbout] = []
         connections: list[Connection] = []
         backlinks: list[Backlink] = []
         titles: dict[str, Brief] = {}
         for row in referring[:LINKS_MAX]:
-            other = row.frontmatter
+            other = row.view
             fields = _naming_fields(other, record_id)
             if not fields:  # the id only appears inside text, which is not a link
                 continue
             summary = _summary(row)
             if row.kind == "claim" and "subject" in fields:
-                claims.append({**summary, "claimKind": other.get("claim_kind"),
-                               "assertionOrigin": other.get("assertion_origin"),
-                               "evidence": evidence_locators(catalog, partition, other.get("evidence") or [])})
+                claims.append({**summary, "claimKind": other.claim_kind, "assertionOrigin": other.assertion_origin,
+                               "evidence": evidence_locators(catalog, partition, other.evidence or ())})
             elif row.kind == "relationship" and fields & {"from", "to"}:
                 outgoing = "from" in fields
-                far = other.get("to" if outgoing else "from")
-                connections.append({"relation": other.get("relation"), "direction": "out" if outgoing else "in",
+                far = other.to_id if outgoing else other.from_id
+                connections.append({"relation": other.relation, "direction": "out" if outgoing else "in",
                                     "via": summary, "record": _brief(catalog, partition, far, titles)})
             else:
                 backlinks.append({**summary, "fields": sorted(fields)})
         references: list[Reference] = [{"field": field, "record": _brief(catalog, partition, target, titles)}
-                                        for field, target in _named_ids(fm)]
+                                        for field, target in _named_ids(view)]
         # A typed field's value is a reference only when it names a record (a location may be any word).
         references = [ref for ref in references
                       if not ref["field"].startswith("fields.") or ref["record"].get("status") != "missing"]
-        return {"id": record_id, "evidence": evidence_locators(catalog, partition, fm.get("evidence") or []),
+        return {"id": record_id, "evidence": evidence_locators(catalog, partition, view.evidence or ()),
                 "references": references, "claims": claims, "connections": connections, "backlinks": backlinks,
                 "truncated": len(referring) > LINKS_MAX}
 
     return engine.on_store(caller, work)
 
 
-def _named_ids(fm: dict[str, Any]) -> list[tuple[str, str]]:
+def _named_ids(view: RecordView) -> list[tuple[str, str]]:
     """(field, record id) for every record the frontmatter names."""
-    named = [(key, fm[key]) for key in ("subject", "from", "to", "replaces") if is_record_id(fm.get(key))]
-    dependencies = fm.get("dependencies")
-    if isinstance(dependencies, list):  # an invalid record's may be any value
-        named += [("dependencies", value) for value in dependencies if is_record_id(value)]
-    fields = fm.get("fields")
-    if isinstance(fields, dict):
-        for name, value in fields.items():
+    named = [(key, target) for key, target in (("subject", view.subject), ("from", view.from_id),
+                                               ("to", view.to_id), ("replaces", view.replaces))
+             if target is not None]
+    named += [("dependencies", value) for value in view.dependencies or () if is_record_id(value)]
+    if view.fields is not None:
+        for name, value in view.fields.items():
             for item in value if isinstance(value, list) else [value]:
                 if is_record_id(item):
                     named.append((f"fields.{name}", item))
     return named
 
 
-def _naming_fields(fm: dict[str, Any], record_id: str) -> set[str]:
+def _naming_fields(view: RecordView, record_id: str) -> set[str]:
     return {field.split(".")[0] if field.startswith("fields.") else field
-            for field, target in _named_ids(fm) if target == record_id}
+            for field, target in _named_ids(view) if target == record_id}
 
 
 def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Brief]) -> Brief:
@@ -390,13 +384,12 @@ def approvals(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) 
     def work(runtime: "OpenStore", authority: "Authority") -> Approvals:
         found: list[Approval] = []
         for row in runtime.catalog.current(authority.partition, with_recall=True):
-            fm = row.frontmatter
-            block = approved_block(fm)
+            block = approved_block(row.view)
             if block is None:
                 continue
             found.append({**_summary(row), "summary": block["summary"], "triggers": block["triggers"],
                           "importance": block["importance"], "projects": block["projects"],
-                          "approvedBy": fm["recall"].get("approved_by", APPROVED_BY),
+                          "approvedBy": APPROVED_BY,  # approved_block answers only the service's blocks
                           "approvedAt": block["approved_at"]})
         found.sort(key=lambda item: (-item["importance"], item["id"]))
         window = found[offset:offset + limit]

@@ -516,7 +516,7 @@ class OperatorMethods:
 
     def record(self, params: dict[str, Any]) -> JsonObject:
         values = RECORD.read(params)
-        return self.engine.get_record(OperatorCaller(values["agent"]), values["id"], values["revision"])
+        return self.engine.get_record(OperatorCaller(values["agent"]), values["id"], values["revision"], values["asOf"])
 
     def links(self, params: dict[str, Any]) -> RecordLinks:
         values = ONE_RECORD.read(params)

@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import tantivy
@@ -23,10 +24,12 @@ import tantivy
 from ..index.analysis import Analyzer
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..core.errors import ForeignReference, InvalidParams, StaleCursor
+from ..core.ids import format_timestamp, utc_now
 from ..index.tantivy_index import PartitionIndex
 from ..core.params import Choice, Integer, Name, Number, Params, Query, String, Value
 from ..vault.records import KINDS
-from ..store.reads import reference
+from ..store.reads import AS_OF, reference
+from ..store.summaries import record_summary
 from ..store.store import Store
 
 QUERY_MAX_BYTES = 8192
@@ -50,6 +53,7 @@ class SearchRequest:
     kind: str | None = None
     type: str | None = None
     cursor: str | None = None
+    as_of: datetime | None = None   # claims that do not hold then are left out (None: now)
 
 
 QUERY = Query("query", max_bytes=QUERY_MAX_BYTES, required=True,
@@ -77,6 +81,7 @@ SEARCH_PARAMS = Params(
     Name("type", TYPE_MAX_CHARS, description="A page type, claim kind or relation"),
     String("cursor", CURSOR_MAX_CHARS, what="a cursor string from an earlier search",
            description="nextCursor of the previous page of results"),
+    AS_OF,
 )
 MEMORY_SEARCH_PARAMS = SEARCH_PARAMS + Params(Value("sources", _memory_only, default=["memory"]))
 
@@ -85,7 +90,7 @@ def parse_search_request(params: dict[str, Any], declared: Params = MEMORY_SEARC
     """``declared``: what the caller's method takes (``SEARCH_PARAMS``: the tool, no ``sources``)."""
     values = declared.read(params)
     return SearchRequest(values["query"], values["limit"], values["minScore"], values["kind"], values["type"],
-                         values["cursor"])
+                         values["cursor"], values["asOf"])
 
 
 # --- cursors -------------------------------------------------------------------------------
@@ -116,8 +121,11 @@ class CursorSigner:
 def _binding(store_id: str, partition: str, request: SearchRequest) -> dict[str, Any]:
     """What a cursor is bound to, besides the index version."""
     digest = hashlib.sha256(request.query.encode("utf-8")).hexdigest()[:32]
-    return {"store": store_id, "partition": partition, "query": digest, "kind": request.kind,
-            "type": request.type, "minScore": request.min_score, "limit": request.limit}
+    binding = {"store": store_id, "partition": partition, "query": digest, "kind": request.kind,
+               "type": request.type, "minScore": request.min_score, "limit": request.limit}
+    if request.as_of is not None:  # a later page answers as of the same moment as the first
+        binding["asOf"] = format_timestamp(request.as_of)
+    return binding
 
 
 # --- search --------------------------------------------------------------------------------
@@ -157,26 +165,38 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
         offset, top = int(state["offset"]), float(state["top"])
     query = build_query(index.schema, terms, request)
     searcher = index.searcher()
-    result = searcher.search(query, request.limit + 1, count=False, offset=offset)
-    if top is None:
-        top = result.hits[0][0] if result.hits else 1.0
+    moment = request.as_of or utc_now()
     snippets = tantivy.SnippetGenerator.create(searcher, query, index.schema, "body")
     snippets.set_max_num_chars(SNIPPET_CHARS)
-    kept, next_cursor = [], None
-    for position, (raw_score, address) in enumerate(result.hits):
-        score = min(1.0, raw_score / top) if top > 0 else 0.0
-        if score < request.min_score:
-            break
-        if position == request.limit:
-            next_cursor = signer.sign({**binding, "version": version, "offset": offset + request.limit,
-                                       "top": top, "v": CURSOR_VERSION})
-            break
-        kept.append((score, searcher.doc(address)))
-    paths = [document["path"][0] for _, document in kept]
-    rows = {row.path: row for row in catalog.current(partition, paths=paths)}
-    # A row can only be missing if the catalog moved on since the catch-up; never serve what is not current.
-    hits = [_hit(store.store_id, rows[path], document, snippets, score)
-            for (score, document), path in zip(kept, paths) if path in rows]
+    hits: list[dict[str, Any]] = []
+    next_cursor = None
+    # Index order, a window at a time: a claim that does not hold at ``moment`` is passed over, so a page
+    # still holds ``limit`` hits and the cursor names the index position after the last one served.
+    position, done = offset, False
+    while not done:
+        result = searcher.search(query, request.limit + 1, count=False, offset=position)
+        if top is None:
+            top = result.hits[0][0] if result.hits else 1.0
+        window = [(raw_score, searcher.doc(address)) for raw_score, address in result.hits]
+        rows = {row.path: row for row in catalog.current(
+            partition, paths=[document["path"][0] for _, document in window])}
+        done = len(window) <= request.limit
+        for raw_score, document in window:
+            score = min(1.0, raw_score / top) if top > 0 else 0.0
+            if score < request.min_score:
+                done = True
+                break
+            if len(hits) == request.limit:
+                next_cursor = signer.sign({**binding, "version": version, "offset": position,
+                                           "top": top, "v": CURSOR_VERSION})
+                done = True
+                break
+            position += 1
+            row = rows.get(document["path"][0])
+            # A row can only be missing if the catalog moved on since the catch-up; never serve what is not
+            # current, nor a claim that does not hold at the moment asked.
+            if row is not None and row.view.valid_at(moment):
+                hits.append(_hit(store.store_id, row, document, snippets, score))
     response: dict[str, Any] = {"hits": hits}
     if next_cursor is not None:
         response["nextCursor"] = next_cursor
@@ -185,14 +205,13 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
 
 def _hit(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
          score: float) -> dict[str, Any]:
-    frontmatter = row.frontmatter
+    view = row.view
     snippet = snippets.snippet_from_doc(document).fragment().strip()
     if not snippet:
         body = (document.get_first("body") or "").strip()
         snippet = body[:SNIPPET_CHARS]
     return {
-        "id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
-        "title": row.title, "snippet": snippet, "score": round(score, 6),
-        "assertionOrigin": frontmatter.get("assertion_origin"), "attribution": frontmatter.get("attribution"),
+        **record_summary(row), "snippet": snippet, "score": round(score, 6),
+        "assertionOrigin": view.assertion_origin, "attribution": view.attribution,
         "ref": reference(store_id, row),
     }

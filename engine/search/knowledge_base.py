@@ -30,6 +30,7 @@ from ..index.embedding import Embedder, EmbeddingRuntime
 from ..index.searchable import SearchableStore
 from ..state.config import SettingsSource
 from ..core.errors import IndexFailed, InvalidParams, NotFound, RuntimeDisabled
+from ..core.ids import utc_now
 from ..vault.frontmatter import split_document
 from ..core.params import Choice, Integer, Name, Number, Params, RecordId, String
 from ..store.reads import fresh_row
@@ -346,8 +347,10 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[tuple[str, float]]:
 
 def _results(runtime: SearchableStore, partition: str, ranked: list[tuple[str, float]], limit: int,
              base: list[str] | None) -> list[tuple[str, dict[str, Any]]]:
-    """The top ``limit`` as (path, result object); anything not current (or not in the base) now is dropped."""
+    """The top ``limit`` as (path, result object); anything not current (or not in the base) now is dropped, and
+    so is a claim that does not hold now (its validFrom ahead, or its validTo passed)."""
     allowed = set(base) if base is not None else None
+    now = utc_now()
     results: list[tuple[str, dict[str, Any]]] = []
     position = 0
     while len(results) < limit and position < len(ranked):
@@ -360,7 +363,7 @@ def _results(runtime: SearchableStore, partition: str, ranked: list[tuple[str, f
         rows = {row.path: (row, content)
                 for row, content in runtime.catalog.current_with_content(partition, batch) if content is not None}
         for path in batch:
-            if path not in rows or len(results) >= limit:
+            if path not in rows or len(results) >= limit or not rows[path][0].view.valid_at(now):
                 continue
             row, content = rows[path]
             _, body = split_document(content.decode("utf-8"))

@@ -32,10 +32,11 @@ from ..vault.evidence import (
 from ..core.files import MAX_DEPTH, TreeReader, sha256_bytes, sha256_file
 from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
-from ..core.ids import format_timestamp, is_record_id, utc_now
+from ..core.ids import format_timestamp, utc_now
 from ..vault.ontology import Ontology
-from ..vault.records import Record, check_record, check_scope, parse_record
-from .catalog_reads import CatalogReads, placeholders, record_name_keys
+from ..vault.record_view import RecordView, view_of
+from ..vault.records import check_record, check_scope, parse_record
+from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders, record_name_keys, view_columns
 from .store import Store
 
 MAX_SCAN_ENTRIES = 100_000
@@ -44,14 +45,16 @@ INCREMENTAL_CHECK_MAX = 2_000
 _CHUNK = 500  # ids or paths in one IN (...) list
 
 
-_CATALOG_COLUMNS = ("partition", "path", "record_id", "revision", "kind", "type", "title", "lifecycle", "fixture",
-                    "sha256", "file_size", "mtime_ns", "ctime_ns", "ino", "recorded_at", "updated_at",
-                    "frontmatter", "file_status", "findings")
+# A catalogued file's row: where it is, what its record's view says (``VIEW_COLUMNS``), its bytes and stat.
+_STAT_COLUMNS = {"file_size": "size", "mtime_ns": "mtime_ns", "ctime_ns": "ctime_ns", "ino": "ino"}
+_CATALOG_COLUMNS = ("partition", "path", *VIEW_COLUMNS, "sha256", *_STAT_COLUMNS, "file_status", "findings")
 _UPSERT_RECORD = (
     f"INSERT INTO catalog ({', '.join(_CATALOG_COLUMNS)}) "
     f"VALUES ({', '.join(f':{name}' for name in _CATALOG_COLUMNS)}) ON CONFLICT(partition, path) DO UPDATE SET "
     + ", ".join(f"{name} = excluded.{name}" for name in _CATALOG_COLUMNS if name not in ("partition", "path"))
 )
+# An unreadable file has no record: what a view wrote of it before is cleared.
+_FORGET_VIEW = ", ".join(f"{name} = {'0' if name == 'fixture' else 'NULL'}" for name in VIEW_COLUMNS)
 _KEEP_REVISION = ("INSERT OR IGNORE INTO revisions (partition, record_id, revision, sha256, content, path, origin, "
                   "publication_id, agent, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
@@ -411,17 +414,14 @@ class Catalog(CatalogReads):
                    publication_id: str | None = None, agent: str | None = None) -> _Catalogued:
         """What the catalog records of one record file's bytes (``_write_catalogued`` writes it)."""
         record, findings = parse_record(data, relpath)
+        view = record.view if record is not None else None
         row: dict[str, Any] = {
-            "partition": partition, "path": relpath, "record_id": None, "revision": None, "kind": None,
-            "type": None, "title": None, "lifecycle": None, "fixture": 0, "sha256": sha256_bytes(data),
-            "file_size": info.size, "mtime_ns": info.mtime_ns, "ctime_ns": info.ctime_ns, "ino": info.ino,
-            "recorded_at": None,
-            "updated_at": None, "frontmatter": None,
+            "partition": partition, "path": relpath, **view_columns(view, ontology, relpath),
+            "sha256": sha256_bytes(data), **{column: getattr(info, field) for column, field in _STAT_COLUMNS.items()},
         }
         status = "invalid"
         revision = None
         if record is not None:
-            row.update(self._describe(record, ontology, relpath))
             withheld = check_scope(record, partition)
             if withheld is not None:
                 findings = [Finding(withheld.code, withheld.message, path=relpath, field="scope",
@@ -439,7 +439,7 @@ class Catalog(CatalogReads):
         row["findings"] = json.dumps([finding.to_dict() for finding in findings])
         keys: list[str] = []
         if record is not None and status != "withheld":
-            keys = record_name_keys(record.title, record.frontmatter.get("aliases"))
+            keys = record_name_keys(record.view)
         return _Catalogued(row, keys, revision)
 
     def _write_catalogued(self, pending: list[_Catalogued]) -> None:
@@ -454,23 +454,6 @@ class Catalog(CatalogReads):
                             [(entry.row["partition"], entry.row["path"], key)
                              for entry in pending for key in entry.names])
         pending.clear()
-
-    def _describe(self, record: Record, ontology: Ontology, relpath: str) -> dict[str, Any]:
-        fm = record.frontmatter
-        revision = record.revision
-        return {
-            "record_id": record.id if is_record_id(record.id) else None,
-            "revision": revision if isinstance(revision, int) and not isinstance(revision, bool) else None,
-            "kind": record.kind if isinstance(record.kind, str) else None,
-            "type": _text_or_none(record.effective_type(ontology, relpath) if record.kind == "page"
-                                  else fm.get("claim_kind") if record.kind == "claim" else fm.get("relation")),
-            "title": record.title if isinstance(record.title, str) else None,
-            "lifecycle": record.lifecycle if isinstance(record.lifecycle, str) else None,
-            "fixture": int(record.is_fixture),
-            "recorded_at": fm.get("recorded_at") if isinstance(fm.get("recorded_at"), str) else None,
-            "updated_at": fm.get("updated_at") if isinstance(fm.get("updated_at"), str) else None,
-            "frontmatter": json.dumps(fm, ensure_ascii=False, default=str),
-        }
 
     def _load_descriptor(self, partition: str, reader: TreeReader, relpath: str, info: FileStat) -> None:
         try:
@@ -535,10 +518,9 @@ class Catalog(CatalogReads):
         self.db.execute(
             "INSERT INTO catalog (partition, path, file_status, findings, file_size, mtime_ns, ctime_ns, ino) "
             "VALUES (?, ?, 'unreadable', ?, ?, ?, ?, ?) ON CONFLICT(partition, path) DO UPDATE SET "
-            "record_id = NULL, revision = NULL, kind = NULL, type = NULL, title = NULL, lifecycle = NULL, "
-            "file_status = 'unreadable', findings = excluded.findings, file_size = excluded.file_size, "
-            "ctime_ns = excluded.ctime_ns, "
-            "mtime_ns = excluded.mtime_ns, ino = excluded.ino, frontmatter = NULL, sha256 = NULL",
+            f"{_FORGET_VIEW}, file_status = 'unreadable', findings = excluded.findings, "
+            "file_size = excluded.file_size, ctime_ns = excluded.ctime_ns, mtime_ns = excluded.mtime_ns, "
+            "ino = excluded.ino, sha256 = NULL",
             (partition, finding.path, encoded, info.size if info else None, info.mtime_ns if info else None,
              info.ctime_ns if info else None, info.ino if info else None),
         )
@@ -620,13 +602,13 @@ class Catalog(CatalogReads):
                 marks = placeholders(chunk)
                 rows += self.db.tuples(f"{select} AND path IN ({marks})", (partition, *chunk))
                 self.db.execute(f"DELETE FROM refs WHERE partition = ? AND path IN ({marks})", (partition, *chunk))
-        parsed = [(row, dict(zip(REFERENCE_KEYS, json.loads(row[3])))) for row in rows]
-        targets = {row[0]: reference_targets(fm) for row, fm in parsed}
+        parsed = [(row, view_of(dict(zip(REFERENCE_KEYS, json.loads(row[3]))))) for row in rows]
+        targets = {row[0]: reference_targets(view) for row, view in parsed}
         wanted = None if paths is None else set().union(*targets.values())
         pages, sources = self._targets(partition, wanted)
         updates = []
-        for (path, kind, record_type, _, xref_ok, xref_findings), fm in parsed:
-            findings = reference_findings(fm, kind, record_type, pages, sources, ontology, path)
+        for (path, kind, record_type, _, xref_ok, xref_findings), view in parsed:
+            findings = reference_findings(view, kind, record_type, pages, sources, ontology, path)
             encoded = json.dumps([finding.to_dict() for finding in findings])
             ok = int(not has_errors(findings))
             if ok != xref_ok or encoded != xref_findings:
@@ -712,65 +694,54 @@ class Catalog(CatalogReads):
         return collected
 
 
-def _text_or_none(value: Any) -> str | None:
-    """A catalog text column holds a string or nothing; a file's odd value (a list, a mapping) is its finding."""
-    return value if isinstance(value, str) else None
-
-
 def _chunks(items: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start:start + _CHUNK]
 
 
-# The frontmatter keys reference_targets and reference_findings read (with .get, so an absent key and a null
-# one are the same): a check takes only these out of each row's frontmatter, with SQLite's JSON reader.
+# The frontmatter keys whose view fields reference_targets and reference_findings read (an absent key and a
+# null one are the same): a check takes only these out of each row's frontmatter, with SQLite's JSON reader.
 REFERENCE_KEYS = ("id", "evidence", "from", "to", "relation", "subject", "replaces", "fields")
 _REFERENCE_VALUES = f"json_extract(frontmatter, {', '.join(repr(f'$.{key}') for key in REFERENCE_KEYS)})"
 
 
-def reference_targets(fm: dict[str, Any]) -> set[str]:
-    """Every id ``reference_findings`` may look up for this frontmatter (a superset is fine: a record
+def reference_targets(view: RecordView) -> set[str]:
+    """Every id ``reference_findings`` may look up for this record (a superset is fine: a record
     is only checked again needlessly): cited sources, endpoints, subject, and ids in typed fields."""
-    named = [fm.get(key) for key in ("from", "to", "subject")]
-    evidence = fm.get("evidence")
-    if isinstance(evidence, list):
-        named += [citation.get("source") for citation in evidence if isinstance(citation, dict)]
-    fields = fm.get("fields")
-    if isinstance(fields, dict):
-        for value in fields.values():
-            named += value if isinstance(value, list) else [value]
+    named: list[Any] = [view.from_id, view.to_id, view.subject]
+    named += [citation.source for citation in view.evidence or ()]
+    for value in (view.fields or {}).values():
+        named += value if isinstance(value, list) else [value]
     return {target for target in named if isinstance(target, str)}
 
 
-def reference_findings(fm: dict[str, Any], kind: str, record_type: str | None, pages: dict[str, str],
+def reference_findings(view: RecordView, kind: str, record_type: str | None, pages: dict[str, str],
                        sources: set[str], ontology, path: str) -> list[Finding]:
     """Cross-record checks for one record against the partition's pages and sources."""
     findings: list[Finding] = []
-    record_id = fm.get("id")
-    for index, citation in enumerate(fm.get("evidence") or []):
-        if isinstance(citation, dict) and citation.get("source") not in sources:
-            findings.append(Finding("evidence_source", f"evidence source {citation.get('source')!r} is not "
-                                    "retained in this partition", path=path, field=f"evidence[{index}]",
+    record_id = view.id
+    for citation in view.evidence or ():
+        if citation.source not in sources:
+            findings.append(Finding("evidence_source", f"evidence source {citation.source!r} is not "
+                                    "retained in this partition", path=path, field=f"evidence[{citation.at}]",
                                     record_id=record_id))
     if kind == "relationship":
         ends = {}
-        for end in ("from", "to"):
-            target = fm.get(end)
-            ends[end] = pages.get(target)
+        for end, target in (("from", view.from_id), ("to", view.to_id)):
+            ends[end] = pages.get(target) if target is not None else None
             if ends[end] is None:
                 findings.append(Finding("dangling", f"'{end}' page {target!r} is not a page in this partition",
                                         path=path, field=end, record_id=record_id))
-        for finding in ontology.check_endpoints(fm.get("relation"), ends["from"], ends["to"]):
+        for finding in ontology.check_endpoints(view.relation, ends["from"], ends["to"]):
             findings.append(Finding(finding.code, finding.message, path=path, field=finding.field,
                                     record_id=record_id))
     elif kind == "claim":
-        for key in ("subject", "replaces"):
-            target = fm.get(key)
-            if key == "subject" and target is not None and target not in pages:
-                findings.append(Finding("dangling", f"subject page {target!r} is not in this partition",
-                                        severity="warning", path=path, field=key, record_id=record_id))
+        target = view.subject
+        if target is not None and target not in pages:
+            findings.append(Finding("dangling", f"subject page {target!r} is not in this partition",
+                                    severity="warning", path=path, field="subject", record_id=record_id))
     elif kind == "page" and record_type is not None:
-        for name, target, allowed in ontology.page_field_refs(record_type, fm.get("fields")):
+        for name, target, allowed in ontology.page_field_refs(record_type, view.fields):
             actual = pages.get(target)
             if actual is None:
                 findings.append(Finding("dangling", f"field {name} names page {target!r}, which is not in this "
@@ -780,3 +751,4 @@ def reference_findings(fm: dict[str, Any], kind: str, record_type: str | None, p
                 findings.append(Finding("endpoint_type", f"field {name} must name a {' or '.join(allowed)} page",
                                         path=path, field=f"fields.{name}", record_id=record_id))
     return findings
+

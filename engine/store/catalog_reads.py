@@ -21,8 +21,12 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, Callable, Hashable, Literal, NamedTuple, Sequence, TypeVar
 
+from ..core.answers import TypedDict
 from ..core.db import Database
-from ..vault.records import PRIVATE_SCOPE
+from ..vault.evidence import DescriptorData
+from ..vault.ontology import Ontology
+from ..vault.record_view import EMPTY, RecordView, view_of
+from ..vault.records import PRIVATE_SCOPE, effective_type
 
 T = TypeVar("T")
 DERIVED_KEYS_MAX = 8
@@ -65,9 +69,9 @@ class RecordRow:
     xref_findings_json: str
 
     @cached_property
-    def frontmatter(self) -> dict[str, Any]:
-        """The parsed frontmatter (an empty dict for a file that has none)."""
-        return json.loads(self.frontmatter_json or "{}")
+    def view(self) -> RecordView:
+        """The record's typed view (every field None for a file that has no frontmatter)."""
+        return EMPTY if self.frontmatter_json is None else view_of(json.loads(self.frontmatter_json))
 
     @property
     def status(self) -> str:
@@ -86,6 +90,42 @@ class RecordRow:
     def findings(self) -> list[dict[str, Any]]:
         """The file's own findings, then its reference checks'."""
         return json.loads(self.findings_json) + json.loads(self.xref_findings_json)
+
+
+class ViewColumns(TypedDict):
+    """``VIEW_COLUMNS`` with their values (the catalog's row for a record file, less where and how it is)."""
+
+    record_id: str | None
+    revision: int | None
+    kind: str | None
+    type: str | None
+    title: str | None
+    lifecycle: str | None
+    fixture: int
+    recorded_at: str | None
+    updated_at: str | None
+    frontmatter: str | None
+
+
+# The catalog columns a record's view fills (``view_columns``); the rest say where the file is, its bytes,
+# its stat and the checks' verdicts.  Written once: the catalog's writes and resets are drawn from it.
+VIEW_COLUMNS = tuple(ViewColumns.__annotations__)
+
+
+def view_columns(view: RecordView | None, ontology: Ontology, path: str) -> ViewColumns:
+    """The ``VIEW_COLUMNS`` of one record file (all empty for a file that is no record).  ``type`` is what
+    the record is of its kind: a page's type (declared, else classified by path), a claim's kind, a
+    relationship's relation."""
+    if view is None:
+        return {"record_id": None, "revision": None, "kind": None, "type": None, "title": None, "lifecycle": None,
+                "fixture": 0, "recorded_at": None, "updated_at": None, "frontmatter": None}
+    return {
+        "record_id": view.id, "revision": view.revision, "kind": view.kind,
+        "type": effective_type(view, ontology, path) if view.kind == "page" else view.detail,
+        "title": view.title, "lifecycle": view.lifecycle, "fixture": int(view.is_fixture),
+        "recorded_at": view.recorded_at, "updated_at": view.updated_at,
+        "frontmatter": json.dumps(dict(view.raw), ensure_ascii=False, default=str),
+    }
 
 
 class LabelRow(NamedTuple):
@@ -107,6 +147,8 @@ class LabelRow(NamedTuple):
     source: str | None
     target: str | None
     aliases_json: str | None
+    valid_from: str | None           # a claim's validity bounds, when they are text
+    valid_to: str | None
 
 
 @dataclass(frozen=True)
@@ -144,7 +186,7 @@ class SourceRow:
     descriptor_json: str | None
 
     @cached_property
-    def descriptor(self) -> dict[str, Any]:
+    def descriptor(self) -> DescriptorData:
         return json.loads(self.descriptor_json or "{}")
 
 
@@ -187,7 +229,8 @@ def _frontmatter_at(kind: str, key: str, json_type: str) -> str:
 _LABEL_COLUMNS = ", ".join([
     "c.record_id, c.kind, c.type, c.title, c.recorded_at, c.updated_at", f"({CURRENT})",
     _frontmatter_at("claim", "subject", "text"), _frontmatter_at("relationship", "from", "text"),
-    _frontmatter_at("relationship", "to", "text"), _frontmatter_at("page", "aliases", "array")])
+    _frontmatter_at("relationship", "to", "text"), _frontmatter_at("page", "aliases", "array"),
+    _frontmatter_at("claim", "valid_from", "text"), _frontmatter_at("claim", "valid_to", "text")])
 _NEWEST = "ORDER BY c.updated_at DESC, c.record_id"
 # The same order for a few named rows: "+" keeps SQLite from walking the whole partition in the order of
 # catalog_updated to skip sorting them, so the rows are found by their path or id and sorted after.
@@ -504,8 +547,7 @@ def lookup_keys(name: str) -> list[str]:
                                                unicodedata.normalize("NFD", name))})
 
 
-def record_name_keys(title: Any, aliases: Any) -> list[str]:
-    """The keys a record is found by (``name_key`` of its title and of each alias); any value at all may
-    come from an invalid record."""
-    names = [title] + (aliases if isinstance(aliases, list) else [])
-    return sorted({name_key(name) for name in names if isinstance(name, str) and name.strip()})
+def record_name_keys(view: RecordView) -> list[str]:
+    """The keys a record is found by (``name_key`` of its title and of each alias)."""
+    names = [view.title, *(view.aliases or ())]
+    return sorted({name_key(name) for name in names if name is not None and name.strip()})

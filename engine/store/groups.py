@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalog import Catalog
-from .catalog_reads import name_key
+from .catalog import Catalog, SyncReport
+from .catalog_reads import SourceRow, name_key
 from .publication import Plan
 
 Key = tuple[str, str, str]
@@ -59,7 +59,7 @@ class PlanReads:
         self.keys |= {("id", partition, row.record_id) for row in rows} | {("path", partition, row.path) for row in rows}
         return rows
 
-    def source(self, partition: str, source_id: str) -> Any:
+    def source(self, partition: str, source_id: str) -> SourceRow | None:
         row = self._catalog.source(partition, source_id)
         self.keys.add(("id", partition, source_id))
         if row is not None:
@@ -70,7 +70,7 @@ class PlanReads:
         self.keys.add(("path", partition, path))
         return self._catalog.path_in_use(partition, path)
 
-    def sync(self, partition: str, paths: list[str] | None = None, *, force: bool = False) -> Any:
+    def sync(self, partition: str, paths: list[str] | None = None, *, force: bool = False) -> SyncReport:
         """A file that changed under the catalog is catalogued before it is planned on (``current_record``)."""
         self.keys |= {("path", partition, path) for path in paths or ()}
         return self._catalog.sync(partition, paths, force=force)

@@ -18,6 +18,7 @@ from ..core.errors import InvalidParams
 from ..core.params import (
     Name, Names, Objects, Params, RecordId, RequestId, Integer, Text, Value, check_name, check_text,
 )
+from ..vault.record_view import validity_moment, validity_problem
 from ..vault.records import ASSERTION_ORIGINS, TITLE_MAX_CHARS
 
 TEXT_MAX_CHARS = 100_000
@@ -53,7 +54,7 @@ class PageInput:
     id: str | None = None
     expected_revision: int | None = None
 
-    def digest_params(self) -> dict[str, Any]:
+    def digest_params(self) -> dict[str, object]:  # the fields the request's digest is made of
         return asdict(self)
 
 
@@ -65,6 +66,8 @@ class ClaimItem:
     assertion_origin: str = "user"
     replaces: str | None = None
     subject: str | None = None
+    valid_from: str | None = None       # when the claim holds (docs/record-format.md)
+    valid_to: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,8 +85,13 @@ class RememberInput:
     items: tuple[ClaimItem | RelationshipItem, ...]
     subject: str | None = None
 
-    def digest_params(self) -> dict[str, Any]:
-        return asdict(self)
+    def digest_params(self) -> dict[str, object]:
+        params = asdict(self)
+        for item in params["items"]:  # a claim without validity digests as it did before the keys existed
+            for key in ("valid_from", "valid_to"):
+                if item.get(key, 0) is None:
+                    del item[key]
+        return params
 
 
 # --- what each write takes -------------------------------------------------------------------------
@@ -209,9 +217,20 @@ def _item(values: dict[str, Any], raw: dict[str, Any], where: str) -> ClaimItem 
     if "relation" in raw:
         return RelationshipItem(relation=values["relation"], from_page=values["from"], to_page=values["to"],
                                 evidence=support, assertion_origin=values["assertionOrigin"])
+    invalid = validity_problem(values["validFrom"], values["validTo"])
+    if invalid is not None:
+        raise InvalidParams(invalid[1].replace("valid_from", "validFrom").replace("valid_to", "validTo"),
+                            field=where + ("validFrom" if invalid[0] == "valid_from" else "validTo"))
     return ClaimItem(text=values["text"].strip(), claim_kind=values["claimKind"], evidence=support,
                      assertion_origin=values["assertionOrigin"], replaces=values["replaces"],
-                     subject=values["subject"])
+                     subject=values["subject"], valid_from=values["validFrom"], valid_to=values["validTo"])
+
+
+def _validity_bound(value: Any, field: str) -> str:
+    if validity_moment(value) is None:
+        raise InvalidParams(f"{field} must be a date (YYYY-MM-DD) or an ISO-8601 date-time with an offset",
+                            field=field)
+    return value
 
 
 _EXCERPT = Text("excerpt", EXCERPT_MAX_CHARS, description="The supporting text from the conversation; every item "
@@ -221,8 +240,15 @@ CLAIM_ITEM = Params(
     # The enum is the caller's active ontology's, filled in by tools/list (wire/tools.py, with_claim_kinds).
     Name("claimKind", NAME_MAX_CHARS, required=True),
     _EXCERPT, EVIDENCE, ORIGIN,
-    RecordId("replaces", description="The claim this one corrects"),
+    RecordId("replaces", description="The claim this one corrects; with validFrom, the corrected claim stays "
+             "true until then instead of being superseded"),
     Name("subject", TITLE_MAX_CHARS, blank=True, description="This claim's page, instead of the call's subject"),
+    Value("validFrom", _validity_bound, nullable=True,
+          json={"type": "string", "description": "When the claim starts to hold: a date (YYYY-MM-DD) or an "
+                "ISO-8601 date-time with an offset"}),
+    Value("validTo", _validity_bound, nullable=True,
+          json={"type": "string", "description": "The last date, or moment, the claim holds (a date covers "
+                "its whole UTC day); not before validFrom"}),
 )
 RELATIONSHIP_ITEM = Params(
     Name("relation", NAME_MAX_CHARS, required=True, description="Instead of text and claimKind: a relationship "

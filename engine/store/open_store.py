@@ -8,8 +8,9 @@ in ``engine/index``) instead of importing the runtime from above its layer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from .answers import Receipt
 from .catalog import Catalog
 from .catalog_reads import CatalogReads
 from .publication import Plan, Publisher
@@ -28,7 +29,7 @@ class OpenStore(Protocol):
     @property
     def publisher(self) -> Publisher: ...
 
-    def publish(self, plan: Plan) -> dict[str, Any]:
+    def publish(self, plan: Plan) -> Receipt:
         """Publish ``plan`` (journal, install, acknowledge) and bring the derived indexes up to date."""
         ...
 

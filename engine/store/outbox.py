@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.db import Database
 from ..core.ids import format_timestamp, utc_now
+from .answers import GitSummary
 from .store import partition_dir
 
 LAST_ERROR_MAX_CHARS = 500
@@ -59,7 +60,7 @@ class GitOutbox:
             [(error[:LAST_ERROR_MAX_CHARS], now, seq) for seq in seqs],
         )
 
-    def summary(self, partition: str) -> dict[str, Any]:
+    def summary(self, partition: str) -> GitSummary:
         """One partition's queue: its pending count, its last error and the commit holding its newest publication."""
         row = self.db.one(
             "SELECT COUNT(*) AS pending, MAX(outbox.last_error) AS error FROM outbox JOIN publications "

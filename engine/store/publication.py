@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .answers import GitState, Receipt
 from .catalog import Catalog, FileStat
 from ..core.errors import Conflict, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
@@ -103,7 +104,7 @@ class Publisher:
 
     # --- requests and receipts ---------------------------------------------------
 
-    def existing_receipt(self, partition: str, request_id: str | None, digest: str) -> dict[str, Any] | None:
+    def existing_receipt(self, partition: str, request_id: str | None, digest: str) -> Receipt | None:
         """The original receipt of an identical retry; a conflict if the id was used for other content."""
         if request_id is None:
             return None
@@ -118,15 +119,15 @@ class Publisher:
                            requestId=request_id)
         return self.receipt(row["seq"])
 
-    def receipt(self, seq: int) -> dict[str, Any]:
+    def receipt(self, seq: int) -> Receipt:
         row = self.db.one("SELECT receipt FROM publications WHERE seq = ?", (seq,))
         if row is None:
             raise NotFound("no such publication")
-        receipt = json.loads(row["receipt"])
+        receipt: Receipt = json.loads(row["receipt"])
         receipt["git"] = self.git_state(seq)
         return receipt
 
-    def git_state(self, seq: int) -> dict[str, Any]:
+    def git_state(self, seq: int) -> GitState:
         row = self.db.one("SELECT state, commit_id FROM outbox WHERE publication_seq = ?", (seq,))
         if row is None:
             return {"state": "unavailable"}
@@ -136,13 +137,13 @@ class Publisher:
 
     # --- publishing ----------------------------------------------------------------
 
-    def publish(self, plan: Plan) -> dict[str, Any]:
+    def publish(self, plan: Plan) -> Receipt:
         outcome = self.publish_together([plan])[0]
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
-    def publish_together(self, plans: list[Plan]) -> list[dict[str, Any] | Exception]:
+    def publish_together(self, plans: list[Plan]) -> list[Receipt | Exception]:
         """Publish ``plans`` as one group; returns each plan's receipt, or the error that refused it.
 
         The plans must touch no common file or record (``PlanTouches``), so each one's outcome is its

@@ -9,43 +9,45 @@ invalid and fixture records stay reachable here; only withheld records
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from .catalog import Catalog
 from .catalog_reads import CatalogReads, RecordRow
+from .answers import Diagnostics, EvidenceLocator, GitSummary, History, HistoryEntry, ReadAnswer, RecordRead
+from .summaries import PROVIDER, Reference, record_summary, reference
 from ..core.errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, StaleRevision
 from ..core.files import read_file, sha256_bytes
 from ..core.findings import truncated
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.params import Integer, Params, Query, RecordId, Value
+from ..core.ids import utc_now
+from ..vault.record_view import EMPTY, Citation, RecordView, validity_moment
 from ..vault.records import TITLE_MAX_CHARS, parse_record
 from .open_store import NeedsLane
 from .store import Store
-
-PROVIDER = "knowledge"
-
-
-def reference(store_id: str, row: RecordRow) -> dict[str, Any]:
-    """A citation of one exact revision; it grants no access by itself."""
-    return {"provider": PROVIDER, "store": store_id, "id": row.record_id, "revision": row.revision,
-            "sha256": row.sha256}
 
 READ_LINES_DEFAULT, READ_LINES_MAX = 100, 200
 EVIDENCE_LOCATORS_MAX = 20
 
 
-def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]]) -> dict[str, Any]:
+def _view(data: bytes, path: str, *, status: str, findings: list[dict[str, Any]],
+          moment: datetime | None = None) -> RecordRead:
     record, parse_findings = parse_record(data, path)
-    view: dict[str, Any] = {"sha256": sha256_bytes(data), "status": status, "path": path}
+    digest = sha256_bytes(data)
     if record is None:
-        view["findings"] = [f.to_dict() for f in parse_findings]
-        return view
-    fm = record.frontmatter
-    view.update(
-        id=fm.get("id"), revision=fm.get("revision"), kind=fm.get("kind"), title=fm.get("title"),
-        frontmatter=fm, body=record.body, findings=findings,
-    )
-    return view
+        return {"sha256": digest, "status": status, "path": path,
+                "findings": [f.to_dict() for f in parse_findings]}
+    summary = record_summary(record.view)
+    read: RecordRead = {
+        "sha256": digest, "status": status, "path": path, "id": summary["id"], "revision": summary["revision"],
+        "kind": summary["kind"], "title": summary["title"], "frontmatter": record.frontmatter, "body": record.body,
+        "findings": findings,
+    }
+    validity = record.view.validity
+    if validity.bounded:  # a claim with validFrom or validTo says whether it holds at the moment asked
+        read["validity"] = {**validity.as_json(), "holds": validity.holds_at(moment or utc_now())}
+    return read
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,9 @@ class RecordFile:
 
 
 def get_record(store: Store, catalog: CatalogReads, partition: str, record_id: str,
-               revision: int | None = None) -> dict[str, Any]:
+               revision: int | None = None, moment: datetime | None = None) -> RecordRead:
     found = record_file(store, catalog, partition, record_id, revision)
-    return _view(found.content, found.path, status=found.status, findings=found.findings)
+    return _view(found.content, found.path, status=found.status, findings=found.findings, moment=moment)
 
 
 def record_file(store: Store, catalog: CatalogReads, partition: str, record_id: str,
@@ -115,25 +117,25 @@ def _bytes_of(store: Store, catalog: CatalogReads, partition: str, row: RecordRo
     return data
 
 
-def history(catalog: CatalogReads, partition: str, record_id: str) -> dict[str, Any]:
+def history(catalog: CatalogReads, partition: str, record_id: str) -> History:
     """Every revision kept of a record, who wrote it, and edits seen outside the engine."""
     revisions = catalog.revisions(partition, record_id)
     if not revisions and not catalog.rows_for_id(partition, record_id):
         raise NotFound("no record with that id in this partition", id=record_id)
-    entries = []
+    entries: list[HistoryEntry] = []
     for row in revisions:
         record, _ = parse_record(row.content, row.path)
-        fm = record.frontmatter if record is not None else {}
+        view = record.view if record is not None else EMPTY
         entries.append({
             "revision": row.revision, "sha256": row.sha256, "origin": row.origin,
             "publicationId": row.publication_id, "observedAt": row.observed_at,
-            "updatedAt": fm.get("updated_at"), "lifecycle": fm.get("lifecycle"), "title": fm.get("title"),
-            "attribution": fm.get("attribution"), "git": {"commit": row.commit_id} if row.commit_id else None,
+            "updatedAt": view.updated_at, "lifecycle": view.lifecycle, "title": view.title,
+            "attribution": view.attribution, "git": {"commit": row.commit_id} if row.commit_id else None,
         })
     return {"id": record_id, "revisions": entries, "events": catalog.events(partition, record_id)}
 
 
-def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str, Any]) -> dict[str, Any]:
+def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: GitSummary) -> Diagnostics:
     """Scoped validation: the partition's files, its ontology, and its publications' state (journal, git)."""
     ontology = store.ontology(partition)
     findings = [f.to_dict() for f in ontology.findings] + catalog.findings(partition)
@@ -151,7 +153,7 @@ def diagnostics(store: Store, catalog: Catalog, partition: str, *, git: dict[str
 # --- reads by reference (the shared memory read contract) -----------------------------------
 
 
-def parse_reference(value: Any, field: str = "ref") -> dict[str, Any]:
+def parse_reference(value: Any, field: str = "ref") -> Reference:
     if not isinstance(value, dict) or value.get("provider") != PROVIDER:
         raise InvalidParams("ref must be a Knowledge reference from a search hit", field=field)
     revision = value.get("revision")
@@ -162,24 +164,45 @@ def parse_reference(value: Any, field: str = "ref") -> dict[str, Any]:
     return value
 
 
+def parse_as_of(value: Any, field: str = "asOf") -> datetime:
+    """The moment a read, search or lookup answers as of: a date (its start, UTC) or a date-time with an
+    offset."""
+    moment = validity_moment(value)
+    if moment is None:
+        raise InvalidParams("asOf must be a date (YYYY-MM-DD) or an ISO-8601 date-time with an offset",
+                            field=field)
+    return moment
+
+
+def as_of(values: dict[str, Any]) -> datetime:
+    """A request's ``asOf``: the moment it names, else now."""
+    return values["asOf"] if values.get("asOf") is not None else utc_now()
+
+
+# Reads, searches and lookups leave out claims that do not hold at this moment (docs/record-format.md).
+AS_OF = Value("asOf", parse_as_of, nullable=True,
+              json={"type": "string", "description": "Answer as of this date or date-time (default: now); "
+                    "claims that do not hold then are left out"})
 # ``memory/read``: lines of the exact revision a search hit's reference names.
 READ_PARAMS = Params(
     Value("ref", parse_reference, required=True),
     Integer("from", 1, default=1),
     Integer("lines", 1, READ_LINES_MAX, default=READ_LINES_DEFAULT),
+    AS_OF,
 )
 # The exact read of a record (``knowledge_record``, ``operator/record``) and the history of one.
 RECORD_ID = RecordId("id", required=True, description="A record id, e.g. pg_01J...")
 REVISION = Integer("revision", 1, nullable=True, description="An exact earlier revision (default: the current one)")
-RECORD_PARAMS = Params(RECORD_ID, REVISION)
+RECORD_PARAMS = Params(RECORD_ID, REVISION, AS_OF)
 HISTORY_PARAMS = Params(RECORD_ID)
 # ``knowledge_lookup``: a name is compared with ids, titles and aliases, so none longer than a title resolves.
 LOOKUP_PARAMS = Params(Query("name", max_chars=TITLE_MAX_CHARS, required=True,
-                             description="A record id, or a title or alias (case, spacing and how accents are composed do not matter)"))
+                             description="A record id, or a title or alias (case, spacing and how accents are composed do not matter)"),
+                       AS_OF)
 
 
-def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: dict[str, Any],
-                   start: int, count: int) -> dict[str, Any]:
+def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: Reference,
+                   start: int, count: int, moment: datetime | None = None) -> ReadAnswer:
     """Lines of the exact current revision a reference names; a changed revision is refused."""
     if ref["store"] != store.store_id:
         raise ForeignReference("the reference belongs to another store", field="ref")
@@ -193,12 +216,15 @@ def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: dic
     if row.revision != ref["revision"] or row.sha256 != ref["sha256"]:
         raise StaleRevision("the record changed since it was referenced; search again", id=ref["id"],
                             revision=row.revision)
+    if not row.view.valid_at(moment or utc_now()):
+        raise NotFound("the claim does not hold at that time (see its validFrom and validTo); the exact read "
+                       "shows it", id=ref["id"], **row.view.validity.as_json())
     data = _bytes_of(store, catalog, partition, row)
     record, _ = parse_record(data, row.path)
     assert record is not None  # a current row parsed when it was cataloged, and the bytes are the same
-    lines = render_lines(record.frontmatter, record.body)
+    lines = render_lines(record.view, record.body)
     window = lines[start - 1:start - 1 + count]
-    evidence = evidence_locators(catalog, partition, record.frontmatter.get("evidence") or [])
+    evidence = evidence_locators(catalog, partition, record.view.evidence or ())
     return {
         "ref": reference(store.store_id, row), "title": row.title, "kind": row.kind,
         "from": start, "lines": len(window), "totalLines": len(lines),
@@ -207,37 +233,32 @@ def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: dic
     }
 
 
-def render_lines(frontmatter: dict[str, Any], body: str) -> list[str]:
+def render_lines(view: RecordView, body: str) -> list[str]:
     """The rendered record reads address: title, attribution, then the body."""
-    # Formatted, never concatenated: a file may hold any JSON value where a string is expected.
-    attribution = frontmatter.get("attribution")
-    attribution = attribution if isinstance(attribution, dict) else {}
+    # Formatted, never concatenated: the view's fields are text or None whatever the file holds.
+    attribution = view.attribution or {}
     who = f"{attribution.get('agent', 'unknown')}"
     if attribution.get("instance"):
         who += f" ({attribution['instance']})"
-    kind = frontmatter.get("kind", "record")
-    detail = frontmatter.get("type") or frontmatter.get("claim_kind") or frontmatter.get("relation")
+    kind = view.kind or "record"
+    detail = view.type or view.claim_kind or view.relation
     described = f"{kind}, {detail}" if detail else f"{kind}"
-    origin = frontmatter.get("assertion_origin")
-    header = (f"{described}; revision {frontmatter.get('revision')}; recorded by {who}"
-              f"{f'; said by the {origin}' if origin else ''}; updated {frontmatter.get('updated_at')}")
-    return [f"# {frontmatter.get('title', '')}", header, ""] + body.splitlines()
+    origin = view.assertion_origin
+    header = (f"{described}; revision {view.revision}; recorded by {who}"
+              f"{f'; said by the {origin}' if origin else ''}; updated {view.updated_at}")
+    return [f"# {view.title or ''}", header, ""] + body.splitlines()
 
 
-def evidence_locators(catalog: CatalogReads, partition: str, citations: list[Any]) -> list[dict[str, Any]]:
+def evidence_locators(catalog: CatalogReads, partition: str, citations: tuple[Citation, ...]) -> list[EvidenceLocator]:
     """Where each cited piece of evidence is kept, for the native tools to open."""
-    locators: list[dict[str, Any]] = []
-    if not isinstance(citations, list):  # an invalid record's evidence may be any value
-        return locators
+    locators: list[EvidenceLocator] = []
     for citation in citations:
-        if not isinstance(citation, dict):
-            continue
-        source_id = citation.get("source")  # an invalid record's citation may name anything at all
-        source = catalog.source(partition, source_id) if isinstance(source_id, str) else None
-        locator: dict[str, Any] = {"source": citation.get("source")}
-        for key in ("lines", "quote"):
-            if key in citation:
-                locator[key] = citation[key]
+        source = catalog.source(partition, citation.source) if citation.source is not None else None
+        locator: EvidenceLocator = {"source": citation.source}
+        if citation.lines is not None:
+            locator["lines"] = list(citation.lines)
+        if citation.quote is not None:
+            locator["quote"] = citation.quote
         if source is not None:
             locator.update(retainedPath=source.retained_path, mediaType=source.media_type,
                            sha256=source.sha256, size=source.size)

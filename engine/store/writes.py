@@ -16,6 +16,7 @@ from typing import Any
 from .catalog import Catalog, reference_findings
 from .groups import PlanReads
 from .catalog_reads import RecordRow, record_name_keys
+from ..vault.record_view import RecordView, Validity, WrittenCitation, validity_moment
 from ..core.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
 from ..vault.evidence import describe_source, excerpt_line_count
 from ..core.files import read_file, sha256_bytes
@@ -59,7 +60,7 @@ class _PlanBuilder:
         self.names: set[str] = set()
         self._source_lines: dict[str, list[str]] = {}
 
-    def retain_excerpt(self, text: str) -> dict[str, Any]:
+    def retain_excerpt(self, text: str) -> WrittenCitation:
         """Keep supporting text as a source file; returns the citation for it."""
         source_id = self.sources_by_text.get(text)
         if source_id is None:
@@ -70,18 +71,18 @@ class _PlanBuilder:
             self.writes.append(FileWrite(descriptor.retained_path, "source", data))
             self.writes.append(FileWrite(descriptor.descriptor_path, "descriptor", descriptor.render()))
             self.sources_by_text[text] = source_id
-        citation: dict[str, Any] = {"source": source_id, "lines": [1, excerpt_line_count(text)]}
+        citation: WrittenCitation = {"source": source_id, "lines": [1, excerpt_line_count(text)]}
         if len(text) <= QUOTE_MAX_CHARS:
             citation["quote"] = text
         return citation
 
-    def citation(self, evidence: EvidenceInput) -> dict[str, Any]:
+    def citation(self, evidence: EvidenceInput) -> WrittenCitation:
         if evidence.excerpt is not None:
             return self.retain_excerpt(evidence.excerpt)
         if self.ctx.catalog.source(self.ctx.partition, evidence.source) is None:
             raise NotFound("no retained source with that id in this partition", field="evidence.source",
                            source=evidence.source)
-        citation: dict[str, Any] = {"source": evidence.source}
+        citation: WrittenCitation = {"source": evidence.source}
         if evidence.lines or evidence.quote:
             self._check_citation(evidence)
         if evidence.lines:
@@ -115,13 +116,13 @@ class _PlanBuilder:
 
     def add_record(self, frontmatter: dict[str, Any], body: str, path: str, *, base: bytes | None) -> Record:
         record = Record(frontmatter, body)
+        view = record.view
         ontology = self.ctx.ontology
         record_type = record.effective_type(ontology, path)
         findings = check_record(record, ontology, path)
         if not has_errors(findings):
-            findings += reference_findings(frontmatter, frontmatter["kind"], record_type,
-                                           self._pages_named(frontmatter, record_type),
-                                           self._sources_cited(frontmatter), ontology, path)
+            findings += reference_findings(view, view.kind, record_type, self._pages_named(view, record_type),
+                                           self._sources_cited(view), ontology, path)
         if has_errors(findings):
             errors = [f.to_dict() for f in findings if f.severity == "error"]
             field = errors[0].get("field")
@@ -129,18 +130,17 @@ class _PlanBuilder:
                                 + (f" ({field})" if field else ""), errors)
         data = record.render()
         self.writes.append(FileWrite(path, "record", data, record.id, record.revision, base))
-        if frontmatter["kind"] == "page":
+        if view.kind == "page":
             self.new_pages[record.id] = record_type
         self.taken_paths.add(path)
-        self.names.update(record_name_keys(record.title, frontmatter.get("aliases")))
+        self.names.update(record_name_keys(view))
         return record
 
-    def _pages_named(self, frontmatter: dict[str, Any], record_type: str | None) -> dict[str, str]:
+    def _pages_named(self, view: RecordView, record_type: str | None) -> dict[str, str]:
         """Types of the current pages this record refers to (and pages this plan creates)."""
-        wanted = {frontmatter.get(key) for key in ("from", "to", "subject")}
+        wanted = {view.from_id, view.to_id, view.subject}
         if record_type is not None:
-            wanted |= {target for _, target, _ in self.ctx.ontology.page_field_refs(record_type,
-                                                                                    frontmatter.get("fields"))}
+            wanted |= {target for _, target, _ in self.ctx.ontology.page_field_refs(record_type, view.fields)}
         types = {}
         for page_id in wanted - {None}:
             if page_id in self.new_pages:
@@ -151,8 +151,8 @@ class _PlanBuilder:
                 types[page_id] = rows[0].type
         return types
 
-    def _sources_cited(self, frontmatter: dict[str, Any]) -> set[str]:
-        cited = {c.get("source") for c in frontmatter.get("evidence") or [] if isinstance(c, dict)}
+    def _sources_cited(self, view: RecordView) -> set[str]:
+        cited = {citation.source for citation in view.evidence or () if citation.source is not None}
         new = set(self.sources_by_text.values())
         return {source for source in cited if source in new
                 or self.ctx.catalog.source(self.ctx.partition, source) is not None}
@@ -247,7 +247,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
         record_id, path = page.id, row.path
         frontmatter = dict(existing.frontmatter)
         frontmatter.update(revision=existing.revision + 1, title=page.title, type=page.type, updated_at=ctx.now)
-        citations = list(frontmatter.get("evidence") or []) + citations
+        citations = list(existing.view.raw.get("evidence") or []) + citations  # the file's own, as written
     for key, value in (("aliases", page.aliases), ("tags", page.tags)):
         if value:
             frontmatter[key] = list(value)
@@ -298,13 +298,16 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: s
         if old.lifecycle != "active":
             raise Conflict(f"the claim is already {old.lifecycle}", id=item.replaces)
         old_fm = dict(old.frontmatter)
-        old_fm.update(revision=old.revision + 1, lifecycle="superseded", updated_at=ctx.now,
-                      attribution=ctx.attribution)
+        old_fm.update(revision=old.revision + 1, updated_at=ctx.now, attribution=ctx.attribution)
+        if item.valid_from is None:
+            old_fm["lifecycle"] = "superseded"
+        else:  # the correction holds from validFrom on: the corrected claim stays true until then
+            old_fm["valid_to"] = _ended(old.view.validity, item.valid_from, item.replaces)
         builder.add_record(old_fm, old.body, row.path, base=base)
         superseded.add(item.replaces)
         extra.append({"id": item.replaces, "revision": old.revision + 1, "kind": "claim"})
-        if item_subject is None and isinstance(old.frontmatter.get("subject"), str):
-            item_subject = old.frontmatter["subject"]
+        if item_subject is None and old.view.subject is not None:
+            item_subject = old.view.subject
     record_id = new_id(CLAIM_PREFIX)
     frontmatter: dict[str, Any] = {
         "format": RECORD_FORMAT, "id": record_id, "revision": 1, "kind": "claim",
@@ -314,12 +317,28 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: s
     if item_subject:
         frontmatter["subject"] = item_subject
     frontmatter["assertion_origin"] = item.assertion_origin
+    if item.valid_from is not None:
+        frontmatter["valid_from"] = item.valid_from
+    if item.valid_to is not None:
+        frontmatter["valid_to"] = item.valid_to
     if item.replaces:
         frontmatter["replaces"] = item.replaces
     frontmatter["attribution"] = ctx.attribution
     frontmatter["evidence"] = [builder.citation(evidence) for evidence in item.evidence]
     builder.add_record(frontmatter, item.text, f"claims/{record_id}.md", base=None)
     return record_id, 1, extra
+
+
+def _ended(validity: Validity, end: str, claim_id: str) -> str:
+    """The ``valid_to`` a corrected claim gets when its correction holds from ``end`` on: ``end``, unless the
+    claim already stopped holding before then (it keeps its own end)."""
+    moment = validity_moment(end)
+    if validity.start is not None and moment is not None and moment < validity.start:
+        raise InvalidParams("validFrom is before the corrected claim starts to hold; supersede it instead "
+                            "(leave validFrom out)", field="validFrom", id=claim_id)
+    if validity.valid_to is not None and validity.end is not None and moment is not None and validity.end < moment:
+        return validity.valid_to
+    return end
 
 
 def _relationship(ctx: WriteContext, builder: _PlanBuilder,

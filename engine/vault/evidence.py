@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.errors import InvalidParams, LimitExceeded
 from ..core.files import sha256_bytes
 from ..core.findings import Finding
@@ -41,6 +42,20 @@ def is_media_type(value: Any, *, parameters: bool = True) -> bool:
     return isinstance(value, str) and pattern.fullmatch(value) is not None
 
 
+class DescriptorData(TypedDict):
+    """A source descriptor as its file holds it (``format: knowledge-source-v1``)."""
+
+    format: str
+    id: str
+    retained_path: str
+    sha256: str
+    size: int
+    media_type: str
+    filename: NotRequired[str]
+    origin: JsonObject
+    recorded_at: str
+
+
 @dataclass(frozen=True)
 class SourceDescriptor:
     id: str
@@ -52,8 +67,8 @@ class SourceDescriptor:
     origin: dict[str, Any]
     filename: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self) -> DescriptorData:
+        data: DescriptorData = {  # type: ignore[typeddict-item]  # origin and recorded_at follow, in file order
             "format": SOURCE_FORMAT,
             "id": self.id,
             "retained_path": self.retained_path,

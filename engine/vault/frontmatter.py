@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from ..core.answers import JsonObject, JsonValue
 from ..core.errors import InvalidParams, LimitExceeded
 
 MAX_NESTING = 20
@@ -169,7 +170,7 @@ _SCALAR_TAGS = tuple(f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "i
 _NO_KEY = object()
 
 
-def _scalar(loader: Any, event: yaml.ScalarEvent) -> Any:
+def _scalar(loader: Any, event: yaml.ScalarEvent) -> JsonValue:
     """A scalar resolved and converted as the full loader would (its tag from the same resolvers)."""
     if event.tag not in (None, "!"):
         raise _Unusual
@@ -217,7 +218,7 @@ class _FlatReader:
             raise _Unusual
         self.loader: Any = None
 
-    def read(self, text: str) -> dict[str, Any]:
+    def read(self, text: str) -> JsonObject:
         if _ONLY_PRINTABLE.fullmatch(text) is None:
             raise _Unusual
         resolvers = self.resolvers
@@ -249,7 +250,7 @@ class _FlatReader:
                 return tag
         return _STR_TAG
 
-    def _typed(self, plain: str) -> Any:
+    def _typed(self, plain: str) -> JsonValue:
         tag = self._tag(plain)
         if tag == _STR_TAG:
             return plain
@@ -263,7 +264,7 @@ class _FlatReader:
         except (_Refused, yaml.YAMLError, *CONSTRUCTOR_ERRORS) as exc:
             raise _Unusual from exc
 
-    def _flow(self, text: str) -> Any:
+    def _flow(self, text: str) -> JsonValue:
         mapping = text[0] == "{"
         closer = "}" if mapping else "]"
         collection: Any = {} if mapping else []
@@ -290,7 +291,7 @@ class _FlatReader:
         return collection
 
 
-def _read_once(text: str, *, max_nesting: int, line_offset: int, what: str) -> Any:
+def _read_once(text: str, *, max_nesting: int, line_offset: int, what: str) -> JsonValue:
     """Check and build in one pass over the events: the checks of ``_check_events``, event by event, and
     the value ``yaml.load`` would build.  Anything beyond plain mappings, lists and JSON scalars in one
     document (an explicit tag, a duplicate or non-string key, a scalar its constructor refuses) raises
@@ -345,7 +346,7 @@ def _read_once(text: str, *, max_nesting: int, line_offset: int, what: str) -> A
 
 def load_yaml(
     text: str, *, max_nesting: int = MAX_NESTING, what: str = "frontmatter", line_offset: int = 0
-) -> Any:
+) -> JsonValue:
     """Parse safe YAML text; raises DocumentSyntaxError or LimitExceeded, never anything else
     (but MemoryError).
 

@@ -17,6 +17,7 @@ from datetime import date
 from importlib import resources
 from typing import Any
 
+from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.errors import InvalidParams, LimitExceeded
 from ..core.findings import Finding
 from .frontmatter import load_yaml
@@ -34,6 +35,17 @@ _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
+class FieldDefinition(TypedDict):
+    """A typed field of a page type, as ``knowledge_ontology`` shows it."""
+
+    type: str
+    provenance: str
+    description: NotRequired[str]
+    values: NotRequired[list[str]]
+    items: NotRequired["FieldDefinition"]
+    pageTypes: NotRequired[list[str]]
+
+
 @dataclass(frozen=True)
 class FieldSpec:
     name: str
@@ -44,8 +56,8 @@ class FieldSpec:
     page_types: tuple[str, ...] = ()
     provenance: str = SHIPPED
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"type": self.type, "provenance": self.provenance}
+    def to_dict(self) -> FieldDefinition:
+        data: FieldDefinition = {"type": self.type, "provenance": self.provenance}
         if self.description:
             data["description"] = self.description
         if self.values:
@@ -394,7 +406,7 @@ class Ontology:
         return refs
 
 
-def _load_document(text: str, provenance: str) -> dict[str, Any]:
+def _load_document(text: str, provenance: str) -> JsonObject:
     if len(text.encode("utf-8")) > ONTOLOGY_MAX_BYTES:
         raise InvalidParams(f"ontology file is larger than {ONTOLOGY_MAX_BYTES} bytes", path=provenance)
     document = load_yaml(text, what="ontology") or {}

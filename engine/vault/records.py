@@ -10,29 +10,25 @@ the catalog.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
+from ..core.answers import JsonObject
 from ..core.errors import InvalidParams, LimitExceeded
 from ..core.findings import Finding
 from .frontmatter import parse_document, render_document
 from ..core.ids import canonical_session_id, is_record_id, parse_timestamp
 from .ontology import Ontology
+from .record_view import (  # noqa: F401 - the record format's vocabularies, named where records are
+    ASSERTION_ORIGINS, CANONICAL_ORDER, KINDS, LIFECYCLES, RecordView, validity_problem, view_of,
+)
 
 RECORD_FORMAT = "knowledge-record-v1"
-KINDS = ("page", "claim", "relationship")
-LIFECYCLES = ("active", "superseded", "withdrawn", "merged")
-ASSERTION_ORIGINS = ("user", "source", "agent_inference")
 TITLE_MAX_CHARS = 500
 RECALL_SUMMARY_MAX = 500
 RECALL_LIST_MAX = 20
 PRIVATE_SCOPE = "private"
 
-# Known keys render first, in this order; unknown keys keep theirs after them.
-CANONICAL_ORDER = (
-    "format", "id", "revision", "kind", "title", "type", "recorded_at", "updated_at", "scope",
-    "lifecycle", "claim_kind", "subject", "relation", "from", "to", "assertion_origin", "aliases",
-    "tags", "dependencies", "replaces", "attribution", "fields", "evidence", "recall",
-)
 
 
 def conversation_scope(session_id: str) -> str:
@@ -50,40 +46,44 @@ def is_valid_scope(scope: object) -> bool:
 
 @dataclass
 class Record:
-    """A parsed record: the whole frontmatter (unknown keys included) and the body."""
+    """A parsed record: the whole frontmatter (unknown keys included), its typed view, and the body."""
 
     frontmatter: dict[str, Any]
     body: str
 
-    @property
-    def id(self) -> Any:
-        return self.frontmatter.get("id")
+    @cached_property
+    def view(self) -> RecordView:
+        return view_of(self.frontmatter)
 
     @property
-    def revision(self) -> Any:
-        return self.frontmatter.get("revision")
+    def id(self) -> str | None:
+        return self.view.id
 
     @property
-    def kind(self) -> Any:
-        return self.frontmatter.get("kind")
+    def revision(self) -> int | None:
+        return self.view.revision
 
     @property
-    def title(self) -> Any:
-        return self.frontmatter.get("title")
+    def kind(self) -> str | None:
+        return self.view.kind
 
     @property
-    def scope(self) -> Any:
-        return self.frontmatter.get("scope")
+    def title(self) -> str | None:
+        return self.view.title
 
     @property
-    def lifecycle(self) -> Any:
-        return self.frontmatter.get("lifecycle")
+    def scope(self) -> str | None:
+        return self.view.scope
+
+    @property
+    def lifecycle(self) -> str | None:
+        return self.view.lifecycle
 
     @property
     def is_fixture(self) -> bool:
-        return self.frontmatter.get("fixture") is True
+        return self.view.is_fixture
 
-    def ordered_frontmatter(self) -> dict[str, Any]:
+    def ordered_frontmatter(self) -> JsonObject:
         ordered = {key: self.frontmatter[key] for key in CANONICAL_ORDER if key in self.frontmatter}
         ordered.update((key, value) for key, value in self.frontmatter.items() if key not in ordered)
         return ordered
@@ -93,10 +93,14 @@ class Record:
 
     def effective_type(self, ontology: Ontology, path: str) -> str | None:
         """A page's type: its ``type`` field, else classified by its path (never rewritten)."""
-        if self.kind != "page":
-            return None
-        declared = self.frontmatter.get("type")
-        return declared if isinstance(declared, str) and declared else ontology.classify(path)
+        return effective_type(self.view, ontology, path)
+
+
+def effective_type(view: RecordView, ontology: Ontology, path: str) -> str | None:
+    """A page's type: its declared ``type``, else classified by its path (never rewritten)."""
+    if view.kind != "page":
+        return None
+    return view.type if view.type else ontology.classify(path)
 
 
 def parse_record(data: bytes, path: str) -> tuple[Record | None, list[Finding]]:
@@ -111,10 +115,11 @@ def parse_record(data: bytes, path: str) -> tuple[Record | None, list[Finding]]:
 
 def check_scope(record: Record, partition_scope: str) -> Finding | None:
     """A record whose scope is missing, invalid or not its partition's is withheld."""
-    scope = record.scope
-    if scope is None:
+    view = record.view
+    if not view.given("scope"):
         return Finding("scope_missing", "record has no scope; withheld", field="scope")
-    if not is_valid_scope(scope):
+    scope = view.raw["scope"]
+    if not is_valid_scope(view.scope):
         return Finding("scope_invalid", f"scope {scope!r} is not valid; withheld", field="scope")
     if scope != partition_scope:
         return Finding(
@@ -125,77 +130,90 @@ def check_scope(record: Record, partition_scope: str) -> Finding | None:
 
 
 def check_record(record: Record, ontology: Ontology, path: str) -> list[Finding]:
-    """Envelope and ontology checks for one record on its own."""
-    fm = record.frontmatter
+    """Envelope and ontology checks for one record on its own.
+
+    The typed view decides what a value is: a key the file gives whose view field is None has the wrong
+    type, and that is its finding here.  Only checks beyond the type (a title on one line, a claim kind
+    the ontology knows) and messages that quote an item (evidence, recall) look at the file's values.
+    """
+    view = record.view
     findings: list[Finding] = []
 
     def problem(code: str, message: str, field: str | None = None, severity: str = "error") -> None:
-        findings.append(Finding(code, message, severity=severity, path=path, field=field,
-                                record_id=record.id if is_record_id(record.id) else None))
+        findings.append(Finding(code, message, severity=severity, path=path, field=field, record_id=view.id))
 
-    if fm.get("format") != RECORD_FORMAT:
+    def wrong_type(key: str) -> bool:
+        return view.given(key) and getattr(view, _VIEW_FIELD.get(key, key)) is None
+
+    if view.format != RECORD_FORMAT:
         problem("envelope", f"format must be {RECORD_FORMAT}", "format")
-    if not is_record_id(fm.get("id")):
+    if view.id is None:
         problem("envelope", "id must be a string of letters, digits, '_', '-' or '.'", "id")
-    revision = fm.get("revision")
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
+    if view.revision is None:
         problem("envelope", "revision must be a positive integer", "revision")
-    kind = fm.get("kind")
-    if kind not in KINDS:
+    kind = view.kind
+    if kind is None:
         problem("envelope", f"kind must be one of {list(KINDS)}", "kind")
-    title = fm.get("title")
-    if not isinstance(title, str) or not title.strip() or "\n" in title or len(title) > TITLE_MAX_CHARS:
+    title = view.title
+    if title is None or not title.strip() or "\n" in title or len(title) > TITLE_MAX_CHARS:
         problem("envelope", f"title must be one non-empty line of at most {TITLE_MAX_CHARS} characters", "title")
     for key in ("recorded_at", "updated_at"):
-        if parse_timestamp(fm.get(key)) is None:
+        if parse_timestamp(getattr(view, key)) is None:
             problem("envelope", f"{key} must be an ISO-8601 UTC timestamp", key)
-    if fm.get("lifecycle") not in LIFECYCLES:
+    if view.lifecycle is None:
         problem("envelope", f"lifecycle must be one of {list(LIFECYCLES)}", "lifecycle")
     for key in ("aliases", "tags", "dependencies"):
-        value = fm.get(key)
-        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+        if wrong_type(key):
             problem("envelope", f"{key} must be a list of strings", key)
-    attribution = fm.get("attribution")
-    if attribution is not None and not isinstance(attribution, dict):
+    if wrong_type("attribution"):
         problem("envelope", "attribution must be a mapping", "attribution")
-    if "fixture" in fm and not isinstance(fm["fixture"], bool):
+    if view.fixture is None:
         problem("envelope", "fixture must be true or false", "fixture")
 
     if kind == "page":
-        if fm.get("type") is not None and not isinstance(fm["type"], str):  # never silently re-classified
+        if wrong_type("type"):  # never silently re-classified
             problem("envelope", "type must be a page type name", "type")
-        page_type = record.effective_type(ontology, path)
-        for finding in ontology.check_fields(page_type, fm.get("fields")):
+        page_type = effective_type(view, ontology, path)
+        for finding in ontology.check_fields(page_type, view.raw.get("fields")):
             problem(finding.code, finding.message, finding.field)
-        if "evidence" in fm:
-            _check_evidence(fm["evidence"], problem, required=False)
+        if "evidence" in view.raw:
+            _check_evidence(view.raw["evidence"], problem, required=False)
     elif kind == "claim":
-        claim_kind = fm.get("claim_kind")
-        if not isinstance(claim_kind, str) or claim_kind not in ontology.claim_kinds:
+        if view.claim_kind is None or view.claim_kind not in ontology.claim_kinds:
             problem("envelope", f"claim_kind must be one of {list(ontology.claim_kinds)}", "claim_kind")
-        if fm.get("subject") is not None and not is_record_id(fm["subject"]):
-            problem("envelope", "subject must be a record id", "subject")
-        if fm.get("replaces") is not None and not is_record_id(fm["replaces"]):
-            problem("envelope", "replaces must be a record id", "replaces")
-        _check_origin(fm, problem)
-        _check_evidence(fm.get("evidence"), problem, required=True)
+        for key in ("subject", "replaces"):
+            if wrong_type(key):
+                problem("envelope", f"{key} must be a record id", key)
+        _check_origin(view, problem)
+        _check_evidence(view.raw.get("evidence"), problem, required=True)
+        invalid = validity_problem(view.raw.get("valid_from"), view.raw.get("valid_to"))
+        if invalid is not None:
+            problem("validity", invalid[1], invalid[0])
     elif kind == "relationship":
-        relation = fm.get("relation")
-        if not isinstance(relation, str) or relation not in ontology.relation_types:
-            problem("unknown_relation", f"relation {relation!r} is not in the ontology", "relation")
+        relation = view.relation
+        if relation is None or relation not in ontology.relation_types:
+            problem("unknown_relation", f"relation {view.raw.get('relation')!r} is not in the ontology", "relation")
         for end in ("from", "to"):
-            if not is_record_id(fm.get(end)):
+            if getattr(view, _VIEW_FIELD[end]) is None:
                 problem("envelope", f"{end} must be a page id", end)
-        _check_origin(fm, problem)
-        _check_evidence(fm.get("evidence"), problem, required=True)
+        _check_origin(view, problem)
+        _check_evidence(view.raw.get("evidence"), problem, required=True)
 
-    if "recall" in fm:
-        _check_recall(fm["recall"], problem)
+    if kind != "claim":
+        for key in ("valid_from", "valid_to"):
+            if key in view.raw:
+                problem("validity", f"{key} is for claims only", key)
+    if "recall" in view.raw:
+        _check_recall(view.raw["recall"], problem)
     return findings
 
 
-def _check_origin(fm: dict[str, Any], problem) -> None:
-    if fm.get("assertion_origin") not in ASSERTION_ORIGINS:
+# Frontmatter keys whose view field has another name (``from`` is a Python keyword).
+_VIEW_FIELD = {"from": "from_id", "to": "to_id"}
+
+
+def _check_origin(view: RecordView, problem) -> None:
+    if view.assertion_origin is None:
         problem("envelope", f"assertion_origin must be one of {list(ASSERTION_ORIGINS)}", "assertion_origin")
 
 

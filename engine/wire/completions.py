@@ -117,8 +117,7 @@ def _names_from(rows: list[RecordRow], typed: str) -> list[str]:
     prefixes = lookup_keys(typed)
     names: dict[str, str] = {}
     for row in rows:
-        aliases = row.frontmatter.get("aliases")
-        for candidate in [row.title, *(aliases if isinstance(aliases, list) else [])]:
+        for candidate in [row.title, *(row.view.aliases or ())]:
             if isinstance(candidate, str) and candidate.strip():
                 shown = " ".join(candidate.split())
                 if any(name_key(shown).startswith(prefix) for prefix in prefixes):

@@ -68,12 +68,15 @@ def _record(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[s
     if values["view"] == "history":
         if values["revision"] is not None:  # every revision is listed: one named beside it is refused, not dropped
             raise InvalidParams("revision does not apply to the history view", field="revision")
+        if values["asOf"] is not None:  # the history lists every revision, whenever each held
+            raise InvalidParams("asOf does not apply to the history view", field="asOf")
         return engine.history(caller, values["id"])
-    return engine.get_record(caller, values["id"], values["revision"])
+    return engine.get_record(caller, values["id"], values["revision"], values["asOf"])
 
 
 def _lookup(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str, Any]:
-    return engine.lookup(caller, LOOKUP_PARAMS.read(args)["name"])
+    values = LOOKUP_PARAMS.read(args)
+    return engine.lookup(caller, values["name"], values["asOf"])
 
 
 def _resume(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str, Any]:

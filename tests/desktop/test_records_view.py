@@ -178,3 +178,15 @@ def test_no_label_of_the_window_reads_its_text_as_markup(qtbot, connected_window
     labels = [label for label in connected_window.findChildren(QLabel) if id(label) not in row_labels]
     assert len(labels) > 20
     assert [label.text() for label in labels if label.textFormat() != Qt.TextFormat.PlainText] == []
+
+
+def test_a_claims_interval_is_shown_on_its_record_page() -> None:
+    from desktop.records.render import header_html, validity_html
+
+    record = {"id": "cl_1", "kind": "claim", "status": "current", "revision": 1, "title": "Dana leads Atlas",
+              "frontmatter": {"kind": "claim", "valid_from": "2026-01-01", "valid_to": "2026-12-31"},
+              "validity": {"validFrom": "2026-01-01", "validTo": "2026-12-31", "holds": False}}
+    shown = header_html(record)
+    assert "Holds from 2026-01-01 until 2026-12-31 (inclusive)" in shown and "does not hold now" in shown
+    assert validity_html({"frontmatter": {"kind": "claim", "valid_to": "<b>"}}) == ""  # not a date: nothing
+    assert validity_html({"frontmatter": {"kind": "page", "title": "x"}}) == ""

@@ -253,3 +253,15 @@ def test_a_structured_platform_export_is_refused_saying_what_to_export_instead(e
 
     assert caught.value.details["file"] == "memories.json" and caught.value.details.get("place") is None
     assert engine.registry.agent("main") is None
+
+
+def test_an_expiration_date_is_the_claims_valid_to_and_recording_times_are_not_validity(
+        engine: Engine, tmp_path: Path) -> None:
+    data = mem0_memories()
+    data["results"][0]["expiration_date"] = "2026-03-31"
+    data["results"][1]["expiration_date"] = "some day"  # no date: kept in the cited JSON only
+    result = run_import(engine, "mem0", write(tmp_path, data))
+    caller = reader(engine)
+    tea, marathon = (engine.get_record(caller, claim_id)["frontmatter"] for claim_id in result["claims"])
+    assert tea["valid_to"] == "2026-03-31" and "valid_from" not in tea  # created_at says when mem0 recorded it
+    assert "valid_to" not in marathon and "valid_from" not in marathon

@@ -10,7 +10,8 @@ import pytest
 
 from engine.gate.candidates import nearest_pages
 from engine.index import vectors as vectors_module
-from engine.index.vectors import PASSAGE_WORDS, evidence_passages
+from engine.index.vectors import PASSAGE_WORDS
+from engine.vault.record_view import view_of
 from engine.service import Engine
 from engine.state.config import parse_settings
 from engine.state.statedir import StateDir
@@ -21,6 +22,11 @@ TRANSCRIPT = ("Dana: Did you hear about the lighthouse?\n"
               "Sam: The keeper repaints the lamp room every spring with a brush from Oslo.\n"
               "Dana: Lovely.")
 CITED = "Sam: The keeper repaints the lamp room every spring with a brush from Oslo."
+
+
+def evidence_passages(evidence: Any, source_lines: Any) -> list[str]:
+    """The passages of a page whose frontmatter ``evidence`` is ``evidence``, read through the record view."""
+    return vectors_module.evidence_passages(view_of({"evidence": evidence}).evidence, source_lines)
 
 
 def lines_of(sources: dict[str, str]):

@@ -248,7 +248,7 @@ def test_include_records_adds_up_to_twenty_summaries_per_type(engine, owner, sto
 
     person, organization, project = result["definitions"]
     assert (person["recordCount"], len(person["records"]), person["recordsTruncated"]) == (22, 20, True)
-    assert set(person["records"][0]) == {"id", "title", "revision"}
+    assert set(person["records"][0]) == {"id", "revision", "kind", "type", "title"}  # the record summary
     assert all(record["revision"] == 1 for record in person["records"])
     assert (organization["records"], organization["recordsTruncated"]) == ([], False)
     assert [record["title"] for record in project["records"]] == ["Apollo"]

@@ -348,7 +348,7 @@ def test_candidates_sort_by_importance_then_id_and_carry_only_the_summary(engine
     assert [c["importance"] for c in found] == [9, 9, 3, 1]
     first = found[0]
     title = next(t for t, v in ids.items() if v == first["id"])
-    assert set(first) == {"id", "revision", "kind", "title", "excerpt", "importance", "triggers", "projects",
+    assert set(first) == {"id", "revision", "kind", "type", "title", "excerpt", "importance", "triggers", "projects",
                           "approvedAt"}
     assert first["excerpt"] == f"Summary of {title}" and first["title"] == title
     assert first["revision"] == 2 and first["kind"] == "page" and first["triggers"] == [title]

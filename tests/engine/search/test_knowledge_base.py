@@ -563,3 +563,12 @@ def test_alpha_beside_a_mode_that_does_not_use_it_is_refused(lexical_engine, mod
     with pytest.raises(InvalidParams) as raised:
         ask(lexical_engine, caller, query="pizza", mode=mode, alpha=0.8)
     assert raised.value.details["field"] == "alpha" and mode in raised.value.message
+
+
+def test_query_search_leaves_out_claims_that_do_not_hold_now(lexical_engine):
+    caller, _ = seed(lexical_engine)
+    lexical_engine.remember(caller, {"requestId": "m-validity", "items": [
+        {"text": "The ferry leaves at nine", "claimKind": "fact", "excerpt": "nine", "validTo": "2020-01-01"},
+        {"text": "The ferry leaves at ten", "claimKind": "fact", "excerpt": "ten", "validFrom": "2020-01-02"}]})
+    found = titles(ask(lexical_engine, caller, query="ferry leaves", mode="lexical"))
+    assert "The ferry leaves at ten" in found and "The ferry leaves at nine" not in found

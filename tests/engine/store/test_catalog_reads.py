@@ -85,7 +85,7 @@ def test_rows_are_frozen(db: Database) -> None:
     assert isinstance(row, RecordRow)
     with pytest.raises(dataclasses.FrozenInstanceError):
         row.title = "changed"  # type: ignore[misc]
-    assert row.frontmatter == {"id": "pg_a"}
+    assert row.view.raw == {"id": "pg_a"} and row.view.id == "pg_a"
     assert (row.fixture, row.duplicate, row.xref_ok) == (0, 0, 1)
 
 
