@@ -87,6 +87,9 @@ GRACEFUL_STOP_S = 5.0
 # The JSON-RPC codes a single exchange answers with an HTTP error status (MCP 2026-07-28); any other is 200.
 SINGLE_EXCHANGE_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, -32602: 400, -32601: 404, -32020: 400, -32022: 400}
 UNSUPPORTED_VERSION, HEADER_MISMATCH = -32022, -32020
+# A quiet listen stream sends a comment this often, as the SDK's server does: a client's read timeout (the SDK's
+# recommended one is 300 s) then never takes a quiet stream for a dead one.
+LISTEN_KEEPALIVE_S = 15.0
 AUTHORITY_TOPICS = ("stores", "grants")  # an agent removed, a grant revoked: a listen stream checks its credential
 
 
@@ -205,6 +208,7 @@ class McpHttpApp:
         # Half the connections at most stay open as streams, so requests always find room beside them.
         self.stream_limit = max(1, bounds.max_connections // 2)
         self._opening = 0  # listen streams being opened
+        self.keepalive_s = LISTEN_KEEPALIVE_S
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="http")
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -361,7 +365,12 @@ class McpHttpApp:
             subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
         yield _event(acknowledgement)
         while True:
-            await _either(ready, listening.ended)
+            try:
+                async with asyncio.timeout(self.keepalive_s):
+                    await _either(ready, listening.ended)
+            except TimeoutError:
+                yield b": keepalive\n\n"
+                continue
             if listening.ended.is_set():
                 break
             await asyncio.sleep(PUSH_GATHER_S)  # a burst of writes goes out as one notification

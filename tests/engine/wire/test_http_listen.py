@@ -235,3 +235,11 @@ def test_open_streams_are_capped_with_503(serve, token, engine):
         wait_for(lambda: not server.app.listening)
         with Stream(server, listen_body("again"), token) as again:  # a closed stream's room is free again
             assert again.next_event()["params"]["_meta"] == {SUBSCRIPTION_ID: "again"}
+
+
+def test_a_quiet_stream_sends_keepalive_comments(serve, token):
+    server = serve()
+    server.app.keepalive_s = 0.05  # nothing else happens, so what follows the acknowledgement is a comment
+    with Stream(server, listen_body(), token) as stream:
+        assert stream.next_event()["method"] == "notifications/subscriptions/acknowledged"
+        assert stream.raw.readline() == b": keepalive\n" and stream.raw.readline() == b"\n"
