@@ -59,9 +59,9 @@ from starlette.responses import Response, StreamingResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..core.answers import NotRequired, TypedDict
-from .modern import HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS
 from ..core.changes import Subscription
 from .listen import LISTEN, SUBSCRIPTION_ID_KEY, ListenStream, Notification
+from .modern import HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS
 from .messages import INVALID_REQUEST, PARSE_ERROR, MalformedMessage, encode, error_response, parse_request
 from .messages import Request as Message
 from .protocol import CANCELLED, ERROR_CODES, Session, cancelled_request, request_key

@@ -9,39 +9,16 @@ import json
 import socket
 
 import anyio
-import pytest
 
 from engine.wire.http import ENDPOINT, HttpServer
 from engine.wire.modern import MODERN_VERSIONS
-from engine.wire.protocol import Dispatcher
-from engine.wire.server import SocketBounds
+from tests.engine.wire import test_http as http_tests
 from tests.helpers import wait_for
 
-SMALL = SocketBounds(unauthenticated_message_bytes=2048, max_message_bytes=64 * 1024, initialize_timeout_s=5.0,
-                     linger_s=0.5)
+SMALL = http_tests.SMALL
+serve, token = http_tests.serve, http_tests.token  # the HTTP tests' fixtures
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 HEADERS = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}
-
-
-@pytest.fixture
-def serve(engine, request):
-    def start(bounds: SocketBounds = SMALL) -> HttpServer:
-        running = HttpServer(Dispatcher(engine), port=0, bounds=bounds, workers=4)
-        running.start()
-        request.addfinalizer(lambda: _stopped(running))
-        return running
-
-    return start
-
-
-def _stopped(server: HttpServer) -> None:
-    server.stop()
-    assert not server._thread.is_alive()
-
-
-@pytest.fixture
-def token(engine) -> str:
-    return engine.add_agent("main", owner=True)
 
 
 def modern(method: str, params: dict | None = None, request_id: object = 1) -> bytes:
