@@ -31,8 +31,8 @@ only moves bytes and applies what HTTP adds, so it holds no MCP method logic:
   is answered as an event stream on that session: the acknowledgement, then the tagged notifications the
   socket would push, until the client closes it or cancels it (``notifications/cancelled`` POSTed with the
   same credential), its credential is revoked (a ``denied`` error ends it) or the server stops (the listen
-  request's result ends it).  Listen streams and 2025 GET streams together are capped at half
-  ``max_connections`` (503 past it).
+  request's result ends it): engine/wire/http_listen.py.  Listen streams and 2025 GET streams together
+  are capped at half ``max_connections`` (503 past it).
 
 The server is uvicorn (h11) with this module's ASGI application, in its own thread with its own
 event loop, started and stopped with the engine like the socket server.
@@ -59,12 +59,12 @@ from starlette.responses import Response, StreamingResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..core.answers import NotRequired, TypedDict
-from ..core.changes import Subscription
-from .listen import LISTEN, SUBSCRIPTION_ID_KEY, ListenStream, Notification
+from .http_listen import HttpListens, either, sse_event
+from .listen import LISTEN
 from .modern import HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS
 from .messages import INVALID_REQUEST, PARSE_ERROR, MalformedMessage, encode, error_response, parse_request
 from .messages import Request as Message
-from .protocol import CANCELLED, ERROR_CODES, Session, cancelled_request, request_key
+from .protocol import CANCELLED, ERROR_CODES, Session, cancelled_request
 from .server import PUSH_GATHER_S, SocketBounds
 from .tool_list import list_changed_notification
 
@@ -87,10 +87,6 @@ GRACEFUL_STOP_S = 5.0
 # The JSON-RPC codes a single exchange answers with an HTTP error status (MCP 2026-07-28); any other is 200.
 SINGLE_EXCHANGE_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, -32602: 400, -32601: 404, -32020: 400, -32022: 400}
 UNSUPPORTED_VERSION, HEADER_MISMATCH = -32022, -32020
-# A quiet listen stream sends a comment this often, as the SDK's server does: a client's read timeout (the SDK's
-# recommended one is 300 s) then never takes a quiet stream for a dead one.
-LISTEN_KEEPALIVE_S = 15.0
-AUTHORITY_TOPICS = ("stores", "grants")  # an agent removed, a grant revoked: a listen stream checks its credential
 
 
 def single_exchange_versions() -> tuple[str, ...]:
@@ -153,35 +149,6 @@ class HttpSession:
         return hmac.compare_digest(self.token.encode(), token.encode())
 
 
-@dataclass(eq=False)
-class _Listening:
-    """A ``subscriptions/listen`` stream over HTTP: its POST's response, on the session made for that request."""
-
-    token: str
-    key: tuple[type, Any] | None  # the listen request's id, as a cancellation names it
-    session: Session  # its ``listen`` is the stream
-    authority: Subscription  # AUTHORITY_TOPICS: wakes the stream to check its credential again
-    ended: asyncio.Event = field(default_factory=asyncio.Event)  # cancelled, or the server stopping
-    graceful: bool = False  # the server ends it: the listen request is answered
-
-    def presented_by(self, token: str) -> bool:
-        return hmac.compare_digest(self.token.encode(), token.encode())
-
-
-class _ListenResponse(StreamingResponse):
-    """A listen stream's response; ``on_end`` runs however it ends (finished, client gone, never started)."""
-
-    def __init__(self, content: AsyncIterator[bytes], on_end: Callable[[], None]) -> None:
-        super().__init__(content, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        self._on_end = on_end
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self._on_end()
-
-
 @dataclass
 class _Sessions:
     """The open sessions; touched only on the server's event loop, so no lock."""
@@ -204,12 +171,10 @@ class McpHttpApp:
         self.bounds = bounds
         self.host = host
         self.sessions = _Sessions(bounds.max_connections, bounds.idle_timeout_s)
-        self.listening: set[_Listening] = set()
         # Half the connections at most stay open as streams, so requests always find room beside them.
         self.stream_limit = max(1, bounds.max_connections // 2)
-        self._opening = 0  # listen streams being opened
-        self.keepalive_s = LISTEN_KEEPALIVE_S
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="http")
+        self.listens = HttpListens(dispatcher, self._pool)  # subscriptions/listen streams (engine/wire/http_listen.py)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":  # lifespan is off; nothing else is served
@@ -227,8 +192,7 @@ class McpHttpApp:
         for session in list(self.sessions.by_id.values()):
             self._forget(session)
         self.sessions.by_id.clear()
-        for listening in list(self.listening):
-            self._end_listen(listening)
+        self.listens.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     # --- one request ---------------------------------------------------------------------------
@@ -290,7 +254,7 @@ class McpHttpApp:
             if message is not None and message.method == LISTEN and not message.notification:
                 return await self._listen(request, once, token, body, message)
             if message is not None and message.notification and message.method == CANCELLED:
-                self._cancel_listen(token, cancelled_request(body))
+                self.listens.cancel(token, cancelled_request(body))
             return _reply(await self._dispatch(once, body), stream, single=True)
         message = _peek(body)
         if message is None:  # malformed: the dispatcher says how, as on the socket; nothing is opened
@@ -337,86 +301,25 @@ class McpHttpApp:
     # --- 2026-07-28: subscriptions/listen, its POST answered as an event stream ---------------------
 
     async def _listen(self, request: Request, once: Session, token: str, body: bytes, message: Message) -> Response:
-        """Open the stream on the exchange's own session; a refusal (bad filter, no id) is answered as JSON."""
+        """Open the stream on the exchange's own session (engine/wire/http_listen.py writes it); a refusal (a bad
+        filter) is answered as JSON."""
         if "text/event-stream" not in _media_types(request.headers.get("accept", "")):
             raise _Refused(406, "invalid_params", "subscriptions/listen is answered as text/event-stream: accept it",
                            request_id=message.id)
         self._check_stream_room(message.id)
-        self._opening += 1  # holds its place under the cap while the dispatcher opens it
+        self.listens.opening += 1
         try:
             reply = await self._dispatch(once, body)
         finally:
-            self._opening -= 1
+            self.listens.opening -= 1
         if once.listen is None or reply is None:
             return _reply(reply, False, single=True)
-        engine = self.dispatcher.engine
-        listening = _Listening(token, request_key(body), once, engine.changes.subscribe(AUTHORITY_TOPICS))
-        self.listening.add(listening)
-        return _ListenResponse(self._listen_stream(listening, reply), lambda: self._end_listen(listening))
-
-    async def _listen_stream(self, listening: _Listening, acknowledgement: dict[str, Any]) -> AsyncIterator[bytes]:
-        """The acknowledgement, then what the socket pushes a listening connection (``EngineServer._push_changes``)
-        as Server-Sent Events, the credential checked again before anything goes out; a revoked one's stream ends
-        with a ``denied`` error, the server stopping ends it with the listen request's result."""
-        loop = asyncio.get_running_loop()
-        stream, ready = listening.session.listen, asyncio.Event()
-        assert stream is not None
-        for subscription in (stream.subscription, listening.authority):
-            subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
-        yield _event(acknowledgement)
-        while True:
-            try:
-                async with asyncio.timeout(self.keepalive_s):
-                    await _either(ready, listening.ended)
-            except TimeoutError:
-                yield b": keepalive\n\n"
-                continue
-            if listening.ended.is_set():
-                break
-            await asyncio.sleep(PUSH_GATHER_S)  # a burst of writes goes out as one notification
-            ready.clear()
-            revocations, overflowed = listening.authority.take()
-            listening.authority.done()
-            changes, resync = stream.subscription.take()
-            notes = await self._listen_notifications(stream, changes, resync) if changes or resync else []
-            stream.subscription.done()
-            if (notes or revocations or overflowed) and not await self._still_valid(listening.token):
-                yield _event(error_response(stream.request_id, ERROR_CODES["denied"], "denied",
-                                            "the credential was revoked: this stream has ended"))
-                return
-            for note in notes:
-                yield _event(dict(note))
-        if listening.graceful:  # MCP's graceful close: the listen request's result, tagged like the stream
-            yield _event({"jsonrpc": "2.0", "id": stream.request_id, "result": {
-                "_meta": {SUBSCRIPTION_ID_KEY: stream.request_id}, "resultType": "complete"}})
-
-    async def _listen_notifications(self, stream: ListenStream, changes: list[dict[str, Any]],
-                                    resync: bool) -> list[Notification]:
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, stream.notifications, changes, resync)
-        except Exception:  # noqa: BLE001 - a failing source costs its burst, never the stream
-            log.exception("a subscriptions/listen stream could not make its notifications")
-            return []
-
-    async def _still_valid(self, token: str) -> bool:
-        registry = self.dispatcher.engine.registry
-        return await asyncio.get_running_loop().run_in_executor(self._pool, registry.authenticate, token) is not None
-
-    def _cancel_listen(self, token: str, key: tuple[type, Any] | None) -> None:
-        """``notifications/cancelled`` naming an open stream of the same credential ends it, unanswered."""
-        for listening in self.listening:
-            if key is not None and listening.key == key and listening.presented_by(token):
-                listening.ended.set()
-
-    def _end_listen(self, listening: _Listening) -> None:
-        self.listening.discard(listening)
-        listening.authority.close()
-        self.dispatcher.end_listen(listening.session)
+        return self.listens.response(once, token, body, reply)
 
     def _check_stream_room(self, request_id: Any = None) -> None:
         """At most ``stream_limit`` long-lived streams at once (listen streams and 2025 sessions' GET streams),
         so that listening clients cannot hold every connection the server serves."""
-        held = self._opening + len(self.listening) + sum(s.streaming for s in self.sessions.by_id.values())
+        held = self.listens.opening + len(self.listens.open) + sum(s.streaming for s in self.sessions.by_id.values())
         if held >= self.stream_limit:
             raise _Refused(503, "limit_exceeded", f"the engine already holds {self.stream_limit} open streams over "
                            "HTTP, the most it keeps; close one or try again later", request_id=request_id,
@@ -453,7 +356,7 @@ class McpHttpApp:
                 if watch is not None and watch is not watched:
                     watch.subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
                     watched = watch
-                await _either(ready, session.ended)
+                await either(ready, session.ended)
                 if session.ended.is_set():
                     break
                 await asyncio.sleep(PUSH_GATHER_S)
@@ -465,7 +368,7 @@ class McpHttpApp:
                     if changes or resync else False
                 watched.subscription.done()
                 if changed:
-                    yield _event(list_changed_notification())
+                    yield sse_event(list_changed_notification())
         finally:
             if watched is not None:
                 watched.subscription.set_waker(None)
@@ -477,9 +380,7 @@ class McpHttpApp:
         """On the server's loop, before it stops: every open stream ends."""
         for session in self.sessions.by_id.values():
             session.ended.set()
-        for listening in self.listening:
-            listening.graceful = True
-            listening.ended.set()
+        self.listens.end_all()
 
     async def _delete(self, request: Request) -> Response:
         token = await self._authenticate(request)
@@ -687,23 +588,9 @@ def _reply(reply: dict[str, Any] | None, stream: bool, *, single: bool = False,
         elif reply.get("id") is None and error.get("code") in (PARSE_ERROR, INVALID_REQUEST):
             status = 400
     if stream and status == 200:
-        return Response(_event(reply), status_code=status, headers={**(headers or {}), "Cache-Control": "no-cache"},
+        return Response(sse_event(reply), status_code=status, headers={**(headers or {}), "Cache-Control": "no-cache"},
                         media_type="text/event-stream")
     return Response(encode(reply), status_code=status, headers=headers, media_type="application/json")
-
-
-def _event(message: dict[str, Any]) -> bytes:
-    """One JSON-RPC message as a Server-Sent Event (compact JSON holds no newline)."""
-    return b"event: message\ndata: " + encode(message).rstrip(b"\n") + b"\n\n"
-
-
-async def _either(*events: asyncio.Event) -> None:
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
 
 
 def _wants_stream(accept: str) -> bool:

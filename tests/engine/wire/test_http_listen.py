@@ -103,13 +103,13 @@ def test_the_sdk_client_left_to_choose_listens_over_http_and_hears_the_tool_list
                 seen["before"] = {tool.name for tool in (await client.list_tools()).tools}
                 async with client.listen(tools_list_changed=True) as stream:
                     seen["honoured"] = stream.honored
-                    seen["open"] = len(server.app.listening)
+                    seen["open"] = len(server.app.listens.open)
                     await anyio.to_thread.run_sync(switch_writes, engine, False)
                     with anyio.fail_after(60):  # a hang guard: the event comes once the engine saved the settings
                         seen["event"] = await stream.__anext__()
                     seen["after"] = {tool.name for tool in (await client.list_tools(cache_mode="bypass")).tools}
                 with anyio.fail_after(60):  # leaving the listen closes its response; the server lets it go
-                    while server.app.listening:
+                    while server.app.listens.open:
                         await anyio.sleep(0.01)
 
     anyio.run(session)
@@ -138,7 +138,7 @@ def test_the_listen_post_is_answered_as_an_event_stream_of_tagged_notifications(
         assert stream.next_event() == {"jsonrpc": "2.0", "id": "listen-1", "result": {
             "_meta": {SUBSCRIPTION_ID: "listen-1"}, "resultType": "complete"}}
         assert stream.next_event() is None
-    assert server.app.listening == set()
+    assert server.app.listens.open == set()
 
 
 def test_a_listen_that_cannot_be_opened_is_answered_as_json_and_holds_nothing(serve, token, engine):
@@ -153,7 +153,7 @@ def test_a_listen_that_cannot_be_opened_is_answered_as_json_and_holds_nothing(se
     assert post(server, modern("subscriptions/listen", {"notifications": {}}, None), token)[0] == 202
     assert post(server, listen_body(), None)[0] == 401
     assert post(server, listen_body(), "kd_unknown")[0] == 401
-    assert server.app.listening == set() and engine.changes.watched is False
+    assert server.app.listens.open == set() and engine.changes.watched is False
 
 
 def test_a_cancelled_stream_ends_unanswered_and_only_its_credential_can_cancel_it(serve, token, engine):
@@ -166,10 +166,10 @@ def test_a_cancelled_stream_ends_unanswered_and_only_its_credential_can_cancel_i
         assert post(server, cancel, other, cancel_headers)[0] == 202  # another credential names nothing here
         assert post(server, modern("notifications/cancelled", {"requestId": 1}, None), token,
                     cancel_headers)[0] == 202  # nor does another id (1 is not "listen-1")
-        assert len(server.app.listening) == 1 and not next(iter(server.app.listening)).ended.is_set()
+        assert len(server.app.listens.open) == 1 and not next(iter(server.app.listens.open)).ended.is_set()
         assert post(server, cancel, token, cancel_headers)[0] == 202
         assert stream.next_event() is None  # the stream ended, and the request was not answered
-    wait_for(lambda: not server.app.listening)
+    wait_for(lambda: not server.app.listens.open)
     assert engine.changes.watched is False  # its subscriptions are closed
 
 
@@ -183,7 +183,7 @@ def test_a_revoked_credentials_stream_ends_with_denied(serve, token, engine):
         ended = doomed.next_event()
         assert ended["id"] == "listen-1" and ended["error"]["data"]["reason"] == "denied"
         assert doomed.next_event() is None
-        wait_for(lambda: len(server.app.listening) == 1)
+        wait_for(lambda: len(server.app.listens.open) == 1)
         switch_writes(engine, False)  # the other credential's stream goes on
         assert kept.next_event()["params"]["_meta"] == {SUBSCRIPTION_ID: "keeps"}
 
@@ -209,14 +209,14 @@ def test_open_streams_are_capped_with_503(serve, token, engine):
         post(server, modern("notifications/cancelled", {"requestId": "listen-1"}, None), token,
              {"MCP-Protocol-Version": "2026-07-28"})
         assert first.next_event() is None
-        wait_for(lambda: not server.app.listening)
+        wait_for(lambda: not server.app.listens.open)
         with Stream(server, listen_body("again"), token) as again:  # a closed stream's room is free again
             assert again.next_event()["params"]["_meta"] == {SUBSCRIPTION_ID: "again"}
 
 
 def test_a_quiet_stream_sends_keepalive_comments(serve, token):
     server = serve()
-    server.app.keepalive_s = 0.05  # nothing else happens, so what follows the acknowledgement is a comment
+    server.app.listens.keepalive_s = 0.05  # nothing else happens, so what follows the acknowledgement is a comment
     with Stream(server, listen_body(), token) as stream:
         assert stream.next_event()["method"] == "notifications/subscriptions/acknowledged"
         assert stream.raw.readline() == b": keepalive\n" and stream.raw.readline() == b"\n"
