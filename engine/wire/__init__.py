@@ -16,5 +16,6 @@ bridge, MCP's Streamable HTTP and the owner's operator connection.
     protocol_docs  docs/protocol-tools.md, generated
     bridge         knowledge mcp: stdio <-> socket
     http           knowledge serve --http: MCP's Streamable HTTP over the same dispatcher, on loopback
+    http_listen    subscriptions/listen over HTTP: the listen POST's response is the stream
     operator_client  the owner's side of an operator connection (the window and the CLI)
 """

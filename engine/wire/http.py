@@ -27,7 +27,12 @@ only moves bytes and applies what HTTP adds, so it holds no MCP method logic:
 - **2026-07-28's single exchange**: a POST with no session whose ``MCP-Protocol-Version`` names a
   revision the dispatcher serves without a handshake (``single_exchange_versions``) is dispatched
   on a session made for that one request from the bearer credential, once the header matches the
-  body's ``_meta`` and ``Mcp-Method`` its method; any other version there is 400.
+  body's ``_meta`` and ``Mcp-Method`` its method; any other version there is 400.  ``subscriptions/listen``
+  is answered as an event stream on that session: the acknowledgement, then the tagged notifications the
+  socket would push, until the client closes it or cancels it (``notifications/cancelled`` POSTed with the
+  same credential), its credential is revoked (a ``denied`` error ends it) or the server stops (the listen
+  request's result ends it): engine/wire/http_listen.py.  Listen streams and 2025 GET streams together
+  are capped at half ``max_connections`` (503 past it).
 
 The server is uvicorn (h11) with this module's ASGI application, in its own thread with its own
 event loop, started and stopped with the engine like the socket server.
@@ -54,10 +59,12 @@ from starlette.responses import Response, StreamingResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..core.answers import NotRequired, TypedDict
+from .http_listen import HttpListens, either, sse_event
+from .listen import LISTEN
 from .modern import HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS
 from .messages import INVALID_REQUEST, PARSE_ERROR, MalformedMessage, encode, error_response, parse_request
 from .messages import Request as Message
-from .protocol import ERROR_CODES, Session
+from .protocol import CANCELLED, ERROR_CODES, Session, cancelled_request
 from .server import PUSH_GATHER_S, SocketBounds
 from .tool_list import list_changed_notification
 
@@ -164,7 +171,10 @@ class McpHttpApp:
         self.bounds = bounds
         self.host = host
         self.sessions = _Sessions(bounds.max_connections, bounds.idle_timeout_s)
+        # Half the connections at most stay open as streams, so requests always find room beside them.
+        self.stream_limit = max(1, bounds.max_connections // 2)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="http")
+        self.listens = HttpListens(dispatcher, self._pool)  # subscriptions/listen streams (engine/wire/http_listen.py)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":  # lifespan is off; nothing else is served
@@ -182,6 +192,7 @@ class McpHttpApp:
         for session in list(self.sessions.by_id.values()):
             self._forget(session)
         self.sessions.by_id.clear()
+        self.listens.close()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     # --- one request ---------------------------------------------------------------------------
@@ -238,7 +249,13 @@ class McpHttpApp:
                     session.ready.set()
             return _reply(reply, stream)
         if single:
-            return _reply(await self._single_exchange(request, version, token, body), stream, single=True)
+            message = _peek(body)
+            once = self._single_session(request, version, token, message)
+            if message is not None and message.method == LISTEN and not message.notification:
+                return await self._listen(request, once, token, body, message)
+            if message is not None and message.notification and message.method == CANCELLED:
+                self.listens.cancel(token, cancelled_request(body))
+            return _reply(await self._dispatch(once, body), stream, single=True)
         message = _peek(body)
         if message is None:  # malformed: the dispatcher says how, as on the socket; nothing is opened
             return _reply(await self._dispatch(Session(), body), stream)
@@ -263,8 +280,8 @@ class McpHttpApp:
         self.sessions.by_id[session.id] = session
         return _reply(reply, stream, headers={"Mcp-Session-Id": session.id})
 
-    async def _single_exchange(self, request: Request, version: str, token: str, body: bytes) -> dict[str, Any] | None:
-        message = _peek(body)
+    def _single_session(self, request: Request, version: str, token: str, message: Message | None) -> Session:
+        """The session a single exchange is answered on, once its headers agree with its body."""
         request_id = message.id if message else None
         if version not in single_exchange_versions():
             raise _Refused(400, "invalid_params", "Unsupported protocol version", request_id=request_id,
@@ -278,9 +295,35 @@ class McpHttpApp:
                 raise _Refused(400, "invalid_params", "Mcp-Method does not match the request's method",
                                request_id=request_id, code=HEADER_MISMATCH)
         # The credential established here, by the transport, for this one request (see docs/protocol.md).
-        once = Session(token=token, audience=_header_audience(request.headers), protocol_version=version,
+        return Session(token=token, audience=_header_audience(request.headers), protocol_version=version,
                        instance=request.headers.get("knowledge-instance"), initialized=True, era=MODERN)
-        return await self._dispatch(once, body)
+
+    # --- 2026-07-28: subscriptions/listen, its POST answered as an event stream ---------------------
+
+    async def _listen(self, request: Request, once: Session, token: str, body: bytes, message: Message) -> Response:
+        """Open the stream on the exchange's own session (engine/wire/http_listen.py writes it); a refusal (a bad
+        filter) is answered as JSON."""
+        if "text/event-stream" not in _media_types(request.headers.get("accept", "")):
+            raise _Refused(406, "invalid_params", "subscriptions/listen is answered as text/event-stream: accept it",
+                           request_id=message.id)
+        self._check_stream_room(message.id)
+        self.listens.opening += 1
+        try:
+            reply = await self._dispatch(once, body)
+        finally:
+            self.listens.opening -= 1
+        if once.listen is None or reply is None:
+            return _reply(reply, False, single=True)
+        return self.listens.response(once, token, body, reply)
+
+    def _check_stream_room(self, request_id: Any = None) -> None:
+        """At most ``stream_limit`` long-lived streams at once (listen streams and 2025 sessions' GET streams),
+        so that listening clients cannot hold every connection the server serves."""
+        held = self.listens.opening + len(self.listens.open) + sum(s.streaming for s in self.sessions.by_id.values())
+        if held >= self.stream_limit:
+            raise _Refused(503, "limit_exceeded", f"the engine already holds {self.stream_limit} open streams over "
+                           "HTTP, the most it keeps; close one or try again later", request_id=request_id,
+                           limit=self.stream_limit)
 
     async def _get(self, request: Request) -> Response:
         """The session's stream of notifications: ``notifications/tools/list_changed`` (engine/wire/tool_list.py)."""
@@ -293,6 +336,7 @@ class McpHttpApp:
         session = self._session(session_id, token)
         if session.streaming:
             raise _Refused(409, "conflict", "this session's stream is already open")
+        self._check_stream_room()
         return StreamingResponse(self._stream(session), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
 
@@ -312,7 +356,7 @@ class McpHttpApp:
                 if watch is not None and watch is not watched:
                     watch.subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
                     watched = watch
-                await _either(ready, session.ended)
+                await either(ready, session.ended)
                 if session.ended.is_set():
                     break
                 await asyncio.sleep(PUSH_GATHER_S)
@@ -324,7 +368,7 @@ class McpHttpApp:
                     if changes or resync else False
                 watched.subscription.done()
                 if changed:
-                    yield _event(list_changed_notification())
+                    yield sse_event(list_changed_notification())
         finally:
             if watched is not None:
                 watched.subscription.set_waker(None)
@@ -336,6 +380,7 @@ class McpHttpApp:
         """On the server's loop, before it stops: every open stream ends."""
         for session in self.sessions.by_id.values():
             session.ended.set()
+        self.listens.end_all()
 
     async def _delete(self, request: Request) -> Response:
         token = await self._authenticate(request)
@@ -543,23 +588,9 @@ def _reply(reply: dict[str, Any] | None, stream: bool, *, single: bool = False,
         elif reply.get("id") is None and error.get("code") in (PARSE_ERROR, INVALID_REQUEST):
             status = 400
     if stream and status == 200:
-        return Response(_event(reply), status_code=status, headers={**(headers or {}), "Cache-Control": "no-cache"},
+        return Response(sse_event(reply), status_code=status, headers={**(headers or {}), "Cache-Control": "no-cache"},
                         media_type="text/event-stream")
     return Response(encode(reply), status_code=status, headers=headers, media_type="application/json")
-
-
-def _event(message: dict[str, Any]) -> bytes:
-    """One JSON-RPC message as a Server-Sent Event (compact JSON holds no newline)."""
-    return b"event: message\ndata: " + encode(message).rstrip(b"\n") + b"\n\n"
-
-
-async def _either(*events: asyncio.Event) -> None:
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
 
 
 def _wants_stream(accept: str) -> bool:
