@@ -1,4 +1,4 @@
-"""Resource subscriptions (MCP 2025): ``notifications/resources/updated`` and ``.../list_changed``.
+"""Resource subscriptions: ``notifications/resources/updated`` and ``.../list_changed``, for both eras.
 
 An agent connection that subscribed to a record's URI (``resources/subscribe``) is sent
 ``notifications/resources/updated`` with that URI when the record's newest file changes (a new revision,
@@ -18,6 +18,12 @@ subscribed to, or nothing: never an id, title or count of another partition.  Th
 A subscription is read with the audience of the request that made it (the connection's, unless the
 request named its own); the list follows the connection's audience.  An exact revision's URI never
 changes, so it is accepted and never notified.
+
+MCP 2026-07-28 has no ``resources/subscribe``: its client asks on its ``subscriptions/listen`` stream
+(engine/wire/listen.py) for ``resourcesListChanged`` and ``resourceSubscriptions``, and each is this same watch
+opened for the stream's caller on the stream's shared change subscription (``listen_list_changed``,
+``listen_subscriptions``; registered by engine/wire/mcp_features.py).  A URI that caller cannot read is left
+out of what the stream honours, where ``resources/subscribe`` answers it not found.
 """
 
 from __future__ import annotations
