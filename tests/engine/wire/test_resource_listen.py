@@ -12,7 +12,6 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.service import Engine
 from engine.wire.listen import ACKNOWLEDGED, SUBSCRIPTION_ID_KEY
-from engine.wire.protocol import Session
 from engine.wire.resource_watch import LIST_CHANGED, UPDATED
 from engine.wire.resources import resource_uri
 from tests.engine.wire.test_change_notifications import server  # noqa: F401 - the served engine fixture
