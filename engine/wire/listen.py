@@ -14,7 +14,10 @@ caller.  The stream subscribes to the engine's change feed (engine/core/changes.
 topics; the socket's push task (engine/wire/server.py) hands it each gathered burst on a worker, and each
 source turns the burst into the notifications it owes (none when nothing it watches changed).  Notifications
 name what changed, never content.  Built in: ``toolsListChanged``, fed by the tool list watch
-(engine/wire/tool_list.py) exactly as the 2025 revisions' ``notifications/tools/list_changed``.
+(engine/wire/tool_list.py) exactly as the 2025 revisions' ``notifications/tools/list_changed``; the MCP features
+add ``resourcesListChanged`` and ``resourceSubscriptions``, fed by the resource watch
+(engine/wire/resource_watch.py) exactly as ``resources/list`` and ``resources/subscribe`` are for the 2025
+revisions.  A 2026-07-28 connection is sent these notifications on its stream and nowhere else.
 """
 
 from __future__ import annotations
@@ -26,9 +29,13 @@ from ..access.authority import AgentCaller
 from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.changes import Subscription
 from ..core.errors import InvalidParams
+from .resource_watch import WatchEngine
 from .tool_list import LIST_CHANGED, TOPICS as TOOL_LIST_TOPICS, ToolListEngine, ToolListWatch
 
-Engine = ToolListEngine  # what a kind is opened with: the engine, as far as the built-in kind needs it
+
+class Engine(ToolListEngine, WatchEngine, Protocol):
+    """What a kind is opened with: the engine, as far as the tool list and the resource watch need it."""
+
 
 LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"

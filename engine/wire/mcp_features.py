@@ -4,11 +4,15 @@ The methods (each answers a declared TypedDict; the modules say what they serve)
 
     resources/list, resources/templates/list, resources/read     engine/wire/resources.py
     resources/subscribe, resources/unsubscribe                   engine/wire/resource_watch.py
+    subscriptions/listen: resourcesListChanged, resourceSubscriptions   (the same watch, MCP 2026-07-28)
     prompts/list, prompts/get                                    engine/wire/prompts.py
     completion/complete                                          engine/wire/completions.py
 
 Every one is an agent's (the dispatcher refuses operator connections), reads its parameters through the
 one reader (an unknown parameter is refused naming it), and authorizes the request's caller again.
+
+A connection hears of resources in its own revision's way only: a 2025 one after ``resources/list`` or
+``resources/subscribe``, a 2026-07-28 one on its ``subscriptions/listen`` stream alone (listing starts no watch).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from ..core.errors import InvalidParams
 from ..core.params import without_meta
 from ..store.open_store import OpenStore
 from . import completions, prompts, resources
-from .resource_watch import ResourceWatch, WatchEngine
+from .listen import ListenKind
+from .modern import MODERN
+from .resource_watch import (LIST_KEY, SUBSCRIPTIONS_KEY, TOPICS, ResourceWatch, WatchEngine, listen_list_changed,
+                             listen_subscriptions)
 
 
 class FeatureEntry(resources.ReadEntry, Entry[OpenStore], Protocol):
@@ -41,6 +48,7 @@ class Session(Protocol):
     audience: Any
     instance: str | None
     can_push: bool  # served by the socket, which can send notifications
+    era: str | None  # the connection's MCP era (engine/wire/modern.py)
     resources: ResourceWatch | None
 
 
@@ -54,7 +62,12 @@ class MethodTable(Protocol):
 
     def register(self, method: str, handler: Callable[[Any, dict[str, Any]], Any]) -> None: ...
 
-# What ``initialize`` declares beside the tools: subscriptions and list changes are pushed by the socket.
+    def register_listen(self, kind: ListenKind) -> None: ...
+
+
+# What ``initialize`` and ``server/discover`` declare beside the tools, true in both eras: subscriptions and list
+# changes are pushed by the socket, after resources/subscribe and resources/list (2025) or on a
+# subscriptions/listen stream that asks for them (2026-07-28: resourceSubscriptions, resourcesListChanged).
 CAPABILITIES = {"resources": {"subscribe": True, "listChanged": True}, "prompts": {"listChanged": False},
                 "completions": {}}
 
@@ -67,7 +80,7 @@ def register_features(dispatcher: MethodTable) -> None:
         caller = dispatcher.caller(session, params)
         answer = resources.list_resources(engine, caller, cursor)
         watch = session.resources
-        if watch is None and session.can_push:
+        if watch is None and session.can_push and session.era != MODERN:  # 2026-07-28 hears only on its stream
             watch = session.resources = ResourceWatch(engine, _connection_caller(session))
         if watch is not None and caller == watch.caller:  # a request's own audience: the list follows the connection's
             watch.listed()  # from now on it hears when its partition's list changes
@@ -117,6 +130,8 @@ def register_features(dispatcher: MethodTable) -> None:
                             ("resources/unsubscribe", unsubscribe), ("prompts/list", list_prompts),
                             ("prompts/get", get_prompt), ("completion/complete", complete)):
         dispatcher.register(method, handler)
+    dispatcher.register_listen(ListenKind(LIST_KEY, TOPICS, listen_list_changed))
+    dispatcher.register_listen(ListenKind(SUBSCRIPTIONS_KEY, TOPICS, listen_subscriptions))
 
 
 def _connection_caller(session: Session) -> AgentCaller:

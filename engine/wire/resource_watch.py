@@ -1,4 +1,4 @@
-"""Resource subscriptions (MCP 2025): ``notifications/resources/updated`` and ``.../list_changed``.
+"""Resource subscriptions: ``notifications/resources/updated`` and ``.../list_changed``, for both eras.
 
 An agent connection that subscribed to a record's URI (``resources/subscribe``) is sent
 ``notifications/resources/updated`` with that URI when the record's newest file changes (a new revision,
@@ -18,6 +18,12 @@ subscribed to, or nothing: never an id, title or count of another partition.  Th
 A subscription is read with the audience of the request that made it (the connection's, unless the
 request named its own); the list follows the connection's audience.  An exact revision's URI never
 changes, so it is accepted and never notified.
+
+MCP 2026-07-28 has no ``resources/subscribe``: its client asks on its ``subscriptions/listen`` stream
+(engine/wire/listen.py) for ``resourcesListChanged`` and ``resourceSubscriptions``, and each is this same watch
+opened for the stream's caller on the stream's shared change subscription (``listen_list_changed``,
+``listen_subscriptions``; registered by engine/wire/mcp_features.py).  A URI that caller cannot read is left
+out of what the stream honours, where ``resources/subscribe`` answers it not found.
 """
 
 from __future__ import annotations
@@ -30,11 +36,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union
 
 from ..access.authority import AgentCaller, Authority
-from ..core.errors import KnowledgeError, LimitExceeded, NotFound
+from ..core.errors import InvalidParams, KnowledgeError, LimitExceeded, NotFound
 from ..core.answers import TypedDict
-from ..core.changes import ChangeFeed
+from ..core.changes import ChangeFeed, Subscription
 from ..store.open_store import OpenStore, ReadView
-from .resources import ResourceAddress, ResourceEngine
+from .resources import ResourceAddress, ResourceEngine, parse_resource_uri
 from .tool_list import TOPICS, concerns_caller
 
 log = logging.getLogger(__name__)
@@ -103,11 +109,15 @@ class ResourceWatch:
     """One agent connection's subscribed URIs (each with the caller that subscribed: the connection's
     audience, or a request's own) and its listed resources (the connection's audience)."""
 
-    def __init__(self, engine: WatchEngine, caller: AgentCaller) -> None:
-        self.caller = caller  # the connection's own
+    def __init__(self, engine: WatchEngine, caller: AgentCaller, subscription: Subscription | None = None) -> None:
+        """``caller``: the connection's own (a ``subscriptions/listen`` stream's caller, for a stream's watch).
+        ``subscription``: one a stream shares among its kinds (it closes it); by default the watch subscribes
+        for itself."""
+        self.caller = caller
         self._engine = engine
         # Subscribed before anything is read, so that no change falls between a reading and the watch.
-        self.subscription = engine.changes.subscribe(TOPICS)
+        self._owns_subscription = subscription is None
+        self.subscription = engine.changes.subscribe(TOPICS) if subscription is None else subscription
         self._lock = threading.Lock()
         self._readings = itertools.count()
         self._watched: dict[str, tuple[ResourceAddress, AgentCaller]] = {}
@@ -141,18 +151,28 @@ class ResourceWatch:
     def subscribe(self, address: ResourceAddress, caller: AgentCaller) -> None:
         """Watch ``address`` for ``caller`` from now on (again: nothing changes); NotFound when ``caller``
         cannot read it."""
-        with self._lock:
-            if address.uri not in self._watched and len(self._watched) >= SUBSCRIPTIONS_MAX:
-                raise LimitExceeded(f"a connection may subscribe to at most {SUBSCRIPTIONS_MAX} resources",
-                                    field="uri", limit=SUBSCRIPTIONS_MAX, size=len(self._watched) + 1)
-        reading, state = self._read(caller, {address.uri: address})
-        if state.store_id != address.store_id or state.prints[address.uri] is None:
+        if not self.watch({address.uri: address}, caller, field="uri"):
             raise NotFound("no such resource for this caller", uri=address.uri)
+
+    def watch(self, addresses: dict[str, ResourceAddress], caller: AgentCaller, field: str) -> list[str]:
+        """Watch those of ``addresses`` that ``caller`` can read, from now on, read together; the URIs watched.
+        ``LimitExceeded`` naming ``field`` (nothing watched) when they would take the connection past
+        ``SUBSCRIPTIONS_MAX``; raises as the caller's own request would (Denied ...) when it is refused."""
         with self._lock:
-            self._watched[address.uri] = (address, caller)
-            told = self._told.get(address.uri)
-            if told is None or reading > told[0]:
-                self._told[address.uri] = (reading, state.prints[address.uri])
+            size = len(self._watched.keys() | addresses.keys())
+            if size > SUBSCRIPTIONS_MAX:
+                raise LimitExceeded(f"a connection may subscribe to at most {SUBSCRIPTIONS_MAX} resources",
+                                    field=field, limit=SUBSCRIPTIONS_MAX, size=size)
+        reading, state = self._read(caller, addresses)
+        readable = [uri for uri, address in addresses.items()
+                    if state.store_id == address.store_id and state.prints[uri] is not None]
+        with self._lock:
+            for uri in readable:
+                self._watched[uri] = (addresses[uri], caller)
+                told = self._told.get(uri)
+                if told is None or reading > told[0]:
+                    self._told[uri] = (reading, state.prints[uri])
+        return readable
 
     def unsubscribe(self, address: ResourceAddress) -> None:
         with self._lock:
@@ -211,7 +231,8 @@ class ResourceWatch:
         return notifications
 
     def close(self) -> None:
-        self.subscription.close()
+        if self._owns_subscription:
+            self.subscription.close()
 
 
 CallerKey = tuple[Any, ...]
@@ -231,3 +252,65 @@ def _fingerprint(view: ReadView, partition: str, address: ResourceAddress) -> Fi
         return None if kept is None else (kept.revision, kept.sha256)
     rows = view.catalog.rows_for_id(partition, address.record_id)
     return (rows[0].revision, rows[0].sha256) if len(rows) == 1 else None
+
+
+# --- MCP 2026-07-28: the same watch on a subscriptions/listen stream (engine/wire/listen.py) ---------------------
+
+LIST_KEY, SUBSCRIPTIONS_KEY = "resourcesListChanged", "resourceSubscriptions"  # the stream filter's keys
+
+
+class ResourceListenSource:
+    """A stream's ``resourcesListChanged`` or ``resourceSubscriptions``: what its watch owes the stream's caller,
+    decided exactly as for a 2025 connection (``ResourceWatch.changed``)."""
+
+    def __init__(self, watch: ResourceWatch) -> None:
+        self.watch = watch
+
+    def notifications(self, changes: list[dict[str, Any]], resync: bool) -> list[ResourceNotification]:
+        return self.watch.changed(changes, resync)
+
+    def close(self) -> None:
+        self.watch.close()
+
+
+def listen_list_changed(engine: WatchEngine, caller: AgentCaller, requested: Any,
+                        subscription: Subscription) -> tuple[bool, ResourceListenSource] | None:
+    """``resourcesListChanged: true``: ``notifications/resources/list_changed`` whenever the caller's partition's
+    list changes from what it is now."""
+    field = f"notifications.{LIST_KEY}"
+    if not isinstance(requested, bool):
+        raise InvalidParams(f"{field} must be true or false", field=field)
+    if not requested:
+        return None
+    engine.authorize(caller, create=False)  # a refused caller is refused here, as its requests are
+    watch = ResourceWatch(engine, caller, subscription)
+    watch.listed()  # the list as it is now is what later changes are measured against
+    return True, ResourceListenSource(watch)
+
+
+def listen_subscriptions(engine: WatchEngine, caller: AgentCaller, requested: Any,
+                         subscription: Subscription) -> tuple[list[str], ResourceListenSource] | None:
+    """``resourceSubscriptions: [uri, ...]``: ``notifications/resources/updated`` for each URI the caller can
+    read now; the honoured URIs (a URI it cannot read, of another partition or of no record, is left out, as
+    ``resources/subscribe`` would answer it not found).  A malformed list or URI is refused naming it, and so
+    is a list longer than a connection may watch."""
+    field = f"notifications.{SUBSCRIPTIONS_KEY}"
+    if not isinstance(requested, list):
+        raise InvalidParams(f"{field} must be a list of resource URIs", field=field)
+    addresses: dict[str, ResourceAddress] = {}
+    for n, value in enumerate(requested):
+        address = parse_resource_uri(value, f"{field}[{n}]")
+        addresses[address.uri] = address
+    if not addresses:
+        return None
+    engine.authorize(caller, create=False)
+    watch = ResourceWatch(engine, caller, subscription)
+    try:
+        honoured = watch.watch(addresses, caller, field)
+    except BaseException:
+        watch.close()
+        raise
+    if not honoured:
+        watch.close()
+        return None
+    return honoured, ResourceListenSource(watch)

@@ -226,6 +226,36 @@ def test_every_caller_kind_against_every_tool_and_method(engine, world, kind):
             assert body["contents"][0]["text"].startswith("---\n"), (kind, body)
 
 
+@pytest.mark.parametrize("kind", list(EXPECTED))
+def test_every_caller_kind_listening_for_changes(engine, world, kind):
+    """``subscriptions/listen`` (MCP 2026-07-28's only method beside the 2025 ones): what each caller kind is
+    honoured, its own partition's resource only, and nothing for a refused one."""
+    dispatcher = Dispatcher(engine)
+    reach, _ = EXPECTED[kind]
+    session, meta = session_for(dispatcher, world, kind)
+    session.era, session.protocol_version = "2026-07-28", "2026-07-28"  # as knowledge/authenticate leaves it
+    private_uri = resource_uri(world["store"], world["page_ids"]["private"])
+    envelope = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+    params = {"notifications": {"toolsListChanged": True, "resourcesListChanged": True,
+                                "resourceSubscriptions": [private_uri]},
+              "_meta": {**meta["_meta"], **envelope}}
+    reply = dispatcher.handle(session, _message("subscriptions/listen", params))
+    foreign = set().union(*(markers for partition, markers in world["markers"].items() if partition != reach))
+    text = json.dumps(reply).casefold()
+    assert not [marker for marker in foreign if marker.casefold() in text and marker.casefold() not in
+                private_uri.casefold()], (kind, reply)
+    if reach is None:
+        assert reply["error"]["data"]["reason"] == REFUSED_AS.get(kind, "denied"), (kind, reply)
+        assert session.listen is None and not engine.changes.watched
+        return
+    honoured = reply["params"]["notifications"]
+    assert honoured == {"toolsListChanged": True, "resourcesListChanged": True,
+                        **({"resourceSubscriptions": [private_uri]} if reach == "private" else {})}, (kind, reply)
+    dispatcher.end_listen(session)
+    assert not engine.changes.watched
+
+
 def test_no_reply_depends_on_another_partitions_contents(engine, world):
     """Non-interference: after one partition gains records, every read, every knowledge_resume and every
     denial of every caller kind that cannot reach it is byte for byte the same, so no reply carries its counts,

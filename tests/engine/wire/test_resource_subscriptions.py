@@ -1,11 +1,12 @@
 """Resource subscriptions and list changes over a real socket, then through ``knowledge mcp`` with the official
-MCP client (SDK 2.3.0, a 2025 revision): listing and reading resources, getting prompts, completing, and
-hearing of a subscribed record's change."""
+MCP client (SDK 2.3.0): at a 2025 revision listing and reading resources, getting prompts, completing, and
+hearing of a subscribed record's change; left to choose (2026-07-28), hearing of it on subscriptions/listen."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from engine.access.authority import AgentCaller
@@ -242,3 +243,39 @@ def test_a_connection_holds_a_bounded_number_of_subscriptions(engine: Engine, se
         assert until_reply(agent, "resources/subscribe", {"uri": resource_uri(store, first["id"])})[0]["result"] == {}
     finally:
         agent.close()
+
+
+def test_the_official_client_left_to_choose_listens_for_a_records_updates(tmp_path) -> None:
+    """MCP 2026-07-28 (the SDK's own choice): ``resourceSubscriptions`` on ``subscriptions/listen``, through
+    ``knowledge mcp``; a record of another partition is left out of the acknowledgement and never heard of."""
+    from mcp import Client
+    from mcp.client.subscriptions import ResourceUpdated
+
+    seen: dict[str, Any] = {}
+    with served_engine(tmp_path) as served:
+        served.run("agents", "add", "other", "--owner")
+
+        async def save(client: Any, request_id: str, title: str, **extra: Any) -> dict[str, Any]:
+            saved = await client.call_tool("knowledge_save_page", {
+                "requestId": request_id, "type": "note", "title": title, "body": request_id, **extra})
+            assert saved.is_error is False, saved
+            return saved.structured_content
+
+        async def session() -> None:
+            async with Client(served.bridge("main")) as client, Client(served.bridge("other")) as other:
+                seen["version"] = client.protocol_version
+                atlas = seen["atlas"] = await save(client, "a1", "Atlas migration")
+                elsewhere = seen["elsewhere"] = await save(other, "o1", "Elsewhere")
+                async with client.listen(resource_subscriptions=[atlas["link"], elsewhere["link"]]) as stream:
+                    seen["honoured"] = stream.honored.resource_subscriptions
+                    await save(other, "o2", "Elsewhere", id=elsewhere["id"], expectedRevision=1)
+                    await save(client, "a2", "Atlas migration", id=atlas["id"], expectedRevision=1)
+                    with anyio.fail_after(60):  # a hang guard: the event comes when the push task runs
+                        seen["event"] = await stream.__anext__()
+                seen["text"] = (await client.read_resource(atlas["link"], cache_mode="bypass")).contents[0].text
+
+        anyio.run(session)
+    assert seen["version"] == "2026-07-28"
+    assert seen["honoured"] == [seen["atlas"]["link"]]
+    assert seen["event"] == ResourceUpdated(uri=seen["atlas"]["link"])  # the first heard: never the other's
+    assert "a2" in seen["text"]
