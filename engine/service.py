@@ -48,7 +48,12 @@ from .state.registry import SCOPES, Grant, Registry, StoreRecord
 from .index.embedding import EmbeddingRuntime
 from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
-from .search.keyword import MEMORY_SEARCH_PARAMS, CursorSigner, parse_query_text, parse_search_request, search
+from .search.keyword import (
+    MEMORY_SEARCH_PARAMS, CursorSigner, SearchAnswer, parse_query_text, parse_search_request, search,
+)
+from .store.answers import (
+    LookupAnswer, LookupMatch, PageReceipt, RecordHistory, RecordRead, RememberReceipt, ResumeAnswer,
+)
 from .state.statedir import EngineLock, StateDir
 from .store.open_store import ReadView
 from .store.store import Store, remove_abandoned_builds
@@ -57,6 +62,7 @@ from .store.watcher import VaultWatcher
 from .store.writes import WriteContext, plan_remember, plan_save_page
 
 T = TypeVar("T")
+
 
 
 class Engine:
@@ -192,14 +198,14 @@ class Engine:
 
     # --- knowledge: writes --------------------------------------------------------------
 
-    def save_page(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+    def save_page(self, caller: Caller, params: dict[str, Any]) -> PageReceipt:
         """Create a page, or publish its next revision (``id`` + ``expectedRevision``)."""
         page = parse_page_input(_flush_request(params, "save_page"))
         self.refuse_secrets(texts_of(params))
         digest = request_hash("save_page", page.digest_params())
         return self._publish(caller, page.request_id, digest, lambda ctx: plan_save_page(ctx, page, digest))
 
-    def remember(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+    def remember(self, caller: Caller, params: dict[str, Any]) -> RememberReceipt:
         """Save claims (with corrections through ``replaces``) and relationships, each with its excerpt."""
         request = parse_remember_input(_flush_request(params, "remember"))
         self.refuse_secrets(texts_of(params))
@@ -228,7 +234,7 @@ class Engine:
         store = entry.authority.store
         return with_record_links(receipt, store.store_id if store else None, entry.authority.partition)
 
-    def resume(self, caller: Caller) -> dict[str, Any]:
+    def resume(self, caller: Caller) -> ResumeAnswer:
         """Retry the git checkpoint of the caller's store now, and report the caller's partition only.
 
         The checkpoint commits the whole store's queue, but the reply (state, pending count, last error, the
@@ -243,7 +249,7 @@ class Engine:
         if checkpoint["state"] == "unavailable":
             return {"state": "unavailable", "reason": checkpoint["reason"]}
         summary = entry.run(lambda rt, a: rt.git_summary(a.partition))
-        reply: dict[str, Any] = {"state": summary["state"]}
+        reply: ResumeAnswer = {"state": summary["state"]}
         if summary["state"] == "pending":
             reply["reason"] = summary["lastError"] or "the checkpoint has not reached these publications yet"
             reply["publications"] = summary["pending"]
@@ -257,7 +263,7 @@ class Engine:
 
     # --- knowledge: reads ---------------------------------------------------------------
 
-    def get_record(self, caller: Caller, record_id: str, revision: int | None = None) -> dict[str, Any]:
+    def get_record(self, caller: Caller, record_id: str, revision: int | None = None) -> RecordRead:
         """The exact read of a record; one of the private partition carries its ``link`` (any revision: the
         link names the record)."""
         request = RECORD_PARAMS.read({"id": record_id, "revision": revision})
@@ -265,7 +271,7 @@ class Engine:
             get_record(view.store, view.catalog, a.partition, request["id"], request["revision"]),
             view.store.store_id, a.partition))
 
-    def history(self, caller: Caller, record_id: str) -> dict[str, Any]:
+    def history(self, caller: Caller, record_id: str) -> RecordHistory:
         record_id = HISTORY_PARAMS.read({"id": record_id})["id"]
         return self.enter(caller).read(lambda rt, a, view: with_link(history(view.catalog, a.partition, record_id),
                                                                      view.store.store_id, a.partition))
@@ -276,13 +282,13 @@ class Engine:
         )
 
     def search(self, caller: Caller, params: dict[str, Any], *,
-               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False) -> dict[str, Any]:
+               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False) -> SearchAnswer:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
         partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection."""
         request = parse_search_request(params, declared)
 
-        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> dict[str, Any]:
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer:
             index, version = runtime.indexes.at_least(authority.partition, view.version)
             result = search(view.store, view.catalog, index, version, self.analyzer, self.signer,
                             authority.partition, request)
@@ -298,16 +304,16 @@ class Engine:
         return self.enter(caller).read(lambda rt, a, view: read_reference(
             view.store, view.catalog, a.partition, request["ref"], request["from"], request["lines"]))
 
-    def lookup(self, caller: Caller, name: Any) -> dict[str, Any]:
+    def lookup(self, caller: Caller, name: Any) -> LookupAnswer:
         """Exact lookup by id, title or alias; a name shared by several records resolves to none."""
         name = LOOKUP_PARAMS.read({"name": name})["name"]
 
-        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> dict[str, Any]:
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> LookupAnswer:
             ids = view.catalog.lookup(authority.partition, name.strip())
             if len(ids) != 1:
                 return {"matches": [], "ambiguous": len(ids) > 1}
             row = view.catalog.rows_for_id(authority.partition, ids[0])[0]
-            match = {"id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
+            match: LookupMatch = {"id": row.record_id, "revision": row.revision, "kind": row.kind, "type": row.type,
                      "title": row.title, "ref": reference(view.store.store_id, row)}
             return {"matches": [with_link(match, view.store.store_id, authority.partition)], "ambiguous": False}
 

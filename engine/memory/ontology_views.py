@@ -24,8 +24,10 @@ import json
 import os
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Union
 
+from ..core.answers import JsonObject, NotRequired, TypedDict
+from ..store.answers import FindingEntry
 from ..store.catalog import Catalog
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..core.files import UnsafePath, check_relative_path, read_file
@@ -121,14 +123,120 @@ def _check_source_path(value: str) -> str:
     return value
 
 
-def ontology_view(engine: "StoreEntry[OpenStore]", caller: "Caller", params: Any) -> dict[str, Any]:
+# --- answers -----------------------------------------------------------------------------------
+
+
+class Page(TypedDict):
+    """A window of a view's list: ``nextOffset`` while more follow; ``fingerprint`` of the whole answer."""
+
+    total: int
+    offset: int
+    limit: int
+    nextOffset: NotRequired[int]
+    fingerprint: str
+
+
+class CatalogEntry(TypedDict):
+    name: str
+    kind: str
+    label: str
+    description: str | None
+    aliases: list[str]
+    provenance: str
+    recordCount: int
+
+
+class CatalogView(Page):
+    view: Literal["catalog"]
+    kind: NotRequired[str]
+    entries: list[CatalogEntry]
+
+
+class DefinedRecord(TypedDict):
+    id: str
+    title: str
+    revision: int
+
+
+# "from" is a keyword: the functional form declares it.
+Definition = TypedDict("Definition", {
+    "name": str, "kind": str, "label": str, "description": "str | None", "aliases": list[str],
+    "provenance": str,
+    "default": NotRequired[bool], "filing": NotRequired[list[str]],  # page types
+    "fields": NotRequired[dict[str, JsonObject]],
+    "from": NotRequired[list[str]], "to": NotRequired[list[str]],  # relationship types
+    "recordCount": NotRequired[int], "records": NotRequired[list[DefinedRecord]],  # with includeRecords
+    "recordsTruncated": NotRequired[bool],
+})
+
+
+class DefinitionsView(Page):
+    view: Literal["definitions"]
+    kind: NotRequired[str]
+    name: NotRequired[str]
+    definitions: list[Definition]
+
+
+class SourceFile(TypedDict):
+    path: str
+    provenance: str
+    role: str
+    applied: bool
+    size: NotRequired[int]
+    sha256: NotRequired[str]
+    readable: NotRequired[bool]  # false, with the ``problem``, for an extension file that cannot be read
+    problem: NotRequired[str]
+
+
+class SourcesView(Page):
+    view: Literal["sources"]
+    sources: list[SourceFile]
+
+
+class SourceText(TypedDict):
+    view: Literal["sources"]
+    path: str
+    role: str
+    size: int
+    sha256: str
+    text: str
+    totalChars: int
+    maxChars: int
+    truncated: bool
+    applied: NotRequired[bool]
+    fingerprint: str
+
+
+class ChainLink(TypedDict):
+    provenance: str
+    sourcePath: str
+    role: str
+    applied: bool
+
+
+class OntologyFinding(FindingEntry):
+    concerns: Literal["definition", "record"]
+
+
+class DiagnosticsView(Page):
+    view: Literal["diagnostics"]
+    chain: list[ChainLink]
+    extensionsApply: bool
+    errors: int
+    findings: list[OntologyFinding]
+
+
+OntologyAnswer = Union[CatalogView, DefinitionsView, SourcesView, SourceText, DiagnosticsView]
+
+
+def ontology_view(engine: "StoreEntry[OpenStore]", caller: "Caller", params: Any) -> OntologyAnswer:
     """The ``knowledge_ontology`` tool: one view of the caller's partition's effective ontology."""
     request = parse_ontology_request(params)
     return engine.on_store(caller, lambda runtime, authority: build_view(runtime.catalog, authority.partition,
                                                                          request))
 
 
-def build_view(catalog: Catalog, partition: str, request: OntologyRequest) -> dict[str, Any]:
+def build_view(catalog: Catalog, partition: str, request: OntologyRequest) -> OntologyAnswer:
     """Runs on the store's lane, after the partition's catalog caught up with the disk."""
     store = catalog.store
     ontology = store.ontology(partition)

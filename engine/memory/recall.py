@@ -27,6 +27,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
+from ..core.answers import TypedDict
+from ..store.answers import PublishedRecord, Receipt
 from ..access.authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority, Caller, StoreEntry
 from ..store.catalog_reads import RecordRow
 from ..store.credentials import texts_of
@@ -97,6 +99,26 @@ class RecallEngine(StoreEntry[OpenStore], Protocol):
 # --- inputs --------------------------------------------------------------------------------
 
 
+class ApprovedRecall(TypedDict):
+    """The recall block as written to the record."""
+
+    summary: str
+    triggers: list[str]
+    importance: int
+    projects: list[str]
+    approved_by: str
+    approved_at: str
+
+
+class RecallReceipt(Receipt):
+    """``knowledge_recall``'s answer: the publication's receipt, the block as written (None: cleared)."""
+
+    id: str
+    revision: int
+    records: list[PublishedRecord]
+    recall: ApprovedRecall | None
+
+
 @dataclass(frozen=True)
 class RecallBlock:
     """What the owner approves; ``approved_by`` and ``approved_at`` are added by the service."""
@@ -110,7 +132,7 @@ class RecallBlock:
         return {"summary": self.summary, "triggers": list(self.triggers), "importance": self.importance,
                 "projects": list(self.projects)}
 
-    def approved(self, now: str) -> dict[str, Any]:
+    def approved(self, now: str) -> ApprovedRecall:
         return {**self.to_params(), "approved_by": APPROVED_BY, "approved_at": now}
 
 
@@ -196,7 +218,7 @@ def derived_request_id(record_id: str, revision: int, block: RecallBlock | None)
     return "recall:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:40]
 
 
-def set_recall(engine: RecallEngine, caller: Caller, params: Any) -> dict[str, Any]:
+def set_recall(engine: RecallEngine, caller: Caller, params: Any) -> RecallReceipt:
     """Approve (or, with ``recall: null``, clear) the recall block of one exact current record.
 
     Publishes the record's next revision; returns the publication receipt,
@@ -208,7 +230,7 @@ def set_recall(engine: RecallEngine, caller: Caller, params: Any) -> dict[str, A
     entry = engine.enter(caller, write=True, create=False)
     _check_may_approve(entry.authority)
 
-    def work(runtime: OpenStore, authority: Authority) -> dict[str, Any]:
+    def work(runtime: OpenStore, authority: Authority) -> RecallReceipt:
         publisher, partition = runtime.publisher, authority.partition
         ctx = WriteContext(runtime.store, runtime.catalog, partition, authority.agent, authority.attribution(),
                            format_timestamp(utc_now()))

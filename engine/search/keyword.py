@@ -20,12 +20,14 @@ from typing import Any
 
 import tantivy
 
+from ..core.answers import JsonValue, NotRequired, TypedDict
 from ..index.analysis import Analyzer
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..core.errors import ForeignReference, InvalidParams, StaleCursor
 from ..index.tantivy_index import PartitionIndex
 from ..core.params import Choice, Integer, Name, Number, Params, Query, String, Value
 from ..vault.records import KINDS
+from ..store.answers import Reference
 from ..store.reads import reference
 from ..store.store import Store
 
@@ -123,6 +125,25 @@ def _binding(store_id: str, partition: str, request: SearchRequest) -> dict[str,
 # --- search --------------------------------------------------------------------------------
 
 
+class SearchHit(TypedDict):
+    id: str
+    revision: int
+    kind: str
+    type: str | None
+    title: str
+    snippet: str
+    score: float
+    assertionOrigin: JsonValue
+    attribution: JsonValue
+    ref: Reference
+    link: NotRequired[str]  # the native tool's hits of the private partition
+
+
+class SearchAnswer(TypedDict):
+    hits: list[SearchHit]
+    nextCursor: NotRequired[str]
+
+
 def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest) -> tantivy.Query:
     should = []
     for term in terms:
@@ -140,7 +161,7 @@ def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest
 
 
 def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: int, analyzer: Analyzer,
-           signer: CursorSigner, partition: str, request: SearchRequest) -> dict[str, Any]:
+           signer: CursorSigner, partition: str, request: SearchRequest) -> SearchAnswer:
     terms = analyzer.query_terms(request.query)
     if not terms:
         raise InvalidParams("the query has no words to search for", field="query")
@@ -177,14 +198,14 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
     # A row can only be missing if the catalog moved on since the catch-up; never serve what is not current.
     hits = [_hit(store.store_id, rows[path], document, snippets, score)
             for (score, document), path in zip(kept, paths) if path in rows]
-    response: dict[str, Any] = {"hits": hits}
+    response: SearchAnswer = {"hits": hits}
     if next_cursor is not None:
         response["nextCursor"] = next_cursor
     return response
 
 
 def _hit(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
-         score: float) -> dict[str, Any]:
+         score: float) -> SearchHit:
     frontmatter = row.frontmatter
     snippet = snippets.snippet_from_doc(document).fragment().strip()
     if not snippet:

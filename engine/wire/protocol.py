@@ -28,7 +28,7 @@ from ..memory.knowledge_index import INDEX_PARAMS, index_for
 from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
-from .tools import ToolRegistry, tool_result
+from .tools import ToolRegistry
 from .tool_list import ToolListWatch, tool_list_state
 from .messages import MalformedMessage, error_response, is_notification, method_of, parse_request
 
@@ -255,12 +255,7 @@ class Dispatcher:
         tool = self.tools.get(name)
         if tool is None:
             raise InvalidParams(f"unknown tool {name!r}", field="name")
-        caller = self.caller(session, params)
-        try:
-            result = tool.handler(self.engine, caller, arguments)
-        except KnowledgeError as exc:
-            return tool_result(exc.to_dict(), error=True)
-        return tool_result(result)
+        return tool.call(self.engine, self.caller(session, params), arguments)
 
 
 def cancelled_request(data: bytes) -> tuple[type, Any] | None:

@@ -1,0 +1,161 @@
+"""What the store's reads and publications answer, declared once (engine/core/answers.py): the exact read of
+a record, its history, the citation of a revision and the receipts of a publication.
+
+The tools return these as they are (engine/wire/tools.py publishes their ``outputSchema``).  A record read
+shows the file as written: an invalid record's ``kind``, ``title`` or ``revision`` may hold any JSON value,
+and a file that is not a record at all has only its ``sha256``, ``status``, ``path`` and ``findings``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
+
+
+class Reference(TypedDict):
+    """A citation of one exact revision; it grants no access by itself."""
+
+    provider: str
+    store: str
+    id: str
+    revision: int
+    sha256: str
+
+
+class FindingEntry(TypedDict):
+    """One validation result (engine/core/findings.py), its empty fields left out."""
+
+    code: str
+    message: str
+    severity: str
+    path: NotRequired[str]
+    field: NotRequired[str]
+    line: NotRequired[int]
+    record_id: NotRequired[str]
+
+
+class RecordRead(TypedDict):
+    sha256: str
+    status: str
+    path: str
+    findings: list[FindingEntry]
+    id: NotRequired[str]
+    revision: NotRequired[JsonValue]
+    kind: NotRequired[JsonValue]
+    title: NotRequired[JsonValue]
+    frontmatter: NotRequired[JsonObject]
+    body: NotRequired[str]
+    link: NotRequired[str]
+
+
+class GitCommit(TypedDict):
+    commit: str
+
+
+class Revision(TypedDict):
+    revision: int
+    sha256: str
+    origin: str
+    publicationId: str | None
+    observedAt: str
+    updatedAt: JsonValue
+    lifecycle: JsonValue
+    title: JsonValue
+    attribution: JsonValue
+    git: GitCommit | None
+
+
+class OutsideEvent(TypedDict):
+    """An edit, rename or deletion seen outside the engine."""
+
+    kind: str
+    path: str
+    detail: str | None
+    at: str
+
+
+class RecordHistory(TypedDict):
+    id: str
+    revisions: list[Revision]
+    events: list[OutsideEvent]
+    link: NotRequired[str]
+
+
+class GitState(TypedDict):
+    state: Literal["committed", "pending", "unavailable"]
+    commit: NotRequired[str]
+
+
+class PublishedRecord(TypedDict):
+    id: str
+    revision: int
+    kind: str
+    link: NotRequired[str]
+
+
+class SavedItem(TypedDict):
+    id: str
+    revision: int
+    link: NotRequired[str]
+
+
+class Receipt(TypedDict):
+    """What every publication answers; an identical retry gets the same receipt."""
+
+    publicationId: str
+    requestId: str | None
+    git: GitState
+
+
+class PageReceipt(Receipt):
+    id: str
+    revision: int
+    records: list[PublishedRecord]
+    link: NotRequired[str]
+
+
+class RememberReceipt(Receipt):
+    items: list[SavedItem]
+    records: list[PublishedRecord]
+
+
+class SourceSummary(TypedDict):
+    id: str
+    sha256: str
+    size: int
+    mediaType: str
+    filename: str | None
+    retainedPath: str
+
+
+class SourceReceipt(Receipt):
+    source: SourceSummary
+    vaultId: str
+
+
+class LookupMatch(TypedDict):
+    id: str
+    revision: int
+    kind: str
+    type: str | None
+    title: str
+    ref: Reference
+    link: NotRequired[str]
+
+
+class LookupAnswer(TypedDict):
+    """At most one match: a name shared by several records resolves to none (``ambiguous``)."""
+
+    matches: list[LookupMatch]
+    ambiguous: bool
+
+
+class ResumeAnswer(TypedDict):
+    """The caller's partition's checkpoint: ``reason`` says why it is pending or unavailable."""
+
+    state: str
+    reason: NotRequired[str]
+    publications: NotRequired[int]
+    commit: NotRequired[str]
+    index: NotRequired[str]  # a git index behind the history: the private partition's only
