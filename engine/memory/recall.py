@@ -176,7 +176,7 @@ BLOCK_PARAMS = Params(
 )
 RECALL_PARAMS = Params(
     RecordId("id", required=True, description="A record id, e.g. pg_01J..."),
-    Value("recall", _parse_block, required=True, json={**BLOCK_PARAMS.schema(), "type": ["object", "null"]},
+    Value("recall", _parse_block, required=True, json={"anyOf": [BLOCK_PARAMS.schema(), {"type": "null"}]},
           description="The summary to approve, or null to clear it"),
     RequestId("requestId", description="A fresh id per approval; without one it is derived from the record, "
               "its revision and the block"),
