@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
 from pathlib import Path
@@ -63,12 +64,8 @@ _checked: Counter[str] = Counter()  # tool name (", error" for failed calls): re
 def _checked_call(tool: tools.Tool, engine: Any, caller: Any, arguments: dict[str, Any]) -> tools.ToolResult:
     result = _original_call(tool, engine, caller, arguments)
     value, error = result["structuredContent"], result["isError"]
-    schema = output_schema(tools.ToolError) if error else tool.descriptor()["outputSchema"]
-    problems = []
-    try:
-        jsonschema.validate(value, schema, cls=jsonschema.Draft202012Validator)
-    except jsonschema.ValidationError as exc:
-        problems.append(f"{tool.name}{' (error)' if error else ''}: {exc.message} at {list(exc.absolute_path)}")
+    problems = [f"{tool.name}{' (error)' if error else ''}: {exc.message} at {list(exc.absolute_path)}"
+                for exc in _validator(tools.ToolError if error else tool.answer).iter_errors(value)][:1]
     if result["content"] != [{"type": "text", "text": tools.pretty_json(value)}]:
         problems.append(f"{tool.name}: the text is not the structured answer as JSON.stringify(value, null, 2)")
     with _results_lock:
@@ -77,8 +74,18 @@ def _checked_call(tool: tools.Tool, engine: Any, caller: Any, arguments: dict[st
     return result
 
 
+@functools.cache
+def _validator(answer: Any) -> jsonschema.Draft202012Validator:
+    """One per declared answer, its schema checked once: a call's own time barely changes under the check."""
+    schema = output_schema(answer)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
 _original_call = tools.Tool.call
 tools.Tool.call = _checked_call  # type: ignore[method-assign]  # the one place every tools/call result is made
+for _answer in [tools.ToolError, *(tool.answer for tool in tools.CORE_TOOLS)]:
+    _validator(_answer)  # built before any test: checking a result costs a call next to no time
 
 
 @pytest.hookimpl(wrapper=True)
