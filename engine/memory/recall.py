@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
-from ..core.answers import TypedDict
+from ..core.answers import JsonObject, TypedDict
 from ..store.answers import PublishedRecord, Receipt
 from ..access.authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority, Caller, StoreEntry
 from ..store.catalog_reads import RecordRow
@@ -110,6 +110,48 @@ class ApprovedRecall(TypedDict):
     approved_at: str
 
 
+class RecallCandidate(TypedDict):
+    """One approved summary for the host to match (``memory/recallCandidates``)."""
+
+    id: str
+    revision: int
+    kind: str
+    title: str
+    excerpt: str
+    importance: int
+    triggers: list[str]
+    projects: list[str]
+    approvedAt: str
+
+
+class RecallCandidates(TypedDict):
+    candidates: list[RecallCandidate]
+
+
+class ApprovedBlock(TypedDict):
+    """An approval as read from a record (``approved_block``)."""
+
+    summary: str
+    triggers: list[str]
+    importance: int
+    projects: list[str]
+    approved_at: str
+
+
+class FlushPlan(TypedDict):
+    """The host's pre-compaction flush plan (``memory/flushPlan``)."""
+
+    prompt: str
+    systemPrompt: str
+    persistenceToolNames: list[str]
+    lookupToolNames: list[str]
+    instructions: str
+
+
+class FlushPlanAnswer(TypedDict):
+    plan: FlushPlan | None  # None: the flush could save nothing
+
+
 class RecallReceipt(Receipt):
     """``knowledge_recall``'s answer: the publication's receipt, the block as written (None: cleared)."""
 
@@ -128,7 +170,7 @@ class RecallBlock:
     importance: int = IMPORTANCE_DEFAULT
     projects: tuple[str, ...] = ()
 
-    def to_params(self) -> dict[str, Any]:
+    def to_params(self) -> JsonObject:
         return {"summary": self.summary, "triggers": list(self.triggers), "importance": self.importance,
                 "projects": list(self.projects)}
 
@@ -142,7 +184,7 @@ class RecallInput:
     recall: RecallBlock | None  # None clears the block
     request_id: str | None = None  # None: derived on the lane, see derived_request_id
 
-    def digest_params(self) -> dict[str, Any]:
+    def digest_params(self) -> JsonObject:
         return {"id": self.id, "recall": self.recall.to_params() if self.recall else None}
 
 
@@ -313,7 +355,7 @@ def plan_recall(ctx: WriteContext, request: RecallInput, request_id: str, digest
 # --- candidates ------------------------------------------------------------------------------
 
 
-def recall_candidates(engine: RecallEngine, caller: Caller, params: Any) -> dict[str, Any]:
+def recall_candidates(engine: RecallEngine, caller: Caller, params: Any) -> RecallCandidates:
     """Approved recall summaries for a host to match: ``{"candidates": [...]}``.
 
     Only owner-private audiences and conversations with an owner read grant
@@ -332,9 +374,9 @@ def recall_candidates(engine: RecallEngine, caller: Caller, params: Any) -> dict
     return entry.run(lambda runtime, a: {"candidates": list_candidates(runtime, a.partition, query)})
 
 
-def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) -> list[dict[str, Any]]:
+def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) -> list[RecallCandidate]:
     """Current records with an approved block, by importance (highest first), then record id."""
-    found = []
+    found: list[RecallCandidate] = []
     for row in runtime.catalog.current(partition, with_recall=True):
         frontmatter = row.frontmatter
         block = approved_block(frontmatter)
@@ -354,7 +396,7 @@ def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) 
     return found[:query.limit]
 
 
-def approved_block(frontmatter: dict[str, Any]) -> dict[str, Any] | None:
+def approved_block(frontmatter: dict[str, Any]) -> ApprovedBlock | None:
     """A record's recall block if the service wrote it and it may be injected; else None.
 
     A block without the service's ``approved_by``/``approved_at``, or on a
@@ -376,7 +418,7 @@ def approved_block(frontmatter: dict[str, Any]) -> dict[str, Any] | None:
 # --- pre-compaction flush ----------------------------------------------------------------------
 
 
-def flush_plan(engine: RecallEngine, caller: Caller) -> dict[str, Any] | None:
+def flush_plan(engine: RecallEngine, caller: Caller) -> FlushPlan | None:
     """The host's pre-compaction flush plan, or None when the flush could save nothing.
 
     None when writes are disabled (which also keeps memory-core from
@@ -400,7 +442,7 @@ def flush_plan(engine: RecallEngine, caller: Caller) -> dict[str, Any] | None:
     })
 
 
-def validate_flush_plan(plan: Any) -> dict[str, Any]:
+def validate_flush_plan(plan: Any) -> FlushPlan:
     """Check a flush plan's shape; a tool named both for lookup and for persistence is refused.
 
     Only a successful save counts as persistence, so a lookup tool listed
