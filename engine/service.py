@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar, cast
 
 from models.installed import ModelStore
 
@@ -52,8 +52,10 @@ from .search.keyword import (
     MEMORY_SEARCH_PARAMS, CursorSigner, SearchAnswer, parse_query_text, parse_search_request, search,
 )
 from .store.answers import (
-    LookupAnswer, LookupMatch, PageReceipt, RecordHistory, RecordRead, RememberReceipt, ResumeAnswer,
+    Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
+    RememberReceipt, ResumeAnswer,
 )
+from .core.answers import TypedDict
 from .state.statedir import EngineLock, StateDir
 from .store.open_store import ReadView
 from .store.store import Store, remove_abandoned_builds
@@ -62,6 +64,12 @@ from .store.watcher import VaultWatcher
 from .store.writes import WriteContext, plan_remember, plan_save_page
 
 T = TypeVar("T")
+
+
+class StatusAnswer(TypedDict):
+    """``memory/status``: readiness only, no counts, scope, ids or paths."""
+
+    ready: bool
 
 
 
@@ -203,14 +211,16 @@ class Engine:
         page = parse_page_input(_flush_request(params, "save_page"))
         self.refuse_secrets(texts_of(params))
         digest = request_hash("save_page", page.digest_params())
-        return self._publish(caller, page.request_id, digest, lambda ctx: plan_save_page(ctx, page, digest))
+        return cast(PageReceipt, self._publish(caller, page.request_id, digest,
+                                               lambda ctx: plan_save_page(ctx, page, digest)))
 
     def remember(self, caller: Caller, params: dict[str, Any]) -> RememberReceipt:
         """Save claims (with corrections through ``replaces``) and relationships, each with its excerpt."""
         request = parse_remember_input(_flush_request(params, "remember"))
         self.refuse_secrets(texts_of(params))
         digest = request_hash("remember", request.digest_params())
-        return self._publish(caller, request.request_id, digest, lambda ctx: plan_remember(ctx, request, digest))
+        return cast(RememberReceipt, self._publish(caller, request.request_id, digest,
+                                                   lambda ctx: plan_remember(ctx, request, digest)))
 
     def refuse_secrets(self, texts: Iterable[tuple[str, str]]) -> None:
         """Refuse a write whose text holds a credential (``secret_detected``), unless the owner set
@@ -218,10 +228,10 @@ class Engine:
         refuse_secrets(texts, allowed=self.settings.current().allow_secrets)
 
     def _publish(self, caller: Caller, request_id: str, digest: str,
-                 build: Callable[[WriteContext], Plan]) -> dict[str, Any]:
+                 build: Callable[[WriteContext], Plan]) -> Receipt:
         """An identical retry returns the original receipt before anything is re-validated."""
 
-        def plan(runtime: StoreRuntime, authority: Authority, catalog: PlanReads) -> Plan | dict[str, Any]:
+        def plan(runtime: StoreRuntime, authority: Authority, catalog: PlanReads) -> Plan | Receipt:
             existing = runtime.publisher.existing_receipt(authority.partition, request_id, digest)
             if existing is not None:
                 return existing
@@ -276,7 +286,7 @@ class Engine:
         return self.enter(caller).read(lambda rt, a, view: with_link(history(view.catalog, a.partition, record_id),
                                                                      view.store.store_id, a.partition))
 
-    def diagnostics(self, caller: Caller) -> dict[str, Any]:
+    def diagnostics(self, caller: Caller) -> Diagnostics:
         return self.on_store(
             caller, lambda rt, a: diagnostics(rt.store, rt.catalog, a.partition, git=rt.git_summary(a.partition)),
         )
@@ -298,7 +308,7 @@ class Engine:
 
         return self.enter(caller).read(work)
 
-    def read(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+    def read(self, caller: Caller, params: dict[str, Any]) -> ReferenceRead:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""
         request = READ_PARAMS.read(params)
         return self.enter(caller).read(lambda rt, a, view: read_reference(
@@ -335,7 +345,7 @@ class Engine:
         RECORD_ID.check(record_id, "id")
         return self.on_store(caller, work)
 
-    def status(self, caller: Caller) -> dict[str, Any]:
+    def status(self, caller: Caller) -> StatusAnswer:
         """Readiness only, for status handles: no counts, scope, ids or paths; never creates a store."""
         try:
             entry = self.enter(caller, create=False)
@@ -349,7 +359,7 @@ class Engine:
             return {"ready": False}
         return {"ready": True}
 
-    def health(self, caller: Caller) -> dict[str, Any]:
+    def health(self, caller: Caller) -> Health:
         """Scoped vault and ontology validation for the caller's partition."""
         report = self.diagnostics(caller)
         errors = sum(1 for f in report["findings"] if f.get("severity", "error") == "error")
@@ -440,7 +450,7 @@ class EngineEntry:
         self.recheck()
         return result
 
-    def write(self, plan: Callable[[StoreRuntime, Authority, PlanReads], Plan | dict[str, Any]]) -> dict[str, Any]:
+    def write(self, plan: Callable[[StoreRuntime, Authority, PlanReads], Plan | Receipt]) -> Receipt:
         """Publish what ``plan(runtime, authority, catalog)`` plans, on the store's lane together with the
         writes queued beside it (``StoreRuntime.write``), authority re-checked right before and after."""
         authority = self.authority

@@ -159,3 +159,57 @@ class ResumeAnswer(TypedDict):
     publications: NotRequired[int]
     commit: NotRequired[str]
     index: NotRequired[str]  # a git index behind the history: the private partition's only
+
+
+class GitSummary(TypedDict):
+    """One partition's git queue (``memory/health``'s ``git``): ``unavailable`` with its ``reason`` without git."""
+
+    state: Literal["committed", "pending", "unavailable"]
+    pending: NotRequired[int]
+    lastError: NotRequired[str | None]
+    commit: NotRequired[str | None]
+    reason: NotRequired[str]
+
+
+class OntologySources(TypedDict):
+    sources: list[str]
+
+
+class Diagnostics(TypedDict):
+    """Scoped validation of the caller's partition: at most 1,000 findings, ``truncated`` past them."""
+
+    findings: list[FindingEntry]
+    total: int
+    truncated: bool
+    files: dict[str, int]  # files per status
+    ontology: OntologySources
+    pendingPublications: int
+    git: GitSummary
+
+
+class Health(Diagnostics):
+    """``memory/health``: the diagnostics with their verdict."""
+
+    ok: bool
+    errors: int
+    warnings: int
+
+
+class EvidenceLocator(TypedDict):
+    """Where a cited piece of evidence is kept; an invalid record's citation may name anything at all."""
+
+    source: JsonValue
+    lines: NotRequired[JsonValue]
+    quote: NotRequired[JsonValue]
+    retainedPath: NotRequired[str]
+    mediaType: NotRequired[str]
+    sha256: NotRequired[str]
+    size: NotRequired[int]
+
+
+# ``memory/read``: lines of the exact revision a search hit's reference names ("from" is a keyword: the
+# functional form declares it).
+ReferenceRead = TypedDict("ReferenceRead", {
+    "ref": Reference, "title": str, "kind": str, "from": int, "lines": int, "totalLines": int,
+    "truncated": bool, "text": str, "evidence": list[EvidenceLocator], "evidenceTruncated": bool,
+})
