@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from ..core.answers import NotRequired, TypedDict
 from ..decision.runtime import BooleanAnswer, DecisionRuntime

@@ -24,7 +24,7 @@ import json
 import os
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union, cast
 
 from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..store.answers import FindingEntry
@@ -252,11 +252,11 @@ def build_view(catalog: Catalog, partition: str, request: OntologyRequest) -> On
     return fingerprinted(result)
 
 
-def fingerprinted(result: dict[str, Any]) -> dict[str, Any]:
+def fingerprinted(result: dict[str, Any]) -> OntologyAnswer:
     """Add the sha256 of the answer's canonical JSON (the fingerprint itself excluded)."""
     body = {key: value for key, value in result.items() if key != "fingerprint"}
     canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return {**body, "fingerprint": hashlib.sha256(canonical.encode("utf-8")).hexdigest()}
+    return cast(OntologyAnswer, {**body, "fingerprint": hashlib.sha256(canonical.encode("utf-8")).hexdigest()})
 
 
 def _page(view: str, items: list[dict[str, Any]], request: OntologyRequest, key: str | None = None,

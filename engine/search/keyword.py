@@ -20,7 +20,7 @@ from typing import Any
 
 import tantivy
 
-from ..core.answers import JsonValue, NotRequired, TypedDict
+from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
 from ..index.analysis import Analyzer
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..core.errors import ForeignReference, InvalidParams, StaleCursor
@@ -104,7 +104,8 @@ class CursorSigner:
         payload = json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
         return base64.urlsafe_b64encode(payload).decode().rstrip("=") + "." + self._mac(payload)
 
-    def open(self, cursor: str) -> dict[str, Any]:
+    def open(self, cursor: str) -> JsonObject:
+        """The state ``sign`` was given: any JSON object a caller signed, checked against its binding by it."""
         body, _, mac = cursor.partition(".")
         try:
             payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
@@ -115,7 +116,19 @@ class CursorSigner:
         return json.loads(payload)
 
 
-def _binding(store_id: str, partition: str, request: SearchRequest) -> dict[str, Any]:
+class CursorBinding(TypedDict):
+    """What a cursor is bound to, besides the index version: its store, partition, query and filters."""
+
+    store: str
+    partition: str
+    query: str  # a digest of the query text
+    kind: str | None
+    type: str | None
+    minScore: float
+    limit: int
+
+
+def _binding(store_id: str, partition: str, request: SearchRequest) -> CursorBinding:
     """What a cursor is bound to, besides the index version."""
     digest = hashlib.sha256(request.query.encode("utf-8")).hexdigest()[:32]
     return {"store": store_id, "partition": partition, "query": digest, "kind": request.kind,

@@ -28,7 +28,7 @@ from ..memory.knowledge_index import INDEX_PARAMS, index_for
 from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
-from .tools import ToolRegistry
+from .tools import ToolRegistry, ToolResult
 from .tool_list import ToolListWatch, tool_list_state
 from .messages import MalformedMessage, error_response, is_notification, method_of, parse_request
 
@@ -241,7 +241,7 @@ class Dispatcher:
                 watch.told(*watch.read())
         return {"tools": self.tools.listed(state.claim_kinds, writes=state.writes)}
 
-    def _tools_call(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    def _tools_call(self, session: Session, params: dict[str, Any]) -> ToolResult:
         """A tool's own failure is its result (``isError``); a request that is not a tool call, or whose
         ``_meta`` is malformed, is a JSON-RPC error like any other method's."""
         read = TOOLS_CALL_PARAMS.read(without_meta(params))

@@ -29,7 +29,7 @@ from ..store import attachments
 from ..search import knowledge_base
 from ..memory import ontology_views, recall
 from ..access.authority import AgentCaller
-from ..core.answers import JsonValue, TypedDict, output_schema
+from ..core.answers import JsonObject, JsonValue, TypedDict, output_schema
 from ..core.errors import InvalidParams, KnowledgeError
 from ..core.params import NO_PARAMS, Choice, Params
 from ..search.keyword import SEARCH_PARAMS, SearchAnswer
@@ -70,6 +70,25 @@ class ToolResult(TypedDict):
     isError: bool
 
 
+class ToolAnnotations(TypedDict):
+    title: str
+    readOnlyHint: bool
+    destructiveHint: bool
+    idempotentHint: bool
+    openWorldHint: bool
+
+
+class ToolDescriptor(TypedDict):
+    """A tool as ``tools/list`` lists it; the two schemas are JSON Schema documents."""
+
+    name: str
+    title: str
+    description: str
+    inputSchema: JsonObject
+    outputSchema: JsonObject
+    annotations: ToolAnnotations
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -80,7 +99,7 @@ class Tool:
     writes: bool = False
     title: str = ""  # what a client shows its user
 
-    def descriptor(self) -> dict[str, Any]:
+    def descriptor(self) -> ToolDescriptor:
         return {"name": self.name, "title": self.title, "description": self.description,
                 "inputSchema": self.params.schema(), "outputSchema": copy.deepcopy(output_schema(self.answer)),
                 "annotations": self.annotations()}
@@ -93,7 +112,7 @@ class Tool:
             return tool_result(exc.to_dict(), error=True)
         return tool_result(answer)
 
-    def annotations(self) -> dict[str, Any]:
+    def annotations(self) -> ToolAnnotations:
         """MCP's hints, for a client deciding what to ask its user before a call.  Nothing a tool does is
         destructive: a write publishes a new revision and keeps every earlier one.  Every call is idempotent:
         a write's identical retry (its requestId) returns the first receipt and changes nothing.  And none
@@ -321,7 +340,7 @@ class ToolRegistry:
     def get(self, name: Any) -> Tool | None:
         return self._tools.get(name) if isinstance(name, str) else None
 
-    def listed(self, claim_kinds: Iterable[str] | None = None, *, writes: bool | None = None) -> list[dict[str, Any]]:
+    def listed(self, claim_kinds: Iterable[str] | None = None, *, writes: bool | None = None) -> list[ToolDescriptor]:
         """Every tool; the save tools only while writes are enabled (``writes``: as read with the claim kinds,
         else now).  ``claim_kinds``: the caller's active ontology's, so ``knowledge_remember`` offers exactly the
         kinds the engine will accept from it (engine/wire/tool_list.py reads both)."""
@@ -332,7 +351,7 @@ class ToolRegistry:
                 if writes or not tool.writes]
 
 
-def with_claim_kinds(descriptor: dict[str, Any], claim_kinds: list[str]) -> dict[str, Any]:
+def with_claim_kinds(descriptor: ToolDescriptor, claim_kinds: list[str]) -> ToolDescriptor:
     """``descriptor`` with its ``claimKind`` enum set to ``claim_kinds`` (tools without one are returned as is).
 
     The enum is never declared with the parameters (store/inputs.py): claim kinds are the ontology's to define."""
