@@ -153,7 +153,7 @@ class FlushPlanAnswer(TypedDict):
 
 
 class RecallReceipt(Receipt):
-    """``knowledge_recall``'s answer: the publication's receipt, the block as written (None: cleared)."""
+    """The publication's receipt, with the recall block as written (null: cleared)."""
 
     id: str
     revision: int

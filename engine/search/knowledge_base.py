@@ -160,7 +160,7 @@ class KnowledgeEngine(StoreEntry[SearchableStore], Protocol):
 
 
 class KnowledgeItem(TypedDict):
-    """A window of one published item's revision (``knowledge_item_id`` given)."""
+    """A window of one published item's revision (`knowledge_item_id` given)."""
 
     type: Literal["knowledge"]
     knowledge_item_id: str

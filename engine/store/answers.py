@@ -24,7 +24,7 @@ class Reference(TypedDict):
 
 
 class FindingEntry(TypedDict):
-    """One validation result (engine/core/findings.py), its empty fields left out."""
+    """One validation result, its empty fields left out."""
 
     code: str
     message: str
@@ -145,14 +145,14 @@ class LookupMatch(TypedDict):
 
 
 class LookupAnswer(TypedDict):
-    """At most one match: a name shared by several records resolves to none (``ambiguous``)."""
+    """At most one match: a name shared by several records resolves to none (`ambiguous`)."""
 
     matches: list[LookupMatch]
     ambiguous: bool
 
 
 class ResumeAnswer(TypedDict):
-    """The caller's partition's checkpoint: ``reason`` says why it is pending or unavailable."""
+    """The caller's partition's checkpoint: `reason` says why it is pending or unavailable."""
 
     state: str
     reason: NotRequired[str]
