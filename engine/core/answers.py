@@ -59,12 +59,15 @@ def output_schema(shape: Any) -> dict[str, Any]:
 
 
 def _closed(node: Any) -> Any:
-    """``node`` with every object that names its properties closed to others, unless it says otherwise."""
+    """``node`` with every object that names its properties closed to others, unless it says otherwise, and
+    without the ``title`` pydantic repeats from each key's and class's name (a third of the schema's size)."""
     if isinstance(node, list):
         return [_closed(item) for item in node]
     if not isinstance(node, dict):
         return node
-    closed = {key: _closed(value) for key, value in node.items()}
+    closed = {key: ({name: _closed(value) for name, value in value.items()} if key in ("properties", "$defs")
+                    else _closed(value))
+              for key, value in node.items() if key != "title"}
     if "properties" in closed and "additionalProperties" not in closed:
         closed["additionalProperties"] = False
     return closed
