@@ -17,6 +17,7 @@ answer once.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -160,9 +161,11 @@ def _pretty(value: Any, indent: str) -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
-        indices = sorted((key for key in value if _is_array_index(key)), key=int)
-        keys = indices + [key for key in value if not _is_array_index(key)]
-        return ("{\n" + ",\n".join(f"{inner}{_js_string(key)}: {_pretty(value[key], inner)}" for key in keys)
+        # Keys as the wire writes them (json.dumps: 1 is "1", True is "true"), then in JavaScript's order.
+        named = {key if isinstance(key, str) else json.dumps(key): item for key, item in value.items()}
+        indices = sorted((key for key in named if _is_array_index(key)), key=int)
+        keys = indices + [key for key in named if not _is_array_index(key)]
+        return ("{\n" + ",\n".join(f"{inner}{_js_string(key)}: {_pretty(named[key], inner)}" for key in keys)
                 + "\n" + indent + "}")
     raise TypeError(f"{type(value).__name__} is not JSON")
 

@@ -23,6 +23,7 @@ def test_the_text_is_what_javascript_prints_with_json_stringify_indented_by_two(
     assert '"x": [\n    1e-7,\n    1e+21,\n    1.2345678901234569e+23,\n    0.1,\n    0.0000025,\n    -3\n  ]' in text
     assert r'"s": "quote \" backslash \\ tab \t nul \u0000 del ' + "\x7f é 中 😀\"" in text
     assert json.loads(text) == json.loads(json.dumps(TRICKY), parse_int=float)  # the same values, as doubles
+    assert pretty_json({3: 1, True: None}) == '{\n  "3": 1,\n  "true": null\n}'  # keys as the wire writes them
     result = tool_result({"hits": []})
     assert result["content"] == [{"type": "text", "text": '{\n  "hits": []\n}'}]
 
