@@ -247,7 +247,7 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
     return evaluation
 
 
-def _message_vector(engine: GateEngine, decision: DecisionRuntime, message: str) -> Any:
+def _message_vector(engine: GateEngine, decision: DecisionRuntime, message: str) -> np.ndarray | None:
     """The message's vector under the search's embedding model (None: none is installed or loads).
 
     An ``embedding/`` Decision model with the same weights is handed the vector, so the turn still embeds
@@ -384,7 +384,7 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
         raise GateStop("score", "timeout")
 
 
-def _ask(recheck: Callable[[], None], stage: str, ask: Callable[[], Any]) -> Any:
+def _ask(recheck: Callable[[], None], stage: str, ask: Callable[[], T]) -> T:
     """One Decision request, authority re-checked first; provider failures end the turn without text."""
     try:
         recheck()
