@@ -127,13 +127,16 @@ def _check_source_path(value: str) -> str:
 
 
 class Page(TypedDict):
-    """A window of a view's list: ``nextOffset`` while more follow; ``fingerprint`` of the whole answer."""
+    """A window of a view's list: `nextOffset` while more follow."""
 
     total: int
     offset: int
     limit: int
     nextOffset: NotRequired[int]
-    fingerprint: str
+
+
+class Fingerprinted(TypedDict):
+    fingerprint: str  # the sha256 of the answer's canonical JSON, the fingerprint itself left out
 
 
 class CatalogEntry(TypedDict):
@@ -146,7 +149,7 @@ class CatalogEntry(TypedDict):
     recordCount: int
 
 
-class CatalogView(Page):
+class CatalogBody(Page):
     view: Literal["catalog"]
     kind: NotRequired[str]
     entries: list[CatalogEntry]
@@ -170,7 +173,7 @@ Definition = TypedDict("Definition", {
 })
 
 
-class DefinitionsView(Page):
+class DefinitionsBody(Page):
     view: Literal["definitions"]
     kind: NotRequired[str]
     name: NotRequired[str]
@@ -188,12 +191,12 @@ class SourceFile(TypedDict):
     problem: NotRequired[str]
 
 
-class SourcesView(Page):
+class SourcesBody(Page):
     view: Literal["sources"]
     sources: list[SourceFile]
 
 
-class SourceText(TypedDict):
+class SourceTextBody(TypedDict):
     view: Literal["sources"]
     path: str
     role: str
@@ -204,7 +207,6 @@ class SourceText(TypedDict):
     maxChars: int
     truncated: bool
     applied: NotRequired[bool]
-    fingerprint: str
 
 
 class ChainLink(TypedDict):
@@ -218,7 +220,7 @@ class OntologyFinding(FindingEntry):
     concerns: Literal["definition", "record"]
 
 
-class DiagnosticsView(Page):
+class DiagnosticsBody(Page):
     view: Literal["diagnostics"]
     chain: list[ChainLink]
     extensionsApply: bool
@@ -226,6 +228,27 @@ class DiagnosticsView(Page):
     findings: list[OntologyFinding]
 
 
+class CatalogView(CatalogBody, Fingerprinted):
+    pass
+
+
+class DefinitionsView(DefinitionsBody, Fingerprinted):
+    pass
+
+
+class SourcesView(SourcesBody, Fingerprinted):
+    pass
+
+
+class SourceText(SourceTextBody, Fingerprinted):
+    pass
+
+
+class DiagnosticsView(DiagnosticsBody, Fingerprinted):
+    pass
+
+
+OntologyBody = Union[CatalogBody, DefinitionsBody, SourcesBody, SourceTextBody, DiagnosticsBody]
 OntologyAnswer = Union[CatalogView, DefinitionsView, SourcesView, SourceText, DiagnosticsView]
 
 
@@ -240,19 +263,20 @@ def build_view(catalog: Catalog, partition: str, request: OntologyRequest) -> On
     """Runs on the store's lane, after the partition's catalog caught up with the disk."""
     store = catalog.store
     ontology = store.ontology(partition)
+    result: OntologyBody
     if request.view == "catalog":
         result = _catalog(catalog, partition, ontology, request)
     elif request.view == "definitions":
         result = _definitions(catalog, partition, ontology, request)
     elif request.view == "sources":
         result = _source_text(store, partition, ontology, request) if request.source_path else \
-            _page("sources", _source_list(store, partition, ontology), request)
+            cast(SourcesBody, _page("sources", _source_list(store, partition, ontology), request))
     else:
         result = _diagnostics(catalog, partition, ontology, request)
     return fingerprinted(result)
 
 
-def fingerprinted(result: dict[str, Any]) -> OntologyAnswer:
+def fingerprinted(result: OntologyBody) -> OntologyAnswer:
     """Add the sha256 of the answer's canonical JSON (the fingerprint itself excluded)."""
     body = {key: value for key, value in result.items() if key != "fingerprint"}
     canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -306,7 +330,7 @@ def _definitions_of(store: Store, ontology: Ontology, kind: str | None) -> list[
     return entries
 
 
-def _catalog(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+def _catalog(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> CatalogBody:
     # The catalog's ``type`` is a page's effective type, a claim's kind or a relationship's relation.
     counts = catalog.current_counts(partition)
     entries = [
@@ -315,10 +339,10 @@ def _catalog(catalog: Catalog, partition: str, ontology: Ontology, request: Onto
         for entry in _definitions_of(catalog.store, ontology, request.kind)
     ]
     extra = {"kind": request.kind} if request.kind else {}
-    return _page("catalog", entries, request, key="entries", **extra)
+    return cast(CatalogBody, _page("catalog", entries, request, key="entries", **extra))
 
 
-def _definitions(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+def _definitions(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> DefinitionsBody:
     entries = _definitions_of(catalog.store, ontology, request.kind)
     if request.name is not None:
         entries = _named(entries, request.name)
@@ -327,9 +351,9 @@ def _definitions(catalog: Catalog, partition: str, ontology: Ontology, request: 
                 "page type, relationship type or claim kind"
             raise NotFound(f"no {what} is named {request.name!r} in this partition's ontology", field="name",
                            name=request.name)
-    result = _page("definitions", entries, request,
-                   **({"kind": request.kind} if request.kind else {}),
-                   **({"name": request.name} if request.name else {}))
+    result = cast(DefinitionsBody, _page("definitions", entries, request,
+                                         **({"kind": request.kind} if request.kind else {}),
+                                         **({"name": request.name} if request.name else {})))
     if request.include_records:
         counts = catalog.current_counts(partition)
         for entry in result["definitions"]:
@@ -385,7 +409,7 @@ def _source_list(store: Store, partition: str, ontology: Ontology) -> list[dict[
     return sources
 
 
-def _source_text(store: Store, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+def _source_text(store: Store, partition: str, ontology: Ontology, request: OntologyRequest) -> SourceTextBody:
     """One listed source file's YAML; no other path is ever opened."""
     if request.source_path == SHIPPED_SOURCE:
         data, role = _shipped_bytes(), "shipped"
@@ -395,7 +419,7 @@ def _source_text(store: Store, partition: str, ontology: Ontology, request: Onto
         raise NotFound("no ontology source file with that path; the sources view lists them", field="sourcePath",
                        sourcePath=request.source_path)
     text = data.decode("utf-8", errors="replace")
-    result: dict[str, Any] = {
+    result: SourceTextBody = {
         "view": "sources", "path": request.source_path, "role": role, "size": len(data),
         "sha256": hashlib.sha256(data).hexdigest(), "text": text[:request.max_chars],
         "totalChars": len(text), "maxChars": request.max_chars, "truncated": len(text) > request.max_chars,
@@ -408,7 +432,7 @@ def _source_text(store: Store, partition: str, ontology: Ontology, request: Onto
 # --- diagnostics ---------------------------------------------------------------------------
 
 
-def _diagnostics(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+def _diagnostics(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> DiagnosticsBody:
     chain = [{"provenance": SHIPPED, "sourcePath": SHIPPED_SOURCE, "role": "shipped", "applied": True}]
     if _vault_source_present(catalog.store, partition):
         chain.append({"provenance": VAULT_SOURCE, "sourcePath": VAULT_SOURCE, "role": "extension",
@@ -420,5 +444,5 @@ def _diagnostics(catalog: Catalog, partition: str, ontology: Ontology, request: 
         or (finding.get("code") == "envelope" and finding.get("field") == "claim_kind")
     ]
     errors = sum(1 for finding in findings if finding.get("severity", "error") == "error")
-    return _page("diagnostics", findings, request, key="findings", chain=chain,
-                 extensionsApply=partition == PRIVATE_SCOPE, errors=errors)
+    return cast(DiagnosticsBody, _page("diagnostics", findings, request, key="findings", chain=chain,
+                                       extensionsApply=partition == PRIVATE_SCOPE, errors=errors))
