@@ -31,6 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
+from .core.answers import NotRequired, TypedDict
 from .index.analysis import Analyzer
 from .store.catalog import Catalog, FileStat
 from .store.catalog_reads import CatalogReads
@@ -44,6 +45,7 @@ from .store.outbox import GitOutbox
 from .index.embedding import Embedder, EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
 from .core.changes import ChangeFeed
+from .store.answers import GitSummary, Receipt
 from .store.publication import Plan, Publisher
 from .store.store import Store
 from .store.open_store import NeedsLane, ReadView
@@ -52,6 +54,17 @@ from .index.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class Checkpoint(TypedDict):
+    """A git checkpoint of the whole store: ``publications`` committed (``byPartition``), or why not."""
+
+    state: str  # committed, pending or unavailable
+    reason: NotRequired[str]
+    commit: NotRequired[str | None]
+    publications: NotRequired[int]
+    byPartition: NotRequired[dict[str, int]]
+    index: NotRequired[str]  # the git index lags the history
 GIT_RETRY_SECONDS = 60.0
 # The git thread looks whether the history wants packing (``GitHistory.tidy``) at its first commit and then
 # once this many publications have been committed since: a publication leaves about eight loose objects, and
@@ -227,7 +240,7 @@ class StoreRuntime:
             catalog = CatalogReads(db)
             return fn(ReadView(self.store, catalog, catalog.version(partition)[0]))
 
-    def publish(self, plan: Plan) -> dict[str, Any]:
+    def publish(self, plan: Plan) -> Receipt:
         """On the lane: publish ``plan``; the partition's search index follows shortly (``_index_loop``).
 
         A failed index update does not undo an acknowledged write: searches
@@ -238,8 +251,8 @@ class StoreRuntime:
             raise outcome
         return outcome
 
-    def write(self, partition: str, plan: Callable[[PlanReads], Plan | dict[str, Any]], *,
-              fence: Callable[[], None] | None = None) -> dict[str, Any]:
+    def write(self, partition: str, plan: Callable[[PlanReads], Plan | Receipt], *,
+              fence: Callable[[], None] | None = None) -> Receipt:
         """Plan a publication on the lane and publish it; returns its receipt.
 
         Writes queued while the lane is busy go together (``_publish_group``): each planned in turn,
@@ -552,7 +565,7 @@ class StoreRuntime:
             except GitError as exc:
                 log.warning("packing the git history failed (the next checkpoint tries again): %s", exc)
 
-    def checkpoint(self) -> dict[str, Any]:
+    def checkpoint(self) -> Checkpoint:
         """Commit every pending publication now (``knowledge_resume`` and the git thread)."""
         if self.git is None:
             return {"state": "unavailable", "reason": "git is not installed"}
@@ -587,14 +600,14 @@ class StoreRuntime:
         assert self.git is not None
         return self.call(self.git.existing_files)
 
-    def _with_index(self, result: dict[str, Any]) -> dict[str, Any]:
+    def _with_index(self, result: Checkpoint) -> Checkpoint:
         """A checkpoint's result, saying so when the git index lags the history (``git status`` differs)."""
         assert self.git is not None
         if self.git.index_problem:
             result["index"] = f"the git index is behind the history: {self.git.index_problem}"
         return result
 
-    def git_summary(self, partition: str) -> dict[str, Any]:
+    def git_summary(self, partition: str) -> GitSummary:
         """The git queue's state for one partition (diagnostics, ``knowledge_resume``): its pending count, its
         last error and the commit holding its newest publication.  The store's other partitions' writes are
         not the caller's to count or see, so nothing here changes when only they write; call on the lane."""

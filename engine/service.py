@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar, cast
 
 from models.installed import ModelStore
 
@@ -48,7 +48,14 @@ from .state.registry import SCOPES, Grant, Registry, StoreRecord
 from .index.embedding import EmbeddingRuntime
 from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
-from .search.keyword import MEMORY_SEARCH_PARAMS, CursorSigner, parse_query_text, parse_search_request, search
+from .search.keyword import (
+    MEMORY_SEARCH_PARAMS, CursorSigner, SearchAnswer, parse_query_text, parse_search_request, search,
+)
+from .store.answers import (
+    Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
+    RememberReceipt, ResumeAnswer,
+)
+from .core.answers import TypedDict
 from .state.statedir import EngineLock, StateDir
 from .store.open_store import ReadView
 from .store.store import Store, remove_abandoned_builds
@@ -57,6 +64,13 @@ from .store.watcher import VaultWatcher
 from .store.writes import WriteContext, plan_remember, plan_save_page
 
 T = TypeVar("T")
+
+
+class StatusAnswer(TypedDict):
+    """``memory/status``: readiness only, no counts, scope, ids or paths."""
+
+    ready: bool
+
 
 
 class Engine:
@@ -192,19 +206,21 @@ class Engine:
 
     # --- knowledge: writes --------------------------------------------------------------
 
-    def save_page(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+    def save_page(self, caller: Caller, params: dict[str, Any]) -> PageReceipt:
         """Create a page, or publish its next revision (``id`` + ``expectedRevision``)."""
         page = parse_page_input(_flush_request(params, "save_page"))
         self.refuse_secrets(texts_of(params))
         digest = request_hash("save_page", page.digest_params())
-        return self._publish(caller, page.request_id, digest, lambda ctx: plan_save_page(ctx, page, digest))
+        return cast(PageReceipt, self._publish(caller, page.request_id, digest,
+                                               lambda ctx: plan_save_page(ctx, page, digest)))
 
-    def remember(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+    def remember(self, caller: Caller, params: dict[str, Any]) -> RememberReceipt:
         """Save claims (with corrections through ``replaces``) and relationships, each with its excerpt."""
         request = parse_remember_input(_flush_request(params, "remember"))
         self.refuse_secrets(texts_of(params))
         digest = request_hash("remember", request.digest_params())
-        return self._publish(caller, request.request_id, digest, lambda ctx: plan_remember(ctx, request, digest))
+        return cast(RememberReceipt, self._publish(caller, request.request_id, digest,
+                                                   lambda ctx: plan_remember(ctx, request, digest)))
 
     def refuse_secrets(self, texts: Iterable[tuple[str, str]]) -> None:
         """Refuse a write whose text holds a credential (``secret_detected``), unless the owner set
@@ -212,10 +228,10 @@ class Engine:
         refuse_secrets(texts, allowed=self.settings.current().allow_secrets)
 
     def _publish(self, caller: Caller, request_id: str, digest: str,
-                 build: Callable[[WriteContext], Plan]) -> dict[str, Any]:
+                 build: Callable[[WriteContext], Plan]) -> Receipt:
         """An identical retry returns the original receipt before anything is re-validated."""
 
-        def plan(runtime: StoreRuntime, authority: Authority, catalog: PlanReads) -> Plan | dict[str, Any]:
+        def plan(runtime: StoreRuntime, authority: Authority, catalog: PlanReads) -> Plan | Receipt:
             existing = runtime.publisher.existing_receipt(authority.partition, request_id, digest)
             if existing is not None:
                 return existing
@@ -228,7 +244,7 @@ class Engine:
         store = entry.authority.store
         return with_record_links(receipt, store.store_id if store else None, entry.authority.partition)
 
-    def resume(self, caller: Caller) -> dict[str, Any]:
+    def resume(self, caller: Caller) -> ResumeAnswer:
         """Retry the git checkpoint of the caller's store now, and report the caller's partition only.
 
         The checkpoint commits the whole store's queue, but the reply (state, pending count, last error, the
@@ -243,7 +259,7 @@ class Engine:
         if checkpoint["state"] == "unavailable":
             return {"state": "unavailable", "reason": checkpoint["reason"]}
         summary = entry.run(lambda rt, a: rt.git_summary(a.partition))
-        reply: dict[str, Any] = {"state": summary["state"]}
+        reply: ResumeAnswer = {"state": summary["state"]}
         if summary["state"] == "pending":
             reply["reason"] = summary["lastError"] or "the checkpoint has not reached these publications yet"
             reply["publications"] = summary["pending"]
@@ -258,7 +274,7 @@ class Engine:
     # --- knowledge: reads ---------------------------------------------------------------
 
     def get_record(self, caller: Caller, record_id: str, revision: int | None = None,
-                   as_of_moment: Any = None) -> dict[str, Any]:
+                   as_of_moment: Any = None) -> RecordRead:
         """The exact read of a record; one of the private partition carries its ``link`` (any revision: the
         link names the record).  A claim with validity says whether it holds as of ``as_of_moment``."""
         request = RECORD_PARAMS.read({"id": record_id, "revision": revision, "asOf": as_of_moment})
@@ -266,24 +282,24 @@ class Engine:
             get_record(view.store, view.catalog, a.partition, request["id"], request["revision"], as_of(request)),
             view.store.store_id, a.partition))
 
-    def history(self, caller: Caller, record_id: str) -> dict[str, Any]:
+    def history(self, caller: Caller, record_id: str) -> RecordHistory:
         record_id = HISTORY_PARAMS.read({"id": record_id})["id"]
         return self.enter(caller).read(lambda rt, a, view: with_link(history(view.catalog, a.partition, record_id),
                                                                      view.store.store_id, a.partition))
 
-    def diagnostics(self, caller: Caller) -> dict[str, Any]:
+    def diagnostics(self, caller: Caller) -> Diagnostics:
         return self.on_store(
             caller, lambda rt, a: diagnostics(rt.store, rt.catalog, a.partition, git=rt.git_summary(a.partition)),
         )
 
     def search(self, caller: Caller, params: dict[str, Any], *,
-               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False) -> dict[str, Any]:
+               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False) -> SearchAnswer:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
         partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection."""
         request = parse_search_request(params, declared)
 
-        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> dict[str, Any]:
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer:
             index, version = runtime.indexes.at_least(authority.partition, view.version)
             result = search(view.store, view.catalog, index, version, self.analyzer, self.signer,
                             authority.partition, request)
@@ -293,26 +309,26 @@ class Engine:
 
         return self.enter(caller).read(work)
 
-    def read(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+    def read(self, caller: Caller, params: dict[str, Any]) -> ReferenceRead:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""
         request = READ_PARAMS.read(params)
         return self.enter(caller).read(lambda rt, a, view: read_reference(
             view.store, view.catalog, a.partition, request["ref"], request["from"], request["lines"], as_of(request)))
 
-    def lookup(self, caller: Caller, name: Any, as_of_moment: Any = None) -> dict[str, Any]:
+    def lookup(self, caller: Caller, name: Any, as_of_moment: Any = None) -> LookupAnswer:
         """Exact lookup by id, title or alias; a name shared by several records resolves to none.  Claims
         that do not hold as of ``as_of_moment`` (default now) are left out."""
         request = LOOKUP_PARAMS.read({"name": name, "asOf": as_of_moment})
         name, moment = request["name"], as_of(request)
 
-        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> dict[str, Any]:
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> LookupAnswer:
             ids = view.catalog.lookup(authority.partition, name.strip())
             rows = [view.catalog.rows_for_id(authority.partition, record_id)[0] for record_id in ids]
             rows = [row for row in rows if row.view.valid_at(moment)]
             if len(rows) != 1:
                 return {"matches": [], "ambiguous": len(rows) > 1}
             row = rows[0]
-            match = {**record_summary(row), "ref": reference(view.store.store_id, row)}
+            match: LookupMatch = {**record_summary(row), "ref": reference(view.store.store_id, row)}
             return {"matches": [with_link(match, view.store.store_id, authority.partition)], "ambiguous": False}
 
         return self.enter(caller).read(work)
@@ -333,7 +349,7 @@ class Engine:
         RECORD_ID.check(record_id, "id")
         return self.on_store(caller, work)
 
-    def status(self, caller: Caller) -> dict[str, Any]:
+    def status(self, caller: Caller) -> StatusAnswer:
         """Readiness only, for status handles: no counts, scope, ids or paths; never creates a store."""
         try:
             entry = self.enter(caller, create=False)
@@ -347,7 +363,7 @@ class Engine:
             return {"ready": False}
         return {"ready": True}
 
-    def health(self, caller: Caller) -> dict[str, Any]:
+    def health(self, caller: Caller) -> Health:
         """Scoped vault and ontology validation for the caller's partition."""
         report = self.diagnostics(caller)
         errors = sum(1 for f in report["findings"] if f.get("severity", "error") == "error")
@@ -438,7 +454,7 @@ class EngineEntry:
         self.recheck()
         return result
 
-    def write(self, plan: Callable[[StoreRuntime, Authority, PlanReads], Plan | dict[str, Any]]) -> dict[str, Any]:
+    def write(self, plan: Callable[[StoreRuntime, Authority, PlanReads], Plan | Receipt]) -> Receipt:
         """Publish what ``plan(runtime, authority, catalog)`` plans, on the store's lane together with the
         writes queued beside it (``StoreRuntime.write``), authority re-checked right before and after."""
         authority = self.authority

@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.errors import InvalidParams, NotFound
 from ..core.ids import format_timestamp, is_record_id, new_id, utc_now
 from ..core.params import check_count
@@ -80,8 +81,87 @@ def record_turn(store: Store, partition: str, turn: GateTurnRecord) -> str:
     return turn_id
 
 
-def _turn(row: Any, *, text: bool) -> dict[str, Any]:
-    data = {"id": row["id"], "at": row["at"], "agent": row["agent"], "audience": row["audience"],
+class GateTurn(TypedDict):
+    """One kept gate turn; a journal turn also carries its ``message`` and the ``pages`` it was shown."""
+
+    id: str
+    at: str
+    agent: str
+    audience: str | None
+    mode: str
+    candidates: str | None  # the candidate source: keyword or hybrid
+    model: str | None
+    outcome: str
+    latencyMs: float
+    offered: int
+    shortlisted: int
+    decisions: list[JsonObject]  # each as memory/gate answered it (gate/scoring.py DecisionEntry)
+    settings: JsonObject  # the gate settings of the turn, as the owner set them
+    journaled: bool
+    needed: list[str] | None
+    labelledAt: str | None
+    wouldInject: NotRequired[str]
+    stage: NotRequired[str]
+    reason: NotRequired[str]
+    message: NotRequired[str]
+    pages: NotRequired[list[JsonObject]]
+
+
+class GateTurns(TypedDict):
+    turns: list[GateTurn]
+    total: int
+    offset: int
+    nextOffset: NotRequired[int]
+
+
+class ThresholdRow(TypedDict):
+    threshold: float
+    turnsInjecting: int
+    pagesInjected: int
+    pagesPerTurn: float
+    skipHintTurns: int
+    skipHintMisses: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+
+
+class Suggestion(TypedDict):
+    """The threshold with the best F1 over the labelled turns, or None with the ``reason``."""
+
+    threshold: float | None
+    reason: NotRequired[str]
+    f1: NotRequired[float | None]
+    precision: NotRequired[float | None]
+    recall: NotRequired[float | None]
+
+
+# "from" is a keyword: the functional form declares it.
+LabelBin = TypedDict("LabelBin", {"from": float, "to": float, "needed": int, "notNeeded": int, "unlabelled": int})
+
+
+class TurnInjection(TypedDict):
+    id: str
+    inject: list[str]
+    needed: list[str] | None
+
+
+class ThresholdDetail(TypedDict):
+    threshold: float
+    turns: list[TurnInjection]
+
+
+class WhatIf(TypedDict):
+    turns: int
+    labelled: int
+    thresholds: list[ThresholdRow]
+    suggested: Suggestion
+    scores: list[LabelBin]
+    detail: NotRequired[ThresholdDetail]
+
+
+def _turn(row: Any, *, text: bool) -> GateTurn:
+    data: GateTurn = {"id": row["id"], "at": row["at"], "agent": row["agent"], "audience": row["audience"],
             "mode": row["mode"], "candidates": row["source"], "model": row["model"], "outcome": row["outcome"],
             "latencyMs": row["latency_ms"], "offered": row["offered"], "shortlisted": row["shortlisted"],
             "decisions": json.loads(row["decisions"]), "settings": json.loads(row["settings"]),
@@ -98,7 +178,7 @@ def _turn(row: Any, *, text: bool) -> dict[str, Any]:
 
 
 def list_turns(store: Store, partition: str, *, journal: bool, offset: int = 0, limit: int = 50,
-               labelled: bool | None = None) -> dict[str, Any]:
+               labelled: bool | None = None) -> GateTurns:
     """Newest first.  ``journal``: only turns with their message text, and that text included."""
     where = ["partition = ?"]
     params: list[Any] = [partition]
@@ -110,14 +190,14 @@ def list_turns(store: Store, partition: str, *, journal: bool, offset: int = 0, 
     total = store.db.one(f"SELECT COUNT(*) AS n FROM gate_turns WHERE {clause}", params)["n"]
     rows = store.db.all(f"SELECT * FROM gate_turns WHERE {clause} ORDER BY seq DESC LIMIT ? OFFSET ?",
                         (*params, limit, offset))
-    result: dict[str, Any] = {"turns": [_turn(row, text=journal) for row in rows], "total": total, "offset": offset}
+    result: GateTurns = {"turns": [_turn(row, text=journal) for row in rows], "total": total, "offset": offset}
     if offset + len(rows) < total:
         result["nextOffset"] = offset + len(rows)
     return result
 
 
 def journal_turns(store: Store, partition: str, ids: Sequence[str] | None = None,
-                  limit: int = LIST_MAX) -> list[dict[str, Any]]:
+                  limit: int = LIST_MAX) -> list[GateTurn]:
     """Journal turns with their text: the given ids (in that order), else the newest ``limit``."""
     if ids:
         rows = {row["id"]: row for row in store.db.all(
@@ -132,7 +212,7 @@ def journal_turns(store: Store, partition: str, ids: Sequence[str] | None = None
     return [_turn(row, text=True) for row in rows]
 
 
-def label_turn(store: Store, partition: str, turn_id: str, needed: list[str] | None) -> dict[str, Any]:
+def label_turn(store: Store, partition: str, turn_id: str, needed: list[str] | None) -> GateTurn:
     """Record which pages a journal turn actually needed (``[]``: none; ``None`` clears the label)."""
     if needed is not None:
         if not isinstance(needed, list) or not all(is_record_id(value) for value in needed):
@@ -163,7 +243,7 @@ def clear_journal(store: Store, partition: str) -> int:
 
 
 def what_if(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRESHOLD_GRID,
-            detail: float | None = None) -> dict[str, Any]:
+            detail: float | None = None) -> WhatIf:
     """Per threshold: what would have been injected over ``turns``, and precision/recall on the labelled ones.
 
     Precision and recall count pages: a needed page the gate never scored
@@ -178,7 +258,7 @@ def what_if(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
     rows = []
     for threshold in sorted(set(thresholds)):
         rows.append(_threshold_row(every, marked, len(scored), threshold))
-    suggestion: dict[str, Any] = {"threshold": None}
+    suggestion: Suggestion = {"threshold": None}
     candidates = [row for row in rows if row["f1"] is not None]
     if len(labelled) < MIN_LABELLED_FOR_SUGGESTION:
         suggestion["reason"] = (f"label at least {MIN_LABELLED_FOR_SUGGESTION} journal turns "
@@ -189,7 +269,7 @@ def what_if(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
         best = max(candidates, key=lambda row: (row["f1"], row["threshold"]))
         suggestion = {"threshold": best["threshold"], "f1": best["f1"], "precision": best["precision"],
                       "recall": best["recall"]}
-    result: dict[str, Any] = {"turns": len(scored), "labelled": len(labelled), "thresholds": rows,
+    result: WhatIf = {"turns": len(scored), "labelled": len(labelled), "thresholds": rows,
                               "suggested": suggestion, "scores": score_bins(scored)}
     if detail is not None:
         result["detail"] = {"threshold": detail, "turns": [
@@ -197,7 +277,7 @@ def what_if(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
     return result
 
 
-def score_bins(scored: Sequence[dict[str, Any]], bins: int = SCORE_BINS) -> list[dict[str, Any]]:
+def score_bins(scored: Sequence[dict[str, Any]], bins: int = SCORE_BINS) -> list[LabelBin]:
     """The journal's scores in ``bins`` equal-width bins over 0..1, split by what the owner's labels say.
 
     ``needed``: scores of pages a labelled turn needed; ``notNeeded``: of the
@@ -205,8 +285,8 @@ def score_bins(scored: Sequence[dict[str, Any]], bins: int = SCORE_BINS) -> list
     labelled yet.  A page without a score (unscored at the deadline, or an
     answer without a probability) is in no bin.
     """
-    histogram = [{"from": round(n / bins, 4), "to": round((n + 1) / bins, 4), "needed": 0, "notNeeded": 0,
-                  "unlabelled": 0} for n in range(bins)]
+    histogram: list[LabelBin] = [{"from": round(n / bins, 4), "to": round((n + 1) / bins, 4), "needed": 0,
+                                  "notNeeded": 0, "unlabelled": 0} for n in range(bins)]
     for turn in scored:
         needed = None if turn.get("needed") is None else set(turn["needed"])
         for decision in turn["decisions"]:
@@ -246,7 +326,7 @@ class _TurnScores:
 
 
 def _threshold_row(scored: Sequence[_TurnScores], labelled: Sequence[_TurnScores], turns: int,
-                   threshold: float) -> dict[str, Any]:
+                   threshold: float) -> ThresholdRow:
     injecting = pages = quiet = 0
     for turn in scored:
         chosen = turn.injected(threshold)

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
+from ..core.answers import NotRequired, TypedDict
 from ..decision.runtime import BooleanAnswer, DecisionRuntime
 from .candidates import RRF_K, Candidate
 from ..state.gate_settings import GateSettings
@@ -66,6 +67,15 @@ class ScoringPlan:
     long_windows: int = 0            # the cascade: candidates[:long_windows] got window_tokens (0: equal windows)
 
 
+class DecisionEntry(TypedDict):
+    """One page's decision as answered and journalled: ``answer`` when the provider gave a yes/no only."""
+
+    id: str
+    score: float | None
+    tier: str
+    answer: NotRequired[bool]
+
+
 @dataclass(frozen=True)
 class Decision:
     id: str
@@ -73,8 +83,8 @@ class Decision:
     tier: str
     answer: bool | None = None       # the provider's yes/no when it gave no probability
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "score": None if self.score is None else round(self.score, 6),
+    def to_dict(self) -> DecisionEntry:
+        data: DecisionEntry = {"id": self.id, "score": None if self.score is None else round(self.score, 6),
                                 "tier": self.tier}
         if self.score is None and self.answer is not None:
             data["answer"] = self.answer

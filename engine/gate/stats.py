@@ -22,6 +22,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..access.authority import OperatorCaller, StoreEntry
+from ..core.answers import TypedDict
 from .journal import KEEP_TURNS
 from ..core.params import AGENT, Integer, Params
 
@@ -35,17 +36,44 @@ STATS_PARAMS = AGENT + Params(Integer("bins", 2, 100, default=DEFAULT_BINS, scal
                              Integer("limit", 1, KEEP_TURNS, default=KEEP_TURNS, scale=True))
 
 
+# "from" is a keyword: the functional form declares it.  One bin of scores, counted per tier.
+TierBin = TypedDict("TierBin", {"from": float, "to": float, "high": int, "medium": int, "low": int})
+
+
+class Latency(TypedDict):
+    p50: float
+    p95: float
+    max: float
+
+
+class ScoreBins(TypedDict):
+    bins: list[TierBin]
+    unscored: int
+    noProbability: int  # decisions answered yes/no without a probability
+
+
+class GateStats(TypedDict):
+    """``operator/gateStats``: the newest ``turns`` of the partition's ``total`` kept."""
+
+    turns: int
+    total: int
+    outcomes: dict[str, int]
+    wouldInject: dict[str, int]
+    latencyMs: Latency | None
+    scores: ScoreBins
+
+
 def handlers(engine: "StoreEntry[OpenStore]") -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {"gateStats": lambda params: gate_stats(engine, params)}
 
 
-def gate_stats(engine: "StoreEntry[OpenStore]", params: dict[str, Any]) -> dict[str, Any]:
+def gate_stats(engine: "StoreEntry[OpenStore]", params: dict[str, Any]) -> GateStats:
     values = STATS_PARAMS.read(params)
     return engine.on_store(OperatorCaller(values["agent"]), lambda runtime, authority: summarize(
         runtime.store, authority.partition, values["bins"], values["limit"]))
 
 
-def summarize(store: "Store", partition: str, bins: int, limit: int) -> dict[str, Any]:
+def summarize(store: "Store", partition: str, bins: int, limit: int) -> GateStats:
     total = store.db.one("SELECT COUNT(*) AS n FROM gate_turns WHERE partition = ?", (partition,))["n"]
     rows = store.db.all("SELECT outcome, would, latency_ms, decisions FROM gate_turns WHERE partition = ? "
                         "ORDER BY seq DESC LIMIT ?", (partition, limit))
@@ -74,7 +102,7 @@ def summarize(store: "Store", partition: str, bins: int, limit: int) -> dict[str
             "scores": {"bins": histogram, "unscored": unscored, "noProbability": no_probability}}
 
 
-def _latency(values: list[float]) -> dict[str, float] | None:
+def _latency(values: list[float]) -> Latency | None:
     if not values:
         return None
     ordered = sorted(values)

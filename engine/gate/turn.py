@@ -38,6 +38,7 @@ import numpy as np
 
 from ..access.authority import OWNER_PRIVATE, Authority, Caller, Entry, StoreEntry
 from ..decision.runtime import MAX_CHOICE_OPTIONS, BooleanQuestion, ChoiceQuestion, DecisionRuntime
+from ..core.answers import NotRequired, TypedDict
 from ..core.changes import ChangeFeed
 from ..core.errors import Denied, DecisionUnavailable, InvalidResponse, KnowledgeError, NotFound
 from .candidates import (
@@ -46,8 +47,8 @@ from .candidates import (
 )
 from .journal import GateTurnRecord, record_turn
 from .scoring import (
-    HIGH, MEDIUM, PUBLISH_RESERVE_S, SKIP_HINT, UNSCORED, Decision, cheap_order, plan_gate_scoring, render_block,
-    skip_hint_applies, tier_for,
+    HIGH, MEDIUM, PUBLISH_RESERVE_S, SKIP_HINT, UNSCORED, Decision, DecisionEntry, cheap_order, plan_gate_scoring,
+    render_block, skip_hint_applies, tier_for,
 )
 from ..state.config import SettingsSource
 from ..state.gate_settings import GateSettings
@@ -125,7 +126,21 @@ class Evaluation:
 # --- the socket method ---------------------------------------------------------------------------
 
 
-def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> dict[str, Any]:
+class GateAnswer(TypedDict):
+    """``memory/gate``: the outcome of one turn, what live mode injects, each page's decision; ``stage`` and
+    ``reason`` say where a stopped gate stopped."""
+
+    outcome: str
+    injected: str | None
+    decisions: list[DecisionEntry]
+    latencyMs: float
+    tokensScored: NotRequired[int]  # absent while the gate is off
+    wouldInject: NotRequired[str]  # shadow mode: injected, skip-hint or none
+    stage: NotRequired[str]
+    reason: NotRequired[str]
+
+
+def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> GateAnswer:
     """``memory/gate``: the gate for one user turn; never raises for a failure of the gate itself."""
     clock = engine.decision.clock   # the turn's deadline and latency are on the Decision runtime's clock
     started = clock()
@@ -156,7 +171,7 @@ def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> dict[str, Any]
     _log_line(gate, entry.authority if entry is not None else None, outcome, evaluation, latency_ms, stop)
     if entry is not None and (stop is None or stop.stage != "authority"):
         _keep(entry, gate, message, evaluation, outcome, stop, latency_ms, engine.changes)
-    answer: dict[str, Any] = {"outcome": outcome, "injected": injected,
+    answer: GateAnswer = {"outcome": outcome, "injected": injected,
                               "decisions": [d.to_dict() for d in evaluation.decisions],
                               "latencyMs": round(latency_ms, 1), "tokensScored": evaluation.tokens_scored}
     if gate.mode == "shadow" and stop is None:
@@ -232,7 +247,7 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
     return evaluation
 
 
-def _message_vector(engine: GateEngine, decision: DecisionRuntime, message: str) -> Any:
+def _message_vector(engine: GateEngine, decision: DecisionRuntime, message: str) -> np.ndarray | None:
     """The message's vector under the search's embedding model (None: none is installed or loads).
 
     An ``embedding/`` Decision model with the same weights is handed the vector, so the turn still embeds
@@ -369,7 +384,7 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
         raise GateStop("score", "timeout")
 
 
-def _ask(recheck: Callable[[], None], stage: str, ask: Callable[[], Any]) -> Any:
+def _ask(recheck: Callable[[], None], stage: str, ask: Callable[[], T]) -> T:
     """One Decision request, authority re-checked first; provider failures end the turn without text."""
     try:
         recheck()

@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any, Iterator
 
 from ..access.authority import Caller, StoreEntry
+from ..core.answers import NotRequired, TypedDict
 from ..store.catalog import Catalog
 from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
 from ..core.ids import format_timestamp, parse_timestamp
@@ -215,7 +216,14 @@ def _place(layout: _Layout, target: list[str], catalog: Catalog, partition: str,
 # --- the engine entry point ---------------------------------------------------------------------
 
 
-def index_for(engine: StoreEntry[OpenStore], caller: Caller, first_message_at: str) -> dict[str, Any]:
+class IndexAnswer(TypedDict):
+    """``memory/index``: the Knowledge Index text, or None with the ``reason`` there is none."""
+
+    text: str | None
+    reason: NotRequired[str]
+
+
+def index_for(engine: StoreEntry[OpenStore], caller: Caller, first_message_at: str) -> IndexAnswer:
     """The index for ``caller``'s session: ``{"text": ...}``, or ``{"text": None, "reason": ...}``.
 
     ``first_message_at`` is the session's first retained message (ISO-8601

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..access.authority import Authority, Caller
+from ..core.answers import TypedDict
 from ..state.config import SettingsSource
 from ..core.labels import is_unsafe_label, one_line
 from ..core.params import Params, Value
@@ -121,7 +122,13 @@ class PromptEngine(Protocol):
     def can_save(self, caller: Caller) -> bool: ...
 
 
-def prompt_for(engine: PromptEngine, caller: Caller, project_key: str | None = None) -> dict[str, Any]:
+class PromptAnswer(TypedDict):
+    """``memory/prompt``: the memory prompt for this caller."""
+
+    text: str
+
+
+def prompt_for(engine: PromptEngine, caller: Caller, project_key: str | None = None) -> PromptAnswer:
     """The prompt for ``caller``: ``{"text": ...}``.
 
     Authorizes without creating a store (a prompt is not a use of the

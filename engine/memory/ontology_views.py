@@ -24,10 +24,12 @@ import json
 import os
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Union, cast
 
+from ..core.answers import JsonObject, NotRequired, TypedDict
+from ..store.answers import FindingEntry
 from ..store.catalog import Catalog
-from ..store.summaries import record_summary
+from ..store.summaries import RecordSummary, record_summary
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..core.files import UnsafePath, check_relative_path, read_file
 from ..core.params import Choice, Flag, Integer, Name, Params, String
@@ -122,34 +124,158 @@ def _check_source_path(value: str) -> str:
     return value
 
 
-def ontology_view(engine: "StoreEntry[OpenStore]", caller: "Caller", params: Any) -> dict[str, Any]:
+# --- answers -----------------------------------------------------------------------------------
+
+
+class Page(TypedDict):
+    """A window of a view's list: `nextOffset` while more follow."""
+
+    total: int
+    offset: int
+    limit: int
+    nextOffset: NotRequired[int]
+
+
+class Fingerprinted(TypedDict):
+    fingerprint: str  # the sha256 of the answer's canonical JSON, the fingerprint itself left out
+
+
+class CatalogEntry(TypedDict):
+    name: str
+    kind: str
+    label: str
+    description: str | None
+    aliases: list[str]
+    provenance: str
+    recordCount: int
+
+
+class CatalogBody(Page):
+    view: Literal["catalog"]
+    kind: NotRequired[str]
+    entries: list[CatalogEntry]
+
+
+# "from" is a keyword: the functional form declares it.
+Definition = TypedDict("Definition", {
+    "name": str, "kind": str, "label": str, "description": "str | None", "aliases": list[str],
+    "provenance": str,
+    "default": NotRequired[bool], "filing": NotRequired[list[str]],  # page types
+    "fields": NotRequired[dict[str, JsonObject]],
+    "from": NotRequired[list[str]], "to": NotRequired[list[str]],  # relationship types
+    "recordCount": NotRequired[int], "records": NotRequired[list[RecordSummary]],  # with includeRecords
+    "recordsTruncated": NotRequired[bool],
+})
+
+
+class DefinitionsBody(Page):
+    view: Literal["definitions"]
+    kind: NotRequired[str]
+    name: NotRequired[str]
+    definitions: list[Definition]
+
+
+class SourceFile(TypedDict):
+    path: str
+    provenance: str
+    role: str
+    applied: bool
+    size: NotRequired[int]
+    sha256: NotRequired[str]
+    readable: NotRequired[bool]  # false, with the ``problem``, for an extension file that cannot be read
+    problem: NotRequired[str]
+
+
+class SourcesBody(Page):
+    view: Literal["sources"]
+    sources: list[SourceFile]
+
+
+class SourceTextBody(TypedDict):
+    view: Literal["sources"]
+    path: str
+    role: str
+    size: int
+    sha256: str
+    text: str
+    totalChars: int
+    maxChars: int
+    truncated: bool
+    applied: NotRequired[bool]
+
+
+class ChainLink(TypedDict):
+    provenance: str
+    sourcePath: str
+    role: str
+    applied: bool
+
+
+class OntologyFinding(FindingEntry):
+    concerns: Literal["definition", "record"]
+
+
+class DiagnosticsBody(Page):
+    view: Literal["diagnostics"]
+    chain: list[ChainLink]
+    extensionsApply: bool
+    errors: int
+    findings: list[OntologyFinding]
+
+
+class CatalogView(CatalogBody, Fingerprinted):
+    pass
+
+
+class DefinitionsView(DefinitionsBody, Fingerprinted):
+    pass
+
+
+class SourcesView(SourcesBody, Fingerprinted):
+    pass
+
+
+class SourceText(SourceTextBody, Fingerprinted):
+    pass
+
+
+class DiagnosticsView(DiagnosticsBody, Fingerprinted):
+    pass
+
+
+OntologyBody = Union[CatalogBody, DefinitionsBody, SourcesBody, SourceTextBody, DiagnosticsBody]
+OntologyAnswer = Union[CatalogView, DefinitionsView, SourcesView, SourceText, DiagnosticsView]
+
+
+def ontology_view(engine: "StoreEntry[OpenStore]", caller: "Caller", params: Any) -> OntologyAnswer:
     """The ``knowledge_ontology`` tool: one view of the caller's partition's effective ontology."""
     request = parse_ontology_request(params)
     return engine.on_store(caller, lambda runtime, authority: build_view(runtime.catalog, authority.partition,
                                                                          request))
 
 
-def build_view(catalog: Catalog, partition: str, request: OntologyRequest) -> dict[str, Any]:
+def build_view(catalog: Catalog, partition: str, request: OntologyRequest) -> OntologyAnswer:
     """Runs on the store's lane, after the partition's catalog caught up with the disk."""
     store = catalog.store
     ontology = store.ontology(partition)
+    result: OntologyBody
     if request.view == "catalog":
         result = _catalog(catalog, partition, ontology, request)
     elif request.view == "definitions":
         result = _definitions(catalog, partition, ontology, request)
     elif request.view == "sources":
         result = _source_text(store, partition, ontology, request) if request.source_path else \
-            _page("sources", _source_list(store, partition, ontology), request)
+            cast(SourcesBody, _page("sources", _source_list(store, partition, ontology), request))
     else:
         result = _diagnostics(catalog, partition, ontology, request)
     return fingerprinted(result)
 
 
-def fingerprinted(result: dict[str, Any]) -> dict[str, Any]:
+def fingerprinted(result: OntologyBody) -> OntologyAnswer:
     """Add the sha256 of the answer's canonical JSON (the fingerprint itself excluded)."""
     body = {key: value for key, value in result.items() if key != "fingerprint"}
     canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return {**body, "fingerprint": hashlib.sha256(canonical.encode("utf-8")).hexdigest()}
+    return cast(OntologyAnswer, {**body, "fingerprint": hashlib.sha256(canonical.encode("utf-8")).hexdigest()})
 
 
 def _page(view: str, items: list[dict[str, Any]], request: OntologyRequest, key: str | None = None,
@@ -199,7 +325,7 @@ def _definitions_of(store: Store, ontology: Ontology, kind: str | None) -> list[
     return entries
 
 
-def _catalog(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+def _catalog(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> CatalogBody:
     # The catalog's ``type`` is a page's effective type, a claim's kind or a relationship's relation.
     counts = catalog.current_counts(partition)
     entries = [
@@ -208,10 +334,10 @@ def _catalog(catalog: Catalog, partition: str, ontology: Ontology, request: Onto
         for entry in _definitions_of(catalog.store, ontology, request.kind)
     ]
     extra = {"kind": request.kind} if request.kind else {}
-    return _page("catalog", entries, request, key="entries", **extra)
+    return cast(CatalogBody, _page("catalog", entries, request, key="entries", **extra))
 
 
-def _definitions(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+def _definitions(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> DefinitionsBody:
     entries = _definitions_of(catalog.store, ontology, request.kind)
     if request.name is not None:
         entries = _named(entries, request.name)
@@ -220,9 +346,9 @@ def _definitions(catalog: Catalog, partition: str, ontology: Ontology, request: 
                 "page type, relationship type or claim kind"
             raise NotFound(f"no {what} is named {request.name!r} in this partition's ontology", field="name",
                            name=request.name)
-    result = _page("definitions", entries, request,
-                   **({"kind": request.kind} if request.kind else {}),
-                   **({"name": request.name} if request.name else {}))
+    result = cast(DefinitionsBody, _page("definitions", entries, request,
+                                         **({"kind": request.kind} if request.kind else {}),
+                                         **({"name": request.name} if request.name else {})))
     if request.include_records:
         counts = catalog.current_counts(partition)
         for entry in result["definitions"]:
@@ -277,7 +403,7 @@ def _source_list(store: Store, partition: str, ontology: Ontology) -> list[dict[
     return sources
 
 
-def _source_text(store: Store, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+def _source_text(store: Store, partition: str, ontology: Ontology, request: OntologyRequest) -> SourceTextBody:
     """One listed source file's YAML; no other path is ever opened."""
     if request.source_path == SHIPPED_SOURCE:
         data, role = _shipped_bytes(), "shipped"
@@ -287,7 +413,7 @@ def _source_text(store: Store, partition: str, ontology: Ontology, request: Onto
         raise NotFound("no ontology source file with that path; the sources view lists them", field="sourcePath",
                        sourcePath=request.source_path)
     text = data.decode("utf-8", errors="replace")
-    result: dict[str, Any] = {
+    result: SourceTextBody = {
         "view": "sources", "path": request.source_path, "role": role, "size": len(data),
         "sha256": hashlib.sha256(data).hexdigest(), "text": text[:request.max_chars],
         "totalChars": len(text), "maxChars": request.max_chars, "truncated": len(text) > request.max_chars,
@@ -300,7 +426,7 @@ def _source_text(store: Store, partition: str, ontology: Ontology, request: Onto
 # --- diagnostics ---------------------------------------------------------------------------
 
 
-def _diagnostics(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> dict[str, Any]:
+def _diagnostics(catalog: Catalog, partition: str, ontology: Ontology, request: OntologyRequest) -> DiagnosticsBody:
     chain = [{"provenance": SHIPPED, "sourcePath": SHIPPED_SOURCE, "role": "shipped", "applied": True}]
     if _vault_source_present(catalog.store, partition):
         chain.append({"provenance": VAULT_SOURCE, "sourcePath": VAULT_SOURCE, "role": "extension",
@@ -312,5 +438,5 @@ def _diagnostics(catalog: Catalog, partition: str, ontology: Ontology, request: 
         or (finding.get("code") == "envelope" and finding.get("field") == "claim_kind")
     ]
     errors = sum(1 for finding in findings if finding.get("severity", "error") == "error")
-    return _page("diagnostics", findings, request, key="findings", chain=chain,
-                 extensionsApply=partition == PRIVATE_SCOPE, errors=errors)
+    return cast(DiagnosticsBody, _page("diagnostics", findings, request, key="findings", chain=chain,
+                                       extensionsApply=partition == PRIVATE_SCOPE, errors=errors))

@@ -27,9 +27,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
+from ..core.answers import JsonObject, TypedDict
+from ..store.answers import PublishedRecord, Receipt
 from ..access.authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority, Caller, StoreEntry
 from ..store.catalog_reads import RecordRow
-from ..store.summaries import record_summary
+from ..store.summaries import RecordSummary, record_summary
 from ..store.credentials import texts_of
 from ..core.errors import Conflict, Denied, InvalidParams, NotFound
 from ..core.ids import format_timestamp, parse_timestamp, utc_now
@@ -99,6 +101,64 @@ class RecallEngine(StoreEntry[OpenStore], Protocol):
 # --- inputs --------------------------------------------------------------------------------
 
 
+class ApprovedRecall(TypedDict):
+    """The recall block as written to the record."""
+
+    summary: str
+    triggers: list[str]
+    importance: int
+    projects: list[str]
+    approved_by: str
+    approved_at: str
+
+
+class RecallCandidate(RecordSummary):
+    """One approved summary for the host to match (``memory/recallCandidates``)."""
+
+    excerpt: str
+    importance: int
+    triggers: list[str]
+    projects: list[str]
+    approvedAt: str
+
+
+class RecallCandidates(TypedDict):
+    candidates: list[RecallCandidate]
+
+
+class ApprovedBlock(TypedDict):
+    """An approval as read from a record (``approved_block``)."""
+
+    summary: str
+    triggers: list[str]
+    importance: int
+    projects: list[str]
+    approved_at: str
+
+
+class FlushPlan(TypedDict):
+    """The host's pre-compaction flush plan (``memory/flushPlan``)."""
+
+    prompt: str
+    systemPrompt: str
+    persistenceToolNames: list[str]
+    lookupToolNames: list[str]
+    instructions: str
+
+
+class FlushPlanAnswer(TypedDict):
+    plan: FlushPlan | None  # None: the flush could save nothing
+
+
+class RecallReceipt(Receipt):
+    """The publication's receipt, with the recall block as written (null: cleared)."""
+
+    id: str
+    revision: int
+    records: list[PublishedRecord]
+    recall: ApprovedRecall | None
+
+
 @dataclass(frozen=True)
 class RecallBlock:
     """What the owner approves; ``approved_by`` and ``approved_at`` are added by the service."""
@@ -108,11 +168,11 @@ class RecallBlock:
     importance: int = IMPORTANCE_DEFAULT
     projects: tuple[str, ...] = ()
 
-    def to_params(self) -> dict[str, Any]:
+    def to_params(self) -> JsonObject:
         return {"summary": self.summary, "triggers": list(self.triggers), "importance": self.importance,
                 "projects": list(self.projects)}
 
-    def approved(self, now: str) -> dict[str, Any]:
+    def approved(self, now: str) -> ApprovedRecall:
         return {**self.to_params(), "approved_by": APPROVED_BY, "approved_at": now}
 
 
@@ -122,7 +182,7 @@ class RecallInput:
     recall: RecallBlock | None  # None clears the block
     request_id: str | None = None  # None: derived on the lane, see derived_request_id
 
-    def digest_params(self) -> dict[str, Any]:
+    def digest_params(self) -> JsonObject:
         return {"id": self.id, "recall": self.recall.to_params() if self.recall else None}
 
 
@@ -156,7 +216,7 @@ BLOCK_PARAMS = Params(
 )
 RECALL_PARAMS = Params(
     RecordId("id", required=True, description="A record id, e.g. pg_01J..."),
-    Value("recall", _parse_block, required=True, json={**BLOCK_PARAMS.schema(), "type": ["object", "null"]},
+    Value("recall", _parse_block, required=True, json={"anyOf": [BLOCK_PARAMS.schema(), {"type": "null"}]},
           description="The summary to approve, or null to clear it"),
     RequestId("requestId", description="A fresh id per approval; without one it is derived from the record, "
               "its revision and the block"),
@@ -198,7 +258,7 @@ def derived_request_id(record_id: str, revision: int, block: RecallBlock | None)
     return "recall:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:40]
 
 
-def set_recall(engine: RecallEngine, caller: Caller, params: Any) -> dict[str, Any]:
+def set_recall(engine: RecallEngine, caller: Caller, params: Any) -> RecallReceipt:
     """Approve (or, with ``recall: null``, clear) the recall block of one exact current record.
 
     Publishes the record's next revision; returns the publication receipt,
@@ -210,7 +270,7 @@ def set_recall(engine: RecallEngine, caller: Caller, params: Any) -> dict[str, A
     entry = engine.enter(caller, write=True, create=False)
     _check_may_approve(entry.authority)
 
-    def work(runtime: OpenStore, authority: Authority) -> dict[str, Any]:
+    def work(runtime: OpenStore, authority: Authority) -> RecallReceipt:
         publisher, partition = runtime.publisher, authority.partition
         ctx = WriteContext(runtime.store, runtime.catalog, partition, authority.agent, authority.attribution(),
                            format_timestamp(utc_now()))
@@ -293,7 +353,7 @@ def plan_recall(ctx: WriteContext, request: RecallInput, request_id: str, digest
 # --- candidates ------------------------------------------------------------------------------
 
 
-def recall_candidates(engine: RecallEngine, caller: Caller, params: Any) -> dict[str, Any]:
+def recall_candidates(engine: RecallEngine, caller: Caller, params: Any) -> RecallCandidates:
     """Approved recall summaries for a host to match: ``{"candidates": [...]}``.
 
     Only owner-private audiences and conversations with an owner read grant
@@ -312,10 +372,10 @@ def recall_candidates(engine: RecallEngine, caller: Caller, params: Any) -> dict
     return entry.run(lambda runtime, a: {"candidates": list_candidates(runtime, a.partition, query)})
 
 
-def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) -> list[dict[str, Any]]:
+def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) -> list[RecallCandidate]:
     """Current records with an approved block, by importance (highest first), then record id.  A claim that
     does not hold now (its validFrom is still ahead, or its validTo passed) is not a candidate."""
-    found = []
+    found: list[RecallCandidate] = []
     now = utc_now()
     for row in runtime.catalog.current(partition, with_recall=True):
         block = approved_block(row.view)
@@ -334,7 +394,7 @@ def list_candidates(runtime: OpenStore, partition: str, query: CandidatesQuery) 
     return found[:query.limit]
 
 
-def approved_block(view: RecordView) -> dict[str, Any] | None:
+def approved_block(view: RecordView) -> ApprovedBlock | None:
     """A record's recall block if the service wrote it and it may be injected; else None.
 
     A block without the service's ``approved_by``/``approved_at``, or on a
@@ -356,7 +416,7 @@ def approved_block(view: RecordView) -> dict[str, Any] | None:
 # --- pre-compaction flush ----------------------------------------------------------------------
 
 
-def flush_plan(engine: RecallEngine, caller: Caller) -> dict[str, Any] | None:
+def flush_plan(engine: RecallEngine, caller: Caller) -> FlushPlan | None:
     """The host's pre-compaction flush plan, or None when the flush could save nothing.
 
     None when writes are disabled (which also keeps memory-core from
@@ -380,7 +440,7 @@ def flush_plan(engine: RecallEngine, caller: Caller) -> dict[str, Any] | None:
     })
 
 
-def validate_flush_plan(plan: Any) -> dict[str, Any]:
+def validate_flush_plan(plan: Any) -> FlushPlan:
     """Check a flush plan's shape; a tool named both for lookup and for persistence is refused.
 
     Only a successful save counts as persistence, so a lookup tool listed

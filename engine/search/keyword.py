@@ -21,6 +21,7 @@ from typing import Any
 
 import tantivy
 
+from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
 from ..index.analysis import Analyzer
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..core.errors import ForeignReference, InvalidParams, StaleCursor
@@ -29,7 +30,7 @@ from ..index.tantivy_index import PartitionIndex
 from ..core.params import Choice, Integer, Name, Number, Params, Query, String, Value
 from ..vault.records import KINDS
 from ..store.reads import AS_OF, reference
-from ..store.summaries import record_summary
+from ..store.summaries import RecordSummary, Reference, record_summary
 from ..store.store import Store
 
 QUERY_MAX_BYTES = 8192
@@ -107,7 +108,8 @@ class CursorSigner:
         payload = json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
         return base64.urlsafe_b64encode(payload).decode().rstrip("=") + "." + self._mac(payload)
 
-    def open(self, cursor: str) -> dict[str, Any]:
+    def open(self, cursor: str) -> JsonObject:
+        """The state ``sign`` was given: any JSON object a caller signed, checked against its binding by it."""
         body, _, mac = cursor.partition(".")
         try:
             payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
@@ -118,10 +120,23 @@ class CursorSigner:
         return json.loads(payload)
 
 
-def _binding(store_id: str, partition: str, request: SearchRequest) -> dict[str, Any]:
+class CursorBinding(TypedDict):
+    """What a cursor is bound to, besides the index version: its store, partition, query and filters."""
+
+    store: str
+    partition: str
+    query: str  # a digest of the query text
+    kind: str | None
+    type: str | None
+    minScore: float
+    limit: int
+    asOf: NotRequired[str]  # a later page answers as of the same moment as the first
+
+
+def _binding(store_id: str, partition: str, request: SearchRequest) -> CursorBinding:
     """What a cursor is bound to, besides the index version."""
     digest = hashlib.sha256(request.query.encode("utf-8")).hexdigest()[:32]
-    binding = {"store": store_id, "partition": partition, "query": digest, "kind": request.kind,
+    binding: CursorBinding = {"store": store_id, "partition": partition, "query": digest, "kind": request.kind,
                "type": request.type, "minScore": request.min_score, "limit": request.limit}
     if request.as_of is not None:  # a later page answers as of the same moment as the first
         binding["asOf"] = format_timestamp(request.as_of)
@@ -129,6 +144,20 @@ def _binding(store_id: str, partition: str, request: SearchRequest) -> dict[str,
 
 
 # --- search --------------------------------------------------------------------------------
+
+
+class SearchHit(RecordSummary):
+    snippet: str
+    score: float
+    assertionOrigin: JsonValue
+    attribution: JsonValue
+    ref: Reference
+    link: NotRequired[str]  # the native tool's hits of the private partition
+
+
+class SearchAnswer(TypedDict):
+    hits: list[SearchHit]
+    nextCursor: NotRequired[str]
 
 
 def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest) -> tantivy.Query:
@@ -148,7 +177,7 @@ def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest
 
 
 def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: int, analyzer: Analyzer,
-           signer: CursorSigner, partition: str, request: SearchRequest) -> dict[str, Any]:
+           signer: CursorSigner, partition: str, request: SearchRequest) -> SearchAnswer:
     terms = analyzer.query_terms(request.query)
     if not terms:
         raise InvalidParams("the query has no words to search for", field="query")
@@ -168,7 +197,7 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
     moment = request.as_of or utc_now()
     snippets = tantivy.SnippetGenerator.create(searcher, query, index.schema, "body")
     snippets.set_max_num_chars(SNIPPET_CHARS)
-    hits: list[dict[str, Any]] = []
+    hits: list[SearchHit] = []
     next_cursor = None
     # Index order, a window at a time: a claim that does not hold at ``moment`` is passed over, so a page
     # still holds ``limit`` hits and the cursor names the index position after the last one served.
@@ -197,14 +226,14 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
             # current, nor a claim that does not hold at the moment asked.
             if row is not None and row.view.valid_at(moment):
                 hits.append(_hit(store.store_id, row, document, snippets, score))
-    response: dict[str, Any] = {"hits": hits}
+    response: SearchAnswer = {"hits": hits}
     if next_cursor is not None:
         response["nextCursor"] = next_cursor
     return response
 
 
 def _hit(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
-         score: float) -> dict[str, Any]:
+         score: float) -> SearchHit:
     view = row.view
     snippet = snippets.snippet_from_doc(document).fragment().strip()
     if not snippet:

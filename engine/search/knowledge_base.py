@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Literal, Protocol, Union
 
 import tantivy
 
+from ..core.answers import NotRequired, TypedDict
 from ..index.analysis import Analyzer
 from ..access.authority import Authority, Caller, StoreEntry
 from ..index.embedding import Embedder, EmbeddingRuntime
@@ -159,7 +160,50 @@ class KnowledgeEngine(StoreEntry[SearchableStore], Protocol):
     def analyzer(self) -> Analyzer: ...
 
 
-def search_knowledge(engine: KnowledgeEngine, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+class KnowledgeItem(TypedDict):
+    """A window of one published item's revision (`knowledge_item_id` given)."""
+
+    type: Literal["knowledge"]
+    knowledge_item_id: str
+    knowledge_revision_id: str
+    content: str
+    content_offset: int
+    content_limit: int
+    content_total_chars: int
+    content_truncated: bool
+
+
+class KnowledgeResult(TypedDict):
+    knowledge_item_id: str
+    knowledge_revision_id: str
+    title: str
+    content: str
+    content_truncated: bool
+    reference: str
+    score: float
+
+
+class LexicalFallback(TypedDict):
+    """Why results were ranked by keywords alone, and how many."""
+
+    to: Literal["lexical"]
+    reason: str
+    message: str
+    results: int
+
+
+class KnowledgeSearch(TypedDict):
+    type: Literal["knowledge_search"]
+    results: list[KnowledgeResult]
+    mode: str
+    fallback: NotRequired[LexicalFallback]
+    index_pending: NotRequired[int]
+
+
+KnowledgeAnswer = Union[KnowledgeItem, KnowledgeSearch]
+
+
+def search_knowledge(engine: KnowledgeEngine, caller: Caller, args: dict[str, Any]) -> KnowledgeAnswer:
     """The tool: the runtime switch, then the caller's knowledge:read authority, then one of the two shapes."""
     if not engine.settings.current().knowledge_runtime_enabled:
         raise RuntimeDisabled("the Knowledge Base runtime is switched off (knowledgeRuntimeEnabled is false)",
@@ -175,7 +219,7 @@ def search_knowledge(engine: KnowledgeEngine, caller: Caller, args: dict[str, An
 # --- addressed reads ----------------------------------------------------------------------------
 
 
-def addressed_read(runtime: SearchableStore, authority: Authority, request: AddressedRead) -> dict[str, Any]:
+def addressed_read(runtime: SearchableStore, authority: Authority, request: AddressedRead) -> KnowledgeItem:
     """A window of a published item's current revision, or of the exact revision it names."""
     store, catalog, partition = runtime.store, runtime.catalog, authority.partition
     rows = catalog.rows_for_id(partition, request.item_id)
@@ -212,7 +256,7 @@ class _Semantic:
 
 
 def query_search(runtime: SearchableStore, authority: Authority, request: QuerySearch,
-                 embeddings: EmbeddingRuntime, analyzer: Analyzer) -> dict[str, Any]:
+                 embeddings: EmbeddingRuntime, analyzer: Analyzer) -> KnowledgeSearch:
     """Rank the current revisions of current records (of one tag, with knowledge_base_id)."""
     partition = authority.partition
     runtime.indexes.catch_up(partition)
@@ -226,7 +270,7 @@ def query_search(runtime: SearchableStore, authority: Authority, request: QueryS
         runtime, partition, analyzer, request.query, paths))
     found = _results(runtime, partition, ranked, request.max_results, base)
     fallback_results = sum(1 for path, _ in found if path in fell_back)
-    envelope: dict[str, Any] = {"type": "knowledge_search", "results": [result for _, result in found],
+    envelope: KnowledgeSearch = {"type": "knowledge_search", "results": [result for _, result in found],
                                 "mode": request.mode}
     if semantic.fallback is not None or fallback_results:
         envelope["fallback"] = {"to": "lexical", "reason": semantic.fallback or NOT_EMBEDDED_YET,

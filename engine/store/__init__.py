@@ -14,6 +14,7 @@ refused, history kept in git, outside edits noticed.
     disguises    escapes, entities, NFKC, invisible and look-alike characters, base64: undone for the check
     attached_text  an attached file as the check reads it: UTF-16, gzip and zip members, binary runs
     reads        exact and history reads, diagnostics, line windows, references
+    answers      what those reads and the publications answer, declared (engine/core/answers.py)
     attachments  knowledge_attach and knowledge_attach_file: retained originals
     open_store   OpenStore: a store as work on its lane reaches it (the runtime implements it)
     githistory   the vault's git repository: commits of exactly the published bytes

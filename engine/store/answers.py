@@ -1,70 +1,30 @@
-"""The store package's declared answers: receipts, exact reads, history, diagnostics and reads by reference.
+"""What the store's reads and publications answer, declared once (engine/core/answers.py): the exact read of
+a record, its history, the citation of a revision and the receipts of a publication.
 
-Each is a ``TypedDict`` (``engine.core.answers``): the code is held to it and the published output
-schemas are made from it.  The record summary and the reference are in ``summaries``.
+The tools return these as they are (engine/wire/tools.py publishes their ``outputSchema``).  A record read
+shows the file's frontmatter as written, and its summary as the record view reads it (a value of the wrong
+type is None); a file that is not a record at all has only its ``sha256``, ``status``, ``path`` and
+``findings``.  The record summary and the reference are in ``summaries``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from ..core.answers import JsonObject, NotRequired, TypedDict
-from .summaries import Reference
+from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
+from .summaries import RecordSummary, Reference
 
 
-class GitState(TypedDict):
-    """Where a publication's git checkpoint stands: ``commit`` once ``committed``."""
+class FindingEntry(TypedDict):
+    """One validation result, its empty fields left out."""
 
-    state: Literal["committed", "pending", "unavailable"]
-    commit: NotRequired[str]
-
-
-class GitSummary(TypedDict):
-    """One partition's git queue: pending checkpoints, the last error, the newest commit."""
-
-    state: Literal["committed", "pending"]
-    pending: int
-    lastError: str | None
-    commit: str | None
-
-
-class PublishedRecord(TypedDict):
-    id: str
-    revision: int
-    kind: str
-
-
-class PublishedItem(TypedDict):
-    id: str
-    revision: int
-
-
-class PublishedSource(TypedDict):
-    """A retained original a publication installed (``knowledge_attach``, ``knowledge_attach_file``)."""
-
-    id: str
-    sha256: str
-    size: int
-    mediaType: str
-    filename: str | None
-    retainedPath: str
-
-
-class Receipt(TypedDict):
-    """What a publication answers, and an identical retry answers again.  Which of the optional keys it
-    has follows from the write: a page's ``id``/``revision``, remembered ``items``, an attached
-    ``source`` with the ``vaultId``, a recall block."""
-
-    publicationId: str
-    requestId: str | None
-    git: GitState
-    id: NotRequired[str]
-    revision: NotRequired[int]
-    records: NotRequired[list[PublishedRecord]]
-    items: NotRequired[list[PublishedItem]]
-    source: NotRequired[PublishedSource]
-    vaultId: NotRequired[str]
-    recall: NotRequired[JsonObject | None]
+    code: str
+    message: str
+    severity: str
+    path: NotRequired[str]
+    field: NotRequired[str]
+    line: NotRequired[int]
+    record_id: NotRequired[str]
 
 
 class ValidityAnswer(TypedDict):
@@ -76,41 +36,38 @@ class ValidityAnswer(TypedDict):
 
 
 class RecordRead(TypedDict):
-    """An exact read (``knowledge_record``): the file's bytes' digest, its status and, when it parses, the
-    record.  ``frontmatter`` is the file's own mapping, unknown keys included; a file that does not parse
-    has only its findings."""
-
     sha256: str
     status: str
     path: str
-    findings: list[JsonObject]
-    id: NotRequired[str | None]
+    findings: list[FindingEntry]
+    id: NotRequired[str | None]  # the record summary's (engine/store/summaries.py): None where the file's is no text
     revision: NotRequired[int | None]
     kind: NotRequired[str | None]
     title: NotRequired[str | None]
     frontmatter: NotRequired[JsonObject]
     body: NotRequired[str]
     validity: NotRequired[ValidityAnswer]
+    link: NotRequired[str]
 
 
-class HistoryGit(TypedDict):
+class GitCommit(TypedDict):
     commit: str
 
 
-class HistoryEntry(TypedDict):
+class Revision(TypedDict):
     revision: int
     sha256: str
     origin: str
     publicationId: str | None
     observedAt: str
-    updatedAt: str | None
-    lifecycle: str | None
-    title: str | None
-    attribution: JsonObject | None
-    git: HistoryGit | None
+    updatedAt: JsonValue
+    lifecycle: JsonValue
+    title: JsonValue
+    attribution: JsonValue
+    git: GitCommit | None
 
 
-class HistoryEvent(TypedDict):
+class OutsideEvent(TypedDict):
     """An edit, rename or deletion seen outside the engine."""
 
     kind: str
@@ -119,10 +76,95 @@ class HistoryEvent(TypedDict):
     at: str
 
 
-class History(TypedDict):
+class RecordHistory(TypedDict):
     id: str
-    revisions: list[HistoryEntry]
-    events: list[HistoryEvent]
+    revisions: list[Revision]
+    events: list[OutsideEvent]
+    link: NotRequired[str]
+
+
+class GitState(TypedDict):
+    state: Literal["committed", "pending", "unavailable"]
+    commit: NotRequired[str]
+
+
+class PublishedRecord(TypedDict):
+    id: str
+    revision: int
+    kind: str
+    link: NotRequired[str]
+
+
+class SavedItem(TypedDict):
+    id: str
+    revision: int
+    link: NotRequired[str]
+
+
+class Receipt(TypedDict):
+    """What every publication answers; an identical retry gets the same receipt."""
+
+    publicationId: str
+    requestId: str | None
+    git: GitState
+
+
+class PageReceipt(Receipt):
+    id: str
+    revision: int
+    records: list[PublishedRecord]
+    link: NotRequired[str]
+
+
+class RememberReceipt(Receipt):
+    items: list[SavedItem]
+    records: list[PublishedRecord]
+
+
+class SourceSummary(TypedDict):
+    id: str
+    sha256: str
+    size: int
+    mediaType: str
+    filename: str | None
+    retainedPath: str
+
+
+class SourceReceipt(Receipt):
+    source: SourceSummary
+    vaultId: str
+
+
+class LookupMatch(RecordSummary):
+    ref: Reference
+    link: NotRequired[str]
+
+
+class LookupAnswer(TypedDict):
+    """At most one match: a name shared by several records resolves to none (`ambiguous`)."""
+
+    matches: list[LookupMatch]
+    ambiguous: bool
+
+
+class ResumeAnswer(TypedDict):
+    """The caller's partition's checkpoint: `reason` says why it is pending or unavailable."""
+
+    state: str
+    reason: NotRequired[str]
+    publications: NotRequired[int]
+    commit: NotRequired[str]
+    index: NotRequired[str]  # a git index behind the history: the private partition's only
+
+
+class GitSummary(TypedDict):
+    """One partition's git queue (``memory/health``'s ``git``): ``unavailable`` with its ``reason`` without git."""
+
+    state: Literal["committed", "pending", "unavailable"]
+    pending: NotRequired[int]
+    lastError: NotRequired[str | None]
+    commit: NotRequired[str | None]
+    reason: NotRequired[str]
 
 
 class OntologySources(TypedDict):
@@ -130,33 +172,40 @@ class OntologySources(TypedDict):
 
 
 class Diagnostics(TypedDict):
-    """Scoped validation: findings (errors first, at most 1,000), files per status, the ontology's files,
-    publications not yet applied, and the git queue."""
+    """Scoped validation of the caller's partition: at most 1,000 findings, ``truncated`` past them."""
 
-    findings: list[JsonObject]
+    findings: list[FindingEntry]
     total: int
     truncated: bool
-    files: dict[str, int]
+    files: dict[str, int]  # files per status
     ontology: OntologySources
     pendingPublications: int
     git: GitSummary
 
 
+class Health(Diagnostics):
+    """``memory/health``: the diagnostics with their verdict."""
+
+    ok: bool
+    errors: int
+    warnings: int
+
+
 class EvidenceLocator(TypedDict):
-    """Where one cited piece of evidence is kept; the retained file's facts when it is in the partition."""
+    """Where a cited piece of evidence is kept; an invalid record's citation may name anything at all."""
 
-    source: str | None
-    lines: NotRequired[list[int]]
-    quote: NotRequired[str]
-    retainedPath: NotRequired[str | None]
-    mediaType: NotRequired[str | None]
-    sha256: NotRequired[str | None]
-    size: NotRequired[int | None]
+    source: JsonValue
+    lines: NotRequired[JsonValue]
+    quote: NotRequired[JsonValue]
+    retainedPath: NotRequired[str]
+    mediaType: NotRequired[str]
+    sha256: NotRequired[str]
+    size: NotRequired[int]
 
 
-# ``from`` is a Python keyword: this one is declared in the functional form.
-ReadAnswer = TypedDict("ReadAnswer", {
-    "ref": Reference, "title": str | None, "kind": str | None, "from": int, "lines": int, "totalLines": int,
+# ``memory/read``: lines of the exact revision a search hit's reference names ("from" is a keyword: the
+# functional form declares it).
+ReferenceRead = TypedDict("ReferenceRead", {
+    "ref": Reference, "title": str, "kind": str, "from": int, "lines": int, "totalLines": int,
     "truncated": bool, "text": str, "evidence": list[EvidenceLocator], "evidenceTruncated": bool,
 })
-ReadAnswer.__doc__ = "Lines of the exact revision a search hit's reference names (``memory/read``)."

@@ -30,7 +30,7 @@ import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
-from .answers import PublishedSource, Receipt
+from .answers import SourceReceipt, SourceSummary
 from .credentials import decoded_for_scan, texts_of
 from ..core.errors import (
     Conflict, Denied, ForeignReference, InvalidParams, LimitExceeded, NotFound, RuntimeDisabled,
@@ -235,7 +235,7 @@ def _default_filename(name: str) -> str | None:
 # --- the tools -----------------------------------------------------------------------------------
 
 
-def attach(engine: "AttachEngine", caller: "Caller", params: Any) -> Receipt:
+def attach(engine: "AttachEngine", caller: "Caller", params: Any) -> SourceReceipt:
     """``knowledge_attach``: retain base64 content as a source; returns the receipt with its descriptor id."""
     request = parse_attach_input(params)
     engine.refuse_secrets([*texts_of(params, skip=frozenset({"content"})),
@@ -245,7 +245,7 @@ def attach(engine: "AttachEngine", caller: "Caller", params: Any) -> Receipt:
                            request.media_type)
 
 
-def attach_file(engine: "AttachEngine", caller: "Caller", params: Any) -> Receipt:
+def attach_file(engine: "AttachEngine", caller: "Caller", params: Any) -> SourceReceipt:
     """``knowledge_attach_file``: retain a workspace file, verified against the caller's sha256."""
     request = parse_attach_file_input(params)
     engine.refuse_secrets(texts_of(params))
@@ -270,10 +270,10 @@ def attach_file(engine: "AttachEngine", caller: "Caller", params: Any) -> Receip
 
 def _publish_source(engine: "AttachEngine", caller: "Caller", operation: str, request_id: str, digest: str,
                     expected_vault_id: str | None, load: Callable[[], tuple[bytes, str]],
-                    filename: str | None, media_type: str) -> Receipt:
+                    filename: str | None, media_type: str) -> SourceReceipt:
     """Publish one original and its descriptor; an identical retry returns the original receipt."""
 
-    def work(runtime: "OpenStore", authority: "Authority") -> Receipt:
+    def work(runtime: "OpenStore", authority: "Authority") -> SourceReceipt:
         vault_id = runtime.store.manifest().vault_id
         if expected_vault_id is not None and expected_vault_id != vault_id:
             raise ForeignReference("expectedVaultId names another vault than the caller's store",
@@ -290,7 +290,7 @@ def _publish_source(engine: "AttachEngine", caller: "Caller", operation: str, re
         )
         writes = [FileWrite(descriptor.retained_path, "source", content),
                   FileWrite(descriptor.descriptor_path, "descriptor", descriptor.render())]
-        summary: PublishedSource = {"id": source_id, "sha256": sha, "size": len(content), "mediaType": media_type,
+        summary: SourceSummary = {"id": source_id, "sha256": sha, "size": len(content), "mediaType": media_type,
                    "filename": filename, "retainedPath": descriptor.retained_path}
         plan = Plan(authority.partition, operation, request_id, digest, authority.agent, writes,
                     {"source": summary, "vaultId": vault_id})

@@ -14,7 +14,7 @@ from typing import Any
 
 from .catalog import Catalog
 from .catalog_reads import CatalogReads, RecordRow
-from .answers import Diagnostics, EvidenceLocator, GitSummary, History, HistoryEntry, ReadAnswer, RecordRead
+from .answers import Diagnostics, EvidenceLocator, GitSummary, RecordHistory, RecordRead, ReferenceRead, Revision
 from .summaries import PROVIDER, Reference, record_summary, reference
 from ..core.errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, StaleRevision
 from ..core.files import read_file, sha256_bytes
@@ -117,12 +117,12 @@ def _bytes_of(store: Store, catalog: CatalogReads, partition: str, row: RecordRo
     return data
 
 
-def history(catalog: CatalogReads, partition: str, record_id: str) -> History:
+def history(catalog: CatalogReads, partition: str, record_id: str) -> RecordHistory:
     """Every revision kept of a record, who wrote it, and edits seen outside the engine."""
     revisions = catalog.revisions(partition, record_id)
     if not revisions and not catalog.rows_for_id(partition, record_id):
         raise NotFound("no record with that id in this partition", id=record_id)
-    entries: list[HistoryEntry] = []
+    entries: list[Revision] = []
     for row in revisions:
         record, _ = parse_record(row.content, row.path)
         view = record.view if record is not None else EMPTY
@@ -202,7 +202,7 @@ LOOKUP_PARAMS = Params(Query("name", max_chars=TITLE_MAX_CHARS, required=True,
 
 
 def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: Reference,
-                   start: int, count: int, moment: datetime | None = None) -> ReadAnswer:
+                   start: int, count: int, moment: datetime | None = None) -> ReferenceRead:
     """Lines of the exact current revision a reference names; a changed revision is refused."""
     if ref["store"] != store.store_id:
         raise ForeignReference("the reference belongs to another store", field="ref")

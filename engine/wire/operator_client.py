@@ -18,6 +18,7 @@ import json
 import socket
 from typing import Any, BinaryIO
 
+from ..core.answers import JsonObject, JsonValue
 from ..operator.methods import read_operator_token
 from ..state.statedir import StateDir
 from .messages import MAX_MESSAGE_BYTES
@@ -52,7 +53,8 @@ class OperatorConnection:
         self._replies: BinaryIO | None = None
         self._ids = itertools.count(1)
 
-    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    def call(self, method: str, params: dict[str, Any] | None = None) -> JsonValue:
+        """The ``result`` of ``method``: the answer that operator method declares (engine/operator/methods.py)."""
         if self._socket is None:
             self.connect()
         try:
@@ -90,7 +92,7 @@ class OperatorConnection:
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
-    def _exchange(self, method: str, params: dict[str, Any]) -> Any:
+    def _exchange(self, method: str, params: dict[str, Any]) -> JsonValue:
         assert self._socket is not None and self._replies is not None
         request_id = next(self._ids)
         line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
@@ -105,7 +107,7 @@ class OperatorConnection:
             raise ConnectionError("a reply to another request arrived")
         return message.get("result")
 
-    def _next_reply(self) -> dict[str, Any]:
+    def _next_reply(self) -> JsonObject:
         """The next reply, past any notification the engine pushed in between (they carry no id)."""
         assert self._replies is not None
         while True:

@@ -33,7 +33,7 @@ from ..memory.knowledge_index import INDEX_PARAMS, index_for
 from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
 from ..operator.methods import OperatorMethods, authenticate_operator
-from .tools import ToolRegistry, tool_result
+from .tools import ToolRegistry, ToolResult
 from .tool_list import ToolListWatch, tool_list_state
 from .listen import LISTEN, TOOLS_LIST_CHANGED, ListenKind, ListenStream, ToolListSource, open_stream
 from .modern import (AUTHENTICATE, DISCOVER, HANDSHAKE, HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS, REMOVED_METHODS,
@@ -383,7 +383,7 @@ class Dispatcher:
                 watch.told(*watch.read())
         return {"tools": self.tools.listed(state.claim_kinds, writes=state.writes)}
 
-    def _tools_call(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    def _tools_call(self, session: Session, params: dict[str, Any]) -> ToolResult:
         """A tool's own failure is its result (``isError``); a request that is not a tool call, or whose
         ``_meta`` is malformed, is a JSON-RPC error like any other method's."""
         read = TOOLS_CALL_PARAMS.read(without_meta(params))
@@ -397,12 +397,7 @@ class Dispatcher:
         tool = self.tools.get(name)
         if tool is None:
             raise InvalidParams(f"unknown tool {name!r}", field="name")
-        caller = self.caller(session, params)
-        try:
-            result = tool.handler(self.engine, caller, arguments)
-        except KnowledgeError as exc:
-            return tool_result(exc.to_dict(), error=True)
-        return tool_result(result)
+        return tool.call(self.engine, self.caller(session, params), arguments)
 
 
 def cancelled_request(data: bytes) -> tuple[type, Any] | None:

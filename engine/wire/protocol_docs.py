@@ -11,8 +11,62 @@ from __future__ import annotations
 import json
 
 from .protocol import ERROR_CODES
+from ..core.answers import output_schema
 from ..vault.ontology import Ontology
-from .tools import CORE_TOOLS, with_claim_kinds
+from .tools import CORE_TOOLS, ToolError, with_claim_kinds
+
+RESULTS = """## Results
+
+Every tool publishes an `outputSchema`, generated from the answer its handler declares (a TypedDict,
+engine/core/answers.py), and every result carries both forms of its answer:
+
+- `structuredContent`: the answer, conforming to the tool's `outputSchema`.  Every object in an answer is
+  closed (`additionalProperties: false`) except values that are JSON by nature (a record's `frontmatter`, a
+  page type's field specifications).  Where a tool answers in one of several shapes (`knowledge_record`'s
+  record or history, `knowledge_ontology`'s views, `search_knowledge`'s item or search), the schema is an
+  object with `anyOf` the shapes.  The test suite validates every result it produces against the schema with
+  `jsonschema` (tests/conftest.py), and fails the test that produced one outside it.
+- `content`: one text block holding the same answer exactly as JavaScript prints it with
+  `JSON.stringify(structuredContent, null, 2)`: two-space indentation, integer-like keys first, numbers
+  as a client reads them (`1.0` is `1`), only the escapes JavaScript makes.  Clients that mirror structured
+  content to their model (OpenClaw compares the text block with exactly that string and drops it when
+  equal) then show the answer once instead of twice; clients that read only text still get all of it.
+
+A tool's own failure is a result with `isError: true` whose `structuredContent` is the error: its `reason`,
+`message` and the error's data fields (`field`, `id`, `revision`, ...), the schema at the end of this page,
+with the same text form.  It does not conform to the tool's `outputSchema` and need not: MCP asks
+conforming structured content of a tool's results, and the SDK clients (Python and TypeScript) validate
+only results without `isError`.  The suite holds every error result to the error schema instead.
+
+### Schemas and strict mode
+
+Rules every published schema keeps (tests/engine/wire/test_tool_answers.py checks them on every tool):
+
+- The root of every `inputSchema` and `outputSchema` is `type: object`.
+- No type lists: a value that may be null is `anyOf: [{...}, {type: null}]`, which OpenAI's strict mode and
+  Gemini's schema subset both read (a `["object", "null"]` type draws warnings in Gemini-style subsets).
+- Every input object is closed (`additionalProperties: false`) with its properties declared, and an input
+  schema uses only `type`, `properties`, `required`, `additionalProperties`, `items`, `enum`,
+  `description`, `title`, `anyOf`, `default`, `minimum`, `maximum`, `minLength`, `maxLength`, `minItems`,
+  `maxItems` and `pattern`, and no `$ref`.
+
+Where the tools do not fit OpenAI's strict mode or a Gemini-style subset, and why:
+
+- Optional parameters.  Strict mode wants every property in `required` (an optional one written as
+  nullable).  The tools' optional parameters are left out of `required` and are not nullable, because the
+  engine refuses `null` for many of them (a null `limit` is refused, never read as the default).  A client in strict mode
+  sends these tools with `strict: false`, which OpenAI allows per function.
+- `knowledge_save_page`'s `fields` is an open object: its keys and types are the page type's, defined by the
+  caller's ontology (`knowledge_ontology`, view `definitions`), so no fixed schema can close it.  Strict mode
+  needs every object closed; this is the tool that must go without it.
+- `knowledge_attach`'s `content` carries `contentEncoding: base64`, an annotation outside Gemini's subset
+  (its description says base64 as well); an adapter that drops unknown keywords loses nothing.
+- Output schemas are for clients that validate answers, never for a model's constrained decoding: they keep
+  optional keys out of `required` (an answer leaves out what does not apply rather than sending null), use
+  `$ref`/`$defs` for shapes used more than once and recursive JSON values, and `anyOf` at the root for
+  answers of several shapes: none of which a strict decoder needs.
+
+"""
 
 
 def render() -> str:
@@ -27,11 +81,17 @@ def render() -> str:
         "`idempotentHint` true (an identical retry returns the first receipt); `openWorldHint` false.",
         "",
     ]
+    lines += RESULTS
     shipped = list(Ontology.shipped().claim_kinds)  # what tools/list offers a caller without extensions
     for tool in CORE_TOOLS:
-        schema = with_claim_kinds(tool.descriptor(), shipped)["inputSchema"]
+        descriptor = with_claim_kinds(tool.descriptor(), shipped)
         lines += [f"## `{tool.name}`{' (write)' if tool.writes else ''}", "", f"*{tool.title}.* {tool.description}", "",
-                  "```json", json.dumps(schema, indent=2, ensure_ascii=False), "```", ""]
+                  "Input (`inputSchema`):", "",
+                  "```json", json.dumps(descriptor["inputSchema"], indent=2, ensure_ascii=False), "```", "",
+                  "Answer (`outputSchema`):", "",
+                  "```json", json.dumps(descriptor["outputSchema"], indent=2, ensure_ascii=False), "```", ""]
+    lines += ["## Error result (`isError: true`)", "",
+              "```json", json.dumps(output_schema(ToolError), indent=2, ensure_ascii=False), "```", ""]
     lines += ["## Error reasons", "", "| reason | JSON-RPC code |", "| --- | ---: |"]
     lines += [f"| `{reason}` | {code} |" for reason, code in ERROR_CODES.items()]
     return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..access.authority import AgentCaller, StoreEntry
+from ..core.answers import TypedDict
 from ..core.changes import ChangeFeed, Subscription
 from ..core.errors import KnowledgeError
 from ..state.config import SettingsSource
@@ -51,7 +52,12 @@ class ToolListEngine(StoreEntry[OpenStore], Protocol):
     def changes(self) -> ChangeFeed: ...
 
 
-def list_changed_notification() -> dict[str, Any]:
+class ListChanged(TypedDict):
+    jsonrpc: str
+    method: str
+
+
+def list_changed_notification() -> ListChanged:
     return {"jsonrpc": "2.0", "method": LIST_CHANGED}
 
 

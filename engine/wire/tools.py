@@ -3,32 +3,91 @@
 Tools take no store, agent, path or scope argument: the caller's credential
 and audience decide where they act.  Each tool names the ``Params`` its
 handler reads (engine/core/params.py); its input schema is generated from
-them, so the bounds a client sees are the bounds the engine checks.
+them, so the bounds a client sees are the bounds the engine checks.  Each
+names the answer its handler returns (a TypedDict, engine/core/answers.py);
+its ``outputSchema`` is generated from that, and the suite validates every
+answer it sees against it (tests/conftest.py).
+
+A result's text is its structured answer as ``JSON.stringify(value, null, 2)``
+prints it (``pretty_json``): clients that mirror structured content as text
+(OpenClaw) recognise that exact text as a duplicate and show the model the
+answer once.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
+import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from pydantic import ConfigDict
 
 from ..store import attachments
 from ..search import knowledge_base
 from ..memory import ontology_views, recall
 from ..access.authority import AgentCaller
-from ..core.errors import InvalidParams
+from ..core.answers import JsonObject, JsonValue, TypedDict, output_schema
+from ..core.errors import InvalidParams, KnowledgeError
 from ..core.params import NO_PARAMS, Choice, Params
-from ..search.keyword import SEARCH_PARAMS
+from ..search.keyword import SEARCH_PARAMS, SearchAnswer
+from ..store.answers import (
+    LookupAnswer, PageReceipt, RecordHistory, RecordRead, RememberReceipt, ResumeAnswer, SourceReceipt,
+)
 from ..store.inputs import PAGE_CALL, REMEMBER_CALL
 from ..store.reads import LOOKUP_PARAMS, RECORD_PARAMS
 
-if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
+if TYPE_CHECKING:
     from ..service import Engine
 
-ToolHandler = Callable[["Engine", AgentCaller, dict[str, Any]], dict[str, Any]]
+ToolHandler = Callable[["Engine", AgentCaller, dict[str, Any]], Any]  # returns the tool's declared answer
 
 RECORD_TOOL_PARAMS = RECORD_PARAMS + Params(Choice("view", ("record", "history"), default="record"))
+
+
+class ToolError(TypedDict):
+    """What a failed call's ``structuredContent`` carries (``isError: true``): the engine error's ``reason``
+    and ``message`` and its data fields (``field``, ``id``, ``revision``...), as a JSON-RPC error's ``data``.
+    It is not the tool's ``outputSchema``: MCP asks conforming structured content of results, and clients
+    validate only those without ``isError``.  The suite holds every error result to this shape."""
+
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]  # the error's own data fields
+
+    reason: str
+    message: str
+
+
+class TextContent(TypedDict):
+    type: str
+    text: str
+
+
+class ToolResult(TypedDict):
+    content: list[TextContent]
+    structuredContent: Any  # the tool's declared answer, or a ToolError
+    isError: bool
+
+
+class ToolAnnotations(TypedDict):
+    title: str
+    readOnlyHint: bool
+    destructiveHint: bool
+    idempotentHint: bool
+    openWorldHint: bool
+
+
+class ToolDescriptor(TypedDict):
+    """A tool as ``tools/list`` lists it; the two schemas are JSON Schema documents."""
+
+    name: str
+    title: str
+    description: str
+    inputSchema: JsonObject
+    outputSchema: JsonObject
+    annotations: ToolAnnotations
 
 
 @dataclass(frozen=True)
@@ -37,14 +96,24 @@ class Tool:
     description: str
     params: Params  # what the handler reads, and the source of the input schema
     handler: ToolHandler
+    answer: Any  # the TypedDict (or Union of them) the handler returns, and the source of the output schema
     writes: bool = False
     title: str = ""  # what a client shows its user
 
-    def descriptor(self) -> dict[str, Any]:
+    def descriptor(self) -> ToolDescriptor:
         return {"name": self.name, "title": self.title, "description": self.description,
-                "inputSchema": self.params.schema(), "annotations": self.annotations()}
+                "inputSchema": self.params.schema(), "outputSchema": copy.deepcopy(output_schema(self.answer)),
+                "annotations": self.annotations()}
 
-    def annotations(self) -> dict[str, Any]:
+    def call(self, engine: Engine, caller: AgentCaller, arguments: dict[str, Any]) -> ToolResult:
+        """The ``tools/call`` result: the handler's answer, or the engine error it raised (``isError``)."""
+        try:
+            answer = self.handler(engine, caller, arguments)
+        except KnowledgeError as exc:
+            return tool_result(exc.to_dict(), error=True)
+        return tool_result(answer)
+
+    def annotations(self) -> ToolAnnotations:
         """MCP's hints, for a client deciding what to ask its user before a call.  Nothing a tool does is
         destructive: a write publishes a new revision and keeps every earlier one.  Every call is idempotent:
         a write's identical retry (its requestId) returns the first receipt and changes nothing.  And none
@@ -53,17 +122,90 @@ class Tool:
                 "idempotentHint": True, "openWorldHint": False}
 
 
-def tool_result(value: dict[str, Any], *, error: bool = False) -> dict[str, Any]:
-    """An MCP tool result: the JSON as text for any client, and the same object structured."""
-    return {"content": [{"type": "text", "text": json.dumps(value, ensure_ascii=False)}],
-            "structuredContent": value, "isError": error}
+def tool_result(value: Any, *, error: bool = False) -> ToolResult:
+    """An MCP tool result: the answer structured, and the same JSON as text in the form clients recognise as
+    its mirror (``pretty_json``)."""
+    return {"content": [{"type": "text", "text": pretty_json(value)}], "structuredContent": value,
+            "isError": error}
 
 
-def _grep(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str, Any]:
+def pretty_json(value: JsonValue) -> str:
+    """``value`` as a JavaScript client prints the same JSON with ``JSON.stringify(value, null, 2)``.
+
+    OpenClaw drops a text block equal to exactly that (src/agents/mcp-content.ts) and shows its model the
+    structured content alone.  Beside two-space indentation and ``": "``, the client's printing differs from
+    Python's ``json.dumps`` in numbers (``1.0`` reads back as ``1``, ``1e-07`` prints as ``1e-7``), in key
+    order (integer-like keys of an object come first, ascending) and in escapes (only quotes, backslashes,
+    control characters and lone surrogates, in lower-case hex): each is followed here."""
+    return _pretty(value, "")
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
+_ARRAY_INDEX_MAX = 2**32 - 2  # the largest key JavaScript orders as an array index
+
+
+def _pretty(value: Any, indent: str) -> str:
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, (int, float)):
+        return _js_number(value)
+    if isinstance(value, str):
+        return _js_string(value)
+    inner = indent + "  "
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(inner + _pretty(item, inner) for item in value) + "\n" + indent + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        # Keys as the wire writes them (json.dumps: 1 is "1", True is "true"), then in JavaScript's order.
+        named = {key if isinstance(key, str) else json.dumps(key): item for key, item in value.items()}
+        indices = sorted((key for key in named if _is_array_index(key)), key=int)
+        keys = indices + [key for key in named if not _is_array_index(key)]
+        return ("{\n" + ",\n".join(f"{inner}{_js_string(key)}: {_pretty(named[key], inner)}" for key in keys)
+                + "\n" + indent + "}")
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _is_array_index(key: str) -> bool:
+    return _ARRAY_INDEX.fullmatch(key) is not None and int(key) <= _ARRAY_INDEX_MAX
+
+
+def _js_string(text: str) -> str:
+    return '"' + _NEEDS_ESCAPE.sub(lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), text) + '"'
+
+
+def _js_number(number: int | float) -> str:
+    """ECMAScript's Number::toString of the double the client parses ``number`` into."""
+    if isinstance(number, int) and abs(number) <= 2**53:
+        return str(number)
+    number = float(number)
+    if not math.isfinite(number):  # never on the wire (engine/wire/messages.py): JSON.stringify's null
+        return "null"
+    if number == 0:
+        return "0"
+    sign, digits, exponent = Decimal(repr(abs(number))).normalize().as_tuple()
+    shown = "".join(map(str, digits))
+    k, n = len(shown), len(shown) + int(exponent)  # value = 0.shown * 10**n
+    prefix = "-" if number < 0 else ""
+    if k <= n <= 21:
+        return prefix + shown + "0" * (n - k)
+    if 0 < n <= 21:
+        return prefix + shown[:n] + "." + shown[n:]
+    if -6 < n <= 0:
+        return prefix + "0." + "0" * -n + shown
+    mantissa = shown if k == 1 else shown[0] + "." + shown[1:]
+    return f"{prefix}{mantissa}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
+
+
+def _grep(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> SearchAnswer:
     return engine.search(caller, args, declared=SEARCH_PARAMS, links=True)
 
 
-def _record(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str, Any]:
+def _record(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> RecordRead | RecordHistory:
     values = RECORD_TOOL_PARAMS.read(args)
     if values["view"] == "history":
         if values["revision"] is not None:  # every revision is listed: one named beside it is refused, not dropped
@@ -74,12 +216,12 @@ def _record(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[s
     return engine.get_record(caller, values["id"], values["revision"], values["asOf"])
 
 
-def _lookup(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str, Any]:
+def _lookup(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> LookupAnswer:
     values = LOOKUP_PARAMS.read(args)
     return engine.lookup(caller, values["name"], values["asOf"])
 
 
-def _resume(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> dict[str, Any]:
+def _resume(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> ResumeAnswer:
     NO_PARAMS.read(args)
     return engine.resume(caller)
 
@@ -91,6 +233,7 @@ CORE_TOOLS = [
         "hit of this query (0..1). Search once for each entity a task names before planning.",
         SEARCH_PARAMS,
         _grep,
+        SearchAnswer,
         title="Search Knowledge by keywords",
     ),
     Tool(
@@ -98,6 +241,7 @@ CORE_TOOLS = [
         "Exact lookup of a record by id, title or alias. A name shared by several records resolves to none.",
         LOOKUP_PARAMS,
         _lookup,
+        LookupAnswer,
         title="Look up a Knowledge record by name",
     ),
     Tool(
@@ -106,6 +250,7 @@ CORE_TOOLS = [
         "revision kept, with who wrote it. Historical, withdrawn and invalid records stay readable here.",
         RECORD_TOOL_PARAMS,
         _record,
+        RecordRead | RecordHistory,
         title="Read a Knowledge record or its history",
     ),
     Tool(
@@ -115,6 +260,7 @@ CORE_TOOLS = [
         "'replaces' to correct an earlier claim. Never stores your own inference: record analysis on a page.",
         REMEMBER_CALL,
         lambda engine, caller, args: engine.remember(caller, args),
+        RememberReceipt,
         writes=True,
         title="Remember claims with their evidence",
     ),
@@ -124,6 +270,7 @@ CORE_TOOLS = [
         "revision with id and expectedRevision. Keep one page per significant entity or piece of work.",
         PAGE_CALL,
         lambda engine, caller, args: engine.save_page(caller, args),
+        PageReceipt,
         writes=True,
         title="Save a Knowledge page",
     ),
@@ -134,6 +281,7 @@ CORE_TOOLS = [
         "the owner granted read-and-save, may approve; claims from sources or inference cannot be approved.",
         recall.RECALL_PARAMS,
         recall.set_recall,
+        recall.RecallReceipt,
         writes=True,
         title="Approve a summary for automatic recall",
     ),
@@ -144,6 +292,7 @@ CORE_TOOLS = [
         "page with a fingerprint.",
         ontology_views.ONTOLOGY_PARAMS,
         ontology_views.ontology_view,
+        ontology_views.OntologyAnswer,
         title="Knowledge vocabulary",
     ),
     Tool(
@@ -152,6 +301,7 @@ CORE_TOOLS = [
         "roots only; its sha256 must match). Cite the returned source id from claims and pages.",
         attachments.ATTACH_FILE,
         attachments.attach_file,
+        SourceReceipt,
         writes=True,
         title="Attach a local file as evidence",
     ),
@@ -161,6 +311,7 @@ CORE_TOOLS = [
         "cannot share files. Cite the returned source id from claims and pages.",
         attachments.ATTACH,
         attachments.attach,
+        SourceReceipt,
         writes=True,
         title="Attach content as evidence",
     ),
@@ -169,6 +320,7 @@ CORE_TOOLS = [
         "Retry the local git checkpoint of your vault now; receipts report git state 'pending' until it runs.",
         NO_PARAMS,
         _resume,
+        ResumeAnswer,
         writes=True,
         title="Retry the vault's git checkpoint",
     ),
@@ -177,6 +329,7 @@ CORE_TOOLS = [
         knowledge_base.TOOL_DESCRIPTION,
         knowledge_base.TOOL_PARAMS,
         knowledge_base.search_knowledge,
+        knowledge_base.KnowledgeAnswer,
         title="Search the Knowledge Base",
     ),
 ]
@@ -193,7 +346,7 @@ class ToolRegistry:
     def get(self, name: Any) -> Tool | None:
         return self._tools.get(name) if isinstance(name, str) else None
 
-    def listed(self, claim_kinds: Iterable[str] | None = None, *, writes: bool | None = None) -> list[dict[str, Any]]:
+    def listed(self, claim_kinds: Iterable[str] | None = None, *, writes: bool | None = None) -> list[ToolDescriptor]:
         """Every tool; the save tools only while writes are enabled (``writes``: as read with the claim kinds,
         else now).  ``claim_kinds``: the caller's active ontology's, so ``knowledge_remember`` offers exactly the
         kinds the engine will accept from it (engine/wire/tool_list.py reads both)."""
@@ -204,7 +357,7 @@ class ToolRegistry:
                 if writes or not tool.writes]
 
 
-def with_claim_kinds(descriptor: dict[str, Any], claim_kinds: list[str]) -> dict[str, Any]:
+def with_claim_kinds(descriptor: ToolDescriptor, claim_kinds: list[str]) -> ToolDescriptor:
     """``descriptor`` with its ``claimKind`` enum set to ``claim_kinds`` (tools without one are returned as is).
 
     The enum is never declared with the parameters (store/inputs.py): claim kinds are the ontology's to define."""

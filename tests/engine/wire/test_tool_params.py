@@ -131,6 +131,11 @@ def _sample(schema: dict[str, Any]) -> Any:
 
 def probes(schema: dict[str, Any], path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any, bool, str]]:
     """(path, value, allowed by the schema, what is probed) for every bound in ``schema``."""
+    if "anyOf" in schema:  # a value that may also be null: the bounds are its other member's
+        for member in schema["anyOf"]:
+            if member.get("type") != "null":
+                yield from probes(member, path)
+        return
     kinds = schema.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     if "object" in kinds and "properties" in schema:
@@ -187,8 +192,9 @@ def _placed(document: Any, path: tuple[Any, ...], value: Any, schema: dict[str, 
 
 def _schema_at(schema: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any]:
     for step in path:
+        schema = next((member for member in schema.get("anyOf", ()) if member.get("type") != "null"), schema)
         schema = schema["items"] if isinstance(step, int) or step == "*" else schema["properties"][step]
-    return schema
+    return next((member for member in schema.get("anyOf", ()) if member.get("type") != "null"), schema)
 
 
 def _error(read: Any, arguments: Any) -> KnowledgeError | None:
