@@ -27,7 +27,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, Union, cast
 
 from ..core.answers import JsonObject, NotRequired, TypedDict
-from ..store.answers import FindingEntry
+from ..core.findings import FindingAnswer
 from ..store.catalog import Catalog
 from ..store.summaries import RecordSummary, record_summary
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
@@ -211,7 +211,7 @@ class ChainLink(TypedDict):
     applied: bool
 
 
-class OntologyFinding(FindingEntry):
+class OntologyFinding(FindingAnswer):
     concerns: Literal["definition", "record"]
 
 

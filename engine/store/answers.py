@@ -12,19 +12,8 @@ from __future__ import annotations
 from typing import Literal
 
 from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
+from ..core.findings import FindingAnswer
 from .summaries import RecordSummary, Reference
-
-
-class FindingEntry(TypedDict):
-    """One validation result, its empty fields left out."""
-
-    code: str
-    message: str
-    severity: str
-    path: NotRequired[str]
-    field: NotRequired[str]
-    line: NotRequired[int]
-    record_id: NotRequired[str]
 
 
 class ValidityAnswer(TypedDict):
@@ -39,7 +28,7 @@ class RecordRead(TypedDict):
     sha256: str
     status: str
     path: str
-    findings: list[FindingEntry]
+    findings: list[FindingAnswer]
     id: NotRequired[str | None]  # the record summary's (engine/store/summaries.py): None where the file's is no text
     revision: NotRequired[int | None]
     kind: NotRequired[str | None]
@@ -174,7 +163,7 @@ class OntologySources(TypedDict):
 class Diagnostics(TypedDict):
     """Scoped validation of the caller's partition: at most 1,000 findings, ``truncated`` past them."""
 
-    findings: list[FindingEntry]
+    findings: list[FindingAnswer]
     total: int
     truncated: bool
     files: dict[str, int]  # files per status
