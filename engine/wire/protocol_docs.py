@@ -55,7 +55,11 @@ Where the tools do not fit OpenAI's strict mode or a Gemini-style subset, and wh
 - Optional parameters.  Strict mode wants every property in `required` (an optional one written as
   nullable).  The tools' optional parameters are left out of `required` and are not nullable, because the
   engine refuses `null` for many of them (a null `limit` is refused, never read as the default).  A client in strict mode
-  sends these tools with `strict: false`, which OpenAI allows per function.
+  sends these tools with `strict: false`, which OpenAI allows per function.  The OpenAI Agents SDK does
+  not fall back by itself: with `convert_schemas_to_strict=True` it converts every tool but
+  `knowledge_save_page` and makes every optional parameter required, so a model must send a `cursor`, a
+  `kind`, an `asOf` with every `knowledge_grep`, and a first search is refused (`cursor is not a cursor from
+  this engine`).  Leave `convert_schemas_to_strict` at its default, false (docs/benchmarks/clients.md).
 - `knowledge_save_page`'s `fields` is an open object: its keys and types are the page type's, defined by the
   caller's ontology (`knowledge_ontology`, view `definitions`), so no fixed schema can close it.  Strict mode
   needs every object closed; this is the tool that must go without it.
@@ -81,7 +85,7 @@ def render() -> str:
         "`idempotentHint` true (an identical retry returns the first receipt); `openWorldHint` false.",
         "",
     ]
-    lines += RESULTS
+    lines += RESULTS.splitlines()
     shipped = list(Ontology.shipped().claim_kinds)  # what tools/list offers a caller without extensions
     for tool in CORE_TOOLS:
         descriptor = with_claim_kinds(tool.descriptor(), shipped)

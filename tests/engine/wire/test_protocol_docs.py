@@ -13,6 +13,12 @@ def test_the_tool_reference_matches_the_served_schemas():
         "regenerate with: python -m engine.wire.protocol_docs > docs/protocol-tools.md"
 
 
+def test_the_tool_reference_keeps_its_prose_as_lines():
+    lines = render().splitlines()
+    assert "## Results" in lines and "### Schemas and strict mode" in lines
+    assert any(line.startswith("- Optional parameters.") for line in lines)
+
+
 def test_the_protocol_guide_names_every_tool_and_host_method():
     guide = (DOCS / "protocol.md").read_text(encoding="utf-8")
     for tool in CORE_TOOLS:
