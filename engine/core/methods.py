@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from .params import Params
+from .params import Params, without_meta
 
 
 @dataclass(frozen=True)
@@ -40,3 +40,9 @@ class Method:
 def handlers(methods: Iterable[Method]) -> dict[str, Callable[..., Any]]:
     """The handlers of ``methods`` by name: a method table as the wire registers it."""
     return {method.name: method.handler for method in methods}
+
+
+def operator_handler(method: Method) -> Callable[[Any, dict[str, Any]], Any]:
+    """An operator method as a method table holds it: its handler given the request's params without
+    ``_meta`` (an operator session has no audience)."""
+    return lambda session, params: method.handler(without_meta(params))

@@ -36,7 +36,7 @@ from ..store.credentials import texts_of
 from ..core.methods import Method
 from ..core.errors import Conflict, Denied, InvalidParams, NotFound
 from ..core.ids import format_timestamp, parse_timestamp, utc_now
-from ..core.params import Choice, Integer, Name, Names, Params, RecordId, RequestId, Text, Value
+from ..core.params import NO_PARAMS, Choice, Integer, Name, Names, Params, RecordId, RequestId, Text, Value
 from ..store.inputs import FLUSH_ID
 from ..store.publication import Plan, request_hash
 from ..vault.record_view import RecordView
@@ -496,4 +496,11 @@ TOOLS = (
         "conversations the owner granted read-and-save, may approve; claims from sources or inference cannot be "
         "approved.",
     ),
+)
+
+
+HOST_METHODS = (
+    Method("memory/recallCandidates", CANDIDATES_PARAMS, RecallCandidates, recall_candidates),
+    Method("memory/flushPlan", NO_PARAMS, FlushPlanAnswer,
+           lambda engine, caller, args: {"plan": flush_plan(engine, caller)}),
 )
