@@ -11,12 +11,15 @@ from typing import Any
 from engine.core.answers import output_schema
 from engine.core.methods import Method
 from engine.core.params import Params
+from engine.gate.turn import gate_turn
 from engine.importers import methods as importer_methods
 from engine.operator.methods import PREFIX, operator_methods
 from engine.wire.host_methods import HOST_METHODS
 from engine.wire.protocol import SUBSCRIBE, Dispatcher
 from engine.wire.tools import CORE_TOOLS
-from tests.engine.operator.declared import declared_answer
+from tests.engine.gate_helpers import owner_caller, rerank_engine, seed
+from tests.engine.operator.declared import check_answer, declared_answer
+from tests.engine.operator.test_declared_answers import Desk
 
 
 def declared(engine) -> dict[str, tuple[Method, ...]]:
@@ -73,3 +76,25 @@ def test_the_dispatcher_serves_exactly_the_declared_methods(engine) -> None:
     assert served == ({method.name for method in kinds["host"]} | {SUBSCRIBE}
                       | {PREFIX + method.name for method in kinds["operator"] + kinds["importer"]})
     assert [tool["name"] for tool in dispatcher.tools.listed(writes=True)] == [tool.name for tool in kinds["tool"]]
+
+
+def test_the_operator_methods_passing_on_an_answer_answer_as_declared(tmp_path) -> None:
+    """search, record, ontology, labelGateTurn and gateWhatIf answer what another package builds: each answer
+    fits the declaration its Method names (tests/engine/operator/conftest.py checks the others)."""
+    with rerank_engine(tmp_path, {"Alice Martin": 0.9, "Harbour museum": 0.6},
+                       {"mode": "shadow", "journal": True}) as (engine, _):
+        caller = owner_caller(engine)
+        ids = seed(engine, caller)
+        gate_turn(engine, caller, {"message": "who painted the museum mural"})
+        desk = Desk(engine)
+        answers = {method.name: method.answer for method in operator_methods(engine)}
+        turn = desk.rpc("operator/gateJournal", {"agent": "main"})["turns"][0]
+        calls = {"search": {"agent": "main", "query": "Alice"},
+                 "record": {"agent": "main", "id": ids["Alice Martin"]},
+                 "ontology": {"agent": "main"},
+                 "labelGateTurn": {"agent": "main", "turn": turn["id"], "needed": [ids["Alice Martin"]]},
+                 "gateWhatIf": {"agent": "main", "threshold": 0.5}}
+        for name, params in calls.items():
+            answer = desk.rpc(PREFIX + name, params)
+            check_answer(answer, answers[name])
+        assert desk.rpc(PREFIX + "search", calls["search"])["hits"]
