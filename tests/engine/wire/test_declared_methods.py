@@ -11,15 +11,13 @@ from typing import Any
 from engine.core.answers import output_schema
 from engine.core.methods import Method
 from engine.core.params import Params
-from engine.gate.turn import gate_turn
 from engine.importers import methods as importer_methods
 from engine.operator.methods import PREFIX, operator_methods
 from engine.wire.host_methods import HOST_METHODS
 from engine.wire.protocol import SUBSCRIBE, Dispatcher
 from engine.wire.tools import CORE_TOOLS
-from tests.engine.gate_helpers import owner_caller, rerank_engine, seed
 from tests.engine.operator.declared import check_answer, declared_answer
-from tests.engine.operator.test_declared_answers import Desk
+from tests.engine.operator.test_declared_answers import journaled_desk
 
 
 def declared(engine) -> dict[str, tuple[Method, ...]]:
@@ -81,12 +79,7 @@ def test_the_dispatcher_serves_exactly_the_declared_methods(engine) -> None:
 def test_the_operator_methods_passing_on_an_answer_answer_as_declared(tmp_path) -> None:
     """search, record, ontology, labelGateTurn and gateWhatIf answer what another package builds: each answer
     fits the declaration its Method names (tests/engine/operator/conftest.py checks the others)."""
-    with rerank_engine(tmp_path, {"Alice Martin": 0.9, "Harbour museum": 0.6},
-                       {"mode": "shadow", "journal": True}) as (engine, _):
-        caller = owner_caller(engine)
-        ids = seed(engine, caller)
-        gate_turn(engine, caller, {"message": "who painted the museum mural"})
-        desk = Desk(engine)
+    with journaled_desk(tmp_path) as (engine, desk, ids):
         answers = {method.name: method.answer for method in operator_methods(engine)}
         turn = desk.rpc("operator/gateJournal", {"agent": "main"})["turns"][0]
         calls = {"search": {"agent": "main", "query": "Alice"},
