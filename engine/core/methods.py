@@ -28,7 +28,7 @@ from .params import Params, without_meta
 
 @dataclass(frozen=True)
 class Method:
-    name: str          # the wire name: a tool's name, or the method without its ``operator/`` prefix
+    name: str          # the wire name: a tool's, a host method's (memory/...), an operator method's without operator/
     params: Params     # what the handler reads: the source of the input schema
     answer: Any        # the TypedDict (or Union of them) the handler returns: the source of the output schema
     handler: Callable[..., Any]
@@ -38,7 +38,8 @@ class Method:
 
 
 def handlers(methods: Iterable[Method]) -> dict[str, Callable[..., Any]]:
-    """The handlers of ``methods`` by name: a method table as the wire registers it."""
+    """The handlers of ``methods`` by name, for callers in the engine's own process (the operator packages'
+    ``handlers``: the command line, the tests)."""
     return {method.name: method.handler for method in methods}
 
 
