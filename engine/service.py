@@ -53,9 +53,8 @@ from .search.keyword import (
 )
 from .store.answers import (
     Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
-    RememberReceipt, ResumeAnswer,
+    RememberReceipt, ResumeAnswer, StatusAnswer,
 )
-from .core.answers import TypedDict
 from .state.statedir import EngineLock, StateDir
 from .store.open_store import ReadView
 from .store.store import Store, remove_abandoned_builds
@@ -64,12 +63,6 @@ from .store.watcher import VaultWatcher
 from .store.writes import WriteContext, plan_remember, plan_save_page
 
 T = TypeVar("T")
-
-
-class StatusAnswer(TypedDict):
-    """``memory/status``: readiness only, no counts, scope, ids or paths."""
-
-    ready: bool
 
 
 

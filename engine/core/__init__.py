@@ -11,6 +11,7 @@ job runner.  Imports nothing else of the engine.
     labels     which titles read like instructions or markup (shown as ids only)
     params     the one reader of wire parameters: declared specs, the edge rules, tools/list's schemas
     answers    declared answers (TypedDict) and the output schemas generated from them
+    methods    one declaration for every tool, host and operator method: name, params, answer, handler
     jobs       the operator's long work, each on its own thread, with progress and cancel
     changes    what changed, pushed to subscribed operator connections
     links      record links (knowledge://record/<store>/<id>): the form, the strict parser, receipts' links

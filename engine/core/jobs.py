@@ -32,6 +32,8 @@ from models.errors import ModelCancelled, ModelError
 from .answers import JsonValue, NotRequired, TypedDict
 from .errors import ErrorAnswer, InvalidParams, KnowledgeError, NotFound
 from .ids import format_timestamp, new_id, utc_now
+from .methods import Method
+from .methods import handlers as method_handlers
 from .params import Params, String, Value
 
 log = logging.getLogger(__name__)
@@ -254,8 +256,8 @@ JOB_PARAMS = Params(Value("job"))   # jobs.get and jobs.cancel say when it names
 JOBS_PARAMS = Params(String("kind", what="a job kind"))
 
 
-def handlers(jobs: Jobs) -> dict[str, Callable[[dict[str, Any]], Any]]:
-    """``operator/job``, ``operator/jobs`` and ``operator/cancelJob``."""
+def methods(jobs: Jobs) -> tuple[Method, ...]:
+    """``operator/job``, ``operator/jobs`` and ``operator/cancelJob`` (engine/core/methods.py)."""
     def job(params: dict[str, Any]) -> JobAnswer:
         return jobs.get(JOB_PARAMS.read(params)["job"])
 
@@ -265,4 +267,9 @@ def handlers(jobs: Jobs) -> dict[str, Callable[[dict[str, Any]], Any]]:
     def cancel(params: dict[str, Any]) -> JobAnswer:
         return jobs.cancel(JOB_PARAMS.read(params)["job"])
 
-    return {"job": job, "jobs": listed, "cancelJob": cancel}
+    return (Method("job", JOB_PARAMS, JobAnswer, job), Method("jobs", JOBS_PARAMS, JobList, listed),
+            Method("cancelJob", JOB_PARAMS, JobAnswer, cancel))
+
+
+def handlers(jobs: Jobs) -> dict[str, Callable[[dict[str, Any]], Any]]:
+    return method_handlers(methods(jobs))

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..access.authority import OperatorCaller, StoreEntry
 from ..core.answers import TypedDict
 from .journal import KEEP_TURNS
+from ..core.methods import Method
 from ..core.params import AGENT, Integer, Params
 
 if TYPE_CHECKING:
@@ -63,8 +64,9 @@ class GateStats(TypedDict):
     scores: ScoreBins
 
 
-def handlers(engine: "StoreEntry[OpenStore]") -> dict[str, Callable[[dict[str, Any]], Any]]:
-    return {"gateStats": lambda params: gate_stats(engine, params)}
+def methods(engine: "StoreEntry[OpenStore]") -> tuple[Method, ...]:
+    """``operator/gateStats`` (engine/core/methods.py)."""
+    return (Method("gateStats", STATS_PARAMS, GateStats, lambda params: gate_stats(engine, params)),)
 
 
 def gate_stats(engine: "StoreEntry[OpenStore]", params: dict[str, Any]) -> GateStats:

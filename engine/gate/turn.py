@@ -57,6 +57,7 @@ from ..index.analysis import Analyzer
 from ..index.embedding import EmbeddingRuntime, text_digest
 from ..index.searchable import SearchableStore
 from ..search.passages import PassageFinder
+from ..core.methods import Method
 from ..core.params import Params, String
 from ..vault.records import PRIVATE_SCOPE
 
@@ -478,3 +479,6 @@ def _where(exc: BaseException) -> str:
         return type(exc).__name__
     last = frames[-1]
     return f"{type(exc).__name__}@{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"
+
+
+HOST_METHODS = (Method("memory/gate", GATE_PARAMS, GateAnswer, gate_turn),)

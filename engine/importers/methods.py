@@ -29,8 +29,10 @@ from typing import Any, Callable
 
 from ..core.errors import InvalidParams
 from ..core.jobs import JobContext
-from ..core.params import AgentName, Choice, Flag, Params, String, without_meta
+from ..core.methods import Method
+from ..core.params import AgentName, Choice, Flag, Params, String
 from ..service import Engine
+from ..wire.protocol import Dispatcher
 from .answers import AnyImport, ExportJob, ExportResult, ImportJob
 from .archive import export_archive
 from .common import Progress
@@ -46,14 +48,17 @@ IMPORT = Params(Choice("format", required=True, choices=tuple(FORMATS)),
 IMPORT_JOB, EXPORT_JOB = "import", "export"
 
 
-def register(dispatcher: Any, engine: Engine) -> None:
-    """Add this layer's ``operator/*`` methods to ``dispatcher`` (a ``wire.protocol.Dispatcher``)."""
-    handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
-        "export": lambda params: export(engine, params),
-        "startExport": lambda params: start_export(engine, params),
-        "import": lambda params: start_import(engine, params)}
-    for name, handler in handlers.items():
-        dispatcher.register("operator/" + name, lambda session, params, handler=handler: handler(without_meta(params)))
+def methods(engine: Engine) -> tuple[Method, ...]:
+    """This layer's ``operator/*`` methods (engine/core/methods.py)."""
+    return (Method("export", EXPORT, ExportResult, lambda params: export(engine, params)),
+            Method("startExport", EXPORT, ExportJob, lambda params: start_export(engine, params)),
+            Method("import", IMPORT, ImportJob, lambda params: start_import(engine, params)))
+
+
+def register(dispatcher: Dispatcher, engine: Engine) -> None:
+    """Serve this layer's methods on ``dispatcher``, as ``knowledge serve`` does."""
+    for method in methods(engine):
+        dispatcher.register_operator(method)
 
 
 def export(engine: Engine, params: dict[str, Any]) -> ExportResult:

@@ -25,7 +25,7 @@ import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Iterator
 
 from ..access.authority import Caller, StoreEntry
 from ..core.answers import NotRequired, TypedDict
@@ -33,6 +33,7 @@ from ..store.catalog import Catalog
 from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound
 from ..core.ids import format_timestamp, parse_timestamp
 from ..core.labels import clip, is_unsafe_label, one_line
+from ..core.methods import Method
 from ..core.params import Params, Value
 from ..vault.record_view import RecordView
 from ..vault.records import PRIVATE_SCOPE
@@ -301,3 +302,9 @@ def page_lookup_name(catalog: Catalog, partition: str, record_id: str, title: st
                      view: RecordView) -> str:
     """The name the index would print for a page: one ``knowledge_lookup`` resolves to exactly it."""
     return _lookup_name(catalog, partition, entry_of(record_id, "page", None, title, 0.0, view))
+
+
+HOST_METHODS = (
+    Method("memory/index", INDEX_PARAMS, IndexAnswer,
+           lambda engine, caller, args: index_for(engine, caller, INDEX_PARAMS.read(args)["firstMessageAt"])),
+)

@@ -18,6 +18,7 @@ from ..access.authority import Authority, Caller
 from ..core.answers import TypedDict
 from ..state.config import SettingsSource
 from ..core.labels import is_unsafe_label, one_line
+from ..core.methods import Method
 from ..core.params import Params, Value
 
 PROJECT_KEY_MAX_CHARS = 256  # as approved recall's project keys
@@ -142,3 +143,9 @@ def prompt_for(engine: PromptEngine, caller: Caller, project_key: str | None = N
     save_tools = writes_enabled and authority.can_write and engine.can_save(caller)
     return {"text": memory_prompt(writes_enabled=writes_enabled, save_tools=save_tools,
                                   project_key=project_key)}
+
+
+HOST_METHODS = (
+    Method("memory/prompt", PROMPT_PARAMS, PromptAnswer,
+           lambda engine, caller, args: prompt_for(engine, caller, PROMPT_PARAMS.read(args)["projectKey"])),
+)

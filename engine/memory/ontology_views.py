@@ -30,6 +30,7 @@ from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.findings import FindingAnswer
 from ..store.catalog import Catalog
 from ..store.summaries import RecordSummary, record_summary
+from ..core.methods import Method
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..core.files import UnsafePath, check_relative_path, read_file
 from ..core.params import Choice, Flag, Integer, Name, Params, String
@@ -440,3 +441,13 @@ def _diagnostics(catalog: Catalog, partition: str, ontology: Ontology, request: 
     errors = sum(1 for finding in findings if finding.get("severity", "error") == "error")
     return cast(DiagnosticsBody, _page("diagnostics", findings, request, key="findings", chain=chain,
                                        extensionsApply=partition == PRIVATE_SCOPE, errors=errors))
+
+
+TOOLS = (
+    Method(
+        "knowledge_ontology", ONTOLOGY_PARAMS, OntologyAnswer, ontology_view, title="Knowledge vocabulary",
+        description="The vocabulary of your vault: page types with their fields and filing, relationship types with "
+        "endpoint constraints, claim kinds; views catalog (default), definitions, sources and diagnostics, paged, "
+        "each page with a fingerprint.",
+    ),
+)

@@ -33,9 +33,10 @@ from ..access.authority import CONVERSATION, OPERATOR, OWNER_PRIVATE, Authority,
 from ..store.catalog_reads import RecordRow
 from ..store.summaries import RecordSummary, record_summary
 from ..store.credentials import texts_of
+from ..core.methods import Method
 from ..core.errors import Conflict, Denied, InvalidParams, NotFound
 from ..core.ids import format_timestamp, parse_timestamp, utc_now
-from ..core.params import Choice, Integer, Name, Names, Params, RecordId, RequestId, Text, Value
+from ..core.params import NO_PARAMS, Choice, Integer, Name, Names, Params, RecordId, RequestId, Text, Value
 from ..store.inputs import FLUSH_ID
 from ..store.publication import Plan, request_hash
 from ..vault.record_view import RecordView
@@ -484,3 +485,22 @@ def flush_request_id(flush_id: str, operation: str, texts: list[str]) -> str:
     canonical = json.dumps({"flushId": flush_id, "operation": operation, "texts": [t.strip() for t in texts]},
                            ensure_ascii=False, separators=(",", ":"))
     return "flush:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:48]
+
+
+TOOLS = (
+    Method(
+        "knowledge_recall", RECALL_PARAMS, RecallReceipt, set_recall, writes=True,
+        title="Approve a summary for automatic recall",
+        description="Approve (or with recall: null, clear) a short summary of one record for automatic recall, with "
+        "optional triggers, importance 1-10 and project keys. Only the owner's private conversations, or "
+        "conversations the owner granted read-and-save, may approve; claims from sources or inference cannot be "
+        "approved.",
+    ),
+)
+
+
+HOST_METHODS = (
+    Method("memory/recallCandidates", CANDIDATES_PARAMS, RecallCandidates, recall_candidates),
+    Method("memory/flushPlan", NO_PARAMS, FlushPlanAnswer,
+           lambda engine, caller, args: {"plan": flush_plan(engine, caller)}),
+)

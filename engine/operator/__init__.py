@@ -1,7 +1,7 @@
 """The owner's desk on the socket: operator/* methods the desktop calls (browsing records,
 previews, gate tuning, models), and the model manager.
 
-    methods          OperatorMethods: the operator/* table and the operator token
+    methods          every operator/* method as its feature declares it (operator_methods); the operator token
     browse           recent, browse, record pages, backlinks for the desktop
     gate_operator    gate settings, replay, labelling
     model_operator   model catalogue, pull, verify, choose

@@ -35,7 +35,10 @@ from ..state.config import parse_settings
 from ..decision.runtime import DecisionRuntime
 from ..core.errors import InvalidParams, KnowledgeError
 from ..gate.turn import GateEngine, GateStop, authority_check, evaluate
-from ..gate.journal import LIST_MAX, THRESHOLD_GRID, clear_journal, journal_turns, label_turn, list_turns, what_if
+from ..gate.journal import LIST_MAX, THRESHOLD_GRID, GateTurn, WhatIf, clear_journal, journal_turns, label_turn
+from ..gate.journal import list_turns, what_if
+from ..core.methods import Method
+from ..core.methods import handlers as method_handlers
 from ..state.gate_settings import KEYS, GateConfig, GateSettings, parse_gate_settings
 from ..core.params import AGENT, NO_PARAMS, Flag, Integer, Number, Params, String, Value
 from ..core.jobs import Jobs
@@ -119,13 +122,26 @@ class GateOperatorEngine(GateEngine, Protocol):
     def state(self) -> StateDir: ...
 
 
+def methods(engine: GateOperatorEngine) -> tuple[Method, ...]:
+    """The gate view's ``operator/*`` methods (engine/core/methods.py)."""
+    gate = GateOperator(engine)
+    return (
+        Method("gateSettings", NO_PARAMS, GateSettingsView, gate.settings),
+        Method("checkGateSettings", GATE_BLOCK, GateCheck, gate.check_settings),
+        Method("setGateSettings", NEW_GATE_BLOCK, GateSettingsView, gate.set_settings),
+        Method("gateLog", LOG, GateTurns, gate.log),
+        Method("gateJournal", JOURNAL, GateTurns, gate.journal),
+        Method("labelGateTurn", LABEL, GateTurn, gate.label),  # the journal's turn, as it answers it
+        Method("clearGateJournal", AGENT, JournalCleared, gate.clear),
+        Method("gateWhatIf", WHAT_IF, WhatIf, gate.what_if),  # the journal's table, as it answers it
+        Method("gateReplay", REPLAY, Replay, gate.replay),
+        Method("startGateReplay", REPLAY, JobAnswer, gate.start_replay),
+    )
+
+
 def handlers(engine: GateOperatorEngine) -> dict[str, Callable[[dict[str, Any]], Any]]:
     """``operator/<name>`` handlers taking the request's params."""
-    methods = GateOperator(engine)
-    return {"gateSettings": methods.settings, "checkGateSettings": methods.check_settings,
-            "setGateSettings": methods.set_settings, "gateLog": methods.log, "gateJournal": methods.journal,
-            "labelGateTurn": methods.label, "clearGateJournal": methods.clear, "gateWhatIf": methods.what_if,
-            "gateReplay": methods.replay, "startGateReplay": methods.start_replay}
+    return method_handlers(methods(engine))
 
 
 def _thresholds(value: Any, field: str) -> list[float]:

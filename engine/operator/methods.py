@@ -82,9 +82,11 @@ from ..memory.knowledge_index import index_for
 from ..memory.memory_prompt import prompt_for
 from ..core.params import AGENT, NO_PARAMS, AgentName, Choice, Flag, Integer, Name, Params, RecordId, String, Value
 from ..core.params import check_count
-from ..core.params import without_meta
-from ..search.keyword import SEARCH_PARAMS
+from ..core.methods import Method, operator_handler
+from ..core.methods import handlers as method_handlers
+from ..search.keyword import SEARCH_PARAMS, SearchAnswer
 from ..state.registry import SCOPES
+from ..store.answers import RecordRead
 from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
 from ..state.config import WORKSPACE_ROOTS_MAX, Settings
 from ..state.statedir import StateDir
@@ -96,7 +98,7 @@ log = logging.getLogger(__name__)
 
 
 class MethodTable(Protocol):
-    """Where the operator methods are registered: the socket's dispatcher (the wire package, above this one)."""
+    """Where the operator methods may be registered (the socket's dispatcher gathers them itself)."""
 
     def register(self, method: str, handler: Callable[[Any, dict[str, Any]], Any]) -> None: ...
 
@@ -370,44 +372,44 @@ class OperatorMethods:
     def __init__(self, engine: "Engine") -> None:
         self.engine = engine
 
-    def register(self, dispatcher: MethodTable) -> None:
-        for name, handler in self.handlers().items():
-            dispatcher.register(PREFIX + name, _ignoring_session(handler))
+    def register(self, table: MethodTable) -> None:
+        """Register every ``operator/*`` method (``operator_methods``) into ``table``."""
+        for method in operator_methods(self.engine):
+            table.register(PREFIX + method.name, operator_handler(method))
 
     def handlers(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         """Every ``operator/*`` handler by its name without the prefix, each declaring its answer."""
-        handlers: dict[str, Callable[[dict[str, Any]], Any]] = {
-            "inventory": self.inventory,
-            "addAgent": self.add_agent,
-            "removeAgent": self.remove_agent,
-            "doctor": self.doctor,
-            "reindex": self.reindex,
-            "shareStore": self.share_store,
-            "useSharedStore": self.use_shared_store,
-            "useOwnStore": self.use_own_store,
-            "setSettings": self.set_settings,
-            "connections": self.connections,
-            "agentConfig": self.agent_config,
-            "records": self.records,
-            "types": self.types,
-            "search": self.search,
-            "record": self.record,
-            "links": self.links,
-            "history": self.history,
-            "diff": self.diff,
-            "source": self.source,
-            "approvals": self.approvals,
-            "prompt": self.prompt,
-            "index": self.index,
-            "ontology": self.ontology,
-            "health": self.health,
-        }
-        handlers.update(gate_operator.handlers(self.engine))   # the recall gate view (see gate_operator.py)
-        handlers.update(gate_stats.handlers(self.engine))      # its charts' figures
-        handlers.update(model_operator.handlers(self.engine))  # the models view (see model_operator.py)
-        handlers.update(operator_jobs.handlers(self.engine.jobs))   # polling and cancelling long work
-        handlers.update(partitions.handlers(self.engine))      # partitions and grants (partitions.py)
-        return handlers
+        return method_handlers(operator_methods(self.engine))
+
+    def methods(self) -> tuple[Method, ...]:
+        """This module's methods (engine/core/methods.py); ``search``, ``record`` and ``ontology`` answer as the
+        agent tools do."""
+        return (
+            Method("inventory", NO_PARAMS, Inventory, self.inventory),
+            Method("addAgent", ADD_AGENT, AgentAdded, self.add_agent),
+            Method("removeAgent", REMOVE_AGENT, Inventory, self.remove_agent),
+            Method("doctor", NO_PARAMS, DoctorReport, self.doctor),
+            Method("reindex", NO_PARAMS, Rebuilt, self.reindex),
+            Method("shareStore", SHARE_STORE, Inventory, self.share_store),
+            Method("useSharedStore", USE_SHARED_STORE, Inventory, self.use_shared_store),
+            Method("useOwnStore", AGENT, Inventory, self.use_own_store),
+            Method("setSettings", SET_SETTINGS, Inventory, self.set_settings),
+            Method("connections", NO_PARAMS, Connections, self.connections),
+            Method("agentConfig", AGENT_CONFIG, AgentSetup, self.agent_config),
+            Method("records", RECORDS, RecordPage, self.records),
+            Method("types", AGENT, RecordTypes, self.types),
+            Method("search", SEARCH, SearchAnswer, self.search),
+            Method("record", RECORD, RecordRead, self.record),
+            Method("links", ONE_RECORD, RecordLinks, self.links),
+            Method("history", ONE_RECORD, RecordHistory, self.history),
+            Method("diff", DIFF, RevisionDiff, self.diff),
+            Method("source", SOURCE, RetainedSource, self.source),
+            Method("approvals", APPROVALS, Approvals, self.approvals),
+            Method("prompt", PROMPT, PromptPreview, self.prompt),
+            Method("index", INDEX, IndexPreview, self.index),
+            Method("ontology", ONTOLOGY, ontology_views.OntologyAnswer, self.ontology),
+            Method("health", AGENT, Health, self.health),
+        )
 
     # --- owner administration: the only writes ---------------------------------------------
 
@@ -579,6 +581,9 @@ class OperatorMethods:
                 "maxChars": INDEX_MAX_CHARS}
 
 
-def _ignoring_session(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Any, dict[str, Any]], Any]:
-    """The handler, given the request's parameters without ``_meta`` (an operator session has no audience)."""
-    return lambda session, params: handler(without_meta(params))
+def operator_methods(engine: "Engine") -> tuple[Method, ...]:
+    """Every ``operator/*`` method but the wire's own ``operator/subscribe``, as its feature declares it:
+    this module's, then the recall gate view's (gate_operator.py) and its charts' (gate/stats.py), the models
+    view's (model_operator.py), the jobs' (core/jobs.py) and the partitions view's (partitions.py)."""
+    return (*OperatorMethods(engine).methods(), *gate_operator.methods(engine), *gate_stats.methods(engine),
+            *model_operator.methods(engine), *operator_jobs.methods(engine.jobs), *partitions.methods(engine))

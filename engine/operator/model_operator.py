@@ -44,6 +44,8 @@ from ..core.answers import NotRequired, TypedDict
 from ..core.errors import InvalidParams, NotFound, from_model_error
 from .model_benchmark import Benchmark, benchmark_model, compare_variants, model_variants
 from ..core.jobs import JobAnswer, JobContext, Jobs
+from ..core.methods import Method
+from ..core.methods import handlers as method_handlers
 from ..core.params import NO_PARAMS, Flag, Integer, Params, Value
 
 VERIFIED, UNVERIFIED, FAILED = "verified", "unverified", "failed"
@@ -163,10 +165,19 @@ class ModelEngine(Protocol):
     def jobs(self) -> Jobs: ...
 
 
+def methods(engine: ModelEngine) -> tuple[Method, ...]:
+    """The models view's ``operator/*`` methods (engine/core/methods.py)."""
+    models = ModelOperator(engine)
+    return (
+        Method("models", NO_PARAMS, ModelsReport, models.models),
+        Method("pullModel", PULL, JobAnswer, models.pull_model),
+        Method("benchmarkModel", BENCHMARK, JobAnswer, models.benchmark),
+        Method("setModelSettings", MODEL_SETTINGS_PARAMS, ModelsReport, models.set_model_settings),
+    )
+
+
 def handlers(engine: ModelEngine) -> dict[str, Callable[[dict[str, Any]], Any]]:
-    methods = ModelOperator(engine)
-    return {"models": methods.models, "pullModel": methods.pull_model, "benchmarkModel": methods.benchmark,
-            "setModelSettings": methods.set_model_settings}
+    return method_handlers(methods(engine))
 
 
 def catalogue() -> dict[str, catalogue_module.CatalogueEntry]:

@@ -33,6 +33,7 @@ from ..access.authority import SESSION_KEY_MAX
 from ..access.stores import StoreEntry, StoreResolver
 from ..core.errors import ErrorAnswer, InvalidParams, KnowledgeError, NotFound
 from ..core.ids import canonical_session_id
+from ..core.methods import Method
 from ..core.params import AgentName, Choice, Params, String, Value, check_name
 from ..state.registry import GRANT_ACCESS, Conversation, Grant, RegisteredGrant, Registry, StoreRecord
 from ..store.catalog_reads import CatalogReads, PartitionSummary
@@ -142,7 +143,8 @@ SET_GRANT = GRANT_KEY + Params(Choice("access", choices=GRANT_ACCESS, default="r
                                Value("sessionId", _session_id, nullable=True))
 
 
-def handlers(engine: PartitionsEngine) -> dict[str, Callable[[dict[str, Any]], Any]]:
+def methods(engine: PartitionsEngine) -> tuple[Method, ...]:
+    """The partitions view's ``operator/*`` methods (engine/core/methods.py)."""
     def partitions_of(params: dict[str, Any]) -> Partitions:
         return partitions(engine, STORE.read(params)["store"])
 
@@ -155,7 +157,8 @@ def handlers(engine: PartitionsEngine) -> dict[str, Callable[[dict[str, Any]], A
     def revoke(params: dict[str, Any]) -> GrantsLeft:
         return remove_grant(engine, GRANT_KEY.read(params))
 
-    return {"partitions": partitions_of, "grants": grants, "setGrant": grant, "removeGrant": revoke}
+    return (Method("partitions", STORE, Partitions, partitions_of), Method("grants", GRANTS, Grants, grants),
+            Method("setGrant", SET_GRANT, GrantSet, grant), Method("removeGrant", GRANT_KEY, GrantsLeft, revoke))
 
 
 def partitions(engine: PartitionsEngine, store_id: str) -> Partitions:

@@ -32,6 +32,7 @@ from ..index.searchable import SearchableStore
 from ..state.config import SettingsSource
 from ..core.errors import IndexFailed, InvalidParams, NotFound, RuntimeDisabled
 from ..core.ids import utc_now
+from ..core.methods import Method
 from ..vault.frontmatter import split_document
 from ..core.params import Choice, Integer, Name, Number, Params, RecordId, String
 from ..store.reads import fresh_row
@@ -420,3 +421,9 @@ def _results(runtime: SearchableStore, partition: str, ranked: list[tuple[str, f
                 "score": round(scores[path], 6),
             }))
     return results
+
+
+TOOLS = (
+    Method("search_knowledge", TOOL_PARAMS, KnowledgeAnswer, search_knowledge, title="Search the Knowledge Base",
+           description=TOOL_DESCRIPTION),
+)

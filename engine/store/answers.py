@@ -180,6 +180,12 @@ class Health(Diagnostics):
     warnings: int
 
 
+class StatusAnswer(TypedDict):
+    """``memory/status``: readiness only, no counts, scope, ids or paths."""
+
+    ready: bool
+
+
 class EvidenceLocator(TypedDict):
     """Where a cited piece of evidence is kept; an invalid record's citation may name anything at all."""
 

@@ -37,6 +37,7 @@ from ..core.errors import (
 )
 from ..vault.evidence import MEDIA_TYPE, SourceDescriptor, clean_filename, retained_path_for
 from ..core.files import UnsafePath
+from ..core.methods import Method
 from ..core.ids import SOURCE_PREFIX, format_timestamp, new_id, utc_now
 from ..core.params import Params, RecordId, RequestId, String, Value, check_size, refuse_controls
 from .publication import FileWrite, Plan, request_hash
@@ -428,3 +429,18 @@ def _path_error(exc: OSError, directory: int, name: str, at: str, shown: str) ->
     if exc.errno in (errno.EACCES, errno.EPERM):
         return Denied(f"the engine may not read {at}", field="filePath", path=shown)
     return InvalidParams(f"cannot open filePath: {exc.strerror}", field="filePath", path=shown)
+
+
+TOOLS = (
+    Method(
+        "knowledge_attach_file", ATTACH_FILE, SourceReceipt, attach_file, writes=True,
+        title="Attach a local file as evidence",
+        description="Retain a file from the owner's workspace as evidence (regular files inside the configured "
+        "workspace roots only; its sha256 must match). Cite the returned source id from claims and pages.",
+    ),
+    Method(
+        "knowledge_attach", ATTACH, SourceReceipt, attach, writes=True, title="Attach content as evidence",
+        description="Retain content sent inline (base64, at most 6,000,000 bytes decoded) as evidence, for clients "
+        "that cannot share files. Cite the returned source id from claims and pages.",
+    ),
+)

@@ -6,7 +6,8 @@ bridge, MCP's Streamable HTTP and the owner's operator connection.
     modern         MCP 2026-07-28 beside the handshake revisions: the envelope, result shape, server/discover
     listen         subscriptions/listen: a 2026-07-28 connection's stream of change notifications
     server         EngineServer: loopback TCP and the POSIX socket, bounded before initialize
-    tools          the knowledge_* tools and their published schemas
+    tools          the tools as tools/list publishes and tools/call calls them, gathered from their features
+    host_methods   the memory/* host methods, gathered from their features
     tool_list      notifications/tools/list_changed: what decides an agent's list, and its watch
     mcp_features   registers MCP's resources, prompts, completions and resource subscriptions:
       resources       records as resources: URIs, templates, list and read

@@ -22,17 +22,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import __version__
-from ..memory import recall
 from ..access.authority import AgentCaller, Audience, parse_instance
 from ..core.errors import Denied, InvalidParams, KnowledgeError, wire_codes
-from ..gate.turn import gate_turn
 from ..core.changes import TOPICS, Subscription
 from ..core.connections import ConnectionKey
 from ..core.params import NO_PARAMS, Params, Value, without_meta
-from ..memory.knowledge_index import INDEX_PARAMS, index_for
-from ..memory.memory_prompt import PROMPT_PARAMS, prompt_for
+from ..core.methods import Method, operator_handler
 from ..operator.methods import PREFIX as OPERATOR_PREFIX
-from ..operator.methods import OperatorMethods, authenticate_operator
+from ..operator.methods import authenticate_operator, operator_methods
+from .host_methods import HOST_METHODS
 from .tools import ToolRegistry, ToolResult
 from .tool_list import ToolListWatch, tool_list_state
 from .listen import LISTEN, TOOLS_LIST_CHANGED, ListenKind, ListenStream, ToolListSource, open_stream
@@ -134,20 +132,12 @@ class Dispatcher:
             "ping": lambda session, params: {},  # a liveness probe: whatever it carries, answered at once
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
-            "memory/search": lambda s, p: engine.search(self.caller(s, p), without_meta(p)),
-            "memory/read": lambda s, p: engine.read(self.caller(s, p), without_meta(p)),
-            "memory/health": lambda s, p: engine.health(self.caller(s, _no_params(p))),
-            "memory/status": lambda s, p: engine.status(self.caller(s, _no_params(p))),
-            "memory/recallCandidates": lambda s, p: recall.recall_candidates(engine, self.caller(s, p),
-                                                                             without_meta(p)),
-            "memory/flushPlan": lambda s, p: {"plan": recall.flush_plan(engine, self.caller(s, _no_params(p)))},
-            "memory/prompt": lambda s, p: prompt_for(engine, self.caller(s, p),
-                                                     PROMPT_PARAMS.read(without_meta(p))["projectKey"]),
-            "memory/index": lambda s, p: index_for(engine, self.caller(s, p),
-                                                   INDEX_PARAMS.read(without_meta(p))["firstMessageAt"]),
-            "memory/gate": lambda s, p: gate_turn(engine, self.caller(s, p), without_meta(p)),
         }
-        OperatorMethods(engine).register(self)
+        # The features' methods, as they declare them (engine/core/methods.py): the hosts' and the operator's.
+        for method in HOST_METHODS:
+            self.register(method.name, self._agent_method(method))
+        for method in operator_methods(engine):
+            self.register_operator(method)
         self.methods[SUBSCRIBE] = self._subscribe
         self.methods[AUTHENTICATE] = self._authenticate
         self.methods[DISCOVER] = self._discover
@@ -161,6 +151,19 @@ class Dispatcher:
 
     def register(self, method: str, handler: Handler) -> None:
         self.methods[method] = handler
+
+    def register_operator(self, method: Method) -> None:
+        """Serve ``method`` as ``operator/<name>`` (an operator connection's alone)."""
+        self.register(OPERATOR_PREFIX + method.name, operator_handler(method))
+
+    def _agent_method(self, method: Method) -> Handler:
+        """A host method as the table holds it: its handler given the request's caller and its arguments
+        without ``_meta``.  One that takes no parameters refuses any before the caller is read."""
+        def handle(session: Session, params: dict[str, Any]) -> Any:
+            if not method.params.names:
+                method.params.read(without_meta(params))
+            return method.handler(self.engine, self.caller(session, params), without_meta(params))
+        return handle
 
     def register_listen(self, kind: ListenKind) -> None:
         """Honour ``kind.key`` in a ``subscriptions/listen`` filter from now on."""
@@ -466,12 +469,6 @@ def changed_notification(changes: list[dict[str, Any]], resync: bool) -> dict[st
 
 def _no_cursor(value: Any, field: str) -> None:
     raise InvalidParams("the tool list is never paged, so no cursor was issued: leave cursor out", field=field)
-
-
-def _no_params(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` of a method that takes none but ``_meta``: anything else is refused, not ignored."""
-    NO_PARAMS.read(without_meta(params))
-    return params
 
 
 def _audience_kind(audience: Audience) -> str:

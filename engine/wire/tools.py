@@ -1,7 +1,10 @@
 """The agent tools, with the JSON Schemas ``tools/list`` publishes.
 
 Tools take no store, agent, path or scope argument: the caller's credential
-and audience decide where they act.  Each tool names the ``Params`` its
+and audience decide where they act.  A tool is declared as a ``Method``
+(engine/core/methods.py) by the package whose code answers it: here those that
+call the Engine facade, the others in their feature packages (``TOOLS``), and
+``CORE_TOOLS`` gathers them in the order ``tools/list`` publishes.  Each tool names the ``Params`` its
 handler reads (engine/core/params.py); its input schema is generated from
 them, so the bounds a client sees are the bounds the engine checks.  Each
 names the answer its handler returns (a TypedDict, engine/core/answers.py);
@@ -20,9 +23,9 @@ import copy
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from pydantic import ConfigDict
 
@@ -32,18 +35,17 @@ from ..memory import ontology_views, recall
 from ..access.authority import AgentCaller
 from ..core.answers import JsonObject, JsonValue, TypedDict, output_schema
 from ..core.errors import InvalidParams, KnowledgeError
+from ..core.methods import Method
 from ..core.params import NO_PARAMS, Choice, Params
 from ..search.keyword import SEARCH_PARAMS, SearchAnswer
 from ..store.answers import (
-    LookupAnswer, PageReceipt, RecordHistory, RecordRead, RememberReceipt, ResumeAnswer, SourceReceipt,
+    LookupAnswer, PageReceipt, RecordHistory, RecordRead, RememberReceipt, ResumeAnswer,
 )
 from ..store.inputs import PAGE_CALL, REMEMBER_CALL
 from ..store.reads import LOOKUP_PARAMS, RECORD_PARAMS
 
 if TYPE_CHECKING:
     from ..service import Engine
-
-ToolHandler = Callable[["Engine", AgentCaller, dict[str, Any]], Any]  # returns the tool's declared answer
 
 RECORD_TOOL_PARAMS = RECORD_PARAMS + Params(Choice("view", ("record", "history"), default="record"))
 
@@ -91,14 +93,12 @@ class ToolDescriptor(TypedDict):
 
 
 @dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    params: Params  # what the handler reads, and the source of the input schema
-    handler: ToolHandler
-    answer: Any  # the TypedDict (or Union of them) the handler returns, and the source of the output schema
-    writes: bool = False
-    title: str = ""  # what a client shows its user
+class Tool(Method):
+    """A tool as the wire serves it: its declaration (engine/core/methods.py), listed and called."""
+
+    @classmethod
+    def of(cls, method: Method) -> Tool:
+        return cls(**{field.name: getattr(method, field.name) for field in fields(Method)})
 
     def descriptor(self) -> ToolDescriptor:
         return {"name": self.name, "title": self.title, "description": self.description,
@@ -226,113 +226,47 @@ def _resume(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> Resume
     return engine.resume(caller)
 
 
-CORE_TOOLS = [
-    Tool(
-        "knowledge_grep",
-        "Keyword (BM25) search over the current records of your Knowledge vault. Scores are relative to the best "
-        "hit of this query (0..1). Search once for each entity a task names before planning.",
-        SEARCH_PARAMS,
-        _grep,
-        SearchAnswer,
-        title="Search Knowledge by keywords",
-    ),
-    Tool(
-        "knowledge_lookup",
-        "Exact lookup of a record by id, title or alias. A name shared by several records resolves to none.",
-        LOOKUP_PARAMS,
-        _lookup,
-        LookupAnswer,
-        title="Look up a Knowledge record by name",
-    ),
-    Tool(
-        "knowledge_record",
-        "Read one record exactly: its current revision, an exact earlier revision, or (view: history) every "
-        "revision kept, with who wrote it. Historical, withdrawn and invalid records stay readable here.",
-        RECORD_TOOL_PARAMS,
-        _record,
-        RecordRead | RecordHistory,
-        title="Read a Knowledge record or its history",
-    ),
-    Tool(
-        "knowledge_remember",
-        "Save decisions, preferences, corrections, commitments, project-state changes and explicit remember "
-        "requests as claims, each with the supporting excerpt, in one call with a fresh requestId. Use "
-        "'replaces' to correct an earlier claim. Never stores your own inference: record analysis on a page.",
-        REMEMBER_CALL,
-        lambda engine, caller, args: engine.remember(caller, args),
-        RememberReceipt,
-        writes=True,
-        title="Remember claims with their evidence",
-    ),
-    Tool(
-        "knowledge_save_page",
-        "Create a page (person, organization, project, repository, concept, note, ...) or publish its next "
-        "revision with id and expectedRevision. Keep one page per significant entity or piece of work.",
-        PAGE_CALL,
-        lambda engine, caller, args: engine.save_page(caller, args),
-        PageReceipt,
-        writes=True,
-        title="Save a Knowledge page",
-    ),
-    Tool(
-        "knowledge_recall",
-        "Approve (or with recall: null, clear) a short summary of one record for automatic recall, with optional "
-        "triggers, importance 1-10 and project keys. Only the owner's private conversations, or conversations "
-        "the owner granted read-and-save, may approve; claims from sources or inference cannot be approved.",
-        recall.RECALL_PARAMS,
-        recall.set_recall,
-        recall.RecallReceipt,
-        writes=True,
-        title="Approve a summary for automatic recall",
-    ),
-    Tool(
-        "knowledge_ontology",
-        "The vocabulary of your vault: page types with their fields and filing, relationship types with endpoint "
-        "constraints, claim kinds; views catalog (default), definitions, sources and diagnostics, paged, each "
-        "page with a fingerprint.",
-        ontology_views.ONTOLOGY_PARAMS,
-        ontology_views.ontology_view,
-        ontology_views.OntologyAnswer,
-        title="Knowledge vocabulary",
-    ),
-    Tool(
-        "knowledge_attach_file",
-        "Retain a file from the owner's workspace as evidence (regular files inside the configured workspace "
-        "roots only; its sha256 must match). Cite the returned source id from claims and pages.",
-        attachments.ATTACH_FILE,
-        attachments.attach_file,
-        SourceReceipt,
-        writes=True,
-        title="Attach a local file as evidence",
-    ),
-    Tool(
-        "knowledge_attach",
-        "Retain content sent inline (base64, at most 6,000,000 bytes decoded) as evidence, for clients that "
-        "cannot share files. Cite the returned source id from claims and pages.",
-        attachments.ATTACH,
-        attachments.attach,
-        SourceReceipt,
-        writes=True,
-        title="Attach content as evidence",
-    ),
-    Tool(
-        "knowledge_resume",
-        "Retry the local git checkpoint of your vault now; receipts report git state 'pending' until it runs.",
-        NO_PARAMS,
-        _resume,
-        ResumeAnswer,
-        writes=True,
-        title="Retry the vault's git checkpoint",
-    ),
-    Tool(
-        "search_knowledge",
-        knowledge_base.TOOL_DESCRIPTION,
-        knowledge_base.TOOL_PARAMS,
-        knowledge_base.search_knowledge,
-        knowledge_base.KnowledgeAnswer,
-        title="Search the Knowledge Base",
-    ),
-]
+# The tools that call the Engine facade itself, declared here (the wire sits below it); the others are
+# their feature packages' (``TOOLS`` of memory.recall, memory.ontology_views, store.attachments,
+# search.knowledge_base).
+GREP = Method(
+    "knowledge_grep", SEARCH_PARAMS, SearchAnswer, _grep, title="Search Knowledge by keywords",
+    description="Keyword (BM25) search over the current records of your Knowledge vault. Scores are relative to "
+    "the best hit of this query (0..1). Search once for each entity a task names before planning.",
+)
+LOOKUP = Method(
+    "knowledge_lookup", LOOKUP_PARAMS, LookupAnswer, _lookup, title="Look up a Knowledge record by name",
+    description="Exact lookup of a record by id, title or alias. A name shared by several records resolves to none.",
+)
+RECORD = Method(
+    "knowledge_record", RECORD_TOOL_PARAMS, RecordRead | RecordHistory, _record,
+    title="Read a Knowledge record or its history",
+    description="Read one record exactly: its current revision, an exact earlier revision, or (view: history) "
+    "every revision kept, with who wrote it. Historical, withdrawn and invalid records stay readable here.",
+)
+REMEMBER = Method(
+    "knowledge_remember", REMEMBER_CALL, RememberReceipt, lambda engine, caller, args: engine.remember(caller, args),
+    writes=True, title="Remember claims with their evidence",
+    description="Save decisions, preferences, corrections, commitments, project-state changes and explicit "
+    "remember requests as claims, each with the supporting excerpt, in one call with a fresh requestId. Use "
+    "'replaces' to correct an earlier claim. Never stores your own inference: record analysis on a page.",
+)
+SAVE_PAGE = Method(
+    "knowledge_save_page", PAGE_CALL, PageReceipt, lambda engine, caller, args: engine.save_page(caller, args),
+    writes=True, title="Save a Knowledge page",
+    description="Create a page (person, organization, project, repository, concept, note, ...) or publish its "
+    "next revision with id and expectedRevision. Keep one page per significant entity or piece of work.",
+)
+RESUME = Method(
+    "knowledge_resume", NO_PARAMS, ResumeAnswer, _resume, writes=True, title="Retry the vault's git checkpoint",
+    description="Retry the local git checkpoint of your vault now; receipts report git state 'pending' until it "
+    "runs.",
+)
+
+# Every tool, in the order tools/list publishes them.
+CORE_TOOLS = [Tool.of(method) for method in (GREP, LOOKUP, RECORD, REMEMBER, SAVE_PAGE, *recall.TOOLS,
+                                              *ontology_views.TOOLS, *attachments.TOOLS, RESUME,
+                                              *knowledge_base.TOOLS)]
 
 
 class ToolRegistry:

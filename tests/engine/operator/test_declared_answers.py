@@ -7,10 +7,11 @@ answer is validated with jsonschema against the strict form of ``output_schema(<
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import jsonschema
 import pytest
@@ -118,13 +119,19 @@ def test_records_history_and_approvals_fit_their_declarations(desk: Desk) -> Non
     desk.answer("index", {"agent": "main", "firstMessageAt": "2100-01-01T00:00:00Z"})
 
 
-def test_the_recall_gate_methods_fit_their_declarations(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def journaled_desk(tmp_path: Path) -> Iterator[tuple[Engine, Desk, dict[str, str]]]:
+    """A seeded engine whose recall gate journaled one turn, its operator desk, and the seeded records' ids."""
     with rerank_engine(tmp_path, {"Alice Martin": 0.9, "Harbour museum": 0.6},
                        {"mode": "shadow", "journal": True}) as (engine, _):
         caller = owner_caller(engine)
         ids = seed(engine, caller)
         gate_turn(engine, caller, {"message": "who painted the museum mural"})
-        desk = Desk(engine)
+        yield engine, Desk(engine), ids
+
+
+def test_the_recall_gate_methods_fit_their_declarations(tmp_path: Path) -> None:
+    with journaled_desk(tmp_path) as (engine, desk, ids):
         desk.answer("gateSettings")
         desk.answer("checkGateSettings", {"recallGate": {"pageChars": 10}})
         desk.answer("checkGateSettings", {"recallGate": {"mode": "live"}})
