@@ -71,7 +71,7 @@ from ..memory import ontology_views
 from ..core import jobs as operator_jobs
 from ..access.authority import INSTANCE_MAX, OWNER_PRIVATE, SESSION_KEY_MAX, OperatorCaller, PreviewCaller
 from ..access.stores import AgentEntry, AgentStore, StoreEntry
-from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
+from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.connections import SeenConnection
 from ..core.errors import Denied, ErrorAnswer, InvalidParams, KnowledgeError, NotFound
 from ..core.findings import FindingAnswer
@@ -86,7 +86,7 @@ from ..core.methods import Method, operator_handler
 from ..core.methods import handlers as method_handlers
 from ..search.keyword import SEARCH_PARAMS, SearchAnswer
 from ..state.registry import SCOPES
-from ..store.answers import RecordRead
+from ..store.answers import RecordHistory, RecordRead
 from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
 from ..state.config import WORKSPACE_ROOTS_MAX, Settings
 from ..state.statedir import StateDir
@@ -291,35 +291,6 @@ class Reindexed(TypedDict):
 
 class Rebuilt(TypedDict):
     rebuilt: list[Reindexed]
-
-
-class RevisionEntry(TypedDict):
-    """One kept revision; ``updatedAt``, ``lifecycle``, ``title`` and ``attribution`` as its file holds them."""
-
-    revision: int
-    sha256: str
-    origin: str
-    publicationId: str | None
-    observedAt: str
-    updatedAt: JsonValue
-    lifecycle: JsonValue
-    title: JsonValue
-    attribution: JsonValue
-    git: dict[str, str] | None
-
-
-class RecordEvent(TypedDict):
-    kind: str
-    path: str
-    detail: str | None
-    at: str
-
-
-class RecordHistory(TypedDict):
-    id: str
-    revisions: list[RevisionEntry]
-    events: list[RecordEvent]
-    link: NotRequired[str]
 
 
 class Health(TypedDict):

@@ -1,4 +1,6 @@
-"""Holding operator answers to their declarations: the TypedDict a handler declares, as a strict JSON Schema.
+"""Holding operator answers to their declarations: the TypedDict a handler declares, as a strict JSON Schema
+(closed as tests/declared_answers.py closes it); only the return annotation is read, since operator
+modules name some parameter types for the type checker alone.
 
 ``output_schema`` leaves an object open to keys it does not declare (as MCP clients read it); here every
 declared object is closed, so an answer with a key its declaration lacks fails as surely as one with a
@@ -7,7 +9,6 @@ wrong type or a missing key.  Values declared ``JsonValue`` or with ``extra_item
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 import json
@@ -16,6 +17,7 @@ from typing import Any, Callable
 import jsonschema
 
 from engine.core.answers import output_schema
+from tests.declared_answers import closed
 
 
 def declared_answer(function: Callable[..., Any]) -> Any:
@@ -29,20 +31,7 @@ def declared_answer(function: Callable[..., Any]) -> Any:
 
 @functools.cache
 def strict_schema(shape: Any) -> dict[str, Any]:
-    schema = copy.deepcopy(output_schema(shape))
-    _close(schema)
-    return schema
-
-
-def _close(node: Any) -> None:
-    if isinstance(node, dict):
-        if "properties" in node and "additionalProperties" not in node:
-            node["additionalProperties"] = False
-        for value in node.values():
-            _close(value)
-    elif isinstance(node, list):
-        for item in node:
-            _close(item)
+    return closed(output_schema(shape))
 
 
 def check_answer(answer: Any, shape: Any) -> None:
