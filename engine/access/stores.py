@@ -97,6 +97,25 @@ class StoreResolver:
             self.check(record)
         return record
 
+    def select(self, *, store: str | None, agent: str | None, default_agent: str) -> StoreRecord:
+        """The existing store ``store`` (a named store's name, or any store's id) or ``agent`` (that agent's
+        effective store) names; with neither, ``default_agent``'s.  Nothing is created."""
+        if store is not None and agent is not None:
+            raise InvalidParams("name a store (--store) or an agent (--agent), not both", field="store")
+        if store is not None:
+            record = (self.registry.store(store) if store.startswith(STORE_PREFIX + "_")
+                      else self.registry.store_named(store))
+            if record is None:
+                raise NotFound(f"no store {store!r} in {self.state.root} (`knowledge stores list` shows them)",
+                               store=store)
+            return record
+        agent = agent or default_agent
+        record = self.effective(agent, create=False)
+        if record is None:
+            raise NotFound(f"agent {agent!r} has no store in {self.state.root}; name one with --store or --agent "
+                           "(`knowledge stores list` shows them)", agent=agent)
+        return record
+
     def check(self, record: StoreRecord) -> None:
         """Fail closed, and remember why, when a store lost its directory, manifest or database."""
         try:

@@ -47,20 +47,7 @@ __all__ = ["ArchiveReader", "export_archive", "restore_archive", "select_store"]
 def select_store(engine: Engine, *, store: str | None = None, agent: str | None = None) -> StoreRecord:
     """The store ``--store`` (a named store's name, or any store's id) or ``--agent`` (that agent's effective
     store) names; with neither, the effective store of the default agent ``main``."""
-    if store is not None and agent is not None:
-        raise InvalidParams("name a store (--store) or an agent (--agent), not both", field="store")
-    if store is not None:
-        record = engine.registry.store(store) if store.startswith("st_") else engine.registry.store_named(store)
-        if record is None:
-            raise NotFound(f"no store {store!r} in {engine.state.root} (`knowledge stores list` shows them)",
-                           store=store)
-        return record
-    chosen = agent or DEFAULT_AGENT
-    record = engine.resolver.effective(chosen, create=False)
-    if record is None:
-        raise NotFound(f"agent {chosen!r} has no store in {engine.state.root}; name one with --store or --agent "
-                       "(`knowledge stores list` shows them)", agent=chosen)
-    return record
+    return engine.resolver.select(store=store, agent=agent, default_agent=DEFAULT_AGENT)
 
 
 # --- export -------------------------------------------------------------------------------------

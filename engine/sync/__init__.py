@@ -1,0 +1,6 @@
+"""Sync: a store follows its owner between machines through git remotes the owner picks (docs/sync.md).
+
+    remotes.py    the remotes of each store: add, list and remove (``<store>/sync/remotes.json``), the
+                  URL and name rules (no credential is ever kept), and the ``operator/*SyncRemote*``
+                  methods the command line and the window call
+"""
