@@ -2,8 +2,8 @@
 
 Every subcommand takes ``--state-dir`` (or ``KNOWLEDGE_STATE_DIR``).
 Beside a running engine every command works: agents, grants, stores,
-settings, search, doctor and reindex ask the serving engine as the operator
-(``desk.py``), and so does export; models only touch files the engine re-reads.  Only the
+settings, search, doctor, reindex and sync remotes ask the serving engine as the
+operator (``desk.py``), and so does export; models only touch files the engine re-reads.  Only the
 commands that must own the state directory to write its stores as a whole
 (serve, demo, import) refuse there, saying what to do.
 """
@@ -29,6 +29,7 @@ from .import_commands import add_import_parsers
 from .bench_commands import add_bench_parser
 from .mcp_command import add_mcp_parser, state_dir_parsers
 from .model_commands import add_models_parser
+from .sync_commands import add_sync_parser
 from models.catalogue import DEFAULT_EMBEDDING_MODEL
 from ..importers.demo import DEMO_DECISION_MODEL, seed_demo
 from ..core.db import sqlite_errno
@@ -553,6 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
     settings.set_defaults(handler=cmd_settings)
 
     add_models_parser(commands, common)
+    add_sync_parser(commands, common)
     # Commands of other layers (the desktop's `knowledge desktop`) plug in here; the engine never imports them.
     for entry in importlib.metadata.entry_points(group="knowledge.commands"):
         entry.load()(commands, common)

@@ -42,6 +42,7 @@ from ..state.config import SettingsSource
 from ..state.registry import SCOPES, Registry
 from ..state.statedir import StateDir
 from ..store.credentials import refuse_secrets
+from ..sync.remotes import RemoteBook, SyncRemoteChanged, SyncRemotes
 from ..wire.operator_client import OperatorConnection, OperatorError
 
 # A reindex of a large store takes minutes; the command waits for it as long as it runs (Ctrl+C stops waiting).
@@ -92,6 +93,9 @@ class Desk(Protocol):
     def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> ExportResult: ...
     def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
                 progress: Callable[[Progress], None] | None) -> AnyImport: ...
+    def sync_remotes(self) -> SyncRemotes: ...
+    def add_sync_remote(self, name: str, url: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
+    def remove_sync_remote(self, name: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
 
 
 @contextmanager
@@ -199,6 +203,23 @@ class LocalDesk:
 
     def settings(self) -> SettingsView:
         return _settings_view(SettingsSource(self.state.config))
+
+    @contextmanager
+    def _remotes(self) -> Iterator[RemoteBook]:
+        with self._registry() as registry:
+            yield RemoteBook(self.state, StoreResolver(self.state, registry, SettingsSource(self.state.config)))
+
+    def sync_remotes(self) -> SyncRemotes:
+        with self._remotes() as book:
+            return book.listing()
+
+    def add_sync_remote(self, name: str, url: str, store: str | None, agent: str | None) -> SyncRemoteChanged:
+        with self._remotes() as book:
+            return book.add(name, url, store=store, agent=agent)
+
+    def remove_sync_remote(self, name: str, store: str | None, agent: str | None) -> SyncRemoteChanged:
+        with self._remotes() as book:
+            return book.remove(name, store=store, agent=agent)
 
     def set_settings(self, **switches: Any) -> SettingsView:
         source = SettingsSource(self.state.config)
@@ -313,3 +334,12 @@ class RemoteDesk:
 
     def set_settings(self, **switches: Any) -> SettingsView:
         return self._call("setSettings", switches)["settings"]
+
+    def sync_remotes(self) -> SyncRemotes:
+        return self._call("syncRemotes")
+
+    def add_sync_remote(self, name: str, url: str, store: str | None, agent: str | None) -> SyncRemoteChanged:
+        return self._call("addSyncRemote", {"name": name, "url": url, "store": store, "agent": agent})
+
+    def remove_sync_remote(self, name: str, store: str | None, agent: str | None) -> SyncRemoteChanged:
+        return self._call("removeSyncRemote", {"name": name, "store": store, "agent": agent})

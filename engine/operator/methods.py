@@ -47,6 +47,7 @@ inventory, so a window refreshes from what the engine now holds.
     operator/models, pullModel, benchmarkModel, setModelSettings     the models view (model_operator.py)
     operator/job, jobs, cancelJob    long work run as jobs: downloads, benchmarks, replays (operator_jobs.py)
     operator/partitions, grants, setGrant, removeGrant   each store's partitions (figures only) and grants (partitions.py)
+    operator/syncRemotes, addSyncRemote, removeSyncRemote   each store's sync remotes (sync/remotes.py)
     operator/subscribe       topics?    change notifications on this connection (wire/protocol.py, core/changes.py)
 """
 
@@ -67,6 +68,7 @@ from .browse import Approvals, RecordLinks, RecordPage, RecordTypes, RetainedSou
 from .client_config import AgentSetup
 from .doctor import DoctorReport, OntologySources, doctor_report
 from ..gate import stats as gate_stats
+from ..sync import remotes as sync_remotes
 from ..memory import ontology_views
 from ..core import jobs as operator_jobs
 from ..access.authority import INSTANCE_MAX, OWNER_PRIVATE, SESSION_KEY_MAX, OperatorCaller, PreviewCaller
@@ -555,6 +557,8 @@ class OperatorMethods:
 def operator_methods(engine: "Engine") -> tuple[Method, ...]:
     """Every ``operator/*`` method but the wire's own ``operator/subscribe``, as its feature declares it:
     this module's, then the recall gate view's (gate_operator.py) and its charts' (gate/stats.py), the models
-    view's (model_operator.py), the jobs' (core/jobs.py) and the partitions view's (partitions.py)."""
+    view's (model_operator.py), the jobs' (core/jobs.py), the partitions view's (partitions.py) and the sync
+    remotes' (sync/remotes.py)."""
     return (*OperatorMethods(engine).methods(), *gate_operator.methods(engine), *gate_stats.methods(engine),
-            *model_operator.methods(engine), *operator_jobs.methods(engine.jobs), *partitions.methods(engine))
+            *model_operator.methods(engine), *operator_jobs.methods(engine.jobs), *partitions.methods(engine),
+            *sync_remotes.methods(engine))
