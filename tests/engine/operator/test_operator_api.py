@@ -491,6 +491,10 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     ok(dispatcher, operator_session, "operator/partitions", {"store": store_id})
     ok(dispatcher, operator_session, "operator/setGrant", {"agent": "main", "sessionKey": "chat:1", "access": "read"})
     ok(dispatcher, operator_session, "operator/removeGrant", {"agent": "main", "sessionKey": "chat:1"})
+    # Sync remotes (tests/engine/sync/test_remotes.py has the rest): kept beside the vault, never in it.
+    ok(dispatcher, operator_session, "operator/addSyncRemote", {"name": "nas", "url": "ssh://nas.local/notes.git"})
+    assert ok(dispatcher, operator_session, "operator/syncRemotes")["stores"][0]["remotes"][0]["name"] == "nas"
+    ok(dispatcher, operator_session, "operator/removeSyncRemote", {"name": "nas"})
 
     assert vault_snapshot(vault) == before
     registered = set(OperatorMethods.__dict__) & {"save_page", "remember", "set_recall", "attach", "resume"}
@@ -502,7 +506,8 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
                                    "doctor", "reindex")} | {PREFIX + name for name in gate_handlers(engine)} | {
         PREFIX + name for name in ("gateStats", "models", "pullModel", "benchmarkModel", "setModelSettings",
                                    "job", "jobs", "cancelJob")} | {
-        PREFIX + name for name in ("partitions", "setGrant", "removeGrant", "subscribe", "connections", "agentConfig")}
+        PREFIX + name for name in ("partitions", "setGrant", "removeGrant", "subscribe", "connections", "agentConfig")} | {
+        PREFIX + name for name in ("syncRemotes", "addSyncRemote", "removeSyncRemote")}
     assert {PREFIX + "startGateReplay", PREFIX + "gateReplay"} <= set(operator_methods)
 
 
