@@ -99,6 +99,14 @@ def test_partitions_and_grants_fit_their_declarations(engine: Engine, desk: Desk
     assert desk.answer("removeGrant", {"agent": "main", "sessionKey": "chat:9"}) == {"grants": []}
 
 
+def test_sync_remotes_fit_their_declarations(desk: Desk) -> None:
+    assert desk.answer("syncRemotes")["stores"][0]["remotes"] == []
+    added = desk.answer("addSyncRemote", {"name": "nas", "url": "git@nas.local:srv/notes.git", "agent": "main"})
+    assert [remote["name"] for remote in added["remotes"]] == ["nas"]
+    assert desk.answer("syncRemotes")["stores"][0]["remotes"] == added["remotes"]
+    assert desk.answer("removeSyncRemote", {"name": "nas", "store": added["storeId"]})["remotes"] == []
+
+
 def test_records_history_and_approvals_fit_their_declarations(desk: Desk) -> None:
     page = desk.answer("records", {"agent": "main", "limit": 3})
     assert len(page["records"]) == 3 and "nextOffset" in page
