@@ -26,6 +26,9 @@ ACCEPTED = [
     "ssh+git://nas/notes.git", "https://github.com/me/notes.git", "https://alice@gitea.local/me/notes.git",
     "http://192.168.1.20:3000/me/notes.git", "git://nas.local/notes.git", "file:///srv/git/notes.git",
     "file://localhost/srv/git/notes.git", "/srv/git/notes.git", "/mnt/My Drive/notes.git",
+    # words a credential check could take for one, in ordinary repository names
+    "/srv/git/password-store.git", "https://github.com/me/secret-notes.git", "git@github.com:me/api-key-tools.git",
+    "ssh://git@ssh.dev.azure.com/v3/org/project/notes",
 ]
 SECRET = "hunter2-sekrit"
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
