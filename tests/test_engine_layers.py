@@ -30,7 +30,7 @@ from pathlib import Path
 from tests.test_architecture_boundaries import ROOT
 
 ENGINE = ROOT / "engine"
-LAYERS = ["core", "vault", "state", "decision", "store", "access", "index", "search", "memory", "gate",
+LAYERS = ["core", "vault", "state", "decision", "store", "access", "index", "search", "memory", "gate", "sync",
           "operator", "wire", "(root)", "importers", "bench", "cli"]
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
 ROOT_MODULES = {"service", "runtime"}

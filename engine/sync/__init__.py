@@ -1,0 +1,8 @@
+"""Sync: a store follows its owner between machines through git remotes the owner picks (docs/sync.md).
+
+    remotes.py    the remotes of each store: add, list and remove, the URL and name rules (no credential
+                  is ever kept), and the operator methods the command line and the window call
+    merge.py      two machines' vault states merged by record, never by text: ids united, corrections and
+                  withdrawals kept, a page revised on both kept twice with one current by a rule every
+                  machine computes the same, removals and conflicts listed; pure, no disk or git
+"""

@@ -1,0 +1,373 @@
+"""Merging two machines' vaults by record, never by the text of their files (STYLE rule 29).
+
+``merge_vaults(base, ours, theirs)`` takes three vault states, each a mapping of vault-relative
+path to the file's exact bytes (the last state both machines shared, and each machine's own), and
+computes the merged state and what the owner must hear about: conflicts, removals, files moved
+aside because two records wanted one path, and paths left out of the merge.  It is a pure function:
+no disk, no git, no store.  How the states are read (git trees through the store's git wrapper) and
+what is done with the result (written to the vault, archived, shown in ``sync status``) belongs to
+the callers; docs/sync.md, "Merging by record", says what each rule means for the owner.
+
+The rules:
+
+- Only what the engine reads travels: ``ontology.yaml`` and the files under ``private/`` and
+  ``conversations/<session-uuid>/``.  Derived files (``.partition.json``, ``*.tmp``, anything named
+  ``.git*``) and everything else are left out with a finding; a path that could leave the vault
+  (absolute, ``..``, a backslash, a NUL) refuses the whole merge.
+- A record is merged by its ``id`` wherever its file lives; any other file (a retained source, a
+  descriptor, the ontology, a file that is no record) by its path.  Each is a three-way merge: a
+  change made on one side only is taken (a removal too, listed in ``removals``); the same change
+  on both sides is taken once; two different changes are a conflict.
+- A conflict keeps both versions: the one that stands is chosen by ``precedence`` (an ended
+  lifecycle first, so a correction or withdrawal is never undone by a concurrent edit, then the
+  higher revision, the later ``updated_at``, the greater sha256), the same on every machine; the
+  other is listed with its bytes so its diff can be shown and it can be archived.  A record
+  removed on one side and revised on the other stays, revised.
+- A side holding nothing of a partition that the base held is refused (``MergeRefused``): an
+  unreadable or missing folder is never read as "everything deleted".
+- Two records, or a record and another file, wanting one path: the record with the smaller id (the
+  older one: ids begin with their creation time) keeps it, the other moves beside it to
+  ``<stem>-<id>.md`` (another file: ``<stem>-<sha256 prefix><suffix>``).
+
+Merging is commutative (the sides may be swapped) and, because a record's current version is the
+greatest of every version written concurrently, the order in which machines merge does not change
+the final bytes (tests/engine/sync/test_merge_convergence.py).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal, Mapping
+
+from ..core.errors import Conflict
+from ..core.files import sha256_bytes
+from ..core.findings import Finding
+from ..core.ids import canonical_session_id, is_record_id, parse_timestamp
+from ..vault.records import parse_record
+
+VaultState = Mapping[str, bytes]
+Side = Literal["ours", "theirs"]
+
+ONTOLOGY_FILE = "ontology.yaml"
+PRIVATE_DIR = "private"
+CONVERSATIONS_DIR = "conversations"
+SOURCES_DIR = "sources"
+RECORD_SUFFIX = ".md"
+# Lifecycles that end a record: what happened to it wins over a concurrent edit of it.
+ENDED_LIFECYCLES = frozenset({"superseded", "withdrawn", "merged"})
+# Derived or machine-local names inside a vault; never merged.
+_DERIVED_NAMES = frozenset({".partition.json"})
+_DERIVED_SUFFIXES = (".tmp",)
+
+ConflictKind = Literal["revised_on_both", "added_on_both", "removed_and_revised"]
+
+
+class MergeRefused(Conflict):
+    """The states cannot be merged safely; ``findings`` says why, and nothing was merged."""
+
+    def __init__(self, message: str, findings: list[Finding]) -> None:
+        super().__init__(message, findings=[finding.to_dict() for finding in findings])
+        self.findings = findings
+
+
+@dataclass(frozen=True)
+class Version:
+    """One file as a side holds it: where, and its exact bytes."""
+
+    path: str
+    data: bytes
+
+    @cached_property
+    def sha256(self) -> str:
+        return sha256_bytes(self.data)
+
+    @cached_property
+    def _record(self):
+        if not _may_be_record(self.path):
+            return None
+        record, _ = parse_record(self.data, self.path)
+        return record if record is not None and is_record_id(record.id) else None
+
+    @property
+    def record_id(self) -> str | None:
+        return None if self._record is None else self._record.id
+
+    @property
+    def revision(self) -> int | None:
+        return None if self._record is None else self._record.revision
+
+    @property
+    def lifecycle(self) -> str | None:
+        return None if self._record is None else self._record.lifecycle
+
+    @property
+    def updated_at(self) -> str | None:
+        return None if self._record is None else self._record.view.updated_at
+
+
+def precedence(version: Version) -> tuple[int, int, float, str, str]:
+    """The order that decides which of two concurrent versions stands; greater stands.
+
+    An ended lifecycle (superseded, withdrawn, merged) first: a claim's correction or a record's
+    withdrawal made on one machine is not undone by an edit made meanwhile on another.  Then the
+    higher revision, the later ``updated_at``, the greater sha256 and, for the same bytes at two
+    places, the greater path: every machine computes the same answer from the same two versions.
+    """
+    moment = parse_timestamp(version.updated_at)
+    return (
+        1 if version.lifecycle in ENDED_LIFECYCLES else 0,
+        version.revision or 0,
+        moment.timestamp() if moment is not None else float("-inf"),
+        version.sha256,
+        version.path,
+    )
+
+
+@dataclass(frozen=True)
+class MergeConflict:
+    """Two different changes of one record (or file) since the base: which stands, and the other."""
+
+    kind: ConflictKind
+    record_id: str | None       # None for a file that is no record (merged by path)
+    kept: Version               # the version that stands in the merged vault (before any move)
+    kept_side: Side
+    other: Version | None       # the version that does not stand; None when that side removed it
+    base: Version | None
+
+    def diff(self) -> str:
+        """A unified diff from the version that does not stand to the one that does."""
+        before = "" if self.other is None else self.other.data.decode("utf-8", "replace")
+        after = self.kept.data.decode("utf-8", "replace")
+        other_side: Side = "theirs" if self.kept_side == "ours" else "ours"
+        before_name = f"{other_side}/{self.other.path}" if self.other is not None else "/dev/null"
+        return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
+                                            before_name, f"{self.kept_side}/{self.kept.path}"))
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A file one side removed and the other left as the base had it: removed, and said so."""
+
+    side: Side
+    record_id: str | None
+    base: Version
+
+
+@dataclass(frozen=True)
+class Move:
+    """A record or file placed beside the path it wanted, because another held that path."""
+
+    record_id: str | None
+    wanted: str
+    placed: str
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    files: dict[str, bytes]          # the merged vault: path -> exact bytes, sorted by path
+    conflicts: tuple[MergeConflict, ...]
+    removals: tuple[Removal, ...]
+    moves: tuple[Move, ...]
+    left_out: tuple[Finding, ...]    # paths of the inputs that are not merged (derived, outside)
+
+
+# --- paths --------------------------------------------------------------------------------------
+
+
+def _unsafe(path: object) -> str | None:
+    if not isinstance(path, str) or not path:
+        return "the path is empty or not text"
+    if path.startswith("/") or "\\" in path or "\x00" in path:
+        return "the path is absolute or holds a backslash or NUL"
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        return "the path has an empty, '.' or '..' component"
+    return None
+
+
+def partition_of(path: str) -> str | None:
+    """The partition folder a vault path lies in (``private`` or ``conversations/<uuid>``), or None."""
+    parts = path.split("/")
+    if parts[0] == PRIVATE_DIR and len(parts) > 1:
+        return PRIVATE_DIR
+    if parts[0] == CONVERSATIONS_DIR and len(parts) > 2 and canonical_session_id(parts[1]) == parts[1]:
+        return f"{CONVERSATIONS_DIR}/{parts[1]}"
+    return None
+
+
+def is_derived(path: str) -> bool:
+    """Whether a vault path is derived or machine-local (never merged, never pushed)."""
+    parts = path.split("/")
+    return (parts[-1] in _DERIVED_NAMES or parts[-1].endswith(_DERIVED_SUFFIXES)
+            or any(part.startswith(".git") for part in parts))
+
+
+def is_synced(path: str) -> bool:
+    """Whether a (safe) vault path is part of what sync merges and carries."""
+    if is_derived(path):
+        return False
+    return path == ONTOLOGY_FILE or partition_of(path) is not None
+
+
+def _may_be_record(path: str) -> bool:
+    partition = partition_of(path)
+    if partition is None or not path.endswith(RECORD_SUFFIX):
+        return False
+    return not path[len(partition) + 1:].startswith(f"{SOURCES_DIR}/")
+
+
+# --- the merge ----------------------------------------------------------------------------------
+
+
+def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState) -> MergeResult:
+    """Merge two machines' vault states from their last common state; see the module's docstring."""
+    states = {"base": base, "ours": ours, "theirs": theirs}
+    left_out = _check_paths(states)
+    base, ours, theirs = ({path: data for path, data in state.items() if is_synced(path)}
+                          for state in (base, ours, theirs))
+    _check_partitions(base, {"ours": ours, "theirs": theirs})
+
+    files: dict[str, bytes] = {}
+    changed: set[str] = set()
+    for path in base.keys() | ours.keys() | theirs.keys():
+        data = base.get(path)
+        if data is not None and ours.get(path) == data and theirs.get(path) == data:
+            files[path] = data
+        else:
+            changed.add(path)
+
+    records, plain = _group(changed, base, ours, theirs)
+    conflicts: list[MergeConflict] = []
+    removals: list[Removal] = []
+    wanted_records: dict[str, Version] = {}
+    wanted_plain: dict[str, Version] = {}
+    for key, versions in sorted(records.items()):
+        kept = _three_way(key, *versions, conflicts, removals)
+        if kept is not None:
+            wanted_records[key] = kept
+    for key, versions in sorted(plain.items()):
+        kept = _three_way(None, *versions, conflicts, removals)
+        if kept is not None:
+            wanted_plain[key] = kept
+
+    moves = _place(files, wanted_records, wanted_plain)
+    return MergeResult(
+        files=dict(sorted(files.items())),
+        conflicts=tuple(sorted(conflicts, key=lambda c: (c.record_id or "", c.kept.path))),
+        removals=tuple(sorted(removals, key=lambda r: (r.record_id or "", r.base.path))),
+        moves=tuple(moves), left_out=tuple(left_out),
+    )
+
+
+def _check_paths(states: dict[str, VaultState]) -> list[Finding]:
+    refused, left_out, seen = [], [], set()
+    for name, state in states.items():
+        for path, data in state.items():
+            problem = _unsafe(path)
+            if problem is None and not isinstance(data, bytes):
+                problem = "the file's content is not bytes"
+            if problem is not None:
+                refused.append(Finding("unsafe_path", f"{name}: {problem}", path=repr(path)[:200]))
+            elif not is_synced(path) and path not in seen:
+                seen.add(path)
+                reason = "derived or machine-local" if is_derived(path) else "outside the partitions"
+                left_out.append(Finding("not_synced", f"{reason}; not merged", severity="warning", path=path))
+    if refused:
+        raise MergeRefused("a vault state holds a path that could leave the vault; nothing was merged", refused)
+    return sorted(left_out, key=lambda finding: finding.path or "")
+
+
+def _check_partitions(base: VaultState, sides: dict[str, VaultState]) -> None:
+    held = {partition_of(path) for path in base} - {None}
+    findings = []
+    for name, state in sides.items():
+        present = {partition_of(path) for path in state}
+        for partition in sorted(held - present):
+            findings.append(Finding(
+                "partition_missing",
+                f"{name} holds nothing of {partition}/, which the last common state held; a missing or "
+                "unreadable folder is never read as every record removed", path=f"{partition}/"))
+    if findings:
+        raise MergeRefused("a side is missing a whole partition folder; nothing was merged", findings)
+
+
+_Triple = tuple["Version | None", "Version | None", "Version | None"]
+
+
+def _group(changed: set[str], base: VaultState, ours: VaultState,
+           theirs: VaultState) -> tuple[dict[str, _Triple], dict[str, _Triple]]:
+    """The changed files as (base, ours, theirs) versions: records by id, other files by path.
+
+    An id held by two files on one side (a duplicate the owner must resolve) is merged by path."""
+    by_id: list[dict[str, list[Version]]] = [{}, {}, {}]
+    by_path: list[dict[str, Version]] = [{}, {}, {}]
+    for at, state in enumerate((base, ours, theirs)):
+        for path in changed:
+            if path in state:
+                version = Version(path, state[path])
+                if version.record_id is not None:
+                    by_id[at].setdefault(version.record_id, []).append(version)
+                else:
+                    by_path[at][path] = version
+    records: dict[str, _Triple] = {}
+    duplicated = {record_id for side in by_id for record_id, found in side.items() if len(found) > 1}
+    for record_id in set().union(*by_id):
+        if record_id in duplicated:
+            for at in range(3):
+                for version in by_id[at].get(record_id, ()):
+                    by_path[at][version.path] = version
+        else:
+            records[record_id] = tuple(side.get(record_id, [None])[0] for side in by_id)  # type: ignore[assignment]
+    plain: dict[str, _Triple] = {
+        path: tuple(side.get(path) for side in by_path)  # type: ignore[misc]
+        for path in set().union(*by_path)
+    }
+    return records, plain
+
+
+def _three_way(record_id: str | None, base: Version | None, ours: Version | None, theirs: Version | None,
+               conflicts: list[MergeConflict], removals: list[Removal]) -> Version | None:
+    if ours == theirs:
+        return ours
+    if ours == base or theirs == base:
+        kept, removed_by = (theirs, "theirs") if ours == base else (ours, "ours")
+        if kept is None and base is not None:
+            removals.append(Removal(removed_by, record_id, base))  # type: ignore[arg-type]
+        return kept
+    if ours is None or theirs is None:  # removed on one side, revised on the other: the revision stays
+        kept_side: Side = "ours" if ours is not None else "theirs"
+        kept = ours or theirs
+        conflicts.append(MergeConflict("removed_and_revised", record_id, kept, kept_side, None, base))  # type: ignore[arg-type]
+        return kept
+    kept_side = "ours" if precedence(ours) > precedence(theirs) else "theirs"
+    kept, other = (ours, theirs) if kept_side == "ours" else (theirs, ours)
+    kind: ConflictKind = "revised_on_both" if base is not None else "added_on_both"
+    conflicts.append(MergeConflict(kind, record_id, kept, kept_side, other, base))
+    return kept
+
+
+def _place(files: dict[str, bytes], records: dict[str, Version], plain: dict[str, Version]) -> list[Move]:
+    """Put the merged versions at their paths; a path held twice keeps the older record (then a record
+    before another file) and the rest move beside it.  Files unchanged on every side never move."""
+    claimants = [(version.path, 0, record_id, version) for record_id, version in sorted(records.items())]
+    claimants += [(version.path, 1, path, version) for path, version in sorted(plain.items())]
+    claimants.sort(key=lambda claim: claim[:3])
+    displaced = []
+    for path, is_plain, key, version in claimants:
+        if path in files:
+            displaced.append((version, None if is_plain else key))
+        else:
+            files[path] = version.data
+    moves = []
+    for version, record_id in displaced:
+        stem, dot, suffix = version.path.rpartition(".")
+        stem, suffix = (stem, dot + suffix) if dot and "/" not in suffix else (version.path, "")
+        tag = record_id if record_id is not None else version.sha256[:12]
+        placed, counter = f"{stem}-{tag}{suffix}", 1
+        while placed in files:
+            counter += 1
+            placed = f"{stem}-{tag}-{counter}{suffix}"
+        files[placed] = version.data
+        moves.append(Move(record_id, version.path, placed))
+    return moves
