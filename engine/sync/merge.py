@@ -318,11 +318,11 @@ def _group(changed: set[str], base: VaultState, ours: VaultState,
                 for version in by_id[at].get(record_id, ()):
                     by_path[at][version.path] = version
         else:
-            records[record_id] = tuple(side.get(record_id, [None])[0] for side in by_id)  # type: ignore[assignment]
-    plain: dict[str, _Triple] = {
-        path: tuple(side.get(path) for side in by_path)  # type: ignore[misc]
-        for path in set().union(*by_path)
-    }
+            base_of, ours_of, theirs_of = (side.get(record_id, [None])[0] for side in by_id)
+            records[record_id] = (base_of, ours_of, theirs_of)
+    plain: dict[str, _Triple] = {}
+    for path in set().union(*by_path):
+        plain[path] = (by_path[0].get(path), by_path[1].get(path), by_path[2].get(path))
     return records, plain
 
 
@@ -331,15 +331,17 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
     if ours == theirs:
         return ours
     if ours == base or theirs == base:
-        kept, removed_by = (theirs, "theirs") if ours == base else (ours, "ours")
+        removed_by: Side = "theirs" if ours == base else "ours"
+        kept = theirs if ours == base else ours
         if kept is None and base is not None:
-            removals.append(Removal(removed_by, record_id, base))  # type: ignore[arg-type]
+            removals.append(Removal(removed_by, record_id, base))
         return kept
     if ours is None or theirs is None:  # removed on one side, revised on the other: the revision stays
         kept_side: Side = "ours" if ours is not None else "theirs"
-        kept = ours or theirs
-        conflicts.append(MergeConflict("removed_and_revised", record_id, kept, kept_side, None, base))  # type: ignore[arg-type]
-        return kept
+        standing = ours if ours is not None else theirs
+        assert standing is not None  # both None would be equal, taken above
+        conflicts.append(MergeConflict("removed_and_revised", record_id, standing, kept_side, None, base))
+        return standing
     kept_side = "ours" if precedence(ours) > precedence(theirs) else "theirs"
     kept, other = (ours, theirs) if kept_side == "ours" else (theirs, ours)
     kind: ConflictKind = "revised_on_both" if base is not None else "added_on_both"

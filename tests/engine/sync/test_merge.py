@@ -190,3 +190,31 @@ def test_a_file_that_is_no_record_is_merged_by_path() -> None:
     [conflict] = result.conflicts
     assert conflict.record_id is None and conflict.kind == "revised_on_both"
     assert result.files["ontology.yaml"] == conflict.kept.data
+
+
+def test_updated_at_is_compared_as_a_moment() -> None:
+    base = base_state()
+    zulu = revised(base[PAGE], body="nine utc", updated_at="2026-03-01T09:00:00Z")
+    offset = revised(base[PAGE], body="eight utc", updated_at="2026-03-01T10:00:00+02:00")
+    assert both_ways(base, {**base, PAGE: offset}, {**base, PAGE: zulu}).files[PAGE] == zulu
+
+
+def test_an_id_held_twice_on_one_side_is_merged_by_path() -> None:
+    base = base_state()
+    copy = "private/pages/person/alice-copy.md"
+    ours = {**base, copy: base[PAGE]}  # a duplicate made by hand: both files stay, the owner resolves it
+    theirs = {**base, PAGE: revised(base[PAGE], body="revised")}
+    result = both_ways(base, ours, theirs)
+    assert result.files[copy] == base[PAGE] and result.files[PAGE] == theirs[PAGE]
+    assert not result.conflicts and not result.moves
+
+
+def test_the_merge_changes_none_of_its_inputs() -> None:
+    base = base_state()
+    ours = {**base, PAGE: revised(base[PAGE], body="one")}
+    theirs = {**base, PAGE: revised(base[PAGE], body="two"), "private/.partition.json": b"{}"}
+    copies = [dict(base), dict(ours), dict(theirs)]
+    merge_vaults(base, ours, theirs)
+    with pytest.raises(MergeRefused):
+        merge_vaults(base, {}, theirs)
+    assert [base, ours, theirs] == copies
