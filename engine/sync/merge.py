@@ -1,9 +1,10 @@
 """Merging two machines' vaults by record, never by the text of their files (STYLE rule 29).
 
-``merge_vaults(base, ours, theirs)`` takes three vault states, each a mapping of vault-relative
-path to the file's exact bytes (the last state both machines shared, and each machine's own), and
-computes the merged state and what the owner must hear about: conflicts, removals, files moved
-aside because two records wanted one path, and paths left out of the merge.  It is a pure function:
+``merge_vaults(base, ours, theirs)`` takes three vault states (the last state both machines shared,
+and each machine's own), each a mapping of vault-relative path to the file's exact bytes, or to a
+blob id with a ``load`` that reads it, so that only the changed files are read.  It computes the
+merged state and what the owner must hear about: conflicts, removals, files moved aside because two
+records wanted one path, and paths left out of the merge.  It is a pure function:
 no disk, no git, no store.  How the states are read (git trees through the store's git wrapper) and
 what is done with the result (written to the vault, archived, shown in ``sync status``) belongs to
 the callers; docs/sync.md, "Merging by record", says what each rule means for the owner.
@@ -37,9 +38,9 @@ the final bytes (tests/engine/sync/test_merge_convergence.py).
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, Mapping
+from typing import Callable, Hashable, Literal, Mapping
 
 from ..core.errors import Conflict
 from ..core.files import sha256_bytes
@@ -47,7 +48,9 @@ from ..core.findings import Finding
 from ..core.ids import canonical_session_id, is_record_id, parse_timestamp
 from ..vault.records import parse_record
 
-VaultState = Mapping[str, bytes]
+# A vault state: vault-relative path -> the file's bytes or, merged with ``load``, its blob id (any hashable
+# key naming the bytes, such as a git blob's object id).
+VaultState = Mapping[str, "bytes | Hashable"]
 Side = Literal["ours", "theirs"]
 
 ONTOLOGY_FILE = "ontology.yaml"
@@ -74,10 +77,18 @@ class MergeRefused(Conflict):
 
 @dataclass(frozen=True)
 class Version:
-    """One file as a side holds it: where, and its exact bytes."""
+    """One file as a side holds it: where, and its bytes (``blob``: the bytes, or the id ``load`` reads)."""
 
     path: str
-    data: bytes
+    blob: bytes | Hashable
+    load: Callable[[Hashable], bytes] | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def data(self) -> bytes:
+        if self.load is not None:
+            return self.load(self.blob)
+        assert isinstance(self.blob, bytes)  # checked on the way in
+        return self.blob
 
     @cached_property
     def sha256(self) -> str:
@@ -166,7 +177,7 @@ class Move:
 
 @dataclass(frozen=True)
 class MergeResult:
-    files: dict[str, bytes]          # the merged vault: path -> exact bytes, sorted by path
+    files: dict[str, bytes | Hashable]  # the merged vault: path -> bytes (or blob id, as given), by path
     conflicts: tuple[MergeConflict, ...]
     removals: tuple[Removal, ...]
     moves: tuple[Move, ...]
@@ -220,15 +231,21 @@ def _may_be_record(path: str) -> bool:
 # --- the merge ----------------------------------------------------------------------------------
 
 
-def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState) -> MergeResult:
-    """Merge two machines' vault states from their last common state; see the module's docstring."""
+def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
+                 load: Callable[[Hashable], bytes] | None = None) -> MergeResult:
+    """Merge two machines' vault states from their last common state; see the module's docstring.
+
+    Without ``load`` each state maps a path to the file's bytes.  With it, to a blob id (a git tree's
+    object ids, say) that ``load`` turns into bytes: only files that differ between the states are
+    read, the merged state names blobs the inputs named (a merge never makes new bytes), and a merge
+    of two large vaults that each changed a few files reads those few files."""
     states = {"base": base, "ours": ours, "theirs": theirs}
-    left_out = _check_paths(states)
+    left_out = _check_paths(states, bytes_only=load is None)
     base, ours, theirs = ({path: data for path, data in state.items() if is_synced(path)}
                           for state in (base, ours, theirs))
     _check_partitions(base, {"ours": ours, "theirs": theirs})
 
-    files: dict[str, bytes] = {}
+    files: dict[str, bytes | Hashable] = {}
     changed: set[str] = set()
     for path in base.keys() | ours.keys() | theirs.keys():
         data = base.get(path)
@@ -237,7 +254,7 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState) -> Merg
         else:
             changed.add(path)
 
-    records, plain = _group(changed, base, ours, theirs)
+    records, plain = _group(changed, base, ours, theirs, load)
     conflicts: list[MergeConflict] = []
     removals: list[Removal] = []
     wanted_records: dict[str, Version] = {}
@@ -260,12 +277,12 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState) -> Merg
     )
 
 
-def _check_paths(states: dict[str, VaultState]) -> list[Finding]:
+def _check_paths(states: dict[str, VaultState], *, bytes_only: bool) -> list[Finding]:
     refused, left_out, seen = [], [], set()
     for name, state in states.items():
         for path, data in state.items():
             problem = _unsafe(path)
-            if problem is None and not isinstance(data, bytes):
+            if problem is None and bytes_only and not isinstance(data, bytes):
                 problem = "the file's content is not bytes"
             if problem is not None:
                 refused.append(Finding("unsafe_path", f"{name}: {problem}", path=repr(path)[:200]))
@@ -295,8 +312,8 @@ def _check_partitions(base: VaultState, sides: dict[str, VaultState]) -> None:
 _Triple = tuple["Version | None", "Version | None", "Version | None"]
 
 
-def _group(changed: set[str], base: VaultState, ours: VaultState,
-           theirs: VaultState) -> tuple[dict[str, _Triple], dict[str, _Triple]]:
+def _group(changed: set[str], base: VaultState, ours: VaultState, theirs: VaultState,
+           load: Callable[[Hashable], bytes] | None) -> tuple[dict[str, _Triple], dict[str, _Triple]]:
     """The changed files as (base, ours, theirs) versions: records by id, other files by path.
 
     An id held by two files on one side (a duplicate the owner must resolve) is merged by path."""
@@ -305,7 +322,7 @@ def _group(changed: set[str], base: VaultState, ours: VaultState,
     for at, state in enumerate((base, ours, theirs)):
         for path in changed:
             if path in state:
-                version = Version(path, state[path])
+                version = Version(path, state[path], load)
                 if version.record_id is not None:
                     by_id[at].setdefault(version.record_id, []).append(version)
                 else:
@@ -349,7 +366,7 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
     return kept
 
 
-def _place(files: dict[str, bytes], records: dict[str, Version], plain: dict[str, Version]) -> list[Move]:
+def _place(files: dict[str, bytes | Hashable], records: dict[str, Version], plain: dict[str, Version]) -> list[Move]:
     """Put the merged versions at their paths; a path held twice keeps the older record (then a record
     before another file) and the rest move beside it.  Files unchanged on every side never move."""
     claimants = [(version.path, 0, record_id, version) for record_id, version in sorted(records.items())]
@@ -360,7 +377,7 @@ def _place(files: dict[str, bytes], records: dict[str, Version], plain: dict[str
         if path in files:
             displaced.append((version, None if is_plain else key))
         else:
-            files[path] = version.data
+            files[path] = version.blob
     moves = []
     for version, record_id in displaced:
         stem, dot, suffix = version.path.rpartition(".")
@@ -370,6 +387,6 @@ def _place(files: dict[str, bytes], records: dict[str, Version], plain: dict[str
         while placed in files:
             counter += 1
             placed = f"{stem}-{tag}-{counter}{suffix}"
-        files[placed] = version.data
+        files[placed] = version.blob
         moves.append(Move(record_id, version.path, placed))
     return moves

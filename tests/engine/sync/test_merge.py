@@ -218,3 +218,24 @@ def test_the_merge_changes_none_of_its_inputs() -> None:
     with pytest.raises(MergeRefused):
         merge_vaults(base, {}, theirs)
     assert [base, ours, theirs] == copies
+
+
+def test_with_blob_ids_only_the_changed_files_are_read() -> None:
+    from engine.core.files import sha256_bytes
+
+    base = {**base_state(), **{f"private/claims/cl_{n:04d}.md": record(f"cl_{n:04d}", kind="claim")
+                               for n in range(500)}}
+    ours = {**base, PAGE: revised(base[PAGE], body="one"), "private/claims/cl_new.md": record("cl_new")}
+    theirs = {**base, PAGE: revised(base[PAGE], body="two")}
+    blobs = {sha256_bytes(data): data for state in (base, ours, theirs) for data in state.values()}
+    read = []
+
+    def load(blob: object) -> bytes:
+        read.append(blob)
+        return blobs[blob]
+
+    by_id = [{path: sha256_bytes(data) for path, data in state.items()} for state in (base, ours, theirs)]
+    result = merge_vaults(*by_id, load=load)
+    assert {path: blobs[blob] for path, blob in result.files.items()} == merge_vaults(base, ours, theirs).files
+    assert set(read) == {by_id[0][PAGE], by_id[1][PAGE], by_id[2][PAGE], by_id[1]["private/claims/cl_new.md"]}
+    assert result.conflicts[0].diff()
