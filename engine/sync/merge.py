@@ -240,10 +240,10 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
     read, the merged state names blobs the inputs named (a merge never makes new bytes), and a merge
     of two large vaults that each changed a few files reads those few files."""
     states = {"base": base, "ours": ours, "theirs": theirs}
-    left_out = _check_paths(states, bytes_only=load is None)
-    base, ours, theirs = ({path: data for path, data in state.items() if is_synced(path)}
+    left_out, partitions = _check_paths(states, bytes_only=load is None)
+    base, ours, theirs = ({path: data for path, data in state.items() if path in partitions}
                           for state in (base, ours, theirs))
-    _check_partitions(base, {"ours": ours, "theirs": theirs})
+    _check_partitions(partitions, base, {"ours": ours, "theirs": theirs})
 
     files: dict[str, bytes | Hashable] = {}
     changed: set[str] = set()
@@ -277,29 +277,39 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
     )
 
 
-def _check_paths(states: dict[str, VaultState], *, bytes_only: bool) -> list[Finding]:
-    refused, left_out, seen = [], [], set()
+def _check_paths(states: dict[str, VaultState], *,
+                 bytes_only: bool) -> tuple[list[Finding], dict[str, str | None]]:
+    """The paths left out, and the partition of each path that is merged (None: ``ontology.yaml``).
+
+    Each distinct path is judged once, however many states hold it."""
+    refused, left_out, synced = [], [], {}
+    judged: set[str] = set()
     for name, state in states.items():
         for path, data in state.items():
+            if bytes_only and not isinstance(data, bytes):
+                refused.append(Finding("unsafe_path", f"{name}: the file's content is not bytes",
+                                       path=repr(path)[:200]))
+            if path in judged:
+                continue
+            judged.add(path)
             problem = _unsafe(path)
-            if problem is None and bytes_only and not isinstance(data, bytes):
-                problem = "the file's content is not bytes"
             if problem is not None:
                 refused.append(Finding("unsafe_path", f"{name}: {problem}", path=repr(path)[:200]))
-            elif not is_synced(path) and path not in seen:
-                seen.add(path)
+            elif is_synced(path):
+                synced[path] = partition_of(path)
+            else:
                 reason = "derived or machine-local" if is_derived(path) else "outside the partitions"
                 left_out.append(Finding("not_synced", f"{reason}; not merged", severity="warning", path=path))
     if refused:
         raise MergeRefused("a vault state holds a path that could leave the vault; nothing was merged", refused)
-    return sorted(left_out, key=lambda finding: finding.path or "")
+    return sorted(left_out, key=lambda finding: finding.path or ""), synced
 
 
-def _check_partitions(base: VaultState, sides: dict[str, VaultState]) -> None:
-    held = {partition_of(path) for path in base} - {None}
+def _check_partitions(partitions: dict[str, str | None], base: VaultState, sides: dict[str, VaultState]) -> None:
+    held = {partitions[path] for path in base} - {None}
     findings = []
     for name, state in sides.items():
-        present = {partition_of(path) for path in state}
+        present = {partitions[path] for path in state}
         for partition in sorted(held - present):
             findings.append(Finding(
                 "partition_missing",

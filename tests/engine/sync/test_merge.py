@@ -19,7 +19,8 @@ def base_state() -> dict[str, bytes]:
         PAGE: record(PAGE_ID),
         CLAIM: record(CLAIM_ID, kind="claim", title="Alice lives in Oslo", claim_kind="fact",
                       assertion_origin="user", evidence=[{"source": "src_01JSSSSSSSSSSSSSSSSSSSSSSS"}]),
-        f"{CONVERSATION}/claims/cl_01JDDDDDDDDDDDDDDDDDDDDDDD.md": record("cl_01JDDDDDDDDDDDDDDDDDDDDDDD", kind="claim"),
+        f"{CONVERSATION}/claims/cl_01JDDDDDDDDDDDDDDDDDDDDDDD.md":
+            record("cl_01JDDDDDDDDDDDDDDDDDDDDDDD", kind="claim"),
     }
 
 
