@@ -240,3 +240,23 @@ def test_with_blob_ids_only_the_changed_files_are_read() -> None:
     assert {path: blobs[blob] for path, blob in result.files.items()} == merge_vaults(base, ours, theirs).files
     assert set(read) == {by_id[0][PAGE], by_id[1][PAGE], by_id[2][PAGE], by_id[1]["private/claims/cl_new.md"]}
     assert result.conflicts[0].diff()
+
+
+def test_a_partition_new_on_one_side_is_taken_whole() -> None:
+    base = base_state()
+    session = "conversations/9b2e0c1a-0c5e-4a4e-8f3a-1d2b3c4d5e6f"
+    theirs = {**base, f"{session}/claims/cl_01JQ.md": record("cl_01JQ", kind="claim"),
+              f"{session}/sources/src_01JQ.txt": b"said in that chat\n"}
+    result = both_ways(base, dict(base), theirs)
+    assert result.files == theirs and not result.conflicts
+
+
+def test_a_markdown_file_that_is_no_record_is_merged_by_path_and_never_read_as_one() -> None:
+    base = base_state()
+    broken = b"---\nid: [unclosed\n---\nbody\n"
+    ours = {**base, "private/notes/scratch.md": broken}
+    theirs = {**base, "private/notes/scratch.md": b"plain notes\n"}
+    result = both_ways(base, ours, theirs)
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.record_id) == ("added_on_both", None)
+    assert result.files["private/notes/scratch.md"] == conflict.kept.data
