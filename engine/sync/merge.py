@@ -38,6 +38,7 @@ the final bytes (tests/engine/sync/test_merge_convergence.py).
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Hashable, Literal, Mapping
@@ -105,6 +106,21 @@ class Version:
     def record_id(self) -> str | None:
         return None if self._record is None else self._record.id
 
+    @cached_property
+    def tag(self) -> str:
+        """What names this file beside a path another holds: its record id, else its sha256's first 12 digits."""
+        return self.record_id if self.record_id is not None else self.sha256[:12]
+
+    @cached_property
+    def natural(self) -> str:
+        """The path this file wants: its own, less the ``-<tag>`` a merge added when it moved it aside."""
+        stem, suffix = _split_name(self.path)
+        return stem[: -len(self.tag) - 1] + suffix if stem.endswith(f"-{self.tag}") else self.path
+
+    def same(self, other: Version | None) -> bool:
+        """The same bytes wanting the same path (a file moved aside is still the same file)."""
+        return other is not None and self.blob == other.blob and self.natural == other.natural
+
     @property
     def revision(self) -> int | None:
         return None if self._record is None else self._record.revision
@@ -132,7 +148,7 @@ def precedence(version: Version) -> tuple[int, int, float, str, str]:
         version.revision or 0,
         moment.timestamp() if moment is not None else float("-inf"),
         version.sha256,
-        version.path,
+        version.natural,
     )
 
 
@@ -171,8 +187,9 @@ class Move:
     """A record or file placed beside the path it wanted, because another held that path."""
 
     record_id: str | None
-    wanted: str
-    placed: str
+    wanted: str     # the path it wants (its own, less any ``-<tag>`` a merge added)
+    was: str        # where the version that stands had it
+    placed: str     # where it is in the merged vault
 
 
 @dataclass(frozen=True)
@@ -268,7 +285,7 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
         if kept is not None:
             wanted_plain[key] = kept
 
-    moves = _place(files, wanted_records, wanted_plain)
+    moves = _place(files, [*wanted_records.values(), *wanted_plain.values()], load)
     return MergeResult(
         files=dict(sorted(files.items())),
         conflicts=tuple(sorted(conflicts, key=lambda c: (c.record_id or "", c.kept.path))),
@@ -348,18 +365,22 @@ def _group(changed: set[str], base: VaultState, ours: VaultState, theirs: VaultS
             base_of, ours_of, theirs_of = (side.get(record_id, [None])[0] for side in by_id)
             records[record_id] = (base_of, ours_of, theirs_of)
     plain: dict[str, _Triple] = {}
-    for path in set().union(*by_path):
-        plain[path] = (by_path[0].get(path), by_path[1].get(path), by_path[2].get(path))
+    by_natural = [{version.natural: version for version in side.values()} for side in by_path]
+    for path in set().union(*by_natural):
+        plain[path] = (by_natural[0].get(path), by_natural[1].get(path), by_natural[2].get(path))
     return records, plain
 
 
 def _three_way(record_id: str | None, base: Version | None, ours: Version | None, theirs: Version | None,
                conflicts: list[MergeConflict], removals: list[Removal]) -> Version | None:
-    if ours == theirs:
+    def same(one: Version | None, other: Version | None) -> bool:
+        return one is None and other is None or one is not None and one.same(other)
+
+    if same(ours, theirs):
         return ours
-    if ours == base or theirs == base:
-        removed_by: Side = "theirs" if ours == base else "ours"
-        kept = theirs if ours == base else ours
+    if same(ours, base) or same(theirs, base):
+        removed_by: Side = "theirs" if same(ours, base) else "ours"
+        kept = theirs if same(ours, base) else ours
         if kept is None and base is not None:
             removals.append(Removal(removed_by, record_id, base))
         return kept
@@ -376,27 +397,45 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
     return kept
 
 
-def _place(files: dict[str, bytes | Hashable], records: dict[str, Version], plain: dict[str, Version]) -> list[Move]:
-    """Put the merged versions at their paths; a path held twice keeps the older record (then a record
-    before another file) and the rest move beside it.  Files unchanged on every side never move."""
-    claimants = [(version.path, 0, record_id, version) for record_id, version in sorted(records.items())]
-    claimants += [(version.path, 1, path, version) for path, version in sorted(plain.items())]
-    claimants.sort(key=lambda claim: claim[:3])
-    displaced = []
-    for path, is_plain, key, version in claimants:
-        if path in files:
-            displaced.append((version, None if is_plain else key))
-        else:
-            files[path] = version.blob
+def _place(files: dict[str, bytes | Hashable], winners: list[Version],
+           load: Callable[[Hashable], bytes] | None) -> list[Move]:
+    """Put every merged file at the path it wants; where several want one path, the record with the smallest
+    id (the oldest) takes it, then records before other files, then the smaller sha256, and the rest go
+    beside it as ``<stem>-<tag><suffix>``.  The outcome depends only on the merged files, not on where
+    earlier merges put them: a file moved aside returns once its path is free.  ``files`` holds the files
+    unchanged on every side; only those a placement concerns are read."""
+    wanting: dict[str, list[Version]] = {}
+    for version in winners:
+        wanting.setdefault(version.natural, []).append(version)
+    for path in [path for path in files if _DISPLACED_NAME.search(path)]:
+        version = Version(path, files[path], load)
+        if version.natural != path:
+            del files[path]
+            wanting.setdefault(version.natural, []).append(version)
+    for path, group in wanting.items():
+        if path in files and (len(group) > 1 or group[0].path != path):
+            group.append(Version(path, files.pop(path), load))
     moves = []
-    for version, record_id in displaced:
-        stem, dot, suffix = version.path.rpartition(".")
-        stem, suffix = (stem, dot + suffix) if dot and "/" not in suffix else (version.path, "")
-        tag = record_id if record_id is not None else version.sha256[:12]
-        placed, counter = f"{stem}-{tag}{suffix}", 1
-        while placed in files:
-            counter += 1
-            placed = f"{stem}-{tag}-{counter}{suffix}"
-        files[placed] = version.blob
-        moves.append(Move(record_id, version.path, placed))
+    for path, group in sorted(wanting.items()):
+        group.sort(key=lambda v: (v.record_id is None, v.record_id or "", v.sha256))
+        for at, version in enumerate(group):
+            stem, suffix = _split_name(path)
+            placed, counter = (path if at == 0 else f"{stem}-{version.tag}{suffix}"), 1
+            while placed in files or (placed != path and placed in wanting):
+                counter += 1
+                placed = f"{stem}-{version.tag}-{counter}{suffix}"
+            files[placed] = version.blob
+            if placed != version.path:
+                moves.append(Move(version.record_id, path, version.path, placed))
     return moves
+
+
+# A name a merge may have given a file it moved aside: ``-<record id>`` (ids as the engine makes them,
+# ``<prefix>_<ulid>``, and any of that shape) or ``-<12 hex digits>``.  Only such unchanged files are read.
+_DISPLACED_NAME = re.compile(r"-(?:[a-z]+_[0-9A-Za-z]+|[0-9a-f]{12})(?:\.[^./]*)?$")
+
+
+def _split_name(path: str) -> tuple[str, str]:
+    """A path as (everything before its file name's last dot, the dot and what follows)."""
+    dot = path.rfind(".")
+    return (path[:dot], path[dot:]) if dot > path.rfind("/") + 1 else (path, "")

@@ -50,8 +50,8 @@ def test_two_new_records_at_one_path_are_both_kept_the_older_in_place() -> None:
     result = both_ways(base, ours, theirs)
     assert result.files[path] == theirs[path]
     assert result.files[f"private/pages/person/bob-{newer}.md"] == ours[path]
-    assert [(m.record_id, m.wanted, m.placed) for m in result.moves] == [
-        (newer, path, f"private/pages/person/bob-{newer}.md")]
+    assert [(m.record_id, m.wanted, m.was, m.placed) for m in result.moves] == [
+        (newer, path, path, f"private/pages/person/bob-{newer}.md")]
     assert not result.conflicts
 
 
@@ -260,3 +260,25 @@ def test_a_markdown_file_that_is_no_record_is_merged_by_path_and_never_read_as_o
     [conflict] = result.conflicts
     assert (conflict.kind, conflict.record_id) == ("added_on_both", None)
     assert result.files["private/notes/scratch.md"] == conflict.kept.data
+
+
+def test_a_record_moved_aside_returns_once_its_path_is_free() -> None:
+    older, newer = "pg_01JH0000000000000000000000", "pg_01JH0000000000000000000001"
+    path, aside = "private/pages/person/bob.md", f"private/pages/person/bob-{newer}.md"
+    base = {**base_state(), path: record(older, title="Bob"), aside: record(newer, title="Bob")}
+    ours = {p: d for p, d in base.items() if p != path}
+    result = both_ways(base, ours, dict(base))
+    assert result.files[path] == base[aside] and aside not in result.files
+    assert [(m.record_id, m.wanted, m.was, m.placed) for m in result.moves] == [(newer, path, aside, path)]
+    assert [removal.record_id for removal in result.removals] == [older]
+
+
+def test_an_older_record_takes_its_path_from_a_newer_one_left_unchanged() -> None:
+    older, newer = "pg_01JH0000000000000000000000", "pg_01JH0000000000000000000001"
+    path = "private/pages/person/bob.md"
+    base = {**base_state(), path: record(newer, title="Bob")}
+    ours = {**base, "private/pages/person/bob-2.md": b"unrelated"}
+    theirs = {**base, f"private/pages/person/bob-{older}.md": record(older, title="Bob")}
+    result = both_ways(base, ours, theirs)
+    assert result.files[path] == theirs[f"private/pages/person/bob-{older}.md"]
+    assert result.files[f"private/pages/person/bob-{newer}.md"] == base[path]
