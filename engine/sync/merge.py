@@ -27,8 +27,9 @@ The rules:
 - A side holding nothing of a partition that the base held is refused (``MergeRefused``): an
   unreadable or missing folder is never read as "everything deleted".
 - Two records, or a record and another file, wanting one path: the record with the smaller id (the
-  older one: ids begin with their creation time) keeps it, the other moves beside it to
-  ``<stem>-<id>.md`` (another file: ``<stem>-<sha256 prefix><suffix>``).
+  older one: ids begin with their creation time) takes it, the other goes beside it to
+  ``<stem>-<id>.md`` (another file: ``<stem>-<sha256 prefix><suffix>``).  Placement depends only on
+  the merged files: a file moved aside returns once its path is free.
 
 Merging is commutative (the sides may be swapped) and, because a record's current version is the
 greatest of every version written concurrently, the order in which machines merge does not change
