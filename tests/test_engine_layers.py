@@ -5,6 +5,7 @@
     (root) service, runtime         the Engine facade and the store runtime
     wire                            socket, protocol, tools, bridge
     operator                        the owner's desk on the socket
+    sync                            a store between machines: merge by record, git remotes
     gate                            the recall gate
     memory                          prompt, Knowledge Index, recall, ontology views
     search                          keyword search, search_knowledge, passages
