@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Union
 
 from ..core.answers import JsonValue, NotRequired, TypedDict
+from ..core.errors import ErrorAnswer
+from ..core.jobs import JobProgress
 
 
 class ImportCounts(TypedDict):
@@ -229,24 +231,9 @@ class Manifest(TypedDict):
 # --- the operator methods' jobs --------------------------------------------------------------------
 
 
-class JobProgress(TypedDict):
-    done: float
-    total: float | None
-    unit: str
-    message: str
-
-
-class JobError(TypedDict):
-    """Why a job failed; an engine error adds its details (the field, or the file and place of bad input)."""
-    reason: str
-    message: str
-
-
-JobError.__pydantic_config__ = {"extra": "allow"}  # type: ignore[attr-defined]  # the details are the error's own
-
-
 class _Job(TypedDict):
-    """A job as ``operator/job`` shows it (engine/core/jobs.py); ``result`` once it is done."""
+    """A job as ``operator/job`` shows it: ``core.jobs.JobAnswer`` with its ``result`` typed by each job
+    below; ``result`` once it is done."""
     id: str
     kind: str
     key: str
@@ -255,7 +242,7 @@ class _Job(TypedDict):
     progress: JobProgress
     startedAt: str
     finishedAt: NotRequired[str]
-    error: NotRequired[JobError]
+    error: NotRequired[ErrorAnswer]
 
 
 class ExportJob(_Job):
