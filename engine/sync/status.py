@@ -1,0 +1,79 @@
+"""What the owner sees of a store's sync: per remote, its state, ahead/behind, last success and last error,
+and the conflicts waiting (docs/sync.md).
+
+The shapes here are shared by ``knowledge sync status``, ``operator/syncStatus`` and the window's Sync
+section.  A round writes them to ``<state>/stores/<store id>/sync/status.json`` (``engine/sync/round.py``);
+this module declares them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..core.answers import NotRequired, TypedDict
+
+# never: no round has run against this remote; ok: the last round succeeded; failing: the last round
+# failed (``lastError`` says why); syncing: a round is running now.
+RemoteState = Literal["never", "ok", "failing", "syncing"]
+
+
+class SyncError(TypedDict):
+    """Why a round failed, in plain words: ``code`` is one of the findings docs/sync.md lists
+    (``unreachable``, ``rewritten``, ``unsafe_path``, ``symlink``, ``submodule``, ``too_large``,
+    ``invalid_record``, ``other_store``, ``partition_missing``, ``git_failed``, ``git_missing``)."""
+
+    code: str
+    message: str
+    at: str  # ISO 8601 UTC
+
+
+class SyncRemoteStatus(TypedDict):
+    """One remote of a store as this machine last saw it."""
+
+    name: str
+    url: str
+    state: RemoteState
+    lastAttempt: str | None
+    lastSuccess: str | None
+    lastError: SyncError | None
+    ahead: int | None   # commits here that this machine's branch on the remote lacks; None: not known yet
+    behind: int | None  # commits on the remote's other branches of this store not merged here
+    machines: list[str]  # the other machines whose branches the remote holds for this store
+
+
+class SyncConflictVersion(TypedDict):
+    path: str
+    revision: int | None
+    sha256: str
+    updatedAt: str | None
+
+
+class SyncConflict(TypedDict):
+    """A record (or file) revised on two machines from one revision: which version stands, the other one
+    (kept in history and the revisions table) and the diff from the other to the standing one."""
+
+    id: str
+    recordId: str | None
+    partition: str | None
+    kind: str  # merge.ConflictKind
+    standing: SyncConflictVersion
+    other: SyncConflictVersion | None
+    diff: str
+    remote: str
+    at: str
+
+
+class StoreSyncStatus(TypedDict):
+    storeId: str
+    name: str | None   # a named store's name
+    machineId: str | None  # None until the store's first round or clone
+    remotes: list[SyncRemoteStatus]
+    conflicts: list[SyncConflict]
+    conflictsWaiting: int
+    problem: NotRequired[str]  # why the store's sync state could not be read
+
+
+class SyncStatus(TypedDict):
+    """Every store of this state directory with its sync state."""
+
+    stores: list[StoreSyncStatus]
