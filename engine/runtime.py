@@ -580,10 +580,12 @@ class StoreRuntime:
                                          "byPartition": {}})
             commit = None
             for run in _commit_runs(batch):
-                files = [CommitFile(path, data) for entry in run for path, data in entry["files"]]
+                files = [CommitFile(path, data) for entry in run for path, data in entry["files"] if data is not None]
+                removals = [path for entry in run for path, data in entry["files"] if data is None]
                 seqs = [entry["seq"] for entry in run]
                 try:
-                    commit = self.git.commit(files, _commit_message(run), existing=self._vault_files)
+                    commit = self.git.commit(files, _commit_message(run), existing=self._vault_files,
+                                             removals=removals)
                 except GitError as exc:
                     error = str(exc)
                     left = [entry["seq"] for entry in batch if entry["seq"] >= seqs[0]]
