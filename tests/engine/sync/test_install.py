@@ -12,6 +12,7 @@ import pytest
 
 from engine.access.authority import AgentCaller
 from engine.core.db import Database
+from engine.importers.archive import ArchiveReader, export_archive, restore_archive
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from engine.store.githistory import CommitFile
@@ -226,3 +227,47 @@ def test_migrations_keep_every_revision_and_publication_file(tmp_path):
                          "VALUES (1, 1, 'b.md', 'record', 1)")
     migrated.close()
     assert os.path.exists(path)
+
+
+def test_a_version_kept_by_sync_travels_in_an_export_and_is_restored(tmp_path, engine, owner, state_dir, three_pages):
+    runtime = runtime_of(engine)
+    vault = only_store(state_dir) / "vault"
+    base = vault_state(vault)
+    charlie = three_pages["Charlie"]
+    (vault / charlie).write_bytes(revised(revised(base[charlie], body="Ours.")))
+    ours = vault_state(vault)
+    merged = merge_vaults(base, ours, {**base, charlie: revised(base[charlie], body="Theirs.")})
+    runtime.call(lambda: (runtime.prepare("private"),
+                          record_conflicts(runtime.store.db, merged.conflicts, remote="nas", machine="mc_other")))
+    charlie_id = parse_record(ours[charlie], "c.md")[0].id
+    before = [(entry["revision"], entry["origin"]) for entry in engine.history(owner, charlie_id)["revisions"]]
+    assert (2, "sync") in before
+    export_archive(engine, tmp_path / "store.zip")
+    target = StateDir(tmp_path / "target")
+    with ArchiveReader(tmp_path / "store.zip") as reader, Engine(target, watch=False) as restored:
+        restore_archive(restored, reader)
+        token = restored.add_agent("main", owner=True)
+        caller = AgentCaller(token, {"kind": "owner-private"})
+        after = [(entry["revision"], entry["origin"]) for entry in restored.history(caller, charlie_id)["revisions"]]
+        assert after == before
+        assert "Theirs." in restored.get_record(caller, charlie_id, revision=2)["body"]
+
+
+def test_removing_the_ontology_is_planned_with_the_private_partition(engine, owner, state_dir, three_pages):
+    runtime = runtime_of(engine)
+    vault = only_store(state_dir) / "vault"
+    (vault / "ontology.yaml").write_bytes(RECIPE_ONTOLOGY)
+    ours = vault_state(vault)
+    theirs = {path: data for path, data in ours.items() if path != "ontology.yaml"}
+    merged = merge_vaults(ours, ours, theirs)
+    plans = runtime.call(lambda: plan_sync(runtime.store, ours, merged, None))
+    [plan] = plans.plans
+    assert plan.partition == "private" and plans.removed == ["ontology.yaml"]
+    [write] = plan.writes
+    assert (write.path, write.role, write.removes, write.base) == ("ontology.yaml", "ontology", True, RECIPE_ONTOLOGY)
+    [outcome] = runtime.call(lambda: runtime.publisher.publish_together(plans.plans))
+    assert not isinstance(outcome, Exception)
+    assert not (vault / "ontology.yaml").exists()
+    assert vault_state(vault) == merged.files
+    checkpoint = runtime.checkpoint()
+    assert "ontology.yaml" not in runtime.git.tree(checkpoint["commit"])
