@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Callable, Hashable, Iterable, Mapping
 
 from ..core.db import Database
-from ..core.files import sha256_bytes
 from ..core.findings import Finding
 from ..core.ids import format_timestamp, is_record_id, new_id, utc_now
 from ..store.attachments import ATTACH_FILE_MAX_BYTES
-from ..store.catalog import is_descriptor_path, is_record_path
+from ..store.catalog import is_descriptor_path, is_record_path, keep_revision
 from ..store.publication import ONTOLOGY_PATH, FileWrite, Plan, removal, request_hash
 from ..store.store import EXTENSIONS_FILE, VAULT_DIR, Store
 from ..vault.evidence import DESCRIPTOR_MAX_BYTES
@@ -212,7 +211,9 @@ def record_conflicts(db: Database, conflicts: Iterable[MergeConflict], *, remote
                  standing["sha256"], standing["updatedAt"], other and other["path"], other and other["revision"],
                  other and other["sha256"], other and other["updatedAt"], entry["diff"], remote, machine, now))
             if conflict.other is not None and conflict.record_id is not None and folder is not None:
-                _archive(db, partition or PRIVATE_SCOPE, folder, conflict.record_id, conflict.other, machine, now)
+                keep_revision(db, partition or PRIVATE_SCOPE, conflict.record_id, conflict.other.revision or 0,
+                              conflict.other.data, conflict.other.path[len(folder) + 1:], origin="sync",
+                              observed_at=now)
             listed.append(entry)
     return listed
 
@@ -228,16 +229,6 @@ def dismiss_conflict(db: Database, conflict_id: str) -> bool:
     with db.atomic():
         return db.execute("UPDATE sync_conflicts SET dismissed_at = ? WHERE id = ? AND dismissed_at IS NULL",
                           (format_timestamp(utc_now()), conflict_id)).rowcount == 1
-
-
-def _archive(db: Database, partition: str, folder: str, record_id: str, version: Version, machine: str,
-             now: str) -> None:
-    """Keep a version a merge did not let stand, as the catalog keeps every revision it sees."""
-    db.execute(
-        "INSERT OR IGNORE INTO revisions (partition, record_id, revision, sha256, content, path, origin, "
-        "publication_id, agent, observed_at) VALUES (?, ?, ?, ?, ?, ?, 'sync', NULL, NULL, ?)",
-        (partition, record_id, version.revision or 0, sha256_bytes(version.data), version.data,
-         version.path[len(folder) + 1:], now))
 
 
 def _version(version: Version) -> SyncConflictVersion:
