@@ -337,17 +337,17 @@ class GitHistory:
             (removed if status == b"D" else changed).append(name)
         excludes = [f"--exclude={pattern}" for pattern in (*EXCLUDED, ".*")]
         others = self._run_bytes("ls-files", "-z", "--others", *excludes, *pathspec)
+        tracked = set(changed)
         changed += [name for name in (p.decode("utf-8", "surrogateescape") for p in others.split(b"\0") if p)
                     if _looked_at(name)]
         files = []
         for name in sorted(changed):
             data = self._read_regular(name)
-            if data is None:
-                if name not in removed:  # a tracked file that is no longer a regular file: gone for the history
-                    removed.append(name)
-                continue
-            files.append(CommitFile(name, data))
-        return files, sorted(set(removed) - {item.path for item in files})
+            if data is not None:
+                files.append(CommitFile(name, data))
+            elif name in tracked:  # no longer a regular, singly linked file: gone, for the history
+                removed.append(name)
+        return files, sorted(removed)
 
     def _read_regular(self, name: str) -> bytes | None:
         """A vault file's bytes when it is a regular, singly linked file, as ``existing_files`` takes them."""

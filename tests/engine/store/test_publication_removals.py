@@ -222,3 +222,16 @@ def committed_after_restart(engine: Engine, state: StateDir, edited: str | None 
 def sync_publications(state: StateDir) -> list[str]:
     with sqlite3.connect(only_store(state) / "state.sqlite") as db:
         return [row[0] for row in db.execute("SELECT state FROM publications WHERE operation = 'sync'")]
+
+
+def test_only_the_private_partition_writes_the_ontology(engine, owner, state_dir):
+    from engine.core.errors import InvalidParams
+
+    engine.save_page(owner, page("p-first", "First Page"))
+    runtime = runtime_of(engine)
+    chat = "conversation:0b1e3c1e-8f4a-4c57-9d1a-2f3c4d5e6f70"
+    for partition, path in ((chat, "ontology.yaml"), ("private", "pages/ontology.yaml")):
+        plan = Plan(partition, "sync", None, "h", None, [FileWrite(path, "ontology", b"format: x\n")])
+        with pytest.raises(InvalidParams, match="only the private partition"):
+            runtime.call(lambda: runtime.publisher.publish(plan))
+    assert not (only_store(state_dir) / "vault" / "ontology.yaml").exists()

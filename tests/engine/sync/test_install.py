@@ -13,6 +13,7 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.core.db import Database
 from engine.importers.archive import ArchiveReader, export_archive, restore_archive
+from tests.engine.importers.test_archive import RECIPE_ONTOLOGY as RECIPE_TEXT
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from engine.store.githistory import CommitFile
@@ -21,27 +22,14 @@ from engine.sync.install import dismiss_conflict, plan_sync, record_conflicts, w
 from engine.sync.merge import is_synced, merge_vaults
 from engine.sync.transport import SyncRefused
 from engine.vault.records import RECORD_FORMAT, Record, parse_record
+from tests.engine.store.test_publication_removals import runtime_of
 from tests.engine.sync.records import CONVERSATION, record, revised
 from tests.helpers import only_store, page
 
 SESSION = CONVERSATION.split("/", 1)[1]
 NEW_PRIVATE = "pg_01JNEWPR1VATEPAGE00000000A"
 NEW_CHAT = "pg_01JNEWCHATPAGE00000000000B"
-RECIPE_ONTOLOGY = b"""\
-format: knowledge-ontology-v1
-page_types:
-  recipe:
-    label: Recipe
-    filing: [pages/recipes/]
-    fields:
-      cuisine: {type: string}
-"""
-
-
-def runtime_of(engine: Engine):
-    record_ = engine.registry.own_store_of("main")
-    assert record_ is not None
-    return engine.runtime(record_)
+RECIPE_ONTOLOGY = RECIPE_TEXT.encode("utf-8")
 
 
 def vault_state(vault: Path) -> dict[str, bytes]:
