@@ -318,7 +318,9 @@ class GitHistory:
         """What the vault holds that the branch does not: files changed or added (with their bytes) and
         paths removed, under ``ontology.yaml``, ``private/`` and ``conversations/`` only, leaving out
         hidden names and ``EXCLUDED``.  Git's index stat cache tells which files changed, so an
-        unchanged file is not read (the index is first brought to the branch when it lags)."""
+        unchanged file is not read (the index is first brought to the branch when it lags).  It writes the
+        index: run it where commits are made, one at a time (the store runtime's git lock).  A file a
+        checkpoint just committed is read once more here: the commit gives the index its blob, not its stat."""
         if self.head() is None:
             return [f for f in self.existing_files() if _looked_at(f.path)], []
         self.ensure_repository()
