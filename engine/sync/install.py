@@ -210,9 +210,11 @@ def record_conflicts(db: Database, conflicts: Iterable[MergeConflict], *, remote
                 (entry["id"], partition, conflict.record_id, conflict.kind, standing["path"], standing["revision"],
                  standing["sha256"], standing["updatedAt"], other and other["path"], other and other["revision"],
                  other and other["sha256"], other and other["updatedAt"], entry["diff"], remote, machine, now))
-            if conflict.other is not None and conflict.record_id is not None and folder is not None:
-                keep_revision(db, partition or PRIVATE_SCOPE, conflict.record_id, conflict.other.revision or 0,
-                              conflict.other.data, conflict.other.path[len(folder) + 1:], origin="sync",
+            other_folder = partition_of(conflict.other.path) if conflict.other is not None else None
+            if conflict.other is not None and conflict.record_id is not None and other_folder is not None:
+                # Kept in the partition the version's own file lies in (a merge by id may pair two folders).
+                keep_revision(db, partition_name(other_folder), conflict.record_id, conflict.other.revision or 0,
+                              conflict.other.data, conflict.other.path[len(other_folder) + 1:], origin="sync",
                               observed_at=now)
             listed.append(entry)
     return listed

@@ -260,3 +260,26 @@ def test_removing_the_ontology_is_planned_with_the_private_partition(engine, own
     assert vault_state(vault) == merged.files
     checkpoint = runtime.checkpoint()
     assert "ontology.yaml" not in runtime.git.tree(checkpoint["commit"])
+
+
+def test_every_kind_of_conflict_is_listed_and_only_a_record_version_is_archived():
+    db = Database.open(None, create=True, migrations=STATE_MIGRATIONS)
+    first, second = "pg_01JFIRSTPAGE0000000000000A", "pg_01JSECONDPAGE000000000000B"
+    base = {"private/pages/a.md": record(first), "private/pages/b.md": record(second),
+            "private/sources/notes.txt": b"base notes\n"}
+    ours = {"private/pages/a.md": revised(base["private/pages/a.md"], body="ours"),
+            "private/sources/notes.txt": b"our notes\n"}
+    theirs = {**base, "private/pages/a.md": revised(base["private/pages/a.md"], body="theirs"),
+              "private/pages/b.md": revised(base["private/pages/b.md"], body="revised there"),
+              "private/sources/notes.txt": b"their notes\n"}
+    merged = merge_vaults(base, ours, theirs)
+    listed = record_conflicts(db, merged.conflicts, remote="nas", machine="mc_other")
+    kinds = sorted((entry["kind"], entry["recordId"] or "") for entry in listed)
+    assert kinds == [("removed_and_revised", second), ("revised_on_both", ""), ("revised_on_both", first)]
+    removed = next(entry for entry in listed if entry["kind"] == "removed_and_revised")
+    assert removed["other"] is None and removed["standing"]["revision"] == 2
+    archived = db.tuples("SELECT record_id, revision, origin, path FROM revisions")
+    [record_conflict] = [c for c in merged.conflicts if c.record_id == first]
+    assert archived == [(first, 2, "sync", record_conflict.other.path.removeprefix("private/"))]
+    assert waiting_conflicts(db) == sorted(listed, key=lambda entry: (entry["at"], entry["id"]))
+    assert not dismiss_conflict(db, "sc_unknown")
