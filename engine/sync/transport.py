@@ -163,14 +163,13 @@ def git_environment(*, helpers: Sequence[str] = ()) -> tuple[dict[str, str], lis
 
     No ``GIT_*`` variable from outside (an inherited ``GIT_DIR``, ``GIT_SSH_COMMAND`` or alternate object
     directory never steers a sync); ``HOME``, ``PATH`` and ``SSH_AUTH_SOCK`` pass, so the owner's credential
-    helpers, ssh configuration and agent work.  No prompt (``GIT_TERMINAL_PROMPT=0``, ssh in batch mode), no
-    hooks, transports ``PROTOCOLS`` only (plus the remote ``helpers`` named, such as ``gcrypt``), every
+    helpers, ssh configuration and agent work.  No prompt (``GIT_TERMINAL_PROMPT=0``; the commands run in a
+    session of their own, without a terminal, so ssh and gpg cannot ask either), no hooks, transports ``PROTOCOLS`` only (plus the remote ``helpers`` named, such as ``gcrypt``), every
     fetched object checked by fsck, no automatic gc or maintenance in the background."""
     keep = ("HOME", "PATH", "SSH_AUTH_SOCK", "GNUPGHOME", "GPG_AGENT_INFO", "TMPDIR", "LANG", "USER", "LOGNAME",
             "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "SystemRoot")
     env = {name: os.environ[name] for name in keep if name in os.environ}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_SSH_VARIANT": "ssh",
-                "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"})
+    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
     options = {"core.hooksPath": os.devnull, "protocol.allow": "never",
                **{f"protocol.{name}.allow": "always" for name in (*PROTOCOLS, *helpers)},
                "transfer.fsckObjects": "true", "fetch.fsckObjects": "true", "receive.fsckObjects": "true",
@@ -243,7 +242,7 @@ class Transport:
         pushed = self._check_own(remote, known["pushed"], own, head, gcrypt=url.startswith(GCRYPT_PREFIX))
         if head is not None:
             for machine, tip in sorted(fetched.items()):
-                if not self._shares_history(tip):
+                if tip != seen.get(machine) and not self._shares_history(tip):
                     raise _refused("other_store", f"the remote's branch of machine {machine} holds another store's "
                                    "history (no commit in common with this vault); nothing was taken from it",
                                    remote=remote, machine=machine)
@@ -493,7 +492,8 @@ class Transport:
             env["GIT_DIR"] = str(git_dir)
         try:
             return subprocess.run([self.git, *options, *args], input=stdin, capture_output=True, env=env,
-                                  cwd=self.sync_dir if self.sync_dir.is_dir() else None, timeout=timeout)
+                                  cwd=self.sync_dir if self.sync_dir.is_dir() else None, timeout=timeout,
+                                  start_new_session=True)
         except FileNotFoundError:
             raise _refused("git_missing", "git is not installed (or not where it was found); sync needs it") from None
         except subprocess.TimeoutExpired:

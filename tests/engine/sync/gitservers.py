@@ -216,30 +216,25 @@ def bare_remote(tmp_path: Path) -> GitRemote:
     return GitRemote("disk", str(path), path)
 
 
+def _served(kind: str, server: "GitDaemon | GitHttpServer") -> Iterator[GitRemote]:
+    path = make_bare(server.base / REPOSITORY)
+    server.start()
+    try:
+        yield GitRemote(kind, server.url(REPOSITORY), path)
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def daemon_remote(tmp_path: Path) -> Iterator[GitRemote]:
     """A bare repository served by a real ``git daemon`` on loopback (``git://``), push enabled."""
-    base = tmp_path / "served"
-    path = make_bare(base / REPOSITORY)
-    daemon = GitDaemon(base)
-    daemon.start()
-    try:
-        yield GitRemote("daemon", daemon.url(REPOSITORY), path)
-    finally:
-        daemon.stop()
+    yield from _served("daemon", GitDaemon(tmp_path / "served"))
 
 
 @pytest.fixture
 def http_remote(tmp_path: Path) -> Iterator[GitRemote]:
     """A bare repository served by ``git http-backend`` behind a threaded HTTP server on loopback."""
-    base = tmp_path / "served"
-    path = make_bare(base / REPOSITORY)
-    server = GitHttpServer(base)
-    server.start()
-    try:
-        yield GitRemote("http", server.url(REPOSITORY), path)
-    finally:
-        server.stop()
+    yield from _served("http", GitHttpServer(tmp_path / "served"))
 
 
 @pytest.fixture(params=["disk", "daemon", "http"])

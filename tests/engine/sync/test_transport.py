@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -193,9 +194,9 @@ def test_untrusted_content_is_refused_with_nothing_delivered(
     base = joined(laptop, desktop, any_remote)
     path, mode, code = HOSTILE[case]
     if mode == "160000":
-        _hostile(any_remote, base, path, mode, kind="commit", oid=base)
+        hostile = _hostile(any_remote, base, path, mode, kind="commit", oid=base)
     else:
-        _hostile(any_remote, base, path, mode)
+        hostile = _hostile(any_remote, base, path, mode)
     delivered, tips = desktop.delivered(), desktop.tips_bytes()
 
     with pytest.raises(SyncRefused) as refused:
@@ -205,6 +206,8 @@ def test_untrusted_content_is_refused_with_nothing_delivered(
     assert refused.value.details["code"] == code and refused.value.reason == "conflict"
     assert desktop.delivered() == delivered and desktop.tips_bytes() == tips
     assert not (desktop.vault / "private").exists() and not (desktop.vault / "notes.txt").exists()
+    assert subprocess.run(["git", "--git-dir", str(desktop.vault / ".git"), "cat-file", "-e", hostile],
+                          capture_output=True).returncode != 0  # not even its objects reached the vault
 
 
 def test_an_oversized_record_is_too_large_and_a_retained_source_may_be_larger(
@@ -251,16 +254,17 @@ def test_two_stores_sharing_a_remote_never_see_each_others_branches(
     assert newcomer.transport.fetch("nas", any_remote.url).tips == {laptop.id: mine}
 
 
-def test_the_environment_allows_only_the_plain_transports() -> None:
+def test_the_environment_allows_only_the_plain_transports(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GIT_DIR", "GIT_SSH_COMMAND", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG_PARAMETERS"):
+        monkeypatch.setenv(name, "/tmp/elsewhere")
     env, options = git_environment()
     pairs = dict(option.split("=", 1) for option in options[1::2])
     assert pairs["protocol.allow"] == "never" and pairs["core.hooksPath"] == os.devnull
     assert {name for name, value in pairs.items() if name.startswith("protocol.") and value == "always"} == {
         "protocol.file.allow", "protocol.git.allow", "protocol.ssh.allow", "protocol.http.allow",
         "protocol.https.allow"}
-    assert env["GIT_TERMINAL_PROMPT"] == "0" and not any(
-        name.startswith("GIT_") and name not in ("GIT_TERMINAL_PROMPT", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT")
-        for name in env)
+    assert env["GIT_TERMINAL_PROMPT"] == "0" and [name for name in env if name.startswith("GIT_")] == [
+        "GIT_TERMINAL_PROMPT"]
     assert "protocol.gcrypt.allow" in dict(o.split("=", 1) for o in git_environment(helpers=["gcrypt"])[1][1::2])
 
 
