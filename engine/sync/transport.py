@@ -300,9 +300,9 @@ class Transport:
             raw_path = tokens[index]
             index += 1
             mode, blob, status = meta[1], meta[3], meta[4]
-            path = _check_path(raw_path)
             if status == "D":
-                continue
+                continue  # its path was in a parent, checked then or the vault's own
+            path = _check_path(raw_path)
             if mode == "120000":
                 raise _refused("symlink", "the remote's history holds a symbolic link, which a vault never "
                                "holds; nothing was taken from it", path)
@@ -312,7 +312,8 @@ class Transport:
             if mode not in ("100644", "100755"):
                 raise _refused("unsafe_path", f"the remote's history holds an entry of mode {mode}, not a regular "
                                "file; nothing was taken from it", path)
-            blobs.setdefault(blob, path)
+            if blob not in blobs or size_limit(path) < size_limit(blobs[blob]):
+                blobs[blob] = path  # one blob at several paths is held to the smallest of their limits
         self._check_sizes(blobs)
 
     def _check_sizes(self, blobs: dict[str, str]) -> None:

@@ -49,7 +49,8 @@ def plain_git(repository: Path, *args: str, stdin: bytes | None = None) -> str:
            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_DIR": str(repository), "LC_ALL": "C",
            "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@localhost",
            "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@localhost"}
-    completed = subprocess.run([git_executable(), "-c", f"core.hooksPath={os.devnull}", *args], input=stdin, capture_output=True, env=env, check=False)
+    completed = subprocess.run([git_executable(), "-c", f"core.hooksPath={os.devnull}", *args], input=stdin,
+                               capture_output=True, env=env, check=False)
     assert completed.returncode == 0, f"git {args[0]} failed: {completed.stderr.decode('utf-8', 'replace')}"
     return completed.stdout.decode("utf-8", "replace").strip()
 

@@ -393,3 +393,31 @@ def test_the_quarantine_has_no_hooks_or_alternates(bare_remote: GitRemote, lapto
     laptop.transport.fetch("nas", bare_remote.url)
     assert not (quarantine / "objects" / "info" / "alternates").exists()
     assert git_executable()
+
+
+def test_one_blob_at_a_source_and_a_record_path_is_held_to_the_record_limit(
+        bare_remote: GitRemote, laptop: Machine, desktop: Machine) -> None:
+    base = joined(laptop, desktop, bare_remote)
+    big = blob(bare_remote.path, b"y" * (RECORD_MAX_BYTES + 1))
+    both = tree_with(bare_remote.path, base, [b"private", b"sources", b"src_2.bin"], "100644", "blob", big)
+    with_record = commit_on(bare_remote.path, both, base)
+    record_tree = tree_with(bare_remote.path, with_record, [b"private", b"zettel", b"copy.md"], "100644", "blob", big)
+    plain_git(bare_remote.path, "update-ref", branch(STORE, "mc_HOSTILE"),
+              commit_on(bare_remote.path, record_tree, base))
+    with pytest.raises(SyncRefused) as refused:
+        desktop.transport.fetch("nas", bare_remote.url)
+    assert refused.value.finding.code == "too_large" and refused.value.finding.path == "private/zettel/copy.md"
+
+
+def test_removing_a_file_sync_does_not_carry_is_no_refusal(
+        bare_remote: GitRemote, laptop: Machine, desktop: Machine) -> None:
+    (laptop.vault / "notes.txt").write_text("kept before git was on\n", encoding="utf-8")
+    first = laptop.write({"private/pages/alpha.md": record("Alpha")})  # the first commit takes notes.txt in
+    plain_git(laptop.vault / ".git", "push", "-q", bare_remote.url, f"{first}:{branch(STORE, 'mc_OLD')}")
+    plain_git(desktop.vault / ".git", "fetch", "-q", bare_remote.url, f"{branch(STORE, 'mc_OLD')}:refs/old")
+    desktop.adopt(first)  # a machine whose history began with that commit
+    listed = plain_git(bare_remote.path, "ls-tree", first).splitlines()
+    kept = "".join(line + "\n" for line in listed if not line.endswith("\tnotes.txt"))
+    removal = commit_on(bare_remote.path, plain_git(bare_remote.path, "mktree", stdin=kept.encode()), first)
+    plain_git(bare_remote.path, "update-ref", branch(STORE, laptop.id), removal)
+    assert desktop.transport.fetch("nas", bare_remote.url).tips == {"mc_OLD": first, laptop.id: removal}
