@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -421,3 +422,37 @@ def test_removing_a_file_sync_does_not_carry_is_no_refusal(
     removal = commit_on(bare_remote.path, plain_git(bare_remote.path, "mktree", stdin=kept.encode()), first)
     plain_git(bare_remote.path, "update-ref", branch(STORE, laptop.id), removal)
     assert desktop.transport.fetch("nas", bare_remote.url).tips == {"mc_OLD": first, laptop.id: removal}
+
+
+def test_a_remote_corrected_after_a_refusal_is_fetched_again(
+        bare_remote: GitRemote, laptop: Machine, desktop: Machine) -> None:
+    base = joined(laptop, desktop, bare_remote)
+    _hostile(bare_remote, base, [b"private", b"link.md"], "120000")
+    with pytest.raises(SyncRefused):
+        desktop.transport.fetch("nas", bare_remote.url)
+    plain_git(bare_remote.path, "update-ref", "-d", branch(STORE, "mc_HOSTILE"))
+    later = laptop.write({"private/pages/beta.md": record("Beta")})
+    laptop.transport.push("nas", bare_remote.url, later)
+    assert desktop.transport.fetch("nas", bare_remote.url).tips == {laptop.id: later}
+
+
+def test_a_quarantine_removed_by_hand_still_knows_what_was_seen(
+        bare_remote: GitRemote, laptop: Machine, desktop: Machine) -> None:
+    base = joined(laptop, desktop, bare_remote)
+    later = laptop.write({"private/pages/beta.md": record("Beta")})
+    laptop.transport.push("nas", bare_remote.url, later)
+    desktop.transport.fetch("nas", bare_remote.url)
+    shutil.rmtree(desktop.sync_dir / QUARANTINE)
+    sibling = commit_on(bare_remote.path, plain_git(bare_remote.path, "rev-parse", f"{later}^{{tree}}"), base, "forced")
+    plain_git(bare_remote.path, "update-ref", branch(STORE, laptop.id), sibling)
+    with pytest.raises(SyncRefused) as refused:
+        desktop.transport.fetch("nas", bare_remote.url)
+    assert refused.value.finding.code == "rewritten"
+
+
+def test_an_unreadable_tips_file_is_refused_and_kept(bare_remote: GitRemote, laptop: Machine) -> None:
+    (laptop.sync_dir / "tips.json").write_text('{"schemaVersion": 1, "remotes": {"nas": {}}}', encoding="utf-8")
+    with pytest.raises(Conflict) as refused:
+        laptop.transport.fetch("nas", bare_remote.url)
+    assert "tips.json" in refused.value.message
+    assert (laptop.sync_dir / "tips.json").read_text(encoding="utf-8").endswith("{}}}")
