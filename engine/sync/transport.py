@@ -79,7 +79,8 @@ _MACHINE = re.compile(ID_REGEX)
 _OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _EMPTY = "0" * 40
 REFUSAL_CODES = frozenset({"unreachable", "rewritten", "unsafe_path", "symlink", "submodule", "too_large",
-                           "not_a_vault", "other_store", "git_failed", "git_missing"})
+                           "not_a_vault", "other_store", "git_failed", "git_missing", "invalid_record",
+                           "invalid_ontology", "partition_missing"})
 
 # git's own words for a remote it could not reach, and how we say it (the URL is never repeated).
 _UNREACHABLE = (
@@ -303,6 +304,8 @@ class Transport:
             if status == "D":
                 continue  # its path was in a parent, checked then or the vault's own
             path = _check_path(raw_path)
+            if path is None:
+                continue  # never installed: the merge leaves out what sync does not carry
             if mode == "120000":
                 raise _refused("symlink", "the remote's history holds a symbolic link, which a vault never "
                                "holds; nothing was taken from it", path)
@@ -551,8 +554,10 @@ def size_limit(path: str) -> int:
     return RECORD_MAX_BYTES
 
 
-def _check_path(raw: bytes) -> str:
-    """A fetched path as text when sync carries it, else ``SyncRefused`` (``unsafe_path``)."""
+def _check_path(raw: bytes) -> str | None:
+    """A fetched path as text when sync carries it; None for a safe path sync does not carry (a file
+    dropped at the vault's root before git was on: the merge leaves it out and lists it); else
+    ``SyncRefused`` (``unsafe_path``)."""
     try:
         path = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -563,10 +568,10 @@ def _check_path(raw: bytes) -> str:
         raise _refused("unsafe_path", "the remote's history holds a .git file or folder, which could change how "
                        "git reads the vault; nothing was taken from it", path)
     if (any(part in ("", ".", "..") for part in parts) or "\\" in path
-            or any(ord(char) < 0x20 or ord(char) == 0x7f for char in path) or not is_synced(path)):
-        raise _refused("unsafe_path", "the remote's history holds a file outside what sync carries (ontology.yaml, "
-                       "private/ and conversations/<session>/); nothing was taken from it", path)
-    return path
+            or any(ord(char) < 0x20 or ord(char) == 0x7f for char in path)):
+        raise _refused("unsafe_path", "the remote's history holds a path that could leave the vault; nothing was "
+                       "taken from it", path)
+    return path if is_synced(path) else None
 
 
 def _is_local(url: str) -> bool:

@@ -180,12 +180,10 @@ def _hostile(remote: GitRemote, base: str, path: list[bytes], mode: str = "10064
 HOSTILE = {
     "symlink": ([b"private", b"pages", b"link.md"], "120000", "symlink"),
     "submodule": ([b"private", b"vendored"], "160000", "submodule"),
-    "outside": ([b"notes.txt"], "100644", "unsafe_path"),
     "dot-git": ([b"private", b".git", b"config"], "100644", "unsafe_path"),
     "dot-GIT": ([b"private", b".GIT", b"hooks", b"post-checkout"], "100755", "unsafe_path"),
     "gitmodules": ([b".gitmodules"], "100644", "unsafe_path"),
     "not-utf8": ([b"private", b"pages", b"\xff\xfe.md"], "100644", "unsafe_path"),
-    "not-a-partition": ([b"conversations", b"not-a-session", b"a.md"], "100644", "unsafe_path"),
 }
 
 
@@ -209,6 +207,15 @@ def test_untrusted_content_is_refused_with_nothing_delivered(
     assert not (desktop.vault / "private").exists() and not (desktop.vault / "notes.txt").exists()
     assert subprocess.run(["git", "--git-dir", str(desktop.vault / ".git"), "cat-file", "-e", hostile],
                           capture_output=True).returncode != 0  # not even its objects reached the vault
+
+
+@pytest.mark.parametrize("path", [[b"notes.txt"], [b"conversations", b"not-a-session", b"a.md"]])
+def test_a_safe_file_sync_does_not_carry_is_fetched_and_left_out(
+        bare_remote: GitRemote, laptop: Machine, desktop: Machine, path: list[bytes]) -> None:
+    base = joined(laptop, desktop, bare_remote)
+    hostile = _hostile(bare_remote, base, path, "100644")
+    assert desktop.transport.fetch("nas", bare_remote.url).tips["mc_HOSTILE"] == hostile
+    assert not (desktop.vault / "notes.txt").exists() and not (desktop.vault / "conversations").exists()
 
 
 def test_an_oversized_record_is_too_large_and_a_retained_source_may_be_larger(
