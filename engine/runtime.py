@@ -414,8 +414,10 @@ class StoreRuntime:
                 log.warning("search index of %s not updated: %s", partition, exc.message)
 
     def _vector_model(self) -> Embedder | None:
-        """The model vectors follow publications with: none while the Knowledge Base runtime is off."""
-        if self.embeddings is None or not self.settings.current().knowledge_runtime_enabled:
+        """The model vectors follow publications with: none while neither the Knowledge Base runtime nor the
+        recall gate reads them (``Settings.gate_reads_vectors``)."""
+        settings = self.settings.current()
+        if self.embeddings is None or not (settings.knowledge_runtime_enabled or settings.gate_reads_vectors()):
             return None
         return self.embeddings.current()
 
