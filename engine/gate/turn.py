@@ -441,9 +441,10 @@ def _log_line(gate: GateSettings, authority: Authority | None, outcome: str, eva
               latency_ms: float, stop: GateStop | None) -> None:
     """Exactly one info line per turn: ids, scores, tiers and counts; never message or record text."""
     parts = [LOG_PREFIX, f"agent={authority.agent if authority else '-'}", f"mode={gate.mode}",
-             f"candidates={gate.candidates}", f"outcome={outcome}"]
+             f"candidates={gate.candidates}"]
     if evaluation.vectors is not None:
         parts.append(f"vectors={evaluation.vectors}")
+    parts.append(f"outcome={outcome}")
     if gate.mode == "shadow" and stop is None:
         parts.append(f"would={evaluation.would}")
     if stop is not None:

@@ -285,3 +285,22 @@ def test_the_journal_keeps_the_start_of_each_scored_page(tmp_path: Path) -> None
     documents = [page["document"] for page in kept[0]["pages"]]
     assert documents and all(len(document) <= 200 for document in documents)
     assert any(document.startswith("Museum annex\n\nThe museum annex") for document in documents)
+
+
+@pytest.mark.parametrize("mode, current", [("shadow", 6), ("off", 7)])
+def test_a_store_opened_with_the_gate_on_brings_its_catalog_up_to_date_before_any_turn(
+        tmp_path: Path, mode: str, current: int) -> None:
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": mode}) as engine:
+        caller = owner_caller(engine)
+        seed(engine, caller)
+        runtime = store_runtime(engine, caller)
+        path = runtime.call(lambda: next(row.path for row in runtime.catalog.current("private", kind="page")
+                                         if row.title == "Gardening"))
+        root = runtime.store.partition_root("private")
+    (root / path).unlink()   # while the engine is off
+    with open_embedding_engine(state, {"mode": mode}) as engine:
+        runtime = store_runtime(engine, caller)
+        # A bare lane call: it syncs nothing itself, and runs after what the store's opening queued.
+        counted = runtime.call(lambda: runtime.catalog.current_count("private"))
+    assert counted == current
