@@ -298,3 +298,15 @@ def test_a_store_opened_with_the_gate_on_brings_its_catalog_up_to_date_before_an
         # A bare lane call: it syncs nothing itself, and runs after what the store's opening queued.
         counted = runtime.call(lambda: runtime.catalog.current_count("private"))
     assert counted == current
+
+
+def test_switching_the_gate_to_hybrid_builds_the_open_stores_vectors(tmp_path: Path) -> None:
+    with switch_off_store(tmp_path, {"mode": "shadow", "candidates": "model"}) as (engine, caller, _, runtime):
+        assert not runtime.vectors.path.exists(), "model candidates read no vectors"
+        raw = dict(engine.settings.current().raw)
+        raw["recallGate"] = {"mode": "shadow", "candidates": "hybrid"}
+        engine.settings.save(parse_settings(raw))   # queues every open store's vectors
+        assert runtime.vectors_settled(60)
+        indexed = runtime.call(lambda: runtime.vectors.count("private"))
+        answer = gate_turn(engine, caller, {"message": "mural museum"})
+    assert indexed == 7 and answer["vectors"] == "ready"
