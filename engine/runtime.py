@@ -51,6 +51,7 @@ from .store.store import Store
 from .store.open_store import NeedsLane, ReadView
 from .index.vector_feed import VectorFeed
 from .index.vectors import VectorIndex
+from .vault.records import PRIVATE_SCOPE
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -129,6 +130,8 @@ class StoreRuntime:
         self.recovered = self.call(self._recover)
         self._index_thread.start()
         self.vector_feed.start()
+        if self._gate_on():
+            self._ready_for_the_gate()
         if self.git is not None:
             self._git_thread = threading.Thread(target=self._git_loop, name=f"git-{store.store_id}", daemon=True)
             self._git_thread.start()
@@ -414,8 +417,10 @@ class StoreRuntime:
                 log.warning("search index of %s not updated: %s", partition, exc.message)
 
     def _vector_model(self) -> Embedder | None:
-        """The model vectors follow publications with: none while the Knowledge Base runtime is off."""
-        if self.embeddings is None or not self.settings.current().knowledge_runtime_enabled:
+        """The model vectors follow publications with: none while neither the Knowledge Base runtime nor the
+        recall gate reads them (``Settings.gate_reads_vectors``)."""
+        settings = self.settings.current()
+        if self.embeddings is None or not (settings.knowledge_runtime_enabled or settings.gate_reads_vectors()):
             return None
         return self.embeddings.current()
 
@@ -423,6 +428,19 @@ class StoreRuntime:
         """Whether the vectors include pages' evidence passages: only a gate taking hybrid candidates asks them."""
         gate = self.settings.current().recall_gate
         return gate is not None and gate.candidates == "hybrid"
+
+    def _gate_on(self) -> bool:
+        gate = self.settings.current().recall_gate
+        return gate is not None and gate.mode != "off"
+
+    def _ready_for_the_gate(self) -> None:
+        """What the gate's first turn would otherwise do itself, done as the store opens, off the caller's way:
+        the private partition's catalog brought up to date on the lane (queued, not awaited) and its search
+        index opened and caught up by the index thread (docs/recall-gate.md, "No cold first turn")."""
+        self._lane.submit(self._storage_boundary, lambda: self.prepare(PRIVATE_SCOPE))
+        with self._dirty_lock:
+            self._index_pending.add(PRIVATE_SCOPE)
+        self._index_wake.set()
 
     def vectors_settled(self, timeout: float | None = None) -> bool:
         """Wait until the vectors have followed every publication so far (benchmarks, tests); False on timeout."""

@@ -116,7 +116,15 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     bench_gate.add_argument("--timeout-ms", type=int, default=1500, help="recallGate.timeoutMs (default 1500)")
     bench_gate.add_argument("--long-windows", type=int, default=0, metavar="N",
                             help="recallGate.longWindows of the gate turns (the cascade; default 0: equal windows)")
-    bench_gate.add_argument("--rounds", type=int, default=3, help="throughput rounds per side (default 3)")
+    bench_gate.add_argument("--rounds", type=int, default=3,
+                            help="throughput rounds per side, or --first-turn rounds per setup (default 3)")
+    bench_gate.add_argument("--first-turn", action="store_true",
+                            help="the first gate turn on a freshly opened generated store against the turns after "
+                                 "it, for each --candidates mode and without store vectors (--model: an embedding "
+                                 "model; writes the 'First turn' section of --output)")
+    bench_gate.add_argument("--pages", type=int, default=400, help="--first-turn: pages in the store (default 400)")
+    bench_gate.add_argument("--warm-turns", type=int, default=20,
+                            help="--first-turn: turns after the first in each round (default 20)")
     bench_gate.add_argument("--output", default=str(bench_defaults.GATE_OUTPUT), help="'-' writes no file")
     bench_gate.set_defaults(handler=cmd_bench_gate)
 
@@ -172,6 +180,8 @@ def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:
 
 def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
+    if args.first_turn:
+        return _bench_gate_first_turn(args)
     from ..bench import gate as gate_bench
     options = gate_bench.Options(
         model=args.model, variant=args.variant,
@@ -183,6 +193,25 @@ def cmd_bench_gate(args: argparse.Namespace, state: StateDir) -> int:
     try:
         gate_bench.run(options, say=lambda line: print(line, flush=True))
     except gate_bench.BenchmarkSkipped as exc:
+        print(f"knowledge bench gate: skipped, nothing was measured: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _bench_gate_first_turn(args: argparse.Namespace) -> int:
+    """A throwaway state directory; --state-dir only lends the installed model --model names."""
+    from ..bench import gate_first_turn
+    if args.model is None:
+        print("knowledge bench gate: skipped, nothing was measured: --first-turn needs --model (an embedding model)",
+              file=sys.stderr)
+        return 2
+    options = gate_first_turn.Options(
+        model=args.model, models_from=Path(args.state_dir).expanduser() if args.state_dir else None,
+        pages=args.pages, rounds=args.rounds, warm=args.warm_turns, candidates=tuple(args.candidates),
+        output=None if args.output == "-" else Path(args.output), command="knowledge " + shlex.join(args.argv))
+    try:
+        gate_first_turn.run(options, say=lambda line: print(line, flush=True))
+    except gate_first_turn.BenchmarkSkipped as exc:
         print(f"knowledge bench gate: skipped, nothing was measured: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -29,6 +29,7 @@ from typing import Any, Callable
 import tantivy
 
 from ..index.analysis import Analyzer
+from ..index.embedding import Embedder
 from ..index.searchable import SearchableStore
 from ..index.vectors import embedding_text
 from ..store.catalog_reads import RecordRow
@@ -44,6 +45,9 @@ TITLE_MAX_CHARS = 200
 FETCH_EXTRA = 20
 RRF_K = 60             # hybrid: reciprocal rank fusion's constant (as search_knowledge's rrf mode)
 SEMANTIC_FETCH = 100   # hybrid: nearest records read from the vector index, of which pages are kept
+# What a hybrid turn's answer and log line say of the vectors it read (``vectors``); without an embedding model it
+# is the embedding runtime's state instead (not_configured, not_installed, failed).
+VECTORS_READY, VECTORS_BUILDING, VECTORS_INDEX_FAILED = "ready", "building", "index_failed"
 
 
 class CandidateDeadline(Exception):
@@ -146,6 +150,16 @@ def hybrid_candidates(runtime: SearchableStore, partition: str, analyzer: Analyz
         candidates.append(by_id[page_id])
     only_semantic = sum(1 for row in semantic if row.record_id not in keyword_rank)
     return CandidateSet(candidates, keyword.offered + only_semantic)
+
+
+def vectors_state(runtime: SearchableStore, partition: str, embedder: Embedder) -> str:
+    """How far the store's vectors under ``embedder`` are (on the lane): ``ready`` when they follow every current
+    record (with evidence passages), ``building`` while the vector feed still has some to embed, ``index_failed``
+    when the file cannot be read (hybrid then takes the keyword shortlist alone)."""
+    try:
+        return VECTORS_READY if runtime.vectors.follows_catalog(partition, embedder) else VECTORS_BUILDING
+    except KnowledgeError:
+        return VECTORS_INDEX_FAILED
 
 
 def nearest_pages(runtime: SearchableStore, partition: str, vector: Any, count: int) -> list[RecordRow]:

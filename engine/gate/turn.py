@@ -42,8 +42,8 @@ from ..core.answers import NotRequired, TypedDict
 from ..core.changes import ChangeFeed
 from ..core.errors import Denied, DecisionUnavailable, InvalidResponse, KnowledgeError, NotFound
 from .candidates import (
-    Candidate, CandidateDeadline, hybrid_candidates, keyword_candidates, model_index, read_page_starts,
-    stored_page_vectors,
+    Candidate, CandidateDeadline, CandidateSet, hybrid_candidates, keyword_candidates, model_index, read_page_starts,
+    stored_page_vectors, vectors_state,
 )
 from .journal import GateTurnRecord, record_turn
 from .scoring import (
@@ -54,7 +54,7 @@ from ..state.config import SettingsSource
 from ..state.gate_settings import GateSettings
 from ..core.ids import utc_now
 from ..index.analysis import Analyzer
-from ..index.embedding import EmbeddingRuntime, text_digest
+from ..index.embedding import Embedder, EmbeddingRuntime, text_digest
 from ..index.searchable import SearchableStore
 from ..search.passages import PassageFinder
 from ..core.methods import Method
@@ -122,6 +122,7 @@ class Evaluation:
     long_windows: int = 0                    # the cascade: pages that got window_tokens (0: equal windows)
     tokens_scored: int = 0
     vector: Any = None               # the message under the search's embedding model, once computed
+    vectors: str | None = None       # hybrid: ready, building, index_failed, or why there is no embedding model
 
 
 # --- the socket method ---------------------------------------------------------------------------
@@ -137,6 +138,10 @@ class GateAnswer(TypedDict):
     latencyMs: float
     tokensScored: NotRequired[int]  # absent while the gate is off
     wouldInject: NotRequired[str]  # shadow mode: injected, skip-hint or none
+    # hybrid: the store's vectors as the turn read them: ready, building (some records not embedded yet: their
+    # pages come from the keyword side only), index_failed, or why there is no embedding model (not_configured,
+    # not_installed, failed: the keyword shortlist alone)
+    vectors: NotRequired[str]
     stage: NotRequired[str]
     reason: NotRequired[str]
 
@@ -177,6 +182,8 @@ def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> GateAnswer:
                               "latencyMs": round(latency_ms, 1), "tokensScored": evaluation.tokens_scored}
     if gate.mode == "shadow" and stop is None:
         answer["wouldInject"] = evaluation.would
+    if evaluation.vectors is not None:
+        answer["vectors"] = evaluation.vectors
     if stop is not None:
         answer["stage"], answer["reason"] = stop.stage, stop.reason
     return answer
@@ -226,13 +233,20 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
         raise GateStop("model", status.state)
     if not message.strip():
         return evaluation   # nothing to match, and nothing to hint about
-    vector = _message_vector(engine, decision, message) if gate.candidates == "hybrid" else None
-    evaluation.vector = vector
-    if vector is not None:
-        found = _on_lane(entry, deadline, decision.clock, lambda rt, a: hybrid_candidates(
-            rt, a.partition, engine.analyzer, engine.passage_finder, message, vector,
-            max_candidates=gate.max_candidates, excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars,
-            page_chars=gate.page_chars, deadline=deadline, clock=decision.clock))
+    embedder = engine.embeddings.current() if gate.candidates == "hybrid" else None
+    if gate.candidates == "hybrid" and embedder is None:
+        evaluation.vectors = engine.embeddings.status().state   # why not: the keyword shortlist alone
+    if embedder is not None:
+        vector = evaluation.vector = _message_vector(embedder, decision, message)
+
+        def hybrid(rt: SearchableStore, a: Authority) -> tuple[CandidateSet, str]:
+            state = vectors_state(rt, a.partition, embedder)
+            return hybrid_candidates(
+                rt, a.partition, engine.analyzer, engine.passage_finder, message, vector,
+                max_candidates=gate.max_candidates, excerpts=gate.excerpts, excerpt_chars=gate.excerpt_chars,
+                page_chars=gate.page_chars, deadline=deadline, clock=decision.clock), state
+
+        found, evaluation.vectors = _on_lane(entry, deadline, decision.clock, hybrid)
         evaluation.offered, evaluation.candidates = found.offered, found.candidates
     elif gate.candidates in ("keyword", "hybrid"):   # hybrid without an embedding model: the keyword shortlist
         found = _on_lane(entry, deadline, decision.clock, lambda rt, a: keyword_candidates(
@@ -248,15 +262,12 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
     return evaluation
 
 
-def _message_vector(engine: GateEngine, decision: DecisionRuntime, message: str) -> np.ndarray | None:
-    """The message's vector under the search's embedding model (None: none is installed or loads).
+def _message_vector(embedder: Embedder, decision: DecisionRuntime, message: str) -> np.ndarray:
+    """The message's vector under the search's embedding model ``embedder``.
 
     An ``embedding/`` Decision model with the same weights is handed the vector, so the turn still embeds
     the message once.
     """
-    embedder = engine.embeddings.current()
-    if embedder is None:
-        return None
     vector = embedder.embed([message])[0]
     scorer = decision.page_scorer()
     if scorer is not None and scorer.fingerprint == embedder.fingerprint:
@@ -272,9 +283,7 @@ def _similarities(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Se
     if embedder is None:
         return None
     if evaluation.vector is None:
-        evaluation.vector = _message_vector(engine, decision, message)
-    if evaluation.vector is None:
-        return None
+        evaluation.vector = _message_vector(embedder, decision, message)
     digests = {c.id: text_digest(c.page_text) for c in candidates if c.page_text}
     stored = _on_lane(entry, deadline, decision.clock, lambda rt, a: stored_page_vectors(
         rt, embedder.fingerprint, list(set(digests.values()))))
@@ -432,7 +441,10 @@ def _log_line(gate: GateSettings, authority: Authority | None, outcome: str, eva
               latency_ms: float, stop: GateStop | None) -> None:
     """Exactly one info line per turn: ids, scores, tiers and counts; never message or record text."""
     parts = [LOG_PREFIX, f"agent={authority.agent if authority else '-'}", f"mode={gate.mode}",
-             f"candidates={gate.candidates}", f"outcome={outcome}"]
+             f"candidates={gate.candidates}"]
+    if evaluation.vectors is not None:
+        parts.append(f"vectors={evaluation.vectors}")
+    parts.append(f"outcome={outcome}")
     if gate.mode == "shadow" and stop is None:
         parts.append(f"would={evaluation.would}")
     if stop is not None:

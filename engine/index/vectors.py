@@ -379,6 +379,24 @@ class VectorIndex:
                                    "VALUES (?, ?, ?)", (partition, plan.catalog_version, int(plan.passages)))
         return CatchUp(indexed, embedded, cached, plan.removed, pending)
 
+    def follows_catalog(self, partition: str, embedder: Embedder) -> bool:
+        """Whether the partition's vectors under ``embedder`` match its catalog now (with evidence passages when
+        they are wanted): False while a catch-up has something left, or before the first; a file that does not
+        exist yet is not created."""
+        if self._connection is None and not self.path.exists():
+            return False
+        try:
+            if not self._holds(embedder):
+                return False
+            done = self._db().execute("SELECT catalog_version, with_passages FROM progress WHERE partition = ?",
+                                      (partition,)).fetchall()
+        except IndexFailed:
+            raise
+        except Exception as exc:  # apsw.Error and its kin
+            raise IndexFailed(f"the vector index could not be read: {exc}", partition=partition) from exc
+        return bool(done) and done[0][0] == self.catalog.version(partition)[0] and (
+            bool(done[0][1]) or not self.passages_wanted())
+
     def _holds(self, embedder: Embedder) -> bool:
         """Whether the file still holds ``embedder``'s vectors (a catch-up spans several lane steps)."""
         meta = dict(self._db().execute("SELECT key, value FROM meta").fetchall())

@@ -83,6 +83,19 @@ class Settings:
         }
         return replace(self, stores=dict(stores), raw=raw)
 
+    def gate_reads_vectors(self) -> bool:
+        """Whether the recall gate reads the stores' vector indexes, so they are built and kept current whatever
+        ``knowledgeRuntimeEnabled`` says (docs/recall-gate.md, "The gate's vectors"): ``hybrid`` candidates; an
+        ``embedding/`` Decision model that is the search's ``embeddingModel`` (its page vectors are the
+        index's); and the cascade's similarity order of keyword candidates."""
+        gate = self.recall_gate
+        if gate is None or gate.mode == "off" or gate.candidates == "model" or self.embedding_model is None:
+            return False
+        if gate.candidates == "hybrid" or gate.long_windows > 0:
+            return True
+        kind, _, name = (self.decision_model or "").partition("/")
+        return kind == "embedding" and self.embedding_model == f"onnx/{name}"
+
     def with_knowledge_runtime(self, enabled: bool) -> "Settings":
         """These settings with search_knowledge served (``knowledgeRuntimeEnabled``) or not."""
         return replace(self, knowledge_runtime_enabled=enabled, raw={**self.raw, "knowledgeRuntimeEnabled": enabled})

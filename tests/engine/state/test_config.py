@@ -293,3 +293,25 @@ def test_allow_secrets_survives_a_save(config_path: Path) -> None:
     source.save(source.current().with_stores({}))
     assert json.loads(config_path.read_text(encoding="utf-8"))["allowSecrets"] is True
     assert SettingsSource(config_path).current().allow_secrets is True
+
+
+EMBEDDING = {"decisionModel": "embedding/all-minilm-l6-v2-int8"}   # the search's default embeddingModel too
+RERANKER = {"decisionModel": "onnx/gte-reranker-modernbert-base"}
+
+
+@pytest.mark.parametrize("config, reads", [
+    ({**EMBEDDING}, False),                                                        # no recallGate block
+    ({**EMBEDDING, "recallGate": {"mode": "off", "candidates": "hybrid"}}, False),
+    ({**EMBEDDING, "recallGate": {}}, True),                                       # its page vectors are the index's
+    ({**EMBEDDING, "recallGate": {"candidates": "model"}}, False),                 # labels, never page vectors
+    ({**EMBEDDING, "embeddingModel": "onnx/other", "recallGate": {}}, False),      # other vectors than the index's
+    ({**EMBEDDING, "embeddingModel": None, "recallGate": {"candidates": "hybrid"}}, False),   # nothing to build with
+    ({**RERANKER, "recallGate": {}}, False),
+    ({**RERANKER, "recallGate": {"candidates": "hybrid"}}, True),
+    ({**RERANKER, "recallGate": {"longWindows": 3}}, True),                        # the cascade's similarity order
+])
+def test_the_gate_reads_the_stores_vectors_whatever_the_knowledge_base_switch(config: dict[str, Any],
+                                                                               reads: bool) -> None:
+    for switch in (False, True):
+        settings = parse_settings({**config, "knowledgeRuntimeEnabled": switch})
+        assert settings.gate_reads_vectors() is reads
