@@ -162,7 +162,7 @@ def test_a_threshold_from_50_labelled_turns_lands_near_the_asked_precision_on_th
 def engine(tmp_path: Path) -> Iterator[Engine]:
     with rerank_engine(tmp_path, {}, {"mode": "shadow", "journal": True, "mediumThreshold": 0.7,
                                       "highThreshold": 0.9}) as (engine, _):
-        owner_caller(engine)
+        engine.on_store(owner_caller(engine), lambda runtime, authority: None)   # main's store, empty
         yield engine
 
 
@@ -184,7 +184,7 @@ def keep(engine: Engine, turns: list[dict[str, Any]]) -> None:
 
 
 def test_the_operator_proposes_from_the_chosen_stores_gate_log(engine: Engine) -> None:
-    engine.enter(owner_caller(engine, "other"), create=True)   # an agent with a store of its own, empty
+    engine.on_store(owner_caller(engine, "other"), lambda runtime, authority: None)   # a store of its own
     keep(engine, quiet_and_needing())
     suggest = handlers(engine)["suggestGateThresholds"]
     answer = suggest({"agent": "main"})
