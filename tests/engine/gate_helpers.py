@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from engine.access.authority import AgentCaller
+from engine.gate.journal import GateTurnRecord, record_turn
+from engine.vault.records import PRIVATE_SCOPE
 from engine.decision.runtime import DecisionRuntime
 from engine.decision.onnx import OnnxOptions, PairScores
 from engine.service import Engine
@@ -187,3 +189,21 @@ def rerank_engine(root: Path, scores: dict[str, float], gate: dict[str, Any]) ->
     finally:
         engine.close()
         fake.close()
+
+
+def keep_turns(engine: Engine, turns: list[dict[str, Any]]) -> None:
+    """``turns`` ({model, decisions: [{id, score}], needed}) in main's gate log as shadow journal turns, labelled
+    as given (``needed`` None: not labelled)."""
+    record = engine.resolver.select(store=None, agent="main", default_agent="main")
+
+    def write(runtime: Any) -> None:
+        for kept in turns:
+            turn_id = record_turn(runtime.store, PRIVATE_SCOPE, GateTurnRecord(
+                agent="main", audience="owner-private", mode="shadow", source="keyword", model=kept["model"],
+                outcome="shadow", would="none", stage=None, reason=None, latency_ms=5.0, offered=3, shortlisted=3,
+                decisions=[{**d, "tier": "low"} for d in kept["decisions"]], settings={}, message="m", candidates=[]))
+            if kept["needed"] is not None:
+                runtime.store.db.execute("UPDATE gate_turns SET needed = ? WHERE id = ?",
+                                         (json.dumps(kept["needed"]), turn_id))
+
+    engine.maintain(record, write)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -10,12 +9,10 @@ import pytest
 
 from engine.bench.gate_thresholds import SHAPES, summarize
 from engine.core.errors import InvalidParams, NotFound
-from engine.gate.journal import GateTurnRecord, record_turn
 from engine.gate.suggest import MIN_LABELLED_TURNS, distribution, suggest_thresholds, wilson_low
 from engine.operator.gate_operator import handlers
 from engine.service import Engine
-from engine.vault.records import PRIVATE_SCOPE
-from tests.engine.gate_helpers import owner_caller, rerank_engine
+from tests.engine.gate_helpers import keep_turns, owner_caller, rerank_engine
 
 MODEL = "rerank/test"
 Page = tuple[float, bool]   # (score, needed)
@@ -166,26 +163,9 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
         yield engine
 
 
-def keep(engine: Engine, turns: list[dict[str, Any]]) -> None:
-    """The turns in main's gate log, labelled as given."""
-    record = engine.resolver.select(store=None, agent="main", default_agent="main")
-
-    def write(runtime: Any) -> None:
-        for kept in turns:
-            turn_id = record_turn(runtime.store, PRIVATE_SCOPE, GateTurnRecord(
-                agent="main", audience="owner-private", mode="shadow", source="keyword", model=kept["model"],
-                outcome="shadow", would="none", stage=None, reason=None, latency_ms=5.0, offered=3, shortlisted=3,
-                decisions=[{**d, "tier": "low"} for d in kept["decisions"]], settings={}, message="m", candidates=[]))
-            if kept["needed"] is not None:
-                runtime.store.db.execute("UPDATE gate_turns SET needed = ? WHERE id = ?",
-                                         (json.dumps(kept["needed"]), turn_id))
-
-    engine.maintain(record, write)
-
-
 def test_the_operator_proposes_from_the_chosen_stores_gate_log(engine: Engine) -> None:
     engine.on_store(owner_caller(engine, "other"), lambda runtime, authority: None)   # a store of its own
-    keep(engine, quiet_and_needing())
+    keep_turns(engine, quiet_and_needing())
     suggest = handlers(engine)["suggestGateThresholds"]
     answer = suggest({"agent": "main"})
     assert answer["precision"] == 0.8 and answer["model"] == MODEL and answer["labelled"] == 35
