@@ -37,6 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.gate.suggest import tier_phrases
+
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
 from ..common.widgets import plain_label, table
@@ -102,17 +104,9 @@ def proposal_text(result: dict[str, Any]) -> str:
     high = result.get("highThreshold")
     if high is None:
         return f"{asked}: no proposal yet, {result.get('reason', 'label more turns')}."
-    parts = [f"{asked}: highThreshold {high['threshold']:g} (precision {high['precision']:.2f}, at least "
-             f"{high['precisionLow']:.2f}; recall {high['recall']:.2f}; on {high['pagesInjected']:,} pages)"]
-    medium, hint = result.get("mediumThreshold"), result.get("skipHintBelow")
-    if medium is not None:
-        parts.append(f"mediumThreshold {medium['threshold']:g} (pointers {medium['precision']:.2f} needed, recall "
-                     f"+{medium['recallGained']:.2f})")
-    if hint is not None:
-        parts.append(f"skipHintBelow {hint['threshold']:g} ({hint['hintedTurns']:,} turns hinted, "
-                     f"{hint['hintedNeeding']:,} needed a page)")
+    parts = tier_phrases(result)
     off = [key for key, value in (result.get("apply") or {}).items() if value is None]
-    text = ", ".join(parts) + f", from {rests}."
+    text = f"{asked}: " + "; ".join(parts) + f"; from {rests}."
     if off:
         text += " Applying turns " + " and ".join(off) + " off."
     return text

@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import Any
 
-from ..gate.suggest import DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION
+from ..gate.suggest import DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, tier_phrases
 from ..state.statedir import StateDir
 from .desk import open_desk
 from .sync_commands import store_choice
@@ -56,16 +56,7 @@ def suggestion_text(answer: dict[str, Any]) -> str:
     if high is None:
         lines.append(f"No proposal: {answer.get('reason', 'not enough labels')}.")
     else:
-        lines.append(f"  highThreshold    {high['threshold']:<7g} precision {high['precision']:.2f} (at least "
-                     f"{high['precisionLow']:.2f} by Wilson's bound), recall {high['recall']:.2f}; rests on "
-                     f"{high['pagesInjected']:,} pages of {high['turnsInjecting']:,} turns")
-        medium, hint = answer["mediumThreshold"], answer["skipHintBelow"]
-        if medium is not None:
-            lines.append(f"  mediumThreshold  {medium['threshold']:<7g} pointer lines: {medium['pointers']:,} pages, "
-                         f"{medium['precision']:.2f} of them needed, recall +{medium['recallGained']:.2f}")
-        if hint is not None:
-            lines.append(f"  skipHintBelow    {hint['threshold']:<7g} {hint['hintedTurns']:,} turns hinted, "
-                         f"{hint['hintedNeeding']:,} of them needed a page (precision {hint['precision']:.2f})")
+        lines.extend(f"  {phrase}" for phrase in tier_phrases(answer))
         lines.extend(f"  {note}." for note in answer["notes"])
         lines.append("Apply: the Recall gate view's Tuning tab (Apply the proposal), or in config.json "
                      f"\"recallGate\": {json.dumps(answer['apply'])}")

@@ -22,8 +22,7 @@ from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local
 from tests.desktop.conftest import wait_for_signal
-from tests.engine.gate.test_gate_suggest import quiet_and_needing
-from tests.engine.gate_helpers import FakeRerank, keep_turns, scores_by_text, write_config
+from tests.engine.gate_helpers import FakeRerank, keep_turns, quiet_and_needing, scores_by_text, write_config
 
 # The charts import pyqtgraph when first shown (reading its files, as any import does); here it is imported
 # before the GUI-thread guard is on, so that the guard watches the views' own work.
@@ -350,7 +349,7 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     # The six real turns are unlabelled; the 35 labelled ones propose 0.6, and a skip hint below 0.4.
     assert blocker.args[0]["apply"] == {"highThreshold": 0.6, "skipHintBelow": 0.4}
     text = tuning.proposal_label.text()
-    assert text.startswith("For precision 0.80: highThreshold 0.6 (precision 1.00") and "35 labelled turns" in text
+    assert text.startswith("For precision 0.80: highThreshold 0.6: precision 1.00") and "35 labelled turns" in text
     assert "Applied" not in text and tuning.apply_button.isEnabled()
 
     wait_for_signal(qtbot, view.settings.sig_settings_saved,

@@ -207,3 +207,26 @@ def keep_turns(engine: Engine, turns: list[dict[str, Any]]) -> None:
                                          (json.dumps(kept["needed"]), turn_id))
 
     engine.maintain(record, write)
+
+
+MODEL = "rerank/test"   # the Decision model of the turns below
+
+
+def kept_turn(number: int, pages: list[tuple[float, bool]], *, missed: int = 0, labelled: bool = True,
+              model: str = MODEL) -> dict[str, Any]:
+    """A gate log turn as journal.scored_turns reads it: its (score, needed) pages, and ``missed`` needed pages
+    never scored (``labelled`` False: no label at all)."""
+    decisions = [{"id": f"pg_{number}_{k}", "score": score} for k, (score, _) in enumerate(pages)]
+    needed = [d["id"] for d, (_, wanted) in zip(decisions, pages) if wanted]
+    needed += [f"pg_{number}_missed{k}" for k in range(missed)]
+    return {"id": f"gt_{number}", "model": model, "decisions": decisions, "needed": needed if labelled else None}
+
+
+def quiet_and_needing() -> list[dict[str, Any]]:
+    """12 turns needing a page at 0.9 (beside one at 0.3); 20 turns needing none, best pages 0.01..0.20; two
+    turns needing a page they scored 0.15 and 0.18; one more needing one it never scored."""
+    turns = [kept_turn(n, [(0.9, True), (0.3, False)]) for n in range(12)]
+    turns += [kept_turn(100 + k, [(round(k / 100, 2), False)]) for k in range(1, 21)]
+    turns += [kept_turn(200, [(0.15, True)]), kept_turn(201, [(0.18, True)]),
+              kept_turn(202, [(0.1, False)], missed=1)]
+    return turns

@@ -12,8 +12,7 @@ import pytest
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.cli.test_beside_engine import run, serving
-from tests.engine.gate.test_gate_suggest import MODEL, quiet_and_needing
-from tests.engine.gate_helpers import keep_turns, owner_caller, write_config
+from tests.engine.gate_helpers import MODEL, keep_turns, owner_caller, quiet_and_needing, write_config
 
 
 @pytest.fixture
@@ -46,8 +45,9 @@ def test_gate_suggest_prints_the_same_in_process_and_beside_the_serving_engine(
 
     text = in_process[0][1]
     assert "from 35 labelled of 35 scored turns of rerank/test" in text
-    assert "highThreshold    0.6 " in text and "recall 0.80; rests on 12 pages of 12 turns" in text
-    assert "skipHintBelow    0.4 " in text and "23 turns hinted, 3 of them needed a page" in text
+    assert "  highThreshold 0.6: precision 1.00 (at least 0.92 by Wilson's bound), recall 0.80, on 12 pages of 12 " \
+           "turns" in text
+    assert "  skipHintBelow 0.4: 23 turns hinted, 3 of them needed a page (precision 0.87)" in text
     assert "mediumThreshold 0.7 would not be below the proposed highThreshold" in text
     assert '"recallGate": {"highThreshold": 0.6, "mediumThreshold": null, "skipHintBelow": 0.4}' in text
     assert "Where the gate would fire over the 35 logged turns" in text

@@ -12,19 +12,11 @@ from engine.core.errors import InvalidParams, NotFound
 from engine.gate.suggest import MIN_LABELLED_TURNS, distribution, suggest_thresholds, wilson_low
 from engine.operator.gate_operator import handlers
 from engine.service import Engine
-from tests.engine.gate_helpers import keep_turns, owner_caller, rerank_engine
+from tests.engine.gate_helpers import MODEL, keep_turns, owner_caller, quiet_and_needing, rerank_engine
+from tests.engine.gate_helpers import kept_turn as turn
 
-MODEL = "rerank/test"
 Page = tuple[float, bool]   # (score, needed)
 
-
-def turn(number: int, pages: list[Page], *, missed: int = 0, labelled: bool = True,
-         model: str = MODEL) -> dict[str, Any]:
-    """A kept turn: its scored pages, the needed ones among them, and ``missed`` needed pages never scored."""
-    decisions = [{"id": f"pg_{number}_{k}", "score": score} for k, (score, _) in enumerate(pages)]
-    needed = [d["id"] for d, (_, wanted) in zip(decisions, pages) if wanted]
-    needed += [f"pg_{number}_missed{k}" for k in range(missed)]
-    return {"id": f"gt_{number}", "model": model, "decisions": decisions, "needed": needed if labelled else None}
 
 
 def bounce() -> list[dict[str, Any]]:
@@ -50,15 +42,6 @@ def test_the_proposal_is_the_lowest_threshold_the_labels_hold_from_the_top_not_a
                                          "pointers": 12}
     assert answer["apply"] == {"highThreshold": 0.685, "mediumThreshold": 0.28}
     assert answer["skipHintBelow"] is None and any("skipHintBelow" in note for note in answer["notes"])
-
-
-def quiet_and_needing() -> list[dict[str, Any]]:
-    """12 turns needing a page at 0.9 (beside one at 0.3); 20 turns needing none, best pages 0.01..0.20; two
-    turns needing a page they scored 0.15 and 0.18; one more needing one it never scored."""
-    turns = [turn(n, [(0.9, True), (0.3, False)]) for n in range(12)]
-    turns += [turn(100 + k, [(round(k / 100, 2), False)]) for k in range(1, 21)]
-    turns += [turn(200, [(0.15, True)]), turn(201, [(0.18, True)]), turn(202, [(0.1, False)], missed=1)]
-    return turns
 
 
 def test_the_skip_hint_goes_below_where_turns_needed_no_page_and_pointers_only_where_they_help() -> None:
