@@ -30,6 +30,7 @@ from .bench_commands import add_bench_parser
 from .mcp_command import add_mcp_parser, state_dir_parsers
 from .model_commands import add_models_parser
 from .sync_commands import add_sync_parser
+from .gate_commands import add_gate_parser
 from models.catalogue import DEFAULT_EMBEDDING_MODEL
 from ..importers.demo import DEMO_DECISION_MODEL, seed_demo
 from ..core.db import sqlite_errno
@@ -555,6 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_models_parser(commands, common)
     add_sync_parser(commands, common)
+    add_gate_parser(commands, common)
     # Commands of other layers (the desktop's `knowledge desktop`) plug in here; the engine never imports them.
     for entry in importlib.metadata.entry_points(group="knowledge.commands"):
         entry.load()(commands, common)

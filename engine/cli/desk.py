@@ -35,7 +35,9 @@ from ..importers.answers import AnyImport, ExportResult
 from ..importers.archive import export_archive
 from ..importers.common import DEFAULT_AGENT, Progress, import_engine
 from ..importers.formats import FORMATS, receiving_agent, run_import
+from ..gate.suggest import GateSuggestion
 from ..operator.doctor import doctor_report
+from ..operator.gate_operator import handlers as gate_handlers
 from ..operator.methods import check_workspace_roots
 from ..service import Engine
 from ..state.config import SettingsSource
@@ -96,6 +98,8 @@ class Desk(Protocol):
     def sync_remotes(self) -> SyncRemotes: ...
     def add_sync_remote(self, name: str, url: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
     def remove_sync_remote(self, name: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
+    def suggest_gate_thresholds(self, store: str | None, agent: str | None, precision: float,
+                                pointer_precision: float) -> GateSuggestion: ...
 
 
 @contextmanager
@@ -221,6 +225,12 @@ class LocalDesk:
         with self._remotes() as book:
             return book.remove(name, store=store, agent=agent)
 
+    def suggest_gate_thresholds(self, store: str | None, agent: str | None, precision: float,
+                                pointer_precision: float) -> GateSuggestion:
+        with self._engine() as engine:
+            return gate_handlers(engine)["suggestGateThresholds"](
+                _suggest_params(store, agent, precision, pointer_precision))
+
     def set_settings(self, **switches: Any) -> SettingsView:
         source = SettingsSource(self.state.config)
         changed = source.current()
@@ -234,6 +244,11 @@ class LocalDesk:
         self.state.create()
         source.save(changed)
         return _settings_view(source)
+
+
+def _suggest_params(store: str | None, agent: str | None, precision: float,
+                    pointer_precision: float) -> dict[str, Any]:
+    return {"store": store, "agent": agent, "precision": precision, "pointerPrecision": pointer_precision}
 
 
 def _settings_view(source: SettingsSource) -> SettingsView:
@@ -343,3 +358,7 @@ class RemoteDesk:
 
     def remove_sync_remote(self, name: str, store: str | None, agent: str | None) -> SyncRemoteChanged:
         return self._call("removeSyncRemote", {"name": name, "store": store, "agent": agent})
+
+    def suggest_gate_thresholds(self, store: str | None, agent: str | None, precision: float,
+                                pointer_precision: float) -> GateSuggestion:
+        return self._call("suggestGateThresholds", _suggest_params(store, agent, precision, pointer_precision))

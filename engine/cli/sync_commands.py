@@ -31,7 +31,7 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                     "credentials itself (ssh-agent, a credential helper). Nothing is fetched or pushed.")
     add.add_argument("name", metavar="NAME", help="the remote's name (letters, digits, '.', '_', '-')")
     add.add_argument("url", metavar="URL", help="where the remote repository is")
-    _store_choice(add)
+    store_choice(add)
     add.add_argument("--json", action="store_true", help="print the store's remotes as JSON")
     add.set_defaults(handler=cmd_sync_remote_add)
 
@@ -42,12 +42,13 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     remove = actions.add_parser("remove", parents=[common], help="remove a remote from a store (the remote "
                                                                  "repository itself is left as it is)")
     remove.add_argument("name", metavar="NAME", help="the remote to remove")
-    _store_choice(remove)
+    store_choice(remove)
     remove.add_argument("--json", action="store_true", help="print the store's remotes as JSON")
     remove.set_defaults(handler=cmd_sync_remote_remove)
 
 
-def _store_choice(parser: argparse.ArgumentParser) -> None:
+def store_choice(parser: argparse.ArgumentParser) -> None:
+    """--agent or --store: which store a command means (neither: main's)."""
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--agent", help=f"the agent whose store it is (default: {DEFAULT_AGENT})")
     which.add_argument("--store", help="a named store's name, or a store id (`knowledge stores list`)")

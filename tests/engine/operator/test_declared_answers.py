@@ -147,6 +147,8 @@ def test_the_recall_gate_methods_fit_their_declarations(tmp_path: Path) -> None:
         turn = desk.answer("gateJournal", {"agent": "main"})["turns"][0]
         desk.answer("labelGateTurn", {"agent": "main", "turn": turn["id"], "needed": [ids["Alice Martin"]]})
         desk.answer("gateWhatIf", {"agent": "main", "threshold": 0.5})
+        suggestion = desk.answer("suggestGateThresholds", {"agent": "main", "precision": 0.7})
+        assert suggestion["labelled"] == 1 and suggestion["highThreshold"] is None
         replay = desk.answer("gateReplay", {"agent": "main", "recallGate": {"highThreshold": 0.5}})
         assert replay["turns"][0]["id"] == turn["id"]
         job = desk.answer("startGateReplay", {"agent": "main"})
