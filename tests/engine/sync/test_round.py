@@ -12,7 +12,7 @@ import pytest
 from engine.core.errors import Conflict, InvalidParams, NotFound
 from engine.sync.clone import clone_store
 from engine.sync.round import read_status
-from tests.engine.sync.machines import AGENT, Machine, bare_repository, remote_refs
+from tests.engine.sync.round_machines import AGENT, Machine, bare_repository, remote_refs
 from tests.helpers import claim
 
 MachineFactory = Callable[[str], Machine]

@@ -11,7 +11,7 @@ import pytest
 from engine.cli.commands import main
 from engine.state.statedir import StateDir
 from tests.engine.cli.test_beside_engine import run, serving
-from tests.engine.sync.machines import Machine, bare_repository
+from tests.engine.sync.round_machines import Machine, bare_repository
 
 
 def test_sync_now_clone_and_status_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
