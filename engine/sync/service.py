@@ -79,14 +79,24 @@ def sync_status(engine: SyncEngine) -> SyncStatus:
                                   "machineId": read_machine_id(record), "remotes": [], "conflicts": [],
                                   "conflictsWaiting": 0}
         try:
-            entry["remotes"] = read_status(record)
             runtime = engine.runtime(record)
+            entry["remotes"] = [_interrupted(status) if status["state"] == "syncing" and not runtime.sync_lock.locked()
+                                else status for status in read_status(record)]
             conflicts = runtime.call(lambda: waiting_conflicts(runtime.store.db))
             entry["conflicts"], entry["conflictsWaiting"] = conflicts, len(conflicts)
         except KnowledgeError as exc:
             entry["problem"] = exc.message
         stores.append(entry)
     return {"stores": stores}
+
+
+def _interrupted(status: SyncRemoteStatus) -> SyncRemoteStatus:
+    """A round status.json says is running while none runs: the engine stopped (or was killed) during it.
+    Only one process holds a state directory, so no round elsewhere can be running."""
+    return {**status, "state": "failing", "lastError": {
+        "code": "interrupted", "at": status["lastAttempt"] or "",
+        "message": "the last round stopped before its end (the engine stopped or was killed); nothing acknowledged "
+                   "was lost, and the next round finishes it"}}
 
 
 # --- the operator methods -------------------------------------------------------------------------

@@ -3,6 +3,7 @@ repository; what each writes reaches the others, merged by record, and every vau
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Callable, Iterator
@@ -245,3 +246,25 @@ def test_an_unreachable_remote_leaves_writes_going_on(machines: MachineFactory, 
     a.save("atlas", "Atlas", "The restoration project.")
     [remote_status] = a.status()["remotes"]
     assert remote_status["state"] == "failing"
+
+
+def test_a_round_cut_short_reads_as_interrupted_until_the_next_one(machines: MachineFactory, remote: str) -> None:
+    a, _, _ = pair(machines, remote)
+    path = a.record.path / "sync" / "status.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["remotes"]["origin"]["status"]["state"] = "syncing"  # as a killed round leaves it
+    path.write_text(json.dumps(document), encoding="utf-8")
+    [status] = a.status()["remotes"]
+    assert status["state"] == "failing" and status["lastError"]["code"] == "interrupted"
+    assert [status["state"] for status in a.sync()] == ["ok"]
+    assert a.status()["remotes"][0]["state"] == "ok"
+
+
+def test_a_torn_status_file_reads_as_never_and_is_rewritten(machines: MachineFactory, remote: str) -> None:
+    a, _, _ = pair(machines, remote)
+    path = a.record.path / "sync" / "status.json"
+    path.write_text("{not json", encoding="utf-8")
+    assert a.status()["remotes"][0]["state"] == "never"
+    a.sync()
+    assert json.loads(path.read_text(encoding="utf-8"))["remotes"]["origin"]["status"]["state"] == "ok"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
