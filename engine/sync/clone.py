@@ -129,7 +129,8 @@ def _chosen_store(engine: SyncEngine, url: str, store_id: str | None) -> str:
         raise refused("git_missing", "git is not installed on this machine; a store is cloned through git")
     scratch = Path(tempfile.mkdtemp(prefix=".clone-", dir=engine.state.root))
     try:
-        stores = Transport(scratch, engine.git_executable, store_id or "", "", scratch / "none").stores_on(url)
+        # Listing names no store or machine of this state directory: placeholders fill the transport's ids.
+        stores = Transport(scratch, engine.git_executable, "listing", "listing", scratch / "none").stores_on(url)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if store_id is not None:

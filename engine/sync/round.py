@@ -197,7 +197,7 @@ def _history(runtime: StoreRuntime) -> GitHistory:
 
 def refused(code: str, message: str) -> SyncRefused:
     """The refusal of a round (or clone) for ``code`` (status.py lists them), saying why in plain words."""
-    return SyncRefused(message, Finding(code, message))
+    return SyncRefused(Finding(code, message))
 
 
 def _now() -> str:
