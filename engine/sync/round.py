@@ -268,11 +268,31 @@ def _merge_tips(runtime: StoreRuntime, history: GitHistory, remote: str, fetched
         head = history.head()
         if head is not None and (tip == head or history.is_ancestor(tip, head)):
             continue
+        _replay_conflicts(runtime, history, head, tip, remote, machine)
         if head is None or history.is_ancestor(head, tip):
             _fast_forward(runtime, history, head, tip, remote, machine)
         else:
             _merge(runtime, history, head, tip, remote, machine)
     return history.head()
+
+
+def _replay_conflicts(runtime: StoreRuntime, history: GitHistory, head: str | None, tip: str, remote: str,
+                      machine: str) -> None:
+    """Record here the conflicts of the merges another machine made that the tip brings: a merge is the same
+    computation on every machine, so merging each one's parents again gives its conflicts, and every machine
+    lists every conflict, not only the one that happened to merge."""
+    merges = history._run("rev-list", "--merges", "--reverse", tip, "--not", *([head] if head else [])).split()
+    for merge in merges:
+        parents = history._run("rev-list", "--parents", "-n", "1", merge).split()[1:]
+        if len(parents) != 2:
+            continue
+        ours, theirs = _synced_tree(history, parents[0]), _synced_tree(history, parents[1])
+        bases = sorted(history.merge_bases(*parents))
+        base = _base_state(history, bases) if bases else {}
+        load = _blob_loader(history, [base, ours, theirs])
+        conflicts = merge_vaults(base, ours, theirs, load=load).conflicts
+        if conflicts:
+            record_conflicts(runtime.store.db, conflicts, remote=remote, machine=machine)
 
 
 def _commit_outside_edits(history: GitHistory) -> None:

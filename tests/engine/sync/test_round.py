@@ -107,11 +107,12 @@ def test_a_page_revised_on_both_is_one_conflict_with_the_same_current_revision_e
     assert a.files() == b.files()
     standing_a, standing_b = a.get(ids["dana"]), b.get(ids["dana"])
     assert standing_a["body"] == standing_b["body"] and standing_a["revision"] == standing_b["revision"] == 2
-    status = b.status()
-    assert status["conflictsWaiting"] == 1
-    [conflict] = status["conflicts"]
-    assert conflict["recordId"] == ids["dana"] and conflict["remote"] == "origin"
-    assert "Sails on Sundays" in conflict["diff"] and "Paints on Sundays" in conflict["diff"]
+    for machine in (a, b):  # a fast-forwarded to b's merge, and lists its conflict too
+        status = machine.status()
+        assert status["conflictsWaiting"] == 1, machine.name
+        [conflict] = status["conflicts"]
+        assert conflict["recordId"] == ids["dana"] and conflict["remote"] == "origin"
+        assert "Sails on Sundays" in conflict["diff"] and "Paints on Sundays" in conflict["diff"]
     other = "Paints" if "Sails" in standing_b["body"] else "Sails"
     assert other not in standing_b["body"]
 
