@@ -53,9 +53,7 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                     "that has remotes: fetches the other machines' branches, merges them record by record into "
                     "the vault, and pushes this machine's branch (fast-forward only, never forced). Exits 1 when "
                     "a remote failed; its error says why.")
-    which = now.add_mutually_exclusive_group()
-    which.add_argument("--agent", help="sync this agent's store")
-    which.add_argument("--store", help="sync this store (a named store's name or a store id)")
+    _store_choice(now, "every store with remotes")
     now.add_argument("--remote", metavar="NAME", help="only this remote")
     now.add_argument("--json", action="store_true", help="print each remote's status as JSON")
     now.set_defaults(handler=cmd_sync_now)
@@ -79,9 +77,9 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     clone.set_defaults(handler=cmd_sync_clone)
 
 
-def _store_choice(parser: argparse.ArgumentParser) -> None:
+def _store_choice(parser: argparse.ArgumentParser, default: str = DEFAULT_AGENT) -> None:
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--agent", help=f"the agent whose store it is (default: {DEFAULT_AGENT})")
+    which.add_argument("--agent", help=f"the agent whose store it is (default: {default})")
     which.add_argument("--store", help="a named store's name, or a store id (`knowledge stores list`)")
 
 
