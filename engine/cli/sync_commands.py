@@ -133,6 +133,8 @@ def cmd_sync_now(args: argparse.Namespace, state: StateDir) -> int:
         lines = []
         for store in answer["stores"]:
             lines.append(store["storeId"])
+            if store.get("problem"):
+                lines.append(f"    {store['problem']}")
             lines.extend(line for remote in store["remotes"] for line in _remote_lines(remote))
         print("\n".join(lines) or answer.get("note", ""))
     return 1 if answer["failing"] else 0

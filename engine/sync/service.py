@@ -29,14 +29,17 @@ from .status import StoreSyncStatus, SyncRemoteStatus, SyncStatus
 
 
 class StoreRound(TypedDict):
-    """One store's round: each remote's status after it."""
+    """One store's round: each remote's status after it; ``problem`` when the round could not start (the
+    store unavailable, its remotes file unreadable), naming why."""
 
     storeId: str
     remotes: list[SyncRemoteStatus]
+    problem: NotRequired[str]
 
 
 class SyncNowAnswer(TypedDict):
-    """The stores a round ran for; ``failing`` counts the remotes whose round failed (each says why)."""
+    """The stores a round ran for; ``failing`` counts the remotes whose round failed (each says why) and the
+    stores whose round could not start."""
 
     stores: list[StoreRound]
     failing: int
@@ -46,21 +49,29 @@ class SyncNowAnswer(TypedDict):
 def sync_now(engine: SyncEngine, *, store: str | None = None, agent: str | None = None,
              remote: str | None = None) -> SyncNowAnswer:
     """A round now for the chosen store (``store`` or ``agent``), or for every store with remotes."""
+    rounds: list[StoreRound]
     if store is not None or agent is not None:
         record = engine.resolver.select(store=store, agent=agent, default_agent=DEFAULT_AGENT)
         engine.resolver.check(record)
-        records = [record]
+        rounds = [{"storeId": record.store_id, "remotes": run_round(engine.runtime(record), record, remote)}]
     else:
-        records = [record for record in engine.registry.stores() if _has_remote(record, remote)]
-    rounds: list[StoreRound] = [{"storeId": record.store_id,
-                                 "remotes": run_round(engine.runtime(record), record, remote)}
-                                for record in records]
-    answer: SyncNowAnswer = {"stores": rounds, "failing": sum(status["state"] == "failing" for one in rounds
-                                                                 for status in one["remotes"])}
+        rounds = [_every_store_round(engine, record, remote) for record in engine.registry.stores()
+                  if _has_remote(record, remote)]
+    answer: SyncNowAnswer = {"stores": rounds, "failing": sum(
+        ("problem" in one) + sum(status["state"] == "failing" for status in one["remotes"]) for one in rounds)}
     if not rounds:
         answer["note"] = ("no store has a remote" + (f" named {remote!r}" if remote else "")
                           + " (knowledge sync remote add NAME URL)")
     return answer
+
+
+def _every_store_round(engine: SyncEngine, record: StoreRecord, remote: str | None) -> StoreRound:
+    """One store's round when every store is synced: a store that cannot start its round says why, and the
+    others go on."""
+    try:
+        return {"storeId": record.store_id, "remotes": run_round(engine.runtime(record), record, remote)}
+    except KnowledgeError as exc:
+        return {"storeId": record.store_id, "remotes": [], "problem": exc.message}
 
 
 def _has_remote(record: StoreRecord, name: str | None) -> bool:

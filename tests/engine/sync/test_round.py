@@ -13,6 +13,7 @@ import pytest
 from engine.core.errors import Conflict, InvalidParams, NotFound
 from engine.sync.clone import clone_store
 from engine.sync.round import read_status
+from engine.sync.service import sync_now
 from tests.engine.sync.round_machines import AGENT, Machine, bare_repository, remote_refs
 from tests.helpers import claim
 
@@ -269,3 +270,16 @@ def test_a_torn_status_file_reads_as_never_and_is_rewritten(machines: MachineFac
     a.sync()
     assert json.loads(path.read_text(encoding="utf-8"))["remotes"]["origin"]["status"]["state"] == "ok"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_syncing_every_store_goes_on_past_one_that_cannot_start(machines: MachineFactory, remote: str) -> None:
+    a, _, _ = pair(machines, remote)
+    other = a.engine.resolver.effective("helper", create=True)
+    assert other is not None
+    (other.path / "sync").mkdir()
+    (other.path / "sync" / "remotes.json").write_text("{broken", encoding="utf-8")
+    answer = sync_now(a.engine)
+    by_store = {store["storeId"]: store for store in answer["stores"]}
+    assert "cannot be used" in by_store[other.store_id]["problem"]
+    assert [status["state"] for status in by_store[a.record.store_id]["remotes"]] == ["ok"]
+    assert answer["failing"] == 1
