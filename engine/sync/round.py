@@ -379,8 +379,7 @@ def _base_state(history: GitHistory, bases: list[str]) -> dict[str, str]:
 def _install(runtime: StoreRuntime, ours: dict[str, str], merged: MergeResult,
              load: Callable[[Hashable], bytes]) -> None:
     """Turn the vault from ``ours`` into ``merged`` by journalled publications, one per partition."""
-    plans = plan_sync(runtime.store, ours, merged, load)
-    for plan in plans:
+    for plan in plan_sync(runtime.store, ours, merged, load).plans:
         runtime.publish(plan)
 
 

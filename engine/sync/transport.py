@@ -19,7 +19,8 @@ Only then are the tips delivered into the vault's repository as ``refs/remotes/s
 and recorded as seen.  Nothing reaches the vault's files here; merging and installing is the round's part.
 
 Every git command runs with ``git_environment``: no terminal prompt, hooks off, only the ``file``, ``git``,
-``ssh``, ``http`` and ``https`` transports (``gcrypt`` besides, for a ``gcrypt::`` remote only), fsck of
+``ssh``, ``http`` and ``https`` transports (``gcrypt`` besides, for a ``gcrypt::`` remote only: git-remote-gcrypt
+keeps the remote's copy encrypted with the owner's GPG keys), fsck of
 every fetched object, the owner's credential helpers and ssh-agent.  The URL is never logged or put in an
 error: git's own reasons are reworded or redacted.
 
@@ -54,7 +55,7 @@ from ..vault.evidence import DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DI
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..vault.ontology import ONTOLOGY_MAX_BYTES
 from .merge import ONTOLOGY_FILE, is_synced, partition_of
-from .remotes import check_remote_name
+from .remotes import GCRYPT_PREFIX, check_remote_name, local_path
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,6 @@ BRANCHES = "refs/heads/knowledge"
 VAULT_BRANCH = "refs/heads/main"
 DELIVERED = "refs/remotes/sync"
 PROTOCOLS = ("file", "git", "ssh", "http", "https")
-GCRYPT_PREFIX = "gcrypt::"
 STATE_FILE_MAX_BYTES = 1024 * 1024
 NETWORK_TIMEOUT = 600   # a fetch or push of a large history over a slow link
 LOCAL_TIMEOUT = 120
@@ -215,6 +215,7 @@ class Transport:
         cannot be reached, was rewritten, holds another store's history or content sync never carries."""
         check_remote_name(remote)
         self._check_vault()
+        _check_gcrypt_address(url)
         tips = self._read_tips()
         known = _remote_tips(tips, remote, url)
         self._ensure_quarantine()
@@ -229,11 +230,17 @@ class Transport:
         seen = {machine: tip for machine, tip in known["seen"].items() if self._has(tip, machine)}
         for machine, tip in sorted(fetched.items()):
             before = seen.get(machine)
-            if before is not None and before != tip and not self._is_ancestor(before, tip):
-                raise _refused("rewritten", f"the remote's branch of machine {machine} was rewritten: it no longer "
+            if before is None or before == tip or self._is_ancestor(before, tip):
+                continue
+            if url.startswith(GCRYPT_PREFIX) and self._is_ancestor(tip, before):
+                # git-remote-gcrypt rewrites the remote's whole manifest on each push, so two machines pushing
+                # at once can set one's branch back: nothing is lost (we hold the newer tip), nothing to take.
+                fetched[machine] = before
+                continue
+            raise _refused("rewritten", f"the remote's branch of machine {machine} was rewritten: it no longer "
                                "holds the commits this machine fetched from it before; nothing was taken from it",
                                remote=remote, machine=machine)
-        pushed = self._check_own(remote, known["pushed"], own, head)
+        pushed = self._check_own(remote, known["pushed"], own, head, gcrypt=url.startswith(GCRYPT_PREFIX))
         if head is not None:
             for machine, tip in sorted(fetched.items()):
                 if not self._shares_history(tip):
@@ -252,7 +259,8 @@ class Transport:
         log.info("sync: fetched %d branches of store %s from remote %s", len(fetched), self.store_id, remote)
         return Fetched(tips=fetched, own=own)
 
-    def _check_own(self, remote: str, pushed: str | None, own: str | None, head: str | None) -> str | None:
+    def _check_own(self, remote: str, pushed: str | None, own: str | None, head: str | None, *,
+                   gcrypt: bool) -> str | None:
         """The commit this machine's branch on the remote holds, when it is what this machine pushed."""
         if own == pushed:
             return pushed
@@ -265,6 +273,8 @@ class Transport:
         ours = head is not None and self._is_ancestor(own, _VAULT_HEAD)
         if ours and (pushed is None or self._is_ancestor(pushed, own)):
             return own
+        if ours and gcrypt and pushed is not None and self._is_ancestor(own, pushed):
+            return own  # set back by another machine's gcrypt push (see fetch); the next push restores it
         raise _refused("rewritten", "the remote's branch of this machine was rewritten: it does not hold the "
                        "commit this machine pushed last; nothing was taken from it", remote=remote,
                        machine=self.machine)
@@ -345,6 +355,7 @@ class Transport:
         if not _OID.fullmatch(commit):
             raise ValueError("push takes a commit id")
         self._check_vault()
+        _check_gcrypt_address(url)
         tips = self._read_tips()
         known = _remote_tips(tips, remote, url)
         completed = self._network(
@@ -368,6 +379,7 @@ class Transport:
 
     def stores_on(self, url: str) -> dict[str, dict[str, str]]:
         """Every store a remote holds branches of: store id -> {machine id: tip} (for ``sync clone``)."""
+        _check_gcrypt_address(url)
         self._ensure_quarantine()
         completed = self._network(["ls-remote", "--refs", "--", url, f"{BRANCHES}/*"], url)
         stores: dict[str, dict[str, str]] = {}
@@ -557,9 +569,23 @@ def _check_path(raw: bytes) -> str:
 
 
 def _is_local(url: str) -> bool:
-    if url.startswith("file://") or url.startswith("/"):
-        return True
-    return False
+    return local_path(url) is not None
+
+
+def _check_gcrypt_address(url: str) -> None:
+    """git-remote-gcrypt stores an encrypted repository in a folder of its own format (a plain path), or
+    pushes it with ``git push -f`` into a git repository: into one on this machine, that push would run the
+    repository's hooks, which no option of ours reaches.  A local ``gcrypt::`` remote is a folder, then."""
+    if not url.startswith(GCRYPT_PREFIX):
+        return
+    inner = url[len(GCRYPT_PREFIX):]
+    path = local_path(inner)
+    if path is None:
+        return
+    if not inner.startswith("/") or (path / "HEAD").exists():
+        raise _refused("git_failed", "an encrypted remote on this machine must be gcrypt:: and the absolute path of "
+                       "a folder that is not a git repository (git-remote-gcrypt keeps its own files there; into a "
+                       "git repository it would push with that repository's hooks)")
 
 
 def _failure(stderr: bytes, url: str | None) -> SyncRefused:
