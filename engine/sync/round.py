@@ -47,8 +47,8 @@ from ..core.ids import format_timestamp, utc_now
 from ..runtime import StoreRuntime
 from ..state.registry import StoreRecord
 from ..store.githistory import CommitFile, GitError, GitHistory
-from .install import plan_sync, record_conflicts
-from .merge import MergeRefused, MergeResult, is_synced, merge_vaults
+from .install import plan_sync, record_conflicts, waiting_conflicts
+from .merge import MergeConflict, MergeRefused, MergeResult, is_synced, merge_vaults
 from .remotes import SYNC_DIR, SyncRemote, read_remotes
 from .status import SyncError, SyncRemoteStatus
 from .transport import Fetched, SyncRefused, Transport, machine_id
@@ -290,9 +290,23 @@ def _replay_conflicts(runtime: StoreRuntime, history: GitHistory, head: str | No
         bases = sorted(history.merge_bases(*parents))
         base = _base_state(history, bases) if bases else {}
         load = _blob_loader(history, [base, ours, theirs])
-        conflicts = merge_vaults(base, ours, theirs, load=load).conflicts
-        if conflicts:
-            record_conflicts(runtime.store.db, conflicts, remote=remote, machine=machine)
+        _record_conflicts(runtime, merge_vaults(base, ours, theirs, load=load).conflicts, remote, machine)
+
+
+def _record_conflicts(runtime: StoreRuntime, conflicts: Iterable[MergeConflict], remote: str, machine: str) -> None:
+    """List the conflicts the owner has not been told of yet: one already waiting for the same record between
+    the same two versions (two machines merged the same pair, or a replay after a round that failed) is not
+    listed twice."""
+    def key(record_id: str | None, one: str, other: str | None) -> tuple[str | None, frozenset[str | None]]:
+        return record_id, frozenset({one, other})
+
+    db = runtime.store.db
+    waiting = {key(c["recordId"], c["standing"]["sha256"], c["other"]["sha256"] if c["other"] else None)
+               for c in waiting_conflicts(db)}
+    new = [c for c in conflicts
+           if key(c.record_id, c.kept.sha256, c.other.sha256 if c.other is not None else None) not in waiting]
+    if new:
+        record_conflicts(db, new, remote=remote, machine=machine)
 
 
 def _commit_outside_edits(history: GitHistory) -> None:
@@ -355,7 +369,7 @@ def _merge_result(runtime: StoreRuntime, history: GitHistory, ours: dict[str, st
                   load: Callable[[Hashable], bytes], tip: str, remote: str, machine: str) -> None:
     """Install ``merged``, record its conflicts and commit it with the tip as second parent."""
     _install(runtime, ours, merged, load)
-    record_conflicts(runtime.store.db, merged.conflicts, remote=remote, machine=machine)
+    _record_conflicts(runtime, merged.conflicts, remote, machine)
     changed = [CommitFile(path, load(blob)) for path, blob in merged.files.items() if ours.get(path) != blob]
     removed = sorted(path for path in ours if path not in merged.files)
     commit = history.commit(changed, f"Knowledge: sync with machine {machine} of remote {remote}\n",

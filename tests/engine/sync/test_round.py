@@ -174,6 +174,8 @@ def test_three_machines_merging_in_different_orders_end_byte_identical(
     settle(c, b, a)
     assert a.files() == b.files() == c.files()
     assert len({a.get(ids["dana"])["body"], b.get(ids["dana"])["body"], c.get(ids["dana"])["body"]}) == 1
+    for machine in (a, b, c):  # one conflict, listed once on every machine
+        assert [conflict["recordId"] for conflict in machine.status()["conflicts"]] == [ids["dana"]], machine.name
 
 
 def test_nothing_new_makes_no_commit_and_no_push(machines: MachineFactory, remote: str) -> None:
