@@ -15,7 +15,7 @@ from engine.sync.clone import clone_store
 from engine.sync.round import read_status
 from engine.sync.service import sync_now
 from tests.engine.sync.round_machines import AGENT, Machine, bare_repository, remote_refs
-from tests.helpers import claim
+from tests.helpers import claim, conversation
 
 MachineFactory = Callable[[str], Machine]
 
@@ -285,3 +285,17 @@ def test_syncing_every_store_goes_on_past_one_that_cannot_start(machines: Machin
     assert "cannot be used" in by_store[other.store_id]["problem"]
     assert [status["state"] for status in by_store[a.record.store_id]["remotes"]] == ["ok"]
     assert answer["failing"] == 1
+
+
+def test_a_conversation_partition_travels(machines: MachineFactory, remote: str) -> None:
+    a, b, _ = pair(machines, remote)
+    session = "3d5e7f90-1a2b-4c3d-8e9f-0a1b2c3d4e5f"
+    chat = conversation(a.owner.token, session)
+    note = a.engine.save_page(chat, {"requestId": "c1", "type": "note", "title": "Harbour call",
+                                     "body": "Harbour call on Monday."})
+    settle(a, b)
+    assert a.files() == b.files()
+    assert any(path.startswith(f"conversations/{session}/") for path in b.files())
+    store = b.engine.runtime(b.record).store
+    assert f"conversation:{session}" in store.partitions()
+    assert note["id"]
