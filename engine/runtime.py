@@ -568,6 +568,23 @@ class StoreRuntime:
             except GitError as exc:
                 log.warning("packing the git history failed (the next checkpoint tries again): %s", exc)
 
+    def with_history(self, work: Callable[[], T], *, on_lane: bool = True) -> T:
+        """Run ``work`` holding the git lock, so no checkpoint commits meanwhile, and on the lane unless
+        ``on_lane`` is false: a sync round's vault step (engine/sync/round.py), which commits, merges and
+        installs with nothing else writing, commits inline (``checkpoint(inline=True)``)."""
+        with self._git_lock:
+            return self.call(work) if on_lane else work()
+
+    def rebuild_catalogue(self) -> int:
+        """On the lane: catalogue every partition of a store filled from outside (an archive restored, a store
+        cloned by sync) and rebuild its search index; returns its current records."""
+        count = 0
+        for partition in self.store.partitions():
+            self.prepare(partition)
+            self.indexes.rebuild(partition)
+            count += self.catalog.current_count(partition)
+        return count
+
     def checkpoint(self, *, inline: bool = False) -> Checkpoint:
         """Commit every pending publication now (``knowledge_resume`` and the git thread).
 

@@ -26,8 +26,7 @@ from ..core.answers import NotRequired, TypedDict
 from ..core.errors import Conflict, InvalidParams, NotFound
 from ..core.ids import STORE_PREFIX, is_agent_name, is_generated_id
 from ..core.params import AgentName, Params, Value
-from ..importers.archive import catalogue_store
-from ..runtime import StoreRuntime
+from .round import SyncRuntime
 from ..access.stores import StoreResolver
 from ..state.registry import Registry, StoreRecord
 from ..state.statedir import StateDir
@@ -56,9 +55,9 @@ class SyncEngine(Protocol):
     @property
     def git_executable(self) -> str | None: ...
 
-    def runtime(self, record: StoreRecord) -> StoreRuntime: ...
+    def runtime(self, record: StoreRecord) -> SyncRuntime: ...
 
-    def maintain(self, record: StoreRecord, work: Callable[[StoreRuntime], T]) -> T: ...
+    def maintain(self, record: StoreRecord, work: Callable[[SyncRuntime], T]) -> T: ...
 
 
 class SyncCloned(TypedDict):
@@ -117,7 +116,7 @@ def clone_store(engine: SyncEngine, url: str, agent: str, *, store_id: str | Non
     runtime = engine.runtime(record)
     [status] = run_round(runtime, record, name)
     answer: SyncCloned = {"storeId": chosen, "agent": agent, "machineId": machine, "remote": status,
-                          "records": catalogue_store(engine, record)}
+                          "records": engine.maintain(record, lambda runtime: runtime.rebuild_catalogue())}
     if token_file is not None:
         answer["tokenFile"] = token_file
     return answer

@@ -16,7 +16,7 @@ A round with one remote:
    store, checked in the quarantine, delivered into the vault's repository as
    ``refs/remotes/sync/<remote>/<machine>``.  Nothing reaches the vault's files.
 2. holding the runtime's git lock, on the lane (no publication can land in between):
-   - the pending publications are committed (``StoreRuntime.checkpoint(inline=True)``), and what was
+   - the pending publications are committed (``the runtime's ``checkpoint(inline=True)````), and what was
      edited by hand in the vault is committed as one commit ("outside edits"), so the head holds exactly
      the vault's synced files;
    - each fetched tip, in machine-id order: one the head already holds is nothing; one that holds the
@@ -37,16 +37,20 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable, Protocol, TypeVar
 
 from ..core.errors import KnowledgeError, NotFound, WritesDisabled
 from ..core.files import atomic_write
 from ..core.findings import Finding
 from ..core.ids import format_timestamp, utc_now
-from ..runtime import StoreRuntime
+from ..state.config import SettingsSource
 from ..state.registry import StoreRecord
 from ..store.githistory import CommitFile, GitError, GitHistory
+from ..store.outbox import GitOutbox
+from ..store.publication import Plan
+from ..store.store import Store
 from .install import plan_sync, record_conflicts, waiting_conflicts
 from .merge import MergeConflict, MergeRefused, MergeResult, is_synced, merge_vaults
 from .remotes import SYNC_DIR, SyncRemote, read_remotes
@@ -54,11 +58,32 @@ from .status import SyncError, SyncRemoteStatus
 from .transport import Fetched, SyncRefused, Transport, machine_id
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 STATUS_FILE = "status.json"
 STATUS_SCHEMA_VERSION = 1
 STATUS_FILE_MAX_BYTES = 1024 * 1024
 OUTSIDE_EDITS_MESSAGE = "Knowledge: outside edits\n\nFiles changed in the vault by hand, committed before a sync round.\n"
+
+
+class SyncRuntime(Protocol):
+    """What a round needs of the store's runtime (engine/runtime.py's StoreRuntime)."""
+
+    store: Store
+    git: GitHistory | None
+    settings: SettingsSource
+    outbox: GitOutbox
+    sync_lock: threading.Lock
+
+    def with_history(self, work: Callable[[], T], *, on_lane: bool = True) -> T: ...
+
+    def prepare(self, partition: str) -> None: ...
+
+    def checkpoint(self, *, inline: bool = False) -> Any: ...
+
+    def publish(self, plan: Plan) -> Any: ...
+
+    def rebuild_catalogue(self) -> int: ...
 
 
 # --- status.json ----------------------------------------------------------------------------------
@@ -134,7 +159,7 @@ def read_machine_id(record: StoreRecord) -> str | None:
 # --- the round ------------------------------------------------------------------------------------
 
 
-def run_round(runtime: StoreRuntime, record: StoreRecord, remote_name: str | None = None) -> list[SyncRemoteStatus]:
+def run_round(runtime: SyncRuntime, record: StoreRecord, remote_name: str | None = None) -> list[SyncRemoteStatus]:
     """One round with every remote of the store, or with ``remote_name``; see the module's docstring."""
     remotes = read_remotes(record)
     if remote_name is not None:
@@ -149,7 +174,7 @@ def run_round(runtime: StoreRuntime, record: StoreRecord, remote_name: str | Non
     return results
 
 
-def _round_with(runtime: StoreRuntime, record: StoreRecord, remote: SyncRemote) -> SyncRemoteStatus:
+def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -> SyncRemoteStatus:
     entries = _read_entries(record)
     previous = entries.get(remote["name"])
     status = _entry_status(remote, previous)
@@ -162,8 +187,8 @@ def _round_with(runtime: StoreRuntime, record: StoreRecord, remote: SyncRemote) 
         history = _history(runtime)
         transport = Transport(sync_dir(record), history.executable, record.store_id, machine_id(sync_dir(record)),
                               history.git_dir)
-        with runtime._git_lock:  # the vault's repository exists before the fetch delivers into it
-            history.ensure_repository()
+        # The vault's repository exists before the fetch delivers into it.
+        runtime.with_history(history.ensure_repository, on_lane=False)
         fetched = transport.fetch(remote["name"], remote["url"])
         head = _merge_on_lane(runtime, history, remote["name"], fetched)
         if head is not None:
@@ -185,7 +210,7 @@ def _round_with(runtime: StoreRuntime, record: StoreRecord, remote: SyncRemote) 
     return status
 
 
-def _history(runtime: StoreRuntime) -> GitHistory:
+def _history(runtime: SyncRuntime) -> GitHistory:
     if runtime.git is None:
         raise refused("git_missing", "git is not installed on this machine; a store syncs through git "
                                       "(install it and sync again)")
@@ -220,19 +245,17 @@ def _sync_error(exc: BaseException) -> SyncError:
                                            "nothing was lost, the next round tries again", "at": _now()}
 
 
-def _count(runtime: StoreRuntime, remote: str, status: SyncRemoteStatus, pushed: str | None, fetched: bool) -> None:
+def _count(runtime: SyncRuntime, remote: str, status: SyncRemoteStatus, pushed: str | None, fetched: bool) -> None:
     """Ahead: commits here that this machine's branch on the remote lacks; behind: commits of the remote's
-    other branches of this store not merged here (known only after a fetch)."""
+    other branches of this store not merged here (known only after a fetch).  Reads only: no git lock."""
     history = runtime.git
     if history is None:
         return
     try:
-        with runtime._git_lock:
-            head = history.head()
-            status["ahead"] = 0 if head is None else _rev_count(history, [head], [pushed] if pushed else [])
-            if fetched:
-                tips = _remote_tips(history, remote)
-                status["behind"] = _rev_count(history, tips, [head] if head else []) if tips else 0
+        head = history.head()
+        status["ahead"] = 0 if head is None else _rev_count(history, [head], [pushed] if pushed else [])
+        tips = _remote_tips(history, remote) if fetched else None
+        status["behind"] = None if tips is None else _rev_count(history, tips, [head] if head else []) if tips else 0
     except GitError as exc:
         log.warning("could not count the commits ahead of and behind remote %s: %s", remote, exc)
 
@@ -249,14 +272,13 @@ def _remote_tips(history: GitHistory, remote: str) -> list[str]:
 # --- on the lane ----------------------------------------------------------------------------------
 
 
-def _merge_on_lane(runtime: StoreRuntime, history: GitHistory, remote: str, fetched: Fetched) -> str | None:
+def _merge_on_lane(runtime: SyncRuntime, history: GitHistory, remote: str, fetched: Fetched) -> str | None:
     """Step 2 of the round, holding the git lock and on the lane; returns the head to push (None: the
     vault has no history yet and nothing came)."""
-    with runtime._git_lock:
-        return runtime.call(lambda: _merge_tips(runtime, history, remote, fetched))
+    return runtime.with_history(lambda: _merge_tips(runtime, history, remote, fetched))
 
 
-def _merge_tips(runtime: StoreRuntime, history: GitHistory, remote: str, fetched: Fetched) -> str | None:
+def _merge_tips(runtime: SyncRuntime, history: GitHistory, remote: str, fetched: Fetched) -> str | None:
     for partition in runtime.store.partitions():
         runtime.prepare(partition)  # the catalog sees what was edited by hand before anything is installed
     checkpoint = runtime.checkpoint(inline=True)
@@ -276,7 +298,7 @@ def _merge_tips(runtime: StoreRuntime, history: GitHistory, remote: str, fetched
     return history.head()
 
 
-def _replay_conflicts(runtime: StoreRuntime, history: GitHistory, head: str | None, tip: str, remote: str,
+def _replay_conflicts(runtime: SyncRuntime, history: GitHistory, head: str | None, tip: str, remote: str,
                       machine: str) -> None:
     """Record here the conflicts of the merges another machine made that the tip brings: a merge is the same
     computation on every machine, so merging each one's parents again gives its conflicts, and every machine
@@ -293,7 +315,7 @@ def _replay_conflicts(runtime: StoreRuntime, history: GitHistory, head: str | No
         _record_conflicts(runtime, merge_vaults(base, ours, theirs, load=load).conflicts, remote, machine)
 
 
-def _record_conflicts(runtime: StoreRuntime, conflicts: Iterable[MergeConflict], remote: str, machine: str) -> None:
+def _record_conflicts(runtime: SyncRuntime, conflicts: Iterable[MergeConflict], remote: str, machine: str) -> None:
     """List the conflicts the owner has not been told of yet: one already waiting for the same record between
     the same two versions (two machines merged the same pair, or a replay after a round that failed) is not
     listed twice."""
@@ -338,7 +360,7 @@ def _synced_tree(history: GitHistory, commit: str | None) -> dict[str, str]:
     return {path: blob for path, blob in history.tree(commit).items() if is_synced(path)}
 
 
-def _fast_forward(runtime: StoreRuntime, history: GitHistory, head: str | None, tip: str, remote: str,
+def _fast_forward(runtime: SyncRuntime, history: GitHistory, head: str | None, tip: str, remote: str,
                   machine: str) -> None:
     """The tip holds the head: install what it changed (merged from the head, so a tip that drops a whole
     partition is refused as any merge would), then move the branch to it.  A tip whose files the rules
@@ -354,7 +376,7 @@ def _fast_forward(runtime: StoreRuntime, history: GitHistory, head: str | None, 
     history.fast_forward(tip, head)
 
 
-def _merge(runtime: StoreRuntime, history: GitHistory, head: str, tip: str, remote: str, machine: str) -> None:
+def _merge(runtime: SyncRuntime, history: GitHistory, head: str, tip: str, remote: str, machine: str) -> None:
     ours, theirs = _synced_tree(history, head), _synced_tree(history, tip)
     bases = sorted(history.merge_bases(head, tip))
     if not bases:
@@ -365,7 +387,7 @@ def _merge(runtime: StoreRuntime, history: GitHistory, head: str, tip: str, remo
     _merge_result(runtime, history, ours, merge_vaults(base, ours, theirs, load=load), load, tip, remote, machine)
 
 
-def _merge_result(runtime: StoreRuntime, history: GitHistory, ours: dict[str, str], merged: MergeResult,
+def _merge_result(runtime: SyncRuntime, history: GitHistory, ours: dict[str, str], merged: MergeResult,
                   load: Callable[[Hashable], bytes], tip: str, remote: str, machine: str) -> None:
     """Install ``merged``, record its conflicts and commit it with the tip as second parent."""
     _install(runtime, ours, merged, load)
@@ -390,14 +412,14 @@ def _base_state(history: GitHistory, bases: list[str]) -> dict[str, str]:
     return state
 
 
-def _install(runtime: StoreRuntime, ours: dict[str, str], merged: MergeResult,
+def _install(runtime: SyncRuntime, ours: dict[str, str], merged: MergeResult,
              load: Callable[[Hashable], bytes]) -> None:
     """Turn the vault from ``ours`` into ``merged`` by journalled publications, one per partition."""
     for plan in plan_sync(runtime.store, ours, merged, load).plans:
         runtime.publish(plan)
 
 
-def _mark_committed(runtime: StoreRuntime, commit: str) -> None:
+def _mark_committed(runtime: SyncRuntime, commit: str) -> None:
     """The round's publications are held by ``commit``: the outbox has nothing else pending (everything
     before them was committed at the round's start, on this same lane call)."""
     pending = runtime.outbox.pending()

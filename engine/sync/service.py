@@ -90,10 +90,10 @@ def sync_status(engine: SyncEngine) -> SyncStatus:
                                   "machineId": read_machine_id(record), "remotes": [], "conflicts": [],
                                   "conflictsWaiting": 0}
         try:
-            runtime = engine.runtime(record)
-            entry["remotes"] = [_interrupted(status) if status["state"] == "syncing" and not runtime.sync_lock.locked()
-                                else status for status in read_status(record)]
-            conflicts = runtime.call(lambda: waiting_conflicts(runtime.store.db))
+            running = engine.runtime(record).sync_lock.locked()
+            entry["remotes"] = [_interrupted(status) if status["state"] == "syncing" and not running else status
+                                for status in read_status(record)]
+            conflicts = engine.maintain(record, lambda runtime: waiting_conflicts(runtime.store.db))
             entry["conflicts"], entry["conflictsWaiting"] = conflicts, len(conflicts)
         except KnowledgeError as exc:
             entry["problem"] = exc.message

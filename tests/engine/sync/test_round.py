@@ -244,9 +244,11 @@ def test_an_unreachable_remote_leaves_writes_going_on(machines: MachineFactory, 
     a = machines("a")
     a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
     a.add_remote(str(tmp_path / "nowhere.git"))
+    assert a.engine.runtime(a.record).checkpoint()["state"] == "committed"  # the page's one commit, now
     [status] = a.sync()
     assert status["state"] == "failing" and status["lastError"]["code"] == "unreachable", status
     assert status["lastSuccess"] is None and status["lastError"]["message"]
+    assert (status["ahead"], status["behind"]) == (1, None)  # the one commit here, nothing known of the remote
     a.save("atlas", "Atlas", "The restoration project.")
     [remote_status] = a.status()["remotes"]
     assert remote_status["state"] == "failing"
