@@ -163,14 +163,13 @@ def git_environment(*, helpers: Sequence[str] = ()) -> tuple[dict[str, str], lis
 
     No ``GIT_*`` variable from outside (an inherited ``GIT_DIR``, ``GIT_SSH_COMMAND`` or alternate object
     directory never steers a sync); ``HOME``, ``PATH`` and ``SSH_AUTH_SOCK`` pass, so the owner's credential
-    helpers, ssh configuration and agent work.  No prompt (``GIT_TERMINAL_PROMPT=0``, ssh in batch mode), no
-    hooks, transports ``PROTOCOLS`` only (plus the remote ``helpers`` named, such as ``gcrypt``), every
+    helpers, ssh configuration and agent work.  No prompt (``GIT_TERMINAL_PROMPT=0``; the commands run in a
+    session of their own, without a terminal, so ssh and gpg cannot ask either), no hooks, transports ``PROTOCOLS`` only (plus the remote ``helpers`` named, such as ``gcrypt``), every
     fetched object checked by fsck, no automatic gc or maintenance in the background."""
     keep = ("HOME", "PATH", "SSH_AUTH_SOCK", "GNUPGHOME", "GPG_AGENT_INFO", "TMPDIR", "LANG", "USER", "LOGNAME",
             "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "SystemRoot")
     env = {name: os.environ[name] for name in keep if name in os.environ}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_SSH_VARIANT": "ssh",
-                "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"})
+    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
     options = {"core.hooksPath": os.devnull, "protocol.allow": "never",
                **{f"protocol.{name}.allow": "always" for name in (*PROTOCOLS, *helpers)},
                "transfer.fsckObjects": "true", "fetch.fsckObjects": "true", "receive.fsckObjects": "true",
@@ -243,7 +242,7 @@ class Transport:
         pushed = self._check_own(remote, known["pushed"], own, head, gcrypt=url.startswith(GCRYPT_PREFIX))
         if head is not None:
             for machine, tip in sorted(fetched.items()):
-                if not self._shares_history(tip):
+                if tip != seen.get(machine) and not self._shares_history(tip):
                     raise _refused("other_store", f"the remote's branch of machine {machine} holds another store's "
                                    "history (no commit in common with this vault); nothing was taken from it",
                                    remote=remote, machine=machine)
@@ -301,9 +300,9 @@ class Transport:
             raw_path = tokens[index]
             index += 1
             mode, blob, status = meta[1], meta[3], meta[4]
-            path = _check_path(raw_path)
             if status == "D":
-                continue
+                continue  # its path was in a parent, checked then or the vault's own
+            path = _check_path(raw_path)
             if mode == "120000":
                 raise _refused("symlink", "the remote's history holds a symbolic link, which a vault never "
                                "holds; nothing was taken from it", path)
@@ -313,7 +312,8 @@ class Transport:
             if mode not in ("100644", "100755"):
                 raise _refused("unsafe_path", f"the remote's history holds an entry of mode {mode}, not a regular "
                                "file; nothing was taken from it", path)
-            blobs.setdefault(blob, path)
+            if blob not in blobs or size_limit(path) < size_limit(blobs[blob]):
+                blobs[blob] = path  # one blob at several paths is held to the smallest of their limits
         self._check_sizes(blobs)
 
     def _check_sizes(self, blobs: dict[str, str]) -> None:
@@ -493,7 +493,8 @@ class Transport:
             env["GIT_DIR"] = str(git_dir)
         try:
             return subprocess.run([self.git, *options, *args], input=stdin, capture_output=True, env=env,
-                                  cwd=self.sync_dir if self.sync_dir.is_dir() else None, timeout=timeout)
+                                  cwd=self.sync_dir if self.sync_dir.is_dir() else None, timeout=timeout,
+                                  start_new_session=True)
         except FileNotFoundError:
             raise _refused("git_missing", "git is not installed (or not where it was found); sync needs it") from None
         except subprocess.TimeoutExpired:

@@ -49,7 +49,8 @@ def plain_git(repository: Path, *args: str, stdin: bytes | None = None) -> str:
            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_DIR": str(repository), "LC_ALL": "C",
            "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@localhost",
            "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@localhost"}
-    completed = subprocess.run([git_executable(), "-c", f"core.hooksPath={os.devnull}", *args], input=stdin, capture_output=True, env=env, check=False)
+    completed = subprocess.run([git_executable(), "-c", f"core.hooksPath={os.devnull}", *args], input=stdin,
+                               capture_output=True, env=env, check=False)
     assert completed.returncode == 0, f"git {args[0]} failed: {completed.stderr.decode('utf-8', 'replace')}"
     return completed.stdout.decode("utf-8", "replace").strip()
 
@@ -216,30 +217,25 @@ def bare_remote(tmp_path: Path) -> GitRemote:
     return GitRemote("disk", str(path), path)
 
 
+def _served(kind: str, server: "GitDaemon | GitHttpServer") -> Iterator[GitRemote]:
+    path = make_bare(server.base / REPOSITORY)
+    server.start()
+    try:
+        yield GitRemote(kind, server.url(REPOSITORY), path)
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def daemon_remote(tmp_path: Path) -> Iterator[GitRemote]:
     """A bare repository served by a real ``git daemon`` on loopback (``git://``), push enabled."""
-    base = tmp_path / "served"
-    path = make_bare(base / REPOSITORY)
-    daemon = GitDaemon(base)
-    daemon.start()
-    try:
-        yield GitRemote("daemon", daemon.url(REPOSITORY), path)
-    finally:
-        daemon.stop()
+    yield from _served("daemon", GitDaemon(tmp_path / "served"))
 
 
 @pytest.fixture
 def http_remote(tmp_path: Path) -> Iterator[GitRemote]:
     """A bare repository served by ``git http-backend`` behind a threaded HTTP server on loopback."""
-    base = tmp_path / "served"
-    path = make_bare(base / REPOSITORY)
-    server = GitHttpServer(base)
-    server.start()
-    try:
-        yield GitRemote("http", server.url(REPOSITORY), path)
-    finally:
-        server.stop()
+    yield from _served("http", GitHttpServer(tmp_path / "served"))
 
 
 @pytest.fixture(params=["disk", "daemon", "http"])

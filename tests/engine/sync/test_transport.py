@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -193,9 +195,9 @@ def test_untrusted_content_is_refused_with_nothing_delivered(
     base = joined(laptop, desktop, any_remote)
     path, mode, code = HOSTILE[case]
     if mode == "160000":
-        _hostile(any_remote, base, path, mode, kind="commit", oid=base)
+        hostile = _hostile(any_remote, base, path, mode, kind="commit", oid=base)
     else:
-        _hostile(any_remote, base, path, mode)
+        hostile = _hostile(any_remote, base, path, mode)
     delivered, tips = desktop.delivered(), desktop.tips_bytes()
 
     with pytest.raises(SyncRefused) as refused:
@@ -205,6 +207,8 @@ def test_untrusted_content_is_refused_with_nothing_delivered(
     assert refused.value.details["code"] == code and refused.value.reason == "conflict"
     assert desktop.delivered() == delivered and desktop.tips_bytes() == tips
     assert not (desktop.vault / "private").exists() and not (desktop.vault / "notes.txt").exists()
+    assert subprocess.run(["git", "--git-dir", str(desktop.vault / ".git"), "cat-file", "-e", hostile],
+                          capture_output=True).returncode != 0  # not even its objects reached the vault
 
 
 def test_an_oversized_record_is_too_large_and_a_retained_source_may_be_larger(
@@ -251,16 +255,17 @@ def test_two_stores_sharing_a_remote_never_see_each_others_branches(
     assert newcomer.transport.fetch("nas", any_remote.url).tips == {laptop.id: mine}
 
 
-def test_the_environment_allows_only_the_plain_transports() -> None:
+def test_the_environment_allows_only_the_plain_transports(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GIT_DIR", "GIT_SSH_COMMAND", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG_PARAMETERS"):
+        monkeypatch.setenv(name, "/tmp/elsewhere")
     env, options = git_environment()
     pairs = dict(option.split("=", 1) for option in options[1::2])
     assert pairs["protocol.allow"] == "never" and pairs["core.hooksPath"] == os.devnull
     assert {name for name, value in pairs.items() if name.startswith("protocol.") and value == "always"} == {
         "protocol.file.allow", "protocol.git.allow", "protocol.ssh.allow", "protocol.http.allow",
         "protocol.https.allow"}
-    assert env["GIT_TERMINAL_PROMPT"] == "0" and not any(
-        name.startswith("GIT_") and name not in ("GIT_TERMINAL_PROMPT", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT")
-        for name in env)
+    assert env["GIT_TERMINAL_PROMPT"] == "0" and [name for name in env if name.startswith("GIT_")] == [
+        "GIT_TERMINAL_PROMPT"]
     assert "protocol.gcrypt.allow" in dict(o.split("=", 1) for o in git_environment(helpers=["gcrypt"])[1][1::2])
 
 
@@ -389,3 +394,65 @@ def test_the_quarantine_has_no_hooks_or_alternates(bare_remote: GitRemote, lapto
     laptop.transport.fetch("nas", bare_remote.url)
     assert not (quarantine / "objects" / "info" / "alternates").exists()
     assert git_executable()
+
+
+def test_one_blob_at_a_source_and_a_record_path_is_held_to_the_record_limit(
+        bare_remote: GitRemote, laptop: Machine, desktop: Machine) -> None:
+    base = joined(laptop, desktop, bare_remote)
+    big = blob(bare_remote.path, b"y" * (RECORD_MAX_BYTES + 1))
+    both = tree_with(bare_remote.path, base, [b"private", b"sources", b"src_2.bin"], "100644", "blob", big)
+    with_record = commit_on(bare_remote.path, both, base)
+    record_tree = tree_with(bare_remote.path, with_record, [b"private", b"zettel", b"copy.md"], "100644", "blob", big)
+    plain_git(bare_remote.path, "update-ref", branch(STORE, "mc_HOSTILE"),
+              commit_on(bare_remote.path, record_tree, base))
+    with pytest.raises(SyncRefused) as refused:
+        desktop.transport.fetch("nas", bare_remote.url)
+    assert refused.value.finding.code == "too_large" and refused.value.finding.path == "private/zettel/copy.md"
+
+
+def test_removing_a_file_sync_does_not_carry_is_no_refusal(
+        bare_remote: GitRemote, laptop: Machine, desktop: Machine) -> None:
+    (laptop.vault / "notes.txt").write_text("kept before git was on\n", encoding="utf-8")
+    first = laptop.write({"private/pages/alpha.md": record("Alpha")})  # the first commit takes notes.txt in
+    plain_git(laptop.vault / ".git", "push", "-q", bare_remote.url, f"{first}:{branch(STORE, 'mc_OLD')}")
+    plain_git(desktop.vault / ".git", "fetch", "-q", bare_remote.url, f"{branch(STORE, 'mc_OLD')}:refs/old")
+    desktop.adopt(first)  # a machine whose history began with that commit
+    listed = plain_git(bare_remote.path, "ls-tree", first).splitlines()
+    kept = "".join(line + "\n" for line in listed if not line.endswith("\tnotes.txt"))
+    removal = commit_on(bare_remote.path, plain_git(bare_remote.path, "mktree", stdin=kept.encode()), first)
+    plain_git(bare_remote.path, "update-ref", branch(STORE, laptop.id), removal)
+    assert desktop.transport.fetch("nas", bare_remote.url).tips == {"mc_OLD": first, laptop.id: removal}
+
+
+def test_a_remote_corrected_after_a_refusal_is_fetched_again(
+        bare_remote: GitRemote, laptop: Machine, desktop: Machine) -> None:
+    base = joined(laptop, desktop, bare_remote)
+    _hostile(bare_remote, base, [b"private", b"link.md"], "120000")
+    with pytest.raises(SyncRefused):
+        desktop.transport.fetch("nas", bare_remote.url)
+    plain_git(bare_remote.path, "update-ref", "-d", branch(STORE, "mc_HOSTILE"))
+    later = laptop.write({"private/pages/beta.md": record("Beta")})
+    laptop.transport.push("nas", bare_remote.url, later)
+    assert desktop.transport.fetch("nas", bare_remote.url).tips == {laptop.id: later}
+
+
+def test_a_quarantine_removed_by_hand_still_knows_what_was_seen(
+        bare_remote: GitRemote, laptop: Machine, desktop: Machine) -> None:
+    base = joined(laptop, desktop, bare_remote)
+    later = laptop.write({"private/pages/beta.md": record("Beta")})
+    laptop.transport.push("nas", bare_remote.url, later)
+    desktop.transport.fetch("nas", bare_remote.url)
+    shutil.rmtree(desktop.sync_dir / QUARANTINE)
+    sibling = commit_on(bare_remote.path, plain_git(bare_remote.path, "rev-parse", f"{later}^{{tree}}"), base, "forced")
+    plain_git(bare_remote.path, "update-ref", branch(STORE, laptop.id), sibling)
+    with pytest.raises(SyncRefused) as refused:
+        desktop.transport.fetch("nas", bare_remote.url)
+    assert refused.value.finding.code == "rewritten"
+
+
+def test_an_unreadable_tips_file_is_refused_and_kept(bare_remote: GitRemote, laptop: Machine) -> None:
+    (laptop.sync_dir / "tips.json").write_text('{"schemaVersion": 1, "remotes": {"nas": {}}}', encoding="utf-8")
+    with pytest.raises(Conflict) as refused:
+        laptop.transport.fetch("nas", bare_remote.url)
+    assert "tips.json" in refused.value.message
+    assert (laptop.sync_dir / "tips.json").read_text(encoding="utf-8").endswith("{}}}")
