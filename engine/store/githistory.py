@@ -318,7 +318,9 @@ class GitHistory:
         """What the vault holds that the branch does not: files changed or added (with their bytes) and
         paths removed, under ``ontology.yaml``, ``private/`` and ``conversations/`` only, leaving out
         hidden names and ``EXCLUDED``.  Git's index stat cache tells which files changed, so an
-        unchanged file is not read (the index is first brought to the branch when it lags)."""
+        unchanged file is not read (the index is first brought to the branch when it lags).  It writes the
+        index: run it where commits are made, one at a time (the store runtime's git lock).  A file a
+        checkpoint just committed is read once more here: the commit gives the index its blob, not its stat."""
         if self.head() is None:
             return [f for f in self.existing_files() if _looked_at(f.path)], []
         self.ensure_repository()
@@ -337,17 +339,17 @@ class GitHistory:
             (removed if status == b"D" else changed).append(name)
         excludes = [f"--exclude={pattern}" for pattern in (*EXCLUDED, ".*")]
         others = self._run_bytes("ls-files", "-z", "--others", *excludes, *pathspec)
+        tracked = set(changed)
         changed += [name for name in (p.decode("utf-8", "surrogateescape") for p in others.split(b"\0") if p)
                     if _looked_at(name)]
         files = []
         for name in sorted(changed):
             data = self._read_regular(name)
-            if data is None:
-                if name not in removed:  # a tracked file that is no longer a regular file: gone for the history
-                    removed.append(name)
-                continue
-            files.append(CommitFile(name, data))
-        return files, sorted(set(removed) - {item.path for item in files})
+            if data is not None:
+                files.append(CommitFile(name, data))
+            elif name in tracked:  # no longer a regular, singly linked file: gone, for the history
+                removed.append(name)
+        return files, sorted(removed)
 
     def _read_regular(self, name: str) -> bytes | None:
         """A vault file's bytes when it is a regular, singly linked file, as ``existing_files`` takes them."""

@@ -17,7 +17,7 @@ revision serve it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterable, Mapping
+from typing import Callable, Hashable, Iterable, Mapping, NoReturn
 
 from ..core.db import Database
 from ..core.findings import Finding
@@ -100,7 +100,7 @@ def plan_sync(store: Store, ours: Mapping[str, bytes | Hashable], merged: MergeR
             continue
         data = data_of(value)
         write = _incoming(store, path, data, None if before is None else data_of(before))
-        writes.setdefault(_partition_of_path(path), []).append(write)
+        writes.setdefault(_split(path)[0], []).append(write)
         written.append(path)
     for path in sorted(set(ours) - set(merged.files)):
         if not is_synced(path):
@@ -120,10 +120,6 @@ def plan_sync(store: Store, ours: Mapping[str, bytes | Hashable], merged: MergeR
                           receipt={"operation": operation, "written": sum(not w.removes for w in files),
                                    "removed": sum(w.removes for w in files)}))
     return SyncPlans(plans, sorted(written), removed)
-
-
-def _partition_of_path(path: str) -> str:
-    return _split(path)[0]
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -158,7 +154,6 @@ def _incoming(store: Store, path: str, data: bytes, base: bytes | None) -> FileW
     record, findings = parse_record(data, relpath)
     if record is None:
         _refuse(path, f"the record cannot be read: {findings[0].message if findings else 'unreadable'}")
-    assert record is not None
     if not is_record_id(record.id):
         _refuse(path, "the record has no valid id")
     wrong = check_scope(record, partition)
@@ -181,7 +176,7 @@ def _check_ontology(store: Store, path: str, data: bytes) -> None:
         _refuse(path, f"ontology.yaml is not valid here: {problems[0].message}", "invalid_ontology")
 
 
-def _refuse(path: str, why: str, code: str = "invalid_record") -> None:
+def _refuse(path: str, why: str, code: str = "invalid_record") -> NoReturn:
     raise SyncRefused(Finding(code, f"{path}: {why}; the round installed nothing", path=path))
 
 
@@ -210,9 +205,11 @@ def record_conflicts(db: Database, conflicts: Iterable[MergeConflict], *, remote
                 (entry["id"], partition, conflict.record_id, conflict.kind, standing["path"], standing["revision"],
                  standing["sha256"], standing["updatedAt"], other and other["path"], other and other["revision"],
                  other and other["sha256"], other and other["updatedAt"], entry["diff"], remote, machine, now))
-            if conflict.other is not None and conflict.record_id is not None and folder is not None:
-                keep_revision(db, partition or PRIVATE_SCOPE, conflict.record_id, conflict.other.revision or 0,
-                              conflict.other.data, conflict.other.path[len(folder) + 1:], origin="sync",
+            other_folder = partition_of(conflict.other.path) if conflict.other is not None else None
+            if conflict.other is not None and conflict.record_id is not None and other_folder is not None:
+                # Kept in the partition the version's own file lies in (a merge by id may pair two folders).
+                keep_revision(db, partition_name(other_folder), conflict.record_id, conflict.other.revision or 0,
+                              conflict.other.data, conflict.other.path[len(other_folder) + 1:], origin="sync",
                               observed_at=now)
             listed.append(entry)
     return listed

@@ -122,10 +122,21 @@ def test_outside_changes_reports_edits_additions_and_removals_of_synced_paths(tm
     put(h, "notes/outside.md", b"outside")
     put(h, "README.md", b"outside")
     put(h, ".gitignore", b"private/\n")  # the owner's ignore files are not the engine's
+    os.link(h.vault / "private" / "new" / "e.md", h.vault / "private" / "linked.md")  # hard links are left out
+    os.link(h.vault / "private" / "new" / "e.md", h.vault / "notes" / "e-link.md")
+    (h.vault / "private" / "new" / "e-again.md").symlink_to("e.md")  # and symlinks
     files, removed = h.outside_changes()
-    assert {item.path: item.data for item in files} == {
-        "private/a.md": b"a, edited\n", "private/new/e.md": b"e\n", f"{session}/f.md": b"f\n"}
+    assert {item.path: item.data for item in files} == {"private/a.md": b"a, edited\n", f"{session}/f.md": b"f\n"}
     assert removed == ["private/b.md"]
+    os.unlink(h.vault / "notes" / "e-link.md")
+    os.unlink(h.vault / "private" / "linked.md")
+    files, removed = h.outside_changes()
+    assert sorted(item.path for item in files) == [f"{session}/f.md", "private/a.md", "private/new/e.md"]
+    # A committed file that became a symlink is gone, for the history.
+    (h.vault / "private" / "a.md").unlink()
+    (h.vault / "private" / "a.md").symlink_to("new/e.md")
+    files, removed = h.outside_changes()
+    assert "private/a.md" not in [item.path for item in files] and removed == ["private/a.md", "private/b.md"]
 
 
 def test_outside_changes_does_not_read_files_whose_stat_is_unchanged(tmp_path: Path) -> None:

@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 
 from engine.core.errors import Conflict
+from engine.core.db import Database
 from engine.core.faults import Faults
 from engine.service import Engine
 from engine.state.statedir import StateDir
+from engine.store.outbox import GitOutbox
 from engine.store.publication import FileWrite, Plan, removal
+from engine.store.store import STATE_MIGRATIONS
 from engine.access.authority import AgentCaller
 from tests.engine.store.test_git import git
 from tests.engine.store.test_recovery import check_git_matches_disk
@@ -81,12 +84,12 @@ def test_a_removal_is_installed_forgotten_by_the_catalog_and_committed_as_a_remo
     assert catalogued(engine) == {kept["id"], "pg_01JADDEDADDEDADDEDADDEDAD"}
     assert hits(engine, owner, "removed") == set()
     assert hits(engine, owner, "added") == {"pg_01JADDEDADDEDADDEDADDEDAD"}
-    pending = runtime.call(runtime.outbox.pending)
-    assert (f"private/{gone['path']}", None) in pending[-1]["files"]
-    checkpoint = runtime.checkpoint()
-    assert checkpoint["state"] == "committed"
+    assert runtime.checkpoint()["state"] == "committed"  # (the git thread may have committed it already)
+    commit = runtime.call(lambda: runtime.store.db.one(
+        "SELECT outbox.commit_id FROM outbox JOIN publications ON publications.seq = outbox.publication_seq "
+        "WHERE publications.id = ?", (receipt["publicationId"],)))[0]
     vault = only_store(state_dir) / "vault"
-    changes = git(vault, "show", "--name-status", "--no-renames", "--format=", checkpoint["commit"]).splitlines()
+    changes = git(vault, "show", "--name-status", "--no-renames", "--format=", commit).splitlines()
     assert f"D\tprivate/{gone['path']}" in changes
     assert f"M\tprivate/{kept['path']}" in changes and "A\tprivate/pages/added-page.md" in changes
     check_git_matches_disk(only_store(state_dir))
@@ -222,3 +225,34 @@ def committed_after_restart(engine: Engine, state: StateDir, edited: str | None 
 def sync_publications(state: StateDir) -> list[str]:
     with sqlite3.connect(only_store(state) / "state.sqlite") as db:
         return [row[0] for row in db.execute("SELECT state FROM publications WHERE operation = 'sync'")]
+
+
+def test_only_the_private_partition_writes_the_ontology(engine, owner, state_dir):
+    from engine.core.errors import InvalidParams
+
+    engine.save_page(owner, page("p-first", "First Page"))
+    runtime = runtime_of(engine)
+    chat = "conversation:0b1e3c1e-8f4a-4c57-9d1a-2f3c4d5e6f70"
+    for partition, path in ((chat, "ontology.yaml"), ("private", "pages/ontology.yaml")):
+        plan = Plan(partition, "sync", None, "h", None, [FileWrite(path, "ontology", b"format: x\n")])
+        with pytest.raises(InvalidParams, match="only the private partition"):
+            runtime.call(lambda: runtime.publisher.publish(plan))
+    assert not (only_store(state_dir) / "vault" / "ontology.yaml").exists()
+
+
+def test_the_outbox_yields_a_removal_without_bytes_and_the_ontology_at_the_vault_root():
+    db = Database.open(None, create=True, migrations=STATE_MIGRATIONS)
+    db.execute("INSERT INTO publications (id, partition, operation, request_hash, state, receipt, created_at) "
+               "VALUES ('pub_1', 'conversation:0b1e3c1e-8f4a-4c57-9d1a-2f3c4d5e6f70', 'sync', 'h', 'applied', '{}', "
+               "'now')")
+    db.executemany("INSERT INTO publication_files (publication_seq, ordinal, path, role, new_sha256, new_bytes, "
+                   "base_sha256, base_bytes, removes) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)", [
+                       (0, "pages/a.md", "record", "s", b"new", None, None, 0),
+                       (1, "pages/b.md", "record", None, None, "t", b"old", 1)])
+    db.execute("INSERT INTO outbox (publication_seq, state, updated_at) VALUES (1, 'pending', 'now')")
+    [entry] = GitOutbox(db).pending()
+    folder = "conversations/0b1e3c1e-8f4a-4c57-9d1a-2f3c4d5e6f70"
+    assert entry["files"] == [(f"{folder}/pages/a.md", b"new"), (f"{folder}/pages/b.md", None)]
+    db.execute("UPDATE publications SET partition = 'private'")
+    db.execute("UPDATE publication_files SET role = 'ontology', path = 'ontology.yaml' WHERE ordinal = 1")
+    assert GitOutbox(db).pending()[0]["files"][1] == ("ontology.yaml", None)

@@ -13,6 +13,7 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.core.db import Database
 from engine.importers.archive import ArchiveReader, export_archive, restore_archive
+from tests.engine.importers.test_archive import RECIPE_ONTOLOGY as RECIPE_TEXT
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from engine.store.githistory import CommitFile
@@ -21,27 +22,14 @@ from engine.sync.install import dismiss_conflict, plan_sync, record_conflicts, w
 from engine.sync.merge import is_synced, merge_vaults
 from engine.sync.transport import SyncRefused
 from engine.vault.records import RECORD_FORMAT, Record, parse_record
+from tests.engine.store.test_publication_removals import runtime_of
 from tests.engine.sync.records import CONVERSATION, record, revised
 from tests.helpers import only_store, page
 
 SESSION = CONVERSATION.split("/", 1)[1]
 NEW_PRIVATE = "pg_01JNEWPR1VATEPAGE00000000A"
 NEW_CHAT = "pg_01JNEWCHATPAGE00000000000B"
-RECIPE_ONTOLOGY = b"""\
-format: knowledge-ontology-v1
-page_types:
-  recipe:
-    label: Recipe
-    filing: [pages/recipes/]
-    fields:
-      cuisine: {type: string}
-"""
-
-
-def runtime_of(engine: Engine):
-    record_ = engine.registry.own_store_of("main")
-    assert record_ is not None
-    return engine.runtime(record_)
+RECIPE_ONTOLOGY = RECIPE_TEXT.encode("utf-8")
 
 
 def vault_state(vault: Path) -> dict[str, bytes]:
@@ -139,7 +127,8 @@ def test_a_merge_is_installed_byte_for_byte_and_the_catalog_and_search_see_it(en
     committed = {path: blobs[blob] for path, blob in tree.items() if is_synced(path)}
     # Charlie's revision 3 was this machine's hand edit: an outside edit the round commits, not the install.
     assert committed == {**merged.files, charlie: base[charlie]}
-    assert runtime.call(runtime.git.outside_changes) == ([CommitFile(charlie, ours_charlie)], [])
+    with runtime._git_lock:  # as a round holds it: the index is git's, one writer at a time
+        assert runtime.call(runtime.git.outside_changes) == ([CommitFile(charlie, ours_charlie)], [])
 
 
 def test_an_invalid_incoming_record_refuses_the_round_and_changes_nothing(engine, owner, state_dir, three_pages):
@@ -271,3 +260,26 @@ def test_removing_the_ontology_is_planned_with_the_private_partition(engine, own
     assert vault_state(vault) == merged.files
     checkpoint = runtime.checkpoint()
     assert "ontology.yaml" not in runtime.git.tree(checkpoint["commit"])
+
+
+def test_every_kind_of_conflict_is_listed_and_only_a_record_version_is_archived():
+    db = Database.open(None, create=True, migrations=STATE_MIGRATIONS)
+    first, second = "pg_01JFIRSTPAGE0000000000000A", "pg_01JSECONDPAGE000000000000B"
+    base = {"private/pages/a.md": record(first), "private/pages/b.md": record(second),
+            "private/sources/notes.txt": b"base notes\n"}
+    ours = {"private/pages/a.md": revised(base["private/pages/a.md"], body="ours"),
+            "private/sources/notes.txt": b"our notes\n"}
+    theirs = {**base, "private/pages/a.md": revised(base["private/pages/a.md"], body="theirs"),
+              "private/pages/b.md": revised(base["private/pages/b.md"], body="revised there"),
+              "private/sources/notes.txt": b"their notes\n"}
+    merged = merge_vaults(base, ours, theirs)
+    listed = record_conflicts(db, merged.conflicts, remote="nas", machine="mc_other")
+    kinds = sorted((entry["kind"], entry["recordId"] or "") for entry in listed)
+    assert kinds == [("removed_and_revised", second), ("revised_on_both", ""), ("revised_on_both", first)]
+    removed = next(entry for entry in listed if entry["kind"] == "removed_and_revised")
+    assert removed["other"] is None and removed["standing"]["revision"] == 2
+    archived = db.tuples("SELECT record_id, revision, origin, path FROM revisions")
+    [record_conflict] = [c for c in merged.conflicts if c.record_id == first]
+    assert archived == [(first, 2, "sync", record_conflict.other.path.removeprefix("private/"))]
+    assert waiting_conflicts(db) == sorted(listed, key=lambda entry: (entry["at"], entry["id"]))
+    assert not dismiss_conflict(db, "sc_unknown")
