@@ -243,7 +243,7 @@ def restore_archive(engine: Engine, reader: ArchiveReader, *, agent: str | None 
     except BaseException:
         shutil.rmtree(final, ignore_errors=True)
         raise
-    records = _open_restored(engine, record)
+    records = catalogue_store(engine, record)
     return {**summary, "created": True, "files": len(reader.vault_digests()),
             "revisions": len(reader.revisions_listed), "conversations": len(reader.conversations),
             "records": records, "history": history}
@@ -294,8 +294,9 @@ def _history_restorer(engine: Engine, reader: ArchiveReader
     return restore, outcome
 
 
-def _open_restored(engine: Engine, record: StoreRecord) -> int:
-    """Open the restored store, catalogue its vault and build its search index; returns its current records."""
+def catalogue_store(engine: Engine, record: StoreRecord) -> int:
+    """Open a store filled from outside (restored, or cloned by sync), catalogue its vault and build its search
+    index; returns its current records."""
     def rebuild(runtime: StoreRuntime) -> int:
         count = 0
         for partition in runtime.store.partitions():
