@@ -395,6 +395,7 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
             return 4
         state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now()),
                                  "version": __version__, **({"http": http.info()} if http else {})})
+        engine.start_sync()  # each store with remotes syncs by itself while serving (docs/sync.md)
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         where = f"127.0.0.1:{server.port}" + (f" and {server.socket_path}" if server.socket_path else "")

@@ -16,13 +16,15 @@ from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.errors import ErrorAnswer, KnowledgeError
 from ..core.findings import TruncatedFindings
 from ..state.config import SettingsSource
+from ..sync.clone import SyncEngine
+from ..sync.service import sync_status
 from ..sync.status import SyncError, SyncStatus
 
 log = logging.getLogger(__name__)
 
 
-class DoctorEngine(Protocol):
-    """What the report reads of the engine."""
+class DoctorEngine(SyncEngine, Protocol):
+    """What the report reads of the engine (and, for each store's sync, what sync_status reads)."""
 
     @property
     def settings(self) -> SettingsSource: ...
@@ -32,8 +34,6 @@ class DoctorEngine(Protocol):
     def agents(self) -> list[AgentEntry]: ...
 
     def diagnostics(self, caller: OperatorCaller) -> Diagnostics: ...
-
-    def sync_status(self) -> SyncStatus: ...
 
 
 class OntologySources(TypedDict):
@@ -149,7 +149,7 @@ def doctor_report(engine: DoctorEngine) -> DoctorReport:
         report["config"] = settings_problem
         problems += 1
     try:
-        report["sync"] = sync_report(engine.sync_status())
+        report["sync"] = sync_report(sync_status(engine))
     except KnowledgeError as exc:
         report["sync"] = {"failing": [], "conflicts": [], "unreadable": [
             {"storeId": None, "name": None, "problem": f"the stores' sync state cannot be read: {exc.message}"}]}

@@ -35,7 +35,9 @@ from typing import Callable, Literal, Mapping, Protocol
 from ..core.changes import ChangeFeed, Subscription
 from ..core.errors import KnowledgeError
 from ..core.ids import format_timestamp, utc_now
+from ..state.registry import StoreRecord
 from ..state.sync_settings import SyncSettings
+from .remotes import read_remotes
 from .status import SyncError, SyncRemoteStatus
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,20 @@ class _Store:
     last_publication: float | None = None
     last_round: float | None = None        # when its last round began
     running: bool = False
+
+
+def stores_with_remotes(records: list[StoreRecord]) -> dict[str, SyncedStore]:
+    """Every store with at least one remote.  A store whose remotes file cannot be read is left out: its
+    automatic sync waits until the owner corrects the file (``knowledge sync status`` and doctor say why)."""
+    stores = {}
+    for record in records:
+        try:
+            remotes = read_remotes(record)
+        except KnowledgeError:
+            continue
+        if remotes:
+            stores[record.store_id] = SyncedStore(record.name, tuple(remote["name"] for remote in remotes))
+    return stores
 
 
 def backoff_seconds(failures: int, settings: SyncSettings) -> float:

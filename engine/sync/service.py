@@ -24,7 +24,7 @@ from ..state.registry import StoreRecord
 from .clone import CLONE, SyncCloned, SyncEngine, clone_store
 from .install import waiting_conflicts
 from .remotes import CHOOSE_STORE, DEFAULT_AGENT, check_remote_name, read_remotes
-from .round import read_machine_id, read_status, run_round
+from .round import read_machine_id, read_status
 from .status import StoreSyncStatus, SyncRemoteStatus, SyncStatus
 
 
@@ -52,8 +52,7 @@ def sync_now(engine: SyncEngine, *, store: str | None = None, agent: str | None 
         records = [record]
     else:
         records = [record for record in engine.registry.stores() if _has_remote(record, remote)]
-    rounds: list[StoreRound] = [{"storeId": record.store_id,
-                                 "remotes": run_round(engine.runtime(record), record, remote)}
+    rounds: list[StoreRound] = [{"storeId": record.store_id, "remotes": engine.sync_store(record, remote)}
                                 for record in records]
     answer: SyncNowAnswer = {"stores": rounds, "failing": sum(status["state"] == "failing" for one in rounds
                                                                  for status in one["remotes"])}

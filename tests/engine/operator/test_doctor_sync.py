@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from engine.operator import doctor
 from engine.access.authority import OperatorCaller
 from engine.access.stores import AgentEntry, StoreEntry
 from engine.cli.commands import _doctor_text
@@ -32,11 +35,11 @@ def store(store_id: str, name: str | None, remotes: list[SyncRemoteStatus], wait
 
 
 class Engine:
-    """What doctor reads of an engine: no agents, one store, and the sync status given."""
+    """What doctor reads of an engine: no agents, one store, and (through ``sync_status``) the status given."""
 
     def __init__(self, tmp_path: Path, sync: SyncStatus | Exception) -> None:
         self.settings = SettingsSource(tmp_path / "config.json")
-        self._sync = sync
+        self.sync = sync
 
     def stores(self) -> list[StoreEntry]:
         return [{"storeId": "st_a", "kind": "named", "status": "ok", "reason": None, "agents": [], "assigned": False}]
@@ -47,10 +50,18 @@ class Engine:
     def diagnostics(self, caller: OperatorCaller) -> Diagnostics:
         raise AssertionError("no agents")
 
-    def sync_status(self) -> SyncStatus:
-        if isinstance(self._sync, Exception):
-            raise self._sync
-        return self._sync
+
+
+@pytest.fixture(autouse=True)
+def sync_status_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stores' sync status is what the fake engine holds (engine/sync/service.py reads it from each
+    store's status.json and database; tests/engine/sync/test_round*.py cover that)."""
+    def given(engine: Engine) -> SyncStatus:
+        if isinstance(engine.sync, Exception):
+            raise engine.sync
+        return engine.sync
+
+    monkeypatch.setattr(doctor, "sync_status", given)
 
 
 def test_a_healthy_sync_is_no_problem(tmp_path: Path) -> None:
