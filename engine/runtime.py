@@ -587,13 +587,14 @@ class StoreRuntime:
                                          "byPartition": {}})
             commit = None
             for run in _commit_runs(batch):
-                files = [CommitFile(path, data) for entry in run for path, data in entry["files"]]
+                files = [CommitFile(path, data) for entry in run for path, data in entry["files"] if data is not None]
+                removals = [path for entry in run for path, data in entry["files"] if data is None]
                 seqs = [entry["seq"] for entry in run]
                 try:
                     # What the vault holds, for git's first commit, read on the lane: beside it, a publication
                     # could be installed and rolled back, and its files would enter the history unacknowledged.
                     commit = self.git.commit(files, _commit_message(run),
-                                             existing=lambda: call(self.git.existing_files))
+                                             existing=lambda: call(self.git.existing_files), removals=removals)
                 except GitError as exc:
                     error = str(exc)
                     left = [entry["seq"] for entry in batch if entry["seq"] >= seqs[0]]

@@ -526,6 +526,14 @@ class Catalog(CatalogReads):
         )
         return True
 
+    def forget_paths(self, partition: str, paths: list[str]) -> set[str]:
+        """Forget files a publication removed, as a sync forgets files deleted outside the engine; returns the
+        ids they held (for ``refresh_cross_checks``'s ``gone``)."""
+        held = self._ids_at(partition, paths)
+        for relpath in paths:
+            self._forget(partition, relpath)
+        return held
+
     def _forget(self, partition: str, relpath: str) -> str | None:
         row = self.db.one("SELECT record_id, indexed_sha FROM catalog WHERE partition = ? AND path = ?",
                           (partition, relpath))
