@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 BACKOFF_FIRST_SECONDS = 30   # the wait after a remote's first failure; it doubles with each one after
 STARTUP_SECONDS = 10         # the first round of a store comes this long after serving starts (or a remote is added)
-IDLE_WAKE_SECONDS = 60       # with nothing due, look at settings and stores again this often
+IDLE_WAKE_SECONDS = 60       # with nothing due, look at settings and stores (remotes.json edited by hand) this often
 STOP_JOIN_SECONDS = 30       # how long stopping waits for a running round before abandoning it
 LISTENED_TOPICS = ("publications", "stores", "sync")
 
@@ -313,6 +313,7 @@ class AutoSync:
         self.planner = SyncPlanner(settings())
         self._subscription: Subscription | None = None
         self._stale = True   # the stores and their remotes must be read again
+        self._read_at: float | None = None  # when they were last read (a hand edit of remotes.json is seen then)
         self._stopping = False
         self._loop_thread: threading.Thread | None = None
         self._rounds: list[threading.Thread] = []
@@ -367,6 +368,8 @@ class AutoSync:
             self._subscription.done()
         if resync or any(change["topic"] != "publications" for change in changes):
             self._stale = True
+        if self._read_at is not None and self._clock() - self._read_at >= IDLE_WAKE_SECONDS:
+            self._stale = True
         stores = self._read_stores() if self._stale else None
         settings = self._settings()
         with self._lock:
@@ -390,6 +393,7 @@ class AutoSync:
             log.exception("automatic sync could not list the stores' remotes")
             return None
         self._stale = False
+        self._read_at = self._clock()
         return stores
 
     def _start_round(self, request: RoundRequest) -> None:

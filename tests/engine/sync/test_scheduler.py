@@ -311,6 +311,15 @@ def test_the_driver_reads_the_stores_again_when_remotes_or_stores_change() -> No
     clock.now = 2 * STARTUP_SECONDS  # the new store's first round
     auto.step()
     assert rounds.calls == [("st_a", "nas"), ("st_b", "github")]
+    listed["stores"] = dict(ONE)  # remotes.json edited by hand: seen within a minute, without any change told
+    auto.step()
+    read = listed["n"]
+    clock.now += 59
+    auto.step()
+    assert listed["n"] == read
+    clock.now += 1
+    auto.step()
+    assert listed["n"] == read + 1 and "st_b" not in auto.planner._stores
 
 
 def test_the_driver_logs_one_line_when_a_remote_fails_and_one_when_it_recovers(
