@@ -49,6 +49,7 @@ inventory, so a window refreshes from what the engine now holds.
     operator/partitions, grants, setGrant, removeGrant   each store's partitions (figures only) and grants (partitions.py)
     operator/syncRemotes, addSyncRemote, removeSyncRemote   each store's sync remotes (sync/remotes.py)
     operator/syncNow, syncStatus, syncClone   a round now, every store's sync status, a clone (sync/service.py)
+    operator/dismissSyncConflict              the owner has seen a sync conflict (sync/conflicts.py)
     operator/subscribe       topics?    change notifications on this connection (wire/protocol.py, core/changes.py)
 """
 
@@ -70,6 +71,7 @@ from .client_config import AgentSetup
 from .doctor import DoctorReport, OntologySources, doctor_report
 from ..gate import stats as gate_stats
 from ..sync import remotes as sync_remotes
+from ..sync import conflicts as sync_conflicts
 from ..sync import service as sync_service
 from ..memory import ontology_views
 from ..core import jobs as operator_jobs
@@ -563,4 +565,4 @@ def operator_methods(engine: "Engine") -> tuple[Method, ...]:
     remotes' and rounds' (sync/remotes.py, sync/service.py)."""
     return (*OperatorMethods(engine).methods(), *gate_operator.methods(engine), *gate_stats.methods(engine),
             *model_operator.methods(engine), *operator_jobs.methods(engine.jobs), *partitions.methods(engine),
-            *sync_remotes.methods(engine), *sync_service.methods(engine))
+            *sync_remotes.methods(engine), *sync_service.methods(engine), *sync_conflicts.methods(engine))

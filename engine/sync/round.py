@@ -197,8 +197,10 @@ def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -
     except Exception as exc:  # noqa: BLE001 - every failure is the remote's status, never a traceback
         error = _sync_error(exc)
         status.update(state="failing", lastError=error)
-        log.warning("sync of store %s with remote %s failed: %s (%s)", record.store_id, remote["name"],
-                    error["message"], error["code"])
+        # debug, not warning: offline is a normal state; automatic sync logs one line when a remote starts
+        # failing and one when it recovers (scheduler.py), and ``sync now`` prints the status it returns.
+        log.debug("sync of store %s with remote %s failed: %s (%s)", record.store_id, remote["name"],
+                  error["message"], error["code"])
     else:
         status.update(state="ok", lastError=None, lastSuccess=status["lastAttempt"])
     if fetched is not None:

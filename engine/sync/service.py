@@ -24,7 +24,7 @@ from ..state.registry import StoreRecord
 from .clone import CLONE, SyncCloned, SyncEngine, clone_store
 from .install import waiting_conflicts
 from .remotes import CHOOSE_STORE, DEFAULT_AGENT, check_remote_name, read_remotes
-from .round import read_machine_id, read_status, run_round
+from .round import read_machine_id, read_status
 from .status import StoreSyncStatus, SyncRemoteStatus, SyncStatus
 
 
@@ -53,7 +53,7 @@ def sync_now(engine: SyncEngine, *, store: str | None = None, agent: str | None 
     if store is not None or agent is not None:
         record = engine.resolver.select(store=store, agent=agent, default_agent=DEFAULT_AGENT)
         engine.resolver.check(record)
-        rounds = [{"storeId": record.store_id, "remotes": run_round(engine.runtime(record), record, remote)}]
+        rounds = [{"storeId": record.store_id, "remotes": engine.sync_store(record, remote)}]
     else:
         rounds = [_every_store_round(engine, record, remote) for record in engine.registry.stores()
                   if _has_remote(record, remote)]
@@ -69,7 +69,7 @@ def _every_store_round(engine: SyncEngine, record: StoreRecord, remote: str | No
     """One store's round when every store is synced: a store that cannot start its round says why, and the
     others go on."""
     try:
-        return {"storeId": record.store_id, "remotes": run_round(engine.runtime(record), record, remote)}
+        return {"storeId": record.store_id, "remotes": engine.sync_store(record, remote)}
     except KnowledgeError as exc:
         return {"storeId": record.store_id, "remotes": [], "problem": exc.message}
 

@@ -499,6 +499,8 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     # remote brings, and with no remote a round does nothing.
     assert ok(dispatcher, operator_session, "operator/syncNow")["stores"] == []
     assert ok(dispatcher, operator_session, "operator/syncStatus")["stores"][0]["remotes"] == []
+    # Dismissing a sync conflict (tests/engine/sync/test_autosync_engine.py has the rest) touches no vault file.
+    assert reason(call(dispatcher, operator_session, "operator/dismissSyncConflict", {"id": "sc_1"})) == "not_found"
 
     assert vault_snapshot(vault) == before
     registered = set(OperatorMethods.__dict__) & {"save_page", "remember", "set_recall", "attach", "resume"}
@@ -512,7 +514,7 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
                                    "job", "jobs", "cancelJob")} | {
         PREFIX + name for name in ("partitions", "setGrant", "removeGrant", "subscribe", "connections", "agentConfig")} | {
         PREFIX + name for name in ("syncRemotes", "addSyncRemote", "removeSyncRemote", "syncNow", "syncStatus",
-                                   "syncClone")}
+                                   "syncClone", "dismissSyncConflict")}
     assert {PREFIX + "startGateReplay", PREFIX + "gateReplay"} <= set(operator_methods)
 
 
