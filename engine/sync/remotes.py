@@ -45,6 +45,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..access.stores import StoreResolver
 from ..core.answers import TypedDict
+from ..core.changes import ChangeFeed
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, LimitExceeded, NotFound
 from ..core.files import atomic_write
 from ..core.ids import format_timestamp, utc_now
@@ -383,6 +384,9 @@ class RemotesEngine(Protocol):
     @property
     def resolver(self) -> StoreResolver: ...
 
+    @property
+    def changes(self) -> ChangeFeed: ...
+
 
 CHOOSE_STORE = Params(AgentName("agent", description="the agent whose store it is (default: main)"),
                       String("store", 64, min_chars=1, what="a named store's name or a store id"))
@@ -404,11 +408,15 @@ def methods(engine: RemotesEngine) -> tuple[Method, ...]:
 
     def add_sync_remote(params: dict[str, Any]) -> SyncRemoteChanged:
         values = ADD_SYNC_REMOTE.read(params)
-        return book().add(values["name"], values["url"], store=values["store"], agent=values["agent"])
+        changed = book().add(values["name"], values["url"], store=values["store"], agent=values["agent"])
+        engine.changes.publish("sync", storeId=changed["storeId"])  # the window, and automatic sync
+        return changed
 
     def remove_sync_remote(params: dict[str, Any]) -> SyncRemoteChanged:
         values = REMOVE_SYNC_REMOTE.read(params)
-        return book().remove(values["name"], store=values["store"], agent=values["agent"])
+        changed = book().remove(values["name"], store=values["store"], agent=values["agent"])
+        engine.changes.publish("sync", storeId=changed["storeId"])
+        return changed
 
     return (Method("syncRemotes", NO_PARAMS, SyncRemotes, sync_remotes),
             Method("addSyncRemote", ADD_SYNC_REMOTE, SyncRemoteChanged, add_sync_remote),

@@ -105,6 +105,8 @@ def test_sync_remotes_fit_their_declarations(desk: Desk) -> None:
     assert [remote["name"] for remote in added["remotes"]] == ["nas"]
     assert desk.answer("syncRemotes")["stores"][0]["remotes"] == added["remotes"]
     assert desk.answer("removeSyncRemote", {"name": "nas", "store": added["storeId"]})["remotes"] == []
+    assert desk.answer("syncNow")["stores"] == []
+    assert desk.answer("syncStatus")["stores"][0]["remotes"] == []
 
 
 def test_records_history_and_approvals_fit_their_declarations(desk: Desk) -> None:
