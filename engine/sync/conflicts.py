@@ -15,19 +15,21 @@ is ``not_found``.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol, TypeVar
 
 from ..access.stores import StoreResolver
 from ..core.answers import TypedDict
 from ..core.changes import ChangeFeed
-from ..core.db import Database
 from ..core.errors import NotFound
 from ..core.ids import format_timestamp, utc_now
 from ..core.methods import Method
 from ..core.params import Params, String
-from ..runtime import StoreRuntime
 from ..state.registry import StoreRecord
+from .install import conflicts_waiting, dismiss_conflict
 from .remotes import CHOOSE_STORE, DEFAULT_AGENT
+from .round import SyncRuntime
+
+T = TypeVar("T")
 
 CONFLICT_ID_MAX_CHARS = 128
 
@@ -41,25 +43,6 @@ class SyncConflictDismissed(TypedDict):
     conflictsWaiting: int
 
 
-def dismiss_conflict(db: Database, conflict_id: str, at: str) -> str | None:
-    """Mark the conflict dismissed at ``at`` unless it already is; answers when it was dismissed (None: the
-    store has no such conflict).  Call on the store's lane."""
-    with db.atomic():
-        row = db.one("SELECT dismissed_at FROM sync_conflicts WHERE id = ?", (conflict_id,))
-        if row is None:
-            return None
-        if row["dismissed_at"] is not None:
-            return str(row["dismissed_at"])
-        db.execute("UPDATE sync_conflicts SET dismissed_at = ? WHERE id = ?", (at, conflict_id))
-        return at
-
-
-def conflicts_waiting(db: Database) -> int:
-    """How many of the store's conflicts the owner has not dismissed."""
-    row = db.one("SELECT count(*) AS waiting FROM sync_conflicts WHERE dismissed_at IS NULL")
-    return int(row["waiting"]) if row is not None else 0
-
-
 class ConflictsEngine(Protocol):
     @property
     def resolver(self) -> StoreResolver: ...
@@ -67,7 +50,7 @@ class ConflictsEngine(Protocol):
     @property
     def changes(self) -> ChangeFeed: ...
 
-    def runtime(self, record: StoreRecord) -> StoreRuntime: ...
+    def maintain(self, record: StoreRecord, work: Callable[[SyncRuntime], T]) -> T: ...
 
 
 DISMISS_SYNC_CONFLICT = Params(String("id", CONFLICT_ID_MAX_CHARS, min_chars=1, required=True,
@@ -79,13 +62,11 @@ def dismiss(engine: ConflictsEngine, conflict_id: str, *, store: str | None = No
     """Dismiss the conflict ``conflict_id`` of the chosen store (``store`` or ``agent``, default ``main``'s)."""
     record = engine.resolver.select(store=store, agent=agent, default_agent=DEFAULT_AGENT)
     engine.resolver.check(record)
-    runtime = engine.runtime(record)
-
-    def work() -> tuple[str | None, int]:
+    def work(runtime: SyncRuntime) -> tuple[str | None, int]:
         dismissed = dismiss_conflict(runtime.store.db, conflict_id, format_timestamp(utc_now()))
         return dismissed, conflicts_waiting(runtime.store.db)
 
-    dismissed, waiting = runtime.call(work)
+    dismissed, waiting = engine.maintain(record, work)
     if dismissed is None:
         raise NotFound(f"store {record.store_id} has no sync conflict {conflict_id!r} (operator/syncStatus lists "
                        "them)", store=record.store_id, id=conflict_id)

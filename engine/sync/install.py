@@ -221,11 +221,23 @@ def waiting_conflicts(db: Database) -> list[SyncConflict]:
         "SELECT * FROM sync_conflicts WHERE dismissed_at IS NULL ORDER BY at, id")]
 
 
-def dismiss_conflict(db: Database, conflict_id: str) -> bool:
-    """Mark one conflict seen; False when no such conflict waits."""
+def dismiss_conflict(db: Database, conflict_id: str, at: str) -> str | None:
+    """Mark the conflict seen at ``at`` unless it already is; answers when it was dismissed (None: the store
+    has no such conflict).  Call on the store's lane."""
     with db.atomic():
-        return db.execute("UPDATE sync_conflicts SET dismissed_at = ? WHERE id = ? AND dismissed_at IS NULL",
-                          (format_timestamp(utc_now()), conflict_id)).rowcount == 1
+        row = db.one("SELECT dismissed_at FROM sync_conflicts WHERE id = ?", (conflict_id,))
+        if row is None:
+            return None
+        if row["dismissed_at"] is not None:
+            return str(row["dismissed_at"])
+        db.execute("UPDATE sync_conflicts SET dismissed_at = ? WHERE id = ?", (at, conflict_id))
+        return at
+
+
+def conflicts_waiting(db: Database) -> int:
+    """How many of the store's conflicts the owner has not dismissed."""
+    row = db.one("SELECT count(*) AS waiting FROM sync_conflicts WHERE dismissed_at IS NULL")
+    return int(row["waiting"]) if row is not None else 0
 
 
 def _version(version: Version) -> SyncConflictVersion:

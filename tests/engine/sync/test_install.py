@@ -116,7 +116,7 @@ def test_a_merge_is_installed_byte_for_byte_and_the_catalog_and_search_see_it(en
     assert [(entry["revision"], entry["origin"]) for entry in history["revisions"]][-2:] == [(2, "sync"), (3, "external")]
     assert engine.get_record(owner, charlie_id)["revision"] == 3
     assert runtime.call(lambda: waiting_conflicts(runtime.store.db)) == conflicts
-    assert runtime.call(lambda: dismiss_conflict(runtime.store.db, conflict["id"]))
+    assert runtime.call(lambda: dismiss_conflict(runtime.store.db, conflict["id"], "2026-12-04T00:00:00Z"))
     assert runtime.call(lambda: waiting_conflicts(runtime.store.db)) == []
 
     # The checkpoint commits the whole install, the removal as a removal.
@@ -282,4 +282,4 @@ def test_every_kind_of_conflict_is_listed_and_only_a_record_version_is_archived(
     [record_conflict] = [c for c in merged.conflicts if c.record_id == first]
     assert archived == [(first, 2, "sync", record_conflict.other.path.removeprefix("private/"))]
     assert waiting_conflicts(db) == sorted(listed, key=lambda entry: (entry["at"], entry["id"]))
-    assert not dismiss_conflict(db, "sc_unknown")
+    assert dismiss_conflict(db, "sc_unknown", "2026-12-04T00:00:00Z") is None
