@@ -32,7 +32,7 @@ from ..common.models import Column, Row, RowsModel
 from ..common.widgets import SafeTextBrowser, heading, plain_label, table, unread_text
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
-from .words import ago, conflict_html, count, remote_state, version
+from .words import ago, conflict_html, conflict_kind, count, remote_state, version
 
 Clock = Callable[[], datetime]
 LOADING = "Loading…"
@@ -57,6 +57,7 @@ def conflict_columns(now: Clock) -> list[Column]:
     return [
         Column("Record", lambda c: c.get("recordId") or (c.get("standing") or {}).get("path"), stretch=True),
         Column("Partition", lambda c: c.get("partition")),
+        Column("What happened", conflict_kind),
         Column("Stands", lambda c: version(c.get("standing"))),
         Column("Not standing", lambda c: version(c.get("other"))),
         Column("Remote", lambda c: c.get("remote")),

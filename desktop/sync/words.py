@@ -31,6 +31,13 @@ FAILURES = {
     "git_missing": "git is not installed",
 }
 
+# What a conflict is (engine/sync/merge.py ConflictKind), said to the owner.
+CONFLICT_KINDS = {
+    "revised_on_both": "revised on two machines from one revision",
+    "added_on_both": "added on two machines with different content",
+    "removed_and_revised": "removed on one machine and revised on the other, so it stays",
+}
+
 # Diff lines: added (what stands) and removed (the other version), for a light and a dark palette.
 DIFF_COLOURS = {
     ("added", False): "#1a7f37", ("added", True): "#7ee787",
@@ -126,6 +133,11 @@ def diff_html(diff: str) -> str:
     return "<pre>" + "\n".join(lines) + "</pre>"
 
 
+def conflict_kind(conflict: dict[str, Any]) -> str:
+    kind = conflict.get("kind") or ""
+    return CONFLICT_KINDS.get(kind, kind.replace("_", " ") or "a conflict")
+
+
 def conflict_html(conflict: dict[str, Any], now: datetime) -> str:
     """Which version stands, where the other is kept, and the diff from the other to the standing one."""
     standing, other = conflict.get("standing") or {}, conflict.get("other")
@@ -136,9 +148,9 @@ def conflict_html(conflict: dict[str, Any], now: datetime) -> str:
              f"<div><b>Not standing:</b> {esc(version(other))}"
              f"{', written ' + esc(ago(other['updatedAt'], now)) if other and other.get('updatedAt') else ''}"
              " — kept in the record's history and in git</div>",
-             f"<div class=\"muted\">Revised on two machines from one revision ({esc(conflict.get('kind'))}); met "
-             f"syncing with {esc(conflict.get('remote'))} {esc(ago(conflict.get('at'), now))}. Dismiss it once "
-             "read: both versions stay.</div>"]
+             f"<div class=\"muted\">{esc(conflict_kind(conflict).capitalize())}; met syncing with "
+             f"{esc(conflict.get('remote'))} {esc(ago(conflict.get('at'), now))}. Dismiss it once read: both "
+             "versions stay.</div>"]
     diff = conflict.get("diff") or ""
     parts.append(diff_html(diff) if diff else "<div class=\"muted\">The two versions hold the same text.</div>")
     return "".join(parts)

@@ -42,7 +42,7 @@ def conflict(number: int, *, record: str = "pg_01JEXAMPLE", remote: str = "nas",
     """A page revised on two machines: revision 4 stands, revision 3 from the other machine does not."""
     path = f"pages/topic/atlas-{number}.md"
     return {"id": f"sc_{number:04d}", "recordId": f"{record}{number}", "partition": "private",
-            "kind": "revised_both", "remote": remote, "at": at,
+            "kind": "revised_on_both", "remote": remote, "at": at,
             "standing": {"path": path, "revision": 4, "sha256": "a" * 64, "updatedAt": "2026-12-04T09:40:00Z"},
             "other": {"path": path, "revision": 3, "sha256": "b" * 64, "updatedAt": "2026-12-04T09:30:00Z"},
             "diff": (f"--- {path} (revision 3, other machine)\n+++ {path} (revision 4, stands)\n@@ -3,2 +3,2 @@\n"
