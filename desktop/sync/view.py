@@ -32,7 +32,7 @@ from ..common.models import Column, Row, RowsModel
 from ..common.widgets import SafeTextBrowser, heading, plain_label, table, unread_text
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
-from .words import ago, conflict_html, conflict_kind, count, remote_state, version
+from .words import ago, conflict_html, conflict_kind, count, remote_state, revision
 
 Clock = Callable[[], datetime]
 LOADING = "Loading…"
@@ -55,11 +55,9 @@ def remote_columns(now: Clock) -> list[Column]:
 
 def conflict_columns(now: Clock) -> list[Column]:
     return [
-        Column("Record", lambda c: c.get("recordId") or (c.get("standing") or {}).get("path"), stretch=True),
-        Column("Partition", lambda c: c.get("partition")),
-        Column("What happened", conflict_kind),
-        Column("Stands", lambda c: version(c.get("standing"))),
-        Column("Not standing", lambda c: version(c.get("other"))),
+        Column("File", lambda c: (c.get("standing") or {}).get("path"), stretch=True,
+               tooltip=lambda c: f"Record {c['recordId']}" if c.get("recordId") else "A file that is no record"),
+        Column("Stands", lambda c: revision(c.get("standing")), tooltip=lambda c: conflict_kind(c)),
         Column("Remote", lambda c: c.get("remote")),
         Column("Met", lambda c: ago(c.get("at"), now())),
     ]
@@ -161,12 +159,15 @@ class SyncView(QWidget):
         conflicts = QSplitter(Qt.Orientation.Horizontal)
         conflicts.addWidget(self.conflicts_table)
         conflicts.addWidget(self.details)
+        conflicts.setStretchFactor(0, 1)
         conflicts.setStretchFactor(1, 1)
         bottom_layout.addWidget(conflicts, 1)
         bottom_layout.addWidget(self.dismiss_button, 0, Qt.AlignmentFlag.AlignLeft)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(top)
         splitter.addWidget(bottom)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 2)  # a store has a few remotes; a conflict's diff wants the room
         layout = QVBoxLayout(self)
         layout.addLayout(picker)
         layout.addWidget(self.summary)

@@ -109,6 +109,13 @@ def count(value: int | None) -> str:
     return "not known yet" if value is None else f"{value:,}"
 
 
+def revision(found: dict[str, Any] | None) -> str:
+    """``revision 4`` of a conflict's side (a file that is no record has none)."""
+    if not found:
+        return "none (removed)"
+    return f"revision {found['revision']}" if found.get("revision") is not None else "the file"
+
+
 def version(found: dict[str, Any] | None) -> str:
     """``revision 4 (pages/person/alice.md)`` of a conflict's side; a file that is no record has no revision."""
     if not found:
@@ -141,8 +148,8 @@ def conflict_kind(conflict: dict[str, Any]) -> str:
 def conflict_html(conflict: dict[str, Any], now: datetime) -> str:
     """Which version stands, where the other is kept, and the diff from the other to the standing one."""
     standing, other = conflict.get("standing") or {}, conflict.get("other")
-    what = conflict.get("recordId") or standing.get("path") or "a file"
-    parts = [f"<h3>{esc(what)}</h3>",
+    record = f" (record {conflict['recordId']})" if conflict.get("recordId") else ""
+    parts = [f"<h3>{esc(standing.get('path') or 'A file')}{esc(record)}</h3>",
              f"<div><b>Stands:</b> {esc(version(standing))}"
              f"{', written ' + esc(ago(standing['updatedAt'], now)) if standing.get('updatedAt') else ''}</div>",
              f"<div><b>Not standing:</b> {esc(version(other))}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from engine.core import changes
 from engine.core.errors import NotFound
@@ -30,11 +30,12 @@ DISMISS = Params(String("store", 64, min_chars=1, required=True, what="a store i
                  String("id", 128, min_chars=1, required=True, what="a conflict id"))
 
 
-def add_sync_topic(monkeypatch: Any) -> None:
-    """The change feed with its ``sync`` topic (the autosync helper adds it to ``TOPICS``)."""
+def add_sync_topic(setattr_: Callable[[Any, str, Any], None]) -> None:
+    """The change feed with its ``sync`` topic (the autosync helper adds it to ``TOPICS``); ``setattr_`` is a
+    test's ``monkeypatch.setattr``, or ``setattr`` in a script."""
     topics = tuple(dict.fromkeys((*changes.TOPICS, "sync")))
-    monkeypatch.setattr(changes, "TOPICS", topics)
-    monkeypatch.setattr(protocol, "TOPICS", topics)
+    setattr_(changes, "TOPICS", topics)
+    setattr_(protocol, "TOPICS", topics)
 
 
 def conflict(number: int, *, record: str = "pg_01JEXAMPLE", remote: str = "nas", at: str = "2026-12-04T09:58:00Z"

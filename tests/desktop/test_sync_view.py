@@ -35,7 +35,7 @@ def fake_sync() -> FakeSync:
 @pytest.fixture
 def served_engine(tmp_path: Path, demo_template: Path, fake_sync: FakeSync, monkeypatch: Any) -> Iterator[Engine]:
     """The demo served with the round's methods answered by ``fake_sync`` (replaces conftest's)."""
-    add_sync_topic(monkeypatch)
+    add_sync_topic(monkeypatch.setattr)
     with serving(tmp_path / "state", demo_template, register=fake_sync.serve) as engine:
         yield engine
 
@@ -106,13 +106,13 @@ def test_a_failing_remotes_error_is_said_in_words_with_the_engines_own_message_b
 
 
 def test_a_conflict_shows_which_revision_stands_and_its_diff_coloured(qtbot, view, gui_thread_guard) -> None:
-    assert [row[0] for row in shown(view.conflicts_model)] == ["pg_01JEXAMPLE1", "pg_01JEXAMPLE2"]
-    assert shown(view.conflicts_model)[0][2:] == [
-        "revised on two machines from one revision", "revision 4 (pages/topic/atlas-1.md)",
-        "revision 3 (pages/topic/atlas-1.md)", "nas", "7 minutes ago"]
+    assert [row[0] for row in shown(view.conflicts_model)] == ["pages/topic/atlas-1.md", "pages/topic/atlas-2.md"]
+    assert view.conflicts_model.index(0, 0).data(0x03) == "Record pg_01JEXAMPLE1"  # Qt.ToolTipRole
+    assert shown(view.conflicts_model)[0][1:] == ["revision 4", "nas", "7 minutes ago"]
     view.conflicts_table.selectRow(0)
     html = view.details.toHtml()
     text = view.details.toPlainText()
+    assert "pages/topic/atlas-1.md (record pg_01JEXAMPLE1)" in text
     assert "Stands: revision 4 (pages/topic/atlas-1.md)" in text
     assert "Not standing: revision 3" in text and "kept in the record's history" in text
     assert "Revised on two machines from one revision; met syncing with nas 7 minutes ago" in text
