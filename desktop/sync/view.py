@@ -17,9 +17,6 @@ from typing import Any, Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialog,
-    QDialogButtonBox,
-    QFormLayout,
     QHBoxLayout,
     QLineEdit,
     QPushButton,
@@ -29,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import SafeTextBrowser, heading, plain_label, table, unread_text
+from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, plain_label, table, unread_text
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
 from .words import ago, conflict_html, conflict_kind, count, remote_state, revision
@@ -63,36 +60,22 @@ def conflict_columns(now: Clock) -> list[Column]:
     ]
 
 
-class AddRemoteDialog(QDialog):
+class AddRemoteDialog(CheckedDialog):
     """A remote's name and URL; the engine checks both, and the dialog stays open with its reason."""
 
     def __init__(self, store: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Add a sync remote")
+        super().__init__("Add a sync remote", f"Store {store} syncs with this git repository from its next round.\n"
+                         "Credentials stay with git: an ssh key in ssh-agent, or a credential helper for https.",
+                         "Add", parent)
         self.name = QLineEdit()
         self.name.setPlaceholderText("nas, github … (letters, digits, '.', '_' or '-')")
         self.url = QLineEdit()
         self.url.setPlaceholderText("git@host:path.git, https://host/path.git, ssh://…, or an absolute path")
-        self.problem = plain_label()
-        self.problem.setWordWrap(True)
-        self.problem.hide()
-        form = QFormLayout(self)
-        form.addRow(plain_label(f"Store {store} syncs with this git repository from its next round. Credentials "
-                                "stay with git: an ssh key in ssh-agent, or a credential helper for https."))
-        form.addRow("Name", self.name)
-        form.addRow("URL", self.url)
-        form.addRow(self.problem)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Add")
-        self.buttons.rejected.connect(self.reject)
-        form.addRow(self.buttons)
+        self.add_field("Name", self.name)
+        self.add_field("URL", self.url)
 
     def params(self) -> dict[str, Any]:
         return {"name": self.name.text(), "url": self.url.text()}
-
-    def show_problem(self, message: str) -> None:
-        self.problem.setText(message)
-        self.problem.show()
 
 
 class SyncView(QWidget):
@@ -284,12 +267,10 @@ class SyncView(QWidget):
         return " ".join(said)
 
     def selected_remote(self) -> Row | None:
-        rows = self.remotes_table.selectionModel().selectedRows()
-        return self.remotes_model.row(rows[0].row()) if rows else None
+        return self.remotes_table.selected_row()
 
     def selected_conflict(self) -> Row | None:
-        rows = self.conflicts_table.selectionModel().selectedRows()
-        return self.conflicts_model.row(rows[0].row()) if rows else None
+        return self.conflicts_table.selected_row()
 
     def _on_conflict_selected(self) -> None:
         conflict = self.selected_conflict()
