@@ -88,7 +88,7 @@ class SyncView(QWidget):
     """A remote was added or removed, a store synced or a conflict dismissed; the argument says what happened."""
 
     sig_sync_finished = Signal(object)
-    """Sync now finished: the remotes' states the engine answered with."""
+    """Sync now finished: the engine's answer (``SyncNowAnswer``: each store's remotes after the round)."""
 
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None, *, now: Clock | None = None) -> None:
         super().__init__(parent)
@@ -297,12 +297,14 @@ class SyncView(QWidget):
         self._syncing = True
         self._update_actions()
 
-        def done(remotes: list[dict[str, Any]]) -> None:
+        def done(answer: dict[str, Any]) -> None:
             self._syncing = False
             now = self.now()
-            said = "; ".join(f"{r.get('name')}: {remote_state(r, now)}" for r in remotes) or "no remote to sync with"
-            self.sig_status_reported.emit(f"Synced {store['storeId']}: {said}.")
-            self.sig_sync_finished.emit(remotes)
+            remotes = [remote for one in answer.get("stores") or [] for remote in one.get("remotes") or []]
+            said = "; ".join(f"{r.get('name')}: {remote_state(r, now)}" for r in remotes)
+            self.sig_status_reported.emit(f"Synced {store['storeId']}: {said}." if said else
+                                          answer.get("note") or "No remote to sync with.")
+            self.sig_sync_finished.emit(answer)
             self.refresh()
 
         def failed(message: str) -> None:

@@ -1,12 +1,13 @@
-"""The engine's sync round methods as the window calls them, answered from states a test sets.
+"""The round's methods as the window calls them, answered from states a test sets.
 
-``operator/syncStatus``, ``operator/syncNow`` and ``operator/dismissSyncConflict`` (and the ``sync`` topic
-of the change feed) come with the round and automatic sync (issue 28, helpers "round" and "autosync").
-Until they are merged, the Sync section is tested against ``FakeSync``: it is served on the real socket
-beside the real methods, answers in ``engine/sync/status.py``'s shapes, and reads each store's remotes
-from the real ``remotes.json`` (so ``operator/addSyncRemote`` and ``removeSyncRemote`` are the engine's
-own).  A test sets what each remote's last round left (``set_remote``) and the conflicts waiting
-(``add_conflict``), and ``changed`` publishes the ``sync`` topic as a round does.
+``FakeSync`` serves ``operator/syncStatus`` and ``operator/syncNow`` in the engine's own shapes
+(``engine/sync/status.py``, and ``engine/sync/service.py`` on the autosync branch), in place of the real ones on the real socket, so
+a test can set what each remote's last round left (``set_remote``: a failure at a given time, ahead and
+behind) and the conflicts waiting (``add_conflict``) without arranging rounds between machines that end
+that way; ``changed`` publishes the ``sync`` topic as a round does.  It reads each store's remotes from
+the real ``remotes.json``, so ``operator/addSyncRemote`` and ``removeSyncRemote`` stay the engine's own.
+The three methods and the ``sync`` topic come with the round and automatic sync (helpers "round" and
+"autosync"); until they are merged, ``FakeSync`` and ``add_sync_topic`` are all that serves them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from typing import Any, Callable
 
 from engine.core import changes
+from engine.core.answers import NotRequired, TypedDict
 from engine.core.errors import NotFound
 from engine.core.methods import Method
 from engine.core.params import Params, String
@@ -25,17 +27,30 @@ from engine.sync.status import StoreSyncStatus, SyncConflict, SyncRemoteStatus, 
 from engine.wire import protocol
 
 MACHINE = "m-laptop-01"
-SYNC_NOW = CHOOSE_STORE + Params(String("remote", 64, min_chars=1, what="a remote's name"))
-DISMISS = Params(String("store", 64, min_chars=1, required=True, what="a store id"),
-                 String("id", 128, min_chars=1, required=True, what="a conflict id"))
+
+
+# operator/syncNow's answer as engine/sync/service.py declares it on the autosync branch (import it from
+# there once that is merged).
+class StoreRound(TypedDict):
+    storeId: str
+    remotes: list[SyncRemoteStatus]
+
+
+class SyncNowAnswer(TypedDict):
+    stores: list[StoreRound]
+    failing: int
+    note: NotRequired[str]
 
 
 def add_sync_topic(setattr_: Callable[[Any, str, Any], None]) -> None:
-    """The change feed with its ``sync`` topic (the autosync helper adds it to ``TOPICS``); ``setattr_`` is a
-    test's ``monkeypatch.setattr``, or ``setattr`` in a script."""
+    """The change feed with its ``sync`` topic, as the autosync branch adds it to ``TOPICS`` (nothing to do
+    once that is merged); ``setattr_`` is a test's ``monkeypatch.setattr``, or ``setattr`` in a script."""
     topics = tuple(dict.fromkeys((*changes.TOPICS, "sync")))
     setattr_(changes, "TOPICS", topics)
     setattr_(protocol, "TOPICS", topics)
+SYNC_NOW = CHOOSE_STORE + Params(String("remote", 64, min_chars=1, what="a remote's name"))
+DISMISS = Params(String("store", 64, min_chars=1, required=True, what="a store id"),
+                 String("id", 128, min_chars=1, required=True, what="a conflict id"))
 
 
 def conflict(number: int, *, record: str = "pg_01JEXAMPLE", remote: str = "nas", at: str = "2026-12-04T09:58:00Z"
@@ -63,7 +78,7 @@ class FakeSync:
 
     def methods(self) -> tuple[Method, ...]:
         return (Method("syncStatus", Params(), SyncStatus, self.status),
-                Method("syncNow", SYNC_NOW, list[SyncRemoteStatus], self.sync_now),
+                Method("syncNow", SYNC_NOW, SyncNowAnswer, self.sync_now),
                 Method("dismissSyncConflict", DISMISS, dict, self.dismiss))
 
     def serve(self, dispatcher: Any) -> None:
@@ -115,7 +130,7 @@ class FakeSync:
                 stores.append(made)
         return {"stores": stores}
 
-    def sync_now(self, params: dict[str, Any]) -> list[SyncRemoteStatus]:
+    def sync_now(self, params: dict[str, Any]) -> SyncNowAnswer:
         values = SYNC_NOW.read(params)
         self.calls.append(("syncNow", params))
         store = self.engine.resolver.select(store=values["store"], agent=values["agent"],
@@ -125,7 +140,9 @@ class FakeSync:
         for remote in chosen:
             self.set_remote(store, remote["name"], **self.after_sync)
         self.changed(store)
-        return [self._remote(store, remote) for remote in chosen]
+        after = [self._remote(store, remote) for remote in chosen]
+        return {"stores": [{"storeId": store, "remotes": after}],
+                "failing": sum(remote["state"] == "failing" for remote in after)}
 
     def dismiss(self, params: dict[str, Any]) -> dict[str, Any]:
         values = DISMISS.read(params)

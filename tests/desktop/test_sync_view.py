@@ -213,7 +213,7 @@ def test_sync_now_runs_a_round_of_the_chosen_store_and_says_how_each_remote_ende
         view.sync_button.click()
         assert not view.sync_button.isEnabled() and view.sync_button.text() == "Syncing…"
     assert ("syncNow", {"store": states}) in fake_sync.calls
-    assert [r["state"] for r in finished.args[0]] == ["ok", "ok"]
+    assert [r["state"] for r in finished.args[0]["stores"][0]["remotes"]] == ["ok", "ok"]
     qtbot.waitUntil(lambda: [row[2] for row in shown(view.remotes_model)] == ["Last synced just now"] * 2,
                     timeout=10_000)
     assert view.sync_button.isEnabled()
