@@ -29,8 +29,8 @@ from engine.wire import protocol
 MACHINE = "m-laptop-01"
 
 
-# operator/syncNow's answer as engine/sync/service.py declares it on the autosync branch (import it from
-# there once that is merged).
+# operator/syncNow's and dismissSyncConflict's answers as engine/sync/service.py and conflicts.py declare them
+# on the autosync branch (import them from there once that is merged).
 class StoreRound(TypedDict):
     storeId: str
     remotes: list[SyncRemoteStatus]
@@ -40,6 +40,13 @@ class SyncNowAnswer(TypedDict):
     stores: list[StoreRound]
     failing: int
     note: NotRequired[str]
+
+
+class SyncConflictDismissed(TypedDict):  # engine/sync/conflicts.py on the autosync branch
+    storeId: str
+    id: str
+    dismissedAt: str
+    conflictsWaiting: int
 
 
 def add_sync_topic(setattr_: Callable[[Any, str, Any], None]) -> None:
@@ -79,7 +86,7 @@ class FakeSync:
     def methods(self) -> tuple[Method, ...]:
         return (Method("syncStatus", Params(), SyncStatus, self.status),
                 Method("syncNow", SYNC_NOW, SyncNowAnswer, self.sync_now),
-                Method("dismissSyncConflict", DISMISS, dict, self.dismiss))
+                Method("dismissSyncConflict", DISMISS, SyncConflictDismissed, self.dismiss))
 
     def serve(self, dispatcher: Any) -> None:
         """Register the methods on ``dispatcher`` (conftest's ``serving(register=...)``)."""
@@ -144,7 +151,7 @@ class FakeSync:
         return {"stores": [{"storeId": store, "remotes": after}],
                 "failing": sum(remote["state"] == "failing" for remote in after)}
 
-    def dismiss(self, params: dict[str, Any]) -> dict[str, Any]:
+    def dismiss(self, params: dict[str, Any]) -> SyncConflictDismissed:
         values = DISMISS.read(params)
         self.calls.append(("dismissSyncConflict", params))
         with self._lock:
@@ -153,5 +160,7 @@ class FakeSync:
                 raise NotFound(f"store {values['store']} has no conflict {values['id']} waiting",
                                store=values["store"], id=values["id"])
             self.conflicts[values["store"]] = [c for c in waiting if c["id"] != values["id"]]
+            left = len(self.conflicts[values["store"]])
         self.changed(values["store"])
-        return {"storeId": values["store"], "dismissed": values["id"]}
+        return {"storeId": values["store"], "id": values["id"], "dismissedAt": "2026-12-04T10:05:00Z",
+                "conflictsWaiting": left}
