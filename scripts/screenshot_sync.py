@@ -34,7 +34,7 @@ from engine.state.statedir import StateDir  # noqa: E402
 from engine.sync.remotes import RemoteBook  # noqa: E402
 from engine.wire.server import EngineServer  # noqa: E402
 from scripts.screenshots import save, wait  # noqa: E402
-from tests.desktop.fake_sync import FakeSync, add_sync_topic  # noqa: E402
+from tests.desktop.fake_sync import FakeSync  # noqa: E402
 
 
 def seed_sync(engine: Engine, fake: FakeSync) -> None:
@@ -70,7 +70,6 @@ def seed_sync(engine: Engine, fake: FakeSync) -> None:
 
 def main() -> int:
     app = application()
-    add_sync_topic(setattr)
     with tempfile.TemporaryDirectory(prefix="kd-sync-shot-") as temp:
         state = StateDir(Path(temp) / "state")
         with Engine(state, watch=False) as engine:

@@ -1,60 +1,31 @@
 """The round's methods as the window calls them, answered from states a test sets.
 
 ``FakeSync`` serves ``operator/syncStatus`` and ``operator/syncNow`` in the engine's own shapes
-(``engine/sync/status.py``, and ``engine/sync/service.py`` on the autosync branch), in place of the real ones on the real socket, so
+(``engine/sync/status.py``, ``engine/sync/service.py`` and ``engine/sync/conflicts.py``), in place of the real ones on the real socket, so
 a test can set what each remote's last round left (``set_remote``: a failure at a given time, ahead and
 behind) and the conflicts waiting (``add_conflict``) without arranging rounds between machines that end
 that way; ``changed`` publishes the ``sync`` topic as a round does.  It reads each store's remotes from
 the real ``remotes.json``, so ``operator/addSyncRemote`` and ``removeSyncRemote`` stay the engine's own.
-The three methods and the ``sync`` topic come with the round and automatic sync (helpers "round" and
-"autosync"); until they are merged, ``FakeSync`` and ``add_sync_topic`` are all that serves them.
 """
 
 from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Callable
+from typing import Any
 
-from engine.core import changes
-from engine.core.answers import NotRequired, TypedDict
 from engine.core.errors import NotFound
 from engine.core.methods import Method
 from engine.core.params import Params, String
 from engine.service import Engine
+from engine.sync.conflicts import SyncConflictDismissed
 from engine.sync.remotes import CHOOSE_STORE, RemoteBook
+from engine.sync.service import SyncNowAnswer
 from engine.sync.status import StoreSyncStatus, SyncConflict, SyncRemoteStatus, SyncStatus
-from engine.wire import protocol
 
 MACHINE = "m-laptop-01"
 
 
-# operator/syncNow's and dismissSyncConflict's answers as engine/sync/service.py and conflicts.py declare them
-# on the autosync branch (import them from there once that is merged).
-class StoreRound(TypedDict):
-    storeId: str
-    remotes: list[SyncRemoteStatus]
-
-
-class SyncNowAnswer(TypedDict):
-    stores: list[StoreRound]
-    failing: int
-    note: NotRequired[str]
-
-
-class SyncConflictDismissed(TypedDict):  # engine/sync/conflicts.py on the autosync branch
-    storeId: str
-    id: str
-    dismissedAt: str
-    conflictsWaiting: int
-
-
-def add_sync_topic(setattr_: Callable[[Any, str, Any], None]) -> None:
-    """The change feed with its ``sync`` topic, as the autosync branch adds it to ``TOPICS`` (nothing to do
-    once that is merged); ``setattr_`` is a test's ``monkeypatch.setattr``, or ``setattr`` in a script."""
-    topics = tuple(dict.fromkeys((*changes.TOPICS, "sync")))
-    setattr_(changes, "TOPICS", topics)
-    setattr_(protocol, "TOPICS", topics)
 SYNC_NOW = CHOOSE_STORE + Params(String("remote", 64, min_chars=1, what="a remote's name"))
 DISMISS = Params(String("store", 64, min_chars=1, required=True, what="a store id"),
                  String("id", 128, min_chars=1, required=True, what="a conflict id"))

@@ -21,7 +21,7 @@ from desktop.tasks import EngineTasks
 from engine.service import Engine
 from engine.sync.remotes import RemoteBook, remotes_file
 from tests.desktop.conftest import serving, wait_for_signal
-from tests.desktop.fake_sync import FakeSync, add_sync_topic, conflict
+from tests.desktop.fake_sync import FakeSync, conflict
 
 NOW = datetime(2026, 12, 4, 10, 5, 0, tzinfo=timezone.utc)  # the view's clock: every time shown is relative to it
 REFUSED_URL = "https://alice:hunter2@git.example.org/notes.git"
@@ -35,7 +35,6 @@ def fake_sync() -> FakeSync:
 @pytest.fixture
 def served_engine(tmp_path: Path, demo_template: Path, fake_sync: FakeSync, monkeypatch: Any) -> Iterator[Engine]:
     """The demo served with the round's methods answered by ``fake_sync`` (replaces conftest's)."""
-    add_sync_topic(monkeypatch.setattr)
     with serving(tmp_path / "state", demo_template, register=fake_sync.serve) as engine:
         yield engine
 
