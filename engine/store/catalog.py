@@ -68,6 +68,26 @@ def keep_revision(db: Database, partition: str, record_id: str, revision: int, d
                                 observed_at))
 
 
+REMOVED_BY_SYNC = "removed_by_sync"
+
+
+def record_removals(db: Database, removals: Iterable[tuple[str, str, str | None]], *, detail: str,
+                    at: str) -> None:
+    """Record each (partition, path, record id) a sync round removed as an event of the record's history
+    (kind ``removed_by_sync``, ``detail`` saying from which machine): a removal that came from another
+    machine is shown as what happened, never as a file that silently vanished."""
+    db.executemany("INSERT INTO events (partition, kind, path, record_id, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+                   [(partition, REMOVED_BY_SYNC, path, record_id, detail, at)
+                    for partition, path, record_id in removals])
+
+
+def sync_removals(db: Database, limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` removals sync rounds made, newest first."""
+    return [dict(row) for row in db.all(
+        "SELECT partition, path, record_id, detail, at FROM events WHERE kind = ? ORDER BY seq DESC LIMIT ?",
+        (REMOVED_BY_SYNC, limit))]
+
+
 @dataclass
 class _Catalogued:
     """What cataloguing one record file writes: its catalog row, its name keys, the revision it keeps."""

@@ -204,7 +204,8 @@ class GitHistory:
                merge_parents: Sequence[str] = ()) -> str:
         """Commit exactly ``files`` (and the removal of ``removals``) on top of the branch; returns the new
         commit id.  ``merge_parents`` are further parents (a sync merge names the tip it merged); each must
-        already be in this repository.
+        already be in this repository, and the branch must have a commit (``GitError`` otherwise: a vault
+        with no history takes a fetched one by ``fast_forward``).
 
         The first commit also takes in what the vault already held (files published while git was
         unavailable, or written by hand), so the history starts complete: ``existing`` reads them
@@ -214,6 +215,11 @@ class GitHistory:
         self.ensure_repository()
         self._check_no_remote()
         parent = self.head()
+        if parent is None and merge_parents:
+            # fast-import would make the first further parent the only one, with a tree of ``files`` alone:
+            # a vault with no history takes a fetched one by ``fast_forward`` instead (docs/sync.md, "Rounds").
+            raise GitError("a merge commit needs a history to merge into: this vault has none yet "
+                           "(a vault with no history takes the fetched history by a fast-forward)")
         if parent is None:
             published = {item.path for item in files} | set(removals)
             files = [item for item in (existing or self.existing_files)() if item.path not in published] + files
@@ -286,6 +292,29 @@ class GitHistory:
         """Whether ``a`` is ``b`` or one of its ancestors."""
         returncode, _ = self._run_status("merge-base", "--is-ancestor", _object_id(a), _object_id(b))
         return returncode == 0
+
+    def count_commits(self, include: Sequence[str], exclude: Sequence[str] = ()) -> int:
+        """How many commits ``include`` reach that ``exclude`` do not (``rev-list --count``); 0 for none."""
+        if not include:
+            return 0
+        return int(self._run("rev-list", "--count", *map(_object_id, include), "--not",
+                             *map(_object_id, exclude)) or "0")
+
+    def has_fetched_history(self) -> bool:
+        """Whether sync delivered another machine's history of this store (``refs/remotes/sync/``)."""
+        return bool(self.commits_under("refs/remotes/sync/")) if (self.git_dir / "HEAD").is_file() else False
+
+    def commits_under(self, prefix: str) -> list[str]:
+        """The distinct commits the refs under ``prefix`` (``refs/remotes/sync/<remote>/``) point at, sorted."""
+        if not prefix.startswith("refs/") or not prefix.endswith("/") or prefix.startswith("-"):
+            raise GitError(f"not a ref folder: {prefix[:60]!r}")
+        return sorted(set(self._run("for-each-ref", "--format=%(objectname)", prefix).split()))
+
+    def merges_between(self, tip: str, exclude: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
+        """The merge commits ``tip`` reaches that ``exclude`` do not, oldest first, each with its parents."""
+        listed = self._run("rev-list", "--merges", "--reverse", "--parents", _object_id(tip), "--not",
+                           *map(_object_id, exclude))
+        return [(fields[0], fields[1:]) for fields in (line.split() for line in listed.splitlines()) if fields]
 
     def fast_forward(self, commit: str, expected: str | None) -> None:
         """Move the branch to ``commit`` if it is still at ``expected`` (None: no commit yet), and bring the
@@ -413,7 +442,7 @@ class GitHistory:
 
     def _sync_index(self, files: list[CommitFile], removals: Sequence[str] = ()) -> None:
         """Point the index at the committed blobs so ``git status`` stays quiet; cosmetic only."""
-        lines = "".join(f"100644 {_blob_id(item.data)}\t{item.path}\n" for item in files)
+        lines = "".join(f"100644 {blob_id(item.data)}\t{item.path}\n" for item in files)
         lines += "".join(f"0 {_ZERO}\t{path}\n" for path in removals)
         try:
             self._run("update-index", "--add", "--index-info", stdin=lines.encode("utf-8"))
@@ -527,7 +556,8 @@ def _object_id(name: str) -> str:
     return name
 
 
-def _blob_id(data: bytes) -> str:
+def blob_id(data: bytes) -> str:
+    """The id git gives a blob of ``data``."""
     return hashlib.sha1(b"blob %d\x00" % len(data) + data, usedforsecurity=False).hexdigest()
 
 

@@ -23,7 +23,7 @@ from ..core.db import Database
 from ..core.findings import Finding
 from ..core.ids import format_timestamp, is_record_id, new_id, utc_now
 from ..store.attachments import ATTACH_FILE_MAX_BYTES
-from ..store.catalog import is_descriptor_path, is_record_path, keep_revision
+from ..store.catalog import is_descriptor_path, is_record_path, keep_revision, record_removals, sync_removals
 from ..store.publication import ONTOLOGY_PATH, FileWrite, Plan, removal, request_hash
 from ..store.store import EXTENSIONS_FILE, VAULT_DIR, Store
 from ..vault.evidence import DESCRIPTOR_MAX_BYTES
@@ -31,10 +31,11 @@ from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..vault.ontology import ONTOLOGY_MAX_BYTES
 from ..vault.records import PRIVATE_SCOPE, check_scope, conversation_scope, parse_record
 from .merge import CONVERSATIONS_DIR, ONTOLOGY_FILE, MergeConflict, MergeResult, Version, is_synced, partition_of
-from .status import SyncConflict, SyncConflictVersion
+from .status import SyncConflict, SyncConflictVersion, SyncRemoval
 from .transport import SyncRefused
 
 SYNC_OPERATION = "sync"
+REMOVALS_LISTED = 50
 CONFLICT_PREFIX = "sc"
 # A retained source travels up to the size an attachment may have (the largest evidence the engine keeps).
 SOURCE_MAX_BYTES = ATTACH_FILE_MAX_BYTES
@@ -213,6 +214,27 @@ def record_conflicts(db: Database, conflicts: Iterable[MergeConflict], *, remote
                               observed_at=now)
             listed.append(entry)
     return listed
+
+
+def removals_of(plans: Iterable[Plan]) -> list[tuple[str, str, str | None]]:
+    """What the plans remove: (partition, path inside it, record id)."""
+    return [(plan.partition, write.path, write.record_id) for plan in plans for write in plan.writes if write.removes]
+
+
+def record_sync_removals(db: Database, removals: list[tuple[str, str, str | None]], *, remote: str,
+                         machine: str) -> None:
+    """Record the removals a round installed here, each as an event of its record's history saying which
+    machine's history removed it.  Call on the store's lane, after they are installed."""
+    if removals:
+        with db.atomic():
+            record_removals(db, removals, detail=f"by sync from machine {machine} of remote {remote}",
+                            at=format_timestamp(utc_now()))
+
+
+def removals_made(db: Database, limit: int = REMOVALS_LISTED) -> list[SyncRemoval]:
+    """The newest removals rounds made here, newest first (``sync status``)."""
+    return [{"partition": row["partition"], "path": row["path"], "recordId": row["record_id"],
+             "detail": row["detail"] or "", "at": row["at"]} for row in sync_removals(db, limit)]
 
 
 def waiting_conflicts(db: Database) -> list[SyncConflict]:

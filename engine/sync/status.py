@@ -66,6 +66,17 @@ class SyncConflict(TypedDict):
     at: str
 
 
+class SyncRemoval(TypedDict):
+    """A file a round removed here because another machine removed it (also an event of the record's
+    history, kind ``removed_by_sync``); git and the revisions table keep its bytes."""
+
+    partition: str
+    path: str            # inside the partition
+    recordId: str | None
+    detail: str          # "by sync from machine <machine id> of remote <name>"
+    at: str
+
+
 class StoreSyncStatus(TypedDict):
     storeId: str
     name: str | None   # a named store's name
@@ -73,6 +84,7 @@ class StoreSyncStatus(TypedDict):
     remotes: list[SyncRemoteStatus]
     conflicts: list[SyncConflict]
     conflictsWaiting: int
+    removed: NotRequired[list[SyncRemoval]]  # the newest removals rounds made here, newest first
     problem: NotRequired[str]  # why the store's sync state could not be read
 
 

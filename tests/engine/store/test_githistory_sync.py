@@ -174,3 +174,39 @@ def test_commit_keeps_its_first_commit_behaviour_with_removals(tmp_path: Path) -
     put(h, "private/gone.md", b"gone\n")
     commit = h.commit([put(h, "private/new.md", b"new\n")], "first", removals=["private/gone.md"])
     assert sorted(h.tree(commit)) == ["private/new.md", "private/old.md"]
+
+
+def test_counts_ref_listings_and_merges_for_a_round(tmp_path: Path) -> None:
+    h = history(tmp_path)
+    base = h.commit([put(h, "private/a.md", b"a\n")], "base", existing=lambda: [])
+    ours = h.commit([put(h, "private/b.md", b"b\n")], "ours")
+    git(h.vault, "update-ref", "refs/heads/main", base)
+    git(h.vault, "read-tree", "refs/heads/main")
+    theirs = h.commit([put(h, "private/c.md", b"c\n")], "theirs")
+    merged = h.commit([put(h, "private/b.md", b"b\n")], "merge", merge_parents=[ours])
+    git(h.vault, "update-ref", "refs/remotes/sync/origin/mc_1", merged)
+    git(h.vault, "update-ref", "refs/remotes/sync/origin/mc_2", theirs)
+    git(h.vault, "update-ref", "refs/remotes/sync/other/mc_3", base)
+    assert h.count_commits([merged]) == 4
+    assert h.count_commits([merged], [ours]) == 2 and h.count_commits([ours], [merged]) == 0
+    assert h.count_commits([]) == 0
+    assert h.commits_under("refs/remotes/sync/origin/") == sorted({merged, theirs})
+    assert h.commits_under("refs/remotes/sync/none/") == []
+    assert h.merges_between(merged) == [(merged, [theirs, ours])]
+    assert h.merges_between(merged, [merged]) == [] and h.merges_between(theirs, [base]) == []
+    with pytest.raises(GitError, match="not a ref folder"):
+        h.commits_under("--output=/tmp/x")
+    with pytest.raises(GitError, match="not an object id"):
+        h.count_commits(["HEAD"])
+
+
+def test_a_merge_commit_on_a_vault_with_no_history_is_refused(tmp_path: Path) -> None:
+    source = history(tmp_path / "a")
+    tip = source.commit([put(source, "private/a.md", b"a\n")], "one", existing=lambda: [])
+    h = history(tmp_path)
+    h.ensure_repository()
+    git(h.vault, "fetch", "-q", str(source.git_dir), "refs/heads/main:refs/remotes/sync/r/m")
+    assert h.has_fetched_history()
+    with pytest.raises(GitError, match="needs a history to merge into"):
+        h.commit([put(h, "private/b.md", b"b\n")], "merge", existing=lambda: [], merge_parents=[tip])
+    assert h.head() is None
