@@ -613,6 +613,11 @@ class StoreRuntime:
         call: Callable[[Callable[[], Any]], Any] = (lambda fn: fn()) if inline else self.call
         with contextlib.nullcontext() if inline else self._git_lock:
             batch = call(self.outbox.pending)
+            if batch and not inline and self.git.head() is None and self.git.has_fetched_history():
+                # A first commit here would start a history unrelated to the one fetched (a clone's first
+                # round cut short): the next round takes the fetched history first, then commits these.
+                return {"state": "pending", "reason": "waiting for the next sync round to take the fetched "
+                        "history first", "publications": len(batch)}
             if not batch:
                 try:
                     self.git.repair_index()

@@ -48,11 +48,11 @@ from ..core.findings import Finding
 from ..core.ids import format_timestamp, utc_now
 from ..state.config import SettingsSource
 from ..state.registry import StoreRecord
-from ..store.githistory import CommitFile, GitError, GitHistory
+from ..store.githistory import CommitFile, GitError, GitHistory, blob_id
 from ..store.outbox import GitOutbox
 from ..store.publication import Plan
 from ..store.store import Store
-from .install import plan_sync, record_conflicts, waiting_conflicts
+from .install import plan_sync, record_conflicts, record_sync_removals, removals_of, waiting_conflicts
 from .merge import MergeConflict, MergeRefused, MergeResult, is_synced, merge_vaults
 from .remotes import SYNC_DIR, SyncRemote, read_remotes
 from .status import SyncError, SyncRemoteStatus
@@ -192,6 +192,8 @@ def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -
         runtime.with_history(history.ensure_repository, on_lane=False)
         fetched = transport.fetch(remote["name"], remote["url"])
         head = _merge_on_lane(runtime, history, remote["name"], fetched)
+        if head is None:
+            _refuse_other_stores(transport, record, remote)
         if head is not None:
             transport.push(remote["name"], remote["url"], head)
             pushed = head
@@ -211,6 +213,18 @@ def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -
     entries[remote["name"]] = {"status": status, "pushed": pushed}
     _write_entries(record, entries)
     return status
+
+
+def _refuse_other_stores(transport: Transport, record: StoreRecord, remote: SyncRemote) -> None:
+    """A store that has written nothing yet and found nothing of its own on a remote that holds other stores:
+    the owner most likely meant to join one of them, which is ``sync clone`` (a store joins another's history
+    only by its store id).  Said as a failure until this store has something to push."""
+    others = sorted(set(transport.stores_on(remote["url"])) - {record.store_id})
+    if others:
+        raise refused("other_store", f"this store ({record.store_id}) has nothing to sync yet and remote "
+                      f"{remote['name']} holds only other stores ({', '.join(others)}); to join one of them on this "
+                      "machine, `knowledge sync clone URL --agent A --store-id ID` it for an agent without a "
+                      "store (this store's first write is pushed as a store of its own)")
 
 
 def _history(runtime: SyncRuntime) -> GitHistory:
@@ -256,20 +270,11 @@ def _count(runtime: SyncRuntime, remote: str, status: SyncRemoteStatus, pushed: 
         return
     try:
         head = history.head()
-        status["ahead"] = 0 if head is None else _rev_count(history, [head], [pushed] if pushed else [])
-        tips = _remote_tips(history, remote) if fetched else None
-        status["behind"] = None if tips is None else _rev_count(history, tips, [head] if head else []) if tips else 0
+        status["ahead"] = 0 if head is None else history.count_commits([head], [pushed] if pushed else [])
+        tips = history.commits_under(f"refs/remotes/sync/{remote}/") if fetched else None
+        status["behind"] = None if tips is None else history.count_commits(tips, [head] if head else [])
     except GitError as exc:
         log.warning("could not count the commits ahead of and behind remote %s: %s", remote, exc)
-
-
-def _rev_count(history: GitHistory, include: list[str], exclude: list[str]) -> int:
-    return int(history._run("rev-list", "--count", *include, "--not", *exclude) or "0")
-
-
-def _remote_tips(history: GitHistory, remote: str) -> list[str]:
-    listing = history._run("for-each-ref", "--format=%(objectname)", f"refs/remotes/sync/{remote}/")
-    return sorted(set(listing.split()))
 
 
 # --- on the lane ----------------------------------------------------------------------------------
@@ -284,6 +289,9 @@ def _merge_on_lane(runtime: SyncRuntime, history: GitHistory, remote: str, fetch
 def _merge_tips(runtime: SyncRuntime, history: GitHistory, remote: str, fetched: Fetched) -> str | None:
     for partition in runtime.store.partitions():
         runtime.prepare(partition)  # the catalog sees what was edited by hand before anything is installed
+    if history.head() is None and fetched.tips:
+        first = min(fetched.tips)
+        _take_history(runtime, history, fetched.tips[first], remote, first)
     checkpoint = runtime.checkpoint(inline=True)
     if checkpoint["state"] != "committed":
         raise GitError(f"the pending publications could not be committed: {checkpoint.get('reason')}")
@@ -306,9 +314,7 @@ def _replay_conflicts(runtime: SyncRuntime, history: GitHistory, head: str | Non
     """Record here the conflicts of the merges another machine made that the tip brings: a merge is the same
     computation on every machine, so merging each one's parents again gives its conflicts, and every machine
     lists every conflict, not only the one that happened to merge."""
-    merges = history._run("rev-list", "--merges", "--reverse", tip, "--not", *([head] if head else [])).split()
-    for merge in merges:
-        parents = history._run("rev-list", "--parents", "-n", "1", merge).split()[1:]
+    for _merge_commit, parents in history.merges_between(tip, [head] if head else []):
         if len(parents) != 2:
             continue
         ours, theirs = _synced_tree(history, parents[0]), _synced_tree(history, parents[1])
@@ -363,6 +369,36 @@ def _synced_tree(history: GitHistory, commit: str | None) -> dict[str, str]:
     return {path: blob for path, blob in history.tree(commit).items() if is_synced(path)}
 
 
+def _take_history(runtime: SyncRuntime, history: GitHistory, tip: str, remote: str, machine: str) -> None:
+    """A vault with no history yet takes the tip's: a clone's first round, or one cut short after installing
+    part of the tip (the checkpoint waits for this round then, ``StoreRuntime.checkpoint``).  What the vault
+    already holds is merged with the tip from nothing (the same file twice is one file; a record both added
+    differently is a conflict), the rest of the tip installed, the branch moved to the tip, and what the
+    vault holds beyond it committed on top, so no file written here is lost and the head is the tip's
+    history."""
+    files, _ = history.outside_changes()  # with no history: every synced file the vault holds
+    held = {blob_id(item.data): item.data for item in files}
+    ours = {item.path: blob_id(item.data) for item in files}
+    theirs = _synced_tree(history, tip)
+    fetch = _blob_loader(history, [theirs])
+
+    def load(blob: Hashable) -> bytes:
+        return held[blob] if blob in held else fetch(blob)
+
+    merged = merge_vaults({}, ours, theirs, load=load)
+    _install(runtime, ours, merged, load, remote, machine)
+    _record_conflicts(runtime, merged.conflicts, remote, machine)
+    history.fast_forward(tip, None)
+    changed = [CommitFile(path, load(blob)) for path, blob in merged.files.items() if theirs.get(path) != blob]
+    removed = sorted(path for path in theirs if path not in merged.files)
+    if changed or removed:
+        history.commit(changed, f"Knowledge: this machine's files, onto the history of machine {machine} of "
+                                f"remote {remote}\n", removals=removed)
+    head = history.head()
+    assert head is not None
+    _mark_committed(runtime, head)
+
+
 def _fast_forward(runtime: SyncRuntime, history: GitHistory, head: str | None, tip: str, remote: str,
                   machine: str) -> None:
     """The tip holds the head: install what it changed (merged from the head, so a tip that drops a whole
@@ -374,7 +410,7 @@ def _fast_forward(runtime: SyncRuntime, history: GitHistory, head: str | None, t
     if merged.files != theirs:
         _merge_result(runtime, history, ours, merged, load, tip, remote, machine)
         return
-    _install(runtime, ours, merged, load)
+    _install(runtime, ours, merged, load, remote, machine)
     _mark_committed(runtime, tip)  # the publications just made hold the tip's files
     history.fast_forward(tip, head)
 
@@ -393,7 +429,7 @@ def _merge(runtime: SyncRuntime, history: GitHistory, head: str, tip: str, remot
 def _merge_result(runtime: SyncRuntime, history: GitHistory, ours: dict[str, str], merged: MergeResult,
                   load: Callable[[Hashable], bytes], tip: str, remote: str, machine: str) -> None:
     """Install ``merged``, record its conflicts and commit it with the tip as second parent."""
-    _install(runtime, ours, merged, load)
+    _install(runtime, ours, merged, load, remote, machine)
     _record_conflicts(runtime, merged.conflicts, remote, machine)
     changed = [CommitFile(path, load(blob)) for path, blob in merged.files.items() if ours.get(path) != blob]
     removed = sorted(path for path in ours if path not in merged.files)
@@ -416,10 +452,12 @@ def _base_state(history: GitHistory, bases: list[str]) -> dict[str, str]:
 
 
 def _install(runtime: SyncRuntime, ours: dict[str, str], merged: MergeResult,
-             load: Callable[[Hashable], bytes]) -> None:
-    """Turn the vault from ``ours`` into ``merged`` by journalled publications, one per partition."""
+             load: Callable[[Hashable], bytes], remote: str, machine: str) -> None:
+    """Turn the vault from ``ours`` into ``merged`` by journalled publications, one per partition, and record
+    each removal among them in its record's history (which machine's history removed it)."""
     for plan in plan_sync(runtime.store, ours, merged, load).plans:
         runtime.publish(plan)
+        record_sync_removals(runtime.store.db, removals_of([plan]), remote=remote, machine=machine)
 
 
 def _mark_committed(runtime: SyncRuntime, commit: str) -> None:
