@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Protocol, TypeVar
 
 from ..core.errors import KnowledgeError, NotFound, WritesDisabled
+from ..core.faults import Faults
 from ..core.files import atomic_write
 from ..core.findings import Finding
 from ..core.ids import format_timestamp, utc_now
@@ -74,6 +75,7 @@ class SyncRuntime(Protocol):
     settings: SettingsSource
     outbox: GitOutbox
     sync_lock: threading.Lock
+    faults: Faults  # KNOWLEDGE_FAULT's sync_* kill points (engine/core/faults.py)
 
     def with_history(self, work: Callable[[], T], *, on_lane: bool = True) -> T: ...
 
@@ -190,9 +192,11 @@ def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -
         # The vault's repository exists before the fetch delivers into it.
         runtime.with_history(history.ensure_repository, on_lane=False)
         fetched = transport.fetch(remote["name"], remote["url"])
+        runtime.faults.reach("sync_fetched")
         head = _merge_on_lane(runtime, history, remote["name"], fetched)
         if head is not None:
             transport.push(remote["name"], remote["url"], head)
+            runtime.faults.reach("sync_pushed")
             pushed = head
     except Exception as exc:  # noqa: BLE001 - every failure is the remote's status, never a traceback
         error = _sync_error(exc)
@@ -376,6 +380,7 @@ def _fast_forward(runtime: SyncRuntime, history: GitHistory, head: str | None, t
     _install(runtime, ours, merged, load)
     _mark_committed(runtime, tip)  # the publications just made hold the tip's files
     history.fast_forward(tip, head)
+    runtime.faults.reach("sync_committed")
 
 
 def _merge(runtime: SyncRuntime, history: GitHistory, head: str, tip: str, remote: str, machine: str) -> None:
@@ -398,6 +403,7 @@ def _merge_result(runtime: SyncRuntime, history: GitHistory, ours: dict[str, str
     removed = sorted(path for path in ours if path not in merged.files)
     commit = history.commit(changed, f"Knowledge: sync with machine {machine} of remote {remote}\n",
                             removals=removed, merge_parents=[tip])
+    runtime.faults.reach("sync_committed")
     _mark_committed(runtime, commit)
 
 
@@ -419,6 +425,7 @@ def _install(runtime: SyncRuntime, ours: dict[str, str], merged: MergeResult,
     """Turn the vault from ``ours`` into ``merged`` by journalled publications, one per partition."""
     for plan in plan_sync(runtime.store, ours, merged, load).plans:
         runtime.publish(plan)
+        runtime.faults.reach("sync_installed")
 
 
 def _mark_committed(runtime: SyncRuntime, commit: str) -> None:
