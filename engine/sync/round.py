@@ -317,6 +317,7 @@ def _replay_conflicts(runtime: SyncRuntime, history: GitHistory, head: str | Non
         ours, theirs = _synced_tree(history, parents[0]), _synced_tree(history, parents[1])
         bases = sorted(history.merge_bases(*parents))
         base = _base_state(history, bases) if bases else {}
+        base = _held_versions_as_base(history, base, bases, (parents[0], ours), (parents[1], theirs))
         load = _blob_loader(history, [base, ours, theirs])
         _record_conflicts(runtime, merge_vaults(base, ours, theirs, load=load).conflicts, remote, machine)
 
@@ -389,7 +390,7 @@ def _merge(runtime: SyncRuntime, history: GitHistory, head: str, tip: str, remot
     if not bases:
         raise refused("other_store", f"the history of machine {machine} on remote {remote} shares no "
                                                  "commit with this store's: it is another store's history")
-    base = _base_state(history, bases)
+    base = _held_versions_as_base(history, _base_state(history, bases), bases, (head, ours), (tip, theirs))
     load = _blob_loader(history, [base, ours, theirs])
     _merge_result(runtime, history, ours, merge_vaults(base, ours, theirs, load=load), load, tip, remote, machine)
 
@@ -418,6 +419,40 @@ def _base_state(history: GitHistory, bases: list[str]) -> dict[str, str]:
         load = _blob_loader(history, [base, state, theirs])
         state = {path: str(blob) for path, blob in merge_vaults(base, state, theirs, load=load).files.items()}
     return state
+
+
+def _held_versions_as_base(history: GitHistory, base: dict[str, str], bases: list[str],
+                           ours: tuple[str, dict[str, str]], theirs: tuple[str, dict[str, str]]) -> dict[str, str]:
+    """The base, with each file both sides changed moved to a version one side's own history already held.
+
+    A round killed after it installed a merge and before it committed it leaves the other machine's versions
+    in the vault, committed by the next checkpoint as ordinary commits with no link to the other machine's
+    commits: a later merge would see those versions as added or revised on both sides from the old base, and
+    list as conflicts what is one line of revisions (machine B's r2 over the r1 that A took in).  When our
+    version of a file is one their commits since the base held (or theirs one ours held), that version is
+    where the two sides parted, so it is the file's base: the side that moved on from it wins without a
+    conflict, as it would have had the interrupted merge been committed.  Both sides' commits are read, so
+    every machine computes the same base for the same two commits."""
+    (our_commit, our_files), (their_commit, their_files) = ours, theirs
+    contested = [path for path in set(our_files) | set(their_files)
+                 if our_files.get(path) != their_files.get(path)
+                 and base.get(path) not in (our_files.get(path), their_files.get(path))]
+    if not contested:
+        return base
+    theirs_held, ours_held = _blobs_since(history, their_commit, bases), _blobs_since(history, our_commit, bases)
+    moved = dict(base)
+    for path in contested:
+        if path in our_files and our_files[path] in theirs_held:
+            moved[path] = our_files[path]
+        elif path in their_files and their_files[path] in ours_held:
+            moved[path] = their_files[path]
+    return moved
+
+
+def _blobs_since(history: GitHistory, commit: str, bases: list[str]) -> set[str]:
+    """The objects (blobs among them) of ``commit``'s history that ``bases`` do not hold."""
+    listing = history._run("rev-list", "--objects", commit, "--not", *bases)
+    return {line.split(" ", 1)[0] for line in listing.splitlines()}
 
 
 def _install(runtime: SyncRuntime, ours: dict[str, str], merged: MergeResult,
