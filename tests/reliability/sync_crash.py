@@ -394,7 +394,7 @@ def sync_figures(machines: list[Machine], figures: Counter[str], problems: list[
 
 def run(*, machines: int = 2, kills: int = 100, seed: int = 0, writers: int = 2, workdir: Path | None = None,
         max_up_s: float = 1.5, sync_gap_s: float = 1.0, fault_wait_s: float = FAULT_WAIT_S,
-        random_kills: bool = True, daemon: bool = False, pause: float = 0.0, keep: bool = False,
+        fault_plan: list[str] | None = None, daemon: bool = False, pause: float = 0.0, keep: bool = False,
         verbose: bool = False) -> tuple[dict[str, Any], list[str]]:
     rng = random.Random(seed)
     scratch = Path(tempfile.mkdtemp(prefix="kd-synccrash-", dir=workdir))
@@ -415,15 +415,17 @@ def run(*, machines: int = 2, kills: int = 100, seed: int = 0, writers: int = 2,
             for writer in machine.writers:
                 writer.start()
         turns: Counter[str] = Counter()
-        kill = 0
+        kill = restarts = 0
         while kill < kills:
             machine = fleet[kill % len(fleet)]
             take_down(machine, rng, max_up_s, fault_wait_s, figures, problems)
             kill += 1
             turns[machine.name] += 1
-            fault = _fault_for(turns[machine.name], rng)
-            if fault is None and not random_kills:
-                fault = _fault_for(turns[machine.name] + 1, rng)
+            if fault_plan is None:
+                fault = _fault_for(turns[machine.name], rng)
+            else:  # the restarts' faults in this order, then random kills
+                fault = fault_plan[restarts] if restarts < len(fault_plan) else None
+            restarts += 1
             kill += bring_up(machine, fault, figures, problems)
             if verbose:
                 print(f"kill {kill}/{kills} on {machine.name}, next {fault or 'random'}: "
