@@ -30,7 +30,10 @@ A round with one remote:
 
 A crash anywhere loses nothing: the fetch is idempotent, each install is a journalled publication, and
 a publication left uncommitted is committed by the next checkpoint as an ordinary commit, which the next
-round merges again (the same change on both sides is no change).
+round merges again (the same change on both sides is no change; a version that side already held is the
+file's base, so the other machine's later revisions of it are no conflict: ``_held_versions_as_base``).
+The kill points ``sync_fetched``, ``sync_installed``, ``sync_committed`` and ``sync_pushed``
+(engine/core/faults.py) let tests/reliability/sync_crash.py kill a round exactly there.
 """
 
 from __future__ import annotations
