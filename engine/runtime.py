@@ -104,7 +104,8 @@ class StoreRuntime:
         self.embeddings = embeddings
         self.vectors = VectorIndex(store, self.catalog, passages_wanted=self._evidence_passages_wanted)
         self.git = GitHistory(store.vault, git_executable) if git_executable else None
-        self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=faults)
+        self.faults = faults or Faults()
+        self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=self.faults)
         self.outbox = GitOutbox(store.db)
         self.publisher.on_installed = self._installed
         self._echoes: dict[tuple[str, str], tuple[int, int, int, int]] = {}  # (partition, path) -> stat installed

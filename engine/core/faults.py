@@ -6,7 +6,12 @@ nothing but a test harness does (tests in the same process may pass a
 
 Points, in publication order: ``journaled`` (the journal transaction),
 ``installed`` (each file), ``checkpointed`` (the manifest), ``acknowledged``
-(the acknowledging transaction).  Actions:
+(the acknowledging transaction).  In a sync round (engine/sync/round.py), in
+order: ``sync_fetched`` (the remote's branches delivered, nothing merged),
+``sync_installed`` (each publication of a merge or fast-forward installed, not
+committed), ``sync_committed`` (the merge committed or the branch moved, the
+outbox not yet told), ``sync_pushed`` (the head pushed, status.json not yet
+written); only ``kill`` applies to them.  Actions:
 
     kill     (default) SIGKILL the process the nth time a publication has done the step
     enospc   the nth attempt at the step fails as a full disk does: OSError ENOSPC for a file,
@@ -25,7 +30,9 @@ import signal
 import sqlite3
 
 FAULT_ENV = "KNOWLEDGE_FAULT"
-POINTS = ("journaled", "installed", "checkpointed", "acknowledged")
+PUBLICATION_POINTS = ("journaled", "installed", "checkpointed", "acknowledged")
+SYNC_POINTS = ("sync_fetched", "sync_installed", "sync_committed", "sync_pushed")
+POINTS = PUBLICATION_POINTS + SYNC_POINTS
 ACTIONS = ("kill", "enospc", "erofs")
 _TRANSACTIONS = ("journaled", "acknowledged")
 _SQLITE_MESSAGES = {"enospc": "database or disk is full", "erofs": "attempt to write a readonly database"}
@@ -42,7 +49,7 @@ class Faults:
             count, _, action = rest.partition(":")
             if point not in POINTS:
                 raise ValueError(f"{FAULT_ENV} names no fault point: {point!r}")
-            if (action or "kill") not in ACTIONS:
+            if (action or "kill") not in ACTIONS or (point in SYNC_POINTS and (action or "kill") != "kill"):
                 raise ValueError(f"{FAULT_ENV} names no fault action: {action!r}")
             self.point, self.remaining, self.action = point, int(count or 1), action or "kill"
 

@@ -300,6 +300,11 @@ class GitHistory:
         return int(self._run("rev-list", "--count", *map(_object_id, include), "--not",
                              *map(_object_id, exclude)) or "0")
 
+    def objects_since(self, commit: str, exclude: Sequence[str] = ()) -> set[str]:
+        """The ids of the objects (commits, trees, blobs) ``commit``'s history holds that ``exclude`` do not."""
+        listed = self._run("rev-list", "--objects", _object_id(commit), "--not", *map(_object_id, exclude))
+        return {line.split(" ", 1)[0] for line in listed.splitlines()}
+
     def has_fetched_history(self) -> bool:
         """Whether sync delivered another machine's history of this store (``refs/remotes/sync/``)."""
         return bool(self.commits_under("refs/remotes/sync/")) if (self.git_dir / "HEAD").is_file() else False

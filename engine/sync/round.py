@@ -31,7 +31,10 @@ A round with one remote:
 
 A crash anywhere loses nothing: the fetch is idempotent, each install is a journalled publication, and
 a publication left uncommitted is committed by the next checkpoint as an ordinary commit, which the next
-round merges again (the same change on both sides is no change).
+round merges again (the same change on both sides is no change; a version that side already held is the
+file's base, so the other machine's later revisions of it are no conflict: ``_held_versions_as_base``).
+The kill points ``sync_fetched``, ``sync_installed``, ``sync_committed`` and ``sync_pushed``
+(engine/core/faults.py) let tests/reliability/sync_crash.py kill a round exactly there.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Protocol, TypeVar
 
 from ..core.errors import KnowledgeError, NotFound, WritesDisabled
+from ..core.faults import Faults
 from ..core.files import atomic_write
 from ..core.findings import Finding
 from ..core.ids import format_timestamp, utc_now
@@ -75,6 +79,7 @@ class SyncRuntime(Protocol):
     settings: SettingsSource
     outbox: GitOutbox
     sync_lock: threading.Lock
+    faults: Faults  # KNOWLEDGE_FAULT's sync_* kill points (engine/core/faults.py)
 
     def with_history(self, work: Callable[[], T], *, on_lane: bool = True) -> T: ...
 
@@ -191,11 +196,13 @@ def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -
         # The vault's repository exists before the fetch delivers into it.
         runtime.with_history(history.ensure_repository, on_lane=False)
         fetched = transport.fetch(remote["name"], remote["url"])
+        runtime.faults.reach("sync_fetched")
         head = _merge_on_lane(runtime, history, remote["name"], fetched)
         if head is None:
             _refuse_other_stores(transport, record, remote)
         if head is not None:
             transport.push(remote["name"], remote["url"], head)
+            runtime.faults.reach("sync_pushed")
             pushed = head
     except Exception as exc:  # noqa: BLE001 - every failure is the remote's status, never a traceback
         error = _sync_error(exc)
@@ -320,6 +327,7 @@ def _replay_conflicts(runtime: SyncRuntime, history: GitHistory, head: str | Non
         ours, theirs = _synced_tree(history, parents[0]), _synced_tree(history, parents[1])
         bases = sorted(history.merge_bases(*parents))
         base = _base_state(history, bases) if bases else {}
+        base = _held_versions_as_base(history, base, bases, (parents[0], ours), (parents[1], theirs))
         load = _blob_loader(history, [base, ours, theirs])
         _record_conflicts(runtime, merge_vaults(base, ours, theirs, load=load).conflicts, remote, machine)
 
@@ -397,6 +405,7 @@ def _take_history(runtime: SyncRuntime, history: GitHistory, tip: str, remote: s
     head = history.head()
     assert head is not None
     _mark_committed(runtime, head)
+    runtime.faults.reach("sync_committed")
 
 
 def _fast_forward(runtime: SyncRuntime, history: GitHistory, head: str | None, tip: str, remote: str,
@@ -413,6 +422,7 @@ def _fast_forward(runtime: SyncRuntime, history: GitHistory, head: str | None, t
     _install(runtime, ours, merged, load, remote, machine)
     _mark_committed(runtime, tip)  # the publications just made hold the tip's files
     history.fast_forward(tip, head)
+    runtime.faults.reach("sync_committed")
 
 
 def _merge(runtime: SyncRuntime, history: GitHistory, head: str, tip: str, remote: str, machine: str) -> None:
@@ -421,7 +431,7 @@ def _merge(runtime: SyncRuntime, history: GitHistory, head: str, tip: str, remot
     if not bases:
         raise refused("other_store", f"the history of machine {machine} on remote {remote} shares no "
                                                  "commit with this store's: it is another store's history")
-    base = _base_state(history, bases)
+    base = _held_versions_as_base(history, _base_state(history, bases), bases, (head, ours), (tip, theirs))
     load = _blob_loader(history, [base, ours, theirs])
     _merge_result(runtime, history, ours, merge_vaults(base, ours, theirs, load=load), load, tip, remote, machine)
 
@@ -435,6 +445,7 @@ def _merge_result(runtime: SyncRuntime, history: GitHistory, ours: dict[str, str
     removed = sorted(path for path in ours if path not in merged.files)
     commit = history.commit(changed, f"Knowledge: sync with machine {machine} of remote {remote}\n",
                             removals=removed, merge_parents=[tip])
+    runtime.faults.reach("sync_committed")
     _mark_committed(runtime, commit)
 
 
@@ -451,6 +462,39 @@ def _base_state(history: GitHistory, bases: list[str]) -> dict[str, str]:
     return state
 
 
+def _held_versions_as_base(history: GitHistory, base: dict[str, str], bases: list[str],
+                           ours: tuple[str, dict[str, str]], theirs: tuple[str, dict[str, str]]) -> dict[str, str]:
+    """The base, with each file both sides changed moved to a version one side's own history already held.
+
+    A round killed after it installed a merge and before it committed it leaves the other machine's versions
+    in the vault, committed by the next checkpoint as ordinary commits with no link to the other machine's
+    commits: a later merge would see those versions as added or revised on both sides from the old base, and
+    list as conflicts what is one line of revisions (machine B's r2 over the r1 that A took in).  When our
+    version of a file is one their commits since the base held (or theirs one ours held), that version is
+    where the two sides parted, so it is the file's base: the side that moved on from it wins without a
+    conflict, as it would have had the interrupted merge been committed.  Both sides' commits are read, so
+    every machine computes the same base for the same two commits."""
+    (our_commit, our_files), (their_commit, their_files) = ours, theirs
+    contested = [path for path in set(our_files) | set(their_files)
+                 if our_files.get(path) != their_files.get(path)
+                 and base.get(path) not in (our_files.get(path), their_files.get(path))]
+    if not contested:
+        return base
+    theirs_held, ours_held = _blobs_since(history, their_commit, bases), _blobs_since(history, our_commit, bases)
+    moved = dict(base)
+    for path in contested:
+        if path in our_files and our_files[path] in theirs_held:
+            moved[path] = our_files[path]
+        elif path in their_files and their_files[path] in ours_held:
+            moved[path] = their_files[path]
+    return moved
+
+
+def _blobs_since(history: GitHistory, commit: str, bases: list[str]) -> set[str]:
+    """The objects (blobs among them) of ``commit``'s history that ``bases`` do not hold."""
+    return history.objects_since(commit, bases)
+
+
 def _install(runtime: SyncRuntime, ours: dict[str, str], merged: MergeResult,
              load: Callable[[Hashable], bytes], remote: str, machine: str) -> None:
     """Turn the vault from ``ours`` into ``merged`` by journalled publications, one per partition, and record
@@ -458,6 +502,7 @@ def _install(runtime: SyncRuntime, ours: dict[str, str], merged: MergeResult,
     for plan in plan_sync(runtime.store, ours, merged, load).plans:
         runtime.publish(plan)
         record_sync_removals(runtime.store.db, removals_of([plan]), remote=remote, machine=machine)
+        runtime.faults.reach("sync_installed")
 
 
 def _mark_committed(runtime: SyncRuntime, commit: str) -> None:

@@ -42,7 +42,7 @@ def _fault_for(kill: int, rng: random.Random) -> str:
     return f"{point}:{rng.randint(1, 12 if point == 'installed' else 5)}"
 
 
-def _read_back(port: int, writers: list[Writer], checked: dict[str, int], figures: Counter[str],
+def read_back(port: int, writers: list[Writer], checked: dict[str, int], figures: Counter[str],
                problems: list[str]) -> None:
     """Read every receipt acknowledged since the last check, exactly, through the restarted engine."""
     connections: dict[str, Connection] = {}
@@ -93,7 +93,7 @@ def run(*, agents: int = 4, kills: int = 30, seed: int = 0, workdir: Path | None
                 kill += 1
                 continue
             try:
-                _read_back(port, writers, checked, figures, problems)
+                read_back(port, writers, checked, figures, problems)
             except EngineGone:  # a fault reached while recovery rolled a publication forward
                 engine.kill()
                 figures["kills during recovery"] += 1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from . import crash, editors, faults, load
+from . import crash, editors, faults, load, sync_crash
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the harnesses check git history")
@@ -31,6 +31,21 @@ def test_crash_kills_at_random_points_and_at_publication_steps(tmp_path):
     assert figures["kills survived"] == 6
     assert figures.get("kills at a publication step", 0) + figures.get("kills during recovery", 0) >= 1
     assert figures["writes acknowledged"] > 0 and figures["acknowledged revisions read back"] > 0
+
+
+def test_sync_crash_kills_during_fetch_install_commit_and_push(tmp_path):
+    """Two machines syncing one store; after a kill of each at a random moment, machine A is killed once its
+    round has fetched, then once it has installed a merge, machine B once it has pushed, then once it has
+    committed.  A fault not reached within fault_wait_s is a plain SIGKILL (counted apart), so a slow
+    machine makes the test slower, never wrong."""
+    figures, problems = sync_crash.run(
+        machines=2, kills=6, seed=1, workdir=tmp_path, max_up_s=0.5, sync_gap_s=0.3, fault_wait_s=120,
+        fault_plan=["sync_fetched:1", "sync_pushed:1", "sync_installed:1", "sync_committed:1"])
+    _no_problems(figures, problems)
+    assert figures["kills survived"] >= 6
+    assert figures["kills at sync_fetched"] == 1 and figures["kills at sync_pushed"] == 1
+    assert figures["writes acknowledged"] > 0 and figures["acknowledged revisions checked across machines"] > 0
+    assert figures["vault files compared"] > 0
 
 
 @pytest.mark.parametrize("scenario", sorted(faults.SCENARIOS))

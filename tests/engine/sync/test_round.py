@@ -118,6 +118,29 @@ def test_a_page_revised_on_both_is_one_conflict_with_the_same_current_revision_e
     assert other not in standing_b["body"]
 
 
+def test_versions_a_killed_round_installed_but_never_committed_are_no_conflict(
+        machines: MachineFactory, remote: str) -> None:
+    """A round killed after installing b's versions and before its merge commit (the crash harness found it,
+    tests/reliability/sync_crash.py) leaves them in a's vault, later committed as a's own commit with no
+    link to b's: b's next revisions of them are one line of revisions, not conflicts."""
+    a, b, ids = pair(machines, remote)
+    atlas = b.save("atlas", "Atlas", "The restoration project.")
+    b.revise("dana-b2", ids["dana"], 1, "Dana Whitaker", "Keeps the lighthouse running. Paints on Sundays.")
+    b.sync()
+    for relpath, data in b.files().items():  # what the killed round left in a's vault
+        (a.vault / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (a.vault / relpath).write_bytes(data)
+    b.revise("atlas-b2", atlas["id"], 1, "Atlas", "The restoration project, phase two.")
+    b.revise("dana-b3", ids["dana"], 2, "Dana Whitaker", "Keeps the lighthouse running. Paints on Saturdays.")
+    b.sync()
+    settle(a, b)
+    assert a.files() == b.files()
+    for machine in (a, b):
+        assert machine.status()["conflictsWaiting"] == 0, machine.status()["conflicts"]
+        assert machine.get(atlas["id"])["revision"] == 2 and machine.get(ids["dana"])["revision"] == 3
+        assert machine.get(ids["dana"])["body"] == "Keeps the lighthouse running. Paints on Saturdays.\n"
+
+
 def test_a_correction_supersedes_on_every_machine(machines: MachineFactory, remote: str) -> None:
     a, b, _ = pair(machines, remote)
     first = a.engine.remember(a.owner, {"requestId": "m1", "items": [claim("Cut-over on Jan 15.", "on the 15th")]})
