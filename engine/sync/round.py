@@ -20,6 +20,8 @@ A round with one remote:
    - the pending publications are committed (``the runtime's ``checkpoint(inline=True)````), and what was
      edited by hand in the vault is committed as one commit ("outside edits"), so the head holds exactly
      the vault's synced files;
+   - a vault with no history yet first takes the first tip's (``_take_history``: what it holds merged with
+     the tip from nothing, the branch moved to the tip, the rest committed on top);
    - each fetched tip, in machine-id order: one the head already holds is nothing; one that holds the
      head is a fast-forward (the difference installed as a publication, then the branch moved to the
      tip); any other is merged by record (``merge_vaults`` from the merge base, several bases merged
@@ -27,7 +29,12 @@ A round with one remote:
      (``record_conflicts``) and a merge commit made with the tip as second parent.  A merge that
      changes nothing of ours still makes the merge commit, so the other machine's head is then held
      here and the next round is a fast-forward there, never another merge.
-3. the head is pushed to this machine's branch, fast-forward only (``Transport.push``), off the lane.
+3. the head is pushed to this machine's branch, fast-forward only (``Transport.push``), off the lane; a
+   store with no history that found nothing of its own on a remote holding other stores fails with
+   ``other_store``, pointing at ``sync clone``.
+
+Each removal a round installs is recorded as an event of its record's history (``removed_by_sync``) and
+listed by ``sync status``.
 
 A crash anywhere loses nothing: the fetch is idempotent, each install is a journalled publication, and
 a publication left uncommitted is committed by the next checkpoint as an ordinary commit, which the next
