@@ -92,12 +92,19 @@ def test_fast_forward_moves_the_branch_only_from_the_expected_commit(tmp_path: P
     assert h.outside_changes() == ([], [])
 
 
-def test_fast_forward_of_a_vault_with_no_history_takes_the_tip(tmp_path: Path) -> None:
+def fetched_into_an_empty_vault(tmp_path: Path) -> tuple[GitHistory, str]:
+    """A vault with a repository and no commit, holding another machine's one-commit history as sync
+    delivers it (``refs/remotes/sync/``); returns it and that commit."""
     source = history(tmp_path / "a")
     tip = source.commit([put(source, "private/a.md", b"a\n")], "one", existing=lambda: [])
     h = history(tmp_path)
     h.ensure_repository()
     git(h.vault, "fetch", "-q", str(source.git_dir), "refs/heads/main:refs/remotes/sync/r/m")
+    return h, tip
+
+
+def test_fast_forward_of_a_vault_with_no_history_takes_the_tip(tmp_path: Path) -> None:
+    h, tip = fetched_into_an_empty_vault(tmp_path)
     put(h, "private/a.md", b"a\n")
     h.fast_forward(tip, None)
     assert h.head() == tip
@@ -201,11 +208,7 @@ def test_counts_ref_listings_and_merges_for_a_round(tmp_path: Path) -> None:
 
 
 def test_a_merge_commit_on_a_vault_with_no_history_is_refused(tmp_path: Path) -> None:
-    source = history(tmp_path / "a")
-    tip = source.commit([put(source, "private/a.md", b"a\n")], "one", existing=lambda: [])
-    h = history(tmp_path)
-    h.ensure_repository()
-    git(h.vault, "fetch", "-q", str(source.git_dir), "refs/heads/main:refs/remotes/sync/r/m")
+    h, tip = fetched_into_an_empty_vault(tmp_path)
     assert h.has_fetched_history()
     with pytest.raises(GitError, match="needs a history to merge into"):
         h.commit([put(h, "private/b.md", b"b\n")], "merge", existing=lambda: [], merge_parents=[tip])

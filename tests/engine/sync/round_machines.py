@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from engine.access.authority import AgentCaller
 from engine.service import Engine
@@ -93,3 +93,13 @@ def remote_refs(url: str) -> dict[str, str]:
     listing = subprocess.run(["git", "--git-dir", url, "for-each-ref", "--format=%(refname) %(objectname)"],
                              check=True, capture_output=True, text=True).stdout
     return dict(line.split(" ", 1) for line in listing.splitlines())
+
+
+MachineFactory = Callable[[str], Machine]
+
+
+def settle(*machines: Machine) -> None:
+    """Rounds until every machine holds what every other wrote: each once, then each again."""
+    for _ in range(2):
+        for machine in machines:
+            assert [status["state"] for status in machine.sync()] == ["ok"], machine.name

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
@@ -14,28 +13,9 @@ from engine.core.errors import Conflict, InvalidParams, NotFound
 from engine.sync.clone import clone_store
 from engine.sync.round import read_status
 from engine.sync.service import sync_now
-from tests.engine.sync.round_machines import AGENT, Machine, bare_repository, remote_refs
+from tests.engine.sync.round_machines import AGENT, Machine, MachineFactory, remote_refs
 from tests.helpers import claim, conversation
 
-MachineFactory = Callable[[str], Machine]
-
-
-@pytest.fixture
-def machines(tmp_path: Path) -> Iterator[MachineFactory]:
-    made: list[Machine] = []
-
-    def make(name: str) -> Machine:
-        made.append(Machine(tmp_path, name))
-        return made[-1]
-
-    yield make
-    for machine in made:
-        machine.close()
-
-
-@pytest.fixture
-def remote(tmp_path: Path) -> str:
-    return bare_repository(tmp_path / "remote.git")
 
 
 def pair(machines: MachineFactory, remote: str) -> tuple[Machine, Machine, dict[str, str]]:

@@ -5,43 +5,17 @@ vault with no history takes the remote's (docs/sync.md, "Rounds")."""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
 from engine.operator.partitions import partitions
 from engine.store.githistory import GitError, GitHistory
 from engine.sync.round import read_machine_id
-from tests.engine.sync.round_machines import AGENT, Machine, bare_repository, remote_refs
+from tests.engine.sync.round_machines import AGENT, Machine, MachineFactory, remote_refs, settle
 from tests.helpers import conversation
 
-MachineFactory = Callable[[str], Machine]
 SESSION = "3d5e7f90-1a2b-4c3d-8e9f-0a1b2c3d4e5f"
 
-
-@pytest.fixture
-def machines(tmp_path: Path) -> Iterator[MachineFactory]:
-    made: list[Machine] = []
-
-    def make(name: str) -> Machine:
-        made.append(Machine(tmp_path, name))
-        return made[-1]
-
-    yield make
-    for machine in made:
-        machine.close()
-
-
-@pytest.fixture
-def remote(tmp_path: Path) -> str:
-    return bare_repository(tmp_path / "remote.git")
-
-
-def settle(*machines: Machine) -> None:
-    for _ in range(2):
-        for machine in machines:
-            assert [status["state"] for status in machine.sync()] == ["ok"]
 
 
 def started(machines: MachineFactory, remote: str) -> tuple[Machine, dict[str, str]]:

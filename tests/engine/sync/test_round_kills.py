@@ -5,16 +5,13 @@ the vaults converged.  tests/reliability/sync_crash.py does the same with real S
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
 from engine.core.faults import Faults
 from engine.service import Engine
-from tests.engine.sync.round_machines import Machine, bare_repository, remote_refs
+from tests.engine.sync.round_machines import Machine, MachineFactory, remote_refs, settle
 
-MachineFactory = Callable[[str], Machine]
 
 
 class Killed(BaseException):
@@ -34,24 +31,6 @@ class StopAt(Faults):
                 raise Killed(point)
 
 
-@pytest.fixture
-def machines(tmp_path: Path) -> Iterator[MachineFactory]:
-    made: list[Machine] = []
-
-    def make(name: str) -> Machine:
-        made.append(Machine(tmp_path, name))
-        return made[-1]
-
-    yield make
-    for machine in made:
-        machine.close()
-
-
-@pytest.fixture
-def remote(tmp_path: Path) -> str:
-    return bare_repository(tmp_path / "remote.git")
-
-
 def killed_round(machine: Machine, point: str, nth: int = 1) -> None:
     machine.engine.runtime(machine.record).faults = StopAt(point, nth)
     with pytest.raises(Killed):
@@ -63,11 +42,6 @@ def restart(machine: Machine) -> None:
     machine.engine.close()
     machine.engine = Engine(machine.state, watch=False)
 
-
-def settle(*machines: Machine) -> None:
-    for _ in range(2):
-        for machine in machines:
-            assert [status["state"] for status in machine.sync()] == ["ok"], machine.name
 
 
 def two_machines_that_both_wrote(machines: MachineFactory, remote: str) -> tuple[Machine, Machine, list[str]]:
