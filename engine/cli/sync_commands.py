@@ -164,6 +164,12 @@ def cmd_sync_status(args: argparse.Namespace, state: StateDir) -> int:
                          f"{conflict['remote']} at {conflict['at']}): {conflict['standing']['path']} stands"
                          + (f" over {other['path']}" if other else "; the other side removed it"))
             lines.extend("        " + line for line in conflict["diff"].splitlines())
+        if store.get("removed"):
+            lines.append("    removed here because another machine removed them (newest first; git and the "
+                         "record's history keep them):")
+        for removal in store.get("removed", []):
+            lines.append(f"      {removal['partition']}/{removal['path']} ({removal['recordId'] or 'no record'}) "
+                         f"{removal['detail']} at {removal['at']}")
     print("\n".join(lines) or "No stores yet; each agent's store is created on its first use.")
     return 0
 

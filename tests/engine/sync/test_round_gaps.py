@@ -9,8 +9,10 @@ import subprocess
 import pytest
 
 from engine.operator.partitions import partitions
+from engine.service import Engine
 from engine.store.githistory import GitError, GitHistory
 from engine.sync.round import read_machine_id
+from tests.engine.cli.test_beside_engine import run
 from tests.engine.sync.round_machines import AGENT, Machine, MachineFactory, remote_refs, settle
 from tests.helpers import conversation
 
@@ -65,7 +67,7 @@ def test_a_conversation_that_a_clone_brings_is_read_and_searched_by_its_conversa
 
 
 def test_a_file_removed_on_one_machine_is_recorded_as_removed_by_sync_on_the_other(
-        machines: MachineFactory, remote: str) -> None:
+        machines: MachineFactory, remote: str, capsys: pytest.CaptureFixture[str]) -> None:
     a, _ = started(machines, remote)
     b = machines("b")
     b.clone(remote)
@@ -83,6 +85,13 @@ def test_a_file_removed_on_one_machine_is_recorded_as_removed_by_sync_on_the_oth
     assert [(event["kind"], event["path"], event["detail"]) for event in events] == [
         ("removed_by_sync", relpath, removal["detail"])]
     assert "removed" not in a.status()  # a removed it by hand: its history says so its own way
+    b.close()  # the command line opens the state directory itself
+    try:
+        code, out, err = run(capsys, b.state, ["sync", "status"])
+    finally:
+        b.engine = Engine(b.state, watch=False)
+    assert code == 0, err
+    assert f"private/{relpath} ({atlas}) by sync from machine {machine_a} of remote origin" in out
 
 
 def test_a_store_that_wrote_nothing_on_a_remote_of_other_stores_is_told_to_clone(
