@@ -35,7 +35,7 @@ from engine.state.statedir import StateDir
 from . import launcher
 from .agents.view import AgentsView
 from .approvals.view import ApprovalsView
-from .common.widgets import MessageBar, plain_label
+from .common.widgets import DeskTable, MessageBar, plain_label
 from .connect.agent_dialog import ConnectAgentDialog
 from .connect.settings_dialog import SettingsDialog
 from .gate.view import GateView
@@ -101,6 +101,7 @@ class MainWindow(QMainWindow):
         self._live_timer.setInterval(LIVE_GATHER_MS)
         self._live_timer.timeout.connect(self._apply_changes)
         self._lost = False
+        self._connecting = False
         self.watch = EngineWatch(state, parent=self)
         self.watch.sig_changes_arrived.connect(self._on_changes_arrived)
         self.watch.sig_engine_found.connect(self._on_engine_found)
@@ -329,9 +330,17 @@ class MainWindow(QMainWindow):
 
     def connect_engine(self, *, demo: bool = False) -> None:
         """Attach to (or start) the engine on the worker thread, then load the first view."""
-        self.agents_view.expect_inventory()  # its tables say "Loading…" meanwhile, not that there are no agents
+        self._say_connecting(True)  # the tables say "Loading…" meanwhile, not that there are no agents
         self.tasks.run(lambda: launcher.connect(self.state, demo=demo), self._on_connected,
                        on_error=self._on_connect_failed)
+
+    def _say_connecting(self, connecting: bool) -> None:
+        """Every table says "Loading…" from the first connection until the first inventory (then an agent is
+        chosen and the views load), not "No agents yet" or "Choose an agent"."""
+        self._connecting = connecting
+        for shown in self.stack.findChildren(DeskTable):
+            if hasattr(shown.model(), "set_connecting"):
+                shown.model().set_connecting(connecting)
 
     def _on_error_raised(self, message: str) -> None:
         """A request failed with no handler of its own: the bar shows it, unless it only says that the agent has
@@ -350,6 +359,7 @@ class MainWindow(QMainWindow):
 
     def _on_connect_failed(self, message: str) -> None:
         self.connection_label.setText("Not connected")
+        self._say_connecting(False)
         self.agents_view.load_failed(message)
         self.messages.show_error(f"Could not connect to the Knowledge engine: {message}")
         self.watch.start()  # attaches when an engine appears
@@ -473,6 +483,8 @@ class MainWindow(QMainWindow):
 
     def _on_inventory(self, inventory: dict[str, Any]) -> None:
         agent_before, store_before = self.agent, self._agent_store()
+        if self._connecting:
+            self._say_connecting(False)
         self.inventory = inventory
         self.partitions_view.set_inventory(inventory)
         self.sync_view.set_inventory(inventory)

@@ -61,6 +61,7 @@ class RowsModel(QAbstractTableModel):
         self._rows: list[Row] = []
         self._loading = False
         self.failure: str | None = None  # why the rows could not be read (no engine, no store yet)
+        self.connecting = False  # the window is connecting: nothing could be asked yet, the table says "Loading…"
 
     @property
     def loading(self) -> bool:
@@ -70,6 +71,13 @@ class RowsModel(QAbstractTableModel):
         """The rows were asked for: until they arrive the table says "Loading…" (the rows it holds stay)."""
         self._loading, self.failure = True, None
         self.sig_state_changed.emit()
+
+    def set_connecting(self, connecting: bool) -> None:
+        """The window is connecting to the engine (or no longer): until then nothing is asked, and the table
+        says "Loading…" rather than what it says when it has nothing (no agents, choose an agent)."""
+        if connecting != self.connecting:
+            self.connecting = connecting
+            self.sig_state_changed.emit()
 
     def set_failed(self, message: str) -> None:
         """The rows could not be read: the table says why (``unread_text``) instead of that it is empty."""

@@ -271,7 +271,7 @@ class DeskTable(QTableView):
         model = self.model()
         if model is None or model.rowCount() > 0:
             return ""
-        if getattr(model, "loading", False):
+        if getattr(model, "loading", False) or getattr(model, "connecting", False):
             return "Loading…"
         failure = getattr(model, "failure", None)
         if failure:

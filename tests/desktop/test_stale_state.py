@@ -130,12 +130,19 @@ def test_the_agents_tables_say_loading_while_connecting_and_why_when_no_engine_a
     window = MainWindow(tasks, served, settings=window_settings)
     qtbot.addWidget(window)
     try:
+        records = window.records_view
+        assert records.recent_table.shown_empty_text().startswith("Choose an agent")  # before any connection
         window.connect_engine()  # its answer comes through the event loop, which has not run yet
         agents = window.agents_view
-        assert agents.agents_table.shown_empty_text() == "Loading…"
-        assert agents.stores_table.shown_empty_text() == "Loading…"
-        qtbot.waitUntil(lambda: agents.agents_model.rowCount() > 0, timeout=10_000)
-        assert not agents.agents_model.loading
+        for shown in (agents.agents_table, agents.stores_table, records.recent_table, records.types_table,
+                      window.approvals_view.table):
+            assert shown.shown_empty_text() == "Loading…"
+        window.show_view(window.views.index(records))  # chosen while connecting: no agent yet, still loading
+        assert records.recent_table.shown_empty_text() == "Loading…"
+        qtbot.waitUntil(lambda: agents.agents_model.rowCount() > 0 and records.recent_model.rowCount() > 0,
+                        timeout=10_000)
+        assert not agents.agents_model.loading and window.agent == "main"
+        assert records.browse_table.shown_empty_text().startswith("Choose a type above")  # no longer loading
     finally:
         window.close()
         tasks.shutdown()
