@@ -35,7 +35,7 @@ from engine.state.statedir import StateDir
 from . import launcher
 from .agents.view import AgentsView
 from .approvals.view import ApprovalsView
-from .common.widgets import MessageBar, plain_label
+from .common.widgets import DeskTable, MessageBar, plain_label
 from .connect.agent_dialog import ConnectAgentDialog
 from .connect.settings_dialog import SettingsDialog
 from .gate.view import GateView
@@ -49,7 +49,7 @@ from .preview.view import PreviewView
 from .records.view import RecordsView
 from .sidebar import Sidebar, SidebarCounts, icon, view_shortcut
 from .sync.view import SyncView
-from .tasks import EngineTasks
+from .tasks import EngineTasks, says_no_store
 from .theme import THEMES, ThemeController, desk_settings
 from .transfer.dialogs import ExportDialog, ImportDialog
 from .tray import DeskTray
@@ -101,6 +101,7 @@ class MainWindow(QMainWindow):
         self._live_timer.setInterval(LIVE_GATHER_MS)
         self._live_timer.timeout.connect(self._apply_changes)
         self._lost = False
+        self._connecting = False
         self.watch = EngineWatch(state, parent=self)
         self.watch.sig_changes_arrived.connect(self._on_changes_arrived)
         self.watch.sig_engine_found.connect(self._on_engine_found)
@@ -134,7 +135,7 @@ class MainWindow(QMainWindow):
         self.connection_label = plain_label("Connecting to the Knowledge engine…")
         self.statusBar().addPermanentWidget(self.connection_label)
 
-        tasks.sig_error_raised.connect(self.messages.show_error)
+        tasks.sig_error_raised.connect(self._on_error_raised)
         tasks.sig_busy_changed.connect(self._on_busy_changed)
         self.agents_view.sig_inventory_changed.connect(self._on_inventory)
         self.agents_view.sig_status_reported.connect(self.messages.show_info)
@@ -315,7 +316,7 @@ class MainWindow(QMainWindow):
             self.import_dialog.open()
 
         def open_export() -> None:
-            store = (self._agent_entry().get("store") or {}).get("storeId")
+            store = self._agent_store()
             self.export_dialog = ExportDialog(self.tasks, self.inventory.get("stores", []), store, self)
             self.export_dialog.open()
 
@@ -329,8 +330,23 @@ class MainWindow(QMainWindow):
 
     def connect_engine(self, *, demo: bool = False) -> None:
         """Attach to (or start) the engine on the worker thread, then load the first view."""
+        self._say_connecting(True)  # the tables say "Loading…" meanwhile, not that there are no agents
         self.tasks.run(lambda: launcher.connect(self.state, demo=demo), self._on_connected,
                        on_error=self._on_connect_failed)
+
+    def _say_connecting(self, connecting: bool) -> None:
+        """Every table says "Loading…" from the first connection until the first inventory (then an agent is
+        chosen and the views load), not "No agents yet" or "Choose an agent"."""
+        self._connecting = connecting
+        for shown in self.stack.findChildren(DeskTable):
+            if hasattr(shown.model(), "set_connecting"):
+                shown.model().set_connecting(connecting)
+
+    def _on_error_raised(self, message: str) -> None:
+        """A request failed with no handler of its own: the bar shows it, unless it only says that the agent has
+        no store yet, which the views say calmly where the data would be (it is no problem)."""
+        if not says_no_store(message):
+            self.messages.show_error(message)
 
     def _on_connected(self, connection: tuple[Any, launcher.EngineHandle]) -> None:
         client, self.handle = connection
@@ -343,6 +359,8 @@ class MainWindow(QMainWindow):
 
     def _on_connect_failed(self, message: str) -> None:
         self.connection_label.setText("Not connected")
+        self._say_connecting(False)
+        self.agents_view.load_failed(message)
         self.messages.show_error(f"Could not connect to the Knowledge engine: {message}")
         self.watch.start()  # attaches when an engine appears
 
@@ -396,7 +414,7 @@ class MainWindow(QMainWindow):
 
     def _concerned(self, changes: list[dict[str, Any]]) -> set[int]:
         """Which views show something the changes touched (by store, for the agent in view)."""
-        mine = (self._agent_entry().get("store") or {}).get("storeId")
+        mine = self._agent_store()
         views: set[QWidget] = set()
         for change in changes:
             topic, store = change.get("topic"), change.get("storeId")
@@ -423,6 +441,10 @@ class MainWindow(QMainWindow):
 
     def _agent_entry(self) -> dict[str, Any]:
         return next((a for a in self.inventory.get("agents", []) if a.get("name") == self.agent), {})
+
+    def _agent_store(self) -> str | None:
+        """The id of the store the agent in view uses (None: none chosen, or its store is not created yet)."""
+        return (self._agent_entry().get("store") or {}).get("storeId")
 
     def quit_and_stop_engine(self) -> None:
         """Ctrl+Shift+Q: stop the engine, whether this window started it or attached to it, and close."""
@@ -460,6 +482,9 @@ class MainWindow(QMainWindow):
             getattr(view, "live_refresh", view.refresh)()
 
     def _on_inventory(self, inventory: dict[str, Any]) -> None:
+        agent_before, store_before = self.agent, self._agent_store()
+        if self._connecting:
+            self._say_connecting(False)
         self.inventory = inventory
         self.partitions_view.set_inventory(inventory)
         self.sync_view.set_inventory(inventory)
@@ -471,13 +496,30 @@ class MainWindow(QMainWindow):
         self.agent_picker.setCurrentIndex(names.index(current) if current in names else -1)
         self.agent_picker.blockSignals(False)
         self._set_agent(current)
+        if current == agent_before and self._agent_store() != store_before:
+            self._store_changed()  # created by the agent's first write, or another store used: its data is new
         if not names:
             self.messages.show_info("No agents yet: add one with Add agent… (Ctrl+N).")
+
+    def _store_changed(self) -> None:
+        """The agent in view has another store than the views read (the one its first write created, say):
+        the view in front reloads at once, the others shown so far when next shown."""
+        self.messages.clear_error()
+        current = self.stack.currentIndex()
+        for number, view in enumerate(self.views):
+            if view is self.agents_view or not hasattr(view, "set_agent"):
+                continue  # the inventory is what told; views with no agent read no store of the agent's
+            if number == current:
+                view.refresh()  # type: ignore[attr-defined]
+            elif number in self._shown:
+                self._stale.add(number)
 
     def _on_agent_chosen(self, _index: int) -> None:
         self._set_agent(self.agent_picker.currentText() or None)
 
     def _set_agent(self, agent: str | None) -> None:
+        if agent != self.agent:
+            self.messages.clear_error()  # a problem of the agent left behind is not this one's
         self.agent = agent
         view = self.current_view()
         if hasattr(view, "set_agent"):
@@ -487,13 +529,15 @@ class MainWindow(QMainWindow):
     def _refresh_counts(self) -> None:
         """The sidebar's counts, for the agent in view (after a change, the agent chosen, F5)."""
         self.counts.set_inventory_count(self.inventory)
-        self.counts.refresh(self.agent, (self._agent_entry().get("store") or {}).get("storeId"))
+        self.counts.refresh(self.agent, self._agent_store())
 
     def refresh(self) -> None:
         """F5: every view reloads (those never shown load when they are)."""
         self.refresh_all()
 
     def refresh_all(self) -> None:
+        """Every view shown reloads; a problem from before is cleared (a reload that meets it again says so)."""
+        self.messages.clear_error()
         self._stale.clear()
         current = self.stack.currentIndex()
         self.agents_view.refresh()

@@ -35,6 +35,15 @@ class Unreachable(str):
     could not load says so, rather than what it says when the engine answers that there is nothing."""
 
 
+NO_STORE = "this agent has no store yet"  # how the engine's refusal begins when the agent has not written yet
+
+
+def says_no_store(message: str) -> bool:
+    """Whether a refusal only says that the agent has no store yet: it is created on the agent's first write, so
+    this is a state the views say calmly where the data would be, never a problem for the message bar."""
+    return message.startswith(NO_STORE)
+
+
 def readable(exc: BaseException) -> str:
     """What the owner reads for a failure: the engine's message, never a traceback."""
     if isinstance(exc, (EngineError, KnowledgeError)):

@@ -122,7 +122,23 @@ class AgentsView(QWidget):
     # --- data --------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        self.tasks.request("operator/inventory", None, self._apply, owner=self)
+        self.expect_inventory()
+        self.tasks.request("operator/inventory", None, self._apply, on_error=self._on_unread, owner=self)
+
+    def expect_inventory(self) -> None:
+        """The inventory was asked for (or the window is connecting): the tables say "Loading…" until it is
+        here, rather than that there are no agents."""
+        for model in (self.agents_model, self.stores_model):
+            model.set_loading()
+
+    def load_failed(self, message: str) -> None:
+        """No inventory could be read: the tables say why (the engine gone, say), not that they are empty."""
+        for model in (self.agents_model, self.stores_model):
+            model.set_failed(message)
+
+    def _on_unread(self, message: str) -> None:
+        self.load_failed(message)
+        self.tasks.sig_error_raised.emit(message)  # the window's bar says it too, as for any request
 
     def _apply(self, inventory: dict[str, Any]) -> None:
         selected = self.selected_agent()

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 
-from ..tasks import Unreachable
+from ..tasks import Unreachable, says_no_store
 
 Row = dict[str, Any]
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the engine dict behind a row
@@ -47,12 +47,42 @@ def text_of(value: Any) -> str:
 
 
 class RowsModel(QAbstractTableModel):
-    """A flat table over engine dicts; ``set_rows`` replaces them (the engine owns the data)."""
+    """A flat table over engine dicts; ``set_rows`` replaces them (the engine owns the data).
+
+    Between ``set_loading`` (the rows were asked for) and ``set_rows`` or ``set_failed`` the model is
+    ``loading``, and its table says "Loading…" rather than that the list is empty."""
+
+    sig_state_changed = Signal()
+    """The model started or stopped waiting for rows, or failed to get them (its table repaints what it says)."""
 
     def __init__(self, columns: list[Column], parent: Any = None) -> None:
         super().__init__(parent)
         self.columns = columns
         self._rows: list[Row] = []
+        self._loading = False
+        self.failure: str | None = None  # why the rows could not be read (no engine, no store yet)
+        self.connecting = False  # the window is connecting: nothing could be asked yet, the table says "Loading…"
+
+    @property
+    def loading(self) -> bool:
+        return self._loading
+
+    def set_loading(self) -> None:
+        """The rows were asked for: until they arrive the table says "Loading…" (the rows it holds stay)."""
+        self._loading, self.failure = True, None
+        self.sig_state_changed.emit()
+
+    def set_connecting(self, connecting: bool) -> None:
+        """The window is connecting to the engine (or no longer): until then nothing is asked, and the table
+        says "Loading…" rather than what it says when it has nothing (no agents, choose an agent)."""
+        if connecting != self.connecting:
+            self.connecting = connecting
+            self.sig_state_changed.emit()
+
+    def set_failed(self, message: str) -> None:
+        """The rows could not be read: the table says why (``unread_text``) instead of that it is empty."""
+        self._loading, self.failure = False, message
+        self.sig_state_changed.emit()
 
     def rowCount(self, parent: ParentIndex = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
         return 0 if parent.isValid() else len(self._rows)
@@ -87,6 +117,7 @@ class RowsModel(QAbstractTableModel):
     def set_rows(self, rows: list[Row]) -> None:
         self.beginResetModel()
         self._rows = list(rows)
+        self._loading, self.failure = False, None
         self.endResetModel()
 
     def replace_row(self, number: int, row: Row) -> None:
@@ -122,10 +153,8 @@ class PagedModel(RowsModel):
         self._source: PageSource | None = None
         self._next: Any = None
         self._exhausted = True
-        self._loading = False
         self._generation = 0
         self.total: int | None = None
-        self.failure: str | None = None  # why no engine answered for the last page (until the list starts over)
 
     def set_source(self, source: PageSource | None) -> None:
         """Drop every row and start over from ``source`` (the first page is fetched at once)."""
@@ -141,10 +170,6 @@ class PagedModel(RowsModel):
     def source_set(self) -> bool:
         """Whether the model lists something (a source was given), even if it has no rows."""
         return self._source is not None
-
-    @property
-    def loading(self) -> bool:
-        return self._loading
 
     @property
     def exhausted(self) -> bool:
@@ -180,5 +205,6 @@ class PagedModel(RowsModel):
             return
         self._loading = False
         self._exhausted = True
-        self.failure = message if isinstance(message, Unreachable) else None  # else the engine said why: empty
+        # No engine answered, or the agent has no store yet: the table says so; else the engine said why: empty.
+        self.failure = message if isinstance(message, Unreachable) or says_no_store(message) else None
         self.sig_load_failed.emit(message)

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..tasks import Unreachable
+from ..tasks import Unreachable, says_no_store
 
 RECORD_SCHEME = "record"
 SOURCE_SCHEME = "source"
@@ -180,9 +180,16 @@ MAX_COLUMN_PX = 260  # a column sized to its contents is at most this wide; the 
 MIN_TEXT_COLUMN_PX = 140  # what the text column keeps before the others are narrowed
 
 
+NO_STORE_TEXT = ("This agent has no store yet: it is created the first time the agent saves knowledge, and what "
+                 "it saves shows here then, without F5.")
+
+
 def unread_text(message: str, *, said: str = "Not loaded", again: str = "It loads again") -> str:
     """What a view shows in place of what it could not read: ``said`` and why; when no engine answered
-    (``Unreachable``), that it is read again once one does."""
+    (``Unreachable``), that it is read again once one does.  An agent with no store yet is no failure: that is
+    said calmly (``NO_STORE_TEXT``), and the window reloads the view when the store is created."""
+    if says_no_store(message):
+        return NO_STORE_TEXT
     tail = f" {again} when the engine answers (F5 reloads)." if isinstance(message, Unreachable) else ""
     return f"{said}: {message.rstrip('.')}.{tail}"
 
@@ -200,9 +207,10 @@ class DeskTable(QTableView):
     arrive, and when the table is resized (until the owner drags a column).
 
     With no rows, the table shows ``empty_text`` (what is empty and what to
-    do), "Loading…" while a lazy model fetches its first page, or why that
-    page could not be fetched (the engine gone, say), never that the list is
-    empty when it was not read.
+    do), "Loading…" while its model waits for the engine (a lazy model's
+    first page, or rows asked with ``RowsModel.set_loading``), or why they
+    could not be read (the engine gone, the agent's store not created yet),
+    never that the list is empty when it was not read.
     """
 
     def __init__(self, model: Any, *, stretch_last: bool = True, parent: QWidget | None = None) -> None:
@@ -232,6 +240,8 @@ class DeskTable(QTableView):
         model.rowsInserted.connect(self._on_rows_inserted)
         if hasattr(model, "sig_load_failed"):
             model.sig_load_failed.connect(lambda _message: self.viewport().update())
+        if hasattr(model, "sig_state_changed"):
+            model.sig_state_changed.connect(self.viewport().update)
 
     @staticmethod
     def _stretch_column(model: Any) -> int | None:
@@ -261,7 +271,7 @@ class DeskTable(QTableView):
         model = self.model()
         if model is None or model.rowCount() > 0:
             return ""
-        if getattr(model, "loading", False):
+        if getattr(model, "loading", False) or getattr(model, "connecting", False):
             return "Loading…"
         failure = getattr(model, "failure", None)
         if failure:

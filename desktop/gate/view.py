@@ -77,10 +77,12 @@ class GateView(QWidget):
             self._load_current()
 
     def refresh(self) -> None:
-        """F5: the settings and the tab in view, again."""
+        """F5 (or the agent's store created): the settings and the tab in view again, the other tabs when shown."""
         self._settings_asked = True
         self.settings.load()
-        self._reload(self.tabs.currentWidget())
+        self._shown_for.clear()
+        if self.tabs.currentWidget() is not self.settings:
+            self._reload(self.tabs.currentWidget())
 
     def live_refresh(self) -> None:
         """The engine logged turns: the log, tuning and labelling tabs reload; an edit in Settings is kept."""

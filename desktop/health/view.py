@@ -8,7 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import SafeTextBrowser, esc, heading, table, unread_text
+from ..common.widgets import NO_STORE_TEXT, SafeTextBrowser, esc, heading, table, unread_text
 from ..tasks import EngineTasks
 
 
@@ -83,6 +83,7 @@ class HealthView(QWidget):
             self.summary.clear()
             self.findings_model.set_rows([])
             return
+        self.findings_model.set_loading()
         self.tasks.request("operator/health", {"agent": self.agent}, self._on_health, on_error=self._on_failed,
                            owner=self)
 
@@ -95,9 +96,11 @@ class HealthView(QWidget):
 
     def _on_health(self, health: dict[str, Any]) -> None:
         self.summary.rerender_with(lambda: self.summary.show_html(summary_html(health)))
+        status = (health.get("store") or {}).get("status")
         self.findings_table.set_empty_text(
             "No validation findings: every record file of the partition is valid."
-            if (health.get("store") or {}).get("status") == "ok" and not health.get("problem") else
+            if status == "ok" and not health.get("problem") else
+            NO_STORE_TEXT if status == "not created" else
             "No findings to show: the store cannot be checked (see above).")
         self.findings_model.set_rows(health.get("findings") or [])
         self.findings_table.resizeColumnsToContents()

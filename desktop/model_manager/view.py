@@ -172,10 +172,16 @@ class ModelsView(QWidget):
             self.refresh()
 
     def refresh(self) -> None:
-        self.tasks.request("operator/models", None, self._on_report, owner=self)
+        self.installed_model.set_loading()
+        self.tasks.request("operator/models", None, self._on_report, on_error=self._on_unread, owner=self)
         if not self.watcher.running:
             self.tasks.request("operator/jobs", {"kind": "pull"}, self._on_jobs, owner=self)
         self.benchmark.adopt_running()
+
+    def _on_unread(self, message: str) -> None:
+        """Say in the table that the models were not read (never that none is installed), and in the bar."""
+        self.installed_model.set_failed(message)
+        self.tasks.sig_error_raised.emit(message)
 
     def _on_report(self, report: dict[str, Any]) -> None:
         self.report = report

@@ -203,7 +203,16 @@ class PartitionsView(QWidget):
             self._apply({"store": {}, "partitions": [], "grants": []})
             self.summary.setText("No store exists yet: a store is created on its agent's first use.")
             return
-        self.tasks.request("operator/partitions", {"store": store_id}, self._apply, owner=self)
+        for model in (self.partitions_model, self.grants_model):
+            model.set_loading()
+        self.tasks.request("operator/partitions", {"store": store_id}, self._apply, on_error=self._on_unread,
+                           owner=self)
+
+    def _on_unread(self, message: str) -> None:
+        """Say in the tables that the store was not read (never that it has no partitions), and in the bar."""
+        for model in (self.partitions_model, self.grants_model):
+            model.set_failed(message)
+        self.tasks.sig_error_raised.emit(message)
 
     def _apply(self, answer: dict[str, Any]) -> None:
         self.answer = answer
