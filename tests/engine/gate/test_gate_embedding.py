@@ -64,7 +64,8 @@ def expected_scores(state: StateDir, message: str, titles: list[str]) -> dict[st
     embedder = Embedder(ModelStore(state.models).get("encoder"))
     embedder.load()
     vectors = embedder.embed([message] + [embedding_text(t, PAGE_TEXTS[t]) for t in titles])
-    return {title: CALIBRATION.probability(float(np.dot(vectors[0], v))) for title, v in zip(titles, vectors[1:])}
+    scores = CALIBRATION.probabilities([float(np.dot(vectors[0], v)) for v in vectors[1:]], [1] * len(titles))
+    return dict(zip(titles, scores))   # short pages: one passage each, scored against the turn's other pages
 
 
 def test_shadow_mode_scores_keyword_candidates_by_calibrated_similarity_of_the_page_text(tmp_path: Path) -> None:
