@@ -144,23 +144,33 @@ def shortlist(mode: str, keyword: np.ndarray, keyword_content: np.ndarray, simil
     return sorted(fused, key=lambda page: -fused[page])[:SHORTLIST]
 
 
-def candidate_rows(embedder: Embedder, analyzer: Analyzer, pages: Sequence[Page], turns: Sequence[Turn],
+@dataclass(frozen=True)
+class Embedded:
+    """One shape's pages cut into passages and embedded, and the turns' messages."""
+    passages: list[int]           # passages per page
+    vectors: np.ndarray           # every passage, page after page
+    messages: np.ndarray          # one per turn
+
+
+def embed(embedder: Embedder, pages: Sequence[Page], messages: np.ndarray) -> Embedded:
+    cut = [page_passages(page.text) for page in pages]
+    return Embedded([len(passages) for passages in cut], embedder.embed([t for passages in cut for t in passages]),
+                    messages)
+
+
+def candidate_rows(embedded: Embedded, analyzer: Analyzer, pages: Sequence[Page], turns: Sequence[Turn],
                    mode: str) -> list[dict[str, Any]]:
     """Per turn: the shortlisted pages with each one's best passage similarity and passage count."""
-    cut = [page_passages(page.text) for page in pages]
-    flat = [text for passages in cut for text in passages]
-    vectors = embedder.embed(flat)
-    bounds = np.cumsum([0] + [len(passages) for passages in cut])
-    messages = embedder.embed([turn.message for turn in turns])
+    bounds = np.cumsum([0] + embedded.passages)
     bm25 = Bm25(analyzer, [page.text for page in pages])
     rows = []
-    for turn, message in zip(turns, messages):
-        products = vectors @ message
+    for turn, message in zip(turns, embedded.messages):
+        products = embedded.vectors @ message
         similarities = np.array([products[bounds[k]:bounds[k + 1]].max() for k in range(len(pages))])
         chosen = shortlist(mode, bm25.scores(turn.message), bm25.scores(turn.message, analyzer.function_terms),
                            similarities)
         rows.append({"turn": turn, "pages": chosen, "similarities": [float(similarities[k]) for k in chosen],
-                     "passages": [len(cut[k]) for k in chosen]})
+                     "passages": [embedded.passages[k] for k in chosen]})
     return rows
 
 
@@ -243,13 +253,16 @@ def run(models: Path, model: str, data: Path, do_fit: bool) -> dict[str, Any]:
     analyzer = Analyzer()
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
     sizes = {}
+    messages: np.ndarray | None = None
     for shape in SHAPES:
         pages = pages_of(loaded, shape)
-        sizes[shape] = {"pages": len(pages), "medianChars": int(np.median([len(p.text) for p in pages])),
-                        "maxChars": max(len(p.text) for p in pages),
-                        "passages": sum(len(page_passages(p.text)) for p in pages)}
         turns = turns_of(loaded, pages)
-        rows[shape] = {mode: candidate_rows(embedder, analyzer, pages, turns, mode) for mode in MODES}
+        if messages is None:   # the same turns, in the same order, for every shape
+            messages = embedder.embed([turn.message for turn in turns])
+        embedded = embed(embedder, pages, messages)
+        sizes[shape] = {"pages": len(pages), "medianChars": int(np.median([len(p.text) for p in pages])),
+                        "maxChars": max(len(p.text) for p in pages), "passages": len(embedded.vectors)}
+        rows[shape] = {mode: candidate_rows(embedded, analyzer, pages, turns, mode) for mode in MODES}
     calibration, threshold = CALIBRATION, HIGH_THRESHOLD
     if do_fit:
         calibration = fit([row for shape in SHAPES for row in rows[shape]["keyword"]
