@@ -368,7 +368,7 @@ def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: Ch
     raw = engine.settings.current().raw
     figures: dict[str, Any] = {"samples": [samples.start, samples.stop - 1], "questions": len(questions),
                                "sessionPages": len(sessions), "offTopic": 0 if options.fit else
-                               len(gate_quality.OFF_TOPIC), "modes": {}}
+                               len(gate_quality.OFF_TOPIC_TURNS), "modes": {}}
     for mode in options.candidates:
         settings = json.loads(json.dumps(raw))
         settings["recallGate"] = {**settings.get("recallGate", {}), "candidates": mode, "journal": False}

@@ -3,7 +3,7 @@
 A LoCoMo question's **gold pages** are the session pages (``knowledge import
 locomo`` saves one ``event`` page per session) of its evidence turns: a
 question citing ``D3:7`` needs the page of session 3 of its conversation.
-Questions without evidence, and ``OFF_TOPIC`` messages that no page of the
+Questions without evidence, and ``OFF_TOPIC_TURNS`` messages that no page of the
 store is about, have no gold page: whatever the gate injects for them is
 noise.
 
@@ -174,6 +174,7 @@ class ThresholdRow(TypedDict):
     f1: float
     perTurn: float
     noGoldInjected: float
+    offTopicInjected: float   # of the off-topic turns alone (category "off-topic")
 
 
 class SlotShare(TypedDict):
@@ -273,7 +274,7 @@ def gold_questions(data: Sequence[dict[str, Any]], sessions: dict[tuple[int, int
 
 
 def off_topic_questions() -> list[dict[str, Any]]:
-    return [{"sample": None, "message": message, "category": "off-topic", "gold": []} for message in OFF_TOPIC]
+    return [{"sample": None, "message": message, "category": "off-topic", "gold": []} for message in OFF_TOPIC_TURNS]
 
 
 # --- the figures ----------------------------------------------------------------------------------
@@ -288,24 +289,27 @@ def quality(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
     """
     with_gold = [turn for turn in turns if turn["gold"]]
     without = [turn for turn in turns if not turn["gold"]]
+    off_topic = sum(1 for turn in turns if turn.get("category") == "off-topic")
     gold_total = sum(len(set(turn["gold"])) for turn in with_gold)
     shortlisted_gold = sum(len(set(turn["gold"]) & set(turn["scores"])) for turn in with_gold)
     rows: list[ThresholdRow] = []
     for threshold in thresholds:
         injected = hits = 0
-        noisy = 0
+        noisy = off_noisy = 0
         for turn in turns:
             chosen = {page for page, score in turn["scores"].items() if score is not None and score >= threshold}
             injected += len(chosen)
             hits += len(chosen & set(turn["gold"]))
             noisy += bool(chosen) and not turn["gold"]
+            off_noisy += bool(chosen) and turn.get("category") == "off-topic"
         precision = hits / injected if injected else math.nan
         recall = hits / gold_total if gold_total else math.nan
         f1 = (2 * precision * recall / (precision + recall)
               if injected and gold_total and precision + recall > 0 else 0.0)
         rows.append({"threshold": threshold, "precision": precision, "recall": recall, "f1": f1,
                      "perTurn": injected / len(turns) if turns else math.nan,
-                     "noGoldInjected": noisy / len(without) if without else math.nan})
+                     "noGoldInjected": noisy / len(without) if without else math.nan,
+                     "offTopicInjected": off_noisy / off_topic if off_topic else math.nan})
     scores, labels = [], []
     for turn in turns:
         for page, score in turn["scores"].items():
@@ -421,8 +425,8 @@ def render(figures: dict[str, Any], model: str) -> list[str]:
     lines = ["## Quality on LoCoMo", "",
              f"Conversations {first}-{last}: {figures['questions']} turns ({figures['sessionPages']} session pages "
              "in the store). Gold pages: the session pages of each question's evidence turns; turns without a "
-             f"gold page: LoCoMo questions without evidence and {figures.get('offTopic', 0)} off-topic work "
-             "messages. "
+             f"gold page: LoCoMo questions without evidence and {figures.get('offTopic', 0)} off-topic turns "
+             "(work questions, small talk, unrelated tasks). "
              f"Decision model `{model}`. A page is injected at a threshold when its probabilityTrue is at least "
              "that (`highThreshold`); gold pages never shortlisted count as missed.", ""]
     if figures.get("fit"):
@@ -471,11 +475,12 @@ def render(figures: dict[str, Any], model: str) -> list[str]:
         lines.append("")
     for mode, quality_figures in figures["modes"].items():
         lines += [f"### {mode} candidates, per threshold", "",
-                  "| threshold | precision | recall | F1 | pages injected per turn | no-gold turns injected |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+                  "| threshold | precision | recall | F1 | pages injected per turn | no-gold turns injected | "
+                  "off-topic turns injected |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for row in quality_figures["thresholds"]:
             lines.append(f"| {row['threshold']:.2f} | {_figure(row['precision'])} | {_figure(row['recall'])} | "
                          f"{_figure(row['f1'], False)} | {_figure(row['perTurn'], False)} | "
-                         f"{_figure(row['noGoldInjected'])} |")
+                         f"{_figure(row['noGoldInjected'])} | {_figure(row['offTopicInjected'])} |")
         lines.append("")
     return lines

@@ -5,21 +5,27 @@ It lives with the embedding model (the index layer, above the Decision runtime);
 
 ``decisionModel: "embedding/<installed embedding model>"`` (the catalogue's
 ``all-minilm-l6-v2-int8`` installs from PyPI, so an owner without the model
-hub still has a Decision model).  Each (message, document) pair scores
+hub still has a Decision model).  Each page of a turn scores
 
-    probabilityTrue = sigmoid(a * cosine(message vector, document vector) + b)
+    probabilityTrue = sigmoid(a * s + gap * (s - best other s) + passages * log(n) + b)
 
-with ``a`` and ``b`` fitted by logistic regression on labelled gate pairs
-(``CALIBRATION``; docs/recall-gate.md names the set and the command that
-fits them).  The mapping is monotonic, so it ranks exactly as the similarity
-does; the calibration only decides where ``highThreshold`` falls.
+where ``s`` is the cosine similarity of the message's vector and the page's
+best passage (``page_passages``: a short page is one passage, its whole text;
+a long one is cut into titled 120-word passages, so a long page is judged by
+the part that matches, not by the first 256 tokens), ``best other s`` is the
+best of the turn's other candidates (0 for a page alone) and ``n`` the
+page's passage count.  ``CALIBRATION`` was fitted by logistic regression on
+LoCoMo conversations 0-4 in two page shapes (session summaries and session
+transcripts; engine/bench/gate_shapes.py), and ``HIGH_THRESHOLD`` is the
+documented ``highThreshold`` the gate uses when the owner sets none
+(docs/recall-gate.md).  Within a turn the order is the similarities' order.
 
-The gate sends each candidate's whole page text (its title and body, what
-the store's vector index embeds), not an excerpt cut around the message's
-words, so a page's vector does not depend on the message: vectors are kept
-by the text's sha256 (``remember`` takes those the store's vector index
-already holds), and a turn whose pages are known costs one embedding, the
-message's.  A cross-encoder is stronger; this is the offline, cheap one.
+The passage cut does not depend on the message, so passage vectors are kept
+by their text's sha256 (``remember`` takes those the store's vector index
+already holds: its feed caches long pages' passages when this model is also
+the search's ``embeddingModel``), and a turn whose pages are known costs one
+embedding, the message's.  A cross-encoder is stronger; this is the
+offline, cheap one.
 """
 
 from __future__ import annotations
