@@ -150,12 +150,18 @@ class Embedded:
     passages: list[int]           # passages per page
     vectors: np.ndarray           # every passage, page after page
     messages: np.ndarray          # one per turn
+    starts: np.ndarray            # each page's whole text as the model reads it (its first 256 tokens): before
 
 
 def embed(embedder: Embedder, pages: Sequence[Page], messages: np.ndarray) -> Embedded:
     cut = [page_passages(page.text) for page in pages]
-    return Embedded([len(passages) for passages in cut], embedder.embed([t for passages in cut for t in passages]),
-                    messages)
+    vectors = embedder.embed([t for passages in cut for t in passages])
+    bounds = np.cumsum([0] + [len(passages) for passages in cut])
+    long = [k for k, passages in enumerate(cut) if len(passages) > 1]
+    starts = vectors[bounds[:-1]].copy()   # a one-passage page's passage is its whole text
+    if long:
+        starts[long] = embedder.embed([pages[k].text for k in long])
+    return Embedded([len(passages) for passages in cut], vectors, messages, starts)
 
 
 def candidate_rows(embedded: Embedded, analyzer: Analyzer, pages: Sequence[Page], turns: Sequence[Turn],
@@ -166,11 +172,13 @@ def candidate_rows(embedded: Embedded, analyzer: Analyzer, pages: Sequence[Page]
     rows = []
     for turn, message in zip(turns, embedded.messages):
         products = embedded.vectors @ message
+        starts = embedded.starts @ message
         similarities = np.array([products[bounds[k]:bounds[k + 1]].max() for k in range(len(pages))])
         chosen = shortlist(mode, bm25.scores(turn.message), bm25.scores(turn.message, analyzer.function_terms),
                            similarities)
         rows.append({"turn": turn, "pages": chosen, "similarities": [float(similarities[k]) for k in chosen],
-                     "passages": [embedded.passages[k] for k in chosen]})
+                     "passages": [embedded.passages[k] for k in chosen],
+                     "starts": [float(starts[k]) for k in chosen]})
     return rows
 
 
@@ -206,10 +214,18 @@ def fit(rows: Sequence[dict[str, Any]], iterations: int = 100) -> Calibration:
     return Calibration(a=a, b=b, gap=gap, passages=passages)
 
 
+# The scoring before issue 29: the page's start, sigmoid(a * cosine + b) fitted on summaries alone.
+PAGE_START = Calibration(a=5.8859, b=-5.0381)
+PAGE_START_THRESHOLDS = (0.10, 0.75)   # the threshold docs/recall-gate.md recommended then, and the spec's default
+
+
 def figures(rows: Sequence[dict[str, Any]], calibration: Calibration,
-            thresholds: Sequence[float] = THRESHOLDS) -> dict[str, Any]:
-    """Precision and recall of the gold pages, off-topic turns with anything injected, AUC, per threshold."""
-    scored = [(row, calibration.probabilities(row["similarities"], row["passages"])) for row in rows]
+            thresholds: Sequence[float] = THRESHOLDS, page_start: bool = False) -> dict[str, Any]:
+    """Precision and recall of the gold pages, off-topic turns with anything injected, AUC, per threshold;
+    ``page_start``: as the gate scored before (each page's start, one similarity per pair, ``calibration``'s
+    ``a`` and ``b`` alone)."""
+    scored = [(row, [calibration.probability(s) for s in row["starts"]] if page_start else
+               calibration.probabilities(row["similarities"], row["passages"])) for row in rows]
     questions = [(row, p) for row, p in scored if row["turn"].sample is not None]
     off_topic = [(row, p) for row, p in scored if row["turn"].sample is None]
     gold = sum(len(row["turn"].gold) for row, _ in questions)
@@ -273,8 +289,11 @@ def run(models: Path, model: str, data: Path, do_fit: bool) -> dict[str, Any]:
         threshold = chosen_threshold(fit_half) or THRESHOLDS[-1]
     report = {shape: {mode: figures([r for r in rows[shape][mode] if _in(REPORT_SAMPLES, r, True)], calibration)
                       for mode in MODES} for shape in SHAPES}
+    before = {shape: {mode: figures([r for r in rows[shape][mode] if _in(REPORT_SAMPLES, r, True)], PAGE_START,
+                                    PAGE_START_THRESHOLDS, page_start=True)
+                      for mode in MODES} for shape in SHAPES}
     return {"calibration": calibration, "threshold": threshold, "fitHalf": fit_half, "report": report,
-            "sizes": sizes, "fitted": do_fit}
+            "before": before, "sizes": sizes, "fitted": do_fit}
 
 
 def _p(value: float) -> str:
@@ -298,6 +317,7 @@ def render(result: dict[str, Any], command: str) -> str:
             lines += [f"#### {shape} pages, {mode} candidates (conversations 5-9)", "",
                       f"{f['questions']} questions ({f['gold']} gold pages, {_p(f['shortlistRecall'])} shortlisted), "
                       f"{f['offTopicTurns']} off-topic turns; ROC AUC {f['auc']:.2f}.", "",
+                      _before(result["before"][shape][mode]), "",
                       "| threshold | precision | recall | pages injected per question | off-topic turns injected |",
                       "| --- | --- | --- | --- | --- |"]
             for row in f["thresholds"]:
@@ -306,6 +326,13 @@ def render(result: dict[str, Any], command: str) -> str:
                              f"{row['perTurn']:.2f} | {_p(row['offTopic'])} |")
             lines.append("")
     return "\n".join(lines)
+
+
+def _before(f: dict[str, Any]) -> str:
+    rows = "; ".join(f"at {row['threshold']:.2f} precision {_p(row['precision'])}, recall {_p(row['recall'])}, "
+                     f"off-topic {_p(row['offTopic'])}" for row in f["thresholds"])
+    return (f"Before (the page's start, a = {PAGE_START.a}, b = {PAGE_START.b}, on the same turns): ROC AUC "
+            f"{f['auc']:.2f}; {rows}.")
 
 
 def _cpu() -> str:

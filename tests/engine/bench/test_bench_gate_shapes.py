@@ -56,9 +56,9 @@ def test_keyword_shortlists_rank_by_bm25_and_hybrid_adds_the_nearest_pages() -> 
 
 def rows() -> list[dict]:
     gold, off = gate_shapes.Turn(0, "q", frozenset({7})), gate_shapes.Turn(None, "hi", frozenset())
-    return [{"turn": gold, "pages": [7, 8], "similarities": [0.9, 0.2], "passages": [1, 1]},
-            {"turn": gold, "pages": [8, 7], "similarities": [0.3, 0.8], "passages": [1, 3]},
-            {"turn": off, "pages": [8, 9], "similarities": [0.25, 0.2], "passages": [1, 1]}]
+    return [{"turn": gold, "pages": [7, 8], "similarities": [0.9, 0.2], "passages": [1, 1], "starts": [0.9, 0.2]},
+            {"turn": gold, "pages": [8, 7], "similarities": [0.3, 0.8], "passages": [1, 3], "starts": [0.3, 0.1]},
+            {"turn": off, "pages": [8, 9], "similarities": [0.25, 0.2], "passages": [1, 1], "starts": [0.6, 0.2]}]
 
 
 def test_figures_count_gold_pages_off_topic_turns_and_auc() -> None:
@@ -68,11 +68,14 @@ def test_figures_count_gold_pages_off_topic_turns_and_auc() -> None:
     at_half = f["thresholds"][0]
     assert (at_half["precision"], at_half["recall"], at_half["offTopic"]) == (1.0, 1.0, 0.0)
     assert math.isnan(f["thresholds"][1]["precision"]) and f["thresholds"][1]["recall"] == 0.0
+    start = gate_shapes.figures(rows(), calibration, thresholds=(0.5,), page_start=True)["thresholds"][0]
+    # by the pages' starts: page 7 of the second turn (0.1) is missed and the off-topic turn's 0.6 is injected
+    assert (start["precision"], start["recall"], start["offTopic"]) == (1.0, 0.5, 1.0)
 
 
 def test_the_fit_orders_gold_above_the_rest_and_the_threshold_needs_precision_on_every_shape() -> None:
     many = rows()[:2] * 5 + [{"turn": gate_shapes.Turn(0, "q", frozenset({8})), "pages": [7, 8],
-                              "similarities": [0.5, 0.45], "passages": [1, 1]}]
+                              "similarities": [0.5, 0.45], "passages": [1, 1], "starts": [0.5, 0.45]}]
     calibration = gate_shapes.fit(many)
     assert calibration.a + calibration.gap > 0
     high = gate_shapes.figures(many, calibration)
