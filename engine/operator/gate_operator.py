@@ -34,7 +34,7 @@ from ..decision.runtime import DecisionStatusAnswer
 from ..state.config import parse_settings
 from ..decision.runtime import DecisionRuntime
 from ..core.errors import InvalidParams, KnowledgeError
-from ..gate.turn import GateEngine, GateStop, authority_check, evaluate
+from ..gate.turn import GateEngine, GateStop, authority_check, evaluate, in_force
 from ..gate.journal import LIST_MAX, THRESHOLD_GRID, GateTurn, WhatIf, clear_journal, journal_turns, label_turn
 from ..gate.journal import list_turns, what_if
 from ..core.methods import Method
@@ -182,7 +182,9 @@ class GateOperator:
         source = self.engine.settings
         current = source.current()
         gate = current.recall_gate
-        return {"recallGate": current.raw.get("recallGate"), "effective": gate.to_config() if gate else None,
+        # effective: highThreshold as the turn uses it (the Decision model's documented one when the block has none)
+        return {"recallGate": current.raw.get("recallGate"),
+                "effective": in_force(gate, self.engine.decision).to_config() if gate else None,
                 "keys": list(KEYS), "problem": source.problem, "decisionModel": current.decision_model,
                 "decision": self.engine.decision.status().to_dict()}
 
@@ -193,7 +195,7 @@ class GateOperator:
             gate = parse_gate_settings(block)
         except InvalidParams as exc:
             return {"valid": False, "message": exc.message, "field": exc.details.get("field")}
-        return {"valid": True, "effective": gate.to_config() if gate else None}
+        return {"valid": True, "effective": in_force(gate, self.engine.decision).to_config() if gate else None}
 
     def set_settings(self, params: dict[str, Any]) -> GateSettingsView:
         """Write the block to config.json (``null`` removes it: the gate stops running)."""
@@ -240,7 +242,7 @@ class GateOperator:
         grid, detail = list(values["thresholds"]), values["threshold"]
         current = self.engine.settings.current().recall_gate
         if current is not None:
-            grid.append(current.high_threshold)
+            grid.append(in_force(current, self.engine.decision).high_threshold)
         turns = self._on_private(values["agent"], lambda store, partition: journal_turns(store, partition,
                                                                                           limit=5_000))
         return what_if(turns, grid, detail)

@@ -85,9 +85,10 @@ class GateSettings:
         """These settings with ``model_threshold`` (the Decision model's documented ``highThreshold``, None for
         none) as ``highThreshold`` when the owner set none; the owner's own value always wins.  The answer names
         its ``highThreshold`` (``to_config``), so a turn's gate log records the threshold it ran with."""
-        if self.high_threshold_set or model_threshold is None:
+        if self.high_threshold_set:
             return self
-        return replace(self, high_threshold=model_threshold, high_threshold_set=True)
+        return replace(self, high_threshold=self.high_threshold if model_threshold is None else model_threshold,
+                       high_threshold_set=True)
 
 
 def _camel(name: str) -> str:
