@@ -293,21 +293,22 @@ class GateOperator:
                 loading_until = time.monotonic() + MODEL_LOAD_TIMEOUT_S
                 while runtime.wait_ready(0.25).state == "loading" and time.monotonic() < loading_until:
                     report(0, len(turns), f"Loading {model}")
+                ran = in_force(gate, runtime)   # the replayed model's documented highThreshold if none is set
                 caller = OperatorCaller(agent)
                 entry = self.engine.enter(caller, create=False)
                 recheck = authority_check(entry)
                 results: list[ReplayedTurn] = []
                 for number, turn in enumerate(turns):
                     report(number, len(turns), f"Replaying turn {number + 1} of {len(turns)}")
-                    results.append(self._replay_one(entry, recheck, runtime, gate, turn))
+                    results.append(self._replay_one(entry, recheck, runtime, ran, turn))
                 report(len(turns), len(turns), "Done")
             finally:
                 if owned:
                     runtime.close()
             replayed = [{"id": r["id"], "decisions": r["decisions"], "needed": r["needed"],
                          "stage": r.get("stage")} for r in results]
-            return {"settings": gate.to_config(), "model": model or current.decision_model, "turns": results,
-                    "whatIf": what_if(replayed, [gate.high_threshold])["thresholds"][0]}
+            return {"settings": ran.to_config(), "model": model or current.decision_model, "turns": results,
+                    "whatIf": what_if(replayed, [ran.high_threshold])["thresholds"][0]}
 
         return run
 
