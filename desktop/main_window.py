@@ -47,7 +47,8 @@ from .model_manager.view import ModelsView
 from .partitions.view import PartitionsView
 from .preview.view import PreviewView
 from .records.view import RecordsView
-from .sidebar import Sidebar, SidebarCounts, icon
+from .sidebar import Sidebar, SidebarCounts, icon, view_shortcut
+from .sync.view import SyncView
 from .tasks import EngineTasks
 from .theme import THEMES, ThemeController, desk_settings
 from .transfer.dialogs import ExportDialog, ImportDialog
@@ -86,9 +87,10 @@ class MainWindow(QMainWindow):
         self.gate_view = GateView(tasks)
         self.models_view = ModelsView(tasks)
         self.partitions_view = PartitionsView(tasks)
+        self.sync_view = SyncView(tasks)
         self.views: list[QWidget] = [self.agents_view, self.records_view, self.vocabulary_view,
                                      self.approvals_view, self.preview_view, self.health_view, self.gate_view,
-                                     self.models_view, self.partitions_view]
+                                     self.models_view, self.partitions_view, self.sync_view]
         self.inventory: dict[str, Any] = {"agents": [], "stores": []}
         self._shown: set[int] = set()  # views shown at least once (they hold something to reload)
         self._stale: set[int] = set()  # views a change concerned while they were not in front
@@ -136,6 +138,7 @@ class MainWindow(QMainWindow):
         tasks.sig_busy_changed.connect(self._on_busy_changed)
         self.agents_view.sig_inventory_changed.connect(self._on_inventory)
         self.agents_view.sig_status_reported.connect(self.messages.show_info)
+        self.sync_view.sig_status_reported.connect(self.messages.show_info)
         self.records_view.page.sig_change_request_copied.connect(self._on_change_request_copied)
         self.vocabulary_view.sig_record_requested.connect(self.open_record)
         self.approvals_view.sig_record_requested.connect(self.open_record)
@@ -183,7 +186,7 @@ class MainWindow(QMainWindow):
         views = QActionGroup(self)
         self.view_actions: list[QAction] = []
         for number, view in enumerate(self.views, start=1):
-            made = action(view.title.replace("&", "&&"), f"Ctrl+{number}" if number <= 9 else None,
+            made = action(view.title.replace("&", "&&"), view_shortcut(number),
                           lambda _=False, n=number: self.show_view(n - 1), menu="View")
             made.setCheckable(True)
             views.addAction(made)
@@ -405,7 +408,7 @@ class MainWindow(QMainWindow):
                                   self.preview_view, self.health_view))
             elif topic == "stores":
                 views.update((self.agents_view, self.partitions_view, self.preview_view, self.health_view,
-                              self.gate_view, self.models_view))
+                              self.gate_view, self.models_view, self.sync_view))
             elif topic == "grants":
                 views.update((self.partitions_view, self.preview_view))
             elif topic == "gate" and ours:
@@ -414,6 +417,8 @@ class MainWindow(QMainWindow):
                 views.add(self.models_view)
             elif topic == "health" and ours:
                 views.update((self.health_view, self.partitions_view))
+            elif topic == "sync":  # every store's: the view lists them all
+                views.add(self.sync_view)
         return {self.views.index(view) for view in views}
 
     def _agent_entry(self) -> dict[str, Any]:
@@ -457,6 +462,7 @@ class MainWindow(QMainWindow):
     def _on_inventory(self, inventory: dict[str, Any]) -> None:
         self.inventory = inventory
         self.partitions_view.set_inventory(inventory)
+        self.sync_view.set_inventory(inventory)
         names = [agent["name"] for agent in inventory["agents"]]
         current = self.agent if self.agent in names else _default_agent(inventory["agents"])
         self.agent_picker.blockSignals(True)

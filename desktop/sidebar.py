@@ -51,6 +51,7 @@ ICONS = {  # by view title; a view may name its own with an ``icon_name`` attrib
     "Recall gate": "mdi6.gate",
     "Models": "mdi6.cube-outline",
     "Partitions": "mdi6.chart-pie",
+    "Sync": "mdi6.sync",
 }
 
 
@@ -70,6 +71,11 @@ def icon(name: str, palette: QPalette | None = None) -> QIcon:
                           color_disabled=palette.color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.WindowText),
                           color_active=palette.color(QPalette.ColorRole.WindowText),
                           color_selected=palette.color(QPalette.ColorRole.HighlightedText))
+
+
+def view_shortcut(number: int) -> str | None:
+    """The key that shows the ``number``th view (from 1): Ctrl+1 to Ctrl+9, then Ctrl+0 for the tenth."""
+    return f"Ctrl+{number % 10}" if number <= 10 else None
 
 
 def icon_name(view: Any) -> str:
@@ -108,7 +114,8 @@ class Sidebar(QListWidget):
         self.setUniformItemSizes(True)
         for number, view in enumerate(views, start=1):
             item = QListWidgetItem(view.title)
-            item.setToolTip(f"{view.title} (Ctrl+{number})" if number <= 9 else view.title)
+            key = view_shortcut(number)
+            item.setToolTip(f"{view.title} ({key})" if key else view.title)
             self.addItem(item)
         self.icons_painted = False  # painted once the window has shown (``paint_icons``)
 

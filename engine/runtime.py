@@ -20,6 +20,7 @@ through the lane.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -117,6 +118,8 @@ class StoreRuntime:
         self.watching = False
         self.unavailable: str | None = None
         self._git_lock = threading.Lock()
+        # One sync round of this store at a time (engine/sync/round.py), whoever asks: the CLI, the operator, a timer.
+        self.sync_lock = threading.Lock()
         self._git_wake = threading.Event()
         self._closing = threading.Event()
         self._git_stop = threading.Event()
@@ -588,12 +591,33 @@ class StoreRuntime:
             except GitError as exc:
                 log.warning("packing the git history failed (the next checkpoint tries again): %s", exc)
 
-    def checkpoint(self) -> Checkpoint:
-        """Commit every pending publication now (``knowledge_resume`` and the git thread)."""
+    def with_history(self, work: Callable[[], T], *, on_lane: bool = True) -> T:
+        """Run ``work`` holding the git lock, so no checkpoint commits meanwhile, and on the lane unless
+        ``on_lane`` is false: a sync round's vault step (engine/sync/round.py), which commits, merges and
+        installs with nothing else writing, commits inline (``checkpoint(inline=True)``)."""
+        with self._git_lock:
+            return self.call(work) if on_lane else work()
+
+    def rebuild_catalogue(self) -> int:
+        """On the lane: catalogue every partition of a store filled from outside (an archive restored, a store
+        cloned by sync) and rebuild its search index; returns its current records."""
+        count = 0
+        for partition in self.store.partitions():
+            self.prepare(partition)
+            self.indexes.rebuild(partition)
+            count += self.catalog.current_count(partition)
+        return count
+
+    def checkpoint(self, *, inline: bool = False) -> Checkpoint:
+        """Commit every pending publication now (``knowledge_resume`` and the git thread).
+
+        ``inline``: the caller already holds the git lock and runs on the lane (a sync round,
+        engine/sync/round.py), so the commits are made right there."""
         if self.git is None:
             return {"state": "unavailable", "reason": "git is not installed"}
-        with self._git_lock:
-            batch = self.call(self.outbox.pending)
+        call: Callable[[Callable[[], Any]], Any] = (lambda fn: fn()) if inline else self.call
+        with contextlib.nullcontext() if inline else self._git_lock:
+            batch = call(self.outbox.pending)
             if not batch:
                 try:
                     self.git.repair_index()
@@ -603,25 +627,23 @@ class StoreRuntime:
                                          "byPartition": {}})
             commit = None
             for run in _commit_runs(batch):
-                files = [CommitFile(path, data) for entry in run for path, data in entry["files"]]
+                files = [CommitFile(path, data) for entry in run for path, data in entry["files"] if data is not None]
+                removals = [path for entry in run for path, data in entry["files"] if data is None]
                 seqs = [entry["seq"] for entry in run]
                 try:
-                    commit = self.git.commit(files, _commit_message(run), existing=self._vault_files)
+                    # What the vault holds, for git's first commit, read on the lane: beside it, a publication
+                    # could be installed and rolled back, and its files would enter the history unacknowledged.
+                    commit = self.git.commit(files, _commit_message(run),
+                                             existing=lambda: call(self.git.existing_files), removals=removals)
                 except GitError as exc:
                     error = str(exc)
                     left = [entry["seq"] for entry in batch if entry["seq"] >= seqs[0]]
-                    self.call(lambda: self.outbox.failed(left, error))
+                    call(lambda: self.outbox.failed(left, error))
                     return {"state": "pending", "reason": error, "publications": len(left)}
-                self.call(lambda: self.outbox.committed(seqs, commit))
+                call(lambda: self.outbox.committed(seqs, commit))
             committed = Counter(entry["partition"] for entry in batch)
             return self._with_index({"state": "committed", "commit": commit, "publications": len(batch),
                                      "byPartition": dict(committed)})
-
-    def _vault_files(self) -> list[CommitFile]:
-        """What the vault holds, for git's first commit, read on the lane: beside it, a publication could be
-        installed and then rolled back, and its files would enter the history though nothing acknowledged them."""
-        assert self.git is not None
-        return self.call(self.git.existing_files)
 
     def _with_index(self, result: Checkpoint) -> Checkpoint:
         """A checkpoint's result, saying so when the git index lags the history (``git status`` differs)."""

@@ -61,6 +61,10 @@ from .store.store import Store, remove_abandoned_builds
 from .access.stores import AgentEntry, StoreEntry, StoreResolver
 from .store.watcher import VaultWatcher
 from .store.writes import WriteContext, plan_remember, plan_save_page
+from .sync.remotes import read_remotes
+from .sync.round import run_round
+from .sync.scheduler import AutoSync, SyncedStore, stores_with_remotes
+from .sync.status import SyncRemoteStatus
 
 T = TypeVar("T")
 
@@ -99,6 +103,8 @@ class Engine:
             self.embeddings = EmbeddingRuntime(self.settings.current, ModelStore(state.models))
             # The operator's long work (model downloads, benchmarks, gate replays), each on its own thread.
             self.jobs = Jobs(lambda job: self.changes.publish("jobs", job=job.id, kind=job.kind, state=job.state))
+            # Each store with remotes syncs by itself once serving starts (start_sync); None until then.
+            self.autosync: AutoSync | None = None
         except BaseException:
             self._lock.release()
             raise
@@ -114,6 +120,8 @@ class Engine:
         self.close()
 
     def close(self) -> None:
+        if self.autosync is not None:
+            self.autosync.stop()  # before the stores close: a round still running then is abandoned, crash-safe
         self.jobs.close()
         self.decision.close()
         with self._runtimes_lock:
@@ -124,6 +132,43 @@ class Engine:
             runtime.close()
         self.registry.close()
         self._lock.release()
+
+    # --- sync ---------------------------------------------------------------------------
+
+    def start_sync(self) -> None:
+        """Sync each store with remotes by itself from now until ``close`` (engine/sync/scheduler.py): after
+        its publications, batched, and on a timer, as config.json's ``sync`` block says."""
+        if self.autosync is None:
+            self.autosync = AutoSync(self._sync_round, self._synced_stores, lambda: self.settings.current().sync,
+                                     self.changes)
+            self.autosync.start()
+
+    def _synced_stores(self) -> dict[str, SyncedStore]:
+        return stores_with_remotes(self.registry.stores())
+
+    def _sync_round(self, store_id: str, remote: str) -> SyncRemoteStatus:
+        record = self.registry.store(store_id)
+        if record is None:
+            raise NotFound(f"store {store_id} no longer exists", store=store_id)
+        [status] = run_round(self.runtime(record), record, remote)
+        return status
+
+    def sync_store(self, record: StoreRecord, remote: str | None = None) -> list[SyncRemoteStatus]:
+        """A round of the store now, with ``remote`` or every remote it has (the owner's ``sync now``): while
+        serving, it waits for an automatic round of the store that runs, and a success ends the remote's
+        backoff; the window hears of it on the ``sync`` topic either way."""
+        if self.autosync is None:
+            self.changes.publish("sync", storeId=record.store_id)
+            try:
+                return run_round(self.runtime(record), record, remote)
+            finally:
+                self.changes.publish("sync", storeId=record.store_id)
+        remotes = [entry["name"] for entry in read_remotes(record)]
+        if remote is not None:
+            if remote not in remotes:
+                return run_round(self.runtime(record), record, remote)  # its NotFound names the remote
+            remotes = [remote]
+        return self.autosync.sync_now(record.store_id, tuple(remotes))
 
     # --- runtimes -----------------------------------------------------------------------
 

@@ -14,6 +14,16 @@ if ! command -v git >/dev/null 2>&1; then
     fi
 fi
 
+# The sync tests push to an encrypted remote through git-remote-gcrypt, with a throwaway GPG key.
+if ! command -v git-remote-gcrypt >/dev/null 2>&1 || ! command -v gpg >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && apt-get install -y -qq git-remote-gcrypt gnupg >/dev/null
+    else
+        echo "scripts/test.sh: the sync tests need git-remote-gcrypt and gpg; install them and run again" >&2
+        exit 1
+    fi
+fi
+
 # The desktop tests run Qt (PySide6) on its offscreen platform, which needs these system libraries.
 QT_LIBS="libGL.so.1 libEGL.so.1 libfontconfig.so.1 libfreetype.so.6 libxkbcommon.so.0 libglib-2.0.so.0 libdbus-1.so.3 libX11.so.6"
 missing=""

@@ -15,6 +15,9 @@ from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
     QFrame,
     QHBoxLayout,
     QHeaderView,
@@ -243,6 +246,11 @@ class DeskTable(QTableView):
         count = model.columnCount()
         return count - 1 if count else None
 
+    def selected_row(self) -> dict[str, Any] | None:
+        """The engine dict behind the selected row (None: none selected)."""
+        rows = self.selectionModel().selectedRows()
+        return self.model().row(rows[0].row()) if rows else None
+
     def set_empty_text(self, text: str) -> None:
         """What to say while the table has no rows: what is empty, and what to do about it."""
         self.empty_text = text
@@ -344,6 +352,34 @@ def plain_label(text: str = "") -> QLabel:
     label = QLabel(text)
     label.setTextFormat(Qt.TextFormat.PlainText)
     return label
+
+
+class CheckedDialog(QDialog):
+    """A form whose values the engine checks: an explanation, the fields (``add_field``), then the engine's
+    reason for a refusal (``show_problem``, the dialog staying open to correct) above OK and Cancel.
+    The caller connects ``buttons.accepted`` to its request and accepts the dialog when the engine does."""
+
+    def __init__(self, title: str, explanation: str, ok_text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.problem = plain_label()
+        self.problem.setWordWrap(True)
+        self.problem.hide()
+        self.form = QFormLayout(self)
+        self.form.addRow(plain_label(explanation))
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText(ok_text)
+        self.buttons.rejected.connect(self.reject)
+        self.form.addRow(self.problem)
+        self.form.addRow(self.buttons)
+
+    def add_field(self, label: str, field: QWidget) -> None:
+        """A labelled field, above the problem line and the buttons."""
+        self.form.insertRow(self.form.rowCount() - 2, label, field)
+
+    def show_problem(self, message: str) -> None:
+        self.problem.setText(message)
+        self.problem.show()
 
 
 def heading(text: str) -> QLabel:

@@ -294,6 +294,15 @@ class GateSettingsForm(QWidget):
 
         self.tasks.request("operator/checkGateSettings", {"recallGate": block}, checked, owner=self)
 
+    def apply_changes(self, changes: dict[str, Any]) -> None:
+        """Write ``changes`` onto the saved ``recallGate`` block at once (the Tuning tab's proposal); edits not
+        saved yet are not written, and the form then shows what was saved."""
+        written = (self.current or {}).get("recallGate")
+        block = {**(written if isinstance(written, dict) else {}), **changes}
+        self._timer.stop()
+        self._generation += 1
+        self.tasks.request("operator/setGateSettings", {"recallGate": block}, self._on_saved, owner=self)
+
     def _on_saved(self, result: dict[str, Any]) -> None:
         self._on_settings(result)
         self._saved = self.values()

@@ -13,6 +13,14 @@ steps of 0.01 (the ``SWEEP``), so as the line moves, snapped to those steps,
 the figures at that threshold are the engine's, read from that answer, and a
 line on each chart follows.  *Use this threshold* puts it into the Settings
 form, unsaved, like *Use the suggestion*.
+
+At the top, the **proposal for a precision** (``operator/suggestGateThresholds``):
+for the precision the owner picks, the ``highThreshold`` (and where they help
+``mediumThreshold`` and ``skipHintBelow``) the labels hold, with the
+precision and recall they show and how many labels that rests on, or why
+there is none.  *Apply the proposal* writes it with the Settings tab's
+``operator/setGateSettings`` (onto the saved block) in one action; once the
+settings in force hold it, the panel says so.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from engine.gate.suggest import tier_phrases
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
@@ -46,6 +56,7 @@ WHAT_IF_COLUMNS = [
     Column("F1", lambda r: r.get("f1"), align_right=True),
 ]
 THRESHOLD, PAGES_PER_TURN, PRECISION, RECALL, F1 = 0, 3, 6, 7, 8
+DEFAULT_PRECISION = 0.8    # the engine's default for operator/suggestGateThresholds
 SCORE_COLUMNS = [
     Column("From", lambda b: b.get("from"), align_right=True),
     Column("To", lambda b: b.get("to"), align_right=True),
@@ -86,6 +97,30 @@ def suggestion_text(result: dict[str, Any]) -> str:
                    f"{suggested['precision']:.2f}, recall {suggested['recall']:.2f} on the labelled turns).")
 
 
+def proposal_text(result: dict[str, Any]) -> str:
+    """The engine's proposal for the asked precision, or why there is none, in a sentence or three."""
+    asked = f"For precision {result.get('precision', DEFAULT_PRECISION):.2f}"
+    rests = (f"{result.get('labelled', 0):,} labelled turns ({result.get('neededScored', 0):,} needed pages scored)")
+    high = result.get("highThreshold")
+    if high is None:
+        return f"{asked}: no proposal yet, {result.get('reason', 'label more turns')}."
+    parts = tier_phrases(result)
+    off = [key for key, value in (result.get("apply") or {}).items() if value is None]
+    text = f"{asked}: " + "; ".join(parts) + f"; from {rests}."
+    if off:
+        text += " Applying turns " + " and ".join(off) + " off."
+    return text
+
+
+def applied(proposal: dict[str, Any] | None, effective: dict[str, Any] | None) -> bool:
+    """Whether the settings in force hold every key of the proposal."""
+    keys = (proposal or {}).get("apply") or {}
+    return bool(keys) and effective is not None and all(
+        effective.get(key) is None if value is None else
+        effective.get(key) is not None and abs(float(effective[key]) - float(value)) < 1e-9
+        for key, value in keys.items())
+
+
 class TuningPanel(QWidget):
     """The threshold explorer, the what-if table, pages per turn and precision/recall, and the suggestion."""
 
@@ -101,6 +136,12 @@ class TuningPanel(QWidget):
     sig_threshold_chosen = Signal(float)
     """The owner chose to try a threshold in the settings form (nothing is saved yet)."""
 
+    sig_proposal_loaded = Signal(object)
+    """``operator/suggestGateThresholds`` answered; the argument is its result."""
+
+    sig_proposal_applied = Signal(object)
+    """The owner applied the proposal; the argument is the ``recallGate`` keys to write."""
+
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
@@ -109,6 +150,8 @@ class TuningPanel(QWidget):
         self.sweep: dict[str, Any] | None = None
         self.sweep_rows: dict[float, dict[str, Any]] = {}
         self.current_threshold: float | None = None
+        self.proposal: dict[str, Any] | None = None
+        self.in_force: dict[str, Any] | None = None
         self.explored = DEFAULT_THRESHOLD
         self._explored_by_owner = False
         self._moving = False
@@ -138,6 +181,25 @@ class TuningPanel(QWidget):
         self.use_button.clicked.connect(self._on_use_clicked)
         self.use_button.setEnabled(False)
 
+        self.precision_box = QDoubleSpinBox()
+        self.precision_box.setRange(0.5, 0.99)
+        self.precision_box.setDecimals(2)
+        self.precision_box.setSingleStep(0.05)
+        self.precision_box.setValue(DEFAULT_PRECISION)
+        self.precision_box.setAccessibleName("Precision asked for")
+        self.precision_box.setToolTip("The share of injected pages that should be pages a turn needed; the "
+                                      "proposal is the lowest highThreshold your labels hold at it")
+        self.precision_box.valueChanged.connect(self._on_precision_changed)
+        precision_label = plain_label("&Precision:")
+        precision_label.setBuddy(self.precision_box)
+        self.proposal_label = plain_label()
+        self.proposal_label.setWordWrap(True)
+        self.proposal_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.apply_button = QPushButton("&Apply the proposal")
+        self.apply_button.setToolTip("Write the proposed thresholds to config.json now (Settings' save)")
+        self.apply_button.clicked.connect(self._on_apply_clicked)
+        self.apply_button.setEnabled(False)
+
         self.threshold_box = QDoubleSpinBox()
         self.threshold_box.setRange(0.0, 1.0)
         self.threshold_box.setDecimals(2)
@@ -156,6 +218,11 @@ class TuningPanel(QWidget):
         self.use_threshold_button.clicked.connect(self._on_use_threshold_clicked)
         self.use_threshold_button.setEnabled(False)
 
+        proposal = QHBoxLayout()
+        proposal.addWidget(precision_label)
+        proposal.addWidget(self.precision_box)
+        proposal.addWidget(self.proposal_label, 1)
+        proposal.addWidget(self.apply_button)
         top = QHBoxLayout()
         top.addWidget(self.suggestion, 1)
         top.addWidget(self.use_button)
@@ -179,6 +246,7 @@ class TuningPanel(QWidget):
         splitter.setSizes([300, 240, 200])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(proposal)
         layout.addLayout(top)
         layout.addWidget(splitter, 1)
         self._show_figures()
@@ -200,11 +268,52 @@ class TuningPanel(QWidget):
             self.model.set_rows([])
             self.scores_model.set_rows([])
             self.suggestion.clear()
+            self.proposal = None
+            self.proposal_label.clear()
+            self.apply_button.setEnabled(False)
             self._show_figures()
             return
+        self.propose()
         self.tasks.request("operator/gateWhatIf", {"agent": self.agent}, self._on_what_if, owner=self)
         self.tasks.request("operator/gateWhatIf", {"agent": self.agent, "thresholds": list(SWEEP)}, self._on_sweep,
                            owner=self)
+
+    # --- the proposal for a precision ----------------------------------------------------------------
+
+    def propose(self) -> None:
+        """Ask the engine for the thresholds the labels hold at the precision in the box."""
+        if self.agent is None:
+            return
+        self.tasks.request("operator/suggestGateThresholds",
+                           {"agent": self.agent, "precision": round(self.precision_box.value(), 2)},
+                           self._on_proposal, owner=self)
+
+    def set_in_force(self, effective: dict[str, Any] | None) -> None:
+        """The settings in force (loaded or just saved): the proposal says whether they hold it."""
+        self.in_force = effective
+        self._show_proposal()
+
+    def _on_precision_changed(self, *_: Any) -> None:
+        if self.proposal is None or abs(self.proposal.get("precision", 0) - self.precision_box.value()) > 1e-9:
+            self.propose()
+
+    def _on_proposal(self, result: dict[str, Any]) -> None:
+        self.proposal = result
+        self._show_proposal()
+        self.sig_proposal_loaded.emit(result)
+
+    def _show_proposal(self) -> None:
+        if self.proposal is None:
+            return
+        done = applied(self.proposal, self.in_force)
+        self.proposal_label.setText(proposal_text(self.proposal) + (" Applied: in force now." if done else ""))
+        self.apply_button.setEnabled(bool(self.proposal.get("apply")) and not done)
+
+    def _on_apply_clicked(self) -> None:
+        keys = (self.proposal or {}).get("apply") or {}
+        if keys:
+            self.apply_button.setEnabled(False)   # until the settings written say whether they hold it
+            self.sig_proposal_applied.emit(dict(keys))
 
     def _on_what_if(self, result: dict[str, Any]) -> None:
         self.result = result

@@ -9,7 +9,8 @@ Tabs (Alt+letter or Ctrl+Tab):
   tiers; the score histogram by tier; outcome and latency figures.
 - **Tuning**: from the shadow journal, what each ``highThreshold`` would
   inject per turn and, on labelled turns, precision and recall, with the
-  suggested threshold.
+  suggested threshold; and the thresholds the labels hold for a precision
+  the owner picks, applied in one action.
 - **Labelling**: which pages each journal turn needed.
 - **Replay**: journal turns run again against other settings or another
   model, as an engine job with progress and cancel.
@@ -59,6 +60,7 @@ class GateView(QWidget):
 
         self.settings.sig_settings_loaded.connect(self._on_settings_loaded)
         self.settings.sig_settings_saved.connect(lambda _: self._forget(self.tuning))
+        self.tuning.sig_proposal_applied.connect(self.settings.apply_changes)
         self.tuning.sig_threshold_chosen.connect(self._on_threshold_chosen)
         self.journal.sig_turn_labelled.connect(lambda _: self._forget(self.tuning))
         self.journal.sig_journal_cleared.connect(lambda _: (self._forget(self.tuning), self._forget(self.log)))
@@ -117,6 +119,7 @@ class GateView(QWidget):
 
     def _on_settings_loaded(self, result: dict[str, Any]) -> None:
         effective = result.get("effective") or {}
+        self.tuning.set_in_force(result.get("effective"))
         self.tuning.set_current_threshold(effective.get("highThreshold"))
         self.log.set_current_threshold(effective.get("highThreshold"))
 

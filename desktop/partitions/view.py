@@ -14,9 +14,6 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QDialog,
-    QDialogButtonBox,
-    QFormLayout,
     QHBoxLayout,
     QLineEdit,
     QPushButton,
@@ -26,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import heading, plain_label, table
+from ..common.widgets import CheckedDialog, heading, plain_label, table
 from ..tasks import EngineTasks
 
 ACCESS = (("read", "Read the private partition"), ("read-and-save", "Read and save in the private partition"))
@@ -66,14 +63,17 @@ def store_label(store: dict[str, Any]) -> str:
     return f"{store.get('owner') or 'unbound'}'s own store"
 
 
-class GrantDialog(QDialog):
+class GrantDialog(CheckedDialog):
     """A grant: which agent, which session key, what access (for one conversation, when opened from its row)."""
 
     def __init__(self, agents: list[str], *, agent: str | None = None, session_id: str | None = None,
                  parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__("Grant a conversation" if session_id else "Add a grant",
+                         "A granted conversation reads the private partition instead of its own, on its next "
+                         "request; revoking the grant returns it to its own partition."
+                         + (f"\nConversation {session_id}: the engine checks the key is the one it is bound "
+                            "under." if session_id else ""), "Grant", parent)
         self.session_id = session_id
-        self.setWindowTitle("Grant a conversation" if session_id else "Add a grant")
         self.agent = QComboBox()
         self.agent.addItems(agents)
         if agent is not None:
@@ -84,22 +84,9 @@ class GrantDialog(QDialog):
         self.access = QComboBox()
         for value, text in ACCESS:
             self.access.addItem(text, value)
-        self.problem = plain_label()
-        self.problem.setWordWrap(True)
-        self.problem.hide()
-        form = QFormLayout(self)
-        form.addRow(plain_label("A granted conversation reads the private partition instead of its own, on its next "
-                                "request; revoking the grant returns it to its own partition."
-                                + (f"\nConversation {session_id}: the engine checks the key is the one it is bound "
-                                   "under." if session_id else "")))
-        form.addRow("Agent", self.agent)
-        form.addRow("Session key", self.session_key)
-        form.addRow("Access", self.access)
-        form.addRow(self.problem)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Grant")
-        self.buttons.rejected.connect(self.reject)
-        form.addRow(self.buttons)
+        self.add_field("Agent", self.agent)
+        self.add_field("Session key", self.session_key)
+        self.add_field("Access", self.access)
 
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"agent": self.agent.currentText(), "sessionKey": self.session_key.text(),
@@ -107,11 +94,6 @@ class GrantDialog(QDialog):
         if self.session_id:
             params["sessionId"] = self.session_id
         return params
-
-    def show_problem(self, message: str) -> None:
-        self.problem.setText(message)
-        self.problem.show()
-
 
 class PartitionsView(QWidget):
     title = "Partitions"
@@ -245,12 +227,10 @@ class PartitionsView(QWidget):
         return list((self.answer.get("store") or {}).get("agents") or [])
 
     def selected_partition(self) -> Row | None:
-        rows = self.partitions_table.selectionModel().selectedRows()
-        return self.partitions_model.row(rows[0].row()) if rows else None
+        return self.partitions_table.selected_row()
 
     def selected_grant(self) -> Row | None:
-        rows = self.grants_table.selectionModel().selectedRows()
-        return self.grants_model.row(rows[0].row()) if rows else None
+        return self.grants_table.selected_row()
 
     def _update_actions(self) -> None:
         row = self.selected_partition()

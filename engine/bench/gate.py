@@ -34,7 +34,6 @@ A benchmark, not a test: it prints figures and writes them to a report.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -267,11 +266,7 @@ def run(options: Options, say: Callable[[str], None] = print) -> GateReport:
 
 
 def _load() -> float | None:
-    """The 1-minute load average (the machine may be shared: other work slows both sides alike)."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
+    return metrics.load_average()
 
 
 def _check_torch_model(chosen: ChosenModel, variant: str | None) -> None:

@@ -16,8 +16,8 @@ turns embed their shortlisted pages on the spot. This measures both:
    candidates and no vectors in the store (``embeddingModel`` null: what a
    gate whose vectors are not built does).
 
-The figure that matters is the first turn's latency over the median of the
-round's later turns (the target: at most 2x). A benchmark, not a test: it
+The figure that matters is the median first turn over the median later
+turn (the target: at most 2x). A benchmark, not a test: it
 prints figures and writes them to the "First turn" section of its report,
 leaving the report's other sections as they are.
 """
@@ -25,7 +25,6 @@ leaving the report's other sections as they are.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import statistics
@@ -107,7 +106,7 @@ class BenchmarkSkipped(Exception):
 
 
 def run(options: Options, say: Callable[[str], None] = print) -> FirstTurnReport:
-    load_at_start = _load()
+    load_at_start = metrics.load_average()
     work = Path(tempfile.mkdtemp(prefix="knowledge-bench-first-turn-"))
     try:
         state = StateDir(work / "state")
@@ -116,7 +115,8 @@ def run(options: Options, say: Callable[[str], None] = print) -> FirstTurnReport
         rng = random.Random(options.seed)
         say(f"writing {options.pages} generated pages (the gate's vectors follow off the lane) ...")
         build = _write_store(state, name, options.pages, rng)
-        messages = [_message(rng) for _ in range(options.rounds * (options.warm + 1) * (len(options.candidates) + 1))]
+        turns_in_all = options.rounds * (options.warm + 1) * (len(options.candidates) + 1)
+        messages = [_message(rng) for _ in range(turns_in_all)]
         setups: dict[str, SetupFigures] = {}
         for setup in (*options.candidates, NO_VECTORS):
             figures: SetupFigures = {"first": [], "warmMedian": [], "warmP95": [], "ratios": [], "vectors": []}
@@ -136,7 +136,8 @@ def run(options: Options, say: Callable[[str], None] = print) -> FirstTurnReport
         result: FirstTurnReport = {
             "command": options.command, "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": metrics.machine(), "model": name, "pages": options.pages, "rounds": options.rounds,
-            "warm": options.warm, "buildSeconds": build, "setups": setups, "load": [load_at_start, _load()]}
+            "warm": options.warm, "buildSeconds": build, "setups": setups,
+            "load": [load_at_start, metrics.load_average()]}
         text = render(result)
         say(text)
         if options.output is not None:
@@ -144,13 +145,6 @@ def run(options: Options, say: Callable[[str], None] = print) -> FirstTurnReport
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _load() -> float | None:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
 
 
 def _register(state: StateDir, options: Options) -> str:
@@ -209,7 +203,8 @@ def _round(state: StateDir, name: str, setup: str, messages: list[str]) -> tuple
         answers = [gate_turn(engine, caller, {"message": message}) for message in messages]
     failed = [a for a in answers if a["outcome"] != "shadow"]
     if failed:
-        raise BenchmarkSkipped(f"a gate turn did not run to the end: {failed[0].get('stage')} {failed[0].get('reason')}")
+        raise BenchmarkSkipped(f"a gate turn did not run to the end: {failed[0].get('stage')} "
+                               f"{failed[0].get('reason')}")
     latencies = [a["latencyMs"] for a in answers]
     return latencies[0], latencies[1:], answers[0].get("vectors")
 
@@ -256,6 +251,11 @@ def write_section(path: Path, text: str) -> None:
     path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 
 
+def first_turn_ratio(figures: SetupFigures) -> float:
+    """The median first turn over the median of the rounds' later-turn medians."""
+    return statistics.median(figures["first"]) / statistics.median(figures["warmMedian"])
+
+
 def render(result: FirstTurnReport) -> str:
     machine = result["machine"]
     lines = [
@@ -276,15 +276,22 @@ def render(result: FirstTurnReport) -> str:
             f"| {setup} | {statistics.median(figures['first']):.1f} ms, {max(figures['first']):.1f} ms | "
             f"{statistics.median(figures['warmMedian']):.1f} ms, {statistics.median(figures['warmP95']):.1f} ms | "
             f"{statistics.median(figures['ratios']):.2f}x, {max(figures['ratios']):.2f}x |")
-    lines.append("")
+    lines += ["", f"Target: the first turn at most {TARGET_RATIO:g}x a later turn, judged on the medians over the "
+              "rounds (one round's ratio is a single turn against a median, on a shared machine).", ""]
     for setup, figures in result["setups"].items():
         if setup == NO_VECTORS:
             continue
-        met = max(figures["ratios"]) <= TARGET_RATIO
+        ratio = first_turn_ratio(figures)
+        over = sum(1 for value in figures["ratios"] if value > TARGET_RATIO)
         said = f"; its first turns said `vectors: {', '.join(sorted(set(figures['vectors'])))}`" \
             if figures["vectors"] else ""
-        lines.append(f"- {setup}: first turn at most {TARGET_RATIO:g}x the later turns' median in every round: "
-                     f"{'met' if met else 'not met'}{said}")
-    lines += [f"- {NO_VECTORS}: the Decision model embeds each shortlisted page it has not seen, so the first "
-              "turns cost what the store's vectors save", ""]
+        lines.append(f"- {setup}: {ratio:.2f}x, {'met' if ratio <= TARGET_RATIO else 'not met'} ({over} of "
+                     f"{len(figures['ratios'])} rounds over {TARGET_RATIO:g}x){said}")
+    if NO_VECTORS in result["setups"] and "keyword" in result["setups"]:
+        cold = statistics.median(result["setups"][NO_VECTORS]["first"])
+        warm = statistics.median(result["setups"]["keyword"]["first"])
+        lines.append(f"- {NO_VECTORS}: the Decision model embeds each shortlisted page it has not seen, the first "
+                     f"turn's and the later ones' alike: a first turn of {cold:.0f} ms, {cold / warm:.0f}x the "
+                     "keyword first turn with the store's vectors")
+    lines.append("")
     return "\n".join(lines)

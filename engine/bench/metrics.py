@@ -150,5 +150,13 @@ def versions() -> dict[str, str]:
             "knowledge-desk": version("knowledge-desk")}
 
 
+def load_average() -> float | None:
+    """The 1-minute load average (the machine may be shared: other work slows every side alike)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else math.nan

@@ -5,6 +5,7 @@
     mcp_command     knowledge mcp: the stdio bridge, started without loading the other commands
     desk            what the commands ask: in this process, or of the serving engine as the operator
     model_commands  knowledge models list / pull / add-local
+    gate_commands   knowledge gate suggest: recall gate thresholds from the owner's labels
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from .bench_commands import add_bench_parser
 from .mcp_command import add_mcp_parser, state_dir_parsers
 from .model_commands import add_models_parser
 from .sync_commands import add_sync_parser
+from .gate_commands import add_gate_parser
 from models.catalogue import DEFAULT_EMBEDDING_MODEL
 from ..importers.demo import DEMO_DECISION_MODEL, seed_demo
 from ..core.db import sqlite_errno
@@ -226,7 +227,30 @@ def _doctor_text(report: dict[str, Any]) -> str:
         if diagnostics["truncated"]:
             lines.append(f"{entry['agent']}: ... {diagnostics['total'] - len(diagnostics['findings'])} more")
         lines.append(f"{entry['agent']}: git {diagnostics['git']['state']}")
+    lines += _doctor_sync_lines(report.get("sync") or {})
     return "\n".join(lines) or "No problems found."
+
+
+def _doctor_sync_lines(sync: dict[str, Any]) -> list[str]:
+    """The stores' sync as doctor reports it: failing remotes, unreadable sync state, conflicts waiting."""
+    def store(entry: dict[str, Any]) -> str:
+        return f"store {entry['name']} ({entry['storeId']})" if entry.get("name") else f"store {entry['storeId']}"
+
+    lines = []
+    for failing in sync.get("failing", []):
+        error = failing["lastError"] or {"code": "unknown", "message": "no reason recorded", "at": "?"}
+        since = (f"failing since its last success at {failing['lastSuccess']}" if failing["lastSuccess"]
+                 else "failing, and no round with it has worked yet")
+        lines.append(f"{store(failing)}: sync with remote {failing['remote']} ({failing['url']}) {since}: "
+                     f"{error['message']} ({error['code']}, {error['at']})")
+    for unreadable in sync.get("unreadable", []):
+        lines.append(f"{store(unreadable)}: sync state cannot be read: {unreadable['problem']}"
+                     if unreadable["storeId"] else unreadable["problem"])
+    for waiting in sync.get("conflicts", []):
+        count = waiting["waiting"]
+        lines.append(f"{store(waiting)}: {count} sync conflict{'s' if count != 1 else ''} waiting for your look "
+                     "(knowledge sync status; the window's Sync section)")
+    return lines
 
 
 def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
@@ -372,6 +396,7 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
             return 4
         state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now()),
                                  "version": __version__, **({"http": http.info()} if http else {})})
+        engine.start_sync()  # each store with remotes syncs by itself while serving (docs/sync.md)
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         where = f"127.0.0.1:{server.port}" + (f" and {server.socket_path}" if server.socket_path else "")
@@ -555,6 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_models_parser(commands, common)
     add_sync_parser(commands, common)
+    add_gate_parser(commands, common)
     # Commands of other layers (the desktop's `knowledge desktop`) plug in here; the engine never imports them.
     for entry in importlib.metadata.entry_points(group="knowledge.commands"):
         entry.load()(commands, common)

@@ -35,14 +35,19 @@ from ..importers.answers import AnyImport, ExportResult
 from ..importers.archive import export_archive
 from ..importers.common import DEFAULT_AGENT, Progress, import_engine
 from ..importers.formats import FORMATS, receiving_agent, run_import
+from ..gate.suggest import GateSuggestion
 from ..operator.doctor import doctor_report
+from ..operator.gate_operator import handlers as gate_handlers
 from ..operator.methods import check_workspace_roots
 from ..service import Engine
 from ..state.config import SettingsSource
 from ..state.registry import SCOPES, Registry
 from ..state.statedir import StateDir
 from ..store.credentials import refuse_secrets
+from ..sync.clone import SyncCloned, clone_store
 from ..sync.remotes import RemoteBook, SyncRemoteChanged, SyncRemotes
+from ..sync.service import SyncNowAnswer, sync_now, sync_status
+from ..sync.status import SyncStatus
 from ..wire.operator_client import OperatorConnection, OperatorError
 
 # A reindex of a large store takes minutes; the command waits for it as long as it runs (Ctrl+C stops waiting).
@@ -96,6 +101,12 @@ class Desk(Protocol):
     def sync_remotes(self) -> SyncRemotes: ...
     def add_sync_remote(self, name: str, url: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
     def remove_sync_remote(self, name: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
+    def suggest_gate_thresholds(self, store: str | None, agent: str | None, precision: float,
+                                pointer_precision: float) -> GateSuggestion: ...
+
+    def sync_now(self, store: str | None, agent: str | None, remote: str | None) -> SyncNowAnswer: ...
+    def sync_status(self) -> SyncStatus: ...
+    def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None) -> SyncCloned: ...
 
 
 @contextmanager
@@ -221,6 +232,27 @@ class LocalDesk:
         with self._remotes() as book:
             return book.remove(name, store=store, agent=agent)
 
+    def suggest_gate_thresholds(self, store: str | None, agent: str | None, precision: float,
+                                pointer_precision: float) -> GateSuggestion:
+        with self._engine() as engine:
+            return gate_handlers(engine)["suggestGateThresholds"](
+                _suggest_params(store, agent, precision, pointer_precision))
+
+    def sync_now(self, store: str | None, agent: str | None, remote: str | None) -> SyncNowAnswer:
+        with self._engine() as engine:
+            return sync_now(engine, store=store, agent=agent, remote=remote)
+
+    def sync_status(self) -> SyncStatus:
+        if not self.state.registry.is_file():  # no state yet: no store to report, and none is created
+            return {"stores": []}
+        with self._engine() as engine:
+            return sync_status(engine)
+
+    def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None) -> SyncCloned:
+        self.state.create()
+        with self._engine() as engine:
+            return clone_store(engine, url, agent, store_id=store_id, name=name)
+
     def set_settings(self, **switches: Any) -> SettingsView:
         source = SettingsSource(self.state.config)
         changed = source.current()
@@ -234,6 +266,11 @@ class LocalDesk:
         self.state.create()
         source.save(changed)
         return _settings_view(source)
+
+
+def _suggest_params(store: str | None, agent: str | None, precision: float,
+                    pointer_precision: float) -> dict[str, Any]:
+    return {"store": store, "agent": agent, "precision": precision, "pointerPrecision": pointer_precision}
 
 
 def _settings_view(source: SettingsSource) -> SettingsView:
@@ -343,3 +380,16 @@ class RemoteDesk:
 
     def remove_sync_remote(self, name: str, store: str | None, agent: str | None) -> SyncRemoteChanged:
         return self._call("removeSyncRemote", {"name": name, "store": store, "agent": agent})
+
+    def suggest_gate_thresholds(self, store: str | None, agent: str | None, precision: float,
+                                pointer_precision: float) -> GateSuggestion:
+        return self._call("suggestGateThresholds", _suggest_params(store, agent, precision, pointer_precision))
+
+    def sync_now(self, store: str | None, agent: str | None, remote: str | None) -> SyncNowAnswer:
+        return self._call("syncNow", {"store": store, "agent": agent, "remote": remote})
+
+    def sync_status(self) -> SyncStatus:
+        return self._call("syncStatus")
+
+    def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None) -> SyncCloned:
+        return self._call("syncClone", {"url": url, "agent": agent, "storeId": store_id, "name": name})

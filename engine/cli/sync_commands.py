@@ -1,8 +1,9 @@
-"""``knowledge sync remote add / list / remove``: the git remotes each store syncs with (docs/sync.md).
+"""``knowledge sync``: the git remotes each store syncs with (``remote add / list / remove``), a round now
+(``now``), every store's sync status (``status``) and a store cloned from a remote (``clone``); docs/sync.md.
 
 They are on the desk (desk.py): beside a serving engine they ask it as the operator
-(``operator/addSyncRemote``...), otherwise they edit the store's ``sync/remotes.json`` here.  A plain path
-is made absolute here, where the owner typed it (the engine's working directory differs).
+(``operator/addSyncRemote``, ``operator/syncNow``...), otherwise they do the work here.  A plain path is
+made absolute here, where the owner typed it (the engine's working directory differs).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                     "credentials itself (ssh-agent, a credential helper). Nothing is fetched or pushed.")
     add.add_argument("name", metavar="NAME", help="the remote's name (letters, digits, '.', '_', '-')")
     add.add_argument("url", metavar="URL", help="where the remote repository is")
-    _store_choice(add)
+    store_choice(add)
     add.add_argument("--json", action="store_true", help="print the store's remotes as JSON")
     add.set_defaults(handler=cmd_sync_remote_add)
 
@@ -42,14 +43,44 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     remove = actions.add_parser("remove", parents=[common], help="remove a remote from a store (the remote "
                                                                  "repository itself is left as it is)")
     remove.add_argument("name", metavar="NAME", help="the remote to remove")
-    _store_choice(remove)
+    store_choice(remove)
     remove.add_argument("--json", action="store_true", help="print the store's remotes as JSON")
     remove.set_defaults(handler=cmd_sync_remote_remove)
 
+    now = sync_commands.add_parser(
+        "now", parents=[common], help="sync now: fetch, merge by record and push, with each remote",
+        description="Runs a round with each remote of the chosen store (--agent or --store), or of every store "
+                    "that has remotes: fetches the other machines' branches, merges them record by record into "
+                    "the vault, and pushes this machine's branch (fast-forward only, never forced). Exits 1 when "
+                    "a remote failed; its error says why.")
+    store_choice(now, "every store with remotes")
+    now.add_argument("--remote", metavar="NAME", help="only this remote")
+    now.add_argument("--json", action="store_true", help="print each remote's status as JSON")
+    now.set_defaults(handler=cmd_sync_now)
 
-def _store_choice(parser: argparse.ArgumentParser) -> None:
+    status = sync_commands.add_parser("status", parents=[common], help="every store's sync state, and the "
+                                                                      "conflicts waiting with their diff")
+    status.add_argument("--json", action="store_true", help="print every store's sync status as JSON")
+    status.set_defaults(handler=cmd_sync_status)
+
+    clone = sync_commands.add_parser(
+        "clone", parents=[common], help="join a store that syncs through a remote, as an agent's store",
+        description="Creates this machine's copy of the store the remote holds (the only one, or --store-id): "
+                    "the same store id, the agent's own store here (the agent is added if new, its token kept "
+                    "in tokens/), the remote recorded, the vault filled from the remote and indexed. Refused when "
+                    "the agent already has a store.")
+    clone.add_argument("url", metavar="URL", help="where the remote repository is")
+    clone.add_argument("--agent", required=True, help="the agent whose store the clone becomes")
+    clone.add_argument("--store-id", help="the store to clone when the remote holds several")
+    clone.add_argument("--name", help="the remote's name here (default: origin)")
+    clone.add_argument("--json", action="store_true", help="print the clone as JSON")
+    clone.set_defaults(handler=cmd_sync_clone)
+
+
+def store_choice(parser: argparse.ArgumentParser, default: str = DEFAULT_AGENT) -> None:
+    """--agent or --store: which store a command means (neither: ``default``)."""
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--agent", help=f"the agent whose store it is (default: {DEFAULT_AGENT})")
+    which.add_argument("--agent", help=f"the agent whose store it is (default: {default})")
     which.add_argument("--store", help="a named store's name, or a store id (`knowledge stores list`)")
 
 
@@ -92,3 +123,80 @@ def cmd_sync_remote_list(args: argparse.Namespace, state: StateDir) -> int:
             lines.append("    no remotes (knowledge sync remote add NAME URL)")
     print("\n".join(lines) or "No stores yet; each agent's store is created on its first use.")
     return 0
+
+
+def cmd_sync_now(args: argparse.Namespace, state: StateDir) -> int:
+    with open_desk(state) as desk:
+        answer = desk.sync_now(args.store, args.agent, args.remote)
+    if args.json:
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+    else:
+        lines = []
+        for store in answer["stores"]:
+            lines.append(store["storeId"])
+            if store.get("problem"):
+                lines.append(f"    {store['problem']}")
+            lines.extend(line for remote in store["remotes"] for line in _remote_lines(remote))
+        print("\n".join(lines) or answer.get("note", ""))
+    return 1 if answer["failing"] else 0
+
+
+def cmd_sync_status(args: argparse.Namespace, state: StateDir) -> int:
+    with open_desk(state) as desk:
+        status = desk.sync_status()
+    if args.json:
+        print(json.dumps(status, indent=2, ensure_ascii=False))
+        return 0
+    lines = []
+    for store in status["stores"]:
+        machine = f"  (this machine: {store['machineId']})" if store["machineId"] else ""
+        lines.append(f"{store['storeId']}  {store['name'] or 'isolated store'}{machine}")
+        if store.get("problem"):
+            lines.append(f"    {store['problem']}")
+        lines.extend(line for remote in store["remotes"] for line in _remote_lines(remote))
+        if not store["remotes"]:
+            lines.append("    no remotes (knowledge sync remote add NAME URL)")
+        if store["conflictsWaiting"]:
+            lines.append(f"    {store['conflictsWaiting']} conflict(s) waiting:")
+        for conflict in store["conflicts"]:
+            other = conflict["other"]
+            lines.append(f"      {conflict['recordId'] or conflict['standing']['path']} ({conflict['kind']}, from "
+                         f"{conflict['remote']} at {conflict['at']}): {conflict['standing']['path']} stands"
+                         + (f" over {other['path']}" if other else "; the other side removed it"))
+            lines.extend("        " + line for line in conflict["diff"].splitlines())
+    print("\n".join(lines) or "No stores yet; each agent's store is created on its first use.")
+    return 0
+
+
+def _remote_lines(remote: dict[str, Any]) -> list[str]:
+    counts = ""
+    if remote["ahead"] is not None or remote["behind"] is not None:
+        counts = f", ahead {_count(remote['ahead'])}, behind {_count(remote['behind'])}"
+    lines = [f"    {remote['name']:<16} {remote['state']}{counts}  {remote['url']}",
+             f"        last success: {remote['lastSuccess'] or 'never'}"]
+    error = remote["lastError"]
+    if error is not None and remote["state"] == "failing":
+        lines.append(f"        last error ({error['code']}, {error['at']}): {error['message']}")
+    if remote["machines"]:
+        lines.append(f"        other machines: {', '.join(remote['machines'])}")
+    return lines
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def cmd_sync_clone(args: argparse.Namespace, state: StateDir) -> int:
+    url = os.path.abspath(args.url) if is_plain_path(args.url) else args.url
+    with open_desk(state) as desk:
+        cloned = desk.sync_clone(url, args.agent, args.store_id, args.name)
+    if args.json:
+        print(json.dumps(cloned, indent=2, ensure_ascii=False))
+    else:
+        lines = [f"Cloned store {cloned['storeId']} for agent {cloned['agent']} (this machine: "
+                 f"{cloned['machineId']}); {cloned['records']} records are current."]
+        if "tokenFile" in cloned:
+            lines.append(f"Agent {cloned['agent']} was added here; its token is in {cloned['tokenFile']}.")
+        lines.extend(_remote_lines(cloned["remote"]))
+        print("\n".join(lines))
+    return 1 if cloned["remote"]["state"] == "failing" else 0

@@ -17,6 +17,8 @@ wait, and holds at most ``limit`` entries of memory.
     gate           storeId, agent               a recall gate turn was logged
     jobs           job, kind, state             an operator job started or finished
     health         storeId                      a git checkpoint committed (or failed)
+    sync           storeId                      a sync round began or ended, a remote was added or removed, or a
+                                                conflict was recorded or dismissed (engine/sync/)
 
 Entries name what changed, never its content: a watcher reads the content
 back through its own authorized requests.  The watchers are the socket's
@@ -33,7 +35,7 @@ from typing import Any, Callable, Iterable
 
 log = logging.getLogger(__name__)
 
-TOPICS = ("publications", "stores", "grants", "gate", "jobs", "health")
+TOPICS = ("publications", "stores", "grants", "gate", "jobs", "health", "sync")
 QUEUE_LIMIT = 256  # distinct waiting entries per subscription; one more empties it and marks it resync
 
 Waker = Callable[[], None]

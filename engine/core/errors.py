@@ -15,8 +15,10 @@
     ├── StaleCursor                stale_cursor         -32004  a cursor outlived its index snapshot
     ├── ForeignReference           foreign_reference    -32005  a reference or cursor from another store
     ├── Conflict                   conflict             -32006  same requestId with other content, or an edit race
-    │   └── MergeRefused           conflict             -32006  two vault states cannot be merged safely (carries
-    │                                                           findings; engine/sync/merge.py)
+    │   ├── MergeRefused           conflict             -32006  two vault states cannot be merged safely (carries
+    │   │                                                       findings; engine/sync/merge.py)
+    │   └── SyncRefused            conflict             -32006  a sync round refused what a remote holds, or could
+    │                                                           not reach it (a finding; engine/sync/transport.py)
     ├── LimitExceeded              limit_exceeded       -32007  a size, depth or count limit was hit
     ├── StoreUnavailable           store_unavailable    -32008  the store is missing, damaged or mid-recovery
     ├── IndexFailed                index_failed         -32009  the search index could not be brought up to date

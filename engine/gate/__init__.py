@@ -5,5 +5,6 @@ model under a deadline, in off, shadow or live mode.
     candidates  keyword and model shortlists, excerpts
     scoring     plan the scoring to the deadline; tiers and the injected block
     journal     the gate log and the shadow journal
+    suggest     thresholds from the owner's labels for an asked precision; where the gate fires without them
     stats       score histograms and what-if figures for tuning
 """

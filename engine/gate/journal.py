@@ -212,6 +212,15 @@ def journal_turns(store: Store, partition: str, ids: Sequence[str] | None = None
     return [_turn(row, text=True) for row in rows]
 
 
+def scored_turns(store: Store, partition: str, limit: int = KEEP_TURNS) -> list[dict[str, Any]]:
+    """The newest ``limit`` turns that reached scoring (no ``stage`` stopped them), journal or not: id, model,
+    decisions and label (``needed``), the least a threshold proposal reads (engine/gate/suggest.py)."""
+    rows = store.db.all("SELECT id, model, decisions, needed FROM gate_turns WHERE partition = ? AND stage IS NULL "
+                        "ORDER BY seq DESC LIMIT ?", (partition, limit))
+    return [{"id": row["id"], "model": row["model"], "decisions": json.loads(row["decisions"]),
+             "needed": None if row["needed"] is None else json.loads(row["needed"])} for row in rows]
+
+
 def label_turn(store: Store, partition: str, turn_id: str, needed: list[str] | None) -> GateTurn:
     """Record which pages a journal turn actually needed (``[]``: none; ``None`` clears the label)."""
     if needed is not None:

@@ -243,7 +243,7 @@ def restore_archive(engine: Engine, reader: ArchiveReader, *, agent: str | None 
     except BaseException:
         shutil.rmtree(final, ignore_errors=True)
         raise
-    records = _open_restored(engine, record)
+    records = engine.maintain(record, lambda runtime: runtime.rebuild_catalogue())
     return {**summary, "created": True, "files": len(reader.vault_digests()),
             "revisions": len(reader.revisions_listed), "conversations": len(reader.conversations),
             "records": records, "history": history}
@@ -292,16 +292,3 @@ def _history_restorer(engine: Engine, reader: ArchiveReader
             bundle.unlink()
 
     return restore, outcome
-
-
-def _open_restored(engine: Engine, record: StoreRecord) -> int:
-    """Open the restored store, catalogue its vault and build its search index; returns its current records."""
-    def rebuild(runtime: StoreRuntime) -> int:
-        count = 0
-        for partition in runtime.store.partitions():
-            runtime.prepare(partition)
-            runtime.indexes.rebuild(partition)
-            count += runtime.catalog.current_count(partition)
-        return count
-
-    return engine.maintain(record, rebuild)

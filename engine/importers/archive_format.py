@@ -392,8 +392,8 @@ def _revisions(manifest: dict[str, Any], files: dict[str, ArchivedFile],
             raise refuse("a revision's number must be an integer", member)
         if entry.get("partition") not in partitions:
             raise refuse("a revision of a partition the store does not have", member)
-        if entry.get("origin") not in ("publication", "external"):
-            raise refuse("a revision's origin is 'publication' or 'external'", member)
+        if entry.get("origin") not in ("publication", "external", "sync"):
+            raise refuse("a revision's origin is 'publication', 'external' or 'sync'", member)
         if entry.get("sha256") != files[member].sha256:
             raise refuse("a revision's sha256 is not its file's", member)
         for key in ("publicationId", "agent"):

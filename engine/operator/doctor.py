@@ -1,4 +1,5 @@
-"""``knowledge doctor``'s report: every store's status, each agent's diagnostics, and config.json's problem.
+"""``knowledge doctor``'s report: every store's status, each agent's diagnostics, config.json's problem, and
+each store's sync (a remote whose rounds fail, conflicts waiting for the owner's look).
 
 One function, so the command line gives the same report whether it opens the
 state directory itself or asks the engine that serves it (``operator/doctor``).
@@ -15,12 +16,15 @@ from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.errors import ErrorAnswer, KnowledgeError
 from ..core.findings import TruncatedFindings
 from ..state.config import SettingsSource
+from ..sync.clone import SyncEngine
+from ..sync.service import sync_status
+from ..sync.status import SyncError, SyncStatus
 
 log = logging.getLogger(__name__)
 
 
-class DoctorEngine(Protocol):
-    """What the report reads of the engine."""
+class DoctorEngine(SyncEngine, Protocol):
+    """What the report reads of the engine (and, for each store's sync, what sync_status reads)."""
 
     @property
     def settings(self) -> SettingsSource: ...
@@ -56,11 +60,68 @@ class DoctorAgent(TypedDict):
     error: NotRequired[ErrorAnswer]
 
 
+class FailingRemote(TypedDict):
+    """A remote whose last round failed: why (``lastError``: code, message, when) and since when (it has
+    failed on every round after ``lastSuccess``; None: no round with it ever worked)."""
+
+    storeId: str
+    name: str | None  # a named store's name
+    remote: str
+    url: str
+    lastError: SyncError | None
+    lastSuccess: str | None
+
+
+class WaitingConflicts(TypedDict):
+    """A store with sync conflicts the owner has not dismissed (each already has a standing version)."""
+
+    storeId: str
+    name: str | None
+    waiting: int
+
+
+class UnreadableSync(TypedDict):
+    """A store whose sync state (remotes.json, status.json, its conflicts) cannot be read; ``storeId`` None:
+    no store's could."""
+
+    storeId: str | None
+    name: str | None
+    problem: str
+
+
+class DoctorSync(TypedDict):
+    """What needs the owner's look in the stores' sync: failing remotes and unreadable sync state are
+    problems; conflicts waiting are listed, not counted (the merge already chose what stands)."""
+
+    failing: list[FailingRemote]
+    conflicts: list[WaitingConflicts]
+    unreadable: list[UnreadableSync]
+
+
 class DoctorReport(TypedDict):
     stores: list[StoreEntry]
     agents: list[DoctorAgent]
     config: NotRequired[str]
+    sync: DoctorSync
     problems: int
+
+
+def sync_report(status: SyncStatus) -> DoctorSync:
+    """The failing remotes, waiting conflicts and unreadable sync states of ``status`` (status.json's)."""
+    report: DoctorSync = {"failing": [], "conflicts": [], "unreadable": []}
+    for store in status["stores"]:
+        if "problem" in store:
+            report["unreadable"].append({"storeId": store["storeId"], "name": store["name"],
+                                         "problem": store["problem"]})
+        for remote in store["remotes"]:
+            if remote["state"] == "failing":
+                report["failing"].append({"storeId": store["storeId"], "name": store["name"],
+                                          "remote": remote["name"], "url": remote["url"],
+                                          "lastError": remote["lastError"], "lastSuccess": remote["lastSuccess"]})
+        if store["conflictsWaiting"]:
+            report["conflicts"].append({"storeId": store["storeId"], "name": store["name"],
+                                        "waiting": store["conflictsWaiting"]})
+    return report
 
 
 def doctor_report(engine: DoctorEngine) -> DoctorReport:
@@ -87,5 +148,11 @@ def doctor_report(engine: DoctorEngine) -> DoctorReport:
     if settings_problem := engine.settings.problem:
         report["config"] = settings_problem
         problems += 1
+    try:
+        report["sync"] = sync_report(sync_status(engine))
+    except KnowledgeError as exc:
+        report["sync"] = {"failing": [], "conflicts": [], "unreadable": [
+            {"storeId": None, "name": None, "problem": f"the stores' sync state cannot be read: {exc.message}"}]}
+    problems += len(report["sync"]["failing"]) + len(report["sync"]["unreadable"])
     report["problems"] = problems
     return report  # type: ignore[return-value]

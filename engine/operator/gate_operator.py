@@ -17,6 +17,7 @@ partition, like every other operator method.
     operator/gateWhatIf          agent, thresholds?, threshold?                 -
     operator/gateReplay          agent, turns?, recallGate?, decisionModel?     -
     operator/startGateReplay     as gateReplay                                  a job (operator/job polls it)
+    operator/suggestGateThresholds  agent? | store?, precision?, pointerPrecision?  -
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from ..decision.runtime import DecisionRuntime
 from ..core.errors import InvalidParams, KnowledgeError
 from ..gate.turn import GateEngine, GateStop, authority_check, evaluate, in_force
 from ..gate.journal import LIST_MAX, THRESHOLD_GRID, GateTurn, WhatIf, clear_journal, journal_turns, label_turn
-from ..gate.journal import list_turns, what_if
+from ..gate.journal import list_turns, scored_turns, what_if
+from ..gate.suggest import DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, GateSuggestion, suggest_thresholds
 from ..core.methods import Method
 from ..core.methods import handlers as method_handlers
 from ..state.gate_settings import KEYS, GateConfig, GateSettings, parse_gate_settings
@@ -45,6 +47,11 @@ from ..core.jobs import Jobs
 from ..index.searchable import SearchableStore
 from ..index.similarity import DECISION_LOADERS
 from ..state.statedir import StateDir
+from ..access.stores import StoreResolver
+from ..state.registry import StoreRecord
+from ..sync.remotes import CHOOSE_STORE, DEFAULT_AGENT
+from ..vault.records import PRIVATE_SCOPE
+from .partitions import StoreLane
 
 REPLAY_MAX_TURNS = 50
 REPLAY_DEFAULT_TURNS = 20
@@ -121,6 +128,11 @@ class GateOperatorEngine(GateEngine, Protocol):
     @property
     def state(self) -> StateDir: ...
 
+    @property
+    def resolver(self) -> StoreResolver: ...
+
+    def maintain(self, record: StoreRecord, work: Callable[[StoreLane], T]) -> T: ...
+
 
 def methods(engine: GateOperatorEngine) -> tuple[Method, ...]:
     """The gate view's ``operator/*`` methods (engine/core/methods.py)."""
@@ -136,6 +148,7 @@ def methods(engine: GateOperatorEngine) -> tuple[Method, ...]:
         Method("gateWhatIf", WHAT_IF, WhatIf, gate.what_if),  # the journal's table, as it answers it
         Method("gateReplay", REPLAY, Replay, gate.replay),
         Method("startGateReplay", REPLAY, JobAnswer, gate.start_replay),
+        Method("suggestGateThresholds", SUGGEST, GateSuggestion, gate.suggest),
     )
 
 
@@ -167,6 +180,10 @@ JOURNAL = LOG + Params(Flag("labelled", nullable=True))
 LABEL = AGENT + Params(String("turn", required=True, min_chars=1, what="a journal turn id"),
                        Value("needed", required=True))  # label_turn reads the ids
 WHAT_IF = AGENT + Params(Value("thresholds", _thresholds, default=list(THRESHOLD_GRID)), THRESHOLD)
+SUGGEST = CHOOSE_STORE + Params(
+    Number("precision", 0.05, 0.99, default=DEFAULT_PRECISION, description="the precision the owner asks for"),
+    Number("pointerPrecision", 0.05, 0.99, default=DEFAULT_POINTER_PRECISION,
+           description="the share of pointer lines that should point at a needed page; below precision"))
 REPLAY = AGENT + Params(Value("turns", _turn_ids, nullable=True), Value("recallGate"), Value("decisionModel"))
 
 
@@ -246,6 +263,24 @@ class GateOperator:
         turns = self._on_private(values["agent"], lambda store, partition: journal_turns(store, partition,
                                                                                           limit=5_000))
         return what_if(turns, grid, detail)
+
+    def suggest(self, params: dict[str, Any]) -> GateSuggestion:
+        """``highThreshold`` (and where they help ``mediumThreshold`` and ``skipHintBelow``) for the asked precision,
+        from the labelled turns of the chosen store's gate log, and where the gate would fire without labels.
+
+        Only the turns of the Decision model in force count (another model's scores are on another scale).
+        """
+        values = SUGGEST.read(params)
+        precision, pointer = values["precision"], values["pointerPrecision"]
+        if pointer >= precision:
+            raise InvalidParams(f"pointerPrecision must be below precision ({precision:g})", field="pointerPrecision")
+        record = self.engine.resolver.select(store=values["store"], agent=values["agent"], default_agent=DEFAULT_AGENT)
+        self.engine.resolver.check(record)
+        turns = self.engine.maintain(record, lambda runtime: scored_turns(runtime.store, PRIVATE_SCOPE))
+        current = self.engine.settings.current()
+        gate = current.recall_gate
+        return suggest_thresholds(turns, current.decision_model, precision, pointer,
+                                  dict(gate.to_config()) if gate else None)
 
     # --- replay -----------------------------------------------------------------------------------
 

@@ -48,6 +48,8 @@ inventory, so a window refreshes from what the engine now holds.
     operator/job, jobs, cancelJob    long work run as jobs: downloads, benchmarks, replays (operator_jobs.py)
     operator/partitions, grants, setGrant, removeGrant   each store's partitions (figures only) and grants (partitions.py)
     operator/syncRemotes, addSyncRemote, removeSyncRemote   each store's sync remotes (sync/remotes.py)
+    operator/syncNow, syncStatus, syncClone   a round now, every store's sync status, a clone (sync/service.py)
+    operator/dismissSyncConflict              the owner has seen a sync conflict (sync/conflicts.py)
     operator/subscribe       topics?    change notifications on this connection (wire/protocol.py, core/changes.py)
 """
 
@@ -69,6 +71,8 @@ from .client_config import AgentSetup
 from .doctor import DoctorReport, OntologySources, doctor_report
 from ..gate import stats as gate_stats
 from ..sync import remotes as sync_remotes
+from ..sync import conflicts as sync_conflicts
+from ..sync import service as sync_service
 from ..memory import ontology_views
 from ..core import jobs as operator_jobs
 from ..access.authority import INSTANCE_MAX, OWNER_PRIVATE, SESSION_KEY_MAX, OperatorCaller, PreviewCaller
@@ -558,7 +562,7 @@ def operator_methods(engine: "Engine") -> tuple[Method, ...]:
     """Every ``operator/*`` method but the wire's own ``operator/subscribe``, as its feature declares it:
     this module's, then the recall gate view's (gate_operator.py) and its charts' (gate/stats.py), the models
     view's (model_operator.py), the jobs' (core/jobs.py), the partitions view's (partitions.py) and the sync
-    remotes' (sync/remotes.py)."""
+    remotes' and rounds' (sync/remotes.py, sync/service.py)."""
     return (*OperatorMethods(engine).methods(), *gate_operator.methods(engine), *gate_stats.methods(engine),
             *model_operator.methods(engine), *operator_jobs.methods(engine.jobs), *partitions.methods(engine),
-            *sync_remotes.methods(engine))
+            *sync_remotes.methods(engine), *sync_service.methods(engine), *sync_conflicts.methods(engine))

@@ -24,6 +24,7 @@ from ..core.answers import JsonObject
 from ..core.errors import InvalidParams
 from ..core.files import atomic_write
 from .gate_settings import GateSettings, parse_gate_settings
+from .sync_settings import SyncSettings, parse_sync_settings
 from ..core.ids import is_agent_name
 
 SCHEMA_VERSION = 1
@@ -71,6 +72,8 @@ class Settings:
     # allowSecrets: store writes that hold credentials (API keys, tokens, private keys); off by default, see
     # engine/store/credentials.py and docs/secrets.md
     allow_secrets: bool = False
+    # sync: when the serving engine syncs stores with their remotes by itself; see engine/state/sync_settings.py
+    sync: SyncSettings = field(default_factory=SyncSettings)
 
     def named_stores_of(self, agent: str) -> list[str]:
         """Names of every named store that lists ``agent`` (more than one makes it unavailable)."""
@@ -187,7 +190,7 @@ def parse_settings(data: Any) -> Settings:
                     rerank_base_url=rerank_base_url, knowledge_runtime_enabled=knowledge_runtime,
                     recall_gate=parse_gate_settings(data.get("recallGate")),
                     embedding_model=_parse_embedding_model(data.get("embeddingModel", Settings.embedding_model)),
-                    allow_secrets=allow_secrets)
+                    allow_secrets=allow_secrets, sync=parse_sync_settings(data.get("sync")))
 
 
 def _parse_embedding_model(value: Any) -> str | None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
+from ..core.db import Database
 from ..core.errors import KnowledgeError, LimitExceeded, StoreUnavailable
 from ..vault.evidence import (
     DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DIR, SourceDescriptor, parse_descriptor,
@@ -57,6 +58,14 @@ _UPSERT_RECORD = (
 _FORGET_VIEW = ", ".join(f"{name} = {'0' if name == 'fixture' else 'NULL'}" for name in VIEW_COLUMNS)
 _KEEP_REVISION = ("INSERT OR IGNORE INTO revisions (partition, record_id, revision, sha256, content, path, origin, "
                   "publication_id, agent, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def keep_revision(db: Database, partition: str, record_id: str, revision: int, data: bytes, path: str, *,
+                  origin: str, observed_at: str) -> None:
+    """Keep one version of a record in the revision archive (once per content), as the catalog keeps each
+    revision it sees; a sync merge keeps the version that did not stand this way (origin ``sync``)."""
+    db.execute(_KEEP_REVISION, (partition, record_id, revision, sha256_bytes(data), data, path, origin, None, None,
+                                observed_at))
 
 
 @dataclass
@@ -525,6 +534,14 @@ class Catalog(CatalogReads):
              info.ctime_ns if info else None, info.ino if info else None),
         )
         return True
+
+    def forget_paths(self, partition: str, paths: list[str]) -> set[str]:
+        """Forget files a publication removed, as a sync forgets files deleted outside the engine; returns the
+        ids they held (for ``refresh_cross_checks``'s ``gone``)."""
+        held = self._ids_at(partition, paths)
+        for relpath in paths:
+            self._forget(partition, relpath)
+        return held
 
     def _forget(self, partition: str, relpath: str) -> str | None:
         row = self.db.one("SELECT record_id, indexed_sha FROM catalog WHERE partition = ? AND path = ?",

@@ -505,10 +505,11 @@ class CatalogReads:
 
     def revision(self, partition: str, record_id: str, revision: int,
                  sha256: str | None = None) -> RevisionRow | None:
-        """The kept revision ``revision`` of a record (with exactly ``sha256``, when given), newest first."""
+        """The kept revision ``revision`` of a record (with exactly ``sha256``, when given), newest first; a
+        version a sync merge did not let stand (origin ``sync``) only when no other holds that number."""
         row = self.db.one(
             f"SELECT {_REVISION} FROM revisions r WHERE r.partition = ? AND r.record_id = ? AND r.revision = ? "
-            "AND (? IS NULL OR r.sha256 = ?) ORDER BY r.seq DESC LIMIT 1",
+            "AND (? IS NULL OR r.sha256 = ?) ORDER BY r.origin = 'sync', r.seq DESC LIMIT 1",
             (partition, record_id, revision, sha256, sha256))
         return None if row is None else _revision_row(row)
 

@@ -21,7 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Sequence
 
 BRANCH = "refs/heads/main"
 COMMITTER = "Knowledge Desk <knowledge-desk@localhost>"
@@ -36,11 +36,19 @@ COPIED_HISTORY_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = tru
 
 # The commands that take git's locks; the engine runs them one at a time.  Reads (rev-parse, log, diff-index,
 # remote, bundle) may run beside them and never clean anything up.
-_WRITING_COMMANDS = frozenset({"init", "symbolic-ref", "fast-import", "update-index", "read-tree", "fetch", "gc"})
+_WRITING_COMMANDS = frozenset({"init", "symbolic-ref", "fast-import", "update-index", "read-tree", "fetch", "gc",
+                               "update-ref"})
 # Git's own default: ``gc --auto`` packs the history once about this many loose objects have gathered.  Each
 # checkpoint leaves its objects loose (fast-import explodes a small import), so without it a vault's history
 # grows by a file per object: 3,000 checkpoints left 24,000 loose files taking 217 MiB (docs/benchmarks/git-history.md).
 GC_AUTO_OBJECTS = 6700
+# What the history never holds: a publication's temp files, the partition markers (machine-local), and hidden
+# names (``existing_files`` skips them too).  ``ensure_repository`` writes the first two to info/exclude.
+EXCLUDED = ("*.tmp", ".partition.json")
+# The vault's top-level entries the engine reads; ``outside_changes`` looks nowhere else.
+_SYNCED_TOP = ("ontology.yaml", "private", "conversations")
+_REGULAR_MODES = ("100644", "100755")
+_ZERO = "0" * 40
 
 
 class GitError(Exception):
@@ -170,7 +178,7 @@ class GitHistory:
             self._run("symbolic-ref", "HEAD", BRANCH)
         exclude = self.git_dir / "info" / "exclude"
         exclude.parent.mkdir(exist_ok=True)
-        wanted = ["*.tmp", ".partition.json"]
+        wanted = list(EXCLUDED)
         present = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
         if any(line not in present for line in wanted):
             exclude.write_text("\n".join(present + [w for w in wanted if w not in present]) + "\n", encoding="utf-8")
@@ -192,8 +200,11 @@ class GitHistory:
             return None
 
     def commit(self, files: list[CommitFile], message: str, *,
-               existing: Callable[[], list[CommitFile]] | None = None) -> str:
-        """Commit exactly ``files`` on top of the branch; returns the new commit id.
+               existing: Callable[[], list[CommitFile]] | None = None, removals: Sequence[str] = (),
+               merge_parents: Sequence[str] = ()) -> str:
+        """Commit exactly ``files`` (and the removal of ``removals``) on top of the branch; returns the new
+        commit id.  ``merge_parents`` are further parents (a sync merge names the tip it merged); each must
+        already be in this repository.
 
         The first commit also takes in what the vault already held (files published while git was
         unavailable, or written by hand), so the history starts complete: ``existing`` reads them
@@ -204,7 +215,7 @@ class GitHistory:
         self._check_no_remote()
         parent = self.head()
         if parent is None:
-            published = {item.path for item in files}
+            published = {item.path for item in files} | set(removals)
             files = [item for item in (existing or self.existing_files)() if item.path not in published] + files
         stream = bytearray()
         encoded = message.encode("utf-8")
@@ -212,6 +223,10 @@ class GitHistory:
         stream += f"data {len(encoded)}\n".encode() + encoded + b"\n"
         if parent:
             stream += f"from {parent}\n".encode()
+        for other in merge_parents:
+            stream += f"merge {_object_id(other)}\n".encode()
+        for path in removals:
+            stream += f"D {_quote(path)}\n".encode()
         for item in files:
             stream += f"M 100644 inline {_quote(item.path)}\ndata {len(item.data)}\n".encode()
             stream += item.data + b"\n"
@@ -227,8 +242,145 @@ class GitHistory:
         if self.index_problem is not None:
             self.repair_index()
         else:
-            self._sync_index(files)
+            self._sync_index(files, removals)
         return commit
+
+    # --- reading commits (sync) ---------------------------------------------------------
+
+    def tree(self, commit: str) -> dict[str, str]:
+        """The regular files of ``commit``: vault path -> blob id (symlinks and submodules are left out)."""
+        listing = self._run_bytes("ls-tree", "-r", "-z", "--full-tree", _object_id(commit))
+        files = {}
+        for entry in listing.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, path = entry.partition(b"\t")
+            mode, kind, blob = meta.decode("ascii").split(" ")
+            if kind == "blob" and mode in _REGULAR_MODES:
+                files[path.decode("utf-8", "surrogateescape")] = blob
+        return files
+
+    def read_blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of each blob in ``ids``, read by one ``git cat-file --batch``."""
+        wanted = sorted({_object_id(blob) for blob in ids})
+        if not wanted:
+            return {}
+        out = self._run_bytes("cat-file", "--batch", stdin="".join(f"{blob}\n" for blob in wanted).encode())
+        blobs, at = {}, 0
+        for blob in wanted:
+            end = out.index(b"\n", at)
+            header = out[at:end].decode("ascii").split(" ")
+            if len(header) != 3 or header[0] != blob or header[1] != "blob":
+                raise GitError(f"git cat-file did not return blob {blob}: {' '.join(header)}")
+            size = int(header[2])
+            blobs[blob] = out[end + 1:end + 1 + size]
+            at = end + 1 + size + 1  # the object, then a newline
+        return blobs
+
+    def merge_bases(self, a: str, b: str) -> list[str]:
+        """Every best common ancestor of ``a`` and ``b`` (``merge-base --all``); empty when they share none."""
+        returncode, out = self._run_status("merge-base", "--all", _object_id(a), _object_id(b))
+        return out.decode("ascii").split() if returncode == 0 else []  # 1: no common ancestor
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        """Whether ``a`` is ``b`` or one of its ancestors."""
+        returncode, _ = self._run_status("merge-base", "--is-ancestor", _object_id(a), _object_id(b))
+        return returncode == 0
+
+    def fast_forward(self, commit: str, expected: str | None) -> None:
+        """Move the branch to ``commit`` if it is still at ``expected`` (None: no commit yet), and bring the
+        index along: entries of files the move left unchanged keep their stat cache."""
+        self.ensure_repository()
+        self._check_no_remote()
+        commit = _object_id(commit)
+        self._run("update-ref", "-m", "sync: fast-forward", BRANCH, commit,
+                  _object_id(expected) if expected is not None else _ZERO)
+        if self.index_problem is not None:
+            self.repair_index()
+            return
+        if expected is None:
+            self.index_problem = "a first history was taken by a fast-forward"
+            self.repair_index()
+            return
+        changes = self._run_bytes("diff-tree", "-r", "-z", "--no-renames", expected, commit)
+        lines, fields = [], changes.split(b"\0")
+        for meta, path in zip(fields[0::2], fields[1::2]):
+            _, new_mode, _, new_blob, status = meta.decode("ascii").lstrip(":").split(" ")
+            name = path.decode("utf-8", "surrogateescape")
+            lines.append(f"0 {_ZERO}\t{name}\n" if status == "D" else f"{new_mode} {new_blob}\t{name}\n")
+        if lines:
+            try:
+                self._run("update-index", "--index-info", stdin="".join(lines).encode("utf-8", "surrogateescape"))
+            except GitError as exc:
+                self.index_problem = str(exc)
+
+    def outside_changes(self) -> tuple[list[CommitFile], list[str]]:
+        """What the vault holds that the branch does not: files changed or added (with their bytes) and
+        paths removed, under ``ontology.yaml``, ``private/`` and ``conversations/`` only, leaving out
+        hidden names and ``EXCLUDED``.  Git's index stat cache tells which files changed, so an
+        unchanged file is not read (the index is first brought to the branch when it lags).  It writes the
+        index: run it where commits are made, one at a time (the store runtime's git lock).  A file a
+        checkpoint just committed is read once more here: the commit gives the index its blob, not its stat."""
+        if self.head() is None:
+            return [f for f in self.existing_files() if _looked_at(f.path)], []
+        self.ensure_repository()
+        if self.index_problem is not None and self.repair_index() is not None:
+            raise GitError(f"the git index cannot be brought to the history: {self.index_problem}")
+        pathspec = ["--", *_SYNCED_TOP]
+        # Refresh the stat cache: only entries whose stat changed are read (hashed) here.
+        self._run("update-index", "-q", "--refresh", "--ignore-missing", "--unmerged")
+        changed, removed = [], []
+        listing = self._run_bytes("diff-files", "-z", "--name-status", "--no-renames", *pathspec)
+        fields = listing.split(b"\0")
+        for status, path in zip(fields[0::2], fields[1::2]):
+            name = path.decode("utf-8", "surrogateescape")
+            if not _looked_at(name):
+                continue
+            (removed if status == b"D" else changed).append(name)
+        excludes = [f"--exclude={pattern}" for pattern in (*EXCLUDED, ".*")]
+        others = self._run_bytes("ls-files", "-z", "--others", *excludes, *pathspec)
+        tracked = set(changed)
+        changed += [name for name in (p.decode("utf-8", "surrogateescape") for p in others.split(b"\0") if p)
+                    if _looked_at(name)]
+        files = []
+        for name in sorted(changed):
+            data = self._read_regular(name)
+            if data is not None:
+                files.append(CommitFile(name, data))
+            elif name in tracked:  # no longer a regular, singly linked file: gone, for the history
+                removed.append(name)
+        return files, sorted(removed)
+
+    def _read_regular(self, name: str) -> bytes | None:
+        """A vault file's bytes when it is a regular, singly linked file, as ``existing_files`` takes them."""
+        path = self.vault / name
+        try:
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                return None
+            with open(path, "rb") as handle:
+                return handle.read()
+        except OSError:
+            return None
+
+    def _run_bytes(self, *args: str, stdin: bytes | None = None) -> bytes:
+        """A reading command's exact output (paths and blobs are bytes, not text to strip)."""
+        return self._run_status(*args, stdin=stdin, answers=(0,))[1]
+
+    def _run_status(self, *args: str, stdin: bytes | None = None,
+                    answers: tuple[int, ...] = (0, 1)) -> tuple[int, bytes]:
+        """A reading command's exit status (one of ``answers``: a question git answers by its status) and
+        exact output; any other status is a failure."""
+        try:
+            completed = subprocess.run(
+                [self.executable, "-c", "core.hooksPath=" + os.devnull, "-c", "core.quotePath=false", *args],
+                input=stdin, capture_output=True, env=self._env(), cwd=self.vault, timeout=_TIMEOUT,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise GitError(f"git {args[0]} could not run: {exc}") from exc
+        if completed.returncode not in answers:
+            raise GitError(f"git {args[0]} failed: {self._explain(completed.stderr, completed.returncode)}")
+        return completed.returncode, completed.stdout
 
     def tidy(self) -> None:
         """Pack the history when enough loose objects have gathered (``git gc --auto``: a quick count
@@ -259,9 +411,10 @@ class GitHistory:
                 found.append(CommitFile(os.path.relpath(path, self.vault).replace(os.sep, "/"), data))
         return found
 
-    def _sync_index(self, files: list[CommitFile]) -> None:
+    def _sync_index(self, files: list[CommitFile], removals: Sequence[str] = ()) -> None:
         """Point the index at the committed blobs so ``git status`` stays quiet; cosmetic only."""
         lines = "".join(f"100644 {_blob_id(item.data)}\t{item.path}\n" for item in files)
+        lines += "".join(f"0 {_ZERO}\t{path}\n" for path in removals)
         try:
             self._run("update-index", "--add", "--index-info", stdin=lines.encode("utf-8"))
         except GitError as exc:
@@ -354,6 +507,24 @@ def _utf8_name(name: str) -> bool:
     except UnicodeEncodeError:  # os.walk hands undecodable bytes over as lone surrogates
         return False
     return True
+
+
+def _looked_at(path: str) -> bool:
+    """Whether ``outside_changes`` reports a vault path: under the synced top-level entries, no hidden
+    component, not excluded."""
+    parts = path.split("/")
+    top = parts[0]
+    if top not in _SYNCED_TOP or (top == "ontology.yaml") != (len(parts) == 1):
+        return False
+    return not any(part.startswith(".") for part in parts) and not parts[-1].endswith(".tmp")
+
+
+def _object_id(name: str) -> str:
+    """A commit or blob id as the caller gave it, refused unless it is 40 hex digits (never an option or a
+    revision expression handed to git)."""
+    if len(name) != 40 or any(ch not in "0123456789abcdef" for ch in name):
+        raise GitError(f"not an object id: {name[:60]!r}")
+    return name
 
 
 def _blob_id(data: bytes) -> str:

@@ -25,7 +25,7 @@ class GitOutbox:
 
     def pending(self) -> list[dict[str, Any]]:
         """Every pending publication in order: ``{seq, id, agent, partition, operation, files}``, where files
-        are (path in the repository, new bytes)."""
+        are (path in the repository, new bytes), the bytes None for a file the publication removed."""
         batch = []
         for row in self.db.all(
             "SELECT outbox.publication_seq AS seq, publications.id, publications.partition, publications.agent, "
@@ -34,9 +34,10 @@ class GitOutbox:
         ):
             prefix = partition_dir(row["partition"])
             files = [
-                (f"{prefix}/{f['path']}", f["new_bytes"]) for f in self.db.all(
-                    "SELECT path, new_bytes FROM publication_files WHERE publication_seq = ? ORDER BY ordinal",
-                    (row["seq"],),
+                (f["path"] if f["role"] == "ontology" else f"{prefix}/{f['path']}",
+                 None if f["removes"] else f["new_bytes"]) for f in self.db.all(
+                    "SELECT path, role, new_bytes, removes FROM publication_files WHERE publication_seq = ? "
+                    "ORDER BY ordinal", (row["seq"],),
                 )
             ]
             batch.append({"seq": row["seq"], "id": row["id"], "agent": row["agent"], "partition": row["partition"],

@@ -32,18 +32,26 @@ from typing import Any, Callable
 
 from .answers import GitState, Receipt
 from .catalog import Catalog, FileStat
-from ..core.errors import Conflict, KnowledgeError, NotFound, StoreUnavailable
+from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
 from ..core.files import UnsafePath, fsync_dir, remove_inside, resolve_inside, sha256_bytes, sha256_file, write_inside
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
+from ..vault.records import PRIVATE_SCOPE
 
-ROLE_ORDER = {"source": 0, "descriptor": 1, "record": 2}
+# Installation order: evidence before what cites it, the ontology before the records it validates.
+ROLE_ORDER = {"source": 0, "descriptor": 1, "ontology": 2, "record": 3}
+# The one file of role "ontology": the vault's extensions, its path relative to the vault (not a partition);
+# only a private-partition plan writes it (the extensions apply there alone).
+ONTOLOGY_PATH = "ontology.yaml"
 
 
 @dataclass
 class FileWrite:
-    """One file a publication installs, with the bytes it replaces (None: a new file)."""
+    """One file a publication installs, with the bytes it replaces (None: a new file).
+
+    With ``removes`` it removes the file instead: ``base`` holds the bytes it removes (checked like any
+    write's base, and put back by a roll-back) and ``data`` is unused."""
 
     path: str
     role: str
@@ -51,10 +59,12 @@ class FileWrite:
     record_id: str | None = None
     revision: int | None = None
     base: bytes | None = None
+    removes: bool = False
 
     @property
-    def new_sha256(self) -> str:
-        return sha256_bytes(self.data)
+    def new_sha256(self) -> str | None:
+        """The sha256 of the bytes the file holds once installed; None: no file."""
+        return None if self.removes else sha256_bytes(self.data)
 
     @property
     def base_sha256(self) -> str | None:
@@ -83,6 +93,11 @@ class _Publication:
     publication_id: str = ""
     installed: dict[str, FileStat] = field(default_factory=dict)
     error: Exception | None = None
+
+
+def removal(path: str, role: str, base: bytes, record_id: str | None = None) -> FileWrite:
+    """A write that removes the file at ``path``, which holds ``base``."""
+    return FileWrite(path, role, b"", record_id, None, base, removes=True)
 
 
 def request_hash(operation: str, params: dict[str, Any]) -> str:
@@ -211,9 +226,10 @@ class Publisher:
                 ).lastrowid
                 self.db.executemany(
                     "INSERT INTO publication_files (publication_seq, ordinal, path, role, record_id, revision, "
-                    "new_sha256, new_bytes, base_sha256, base_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(publication.seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256, w.data,
-                      w.base_sha256, w.base) for ordinal, w in enumerate(publication.writes)],
+                    "new_sha256, new_bytes, base_sha256, base_bytes, removes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(publication.seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256,
+                      None if w.removes else w.data, w.base_sha256, w.base, int(w.removes))
+                     for ordinal, w in enumerate(publication.writes)],
                 )
                 self.faults.attempt("journaled")
 
@@ -228,22 +244,37 @@ class Publisher:
         """Step 3: install the publication's files, each compared with the bytes it was planned on; the
         directories whose entries changed are added to ``directories`` for ``_report_installed`` to sync."""
         partition = publication.plan.partition
-        root = self.store.ensure_partition(partition)
+        self.store.ensure_partition(partition)
         installed: dict[str, FileStat] = {}
         for write in publication.writes:
-            current = self._current_sha(partition, write.path)
+            root = self._root(partition, write)
+            current = self._current_sha(partition, write)
             if current == write.new_sha256:
-                installed[write.path] = self._stat_installed(root, write)
+                if not write.removes:
+                    installed[write.path] = self._stat_installed(root, write)
                 continue
             self._expect_base(write, current)
             self.faults.attempt("installed")
-            # Compared again right before the rename: an edit made while the new bytes were synced is a
-            # conflict too, not a version lost without the engine ever seeing it.
-            installed[write.path] = FileStat.of(write_inside(
-                root, write.path, write.data, directories=directories,
-                check=lambda: self._expect_base(write, self._current_sha(partition, write.path))))
+            if write.removes:
+                self._remove(root, partition, write, directories)
+            else:
+                # Compared again right before the rename: an edit made while the new bytes were synced is a
+                # conflict too, not a version lost without the engine ever seeing it.
+                installed[write.path] = FileStat.of(write_inside(
+                    root, write.path, write.data, directories=directories,
+                    check=lambda: self._expect_base(write, self._current_sha(partition, write))))
             self.faults.reach("installed")
         publication.installed = installed
+
+    def _remove(self, root: Path, partition: str, write: FileWrite, directories: set[Path]) -> None:
+        """Remove one file of a publication, compared with the bytes it was planned on right before."""
+        target = resolve_inside(root, write.path)
+        self._expect_base(write, self._current_sha(partition, write))
+        try:
+            os.unlink(target)
+        except FileNotFoundError:  # removed by someone else since the comparison: what was wanted
+            pass
+        directories.add(target.parent)
 
     def _report_installed(self, group: list[_Publication], directories: set[Path]) -> None:
         """Make the group's renames durable, each directory synced once, then tell ``on_installed``."""
@@ -264,9 +295,15 @@ class Publisher:
             self.faults.reach("checkpointed")
         written: dict[str, list[str]] = {}
         with self.db.atomic():
+            gone: dict[str, set[str]] = {}
             for publication in group:
                 partition = publication.plan.partition
+                removed = [write.path for write in publication.writes if write.removes]
+                if removed:  # forgotten as an outside deletion is: its record or source leaves the catalog
+                    gone.setdefault(partition, set()).update(self.catalog.forget_paths(partition, removed))
                 for write in publication.writes:
+                    if write.removes or write.role == "ontology":
+                        continue
                     info = publication.installed[write.path]
                     if write.role == "record":
                         self.catalog.index_record_bytes(partition, write.path, write.data, info,
@@ -276,7 +313,7 @@ class Publisher:
                         self.catalog.index_descriptor(partition, write.path, write.data, info)
                 written.setdefault(partition, []).extend(write.path for write in publication.writes)
             for partition, paths in written.items():
-                self.catalog.refresh_cross_checks(partition, paths)
+                self.catalog.refresh_cross_checks(partition, paths, gone=gone.get(partition, set()))
             for publication in group:
                 if self.git_enabled():
                     self.db.execute(
@@ -299,8 +336,10 @@ class Publisher:
         """Refuse, before anything is journaled, a write whose path passes a symlinked or non-directory
         component of the vault (a ``claims/`` that is a symlink), naming that component: the engine never
         writes through a symlink, and reporting it as an edit race would send the owner looking elsewhere."""
-        root = self.store.partition_root(partition)
         for write in writes:
+            root = self._root(partition, write)
+            if write.role == "ontology" and (partition != PRIVATE_SCOPE or write.path != ONTOLOGY_PATH):
+                raise InvalidParams(f"only the private partition writes {ONTOLOGY_PATH}", path=write.path)
             try:
                 resolve_inside(root, write.path)
             except UnsafePath as exc:
@@ -321,7 +360,7 @@ class Publisher:
 
     def _expect_ours(self, partition: str, write: FileWrite) -> None:
         """Undo only our own bytes: an edit made since the install is left alone."""
-        if self._current_sha(partition, write.path) != write.new_sha256:
+        if self._current_sha(partition, write) != write.new_sha256:
             raise Conflict("the file changed on disk after it was installed; it is left as edited",
                            path=write.path, recordId=write.record_id)
 
@@ -333,9 +372,13 @@ class Publisher:
             raise Conflict("the file was moved or deleted on disk while it was published; nothing was "
                            "overwritten", path=write.path, recordId=write.record_id) from exc
 
-    def _current_sha(self, partition: str, relpath: str) -> str | None:
+    def _root(self, partition: str, write: FileWrite) -> Path:
+        """The folder a write's path is relative to: the vault for the ontology, else the partition's."""
+        return self.store.vault if write.role == "ontology" else self.store.partition_root(partition)
+
+    def _current_sha(self, partition: str, write: FileWrite) -> str | None:
         try:
-            return sha256_file(self.store.partition_root(partition), relpath)[0]
+            return sha256_file(self._root(partition, write), write.path)[0]
         except NotFound:
             return None
         except UnsafePath:
@@ -347,10 +390,10 @@ class Publisher:
         Returns False (and leaves the publication journalled, blocking reads
         until recovery) when the disk refuses the undo.
         """
-        root = self.store.partition_root(partition)
         try:
             for write in reversed(writes):
-                if self._current_sha(partition, write.path) != write.new_sha256:
+                root = self._root(partition, write)
+                if self._current_sha(partition, write) != write.new_sha256:
                     continue
                 if write.base is None:
                     remove_inside(root, write.path)
@@ -378,9 +421,9 @@ class Publisher:
     def _remove_leftover_temp_files(self, partition: str, writes: list[FileWrite]) -> None:
         """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<random>.tmp``)
         beside the target; recovery removes those of the publication's own files and of the manifest."""
-        root = self.store.partition_root(partition)
         targets = [(self.store.root, self.store.manifest_path.name)]
         for write in writes:
+            root = self._root(partition, write)
             parent, _, name = write.path.rpartition("/")
             try:
                 targets.append((resolve_inside(root, parent) if parent else root, name))
@@ -399,15 +442,15 @@ class Publisher:
         for row in self.db.all("SELECT * FROM publications WHERE state = 'journaled' ORDER BY seq"):
             seq, partition = row["seq"], row["partition"]
             writes = [
-                FileWrite(path=f["path"], role=f["role"], data=f["new_bytes"], record_id=f["record_id"],
-                          revision=f["revision"], base=f["base_bytes"])
+                FileWrite(path=f["path"], role=f["role"], data=f["new_bytes"] or b"", record_id=f["record_id"],
+                          revision=f["revision"], base=f["base_bytes"], removes=bool(f["removes"]))
                 for f in self.db.all(
                     "SELECT * FROM publication_files WHERE publication_seq = ? ORDER BY ordinal", (seq,)
                 )
             ]
             foreign = [
                 write.path for write in writes
-                if self._current_sha(partition, write.path) not in (write.new_sha256, write.base_sha256)
+                if self._current_sha(partition, write) not in (write.new_sha256, write.base_sha256)
             ]
             outcome = {"publicationId": row["id"], "requestId": row["request_id"]}
             self._remove_leftover_temp_files(partition, writes)

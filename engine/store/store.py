@@ -271,6 +271,78 @@ STATE_MIGRATIONS = [
     ("0006_catalog_stats", """
         CREATE INDEX catalog_stats ON catalog (partition, path, ino, file_size, mtime_ns, ctime_ns)
     """),
+    # Publications that remove a file (a sync removes what the other machine removed) and that install the
+    # vault's ontology.yaml (role 'ontology', its path relative to the vault): a removal journals the bytes it
+    # removes as its base and has no new bytes.  SQLite changes a CHECK only by rebuilding the table.
+    ("0007_publication_removals", """
+        CREATE TABLE publication_files_new (
+            publication_seq INTEGER NOT NULL REFERENCES publications (seq),
+            ordinal INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('record', 'source', 'descriptor', 'ontology')),
+            record_id TEXT,
+            revision INTEGER,
+            new_sha256 TEXT,
+            new_bytes BLOB,
+            base_sha256 TEXT,
+            base_bytes BLOB,
+            removes INTEGER NOT NULL DEFAULT 0 CHECK (removes IN (0, 1)),
+            CHECK (CASE WHEN removes THEN new_bytes IS NULL AND new_sha256 IS NULL AND base_bytes IS NOT NULL
+                        ELSE new_bytes IS NOT NULL AND new_sha256 IS NOT NULL END),
+            PRIMARY KEY (publication_seq, ordinal)
+        );
+        INSERT INTO publication_files_new (publication_seq, ordinal, path, role, record_id, revision, new_sha256,
+            new_bytes, base_sha256, base_bytes)
+            SELECT publication_seq, ordinal, path, role, record_id, revision, new_sha256, new_bytes, base_sha256,
+                   base_bytes FROM publication_files;
+        DROP TABLE publication_files;
+        ALTER TABLE publication_files_new RENAME TO publication_files
+    """),
+    # Sync (engine/sync/install.py): a version a merge did not let stand is kept in the revision archive with
+    # origin 'sync' (the table is rebuilt to widen its CHECK; every row keeps its seq), and each conflict is
+    # listed for the owner until dismissed.
+    ("0008_sync_conflicts", """
+        CREATE TABLE revisions_new (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            partition TEXT NOT NULL,
+            record_id TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            content BLOB NOT NULL,
+            path TEXT NOT NULL,
+            origin TEXT NOT NULL CHECK (origin IN ('publication', 'external', 'sync')),
+            publication_id TEXT,
+            agent TEXT,
+            observed_at TEXT NOT NULL
+        );
+        INSERT INTO revisions_new (seq, partition, record_id, revision, sha256, content, path, origin,
+            publication_id, agent, observed_at)
+            SELECT seq, partition, record_id, revision, sha256, content, path, origin, publication_id, agent,
+                   observed_at FROM revisions ORDER BY seq;
+        DROP TABLE revisions;
+        ALTER TABLE revisions_new RENAME TO revisions;
+        CREATE UNIQUE INDEX revisions_content ON revisions (partition, record_id, revision, sha256);
+        CREATE TABLE sync_conflicts (
+            id TEXT PRIMARY KEY,
+            partition TEXT,
+            record_id TEXT,
+            kind TEXT NOT NULL CHECK (kind IN ('revised_on_both', 'added_on_both', 'removed_and_revised')),
+            standing_path TEXT NOT NULL,
+            standing_revision INTEGER,
+            standing_sha256 TEXT NOT NULL,
+            standing_updated_at TEXT,
+            other_path TEXT,
+            other_revision INTEGER,
+            other_sha256 TEXT,
+            other_updated_at TEXT,
+            diff TEXT NOT NULL,
+            remote TEXT NOT NULL,
+            machine TEXT NOT NULL,
+            at TEXT NOT NULL,
+            dismissed_at TEXT
+        );
+        CREATE INDEX sync_conflicts_waiting ON sync_conflicts (at) WHERE dismissed_at IS NULL
+    """),
 ]
 
 

@@ -10,10 +10,11 @@ only named stores, and only their membership).  The file::
 
 What a remote may be (``check_remote_url``): any address git speaks without a helper program: ssh
 (``user@host:path``, ``ssh://``, ``git+ssh://``), ``https://``, ``http://``, ``git://``, ``file://`` and an
-absolute path.  Credentials stay with git (an ssh key in ssh-agent, a credential helper): a URL carrying a
+absolute path; and ``gcrypt::`` followed by such an address where git-remote-gcrypt is installed (the remote's
+copy encrypted with the owner's GPG keys).  Credentials stay with git (an ssh key in ssh-agent, a credential helper): a URL carrying a
 password, a token (as its user name, anywhere in it) or a query string is refused with ``invalid_params``
-saying so, and the refused URL is never echoed, written or logged.  A remote helper (``ext::``, ``fd::``,
-``gcrypt::``...) is refused: ``ext::`` runs any command.  An address that begins with ``-``, or whose host
+saying so, and the refused URL is never echoed, written or logged.  Any other remote helper (``ext::``,
+``fd::``...) is refused: ``ext::`` runs any command.  An address that begins with ``-``, or whose host
 or user does, is refused (git would hand it to ssh as an option).  A path inside the state directory is
 refused: a store syncs with another machine or a repository of its own, never with a store's files.
 
@@ -36,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import threading
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,6 +45,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..access.stores import StoreResolver
 from ..core.answers import TypedDict
+from ..core.changes import ChangeFeed
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, LimitExceeded, NotFound
 from ..core.files import atomic_write
 from ..core.ids import format_timestamp, utc_now
@@ -61,6 +64,9 @@ URL_MAX_CHARS = 2048
 NAME_MAX_CHARS = 64
 DEFAULT_AGENT = "main"  # the agent whose store a command naming neither store nor agent means
 SCHEMES = ("ssh", "git+ssh", "ssh+git", "https", "http", "git", "file")
+# The one remote helper taken: git-remote-gcrypt keeps the remote's copy encrypted with the owner's GPG keys.
+GCRYPT_PREFIX = "gcrypt::"
+GCRYPT_HELPER = "git-remote-gcrypt"
 
 CREDENTIALS_STAY_WITH_GIT = (
     "git keeps credentials itself: use an ssh URL with your key in ssh-agent, or an https URL without them "
@@ -142,6 +148,8 @@ def check_remote_url(value: Any, field: str = "url") -> str:
     if found is not None:
         raise InvalidParams(f"{field} carries a credential ({found[0]}); {CREDENTIALS_STAY_WITH_GIT}",
                             field=field, kind=found[0])
+    if value.startswith(GCRYPT_PREFIX):
+        return _check_gcrypt(value, field)
     if _HELPER.match(value):
         raise InvalidParams(f"{field} names a remote helper (NAME::ADDRESS), which this release does not run; use "
                             "ssh://, https://, http://, git://, file://, user@host:path or an absolute path",
@@ -186,6 +194,20 @@ def _check_url(value: str, scheme: str, field: str) -> str:
     return value
 
 
+def _check_gcrypt(value: str, field: str) -> str:
+    """``gcrypt::`` and an address these rules accept, when git-remote-gcrypt is installed (docs/sync.md)."""
+    if shutil.which(GCRYPT_HELPER) is None:
+        raise InvalidParams(f"{field} asks for an encrypted remote (gcrypt::), which needs {GCRYPT_HELPER}; it is not "
+                            "installed on this machine (apt install git-remote-gcrypt, or your system's package), "
+                            "and gpg with your key", field=field)
+    inner = value[len(GCRYPT_PREFIX):]
+    if _HELPER.match(inner):
+        raise InvalidParams(f"{field} must be gcrypt:: followed by an ssh, https, http, git or file address or an "
+                            "absolute path, never another remote helper", field=field)
+    check_remote_url(inner, field)
+    return value
+
+
 def _check_scp(value: str, field: str) -> str:
     if _SCP_PASSWORD.match(value):
         raise InvalidParams(f"{field} carries a password (user:password@host:path); {CREDENTIALS_STAY_WITH_GIT}",
@@ -209,7 +231,9 @@ def is_plain_path(url: str) -> bool:
 
 
 def local_path(url: str) -> Path | None:
-    """The path on this machine a plain-path or ``file://`` remote names, else None."""
+    """The path on this machine a plain-path or ``file://`` remote names (behind ``gcrypt::`` too), else None."""
+    if url.startswith(GCRYPT_PREFIX):
+        return local_path(url[len(GCRYPT_PREFIX):])
     if _SCHEME.match(url):
         parts = urlsplit(url)
         return Path(unquote(parts.path)) if parts.scheme.lower() == "file" else None
@@ -360,6 +384,9 @@ class RemotesEngine(Protocol):
     @property
     def resolver(self) -> StoreResolver: ...
 
+    @property
+    def changes(self) -> ChangeFeed: ...
+
 
 CHOOSE_STORE = Params(AgentName("agent", description="the agent whose store it is (default: main)"),
                       String("store", 64, min_chars=1, what="a named store's name or a store id"))
@@ -381,11 +408,15 @@ def methods(engine: RemotesEngine) -> tuple[Method, ...]:
 
     def add_sync_remote(params: dict[str, Any]) -> SyncRemoteChanged:
         values = ADD_SYNC_REMOTE.read(params)
-        return book().add(values["name"], values["url"], store=values["store"], agent=values["agent"])
+        changed = book().add(values["name"], values["url"], store=values["store"], agent=values["agent"])
+        engine.changes.publish("sync", storeId=changed["storeId"])  # the window, and automatic sync
+        return changed
 
     def remove_sync_remote(params: dict[str, Any]) -> SyncRemoteChanged:
         values = REMOVE_SYNC_REMOTE.read(params)
-        return book().remove(values["name"], store=values["store"], agent=values["agent"])
+        changed = book().remove(values["name"], store=values["store"], agent=values["agent"])
+        engine.changes.publish("sync", storeId=changed["storeId"])
+        return changed
 
     return (Method("syncRemotes", NO_PARAMS, SyncRemotes, sync_remotes),
             Method("addSyncRemote", ADD_SYNC_REMOTE, SyncRemoteChanged, add_sync_remote),

@@ -20,7 +20,10 @@ RemoteState = Literal["never", "ok", "failing", "syncing"]
 class SyncError(TypedDict):
     """Why a round failed, in plain words: ``code`` is one of the findings docs/sync.md lists
     (``unreachable``, ``rewritten``, ``unsafe_path``, ``symlink``, ``submodule``, ``too_large``,
-    ``invalid_record``, ``other_store``, ``partition_missing``, ``git_failed``, ``git_missing``)."""
+    ``invalid_record``, ``invalid_ontology``, ``other_store``, ``partition_missing``, ``git_failed``,
+    ``git_missing``), or the round's own: ``interrupted`` (the engine stopped during the last round),
+    ``writes_disabled``, ``conflict`` (a file changed under the install), ``internal`` (an unexpected failure,
+    logged with its traceback)."""
 
     code: str
     message: str

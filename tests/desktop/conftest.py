@@ -11,8 +11,9 @@ import os
 import shutil
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -91,17 +92,17 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return state.root
 
 
-@pytest.fixture
-def served_engine(tmp_path: Path, demo_template: Path) -> Iterator[Engine]:
-    """A demo store served on a real socket by an engine in this process, as `knowledge serve --demo` does.
-
-    Tests that need to act as an agent meanwhile (gate turns, say) use the engine directly.
-    """
-    state = StateDir(tmp_path / "state")
+@contextmanager
+def serving(state_root: Path, demo_template: Path, *, register: Callable[[Any], None] = lambda _dispatcher: None
+            ) -> Iterator[Engine]:
+    """A copy of the demo store served on a real socket by an engine in this process, as `knowledge serve --demo`
+    does; ``register`` adds methods to its dispatcher (a test's stand-in for methods not built yet)."""
+    state = StateDir(state_root)
     shutil.copytree(demo_template, state.root, symlinks=True)
     engine = Engine(state, watch=False)
     server = EngineServer(engine, port=0, socket_path=state.root / "engine.sock")
     import_methods.register(server.dispatcher, engine)  # import and export, as `knowledge serve` adds them
+    register(server.dispatcher)
     try:
         server.start()
         state.write_engine_info({"pid": os.getpid(), **server.info(), "started_at": format_timestamp(utc_now())})
@@ -110,6 +111,16 @@ def served_engine(tmp_path: Path, demo_template: Path) -> Iterator[Engine]:
         state.remove_engine_info()
         server.stop()
         engine.close()
+
+
+@pytest.fixture
+def served_engine(tmp_path: Path, demo_template: Path) -> Iterator[Engine]:
+    """A demo store served on a real socket by an engine in this process, as `knowledge serve --demo` does.
+
+    Tests that need to act as an agent meanwhile (gate turns, say) use the engine directly.
+    """
+    with serving(tmp_path / "state", demo_template) as engine:
+        yield engine
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local
 from tests.desktop.conftest import wait_for_signal
-from tests.engine.gate_helpers import FakeRerank, scores_by_text, write_config
+from tests.engine.gate_helpers import FakeRerank, keep_turns, quiet_and_needing, scores_by_text, write_config
 
 # The charts import pyqtgraph when first shown (reading its files, as any import does); here it is imported
 # before the GUI-thread guard is on, so that the guard watches the views' own work.
@@ -332,3 +332,36 @@ def test_a_replay_can_be_cancelled_between_turns(qtbot, gate_engine, tasks, gui_
     assert blocker.args[0]["state"] == "cancelled" and replay.status.text() == "Cancelled."
     assert len(fake.requests) == sent + 1 and replay.results_model.rowCount() == 0
     assert replay.start_button.isEnabled()
+
+
+def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied(qtbot, gate_engine, tasks,
+                                                                                 gui_thread_guard) -> None:
+    engine, _ = gate_engine
+    gui_thread_guard.active = False   # the test writes labelled turns into the gate log itself
+    try:
+        keep_turns(engine, quiet_and_needing())
+    finally:
+        gui_thread_guard.active = True
+    view = shown(qtbot, tasks)
+    tuning = view.tuning
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    blocker = wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: view.show_tab(tuning))
+    # The six real turns are unlabelled; the 35 labelled ones propose 0.6, and a skip hint below 0.4.
+    assert blocker.args[0]["apply"] == {"highThreshold": 0.6, "skipHintBelow": 0.4}
+    text = tuning.proposal_label.text()
+    assert text.startswith("For precision 0.80: highThreshold 0.6: precision 1.00") and "35 labelled turns" in text
+    assert "Applied" not in text and tuning.apply_button.isEnabled()
+
+    wait_for_signal(qtbot, view.settings.sig_settings_saved,
+                    lambda: qtbot.keyClick(tuning.apply_button, Qt.Key.Key_Space))
+    assert read_config(engine, gui_thread_guard)["recallGate"] == {
+        "mode": "shadow", "journal": True, "highThreshold": 0.6, "skipHintBelow": 0.4}
+    qtbot.waitUntil(lambda: "Applied: in force now." in tuning.proposal_label.text(), timeout=10_000)
+    assert not tuning.apply_button.isEnabled()
+    assert view.settings.values()["highThreshold"] == 0.6 and view.settings.values()["skipHintBelow"] == 0.4
+    qtbot.waitUntil(lambda: not tasks.busy, timeout=10_000)   # the tuning tab reloaded after the save
+    assert "Applied: in force now." in tuning.proposal_label.text()
+
+    blocker = wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: tuning.precision_box.setValue(0.95))
+    assert blocker.args[0]["precision"] == 0.95 and blocker.args[0]["skipHintBelow"] is None
+    assert tuning.proposal_label.text().startswith("For precision 0.95")

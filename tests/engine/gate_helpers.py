@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from engine.access.authority import AgentCaller
+from engine.gate.journal import GateTurnRecord, record_turn
+from engine.vault.records import PRIVATE_SCOPE
 from engine.decision.runtime import DecisionRuntime
 from engine.decision.onnx import OnnxOptions, PairScores
 from engine.service import Engine
@@ -187,3 +189,44 @@ def rerank_engine(root: Path, scores: dict[str, float], gate: dict[str, Any]) ->
     finally:
         engine.close()
         fake.close()
+
+
+def keep_turns(engine: Engine, turns: list[dict[str, Any]]) -> None:
+    """``turns`` ({model, decisions: [{id, score}], needed}) in main's gate log as shadow journal turns, labelled
+    as given (``needed`` None: not labelled)."""
+    record = engine.resolver.select(store=None, agent="main", default_agent="main")
+
+    def write(runtime: Any) -> None:
+        for kept in turns:
+            turn_id = record_turn(runtime.store, PRIVATE_SCOPE, GateTurnRecord(
+                agent="main", audience="owner-private", mode="shadow", source="keyword", model=kept["model"],
+                outcome="shadow", would="none", stage=None, reason=None, latency_ms=5.0, offered=3, shortlisted=3,
+                decisions=[{**d, "tier": "low"} for d in kept["decisions"]], settings={}, message="m", candidates=[]))
+            if kept["needed"] is not None:
+                runtime.store.db.execute("UPDATE gate_turns SET needed = ? WHERE id = ?",
+                                         (json.dumps(kept["needed"]), turn_id))
+
+    engine.maintain(record, write)
+
+
+MODEL = "rerank/test"   # the Decision model of the turns below
+
+
+def kept_turn(number: int, pages: list[tuple[float, bool]], *, missed: int = 0, labelled: bool = True,
+              model: str = MODEL) -> dict[str, Any]:
+    """A gate log turn as journal.scored_turns reads it: its (score, needed) pages, and ``missed`` needed pages
+    never scored (``labelled`` False: no label at all)."""
+    decisions = [{"id": f"pg_{number}_{k}", "score": score} for k, (score, _) in enumerate(pages)]
+    needed = [d["id"] for d, (_, wanted) in zip(decisions, pages) if wanted]
+    needed += [f"pg_{number}_missed{k}" for k in range(missed)]
+    return {"id": f"gt_{number}", "model": model, "decisions": decisions, "needed": needed if labelled else None}
+
+
+def quiet_and_needing() -> list[dict[str, Any]]:
+    """12 turns needing a page at 0.9 (beside one at 0.3); 20 turns needing none, best pages 0.01..0.20; two
+    turns needing a page they scored 0.15 and 0.18; one more needing one it never scored."""
+    turns = [kept_turn(n, [(0.9, True), (0.3, False)]) for n in range(12)]
+    turns += [kept_turn(100 + k, [(round(k / 100, 2), False)]) for k in range(1, 21)]
+    turns += [kept_turn(200, [(0.15, True)]), kept_turn(201, [(0.18, True)]),
+              kept_turn(202, [(0.1, False)], missed=1)]
+    return turns

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -52,6 +53,20 @@ def open_embedding_engine(state: StateDir, gate: dict[str, Any], *, vectors: boo
 
 def store_runtime(engine: Engine, caller: AgentCaller) -> StoreRuntime:
     return engine.runtime(engine.authorizer.authorize(caller).store)
+
+
+@contextmanager
+def switch_off_store(tmp_path: Path, gate: dict[str, Any]) -> Iterator[tuple[Engine, AgentCaller, dict[str, str],
+                                                                             StoreRuntime]]:
+    """The seeded store with ``gate``, the search's embedding model the Decision model's and the Knowledge Base
+    switch off, once its vectors have followed every write the switch allows."""
+    with open_embedding_engine(StateDir(tmp_path / "state"), gate, vectors=True, knowledge_runtime=False) as engine:
+        assert not engine.settings.current().knowledge_runtime_enabled
+        caller = owner_caller(engine)
+        ids = seed(engine, caller)
+        runtime = store_runtime(engine, caller)
+        assert runtime.vectors_settled(60)
+        yield engine, caller, ids, runtime
 
 
 def scorer_of(engine: Engine) -> SimilarityScorer:
@@ -186,32 +201,20 @@ def test_hybrid_without_an_embedding_model_is_the_keyword_shortlist_and_says_so(
 
 
 def test_hybrid_candidates_build_the_stores_vectors_with_the_knowledge_base_switch_off(tmp_path: Path) -> None:
-    state = StateDir(tmp_path / "state")
-    with open_embedding_engine(state, {"mode": "shadow", "candidates": "hybrid"}, vectors=True,
-                               knowledge_runtime=False) as engine:
-        assert not engine.settings.current().knowledge_runtime_enabled
-        caller = owner_caller(engine)
-        ids = seed(engine, caller)
-        runtime = store_runtime(engine, caller)
-        assert runtime.vectors_settled(60)
+    with switch_off_store(tmp_path, {"mode": "shadow", "candidates": "hybrid"}) as (engine, caller, ids, runtime):
         indexed = runtime.call(lambda: runtime.vectors.count("private"))
         current = runtime.call(lambda: runtime.catalog.current_count("private"))
         answer = gate_turn(engine, caller, {"message": "mural museum"})
+        again = gate_turn(engine, caller, {"message": "who painted the harbour mural"})
     assert indexed == current == 7
-    assert answer["vectors"] == "ready"
+    assert answer["vectors"] == again["vectors"] == "ready", "a turn's own gate log row changes no record"
     assert {ids["Budget report"], ids["Gardening"]} <= {d["id"] for d in answer["decisions"]}, \
         "pages that share no word with the message come from the vectors"
 
 
 def test_a_hybrid_turn_while_the_vectors_lag_the_store_says_they_are_building(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    state = StateDir(tmp_path / "state")
-    with open_embedding_engine(state, {"mode": "shadow", "candidates": "hybrid"}, vectors=True,
-                               knowledge_runtime=False) as engine:
-        caller = owner_caller(engine)
-        seed(engine, caller)
-        runtime = store_runtime(engine, caller)
-        assert runtime.vectors_settled(60)
+    with switch_off_store(tmp_path, {"mode": "shadow", "candidates": "hybrid"}) as (engine, caller, _, runtime):
         before = gate_turn(engine, caller, {"message": "mural museum"})
         runtime.vector_feed.stop()   # nothing follows publications from here on
         added = engine.save_page(caller, page("p8", "Museum shop", "place", "The museum shop sells mural cards."))
@@ -226,22 +229,13 @@ def test_a_hybrid_turn_while_the_vectors_lag_the_store_says_they_are_building(
 
 
 def test_keyword_turns_do_not_report_vectors(tmp_path: Path) -> None:
-    state = StateDir(tmp_path / "state")
-    with open_embedding_engine(state, {"mode": "shadow"}, vectors=True, knowledge_runtime=False) as engine:
-        caller = owner_caller(engine)
-        seed(engine, caller)
+    with switch_off_store(tmp_path, {"mode": "shadow"}) as (engine, caller, _, _):
         answer = gate_turn(engine, caller, {"message": "mural museum"})
     assert answer["outcome"] == "shadow" and "vectors" not in answer
 
 
 def test_an_off_gate_builds_no_vectors_with_the_knowledge_base_switch_off(tmp_path: Path) -> None:
-    state = StateDir(tmp_path / "state")
-    with open_embedding_engine(state, {"mode": "off", "candidates": "hybrid"}, vectors=True,
-                               knowledge_runtime=False) as engine:
-        caller = owner_caller(engine)
-        seed(engine, caller)
-        runtime = store_runtime(engine, caller)
-        assert runtime.vectors_settled(60)
+    with switch_off_store(tmp_path, {"mode": "off", "candidates": "hybrid"}) as (_, _, _, runtime):
         assert not runtime.vectors.path.exists()
 
 
@@ -324,3 +318,15 @@ def test_a_store_opened_with_the_gate_on_brings_its_catalog_up_to_date_before_an
         # A bare lane call: it syncs nothing itself, and runs after what the store's opening queued.
         counted = runtime.call(lambda: runtime.catalog.current_count("private"))
     assert counted == current
+
+
+def test_switching_the_gate_to_hybrid_builds_the_open_stores_vectors(tmp_path: Path) -> None:
+    with switch_off_store(tmp_path, {"mode": "shadow", "candidates": "model"}) as (engine, caller, _, runtime):
+        assert not runtime.vectors.path.exists(), "model candidates read no vectors"
+        raw = dict(engine.settings.current().raw)
+        raw["recallGate"] = {"mode": "shadow", "candidates": "hybrid"}
+        engine.settings.save(parse_settings(raw))   # queues every open store's vectors
+        assert runtime.vectors_settled(60)
+        indexed = runtime.call(lambda: runtime.vectors.count("private"))
+        answer = gate_turn(engine, caller, {"message": "mural museum"})
+    assert indexed == 7 and answer["vectors"] == "ready"

@@ -105,6 +105,8 @@ def test_sync_remotes_fit_their_declarations(desk: Desk) -> None:
     assert [remote["name"] for remote in added["remotes"]] == ["nas"]
     assert desk.answer("syncRemotes")["stores"][0]["remotes"] == added["remotes"]
     assert desk.answer("removeSyncRemote", {"name": "nas", "store": added["storeId"]})["remotes"] == []
+    assert desk.answer("syncNow")["stores"] == []
+    assert desk.answer("syncStatus")["stores"][0]["remotes"] == []
 
 
 def test_records_history_and_approvals_fit_their_declarations(desk: Desk) -> None:
@@ -147,6 +149,8 @@ def test_the_recall_gate_methods_fit_their_declarations(tmp_path: Path) -> None:
         turn = desk.answer("gateJournal", {"agent": "main"})["turns"][0]
         desk.answer("labelGateTurn", {"agent": "main", "turn": turn["id"], "needed": [ids["Alice Martin"]]})
         desk.answer("gateWhatIf", {"agent": "main", "threshold": 0.5})
+        suggestion = desk.answer("suggestGateThresholds", {"agent": "main", "precision": 0.7})
+        assert suggestion["labelled"] == 1 and suggestion["highThreshold"] is None
         replay = desk.answer("gateReplay", {"agent": "main", "recallGate": {"highThreshold": 0.5}})
         assert replay["turns"][0]["id"] == turn["id"]
         job = desk.answer("startGateReplay", {"agent": "main"})

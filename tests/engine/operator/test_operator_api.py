@@ -495,6 +495,12 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
     ok(dispatcher, operator_session, "operator/addSyncRemote", {"name": "nas", "url": "ssh://nas.local/notes.git"})
     assert ok(dispatcher, operator_session, "operator/syncRemotes")["stores"][0]["remotes"][0]["name"] == "nas"
     ok(dispatcher, operator_session, "operator/removeSyncRemote", {"name": "nas"})
+    # Sync rounds (tests/engine/sync/test_round*.py have the rest): they change the vault only with what a
+    # remote brings, and with no remote a round does nothing.
+    assert ok(dispatcher, operator_session, "operator/syncNow")["stores"] == []
+    assert ok(dispatcher, operator_session, "operator/syncStatus")["stores"][0]["remotes"] == []
+    # Dismissing a sync conflict (tests/engine/sync/test_autosync_engine.py has the rest) touches no vault file.
+    assert reason(call(dispatcher, operator_session, "operator/dismissSyncConflict", {"id": "sc_1"})) == "not_found"
 
     assert vault_snapshot(vault) == before
     registered = set(OperatorMethods.__dict__) & {"save_page", "remember", "set_recall", "attach", "resume"}
@@ -507,7 +513,8 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
         PREFIX + name for name in ("gateStats", "models", "pullModel", "benchmarkModel", "setModelSettings",
                                    "job", "jobs", "cancelJob")} | {
         PREFIX + name for name in ("partitions", "setGrant", "removeGrant", "subscribe", "connections", "agentConfig")} | {
-        PREFIX + name for name in ("syncRemotes", "addSyncRemote", "removeSyncRemote")}
+        PREFIX + name for name in ("syncRemotes", "addSyncRemote", "removeSyncRemote", "syncNow", "syncStatus",
+                                   "syncClone", "dismissSyncConflict")}
     assert {PREFIX + "startGateReplay", PREFIX + "gateReplay"} <= set(operator_methods)
 
 

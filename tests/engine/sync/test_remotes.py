@@ -48,7 +48,7 @@ CREDENTIAL_URLS = {
     "token in a fragment": f"https://github.com/me/notes.git#{SECRET}",
 }
 REFUSED = {
-    "ext helper": "ext::ssh -i key nas.local %S notes", "fd helper": "fd::7", "gcrypt helper": "gcrypt::/srv/x",
+    "ext helper": "ext::ssh -i key nas.local %S notes", "fd helper": "fd::7",
     "unknown scheme": "ftp://nas.local/notes.git", "option": "--upload-pack=touch /tmp/x",
     "option host": "ssh://-oProxyCommand=touch/notes.git", "option user": "ssh://-oProxyCommand=x@nas/notes.git",
     "scp option host": "-oProxyCommand=x:notes", "relative path": "notes.git", "dot path": "./notes.git",

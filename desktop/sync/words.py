@@ -1,0 +1,163 @@
+"""What the Sync section says: a remote's state in plain words, times relative to now, and a coloured diff.
+
+Pure functions of the engine's status shapes (``engine/sync/status.py``) and of ``now``, so what the
+owner reads is tested without a clock: the view passes its own ``now`` (local time, aware), and a time
+is shown in ``now``'s zone.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from engine.core.ids import parse_timestamp
+
+from ..common.widgets import esc, is_dark
+
+# What a failed round's finding (docs/sync.md) means, said to the owner; the engine's own message, which
+# names the path or the remote's answer, is shown beside it.
+FAILURES = {
+    "unreachable": "the remote could not be reached",
+    "rewritten": "the remote's history was rewritten (nothing was pushed over it)",
+    "unsafe_path": "the remote holds a file outside the vault's folders",
+    "symlink": "the remote holds a symbolic link",
+    "submodule": "the remote holds a submodule",
+    "too_large": "the remote holds a file over the size limits",
+    "invalid_record": "the remote holds a record that is not valid",
+    "other_store": "the remote holds another store",
+    "not_a_vault": "the remote does not hold a vault",
+    "partition_missing": "the remote lacks a whole partition folder",
+    "git_failed": "git failed",
+    "git_missing": "git is not installed",
+}
+
+# What a conflict is (engine/sync/merge.py ConflictKind), said to the owner.
+CONFLICT_KINDS = {
+    "revised_on_both": "revised on two machines from one revision",
+    "added_on_both": "added on two machines with different content",
+    "removed_and_revised": "removed on one machine and revised on the other, so it stays",
+}
+
+# Diff lines: added (what stands) and removed (the other version), for a light and a dark palette.
+DIFF_COLOURS = {
+    ("added", False): "#1a7f37", ("added", True): "#7ee787",
+    ("removed", False): "#cf222e", ("removed", True): "#ff7b72",
+}
+
+
+def moment(value: Any, now: datetime) -> datetime | None:
+    """An engine timestamp in ``now``'s zone (None when it is none or unreadable)."""
+    parsed = parse_timestamp(value)
+    return parsed.astimezone(now.tzinfo) if parsed is not None else None
+
+
+def clock_time(value: Any, now: datetime) -> str:
+    """``10:02`` today, ``yesterday 10:02``, else ``2026-12-01 10:02``, in ``now``'s zone."""
+    at = moment(value, now)
+    if at is None:
+        return "an unknown time"
+    days = (now.date() - at.date()).days
+    if days == 0:
+        return at.strftime("%H:%M")
+    if days == 1:
+        return f"yesterday {at.strftime('%H:%M')}"
+    return at.strftime("%Y-%m-%d %H:%M")
+
+
+def ago(value: Any, now: datetime) -> str:
+    """How long before ``now``: ``just now``, ``3 minutes ago``, ``2 hours ago``, then a clock time."""
+    at = moment(value, now)
+    if at is None:
+        return "at an unknown time"
+    minutes = int((now - at).total_seconds() // 60)
+    if minutes < 1:
+        return "just now"
+    if minutes < 60:
+        return f"{minutes} minute{'' if minutes == 1 else 's'} ago"
+    if minutes < 24 * 60:
+        hours = minutes // 60
+        return f"{hours} hour{'' if hours == 1 else 's'} ago"
+    said = clock_time(value, now)
+    return said if said.startswith("yesterday") else f"on {said}"
+
+
+def failure(error: dict[str, Any] | None) -> str:
+    """Why a round failed, in plain words (the engine's message when the finding is not one listed)."""
+    if not error:
+        return "the reason was not recorded"
+    return FAILURES.get(error.get("code") or "", "") or (error.get("message") or "").rstrip(".") or "unknown"
+
+
+def remote_state(remote: dict[str, Any], now: datetime) -> str:
+    """``Last synced 3 minutes ago``, ``Failing since 10:02: the remote could not be reached``, ..."""
+    state = remote.get("state")
+    if state == "syncing":
+        return "Syncing now…"
+    if state == "failing":
+        error = remote.get("lastError") or {}
+        said = f"Failing since {clock_time(error.get('at') or remote.get('lastAttempt'), now)}: {failure(error)}"
+        if remote.get("lastSuccess"):
+            said += f" (last synced {ago(remote['lastSuccess'], now)})"
+        return said
+    if state == "ok" or remote.get("lastSuccess"):
+        return f"Last synced {ago(remote.get('lastSuccess') or remote.get('lastAttempt'), now)}"
+    return "Not synced yet"
+
+
+def count(value: int | None) -> str:
+    """Ahead or behind: a number of commits, or that it is not known until a round has run."""
+    return "not known yet" if value is None else f"{value:,}"
+
+
+def revision(found: dict[str, Any] | None) -> str:
+    """``revision 4`` of a conflict's side (a file that is no record has none)."""
+    if not found:
+        return "none (removed)"
+    return f"revision {found['revision']}" if found.get("revision") is not None else "the file"
+
+
+def version(found: dict[str, Any] | None) -> str:
+    """``revision 4 (pages/person/alice.md)`` of a conflict's side; a file that is no record has no revision."""
+    if not found:
+        return "none (removed)"
+    where = found.get("path") or ""
+    return f"revision {found['revision']} ({where})" if found.get("revision") is not None else where
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff as HTML: lines the standing version has in green, the other's in red, hunks muted."""
+    dark = is_dark()
+    lines = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")) or line.startswith("@@"):
+            lines.append(f'<span class="muted">{esc(line)}</span>')
+        elif line.startswith("+"):
+            lines.append(f'<span style="color: {DIFF_COLOURS[("added", dark)]}">{esc(line)}</span>')
+        elif line.startswith("-"):
+            lines.append(f'<span style="color: {DIFF_COLOURS[("removed", dark)]}">{esc(line)}</span>')
+        else:
+            lines.append(esc(line))
+    return "<pre>" + "\n".join(lines) + "</pre>"
+
+
+def conflict_kind(conflict: dict[str, Any]) -> str:
+    kind = conflict.get("kind") or ""
+    return CONFLICT_KINDS.get(kind, kind.replace("_", " ") or "a conflict")
+
+
+def conflict_html(conflict: dict[str, Any], now: datetime) -> str:
+    """Which version stands, where the other is kept, and the diff from the other to the standing one."""
+    standing, other = conflict.get("standing") or {}, conflict.get("other")
+    record = f" (record {conflict['recordId']})" if conflict.get("recordId") else ""
+    parts = [f"<h3>{esc(standing.get('path') or 'A file')}{esc(record)}</h3>",
+             f"<div><b>Stands:</b> {esc(version(standing))}"
+             f"{', written ' + esc(ago(standing['updatedAt'], now)) if standing.get('updatedAt') else ''}</div>",
+             f"<div><b>Not standing:</b> {esc(version(other))}"
+             f"{', written ' + esc(ago(other['updatedAt'], now)) if other and other.get('updatedAt') else ''}"
+             " — kept in the record's history and in git</div>",
+             f"<div class=\"muted\">{esc(conflict_kind(conflict).capitalize())}; met syncing with "
+             f"{esc(conflict.get('remote'))} {esc(ago(conflict.get('at'), now))}. Dismiss it once read: both "
+             "versions stay.</div>"]
+    diff = conflict.get("diff") or ""
+    parts.append(diff_html(diff) if diff else "<div class=\"muted\">The two versions hold the same text.</div>")
+    return "".join(parts)

@@ -1,0 +1,257 @@
+"""Installing a merged vault: the publications that turn this machine's vault into the merge, and the
+conflicts the owner hears about (docs/sync.md, "Installing a merge").
+
+``plan_sync`` builds one ``Plan`` per partition the merge changes (operation ``sync``, no agent, no request
+id): each file written with the bytes this machine's state holds as its base, each file the merge dropped
+removed, and ``ontology.yaml`` with the private partition's plan.  Publishing them (``Publisher.
+publish_together``, on the store's lane) journals, installs, catalogues and queues them for git like any
+publication, so a crash half way is finished or undone by recovery.  Every incoming record is checked as
+an edit made outside the engine would be read (parsed, its scope its partition's, within the limits); one
+that fails refuses the whole round before anything is written.
+
+``record_conflicts`` lists each conflict in ``sync_conflicts`` for the owner and keeps the version that
+does not stand in the revision archive (origin ``sync``), so a record's history and a read of that
+revision serve it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Hashable, Iterable, Mapping, NoReturn
+
+from ..core.db import Database
+from ..core.findings import Finding
+from ..core.ids import format_timestamp, is_record_id, new_id, utc_now
+from ..store.attachments import ATTACH_FILE_MAX_BYTES
+from ..store.catalog import is_descriptor_path, is_record_path, keep_revision
+from ..store.publication import ONTOLOGY_PATH, FileWrite, Plan, removal, request_hash
+from ..store.store import EXTENSIONS_FILE, VAULT_DIR, Store
+from ..vault.evidence import DESCRIPTOR_MAX_BYTES
+from ..vault.frontmatter import RECORD_MAX_BYTES
+from ..vault.ontology import ONTOLOGY_MAX_BYTES
+from ..vault.records import PRIVATE_SCOPE, check_scope, conversation_scope, parse_record
+from .merge import CONVERSATIONS_DIR, ONTOLOGY_FILE, MergeConflict, MergeResult, Version, is_synced, partition_of
+from .status import SyncConflict, SyncConflictVersion
+from .transport import SyncRefused
+
+SYNC_OPERATION = "sync"
+CONFLICT_PREFIX = "sc"
+# A retained source travels up to the size an attachment may have (the largest evidence the engine keeps).
+SOURCE_MAX_BYTES = ATTACH_FILE_MAX_BYTES
+_LIMITS = {"record": RECORD_MAX_BYTES, "descriptor": DESCRIPTOR_MAX_BYTES, "source": SOURCE_MAX_BYTES,
+           "ontology": ONTOLOGY_MAX_BYTES}
+
+Load = Callable[[Hashable], bytes]
+
+
+@dataclass(frozen=True)
+class SyncPlans:
+    """The publications that install a merge: one plan per partition it changes, in partition order, with
+    the vault paths each writes and removes (empty when the merge changes nothing here)."""
+
+    plans: list[Plan]
+    written: list[str]   # vault paths
+    removed: list[str]   # vault paths
+
+    @property
+    def empty(self) -> bool:
+        return not self.plans
+
+
+def partition_name(folder: str) -> str:
+    """The engine's name of a vault partition folder (``private``, ``conversations/<uuid>``)."""
+    if folder.startswith(f"{CONVERSATIONS_DIR}/"):
+        return conversation_scope(folder.split("/", 1)[1])
+    return PRIVATE_SCOPE
+
+
+def role_of(relpath: str) -> str:
+    """What a partition file is to the engine, by its path (as the catalog reads it)."""
+    if is_descriptor_path(relpath):
+        return "descriptor"
+    if is_record_path(relpath):
+        return "record"
+    return "source"
+
+
+def plan_sync(store: Store, ours: Mapping[str, bytes | Hashable], merged: MergeResult, load: Load | None, *,
+              operation: str = SYNC_OPERATION) -> SyncPlans:
+    """The plans that turn the vault from ``ours`` (what this machine holds: bytes, or blob ids ``load``
+    reads) into ``merged.files``; refuses (``SyncRefused``, nothing written) when an incoming file could
+    not be installed as it is: a record that does not parse, is not its partition's, or is too large, a
+    descriptor or source over its limit, an ontology that is not valid."""
+
+    read: dict[Hashable, bytes] = {}
+
+    def data_of(value: bytes | Hashable) -> bytes:
+        if isinstance(value, bytes):
+            return value
+        if load is None:
+            raise TypeError("a vault state names a blob but no load was given")
+        if value not in read:
+            read[value] = load(value)
+        return read[value]
+
+    writes: dict[str, list[FileWrite]] = {}
+    written, removed = [], []
+    for path, value in merged.files.items():
+        before = ours.get(path)
+        if before is not None and (before == value or data_of(before) == data_of(value)):
+            continue
+        data = data_of(value)
+        write = _incoming(store, path, data, None if before is None else data_of(before))
+        writes.setdefault(_split(path)[0], []).append(write)
+        written.append(path)
+    for path in sorted(set(ours) - set(merged.files)):
+        if not is_synced(path):
+            continue  # never merged (derived, outside the partitions): never removed either
+        partition, relpath = _split(path)
+        base = data_of(ours[path])
+        writes.setdefault(partition, []).append(
+            removal(relpath, "ontology" if path == ONTOLOGY_FILE else role_of(relpath), base,
+                    _record_id(relpath, base)))
+        removed.append(path)
+    plans = []
+    for partition in sorted(writes):
+        files = writes[partition]
+        digest = request_hash(operation, {"partition": partition, "files": [
+            [w.path, w.role, w.new_sha256, w.base_sha256] for w in files]})
+        plans.append(Plan(partition, operation, None, digest, None, files,
+                          receipt={"operation": operation, "written": sum(not w.removes for w in files),
+                                   "removed": sum(w.removes for w in files)}))
+    return SyncPlans(plans, sorted(written), removed)
+
+
+def _split(path: str) -> tuple[str, str]:
+    """A synced vault path as (partition, path inside it); ``ontology.yaml`` goes with the private one."""
+    if path == ONTOLOGY_FILE:
+        return PRIVATE_SCOPE, ONTOLOGY_PATH
+    folder = partition_of(path)
+    if folder is None or not is_synced(path):
+        raise SyncRefused(Finding("unsafe_path", "the merge holds a file outside the synced folders; nothing "
+                                  "was installed", path=path))
+    return partition_name(folder), path[len(folder) + 1:]
+
+
+def _record_id(relpath: str, data: bytes) -> str | None:
+    if not is_record_path(relpath):
+        return None
+    record, _ = parse_record(data, relpath)
+    return record.id if record is not None and is_record_id(record.id) else None
+
+
+def _incoming(store: Store, path: str, data: bytes, base: bytes | None) -> FileWrite:
+    """One file the merge brings, checked as the engine would read it here."""
+    partition, relpath = _split(path)
+    role = "ontology" if path == ONTOLOGY_FILE else role_of(relpath)
+    if len(data) > _LIMITS[role]:
+        _refuse(path, f"{role} file of {len(data)} bytes is over the limit of {_LIMITS[role]} bytes", "too_large")
+    if role == "ontology":
+        _check_ontology(store, path, data)
+        return FileWrite(relpath, role, data, base=base)
+    if role != "record":
+        return FileWrite(relpath, role, data, base=base)
+    record, findings = parse_record(data, relpath)
+    if record is None:
+        _refuse(path, f"the record cannot be read: {findings[0].message if findings else 'unreadable'}")
+    if not is_record_id(record.id):
+        _refuse(path, "the record has no valid id")
+    wrong = check_scope(record, partition)
+    if wrong is not None:
+        _refuse(path, wrong.message.replace("; withheld", ""))
+    return FileWrite(relpath, role, data, record.id, record.revision, base)
+
+
+def _check_ontology(store: Store, path: str, data: bytes) -> None:
+    """The vault's ontology extensions as the engine would read them here: UTF-8, and extending the
+    shipped ontology without an error (an invalid one would leave the private partition's records
+    checked against the shipped ontology alone, so it is refused rather than installed)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        _refuse(path, "ontology.yaml is not valid UTF-8", "invalid_ontology")
+    extended = store.shipped.extended(text, f"{VAULT_DIR}/{EXTENSIONS_FILE}")
+    problems = [f for f in extended.findings[len(store.shipped.findings):] if f.severity == "error"]
+    if problems:
+        _refuse(path, f"ontology.yaml is not valid here: {problems[0].message}", "invalid_ontology")
+
+
+def _refuse(path: str, why: str, code: str = "invalid_record") -> NoReturn:
+    raise SyncRefused(Finding(code, f"{path}: {why}; the round installed nothing", path=path))
+
+
+# --- conflicts ----------------------------------------------------------------------------------
+
+
+def record_conflicts(db: Database, conflicts: Iterable[MergeConflict], *, remote: str,
+                     machine: str) -> list[SyncConflict]:
+    """List each conflict for the owner and archive the version that does not stand (origin ``sync``);
+    returns them as ``sync status`` shows them.  Call on the store's lane, after the merge is installed."""
+    now = format_timestamp(utc_now())
+    listed: list[SyncConflict] = []
+    with db.atomic():
+        for conflict in conflicts:
+            folder = partition_of(conflict.kept.path)
+            partition = partition_name(folder) if folder is not None else None
+            standing, other = _version(conflict.kept), _version(conflict.other) if conflict.other else None
+            entry: SyncConflict = {
+                "id": new_id(CONFLICT_PREFIX), "recordId": conflict.record_id, "partition": partition,
+                "kind": conflict.kind, "standing": standing, "other": other, "diff": conflict.diff(),
+                "remote": remote, "at": now}
+            db.execute(
+                "INSERT INTO sync_conflicts (id, partition, record_id, kind, standing_path, standing_revision, "
+                "standing_sha256, standing_updated_at, other_path, other_revision, other_sha256, other_updated_at, "
+                "diff, remote, machine, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (entry["id"], partition, conflict.record_id, conflict.kind, standing["path"], standing["revision"],
+                 standing["sha256"], standing["updatedAt"], other and other["path"], other and other["revision"],
+                 other and other["sha256"], other and other["updatedAt"], entry["diff"], remote, machine, now))
+            other_folder = partition_of(conflict.other.path) if conflict.other is not None else None
+            if conflict.other is not None and conflict.record_id is not None and other_folder is not None:
+                # Kept in the partition the version's own file lies in (a merge by id may pair two folders).
+                keep_revision(db, partition_name(other_folder), conflict.record_id, conflict.other.revision or 0,
+                              conflict.other.data, conflict.other.path[len(other_folder) + 1:], origin="sync",
+                              observed_at=now)
+            listed.append(entry)
+    return listed
+
+
+def waiting_conflicts(db: Database) -> list[SyncConflict]:
+    """The conflicts the owner has not dismissed, oldest first."""
+    return [_conflict_of(row) for row in db.all(
+        "SELECT * FROM sync_conflicts WHERE dismissed_at IS NULL ORDER BY at, id")]
+
+
+def dismiss_conflict(db: Database, conflict_id: str, at: str) -> str | None:
+    """Mark the conflict seen at ``at`` unless it already is; answers when it was dismissed (None: the store
+    has no such conflict).  Call on the store's lane."""
+    with db.atomic():
+        row = db.one("SELECT dismissed_at FROM sync_conflicts WHERE id = ?", (conflict_id,))
+        if row is None:
+            return None
+        if row["dismissed_at"] is not None:
+            return str(row["dismissed_at"])
+        db.execute("UPDATE sync_conflicts SET dismissed_at = ? WHERE id = ?", (at, conflict_id))
+        return at
+
+
+def conflicts_waiting(db: Database) -> int:
+    """How many of the store's conflicts the owner has not dismissed."""
+    row = db.one("SELECT count(*) AS waiting FROM sync_conflicts WHERE dismissed_at IS NULL")
+    return int(row["waiting"]) if row is not None else 0
+
+
+def _version(version: Version) -> SyncConflictVersion:
+    return {"path": version.path, "revision": version.revision, "sha256": version.sha256,
+            "updatedAt": version.updated_at}
+
+
+def _conflict_of(row) -> SyncConflict:
+    other: SyncConflictVersion | None = None
+    if row["other_sha256"] is not None:
+        other = {"path": row["other_path"], "revision": row["other_revision"], "sha256": row["other_sha256"],
+                 "updatedAt": row["other_updated_at"]}
+    return {"id": row["id"], "recordId": row["record_id"], "partition": row["partition"], "kind": row["kind"],
+            "standing": {"path": row["standing_path"], "revision": row["standing_revision"],
+                         "sha256": row["standing_sha256"], "updatedAt": row["standing_updated_at"]},
+            "other": other, "diff": row["diff"], "remote": row["remote"], "at": row["at"]}
+

@@ -1,0 +1,104 @@
+"""The Sync section against the engine's own rounds: the served demo store and a second machine syncing one
+store through a bare repository, every request the window's (operator/addSyncRemote, syncNow,
+syncStatus, dismissSyncConflict).  Needs the round and automatic sync merged (branches round, autosync)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from desktop.sync.view import SyncView
+from desktop.tasks import EngineTasks
+from engine.access.authority import AgentCaller
+from engine.service import Engine
+from tests.desktop.conftest import wait_for_signal
+from tests.engine.sync.round_machines import Machine, bare_repository
+
+OTHER_BODY = "Dana runs operations at Northwind Labs. She moved to the Porto office."
+OWN_BODY = "Dana runs operations at Northwind Labs. She now leads the Atlas steering group."
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> str:
+    return bare_repository(tmp_path / "remote.git")
+
+
+@pytest.fixture
+def other_machine(tmp_path: Path) -> Iterator[Machine]:
+    made = Machine(tmp_path / "machines", "desktop")
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def view(qtbot: Any, tasks: EngineTasks, served_engine: Engine) -> SyncView:
+    made = SyncView(tasks)
+    qtbot.addWidget(made)
+    made.set_inventory({"agents": served_engine.agents(), "stores": served_engine.stores()})
+    wait_for_signal(qtbot, made.sig_content_loaded, lambda: made.set_agent("main"))
+    return made
+
+
+def add_remote(qtbot: Any, view: SyncView, name: str, url: str) -> None:
+    view.add_button.click()
+    dialog = view.dialog
+    dialog.name.setText(name)
+    dialog.url.setText(url)
+    with qtbot.waitSignal(view.sig_status_reported, timeout=10_000):
+        dialog.buttons.accepted.emit()
+    qtbot.waitUntil(lambda: name in [r["name"] for r in view.remotes_model.rows()], timeout=10_000)
+
+
+def sync_now(qtbot: Any, view: SyncView) -> dict[str, Any]:
+    with qtbot.waitSignal(view.sig_sync_finished, timeout=60_000) as finished:
+        view.sync_button.click()
+    qtbot.waitUntil(lambda: view.sync_button.isEnabled(), timeout=10_000)
+    return finished.args[0]
+
+
+def state_of(view: SyncView, name: str) -> str:
+    number = next(n for n, row in enumerate(view.remotes_model.rows()) if row["name"] == name)
+    return view.remotes_model.index(number, 2).data()
+
+
+def dana(engine: Engine) -> dict[str, Any]:
+    """The demo's page on Dana, as the owner reads it."""
+    owner = AgentCaller(engine.registry.add_credential("main"), {"kind": "owner-private"})
+    [hit] = [h for h in engine.search(owner, {"query": "Dana Whitaker"})["hits"] if h["title"] == "Dana Whitaker"]
+    return engine.get_record(owner, hit["id"]) | {"caller": owner}
+
+
+def test_a_round_with_a_bare_repository_then_a_conflict_from_another_machine_shown_and_dismissed(
+        qtbot, view, served_engine, remote, other_machine, tmp_path) -> None:
+    add_remote(qtbot, view, "origin", remote)
+    assert state_of(view, "origin") == "Not synced yet"
+    answer = sync_now(qtbot, view)
+    assert [r["state"] for one in answer["stores"] for r in one["remotes"]] == ["ok"]
+    qtbot.waitUntil(lambda: state_of(view, "origin").startswith("Last synced"), timeout=10_000)
+
+    other_machine.clone(remote)  # the owner's second machine joins, and both revise Dana's page
+    page = dana(served_engine)
+    other_machine.revise("dana-other", page["id"], page["revision"], "Dana Whitaker", OTHER_BODY)
+    assert [s["state"] for s in other_machine.sync()] == ["ok"]
+    served_engine.save_page(page["caller"], {"requestId": "dana-here", "type": "person",
+                                             "title": "Dana Whitaker", "body": OWN_BODY, "id": page["id"],
+                                             "expectedRevision": page["revision"]})
+    sync_now(qtbot, view)  # merges the other machine's revision with this one's: a conflict
+    qtbot.waitUntil(lambda: view.conflicts_model.rowCount() == 1, timeout=10_000)
+    conflict = view.conflicts_model.row(0)
+    assert conflict["recordId"] == page["id"] and conflict["remote"] == "origin"
+    view.conflicts_table.selectRow(0)
+    text = view.details.toPlainText()
+    assert "Porto office" in text and "Atlas steering group" in text and "Stands: revision" in text
+
+    with qtbot.waitSignal(view.sig_status_reported, timeout=10_000):
+        view.dismiss_button.click()
+    qtbot.waitUntil(lambda: view.conflicts_model.rowCount() == 0, timeout=10_000)
+
+    add_remote(qtbot, view, "gone", str(tmp_path / "no-such-repository.git"))
+    sync_now(qtbot, view)
+    qtbot.waitUntil(lambda: state_of(view, "gone").startswith("Failing since"), timeout=10_000)
+    assert state_of(view, "gone").endswith(": the remote could not be reached")
+    assert state_of(view, "origin").startswith("Last synced")

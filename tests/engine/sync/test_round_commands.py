@@ -1,0 +1,72 @@
+"""``knowledge sync now / status / clone`` in this process and beside a serving engine, and the operator
+methods behind them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.cli.commands import main
+from engine.state.statedir import StateDir
+from tests.engine.cli.test_beside_engine import run, serving
+from tests.engine.sync.round_machines import Machine, bare_repository
+
+
+def test_sync_now_clone_and_status_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    remote = bare_repository(tmp_path / "remote.git")
+    a = Machine(tmp_path, "a")
+    try:
+        dana = a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
+        a.add_remote(remote)
+        store_id = a.record.store_id
+    finally:
+        a.close()
+    code, out, err = run(capsys, a.state, ["sync", "now"])
+    assert code == 0, err
+    assert store_id in out and "origin" in out and " ok" in out
+
+    b = StateDir(tmp_path / "b")
+    code, out, err = run(capsys, b, ["sync", "clone", remote, "--agent", "main", "--json"])
+    assert code == 0, err
+    cloned = json.loads(out)
+    assert cloned["storeId"] == store_id and cloned["remote"]["state"] == "ok" and cloned["records"] >= 1
+    assert "tokenFile" in cloned
+    code, out, err = run(capsys, b, ["sync", "clone", remote, "--agent", "main"])
+    assert code == 2 and "already has its own store" in err
+
+    code, out, _ = run(capsys, b, ["sync", "status", "--json"])
+    [store] = json.loads(out)["stores"]
+    assert store["storeId"] == store_id and store["machineId"] and store["conflictsWaiting"] == 0
+    assert [(r["name"], r["state"], r["ahead"], r["behind"]) for r in store["remotes"]] == [("origin", "ok", 0, 0)]
+    code, text, _ = run(capsys, b, ["sync", "status"])
+    assert code == 0 and "origin" in text and "last success" in text
+
+    with serving(b) as engine:
+        code, out, err = run(capsys, b, ["sync", "now", "--agent", "main", "--json"])
+        assert code == 0, err
+        assert json.loads(out)["stores"][0]["remotes"][0]["state"] == "ok"
+        code, beside, _ = run(capsys, b, ["sync", "status"])
+        record = engine.registry.store(store_id)
+        assert record is not None
+        assert (record.path / "vault" / "private").is_dir()
+    assert beside.splitlines()[0] == text.splitlines()[0]
+    assert dana["id"]
+
+
+def test_sync_now_with_no_remote_says_so_and_a_failing_remote_exits_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = Machine(tmp_path, "a")
+    try:
+        a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
+    finally:
+        a.close()
+    code, out, _ = run(capsys, a.state, ["sync", "now"])
+    assert code == 0 and "no store has a remote" in out
+    assert main(["--state-dir", str(a.state.root), "sync", "remote", "add", "nas", str(tmp_path / "nowhere.git")]) == 0
+    capsys.readouterr()
+    code, out, _ = run(capsys, a.state, ["sync", "now", "--remote", "nas"])
+    assert code == 1 and "failing" in out and "unreachable" in out
+    code, out, _ = run(capsys, a.state, ["sync", "now", "--agent", "main", "--remote", "other"])
+    assert code == 2
