@@ -280,7 +280,7 @@ class GateOperator:
         current = self.engine.settings.current()
         gate = current.recall_gate
         return suggest_thresholds(turns, current.decision_model, precision, pointer,
-                                  dict(gate.to_config()) if gate else None)
+                                  dict(in_force(gate, self.engine.decision).to_config()) if gate else None)
 
     # --- replay -----------------------------------------------------------------------------------
 
