@@ -102,7 +102,8 @@ class StoreRuntime:
         self.catalog = Catalog(store)
         self.indexes = SearchIndexes(store, self.catalog, analyzer)
         self.embeddings = embeddings
-        self.vectors = VectorIndex(store, self.catalog, passages_wanted=self._evidence_passages_wanted)
+        self.vectors = VectorIndex(store, self.catalog, passages_wanted=self._evidence_passages_wanted,
+                                   page_passages_wanted=self._page_passages_wanted)
         self.git = GitHistory(store.vault, git_executable) if git_executable else None
         self.faults = faults or Faults()
         self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=self.faults)
@@ -427,6 +428,10 @@ class StoreRuntime:
         if self.embeddings is None or not (settings.knowledge_runtime_enabled or settings.gate_reads_vectors()):
             return None
         return self.embeddings.current()
+
+    def _page_passages_wanted(self) -> bool:
+        """Whether the vectors include long pages' own passages: the gate's embedding Decision model scores by them."""
+        return self.settings.current().gate_scores_index_vectors()
 
     def _evidence_passages_wanted(self) -> bool:
         """Whether the vectors include pages' evidence passages: only a gate taking hybrid candidates asks them."""

@@ -57,7 +57,6 @@ from ..operator.model_operator import catalogue, local_kind
 from ..importers.locomo import import_locomo, load_locomo, owner_caller
 from ..service import Engine
 from ..state.statedir import StateDir
-from ..index.similarity import CALIBRATION
 from ..index.vectors import embedding_text
 from ..vault.frontmatter import split_document
 from ..state.config import parse_settings
@@ -213,6 +212,9 @@ def run(options: Options, say: Callable[[str], None] = print) -> GateReport:
                                "(the PyTorch baseline runs there)")
     if options.model is None:
         raise BenchmarkSkipped(NO_MODEL)   # before the data is read: the data set is not shipped either
+    if options.fit:
+        raise BenchmarkSkipped("the embedding Decision model's calibration is fitted by `python -m "
+                               "engine.bench.gate_shapes --fit` (it takes each turn's other candidates into account)")
     if not Path(options.data).is_file():
         raise BenchmarkSkipped(f"no LoCoMo file at {options.data} (it is not shipped with the project: see "
                                "../shared/data/README.md, or pass --data PATH)")
@@ -361,7 +363,7 @@ def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: Ch
     raw = engine.settings.current().raw
     figures: dict[str, Any] = {"samples": [samples.start, samples.stop - 1], "questions": len(questions),
                                "sessionPages": len(sessions), "offTopic": 0 if options.fit else
-                               len(gate_quality.OFF_TOPIC), "modes": {}}
+                               len(gate_quality.OFF_TOPIC_TURNS), "modes": {}}
     for mode in options.candidates:
         settings = json.loads(json.dumps(raw))
         settings["recallGate"] = {**settings.get("recallGate", {}), "candidates": mode, "journal": False}
@@ -382,17 +384,6 @@ def _quality(engine: Engine, caller: Any, state: StateDir, data: Any, chosen: Ch
         latencies = sorted(turn["latencyMs"] for turn in turns)
         figures["modes"][mode]["latency"] = {"p50": metrics.percentile(latencies, 0.5),
                                              "p95": metrics.percentile(latencies, 0.95), "max": latencies[-1]}
-        if options.fit and chosen.kind == "embedding":
-            similarities, labels = [], []
-            for turn in turns:
-                for page, score in turn["scores"].items():
-                    if score is not None:
-                        similarities.append(CALIBRATION.similarity(score))
-                        labels.append(page in turn["gold"])
-            a, b = gate_quality.fit_calibration(similarities, labels)
-            figures["fit"] = {"a": a, "b": b, "pairs": len(labels), "relevant": sum(labels), "mode": mode}
-            say(f"calibration fitted on conversations {samples.start}-{samples.stop - 1} ({len(labels)} pairs, "
-                f"{sum(labels)} relevant): a = {a:.4f}, b = {b:.4f}")
     engine.settings.save(parse_settings(json.loads(json.dumps(raw))))
     return figures
 

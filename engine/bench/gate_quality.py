@@ -3,7 +3,7 @@
 A LoCoMo question's **gold pages** are the session pages (``knowledge import
 locomo`` saves one ``event`` page per session) of its evidence turns: a
 question citing ``D3:7`` needs the page of session 3 of its conversation.
-Questions without evidence, and ``OFF_TOPIC`` messages that no page of the
+Questions without evidence, and ``OFF_TOPIC_TURNS`` messages that no page of the
 store is about, have no gold page: whatever the gate injects for them is
 noise.
 
@@ -71,6 +71,89 @@ OFF_TOPIC = (
     "Which columns of the customer table hold personal data?",
 )
 
+# Small talk and unrelated tasks an assistant is asked all day: a gate that injects a stored conversation for
+# these injects junk. Written for the benchmark (none comes from LoCoMo); OFF_TOPIC_TURNS joins them with OFF_TOPIC.
+SMALL_TALK = (
+    "hi, how are you today?",
+    "Hello!",
+    "Good morning, hope you slept well.",
+    "Thanks, that was helpful.",
+    "ok",
+    "Can you say that again, more briefly?",
+    "lol that's funny",
+    "What's up?",
+    "Hey there, long time no see.",
+    "Thank you so much!",
+    "Never mind, forget it.",
+    "Sounds good to me.",
+    "I'm back, where were we?",
+    "Goodnight!",
+    "Are you there?",
+    "Nice, let's keep going.",
+    "How's your day going?",
+    "Sorry, I got distracted for a minute.",
+    "Please continue.",
+    "Yes, exactly.",
+    "No, that's not what I meant.",
+    "Cool, thanks a lot.",
+    "Hmm, let me think about it.",
+    "Have a great weekend!",
+    "Happy Friday!",
+    "What can you do?",
+    "Who are you?",
+    "Tell me a joke.",
+    "Good job.",
+    "I appreciate your help today.",
+    "Let's start over.",
+    "See you tomorrow.",
+    "That makes sense.",
+    "Wait, what?",
+    "Okay, next question.",
+    "brb",
+    "Can you help me with something?",
+    "I have a quick question.",
+    "You're the best.",
+    "Hi again!",
+)
+UNRELATED_TASKS = (
+    "write a haiku about autumn",
+    "Translate 'where is the train station' into German.",
+    "What is 17 times 23?",
+    "Convert 72 degrees Fahrenheit to Celsius.",
+    "Write a Python function that reverses a linked list.",
+    "Explain the difference between TCP and UDP.",
+    "What is the capital of Australia?",
+    "Give me a regular expression that matches an email address.",
+    "Summarise the plot of Hamlet in three sentences.",
+    "How many ounces are in a pound?",
+    "Write a limerick about a cat who codes.",
+    "What is the derivative of x squared times sine x?",
+    "Sort these numbers: 42, 7, 19, 3, 88.",
+    "Explain what a monad is in simple terms.",
+    "Draft a polite email declining a meeting invitation.",
+    "What does the HTTP status code 418 mean?",
+    "Write a SQL query that counts orders per customer.",
+    "Who wrote Pride and Prejudice?",
+    "What is the boiling point of water at high altitude?",
+    "Generate five names for a coffee shop.",
+    "Explain big O notation with an example.",
+    "What is the square root of 1764?",
+    "How do I center a div in CSS?",
+    "Write a bash one-liner that counts lines in all .py files.",
+    "What year did the Berlin Wall fall?",
+    "Rewrite this sentence in the passive voice: the dog chased the ball.",
+    "List the planets of the solar system in order.",
+    "What is the time complexity of quicksort?",
+    "Explain how a hash map handles collisions.",
+    "Give me a synonym for 'ubiquitous'.",
+    "How many bytes are in a kibibyte?",
+    "Write a short product description for a steel water bottle.",
+    "What is the chemical formula of table salt?",
+    "Explain recursion to a five-year-old.",
+    "Format today's date in ISO 8601.",
+)
+OFF_TOPIC_TURNS = OFF_TOPIC + SMALL_TALK + UNRELATED_TASKS
+
 class FunctionWordFigures(TypedDict):
     """How often shortlists hold pages sharing only function words with the message (shares, and counts)."""
     noGoldTurns: int
@@ -91,6 +174,7 @@ class ThresholdRow(TypedDict):
     f1: float
     perTurn: float
     noGoldInjected: float
+    offTopicInjected: float   # of the off-topic turns alone (category "off-topic")
 
 
 class SlotShare(TypedDict):
@@ -190,7 +274,7 @@ def gold_questions(data: Sequence[dict[str, Any]], sessions: dict[tuple[int, int
 
 
 def off_topic_questions() -> list[dict[str, Any]]:
-    return [{"sample": None, "message": message, "category": "off-topic", "gold": []} for message in OFF_TOPIC]
+    return [{"sample": None, "message": message, "category": "off-topic", "gold": []} for message in OFF_TOPIC_TURNS]
 
 
 # --- the figures ----------------------------------------------------------------------------------
@@ -205,24 +289,27 @@ def quality(turns: Sequence[dict[str, Any]], thresholds: Sequence[float] = THRES
     """
     with_gold = [turn for turn in turns if turn["gold"]]
     without = [turn for turn in turns if not turn["gold"]]
+    off_topic = sum(1 for turn in turns if turn.get("category") == "off-topic")
     gold_total = sum(len(set(turn["gold"])) for turn in with_gold)
     shortlisted_gold = sum(len(set(turn["gold"]) & set(turn["scores"])) for turn in with_gold)
     rows: list[ThresholdRow] = []
     for threshold in thresholds:
         injected = hits = 0
-        noisy = 0
+        noisy = off_noisy = 0
         for turn in turns:
             chosen = {page for page, score in turn["scores"].items() if score is not None and score >= threshold}
             injected += len(chosen)
             hits += len(chosen & set(turn["gold"]))
             noisy += bool(chosen) and not turn["gold"]
+            off_noisy += bool(chosen) and turn.get("category") == "off-topic"
         precision = hits / injected if injected else math.nan
         recall = hits / gold_total if gold_total else math.nan
         f1 = (2 * precision * recall / (precision + recall)
               if injected and gold_total and precision + recall > 0 else 0.0)
         rows.append({"threshold": threshold, "precision": precision, "recall": recall, "f1": f1,
                      "perTurn": injected / len(turns) if turns else math.nan,
-                     "noGoldInjected": noisy / len(without) if without else math.nan})
+                     "noGoldInjected": noisy / len(without) if without else math.nan,
+                     "offTopicInjected": off_noisy / off_topic if off_topic else math.nan})
     scores, labels = [], []
     for turn in turns:
         for page, score in turn["scores"].items():
@@ -338,8 +425,8 @@ def render(figures: dict[str, Any], model: str) -> list[str]:
     lines = ["## Quality on LoCoMo", "",
              f"Conversations {first}-{last}: {figures['questions']} turns ({figures['sessionPages']} session pages "
              "in the store). Gold pages: the session pages of each question's evidence turns; turns without a "
-             f"gold page: LoCoMo questions without evidence and {figures.get('offTopic', 0)} off-topic work "
-             "messages. "
+             f"gold page: LoCoMo questions without evidence and {figures.get('offTopic', 0)} off-topic turns "
+             "(work questions, small talk, unrelated tasks). "
              f"Decision model `{model}`. A page is injected at a threshold when its probabilityTrue is at least "
              "that (`highThreshold`); gold pages never shortlisted count as missed.", ""]
     if figures.get("fit"):
@@ -388,11 +475,12 @@ def render(figures: dict[str, Any], model: str) -> list[str]:
         lines.append("")
     for mode, quality_figures in figures["modes"].items():
         lines += [f"### {mode} candidates, per threshold", "",
-                  "| threshold | precision | recall | F1 | pages injected per turn | no-gold turns injected |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+                  "| threshold | precision | recall | F1 | pages injected per turn | no-gold turns injected | "
+                  "off-topic turns injected |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for row in quality_figures["thresholds"]:
             lines.append(f"| {row['threshold']:.2f} | {_figure(row['precision'])} | {_figure(row['recall'])} | "
                          f"{_figure(row['f1'], False)} | {_figure(row['perTurn'], False)} | "
-                         f"{_figure(row['noGoldInjected'])} |")
+                         f"{_figure(row['noGoldInjected'])} | {_figure(row['offTopicInjected'])} |")
         lines.append("")
     return lines

@@ -108,7 +108,8 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     bench_gate.add_argument("--quality", action="store_true",
                             help="precision, recall, F1 per threshold and ROC AUC on LoCoMo conversations 5-9")
     bench_gate.add_argument("--fit-calibration", action="store_true",
-                            help="fit an embedding model's calibration on LoCoMo conversations 0-4 (prints a and b)")
+                            help="no longer fitted here: the embedding Decision model's calibration is "
+                                 "fitted by python -m engine.bench.gate_shapes --fit (two page shapes)")
     bench_gate.add_argument("--candidates", nargs="+", default=["keyword"], choices=["keyword", "hybrid", "model"],
                             help="candidate modes the quality figures compare (default keyword)")
     bench_gate.add_argument("--data", default=str(bench_defaults.LOCOMO_DATA), help="the LoCoMo file")

@@ -155,6 +155,7 @@ def gate_turn(engine: GateEngine, caller: Caller, params: Any) -> GateAnswer:
     gate = settings.recall_gate
     if gate is None or gate.mode == OFF:
         return {"outcome": OFF, "injected": None, "decisions": [], "latencyMs": 0}
+    gate = in_force(gate, engine.decision)
     deadline = started + gate.timeout_ms / 1000
     evaluation = Evaluation(gate.candidates)
     entry: Entry[SearchableStore] | None = None
@@ -227,6 +228,7 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
     candidates).
     """
     evaluation = evaluation or Evaluation(gate.candidates)
+    gate = in_force(gate, decision)
     status = decision.status()
     evaluation.model = status.model
     if status.state != "ready":
@@ -260,6 +262,13 @@ def evaluate(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searcha
         _score(engine, decision, entry, message, gate, deadline, recheck, evaluation)
     evaluation.would, evaluation.text = _would(evaluation, gate)
     return evaluation
+
+
+def in_force(gate: GateSettings, decision: DecisionRuntime) -> GateSettings:
+    """The settings a turn runs with: without the owner's ``highThreshold``, an ``embedding/`` Decision model's
+    documented one (its scores are calibrated similarities); a reranker keeps the spec's default."""
+    scorer = decision.page_scorer()
+    return gate.in_force(scorer.default_high_threshold if scorer is not None else None)
 
 
 def _message_vector(embedder: Embedder, decision: DecisionRuntime, message: str) -> np.ndarray:
@@ -349,7 +358,7 @@ def _score(engine: GateEngine, decision: DecisionRuntime, entry: Entry[Searchabl
         # An embedding model scores whole pages: their vectors do not depend on the message, so the ones the
         # store's vector index (or an earlier turn) holds are reused and the turn embeds only the message.
         documents, planned = [c.page_text for c in candidates], len(candidates)
-        digests = [text_digest(document) for document in documents]
+        digests = pages.digests(documents)   # a long page is scored by its passages, each with its own vector
         known = pages.known(digests)
         wanted = [digest for digest in digests if digest not in known]
         if wanted:

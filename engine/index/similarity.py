@@ -5,21 +5,27 @@ It lives with the embedding model (the index layer, above the Decision runtime);
 
 ``decisionModel: "embedding/<installed embedding model>"`` (the catalogue's
 ``all-minilm-l6-v2-int8`` installs from PyPI, so an owner without the model
-hub still has a Decision model).  Each (message, document) pair scores
+hub still has a Decision model).  Each page of a turn scores
 
-    probabilityTrue = sigmoid(a * cosine(message vector, document vector) + b)
+    probabilityTrue = sigmoid(a * s + gap * (s - best other s) + passages * log(n) + b)
 
-with ``a`` and ``b`` fitted by logistic regression on labelled gate pairs
-(``CALIBRATION``; docs/recall-gate.md names the set and the command that
-fits them).  The mapping is monotonic, so it ranks exactly as the similarity
-does; the calibration only decides where ``highThreshold`` falls.
+where ``s`` is the cosine similarity of the message's vector and the page's
+best passage (``page_passages``: a short page is one passage, its whole text;
+a long one is cut into titled 120-word passages, so a long page is judged by
+the part that matches, not by the first 256 tokens), ``best other s`` is the
+best of the turn's other candidates (0 for a page alone) and ``n`` the
+page's passage count.  ``CALIBRATION`` was fitted by logistic regression on
+LoCoMo conversations 0-4 in two page shapes (session summaries and session
+transcripts; engine/bench/gate_shapes.py), and ``HIGH_THRESHOLD`` is the
+documented ``highThreshold`` the gate uses when the owner sets none
+(docs/recall-gate.md).  Within a turn the order is the similarities' order.
 
-The gate sends each candidate's whole page text (its title and body, what
-the store's vector index embeds), not an excerpt cut around the message's
-words, so a page's vector does not depend on the message: vectors are kept
-by the text's sha256 (``remember`` takes those the store's vector index
-already holds), and a turn whose pages are known costs one embedding, the
-message's.  A cross-encoder is stronger; this is the offline, cheap one.
+The passage cut does not depend on the message, so passage vectors are kept
+by their text's sha256 (``remember`` takes those the store's vector index
+already holds: its feed caches long pages' passages when this model is also
+the search's ``embeddingModel``), and a turn whose pages are known costs one
+embedding, the message's.  A cross-encoder is stronger; this is the
+offline, cheap one.
 """
 
 from __future__ import annotations
@@ -46,30 +52,68 @@ VECTOR_CACHE_SIZE = 8192      # page vectors kept (384 floats each: 12 MB)
 MIN_DIMENSIONS = 8            # fewer numbers per text: a reranker's logits, not an embedding
 
 
+PASSAGE_WORDS = 120           # words of a long page's passage (about 160 tokens: inside the model's 256)
+PASSAGE_STRIDE = 100          # a passage starts this many words after the one before (20 words shared)
+SINGLE_PASSAGE_WORDS = 180    # a page body this long or shorter is one passage: the whole text, as indexed
+
+
+def page_passages(text: str) -> list[str]:
+    """The passages a page is scored by: its whole text when its body is short (the vector the store's index
+    holds), else its title with each ``PASSAGE_WORDS``-word passage of its body, every word in at least one.
+
+    ``text`` is the page's vector text (``embedding_text``: the title, a blank line, the body). The cut does not
+    depend on the message, so passage vectors are kept by their text's sha256 like page vectors.
+    """
+    title, separator, body = text.partition("\n\n")
+    if not separator:
+        title, body = "", text
+    words = body.split()
+    if len(words) <= SINGLE_PASSAGE_WORDS:
+        return [text]
+    head = f"{title}\n\n" if title else ""
+    starts = range(0, max(1, len(words) - PASSAGE_WORDS + PASSAGE_STRIDE), PASSAGE_STRIDE)
+    return [head + " ".join(words[start:start + PASSAGE_WORDS]) for start in starts]
+
+
 @dataclass(frozen=True)
 class Calibration:
-    """``probabilityTrue = sigmoid(a * similarity + b)``; ``a > 0`` keeps the order of similarities."""
+    """``probabilityTrue = sigmoid(a * similarity + gap * lead + passages * log(passage count) + b)``.
+
+    ``similarity`` is the page's best passage's cosine with the message; ``lead`` is how far it is above the
+    best of the turn's other candidates (the page's own similarity when it is alone), so a page that stands out
+    of its shortlist scores higher than one of ten alike; the passage term offsets the best-of-many advantage
+    of long pages.  ``a`` and ``gap`` are positive: within a turn the order is the similarities' order.
+    """
 
     a: float
     b: float
+    gap: float = 0.0
+    passages: float = 0.0
 
-    def probability(self, similarity: float) -> float:
-        z = self.a * similarity + self.b
+    def probability(self, similarity: float, lead: float = 0.0, passages: int = 1) -> float:
+        z = self.a * similarity + self.gap * lead + self.passages * math.log(max(passages, 1)) + self.b
         if z >= 0:
             return 1.0 / (1.0 + math.exp(-z))
         e = math.exp(z)
         return e / (1.0 + e)
 
-    def similarity(self, probability: float) -> float:
-        """The similarity a probability came from (the inverse, for fitting and benchmarks)."""
-        p = min(max(probability, 1e-12), 1 - 1e-12)
-        return (math.log(p / (1 - p)) - self.b) / self.a
+    def probabilities(self, similarities: Sequence[float], passages: Sequence[int]) -> list[float]:
+        """One turn's probabilities from each candidate's best passage similarity and passage count."""
+        scores = []
+        for position, (similarity, count) in enumerate(zip(similarities, passages)):
+            others = max((s for other, s in enumerate(similarities) if other != position), default=0.0)
+            scores.append(self.probability(similarity, similarity - others, count))
+        return scores
 
 
-# Fitted by `python -m engine.bench.gate --fit-calibration` on LoCoMo conversations 0-4: every
-# (question, keyword-shortlisted page) pair labelled by whether the page is one of the question's
-# gold pages (the sessions of its evidence turns). docs/benchmarks/gate-quality.md reports on 5-9.
-CALIBRATION = Calibration(a=5.8859, b=-5.0381)
+# Fitted by `python -m engine.bench.gate_shapes --fit` on LoCoMo conversations 0-4 in two page shapes (session
+# summaries, and session transcripts scored by their passages): every (question, keyword-shortlisted page) pair,
+# labelled by whether the page is one of the question's gold pages (the sessions of its evidence turns).
+# docs/benchmarks/gate-quality.md reports on conversations 5-9 and off-topic turns the fit never saw.
+CALIBRATION = Calibration(a=1.34, b=-1.885, gap=15.877, passages=0.164)
+# The documented highThreshold of this Decision model (used when recallGate sets none): the lowest threshold
+# whose precision was at least 0.75 on both shapes of the fit conversations (docs/recall-gate.md).
+HIGH_THRESHOLD = 0.6
 
 
 class SimilarityScorer(Untokenized):
@@ -77,6 +121,7 @@ class SimilarityScorer(Untokenized):
 
     max_pair_tokens: int | None = None
     tokens_per_second: float | None = None
+    default_high_threshold: float = HIGH_THRESHOLD   # recallGate sets no highThreshold: this one is in force
 
     def __init__(self, model: InstalledModel, calibration: Calibration = CALIBRATION,
                  cache_size: int = VECTOR_CACHE_SIZE) -> None:
@@ -143,6 +188,9 @@ class SimilarityScorer(Untokenized):
         with self._cache_lock:
             return {digest for digest in digests if digest in self._cache}
 
+    def digests(self, documents: Sequence[str]) -> list[str]:
+        return passage_digests(documents)
+
     def _keep(self, digest: str, vector: np.ndarray) -> None:
         self._cache[digest] = vector
         self._cache.move_to_end(digest)
@@ -154,17 +202,19 @@ class SimilarityScorer(Untokenized):
     def score_pairs(self, query: str, documents: Sequence[str], *, deadline: float,
                     max_pair_tokens: int | None = None,
                     before_dispatch: Callable[[], None] | None = None) -> PairScores:
-        """One embedding run for the message and the documents not seen before; nothing when time is up."""
+        """Each document scored by its best passage (``page_passages``), calibrated within the turn; one embedding
+        run for the message and the passages not seen before; nothing when time is up."""
         if time.monotonic() >= deadline:
             return PairScores(scores=[None] * len(documents))
-        digests = [text_digest(document) for document in documents]
+        cut = [page_passages(document) for document in documents]
+        texts_by_digest = {text_digest(text): text for passages in cut for text in passages}
         with self._cache_lock:
-            cached = {digest: self._cache[digest] for digest in digests if digest in self._cache}
+            cached = {digest: self._cache[digest] for digest in texts_by_digest if digest in self._cache}
             for digest in cached:
                 self._cache.move_to_end(digest)
             message = self._cache.get(text_digest(query))   # handed over by a hybrid candidate step
-        missing = list(dict.fromkeys(d for d in digests if d not in cached))
-        texts = ([] if message is not None else [query]) + [documents[digests.index(digest)] for digest in missing]
+        missing = [digest for digest in texts_by_digest if digest not in cached]
+        texts = ([] if message is not None else [query]) + [texts_by_digest[digest] for digest in missing]
         if before_dispatch is not None:
             before_dispatch()
         vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dimensions), np.float32)
@@ -175,9 +225,16 @@ class SimilarityScorer(Untokenized):
             for digest, vector in zip(missing, vectors):
                 self._keep(digest, vector)
                 cached[digest] = vector
-        scores: list[float | bool | None] = [
-            self.calibration.probability(float(np.dot(message, cached[digest]))) for digest in digests]
+        similarities = [max(float(np.dot(message, cached[text_digest(text)])) for text in passages)
+                        for passages in cut]
+        scores: list[float | bool | None] = list(
+            self.calibration.probabilities(similarities, [len(passages) for passages in cut]))
         return PairScores(scores=scores)
+
+
+def passage_digests(documents: Sequence[str]) -> list[str]:
+    """The sha256 of every passage the documents are scored by (what ``remember`` and ``known`` are keyed by)."""
+    return list(dict.fromkeys(text_digest(text) for document in documents for text in page_passages(document)))
 
 
 # What the engine's Decision runtime loads for each model kind besides onnx/ (an installed model -> provider).

@@ -44,6 +44,7 @@ from ..core.files import read_file
 from ..store.catalog import Catalog
 from ..store.catalog_reads import RecordRow
 from .embedding import Embedder, text_digest
+from .similarity import page_passages
 from ..core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from ..vault.frontmatter import split_document
 from ..vault.record_view import Citation
@@ -145,10 +146,13 @@ def evidence_passages(evidence: Sequence[Citation] | None,
 class VectorIndex:
     """One store's vector file; used from the store's lane only (a catch-up may embed elsewhere)."""
 
-    def __init__(self, store: Store, catalog: Catalog, *, passages_wanted: Callable[[], bool] = _never) -> None:
+    def __init__(self, store: Store, catalog: Catalog, *, passages_wanted: Callable[[], bool] = _never,
+                 page_passages_wanted: Callable[[], bool] = _never) -> None:
         self.store = store
         self.catalog = catalog
         self.passages_wanted = passages_wanted  # index evidence passages (the store's gate takes hybrid candidates)
+        # cache the vectors of long pages' own passages (the gate's embedding Decision model scores pages by them)
+        self.page_passages_wanted = page_passages_wanted
         self._connection: Any = None
 
     @property
@@ -315,6 +319,14 @@ class VectorIndex:
                     cut = evidence_passages(row.view.evidence, lines)
                     passage_digests[row.path] = [text_digest(text) for text in cut]
                     wanted.update(zip(passage_digests[row.path], cut))
+        if self.page_passages_wanted():
+            # Cached only (no vec_ table reads them): the gate's scorer asks for them by digest, so its first
+            # turn on a store of long pages embeds the message alone.
+            for row, text in zip(chunk, texts):
+                if row.kind == "page" and text is not None:
+                    cut = page_passages(text)
+                    if len(cut) > 1:
+                        wanted.update((text_digest(passage), passage) for passage in cut)
         have = self._cached(embedder.fingerprint, set(wanted))
         missing = {digest: text for digest, text in wanted.items() if digest not in have}
         return digests, passage_digests, have, missing

@@ -35,7 +35,7 @@ from ..decision.runtime import DecisionStatusAnswer
 from ..state.config import parse_settings
 from ..decision.runtime import DecisionRuntime
 from ..core.errors import InvalidParams, KnowledgeError
-from ..gate.turn import GateEngine, GateStop, authority_check, evaluate
+from ..gate.turn import GateEngine, GateStop, authority_check, evaluate, in_force
 from ..gate.journal import LIST_MAX, THRESHOLD_GRID, GateTurn, WhatIf, clear_journal, journal_turns, label_turn
 from ..gate.journal import list_turns, scored_turns, what_if
 from ..gate.suggest import DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, GateSuggestion, suggest_thresholds
@@ -199,7 +199,9 @@ class GateOperator:
         source = self.engine.settings
         current = source.current()
         gate = current.recall_gate
-        return {"recallGate": current.raw.get("recallGate"), "effective": gate.to_config() if gate else None,
+        # effective: highThreshold as the turn uses it (the Decision model's documented one when the block has none)
+        return {"recallGate": current.raw.get("recallGate"),
+                "effective": in_force(gate, self.engine.decision).to_config() if gate else None,
                 "keys": list(KEYS), "problem": source.problem, "decisionModel": current.decision_model,
                 "decision": self.engine.decision.status().to_dict()}
 
@@ -210,7 +212,7 @@ class GateOperator:
             gate = parse_gate_settings(block)
         except InvalidParams as exc:
             return {"valid": False, "message": exc.message, "field": exc.details.get("field")}
-        return {"valid": True, "effective": gate.to_config() if gate else None}
+        return {"valid": True, "effective": in_force(gate, self.engine.decision).to_config() if gate else None}
 
     def set_settings(self, params: dict[str, Any]) -> GateSettingsView:
         """Write the block to config.json (``null`` removes it: the gate stops running)."""
@@ -257,7 +259,7 @@ class GateOperator:
         grid, detail = list(values["thresholds"]), values["threshold"]
         current = self.engine.settings.current().recall_gate
         if current is not None:
-            grid.append(current.high_threshold)
+            grid.append(in_force(current, self.engine.decision).high_threshold)
         turns = self._on_private(values["agent"], lambda store, partition: journal_turns(store, partition,
                                                                                           limit=5_000))
         return what_if(turns, grid, detail)
@@ -278,7 +280,7 @@ class GateOperator:
         current = self.engine.settings.current()
         gate = current.recall_gate
         return suggest_thresholds(turns, current.decision_model, precision, pointer,
-                                  dict(gate.to_config()) if gate else None)
+                                  dict(in_force(gate, self.engine.decision).to_config()) if gate else None)
 
     # --- replay -----------------------------------------------------------------------------------
 
@@ -326,21 +328,22 @@ class GateOperator:
                 loading_until = time.monotonic() + MODEL_LOAD_TIMEOUT_S
                 while runtime.wait_ready(0.25).state == "loading" and time.monotonic() < loading_until:
                     report(0, len(turns), f"Loading {model}")
+                ran = in_force(gate, runtime)   # the replayed model's documented highThreshold if none is set
                 caller = OperatorCaller(agent)
                 entry = self.engine.enter(caller, create=False)
                 recheck = authority_check(entry)
                 results: list[ReplayedTurn] = []
                 for number, turn in enumerate(turns):
                     report(number, len(turns), f"Replaying turn {number + 1} of {len(turns)}")
-                    results.append(self._replay_one(entry, recheck, runtime, gate, turn))
+                    results.append(self._replay_one(entry, recheck, runtime, ran, turn))
                 report(len(turns), len(turns), "Done")
             finally:
                 if owned:
                     runtime.close()
             replayed = [{"id": r["id"], "decisions": r["decisions"], "needed": r["needed"],
                          "stage": r.get("stage")} for r in results]
-            return {"settings": gate.to_config(), "model": model or current.decision_model, "turns": results,
-                    "whatIf": what_if(replayed, [gate.high_threshold])["thresholds"][0]}
+            return {"settings": ran.to_config(), "model": model or current.decision_model, "turns": results,
+                    "whatIf": what_if(replayed, [ran.high_threshold])["thresholds"][0]}
 
         return run
 

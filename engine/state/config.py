@@ -96,6 +96,14 @@ class Settings:
             return False
         if gate.candidates == "hybrid" or gate.long_windows > 0:
             return True
+        return self.gate_scores_index_vectors()
+
+    def gate_scores_index_vectors(self) -> bool:
+        """Whether the gate's ``embedding/`` Decision model is the search's ``embeddingModel``, so the vector
+        index also keeps the passage vectors of long pages it scores them by (engine/index/similarity.py)."""
+        gate = self.recall_gate
+        if gate is None or gate.mode == "off" or self.embedding_model is None:
+            return False
         kind, _, name = (self.decision_model or "").partition("/")
         return kind == "embedding" and self.embedding_model == f"onnx/{name}"
 

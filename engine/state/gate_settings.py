@@ -9,10 +9,10 @@ it and keeps the last valid settings (engine/state/config.py).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..core.answers import TypedDict
+from ..core.answers import NotRequired, TypedDict
 from ..core.errors import InvalidParams
 from ..core.params import Choice, Flag, Integer, Number, Params
 
@@ -40,7 +40,7 @@ class GateConfig(TypedDict):
     mode: str
     candidates: str
     maxCandidates: int
-    highThreshold: float
+    highThreshold: NotRequired[float]   # absent: the Decision model's documented one is in force
     excerpts: int
     excerptChars: int
     pageChars: int
@@ -69,10 +69,26 @@ class GateSettings:
     max_index_chars: int = 24000
     journal: bool = False
     long_windows: int = 0            # the cascade: this many likeliest pages get the long windows (0: equal windows)
+    # False when recallGate names no highThreshold: the Decision model in force then brings its documented one
+    # (``in_force``; the spec's 0.75 stays for a reranker, whose probabilityTrue is the model's own)
+    high_threshold_set: bool = True
 
     def to_config(self) -> GateConfig:
-        """The block as config.json spells it (camelCase, every key, ``null`` for an unset tier)."""
-        return {_camel(name): value for name, value in asdict(self).items()}  # type: ignore[return-value]
+        """The block as config.json spells it (camelCase, every key, ``null`` for an unset tier; no
+        ``highThreshold`` when the owner set none)."""
+        config = {_camel(name): value for name, value in asdict(self).items() if name != "high_threshold_set"}
+        if not self.high_threshold_set:
+            del config["highThreshold"]
+        return config  # type: ignore[return-value]
+
+    def in_force(self, model_threshold: float | None) -> "GateSettings":
+        """These settings with ``model_threshold`` (the Decision model's documented ``highThreshold``, None for
+        none) as ``highThreshold`` when the owner set none; the owner's own value always wins.  The answer names
+        its ``highThreshold`` (``to_config``), so a turn's gate log records the threshold it ran with."""
+        if self.high_threshold_set:
+            return self
+        return replace(self, high_threshold=self.high_threshold if model_threshold is None else model_threshold,
+                       high_threshold_set=True)
 
 
 def _camel(name: str) -> str:
@@ -103,7 +119,8 @@ def parse_gate_settings(block: Any) -> GateSettings | None:
     if not isinstance(block, dict):
         raise InvalidParams("recallGate must be an object", field=WHERE)
     values = SETTINGS.read(block, where=f"{WHERE}.")
-    settings = GateSettings(**{_FIELDS[key]: value for key, value in values.items() if value is not None})
+    settings = GateSettings(**{_FIELDS[key]: value for key, value in values.items() if value is not None},
+                            high_threshold_set=values.get("highThreshold") is not None)
     if settings.medium_threshold is not None and settings.medium_threshold >= settings.high_threshold:
         raise InvalidParams("recallGate.mediumThreshold must be below highThreshold (pages at or above "
                             "highThreshold are injected, the pointer tier lies between the two)",

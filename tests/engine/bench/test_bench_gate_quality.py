@@ -19,7 +19,7 @@ from tests.engine.bench.test_bench_search import tiny_locomo
 TURNS = [
     {"gold": ["p1"], "scores": {"p1": 0.9, "p2": 0.6, "p3": 0.2}},
     {"gold": ["p4", "p5"], "scores": {"p4": 0.4, "p6": 0.8}},    # p5 was never shortlisted
-    {"gold": [], "scores": {"p7": 0.7}},                           # no gold page: anything injected is noise
+    {"gold": [], "scores": {"p7": 0.7}, "category": "off-topic"},  # no gold page: anything injected is noise
     {"gold": [], "scores": {}},                                    # nothing matched at all
 ]
 
@@ -36,6 +36,7 @@ def test_per_threshold_precision_recall_f1_and_noise_of_a_hand_made_case() -> No
     assert at_half["f1"] == pytest.approx(2 * (1 / 4) * (1 / 3) / (1 / 4 + 1 / 3))
     assert at_half["perTurn"] == pytest.approx(4 / 4)
     assert at_half["noGoldInjected"] == pytest.approx(1 / 2)
+    assert at_half["offTopicInjected"] == 1.0 and row(figures, 0.95)["offTopicInjected"] == 0
     lower = row(figures, 0.3)     # p4 joins
     assert (lower["precision"], lower["recall"]) == (pytest.approx(2 / 5), pytest.approx(2 / 3))
     top = row(figures, 0.95)      # nothing injected: precision undefined, F1 0, no noise
@@ -112,9 +113,9 @@ def test_an_embedding_model_is_measured_without_pytorch(report: dict[str, Any]) 
 def test_quality_figures_cover_every_candidate_mode_and_the_off_topic_turns(report: dict[str, Any]) -> None:
     quality = report["quality"]
     assert set(quality["modes"]) == {"keyword", "hybrid"}
-    assert quality["questions"] == 5 + len(gate_quality.OFF_TOPIC)
+    assert quality["questions"] == 5 + len(gate_quality.OFF_TOPIC_TURNS)
     for figures in quality["modes"].values():
-        assert figures["withGold"] == 4 and figures["withoutGold"] == 1 + len(gate_quality.OFF_TOPIC)
+        assert figures["withGold"] == 4 and figures["withoutGold"] == 1 + len(gate_quality.OFF_TOPIC_TURNS)
         assert len(figures["thresholds"]) == len(gate_quality.THRESHOLDS)
     assert quality["modes"]["hybrid"]["hit"] >= quality["modes"]["keyword"]["hit"]
     assert "noGoldReached" in quality["functionWords"]

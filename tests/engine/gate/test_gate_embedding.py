@@ -11,9 +11,9 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
-from engine.index.similarity import CALIBRATION, SimilarityScorer
+from engine.index.similarity import CALIBRATION, SimilarityScorer, page_passages
 from engine.gate.turn import gate_turn
-from engine.index.embedding import Embedder
+from engine.index.embedding import Embedder, text_digest
 from engine.index.vectors import embedding_text
 from engine.access.authority import AgentCaller
 from engine.runtime import StoreRuntime
@@ -79,7 +79,8 @@ def expected_scores(state: StateDir, message: str, titles: list[str]) -> dict[st
     embedder = Embedder(ModelStore(state.models).get("encoder"))
     embedder.load()
     vectors = embedder.embed([message] + [embedding_text(t, PAGE_TEXTS[t]) for t in titles])
-    return {title: CALIBRATION.probability(float(np.dot(vectors[0], v))) for title, v in zip(titles, vectors[1:])}
+    scores = CALIBRATION.probabilities([float(np.dot(vectors[0], v)) for v in vectors[1:]], [1] * len(titles))
+    return dict(zip(titles, scores))   # short pages: one passage each, scored against the turn's other pages
 
 
 def test_shadow_mode_scores_keyword_candidates_by_calibrated_similarity_of_the_page_text(tmp_path: Path) -> None:
@@ -261,6 +262,25 @@ def test_the_first_turn_after_the_store_opens_embeds_only_the_message(tmp_path: 
     per_turn = 1 if candidates == "keyword" else 0
     assert after_first == per_turn, "the first turn embeds no page"
     assert scorer.embedded_texts == 2 * per_turn, "nor does a turn after a page landed"
+
+
+def test_a_long_pages_passage_vectors_are_in_the_stores_vector_index_before_the_first_turn(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    body = " ".join(f"Alice talked about day {n} of the trip." for n in range(60)) + " The mural is at the museum."
+    with open_embedding_engine(state, {"mode": "shadow"}, vectors=True, knowledge_runtime=False) as engine:
+        caller = owner_caller(engine)
+        seed(engine, caller)
+        long = engine.save_page(caller, page("p9", "Trip diary", "note", body))
+        assert store_runtime(engine, caller).vectors_settled(60)
+        scorer = scorer_of(engine)
+        passages = page_passages(embedding_text("Trip diary", body))
+        assert len(passages) > 1
+        stored = store_runtime(engine, caller).vectors.cached_vectors(scorer.fingerprint,
+                                                                      [text_digest(t) for t in passages])
+        answer = gate_turn(engine, caller, {"message": "mural museum"})
+    assert len(stored) == len(passages)
+    assert long["id"] in {d["id"] for d in answer["decisions"]}
+    assert scorer.embedded_texts == 1, "the turn embeds the message alone, the long page's passages included"
 
 
 def test_the_journal_keeps_the_start_of_each_scored_page(tmp_path: Path) -> None:

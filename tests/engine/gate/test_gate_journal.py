@@ -17,7 +17,8 @@ from engine.gate.turn import gate_turn
 from engine.gate.journal import what_if
 from engine.operator.gate_operator import handlers
 from engine.service import Engine
-from models.fixtures import TINY_RERANKER
+from engine.index.similarity import HIGH_THRESHOLD
+from models.fixtures import TINY_EMBEDDER, TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local
 from tests.engine.gate_helpers import FakeRerank, conversation_audience, owner_caller, rerank_engine, seed, write_config
@@ -150,6 +151,11 @@ def test_replay_against_another_setting_and_another_model(setup) -> None:
     assert other["model"] == "onnx/tiny2" and len(fake.requests) == sent + 1
     assert all(0.0 < d["score"] < 1.0 for d in other["turns"][0]["decisions"])
     assert engine.settings.current().decision_model == "rerank/test", "the engine's own model is untouched"
+    # No highThreshold in the block: each replayed model's own is in force (the spec's 0.75 for a reranker).
+    assert other["settings"]["highThreshold"] == 0.75
+    add_local(ModelStore(engine.state.models), TINY_EMBEDDER, name="enc")
+    embedded = methods["gateReplay"]({"agent": "main", "turns": [kept["id"]], "decisionModel": "embedding/enc"})
+    assert embedded["settings"]["highThreshold"] == HIGH_THRESHOLD
     with pytest.raises(NotFound):
         methods["gateReplay"]({"agent": "main", "turns": ["gt_missing"]})
 
@@ -159,6 +165,7 @@ def test_gate_settings_read_check_and_write(setup) -> None:
     current = methods["gateSettings"]({})
     assert current["recallGate"] == {"mode": "shadow", "journal": True}
     assert current["effective"]["mode"] == "shadow" and current["effective"]["timeoutMs"] == 1500
+    assert current["effective"]["highThreshold"] == 0.75, "the threshold in force, though the block sets none"
     assert current["decisionModel"] == "rerank/test" and current["decision"]["state"] == "ready"
     assert methods["checkGateSettings"]({"recallGate": {"pageChars": 10}}) == {
         "valid": False, "message": "recallGate.pageChars must be an integer from 200 to 6,000",

@@ -43,7 +43,7 @@ def test_with_the_model_installed_the_demo_gate_runs_in_shadow_mode_on_it(state:
         written = config(state)
         assert demo.seed_demo(engine)["gate"] == "embedding/tiny-embedder"
     assert written["decisionModel"] == "embedding/tiny-embedder"
-    assert written["recallGate"] == {"mode": "shadow", "journal": True, "highThreshold": 0.1}
+    assert written["recallGate"] == {"mode": "shadow", "journal": True}
     assert config(state) == written, "seeding again changes nothing"
 
 

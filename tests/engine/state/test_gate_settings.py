@@ -15,9 +15,10 @@ from engine.state.gate_settings import GateSettings, parse_gate_settings
 def test_no_block_means_no_gate_and_an_empty_block_means_every_default() -> None:
     assert parse_settings({}).recall_gate is None
     gate = parse_settings({"recallGate": {}}).recall_gate
-    assert gate == GateSettings()
+    # No highThreshold: the Decision model in force brings its documented one (the spec's 0.75 for a reranker).
+    assert gate == GateSettings(high_threshold_set=False) and gate.high_threshold == 0.75
     assert gate.to_config() == {
-        "mode": "shadow", "candidates": "keyword", "maxCandidates": 10, "highThreshold": 0.75, "excerpts": 4,
+        "mode": "shadow", "candidates": "keyword", "maxCandidates": 10, "excerpts": 4,
         "excerptChars": 1000, "pageChars": 2800, "mediumThreshold": None, "skipHintBelow": None,
         "timeoutMs": 1500, "maxIndexChars": 24000, "journal": False, "longWindows": 0}
 
@@ -43,7 +44,7 @@ def test_modes_sources_thresholds_and_journal() -> None:
     assert parse_gate_settings({}).candidates == "keyword", "keyword stays the default"
     gate = parse_gate_settings({"highThreshold": 1, "mediumThreshold": 0.5, "skipHintBelow": 0, "journal": True})
     assert (gate.high_threshold, gate.medium_threshold, gate.skip_hint_below, gate.journal) == (1.0, 0.5, 0.0, True)
-    assert parse_gate_settings({"mediumThreshold": None, "skipHintBelow": None}) == GateSettings()
+    assert parse_gate_settings({"mediumThreshold": None, "skipHintBelow": None}) == GateSettings(high_threshold_set=False)
     for block, field in (({"mode": "on"}, "mode"), ({"candidates": "vector"}, "candidates"),
                          ({"highThreshold": 1.5}, "highThreshold"), ({"highThreshold": None}, "highThreshold"),
                          ({"skipHintBelow": -0.1}, "skipHintBelow"), ({"mediumThreshold": "0.5"}, "mediumThreshold"),
