@@ -208,9 +208,10 @@ def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any
     request = parse_list_request(params)
 
     def work(runtime: "OpenStore", authority: "Authority") -> RecordPage:
+        kinds = request["kinds"] or ((request["kind"],) if request["kind"] else None)
         total, rows = runtime.catalog.listing(
-            authority.partition, current_only=request["status"] == "current",
-            kinds=request["kinds"] or ((request["kind"],) if request["kind"] else None), type=request["type"], order=request["order"], offset=request["offset"], limit=request["limit"])
+            authority.partition, current_only=request["status"] == "current", kinds=kinds, type=request["type"],
+            order=request["order"], offset=request["offset"], limit=request["limit"])
         result: RecordPage = {"records": [_summary(row) for row in rows], "total": total,
                                   "offset": request["offset"]}
         if request["offset"] + len(rows) < total:

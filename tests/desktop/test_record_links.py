@@ -8,23 +8,34 @@ and the records linked to it, each record once.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Iterator
 
 import pytest
 from PySide6.QtCore import QSettings, QUrl
 
+from desktop.client import OperatorClient
 from desktop.records.view import RecordsView
+from desktop.tasks import EngineTasks
 from engine.access.authority import AgentCaller
+from engine.service import Engine
 from tests.desktop.conftest import serving, wait_for_signal
+from tests.desktop.test_records_view import make_view
 from tests.engine.importers.helpers import run_import
 
 SPOKES = 13
 
 
+@dataclass(frozen=True)
+class Served:
+    engine: Engine
+    pages: dict[str, str]  # each note's page id, by the note's path in the vault
+
+
 @pytest.fixture
-def vault_engine(tmp_path: Path, demo_template: Path) -> Any:
-    """The demo store with a small vault imported: a Hub note that 13 Spoke notes link to, and a typed
+def vault(tmp_path: Path, demo_template: Path) -> Iterator[Served]:
+    """The demo store served with a small vault imported: a Hub note that 13 Spoke notes link to, and a typed
     relationship (``about``) beside Spoke 02's wiki link to the Hub."""
     root = tmp_path / "vault"
     (root / "Spokes").mkdir(parents=True)
@@ -39,29 +50,14 @@ def vault_engine(tmp_path: Path, demo_template: Path) -> Any:
         engine.remember(caller, {"requestId": "typed-link", "items": [
             {"relation": "about", "from": pages["Spokes/Spoke 02.md"], "to": pages["Hub.md"],
              "excerpt": "Spoke 2 is about the hub."}]})
-        engine.test_pages = pages
-        yield engine
+        yield Served(engine, pages)
 
 
 @pytest.fixture
-def vault_tasks(vault_engine: Any) -> Any:
-    from desktop.client import OperatorClient
-    from desktop.tasks import EngineTasks
-
-    made = EngineTasks(connect=lambda: OperatorClient(vault_engine.state))
+def vault_tasks(vault: Served) -> Iterator[EngineTasks]:
+    made = EngineTasks(connect=lambda: OperatorClient(vault.engine.state))
     yield made
     made.shutdown()
-
-
-def make_view(qtbot, tasks, settings: QSettings | None = None) -> RecordsView:
-    view = RecordsView(tasks, settings=settings)
-    qtbot.addWidget(view)
-    view.resize(1200, 800)
-    view.show()
-    with qtbot.waitSignals([view.recent_model.sig_page_loaded, view.sig_content_loaded], timeout=10_000):
-        view.set_agent("main")
-    qtbot.waitUntil(lambda: view.types_model.rowCount() > 0, timeout=10_000)
-    return view
 
 
 def every_row(qtbot, model) -> list[dict]:
@@ -120,9 +116,8 @@ def open_page(qtbot, view: RecordsView, record_id: str) -> None:
     qtbot.waitUntil(lambda: view.page.links is not None and view.page.links["id"] == record_id, timeout=10_000)
 
 
-def test_a_page_lists_its_links_and_what_links_to_it_each_once(qtbot, vault_engine, vault_tasks,
-                                                                 gui_thread_guard) -> None:
-    pages = vault_engine.test_pages
+def test_a_page_lists_its_links_and_what_links_to_it_each_once(qtbot, vault, vault_tasks, gui_thread_guard) -> None:
+    pages = vault.pages
     view = make_view(qtbot, vault_tasks)
     open_page(qtbot, view, pages["Hub.md"])
     text = view.page.connections.toPlainText()
@@ -149,3 +144,23 @@ def test_a_page_lists_its_links_and_what_links_to_it_each_once(qtbot, vault_engi
     wait_for_signal(qtbot, view.page.sig_content_loaded,
                     lambda: view.page.connections.sig_link_activated.emit(QUrl(f"record:{via}")))
     assert view.page.record["kind"] == "relationship"
+
+
+def test_a_link_that_is_no_longer_current_is_not_counted() -> None:
+    from desktop.records.render import links_html, page_links
+
+    def via(number: int, status: str) -> dict:
+        return {"id": f"pg_via{number}", "title": f"link {number}", "status": status}
+
+    kept, gone = {"id": "pg_kept", "title": "Kept"}, {"id": "pg_gone", "title": "Gone"}
+    answer = {"id": "pg_me", "references": [], "backlinks": [], "claims": [], "truncated": False, "connections": [
+        {"relation": "related_to", "direction": "in", "via": via(1, "withdrawn"), "record": kept},
+        {"relation": "about", "direction": "in", "via": via(2, "current"), "record": kept},
+        {"relation": "related_to", "direction": "in", "via": via(3, "superseded"), "record": gone}]}
+
+    outgoing, incoming = page_links(answer)
+    assert outgoing == [] and [(entry.record["id"], entry.current) for entry in incoming] == [
+        ("pg_kept", True), ("pg_gone", False)]
+    assert incoming[0].ways == [("about", via(2, "current"))]
+    text = links_html(answer)
+    assert "Linked from (1)" in text and "No longer current (1)" in text

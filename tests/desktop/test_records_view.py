@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtWidgets import QApplication, QFormLayout, QLabel
 
 from desktop.records.page import SourceDialog
@@ -10,8 +10,9 @@ from desktop.records.view import RecordsView
 from tests.desktop.conftest import wait_for_signal
 
 
-def make_view(qtbot, tasks) -> RecordsView:
-    view = RecordsView(tasks)
+def make_view(qtbot, tasks, settings: QSettings | None = None) -> RecordsView:
+    """The Records view on the main agent, its Recent list and types loaded (``settings``: the window's)."""
+    view = RecordsView(tasks, settings=settings)
     qtbot.addWidget(view)
     view.resize(1200, 800)
     view.show()
