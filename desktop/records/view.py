@@ -165,9 +165,11 @@ class RecordsView(QWidget):
         every = self.include_all.isChecked()
         hidden = "" if every else (" Historical, withdrawn and superseded records are hidden: tick Include "
                                    "non-current records to list them.")
-        self.recent_table.set_empty_text(f"No {'' if every else 'current '}records in {self.agent}'s private "
-                                         f"partition yet. They appear here as soon as the agent saves knowledge."
-                                         f"{hidden}")
+        links = ("" if self.show_links["recent"].isChecked()
+                 else " Links between records are not listed here: tick Show links.")
+        self.recent_table.set_empty_text(f"No {'' if every else 'current '}pages or claims in {self.agent}'s "
+                                         f"private partition yet. They appear here as soon as the agent saves "
+                                         f"knowledge.{hidden}{links}")
         self.types_table.set_empty_text(f"No record types yet: {self.agent}'s private partition holds no records.")
         self.browse_table.set_empty_text("Choose a type above to list its records.")
         text = self.query.text().strip()
@@ -183,7 +185,7 @@ class RecordsView(QWidget):
                        "[[wiki links]]). A page lists its own on its Links tab.")
         stored = self.settings.value(SHOW_LINKS_KEY.format(list=name)) if self.settings is not None else None
         box.setChecked(str(stored).lower() == "true")
-        box.toggled.connect(lambda shown: self._on_show_links_toggled(name, shown))
+        box.toggled.connect(lambda shown: (self._on_show_links_toggled(name, shown), self._describe_empty()))
         return box
 
     def _on_show_links_toggled(self, name: str, shown: bool) -> None:

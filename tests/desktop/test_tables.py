@@ -109,7 +109,8 @@ def test_empty_views_say_what_is_empty_and_what_to_do(qtbot, window) -> None:
     qtbot.waitUntil(lambda: not records.recent_model.loading, timeout=10_000)
     assert records.recent_model.rowCount() == 0
     assert records.recent_table.shown_empty_text().startswith(
-        "No current records in helper's private partition yet. They appear here as soon as the agent saves")
+        "No current pages or claims in helper's private partition yet. They appear here as soon as the agent "
+        "saves")
     window.show_view(window.views.index(window.approvals_view))
     qtbot.waitUntil(lambda: not window.approvals_view.model.loading, timeout=10_000)
     assert window.approvals_view.table.shown_empty_text().startswith("No approved recall blocks for helper yet.")
