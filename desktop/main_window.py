@@ -79,7 +79,7 @@ class MainWindow(QMainWindow):
         self.resize(QSize(1280, 800))
 
         self.agents_view = AgentsView(tasks)
-        self.records_view = RecordsView(tasks)
+        self.records_view = RecordsView(tasks, settings=self.theme.settings)
         self.vocabulary_view = VocabularyView(tasks)
         self.approvals_view = ApprovalsView(tasks)
         self.preview_view = PreviewView(tasks)

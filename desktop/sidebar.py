@@ -9,8 +9,9 @@ qtawesome bundles, and only once the window has first painted: it costs
 about 0.2 s and 19 MiB, which the window's first paint does not wait for.
 
 Counts (``SidebarCounts``) are the figures the engine already answers with:
-agents (``operator/inventory``), the current records of the agent's private
-partition (``operator/records``, one row asked for, its ``total`` read), its
+agents (``operator/inventory``), the current pages and claims of the agent's
+private partition (``operator/records``, one row asked for, its ``total`` read;
+links are counted on the pages, as Records lists them by default), its
 approved recall blocks (``operator/approvals``), the partitions of its store
 (``operator/partitions``) and the installed models (``operator/models``).
 They are asked again when the agent changes, on F5, and after each batch of
@@ -34,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from .records.view import NOTE_KINDS
 from .tasks import EngineTasks
 
 COUNT_ROLE = Qt.ItemDataRole.UserRole + 10  # the count shown at the right of a row (None: none)
@@ -168,7 +170,8 @@ class SidebarCounts(QObject):
         this_round = self._round
         requests: list[tuple[str, str, dict[str, Any] | None]] = [("models", "operator/models", None)]
         if agent is not None:
-            requests += [("records", "operator/records", {"agent": agent, "status": "current", "limit": 1}),
+            requests += [("records", "operator/records",
+                          {"agent": agent, "status": "current", "kinds": NOTE_KINDS, "limit": 1}),
                          ("approvals", "operator/approvals", {"agent": agent, "limit": 1})]
         else:
             for key in ("records", "approvals"):

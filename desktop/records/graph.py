@@ -1,6 +1,6 @@
 """A picture of a page's connections: the record, its relationships and linked records, as a graph to click through.
 
-The data is ``operator/links``, the answer the record page's Connections tab
+The data is ``operator/links``, the answer the record page's Links tab
 shows: typed connections (a relationship record between two pages, drawn as
 an edge named by its relation), the records a page names (subject,
 endpoints, typed fields), claims about it, and backlinks.  With *Two hops*
@@ -12,7 +12,7 @@ A neighbourhood is capped so that the picture stays readable: at most
 ``FIRST_HOP_MAX`` records around the centre and ``SECOND_HOP_MAX`` around
 each of those, ``NODES_MAX`` records in all; what is left out around a
 record becomes one "+N more" node beside it (its tooltip says where to see
-them all: the Connections tab).  The layout is radial: the centre, the
+them all: the Links tab).  The layout is radial: the centre, the
 first hop on a ring, each second-hop record in its parent's sector on an
 outer ring, the rings wide enough that no two nodes come closer than
 ``NODE_SPACING``; labels sit outward, away from the centre.
@@ -300,7 +300,7 @@ class NodeItem(QGraphicsEllipseItem):
             self.setCursor(Qt.CursorShape.PointingHandCursor)
         detail = f"{node.kind or ''} · {node.status or ''}".strip(" ·")
         if node.is_more:
-            tip = (f"{node.more} more linked records are not drawn; the record page's Connections tab lists "
+            tip = (f"{node.more} more linked records are not drawn; the record page's Links tab lists "
                    "them all")
         elif node.openable:
             tip = f"{node.title}\n{detail}\n{node.id}\nClick to centre on this record and open it"
@@ -610,7 +610,7 @@ class ConnectionsWindow(QDialog):
         text = f"{records:,} linked records within {hops}"
         if graph.left_out:
             links = "link is" if graph.left_out == 1 else "links are"
-            text += f"; {graph.left_out:,} more {links} not drawn (the record's Connections tab lists them all)"
+            text += f"; {graph.left_out:,} more {links} not drawn (the record's Links tab lists them all)"
         self.status.setText(text + ". Click a record to centre on it.")
         self.sig_graph_shown.emit(graph)
 

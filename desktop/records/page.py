@@ -1,4 +1,4 @@
-"""A record page: fields, the body as Markdown, claims with evidence, connections, and history with diffs.
+"""A record page: fields, the body as Markdown, claims with evidence, its links, and history with diffs.
 
 Read-only, like all knowledge in the window: *Request a change* copies a
 message naming the exact record id, revision and content hash for the
@@ -29,7 +29,7 @@ from ..common.models import Column, RowsModel
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, plain_label, table
 from ..tasks import EngineTasks
 from .markdown import WIKILINK_SCHEME, body_html, known_records, names_an_id, wikilink_target
-from .render import change_request_message, claims_html, connections_html, fields_html, header_html
+from .render import change_request_message, claims_html, fields_html, header_html, links_html
 
 HISTORY_COLUMNS = [
     Column("Revision", lambda r: r.get("revision"), align_right=True),
@@ -144,7 +144,7 @@ class RecordPage(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(overview, "&Record")
         self.tabs.addTab(self.claims, "Claims && &evidence")
-        self.tabs.addTab(self.connections, "Co&nnections")
+        self.tabs.addTab(self.connections, "Li&nks")
         self.tabs.addTab(history, "&History")
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
@@ -220,7 +220,7 @@ class RecordPage(QWidget):
             self.fields.rerender_with(lambda: self.fields.show_html(fields_html(record, links)))
             self._show_body()  # [[links]] to the records named here now resolve to their ids
         self.claims.rerender_with(lambda: self.claims.show_html(claims_html(links)))
-        self.connections.rerender_with(lambda: self.connections.show_html(connections_html(links)))
+        self.connections.rerender_with(lambda: self.connections.show_html(links_html(links)))
 
     def _show_body(self) -> None:
         record, known = self.record or {}, known_records(self.links)

@@ -1,4 +1,4 @@
-"""HTML for a record page: fields, claims with evidence, connections and backlinks.
+"""HTML for a record page: fields, claims with evidence, and its links (Links and Linked from).
 
 Pure functions from engine answers to HTML strings; every stored value is
 escaped (stored text is data, never markup).  Links use two schemes the
@@ -7,6 +7,7 @@ record page handles itself: ``record:<id>`` and ``source:<id>``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.vault.record_view import view_of
@@ -112,25 +113,81 @@ def claims_html(links: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def connections_html(links: dict[str, Any]) -> str:
-    parts = ["<h3>Typed connections</h3>"]
-    connections = links.get("connections") or []
-    if not connections:
-        parts.append('<div class="muted">none</div>')
-    for connection in connections:
-        arrow = "→" if connection.get("direction") == "out" else "←"
-        parts.append(f"<div>{arrow} <b>{esc(connection.get('relation'))}</b> "
-                     f"{record_link(connection.get('record'))} "
-                     f'<span class="muted">(via {record_link(connection.get("via"))})</span></div>')
-    references = links.get("references") or []
-    parts.append("<h3>Records this one names</h3>")
-    parts.append("".join(f"<div>{esc(ref['field'])}: {record_link(ref.get('record'))}</div>" for ref in references)
-                 or '<div class="muted">none</div>')
-    backlinks = links.get("backlinks") or []
-    parts.append(f"<h3>Backlinks ({len(backlinks)})</h3>")
-    parts.append("".join(f"<div>{record_link(back)} <span class=\"muted\">{esc(back.get('kind'))} · "
-                         f"{esc(', '.join(back.get('fields') or []))}</span></div>" for back in backlinks)
-                 or '<div class="muted">none</div>')
+@dataclass
+class Linked:
+    """One record a page links to (or is linked from), with every way it is linked: a relationship's
+    relation (``via`` that relationship record) or the name of a field that holds the id."""
+
+    record: dict[str, Any]
+    ways: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
+    current: bool = True  # False when every way goes through a record that is no longer current
+
+
+def relation_words(relation: Any) -> str:
+    """``related_to`` as owners say it: "related to"."""
+    return str(relation or "linked").replace("_", " ")
+
+
+def page_links(links: dict[str, Any]) -> tuple[list[Linked], list[Linked]]:
+    """(the records this one links to, the records linked to it), each record once.
+
+    Outgoing: the relationships from it and the records its fields name (a relationship's own ends, a
+    claim's subject, ``replaces``, typed fields).  Incoming: the relationships to it and the records whose
+    fields name it.  Claims about it are listed with their evidence, not here.  A relationship, or a record
+    naming it, that is no longer current (withdrawn, superseded, historical) leaves the count: such a
+    record is listed apart (``current`` False) when nothing current links the same way.
+    """
+    outgoing: dict[str, Linked] = {}
+    incoming: dict[str, Linked] = {}
+
+    def add(found: dict[str, Linked], record: dict[str, Any] | None, way: str, via: dict[str, Any] | None,
+            current: bool) -> None:
+        record = record or {}
+        key = record.get("id") or f"missing:{len(found)}"
+        entry = found.get(key)
+        if entry is None:
+            entry = found[key] = Linked(record, current=current)
+        elif current and not entry.current:
+            entry.current, entry.ways = True, []  # what is current replaces what no longer is
+        elif entry.current and not current:
+            return
+        if (way, via) not in entry.ways:
+            entry.ways.append((way, via))
+
+    for connection in links.get("connections") or []:
+        via = connection.get("via") or {}
+        target = incoming if connection.get("direction") == "in" else outgoing
+        add(target, connection.get("record"), relation_words(connection.get("relation")), via,
+            via.get("status", "current") == "current")
+    for reference in links.get("references") or []:
+        add(outgoing, reference.get("record"), str(reference.get("field") or "").removeprefix("fields."), None,
+            True)
+    for back in links.get("backlinks") or []:
+        add(incoming, back, ", ".join(back.get("fields") or []), None, back.get("status", "current") == "current")
+    return list(outgoing.values()), list(incoming.values())
+
+
+def _linked_html(entries: list[Linked]) -> str:
+    rows = []
+    for entry in entries:
+        ways = "; ".join(f"{esc(way)}" + (f' (<a href="{RECORD_SCHEME}:{esc(via["id"])}">link record</a>)'
+                                          if via and via.get("id") else "") for way, via in entry.ways)
+        rows.append(f'<div>{record_link(entry.record)} <span class="muted">{ways}</span></div>')
+    return "".join(rows) or '<div class="muted">none</div>'
+
+
+def links_html(links: dict[str, Any]) -> str:
+    """The Links tab: the records this one links to, and the records linked to it, each once."""
+    outgoing, incoming = page_links(links)
+    parts = []
+    for heading, entries in (("Links", outgoing), ("Linked from", incoming)):
+        current = [entry for entry in entries if entry.current]
+        former = [entry for entry in entries if not entry.current]
+        parts.append(f"<h3>{heading} ({len(current)})</h3>{_linked_html(current)}")
+        if former:
+            parts.append(f'<p class="muted">No longer current ({len(former)}):</p>{_linked_html(former)}')
+    if links.get("truncated"):
+        parts.append('<p class="muted">Only the first 500 records that name this one are read.</p>')
     return "".join(parts)
 
 

@@ -3,13 +3,18 @@
 Every list is a ``PagedModel``: it asks the engine for one page at a time as
 the list scrolls, so a partition of 100,000 records opens as fast as one of
 ten.  Search is the engine's BM25 with its snippets.
+
+Links belong to pages: relationship records (an imported vault's ``[[links]]``
+become hundreds of them) stay records, but each list shows pages and claims
+unless the owner ticks its *Show links* box, which is remembered per list in
+the window's settings; a page shows its links on its own Links tab.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -30,6 +35,9 @@ from .page import RecordPage
 
 PAGE_SIZE = 200
 SEARCH_PAGE_SIZE = 50
+NOTE_KINDS = ["page", "claim"]  # what the lists show while links are hidden (the operator methods' ``kinds``)
+LINK_KIND = "relationship"
+SHOW_LINKS_KEY = "records/showLinks/{list}"  # in the window's settings, one per list: recent, browse, search
 
 
 def _type(row: Row) -> str:
@@ -65,10 +73,13 @@ class RecordsView(QWidget):
     sig_content_loaded = Signal(str)
     """A list's first page arrived (which list: recent, types, browse or search)."""
 
-    def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
+    def __init__(self, tasks: EngineTasks, parent: QWidget | None = None, *,
+                 settings: QSettings | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
+        self.settings = settings  # where each list's Show links is kept (None: for this window only)
         self.agent: str | None = None
+        self._types: list[Row] = []  # every (kind, type) count, links included: the Browse list filters them
         self._back: list[str] = []
         self._shown: str | None = None  # the id of the record on the page (while it loads too)
         self._browsing: dict[str, Any] | None = None  # the filters of the type being browsed
@@ -86,6 +97,7 @@ class RecordsView(QWidget):
         self.include_all = QCheckBox("Include &non-current records")
         self.include_all.setToolTip("Historical, withdrawn, superseded and invalid records too")
         self.include_all.toggled.connect(lambda _: (self._describe_empty(), self.refresh()))
+        self.show_links = {name: self._links_box(name) for name in ("recent", "browse", "search")}
         self.recent_table = self._list(self.recent_model)
         self.types_table = table(self.types_model)
         self.types_table.selectionModel().selectionChanged.connect(self._on_type_selected)
@@ -99,10 +111,16 @@ class RecordsView(QWidget):
         self.search_table = self._list(self.search_model)
 
         recent = QWidget()
-        QVBoxLayout(recent).addWidget(self.recent_table)
-        browse = QSplitter(Qt.Orientation.Vertical)
-        browse.addWidget(self.types_table)
-        browse.addWidget(self.browse_table)
+        recent_layout = QVBoxLayout(recent)
+        recent_layout.addWidget(self.recent_table, 1)
+        recent_layout.addWidget(self.show_links["recent"])
+        browse_lists = QSplitter(Qt.Orientation.Vertical)
+        browse_lists.addWidget(self.types_table)
+        browse_lists.addWidget(self.browse_table)
+        browse = QWidget()
+        browse_layout = QVBoxLayout(browse)
+        browse_layout.addWidget(browse_lists, 1)
+        browse_layout.addWidget(self.show_links["browse"])
         search = QWidget()
         search_layout = QVBoxLayout(search)
         row = QHBoxLayout()
@@ -111,6 +129,7 @@ class RecordsView(QWidget):
         search_layout.addLayout(row)
         search_layout.addWidget(self.search_summary)
         search_layout.addWidget(self.search_table, 1)
+        search_layout.addWidget(self.show_links["search"])
         self.modes = QTabWidget()
         self.modes.addTab(recent, "Recen&t")
         self.modes.addTab(browse, "&Browse by type")
@@ -146,9 +165,11 @@ class RecordsView(QWidget):
         every = self.include_all.isChecked()
         hidden = "" if every else (" Historical, withdrawn and superseded records are hidden: tick Include "
                                    "non-current records to list them.")
-        self.recent_table.set_empty_text(f"No {'' if every else 'current '}records in {self.agent}'s private "
-                                         f"partition yet. They appear here as soon as the agent saves knowledge."
-                                         f"{hidden}")
+        links = ("" if self.show_links["recent"].isChecked()
+                 else " Links between records are not listed here: tick Show links.")
+        self.recent_table.set_empty_text(f"No {'' if every else 'current '}pages or claims in {self.agent}'s "
+                                         f"private partition yet. They appear here as soon as the agent saves "
+                                         f"knowledge.{hidden}{links}")
         self.types_table.set_empty_text(f"No record types yet: {self.agent}'s private partition holds no records.")
         self.browse_table.set_empty_text("Choose a type above to list its records.")
         text = self.query.text().strip()
@@ -156,6 +177,39 @@ class RecordsView(QWidget):
             f"No record of {self.agent} matches \u201c{text}\u201d. Try fewer or other words."
             if text and self.search_model.source_set else
             f"Type words above and press Enter to search {self.agent}'s records (titles, aliases and text).")
+
+    def _links_box(self, name: str) -> QCheckBox:
+        """This list's *Show links* box, as the owner last left it."""
+        box = QCheckBox("Show lin&ks")
+        box.setToolTip("Also list relationship records (the links between records, such as an imported note's "
+                       "[[wiki links]]). A page lists its own on its Links tab.")
+        stored = self.settings.value(SHOW_LINKS_KEY.format(list=name)) if self.settings is not None else None
+        box.setChecked(str(stored).lower() == "true")
+        box.toggled.connect(lambda shown: (self._on_show_links_toggled(name, shown), self._describe_empty()))
+        return box
+
+    def _on_show_links_toggled(self, name: str, shown: bool) -> None:
+        if self.settings is not None:
+            self.settings.setValue(SHOW_LINKS_KEY.format(list=name), shown)
+        if self.agent is None:
+            return
+        if name == "recent":
+            self.recent_model.set_source(self._records_source(self._recent_filters()))
+        elif name == "browse":
+            self._show_types()
+            if self._browsing is not None and self._browsing["kind"] == LINK_KIND and not shown:
+                self._browsing = None  # the type browsed is a relation, hidden now
+                self.browse_model.set_source(None)
+        elif self.query.text().strip() and self.search_model.source_set:
+            self._run_search(self.query.text().strip())
+
+    def _kinds(self, name: str) -> dict[str, Any]:
+        """The ``kinds`` filter of a list: none while it shows links, else pages and claims."""
+        return {} if self.show_links[name].isChecked() else {"kinds": NOTE_KINDS}
+
+    def _recent_filters(self) -> dict[str, Any]:
+        return {"status": "all" if self.include_all.isChecked() else "current", "order": "updated",
+                **self._kinds("recent")}
 
     def _list(self, model: PagedModel) -> QTableView:
         view = table(model)
@@ -191,10 +245,10 @@ class RecordsView(QWidget):
         if self.agent is None:
             for model in (self.recent_model, self.browse_model, self.search_model):
                 model.set_source(None)
+            self._types = []
             self.types_model.set_rows([])
             return
-        status = "all" if self.include_all.isChecked() else "current"
-        self.recent_model.set_source(self._records_source({"status": status, "order": "updated"}))
+        self.recent_model.set_source(self._records_source(self._recent_filters()))
         self._browsing = None
         self.browse_model.set_source(None)
         self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
@@ -205,8 +259,7 @@ class RecordsView(QWidget):
         """An agent wrote: every list reloads where it is (the tab, the type browsed, the search typed)."""
         if self.agent is None:
             return
-        status = "all" if self.include_all.isChecked() else "current"
-        self.recent_model.set_source(self._records_source({"status": status, "order": "updated"}))
+        self.recent_model.set_source(self._records_source(self._recent_filters()))
         self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
         if self._browsing is not None:
             self.browse_model.set_source(self._records_source(self._browsing))
@@ -232,9 +285,14 @@ class RecordsView(QWidget):
         return source
 
     def _on_types(self, result: dict[str, Any]) -> None:
-        self.types_model.set_rows(result["types"])
-        self.types_table.resizeColumnsToContents()
+        self._types = result["types"]
+        self._show_types()
         self.sig_content_loaded.emit("types")
+
+    def _show_types(self) -> None:
+        links = self.show_links["browse"].isChecked()
+        self.types_model.set_rows([row for row in self._types if links or row.get("kind") != LINK_KIND])
+        self.types_table.resizeColumnsToContents()
 
     def _on_type_selected(self) -> None:
         rows = self.types_table.selectionModel().selectedRows()
@@ -261,10 +319,10 @@ class RecordsView(QWidget):
         self._describe_empty()
 
     def _run_search(self, text: str) -> None:
-        agent = self.agent
+        agent, kinds = self.agent, self._kinds("search")
 
         def source(cursor: Any, deliver: Any, fail: Any) -> None:
-            params: dict[str, Any] = {"agent": agent, "query": text, "limit": SEARCH_PAGE_SIZE}
+            params: dict[str, Any] = {"agent": agent, "query": text, "limit": SEARCH_PAGE_SIZE, **kinds}
             if cursor:
                 params["cursor"] = cursor
             self.tasks.request("operator/search", params,

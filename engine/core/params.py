@@ -280,6 +280,26 @@ class Choice(Spec):
 
 
 @dataclass(frozen=True)
+class Choices(Spec):
+    """A non-empty list of distinct strings from a fixed set (a filter naming several kinds at once)."""
+
+    choices: tuple[str, ...] = ()
+
+    NULL_IS_ABSENT: ClassVar[bool] = True
+
+    def check(self, value: Any, field: str) -> tuple[str, ...]:
+        if (not isinstance(value, list) or not value or len(value) != len(set(map(str, value)))
+                or any(not isinstance(item, str) or item not in self.choices for item in value)):
+            raise InvalidParams(f"{field} must be a non-empty list of distinct values from "
+                                f"{', '.join(self.choices)}", field=field)
+        return tuple(value)
+
+    def schema(self) -> JsonObject:
+        return self._schema("array", items={"type": "string", "enum": list(self.choices)}, minItems=1,
+                            maxItems=len(self.choices), uniqueItems=True)
+
+
+@dataclass(frozen=True)
 class Name(Spec):
     """A name (``check_name``): one line of 1-``max_chars`` characters, returned stripped.
 

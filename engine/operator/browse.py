@@ -21,6 +21,7 @@ from ..vault.evidence import SOURCES_DIR
 from ..core.files import read_file, sha256_bytes
 from ..core.ids import is_record_id
 from ..core.params import Choice, Integer, Name, Params
+from ..search.keyword import KINDS_FILTER, refuse_kind_and_kinds
 from ..store.catalog_reads import RecordRow
 from ..store.reads import evidence_locators
 from ..store.summaries import RecordSummary, record_summary
@@ -169,6 +170,7 @@ def _summary(row: RecordRow) -> ListedRecord:
 
 LIST_PARAMS = Params(
     Choice("kind", KINDS, nullable=True),
+    KINDS_FILTER,
     Name("type", TYPE_MAX_CHARS),
     Choice("status", STATUSES, default="current"),
     Choice("order", ORDERS, default="updated"),
@@ -181,6 +183,7 @@ APPROVALS_PARAMS = Params(Integer("offset", 0, OFFSET_MAX, default=0),
 
 class ListRequest(TypedDict):
     kind: str | None
+    kinds: tuple[str, ...] | None
     type: str | None
     status: str
     order: str
@@ -189,8 +192,11 @@ class ListRequest(TypedDict):
 
 
 def parse_list_request(params: dict[str, Any]) -> ListRequest:
-    """``{kind?, type?, status?, order?, offset?, limit?}``, checked once at the edge."""
-    return cast(ListRequest, LIST_PARAMS.read(params))
+    """``{kind?, kinds?, type?, status?, order?, offset?, limit?}``, checked once at the edge."""
+    request = cast(ListRequest, LIST_PARAMS.read(params))
+    refuse_kind_and_kinds(request["kind"], request["kinds"])
+    return request
+
 
 
 def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) -> RecordPage:
@@ -202,9 +208,10 @@ def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any
     request = parse_list_request(params)
 
     def work(runtime: "OpenStore", authority: "Authority") -> RecordPage:
+        kinds = request["kinds"] or ((request["kind"],) if request["kind"] else None)
         total, rows = runtime.catalog.listing(
-            authority.partition, current_only=request["status"] == "current", kind=request["kind"],
-            type=request["type"], order=request["order"], offset=request["offset"], limit=request["limit"])
+            authority.partition, current_only=request["status"] == "current", kinds=kinds, type=request["type"],
+            order=request["order"], offset=request["offset"], limit=request["limit"])
         result: RecordPage = {"records": [_summary(row) for row in rows], "total": total,
                                   "offset": request["offset"]}
         if request["offset"] + len(rows) < total:

@@ -29,9 +29,9 @@ inventory, so a window refreshes from what the engine now holds.
     operator/agentConfig     agent, client?, instance?, sessionKey?  a client configuration (client_config.py)
     operator/doctor          -                                                   -
     operator/reindex         -                                                   the derived search indexes
-    operator/records         agent, kind?, type?, status?, order?, offset?, limit?
+    operator/records         agent, kind?, kinds?, type?, status?, order?, offset?, limit?
     operator/types           agent
-    operator/search          agent, query, limit?, minScore?, kind?, type?, cursor?
+    operator/search          agent, query, limit?, minScore?, kind?, kinds?, type?, cursor?
     operator/record          agent, id, revision?
     operator/links           agent, id
     operator/history         agent, id
@@ -90,7 +90,7 @@ from ..core.params import AGENT, NO_PARAMS, AgentName, Choice, Flag, Integer, Na
 from ..core.params import check_count
 from ..core.methods import Method, operator_handler
 from ..core.methods import handlers as method_handlers
-from ..search.keyword import SEARCH_PARAMS, SearchAnswer
+from ..search.keyword import OPERATOR_SEARCH_PARAMS, SearchAnswer
 from ..state.registry import SCOPES
 from ..store.answers import RecordHistory, RecordRead
 from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
@@ -230,7 +230,7 @@ SET_SETTINGS = Params(Flag("writesEnabled"), Flag("knowledgeRuntimeEnabled"),
 AGENT_CONFIG = AGENT + Params(Choice("client", choices=client_config.CLIENTS, default="generic"),
                               Name("instance", INSTANCE_MAX), Name("sessionKey", SESSION_KEY_MAX))
 RECORDS = AGENT + browse.LIST_PARAMS
-SEARCH = AGENT + SEARCH_PARAMS
+SEARCH = AGENT + OPERATOR_SEARCH_PARAMS
 RECORD = AGENT + RECORD_PARAMS
 ONE_RECORD = AGENT + HISTORY_PARAMS
 DIFF = ONE_RECORD + Params(Integer("from", 1, required=True), Integer("to", 1, required=True))
@@ -491,7 +491,7 @@ class OperatorMethods:
 
     def search(self, params: dict[str, Any]) -> JsonObject:
         values = SEARCH.read(params)
-        return self.engine.search(OperatorCaller(values["agent"]), _rest(params), declared=SEARCH_PARAMS)
+        return self.engine.search(OperatorCaller(values["agent"]), _rest(params), declared=OPERATOR_SEARCH_PARAMS)
 
     def record(self, params: dict[str, Any]) -> JsonObject:
         values = RECORD.read(params)

@@ -27,7 +27,7 @@ from ..store.catalog_reads import CatalogReads, RecordRow
 from ..core.errors import ForeignReference, InvalidParams, StaleCursor
 from ..core.ids import format_timestamp, utc_now
 from ..index.tantivy_index import PartitionIndex
-from ..core.params import Choice, Integer, Name, Number, Params, Query, String, Value
+from ..core.params import Choice, Choices, Integer, Name, Number, Params, Query, String, Value
 from ..vault.records import KINDS
 from ..store.reads import AS_OF, reference
 from ..store.summaries import RecordSummary, Reference, record_summary
@@ -55,6 +55,7 @@ class SearchRequest:
     type: str | None = None
     cursor: str | None = None
     as_of: datetime | None = None   # claims that do not hold then are left out (None: now)
+    kinds: tuple[str, ...] | None = None  # the operator's filter: only records of these kinds
 
 
 QUERY = Query("query", max_bytes=QUERY_MAX_BYTES, required=True,
@@ -85,13 +86,25 @@ SEARCH_PARAMS = Params(
     AS_OF,
 )
 MEMORY_SEARCH_PARAMS = SEARCH_PARAMS + Params(Value("sources", _memory_only, default=["memory"]))
+KINDS_FILTER = Choices("kinds", KINDS, description="Only records of these kinds (the window leaves relationships "
+                       "out unless the owner asks for links); not with kind")
+# ``operator/search``: the tool's parameters and the window's filter by several kinds.
+OPERATOR_SEARCH_PARAMS = SEARCH_PARAMS + Params(KINDS_FILTER)
+
+
+def refuse_kind_and_kinds(kind: str | None, kinds: tuple[str, ...] | None) -> None:
+    """One kind or a list of them, never both (which one would win is not obvious)."""
+    if kind is not None and kinds is not None:
+        raise InvalidParams("give kind or kinds, not both", field="kinds")
 
 
 def parse_search_request(params: dict[str, Any], declared: Params = MEMORY_SEARCH_PARAMS) -> SearchRequest:
     """``declared``: what the caller's method takes (``SEARCH_PARAMS``: the tool, no ``sources``)."""
     values = declared.read(params)
+    kinds = values.get("kinds")
+    refuse_kind_and_kinds(values["kind"], kinds)
     return SearchRequest(values["query"], values["limit"], values["minScore"], values["kind"], values["type"],
-                         values["cursor"], values["asOf"])
+                         values["cursor"], values["asOf"], kinds)
 
 
 # --- cursors -------------------------------------------------------------------------------
@@ -131,6 +144,7 @@ class CursorBinding(TypedDict):
     minScore: float
     limit: int
     asOf: NotRequired[str]  # a later page answers as of the same moment as the first
+    kinds: NotRequired[list[str]]  # the operator's filter by several kinds
 
 
 def _binding(store_id: str, partition: str, request: SearchRequest) -> CursorBinding:
@@ -140,6 +154,8 @@ def _binding(store_id: str, partition: str, request: SearchRequest) -> CursorBin
                "type": request.type, "minScore": request.min_score, "limit": request.limit}
     if request.as_of is not None:  # a later page answers as of the same moment as the first
         binding["asOf"] = format_timestamp(request.as_of)
+    if request.kinds is not None:
+        binding["kinds"] = list(request.kinds)
     return binding
 
 
@@ -167,12 +183,14 @@ def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest
         should.append(tantivy.Query.boost_query(tantivy.Query.term_query(schema, "title", term), TITLE_BOOST))
         should.append(tantivy.Query.boost_query(tantivy.Query.term_query(schema, "aliases", term), ALIAS_BOOST))
     query = tantivy.Query.boolean_query([(tantivy.Occur.Should, clause) for clause in should])
-    filters = [(field, value) for field, value in (("kind", request.kind), ("type", request.type)) if value]
+    filters = [tantivy.Query.term_query(schema, field, value)
+               for field, value in (("kind", request.kind), ("type", request.type)) if value]
+    if request.kinds is not None:
+        filters.append(tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "kind", kind)) for kind in request.kinds]))
     if filters:
         query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Must, query)]
-            + [(tantivy.Occur.Must, tantivy.Query.term_query(schema, field, value)) for field, value in filters]
-        )
+            [(tantivy.Occur.Must, query)] + [(tantivy.Occur.Must, clause) for clause in filters])
     return query
 
 
@@ -187,7 +205,8 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
         state = signer.open(request.cursor)
         if state.get("store") != store.store_id:
             raise ForeignReference("the cursor belongs to another store", field="cursor")
-        if {key: state.get(key) for key in binding} != binding:
+        bound = set(binding) | {"asOf", "kinds"}  # an optional binding left out must be absent from the cursor too
+        if any(state.get(key) != binding.get(key) for key in bound):
             raise InvalidParams("the cursor belongs to another query, filter or partition", field="cursor")
         if state.get("version") != version:
             raise StaleCursor("the index changed since this cursor was issued; search again", field="cursor")

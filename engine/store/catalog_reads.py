@@ -426,19 +426,21 @@ class CatalogReads:
                               (partition, path))
         return record_row(rows[0]) if rows else None
 
-    def listing(self, partition: str, *, current_only: bool, kind: str | None, type: str | None,
+    def listing(self, partition: str, *, current_only: bool, kinds: Sequence[str] | None, type: str | None,
                 order: Literal["updated", "title"], offset: int, limit: int) -> tuple[int, list[RecordRow]]:
-        """(how many records the filters match, one page of them), newest first or by title."""
+        """(how many records the filters match, one page of them), newest first or by title; ``kinds``: only
+        records of those kinds (None: every kind)."""
         where = ["c.partition = :partition", _LISTED]
         if current_only:
             where.append(CURRENT)
-        if kind is not None:
-            where.append("c.kind = :kind")
+        if kinds is not None:
+            where.append(f"c.kind IN ({', '.join(f':kind{n}' for n in range(len(kinds)))})")
         if type is not None:
             where.append("c.type = :type")
         clause = " AND ".join(where)
         ordering = _NEWEST if order == "updated" else "ORDER BY c.title COLLATE NOCASE, c.record_id"
-        values = {"partition": partition, "kind": kind, "type": type, "limit": limit, "offset": offset}
+        values = {"partition": partition, "type": type, "limit": limit, "offset": offset,
+                  **{f"kind{n}": kind for n, kind in enumerate(kinds or ())}}
         total = self.db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {clause}", values)["n"]
         rows = self.db.tuples(f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {clause} {ordering} "
                            "LIMIT :limit OFFSET :offset", values)

@@ -200,7 +200,7 @@ def list_resources(engine: ResourceEngine, caller: Caller, cursor: str | None) -
     def page(store: OpenStore, authority: Authority, view: ReadView) -> ResourceList:
         binding = {"list": "resources", "store": view.store.store_id, "partition": authority.partition}
         offset = _offset(engine, cursor, binding)
-        total, rows = view.catalog.listing(authority.partition, current_only=True, kind=None, type=None,
+        total, rows = view.catalog.listing(authority.partition, current_only=True, kinds=None, type=None,
                                            order="title", offset=offset, limit=PAGE_SIZE)
         answer: ResourceList = {"resources": [_entry(view.store.store_id, row) for row in rows
                                               if is_record_id(row.record_id)]}  # a link's id alphabet

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtWidgets import QApplication, QFormLayout, QLabel
 
 from desktop.records.page import SourceDialog
@@ -10,8 +10,9 @@ from desktop.records.view import RecordsView
 from tests.desktop.conftest import wait_for_signal
 
 
-def make_view(qtbot, tasks) -> RecordsView:
-    view = RecordsView(tasks)
+def make_view(qtbot, tasks, settings: QSettings | None = None) -> RecordsView:
+    """The Records view on the main agent, its Recent list and types loaded (``settings``: the window's)."""
+    view = RecordsView(tasks, settings=settings)
     qtbot.addWidget(view)
     view.resize(1200, 800)
     view.show()
@@ -30,7 +31,8 @@ def test_recent_lists_current_records_newest_first(qtbot, tasks, gui_thread_guar
     view = make_view(qtbot, tasks)
     rows = view.recent_model.rows()
 
-    assert view.recent_model.total == len(rows) == 17 and view.recent_model.exhausted
+    assert view.recent_model.total == len(rows) == 11 and view.recent_model.exhausted  # the 6 links left out
+    assert {r["kind"] for r in rows} == {"page", "claim"}
     assert [r["updatedAt"] for r in rows] == sorted((r["updatedAt"] for r in rows), reverse=True)
     assert {r["status"] for r in rows} == {"current"}
 
@@ -73,8 +75,8 @@ def test_a_page_shows_fields_markdown_claims_connections_and_history(qtbot, task
     assert "Dana prefers the Atlas status notes weekly" in page.claims.toPlainText()
     assert "open the retained original" in page.claims.toPlainText()
     connections = page.connections.toPlainText()
-    assert "works_at Northwind Labs" in connections and "works_on Atlas Migration" in connections
-    assert "Backlinks" in connections
+    assert "Northwind Labs works at" in connections and "Atlas Migration works on" in connections
+    assert "Linked from" in connections
     assert page.history_model.rowCount() == 1 and page.history_model.row(0)["revision"] == 1
 
 

@@ -38,7 +38,8 @@ def engine_counts(state, agent: str = "main") -> dict[str, int]:
         inventory = client.call("operator/inventory")
         store = next(a for a in inventory["agents"] if a["name"] == agent)["store"]["storeId"]
         results["agents"] = len(inventory["agents"])
-        results["records"] = client.call("operator/records", {"agent": agent, "limit": 1})["total"]
+        notes = {"agent": agent, "kinds": ["page", "claim"], "limit": 1}  # as Records lists them, links left out
+        results["records"] = client.call("operator/records", notes)["total"]
         results["approvals"] = client.call("operator/approvals", {"agent": agent, "limit": 1})["total"]
         results["partitions"] = len(client.call("operator/partitions", {"store": store})["partitions"])
         results["models"] = len(client.call("operator/models")["installed"])

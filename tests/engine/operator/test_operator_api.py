@@ -367,6 +367,39 @@ def test_records_are_paged_and_filtered(dispatcher, operator_session, demo) -> N
         == "invalid_params"
 
 
+def test_records_and_search_take_several_kinds_at_once(dispatcher, operator_session, demo) -> None:
+    """The window's lists leave links out: ``kinds`` names the kinds wanted, counted and paged alike."""
+    every = ok(dispatcher, operator_session, "operator/records", {"agent": "main", "limit": 500})
+    notes = ok(dispatcher, operator_session, "operator/records",
+               {"agent": "main", "kinds": ["page", "claim"], "limit": 3})
+    kinds = [record["kind"] for record in every["records"]]
+    assert notes["total"] == kinds.count("page") + kinds.count("claim") == every["total"] - kinds.count("relationship")
+    assert kinds.count("relationship") == 6 and notes["nextOffset"] == 3
+    rest = ok(dispatcher, operator_session, "operator/records",
+              {"agent": "main", "kinds": ["page", "claim"], "offset": 3, "limit": 500})
+    assert {record["kind"] for record in notes["records"] + rest["records"]} == {"page", "claim"}
+
+    query = {"agent": "main", "query": "Dana Atlas Northwind", "limit": 50}
+    hits = ok(dispatcher, operator_session, "operator/search", query)["hits"]
+    assert "relationship" in {hit["kind"] for hit in hits}
+    kept = ok(dispatcher, operator_session, "operator/search", {**query, "kinds": ["page", "claim"]})["hits"]
+    assert [hit["id"] for hit in kept] == [hit["id"] for hit in hits if hit["kind"] != "relationship"]
+    first = ok(dispatcher, operator_session, "operator/search", {**query, "kinds": ["page", "claim"], "limit": 1})
+    assert first["hits"] == kept[:1]
+    later = ok(dispatcher, operator_session, "operator/search",
+               {**query, "kinds": ["page", "claim"], "limit": 1, "cursor": first["nextCursor"]})
+    assert later["hits"] == kept[1:2]
+    assert reason(call(dispatcher, operator_session, "operator/search",
+                       {**query, "limit": 1, "cursor": first["nextCursor"]})) == "invalid_params"  # another filter
+
+    for bad in ([], ["page", "page"], ["note"], "page", [1]):
+        for method, params in (("operator/records", {"agent": "main"}), ("operator/search", query)):
+            assert reason(call(dispatcher, operator_session, method, {**params, "kinds": bad})) == "invalid_params"
+    both = {"agent": "main", "kind": "page", "kinds": ["page"]}
+    assert reason(call(dispatcher, operator_session, "operator/records", both)) == "invalid_params"
+    assert reason(call(dispatcher, operator_session, "operator/search", {**query, **both})) == "invalid_params"
+
+
 def test_types_count_current_records(dispatcher, operator_session, demo) -> None:
     types = ok(dispatcher, operator_session, "operator/types", {"agent": "main"})["types"]
     assert {"kind": "page", "type": "person", "count": 2} in types
