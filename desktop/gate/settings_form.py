@@ -7,14 +7,21 @@ then writes with ``operator/setGateSettings``.  The block written keeps the
 keys the owner had written and adds only those that differ from the
 defaults (``checkGateSettings`` of ``{}`` says what they are), so a saved
 form does not pin every default forever.
+
+Under each field, and in its tooltip, the owner reads what the setting does,
+what moving it gains and costs, and its default as the engine answers it (for
+``highThreshold``, the one documented for the Decision model in force), with a
+link to its section of docs/recall-gate.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -29,11 +36,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..common.widgets import plain_label
+from ..common.widgets import esc, plain_label
 from ..tasks import EngineTasks
 
 CHECK_DELAY_MS = 300
 WHERE = "recallGate."
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "recall-gate.md"   # beside the sources, not in a wheel
 
 
 @dataclass(frozen=True)
@@ -41,36 +49,73 @@ class Field:
     key: str
     label: str
     kind: str            # choice | int | threshold | optional | bool
-    help: str
+    does: str            # what the setting does, in the owner's words
+    trade_off: str       # what moving it gains and costs
+    section: str         # its section of docs/recall-gate.md (the heading's anchor)
     choices: tuple[str, ...] = ()
 
 
 FIELDS = (
-    Field("mode", "Mode", "choice", "off: the gate never runs. shadow: everything except the injection, kept in "
-          "the gate log (and the journal when it is on). live: matched pages are added to the turn.",
-          ("off", "shadow", "live")),
-    Field("candidates", "Candidates", "choice", "keyword: pages sharing words with the message (BM25). hybrid: "
-          "those joined with the pages nearest in meaning (needs the search's embedding model). model: "
-          "the labels of every page, shortlisted by the Decision model.", ("keyword", "hybrid", "model")),
-    Field("maxCandidates", "Pages scored per turn", "int", "maxCandidates: at most this many pages are asked about."),
-    Field("highThreshold", "Inject at or above", "threshold", "highThreshold: a page scoring at least this is "
-          "injected (live) or would be (shadow). Tune it with the Tuning tab."),
-    Field("mediumThreshold", "Pointer line from", "optional", "mediumThreshold: pages scoring between this and "
-          "highThreshold get a one-line pointer instead of their text. Off: no pointers."),
-    Field("skipHintBelow", "Skip hint below", "optional", "skipHintBelow: when every page scores below this, the "
-          "turn gets a one-line 'nothing matched' hint. Off: no hint."),
-    Field("excerpts", "Excerpts per page", "int", "excerpts: passages taken from each page."),
-    Field("excerptChars", "Characters per excerpt", "int", "excerptChars"),
-    Field("pageChars", "Characters per page", "int", "pageChars: all of a page's excerpts together."),
-    Field("timeoutMs", "Budget per turn (ms)", "int", "timeoutMs: the whole gate's time per turn. The Models "
-          "view's benchmark says how many tokens it holds on this machine."),
-    Field("longWindows", "Long windows (cascade)", "int", "longWindows: with a cross-encoder, this many pages, "
-          "the likeliest by a cheap score (keyword rank, and similarity when the search has an embedding model), "
-          "get the reranker's long excerpt windows and the rest the 32-token minimum. 0: every page the same window."),
-    Field("maxIndexChars", "Label index characters", "int", "maxIndexChars: the size of the label index that "
-          "model candidates are chosen from."),
-    Field("journal", "Keep a shadow journal", "bool", "journal: owner-private shadow turns keep their message "
-          "text, so you can label and replay them. Never logged; Labelling can clear it."),
+    Field("mode", "Mode", "choice",
+          "Whether the gate runs and whether it changes what your agents see. Off: it never runs. Shadow: it "
+          "picks pages and notes them in the gate log, but the agent's prompt stays as it was. Live: the pages "
+          "it picks are added to the agent's prompt.",
+          "Shadow is the safe way to see how it would do; live changes your agents' answers.",
+          "settings", ("off", "shadow", "live")),
+    Field("candidates", "Candidates", "choice",
+          "How the gate finds the pages worth asking about. Keyword: pages that share words with the message. "
+          "Hybrid: those and the pages closest in meaning (needs the search's embedding model). Model: the "
+          "gate's model picks from the list of every page's name.",
+          "Hybrid finds pages worded differently from the message, a little slower; model suits small vaults.",
+          "candidates", ("keyword", "hybrid", "model")),
+    Field("maxCandidates", "Pages scored per turn", "int",
+          "How many pages the gate asks about for each message.",
+          "More finds pages it would otherwise miss, but each takes time and the budget per turn may run out.",
+          "candidates"),
+    Field("highThreshold", "Inject at or above", "threshold",
+          "How sure the gate must be before it adds a page to the agent's prompt (0 to 1).",
+          "Higher: fewer wrong pages, more missed ones. Lower: more of the right pages, and more wrong ones. "
+          "The Tuning tab shows what each value gives on your labelled turns.",
+          "the-default-threshold"),
+    Field("mediumThreshold", "Pointer line from", "optional",
+          "Pages the gate is less sure about, from this score up to the one above, get a one-line mention the "
+          "agent can follow instead of their text.",
+          "Lower: more mentions, each a line of the prompt. Off: no mentions.",
+          "tiers-and-what-is-injected"),
+    Field("skipHintBelow", "Skip hint below", "optional",
+          "When no page reaches this score, the agent is told in one line that nothing in its knowledge matched.",
+          "Higher: the hint comes more often, sometimes when a page would have helped. Off: no hint.",
+          "tiers-and-what-is-injected"),
+    Field("excerpts", "Excerpts per page", "int",
+          "How many passages of each page are added to the prompt.",
+          "More gives the agent more of the page; fewer keeps the prompt short.",
+          "tiers-and-what-is-injected"),
+    Field("excerptChars", "Characters per excerpt", "int",
+          "How long each passage is, in characters.",
+          "Longer passages carry more context and take more room in the prompt.",
+          "tiers-and-what-is-injected"),
+    Field("pageChars", "Characters per page", "int",
+          "The most text one page can add to the prompt, its passages together.",
+          "Keeps one long page from crowding out the others; too low cuts passages short.",
+          "tiers-and-what-is-injected"),
+    Field("timeoutMs", "Budget per turn (ms)", "int",
+          "How long the gate may take for one message before the agent goes on without the pages not yet scored.",
+          "Longer lets a slow model score more pages; shorter keeps your agents quick. The Models view's "
+          "benchmark says how much this machine does in that time.",
+          "scoring-to-the-deadline"),
+    Field("longWindows", "Long windows (cascade)", "int",
+          "With a reranking model: how many of the likeliest pages are read at length; the rest are read briefly.",
+          "More reads more of each page and catches more, but takes longer. 0: every page is read the same.",
+          "scoring-to-the-deadline"),
+    Field("maxIndexChars", "Label index characters", "int",
+          "Only for model candidates: how much of the list of page names the gate's model reads to choose from.",
+          "Larger reaches more pages of a big vault, but takes longer.",
+          "candidates"),
+    Field("journal", "Keep a shadow journal", "bool",
+          "Keeps the messages of your own agents' shadow turns on this machine, so you can mark the right "
+          "pages in Labelling and replay them. Never written to the log; Labelling can clear it.",
+          "On: better tuning from your own turns. Off: no message text is kept.",
+          "the-gate-log-and-the-shadow-journal"),
 )
 KEYS = tuple(field.key for field in FIELDS)
 
@@ -99,6 +144,8 @@ class GateSettingsForm(QWidget):
         self.inputs: dict[str, Any] = {}
         self.switches: dict[str, QCheckBox] = {}
         self.errors: dict[str, QLabel] = {}
+        self.helps: dict[str, QLabel] = {}
+        self.open_url: Callable[[QUrl], Any] = QDesktopServices.openUrl   # tests look instead of opening
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(CHECK_DELAY_MS)
@@ -162,14 +209,12 @@ class GateSettingsForm(QWidget):
             editor.setDecimals(3)
             editor.setSingleStep(0.05)
             editor.valueChanged.connect(self._on_edited)
-        editor.setToolTip(field.help)
         editor.setAccessibleName(field.label)
         self.inputs[field.key] = editor
         if field.kind == "optional":
             switch = QCheckBox("on")
             switch.toggled.connect(editor.setEnabled)
             switch.toggled.connect(self._on_edited)
-            switch.setToolTip(field.help)
             self.switches[field.key] = switch
             row.addWidget(switch)
         row.addWidget(editor)
@@ -178,12 +223,59 @@ class GateSettingsForm(QWidget):
         error.setWordWrap(True)
         error.hide()
         self.errors[field.key] = error
+        explained = QLabel()
+        explained.setWordWrap(True)
+        explained.setTextFormat(Qt.TextFormat.RichText)   # our own words and the engine's values, escaped
+        explained.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        explained.linkActivated.connect(self._on_docs_link)
+        self.helps[field.key] = explained
         holder = QWidget()
         column = QVBoxLayout(holder)
         column.setContentsMargins(0, 0, 0, 0)
         column.addLayout(row)
+        column.addWidget(explained)
         column.addWidget(error)
+        self._explain(field)
         return holder
+
+    def _explain(self, field: Field) -> None:
+        """The field's help line and tooltips, with its default once the engine has said it."""
+        default = self.default_text(field.key)
+        said = f"{field.does} {field.trade_off}" + (f" Default: {default}." if default else "")
+        self.helps[field.key].setText(f'{esc(said)} <a href="{field.section}">More…</a>')
+        tip = "\n\n".join(part for part in (field.does, field.trade_off, default and f"Default: {default}.") if part)
+        tip += f"\n\nIn config.json: {WHERE}{field.key}"
+        self.inputs[field.key].setToolTip(tip)
+        if field.key in self.switches:
+            self.switches[field.key].setToolTip(tip)
+
+    def default_text(self, key: str) -> str:
+        """The default the engine reported for ``key`` in the owner's words ("" before it has answered)."""
+        if self.defaults is None or key not in self.defaults:
+            return ""
+        value = self.defaults[key]
+        if value is None or isinstance(value, bool):
+            said = "on" if value else "off"
+        elif isinstance(value, float):
+            said = f"{value:.2f}"
+        elif isinstance(value, int):
+            said = f"{value:,}"
+        else:
+            said = str(value)
+        model = (self.current or {}).get("decisionModel")
+        if key == "highThreshold" and model:
+            said += f", the one for the Decision model {model}"
+        return said
+
+    def _on_docs_link(self, section: str) -> None:
+        if not DOCS.is_file():
+            self.general_error.setText(f"The documentation is not installed with this copy: see "
+                                       f"docs/recall-gate.md, section #{section}, in Knowledge Desk's sources.")
+            self.general_error.show()
+            return
+        url = QUrl.fromLocalFile(str(DOCS))
+        url.setFragment(section)
+        self.open_url(url)
 
     # --- values -----------------------------------------------------------------------------------
 
@@ -244,10 +336,14 @@ class GateSettingsForm(QWidget):
 
     def _on_defaults(self, result: dict[str, Any]) -> None:
         self.defaults = result.get("effective") or {}
+        for field in FIELDS:
+            self._explain(field)
 
     def _on_settings(self, result: dict[str, Any]) -> None:
         self.current = result
         self.status.setText(status_text(result))
+        for field in FIELDS:
+            self._explain(field)   # the Decision model named beside highThreshold's default
         effective = result.get("effective") or {**(self.defaults or {}), "mode": "off"}
         self.set_values(effective)
         self.sig_settings_loaded.emit(result)

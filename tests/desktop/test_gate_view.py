@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import threading
 from importlib import import_module
 from typing import Any, Iterator
@@ -13,16 +15,20 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
+from desktop.gate.settings_form import DOCS, FIELDS
 from desktop.gate.view import GateView
 from engine.access.authority import AgentCaller
 from engine.gate.turn import gate_turn
 from engine.operator.gate_operator import handlers
+from engine.index.similarity import HIGH_THRESHOLD
 from engine.service import Engine
-from models.fixtures import TINY_RERANKER
+from models.fixtures import TINY_EMBEDDER, TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local
 from tests.desktop.conftest import wait_for_signal
-from tests.engine.gate_helpers import FakeRerank, keep_turns, quiet_and_needing, scores_by_text, write_config
+from tests.engine.gate_helpers import (
+    FakeRerank, keep_turns, quiet_and_needing, ready, scores_by_text, write_config,
+)
 
 # The charts import pyqtgraph when first shown (reading its files, as any import does); here it is imported
 # before the GUI-thread guard is on, so that the guard watches the views' own work.
@@ -100,6 +106,77 @@ def test_settings_are_checked_by_the_engine_next_to_the_field_and_saved(qtbot, g
     assert form.verdict.text() == "Saved to config.json."  # the confirmation stays
     wait_for_signal(qtbot, form.sig_checked, lambda: form.inputs["pageChars"].setValue(2100))
     assert form.verdict.text() == "Valid."  # until the form differs from what was saved
+
+
+def engine_defaults(engine: Engine, guard: Any) -> dict:
+    """The engine's own answer for an empty block: every default, highThreshold the one in force."""
+    guard.active = False   # the test asks the engine itself, beside the window
+    try:
+        return handlers(engine)["checkGateSettings"]({"recallGate": {}})["effective"]
+    finally:
+        guard.active = True
+
+
+def test_every_setting_says_what_it_does_its_default_and_the_trade_off(qtbot, gate_engine, tasks,
+                                                                       gui_thread_guard) -> None:
+    engine, _ = gate_engine
+    view = shown(qtbot, tasks)
+    form = view.settings
+    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
+    qtbot.waitUntil(lambda: form.defaults is not None, timeout=10_000)
+    defaults = engine_defaults(engine, gui_thread_guard)
+    assert set(form.inputs) == {field.key for field in FIELDS} == set(defaults) == set(form.helps)
+    for field in FIELDS:
+        shown_help, tip = form.helps[field.key], form.inputs[field.key].toolTip()
+        assert shown_help.isVisible(), field.key
+        for words in (field.does, field.trade_off):
+            assert words and html.escape(words) in shown_help.text() and words in tip, field.key
+        assert "Default: " in shown_help.text() and "Default: " in tip, field.key
+        assert f'<a href="{field.section}">' in shown_help.text(), field.key
+    assert "probabilityTrue" not in " ".join(label.text() for label in form.helps.values())
+    assert form.switches["mediumThreshold"].toolTip() == form.inputs["mediumThreshold"].toolTip()
+    # The defaults are the engine's, as the owner reads them.
+    assert defaults["highThreshold"] == 0.75 and defaults["mediumThreshold"] is None
+    assert "Default: 0.75, the one for the Decision model rerank/test." in form.helps["highThreshold"].text()
+    assert "Default: off." in form.helps["mediumThreshold"].text()
+    assert f"Default: {defaults['mode']}." in form.helps["mode"].text()
+    assert f"Default: {defaults['maxIndexChars']:,}." in form.helps["maxIndexChars"].text()
+    assert "Default: off." in form.helps["journal"].text() and defaults["journal"] is False
+
+    opened: list = []
+    form.open_url = opened.append
+    form.helps["highThreshold"].linkActivated.emit("the-default-threshold")
+    assert [(url.toLocalFile(), url.fragment()) for url in opened] == [(str(DOCS), "the-default-threshold")]
+
+
+def test_every_help_link_names_a_section_of_the_gate_docs() -> None:
+    headings = re.findall(r"^#+ (.+)$", DOCS.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    anchors = {re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-") for heading in headings}
+    assert "the-default-threshold" in anchors
+    assert {field.section for field in FIELDS} <= anchors
+
+
+@pytest.fixture
+def embedding_engine(served_engine: Engine) -> Engine:
+    """The demo store with a shadow gate, no highThreshold written, and the tiny embedding model as Decision model."""
+    state = served_engine.state
+    add_local(ModelStore(state.models), TINY_EMBEDDER, name="encoder")
+    write_config(state, {"mode": "shadow"}, model="embedding/encoder")
+    ready(served_engine)
+    return served_engine
+
+
+def test_the_threshold_default_shown_is_the_embedding_decision_models(qtbot, embedding_engine, tasks,
+                                                                       gui_thread_guard) -> None:
+    view = shown(qtbot, tasks)
+    form = view.settings
+    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
+    qtbot.waitUntil(lambda: form.defaults is not None, timeout=10_000)
+    threshold = engine_defaults(embedding_engine, gui_thread_guard)["highThreshold"]
+    assert threshold == HIGH_THRESHOLD != 0.75
+    said = f"Default: {threshold:.2f}, the one for the Decision model embedding/encoder."
+    assert said in form.helps["highThreshold"].text() and said in form.inputs["highThreshold"].toolTip()
+    assert form.values()["highThreshold"] == threshold, "no highThreshold written: the model's is in force"
 
 
 def test_an_invalid_form_is_never_written(qtbot, gate_engine, tasks, gui_thread_guard) -> None:
