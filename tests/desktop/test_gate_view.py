@@ -117,8 +117,8 @@ def engine_defaults(engine: Engine, guard: Any) -> dict:
         guard.active = True
 
 
-def test_every_setting_says_what_it_does_its_default_and_the_trade_off(qtbot, gate_engine, tasks,
-                                                                       gui_thread_guard) -> None:
+def test_every_setting_says_what_it_does_its_default_and_the_trade_off(qtbot, gate_engine, tasks, monkeypatch,
+                                                                       tmp_path, gui_thread_guard) -> None:
     engine, _ = gate_engine
     view = shown(qtbot, tasks)
     form = view.settings
@@ -147,6 +147,10 @@ def test_every_setting_says_what_it_does_its_default_and_the_trade_off(qtbot, ga
     form.open_url = opened.append
     form.helps["highThreshold"].linkActivated.emit("the-default-threshold")
     assert [(url.toLocalFile(), url.fragment()) for url in opened] == [(str(DOCS), "the-default-threshold")]
+    monkeypatch.setattr("desktop.gate.settings_form.DOCS", tmp_path / "absent.md")   # an installed wheel
+    form.helps["mode"].linkActivated.emit("settings")
+    assert len(opened) == 1 and form.general_error.isVisible()
+    assert "docs/recall-gate.md, section #settings" in form.general_error.text()
 
 
 def test_every_help_link_names_a_section_of_the_gate_docs() -> None:
