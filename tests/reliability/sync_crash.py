@@ -57,7 +57,7 @@ from engine.sync.service import sync_now
 from .checks import blob_id, git, verify
 from .crash import read_back
 from .harness import (
-    ROOT, AgentSpec, Connection, EngineGone, EngineProcess, Supervisor, Writer, machine_line, print_table,
+    ROOT, AgentSpec, Connection, EngineGone, EngineProcess, Supervisor, Writer, machine_line, report,
     register_agents,
 )
 
@@ -537,10 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     figures, problems = run(machines=args.machines, kills=args.kills, seed=args.seed, writers=args.writers,
                             max_up_s=args.max_up, sync_gap_s=args.sync_gap, daemon=args.daemon,
                             keep=args.keep, verbose=args.verbose)
-    print_table(sorted(figures.items()))
-    for problem in problems:
-        print("PROBLEM:", problem)
-    return 1 if problems else 0
+    return report(figures, problems)
 
 
 if __name__ == "__main__":
