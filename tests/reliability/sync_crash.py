@@ -375,13 +375,15 @@ def check_histories(machines: list[Machine], figures: Counter[str], problems: li
 def sync_figures(machines: list[Machine], figures: Counter[str], problems: list[str]) -> None:
     """Merge commits and conflicts.  Each agent writes only on its own machine and revises only its own
     records, so no record is ever revised on two machines: any conflict listed is a false one."""
+    # The heads are the same by now: the history's merge commits, counted once.
+    figures["merge commits"] = int(git(machines[0].vault, "rev-list", "--merges", "--count", "refs/heads/main"))
     for machine in machines:
-        figures["merge commits"] += int(git(machine.vault, "rev-list", "--merges", "--count", "refs/heads/main"))
         with Engine(machine.state, watch=False) as engine:
             [record] = engine.registry.stores()
             runtime = engine.runtime(record)
             waiting = runtime.call(lambda: runtime.store.db.all(
                 "SELECT kind FROM sync_conflicts WHERE dismissed_at IS NULL"))
+        figures["conflicts listed"] += len(waiting)
         for row in waiting:
             figures[f"conflicts waiting on machine {machine.name} ({row['kind']})"] += 1
         if waiting:
