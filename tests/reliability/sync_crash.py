@@ -53,6 +53,7 @@ from engine.state.statedir import StateDir
 from engine.sync.merge import is_synced
 from engine.sync.remotes import RemoteBook
 from engine.sync.service import sync_now
+from engine.vault.records import parse_record
 
 from .checks import blob_id, git, verify
 from .crash import read_back
@@ -451,8 +452,15 @@ def run(*, machines: int = 2, kills: int = 100, seed: int = 0, writers: int = 2,
         sync_figures(fleet, figures, problems)
         acknowledged = {written["id"] for machine in fleet for writer in machine.writers for ack in writer.acks
                         for written in ack.receipt.get("records", [])} | {first}
-        for machine in fleet:
-            verified, found = verify(machine.state, machine.writers, explained=acknowledged)
+        landed = _landed_unacknowledged(fleet[0], acknowledged)
+        in_flight = sum(1 for machine in fleet for writer in machine.writers
+                        if writer.in_flight is not None and writer.in_flight[0] != "knowledge_attach")
+        figures["unacknowledged writes that landed, on any machine"] = len(landed)
+        if len(landed) > in_flight:
+            problems.append(f"{len(landed)} records nobody was told about, but only {in_flight} requests were in "
+                            f"flight on all machines: {sorted(landed)[:5]}")
+        for machine in fleet:  # a request in flight on one machine may land on every machine
+            verified, found = verify(machine.state, machine.writers, explained=acknowledged | landed)
             for name, value in verified.items():
                 figures[name] += value
             problems.extend(f"machine {machine.name}: {problem}" for problem in found)
@@ -474,6 +482,20 @@ def run(*, machines: int = 2, kills: int = 100, seed: int = 0, writers: int = 2,
     else:
         shutil.rmtree(scratch, ignore_errors=True)
     return dict(figures), problems
+
+
+def _landed_unacknowledged(machine: Machine, acknowledged: set[str]) -> set[str]:
+    """The records in the machine's vault that no receipt named (the vaults are the same by now)."""
+    found = set()
+    for path in machine.vault.rglob("*.md"):
+        relpath = path.relative_to(machine.vault)
+        if ".git" in relpath.parts or any(part.startswith(".") for part in relpath.parts) \
+                or not is_synced(str(relpath)):
+            continue
+        record, _ = parse_record(path.read_bytes(), str(relpath))
+        if record is not None and record.id not in acknowledged:
+            found.add(record.id)
+    return found
 
 
 def _stop_agents(fleet: list[Machine]) -> None:
