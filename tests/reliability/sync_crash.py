@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import signal
 import shutil
 import subprocess
 import sys
@@ -473,8 +475,8 @@ def run(*, machines: int = 2, kills: int = 100, seed: int = 0, writers: int = 2,
                 machine.syncer.halt()
             if machine.engine is not None:
                 machine.engine.kill()
-        if server is not None:
-            server[0].kill()
+        if server is not None:  # git daemon's own children too: its process group
+            os.killpg(server[0].pid, signal.SIGKILL)
             server[0].wait()
     figures["seconds"] = round(time.monotonic() - started)
     if problems or keep:
@@ -539,7 +541,7 @@ def _git_daemon(scratch: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     process = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
                                 f"--base-path={scratch}", "--listen=127.0.0.1", f"--port={port}", str(scratch)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     wait_for_port(port, lambda: process.poll() is None)
     return process, port
 
