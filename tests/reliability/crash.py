@@ -29,7 +29,7 @@ from engine.state.statedir import StateDir
 
 from .checks import verify
 from .harness import (
-    Connection, EngineGone, EngineProcess, Supervisor, Writer, agent_specs, machine_line, print_table,
+    Connection, EngineGone, EngineProcess, Supervisor, Writer, agent_specs, machine_line, report,
     register_agents,
 )
 
@@ -157,10 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"crash: {args.agents} agents, {args.kills} kills, seed {args.seed}; {machine_line()}")
     figures, problems = run(agents=args.agents, kills=args.kills, seed=args.seed, max_up_s=args.max_up,
                             verbose=args.verbose)
-    print_table(sorted(figures.items()))
-    for problem in problems:
-        print("PROBLEM:", problem)
-    return 1 if problems else 0
+    return report(figures, problems)
 
 
 if __name__ == "__main__":

@@ -429,3 +429,11 @@ def print_table(rows: list[tuple[str, Any]]) -> None:
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
+
+
+def report(figures: dict[str, Any], problems: list[str]) -> int:
+    """Print a harness's figures and problems; the exit status (1 when any promise was broken)."""
+    print_table(sorted(figures.items()))
+    for problem in problems:
+        print("PROBLEM:", problem)
+    return 1 if problems else 0

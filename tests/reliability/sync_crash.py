@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import signal
 import shutil
 import subprocess
 import sys
@@ -53,11 +55,12 @@ from engine.state.statedir import StateDir
 from engine.sync.merge import is_synced
 from engine.sync.remotes import RemoteBook
 from engine.sync.service import sync_now
+from engine.vault.records import parse_record
 
 from .checks import blob_id, git, verify
 from .crash import read_back
 from .harness import (
-    ROOT, AgentSpec, Connection, EngineGone, EngineProcess, Supervisor, Writer, machine_line, print_table,
+    ROOT, AgentSpec, Connection, EngineGone, EngineProcess, Supervisor, Writer, machine_line, report,
     register_agents,
 )
 
@@ -375,13 +378,15 @@ def check_histories(machines: list[Machine], figures: Counter[str], problems: li
 def sync_figures(machines: list[Machine], figures: Counter[str], problems: list[str]) -> None:
     """Merge commits and conflicts.  Each agent writes only on its own machine and revises only its own
     records, so no record is ever revised on two machines: any conflict listed is a false one."""
+    # The heads are the same by now: the history's merge commits, counted once.
+    figures["merge commits"] = int(git(machines[0].vault, "rev-list", "--merges", "--count", "refs/heads/main"))
     for machine in machines:
-        figures["merge commits"] += int(git(machine.vault, "rev-list", "--merges", "--count", "refs/heads/main"))
         with Engine(machine.state, watch=False) as engine:
             [record] = engine.registry.stores()
             runtime = engine.runtime(record)
             waiting = runtime.call(lambda: runtime.store.db.all(
                 "SELECT kind FROM sync_conflicts WHERE dismissed_at IS NULL"))
+        figures["conflicts listed"] += len(waiting)
         for row in waiting:
             figures[f"conflicts waiting on machine {machine.name} ({row['kind']})"] += 1
         if waiting:
@@ -449,8 +454,15 @@ def run(*, machines: int = 2, kills: int = 100, seed: int = 0, writers: int = 2,
         sync_figures(fleet, figures, problems)
         acknowledged = {written["id"] for machine in fleet for writer in machine.writers for ack in writer.acks
                         for written in ack.receipt.get("records", [])} | {first}
-        for machine in fleet:
-            verified, found = verify(machine.state, machine.writers, explained=acknowledged)
+        landed = _landed_unacknowledged(fleet[0], acknowledged)
+        in_flight = sum(1 for machine in fleet for writer in machine.writers
+                        if writer.in_flight is not None and writer.in_flight[0] != "knowledge_attach")
+        figures["unacknowledged writes that landed, on any machine"] = len(landed)
+        if len(landed) > in_flight:
+            problems.append(f"{len(landed)} records nobody was told about, but only {in_flight} requests were in "
+                            f"flight on all machines: {sorted(landed)[:5]}")
+        for machine in fleet:  # a request in flight on one machine may land on every machine
+            verified, found = verify(machine.state, machine.writers, explained=acknowledged | landed)
             for name, value in verified.items():
                 figures[name] += value
             problems.extend(f"machine {machine.name}: {problem}" for problem in found)
@@ -463,8 +475,8 @@ def run(*, machines: int = 2, kills: int = 100, seed: int = 0, writers: int = 2,
                 machine.syncer.halt()
             if machine.engine is not None:
                 machine.engine.kill()
-        if server is not None:
-            server[0].kill()
+        if server is not None:  # git daemon's own children too: its process group
+            os.killpg(server[0].pid, signal.SIGKILL)
             server[0].wait()
     figures["seconds"] = round(time.monotonic() - started)
     if problems or keep:
@@ -472,6 +484,20 @@ def run(*, machines: int = 2, kills: int = 100, seed: int = 0, writers: int = 2,
     else:
         shutil.rmtree(scratch, ignore_errors=True)
     return dict(figures), problems
+
+
+def _landed_unacknowledged(machine: Machine, acknowledged: set[str]) -> set[str]:
+    """The records in the machine's vault that no receipt named (the vaults are the same by now)."""
+    found = set()
+    for path in machine.vault.rglob("*.md"):
+        relpath = path.relative_to(machine.vault)
+        if ".git" in relpath.parts or any(part.startswith(".") for part in relpath.parts) \
+                or not is_synced(str(relpath)):
+            continue
+        record, _ = parse_record(path.read_bytes(), str(relpath))
+        if record is not None and record.id not in acknowledged:
+            found.add(record.id)
+    return found
 
 
 def _stop_agents(fleet: list[Machine]) -> None:
@@ -515,7 +541,7 @@ def _git_daemon(scratch: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     process = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
                                 f"--base-path={scratch}", "--listen=127.0.0.1", f"--port={port}", str(scratch)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     wait_for_port(port, lambda: process.poll() is None)
     return process, port
 
@@ -537,10 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     figures, problems = run(machines=args.machines, kills=args.kills, seed=args.seed, writers=args.writers,
                             max_up_s=args.max_up, sync_gap_s=args.sync_gap, daemon=args.daemon,
                             keep=args.keep, verbose=args.verbose)
-    print_table(sorted(figures.items()))
-    for problem in problems:
-        print("PROBLEM:", problem)
-    return 1 if problems else 0
+    return report(figures, problems)
 
 
 if __name__ == "__main__":
