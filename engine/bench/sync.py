@@ -85,8 +85,7 @@ class QuietFigures(TypedDict):
     """A round with nothing new on a store of ``records`` records, and what the engine's process read in it."""
     records: int
     round: RoundFigures
-    files_opened: int
-    folders_listed: int
+    reads: dict[str, int]  # COUNTED: what the engine's process opened and listed during one such round
 
 
 class CloneFigures(TypedDict):
@@ -309,27 +308,36 @@ def _figures(rounds: list[tuple[float, dict[str, float]]]) -> RoundFigures:
 
 
 @contextlib.contextmanager
-def _counting() -> Iterator[dict[str, int]]:
-    """Files opened and folders listed by this process (every thread) while open, through audit events."""
-    counts = {"open": 0, "list": 0}
-    _AUDIT["counts"] = counts
+def _counting(vault: Path) -> Iterator[dict[str, int]]:
+    """What this process (every thread) opened and listed while open, through audit events: files and folders
+    of the vault's partitions, of its ``.git``, and any other path (file descriptors are not counted)."""
+    counts = dict.fromkeys(COUNTED, 0)
+    _AUDIT["vault"], _AUDIT["counts"] = str(vault) + os.sep, counts
     try:
         yield counts
     finally:
         _AUDIT["counts"] = None
 
 
-_AUDIT: dict[str, Any] = {"counts": None, "installed": False}
+COUNTED = ("vault files opened", "vault folders listed", ".git files opened", ".git folders listed",
+           "other files opened", "other folders listed")
+_AUDIT: dict[str, Any] = {"counts": None, "vault": "", "installed": False}
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     counts = _AUDIT["counts"]
-    if counts is None:
+    if counts is None or event not in ("open", "os.scandir", "os.listdir") or not args:
         return
-    if event == "open":
-        counts["open"] += 1
-    elif event in ("os.scandir", "os.listdir"):
-        counts["list"] += 1
+    path = args[0]
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str):
+        return  # a file descriptor: a pipe to git, or a folder already open
+    path = os.path.abspath(path)
+    vault = _AUDIT["vault"]
+    where = ("other" if not (path + os.sep).startswith(vault)
+             else ".git" if (path + os.sep).startswith(vault + ".git" + os.sep) else "vault")
+    counts[f"{where} {'files opened' if event == 'open' else 'folders listed'}"] += 1
 
 
 def _quiet_round(machine_: Machine, remote: str, repeats: int) -> QuietFigures:
@@ -341,10 +349,9 @@ def _quiet_round(machine_: Machine, remote: str, repeats: int) -> QuietFigures:
     rounds: list[tuple[float, dict[str, float]]] = []
     for _ in range(repeats):
         _round(rounds, lambda: machine_.sync(remote))
-    with _counting() as counts:
+    with _counting(machine_.runtime.store.vault) as counts:
         machine_.sync(remote)
-    return {"records": machine_.records(), "round": _figures(rounds), "files_opened": counts["open"],
-            "folders_listed": counts["list"]}
+    return {"records": machine_.records(), "round": _figures(rounds), "reads": counts}
 
 
 # --- git daemon -----------------------------------------------------------------------------------
@@ -655,16 +662,17 @@ def report(result: SyncReport, command: str) -> str:
         "round was followed by reading the record back on B; each clone was checked to hold every record and to "
         "find a generated query's own record.", "",
         "## A round with nothing new: no walk of the vault", "",
-        "| store | round, median s | files the engine's process opened | folders it listed |",
-        "| ---: | ---: | ---: | ---: |",
+        "| store | round, median s | " + " | ".join(COUNTED) + " |",
+        "| ---: | ---: | " + " | ".join("---:" for _ in COUNTED) + " |",
     ]
     for quiet in (small, large):
-        lines.append(f"| {quiet['records']:,} records | {quiet['round']['median_s']:.3f} | {quiet['files_opened']} | "
-                     f"{quiet['folders_listed']} |")
+        lines.append(f"| {quiet['records']:,} records | {quiet['round']['median_s']:.3f} | "
+                     + " | ".join(str(quiet["reads"][name]) for name in COUNTED) + " |")
     lines += [
         "",
         "Files and folders are counted through Python's audit events (`open`, `os.scandir`, `os.listdir`) in every "
-        "thread of the process during one round. git, which the round runs as child processes, is not counted: "
+        "thread of the process during one round (\"other\" is the store's `sync/` files: remotes, tips, status, "
+        "machine id; file descriptors such as git's pipes are not counted). git, which the round runs as child processes, is not counted: "
         "`update-index --refresh` stats each tracked file (reading only those whose stat changed) and `ls-files "
         "--others` lists the partitions' folders to find files edited by hand; the round's time at both store "
         "sizes above is how much that costs.", "",
