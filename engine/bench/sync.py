@@ -112,6 +112,7 @@ class GrepFigures(TypedDict):
 
 class SyncReport(TypedDict):
     repeats: int
+    load: list[float]  # the 1-minute load average at the start and at the end
     batch: BatchFigures
     one: dict[str, RoundFigures]
     quiet: list[QuietFigures]
@@ -159,7 +160,8 @@ class PhaseClock:
     """Exclusive seconds per phase while ``timing()`` is open, per thread (a phase nested in another on the
     same thread is taken out of the outer one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
+        self.now = now
         self.spent: dict[str, float] = {}
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -170,11 +172,11 @@ class PhaseClock:
         def timed(*args: Any, **kwargs: Any) -> Any:
             stack = clock._local.__dict__.setdefault("stack", [])
             stack.append(0.0)
-            began = time.perf_counter()
+            began = clock.now()
             try:
                 return fn(*args, **kwargs)
             finally:
-                elapsed = time.perf_counter() - began
+                elapsed = clock.now() - began
                 inner = stack.pop()
                 if stack:
                     stack[-1] += elapsed
@@ -589,12 +591,13 @@ def run(*, records: int = 1000, clone_records: int = 10_000, repeats: int = 3, s
     if shutil.which("git") is None:
         raise SystemExit("git is not installed: there is nothing to sync with")
     profiles: list[str] = []
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="kd-bench-sync-") as scratch:
         root = Path(scratch)
         batch, one, small_quiet, profile_phase = _two_machines(root / "two", repeats, records, say, profiles)
         clone, large_quiet = _clone(root / "clone", repeats, clone_records, say)
         grep = _grep_beside_writers(root / "grep", repeats, seconds, say)
-    return {"repeats": repeats, "batch": batch, "one": one, "quiet": [small_quiet, large_quiet], "clone": clone,
+    return {"repeats": repeats, "load": [load_before, os.getloadavg()[0]], "batch": batch, "one": one, "quiet": [small_quiet, large_quiet], "clone": clone,
             "grep": grep, "profile_phase": profile_phase, "profile": profiles[0] if profiles else ""}
 
 
@@ -624,6 +627,8 @@ def report(result: SyncReport, command: str) -> str:
         f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- Machine: {machine()}",
         f"- Command: `{command}`",
+        f"- Load: 1-minute load average {result['load'][0]:.1f} at the start, {result['load'][1]:.1f} at the end "
+        f"({os.cpu_count()} cores, shared with other work while it ran)",
         "- Setup: each machine a state directory of its own with its engine in the benchmark's process (watching "
         "its vault, as `knowledge serve` does), syncing the agent `main`'s store through a bare repository on "
         "disk (`origin`) and, for one row, the same kind of repository served by `git daemon` on loopback "
@@ -632,8 +637,7 @@ def report(result: SyncReport, command: str) -> str:
         "`knowledge_save_page` in-process; the clone's store is generated notes (engine/bench/corpus.py) "
         "written into the vault and committed by the source's first round. The grep rows run `knowledge serve` "
         "in its own process with automatic sync off, and the rounds come back to back over the operator "
-        f"socket (`operator/syncNow`). Every figure is the median of {repeats} repetitions; the machine was "
-        "shared with other work while it ran.", "",
+        f"socket (`operator/syncNow`). Every figure is the median of {repeats} repetitions.", "",
         "## Against the issue's targets", "",
         "| target | measured (median) | each repetition | |", "| --- | ---: | --- | --- |",
         f"| {batch['records']:,} new records on A reach B's search: A's round + B's round ≤ 10 s | "
