@@ -1,6 +1,7 @@
 """One sync round of a store with its remotes: fetch, merge by record, push (docs/sync.md, "Rounds").
 
-The entry point, for the command line, the operator methods and automatic sync alike::
+The entry point, for automatic sync (scheduler.py), ``Engine.sync_store`` (the command line and the operator
+methods go through it) and ``sync clone`` alike::
 
     run_round(runtime, record, remote_name=None) -> list[SyncRemoteStatus]
 
