@@ -94,6 +94,7 @@ class CloneFigures(TypedDict):
     seconds: list[float]
     median_s: float
     source_first_round_s: float
+    phases: dict[str, float]  # medians, as a round's (the engine's start and the first search are "other")
 
 
 class GrepFigures(TypedDict):
@@ -135,6 +136,7 @@ PHASES: tuple[tuple[str, Any, str], ...] = (
     ("fetch", Transport, "_deliver"),
     ("lane", sync_round, "_merge_on_lane"),
     ("catalogue", StoreRuntime, "prepare"),
+    ("index all", StoreRuntime, "rebuild_catalogue"),
     ("commit", StoreRuntime, "checkpoint"),
     ("commit", GitHistory, "outside_changes"),
     ("commit", GitHistory, "commit"),
@@ -148,7 +150,8 @@ PHASES: tuple[tuple[str, Any, str], ...] = (
     ("status", sync_round, "_write_entries"),
 )
 PHASE_ORDER = ("fetch", "check", "catalogue", "commit", "merge", "install", "lane, other", "push", "status",
-               "other")
+               "index all", "other")
+OPAQUE = frozenset({"index all"})  # a clone's whole catalogue and index: the phases inside it are its own
 PROFILED = {"fetch": (Transport, "fetch"), "check": (Transport, "_check_new_commits"),
             "catalogue": (StoreRuntime, "prepare"), "commit": (StoreRuntime, "checkpoint"),
             "merge": (sync_round, "merge_vaults"), "install": (sync_round, "_install"),
@@ -171,12 +174,16 @@ class PhaseClock:
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             stack = clock._local.__dict__.setdefault("stack", [])
+            if clock._local.__dict__.get("opaque"):
+                return fn(*args, **kwargs)
+            clock._local.opaque = phase in OPAQUE
             stack.append(0.0)
             began = clock.now()
             try:
                 return fn(*args, **kwargs)
             finally:
                 elapsed = clock.now() - began
+                clock._local.opaque = False
                 inner = stack.pop()
                 if stack:
                     stack[-1] += elapsed
@@ -199,7 +206,8 @@ class PhaseClock:
         lane = spent.pop("lane", 0.0)
         on_lane = sum(spent.get(phase, 0.0) for phase in ("catalogue", "commit", "merge", "install"))
         spent["lane, other"] = max(0.0, lane - on_lane)
-        spent["other"] = max(0.0, total - lane - sum(spent.get(p, 0.0) for p in ("fetch", "check", "push", "status")))
+        spent["other"] = max(0.0, total - lane - sum(spent.get(p, 0.0)
+                                                     for p in ("fetch", "check", "push", "status", "index all")))
         return {phase: spent.get(phase, 0.0) for phase in PHASE_ORDER}
 
 
@@ -444,6 +452,8 @@ def _two_machines(root: Path, repeats: int, records: int, say: Callable[[str], N
         one: dict[str, RoundFigures] = {}
         for remote_name in ("origin", "daemon"):
             say(f"sync: one new record, over {remote_name}")
+            a.sync(remote_name)  # the batches above went through origin only: this remote catches up first
+            b.sync(remote_name)
             a_one: list[tuple[float, dict[str, float]]] = []
             b_one: list[tuple[float, dict[str, float]]] = []
             for index in range(repeats):
@@ -487,23 +497,27 @@ def _clone(root: Path, repeats: int, records: int, say: Callable[[str], None]) -
     finally:
         source.close()
     seconds = []
+    rounds: list[tuple[float, dict[str, float]]] = []
     for attempt in range(repeats):
-        began = time.perf_counter()
         state = StateDir(root / f"joined-{attempt}")
-        engine = Engine(state, watch=True)
-        try:
-            owner = AgentCaller(engine.add_agent(AGENT, owner=True), {"kind": "owner-private"})
-            cloned = clone_store(engine, remote, AGENT)
-            hits = engine.search(owner, {"query": queries[0]["query"], "limit": 50})["hits"]
-            seconds.append(time.perf_counter() - began)
-        finally:
-            engine.close()
+        clock = PhaseClock()
+        with clock.timing():
+            began = time.perf_counter()
+            engine = Engine(state, watch=True)
+            try:
+                owner = AgentCaller(engine.add_agent(AGENT, owner=True), {"kind": "owner-private"})
+                cloned = clone_store(engine, remote, AGENT)
+                hits = engine.search(owner, {"query": queries[0]["query"], "limit": 50})["hits"]
+                seconds.append(time.perf_counter() - began)
+            finally:
+                engine.close()
+        rounds.append((seconds[-1], clock.phases(seconds[-1])))
         if cloned["records"] < records or queries[0]["source"] not in [hit["id"] for hit in hits]:
             raise RuntimeError(f"the clone holds {cloned['records']} records and its search missed the query's record")
         say(f"sync: clone {attempt + 1} of {repeats}: {seconds[-1]:.1f} s, {cloned['records']:,} records")
         shutil.rmtree(state.root, ignore_errors=True)
     return {"records": records, "seconds": seconds, "median_s": statistics.median(seconds),
-            "source_first_round_s": first_round}, quiet
+            "source_first_round_s": first_round, "phases": _figures(rounds)["phases"]}, quiet
 
 
 def _private_dir(machine_: Machine) -> Path:
@@ -692,14 +706,17 @@ def report(result: SyncReport, command: str) -> str:
         "## Where a round's time goes", "",
         "Exclusive seconds per phase, medians (engine/bench/sync.py `PHASES` names the functions each covers: "
         "fetch is `git fetch` into the quarantine and delivery into the vault's repository; check the transport's "
-        "checks of new commits; catalogue the catalog's catch-up before the merge; commit the pending "
+        "checks of new commits; catalogue the catalog's catch-up before the merge; index all a clone's cataloguing "
+        "of every file and building of the search index; commit the pending "
         "publications, the outside-edits scan, the merge commit or fast-forward; merge reading trees and blobs "
         "and the merge by record; install the journalled publications; status the ahead/behind counts and "
-        "status.json).", "",
+        "status.json; for a clone, other is opening the engine and the first search).", "",
     ]
     columns = [(f"A, {batch['records']:,} new", batch["a"]), (f"B, {batch['records']:,} new", batch["b"])]
     columns += [(f"{name}, one new", figures) for name, figures in one.items()]
     columns += [(f"nothing new, {q['records']:,}", q["round"]) for q in (small, large)]
+    columns += [(f"clone of {clone['records']:,}", {"seconds": clone["seconds"], "median_s": clone["median_s"],
+                                                   "phases": clone["phases"]})]
     lines += ["| phase | " + " | ".join(name for name, _ in columns) + " |",
               "| --- | " + " | ".join("---:" for _ in columns) + " |"]
     for phase in PHASE_ORDER:
