@@ -27,7 +27,8 @@ A round with one remote:
      (``record_conflicts``) and a merge commit made with the tip as second parent.  A merge that
      changes nothing of ours still makes the merge commit, so the other machine's head is then held
      here and the next round is a fast-forward there, never another merge.
-3. the head is pushed to this machine's branch, fast-forward only (``Transport.push``), off the lane.
+3. the head is pushed to this machine's branch, fast-forward only (``Transport.push``), off the lane; not
+   at all when the fetch found that branch at the head already (a round with nothing new runs no push).
 
 A crash anywhere loses nothing: the fetch is idempotent, each install is a journalled publication, and
 a publication left uncommitted is committed by the next checkpoint as an ordinary commit, which the next
@@ -193,7 +194,8 @@ def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -
         fetched = transport.fetch(remote["name"], remote["url"])
         head = _merge_on_lane(runtime, history, remote["name"], fetched)
         if head is not None:
-            transport.push(remote["name"], remote["url"], head)
+            if head != fetched.own:  # the fetch found this machine's branch at the head: nothing to push
+                transport.push(remote["name"], remote["url"], head)
             pushed = head
     except Exception as exc:  # noqa: BLE001 - every failure is the remote's status, never a traceback
         error = _sync_error(exc)
