@@ -55,6 +55,7 @@ from ..sync.service import sync_now
 from ..sync.transport import Transport
 from ..wire.operator_client import OperatorConnection
 from .corpus import write_partition
+from .defaults import SYNC_CLONE_RECORDS, SYNC_RECORDS, SYNC_REPEATS, SYNC_SECONDS
 from .socket import WORDS, Latency, machine, owner_state
 from .throughput import _Engine, _grep, _writers
 
@@ -600,7 +601,8 @@ def _with_rounds(engine: _Engine, operator: OperatorConnection, seconds: float, 
     return result
 
 
-def run(*, records: int = 1000, clone_records: int = 10_000, repeats: int = 3, seconds: float = 5.0,
+def run(*, records: int = SYNC_RECORDS, clone_records: int = SYNC_CLONE_RECORDS, repeats: int = SYNC_REPEATS,
+        seconds: float = SYNC_SECONDS,
         say: Callable[[str], None] = lambda line: None) -> SyncReport:
     if shutil.which("git") is None:
         raise SystemExit("git is not installed: there is nothing to sync with")
@@ -735,8 +737,9 @@ def report(result: SyncReport, command: str) -> str:
 def command(program: str, records: int, clone_records: int, repeats: int, seconds: float) -> str:
     """The command line that gives these figures, as the report quotes it."""
     parts = [program]
-    for flag, value, default in (("--records", records, 1000), ("--clone-records", clone_records, 10_000),
-                                 ("--repeats", repeats, 3), ("--seconds", seconds, 5.0)):
+    for flag, value, default in (("--records", records, SYNC_RECORDS), ("--clone-records", clone_records,
+                                 SYNC_CLONE_RECORDS), ("--repeats", repeats, SYNC_REPEATS),
+                                 ("--seconds", seconds, SYNC_SECONDS)):
         if value != default:
             parts.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")
     return " ".join(parts)

@@ -77,11 +77,14 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                     "repository on disk (and git daemon on loopback for one row): new records reaching the other "
                     "machine's search, one record, a round with nothing new, sync clone of a large store, and "
                     "knowledge_grep beside 4 writers with and without rounds.")
-    bench_sync.add_argument("--records", type=int, default=1000, help="records written on A per batch (default 1000)")
-    bench_sync.add_argument("--clone-records", type=int, default=10_000,
-                            help="records in the store that is cloned (default 10000)")
-    bench_sync.add_argument("--repeats", type=int, default=3, help="repetitions of each figure (default 3)")
-    bench_sync.add_argument("--seconds", type=float, default=5.0, help="each grep phase (default 5)")
+    bench_sync.add_argument("--records", type=int, default=bench_defaults.SYNC_RECORDS,
+                            help="records written on A per batch (default %(default)s)")
+    bench_sync.add_argument("--clone-records", type=int, default=bench_defaults.SYNC_CLONE_RECORDS,
+                            help="records in the store that is cloned (default %(default)s)")
+    bench_sync.add_argument("--repeats", type=int, default=bench_defaults.SYNC_REPEATS,
+                            help="repetitions of each figure (default %(default)s)")
+    bench_sync.add_argument("--seconds", type=float, default=bench_defaults.SYNC_SECONDS,
+                            help="each grep phase (default %(default)s)")
     bench_sync.add_argument("--out", "--output", dest="out", default=str(bench_defaults.SYNC_OUTPUT),
                             help="default %(default)s; '-' writes no file")
     bench_sync.set_defaults(handler=cmd_bench_sync)
