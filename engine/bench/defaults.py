@@ -12,3 +12,5 @@ IMPORTS_OUTPUT = Path("docs/benchmarks/imports.md")
 GIT_HISTORY_OUTPUT = Path("docs/benchmarks/git-history.md")
 GIT_HISTORY_CHECKPOINTS = 3000
 THROUGHPUT_SIZES = (100, 95_000)  # a partition scan stops at 100,000 entries, directories included
+SYNC_OUTPUT = Path("docs/benchmarks/sync.md")
+SYNC_RECORDS, SYNC_CLONE_RECORDS, SYNC_REPEATS, SYNC_SECONDS = 1000, 10_000, 3, 5.0  # issue 28's sizes

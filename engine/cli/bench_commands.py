@@ -71,6 +71,23 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     bench_git.add_argument("--output", default=str(bench_defaults.GIT_HISTORY_OUTPUT),
                            help="default %(default)s; '-' writes no file")
     bench_git.set_defaults(handler=cmd_bench_git)
+    bench_sync = bench_commands.add_parser(
+        "sync", parents=[common], help="sync rounds between machines against issue 28's targets",
+        description="Machines as state directories of their own in a throwaway directory, syncing through a bare "
+                    "repository on disk (and git daemon on loopback for one row): new records reaching the other "
+                    "machine's search, one record, a round with nothing new, sync clone of a large store, and "
+                    "knowledge_grep beside 4 writers with and without rounds.")
+    bench_sync.add_argument("--records", type=int, default=bench_defaults.SYNC_RECORDS,
+                            help="records written on A per batch (default %(default)s)")
+    bench_sync.add_argument("--clone-records", type=int, default=bench_defaults.SYNC_CLONE_RECORDS,
+                            help="records in the store that is cloned (default %(default)s)")
+    bench_sync.add_argument("--repeats", type=int, default=bench_defaults.SYNC_REPEATS,
+                            help="repetitions of each figure (default %(default)s)")
+    bench_sync.add_argument("--seconds", type=float, default=bench_defaults.SYNC_SECONDS,
+                            help="each grep phase (default %(default)s)")
+    bench_sync.add_argument("--out", "--output", dest="out", default=str(bench_defaults.SYNC_OUTPUT),
+                            help="default %(default)s; '-' writes no file")
+    bench_sync.set_defaults(handler=cmd_bench_sync)
     bench_mcp = bench_commands.add_parser(
         "mcp", parents=[common], help="knowledge mcp: launch to its answer to initialize, beside a bare python")
     bench_mcp.add_argument("--rounds", type=int, default=20, help="default %(default)s")
@@ -160,6 +177,23 @@ def cmd_bench_git(args: argparse.Namespace, state: StateDir) -> int:
     text = git_history.report(git_history.measure(args.checkpoints), args.checkpoints,
                               git_history.command("knowledge bench git", args.checkpoints))
     return _reported(text, args.output)
+
+
+def cmd_bench_sync(args: argparse.Namespace, state: StateDir) -> int:
+    """Throwaway state directories in a temporary directory; the state directory is never touched."""
+    from ..bench import sync as sync_bench
+    for name in ("records", "clone_records", "repeats"):
+        if getattr(args, name) < 1:
+            print(f"knowledge bench sync: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
+    if args.seconds <= 0:
+        print("knowledge bench sync: --seconds must be more than 0", file=sys.stderr)
+        return 2
+    result = sync_bench.run(records=args.records, clone_records=args.clone_records, repeats=args.repeats,
+                            seconds=args.seconds, say=lambda line: print(line, file=sys.stderr, flush=True))
+    text = sync_bench.report(result, sync_bench.command("knowledge bench sync", args.records, args.clone_records,
+                                                        args.repeats, args.seconds))
+    return _reported(text, args.out)
 
 
 def cmd_bench_mcp(args: argparse.Namespace, state: StateDir) -> int:

@@ -29,7 +29,8 @@ A round with one remote:
      (``record_conflicts``) and a merge commit made with the tip as second parent.  A merge that
      changes nothing of ours still makes the merge commit, so the other machine's head is then held
      here and the next round is a fast-forward there, never another merge.
-3. the head is pushed to this machine's branch, fast-forward only (``Transport.push``), off the lane; a
+3. the head is pushed to this machine's branch, fast-forward only (``Transport.push``), off the lane; not
+   at all when the fetch found that branch at the head already (a round with nothing new runs no push); a
    store with no history that found nothing of its own on a remote holding other stores fails with
    ``other_store``, pointing at ``sync clone``.
 
@@ -208,7 +209,8 @@ def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -
         if head is None:
             _refuse_other_stores(transport, record, remote)
         if head is not None:
-            transport.push(remote["name"], remote["url"], head)
+            if head != fetched.own:  # the fetch found this machine's branch at the head: nothing to push
+                transport.push(remote["name"], remote["url"], head)
             runtime.faults.reach("sync_pushed")
             pushed = head
     except Exception as exc:  # noqa: BLE001 - every failure is the remote's status, never a traceback

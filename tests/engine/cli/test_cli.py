@@ -473,6 +473,9 @@ def test_the_bench_commands_default_to_what_the_benchmarks_do() -> None:
     assert tuple(parser.parse_args(["bench", "throughput"]).records) == throughput.SIZES
     assert parser.parse_args(["bench", "import"]).output == "docs/benchmarks/imports.md"
     assert parser.parse_args(["bench", "git"]).output == "docs/benchmarks/git-history.md"
+    syncing = parser.parse_args(["bench", "sync"])
+    assert (syncing.records, syncing.clone_records, syncing.repeats, syncing.out) == (
+        1000, 10_000, 3, "docs/benchmarks/sync.md")  # issue 28's sizes, as docs/benchmarks/sync.md quotes them
 
 
 def test_search_prints_a_line_for_each_hit_and_its_snippet_on_one_indented_line(
