@@ -182,6 +182,7 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
     linked_before = writer.imported_records(_link_key, kind="relationship", active_only=True)
     relationships = 0
     unresolved: dict[str, list[str]] = {}  # a note's path: the targets of its links that name nothing
+    writer.done(0, total, "", phase="linking")  # the pages are written; the links begin (cancellable)
     for done, note in enumerate(folder.notes, start=1):
         items, linked = [], set()
         for link in note.links:
