@@ -62,8 +62,8 @@ def test_a_dry_run_then_the_import_with_their_summaries(qtbot, tasks, served_eng
     job = finish(qtbot, dialog)
 
     assert job["state"] == "done" and job["result"]["dryRun"] is True
-    assert dialog.summary.toPlainText() == ("Dry run of the chatgpt import: it would create 2 sources, 3 pages; nothing "
-                                     "was written.\n" + not_imported_alone("file-1"))  # its image is not beside it
+    assert dialog.summary.toPlainText() == ("Dry run of the chatgpt import: it would create 2 sources, 3 pages; "
+                                            "nothing was written.\n" + not_imported_alone("file-1"))  # its image
     assert titles(served_engine, "tram clock", gui_thread_guard) == set()
 
     dialog.dry_run.setChecked(False)
@@ -109,7 +109,8 @@ def test_progress_comes_from_the_job_and_cancel_stops_it_between_items_then_it_i
     qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
     assert not dialog.start_button.isEnabled() and not dialog.path.isEnabled()
 
-    qtbot.waitUntil(lambda: dialog.status.text() == "Writing: 1/3 conversations: Repairing a tram clock", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: dialog.status.text() == "Writing: 1/3 conversations: Repairing a tram clock",
+                    timeout=WAIT_MS)
     assert (dialog.progress.minimum(), dialog.progress.maximum(), dialog.progress.value()) == (0, 1000, 333)
     assert dialog.cancel_button.isEnabled()
     with qtbot.waitSignal(dialog.watcher.sig_job_updated, timeout=WAIT_MS,
