@@ -86,8 +86,8 @@ def job_progress_text(job: dict[str, Any]) -> str:
     if phase == "checking":
         return f"Checking for credentials: {done:,} {unit} checked" + (f": {item}" if item else "")
     if phase == "indexing":
-        return (f"Indexing for search: {int(total or done):,} {unit} written; this last step cannot be "
-                "cancelled")
+        written = f": {int(total):,} {unit} written" if total is not None else ""
+        return f"Indexing for search{written}; this last step cannot be cancelled"
     if total is None:
         return item or "Starting…"
     counted = f"{done:,}/{int(total):,} {unit}" + (" linked" if phase == "linking" else "")

@@ -134,8 +134,8 @@ def start_import(engine: Engine, params: dict[str, Any]) -> ImportJob:
         result = run_import(engine, chosen, plan, agent=agent, dry_run=dry_run, progress=progress,
                             keep_token=lambda name, token: str(engine.state.write_agent_token(name, token)))
         if not dry_run and any(result["imported"].values()):  # type: ignore[typeddict-item]
-            last = written[0]  # the count stays that of what was written: indexing has no count of its own
-            context.phase(INDEXING, done=last.total, total=last.total, message="Indexing the imported records "
+            counted = written[0].total if written else None  # indexing keeps the count written: none of its own
+            context.phase(INDEXING, done=counted or 0, total=counted, message="Indexing the imported records "
                           "for search", cancellable=False)
             result["notes"] = [*(result.get("notes") or []), *index_imported(engine, agent)]  # type: ignore
         return result

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt, QUrl
 
 import engine.importers.methods as import_methods
-from desktop.transfer.dialogs import ImportDialog
+from desktop.transfer.dialogs import ImportDialog, can_cancel, job_progress_text
 
 WAIT_MS = 20_000
 LINKING_FIRST = "Linking: 1/3 notes linked: Plain.md"  # the notes go in path order
@@ -163,3 +163,31 @@ def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_m
     assert window.records_view.modes.currentIndex() == 1  # Browse by type
     qtbot.waitUntil(lambda: {"Tram clock", "Kayak rack", "Plain"} <= {
         browse.row(row).get("title") for row in range(browse.rowCount())}, timeout=WAIT_MS)
+
+
+def running(phase: str, done: float, total: float | None, message: str = "", *, cancellable: bool = True,
+            state: str = "running") -> dict[str, Any]:
+    return {"state": state, "progress": {"phase": phase, "done": done, "total": total, "unit": "notes",
+                                         "message": message, "cancellable": cancellable}}
+
+
+@pytest.mark.parametrize(("job", "said"), [
+    (running("reading", 0, None, "Reading Garden"), "Reading Garden"),
+    (running("checking", 40, None, "People/Bruno.md"), "Checking for credentials: 40 notes checked: People/Bruno.md"),
+    (running("writing", 12, 412, "Tram clock.md"), "Writing: 12/412 notes: Tram clock.md"),
+    (running("linking", 0, 412), "Linking: 0/412 notes linked"),
+    (running("indexing", 412, 412, cancellable=False),
+     "Indexing for search: 412 notes written; this last step cannot be cancelled"),
+    (running("indexing", 0, None, cancellable=False), "Indexing for search; this last step cannot be cancelled"),
+    (running("", 2, 3, "Kayak"), "2/3 notes: Kayak"),  # an engine whose jobs name no phase
+    (running("writing", 2, 3, state="cancelling"), "Cancelling… (it stops after the item it is on)"),
+])
+def test_the_status_line_names_the_phase_with_the_jobs_own_counts(job: dict[str, Any], said: str) -> None:
+    assert job_progress_text(job) == said
+
+
+def test_cancel_is_offered_only_while_the_job_runs_and_says_it_can_stop() -> None:
+    assert can_cancel(running("linking", 1, 3))
+    assert not can_cancel(running("indexing", 3, 3, cancellable=False))
+    assert not can_cancel(running("linking", 1, 3, state="cancelling"))
+    assert can_cancel({"state": "running", "progress": {"done": 1, "total": 3}})  # an engine that does not say
