@@ -386,7 +386,7 @@ def import_summary_html(result: dict[str, Any]) -> str:
     and why: a Markdown folder's links that name nothing, by note, each note a link to its page."""
     agent = result.get("agent") or ""
     pages = result.get("pages") if isinstance(result.get("pages"), dict) else {}
-    made = not result.get("dryRun") and agent and result.get("imported") or {}
+    made = (result.get("imported") or {}) if agent and not result.get("dryRun") else {}  # a dry run made nothing
     parts = [f"<p>{escape(line)}</p>" for line in import_summary(result).splitlines()]
     kind = "page" if made.get("pages") else "claim" if made.get("claims") else None
     if kind is not None:
