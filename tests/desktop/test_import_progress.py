@@ -165,6 +165,20 @@ def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_m
         browse.row(row).get("title") for row in range(browse.rowCount())}, timeout=WAIT_MS)
 
 
+def test_a_dry_run_lists_what_it_would_leave_out_and_links_to_nothing(qtbot, tasks, served_engine, vault,
+                                                                      gui_thread_guard) -> None:
+    dialog = markdown_dialog(qtbot, tasks, vault)
+    dialog.dry_run.setChecked(True)
+    with qtbot.waitSignal(dialog.sig_import_finished, timeout=WAIT_MS) as blocker:
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+
+    assert blocker.args[0]["result"]["unresolved"] == UNRESOLVED
+    assert blocker.args[0]["progress"]["phase"] == "linking"  # nothing written: nothing to index
+    text = dialog.summary.toPlainText()
+    assert text.startswith("Dry run of the markdown import") and "Tram clock.md: [[Nowhere]]" in text
+    assert "show:" not in dialog.summary.toHtml()  # nothing was made to open
+
+
 def running(phase: str, done: float, total: float | None, message: str = "", *, cancellable: bool = True,
             state: str = "running") -> dict[str, Any]:
     return {"state": state, "progress": {"phase": phase, "done": done, "total": total, "unit": "notes",
