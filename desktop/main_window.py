@@ -313,6 +313,7 @@ class MainWindow(QMainWindow):
         def open_import() -> None:
             names = [agent["name"] for agent in self.inventory.get("agents", [])]
             self.import_dialog = ImportDialog(self.tasks, names, self.agent, self)
+            self.import_dialog.sig_show_requested.connect(self.show_imported)
             self.import_dialog.open()
 
         def open_export() -> None:
@@ -552,6 +553,21 @@ class MainWindow(QMainWindow):
     def open_record(self, record_id: str) -> None:
         self.show_view(self.views.index(self.records_view))
         self.records_view.open_record(record_id)
+
+    def show_imported(self, agent: str, what: str, target: str) -> None:
+        """A link of the import's summary: Records, for the agent the import went to, at the record
+        (``record``) or browsing the kind of record it made (``browse``)."""
+        if agent != self.agent:
+            if self.agent_picker.findText(agent) < 0:
+                self.messages.show_info(f"{agent} is not in the agent list yet; choose it in the toolbar "
+                                        "(Ctrl+L) once it shows, then open Records.")
+                return
+            self.agent_picker.setCurrentText(agent)
+        self.show_view(self.views.index(self.records_view))
+        if what == "record":
+            self.records_view.open_record(target)
+        else:
+            self.records_view.browse_type(target, None)
 
     def go_back(self) -> None:
         if self.current_view() is self.records_view:

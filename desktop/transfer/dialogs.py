@@ -3,21 +3,29 @@
 Both run in the engine as jobs (``operator/import``, ``operator/startExport``;
 engine/importers/methods.py), followed with ``JobWatcher`` through
 ``EngineTasks``, so the window never reads the input or writes the archive
-itself and stays usable meanwhile.  The import's progress bar is the job's
-``done``/``total`` (conversations, notes, memories, files), its label the
-item just finished; Cancel stops it between items, keeping what it imported
-(importing the same input again finishes it and repeats nothing).  A bad
-input is refused by the engine with the file and the place in it, and
-nothing is written.  What the dialogs show at the end says what
-``knowledge import`` and ``knowledge export`` print.
+itself and stays usable meanwhile.  The import's status names the job's
+phase (reading, checking, writing, linking, indexing) with the job's own
+counts, its progress bar the phase's ``done``/``total`` (busy where the
+phase has no total, and while indexing); Cancel is enabled only while the
+job says it can be cancelled (``cancellable``: not in its last phase,
+indexing, when everything is written), and stops it between items, keeping
+what it imported (importing the same input again finishes it and repeats
+nothing).  A bad input is refused by the engine with the file and the place
+in it, and nothing is written.  What the dialogs show at the end says what
+``knowledge import`` and ``knowledge export`` print, in a summary that
+scrolls inside the dialog (which the owner can resize); an import's summary
+then lists what was left out and why (a Markdown folder's unresolved links,
+note by note, each note a link to its page) and links to what was made
+(``sig_show_requested``: the main window opens Records on it).
 """
 
 from __future__ import annotations
 
 import os
+from html import escape
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QUrl, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -29,6 +37,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -51,6 +60,8 @@ FORMATS: dict[str, tuple[str, str, bool, str]] = {
     "memory-core": ("Agent memory (MEMORY.md and daily notes)", "the agent's workspace folder", True, ""),
 }
 BAR_STEPS = 1000
+SUMMARY_MIN_HEIGHT = 120  # px: a few lines of the summary; the rest scrolls
+LEFT_OUT_SHOWN = 500  # notes listed with their unresolved links; the rest are counted
 
 
 def absolute(text: str) -> str:
@@ -58,17 +69,34 @@ def absolute(text: str) -> str:
     return os.path.abspath(os.path.expanduser(text.strip())) if text.strip() else ""
 
 
+# An import job's phases (engine/importers/methods.py), as the status names them.
+PHASES = {"reading": "Reading", "checking": "Checking for credentials", "writing": "Writing",
+          "linking": "Linking", "indexing": "Indexing for search"}
+SHOW_SCHEME = "show"  # the summary's links to what was made: show:record/<id>, show:browse/<kind>
+
+
 def job_progress_text(job: dict[str, Any]) -> str:
-    """How far a running import is: ``12/40 conversations: <the item just finished>``."""
+    """How far a running import is, in its phase: ``Writing: 12/40 conversations: <the item just finished>``."""
     state = job.get("state")
     progress = job.get("progress") or {}
     if state == "cancelling":
         return "Cancelling… (it stops after the item it is on)"
-    if progress.get("total") is None:
-        return progress.get("message") or "Starting…"
-    item = progress.get("message")
-    return (f"{int(progress.get('done') or 0):,}/{int(progress['total']):,} {progress.get('unit') or 'items'}"
-            + (f": {item}" if item else ""))
+    phase, item = progress.get("phase") or "", progress.get("message")
+    done, total, unit = int(progress.get("done") or 0), progress.get("total"), progress.get("unit") or "items"
+    if phase == "checking":
+        return f"Checking for credentials: {done:,} {unit} checked" + (f": {item}" if item else "")
+    if phase == "indexing":
+        written = f": {int(total):,} {unit} written" if total is not None else ""
+        return f"Indexing for search{written}; this last step cannot be cancelled"
+    if total is None:
+        return item or "Starting…"
+    counted = f"{done:,}/{int(total):,} {unit}" + (" linked" if phase == "linking" else "")
+    return (f"{PHASES[phase]}: " if phase in PHASES else "") + counted + (f": {item}" if item else "")
+
+
+def can_cancel(job: dict[str, Any]) -> bool:
+    """Whether Cancel can stop the job now: running, and not in a last phase that cannot stop."""
+    return job.get("state") == "running" and (job.get("progress") or {}).get("cancellable") is not False
 
 
 def _bar(bar: QProgressBar, job: dict[str, Any]) -> None:
@@ -76,7 +104,7 @@ def _bar(bar: QProgressBar, job: dict[str, Any]) -> None:
     if job.get("state") in FINISHED:
         bar.setRange(0, BAR_STEPS)
         bar.setValue(BAR_STEPS if job.get("state") == "done" else bar.value())
-    elif fraction is None:
+    elif fraction is None or (job.get("progress") or {}).get("phase") == "indexing":
         bar.setRange(0, 0)  # busy: the total is not known yet
     else:
         bar.setRange(0, BAR_STEPS)
@@ -97,8 +125,12 @@ class _JobDialog(QDialog):
         self.progress.setValue(0)
         self.status = plain_label()
         self.status.setWordWrap(True)
-        self.summary = plain_label()
-        self.summary.setWordWrap(True)
+        # The summary scrolls inside the dialog, however long (hundreds of unresolved links), and the owner
+        # can make the dialog larger to read more of it at once.
+        self.summary = QTextBrowser()
+        self.summary.setOpenLinks(False)
+        self.summary.setMinimumHeight(SUMMARY_MIN_HEIGHT)
+        self.setSizeGripEnabled(True)
         self.close_buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.close_buttons.rejected.connect(self.reject)
 
@@ -112,7 +144,7 @@ class _JobDialog(QDialog):
         layout.addLayout(form)
         layout.addLayout(row)
         layout.addWidget(self.status)
-        layout.addWidget(self.summary)
+        layout.addWidget(self.summary, 1)
         layout.addWidget(self.close_buttons)
 
     def reject(self) -> None:
@@ -133,6 +165,10 @@ class ImportDialog(_JobDialog):
 
     sig_import_finished = Signal(object)
     """The import job ended (done, failed or cancelled); the argument is the job."""
+
+    sig_show_requested = Signal(str, str, str)
+    """The owner followed a link of the summary: the agent, ``record`` or ``browse``, then the record's id or
+    the kind of record to browse."""
 
     def __init__(self, tasks: EngineTasks, agents: list[str], agent: str | None,
                  parent: QWidget | None = None) -> None:
@@ -173,6 +209,7 @@ class ImportDialog(_JobDialog):
         form.addRow("Into the &store of", self.agent)
         form.addRow(self.dry_run)
         self._lay_out(form, self.start_button, self.cancel_button)
+        self.summary.anchorClicked.connect(self._on_summary_link)
         self._on_format_chosen()
         # An import started earlier (the dialog closed meanwhile) still running in the engine: follow it.
         tasks.request("operator/jobs", {"kind": "import"}, self._on_jobs, on_error=lambda _: None, owner=self)
@@ -180,7 +217,7 @@ class ImportDialog(_JobDialog):
     def _on_jobs(self, result: dict[str, Any]) -> None:
         running = [job for job in result.get("jobs") or [] if job.get("state") in ("running", "cancelling")]
         if running and not self.watcher.running:
-            self.summary.setText(f"Still running in the engine: {running[0].get('title')}")
+            self.summary.setPlainText(f"Still running in the engine: {running[0].get('title')}")
             self._set_running(True)
             self.watcher.follow(running[0])
 
@@ -234,7 +271,7 @@ class ImportDialog(_JobDialog):
 
     def _on_job_updated(self, job: dict[str, Any]) -> None:
         _bar(self.progress, job)
-        self.cancel_button.setEnabled(job.get("state") == "running")
+        self.cancel_button.setEnabled(can_cancel(job))
         if job.get("state") not in FINISHED:
             self.status.setText(job_progress_text(job))
 
@@ -242,7 +279,7 @@ class ImportDialog(_JobDialog):
         state = job.get("state")
         if state == "done":
             self.status.setText("Finished.")
-            self.summary.setText(import_summary(job.get("result") or {}))
+            self.summary.setHtml(import_summary_html(job.get("result") or {}))
         elif state == "cancelled":
             self.status.setText(f"Cancelled: {job_progress_text({**job, 'state': 'running'})}. What was imported "
                                 "stays; import the same input again to finish it (nothing is imported twice).")
@@ -252,6 +289,14 @@ class ImportDialog(_JobDialog):
         self._set_running(False)
         self.cancel_button.setEnabled(False)
         self.sig_import_finished.emit(job)
+
+    def _on_summary_link(self, url: QUrl) -> None:
+        if url.scheme() != SHOW_SCHEME:
+            return
+        agent, _, rest = url.path().partition("/")
+        what, _, target = rest.partition("/")
+        if what in ("record", "browse") and target:
+            self.sig_show_requested.emit(agent, what, target)
 
 
 class ExportDialog(_JobDialog):
@@ -328,12 +373,43 @@ class ExportDialog(_JobDialog):
     def _on_job_finished(self, job: dict[str, Any]) -> None:
         if job.get("state") == "done":
             self.status.setText("Finished.")
-            self.summary.setText(export_summary(job.get("result") or {}))
+            self.summary.setPlainText(export_summary(job.get("result") or {}))
         else:
             error = job.get("error") or {}
             self.status.setText(f"Not exported: {error.get('message') or job.get('state')}")
         self._set_running(False)
         self.sig_export_finished.emit(job)
+
+
+def import_summary_html(result: dict[str, Any]) -> str:
+    """The import's summary (``import_summary``'s words), then a link to what was made and what was left out
+    and why: a Markdown folder's links that name nothing, by note, each note a link to its page."""
+    agent = result.get("agent") or ""
+    pages = result.get("pages") if isinstance(result.get("pages"), dict) else {}
+    made = (result.get("imported") or {}) if agent and not result.get("dryRun") else {}  # a dry run made nothing
+    parts = [f"<p>{escape(line)}</p>" for line in import_summary(result).splitlines()]
+    kind = "page" if made.get("pages") else "claim" if made.get("claims") else None
+    if kind is not None:
+        parts.append(f'<p><a href="{SHOW_SCHEME}:{escape(agent)}/browse/{kind}">Show the {kind}s of '
+                     f"{escape(agent)}&#39;s store in Records</a> (Browse by type).</p>")
+    unresolved = result.get("unresolved") or {}
+    if unresolved:
+        parts.append("<p><b>Left out:</b> these links name no note or file of the folder; they stay as text in "
+                     "the note.</p><ul>")
+        for path, targets in list(unresolved.items())[:LEFT_OUT_SHOWN]:
+            page = pages.get(path)
+            note = (f'<a href="{SHOW_SCHEME}:{escape(agent)}/record/{escape(page)}">{escape(path)}</a>'
+                    if made and isinstance(page, str) else escape(path))
+            parts.append(f"<li>{note}: {escape(', '.join(f'[[{target}]]' for target in targets))}</li>")
+        parts.append("</ul>")
+        if len(unresolved) > LEFT_OUT_SHOWN:
+            parts.append(f"<p>… and {len(unresolved) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
+                         "lists every one).</p>")
+    left_out = result.get("leftOut") or []
+    if left_out:
+        parts.append("<p><b>Not followed</b> (symbolic links, which an import never follows):</p><ul>"
+                     + "".join(f"<li>{escape(path)}</li>" for path in left_out) + "</ul>")
+    return "".join(parts)
 
 
 def store_label(store: dict[str, Any]) -> str:

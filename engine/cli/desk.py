@@ -54,6 +54,7 @@ from ..wire.operator_client import OperatorConnection, OperatorError
 REMOTE_REPLY_TIMEOUT_S = None
 JOB_POLL_S = 0.2  # how often a command following an engine job asks how far it is
 JOB_FINISHED = ("done", "failed", "cancelled")
+COUNTED_PHASES = ("writing", "linking", "indexing")  # an import job's phases with a count the command prints
 
 
 class ImportStopped(Exception):
@@ -313,14 +314,17 @@ class RemoteDesk:
         its failure raised as the engine's error, Ctrl+C cancelling it (``ImportStopped``)."""
         job = self._call("import", {"format": format_name, "path": str(path), "agent": agent, "store": store,
                                     "dryRun": dry_run})
-        shown: tuple[Any, Any] | None = None
+        shown: tuple[Any, Any, Any] | None = None
         interrupted = False
         while True:
             step = job.get("progress") or {}
-            if progress is not None and step.get("total") is not None and (step.get("done"), step["total"]) != shown:
-                shown = (step.get("done"), step["total"])
+            # The items written, then linked; indexing keeps the count written (the last line, if not yet shown).
+            phase = "linking" if step.get("phase") == "linking" else "writing"
+            if (progress is not None and step.get("total") is not None and step.get("phase") in COUNTED_PHASES
+                    and (step.get("done"), step["total"], phase) != shown):
+                shown = (step.get("done"), step["total"], phase)
                 progress(Progress(format_name, int(step.get("done") or 0), int(step["total"]),
-                                  str(step.get("message") or "")))
+                                  str(step.get("message") or ""), phase))
             if job.get("state") in JOB_FINISHED:
                 break
             try:

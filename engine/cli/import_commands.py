@@ -72,7 +72,8 @@ def terminal_progress(format_name: str, unit: str, every: float = 1.0) -> Callab
         now = time.monotonic()
         if progress.done == progress.total or now - last[0] >= every:
             last[0] = now
-            print(f"knowledge import {format_name}: {progress.done}/{progress.total} {unit}",
+            linked = " linked" if progress.phase == "linking" else ""
+            print(f"knowledge import {format_name}: {progress.done}/{progress.total} {unit}{linked}",
                   file=sys.stderr, flush=True)
 
     return say

@@ -12,6 +12,12 @@ second and may ask ``operator/cancelJob`` at any time.
     operator/jobs       kind?           every running job and the most recent finished ones, newest first
     operator/cancelJob  job             the job (``cancelling`` until the work reaches its next check)
 
+A job's progress says its ``phase`` (a word the job chooses: an import's are
+``reading``, ``checking``, ``writing``, ``linking`` and ``indexing``; empty for
+a job with one phase) and whether it is ``cancellable`` now: a last phase that
+cannot stop midway (an import's indexing) says so, and ``operator/cancelJob``
+then leaves the job running, as the window's Cancel button, disabled, does.
+
 A job is ``running``, ``cancelling``, then ``done`` (with its ``result``),
 ``failed`` (with ``error``: reason and message) or ``cancelled``.  Starting
 work whose key is already running (the same model's download, say) returns
@@ -50,6 +56,8 @@ class JobProgress(TypedDict):
     total: float | None
     unit: str
     message: str
+    phase: str  # which step of its work the job is in ("" for a job with one step)
+    cancellable: bool  # whether operator/cancelJob stops it now (False in a last phase that cannot stop)
 
 
 class JobAnswer(TypedDict):
@@ -87,6 +95,8 @@ class Job:
     total: float | None = None
     unit: str = ""
     message: str = ""
+    phase: str = ""
+    cancellable: bool = True
     result: Any = None
     error: ErrorAnswer | None = None
     started_at: str = field(default_factory=lambda: format_timestamp(utc_now()))
@@ -96,7 +106,8 @@ class Job:
     def to_dict(self) -> JobAnswer:
         data: JobAnswer = {
             "id": self.id, "kind": self.kind, "key": self.key, "title": self.title, "state": self.state,
-            "progress": {"done": self.done, "total": self.total, "unit": self.unit, "message": self.message},
+            "progress": {"done": self.done, "total": self.total, "unit": self.unit, "message": self.message,
+                         "phase": self.phase, "cancellable": self.cancellable},
             "startedAt": self.started_at}
         if self.finished_at is not None:
             data["finishedAt"] = self.finished_at
@@ -117,6 +128,10 @@ class JobContext:
     def cancelled(self) -> bool:
         return self._job.cancel_requested.is_set()
 
+    @property
+    def current_phase(self) -> str:
+        return self._job.phase
+
     def check(self) -> None:
         """Raise ``JobCancelled`` when the owner cancelled the job."""
         if self.cancelled:
@@ -127,6 +142,16 @@ class JobContext:
         """Report progress (any argument left out keeps its value), then check for cancellation."""
         self.report(done, total, unit=unit, message=message)
         self.check()
+
+    def phase(self, phase: str, *, done: float = 0, total: float | None = None, unit: str | None = None,
+              message: str = "", cancellable: bool = True) -> None:
+        """Begin the next phase: its count starts at ``done`` of ``total`` (None: not known); a phase that is
+        not ``cancellable`` runs to its end, and a cancellation asked for during it is refused."""
+        with self._jobs.lock:
+            job = self._job
+            job.phase, job.done, job.total, job.message, job.cancellable = phase, done, total, message, cancellable
+            if unit is not None:
+                job.unit = unit
 
     def report(self, done: float | None = None, total: float | None = None, *, unit: str | None = None,
                message: str | None = None) -> None:
@@ -199,7 +224,7 @@ class Jobs:
     def cancel(self, job_id: Any) -> JobAnswer:
         with self.lock:
             job = self._find(job_id)
-            if job.state == RUNNING:
+            if job.state == RUNNING and job.cancellable:
                 job.state = CANCELLING
                 job.cancel_requested.set()
             return job.to_dict()

@@ -61,6 +61,7 @@ class MarkdownImport(ImportResult):
     attachments: int
     revised: int
     leftOut: NotRequired[list[str]]
+    unresolved: NotRequired[dict[str, list[str]]]  # a note's path: the targets of its links that name nothing
 
 
 class Mem0Import(ImportResult):

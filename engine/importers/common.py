@@ -23,7 +23,8 @@ importer can later run over a client of a running engine:
   nothing and counts what would be created (given the engine, it reads
   what an earlier import made, so it also counts what it would revise);
 - progress goes to a callback after each item (the terminal prints it, the
-  desktop can show it);
+  desktop shows it), in its phase: ``writing`` the items, then, for a
+  Markdown folder, ``linking`` them, note by note;
 - conversations (ChatGPT, Claude) share one page writer
   (``conversations.import_conversations``): a ``source`` page per
   conversation, the transcripts retained a hundred to a text file, each page
@@ -265,6 +266,7 @@ class Progress:
     done: int
     total: int
     item: str  # the item just finished, as the input names it
+    phase: str = "writing"  # or "linking": the links between the items written (a Markdown folder's)
 
 
 @dataclass
@@ -420,9 +422,9 @@ class Writer:
         cited = [e.get("source") for e in record["frontmatter"].get("evidence") or [] if isinstance(e, dict)]
         return first_part_sha256(original) in {self.source_sha256(c) for c in cited if isinstance(c, str)}
 
-    def done(self, done: int, total: int, item: str) -> None:
+    def done(self, done: int, total: int, item: str, phase: str = "writing") -> None:
         if self.progress is not None:
-            self.progress(Progress(self.format, done, total, item))
+            self.progress(Progress(self.format, done, total, item, phase))
 
     def kept(self, record_id: str, kind: str = "pages") -> str:
         """A record an earlier import made that already says what this one would: counted, not written."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..access.authority import Caller, OperatorCaller
-from ..core.errors import InvalidParams, NotFound
+from ..core.errors import IndexFailed, InvalidParams, NotFound
 from ..service import Engine
 from . import chatgpt, claude, markdown, mem0, memory_core
 from .answers import AnyImport
@@ -108,3 +108,15 @@ def run_import(engine: Engine | None, chosen: Format, plan: tuple[Any, ...], *, 
                             first_write=writing_caller)
         result.update(chosen.run(writer, *plan))
     return result
+
+
+def index_imported(engine: Engine, agent: str) -> list[str]:
+    """Bring the search index of ``agent``'s store up to date with what an import wrote (a search would do
+    it first otherwise, and the owner's first search after an import would wait for it); a note for the
+    result when the index could not be updated, which the next search tries again."""
+    try:
+        engine.on_store(OperatorCaller(agent), lambda runtime, authority: runtime.indexes.catch_up(
+            authority.partition), create=False)
+    except IndexFailed as exc:
+        return [f"The search index was not brought up to date ({exc.message}); the next search tries again."]
+    return []

@@ -22,10 +22,12 @@ Links: ``[[Target]]``, ``[[Target|label]]``, ``[[Target#Heading]]`` and
 ``[[folder/Target]]`` that name another note of the folder (by path, file
 name or alias) become a ``related_to`` relationship from the note's page to
 the target's, citing the line of the retained note that holds the link, with
-the link as quote.  Links to a non-Markdown file of the folder
+the link as quote (progress: the ``linking`` phase, note by note, after the
+pages are written).  Links to a non-Markdown file of the folder
 (``![[diagram.png]]``, ``[[paper.pdf]]``, ``![alt](files/a.png)``) retain that
 file as evidence cited by the page.  Links naming nothing in the folder are
-left as text and counted.  Links in fenced code blocks are not links.
+left as text, counted, and listed by note (the result's ``unresolved``: each
+note's path and the targets its links name, as written).  Links in fenced code blocks are not links.
 
 Each note's original is retained under the folder's name and the note's
 path in it (``vault › Projects › Alpha › Tram clock.md``).  Importing the
@@ -178,14 +180,16 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
         pages[note.path] = writer.save_page(note.key, params)
         writer.done(done, total, note.path)
     linked_before = writer.imported_records(_link_key, kind="relationship", active_only=True)
-    relationships, unresolved = 0, 0
-    for note in folder.notes:
+    relationships = 0
+    unresolved: dict[str, list[str]] = {}  # a note's path: the targets of its links that name nothing
+    writer.done(0, total, "", phase="linking")  # the pages are written; the links begin (cancellable)
+    for done, note in enumerate(folder.notes, start=1):
         items, linked = [], set()
         for link in note.links:
             target = resolve_note(folder, note, link.target)
             if target is None:
                 if _resolve_file(folder, note, link.target) is None:
-                    unresolved += 1
+                    unresolved.setdefault(note.path, []).append(link.target)
                 continue
             if target.path == note.path or target.path in linked:
                 continue
@@ -201,12 +205,16 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
                           "assertionOrigin": "source", "evidence": [_citation(sources[note.path], note, link)]})
         if items:
             relationships += len(writer.remember(f"{note.key}-links", items))
-    notes = [f"{unresolved} links name no note or file of the folder; they stay as text."] if unresolved else []
+        writer.done(done, total, note.path, phase="linking")
+    unresolved_count = sum(len(targets) for targets in unresolved.values())
+    notes = ([f"{unresolved_count} links name no note or file of the folder; they stay as text."]
+             if unresolved else [])
     notes += revised_note(writer, revised, "note") + left_out_notes(folder.links)
     attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
     return report(writer, MarkdownImport, folder=str(folder.root), notes=notes, pages=pages,
                   relationships=relationships, attachments=len(attachments), revised=revised,
-                  **({"leftOut": list(folder.links)} if folder.links else {}))
+                  **({"leftOut": list(folder.links)} if folder.links else {}),
+                  **({"unresolved": unresolved} if unresolved else {}))
 
 
 def retained_name(folder: Folder, note: Note) -> str:

@@ -16,6 +16,13 @@ the engine does the work and checks the parameters as for any operator method.
                                                                item in ``message``), cancellable between items;
                                                                its ``result`` is ``knowledge import --json``'s
 
+An import's job goes through phases, which its progress names (``phase``, engine/core/jobs.py):
+``reading`` the input, ``checking`` it (each file scanned for credentials, counted as checked),
+``writing`` its items (``done`` of ``total``), ``linking`` them (a Markdown folder's ``[[links]]``,
+note by note), then ``indexing`` what it wrote for search (its count stays that of the items written),
+which cannot be cancelled: the records are all written by then, and the job says ``cancellable: false``
+(a dry run writes nothing and skips it).
+
 An import's job first reads and checks the whole input, so a malformed one fails the job with the file
 and the place in it (``error.file``, ``error.place``) before any agent, store or record exists.  A
 cancelled import keeps what it had published, as an interrupted one does; starting it again finishes it
@@ -25,7 +32,7 @@ cancelled import keeps what it had published, as an interrupted one does; starti
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..core.errors import InvalidParams
 from ..core.jobs import JobContext
@@ -36,7 +43,7 @@ from ..wire.protocol import Dispatcher
 from .answers import AnyImport, ExportJob, ExportResult, ImportJob
 from .archive import export_archive
 from .common import Progress
-from .formats import FORMATS, receiving_agent, run_import
+from .formats import FORMATS, index_imported, receiving_agent, run_import
 
 EXPORT = Params(String("out", 4096, required=True, min_chars=1, what="the archive's absolute path"),
                 String("store", 64, min_chars=1, what="a store's name or id"), AgentName("agent"),
@@ -46,6 +53,7 @@ IMPORT = Params(Choice("format", required=True, choices=tuple(FORMATS)),
                 AgentName("agent"), String("store", 64, min_chars=1, what="a store's name or id"),
                 Flag("dryRun", default=False))
 IMPORT_JOB, EXPORT_JOB = "import", "export"
+READING, CHECKING, INDEXING = "reading", "checking", "indexing"  # an import's phases, with writing and linking
 
 
 def methods(engine: Engine) -> tuple[Method, ...]:
@@ -98,19 +106,39 @@ def start_import(engine: Engine, params: dict[str, Any]) -> ImportJob:
     agent, dry_run = receiving_agent(engine, values["store"], values["agent"]), values["dryRun"]
 
     def work(context: JobContext) -> AnyImport:
-        context.report(message=f"Reading {path.name}")
-        plan = chosen.load(str(path), engine.refuse_secrets)  # checked whole: nothing exists yet if it fails
+        context.phase(READING, unit="files", message=f"Reading {path.name}")
+        checked: set[str] = set()
+
+        def scan(places: Iterable[tuple[str, str]]) -> None:  # the input is read whole: checking begins
+            listed = list(places)
+            if not checked:
+                context.phase(CHECKING, unit="files")
+            checked.update(place for place, _ in listed[:1])
+            context.report(len(checked), message=listed[0][0] if listed else None)
+            engine.refuse_secrets(listed)
+
+        plan = chosen.load(str(path), scan)  # checked whole: nothing exists yet if it fails
         context.check()
 
+        written: list[Progress] = []  # the last item written or linked
+
         def progress(step: Progress) -> None:  # after each item: cancelling stops before the next one
+            written[:] = [step]
+            if step.phase != context.current_phase:
+                context.phase(step.phase, total=step.total, unit=chosen.unit)
             if step.done < step.total:
                 context.progress(step.done, step.total, message=step.item)
-            else:  # the last one: nothing is left to stop
+            else:  # the phase's last item: the next phase (or the end) checks
                 context.report(step.done, step.total, message=step.item)
 
-        return run_import(engine, chosen, plan, agent=agent, dry_run=dry_run,
-                          progress=progress,
-                          keep_token=lambda name, token: str(engine.state.write_agent_token(name, token)))
+        result = run_import(engine, chosen, plan, agent=agent, dry_run=dry_run, progress=progress,
+                            keep_token=lambda name, token: str(engine.state.write_agent_token(name, token)))
+        if not dry_run and any(result["imported"].values()):  # type: ignore[typeddict-item]
+            counted = written[0].total if written else None  # indexing keeps the count written: none of its own
+            context.phase(INDEXING, done=counted or 0, total=counted, message="Indexing the imported records "
+                          "for search", cancellable=False)
+            result["notes"] = [*(result.get("notes") or []), *index_imported(engine, agent)]  # type: ignore
+        return result
 
     title = f"{'Dry run: import' if dry_run else 'Import'} {chosen.name} {path.name} into {agent}'s store"
     return engine.jobs.start(IMPORT_JOB, f"import:{chosen.name}:{agent}:{path}:{'dry' if dry_run else 'write'}",

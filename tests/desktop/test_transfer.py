@@ -62,15 +62,15 @@ def test_a_dry_run_then_the_import_with_their_summaries(qtbot, tasks, served_eng
     job = finish(qtbot, dialog)
 
     assert job["state"] == "done" and job["result"]["dryRun"] is True
-    assert dialog.summary.text() == ("Dry run of the chatgpt import: it would create 2 sources, 3 pages; nothing "
-                                     "was written.\n" + not_imported_alone("file-1"))  # its image is not beside it
+    assert dialog.summary.toPlainText() == ("Dry run of the chatgpt import: it would create 2 sources, 3 pages; "
+                                            "nothing was written.\n" + not_imported_alone("file-1"))  # its image
     assert titles(served_engine, "tram clock", gui_thread_guard) == set()
 
     dialog.dry_run.setChecked(False)
     job = finish(qtbot, dialog)
 
     assert job["state"] == "done", job
-    assert dialog.summary.text().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
+    assert dialog.summary.toPlainText().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
     assert dialog.progress.value() == dialog.progress.maximum() and dialog.status.text() == "Finished."
     assert "Repairing a tram clock" in titles(served_engine, "tram clock", gui_thread_guard)
     assert dialog.start_button.isEnabled() and not dialog.cancel_button.isEnabled()
@@ -88,7 +88,7 @@ def test_the_unzipped_export_folder_is_imported_as_its_placeholder_says(qtbot, t
     job = finish(qtbot, dialog)
 
     assert job["state"] == "done", job
-    assert dialog.summary.text().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
+    assert dialog.summary.toPlainText().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
 
 
 def test_progress_comes_from_the_job_and_cancel_stops_it_between_items_then_it_is_finished(
@@ -109,7 +109,8 @@ def test_progress_comes_from_the_job_and_cancel_stops_it_between_items_then_it_i
     qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
     assert not dialog.start_button.isEnabled() and not dialog.path.isEnabled()
 
-    qtbot.waitUntil(lambda: dialog.status.text() == "1/3 conversations: Repairing a tram clock", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: dialog.status.text() == "Writing: 1/3 conversations: Repairing a tram clock",
+                    timeout=WAIT_MS)
     assert (dialog.progress.minimum(), dialog.progress.maximum(), dialog.progress.value()) == (0, 1000, 333)
     assert dialog.cancel_button.isEnabled()
     with qtbot.waitSignal(dialog.watcher.sig_job_updated, timeout=WAIT_MS,
@@ -120,9 +121,9 @@ def test_progress_comes_from_the_job_and_cancel_stops_it_between_items_then_it_i
         release.set()
 
     assert blocker.args[0]["state"] == "cancelled"
-    assert dialog.status.text().startswith("Cancelled: 2/3 conversations") and "import the same input again" \
+    assert dialog.status.text().startswith("Cancelled: Writing: 2/3 conversations") and "import the same input again" \
         in dialog.status.text()
-    assert dialog.summary.text() == "" and dialog.start_button.isEnabled()
+    assert dialog.summary.toPlainText() == "" and dialog.start_button.isEnabled()
     assert titles(served_engine, "Kayak", gui_thread_guard) == {"Untitled conversation"}  # the third was never imported
 
     job = finish(qtbot, dialog)
@@ -176,8 +177,8 @@ def test_export_writes_the_chosen_store_and_a_second_one_to_the_same_file_is_ref
 
     job = blocker.args[0]
     assert job["kind"] == "export" and job["state"] == "done", job
-    assert dialog.summary.text().startswith(f"Exported store {main_store} to {out}: ")
-    assert "vault files" in dialog.summary.text() and "History: " in dialog.summary.text()
+    assert dialog.summary.toPlainText().startswith(f"Exported store {main_store} to {out}: ")
+    assert "vault files" in dialog.summary.toPlainText() and "History: " in dialog.summary.toPlainText()
     gui_thread_guard.active = False
     assert out.is_file()
     gui_thread_guard.active = True
@@ -234,9 +235,9 @@ def test_a_reopened_dialog_follows_the_import_still_running(qtbot, tasks, served
     again = ImportDialog(tasks, ["main"], "main")
     qtbot.addWidget(again)
     qtbot.waitUntil(lambda: again.watcher.running, timeout=WAIT_MS)
-    assert again.summary.text().startswith("Still running in the engine: Import chatgpt conversations.json")
+    assert again.summary.toPlainText().startswith("Still running in the engine: Import chatgpt conversations.json")
     assert not again.start_button.isEnabled() and again.cancel_button.isEnabled()
     with qtbot.waitSignal(again.sig_import_finished, timeout=WAIT_MS) as blocker:
         release.set()
     assert blocker.args[0]["state"] == "done"
-    assert again.summary.text().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
+    assert again.summary.toPlainText().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")

@@ -38,7 +38,8 @@ def test_a_job_reports_progress_and_its_result(jobs: Jobs) -> None:
     assert job["state"] == "running" and job["kind"] == "test" and job["id"].startswith("job_")
     assert reported.wait(10)
     running = jobs.get(job["id"])
-    assert running["progress"] == {"done": 1, "total": 4, "unit": "steps", "message": "first step"}
+    assert running["progress"] == {"done": 1, "total": 4, "unit": "steps", "message": "first step", "phase": "",
+                                   "cancellable": True}
     assert "result" not in running
     assert jobs.start("test", "key", "Again", work)["id"] == job["id"], "the same key is the same job"
     release.set()

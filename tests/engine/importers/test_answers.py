@@ -58,7 +58,8 @@ def test_a_key_the_declaration_does_not_name_fails(engine: Engine, tmp_path: Pat
 
 def test_a_job_answer_is_held_to_its_result_shape() -> None:
     job = {"id": "job-1", "kind": "import", "key": "import:mem0", "title": "Import", "state": "done",
-           "progress": {"done": 1, "total": 1, "unit": "memories", "message": "m-1"},
+           "progress": {"done": 1, "total": 1, "unit": "memories", "message": "m-1", "phase": "writing",
+                        "cancellable": False},
            "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:01Z",
            "result": {"format": "mem0", "dryRun": True}}
     with pytest.raises(AssertionError):
