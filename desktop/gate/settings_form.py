@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..common.widgets import esc, plain_label
+from ..common.widgets import plain_label
 from ..tasks import EngineTasks
 
 CHECK_DELAY_MS = 300
@@ -119,6 +119,37 @@ FIELDS = (
 )
 KEYS = tuple(field.key for field in FIELDS)
 
+
+
+class HelpLine(QWidget):
+    """A field's help: its words as plain text (never read as markup) and a "More…" link to its section of
+    docs/recall-gate.md; ``linkActivated`` says which section, as a label's link would."""
+
+    linkActivated = Signal(str)
+
+    def __init__(self, section: str) -> None:
+        super().__init__()
+        self.section = section
+        self.words = plain_label()
+        self.words.setWordWrap(True)
+        self.words.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        more = QPushButton("More…")
+        more.setFlat(True)
+        more.setCursor(Qt.CursorShape.PointingHandCursor)
+        more.setToolTip(f"docs/recall-gate.md, section #{section}")
+        more.setStyleSheet("QPushButton { color: palette(link); text-decoration: underline; border: none; padding: 0; }")
+        more.clicked.connect(lambda: self.linkActivated.emit(self.section))
+        self.more = more
+        line = QHBoxLayout(self)
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(self.words, 1)
+        line.addWidget(more, 0, Qt.AlignmentFlag.AlignTop)
+
+    def setText(self, text: str) -> None:
+        self.words.setText(text)
+
+    def text(self) -> str:
+        return self.words.text()
 
 class GateSettingsForm(QWidget):
     """Every ``recallGate`` key with its own error line; Save writes only after the engine's check passed."""
@@ -223,10 +254,7 @@ class GateSettingsForm(QWidget):
         error.setWordWrap(True)
         error.hide()
         self.errors[field.key] = error
-        explained = QLabel()
-        explained.setWordWrap(True)
-        explained.setTextFormat(Qt.TextFormat.RichText)   # our own words and the engine's values, escaped
-        explained.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        explained = HelpLine(field.section)
         explained.linkActivated.connect(self._on_docs_link)
         self.helps[field.key] = explained
         holder = QWidget()
@@ -242,7 +270,7 @@ class GateSettingsForm(QWidget):
         """The field's help line and tooltips, with its default once the engine has said it."""
         default = self.default_text(field.key)
         said = f"{field.does} {field.trade_off}" + (f" Default: {default}." if default else "")
-        self.helps[field.key].setText(f'{esc(said)} <a href="{field.section}">More…</a>')
+        self.helps[field.key].setText(said)
         tip = "\n\n".join(part for part in (field.does, field.trade_off, default and f"Default: {default}.") if part)
         tip += f"\n\nIn config.json: {WHERE}{field.key}"
         self.inputs[field.key].setToolTip(tip)
