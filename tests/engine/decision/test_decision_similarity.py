@@ -55,8 +55,10 @@ def test_the_calibration_maps_similarity_monotonically_into_0_1(calibration: Cal
     assert all(0.0 <= p <= 1.0 for p in probabilities)
     assert all(later > earlier for earlier, later in zip(probabilities, probabilities[1:]))
     assert calibration.probability(-calibration.b / calibration.a) == pytest.approx(0.5)
-    for similarity in (-0.5, 0.0, 0.3, 0.9):
-        assert calibration.similarity(calibration.probability(similarity)) == pytest.approx(similarity, abs=1e-9)
+    for similarity in (-0.5, 0.0, 0.3, 0.9):  # standing out of the shortlist raises a page, never lowers it
+        standing_out = calibration.probability(similarity, lead=0.2)
+        assert standing_out > calibration.probability(similarity) if calibration.gap > 0 else \
+            standing_out == calibration.probability(similarity)
 
 
 def test_the_committed_calibration_keeps_the_order_of_similarities() -> None:
@@ -104,7 +106,8 @@ def test_probability_true_is_the_calibrated_cosine_similarity(runtime: DecisionR
     embedder = Embedder(store.get("encoder"))
     embedder.load()
     vectors = embedder.embed([QUERY, *DOCUMENTS])
-    expected = [CALIBRATION.probability(float(np.dot(vectors[0], v))) for v in vectors[1:]]
+    # Each short page is one passage; each is calibrated against the best of the turn's other pages.
+    expected = CALIBRATION.probabilities([float(np.dot(vectors[0], v)) for v in vectors[1:]], [1, 1, 1])
     assert [a.probability_true for a in result.answers] == pytest.approx(expected, abs=1e-5)
     assert [a.key for a in result.answers] == ["0", "1", "2"] and result.unscored == ()
     assert [a.value for a in result.answers] == [p >= 0.5 for p in expected]
@@ -135,7 +138,8 @@ def test_remembered_vectors_are_used_instead_of_embedding_the_page(runtime: Deci
     assert scorer.known([text_digest(d) for d in DOCUMENTS]) == {text_digest(DOCUMENTS[0])}
     result = runtime.ask_boolean(QUERY, [BooleanQuestion(DOCUMENTS[0], "a")], deadline=later())
     message = scorer.embedder.embed([QUERY])[0]
-    assert result.answers[0].probability_true == pytest.approx(CALIBRATION.probability(float(message[0])), abs=1e-5)
+    alone = CALIBRATION.probabilities([float(message[0])], [1])[0]  # alone in its turn: it leads by itself
+    assert result.answers[0].probability_true == pytest.approx(alone, abs=1e-5)
     assert scorer.embedded_texts == 1
 
 
