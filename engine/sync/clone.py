@@ -97,7 +97,7 @@ def clone_store(engine: SyncEngine, url: str, agent: str, *, store_id: str | Non
     if store_id is not None:
         _store_id(store_id, "storeId")
     book = RemoteBook(engine.state, engine.resolver)
-    book._refuse_state_path(url)
+    book.refuse_state_path(url)
     own = engine.registry.own_store_of(agent)
     if own is not None:
         raise Conflict(f"agent {agent!r} already has its own store {own.store_id}; clone for another agent (nothing "

@@ -330,7 +330,7 @@ class RemoteBook:
         """Add remote ``name`` at ``url`` to the chosen store; a name it has already is a ``Conflict``."""
         name, url = check_remote_name(name), check_remote_url(url)
         record = self._chosen(store, agent)
-        self._refuse_state_path(url)
+        self.refuse_state_path(url)
         with _EDITS:
             remotes = read_remotes(record)
             same = next((remote for remote in remotes if remote["name"].lower() == name.lower()), None)
@@ -364,7 +364,8 @@ class RemoteBook:
         self.resolver.check(record)
         return record
 
-    def _refuse_state_path(self, url: str) -> None:
+    def refuse_state_path(self, url: str) -> None:
+        """Refuse a remote on this disk inside the state directory (adding one, or cloning from one)."""
         path = local_path(url)
         root = self.state.root.resolve()
         if path is not None and (path.resolve() == root or path.resolve().is_relative_to(root)):
