@@ -17,7 +17,6 @@ Targets (issue 31): at most 25 MiB per connected client and at most 1 ms added p
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -94,11 +93,10 @@ def _initialize_params(knowledge: dict[str, Any] | None = None) -> dict[str, Any
 
 
 def _credential(state: StateDir) -> dict[str, Any]:
-    """What the bridge adds to ``initialize`` for the agent ``main``: the direct client presents the same."""
-    from ..cli.mcp_command import session_knowledge
-    args = argparse.Namespace(agent="main", token_file=None, audience="owner-private", session_key=None,
-                              session_id=None, instance="bench-direct")
-    return session_knowledge(args, state)
+    """What the bridge adds to ``initialize`` for the agent ``main`` (engine/cli/mcp_command.py
+    ``session_knowledge``): the direct client presents the same."""
+    token = (state.tokens / "main.token").read_text(encoding="utf-8").strip()
+    return {"token": token, "audience": {"kind": "owner-private"}, "instance": "bench-direct"}
 
 
 def measure(blocks: int, calls: int, command: list[str] | None = None) -> BridgeReport:
