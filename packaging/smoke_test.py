@@ -1,4 +1,5 @@
-"""Smoke test of a built bundle: version, a serving engine answering ping, the window painting, install.
+"""Smoke test of a built bundle: version, a serving engine answering ping and its relay, the window painting,
+install.
 
     python packaging/smoke_test.py [dist/knowledge-desk]
 
@@ -17,6 +18,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+
+INITIALIZE = (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", '
+              b'"capabilities": {}, "clientInfo": {"name": "smoke", "version": "1"}}}\n')
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -58,12 +63,20 @@ def main() -> int:
 
     state = scratch / "serve-state"
     started = time.monotonic()
+    subprocess.run([str(knowledge), "--state-dir", str(state), "agents", "add", "main", "--owner"], env=env,
+                   capture_output=True, check=True)
     server = subprocess.Popen([str(knowledge), "--state-dir", str(state), "serve", "--port", "0"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         info = wait_for(lambda: (i := engine_info(state)) and i.get("port") and i, 60, "engine.json")
         assert ping(info["port"]) == {"jsonrpc": "2.0", "id": 1, "result": {}}
         print(f"serve: state dir created, ping answered on port {info['port']} ({time.monotonic() - started:.2f} s)")
+        started = time.monotonic()
+        relayed = subprocess.run([str(bundle / "knowledge-mcp"), "--state-dir", str(state), "mcp", "--agent", "main"],
+                                 input=INITIALIZE, capture_output=True, env=env, timeout=60)
+        answer = json.loads(relayed.stdout.splitlines()[0])
+        assert answer["result"]["serverInfo"]["name"] == "knowledge-desk", (answer, relayed.stderr)
+        print(f"knowledge-mcp: the relay answered initialize through the engine ({time.monotonic() - started:.2f} s)")
     finally:
         server.send_signal(signal.SIGTERM)
         code = server.wait(60)

@@ -94,6 +94,16 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     bench_mcp.add_argument("--output", default="docs/benchmarks/mcp-start.md",
                            help="default %(default)s; '-' writes no file")
     bench_mcp.set_defaults(handler=cmd_bench_mcp)
+    bench_bridge = bench_commands.add_parser(
+        "bridge", parents=[common], help="knowledge mcp: memory per connected client and time added per call")
+    bench_bridge.add_argument("--blocks", type=int, default=20, help="alternating blocks of calls (default %(default)s)")
+    bench_bridge.add_argument("--calls", type=int, default=100, help="calls per block (default %(default)s)")
+    bench_bridge.add_argument("--bridge-command", nargs="+", metavar="WORD",
+                              help="the launcher to measure instead of the `knowledge` beside this Python (a "
+                                   "bundle's executable, say); `mcp --agent main ...` is appended")
+    bench_bridge.add_argument("--output", default="docs/benchmarks/bridge.md",
+                              help="default %(default)s; '-' writes no file")
+    bench_bridge.set_defaults(handler=cmd_bench_bridge)
     bench_import = bench_commands.add_parser(
         "import", parents=[common], help="import a synthetic ChatGPT export: conversations per second",
         description="Imports N synthetic ChatGPT conversations (knowledge import chatgpt, in-process, in a "
@@ -201,6 +211,13 @@ def cmd_bench_mcp(args: argparse.Namespace, state: StateDir) -> int:
     from ..bench import mcp_start
     text = mcp_start.report(mcp_start.measure(args.rounds), f"knowledge bench mcp --rounds {args.rounds}")
     return _reported(text, args.output)
+
+
+def cmd_bench_bridge(args: argparse.Namespace, state: StateDir) -> int:
+    """A throwaway state directory and engine of its own; the state directory is never touched."""
+    from ..bench import bridge
+    command = "knowledge " + shlex.join(args.argv)
+    return _reported(bridge.report(bridge.measure(args.blocks, args.calls, args.bridge_command), command), args.output)
 
 
 def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:

@@ -60,6 +60,13 @@ def knowledge_command() -> str:
     return str(beside) if beside.is_file() else shutil.which("knowledge") or "knowledge"
 
 
+def bridge_executable() -> str:
+    """What a client launches for the stdio bridge: in the desktop bundle, its relay ``knowledge-mcp`` (the same
+    command line, without the desktop's Qt in every client's process: packaging/relay_entry.py); else ``knowledge``."""
+    relay = Path(sys.executable).with_name("knowledge-mcp")
+    return str(relay) if getattr(sys, "frozen", False) and relay.is_file() else knowledge_command()
+
+
 def default_instance(agent: str) -> str:
     """A stable instance id for this agent on this machine: ``<agent>-<hostname>``."""
     host = re.sub(r"[^A-Za-z0-9._-]+", "-", socket.gethostname()).strip("-") or "host"
@@ -111,7 +118,7 @@ def bridge(state: StateDir, agent: str, instance: str, audience: dict[str, str] 
         raise InvalidParams(f"the instance id must be one line of 1-{INSTANCE_MAX} characters", field="--instance")
     conversation = ["--audience", "conversation", "--session-key", audience["sessionKey"],
                     "--session-id", audience["sessionId"]] if audience else []
-    return {"command": knowledge_command(), "args": [
+    return {"command": bridge_executable(), "args": [
         "mcp", "--agent", agent, "--token-file", str(state.tokens / f"{agent}.token"),
         "--instance", instance.strip(), *conversation, "--state-dir", str(state.root)]}
 

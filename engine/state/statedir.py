@@ -22,7 +22,6 @@ from typing import Any
 import platformdirs
 
 from ..core.errors import EngineLocked
-from ..core.files import atomic_write
 
 STATE_ENV = "KNOWLEDGE_STATE_DIR"
 APP_NAME = "knowledge-desk"
@@ -111,6 +110,9 @@ class StateDir:
         return data if isinstance(data, dict) else None
 
     def write_engine_info(self, info: dict[str, Any]) -> None:
+        # Imported here: the stdio bridge of every connected client reads the state directory and never writes
+        # it, and engine/core/files.py loads hashlib and tempfile (OpenSSL: about 5 MiB of each bridge's memory).
+        from ..core.files import atomic_write
         atomic_write(self.engine_info, (json.dumps(info, indent=2) + "\n").encode("utf-8"), mode=0o600)
 
     def remove_engine_info(self) -> None:

@@ -32,14 +32,24 @@ def test_the_command_is_the_first_word_after_the_state_dir(args, command) -> Non
     assert subcommand(args) == command
 
 
-def test_the_bridge_loads_no_engine_gate_or_model_code() -> None:
+def _modules_the_bridge_loads() -> set[str]:
     probe = ("import sys, engine.cli.mcp_command; print(' '.join(sorted(sys.modules)))")
-    loaded = set(subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
-                                check=True).stdout.split())
+    return set(subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.split())
+
+
+def test_the_bridge_loads_no_engine_gate_or_model_code() -> None:
+    loaded = _modules_the_bridge_loads()
     assert "engine.wire.bridge" in loaded
     heavy = {"engine.service", "engine.wire.protocol", "engine.gate.turn", "engine.store.store", "numpy",
              "onnxruntime", "tantivy", "yaml", "engine.cli.commands"}
     assert loaded & heavy == set()
+
+
+def test_the_bridge_leaves_out_what_only_writing_needs() -> None:
+    """engine/core/files.py (hashlib with OpenSSL, tempfile) costs each connected client's bridge about 5 MiB, and
+    the bridge writes nothing of the state directory."""
+    assert _modules_the_bridge_loads() & {"engine.core.files", "hashlib", "_hashlib", "tempfile"} == set()
 
 
 def _bridge(state: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

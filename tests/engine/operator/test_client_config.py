@@ -58,3 +58,35 @@ def test_the_default_instance_id_is_stable_and_an_unknown_agent_is_refused(tmp_p
     assert args[args.index("--instance") + 1].startswith("codex-")
     assert main(["--state-dir", state, "agents", "config", "nobody"]) == 2
     assert "no agent named 'nobody'" in capsys.readouterr().err
+
+
+def test_a_bundle_names_its_relay_executable_with_the_same_command_line(tmp_path, monkeypatch) -> None:
+    from engine.operator import client_config
+    from engine.state.statedir import StateDir
+
+    bundle = tmp_path / "knowledge-desk"
+    bundle.mkdir()
+    (bundle / "knowledge").write_text("")
+    monkeypatch.setattr("sys.executable", str(bundle / "knowledge"))
+    monkeypatch.setattr("sys.frozen", True, raising=False)
+    state = StateDir.resolve(str(tmp_path / "state"))
+
+    without_relay = client_config.bridge(state, "main", "laptop")
+    (bundle / "knowledge-mcp").write_text("")
+    with_relay = client_config.bridge(state, "main", "laptop")
+
+    assert without_relay["command"] == str(bundle / "knowledge")
+    assert with_relay["command"] == str(bundle / "knowledge-mcp")
+    assert with_relay["args"] == without_relay["args"] and with_relay["args"][:3] == ["mcp", "--agent", "main"]
+
+
+def test_outside_a_bundle_the_bridge_is_the_knowledge_command(tmp_path, monkeypatch) -> None:
+    from engine.operator import client_config
+    from engine.state.statedir import StateDir
+
+    (tmp_path / "knowledge-mcp").write_text("")
+    (tmp_path / "knowledge").write_text("")
+    monkeypatch.setattr("sys.executable", str(tmp_path / "python"))
+    state = StateDir.resolve(str(tmp_path / "state"))
+
+    assert client_config.bridge(state, "main", "laptop")["command"] == str(tmp_path / "knowledge")
