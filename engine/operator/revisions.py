@@ -18,8 +18,7 @@ from ..store.catalog_reads import RevisionRow
 from ..vault.records import Record, parse_record
 
 if TYPE_CHECKING:
-    from ..access.authority import Authority, Caller
-    from .browse import BrowseEngine
+    from ..access.authority import Authority, Caller, StoreEntry
     from ..store.open_store import OpenStore
 
 BODY = "body"  # what ``changed`` names for the body; every other name is a frontmatter key
@@ -77,7 +76,7 @@ def parsed(row: RevisionRow) -> Record | None:
     return record
 
 
-def record_history(engine: "BrowseEngine", caller: "Caller", record_id: str,
+def record_history(engine: "StoreEntry[OpenStore]", caller: "Caller", record_id: str,
                    history: RecordHistory) -> OperatorHistory:
     """``history`` (the store's answer) with each revision's ``changed``, read from the revision archive."""
     def work(runtime: "OpenStore", authority: "Authority") -> dict[int, list[str]]:
