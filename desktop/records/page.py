@@ -133,7 +133,7 @@ class RecordPage(QWidget):
         self.note.setStretchFactor(0, 3)
         self.note.setStretchFactor(1, 1)
         self.tabs = QTabWidget()
-        self.tabs.addTab(self.note, "&Note")
+        self.tabs.addTab(self.note, "N&ote")
         self.tabs.addTab(self.claims, "Claims && &evidence")
         self.tabs.addTab(self.connections, "Li&nks")
         self.tabs.addTab(self.history, "&History")
