@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import replace
 from typing import Any, Callable, Iterable, TypeVar, cast
 
 from models.installed import ModelStore
@@ -331,11 +332,15 @@ class Engine:
         )
 
     def search(self, caller: Caller, params: dict[str, Any], *,
-               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False) -> SearchAnswer:
+               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False, owner: bool = False) -> SearchAnswer:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
-        partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection."""
+        partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection.
+        The ``owner``'s search (the window, ``knowledge search``) does not let function words make a hit alone;
+        agents' searches match any query word, as their contract says."""
         request = parse_search_request(params, declared)
+        if owner:
+            request = replace(request, unmatched_alone=self.analyzer.function_terms)
 
         def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer:
             index, version = runtime.indexes.at_least(authority.partition, view.version)

@@ -143,7 +143,7 @@ class LocalDesk:
 
     def search(self, agent: str, query: str, limit: int) -> dict[str, Any]:
         with self._engine() as engine:
-            return engine.search(OperatorCaller(agent), {"query": query, "limit": limit})
+            return engine.search(OperatorCaller(agent), {"query": query, "limit": limit}, owner=True)
 
     def doctor(self) -> dict[str, Any]:
         with self._engine() as engine:

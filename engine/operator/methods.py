@@ -491,7 +491,8 @@ class OperatorMethods:
 
     def search(self, params: dict[str, Any]) -> JsonObject:
         values = SEARCH.read(params)
-        return self.engine.search(OperatorCaller(values["agent"]), _rest(params), declared=OPERATOR_SEARCH_PARAMS)
+        return self.engine.search(OperatorCaller(values["agent"]), _rest(params), declared=OPERATOR_SEARCH_PARAMS,
+                                  owner=True)
 
     def record(self, params: dict[str, Any]) -> JsonObject:
         values = RECORD.read(params)

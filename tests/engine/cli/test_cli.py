@@ -491,3 +491,12 @@ def test_search_prints_a_line_for_each_hit_and_its_snippet_on_one_indented_line(
     assert hits and len(hits) + len(snippets) == len(lines)  # nothing else: no line a snippet broke off
     assert all(line.strip() for line in snippets)  # a hit without a snippet (a relationship) has no empty line
     assert any(" relationship " in line for line in hits) and len(snippets) < len(hits)
+
+
+def test_search_lists_nothing_for_a_question_whose_meaningful_words_match_nothing(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--state-dir", str(state_dir.root), "demo"]) == 0
+    capsys.readouterr()
+
+    assert main(["--state-dir", str(state_dir.root), "search", "how do I get to the zeppelin"]) == 0
+    assert capsys.readouterr().out.strip() == "No matches."
