@@ -40,6 +40,7 @@ from .store.publication import Plan, request_hash
 from .store.groups import PlanReads
 from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
+from .search.plain import plain_snippet
 from .store.reads import (
     HISTORY_PARAMS, LOOKUP_PARAMS, READ_PARAMS, RECORD_ID, RECORD_PARAMS, diagnostics, get_record, history,
     as_of, read_reference, record_summary, reference,
@@ -336,8 +337,9 @@ class Engine:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
         partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection.
-        The ``owner``'s search (the window, ``knowledge search``) does not let function words make a hit alone;
-        agents' searches match any query word, as their contract says."""
+        The ``owner``'s search (the window, ``knowledge search``) does not let function words make a hit alone,
+        and its snippets are plain words (engine/search/plain.py); agents' searches match any query word and get
+        the fragment as written, as their contract says."""
         request = parse_search_request(params, declared)
         if owner:
             request = replace(request, unmatched_alone=self.analyzer.function_terms)
@@ -348,6 +350,8 @@ class Engine:
                             authority.partition, request)
             if links:
                 result["hits"] = [with_link(hit, view.store.store_id, authority.partition) for hit in result["hits"]]
+            if owner:
+                result["hits"] = [{**hit, "snippet": plain_snippet(hit["snippet"])} for hit in result["hits"]]
             return result
 
         return self.enter(caller).read(work)
