@@ -40,6 +40,7 @@ from .store.publication import Plan, request_hash
 from .store.groups import PlanReads
 from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
+from .search.hybrid import hybrid_hits
 from .search.plain import plain_snippet
 from .store.reads import (
     HISTORY_PARAMS, LOOKUP_PARAMS, READ_PARAMS, RECORD_ID, RECORD_PARAMS, diagnostics, get_record, history,
@@ -47,11 +48,12 @@ from .store.reads import (
 )
 from .vault.records import PRIVATE_SCOPE
 from .state.registry import SCOPES, Grant, Registry, StoreRecord
-from .index.embedding import EmbeddingRuntime
+from .index.embedding import NOT_CONFIGURED, NOT_INSTALLED, EmbeddingRuntime
 from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
 from .search.keyword import (
-    MEMORY_SEARCH_PARAMS, CursorSigner, SearchAnswer, parse_query_text, parse_search_request, search,
+    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, OwnerSearchAnswer, SearchAnswer, parse_query_text,
+    parse_search_request, search,
 )
 from .store.answers import (
     Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
@@ -355,6 +357,43 @@ class Engine:
             return result
 
         return self.enter(caller).read(work)
+
+    def owner_search(self, caller: Caller, params: dict[str, Any]) -> OwnerSearchAnswer:
+        """The owner's search (``operator/search``, ``knowledge search``) in the ``mode`` asked: keyword, hybrid
+        (engine/search/hybrid.py) or auto, hybrid when an embedding model is loaded.  Hybrid answers one page;
+        a later page (a cursor) is always keyword's.  The first hybrid search of a store has its vectors follow
+        publications from then on (``StoreRuntime.follow_for_owner``)."""
+        mode = OPERATOR_SEARCH_PARAMS.read(params)["mode"]
+        embedder = self.embeddings.current() if self.embeddings is not None and mode != "keyword" else None
+        if embedder is None or params.get("cursor") is not None:
+            answer: OwnerSearchAnswer = {**self.search(caller, params, declared=OPERATOR_SEARCH_PARAMS, owner=True),
+                                         "mode": "keyword"}
+            if embedder is None and mode != "keyword":
+                answer["hybridUnavailable"] = self._why_no_embedding()
+            return answer
+        request = replace(parse_search_request(params, OPERATOR_SEARCH_PARAMS),
+                          unmatched_alone=self.analyzer.function_terms)
+
+        def work(runtime: StoreRuntime, authority: Authority) -> OwnerSearchAnswer:
+            runtime.follow_for_owner()
+            partition = authority.partition
+            runtime.indexes.catch_up(partition)
+            found, ready = hybrid_hits(runtime.store, runtime.catalog, runtime.indexes.get(partition), runtime.vectors,
+                                       embedder, self.analyzer, partition, request)
+            found["hits"] = [{**hit, "snippet": plain_snippet(hit["snippet"])} for hit in found["hits"]]
+            return {**found, "mode": "hybrid", "vectors": "ready" if ready else "building"}
+
+        return self.on_store(caller, work)
+
+    def _why_no_embedding(self) -> str:
+        """Why the owner's search cannot be hybrid now, in the owner's words, with what to do."""
+        status = self.embeddings.status() if self.embeddings is not None else None
+        if status is None or status.state == NOT_CONFIGURED:
+            return "no embedding model is chosen (embeddingModel is null in the settings)"
+        name = (status.model or "").partition("/")[2]
+        if status.state == NOT_INSTALLED:
+            return f"the embedding model {name} is not installed: knowledge models pull {name}"
+        return f"the embedding model {name} did not load: {status.reason}"
 
     def read(self, caller: Caller, params: dict[str, Any]) -> ReferenceRead:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""

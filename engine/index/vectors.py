@@ -391,11 +391,15 @@ class VectorIndex:
                                    "VALUES (?, ?, ?)", (partition, plan.catalog_version, int(plan.passages)))
         return CatchUp(indexed, embedded, cached, plan.removed, pending)
 
+    def holds_file(self) -> bool:
+        """Whether the vector index's file exists (it is made by the first catch-up, never by a read)."""
+        return self._connection is not None or self.path.exists()
+
     def follows_catalog(self, partition: str, embedder: Embedder) -> bool:
         """Whether the partition's vectors under ``embedder`` match its catalog now (with evidence passages when
         they are wanted): False while a catch-up has something left, or before the first; a file that does not
         exist yet is not created."""
-        if self._connection is None and not self.path.exists():
+        if not self.holds_file():
             return False
         try:
             if not self._holds(embedder):

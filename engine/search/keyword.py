@@ -91,8 +91,12 @@ SEARCH_PARAMS = Params(
 MEMORY_SEARCH_PARAMS = SEARCH_PARAMS + Params(Value("sources", _memory_only, default=["memory"]))
 KINDS_FILTER = Choices("kinds", KINDS, description="Only records of these kinds (the window leaves relationships "
                        "out unless the owner asks for links); not with kind")
-# ``operator/search``: the tool's parameters and the window's filter by several kinds.
-OPERATOR_SEARCH_PARAMS = SEARCH_PARAMS + Params(KINDS_FILTER)
+SEARCH_MODES = ("auto", "keyword", "hybrid")
+SEARCH_MODE = Choice("mode", SEARCH_MODES, default="auto",
+                     description="keyword, hybrid (keyword and the installed embedding model), or auto: hybrid "
+                                 "when an embedding model is installed, keyword otherwise")
+# ``operator/search``: the tool's parameters, the window's filter by several kinds, and the owner's search mode.
+OPERATOR_SEARCH_PARAMS = SEARCH_PARAMS + Params(KINDS_FILTER, SEARCH_MODE)
 
 
 def refuse_kind_and_kinds(kind: str | None, kinds: tuple[str, ...] | None) -> None:
@@ -182,6 +186,14 @@ class SearchAnswer(TypedDict):
     nextCursor: NotRequired[str]
 
 
+class OwnerSearchAnswer(SearchAnswer):
+    """``operator/search``: the hits, the mode that ranked them, and for hybrid whether every record had its
+    vector; ``hybridUnavailable`` says why a search that asked for hybrid (or auto) was ranked by keyword."""
+    mode: str  # "keyword" or "hybrid"
+    vectors: NotRequired[str]  # hybrid: "ready", or "building" while some records wait for theirs
+    hybridUnavailable: NotRequired[str]
+
+
 def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest) -> tantivy.Query:
     """Any of ``terms`` may match, each scored over ``text`` with the title and alias bonuses; where some of them
     are in ``request.unmatched_alone`` and others are not, a hit must match one of the others, and the words
@@ -266,15 +278,15 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
             # A row can only be missing if the catalog moved on since the catch-up; never serve what is not
             # current, nor a claim that does not hold at the moment asked.
             if row is not None and row.view.valid_at(moment):
-                hits.append(_hit(store.store_id, row, document, snippets, score))
+                hits.append(hit_of(store.store_id, row, document, snippets, score))
     response: SearchAnswer = {"hits": hits}
     if next_cursor is not None:
         response["nextCursor"] = next_cursor
     return response
 
 
-def _hit(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
-         score: float) -> SearchHit:
+def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
+           score: float) -> SearchHit:
     view = row.view
     snippet = snippets.snippet_from_doc(document).fragment().strip()
     if not snippet:

@@ -484,8 +484,11 @@ def test_search_prints_a_line_for_each_hit_and_its_snippet_on_one_indented_line(
     capsys.readouterr()
 
     assert main(["--state-dir", str(state_dir.root), "search", "Dana"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    mode, *lines = capsys.readouterr().out.splitlines()
 
+    # No embedding model is installed here: the first line says the search is keyword's, and why.
+    assert mode == ("keyword search (the embedding model all-minilm-l6-v2-int8 is not installed: knowledge models "
+                    "pull all-minilm-l6-v2-int8)")
     hits = [line for line in lines if re.match(r"\d\.\d{3}  ", line)]
     snippets = [line for line in lines if line.startswith("       ")]
     assert hits and len(hits) + len(snippets) == len(lines)  # nothing else: no line a snippet broke off
@@ -498,5 +501,5 @@ def test_search_lists_nothing_for_a_question_whose_meaningful_words_match_nothin
     assert main(["--state-dir", str(state_dir.root), "demo"]) == 0
     capsys.readouterr()
 
-    assert main(["--state-dir", str(state_dir.root), "search", "how do I get to the zeppelin"]) == 0
-    assert capsys.readouterr().out.strip() == "No matches."
+    assert main(["--state-dir", str(state_dir.root), "search", "how do I get to the zeppelin", "--mode", "keyword"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["keyword search", "No matches."]
