@@ -17,6 +17,7 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QHBoxLayout,
     QLineEdit,
     QPushButton,
@@ -38,6 +39,15 @@ SEARCH_PAGE_SIZE = 50
 NOTE_KINDS = ["page", "claim"]  # what the lists show while links are hidden (the operator methods' ``kinds``)
 LINK_KIND = "relationship"
 SHOW_LINKS_KEY = "records/showLinks/{list}"  # in the window's settings, one per list: recent, browse, search
+SEARCH_MODE_KEY = "records/searchMode"  # in the window's settings: auto, keyword or hybrid
+# The search modes the owner picks from: (operator/search mode, label, tooltip).
+SEARCH_MODES = (
+    ("auto", "Auto", "Hybrid when an embedding model is installed, keyword otherwise"),
+    ("keyword", "Keywords", "Notes holding the words you typed (titles and aliases count more); words such as "
+                            "\"to\" or \"how\" never match on their own"),
+    ("hybrid", "Meaning", "Keywords and the installed embedding model together: finds the note that answers a "
+                          "question even when it uses other words"),
+)
 
 
 def _type(row: Row) -> str:
@@ -103,8 +113,17 @@ class RecordsView(QWidget):
         self.types_table.selectionModel().selectionChanged.connect(self._on_type_selected)
         self.browse_table = self._list(self.browse_model)
         self.query = QLineEdit()
-        self.query.setPlaceholderText("Search words (BM25 over titles, aliases and text)")
+        self.query.setPlaceholderText("Search words or ask a question")
         self.query.returnPressed.connect(self.search)
+        self.search_mode = QComboBox()
+        self.search_mode.setToolTip("How results are ranked")
+        for mode, label, tooltip in SEARCH_MODES:
+            self.search_mode.addItem(label, mode)
+            self.search_mode.setItemData(self.search_mode.count() - 1, tooltip, Qt.ItemDataRole.ToolTipRole)
+        stored = self.settings.value(SEARCH_MODE_KEY) if self.settings is not None else None
+        self.search_mode.setCurrentIndex(max(0, self.search_mode.findData(stored or "auto")))
+        self.search_mode.currentIndexChanged.connect(self._on_search_mode_changed)
+        self._answered_by = ""  # how the last search was ranked, in words, for the summary line
         search_button = QPushButton("&Search")
         search_button.clicked.connect(self.search)
         self.search_summary = plain_label()
@@ -125,6 +144,7 @@ class RecordsView(QWidget):
         search_layout = QVBoxLayout(search)
         row = QHBoxLayout()
         row.addWidget(self.query, 1)
+        row.addWidget(self.search_mode)
         row.addWidget(search_button)
         search_layout.addLayout(row)
         search_layout.addWidget(self.search_summary)
@@ -319,17 +339,27 @@ class RecordsView(QWidget):
         self._describe_empty()
 
     def _run_search(self, text: str) -> None:
-        agent, kinds = self.agent, self._kinds("search")
+        agent, kinds, mode = self.agent, self._kinds("search"), self.search_mode.currentData()
 
         def source(cursor: Any, deliver: Any, fail: Any) -> None:
-            params: dict[str, Any] = {"agent": agent, "query": text, "limit": SEARCH_PAGE_SIZE, **kinds}
+            params: dict[str, Any] = {"agent": agent, "query": text, "limit": SEARCH_PAGE_SIZE, "mode": mode, **kinds}
             if cursor:
                 params["cursor"] = cursor
-            self.tasks.request("operator/search", params,
-                               lambda result: deliver(result["hits"], result.get("nextCursor"), None),
-                               on_error=fail, owner=self)
+
+            def answered(result: dict[str, Any]) -> None:
+                if not cursor:
+                    self._answered_by = answered_by(result)
+                deliver(result["hits"], result.get("nextCursor"), None)
+
+            self.tasks.request("operator/search", params, answered, on_error=fail, owner=self)
 
         self.search_model.set_source(source)
+
+    def _on_search_mode_changed(self) -> None:
+        if self.settings is not None:
+            self.settings.setValue(SEARCH_MODE_KEY, self.search_mode.currentData())
+        if self.query.text().strip() and self.search_model.source_set:
+            self.search()
 
     def focus_search(self) -> None:
         self.modes.setCurrentIndex(2)
@@ -338,7 +368,8 @@ class RecordsView(QWidget):
 
     def _on_search_page(self, count: int) -> None:
         more = "" if self.search_model.exhausted else " (scroll for more)"
-        self.search_summary.setText(f"{count:,} matching records shown{more}" if count else "No matches.")
+        found = f"{count:,} matching records shown{more}" if count else "No matches"
+        self.search_summary.setText(f"{found} · {self._answered_by}" if self._answered_by else found)
         self.sig_content_loaded.emit("search")
 
     # --- the record page --------------------------------------------------------------------------
@@ -376,3 +407,13 @@ class RecordsView(QWidget):
         window.raise_()
         window.activateWindow()
         return window
+
+
+def answered_by(result: dict[str, Any]) -> str:
+    """How ``operator/search`` ranked its answer, in the owner's words."""
+    if result.get("mode") == "hybrid":
+        if result.get("vectors") == "building":
+            return "ranked by keywords and meaning (some notes are still being read for meaning)"
+        return "ranked by keywords and meaning"
+    why = result.get("hybridUnavailable")
+    return f"ranked by keywords only: {why}" if why else "ranked by keywords"

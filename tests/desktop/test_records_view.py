@@ -65,6 +65,34 @@ def test_search_shows_hits_with_snippets(qtbot, tasks, gui_thread_guard) -> None
     assert view.search_summary.text().startswith(f"{len(titles)} matching")
 
 
+def test_search_says_how_it_ranked_and_the_owner_picks_the_mode(qtbot, tasks, gui_thread_guard, tmp_path) -> None:
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    view = make_view(qtbot, tasks, settings)
+    view.query.setText("who prefers weekly status notes")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search()
+
+    # No embedding model is installed for the test engine: Auto ranks by keywords and says why.
+    assert view.search_mode.currentData() == "auto"
+    assert "ranked by keywords only: the embedding model" in view.search_summary.text()
+    assert "is not installed" in view.search_summary.text()
+
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search_mode.setCurrentIndex(view.search_mode.findData("keyword"))
+    assert view.search_summary.text().endswith("· ranked by keywords")
+    assert settings.value("records/searchMode") == "keyword"
+    assert RecordsView(tasks, settings=settings).search_mode.currentData() == "keyword"  # remembered
+
+
+def test_a_question_matches_no_note_by_its_function_words_alone(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    view.query.setText("how do I get to the zeppelin")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search()
+
+    assert view.search_model.rowCount() == 0 and view.search_summary.text().startswith("No matches ·")
+
+
 def test_a_page_shows_fields_markdown_claims_connections_and_history(qtbot, tasks, gui_thread_guard) -> None:
     view = make_view(qtbot, tasks)
     open_titled(qtbot, view, "Dana Whitaker")
