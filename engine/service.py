@@ -40,7 +40,7 @@ from .store.publication import Plan, request_hash
 from .store.groups import PlanReads
 from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
-from .search.hybrid import hybrid_hits
+from .search.hybrid import exact_names_first, hybrid_hits
 from .search.plain import plain_snippet
 from .store.reads import (
     HISTORY_PARAMS, LOOKUP_PARAMS, READ_PARAMS, RECORD_ID, RECORD_PARAMS, diagnostics, get_record, history,
@@ -360,9 +360,19 @@ class Engine:
 
     def owner_search(self, caller: Caller, params: dict[str, Any]) -> OwnerSearchAnswer:
         """The owner's search (``operator/search``, ``knowledge search``) in the ``mode`` asked: keyword, hybrid
-        (engine/search/hybrid.py) or auto, hybrid when an embedding model is loaded.  Hybrid answers one page;
-        a later page (a cursor) is always keyword's.  The first hybrid search of a store has its vectors follow
+        (engine/search/hybrid.py) or auto, hybrid when an embedding model is loaded; the records whose title or
+        alias is exactly the query lead the first page.  Hybrid answers one page; a later page (a cursor) is
+        always keyword's.  The first hybrid search of a store has its vectors follow
         publications from then on (``StoreRuntime.follow_for_owner``)."""
+        answer = self._ranked_for_owner(caller, params)
+        if params.get("cursor") is None and answer["hits"]:  # a note named exactly what was typed comes first
+            name = str(params["query"]).strip()
+            named = set(self.enter(caller).read(lambda runtime, authority, view: view.catalog.lookup(
+                authority.partition, name)))
+            answer["hits"] = exact_names_first(answer["hits"], named)
+        return answer
+
+    def _ranked_for_owner(self, caller: Caller, params: dict[str, Any]) -> OwnerSearchAnswer:
         mode = OPERATOR_SEARCH_PARAMS.read(params)["mode"]
         embedder = self.embeddings.current() if self.embeddings is not None and mode != "keyword" else None
         if embedder is None or params.get("cursor") is not None:

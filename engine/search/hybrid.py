@@ -72,6 +72,13 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     return {"hits": hits}, ready
 
 
+def exact_names_first(hits: list[SearchHit], named: set[str]) -> list[SearchHit]:
+    """The page's hits with those in ``named`` (records titled or aliased exactly as the query) first, scored
+    1.0 as the best match there is, the rest in their order."""
+    first = [{**hit, "score": 1.0} for hit in hits if hit["id"] in named]
+    return first + [hit for hit in hits if hit["id"] not in named]
+
+
 def _wanted(row: RecordRow, request: SearchRequest) -> bool:
     """The filters the keyword query applies, for the candidates the vectors brought."""
     return ((request.kind is None or row.kind == request.kind) and (request.type is None or row.type == request.type)

@@ -79,3 +79,14 @@ def test_a_candidate_without_a_vector_counts_its_keyword_score_twice(engine_with
     assert fused["mode"] == "hybrid" and fused["vectors"] == "building"
     assert [(hit["title"], hit["score"]) for hit in fused["hits"]] == [
         (hit["title"], hit["score"]) for hit in keyword["hits"]]
+
+
+def test_a_note_titled_exactly_as_the_query_leads_the_first_page(engine_with_model) -> None:
+    caller, _ = seed(engine_with_model)
+    from tests.helpers import page
+    engine_with_model.save_page(caller, page("p9", "Backups", "note", "Database backups, database backups, backups."))
+
+    for mode in ("keyword", "hybrid"):
+        hits = owner_search(engine_with_model, query="Database backups", mode=mode)["hits"]
+        assert hits[0]["title"] == "Database backups" and hits[0]["score"] == 1.0, mode
+    assert owner_search(engine_with_model, query="backups", mode="keyword")["hits"][0]["title"] == "Backups"
