@@ -439,8 +439,9 @@ class StoreRuntime:
             self.vector_feed.queue()
 
     def _page_passages_wanted(self) -> bool:
-        """Whether the vectors include long pages' own passages: the gate's embedding Decision model scores by them."""
-        return self.settings.current().gate_scores_index_vectors()
+        """Whether the vectors include long pages' own passages: the gate's embedding Decision model scores by them,
+        and the owner's hybrid search judges a long page by its nearest passage, not its start."""
+        return self.settings.current().gate_scores_index_vectors() or self._owner_searches
 
     def _evidence_passages_wanted(self) -> bool:
         """Whether the vectors include pages' evidence passages: only a gate taking hybrid candidates asks them."""

@@ -5,7 +5,9 @@ Agents have ``search_knowledge`` (spec 004) for this; the owner's search answers
 mode alike.  The candidates are the keyword search's best ``HYBRID_DEPTH`` (function words cannot match
 alone: the owner's rule) and the ``HYBRID_DEPTH`` records nearest the question's vector; each gets its exact
 keyword score (divided by the best) and its cosine similarity (min-max normalised over the candidates, as
-``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a
+``search_knowledge``'s hybrid does; a long page's is that of its nearest passage when the catch-up cached its
+passages' vectors, which it does for a store searched in hybrid mode: a page's own vector holds only its first
+256 tokens), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a
 vector yet counts its keyword score twice, and the answer says how many records still wait for theirs.
 Scores are query-local (the best is 1.0), ``minScore`` cuts relative to it; one page of at most ``limit`` hits,
 no cursor.
@@ -55,7 +57,11 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
         lexical.update(_scores_of(searcher, index.schema, query, beyond))
     top = max((lexical.get(path, 0.0) for path in pool), default=0.0)
     keyword = {path: min(1.0, lexical.get(path, 0.0) / top) if top > 0 else 0.0 for path in pool}
-    semantic = normalized(vectors.similarities(partition, vector, pool) if held else {})
+    similar = vectors.similarities(partition, vector, pool) if held else {}
+    if held:  # a long page is as near as its nearest passage (its vector holds only its start)
+        for path, nearest in vectors.passage_similarities(partition, embedder, vector, [rows[p] for p in pool]).items():
+            similar[path] = max(similar.get(path, nearest), nearest)
+    semantic = normalized(similar)
     fused = sorted(((HYBRID_ALPHA * keyword[path] + (1 - HYBRID_ALPHA) * semantic.get(path, keyword[path]), path)
                     for path in pool), key=lambda item: (-item[0], item[1]))
     best = fused[0][0] if fused else 0.0

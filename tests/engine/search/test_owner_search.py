@@ -90,3 +90,38 @@ def test_a_note_titled_exactly_as_the_query_leads_the_first_page(engine_with_mod
         hits = owner_search(engine_with_model, query="Database backups", mode=mode)["hits"]
         assert hits[0]["title"] == "Database backups" and hits[0]["score"] == 1.0, mode
     assert owner_search(engine_with_model, query="backups", mode="keyword")["hits"][0]["title"] == "Backups"
+
+
+def test_a_long_page_is_as_near_as_its_nearest_passage(engine_with_model) -> None:
+    """A long page's vector holds its start; hybrid judges it by its nearest passage, whose vectors the first hybrid
+    search has the catch-up cache."""
+    import numpy as np
+
+    from engine.index.similarity import page_passages
+    from engine.index.vectors import embedding_text
+    from engine.vault.frontmatter import split_document
+    from tests.helpers import page
+
+    caller, _ = seed(engine_with_model)
+    filler = " ".join(f"chapter{number} covers release planning details" for number in range(120))
+    engine_with_model.save_page(caller, page("long", "Handbook", "note",
+                                             f"{filler} Tomatoes need sun and water every morning."))
+    owner_search(engine_with_model, query="warm up")
+    runtime = next(iter(engine_with_model._runtimes.values()))
+    assert runtime.vector_feed.settled(60)
+    embedder = engine_with_model.embeddings.current()
+    vector = embedder.embed(["tomatoes need sun and water"])[0]
+
+    def work(runtime, authority):
+        rows = [row for row in runtime.catalog.current(authority.partition)]
+        return runtime.vectors.passage_similarities(authority.partition, embedder, vector, rows), {
+            row.path: embedding_text(row.title, split_document(content.decode())[1]) for row, content in
+            runtime.catalog.current_with_content(
+                authority.partition, [row.path for row in rows if row.title == "Handbook"])}
+
+    nearest, texts = engine_with_model.on_store(OperatorCaller("main"), work)
+    [(path, text)] = texts.items()
+    passages = page_passages(text)
+    assert len(passages) > 1 and set(nearest) == {path}  # the short pages are their own vector
+    expected = max(float(np.dot(vector, passage)) for passage in embedder.embed(passages))
+    assert nearest[path] == pytest.approx(expected, abs=1e-5)
