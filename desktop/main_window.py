@@ -556,7 +556,7 @@ class MainWindow(QMainWindow):
 
     def show_imported(self, agent: str, what: str, target: str) -> None:
         """A link of the import's summary: Records, for the agent the import went to, at the record
-        (``record``) or browsing the kind of record it made (``browse``)."""
+        (``record``), browsing the kind of record it made (``browse``) or the folder it imported (``folder``)."""
         if agent != self.agent:
             if self.agent_picker.findText(agent) < 0:
                 self.messages.show_info(f"{agent} is not in the agent list yet; choose it in the toolbar "
@@ -566,6 +566,8 @@ class MainWindow(QMainWindow):
         self.show_view(self.views.index(self.records_view))
         if what == "record":
             self.records_view.open_record(target)
+        elif what == "folder":
+            self.records_view.browse_folder(target)
         else:
             self.records_view.browse_type(target, None)
 

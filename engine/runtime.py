@@ -130,6 +130,7 @@ class StoreRuntime:
         self._index_wake = threading.Event()
         self._index_thread = threading.Thread(target=self._index_loop, name=f"index-{store.store_id}", daemon=True)
         self._settled = False  # no read beside the lane before recovery and a first check on it
+        self._owner_searches = False  # the owner searched in hybrid mode: vectors follow (``follow_for_owner``)
         self.vector_feed = VectorFeed(f"vectors-{store.store_id}", self.vectors, self._vector_model,
                                       store.partitions, self.call, delay=INDEX_DELAY_SECONDS)
         self.recovered = self.call(self._recover)
@@ -422,16 +423,25 @@ class StoreRuntime:
                 log.warning("search index of %s not updated: %s", partition, exc.message)
 
     def _vector_model(self) -> Embedder | None:
-        """The model vectors follow publications with: none while neither the Knowledge Base runtime nor the
-        recall gate reads them (``Settings.gate_reads_vectors``)."""
+        """The model vectors follow publications with: none while neither the Knowledge Base runtime, the recall
+        gate (``Settings.gate_reads_vectors``) nor the owner's hybrid search (``follow_for_owner``) reads them."""
         settings = self.settings.current()
-        if self.embeddings is None or not (settings.knowledge_runtime_enabled or settings.gate_reads_vectors()):
+        wanted = settings.knowledge_runtime_enabled or settings.gate_reads_vectors() or self._owner_searches
+        if self.embeddings is None or not wanted:
             return None
         return self.embeddings.current()
 
+    def follow_for_owner(self) -> None:
+        """The owner searched this store in hybrid mode: from now on (until the engine stops) its vectors follow
+        publications whatever the settings say, and what is missing now is embedded off the lane."""
+        if not self._owner_searches:
+            self._owner_searches = True
+            self.vector_feed.queue()
+
     def _page_passages_wanted(self) -> bool:
-        """Whether the vectors include long pages' own passages: the gate's embedding Decision model scores by them."""
-        return self.settings.current().gate_scores_index_vectors()
+        """Whether the vectors include long pages' own passages: the gate's embedding Decision model scores by them,
+        and the owner's hybrid search judges a long page by its nearest passage, not its start."""
+        return self.settings.current().gate_scores_index_vectors() or self._owner_searches
 
     def _evidence_passages_wanted(self) -> bool:
         """Whether the vectors include pages' evidence passages: only a gate taking hybrid candidates asks them."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import replace
 from typing import Any, Callable, Iterable, TypeVar, cast
 
 from models.installed import ModelStore
@@ -39,17 +40,20 @@ from .store.publication import Plan, request_hash
 from .store.groups import PlanReads
 from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
+from .search.hybrid import exact_names_first, hybrid_hits
+from .search.plain import plain_snippet
 from .store.reads import (
     HISTORY_PARAMS, LOOKUP_PARAMS, READ_PARAMS, RECORD_ID, RECORD_PARAMS, diagnostics, get_record, history,
     as_of, read_reference, record_summary, reference,
 )
 from .vault.records import PRIVATE_SCOPE
 from .state.registry import SCOPES, Grant, Registry, StoreRecord
-from .index.embedding import EmbeddingRuntime
+from .index.embedding import NOT_CONFIGURED, NOT_INSTALLED, EmbeddingRuntime
 from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
 from .search.keyword import (
-    MEMORY_SEARCH_PARAMS, CursorSigner, SearchAnswer, parse_query_text, parse_search_request, search,
+    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, OwnerSearchAnswer, SearchAnswer, parse_query_text,
+    parse_search_request, search,
 )
 from .store.answers import (
     Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
@@ -331,11 +335,16 @@ class Engine:
         )
 
     def search(self, caller: Caller, params: dict[str, Any], *,
-               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False) -> SearchAnswer:
+               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False, owner: bool = False) -> SearchAnswer:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
-        partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection."""
+        partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection.
+        The ``owner``'s search (the window, ``knowledge search``) does not let function words make a hit alone,
+        and its snippets are plain words (engine/search/plain.py); agents' searches match any query word and get
+        the fragment as written, as their contract says."""
         request = parse_search_request(params, declared)
+        if owner:
+            request = replace(request, unmatched_alone=self.analyzer.function_terms)
 
         def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer:
             index, version = runtime.indexes.at_least(authority.partition, view.version)
@@ -343,9 +352,58 @@ class Engine:
                             authority.partition, request)
             if links:
                 result["hits"] = [with_link(hit, view.store.store_id, authority.partition) for hit in result["hits"]]
+            if owner:
+                result["hits"] = [{**hit, "snippet": plain_snippet(hit["snippet"])} for hit in result["hits"]]
             return result
 
         return self.enter(caller).read(work)
+
+    def owner_search(self, caller: Caller, params: dict[str, Any]) -> OwnerSearchAnswer:
+        """The owner's search (``operator/search``, ``knowledge search``) in the ``mode`` asked: keyword, hybrid
+        (engine/search/hybrid.py) or auto, hybrid when an embedding model is loaded; the records whose title or
+        alias is exactly the query lead the first page.  Hybrid answers one page; a later page (a cursor) is
+        always keyword's.  The first hybrid search of a store has its vectors follow
+        publications from then on (``StoreRuntime.follow_for_owner``)."""
+        answer = self._ranked_for_owner(caller, params)
+        if params.get("cursor") is None and answer["hits"]:  # a note named exactly what was typed comes first
+            name = str(params["query"]).strip()
+            named = set(self.enter(caller).read(lambda runtime, authority, view: view.catalog.lookup(
+                authority.partition, name)))
+            answer["hits"] = exact_names_first(answer["hits"], named)
+        return answer
+
+    def _ranked_for_owner(self, caller: Caller, params: dict[str, Any]) -> OwnerSearchAnswer:
+        mode = OPERATOR_SEARCH_PARAMS.read(params)["mode"]
+        embedder = self.embeddings.current() if self.embeddings is not None and mode != "keyword" else None
+        if embedder is None or params.get("cursor") is not None:
+            answer: OwnerSearchAnswer = {**self.search(caller, params, declared=OPERATOR_SEARCH_PARAMS, owner=True),
+                                         "mode": "keyword"}
+            if embedder is None and mode != "keyword":
+                answer["hybridUnavailable"] = self._why_no_embedding()
+            return answer
+        request = replace(parse_search_request(params, OPERATOR_SEARCH_PARAMS),
+                          unmatched_alone=self.analyzer.function_terms)
+
+        def work(runtime: StoreRuntime, authority: Authority) -> OwnerSearchAnswer:
+            runtime.follow_for_owner()
+            partition = authority.partition
+            runtime.indexes.catch_up(partition)
+            found, ready = hybrid_hits(runtime.store, runtime.catalog, runtime.indexes.get(partition), runtime.vectors,
+                                       embedder, self.analyzer, partition, request)
+            found["hits"] = [{**hit, "snippet": plain_snippet(hit["snippet"])} for hit in found["hits"]]
+            return {**found, "mode": "hybrid", "vectors": "ready" if ready else "building"}
+
+        return self.on_store(caller, work)
+
+    def _why_no_embedding(self) -> str:
+        """Why the owner's search cannot be hybrid now, in the owner's words, with what to do."""
+        status = self.embeddings.status() if self.embeddings is not None else None
+        if status is None or status.state == NOT_CONFIGURED:
+            return "no embedding model is chosen (embeddingModel is null in the settings)"
+        name = (status.model or "").partition("/")[2]
+        if status.state == NOT_INSTALLED:
+            return f"the embedding model {name} is not installed: knowledge models pull {name}"
+        return f"the embedding model {name} did not load: {status.reason}"
 
     def read(self, caller: Caller, params: dict[str, Any]) -> ReferenceRead:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""

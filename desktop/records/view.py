@@ -17,12 +17,15 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QHBoxLayout,
     QLineEdit,
     QPushButton,
     QSplitter,
     QTableView,
     QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -38,6 +41,15 @@ SEARCH_PAGE_SIZE = 50
 NOTE_KINDS = ["page", "claim"]  # what the lists show while links are hidden (the operator methods' ``kinds``)
 LINK_KIND = "relationship"
 SHOW_LINKS_KEY = "records/showLinks/{list}"  # in the window's settings, one per list: recent, browse, search
+SEARCH_MODE_KEY = "records/searchMode"  # in the window's settings: auto, keyword or hybrid
+# The search modes the owner picks from: (operator/search mode, label, tooltip).
+SEARCH_MODES = (
+    ("auto", "Auto", "Hybrid when an embedding model is installed, keyword otherwise"),
+    ("keyword", "Keywords", "Notes holding the words you typed (titles and aliases count more); words such as "
+                            "\"to\" or \"how\" never match on their own"),
+    ("hybrid", "Meaning", "Keywords and the installed embedding model together: finds the note that answers a "
+                          "question even when it uses other words"),
+)
 
 
 def _type(row: Row) -> str:
@@ -88,6 +100,8 @@ class RecordsView(QWidget):
         self.types_model = RowsModel(TYPE_COLUMNS, self)
         self.browse_model = PagedModel(RECORD_COLUMNS, self)
         self.search_model = PagedModel(SEARCH_COLUMNS, self)
+        self.folder_model = PagedModel(RECORD_COLUMNS, self)
+        self._folder: str | None = None  # the folder whose notes are listed
         self.recent_model.sig_page_loaded.connect(lambda _: self.sig_content_loaded.emit("recent"))
         self.browse_model.sig_page_loaded.connect(lambda _: self.sig_content_loaded.emit("browse"))
         self.search_model.sig_page_loaded.connect(self._on_search_page)
@@ -103,8 +117,17 @@ class RecordsView(QWidget):
         self.types_table.selectionModel().selectionChanged.connect(self._on_type_selected)
         self.browse_table = self._list(self.browse_model)
         self.query = QLineEdit()
-        self.query.setPlaceholderText("Search words (BM25 over titles, aliases and text)")
+        self.query.setPlaceholderText("Search words or ask a question")
         self.query.returnPressed.connect(self.search)
+        self.search_mode = QComboBox()
+        self.search_mode.setToolTip("How results are ranked")
+        for mode, label, tooltip in SEARCH_MODES:
+            self.search_mode.addItem(label, mode)
+            self.search_mode.setItemData(self.search_mode.count() - 1, tooltip, Qt.ItemDataRole.ToolTipRole)
+        stored = self.settings.value(SEARCH_MODE_KEY) if self.settings is not None else None
+        self.search_mode.setCurrentIndex(max(0, self.search_mode.findData(stored or "auto")))
+        self.search_mode.currentIndexChanged.connect(self._on_search_mode_changed)
+        self._answered_by = ""  # how the last search was ranked, in words, for the summary line
         search_button = QPushButton("&Search")
         search_button.clicked.connect(self.search)
         self.search_summary = plain_label()
@@ -125,6 +148,7 @@ class RecordsView(QWidget):
         search_layout = QVBoxLayout(search)
         row = QHBoxLayout()
         row.addWidget(self.query, 1)
+        row.addWidget(self.search_mode)
         row.addWidget(search_button)
         search_layout.addLayout(row)
         search_layout.addWidget(self.search_summary)
@@ -134,6 +158,15 @@ class RecordsView(QWidget):
         self.modes.addTab(recent, "Recen&t")
         self.modes.addTab(browse, "&Browse by type")
         self.modes.addTab(search, "Searc&h")
+        self.folders_tree = QTreeWidget()
+        self.folders_tree.setHeaderLabels(["Folder", "Notes"])
+        self.folders_tree.setToolTip("The folders of the vaults imported into this store, as they were on disk")
+        self.folders_tree.itemSelectionChanged.connect(self._on_folder_selected)
+        self.folder_table = self._list(self.folder_model)
+        folder_lists = QSplitter(Qt.Orientation.Vertical)
+        folder_lists.addWidget(self.folders_tree)
+        folder_lists.addWidget(self.folder_table)
+        self.modes.addTab(folder_lists, "F&olders")
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
@@ -159,7 +192,8 @@ class RecordsView(QWidget):
     def _describe_empty(self) -> None:
         """What each empty list says: what is empty and what to do (for the agent in view)."""
         if self.agent is None:
-            for view in (self.recent_table, self.types_table, self.browse_table, self.search_table):
+            for view in (self.recent_table, self.types_table, self.browse_table, self.search_table,
+                         self.folder_table):
                 view.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to see its records.")
             return
         every = self.include_all.isChecked()
@@ -172,6 +206,8 @@ class RecordsView(QWidget):
                                          f"knowledge.{hidden}{links}")
         self.types_table.set_empty_text(f"No record types yet: {self.agent}'s private partition holds no records.")
         self.browse_table.set_empty_text("Choose a type above to list its records.")
+        self.folder_table.set_empty_text("Choose a folder above to list its notes. Folders are those of the vaults "
+                                         "imported into this store (File ▸ Import…, Markdown notes).")
         text = self.query.text().strip()
         self.search_table.set_empty_text(
             f"No record of {self.agent} matches \u201c{text}\u201d. Try fewer or other words."
@@ -243,8 +279,9 @@ class RecordsView(QWidget):
 
     def refresh(self) -> None:
         if self.agent is None:
-            for model in (self.recent_model, self.browse_model, self.search_model):
+            for model in (self.recent_model, self.browse_model, self.search_model, self.folder_model):
                 model.set_source(None)
+            self.folders_tree.clear()
             self._types = []
             self.types_model.set_rows([])
             return
@@ -252,6 +289,7 @@ class RecordsView(QWidget):
         self._browsing = None
         self.browse_model.set_source(None)
         self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
+        self._load_folders()
         if self.query.text().strip():
             self.search()
 
@@ -263,6 +301,7 @@ class RecordsView(QWidget):
         self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
         if self._browsing is not None:
             self.browse_model.set_source(self._records_source(self._browsing))
+        self._load_folders()
         if self.query.text().strip() and self.search_model.rowCount():
             self._run_search(self.query.text().strip())
         if self._shown is not None:  # what was written may be about it (a claim, a link)
@@ -283,6 +322,58 @@ class RecordsView(QWidget):
                                on_error=fail, owner=self)
 
         return source
+
+    # --- folders ------------------------------------------------------------------------------
+
+    def _load_folders(self) -> None:
+        self.tasks.request("operator/folders", {"agent": self.agent}, self._on_folders,
+                           on_error=lambda _error: self._on_folders({"folders": []}), owner=self)
+
+    def _on_folders(self, result: dict[str, Any]) -> None:
+        """The folder tree: one item a folder, nested as on disk, with the notes it holds itself."""
+        self.folders_tree.blockSignals(True)
+        self.folders_tree.clear()
+        items: dict[str, QTreeWidgetItem] = {}
+        for entry in result["folders"]:
+            parts = entry["folder"].split("/")
+            for depth in range(1, len(parts) + 1):
+                path = "/".join(parts[:depth])
+                if path not in items:
+                    parent = items.get("/".join(parts[:depth - 1])) if depth > 1 else None
+                    item = QTreeWidgetItem([parts[depth - 1], ""])
+                    item.setData(0, Qt.ItemDataRole.UserRole, path)
+                    (parent.addChild(item) if parent is not None else self.folders_tree.addTopLevelItem(item))
+                    items[path] = item
+            items[entry["folder"]].setText(1, f"{entry['notes']:,}")
+        self.folders_tree.expandAll()
+        self.folders_tree.resizeColumnToContents(0)
+        if self._folder in items:
+            items[self._folder].setSelected(True)
+        self.folders_tree.blockSignals(False)
+        if self._folder is not None:
+            self.browse_folder(self._folder if self._folder in items else None)
+        self.sig_content_loaded.emit("folders")
+
+    def _on_folder_selected(self) -> None:
+        chosen = self.folders_tree.selectedItems()
+        if chosen:
+            self.browse_folder(chosen[0].data(0, Qt.ItemDataRole.UserRole))
+
+    def browse_folder(self, folder: str | None) -> None:
+        """List the notes imported from ``folder`` (a path as operator/folders names it), by title."""
+        self._folder, agent = folder, self.agent
+        if folder is None or agent is None:
+            self.folder_model.set_source(None)
+            return
+
+        def source(offset: Any, deliver: Any, fail: Any) -> None:
+            params = {"agent": agent, "folder": folder, "offset": offset or 0, "limit": PAGE_SIZE}
+            self.tasks.request("operator/folders", params,
+                               lambda page: deliver(page["records"], page.get("nextOffset"), page["total"]),
+                               on_error=fail, owner=self)
+
+        self.modes.setCurrentIndex(self.modes.indexOf(self.folders_tree.parentWidget()))
+        self.folder_model.set_source(source)
 
     def _on_types(self, result: dict[str, Any]) -> None:
         self._types = result["types"]
@@ -319,17 +410,27 @@ class RecordsView(QWidget):
         self._describe_empty()
 
     def _run_search(self, text: str) -> None:
-        agent, kinds = self.agent, self._kinds("search")
+        agent, kinds, mode = self.agent, self._kinds("search"), self.search_mode.currentData()
 
         def source(cursor: Any, deliver: Any, fail: Any) -> None:
-            params: dict[str, Any] = {"agent": agent, "query": text, "limit": SEARCH_PAGE_SIZE, **kinds}
+            params: dict[str, Any] = {"agent": agent, "query": text, "limit": SEARCH_PAGE_SIZE, "mode": mode, **kinds}
             if cursor:
                 params["cursor"] = cursor
-            self.tasks.request("operator/search", params,
-                               lambda result: deliver(result["hits"], result.get("nextCursor"), None),
-                               on_error=fail, owner=self)
+
+            def answered(result: dict[str, Any]) -> None:
+                if not cursor:
+                    self._answered_by = answered_by(result)
+                deliver(result["hits"], result.get("nextCursor"), None)
+
+            self.tasks.request("operator/search", params, answered, on_error=fail, owner=self)
 
         self.search_model.set_source(source)
+
+    def _on_search_mode_changed(self) -> None:
+        if self.settings is not None:
+            self.settings.setValue(SEARCH_MODE_KEY, self.search_mode.currentData())
+        if self.query.text().strip() and self.search_model.source_set:
+            self.search()
 
     def focus_search(self) -> None:
         self.modes.setCurrentIndex(2)
@@ -338,7 +439,8 @@ class RecordsView(QWidget):
 
     def _on_search_page(self, count: int) -> None:
         more = "" if self.search_model.exhausted else " (scroll for more)"
-        self.search_summary.setText(f"{count:,} matching records shown{more}" if count else "No matches.")
+        found = f"{count:,} matching records shown{more}" if count else "No matches"
+        self.search_summary.setText(f"{found} · {self._answered_by}" if self._answered_by else found)
         self.sig_content_loaded.emit("search")
 
     # --- the record page --------------------------------------------------------------------------
@@ -376,3 +478,13 @@ class RecordsView(QWidget):
         window.raise_()
         window.activateWindow()
         return window
+
+
+def answered_by(result: dict[str, Any]) -> str:
+    """How ``operator/search`` ranked its answer, in the owner's words."""
+    if result.get("mode") == "hybrid":
+        if result.get("vectors") == "building":
+            return "ranked by keywords and meaning (some notes are still being read for meaning)"
+        return "ranked by keywords and meaning"
+    why = result.get("hybridUnavailable")
+    return f"ranked by keywords only: {why}" if why else "ranked by keywords"

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import os
 from html import escape
+from pathlib import PurePath
 from typing import Any
+from urllib.parse import quote
 
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtWidgets import (
@@ -72,7 +74,8 @@ def absolute(text: str) -> str:
 # An import job's phases (engine/importers/methods.py), as the status names them.
 PHASES = {"reading": "Reading", "checking": "Checking for credentials", "writing": "Writing",
           "linking": "Linking", "indexing": "Indexing for search"}
-SHOW_SCHEME = "show"  # the summary's links to what was made: show:record/<id>, show:browse/<kind>
+SHOW_SCHEME = "show"  # the summary's links to what was made: show:<agent>/record/<id>, .../browse/<kind>,
+# .../folder/<an imported folder, URL-quoted>
 
 
 def job_progress_text(job: dict[str, Any]) -> str:
@@ -295,7 +298,7 @@ class ImportDialog(_JobDialog):
             return
         agent, _, rest = url.path().partition("/")
         what, _, target = rest.partition("/")
-        if what in ("record", "browse") and target:
+        if what in ("record", "browse", "folder") and target:
             self.sig_show_requested.emit(agent, what, target)
 
 
@@ -389,7 +392,11 @@ def import_summary_html(result: dict[str, Any]) -> str:
     made = (result.get("imported") or {}) if agent and not result.get("dryRun") else {}  # a dry run made nothing
     parts = [f"<p>{escape(line)}</p>" for line in import_summary(result).splitlines()]
     kind = "page" if made.get("pages") else "claim" if made.get("claims") else None
-    if kind is not None:
+    folder = PurePath(result["folder"]).name if made and isinstance(result.get("folder"), str) else ""
+    if folder:  # a Markdown folder: its notes as they were on disk
+        parts.append(f'<p><a href="{SHOW_SCHEME}:{escape(agent)}/folder/{quote(folder)}">Show the notes of '
+                     f"{escape(folder)} in Records</a> (Folders).</p>")
+    elif kind is not None:
         parts.append(f'<p><a href="{SHOW_SCHEME}:{escape(agent)}/browse/{kind}">Show the {kind}s of '
                      f"{escape(agent)}&#39;s store in Records</a> (Browse by type).</p>")
     unresolved = result.get("unresolved") or {}

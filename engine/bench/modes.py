@@ -1,4 +1,5 @@
-"""The Knowledge Base retrieval modes on LoCoMo: lexical, semantic, hybrid and rrf through ``search_knowledge``.
+"""The retrieval modes on LoCoMo: lexical, semantic, hybrid and rrf through ``search_knowledge``, and the owner's
+search (``operator/search``: ``Engine.owner_search``) in its keyword and hybrid modes.
 
 Runs after the tantivy/FTS5 comparison, on the same imported store, when an
 embedding model folder is given (``--embedding-model DIR``, for instance the
@@ -28,7 +29,8 @@ from ..importers.locomo import owner_caller
 from ..service import Engine
 from . import metrics
 
-MODES = ("lexical", "semantic", "hybrid", "rrf")
+MODES = ("lexical", "semantic", "hybrid", "rrf", "owner-keyword", "owner-hybrid")
+OWNER_PREFIX = "owner-"  # the owner's search, in the mode after the prefix
 BENCH_MODEL = "bench-embedder"
 
 
@@ -103,6 +105,13 @@ def measure_modes(dataset: Any, model_dir: Path, say: Callable[[str], None], lim
             shift = index % len(MODES)
             for mode in MODES[shift:] + MODES[:shift]:
                 began_ns = time.perf_counter_ns()
+                if mode.startswith(OWNER_PREFIX):
+                    answer = engine.owner_search(caller, {"query": text, "mode": mode[len(OWNER_PREFIX):],
+                                                          "limit": limit})
+                    times[mode].append(time.perf_counter_ns() - began_ns)
+                    results[mode][index] = [hit["id"] for hit in answer["hits"]]
+                    fallbacks[mode] += 1 if answer.get("vectors") == "building" or "hybridUnavailable" in answer else 0
+                    continue
                 envelope = kb.search_knowledge(engine, caller, {"query": text, "mode": mode, "max_results": limit})
                 times[mode].append(time.perf_counter_ns() - began_ns)
                 results[mode][index] = [r["knowledge_item_id"] for r in envelope["results"]]

@@ -131,7 +131,8 @@ def _quality_section(locomo: dict[str, Any]) -> list[str]:
     ]
 
 
-MODE_NAMES = {"lexical": "lexical", "semantic": "semantic", "hybrid": "hybrid", "rrf": "rrf"}
+MODE_NAMES = {"lexical": "lexical", "semantic": "semantic", "hybrid": "hybrid", "rrf": "rrf",
+              "owner-keyword": "owner keyword", "owner-hybrid": "owner hybrid"}
 
 
 def _modes_section(locomo: dict[str, Any]) -> list[str]:
@@ -165,7 +166,10 @@ def _modes_section(locomo: dict[str, Any]) -> list[str]:
         f"({model['bytes'] / 1e6:.1f} MB, {model['dimensions']} dimensions, ONNX sha256 "
         f"`{model['onnx_sha256'][:12]}...`, loaded and verified in {model['load_s']:.1f} s), run in-process by "
         "onnxruntime; vectors in sqlite-vec. hybrid is alpha 0.5 (lexical divided by the best, similarity min-max "
-        f"normalised over the candidates); rrf uses k = 60 over the top {FUSION_DEPTH} of each ranking.",
+        f"normalised over the candidates); rrf uses k = 60 over the top {FUSION_DEPTH} of each ranking. "
+        "owner keyword and owner hybrid are the owner's search (`operator/search`, the window and `knowledge "
+        "search`; engine/search/hybrid.py): keyword where function words cannot make a match alone, and that keyword "
+        "search's best 50 with the 50 nearest vectors, fused alpha 0.5 the same way.",
         "",
         *_table(header, rows),
         "",
@@ -174,9 +178,10 @@ def _modes_section(locomo: dict[str, Any]) -> list[str]:
              _seconds(build["seconds"]), _rate(build["indexed"], build["seconds"]), _size(modes["index_bytes"])]
             for label, build in (("every text embedded", embed), ("again, every vector cached", cached))]),
         "",
-        "Milliseconds per `search_knowledge` call (one pass over the questions, the modes in rotating order; "
+        "Milliseconds per call (one pass over the questions, the modes in rotating order; "
         "semantic, hybrid and rrf embed the question each time, nothing is cached per query). 'fallbacks' "
-        "counts answers that disclosed a lexical fallback.",
+        "counts answers that disclosed a lexical fallback (for the owner's search: an answer saying vectors were "
+        "still building, or that hybrid was not possible).",
         "",
         *_table(["mode", "p50", "p99", "mean", "fallbacks"], latency_rows),
         "",

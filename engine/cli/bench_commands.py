@@ -94,6 +94,17 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     bench_mcp.add_argument("--output", default="docs/benchmarks/mcp-start.md",
                            help="default %(default)s; '-' writes no file")
     bench_mcp.set_defaults(handler=cmd_bench_mcp)
+    bench_vault = bench_commands.add_parser(
+        "vault", parents=[common], help="the owner's search on a real notes vault: keyword and hybrid, questions and "
+                                        "exact titles")
+    bench_vault.add_argument("--vault", required=True, type=Path,
+                             help="the en/ folder of github.com/obsidianmd/obsidian-help (not part of this project)")
+    bench_vault.add_argument("--embedding-model", required=True, type=Path,
+                             help="an embedding model folder (the one `knowledge models pull all-minilm-l6-v2-int8` "
+                                  "fills)")
+    bench_vault.add_argument("--output", default="docs/benchmarks/search-vault.md",
+                             help="default %(default)s; '-' writes no file")
+    bench_vault.set_defaults(handler=cmd_bench_vault)
     bench_bridge = bench_commands.add_parser(
         "bridge", parents=[common], help="knowledge mcp: memory per connected client and time added per call")
     bench_bridge.add_argument("--blocks", type=int, default=20, help="alternating blocks of calls (default %(default)s)")
@@ -211,6 +222,13 @@ def cmd_bench_mcp(args: argparse.Namespace, state: StateDir) -> int:
     from ..bench import mcp_start
     text = mcp_start.report(mcp_start.measure(args.rounds), f"knowledge bench mcp --rounds {args.rounds}")
     return _reported(text, args.output)
+
+
+def cmd_bench_vault(args: argparse.Namespace, state: StateDir) -> int:
+    """A throwaway state directory and engine of its own; the state directory is never touched."""
+    from ..bench import vault_search
+    command = "knowledge " + shlex.join(args.argv)
+    return _reported(vault_search.report(vault_search.run(args.vault, args.embedding_model), command), args.output)
 
 
 def cmd_bench_bridge(args: argparse.Namespace, state: StateDir) -> int:

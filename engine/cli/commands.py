@@ -266,9 +266,21 @@ def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
 
 def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
     with open_desk(state) as desk:
-        result = desk.search(args.agent, args.query, args.limit)
-    _print(result, args.json, lambda r: "\n".join(_hit_lines(hit) for hit in r["hits"]) or "No matches.")
+        result = desk.search(args.agent, args.query, args.limit, args.mode)
+    _print(result, args.json, lambda r: "\n".join([_mode_line(r), *(_hit_lines(hit) for hit in r["hits"])])
+           if r["hits"] else f"{_mode_line(r)}\nNo matches.")
     return 0
+
+
+def _mode_line(result: dict[str, Any]) -> str:
+    """Which ranking answered: ``hybrid search`` (saying so while vectors are still being built), or ``keyword
+    search`` with why hybrid was not possible when it was asked for."""
+    if result["mode"] == "hybrid":
+        building = result.get("vectors") == "building"
+        return "hybrid search (keyword + embedding model" + ("; some notes are still being embedded)" if building
+                                                              else ")")
+    why = result.get("hybridUnavailable")
+    return f"keyword search ({why})" if why else "keyword search"
 
 
 def _hit_lines(hit: dict[str, Any]) -> str:
@@ -498,10 +510,13 @@ def build_parser() -> argparse.ArgumentParser:
     reindex.set_defaults(handler=cmd_reindex)
 
     search_cmd = commands.add_parser("search", parents=[common], help="search an agent's private knowledge")
-    search_cmd.add_argument("query", metavar="QUERY", help="words to search for (keyword BM25; no query syntax)")
+    search_cmd.add_argument("query", metavar="QUERY", help="words or a question to search for (no query syntax)")
     search_cmd.add_argument("--agent", default=DEFAULT_AGENT,
                             help=f"the agent whose private partition to search (default: {DEFAULT_AGENT})")
     search_cmd.add_argument("--limit", type=int, default=10, help="at most this many hits (default 10)")
+    search_cmd.add_argument("--mode", choices=("auto", "keyword", "hybrid"), default="auto",
+                            help="keyword, hybrid (keyword and the installed embedding model), or auto: hybrid when "
+                                 "an embedding model is installed (default)")
     search_cmd.add_argument("--json", action="store_true", help="print the hits as JSON, with their references")
     search_cmd.set_defaults(handler=cmd_search)
 

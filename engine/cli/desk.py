@@ -84,7 +84,7 @@ class SettingsView(TypedDict):
 class Desk(Protocol):
     """What the commands ask of the owner's desk; every answer is plain JSON data."""
 
-    def search(self, agent: str, query: str, limit: int) -> dict[str, Any]: ...
+    def search(self, agent: str, query: str, limit: int, mode: str) -> dict[str, Any]: ...
     def doctor(self) -> dict[str, Any]: ...
     def reindex(self) -> list[dict[str, Any]]: ...
     def agents(self) -> list[dict[str, Any]]: ...
@@ -141,9 +141,9 @@ class LocalDesk:
     def _engine(self) -> Engine:
         return Engine(self.state, watch=False)
 
-    def search(self, agent: str, query: str, limit: int) -> dict[str, Any]:
+    def search(self, agent: str, query: str, limit: int, mode: str) -> dict[str, Any]:
         with self._engine() as engine:
-            return engine.search(OperatorCaller(agent), {"query": query, "limit": limit})
+            return engine.owner_search(OperatorCaller(agent), {"query": query, "limit": limit, "mode": mode})
 
     def doctor(self) -> dict[str, Any]:
         with self._engine() as engine:
@@ -295,8 +295,8 @@ class RemoteDesk:
         """The engine's answer to ``operator/<method>``, as JSON (the method declares its shape)."""
         return self.connection.call("operator/" + method, params)
 
-    def search(self, agent: str, query: str, limit: int) -> dict[str, Any]:
-        return self._call("search", {"agent": agent, "query": query, "limit": limit})
+    def search(self, agent: str, query: str, limit: int, mode: str) -> dict[str, Any]:
+        return self._call("search", {"agent": agent, "query": query, "limit": limit, "mode": mode})
 
     def doctor(self) -> dict[str, Any]:
         return self._call("doctor")

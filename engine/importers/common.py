@@ -367,12 +367,12 @@ class Writer:
         """The current records of ``kind`` an earlier run of this format's import made, by the file name of
         the retained original each cites first (``Writer.retain``'s ``filename``: a note's path in its
         folder): ``(id, revision)``, the newest where several share one."""
-        def original(row: Any, read: "_SourceReader") -> str | None:
+        def original(row: Any, read: "SourceReader") -> str | None:
             return read.filename(first_source(row.view))
 
         return self.imported_records(original, kind=kind, active_only=kind == "claim", **filters)
 
-    def imported_records(self, key_of: Callable[[Any, "_SourceReader"], Any], *, active_only: bool = False,
+    def imported_records(self, key_of: Callable[[Any, "SourceReader"], Any], *, active_only: bool = False,
                          **filters: Any) -> dict[str, tuple[str, int]]:
         """The current records an earlier run of this format's import made (its attribution names it)
         matching ``filters`` (``kind``, ``type``, ``tag``; with ``active_only``, not superseded or
@@ -384,7 +384,7 @@ class Writer:
         instance = import_instance(self.format)
 
         def rows(runtime: Any, authority: Any, view: Any) -> dict[str, tuple[str, int]]:
-            sources = _SourceReader(view, authority.partition)
+            sources = SourceReader(view, authority.partition)
             found: dict[str, tuple[str, int]] = {}
             for row in view.catalog.current(authority.partition, **filters):  # newest first
                 view = row.view
@@ -451,7 +451,7 @@ class Writer:
         return f"(new {kind[:-1]} {self._placeholders})"
 
 
-class _SourceReader:
+class SourceReader:
     """The retained originals of one partition, as a lookup of earlier imports reads them."""
 
     def __init__(self, view: Any, partition: str) -> None:

@@ -217,10 +217,13 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
                   **({"unresolved": unresolved} if unresolved else {}))
 
 
+RETAINED_SEPARATOR = " › "  # between the folders of a retained original's name: a file name holds no "/"
+
+
 def retained_name(folder: Folder, note: Note) -> str:
     """The file name a note's original is retained under: the folder's name and the note's path in it
     (``Notes › Projects › Alpha.md``), which is how a later import of the folder finds the note's page."""
-    return " › ".join([*([folder.root.absolute().name] if folder.root.absolute().name else []),
+    return RETAINED_SEPARATOR.join([*([folder.root.absolute().name] if folder.root.absolute().name else []),
                        *PurePosixPath(note.path).parts])
 
 

@@ -391,11 +391,15 @@ class VectorIndex:
                                    "VALUES (?, ?, ?)", (partition, plan.catalog_version, int(plan.passages)))
         return CatchUp(indexed, embedded, cached, plan.removed, pending)
 
+    def holds_file(self) -> bool:
+        """Whether the vector index's file exists (it is made by the first catch-up, never by a read)."""
+        return self._connection is not None or self.path.exists()
+
     def follows_catalog(self, partition: str, embedder: Embedder) -> bool:
         """Whether the partition's vectors under ``embedder`` match its catalog now (with evidence passages when
         they are wanted): False while a catch-up has something left, or before the first; a file that does not
         exist yet is not created."""
-        if self._connection is None and not self.path.exists():
+        if not self.holds_file():
             return False
         try:
             if not self._holds(embedder):
@@ -439,6 +443,24 @@ class VectorIndex:
             raise
         except Exception as exc:  # apsw.Error and its kin
             raise IndexFailed(f"the vector index could not be read: {exc}") from exc
+
+    def passage_similarities(self, partition: str, embedder: Embedder, vector: np.ndarray,
+                             rows: Sequence[RecordRow]) -> dict[str, float]:
+        """For each long page of ``rows`` (more than one ``page_passages``), the cosine similarity of ``vector`` to
+        its nearest passage among those whose vectors are cached (the catch-up caches them while
+        ``page_passages_wanted``), by path; a short page, or one with none cached yet, is left out."""
+        cuts = {row.path: page_passages(text) for row, text in zip(rows, self._texts(partition, rows))
+                if text is not None}
+        cuts = {path: cut for path, cut in cuts.items() if len(cut) > 1}
+        cached = self.cached_vectors(embedder.fingerprint, [text_digest(text) for cut in cuts.values() for text in cut])
+        query = np.asarray(vector, dtype=np.float32)
+        nearest = {}
+        for path, cut in cuts.items():
+            held = [np.frombuffer(cached[digest], dtype=np.float32) for digest in map(text_digest, cut)
+                    if digest in cached]
+            if held:
+                nearest[path] = max(float(np.dot(query, passage)) for passage in held)
+        return nearest
 
     def _cached(self, model: str, digests: set[str]) -> dict[str, bytes]:
         if not digests:

@@ -164,7 +164,7 @@ class Approvals(TypedDict):
     nextOffset: NotRequired[int]
 
 
-def _summary(row: RecordRow) -> ListedRecord:
+def listed_record(row: RecordRow) -> ListedRecord:
     return {**record_summary(row), "status": row.status, "lifecycle": row.lifecycle,
             "recordedAt": row.recorded_at, "updatedAt": row.updated_at}
 
@@ -216,7 +216,7 @@ def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any
         total, rows = runtime.catalog.listing(
             authority.partition, current_only=request["status"] == "current", kinds=kinds, type=request["type"],
             order=request["order"], offset=request["offset"], limit=request["limit"])
-        result: RecordPage = {"records": [_summary(row) for row in rows], "total": total,
+        result: RecordPage = {"records": [listed_record(row) for row in rows], "total": total,
                                   "offset": request["offset"]}
         if request["offset"] + len(rows) < total:
             result["nextOffset"] = request["offset"] + len(rows)
@@ -264,7 +264,7 @@ def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> Re
             fields = _naming_fields(other, record_id)
             if not fields:  # the id only appears inside text, which is not a link
                 continue
-            summary = _summary(row)
+            summary = listed_record(row)
             if row.kind == "claim" and "subject" in fields:
                 claims.append({**summary, "claimKind": other.claim_kind, "assertionOrigin": other.assertion_origin,
                                "evidence": evidence_locators(catalog, partition, other.evidence or ())})
@@ -401,7 +401,7 @@ def approvals(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) 
             block = approved_block(row.view)
             if block is None:
                 continue
-            found.append({**_summary(row), "summary": block["summary"], "triggers": block["triggers"],
+            found.append({**listed_record(row), "summary": block["summary"], "triggers": block["triggers"],
                           "importance": block["importance"], "projects": block["projects"],
                           "approvedBy": APPROVED_BY,  # approved_block answers only the service's blocks
                           "approvedAt": block["approved_at"]})

@@ -31,7 +31,7 @@ inventory, so a window refreshes from what the engine now holds.
     operator/reindex         -                                                   the derived search indexes
     operator/records         agent, kind?, kinds?, type?, status?, order?, offset?, limit?
     operator/types           agent
-    operator/search          agent, query, limit?, minScore?, kind?, kinds?, type?, cursor?
+    operator/search          agent, query, limit?, minScore?, kind?, kinds?, type?, cursor?, mode?
     operator/record          agent, id, revision?
     operator/links           agent, id
     operator/history         agent, id
@@ -91,7 +91,7 @@ from ..core.params import AGENT, NO_PARAMS, AgentName, Choice, Flag, Integer, Na
 from ..core.params import check_count
 from ..core.methods import Method, operator_handler
 from ..core.methods import handlers as method_handlers
-from ..search.keyword import OPERATOR_SEARCH_PARAMS, SearchAnswer
+from ..search.keyword import OPERATOR_SEARCH_PARAMS, OwnerSearchAnswer
 from ..state.registry import SCOPES
 from ..store.answers import RecordRead
 from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
@@ -376,7 +376,7 @@ class OperatorMethods:
             Method("agentConfig", AGENT_CONFIG, AgentSetup, self.agent_config),
             Method("records", RECORDS, RecordPage, self.records),
             Method("types", AGENT, RecordTypes, self.types),
-            Method("search", SEARCH, SearchAnswer, self.search),
+            Method("search", SEARCH, OwnerSearchAnswer, self.search),
             Method("record", RECORD, RecordRead, self.record),
             Method("links", ONE_RECORD, RecordLinks, self.links),
             Method("history", ONE_RECORD, OperatorHistory, self.history),
@@ -492,7 +492,7 @@ class OperatorMethods:
 
     def search(self, params: dict[str, Any]) -> JsonObject:
         values = SEARCH.read(params)
-        return self.engine.search(OperatorCaller(values["agent"]), _rest(params), declared=OPERATOR_SEARCH_PARAMS)
+        return self.engine.owner_search(OperatorCaller(values["agent"]), _rest(params))
 
     def record(self, params: dict[str, Any]) -> JsonObject:
         values = RECORD.read(params)

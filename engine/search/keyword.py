@@ -56,6 +56,9 @@ class SearchRequest:
     cursor: str | None = None
     as_of: datetime | None = None   # claims that do not hold then are left out (None: now)
     kinds: tuple[str, ...] | None = None  # the operator's filter: only records of these kinds
+    # Terms that count toward a hit's score but cannot make it a hit alone (the owner's search: "to" or "how"
+    # matches nearly every note); empty for agents' searches, where any query word may match.
+    unmatched_alone: frozenset[str] = frozenset()
 
 
 QUERY = Query("query", max_bytes=QUERY_MAX_BYTES, required=True,
@@ -88,8 +91,12 @@ SEARCH_PARAMS = Params(
 MEMORY_SEARCH_PARAMS = SEARCH_PARAMS + Params(Value("sources", _memory_only, default=["memory"]))
 KINDS_FILTER = Choices("kinds", KINDS, description="Only records of these kinds (the window leaves relationships "
                        "out unless the owner asks for links); not with kind")
-# ``operator/search``: the tool's parameters and the window's filter by several kinds.
-OPERATOR_SEARCH_PARAMS = SEARCH_PARAMS + Params(KINDS_FILTER)
+SEARCH_MODES = ("auto", "keyword", "hybrid")
+SEARCH_MODE = Choice("mode", SEARCH_MODES, default="auto",
+                     description="keyword, hybrid (keyword and the installed embedding model), or auto: hybrid "
+                                 "when an embedding model is installed, keyword otherwise")
+# ``operator/search``: the tool's parameters, the window's filter by several kinds, and the owner's search mode.
+OPERATOR_SEARCH_PARAMS = SEARCH_PARAMS + Params(KINDS_FILTER, SEARCH_MODE)
 
 
 def refuse_kind_and_kinds(kind: str | None, kinds: tuple[str, ...] | None) -> None:
@@ -145,6 +152,7 @@ class CursorBinding(TypedDict):
     limit: int
     asOf: NotRequired[str]  # a later page answers as of the same moment as the first
     kinds: NotRequired[list[str]]  # the operator's filter by several kinds
+    words: NotRequired[str]  # "meaningful": the owner's search, where function words cannot match alone
 
 
 def _binding(store_id: str, partition: str, request: SearchRequest) -> CursorBinding:
@@ -156,6 +164,8 @@ def _binding(store_id: str, partition: str, request: SearchRequest) -> CursorBin
         binding["asOf"] = format_timestamp(request.as_of)
     if request.kinds is not None:
         binding["kinds"] = list(request.kinds)
+    if request.unmatched_alone:
+        binding["words"] = "meaningful"
     return binding
 
 
@@ -176,13 +186,37 @@ class SearchAnswer(TypedDict):
     nextCursor: NotRequired[str]
 
 
+class OwnerSearchAnswer(SearchAnswer):
+    """``operator/search``: the hits, the mode that ranked them, and for hybrid whether every record had its
+    vector; ``hybridUnavailable`` says why a search that asked for hybrid (or auto) was ranked by keyword."""
+    mode: str  # "keyword" or "hybrid"
+    vectors: NotRequired[str]  # hybrid: "ready", or "building" while some records wait for theirs
+    hybridUnavailable: NotRequired[str]
+
+
 def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest) -> tantivy.Query:
+    """Any of ``terms`` may match, each scored over ``text`` with the title and alias bonuses; where some of them
+    are in ``request.unmatched_alone`` and others are not, a hit must match one of the others, and the words
+    that cannot match alone only add to its score (a query of such words alone matches as any query does)."""
+    meaningful = [term for term in terms if term not in request.unmatched_alone]
+    if not meaningful or len(meaningful) == len(terms):
+        return _filtered(schema, _any_of(schema, terms), request)
+    alone = [term for term in terms if term in request.unmatched_alone]
+    query = tantivy.Query.boolean_query([(tantivy.Occur.Must, _any_of(schema, meaningful)),
+                                         (tantivy.Occur.Should, _any_of(schema, alone))])
+    return _filtered(schema, query, request)
+
+
+def _any_of(schema: tantivy.Schema, terms: list[str]) -> tantivy.Query:
     should = []
     for term in terms:
         should.append(tantivy.Query.term_query(schema, "text", term))
         should.append(tantivy.Query.boost_query(tantivy.Query.term_query(schema, "title", term), TITLE_BOOST))
         should.append(tantivy.Query.boost_query(tantivy.Query.term_query(schema, "aliases", term), ALIAS_BOOST))
-    query = tantivy.Query.boolean_query([(tantivy.Occur.Should, clause) for clause in should])
+    return tantivy.Query.boolean_query([(tantivy.Occur.Should, clause) for clause in should])
+
+
+def _filtered(schema: tantivy.Schema, query: tantivy.Query, request: SearchRequest) -> tantivy.Query:
     filters = [tantivy.Query.term_query(schema, field, value)
                for field, value in (("kind", request.kind), ("type", request.type)) if value]
     if request.kinds is not None:
@@ -205,7 +239,7 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
         state = signer.open(request.cursor)
         if state.get("store") != store.store_id:
             raise ForeignReference("the cursor belongs to another store", field="cursor")
-        bound = set(binding) | {"asOf", "kinds"}  # an optional binding left out must be absent from the cursor too
+        bound = set(binding) | {"asOf", "kinds", "words"}  # an optional binding left out must be absent from the cursor too
         if any(state.get(key) != binding.get(key) for key in bound):
             raise InvalidParams("the cursor belongs to another query, filter or partition", field="cursor")
         if state.get("version") != version:
@@ -244,15 +278,15 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
             # A row can only be missing if the catalog moved on since the catch-up; never serve what is not
             # current, nor a claim that does not hold at the moment asked.
             if row is not None and row.view.valid_at(moment):
-                hits.append(_hit(store.store_id, row, document, snippets, score))
+                hits.append(hit_of(store.store_id, row, document, snippets, score))
     response: SearchAnswer = {"hits": hits}
     if next_cursor is not None:
         response["nextCursor"] = next_cursor
     return response
 
 
-def _hit(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
-         score: float) -> SearchHit:
+def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
+           score: float) -> SearchHit:
     view = row.view
     snippet = snippets.snippet_from_doc(document).fragment().strip()
     if not snippet:

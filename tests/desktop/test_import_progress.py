@@ -151,18 +151,22 @@ def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_m
 
     html = dialog.summary.toHtml()
     note_link = f"show:main/record/{pages['Projects/Kayak rack.md']}"
-    assert note_link in html and "show:main/browse/page" in html
+    assert note_link in html and "show:main/folder/Garden" in html  # a folder's import links to the folder
     dialog.summary.anchorClicked.emit(QUrl(note_link))  # as a click on the note's name does
     page = window.records_view.page
     assert window.current_view() is window.records_view
     qtbot.waitUntil(lambda: page.record is not None and page.record.get("id") == pages["Projects/Kayak rack.md"],
                     timeout=WAIT_MS)
 
-    dialog.summary.anchorClicked.emit(QUrl("show:main/browse/page"))
-    browse = window.records_view.browse_model
-    assert window.records_view.modes.currentIndex() == 1  # Browse by type
-    qtbot.waitUntil(lambda: {"Tram clock", "Kayak rack", "Plain"} <= {
-        browse.row(row).get("title") for row in range(browse.rowCount())}, timeout=WAIT_MS)
+    dialog.summary.anchorClicked.emit(QUrl("show:main/folder/Garden"))
+    records = window.records_view
+    assert records.modes.tabText(records.modes.currentIndex()) == "F&olders"
+    qtbot.waitUntil(lambda: [records.folder_model.row(row).get("title") for row in range(
+        records.folder_model.rowCount())] == ["Plain", "Tram clock"], timeout=WAIT_MS)  # the notes at its top
+    qtbot.waitUntil(lambda: records.folders_tree.topLevelItemCount() == 1, timeout=WAIT_MS)
+    garden = records.folders_tree.topLevelItem(0)
+    assert (garden.text(0), garden.text(1), garden.child(0).text(0), garden.child(0).text(1)) == (
+        "Garden", "2", "Projects", "1")
 
 
 def test_a_dry_run_lists_what_it_would_leave_out_and_links_to_nothing(qtbot, tasks, served_engine, vault,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtWidgets import QApplication, QFormLayout, QLabel
 
@@ -65,6 +66,34 @@ def test_search_shows_hits_with_snippets(qtbot, tasks, gui_thread_guard) -> None
     snippet = view.search_model.data(view.search_model.index(0, 4))
     assert snippet and "\n" not in snippet
     assert view.search_summary.text().startswith(f"{len(titles)} matching")
+
+
+def test_search_says_how_it_ranked_and_the_owner_picks_the_mode(qtbot, tasks, gui_thread_guard, tmp_path) -> None:
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    view = make_view(qtbot, tasks, settings)
+    view.query.setText("who prefers weekly status notes")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search()
+
+    # No embedding model is installed for the test engine: Auto ranks by keywords and says why.
+    assert view.search_mode.currentData() == "auto"
+    assert "ranked by keywords only: the embedding model" in view.search_summary.text()
+    assert "is not installed" in view.search_summary.text()
+
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search_mode.setCurrentIndex(view.search_mode.findData("keyword"))
+    assert view.search_summary.text().endswith("· ranked by keywords")
+    assert settings.value("records/searchMode") == "keyword"
+    assert RecordsView(tasks, settings=settings).search_mode.currentData() == "keyword"  # remembered
+
+
+def test_a_question_matches_no_note_by_its_function_words_alone(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    view.query.setText("how do I get to the zeppelin")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search()
+
+    assert view.search_model.rowCount() == 0 and view.search_summary.text().startswith("No matches ·")
 
 
 def test_a_page_shows_fields_markdown_claims_connections_and_history(qtbot, tasks, gui_thread_guard) -> None:
@@ -203,3 +232,44 @@ def test_a_claims_interval_is_shown_on_its_record_page() -> None:
     assert "Holds from 2026-01-01 until 2026-12-31 (inclusive)" in shown and "does not hold now" in shown
     assert validity_html({"frontmatter": {"kind": "claim", "valid_to": "<b>"}}) == ""  # not a date: nothing
     assert validity_html({"frontmatter": {"kind": "page", "title": "x"}}) == ""
+
+
+@pytest.fixture
+def imported_vault(served_engine, tmp_path) -> None:
+    """A small vault imported into the served store (before the GUI-thread guard: this is the test's own I/O)."""
+    from engine.importers.common import Writer, import_instance, owner_caller
+    from engine.importers.markdown import import_markdown, load_markdown
+
+    vault = tmp_path / "notes"
+    for path in ("Home.md", "Projects/Alpha/Plan.md", "Projects/Alpha/Risks.md", "Projects/Beta/Idea.md"):
+        (vault / path).parent.mkdir(parents=True, exist_ok=True)
+        (vault / path).write_text(f"About {path}.\n", encoding="utf-8")
+    with owner_caller(served_engine, instance=import_instance("markdown")) as (caller, _):
+        import_markdown(Writer(served_engine, caller, "markdown"),
+                        *load_markdown(str(vault), served_engine.refuse_secrets))
+
+
+def test_an_imported_vault_is_browsed_by_its_folders(qtbot, tasks, imported_vault, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    qtbot.waitUntil(lambda: view.folders_tree.topLevelItemCount() == 1, timeout=10_000)
+
+    top = view.folders_tree.topLevelItem(0)
+    projects = top.child(0)
+    assert (top.text(0), top.text(1), projects.text(0), projects.text(1)) == ("notes", "1", "Projects", "")
+    assert [(projects.child(n).text(0), projects.child(n).text(1)) for n in range(2)] == [("Alpha", "2"),
+                                                                                         ("Beta", "1")]
+    with qtbot.waitSignal(view.folder_model.sig_page_loaded, timeout=10_000):
+        projects.child(0).setSelected(True)
+    assert [row["title"] for row in view.folder_model.rows()] == ["Plan", "Risks"]
+    assert view.modes.tabText(view.modes.currentIndex()) == "F&olders"
+
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        view.folder_table.clicked.emit(view.folder_model.index(1, 0))
+    assert view.page.record["title"] == "Risks"
+
+
+def test_a_store_without_imports_has_no_folders(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    with qtbot.waitSignal(view.sig_content_loaded, check_params_cb=lambda which: which == "folders", timeout=10_000):
+        view.refresh()
+    assert view.folders_tree.topLevelItemCount() == 0 and view.folder_model.rowCount() == 0

@@ -169,13 +169,16 @@ def test_cli_without_the_data_set_skips_with_a_clear_message(
 
 def test_the_search_knowledge_modes_are_measured_next_to_the_engines(report: dict[str, Any]) -> None:
     modes = report["locomo"]["modes"]
-    assert set(modes["quality"]) == {"lexical", "semantic", "hybrid", "rrf"}
+    assert set(modes["quality"]) == {"lexical", "semantic", "hybrid", "rrf", "owner-keyword", "owner-hybrid"}
     assert modes["builds"][0]["embedded"] == modes["builds"][0]["indexed"] == report["locomo"]["records"]
     assert modes["builds"][1]["embedded"] == 0 and modes["builds"][1]["cached"] == report["locomo"]["records"]
-    assert modes["fallbacks"] == {"lexical": 0, "semantic": 0, "hybrid": 0, "rrf": 0}
+    assert modes["fallbacks"] == {"lexical": 0, "semantic": 0, "hybrid": 0, "rrf": 0, "owner-keyword": 0,
+                                  "owner-hybrid": 0}  # every vector built before the questions
     assert modes["latency"]["semantic"]["samples"] == report["locomo"]["queries"]
     clock = by_question(report, CLOCK_QUESTION)
     assert clock["kb-lexical"]["hit@5"] == 1.0  # its words stand only in its gold claim
     assert "## Retrieval modes of search_knowledge on LoCoMo" in report["markdown"]
     assert "| recall@5 semantic | recall@5 hybrid | recall@5 rrf |" in report["markdown"]
     assert "| rrf |" in report["markdown"] and "again, every vector cached" in report["markdown"]
+    assert "| recall@10 owner keyword | recall@10 owner hybrid |" in report["markdown"]
+    assert clock["kb-owner-keyword"]["hit@5"] == clock["kb-owner-hybrid"]["hit@5"] == 1.0

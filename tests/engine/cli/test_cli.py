@@ -484,10 +484,22 @@ def test_search_prints_a_line_for_each_hit_and_its_snippet_on_one_indented_line(
     capsys.readouterr()
 
     assert main(["--state-dir", str(state_dir.root), "search", "Dana"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    mode, *lines = capsys.readouterr().out.splitlines()
 
+    # No embedding model is installed here: the first line says the search is keyword's, and why.
+    assert mode == ("keyword search (the embedding model all-minilm-l6-v2-int8 is not installed: knowledge models "
+                    "pull all-minilm-l6-v2-int8)")
     hits = [line for line in lines if re.match(r"\d\.\d{3}  ", line)]
     snippets = [line for line in lines if line.startswith("       ")]
     assert hits and len(hits) + len(snippets) == len(lines)  # nothing else: no line a snippet broke off
     assert all(line.strip() for line in snippets)  # a hit without a snippet (a relationship) has no empty line
     assert any(" relationship " in line for line in hits) and len(snippets) < len(hits)
+
+
+def test_search_lists_nothing_for_a_question_whose_meaningful_words_match_nothing(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--state-dir", str(state_dir.root), "demo"]) == 0
+    capsys.readouterr()
+
+    assert main(["--state-dir", str(state_dir.root), "search", "how do I get to the zeppelin", "--mode", "keyword"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["keyword search", "No matches."]

@@ -569,3 +569,12 @@ def test_a_preview_caller_can_never_write(engine, demo) -> None:
     assert engine.authorizer.can_save(PreviewCaller("main", {"kind": "owner-private"})) is True
     token = engine.add_agent("reader", owner=True, scopes=("memory:read",))
     assert engine.authorizer.can_save(AgentCaller(token, {"kind": "owner-private"})) is False
+
+
+def test_the_owners_search_is_not_matched_by_function_words_alone(dispatcher, operator_session, demo) -> None:
+    """"who is Dana" finds Dana's records and nothing that only shares "who" or "is" with the question."""
+    question = {"agent": "main", "query": "who is Dana", "limit": 50}
+    owners = ok(dispatcher, operator_session, "operator/search", question)["hits"]
+    by_word = ok(dispatcher, operator_session, "operator/search", {**question, "query": "Dana"})["hits"]
+
+    assert {hit["id"] for hit in owners} == {hit["id"] for hit in by_word}

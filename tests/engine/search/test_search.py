@@ -373,3 +373,49 @@ def test_aliases_are_searched_after_a_rebuild_too(engine, owner, state_dir):
     with Engine(state_dir, watch=False) as reopened:
         assert titles(reopened.search(owner, {"query": "lighthouse"})) == ["Dana Whitaker"]
         assert titles(reopened.search(owner, {"query": "quiet"})) == ["Quiet page"]
+
+
+@pytest.fixture
+def phone_notes(engine, owner):
+    engine.save_page(owner, page("p1", "Mobile sync", type_="note",
+                                 body="Sync the vault to the phone over the local network."))
+    engine.save_page(owner, page("p2", "Gardening", type_="note", body="Tomatoes need to be watered daily."))
+    engine.save_page(owner, page("p3", "Travel", type_="note", body="How we got to Lisbon."))
+    return engine
+
+
+def test_the_owners_search_needs_a_meaningful_word_to_match(phone_notes, owner):
+    question = {"query": "how do I sync my vault to my phone"}
+
+    assert titles(phone_notes.search(owner, question, owner=True)) == ["Mobile sync"]
+    # Agents' searches keep their contract: any query word may match, "to" and "how" included.
+    assert set(titles(phone_notes.search(owner, question))) == {"Mobile sync", "Gardening", "Travel"}
+
+
+def test_function_words_still_add_to_the_score_of_a_meaningful_match(phone_notes, owner):
+    engine = phone_notes
+    engine.save_page(owner, page("p4", "Phone sync notes", type_="note", body="Phone sync checklist."))
+
+    owners = engine.search(owner, {"query": "sync to the phone"}, owner=True)
+    agents = engine.search(owner, {"query": "sync to the phone"})
+
+    assert set(titles(owners)) == {"Mobile sync", "Phone sync notes"}
+    # The two notes matching "sync" and "phone" are scored as an agent's search scores them, "to" and "the"
+    # included: the same order, the same query-local scores.
+    assert titles(owners) == titles(agents)[:2]
+    assert [hit["score"] for hit in owners["hits"]] == [hit["score"] for hit in agents["hits"][:2]]
+
+
+def test_a_query_of_function_words_alone_matches_as_any_query_does(phone_notes, owner):
+    assert "Travel" in titles(phone_notes.search(owner, {"query": "how to"}, owner=True))
+
+
+def test_an_owners_cursor_serves_only_the_owners_search(engine, owner):
+    for number in range(5):
+        engine.save_page(owner, page(f"c{number}", f"Sync note {number}", type_="note", body="sync to the phone"))
+    first = engine.search(owner, {"query": "sync to", "limit": 2}, owner=True)
+
+    with pytest.raises(InvalidParams):
+        engine.search(owner, {"query": "sync to", "limit": 2, "cursor": first["nextCursor"]})
+    following = engine.search(owner, {"query": "sync to", "limit": 2, "cursor": first["nextCursor"]}, owner=True)
+    assert not set(titles(first)) & set(titles(following))

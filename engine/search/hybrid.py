@@ -1,0 +1,104 @@
+"""The owner's hybrid search: keyword and the installed embedding model, fused, for the window and the CLI.
+
+Agents have ``search_knowledge`` (spec 004) for this; the owner's search answers in the shape of
+``operator/search`` (engine/search/keyword.py's hits), so the window and ``knowledge search`` show either
+mode alike.  The candidates are the keyword search's best ``HYBRID_DEPTH`` (function words cannot match
+alone: the owner's rule) and the ``HYBRID_DEPTH`` records nearest the question's vector; each gets its exact
+keyword score (divided by the best) and its cosine similarity (min-max normalised over the candidates, as
+``search_knowledge``'s hybrid does; a long page's is that of its nearest passage when the catch-up cached its
+passages' vectors, which it does for a store searched in hybrid mode: a page's own vector holds only its first
+256 tokens), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a
+vector yet counts its keyword score twice, and the answer says how many records still wait for theirs.
+Scores are query-local (the best is 1.0), ``minScore`` cuts relative to it; one page of at most ``limit`` hits,
+no cursor.
+"""
+
+from __future__ import annotations
+
+import tantivy
+
+from ..core.errors import InvalidParams
+from ..core.ids import utc_now
+from ..index.analysis import Analyzer
+from ..index.embedding import Embedder
+from ..index.tantivy_index import PartitionIndex
+from ..index.vectors import VectorIndex
+from ..store.catalog_reads import CatalogReads, RecordRow
+from ..store.store import Store
+from .keyword import SNIPPET_CHARS, SearchAnswer, SearchHit, SearchRequest, build_query, hit_of
+from .knowledge_base import normalized
+
+HYBRID_DEPTH = 50
+HYBRID_ALPHA = 0.5
+
+
+def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vectors: VectorIndex, embedder: Embedder,
+                analyzer: Analyzer, partition: str, request: SearchRequest) -> tuple[SearchAnswer, bool]:
+    """The best ``request.limit`` hits, and whether every current record of the partition had its vector (run on
+    the store's lane, as ``search_knowledge`` is: the vector index is read where the feed writes it)."""
+    terms = analyzer.query_terms(request.query)
+    if not terms:
+        raise InvalidParams("the query has no words to search for", field="query")
+    query = build_query(index.schema, terms, request)
+    searcher = index.searcher()
+    lexical = {searcher.doc(address)["path"][0]: float(score)
+               for score, address in searcher.search(query, HYBRID_DEPTH, count=False).hits}
+    ready = vectors.follows_catalog(partition, embedder)
+    vector = embedder.embed([request.query])[0]
+    held = vectors.holds_file()  # none before the first catch-up: nothing to read, and nothing is created
+    nearest = [path for path, _ in vectors.nearest(partition, vector, HYBRID_DEPTH)] if held else []
+    pool = list(dict.fromkeys([*lexical, *nearest]))
+    moment = request.as_of or utc_now()
+    rows = {row.path: row for row in catalog.current(partition, paths=pool)
+            if _wanted(row, request) and row.view.valid_at(moment)}
+    pool = [path for path in pool if path in rows]
+    beyond = [path for path in pool if path not in lexical]  # brought by the vectors: their exact keyword score
+    if beyond:
+        lexical.update(_scores_of(searcher, index.schema, query, beyond))
+    top = max((lexical.get(path, 0.0) for path in pool), default=0.0)
+    keyword = {path: min(1.0, lexical.get(path, 0.0) / top) if top > 0 else 0.0 for path in pool}
+    similar = vectors.similarities(partition, vector, pool) if held else {}
+    if held:  # a long page is as near as its nearest passage (its vector holds only its start)
+        for path, nearest in vectors.passage_similarities(partition, embedder, vector, [rows[p] for p in pool]).items():
+            similar[path] = max(similar.get(path, nearest), nearest)
+    semantic = normalized(similar)
+    fused = sorted(((HYBRID_ALPHA * keyword[path] + (1 - HYBRID_ALPHA) * semantic.get(path, keyword[path]), path)
+                    for path in pool), key=lambda item: (-item[0], item[1]))
+    best = fused[0][0] if fused else 0.0
+    snippets = tantivy.SnippetGenerator.create(searcher, query, index.schema, "body")
+    snippets.set_max_num_chars(SNIPPET_CHARS)
+    hits: list[SearchHit] = []
+    for score, path in fused:
+        relative = score / best if best > 0 else 0.0
+        if len(hits) == request.limit or relative < request.min_score:
+            break
+        document = _document(searcher, index.schema, path)
+        if document is not None:
+            hits.append(hit_of(store.store_id, rows[path], document, snippets, relative))
+    return {"hits": hits}, ready
+
+
+def exact_names_first(hits: list[SearchHit], named: set[str]) -> list[SearchHit]:
+    """The page's hits with those in ``named`` (records titled or aliased exactly as the query) first, scored
+    1.0 as the best match there is, the rest in their order."""
+    first = [{**hit, "score": 1.0} for hit in hits if hit["id"] in named]
+    return first + [hit for hit in hits if hit["id"] not in named]
+
+
+def _wanted(row: RecordRow, request: SearchRequest) -> bool:
+    """The filters the keyword query applies, for the candidates the vectors brought."""
+    return ((request.kind is None or row.kind == request.kind) and (request.type is None or row.type == request.type)
+            and (request.kinds is None or row.kind in request.kinds))
+
+
+def _scores_of(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tantivy.Query,
+               paths: list[str]) -> dict[str, float]:
+    only = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "path", paths), 0.0)
+    restricted = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.Must, only)])
+    return {searcher.doc(address)["path"][0]: float(score)
+            for score, address in searcher.search(restricted, len(paths), count=False).hits}
+
+
+def _document(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str) -> tantivy.Document | None:
+    found = searcher.search(tantivy.Query.term_query(schema, "path", path), 1, count=False).hits
+    return searcher.doc(found[0][1]) if found else None

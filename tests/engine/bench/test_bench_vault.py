@@ -1,0 +1,55 @@
+"""``knowledge bench vault`` end to end on a small vault of our own, with the tiny test embedding model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.bench import vault_search
+from engine.core.errors import InvalidParams
+from models.fixtures import TINY_EMBEDDER
+
+NOTES = {
+    "Sync/Mobile sync.md": "Keep the vault on the phone in step with the laptop over the network.",
+    "Sync/Version history.md": "Every earlier version of a synced note can be restored from the history.",
+    "Plugins/Daily notes.md": "A new journal note for each day, made from a template.",
+    "Plugins/Word count.md": "The status bar counts the words and characters of the note.",
+}
+
+
+@pytest.fixture
+def small_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    vault = tmp_path / "vault"
+    for path, body in NOTES.items():
+        (vault / path).parent.mkdir(parents=True, exist_ok=True)
+        (vault / path).write_text(f"{body}\n\nSee [[Mobile sync]].\n", encoding="utf-8")
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"questions": [
+        ["how do I keep my phone in step", ["Sync/Mobile sync.md"]],
+        ["how many words does my note have", ["Plugins/Word count.md"]],
+        ["where is the zeppelin", ["Plugins/Daily notes.md"]],
+    ]}), encoding="utf-8")
+    monkeypatch.setattr(vault_search, "QUESTIONS", questions)
+    return vault
+
+
+def test_titles_and_questions_are_measured_in_both_modes(small_vault: Path) -> None:
+    result = vault_search.run(small_vault, TINY_EMBEDDER, say=lambda _: None)
+
+    assert result["notes"] == 4 and result["questions"] == 3
+    for figures in result["modes"].values():
+        assert figures["titles_first"] == 100.0 and figures["title_misses"] == []
+        assert figures["building"] == 0  # every vector was built before the questions
+        assert figures["recall"]["@1"] <= figures["recall"]["@5"] <= figures["recall"]["@10"]
+    assert "where is the zeppelin" in result["modes"]["keyword"]["misses"]
+    assert result["modes"]["keyword"]["recall"]["@10"] == pytest.approx(200 / 3)
+    text = vault_search.report(result, "knowledge bench vault --vault V --embedding-model M")
+    assert "| exact title: that note first | 100.0 % | 100.0 % | every title |" in text
+
+
+def test_a_vault_without_the_answering_notes_is_refused(small_vault: Path) -> None:
+    (small_vault / "Plugins/Word count.md").unlink()
+    with pytest.raises(InvalidParams, match="lacks Plugins/Word count.md"):
+        vault_search.run(small_vault, TINY_EMBEDDER, say=lambda _: None)

@@ -1,0 +1,49 @@
+"""``operator/folders``: an imported vault's notes by the folder each came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.service import Engine
+from tests.engine.importers.test_import_beside_engine import WAIT_S, call, operator, start  # noqa: F401
+from tests.helpers import page
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    for path, body in {"Home.md": "Start at [[Plan]].", "Projects/Alpha/Plan.md": "The plan, with #work.",
+                       "Projects/Alpha/Risks.md": "What could go wrong.", "Projects/Beta/Idea.md": "An idea.",
+                       "Journal/2026-12-01.md": "A day."}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(body + "\n", encoding="utf-8")
+    return root
+
+
+def test_the_folders_of_an_imported_vault_list_their_notes(engine: Engine, operator, vault: Path) -> None:
+    job = start(operator, {"format": "markdown", "path": str(vault)})
+    assert engine.jobs.wait(job["id"], WAIT_S)["state"] == "done"
+
+    folders = call(operator, "operator/folders", {"agent": "main"})["result"]
+    assert folders == {"folders": [{"folder": "notes", "notes": 1}, {"folder": "notes/Journal", "notes": 1},
+                                   {"folder": "notes/Projects/Alpha", "notes": 2},
+                                   {"folder": "notes/Projects/Beta", "notes": 1}]}
+
+    alpha = call(operator, "operator/folders", {"agent": "main", "folder": "notes/Projects/Alpha", "limit": 1})
+    first = alpha["result"]
+    assert [record["title"] for record in first["records"]] == ["Plan"] and first["total"] == 2
+    assert first["nextOffset"] == 1 and first["records"][0]["kind"] == "page"
+    rest = call(operator, "operator/folders", {"agent": "main", "folder": "notes/Projects/Alpha", "offset": 1})
+    assert [record["title"] for record in rest["result"]["records"]] == ["Risks"] and "nextOffset" not in rest[
+        "result"]
+    empty = call(operator, "operator/folders", {"agent": "main", "folder": "notes/Nowhere"})["result"]
+    assert empty["records"] == [] and empty["total"] == 0
+
+
+def test_pages_an_agent_wrote_are_in_no_folder(engine: Engine, operator, owner) -> None:
+    engine.save_page(owner, page("p1", "Written by hand", type_="note", body="Not imported."))
+
+    assert call(operator, "operator/folders", {"agent": "main"})["result"] == {"folders": []}
+    assert call(operator, "operator/folders", {"agent": "main", "folder": ""})["error"]["data"]["field"] == "folder"

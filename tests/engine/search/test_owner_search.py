@@ -1,0 +1,127 @@
+"""The owner's search (``operator/search``, ``knowledge search``): keyword or hybrid, and which one answered."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+from engine.access.authority import OperatorCaller
+from engine.core.errors import InvalidParams
+from engine.service import Engine
+from engine.state.statedir import StateDir
+from tests.engine.search.test_knowledge_base import PAGES, open_engine, seed
+
+
+@pytest.fixture
+def engine_with_model(state_dir: StateDir) -> Iterator[Engine]:
+    """An embedding model installed and chosen, the Knowledge Base runtime and the recall gate off."""
+    with open_engine(state_dir, knowledgeRuntimeEnabled=False) as opened:
+        yield opened
+
+
+def owner_search(engine: Engine, **params: Any) -> dict[str, Any]:
+    return engine.owner_search(OperatorCaller("main"), params)
+
+
+def test_auto_is_hybrid_when_a_model_is_installed_and_names_every_page(engine_with_model) -> None:
+    seed(engine_with_model)
+
+    answer = owner_search(engine_with_model, query="database backups at night", limit=10)
+
+    assert answer["mode"] == "hybrid" and "hybridUnavailable" not in answer and "nextCursor" not in answer
+    assert answer["hits"][0]["title"] == "Database backups" and answer["hits"][0]["score"] == 1.0
+    assert {hit["title"] for hit in answer["hits"]} <= {title for title, _, _ in PAGES}
+    assert all(0 <= hit["score"] <= 1 for hit in answer["hits"])
+
+
+def test_the_first_hybrid_search_has_the_vectors_follow_the_store(engine_with_model) -> None:
+    seed(engine_with_model)
+    runtime = next(iter(engine_with_model._runtimes.values()))
+
+    first = owner_search(engine_with_model, query="pizza on Fridays")
+    assert runtime.vector_feed.settled(60)
+    later = owner_search(engine_with_model, query="pizza on Fridays")
+
+    assert first["vectors"] == "building" and later["vectors"] == "ready"
+    assert later["hits"][0]["title"] == "Team lunch"
+
+
+def test_keyword_is_what_was_asked_and_auto_without_a_model_says_why(state_dir) -> None:
+    with open_engine(state_dir, model=False) as engine:
+        seed(engine)
+        asked = owner_search(engine, query="database backups", mode="keyword")
+        auto = owner_search(engine, query="database backups")
+        hybrid_asked = owner_search(engine, query="database backups", mode="hybrid")
+
+    assert asked["mode"] == "keyword" and "hybridUnavailable" not in asked
+    assert auto["mode"] == hybrid_asked["mode"] == "keyword"
+    assert "is not installed" in auto["hybridUnavailable"] and auto["hits"] == asked["hits"]
+
+
+def test_hybrid_keeps_the_owners_filters_and_word_rule(engine_with_model) -> None:
+    seed(engine_with_model)
+
+    claims_only = owner_search(engine_with_model, query="database backups", kinds=["claim"])
+    assert claims_only["mode"] == "hybrid" and claims_only["hits"] == []
+    with pytest.raises(InvalidParams):
+        owner_search(engine_with_model, query="backups", mode="semantic")
+
+
+def test_a_candidate_without_a_vector_counts_its_keyword_score_twice(engine_with_model, monkeypatch) -> None:
+    """Before any vector exists, hybrid ranks as keyword does, with the same relative scores."""
+    seed(engine_with_model)
+    monkeypatch.setattr("engine.runtime.StoreRuntime.follow_for_owner", lambda runtime: None)
+
+    fused = owner_search(engine_with_model, query="incident review timeline")
+    keyword = owner_search(engine_with_model, query="incident review timeline", mode="keyword")
+
+    assert fused["mode"] == "hybrid" and fused["vectors"] == "building"
+    assert [(hit["title"], hit["score"]) for hit in fused["hits"]] == [
+        (hit["title"], hit["score"]) for hit in keyword["hits"]]
+
+
+def test_a_note_titled_exactly_as_the_query_leads_the_first_page(engine_with_model) -> None:
+    caller, _ = seed(engine_with_model)
+    from tests.helpers import page
+    engine_with_model.save_page(caller, page("p9", "Backups", "note", "Database backups, database backups, backups."))
+
+    for mode in ("keyword", "hybrid"):
+        hits = owner_search(engine_with_model, query="Database backups", mode=mode)["hits"]
+        assert hits[0]["title"] == "Database backups" and hits[0]["score"] == 1.0, mode
+    assert owner_search(engine_with_model, query="backups", mode="keyword")["hits"][0]["title"] == "Backups"
+
+
+def test_a_long_page_is_as_near_as_its_nearest_passage(engine_with_model) -> None:
+    """A long page's vector holds its start; hybrid judges it by its nearest passage, whose vectors the first hybrid
+    search has the catch-up cache."""
+    import numpy as np
+
+    from engine.index.similarity import page_passages
+    from engine.index.vectors import embedding_text
+    from engine.vault.frontmatter import split_document
+    from tests.helpers import page
+
+    caller, _ = seed(engine_with_model)
+    filler = " ".join(f"chapter{number} covers release planning details" for number in range(120))
+    engine_with_model.save_page(caller, page("long", "Handbook", "note",
+                                             f"{filler} Tomatoes need sun and water every morning."))
+    owner_search(engine_with_model, query="warm up")
+    runtime = next(iter(engine_with_model._runtimes.values()))
+    assert runtime.vector_feed.settled(60)
+    embedder = engine_with_model.embeddings.current()
+    vector = embedder.embed(["tomatoes need sun and water"])[0]
+
+    def work(runtime, authority):
+        rows = [row for row in runtime.catalog.current(authority.partition)]
+        return runtime.vectors.passage_similarities(authority.partition, embedder, vector, rows), {
+            row.path: embedding_text(row.title, split_document(content.decode())[1]) for row, content in
+            runtime.catalog.current_with_content(
+                authority.partition, [row.path for row in rows if row.title == "Handbook"])}
+
+    nearest, texts = engine_with_model.on_store(OperatorCaller("main"), work)
+    [(path, text)] = texts.items()
+    passages = page_passages(text)
+    assert len(passages) > 1 and set(nearest) == {path}  # the short pages are their own vector
+    expected = max(float(np.dot(vector, passage)) for passage in embedder.embed(passages))
+    assert nearest[path] == pytest.approx(expected, abs=1e-5)
