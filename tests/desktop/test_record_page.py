@@ -194,3 +194,21 @@ def test_the_record_page_leads_with_the_note_and_history_compares_two_revisions(
     assert "tags\n(not set) → ops" in shown
     html = page.diff.toHtml()
     assert DIFF_COLOURS[("added", False)] in html.lower() and DIFF_COLOURS[("removed", False)] in html.lower()
+
+
+def test_a_narrow_page_puts_the_details_below_the_body(qtbot, tasks) -> None:
+    from PySide6.QtCore import Qt
+
+    from desktop.records.page import RecordPage
+
+    page = RecordPage(tasks, now=clock)
+    qtbot.addWidget(page)
+    page.resize(1100, 700)
+    page.show()
+    qtbot.waitExposed(page)
+    assert page.note.orientation() == Qt.Orientation.Horizontal
+    assert page.body.width() > 2 * page.details.width()
+
+    page.resize(500, 700)
+    qtbot.waitUntil(lambda: page.note.orientation() == Qt.Orientation.Vertical, timeout=5_000)
+    qtbot.waitUntil(lambda: page.body.height() > 2 * page.details.height(), timeout=5_000)
