@@ -49,7 +49,8 @@ def palette_css() -> str:
     alternate = palette.color(QPalette.ColorRole.AlternateBase).name()
     return (f"body {{ color: {text}; }} a {{ color: {link}; }} .muted {{ color: {muted}; }} "
             f"h2, h3 {{ margin-top: 12px; margin-bottom: 4px; }} "
-            f"pre, .quote {{ background-color: {alternate}; }} td {{ padding: 2px 8px 2px 0; }}")
+            f"pre, .quote, .embed {{ background-color: {alternate}; }} td {{ padding: 2px 8px 2px 0; }} "
+            f".tag {{ color: {link}; }}")
 
 
 class SafeTextBrowser(QTextBrowser):

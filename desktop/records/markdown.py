@@ -10,11 +10,23 @@ Stored text is data, so the renderer never lets it act:
   stays plain text.
 
 Links to other records: ``[[target]]`` and ``[[target|label]]`` name a
-record by id or by title, and an id as the engine makes them (``pg_`` and a
+record by id or by title (``[[target#Heading]]`` a part of it, shown as
+``target › Heading``), and an id as the engine makes them (``pg_`` and a
 ULID, say) written in the text is a link too.  A target the page already
 knows (a record this one names, or one that names it) links straight to
 its id; any other title becomes a ``wikilink:`` link, which the record page
 resolves with a search when it is clicked.
+
+Obsidian's own syntax is shown as what it means, never as markup:
+
+- a callout (``> [!warning] Title`` and the quote's other lines) is a box
+  in its kind's colour, titled with its title (else its kind), in colours
+  for the palette in force;
+- an embed (``![[Note]]``) says that the note embeds that note, with a
+  link to it; an embedded image or file (``![[diagram.png]]``) is named,
+  not loaded, like any image;
+- a YAML block at the very start of a body (frontmatter an import left in
+  the text) is not shown: the record's own fields are beside the body.
 """
 
 from __future__ import annotations
@@ -31,11 +43,38 @@ from markdown_it.token import Token
 
 from engine.core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, is_generated_id, is_record_id
 
-from ..common.widgets import RECORD_SCHEME, esc
+from ..common.widgets import RECORD_SCHEME, esc, is_dark
 
 WIKILINK_SCHEME = "wikilink"
 ALLOWED_SCHEMES = ("http:", "https:", "mailto:", f"{RECORD_SCHEME}:")
 WIKILINK = re.compile(r"\[\[([^\[\]|\n]{1,200})(?:\|([^\[\]\n]{1,200}))?\]\]")
+CALLOUT = re.compile(r"\[!([A-Za-z][\w-]{0,40})\]([+-]?)[ \t]*(.*)")
+FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+YAML_LINE = re.compile(r"(?:[\w.\- \"']{1,80}:(?:\s|$)|\s*- |\s+\S|#)")
+# Embedded files that are not notes (Obsidian embeds any attachment by its file name).
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".tif", ".tiff")
+FILE_SUFFIXES = (".pdf", ".mp3", ".wav", ".ogg", ".m4a", ".mp4", ".webm", ".mov", ".csv", ".zip", ".canvas")
+
+# A callout's kind (Obsidian's names and aliases) -> its title and accent colour on a light and a dark palette.
+CALLOUT_KINDS = {
+    "note": ("Note", "#0969da", "#58a6ff"), "info": ("Info", "#0969da", "#58a6ff"),
+    "todo": ("To do", "#0969da", "#58a6ff"),
+    "abstract": ("Abstract", "#1b7c83", "#39c5cf"), "summary": ("Summary", "#1b7c83", "#39c5cf"),
+    "tldr": ("TL;DR", "#1b7c83", "#39c5cf"),
+    "tip": ("Tip", "#1b7c83", "#39c5cf"), "hint": ("Hint", "#1b7c83", "#39c5cf"),
+    "important": ("Important", "#1b7c83", "#39c5cf"),
+    "success": ("Success", "#1a7f37", "#3fb950"), "check": ("Check", "#1a7f37", "#3fb950"),
+    "done": ("Done", "#1a7f37", "#3fb950"),
+    "question": ("Question", "#9a6700", "#d29922"), "help": ("Help", "#9a6700", "#d29922"),
+    "faq": ("FAQ", "#9a6700", "#d29922"),
+    "warning": ("Warning", "#bc4c00", "#f0883e"), "caution": ("Caution", "#bc4c00", "#f0883e"),
+    "attention": ("Attention", "#bc4c00", "#f0883e"),
+    "failure": ("Failure", "#cf222e", "#f85149"), "fail": ("Fail", "#cf222e", "#f85149"),
+    "missing": ("Missing", "#cf222e", "#f85149"), "danger": ("Danger", "#cf222e", "#f85149"),
+    "error": ("Error", "#cf222e", "#f85149"), "bug": ("Bug", "#cf222e", "#f85149"),
+    "example": ("Example", "#8250df", "#a371f7"),
+    "quote": ("Quote", "#6e7781", "#8b949e"), "cite": ("Quote", "#6e7781", "#8b949e"),
+}
 MENTIONED_ID = re.compile(rf"\b(?:{PAGE_PREFIX}|{CLAIM_PREFIX}|{RELATIONSHIP_PREFIX})_[0-9A-HJKMNP-TV-Z]{{26}}\b")
 
 Known = dict[str, dict[str, Any]]  # what a target may name (an id, or a title in lower case) -> the record
@@ -70,6 +109,44 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
         token.meta = {"target": match.group(1).strip(), "label": (match.group(2) or "").strip()}
     state.pos = match.end()
     return True
+
+
+def _embed_rule(state: StateInline, silent: bool) -> bool:
+    """``![[target]]`` (before the image rule, which would read it as an image with a link for alt text)."""
+    if not state.src.startswith("![[", state.pos):
+        return False
+    match = WIKILINK.match(state.src, state.pos + 1)
+    if match is None:
+        return False
+    if not silent:
+        token = state.push("embed", "", 0)
+        token.meta = {"target": match.group(1).strip(), "label": (match.group(2) or "").strip()}
+    state.pos = match.end()
+    return True
+
+
+def _callouts_rule(state: StateCore) -> None:
+    """Mark each quote whose first line is ``[!kind] Title`` as a callout, that line taken out of its text."""
+    tokens = state.tokens
+    for at, token in enumerate(tokens[:-2]):
+        if token.type != "blockquote_open" or tokens[at + 1].type != "paragraph_open" \
+                or tokens[at + 2].type != "inline":
+            continue
+        first, _, rest = tokens[at + 2].content.partition("\n")
+        match = CALLOUT.fullmatch(first.strip())
+        if match is None:
+            continue
+        close = next((later for later in tokens[at + 1:]
+                      if later.type == "blockquote_close" and later.level == token.level), None)
+        if close is None:
+            continue
+        kind = match.group(1).lower()
+        token.meta = close.meta = {"callout": kind, "title": match.group(3).strip()}
+        tokens[at + 2].content = rest
+        if not rest.strip():  # only the title line: no empty paragraph under it
+            tokens[at + 1].hidden = True
+            following = next(later for later in tokens[at + 3:] if later.type == "paragraph_close")
+            following.hidden = True
 
 
 def _mentioned_ids_rule(state: StateCore) -> None:
@@ -109,6 +186,37 @@ def _validate_link(url: str) -> bool:
     return url.strip().lower().startswith(ALLOWED_SCHEMES)
 
 
+def split_target(target: str) -> tuple[str, str]:
+    """``Note#Heading`` (or ``Note#^block``) -> (``Note``, ``Heading``): the record named, and the part of it."""
+    name, _, part = target.partition("#")
+    if not part and "^" in name:
+        name, _, part = name.partition("^")
+    return name.strip(), part.strip().lstrip("^")
+
+
+def _blend(colour: str, base: str, share: float) -> str:
+    """``colour`` laid over ``base`` at ``share`` opacity, as ``#rrggbb``."""
+    mixed = (round(int(colour[i:i + 2], 16) * share + int(base[i:i + 2], 16) * (1 - share)) for i in (1, 3, 5))
+    return "#" + "".join(f"{value:02x}" for value in mixed)
+
+
+def callout_colours(kind: str, dark: bool) -> tuple[str, str, str]:
+    """(title, accent, background) of a callout of ``kind``: an unknown kind is titled by its name, in blue."""
+    title, light_accent, dark_accent = CALLOUT_KINDS.get(kind, (kind.replace("-", " ").capitalize(),
+                                                                *CALLOUT_KINDS["note"][1:]))
+    accent = dark_accent if dark else light_accent
+    return title, accent, _blend(accent, "#252525" if dark else "#ffffff", 0.18 if dark else 0.09)
+
+
+def strip_frontmatter(text: str) -> str:
+    """``text`` without a YAML block at its very start (every line of it a key, a list item or indented)."""
+    match = FRONTMATTER.match(text)
+    if match is None:
+        return text
+    lines = [line for line in match.group(1).splitlines() if line.strip()]
+    return text[match.end():] if lines and all(YAML_LINE.match(line) for line in lines) else text
+
+
 class _BodyRenderer(RendererHTML):
     """markdown-it's HTML renderer, with images in words and record links resolved against ``env["known"]``."""
 
@@ -120,15 +228,48 @@ class _BodyRenderer(RendererHTML):
                 f'{" (" + esc(where) + ")" if where else ""}, not shown]</span>')
 
     def wikilink(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+        return _record_link(tokens[idx].meta["target"], tokens[idx].meta["label"], env.get("known") or {})
+
+    def embed(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
         target, label = tokens[idx].meta["target"], tokens[idx].meta["label"]
-        known: Known = env.get("known") or {}
-        record = known.get(target) or known.get(target.casefold())
-        if record is not None:
-            shown = label or (target if target != record["id"] else record.get("title") or target)
-            return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}">{esc(shown)}</a>'
-        if is_generated_id(target):
-            return f'<a href="{RECORD_SCHEME}:{esc(target)}">{esc(label or target)}</a>'
-        return f'<a href="{WIKILINK_SCHEME}:{esc(quote(target, safe=""))}">{esc(label or target)}</a>'
+        name = split_target(target)[0]
+        if name.lower().endswith(IMAGE_SUFFIXES + FILE_SUFFIXES):
+            what = "image" if name.lower().endswith(IMAGE_SUFFIXES) else "file"
+            return f'<span class="muted">[embedded {what}: {esc(name)}, not shown]</span>'
+        link = _record_link(target, "" if label.isdigit() else label, env.get("known") or {})
+        return f'<span class="embed">[embeds the note {link}]</span>'
+
+    def blockquote_open(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+        kind = tokens[idx].meta.get("callout") if tokens[idx].meta else None
+        if kind is None:
+            return super().renderToken(tokens, idx, options, env)
+        title, accent, background = callout_colours(kind, bool(env.get("dark")))
+        shown = tokens[idx].meta["title"] or title
+        return (f'<table class="callout callout-{esc(kind)}" width="100%" cellspacing="0" cellpadding="8" '
+                f'border="1" bgcolor="{background}" style="border-color: {accent}; '
+                f'background-color: {background}; border-style: solid; margin: 6px 0;"><tr><td>'
+                f'<p style="color: {accent};"><b>{esc(shown)}</b>'
+                f'{"" if shown == title else f" <small>({esc(title)})</small>"}</p>')
+
+    def blockquote_close(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+        if tokens[idx].meta and tokens[idx].meta.get("callout"):
+            return "</td></tr></table>\n"
+        return super().renderToken(tokens, idx, options, env)
+
+
+def _record_link(target: str, label: str, known: Known) -> str:
+    """A link to the record ``target`` names (by id or title, ``#part`` after it), shown as ``label`` if any."""
+    name, part = split_target(target)
+    if not name:  # a heading of this very note
+        return f"<span>{esc(label or part)}</span>"
+    shown = label or (f"{name} › {part}" if part else "")
+    record = known.get(name) or known.get(name.casefold())
+    if record is not None:
+        shown = shown or (name if name != record["id"] else record.get("title") or name)
+        return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}">{esc(shown)}</a>'
+    if is_generated_id(name):
+        return f'<a href="{RECORD_SCHEME}:{esc(name)}">{esc(shown or name)}</a>'
+    return f'<a href="{WIKILINK_SCHEME}:{esc(quote(name, safe=""))}">{esc(shown or name)}</a>'
 
 
 def _parser() -> MarkdownIt:
@@ -137,6 +278,8 @@ def _parser() -> MarkdownIt:
     parser.enable(["table", "strikethrough"])
     parser.validateLink = _validate_link  # type: ignore[method-assign]
     parser.inline.ruler.before("link", "wikilink", _wikilink_rule)
+    parser.inline.ruler.before("image", "embed", _embed_rule)
+    parser.core.ruler.after("block", "callouts", _callouts_rule)
     parser.core.ruler.after("inline", "mentioned_ids", _mentioned_ids_rule)
     return parser
 
@@ -144,9 +287,11 @@ def _parser() -> MarkdownIt:
 PARSER = _parser()  # holds no state between renders: what a body may link to comes in its env
 
 
-def body_html(text: str, known: Known | None = None) -> str:
-    """The body's Markdown as safe HTML, record links resolved against ``known`` (see ``known_records``)."""
-    return PARSER.render(text or "", {"known": known or {}})
+def body_html(text: str, known: Known | None = None, *, dark: bool | None = None) -> str:
+    """The body's Markdown as safe HTML, record links resolved against ``known`` (see ``known_records``), and
+    callouts in colours for a dark palette or a light one (default: the palette in force)."""
+    dark = is_dark() if dark is None else dark
+    return PARSER.render(strip_frontmatter(text or ""), {"known": known or {}, "dark": dark})
 
 
 def wikilink_target(path: str) -> str | None:

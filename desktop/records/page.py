@@ -1,4 +1,10 @@
-"""A record page: fields, the body as Markdown, claims with evidence, its links, and history with diffs.
+"""A record page: the note first (its body rendered, its details beside it), then claims with evidence, its
+links, and its history with coloured diffs.
+
+The Note tab gives the body most of the page (``BODY_SHARE`` of the width beside the details, or of the
+height below the title when the page is too narrow for both side by side: ``SIDE_BY_SIDE_PX``); the
+details say what the record is, its tags and aliases, when it was created and updated (in local time,
+relative, the exact time in a tooltip) and who wrote it; raw ids and hashes come last, small.
 
 Read-only, like all knowledge in the window: *Request a change* copies a
 message naming the exact record id, revision and content hash for the
@@ -10,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -25,29 +31,15 @@ from PySide6.QtWidgets import (
 
 from engine.core.links import SCHEME as LINK_SCHEME
 
-from ..common.models import Column, RowsModel
-from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, plain_label, table
+from ..common.times import Clock, local_now
+from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, plain_label
 from ..tasks import EngineTasks
+from .history import HistoryPanel
 from .markdown import WIKILINK_SCHEME, body_html, known_records, names_an_id, wikilink_target
-from .render import change_request_message, claims_html, fields_html, header_html, links_html
+from .render import change_request_message, claims_html, details_html, header_html, links_html
 
-HISTORY_COLUMNS = [
-    Column("Revision", lambda r: r.get("revision"), align_right=True),
-    Column("Updated", lambda r: r.get("updatedAt") or r.get("observedAt")),
-    Column("Lifecycle", lambda r: r.get("lifecycle")),
-    Column("Origin", lambda r: r.get("origin")),
-    Column("Written by", lambda r: written_by(r.get("attribution"))),
-    Column("Git", lambda r: ((r.get("git") or {}).get("commit") or "")[:10]),
-    Column("Title", lambda r: r.get("title")),
-]
-
-
-def written_by(attribution: Any) -> str | None:
-    """The agent and, when it declared one, its stable instance id: ``main (laptop-main)``."""
-    if not isinstance(attribution, dict) or not attribution.get("agent"):
-        return None
-    instance = attribution.get("instance")
-    return f"{attribution['agent']} ({instance})" if instance else str(attribution["agent"])
+BODY_SHARE = 0.72  # of the Note tab the body takes (the details the rest)
+SIDE_BY_SIDE_PX = 720  # narrower than this, the details go below the body
 
 
 class SourceDialog(QDialog):
@@ -95,14 +87,15 @@ class RecordPage(QWidget):
     """A record, its links and its history are shown (the record id)."""
 
     sig_diff_loaded = Signal(str)
-    """A diff between two revisions is shown (the diff text)."""
+    """A comparison of two revisions is shown in History (its text as shown)."""
 
     sig_connections_requested = Signal(object)
     """The owner asked for the graph of this record's connections (the record)."""
 
-    def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
+    def __init__(self, tasks: EngineTasks, parent: QWidget | None = None, *, now: Clock | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
+        self.now: Clock = now or local_now  # what "3 minutes ago" is counted from (local time)
         self.agent: str | None = None
         self.record: dict[str, Any] | None = None
         self.links: dict[str, Any] | None = None
@@ -110,7 +103,7 @@ class RecordPage(QWidget):
         self._generation = 0
 
         self.header = SafeTextBrowser()
-        self.header.setMaximumHeight(96)
+        self.header.setMaximumHeight(72)
         self.request_button = QPushButton("Request a &change")
         self.request_button.setToolTip("Copy a message for the agent's chat naming this exact record, revision "
                                        "and content hash (Edit › Copy a change request, Ctrl+Shift+C). "
@@ -120,32 +113,30 @@ class RecordPage(QWidget):
         self.graph_button.setToolTip("A graph of this record, its relationships and the records it links to, to "
                                      "click through (View › Show connections, Ctrl+Shift+G)")
         self.graph_button.clicked.connect(self._on_graph_clicked)
-        self.fields = SafeTextBrowser()
         self.body = SafeTextBrowser()
+        self.body.setPlaceholderText("This record has no body.")
+        self.details = SafeTextBrowser()
+        self.details.setMinimumWidth(200)
         self.claims = SafeTextBrowser()
         self.connections = SafeTextBrowser()
-        for browser in (self.header, self.fields, self.body, self.claims, self.connections):
+        for browser in (self.header, self.details, self.body, self.claims, self.connections):
             browser.sig_link_activated.connect(self._on_link_activated)
-        self.history_model = RowsModel(HISTORY_COLUMNS, self)
-        self.history_table = table(self.history_model)
-        self.history_table.set_empty_text("Choose a record to see its revisions.")
-        self.history_table.selectionModel().selectionChanged.connect(self._on_revision_selected)
-        self.diff = QPlainTextEdit()
-        self.diff.setReadOnly(True)
-        self.diff.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.diff.setPlaceholderText("Select a revision to see what changed since the one before it.")
+        self.history = HistoryPanel(tasks, self, now=lambda: self.now())
+        self.history_model, self.history_table, self.diff = self.history.model, self.history.table, self.history.diff
+        self.history.sig_diff_loaded.connect(self.sig_diff_loaded)
+        self._note_sized = False  # the body's share is set once the page has a size
 
-        overview = QSplitter(Qt.Orientation.Vertical)
-        overview.addWidget(self.fields)
-        overview.addWidget(self.body)
-        history = QSplitter(Qt.Orientation.Vertical)
-        history.addWidget(self.history_table)
-        history.addWidget(self.diff)
+        self.note = QSplitter(Qt.Orientation.Horizontal)
+        self.note.setChildrenCollapsible(False)
+        self.note.addWidget(self.body)
+        self.note.addWidget(self.details)
+        self.note.setStretchFactor(0, 3)
+        self.note.setStretchFactor(1, 1)
         self.tabs = QTabWidget()
-        self.tabs.addTab(overview, "&Record")
+        self.tabs.addTab(self.note, "N&ote")
         self.tabs.addTab(self.claims, "Claims && &evidence")
         self.tabs.addTab(self.connections, "Li&nks")
-        self.tabs.addTab(history, "&History")
+        self.tabs.addTab(self.history, "&History")
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
         buttons = QVBoxLayout()
@@ -165,10 +156,24 @@ class RecordPage(QWidget):
         self.request_button.setEnabled(False)
         self.graph_button.setEnabled(False)
         self.header.show_html('<div class="muted">Choose a record on the left.</div>')
-        for browser in (self.fields, self.body, self.claims, self.connections):
+        for browser in (self.details, self.body, self.claims, self.connections):
             browser.clear()
-        self.history_model.set_rows([])
-        self.diff.clear()
+        self.history.clear()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._lay_out_note()
+
+    def _lay_out_note(self) -> None:
+        """The details beside the body when the page is wide enough, else below it; the body keeps most."""
+        wide = self.width() >= SIDE_BY_SIDE_PX
+        orientation = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
+        if self.note.orientation() != orientation or not self._note_sized:
+            self.note.setOrientation(orientation)
+            self.details.setMinimumWidth(200 if wide else 0)
+            room = self.width() if wide else max(self.height() - self.header.maximumHeight(), 200)
+            self.note.setSizes([int(room * BODY_SHARE), room - int(room * BODY_SHARE)])
+            self._note_sized = True
 
     # --- loading -------------------------------------------------------------------------------
 
@@ -183,12 +188,10 @@ class RecordPage(QWidget):
         longer be read leaves the page empty, as choosing it would."""
         if self.record is None or self.agent is None:
             return
-        rows = self.history_table.selectionModel().selectedRows()
-        chosen = self.history_model.row(rows[0].row()) if rows else None
         self._generation += 1
-        self._load(self.record["id"], keep_revision=chosen["revision"] if chosen else None)
+        self._load(self.record["id"], keep_revisions=self.history.chosen_revisions())
 
-    def _load(self, record_id: str, *, keep_revision: int | None = None) -> None:
+    def _load(self, record_id: str, *, keep_revisions: list[int] | None = None) -> None:
         generation = self._generation
         params = {"agent": self.agent, "id": record_id}
 
@@ -203,59 +206,39 @@ class RecordPage(QWidget):
         self.tasks.request("operator/record", params, current(self._on_record), on_error=unreadable, owner=self)
         self.tasks.request("operator/links", params, current(self._on_links), owner=self)
         self.tasks.request("operator/history", params,
-                           current(lambda history: self._on_history(history, keep_revision)), owner=self)
+                           current(lambda history: self._on_history(history, keep_revisions)), owner=self)
 
     def _on_record(self, record: dict[str, Any]) -> None:
         self.record = record
         self.request_button.setEnabled(True)
         self.graph_button.setEnabled(True)
-        self.header.rerender_with(lambda: self.header.show_html(header_html(record)))
-        self.fields.rerender_with(lambda: self.fields.show_html(fields_html(record, self.links)))
+        self.header.rerender_with(lambda: self.header.show_html(header_html(record, self.now())))
+        self._show_details()
         self._show_body()
 
     def _on_links(self, links: dict[str, Any]) -> None:
         self.links = links
         if self.record is not None:
-            record = self.record
-            self.fields.rerender_with(lambda: self.fields.show_html(fields_html(record, links)))
+            self._show_details()
             self._show_body()  # [[links]] to the records named here now resolve to their ids
         self.claims.rerender_with(lambda: self.claims.show_html(claims_html(links)))
         self.connections.rerender_with(lambda: self.connections.show_html(links_html(links)))
+
+    def _show_details(self) -> None:
+        record, links = self.record or {}, self.links
+        self.details.rerender_with(lambda: self.details.show_html(details_html(record, links, self.now())))
 
     def _show_body(self) -> None:
         record, known = self.record or {}, known_records(self.links)
         self.body.rerender_with(lambda: self.body.show_html(body_html(record.get("body") or "", known)))
 
-    def _on_history(self, history: dict[str, Any], keep_revision: int | None = None) -> None:
-        self.history_model.set_rows(history["revisions"])
-        self.history_table.resizeColumnsToContents()
-        kept = next((n for n, row in enumerate(history["revisions"]) if row.get("revision") == keep_revision), None)
-        if kept is not None:
-            self.history_table.selectRow(kept)  # its diff is asked for again
+    def _on_history(self, history: dict[str, Any], keep_revisions: list[int] | None = None) -> None:
+        self.history.show_history(self.agent or "", history, keep_revisions)
         self.sig_content_loaded.emit(history["id"])
 
-    def _on_revision_selected(self) -> None:
-        rows = self.history_table.selectionModel().selectedRows()
-        revision = self.history_model.row(rows[0].row()) if rows else None
-        if revision is None or self.record is None:
-            return
-        number = revision["revision"]
-        self.show_diff(max(1, number - 1), number)
-
     def show_diff(self, old: int, new: int) -> None:
-        if self.record is None or self.agent is None:
-            return
-        generation = self._generation
-
-        def shown(result: dict[str, Any]) -> None:
-            if generation != self._generation:
-                return
-            text = result["diff"] or f"Revision {old} and revision {new} hold the same bytes."
-            self.diff.setPlainText(text + ("\n… (diff truncated)" if result.get("truncated") else ""))
-            self.sig_diff_loaded.emit(self.diff.toPlainText())
-
-        self.tasks.request("operator/diff", {"agent": self.agent, "id": self.record["id"], "from": old, "to": new},
-                           shown, owner=self)
+        """Compare two revisions of the record shown (History shows the comparison)."""
+        self.history.show_diff(old, new)
 
     # --- actions -------------------------------------------------------------------------------
 

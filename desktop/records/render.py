@@ -1,21 +1,31 @@
-"""HTML for a record page: fields, claims with evidence, and its links (Links and Linked from).
+"""HTML for a record page: its header, the details beside the note, claims with evidence, and its links
+(Links and Linked from).
 
-Pure functions from engine answers to HTML strings; every stored value is
+Pure functions from engine answers (and, for times, ``now``) to HTML strings; every stored value is
 escaped (stored text is data, never markup).  Links use two schemes the
-record page handles itself: ``record:<id>`` and ``source:<id>``.
+record page handles itself: ``record:<id>`` and ``source:<id>``.  Times are
+said in ``now``'s zone, relative where that helps, the exact time in a
+tooltip (``desktop/common/times.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from engine.vault.record_view import view_of
 
+from ..common.times import ago, exact_time, local_now
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, esc
+from .history import value_text, written_by
 
+# Keys the details panel shows in its own words (or the header or the Claims tab does); any other key of the
+# frontmatter is listed after them under its own name.
 _SHOWN_ELSEWHERE = {"format", "id", "title", "revision", "kind", "type", "fields", "evidence", "recall", "valid_from",
-                    "valid_to"}
+                    "valid_to", "tags", "aliases", "recorded_at", "updated_at", "attribution", "lifecycle", "scope",
+                    "claim_kind", "subject", "relation", "from", "to", "assertion_origin", "replaces"}
+ASSERTION_ORIGINS = {"user": "the owner", "source": "a source", "agent_inference": "the agent's own inference"}
 
 
 def record_link(record: dict[str, Any] | None, fallback: str = "") -> str:
@@ -27,15 +37,24 @@ def record_link(record: dict[str, Any] | None, fallback: str = "") -> str:
     return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}">{esc(title)}</a>{note}'
 
 
-def header_html(record: dict[str, Any]) -> str:
+def when_html(value: Any, now: datetime) -> str:
+    """``3 minutes ago`` in ``now``'s zone, the exact time in its tooltip."""
+    return f'<span title="{esc(exact_time(value, now))}">{esc(ago(value, now))}</span>'
+
+
+def header_html(record: dict[str, Any], now: datetime | None = None) -> str:
+    """The title, and one line: what the record is, its state when not current, and when it was last written."""
+    now = now or local_now()
     view = view_of(record.get("frontmatter") or {})
     detail = view.type or view.claim_kind or view.relation or ""
+    status = record.get("status")
+    state = f" · <b>{esc(status)}</b>" if status and status != "current" else ""
+    updated = view.updated_at or view.recorded_at
     return (f"<h2>{esc(record.get('title') or record.get('id'))}</h2>"
-            f"<div>{esc(record.get('kind'))}{' · ' + esc(detail) if detail else ''} · "
-            f"<b>{esc(record.get('status'))}</b> · revision {esc(record.get('revision'))}</div>"
-            f"{validity_html(record)}"
-            f'<div class="muted">{esc(record.get("id"))} · sha256 {esc((record.get("sha256") or "")[:16])}… · '
-            f"{esc(record.get('path'))}</div>")
+            f"<div>{esc(record.get('kind'))}{' · ' + esc(detail) if detail else ''}{state}"
+            f"{' · updated ' + when_html(updated, now) if updated else ''}"
+            f' · <span class="muted">revision {esc(record.get("revision"))}</span></div>'
+            f"{validity_html(record)}")
 
 
 def validity_html(record: dict[str, Any]) -> str:
@@ -58,29 +77,78 @@ def _value_html(value: Any, titles: dict[str, dict[str, Any]]) -> str:
         return ", ".join(_value_html(item, titles) for item in value)
     if isinstance(value, dict):
         return ", ".join(f"{esc(key)}: {_value_html(item, titles)}" for key, item in value.items())
-    return esc(value)
+    return esc(value_text(value))
 
 
-def fields_html(record: dict[str, Any], links: dict[str, Any] | None) -> str:
-    """Typed fields first, then the other frontmatter keys, names resolved to record links."""
+def label_of(key: str) -> str:
+    """A frontmatter key as a label: ``next_review`` -> ``Next review``."""
+    words = str(key).replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def details_html(record: dict[str, Any], links: dict[str, Any] | None, now: datetime | None = None) -> str:
+    """The details beside the note: its properties in words (type, tags, aliases, when created and updated,
+    who wrote it), its typed fields and other keys (names resolved to record links), its evidence, its
+    recall approval and findings, and last, small, where it is kept."""
+    now = now or local_now()
     view = view_of(record.get("frontmatter") or {})
     titles = {ref["record"]["id"]: ref["record"] for ref in (links or {}).get("references", [])
               if ref.get("record", {}).get("id")}
-    rows = [(f"fields.{name}", value) for name, value in (view.fields or {}).items()]
-    rows += [(key, value) for key, value in view.raw.items() if key not in _SHOWN_ELSEWHERE]
-    cells = "".join(f"<tr><td><b>{esc(key)}</b></td><td>{_value_html(value, titles)}</td></tr>" for key, value in rows)
+    titles.update((entry["id"], entry) for entry in _connected(links) if entry.get("id"))
+    rows: list[tuple[str, str]] = []
+    kind = " · ".join(esc(part) for part in (record.get("kind"), view.detail) if part)
+    if kind:
+        rows.append(("Type", kind))
+    if view.tags:
+        rows.append(("Tags", " ".join(f'<span class="tag">#{esc(tag)}</span>' for tag in view.tags)))
+    if view.aliases:
+        rows.append(("Aliases", ", ".join(esc(alias) for alias in view.aliases)))
+    if view.recorded_at:
+        rows.append(("Created", when_html(view.recorded_at, now)))
+    if view.updated_at and view.updated_at != view.recorded_at:
+        rows.append(("Updated", when_html(view.updated_at, now)))
+    author = written_by(view.attribution)
+    if author:
+        rows.append(("Written by", esc(author)))
+    if record.get("status") and record.get("status") != "current":
+        rows.append(("Status", f"<b>{esc(record['status'])}</b>"))
+    if view.lifecycle and view.lifecycle != "active":
+        rows.append(("Lifecycle", esc(view.lifecycle)))
+    for key, label in (("subject", "About"), ("from", "From"), ("to", "To"), ("replaces", "Replaces")):
+        if view.given(key):
+            rows.append((label, _value_html(view.raw[key], titles)))
+    if view.assertion_origin:
+        rows.append(("Said by", esc(ASSERTION_ORIGINS.get(view.assertion_origin, view.assertion_origin))))
+    rows += [(label_of(name), _value_html(value, titles)) for name, value in (view.fields or {}).items()]
+    rows += [(label_of(key), _value_html(value, titles)) for key, value in view.raw.items()
+             if key not in _SHOWN_ELSEWHERE]
+    cells = "".join(f'<tr><td class="muted">{esc(label)}</td><td>{value}</td></tr>' for label, value in rows)
+    parts = [f"<table>{cells}</table>"]
+    evidence = (links or {}).get("evidence")
+    if evidence:
+        parts.append(f"<h3>Evidence ({len(evidence)})</h3>{evidence_html(evidence)}")
+    recall = view.recall
+    if recall is not None:
+        parts.append(f"<h3>Approved for recall</h3><div>{esc(recall.get('summary'))}</div>"
+                     f'<div class="muted">importance {esc(recall.get("importance"))}; triggers '
+                     f"{esc(', '.join(recall.get('triggers') or []) or '-')}; projects "
+                     f"{esc(', '.join(recall.get('projects') or []) or '-')}; approved by "
+                     f"{esc(recall.get('approved_by'))} {when_html(recall.get('approved_at'), now)}</div>")
     findings = "".join(f"<li>{esc(f.get('severity', 'error'))}: {esc(f.get('message'))}</li>"
                        for f in record.get("findings") or [])
-    recall = view.recall
-    recall_html = ""
-    if recall is not None:
-        recall_html = (f"<h3>Approved for recall</h3><div>{esc(recall.get('summary'))}</div>"
-                       f'<div class="muted">importance {esc(recall.get("importance"))}; triggers '
-                       f"{esc(', '.join(recall.get('triggers') or []) or '-')}; projects "
-                       f"{esc(', '.join(recall.get('projects') or []) or '-')}; approved by "
-                       f"{esc(recall.get('approved_by'))} at {esc(recall.get('approved_at'))}</div>")
-    return (f"<table>{cells}</table>" + recall_html
-            + (f"<h3>Findings</h3><ul>{findings}</ul>" if findings else ""))
+    if findings:
+        parts.append(f"<h3>Findings</h3><ul>{findings}</ul>")
+    parts.append(f'<p class="muted"><small>{esc(record.get("id"))}<br>{esc(record.get("path"))}<br>'
+                 f'<span title="{esc(record.get("sha256"))}">sha256 {esc((record.get("sha256") or "")[:16])}…</span>'
+                 "</small></p>")
+    return "".join(parts)
+
+
+def _connected(links: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The records a page's links name (a claim's subject, a relationship's ends), to show by their titles."""
+    links = links or {}
+    return [connection.get("record") or {} for connection in links.get("connections") or []] \
+        + list(links.get("backlinks") or [])
 
 
 def evidence_html(locators: list[dict[str, Any]]) -> str:

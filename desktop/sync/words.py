@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from engine.core.ids import parse_timestamp
-
-from ..common.widgets import esc, is_dark
+from ..common.diffs import diff_html
+from ..common.times import ago, clock_time
+from ..common.widgets import esc
 
 # What a failed round's finding (docs/sync.md) means, said to the owner; the engine's own message, which
 # names the path or the remote's answer, is shown beside it.
@@ -37,49 +37,6 @@ CONFLICT_KINDS = {
     "added_on_both": "added on two machines with different content",
     "removed_and_revised": "removed on one machine and revised on the other, so it stays",
 }
-
-# Diff lines: added (what stands) and removed (the other version), for a light and a dark palette.
-DIFF_COLOURS = {
-    ("added", False): "#1a7f37", ("added", True): "#7ee787",
-    ("removed", False): "#cf222e", ("removed", True): "#ff7b72",
-}
-
-
-def moment(value: Any, now: datetime) -> datetime | None:
-    """An engine timestamp in ``now``'s zone (None when it is none or unreadable)."""
-    parsed = parse_timestamp(value)
-    return parsed.astimezone(now.tzinfo) if parsed is not None else None
-
-
-def clock_time(value: Any, now: datetime) -> str:
-    """``10:02`` today, ``yesterday 10:02``, else ``2026-12-01 10:02``, in ``now``'s zone."""
-    at = moment(value, now)
-    if at is None:
-        return "an unknown time"
-    days = (now.date() - at.date()).days
-    if days == 0:
-        return at.strftime("%H:%M")
-    if days == 1:
-        return f"yesterday {at.strftime('%H:%M')}"
-    return at.strftime("%Y-%m-%d %H:%M")
-
-
-def ago(value: Any, now: datetime) -> str:
-    """How long before ``now``: ``just now``, ``3 minutes ago``, ``2 hours ago``, then a clock time."""
-    at = moment(value, now)
-    if at is None:
-        return "at an unknown time"
-    minutes = int((now - at).total_seconds() // 60)
-    if minutes < 1:
-        return "just now"
-    if minutes < 60:
-        return f"{minutes} minute{'' if minutes == 1 else 's'} ago"
-    if minutes < 24 * 60:
-        hours = minutes // 60
-        return f"{hours} hour{'' if hours == 1 else 's'} ago"
-    said = clock_time(value, now)
-    return said if said.startswith("yesterday") else f"on {said}"
-
 
 def failure(error: dict[str, Any] | None) -> str:
     """Why a round failed, in plain words (the engine's message when the finding is not one listed)."""
@@ -122,22 +79,6 @@ def version(found: dict[str, Any] | None) -> str:
         return "none (removed)"
     where = found.get("path") or ""
     return f"revision {found['revision']} ({where})" if found.get("revision") is not None else where
-
-
-def diff_html(diff: str) -> str:
-    """A unified diff as HTML: lines the standing version has in green, the other's in red, hunks muted."""
-    dark = is_dark()
-    lines = []
-    for line in diff.splitlines():
-        if line.startswith(("+++", "---")) or line.startswith("@@"):
-            lines.append(f'<span class="muted">{esc(line)}</span>')
-        elif line.startswith("+"):
-            lines.append(f'<span style="color: {DIFF_COLOURS[("added", dark)]}">{esc(line)}</span>')
-        elif line.startswith("-"):
-            lines.append(f'<span style="color: {DIFF_COLOURS[("removed", dark)]}">{esc(line)}</span>')
-        else:
-            lines.append(esc(line))
-    return "<pre>" + "\n".join(lines) + "</pre>"
 
 
 def conflict_kind(conflict: dict[str, Any]) -> str:

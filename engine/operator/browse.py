@@ -22,11 +22,12 @@ from ..core.files import read_file, sha256_bytes
 from ..core.ids import is_record_id
 from ..core.params import Choice, Integer, Name, Params
 from ..search.keyword import KINDS_FILTER, refuse_kind_and_kinds
-from ..store.catalog_reads import RecordRow
+from ..store.catalog_reads import RecordRow, RevisionRow
 from ..store.reads import evidence_locators
 from ..store.summaries import RecordSummary, record_summary
 from ..vault.record_view import RecordView
 from ..memory.recall import APPROVED_BY, approved_block
+from .revisions import FieldChange, structured_diff
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
     from ..access.authority import Authority, Caller, StoreEntry
@@ -121,8 +122,11 @@ class RecordLinks(TypedDict):
 
 
 # "from" is a Python keyword, so this answer is declared in the functional form.
+# ``diff`` is the files' exact diff; ``fields`` and ``bodyDiff`` say the same as an owner reads it, where both
+# files are records (``readable``): see revisions.py.
 RevisionDiff = TypedDict("RevisionDiff", {
-    "id": str, "from": int, "to": int, "fromSha256": str, "toSha256": str, "diff": str, "truncated": bool})
+    "id": str, "from": int, "to": int, "fromSha256": str, "toSha256": str, "diff": str, "truncated": bool,
+    "readable": bool, "fields": list[FieldChange], "bodyDiff": str, "bodyTruncated": bool})
 
 
 class RetainedSource(TypedDict):
@@ -318,19 +322,22 @@ def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Brief]
 
 def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: str, old: int, new: int) -> RevisionDiff:
     """A unified diff between two kept revisions of a record, over their exact file bytes."""
-    def content(runtime: "OpenStore", partition: str, revision: int) -> tuple[str, str]:
+    def kept(runtime: "OpenStore", partition: str, revision: int) -> RevisionRow:
         row = runtime.catalog.revision(partition, record_id, revision)
         if row is None:
             raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
-        return row.content.decode("utf-8", errors="replace"), row.sha256
+        return row
 
     def work(runtime: "OpenStore", authority: "Authority") -> RevisionDiff:
-        before, before_sha = content(runtime, authority.partition, old)
-        after, after_sha = content(runtime, authority.partition, new)
-        lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"revision {old}",
-                                          f"revision {new}", lineterm=""))
-        return {"id": record_id, "from": old, "to": new, "fromSha256": before_sha, "toSha256": after_sha,
-                "diff": "\n".join(lines[:DIFF_MAX_LINES]), "truncated": len(lines) > DIFF_MAX_LINES}
+        before = kept(runtime, authority.partition, old)
+        after = kept(runtime, authority.partition, new)
+        lines = list(difflib.unified_diff(before.content.decode("utf-8", errors="replace").splitlines(),
+                                          after.content.decode("utf-8", errors="replace").splitlines(),
+                                          f"revision {old}", f"revision {new}", lineterm=""))
+        return cast(RevisionDiff, {
+            "id": record_id, "from": old, "to": new, "fromSha256": before.sha256, "toSha256": after.sha256,
+            "diff": "\n".join(lines[:DIFF_MAX_LINES]), "truncated": len(lines) > DIFF_MAX_LINES,
+            **structured_diff(before, after, DIFF_MAX_LINES)})
 
     return engine.on_store(caller, work)
 

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from . import browse, client_config, gate_operator, model_operator, partitions
 from .browse import Approvals, RecordLinks, RecordPage, RecordTypes, RetainedSource, RevisionDiff
+from .revisions import OperatorHistory, record_history
 from .client_config import AgentSetup
 from .doctor import DoctorReport, OntologySources, doctor_report
 from ..gate import stats as gate_stats
@@ -92,7 +93,7 @@ from ..core.methods import Method, operator_handler
 from ..core.methods import handlers as method_handlers
 from ..search.keyword import OPERATOR_SEARCH_PARAMS, OwnerSearchAnswer
 from ..state.registry import SCOPES
-from ..store.answers import RecordHistory, RecordRead
+from ..store.answers import RecordRead
 from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
 from ..state.config import WORKSPACE_ROOTS_MAX, Settings
 from ..state.statedir import StateDir
@@ -378,7 +379,7 @@ class OperatorMethods:
             Method("search", SEARCH, OwnerSearchAnswer, self.search),
             Method("record", RECORD, RecordRead, self.record),
             Method("links", ONE_RECORD, RecordLinks, self.links),
-            Method("history", ONE_RECORD, RecordHistory, self.history),
+            Method("history", ONE_RECORD, OperatorHistory, self.history),
             Method("diff", DIFF, RevisionDiff, self.diff),
             Method("source", SOURCE, RetainedSource, self.source),
             Method("approvals", APPROVALS, Approvals, self.approvals),
@@ -501,9 +502,10 @@ class OperatorMethods:
         values = ONE_RECORD.read(params)
         return browse.record_links(self.engine, OperatorCaller(values["agent"]), values["id"])
 
-    def history(self, params: dict[str, Any]) -> RecordHistory:
+    def history(self, params: dict[str, Any]) -> OperatorHistory:
         values = ONE_RECORD.read(params)
-        return self.engine.history(OperatorCaller(values["agent"]), values["id"])
+        caller = OperatorCaller(values["agent"])
+        return record_history(self.engine, caller, values["id"], self.engine.history(caller, values["id"]))
 
     def diff(self, params: dict[str, Any]) -> RevisionDiff:
         values = DIFF.read(params)

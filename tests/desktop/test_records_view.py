@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtWidgets import QApplication, QFormLayout, QLabel
@@ -99,7 +101,11 @@ def test_a_page_shows_fields_markdown_claims_connections_and_history(qtbot, task
     open_titled(qtbot, view, "Dana Whitaker")
     page = view.page
 
-    assert "Lisbon" in page.fields.toPlainText() and "fields.role" in page.fields.toPlainText()
+    details = page.details.toPlainText()
+    assert "Lisbon" in details and "Location" in details and "fields." not in details  # keys as labels
+    assert "Created" in details and "Written by" in details
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d", details)  # no raw UTC timestamp: local, relative times
+    assert page.tabs.currentWidget() is page.note and page.note.widget(0) is page.body  # the note first
     assert "prefers short written updates" in page.body.toPlainText()
     assert "Dana prefers the Atlas status notes weekly" in page.claims.toPlainText()
     assert "open the retained original" in page.claims.toPlainText()
@@ -115,9 +121,14 @@ def test_history_diffs_revisions(qtbot, tasks, gui_thread_guard) -> None:
     page = view.page
     assert page.history_model.rowCount() == 2
 
+    assert [page.history_model.data(page.history_model.index(row, 3)) for row in (0, 1)] == [
+        "created", "recall approval"]  # What changed, the revision number left out
     blocker = wait_for_signal(qtbot, page.sig_diff_loaded, lambda: page.history_table.selectRow(1))
-    assert "+revision: 2" in blocker.args[0] and "+recall:" in blocker.args[0]
-    assert "Approved for recall" in page.fields.toPlainText()
+    shown = blocker.args[0]
+    assert shown.startswith("Revision 1 → revision 2") and re.search(r"Fields \([23] changed\)", shown)
+    assert "revision\n1 → 2" in shown and "recall\n(not set) → summary: Dana wants" in shown
+    assert "The body did not change." in shown
+    assert "Approved for recall" in page.details.toPlainText()
 
 
 def test_a_refresh_keeps_the_page_shown_and_the_revision_chosen_until_the_new_answers_come(
@@ -130,7 +141,7 @@ def test_a_refresh_keeps_the_page_shown_and_the_revision_chosen_until_the_new_an
 
     blocker = wait_for_signal(qtbot, page.sig_diff_loaded, page.refresh)  # the revision's diff, asked for again
 
-    assert "+revision: 2" in blocker.args[0]
+    assert blocker.args[0].startswith("Revision 1 → revision 2")
     assert page.header.toPlainText() == header and page.claims.toPlainText() == claims
     assert [index.row() for index in page.history_table.selectionModel().selectedRows()] == [1]
 
@@ -142,7 +153,7 @@ def test_a_refresh_does_not_blank_the_page_while_it_loads(qtbot, tasks, gui_thre
     header = page.header.toPlainText()
 
     page.refresh()  # nothing has answered yet: the page still shows what it showed
-    assert page.header.toPlainText() == header and "Lisbon" in page.fields.toPlainText()
+    assert page.header.toPlainText() == header and "Lisbon" in page.details.toPlainText()
     assert page.history_model.rowCount() == 1
     qtbot.waitSignal(page.sig_content_loaded, timeout=10_000).wait()
 

@@ -15,7 +15,8 @@ import pytest
 
 from desktop.main_window import MainWindow
 from desktop.sync.view import LOADING, SyncView
-from desktop.sync.words import DIFF_COLOURS, ago, clock_time, remote_state
+from desktop.common.diffs import DIFF_COLOURS
+from desktop.sync.words import ago, clock_time, remote_state
 from desktop.common.widgets import is_dark
 from desktop.tasks import EngineTasks
 from engine.service import Engine

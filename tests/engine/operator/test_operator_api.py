@@ -425,6 +425,16 @@ def test_search_record_links_history_and_diff(dispatcher, operator_session, demo
     assert [revision["revision"] for revision in history["revisions"]] == [1, 2]  # approved for recall
     diff = ok(dispatcher, operator_session, "operator/diff", {"agent": "main", "id": claim_id, "from": 1, "to": 2})
     assert "+recall:" in diff["diff"] and "-revision: 1" in diff["diff"]
+    # what History shows: the keys that changed, old and new values, and the body's own diff
+    # (updated_at changes too unless the approval came within the second the claim was written)
+    assert [[name for name in revision["changed"] if name != "updated_at"] for revision in history["revisions"]] == [
+        [], ["revision", "recall"]]
+    changes = {change["name"]: change for change in diff["fields"]}
+    assert diff["readable"] is True and [name for name in changes if name != "updated_at"] == ["revision", "recall"]
+    assert (changes["revision"]["change"], changes["revision"]["before"], changes["revision"]["after"]) == (
+        "changed", 1, 2)
+    assert changes["recall"]["change"] == "added" and changes["recall"]["before"] is None
+    assert diff["bodyDiff"] == "" and diff["bodyTruncated"] is False  # the approval left the body as it was
     assert reason(call(dispatcher, operator_session, "operator/diff",
                        {"agent": "main", "id": claim_id, "from": 1, "to": 9})) == "not_found"
 

@@ -1,0 +1,67 @@
+"""Times as the owner reads them: in local time, relative where it helps, the exact moment on demand.
+
+The engine writes UTC ISO timestamps; the window shows ``3 minutes ago``, ``yesterday 14:02`` or
+``2026-11-20 09:15`` in the zone of ``now`` (the views take a ``Clock``, so what is said is tested without
+the wall clock), and ``exact_time`` for a tooltip.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable
+
+from engine.core.ids import parse_timestamp
+
+Clock = Callable[[], datetime]
+
+
+def local_now() -> datetime:
+    """The wall clock, aware, in the machine's zone: the default ``Clock``."""
+    return datetime.now().astimezone()
+
+
+def moment(value: Any, now: datetime) -> datetime | None:
+    """An engine timestamp in ``now``'s zone (None when it is none or unreadable)."""
+    parsed = parse_timestamp(value)
+    return parsed.astimezone(now.tzinfo) if parsed is not None else None
+
+
+def clock_time(value: Any, now: datetime) -> str:
+    """``10:02`` today, ``yesterday 10:02``, else ``2026-12-01 10:02``, in ``now``'s zone."""
+    at = moment(value, now)
+    if at is None:
+        return "an unknown time"
+    days = (now.date() - at.date()).days
+    if days == 0:
+        return at.strftime("%H:%M")
+    if days == 1:
+        return f"yesterday {at.strftime('%H:%M')}"
+    return at.strftime("%Y-%m-%d %H:%M")
+
+
+def ago(value: Any, now: datetime) -> str:
+    """How long before ``now``: ``just now``, ``3 minutes ago``, ``2 hours ago``, then a clock time."""
+    at = moment(value, now)
+    if at is None:
+        return "at an unknown time"
+    minutes = int((now - at).total_seconds() // 60)
+    if minutes < 1:
+        return "just now"
+    if minutes < 60:
+        return f"{minutes} minute{'' if minutes == 1 else 's'} ago"
+    if minutes < 24 * 60:
+        hours = minutes // 60
+        return f"{hours} hour{'' if hours == 1 else 's'} ago"
+    said = clock_time(value, now)
+    return said if said.startswith("yesterday") else f"on {said}"
+
+
+def exact_time(value: Any, now: datetime) -> str:
+    """The exact moment in ``now``'s zone, its offset and the engine's own UTC text:
+    ``Friday 4 December 2026, 14:02:11 (UTC+01:00; stored as 2026-12-04T13:02:11Z)``."""
+    at = moment(value, now)
+    if at is None:
+        return f"not a time: {value}" if value else "no time recorded"
+    offset = at.strftime("%z")
+    zone = f"UTC{offset[:3]}:{offset[3:]}" if offset else "local time"
+    return f"{at.strftime('%A')} {at.day} {at.strftime('%B %Y, %H:%M:%S')} ({zone}; stored as {value})"

@@ -1,0 +1,215 @@
+"""A record's History: every revision as a row that reads (when, who, what changed), and what changed
+between the revisions chosen, the body as a coloured diff and the fields with their old and new values.
+
+Select one revision to compare it with the one before it, or two (Ctrl+click) to compare them.  What changed
+comes from the engine (``operator/history``'s ``changed``, ``operator/diff``'s ``fields`` and ``bodyDiff``):
+the window never parses a record file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, Signal
+from PySide6.QtWidgets import QAbstractItemView, QSplitter, QVBoxLayout, QWidget
+
+from ..common.diffs import diff_html, diff_style
+from ..common.models import Column, RowsModel
+from ..common.times import Clock, ago, exact_time, local_now
+from ..common.widgets import SafeTextBrowser, esc, is_dark, table
+from ..tasks import EngineTasks
+
+# Keys every new revision changes by itself: named in a revision's fields, never in its "What changed".
+BOOKKEEPING = ("revision", "updated_at")
+# How a changed key reads in "What changed" (any other key reads as written).
+CHANGE_WORDS = {"body": "body", "recall": "recall approval", "fields": "typed fields", "valid_from": "validity",
+                "valid_to": "validity", "assertion_origin": "said by", "claim_kind": "claim kind",
+                "recorded_at": "created time"}
+ORIGINS = {"publication": "published", "external": "edited outside the engine",
+           "sync": "kept from another machine (sync)"}
+VALUE_MAX_CHARS = 300
+NO_REVISION = "Select a revision to see what changed since the one before it, or two (Ctrl+click) to compare them."
+
+
+def written_by(attribution: Any) -> str | None:
+    """The agent and, when it declared one, its stable instance id: ``main (laptop-main)``."""
+    if not isinstance(attribution, dict) or not attribution.get("agent"):
+        return None
+    instance = attribution.get("instance")
+    return f"{attribution['agent']} ({instance})" if instance else str(attribution["agent"])
+
+
+def revision_time(row: dict[str, Any]) -> Any:
+    """When a revision was written: its own ``updated_at``, else when the engine first saw it."""
+    return row.get("updatedAt") or row.get("observedAt")
+
+
+def what_changed(row: dict[str, Any]) -> str:
+    """``body, tags``: what a revision changed since the one before it, in the owner's words."""
+    changed = row.get("changed")
+    if changed is None:
+        return "" if row.get("revision") != 1 else "created"
+    if not changed:
+        return "created" if row.get("revision") == 1 else "nothing (the same content)"
+    words = list(dict.fromkeys(CHANGE_WORDS.get(name, name.replace("_", " ")) for name in changed
+                               if name not in BOOKKEEPING))
+    return ", ".join(words) or "only its revision number"
+
+
+def history_columns(now: Clock) -> list[Column]:
+    return [
+        Column("Revision", lambda r: r.get("revision"), align_right=True),
+        Column("When", lambda r: ago(revision_time(r), now()), tooltip=lambda r: exact_time(revision_time(r), now())),
+        Column("Written by", lambda r: written_by(r.get("attribution"))),
+        Column("What changed", what_changed, stretch=True,
+               tooltip=lambda r: ", ".join(r.get("changed") or []) or None),
+        Column("Lifecycle", lambda r: r.get("lifecycle")),
+        Column("Origin", lambda r: ORIGINS.get(str(r.get("origin")), r.get("origin")),
+               tooltip=lambda r: r.get("publicationId")),
+        Column("Git", lambda r: ((r.get("git") or {}).get("commit") or "")[:10],
+               tooltip=lambda r: (r.get("git") or {}).get("commit")),
+    ]
+
+
+def value_text(value: Any) -> str:
+    """A frontmatter value in a line: a list as its items, a mapping as ``key: value``, long text cut."""
+    if value is None:
+        return "(none)"
+    if isinstance(value, list):
+        text = ", ".join(value_text(item) for item in value) or "(empty list)"
+    elif isinstance(value, dict):
+        text = "; ".join(f"{key}: {value_text(item)}" for key, item in value.items()) or "(empty)"
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value)
+    return text if len(text) <= VALUE_MAX_CHARS else text[:VALUE_MAX_CHARS] + "…"
+
+
+def field_changes_html(fields: list[dict[str, Any]], dark: bool) -> str:
+    """Each changed key: its old value (red) and its new one (green)."""
+    if not fields:
+        return '<div class="muted">No field changed.</div>'
+    rows = []
+    for change in fields:
+        before = (f'<span style="{diff_style("removed", dark)}">{esc(value_text(change.get("before")))}</span>'
+                  if change.get("change") != "added" else '<span class="muted">(not set)</span>')
+        after = (f'<span style="{diff_style("added", dark)}">{esc(value_text(change.get("after")))}</span>'
+                 if change.get("change") != "removed" else '<span class="muted">(removed)</span>')
+        rows.append(f"<tr><td><b>{esc(change.get('name'))}</b></td><td>{before} → {after}</td></tr>")
+    return f"<table>{''.join(rows)}</table>"
+
+
+def revision_diff_html(result: dict[str, Any], dark: bool | None = None) -> str:
+    """What changed from ``from`` to ``to``: the fields, then the body as a coloured diff (the file's own diff
+    where either revision is not a readable record)."""
+    dark = is_dark() if dark is None else dark
+    old, new = result.get("from"), result.get("to")
+    parts = [f"<h3>Revision {esc(old)} → revision {esc(new)}</h3>"]
+    if not result.get("readable", False):
+        parts.append('<div class="muted">One of these revisions is not a readable record: the files\' own '
+                     "diff.</div>")
+        parts.append(diff_html(result.get("diff") or "", dark) if result.get("diff")
+                     else f'<div class="muted">Revision {esc(old)} and revision {esc(new)} hold the same '
+                          "bytes.</div>")
+        return "".join(parts)
+    fields = result.get("fields") or []
+    parts.append(f"<h3>Fields ({len(fields)} changed)</h3>{field_changes_html(fields, dark)}")
+    body = result.get("bodyDiff") or ""
+    parts.append("<h3>Body</h3>" + (diff_html(body, dark) if body else '<div class="muted">The body did not '
+                                                                       "change.</div>"))
+    if result.get("bodyTruncated") or result.get("truncated"):
+        parts.append('<div class="muted">… (diff truncated)</div>')
+    return "".join(parts)
+
+
+def compared(revisions: list[int]) -> tuple[int, int] | None:
+    """The two revisions to compare for a selection: one against the one before it, two against each other."""
+    chosen = sorted(set(revisions))
+    if not chosen:
+        return None
+    if len(chosen) == 1:
+        return (chosen[0] - 1, chosen[0]) if chosen[0] > 1 else None
+    return chosen[0], chosen[-1]
+
+
+class HistoryPanel(QWidget):
+    """The revisions of the record shown, and the diff of the ones selected."""
+
+    sig_diff_loaded = Signal(str)
+    """A comparison between two revisions is shown (its text as shown)."""
+
+    def __init__(self, tasks: EngineTasks, parent: QWidget | None = None, *, now: Clock | None = None) -> None:
+        super().__init__(parent)
+        self.tasks = tasks
+        self.now: Clock = now or local_now
+        self.agent: str | None = None
+        self.record_id: str | None = None
+        self._generation = 0
+        self.model = RowsModel(history_columns(lambda: self.now()), self)
+        self.table = table(self.model)
+        self.table.set_empty_text("Choose a record to see its revisions.")
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setToolTip("Select a revision to see what it changed; Ctrl+click a second one to compare the two.")
+        self.table.selectionModel().selectionChanged.connect(self._on_revision_selected)
+        self.diff = SafeTextBrowser()
+        self.diff.setPlaceholderText(NO_REVISION)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.diff)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+
+    def clear(self) -> None:
+        self._generation += 1
+        self.record_id = None
+        self.model.set_rows([])
+        self.diff.clear()
+
+    def chosen_revisions(self) -> list[int]:
+        return sorted(self.model.row(index.row())["revision"] for index in self.table.selectionModel().selectedRows())
+
+    def show_history(self, agent: str, history: dict[str, Any], keep: list[int] | None = None) -> None:
+        """The revisions (newest last, as the engine lists them); ``keep``: revisions chosen before, chosen again
+        (their diff is asked for again)."""
+        self._generation += 1
+        self.agent, self.record_id = agent, history["id"]
+        self.model.set_rows(history["revisions"])
+        self.table.resizeColumnsToContents()
+        rows = [n for n, row in enumerate(history["revisions"]) if row.get("revision") in (keep or [])]
+        chosen = QItemSelection()
+        for row in rows:
+            chosen.select(self.model.index(row, 0), self.model.index(row, self.model.columnCount() - 1))
+        if rows:  # one change of selection, so one diff asked for
+            self.table.selectionModel().select(chosen, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+
+    def _on_revision_selected(self) -> None:
+        pair = compared(self.chosen_revisions())
+        if pair is None:
+            first = self.chosen_revisions() == [1]
+            self.diff.rerender_with(lambda: self.diff.show_html(
+                '<div class="muted">Revision 1 is where this record begins: select a later one to see what it '
+                "changed.</div>" if first else ""))
+            if first:
+                self.sig_diff_loaded.emit(self.diff.toPlainText())
+            return
+        self.show_diff(*pair)
+
+    def show_diff(self, old: int, new: int) -> None:
+        if self.record_id is None or self.agent is None:
+            return
+        self._generation += 1  # only the last comparison asked for is shown
+        generation = self._generation
+
+        def shown(result: dict[str, Any]) -> None:
+            if generation != self._generation:
+                return
+            self.diff.rerender_with(lambda: self.diff.show_html(revision_diff_html(result)))
+            self.sig_diff_loaded.emit(self.diff.toPlainText())
+
+        self.tasks.request("operator/diff", {"agent": self.agent, "id": self.record_id, "from": old, "to": new},
+                           shown, owner=self)

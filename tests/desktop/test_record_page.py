@@ -1,0 +1,214 @@
+"""The note first: a record page leads with the rendered body (callouts, embeds, wiki links), its details
+beside it in local, relative times, and History reads per revision with a coloured diff of body and fields."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+from PySide6.QtGui import QTextTable
+
+from desktop.common.diffs import DIFF_BACKGROUNDS, DIFF_COLOURS
+from desktop.common.times import ago, clock_time, exact_time
+from desktop.common.widgets import SafeTextBrowser
+from desktop.records.history import compared, revision_diff_html, what_changed
+from desktop.records.markdown import body_html, known_records
+from desktop.records.render import details_html, header_html
+from desktop.records.view import RecordsView
+from tests.desktop.conftest import wait_for_signal
+from tests.desktop.test_live import agent_call
+
+ZONE = timezone(timedelta(hours=1))  # the owner's zone in these tests: never the machine's
+NOW = datetime(2026, 12, 4, 15, 0, tzinfo=ZONE)  # 14:00 UTC
+
+
+def clock() -> datetime:
+    return NOW
+
+
+# --- the body -------------------------------------------------------------------------------------------
+
+
+def test_a_callout_is_a_box_in_its_kinds_colour_titled_by_its_title() -> None:
+    text = "> [!warning] Deploys on Fridays\n> They *break* things.\n\n> [!faq]- \n\n> A plain quote."
+    light, dark = body_html(text, dark=False), body_html(text, dark=True)
+
+    assert "[!warning]" not in light and "[!faq]" not in light
+    assert '<table class="callout callout-warning"' in light and "border-color: #bc4c00" in light
+    assert "<b>Deploys on Fridays</b> <small>(Warning)</small>" in light and "They <em>break</em> things." in light
+    assert "<b>FAQ</b>" in light  # no title of its own: its kind's
+    assert "<blockquote>\n<p>A plain quote.</p>\n</blockquote>" in light  # a quote stays a quote
+    assert "border-color: #f0883e" in dark and "#bc4c00" not in dark  # colours for a dark palette
+    assert re.search(r'bgcolor="#([0-9a-f]{6})"', light).group(1) != re.search(r'bgcolor="#([0-9a-f]{6})"',
+                                                                              dark).group(1)
+    assert "<b>Custom</b>" in body_html("> [!custom]\n> text", dark=False)  # a kind of the vault's own
+
+
+def test_a_callout_is_drawn_as_a_coloured_box(qtbot) -> None:
+    browser = SafeTextBrowser()
+    qtbot.addWidget(browser)
+    browser.show_html(body_html("> [!tip] Shortcut\n> Press F5.", dark=False))
+
+    frames = [frame for frame in browser.document().rootFrame().childFrames() if isinstance(frame, QTextTable)]
+    assert len(frames) == 1
+    assert frames[0].frameFormat().background().color().name() == "#eaf3f4"
+    assert "Shortcut" in browser.toPlainText() and "[!tip]" not in browser.toPlainText()
+
+
+def test_embeds_say_what_they_embed_and_wiki_links_show_their_alias() -> None:
+    known = known_records({"references": [{"field": "x", "record": {"id": "pg_atlas", "title": "Atlas Migration"}}]})
+    html = body_html("![[Atlas Migration]] ![[Other note#Plan]] ![[diagram.png|300]] ![[spec.pdf]]\n\n"
+                     "[[Atlas Migration#Risks|the risks]] [[Atlas Migration#Risks]] [[#Local heading]]", known)
+
+    assert '[embeds the note <a href="record:pg_atlas">Atlas Migration</a>]' in html
+    assert '[embeds the note <a href="wikilink:Other%20note">Other note › Plan</a>]' in html
+    assert "[embedded image: diagram.png, not shown]" in html and "<img" not in html
+    assert "[embedded file: spec.pdf, not shown]" in html
+    assert '<a href="record:pg_atlas">the risks</a>' in html  # the alias, linked to the note itself
+    assert '<a href="record:pg_atlas">Atlas Migration › Risks</a>' in html
+    assert "<span>Local heading</span>" in html and "[[" not in html and "![" not in html
+
+
+def test_frontmatter_left_in_a_body_is_never_shown_raw() -> None:
+    html = body_html("---\ntags: [ops]\naliases:\n  - Runbook\n---\n# Runbook\n\nSteps.")
+    assert "tags:" not in html and "Runbook</h1>" in html
+    kept = body_html("---\nA thought between two rules.\n---\nMore.")  # not YAML: rules around a paragraph
+    assert "A thought between two rules." in kept
+
+
+# --- times ----------------------------------------------------------------------------------------------
+
+
+def test_times_are_local_and_relative_with_the_exact_time_on_demand() -> None:
+    assert ago("2026-12-04T13:57:00Z", NOW) == "3 minutes ago"
+    assert ago("2026-12-04T11:00:00Z", NOW) == "3 hours ago"
+    assert ago("2026-12-03T13:02:00Z", NOW) == "yesterday 14:02"  # 13:02 UTC is 14:02 in the owner's zone
+    assert ago("2026-11-20T08:15:00Z", NOW) == "on 2026-11-20 09:15"
+    assert clock_time("2026-12-04T13:02:00Z", NOW) == "14:02"
+    assert exact_time("2026-12-04T13:02:11Z", NOW) == (
+        "Friday 4 December 2026, 14:02:11 (UTC+01:00; stored as 2026-12-04T13:02:11Z)")
+    assert exact_time(None, NOW) == "no time recorded"
+
+
+RECORD = {"id": "pg_01", "kind": "page", "status": "current", "revision": 3, "title": "Runbook",
+          "sha256": "ab" * 32, "path": "pages/runbook.md", "body": "Steps.",
+          "frontmatter": {"kind": "page", "type": "howto", "tags": ["ops", "oncall"], "aliases": ["Playbook"],
+                          "recorded_at": "2026-12-03T13:02:00Z", "updated_at": "2026-12-04T13:57:00Z",
+                          "attribution": {"agent": "main", "instance": "laptop"},
+                          "fields": {"next_review": "2027-01-01"}, "owner_team": "SRE"}}
+
+
+def test_the_header_and_details_say_what_the_record_is_in_words() -> None:
+    header = header_html(RECORD, NOW)
+    assert "<h2>Runbook</h2>" in header and "page · howto" in header
+    assert ('updated <span title="Friday 4 December 2026, 14:57:00 (UTC+01:00; stored as 2026-12-04T13:57:00Z)">'
+            "3 minutes ago</span>") in header
+    assert "current" not in header and "pg_01" not in header  # the usual state and raw ids stay out of the way
+
+    details = details_html(RECORD, None, NOW)
+    assert '<span class="tag">#ops</span> <span class="tag">#oncall</span>' in details
+    assert "<td>Playbook</td>" in details and "yesterday 14:02</span>" in details
+    assert ">Written by</td><td>main (laptop)</td>" in details
+    assert ">Next review</td><td>2027-01-01</td>" in details and ">Owner team</td><td>SRE</td>" in details
+    assert "recorded_at" not in details and "2026-12-04T13:57:00Z</span>" not in details
+    assert details.index("Tags") < details.index("pages/runbook.md")  # where it is kept comes last
+
+
+# --- history --------------------------------------------------------------------------------------------
+
+
+def test_a_revision_says_what_it_changed_and_a_selection_what_to_compare() -> None:
+    assert what_changed({"revision": 1, "changed": []}) == "created"
+    assert what_changed({"revision": 4, "changed": ["body", "revision", "updated_at", "tags"]}) == "body, tags"
+    assert what_changed({"revision": 4, "changed": ["revision", "updated_at"]}) == "only its revision number"
+    assert what_changed({"revision": 4}) == ""  # not a readable record: nothing claimed
+    assert compared([3]) == (2, 3) and compared([5, 2]) == (2, 5) and compared([1]) is None and compared([]) is None
+
+
+DIFF = {"id": "pg_01", "from": 2, "to": 3, "readable": True, "truncated": False, "bodyTruncated": False,
+        "diff": "", "fields": [{"name": "tags", "change": "changed", "before": ["ops"], "after": ["ops", "oncall"]},
+                               {"name": "aliases", "change": "added", "before": None, "after": ["Playbook"]}],
+        "bodyDiff": "--- revision 2\n+++ revision 3\n@@ -1 +1 @@\n-Old <step>\n+New step"}
+
+
+def test_the_diff_is_coloured_for_the_palette_and_names_fields_old_and_new() -> None:
+    for dark in (False, True):
+        html = revision_diff_html(DIFF, dark)
+        added = f"color: {DIFF_COLOURS[('added', dark)]}; background-color: {DIFF_BACKGROUNDS[('added', dark)]}"
+        removed = f"color: {DIFF_COLOURS[('removed', dark)]}; background-color: {DIFF_BACKGROUNDS[('removed', dark)]}"
+        assert f'<span style="{added}">+New step</span>' in html
+        assert f'<span style="{removed}">-Old &lt;step&gt;</span>' in html
+        assert f'<td><b>tags</b></td><td><span style="{removed}">ops</span> → <span style="{added}">ops, oncall' in html
+        assert '<span class="muted">(not set)</span> →' in html and '<span class="muted">@@ -1 +1 @@</span>' in html
+    unreadable = revision_diff_html({**DIFF, "readable": False, "diff": "-a: 1\n+a: 2"}, False)
+    assert "not a readable record" in unreadable and f"color: {DIFF_COLOURS[('added', False)]}" in unreadable
+
+
+# --- through the window ---------------------------------------------------------------------------------
+
+
+def save(engine, arguments: dict) -> dict:
+    """An agent's knowledge_save_page over the socket, on a thread of its own."""
+    token = engine.registry.add_credential("main")
+    port = engine.state.read_engine_info()["port"]
+    answer = agent_call(port, token, "tools/call", {"name": "knowledge_save_page", "arguments": arguments})
+    assert answer.get("isError") is not True, answer
+    return answer["structuredContent"]
+
+
+def test_the_record_page_leads_with_the_note_and_history_compares_two_revisions(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    first = save(served_engine, {"requestId": "note-1", "type": "concept", "title": "Runbook",
+                                 "body": "> [!warning] Careful\n> Deploys break on Fridays.\n\nStep one.\n"})
+    save(served_engine, {"requestId": "note-2", "type": "concept", "title": "Runbook", "id": first["id"],
+                         "expectedRevision": 1, "tags": ["ops"], "body": "Step one.\nStep two.\n"})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.page.now = lambda: datetime.now(ZONE)
+    view.resize(1400, 900)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    page = view.page
+    qtbot.waitUntil(lambda: "Step two." in page.body.toPlainText(), timeout=5_000)
+
+    # the body first and largest: the Note tab in front, the body taking most of it
+    assert page.tabs.currentWidget() is page.note and page.note.widget(0) is page.body
+    keys = [re.search(r"(?<!&)&(?!&)(.)", page.tabs.tabText(n)).group(1).lower() for n in range(page.tabs.count())]
+    assert keys == ["o", "e", "n", "h"]  # one Alt key each
+    body, details = page.body.size(), page.details.size()
+    assert body.width() * body.height() > 2 * details.width() * details.height()
+    assert body.height() > 0.6 * page.height()
+    assert "#ops" in page.details.toPlainText() and "just now" in page.details.toPlainText()
+
+    # History: every revision a readable row, the change of its own
+    assert [page.history_model.data(page.history_model.index(row, 3)) for row in (0, 1)] == [
+        "created", "body, tags"]
+    assert page.history_model.data(page.history_model.index(1, 1)) == "just now"
+    blocker = wait_for_signal(qtbot, page.sig_diff_loaded, lambda: page.history_table.selectRow(1))
+    shown = blocker.args[0]
+    assert shown.startswith("Revision 1 → revision 2") and "+Step two." in shown and "-> [!warning] Careful" in shown
+    assert "tags\n(not set) → ops" in shown
+    html = page.diff.toHtml()
+    assert DIFF_COLOURS[("added", False)] in html.lower() and DIFF_COLOURS[("removed", False)] in html.lower()
+
+
+def test_a_narrow_page_puts_the_details_below_the_body(qtbot, tasks) -> None:
+    from PySide6.QtCore import Qt
+
+    from desktop.records.page import RecordPage
+
+    page = RecordPage(tasks, now=clock)
+    qtbot.addWidget(page)
+    page.resize(1100, 700)
+    page.show()
+    qtbot.waitExposed(page)
+    assert page.note.orientation() == Qt.Orientation.Horizontal
+    assert page.body.width() > 2 * page.details.width()
+
+    page.resize(500, 700)
+    qtbot.waitUntil(lambda: page.note.orientation() == Qt.Orientation.Vertical, timeout=5_000)
+    qtbot.waitUntil(lambda: page.body.height() > 2 * page.details.height(), timeout=5_000)
