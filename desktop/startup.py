@@ -1,7 +1,8 @@
 """Cold-start measurement for docs/benchmarks/desktop.md (``knowledge desktop --startup-report FILE``).
 
 Records when the window first painted and when the first engine data was
-shown, waits for the window to sit idle, reads the resident memory of the
+shown, opens the first records listed one after the other timing each page's load (from asking for it to
+the page shown: the record, its links and its history), waits for the window to sit idle, reads the resident memory of the
 window's process and of the engine, writes them as JSON and quits.  Not
 used in normal runs.
 """
@@ -17,6 +18,7 @@ from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 IDLE_MS = 3000
+RECORD_PAGES = 10  # the first records listed, opened one after the other: a record page's load, timed
 
 
 def resident_kib(pid: int | str = "self") -> int | None:
@@ -56,7 +58,26 @@ class StartupProbe(QObject):
     def _on_data_shown(self, _count: int) -> None:
         if "recordsAt" not in self.stamps:
             self.stamps["recordsAt"] = time.time()
+            rows = self.window.records_view.recent_model.rows()
+            self._to_open = [row["id"] for row in rows[:RECORD_PAGES]]
+            self.stamps["recordPageMs"] = []
+            self.window.records_view.page.sig_content_loaded.connect(self._on_page_shown)
+            QTimer.singleShot(0, self._open_next)
+
+    def _open_next(self) -> None:
+        """Open the next of the first records listed, timed from the click to its page shown."""
+        if not self._to_open:
             QTimer.singleShot(IDLE_MS, self._finish)
+            return
+        self._opened = (self._to_open.pop(0), time.perf_counter())
+        self.window.records_view.open_record(self._opened[0])
+
+    def _on_page_shown(self, record_id: str) -> None:
+        opened = getattr(self, "_opened", None)
+        if opened is not None and opened[0] == record_id:
+            self.stamps["recordPageMs"].append(1000 * (time.perf_counter() - opened[1]))
+            self._opened = None
+            QTimer.singleShot(0, self._open_next)
 
     def _finish(self) -> None:
         handle = self.window.handle

@@ -1,13 +1,15 @@
 """Cold start and idle memory of `knowledge desktop`, into docs/benchmarks/desktop.md.
 
-    .venv/bin/python scripts/bench_desktop.py [--runs 5] [--output docs/benchmarks/desktop.md]
+    .venv/bin/python scripts/bench_desktop.py [--runs 5] [--notes 1000] [--output docs/benchmarks/desktop.md]
 
 Each run starts a fresh process of the real command on a copy of the demo
-store, on Qt's offscreen platform unless DISPLAY is set, in two situations:
-the engine already running (the window attaches), and no engine (the window
-starts one).  It reports the time from launching the command to the first
-painted window and to the first records shown, and the resident memory of
-the window and the engine after 3 s idle.  A benchmark, not a test.
+store (or, with ``--notes N``, of a store holding a generated vault of N linked
+notes in folders imported with ``knowledge import markdown``), on Qt's offscreen
+platform unless DISPLAY is set, in two situations: the engine already running
+(the window attaches), and no engine (the window starts one).  It reports the
+time from launching the command to the first painted window and to the first
+records shown, each record page's load for the first ten records listed, and the
+resident memory of the window and the engine after 3 s idle.  A benchmark, not a test.
 """
 
 from __future__ import annotations
@@ -50,6 +52,21 @@ def _machine() -> str:
             f"Python {platform.python_version()}; PySide6 {PySide6.__version__}")
 
 
+WORDS = ("vault note sync phone backup folder link graph canvas plugin theme search tag alias template "
+         "daily journal publish property base table filter formula outline bookmark workspace hotkey command "
+         "embed callout markdown heading list quote code image audio video pdf import export history").split()
+
+
+def write_vault(root: Path, count: int) -> None:
+    """``count`` notes in ten folders, each of about 150 words with three ``[[links]]`` to other notes."""
+    for number in range(count):
+        words = [WORDS[(number * 7 + step * 13) % len(WORDS)] for step in range(150)]
+        links = " ".join(f"[[Note {(number * 31 + hop * 97) % count}]]" for hop in range(1, 4))
+        path = root / f"Folder {number % 10}" / f"Note {number}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# Note {number}\n\n{' '.join(words)}.\n\nSee {links}.\n", encoding="utf-8")
+
+
 def _one_run(template: Path, *, attach: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="kd-bench-") as temp:
         state = Path(temp) / "state"
@@ -77,39 +94,58 @@ def _one_run(template: Path, *, attach: bool) -> dict:
             while (state / "engine.json").exists():
                 time.sleep(0.02)
         return {"painted": stamps["paintedAt"] - started, "records": stamps["recordsAt"] - started,
+                "page_ms": statistics.median(stamps["recordPageMs"]), "page_max_ms": max(stamps["recordPageMs"]),
                 "window_mib": stamps["windowRssKiB"] / 1024, "engine_mib": stamps["engineRssKiB"] / 1024}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--notes", type=int, default=0,
+                        help="a store of this many imported linked notes instead of the demo store")
     parser.add_argument("--output", default=str(ROOT / "docs" / "benchmarks" / "desktop.md"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kd-bench-demo-") as temp:
         template = Path(temp) / "state"
-        subprocess.run([*KNOWLEDGE, "--state-dir", str(template), "demo"], check=True, stdout=subprocess.DEVNULL)
+        if args.notes:
+            write_vault(Path(temp) / "vault", args.notes)
+            began = time.perf_counter()
+            subprocess.run([*KNOWLEDGE, "--state-dir", str(template), "import", "markdown", str(Path(temp) / "vault")],
+                           check=True, stdout=subprocess.DEVNULL)
+            print(f"imported {args.notes} notes in {time.perf_counter() - began:.1f} s", flush=True)
+        else:
+            subprocess.run([*KNOWLEDGE, "--state-dir", str(template), "demo"], check=True, stdout=subprocess.DEVNULL)
         rows = []
         for attach, label in ((True, "engine already running (attach)"), (False, "window starts the engine")):
             runs = [_one_run(template, attach=attach) for _ in range(args.runs)]
             median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
             best = {key: min(run[key] for run in runs) for key in ("painted", "records")}
             rows.append(f"| {label} | {median['painted']:.2f} s (best {best['painted']:.2f}) | "
-                        f"{median['records']:.2f} s (best {best['records']:.2f}) | {median['window_mib']:.0f} MiB | "
+                        f"{median['records']:.2f} s (best {best['records']:.2f}) | {median['page_ms']:.0f} ms "
+                        f"(slowest {max(run['page_max_ms'] for run in runs):.0f}) | {median['window_mib']:.0f} MiB | "
                         f"{median['engine_mib']:.0f} MiB |")
             print(rows[-1], flush=True)
     platform_name = "the X server in DISPLAY" if os.environ.get("DISPLAY") else "Qt's offscreen platform"
-    text = f"""# Desktop: cold start and memory at idle
+    store = (f"a store of {args.notes:,} generated notes in ten folders, each about 150 words with three "
+             "`[[links]]`, imported with `knowledge import markdown`" if args.notes else
+             "the demo store (`knowledge demo`)")
+    notes = f" --notes {args.notes}" if args.notes else ""
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    text = f"""# Desktop: cold start, a record page's load, and memory at idle
 
-Measured with `.venv/bin/python scripts/bench_desktop.py --runs {args.runs}` on {_machine()};
-rendering on {platform_name}.
+Measured with `.venv/bin/python scripts/bench_desktop.py --runs {args.runs}{notes}` on {_machine()};
+rendering on {platform_name}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {load}.
 
-Each run launches `knowledge --state-dir STATE desktop` as a fresh process on a copy of the demo store
-(`knowledge demo`) and times, from the launch: the first paint of the window, and the first page of the
-agent's records shown (connect, operator `initialize`, inventory, first `operator/records` page).
-Memory is the resident set (VmRSS) after the window sat idle for 3 s.  Medians of {args.runs} runs.
+Each run launches `knowledge --state-dir STATE desktop` as a fresh process on a copy of {store}, and times,
+from the launch: the first paint of the window, and the first page of the agent's records shown (connect,
+operator `initialize`, inventory, first `operator/records` page). Then it opens the first ten records listed,
+one after the other, each timed from asking for it to its page shown (its record, links and history answered
+and drawn): the median of those ten, and the slowest of all runs. Memory is the resident set (VmRSS) after the
+window sat idle for 3 s.  Medians of {args.runs} runs. Targets (issue 30, with 1,000 imported notes): first
+paint at most 1.5 s, a record page's load at most 150 ms.
 
-| situation | first painted window | first records shown | window memory at idle | engine memory at idle |
-| --- | --- | --- | --- | --- |
+| situation | first painted window | first records shown | a record page's load | window memory at idle | engine memory at idle |
+| --- | --- | --- | --- | --- | --- |
 {chr(10).join(rows)}
 
 The window paints before it has any data: attaching to or starting the engine happens on the worker

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
+from ..common.times import ago, exact_time, local_now
 from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks
 from .graph import ConnectionsWindow
@@ -60,7 +61,8 @@ RECORD_COLUMNS = [
     Column("Title", lambda r: r.get("title") or r.get("id"), stretch=True),
     Column("Kind", lambda r: r.get("kind")),
     Column("Type", _type),
-    Column("Updated", lambda r: r.get("updatedAt")),
+    Column("Updated", lambda r: ago(r.get("updatedAt"), local_now()),
+           tooltip=lambda r: exact_time(r.get("updatedAt"), local_now())),
     Column("Status", lambda r: r.get("status")),
 ]
 SEARCH_COLUMNS = [
@@ -131,6 +133,7 @@ class RecordsView(QWidget):
         search_button = QPushButton("&Search")
         search_button.clicked.connect(self.search)
         self.search_summary = plain_label()
+        self.search_summary.setWordWrap(True)  # the why of keyword-only ranking can be long
         self.search_table = self._list(self.search_model)
 
         recent = QWidget()

@@ -121,6 +121,9 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                     "throwaway state directory) and reports conversations per second and the time 10,000 "
                     "would take.")
     bench_import.add_argument("--conversations", type=int, default=1000, help="conversations (default 1000)")
+    bench_import.add_argument("--markdown-notes", type=int, metavar="N",
+                              help="import a generated Markdown vault of N linked notes instead of a ChatGPT export "
+                                   "(written to docs/benchmarks/imports-markdown.md unless --output says otherwise)")
     bench_import.add_argument("--messages", type=int, default=8,
                               help="messages on each conversation's active branch (default 8)")
     bench_import.add_argument("--profile", action="store_true", help="run the import under cProfile and "
@@ -240,8 +243,14 @@ def cmd_bench_bridge(args: argparse.Namespace, state: StateDir) -> int:
 
 def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:
     """Everything happens in a throwaway directory; the state directory is never touched."""
-    from ..bench import imports as imports_bench
     command = "knowledge " + shlex.join(args.argv)
+    if args.markdown_notes is not None:
+        from ..bench import import_markdown
+        output = ("docs/benchmarks/imports-markdown.md" if args.output == str(bench_defaults.IMPORTS_OUTPUT)
+                  else args.output)
+        return _reported(import_markdown.report(import_markdown.run(args.markdown_notes, args.profile), command),
+                         output)
+    from ..bench import imports as imports_bench
     result = imports_bench.run(conversations=args.conversations, messages=args.messages, profile=args.profile,
                                say=lambda line: print(line, file=sys.stderr, flush=True))
     text = imports_bench.report(result, command)

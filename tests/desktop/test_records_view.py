@@ -273,3 +273,15 @@ def test_a_store_without_imports_has_no_folders(qtbot, tasks, gui_thread_guard) 
     with qtbot.waitSignal(view.sig_content_loaded, check_params_cb=lambda which: which == "folders", timeout=10_000):
         view.refresh()
     assert view.folders_tree.topLevelItemCount() == 0 and view.folder_model.rowCount() == 0
+
+
+def test_the_lists_say_when_in_words_with_the_exact_time_in_a_tooltip(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    model = view.recent_model
+    column = next(n for n in range(model.columnCount()) if model.headerData(
+        n, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) == "Updated")
+
+    shown = model.data(model.index(0, column))
+    assert shown == "just now" or shown.endswith("ago")  # the demo was written minutes ago, never a UTC stamp
+    assert "stored as " + model.rows()[0]["updatedAt"] in model.data(model.index(0, column),
+                                                                      Qt.ItemDataRole.ToolTipRole)

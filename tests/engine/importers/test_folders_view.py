@@ -7,8 +7,15 @@ from pathlib import Path
 import pytest
 
 from engine.service import Engine
-from tests.engine.importers.test_import_beside_engine import WAIT_S, call, operator, start  # noqa: F401
+from engine.wire.protocol import Dispatcher, Session
+from tests.engine.importers.test_import_beside_engine import WAIT_S, call, operator_session, start
 from tests.helpers import page
+
+
+@pytest.fixture
+def served(engine: Engine) -> tuple[Dispatcher, Session]:
+    """An operator session with the importer layer's methods, as `knowledge serve` registers them."""
+    return operator_session(engine)
 
 
 @pytest.fixture
@@ -22,28 +29,28 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-def test_the_folders_of_an_imported_vault_list_their_notes(engine: Engine, operator, vault: Path) -> None:
-    job = start(operator, {"format": "markdown", "path": str(vault)})
+def test_the_folders_of_an_imported_vault_list_their_notes(engine: Engine, served, vault: Path) -> None:
+    job = start(served, {"format": "markdown", "path": str(vault)})
     assert engine.jobs.wait(job["id"], WAIT_S)["state"] == "done"
 
-    folders = call(operator, "operator/folders", {"agent": "main"})["result"]
+    folders = call(served, "operator/folders", {"agent": "main"})["result"]
     assert folders == {"folders": [{"folder": "notes", "notes": 1}, {"folder": "notes/Journal", "notes": 1},
                                    {"folder": "notes/Projects/Alpha", "notes": 2},
                                    {"folder": "notes/Projects/Beta", "notes": 1}]}
 
-    alpha = call(operator, "operator/folders", {"agent": "main", "folder": "notes/Projects/Alpha", "limit": 1})
+    alpha = call(served, "operator/folders", {"agent": "main", "folder": "notes/Projects/Alpha", "limit": 1})
     first = alpha["result"]
     assert [record["title"] for record in first["records"]] == ["Plan"] and first["total"] == 2
     assert first["nextOffset"] == 1 and first["records"][0]["kind"] == "page"
-    rest = call(operator, "operator/folders", {"agent": "main", "folder": "notes/Projects/Alpha", "offset": 1})
+    rest = call(served, "operator/folders", {"agent": "main", "folder": "notes/Projects/Alpha", "offset": 1})
     assert [record["title"] for record in rest["result"]["records"]] == ["Risks"] and "nextOffset" not in rest[
         "result"]
-    empty = call(operator, "operator/folders", {"agent": "main", "folder": "notes/Nowhere"})["result"]
+    empty = call(served, "operator/folders", {"agent": "main", "folder": "notes/Nowhere"})["result"]
     assert empty["records"] == [] and empty["total"] == 0
 
 
-def test_pages_an_agent_wrote_are_in_no_folder(engine: Engine, operator, owner) -> None:
+def test_pages_an_agent_wrote_are_in_no_folder(engine: Engine, served, owner) -> None:
     engine.save_page(owner, page("p1", "Written by hand", type_="note", body="Not imported."))
 
-    assert call(operator, "operator/folders", {"agent": "main"})["result"] == {"folders": []}
-    assert call(operator, "operator/folders", {"agent": "main", "folder": ""})["error"]["data"]["field"] == "folder"
+    assert call(served, "operator/folders", {"agent": "main"})["result"] == {"folders": []}
+    assert call(served, "operator/folders", {"agent": "main", "folder": ""})["error"]["data"]["field"] == "folder"

@@ -37,6 +37,10 @@ def export_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def operator(engine: Engine) -> tuple[Dispatcher, Session]:
+    return operator_session(engine)
+
+
+def operator_session(engine: Engine) -> tuple[Dispatcher, Session]:
     """An operator session on a dispatcher with this layer's methods, as `knowledge serve` registers them."""
     dispatcher = Dispatcher(engine)
     import_methods.register(dispatcher, engine)
