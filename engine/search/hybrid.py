@@ -8,7 +8,7 @@ keyword score (divided by the best) and its cosine similarity (min-max normalise
 ``search_knowledge``'s hybrid does; a long page's is that of its nearest passage when the catch-up cached its
 passages' vectors, which it does for a store searched in hybrid mode: a page's own vector holds only its first
 256 tokens), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a
-vector yet counts its keyword score twice, and the answer says how many records still wait for theirs.
+vector yet counts its keyword score twice, and the answer says whether some records still wait for theirs.
 Scores are query-local (the best is 1.0), ``minScore`` cuts relative to it; one page of at most ``limit`` hits,
 no cursor.
 """
@@ -59,8 +59,8 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     keyword = {path: min(1.0, lexical.get(path, 0.0) / top) if top > 0 else 0.0 for path in pool}
     similar = vectors.similarities(partition, vector, pool) if held else {}
     if held:  # a long page is as near as its nearest passage (its vector holds only its start)
-        for path, nearest in vectors.passage_similarities(partition, embedder, vector, [rows[p] for p in pool]).items():
-            similar[path] = max(similar.get(path, nearest), nearest)
+        for path, passage in vectors.passage_similarities(partition, embedder, vector, [rows[p] for p in pool]).items():
+            similar[path] = max(similar.get(path, passage), passage)
     semantic = normalized(similar)
     fused = sorted(((HYBRID_ALPHA * keyword[path] + (1 - HYBRID_ALPHA) * semantic.get(path, keyword[path]), path)
                     for path in pool), key=lambda item: (-item[0], item[1]))
