@@ -24,11 +24,12 @@ documents are kept by (path, sha256) between searches, so a burst of searches an
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import tantivy
 
@@ -37,6 +38,7 @@ from .analysis import Analyzer
 K1, B = 1.2, 0.75  # tantivy's BM25 parameters
 ANALYSED_FIELDS = ("text", "title", "aliases")
 RAW_FIELDS = ("kind", "type", "claim_kind")
+LEARN_TRIES = 8  # terms tried to find a committed match that shows a field's average length
 
 
 def _field_norm_table() -> list[int]:
@@ -102,18 +104,22 @@ class CommittedStatistics:
     docs: int | None = None
     average: dict[str, float] = field(default_factory=dict)
 
-    def learn(self, searcher: tantivy.Searcher, schema: tantivy.Schema, field_name: str, term: str) -> None:
-        """Read N and ``field_name``'s average length from the explanation of one committed match of ``term``."""
+    def learn(self, searcher: tantivy.Searcher, schema: tantivy.Schema, field_name: str,
+              candidates: Iterable[str]) -> None:
+        """Read N and ``field_name``'s average length from the explanation of the first committed match of one
+        of the ``candidates`` in that field (a handful at most are tried)."""
         if field_name in self.average:
             return
-        query = tantivy.Query.term_query(schema, field_name, term)
-        hits = searcher.search(query, 1, count=False).hits
-        if not hits:
-            return
-        constants = dict(_constants(json.loads(query.explain(searcher, hits[0][1]).to_json())))
-        if "N" in constants and "avgdl" in constants:
-            self.docs = int(constants["N"])
-            self.average[field_name] = float(constants["avgdl"])
+        for term in itertools.islice(dict.fromkeys(candidates), LEARN_TRIES):
+            query = tantivy.Query.term_query(schema, field_name, term)
+            hits = searcher.search(query, 1, count=False).hits
+            if not hits:
+                continue
+            constants = dict(_constants(json.loads(query.explain(searcher, hits[0][1]).to_json())))
+            if "N" in constants and "avgdl" in constants:
+                self.docs = int(constants["N"])
+                self.average[field_name] = float(constants["avgdl"])
+                return
 
 
 @dataclass(frozen=True)
@@ -142,8 +148,11 @@ def _constants(node: dict[str, Any]) -> Iterable[tuple[str, float]]:
 class OverlayScorer:
     """BM25 of overlay documents with the statistics the index will have once it commits them."""
 
-    def __init__(self, overlay: Overlay, schema: tantivy.Schema) -> None:
+    def __init__(self, overlay: Overlay, schema: tantivy.Schema, analyzer: Analyzer, hints: Iterable[str] = ()
+                 ) -> None:
         self.overlay = overlay
+        self.hints = tuple(hints)  # the query's terms: likely to have committed matches in every field
+        self.analyzer = analyzer
         self.committed = overlay.committed
         self.searcher = overlay.searcher
         self.schema = schema
@@ -175,12 +184,23 @@ class OverlayScorer:
             self._weights[key] = math.log(1 + (docs - frequency + 0.5) / (frequency + 0.5))
         return self._weights[key]
 
+    def _candidates(self, field_name: str, term: str) -> Iterator[str]:
+        """Terms likely to have a committed match in ``field_name``: ``term``, the query's, the words of a
+        committed title (each is in ``title`` and ``text``), the overlay's own terms of that field."""
+        yield term
+        yield from self.hints
+        if field_name in ("text", "title"):
+            for _, address in self.searcher.search(tantivy.Query.all_query(), 1, count=False).hits:
+                yield from self.analyzer.terms(self.searcher.doc(address).get_first("title") or "")
+        for document in self.overlay.documents:
+            yield from document.terms.get(field_name, ())
+
     def term(self, document: OverlayDocument, field_name: str, term: str) -> float | None:
         """``term``'s BM25 score in ``document``'s ``field_name``; None when it does not occur there."""
         frequency = document.frequency(field_name, term)
         if not frequency:
             return None
-        self.committed.learn(self.searcher, self.schema, field_name, term)
+        self.committed.learn(self.searcher, self.schema, field_name, self._candidates(field_name, term))
         length = quantised_length(document.lengths.get(field_name, 0))
         norm = K1 * (1 - B + B * length / self._average(field_name))
         return (K1 + 1) * self._idf(field_name, term) * frequency / (frequency + norm)

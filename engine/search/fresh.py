@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import tantivy
 
+from ..index.analysis import Analyzer
 from ..index.overlay import Overlay, OverlayDocument, OverlayScorer
 
 if TYPE_CHECKING:  # keyword.py calls this module
@@ -66,8 +67,8 @@ def overlay_score(scorer: OverlayScorer, document: OverlayDocument, terms: list[
 
 
 def merged_window(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tantivy.Query, terms: list[str],
-                  request: SearchRequest, fields: Fields, overlay: Overlay, position: int, count: int
-                  ) -> list[tuple[float, tantivy.Document]]:
+                  request: SearchRequest, fields: Fields, overlay: Overlay, analyzer: Analyzer, position: int,
+                  count: int) -> list[tuple[float, tantivy.Document]]:
     """Hits ``position`` to ``position + count`` of the committed index and the overlay together, best first
     (ties: committed first, as they were indexed earlier)."""
     if overlay.masked:
@@ -75,7 +76,7 @@ def merged_window(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tan
             [(tantivy.Occur.Must, query)]
             + [(tantivy.Occur.MustNot, tantivy.Query.term_query(schema, "path", path)) for path in overlay.masked])
     committed = searcher.search(query, position + count, count=False).hits if position + count else []
-    scorer = OverlayScorer(overlay, schema)
+    scorer = OverlayScorer(overlay, schema, analyzer, terms)
     fresh = [(score, document) for document in overlay.documents
              if (score := overlay_score(scorer, document, terms, request, fields)) is not None]
     merged: list[tuple[float, int, object]] = [(float(score), 0, address) for score, address in committed]

@@ -265,7 +265,7 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
                       in searcher.search(query, request.limit + 1, count=False, offset=position).hits]
         else:
             window = merged_window(searcher, index.schema, query, terms, request, (("text", 1.0), ("title", TITLE_BOOST), (
-                "aliases", ALIAS_BOOST)), overlay, position, request.limit + 1)
+                "aliases", ALIAS_BOOST)), overlay, analyzer, position, request.limit + 1)
         if top is None:
             top = window[0][0] if window else 1.0
         rows = {row.path: row for row in catalog.current(
