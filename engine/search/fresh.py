@@ -9,15 +9,26 @@ excluded in the query itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import tantivy
 
 from ..index.analysis import Analyzer
 from ..index.overlay import Overlay, OverlayDocument, OverlayScorer
 
-if TYPE_CHECKING:  # keyword.py calls this module
-    from .keyword import SearchRequest
+
+
+class SearchRequest(Protocol):
+    """What of keyword.py's ``SearchRequest`` the overlay's scoring reads (keyword.py imports this module)."""
+
+    @property
+    def kind(self) -> str | None: ...
+    @property
+    def type(self) -> str | None: ...
+    @property
+    def kinds(self) -> tuple[str, ...] | None: ...
+    @property
+    def unmatched_alone(self) -> frozenset[str]: ...
 
 # How each query word is scored: field and boost, as build_query's clauses (keyword.py passes its boosts).
 Fields = tuple[tuple[str, float], ...]
