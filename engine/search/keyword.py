@@ -246,7 +246,9 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
         bound = set(binding) | {"asOf", "kinds", "words"}  # an optional binding left out must be absent from the cursor too
         if any(state.get(key) != binding.get(key) for key in bound):
             raise InvalidParams("the cursor belongs to another query, filter or partition", field="cursor")
-        if state.get("version") != version:
+        # A page of the overlay's merged order (engine/search/fresh.py) and one of the committed order are not
+        # one sequence: once the commit lands, a cursor of the merged order is stale like one of an older version.
+        if state.get("version") != version or bool(state.get("merged")) != bool(overlay):
             raise StaleCursor("the index changed since this cursor was issued; search again", field="cursor")
         offset, top = int(state["offset"]), float(state["top"])
     query = build_query(index.schema, terms, request)
@@ -278,7 +280,7 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
                 break
             if len(hits) == request.limit:
                 next_cursor = signer.sign({**binding, "version": version, "offset": position,
-                                           "top": top, "v": CURSOR_VERSION})
+                                           "top": top, "v": CURSOR_VERSION, **({"merged": True} if overlay else {})})
                 done = True
                 break
             position += 1

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from engine.access.authority import AgentCaller
-from engine.core.errors import IndexFailed
+from engine.core.errors import IndexFailed, StaleCursor
 from engine.index.overlay import FIELD_NORMS, quantised_length
 from engine.index.tantivy_index import PartitionIndex, SearchIndexes
 from engine.runtime import StoreRuntime
@@ -30,9 +30,11 @@ def committed_docs(engine) -> int:
 
 @pytest.fixture
 def held(monkeypatch):
-    """From here on the index commits nothing: its thread skips its catch-ups, and a search that would wait
-    for one fails the test."""
+    """The index commits what was written so far, and from then on nothing: its thread skips its catch-ups,
+    and a search that would wait for one fails the test."""
     def hold(engine):
+        runtime = runtime_of(engine)  # what was written so far is committed first
+        runtime.call(lambda: [runtime.indexes.catch_up(partition) for partition in runtime.store.partitions()])
         monkeypatch.setattr(StoreRuntime, "_catch_up_indexes", lambda self, partitions: None)
 
         def no_waiting(self, partition, version):
@@ -93,7 +95,7 @@ def test_overlay_scores_equal_those_after_the_commit(engine, owner, held, monkey
     engine.save_page(owner, page("n2", "Harbour walk", type_="place", body="A long walk by the harbour.",
                                  aliases=["Tide walk"]))
     queries = [{"query": "harbour tide"}, {"query": "harbour", "kind": "page", "type": "note"},
-               {"query": "tide walk", "limit": 3}]
+               {"query": "tide walk"}]
     before = [engine.search(owner, query) for query in queries]
     assert committed_docs(engine) == 5
     release(monkeypatch, engine)
@@ -140,6 +142,18 @@ def test_cursors_page_through_overlay_and_committed_hits_alike(engine, owner, he
     third = engine.search(owner, {"query": "beacon", "limit": 3, "cursor": second["nextCursor"]})
     seen = titles(first) + titles(second) + titles(third)
     assert len(seen) == 7 and len(set(seen)) == 7 and "nextCursor" not in third
+
+
+def test_a_cursor_of_the_merged_order_is_stale_once_the_commit_lands(engine, owner, held, monkeypatch):
+    for index in range(4):
+        engine.save_page(owner, page(f"b{index}", f"Beacon {index}", type_="note", body="beacon " * (index + 1)))
+    engine.search(owner, {"query": "beacon"})
+    held(engine)
+    engine.save_page(owner, page("b4", "Beacon 4", type_="note"))
+    cursor = engine.search(owner, {"query": "beacon", "limit": 2})["nextCursor"]
+    release(monkeypatch, engine)  # the same catalog version, now committed: another order
+    with pytest.raises(StaleCursor):
+        engine.search(owner, {"query": "beacon", "limit": 2, "cursor": cursor})
 
 
 def test_a_failed_commit_is_an_error_never_an_overlay_answer(engine, owner, monkeypatch):
