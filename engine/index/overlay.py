@@ -27,6 +27,7 @@ import bisect
 import itertools
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
@@ -136,6 +137,9 @@ class Overlay:
         return bool(self.masked or self.documents)
 
 
+_TERM = re.compile(r'Term=Term\(field=(\d+), type=Str, "(.*)"\)$')
+
+
 def _constants(node: dict[str, Any]) -> Iterable[tuple[str, float]]:
     """(name, value) of the named constants of a BM25 explanation (``N, total number of docs`` -> N)."""
     name = node.get("description", "").split(",", 1)[0]
@@ -204,3 +208,35 @@ class OverlayScorer:
         length = quantised_length(document.lengths.get(field_name, 0))
         norm = K1 * (1 - B + B * length / self._average(field_name))
         return (K1 + 1) * self._idf(field_name, term) * frequency / (frequency + norm)
+
+    def rescore(self, explanation: dict[str, Any], fields: tuple[str, ...]) -> float:
+        """A committed hit's score recomputed from its explanation (``Query.explain``) with the statistics the
+        index will have once it commits the overlay, as the overlay's own hits are scored: the committed and
+        the overlay's hits then rank on one scale.  ``fields``: the schema's fields by number."""
+        description = explanation.get("description", "")
+        children = explanation.get("details") or []
+        if description.startswith("TermQuery"):
+            return self._rescored_term(explanation, fields)
+        if description.startswith("Boost x"):
+            boost = float(description[len("Boost x"):].split(" ", 1)[0])
+            return boost * sum(self.rescore(child, fields) for child in children)
+        if description.startswith("BooleanClause"):
+            return sum(self.rescore(child, fields) for child in children)
+        return float(explanation.get("value", 0.0))  # nothing this scorer knows: tantivy's own value
+
+    def _rescored_term(self, explanation: dict[str, Any], fields: tuple[str, ...]) -> float:
+        found = next((_TERM.match(context) for context in explanation.get("context", ())), None)
+        constants = dict(_constants(explanation))
+        if found is None or not {"freq", "dl", "n"} <= set(constants) or int(found.group(1)) >= len(fields):
+            return float(explanation.get("value", 0.0))
+        field_name, term = fields[int(found.group(1))], json.loads(f'"{found.group(2)}"')
+        frequency, length = constants["freq"], constants["dl"]
+        if self.committed.docs is None and "N" in constants:
+            self.committed.docs = int(constants["N"])
+        if field_name not in self.committed.average and "avgdl" in constants:
+            self.committed.average[field_name] = float(constants["avgdl"])
+        documents = self._docs()
+        df = int(constants["n"]) + sum(1 for document in self.overlay.documents if document.frequency(field_name, term))
+        idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
+        norm = K1 * (1 - B + B * length / self._average(field_name))
+        return (K1 + 1) * idf * frequency / (frequency + norm)

@@ -53,6 +53,11 @@ OPEN_WRITERS_MAX = 4   # partitions whose writer stays open between catch-ups
 OVERLAY_MAX = 1_000
 
 
+# The schema's fields in the order build_schema adds them: tantivy's explanations name a field by this number.
+FIELD_ORDER = ("path", "id", "kind", "type", "claim_kind", "lifecycle", "revision", "text", "title", "aliases",
+               "body")
+
+
 def build_schema() -> tantivy.Schema:
     """``text`` holds title, aliases and body together, so each query word is scored once, with one set
     of statistics; ``title`` and ``aliases`` add a small bonus on top (see engine/search/keyword.py)."""

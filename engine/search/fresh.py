@@ -9,12 +9,14 @@ excluded in the query itself.
 
 from __future__ import annotations
 
+import json
 from typing import Protocol
 
 import tantivy
 
 from ..index.analysis import Analyzer
 from ..index.overlay import Overlay, OverlayDocument, OverlayScorer
+from ..index.tantivy_index import FIELD_ORDER
 
 
 
@@ -30,6 +32,7 @@ class SearchRequest(Protocol):
     @property
     def unmatched_alone(self) -> frozenset[str]: ...
 
+RESCORE_MARGIN = 10
 # How each query word is scored: field and boost, as build_query's clauses (keyword.py passes its boosts).
 Fields = tuple[tuple[str, float], ...]
 
@@ -86,11 +89,15 @@ def merged_window(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tan
         query = tantivy.Query.boolean_query(
             [(tantivy.Occur.Must, query)]
             + [(tantivy.Occur.MustNot, tantivy.Query.term_query(schema, "path", path)) for path in overlay.masked])
-    committed = searcher.search(query, position + count, count=False).hits if position + count else []
+    # The committed hits are rescored with the statistics of the index once it commits the overlay (from their
+    # explanations), so both kinds rank on one scale; RESCORE_MARGIN more are read in case that lifts one.
+    committed = searcher.search(query, position + count + RESCORE_MARGIN, count=False).hits
     scorer = OverlayScorer(overlay, schema, analyzer, terms)
     fresh = [(score, document) for document in overlay.documents
              if (score := overlay_score(scorer, document, terms, request, fields)) is not None]
-    merged: list[tuple[float, int, object]] = [(float(score), 0, address) for score, address in committed]
+    merged: list[tuple[float, int, object]] = [
+        (scorer.rescore(json.loads(query.explain(searcher, address).to_json()), FIELD_ORDER), 0, address)
+        for _, address in committed]
     merged += [(score, 1, document) for score, document in fresh]
     merged.sort(key=lambda hit: (-hit[0], hit[1]))
     window = []

@@ -63,6 +63,20 @@ def test_a_search_right_after_a_write_finds_it_with_the_commit_held_back(engine,
     assert committed_docs(engine) == 1  # nothing was committed for it
 
 
+def test_a_committed_hit_and_an_overlay_hit_rank_on_one_scale(engine, owner, held, monkeypatch):
+    """In a small index the overlay's records change the statistics much: committed hits are rescored."""
+    engine.save_page(owner, page("p1", "Lisbon office", type_="place", body="Where the operations team sits."))
+    held(engine)
+    engine.save_page(owner, page("p2", "Quarterly planning", type_="note",
+                                 body="We agreed to open an office in Lisbon next spring."))
+    engine.save_page(owner, page("p3", "Gardening", type_="note", body="Tomatoes need sun."))
+    before = engine.search(owner, {"query": "Lisbon office"})
+    release(monkeypatch, engine)
+    after = engine.search(owner, {"query": "Lisbon office"})
+    assert titles(before) == titles(after) == ["Lisbon office", "Quarterly planning"]
+    assert [hit["score"] for hit in before["hits"]] == pytest.approx([hit["score"] for hit in after["hits"]], abs=1e-5)
+
+
 def test_an_updated_record_never_shows_its_old_text(engine, owner, held):
     saved = engine.save_page(owner, page("p1", "Harbour", type_="place", body="Seagulls on every post."))
     assert titles(engine.search(owner, {"query": "seagulls"})) == ["Harbour"]
@@ -106,12 +120,8 @@ def test_overlay_scores_equal_those_after_the_commit(engine, owner, held, monkey
         assert early["hits"][0]["title"] in fresh  # scores are relative to the best hit: one of the overlay's
         assert sorted(titles(early)) == sorted(titles(late))
         late_scores = {hit["title"]: hit["score"] for hit in late["hits"]}
-        for hit in early["hits"]:
-            if hit["title"] in fresh:  # as after the commit, to float rounding
-                assert hit["score"] == pytest.approx(late_scores[hit["title"]], abs=1e-5)
-            # Committed hits keep the committed statistics until the commit, which moves them by the overlay's
-            # share of the index: here 2 of 7 documents (docs/reliability.md).
-            assert hit["score"] == pytest.approx(late_scores[hit["title"]], abs=0.2)
+        for hit in early["hits"]:  # overlay and committed hits alike, as after the commit (to float rounding)
+            assert hit["score"] == pytest.approx(late_scores[hit["title"]], abs=1e-5)
 
 
 def test_overlay_hits_follow_the_partition_and_filters(engine, owner, held):
