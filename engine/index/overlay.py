@@ -14,8 +14,8 @@ one-byte field norms) against the statistics the index will have once it commits
 index's document count, document frequencies and average field lengths (read through ``explain``, which
 is the only way tantivy-py shows them) plus the overlay's own.  Like tantivy's, those statistics count a
 replaced document until segments merge, so an overlay hit scores what it scores after the commit (to float
-rounding).  Committed hits keep the committed statistics until then: each of their terms' weights moves by
-the overlay's share of the index, a fraction of a percent in a store of thousands.  See docs/reliability.md.
+rounding).  The committed hits are rescored the same way from their explanations (``OverlayScorer.rescore``),
+so both rank on one scale.  See docs/architecture.md, "The uncommitted overlay".
 
 An overlay is derived per catalog version and dropped once the index holds that version; the analysed
 documents are kept by (path, sha256) between searches, so a burst of searches analyses each record once.
