@@ -347,9 +347,9 @@ class Engine:
             request = replace(request, unmatched_alone=self.analyzer.function_terms)
 
         def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer:
-            index, version = runtime.indexes.at_least(authority.partition, view.version)
+            index, version, overlay = runtime.indexes.for_search(authority.partition, view.version, view.catalog.db)
             result = search(view.store, view.catalog, index, version, self.analyzer, self.signer,
-                            authority.partition, request)
+                            authority.partition, request, overlay)
             if links:
                 result["hits"] = [with_link(hit, view.store.store_id, authority.partition) for hit in result["hits"]]
             if owner:

@@ -29,6 +29,8 @@ from typing import Any, Iterator
 import tantivy
 
 from .analysis import ANALYZER_NAME, Analyzer, prepare
+from .overlay import CommittedStatistics, Overlay, OverlayDocument, analyse
+from ..core.db import Database
 from ..store.catalog import Catalog
 from ..store.index_ledger import BacklogRow, IndexLedger
 from ..core.answers import NotRequired, TypedDict
@@ -46,6 +48,14 @@ PARALLEL_FROM = 5_000  # documents in one catch-up above which the writer gets t
 # so it never holds every body in memory at once.
 GATHER_MAX = 2_000
 OPEN_WRITERS_MAX = 4   # partitions whose writer stays open between catch-ups
+# A search finding the index behind by at most this many records answers with them held in memory beside it
+# (engine/index/overlay.py); a larger backlog (a first build, a rebuild) is committed first, as before.
+OVERLAY_MAX = 1_000
+
+
+# The schema's fields in the order build_schema adds them: tantivy's explanations name a field by this number.
+FIELD_ORDER = ("path", "id", "kind", "type", "claim_kind", "lifecycle", "revision", "text", "title", "aliases",
+               "body")
 
 
 def build_schema() -> tantivy.Schema:
@@ -160,6 +170,9 @@ class SearchIndexes:
         self._writing: list[str] = []  # partitions whose index holds an open writer, most recent last
         self._indexed: dict[str, int] = {}  # partition -> the catalog version its open index holds
         self._lock = threading.RLock()  # held through a whole catch-up, and by anything that opens or drops
+        self._failed: set[str] = set()  # partitions whose last catch-up failed: searches catch up (and say so)
+        self._analysed: dict[str, dict[tuple[str, str], OverlayDocument]] = {}  # partition -> (path, sha) -> doc
+        self._statistics: dict[str, tuple[int, CommittedStatistics]] = {}  # partition -> (version held, stats)
 
     def directory(self, partition: str) -> Path:
         return self.store.root / INDEX_DIR / f"{partition.replace(':', '-')}.v{SCHEMA_VERSION}"
@@ -249,12 +262,71 @@ class SearchIndexes:
             held = self.catch_up(partition)
             return self._open[partition], held
 
+    def for_search(self, partition: str, version: int, db: Database) -> tuple[PartitionIndex, int, Overlay | None]:
+        """What a search at catalog ``version`` answers from: the committed index, the version its answer holds,
+        and the overlay of the acknowledged records the index has not committed yet (None when it holds them all).
+
+        Never waits for a commit while the index is open, has not failed and is behind by at most OVERLAY_MAX
+        records: the overlay is read from ``db`` (the search's snapshot; the store's own database on the lane
+        is read through a snapshot of its own, so the backlog and the removals are read at one state).
+        Otherwise as ``at_least``.
+        """
+        index = self._open.get(partition)
+        held = self._indexed.get(partition, -1)
+        if index is not None and index.directory.is_dir() and partition not in self._failed:
+            if held >= version:
+                return index, held, None
+            if db is self.store.db:
+                with db.snapshot() as snapshot:
+                    overlay = self._overlay(partition, version, index, held, snapshot)
+            else:
+                overlay = self._overlay(partition, version, index, held, db)
+            if overlay is not None:
+                return index, version, overlay
+        index, held = self.at_least(partition, version)
+        return index, held, None
+
+    def _overlay(self, partition: str, version: int, index: PartitionIndex, held: int,
+                 db: Database) -> Overlay | None:
+        ledger = IndexLedger(db)
+        if ledger.backlog_count(partition) > OVERLAY_MAX:
+            return None
+        masked = set(ledger.removals(partition))
+        analysed = self._analysed.get(partition, {})
+        kept: dict[tuple[str, str], OverlayDocument] = {}
+        for row in ledger.backlog(partition):
+            masked.add(row.path)  # its committed document, if any, is an older revision
+            key = (row.path, row.sha256)
+            document = analysed.get(key)
+            if document is None:
+                indexed = self._document(row)
+                if indexed is None:
+                    continue
+                document = analyse(self.analyzer, dict(indexed), row.sha256)
+            kept[key] = document
+        self._analysed[partition] = kept  # what the index committed meanwhile is dropped here
+        known = self._statistics.get(partition)
+        if known is None or known[0] != held:
+            known = held, CommittedStatistics()
+            self._statistics[partition] = known
+        return Overlay(version, frozenset(masked), tuple(kept.values()), index.searcher(), known[1])
+
     def catch_up(self, partition: str) -> int:
         """Apply every catalog change the index has not seen; returns the catalog version it now holds.
 
         Raises IndexFailed (and leaves the catalog marked un-indexed) when
         tantivy refuses, so a search never answers from a stale index.
         """
+        try:
+            held = self._catch_up(partition)
+        except IndexFailed:
+            self._failed.add(partition)
+            raise
+        self._failed.discard(partition)
+        self._analysed.pop(partition, None)  # the overlay of the versions now committed is not needed
+        return held
+
+    def _catch_up(self, partition: str) -> int:
         with self._lock:
             catalog_version, index_version = self.catalog.version(partition)
             if catalog_version == index_version and partition in self._open:

@@ -26,9 +26,11 @@ from ..index.analysis import Analyzer
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..core.errors import ForeignReference, InvalidParams, StaleCursor
 from ..core.ids import format_timestamp, utc_now
+from ..index.overlay import Overlay
 from ..index.tantivy_index import PartitionIndex
 from ..core.params import Choice, Choices, Integer, Name, Number, Params, Query, String, Value
 from ..vault.records import KINDS
+from .fresh import merged_window
 from ..store.reads import AS_OF, reference
 from ..store.summaries import RecordSummary, Reference, record_summary
 from ..store.store import Store
@@ -229,7 +231,9 @@ def _filtered(schema: tantivy.Schema, query: tantivy.Query, request: SearchReque
 
 
 def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: int, analyzer: Analyzer,
-           signer: CursorSigner, partition: str, request: SearchRequest) -> SearchAnswer:
+           signer: CursorSigner, partition: str, request: SearchRequest, overlay: Overlay | None = None
+           ) -> SearchAnswer:
+    """``overlay``: the acknowledged records ``index`` has not committed yet, merged in (engine/search/fresh.py)."""
     terms = analyzer.query_terms(request.query)
     if not terms:
         raise InvalidParams("the query has no words to search for", field="query")
@@ -242,11 +246,13 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
         bound = set(binding) | {"asOf", "kinds", "words"}  # an optional binding left out must be absent from the cursor too
         if any(state.get(key) != binding.get(key) for key in bound):
             raise InvalidParams("the cursor belongs to another query, filter or partition", field="cursor")
-        if state.get("version") != version:
+        # A page of the overlay's merged order (engine/search/fresh.py) and one of the committed order are not
+        # one sequence: once the commit lands, a cursor of the merged order is stale like one of an older version.
+        if state.get("version") != version or bool(state.get("merged")) != bool(overlay):
             raise StaleCursor("the index changed since this cursor was issued; search again", field="cursor")
         offset, top = int(state["offset"]), float(state["top"])
     query = build_query(index.schema, terms, request)
-    searcher = index.searcher()
+    searcher = index.searcher() if overlay is None else overlay.searcher
     moment = request.as_of or utc_now()
     snippets = tantivy.SnippetGenerator.create(searcher, query, index.schema, "body")
     snippets.set_max_num_chars(SNIPPET_CHARS)
@@ -256,10 +262,14 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
     # still holds ``limit`` hits and the cursor names the index position after the last one served.
     position, done = offset, False
     while not done:
-        result = searcher.search(query, request.limit + 1, count=False, offset=position)
+        if overlay is None:
+            window = [(raw_score, searcher.doc(address)) for raw_score, address
+                      in searcher.search(query, request.limit + 1, count=False, offset=position).hits]
+        else:
+            window = merged_window(searcher, index.schema, query, terms, request, (("text", 1.0), ("title", TITLE_BOOST), (
+                "aliases", ALIAS_BOOST)), overlay, analyzer, position, request.limit + 1)
         if top is None:
-            top = result.hits[0][0] if result.hits else 1.0
-        window = [(raw_score, searcher.doc(address)) for raw_score, address in result.hits]
+            top = window[0][0] if window else 1.0
         rows = {row.path: row for row in catalog.current(
             partition, paths=[document["path"][0] for _, document in window])}
         done = len(window) <= request.limit
@@ -270,7 +280,7 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
                 break
             if len(hits) == request.limit:
                 next_cursor = signer.sign({**binding, "version": version, "offset": position,
-                                           "top": top, "v": CURSOR_VERSION})
+                                           "top": top, "v": CURSOR_VERSION, **({"merged": True} if overlay else {})})
                 done = True
                 break
             position += 1

@@ -252,6 +252,7 @@ class Publisher:
             if current == write.new_sha256:
                 if not write.removes:
                     installed[write.path] = self._stat_installed(root, write)
+                    self.on_installed(partition, write.path, installed[write.path])
                 continue
             self._expect_base(write, current)
             self.faults.attempt("installed")
@@ -263,6 +264,10 @@ class Publisher:
                 installed[write.path] = FileStat.of(write_inside(
                     root, write.path, write.data, directories=directories,
                     check=lambda: self._expect_base(write, self._current_sha(partition, write))))
+                # Told at once, not after the group's directories are synced: the watcher reports the rename
+                # within a millisecond, and a search seeing a report that is not the engine's own install
+                # would wait for the whole group on the lane (the grep tail beside writers, issue 31).
+                self.on_installed(partition, write.path, installed[write.path])
             self.faults.reach("installed")
         publication.installed = installed
 
@@ -277,12 +282,9 @@ class Publisher:
         directories.add(target.parent)
 
     def _report_installed(self, group: list[_Publication], directories: set[Path]) -> None:
-        """Make the group's renames durable, each directory synced once, then tell ``on_installed``."""
+        """Make the group's renames durable, each directory synced once (``_install`` told ``on_installed``)."""
         for directory in sorted(directories):
             fsync_dir(directory)
-        for publication in group:
-            for path, info in publication.installed.items():
-                self.on_installed(publication.plan.partition, path, info)
 
     def _acknowledge(self, group: list[_Publication]) -> None:
         """Steps 4 and 5: one checkpoint naming the group's last publication, then one transaction that

@@ -197,6 +197,9 @@ def test_failed_indexing_is_an_error_never_an_empty_success(engine, owner, monke
     monkeypatch.setattr(PartitionIndex, "apply", refuse)
     receipt = engine.save_page(owner, page("p2", "Lighthouse", type_="place"))
     assert receipt["revision"] == 1  # acknowledged even though the index could not follow
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    with pytest.raises(IndexFailed):  # as the index thread's catch-up fails (a search before it sees the overlay)
+        runtime.call(lambda: runtime.indexes.catch_up("private"))
     with pytest.raises(IndexFailed):
         engine.search(owner, {"query": "lighthouse"})
     monkeypatch.undo()
