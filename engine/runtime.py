@@ -699,6 +699,7 @@ class StoreRuntime:
         self._index_thread.join(timeout=60)
         self._lane.submit(self._close_indexes).result()
         self._lane.submit(self.vectors.close).result()
+        self._lane.submit(self.publisher.close).result()
         self._lane.submit(self.store.close).result()
         self._lane.shutdown(wait=True)
 

@@ -62,7 +62,8 @@ PHASES = (
     Phase("lane: plan: build, check records", "engine.service", "plan_save_page"),
     Phase("lane: plan: build, check records", "engine.service", "plan_remember"),
     Phase("lane: plan: render Markdown", "engine.vault.records", "Record.render"),
-    Phase("lane: publication: checks, journal SQL", "engine.store.publication", "Publisher.publish_together"),
+    Phase("lane: publication: checks, journal SQL, waits for what syncs beside", "engine.store.publication",
+          "Publisher.publish_together"),
     Phase("lane: install: compare, temp file, rename", "engine.store.publication", "Publisher._install"),
     Phase("lane: fsync of files", "os", "fsync"),
     Phase("lane: fsync of directories", "engine.store.publication", "fsync_dir", whole=True),
@@ -87,6 +88,7 @@ class PhaseFigures(TypedDict):
     round_trip_p50_ms: float
     round_trip_mean_ms: float
     per_s: float
+    cpu_ms: float  # the engine process's CPU time per write, every thread (and git's processes) included
     phases: dict[str, float]
     calls: dict[str, float]
 
@@ -122,7 +124,10 @@ class PhaseClock:
             stack = self._stack()
             if (stack and stack[-1][2]) or (phase.when is not None and not phase.when(*args, **kwargs)):
                 return fn(*args, **kwargs)  # inside a phase counted whole, or a call not timed
-            frame = [0.0, phase.label, phase.whole]  # [callees' seconds, label, whole]
+            label = phase.label
+            if label.startswith("lane: ") and threading.current_thread().name.startswith("sync-"):
+                label = "beside, overlapping the lane: " + label[len("lane: "):]
+            frame = [0.0, label, phase.whole]  # [callees' seconds, label, whole]
             stack.append(frame)
             began = time.perf_counter()
             try:
@@ -133,8 +138,8 @@ class PhaseClock:
                 if stack:
                     stack[-1][0] += elapsed
                 with self._lock:
-                    self.seconds[phase.label] += elapsed - frame[0]
-                    self.calls[phase.label] += 1
+                    self.seconds[label] += elapsed - frame[0]
+                    self.calls[label] += 1
         timed.__wrapped__ = fn  # type: ignore[attr-defined]
         return timed
 
@@ -195,13 +200,18 @@ def client_main(port: int, token: str, kind: str, count: int, first: int) -> Non
         client.tool(tool, build(index))
         timings.append((time.perf_counter() - began) * 1000)
     client.close()
-    print(json.dumps(timings))
+    print(json.dumps({"timings": timings, "cpu": time.process_time()}))
+
+
+_client_cpu = [0.0]  # the client processes' CPU, which ``os.times`` counts among this process's children
 
 
 def _client(port: int, token: str, kind: str, count: int, first: int) -> list[float]:
     out = subprocess.run([sys.executable, "-m", "engine.bench.write_phases", "client", str(port), token, kind,
                           str(count), str(first)], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+    answer = json.loads(out.stdout)
+    _client_cpu[0] += answer["cpu"]
+    return answer["timings"]
 
 
 def measure(writes: int, *, records: int = 100, say: Callable[[str], None] = lambda line: None) -> PhasesReport:
@@ -227,14 +237,17 @@ def measure(writes: int, *, records: int = 100, say: Callable[[str], None] = lam
                     first += WARM_UP_WRITES
                     time.sleep(0.5)  # the warm-up's index commit and git commit out of the way
                     clock.reset()
+                    cpu = _cpu_seconds()
                     began = time.perf_counter()
                     timings = _client(port, token, kind, writes, first)
                     elapsed = time.perf_counter() - began
                     first += writes
                     time.sleep(0.3)  # the last index catch-up (50 ms later) and git commit
+                    cpu = _cpu_seconds() - cpu
                     kinds[kind] = {
                         "writes": writes, "round_trip_p50_ms": statistics.median(timings),
                         "round_trip_mean_ms": statistics.fmean(timings), "per_s": writes / (sum(timings) / 1000),
+                        "cpu_ms": cpu * 1000 / writes,
                         "phases": _per_write(clock.seconds, writes),
                         "calls": {label: count / writes for label, count in clock.calls.items()},
                     }
@@ -243,6 +256,12 @@ def measure(writes: int, *, records: int = 100, say: Callable[[str], None] = lam
         finally:
             undo()
     return {"machine": machine(), "load": " ".join(f"{value:.2f}" for value in os.getloadavg()), "kinds": kinds}
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process's threads and of the processes it waited for (git)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system - _client_cpu[0]
 
 
 def _per_write(seconds: dict[str, float], writes: int) -> dict[str, float]:
@@ -269,12 +288,18 @@ class _serving:
         self.engine.close()
 
 
-def _labels() -> Iterator[str]:
+def _labels(kinds: dict[str, PhaseFigures]) -> Iterator[str]:
+    """The phases' labels in the table's order, those measured on the sync threads after the lane's."""
     seen: set[str] = set()
     for phase in PHASES:
         if phase.label not in seen:
             seen.add(phase.label)
             yield phase.label
+    for figures in kinds.values():
+        for label in figures["phases"]:
+            if label not in seen:
+                seen.add(label)
+                yield label
 
 
 def report(result: PhasesReport, command: str) -> str:
@@ -282,7 +307,7 @@ def report(result: PhasesReport, command: str) -> str:
     lines = [f"- Command: `{command}` (load average at the end: {result['load']}; {result['machine']})", "",
              "| phase (ms per write; calls per write) | " + " | ".join(f"`{k}`" for k in kinds) + " |",
              "| --- | " + " | ".join("---:" for _ in kinds) + " |"]
-    for label in _labels():
+    for label in _labels(kinds):
         cells = []
         for figures in kinds.values():
             ms, calls = figures["phases"].get(label, 0.0), figures["calls"].get(label, 0.0)
@@ -290,6 +315,8 @@ def report(result: PhasesReport, command: str) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("| **round trip at the client, mean (p50)** | " + " | ".join(
         f"**{f['round_trip_mean_ms']:.2f}** ({f['round_trip_p50_ms']:.2f})" for f in kinds.values()) + " |")
+    lines.append("| engine CPU per write, all threads and git, ms (the 0.3 s after the run included) | " + " | ".join(
+        f"{f['cpu_ms']:.2f}" for f in kinds.values()) + " |")
     lines.append("| writes a second, one client | " + " | ".join(f"{f['per_s']:.0f}" for f in kinds.values()) + " |")
     return "\n".join(lines) + "\n"
 
