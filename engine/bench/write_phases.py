@@ -89,6 +89,7 @@ class PhaseFigures(TypedDict):
     round_trip_mean_ms: float
     per_s: float
     cpu_ms: float  # the engine process's CPU time per write, every thread (and git's processes) included
+    cpu_by_thread: dict[str, float]  # of which each kind of thread's, ms per write (git: its processes)
     phases: dict[str, float]
     calls: dict[str, float]
 
@@ -237,17 +238,25 @@ def measure(writes: int, *, records: int = 100, say: Callable[[str], None] = lam
                     first += WARM_UP_WRITES
                     time.sleep(0.5)  # the warm-up's index commit and git commit out of the way
                     clock.reset()
-                    cpu = _cpu_seconds()
+                    cpu, threads, children = _cpu_seconds(), _thread_cpu(), _children_seconds()
                     began = time.perf_counter()
                     timings = _client(port, token, kind, writes, first)
                     elapsed = time.perf_counter() - began
                     first += writes
                     time.sleep(0.3)  # the last index catch-up (50 ms later) and git commit
                     cpu = _cpu_seconds() - cpu
+                    after = _thread_cpu()
+                    by_thread = {name: (after.get(name, 0.0) - threads.get(name, 0.0)) * 1000 / writes
+                                 for name in after}
+                    git = _children_seconds() - children
+                    by_thread["git processes"] = git * 1000 / writes
+                    by_thread["threads outside Python (tantivy, watcher)"] = \
+                        cpu * 1000 / writes - sum(by_thread.values())
                     kinds[kind] = {
                         "writes": writes, "round_trip_p50_ms": statistics.median(timings),
                         "round_trip_mean_ms": statistics.fmean(timings), "per_s": writes / (sum(timings) / 1000),
                         "cpu_ms": cpu * 1000 / writes,
+                        "cpu_by_thread": by_thread,
                         "phases": _per_write(clock.seconds, writes),
                         "calls": {label: count / writes for label, count in clock.calls.items()},
                     }
@@ -262,6 +271,26 @@ def _cpu_seconds() -> float:
     """CPU time of this process's threads and of the processes it waited for (git)."""
     times = os.times()
     return times.user + times.system + times.children_user + times.children_system - _client_cpu[0]
+
+
+def _children_seconds() -> float:
+    times = os.times()
+    return times.children_user + times.children_system - _client_cpu[0]
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process's threads so far, summed by kind (the name without store id or number)."""
+    import re
+    ticks = os.sysconf("SC_CLK_TCK")
+    seconds: dict[str, float] = defaultdict(float)
+    for thread in threading.enumerate():
+        try:
+            fields = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kind = re.sub(r"[-_]?(st_[0-9A-Z]+|\d+)", "", thread.name).strip("-_") or thread.name
+        seconds[kind] += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return seconds
 
 
 def _per_write(seconds: dict[str, float], writes: int) -> dict[str, float]:
@@ -317,6 +346,10 @@ def report(result: PhasesReport, command: str) -> str:
         f"**{f['round_trip_mean_ms']:.2f}** ({f['round_trip_p50_ms']:.2f})" for f in kinds.values()) + " |")
     lines.append("| engine CPU per write, all threads and git, ms (the 0.3 s after the run included) | " + " | ".join(
         f"{f['cpu_ms']:.2f}" for f in kinds.values()) + " |")
+    for name in sorted({name for f in kinds.values() for name in f["cpu_by_thread"]}):
+        if any(f["cpu_by_thread"].get(name, 0.0) >= 0.05 for f in kinds.values()):
+            lines.append(f"| - of which {name} | " + " | ".join(
+                f"{f['cpu_by_thread'].get(name, 0.0):.2f}" for f in kinds.values()) + " |")
     lines.append("| writes a second, one client | " + " | ".join(f"{f['per_s']:.0f}" for f in kinds.values()) + " |")
     return "\n".join(lines) + "\n"
 
