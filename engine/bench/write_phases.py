@@ -76,6 +76,8 @@ PHASES = (
     Phase("lane: receipt read back", "engine.store.publication", "Publisher.receipt"),
     Phase("lane: git outbox bookkeeping (for the git thread)", "engine.store.outbox", "GitOutbox.committed"),
     Phase("lane: git outbox bookkeeping (for the git thread)", "engine.store.outbox", "GitOutbox.pending"),
+    Phase("beside: watcher events handled (the engine's own files and git's)", "engine.store.watcher",
+          "_Handler.on_any_event"),
     Phase("beside: search index catch-up (tantivy commit)", "engine.index.tantivy_index", "SearchIndexes.catch_up",
           whole=True),
     Phase("beside: git commit", "engine.store.githistory", "GitHistory.commit", whole=True),
