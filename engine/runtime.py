@@ -76,6 +76,11 @@ TIDY_EVERY_PUBLICATIONS = 200
 # index commit (a tantivy commit costs about 25 ms here, whatever it holds).  Every search catches up
 # before it answers, so no search misses an acknowledged publication.
 INDEX_DELAY_SECONDS = 0.05
+# The git thread commits this long after a publication woke it, so the publications of a burst share one
+# checkpoint: a checkpoint starts about six git processes whatever it holds (docs/benchmarks/throughput.md, "Where
+# a write's time goes": they took half the engine's CPU per write on two cores).  Receipts say ``pending``
+# meanwhile, as they did while the previous checkpoint ran; ``knowledge_resume`` still commits at once.
+GIT_DELAY_SECONDS = 0.25
 FULL = None  # a dirty entry meaning "walk the whole partition"
 ECHOES_KEPT = 4096  # files a publication installed whose watcher reports are recognised as the engine's own
 ECHOES_CHECKED = 64  # reported files compared with what was installed before a read; more need the lane's sync
@@ -572,9 +577,9 @@ class StoreRuntime:
     def _git_loop(self) -> None:
         while not self._git_stop.is_set():
             self._git_wake.wait(timeout=GIT_RETRY_SECONDS)
-            self._git_wake.clear()
-            if self._git_stop.is_set():
+            if self._git_stop.wait(GIT_DELAY_SECONDS):  # the burst's other publications; or closing
                 break
+            self._git_wake.clear()
             try:
                 committed = self.checkpoint().get("publications")
                 if committed:
@@ -699,6 +704,7 @@ class StoreRuntime:
         self._index_thread.join(timeout=60)
         self._lane.submit(self._close_indexes).result()
         self._lane.submit(self.vectors.close).result()
+        self._lane.submit(self.publisher.close).result()
         self._lane.submit(self.store.close).result()
         self._lane.shutdown(wait=True)
 

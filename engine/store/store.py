@@ -425,8 +425,9 @@ class Store:
         self.vault = record.path / VAULT_DIR
         self.manifest_path = record.path / MANIFEST
         self.db_path = record.path / STATE_DB
-        self._manifest: Manifest | None = None
-        self._manifest_stamp: tuple[int, int, int] | None = None
+        # The manifest as last read, with the stat it was read at: one pair, replaced whole, since the lane, the
+        # publisher's sync thread and the reads beside the lane all read it.
+        self._manifest_read: tuple[tuple[int, int, int], Manifest] | None = None
         self._extensions: tuple[tuple[int, int, int] | None, Ontology] | None = None
         self.ontology_generation = 0  # bumped whenever the private extensions are re-read
         self._identity: tuple[str | None, str | None] | None = None  # (store_id, vault_id) in the database
@@ -458,10 +459,10 @@ class Store:
     def manifest(self) -> Manifest:
         info = os.stat(self.manifest_path)
         stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
-        if self._manifest is None or stamp != self._manifest_stamp:
-            self._manifest = read_manifest(self.manifest_path)
-            self._manifest_stamp = stamp
-        return self._manifest
+        kept = self._manifest_read
+        if kept is None or kept[0] != stamp:
+            kept = self._manifest_read = (stamp, read_manifest(self.manifest_path))
+        return kept[1]
 
     def meta(self, key: str) -> str | None:
         row = self.db.one("SELECT value FROM meta WHERE key = ?", (key,))
