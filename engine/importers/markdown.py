@@ -40,10 +40,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import unquote
 
 import yaml
@@ -153,7 +154,7 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
     a relationship an earlier import made is not made again.
     """
     earlier = writer.imported_by_original("page")
-    retained_files: dict[str, list[str]] = {}
+    retained_files = RetainedFiles()
     sources: dict[str, list[str]] = {}
     total = len(folder.notes)
     try:
@@ -182,7 +183,7 @@ RETAINED_SEPARATOR = " › "  # between the folders of a retained original's nam
 
 
 def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, tuple[str, int]],
-                sources: dict[str, list[str]], retained_files: dict[str, list[str]]) -> tuple[str, bool]:
+                sources: dict[str, list[str]], retained_files: RetainedFiles) -> tuple[str, bool]:
     """One note's page (and its original and attachments): ``(page id, whether it revised an earlier one)``."""
     params: dict[str, Any] = {"type": note.type, "title": note.title, "body": note.body}
     if note.aliases:
@@ -258,16 +259,31 @@ def retained_name(folder: Folder, note: Note) -> str:
 
 
 def _retain(writer: Writer, folder: Folder, note: Note, sources: dict[str, list[str]],
-            retained_files: dict[str, list[str]]) -> list[str]:
+            retained_files: RetainedFiles) -> list[str]:
     """Retain a note's original and the files it links (each file once); returns the sources its page cites."""
     sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
                                        filename=retained_name(folder, note))
+    cited = list(sources[note.path])
     for relative in _attachments(folder, note):
-        if relative not in retained_files:
-            original = Original(relative, folder.read(relative))
-            retained_files[relative] = writer.retain(original, "file-" + hashlib.sha256(
-                relative.encode("utf-8", "surrogatepass")).hexdigest()[:20])
-    return sources[note.path] + [s for relative in _attachments(folder, note) for s in retained_files[relative]]
+        cited += retained_files.get(relative, lambda relative=relative: writer.retain(
+            Original(relative, folder.read(relative)),
+            "file-" + hashlib.sha256(relative.encode("utf-8", "surrogatepass")).hexdigest()[:20]))
+    return cited
+
+
+class RetainedFiles:
+    """The files notes link, each retained once however many notes link it, on however many threads
+    (``Writer.later``): their source ids by their path in the folder."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, list[str]] = {}
+        self._locks: dict[str, threading.Lock] = {}
+
+    def get(self, relative: str, retain: Callable[[], list[str]]) -> list[str]:
+        with self._locks.setdefault(relative, threading.Lock()):
+            if relative not in self._ids:
+                self._ids[relative] = retain()
+            return self._ids[relative]
 
 
 def _link_key(row: Any, _: Any) -> str | None:
