@@ -37,6 +37,7 @@ from .index.analysis import Analyzer
 from .store.catalog import Catalog, FileStat
 from .store.catalog_reads import CatalogReads
 from .store.groups import Group, PlanReads
+from .store.writes import SourceLines
 from .state.config import SettingsSource
 from .core.db import sqlite_errno
 from .core.errors import IndexFailed, KnowledgeError, StoreUnavailable
@@ -114,6 +115,7 @@ class StoreRuntime:
         self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=self.faults)
         self.outbox = GitOutbox(store.db)
         self.publisher.on_installed = self._installed
+        self.source_lines = SourceLines()  # cited sources' lines, kept between plans (engine/store/writes.py)
         self._echoes: dict[tuple[str, str], tuple[int, int, int, int]] = {}  # (partition, path) -> stat installed
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")
         self._queued: deque[_QueuedWrite] = deque()

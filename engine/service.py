@@ -278,7 +278,7 @@ class Engine:
             if existing is not None:
                 return existing
             ctx = WriteContext(runtime.store, catalog, authority.partition, authority.agent,
-                               authority.attribution(), format_timestamp(utc_now()))
+                               authority.attribution(), format_timestamp(utc_now()), runtime.source_lines)
             return build(ctx)
 
         entry = self.enter(caller, write=True)

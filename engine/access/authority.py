@@ -197,6 +197,11 @@ class Entry(Protocol[R]):
         busy lane raises TimeoutError (the work stays queued)."""
         ...
 
+    def write(self, plan: Callable[[R, Authority, Any], Any]) -> Any:
+        """Publish what ``plan(store, authority, catalog)`` plans (a Plan, or the receipt of an identical retry)
+        together with the writes queued beside it (group commit); returns the receipt."""
+        ...
+
     def recheck(self) -> None:
         """Authorize the caller again (never creating a store); Denied when it reaches another partition."""
         ...

@@ -25,7 +25,7 @@ from ..core.answers import TypedDict
 from ..importers.common import Writer, import_engine, import_instance, owner_caller
 from ..importers.markdown import import_markdown, load_markdown
 from ..state.statedir import StateDir
-from .imports import _every, _on_the_lane, _top
+from .imports import WRITES, _every, _on_the_lane, _top
 from .socket import WORDS, machine
 
 TARGET_NOTES, TARGET_S, TARGET_AGAIN_S = 10_000, 60.0, 20.0
@@ -44,6 +44,7 @@ class MarkdownImportReport(TypedDict):
     relationships: int
     profile: str | None
     load: tuple[float, float]
+    bulk: bool  # items written many at a time (engine/importers/bulk.py), else one after another
 
 
 def write_vault(root: Path, notes: int, seed: int = 0) -> tuple[int, int]:
@@ -61,7 +62,8 @@ def write_vault(root: Path, notes: int, seed: int = 0) -> tuple[int, int]:
     return links, size
 
 
-def run(notes: int = 1000, profile: bool = False, say: Callable[[str], None] = print) -> MarkdownImportReport:
+def run(notes: int = 1000, profile: bool = False, say: Callable[[str], None] = print,
+        bulk: bool = True) -> MarkdownImportReport:
     with tempfile.TemporaryDirectory(prefix="knowledge-bench-markdown-") as work:
         vault = Path(work) / "vault"
         links, size = write_vault(vault, notes)
@@ -78,10 +80,10 @@ def run(notes: int = 1000, profile: bool = False, say: Callable[[str], None] = p
             with owner_caller(engine, instance=import_instance("markdown")) as (caller, _):
                 with _on_the_lane(profiler):
                     result = import_markdown(Writer(engine, caller, "markdown",
-                                                    progress=_every(max(1, notes // 10), say)), *plan)
+                                                    progress=_every(max(1, notes // 10), say), bulk=bulk), *plan)
                 imported = time.perf_counter()
                 say(f"imported in {imported - read:.2f} s")
-                import_markdown(Writer(engine, caller, "markdown"), *load_markdown(str(vault), engine.refuse_secrets))
+                import_markdown(Writer(engine, caller, "markdown", bulk=bulk), *load_markdown(str(vault), engine.refuse_secrets))
                 again = time.perf_counter()
                 say(f"imported again (all retries) in {again - imported:.2f} s")
         finally:
@@ -91,7 +93,7 @@ def run(notes: int = 1000, profile: bool = False, say: Callable[[str], None] = p
     return {"notes": notes, "links": links, "bytes": size, "read_s": read - started, "import_s": imported - read,
             "again_s": again - imported, "close_s": closed - closing, "pages": len(result["pages"]),
             "relationships": result["relationships"], "profile": _top(profiler) if profiler else None,
-            "load": (load_before, os.getloadavg()[0])}
+            "load": (load_before, os.getloadavg()[0]), "bulk": bulk}
 
 
 def report(result: MarkdownImportReport, command: str) -> str:
@@ -104,8 +106,8 @@ def report(result: MarkdownImportReport, command: str) -> str:
         "at the end (a shared machine: figures are lower while others run)",
         f"- Command: `{command}`",
         f"- Input: {result['notes']:,} generated notes in {FOLDERS} folders, {result['links']:,} `[[links]]` between "
-        f"them, {result['bytes'] / 1e6:.1f} MB; in-process engine, git checkpoints on, a fresh state directory. "
-        f"Made: {result['pages']:,} pages and {result['relationships']:,} relationships.", "",
+        f"them, {result['bytes'] / 1e6:.1f} MB; in-process engine, git checkpoints on, a fresh state directory; "
+        f"{WRITES[result['bulk']]}. Made: {result['pages']:,} pages and {result['relationships']:,} relationships.", "",
         "| phase | seconds | notes/s |", "| --- | ---: | ---: |",
         f"| read and check the folder (parse, links resolved, credential scan) | {result['read_s']:.2f} | "
         f"{result['notes'] / result['read_s']:.0f} |",

@@ -55,8 +55,11 @@ class ImportReport(TypedDict):
     projected_s: float
     profile: str | None
     load: tuple[float, float]
+    bulk: bool  # items written many at a time (engine/importers/bulk.py), else one after another
 
 TARGET = 10_000
+WRITES = {True: "items written in bulk (engine/importers/bulk.py)",
+          False: "items written one after another (`--one-by-one`, as before bulk writing)"}
 
 
 def synthetic_export(conversations: int, messages: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -92,7 +95,7 @@ def synthetic_export(conversations: int, messages: int, seed: int = 0) -> list[d
 
 
 def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
-        say: Callable[[str], None] = print) -> ImportReport:
+        say: Callable[[str], None] = print, bulk: bool = True) -> ImportReport:
     with tempfile.TemporaryDirectory(prefix="knowledge-bench-import-") as work:
         export = Path(work) / "conversations.json"
         export.write_text(json.dumps(synthetic_export(conversations, messages)), encoding="utf-8")
@@ -108,12 +111,12 @@ def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
             say(f"read and checked in {loaded - checked:.2f} s")
             profiler = cProfile.Profile() if profile else None
             with owner_caller(engine, instance=import_instance("chatgpt")) as (caller, _):
-                writer = Writer(engine, caller, "chatgpt", progress=_every(conversations // 10 or 1, say))
+                writer = Writer(engine, caller, "chatgpt", progress=_every(conversations // 10 or 1, say), bulk=bulk)
                 with _on_the_lane(profiler):
                     import_chatgpt(writer, *plan)
                 imported = time.perf_counter()
                 say(f"imported in {imported - loaded:.2f} s")
-                import_chatgpt(Writer(engine, caller, "chatgpt"), *plan)
+                import_chatgpt(Writer(engine, caller, "chatgpt", bulk=bulk), *plan)
                 again = time.perf_counter()
                 say(f"imported again (nothing new) in {again - imported:.2f} s")
         finally:
@@ -127,7 +130,7 @@ def run(conversations: int = 1000, messages: int = 8, profile: bool = False,
         "close_s": closed - closing, "open_s": checked - started, "total_s": first,
         "rate": conversations / first, "again_rate": conversations / (again - imported),
         "projected_s": TARGET / (conversations / first), "profile": _top(profiler) if profiler else None,
-        "load": (load_before, os.getloadavg()[0]),
+        "load": (load_before, os.getloadavg()[0]), "bulk": bulk,
     }
     return result
 
@@ -180,7 +183,8 @@ def report(result: ImportReport, command: str) -> str:
         f"- Command: `{command}`",
         f"- Input: {result['conversations']} synthetic conversations of {result['messages']} messages on the "
         f"active branch (and one abandoned regenerated answer each), {result['bytes'] / 1e6:.1f} MB of "
-        "conversations.json; in-process engine, git checkpoints on, a fresh state directory.", "",
+        "conversations.json; in-process engine, git checkpoints on, a fresh state directory; "
+        + WRITES[result["bulk"]] + ".", "",
         "| phase | seconds | conversations/s |", "| --- | ---: | ---: |",
         f"| read and check the file (parse, active branches, credential scan) | {result['read_s']:.2f} | "
         f"{result['conversations'] / result['read_s']:.0f} |",

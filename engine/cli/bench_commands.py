@@ -128,6 +128,8 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                               help="messages on each conversation's active branch (default 8)")
     bench_import.add_argument("--profile", action="store_true", help="run the import under cProfile and "
                               "report where its time goes")
+    bench_import.add_argument("--one-by-one", action="store_true", help="write the items one after another, "
+                              "each waiting for its receipt, as imports did before bulk writing (to compare)")
     bench_import.add_argument("--output", default=str(bench_defaults.IMPORTS_OUTPUT),
                               help="default %(default)s; '-' writes no file")
     bench_import.set_defaults(handler=cmd_bench_import)
@@ -248,11 +250,12 @@ def cmd_bench_import(args: argparse.Namespace, state: StateDir) -> int:
         from ..bench import import_markdown
         output = ("docs/benchmarks/imports-markdown.md" if args.output == str(bench_defaults.IMPORTS_OUTPUT)
                   else args.output)
-        return _reported(import_markdown.report(import_markdown.run(args.markdown_notes, args.profile), command),
+        return _reported(import_markdown.report(import_markdown.run(
+            args.markdown_notes, args.profile, bulk=not args.one_by_one), command),
                          output)
     from ..bench import imports as imports_bench
     result = imports_bench.run(conversations=args.conversations, messages=args.messages, profile=args.profile,
-                               say=lambda line: print(line, file=sys.stderr, flush=True))
+                               say=lambda line: print(line, file=sys.stderr, flush=True), bulk=not args.one_by_one)
     text = imports_bench.report(result, command)
     return _reported(text, args.output)
 

@@ -5,8 +5,12 @@ nothing but a test harness does (tests in the same process may pass a
 ``Faults`` to the engine instead): ``<point>:<n>[:<action>]``.
 
 Points, in publication order: ``journaled`` (the journal transaction),
-``installed`` (each file), ``checkpointed`` (the manifest), ``acknowledged``
-(the acknowledging transaction).  In a sync round (engine/sync/round.py), in
+``installed`` (each file), ``checkpointed`` (the manifest), ``catalogued``
+(inside the acknowledging transaction: the group's catalog rows written, the
+transaction not yet committed; only ``kill`` applies), ``acknowledged`` (the
+acknowledging transaction).  Each is counted per publication, so in a group
+(``Publisher.publish_together``, an import's bulk writes) ``<point>:<n>`` stops
+inside the group, after the step of its nth publication.  In a sync round (engine/sync/round.py), in
 order: ``sync_fetched`` (the remote's branches delivered, nothing merged),
 ``sync_installed`` (each publication of a merge or fast-forward installed, not
 committed), ``sync_committed`` (the merge committed or the branch moved, the
@@ -30,9 +34,10 @@ import signal
 import sqlite3
 
 FAULT_ENV = "KNOWLEDGE_FAULT"
-PUBLICATION_POINTS = ("journaled", "installed", "checkpointed", "acknowledged")
+PUBLICATION_POINTS = ("journaled", "installed", "checkpointed", "catalogued", "acknowledged")
 SYNC_POINTS = ("sync_fetched", "sync_installed", "sync_committed", "sync_pushed")
 POINTS = PUBLICATION_POINTS + SYNC_POINTS
+KILL_ONLY = SYNC_POINTS + ("catalogued",)  # points no disk error is injected at
 ACTIONS = ("kill", "enospc", "erofs")
 _TRANSACTIONS = ("journaled", "acknowledged")
 _SQLITE_MESSAGES = {"enospc": "database or disk is full", "erofs": "attempt to write a readonly database"}
@@ -49,7 +54,7 @@ class Faults:
             count, _, action = rest.partition(":")
             if point not in POINTS:
                 raise ValueError(f"{FAULT_ENV} names no fault point: {point!r}")
-            if (action or "kill") not in ACTIONS or (point in SYNC_POINTS and (action or "kill") != "kill"):
+            if (action or "kill") not in ACTIONS or (point in KILL_ONLY and (action or "kill") != "kill"):
                 raise ValueError(f"{FAULT_ENV} names no fault action: {action!r}")
             self.point, self.remaining, self.action = point, int(count or 1), action or "kill"
 

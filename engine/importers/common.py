@@ -40,6 +40,8 @@ import hashlib
 import json
 import mimetypes
 import re
+import threading
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -59,6 +61,7 @@ from ..vault.record_view import RecordView, view_of
 from ..vault.records import TITLE_MAX_CHARS
 from . import jsonnumbers
 from .answers import ImportCounts, ImportResult
+from .bulk import Pipeline, done as written
 from .zipped import export_zip, is_zip, member_named, read_parsed_file
 
 DEFAULT_AGENT = "main"
@@ -67,6 +70,7 @@ _REQUEST_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _PART = re.compile(r"\.part-[0-9]{3}-of-[0-9]{3}$")  # what ``Writer.retain`` adds to a part's file name
 Shape = TypeVar("Shape", bound=ImportResult)  # a format's result (engine/importers/answers.py)
 Kind = TypeVar("Kind")  # the JSON type ``require`` checks a value against
+Item = TypeVar("Item")  # what an item's writes return (``Writer.later``)
 
 
 # --- the caller --------------------------------------------------------------------------------
@@ -303,7 +307,36 @@ class Writer:
     # receiving agent is registered only at the first write, so an import that writes nothing registers
     # nobody); None: ``caller`` writes.
     first_write: Callable[[], Caller] | None = None
+    # Items written many at a time (``later``, engine/importers/bulk.py); False: one after another.
+    bulk: bool = True
     _placeholders: int = 0
+    _pipeline: Pipeline | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def later(self, write: Callable[[], Item], then: Callable[[], None] | None = None) -> "Future[Item]":
+        """Write one item (``write`` makes its writes through this writer) beside the next ones, so the store
+        publishes them in groups; ``then`` (its progress report) runs on this thread once it and every
+        earlier item are written.  A dry run, or a writer without ``bulk``, writes it on the spot."""
+        if self.dry_run or not self.bulk or self.engine is None:
+            value = write()
+            if then is not None:
+                then()
+            return written(value)
+        if self._pipeline is None:
+            self._pipeline = Pipeline()
+        return self._pipeline.submit(write, then)
+
+    def settle(self) -> None:
+        """Wait until every item started with ``later`` is written (raising the first error)."""
+        if self._pipeline is not None:
+            pipeline, self._pipeline = self._pipeline, None
+            pipeline.settle()
+
+    def close(self) -> None:
+        """Stop writing: items not started are dropped, those running finish (each whole or not written)."""
+        if self._pipeline is not None:
+            pipeline, self._pipeline = self._pipeline, None
+            pipeline.close()
 
     def request_id(self, key: str, params: Any) -> str:
         digest = hashlib.sha256(json.dumps(params, sort_keys=True, ensure_ascii=False).encode(
@@ -352,7 +385,7 @@ class Writer:
             self._writing()
             receipt = self.engine.remember(self.caller, request)
             for kind in kinds:
-                setattr(self.counts, kind, getattr(self.counts, kind) + 1)
+                self._count(kind)
             ids += [entry["id"] for entry in receipt["items"]]
         return ids
 
@@ -428,7 +461,7 @@ class Writer:
 
     def kept(self, record_id: str, kind: str = "pages") -> str:
         """A record an earlier import made that already says what this one would: counted, not written."""
-        setattr(self.counts, kind, getattr(self.counts, kind) + 1)
+        self._count(kind)
         return record_id
 
     def _write(self, kind: str, write: Callable[[], str]) -> str:
@@ -436,19 +469,27 @@ class Writer:
             return self._placeholder(kind)
         self._writing()
         result = write()
-        setattr(self.counts, kind, getattr(self.counts, kind) + 1)
+        self._count(kind)
         return result
 
     def _writing(self) -> None:
-        """Before a write: the caller that writes, made now where ``first_write`` makes it."""
+        """Before a write: the caller that writes, made now where ``first_write`` makes it (once, whichever
+        of ``later``'s threads writes first)."""
         if self.first_write is not None:
-            make, self.first_write = self.first_write, None
-            self.caller = make()
+            with self._lock:
+                if self.first_write is not None:
+                    self.caller = self.first_write()
+                    self.first_write = None
+
+    def _count(self, kind: str) -> None:
+        with self._lock:
+            setattr(self.counts, kind, getattr(self.counts, kind) + 1)
 
     def _placeholder(self, kind: str) -> str:
-        setattr(self.counts, kind, getattr(self.counts, kind) + 1)
-        self._placeholders += 1
-        return f"(new {kind[:-1]} {self._placeholders})"
+        self._count(kind)
+        with self._lock:
+            self._placeholders += 1
+            return f"(new {kind[:-1]} {self._placeholders})"
 
 
 class SourceReader:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import quote
 
 from ..core.errors import InvalidParams
@@ -144,8 +146,19 @@ def import_conversations(writer: Writer, original: Original, conversations: list
     page, citing the newer export.  The export and a transcripts file are retained only when some page
     cites them, so importing a newer export where nothing changed retains nothing.
     """
-    earlier = writer.imported_pages("source", product.lower())
     parts = [original] + list(dict.fromkeys(c.part for c in conversations if c.part is not None))
+    try:
+        pages, revised = _write_conversations(writer, conversations, product, parts)
+    finally:
+        writer.close()
+    return _finish(writer, original, conversations, parts, pages, revised)
+
+
+def _write_conversations(writer: Writer, conversations: list[Conversation], product: str,
+                         parts: list[Original]) -> tuple[dict[str, str], int]:
+    """The pages of ``conversations``, many written at a time (``Writer.later``): (their ids by conversation
+    key, how many revised an earlier import's page)."""
+    earlier = writer.imported_pages("source", product.lower())
     shas = {hashlib.sha256(part.data[start:start + ATTACH_MAX_BYTES]).hexdigest()
             for part in parts for start in range(0, len(part.data), ATTACH_MAX_BYTES)}
     rerun: list[bool] = []  # decided at the first unchanged page: does it cite this very file?
@@ -156,7 +169,7 @@ def import_conversations(writer: Writer, original: Original, conversations: list
         if number not in exports:  # the first file's request key is the one an unsplit export always had
             exports[number] = writer.retain(parts[number], "export" if number == 0 else f"export-{number + 1}")
         return exports[number]
-    pages: dict[str, str] = {}
+    pages: dict[str, Future[str]] = {}
     revised = 0
     done = 0
     for batch in _transcript_batches(conversations):
@@ -188,9 +201,7 @@ def import_conversations(writer: Writer, original: Original, conversations: list
             count = len(data.decode("utf-8", "surrogatepass").splitlines())  # as the engine counts lines
             first_line, line = line, line + count
             if found is not None and found[1] is None:
-                if rerun and rerun[0]:  # the same file again: its files' retries, as the first run retained them
-                    _retain_files(writer, conversation)
-                pages[conversation.key] = writer.kept(found[0])
+                write = partial(_keep, writer, conversation, found[0], bool(rerun and rerun[0]))
             else:
                 if retained:
                     transcript = [{"source": retained[0], "lines": [first_line, first_line + count - 2]}]
@@ -200,14 +211,35 @@ def import_conversations(writer: Writer, original: Original, conversations: list
                 first, last = conversation.span
                 sources = export_sources(conversation)
                 cited = sources[first // ATTACH_MAX_BYTES:max(first, last - 1) // ATTACH_MAX_BYTES + 1] or sources[:1]
-                cited += _retain_files(writer, conversation)
-                params["evidence"] = (transcript + [{"source": source} for source in cited])[:LIST_MAX]
                 if found is not None:  # changed since the earlier import: that page's next revision
                     params = {"id": found[0], "expectedRevision": found[1], **params}
                     revised += 1
-                pages[conversation.key] = writer.save_page(f"c-{conversation.key}", params)
+                write = partial(_write_page, writer, conversation, params, transcript + [{"source": source}
+                                                                                         for source in cited])
             done += 1
-            writer.done(done, len(conversations), conversation.title)
+            pages[conversation.key] = writer.later(write, partial(writer.done, done, len(conversations),
+                                                                  conversation.title))
+    writer.settle()
+    return {key: future.result() for key, future in pages.items()}, revised
+
+
+def _keep(writer: Writer, conversation: Conversation, page_id: str, rerun: bool) -> str:
+    """A conversation whose page says the same already: kept, and on a rerun of the same file its files'
+    retries, as the first run retained them."""
+    if rerun:
+        _retain_files(writer, conversation)
+    return writer.kept(page_id)
+
+
+def _write_page(writer: Writer, conversation: Conversation, params: PageDraft, evidence: list[dict[str, Any]]) -> str:
+    """A conversation's page (a new one, or the next revision of ``params["id"]``), citing ``evidence`` and the
+    files the conversation carries, retained first; returns its id."""
+    evidence = evidence + [{"source": source} for source in _retain_files(writer, conversation)]
+    return writer.save_page(f"c-{conversation.key}", {**params, "evidence": evidence[:LIST_MAX]})
+
+
+def _finish(writer: Writer, original: Original, conversations: list[Conversation], parts: list[Original],
+            pages: dict[str, str], revised: int) -> ConversationsImport:
     notes = revised_note(writer, revised, "conversation")
     if not conversations:
         notes.append(f"{original.name} holds no conversations: nothing to import.")

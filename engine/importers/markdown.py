@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import unquote
 
 import yaml
@@ -152,36 +154,64 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
     a relationship an earlier import made is not made again.
     """
     earlier = writer.imported_by_original("page")
-    retained_files: dict[str, list[str]] = {}
+    retained_files = RetainedFiles()
     sources: dict[str, list[str]] = {}
-    pages: dict[str, str] = {}
-    revised = 0
     total = len(folder.notes)
-    for done, note in enumerate(folder.notes, start=1):
-        params: dict[str, Any] = {"type": note.type, "title": note.title, "body": note.body}
-        if note.aliases:
-            params["aliases"] = list(note.aliases)
-        if note.tags:
-            params["tags"] = list(note.tags)
-        found = earlier.get(retained_name(folder, note))
-        if found is not None:
-            page = writer.current_page(found[0])
-            if says_same(page, params):
-                if writer.cites(page, note.original):
-                    _retain(writer, folder, note, sources, retained_files)  # the same file: retries, as it was
-                pages[note.path] = writer.kept(found[0])
-                writer.done(done, total, note.path)
-                continue
-        cited = _retain(writer, folder, note, sources, retained_files)
-        params = {**params, "evidence": [{"source": source} for source in cited[:LIST_MAX]]}
-        if found is not None:  # changed since the earlier import: that page's next revision
-            params = {"id": found[0], "expectedRevision": found[1], **params}
-            revised += 1
-        pages[note.path] = writer.save_page(note.key, params)
-        writer.done(done, total, note.path)
+    try:
+        written = {note.path: writer.later(lambda note=note: _write_note(writer, folder, note, earlier, sources,
+                                                                         retained_files),
+                                           lambda done=done, note=note: writer.done(done, total, note.path))
+                   for done, note in enumerate(folder.notes, start=1)}
+        writer.settle()
+        pages = {path: future.result()[0] for path, future in written.items()}
+        revised = sum(future.result()[1] for future in written.values())
+        relationships, unresolved = _link(writer, folder, pages, sources)
+    finally:
+        writer.close()
+    unresolved_count = sum(len(targets) for targets in unresolved.values())
+    notes = ([f"{unresolved_count} links name no note or file of the folder; they stay as text."]
+             if unresolved else [])
+    notes += revised_note(writer, revised, "note") + left_out_notes(folder.links)
+    attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
+    return report(writer, MarkdownImport, folder=str(folder.root), notes=notes, pages=pages,
+                  relationships=relationships, attachments=len(attachments), revised=revised,
+                  **({"leftOut": list(folder.links)} if folder.links else {}),
+                  **({"unresolved": unresolved} if unresolved else {}))
+
+
+RETAINED_SEPARATOR = " › "  # between the folders of a retained original's name: a file name holds no "/"
+
+
+def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, tuple[str, int]],
+                sources: dict[str, list[str]], retained_files: RetainedFiles) -> tuple[str, bool]:
+    """One note's page (and its original and attachments): ``(page id, whether it revised an earlier one)``."""
+    params: dict[str, Any] = {"type": note.type, "title": note.title, "body": note.body}
+    if note.aliases:
+        params["aliases"] = list(note.aliases)
+    if note.tags:
+        params["tags"] = list(note.tags)
+    found = earlier.get(retained_name(folder, note))
+    if found is not None:
+        page = writer.current_page(found[0])
+        if says_same(page, params):
+            if writer.cites(page, note.original):
+                _retain(writer, folder, note, sources, retained_files)  # the same file: retries, as it was
+            return writer.kept(found[0]), False
+    cited = _retain(writer, folder, note, sources, retained_files)
+    params = {**params, "evidence": [{"source": source} for source in cited[:LIST_MAX]]}
+    if found is not None:  # changed since the earlier import: that page's next revision
+        params = {"id": found[0], "expectedRevision": found[1], **params}
+    return writer.save_page(note.key, params), found is not None
+
+
+def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[str, list[str]]
+          ) -> tuple[int, dict[str, list[str]]]:
+    """The links between the pages written: (relationships made or kept, each note's targets naming nothing)."""
     linked_before = writer.imported_records(_link_key, kind="relationship", active_only=True)
     relationships = 0
     unresolved: dict[str, list[str]] = {}  # a note's path: the targets of its links that name nothing
+    total = len(folder.notes)
+    made: list[Future[list[str]]] = []
     writer.done(0, total, "", phase="linking")  # the pages are written; the links begin (cancellable)
     for done, note in enumerate(folder.notes, start=1):
         items, linked = [], set()
@@ -198,26 +228,27 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
                 relationships += 1
                 writer.kept(linked_before[f"{pages[note.path]}>{pages[target.path]}"][0], "relationships")
                 continue
-            if note.path not in sources:  # an unchanged page of a file since edited: cite the file as it is
-                sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
-                                                   filename=retained_name(folder, note))
             items.append({"relation": "related_to", "from": pages[note.path], "to": pages[target.path],
-                          "assertionOrigin": "source", "evidence": [_citation(sources[note.path], note, link)]})
+                          "assertionOrigin": "source", "link": link})
+        progress = lambda done=done, note=note: writer.done(done, total, note.path, phase="linking")  # noqa: E731
         if items:
-            relationships += len(writer.remember(f"{note.key}-links", items))
-        writer.done(done, total, note.path, phase="linking")
-    unresolved_count = sum(len(targets) for targets in unresolved.values())
-    notes = ([f"{unresolved_count} links name no note or file of the folder; they stay as text."]
-             if unresolved else [])
-    notes += revised_note(writer, revised, "note") + left_out_notes(folder.links)
-    attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
-    return report(writer, MarkdownImport, folder=str(folder.root), notes=notes, pages=pages,
-                  relationships=relationships, attachments=len(attachments), revised=revised,
-                  **({"leftOut": list(folder.links)} if folder.links else {}),
-                  **({"unresolved": unresolved} if unresolved else {}))
+            made.append(writer.later(lambda note=note, items=items: _write_links(writer, folder, note, items, sources),
+                                     progress))
+        else:
+            writer.later(lambda: None, progress)
+    writer.settle()
+    return relationships + sum(len(future.result()) for future in made), unresolved
 
 
-RETAINED_SEPARATOR = " › "  # between the folders of a retained original's name: a file name holds no "/"
+def _write_links(writer: Writer, folder: Folder, note: Note, items: list[dict[str, Any]],
+                 sources: dict[str, list[str]]) -> list[str]:
+    """One note's links as relationships citing the line of each in its original; returns their ids."""
+    if note.path not in sources:  # an unchanged page of a file since edited: cite the file as it is
+        sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
+                                           filename=retained_name(folder, note))
+    written = [{**{key: value for key, value in item.items() if key != "link"},
+                "evidence": [_citation(sources[note.path], note, item["link"])]} for item in items]
+    return writer.remember(f"{note.key}-links", written)
 
 
 def retained_name(folder: Folder, note: Note) -> str:
@@ -228,16 +259,31 @@ def retained_name(folder: Folder, note: Note) -> str:
 
 
 def _retain(writer: Writer, folder: Folder, note: Note, sources: dict[str, list[str]],
-            retained_files: dict[str, list[str]]) -> list[str]:
+            retained_files: RetainedFiles) -> list[str]:
     """Retain a note's original and the files it links (each file once); returns the sources its page cites."""
     sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
                                        filename=retained_name(folder, note))
+    cited = list(sources[note.path])
     for relative in _attachments(folder, note):
-        if relative not in retained_files:
-            original = Original(relative, folder.read(relative))
-            retained_files[relative] = writer.retain(original, "file-" + hashlib.sha256(
-                relative.encode("utf-8", "surrogatepass")).hexdigest()[:20])
-    return sources[note.path] + [s for relative in _attachments(folder, note) for s in retained_files[relative]]
+        cited += retained_files.get(relative, lambda relative=relative: writer.retain(
+            Original(relative, folder.read(relative)),
+            "file-" + hashlib.sha256(relative.encode("utf-8", "surrogatepass")).hexdigest()[:20]))
+    return cited
+
+
+class RetainedFiles:
+    """The files notes link, each retained once however many notes link it, on however many threads
+    (``Writer.later``): their source ids by their path in the folder."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, list[str]] = {}
+        self._locks: dict[str, threading.Lock] = {}
+
+    def get(self, relative: str, retain: Callable[[], list[str]]) -> list[str]:
+        with self._locks.setdefault(relative, threading.Lock()):
+            if relative not in self._ids:
+                self._ids[relative] = retain()
+            return self._ids[relative]
 
 
 def _link_key(row: Any, _: Any) -> str | None:

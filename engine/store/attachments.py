@@ -28,7 +28,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, cast
 
 from .answers import SourceReceipt, SourceSummary
 from .credentials import decoded_for_scan, texts_of
@@ -274,7 +274,9 @@ def _publish_source(engine: "AttachEngine", caller: "Caller", operation: str, re
                     filename: str | None, media_type: str) -> SourceReceipt:
     """Publish one original and its descriptor; an identical retry returns the original receipt."""
 
-    def work(runtime: "OpenStore", authority: "Authority") -> SourceReceipt:
+    def plan(runtime: "OpenStore", authority: "Authority", catalog: Any) -> Plan | SourceReceipt:
+        """Planned with the writes queued beside it and published in one group with them (an import's
+        originals beside its pages: engine/importers/bulk.py)."""
         vault_id = runtime.store.manifest().vault_id
         if expected_vault_id is not None and expected_vault_id != vault_id:
             raise ForeignReference("expectedVaultId names another vault than the caller's store",
@@ -293,11 +295,10 @@ def _publish_source(engine: "AttachEngine", caller: "Caller", operation: str, re
                   FileWrite(descriptor.descriptor_path, "descriptor", descriptor.render())]
         summary: SourceSummary = {"id": source_id, "sha256": sha, "size": len(content), "mediaType": media_type,
                    "filename": filename, "retainedPath": descriptor.retained_path}
-        plan = Plan(authority.partition, operation, request_id, digest, authority.agent, writes,
+        return Plan(authority.partition, operation, request_id, digest, authority.agent, writes,
                     {"source": summary, "vaultId": vault_id})
-        return runtime.publish(plan)
 
-    return engine.on_store(caller, work, write=True)
+    return cast(SourceReceipt, engine.enter(caller, write=True).write(plan))
 
 
 # --- reading a workspace file ------------------------------------------------------------------

@@ -368,6 +368,8 @@ class Publisher:
                 written.setdefault(partition, []).extend(write.path for write in publication.writes)
             for partition, paths in written.items():
                 self.catalog.refresh_cross_checks(partition, paths, gone=gone.get(partition, set()))
+            for _ in group:
+                self.faults.reach("catalogued")
             for publication in group:
                 if self.git_enabled():
                     self.db.execute(

@@ -6,7 +6,7 @@ A real engine process (``knowledge serve --port 0``) serves several agents (two 
 stores, each with a private and a conversation partition), each writing pages, page revisions,
 claims (some correcting earlier ones) and attachments.  The harness kills the engine with SIGKILL:
 half the time after a random delay, half the time at a chosen publication step through
-``KNOWLEDGE_FAULT=<step>:<n>`` (journaled, installed, checkpointed, acknowledged, in turn).  After
+``KNOWLEDGE_FAULT=<step>:<n>`` (journaled, installed, checkpointed, catalogued, acknowledged, in turn).  After
 each restart, before the agents reconnect, every receipt acknowledged since the previous check is
 read back exactly over the socket; the agents then retry their unanswered requests with the same
 requestId.  At the end ``checks.verify`` checks every acknowledged receipt against the vault, the
@@ -33,7 +33,7 @@ from .harness import (
     register_agents,
 )
 
-POINTS = ("journaled", "installed", "checkpointed", "acknowledged")
+POINTS = ("journaled", "installed", "checkpointed", "catalogued", "acknowledged")
 FAULT_WAIT_S = 20.0  # a fault the writers do not reach by then is replaced by a SIGKILL
 
 

@@ -146,7 +146,8 @@ def test_an_interrupted_import_is_finished_by_running_it_again(tmp_path: Path, e
     with Engine(interrupted, watch=False) as engine:
         with pytest.raises(KeyboardInterrupt):
             run_import(engine, "chatgpt", export_file, progress=interrupt_after(1))
-        assert len(records(interrupted, "pages/")) == 1
+        # the items started before the interruption (a window ahead of it: engine/importers/bulk.py) finish
+        assert len(records(interrupted, "pages/")) >= 1
         run_import(engine, "chatgpt", export_file)
         assert len(records(interrupted, "pages/")) == 2
     with Engine(whole, watch=False) as engine:
@@ -159,7 +160,8 @@ def test_a_write_the_engine_refuses_midway_is_completed_by_a_rerun(tmp_path: Pat
     with Engine(state, watch=False, faults=Faults("journaled:4:enospc")) as engine:
         with pytest.raises(Exception):
             run_import(engine, "chatgpt", export_file)
-        assert len(records(state, "pages/")) == 1  # the original, the transcripts and the first page were
+        # the original and the transcripts were; the pages, written together, were not both
+        assert len(records(state, "pages/")) < 2
         result = run_import(engine, "chatgpt", export_file)
     assert len(records(state, "pages/")) == 2
     assert len(set(result["pages"].values())) == 2

@@ -6,6 +6,7 @@ group the way concurrent agents' writes do.
 
 from __future__ import annotations
 
+import base64
 import threading
 from typing import Any, Callable
 from unittest import mock
@@ -15,6 +16,7 @@ import pytest
 from engine.core.errors import KnowledgeError, NotFound, StaleRevision, StoreUnavailable
 from engine.core.faults import Faults
 from engine.service import Engine
+from engine.store.attachments import attach
 from engine.store.catalog import Catalog
 from engine.store.groups import PlanReads
 from engine.store.publication import Publisher
@@ -76,6 +78,22 @@ def test_writes_queued_behind_a_busy_lane_are_published_as_one_group(owned):
     runtime = engine.runtime(engine.registry.own_store_of("main"))
     assert runtime.call(lambda: runtime.store.manifest().checkpoint) == runtime.call(
         runtime.store.applied_checkpoint)
+
+
+def test_attachments_and_pages_queued_together_are_published_as_one_group_and_retries_get_their_receipt(owned):
+    """An import's originals beside its pages (engine/importers/bulk.py): one group; a retry of an attachment
+    queued beside its original waits for the next group and gets the original's receipt."""
+    engine, owner = owned
+    content = {"filename": "note.md", "content": base64.b64encode(b"# A note\n").decode("ascii")}
+    receipts, groups = _together(engine, [
+        lambda: attach(engine, owner, {"requestId": "original-1", **content}),
+        lambda: engine.save_page(owner, page("p1", "Person 1")),
+        lambda: attach(engine, owner, {"requestId": "original-2", "filename": "other.md",
+                                       "content": base64.b64encode(b"other").decode("ascii")}),
+        lambda: attach(engine, owner, {"requestId": "original-1", **content})])
+    assert groups == [3]  # the retry, planned after them, published nothing
+    assert receipts[3]["source"]["id"] == receipts[0]["source"]["id"]
+    assert receipts[3]["publicationId"] == receipts[0]["publicationId"]
 
 
 def test_a_claim_about_a_page_queued_just_before_it_waits_for_that_page(owned):
