@@ -51,8 +51,8 @@ from .index.embedding import NOT_CONFIGURED, NOT_INSTALLED, EmbeddingRuntime
 from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
 from .search.keyword import (
-    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, OwnerSearchAnswer, SearchAnswer, SearchRequest,
-    parse_query_text, parse_search_request, search,
+    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, OwnerHits, OwnerSearchAnswer, SearchAnswer,
+    SearchRequest, parse_query_text, parse_search_request, search,
 )
 from .store.answers import (
     Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
@@ -334,7 +334,8 @@ class Engine:
         )
 
     def search(self, caller: Caller, params: dict[str, Any], *,
-               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False, owner: bool = False) -> SearchAnswer:
+               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False,
+               owner: bool = False) -> SearchAnswer | OwnerHits:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
         partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection.
@@ -345,7 +346,7 @@ class Engine:
         if owner:
             request = self._owners(request)
 
-        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer:
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer | OwnerHits:
             index, version = runtime.indexes.at_least(authority.partition, view.version)
             result = search(view.store, view.catalog, index, version, self.analyzer, self.signer,
                             authority.partition, request)

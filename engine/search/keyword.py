@@ -197,12 +197,16 @@ class OwnerSearchHit(SearchHit):
     highlights: list[list[int]]
 
 
-class OwnerSearchAnswer(TypedDict):
+class OwnerHits(TypedDict):
+    """A search's answer for the owner (``SearchRequest.marked``): hits with plain snippets and highlights."""
+    hits: list[OwnerSearchHit]
+    nextCursor: NotRequired[str]
+
+
+class OwnerSearchAnswer(OwnerHits):
     """``operator/search``: the hits, the mode that ranked them, and for hybrid whether every record had its
     vector; ``hybridUnavailable`` says why a search that asked for hybrid (or auto) was ranked by keyword, and
     ``embedding`` the embedding model's state then (``not_configured``, ``not_installed`` or ``failed``)."""
-    hits: list[OwnerSearchHit]
-    nextCursor: NotRequired[str]
     mode: str  # "keyword" or "hybrid"
     vectors: NotRequired[str]  # hybrid: "ready", or "building" while some records wait for theirs
     hybridUnavailable: NotRequired[str]
@@ -244,7 +248,7 @@ def _filtered(schema: tantivy.Schema, query: tantivy.Query, request: SearchReque
 
 
 def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: int, analyzer: Analyzer,
-           signer: CursorSigner, partition: str, request: SearchRequest) -> SearchAnswer:
+           signer: CursorSigner, partition: str, request: SearchRequest) -> SearchAnswer | OwnerHits:
     terms = analyzer.query_terms(request.query)
     if not terms:
         raise InvalidParams("the query has no words to search for", field="query")
@@ -319,7 +323,7 @@ def snippet_marker(analyzer: Analyzer, request: SearchRequest) -> Callable[[str]
 
 
 def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
-           score: float, marker: Callable[[str], bool] | None = None) -> SearchHit:
+           score: float, marker: Callable[[str], bool] | None = None) -> SearchHit | OwnerSearchHit:
     """The hit for ``document``; with a ``marker`` (the owner's search), an ``OwnerSearchHit``."""
     view = row.view
     snippet = snippets.snippet_from_doc(document).fragment().strip()
@@ -333,5 +337,5 @@ def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: 
     }
     if marker is not None:
         plain, highlights = owner_snippet(snippet, (document.get_first("body") or "").strip(), marker)
-        return cast(SearchHit, {**hit, "snippet": plain, "highlights": highlights})
+        return cast(OwnerSearchHit, {**hit, "snippet": plain, "highlights": highlights})
     return hit

@@ -64,7 +64,8 @@ def test_the_owners_snippet_says_where_the_note_goes_on_and_keeps_whole_words() 
     assert owner_snippet(body[middle:middle + 33], body, nothing)[0] == "\u2026The middle passage about backups.\u2026"
     assert owner_snippet(body[:30], body, nothing)[0] == "An opening line. An opening line.\u2026"  # "li" whole
     marked = "See [[Sync/Mobile|phone sync]] and **backups**. Then more."
-    assert owner_snippet("Mobile|phone sync]] and **backups", marked, nothing)[0] == "\u2026phone sync and backups.\u2026"
+    shown = owner_snippet("Mobile|phone sync]] and **backups", marked, nothing)[0]
+    assert shown == "\u2026phone sync and backups.\u2026"  # the link and the emphasis the passage cut are whole
     assert owner_snippet(body[-24:], body, nothing)[0] == "\u2026A closing line. The end."
     assert owner_snippet(body, body, nothing) == (body.strip().replace("**", ""), [])  # the whole note: none
     assert owner_snippet("", "", nothing) == ("", [])
