@@ -141,6 +141,7 @@ class MainWindow(QMainWindow):
         self.agents_view.sig_status_reported.connect(self.messages.show_info)
         self.sync_view.sig_status_reported.connect(self.messages.show_info)
         self.records_view.page.sig_change_request_copied.connect(self._on_change_request_copied)
+        self.records_view.sig_models_requested.connect(lambda: self.show_view(self.views.index(self.models_view)))
         self.vocabulary_view.sig_record_requested.connect(self.open_record)
         self.approvals_view.sig_record_requested.connect(self.open_record)
         self.gate_view.sig_record_requested.connect(self.open_record)

@@ -41,7 +41,6 @@ from .store.groups import PlanReads
 from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
 from .search.hybrid import exact_names_first, hybrid_hits
-from .search.plain import plain_snippet
 from .store.reads import (
     HISTORY_PARAMS, LOOKUP_PARAMS, READ_PARAMS, RECORD_ID, RECORD_PARAMS, diagnostics, get_record, history,
     as_of, read_reference, record_summary, reference,
@@ -52,8 +51,8 @@ from .index.embedding import NOT_CONFIGURED, NOT_INSTALLED, EmbeddingRuntime
 from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
 from .search.keyword import (
-    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, OwnerSearchAnswer, SearchAnswer, parse_query_text,
-    parse_search_request, search,
+    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, OwnerHits, OwnerSearchAnswer, SearchAnswer,
+    SearchRequest, parse_query_text, parse_search_request, search,
 )
 from .store.answers import (
     Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
@@ -335,7 +334,8 @@ class Engine:
         )
 
     def search(self, caller: Caller, params: dict[str, Any], *,
-               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False, owner: bool = False) -> SearchAnswer:
+               declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False,
+               owner: bool = False) -> SearchAnswer | OwnerHits:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
         partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection.
@@ -344,16 +344,14 @@ class Engine:
         the fragment as written, as their contract says."""
         request = parse_search_request(params, declared)
         if owner:
-            request = replace(request, unmatched_alone=self.analyzer.function_terms)
+            request = self._owners(request)
 
-        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer:
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer | OwnerHits:
             index, version, overlay = runtime.indexes.for_search(authority.partition, view.version, view.catalog.db)
             result = search(view.store, view.catalog, index, version, self.analyzer, self.signer,
                             authority.partition, request, overlay)
             if links:
                 result["hits"] = [with_link(hit, view.store.store_id, authority.partition) for hit in result["hits"]]
-            if owner:
-                result["hits"] = [{**hit, "snippet": plain_snippet(hit["snippet"])} for hit in result["hits"]]
             return result
 
         return self.enter(caller).read(work)
@@ -379,10 +377,9 @@ class Engine:
             answer: OwnerSearchAnswer = {**self.search(caller, params, declared=OPERATOR_SEARCH_PARAMS, owner=True),
                                          "mode": "keyword"}
             if embedder is None and mode != "keyword":
-                answer["hybridUnavailable"] = self._why_no_embedding()
+                answer["embedding"], answer["hybridUnavailable"] = self._why_no_embedding()
             return answer
-        request = replace(parse_search_request(params, OPERATOR_SEARCH_PARAMS),
-                          unmatched_alone=self.analyzer.function_terms)
+        request = self._owners(parse_search_request(params, OPERATOR_SEARCH_PARAMS))
 
         def work(runtime: StoreRuntime, authority: Authority) -> OwnerSearchAnswer:
             runtime.follow_for_owner()
@@ -390,20 +387,28 @@ class Engine:
             runtime.indexes.catch_up(partition)
             found, ready = hybrid_hits(runtime.store, runtime.catalog, runtime.indexes.get(partition), runtime.vectors,
                                        embedder, self.analyzer, partition, request)
-            found["hits"] = [{**hit, "snippet": plain_snippet(hit["snippet"])} for hit in found["hits"]]
             return {**found, "mode": "hybrid", "vectors": "ready" if ready else "building"}
 
         return self.on_store(caller, work)
 
-    def _why_no_embedding(self) -> str:
-        """Why the owner's search cannot be hybrid now, in the owner's words, with what to do."""
+    def _owners(self, request: SearchRequest) -> SearchRequest:
+        """``request`` as the owner's search runs it: function words cannot make a hit alone, and snippets are
+        plain words with the query's meaningful words marked (all of them for a query of function words)."""
+        terms = self.analyzer.query_terms(request.query)
+        meaningful = [term for term in terms if term not in self.analyzer.function_terms]
+        return replace(request, unmatched_alone=self.analyzer.function_terms,
+                       marked=frozenset(meaningful or terms))
+
+    def _why_no_embedding(self) -> tuple[str, str]:
+        """The embedding model's state, and why the owner's search cannot be hybrid now in the owner's words,
+        with what to do."""
         status = self.embeddings.status() if self.embeddings is not None else None
         if status is None or status.state == NOT_CONFIGURED:
-            return "no embedding model is chosen (embeddingModel is null in the settings)"
+            return NOT_CONFIGURED, "no embedding model is chosen (embeddingModel is null in the settings)"
         name = (status.model or "").partition("/")[2]
         if status.state == NOT_INSTALLED:
-            return f"the embedding model {name} is not installed: knowledge models pull {name}"
-        return f"the embedding model {name} did not load: {status.reason}"
+            return NOT_INSTALLED, f"the embedding model {name} is not installed: knowledge models pull {name}"
+        return status.state, f"the embedding model {name} did not load: {status.reason}"
 
     def read(self, caller: Caller, params: dict[str, Any]) -> ReferenceRead:
         """Lines of the exact revision a search reference names (``from``, ``lines``)."""

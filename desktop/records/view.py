@@ -2,7 +2,10 @@
 
 Every list is a ``PagedModel``: it asks the engine for one page at a time as
 the list scrolls, so a partition of 100,000 records opens as fast as one of
-ten.  Search is the engine's BM25 with its snippets.
+ten.  Search is the owner's search (``operator/search``): hybrid (keywords and the installed embedding model)
+or keywords, as the owner picks beside the field (remembered in the window's settings), with a line saying
+how the results were ranked and, without an embedding model, a link to Models; each hit's snippet shows up to
+three lines with the query's words in bold (snippets.py).
 
 Links belong to pages: relationship records (an imported vault's ``[[links]]``
 become hundreds of them) stay records, but each list shows pages and claims
@@ -36,12 +39,14 @@ from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks
 from .graph import ConnectionsWindow
 from .page import RecordPage
+from .snippets import show_snippets
 
 PAGE_SIZE = 200
 SEARCH_PAGE_SIZE = 50
 NOTE_KINDS = ["page", "claim"]  # what the lists show while links are hidden (the operator methods' ``kinds``)
 LINK_KIND = "relationship"
 SHOW_LINKS_KEY = "records/showLinks/{list}"  # in the window's settings, one per list: recent, browse, search
+NO_MODEL = ("not_installed", "not_configured")  # operator/search's ``embedding``: nothing to rank by meaning
 SEARCH_MODE_KEY = "records/searchMode"  # in the window's settings: auto, keyword or hybrid
 # The search modes the owner picks from: (operator/search mode, label, tooltip).
 SEARCH_MODES = (
@@ -65,12 +70,14 @@ RECORD_COLUMNS = [
            tooltip=lambda r: exact_time(r.get("updatedAt"), local_now())),
     Column("Status", lambda r: r.get("status")),
 ]
+# Painted by snippets.py on up to three lines, the query's words in bold; its text is the words alone.
+SNIPPET_COLUMN = Column("Snippet", lambda r: " ".join((r.get("snippet") or "").split()))
 SEARCH_COLUMNS = [
     Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200),  # the snippet says more
     Column("Kind", lambda r: r.get("kind")),
     Column("Type", _type),
     Column("Score", lambda r: r.get("score"), align_right=True),
-    Column("Snippet", lambda r: " ".join((r.get("snippet") or "").split())),
+    SNIPPET_COLUMN,
 ]
 TYPE_COLUMNS = [
     Column("Kind", lambda r: r.get("kind")),
@@ -86,6 +93,9 @@ class RecordsView(QWidget):
 
     sig_content_loaded = Signal(str)
     """A list's first page arrived (which list: recent, types, browse or search)."""
+
+    sig_models_requested = Signal()
+    """The owner followed the search's link to Models (no embedding model installed)."""
 
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None, *,
                  settings: QSettings | None = None) -> None:
@@ -134,7 +144,17 @@ class RecordsView(QWidget):
         search_button.clicked.connect(self.search)
         self.search_summary = plain_label()
         self.search_summary.setWordWrap(True)  # the why of keyword-only ranking can be long
+        # A link to Models, drawn as one (labels show their text as written: plain_label).
+        self.models_link = QPushButton("Install an embedding model in Models…")
+        self.models_link.setFlat(True)
+        self.models_link.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.models_link.setToolTip("Search by meaning needs an embedding model (Models, Embedding)")
+        self.models_link.setStyleSheet(
+            "QPushButton { color: palette(link); text-decoration: underline; border: none; padding: 0; }")
+        self.models_link.clicked.connect(self.sig_models_requested.emit)
+        self.models_link.hide()
         self.search_table = self._list(self.search_model)
+        show_snippets(self.search_table, SEARCH_COLUMNS.index(SNIPPET_COLUMN))
 
         recent = QWidget()
         recent_layout = QVBoxLayout(recent)
@@ -154,7 +174,10 @@ class RecordsView(QWidget):
         row.addWidget(self.search_mode)
         row.addWidget(search_button)
         search_layout.addLayout(row)
-        search_layout.addWidget(self.search_summary)
+        summary = QHBoxLayout()
+        summary.addWidget(self.search_summary, 1)
+        summary.addWidget(self.models_link)
+        search_layout.addLayout(summary)
         search_layout.addWidget(self.search_table, 1)
         search_layout.addWidget(self.show_links["search"])
         self.modes = QTabWidget()
@@ -423,6 +446,7 @@ class RecordsView(QWidget):
             def answered(result: dict[str, Any]) -> None:
                 if not cursor:
                     self._answered_by = answered_by(result)
+                    self.models_link.setVisible(result.get("embedding") in NO_MODEL)
                 deliver(result["hits"], result.get("nextCursor"), None)
 
             self.tasks.request("operator/search", params, answered, on_error=fail, owner=self)
@@ -489,5 +513,7 @@ def answered_by(result: dict[str, Any]) -> str:
         if result.get("vectors") == "building":
             return "ranked by keywords and meaning (some notes are still being read for meaning)"
         return "ranked by keywords and meaning"
+    if result.get("embedding") in NO_MODEL:
+        return "Keyword only: no embedding model installed"
     why = result.get("hybridUnavailable")
-    return f"ranked by keywords only: {why}" if why else "ranked by keywords"
+    return f"Keyword only: {why}" if why else "ranked by keywords"

@@ -267,7 +267,8 @@ def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
 def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
     with open_desk(state) as desk:
         result = desk.search(args.agent, args.query, args.limit, args.mode)
-    _print(result, args.json, lambda r: "\n".join([_mode_line(r), *(_hit_lines(hit) for hit in r["hits"])])
+    bold = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # the query's words in bold on a terminal
+    _print(result, args.json, lambda r: "\n".join([_mode_line(r), *(_hit_lines(hit, bold) for hit in r["hits"])])
            if r["hits"] else f"{_mode_line(r)}\nNo matches.")
     return 0
 
@@ -283,11 +284,15 @@ def _mode_line(result: dict[str, Any]) -> str:
     return f"keyword search ({why})" if why else "keyword search"
 
 
-def _hit_lines(hit: dict[str, Any]) -> str:
+def _hit_lines(hit: dict[str, Any], bold: bool = False) -> str:
     """A search hit for the terminal: score, kind and title, then its snippet on one indented line (a hit
-    without one, a relationship say, is its first line alone)."""
+    without one, a relationship say, is its first line alone), with its ``highlights`` in bold if ``bold``."""
     first = f"{hit['score']:.3f}  {hit['kind']:<12} {hit['title']}"
-    snippet = " ".join(str(hit.get("snippet") or "").split())
+    snippet = str(hit.get("snippet") or "")
+    if bold:
+        for start, end in sorted(hit.get("highlights") or [], reverse=True):  # the spans index the plain text
+            snippet = f"{snippet[:start]}\033[1m{snippet[start:end]}\033[0m{snippet[end:]}"
+    snippet = " ".join(snippet.split())
     return f"{first}\n       {snippet}" if snippet else first
 
 

@@ -25,7 +25,9 @@ from ..index.tantivy_index import PartitionIndex
 from ..index.vectors import VectorIndex
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..store.store import Store
-from .keyword import SNIPPET_CHARS, SearchAnswer, SearchHit, SearchRequest, build_query, hit_of
+from .keyword import (
+    SearchAnswer, SearchHit, SearchRequest, build_query, hit_of, snippet_generator, snippet_marker,
+)
 from .knowledge_base import normalized
 
 HYBRID_DEPTH = 50
@@ -65,8 +67,8 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     fused = sorted(((HYBRID_ALPHA * keyword[path] + (1 - HYBRID_ALPHA) * semantic.get(path, keyword[path]), path)
                     for path in pool), key=lambda item: (-item[0], item[1]))
     best = fused[0][0] if fused else 0.0
-    snippets = tantivy.SnippetGenerator.create(searcher, query, index.schema, "body")
-    snippets.set_max_num_chars(SNIPPET_CHARS)
+    snippets = snippet_generator(searcher, index.schema, query, request)
+    marker = snippet_marker(analyzer, request)
     hits: list[SearchHit] = []
     for score, path in fused:
         relative = score / best if best > 0 else 0.0
@@ -74,7 +76,7 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
             break
         document = _document(searcher, index.schema, path)
         if document is not None:
-            hits.append(hit_of(store.store_id, rows[path], document, snippets, relative))
+            hits.append(hit_of(store.store_id, rows[path], document, snippets, relative, marker))
     return {"hits": hits}, ready
 
 

@@ -17,7 +17,8 @@ import hmac
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import tantivy
 
@@ -34,6 +35,7 @@ from .fresh import merged_window
 from ..store.reads import AS_OF, reference
 from ..store.summaries import RecordSummary, Reference, record_summary
 from ..store.store import Store
+from .plain import owner_snippet, query_marker
 
 QUERY_MAX_BYTES = 8192
 LIMIT_DEFAULT, LIMIT_MAX = 10, 50
@@ -61,6 +63,9 @@ class SearchRequest:
     # Terms that count toward a hit's score but cannot make it a hit alone (the owner's search: "to" or "how"
     # matches nearly every note); empty for agents' searches, where any query word may match.
     unmatched_alone: frozenset[str] = frozenset()
+    # The owner's search: snippets are plain words with these query terms marked (engine/search/plain.py);
+    # None for agents' searches, whose snippets are the fragment as written.
+    marked: frozenset[str] | None = None
 
 
 QUERY = Query("query", max_bytes=QUERY_MAX_BYTES, required=True,
@@ -188,12 +193,26 @@ class SearchAnswer(TypedDict):
     nextCursor: NotRequired[str]
 
 
-class OwnerSearchAnswer(SearchAnswer):
+class OwnerSearchHit(SearchHit):
+    """A hit of the owner's search: its ``snippet`` is plain words ("…" where the note goes on), and
+    ``highlights`` the ``[start, end)`` character spans in it of the words the query matched."""
+    highlights: list[list[int]]
+
+
+class OwnerHits(TypedDict):
+    """A search's answer for the owner (``SearchRequest.marked``): hits with plain snippets and highlights."""
+    hits: list[OwnerSearchHit]
+    nextCursor: NotRequired[str]
+
+
+class OwnerSearchAnswer(OwnerHits):
     """``operator/search``: the hits, the mode that ranked them, and for hybrid whether every record had its
-    vector; ``hybridUnavailable`` says why a search that asked for hybrid (or auto) was ranked by keyword."""
+    vector; ``hybridUnavailable`` says why a search that asked for hybrid (or auto) was ranked by keyword, and
+    ``embedding`` the embedding model's state then (``not_configured``, ``not_installed`` or ``failed``)."""
     mode: str  # "keyword" or "hybrid"
     vectors: NotRequired[str]  # hybrid: "ready", or "building" while some records wait for theirs
     hybridUnavailable: NotRequired[str]
+    embedding: NotRequired[str]
 
 
 def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest) -> tantivy.Query:
@@ -232,7 +251,7 @@ def _filtered(schema: tantivy.Schema, query: tantivy.Query, request: SearchReque
 
 def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: int, analyzer: Analyzer,
            signer: CursorSigner, partition: str, request: SearchRequest, overlay: Overlay | None = None
-           ) -> SearchAnswer:
+           ) -> SearchAnswer | OwnerHits:
     """``overlay``: the acknowledged records ``index`` has not committed yet, merged in (engine/search/fresh.py)."""
     terms = analyzer.query_terms(request.query)
     if not terms:
@@ -254,8 +273,8 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
     query = build_query(index.schema, terms, request)
     searcher = index.searcher() if overlay is None else overlay.searcher
     moment = request.as_of or utc_now()
-    snippets = tantivy.SnippetGenerator.create(searcher, query, index.schema, "body")
-    snippets.set_max_num_chars(SNIPPET_CHARS)
+    snippets = snippet_generator(searcher, index.schema, query, request)
+    marker = snippet_marker(analyzer, request)
     hits: list[SearchHit] = []
     next_cursor = None
     # Index order, a window at a time: a claim that does not hold at ``moment`` is passed over, so a page
@@ -288,22 +307,45 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
             # A row can only be missing if the catalog moved on since the catch-up; never serve what is not
             # current, nor a claim that does not hold at the moment asked.
             if row is not None and row.view.valid_at(moment):
-                hits.append(hit_of(store.store_id, row, document, snippets, score))
+                hits.append(hit_of(store.store_id, row, document, snippets, score, marker))
     response: SearchAnswer = {"hits": hits}
     if next_cursor is not None:
         response["nextCursor"] = next_cursor
     return response
 
 
+def snippet_generator(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tantivy.Query,
+                      request: SearchRequest) -> tantivy.SnippetGenerator:
+    """Where a hit's snippet is cut.  Agents' is made from ``query``, as it always was: its words are scored over
+    ``text``, so it finds none in ``body`` and the snippet is the body's start.  The owner's (``request.marked``)
+    is made from the marked words over ``body``, so it is the passage that holds them."""
+    if request.marked is not None:
+        query = tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term))
+                                             for term in sorted(request.marked)])
+    snippets = tantivy.SnippetGenerator.create(searcher, query, schema, "body")
+    snippets.set_max_num_chars(SNIPPET_CHARS)
+    return snippets
+
+
+def snippet_marker(analyzer: Analyzer, request: SearchRequest) -> Callable[[str], bool] | None:
+    """For the owner's search (``request.marked``), whether a snippet's word is one to mark; None for agents'."""
+    return None if request.marked is None else query_marker(analyzer, request.marked)
+
+
 def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
-           score: float) -> SearchHit:
+           score: float, marker: Callable[[str], bool] | None = None) -> SearchHit | OwnerSearchHit:
+    """The hit for ``document``; with a ``marker`` (the owner's search), an ``OwnerSearchHit``."""
     view = row.view
     snippet = snippets.snippet_from_doc(document).fragment().strip()
     if not snippet:
         body = (document.get_first("body") or "").strip()
         snippet = body[:SNIPPET_CHARS]
-    return {
+    hit: SearchHit = {
         **record_summary(row), "snippet": snippet, "score": round(score, 6),
         "assertionOrigin": view.assertion_origin, "attribution": view.attribution,
         "ref": reference(store_id, row),
     }
+    if marker is not None:
+        plain, highlights = owner_snippet(snippet, (document.get_first("body") or "").strip(), marker)
+        return cast(OwnerSearchHit, {**hit, "snippet": plain, "highlights": highlights})
+    return hit

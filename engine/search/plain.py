@@ -1,13 +1,20 @@
-"""A snippet as an owner reads it: the words of a Markdown fragment without their markup.
+"""A snippet as an owner reads it: the words of a Markdown fragment without their markup, the query's words marked.
 
 The search index keeps a record's body as written, so a snippet cut from it carries ``[[wiki|links]]``,
-emphasis, headings' ``#``, callout markers and list bullets, often cut in the middle.  Agents get the
-fragment as their contract says; the owner's search (the window, ``knowledge search``) shows this instead.
+emphasis, headings' ``#``, callout markers, list bullets and frontmatter, often cut in the middle.  Agents
+get the fragment as their contract says; the owner's search (the window, ``knowledge search``) shows
+``owner_snippet`` instead: plain words, "…" where the note goes on, and the spans of the words that matched.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
+
+from ..index.analysis import Analyzer
+
+ELLIPSIS = "\u2026"
+WIDEN_CHARS = 40
 
 _WIKI = re.compile(r"!?\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?(?:\|([^\[\]]*))?\]\]")
 _WIKI_CUT_START = re.compile(r"^[^\[\]]*?\|([^\[\]|]*)\]\]")  # "…target|alias]]": the fragment began inside
@@ -19,13 +26,61 @@ _EMPHASIS = re.compile(r"(\*\*|__|~~|==)(\S(?:.*?\S)?)\1|(?<![\w*])\*(\S(?:[^*]*
 _CODE = re.compile(r"`([^`]*)`")
 _LEFTOVER = re.compile(r"\[\[|\]\]|(?<!\w)#(?=[A-Za-z])")
 _SPACES = re.compile(r"\s+")
+# A YAML block between fences at the start: lines of "key: value", list items or indented continuations.
+_FRONTMATTER = re.compile(r"\A\s*---[ \t]*\n(?:(?:[\w-]+:|[ \t]*-[ \t]|[ \t]+\S)[^\n]*\n)*---[ \t]*$", re.M)
+_RULE = re.compile(r"^[ \t]*(?:---+|\*\*\*+|___+)[ \t]*$", re.M)  # a thematic break, or a fence left by a cut
+_WORD = re.compile(r"[^\W_]+")  # a word as the index's tokenizer splits text: letters and digits
+
+
+def owner_snippet(fragment: str, body: str, marks: Callable[[str], bool]) -> tuple[str, list[list[int]]]:
+    """The owner's snippet of ``body`` from ``fragment`` (the passage of it the search chose, or its start):
+    plain words (``plain_snippet``), whole words only, "…" where the body goes on before or after it; and the
+    ``[start, end)`` character spans in that text of the words ``marks`` accepts."""
+    fragment, body = fragment.strip(), body.strip()
+    start = body.find(fragment) if fragment else -1
+    before = after = False
+    if start >= 0:  # widened to the spaces around it: whole words, and markup that closes or opens beside them
+        end = start + len(fragment)
+        start, end = _widened(body, start, -1), _widened(body, end, 1)
+        fragment, before, after = body[start:end], start > 0, end < len(body)
+    text = plain_snippet(fragment)
+    if not text:
+        return "", []
+    text = (ELLIPSIS if before else "") + text + (ELLIPSIS if after else "")
+    return text, [[word.start(), word.end()] for word in _WORD.finditer(text) if marks(word.group())]
+
+
+def _widened(body: str, at: int, step: int) -> int:
+    """``at`` moved by ``step`` to the nearest space of ``body`` (at most ``WIDEN_CHARS``: a URL stays cut)."""
+    for _ in range(WIDEN_CHARS):
+        beside = body[at - 1] if step < 0 else body[at] if at < len(body) else " "
+        if at == 0 or beside.isspace():
+            break
+        at += step
+    return at
+
+
+def query_marker(analyzer: Analyzer, terms: Collection[str]) -> Callable[[str], bool]:
+    """Whether a word of a snippet is one of ``terms`` (a query's, as the analyzer makes them: "syncing" is
+    "sync"); each distinct word is analyzed once."""
+    wanted, seen = frozenset(terms), {}
+
+    def marks(word: str) -> bool:
+        key = word.lower()
+        if key not in seen:
+            seen[key] = any(term in wanted for term in analyzer.terms(word))
+        return seen[key]
+
+    return marks
 
 
 def plain_snippet(fragment: str) -> str:
     """``fragment`` with wiki links as the words they show (their alias, else their target), Markdown links as
-    their text, and emphasis, code ticks, headings' ``#``, callout and quote markers and list bullets gone; on
-    one line, spaces collapsed."""
-    text = _WIKI_CUT_START.sub(lambda match: match.group(1), fragment)
+    their text, and frontmatter, thematic breaks, emphasis, code ticks, headings' ``#``, callout and quote
+    markers and list bullets gone; on one line, spaces collapsed."""
+    text = _FRONTMATTER.sub("", fragment)
+    text = _RULE.sub("", text)
+    text = _WIKI_CUT_START.sub(lambda match: match.group(1), text)
     text = _WIKI.sub(_wiki_words, text)
     text = _WIKI_CUT_END.sub(lambda match: match.group(1), text)
     text = _MARKDOWN_LINK.sub(lambda match: match.group(1), text)

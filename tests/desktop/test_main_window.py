@@ -50,6 +50,10 @@ def test_the_window_attaches_and_every_view_is_one_shortcut_away(qtbot, window, 
         qtbot.keyClicks(window.records_view.query, "Northwind")
         qtbot.keyClick(window.records_view.query, Qt.Key.Key_Return)
     assert window.records_view.search_model.rowCount() > 0
+    # No embedding model here: the search says so, and its link leads to Models.
+    assert window.records_view.models_link.isVisible()
+    window.records_view.models_link.click()
+    assert window.current_view() is window.models_view
 
     with qtbot.waitSignal(window.records_view.recent_model.sig_page_loaded, timeout=10_000):
         qtbot.keyClick(window, Qt.Key.Key_F5)

@@ -65,6 +65,11 @@ def test_search_shows_hits_with_snippets(qtbot, tasks, gui_thread_guard) -> None
     assert "Atlas will cut over with a blue-green deployment." in titles
     snippet = view.search_model.data(view.search_model.index(0, 4))
     assert snippet and "\n" not in snippet
+    # Painted on up to three lines, the query's words in bold.
+    delegate = view.search_table.itemDelegateForColumn(4)
+    lines, bold = delegate.shown_text(view.search_model.index(0, 4), 300, view.search_table.font())
+    assert 1 <= len(lines) <= 3 and {word.lower() for word in bold} <= {"blue", "green", "cut", "over"} and bold
+    assert view.search_table.verticalHeader().defaultSectionSize() >= 3 * view.search_table.fontMetrics().lineSpacing()
     assert view.search_summary.text().startswith(f"{len(titles)} matching")
 
 
@@ -75,14 +80,16 @@ def test_search_says_how_it_ranked_and_the_owner_picks_the_mode(qtbot, tasks, gu
     with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
         view.search()
 
-    # No embedding model is installed for the test engine: Auto ranks by keywords and says why.
+    # No embedding model is installed for the test engine: Auto ranks by keywords, says so and links to Models.
     assert view.search_mode.currentData() == "auto"
-    assert "ranked by keywords only: the embedding model" in view.search_summary.text()
-    assert "is not installed" in view.search_summary.text()
+    assert view.search_summary.text().endswith("· Keyword only: no embedding model installed")
+    assert view.models_link.isVisible() and view.models_link.text().endswith("in Models…")
+    with qtbot.waitSignal(view.sig_models_requested):
+        view.models_link.click()
 
     with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
         view.search_mode.setCurrentIndex(view.search_mode.findData("keyword"))
-    assert view.search_summary.text().endswith("· ranked by keywords")
+    assert view.search_summary.text().endswith("· ranked by keywords") and not view.models_link.isVisible()
     assert settings.value("records/searchMode") == "keyword"
     assert RecordsView(tasks, settings=settings).search_mode.currentData() == "keyword"  # remembered
 

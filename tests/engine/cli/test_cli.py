@@ -20,7 +20,7 @@ import pytest
 
 import engine as engine_package
 from engine.access.authority import AgentCaller
-from engine.cli.commands import main
+from engine.cli.commands import _hit_lines, main
 from engine.state.registry import hash_token
 from engine.service import Engine
 from engine.state.statedir import StateDir
@@ -503,3 +503,26 @@ def test_search_lists_nothing_for_a_question_whose_meaningful_words_match_nothin
 
     assert main(["--state-dir", str(state_dir.root), "search", "how do I get to the zeppelin", "--mode", "keyword"]) == 0
     assert capsys.readouterr().out.splitlines() == ["keyword search", "No matches."]
+
+
+def test_search_marks_the_query_words_in_bold_on_a_terminal() -> None:
+    hit = {"score": 1.0, "kind": "page", "title": "Sync", "snippet": "\u2026sync the vault to a phone.",
+           "highlights": [[1, 5], [21, 26]]}
+
+    assert _hit_lines(hit).splitlines()[1].strip() == "\u2026sync the vault to a phone."
+    assert _hit_lines(hit, bold=True).splitlines()[1].strip() == (
+        "\u2026\033[1msync\033[0m the vault to a \033[1mphone\033[0m.")
+
+
+def test_search_json_says_the_mode_asked_for_and_the_snippets_marks(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--state-dir", str(state_dir.root), "demo"]) == 0
+    capsys.readouterr()
+
+    assert main(["--state-dir", str(state_dir.root), "search", "Dana", "--mode", "hybrid", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+
+    assert answer["mode"] == "keyword" and answer["embedding"] == "not_installed"
+    assert "is not installed" in answer["hybridUnavailable"]
+    marked = [hit["snippet"][start:end] for hit in answer["hits"] for start, end in hit["highlights"]]
+    assert marked and {word.lower() for word in marked} == {"dana"}

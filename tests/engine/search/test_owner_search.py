@@ -64,6 +64,10 @@ def test_hybrid_keeps_the_owners_filters_and_word_rule(engine_with_model) -> Non
 
     claims_only = owner_search(engine_with_model, query="database backups", kinds=["claim"])
     assert claims_only["mode"] == "hybrid" and claims_only["hits"] == []
+    pages = owner_search(engine_with_model, query="how are the database dumps kept", kinds=["page"])
+    assert pages["mode"] == "hybrid" and pages["hits"][0]["title"] == "Database backups"
+    hit = pages["hits"][0]  # a plain snippet with the query's meaningful words marked, in hybrid too
+    assert [hit["snippet"][start:end] for start, end in hit["highlights"]] == ["dumps", "database", "kept"]
     with pytest.raises(InvalidParams):
         owner_search(engine_with_model, query="backups", mode="semantic")
 

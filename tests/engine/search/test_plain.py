@@ -1,10 +1,12 @@
-"""The owner's snippets: the words of a Markdown fragment without their markup."""
+"""The owner's snippets: the words of a Markdown fragment without their markup, the query's words marked."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.search.plain import plain_snippet
+from engine.access.authority import OperatorCaller
+from engine.index.analysis import Analyzer
+from engine.search.plain import owner_snippet, plain_snippet, query_marker
 from tests.helpers import page
 
 
@@ -19,6 +21,9 @@ from tests.helpers import page
     ("**bold**, *italic*, ~~gone~~, ==marked== and `code`", "bold, italic, gone, marked and code"),
     ("> [!warning] Back up first\n> before you sync", "Warning: Back up first before you sync"),
     ("5 * 3 * 2 and C# stay", "5 * 3 * 2 and C# stay"),
+    ("---\ntitle: Sync\ntags:\n  - phone\n- mobile\n---\nThe body begins", "The body begins"),  # frontmatter
+    ("one part\n\n---\n\nanother part", "one part another part"),  # a thematic break
+    ("---\nnot: yaml, but\nprose here\n---\nafter", "not: yaml, but prose here after"),  # not frontmatter
 ])
 def test_markup_becomes_the_words_it_shows(fragment: str, shown: str) -> None:
     assert plain_snippet(fragment) == shown
@@ -33,3 +38,56 @@ def test_the_owners_search_shows_plain_snippets_and_agents_get_the_fragment(engi
 
     assert owners["snippet"] == "Use the sync service to reach the phone."
     assert "[[Obsidian Sync|the sync service]]" in agents["snippet"] and "**phone**" in agents["snippet"]
+
+
+def _marked(text: str, spans: list[list[int]]) -> list[str]:
+    return [text[start:end] for start, end in spans]
+
+
+def test_the_owners_snippet_marks_the_query_words_as_the_index_reads_them() -> None:
+    analyzer = Analyzer()
+    marks = query_marker(analyzer, analyzer.query_terms("phone syncing"))
+    body = "Syncing your **phones**: see [[Sync/Mobile|phone sync]] (a phone-sync guide)."
+
+    text, spans = owner_snippet(body, body, marks)
+
+    assert text == "Syncing your phones: see phone sync (a phone-sync guide)."
+    assert _marked(text, spans) == ["Syncing", "phones", "phone", "sync", "phone", "sync"]
+    assert all(text[start - 1:start] in ("", " ", "(", "-") for start, _ in spans)  # whole words
+
+
+def test_the_owners_snippet_says_where_the_note_goes_on_and_keeps_whole_words() -> None:
+    body = "An opening line. " * 10 + "The middle passage about backups. " + "A closing line. " * 10 + "The end."
+    middle = body.index("The middle")
+    nothing = query_marker(Analyzer(), [])
+
+    assert owner_snippet(body[middle:middle + 33], body, nothing)[0] == "\u2026The middle passage about backups.\u2026"
+    assert owner_snippet(body[:30], body, nothing)[0] == "An opening line. An opening line.\u2026"  # "li" whole
+    marked = "See [[Sync/Mobile|phone sync]] and **backups**. Then more."
+    shown = owner_snippet("Mobile|phone sync]] and **backups", marked, nothing)[0]
+    assert shown == "\u2026phone sync and backups.\u2026"  # the link and the emphasis the passage cut are whole
+    assert owner_snippet(body[-24:], body, nothing)[0] == "\u2026A closing line. The end."
+    assert owner_snippet(body, body, nothing) == (body.strip().replace("**", ""), [])  # the whole note: none
+    assert owner_snippet("", "", nothing) == ("", [])
+
+
+def test_the_owners_search_marks_words_and_agents_get_no_highlights(engine, owner) -> None:
+    engine.save_page(owner, page("p1", "Mobile sync", type_="note",
+                                 body="Intro. " * 60 + "How to sync the vault to a **phone**. " + "More. " * 60))
+
+    [owners] = engine.owner_search(OperatorCaller("main"), {"query": "how do I sync to my phone",
+                                                            "mode": "keyword"})["hits"]
+    [agents] = engine.search(owner, {"query": "how do I sync to my phone"})["hits"]
+
+    text = owners["snippet"]
+    assert text.startswith("\u2026") and text.endswith("\u2026") and "**" not in text
+    assert _marked(text, owners["highlights"]) == ["sync", "phone"]  # "how", "to": function words, unmarked
+    # Agents' knowledge_grep answers as it always did: no highlights, the body's start as written.
+    assert "highlights" not in agents and agents["snippet"] == ("Intro. " * 60)[:240]
+
+
+def test_a_query_of_function_words_alone_marks_them() -> None:
+    analyzer = Analyzer()
+    marks = query_marker(analyzer, analyzer.query_terms("to be or not"))
+    text, spans = owner_snippet("To be, or not to be.", "To be, or not to be.", marks)
+    assert _marked(text, spans) == ["To", "be", "or", "not", "to", "be"]

@@ -1,0 +1,55 @@
+"""The search's Snippet column: a hit's words on up to three lines, the query's words in bold."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QFont, QFontMetricsF
+
+from desktop.common.models import Column, RowsModel
+from desktop.records.snippets import SNIPPET_LINES, SnippetDelegate, bold_ranges, laid_out
+from desktop.common.widgets import table
+
+WORDS = " ".join(f"word{n}" for n in range(120))
+
+
+def test_the_highlights_become_bold_ranges_and_bad_ones_are_left_out(qapp) -> None:
+    ranges = bold_ranges("sync the phone", [[0, 4], [9, 14], [12, 99], [5], "x", [3, 2]])
+
+    assert [(r.start, r.length) for r in ranges] == [(0, 4), (9, 5), (12, 2)]
+    assert all(r.format.fontWeight() == QFont.Weight.Bold for r in ranges)
+    assert bold_ranges("text", None) == []
+
+
+def test_a_long_snippet_takes_three_lines_and_ends_with_an_ellipsis_after_a_whole_word(qapp) -> None:
+    font = QFont()
+    width = QFontMetricsF(font).horizontalAdvance("word100 " * 6)
+
+    layout, shown = laid_out(WORDS, [[0, 5]], font, width)
+
+    assert layout.lineCount() == SNIPPET_LINES and shown.endswith("\u2026") and len(shown) < len(WORDS)
+    assert shown[:-1].split()[-1] in WORDS.split()  # the last word shown is whole
+    last = layout.lineAt(layout.lineCount() - 1)
+    assert last.textStart() + last.textLength() == len(shown)  # nothing past the third line
+    assert [(r.start, r.length) for r in layout.formats()] == [(0, 5)]
+
+
+def test_a_short_snippet_is_shown_whole(qapp) -> None:
+    layout, shown = laid_out("\u2026sync the vault to a phone.\u2026", [], QFont(), 2000)
+    assert shown == "\u2026sync the vault to a phone.\u2026" and layout.lineCount() == 1
+    assert laid_out("", [], QFont(), 100)[1] == ""
+    assert laid_out("abcdefghij", [], QFont(), 1)[1]  # a column narrower than a letter: still ends
+
+
+def test_the_delegate_paints_what_the_row_holds(qtbot) -> None:
+    model = RowsModel([Column("Snippet", lambda r: r.get("snippet"))])
+    model.set_rows([{"snippet": "\u2026sync the vault to a phone.", "highlights": [[1, 5], [21, 26]]}])
+    view = table(model)
+    qtbot.addWidget(view)
+    delegate = SnippetDelegate(view)
+    view.setItemDelegateForColumn(0, delegate)
+    view.resize(600, 200)
+    view.show()
+    qtbot.waitExposed(view)
+    view.grab()  # paints every row through the delegate
+
+    lines, bold = delegate.shown_text(model.index(0, 0), 500, view.font())
+    assert lines == ["\u2026sync the vault to a phone."] and bold == ["sync", "phone"]
