@@ -113,11 +113,15 @@ def platform_plugin(plugin: str) -> Path | None:
 
 
 def missing_libraries(plugin: str) -> list[str]:
-    """Sonames the plugin links against that the loader cannot find (none known when ldd is absent)."""
+    """Sonames the plugin links against that the loader cannot find (none known when ldd is absent).
+
+    The plugin is loaded first, as Qt will load it (the libraries it needs are Qt's and the window system's,
+    which the window loads anyway); only when that fails is ``ldd`` asked which are missing, which would
+    otherwise cost every start a process (about 0.1 s before the first paint)."""
     path = platform_plugin(plugin)
     ldd = shutil.which("ldd")
     absent: list[str] = []
-    if path is not None and ldd is not None:
+    if path is not None and ldd is not None and not _loadable(str(path)):
         try:
             listing = subprocess.run([ldd, str(path)], capture_output=True, text=True, timeout=LDD_TIMEOUT_S,
                                      check=False).stdout

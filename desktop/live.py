@@ -21,7 +21,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from engine.core.errors import KnowledgeError
-from engine.operator.methods import read_operator_token
+from engine.operator.token_file import read_operator_token
 from engine.state.statedir import StateDir
 
 from .client import MAX_MESSAGE_BYTES, EngineError, open_socket

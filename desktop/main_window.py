@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QShowEvent
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QPaintEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -108,6 +108,7 @@ class MainWindow(QMainWindow):
         self.watch.sig_engine_lost.connect(self._on_engine_lost)
 
         self.navigation = Sidebar(self.views)
+        self._icons_asked = False  # the icons are painted after the window's first paint (``paintEvent``)
         self.navigation.setFixedWidth(230)
         self.counts = SidebarCounts(tasks, self.navigation, {
             "agents": self.agents_view, "records": self.records_view, "approvals": self.approvals_view,
@@ -227,10 +228,14 @@ class MainWindow(QMainWindow):
         self.find_action.setIcon(icon("mdi6.magnify"))
         self.refresh_action.setIcon(icon("mdi6.refresh"))
 
-    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's name
-        super().showEvent(event)
-        if not self.navigation.icons_painted:
-            QTimer.singleShot(0, self, self._paint_icons)  # after the first paint, which does not wait for the font
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt's name
+        super().paintEvent(event)
+        if not self.navigation.icons_painted and not self._icons_asked:
+            # After the first paint, which does not wait for the icon font (qtawesome's import: most of a second
+            # on a loaded machine).  Not at show: on X the first paint comes after the window manager maps the
+            # window, and a timer set at show would run first.
+            self._icons_asked = True
+            QTimer.singleShot(0, self, self._paint_icons)
 
     def _on_theme_applied(self, _applied: str) -> None:
         if self.navigation.icons_painted:

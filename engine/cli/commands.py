@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib.metadata
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from ..operator import client_config
 from .import_commands import add_import_parsers
 from .bench_commands import add_bench_parser
 from .mcp_command import add_mcp_parser, state_dir_parsers
+from .plugged import plugged_commands
 from .model_commands import add_models_parser
 from .sync_commands import add_sync_parser
 from .gate_commands import add_gate_parser
@@ -602,8 +602,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_sync_parser(commands, common)
     add_gate_parser(commands, common)
     # Commands of other layers (the desktop's `knowledge desktop`) plug in here; the engine never imports them.
-    for entry in importlib.metadata.entry_points(group="knowledge.commands"):
-        entry.load()(commands, common)
+    for add_command in plugged_commands():
+        add_command(commands, common)
     return parser
 
 

@@ -60,9 +60,6 @@ import json
 import hmac
 import logging
 import os
-import secrets
-import stat
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from . import browse, client_config, gate_operator, model_operator, partitions
@@ -82,7 +79,6 @@ from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..core.connections import SeenConnection
 from ..core.errors import Denied, ErrorAnswer, InvalidParams, KnowledgeError, NotFound
 from ..core.findings import FindingAnswer
-from ..core.files import atomic_write
 from ..core.ids import format_timestamp, is_agent_name, utc_now
 from ..memory.knowledge_index import MAX_CHARS as INDEX_MAX_CHARS
 from ..memory.knowledge_index import index_for
@@ -96,7 +92,7 @@ from ..state.registry import SCOPES
 from ..store.answers import RecordRead
 from ..store.reads import HISTORY_PARAMS, RECORD_PARAMS
 from ..state.config import WORKSPACE_ROOTS_MAX, Settings
-from ..state.statedir import StateDir
+from .token_file import read_operator_token
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
     from ..service import Engine
@@ -111,58 +107,8 @@ class MethodTable(Protocol):
 
 
 PREFIX = "operator/"
-TOKEN_PREFIX = "kdo_"
-TOKEN_MAX_BYTES = 1024
 LABEL_MAX_CHARS = 200
 OTHERS_MAX = 100
-
-
-class OperatorTokenProblem(Denied):
-    """The operator token file is missing, unsafe or unreadable (the message says how to fix it)."""
-
-
-# --- the token file -------------------------------------------------------------------------
-
-
-def ensure_operator_token(state: StateDir) -> Path:
-    """Create ``<state>/operator.token`` (0600) when it is missing; an existing file is left as it is."""
-    path = state.operator_token
-    if not os.path.lexists(path):
-        state.create()
-        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        atomic_write(path, (token + "\n").encode("utf-8"), mode=0o600)
-    return path
-
-
-def read_operator_token(state: StateDir) -> str:
-    """The operator token, from a regular file only this account can read or write."""
-    path = state.operator_token
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except FileNotFoundError:
-        raise OperatorTokenProblem(f"{path} is missing; start the engine (knowledge serve) to create it",
-                                   path=str(path)) from None
-    except OSError as exc:
-        raise OperatorTokenProblem(f"{path} cannot be read: {exc.strerror}", path=str(path)) from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OperatorTokenProblem(f"{path} is not a regular file", path=str(path))
-        if os.name == "posix":
-            if info.st_uid != os.geteuid():
-                raise OperatorTokenProblem(f"{path} belongs to another account", path=str(path))
-            if info.st_mode & 0o077:
-                raise OperatorTokenProblem(
-                    f"{path} is open to other accounts (mode {stat.S_IMODE(info.st_mode):04o}); "
-                    f"run: chmod 600 {path}", path=str(path), mode=f"{stat.S_IMODE(info.st_mode):04o}")
-        data = os.read(fd, TOKEN_MAX_BYTES + 1)
-    finally:
-        os.close(fd)
-    token = data.decode("utf-8", errors="replace").strip()
-    if len(data) > TOKEN_MAX_BYTES or not token.startswith(TOKEN_PREFIX):
-        raise OperatorTokenProblem(f"{path} does not hold an operator token; delete it and restart the engine",
-                                   path=str(path))
-    return token
 
 
 def authenticate_operator(engine: "Engine", presented: Any) -> None:

@@ -19,7 +19,7 @@ import socket
 from typing import Any, BinaryIO
 
 from ..core.answers import JsonObject, JsonValue
-from ..operator.methods import read_operator_token
+from ..operator.token_file import read_operator_token
 from ..state.statedir import StateDir
 from .messages import MAX_MESSAGE_BYTES
 

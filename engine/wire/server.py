@@ -48,7 +48,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from ..operator.methods import ensure_operator_token
+from ..operator.token_file import ensure_operator_token
 from ..core.changes import Subscription
 from .protocol import (ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session, cancelled_request,
                        changed_notification, request_key)

@@ -82,17 +82,32 @@ def test_the_counts_are_the_engines_and_follow_an_agents_write_without_f5(
     assert window.current_view() is window.agents_view
 
 
-def test_the_icons_are_painted_once_the_window_shows_not_before(qtbot, served, tmp_path) -> None:
+def test_the_icons_are_painted_once_the_window_has_painted_not_before(qtbot, served, tmp_path) -> None:
+    from PySide6.QtCore import QEvent, QObject
+
     from desktop.main_window import MainWindow
     from desktop.tasks import EngineTasks
+
+    class FirstPaint(QObject):
+        """Whether the icons were there when the window's first paint began."""
+
+        icons_then: bool | None = None
+
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+            if event.type() == QEvent.Type.Paint and self.icons_then is None:
+                self.icons_then = window.navigation.icons_painted
+            return False
 
     tasks = EngineTasks()
     window = MainWindow(tasks, served)
     qtbot.addWidget(window)
+    first_paint = FirstPaint(window)
+    window.installEventFilter(first_paint)
     try:
         assert not window.navigation.icons_painted and window.navigation.item(0).icon().isNull()
         window.show()  # the first paint does not wait for the icon font
         qtbot.waitUntil(lambda: window.navigation.icons_painted, timeout=5_000)
+        assert first_paint.icons_then is False
         assert not window.navigation.item(0).icon().isNull() and not window.refresh_action.icon().isNull()
     finally:
         tasks.shutdown()

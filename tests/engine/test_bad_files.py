@@ -27,7 +27,7 @@ from engine.vault.evidence import parse_descriptor
 from engine.core.findings import MAX_FINDING_CHARS
 from engine.vault.frontmatter import INT_MAX, INT_MIN, MAX_NESTING
 from engine.vault.ontology import Ontology
-from engine.operator.methods import ensure_operator_token, read_operator_token
+from engine.operator.token_file import ensure_operator_token, read_operator_token
 from engine.wire.protocol import Dispatcher, Session
 from engine.vault.records import check_record, check_scope, parse_record
 from engine.service import Engine

@@ -335,7 +335,7 @@ def test_no_agent_caller_may_export_or_import(engine, world, kind, tmp_path):
 
 def test_the_operator_may_export_and_import(engine, world, tmp_path):
     from engine.importers.methods import register
-    from engine.operator.methods import ensure_operator_token, read_operator_token
+    from engine.operator.token_file import ensure_operator_token, read_operator_token
 
     dispatcher = Dispatcher(engine)
     register(dispatcher, engine)

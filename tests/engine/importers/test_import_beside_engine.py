@@ -15,7 +15,7 @@ import pytest
 from engine.cli import desk as desk_module
 from engine.cli.commands import main
 from engine.importers import methods as import_methods
-from engine.operator.methods import ensure_operator_token, read_operator_token
+from engine.operator.token_file import ensure_operator_token, read_operator_token
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from engine.wire.protocol import Dispatcher, Session

@@ -18,7 +18,8 @@ import pytest
 
 from engine.gate.turn import gate_turn
 from engine.importers.demo import seed_demo
-from engine.operator.methods import OperatorMethods, ensure_operator_token, read_operator_token
+from engine.operator.methods import OperatorMethods
+from engine.operator.token_file import ensure_operator_token, read_operator_token
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
 from tests.engine.gate_helpers import conversation_audience, owner_caller, rerank_engine, seed

@@ -13,9 +13,8 @@ import pytest
 from engine.access.authority import AgentCaller, PreviewCaller
 from engine.importers.demo import seed_demo
 from engine.operator.gate_operator import handlers as gate_handlers
-from engine.operator.methods import (
-    PREFIX, TOKEN_PREFIX, OperatorMethods, ensure_operator_token, read_operator_token,
-)
+from engine.operator.methods import PREFIX, OperatorMethods
+from engine.operator.token_file import TOKEN_PREFIX, ensure_operator_token, read_operator_token
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.server import EngineServer
 from engine.service import Engine

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from engine.access.authority import AgentCaller
-from engine.operator.methods import ensure_operator_token, read_operator_token
+from engine.operator.token_file import ensure_operator_token, read_operator_token
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
 from tests.helpers import conversation, page

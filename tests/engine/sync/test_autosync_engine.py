@@ -11,7 +11,7 @@ import pytest
 
 from engine.access.authority import AgentCaller
 from engine.core.errors import NotFound
-from engine.operator.methods import ensure_operator_token, read_operator_token
+from engine.operator.token_file import ensure_operator_token, read_operator_token
 from engine.service import Engine
 from engine.state.registry import StoreRecord
 from engine.state.sync_settings import SyncSettings

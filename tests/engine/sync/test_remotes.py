@@ -13,7 +13,7 @@ import pytest
 
 from engine.access.authority import AgentCaller
 from engine.core.errors import Conflict, InvalidParams, KnowledgeError, LimitExceeded, NotFound
-from engine.operator.methods import ensure_operator_token, read_operator_token
+from engine.operator.token_file import ensure_operator_token, read_operator_token
 from engine.service import Engine
 from engine.sync import remotes
 from engine.sync.remotes import REMOTES_MAX, RemoteBook, check_remote_name, check_remote_url, remotes_file

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pytest
 
 from engine.access.authority import AgentCaller
-from engine.operator.methods import ensure_operator_token, read_operator_token
+from engine.operator.token_file import ensure_operator_token, read_operator_token
 from engine.service import Engine
 from engine.wire.protocol import CHANGED
 from engine.wire.server import EngineServer

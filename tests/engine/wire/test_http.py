@@ -306,7 +306,7 @@ def test_the_audience_is_taken_from_meta_or_the_headers_and_bounded_by_the_crede
 
 
 def test_the_operator_token_opens_nothing_over_http(serve, token, engine):
-    from engine.operator.methods import ensure_operator_token
+    from engine.operator.token_file import ensure_operator_token
 
     server = serve()
     ensure_operator_token(engine.state)

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from engine.access.authority import AgentCaller
-from engine.operator.methods import ensure_operator_token, read_operator_token
+from engine.operator.token_file import ensure_operator_token, read_operator_token
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.tool_list import LIST_CHANGED
