@@ -248,7 +248,22 @@ def figures(rows: Sequence[dict[str, Any]], calibration: Calibration,
     labels = [page in row["turn"].gold for row, _ in questions for page in row["pages"]]
     return {"questions": len(questions), "offTopicTurns": len(off_topic), "gold": gold,
             "shortlistRecall": shortlisted / gold if gold else math.nan, "auc": roc_auc(scores, labels),
-            "thresholds": table}
+            "thresholds": table, "best": [best_of(questions, k, gold) for k in BEST_OF]}
+
+
+BEST_OF = (1, 2, 3)
+
+
+def best_of(questions: Sequence[tuple[dict[str, Any], list[float]]], k: int, gold: int) -> dict[str, float]:
+    """Precision and recall of injecting the ``k`` best-scored candidates of every question, whatever their score:
+    its recall is also the most that any rule injecting at most ``k`` pages a turn in this order can reach (a
+    perfect yes/no on each of them reaches it at precision 100 %)."""
+    injected = hits = 0
+    for row, p in questions:
+        top = sorted(range(len(p)), key=lambda i: -p[i])[:k]
+        injected += len(top)
+        hits += sum(row["pages"][i] in row["turn"].gold for i in top)
+    return {"k": k, "precision": hits / injected if injected else math.nan, "recall": hits / gold if gold else math.nan}
 
 
 def chosen_threshold(fitted: dict[str, dict[str, Any]], target: float = TARGET_PRECISION) -> float | None:
@@ -321,6 +336,10 @@ def render(result: dict[str, Any], command: str) -> str:
             lines += [f"#### {shape} pages, {mode} candidates (conversations 5-9)", "",
                       f"{f['questions']} questions ({f['gold']} gold pages, {_p(f['shortlistRecall'])} shortlisted), "
                       f"{f['offTopicTurns']} off-topic turns; ROC AUC {f['auc']:.2f}.", "",
+                      "Bounds: an oracle choosing among the shortlist reaches recall "
+                      f"{_p(f['shortlistRecall'])} at precision 100%; " + "; ".join(
+                          f"the {row['k']} best-scored page(s) of every question: precision {_p(row['precision'])}, "
+                          f"recall {_p(row['recall'])}" for row in f["best"]) + ".", "",
                       _before(result["before"][shape][mode]), "",
                       "| threshold | precision | recall | pages injected per question | off-topic turns injected |",
                       "| --- | --- | --- | --- | --- |"]
