@@ -13,13 +13,16 @@
    without function words and the pages' best passage similarity, ten pages.  Candidates come from all 272
    pages of one shape, as in a store holding all ten conversations.
 4. **Scores** exactly as the engine's ``embedding/`` provider scores them (engine/index/similarity.py):
-   ``page_passages`` cuts each page, a page's similarity is its best passage's, ``Calibration.probabilities``
-   turns a turn's similarities into probabilities.
-5. **Fit** (``--fit``): the logistic regression of "gold" on (similarity, lead, log passages) over every
+   ``page_passages`` cuts each page, a page's similarity is its best passage's, ``turn_features`` reads each
+   candidate against its turn (similarities, shortlist place, words and names of the message), and
+   ``Calibration.score`` turns the features into probabilities.
+5. **Fit** (``--fit``): the logistic regression of "gold" on ``turn_features`` over every
    keyword-shortlisted pair of conversations 0-4, both shapes pooled, and the threshold: the lowest of
    ``THRESHOLDS`` whose precision is at least ``TARGET_PRECISION`` on both shapes of the fit half.  Without
    ``--fit`` the figures use the calibration in the code.  Conversations 5-9 and the off-topic turns are
    reported, never fitted on.
+6. **Bounds**: what any rule could reach with these shortlists: an oracle choosing among the candidates, and
+   the ``k`` best-scored pages of every question (``best_of``).
 """
 
 from __future__ import annotations
