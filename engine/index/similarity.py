@@ -205,11 +205,11 @@ COEFFICIENTS = ("a", "gap", "below", "spread", "passages", "rank", "overlap", "n
 # over every (question, keyword-shortlisted page) pair, gold being one of the question's gold pages (the sessions
 # of its evidence turns).  docs/benchmarks/gate-quality.md reports on conversations 5-9 and off-topic turns the fit
 # never saw.
-CALIBRATION = Calibration(a=0.0, gap=12.0, below=3.7, spread=0.9, passages=-0.06, rank=-1.26, overlap=2.0,
-                          names=2.3, b=-3.0)
+CALIBRATION = Calibration(a=0.014, gap=12.001, below=3.587, spread=0.878, passages=-0.06, rank=-1.259,
+                          overlap=1.994, names=2.505, b=-3.25)
 # The documented highThreshold of this Decision model (used when recallGate sets none): the lowest threshold
 # whose precision was at least 0.75 on both shapes of the fit conversations (docs/recall-gate.md).
-HIGH_THRESHOLD = 0.6
+HIGH_THRESHOLD = 0.55
 
 
 class SimilarityScorer(Untokenized):
