@@ -38,7 +38,6 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -53,7 +52,8 @@ log = logging.getLogger(__name__)
 
 KIND = "embedding"
 VECTOR_CACHE_SIZE = 8192      # page vectors kept (384 floats each: 12 MB)
-PAGE_TERMS_CACHE_SIZE = 1024  # pages whose distinct terms are kept for the word features
+PAGE_TERMS_CACHE_SIZE = 1024  # pages whose distinct terms a scorer keeps for the word features (analyzing ten
+                              # 17 KB pages took 10-115 ms on the shared 2-core machine, by its load; cached 0.2 ms)
 MIN_DIMENSIONS = 8            # fewer numbers per text: a reranker's logits, not an embedding
 
 
@@ -78,18 +78,6 @@ def page_passages(text: str) -> list[str]:
     head = f"{title}\n\n" if title else ""
     starts = range(0, max(1, len(words) - PASSAGE_WORDS + PASSAGE_STRIDE), PASSAGE_STRIDE)
     return [head + " ".join(words[start:start + PASSAGE_WORDS]) for start in starts]
-
-
-@lru_cache(maxsize=1)
-def _analyzer() -> Analyzer:
-    return Analyzer()
-
-
-@lru_cache(maxsize=PAGE_TERMS_CACHE_SIZE)
-def _page_terms(document: str) -> frozenset[str]:
-    """A page's distinct analyzer terms (pages recur from turn to turn; analyzing ten
-    17 KB pages took 115 ms on the loaded 2-core machine, a cached turn 0.1 ms)."""
-    return frozenset(_analyzer().terms(document))
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
@@ -124,21 +112,22 @@ class Features(NamedTuple):
 
 
 def turn_features(similarities: Sequence[float], passages: Sequence[int], message: str = "",
-                  documents: Sequence[str] = (), analyzer: Analyzer | None = None) -> list[Features]:
+                  documents: Sequence[str] = (), analyzer: Analyzer | None = None,
+                  page_terms: Sequence[frozenset[str]] | None = None) -> list[Features]:
     """One turn's ``Features``, candidates in shortlist order.  Without ``documents`` the two word features are 0.
 
     ``overlap`` weights each of the message's content terms (the engine analyzer's, function words excluded) by
     ``log((n + 1) / (1 + pages of the turn holding it))``, so a word every candidate shares counts for nothing
-    and a word one page alone holds counts most; a page alone in its turn scores 0.
+    and a word one page alone holds counts most; a page alone in its turn scores 0.  ``page_terms``: each
+    document's distinct analyzer terms when the caller keeps them (``SimilarityScorer`` does, by text digest).
     """
     count = len(similarities)
     best = max(similarities, default=0.0)
     mean = sum(similarities) / count if count else 0.0
     overlap, names = [0.0] * count, [0.0] * count
     if documents and message:
-        if analyzer is None:
-            analyzer, page_terms = _analyzer(), [_page_terms(document) for document in documents]
-        else:
+        analyzer = analyzer or Analyzer()
+        if page_terms is None:
             page_terms = [frozenset(analyzer.terms(document)) for document in documents]
         wanted = set(analyzer.query_terms(message)) - analyzer.function_terms
         weights = {term: math.log((count + 1) / (1 + sum(term in terms for terms in page_terms))) for term in wanted}
@@ -190,9 +179,11 @@ class Calibration:
         return self.score(Features(similarity, lead, 0.0, 0.0, math.log(max(passages, 1)), 0.0, 0.0, 0.0))
 
     def probabilities(self, similarities: Sequence[float], passages: Sequence[int], message: str = "",
-                      documents: Sequence[str] = ()) -> list[float]:
+                      documents: Sequence[str] = (), analyzer: Analyzer | None = None,
+                      page_terms: Sequence[frozenset[str]] | None = None) -> list[float]:
         """One turn's probabilities, candidates in shortlist order (``turn_features``)."""
-        return [self.score(f) for f in turn_features(similarities, passages, message, documents)]
+        return [self.score(f) for f in turn_features(similarities, passages, message, documents, analyzer,
+                                                     page_terms)]
 
     def coefficients(self) -> dict[str, float]:
         return {name: getattr(self, name) for name in COEFFICIENTS}
@@ -227,6 +218,8 @@ class SimilarityScorer(Untokenized):
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
+        self.analyzer = Analyzer()
+        self._terms: OrderedDict[str, frozenset[str]] = OrderedDict()   # page text digest -> its distinct terms
         self._state = LOADING
         self._reason: str | None = None
         self._loaded = threading.Event()
@@ -323,9 +316,29 @@ class SimilarityScorer(Untokenized):
                 cached[digest] = vector
         similarities = [max(float(np.dot(message, cached[text_digest(text)])) for text in passages)
                         for passages in cut]
-        scores: list[float | bool | None] = list(
-            self.calibration.probabilities(similarities, [len(passages) for passages in cut], query, documents))
+        scores: list[float | bool | None] = list(self.calibration.probabilities(
+            similarities, [len(passages) for passages in cut], query, documents, self.analyzer,
+            self._page_terms(documents)))
         return PairScores(scores=scores)
+
+
+    def _page_terms(self, documents: Sequence[str]) -> list[frozenset[str]]:
+        """Each document's distinct analyzer terms, kept by text digest (pages recur from turn to turn)."""
+        digests = [text_digest(document) for document in documents]
+        with self._cache_lock:
+            known = {digest: self._terms[digest] for digest in digests if digest in self._terms}
+        out = []
+        for digest, document in zip(digests, documents):
+            if digest not in known:
+                known[digest] = frozenset(self.analyzer.terms(document))
+            out.append(known[digest])
+        with self._cache_lock:
+            for digest in digests:
+                self._terms[digest] = known[digest]
+                self._terms.move_to_end(digest)
+            while len(self._terms) > PAGE_TERMS_CACHE_SIZE:
+                self._terms.popitem(last=False)
+        return out
 
 
 def passage_digests(documents: Sequence[str]) -> list[str]:
