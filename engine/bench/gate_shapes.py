@@ -13,13 +13,16 @@
    without function words and the pages' best passage similarity, ten pages.  Candidates come from all 272
    pages of one shape, as in a store holding all ten conversations.
 4. **Scores** exactly as the engine's ``embedding/`` provider scores them (engine/index/similarity.py):
-   ``page_passages`` cuts each page, a page's similarity is its best passage's, ``Calibration.probabilities``
-   turns a turn's similarities into probabilities.
-5. **Fit** (``--fit``): the logistic regression of "gold" on (similarity, lead, log passages) over every
+   ``page_passages`` cuts each page, a page's similarity is its best passage's, ``turn_features`` reads each
+   candidate against its turn (similarities, shortlist place, words and names of the message), and
+   ``Calibration.score`` turns the features into probabilities.
+5. **Fit** (``--fit``): the logistic regression of "gold" on ``turn_features`` over every
    keyword-shortlisted pair of conversations 0-4, both shapes pooled, and the threshold: the lowest of
    ``THRESHOLDS`` whose precision is at least ``TARGET_PRECISION`` on both shapes of the fit half.  Without
    ``--fit`` the figures use the calibration in the code.  Conversations 5-9 and the off-topic turns are
    reported, never fitted on.
+6. **Bounds**: what any rule could reach with these shortlists: an oracle choosing among the candidates, and
+   the ``k`` best-scored pages of every question (``best_of``).
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from models.installed import ModelStore
 
 from ..index.analysis import Analyzer
 from ..index.embedding import Embedder
-from ..index.similarity import CALIBRATION, HIGH_THRESHOLD, Calibration, page_passages
+from ..index.similarity import (CALIBRATION, COEFFICIENTS, HIGH_THRESHOLD, Calibration, Features, page_passages,
+                                turn_features)
 from .defaults import LOCOMO_DATA
 from .gate_quality import OFF_TOPIC_TURNS, THRESHOLDS, roc_auc
 
@@ -176,42 +180,45 @@ def candidate_rows(embedded: Embedded, analyzer: Analyzer, pages: Sequence[Page]
         similarities = np.array([products[bounds[k]:bounds[k + 1]].max() for k in range(len(pages))])
         chosen = shortlist(mode, bm25.scores(turn.message), bm25.scores(turn.message, analyzer.function_terms),
                            similarities)
-        rows.append({"turn": turn, "pages": chosen, "similarities": [float(similarities[k]) for k in chosen],
-                     "passages": [embedded.passages[k] for k in chosen],
-                     "starts": [float(starts[k]) for k in chosen]})
+        chosen_similarities = [float(similarities[k]) for k in chosen]
+        counts = [embedded.passages[k] for k in chosen]
+        rows.append({"turn": turn, "pages": chosen, "similarities": chosen_similarities, "passages": counts,
+                     "starts": [float(starts[k]) for k in chosen],
+                     "features": turn_features(chosen_similarities, counts, turn.message,
+                                               [pages[k].text for k in chosen], analyzer)})
     return rows
 
 
-def features(row: dict[str, Any]) -> np.ndarray:
-    """(similarity, lead, log passages) of each candidate, as ``Calibration.probabilities`` reads them."""
-    similarities = row["similarities"]
-    out = []
-    for position, similarity in enumerate(similarities):
-        others = max((s for other, s in enumerate(similarities) if other != position), default=0.0)
-        out.append((similarity, similarity - others, math.log(max(row["passages"][position], 1))))
-    return np.array(out, dtype=float).reshape(-1, 3)
+def features(row: dict[str, Any]) -> list[Features]:
+    """Each candidate's ``Features`` as the engine computes them (those of the texts when the row has them)."""
+    if "features" in row:
+        return row["features"]
+    return turn_features(row["similarities"], row["passages"])
 
 
-def fit(rows: Sequence[dict[str, Any]], iterations: int = 100) -> Calibration:
-    """The logistic regression of "gold" on ``features`` (Newton's method)."""
-    x, y = [], []
+def fit(rows: Sequence[dict[str, Any]], iterations: int = 100, ridge: float = 1e-3) -> Calibration:
+    """The logistic regression of "gold" on ``features`` (Newton's method, a small ridge so that a feature that
+    never varies, such as names on data without any, stays 0 instead of making the system singular)."""
+    x: list[Features] = []
+    y: list[bool] = []
     for row in rows:
-        x.append(features(row))
+        x += features(row)
         y += [page in row["turn"].gold for page in row["pages"]]
-    design = np.hstack([np.vstack(x), np.ones((len(y), 1))])
+    design = np.hstack([np.array(x, dtype=float).reshape(-1, len(Features._fields)), np.ones((len(y), 1))])
     labels = np.array(y, dtype=float)
     if not labels.any() or labels.all():
         raise ValueError("fitting a calibration needs both relevant and irrelevant pairs")
+    penalty = ridge * np.eye(design.shape[1])
+    penalty[-1, -1] = 0.0   # the intercept is not shrunk
     weights = np.zeros(design.shape[1])
     for _ in range(iterations):
         p = 1 / (1 + np.exp(-design @ weights))
-        hessian = (design * (p * (1 - p))[:, None]).T @ design + 1e-9 * np.eye(len(weights))
-        step = np.linalg.solve(hessian, design.T @ (p - labels))
+        hessian = (design * (p * (1 - p))[:, None]).T @ design + penalty
+        step = np.linalg.solve(hessian, design.T @ (p - labels) + penalty @ weights)
         weights -= step
         if np.abs(step).max() < 1e-10:
             break
-    a, gap, passages, b = (round(float(w), 3) for w in weights)
-    return Calibration(a=a, b=b, gap=gap, passages=passages)
+    return Calibration(**{name: round(float(w), 3) for name, w in zip(COEFFICIENTS, weights)})
 
 
 # The scoring before issue 29: the page's start, sigmoid(a * cosine + b) fitted on summaries alone.
@@ -225,7 +232,7 @@ def figures(rows: Sequence[dict[str, Any]], calibration: Calibration,
     ``page_start``: as the gate scored before (each page's start, one similarity per pair, ``calibration``'s
     ``a`` and ``b`` alone)."""
     scored = [(row, [calibration.probability(s) for s in row["starts"]] if page_start else
-               calibration.probabilities(row["similarities"], row["passages"])) for row in rows]
+               [calibration.score(f) for f in features(row)]) for row in rows]
     questions = [(row, p) for row, p in scored if row["turn"].sample is not None]
     off_topic = [(row, p) for row, p in scored if row["turn"].sample is None]
     gold = sum(len(row["turn"].gold) for row, _ in questions)
@@ -244,7 +251,22 @@ def figures(rows: Sequence[dict[str, Any]], calibration: Calibration,
     labels = [page in row["turn"].gold for row, _ in questions for page in row["pages"]]
     return {"questions": len(questions), "offTopicTurns": len(off_topic), "gold": gold,
             "shortlistRecall": shortlisted / gold if gold else math.nan, "auc": roc_auc(scores, labels),
-            "thresholds": table}
+            "thresholds": table, "best": [best_of(questions, k, gold) for k in BEST_OF]}
+
+
+BEST_OF = (1, 2, 3)
+
+
+def best_of(questions: Sequence[tuple[dict[str, Any], list[float]]], k: int, gold: int) -> dict[str, float]:
+    """Precision and recall of injecting the ``k`` best-scored candidates of every question, whatever their score:
+    its recall is also the most that any rule injecting at most ``k`` pages a turn in this order can reach (a
+    perfect yes/no on each of them reaches it at precision 100 %)."""
+    injected = hits = 0
+    for row, p in questions:
+        top = sorted(range(len(p)), key=lambda i: -p[i])[:k]
+        injected += len(top)
+        hits += sum(row["pages"][i] in row["turn"].gold for i in top)
+    return {"k": k, "precision": hits / injected if injected else math.nan, "recall": hits / gold if gold else math.nan}
 
 
 def chosen_threshold(fitted: dict[str, dict[str, Any]], target: float = TARGET_PRECISION) -> float | None:
@@ -304,8 +326,8 @@ def render(result: dict[str, Any], command: str) -> str:
     c, threshold = result["calibration"], result["threshold"]
     lines = [f"`{command}` on {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}: {_cpu()}, "
              f"Python {platform.python_version()}.", "",
-             f"Calibration {'fitted here' if result['fitted'] else 'in the code'}: a = {c.a}, gap = {c.gap}, "
-             f"passages = {c.passages}, b = {c.b}; threshold {threshold}.", "",
+             f"Calibration {'fitted here' if result['fitted'] else 'in the code'}: "
+             + ", ".join(f"{name} = {value}" for name, value in c.coefficients().items()) + f"; threshold {threshold}.", "",
              "| shape | pages | median / max characters | passages scored |", "| --- | --- | --- | --- |"]
     for shape, size in result["sizes"].items():
         lines.append(f"| {shape} | {size['pages']} | {size['medianChars']} / {size['maxChars']} | {size['passages']} |")
@@ -317,6 +339,10 @@ def render(result: dict[str, Any], command: str) -> str:
             lines += [f"#### {shape} pages, {mode} candidates (conversations 5-9)", "",
                       f"{f['questions']} questions ({f['gold']} gold pages, {_p(f['shortlistRecall'])} shortlisted), "
                       f"{f['offTopicTurns']} off-topic turns; ROC AUC {f['auc']:.2f}.", "",
+                      "Bounds: an oracle choosing among the shortlist reaches recall "
+                      f"{_p(f['shortlistRecall'])} at precision 100%; " + "; ".join(
+                          f"the {row['k']} best-scored page(s) of every question: precision {_p(row['precision'])}, "
+                          f"recall {_p(row['recall'])}" for row in f["best"]) + ".", "",
                       _before(result["before"][shape][mode]), "",
                       "| threshold | precision | recall | pages injected per question | off-topic turns injected |",
                       "| --- | --- | --- | --- | --- |"]

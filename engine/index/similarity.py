@@ -7,18 +7,19 @@ It lives with the embedding model (the index layer, above the Decision runtime);
 ``all-minilm-l6-v2-int8`` installs from PyPI, so an owner without the model
 hub still has a Decision model).  Each page of a turn scores
 
-    probabilityTrue = sigmoid(a * s + gap * (s - best other s) + passages * log(n) + b)
+    probabilityTrue = sigmoid(CALIBRATION's coefficients . the page's Features + b)
 
-where ``s`` is the cosine similarity of the message's vector and the page's
-best passage (``page_passages``: a short page is one passage, its whole text;
-a long one is cut into titled 120-word passages, so a long page is judged by
-the part that matches, not by the first 256 tokens), ``best other s`` is the
-best of the turn's other candidates (0 for a page alone) and ``n`` the
-page's passage count.  ``CALIBRATION`` was fitted by logistic regression on
-LoCoMo conversations 0-4 in two page shapes (session summaries and session
-transcripts; engine/bench/gate_shapes.py), and ``HIGH_THRESHOLD`` is the
-documented ``highThreshold`` the gate uses when the owner sets none
-(docs/recall-gate.md).  Within a turn the order is the similarities' order.
+over what is known at turn time without another model run (``turn_features``): ``s``, the cosine
+similarity of the message's vector and the page's best passage (``page_passages``: a short page is one
+passage, its whole text; a long one is cut into titled 120-word passages, so a long page is judged by the
+part that matches, not by the first 256 tokens); how far ``s`` stands above the best of the turn's other
+candidates, below its best and above its mean; the page's passage count; its place in the shortlist (BM25
+for keyword candidates, the fused rank for hybrid ones); the share of the message's content words the page
+holds, each weighted by how rare it is among the turn's candidates; and the share of the names the message
+mentions that the page holds.  ``CALIBRATION`` was fitted by logistic regression on LoCoMo conversations 0-4
+in two page shapes (session summaries and session transcripts; engine/bench/gate_shapes.py), and
+``HIGH_THRESHOLD`` is the documented ``highThreshold`` the gate uses when the owner sets none
+(docs/recall-gate.md).  A page's score depends on the shortlist it came in.
 
 The passage cut does not depend on the message, so passage vectors are kept
 by their text's sha256 (``remember`` takes those the store's vector index
@@ -32,23 +33,27 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from models.installed import InstalledModel
 
 from ..decision.provider import FAILED, LOADING, READY, PairScores, Untokenized
+from .analysis import FUNCTION_WORDS, Analyzer
 from .embedding import Embedder, text_digest
 
 log = logging.getLogger(__name__)
 
 KIND = "embedding"
 VECTOR_CACHE_SIZE = 8192      # page vectors kept (384 floats each: 12 MB)
+PAGE_TERMS_CACHE_SIZE = 1024  # pages whose distinct terms a scorer keeps for the word features (analyzing ten
+                              # 17 KB pages took 10-115 ms on the shared 2-core machine, by its load; cached 0.2 ms)
 MIN_DIMENSIONS = 8            # fewer numbers per text: a reranker's logits, not an embedding
 
 
@@ -75,45 +80,127 @@ def page_passages(text: str) -> list[str]:
     return [head + " ".join(words[start:start + PASSAGE_WORDS]) for start in starts]
 
 
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def message_names(message: str) -> set[str]:
+    """The names a message mentions: capitalised words that do not start a sentence (nor the message), function
+    words excluded, possessive ``'s`` dropped, lowercased ("What did Caroline's mother say?" -> {"caroline"})."""
+    names = set()
+    for match in _CAPITALISED.finditer(message):
+        before = message[:match.start()].rstrip()
+        if not before or before[-1] in ".!?:\n\"":
+            continue
+        word = _POSSESSIVE.sub("", match.group()).lower()
+        if word and word not in FUNCTION_WORDS:
+            names.add(word)
+    return names
+
+
+class Features(NamedTuple):
+    """What a candidate is calibrated by, all known at turn time without another model run."""
+
+    similarity: float      # the page's best passage's cosine with the message
+    lead: float            # similarity - the best of the turn's other candidates (the similarity itself when alone)
+    below: float           # the turn's best similarity - similarity (0 for the best page)
+    spread: float          # similarity - the mean similarity of the turn's candidates
+    log_passages: float    # log of the page's passage count (the best-of-many edge of long pages)
+    rank: float            # log(1 + place in the shortlist): keyword candidates by BM25, hybrid by their fused rank
+    overlap: float         # share of the message's content words in the page, each weighted by its rarity in the turn
+    names: float           # share of the message's names (``message_names``) in the page (0 when it has none)
+
+
+def turn_features(similarities: Sequence[float], passages: Sequence[int], message: str = "",
+                  documents: Sequence[str] = (), analyzer: Analyzer | None = None,
+                  page_terms: Sequence[frozenset[str]] | None = None) -> list[Features]:
+    """One turn's ``Features``, candidates in shortlist order.  Without ``documents`` the two word features are 0.
+
+    ``overlap`` weights each of the message's content terms (the engine analyzer's, function words excluded) by
+    ``log((n + 1) / (1 + pages of the turn holding it))``, so a word every candidate shares counts for nothing
+    and a word one page alone holds counts most; a page alone in its turn scores 0.  ``page_terms``: each
+    document's distinct analyzer terms when the caller keeps them (``SimilarityScorer`` does, by text digest).
+    """
+    count = len(similarities)
+    best = max(similarities, default=0.0)
+    mean = sum(similarities) / count if count else 0.0
+    overlap, names = [0.0] * count, [0.0] * count
+    if documents and message:
+        analyzer = analyzer or Analyzer()
+        if page_terms is None:
+            page_terms = [frozenset(analyzer.terms(document)) for document in documents]
+        wanted = set(analyzer.query_terms(message)) - analyzer.function_terms
+        weights = {term: math.log((count + 1) / (1 + sum(term in terms for terms in page_terms))) for term in wanted}
+        total = sum(weights.values())
+        mentioned = [set(analyzer.terms(name)) for name in message_names(message)]
+        mentioned = [terms for terms in mentioned if terms]
+        for position, terms in enumerate(page_terms):
+            overlap[position] = sum(weights[term] for term in wanted & terms) / total if total > 0 else 0.0
+            names[position] = sum(name <= terms for name in mentioned) / len(mentioned) if mentioned else 0.0
+    out = []
+    for position, (similarity, passage_count) in enumerate(zip(similarities, passages)):
+        others = max((s for other, s in enumerate(similarities) if other != position), default=0.0)
+        out.append(Features(similarity, similarity - others, best - similarity, similarity - mean,
+                            math.log(max(passage_count, 1)), math.log1p(position), overlap[position],
+                            names[position]))
+    return out
+
+
 @dataclass(frozen=True)
 class Calibration:
-    """``probabilityTrue = sigmoid(a * similarity + gap * lead + passages * log(passage count) + b)``.
+    """``probabilityTrue = sigmoid(a * similarity + gap * lead + passages * log(passage count) + below * below +
+    spread * spread + rank * rank + overlap * overlap + names * names + b)`` over a candidate's ``Features``.
 
-    ``similarity`` is the page's best passage's cosine with the message; ``lead`` is how far it is above the
-    best of the turn's other candidates (the page's own similarity when it is alone), so a page that stands out
-    of its shortlist scores higher than one of ten alike; the passage term offsets the best-of-many advantage
-    of long pages.  ``a`` and ``gap`` are positive: within a turn the order is the similarities' order.
+    A page that stands out of its shortlist (``lead``, ``spread``), ranks high in it, holds the message's rarer
+    words and its names scores higher than one of ten alike; the passage term offsets the best-of-many advantage
+    of long pages.
     """
 
     a: float
     b: float
     gap: float = 0.0
     passages: float = 0.0
+    below: float = 0.0
+    spread: float = 0.0
+    rank: float = 0.0
+    overlap: float = 0.0
+    names: float = 0.0
 
-    def probability(self, similarity: float, lead: float = 0.0, passages: int = 1) -> float:
-        z = self.a * similarity + self.gap * lead + self.passages * math.log(max(passages, 1)) + self.b
+    def score(self, f: Features) -> float:
+        z = (self.a * f.similarity + self.gap * f.lead + self.passages * f.log_passages + self.below * f.below
+             + self.spread * f.spread + self.rank * f.rank + self.overlap * f.overlap + self.names * f.names + self.b)
         if z >= 0:
             return 1.0 / (1.0 + math.exp(-z))
         e = math.exp(z)
         return e / (1.0 + e)
 
-    def probabilities(self, similarities: Sequence[float], passages: Sequence[int]) -> list[float]:
-        """One turn's probabilities from each candidate's best passage similarity and passage count."""
-        scores = []
-        for position, (similarity, count) in enumerate(zip(similarities, passages)):
-            others = max((s for other, s in enumerate(similarities) if other != position), default=0.0)
-            scores.append(self.probability(similarity, similarity - others, count))
-        return scores
+    def probability(self, similarity: float, lead: float = 0.0, passages: int = 1) -> float:
+        """A candidate's probability from its similarity terms alone (the other features 0)."""
+        return self.score(Features(similarity, lead, 0.0, 0.0, math.log(max(passages, 1)), 0.0, 0.0, 0.0))
+
+    def probabilities(self, similarities: Sequence[float], passages: Sequence[int], message: str = "",
+                      documents: Sequence[str] = (), analyzer: Analyzer | None = None,
+                      page_terms: Sequence[frozenset[str]] | None = None) -> list[float]:
+        """One turn's probabilities, candidates in shortlist order (``turn_features``)."""
+        return [self.score(f) for f in turn_features(similarities, passages, message, documents, analyzer,
+                                                     page_terms)]
+
+    def coefficients(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in COEFFICIENTS}
 
 
+# Calibration's coefficient for each of Features' fields, in order, then the intercept (what a fit solves for).
+COEFFICIENTS = ("a", "gap", "below", "spread", "passages", "rank", "overlap", "names", "b")
 # Fitted by `python -m engine.bench.gate_shapes --fit` on LoCoMo conversations 0-4 in two page shapes (session
-# summaries, and session transcripts scored by their passages): every (question, keyword-shortlisted page) pair,
-# labelled by whether the page is one of the question's gold pages (the sessions of its evidence turns).
-# docs/benchmarks/gate-quality.md reports on conversations 5-9 and off-topic turns the fit never saw.
-CALIBRATION = Calibration(a=1.34, b=-1.885, gap=15.877, passages=0.164)
+# summaries, and session transcripts scored by their passages): the logistic regression of "gold" on ``Features``
+# over every (question, keyword-shortlisted page) pair, gold being one of the question's gold pages (the sessions
+# of its evidence turns).  docs/benchmarks/gate-quality.md reports on conversations 5-9 and off-topic turns the fit
+# never saw.
+CALIBRATION = Calibration(a=0.014, gap=12.001, below=3.587, spread=0.878, passages=-0.06, rank=-1.259,
+                          overlap=1.994, names=2.505, b=-3.25)
 # The documented highThreshold of this Decision model (used when recallGate sets none): the lowest threshold
 # whose precision was at least 0.75 on both shapes of the fit conversations (docs/recall-gate.md).
-HIGH_THRESHOLD = 0.6
+HIGH_THRESHOLD = 0.55
 
 
 class SimilarityScorer(Untokenized):
@@ -131,6 +218,8 @@ class SimilarityScorer(Untokenized):
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
+        self.analyzer = Analyzer()
+        self._terms: OrderedDict[str, frozenset[str]] = OrderedDict()   # page text digest -> its distinct terms
         self._state = LOADING
         self._reason: str | None = None
         self._loaded = threading.Event()
@@ -227,9 +316,29 @@ class SimilarityScorer(Untokenized):
                 cached[digest] = vector
         similarities = [max(float(np.dot(message, cached[text_digest(text)])) for text in passages)
                         for passages in cut]
-        scores: list[float | bool | None] = list(
-            self.calibration.probabilities(similarities, [len(passages) for passages in cut]))
+        scores: list[float | bool | None] = list(self.calibration.probabilities(
+            similarities, [len(passages) for passages in cut], query, documents, self.analyzer,
+            self._page_terms(documents)))
         return PairScores(scores=scores)
+
+
+    def _page_terms(self, documents: Sequence[str]) -> list[frozenset[str]]:
+        """Each document's distinct analyzer terms, kept by text digest (pages recur from turn to turn)."""
+        digests = [text_digest(document) for document in documents]
+        with self._cache_lock:
+            known = {digest: self._terms[digest] for digest in digests if digest in self._terms}
+        out = []
+        for digest, document in zip(digests, documents):
+            if digest not in known:
+                known[digest] = frozenset(self.analyzer.terms(document))
+            out.append(known[digest])
+        with self._cache_lock:
+            for digest in digests:
+                self._terms[digest] = known[digest]
+                self._terms.move_to_end(digest)
+            while len(self._terms) > PAGE_TERMS_CACHE_SIZE:
+                self._terms.popitem(last=False)
+        return out
 
 
 def passage_digests(documents: Sequence[str]) -> list[str]:

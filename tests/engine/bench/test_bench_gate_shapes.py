@@ -68,6 +68,8 @@ def test_figures_count_gold_pages_off_topic_turns_and_auc() -> None:
     at_half = f["thresholds"][0]
     assert (at_half["precision"], at_half["recall"], at_half["offTopic"]) == (1.0, 1.0, 0.0)
     assert math.isnan(f["thresholds"][1]["precision"]) and f["thresholds"][1]["recall"] == 0.0
+    # the bounds: the best-scored page of each question is its gold one; two a turn halve the precision
+    assert f["best"][:2] == [{"k": 1, "precision": 1.0, "recall": 1.0}, {"k": 2, "precision": 0.5, "recall": 1.0}]
     start = gate_shapes.figures(rows(), calibration, thresholds=(0.5,), page_start=True)["thresholds"][0]
     # by the pages' starts: page 7 of the second turn (0.1) is missed and the off-topic turn's 0.6 is injected
     assert (start["precision"], start["recall"], start["offTopic"]) == (1.0, 0.5, 1.0)

@@ -48,7 +48,7 @@ def later(seconds: float = 30.0) -> float:
 # --- the calibration ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("calibration", [CALIBRATION, Calibration(3.0, 1.0), Calibration(25.0, -14.0)])
+@pytest.mark.parametrize("calibration", [Calibration(3.0, 1.0), Calibration(25.0, -14.0), Calibration(1.3, -1.9, 15.9)])
 def test_the_calibration_maps_similarity_monotonically_into_0_1(calibration: Calibration) -> None:
     similarities = np.linspace(-1.0, 1.0, 201)
     probabilities = [calibration.probability(float(s)) for s in similarities]
@@ -61,8 +61,10 @@ def test_the_calibration_maps_similarity_monotonically_into_0_1(calibration: Cal
             standing_out == calibration.probability(similarity)
 
 
-def test_the_committed_calibration_keeps_the_order_of_similarities() -> None:
-    assert CALIBRATION.a > 0 and math.isfinite(CALIBRATION.b)
+def test_the_committed_calibration_raises_a_page_with_its_own_similarity() -> None:
+    for similarity in (0.1, 0.3, 0.5):   # the other candidate at 0.3, the words alike
+        lower, higher = (CALIBRATION.probabilities([s, 0.3], [1, 1])[0] for s in (similarity, similarity + 0.05))
+        assert higher > lower and math.isfinite(CALIBRATION.b)
 
 
 # --- selecting it ------------------------------------------------------------------------------------------
@@ -107,7 +109,8 @@ def test_probability_true_is_the_calibrated_cosine_similarity(runtime: DecisionR
     embedder.load()
     vectors = embedder.embed([QUERY, *DOCUMENTS])
     # Each short page is one passage; each is calibrated against the best of the turn's other pages.
-    expected = CALIBRATION.probabilities([float(np.dot(vectors[0], v)) for v in vectors[1:]], [1, 1, 1])
+    expected = CALIBRATION.probabilities([float(np.dot(vectors[0], v)) for v in vectors[1:]], [1, 1, 1], QUERY,
+                                         DOCUMENTS)
     assert [a.probability_true for a in result.answers] == pytest.approx(expected, abs=1e-5)
     assert [a.key for a in result.answers] == ["0", "1", "2"] and result.unscored == ()
     assert [a.value for a in result.answers] == [p >= 0.5 for p in expected]

@@ -116,3 +116,14 @@ def test_without_the_owners_high_threshold_the_embedding_model_brings_its_own() 
     owner = parse_gate_settings({"mode": "shadow", "highThreshold": 0.3})
     assert owner is not None and owner.to_config()["highThreshold"] == 0.3
     assert in_force(owner, embedding).high_threshold == 0.3  # type: ignore[arg-type]
+
+
+def test_the_word_features_come_from_the_pages_terms_kept_by_digest(scorer: SimilarityScorer) -> None:
+    pages = ["Harbour\n\nAlice found the needle in the harbour.", "Market\n\nBob lost w1 at the market."]
+    words = Calibration(a=0.0, b=0.0, overlap=4.0, names=2.0)   # the words alone decide
+    scorer.calibration = words
+    first = scorer.score_pairs("Where did Alice find the needle?", pages, deadline=time.monotonic() + 60).scores
+    assert set(scorer._terms) == {text_digest(page) for page in pages}
+    again = scorer.score_pairs("Where did Alice find the needle?", pages, deadline=time.monotonic() + 60).scores
+    assert again == first and first[0] > 0.5 == first[1], "the page with the message's words and name, only"
+    assert first == pytest.approx(words.probabilities([1.0, 0.6], [1, 1], "Where did Alice find the needle?", pages))
