@@ -67,7 +67,7 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     fused = sorted(((HYBRID_ALPHA * keyword[path] + (1 - HYBRID_ALPHA) * semantic.get(path, keyword[path]), path)
                     for path in pool), key=lambda item: (-item[0], item[1]))
     best = fused[0][0] if fused else 0.0
-    snippets = snippet_generator(searcher, index.schema, query, request)
+    snippets = snippet_generator(searcher, index.schema, terms, request)
     marker = snippet_marker(analyzer, request)
     hits: list[SearchHit] = []
     for score, path in fused:

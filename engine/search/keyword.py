@@ -273,7 +273,7 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
     query = build_query(index.schema, terms, request)
     searcher = index.searcher() if overlay is None else overlay.searcher
     moment = request.as_of or utc_now()
-    snippets = snippet_generator(searcher, index.schema, query, request)
+    snippets = snippet_generator(searcher, index.schema, terms, request)
     marker = snippet_marker(analyzer, request)
     hits: list[SearchHit] = []
     next_cursor = None
@@ -314,14 +314,13 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
     return response
 
 
-def snippet_generator(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tantivy.Query,
+def snippet_generator(searcher: tantivy.Searcher, schema: tantivy.Schema, terms: list[str],
                       request: SearchRequest) -> tantivy.SnippetGenerator:
-    """Where a hit's snippet is cut.  Agents' is made from ``query``, as it always was: its words are scored over
-    ``text``, so it finds none in ``body`` and the snippet is the body's start.  The owner's (``request.marked``)
-    is made from the marked words over ``body``, so it is the passage that holds them."""
-    if request.marked is not None:
-        query = tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term))
-                                             for term in sorted(request.marked)])
+    """Where a hit's snippet is cut: the passage of ``body`` that holds the query's words (the owner's marked
+    words, ``request.marked``; an agent's query words), or the body's start when none of them is there."""
+    words = sorted(request.marked if request.marked is not None else set(terms))
+    query = tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term))
+                                         for term in words])
     snippets = tantivy.SnippetGenerator.create(searcher, query, schema, "body")
     snippets.set_max_num_chars(SNIPPET_CHARS)
     return snippets
@@ -336,16 +335,16 @@ def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: 
            score: float, marker: Callable[[str], bool] | None = None) -> SearchHit | OwnerSearchHit:
     """The hit for ``document``; with a ``marker`` (the owner's search), an ``OwnerSearchHit``."""
     view = row.view
-    snippet = snippets.snippet_from_doc(document).fragment().strip()
-    if not snippet:
-        body = (document.get_first("body") or "").strip()
-        snippet = body[:SNIPPET_CHARS]
+    body = (document.get_first("body") or "").strip()
+    # A body that fits is the snippet whole (tantivy's fragment would stop at the last word it holds).
+    snippet = body if len(body) <= SNIPPET_CHARS else snippets.snippet_from_doc(document).fragment().strip()
+    snippet = snippet or body[:SNIPPET_CHARS]
     hit: SearchHit = {
         **record_summary(row), "snippet": snippet, "score": round(score, 6),
         "assertionOrigin": view.assertion_origin, "attribution": view.attribution,
         "ref": reference(store_id, row),
     }
     if marker is not None:
-        plain, highlights = owner_snippet(snippet, (document.get_first("body") or "").strip(), marker)
+        plain, highlights = owner_snippet(snippet, body, marker)
         return cast(OwnerSearchHit, {**hit, "snippet": plain, "highlights": highlights})
     return hit

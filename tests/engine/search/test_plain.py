@@ -82,8 +82,8 @@ def test_the_owners_search_marks_words_and_agents_get_no_highlights(engine, owne
     text = owners["snippet"]
     assert text.startswith("\u2026") and text.endswith("\u2026") and "**" not in text
     assert _marked(text, owners["highlights"]) == ["sync", "phone"]  # "how", "to": function words, unmarked
-    # Agents' knowledge_grep answers as it always did: no highlights, the body's start as written.
-    assert "highlights" not in agents and agents["snippet"] == ("Intro. " * 60)[:240]
+    # Agents' knowledge_grep: no highlights, the passage that holds the query's words, as written.
+    assert "highlights" not in agents and "sync the vault to a **phone**" in agents["snippet"]
 
 
 def test_a_query_of_function_words_alone_marks_them() -> None:
