@@ -57,6 +57,7 @@ from ..state.statedir import StateDir
 from ..store.attachments import ATTACH_MAX_BYTES, attach
 from ..store.credentials import decoded_for_scan
 from ..store.inputs import ITEMS_MAX
+from ..store.reads import get_record
 from ..vault.record_view import RecordView, view_of
 from ..vault.records import TITLE_MAX_CHARS
 from . import jsonnumbers
@@ -441,19 +442,55 @@ class Writer:
 
     current_record = current_page  # a claim's, the same way
 
+    def current_page_and_sources(self, page_id: str) -> tuple[dict[str, Any], dict[str, str]]:
+        """A page's current revision (as ``current_page`` answers it, without the link) and the sha256 of each
+        source its evidence cites, in one read: what a rerun asks of every page it finds (``retained``)."""
+        def work(runtime: Any, authority: Any, view: Any) -> tuple[dict[str, Any], dict[str, str]]:
+            record = get_record(view.store, view.catalog, authority.partition, page_id)
+            rows = [(source, view.catalog.source(authority.partition, source)) for source in _cited(record)]
+            return dict(record), {source: row.sha256 for source, row in rows if row is not None}
+
+        return self.engine.enter(self.caller).read(work)
+
     def source_sha256(self, source_id: str) -> str | None:
         """The sha256 of a retained source of the caller's partition, None when there is none."""
-        def work(runtime: Any, authority: Any) -> str | None:
-            row = runtime.catalog.source(authority.partition, source_id)
-            return None if row is None else row.sha256
+        return self.source_sha256s([source_id]).get(source_id)
 
-        return self.engine.on_store(self.caller, work)
+    def source_sha256s(self, source_ids: Iterable[str]) -> dict[str, str]:
+        """The sha256 of each of ``source_ids`` that is a retained source of the caller's partition, in one
+        read beside the store's lane (a rerun asks it for every page it finds; the lane is the writes')."""
+        wanted = list(dict.fromkeys(source_ids))
+        if not wanted:
+            return {}
 
-    def cites(self, record: dict[str, Any], original: Original) -> bool:
+        def work(runtime: Any, authority: Any, view: Any) -> dict[str, str]:
+            rows = [(source_id, view.catalog.source(authority.partition, source_id)) for source_id in wanted]
+            return {source_id: row.sha256 for source_id, row in rows if row is not None}
+
+        return self.engine.enter(self.caller).read(work)
+
+    def cites(self, record: dict[str, Any], original: Original, shas: dict[str, str] | None = None) -> bool:
         """Whether a record (as ``current_record`` answers) cites this very file (its first part) as evidence:
-        importing the same input again, rather than a newer one that says the same."""
-        cited = [e.get("source") for e in record["frontmatter"].get("evidence") or [] if isinstance(e, dict)]
-        return first_part_sha256(original) in {self.source_sha256(c) for c in cited if isinstance(c, str)}
+        importing the same input again, rather than a newer one that says the same.  ``shas``: the cited
+        sources' sha256 when the caller read them already (``current_page_and_sources``)."""
+        shas = self.source_sha256s(_cited(record)) if shas is None else shas
+        return first_part_sha256(original) in shas.values()
+
+    def retained(self, record: dict[str, Any], original: Original, shas: dict[str, str]) -> list[str] | None:
+        """The source ids ``original`` is retained under, when ``record`` cites every part of it (as ``retain``
+        answers them, in order; ``shas``: the cited sources' sha256, ``current_page_and_sources``): the very
+        same file imported again, whose retries would answer these ids, counted as kept.  None when a part is
+        not cited (an edited record, a newer file): then ``retain`` it."""
+        by_sha: dict[str, str] = {}
+        for source in _cited(record):
+            if source in shas:
+                by_sha.setdefault(shas[source], source)
+        data = original.data
+        ids = [by_sha.get(hashlib.sha256(data[start:start + ATTACH_MAX_BYTES]).hexdigest())
+               for start in range(0, len(data), ATTACH_MAX_BYTES)]
+        if not ids or None in ids:
+            return None
+        return [self.kept(source, "sources") for source in ids if source is not None]
 
     def done(self, done: int, total: int, item: str, phase: str = "writing") -> None:
         if self.progress is not None:
@@ -522,6 +559,12 @@ def first_source(view: RecordView) -> str | None:
     """The source a record's first citation names, if it names one."""
     first = view.evidence[0] if view.evidence else None
     return first.source if first is not None and first.at == 0 else None
+
+
+def _cited(record: dict[str, Any]) -> list[str]:
+    """The source ids a record's evidence cites, in order, each once."""
+    return list(dict.fromkeys(e["source"] for e in record["frontmatter"].get("evidence") or []
+                              if isinstance(e, dict) and isinstance(e.get("source"), str)))
 
 
 def first_part_sha256(original: Original) -> str:

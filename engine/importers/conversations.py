@@ -182,7 +182,8 @@ def _write_conversations(writer: Writer, conversations: list[Conversation], prod
                 if says_same(page, params):
                     if not rerun:
                         cited = [e.get("source") for e in page["frontmatter"].get("evidence") or []]
-                        rerun.append(any(writer.source_sha256(c) in shas for c in cited if isinstance(c, str)))
+                        rerun.append(bool(shas & set(writer.source_sha256s(
+                            c for c in cited if isinstance(c, str)).values())))
                     found = (found[0], None)  # unchanged: nothing to write
             planned.append((conversation, data, params, found))
         retained: list[str] = []

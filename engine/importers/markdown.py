@@ -192,10 +192,11 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
         params["tags"] = list(note.tags)
     found = earlier.get(retained_name(folder, note))
     if found is not None:
-        page = writer.current_page(found[0])
+        page, shas = writer.current_page_and_sources(found[0])
         if says_same(page, params):
-            if writer.cites(page, note.original):
-                _retain(writer, folder, note, sources, retained_files)  # the same file: retries, as it was
+            known = writer.retained(page, note.original, shas)  # the same file: its source ids, without retrying
+            if known is not None or writer.cites(page, note.original, shas):
+                _retain(writer, folder, note, sources, retained_files, known)  # retries of the rest, as it was
             return writer.kept(found[0]), False
     cited = _retain(writer, folder, note, sources, retained_files)
     params = {**params, "evidence": [{"source": source} for source in cited[:LIST_MAX]]}
@@ -259,10 +260,11 @@ def retained_name(folder: Folder, note: Note) -> str:
 
 
 def _retain(writer: Writer, folder: Folder, note: Note, sources: dict[str, list[str]],
-            retained_files: RetainedFiles) -> list[str]:
-    """Retain a note's original and the files it links (each file once); returns the sources its page cites."""
-    sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
-                                       filename=retained_name(folder, note))
+            retained_files: RetainedFiles, known: list[str] | None = None) -> list[str]:
+    """Retain a note's original (unless ``known``: the ids it is retained under already) and the files it
+    links (each file once); returns the sources its page cites."""
+    sources[note.path] = known if known is not None else writer.retain(
+        note.original, note.key, media_type="text/markdown", filename=retained_name(folder, note))
     cited = list(sources[note.path])
     for relative in _attachments(folder, note):
         cited += retained_files.get(relative, lambda relative=relative: writer.retain(

@@ -118,6 +118,23 @@ def test_importing_again_creates_nothing_and_an_interrupted_run_is_finished(
     assert len(records(state_dir, "pages/")) == 3
 
 
+def test_a_rerun_takes_the_originals_it_cites_from_the_pages_instead_of_retrying_them(
+        engine: Engine, notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = run_import(engine, "markdown", notes)
+    retried: list[str] = []
+    real = common.attach
+    monkeypatch.setattr(common, "attach", lambda engine, caller, request: retried.append(
+        request["filename"]) or real(engine, caller, request))
+
+    assert run_import(engine, "markdown", notes) == first  # the same counts: kept sources count as before
+    assert retried == ["clock.png"]  # only the file a note links; no note's original went through the store
+
+    (notes / "Inbox.md").write_text("Plain note, changed, linking [[Projects/Alpha/Tram clock]].\n", encoding="utf-8")
+    retried.clear()
+    run_import(engine, "markdown", notes)
+    assert sorted(retried) == ["clock.png", "vault › Inbox.md"]  # a changed note's newer original is retained
+
+
 def test_dry_run(engine: Engine, notes: Path) -> None:
     result = run_import(engine, "markdown", notes, dry_run=True)
 
