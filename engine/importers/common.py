@@ -313,6 +313,7 @@ class Writer:
     _placeholders: int = 0
     _pipeline: Pipeline | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _reading: tuple[Caller, Any] | None = None  # the caller and its entry (``Engine.enter``) the reads share
 
     def later(self, write: Callable[[], Item], then: Callable[[], None] | None = None) -> "Future[Item]":
         """Write one item (``write`` makes its writes through this writer) beside the next ones, so the store
@@ -450,7 +451,7 @@ class Writer:
             rows = [(source, view.catalog.source(authority.partition, source)) for source in _cited(record)]
             return dict(record), {source: row.sha256 for source, row in rows if row is not None}
 
-        return self.engine.enter(self.caller).read(work)
+        return self._read(work)
 
     def source_sha256(self, source_id: str) -> str | None:
         """The sha256 of a retained source of the caller's partition, None when there is none."""
@@ -467,7 +468,16 @@ class Writer:
             rows = [(source_id, view.catalog.source(authority.partition, source_id)) for source_id in wanted]
             return {source_id: row.sha256 for source_id, row in rows if row is not None}
 
-        return self.engine.enter(self.caller).read(work)
+        return self._read(work)
+
+    def _read(self, work: Callable[[Any, Any, Any], Item]) -> Item:
+        """``work`` as an authorised read of the caller's partition.  The reads of an import share one entry:
+        authorised once, and each read's authority checked again right after it (``EngineEntry.read``), so a
+        caller revoked midway gets no answer, as when each read entered on its own."""
+        reading = self._reading
+        if reading is None or reading[0] is not self.caller:
+            reading = self._reading = (self.caller, self.engine.enter(self.caller))
+        return reading[1].read(work)
 
     def cites(self, record: dict[str, Any], original: Original, shas: dict[str, str] | None = None) -> bool:
         """Whether a record (as ``current_record`` answers) cites this very file (its first part) as evidence:
