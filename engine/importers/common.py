@@ -438,13 +438,14 @@ class Writer:
             return {}
 
     def current_page(self, page_id: str) -> dict[str, Any]:
-        """The current revision of a page (``Engine.get_record``)."""
-        return self.engine.get_record(self.caller, page_id)
+        """The current revision of a page (as ``Engine.get_record`` answers it, without the link)."""
+        return self._read(lambda runtime, authority, view: dict(get_record(view.store, view.catalog,
+                                                                           authority.partition, page_id)))
 
     current_record = current_page  # a claim's, the same way
 
     def current_page_and_sources(self, page_id: str) -> tuple[dict[str, Any], dict[str, str]]:
-        """A page's current revision (as ``current_page`` answers it, without the link) and the sha256 of each
+        """A page's current revision (as ``current_page`` answers it) and the sha256 of each
         source its evidence cites, in one read: what a rerun asks of every page it finds (``retained``)."""
         def work(runtime: Any, authority: Any, view: Any) -> tuple[dict[str, Any], dict[str, str]]:
             record = get_record(view.store, view.catalog, authority.partition, page_id)
