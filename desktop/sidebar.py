@@ -17,7 +17,10 @@ approved recall blocks (``operator/approvals``), the partitions of its store
 They are asked again when the agent changes, on F5, and after each batch of
 the engine's change notifications the window applies, so they follow what
 agents do.  A count the engine cannot give (a store not created yet) is
-left off, never shown as 0.
+left off, never shown as 0.  They are asked in the background
+(``EngineTasks.request(background=True)``): the view in front is answered
+first, and the counts follow it by a few cheap calls (tens of milliseconds
+each, the ``limit: 1`` pages' totals).
 """
 
 from __future__ import annotations
@@ -191,7 +194,7 @@ class SidebarCounts(QObject):
             def failed(_message: str, key: str = key) -> None:
                 self._arrived(this_round, key, None, results, len(requests))  # no count is better than a wrong one
 
-            self.tasks.request(method, params, done, on_error=failed, owner=self)
+            self.tasks.request(method, params, done, on_error=failed, owner=self, background=True)
 
     def _arrived(self, this_round: int, key: str, count: int | None, results: dict[str, int | None],
                  expected: int) -> None:

@@ -7,16 +7,26 @@ GUI thread, delivered by a queued signal.  A callback whose owner widget
 was deleted meanwhile is dropped.  Reads and the few writes (membership and
 settings) go the same way; a write's result is the fresh inventory, which
 the views apply as their change set.
+
+Requests run in the order asked, except those asked with ``background=True``
+(the sidebar's counts): they wait until no other request is waiting, so what
+the view in front asks for is answered first.  One started runs to its end;
+the worker never interrupts it.  A background request is handed to the
+worker once the GUI thread's current event is done, so what that same event
+asks for the view in front goes ahead of it even when the worker was idle.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import shiboken6
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from engine.core.errors import KnowledgeError
 from engine.wire.operator_client import UNREACHABLE
@@ -69,6 +79,11 @@ class EngineTasks(QObject):
         self._connect = connect
         self._client: OperatorClient | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_PREFIX)
+        # The jobs asked and not started, (lane, order asked, job): the worker takes the smallest, so a
+        # background job (lane 1) waits behind every other.  One executor slot is submitted per job.
+        self._waiting: list[tuple[int, int, Callable[[], None]]] = []
+        self._waiting_lock = threading.Lock()
+        self._order = itertools.count()
         self._pending = 0
         self._closed = False
         self._sig_finished.connect(self._on_finished)
@@ -76,15 +91,20 @@ class EngineTasks(QObject):
     # --- asking ---------------------------------------------------------------------------------
 
     def request(self, method: str, params: dict[str, Any] | None, on_done: Callback, *,
-                on_error: ErrorCallback | None = None, owner: QObject | None = None) -> Future | None:
-        """Send ``method`` to the engine on the worker; ``on_done(result)`` runs on the GUI thread."""
-        return self.run(lambda: self._call(method, params or {}), on_done, on_error=on_error, owner=owner)
+                on_error: ErrorCallback | None = None, owner: QObject | None = None,
+                background: bool = False) -> None:
+        """Send ``method`` to the engine on the worker; ``on_done(result)`` runs on the GUI thread.
+
+        ``background``: a read no view in front waits for (a count in the sidebar); it runs once nothing
+        else is waiting.  Never for a write: a read asked after it could then overtake it."""
+        self.run(lambda: self._call(method, params or {}), on_done, on_error=on_error, owner=owner,
+                 background=background)
 
     def run(self, work: Callable[[], Any], on_done: Callback, *, on_error: ErrorCallback | None = None,
-            owner: QObject | None = None) -> Future | None:
+            owner: QObject | None = None, background: bool = False) -> None:
         """Run any slow ``work`` on the worker thread (starting the engine, say)."""
         if self._closed:
-            return None
+            return
         self._pending += 1
         if self._pending == 1:
             self.sig_busy_changed.emit(True)
@@ -98,7 +118,22 @@ class EngineTasks(QObject):
                 outcome = exc
             self._sig_finished.emit(owner, on_done, on_error, outcome)
 
-        return self._executor.submit(job)
+        with self._waiting_lock:
+            heapq.heappush(self._waiting, (int(background), next(self._order), job))
+        if background:
+            QTimer.singleShot(0, self, self._hand_to_worker)  # after what the current event asks for
+        else:
+            self._hand_to_worker()
+
+    def _hand_to_worker(self) -> None:
+        if not self._closed:
+            self._executor.submit(self._run_next)
+
+    def _run_next(self) -> None:
+        """On the worker: the first job of the first lane (one call per job handed over)."""
+        with self._waiting_lock:
+            job = heapq.heappop(self._waiting)[2]
+        job()
 
     def use_client(self, client: OperatorClient) -> None:
         """Adopt a connection opened on the worker (call from a ``run`` job's result)."""
@@ -144,6 +179,7 @@ class EngineTasks(QObject):
             return
         self._closed = True
         self._executor.shutdown(wait=True, cancel_futures=True)
+        self._waiting.clear()
         if self._client is not None:
             self._client.close()
             self._client = None
