@@ -202,6 +202,11 @@ class Entry(Protocol[R]):
         together with the writes queued beside it (group commit); returns the receipt."""
         ...
 
+    def read(self, work: Callable[[R, Authority, Any], T]) -> T:
+        """``work(store, authority, view)`` on the catalog's last committed snapshot beside the lane when it can
+        be, else on the lane; authority re-checked around it, as ``run``."""
+        ...
+
     def recheck(self) -> None:
         """Authorize the caller again (never creating a store); Denied when it reaches another partition."""
         ...

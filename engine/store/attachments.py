@@ -237,13 +237,47 @@ def _default_filename(name: str) -> str | None:
 
 
 def attach(engine: "AttachEngine", caller: "Caller", params: Any) -> SourceReceipt:
-    """``knowledge_attach``: retain base64 content as a source; returns the receipt with its descriptor id."""
+    """``knowledge_attach``: retain base64 content as a source; returns the receipt with its descriptor id.
+
+    The content is scanned for credentials before anything is queued, except for an identical retry of a
+    large one (``RETRY_LOOKUP_FROM``), which is answered with its first receipt: that content was scanned
+    when it was first published.  Should the receipt not be there once the lane plans it after all, the
+    content is scanned then, before anything is written."""
     request = parse_attach_input(params)
-    engine.refuse_secrets([*texts_of(params, skip=frozenset({"content"})),
-                           ("content", decoded_for_scan(request.content))])
-    return _publish_source(engine, caller, "attach", request.request_id, request.digest(), None,
-                           lambda: (request.content, request.sha256), request.filename,
+    engine.refuse_secrets(texts_of(params, skip=frozenset({"content"})))
+    digest = request.digest()
+    content = lambda: [("content", decoded_for_scan(request.content))]  # noqa: E731
+    scanned = len(request.content) < RETRY_LOOKUP_FROM or not _published(engine, caller, request.request_id, digest)
+    if scanned:
+        engine.refuse_secrets(content())
+
+    def load() -> tuple[bytes, str]:  # on the lane, when no identical request was published
+        if not scanned:
+            engine.refuse_secrets(content())
+        return request.content, request.sha256
+
+    return _publish_source(engine, caller, "attach", request.request_id, digest, None, load, request.filename,
                            request.media_type)
+
+
+# An attachment at least this large that retries a published request is not scanned again: looking its receipt
+# up costs a read, scanning megabytes for credentials far more (a rerun of an import retries every original).
+RETRY_LOOKUP_FROM = 64 * 1024
+
+
+def _published(engine: "AttachEngine", caller: "Caller", request_id: str, digest: str) -> bool:
+    """Whether this very request was published already (its receipt is there); a request id used for other
+    content answers False here, so that the scan comes first and the conflict is raised where it always was."""
+    def work(runtime: "OpenStore", authority: "Authority", view: Any) -> bool:
+        try:
+            return runtime.publisher.existing_receipt(authority.partition, request_id, digest) is not None
+        except Conflict:
+            return False
+
+    try:  # never creating the caller's store: a refused write changes nothing
+        return engine.enter(caller, write=True, create=False).read(work)
+    except NotFound:  # no store yet, so nothing published
+        return False
 
 
 def attach_file(engine: "AttachEngine", caller: "Caller", params: Any) -> SourceReceipt:

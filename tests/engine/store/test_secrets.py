@@ -17,7 +17,8 @@ from typing import Any, Callable
 import pytest
 
 from engine.importers import demo
-from engine.store.attachments import attach, attach_file
+from engine.store import attachments
+from engine.store.attachments import RETRY_LOOKUP_FROM, attach, attach_file
 from engine.access.authority import AgentCaller
 from engine.bench.secrets import fake_credentials
 from engine.store.credentials import CHUNK_CHARS, KINDS, decoded_for_scan, find_secret, refuse_secrets, texts_of
@@ -380,3 +381,43 @@ def test_an_engine_id_is_never_taken_for_a_credential():
     refuse_secrets([("id", page_id)], allowed=False)  # nothing raised
     with pytest.raises(SecretDetected):  # the same letters as text are still checked
         refuse_secrets([("body", f"the key is {page_id[5:]}")], allowed=False)
+
+
+def _large(text: str) -> bytes:
+    """Content past attachments.RETRY_LOOKUP_FROM, with ``text`` on its last line."""
+    line = b"Ordinary minutes of the Friday meeting, nothing to hide here.\n"
+    return line * (RETRY_LOOKUP_FROM // len(line) + 1) + text.encode("utf-8") + b"\n"
+
+
+def test_a_large_attachment_is_scanned_once_and_its_identical_retry_is_answered_without_a_scan(
+        engine, owner, seeded, monkeypatch):
+    scanned: list[str] = []
+    real = engine.refuse_secrets
+    monkeypatch.setattr(engine, "refuse_secrets", lambda texts: real(
+        [(field, text) for field, text in texts if scanned.append(field) or True]))
+    params = {"requestId": "minutes", "content": base64.b64encode(_large("the end")).decode("ascii"),
+              "filename": "minutes.txt"}
+
+    first = attach(engine, owner, params)
+    assert "content" in scanned
+    scanned.clear()
+    again = attach(engine, owner, params)
+
+    assert again["source"] == first["source"] and again["publicationId"] == first["publicationId"]
+    assert "content" not in scanned  # its content was scanned when it was published
+
+
+def test_a_large_attachment_with_a_secret_is_refused_first_time_and_when_its_receipt_is_not_there_after_all(
+        engine, owner, seeded, monkeypatch):
+    params = {"requestId": "leak", "content": base64.b64encode(_large(SECRET_TEXT)).decode("ascii")}
+    before, count = vault_snapshot(only_store(engine.state) / "vault"), publications(engine, owner)
+
+    with pytest.raises(SecretDetected):
+        attach(engine, owner, params)
+    # The lookup answered that it was published, but the lane finds no receipt: scanned there, still refused.
+    monkeypatch.setattr(attachments, "_published", lambda *_: True)
+    with pytest.raises(SecretDetected):
+        attach(engine, owner, params)
+
+    assert vault_snapshot(only_store(engine.state) / "vault") == before
+    assert publications(engine, owner) == count
