@@ -281,8 +281,10 @@ class Catalog(CatalogReads):
             # What the changed paths held before: records naming those ids are re-checked too (a full check,
             # forced or the first, checks every record anyway).
             full = force or first_sync
+            # (A path the catalog does not know, a new file, held nothing: it is not looked up.)
             before = set() if full else self._ids_at(
-                partition, [*stale, *(finding.path or "" for finding in rejected), *missing])
+                partition, [*(relpath for relpath in stale if relpath in known),
+                            *(finding.path or "" for finding in rejected), *missing])
             ontology = self.store.ontology(partition)  # one ontology for the whole sync
             pending: list[_Catalogued] = []
             clock = _Clock()
