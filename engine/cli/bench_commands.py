@@ -64,6 +64,21 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     bench_throughput.add_argument("--output", default="docs/benchmarks/throughput.md",
                                   help="default docs/benchmarks/throughput.md; '-' writes no file")
     bench_throughput.set_defaults(handler=cmd_bench_throughput)
+    bench_cataloguing = bench_commands.add_parser(
+        "cataloguing", parents=[common], help="new files dropped into a partition, then the first search",
+        description="The first search after generated note pages were copied into a store's private partition "
+                    "(the catalog's sync and the search index's catch-up), repeated; with --compare, side by "
+                    "side with another checkout of the engine, alternated run by run.")
+    bench_cataloguing.add_argument("--records", type=int, default=bench_defaults.CATALOGUING_RECORDS,
+                                   help="generated records (default %(default)s)")
+    bench_cataloguing.add_argument("--repeats", type=int, default=3, help="runs of each side (default 3)")
+    bench_cataloguing.add_argument("--compare", metavar="NAME=DIR",
+                                   help="another checkout to run first in each pair, e.g. before=../main")
+    bench_cataloguing.add_argument("--template", metavar="DIR",
+                                   help="keep the generated records here and reuse them (same --records)")
+    bench_cataloguing.add_argument("--output", default=str(bench_defaults.CATALOGUING_OUTPUT),
+                                   help="default %(default)s; '-' writes no file")
+    bench_cataloguing.set_defaults(handler=cmd_bench_cataloguing)
     bench_git = bench_commands.add_parser(
         "git", parents=[common], help="a vault's git history after many checkpoints: packed, and never packed")
     bench_git.add_argument("--checkpoints", type=int, default=bench_defaults.GIT_HISTORY_CHECKPOINTS,
@@ -195,6 +210,23 @@ def cmd_bench_throughput(args: argparse.Namespace, state: StateDir) -> int:
                                   say=lambda line: print(line, file=sys.stderr, flush=True))
     text = throughput_bench.report(result, command)
     return _reported(text, args.output)
+
+
+def cmd_bench_cataloguing(args: argparse.Namespace, state: StateDir) -> int:
+    """Throwaway state directories in a temporary directory; the state directory is never touched."""
+    from ..bench import cataloguing
+    sides: dict[str, Path] = {}
+    if args.compare:
+        name, _, directory = args.compare.partition("=")
+        sides[name] = Path(directory).resolve()
+    sides["this checkout"] = Path.cwd()
+    command = f"knowledge bench cataloguing --records {args.records} --repeats {args.repeats}"
+    if args.compare:
+        command += f" --compare {args.compare}"
+    result = cataloguing.run(records=args.records, repeats=args.repeats, sides=sides,
+                             template=Path(args.template) if args.template else None,
+                             say=lambda line: print(line, file=sys.stderr, flush=True))
+    return _reported(cataloguing.report(result, command), args.output)
 
 
 def cmd_bench_git(args: argparse.Namespace, state: StateDir) -> int:

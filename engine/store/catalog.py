@@ -20,8 +20,10 @@ import json
 import os
 import sqlite3
 import stat
+import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
@@ -279,13 +281,16 @@ class Catalog(CatalogReads):
             # What the changed paths held before: records naming those ids are re-checked too (a full check,
             # forced or the first, checks every record anyway).
             full = force or first_sync
+            # (A path the catalog does not know, a new file, held nothing: it is not looked up.)
             before = set() if full else self._ids_at(
-                partition, [*stale, *(finding.path or "" for finding in rejected), *missing])
+                partition, [*(relpath for relpath in stale if relpath in known),
+                            *(finding.path or "" for finding in rejected), *missing])
             ontology = self.store.ontology(partition)  # one ontology for the whole sync
             pending: list[_Catalogued] = []
+            clock = _Clock()
             with TreeReader(root) as reader:
                 for relpath, info in sorted(stale.items()):
-                    self._load(partition, reader, relpath, info, ontology, pending)
+                    self._load(partition, reader, relpath, info, ontology, pending, clock)
                     report.changed.append(relpath)
                     if len(pending) >= _CHUNK:
                         self._write_catalogued(pending)
@@ -416,7 +421,7 @@ class Catalog(CatalogReads):
         return known
 
     def _load(self, partition: str, reader: TreeReader, relpath: str, info: FileStat, ontology: Ontology,
-              pending: list[_Catalogued]) -> None:
+              pending: list[_Catalogued], clock: "_Clock") -> None:
         if is_descriptor_path(relpath):
             self._load_descriptor(partition, reader, relpath, info)
             return
@@ -426,7 +431,8 @@ class Catalog(CatalogReads):
             code = "too_large" if isinstance(exc, LimitExceeded) else "unreadable"
             self._record_rejected(partition, Finding(code, exc.message, path=relpath), info)
             return
-        pending.append(self._catalogue(partition, relpath, data, FileStat.of(real), ontology))
+        pending.append(self._catalogue(partition, relpath, data, FileStat.of(real), ontology,
+                                       observed_at=clock.now()))
 
     def index_record_bytes(self, partition: str, relpath: str, data: bytes, info: FileStat,
                            *, publication_id: str | None = None, agent: str | None = None) -> str:
@@ -440,7 +446,8 @@ class Catalog(CatalogReads):
         return catalogued.row["file_status"]
 
     def _catalogue(self, partition: str, relpath: str, data: bytes, info: FileStat, ontology: Ontology,
-                   publication_id: str | None = None, agent: str | None = None) -> _Catalogued:
+                   publication_id: str | None = None, agent: str | None = None, *,
+                   observed_at: str | None = None) -> _Catalogued:
         """What the catalog records of one record file's bytes (``_write_catalogued`` writes it)."""
         record, findings = parse_record(data, relpath)
         view = record.view if record is not None else None
@@ -463,7 +470,7 @@ class Catalog(CatalogReads):
                     # Every revision's bytes are kept: publications, and edits made outside the engine.
                     revision = (partition, row["record_id"], row["revision"], row["sha256"], data, relpath,
                                 "publication" if publication_id else "external", publication_id, agent,
-                                format_timestamp(utc_now()))
+                                observed_at or format_timestamp(utc_now()))
         row["file_status"] = status
         row["findings"] = json.dumps([finding.to_dict() for finding in findings])
         keys: list[str] = []
@@ -639,12 +646,17 @@ class Catalog(CatalogReads):
                 marks = placeholders(chunk)
                 rows += self.db.tuples(f"{select} AND path IN ({marks})", (partition, *chunk))
                 self.db.execute(f"DELETE FROM refs WHERE partition = ? AND path IN ({marks})", (partition, *chunk))
-        parsed = [(row, view_of(dict(zip(REFERENCE_KEYS, json.loads(row[3]))))) for row in rows]
-        targets = {row[0]: reference_targets(view) for row, view in parsed}
+        parsed = [(row, _referring_view(row[1], json.loads(row[3]))) for row in rows]
+        targets = {row[0]: reference_targets(view) if view is not None else set() for row, view in parsed}
         wanted = None if paths is None else set().union(*targets.values())
         pages, sources = self._targets(partition, wanted)
         updates = []
         for (path, kind, record_type, _, xref_ok, xref_findings), view in parsed:
+            if view is None:  # names no other record: no lookup, no finding
+                encoded = "[]"
+                if xref_ok != 1 or xref_findings != encoded:
+                    updates.append((1, encoded, partition, path))
+                continue
             findings = reference_findings(view, kind, record_type, pages, sources, ontology, path)
             encoded = json.dumps([finding.to_dict() for finding in findings])
             ok = int(not has_errors(findings))
@@ -731,6 +743,21 @@ class Catalog(CatalogReads):
         return collected
 
 
+class _Clock:
+    """The time a sync observes each file at, in whole seconds as the revision archive keeps it, formatted
+    again only when the second changes (a large scan reads thousands of files a second)."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._text = ""
+
+    def now(self) -> str:
+        second = int(time.time())
+        if second != self._second:
+            self._second, self._text = second, format_timestamp(datetime.fromtimestamp(second, timezone.utc))
+        return self._text
+
+
 def _chunks(items: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start:start + _CHUNK]
@@ -740,6 +767,15 @@ def _chunks(items: list[str]) -> Iterator[list[str]]:
 # null one are the same): a check takes only these out of each row's frontmatter, with SQLite's JSON reader.
 REFERENCE_KEYS = ("id", "evidence", "from", "to", "relation", "subject", "replaces", "fields")
 _REFERENCE_VALUES = f"json_extract(frontmatter, {', '.join(repr(f'$.{key}') for key in REFERENCE_KEYS)})"
+
+
+def _referring_view(kind: str, values: list[Any]) -> RecordView | None:
+    """The view ``reference_findings`` checks, from the ``REFERENCE_KEYS`` values of one row; None for a page or
+    claim whose values besides its id are all null (most notes): it names no record, so it has nothing to
+    check (a relationship always has, its endpoints)."""
+    if kind != "relationship" and all(value is None for value in values[1:]):
+        return None
+    return view_of(dict(zip(REFERENCE_KEYS, values)))
 
 
 def reference_targets(view: RecordView) -> set[str]:

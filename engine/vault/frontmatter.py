@@ -204,6 +204,9 @@ _KEY = r"([A-Za-z_][A-Za-z0-9_]{0,99}): "  # libyaml takes simple keys up to 1,0
 _FLAT_LINE = re.compile(
     rf"{_KEY}(?:{_QUOTED}|((?=[{_PLAIN_START}]){_BLOCK_WORD}(?: +{_BLOCK_WORD})*)|([\[{{][^\n]*))\n")
 _FLOW_ITEM = re.compile(rf"(?:{_KEY})?(?:{_QUOTED}|([{_PLAIN_START}]{_FLOW_CHAR}*(?: +{_FLOW_CHAR}+)*))(, |[\]}}])")
+# A plain decimal integer with no sign, underscore or leading zero, well inside 64 bits (a revision): the int
+# resolver claims it, no other resolver does, and _bounded_int would build int(plain) from it.
+_PLAIN_DECIMAL = re.compile(r"0|[1-9][0-9]{0,17}")
 
 
 class _FlatReader:
@@ -251,6 +254,8 @@ class _FlatReader:
         return _STR_TAG
 
     def _typed(self, plain: str) -> JsonValue:
+        if _PLAIN_DECIMAL.fullmatch(plain):
+            return int(plain)  # without a loader: building one per document cost more than the rest of the read
         tag = self._tag(plain)
         if tag == _STR_TAG:
             return plain

@@ -20,6 +20,7 @@ from engine.bench.corpus import write_partition
 from engine.core import files as files_module
 from engine.store import catalog as catalog_module
 from engine.vault import frontmatter
+from engine.vault.ontology import Ontology
 from tests.engine.store.test_catalog import envelope, place, remembered_source, render, saved_page
 from tests.helpers import claim, private_dir
 
@@ -143,3 +144,18 @@ def test_every_column_of_a_catalogued_row_is_written(engine, owner, data):
     info = catalog_module.FileStat(1, len(data), 2, 3)
     catalogued = runtime.call(lambda: runtime.catalog._catalogue("private", "pages/p.md", data, info, ontology))
     assert tuple(catalogued.row) == catalog_module._CATALOG_COLUMNS
+
+
+@pytest.mark.parametrize("kind, record_type", [("page", "note"), ("page", "person"), ("page", "project"),
+                                               ("page", None), ("claim", "fact")])
+def test_a_record_naming_no_other_is_not_looked_at_and_has_no_reference_finding(kind, record_type):
+    """The cross-check skips a page or claim whose reference values are all null: checking it finds nothing."""
+    values = ["pg_1"] + [None] * (len(catalog_module.REFERENCE_KEYS) - 1)
+    assert catalog_module._referring_view(kind, values) is None
+    view = catalog_module.view_of(dict(zip(catalog_module.REFERENCE_KEYS, values)))
+    assert catalog_module.reference_targets(view) == set()
+    assert catalog_module.reference_findings(view, kind, record_type, {}, set(), Ontology.shipped(), "p.md") == []
+    # A relationship is always checked (its endpoints are required), as is any record naming something.
+    assert catalog_module._referring_view("relationship", values) is not None
+    assert catalog_module._referring_view(kind, values[:-1] + [{}]) is not None
+    assert catalog_module._referring_view(kind, values[:2] + [False] + values[3:]) is not None
