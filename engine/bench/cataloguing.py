@@ -19,7 +19,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -31,7 +30,7 @@ from ..state.statedir import StateDir
 from ..store.store import VAULT_DIR
 from .corpus import NOTES_DIR, write_partition
 from .defaults import CATALOGUING_RECORDS as RECORDS
-from .socket import RpcClient, machine, owner_state
+from .socket import RpcClient, _start_engine, machine, owner_state
 from .throughput import FIRST_QUERY_TIMEOUT_S, _grep, _page
 
 
@@ -49,19 +48,6 @@ class CataloguingReport(TypedDict):
     runs: list[Run]
 
 
-def _start(state: StateDir, checkout: Path) -> tuple[subprocess.Popen, int]:
-    process = subprocess.Popen([sys.executable, "-m", "engine.cli", "--state-dir", str(state.root), "serve",
-                                "--port", "0"], cwd=checkout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        info = state.read_engine_info()
-        if info and info.get("port"):
-            return process, info["port"]
-        time.sleep(0.05)
-    process.kill()
-    raise RuntimeError("the engine did not start")
-
-
 def _stop(state: StateDir, process: subprocess.Popen) -> None:
     process.terminate()
     process.wait(300)
@@ -76,7 +62,7 @@ def _cpu_seconds(pid: int) -> float:
 
 def _first_search(state: StateDir, token: str, checkout: Path, query: int) -> tuple[float, float]:
     """(wall seconds of the first search, the engine's CPU seconds from its start to the answer)."""
-    process, port = _start(state, checkout)
+    process, port = _start_engine(state, checkout)
     try:
         client = RpcClient(port, token, timeout=FIRST_QUERY_TIMEOUT_S)
         began = time.perf_counter()
@@ -92,7 +78,7 @@ def _first_search(state: StateDir, token: str, checkout: Path, query: int) -> tu
 def measure(template: Path, side: str, checkout: Path) -> Run:
     with tempfile.TemporaryDirectory() as scratch:
         state, token = owner_state(Path(scratch))
-        process, port = _start(state, checkout)
+        process, port = _start_engine(state, checkout)
         client = RpcClient(port, token)
         client.tool("knowledge_save_page", _page("seed", 0))  # the store and its partition
         client.close()

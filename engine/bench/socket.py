@@ -86,9 +86,11 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def _start_engine(state: StateDir) -> tuple[subprocess.Popen, int]:
+def _start_engine(state: StateDir, checkout: Path | None = None) -> tuple[subprocess.Popen, int]:
+    """``knowledge serve --port 0`` on ``state`` in its own process (from ``checkout``'s code when given, as
+    ``python -m`` finds it there first): the process and its port."""
     process = subprocess.Popen([sys.executable, "-m", "engine.cli", "--state-dir", str(state.root), "serve",
-                                "--port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "--port", "0"], cwd=checkout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         info = state.read_engine_info()
