@@ -274,6 +274,8 @@ class Catalog(CatalogReads):
         first_sync = self.db.one("SELECT 1 FROM scans WHERE partition = ?", (partition,)) is None
         stale = {relpath: info for relpath, info in candidates.items()
                  if force or relpath in forced or known.get(relpath) != info}
+        if not force:
+            stale = self._restamp_unchanged(partition, root, stale, known, forced)
         if not (first_sync or stale or rejected or missing):
             return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
         cache = self.db.large_cache() if len(stale) > INCREMENTAL_CHECK_MAX else nullcontext()
@@ -407,6 +409,45 @@ class Catalog(CatalogReads):
         if info.st_nlink > 1:
             return _hardlinked(relpath)
         return FileStat.of(info)
+
+    def _restamp_unchanged(self, partition: str, root: Path, stale: dict[str, FileStat],
+                           known: dict[str, tuple[int, int, int, int]], forced: set[str]) -> dict[str, FileStat]:
+        """``stale`` less the record files whose stamp changed but whose bytes did not, which get their new stamp
+        without being parsed and checked again.
+
+        A copied, restored or checked-out vault gives every file a new inode and ctime (and often mtime): its
+        first sync used to re-read the whole partition.  A record file of the size the catalog knows is hashed
+        first; the same sha256 as catalogued means the same record, so only the stamp changes.  Descriptors
+        are read again whatever (their check looks at the retained original beside them), as are files the
+        watcher's report forced."""
+        same_size = [relpath for relpath, info in stale.items()
+                     if relpath not in forced and not is_descriptor_path(relpath)
+                     and relpath in known and known[relpath][1] == info.size]
+        if not same_size:
+            return stale
+        catalogued = {}
+        for chunk in _chunks(same_size):
+            catalogued.update(self.db.tuples(
+                f"SELECT path, sha256 FROM catalog WHERE partition = ? AND path IN ({placeholders(chunk)}) "
+                "AND sha256 IS NOT NULL", (partition, *chunk)))
+        restamped: dict[str, FileStat] = {}
+        with TreeReader(root) as reader:
+            for relpath in same_size:
+                if relpath not in catalogued:
+                    continue
+                try:
+                    data, real = reader.read(relpath, max_bytes=RECORD_MAX_BYTES)
+                except KnowledgeError:
+                    continue  # read again below, which records why it cannot be
+                info = FileStat.of(real)
+                if info == stale[relpath] and sha256_bytes(data) == catalogued[relpath]:
+                    restamped[relpath] = info
+        if restamped:
+            with self.db.atomic():
+                self.db.executemany(
+                    "UPDATE catalog SET ino = ?, file_size = ?, mtime_ns = ?, ctime_ns = ? WHERE partition = ? "
+                    "AND path = ?", [(*info, partition, relpath) for relpath, info in restamped.items()])
+        return {relpath: info for relpath, info in stale.items() if relpath not in restamped}
 
     def _known_stats(self, partition: str, paths: list[str] | None = None) -> dict[str, tuple[int, int, int, int]]:
         """What the catalog last saw of each file (of ``paths``, or every one): (inode, size, mtime, ctime)."""

@@ -116,6 +116,33 @@ def test_same_size_edit_with_preserved_mtime_is_seen_by_content_hash(engine, own
     assert path.read_bytes() == edited
 
 
+def test_a_copied_file_with_the_same_bytes_gets_its_new_stamp_without_being_read_as_an_edit(engine, owner,
+                                                                                          monkeypatch):
+    """A copied, restored or checked-out vault: a new inode, ctime and mtime, the same bytes."""
+    record_id, path = saved_page(engine, owner)
+    other_id, other = saved_page(engine, owner, "Bruno Keller")
+    events = len(engine.history(owner, record_id)["events"])
+    copy = path.with_name("copy.tmp")
+    copy.write_bytes(path.read_bytes())
+    os.replace(copy, path)
+    other.write_bytes(other.read_bytes().replace(b"Body text.", b"Body text!"))  # a same-size edit beside it
+    parsed: list[str] = []
+    real = catalog_module.parse_record
+    monkeypatch.setattr(catalog_module, "parse_record", lambda data, relpath: parsed.append(relpath) or real(
+        data, relpath))
+
+    assert engine.get_record(owner, record_id)["sha256"] == sha(path.read_bytes())
+    assert engine.get_record(owner, other_id)["body"] == "Body text!\n"
+
+    relpath = str(path.relative_to(private_dir(engine.state)))
+    assert parsed == [str(other.relative_to(private_dir(engine.state)))]  # the copy was hashed, not parsed
+    assert len(engine.history(owner, record_id)["events"]) == events  # and is no edit
+    info = os.stat(path)
+    assert engine.on_store(owner, lambda rt, a: tuple(rt.catalog.db.one(
+        "SELECT ino, mtime_ns, ctime_ns FROM catalog WHERE partition = ? AND path = ?", (a.partition, relpath)))) \
+        == (info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def test_renamed_file_is_still_found_by_id(engine, owner):
     record_id, path = saved_page(engine, owner)
     root = private_dir(engine.state)
