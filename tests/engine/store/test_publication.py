@@ -334,14 +334,15 @@ def test_an_edit_made_between_install_and_acknowledgement_is_seen_by_the_next_re
     edit landing between install and acknowledgement was stamped as the engine's own bytes and never read."""
     created = engine.save_page(owner, page("r1", "Dana", body="Original."))
     path = private_dir(state_dir) / "pages" / "people" / "dana.md"
-    store = engine.runtime(engine.registry.own_store_of("main")).store
-    set_checkpoint = store.set_checkpoint
+    publisher = engine.runtime(engine.registry.own_store_of("main")).publisher
+    report_installed = publisher._report_installed
 
-    def checkpoint_then_edit(seq):
-        set_checkpoint(seq)
+    def installed_then_edit(group, directories):
+        # Installed and synced; the checkpoint (written beside the installs) and the acknowledgement come next.
+        report_installed(group, directories)
         path.write_bytes(path.read_bytes().replace(b"Ours.", b"Edited at once by hand."))
 
-    monkeypatch.setattr(store, "set_checkpoint", checkpoint_then_edit)
+    monkeypatch.setattr(publisher, "_report_installed", installed_then_edit)
     receipt = engine.save_page(owner, page("r2", "Dana", body="Ours.", id=created["id"], expectedRevision=1))
     monkeypatch.undo()
     assert receipt["revision"] == 2
