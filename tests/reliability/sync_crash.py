@@ -70,7 +70,7 @@ FAULT_WAIT_S = 20.0   # a fault not reached by then is replaced by a SIGKILL
 FINAL_PASSES = 8      # rounds on every machine, at most, before the heads must have settled
 # Automatic sync at its shortest (engine/state/sync_settings.py's ranges), beside the syncers' own rounds.
 AUTOMATIC = {"automatic": True, "intervalSeconds": 30, "quietSeconds": 1, "batchSeconds": 10}
-FAULT_COUNTS = {"journaled": 5, "installed": 12, "checkpointed": 5, "acknowledged": 5,
+FAULT_COUNTS = {"journaled": 5, "installed": 12, "checkpointed": 5, "catalogued": 5, "acknowledged": 5,
                 "sync_fetched": 3, "sync_installed": 3, "sync_committed": 2, "sync_pushed": 3}
 
 
