@@ -449,8 +449,7 @@ class Writer:
         source its evidence cites, in one read: what a rerun asks of every page it finds (``retained``)."""
         def work(runtime: Any, authority: Any, view: Any) -> tuple[dict[str, Any], dict[str, str]]:
             record = get_record(view.store, view.catalog, authority.partition, page_id)
-            rows = [(source, view.catalog.source(authority.partition, source)) for source in _cited(record)]
-            return dict(record), {source: row.sha256 for source, row in rows if row is not None}
+            return dict(record), _source_shas(view, authority.partition, _cited(record))
 
         return self._read(work)
 
@@ -465,11 +464,7 @@ class Writer:
         if not wanted:
             return {}
 
-        def work(runtime: Any, authority: Any, view: Any) -> dict[str, str]:
-            rows = [(source_id, view.catalog.source(authority.partition, source_id)) for source_id in wanted]
-            return {source_id: row.sha256 for source_id, row in rows if row is not None}
-
-        return self._read(work)
+        return self._read(lambda runtime, authority, view: _source_shas(view, authority.partition, wanted))
 
     def _read(self, work: Callable[[Any, Any, Any], Item]) -> Item:
         """``work`` as an authorised read of the caller's partition.  The reads of an import share one entry:
@@ -570,6 +565,12 @@ def first_source(view: RecordView) -> str | None:
     """The source a record's first citation names, if it names one."""
     first = view.evidence[0] if view.evidence else None
     return first.source if first is not None and first.at == 0 else None
+
+
+def _source_shas(view: Any, partition: str, source_ids: Iterable[str]) -> dict[str, str]:
+    """The sha256 of each of ``source_ids`` that is a retained source of ``partition``, as ``view`` reads them."""
+    rows = [(source_id, view.catalog.source(partition, source_id)) for source_id in source_ids]
+    return {source_id: row.sha256 for source_id, row in rows if row is not None}
 
 
 def _cited(record: dict[str, Any]) -> list[str]:
