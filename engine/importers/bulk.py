@@ -63,15 +63,30 @@ class Pipeline:
         """Wait for every item started, report them, and stop the threads; raises the first error (the
         items not yet started are cancelled, those running finish: each is whole or not written)."""
         try:
-            self._report(0)
+            self.wait()
         finally:
             self.close()
 
-    def close(self) -> None:
+    def wait(self) -> None:
+        """Wait for every item started and report them; raises the first error (``close`` then stops the
+        threads)."""
+        self._report(0)
+
+    def close(self) -> list[Callable[[], None]]:
+        """Stop the threads: the items not yet started are cancelled, those running finish (each whole or not
+        written).  Returns the progress reports not yet made of the items written, in order, up to the first
+        that failed or never ran: a cancelled import counts what it wrote, not what it had reported."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        unreported = []
+        for future, then in self._window:
+            if future.cancelled() or future.exception() is not None:
+                break
+            if then is not None:
+                unreported.append(then)
         self._window.clear()
+        return unreported
 
     def _report(self, keep: int) -> None:
         """Report the written items at the head of the window, waiting for the head while more than

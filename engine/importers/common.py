@@ -272,6 +272,7 @@ class Progress:
     total: int
     item: str  # the item just finished, as the input names it
     phase: str = "writing"  # or "linking": the links between the items written (a Markdown folder's)
+    stopping: bool = False  # written while the import was stopping (cancelled, or an error): count, don't stop
 
 
 @dataclass
@@ -312,6 +313,7 @@ class Writer:
     bulk: bool = True
     _placeholders: int = 0
     _pipeline: Pipeline | None = None
+    _stopping: bool = False  # reporting the items that finished after the import began to stop
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _reading: tuple[Caller, Any] | None = None  # the caller and its entry (``Engine.enter``) the reads share
 
@@ -330,15 +332,23 @@ class Writer:
 
     def settle(self) -> None:
         """Wait until every item started with ``later`` is written (raising the first error)."""
-        if self._pipeline is not None:
-            pipeline, self._pipeline = self._pipeline, None
-            pipeline.settle()
+        try:
+            if self._pipeline is not None:
+                self._pipeline.wait()
+        finally:
+            self.close()
 
     def close(self) -> None:
-        """Stop writing: items not started are dropped, those running finish (each whole or not written)."""
+        """Stop writing: items not started are dropped, those running finish (each whole or not written) and
+        are reported as written, without stopping again (the import is stopping already)."""
         if self._pipeline is not None:
             pipeline, self._pipeline = self._pipeline, None
-            pipeline.close()
+            self._stopping = True
+            try:
+                for report in pipeline.close():
+                    report()
+            finally:
+                self._stopping = False
 
     def request_id(self, key: str, params: Any) -> str:
         digest = hashlib.sha256(json.dumps(params, sort_keys=True, ensure_ascii=False).encode(
@@ -500,7 +510,7 @@ class Writer:
 
     def done(self, done: int, total: int, item: str, phase: str = "writing") -> None:
         if self.progress is not None:
-            self.progress(Progress(self.format, done, total, item, phase))
+            self.progress(Progress(self.format, done, total, item, phase, stopping=self._stopping))
 
     def kept(self, record_id: str, kind: str = "pages") -> str:
         """A record an earlier import made that already says what this one would: counted, not written."""

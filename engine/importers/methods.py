@@ -130,9 +130,9 @@ def start_import(engine: Engine, params: dict[str, Any]) -> ImportJob:
             written[:] = [step]
             if step.phase != context.current_phase:
                 context.phase(step.phase, total=step.total, unit=chosen.unit)
-            if step.done < step.total:
+            if step.done < step.total and not step.stopping:
                 context.progress(step.done, step.total, message=step.item)
-            else:  # the phase's last item: the next phase (or the end) checks
+            else:  # the phase's last item (the next phase or the end checks), or one finished while stopping
                 context.report(step.done, step.total, message=step.item)
 
         result = run_import(engine, chosen, plan, agent=agent, dry_run=dry_run, progress=progress,

@@ -59,3 +59,46 @@ def test_the_window_holds_at_most_twice_the_width():
     pipeline.submit(lambda: None)  # the fifth waits until the head is written
     assert len(pipeline._window) <= 4
     pipeline.settle()
+
+
+class Stopped(Exception):
+    pass
+
+
+def test_closing_returns_the_reports_of_the_items_written_after_the_import_began_to_stop():
+    pipeline = Pipeline(width=4)
+    release = threading.Event()
+    reported: list[int] = []
+
+    def stop(number: int) -> None:
+        reported.append(number)
+        raise Stopped  # the owner stops the import at the first item's report
+
+    pipeline.submit(lambda: release.wait(30), lambda: stop(0))
+    for n in (1, 2):
+        pipeline.submit(lambda n=n: release.wait(30) and n, lambda n=n: reported.append(n))
+    release.set()
+    with pytest.raises(Stopped):
+        pipeline.wait()
+    unreported = pipeline.close()
+    assert reported == [0]
+    for report in unreported:  # the two running finished: each is counted, in order
+        report()
+    assert reported == [0, 1, 2]
+
+
+def test_closing_after_an_error_reports_nothing_past_the_failed_item():
+    pipeline = Pipeline(width=2)
+    failing_may_end = threading.Event()
+
+    def failing() -> None:
+        assert failing_may_end.wait(30)
+        raise ValueError("refused")
+
+    reported: list[int] = []
+    pipeline.submit(failing, lambda: reported.append(1))
+    pipeline.submit(lambda: 2, lambda: reported.append(2))
+    failing_may_end.set()
+    with pytest.raises(ValueError, match="refused"):
+        pipeline.wait()
+    assert pipeline.close() == [] and reported == []
