@@ -22,7 +22,8 @@ from models.installed import ModelStore
 
 from .access.authority import Authority, Authorizer, Caller
 from .state.config import SettingsSource
-from .store.credentials import refuse_secrets, texts_of
+from .store.attachments import ATTACH_MAX_BYTES
+from .store.credentials import CleanContents, refuse_secrets, texts_of
 from .index.analysis import Analyzer
 from .decision.runtime import DecisionRuntime
 from .core.errors import Denied, IndexFailed, NotFound, StoreUnavailable
@@ -88,6 +89,7 @@ class Engine:
             self.connections = RecentConnections()
             self.settings = SettingsSource(state.config)
             self.settings.on_changed = self._settings_changed
+            self.clean_contents = CleanContents(ATTACH_MAX_BYTES)  # files already scanned for credentials
             self.registry = Registry.open(state.registry, state.root)
             self.resolver = StoreResolver(state, self.registry, self.settings)
             self.resolver.on_created = lambda record: self.changes.publish("stores", storeId=record.store_id)
@@ -263,10 +265,11 @@ class Engine:
         return cast(RememberReceipt, self._publish(caller, request.request_id, digest,
                                                    lambda ctx: plan_remember(ctx, request, digest)))
 
-    def refuse_secrets(self, texts: Iterable[tuple[str, str]]) -> None:
+    def refuse_secrets(self, texts: Iterable[tuple[str, str | bytes]]) -> None:
         """Refuse a write whose text holds a credential (``secret_detected``), unless the owner set
-        ``allowSecrets``; called after parsing, before anything is queued or journalled."""
-        refuse_secrets(texts, allowed=self.settings.current().allow_secrets)
+        ``allowSecrets``; called after parsing, before anything is queued or journalled.  A value in bytes
+        is a file's content, which is not scanned again once found clean (``CleanContents``)."""
+        refuse_secrets(texts, allowed=self.settings.current().allow_secrets, clean=self.clean_contents)
 
     def _publish(self, caller: Caller, request_id: str, digest: str,
                  build: Callable[[WriteContext], Plan]) -> Receipt:

@@ -55,7 +55,6 @@ from ..core.files import read_file as read_stored
 from ..service import Engine
 from ..state.statedir import StateDir
 from ..store.attachments import ATTACH_MAX_BYTES, attach
-from ..store.credentials import decoded_for_scan
 from ..store.inputs import ITEMS_MAX
 from ..store.reads import get_record
 from ..vault.record_view import RecordView, view_of
@@ -166,7 +165,8 @@ def load_json(original: Original) -> JsonValue:
         raise refused(original.name, None, "nests JSON too deeply") from exc
 
 
-Scan = Callable[[Iterable[tuple[str, str]]], None]  # ``Engine.refuse_secrets``: raises on a credential
+# ``Engine.refuse_secrets``: raises on a credential; a value in bytes is a file, scanned as the engine reads one.
+Scan = Callable[[Iterable[tuple[str, str | bytes]]], None]
 
 
 def refuse_secrets(scan: Scan, original: Original, places: Callable[[], Iterable[tuple[str, str]]]) -> None:
@@ -192,7 +192,7 @@ def refuse_secrets(scan: Scan, original: Original, places: Callable[[], Iterable
         raise refused(original.name, None, f"holds what looks like a {exc.details.get('kind')}; Knowledge does "
                       "not store credentials: remove it (or allow secrets in the settings) and import again") from exc
     try:
-        scan([(original.name, decoded_for_scan(original.data))])
+        scan([(original.name, original.data)])
     except KnowledgeError as exc:
         line = exc.details.get("line")
         raise refused(original.name, f"line {line}" if line else None,

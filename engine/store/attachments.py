@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, cast
 
 from .answers import SourceReceipt, SourceSummary
-from .credentials import decoded_for_scan, texts_of
+from .credentials import texts_of
 from ..core.errors import (
     Conflict, Denied, ForeignReference, InvalidParams, LimitExceeded, NotFound, RuntimeDisabled,
 )
@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # the engine calls in here; this module only needs types (the
         @property
         def state(self) -> StateDir: ...
 
-        def refuse_secrets(self, texts: Iterable[tuple[str, str]]) -> None: ...
+        def refuse_secrets(self, texts: Iterable[tuple[str, str | bytes]]) -> None: ...
 
 
 # A socket message is at most 8 MiB (8,388,608 bytes).  6,000,000 bytes encode to
@@ -246,7 +246,7 @@ def attach(engine: "AttachEngine", caller: "Caller", params: Any) -> SourceRecei
     request = parse_attach_input(params)
     engine.refuse_secrets(texts_of(params, skip=frozenset({"content"})))
     digest = request.digest()
-    content = lambda: [("content", decoded_for_scan(request.content))]  # noqa: E731
+    content = lambda: [("content", request.content)]  # noqa: E731
     scanned = len(request.content) < RETRY_LOOKUP_FROM or not _published(engine, caller, request.request_id, digest)
     if scanned:
         engine.refuse_secrets(content())
@@ -296,7 +296,7 @@ def attach_file(engine: "AttachEngine", caller: "Caller", params: Any) -> Source
 
     def load() -> tuple[bytes, str]:  # on the lane, after the retry check: a retry never re-reads the file
         content, sha = read_workspace_file(request.parts, request.sha256, roots, state_parts)
-        engine.refuse_secrets([("content", decoded_for_scan(content))])  # the file's content, as for attach
+        engine.refuse_secrets([("content", content)])  # the file's content, as for attach
         return content, sha
 
     return _publish_source(engine, caller, "attach_file", request.request_id, request.digest(),

@@ -27,7 +27,10 @@ handed to a regular expression; see docs/secrets.md for the figures.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
@@ -63,7 +66,7 @@ from ..core.ids import is_generated_id
 from .attached_text import decoded_for_scan
 from .disguises import undisguised_lines
 
-__all__ = ["KINDS", "decoded_for_scan", "find_secret", "refuse_secrets", "texts_of"]
+__all__ = ["KINDS", "CleanContents", "decoded_for_scan", "find_secret", "refuse_secrets", "texts_of"]
 
 # Long texts are scanned in pieces cut at a newline, so the ASCII-folded copy stays small.
 CHUNK_CHARS = 1 << 20
@@ -377,9 +380,40 @@ def texts_of(params: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tup
             stack.extend((f"{path}[{index}]", item) for index, item in reversed(list(enumerate(value))))
 
 
-def refuse_secrets(texts: Iterable[tuple[str, str]], *, allowed: bool) -> None:
+class CleanContents:
+    """The sha256 of the files this process found free of credentials, and of the parts each is retained in
+    (``part_bytes`` each, as ``Writer.retain`` cuts an original), so the same bytes are not scanned twice:
+    an import checks its originals whole before it writes anything, then retains them as attachments.
+    A part is what its whole was found to be: the parts, joined, are the very bytes that were scanned."""
+
+    def __init__(self, part_bytes: int, capacity: int = 65_536) -> None:
+        self.part_bytes, self.capacity = part_bytes, capacity
+        self._digests: OrderedDict[bytes, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, digest: bytes) -> bool:
+        with self._lock:
+            return digest in self._digests
+
+    def add(self, data: bytes, digest: bytes) -> None:
+        parts = range(0, len(data), self.part_bytes) if len(data) > self.part_bytes else ()
+        digests = [digest] + [hashlib.sha256(data[start:start + self.part_bytes]).digest() for start in parts]
+        with self._lock:
+            for each in digests:
+                self._digests[each] = None
+                self._digests.move_to_end(each)
+            while len(self._digests) > self.capacity:
+                self._digests.popitem(last=False)
+
+
+def refuse_secrets(texts: Iterable[tuple[str, str | bytes]], *, allowed: bool,
+                   clean: CleanContents | None = None) -> None:
     """Raise ``SecretDetected`` for the first field whose text holds a credential (unless ``allowed``),
     or for a credential split between two fields read one after the other (``read_on``).
+
+    A field in bytes is a file's content (an attachment, an import's original), read as a file is
+    (``decoded_for_scan``); with ``clean``, content found clean before is not scanned again, and what
+    this call finds clean is remembered.
 
     The texts are scanned together first, one per line group, so a write of many short fields costs
     one pass; only when that finds something is each field scanned alone to name it.  No pattern
@@ -387,6 +421,23 @@ def refuse_secrets(texts: Iterable[tuple[str, str]], *, allowed: bool) -> None:
     """
     if allowed:
         return
+    files: list[tuple[bytes, bytes]] = []
+    decoded: list[tuple[str, str]] = []
+    for field, value in texts:
+        if isinstance(value, bytes):
+            digest = hashlib.sha256(value).digest()
+            if clean is not None and digest in clean:
+                continue
+            files.append((value, digest))
+            value = decoded_for_scan(value)
+        decoded.append((field, value))
+    _refuse(decoded)
+    if clean is not None:
+        for data, digest in files:
+            clean.add(data, digest)
+
+
+def _refuse(texts: list[tuple[str, str]]) -> None:
     # A field that is exactly an engine id names a record or source: its random letters can spell what
     # a detector takes for a key ("AKIA" and sixteen more), and a revision naming its page must not be refused.
     texts = [(field, text) for field, text in texts if not is_generated_id(text)]

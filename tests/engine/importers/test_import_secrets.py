@@ -135,3 +135,23 @@ def test_an_ordinary_export_with_escapes_and_entities_imports(engine: Engine, tm
     path.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
 
     assert len(run_import(engine, "mem0", path)["claims"]) == 2
+
+
+def test_an_original_checked_before_the_import_is_not_scanned_again_when_it_is_retained(
+        engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.store import credentials
+
+    read: list[bytes] = []  # every file the scan reads
+    real = credentials.decoded_for_scan
+    monkeypatch.setattr(credentials, "decoded_for_scan", lambda data: read.append(data) or real(data))
+    monkeypatch.setattr(engine.clean_contents, "part_bytes", 512)  # as the import retains a large original
+    monkeypatch.setattr("engine.importers.common.ATTACH_MAX_BYTES", 512)
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(test_chatgpt.export()), encoding="utf-8")
+    data = path.read_bytes()
+
+    result = run_import(engine, "chatgpt", path)
+
+    parts = [data[start:start + 512] for start in range(0, len(data), 512)]
+    assert result["imported"]["sources"] > len(parts) > 2  # the export in parts, and the transcripts
+    assert read.count(data) == 1 and not [part for part in parts if part in read]  # whole, once; no part again

@@ -421,3 +421,30 @@ def test_a_large_attachment_with_a_secret_is_refused_first_time_and_when_its_rec
 
     assert vault_snapshot(only_store(engine.state) / "vault") == before
     assert publications(engine, owner) == count
+
+
+def test_a_file_found_clean_is_not_scanned_again_nor_are_its_parts_and_a_secret_is_never_remembered(monkeypatch):
+    from engine.store import credentials
+
+    read: list[bytes] = []
+    real = credentials.decoded_for_scan
+    monkeypatch.setattr(credentials, "decoded_for_scan", lambda data: read.append(data) or real(data))
+    clean = credentials.CleanContents(part_bytes=100, capacity=4)
+    data = b"".join(b"Ordinary minutes, line %d.\n" % n for n in range(10))  # 266 bytes: parts of 100, 100, 66
+
+    refuse_secrets([("notes.txt", data)], allowed=False, clean=clean)
+    refuse_secrets([("notes.txt", data)], allowed=False, clean=clean)
+    for start in (0, 100, 200):
+        refuse_secrets([("content", data[start:start + 100])], allowed=False, clean=clean)
+    assert read == [data]  # the whole once; its parts are what it was found to be
+
+    leak = f"{SECRET_TEXT}\n".encode()
+    for _ in range(2):
+        with pytest.raises(SecretDetected):
+            refuse_secrets([("content", leak)], allowed=False, clean=clean)
+    assert read[1:] == [leak, leak]  # refused each time: only what is clean is remembered
+
+    for n in range(4):  # the oldest digests make room for newer ones
+        refuse_secrets([("other", b"another file %d\n" % n)], allowed=False, clean=clean)
+    refuse_secrets([("notes.txt", data)], allowed=False, clean=clean)
+    assert read[-1] == data
