@@ -215,6 +215,48 @@ def build(models: Path, model: str, data: Path) -> dict[str, dict[str, list]]:
     return rows
 
 
+def costs(models: Path, model: str, data: Path, repeats: int = 7) -> list[tuple[str, float, str]]:
+    """Median milliseconds of what each feature would add to a turn of ten candidates, per shape: the token
+    states of their passages (none are stored), MaxSim over them once they are known, the word-piece MaxSim."""
+    loaded = json.loads(Path(data).read_text(encoding="utf-8"))
+    embedder = Embedder(ModelStore(models).get(model))
+    embedder.load()
+    table = initializer_array(embedder.model.path(embedder.model.onnx or "").read_bytes(), WORD_EMBEDDINGS)
+    table /= np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-12)
+    message = "What did Caroline paint for the art show last month?"
+    _, (query,) = embedder.token_states([message])
+    weights = content_mask(query.pieces)
+    out = []
+
+    def median(work: Any) -> float:
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            work()
+            times.append((time.perf_counter() - started) * 1000)
+        return sorted(times)[len(times) // 2]
+
+    for shape in gs.SHAPES:
+        pages = gs.pages_of(loaded, shape)[:10]
+        cut = [page_passages(page.text) for page in pages]
+        texts = [text for passages in cut for text in passages]
+        out.append((f"{shape}: token states of the ten pages' {len(texts)} passages (one model run)",
+                    median(lambda: embedder.token_states(texts)), ""))
+        _, states = embedder.token_states(texts)
+        tokens = sum(len(s.ids) for s in states)
+        out.append((f"{shape}: MaxSim of the message over them, known", median(lambda: [
+            maxsim(query.states, weights, [s.states for s in states])]),
+            f"{tokens} tokens: {tokens * embedder.dimensions * 2 / 1e6:.1f} MB at float16"))
+        bounds = np.cumsum([0] + [len(passages) for passages in cut])
+        pieces = [np.array(sorted({i for s in states[bounds[k]:bounds[k + 1]] for i in s.ids[1:-1]}))
+                  for k in range(len(pages))]
+        ids = [i for i, keep in zip(query.ids, weights) if keep]
+        out.append((f"{shape}: word-piece MaxSim of the message over the ten pages", median(
+            lambda: [float((table[ids] @ table[p].T).max(axis=1).mean()) for p in pieces]),
+            f"{sum(len(p) for p in pieces)} distinct pieces"))
+    return out
+
+
 def render(results: dict[str, dict[str, Any]], command: str) -> str:
     def p(value: float | None) -> str:
         return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.1%}"
@@ -244,8 +286,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--model", default="all-minilm-l6-v2-int8")
     parser.add_argument("--data", type=Path, default=LOCOMO_DATA)
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--costs", action="store_true", help="time each feature on ten pages instead")
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.costs:
+        print("\n".join(f"- {what}: {ms:.1f} ms{'; ' + note if note else ''}"
+                        for what, ms, note in costs(args.models, args.model, args.data)))
+        return
     rows = build(args.models, args.model, args.data)
     results = {name: evaluate(rows, names, None) for name, names in FEATURE_SETS.items()}
     results[BEST_PAGE_ONLY] = evaluate(rows, BASE, 1)
