@@ -52,7 +52,7 @@ def relatives(name: str) -> list[str]:
 
 
 FEATURE_SETS: dict[str, list[str]] = {
-    "turn features (in the code)": BASE,
+    "turn features (refitted)": BASE,
     "+ passage margin": BASE + ["margin"],
     "+ near-duplicate neighbour": BASE + ["neighbour"],
     "+ two best passages": BASE + ["two_best"],
