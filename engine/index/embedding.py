@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -53,6 +53,14 @@ class RunSettings:
     rows: int = 32              # texts per run at most
     tokens: int = 512           # rows x padded length of one run at most
 
+
+
+class TokenStates(NamedTuple):
+    """One text's word pieces, their vocabulary ids and unit-length states ``[pieces, dimensions]``."""
+
+    pieces: list[str]
+    ids: list[int]
+    states: np.ndarray
 
 
 NOT_CONFIGURED, NOT_INSTALLED, FAILED, READY = "not_configured", "not_installed", "failed", "ready"
@@ -123,7 +131,28 @@ class Embedder:
                 vectors[position] = vector
         return np.stack(vectors).astype(np.float32, copy=False)  # type: ignore[arg-type]
 
-    def _run(self, rows: list[list[int]]) -> np.ndarray:
+    def token_states(self, texts: Sequence[str]) -> tuple[np.ndarray, list[TokenStates]]:
+        """``embed(texts)`` and, from the same run, each text's word pieces with their unit-length last hidden
+        states (``[CLS]`` and ``[SEP]`` included): what late interaction compares token by token."""
+        encodings = self._tokenizer.encode_batch(list(texts)) if texts else []
+        vectors = np.zeros((len(encodings), self.dimensions), dtype=np.float32)
+        states: list[TokenStates | None] = [None] * len(encodings)
+        for batch in plan_batches([len(e.ids) for e in encodings], rows=self.settings.rows,
+                                  tokens=self.settings.tokens):
+            hidden, mask = self._hidden([encodings[i].ids for i in batch])
+            if hidden.ndim != 3:
+                raise ValueError(f"onnx/{self.model.name} answers pooled vectors, not token states")
+            vectors[batch] = self._pool(hidden, mask)
+            for row, position in enumerate(batch):
+                token = hidden[row, :len(encodings[position].ids)]
+                norms = np.linalg.norm(token, axis=1, keepdims=True)
+                encoding = encodings[position]
+                states[position] = TokenStates(list(encoding.tokens), list(encoding.ids),
+                                               token / np.maximum(norms, 1e-12))
+        return vectors, states  # type: ignore[return-value]
+
+    def _hidden(self, rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The graph's output for ``rows`` padded to one length, and the mask of real tokens."""
         longest = max(len(row) for row in rows)
         ids = np.full((len(rows), longest), self._pad_id, dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -137,10 +166,17 @@ class Embedder:
             feeds["token_type_ids"] = np.zeros_like(ids)
         with self._lock:
             output = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
-        if output.ndim == 3 and output.shape[:2] == ids.shape:
+        return output, mask
+
+    def _run(self, rows: list[list[int]]) -> np.ndarray:
+        return self._pool(*self._hidden(rows))
+
+    def _pool(self, output: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Unit vectors: the mean of the real tokens' states (or the graph's own pooled output)."""
+        if output.ndim == 3 and output.shape[:2] == mask.shape:
             weights = mask[:, :, None].astype(np.float32)
             pooled = (output * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
-        elif output.ndim == 2 and output.shape[0] == len(rows):
+        elif output.ndim == 2 and output.shape[0] == len(mask):
             pooled = output
         else:
             raise ValueError(f"onnx/{self.model.name} answered shape {output.shape}, not [batch, sequence, "

@@ -105,6 +105,23 @@ def int8_products(graph: bytes) -> tuple[bytes, int]:
     return model.SerializeToString(), len(dropped) // 2
 
 
+def initializer_array(graph: bytes, name: str) -> np.ndarray:
+    """The graph's initializer ``name`` as float32 (an int8 one times its ``_scale`` sibling when the export
+    keeps one, as the word embeddings of the all-MiniLM-L6-v2 int8 file are)."""
+    tensors = {tensor.name: tensor for tensor in _model_message().FromString(graph).graph.initializer}
+    if name not in tensors:
+        raise KeyError(f"the graph has no initializer {name!r}")
+    tensor = tensors[name]
+    kinds = {ONNX_FLOAT: np.float32, ONNX_INT8: np.int8, ONNX_UINT8: np.uint8}
+    if tensor.data_type not in kinds:
+        raise ValueError(f"initializer {name!r} has data type {tensor.data_type}, not float, int8 or uint8")
+    values = np.frombuffer(tensor.raw_data, dtype=kinds[tensor.data_type]).astype(np.float32).reshape(tuple(tensor.dims))
+    scale = name.removesuffix("_q") + "_scale"
+    if tensor.data_type != ONNX_FLOAT and scale in tensors and scale != name:
+        values = values * initializer_array(graph, scale)
+    return values
+
+
 def _int8_weights(nodes: Any, initializers: dict[str, Any], producers: dict[str, int], consumers: Counter[str],
                   operand: str) -> tuple[Any, Any, set[int]] | None:
     """(int8 weights [K, N], float scales [1, N], the Cast and Mul that dequantize them) when ``operand`` is

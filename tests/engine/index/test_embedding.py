@@ -44,6 +44,18 @@ def test_vectors_are_unit_length_mean_pooled_and_independent_of_their_batch(embe
     assert not np.allclose(together[0], together[2])
 
 
+def test_token_states_come_from_the_same_run_as_the_vectors(embedder):
+    texts = ["pizza", "Alice painted the museum piece in March, then Bruno brewed ginger beer."]
+    vectors, states = embedder.token_states(texts)
+    assert np.allclose(vectors, embedder.embed(texts), atol=1e-6)
+    for text, state in zip(texts, states):
+        encoding = embedder._tokenizer.encode(text)
+        assert state.ids == encoding.ids and state.pieces == encoding.tokens
+        assert state.states.shape == (len(encoding.ids), 32)
+        assert np.allclose(np.linalg.norm(state.states, axis=1), 1.0, atol=1e-5)
+    assert embedder.token_states([])[0].shape == (0, 32)
+
+
 def test_the_tokenizer_files_own_padding_and_truncation_are_replaced(embedder):
     tokenizer_file = json.loads((TINY_EMBEDDER / "tokenizer.json").read_text(encoding="utf-8"))
     assert tokenizer_file["padding"]["strategy"] == {"Fixed": 128}  # the real file's shape

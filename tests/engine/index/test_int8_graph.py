@@ -13,7 +13,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from engine.index.int8_graph import MICROSOFT, _model_message, int8_products
+from engine.index.int8_graph import MICROSOFT, _model_message, initializer_array, int8_products
 from models.fixtures import TINY_EMBEDDER
 
 _PACKAGE = "int8_graph_test"
@@ -123,3 +123,12 @@ def test_a_scale_read_elsewhere_or_a_float_graph_is_left_as_it_is(weights):
     fixture = (TINY_EMBEDDER / "onnx" / "model.onnx").read_bytes()  # float32 weights throughout
     assert int8_products(fixture) == (fixture, 0)
     assert int8_products(b"not a graph") == (b"not a graph", 0)
+
+
+def test_an_initializer_is_read_as_float_with_its_scale_applied(weights):
+    int8, scales = weights
+    graph = int8_weight_graph(int8, scales)
+    assert np.allclose(initializer_array(graph, "w_q"), int8.astype(np.float32) * scales.astype(np.float32)[None, :])
+    assert np.allclose(initializer_array(graph, "w_scale"), scales.astype(np.float32)[None, :])
+    with pytest.raises(KeyError):
+        initializer_array(graph, "missing")
