@@ -233,6 +233,53 @@ def ensure_dirs(root: Path, relpath: str) -> Path:
     return target
 
 
+class StagedFile:
+    """New bytes for ``path`` in a unique temp file beside it, neither durable nor in place yet.
+
+    ``sync`` makes the bytes durable and may run on any thread, so a publication stages all its files
+    first and syncs them at once (the file system commits fsyncs that arrive together in one round);
+    ``install`` then renames them over their targets in order.  ``discard`` removes the temp file, and
+    ``install`` does too when ``check`` or the rename fails.
+    """
+
+    def __init__(self, path: Path, *, mode: int = 0o644) -> None:
+        self.path = path
+        self.mode = mode
+        fd, self.temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        self.handle: BinaryIO = os.fdopen(fd, "wb")
+
+    def sync(self) -> None:
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+
+    def install(self, *, check: Callable[[], None] | None = None,
+                directories: set[Path] | None = None) -> os.stat_result:
+        """Rename the synced temp file over ``path`` once ``check`` passes (``check`` may raise to leave ``path``
+        untouched); with ``directories`` the caller syncs the directory, else it is synced here."""
+        try:
+            self.handle.close()
+            os.chmod(self.temp, self.mode)
+            if check is not None:
+                check()
+            os.replace(self.temp, self.path)
+            info = os.lstat(self.path)  # before the directory sync: the file is ours for the shortest time
+        except BaseException:
+            self.discard()
+            raise
+        if directories is None:
+            fsync_dir(self.path.parent)
+        else:
+            directories.add(self.path.parent)
+        return info
+
+    def discard(self) -> None:
+        self.handle.close()
+        try:
+            os.unlink(self.temp)
+        except FileNotFoundError:
+            pass
+
+
 class AtomicFile:
     """A file written in full or not at all: ``with AtomicFile(path) as handle:`` writes a temp file beside
     ``path``; a clean exit makes it durable, renames it over ``path`` and syncs the directory, an exception
@@ -255,39 +302,19 @@ class AtomicFile:
         self.info: os.stat_result | None = None
 
     def __enter__(self) -> BinaryIO:
-        fd, self._temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        self._handle = os.fdopen(fd, "wb")
-        return self._handle
+        self._staged = StagedFile(self.path, mode=self.mode)
+        return self._staged.handle
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is not None:
+            self._staged.discard()
+            return  # the exception from the with-block goes on
         try:
-            if exc_type is not None:
-                raise _Abandoned
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-            self._handle.close()
-            os.chmod(self._temp, self.mode)
-            if self.check is not None:
-                self.check()
-            os.replace(self._temp, self.path)
-            self.info = os.lstat(self.path)  # before the directory sync: the file is ours for the shortest time
-        except BaseException as exc:
-            self._handle.close()
-            try:
-                os.unlink(self._temp)
-            except FileNotFoundError:
-                pass
-            if isinstance(exc, _Abandoned):
-                return  # the exception from the with-block goes on
+            self._staged.sync()
+        except BaseException:
+            self._staged.discard()
             raise
-        if self.directories is None:
-            fsync_dir(self.path.parent)
-        else:
-            self.directories.add(self.path.parent)
-
-
-class _Abandoned(Exception):
-    """The with-block of an ``AtomicFile`` raised: its temp file is removed and the exception goes on."""
+        self.info = self._staged.install(check=self.check, directories=self.directories)
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[[], None] | None = None,
@@ -300,10 +327,9 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[
     return writer.info
 
 
-def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], None] | None = None,
-                 directories: set[Path] | None = None) -> os.stat_result:
-    """Atomically write a file at a root-relative path, creating its directories (``check`` and
-    ``directories``: as ``atomic_write``)."""
+def stage_inside(root: Path, relpath: str, data: bytes) -> StagedFile:
+    """Stage ``data`` for a root-relative path (``StagedFile``), creating its directories; the target, if it
+    exists, must be a regular file."""
     parent = str(PurePosixPath(relpath).parent)
     if parent != ".":
         ensure_dirs(root, parent)
@@ -312,7 +338,27 @@ def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], N
         info = os.lstat(path)
         if not stat.S_ISREG(info.st_mode):
             raise UnsafePath("target is not a regular file", path=relpath)
-    return atomic_write(path, data, check=check, directories=directories)
+    staged = StagedFile(path)
+    try:
+        staged.handle.write(data)
+        staged.handle.flush()
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
+def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], None] | None = None,
+                 directories: set[Path] | None = None) -> os.stat_result:
+    """Atomically write a file at a root-relative path, creating its directories (``check`` and
+    ``directories``: as ``atomic_write``)."""
+    staged = stage_inside(root, relpath, data)
+    try:
+        staged.sync()
+    except BaseException:
+        staged.discard()
+        raise
+    return staged.install(check=check, directories=directories)
 
 
 def remove_inside(root: Path, relpath: str) -> None:
