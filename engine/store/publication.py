@@ -16,8 +16,9 @@ record) share each step: one journal transaction, one checkpoint, one acknowledg
 one sync of each directory they installed into.  One that fails is rolled back alone.
 
 Steps 3 and 4 overlap: once the journal is committed, the checkpoint is written beside the installs
-(``_checkpoint_beside``), and the directories are synced at once, so a write waits for two rounds of
-fsync between its two transactions instead of four or more.  Only the journal's order matters for
+(``_checkpoint_beside``); the group's new files are synced at once before any is renamed, and the
+directories at once after, while the checkpoint is still being written, so a write waits for about two
+rounds of fsync between its two transactions instead of four or more.  Only the journal's order matters for
 recovery: a checkpoint naming a journalled publication is explained by the journal whether or not
 its files were installed, and the acknowledging transaction waits for both.
 
@@ -218,21 +219,24 @@ class Publisher:
             self.faults.reach("journaled")
         checkpoint = self._checkpoint_beside(live)
         directories: set[Path] = set()
+        sync_error: Exception | None = None
         try:
             self._install_group(live, directories)
+            try:  # while the checkpoint is still being written
+                self._report_installed([publication for publication in live if publication.error is None],
+                                       directories)
+            except Exception as exc:
+                sync_error = exc
         finally:  # nothing is rolled back, nor the lane left, while the checkpoint is being written
             checkpoint_error = _outcome(checkpoint)
         installed = [publication for publication in live if publication.error is None]
         refused = [publication for publication in live if publication.error is not None]
         for publication in refused:  # rolled back alone: no other member touches its files
             self._roll_back_one(publication)
-        try:
-            if checkpoint_error is not None:
-                raise checkpoint_error
-            self._report_installed(installed, directories)
-        except Exception as exc:  # a directory the disk would not sync, or a checkpoint it would not write
+        failure = checkpoint_error or sync_error  # a checkpoint or a directory the disk would not write
+        if failure is not None:
             for publication in reversed(installed):
-                publication.error = exc
+                publication.error = failure
                 self._roll_back_one(publication)
             installed = []
         if installed:
