@@ -32,19 +32,23 @@ class UnsafePath(InvalidParams):
 
 def check_relative_path(relpath: str, *, max_depth: int = MAX_DEPTH) -> PurePosixPath:
     """Validate a root-relative POSIX path without touching the disk."""
+    return PurePosixPath(*_relative_parts(relpath, max_depth))
+
+
+def _relative_parts(relpath: str, max_depth: int = MAX_DEPTH) -> list[str]:
+    """``check_relative_path``'s checks, answering the path's components (no ``PurePosixPath`` made)."""
     if not isinstance(relpath, str) or not relpath:
         raise UnsafePath("path must be a non-empty string", path=relpath)
     if "\x00" in relpath or "\\" in relpath:
         raise UnsafePath("path contains a NUL or backslash", path=relpath)
-    pure = PurePosixPath(relpath)
-    if pure.is_absolute() or relpath.startswith("/"):
+    if relpath.startswith("/"):
         raise UnsafePath("absolute paths are not allowed", path=relpath)
     parts = relpath.split("/")
     if any(part in ("", ".", "..") for part in parts):
         raise UnsafePath("path must not contain empty, '.' or '..' components", path=relpath)
     if len(parts) > max_depth:
         raise LimitExceeded(f"path is deeper than {max_depth} levels", path=relpath, limit=max_depth)
-    return pure
+    return parts
 
 
 def resolve_inside(root: Path, relpath: str) -> Path:
@@ -54,22 +58,23 @@ def resolve_inside(root: Path, relpath: str) -> Path:
     create them); components that exist must be real directories, and the
     leaf must not be a symlink.
     """
-    pure = check_relative_path(relpath)
-    current = root
-    for index, part in enumerate(pure.parts):
-        current = current / part
+    parts = _relative_parts(relpath)
+    current = os.fspath(root)  # joined as text: a write resolves about five paths, a Path per component showed
+    for index, part in enumerate(parts):
+        current = f"{current}/{part}"
         try:
             info = os.lstat(current)
         except FileNotFoundError:
-            return root.joinpath(*pure.parts)
-        component = "/".join(pure.parts[:index + 1])
+            break
         if stat.S_ISLNK(info.st_mode):
+            component = "/".join(parts[:index + 1])
             raise UnsafePath(f"path passes through a symlink: {component}", path=relpath,
                              component=component, problem="symlink")
-        if index < len(pure.parts) - 1 and not stat.S_ISDIR(info.st_mode):
+        if index < len(parts) - 1 and not stat.S_ISDIR(info.st_mode):
+            component = "/".join(parts[:index + 1])
             raise UnsafePath(f"path passes through a file: {component}", path=relpath, component=component,
                              problem="not_a_directory")
-    return current
+    return root / relpath
 
 
 def _open_regular(path: Path, relpath: str) -> tuple[int, os.stat_result]:
@@ -220,6 +225,11 @@ def fsync_dir(path: Path) -> None:
 def ensure_dirs(root: Path, relpath: str) -> Path:
     """Create the directories of ``relpath`` under ``root`` (no symlinks)."""
     target = resolve_inside(root, relpath)
+    try:
+        if stat.S_ISDIR(os.lstat(target).st_mode):  # the common case: there already (one lstat, not three)
+            return target
+    except FileNotFoundError:
+        pass
     created = []
     probe = target
     while not probe.exists():
@@ -334,10 +344,11 @@ def stage_inside(root: Path, relpath: str, data: bytes) -> StagedFile:
     if parent != ".":
         ensure_dirs(root, parent)
     path = resolve_inside(root, relpath)
-    if path.exists():
-        info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode):
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
             raise UnsafePath("target is not a regular file", path=relpath)
+    except FileNotFoundError:
+        pass
     staged = StagedFile(path)
     try:
         staged.handle.write(data)
