@@ -53,8 +53,8 @@ ROLE_ORDER = {"source": 0, "descriptor": 1, "ontology": 2, "record": 3}
 # The one file of role "ontology": the vault's extensions, its path relative to the vault (not a partition);
 # only a private-partition plan writes it (the extensions apply there alone).
 ONTOLOGY_PATH = "ontology.yaml"
-# Threads that sync beside the lane: the checkpoint and one group's directories.  An fsync waits for the disk
-# with the interpreter lock released, and the file system commits syncs that arrive together in one round.
+# Threads that sync beside the lane: the checkpoint, and a group's new files and directories.  An fsync waits for
+# the disk with the interpreter lock released, and the file system commits syncs that arrive together in one round.
 SYNC_WORKERS = 16
 ALREADY: Any = object()  # ``Publisher._stage``: a file that holds what the plan wants already
 
