@@ -80,8 +80,10 @@ INDEX_DELAY_SECONDS = 0.05
 # The git thread commits this long after a publication woke it, so the publications of a burst share one
 # checkpoint: a checkpoint starts about six git processes whatever it holds (docs/benchmarks/throughput.md, "Where
 # a write's time goes": they took half the engine's CPU per write on two cores).  Receipts say ``pending``
-# meanwhile, as they did while the previous checkpoint ran; ``knowledge_resume`` still commits at once.
-GIT_DELAY_SECONDS = 0.25
+# meanwhile, as they did while the previous checkpoint ran; ``knowledge_resume`` still commits at once.  A second
+# rather than a quarter: one client's writes then share a checkpoint four times as widely, and git's processes
+# took 1.7 instead of 3.7 ms of CPU per page (docs/benchmarks/throughput.md, issue 31 Build 3 again).
+GIT_DELAY_SECONDS = 1.0
 FULL = None  # a dirty entry meaning "walk the whole partition"
 ECHOES_KEPT = 4096  # files a publication installed whose watcher reports are recognised as the engine's own
 ECHOES_CHECKED = 64  # reported files compared with what was installed before a read; more need the lane's sync

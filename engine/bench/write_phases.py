@@ -64,7 +64,7 @@ PHASES = (
     Phase("lane: plan: render Markdown", "engine.vault.records", "Record.render"),
     Phase("lane: publication: checks, journal SQL, waits for what syncs beside", "engine.store.publication",
           "Publisher.publish_together"),
-    Phase("lane: install: compare, temp file, rename", "engine.store.publication", "Publisher._install"),
+    Phase("lane: install: compare, temp files, renames", "engine.store.publication", "Publisher._install_group"),
     Phase("lane: fsync of files", "os", "fsync"),
     Phase("lane: fsync of directories", "engine.store.publication", "fsync_dir", whole=True),
     Phase("lane: checkpoint in vault.json (write, 2 fsyncs)", "engine.store.store", "Store.set_checkpoint",

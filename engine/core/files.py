@@ -32,19 +32,23 @@ class UnsafePath(InvalidParams):
 
 def check_relative_path(relpath: str, *, max_depth: int = MAX_DEPTH) -> PurePosixPath:
     """Validate a root-relative POSIX path without touching the disk."""
+    return PurePosixPath(*_relative_parts(relpath, max_depth))
+
+
+def _relative_parts(relpath: str, max_depth: int = MAX_DEPTH) -> list[str]:
+    """``check_relative_path``'s checks, answering the path's components (no ``PurePosixPath`` made)."""
     if not isinstance(relpath, str) or not relpath:
         raise UnsafePath("path must be a non-empty string", path=relpath)
     if "\x00" in relpath or "\\" in relpath:
         raise UnsafePath("path contains a NUL or backslash", path=relpath)
-    pure = PurePosixPath(relpath)
-    if pure.is_absolute() or relpath.startswith("/"):
+    if relpath.startswith("/"):
         raise UnsafePath("absolute paths are not allowed", path=relpath)
     parts = relpath.split("/")
     if any(part in ("", ".", "..") for part in parts):
         raise UnsafePath("path must not contain empty, '.' or '..' components", path=relpath)
     if len(parts) > max_depth:
         raise LimitExceeded(f"path is deeper than {max_depth} levels", path=relpath, limit=max_depth)
-    return pure
+    return parts
 
 
 def resolve_inside(root: Path, relpath: str) -> Path:
@@ -54,22 +58,23 @@ def resolve_inside(root: Path, relpath: str) -> Path:
     create them); components that exist must be real directories, and the
     leaf must not be a symlink.
     """
-    pure = check_relative_path(relpath)
-    current = root
-    for index, part in enumerate(pure.parts):
-        current = current / part
+    parts = _relative_parts(relpath)
+    current = os.fspath(root)  # joined as text: a write resolves about five paths, a Path per component showed
+    for index, part in enumerate(parts):
+        current = f"{current}/{part}"
         try:
             info = os.lstat(current)
         except FileNotFoundError:
-            return root.joinpath(*pure.parts)
-        component = "/".join(pure.parts[:index + 1])
+            break
         if stat.S_ISLNK(info.st_mode):
+            component = "/".join(parts[:index + 1])
             raise UnsafePath(f"path passes through a symlink: {component}", path=relpath,
                              component=component, problem="symlink")
-        if index < len(pure.parts) - 1 and not stat.S_ISDIR(info.st_mode):
+        if index < len(parts) - 1 and not stat.S_ISDIR(info.st_mode):
+            component = "/".join(parts[:index + 1])
             raise UnsafePath(f"path passes through a file: {component}", path=relpath, component=component,
                              problem="not_a_directory")
-    return current
+    return root / relpath
 
 
 def _open_regular(path: Path, relpath: str) -> tuple[int, os.stat_result]:
@@ -220,6 +225,11 @@ def fsync_dir(path: Path) -> None:
 def ensure_dirs(root: Path, relpath: str) -> Path:
     """Create the directories of ``relpath`` under ``root`` (no symlinks)."""
     target = resolve_inside(root, relpath)
+    try:
+        if stat.S_ISDIR(os.lstat(target).st_mode):  # the common case: there already (one lstat, not three)
+            return target
+    except FileNotFoundError:
+        pass
     created = []
     probe = target
     while not probe.exists():
@@ -231,6 +241,53 @@ def ensure_dirs(root: Path, relpath: str) -> Path:
     if not target.is_dir() or target.is_symlink():
         raise UnsafePath("not a directory", path=relpath)
     return target
+
+
+class StagedFile:
+    """New bytes for ``path`` in a unique temp file beside it, neither durable nor in place yet.
+
+    ``sync`` makes the bytes durable and may run on any thread, so a publication stages all its files
+    first and syncs them at once (the file system commits fsyncs that arrive together in one round);
+    ``install`` then renames them over their targets in order.  ``discard`` removes the temp file, and
+    ``install`` does too when ``check`` or the rename fails.
+    """
+
+    def __init__(self, path: Path, *, mode: int = 0o644) -> None:
+        self.path = path
+        self.mode = mode
+        fd, self.temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        self.handle: BinaryIO = os.fdopen(fd, "wb")
+
+    def sync(self) -> None:
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+
+    def install(self, *, check: Callable[[], None] | None = None,
+                directories: set[Path] | None = None) -> os.stat_result:
+        """Rename the synced temp file over ``path`` once ``check`` passes (``check`` may raise to leave ``path``
+        untouched); with ``directories`` the caller syncs the directory, else it is synced here."""
+        try:
+            self.handle.close()
+            os.chmod(self.temp, self.mode)
+            if check is not None:
+                check()
+            os.replace(self.temp, self.path)
+            info = os.lstat(self.path)  # before the directory sync: the file is ours for the shortest time
+        except BaseException:
+            self.discard()
+            raise
+        if directories is None:
+            fsync_dir(self.path.parent)
+        else:
+            directories.add(self.path.parent)
+        return info
+
+    def discard(self) -> None:
+        self.handle.close()
+        try:
+            os.unlink(self.temp)
+        except FileNotFoundError:
+            pass
 
 
 class AtomicFile:
@@ -255,39 +312,19 @@ class AtomicFile:
         self.info: os.stat_result | None = None
 
     def __enter__(self) -> BinaryIO:
-        fd, self._temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        self._handle = os.fdopen(fd, "wb")
-        return self._handle
+        self._staged = StagedFile(self.path, mode=self.mode)
+        return self._staged.handle
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is not None:
+            self._staged.discard()
+            return  # the exception from the with-block goes on
         try:
-            if exc_type is not None:
-                raise _Abandoned
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-            self._handle.close()
-            os.chmod(self._temp, self.mode)
-            if self.check is not None:
-                self.check()
-            os.replace(self._temp, self.path)
-            self.info = os.lstat(self.path)  # before the directory sync: the file is ours for the shortest time
-        except BaseException as exc:
-            self._handle.close()
-            try:
-                os.unlink(self._temp)
-            except FileNotFoundError:
-                pass
-            if isinstance(exc, _Abandoned):
-                return  # the exception from the with-block goes on
+            self._staged.sync()
+        except BaseException:
+            self._staged.discard()
             raise
-        if self.directories is None:
-            fsync_dir(self.path.parent)
-        else:
-            self.directories.add(self.path.parent)
-
-
-class _Abandoned(Exception):
-    """The with-block of an ``AtomicFile`` raised: its temp file is removed and the exception goes on."""
+        self.info = self._staged.install(check=self.check, directories=self.directories)
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[[], None] | None = None,
@@ -300,19 +337,39 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[
     return writer.info
 
 
-def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], None] | None = None,
-                 directories: set[Path] | None = None) -> os.stat_result:
-    """Atomically write a file at a root-relative path, creating its directories (``check`` and
-    ``directories``: as ``atomic_write``)."""
+def stage_inside(root: Path, relpath: str, data: bytes) -> StagedFile:
+    """Stage ``data`` for a root-relative path (``StagedFile``), creating its directories; the target, if it
+    exists, must be a regular file."""
     parent = str(PurePosixPath(relpath).parent)
     if parent != ".":
         ensure_dirs(root, parent)
     path = resolve_inside(root, relpath)
-    if path.exists():
-        info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode):
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
             raise UnsafePath("target is not a regular file", path=relpath)
-    return atomic_write(path, data, check=check, directories=directories)
+    except FileNotFoundError:
+        pass
+    staged = StagedFile(path)
+    try:
+        staged.handle.write(data)
+        staged.handle.flush()
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
+def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], None] | None = None,
+                 directories: set[Path] | None = None) -> os.stat_result:
+    """Atomically write a file at a root-relative path, creating its directories (``check`` and
+    ``directories``: as ``atomic_write``)."""
+    staged = stage_inside(root, relpath, data)
+    try:
+        staged.sync()
+    except BaseException:
+        staged.discard()
+        raise
+    return staged.install(check=check, directories=directories)
 
 
 def remove_inside(root: Path, relpath: str) -> None:

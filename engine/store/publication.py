@@ -16,8 +16,9 @@ record) share each step: one journal transaction, one checkpoint, one acknowledg
 one sync of each directory they installed into.  One that fails is rolled back alone.
 
 Steps 3 and 4 overlap: once the journal is committed, the checkpoint is written beside the installs
-(``_checkpoint_beside``), and the directories are synced at once, so a write waits for two rounds of
-fsync between its two transactions instead of four or more.  Only the journal's order matters for
+(``_checkpoint_beside``); the group's new files are synced at once before any is renamed, and the
+directories at once after, while the checkpoint is still being written, so a write waits for about two
+rounds of fsync between its two transactions instead of four or more.  Only the journal's order matters for
 recovery: a checkpoint naming a journalled publication is explained by the journal whether or not
 its files were installed, and the acknowledging transaction waits for both.
 
@@ -41,7 +42,8 @@ from .answers import GitState, Receipt
 from .catalog import Catalog, FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
-from ..core.files import UnsafePath, fsync_dir, remove_inside, resolve_inside, sha256_bytes, sha256_file, write_inside
+from ..core.files import (UnsafePath, StagedFile, fsync_dir, remove_inside, resolve_inside, sha256_bytes, sha256_file,
+                          stage_inside, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
 from ..vault.records import PRIVATE_SCOPE
@@ -51,9 +53,10 @@ ROLE_ORDER = {"source": 0, "descriptor": 1, "ontology": 2, "record": 3}
 # The one file of role "ontology": the vault's extensions, its path relative to the vault (not a partition);
 # only a private-partition plan writes it (the extensions apply there alone).
 ONTOLOGY_PATH = "ontology.yaml"
-# Threads that sync beside the lane: the checkpoint and one group's directories.  An fsync waits for the disk
-# with the interpreter lock released, and the file system commits syncs that arrive together in one round.
-SYNC_WORKERS = 4
+# Threads that sync beside the lane: the checkpoint, and a group's new files and directories.  An fsync waits for
+# the disk with the interpreter lock released, and the file system commits syncs that arrive together in one round.
+SYNC_WORKERS = 16
+ALREADY: Any = object()  # ``Publisher._stage``: a file that holds what the plan wants already
 
 
 @dataclass
@@ -215,27 +218,25 @@ class Publisher:
         for _ in live:
             self.faults.reach("journaled")
         checkpoint = self._checkpoint_beside(live)
-        installed, refused, directories = [], [], set()
+        directories: set[Path] = set()
+        sync_error: Exception | None = None
         try:
-            for publication in live:
-                try:
-                    self._install(publication, directories)
-                except Exception as exc:
-                    publication.error = exc
-                    refused.append(publication)
-                else:
-                    installed.append(publication)
+            self._install_group(live, directories)
+            try:  # while the checkpoint is still being written
+                self._report_installed([publication for publication in live if publication.error is None],
+                                       directories)
+            except Exception as exc:
+                sync_error = exc
         finally:  # nothing is rolled back, nor the lane left, while the checkpoint is being written
             checkpoint_error = _outcome(checkpoint)
+        installed = [publication for publication in live if publication.error is None]
+        refused = [publication for publication in live if publication.error is not None]
         for publication in refused:  # rolled back alone: no other member touches its files
             self._roll_back_one(publication)
-        try:
-            if checkpoint_error is not None:
-                raise checkpoint_error
-            self._report_installed(installed, directories)
-        except Exception as exc:  # a directory the disk would not sync, or a checkpoint it would not write
+        failure = checkpoint_error or sync_error  # a checkpoint or a directory the disk would not write
+        if failure is not None:
             for publication in reversed(installed):
-                publication.error = exc
+                publication.error = failure
                 self._roll_back_one(publication)
             installed = []
         if installed:
@@ -282,35 +283,102 @@ class Publisher:
         self._acknowledge([publication])
 
     def _install(self, publication: _Publication, directories: set[Path]) -> None:
-        """Step 3: install the publication's files, each compared with the bytes it was planned on; the
-        directories whose entries changed are added to ``directories`` for ``_report_installed`` to sync."""
+        """Step 3 for one publication (``_install_group``); raises what refused it."""
+        self._install_group([publication], directories)
+        if publication.error is not None:
+            raise publication.error
+
+    def _install_group(self, group: list[_Publication], directories: set[Path]) -> None:
+        """Step 3: install the group's files, each compared with the bytes it was planned on; what refuses a
+        publication is its ``error``, and the files it installed stay for its roll-back.  The directories
+        whose entries changed are added to ``directories`` for ``_report_installed`` to sync.
+
+        Every new file is written to a temp file first, then all of them are synced at once, then renamed in
+        installation order: a publication of three files, or a group of eight pages, waits for one round of
+        fsync instead of one per file.  Each rename still follows its own file's sync."""
+        staged: list[tuple[_Publication, FileWrite, StagedFile | None]] = []
+        for publication in group:
+            try:
+                staged += [(publication, write, staging) for write, staging in self._stage(publication)
+                           if staging is not ALREADY]
+            except Exception as exc:
+                publication.error = exc
+        try:
+            self._sync_staged(staged)
+            for publication, write, staging in staged:
+                if publication.error is None:
+                    try:
+                        self._put_in_place(publication, write, staging, directories)
+                    except Exception as exc:
+                        publication.error = exc
+        finally:
+            for _, _, staging in staged:
+                if staging is not None and not staging.handle.closed:  # its publication was refused first
+                    staging.discard()
+
+    def _stage(self, publication: _Publication) -> list[tuple[FileWrite, StagedFile | None]]:
+        """Compare each file of ``publication`` with its planned base and write its new bytes to a temp file
+        beside it (None: a removal; ``ALREADY``: a file that is as the plan wants it already)."""
         partition = publication.plan.partition
         self.store.ensure_partition(partition)
-        installed: dict[str, FileStat] = {}
-        for write in publication.writes:
-            root = self._root(partition, write)
-            current = self._current_sha(partition, write)
-            if current == write.new_sha256:
-                if not write.removes:
-                    installed[write.path] = self._stat_installed(root, write)
-                    self.on_installed(partition, write.path, installed[write.path])
-                continue
-            self._expect_base(write, current)
-            self.faults.attempt("installed")
-            if write.removes:
-                self._remove(root, partition, write, directories)
-            else:
-                # Compared again right before the rename: an edit made while the new bytes were synced is a
-                # conflict too, not a version lost without the engine ever seeing it.
-                installed[write.path] = FileStat.of(write_inside(
-                    root, write.path, write.data, directories=directories,
-                    check=lambda: self._expect_base(write, self._current_sha(partition, write))))
-                # Told at once, not after the group's directories are synced: the watcher reports the rename
-                # within a millisecond, and a search seeing a report that is not the engine's own install
-                # would wait for the whole group on the lane (the grep tail beside writers, issue 31).
-                self.on_installed(partition, write.path, installed[write.path])
-            self.faults.reach("installed")
-        publication.installed = installed
+        staged: list[tuple[FileWrite, StagedFile | None]] = []
+        try:
+            for write in publication.writes:
+                current = self._current_sha(partition, write)
+                if current == write.new_sha256:
+                    if not write.removes:
+                        info = self._stat_installed(self._root(partition, write), write)
+                        publication.installed[write.path] = info
+                        self.on_installed(partition, write.path, info)
+                    staged.append((write, ALREADY))
+                    continue
+                self._expect_base(write, current)
+                self.faults.attempt("installed")
+                staged.append((write, None if write.removes
+                               else stage_inside(self._root(partition, write), write.path, write.data)))
+        except BaseException:
+            for _, staging in staged:
+                if staging not in (None, ALREADY):
+                    staging.discard()
+            raise
+        return staged
+
+    def _sync_staged(self, staged: list[tuple[_Publication, FileWrite, StagedFile | None]]) -> None:
+        """Sync every staged temp file, all at once on the sync threads and the first on the lane; a file the
+        disk would not sync refuses its publication."""
+        pending = [(publication, staging) for publication, _, staging in staged
+                   if staging is not None and publication.error is None]
+        if not pending:
+            return
+        beside = [(publication, self._beside(staging.sync)) for publication, staging in pending[1:]]
+        first, staging = pending[0]
+        try:
+            staging.sync()
+        except Exception as exc:
+            first.error = exc
+        for publication, work in beside:
+            error = _outcome(work)
+            if error is not None and publication.error is None:
+                publication.error = error
+
+    def _put_in_place(self, publication: _Publication, write: FileWrite, staging: StagedFile | None,
+                      directories: set[Path]) -> None:
+        """Rename one synced file over its target (compared with its base again right before), or remove it."""
+        partition = publication.plan.partition
+        root = self._root(partition, write)
+        if staging is None:
+            self._remove(root, partition, write, directories)
+        else:
+            # Compared again right before the rename: an edit made while the new bytes were synced is a
+            # conflict too, not a version lost without the engine ever seeing it.
+            publication.installed[write.path] = FileStat.of(staging.install(
+                check=lambda: self._expect_base(write, self._current_sha(partition, write)),
+                directories=directories))
+            # Told at once, not after the group's directories are synced: the watcher reports the rename
+            # within a millisecond, and a search seeing a report that is not the engine's own install
+            # would wait for the whole group on the lane (the grep tail beside writers, issue 31).
+            self.on_installed(partition, write.path, publication.installed[write.path])
+        self.faults.reach("installed")
 
     def _remove(self, root: Path, partition: str, write: FileWrite, directories: set[Path]) -> None:
         """Remove one file of a publication, compared with the bytes it was planned on right before."""

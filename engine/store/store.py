@@ -457,11 +457,16 @@ class Store:
     # --- identity ------------------------------------------------------------
 
     def manifest(self) -> Manifest:
-        info = os.stat(self.manifest_path)
-        stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
-        kept = self._manifest_read
-        if kept is None or kept[0] != stamp:
-            kept = self._manifest_read = (stamp, read_manifest(self.manifest_path))
+        """vault.json as read (kept while its stat is unchanged); StoreUnavailable, naming it, once it is gone."""
+        try:
+            info = os.stat(self.manifest_path)
+            stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+            kept = self._manifest_read
+            if kept is None or kept[0] != stamp:
+                kept = self._manifest_read = (stamp, read_manifest(self.manifest_path))
+        except FileNotFoundError as exc:
+            raise StoreUnavailable("the store's manifest (vault.json) is missing", store=self.store_id,
+                                   file="vault.json") from exc
         return kept[1]
 
     def meta(self, key: str) -> str | None:
@@ -491,11 +496,8 @@ class Store:
         Runs before and after every query.  ``allow_pending`` is for recovery,
         which is the one caller that may see a journalled publication.
         """
-        try:
-            check_presence(self.record)
-            manifest = self.manifest()
-        except FileNotFoundError as exc:
-            raise StoreUnavailable("the store's manifest (vault.json) is missing", store=self.store_id) from exc
+        check_presence(self.record)
+        manifest = self.manifest()
         if self._identity is None:  # this connection's database file cannot change under it: read once
             self._identity = (self.meta("store_id"), self.meta("vault_id"))
         database_store, database_vault = self._identity

@@ -7,6 +7,9 @@ group the way concurrent agents' writes do.
 from __future__ import annotations
 
 import base64
+import errno
+import os
+import stat
 import threading
 from typing import Any, Callable
 from unittest import mock
@@ -165,6 +168,62 @@ def test_a_file_the_disk_refuses_rolls_back_its_publication_alone(state_dir):
         runtime.call(lambda: runtime.store.verify("private"))
         assert runtime.call(lambda: runtime.store.pending_publications()) == []
         assert engine.save_page(owner, page("p1", "Person 1"))["revision"] == 1  # the retry goes through
+
+
+def test_a_groups_files_are_all_synced_before_the_first_is_renamed(owned, monkeypatch):
+    """One round of fsync for the group: every page's temp file is durable before any replaces its target."""
+    engine, owner = owned
+    events: list[tuple[str, int]] = []
+    lock = threading.Lock()
+    fsync, replace = os.fsync, os.replace
+
+    def synced(fd: int) -> None:
+        fsync(fd)
+        with lock:
+            events.append(("fsync", os.fstat(fd).st_ino))
+
+    def renamed(source: Any, target: Any) -> None:
+        inode = os.lstat(source).st_ino
+        replace(source, target)
+        if str(target).endswith(".md"):
+            with lock:
+                events.append(("replace", inode))
+
+    monkeypatch.setattr(os, "fsync", synced)
+    monkeypatch.setattr(os, "replace", renamed)
+    receipts, groups = _together(engine, [
+        lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(4)])
+    monkeypatch.undo()
+    assert groups == [4] and all("id" in receipt for receipt in receipts)
+    renamed_inodes = [inode for kind, inode in events if kind == "replace"]
+    assert len(renamed_inodes) == 4
+    first_rename = events.index(("replace", renamed_inodes[0]))
+    assert {inode for kind, inode in events[:first_rename] if kind == "fsync"} >= set(renamed_inodes)
+
+
+def test_a_file_the_disk_will_not_sync_refuses_its_publication_alone(owned, monkeypatch):
+    """The group's syncs run at once on other threads; the one that fails rolls back its own publication."""
+    engine, owner = owned
+    fsync = os.fsync
+
+    def failing(fd: int) -> None:
+        if stat.S_ISREG(os.fstat(fd).st_mode) and b"Person 1" in os.pread(fd, 4096, 0):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing)
+    results, groups = _together(engine, [
+        lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
+    monkeypatch.undo()
+    assert groups == [3]
+    assert [isinstance(result, KnowledgeError) for result in results] == [False, True, False]
+    assert isinstance(results[1], StoreUnavailable) and results[1].details["errno"] == "EIO"
+    folder = private_dir(engine.state)
+    assert sorted(path.name for path in folder.glob("pages/**/*.md")) == ["person-0.md", "person-2.md", "seed.md"]
+    assert not [path for path in folder.rglob(".*.tmp")]  # the refused page's temp file is gone
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    runtime.call(lambda: runtime.store.verify("private"))
+    assert runtime.call(lambda: runtime.store.pending_publications()) == []
 
 
 def test_plan_reads_note_what_a_plan_looked_at_and_offer_nothing_else(owned):

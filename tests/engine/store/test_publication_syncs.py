@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,28 @@ def test_the_directories_of_a_publication_are_each_synced_before_it_is_acknowled
                                          if path.is_file() and path.parent.name in ("claims", "sources")}
                                         | {(root / "claims" / f"{receipt['items'][0]['id']}.md").parent})
         assert len(synced) == len(set(synced)) >= 2
+
+
+def test_the_directories_are_synced_while_the_checkpoint_is_written_beside(state_dir, monkeypatch):
+    """The checkpoint written beside does not hold the directory syncs back: it waits here for one, which a
+    lane waiting for the checkpoint first would never start (the wait would end unset)."""
+    directory_synced = threading.Event()
+    fsync_dir, set_checkpoint = publication.fsync_dir, Store.set_checkpoint
+    waits: list[bool] = []
+
+    def recorded(directory: Path) -> None:
+        fsync_dir(directory)
+        directory_synced.set()
+
+    def after_a_directory(store: Store, seq: int) -> None:
+        if threading.current_thread().name.startswith("sync-"):
+            waits.append(directory_synced.wait(30))
+        set_checkpoint(store, seq)
+
+    monkeypatch.setattr(publication, "fsync_dir", recorded)
+    monkeypatch.setattr(Store, "set_checkpoint", after_a_directory)
+    with Engine(state_dir, watch=False, git=False) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        engine.save_page(owner, page("first", "Dana"))
+    assert waits == [True]
+    assert _checkpoints(state_dir) == (1, 1)
