@@ -25,14 +25,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator
 
 from ..core.db import Database
-from ..core.errors import KnowledgeError, LimitExceeded, StoreUnavailable
-from ..vault.evidence import (
-    DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DIR, SourceDescriptor, parse_descriptor,
-)
-from ..core.files import MAX_DEPTH, TreeReader, sha256_bytes, sha256_file
+from ..core.errors import KnowledgeError, LimitExceeded
+from ..vault.evidence import DESCRIPTOR_MAX_BYTES, SourceDescriptor, parse_descriptor
+from ..core.files import TreeReader, sha256_bytes, sha256_file
 from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import format_timestamp, utc_now
@@ -40,9 +38,10 @@ from ..vault.ontology import Ontology
 from ..vault.record_view import RecordView, view_of
 from ..vault.records import check_record, check_scope, parse_record
 from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders, record_name_keys, view_columns
+from . import walk
 from .store import Store
+from .walk import FileStat, descriptor_for, is_descriptor_path, shown_path
 
-MAX_SCAN_ENTRIES = 100_000
 # A change touching more ids than this re-checks the whole partition (one pass is cheaper than lookups).
 INCREMENTAL_CHECK_MAX = 2_000
 _CHUNK = 500  # ids or paths in one IN (...) list
@@ -112,125 +111,6 @@ class SyncReport:
         return bool(self.changed or self.removed)
 
 
-class FileStat(NamedTuple):
-    """What tells a file changed: inode, size, mtime, and ctime (which ``touch -r`` cannot restore).
-
-    A plain tuple, so it compares equal to the stamp the catalog keeps for the file (``_known_stats``).
-    """
-
-    ino: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-
-    @classmethod
-    def of(cls, info: os.stat_result) -> "FileStat":
-        return cls(info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-    @property
-    def stamp(self) -> tuple[int, int, int, int]:
-        return tuple(self)
-
-
-def _hardlinked(relpath: str) -> Finding:
-    return Finding("hardlink", "files with more than one hard link are not read", path=relpath)
-
-
-def shown_path(relpath: str) -> str:
-    """``relpath`` as the catalog can store and show it.
-
-    A name that is not valid UTF-8 reaches Python with lone surrogates (``surrogateescape``), which SQLite,
-    tantivy, JSON replies and git cannot encode; its bytes are shown escaped (``bad\\xff.md``) instead.
-    """
-    try:
-        relpath.encode("utf-8")
-    except UnicodeEncodeError:
-        return os.fsencode(relpath).decode("utf-8", "backslashreplace")
-    return relpath
-
-
-def _undecodable(relpath: str) -> Finding:
-    return Finding("unreadable_name", "file and directory names must be valid UTF-8; not read",
-                   path=shown_path(relpath))
-
-
-def is_record_path(relpath: str) -> bool:
-    return relpath.endswith(".md") and not relpath.startswith(f"{SOURCES_DIR}/")
-
-
-def is_descriptor_path(relpath: str) -> bool:
-    head, _, name = relpath.rpartition("/")
-    return head == SOURCES_DIR and name.endswith(DESCRIPTOR_SUFFIX)
-
-
-def descriptor_for(relpath: str) -> str:
-    """A retained original's descriptor path (a change to the original re-checks it); else the path."""
-    head, _, name = relpath.rpartition("/")
-    if head == SOURCES_DIR and not name.endswith(DESCRIPTOR_SUFFIX) and "." in name:
-        return f"{SOURCES_DIR}/{name.split('.', 1)[0]}{DESCRIPTOR_SUFFIX}"
-    return relpath
-
-
-def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
-    """Every record and descriptor file under ``root`` with its stat, plus rejected entries.
-
-    Hidden entries (the identity marker, temp files of atomic writes) are
-    skipped.  Symlinks are reported, never followed.  An entry deleted or
-    renamed while the walk runs is simply not there (the watcher reports the
-    change, or the next walk sees it); that is not an incomplete scan.
-    """
-    files: dict[str, FileStat] = {}
-    rejected: list[Finding] = []
-    if not root.is_dir():
-        return files, rejected
-    entries = 0
-    stack: list[tuple[Path, str, int]] = [(root, "", 1)]
-    while stack:
-        directory, prefix, depth = stack.pop()
-        try:
-            with os.scandir(directory) as iterator:
-                children = list(iterator)
-        except OSError as exc:
-            if prefix and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-                continue  # a subdirectory removed or renamed since its parent was listed
-            raise StoreUnavailable(
-                f"could not scan {prefix or 'the partition'}: {exc.strerror}; the scan is incomplete",
-                path=prefix or ".",
-            ) from exc
-        entries += len(children)
-        if entries > MAX_SCAN_ENTRIES:
-            raise LimitExceeded(
-                f"partition holds more than {MAX_SCAN_ENTRIES} entries; the scan is incomplete",
-                limit=MAX_SCAN_ENTRIES,
-            )
-        for child in children:
-            name = child.name
-            if name.startswith("."):
-                continue
-            relpath = prefix + name
-            try:
-                info = child.stat(follow_symlinks=False)
-            except FileNotFoundError:  # deleted or renamed since the directory was listed
-                continue
-            if not name.isascii() and shown_path(name) != name:  # the prefix is a directory already walked
-                if stat.S_ISDIR(info.st_mode) or is_record_path(relpath) or is_descriptor_path(relpath):
-                    rejected.append(_undecodable(relpath))
-            elif stat.S_ISLNK(info.st_mode):
-                rejected.append(Finding("symlink", "symlinks are not followed", path=relpath))
-            elif stat.S_ISDIR(info.st_mode):
-                if depth >= MAX_DEPTH:
-                    rejected.append(Finding("too_deep", f"directories nest deeper than {MAX_DEPTH} levels",
-                                            path=relpath))
-                else:
-                    stack.append((Path(child.path), relpath + "/", depth + 1))
-            elif stat.S_ISREG(info.st_mode) and (is_record_path(relpath) or is_descriptor_path(relpath)):
-                if info.st_nlink > 1:
-                    rejected.append(_hardlinked(relpath))
-                else:
-                    files[relpath] = FileStat.of(info)
-    return files, rejected
-
-
 class Catalog(CatalogReads):
     """Catalog reads and writes for one store; used from the store's lane only."""
 
@@ -252,7 +132,7 @@ class Catalog(CatalogReads):
         forced: set[str] = set()
         if paths is None:
             known = self._known_stats(partition)
-            candidates, rejected = walk_partition(root)
+            candidates, rejected = walk.walk_partition(root)
             present = set(candidates) | {finding.path for finding in rejected}
             missing = [path for path in known if path not in present]
         else:
@@ -263,7 +143,7 @@ class Catalog(CatalogReads):
             for relpath in examined:
                 if relpath not in paths:
                     forced.add(relpath)
-                current = self._stat_one(root, relpath)
+                current = walk.stat_one(root, relpath)
                 if current is None:
                     if shown_path(relpath) in known:
                         missing.append(shown_path(relpath))
@@ -334,7 +214,7 @@ class Catalog(CatalogReads):
                 break
             if not stat.S_ISDIR(info.st_mode):
                 return None
-        found, rejected = walk_partition(root / prefix) if present else ({}, [])
+        found, rejected = walk.walk_partition(root / prefix) if present else ({}, [])
         paths = {prefix + relpath for relpath in found} | {prefix + f.path for f in rejected if f.path}
         past = prefix[:-1] + chr(ord("/") + 1)  # every path that starts with the prefix sorts before this one
         for table in ("catalog", "sources"):
@@ -390,25 +270,6 @@ class Catalog(CatalogReads):
                 f"SELECT DISTINCT path FROM refs WHERE partition = ? AND target IN ({placeholders(chunk)})",
                 (partition, *chunk)))
         return paths
-
-    def _stat_one(self, root: Path, relpath: str) -> FileStat | Finding | None:
-        try:
-            info = os.lstat(root / relpath)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        if stat.S_ISLNK(info.st_mode) and shown_path(relpath) == relpath:
-            return Finding("symlink", "symlinks are not followed", path=relpath)  # any symlink, as a walk says
-        if not (is_record_path(relpath) or is_descriptor_path(relpath)):
-            return None
-        if shown_path(relpath) != relpath:
-            return _undecodable(relpath)
-        if stat.S_ISLNK(info.st_mode):
-            return Finding("symlink", "symlinks are not followed", path=relpath)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        if info.st_nlink > 1:
-            return _hardlinked(relpath)
-        return FileStat.of(info)
 
     def _restamp_unchanged(self, partition: str, root: Path, stale: dict[str, FileStat],
                            known: dict[str, tuple[int, int, int, int]], forced: set[str]) -> dict[str, FileStat]:

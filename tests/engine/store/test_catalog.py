@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from engine.store import catalog as catalog_module
+from engine.store import walk as walk_module
 from engine.core.errors import InvalidParams, LimitExceeded, NotFound, StoreUnavailable
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
@@ -176,7 +177,7 @@ def test_a_file_deleted_while_the_partition_is_walked_is_not_a_store_failure(eng
                 os.unlink(entry.path)
         return _Listing(entries)
 
-    monkeypatch.setattr(catalog_module.os, "scandir", listing_then_delete)
+    monkeypatch.setattr(walk_module.os, "scandir", listing_then_delete)
     assert engine.get_record(owner, kept)["status"] == "current"
     for vanished in (gone, "pg_scratch"):
         with pytest.raises(NotFound):
@@ -436,7 +437,7 @@ def test_directories_deeper_than_eight_levels_are_reported(engine, owner):
 
 def test_scan_over_the_entry_limit_fails_instead_of_answering_partially(engine, owner, monkeypatch):
     record_id, _ = saved_page(engine, owner)
-    monkeypatch.setattr(catalog_module, "MAX_SCAN_ENTRIES", 20)
+    monkeypatch.setattr(walk_module, "MAX_SCAN_ENTRIES", 20)
     extra = private_dir(engine.state) / "pages" / "bulk"
     for index in range(25):
         place(extra, f"n{index}.md", render(envelope(f"pg_bulk_{index}", "page", f"Bulk {index}", type="note")))

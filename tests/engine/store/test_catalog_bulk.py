@@ -19,6 +19,7 @@ import pytest
 from engine.bench.corpus import write_partition
 from engine.core import files as files_module
 from engine.store import catalog as catalog_module
+from engine.store import walk as walk_module
 from engine.vault import frontmatter
 from engine.vault.ontology import Ontology
 from tests.engine.store.test_catalog import envelope, place, remembered_source, render, saved_page
@@ -141,7 +142,7 @@ def test_every_column_of_a_catalogued_row_is_written(engine, owner, data):
     saved_page(engine, owner)
     runtime = engine.runtime(engine.registry.own_store_of("main"))
     ontology = runtime.call(lambda: runtime.store.ontology("private"))
-    info = catalog_module.FileStat(1, len(data), 2, 3)
+    info = walk_module.FileStat(1, len(data), 2, 3)
     catalogued = runtime.call(lambda: runtime.catalog._catalogue("private", "pages/p.md", data, info, ontology))
     assert tuple(catalogued.row) == catalog_module._CATALOG_COLUMNS
 
