@@ -20,26 +20,23 @@ import json
 import os
 import sqlite3
 import stat
-import time
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..core.db import Database
-from ..core.errors import KnowledgeError, LimitExceeded
+from ..core.errors import KnowledgeError
 from ..vault.evidence import DESCRIPTOR_MAX_BYTES, SourceDescriptor, parse_descriptor
 from ..core.files import TreeReader, sha256_bytes, sha256_file
 from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import format_timestamp, utc_now
-from ..vault.ontology import Ontology
 from ..vault.record_view import RecordView, view_of
-from ..vault.records import check_record, check_scope, parse_record
-from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders, record_name_keys, view_columns
+from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders
 from . import walk
 from .store import Store
+from .record_rows import CATALOG_COLUMNS, Catalogued, Unreadable, catalogue, catalogue_files
 from .walk import FileStat, descriptor_for, is_descriptor_path, shown_path
 
 # A change touching more ids than this re-checks the whole partition (one pass is cheaper than lookups).
@@ -47,13 +44,10 @@ INCREMENTAL_CHECK_MAX = 2_000
 _CHUNK = 500  # ids or paths in one IN (...) list
 
 
-# A catalogued file's row: where it is, what its record's view says (``VIEW_COLUMNS``), its bytes and stat.
-_STAT_COLUMNS = {"file_size": "size", "mtime_ns": "mtime_ns", "ctime_ns": "ctime_ns", "ino": "ino"}
-_CATALOG_COLUMNS = ("partition", "path", *VIEW_COLUMNS, "sha256", *_STAT_COLUMNS, "file_status", "findings")
 _UPSERT_RECORD = (
-    f"INSERT INTO catalog ({', '.join(_CATALOG_COLUMNS)}) "
-    f"VALUES ({', '.join(f':{name}' for name in _CATALOG_COLUMNS)}) ON CONFLICT(partition, path) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in _CATALOG_COLUMNS if name not in ("partition", "path"))
+    f"INSERT INTO catalog ({', '.join(CATALOG_COLUMNS)}) "
+    f"VALUES ({', '.join(f':{name}' for name in CATALOG_COLUMNS)}) ON CONFLICT(partition, path) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in CATALOG_COLUMNS if name not in ("partition", "path"))
 )
 # An unreadable file has no record: what a view wrote of it before is cleared.
 _FORGET_VIEW = ", ".join(f"{name} = {'0' if name == 'fixture' else 'NULL'}" for name in VIEW_COLUMNS)
@@ -87,15 +81,6 @@ def sync_removals(db: Database, limit: int) -> list[dict[str, Any]]:
     return [dict(row) for row in db.all(
         "SELECT partition, path, record_id, detail, at FROM events WHERE kind = ? ORDER BY seq DESC LIMIT ?",
         (REMOVED_BY_SYNC, limit))]
-
-
-@dataclass
-class _Catalogued:
-    """What cataloguing one record file writes: its catalog row, its name keys, the revision it keeps."""
-
-    row: dict[str, Any]
-    names: list[str]
-    revision: tuple[Any, ...] | None
 
 
 @dataclass
@@ -168,15 +153,19 @@ class Catalog(CatalogReads):
                 partition, [*(relpath for relpath in stale if relpath in known),
                             *(finding.path or "" for finding in rejected), *missing])
             ontology = self.store.ontology(partition)  # one ontology for the whole sync
-            pending: list[_Catalogued] = []
-            clock = _Clock()
+            ordered = sorted(stale.items())
+            report.changed.extend(relpath for relpath, _ in ordered)
             with TreeReader(root) as reader:
-                for relpath, info in sorted(stale.items()):
-                    self._load(partition, reader, relpath, info, ontology, pending, clock)
-                    report.changed.append(relpath)
-                    if len(pending) >= _CHUNK:
-                        self._write_catalogued(pending)
-            self._write_catalogued(pending)
+                for relpath, info in ordered:
+                    if is_descriptor_path(relpath):
+                        self._load_descriptor(partition, reader, relpath, info)
+            records = [(relpath, info) for relpath, info in ordered if not is_descriptor_path(relpath)]
+            with closing(catalogue_files(root, partition, ontology, records)) as chunks:
+                for chunk in chunks:  # the workers parse the next chunks while this one is written
+                    for entry in chunk:
+                        if isinstance(entry, Unreadable):
+                            self._record_rejected(partition, entry.finding, entry.info)
+                    self._write_catalogued([entry for entry in chunk if isinstance(entry, Catalogued)])
             for finding in rejected:
                 if self._record_rejected(partition, finding):
                     report.changed.append(finding.path or "")
@@ -322,66 +311,18 @@ class Catalog(CatalogReads):
                 known.update((path, (ino, size, mtime, ctime)) for path, ino, size, mtime, ctime in rows)
         return known
 
-    def _load(self, partition: str, reader: TreeReader, relpath: str, info: FileStat, ontology: Ontology,
-              pending: list[_Catalogued], clock: "_Clock") -> None:
-        if is_descriptor_path(relpath):
-            self._load_descriptor(partition, reader, relpath, info)
-            return
-        try:
-            data, real = reader.read(relpath, max_bytes=RECORD_MAX_BYTES)
-        except KnowledgeError as exc:
-            code = "too_large" if isinstance(exc, LimitExceeded) else "unreadable"
-            self._record_rejected(partition, Finding(code, exc.message, path=relpath), info)
-            return
-        pending.append(self._catalogue(partition, relpath, data, FileStat.of(real), ontology,
-                                       observed_at=clock.now()))
-
     def index_record_bytes(self, partition: str, relpath: str, data: bytes, info: FileStat,
                            *, publication_id: str | None = None, agent: str | None = None) -> str:
         """Catalog one record file's bytes; returns its file status.
 
         Also used by publication, which passes the exact bytes it installed.
         """
-        catalogued = self._catalogue(partition, relpath, data, info, self.store.ontology(partition),
-                                     publication_id, agent)
+        catalogued = catalogue(partition, relpath, data, info, self.store.ontology(partition), publication_id, agent)
         self._write_catalogued([catalogued])
         return catalogued.row["file_status"]
 
-    def _catalogue(self, partition: str, relpath: str, data: bytes, info: FileStat, ontology: Ontology,
-                   publication_id: str | None = None, agent: str | None = None, *,
-                   observed_at: str | None = None) -> _Catalogued:
-        """What the catalog records of one record file's bytes (``_write_catalogued`` writes it)."""
-        record, findings = parse_record(data, relpath)
-        view = record.view if record is not None else None
-        row: dict[str, Any] = {
-            "partition": partition, "path": relpath, **view_columns(view, ontology, relpath),
-            "sha256": sha256_bytes(data), **{column: getattr(info, field) for column, field in _STAT_COLUMNS.items()},
-        }
-        status = "invalid"
-        revision = None
-        if record is not None:
-            withheld = check_scope(record, partition)
-            if withheld is not None:
-                findings = [Finding(withheld.code, withheld.message, path=relpath, field="scope",
-                                    record_id=row["record_id"])]
-                status = "withheld"
-            else:
-                findings = check_record(record, ontology, relpath)
-                status = "invalid" if has_errors(findings) else "ok"
-                if row["record_id"] is not None and isinstance(row["revision"], int):
-                    # Every revision's bytes are kept: publications, and edits made outside the engine.
-                    revision = (partition, row["record_id"], row["revision"], row["sha256"], data, relpath,
-                                "publication" if publication_id else "external", publication_id, agent,
-                                observed_at or format_timestamp(utc_now()))
-        row["file_status"] = status
-        row["findings"] = json.dumps([finding.to_dict() for finding in findings])
-        keys: list[str] = []
-        if record is not None and status != "withheld":
-            keys = record_name_keys(record.view)
-        return _Catalogued(row, keys, revision)
-
-    def _write_catalogued(self, pending: list[_Catalogued]) -> None:
-        """Write (and empty) ``pending``: a statement per table for all of them, in their order."""
+    def _write_catalogued(self, pending: list[Catalogued]) -> None:
+        """Write ``pending``: a statement per table for all of them, in their order."""
         if not pending:
             return
         self.db.executemany(_KEEP_REVISION, [entry.revision for entry in pending if entry.revision is not None])
@@ -391,7 +332,6 @@ class Catalog(CatalogReads):
         self.db.executemany("INSERT INTO names (partition, path, key) VALUES (?, ?, ?)",
                             [(entry.row["partition"], entry.row["path"], key)
                              for entry in pending for key in entry.names])
-        pending.clear()
 
     def _load_descriptor(self, partition: str, reader: TreeReader, relpath: str, info: FileStat) -> None:
         try:
@@ -643,21 +583,6 @@ class Catalog(CatalogReads):
             collected.extend(json.loads(row["findings"]))
         collected.sort(key=lambda item: (item.get("severity", "error") != "error", item.get("path", "")))
         return collected
-
-
-class _Clock:
-    """The time a sync observes each file at, in whole seconds as the revision archive keeps it, formatted
-    again only when the second changes (a large scan reads thousands of files a second)."""
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._text = ""
-
-    def now(self) -> str:
-        second = int(time.time())
-        if second != self._second:
-            self._second, self._text = second, format_timestamp(datetime.fromtimestamp(second, timezone.utc))
-        return self._text
 
 
 def _chunks(items: list[str]) -> Iterator[list[str]]:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from engine.store import catalog as catalog_module
+from engine.store import record_rows as record_rows_module
 from engine.store import walk as walk_module
 from engine.core.errors import InvalidParams, LimitExceeded, NotFound, StoreUnavailable
 from tests.helpers import claim, conversation, only_store, page, private_dir
@@ -128,8 +128,8 @@ def test_a_copied_file_with_the_same_bytes_gets_its_new_stamp_without_being_read
     os.replace(copy, path)
     other.write_bytes(other.read_bytes().replace(b"Body text.", b"Body text!"))  # a same-size edit beside it
     parsed: list[str] = []
-    real = catalog_module.parse_record
-    monkeypatch.setattr(catalog_module, "parse_record", lambda data, relpath: parsed.append(relpath) or real(
+    real = record_rows_module.parse_record
+    monkeypatch.setattr(record_rows_module, "parse_record", lambda data, relpath: parsed.append(relpath) or real(
         data, relpath))
 
     assert engine.get_record(owner, record_id)["sha256"] == sha(path.read_bytes())
