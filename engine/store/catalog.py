@@ -23,7 +23,7 @@ import stat
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Container, Iterable, Iterator
 
 from ..core.db import Database
 from ..core.errors import KnowledgeError
@@ -165,7 +165,7 @@ class Catalog(CatalogReads):
                     for entry in chunk:
                         if isinstance(entry, Unreadable):
                             self._record_rejected(partition, entry.finding, entry.info)
-                    self._write_catalogued([entry for entry in chunk if isinstance(entry, Catalogued)])
+                    self._write_catalogued([entry for entry in chunk if isinstance(entry, Catalogued)], known)
             for finding in rejected:
                 if self._record_rejected(partition, finding):
                     report.changed.append(finding.path or "")
@@ -321,14 +321,16 @@ class Catalog(CatalogReads):
         self._write_catalogued([catalogued])
         return catalogued.row["file_status"]
 
-    def _write_catalogued(self, pending: list[Catalogued]) -> None:
-        """Write ``pending``: a statement per table for all of them, in their order."""
+    def _write_catalogued(self, pending: list[Catalogued], known: Container[str] | None = None) -> None:
+        """Write ``pending``: a statement per table for all of them, in their order.  ``known``: the paths among
+        them the catalog may hold names of (a path it had no row for has none); None, any of them."""
         if not pending:
             return
         self.db.executemany(_KEEP_REVISION, [entry.revision for entry in pending if entry.revision is not None])
         self.db.executemany(_UPSERT_RECORD, [entry.row for entry in pending])
         self.db.executemany("DELETE FROM names WHERE partition = ? AND path = ?",
-                            [(entry.row["partition"], entry.row["path"]) for entry in pending])
+                            [(entry.row["partition"], entry.row["path"]) for entry in pending
+                             if known is None or entry.row["path"] in known])
         self.db.executemany("INSERT INTO names (partition, path, key) VALUES (?, ?, ?)",
                             [(entry.row["partition"], entry.row["path"], key)
                              for entry in pending for key in entry.names])

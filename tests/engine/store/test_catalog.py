@@ -101,6 +101,15 @@ def test_external_edit_without_revision_bump_is_seen(engine, owner):
     assert "edited" in [event["kind"] for event in history["events"]]
 
 
+def test_an_external_edit_of_the_title_changes_the_names_a_lookup_finds(engine, owner):
+    record_id, path = saved_page(engine, owner)
+    assert b"title: Dana Whitaker\n" in path.read_bytes()
+    path.write_bytes(path.read_bytes().replace(b"title: Dana Whitaker\n", b"title: Dana Lindqvist\n"))
+
+    assert [match["id"] for match in engine.lookup(owner, "Dana Lindqvist")["matches"]] == [record_id]
+    assert engine.lookup(owner, "Dana Whitaker")["matches"] == []
+
+
 def test_same_size_edit_with_preserved_mtime_is_seen_by_content_hash(engine, owner):
     """Tools like ``cp -p`` or rsync keep size and mtime; only the content hash tells the change."""
     record_id, path = saved_page(engine, owner)
