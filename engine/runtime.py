@@ -34,7 +34,8 @@ from typing import Any, Callable, TypeVar
 
 from .core.answers import NotRequired, TypedDict
 from .index.analysis import Analyzer
-from .store.catalog import Catalog, FileStat
+from .store.catalog import Catalog
+from .store.walk import FileStat
 from .store.catalog_reads import CatalogReads
 from .store.groups import Group, PlanReads
 from .store.writes import SourceLines

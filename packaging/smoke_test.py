@@ -49,6 +49,34 @@ def ping(port: int) -> dict:
         return json.loads(stream.readline())
 
 
+# More than the record files a sync reads in this process (engine/store/record_rows.py POOL_MIN_FILES): the
+# sync that finds them starts worker processes, which a frozen executable starts as itself.
+MANY_FILES = 6_000
+
+
+def catalogue_many_files(knowledge: Path, state: Path, env: dict[str, str]) -> int:
+    """Drop ``MANY_FILES`` notes into the demo store's private partition and search for one: the search answers
+    after the catalog read them, and no worker process failed (which the engine would log, then read them
+    itself)."""
+    subprocess.run([str(knowledge), "--state-dir", str(state), "demo"], env=env, capture_output=True, check=True,
+                   timeout=300)
+    notes = next((state / "stores").iterdir()) / "vault" / "private" / "pages" / "notes" / "smoke"
+    notes.mkdir(parents=True)
+    stamp = "2026-01-05T09:00:00Z"
+    for number in range(MANY_FILES):
+        (notes / f"n{number}.md").write_text(
+            f"---\nformat: knowledge-record-v1\nid: pg_smoke_{number}\nrevision: 1\nkind: page\n"
+            f"title: Smoke note {number}\nrecorded_at: '{stamp}'\nupdated_at: '{stamp}'\nscope: private\n"
+            f"lifecycle: active\ntype: note\n---\nA quokkasmoke{number} note.\n", encoding="utf-8")
+    found = subprocess.run([str(knowledge), "--state-dir", str(state), "search", f"quokkasmoke{MANY_FILES - 1}",
+                            "--json"], env=env, capture_output=True, text=True, timeout=600)
+    assert found.returncode == 0, found.stderr
+    assert "worker process" not in found.stderr, found.stderr
+    hits = json.loads(found.stdout)["hits"]
+    assert [hit["title"] for hit in hits] == [f"Smoke note {MANY_FILES - 1}"], hits
+    return MANY_FILES
+
+
 def main() -> int:
     bundle = Path(sys.argv[1] if len(sys.argv) > 1 else "dist/knowledge-desk").resolve()
     knowledge = bundle / "knowledge"
@@ -96,6 +124,11 @@ def main() -> int:
         info = engine_info(state)
         if info:
             os.kill(info["pid"], signal.SIGTERM)
+
+    started = time.monotonic()
+    catalogued = catalogue_many_files(knowledge, scratch / "catalog-state", env)
+    print(f"catalog: {catalogued:,} files dropped into a partition catalogued in worker processes "
+          f"({time.monotonic() - started:.2f} s)")
 
     home = scratch / "home"
     installed = subprocess.run(["sh", str(bundle / "install" / "install.sh")], env=env, capture_output=True,

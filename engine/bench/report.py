@@ -260,7 +260,7 @@ def _generated_section(generated: dict[str, Any], options: dict[str, Any]) -> li
         "with an alias) written straight into `pages/notes/<set>/` of a fresh store's private partition, plus "
         f"the seed page that created the store: {generated['records']:,} current records, "
         f"{prep['entries']:,} filesystem entries. The engine refuses to scan more than 100,000 entries per "
-        "partition (`engine/store/catalog.py` `MAX_SCAN_ENTRIES`, directories included), so this is as large as a "
+        "partition (`engine/store/walk.py` `MAX_SCAN_ENTRIES`, directories included), so this is as large as a "
         "partition gets.",
         "",
         *_table(["step", "seconds", "records/s"], [

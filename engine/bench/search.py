@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from ..index.analysis import Analyzer
 from ..access.authority import Caller
-from ..store.catalog import MAX_SCAN_ENTRIES
+from ..store.walk import MAX_SCAN_ENTRIES
 from ..core.errors import InvalidParams
 from ..index.tantivy_index import INDEX_DIR, PartitionIndex, build_schema
 from ..core.answers import NotRequired, TypedDict

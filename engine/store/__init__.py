@@ -5,6 +5,8 @@ refused, history kept in git, outside edits noticed.
     store        a store's directories, state.sqlite and identity checks
     catalog      the vault's files as rows: status, names, references, findings (the writing half)
     catalog_reads  the typed reads everyone else makes: frozen rows, the current-record rule once
+    walk         which files a partition holds, their stamps, the entries a walk refuses
+    record_rows  one record file as its catalog row; many of them parsed in worker processes
     index_ledger   what the search index has seen of the catalog
     outbox       the git outbox: publications waiting to become commits
     publication  journal, install, acknowledge; recovery rolls forward or back

@@ -20,41 +20,34 @@ import json
 import os
 import sqlite3
 import stat
-import time
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, Container, Iterable, Iterator
 
 from ..core.db import Database
-from ..core.errors import KnowledgeError, LimitExceeded, StoreUnavailable
-from ..vault.evidence import (
-    DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DIR, SourceDescriptor, parse_descriptor,
-)
-from ..core.files import MAX_DEPTH, TreeReader, sha256_bytes, sha256_file
+from ..core.errors import KnowledgeError
+from ..vault.evidence import DESCRIPTOR_MAX_BYTES, SourceDescriptor, parse_descriptor
+from ..core.files import TreeReader, sha256_bytes, sha256_file
 from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import format_timestamp, utc_now
-from ..vault.ontology import Ontology
 from ..vault.record_view import RecordView, view_of
-from ..vault.records import check_record, check_scope, parse_record
-from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders, record_name_keys, view_columns
+from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders
+from . import walk
 from .store import Store
+from .record_rows import CATALOG_COLUMNS, Catalogued, Unreadable, catalogue, catalogue_files
+from .walk import FileStat, descriptor_for, is_descriptor_path, shown_path
 
-MAX_SCAN_ENTRIES = 100_000
 # A change touching more ids than this re-checks the whole partition (one pass is cheaper than lookups).
 INCREMENTAL_CHECK_MAX = 2_000
 _CHUNK = 500  # ids or paths in one IN (...) list
 
 
-# A catalogued file's row: where it is, what its record's view says (``VIEW_COLUMNS``), its bytes and stat.
-_STAT_COLUMNS = {"file_size": "size", "mtime_ns": "mtime_ns", "ctime_ns": "ctime_ns", "ino": "ino"}
-_CATALOG_COLUMNS = ("partition", "path", *VIEW_COLUMNS, "sha256", *_STAT_COLUMNS, "file_status", "findings")
 _UPSERT_RECORD = (
-    f"INSERT INTO catalog ({', '.join(_CATALOG_COLUMNS)}) "
-    f"VALUES ({', '.join(f':{name}' for name in _CATALOG_COLUMNS)}) ON CONFLICT(partition, path) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in _CATALOG_COLUMNS if name not in ("partition", "path"))
+    f"INSERT INTO catalog ({', '.join(CATALOG_COLUMNS)}) "
+    f"VALUES ({', '.join(f':{name}' for name in CATALOG_COLUMNS)}) ON CONFLICT(partition, path) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in CATALOG_COLUMNS if name not in ("partition", "path"))
 )
 # An unreadable file has no record: what a view wrote of it before is cleared.
 _FORGET_VIEW = ", ".join(f"{name} = {'0' if name == 'fixture' else 'NULL'}" for name in VIEW_COLUMNS)
@@ -91,15 +84,6 @@ def sync_removals(db: Database, limit: int) -> list[dict[str, Any]]:
 
 
 @dataclass
-class _Catalogued:
-    """What cataloguing one record file writes: its catalog row, its name keys, the revision it keeps."""
-
-    row: dict[str, Any]
-    names: list[str]
-    revision: tuple[Any, ...] | None
-
-
-@dataclass
 class SyncReport:
     """What a sync changed; empty lists mean the catalog already matched the disk."""
 
@@ -110,125 +94,6 @@ class SyncReport:
     @property
     def touched(self) -> bool:
         return bool(self.changed or self.removed)
-
-
-class FileStat(NamedTuple):
-    """What tells a file changed: inode, size, mtime, and ctime (which ``touch -r`` cannot restore).
-
-    A plain tuple, so it compares equal to the stamp the catalog keeps for the file (``_known_stats``).
-    """
-
-    ino: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-
-    @classmethod
-    def of(cls, info: os.stat_result) -> "FileStat":
-        return cls(info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-    @property
-    def stamp(self) -> tuple[int, int, int, int]:
-        return tuple(self)
-
-
-def _hardlinked(relpath: str) -> Finding:
-    return Finding("hardlink", "files with more than one hard link are not read", path=relpath)
-
-
-def shown_path(relpath: str) -> str:
-    """``relpath`` as the catalog can store and show it.
-
-    A name that is not valid UTF-8 reaches Python with lone surrogates (``surrogateescape``), which SQLite,
-    tantivy, JSON replies and git cannot encode; its bytes are shown escaped (``bad\\xff.md``) instead.
-    """
-    try:
-        relpath.encode("utf-8")
-    except UnicodeEncodeError:
-        return os.fsencode(relpath).decode("utf-8", "backslashreplace")
-    return relpath
-
-
-def _undecodable(relpath: str) -> Finding:
-    return Finding("unreadable_name", "file and directory names must be valid UTF-8; not read",
-                   path=shown_path(relpath))
-
-
-def is_record_path(relpath: str) -> bool:
-    return relpath.endswith(".md") and not relpath.startswith(f"{SOURCES_DIR}/")
-
-
-def is_descriptor_path(relpath: str) -> bool:
-    head, _, name = relpath.rpartition("/")
-    return head == SOURCES_DIR and name.endswith(DESCRIPTOR_SUFFIX)
-
-
-def descriptor_for(relpath: str) -> str:
-    """A retained original's descriptor path (a change to the original re-checks it); else the path."""
-    head, _, name = relpath.rpartition("/")
-    if head == SOURCES_DIR and not name.endswith(DESCRIPTOR_SUFFIX) and "." in name:
-        return f"{SOURCES_DIR}/{name.split('.', 1)[0]}{DESCRIPTOR_SUFFIX}"
-    return relpath
-
-
-def walk_partition(root: Path) -> tuple[dict[str, FileStat], list[Finding]]:
-    """Every record and descriptor file under ``root`` with its stat, plus rejected entries.
-
-    Hidden entries (the identity marker, temp files of atomic writes) are
-    skipped.  Symlinks are reported, never followed.  An entry deleted or
-    renamed while the walk runs is simply not there (the watcher reports the
-    change, or the next walk sees it); that is not an incomplete scan.
-    """
-    files: dict[str, FileStat] = {}
-    rejected: list[Finding] = []
-    if not root.is_dir():
-        return files, rejected
-    entries = 0
-    stack: list[tuple[Path, str, int]] = [(root, "", 1)]
-    while stack:
-        directory, prefix, depth = stack.pop()
-        try:
-            with os.scandir(directory) as iterator:
-                children = list(iterator)
-        except OSError as exc:
-            if prefix and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-                continue  # a subdirectory removed or renamed since its parent was listed
-            raise StoreUnavailable(
-                f"could not scan {prefix or 'the partition'}: {exc.strerror}; the scan is incomplete",
-                path=prefix or ".",
-            ) from exc
-        entries += len(children)
-        if entries > MAX_SCAN_ENTRIES:
-            raise LimitExceeded(
-                f"partition holds more than {MAX_SCAN_ENTRIES} entries; the scan is incomplete",
-                limit=MAX_SCAN_ENTRIES,
-            )
-        for child in children:
-            name = child.name
-            if name.startswith("."):
-                continue
-            relpath = prefix + name
-            try:
-                info = child.stat(follow_symlinks=False)
-            except FileNotFoundError:  # deleted or renamed since the directory was listed
-                continue
-            if not name.isascii() and shown_path(name) != name:  # the prefix is a directory already walked
-                if stat.S_ISDIR(info.st_mode) or is_record_path(relpath) or is_descriptor_path(relpath):
-                    rejected.append(_undecodable(relpath))
-            elif stat.S_ISLNK(info.st_mode):
-                rejected.append(Finding("symlink", "symlinks are not followed", path=relpath))
-            elif stat.S_ISDIR(info.st_mode):
-                if depth >= MAX_DEPTH:
-                    rejected.append(Finding("too_deep", f"directories nest deeper than {MAX_DEPTH} levels",
-                                            path=relpath))
-                else:
-                    stack.append((Path(child.path), relpath + "/", depth + 1))
-            elif stat.S_ISREG(info.st_mode) and (is_record_path(relpath) or is_descriptor_path(relpath)):
-                if info.st_nlink > 1:
-                    rejected.append(_hardlinked(relpath))
-                else:
-                    files[relpath] = FileStat.of(info)
-    return files, rejected
 
 
 class Catalog(CatalogReads):
@@ -252,7 +117,7 @@ class Catalog(CatalogReads):
         forced: set[str] = set()
         if paths is None:
             known = self._known_stats(partition)
-            candidates, rejected = walk_partition(root)
+            candidates, rejected = walk.walk_partition(root)
             present = set(candidates) | {finding.path for finding in rejected}
             missing = [path for path in known if path not in present]
         else:
@@ -263,7 +128,7 @@ class Catalog(CatalogReads):
             for relpath in examined:
                 if relpath not in paths:
                     forced.add(relpath)
-                current = self._stat_one(root, relpath)
+                current = walk.stat_one(root, relpath)
                 if current is None:
                     if shown_path(relpath) in known:
                         missing.append(shown_path(relpath))
@@ -288,15 +153,19 @@ class Catalog(CatalogReads):
                 partition, [*(relpath for relpath in stale if relpath in known),
                             *(finding.path or "" for finding in rejected), *missing])
             ontology = self.store.ontology(partition)  # one ontology for the whole sync
-            pending: list[_Catalogued] = []
-            clock = _Clock()
+            ordered = sorted(stale.items())
+            report.changed.extend(relpath for relpath, _ in ordered)
             with TreeReader(root) as reader:
-                for relpath, info in sorted(stale.items()):
-                    self._load(partition, reader, relpath, info, ontology, pending, clock)
-                    report.changed.append(relpath)
-                    if len(pending) >= _CHUNK:
-                        self._write_catalogued(pending)
-            self._write_catalogued(pending)
+                for relpath, info in ordered:
+                    if is_descriptor_path(relpath):
+                        self._load_descriptor(partition, reader, relpath, info)
+            records = [(relpath, info) for relpath, info in ordered if not is_descriptor_path(relpath)]
+            with closing(catalogue_files(root, partition, ontology, records)) as chunks:
+                for chunk in chunks:  # the workers parse the next chunks while this one is written
+                    for entry in chunk:
+                        if isinstance(entry, Unreadable):
+                            self._record_rejected(partition, entry.finding, entry.info)
+                    self._write_catalogued([entry for entry in chunk if isinstance(entry, Catalogued)], known)
             for finding in rejected:
                 if self._record_rejected(partition, finding):
                     report.changed.append(finding.path or "")
@@ -334,7 +203,7 @@ class Catalog(CatalogReads):
                 break
             if not stat.S_ISDIR(info.st_mode):
                 return None
-        found, rejected = walk_partition(root / prefix) if present else ({}, [])
+        found, rejected = walk.walk_partition(root / prefix) if present else ({}, [])
         paths = {prefix + relpath for relpath in found} | {prefix + f.path for f in rejected if f.path}
         past = prefix[:-1] + chr(ord("/") + 1)  # every path that starts with the prefix sorts before this one
         for table in ("catalog", "sources"):
@@ -391,25 +260,6 @@ class Catalog(CatalogReads):
                 (partition, *chunk)))
         return paths
 
-    def _stat_one(self, root: Path, relpath: str) -> FileStat | Finding | None:
-        try:
-            info = os.lstat(root / relpath)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        if stat.S_ISLNK(info.st_mode) and shown_path(relpath) == relpath:
-            return Finding("symlink", "symlinks are not followed", path=relpath)  # any symlink, as a walk says
-        if not (is_record_path(relpath) or is_descriptor_path(relpath)):
-            return None
-        if shown_path(relpath) != relpath:
-            return _undecodable(relpath)
-        if stat.S_ISLNK(info.st_mode):
-            return Finding("symlink", "symlinks are not followed", path=relpath)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        if info.st_nlink > 1:
-            return _hardlinked(relpath)
-        return FileStat.of(info)
-
     def _restamp_unchanged(self, partition: str, root: Path, stale: dict[str, FileStat],
                            known: dict[str, tuple[int, int, int, int]], forced: set[str]) -> dict[str, FileStat]:
         """``stale`` less the record files whose stamp changed but whose bytes did not, which get their new stamp
@@ -461,76 +311,29 @@ class Catalog(CatalogReads):
                 known.update((path, (ino, size, mtime, ctime)) for path, ino, size, mtime, ctime in rows)
         return known
 
-    def _load(self, partition: str, reader: TreeReader, relpath: str, info: FileStat, ontology: Ontology,
-              pending: list[_Catalogued], clock: "_Clock") -> None:
-        if is_descriptor_path(relpath):
-            self._load_descriptor(partition, reader, relpath, info)
-            return
-        try:
-            data, real = reader.read(relpath, max_bytes=RECORD_MAX_BYTES)
-        except KnowledgeError as exc:
-            code = "too_large" if isinstance(exc, LimitExceeded) else "unreadable"
-            self._record_rejected(partition, Finding(code, exc.message, path=relpath), info)
-            return
-        pending.append(self._catalogue(partition, relpath, data, FileStat.of(real), ontology,
-                                       observed_at=clock.now()))
-
     def index_record_bytes(self, partition: str, relpath: str, data: bytes, info: FileStat,
                            *, publication_id: str | None = None, agent: str | None = None) -> str:
         """Catalog one record file's bytes; returns its file status.
 
         Also used by publication, which passes the exact bytes it installed.
         """
-        catalogued = self._catalogue(partition, relpath, data, info, self.store.ontology(partition),
-                                     publication_id, agent)
+        catalogued = catalogue(partition, relpath, data, info, self.store.ontology(partition), publication_id, agent)
         self._write_catalogued([catalogued])
         return catalogued.row["file_status"]
 
-    def _catalogue(self, partition: str, relpath: str, data: bytes, info: FileStat, ontology: Ontology,
-                   publication_id: str | None = None, agent: str | None = None, *,
-                   observed_at: str | None = None) -> _Catalogued:
-        """What the catalog records of one record file's bytes (``_write_catalogued`` writes it)."""
-        record, findings = parse_record(data, relpath)
-        view = record.view if record is not None else None
-        row: dict[str, Any] = {
-            "partition": partition, "path": relpath, **view_columns(view, ontology, relpath),
-            "sha256": sha256_bytes(data), **{column: getattr(info, field) for column, field in _STAT_COLUMNS.items()},
-        }
-        status = "invalid"
-        revision = None
-        if record is not None:
-            withheld = check_scope(record, partition)
-            if withheld is not None:
-                findings = [Finding(withheld.code, withheld.message, path=relpath, field="scope",
-                                    record_id=row["record_id"])]
-                status = "withheld"
-            else:
-                findings = check_record(record, ontology, relpath)
-                status = "invalid" if has_errors(findings) else "ok"
-                if row["record_id"] is not None and isinstance(row["revision"], int):
-                    # Every revision's bytes are kept: publications, and edits made outside the engine.
-                    revision = (partition, row["record_id"], row["revision"], row["sha256"], data, relpath,
-                                "publication" if publication_id else "external", publication_id, agent,
-                                observed_at or format_timestamp(utc_now()))
-        row["file_status"] = status
-        row["findings"] = json.dumps([finding.to_dict() for finding in findings])
-        keys: list[str] = []
-        if record is not None and status != "withheld":
-            keys = record_name_keys(record.view)
-        return _Catalogued(row, keys, revision)
-
-    def _write_catalogued(self, pending: list[_Catalogued]) -> None:
-        """Write (and empty) ``pending``: a statement per table for all of them, in their order."""
+    def _write_catalogued(self, pending: list[Catalogued], known: Container[str] | None = None) -> None:
+        """Write ``pending``: a statement per table for all of them, in their order.  ``known``: the paths among
+        them the catalog may hold names of (a path it had no row for has none); None, any of them."""
         if not pending:
             return
         self.db.executemany(_KEEP_REVISION, [entry.revision for entry in pending if entry.revision is not None])
         self.db.executemany(_UPSERT_RECORD, [entry.row for entry in pending])
         self.db.executemany("DELETE FROM names WHERE partition = ? AND path = ?",
-                            [(entry.row["partition"], entry.row["path"]) for entry in pending])
+                            [(entry.row["partition"], entry.row["path"]) for entry in pending
+                             if known is None or entry.row["path"] in known])
         self.db.executemany("INSERT INTO names (partition, path, key) VALUES (?, ?, ?)",
                             [(entry.row["partition"], entry.row["path"], key)
                              for entry in pending for key in entry.names])
-        pending.clear()
 
     def _load_descriptor(self, partition: str, reader: TreeReader, relpath: str, info: FileStat) -> None:
         try:
@@ -782,21 +585,6 @@ class Catalog(CatalogReads):
             collected.extend(json.loads(row["findings"]))
         collected.sort(key=lambda item: (item.get("severity", "error") != "error", item.get("path", "")))
         return collected
-
-
-class _Clock:
-    """The time a sync observes each file at, in whole seconds as the revision archive keeps it, formatted
-    again only when the second changes (a large scan reads thousands of files a second)."""
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._text = ""
-
-    def now(self) -> str:
-        second = int(time.time())
-        if second != self._second:
-            self._second, self._text = second, format_timestamp(datetime.fromtimestamp(second, timezone.utc))
-        return self._text
 
 
 def _chunks(items: list[str]) -> Iterator[list[str]]:

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .answers import GitState, Receipt
-from .catalog import Catalog, FileStat
+from .catalog import Catalog
+from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
 from ..core.files import (UnsafePath, StagedFile, fsync_dir, remove_inside, resolve_inside, sha256_bytes, sha256_file,

@@ -23,7 +23,8 @@ from ..core.db import Database
 from ..core.findings import Finding
 from ..core.ids import format_timestamp, is_record_id, new_id, utc_now
 from ..store.attachments import ATTACH_FILE_MAX_BYTES
-from ..store.catalog import is_descriptor_path, is_record_path, keep_revision, record_removals, sync_removals
+from ..store.catalog import keep_revision, record_removals, sync_removals
+from ..store.walk import is_descriptor_path, is_record_path
 from ..store.publication import ONTOLOGY_PATH, FileWrite, Plan, removal, request_hash
 from ..store.store import EXTENSIONS_FILE, VAULT_DIR, Store
 from ..vault.evidence import DESCRIPTOR_MAX_BYTES

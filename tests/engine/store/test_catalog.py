@@ -11,7 +11,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from engine.store import catalog as catalog_module
+from engine.store import record_rows as record_rows_module
+from engine.store import walk as walk_module
 from engine.core.errors import InvalidParams, LimitExceeded, NotFound, StoreUnavailable
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
@@ -100,6 +101,15 @@ def test_external_edit_without_revision_bump_is_seen(engine, owner):
     assert "edited" in [event["kind"] for event in history["events"]]
 
 
+def test_an_external_edit_of_the_title_changes_the_names_a_lookup_finds(engine, owner):
+    record_id, path = saved_page(engine, owner)
+    assert b"title: Dana Whitaker\n" in path.read_bytes()
+    path.write_bytes(path.read_bytes().replace(b"title: Dana Whitaker\n", b"title: Dana Lindqvist\n"))
+
+    assert [match["id"] for match in engine.lookup(owner, "Dana Lindqvist")["matches"]] == [record_id]
+    assert engine.lookup(owner, "Dana Whitaker")["matches"] == []
+
+
 def test_same_size_edit_with_preserved_mtime_is_seen_by_content_hash(engine, owner):
     """Tools like ``cp -p`` or rsync keep size and mtime; only the content hash tells the change."""
     record_id, path = saved_page(engine, owner)
@@ -127,8 +137,8 @@ def test_a_copied_file_with_the_same_bytes_gets_its_new_stamp_without_being_read
     os.replace(copy, path)
     other.write_bytes(other.read_bytes().replace(b"Body text.", b"Body text!"))  # a same-size edit beside it
     parsed: list[str] = []
-    real = catalog_module.parse_record
-    monkeypatch.setattr(catalog_module, "parse_record", lambda data, relpath: parsed.append(relpath) or real(
+    real = record_rows_module.parse_record
+    monkeypatch.setattr(record_rows_module, "parse_record", lambda data, relpath: parsed.append(relpath) or real(
         data, relpath))
 
     assert engine.get_record(owner, record_id)["sha256"] == sha(path.read_bytes())
@@ -176,7 +186,7 @@ def test_a_file_deleted_while_the_partition_is_walked_is_not_a_store_failure(eng
                 os.unlink(entry.path)
         return _Listing(entries)
 
-    monkeypatch.setattr(catalog_module.os, "scandir", listing_then_delete)
+    monkeypatch.setattr(walk_module.os, "scandir", listing_then_delete)
     assert engine.get_record(owner, kept)["status"] == "current"
     for vanished in (gone, "pg_scratch"):
         with pytest.raises(NotFound):
@@ -436,7 +446,7 @@ def test_directories_deeper_than_eight_levels_are_reported(engine, owner):
 
 def test_scan_over_the_entry_limit_fails_instead_of_answering_partially(engine, owner, monkeypatch):
     record_id, _ = saved_page(engine, owner)
-    monkeypatch.setattr(catalog_module, "MAX_SCAN_ENTRIES", 20)
+    monkeypatch.setattr(walk_module, "MAX_SCAN_ENTRIES", 20)
     extra = private_dir(engine.state) / "pages" / "bulk"
     for index in range(25):
         place(extra, f"n{index}.md", render(envelope(f"pg_bulk_{index}", "page", f"Bulk {index}", type="note")))

@@ -3,7 +3,8 @@
 The sync reads files through directory descriptors, parses flat frontmatter without libyaml and writes
 rows a chunk at a time; "one by one" is the same sync with every one of those switched off: each file
 read by ``read_file``, its YAML checked event by event and then loaded by the full loader, and its rows
-written before the next file is read.
+written before the next file is read.  "In worker processes" is the bulk sync with the files read and
+parsed by the worker processes a large sync starts.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import pytest
 from engine.bench.corpus import write_partition
 from engine.core import files as files_module
 from engine.store import catalog as catalog_module
+from engine.store import record_rows as record_rows_module
+from engine.store import walk as walk_module
 from engine.vault import frontmatter
+from engine.vault.frontmatter import RECORD_MAX_BYTES
 from engine.vault.ontology import Ontology
 from tests.engine.store.test_catalog import envelope, place, remembered_source, render, saved_page
 from tests.helpers import claim, private_dir
@@ -65,6 +69,7 @@ def odd_files(engine, owner, tmp_path: Path) -> Path:
     place(root, "pages/notes/not-utf8.md", b"---\ntitle: \xff\n---\n")
     place(root, "pages/notes/unclosed.md", b"---\ntitle: no end\n")
     place(root, "pages/notes/empty.md", b"")
+    place(root, "pages/notes/too-large.md", render({**note, "id": "pg_large", "body": "x" * RECORD_MAX_BYTES}))
     place(root, "pages/deep/a/b/c/d/e/f/g/too-deep.md", render({**note, "id": "pg_deep"}))
     write_partition(root, 120, 0)
     generated = min((root / "pages/notes/journal").iterdir())
@@ -89,6 +94,8 @@ def one_by_one(stack: ExitStack, monkeypatch: pytest.MonkeyPatch) -> None:
     patch.setattr(frontmatter._FlatReader, "read", _refuse)
     patch.setattr(frontmatter, "_read_once", _refuse)
     patch.setattr(catalog_module, "_CHUNK", 1)
+    patch.setattr(record_rows_module, "CHUNK_FILES", 1)
+    patch.setattr(record_rows_module, "POOL_MIN_FILES", 10 ** 9)  # read here, never in a worker
 
 
 def _refuse(*args: Any, **kwargs: Any) -> Any:
@@ -109,26 +116,33 @@ def test_a_large_scan_catalogues_what_loading_the_files_one_by_one_does(engine, 
                                                 "partition_state", "revisions")])
         # Small chunks and a low threshold, so the batches, the chunk boundaries and the large-sync path all run.
         monkeypatch.setattr(catalog_module, "_CHUNK", 7)
+        monkeypatch.setattr(record_rows_module, "CHUNK_FILES", 7)
         monkeypatch.setattr(catalog_module, "INCREMENTAL_CHECK_MAX", 50)
         before = sqlite3.connect(":memory:", check_same_thread=False)
         runtime.call(lambda: runtime.store.db.connection.backup(before))
 
         results = {}
-        for way in ("one by one", "in bulk"):
+        for way in ("one by one", "in bulk", "in worker processes"):
             runtime.call(lambda: before.backup(runtime.store.db.connection))
             with ExitStack() as stack:
                 if way == "one by one":
                     one_by_one(stack, monkeypatch)
+                else:  # worker processes from one file on, or never
+                    patch = stack.enter_context(monkeypatch.context())
+                    patch.setattr(record_rows_module, "POOL_MIN_FILES", 1 if way == "in worker processes" else 10 ** 9)
+                    patch.setattr(record_rows_module, "_cores", lambda: 2)
                 report = runtime.call(lambda: runtime.catalog.sync("private"))
                 events = [(event["kind"], event["path"], event["record_id"], event["detail"])
                           for event in report.events]
                 results[way] = (report.changed, report.removed, events, runtime.call(lambda: rows(runtime)))
 
     assert results["in bulk"] == results["one by one"]
+    assert results["in worker processes"] == results["one by one"]
     changed, _, events, catalogued = results["in bulk"]
     assert len(changed) > 120 and bool(events) is not first_sync
     statuses = {row[0]: row[7] for row in catalogued["catalog"]}  # path -> file_status
     assert statuses["pages/notes/quoted.md"] == "unreadable"  # hardlinked
+    assert statuses["pages/notes/too-large.md"] == "unreadable"  # refused by the reader
     assert statuses["pages/notes/anchored.md"] == statuses["pages/notes/bad-yaml.md"] == "invalid"
     assert statuses["pages/notes/withheld.md"] == "withheld"
     assert statuses["pages/notes/crlf.md"] == statuses["pages/notes/bom.md"] == "ok"
@@ -141,9 +155,9 @@ def test_every_column_of_a_catalogued_row_is_written(engine, owner, data):
     saved_page(engine, owner)
     runtime = engine.runtime(engine.registry.own_store_of("main"))
     ontology = runtime.call(lambda: runtime.store.ontology("private"))
-    info = catalog_module.FileStat(1, len(data), 2, 3)
-    catalogued = runtime.call(lambda: runtime.catalog._catalogue("private", "pages/p.md", data, info, ontology))
-    assert tuple(catalogued.row) == catalog_module._CATALOG_COLUMNS
+    info = walk_module.FileStat(1, len(data), 2, 3)
+    catalogued = record_rows_module.catalogue("private", "pages/p.md", data, info, ontology)
+    assert tuple(catalogued.row) == record_rows_module.CATALOG_COLUMNS
 
 
 @pytest.mark.parametrize("kind, record_type", [("page", "note"), ("page", "person"), ("page", "project"),

@@ -10,20 +10,20 @@ import pytest
 
 from engine.access.authority import AgentCaller
 from engine.service import Engine
-from engine.store import catalog as catalog_module
+from engine.store import walk as walk_module
 from tests.helpers import page, private_dir, wait_for
 
 
 @pytest.fixture
 def watched(state_dir, monkeypatch):
     walked: list[Path] = []
-    walk_partition = catalog_module.walk_partition
+    walk_partition = walk_module.walk_partition
 
     def counted(root: Path):
         walked.append(root)
         return walk_partition(root)
 
-    monkeypatch.setattr(catalog_module, "walk_partition", counted)
+    monkeypatch.setattr(walk_module, "walk_partition", counted)
     with Engine(state_dir, watch=True) as opened:
         owner = AgentCaller(opened.add_agent("main", owner=True), {"kind": "owner-private"})
         yield opened, owner, walked
