@@ -4,8 +4,9 @@ Agents have ``search_knowledge`` (spec 004) for this; the owner's search answers
 ``operator/search`` (engine/search/keyword.py's hits), so the window and ``knowledge search`` show either
 mode alike.  The candidates are the keyword search's best ``HYBRID_DEPTH`` (function words cannot match
 alone: the owner's rule), the ``HYBRID_DEPTH`` records of the kinds asked nearest the question's vector, and the
-long pages holding one of the ``HYBRID_DEPTH`` page passages nearest it (a page's own vector holds only its
-first 256 tokens; its passages, engine/index/vectors.py, find it by the part that answers).  Each gets its
+long pages holding one of the ``HYBRID_DEPTH`` page passages nearest it, as near as those records (a page's
+own vector holds only its first 256 tokens; its passages, engine/index/vectors.py, find it by the part that
+answers).  Each gets its
 exact keyword score (divided by the best) and its cosine similarity, a long page's that of its own vector or its
 nearest passage, whichever is nearer (min-max normalised over the candidates, as ``search_knowledge``'s hybrid
 does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a vector yet counts its keyword
@@ -64,9 +65,12 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
                     if _wanted(row, request) and row.view.valid_at(moment))
         return [path for path in paths if path in rows]
 
-    nearest = _nearest_wanted(vectors, partition, vector, keep) if held else []
-    passages = vectors.nearest_page_passages(partition, vector, HYBRID_DEPTH) if held else []
-    pool = keep(list(dict.fromkeys([*lexical, *nearest, *(path for path, _ in passages)])))
+    nearest = _nearest_wanted(vectors, partition, vector, keep) if held else {}
+    # A long page comes in by a passage as near as the records that came in by their own vectors.
+    floor = min(nearest.values()) if len(nearest) == HYBRID_DEPTH else -1.0
+    passages = [path for path, similarity in vectors.nearest_page_passages(partition, vector, HYBRID_DEPTH)
+                if similarity >= floor] if held else []
+    pool = keep(list(dict.fromkeys([*lexical, *nearest, *passages])))
     beyond = [path for path in pool if path not in lexical]  # brought by the vectors: their exact keyword score
     if beyond:
         lexical.update(_scores_of(searcher, index.schema, query, beyond))
@@ -101,15 +105,16 @@ def exact_names_first(hits: list[SearchHit], named: set[str]) -> list[SearchHit]
 
 
 def _nearest_wanted(vectors: VectorIndex, partition: str, vector: np.ndarray,
-                    keep: Callable[[list[str]], list[str]]) -> list[str]:
-    """The ``HYBRID_DEPTH`` records nearest ``vector`` that ``keep`` keeps: the search asks for more (up to
-    ``KNN_MAX``) while the records of other kinds (a vault's links, say) crowd the nearest out."""
+                    keep: Callable[[list[str]], list[str]]) -> dict[str, float]:
+    """The ``HYBRID_DEPTH`` records nearest ``vector`` that ``keep`` keeps, with their cosine similarity, nearest
+    first: the search asks for more (up to ``KNN_MAX``) while records of other kinds (a vault's links, say) crowd
+    the nearest out."""
     k = HYBRID_DEPTH
     while True:
-        found = [path for path, _ in vectors.nearest(partition, vector, k)]
-        kept = keep(found)
+        found = dict(vectors.nearest(partition, vector, k))
+        kept = keep(list(found))
         if len(kept) >= HYBRID_DEPTH or len(found) < k or k >= KNN_MAX:
-            return kept[:HYBRID_DEPTH]
+            return {path: found[path] for path in kept[:HYBRID_DEPTH]}
         k = min(KNN_MAX, k * 4)
 
 

@@ -218,7 +218,7 @@ def test_the_nearest_records_of_the_kinds_asked_are_fetched_past_those_of_other_
         return [path for path in paths if path.startswith("notes/")]
 
     found = _nearest_wanted(Vectors(), "private", None, keep)
-    assert found == [f"notes/{n}.md" for n in range(HYBRID_DEPTH)] and asked == [HYBRID_DEPTH, 4 * HYBRID_DEPTH]
+    assert list(found) == [f"notes/{n}.md" for n in range(HYBRID_DEPTH)] and asked == [HYBRID_DEPTH, 4 * HYBRID_DEPTH]
     ranked[:] = ranked[:HYBRID_DEPTH + 3]  # the index runs out first: what there is
     asked.clear()
-    assert _nearest_wanted(Vectors(), "private", None, keep) == [] and asked == [HYBRID_DEPTH, 4 * HYBRID_DEPTH]
+    assert _nearest_wanted(Vectors(), "private", None, keep) == {} and asked == [HYBRID_DEPTH, 4 * HYBRID_DEPTH]
