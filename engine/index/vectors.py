@@ -8,7 +8,7 @@ sqlite-vec extension; the rest of the engine's SQLite code is untouched.
 
     vectors    (model, text_sha) -> vector: the cache. A text is embedded once per model,
                whichever record, revision or rebuild needs it again.
-    items      one row per indexed record: partition, path, record id, revision, sha256
+    items      one row per indexed record: partition, path, record id, revision, sha256, kind
     vec_items  vec0 table: item id, partition (partition key), unit vector (cosine distance)
     progress   per partition, the catalog version the index fully matches, and with which passages
     passages   evidence passages of pages: partition, path, the page's sha256 (vec_passages holds their vectors)
@@ -77,7 +77,7 @@ _SCHEMA = """
                                         PRIMARY KEY (model, text_sha));
     CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, partition TEXT NOT NULL, path TEXT NOT NULL,
                                       record_id TEXT NOT NULL, revision INTEGER NOT NULL, sha256 TEXT NOT NULL,
-                                      UNIQUE (partition, path));
+                                      kind TEXT, UNIQUE (partition, path));
     CREATE TABLE IF NOT EXISTS progress (partition TEXT PRIMARY KEY, catalog_version INTEGER NOT NULL,
                                          with_passages INTEGER NOT NULL DEFAULT 0,
                                          with_page_passages INTEGER NOT NULL DEFAULT 0);
@@ -391,8 +391,9 @@ class VectorIndex:
             db.executemany("INSERT OR REPLACE INTO vectors (model, text_sha, vector) VALUES (?, ?, ?)",
                            [(embedder.fingerprint, digest, vector) for digest, vector in new.items()])
             for row, digest in rows:
-                db.execute("INSERT INTO items (partition, path, record_id, revision, sha256) VALUES (?, ?, ?, ?, ?)",
-                           (partition, row.path, row.record_id, row.revision, row.sha256))
+                db.execute("INSERT INTO items (partition, path, record_id, revision, sha256, kind) "
+                           "VALUES (?, ?, ?, ?, ?, ?)", (partition, row.path, row.record_id, row.revision, row.sha256,
+                                                         row.kind))
                 db.execute("INSERT INTO vec_items (id, partition, embedding) VALUES (?, ?, ?)",
                            (db.last_insert_rowid(), partition, have[digest]))
             for table, by_path in (("passages", passage_digests), ("page_passages", page_digests)):
@@ -521,17 +522,25 @@ class VectorIndex:
 
     # --- queries ----------------------------------------------------------------------------
 
-    def nearest(self, partition: str, vector: np.ndarray, k: int,
-                paths: Sequence[str] | None = None) -> list[tuple[str, float]]:
+    def nearest(self, partition: str, vector: np.ndarray, k: int, paths: Sequence[str] | None = None,
+                kinds: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """The ``k`` records closest to ``vector`` as (path, cosine similarity), best first.
 
-        ``paths`` restricts the search to those records.
+        ``paths`` restricts the search to those records, ``kinds`` to records of those kinds (and those indexed
+        before the index knew kinds).
         """
         k = max(1, min(k, KNN_MAX))
         query = np.asarray(vector, dtype=np.float32).tobytes()
         try:
             db = self._db()
-            if paths is None:
+            if kinds is not None:
+                rows = db.execute(
+                    "SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
+                    "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? AND v.id IN "
+                    "(SELECT id FROM items WHERE partition = ? AND (kind IS NULL OR kind IN "
+                    "(SELECT value FROM json_each(?)))) ORDER BY v.distance",
+                    (query, k, partition, partition, json.dumps(list(kinds)))).fetchall()
+            elif paths is None:
                 rows = db.execute(
                     "SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
                     "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? ORDER BY v.distance",
@@ -646,6 +655,8 @@ def _open(path: Path) -> "apsw.Connection":
                 connection.execute("ALTER TABLE progress ADD COLUMN with_passages INTEGER NOT NULL DEFAULT 0")
             if "with_page_passages" not in columns:  # a file made before page passages
                 connection.execute("ALTER TABLE progress ADD COLUMN with_page_passages INTEGER NOT NULL DEFAULT 0")
+            if "kind" not in {row[1] for row in connection.execute("PRAGMA table_info(items)").fetchall()}:
+                connection.execute("ALTER TABLE items ADD COLUMN kind TEXT")  # a file made before kinds: NULL
         connection.execute("SELECT COUNT(*) FROM items").fetchall()
     except BaseException:
         connection.close()

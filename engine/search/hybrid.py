@@ -17,9 +17,6 @@ no cursor.
 
 from __future__ import annotations
 
-from typing import Callable
-
-import numpy as np
 import tantivy
 
 from ..core.errors import InvalidParams
@@ -27,7 +24,7 @@ from ..core.ids import utc_now
 from ..index.analysis import Analyzer
 from ..index.embedding import Embedder
 from ..index.tantivy_index import PartitionIndex
-from ..index.vectors import KNN_MAX, VectorIndex
+from ..index.vectors import VectorIndex
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..store.store import Store
 from .keyword import (
@@ -65,7 +62,11 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
                     if _wanted(row, request) and row.view.valid_at(moment))
         return [path for path in paths if path in rows]
 
-    nearest = _nearest_wanted(vectors, partition, vector, keep) if held else {}
+    kinds = request.kinds if request.kind is None else (request.kind,)  # the nearest of the kinds asked, not
+    # the nearest of all filtered afterwards (a vault's links would crowd its notes out)
+    near = vectors.nearest(partition, vector, HYBRID_DEPTH, kinds=kinds) if held else []
+    wanted = set(keep([path for path, _ in near]))
+    nearest = {path: similarity for path, similarity in near if path in wanted}
     # A long page comes in by a passage as near as the records that came in by their own vectors.
     floor = min(nearest.values()) if len(nearest) == HYBRID_DEPTH else -1.0
     passages = [path for path, similarity in vectors.nearest_page_passages(partition, vector, HYBRID_DEPTH)
@@ -102,20 +103,6 @@ def exact_names_first(hits: list[SearchHit], named: set[str]) -> list[SearchHit]
     1.0 as the best match there is, the rest in their order."""
     first = [{**hit, "score": 1.0} for hit in hits if hit["id"] in named]
     return first + [hit for hit in hits if hit["id"] not in named]
-
-
-def _nearest_wanted(vectors: VectorIndex, partition: str, vector: np.ndarray,
-                    keep: Callable[[list[str]], list[str]]) -> dict[str, float]:
-    """The ``HYBRID_DEPTH`` records nearest ``vector`` that ``keep`` keeps, with their cosine similarity, nearest
-    first: the search asks for more (up to ``KNN_MAX``) while records of other kinds (a vault's links, say) crowd
-    the nearest out."""
-    k = HYBRID_DEPTH
-    while True:
-        found = dict(vectors.nearest(partition, vector, k))
-        kept = keep(list(found))
-        if len(kept) >= HYBRID_DEPTH or len(found) < k or k >= KNN_MAX:
-            return {path: found[path] for path in kept[:HYBRID_DEPTH]}
-        k = min(KNN_MAX, k * 4)
 
 
 def _wanted(row: RecordRow, request: SearchRequest) -> bool:

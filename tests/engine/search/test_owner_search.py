@@ -201,24 +201,25 @@ def test_page_passages_follow_the_page_through_an_edit_and_a_deletion(engine_wit
     assert path not in _page_passage_rows(engine_with_model)
 
 
-def test_the_nearest_records_of_the_kinds_asked_are_fetched_past_those_of_other_kinds() -> None:
-    """A vault's links crowd its notes out of the nearest records: the search asks for more until it has
-    ``HYBRID_DEPTH`` of the kinds it wants (or the index has no more)."""
-    from engine.search.hybrid import HYBRID_DEPTH, _nearest_wanted
+def test_the_nearest_records_are_those_of_the_kinds_asked(engine_with_model) -> None:
+    """A vault's links crowd its notes out of the nearest records: the vector search itself keeps to the kinds
+    asked, instead of filtering the nearest of every kind afterwards."""
+    from tests.helpers import claim
 
-    ranked = [f"links/{n}.md" for n in range(3 * HYBRID_DEPTH)] + [f"notes/{n}.md" for n in range(2 * HYBRID_DEPTH)]
-    asked: list[int] = []
+    caller, ids = seed(engine_with_model)
+    engine_with_model.remember(caller, {"requestId": "c", "subject": ids["Team lunch"], "items": [
+        claim(f"Lunch note {number}: the team eats pizza together near the harbour.", "pizza")
+        for number in range(8)]})
+    owner_search(engine_with_model, query="warm up")
+    runtime = next(iter(engine_with_model._runtimes.values()))
+    assert runtime.vector_feed.settled(60)
+    vector = engine_with_model.embeddings.current().embed(["the team eats pizza together near the harbour"])[0]
 
-    class Vectors:
-        def nearest(self, partition, vector, k):
-            asked.append(k)
-            return [(path, 1.0) for path in ranked[:k]]
+    def nearest(k, kinds):
+        return engine_with_model.on_store(OperatorCaller("main"), lambda runtime, authority: [
+            path for path, _ in runtime.vectors.nearest(authority.partition, vector, k, kinds=kinds)])
 
-    def keep(paths):
-        return [path for path in paths if path.startswith("notes/")]
-
-    found = _nearest_wanted(Vectors(), "private", None, keep)
-    assert list(found) == [f"notes/{n}.md" for n in range(HYBRID_DEPTH)] and asked == [HYBRID_DEPTH, 4 * HYBRID_DEPTH]
-    ranked[:] = ranked[:HYBRID_DEPTH + 3]  # the index runs out first: what there is
-    asked.clear()
-    assert _nearest_wanted(Vectors(), "private", None, keep) == {} and asked == [HYBRID_DEPTH, 4 * HYBRID_DEPTH]
+    everything = nearest(20, None)
+    assert len(everything) == len(PAGES) + 8
+    for kind, folder in (("page", "pages/"), ("claim", "claims/")):
+        assert nearest(3, (kind,)) == [path for path in everything if path.startswith(folder)][:3]
