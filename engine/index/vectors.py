@@ -300,9 +300,12 @@ class VectorIndex:
             "SELECT id, path, sha256 FROM items WHERE partition = ?", (partition,)).fetchall()}
         stale = [item_id for path, (item_id, sha) in known.items()
                  if path not in current or current[path].sha256 != sha]
+        unkinded = db.execute("SELECT path FROM items WHERE partition = ? AND kind IS NULL", (partition,)).fetchall()
         with db:
             db.executemany("DELETE FROM vec_items WHERE id = ?", [(item_id,) for item_id in stale])
             db.executemany("DELETE FROM items WHERE id = ?", [(item_id,) for item_id in stale])
+            db.executemany("UPDATE items SET kind = ? WHERE partition = ? AND path = ?",
+                           [(current[path].kind, partition, path) for (path,) in unkinded if path in current])
         with_passages = {table: self._drop_stale_passages(table, partition, current) for table in _PASSAGE_TABLES}
         fresh = {path for path, (_, sha) in known.items() if path in current and current[path].sha256 == sha}
         wanted = sorted((row for path, row in current.items() if path not in fresh or (row.kind == "page" and (
@@ -656,7 +659,8 @@ def _open(path: Path) -> "apsw.Connection":
             if "with_page_passages" not in columns:  # a file made before page passages
                 connection.execute("ALTER TABLE progress ADD COLUMN with_page_passages INTEGER NOT NULL DEFAULT 0")
             if "kind" not in {row[1] for row in connection.execute("PRAGMA table_info(items)").fetchall()}:
-                connection.execute("ALTER TABLE items ADD COLUMN kind TEXT")  # a file made before kinds: NULL
+                connection.execute("ALTER TABLE items ADD COLUMN kind TEXT")  # a file made before kinds: NULL,
+                connection.execute("DELETE FROM progress")  # and filled by the next catch-up's comparison
         connection.execute("SELECT COUNT(*) FROM items").fetchall()
     except BaseException:
         connection.close()

@@ -223,3 +223,26 @@ def test_the_nearest_records_are_those_of_the_kinds_asked(engine_with_model) -> 
     assert len(everything) == len(PAGES) + 8
     for kind, folder in (("page", "pages/"), ("claim", "claims/")):
         assert nearest(3, (kind,)) == [path for path in everything if path.startswith(folder)][:3]
+
+
+def test_records_indexed_before_the_index_knew_kinds_get_theirs_from_the_next_catch_up(engine_with_model) -> None:
+    seed(engine_with_model)
+    owner_search(engine_with_model, query="warm up")
+    runtime = next(iter(engine_with_model._runtimes.values()))
+    assert runtime.vector_feed.settled(60)
+
+    def kinds(runtime, authority):
+        return runtime.vectors._db().execute("SELECT kind, COUNT(*) FROM items GROUP BY kind").fetchall()
+
+    def forget_kinds(runtime, authority):  # as a file made before kinds reads once opened
+        db = runtime.vectors._db()
+        with db:
+            db.execute("UPDATE items SET kind = NULL")
+            db.execute("DELETE FROM progress")
+
+    engine_with_model.on_store(OperatorCaller("main"), forget_kinds)
+    assert engine_with_model.on_store(OperatorCaller("main"), kinds) == [(None, len(PAGES))]
+    assert owner_search(engine_with_model, query="backups")["vectors"] == "building"  # and a catch-up is queued
+    assert runtime.vector_feed.settled(60)
+    assert engine_with_model.on_store(OperatorCaller("main"), kinds) == [("page", len(PAGES))]
+    assert owner_search(engine_with_model, query="backups")["vectors"] == "ready"
