@@ -600,6 +600,14 @@ class VectorIndex:
             raise IndexFailed(f"the vector index could not be read: {exc}", partition=partition) from exc
         return {path: 1.0 - float(distance) for path, distance in rows}
 
+    def page_passage_count(self, partition: str) -> tuple[int, int]:
+        """How many long pages of the partition have their own passages indexed, and how many passages."""
+        if not self._has_vectors("page_passages"):
+            return 0, 0
+        pages, passages = self._db().execute("SELECT COUNT(DISTINCT path), COUNT(*) FROM page_passages "
+                                             "WHERE partition = ?", (partition,)).fetchall()[0]
+        return pages, passages
+
     def _has_vectors(self, table: str) -> bool:
         """Whether ``vec_<table>`` exists: a file made before it has it from its first catch-up on."""
         return bool(self._db().execute("SELECT 1 FROM sqlite_master WHERE name = ?", (f"vec_{table}",)).fetchall())
