@@ -6,10 +6,9 @@ mode alike.  The candidates are the keyword search's best ``HYBRID_DEPTH`` (func
 alone: the owner's rule), the ``HYBRID_DEPTH`` records of the kinds asked nearest the question's vector, and the
 long pages holding one of the ``HYBRID_DEPTH`` page passages nearest it, as near as those records (a page's
 own vector holds only its first 256 tokens; its passages, engine/index/vectors.py, find it by the part that
-answers).  Each gets its
-exact keyword score (divided by the best) and its cosine similarity, a long page's that of its own vector or its
-nearest passage, whichever is nearer (min-max normalised over the candidates, as ``search_knowledge``'s hybrid
-does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a vector yet counts its keyword
+answers).  Each gets its exact keyword score (divided by the best) and its cosine similarity, a long page's
+that of its own vector or its nearest passage, whichever is nearer (min-max normalised over the candidates, as
+``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a vector yet counts its keyword
 score twice, and the answer says whether some records (or long pages' passages) still wait for theirs.
 Scores are query-local (the best is 1.0), ``minScore`` cuts relative to it; one page of at most ``limit`` hits,
 no cursor.
