@@ -390,6 +390,8 @@ class Engine:
             runtime.indexes.catch_up(partition)
             found, ready = hybrid_hits(runtime.store, runtime.catalog, runtime.indexes.get(partition), runtime.vectors,
                                        embedder, self.analyzer, partition, request)
+            if not ready:  # a change no publication announced (a note edited or deleted in the vault): catch up
+                runtime.vector_feed.queue(partition)
             return {**found, "mode": "hybrid", "vectors": "ready" if ready else "building"}
 
         return self.on_store(caller, work)

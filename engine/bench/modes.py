@@ -9,6 +9,8 @@ there, and then:
 
 - **vector build**: ``VectorIndex.rebuild`` of the partition, every text
   embedded (timed), then again with every vector in the content-hash cache;
+  then the owner's first hybrid search and the catch-up it starts, which adds
+  long pages' own passages (timed, with the index size after);
 - **quality and latency**: each question through ``search_knowledge`` in each
   mode, the modes in rotating order question by question, top 10, the whole
   API call timed (authorization, lane, catch-up check, query embedding,
@@ -54,12 +56,21 @@ class VectorBuild(TypedDict):
     pending: int
 
 
+class PagePassages(TypedDict):
+    """The owner's first hybrid search on the built index: long pages' own passages embedded and indexed."""
+    seconds: float
+    pages: int
+    passages: int
+    index_bytes: int
+
+
 class ModeFigures(TypedDict):
     """Every search mode measured: latency and fallbacks per mode; the first answers (``results``), which
     the caller replaces with each mode's retrieval quality (``quality``)."""
     model: EmbeddingModel
     builds: list[VectorBuild]
     index_bytes: int
+    page_passages: PagePassages
     latency: dict[str, metrics.LatencySummary]
     fallbacks: dict[str, int]
     results: NotRequired[dict[str, list[list[str]]]]
@@ -96,6 +107,12 @@ def measure_modes(dataset: Any, model_dir: Path, say: Callable[[str], None], lim
             builds.append({"kind": label, "seconds": time.perf_counter() - began, **done.to_dict()})
         figures["builds"] = builds
         figures["index_bytes"] = metrics.tree_bytes(runtime.vectors.path)
+        began = time.perf_counter()  # the owner's first hybrid search: long pages' own passages follow from then on
+        engine.owner_search(caller, {"query": dataset.queries[0], "mode": "hybrid"})
+        runtime.vector_feed.settled(600)
+        pages, passages = runtime.call(lambda: runtime.vectors.page_passage_count(dataset.partition))
+        figures["page_passages"] = {"seconds": time.perf_counter() - began, "pages": pages, "passages": passages,
+                                    "index_bytes": metrics.tree_bytes(runtime.vectors.path)}
         say(f"locomo: {len(dataset.queries)} questions x {len(MODES)} modes through search_knowledge ...")
         times: dict[str, list[int]] = {mode: [] for mode in MODES}
         results: dict[str, list[list[str]]] = {mode: [[] for _ in dataset.queries] for mode in MODES}

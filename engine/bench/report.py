@@ -169,7 +169,8 @@ def _modes_section(locomo: dict[str, Any]) -> list[str]:
         f"normalised over the candidates); rrf uses k = 60 over the top {FUSION_DEPTH} of each ranking. "
         "owner keyword and owner hybrid are the owner's search (`operator/search`, the window and `knowledge "
         "search`; engine/search/hybrid.py): keyword where function words cannot make a match alone, and that keyword "
-        "search's best 50 with the 50 nearest vectors, fused alpha 0.5 the same way.",
+        "search's best 50 with the 50 nearest vectors and the long pages of the 50 nearest page passages (as near as "
+        "those), a long page as near as its nearest passage, fused alpha 0.5 the same way.",
         "",
         *_table(header, rows),
         "",
@@ -178,6 +179,7 @@ def _modes_section(locomo: dict[str, Any]) -> list[str]:
              _seconds(build["seconds"]), _rate(build["indexed"], build["seconds"]), _size(modes["index_bytes"])]
             for label, build in (("every text embedded", embed), ("again, every vector cached", cached))]),
         "",
+        *_page_passages(modes),
         "Milliseconds per call (one pass over the questions, the modes in rotating order; "
         "semantic, hybrid and rrf embed the question each time, nothing is cached per query). 'fallbacks' "
         "counts answers that disclosed a lexical fallback (for the owner's search: an answer saying vectors were "
@@ -419,3 +421,13 @@ def _catalog_reading(report: dict[str, Any]) -> list[str]:
             "parsed (its YAML frontmatter twice: once for nesting and anchors, once to load it), validated and "
             f"its bytes stored as a revision. An engine without its watcher rescans the partition before every "
             f"operation: {_seconds(prep['rescan_s'])} s here when nothing changed."]
+
+
+def _page_passages(modes: dict[str, Any]) -> list[str]:
+    """The line on long pages' own passages, which the owner's first hybrid search has the vectors add."""
+    added = modes.get("page_passages")
+    if added is None:
+        return []
+    return [f"Long pages' own passages (the owner's hybrid search; engine/index/vectors.py): the owner's first hybrid "
+            f"search and the catch-up it starts took {_seconds(added['seconds'])} s, adding {added['passages']:,} "
+            f"passages of {added['pages']:,} pages; index size then {_size(added['index_bytes'])}.", ""]

@@ -8,17 +8,27 @@ sqlite-vec extension; the rest of the engine's SQLite code is untouched.
 
     vectors    (model, text_sha) -> vector: the cache. A text is embedded once per model,
                whichever record, revision or rebuild needs it again.
-    items      one row per indexed record: partition, path, record id, revision, sha256
+    items      one row per indexed record: partition, path, record id, revision, sha256, kind
     vec_items  vec0 table: item id, partition (partition key), unit vector (cosine distance)
-    progress   per partition, the catalog version the index fully matches, and whether with passages
+    progress   per partition, the catalog version the index fully matches, and with which passages
     passages   evidence passages of pages: partition, path, the page's sha256 (vec_passages holds their vectors)
     passages_done  pages whose evidence passages are in (none at all is an answer too)
+    page_passages  long pages' own passages (``page_passages``: the title with each stretch of the body), by
+                   partition, path and the page's sha256; vec_page_passages holds their vectors
+    page_passages_done  pages whose own passages are in (a short page is one passage, its own vector: none)
 
 **Evidence passages** (only while ``passages_wanted()``: a store whose recall gate takes hybrid
 candidates) are cut from the text sources each current page cites: the cited lines, else the whole
 source, in passages of ``PASSAGE_WORDS`` words, at most ``PASSAGES_MAX`` a page. A page is then as near to
 a message as the nearest of its own vector and its passages' (``nearest_pages``): a page that sums up a
 conversation is found for a detail that only its transcript holds (docs/recall-gate.md).
+
+**Page passages** (only while ``page_passages_wanted()``: the owner searched in hybrid mode, or the gate's
+embedding Decision model scores pages) are a long page's own text cut by ``page_passages``. A page's vector
+holds only its first 256 tokens; its passages let a search find and judge it by the part that matches
+(``nearest_page_passages``, ``page_passage_similarities``). They follow the page like its vector: a changed or
+deleted page's passages are dropped by the next catch-up, and a partition counts as caught up only once every
+current page has its passages in.
 
 Like the tantivy index, it never guesses what changed: a catch-up compares
 the partition's current catalog rows (path, sha256) with ``items``, drops
@@ -67,18 +77,25 @@ _SCHEMA = """
                                         PRIMARY KEY (model, text_sha));
     CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, partition TEXT NOT NULL, path TEXT NOT NULL,
                                       record_id TEXT NOT NULL, revision INTEGER NOT NULL, sha256 TEXT NOT NULL,
-                                      UNIQUE (partition, path));
+                                      kind TEXT, UNIQUE (partition, path));
     CREATE TABLE IF NOT EXISTS progress (partition TEXT PRIMARY KEY, catalog_version INTEGER NOT NULL,
-                                         with_passages INTEGER NOT NULL DEFAULT 0);
+                                         with_passages INTEGER NOT NULL DEFAULT 0,
+                                         with_page_passages INTEGER NOT NULL DEFAULT 0);
     CREATE TABLE IF NOT EXISTS passages (id INTEGER PRIMARY KEY, partition TEXT NOT NULL, path TEXT NOT NULL,
                                          sha256 TEXT NOT NULL);
     CREATE INDEX IF NOT EXISTS passages_path ON passages (partition, path);
     CREATE TABLE IF NOT EXISTS passages_done (partition TEXT NOT NULL, path TEXT NOT NULL, sha256 TEXT NOT NULL,
                                               PRIMARY KEY (partition, path));
+    CREATE TABLE IF NOT EXISTS page_passages (id INTEGER PRIMARY KEY, partition TEXT NOT NULL, path TEXT NOT NULL,
+                                              sha256 TEXT NOT NULL);
+    CREATE INDEX IF NOT EXISTS page_passages_path ON page_passages (partition, path);
+    CREATE TABLE IF NOT EXISTS page_passages_done (partition TEXT NOT NULL, path TEXT NOT NULL,
+                                                   sha256 TEXT NOT NULL, PRIMARY KEY (partition, path));
 """
 PASSAGE_WORDS = 120      # words in one evidence passage (well inside the embedding model's 256 tokens)
 PASSAGES_MAX = 16        # evidence passages of one page: an evidence source may be megabytes
 PASSAGE_SOURCE_MAX_BYTES = 4 << 20  # a larger cited source gives no passages
+_PASSAGE_TABLES = ("passages", "page_passages")  # evidence passages, pages' own passages: each with _done, vec_
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,7 @@ class _Plan:
     wanted: list[RecordRow]          # records without their vector, or pages without their passages
     removed: int
     passages: bool                   # whether evidence passages are indexed in this catch-up
+    page_passages: bool              # whether long pages' own passages are indexed in this catch-up
 
 
 def _here(step: Callable[[], T]) -> T:
@@ -188,15 +206,16 @@ class VectorIndex:
         """Empty the index when the model (or its dimensions) changed; the cache keeps other models' vectors."""
         db = self._db()
         if self._holds(embedder):
-            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_passages'").fetchall():
-                with db:  # a file made before evidence passages
-                    db.execute(_vec_table("vec_passages", embedder))
+            for table in ("vec_passages", "vec_page_passages"):
+                if not db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchall():
+                    with db:  # a file made before evidence (or page) passages
+                        db.execute(_vec_table(table, embedder))
             return
         with db:
-            for table in ("vec_items", "vec_passages"):
+            for table in ("vec_items", "vec_passages", "vec_page_passages"):
                 db.execute(f"DROP TABLE IF EXISTS {table}")
                 db.execute(_vec_table(table, embedder))
-            for table in ("items", "progress", "passages", "passages_done"):
+            for table in ("items", "progress", "passages", "passages_done", "page_passages", "page_passages_done"):
                 db.execute(f"DELETE FROM {table}")
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('model', ?), ('dimensions', ?)",
                        (embedder.fingerprint, str(embedder.dimensions)))
@@ -211,9 +230,10 @@ class VectorIndex:
             with db:
                 db.execute("DELETE FROM vec_items WHERE id IN (SELECT id FROM items WHERE partition = ?)",
                            (partition,))
-                db.execute("DELETE FROM vec_passages WHERE id IN (SELECT id FROM passages WHERE partition = ?)",
-                           (partition,))
-                for table in ("items", "progress", "passages", "passages_done"):
+                for table in ("passages", "page_passages"):
+                    db.execute(f"DELETE FROM vec_{table} WHERE id IN (SELECT id FROM {table} WHERE partition = ?)",
+                               (partition,))
+                for table in ("items", "progress", "passages", "passages_done", "page_passages", "page_passages_done"):
                     db.execute(f"DELETE FROM {table} WHERE partition = ?", (partition,))
         except IndexFailed:
             raise
@@ -248,10 +268,10 @@ class VectorIndex:
         remaining = plan.wanted
         while remaining and not stop():
             chunk, remaining = remaining[:EMBED_CHUNK], remaining[EMBED_CHUNK:]
-            read = lane(lambda: self._read_chunk(partition, embedder, chunk, plan.passages))
+            read = lane(lambda: self._read_chunk(partition, embedder, chunk, plan))
             if read is None:
                 break  # another model took the file over: its own catch-ups fill it
-            digests, passage_digests, have, missing = read
+            digests, passage_digests, page_digests, have, missing = read
             if budget is not None and embedded + len(missing) > budget:
                 missing = dict(list(missing.items())[:max(0, budget - embedded)])
                 remaining = []  # the rest waits for the next catch-up
@@ -260,7 +280,7 @@ class VectorIndex:
                 vectors = embedder.embed(list(missing.values()))
                 new = {digest: vector.astype(np.float32).tobytes() for digest, vector in zip(missing, vectors)}
             stored = lane(lambda: self._store_chunk(partition, embedder, chunk, digests, passage_digests,
-                                                    {**have, **new}, new))
+                                                    page_digests, {**have, **new}, new))
             if stored is None:
                 break
             embedded += len(new)
@@ -272,78 +292,96 @@ class VectorIndex:
         self._use_model(embedder)
         db = self._db()
         catalog_version = self.catalog.version(partition)[0]
-        passages = self.passages_wanted()
-        done = db.execute("SELECT catalog_version, with_passages FROM progress WHERE partition = ?",
-                          (partition,)).fetchall()
-        if done and done[0][0] == catalog_version and (bool(done[0][1]) or not passages):
+        passages, page_passages_now = self.passages_wanted(), self.page_passages_wanted()
+        if self._matched(partition, catalog_version):
             return CatchUp(self.count(partition), 0, 0, 0, 0)
         current = {row.path: row for row in self.catalog.current(partition)}
         known = {path: (item_id, sha) for item_id, path, sha in db.execute(
             "SELECT id, path, sha256 FROM items WHERE partition = ?", (partition,)).fetchall()}
         stale = [item_id for path, (item_id, sha) in known.items()
                  if path not in current or current[path].sha256 != sha]
-        passages_known = dict(db.execute("SELECT path, sha256 FROM passages_done WHERE partition = ?",
-                                         (partition,)).fetchall())
-        stale_passages = [path for path, sha in passages_known.items()
-                          if path not in current or current[path].sha256 != sha]
+        unkinded = db.execute("SELECT path FROM items WHERE partition = ? AND kind IS NULL", (partition,)).fetchall()
         with db:
             db.executemany("DELETE FROM vec_items WHERE id = ?", [(item_id,) for item_id in stale])
             db.executemany("DELETE FROM items WHERE id = ?", [(item_id,) for item_id in stale])
-            for path in stale_passages:
-                db.execute("DELETE FROM vec_passages WHERE id IN (SELECT id FROM passages WHERE partition = ? "
-                           "AND path = ?)", (partition, path))
-                db.execute("DELETE FROM passages WHERE partition = ? AND path = ?", (partition, path))
-                db.execute("DELETE FROM passages_done WHERE partition = ? AND path = ?", (partition, path))
+            db.executemany("UPDATE items SET kind = ? WHERE partition = ? AND path = ?",
+                           [(current[path].kind, partition, path) for (path,) in unkinded if path in current])
+        with_passages = {table: self._drop_stale_passages(table, partition, current) for table in _PASSAGE_TABLES}
         fresh = {path for path, (_, sha) in known.items() if path in current and current[path].sha256 == sha}
-        with_passages = passages_known.keys() - set(stale_passages)
-        wanted = sorted((row for path, row in current.items() if path not in fresh or (
-                            passages and row.kind == "page" and path not in with_passages)),
+        wanted = sorted((row for path, row in current.items() if path not in fresh or (row.kind == "page" and (
+                            (passages and path not in with_passages["passages"])
+                            or (page_passages_now and path not in with_passages["page_passages"])))),
                         key=lambda row: (row.updated_at or "", row.path), reverse=True)
-        return _Plan(catalog_version, wanted, len(stale), passages)
+        return _Plan(catalog_version, wanted, len(stale), passages, page_passages_now)
 
-    def _read_chunk(self, partition: str, embedder: Embedder, chunk: list[RecordRow], passages: bool
-                    ) -> tuple[dict[str, str], dict[str, list[str]], dict[str, bytes], dict[str, str]] | None:
-        """The chunk's text digests by path, its pages' evidence passage digests by path (those not in yet,
-        when ``passages``), the vectors the cache has, and the texts it lacks by digest."""
+    def _matched(self, partition: str, catalog_version: int) -> bool:
+        """Whether the partition's progress says it matches ``catalog_version`` with the passages wanted now."""
+        done = self._db().execute("SELECT catalog_version, with_passages, with_page_passages FROM progress "
+                                  "WHERE partition = ?", (partition,)).fetchall()
+        return bool(done) and done[0][0] == catalog_version and (bool(done[0][1]) or not self.passages_wanted()) \
+            and (bool(done[0][2]) or not self.page_passages_wanted())
+
+    def _drop_stale_passages(self, table: str, partition: str, current: dict[str, RecordRow]) -> set[str]:
+        """Drop the passages (``table``: evidence or page passages) of pages gone or changed; the pages whose
+        passages are still in."""
+        db = self._db()
+        known = dict(db.execute(f"SELECT path, sha256 FROM {table}_done WHERE partition = ?", (partition,)).fetchall())
+        stale = [path for path, sha in known.items() if path not in current or current[path].sha256 != sha]
+        with db:
+            for path in stale:
+                db.execute(f"DELETE FROM vec_{table} WHERE id IN (SELECT id FROM {table} WHERE partition = ? "
+                           "AND path = ?)", (partition, path))
+                db.execute(f"DELETE FROM {table} WHERE partition = ? AND path = ?", (partition, path))
+                db.execute(f"DELETE FROM {table}_done WHERE partition = ? AND path = ?", (partition, path))
+        return known.keys() - set(stale)
+
+    def _read_chunk(self, partition: str, embedder: Embedder, chunk: list[RecordRow], plan: "_Plan"
+                    ) -> tuple[dict[str, str], dict[str, list[str]], dict[str, list[str]], dict[str, bytes],
+                               dict[str, str]] | None:
+        """The chunk's text digests by path, its pages' evidence passage digests and own passage digests by path
+        (those not in yet, when the plan indexes them), the vectors the cache has, and the texts it lacks by
+        digest."""
         if not self._holds(embedder):
             return None
         texts = self._texts(partition, chunk)
         digests = {row.path: text_digest(text) for row, text in zip(chunk, texts) if text is not None}
         wanted = {digests[row.path]: text for row, text in zip(chunk, texts) if text is not None}
         passage_digests: dict[str, list[str]] = {}
-        if passages:
-            done = self._passages_done(partition, chunk)
+        if plan.passages:
+            done = self._passages_done("passages", partition, chunk)
             lines = _SourceLines(self, partition)
             for row in chunk:
                 if row.kind == "page" and row.path in digests and row.path not in done:
                     cut = evidence_passages(row.view.evidence, lines)
                     passage_digests[row.path] = [text_digest(text) for text in cut]
                     wanted.update(zip(passage_digests[row.path], cut))
-        if self.page_passages_wanted():
-            # Cached only (no vec_ table reads them): the gate's scorer asks for them by digest, so its first
-            # turn on a store of long pages embeds the message alone.
+        page_digests: dict[str, list[str]] = {}
+        if plan.page_passages:
+            done = self._passages_done("page_passages", partition, chunk)
             for row, text in zip(chunk, texts):
-                if row.kind == "page" and text is not None:
+                if row.kind == "page" and text is not None and row.path not in done:
                     cut = page_passages(text)
-                    if len(cut) > 1:
-                        wanted.update((text_digest(passage), passage) for passage in cut)
+                    cut = cut if len(cut) > 1 else []  # a short page is one passage: its own vector
+                    page_digests[row.path] = [text_digest(passage) for passage in cut]
+                    wanted.update(zip(page_digests[row.path], cut))
         have = self._cached(embedder.fingerprint, set(wanted))
         missing = {digest: text for digest, text in wanted.items() if digest not in have}
-        return digests, passage_digests, have, missing
+        return digests, passage_digests, page_digests, have, missing
 
-    def _passages_done(self, partition: str, chunk: list[RecordRow]) -> set[str]:
-        """The chunk's pages whose evidence passages are in, for the revision in the chunk."""
+    def _passages_done(self, table: str, partition: str, chunk: list[RecordRow]) -> set[str]:
+        """The chunk's pages whose passages (``table``: evidence or page passages) are in, for the revision in
+        the chunk."""
         rows = self._db().execute(
-            f"SELECT path, sha256 FROM passages_done WHERE partition = ? AND path IN ({', '.join('?' * len(chunk))})",
+            f"SELECT path, sha256 FROM {table}_done WHERE partition = ? AND path IN ({', '.join('?' * len(chunk))})",
             (partition, *(row.path for row in chunk))).fetchall()
         shas = {row.path: row.sha256 for row in chunk}
         return {path for path, sha in rows if shas.get(path) == sha}
 
     def _store_chunk(self, partition: str, embedder: Embedder, chunk: list[RecordRow], digests: dict[str, str],
-                     passage_digests: dict[str, list[str]], have: dict[str, bytes], new: dict[str, bytes]
-                     ) -> int | None:
-        """Cache the new vectors and index the chunk's records that have one, and the evidence passages of its
-        pages that have all of theirs; how many record vectors came from the cache."""
+                     passage_digests: dict[str, list[str]], page_digests: dict[str, list[str]],
+                     have: dict[str, bytes], new: dict[str, bytes]) -> int | None:
+        """Cache the new vectors and index the chunk's records that have one, and the evidence and own passages
+        of its pages that have all of theirs; how many record vectors came from the cache."""
         if not self._holds(embedder):
             return None
         db = self._db()
@@ -352,26 +390,38 @@ class VectorIndex:
             (partition, *(row.path for row in chunk))).fetchall()}
         rows = [(row, digests[row.path]) for row in chunk
                 if digests.get(row.path) in have and row.path not in indexed]
-        done = self._passages_done(partition, chunk) if passage_digests else set()
-        pages = [row for row in chunk if row.path in passage_digests and row.path not in done
-                 and all(digest in have for digest in passage_digests[row.path])]
         with db:
             db.executemany("INSERT OR REPLACE INTO vectors (model, text_sha, vector) VALUES (?, ?, ?)",
                            [(embedder.fingerprint, digest, vector) for digest, vector in new.items()])
             for row, digest in rows:
-                db.execute("INSERT INTO items (partition, path, record_id, revision, sha256) VALUES (?, ?, ?, ?, ?)",
-                           (partition, row.path, row.record_id, row.revision, row.sha256))
+                db.execute("INSERT INTO items (partition, path, record_id, revision, sha256, kind) "
+                           "VALUES (?, ?, ?, ?, ?, ?)", (partition, row.path, row.record_id, row.revision, row.sha256,
+                                                         row.kind))
                 db.execute("INSERT INTO vec_items (id, partition, embedding) VALUES (?, ?, ?)",
                            (db.last_insert_rowid(), partition, have[digest]))
-            for row in pages:
-                for digest in passage_digests[row.path]:
-                    db.execute("INSERT INTO passages (partition, path, sha256) VALUES (?, ?, ?)",
-                               (partition, row.path, row.sha256))
-                    db.execute("INSERT INTO vec_passages (id, partition, embedding) VALUES (?, ?, ?)",
-                               (db.last_insert_rowid(), partition, have[digest]))
-                db.execute("INSERT OR REPLACE INTO passages_done (partition, path, sha256) VALUES (?, ?, ?)",
-                           (partition, row.path, row.sha256))
+            for table, by_path in (("passages", passage_digests), ("page_passages", page_digests)):
+                self._store_passages(table, partition, chunk, by_path, have)
         return sum(1 for _, digest in rows if digest not in new)
+
+    def _store_passages(self, table: str, partition: str, chunk: list[RecordRow], by_path: dict[str, list[str]],
+                        have: dict[str, bytes]) -> None:
+        """Index the passages (``table``) of the chunk's pages in ``by_path`` that have all their vectors and are
+        not in yet, and mark those pages done (inside the caller's transaction)."""
+        if not by_path:
+            return
+        db = self._db()
+        done = self._passages_done(table, partition, chunk)
+        for row in chunk:
+            passages = by_path.get(row.path)
+            if passages is None or row.path in done or not all(digest in have for digest in passages):
+                continue
+            for digest in passages:
+                db.execute(f"INSERT INTO {table} (partition, path, sha256) VALUES (?, ?, ?)",
+                           (partition, row.path, row.sha256))
+                db.execute(f"INSERT INTO vec_{table} (id, partition, embedding) VALUES (?, ?, ?)",
+                           (db.last_insert_rowid(), partition, have[digest]))
+            db.execute(f"INSERT OR REPLACE INTO {table}_done (partition, path, sha256) VALUES (?, ?, ?)",
+                       (partition, row.path, row.sha256))
 
     def _finish(self, partition: str, embedder: Embedder, plan: "_Plan", embedded: int, cached: int) -> CatchUp:
         """Record the catalog version as matched when every current record is indexed (with its passages, when
@@ -379,16 +429,17 @@ class VectorIndex:
         again)."""
         indexed = self.count(partition)
         pending = max(0, self.catalog.current_count(partition) - indexed)
-        if plan.passages:
-            pages = sum(count for (kind, _), count in self.catalog.current_counts(partition).items()
-                        if kind == "page")
-            with_passages = self._db().execute("SELECT COUNT(*) FROM passages_done WHERE partition = ?",
-                                               (partition,)).fetchall()[0][0]
-            pending += max(0, pages - with_passages)
+        pages = sum(count for (kind, _), count in self.catalog.current_counts(partition).items() if kind == "page")
+        for table, wanted in (("passages", plan.passages), ("page_passages", plan.page_passages)):
+            if wanted:
+                with_passages = self._db().execute(f"SELECT COUNT(*) FROM {table}_done WHERE partition = ?",
+                                                   (partition,)).fetchall()[0][0]
+                pending += max(0, pages - with_passages)
         if pending == 0 and self._holds(embedder) and self.catalog.version(partition)[0] == plan.catalog_version:
             with self._db():
-                self._db().execute("INSERT OR REPLACE INTO progress (partition, catalog_version, with_passages) "
-                                   "VALUES (?, ?, ?)", (partition, plan.catalog_version, int(plan.passages)))
+                self._db().execute("INSERT OR REPLACE INTO progress (partition, catalog_version, with_passages, "
+                                   "with_page_passages) VALUES (?, ?, ?, ?)",
+                                   (partition, plan.catalog_version, int(plan.passages), int(plan.page_passages)))
         return CatchUp(indexed, embedded, cached, plan.removed, pending)
 
     def holds_file(self) -> bool:
@@ -404,14 +455,11 @@ class VectorIndex:
         try:
             if not self._holds(embedder):
                 return False
-            done = self._db().execute("SELECT catalog_version, with_passages FROM progress WHERE partition = ?",
-                                      (partition,)).fetchall()
+            return self._matched(partition, self.catalog.version(partition)[0])
         except IndexFailed:
             raise
         except Exception as exc:  # apsw.Error and its kin
             raise IndexFailed(f"the vector index could not be read: {exc}", partition=partition) from exc
-        return bool(done) and done[0][0] == self.catalog.version(partition)[0] and (
-            bool(done[0][1]) or not self.passages_wanted())
 
     def _holds(self, embedder: Embedder) -> bool:
         """Whether the file still holds ``embedder``'s vectors (a catch-up spans several lane steps)."""
@@ -444,23 +492,23 @@ class VectorIndex:
         except Exception as exc:  # apsw.Error and its kin
             raise IndexFailed(f"the vector index could not be read: {exc}") from exc
 
-    def passage_similarities(self, partition: str, embedder: Embedder, vector: np.ndarray,
-                             rows: Sequence[RecordRow]) -> dict[str, float]:
-        """For each long page of ``rows`` (more than one ``page_passages``), the cosine similarity of ``vector`` to
-        its nearest passage among those whose vectors are cached (the catch-up caches them while
-        ``page_passages_wanted``), by path; a short page, or one with none cached yet, is left out."""
-        cuts = {row.path: page_passages(text) for row, text in zip(rows, self._texts(partition, rows))
-                if text is not None}
-        cuts = {path: cut for path, cut in cuts.items() if len(cut) > 1}
-        cached = self.cached_vectors(embedder.fingerprint, [text_digest(text) for cut in cuts.values() for text in cut])
-        query = np.asarray(vector, dtype=np.float32)
-        nearest = {}
-        for path, cut in cuts.items():
-            held = [np.frombuffer(cached[digest], dtype=np.float32) for digest in map(text_digest, cut)
-                    if digest in cached]
-            if held:
-                nearest[path] = max(float(np.dot(query, passage)) for passage in held)
-        return nearest
+    def page_passage_similarities(self, partition: str, vector: np.ndarray, paths: Sequence[str]) -> dict[str, float]:
+        """For each long page of ``paths`` whose own passages are in, the cosine similarity of ``vector`` to its
+        nearest passage, by path; a short page (its vector is its whole text) is left out."""
+        if not paths:
+            return {}
+        query = np.asarray(vector, dtype=np.float32).tobytes()
+        try:
+            if not self._has_vectors("page_passages"):
+                return {}
+            rows = self._db().execute(
+                "SELECT p.path, MIN(vec_distance_cosine(v.embedding, ?)) FROM page_passages p "
+                "JOIN vec_page_passages v ON v.id = p.id WHERE p.partition = ? "
+                "AND p.path IN (SELECT value FROM json_each(?)) GROUP BY p.path",
+                (query, partition, json.dumps(list(paths)))).fetchall()
+        except Exception as exc:
+            raise IndexFailed(f"the vector index could not be read: {exc}", partition=partition) from exc
+        return {path: 1.0 - float(distance) for path, distance in rows}
 
     def _cached(self, model: str, digests: set[str]) -> dict[str, bytes]:
         if not digests:
@@ -477,17 +525,25 @@ class VectorIndex:
 
     # --- queries ----------------------------------------------------------------------------
 
-    def nearest(self, partition: str, vector: np.ndarray, k: int,
-                paths: Sequence[str] | None = None) -> list[tuple[str, float]]:
+    def nearest(self, partition: str, vector: np.ndarray, k: int, paths: Sequence[str] | None = None,
+                kinds: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """The ``k`` records closest to ``vector`` as (path, cosine similarity), best first.
 
-        ``paths`` restricts the search to those records.
+        ``paths`` restricts the search to those records, ``kinds`` to records of those kinds (and those indexed
+        before the index knew kinds).
         """
         k = max(1, min(k, KNN_MAX))
         query = np.asarray(vector, dtype=np.float32).tobytes()
         try:
             db = self._db()
-            if paths is None:
+            if kinds is not None:
+                rows = db.execute(
+                    "SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
+                    "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? AND v.id IN "
+                    "(SELECT id FROM items WHERE partition = ? AND (kind IS NULL OR kind IN "
+                    "(SELECT value FROM json_each(?)))) ORDER BY v.distance",
+                    (query, k, partition, partition, json.dumps(list(kinds)))).fetchall()
+            elif paths is None:
                 rows = db.execute(
                     "SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
                     "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? ORDER BY v.distance",
@@ -506,11 +562,16 @@ class VectorIndex:
     def nearest_passages(self, partition: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The pages whose evidence passages are closest to ``vector`` among the ``k`` nearest passages, as
         (path, cosine similarity of the page's nearest passage), best first; empty while none are indexed."""
+        return self._nearest_pages("passages", partition, vector, k)
+
+    def _nearest_pages(self, table: str, partition: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         k = max(1, min(k, KNN_MAX))
         query = np.asarray(vector, dtype=np.float32).tobytes()
         try:
+            if not self._has_vectors(table):
+                return []
             rows = self._db().execute(
-                "SELECT p.path, v.distance FROM vec_passages v JOIN passages p ON p.id = v.id "
+                f"SELECT p.path, v.distance FROM vec_{table} v JOIN {table} p ON p.id = v.id "
                 "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? ORDER BY v.distance",
                 (query, k, partition)).fetchall()
         except Exception as exc:
@@ -519,6 +580,11 @@ class VectorIndex:
         for path, distance in rows:
             best.setdefault(path, 1.0 - float(distance))
         return list(best.items())
+
+    def nearest_page_passages(self, partition: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The long pages whose own passages are closest to ``vector`` among the ``k`` nearest passages, as (path,
+        cosine similarity of the page's nearest passage), best first; empty while none are indexed."""
+        return self._nearest_pages("page_passages", partition, vector, k)
 
     def similarities(self, partition: str, vector: np.ndarray, paths: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each of ``paths`` that has a vector."""
@@ -533,6 +599,18 @@ class VectorIndex:
         except Exception as exc:
             raise IndexFailed(f"the vector index could not be read: {exc}", partition=partition) from exc
         return {path: 1.0 - float(distance) for path, distance in rows}
+
+    def page_passage_count(self, partition: str) -> tuple[int, int]:
+        """How many long pages of the partition have their own passages indexed, and how many passages."""
+        if not self._has_vectors("page_passages"):
+            return 0, 0
+        pages, passages = self._db().execute("SELECT COUNT(DISTINCT path), COUNT(*) FROM page_passages "
+                                             "WHERE partition = ?", (partition,)).fetchall()[0]
+        return pages, passages
+
+    def _has_vectors(self, table: str) -> bool:
+        """Whether ``vec_<table>`` exists: a file made before it has it from its first catch-up on."""
+        return bool(self._db().execute("SELECT 1 FROM sqlite_master WHERE name = ?", (f"vec_{table}",)).fetchall())
 
     def count(self, partition: str) -> int:
         return self._db().execute("SELECT COUNT(*) FROM items WHERE partition = ?", (partition,)).fetchall()[0][0]
@@ -586,6 +664,11 @@ def _open(path: Path) -> "apsw.Connection":
             columns = {row[1] for row in connection.execute("PRAGMA table_info(progress)").fetchall()}
             if "with_passages" not in columns:  # a file made before evidence passages
                 connection.execute("ALTER TABLE progress ADD COLUMN with_passages INTEGER NOT NULL DEFAULT 0")
+            if "with_page_passages" not in columns:  # a file made before page passages
+                connection.execute("ALTER TABLE progress ADD COLUMN with_page_passages INTEGER NOT NULL DEFAULT 0")
+            if "kind" not in {row[1] for row in connection.execute("PRAGMA table_info(items)").fetchall()}:
+                connection.execute("ALTER TABLE items ADD COLUMN kind TEXT")  # a file made before kinds: NULL,
+                connection.execute("DELETE FROM progress")  # and filled by the next catch-up's comparison
         connection.execute("SELECT COUNT(*) FROM items").fetchall()
     except BaseException:
         connection.close()

@@ -3,12 +3,13 @@
 Agents have ``search_knowledge`` (spec 004) for this; the owner's search answers in the shape of
 ``operator/search`` (engine/search/keyword.py's hits), so the window and ``knowledge search`` show either
 mode alike.  The candidates are the keyword search's best ``HYBRID_DEPTH`` (function words cannot match
-alone: the owner's rule) and the ``HYBRID_DEPTH`` records nearest the question's vector; each gets its exact
-keyword score (divided by the best) and its cosine similarity (min-max normalised over the candidates, as
-``search_knowledge``'s hybrid does; a long page's is that of its nearest passage when the catch-up cached its
-passages' vectors, which it does for a store searched in hybrid mode: a page's own vector holds only its first
-256 tokens), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a
-vector yet counts its keyword score twice, and the answer says whether some records still wait for theirs.
+alone: the owner's rule), the ``HYBRID_DEPTH`` records of the kinds asked nearest the question's vector, and the
+long pages holding one of the ``HYBRID_DEPTH`` page passages nearest it, as near as those records (a page's
+own vector holds only its first 256 tokens; its passages, engine/index/vectors.py, find it by the part that
+answers).  Each gets its exact keyword score (divided by the best) and its cosine similarity, a long page's
+that of its own vector or its nearest passage, whichever is nearer (min-max normalised over the candidates, as
+``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a vector yet counts its keyword
+score twice, and the answer says whether some records (or long pages' passages) still wait for theirs.
 Scores are query-local (the best is 1.0), ``minScore`` cuts relative to it; one page of at most ``limit`` hits,
 no cursor.
 """
@@ -48,12 +49,28 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     ready = vectors.follows_catalog(partition, embedder)
     vector = embedder.embed([request.query])[0]
     held = vectors.holds_file()  # none before the first catch-up: nothing to read, and nothing is created
-    nearest = [path for path, _ in vectors.nearest(partition, vector, HYBRID_DEPTH)] if held else []
-    pool = list(dict.fromkeys([*lexical, *nearest]))
     moment = request.as_of or utc_now()
-    rows = {row.path: row for row in catalog.current(partition, paths=pool)
-            if _wanted(row, request) and row.view.valid_at(moment)}
-    pool = [path for path in pool if path in rows]
+    rows: dict[str, RecordRow] = {}
+    read: set[str] = set()
+
+    def keep(paths: list[str]) -> list[str]:
+        """Those of ``paths`` the request wants (current, of its kinds, valid at ``moment``), each row read once."""
+        unread = [path for path in paths if path not in read]
+        read.update(unread)
+        rows.update((row.path, row) for row in catalog.current(partition, paths=unread)
+                    if _wanted(row, request) and row.view.valid_at(moment))
+        return [path for path in paths if path in rows]
+
+    kinds = request.kinds if request.kind is None else (request.kind,)  # the nearest of the kinds asked, not
+    # the nearest of all filtered afterwards (a vault's links would crowd its notes out)
+    near = vectors.nearest(partition, vector, HYBRID_DEPTH, kinds=kinds) if held else []
+    wanted = set(keep([path for path, _ in near]))
+    nearest = {path: similarity for path, similarity in near if path in wanted}
+    # A long page comes in by a passage as near as the records that came in by their own vectors.
+    floor = min(nearest.values()) if len(nearest) == HYBRID_DEPTH else -1.0
+    passages = [path for path, similarity in vectors.nearest_page_passages(partition, vector, HYBRID_DEPTH)
+                if similarity >= floor] if held else []
+    pool = keep(list(dict.fromkeys([*lexical, *nearest, *passages])))
     beyond = [path for path in pool if path not in lexical]  # brought by the vectors: their exact keyword score
     if beyond:
         lexical.update(_scores_of(searcher, index.schema, query, beyond))
@@ -61,7 +78,7 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     keyword = {path: min(1.0, lexical.get(path, 0.0) / top) if top > 0 else 0.0 for path in pool}
     similar = vectors.similarities(partition, vector, pool) if held else {}
     if held:  # a long page is as near as its nearest passage (its vector holds only its start)
-        for path, passage in vectors.passage_similarities(partition, embedder, vector, [rows[p] for p in pool]).items():
+        for path, passage in vectors.page_passage_similarities(partition, vector, pool).items():
             similar[path] = max(similar.get(path, passage), passage)
     semantic = normalized(similar)
     fused = sorted(((HYBRID_ALPHA * keyword[path] + (1 - HYBRID_ALPHA) * semantic.get(path, keyword[path]), path)

@@ -98,7 +98,7 @@ def test_a_note_titled_exactly_as_the_query_leads_the_first_page(engine_with_mod
 
 def test_a_long_page_is_as_near_as_its_nearest_passage(engine_with_model) -> None:
     """A long page's vector holds its start; hybrid judges it by its nearest passage, whose vectors the first hybrid
-    search has the catch-up cache."""
+    search has the catch-up index."""
     import numpy as np
 
     from engine.index.similarity import page_passages
@@ -118,7 +118,7 @@ def test_a_long_page_is_as_near_as_its_nearest_passage(engine_with_model) -> Non
 
     def work(runtime, authority):
         rows = [row for row in runtime.catalog.current(authority.partition)]
-        return runtime.vectors.passage_similarities(authority.partition, embedder, vector, rows), {
+        return runtime.vectors.page_passage_similarities(authority.partition, vector, [row.path for row in rows]), {
             row.path: embedding_text(row.title, split_document(content.decode())[1]) for row, content in
             runtime.catalog.current_with_content(
                 authority.partition, [row.path for row in rows if row.title == "Handbook"])}
@@ -129,3 +129,120 @@ def test_a_long_page_is_as_near_as_its_nearest_passage(engine_with_model) -> Non
     assert len(passages) > 1 and set(nearest) == {path}  # the short pages are their own vector
     expected = max(float(np.dot(vector, passage)) for passage in embedder.embed(passages))
     assert nearest[path] == pytest.approx(expected, abs=1e-5)
+
+
+def _long_body(tail: str) -> str:
+    filler = " ".join(f"chapter{number} covers release planning details" for number in range(120))
+    return f"{filler} {tail}"
+
+
+def _page_passage_rows(engine: Engine) -> dict[str, list[str]]:
+    """The page passages the vector index holds: the page's sha256 of each, by path."""
+    def work(runtime, authority):
+        rows = runtime.vectors._db().execute("SELECT path, sha256 FROM page_passages WHERE partition = ?",
+                                             (authority.partition,)).fetchall()
+        found: dict[str, list[str]] = {}
+        for path, sha in rows:
+            found.setdefault(path, []).append(sha)
+        return found
+    return engine.on_store(OperatorCaller("main"), work)
+
+
+def test_a_store_whose_vectors_were_built_before_gets_its_page_passages_on_the_first_hybrid_search(state_dir) -> None:
+    """Vectors complete before the owner ever searched in hybrid mode (the Knowledge Base runtime keeps them) hold
+    no page passages; the first hybrid search has the catch-up add them, and says 'building' until it did."""
+    from engine.index.similarity import page_passages
+    from engine.search import knowledge_base as kb
+    from tests.helpers import page
+
+    with open_engine(state_dir) as engine:  # knowledgeRuntimeEnabled: vectors follow without the owner's search
+        caller, _ = seed(engine)
+        receipt = engine.save_page(caller, page("long", "Handbook", "note",
+                                                _long_body("Tomatoes need sun and water every morning.")))
+        kb.search_knowledge(engine, caller, {"query": "warm up", "mode": "semantic"})  # the vectors catch up
+        runtime = next(iter(engine._runtimes.values()))
+        assert runtime.vector_feed.settled(60)
+        assert _page_passage_rows(engine) == {}  # nobody asked for them yet
+
+        first = owner_search(engine, query="tomatoes need sun", mode="hybrid")
+        assert runtime.vector_feed.settled(60)
+        path = engine.get_record(OperatorCaller("main"), receipt["id"])["path"]
+        text = f"Handbook\n\n{_long_body('Tomatoes need sun and water every morning.')}"
+        held = _page_passage_rows(engine)
+        assert set(held) == {path} and len(held[path]) == len(page_passages(text)) > 1
+        assert first["vectors"] in ("building", "ready")
+        assert owner_search(engine, query="tomatoes need sun", mode="hybrid")["vectors"] == "ready"
+
+
+def test_page_passages_follow_the_page_through_an_edit_and_a_deletion(engine_with_model) -> None:
+    from engine.index.similarity import page_passages
+    from tests.helpers import page, private_dir
+
+    caller, _ = seed(engine_with_model)
+    receipt = engine_with_model.save_page(caller, page("long", "Handbook", "note", _long_body("Tomatoes grow.")))
+    owner_search(engine_with_model, query="warm up")
+    runtime = next(iter(engine_with_model._runtimes.values()))
+    assert runtime.vector_feed.settled(60)
+    path = engine_with_model.get_record(OperatorCaller("main"), receipt["id"])["path"]
+    before = _page_passage_rows(engine_with_model)[path]
+
+    longer = _long_body("Tomatoes grow. " + " ".join(f"appendix{n} lists seeds" for n in range(60)))
+    engine_with_model.save_page(caller, page("edit", "Handbook", "note", longer, id=receipt["id"],
+                                             expectedRevision=1))
+    assert owner_search(engine_with_model, query="appendix seeds")["vectors"] in ("building", "ready")
+    assert runtime.vector_feed.settled(60)
+    after = _page_passage_rows(engine_with_model)[path]
+    assert len(after) == len(page_passages(f"Handbook\n\n{longer}")) > len(before)
+    assert len(set(after)) == 1 and set(after) != set(before)  # the new revision's alone
+
+    (private_dir(engine_with_model.state) / path).unlink()  # the note deleted in the vault
+    owner_search(engine_with_model, query="appendix seeds")
+    assert runtime.vector_feed.settled(60)
+    assert path not in _page_passage_rows(engine_with_model)
+
+
+def test_the_nearest_records_are_those_of_the_kinds_asked(engine_with_model) -> None:
+    """A vault's links crowd its notes out of the nearest records: the vector search itself keeps to the kinds
+    asked, instead of filtering the nearest of every kind afterwards."""
+    from tests.helpers import claim
+
+    caller, ids = seed(engine_with_model)
+    engine_with_model.remember(caller, {"requestId": "c", "subject": ids["Team lunch"], "items": [
+        claim(f"Lunch note {number}: the team eats pizza together near the harbour.", "pizza")
+        for number in range(8)]})
+    owner_search(engine_with_model, query="warm up")
+    runtime = next(iter(engine_with_model._runtimes.values()))
+    assert runtime.vector_feed.settled(60)
+    vector = engine_with_model.embeddings.current().embed(["the team eats pizza together near the harbour"])[0]
+
+    def nearest(k, kinds):
+        return engine_with_model.on_store(OperatorCaller("main"), lambda runtime, authority: [
+            path for path, _ in runtime.vectors.nearest(authority.partition, vector, k, kinds=kinds)])
+
+    everything = nearest(20, None)
+    assert len(everything) == len(PAGES) + 8
+    for kind, folder in (("page", "pages/"), ("claim", "claims/")):
+        assert nearest(3, (kind,)) == [path for path in everything if path.startswith(folder)][:3]
+
+
+def test_records_indexed_before_the_index_knew_kinds_get_theirs_from_the_next_catch_up(engine_with_model) -> None:
+    seed(engine_with_model)
+    owner_search(engine_with_model, query="warm up")
+    runtime = next(iter(engine_with_model._runtimes.values()))
+    assert runtime.vector_feed.settled(60)
+
+    def kinds(runtime, authority):
+        return runtime.vectors._db().execute("SELECT kind, COUNT(*) FROM items GROUP BY kind").fetchall()
+
+    def forget_kinds(runtime, authority):  # as a file made before kinds reads once opened
+        db = runtime.vectors._db()
+        with db:
+            db.execute("UPDATE items SET kind = NULL")
+            db.execute("DELETE FROM progress")
+
+    engine_with_model.on_store(OperatorCaller("main"), forget_kinds)
+    assert engine_with_model.on_store(OperatorCaller("main"), kinds) == [(None, len(PAGES))]
+    assert owner_search(engine_with_model, query="backups")["vectors"] == "building"  # and a catch-up is queued
+    assert runtime.vector_feed.settled(60)
+    assert engine_with_model.on_store(OperatorCaller("main"), kinds) == [("page", len(PAGES))]
+    assert owner_search(engine_with_model, query="backups")["vectors"] == "ready"
