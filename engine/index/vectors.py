@@ -534,27 +534,18 @@ class VectorIndex:
         """
         k = max(1, min(k, KNN_MAX))
         query = np.asarray(vector, dtype=np.float32).tobytes()
+        # The items the kNN may return (sqlite-vec filters before it ranks): of those kinds, else those paths.
+        among: tuple[str, Sequence[str]] | None = (
+            ("kind IS NULL OR kind IN (SELECT value FROM json_each(?))", kinds) if kinds is not None
+            else ("path IN (SELECT value FROM json_each(?))", paths) if paths is not None else None)
+        sql = ("SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
+               "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ?")
+        args: tuple[Any, ...] = (query, k, partition)
+        if among is not None:
+            sql += f" AND v.id IN (SELECT id FROM items WHERE partition = ? AND ({among[0]}))"
+            args += (partition, json.dumps(list(among[1])))
         try:
-            db = self._db()
-            if kinds is not None:
-                rows = db.execute(
-                    "SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
-                    "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? AND v.id IN "
-                    "(SELECT id FROM items WHERE partition = ? AND (kind IS NULL OR kind IN "
-                    "(SELECT value FROM json_each(?)))) ORDER BY v.distance",
-                    (query, k, partition, partition, json.dumps(list(kinds)))).fetchall()
-            elif paths is None:
-                rows = db.execute(
-                    "SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
-                    "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? ORDER BY v.distance",
-                    (query, k, partition)).fetchall()
-            else:
-                rows = db.execute(
-                    "SELECT i.path, v.distance FROM vec_items v JOIN items i ON i.id = v.id "
-                    "WHERE v.embedding MATCH ? AND k = ? AND v.partition = ? AND v.id IN "
-                    "(SELECT id FROM items WHERE partition = ? AND path IN (SELECT value FROM json_each(?))) "
-                    "ORDER BY v.distance",
-                    (query, k, partition, partition, json.dumps(list(paths)))).fetchall()
+            rows = self._db().execute(sql + " ORDER BY v.distance", args).fetchall()
         except Exception as exc:
             raise IndexFailed(f"the vector index could not be searched: {exc}", partition=partition) from exc
         return [(path, 1.0 - float(distance)) for path, distance in rows]

@@ -10,20 +10,26 @@ from engine.store.watcher import VaultWatcher
 from tests.helpers import wait_for
 
 
+def events_seen(monkeypatch, field: str) -> list[str]:
+    """``field`` of every event the watcher's handler is given, in order."""
+    seen: list[str] = []
+    on_any_event = watcher_module._Handler.on_any_event
+
+    def spy(handler, event) -> None:
+        seen.append(getattr(event, field))
+        on_any_event(handler, event)
+
+    monkeypatch.setattr(watcher_module._Handler, "on_any_event", spy)
+    return seen
+
+
 def test_reads_do_not_reach_the_watcher_and_changes_do(tmp_path: Path, monkeypatch) -> None:
     vault = tmp_path / "vault"
     (vault / "private" / "pages").mkdir(parents=True)
     for index in range(20):
         (vault / "private" / "pages" / f"note-{index}.md").write_bytes(b"---\n---\n")
-    seen: list[str] = []
+    seen = events_seen(monkeypatch, "event_type")
     dirty: list[str] = []
-    on_any_event = watcher_module._Handler.on_any_event
-
-    def spy(handler, event) -> None:
-        seen.append(event.event_type)
-        on_any_event(handler, event)
-
-    monkeypatch.setattr(watcher_module._Handler, "on_any_event", spy)
     watcher = VaultWatcher()
     try:
         assert watcher.watch("store", vault, lambda relpath, is_directory=False: dirty.append(relpath))
@@ -41,15 +47,8 @@ def test_gits_folder_is_not_watched_and_partition_folders_are(tmp_path: Path, mo
     vault = tmp_path / "vault"
     (vault / ".git" / "objects").mkdir(parents=True)
     (vault / "private").mkdir()
-    seen: list[str] = []
+    seen = events_seen(monkeypatch, "src_path")
     dirty: list[str] = []
-    on_any_event = watcher_module._Handler.on_any_event
-
-    def spy(handler, event) -> None:
-        seen.append(event.src_path)
-        on_any_event(handler, event)
-
-    monkeypatch.setattr(watcher_module._Handler, "on_any_event", spy)
     watcher = VaultWatcher()
     try:
         assert watcher.watch("store", vault, lambda relpath, is_directory=False: dirty.append(relpath))
