@@ -59,14 +59,6 @@ class Pipeline:
         self._window.append((future, then))  # type: ignore[arg-type]
         return future
 
-    def settle(self) -> None:
-        """Wait for every item started, report them, and stop the threads; raises the first error (the
-        items not yet started are cancelled, those running finish: each is whole or not written)."""
-        try:
-            self.wait()
-        finally:
-            self.close()
-
     def wait(self) -> None:
         """Wait for every item started and report them; raises the first error (``close`` then stops the
         threads)."""

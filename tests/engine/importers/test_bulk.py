@@ -9,6 +9,14 @@ import pytest
 from engine.importers.bulk import Pipeline
 
 
+def settle(pipeline: Pipeline) -> None:
+    """Wait for every item and stop the threads, as ``Writer.settle`` does."""
+    try:
+        pipeline.wait()
+    finally:
+        pipeline.close()
+
+
 def test_progress_is_reported_in_order_on_the_calling_thread_once_every_earlier_item_is_written():
     pipeline = Pipeline(width=4)
     first_may_finish = threading.Event()
@@ -23,7 +31,7 @@ def test_progress_is_reported_in_order_on_the_calling_thread_once_every_earlier_
                for n in range(3)]
     assert reported == []  # the second and third may be written; the first is not
     first_may_finish.set()
-    pipeline.settle()
+    settle(pipeline)
     assert reported == [(0, "MainThread"), (1, "MainThread"), (2, "MainThread")]
     assert [future.result() for future in futures] == [0, 10, 20]
 
@@ -41,10 +49,10 @@ def test_the_first_error_stops_the_import_and_items_not_started_are_not_written(
     pipeline.submit(lambda: written.append(2))  # queued behind the failing one on the one thread
     failing_may_end.set()
     with pytest.raises(ValueError, match="refused"):
-        pipeline.settle()
+        settle(pipeline)
     assert written in ([], [2])  # started or cancelled: never half
     pipeline.submit(lambda: written.append(3))  # a pipeline closed by its error starts again when used
-    pipeline.settle()
+    settle(pipeline)
     assert written[-1] == 3
 
 
@@ -58,7 +66,7 @@ def test_the_window_holds_at_most_twice_the_width():
     release.set()
     pipeline.submit(lambda: None)  # the fifth waits until the head is written
     assert len(pipeline._window) <= 4
-    pipeline.settle()
+    settle(pipeline)
 
 
 class Stopped(Exception):
