@@ -65,15 +65,17 @@ def _filters(scorer: OverlayScorer, document: OverlayDocument, request: SearchRe
 
 
 def overlay_score(scorer: OverlayScorer, document: OverlayDocument, terms: list[str],
-                  request: SearchRequest, fields: Fields) -> float | None:
-    """``document``'s score for the query ``build_query`` makes of ``terms`` and ``request``; None: no match."""
+                  request: SearchRequest, fields: Fields, alone_weight: float) -> float | None:
+    """``document``'s score for the query ``build_query`` makes of ``terms`` and ``request``; None: no match.
+    ``alone_weight``: what the words that cannot match alone add, as a share (keyword.py's)."""
     meaningful = [term for term in terms if term not in request.unmatched_alone]
     if not meaningful or len(meaningful) == len(terms):
         score = _any_of(scorer, document, terms, fields)
     else:
         score = _any_of(scorer, document, meaningful, fields)
         if score is not None:
-            score += _any_of(scorer, document, [t for t in terms if t in request.unmatched_alone], fields) or 0.0
+            alone = [term for term in terms if term in request.unmatched_alone]
+            score += alone_weight * (_any_of(scorer, document, alone, fields) or 0.0)
     if score is None:
         return None
     filtered = _filters(scorer, document, request)
@@ -81,8 +83,8 @@ def overlay_score(scorer: OverlayScorer, document: OverlayDocument, terms: list[
 
 
 def merged_window(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tantivy.Query, terms: list[str],
-                  request: SearchRequest, fields: Fields, overlay: Overlay, analyzer: Analyzer, position: int,
-                  count: int) -> list[tuple[float, tantivy.Document]]:
+                  request: SearchRequest, fields: Fields, alone_weight: float, overlay: Overlay, analyzer: Analyzer,
+                  position: int, count: int) -> list[tuple[float, tantivy.Document]]:
     """Hits ``position`` to ``position + count`` of the committed index and the overlay together, best first
     (ties: committed first, as they were indexed earlier)."""
     if overlay.masked:
@@ -94,7 +96,7 @@ def merged_window(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tan
     committed = searcher.search(query, position + count + RESCORE_MARGIN, count=False).hits
     scorer = OverlayScorer(overlay, schema, analyzer, terms)
     fresh = [(score, document) for document in overlay.documents
-             if (score := overlay_score(scorer, document, terms, request, fields)) is not None]
+             if (score := overlay_score(scorer, document, terms, request, fields, alone_weight)) is not None]
     merged: list[tuple[float, int, object]] = [
         (scorer.rescore(json.loads(query.explain(searcher, address).to_json()), FIELD_ORDER), 0, address)
         for _, address in committed]

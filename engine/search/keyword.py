@@ -44,6 +44,10 @@ LIMIT_DEFAULT, LIMIT_MAX = 10, 50
 # docs/benchmarks/search.md: separate per-field BM25 with large title boosts let one word in a short title
 # outrank a record holding every word of the query.
 TITLE_BOOST, ALIAS_BOOST = 0.25, 0.15
+# The owner's search: what a word that cannot match alone (``SearchRequest.unmatched_alone``) adds, as a share of
+# what a meaningful word adds.  Questions say "how do I ... my"; notes that happen to say "I" and "my" often (a
+# FAQ, a policy) should not outrank the note about the question's subject (docs/benchmarks/search-vault.md).
+FUNCTION_WORD_WEIGHT = 0.25
 SNIPPET_CHARS = 240
 CURSOR_VERSION = 1
 CURSOR_MAX_CHARS = 2048
@@ -218,13 +222,15 @@ class OwnerSearchAnswer(OwnerHits):
 def build_query(schema: tantivy.Schema, terms: list[str], request: SearchRequest) -> tantivy.Query:
     """Any of ``terms`` may match, each scored over ``text`` with the title and alias bonuses; where some of them
     are in ``request.unmatched_alone`` and others are not, a hit must match one of the others, and the words
-    that cannot match alone only add to its score (a query of such words alone matches as any query does)."""
+    that cannot match alone only add to its score, weighed ``FUNCTION_WORD_WEIGHT`` (a query of such words alone
+    matches as any query does)."""
     meaningful = [term for term in terms if term not in request.unmatched_alone]
     if not meaningful or len(meaningful) == len(terms):
         return _filtered(schema, _any_of(schema, terms), request)
     alone = [term for term in terms if term in request.unmatched_alone]
-    query = tantivy.Query.boolean_query([(tantivy.Occur.Must, _any_of(schema, meaningful)),
-                                         (tantivy.Occur.Should, _any_of(schema, alone))])
+    query = tantivy.Query.boolean_query([
+        (tantivy.Occur.Must, _any_of(schema, meaningful)),
+        (tantivy.Occur.Should, tantivy.Query.boost_query(_any_of(schema, alone), FUNCTION_WORD_WEIGHT))])
     return _filtered(schema, query, request)
 
 
@@ -286,7 +292,7 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
                       in searcher.search(query, request.limit + 1, count=False, offset=position).hits]
         else:
             window = merged_window(searcher, index.schema, query, terms, request, (("text", 1.0), ("title", TITLE_BOOST), (
-                "aliases", ALIAS_BOOST)), overlay, analyzer, position, request.limit + 1)
+                "aliases", ALIAS_BOOST)), FUNCTION_WORD_WEIGHT, overlay, analyzer, position, request.limit + 1)
         if top is None:
             top = window[0][0] if window else 1.0
         rows = {row.path: row for row in catalog.current(
