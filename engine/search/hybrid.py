@@ -10,8 +10,10 @@ answers).  Each gets its exact keyword score (divided by the best) and its cosin
 that of its own vector or its nearest passage, whichever is nearer (min-max normalised over the candidates, as
 ``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a vector yet counts its keyword
 score twice, and the answer says whether some records (or long pages' passages) still wait for theirs.
-Scores are query-local (the best is 1.0), ``minScore`` cuts relative to it; one page of at most ``limit`` hits,
-no cursor.
+A claim whose subject the question names (the subject's title or an alias, word for word among the question's
+words: "what did Dana say about the lease") gains ``NAMED_SUBJECT_BONUS``: the embedding model hardly tells one
+person from another, and a question about Dana wants Dana's claims first.  Scores are query-local (the best is
+1.0), ``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .knowledge_base import normalized
 
 HYBRID_DEPTH = 50
 HYBRID_ALPHA = 0.5
+NAMED_SUBJECT_BONUS = 0.1  # chosen on half the LoCoMo conversations (docs/benchmarks/search.md)
 
 
 def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vectors: VectorIndex, embedder: Embedder,
@@ -81,7 +84,9 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
         for path, passage in vectors.page_passage_similarities(partition, vector, pool).items():
             similar[path] = max(similar.get(path, passage), passage)
     semantic = normalized(similar)
-    fused = sorted(((HYBRID_ALPHA * keyword[path] + (1 - HYBRID_ALPHA) * semantic.get(path, keyword[path]), path)
+    named = _named_subjects(catalog, analyzer, partition, terms, [rows[path] for path in pool])
+    fused = sorted(((HYBRID_ALPHA * keyword[path] + (1 - HYBRID_ALPHA) * semantic.get(path, keyword[path])
+                     + (NAMED_SUBJECT_BONUS if rows[path].view.subject in named else 0.0), path)
                     for path in pool), key=lambda item: (-item[0], item[1]))
     best = fused[0][0] if fused else 0.0
     snippets = snippet_generator(searcher, index.schema, terms, request)
@@ -102,6 +107,23 @@ def exact_names_first(hits: list[SearchHit], named: set[str]) -> list[SearchHit]
     1.0 as the best match there is, the rest in their order."""
     first = [{**hit, "score": 1.0} for hit in hits if hit["id"] in named]
     return first + [hit for hit in hits if hit["id"] not in named]
+
+
+def _named_subjects(catalog: CatalogReads, analyzer: Analyzer, partition: str, terms: list[str],
+                    candidates: list[RecordRow]) -> set[str]:
+    """The subjects of ``candidates`` (claims) that the query of ``terms`` names: every word of the subject's
+    title or of an alias is among them, and not only function words (a person called Will is not named by
+    "will")."""
+    asked = set(terms)
+    named = set()
+    for subject in {row.view.subject for row in candidates if row.view.subject is not None}:
+        for row in catalog.rows_for_id(partition, subject):
+            names = [row.view.title, *(row.view.aliases or ())] if row.is_current else []
+            for name in names:
+                words = set(analyzer.terms(name or ""))
+                if words and words <= asked and not words <= analyzer.function_terms:
+                    named.add(subject)
+    return named
 
 
 def _wanted(row: RecordRow, request: SearchRequest) -> bool:

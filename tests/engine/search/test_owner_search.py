@@ -246,3 +246,26 @@ def test_records_indexed_before_the_index_knew_kinds_get_theirs_from_the_next_ca
     assert runtime.vector_feed.settled(60)
     assert engine_with_model.on_store(OperatorCaller("main"), kinds) == [("page", len(PAGES))]
     assert owner_search(engine_with_model, query="backups")["vectors"] == "ready"
+
+
+def test_a_claim_about_the_person_the_question_names_comes_first(engine_with_model, monkeypatch) -> None:
+    """Two claims alike but for whom they are about: the one whose subject the question names leads, where
+    without that the other would (the tie goes to the first path)."""
+    from tests.helpers import claim, page
+    engine = engine_with_model
+    caller, _ = seed(engine)
+    people = {name: engine.save_page(caller, page(name.lower(), name, "person", "A colleague."))["id"]
+              for name in ("Dana", "Lee")}
+    receipt = engine.remember(caller, {"requestId": "walks", "items": [
+        claim("Prefers the harbour walk at dawn.", "harbour walk", subject=people["Lee"]),
+        claim("Prefers the harbour walk at dawn.", "harbour walk", subject=people["Dana"])]})
+    lees, danas = (item["id"] for item in receipt["items"])
+    owner_search(engine, query="harbour walk")
+    assert next(iter(engine._runtimes.values())).vector_feed.settled(60)
+
+    def first(**params: Any) -> str:
+        return owner_search(engine, query="which harbour walk does Dana prefer", kinds=["claim"], **params)["hits"][0]["id"]
+
+    assert first() == danas and first(mode="keyword") == lees
+    monkeypatch.setattr("engine.search.hybrid.NAMED_SUBJECT_BONUS", 0.0)
+    assert first() == lees
