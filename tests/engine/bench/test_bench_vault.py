@@ -45,8 +45,22 @@ def test_titles_and_questions_are_measured_in_both_modes(small_vault: Path) -> N
         assert figures["recall"]["@1"] <= figures["recall"]["@5"] <= figures["recall"]["@10"]
     assert "where is the zeppelin" in result["modes"]["keyword"]["misses"]
     assert result["modes"]["keyword"]["recall"]["@10"] == pytest.approx(200 / 3)
+    # The zeppelin (index 2) is missed: half the questions of even index, none of odd index.
+    assert result["modes"]["keyword"]["halves"] == {"even": {"@1": 50.0, "@5": 50.0, "@10": 50.0},
+                                                    "odd": {"@1": 100.0, "@5": 100.0, "@10": 100.0}}
     text = vault_search.report(result, "knowledge bench vault --vault V --embedding-model M")
     assert "| exact title: that note first | 100.0 % | 100.0 % | every title |" in text
+
+
+def test_a_title_two_notes_share_is_counted_as_one_of_them_first(small_vault: Path) -> None:
+    (small_vault / "Other").mkdir()
+    (small_vault / "Other/Word count.md").write_text("Counting birds in the garden.\n", encoding="utf-8")
+
+    result = vault_search.run(small_vault, TINY_EMBEDDER, say=lambda _: None)
+
+    for figures in result["modes"].values():
+        assert figures["title_misses"] == ["Word count"] and figures["namesakes_first"] == ["Word count"]
+    assert "one of which was first: 1." in vault_search.report(result, "knowledge bench vault")
 
 
 def test_a_vault_without_the_answering_notes_is_refused(small_vault: Path) -> None:
