@@ -124,6 +124,22 @@ def test_overlay_scores_equal_those_after_the_commit(engine, owner, held, monkey
             assert hit["score"] == pytest.approx(late_scores[hit["title"]], abs=1e-5)
 
 
+def test_the_owners_function_words_weigh_alike_before_and_after_the_commit(engine, owner, held, monkeypatch):
+    """The owner's search weighs function words less (keyword.py's FUNCTION_WORD_WEIGHT); an overlay hit and a
+    committed one are scored so, as they are once the overlay is committed."""
+    engine.save_page(owner, page("c1", "Harbour notes", type_="note", body="How I got to the harbour, and my boat."))
+    engine.search(owner, {"query": "harbour"})
+    held(engine)
+    engine.save_page(owner, page("n1", "Harbour fees", type_="note", body="The harbour fees, paid at the harbour."))
+    question = {"query": "how do I get to the harbour with my boat"}
+    before = engine.search(owner, question, owner=True)
+    release(monkeypatch, engine)
+    after = engine.search(owner, question, owner=True)
+
+    assert titles(before) == titles(after) == ["Harbour notes", "Harbour fees"]
+    assert [hit["score"] for hit in before["hits"]] == pytest.approx([hit["score"] for hit in after["hits"]], abs=1e-5)
+
+
 def test_overlay_hits_follow_the_partition_and_filters(engine, owner, held):
     engine.save_page(owner, page("p1", "Private lighthouse", type_="note"))
     chat = conversation(owner.token, str(uuid.uuid4()))
