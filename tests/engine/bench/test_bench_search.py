@@ -6,6 +6,7 @@ These tests check what the benchmark reports, not how fast anything is.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,24 @@ def test_the_search_knowledge_modes_are_measured_next_to_the_engines(report: dic
     assert "| rrf |" in report["markdown"] and "again, every vector cached" in report["markdown"]
     assert "| recall@10 owner keyword | recall@10 owner hybrid |" in report["markdown"]
     assert clock["kb-owner-keyword"]["hit@5"] == clock["kb-owner-hybrid"]["hit@5"] == 1.0
+
+
+def test_the_owners_search_alone_is_measured_per_half(tmp_path: Path) -> None:
+    from engine.bench import owner_locomo
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(tiny_locomo()), encoding="utf-8")
+
+    result = owner_locomo.run(data, TINY_EMBEDDER, tmp_path / "state", say=lambda line: None)
+    again = owner_locomo.run(data, TINY_EMBEDDER, tmp_path / "state", say=lambda line: None)  # the import reused
+
+    # Three questions have gold records, all of the one conversation: the last five are none.
+    assert result["questions"] == 3 and result["halves"]["last five"] == []
+    for mode, figures in result["modes"].items():
+        first, whole = figures["recall"]["first five"], figures["recall"]["all"]
+        assert first == whole and 0 <= whole["@5"] <= whole["@10"] <= 100, mode
+        assert all(math.isnan(value) for value in figures["recall"]["last five"].values())
+        assert again["modes"][mode]["recall"]["all"] == whole
+    # "zebra xylophone" shares no word with any record: keyword finds the other two questions' claims only.
+    assert result["modes"]["keyword"]["recall"]["all"]["@10"] == pytest.approx(200 / 3)
+    text = owner_locomo.report(result, "knowledge bench owner-locomo")
+    assert "| owner hybrid |" in text and "| owner keyword |" in text
