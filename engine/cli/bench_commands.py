@@ -122,13 +122,11 @@ def add_bench_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     bench_vault.set_defaults(handler=cmd_bench_vault)
     bench_owner = bench_commands.add_parser(
         "owner-locomo", parents=[common], help="the owner's search alone on LoCoMo: keyword and hybrid, recall per "
-                                               "half of the conversations")
+                                               "half of the conversations (--state-dir: a LoCoMo state dir to "
+                                               "reuse or fill, kept with its vectors)")
     bench_owner.add_argument("--data", type=Path, default=bench_defaults.LOCOMO_DATA,
                              help="the LoCoMo file (default %(default)s)")
     bench_owner.add_argument("--embedding-model", required=True, type=Path, help="an embedding model folder")
-    bench_owner.add_argument("--state-dir", type=Path,
-                             help="a LoCoMo state dir to reuse (or fill), kept with its vectors; without it, a "
-                                  "throwaway one")
     bench_owner.add_argument("--output", default="-", help="a file to write; '-' (the default) writes none")
     bench_owner.set_defaults(handler=cmd_bench_owner_locomo)
     bench_bridge = bench_commands.add_parser(
@@ -283,7 +281,8 @@ def cmd_bench_owner_locomo(args: argparse.Namespace, state: StateDir) -> int:
     """Only an explicit --state-dir is used (to reuse a LoCoMo import); the default one is never touched."""
     from ..bench import owner_locomo
     command = "knowledge " + shlex.join(args.argv)
-    result = owner_locomo.run(args.data, args.embedding_model, args.state_dir,
+    result = owner_locomo.run(args.data, args.embedding_model,
+                              Path(args.state_dir).expanduser() if args.state_dir else None,
                               say=lambda line: print(line, file=sys.stderr, flush=True))
     return _reported(owner_locomo.report(result, command), args.output)
 
