@@ -60,6 +60,7 @@ def test_a_title_two_notes_share_is_counted_as_one_of_them_first(small_vault: Pa
 
     for figures in result["modes"].values():
         assert figures["title_misses"] == ["Word count"] and figures["namesakes_first"] == ["Word count"]
+        assert figures["own_titles_first"] == 100.0 and figures["titles_first"] == 80.0
     assert "one of which was first: 1." in vault_search.report(result, "knowledge bench vault")
 
 
