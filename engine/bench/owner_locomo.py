@@ -116,6 +116,7 @@ def report(result: OwnerReport, command: str) -> str:
         "| recall@5 all | recall@10 all | median ms |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for mode, figures in result["modes"].items():
-        cells = [f"{figures['recall'][half][k]:.1f}" for half in ("first five", "last five", "all") for k in ("@5", "@10")]
+        cells = [f"{figures['recall'][half][k]:.1f}"
+                 for half in ("first five", "last five", "all") for k in ("@5", "@10")]
         lines.append(f"| owner {mode} | {' | '.join(cells)} | {figures['median_ms']:.1f} |")
     return "\n".join(lines) + "\n"

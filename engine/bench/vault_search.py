@@ -122,8 +122,8 @@ def _measure(engine: Any, owner: OperatorCaller, mode: str, titles: dict[str, st
     firsts = {page_id: ranked(title)[:1] for page_id, title in titles.items()}
     title_misses = sorted(title for page_id, title in titles.items() if firsts[page_id] != [page_id])
     # A title two notes share can lead with only one of them: the other's miss is no ranking's fault.
-    namesakes_first = sorted(title for page_id, title in titles.items()
-                             if firsts[page_id] != [page_id] and len(named[title]) > 1 and set(firsts[page_id]) & named[title])
+    namesakes_first = sorted(title for page_id, title in titles.items() if firsts[page_id] != [page_id]
+                             and len(named[title]) > 1 and set(firsts[page_id]) & named[title])
     first = len(titles) - len(title_misses)
     alone = [page_id for page_id, title in titles.items() if len(named[title]) == 1]
     own_first = sum(firsts[page_id] == [page_id] for page_id in alone)

@@ -264,7 +264,8 @@ def test_a_claim_about_the_person_the_question_names_comes_first(engine_with_mod
     assert next(iter(engine._runtimes.values())).vector_feed.settled(60)
 
     def first(**params: Any) -> str:
-        return owner_search(engine, query="which harbour walk does Dana prefer", kinds=["claim"], **params)["hits"][0]["id"]
+        answer = owner_search(engine, query="which harbour walk does Dana prefer", kinds=["claim"], **params)
+        return answer["hits"][0]["id"]
 
     assert first() == danas and first(mode="keyword") == lees
     monkeypatch.setattr("engine.search.hybrid.NAMED_SUBJECT_BONUS", 0.0)

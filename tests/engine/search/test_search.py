@@ -398,8 +398,10 @@ def test_the_owners_search_needs_a_meaningful_word_to_match(phone_notes, owner):
 def test_function_words_still_add_to_the_score_of_a_meaningful_match(engine, owner):
     # Twins but for "to" and "the": the owner's search ranks the one holding them first, as agents' does,
     # and by less (function words weigh FUNCTION_WORD_WEIGHT of a meaningful word there, fully for agents).
-    engine.save_page(owner, page("p1", "Sync one", type_="note", body="Sync the vault to the phone over the local network."))
-    engine.save_page(owner, page("p2", "Sync two", type_="note", body="Sync a vault onto a phone over a local network."))
+    engine.save_page(owner, page("p1", "Sync one", type_="note",
+                                 body="Sync the vault to the phone over the local network."))
+    engine.save_page(owner, page("p2", "Sync two", type_="note",
+                                 body="Sync a vault onto a phone over a local network."))
 
     owners = engine.search(owner, {"query": "sync to the phone"}, owner=True)
     agents = engine.search(owner, {"query": "sync to the phone"})
