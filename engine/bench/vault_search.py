@@ -119,7 +119,10 @@ def _measure(engine: Any, owner: OperatorCaller, mode: str, titles: dict[str, st
     named: dict[str, set[str]] = {}
     for page_id, title in titles.items():
         named.setdefault(title, set()).add(page_id)
-    firsts = {page_id: ranked(title)[:1] for page_id, title in titles.items()}
+    # Each title is asked once: notes sharing it get the same answer (asked twice, a tie between them could
+    # break one way, then the other, and both would count as first).
+    leading = {title: ranked(title)[:1] for title in named}
+    firsts = {page_id: leading[title] for page_id, title in titles.items()}
     title_misses = sorted(title for page_id, title in titles.items() if firsts[page_id] != [page_id])
     # A title two notes share can lead with only one of them: the other's miss is no ranking's fault.
     namesakes_first = sorted(title for page_id, title in titles.items() if firsts[page_id] != [page_id]
