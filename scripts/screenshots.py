@@ -13,11 +13,15 @@ script that scores a page by the share of the message's words it contains
 (a real, if crude, relevance score: nothing in the pictures is typed in by
 hand), and the owner's labels are the pages each message names.  The tiny
 test model is installed so the Models view has something to verify and
-benchmark.
+benchmark.  ``--embedding-model DIR`` installs the embedding model from that folder
+(as the README's command does with ``knowledge models pull``), so the search is the owner's hybrid one.  A
+small folder of notes, written by this script about the demo's project, is imported as Markdown so the
+Folders tab has a vault to browse.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -33,7 +37,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+from PySide6.QtCore import QEventLoop, Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QWidget  # noqa: E402
 
 from desktop import launcher  # noqa: E402
@@ -44,7 +48,9 @@ from desktop.main_window import MainWindow  # noqa: E402
 from desktop.tasks import EngineTasks  # noqa: E402
 from desktop.transfer.dialogs import ImportDialog  # noqa: E402
 from engine.access.authority import AgentCaller  # noqa: E402
+from engine.importers.common import Writer, import_instance, owner_caller  # noqa: E402
 from engine.importers.demo import seed_demo  # noqa: E402
+from engine.importers.markdown import import_markdown, load_markdown  # noqa: E402
 from engine.gate.turn import gate_turn  # noqa: E402
 from engine.operator.gate_operator import handlers as gate_handlers  # noqa: E402
 from engine.service import Engine  # noqa: E402
@@ -70,6 +76,20 @@ GATE_TURNS = [
     ("Book a table for lunch on Friday", []),
     ("Is the Northwind office open on Mondays?", ["Northwind Labs"]),
 ]
+# A small vault of the owner's own notes, imported as Markdown: its folders are browsed in Records.
+NOTES = {
+    "Projects/Atlas/Cut-over checklist.md": "# Cut-over checklist\n\nBefore the [[Atlas runbook]] is followed:"
+    " freeze writes, take a snapshot, switch the load balancer to green.\n\n> [!warning] Rollback\n> Keep blue"
+    " running for a day after the switch.\n",
+    "Projects/Atlas/Atlas runbook.md": "# Atlas runbook\n\nSteps for the blue-green switch, owned by Ravi."
+    " See the [[Cut-over checklist]] and [[Weekly status]].\n",
+    "Meetings/Weekly status.md": "# Weekly status\n\nDana wants the status notes on Fridays, short, with the"
+    " risks first. Last week: the cut-over moved to January.\n",
+    "Meetings/Vendor call.md": "# Vendor call\n\nNorthwind Labs asked for the migration dates; sent the"
+    " [[Atlas runbook]].\n",
+    "Reading/Blue-green deployments.md": "# Blue-green deployments\n\nTwo identical environments; traffic"
+    " moves from one to the other at once, and back if something breaks.\n",
+}
 WORD = re.compile(r"[a-z0-9]{3,}")
 STOPWORDS = {"the", "and", "for", "what", "who", "how", "when", "does", "that", "this", "now", "is", "me", "on"}
 
@@ -107,16 +127,24 @@ class OverlapRerank:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-def seed_gate(state: StateDir, rerank_url: str) -> None:
-    """The demo, a shadow-mode gate with a journal, ten turns of it, and the owner's labels."""
+def seed_gate(state: StateDir, rerank_url: str, embedding_model: str | None, notes: Path) -> None:
+    """The demo, a shadow-mode gate with a journal, ten turns of it, the owner's labels, and the
+    owner's notes imported from ``notes``."""
     state.create()
     state.config.write_text(json.dumps({
         "decisionModel": "rerank/overlap", "models": {"providers": {"rerank": {"baseUrl": rerank_url}}},
         "recallGate": {"mode": "shadow", "journal": True, "highThreshold": 0.8, "mediumThreshold": 0.5},
     }), encoding="utf-8")
     add_local(ModelStore(state.models), TINY_RERANKER, name="tiny-test-reranker")
+    if embedding_model:
+        add_local(ModelStore(state.models), embedding_model, name="all-minilm-l6-v2-int8")
+    for name, text in NOTES.items():
+        (notes / name).parent.mkdir(parents=True, exist_ok=True)
+        (notes / name).write_text(text, encoding="utf-8")
     with Engine(state, watch=False) as engine:
         seed_demo(engine)
+        with owner_caller(engine, instance=import_instance("markdown")) as (importer, _):
+            import_markdown(Writer(engine, importer, "markdown"), *load_markdown(str(notes), engine.refuse_secrets))
         caller = AgentCaller(engine.registry.add_credential("main"), {"kind": "owner-private"})
         engine.decision.wait_ready(30)
         for message, _ in GATE_TURNS:
@@ -164,12 +192,16 @@ def save(window: QWidget, name: str) -> None:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--embedding-model", metavar="DIR",
+                        help="the folder of all-minilm-l6-v2-int8 (as `knowledge models pull` installs it)")
+    args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     app = application()
     with tempfile.TemporaryDirectory(prefix="kd-shots-") as temp:
         state = StateDir(Path(temp) / "state")
         rerank = OverlapRerank()
-        seed_gate(state, rerank.url)
+        seed_gate(state, rerank.url, args.embedding_model, Path(temp) / "Notes")
         tasks = EngineTasks()
         window = MainWindow(tasks, state)
         window.resize(1360, 820)
@@ -202,13 +234,26 @@ def main() -> int:
             records.page.tabs.setCurrentIndex(3)
             wait(records.page.sig_diff_loaded, lambda: records.page.history_table.selectRow(1))
             save(window, "record-history-diff")
-            records.query.setText("cut-over")
+            records.query.setText("when does Atlas switch over to the new environment?")
             wait(records.search_model.sig_page_loaded, records.search)
+            for _ in range(60):  # the first search by meaning starts reading the notes' passages: let it finish
+                if "still being read" not in records.search_summary.text():
+                    break
+                pause_ms(500)
+                wait(records.search_model.sig_page_loaded, records.search, settle_ms=0)
+            first = records.search_model.index(0, 0)
+            wait(records.page.sig_content_loaded, lambda: (records.search_table.selectRow(0),
+                                                           records.search_table.clicked.emit(first)))
             records.page.tabs.setCurrentIndex(0)
             save(window, "records-search")
             wait(records.page.sig_change_request_copied, records.page.request_button.click, settle_ms=100)
             save(window, "change-request-copied")
             window.messages.hide()
+            atlas = records.folders_tree.findItems("Atlas", Qt.MatchFlag.MatchExactly | Qt.MatchFlag.MatchRecursive)[0]
+            wait(records.folder_model.sig_page_loaded, lambda: atlas.setSelected(True))
+            checklist = next(r["id"] for r in records.folder_model.rows() if r["title"] == "Cut-over checklist")
+            wait(records.page.sig_content_loaded, lambda: records.open_record(checklist))
+            save(window, "records-folders")
 
             wait(window.vocabulary_view.sig_content_loaded, lambda: window.show_view(2))
             save(window, "vocabulary")

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QFormLayout,
+    QGridLayout,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -185,9 +185,17 @@ class GateSettingsForm(QWidget):
         self.status = plain_label()
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        form = QFormLayout()
-        for field in FIELDS:
-            form.addRow(field.label, self._field_row(field))
+        # A grid, not a QFormLayout: the form layout gave a field the height its help needs at another width,
+        # cutting a help of four lines to three; a grid asks each row's height at the row's own width.
+        form = QGridLayout()
+        form.setColumnStretch(1, 1)
+        for number, field in enumerate(FIELDS):
+            row = self._field_row(field)
+            label = plain_label(field.label)
+            label.setBuddy(self.inputs[field.key])
+            label.setMinimumHeight(self.inputs[field.key].sizeHint().height())   # level with its editor
+            form.addWidget(label, number, 0, Qt.AlignmentFlag.AlignTop)
+            form.addWidget(row, number, 1)
         self.general_error = plain_label()
         self.general_error.setWordWrap(True)
         self.general_error.hide()

@@ -152,6 +152,35 @@ def test_every_setting_says_what_it_does_its_default_and_the_trade_off(qtbot, ga
     assert "docs/recall-gate.md, section #settings" in form.general_error.text()
 
 
+def test_every_help_is_shown_whole_however_long_its_text_grows(qtbot, gate_engine, tasks,
+                                                               gui_thread_guard) -> None:
+    """The defaults come after the first paint and lengthen every help, and a help can grow again later
+    (the threshold's names the Decision model): each gets the height of the lines it wraps onto (in a form
+    layout a help of four lines was cut to three: its row got the height for another width)."""
+    view = shown(qtbot, tasks)
+    view.resize(900, 600)
+    form = view.settings
+    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
+    qtbot.waitUntil(lambda: form.defaults is not None, timeout=10_000)
+    words = [help_line.words for help_line in form.helps.values()]
+    assert max(label.heightForWidth(label.width()) for label in words) > 2 * label_line_height(words[0])
+
+    def cut() -> list[str]:
+        return [key for key, line in form.helps.items()
+                if line.words.height() < line.words.heightForWidth(line.words.width())]
+
+    qtbot.waitUntil(lambda: not cut(), timeout=10_000)
+    grown = form.helps["excerpts"]
+    lines = grown.words.height() // label_line_height(grown.words)
+    grown.setText(" ".join([grown.text()] * 3))
+    qtbot.waitUntil(lambda: not cut(), timeout=10_000)
+    assert grown.words.height() // label_line_height(grown.words) > lines
+
+
+def label_line_height(label: Any) -> int:
+    return label.fontMetrics().lineSpacing()
+
+
 def test_every_help_link_names_a_section_of_the_gate_docs() -> None:
     headings = re.findall(r"^#+ (.+)$", DOCS.read_text(encoding="utf-8"), flags=re.MULTILINE)
     anchors = {re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-") for heading in headings}
