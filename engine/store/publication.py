@@ -58,6 +58,11 @@ ONTOLOGY_PATH = "ontology.yaml"
 # the disk with the interpreter lock released, and the file system commits syncs that arrive together in one round.
 SYNC_WORKERS = 16
 ALREADY: Any = object()  # ``Publisher._stage``: a file that holds what the plan wants already
+# A retry's publication, found through the partial index on (partition, request_id): its condition is repeated
+# so SQLite may use it, and ``+state`` keeps the planner off the index on state, which walks every applied
+# publication (25 ms at 50,000 of them, on every write that carries a requestId).
+APPLIED_BY_REQUEST = ("SELECT * FROM publications WHERE partition = ? AND request_id = ? "
+                      "AND state != 'rolled_back' AND +state = 'applied'")
 
 
 @dataclass
@@ -160,10 +165,7 @@ class Publisher:
         """The original receipt of an identical retry; a conflict if the id was used for other content."""
         if request_id is None:
             return None
-        row = self.db.one(
-            "SELECT * FROM publications WHERE partition = ? AND request_id = ? AND state = 'applied'",
-            (partition, request_id),
-        )
+        row = self.db.one(APPLIED_BY_REQUEST, (partition, request_id))
         if row is None:
             return None
         if row["request_hash"] != digest:
