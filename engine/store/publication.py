@@ -47,7 +47,7 @@ from ..core.files import (UnsafePath, StagedFile, fsync_dir, remove_inside, reso
                           stage_inside, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
-from ..vault.records import PRIVATE_SCOPE
+from ..vault.records import PRIVATE_SCOPE, Record
 
 # Installation order: evidence before what cites it, the ontology before the records it validates.
 ROLE_ORDER = {"source": 0, "descriptor": 1, "ontology": 2, "record": 3}
@@ -79,6 +79,8 @@ class FileWrite:
     revision: int | None = None
     base: bytes | None = None
     removes: bool = False
+    # A record's bytes as ``parse_record`` reads them, kept from rendering them (None: the catalog parses them).
+    read: Record | None = field(default=None, repr=False, compare=False)
 
     @property
     def new_sha256(self) -> str | None:
@@ -433,7 +435,7 @@ class Publisher:
                     if write.role == "record":
                         self.catalog.index_record_bytes(partition, write.path, write.data, info,
                                                         publication_id=publication.publication_id,
-                                                        agent=publication.plan.agent)
+                                                        agent=publication.plan.agent, read=write.read)
                     elif write.role == "descriptor":
                         self.catalog.index_descriptor(partition, write.path, write.data, info)
                 written.setdefault(partition, []).extend(write.path for write in publication.writes)

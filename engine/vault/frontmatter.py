@@ -438,6 +438,13 @@ def render_document(frontmatter: dict[str, Any], body: str) -> bytes:
 
     Refuses what ``parse_document`` would refuse to read back.
     """
+    return render_and_read(frontmatter, body)[0]
+
+
+def render_and_read(frontmatter: dict[str, Any], body: str) -> tuple[bytes, tuple[dict[str, Any], str] | None]:
+    """``render_document``'s bytes, with what ``parse_document`` reads back from them: the rendering already
+    reads its YAML back to check it, so a publication can catalogue the file without parsing it again.  The
+    second item is None where the bytes would not split back into the same text (then parse them)."""
     if "\x00" in body:
         raise DocumentSyntaxError("record body contains a NUL character")
     if _SURROGATE.search(body):
@@ -448,10 +455,13 @@ def render_document(frontmatter: dict[str, Any], body: str) -> bytes:
         head = dump_yaml(frontmatter)
     except UnicodeEncodeError as exc:  # libyaml's emitter cannot encode a lone surrogate
         raise DocumentSyntaxError("frontmatter has a lone UTF-16 surrogate in a string") from exc
-    load_yaml(head, line_offset=1)  # the reader's own rules (nesting, 64-bit integers, no lone surrogates)
-    data = f"{_DELIMITER}\n{head}{_DELIMITER}\n{body}".encode("utf-8")
+    read = load_yaml(head, line_offset=1)  # the reader's own rules (nesting, 64-bit integers, no lone surrogates)
+    text = f"{_DELIMITER}\n{head}{_DELIMITER}\n{body}"
+    data = text.encode("utf-8")
     if len(data) > RECORD_MAX_BYTES:
         raise LimitExceeded(
             f"record would be larger than {RECORD_MAX_BYTES} bytes", limit=RECORD_MAX_BYTES, size=len(data)
         )
-    return data
+    # parse_document's own steps on the same text: no NUL, the same split, the same YAML text read alike.
+    same = isinstance(read, dict) and "\x00" not in head and split_document(text) == (head, body)
+    return data, (read, body) if same else None

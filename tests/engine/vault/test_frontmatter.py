@@ -22,6 +22,7 @@ from engine.vault.frontmatter import (
     DocumentSyntaxError,
     load_yaml,
     parse_document,
+    render_and_read,
     render_document,
     split_document,
 )
@@ -306,6 +307,22 @@ def test_any_json_like_frontmatter_round_trips(frontmatter: dict, body: str) -> 
     assert parsed == frontmatter
     assert json.loads(json.dumps(parsed)) == parsed  # nothing non-JSON sneaks in
     assert parsed_body == body
+
+
+@given(st.dictionaries(st.text(max_size=12), _values, max_size=8), _bodies)
+def test_what_rendering_reads_back_is_what_parsing_its_bytes_gives(frontmatter: dict, body: str) -> None:
+    """A publication catalogues the read it kept from rendering instead of parsing the bytes again."""
+    data, read = render_and_read(frontmatter, body)
+    assert data == render_document(frontmatter, body)
+    assert read == parse_document(data)
+
+
+def test_what_rendering_reads_back_keeps_delimiter_lines_in_values_and_body_apart() -> None:
+    value = "a\n---\nb"
+    data, read = render_and_read({"title": value, "aliases": [value, "---"], "fields": {"x": "---"}},
+                                 "---\nbody\n---")
+    assert read == parse_document(data) == ({"title": value, "aliases": [value, "---"], "fields": {"x": "---"}},
+                                            "---\nbody\n---\n")
 
 
 _yamlish = st.lists(
