@@ -114,6 +114,8 @@ class _Publication:
     publication_id: str = ""
     installed: dict[str, FileStat] = field(default_factory=dict)
     error: Exception | None = None
+    receipt: str = ""  # as journalled (JSON text)
+    git: GitState | None = None  # the git state its acknowledgement gave it
 
 
 def _outcome(work: Future[Any] | None) -> Exception | None:
@@ -254,7 +256,16 @@ class Publisher:
                 installed = []
         for _ in installed:
             self.faults.reach("acknowledged")
-        return [publication.error or self.receipt(publication.seq) for publication in group]
+        return [publication.error or self._acknowledged_receipt(publication) for publication in group]
+
+    def _acknowledged_receipt(self, publication: _Publication) -> Receipt:
+        """What ``receipt`` reads back for a publication just acknowledged, from what was just written: the
+        receipt as journalled, and git's state as the acknowledgement queued it."""
+        if publication.git is None:
+            return self.receipt(publication.seq)
+        receipt: Receipt = json.loads(publication.receipt)
+        receipt["git"] = publication.git
+        return receipt
 
     def _journal(self, group: list[_Publication]) -> None:
         """Step 2 for every publication of the group, in one transaction."""
@@ -265,11 +276,12 @@ class Publisher:
                 publication.publication_id = new_id(PUBLICATION_PREFIX)
                 receipt = {"publicationId": publication.publication_id, "requestId": plan.request_id,
                            **plan.receipt}
+                publication.receipt = json.dumps(receipt)
                 publication.seq = self.db.execute(
                     "INSERT INTO publications (id, partition, operation, request_id, request_hash, agent, "
                     "state, receipt, created_at) VALUES (?, ?, ?, ?, ?, ?, 'journaled', ?, ?)",
                     (publication.publication_id, plan.partition, plan.operation, plan.request_id,
-                     plan.request_hash, plan.agent, json.dumps(receipt), now),
+                     plan.request_hash, plan.agent, publication.receipt, now),
                 ).lastrowid
                 self.db.executemany(
                     "INSERT INTO publication_files (publication_seq, ordinal, path, role, record_id, revision, "
@@ -421,6 +433,7 @@ class Publisher:
         for _ in group:
             self.faults.reach("checkpointed")
         written: dict[str, list[str]] = {}
+        git_states: dict[int, GitState] = {}
         with self.db.atomic():
             gone: dict[str, set[str]] = {}
             for publication in group:
@@ -449,13 +462,17 @@ class Publisher:
                         "INSERT INTO outbox (publication_seq, state, updated_at) VALUES (?, 'pending', ?)",
                         (publication.seq, format_timestamp(utc_now())),
                     )
+                    git_states[publication.seq] = {"state": "pending"}
                 else:  # nothing will read the journalled bytes again
                     self.db.execute("DELETE FROM publication_files WHERE publication_seq = ?", (publication.seq,))
+                    git_states[publication.seq] = {"state": "unavailable"}
                 self.db.execute(
                     "UPDATE publications SET state = 'applied', finished_at = ? WHERE seq = ?",
                     (format_timestamp(utc_now()), publication.seq),
                 )
                 self.faults.attempt("acknowledged")
+        for publication in group:  # only once the transaction is committed
+            publication.git = git_states[publication.seq]
 
     def _roll_back_one(self, publication: _Publication) -> bool:
         return self._roll_back(publication.seq, publication.plan.partition, publication.writes,
