@@ -386,9 +386,78 @@ def load_yaml(
 
 
 def dump_yaml(value: Any) -> str:
+    flat = _flat_yaml(value)
+    if flat is not None:
+        return flat
     return yaml.dump(
         value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100
     )
+
+
+# PyYAML's output for the frontmatter of an ordinary record, written without building its node tree (a page's
+# YAML cost more of the lane's CPU than anything else but SQLite): one "key: value" line per key, each value a
+# scalar or a flow list or mapping of scalars.  Texts are taken only in a shape whose style PyYAML's emitter
+# decides by the resolver alone: ASCII, a letter, digit or "_" first, no "#", single inner spaces, a ":" only
+# before another character, and in a flow collection no ",", "?" or ":"; plain where the dumper's resolvers read them as text, else single-quoted.
+# Lines stay well under the width at which PyYAML folds.  Anything else goes to PyYAML.
+_FLAT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,59}")
+_FLAT_BLOCK_TEXT = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.,'()/!?&+-]|[ :](?=[^ ]))*")
+_FLAT_FLOW_TEXT = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.'()/!&+-]| (?=[^ ]))*")
+_FLAT_LINE_MAX = 80
+
+
+def _flat_yaml(value: Any) -> str | None:
+    """``dump_yaml``'s text for flat frontmatter, or None for PyYAML to write."""
+    if type(value) is not dict or not any(type(item) in (list, dict) for item in value.values()):
+        return None  # PyYAML writes a mapping of scalars alone in flow style, on one line: {a: b}
+    lines = []
+    for key, item in value.items():
+        if type(key) is not str or _FLAT_KEY.fullmatch(key) is None or _dumped_tag(key) != _STR_TAG:
+            return None
+        kind = type(item)
+        if kind is list:
+            parts = [_flat_scalar(element, _FLAT_FLOW_TEXT) for element in item]
+            text = None if None in parts else f"[{', '.join(parts)}]"  # type: ignore[arg-type]
+        elif kind is dict:
+            parts = [_flat_entry(name, element) for name, element in item.items()]
+            text = None if None in parts else f"{{{', '.join(parts)}}}"  # type: ignore[arg-type]
+        else:
+            text = _flat_scalar(item, _FLAT_BLOCK_TEXT)
+        if text is None:
+            return None
+        line = f"{key}: {text}\n"
+        if len(line) > _FLAT_LINE_MAX:
+            return None
+        lines.append(line)
+    return "".join(lines)
+
+
+def _flat_entry(name: Any, value: Any) -> str | None:
+    if type(name) is not str or _FLAT_KEY.fullmatch(name) is None or _dumped_tag(name) != _STR_TAG:
+        return None
+    text = _flat_scalar(value, _FLAT_FLOW_TEXT)
+    return None if text is None else f"{name}: {text}"
+
+
+def _flat_scalar(value: Any, shape: re.Pattern[str]) -> str | None:
+    kind = type(value)
+    if kind is str:
+        if shape.fullmatch(value) is None:
+            return None
+        return value if _dumped_tag(value) == _STR_TAG else "'" + value.replace("'", "''") + "'"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value)
+    return "null" if value is None else None
+
+
+def _dumped_tag(text: str) -> str:
+    """The tag the dumper's resolvers give a plain scalar (``BaseResolver.resolve``), never empty here."""
+    for tag, regexp in _Dumper.yaml_implicit_resolvers.get(text[0], ()):
+        if regexp.match(text):
+            return tag
+    return _STR_TAG
 
 
 def split_document(text: str) -> tuple[str, str]:
