@@ -410,33 +410,65 @@ def _flat_yaml(value: Any) -> str | None:
     """``dump_yaml``'s text for flat frontmatter, or None for PyYAML to write."""
     if type(value) is not dict or not any(type(item) in (list, dict) for item in value.values()):
         return None  # PyYAML writes a mapping of scalars alone in flow style, on one line: {a: b}
+    lines = _flat_lines(value, "", "")
+    return None if lines is None else "".join(lines)
+
+
+def _flat_lines(mapping: dict[Any, Any], first: str, indent: str) -> list[str] | None:
+    """A block mapping's lines, the first after ``first`` and the rest after ``indent``.  A value is a scalar,
+    a flow collection of scalars, or (at the top only) a list of such mappings, one block item each as
+    PyYAML writes a claim's evidence: "- source: ..." then "  lines: [1, 2]"."""
     lines = []
-    for key, item in value.items():
-        if type(key) is not str or _FLAT_KEY.fullmatch(key) is None or _dumped_tag(key) != _STR_TAG:
+    for key, item in mapping.items():
+        if not _flat_key(key):
             return None
         kind = type(item)
-        if kind is list:
-            parts = [_flat_scalar(element, _FLAT_FLOW_TEXT) for element in item]
-            text = None if None in parts else f"[{', '.join(parts)}]"  # type: ignore[arg-type]
-        elif kind is dict:
-            parts = [_flat_entry(name, element) for name, element in item.items()]
-            text = None if None in parts else f"{{{', '.join(parts)}}}"  # type: ignore[arg-type]
+        text = None
+        if kind is list and item and all(type(element) is dict for element in item) and not indent:
+            lines.append(f"{first if not lines else indent}{key}:\n")
+            for element in item:
+                block = any(type(inner) in (list, dict) for inner in element.values())
+                items = _flat_lines(element, "- ", "  ") if block else _flat_value(element, "- ", "")
+                if items is None:
+                    return None
+                lines += items
+            continue
+        if kind is list or kind is dict:
+            text = _flat_collection(item)
         else:
             text = _flat_scalar(item, _FLAT_BLOCK_TEXT)
         if text is None:
             return None
-        line = f"{key}: {text}\n"
+        line = f"{first if not lines else indent}{key}: {text}\n"
         if len(line) > _FLAT_LINE_MAX:
             return None
         lines.append(line)
-    return "".join(lines)
+    return lines
 
 
-def _flat_entry(name: Any, value: Any) -> str | None:
-    if type(name) is not str or _FLAT_KEY.fullmatch(name) is None or _dumped_tag(name) != _STR_TAG:
-        return None
-    text = _flat_scalar(value, _FLAT_FLOW_TEXT)
-    return None if text is None else f"{name}: {text}"
+def _flat_value(mapping: dict[Any, Any], first: str, indent: str) -> list[str] | None:
+    """A mapping of scalars alone, as a sequence item: PyYAML writes it in flow style."""
+    text = _flat_collection(mapping)
+    line = None if text is None else f"{first}{text}\n"
+    return None if line is None or len(line) > _FLAT_LINE_MAX else [line]
+
+
+def _flat_collection(item: list[Any] | dict[Any, Any]) -> str | None:
+    """A flow list or mapping of scalars: [a, b] or {k: v}."""
+    if type(item) is list:
+        parts = [_flat_scalar(element, _FLAT_FLOW_TEXT) for element in item]
+        return None if None in parts else f"[{', '.join(parts)}]"  # type: ignore[arg-type]
+    entries = []
+    for name, element in item.items():
+        text = _flat_scalar(element, _FLAT_FLOW_TEXT) if _flat_key(name) else None
+        if text is None:
+            return None
+        entries.append(f"{name}: {text}")
+    return f"{{{', '.join(entries)}}}"
+
+
+def _flat_key(key: Any) -> bool:
+    return type(key) is str and _FLAT_KEY.fullmatch(key) is not None and _dumped_tag(key) == _STR_TAG
 
 
 def _flat_scalar(value: Any, shape: re.Pattern[str]) -> str | None:

@@ -344,13 +344,31 @@ _flat_values = st.one_of(
     _flat_scalars, st.lists(_flat_scalars, max_size=6),
     st.dictionaries(st.one_of(_flat_texts, st.sampled_from(["agent", "on", "null", "k_1"])), _flat_scalars, max_size=4),
     st.lists(st.lists(_flat_scalars, max_size=2), max_size=2),
+    st.lists(st.dictionaries(st.sampled_from(["source", "lines", "quote", "on"]),
+                             st.one_of(_flat_scalars, st.lists(_flat_scalars, max_size=2),
+                                       st.lists(st.dictionaries(st.just("a"), _flat_scalars), max_size=1)),
+                             max_size=3), max_size=3),
 )
 _flat_keys = st.one_of(st.sampled_from(["format", "id", "title", "yes", "on", "null", "_x", "a1", "Key", "x" * 70]),
                        st.text(alphabet="ab_1: ", min_size=1, max_size=8))
 
 
+# Mostly what the short way takes, so that it is taken often: plain words, numbers and words the resolvers claim.
+_usual_texts = st.one_of(st.from_regex(r"[a-z0-9][a-z0-9_.:']{0,6}( [a-z0-9.]{1,5}){0,3}", fullmatch=True),
+                         st.sampled_from(["yes", "null", "1.5", "1:30", "2026-01-05T09:00:00Z", "it's", "a:b"]))
+_usual_scalars = st.one_of(_usual_texts, st.integers(), st.booleans(), st.none())
+_usual_values = st.one_of(
+    _usual_scalars, st.lists(_usual_scalars, max_size=4),
+    st.dictionaries(st.sampled_from(["agent", "audience", "on"]), _usual_scalars, max_size=3),
+    st.lists(st.dictionaries(st.sampled_from(["source", "lines", "quote"]),
+                             st.one_of(_usual_scalars, st.lists(_usual_scalars, max_size=2)), max_size=3), max_size=2),
+)
+_usual_documents = st.dictionaries(st.sampled_from(["format", "id", "title", "tags", "on", "evidence", "a1"]),
+                                   _usual_values, max_size=7)
+
+
 @settings(max_examples=400)
-@given(st.dictionaries(_flat_keys, _flat_values, max_size=8))
+@given(st.one_of(st.dictionaries(_flat_keys, _flat_values, max_size=8), _usual_documents))
 def test_flat_frontmatter_is_written_byte_for_byte_as_pyyaml_writes_it(document: dict) -> None:
     written = frontmatter._flat_yaml(document)
     assert written is None or written == pyyaml_dump(document)
@@ -363,6 +381,10 @@ def test_the_frontmatter_the_engine_writes_is_written_without_pyyaml() -> None:
                       "title": "Q3 plan (draft), v2.1:final, it's done/ish", "recorded_at": "2026-12-04T19:56:31Z",
                       "aliases": ["Q3", "yes", "1.5"], "tags": [], "fixture": False, "none": None,
                       "attribution": {"agent": "main", "audience": "owner-private"}, "fields": {}})
+    documents.append({"format": "knowledge-record-v1", "id": "cl_1", "kind": "claim", "title": "The review moved.",
+                      "attribution": {"agent": "main"}, "evidence": [
+                          {"source": "src_1", "lines": [1, 1], "quote": "review moved to week 5"},
+                          {"source": "src_2"}]})
     with mock.patch.object(yaml, "dump", side_effect=AssertionError("written by PyYAML")):
         written = [dump_yaml(document) for document in documents]
     assert written == [pyyaml_dump(document) for document in documents]
