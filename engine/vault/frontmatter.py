@@ -387,8 +387,10 @@ def load_yaml(
 
 def dump_yaml(value: Any) -> str:
     flat = _flat_yaml(value)
-    if flat is not None:
-        return flat
+    return flat if flat is not None else _pyyaml_dump(value)
+
+
+def _pyyaml_dump(value: Any) -> str:
     return yaml.dump(
         value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100
     )
@@ -480,8 +482,16 @@ def _flat_scalar(value: Any, shape: re.Pattern[str]) -> str | None:
     if kind is bool:
         return "true" if value else "false"
     if kind is int:
-        return str(value)
+        return str(value) if INT_MIN <= value <= INT_MAX else None  # the reader refuses the rest
     return "null" if value is None else None
+
+
+def _copy_flat(value: Any) -> Any:
+    """A copy of what ``_flat_yaml`` wrote, which is what reading its text gives (a test holds the two together)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy_flat(item) for key, item in value.items()}
+    return [_copy_flat(item) for item in value] if kind is list else value
 
 
 def _dumped_tag(text: str) -> str:
@@ -552,11 +562,15 @@ def render_and_read(frontmatter: dict[str, Any], body: str) -> tuple[bytes, tupl
         raise DocumentSyntaxError("record body contains a lone UTF-16 surrogate")
     if body and not body.endswith("\n"):
         body += "\n"
-    try:
-        head = dump_yaml(frontmatter)
-    except UnicodeEncodeError as exc:  # libyaml's emitter cannot encode a lone surrogate
-        raise DocumentSyntaxError("frontmatter has a lone UTF-16 surrogate in a string") from exc
-    read = load_yaml(head, line_offset=1)  # the reader's own rules (nesting, 64-bit integers, no lone surrogates)
+    head = _flat_yaml(frontmatter)
+    if head is not None:  # ASCII, shallow, 64-bit integers: within the reader's rules, and read back as written
+        read: Any = _copy_flat(frontmatter)
+    else:
+        try:
+            head = _pyyaml_dump(frontmatter)
+        except UnicodeEncodeError as exc:  # libyaml's emitter cannot encode a lone surrogate
+            raise DocumentSyntaxError("frontmatter has a lone UTF-16 surrogate in a string") from exc
+        read = load_yaml(head, line_offset=1)  # the reader's own rules (nesting, 64-bit integers, no surrogates)
     text = f"{_DELIMITER}\n{head}{_DELIMITER}\n{body}"
     data = text.encode("utf-8")
     if len(data) > RECORD_MAX_BYTES:
