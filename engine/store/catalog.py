@@ -33,6 +33,7 @@ from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import format_timestamp, utc_now
 from ..vault.record_view import RecordView, view_of
+from ..vault.records import Record
 from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders
 from . import walk
 from .store import Store
@@ -312,12 +313,15 @@ class Catalog(CatalogReads):
         return known
 
     def index_record_bytes(self, partition: str, relpath: str, data: bytes, info: FileStat,
-                           *, publication_id: str | None = None, agent: str | None = None) -> str:
+                           *, publication_id: str | None = None, agent: str | None = None,
+                           read: Record | None = None) -> str:
         """Catalog one record file's bytes; returns its file status.
 
-        Also used by publication, which passes the exact bytes it installed.
+        Also used by publication, which passes the exact bytes it installed and, as ``read``, the record
+        ``parse_record`` reads from them (kept from rendering them).
         """
-        catalogued = catalogue(partition, relpath, data, info, self.store.ontology(partition), publication_id, agent)
+        catalogued = catalogue(partition, relpath, data, info, self.store.ontology(partition), publication_id, agent,
+                               read=read)
         self._write_catalogued([catalogued])
         return catalogued.row["file_status"]
 

@@ -29,7 +29,7 @@ from ..core.findings import Finding, has_errors
 from ..core.ids import format_timestamp, utc_now
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..vault.ontology import Ontology
-from ..vault.records import check_record, check_scope, parse_record
+from ..vault.records import Record, check_record, check_scope, parse_record
 from .catalog_reads import VIEW_COLUMNS, record_name_keys, view_columns
 from .walk import FileStat
 
@@ -66,9 +66,10 @@ class Unreadable:
 
 def catalogue(partition: str, relpath: str, data: bytes, info: FileStat, ontology: Ontology,
               publication_id: str | None = None, agent: str | None = None, *,
-              observed_at: str | None = None) -> Catalogued:
-    """What the catalog records of one record file's bytes (``Catalog._write_catalogued`` writes it)."""
-    record, findings = parse_record(data, relpath)
+              observed_at: str | None = None, read: Record | None = None) -> Catalogued:
+    """What the catalog records of one record file's bytes (``Catalog._write_catalogued`` writes it).  ``read``:
+    the record ``parse_record`` reads from ``data``, where the caller has it already."""
+    record, findings = (read, []) if read is not None else parse_record(data, relpath)
     view = record.view if record is not None else None
     row: dict[str, Any] = {
         "partition": partition, "path": relpath, **view_columns(view, ontology, relpath),

@@ -434,6 +434,8 @@ class Store:
         self._markers: dict[Path, tuple[tuple[int, ...], dict[str, Any] | None]] = {}
         self._conversation_identities: dict[str, str] = {}
         self._verified_checkpoint = 0  # the database's applied checkpoint at the last full ``verify``
+        self._extensions_path = self.vault / EXTENSIONS_FILE
+        self._partition_roots: dict[str, Path] = {}  # a write asks for its partition's folder a dozen times
 
     @classmethod
     def open(cls, record: StoreRecord, shipped: Ontology) -> "Store":
@@ -490,6 +492,14 @@ class Store:
             (partition, partition),
         )]
 
+    def _publication_marks(self) -> tuple[int, list[int]]:
+        """``applied_checkpoint()`` and ``pending_publications()`` in one statement: ``verify`` runs twice a write."""
+        rows = self.db.tuples(
+            "SELECT 'applied', COALESCE(MAX(seq), 0) FROM publications WHERE state = 'applied' "
+            "UNION ALL SELECT 'journaled', seq FROM publications WHERE state = 'journaled'")
+        applied = next(int(seq) for state, seq in rows if state == "applied")
+        return applied, sorted(seq for state, seq in rows if state == "journaled")
+
     def verify(self, partition: str | None = None, *, allow_pending: bool = False) -> None:
         """Check manifest, database and partition identity; raise StoreUnavailable on any mismatch.
 
@@ -506,8 +516,7 @@ class Store:
                                    store=self.store_id)
         if manifest.vault_id != database_vault:
             raise StoreUnavailable("vault identity mismatch between manifest and database", store=self.store_id)
-        applied = self.applied_checkpoint()
-        pending = self.pending_publications()
+        applied, pending = self._publication_marks()
         if pending and not allow_pending:
             raise StoreUnavailable("a publication is pending recovery; reads wait for it", store=self.store_id)
         allowed = {applied, *pending}
@@ -596,7 +605,10 @@ class Store:
     # --- partitions ------------------------------------------------------------
 
     def partition_root(self, partition: str) -> Path:
-        return self.vault / partition_dir(partition)
+        root = self._partition_roots.get(partition)
+        if root is None:
+            root = self._partition_roots[partition] = self.vault / partition_dir(partition)
+        return root
 
     def partitions(self) -> list[str]:
         rows = self.db.all("SELECT partition FROM partitions ORDER BY partition")
@@ -632,9 +644,8 @@ class Store:
         """The effective ontology: shipped, plus the vault's extensions in the private partition only."""
         if partition != PRIVATE_SCOPE:
             return self.shipped
-        path = self.vault / EXTENSIONS_FILE
         try:
-            info = os.lstat(path)
+            info = os.lstat(self._extensions_path)
             stamp: tuple[int, int, int] | None = (info.st_ino, info.st_mtime_ns, info.st_size)
         except FileNotFoundError:
             stamp = None

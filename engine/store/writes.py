@@ -163,8 +163,8 @@ class _PlanBuilder:
             field = errors[0].get("field")
             raise RecordInvalid(f"the record is not valid: {errors[0]['message']}"
                                 + (f" ({field})" if field else ""), errors)
-        data = record.render()
-        self.writes.append(FileWrite(path, "record", data, record.id, record.revision, base))
+        data, read = record.render_and_read()
+        self.writes.append(FileWrite(path, "record", data, record.id, record.revision, base, read=read))
         if view.kind == "page":
             self.new_pages[record.id] = record_type
         self.taken_paths.add(path)

@@ -386,9 +386,120 @@ def load_yaml(
 
 
 def dump_yaml(value: Any) -> str:
+    flat = _flat_yaml(value)
+    return flat if flat is not None else _pyyaml_dump(value)
+
+
+def _pyyaml_dump(value: Any) -> str:
     return yaml.dump(
         value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100
     )
+
+
+# PyYAML's output for the frontmatter of an ordinary record, written without building its node tree (a page's
+# YAML cost more of the lane's CPU than anything else but SQLite): one "key: value" line per key, each value a
+# scalar or a flow list or mapping of scalars.  Texts are taken only in a shape whose style PyYAML's emitter
+# decides by the resolver alone: ASCII, a letter, digit or "_" first, no "#", single inner spaces, a ":" only
+# before another character, and in a flow collection no ",", "?" or ":"; plain where the dumper's resolvers read them as text, else single-quoted.
+# Lines stay well under the width at which PyYAML folds.  Anything else goes to PyYAML.
+_FLAT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,59}")
+_FLAT_BLOCK_TEXT = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.,'()/!?&+-]|[ :](?=[^ ]))*")
+_FLAT_FLOW_TEXT = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.'()/!&+-]| (?=[^ ]))*")
+_FLAT_LINE_MAX = 80
+
+
+def _flat_yaml(value: Any) -> str | None:
+    """``dump_yaml``'s text for flat frontmatter, or None for PyYAML to write."""
+    if type(value) is not dict or not any(type(item) in (list, dict) for item in value.values()):
+        return None  # PyYAML writes a mapping of scalars alone in flow style, on one line: {a: b}
+    lines = _flat_lines(value, "", "")
+    return None if lines is None else "".join(lines)
+
+
+def _flat_lines(mapping: dict[Any, Any], first: str, indent: str) -> list[str] | None:
+    """A block mapping's lines, the first after ``first`` and the rest after ``indent``.  A value is a scalar,
+    a flow collection of scalars, or (at the top only) a list of such mappings, one block item each as
+    PyYAML writes a claim's evidence: "- source: ..." then "  lines: [1, 2]"."""
+    lines = []
+    for key, item in mapping.items():
+        if not _flat_key(key):
+            return None
+        kind = type(item)
+        text = None
+        if kind is list and item and all(type(element) is dict for element in item) and not indent:
+            lines.append(f"{first if not lines else indent}{key}:\n")
+            for element in item:
+                block = any(type(inner) in (list, dict) for inner in element.values())
+                items = _flat_lines(element, "- ", "  ") if block else _flat_value(element, "- ", "")
+                if items is None:
+                    return None
+                lines += items
+            continue
+        if kind is list or kind is dict:
+            text = _flat_collection(item)
+        else:
+            text = _flat_scalar(item, _FLAT_BLOCK_TEXT)
+        if text is None:
+            return None
+        line = f"{first if not lines else indent}{key}: {text}\n"
+        if len(line) > _FLAT_LINE_MAX:
+            return None
+        lines.append(line)
+    return lines
+
+
+def _flat_value(mapping: dict[Any, Any], first: str, indent: str) -> list[str] | None:
+    """A mapping of scalars alone, as a sequence item: PyYAML writes it in flow style."""
+    text = _flat_collection(mapping)
+    line = None if text is None else f"{first}{text}\n"
+    return None if line is None or len(line) > _FLAT_LINE_MAX else [line]
+
+
+def _flat_collection(item: list[Any] | dict[Any, Any]) -> str | None:
+    """A flow list or mapping of scalars: [a, b] or {k: v}."""
+    if type(item) is list:
+        parts = [_flat_scalar(element, _FLAT_FLOW_TEXT) for element in item]
+        return None if None in parts else f"[{', '.join(parts)}]"  # type: ignore[arg-type]
+    entries = []
+    for name, element in item.items():
+        text = _flat_scalar(element, _FLAT_FLOW_TEXT) if _flat_key(name) else None
+        if text is None:
+            return None
+        entries.append(f"{name}: {text}")
+    return f"{{{', '.join(entries)}}}"
+
+
+def _flat_key(key: Any) -> bool:
+    return type(key) is str and _FLAT_KEY.fullmatch(key) is not None and _dumped_tag(key) == _STR_TAG
+
+
+def _flat_scalar(value: Any, shape: re.Pattern[str]) -> str | None:
+    kind = type(value)
+    if kind is str:
+        if shape.fullmatch(value) is None:
+            return None
+        return value if _dumped_tag(value) == _STR_TAG else "'" + value.replace("'", "''") + "'"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value) if INT_MIN <= value <= INT_MAX else None  # the reader refuses the rest
+    return "null" if value is None else None
+
+
+def _copy_flat(value: Any) -> Any:
+    """A copy of what ``_flat_yaml`` wrote, which is what reading its text gives (a test holds the two together)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy_flat(item) for key, item in value.items()}
+    return [_copy_flat(item) for item in value] if kind is list else value
+
+
+def _dumped_tag(text: str) -> str:
+    """The tag the dumper's resolvers give a plain scalar (``BaseResolver.resolve``), never empty here."""
+    for tag, regexp in _Dumper.yaml_implicit_resolvers.get(text[0], ()):
+        if regexp.match(text):
+            return tag
+    return _STR_TAG
 
 
 def split_document(text: str) -> tuple[str, str]:
@@ -438,20 +549,34 @@ def render_document(frontmatter: dict[str, Any], body: str) -> bytes:
 
     Refuses what ``parse_document`` would refuse to read back.
     """
+    return render_and_read(frontmatter, body)[0]
+
+
+def render_and_read(frontmatter: dict[str, Any], body: str) -> tuple[bytes, tuple[dict[str, Any], str] | None]:
+    """``render_document``'s bytes, with what ``parse_document`` reads back from them: the rendering already
+    reads its YAML back to check it, so a publication can catalogue the file without parsing it again.  The
+    second item is None where the bytes would not split back into the same text (then parse them)."""
     if "\x00" in body:
         raise DocumentSyntaxError("record body contains a NUL character")
     if _SURROGATE.search(body):
         raise DocumentSyntaxError("record body contains a lone UTF-16 surrogate")
     if body and not body.endswith("\n"):
         body += "\n"
-    try:
-        head = dump_yaml(frontmatter)
-    except UnicodeEncodeError as exc:  # libyaml's emitter cannot encode a lone surrogate
-        raise DocumentSyntaxError("frontmatter has a lone UTF-16 surrogate in a string") from exc
-    load_yaml(head, line_offset=1)  # the reader's own rules (nesting, 64-bit integers, no lone surrogates)
-    data = f"{_DELIMITER}\n{head}{_DELIMITER}\n{body}".encode("utf-8")
+    head = _flat_yaml(frontmatter)
+    if head is not None:  # ASCII, shallow, 64-bit integers: within the reader's rules, and read back as written
+        read: Any = _copy_flat(frontmatter)
+    else:
+        try:
+            head = _pyyaml_dump(frontmatter)
+        except UnicodeEncodeError as exc:  # libyaml's emitter cannot encode a lone surrogate
+            raise DocumentSyntaxError("frontmatter has a lone UTF-16 surrogate in a string") from exc
+        read = load_yaml(head, line_offset=1)  # the reader's own rules (nesting, 64-bit integers, no surrogates)
+    text = f"{_DELIMITER}\n{head}{_DELIMITER}\n{body}"
+    data = text.encode("utf-8")
     if len(data) > RECORD_MAX_BYTES:
         raise LimitExceeded(
             f"record would be larger than {RECORD_MAX_BYTES} bytes", limit=RECORD_MAX_BYTES, size=len(data)
         )
-    return data
+    # parse_document's own steps on the same text: no NUL, the same split, the same YAML text read alike.
+    same = isinstance(read, dict) and "\x00" not in head and split_document(text) == (head, body)
+    return data, (read, body) if same else None

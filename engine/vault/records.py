@@ -16,7 +16,7 @@ from typing import Any
 from ..core.answers import JsonObject
 from ..core.errors import InvalidParams, LimitExceeded
 from ..core.findings import Finding
-from .frontmatter import parse_document, render_document
+from .frontmatter import parse_document, render_and_read, render_document
 from ..core.ids import canonical_session_id, is_record_id, parse_timestamp
 from .ontology import Ontology
 from .record_view import (  # noqa: F401 - the record format's vocabularies, named where records are
@@ -90,6 +90,11 @@ class Record:
 
     def render(self) -> bytes:
         return render_document(self.ordered_frontmatter(), self.body)
+
+    def render_and_read(self) -> tuple[bytes, "Record | None"]:
+        """``render``'s bytes and the record ``parse_record`` reads from them (None: parse them to know)."""
+        data, read = render_and_read(self.ordered_frontmatter(), self.body)
+        return data, Record(*read) if read is not None else None
 
     def effective_type(self, ontology: Ontology, path: str) -> str | None:
         """A page's type: its ``type`` field, else classified by its path (never rewritten)."""

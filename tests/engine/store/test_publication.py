@@ -11,7 +11,7 @@ import pytest
 
 from engine.core.errors import Conflict, InvalidParams, LimitExceeded, NotFound, RecordInvalid, StaleRevision
 from engine.vault.frontmatter import parse_document
-from engine.store.publication import FileWrite, Plan
+from engine.store.publication import APPLIED_BY_REQUEST, FileWrite, Plan
 from tests.helpers import claim, only_store, page, private_dir, vault_snapshot
 
 
@@ -64,6 +64,15 @@ def test_identical_retry_returns_the_original_receipt_and_writes_nothing(engine,
     assert {k: v for k, v in again.items() if k != "git"} == {k: v for k, v in first.items() if k != "git"}
     assert vault_snapshot(private_dir(state_dir)) == before
     assert len(publications(state_dir)) == 1
+
+
+def test_a_retry_is_looked_up_through_the_request_index_not_every_applied_publication(engine, owner, state_dir):
+    engine.save_page(owner, page("same", "Dana"))
+    with sqlite3.connect(only_store(state_dir) / "state.sqlite") as db:
+        plan = " ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {APPLIED_BY_REQUEST}", ("private", "same")))
+        found = db.execute(APPLIED_BY_REQUEST, ("private", "same")).fetchall()
+    assert "USING INDEX publications_request (partition=? AND request_id=?)" in plan, plan
+    assert len(found) == 1
 
 
 def test_same_request_id_with_different_content_is_a_conflict(engine, owner, state_dir):

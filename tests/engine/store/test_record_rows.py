@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from engine.store import record_rows
-from engine.store.record_rows import Catalogued, Unreadable, catalogue_chunk, catalogue_files
+from engine.store.record_rows import Catalogued, Unreadable, catalogue, catalogue_chunk, catalogue_files
 from engine.store.walk import FileStat, walk_partition
 from engine.vault.frontmatter import RECORD_MAX_BYTES
 from engine.vault.ontology import Ontology
+from engine.vault.records import Record
 from tests.engine.store.test_catalog import envelope, place, render
 
 
@@ -101,3 +102,20 @@ def test_a_worker_that_dies_leaves_the_rest_to_this_process(files, monkeypatch, 
     assert _comparable([entry for chunk in chunks for entry in chunk]) == _comparable(
         catalogue_chunk(root, "private", ontology, walked))
     assert "a worker process failed" in caplog.text
+
+
+@pytest.mark.parametrize("frontmatter", [
+    envelope("pg_a", "page", "Atlas", type="project", aliases=["The Atlas", "ATLAS"], fields={"status": "active"}),
+    envelope("cl_a", "claim", "Atlas ships", claim_kind="fact", subject="pg_a", assertion_origin="user",
+             evidence=[{"source": "src_a", "lines": [1, 2], "quote": "ships"}]),
+    envelope("pg_b", "page", "Withheld", scope="conversation:0f0e0d0c-0b0a-4908-8706-050403020100"),
+    envelope("pg_c", "page", "Bad revision", revision="two"),
+])
+def test_a_record_read_while_rendering_is_catalogued_as_its_bytes_are(frontmatter: dict) -> None:
+    data, read = Record(frontmatter, "Body.\n---\nmore").render_and_read()
+    assert read is not None
+    info = FileStat(ino=1, size=len(data), mtime_ns=2, ctime_ns=3)
+    ontology = Ontology.shipped()
+    kept = catalogue("private", "pages/x.md", data, info, ontology, "pub_1", "main", observed_at="t", read=read)
+    parsed = catalogue("private", "pages/x.md", data, info, ontology, "pub_1", "main", observed_at="t")
+    assert (kept.row, kept.names, kept.revision) == (parsed.row, parsed.names, parsed.revision)

@@ -20,8 +20,10 @@ from engine.vault.frontmatter import (
     MAX_NESTING,
     RECORD_MAX_BYTES,
     DocumentSyntaxError,
+    dump_yaml,
     load_yaml,
     parse_document,
+    render_and_read,
     render_document,
     split_document,
 )
@@ -306,6 +308,101 @@ def test_any_json_like_frontmatter_round_trips(frontmatter: dict, body: str) -> 
     assert parsed == frontmatter
     assert json.loads(json.dumps(parsed)) == parsed  # nothing non-JSON sneaks in
     assert parsed_body == body
+
+
+def test_what_rendering_reads_back_keeps_delimiter_lines_in_values_and_body_apart() -> None:
+    value = "a\n---\nb"
+    data, read = render_and_read({"title": value, "aliases": [value, "---"], "fields": {"x": "---"}},
+                                 "---\nbody\n---")
+    assert read == parse_document(data) == ({"title": value, "aliases": [value, "---"], "fields": {"x": "---"}},
+                                            "---\nbody\n---\n")
+
+
+def pyyaml_dump(document: dict) -> str:
+    """``dump_yaml``'s text as PyYAML alone writes it."""
+    return yaml.dump(document, Dumper=frontmatter._Dumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=None, width=100)
+
+
+_tricky_words = st.sampled_from([
+    "yes", "No", "on", "OFF", "null", "Null", "~", "true", "1.5", "1_000", "0x1f", "0o7", "017", "1:30", "1e5",
+    ".5", "-", "-1", "+1", "2026-01-05T09:00:00Z", "2026-01-05", "=", "<<", "a: b", "a #b", "a:b", "a:", "it's",
+    "x,y", "q?", "", " a", "a ", "a  b", "\u00e9t\u00e9", "---", "...", "a\nb", "'q'", "[a]", "{a}", "!x", "&a", "*a",
+])
+_flat_texts = st.one_of(_tricky_words, st.text(alphabet="ab1_ .,'()/!?&+-:#~\u00e9", max_size=30),
+                        st.text(alphabet="ab :", min_size=55, max_size=110))
+_flat_scalars = st.one_of(_flat_texts, st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False))
+_flat_values = st.one_of(
+    _flat_scalars, st.lists(_flat_scalars, max_size=6),
+    st.dictionaries(st.one_of(_flat_texts, st.sampled_from(["agent", "on", "null", "k_1"])), _flat_scalars, max_size=4),
+    st.lists(st.lists(_flat_scalars, max_size=2), max_size=2),
+    st.lists(st.dictionaries(st.sampled_from(["source", "lines", "quote", "on"]),
+                             st.one_of(_flat_scalars, st.lists(_flat_scalars, max_size=2),
+                                       st.lists(st.dictionaries(st.just("a"), _flat_scalars), max_size=1)),
+                             max_size=3), max_size=3),
+)
+_flat_keys = st.one_of(st.sampled_from(["format", "id", "title", "yes", "on", "null", "_x", "a1", "Key", "x" * 70]),
+                       st.text(alphabet="ab_1: ", min_size=1, max_size=8))
+
+
+# Mostly what the short way takes, so that it is taken often: plain words, numbers and words the resolvers claim.
+_usual_texts = st.one_of(st.from_regex(r"[a-z0-9][a-z0-9_.:']{0,6}( [a-z0-9.]{1,5}){0,3}", fullmatch=True),
+                         st.sampled_from(["yes", "null", "1.5", "1:30", "2026-01-05T09:00:00Z", "it's", "a:b"]))
+_usual_scalars = st.one_of(_usual_texts, st.integers(), st.booleans(), st.none())
+_usual_values = st.one_of(
+    _usual_scalars, st.lists(_usual_scalars, max_size=4),
+    st.dictionaries(st.sampled_from(["agent", "audience", "on"]), _usual_scalars, max_size=3),
+    st.lists(st.dictionaries(st.sampled_from(["source", "lines", "quote"]),
+                             st.one_of(_usual_scalars, st.lists(_usual_scalars, max_size=2)), max_size=3), max_size=2),
+)
+_usual_documents = st.dictionaries(st.sampled_from(["format", "id", "title", "tags", "on", "evidence", "a1"]),
+                                   _usual_values, max_size=7)
+
+
+@settings(max_examples=400)
+@given(st.one_of(st.dictionaries(_flat_keys, _flat_values, max_size=8), _usual_documents))
+def test_flat_frontmatter_is_written_byte_for_byte_as_pyyaml_writes_it(document: dict) -> None:
+    written = frontmatter._flat_yaml(document)
+    assert written is None or written == pyyaml_dump(document)
+
+
+def test_the_frontmatter_the_engine_writes_is_written_without_pyyaml() -> None:
+    """Generated notes, a page with every flat kind of value and a source descriptor take the short way."""
+    documents = [parse_document(render_record(record))[0] for record in generate_records(50)]
+    documents.append({"format": "knowledge-record-v1", "id": "pg_1", "revision": 3, "kind": "page",
+                      "title": "Q3 plan (draft), v2.1:final, it's done/ish", "recorded_at": "2026-12-04T19:56:31Z",
+                      "aliases": ["Q3", "yes", "1.5"], "tags": [], "fixture": False, "none": None,
+                      "attribution": {"agent": "main", "audience": "owner-private"}, "fields": {}})
+    documents.append({"format": "knowledge-record-v1", "id": "cl_1", "kind": "claim", "title": "The review moved.",
+                      "attribution": {"agent": "main"}, "evidence": [
+                          {"source": "src_1", "lines": [1, 1], "quote": "review moved to week 5"},
+                          {"source": "src_2"}]})
+    with mock.patch.object(yaml, "dump", side_effect=AssertionError("written by PyYAML")):
+        written = [dump_yaml(document) for document in documents]
+    assert written == [pyyaml_dump(document) for document in documents]
+
+
+def typed(value: Any) -> Any:
+    """``value`` with every scalar's type beside it: True == 1 in Python, not in a record."""
+    if isinstance(value, dict):
+        return {key: typed(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [typed(item) for item in value]
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=300)
+@given(st.one_of(st.dictionaries(st.text(max_size=12), _values, max_size=8), _usual_documents), _bodies)
+def test_what_rendering_reads_back_is_what_parsing_its_bytes_gives(frontmatter: dict, body: str) -> None:
+    """A publication catalogues the read it kept from rendering instead of parsing the bytes again."""
+    try:
+        data, read = render_and_read(frontmatter, body)
+    except KnowledgeError:
+        with pytest.raises(KnowledgeError):
+            render_document(frontmatter, body)
+        return
+    assert data == render_document(frontmatter, body)
+    assert typed(read) == typed(parse_document(data))
 
 
 _yamlish = st.lists(
