@@ -346,22 +346,36 @@ def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     (the nearest when several share it), then by alias."""
     wanted = unquote(target).strip().lower()
     wanted = wanted[:-3] if wanted.endswith(".md") else wanted
-    here = PurePosixPath(note.path).parent
-    for candidate in (wanted, str(here / wanted).lower()):
+    here = _parent(note.path)
+    for candidate in (wanted, _joined(here, wanted).lower()):
         if candidate in folder.by_path:
             return folder.by_path[candidate]
     named = folder.by_name.get(wanted) if "/" not in wanted else None
     if named:
-        return min(named, key=lambda n: (PurePosixPath(n.path).parent != here, n.path.count("/"), n.path))
+        return min(named, key=lambda n: (_parent(n.path) != here, n.path.count("/"), n.path))
     aliased = folder.by_alias.get(wanted)
     return min(aliased, key=lambda n: n.path) if aliased else None
+
+
+def _parent(path: str) -> str:
+    """The folder of a relative path (``""`` at the root): ``PurePosixPath.parent`` without its cost, which
+    resolving every link of a large vault paid several times a link."""
+    return path.rpartition("/")[0]
+
+
+def _joined(folder: str, relative: str) -> str:
+    """``relative`` from ``folder`` as ``str(PurePosixPath(folder) / relative)`` writes it; a plain join when
+    there is nothing for pathlib to normalise (no empty or ``.`` part, not absolute)."""
+    if not relative or relative.startswith(("/", ".")) or relative.endswith("/") or "//" in relative \
+            or "/." in relative:
+        return str(PurePosixPath(folder or ".") / relative)
+    return f"{folder}/{relative}" if folder else relative
 
 
 def _resolve_file(folder: Folder, note: Note, target: str) -> str | None:
     """The non-Markdown file a link names: by path (from the root or the note's folder), else by name."""
     wanted = unquote(target).strip()
-    here = PurePosixPath(note.path).parent
-    for candidate in (wanted, str(here / wanted)):
+    for candidate in (wanted, _joined(_parent(note.path), wanted)):
         if candidate in folder.files:
             return candidate
     if "/" in wanted:
