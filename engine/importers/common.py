@@ -530,6 +530,21 @@ class Writer:
         if self.progress is not None:
             self.progress(Progress(self.format, done, total, item, phase, stopping=self._stopping))
 
+    def done_together(self, reports: list[Callable[[], None]]) -> None:
+        """The progress reports of items written together, in order; when one stops the import (a cancel),
+        the rest, written too, are still reported, as stopping: an import counts what it wrote."""
+        for number, report in enumerate(reports):
+            try:
+                report()
+            except BaseException:
+                self._stopping = True
+                try:
+                    for rest in reports[number + 1:]:
+                        rest()
+                finally:
+                    self._stopping = False
+                raise
+
     def kept(self, record_id: str, kind: str = "pages") -> str:
         """A record an earlier import made that already says what this one would: counted, not written."""
         self._count(kind)

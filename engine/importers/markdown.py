@@ -235,12 +235,14 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
     kept = 0
     total = len(folder.notes)
     made: list[Future[list[str]]] = []
-    batch: list[tuple[Note, list[dict[str, Any]]]] = []  # notes whose new relationships are written together
+    batch: list[tuple[int, Note, list[dict[str, Any]]]] = []  # notes whose new relationships are written together
     waiting = 0  # the relationships in ``batch``
 
-    def write(last: int) -> None:  # the batch as one item; its progress is its last note's
+    def write() -> None:  # the batch as one item; then each of its notes is reported, in order
         nonlocal batch, waiting
-        progress = lambda note=batch[-1][0]: writer.done(last, total, note.path, phase="linking")  # noqa: E731
+        reports = [lambda done=done, note=note: writer.done(done, total, note.path, phase="linking")
+                   for done, note, _ in batch]
+        progress = lambda reports=reports: writer.done_together(reports)  # noqa: E731
         if waiting:
             made.append(writer.later(lambda batch=batch: _write_links(writer, folder, batch, sources), progress))
         else:
@@ -259,27 +261,27 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
             items.append({"relation": "related_to", "from": pages[note.path], "to": pages[target.path],
                           "assertionOrigin": "source", "link": link})
         if batch and (not waiting or waiting + len(items) > ITEMS_MAX):
-            write(done - 1)  # a note without new links is reported on its own, or with the batch before it
-        batch.append((note, items))
+            write()  # a note without new links is written on its own, or with the batch before it
+        batch.append((done, note, items))
         waiting += len(items)
     if batch:
-        write(total)
+        write()
     writer.settle()
     return kept + sum(len(future.result()) for future in made)
 
 
-def _write_links(writer: Writer, folder: Folder, batch: list[tuple[Note, list[dict[str, Any]]]],
+def _write_links(writer: Writer, folder: Folder, batch: list[tuple[int, Note, list[dict[str, Any]]]],
                  sources: dict[str, list[str]]) -> list[str]:
     """Notes' links as relationships, each citing the line of its link in its note's original, in one
     ``remember`` (a note with more than ``ITEMS_MAX`` links, in several); returns their ids."""
     written = []
-    for note, items in batch:
+    for _, note, items in batch:
         if items and note.path not in sources:  # an unchanged page of a file since edited: cite the file as it is
             sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
                                                filename=retained_name(folder, note))
         written += [{**{key: value for key, value in item.items() if key != "link"},
                      "evidence": [_citation(sources[note.path], note, item["link"])]} for item in items]
-    return writer.remember(f"{batch[0][0].key}-links", written)
+    return writer.remember(f"{batch[0][1].key}-links", written)
 
 
 def retained_name(folder: Folder, note: Note) -> str:
