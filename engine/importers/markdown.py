@@ -50,12 +50,14 @@ from urllib.parse import unquote
 import yaml
 
 from .answers import Citation, MarkdownImport
+from .bulk import WIDTH
 from .common import (
     Original, Scan, Writer, clean_text, one_line, refuse_secrets, refused, report, revised_note, says_same,
 )
 from .folders import left_out_notes, read_regular_file, walk_input
 from ..core.errors import InvalidParams
 from ..store.attachments import ATTACH_MAX_BYTES
+from ..store.catalog import INCREMENTAL_CHECK_MAX
 from ..store.inputs import BODY_MAX_CHARS, ITEMS_MAX, LIST_MAX
 from ..vault.ontology import Ontology
 from ..vault.records import TITLE_MAX_CHARS
@@ -69,6 +71,10 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]*[^\W\d][\w/-]*)")
 _INLINE_CODE = re.compile(r"`+[^`]*`+")
 _KNOWN_KEYS = ("title", "aliases", "alias", "tags", "tag")
+# Relationships a write of links holds at most: the lane publishes up to ``WIDTH`` of an import's writes as one
+# group, and a group touching more than ``INCREMENTAL_CHECK_MAX`` records re-checks the references of the whole
+# partition, a cost that grows with the vault at every group.
+LINKS_PER_WRITE = max(1, min(ITEMS_MAX, INCREMENTAL_CHECK_MAX // WIDTH))
 
 
 @dataclass(frozen=True)
@@ -228,9 +234,9 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
 
 
 def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[str, list[str]]) -> int:
-    """The links between the pages written (relationships made or kept), in writes of up to ``ITEMS_MAX``
-    relationships, whichever notes they come from: one publication per note made most of a vault's
-    publications, each authorised, checked and acknowledged on its own for three relationships."""
+    """The links between the pages written (relationships made or kept), in writes of whole notes holding up
+    to ``LINKS_PER_WRITE`` relationships: one publication per note made most of a vault's publications, each
+    authorised, checked and acknowledged on its own for three relationships."""
     linked_before = writer.imported_records(_link_key, kind="relationship", active_only=True)
     kept = 0
     total = len(folder.notes)
@@ -260,7 +266,7 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
                 continue
             items.append({"relation": "related_to", "from": pages[note.path], "to": pages[target.path],
                           "assertionOrigin": "source", "link": link})
-        if batch and (not waiting or waiting + len(items) > ITEMS_MAX):
+        if batch and (not waiting or waiting + len(items) > LINKS_PER_WRITE):
             write()  # a note without new links is written on its own, or with the batch before it
         batch.append((done, note, items))
         waiting += len(items)
