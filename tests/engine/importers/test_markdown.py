@@ -379,3 +379,20 @@ def test_a_cancel_amid_a_batch_of_links_counts_the_notes_it_wrote(engine: Engine
     after = [step for step in seen if step.phase == "linking" and step.stopping]
     assert after and [step.done for step in after] == list(range(4, after[-1].done + 1))  # written, so counted
     assert run_import(engine, "markdown", vault)["relationships"] == links  # the rest is finished by a rerun
+
+
+def test_a_page_edited_on_disk_since_the_import_is_read_as_it_is_now(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "markdown", notes)
+    vault = only_store(state_dir) / "vault"
+    lotte = first["pages"]["People/Lotte.md"]
+    path = next(vault / p for p in records(state_dir, "pages/")
+                if f"id: {lotte}\n" in (vault / p).read_text(encoding="utf-8"))
+    path.write_text(path.read_text(encoding="utf-8").replace("title: Lotte\n", "title: Lotte (edited)\n"),
+                    encoding="utf-8")
+
+    again = run_import(engine, "markdown", notes)
+
+    # The page no longer says what the note does: its next revision says it again.
+    assert again["revised"] == 1 and again["pages"] == first["pages"]
+    assert engine.get_record(reader(engine), lotte)["title"] == "Lotte"
