@@ -57,6 +57,7 @@ from ..state.statedir import StateDir
 from ..store.attachments import ATTACH_MAX_BYTES, attach
 from ..store.inputs import ITEMS_MAX
 from ..store.reads import get_record
+from ..vault.frontmatter import RECORD_MAX_BYTES, split_document
 from ..vault.record_view import RecordView, view_of
 from ..vault.records import TITLE_MAX_CHARS
 from . import jsonnumbers
@@ -463,6 +464,23 @@ class Writer:
 
         return self._read(work)
 
+    def current_pages_and_sources(self, page_ids: Iterable[str]) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
+        """``current_page_and_sources`` of many pages in one read (a rerun's every page found, authorised once
+        rather than once a page); empty without a store to read."""
+        wanted = list(dict.fromkeys(page_ids))
+        if not wanted or self.engine is None or self.caller is None:
+            return {}
+
+        def work(runtime: Any, authority: Any, view: Any) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
+            found = {}
+            for page_id in wanted:
+                record = _catalogued_page(view, authority.partition, page_id) or dict(
+                    get_record(view.store, view.catalog, authority.partition, page_id))
+                found[page_id] = (record, _source_shas(view, authority.partition, _cited(record)))
+            return found
+
+        return self._read(work)
+
     def source_sha256(self, source_id: str) -> str | None:
         """The sha256 of a retained source of the caller's partition, None when there is none."""
         return self.source_sha256s([source_id]).get(source_id)
@@ -511,6 +529,21 @@ class Writer:
     def done(self, done: int, total: int, item: str, phase: str = "writing") -> None:
         if self.progress is not None:
             self.progress(Progress(self.format, done, total, item, phase, stopping=self._stopping))
+
+    def done_together(self, reports: list[Callable[[], None]]) -> None:
+        """The progress reports of items written together, in order; when one stops the import (a cancel),
+        the rest, written too, are still reported, as stopping: an import counts what it wrote."""
+        for number, report in enumerate(reports):
+            try:
+                report()
+            except BaseException:
+                self._stopping = True
+                try:
+                    for rest in reports[number + 1:]:
+                        rest()
+                finally:
+                    self._stopping = False
+                raise
 
     def kept(self, record_id: str, kind: str = "pages") -> str:
         """A record an earlier import made that already says what this one would: counted, not written."""
@@ -575,6 +608,25 @@ def first_source(view: RecordView) -> str | None:
     """The source a record's first citation names, if it names one."""
     first = view.evidence[0] if view.evidence else None
     return first.source if first is not None and first.at == 0 else None
+
+
+def _catalogued_page(view: Any, partition: str, page_id: str) -> dict[str, Any] | None:
+    """A page's title, frontmatter and body as ``get_record`` answers them, its frontmatter taken from the
+    catalog rather than parsed again from YAML when the file holds the very bytes the catalog read; None
+    otherwise (another file, an edit not catalogued yet, a duplicated id: ``get_record`` then decides)."""
+    rows = view.catalog.rows_for_id(partition, page_id)
+    row = rows[0] if len(rows) == 1 else None
+    if (row is None or row.record_id != page_id or row.file_status == "withheld" or row.frontmatter_json is None
+            or row.sha256 is None):
+        return None
+    try:
+        data, _ = read_stored(view.store.partition_root(partition), row.path, max_bytes=RECORD_MAX_BYTES)
+        if hashlib.sha256(data).hexdigest() != row.sha256:
+            return None
+        body = split_document(data.decode("utf-8"))[1]
+    except (OSError, UnicodeDecodeError, KnowledgeError):
+        return None
+    return {"title": row.view.title, "frontmatter": json.loads(row.frontmatter_json), "body": body}
 
 
 def _source_shas(view: Any, partition: str, source_ids: Iterable[str]) -> dict[str, str]:

@@ -42,7 +42,7 @@ import hashlib
 import re
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 from urllib.parse import unquote
@@ -50,13 +50,15 @@ from urllib.parse import unquote
 import yaml
 
 from .answers import Citation, MarkdownImport
+from .bulk import WIDTH
 from .common import (
     Original, Scan, Writer, clean_text, one_line, refuse_secrets, refused, report, revised_note, says_same,
 )
 from .folders import left_out_notes, read_regular_file, walk_input
 from ..core.errors import InvalidParams
 from ..store.attachments import ATTACH_MAX_BYTES
-from ..store.inputs import BODY_MAX_CHARS, LIST_MAX
+from ..store.catalog import INCREMENTAL_CHECK_MAX
+from ..store.inputs import BODY_MAX_CHARS, ITEMS_MAX, LIST_MAX
 from ..vault.ontology import Ontology
 from ..vault.records import TITLE_MAX_CHARS
 
@@ -69,6 +71,10 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]*[^\W\d][\w/-]*)")
 _INLINE_CODE = re.compile(r"`+[^`]*`+")
 _KNOWN_KEYS = ("title", "aliases", "alias", "tags", "tag")
+# Relationships a write of links holds at most: the lane publishes up to ``WIDTH`` of an import's writes as one
+# group, and a group touching more than ``INCREMENTAL_CHECK_MAX`` records re-checks the references of the whole
+# partition, a cost that grows with the vault at every group.
+LINKS_PER_WRITE = max(1, min(ITEMS_MAX, INCREMENTAL_CHECK_MAX // WIDTH))
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,15 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Resolved:
+    """What one note's links name, found once when the folder is read."""
+
+    notes: tuple[tuple[Link, Note], ...]  # each other note it links, with the first link naming it
+    files: tuple[str, ...]  # the folder's other files it links or embeds, in order of first mention
+    unresolved: tuple[str, ...]  # the targets of its links naming nothing, as written
+
+
+@dataclass(frozen=True)
 class Folder:
     root: Path
     notes: tuple[Note, ...]
@@ -104,6 +119,8 @@ class Folder:
     by_name: dict[str, list[Note]]  # lowercased file name without .md
     by_alias: dict[str, list[Note]]
     links: tuple[str, ...] = ()  # symbolic links in the folder, never followed
+    files_by_name: dict[str, list[str]] = field(default_factory=dict)  # lowercased file name: paths, sorted
+    resolved: dict[str, Resolved] = field(default_factory=dict)  # each note's links, by the note's path
 
     def read(self, relative: str) -> bytes:
         """The bytes of one of ``files`` (a link is refused, never read through)."""
@@ -119,7 +136,12 @@ def folder_of(root: Path, notes: list[Note], files: dict[str, Path], links: tupl
         by_name.setdefault(PurePosixPath(note.path).name[:-3].lower(), []).append(note)
         for alias in note.aliases:
             by_alias.setdefault(alias.lower(), []).append(note)
-    return Folder(root, tuple(notes), files, by_path, by_name, by_alias, links)
+    files_by_name: dict[str, list[str]] = {}
+    for relative in sorted(files):
+        files_by_name.setdefault(PurePosixPath(relative).name.lower(), []).append(relative)
+    folder = Folder(root, tuple(notes), files, by_path, by_name, by_alias, links, files_by_name)
+    folder.resolved.update((note.path, _resolve_links(folder, note)) for note in notes)
+    return folder
 
 
 def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
@@ -154,20 +176,25 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
     a relationship an earlier import made is not made again.
     """
     earlier = writer.imported_by_original("page")
+    # The pages of the earlier import, read in one pass rather than one read per note.
+    current = writer.current_pages_and_sources(
+        [earlier[name][0] for name in (retained_name(folder, note) for note in folder.notes) if name in earlier])
     retained_files = RetainedFiles()
     sources: dict[str, list[str]] = {}
     total = len(folder.notes)
     try:
-        written = {note.path: writer.later(lambda note=note: _write_note(writer, folder, note, earlier, sources,
-                                                                         retained_files),
+        written = {note.path: writer.later(lambda note=note: _write_note(writer, folder, note, earlier, current,
+                                                                         sources, retained_files),
                                            lambda done=done, note=note: writer.done(done, total, note.path))
                    for done, note in enumerate(folder.notes, start=1)}
         writer.settle()
         pages = {path: future.result()[0] for path, future in written.items()}
         revised = sum(future.result()[1] for future in written.values())
-        relationships, unresolved = _link(writer, folder, pages, sources)
+        relationships = _link(writer, folder, pages, sources)
     finally:
         writer.close()
+    unresolved = {note.path: list(folder.resolved[note.path].unresolved) for note in folder.notes
+                  if folder.resolved[note.path].unresolved}
     unresolved_count = sum(len(targets) for targets in unresolved.values())
     notes = ([f"{unresolved_count} links name no note or file of the folder; they stay as text."]
              if unresolved else [])
@@ -180,9 +207,10 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
 
 
 RETAINED_SEPARATOR = " › "  # between the folders of a retained original's name: a file name holds no "/"
+Pages = dict[str, tuple[dict[str, Any], dict[str, str]]]  # ``Writer.current_pages_and_sources``
 
 
-def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, tuple[str, int]],
+def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, tuple[str, int]], current: Pages,
                 sources: dict[str, list[str]], retained_files: RetainedFiles) -> tuple[str, bool]:
     """One note's page (and its original and attachments): ``(page id, whether it revised an earlier one)``."""
     params: dict[str, Any] = {"type": note.type, "title": note.title, "body": note.body}
@@ -192,7 +220,7 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
         params["tags"] = list(note.tags)
     found = earlier.get(retained_name(folder, note))
     if found is not None:
-        page, shas = writer.current_page_and_sources(found[0])
+        page, shas = current[found[0]] if found[0] in current else writer.current_page_and_sources(found[0])
         if says_same(page, params):
             known = writer.retained(page, note.original, shas)  # the same file: its source ids, without retrying
             if known is not None or writer.cites(page, note.original, shas):
@@ -205,51 +233,61 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
     return writer.save_page(note.key, params), found is not None
 
 
-def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[str, list[str]]
-          ) -> tuple[int, dict[str, list[str]]]:
-    """The links between the pages written: (relationships made or kept, each note's targets naming nothing)."""
+def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[str, list[str]]) -> int:
+    """The links between the pages written (relationships made or kept), in writes of whole notes holding up
+    to ``LINKS_PER_WRITE`` relationships: one publication per note made most of a vault's publications, each
+    authorised, checked and acknowledged on its own for three relationships."""
     linked_before = writer.imported_records(_link_key, kind="relationship", active_only=True)
-    relationships = 0
-    unresolved: dict[str, list[str]] = {}  # a note's path: the targets of its links that name nothing
+    kept = 0
     total = len(folder.notes)
     made: list[Future[list[str]]] = []
+    batch: list[tuple[int, Note, list[dict[str, Any]]]] = []  # notes whose new relationships are written together
+    waiting = 0  # the relationships in ``batch``
+
+    def write() -> None:  # the batch as one item; then each of its notes is reported, in order
+        nonlocal batch, waiting
+        reports = [lambda done=done, note=note: writer.done(done, total, note.path, phase="linking")
+                   for done, note, _ in batch]
+        progress = lambda reports=reports: writer.done_together(reports)  # noqa: E731
+        if waiting:
+            made.append(writer.later(lambda batch=batch: _write_links(writer, folder, batch, sources), progress))
+        else:
+            writer.later(lambda: None, progress)
+        batch, waiting = [], 0
+
     writer.done(0, total, "", phase="linking")  # the pages are written; the links begin (cancellable)
     for done, note in enumerate(folder.notes, start=1):
-        items, linked = [], set()
-        for link in note.links:
-            target = resolve_note(folder, note, link.target)
-            if target is None:
-                if _resolve_file(folder, note, link.target) is None:
-                    unresolved.setdefault(note.path, []).append(link.target)
-                continue
-            if target.path == note.path or target.path in linked:
-                continue
-            linked.add(target.path)
-            if f"{pages[note.path]}>{pages[target.path]}" in linked_before:
-                relationships += 1
-                writer.kept(linked_before[f"{pages[note.path]}>{pages[target.path]}"][0], "relationships")
+        items = []
+        for link, target in folder.resolved[note.path].notes:
+            before = linked_before.get(f"{pages[note.path]}>{pages[target.path]}")
+            if before is not None:
+                kept += 1
+                writer.kept(before[0], "relationships")
                 continue
             items.append({"relation": "related_to", "from": pages[note.path], "to": pages[target.path],
                           "assertionOrigin": "source", "link": link})
-        progress = lambda done=done, note=note: writer.done(done, total, note.path, phase="linking")  # noqa: E731
-        if items:
-            made.append(writer.later(lambda note=note, items=items: _write_links(writer, folder, note, items, sources),
-                                     progress))
-        else:
-            writer.later(lambda: None, progress)
+        if batch and (not waiting or waiting + len(items) > LINKS_PER_WRITE):
+            write()  # a note without new links is written on its own, or with the batch before it
+        batch.append((done, note, items))
+        waiting += len(items)
+    if batch:
+        write()
     writer.settle()
-    return relationships + sum(len(future.result()) for future in made), unresolved
+    return kept + sum(len(future.result()) for future in made)
 
 
-def _write_links(writer: Writer, folder: Folder, note: Note, items: list[dict[str, Any]],
+def _write_links(writer: Writer, folder: Folder, batch: list[tuple[int, Note, list[dict[str, Any]]]],
                  sources: dict[str, list[str]]) -> list[str]:
-    """One note's links as relationships citing the line of each in its original; returns their ids."""
-    if note.path not in sources:  # an unchanged page of a file since edited: cite the file as it is
-        sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
-                                           filename=retained_name(folder, note))
-    written = [{**{key: value for key, value in item.items() if key != "link"},
-                "evidence": [_citation(sources[note.path], note, item["link"])]} for item in items]
-    return writer.remember(f"{note.key}-links", written)
+    """Notes' links as relationships, each citing the line of its link in its note's original, in one
+    ``remember`` (a note with more than ``ITEMS_MAX`` links, in several); returns their ids."""
+    written = []
+    for _, note, items in batch:
+        if items and note.path not in sources:  # an unchanged page of a file since edited: cite the file as it is
+            sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
+                                               filename=retained_name(folder, note))
+        written += [{**{key: value for key, value in item.items() if key != "link"},
+                     "evidence": [_citation(sources[note.path], note, item["link"])]} for item in items]
+    return writer.remember(f"{batch[0][1].key}-links", written)
 
 
 def retained_name(folder: Folder, note: Note) -> str:
@@ -316,39 +354,67 @@ def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     (the nearest when several share it), then by alias."""
     wanted = unquote(target).strip().lower()
     wanted = wanted[:-3] if wanted.endswith(".md") else wanted
-    here = PurePosixPath(note.path).parent
-    for candidate in (wanted, str(here / wanted).lower()):
+    here = _parent(note.path)
+    for candidate in (wanted, _joined(here, wanted).lower()):
         if candidate in folder.by_path:
             return folder.by_path[candidate]
     named = folder.by_name.get(wanted) if "/" not in wanted else None
     if named:
-        return min(named, key=lambda n: (PurePosixPath(n.path).parent != here, n.path.count("/"), n.path))
+        return min(named, key=lambda n: (_parent(n.path) != here, n.path.count("/"), n.path))
     aliased = folder.by_alias.get(wanted)
     return min(aliased, key=lambda n: n.path) if aliased else None
+
+
+def _parent(path: str) -> str:
+    """The folder of a relative path (``""`` at the root): ``PurePosixPath.parent`` without its cost, which
+    resolving every link of a large vault paid several times a link."""
+    return path.rpartition("/")[0]
+
+
+def _joined(folder: str, relative: str) -> str:
+    """``relative`` from ``folder`` as ``str(PurePosixPath(folder) / relative)`` writes it; a plain join when
+    there is nothing for pathlib to normalise (no empty or ``.`` part, not absolute)."""
+    if not relative or relative.startswith(("/", ".")) or relative.endswith("/") or "//" in relative \
+            or "/." in relative:
+        return str(PurePosixPath(folder or ".") / relative)
+    return f"{folder}/{relative}" if folder else relative
 
 
 def _resolve_file(folder: Folder, note: Note, target: str) -> str | None:
     """The non-Markdown file a link names: by path (from the root or the note's folder), else by name."""
     wanted = unquote(target).strip()
-    here = PurePosixPath(note.path).parent
-    for candidate in (wanted, str(here / wanted)):
+    for candidate in (wanted, _joined(_parent(note.path), wanted)):
         if candidate in folder.files:
             return candidate
     if "/" in wanted:
         return None
-    named = sorted(p for p in folder.files if PurePosixPath(p).name.lower() == wanted.lower())
+    named = folder.files_by_name.get(wanted.lower())
     return named[0] if named else None
 
 
-def _attachments(folder: Folder, note: Note) -> list[str]:
-    """The folder's non-Markdown files the note links or embeds, in order of first mention."""
-    found = []
+def _resolve_links(folder: Folder, note: Note) -> Resolved:
+    """A note's links resolved: the other notes they name (each once, with its first link), the files they
+    name, and the targets naming nothing."""
+    notes: dict[str, tuple[Link, Note]] = {}
+    files: dict[str, None] = {}
+    unresolved: list[str] = []
     for link in note.links:
-        if resolve_note(folder, note, link.target) is None:
-            relative = _resolve_file(folder, note, link.target)
-            if relative is not None and relative not in found:
-                found.append(relative)
-    return found
+        target = resolve_note(folder, note, link.target)
+        if target is not None:
+            if target.path != note.path and target.path not in notes:
+                notes[target.path] = (link, target)
+            continue
+        relative = _resolve_file(folder, note, link.target)
+        if relative is None:
+            unresolved.append(link.target)
+        else:
+            files.setdefault(relative)
+    return Resolved(tuple(notes.values()), tuple(files), tuple(unresolved))
+
+
+def _attachments(folder: Folder, note: Note) -> tuple[str, ...]:
+    """The folder's non-Markdown files the note links or embeds, in order of first mention."""
+    return folder.resolved[note.path].files
 
 
 # --- reading one note ---------------------------------------------------------------------------------

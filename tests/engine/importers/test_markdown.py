@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from engine.bench.import_markdown import write_vault
 from engine.core.errors import InvalidParams
 from engine.importers import common
+from engine.importers.common import Progress
+from engine.importers.markdown import LINKS_PER_WRITE
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
@@ -338,3 +341,58 @@ def test_links_in_the_folder_are_named_in_the_result_and_never_followed(
     vault = only_store(state_dir) / "vault"
     retained = b"".join((vault / path).read_bytes() for path in records(state_dir, "sources/"))
     assert not any(text in retained for text in (b"DIARY", b"JOURNAL", b"SCAN"))
+
+
+def test_links_are_written_many_a_publication_and_reported_note_by_note(
+        engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault = tmp_path / "generated"
+    links, _ = write_vault(vault, 120)
+    calls: list[int] = []
+    real = engine.remember
+    monkeypatch.setattr(engine, "remember", lambda caller, params: calls.append(len(params["items"])) or
+                        real(caller, params))
+    seen: list[Progress] = []
+
+    result = run_import(engine, "markdown", vault, progress=seen.append)
+
+    assert result["relationships"] == links and sum(calls) == links
+    # Whole notes of at most three links each, up to LINKS_PER_WRITE links a call: not one call per note.
+    assert all(count <= LINKS_PER_WRITE for count in calls) and len(calls) <= links // (LINKS_PER_WRITE - 3) + 1
+    assert len(calls) < 120 // 3
+    linking = [step.done for step in seen if step.phase == "linking"]
+    assert linking == list(range(121))  # every note reported once, in order, after the links before it
+
+
+def test_a_cancel_amid_a_batch_of_links_counts_the_notes_it_wrote(engine: Engine, tmp_path: Path) -> None:
+    vault = tmp_path / "generated"
+    links, _ = write_vault(vault, 120)
+    seen: list[Progress] = []
+
+    def cancel_at_the_third_note(step: Progress) -> None:
+        seen.append(step)
+        if step.phase == "linking" and step.done == 3 and not step.stopping:
+            raise KeyboardInterrupt("cancelled")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_import(engine, "markdown", vault, progress=cancel_at_the_third_note)
+
+    after = [step for step in seen if step.phase == "linking" and step.stopping]
+    assert after and [step.done for step in after] == list(range(4, after[-1].done + 1))  # written, so counted
+    assert run_import(engine, "markdown", vault)["relationships"] == links  # the rest is finished by a rerun
+
+
+def test_a_page_edited_on_disk_since_the_import_is_read_as_it_is_now(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "markdown", notes)
+    vault = only_store(state_dir) / "vault"
+    lotte = first["pages"]["People/Lotte.md"]
+    path = next(vault / p for p in records(state_dir, "pages/")
+                if f"id: {lotte}\n" in (vault / p).read_text(encoding="utf-8"))
+    path.write_text(path.read_text(encoding="utf-8").replace("title: Lotte\n", "title: Lotte (edited)\n"),
+                    encoding="utf-8")
+
+    again = run_import(engine, "markdown", notes)
+
+    # The page no longer says what the note does: its next revision says it again.
+    assert again["revised"] == 1 and again["pages"] == first["pages"]
+    assert engine.get_record(reader(engine), lotte)["title"] == "Lotte"
