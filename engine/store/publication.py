@@ -160,9 +160,11 @@ class Publisher:
         """The original receipt of an identical retry; a conflict if the id was used for other content."""
         if request_id is None:
             return None
+        # ``state != 'rolled_back'`` repeats the request index's own condition, so SQLite uses that partial index
+        # instead of scanning every applied publication by state (a retry's lookup then grew with the store).
         row = self.db.one(
-            "SELECT * FROM publications WHERE partition = ? AND request_id = ? AND state = 'applied'",
-            (partition, request_id),
+            "SELECT * FROM publications WHERE partition = ? AND request_id = ? AND state != 'rolled_back' "
+            "AND state = 'applied'", (partition, request_id),
         )
         if row is None:
             return None
