@@ -161,7 +161,7 @@ class Publisher:
         if request_id is None:
             return None
         # ``state != 'rolled_back'`` repeats the request index's own condition, so SQLite uses that partial index
-        # instead of scanning every applied publication by state (a retry's lookup then grew with the store).
+        # instead of every applied publication by state (that search grew with the store, on every write).
         row = self.db.one(
             "SELECT * FROM publications WHERE partition = ? AND request_id = ? AND state != 'rolled_back' "
             "AND state = 'applied'", (partition, request_id),
