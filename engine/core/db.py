@@ -34,6 +34,8 @@ class Database:
         self._readers: list[Database] = []  # idle snapshot connections (``snapshot``)
         self._readers_lock = threading.Lock()  # not ``_lock``: a read never waits for a writer's transaction
         self._closed = False
+        self._probe: sqlite3.Connection | None = None  # asks ``data_version`` (``change_stamp``)
+        self._probe_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: Path | None, *, create: bool, migrations: Sequence[Migration] = ()) -> "Database":
@@ -67,7 +69,30 @@ class Database:
             readers, self._readers, self._closed = self._readers, [], True
         for reader in readers:
             reader.connection.close()
+        with self._probe_lock:
+            if self._probe is not None:
+                self._probe.close()
+                self._probe = None
         self.connection.close()
+
+    def change_stamp(self) -> tuple[int, int]:
+        """A value that differs after every commit to the database, by any connection of any process, for
+        memos of what was read (compare it before reading, never after).
+
+        A file database asks a connection of its own for SQLite's ``data_version``, which moves with every
+        other connection's commit (this class's connection included) and never waits for this connection's
+        transactions; an in-memory database has no other connection, and its count of changed rows serves.
+        Changes not yet committed are seen only inside their own transaction: readers there must not memoise.
+        """
+        changed = self.connection.total_changes
+        if self.path is None:
+            return (0, changed)
+        with self._probe_lock:
+            if self._closed:
+                raise StoreUnavailable(f"database {self.path.name} is closed", path=str(self.path))
+            if self._probe is None:
+                self._probe = self._open_reader().connection
+            return (self._probe.execute("PRAGMA data_version").fetchone()[0], changed)
 
     @contextmanager
     def snapshot(self) -> Iterator["Database"]:

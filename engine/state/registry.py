@@ -12,17 +12,22 @@ import hashlib
 import hmac
 import json
 import secrets
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from ..core.answers import TypedDict
 from ..core.db import Database
 from ..core.errors import Conflict, InvalidParams, NotFound
 from ..core.ids import format_timestamp, is_agent_name, utc_now
 
+T = TypeVar("T")
+
 SCOPES = ("memory:read", "memory:write", "knowledge:read")
 GRANT_ACCESS = ("read", "read-and-save")
 TOKEN_PREFIX = "kd_"
+MEMO_MAX = 1024  # answers remembered until the registry next changes (unknown tokens cannot grow it further)
 
 MIGRATIONS = [
     ("0001_registry", """
@@ -145,9 +150,16 @@ def hash_token(token: str) -> str:
 
 
 class Registry:
+    """The registry's tables.  What the authority checks read (credentials, agents, stores, grants) is
+    remembered until the database next changes, by this process or another (``Database.change_stamp``):
+    every request is authorized several times, and a revocation still refuses the very next check."""
+
     def __init__(self, database: Database, state_root: Path) -> None:
         self.db = database
         self.state_root = state_root
+        self._memo: dict[tuple[str, str, str], object] = {}
+        self._memo_stamp: tuple[int, int] | None = None
+        self._memo_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: Path, state_root: Path) -> "Registry":
@@ -215,6 +227,9 @@ class Registry:
             self.db.execute("DELETE FROM grants WHERE agent = ?", (name,))
 
     def agent(self, name: str) -> Agent | None:
+        return self._remembered(("agent", name, ""), lambda: self._read_agent(name))
+
+    def _read_agent(self, name: str) -> Agent | None:
         row = self.db.one("SELECT * FROM agents WHERE name = ?", (name,))
         return _agent(row) if row is not None else None
 
@@ -228,13 +243,38 @@ class Registry:
         if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 256:
             return None
         digest = hash_token(token)
+        return self._remembered(("token", digest, ""), lambda: self._read_credential(digest))
+
+    def _read_credential(self, digest: str) -> Agent | None:
         row = self.db.one(
             "SELECT token_hash, agent FROM credentials WHERE token_hash = ? AND revoked_at IS NULL", (digest,)
         )
         if row is None or not hmac.compare_digest(row["token_hash"], digest):
             return None
-        agent = self.agent(row["agent"])
+        agent = self._read_agent(row["agent"])
         return agent if agent is not None and agent.active else None
+
+    def _remembered(self, key: tuple[str, str, str], read: Callable[[], T]) -> T:
+        """``read()``, or what it returned last while the registry has not changed since.
+
+        The stamp is taken before reading, so an answer is only ever filed under a state at least as old as
+        the one it was read in.  Inside a transaction of the registry's connection nothing is remembered:
+        what it reads there may not be committed.
+        """
+        if self.db.connection.in_transaction:
+            return read()
+        stamp = self.db.change_stamp()
+        with self._memo_lock:
+            if stamp != self._memo_stamp:
+                self._memo.clear()
+                self._memo_stamp = stamp
+            elif key in self._memo:
+                return self._memo[key]  # type: ignore[return-value]
+        value = read()
+        with self._memo_lock:
+            if stamp == self._memo_stamp and len(self._memo) < MEMO_MAX:
+                self._memo[key] = value
+        return value
 
     # --- stores and bindings ----------------------------------------------
 
@@ -243,6 +283,9 @@ class Registry:
         return self._store(row) if row is not None else None
 
     def store_named(self, name: str) -> StoreRecord | None:
+        return self._remembered(("named", name, ""), lambda: self._read_store_named(name))
+
+    def _read_store_named(self, name: str) -> StoreRecord | None:
         row = self.db.one("SELECT * FROM stores WHERE name = ?", (name,))
         return self._store(row) if row is not None else None
 
@@ -250,6 +293,9 @@ class Registry:
         return [self._store(row) for row in self.db.all("SELECT * FROM stores ORDER BY created_at, store_id")]
 
     def own_store_of(self, agent: str) -> StoreRecord | None:
+        return self._remembered(("own", agent, ""), lambda: self._read_own_store(agent))
+
+    def _read_own_store(self, agent: str) -> StoreRecord | None:
         row = self.db.one(
             "SELECT stores.* FROM bindings JOIN stores USING (store_id) WHERE bindings.agent = ?", (agent,)
         )
@@ -318,6 +364,9 @@ class Registry:
             raise NotFound("no such grant", agent=agent, sessionKey=session_key)
 
     def grant(self, agent: str, session_key: str) -> Grant | None:
+        return self._remembered(("grant", agent, session_key), lambda: self._read_grant(agent, session_key))
+
+    def _read_grant(self, agent: str, session_key: str) -> Grant | None:
         row = self.db.one("SELECT * FROM grants WHERE agent = ? AND session_key = ?", (agent, session_key))
         return Grant(row["agent"], row["session_key"], row["access"], row["created_at"]) if row else None
 

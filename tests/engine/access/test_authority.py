@@ -10,6 +10,7 @@ import pytest
 
 from engine.access.authority import AgentCaller, Audience
 from engine.core.errors import Denied, InvalidParams, LimitExceeded, NotFound, WritesDisabled
+from engine.state.registry import Registry
 from tests.helpers import claim, conversation, only_store, operator, page, vault_snapshot
 
 SESSION = str(uuid.uuid4())
@@ -304,6 +305,37 @@ def test_revocation_while_queued_fences_the_write(engine, owner, state_dir):
     blocker.result(5)
     assert "denied" in outcome and "receipt" not in outcome
     assert vault_snapshot(only_store(state_dir) / "vault") == before
+
+
+def test_a_revocation_by_another_process_fences_an_entered_write(engine, owner, state_dir):
+    engine.save_page(owner, page("seed", "Seed"))
+    entry = engine.enter(owner, write=True)
+    entry.recheck()  # the registry's answers for this caller are remembered by now
+    before = vault_snapshot(only_store(state_dir) / "vault")
+    other = Registry.open(state_dir.registry, state_dir.root)  # as `knowledge agents remove` does, beside the engine
+    try:
+        other.remove_agent("main")
+    finally:
+        other.close()
+    with pytest.raises(Denied):
+        entry.recheck()
+    with pytest.raises(Denied):
+        entry.write(lambda runtime, authority, catalog: pytest.fail("planned for a revoked caller"))
+    assert vault_snapshot(only_store(state_dir) / "vault") == before
+
+
+def test_a_grant_removed_by_another_process_takes_effect_on_the_next_request(engine, owner, state_dir):
+    private = engine.save_page(owner, page("a", "Private note"))
+    chat = conversation(owner.token, SESSION, key="chat:granted")
+    engine.registry.set_grant("main", "chat:granted", "read")
+    assert engine.get_record(chat, private["id"])
+    other = Registry.open(state_dir.registry, state_dir.root)
+    try:
+        other.remove_grant("main", "chat:granted")
+    finally:
+        other.close()
+    with pytest.raises(NotFound):
+        engine.get_record(chat, private["id"])
 
 
 def test_audience_parsing_round_trips():

@@ -75,6 +75,21 @@ def test_a_retry_is_looked_up_through_the_request_index_not_every_applied_public
     assert len(found) == 1
 
 
+def test_a_retry_is_looked_up_by_its_request_id_not_among_every_publication(engine, owner, state_dir):
+    first = engine.save_page(owner, page("same", "Dana"))
+    connection = engine.runtime(engine.registry.own_store_of("main")).store.db.connection
+    ran: list[str] = []
+    connection.set_trace_callback(ran.append)
+    try:
+        assert engine.save_page(owner, page("same", "Dana"))["id"] == first["id"]
+    finally:
+        connection.set_trace_callback(None)
+    [lookup] = [sql for sql in ran if "FROM publications WHERE partition" in sql and "request_id" in sql]
+    plan = " ".join(row[3] for row in sqlite3.connect(only_store(state_dir) / "state.sqlite").execute(
+        "EXPLAIN QUERY PLAN " + lookup))
+    assert "publications_request" in plan, plan
+
+
 def test_same_request_id_with_different_content_is_a_conflict(engine, owner, state_dir):
     engine.save_page(owner, page("same", "Dana"))
     before = vault_snapshot(private_dir(state_dir))
