@@ -160,6 +160,7 @@ class Registry:
         self._memo: dict[tuple[str, str, str], object] = {}
         self._memo_stamp: tuple[int, int] | None = None
         self._memo_lock = threading.Lock()
+        database.change_stamp()  # its connection opened now, by whoever opens the registry, not by a first check
 
     @classmethod
     def open(cls, path: Path, state_root: Path) -> "Registry":
