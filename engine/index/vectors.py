@@ -495,20 +495,11 @@ class VectorIndex:
     def page_passage_similarities(self, partition: str, vector: np.ndarray, paths: Sequence[str]) -> dict[str, float]:
         """For each long page of ``paths`` whose own passages are in, the cosine similarity of ``vector`` to its
         nearest passage, by path; a short page (its vector is its whole text) is left out."""
-        if not paths:
-            return {}
-        query = np.asarray(vector, dtype=np.float32).tobytes()
-        try:
-            if not self._has_vectors("page_passages"):
-                return {}
-            rows = self._db().execute(
-                "SELECT p.path, MIN(vec_distance_cosine(v.embedding, ?)) FROM page_passages p "
-                "JOIN vec_page_passages v ON v.id = p.id WHERE p.partition = ? "
-                "AND p.path IN (SELECT value FROM json_each(?)) GROUP BY p.path",
-                (query, partition, json.dumps(list(paths)))).fetchall()
-        except Exception as exc:
-            raise IndexFailed(f"the vector index could not be read: {exc}", partition=partition) from exc
-        return {path: 1.0 - float(distance) for path, distance in rows}
+        return self._similarities_by_path(
+            "SELECT p.path, MIN(vec_distance_cosine(v.embedding, ?)) FROM page_passages p "
+            "JOIN vec_page_passages v ON v.id = p.id WHERE p.partition = ? "
+            "AND p.path IN (SELECT value FROM json_each(?)) GROUP BY p.path",
+            partition, vector, paths, needs="page_passages")
 
     def _cached(self, model: str, digests: set[str]) -> dict[str, bytes]:
         if not digests:
@@ -579,14 +570,22 @@ class VectorIndex:
 
     def similarities(self, partition: str, vector: np.ndarray, paths: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each of ``paths`` that has a vector."""
+        return self._similarities_by_path(
+            "SELECT i.path, vec_distance_cosine(v.embedding, ?) FROM items i JOIN vec_items v ON v.id = i.id "
+            "WHERE i.partition = ? AND i.path IN (SELECT value FROM json_each(?))",
+            partition, vector, paths)
+
+    def _similarities_by_path(self, sql: str, partition: str, vector: np.ndarray, paths: Sequence[str], *,
+                              needs: str | None = None) -> dict[str, float]:
+        """``sql`` (its parameters: the query vector, the partition, the paths as JSON) read as cosine distances
+        by path, turned into similarities; empty when ``needs``, a table of vectors, holds none yet."""
         if not paths:
             return {}
         query = np.asarray(vector, dtype=np.float32).tobytes()
         try:
-            rows = self._db().execute(
-                "SELECT i.path, vec_distance_cosine(v.embedding, ?) FROM items i JOIN vec_items v ON v.id = i.id "
-                "WHERE i.partition = ? AND i.path IN (SELECT value FROM json_each(?))",
-                (query, partition, json.dumps(list(paths)))).fetchall()
+            if needs is not None and not self._has_vectors(needs):
+                return {}
+            rows = self._db().execute(sql, (query, partition, json.dumps(list(paths)))).fetchall()
         except Exception as exc:
             raise IndexFailed(f"the vector index could not be read: {exc}", partition=partition) from exc
         return {path: 1.0 - float(distance) for path, distance in rows}
