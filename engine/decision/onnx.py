@@ -294,10 +294,14 @@ class OnnxReranker:
         run_options = onnxruntime.RunOptions()
         timer = None
         if deadline is not None:
-            timer = threading.Timer(max(0.0, deadline - self.clock()), _terminate, (run_options,))
-            timer.name = "decision-deadline"
-            timer.daemon = True
-            timer.start()
+            left = deadline - self.clock()
+            if left <= 0:
+                run_options.terminate = True   # already late: onnxruntime refuses at once, no thread to race
+            else:
+                timer = threading.Timer(left, _terminate, (run_options,))
+                timer.name = "decision-deadline"
+                timer.daemon = True
+                timer.start()
         try:
             output = self._session.run(None, feeds, run_options)[0]
         except Exception as exc:

@@ -333,17 +333,48 @@ def test_the_deadline_stops_between_batches_and_cuts_the_one_that_does_not_fit(s
     assert all(0 <= answer.probability_true <= 1 for answer in result.answers)
 
 
+class _RunsUntilTerminated:
+    """A session whose run goes on until its RunOptions are terminated, then fails as onnxruntime does.
+
+    No wall-clock race: the run waits on the flag, not on a duration. If nothing ever terminates it,
+    it gives up after a minute and answers logits, which the test then rejects.
+    """
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.waited = threading.Event()
+
+    def run(self, names: Any, feeds: dict[str, Any], run_options: Any) -> list[Any]:
+        give_up = time.monotonic() + 60
+        while not run_options.terminate and time.monotonic() < give_up:
+            time.sleep(0.005)
+        self.waited.set()
+        if run_options.terminate:
+            raise RuntimeError("Exiting due to terminate flag being set to true.")
+        return self.session.run(names, feeds)
+
+
 def test_a_run_still_going_at_the_deadline_is_terminated(runtime: DecisionRuntime) -> None:
     # What happens when a batch's estimate was too optimistic: onnxruntime is told to stop at the deadline.
     provider = runtime._current()[0]
-    ids = np.full((64, 512), 7, dtype=np.int64)
-    started = time.perf_counter()
+    ids = np.full((4, 16), 7, dtype=np.int64)
     assert provider._run(ids, np.ones_like(ids), None) is not None
-    full_run = time.perf_counter() - started
 
-    started = time.perf_counter()
-    assert provider._run(ids, np.ones_like(ids), time.monotonic() + full_run / 10) is None
-    assert time.perf_counter() - started < full_run * 0.8
+    real = provider._session
+    provider._session = slow = _RunsUntilTerminated(real)
+    try:
+        assert provider._run(ids, np.ones_like(ids), time.monotonic() + 0.05) is None
+    finally:
+        provider._session = real
+    assert slow.waited.is_set()
+
+
+def test_a_run_that_starts_after_its_deadline_is_refused_by_onnxruntime(runtime: DecisionRuntime) -> None:
+    # The real session: terminated before it starts, onnxruntime stops without scoring anything.
+    provider = runtime._current()[0]
+    ids = np.full((4, 16), 7, dtype=np.int64)
+    assert provider._run(ids, np.ones_like(ids), time.monotonic() - 1) is None
+    assert provider._run(ids, np.ones_like(ids), None) is not None
 
 
 def test_before_dispatch_runs_before_every_batch_and_can_stop_the_call(store: ModelStore) -> None:
