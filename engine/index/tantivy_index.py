@@ -339,15 +339,14 @@ class SearchIndexes:
             index = self.get(partition)
             with self.store.db.atomic():  # what to apply, read at one catalog version and written ahead
                 catalog_version, _ = self.catalog.version(partition)
+                # Written ahead: the paths about to be (re)indexed or deleted count as removals until the
+                # catalog records them below.  tantivy commits first, so a crash between its commit and the
+                # catalog's would otherwise leave documents the catalog never learned were indexed (and a
+                # record superseded after the restart searchable for good); the next catch-up deletes them
+                # and re-adds what is current.
+                self.ledger.write_ahead(partition)
                 removed = self.ledger.removals(partition)
                 count = self.ledger.backlog_count(partition)
-                if count:
-                    # Written ahead: the paths about to be (re)indexed count as removals until the catalog
-                    # records them below.  tantivy commits first, so a crash between its commit and the
-                    # catalog's would otherwise leave documents the catalog never learned were indexed (and a
-                    # record superseded after the restart searchable for good); the next catch-up deletes
-                    # them and re-adds what is current.
-                    self.ledger.write_ahead(partition)
                 gathered = list(self.ledger.backlog(partition)) if count <= GATHER_MAX else None
             if gathered is None:
                 # Streamed, with a larger page cache: the backlog cannot change until it is recorded.

@@ -84,8 +84,17 @@ class IndexLedger:
                              None if content is None else bytes(content))
 
     def write_ahead(self, partition: str) -> None:
-        """Count the backlog's paths as removals until ``record`` says they are indexed."""
+        """Count the backlog's paths as removals until ``record`` says they are indexed, and the stale rows'
+        as removals that no longer hold a document.
+
+        A stale row's document is about to be deleted: if the row came back byte for byte before ``record``
+        (an edit undone, a duplicate's copy removed), a kept ``indexed_sha`` would say the index holds it,
+        and searches would skip it while the commit had just deleted it.  Cleared here, it is backlog.
+        """
         with self.db.atomic():
+            self.db.execute("INSERT OR IGNORE INTO index_removals (partition, path) "
+                            f"SELECT c.partition, c.path FROM catalog c WHERE {_STALE}", (partition,))
+            self.db.execute(f"UPDATE catalog AS c SET indexed_sha = NULL WHERE {_STALE}", (partition,))
             self.db.execute("INSERT OR IGNORE INTO index_removals (partition, path) "
                             f"SELECT c.partition, c.path FROM catalog c WHERE {_BACKLOG}", (partition,))
 

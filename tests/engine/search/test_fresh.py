@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
@@ -12,7 +13,8 @@ from engine.index.overlay import FIELD_NORMS, quantised_length
 from engine.index.tantivy_index import PartitionIndex, SearchIndexes
 from engine.runtime import StoreRuntime
 from engine.service import Engine
-from tests.helpers import claim, conversation, page
+from engine.store.index_ledger import IndexLedger
+from tests.helpers import claim, conversation, page, private_dir
 
 
 def titles(result: dict) -> list[str]:
@@ -219,3 +221,38 @@ def test_a_crash_after_the_acknowledgement_before_the_commit_loses_nothing(state
 def test_field_lengths_are_quantised_as_tantivys():
     assert FIELD_NORMS[:41] == list(range(41)) and FIELD_NORMS[41] == 42 and FIELD_NORMS[-1] == 2013265944
     assert [quantised_length(n) for n in (0, 24, 40, 41, 43, 100, 2000)] == [0, 24, 40, 40, 42, 96, 1944]
+
+
+def test_a_record_back_while_a_catch_up_removes_it_is_found(engine, owner, state_dir, monkeypatch):
+    # A record leaves the answers (here: marked a fixture) and comes back byte for byte while a catch-up is
+    # between tantivy's commit, which deleted its document, and the catalog's record of that commit.
+    saved = engine.save_page(owner, page("p1", "Lighthouse project", type_="project"))
+    path = private_dir(state_dir) / "pages" / "projects" / "lighthouse-project.md"
+    original = path.read_text(encoding="utf-8")
+    runtime = runtime_of(engine)
+    runtime.call(lambda: runtime.indexes.catch_up("private"))
+    monkeypatch.setattr(StoreRuntime, "_catch_up_indexes", lambda self, partitions: None)  # only ours runs
+    path.write_text(original.replace("lifecycle: active", "lifecycle: active\nfixture: true"), encoding="utf-8")
+    assert engine.search(owner, {"query": "lighthouse"})["hits"] == []
+
+    committed, go_on, failures = threading.Event(), threading.Event(), []
+    record = IndexLedger.record
+
+    def paused(self, *args):
+        committed.set()
+        if not go_on.wait(120):
+            failures.append("the search never came back while the catch-up waited")
+        return record(self, *args)
+
+    monkeypatch.setattr(IndexLedger, "record", paused)
+    catching_up = threading.Thread(target=lambda: runtime.indexes.catch_up("private"))
+    catching_up.start()
+    try:
+        assert committed.wait(120)
+        path.write_text(original, encoding="utf-8")
+        hits = engine.search(owner, {"query": "lighthouse"})["hits"]
+    finally:
+        go_on.set()
+        catching_up.join()
+    assert failures == []
+    assert [hit["id"] for hit in hits] == [saved["id"]]
