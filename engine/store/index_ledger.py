@@ -84,19 +84,20 @@ class IndexLedger:
                              None if content is None else bytes(content))
 
     def write_ahead(self, partition: str) -> None:
-        """Count the backlog's paths as removals until ``record`` says they are indexed, and the stale rows'
-        as removals that no longer hold a document.
+        """Count the paths about to be deleted or (re)indexed as removals until ``record`` says what the index
+        holds, and forget which revision the index held of them.
 
-        A stale row's document is about to be deleted: if the row came back byte for byte before ``record``
-        (an edit undone, a duplicate's copy removed), a kept ``indexed_sha`` would say the index holds it,
-        and searches would skip it while the commit had just deleted it.  Cleared here, it is backlog.
+        Their documents are about to be deleted or replaced: if a row came back to that revision byte for
+        byte before ``record`` (an edit undone, a duplicate's copy removed), a kept ``indexed_sha`` would say
+        the index holds it, and searches would skip it while the commit had just deleted or replaced it.
+        Cleared here, the row is backlog.
         """
         with self.db.atomic():
-            self.db.execute("INSERT OR IGNORE INTO index_removals (partition, path) "
-                            f"SELECT c.partition, c.path FROM catalog c WHERE {_STALE}", (partition,))
-            self.db.execute(f"UPDATE catalog AS c SET indexed_sha = NULL WHERE {_STALE}", (partition,))
-            self.db.execute("INSERT OR IGNORE INTO index_removals (partition, path) "
-                            f"SELECT c.partition, c.path FROM catalog c WHERE {_BACKLOG}", (partition,))
+            for condition in (_STALE, _BACKLOG):
+                self.db.execute("INSERT OR IGNORE INTO index_removals (partition, path) "
+                                f"SELECT c.partition, c.path FROM catalog c WHERE {condition}", (partition,))
+                self.db.execute(f"UPDATE catalog AS c SET indexed_sha = NULL WHERE {condition} "
+                                "AND c.indexed_sha IS NOT NULL", (partition,))
 
     def record(self, partition: str, removed: Sequence[str], backlog: Sequence[str],
                indexed: Sequence[tuple[str, str]], catalog_version: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 
@@ -223,7 +224,36 @@ def test_field_lengths_are_quantised_as_tantivys():
     assert [quantised_length(n) for n in (0, 24, 40, 41, 43, 100, 2000)] == [0, 24, 40, 40, 42, 96, 1944]
 
 
-def test_a_record_back_while_a_catch_up_removes_it_is_found(engine, owner, state_dir, monkeypatch):
+@pytest.fixture
+def catch_up_paused(monkeypatch):
+    """A catch-up on its own thread, held between tantivy's commit and the catalog's record of it while the
+    test's block runs; nothing else catches up meanwhile."""
+    @contextlib.contextmanager
+    def paused(runtime):
+        monkeypatch.setattr(StoreRuntime, "_catch_up_indexes", lambda self, partitions: None)
+        committed, go_on, failures = threading.Event(), threading.Event(), []
+        record = IndexLedger.record
+
+        def waiting(self, *args):
+            committed.set()
+            if not go_on.wait(120):
+                failures.append("the test's block never finished while the catch-up waited")
+            return record(self, *args)
+
+        monkeypatch.setattr(IndexLedger, "record", waiting)
+        catching_up = threading.Thread(target=lambda: runtime.indexes.catch_up("private"))
+        catching_up.start()
+        try:
+            assert committed.wait(120)
+            yield
+        finally:
+            go_on.set()
+            catching_up.join()
+        assert failures == []
+    return paused
+
+
+def test_a_record_back_while_a_catch_up_removes_it_is_found(engine, owner, state_dir, catch_up_paused):
     # A record leaves the answers (here: marked a fixture) and comes back byte for byte while a catch-up is
     # between tantivy's commit, which deleted its document, and the catalog's record of that commit.
     saved = engine.save_page(owner, page("p1", "Lighthouse project", type_="project"))
@@ -231,28 +261,26 @@ def test_a_record_back_while_a_catch_up_removes_it_is_found(engine, owner, state
     original = path.read_text(encoding="utf-8")
     runtime = runtime_of(engine)
     runtime.call(lambda: runtime.indexes.catch_up("private"))
-    monkeypatch.setattr(StoreRuntime, "_catch_up_indexes", lambda self, partitions: None)  # only ours runs
     path.write_text(original.replace("lifecycle: active", "lifecycle: active\nfixture: true"), encoding="utf-8")
     assert engine.search(owner, {"query": "lighthouse"})["hits"] == []
-
-    committed, go_on, failures = threading.Event(), threading.Event(), []
-    record = IndexLedger.record
-
-    def paused(self, *args):
-        committed.set()
-        if not go_on.wait(120):
-            failures.append("the search never came back while the catch-up waited")
-        return record(self, *args)
-
-    monkeypatch.setattr(IndexLedger, "record", paused)
-    catching_up = threading.Thread(target=lambda: runtime.indexes.catch_up("private"))
-    catching_up.start()
-    try:
-        assert committed.wait(120)
+    with catch_up_paused(runtime):
         path.write_text(original, encoding="utf-8")
         hits = engine.search(owner, {"query": "lighthouse"})["hits"]
-    finally:
-        go_on.set()
-        catching_up.join()
-    assert failures == []
     assert [hit["id"] for hit in hits] == [saved["id"]]
+
+
+def test_a_revision_undone_while_a_catch_up_indexes_it_is_found(engine, owner, state_dir, catch_up_paused):
+    # An edit reaches the index's backlog, and is undone byte for byte while a catch-up is between tantivy's
+    # commit of the edit and the catalog's record of it: the record is searched as it is now.
+    saved = engine.save_page(owner, page("p1", "Lighthouse project", type_="project", body="Keepers."))
+    path = private_dir(state_dir) / "pages" / "projects" / "lighthouse-project.md"
+    original = path.read_text(encoding="utf-8")
+    runtime = runtime_of(engine)
+    runtime.call(lambda: runtime.indexes.catch_up("private"))
+    path.write_text(original.replace("Keepers.", "Ferries."), encoding="utf-8")
+    assert [hit["id"] for hit in engine.search(owner, {"query": "ferries"})["hits"]] == [saved["id"]]
+    with catch_up_paused(runtime):
+        path.write_text(original, encoding="utf-8")
+        keepers = engine.search(owner, {"query": "keepers"})["hits"]
+        ferries = engine.search(owner, {"query": "ferries"})["hits"]
+    assert [hit["id"] for hit in keepers] == [saved["id"]] and ferries == []
