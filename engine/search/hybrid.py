@@ -11,14 +11,13 @@ that of its own vector or its nearest passage, whichever is nearer (min-max norm
 ``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a vector yet counts its keyword
 score twice, and the answer says whether some records (or long pages' passages) still wait for theirs.
 A claim drawn from a page's source (a conversation's session page and the claims that cite its transcript:
-both cite one retained source) gains ``EVIDENCE_PAGE_WEIGHT`` times that page's own fused score among the
-pages the candidates' claims cite: the question asks about a moment or a topic the page holds as a whole,
-where one claim's few words miss it (docs/benchmarks/search.md).  A claim no page shares a source with whose
-subject the question names (the subject's title or an alias, word for word among the question's words: "what
-did Dana say about the lease") gains ``NAMED_SUBJECT_BONUS`` instead: the embedding model hardly tells one
-person from another, and a question about Dana wants Dana's claims first; a page that cites the claim's
-source names its people already.  Scores are query-local (the best is
-1.0), ``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor.
+both cite one retained source) gains ``EVIDENCE_PAGE_WEIGHT`` times that page's fused score among the pages
+the candidates' claims cite: a question asks about a moment or a topic the page holds as a whole, where one
+claim's few words miss it.  A claim no page shares a source with, whose subject the question names (the
+subject's title or an alias, word for word among the question's words: "what did Dana say about the lease"),
+gains ``NAMED_SUBJECT_BONUS`` instead: the embedding model hardly tells one person from another; on top of
+the page's score the bonus lowered recall (docs/benchmarks/search.md).  Scores are query-local (the best is 1.0),
+``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor.
 """
 
 from __future__ import annotations
