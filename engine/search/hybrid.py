@@ -40,7 +40,7 @@ from .keyword import (
 )
 from .knowledge_base import normalized
 
-HYBRID_DEPTH = 100
+HYBRID_DEPTH = 50
 HYBRID_ALPHA = 0.5
 # Both chosen on half the LoCoMo conversations and the vault's questions of even index (docs/benchmarks/).
 EVIDENCE_PAGE_WEIGHT = 0.7
