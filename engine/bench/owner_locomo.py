@@ -6,8 +6,8 @@ hybrid mode, the two alternating question by question, top 10.  With ``--state-d
 its vectors are kept and reused, so a second run (of this code or another checkout's) answers the same
 questions over the same vectors: rankings compared side by side then differ by the code alone.
 
-Recall@5 and @10 are those of ``bench search`` (the share of a question's gold records in the top k, over
-the questions with gold records), for the first five conversations, the last five, and all: one half to
+Recall@1, @5 and @10 are the share of a question's gold records in the top k (as ``bench search``'s recall@5
+and @10), over the questions with gold records, for the first five conversations, the last five, and all: one half to
 choose a weight on, the other to check it.
 """
 
@@ -27,17 +27,17 @@ from ..core.answers import TypedDict
 from ..core.errors import InvalidParams
 from ..importers.locomo import owner_caller
 from ..service import Engine
-from . import metrics
 from .search import Options, prepare_locomo
 from .socket import machine
 
 MODES = ("keyword", "hybrid")
 LIMIT = 10
+DEPTHS = (1, 5, 10)
 BENCH_MODEL = "bench-embedder"
 
 
 class ModeFigures(TypedDict):
-    """One mode: recall@5 and @10 (percent) per half of the conversations, and median ms per search."""
+    """One mode: recall@1, @5 and @10 (percent) per half of the conversations, and median ms per search."""
     recall: dict[str, dict[str, float]]
     median_ms: float
 
@@ -80,13 +80,19 @@ def run(data: Path, model_dir: Path, state_dir: Path | None = None,
                     found[mode].append([hit["id"] for hit in answer["hits"]])
     modes: dict[str, ModeFigures] = {}
     for mode in MODES:
-        scores = [metrics.question_scores(question["record_ids"], hits) for question, hits in zip(asked, found[mode])]
+        scores = [{f"recall@{k}": _recall(question["record_ids"], hits, k) for k in DEPTHS}
+                  for question, hits in zip(asked, found[mode])]
         recall = {half: {f"@{k}": _mean_percent([score[f"recall@{k}"] for score, question in zip(scores, asked)
-                                                 if question["sample"] in members]) for k in (5, 10)}
+                                                 if question["sample"] in members]) for k in DEPTHS}
                   for half, members in halves.items()}
         modes[mode] = {"recall": recall, "median_ms": 1000 * statistics.median(times[mode])}
         say(f"{mode}: recall@10 " + ", ".join(f"{half} {figures['@10']:.1f}" for half, figures in recall.items()))
     return {"questions": len(asked), "halves": halves, "modes": modes, "load": list(os.getloadavg())}
+
+
+def _recall(gold: list[str], hits: list[str], k: int) -> float:
+    """The share of ``gold`` among the first ``k`` of ``hits``."""
+    return len(set(hits[:k]) & set(gold)) / len(set(gold))
 
 
 def _mean_percent(values: list[float]) -> float:
@@ -112,11 +118,11 @@ def report(result: OwnerReport, command: str) -> str:
         f"- Command: `{command}`",
         f"- {result['questions']} questions with gold records; first five conversations: "
         f"{', '.join(result['halves']['first five'])}; last five: {', '.join(result['halves']['last five'])}.", "",
-        "| mode | recall@5 first five | recall@10 first five | recall@5 last five | recall@10 last five "
-        "| recall@5 all | recall@10 all | median ms |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| mode | " + " | ".join(f"recall@{k} {half}" for half in ("first five", "last five", "all") for k in DEPTHS)
+        + " | median ms |", "| --- |" + " ---: |" * (3 * len(DEPTHS) + 1),
     ]
     for mode, figures in result["modes"].items():
         cells = [f"{figures['recall'][half][k]:.1f}"
-                 for half in ("first five", "last five", "all") for k in ("@5", "@10")]
+                 for half in ("first five", "last five", "all") for k in (f"@{k}" for k in DEPTHS)]
         lines.append(f"| owner {mode} | {' | '.join(cells)} | {figures['median_ms']:.1f} |")
     return "\n".join(lines) + "\n"

@@ -10,14 +10,21 @@ answers).  Each gets its exact keyword score (divided by the best) and its cosin
 that of its own vector or its nearest passage, whichever is nearer (min-max normalised over the candidates, as
 ``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a vector yet counts its keyword
 score twice, and the answer says whether some records (or long pages' passages) still wait for theirs.
-A claim whose subject the question names (the subject's title or an alias, word for word among the question's
-words: "what did Dana say about the lease") gains ``NAMED_SUBJECT_BONUS``: the embedding model hardly tells one
-person from another, and a question about Dana wants Dana's claims first.  Scores are query-local (the best is
-1.0), ``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor.
+A claim drawn from a page's source (a conversation's session page and the claims that cite its transcript:
+both cite one retained source) gains ``EVIDENCE_PAGE_WEIGHT`` times that page's fused score among the pages
+the candidates' claims cite: a question asks about a moment or a topic the page holds as a whole, where one
+claim's few words miss it.  A claim no page shares a source with, whose subject the question names (the
+subject's title or an alias, word for word among the question's words: "what did Dana say about the lease"),
+gains ``NAMED_SUBJECT_BONUS`` instead: the embedding model hardly tells one person from another; on top of
+the page's score the bonus lowered recall (docs/benchmarks/search.md).  Scores are query-local (the best is 1.0),
+``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import tantivy
 
 from ..core.errors import InvalidParams
@@ -35,7 +42,10 @@ from .knowledge_base import normalized
 
 HYBRID_DEPTH = 50
 HYBRID_ALPHA = 0.5
-NAMED_SUBJECT_BONUS = 0.1  # chosen on half the LoCoMo conversations (docs/benchmarks/search.md)
+# Chosen on LoCoMo's first five conversations (docs/benchmarks/search.md): the weight over 0.3-2.0, the bonus
+# first, before the evidence page's score, then kept only where a claim has no evidence page.
+EVIDENCE_PAGE_WEIGHT = 0.7
+NAMED_SUBJECT_BONUS = 0.1
 
 
 def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vectors: VectorIndex, embedder: Embedder,
@@ -79,15 +89,13 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
         lexical.update(_scores_of(searcher, index.schema, query, beyond))
     top = max((lexical.get(path, 0.0) for path in pool), default=0.0)
     keyword = {path: min(1.0, lexical.get(path, 0.0) / top) if top > 0 else 0.0 for path in pool}
-    similar = vectors.similarities(partition, vector, pool) if held else {}
-    if held:  # a long page is as near as its nearest passage (its vector holds only its start)
-        for path, passage in vectors.page_passage_similarities(partition, vector, pool).items():
-            similar[path] = max(similar.get(path, passage), passage)
-    semantic = normalized(similar)
-    named = _named_subjects(catalog, analyzer, partition, terms, [rows[path] for path in pool])
-    fused = sorted(((HYBRID_ALPHA * keyword[path] + (1 - HYBRID_ALPHA) * semantic.get(path, keyword[path])
-                     + (NAMED_SUBJECT_BONUS if rows[path].view.subject in named else 0.0), path)
-                    for path in pool), key=lambda item: (-item[0], item[1]))
+    semantic = normalized(_similarities(vectors, partition, vector, pool) if held else {})
+    context = _evidence_page_scores(catalog, searcher, index.schema, terms, request, vectors, partition, vector,
+                                    [rows[path] for path in pool], held)
+    named = _named_subjects(catalog, analyzer, partition, terms, [rows[path] for path in pool if path not in context])
+    fused = sorted(((_fused(keyword[path], semantic.get(path)) + EVIDENCE_PAGE_WEIGHT * context.get(path, 0.0)
+                     + (NAMED_SUBJECT_BONUS if path not in context and rows[path].view.subject in named else 0.0),
+                     path) for path in pool), key=lambda item: (-item[0], item[1]))
     best = fused[0][0] if fused else 0.0
     snippets = snippet_generator(searcher, index.schema, terms, request)
     marker = snippet_marker(analyzer, request)
@@ -107,6 +115,46 @@ def exact_names_first(hits: list[SearchHit], named: set[str]) -> list[SearchHit]
     1.0 as the best match there is, the rest in their order."""
     first = [{**hit, "score": 1.0} for hit in hits if hit["id"] in named]
     return first + [hit for hit in hits if hit["id"] not in named]
+
+
+def _fused(keyword: float, semantic: float | None) -> float:
+    """A candidate's keyword and semantic scores, both 0..1, weighed; one without a vector counts its keyword
+    score twice."""
+    return HYBRID_ALPHA * keyword + (1 - HYBRID_ALPHA) * (keyword if semantic is None else semantic)
+
+
+def _similarities(vectors: VectorIndex, partition: str, vector: np.ndarray, paths: list[str]) -> dict[str, float]:
+    """Each of ``paths``' cosine similarity to ``vector``, a long page's that of its own vector or of its nearest
+    passage, whichever is nearer (its vector holds only its start)."""
+    similar = vectors.similarities(partition, vector, paths)
+    for path, passage in vectors.page_passage_similarities(partition, vector, paths).items():
+        similar[path] = max(similar.get(path, passage), passage)
+    return similar
+
+
+def _evidence_page_scores(catalog: CatalogReads, searcher: tantivy.Searcher, schema: tantivy.Schema,
+                          terms: list[str], request: SearchRequest, vectors: VectorIndex, partition: str,
+                          vector: np.ndarray, candidates: list[RecordRow], held: bool) -> dict[str, float]:
+    """For each claim of ``candidates`` that a current page shares a cited source with, the best such page's
+    fused score (keyword over the best of these pages, similarity min-max over them, as the candidates'), by
+    the claim's path.  The pages are scored whatever kinds the request lists: they lend their score, they are
+    not hits."""
+    cited = {row.path: {citation.source for citation in row.view.evidence or () if citation.source}
+             for row in candidates if row.kind == "claim"}
+    sources = sorted(set().union(*cited.values())) if cited else []
+    pages_of: dict[str, list[str]] = {}
+    for source, path in catalog.pages_citing(partition, sources) if sources else []:
+        pages_of.setdefault(source, []).append(path)
+    pages = sorted({path for paths in pages_of.values() for path in paths})
+    if not pages:
+        return {}
+    unfiltered = build_query(schema, terms, replace(request, kind=None, kinds=None, type=None))
+    lexical = _scores_of(searcher, schema, unfiltered, pages)
+    top = max(lexical.values(), default=0.0)
+    semantic = normalized(_similarities(vectors, partition, vector, pages) if held else {})
+    score = {path: _fused(lexical.get(path, 0.0) / top if top > 0 else 0.0, semantic.get(path)) for path in pages}
+    return {claim: max(score[path] for source in cites for path in pages_of.get(source, ()))
+            for claim, cites in cited.items() if any(source in pages_of for source in cites)}
 
 
 def _named_subjects(catalog: CatalogReads, analyzer: Analyzer, partition: str, terms: list[str],

@@ -452,6 +452,19 @@ class CatalogReads:
             f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_LISTED} AND c.record_id != ? "
             f"AND instr(c.frontmatter, ?) > 0 {_NEWEST} LIMIT ?", (partition, record_id, record_id, limit))]
 
+    def pages_citing(self, partition: str, source_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(source id, path) of the current pages whose evidence cites one of ``source_ids``, as the reference
+        checks recorded them (``refs``: none for a partition before its first full check)."""
+        found: list[tuple[str, str]] = []
+        unique = sorted(set(source_ids))
+        for start in range(0, len(unique), _IDS_PER_QUERY):
+            chunk = unique[start:start + _IDS_PER_QUERY]
+            found.extend(self.db.tuples(
+                f"SELECT DISTINCT r.target, c.path FROM refs r JOIN catalog c ON c.partition = r.partition "
+                f"AND c.path = r.path WHERE r.partition = ? AND r.target IN ({placeholders(chunk)}) "
+                f"AND c.kind = 'page' AND {CURRENT} ORDER BY r.target, c.path", (partition, *chunk)))
+        return found
+
     def dated(self, partition: str) -> list[RecordRow]:
         """Every record with an id that is neither withheld, unreadable nor a duplicate, by id."""
         return [record_row(row) for row in self.db.tuples(

@@ -273,3 +273,60 @@ def test_a_claim_about_the_person_the_question_names_comes_first(engine_with_mod
     assert leader == danas and lead > 0.05
     monkeypatch.setattr("engine.search.hybrid.NAMED_SUBJECT_BONUS", 0.0)
     assert abs(scores()[1]) < 0.05
+
+
+def test_a_claim_drawn_from_the_page_the_question_is_about_comes_first(engine_with_model, monkeypatch) -> None:
+    """Two claims alike but for the page whose retained source they cite: the one whose page the question is
+    about leads, by that page's score; without it the two score alike."""
+    engine = engine_with_model
+    caller, _ = seed(engine)
+    sources = {}
+    for key, title, summary in (("norway", "Holiday in Norway, June", "A week among the fjords near Bergen."),
+                                ("office", "Office move, March", "Boxes, desks and a new printer.")):
+        saved = engine.save_page(caller, {"requestId": key, "type": "event", "title": title, "body": summary,
+                                          "evidence": [{"excerpt": "Ana: we swam in the lake\nBo: it was cold"}]})
+        sources[key] = engine.get_record(caller, saved["id"])["frontmatter"]["evidence"][0]["source"]
+    receipt = engine.remember(caller, {"requestId": "swims", "items": [
+        {"text": "Ana swam in a cold lake.", "claimKind": "fact", "assertionOrigin": "source",
+         "evidence": [{"source": sources[key], "lines": [1, 1], "quote": "Ana: we swam in the lake"}]}
+        for key in ("office", "norway")]})
+    office, norway = (item["id"] for item in receipt["items"])
+    owner_search(engine, query="lake")
+    assert next(iter(engine._runtimes.values())).vector_feed.settled(60)
+
+    def scores() -> tuple[str, float]:
+        """The first claim, and how far the claim from the Norway page scores above the other."""
+        hits = owner_search(engine, query="where did Ana swim on the Norway holiday", kinds=["claim"])["hits"]
+        score = {hit["id"]: hit["score"] for hit in hits}
+        return hits[0]["id"], score[norway] - score[office]
+
+    leader, lead = scores()
+    assert leader == norway and lead > 0.1
+    monkeypatch.setattr("engine.search.hybrid.EVIDENCE_PAGE_WEIGHT", 0.0)
+    assert abs(scores()[1]) < 0.05
+
+
+def test_a_claim_with_an_evidence_page_gains_no_named_subject_bonus_on_top(engine_with_model) -> None:
+    """Two claims alike but for whom they are about, both drawn from one page: the page's score stands for the
+    question's subject, so naming one of the two people does not move their claims apart."""
+    from tests.helpers import page
+    engine = engine_with_model
+    caller, _ = seed(engine)
+    people = {name: engine.save_page(caller, page(name.lower(), name, "person", "A colleague."))["id"]
+              for name in ("Dana", "Lee")}
+    saved = engine.save_page(caller, {"requestId": "walk", "type": "event", "title": "Harbour walk",
+                                      "body": "A walk along the harbour.",
+                                      "evidence": [{"excerpt": "Dana: the harbour at dawn\nLee: the harbour at dawn"}]})
+    source = engine.get_record(caller, saved["id"])["frontmatter"]["evidence"][0]["source"]
+    receipt = engine.remember(caller, {"requestId": "walks", "items": [
+        {"text": "Prefers the harbour walk at dawn.", "claimKind": "fact", "assertionOrigin": "source",
+         "subject": people[name], "evidence": [{"source": source, "lines": [line, line],
+                                                "quote": f"{name}: the harbour at dawn"}]}
+        for line, name in ((1, "Dana"), (2, "Lee"))]})
+    danas, lees = (item["id"] for item in receipt["items"])
+    owner_search(engine, query="harbour walk")
+    assert next(iter(engine._runtimes.values())).vector_feed.settled(60)
+
+    hits = owner_search(engine, query="which harbour walk does Dana prefer", kinds=["claim"])["hits"]
+    score = {hit["id"]: hit["score"] for hit in hits}
+    assert danas in score and lees in score and abs(score[danas] - score[lees]) < 0.01

@@ -190,3 +190,18 @@ def test_current_rows_named_by_path_are_found_by_path_not_by_walking_the_partiti
     for sql in queries:
         plan = " ".join(step[3] for step in connection.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall())
         assert "catalog_updated" not in plan and ("path=?" in plan or "record_id=?" in plan), plan
+
+
+def test_pages_citing_a_source_are_the_current_pages_whose_references_name_it(db: Database) -> None:
+    _insert(db, "pages/a.md", "pg_a")
+    _insert(db, "pages/b.md", "pg_b", lifecycle="withdrawn")
+    _insert(db, "claims/c.md", "cl_c", kind="claim", record_type="fact")
+    _insert(db, "pages/d.md", "pg_d")
+    db.executemany("INSERT INTO refs (partition, path, target) VALUES ('private', ?, ?)",
+                   [("pages/a.md", "src_1"), ("pages/b.md", "src_1"), ("claims/c.md", "src_1"),
+                    ("pages/d.md", "src_2"), ("pages/d.md", "pg_a")])
+    reads = CatalogReads(db)
+
+    assert reads.pages_citing("private", ["src_1", "src_2", "src_3"]) == [("src_1", "pages/a.md"),
+                                                                           ("src_2", "pages/d.md")]
+    assert reads.pages_citing("other", ["src_1"]) == []
