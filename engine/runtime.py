@@ -86,8 +86,8 @@ INDEX_DELAY_SECONDS = 0.05
 INDEX_MAX_DELAY_SECONDS = 1.0
 INDEX_BATCH_RECORDS = 250
 # The git thread commits this long after a publication woke it, so the publications of a burst share one
-# checkpoint: a checkpoint starts about six git processes whatever it holds (docs/benchmarks/throughput.md, "Where
-# a write's time goes": they took half the engine's CPU per write on two cores).  Receipts say ``pending``
+# checkpoint: a checkpoint starts git processes whatever it holds (two now, six before; docs/benchmarks/throughput.md,
+# "Where a write's time goes": they took half the engine's CPU per write on two cores).  Receipts say ``pending``
 # meanwhile, as they did while the previous checkpoint ran; ``knowledge_resume`` still commits at once.  A second
 # rather than a quarter: one client's writes then share a checkpoint four times as widely, and git's processes
 # took 1.7 instead of 3.7 ms of CPU per page (docs/benchmarks/throughput.md, issue 31 Build 3 again).
