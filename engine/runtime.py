@@ -74,13 +74,20 @@ GIT_RETRY_SECONDS = 60.0
 # once this many publications have been committed since: a publication leaves about eight loose objects, and
 # git packs at 6,700, so looking after every checkpoint would only start one more git process each time.
 TIDY_EVERY_PUBLICATIONS = 200
-# After a publication the search index catches up this much later, so the publications of a burst share one
-# index commit (a tantivy commit costs about 25 ms here, whatever it holds).  Every search catches up
-# before it answers, so no search misses an acknowledged publication.
+# After a publication the search index catches up once publications have paused this long, so the
+# publications of a burst share one index commit (a tantivy commit costs 10-25 ms of CPU here, whatever it
+# holds).  Every search catches up before it answers (or reads the records the index has not committed from
+# the catalog beside it, engine/index/overlay.py), so no search misses an acknowledged publication.
 INDEX_DELAY_SECONDS = 0.05
+# Under a stream of writes with no pause, the index commits at the latest this long after the first
+# publication it has not committed, or once this many records wait, whichever comes first: far fewer
+# commits than one per pause, while a search's overlay stays a small fraction of OVERLAY_MAX (its cost
+# grows with its size; docs/benchmarks/throughput.md, "fewer index commits").
+INDEX_MAX_DELAY_SECONDS = 1.0
+INDEX_BATCH_RECORDS = 250
 # The git thread commits this long after a publication woke it, so the publications of a burst share one
-# checkpoint: a checkpoint starts about six git processes whatever it holds (docs/benchmarks/throughput.md, "Where
-# a write's time goes": they took half the engine's CPU per write on two cores).  Receipts say ``pending``
+# checkpoint: a checkpoint starts git processes whatever it holds (two now, six before; docs/benchmarks/throughput.md,
+# "Where a write's time goes": they took half the engine's CPU per write on two cores).  Receipts say ``pending``
 # meanwhile, as they did while the previous checkpoint ran; ``knowledge_resume`` still commits at once.  A second
 # rather than a quarter: one client's writes then share a checkpoint four times as widely, and git's processes
 # took 1.7 instead of 3.7 ms of CPU per page (docs/benchmarks/throughput.md, issue 31 Build 3 again).
@@ -137,6 +144,8 @@ class StoreRuntime:
         self._git_thread: threading.Thread | None = None
         self._untidied: int | None = None  # publications committed since the last tidy; None: none yet
         self._index_pending: set[str] = set()
+        self._index_published = 0  # publications announced to the index thread, ever
+        self._index_records = 0  # records they wrote since the index thread last took its work
         self._index_wake = threading.Event()
         self._index_thread = threading.Thread(target=self._index_loop, name=f"index-{store.store_id}", daemon=True)
         self._settled = False  # no read beside the lane before recovery and a first check on it
@@ -372,6 +381,9 @@ class StoreRuntime:
         published = {plan.partition for plan, outcome in zip(plans, outcomes) if not isinstance(outcome, Exception)}
         with self._dirty_lock:
             self._index_pending |= published
+            self._index_published += 1
+            self._index_records += sum(len(plan.writes) for plan, outcome in zip(plans, outcomes)
+                                       if not isinstance(outcome, Exception))
         self._index_wake.set()
         for partition in sorted(published):
             self.vector_feed.queue(partition)  # embedded off the lane (engine/index/vector_feed.py)
@@ -403,7 +415,7 @@ class StoreRuntime:
             self._index_wake.wait()
             if self._closing.is_set():
                 break
-            time.sleep(INDEX_DELAY_SECONDS)
+            self._wait_for_pause()
             self._index_wake.clear()
             partitions = self._take_index_pending()
             try:
@@ -411,9 +423,25 @@ class StoreRuntime:
             except Exception as exc:  # a search catches up (or says index_failed) anyway
                 log.warning("search index catch-up failed: %s", exc)
 
+    def _wait_for_pause(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """Wait until publications pause for INDEX_DELAY_SECONDS, INDEX_BATCH_RECORDS records wait or
+        INDEX_MAX_DELAY_SECONDS have passed (or the store closes).  Polled, so a publication costs the
+        index thread no wake-up of its own."""
+        started = clock()
+        with self._dirty_lock:
+            seen = self._index_published
+        while not self._closing.wait(INDEX_DELAY_SECONDS):
+            with self._dirty_lock:
+                published, records = self._index_published, self._index_records
+            if (published == seen or records >= INDEX_BATCH_RECORDS
+                    or clock() - started >= INDEX_MAX_DELAY_SECONDS):
+                return
+            seen = published
+
     def _take_index_pending(self) -> set[str]:
         with self._dirty_lock:
             partitions, self._index_pending = self._index_pending, set()
+            self._index_records = 0
         return partitions
 
     def _close_indexes(self) -> None:

@@ -162,6 +162,7 @@ class OverlayScorer:
         self.schema = schema
         self._weights: dict[tuple[str, str], float] = {}
         self._averages: dict[str, float] = {}
+        self._overlay_frequencies: dict[tuple[str, str], int] = {}
 
     def _docs(self) -> int:
         committed = self.committed.docs if self.committed.docs is not None else self.searcher.num_docs
@@ -179,11 +180,19 @@ class OverlayScorer:
         self._averages[field_name] = ((known * committed_docs + own) / total if total else 1.0) or 1.0
         return self._averages[field_name]
 
+    def _overlay_frequency(self, field_name: str, term: str) -> int:
+        """How many of the overlay's documents hold ``term`` in ``field_name`` (counted once per scorer: every
+        committed hit's rescoring asks it for each of its terms)."""
+        key = (field_name, term)
+        if key not in self._overlay_frequencies:
+            self._overlay_frequencies[key] = sum(1 for document in self.overlay.documents
+                                                 if term in document.terms.get(field_name, ()))
+        return self._overlay_frequencies[key]
+
     def _idf(self, field_name: str, term: str) -> float:
         key = (field_name, term)
         if key not in self._weights:
-            frequency = self.searcher.doc_freq(field_name, term) + sum(
-                1 for document in self.overlay.documents if document.frequency(field_name, term))
+            frequency = self.searcher.doc_freq(field_name, term) + self._overlay_frequency(field_name, term)
             docs = self._docs()
             self._weights[key] = math.log(1 + (docs - frequency + 0.5) / (frequency + 0.5))
         return self._weights[key]
@@ -236,7 +245,7 @@ class OverlayScorer:
         if field_name not in self.committed.average and "avgdl" in constants:
             self.committed.average[field_name] = float(constants["avgdl"])
         documents = self._docs()
-        df = int(constants["n"]) + sum(1 for document in self.overlay.documents if document.frequency(field_name, term))
+        df = int(constants["n"]) + self._overlay_frequency(field_name, term)
         idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
         norm = K1 * (1 - B + B * length / self._average(field_name))
         return (K1 + 1) * idf * frequency / (frequency + norm)

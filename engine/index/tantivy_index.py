@@ -293,21 +293,19 @@ class SearchIndexes:
     def _overlay(self, partition: str, version: int, index: PartitionIndex, held: int,
                  db: Database) -> Overlay | None:
         ledger = IndexLedger(db)
-        if ledger.backlog_count(partition) > OVERLAY_MAX:
+        keys = ledger.backlog_keys(partition, OVERLAY_MAX + 1)
+        if len(keys) > OVERLAY_MAX:
             return None
         masked = set(ledger.removals(partition))
+        masked.update(path for path, _ in keys)  # their committed documents, if any, are older revisions
         analysed = self._analysed.get(partition, {})
-        kept: dict[tuple[str, str], OverlayDocument] = {}
-        for row in ledger.backlog(partition):
-            masked.add(row.path)  # its committed document, if any, is an older revision
-            key = (row.path, row.sha256)
-            document = analysed.get(key)
-            if document is None:
-                indexed = self._document(row)
-                if indexed is None:
-                    continue
-                document = analyse(self.analyzer, dict(indexed), row.sha256)
-            kept[key] = document
+        # Only the records no earlier search analysed are read with their content: under a stream of writes
+        # each search reads the few published since the last one, not the whole backlog again.
+        for row in ledger.backlog_rows(partition, [path for path, sha in keys if (path, sha) not in analysed]):
+            indexed = self._document(row)
+            if indexed is not None:
+                analysed[(row.path, row.sha256)] = analyse(self.analyzer, dict(indexed), row.sha256)
+        kept = {key: analysed[key] for key in keys if key in analysed}
         self._analysed[partition] = kept  # what the index committed meanwhile is dropped here
         known = self._statistics.get(partition)
         if known is None or known[0] != held:

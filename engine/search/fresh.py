@@ -87,6 +87,7 @@ def merged_window(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tan
                   position: int, count: int) -> list[tuple[float, tantivy.Document]]:
     """Hits ``position`` to ``position + count`` of the committed index and the overlay together, best first
     (ties: committed first, as they were indexed earlier)."""
+    scored = query  # a hit's explanation: the masks add nothing to a score, and each cost explain a term lookup
     if overlay.masked:
         query = tantivy.Query.boolean_query(
             [(tantivy.Occur.Must, query)]
@@ -98,7 +99,7 @@ def merged_window(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tan
     fresh = [(score, document) for document in overlay.documents
              if (score := overlay_score(scorer, document, terms, request, fields, alone_weight)) is not None]
     merged: list[tuple[float, int, object]] = [
-        (scorer.rescore(json.loads(query.explain(searcher, address).to_json()), FIELD_ORDER), 0, address)
+        (scorer.rescore(json.loads(scored.explain(searcher, address).to_json()), FIELD_ORDER), 0, address)
         for _, address in committed]
     merged += [(score, 1, document) for score, document in fresh]
     merged.sort(key=lambda hit: (-hit[0], hit[1]))

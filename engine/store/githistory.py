@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -49,6 +50,8 @@ EXCLUDED = ("*.tmp", ".partition.json")
 _SYNCED_TOP = ("ontology.yaml", "private", "conversations")
 _REGULAR_MODES = ("100644", "100755")
 _ZERO = "0" * 40
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1 or SHA-256
+_ASK_GIT = object()  # what ``_branch_in_files`` answers where the refs are not plain files it can read
 
 
 class GitError(Exception):
@@ -78,6 +81,7 @@ class GitHistory:
         # clean-up): ours to remove, as soon as the disk lets us.
         self._left_locks: set[Path] = set()
         self.gc_auto_objects = GC_AUTO_OBJECTS
+        self._config_without_remote: bytes | None = None  # vault/.git/config as it was when git listed no remote
 
     def _env(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
@@ -190,14 +194,53 @@ class GitHistory:
         self._ready = True
 
     def _check_no_remote(self) -> None:
+        """Refuse a repository with a remote.  Git is asked again only when vault/.git/config changed since it
+        last listed none (a checkpoint then starts one git process fewer); a configuration that includes
+        other files is asked every time, since those could change without it."""
+        try:
+            config = (self.git_dir / "config").read_bytes()
+        except OSError:
+            config = None
+        if config is not None and config == self._config_without_remote:
+            return
         if self._run("remote"):
             raise GitError("vault/.git has a remote configured; Knowledge history never uses remotes")
+        self._config_without_remote = None if config is None or b"include" in config.lower() else config
 
     def head(self) -> str | None:
+        """The branch's commit, None before the first.  Read from the ref's file (or packed-refs) as git writes
+        them, without starting git (a checkpoint asked three times); git answers where they are not plain."""
+        known = self._branch_in_files()
+        if known is not _ASK_GIT:
+            return known  # type: ignore[return-value]
         try:
             return self._run("rev-parse", "--verify", "-q", BRANCH) or None
         except GitError:
             return None
+
+    def _branch_in_files(self) -> object:
+        """The commit id in BRANCH's loose ref, else in packed-refs; None when neither names it; ``_ASK_GIT``
+        for anything else (a symbolic or malformed ref, a link, reftable storage, a linked work tree)."""
+        if any(os.path.lexists(self.git_dir / name) for name in ("reftable", "commondir")):
+            return _ASK_GIT
+        for name in (BRANCH, "packed-refs"):
+            path = self.git_dir / name
+            try:
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    return _ASK_GIT
+                text = path.read_bytes().decode("ascii")
+            except FileNotFoundError:
+                continue
+            except (OSError, UnicodeDecodeError):
+                return _ASK_GIT
+            if name == BRANCH:
+                value = text.strip()
+                return value if _OBJECT_ID.fullmatch(value) else _ASK_GIT
+            for line in text.splitlines():
+                value, _, ref = line.partition(" ")
+                if ref == BRANCH:
+                    return value if _OBJECT_ID.fullmatch(value) else _ASK_GIT
+        return None
 
     def commit(self, files: list[CommitFile], message: str, *,
                existing: Callable[[], list[CommitFile]] | None = None, removals: Sequence[str] = (),

@@ -32,6 +32,8 @@ _BACKLOG_ROWS = (
     f"WHERE {_BACKLOG}"
 )
 
+PATHS_PER_STATEMENT = 500  # SQLite's bound parameters per statement stay well under its limit
+
 
 class BacklogRow(NamedTuple):
     """A current record the index lacks or holds in another revision: what its document is made of."""
@@ -79,7 +81,21 @@ class IndexLedger:
 
     def backlog(self, partition: str) -> Iterator[BacklogRow]:
         """The rows to (re)index, streamed."""
-        for *row, aliases, content in self.db.iterate_tuples(_BACKLOG_ROWS, (partition,)):
+        yield from self._rows(_BACKLOG_ROWS, (partition,))
+
+    def backlog_keys(self, partition: str, limit: int) -> list[tuple[str, str]]:
+        """(path, sha256) of at most ``limit`` rows to (re)index: the backlog without reading its documents."""
+        return self.db.tuples(f"SELECT c.path, c.sha256 FROM catalog c WHERE {_BACKLOG} LIMIT ?", (partition, limit))
+
+    def backlog_rows(self, partition: str, paths: Sequence[str]) -> Iterator[BacklogRow]:
+        """The rows of the backlog at ``paths`` (those that are in it)."""
+        for start in range(0, len(paths), PATHS_PER_STATEMENT):
+            chunk = paths[start:start + PATHS_PER_STATEMENT]
+            yield from self._rows(f"{_BACKLOG_ROWS} AND c.path IN ({', '.join('?' * len(chunk))})",
+                                  (partition, *chunk))
+
+    def _rows(self, sql: str, parameters: tuple[object, ...]) -> Iterator[BacklogRow]:
+        for *row, aliases, content in self.db.iterate_tuples(sql, parameters):
             yield BacklogRow(*row, json.loads(aliases) if aliases is not None else [],
                              None if content is None else bytes(content))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,6 +13,7 @@ from engine.access.authority import AgentCaller
 from engine.core.errors import IndexFailed, StaleCursor
 from engine.index.overlay import FIELD_NORMS, quantised_length
 from engine.index.tantivy_index import PartitionIndex, SearchIndexes
+from engine import runtime as runtime_module
 from engine.runtime import StoreRuntime
 from engine.service import Engine
 from engine.store.index_ledger import IndexLedger
@@ -217,6 +219,60 @@ def test_a_crash_after_the_acknowledgement_before_the_commit_loses_nothing(state
     monkeypatch.undo()
     with Engine(state_dir, watch=False) as reopened:
         assert sorted(titles(reopened.search(owner, {"query": "harbour"}))) == ["Harbour", "Harbour lighthouse"]
+
+
+def test_a_search_reads_only_the_records_no_earlier_search_analysed(engine, owner, held, monkeypatch):
+    """The overlay's documents are read from the catalog once: a burst of searches beside a stream of writes
+    does not read the whole backlog's content again each time."""
+    engine.save_page(owner, page("p1", "Harbour", type_="place"))
+    engine.search(owner, {"query": "harbour"})
+    held(engine)
+    read: list[list[str]] = []
+    backlog_rows = IndexLedger.backlog_rows
+
+    def counted(self, partition, paths):
+        read.append(sorted(paths))
+        return backlog_rows(self, partition, paths)
+
+    monkeypatch.setattr(IndexLedger, "backlog_rows", counted)
+    second = engine.save_page(owner, page("p2", "Harbour lighthouse", type_="place"))
+    assert titles(engine.search(owner, {"query": "lighthouse"})) == ["Harbour lighthouse"]
+    engine.save_page(owner, page("p3", "Harbour crane", type_="place"))
+    assert sorted(titles(engine.search(owner, {"query": "harbour"}))) == ["Harbour", "Harbour crane",
+                                                                        "Harbour lighthouse"]
+    engine.save_page(owner, page("p4", "Harbour lighthouse", type_="place", body="Painted red.",
+                                 id=second["id"], expectedRevision=1))
+    assert titles(engine.search(owner, {"query": "painted"})) == ["Harbour lighthouse"]
+    assert [[path.rsplit("/", 1)[-1] for path in paths] for paths in read] == [
+        ["harbour-lighthouse.md"], ["harbour-crane.md"], ["harbour-lighthouse.md"]]  # a new revision: again
+
+
+def test_the_index_commits_at_a_pause_a_batch_or_a_deadline():
+    """The index thread's wait (``StoreRuntime._wait_for_pause``) on a fake clock: each poll sees ``arriving``
+    more publications of one record each, ``step`` seconds later."""
+    def run(arriving: int, step: float) -> tuple[int, float]:
+        clock = [0.0]
+        polls = [0]
+
+        class Polled(threading.Event):
+            def wait(self, timeout=None):
+                polls[0] += 1
+                assert polls[0] < 10_000, "the index thread never committed"
+                clock[0] += step
+                runtime._index_published += arriving
+                runtime._index_records += arriving
+                return False
+
+        runtime = SimpleNamespace(_dirty_lock=threading.Lock(), _index_published=0, _index_records=0,
+                                  _closing=Polled())
+        StoreRuntime._wait_for_pause(runtime, clock=lambda: clock[0])
+        return polls[0], clock[0]
+
+    assert run(0, 0.05) == (1, 0.05)  # no publication since the wake: commit after one delay
+    polls, _ = run(1, 0.0)  # one record a poll and no time passing: commit once a batch waits
+    assert polls == runtime_module.INDEX_BATCH_RECORDS
+    polls, elapsed = run(1, 0.3)  # a stream that never pauses: commit by the deadline
+    assert elapsed >= runtime_module.INDEX_MAX_DELAY_SECONDS and polls == 4
 
 
 def test_field_lengths_are_quantised_as_tantivys():

@@ -537,3 +537,38 @@ def test_the_git_thread_tidies_the_history_after_committing(state_dir: StateDir,
         owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
         engine.save_page(owner, page("tidy-0", "Northwind Labs", type_="organization"))
         assert tidied.wait(30), "the git thread never packed the history after a checkpoint"
+
+
+def test_a_remote_added_while_running_is_refused_at_the_next_checkpoint(
+        engine: Engine, owner: AgentCaller, state_dir: StateDir) -> None:
+    """The remote check asks git again once vault/.git/config changed, not only when the engine starts."""
+    engine.save_page(owner, page("remote-0", "Dana Whitaker"))
+    assert engine.resume(owner)["state"] == "committed"
+    vault = vault_of(state_dir)
+    git(vault, "remote", "add", "origin", "https://example.invalid/vault.git")
+    engine.save_page(owner, page("remote-1", "Ravi Menon"))
+    stuck = engine.resume(owner)
+    assert stuck["state"] == "pending" and "remote" in stuck["reason"]
+
+
+def test_the_branch_read_from_its_files_is_what_git_says(tmp_path: Path, monkeypatch) -> None:
+    """``head`` reads the loose ref, then packed-refs, as git writes them; anything else is git's to answer."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    history = GitHistory(vault, shutil.which("git") or "git")
+    history.ensure_repository()
+    assert history.head() is None
+    first = history.commit([CommitFile("a.md", b"a\n")], "first")
+    assert first == git(vault, "rev-parse", "refs/heads/main") == history.head()
+    git(vault, "pack-refs", "--all")
+    assert not (vault / ".git" / "refs" / "heads" / "main").exists()
+    assert history.head() == first  # from packed-refs
+    second = history.commit([CommitFile("b.md", b"b\n")], "second")
+    assert second == git(vault, "rev-parse", "refs/heads/main") == history.head() != first
+
+    started: list[tuple[str, ...]] = []
+    run = GitHistory._run
+    monkeypatch.setattr(GitHistory, "_run", lambda self, *args, **kw: started.append(args) or run(self, *args, **kw))
+    assert history.head() == second and started == []  # no git process for it
+    (vault / ".git" / "refs" / "heads" / "main").write_text(f"{first[:20]}\n", encoding="ascii")  # malformed
+    assert history.head() is None and started[-1][0] == "rev-parse"  # git's answer: no such branch

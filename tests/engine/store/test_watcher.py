@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from engine.store import watcher as watcher_module
 from engine.store.watcher import VaultWatcher
@@ -81,3 +84,30 @@ def test_a_partition_folder_made_after_the_watch_began_is_watched_whole(tmp_path
             shutil.rmtree(vault / "conversations")
     finally:
         watcher.stop()
+
+
+def test_directory_modified_events_are_not_dispatched_and_inotify_is_asked_the_same(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    """The "directory modified" events the handler drops under inotify are not queued at all, and leaving
+    them out asks the kernel for the same events, so no change to a file goes unreported."""
+    inotify = pytest.importorskip("watchdog.observers.inotify")
+
+    def mask(kinds) -> int:
+        return inotify.InotifyEmitter.get_event_mask_from_filter(SimpleNamespace(_event_filter=kinds))
+
+    assert mask(watcher_module.INOTIFY_CHANGES) == mask(watcher_module.CHANGES)
+    vault = tmp_path / "vault"
+    (vault / "private" / "pages").mkdir(parents=True)
+    kinds = events_seen(monkeypatch, "event_type")
+    directories = events_seen(monkeypatch, "is_directory")
+    dirty: list[str] = []
+    watcher = VaultWatcher()
+    try:
+        assert watcher.watch("store", vault, lambda relpath, is_directory=False: dirty.append(relpath))
+        staged = vault / "private" / "pages" / ".staged.md"
+        staged.write_bytes(b"---\n---\n")
+        staged.rename(vault / "private" / "pages" / "installed.md")
+        wait_for(lambda: "private/pages/installed.md" in dirty)
+    finally:
+        watcher.stop()
+    assert "moved" in kinds and ("modified", True) not in list(zip(kinds, directories)), kinds
