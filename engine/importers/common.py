@@ -406,7 +406,7 @@ class Writer:
         """The current pages an earlier run of this format's import made (its attribution names it) of
         ``page_type`` tagged ``tag``, by their ``fields.url``: ``(id, revision)``, the newest where several
         share one.  A dry run without the store, or an agent with no store yet, has none."""
-        return self.imported_records(lambda row, _: (row.view.fields or {}).get("url"),
+        return self.imported_records(lambda row, _: (row.view.fields or {}).get("url"), reads=("fields",),
                                      kind="page", type=page_type, tag=tag)
 
     def imported_by_original(self, kind: str, **filters: Any) -> dict[str, tuple[str, int]]:
@@ -416,15 +416,18 @@ class Writer:
         def original(row: Any, read: "SourceReader") -> str | None:
             return read.filename(first_source(row.view))
 
-        return self.imported_records(original, kind=kind, active_only=kind == "claim", **filters)
+        return self.imported_records(original, reads=("evidence",), kind=kind, active_only=kind == "claim",
+                                     **filters)
 
     def imported_records(self, key_of: Callable[[Any, "SourceReader"], Any], *, active_only: bool = False,
-                         **filters: Any) -> dict[str, tuple[str, int]]:
+                         reads: tuple[str, ...] | None = None, **filters: Any) -> dict[str, tuple[str, int]]:
         """The current records an earlier run of this format's import made (its attribution names it)
         matching ``filters`` (``kind``, ``type``, ``tag``; with ``active_only``, not superseded or
         withdrawn), by ``key_of(row, sources)`` (rows without a key are left out): ``(id, revision)``, the
         newest where several share one.  A dry run without the store, or an agent with no store yet, has
-        none."""
+        none.  ``reads``: the frontmatter keys ``key_of`` reads of ``row.view``; given, each row's view is made
+        of those keys alone (``narrow_view``), not of the whole frontmatter, which cost most of a rerun's
+        look-up of a large import's records."""
         if self.engine is None or self.caller is None:
             return {}
         instance = import_instance(self.format)
@@ -433,7 +436,7 @@ class Writer:
             sources = SourceReader(view, authority.partition)
             found: dict[str, tuple[str, int]] = {}
             for row in view.catalog.current(authority.partition, **filters):  # newest first
-                view = row.view
+                view = row.view if reads is None else narrow_view(row, reads)
                 if (not row.record_id or not isinstance(row.revision, int)
                         or (active_only and view.lifecycle not in (None, "active"))
                         or (view.attribution or {}).get("instance") != instance):
@@ -604,6 +607,16 @@ class SourceReader:
             return None
 
 
+def narrow_view(row: Any, keys: tuple[str, ...]) -> RecordView:
+    """A catalog row's view made of ``keys`` of its frontmatter and the two an import's look-up filters on
+    (``lifecycle``, ``attribution``), each field as the whole view reads it; cached as the row's ``view``
+    (where ``cached_property`` keeps it), so ``row.view`` answers it: a key not in ``keys`` reads as absent."""
+    raw = json.loads(row.frontmatter_json) if row.frontmatter_json is not None else {}
+    narrow = view_of({key: raw[key] for key in (*keys, "lifecycle", "attribution") if key in raw})
+    row.__dict__["view"] = narrow
+    return narrow
+
+
 def first_source(view: RecordView) -> str | None:
     """The source a record's first citation names, if it names one."""
     first = view.evidence[0] if view.evidence else None
@@ -626,7 +639,8 @@ def _catalogued_page(view: Any, partition: str, page_id: str) -> dict[str, Any] 
         body = split_document(data.decode("utf-8"))[1]
     except (OSError, UnicodeDecodeError, KnowledgeError):
         return None
-    return {"title": row.view.title, "frontmatter": json.loads(row.frontmatter_json), "body": body}
+    frontmatter = json.loads(row.frontmatter_json)  # parsed once: the title read as the whole view reads it
+    return {"title": view_of({"title": frontmatter.get("title")}).title, "frontmatter": frontmatter, "body": body}
 
 
 def _source_shas(view: Any, partition: str, source_ids: Iterable[str]) -> dict[str, str]:

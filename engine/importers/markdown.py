@@ -237,7 +237,8 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
     """The links between the pages written (relationships made or kept), in writes of whole notes holding up
     to ``LINKS_PER_WRITE`` relationships: one publication per note made most of a vault's publications, each
     authorised, checked and acknowledged on its own for three relationships."""
-    linked_before = writer.imported_records(_link_key, kind="relationship", active_only=True)
+    linked_before = writer.imported_records(_link_key, reads=("relation", "from", "to"), kind="relationship",
+                                            active_only=True)
     kept = 0
     total = len(folder.notes)
     made: list[Future[list[str]]] = []
@@ -507,23 +508,29 @@ def _inline_tags(body: str) -> list[str]:
     """The ``#tags`` of a note's text, in order, outside fenced code and inline code."""
     tags, fenced = [], False
     for line in body.splitlines():
-        if _FENCE.match(line):
+        if _fence(line):
             fenced = not fenced
             continue
-        if not fenced:
+        if not fenced and "#" in line:  # most lines hold no tag: no pattern is tried on them
             tags += [one_line(match.group(1).strip("/"), TITLE_MAX_CHARS)
-                     for match in _INLINE_TAG.finditer(_INLINE_CODE.sub(" ", line))]
+                     for match in _INLINE_TAG.finditer(_INLINE_CODE.sub(" ", line) if "`" in line else line)]
     return tags
+
+
+def _fence(line: str) -> bool:
+    """Whether a line opens or closes a fenced code block (``_FENCE``), the pattern tried only on lines that
+    hold a fence's marks at all."""
+    return ("```" in line or "~~~" in line) and _FENCE.match(line) is not None
 
 
 def _links(original: Original) -> list[Link]:
     """The note's links as the engine will read its lines (``str.splitlines`` of the UTF-8 text)."""
     links, fenced = [], False
     for number, line in enumerate(original.data.decode("utf-8").splitlines(), start=1):
-        if _FENCE.match(line):
+        if _fence(line):
             fenced = not fenced
             continue
-        if fenced:
+        if fenced or "[" not in line:  # both kinds of link hold a "["
             continue
         for match in _WIKILINK.finditer(line):
             if match.group(2).strip():

@@ -396,3 +396,28 @@ def test_a_page_edited_on_disk_since_the_import_is_read_as_it_is_now(
     # The page no longer says what the note does: its next revision says it again.
     assert again["revised"] == 1 and again["pages"] == first["pages"]
     assert engine.get_record(reader(engine), lotte)["title"] == "Lotte"
+
+
+def test_a_narrow_view_reads_its_keys_as_the_whole_view_does_and_nothing_else() -> None:
+    """A rerun's look-up of earlier records builds each row's view of the keys it reads (``narrow_view``): those
+    read as in the whole view, with the two the look-up filters on; any other reads as absent."""
+    import json
+    from dataclasses import dataclass
+
+    from engine.vault.record_view import view_of
+
+    @dataclass(frozen=True)
+    class Row:  # the one column narrow_view reads, on a frozen row as the catalog's are
+        frontmatter_json: str
+
+    frontmatter = {"kind": "relationship", "relation": "related_to", "from": "pg_a", "to": "pg_b", "title": "A to B",
+                   "lifecycle": "active", "attribution": {"instance": "import-markdown"},
+                   "evidence": [{"source": "src_a", "lines": [3, 3], "quote": "[[B]]"}]}
+    whole = view_of(frontmatter)
+    row = Row(json.dumps(frontmatter))
+    narrow = common.narrow_view(row, ("relation", "from", "to"))
+    assert (narrow.relation, narrow.from_id, narrow.to_id, narrow.lifecycle, narrow.attribution) == \
+        (whole.relation, whole.from_id, whole.to_id, whole.lifecycle, whole.attribution) == \
+        ("related_to", "pg_a", "pg_b", "active", {"instance": "import-markdown"})
+    assert narrow.evidence is None and narrow.title is None and narrow.kind is None  # not asked for
+    assert common.narrow_view(row, ("evidence",)).evidence == whole.evidence
