@@ -263,16 +263,18 @@ def test_a_claim_about_the_person_the_question_names_comes_first(engine_with_mod
     owner_search(engine, query="harbour walk")
     assert next(iter(engine._runtimes.values())).vector_feed.settled(60)
 
-    def scores() -> tuple[str, float]:
-        """The first hit, and how far Dana's claim scores above Lee's."""
-        hits = owner_search(engine, query="which harbour walk does Dana prefer", kinds=["claim"])["hits"]
-        score = {hit["id"]: hit["score"] for hit in hits}
-        return hits[0]["id"], score[danas] - score[lees]
-
-    leader, lead = scores()
+    question = "which harbour walk does Dana prefer"
+    leader, lead = first_claim_and_lead(engine, question, danas, lees)
     assert leader == danas and lead > 0.05
     monkeypatch.setattr("engine.search.hybrid.NAMED_SUBJECT_BONUS", 0.0)
-    assert abs(scores()[1]) < 0.05
+    assert abs(first_claim_and_lead(engine, question, danas, lees)[1]) < 0.05
+
+
+def first_claim_and_lead(engine, question: str, ahead: str, behind: str) -> tuple[str, float]:
+    """The first claim the owner's search answers ``question`` with, and how far ``ahead`` scores above ``behind``."""
+    hits = owner_search(engine, query=question, kinds=["claim"])["hits"]
+    score = {hit["id"]: hit["score"] for hit in hits}
+    return hits[0]["id"], score[ahead] - score[behind]
 
 
 def test_a_claim_drawn_from_the_page_the_question_is_about_comes_first(engine_with_model, monkeypatch) -> None:
@@ -294,16 +296,11 @@ def test_a_claim_drawn_from_the_page_the_question_is_about_comes_first(engine_wi
     owner_search(engine, query="lake")
     assert next(iter(engine._runtimes.values())).vector_feed.settled(60)
 
-    def scores() -> tuple[str, float]:
-        """The first claim, and how far the claim from the Norway page scores above the other."""
-        hits = owner_search(engine, query="where did Ana swim on the Norway holiday", kinds=["claim"])["hits"]
-        score = {hit["id"]: hit["score"] for hit in hits}
-        return hits[0]["id"], score[norway] - score[office]
-
-    leader, lead = scores()
+    question = "where did Ana swim on the Norway holiday"
+    leader, lead = first_claim_and_lead(engine, question, norway, office)
     assert leader == norway and lead > 0.1
     monkeypatch.setattr("engine.search.hybrid.EVIDENCE_PAGE_WEIGHT", 0.0)
-    assert abs(scores()[1]) < 0.05
+    assert abs(first_claim_and_lead(engine, question, norway, office)[1]) < 0.05
 
 
 def test_a_claim_with_an_evidence_page_gains_no_named_subject_bonus_on_top(engine_with_model) -> None:
