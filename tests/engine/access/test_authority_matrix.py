@@ -270,12 +270,20 @@ def test_no_reply_depends_on_another_partitions_contents(engine, world):
         return {(kind, name): dispatcher.handle(sessions[kind][0], _message(method, {**params, **sessions[kind][1]}))
                 for kind in kinds for name, (method, params) in reads.items()}
 
-    # The world's own writes checkpointed first: knowledge_resume reports what it committed of the caller's
-    # partition, and the git thread commits a burst a moment after it (engine/runtime.py), not at once.
-    for record in engine.registry.stores():
-        engine.runtime(record).checkpoint()
+    def settled() -> None:
+        """Every write so far checkpointed and in the search index: knowledge_resume reports what git committed
+        of the caller's partition, and a grep answered beside uncommitted records (the overlay) may order exact
+        ties and round its cursor's figures otherwise than the committed index; the git and index threads
+        commit a burst a moment after it (engine/runtime.py), not at once."""
+        for record in engine.registry.stores():
+            runtime = engine.runtime(record)
+            runtime.checkpoint()
+            runtime.call(lambda: [runtime.indexes.catch_up(name) for name in runtime.store.partitions()])
+
+    settled()
     for partition, caller in _seed_callers(world).items():
         blind = [kind for kind, (reach, _) in EXPECTED.items() if reach != partition]
+        settled()  # the writes of the partition before this one
         before = replies(blind)
         page = engine.save_page(caller, {"requestId": "more", "type": "project", "title": "Added project",
                                          "body": "shared keyword body, added later."})
