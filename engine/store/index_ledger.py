@@ -15,7 +15,7 @@ import json
 from typing import ContextManager, Iterator, NamedTuple, Sequence
 
 from ..core.db import Database
-from .catalog_reads import CURRENT
+from .catalog_reads import CURRENT, placeholders
 
 # Current rows the index lacks or holds in another revision; indexed rows no longer current.  Both are
 # the conditions of partial indexes (migration 0004_index_backlog), so neither query reads every row.
@@ -91,7 +91,7 @@ class IndexLedger:
         """The rows of the backlog at ``paths`` (those that are in it)."""
         for start in range(0, len(paths), PATHS_PER_STATEMENT):
             chunk = paths[start:start + PATHS_PER_STATEMENT]
-            yield from self._rows(f"{_BACKLOG_ROWS} AND c.path IN ({', '.join('?' * len(chunk))})",
+            yield from self._rows(f"{_BACKLOG_ROWS} AND c.path IN ({placeholders(chunk)})",
                                   (partition, *chunk))
 
     def _rows(self, sql: str, parameters: tuple[object, ...]) -> Iterator[BacklogRow]:
