@@ -16,6 +16,7 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.bench.corpus import generate_records, render_record
 from engine.core.db import Database
+from engine.index import tantivy_index
 from engine.index.tantivy_index import PartitionIndex
 from engine.runtime import StoreRuntime
 from engine.service import Engine
@@ -137,6 +138,7 @@ def test_a_crash_after_committing_unlisted_records_rebuilds_the_index(engine, ow
 _KILLED_CATCH_UP = """
 import os, signal, sys
 from pathlib import Path
+from engine.index import tantivy_index
 from engine.index.tantivy_index import PartitionIndex
 from engine.service import Engine
 from engine.state.statedir import StateDir
@@ -215,3 +217,34 @@ def test_unlisted_records_deleted_or_edited_while_a_catch_up_commits_leave_the_i
     assert found(engine, owner, "zephyrine") == []
     assert found(engine, owner, "slipway") == ["Quillmoor harbour note"]
     assert "Quillmoor harbour note" not in found(engine, owner, "quay")
+
+
+def test_a_streamed_catch_up_writes_ahead_again_when_the_catalog_changed_since(engine, owner, state_dir,
+                                                                              monkeypatch):
+    """An indexed record edited between the write-ahead and the streamed read is in the backlog without a
+    removal: the catch-up writes ahead again instead of adding a second document for its path."""
+    engine.save_page(owner, page("p1", "Harbour", type_="place", body="Fishing boats."))
+    runtime = runtime_of(engine)
+    runtime.call(lambda: runtime.indexes.catch_up("private"))
+    monkeypatch.setattr(StoreRuntime, "_catch_up_indexes", lambda self, partitions: None)
+    monkeypatch.setattr(tantivy_index, "GATHER_MAX", 0)  # every backlog is streamed
+    engine.save_page(owner, page("p2", "Lighthouse", type_="place"))
+    [harbour] = private_dir(state_dir).glob("pages/*/harbour.md")
+    relpath = harbour.relative_to(private_dir(state_dir)).as_posix()
+    removals = IndexLedger.removals
+    calls: list[int] = []
+
+    def edited_before_the_stream(self, partition):
+        calls.append(len(calls))
+        if len(calls) == 2:  # the streamed transaction's check: as if the lane had just committed an edit
+            harbour.write_text(harbour.read_text(encoding="utf-8").replace("Fishing", "Ferry"), encoding="utf-8")
+            runtime.catalog.sync("private", [relpath])
+        return removals(self, partition)
+
+    monkeypatch.setattr(IndexLedger, "removals", edited_before_the_stream)
+    runtime.indexes.catch_up("private")
+    assert len(calls) == 4  # write-ahead, check (changed), write-ahead again, check
+    monkeypatch.setattr(IndexLedger, "removals", removals)
+    assert index_matches_catalog(engine) == (2, 2)
+    assert found(engine, owner, "fishing") == []
+    assert found(engine, owner, "ferry") == ["Harbour"]
