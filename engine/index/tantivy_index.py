@@ -129,14 +129,13 @@ class PartitionIndex:
             heap = LARGE_WRITER_HEAP if threads > 1 else WRITER_HEAP
             self._writer, self._writer_threads = self.index.writer(heap, threads), threads
         writer = self._writer
-        replacing = self.index.searcher().num_docs > 0  # an empty index (a first build) has nothing to replace
         added = 0
         try:
+            # The ledger lists every path the index may hold a document of among ``removals`` (or has it
+            # rebuilt, engine/store/index_ledger.py): an addition deletes nothing of its own.
             for path in removals:
                 writer.delete_documents_by_term("path", path)
             for document in additions:
-                if replacing:
-                    writer.delete_documents_by_term("path", document["path"])
                 writer.add_document(tantivy.Document(**document))
                 added += 1
             writer.commit()
@@ -335,25 +334,34 @@ class SearchIndexes:
                 self._indexed[partition] = index_version
                 return index_version
             index = self.get(partition)
-            with self.store.db.atomic():  # what to apply, read at one catalog version and written ahead
-                catalog_version, _ = self.catalog.version(partition)
-                # Written ahead: the paths about to be (re)indexed or deleted count as removals until the
-                # catalog records them below.  tantivy commits first, so a crash between its commit and the
-                # catalog's would otherwise leave documents the catalog never learned were indexed (and a
-                # record superseded after the restart searchable for good); the next catch-up deletes them
-                # and re-adds what is current.
-                self.ledger.write_ahead(partition)
-                removed = self.ledger.removals(partition)
-                count = self.ledger.backlog_count(partition)
-                gathered = list(self.ledger.backlog(partition)) if count <= GATHER_MAX else None
-            if gathered is None:
-                # Streamed, with a larger page cache: the backlog cannot change until it is recorded.
-                with self.ledger.large_catch_up(), self.store.db.atomic():
-                    done = self._apply(index, partition, removed, self.ledger.backlog(partition), count)
+            if self.ledger.unlisted_left(partition):
+                log.warning("a catch-up of %s stopped after its commit; rebuilding its search index", partition)
+                self._drop(partition)
+                shutil.rmtree(self.directory(partition), ignore_errors=True)
+                index = self.get(partition)  # a new, empty index: the ledger forgets what the old one held
+            while True:
+                with self.store.db.atomic():  # what to apply, read at one catalog version and written ahead
+                    catalog_version, _ = self.catalog.version(partition)
+                    # Written ahead: the paths about to be (re)indexed or deleted count as removals until the
+                    # catalog records them below.  tantivy commits first, so a crash between its commit and
+                    # the catalog's would otherwise leave documents the catalog never learned were indexed
+                    # (and a record superseded after the restart searchable for good); the next catch-up
+                    # deletes them and re-adds what is current.
+                    self.ledger.write_ahead(partition)
+                    removed = self.ledger.removals(partition)
+                    count = self.ledger.backlog_count(partition)
+                    gathered = list(self.ledger.backlog(partition)) if count <= GATHER_MAX else None
+                if gathered is not None:
+                    done = self._apply(index, partition, removed, iter(gathered), count)
                     self.ledger.record(partition, removed, *done, catalog_version)
-            else:
-                done = self._apply(index, partition, removed, iter(gathered), count)
-                self.ledger.record(partition, removed, *done, catalog_version)
+                    break
+                # Streamed, with a larger page cache: the backlog cannot change until it is recorded.  It is
+                # the one written ahead unless the catalog changed in between (the lane wrote): then again.
+                with self.ledger.large_catch_up(), self.store.db.atomic():
+                    if self.ledger.removals(partition) == removed and not self.ledger.held_backlog(partition):
+                        done = self._apply(index, partition, removed, self.ledger.backlog(partition), count)
+                        self.ledger.record(partition, removed, *done, catalog_version)
+                        break
             self._wrote(partition)
             self._indexed[partition] = catalog_version
             return catalog_version

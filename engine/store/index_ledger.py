@@ -7,6 +7,12 @@ catalog's never leaves a document the catalog does not know about; and
 ``partition_state.index_version`` is the catalog version the index last
 caught up with.  The index (engine/index/tantivy_index.py) asks and
 records through this class only.
+
+The rule the index relies on: a path the index may hold a document of has a
+catalog row with ``indexed_sha`` set, or a row in ``index_removals``, or
+``partition_state.index_unlisted`` is set.  So a catch-up deletes by path
+only what ``removals`` lists: a row with neither mark was never added, or was
+deleted by a commit the ledger recorded.
 """
 
 from __future__ import annotations
@@ -33,6 +39,16 @@ _BACKLOG_ROWS = (
 )
 
 PATHS_PER_STATEMENT = 500  # SQLite's bound parameters per statement stay well under its limit
+
+# Backlog rows the index cannot hold: never indexed, or deleted by a recorded commit, and no removal pending.
+_UNLISTED = (f"{_BACKLOG} AND c.indexed_sha IS NULL AND NOT EXISTS "
+             "(SELECT 1 FROM index_removals r WHERE r.partition = c.partition AND r.path = c.path)")
+# A catch-up adding at least this many unlisted rows (a folder of new files, a rebuild) does not write each
+# ahead as a removal: it sets ``index_unlisted`` instead, and a catch-up that finds the mark left behind (a
+# crash between tantivy's commit and ``record``) rebuilds the index, the one way to find documents no row
+# lists.  Written ahead, 100,000 new files cost 100,000 removal rows and delete terms (about 2 s of CPU); a
+# smaller catch-up still writes them ahead, so a crash in it costs those deletes, not a rebuild.
+UNLISTED_MIN = 5_000
 
 
 class BacklogRow(NamedTuple):
@@ -62,8 +78,19 @@ class IndexLedger:
             self.db.execute("DELETE FROM index_removals WHERE partition = ?", (partition,))
             self.db.execute(
                 "INSERT INTO partition_state (partition, index_version) VALUES (?, -1) "
-                "ON CONFLICT(partition) DO UPDATE SET index_version = -1", (partition,),
+                "ON CONFLICT(partition) DO UPDATE SET index_version = -1, index_unlisted = 0", (partition,),
             )
+
+    def unlisted_left(self, partition: str) -> bool:
+        """Whether a catch-up that added rows without writing them ahead never recorded its commit: the index
+        may hold documents no catalog row lists, and only a rebuild removes them."""
+        row = self.db.one("SELECT index_unlisted FROM partition_state WHERE partition = ?", (partition,))
+        return row is not None and bool(row["index_unlisted"])
+
+    def held_backlog(self, partition: str) -> bool:
+        """Whether a backlog row still says the index holds it: one that changed since ``write_ahead``."""
+        return self.db.one(f"SELECT 1 FROM catalog c WHERE {_BACKLOG} AND c.indexed_sha IS NOT NULL LIMIT 1",
+                           (partition,)) is not None
 
     def large_catch_up(self) -> ContextManager[None]:
         """A larger page cache while one catch-up reads and records many rows."""
@@ -106,14 +133,21 @@ class IndexLedger:
         Their documents are about to be deleted or replaced: if a row came back to that revision byte for
         byte before ``record`` (an edit undone, a duplicate's copy removed), a kept ``indexed_sha`` would say
         the index holds it, and searches would skip it while the commit had just deleted or replaced it.
-        Cleared here, the row is backlog.
+        Cleared here, the row is backlog.  At least ``UNLISTED_MIN`` unlisted rows are not written ahead:
+        the partition is marked instead (``unlisted_left``).
         """
         with self.db.atomic():
-            for condition in (_STALE, _BACKLOG):
+            unlisted = self.db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {_UNLISTED}",
+                                   (partition,))["n"] >= UNLISTED_MIN
+            backlog = f"{_BACKLOG} AND c.indexed_sha IS NOT NULL" if unlisted else _BACKLOG
+            for condition in (_STALE, backlog):
                 self.db.execute("INSERT OR IGNORE INTO index_removals (partition, path) "
                                 f"SELECT c.partition, c.path FROM catalog c WHERE {condition}", (partition,))
                 self.db.execute(f"UPDATE catalog AS c SET indexed_sha = NULL WHERE {condition} "
                                 "AND c.indexed_sha IS NOT NULL", (partition,))
+            if unlisted:
+                self.db.execute("INSERT INTO partition_state (partition, index_unlisted) VALUES (?, 1) "
+                                "ON CONFLICT(partition) DO UPDATE SET index_unlisted = 1", (partition,))
 
     def record(self, partition: str, removed: Sequence[str], backlog: Sequence[str],
                indexed: Sequence[tuple[str, str]], catalog_version: int) -> None:
@@ -125,22 +159,29 @@ class IndexLedger:
         the document this one added.
         """
         with self.db.atomic():
-            self.db.executemany("UPDATE catalog SET indexed_sha = NULL WHERE partition = ? AND path = ?",
-                                [(partition, path) for path in removed])
+            for chunk in _chunks(sorted(set(removed))):
+                self.db.execute(f"UPDATE catalog SET indexed_sha = NULL WHERE partition = ? AND path IN "
+                                f"({placeholders(chunk)}) AND indexed_sha IS NOT NULL", (partition, *chunk))
             self.db.executemany("UPDATE catalog SET indexed_sha = ? WHERE partition = ? AND path = ?",
                                 [(sha, partition, path) for sha, path in indexed])
-            settled = [(partition, path) for path in {*removed, *backlog}]
-            self.db.executemany("DELETE FROM index_removals WHERE partition = ? AND path = ?", settled)
+            for chunk in _chunks(sorted({*removed, *backlog})):
+                self.db.execute(f"DELETE FROM index_removals WHERE partition = ? AND path IN ({placeholders(chunk)})",
+                                (partition, *chunk))
             self.db.executemany(
                 "INSERT OR IGNORE INTO index_removals (partition, path) SELECT ?, ? WHERE NOT EXISTS "
                 "(SELECT 1 FROM catalog WHERE partition = ? AND path = ?)",
                 [(partition, path, partition, path) for _, path in indexed])
             self.db.execute(
                 "INSERT INTO partition_state (partition, catalog_version, index_version) VALUES (?, ?, ?) "
-                "ON CONFLICT(partition) DO UPDATE SET index_version = excluded.index_version",
+                "ON CONFLICT(partition) DO UPDATE SET index_version = excluded.index_version, index_unlisted = 0",
                 (partition, catalog_version, catalog_version),
             )
 
     def indexed_count(self, partition: str) -> int:
         return self.db.one("SELECT COUNT(*) AS n FROM catalog WHERE partition = ? AND indexed_sha IS NOT NULL",
                            (partition,))["n"]
+
+
+def _chunks(paths: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(paths), PATHS_PER_STATEMENT):
+        yield paths[start:start + PATHS_PER_STATEMENT]

@@ -343,6 +343,11 @@ STATE_MIGRATIONS = [
         );
         CREATE INDEX sync_conflicts_waiting ON sync_conflicts (at) WHERE dismissed_at IS NULL
     """),
+    # A search index catch-up of many never-indexed records marks its partition instead of writing each path
+    # ahead as a removal (engine/store/index_ledger.py): a mark a catch-up left behind rebuilds the index.
+    ("0009_index_unlisted", """
+        ALTER TABLE partition_state ADD COLUMN index_unlisted INTEGER NOT NULL DEFAULT 0
+    """),
 ]
 
 
