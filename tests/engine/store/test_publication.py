@@ -578,3 +578,43 @@ def test_a_disk_that_refuses_a_step_gives_a_clear_error_and_leaves_nothing(state
         assert [state for _, state in publications(state_dir)] == journal
         retried = engine.remember(owner, request)  # the fault fired once: the same request now succeeds
         assert engine.get_record(owner, retried["items"][0]["id"])["status"] == "current"
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["the-engine's-own", "edited-meanwhile"])
+def test_the_watcher_reporting_a_rename_before_the_install_is_told_judges_it_once_the_install_is(
+        engine, owner, monkeypatch, edited):
+    """The watcher can report a file moved in before the lane records the stat it installed: that report is
+    the engine's own install (no catch-up, no search waiting for the lane) unless the file changed since."""
+    from engine.core import files as files_module
+
+    engine.save_page(owner, page("r0", "Warm-up"))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    replace = os.replace
+    reported = []
+
+    def renamed_then_reported(source, target):
+        replace(source, target)  # os.replace is every caller's: vault.json's too, outside the vault
+        relpath = os.path.relpath(target, runtime.store.vault)
+        if relpath.startswith("private/pages/"):
+            reported.append(relpath)
+            runtime.mark_dirty(relpath)  # as the watcher thread would, before the lane hears of the install
+
+    installed = runtime.publisher.on_installed
+
+    def edited_before_told(partition, path, info):  # an editor saving right after the install's own stat
+        if edited and info is not None:
+            target = runtime.store.partition_root(partition) / path
+            target.write_bytes(target.read_bytes() + b"\nEdited by hand.\n")
+        installed(partition, path, info)
+
+    runtime.publisher.on_installed = edited_before_told
+    with runtime._dirty_lock:
+        runtime._dirty.pop("private", None)
+    monkeypatch.setattr(files_module.os, "replace", renamed_then_reported)
+    engine.save_page(owner, page("r1", "Dana"))
+    monkeypatch.undo()
+    assert reported == ["private/pages/people/dana.md"]
+    with runtime._dirty_lock:
+        dirty = runtime._dirty.get("private")
+    assert (dirty is not None and "pages/people/dana.md" in dirty) == edited
+    assert not runtime._renaming
