@@ -124,9 +124,10 @@ class StoreRuntime:
         self.faults = faults or Faults()
         self.publisher = Publisher(store, self.catalog, git_enabled=self._git_enabled, faults=self.faults)
         self.outbox = GitOutbox(store.db)
-        self.publisher.on_installed = self._installed
+        self.publisher.on_installing, self.publisher.on_installed = self._installing, self._installed
         self.source_lines = SourceLines()  # cited sources' lines, kept between plans (engine/store/writes.py)
         self._echoes: dict[tuple[str, str], tuple[int, int, int, int]] = {}  # (partition, path) -> stat installed
+        self._renaming: dict[tuple[str, str], bool] = {}  # being renamed into place -> whether reported meanwhile
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")
         self._queued: deque[_QueuedWrite] = deque()
         self._queued_lock = threading.Lock()
@@ -573,8 +574,16 @@ class StoreRuntime:
             return
         if relpath is not None and relpath.rsplit("/", 1)[-1].startswith("."):
             return
-        if relpath is not None and not is_directory and self._echo(partition, relpath):
-            return
+        if relpath is not None and not is_directory:
+            with self._dirty_lock:
+                if (partition, relpath) in self._renaming:  # judged once the install says what it made
+                    self._renaming[(partition, relpath)] = True
+                    return
+            if self._echo(partition, relpath):
+                return
+        self._mark(partition, relpath, is_directory)
+
+    def _mark(self, partition: str, relpath: str | None, is_directory: bool) -> None:
         with self._dirty_lock:
             pending = self._dirty.get(partition, set())
             if relpath is None or pending is FULL:
@@ -585,13 +594,24 @@ class StoreRuntime:
         # The catalog catches up on the next read; a watcher asks again and sees the edit.
         self.changes.publish("publications", storeId=self.store_id, partition=partition)
 
-    def _installed(self, partition: str, relpath: str, info: FileStat) -> None:
-        """A publication installed ``relpath`` (on the lane, before its catalog rows are written)."""
+    def _installing(self, partition: str, relpath: str) -> None:
+        """A publication is about to rename ``relpath`` into place: the watcher can report the rename before
+        ``_installed`` knows the file's stat, so what it reports meanwhile waits for that."""
         with self._dirty_lock:
-            self._echoes.pop((partition, relpath), None)
-            self._echoes[(partition, relpath)] = info.stamp
-            while len(self._echoes) > ECHOES_KEPT:
-                del self._echoes[next(iter(self._echoes))]
+            self._renaming[(partition, relpath)] = False
+
+    def _installed(self, partition: str, relpath: str, info: FileStat | None) -> None:
+        """A publication installed ``relpath`` (on the lane, before its catalog rows are written); None: the
+        rename it announced did not happen.  A report that came meanwhile is judged now."""
+        with self._dirty_lock:
+            reported = self._renaming.pop((partition, relpath), False)
+            if info is not None:
+                self._echoes.pop((partition, relpath), None)
+                self._echoes[(partition, relpath)] = info.stamp
+                while len(self._echoes) > ECHOES_KEPT:
+                    del self._echoes[next(iter(self._echoes))]
+        if reported and not self._echo(partition, relpath):
+            self._mark(partition, relpath, False)
 
     def _echo(self, partition: str, relpath: str) -> bool:
         """Whether the watcher reports the engine's own install of ``relpath``: the file is still exactly as

@@ -254,10 +254,12 @@ class Authorizer:
                                   scope=scope)
         if not isinstance(caller, AgentCaller):
             raise Denied("unknown caller")
-        agent = self.registry.authenticate(caller.token)
-        if agent is None:
-            raise Denied("missing, unknown or revoked credential")
-        return self._as_agent(agent, caller.audience, caller.instance, write=write, create=create, scope=scope)
+        with self.registry.one_reading():  # one change stamp for the check's token, grant and store lookups
+            agent = self.registry.authenticate(caller.token)
+            if agent is None:
+                raise Denied("missing, unknown or revoked credential")
+            return self._as_agent(agent, caller.audience, caller.instance, write=write, create=create,
+                                  scope=scope)
 
     def can_save(self, caller: Caller) -> bool:
         """Whether ``caller`` could save knowledge now (the memory prompt's save guidance); grants nothing."""
@@ -284,12 +286,13 @@ class Authorizer:
             raise Denied(f"this credential lacks the {scope} scope")
         instance = parse_instance(instance_data)
         partition, can_write, grant = self._partition_for(agent, audience)
+        settings = self.settings.current()
         if write:
-            if not self.settings.current().writes_enabled:
+            if not settings.writes_enabled:
                 raise WritesDisabled("the owner has turned Knowledge writes off")
             if not can_write:
                 raise Denied("this conversation's grant is read-only")
-        store = self.resolver.effective(agent.name, create=create)
+        store = self.resolver.effective(agent.name, create=create, settings=settings)
         if store is not None and partition != PRIVATE_SCOPE:
             self._check_conversation_owner(store, agent, audience, create=create)
         return Authority(agent.name, store, partition, can_write, audience.kind, audience, grant, instance)

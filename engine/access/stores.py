@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, cast
 
 from ..core.answers import NotRequired, TypedDict
-from ..state.config import NamedStore, SettingsSource, is_store_name
+from ..state.config import NamedStore, Settings, SettingsSource, is_store_name
 from ..core.errors import Conflict, InvalidParams, NotFound, StoreUnavailable
 from ..core.ids import STORE_PREFIX, new_id
 from ..state.registry import Registry, StoreRecord
@@ -72,12 +72,13 @@ class StoreResolver:
         self._creating = threading.Lock()  # concurrent first uses must create one store, not two
         self.on_created: Callable[[StoreRecord], None] = lambda record: None  # the engine's change feed
 
-    def effective(self, agent: str, *, create: bool) -> StoreRecord | None:
+    def effective(self, agent: str, *, create: bool, settings: Settings | None = None) -> StoreRecord | None:
         """The agent's effective store; created only when ``create`` (an authorized use).
 
-        Returns None when the store does not exist yet and ``create`` is false.
+        Returns None when the store does not exist yet and ``create`` is false.  ``settings``: the settings
+        in force as the caller read them a moment ago (one read of config.json per check).
         """
-        names = self.settings.current().named_stores_of(agent)
+        names = (settings or self.settings.current()).named_stores_of(agent)
         if len(names) > 1:
             raise StoreUnavailable(
                 f"agent {agent!r} is listed in more than one named store ({', '.join(names)}); "

@@ -13,9 +13,10 @@ import hmac
 import json
 import secrets
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from ..core.answers import TypedDict
 from ..core.db import Database
@@ -160,6 +161,7 @@ class Registry:
         self._memo: dict[tuple[str, str, str], object] = {}
         self._memo_stamp: tuple[int, int] | None = None
         self._memo_lock = threading.Lock()
+        self._reading = threading.local()  # ``one_reading``'s stamp, per thread
         database.change_stamp()  # its connection opened now, by whoever opens the registry, not by a first check
 
     @classmethod
@@ -255,6 +257,22 @@ class Registry:
         agent = self._read_agent(row["agent"])
         return agent if agent is not None and agent.active else None
 
+    @contextmanager
+    def one_reading(self) -> Iterator[None]:
+        """The checks made in the block (one authorization's token, agent, grant and store) share one change
+        stamp, taken as the block begins: each answer is still filed under a state no newer than the one it was
+        read in, and a change committed before the block is seen by every check in it.  A change committed
+        through this registry meanwhile (a store created by a concurrent first use) moves the connection's
+        count of changes, and the checks after it take a stamp of their own."""
+        if getattr(self._reading, "stamp", None) is not None:  # nested: the outer block's stamp serves
+            yield
+            return
+        self._reading.stamp = self.db.change_stamp()
+        try:
+            yield
+        finally:
+            self._reading.stamp = None
+
     def _remembered(self, key: tuple[str, str, str], read: Callable[[], T]) -> T:
         """``read()``, or what it returned last while the registry has not changed since.
 
@@ -264,7 +282,8 @@ class Registry:
         """
         if self.db.connection.in_transaction:
             return read()
-        stamp = self.db.change_stamp()
+        held = getattr(self._reading, "stamp", None)
+        stamp = held if held is not None and held[1] == self.db.connection.total_changes else self.db.change_stamp()
         with self._memo_lock:
             if stamp != self._memo_stamp:
                 self._memo.clear()

@@ -32,6 +32,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Iterable, Iterator
 
 from detect_secrets.filters import heuristic
@@ -97,6 +98,11 @@ class _Detector:
 
     def hinted(self) -> bool:
         return bool(self.hints or self.exact_hints)
+
+    @cached_property
+    def hint_keys(self) -> frozenset[tuple[bool, str]]:
+        """The hints as ``_Lines`` keys them: (exact, hint)."""
+        return frozenset([(False, hint) for hint in self.hints] + [(True, hint) for hint in self.exact_hints])
 
 
 def _plugin(plugin: BasePlugin) -> Callable[[str], Iterable[str]]:
@@ -233,6 +239,9 @@ _PATTERNS: tuple[_Detector, ...] = (
 
 DETECTORS: tuple[_Detector, ...] = _PATTERNS + _DETECT_SECRETS
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(detector.kind for detector in DETECTORS))
+# Every detector's hints, each once, with the bytes looked for.
+_HINT_NEEDLES: tuple[tuple[tuple[bool, str], bytes], ...] = tuple(
+    (key, key[1].encode("ascii")) for key in sorted(frozenset().union(*(d.hint_keys for d in DETECTORS))))
 
 
 # Values that stand for a password in examples (`scheme://user:pass@host` in a doc); found on this
@@ -285,6 +294,11 @@ class _Lines:
             self._spans[key] = spans
         return self._spans[key]
 
+    def hints_present(self) -> set[tuple[bool, str]]:
+        """Which of every detector's hints the text holds, each looked for once."""
+        raw, folded = self.raw, self.folded
+        return {key for key, needle in _HINT_NEEDLES if needle in (raw if key[0] else folded)}
+
     def for_detector(self, detector: _Detector) -> list[str]:
         """What the detector reads: the lines holding one of its hints, each once, in order, as a list
         (``per_line``) or joined into one text; the whole text if it has no hints."""
@@ -305,7 +319,10 @@ class _Lines:
 
 def _scan_chunk(text: str) -> tuple[str, str] | None:
     lines = _Lines(text)
+    present = lines.hints_present()
     for detector in DETECTORS:
+        if detector.hint_keys and detector.hint_keys.isdisjoint(present):
+            continue  # most detectors, for most texts: no line holds one of its hints
         for line in lines.for_detector(detector):
             for value in detector.find(line):
                 if not _false_positive(value, line, detector):

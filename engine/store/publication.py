@@ -148,8 +148,10 @@ class Publisher:
         self.db = store.db
         self.git_enabled = git_enabled
         self.faults = faults or Faults()
-        # Told each file a publication installed, with its stat as installed (the watcher's echo of it is no news).
-        self.on_installed: Callable[[str, str, FileStat], None] = lambda partition, path, info: None
+        # Told each file a publication installed, with its stat as installed (the watcher's echo of it is no news),
+        # and, before each rename, the file about to be renamed (told installed then, or None if it was not).
+        self.on_installed: Callable[[str, str, FileStat | None], None] = lambda partition, path, info: None
+        self.on_installing: Callable[[str, str], None] = lambda partition, path: None
         self._syncs: ThreadPoolExecutor | None = None  # started by the first publication
 
     def close(self) -> None:
@@ -351,8 +353,8 @@ class Publisher:
                     continue
                 self._expect_base(write, current)
                 self.faults.attempt("installed")
-                staged.append((write, None if write.removes
-                               else stage_inside(self._root(partition, write), write.path, write.data)))
+                staged.append((write, None if write.removes else stage_inside(
+                    self._root(partition, write), write.path, write.data, staging=self.store.staging_dir())))
         except BaseException:
             for _, staging in staged:
                 if staging not in (None, ALREADY):
@@ -388,13 +390,17 @@ class Publisher:
         else:
             # Compared again right before the rename: an edit made while the new bytes were synced is a
             # conflict too, not a version lost without the engine ever seeing it.
-            publication.installed[write.path] = FileStat.of(staging.install(
-                check=lambda: self._expect_base(write, self._current_sha(partition, write)),
-                directories=directories))
-            # Told at once, not after the group's directories are synced: the watcher reports the rename
-            # within a millisecond, and a search seeing a report that is not the engine's own install
-            # would wait for the whole group on the lane (the grep tail beside writers, issue 31).
-            self.on_installed(partition, write.path, publication.installed[write.path])
+            self.on_installing(partition, write.path)
+            info = None
+            try:
+                info = publication.installed[write.path] = FileStat.of(staging.install(
+                    check=lambda: self._expect_base(write, self._current_sha(partition, write)),
+                    directories=directories))
+            finally:
+                # Told at once, not after the group's directories are synced: the watcher reports the rename
+                # within a millisecond, and a search seeing a report that is not the engine's own install
+                # would wait for the whole group on the lane (the grep tail beside writers, issue 31).
+                self.on_installed(partition, write.path, info)
         self.faults.reach("installed")
 
     def _remove(self, root: Path, partition: str, write: FileWrite, directories: set[Path]) -> None:
@@ -566,11 +572,13 @@ class Publisher:
 
     def _remove_leftover_temp_files(self, partition: str, writes: list[FileWrite]) -> None:
         """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<random>.tmp``)
-        beside the target; recovery removes those of the publication's own files and of the manifest."""
+        beside the target or in the staging folder; recovery removes those of the publication's own files and
+        of the manifest."""
         targets = [(self.store.root, self.store.manifest_path.name)]
         for write in writes:
             root = self._root(partition, write)
             parent, _, name = write.path.rpartition("/")
+            targets.append((self.store.staging_dir(), name))
             try:
                 targets.append((resolve_inside(root, parent) if parent else root, name))
             except (UnsafePath, KnowledgeError):

@@ -114,3 +114,41 @@ def test_a_revocation_by_another_process_refuses_the_next_check(tmp_path):
         assert registry.authenticate(token) is None
     finally:
         registry.close()
+
+
+def test_one_reading_takes_one_change_stamp_for_every_check_in_it(registry, monkeypatch):
+    token = registry.add_agent("main", owner=True)
+    registry.new_store(store_id="st_a", kind="isolated", name=None, created_for="main")
+    taken = []
+    stamp = registry.db.change_stamp
+    monkeypatch.setattr(registry.db, "change_stamp", lambda: taken.append(1) or stamp())
+    with registry.one_reading():
+        with registry.one_reading():  # nested: the outer stamp serves
+            assert registry.authenticate(token).name == "main" and registry.own_store_of("main").store_id == "st_a"
+        assert registry.grant("main", "k") is None
+    assert len(taken) == 1
+    registry.authenticate(token)
+    assert len(taken) == 2  # outside a block each check takes its own
+
+
+def test_a_change_committed_before_a_reading_is_seen_by_every_check_in_it_and_one_during_it_by_the_next(registry):
+    token = registry.add_agent("main", owner=True)
+    registry.set_grant("main", "k", "read")
+    with registry.one_reading():  # remembered
+        assert registry.authenticate(token).name == "main" and registry.grant("main", "k").access == "read"
+    registry.set_grant("main", "k", "read-and-save")
+    registry.revoke_credential(token)
+    with registry.one_reading():
+        assert registry.authenticate(token) is None
+        assert registry.grant("main", "k").access == "read-and-save"
+        registry.remove_grant("main", "k")  # during the reading: this reading's answers may predate it
+    with registry.one_reading():
+        assert registry.grant("main", "k") is None
+
+
+def test_a_change_made_through_the_registry_during_a_reading_is_seen_by_the_checks_after_it(registry):
+    registry.add_agent("main", owner=True)
+    with registry.one_reading():
+        assert registry.own_store_of("main") is None
+        registry.new_store(store_id="st_a", kind="isolated", name=None, created_for="main")  # a concurrent first use
+        assert registry.own_store_of("main").store_id == "st_a"

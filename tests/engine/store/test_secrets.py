@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 
 from engine.importers import demo
-from engine.store import attachments
+from engine.store import attachments, credentials
 from engine.store.attachments import RETRY_LOOKUP_FROM, attach, attach_file
 from engine.access.authority import AgentCaller
 from engine.bench.secrets import fake_credentials
@@ -137,6 +137,24 @@ def test_each_kind_of_credential_is_found_and_named(name):
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_notes_pass(text):
     assert find_secret(text) is None
+
+
+def test_skipping_the_detectors_whose_hints_a_text_lacks_finds_what_reading_every_detector_finds(monkeypatch):
+    texts = [text for text, _ in CREDENTIALS.values()] + ORDINARY + ordinary_shapes()[::10]
+    texts += [f"note before\n{text}\nand after" for text, _ in CREDENTIALS.values()]
+    texts += [text.upper() for text, _ in CREDENTIALS.values()] + [text.lower() for text, _ in CREDENTIALS.values()]
+    skipping = [find_secret(text) for text in texts]
+    every = {key for key, _ in credentials._HINT_NEEDLES}
+    monkeypatch.setattr(credentials._Lines, "hints_present", lambda lines: every)
+    assert skipping == [find_secret(text) for text in texts]
+    assert sum(found is not None for found in skipping) >= len(CREDENTIALS)
+
+
+def test_a_hint_is_present_only_where_the_text_holds_it_in_its_case():
+    lines = credentials._Lines("An AKIA key and a Bearer header, sk-ant and SG.")
+    present = lines.hints_present()
+    assert {(False, "akia"), (False, "bearer"), (True, "-"), (True, "SG.")} <= present
+    assert (False, "xox") not in present and (True, "eyJ") not in present and (True, "_") not in present
 
 
 def test_a_real_looking_password_in_a_url_is_not_a_placeholder():
