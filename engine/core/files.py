@@ -244,23 +244,18 @@ def ensure_dirs(root: Path, relpath: str) -> Path:
 
 
 class StagedFile:
-    """New bytes for ``path`` in a unique temp file beside it (or in ``staging``, a folder on the same file
-    system), neither durable nor in place yet.
+    """New bytes for ``path`` in a unique temp file beside it, neither durable nor in place yet.
 
     ``sync`` makes the bytes durable and may run on any thread, so a publication stages all its files
     first and syncs them at once (the file system commits fsyncs that arrive together in one round);
     ``install`` then renames them over their targets in order.  ``discard`` removes the temp file, and
     ``install`` does too when ``check`` or the rename fails.
-
-    A temp file in ``staging`` is renamed across folders, which is as atomic as within one on a single file
-    system, and the target's folder is synced all the same; what changes is what a watcher of the target's
-    folder sees: one file moved in, instead of a temp file created, written, closed and renamed.
     """
 
-    def __init__(self, path: Path, *, mode: int = 0o644, staging: Path | None = None) -> None:
+    def __init__(self, path: Path, *, mode: int = 0o644) -> None:
         self.path = path
         self.mode = mode
-        fd, self.temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=staging or path.parent)
+        fd, self.temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         self.handle: BinaryIO = os.fdopen(fd, "wb")
 
     def sync(self) -> None:
@@ -276,15 +271,7 @@ class StagedFile:
             os.chmod(self.temp, self.mode)
             if check is not None:
                 check()
-            try:
-                os.replace(self.temp, self.path)
-            except OSError as exc:
-                if exc.errno != errno.EXDEV:
-                    raise
-                self._stage_beside()  # the target's folder is another mount (a bind mount shares the device)
-                if check is not None:
-                    check()
-                os.replace(self.temp, self.path)
+            os.replace(self.temp, self.path)
             info = os.lstat(self.path)  # before the directory sync: the file is ours for the shortest time
         except BaseException:
             self.discard()
@@ -294,23 +281,6 @@ class StagedFile:
         else:
             directories.add(self.path.parent)
         return info
-
-    def _stage_beside(self) -> None:
-        """Copy the staged bytes to a synced temp file beside the target, for a rename within its folder."""
-        with open(self.temp, "rb") as staged:
-            data = staged.read()
-        fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temp, self.mode)
-        except BaseException:
-            os.unlink(temp)
-            raise
-        os.unlink(self.temp)
-        self.temp = temp
 
     def discard(self) -> None:
         self.handle.close()
@@ -367,10 +337,9 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[
     return writer.info
 
 
-def stage_inside(root: Path, relpath: str, data: bytes, *, staging: Path | None = None) -> StagedFile:
+def stage_inside(root: Path, relpath: str, data: bytes) -> StagedFile:
     """Stage ``data`` for a root-relative path (``StagedFile``), creating its directories; the target, if it
-    exists, must be a regular file.  The temp file is made in ``staging`` when that folder is on the target
-    folder's file system (a rename cannot cross file systems), else beside the target."""
+    exists, must be a regular file."""
     parent = str(PurePosixPath(relpath).parent)
     if parent != ".":
         ensure_dirs(root, parent)
@@ -380,9 +349,7 @@ def stage_inside(root: Path, relpath: str, data: bytes, *, staging: Path | None 
             raise UnsafePath("target is not a regular file", path=relpath)
     except FileNotFoundError:
         pass
-    if staging is not None and os.stat(staging).st_dev != os.stat(path.parent).st_dev:
-        staging = None
-    staged = StagedFile(path, staging=staging)
+    staged = StagedFile(path)
     try:
         staged.handle.write(data)
         staged.handle.flush()

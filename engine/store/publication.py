@@ -353,8 +353,8 @@ class Publisher:
                     continue
                 self._expect_base(write, current)
                 self.faults.attempt("installed")
-                staged.append((write, None if write.removes else stage_inside(
-                    self._root(partition, write), write.path, write.data, staging=self.store.staging_dir())))
+                staged.append((write, None if write.removes
+                               else stage_inside(self._root(partition, write), write.path, write.data)))
         except BaseException:
             for _, staging in staged:
                 if staging not in (None, ALREADY):
@@ -572,13 +572,11 @@ class Publisher:
 
     def _remove_leftover_temp_files(self, partition: str, writes: list[FileWrite]) -> None:
         """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<random>.tmp``)
-        beside the target or in the staging folder; recovery removes those of the publication's own files and
-        of the manifest."""
+        beside the target; recovery removes those of the publication's own files and of the manifest."""
         targets = [(self.store.root, self.store.manifest_path.name)]
         for write in writes:
             root = self._root(partition, write)
             parent, _, name = write.path.rpartition("/")
-            targets.append((self.store.staging_dir(), name))
             try:
                 targets.append((resolve_inside(root, parent) if parent else root, name))
             except (UnsafePath, KnowledgeError):

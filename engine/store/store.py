@@ -40,8 +40,6 @@ from ..state.registry import StoreRecord
 STATE_DB = "state.sqlite"
 MANIFEST = "vault.json"
 VAULT_DIR = "vault"
-# Beside the vault, on its file system: publications write new files here first (``Store.staging_dir``).
-STAGING_DIR = "staging"
 EXTENSIONS_FILE = "ontology.yaml"
 CONVERSATIONS_DIR = "conversations"
 
@@ -443,7 +441,6 @@ class Store:
         self._verified_checkpoint = 0  # the database's applied checkpoint at the last full ``verify``
         self._extensions_path = self.vault / EXTENSIONS_FILE
         self._partition_roots: dict[str, Path] = {}  # a write asks for its partition's folder a dozen times
-        self._staging: Path | None = None
 
     @classmethod
     def open(cls, record: StoreRecord, shipped: Ontology) -> "Store":
@@ -617,19 +614,6 @@ class Store:
         if root is None:
             root = self._partition_roots[partition] = self.vault / partition_dir(partition)
         return root
-
-    def staging_dir(self) -> Path:
-        """Where a publication writes and syncs a new file before renaming it into the vault: outside the
-        vault, so its watcher is told of each file once, moved in, not of a temp file's every step (made on
-        first use; what a crash leaves in it is removed by recovery, with the publication's other temp files)."""
-        if self._staging is None:
-            path = self.root / STAGING_DIR
-            path.mkdir(exist_ok=True)
-            if path.is_symlink() or not path.is_dir():
-                raise StoreUnavailable("the store's staging folder is not a plain folder", store=self.store_id,
-                                       path=str(path))
-            self._staging = path
-        return self._staging
 
     def partitions(self) -> list[str]:
         rows = self.db.all("SELECT partition FROM partitions ORDER BY partition")

@@ -111,7 +111,7 @@ def verify(state: StateDir, writers: Iterable[Writer], *, git_expected: bool = T
             root = store.path / "vault" / partition_dir(authority.partition)
             if key not in seen_partitions:
                 seen_partitions[key] = disk_records(root, engine.ontology, problems)
-                leftovers = temp_files(root) + temp_files(store.path / "staging")
+                leftovers = temp_files(root)
                 figures["temp files of interrupted writes left"] += len(leftovers)
                 figures["record files checked whole"] += len(seen_partitions[key])
             disk = seen_partitions[key]

@@ -6,14 +6,12 @@ import hashlib
 import json
 import os
 import sqlite3
-from pathlib import Path
 
 import pytest
 
 from engine.core.errors import Conflict, InvalidParams, LimitExceeded, NotFound, RecordInvalid, StaleRevision
 from engine.vault.frontmatter import parse_document
 from engine.store.publication import APPLIED_BY_REQUEST, FileWrite, Plan
-from engine.store.store import STAGING_DIR
 from tests.helpers import claim, only_store, page, private_dir, vault_snapshot
 
 
@@ -311,15 +309,9 @@ def test_an_edit_made_while_the_new_bytes_are_synced_is_a_conflict_not_an_overwr
     fsync = os.fsync
     calls = []
 
-    staging = private_dir(state_dir).parent.parent / STAGING_DIR
-
-    def temp_files() -> list[Path]:  # beside the page or in the store's staging folder
-        return [p for folder in (path.parent, staging) if folder.is_dir() for p in folder.iterdir()
-                if p.name.startswith(".")]
-
     def a_temp_file_beside(fd):  # os.fsync is every thread's: the engine's own threads may sync other files
         synced = os.fstat(fd)
-        return any(os.lstat(p).st_ino == synced.st_ino for p in temp_files())
+        return any(p.name.startswith(".") and os.lstat(p).st_ino == synced.st_ino for p in path.parent.iterdir())
 
     def fsync_then_edit(fd):
         fsync(fd)
@@ -333,84 +325,8 @@ def test_an_edit_made_while_the_new_bytes_are_synced_is_a_conflict_not_an_overwr
     monkeypatch.undo()
     assert calls  # the edit landed while the new bytes were synced
     assert path.read_bytes() == edited
-    assert not temp_files()  # no temp file left
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp file left
     assert engine.get_record(owner, created["id"])["body"] == "Edited by hand.\n"
-
-
-def test_a_new_file_is_written_and_synced_in_the_staging_folder_and_only_moved_into_the_vault(
-        engine, owner, state_dir, monkeypatch):
-    """The vault's watcher sees each installed file once, moved in, not a temp file's every step."""
-    from engine.core import files as files_module
-
-    engine.save_page(owner, page("r0", "Warm-up"))
-    staging = private_dir(state_dir).parent.parent / STAGING_DIR
-    fsync, synced_in = os.fsync, []
-
-    def noting_where(fd):
-        inode = os.fstat(fd).st_ino
-        synced_in.extend(p.parent for p in (*staging.glob(".*.tmp"), *private_dir(state_dir).rglob(".*.tmp"))
-                         if os.lstat(p).st_ino == inode)
-        fsync(fd)
-
-    monkeypatch.setattr(files_module.os, "fsync", noting_where)
-    receipt = engine.remember(owner, {"requestId": "r1", "items": [
-        {"text": "The review moved to week 9.", "claimKind": "fact", "excerpt": "moved to week 9"}]})
-    monkeypatch.undo()
-    assert synced_in == [staging] * 3  # the claim, its source and the source's descriptor
-    assert not list(staging.iterdir()) and not list(private_dir(state_dir).rglob(".*.tmp"))
-    assert engine.get_record(owner, receipt["items"][0]["id"])["body"] == "The review moved to week 9.\n"
-
-
-def test_a_staging_folder_on_another_file_system_is_passed_over_for_the_target_folder(tmp_path, monkeypatch):
-    from engine.core import files as files_module
-
-    root, staging = tmp_path / "root", tmp_path / "staging"
-    root.mkdir()
-    staging.mkdir()
-    real_stat = os.stat
-
-    def elsewhere(path, *args, **kwargs):  # the staging folder as if on another device
-        info = real_stat(path, *args, **kwargs)
-        if Path(path) != staging:
-            return info
-        return os.stat_result((info.st_mode, info.st_ino, info.st_dev + 1, *tuple(info)[3:]))
-
-    monkeypatch.setattr(files_module.os, "stat", elsewhere)
-    staged = files_module.stage_inside(root, "notes/a.md", b"text", staging=staging)
-    assert Path(staged.temp).parent == root / "notes"
-    monkeypatch.undo()
-    same = files_module.stage_inside(root, "notes/b.md", b"text", staging=staging)
-    assert Path(same.temp).parent == staging
-    for each in (staged, same):
-        each.sync()
-        each.install()
-    assert (root / "notes" / "a.md").read_bytes() == (root / "notes" / "b.md").read_bytes() == b"text"
-    assert not list(staging.iterdir())
-
-
-def test_a_staged_file_that_cannot_be_renamed_across_mounts_is_copied_beside_its_target(tmp_path, monkeypatch):
-    """A bind mount shares its device with the staging folder, yet a rename across it fails (EXDEV)."""
-    import errno
-
-    from engine.core import files as files_module
-
-    root, staging = tmp_path / "root", tmp_path / "staging"
-    root.mkdir()
-    staging.mkdir()
-    replace, checks = os.replace, []
-
-    def across_mounts(source, target):
-        if Path(source).parent == staging:
-            raise OSError(errno.EXDEV, "Invalid cross-device link")
-        replace(source, target)
-
-    staged = files_module.stage_inside(root, "notes/a.md", b"text", staging=staging)
-    staged.sync()
-    monkeypatch.setattr(files_module.os, "replace", across_mounts)
-    staged.install(check=lambda: checks.append(staged.temp))
-    assert (root / "notes" / "a.md").read_bytes() == b"text"
-    assert Path(checks[0]).parent == staging and Path(checks[1]).parent == root / "notes"  # compared again
-    assert not list(staging.iterdir()) and not list((root / "notes").glob(".*.tmp"))
 
 
 def test_an_edit_the_catalog_has_not_seen_is_kept_before_a_revision_replaces_it(engine, owner, state_dir,

@@ -92,7 +92,6 @@ def check_every_file_is_whole(private: Path, engine: Engine) -> None:
         retained = descriptor.read_text(encoding="utf-8").split("retained_path: ", 1)[1].split("\n", 1)[0]
         assert (private / retained).is_file()
     assert not list(private.rglob(".*.tmp")), "a temp file of an interrupted write was left behind"
-    assert not list((private.parent.parent / "staging").glob(".*.tmp")), "a staged file was left behind"
 
 
 def check_git_matches_disk(store: Path) -> None:
@@ -198,8 +197,6 @@ def test_recovery_removes_the_temp_files_an_interrupted_atomic_write_left(tmp_pa
         target = private / relpath
         if target.parent.is_dir():
             planted.append(target.parent / f".{target.name}.q8w1z0.tmp")
-        planted.append(store / "staging" / f".{target.name}.m3v7c1.tmp")  # where a publication stages its files
-    (store / "staging").mkdir(exist_ok=True)
     for path in planted:
         path.write_bytes(b"half a write")
     someone_elses = private / "sources" / ".notes.md.swp"
