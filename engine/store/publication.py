@@ -330,7 +330,7 @@ class Publisher:
                         publication.error = exc
         finally:
             for _, _, staging in staged:
-                if staging is not None and not staging.handle.closed:  # its publication was refused first
+                if staging is not None and not staging.closed:  # its publication was refused first
                     staging.discard()
 
     def _stage(self, publication: _Publication) -> list[tuple[FileWrite, StagedFile | None]]:
