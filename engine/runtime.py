@@ -30,7 +30,7 @@ import time
 from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Hashable, TypeVar
 
 from .core.answers import NotRequired, TypedDict
 from .index.analysis import Analyzer
@@ -105,6 +105,9 @@ class _QueuedWrite:
     partition: str
     plan: Callable[[PlanReads], Plan | dict[str, Any]]
     fence: Callable[[], None] | None
+    # Writes with equal keys have fences that answer alike (one caller, one partition): a group checks each
+    # key once before planning its first write and once more after planning them all (``_plan_group``).
+    fence_key: Hashable | None = None
     future: Future[dict[str, Any]] = field(default_factory=Future)
 
 
@@ -280,17 +283,18 @@ class StoreRuntime:
         return outcome
 
     def write(self, partition: str, plan: Callable[[PlanReads], Plan | Receipt], *,
-              fence: Callable[[], None] | None = None) -> Receipt:
+              fence: Callable[[], None] | None = None, fence_key: Hashable | None = None) -> Receipt:
         """Plan a publication on the lane and publish it; returns its receipt.
 
         Writes queued while the lane is busy go together (``_publish_group``): each planned in turn,
         then all journalled in one transaction, installed, checkpointed once and acknowledged in one
         transaction.  ``plan`` reads the catalog through the ``PlanReads`` it is given, and ``fence``
-        re-checks the caller's authority right before it, as ``run`` does.
+        re-checks the caller's authority right before it, as ``run`` does; writes of a group sharing a
+        ``fence_key`` are re-checked together, before the first is planned and after the last.
         """
         if self._closing.is_set():
             raise StoreUnavailable("the store is shutting down", store=self.store_id)
-        queued = _QueuedWrite(partition, plan, fence)
+        queued = _QueuedWrite(partition, plan, fence, fence_key)
         with self._queued_lock:
             self._queued.append(queued)
         self._lane.submit(self._publish_group)
@@ -344,20 +348,27 @@ class StoreRuntime:
     def _plan_group(self, taken: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]]
                     ) -> tuple[Group, list[_QueuedWrite], list[_QueuedWrite]]:
         """Plan ``taken`` in order: (the group, the writes it holds, the writes left for the next group).
-        A write refused while planned, or an identical retry, gets its outcome in ``outcomes``."""
-        group, planned, prepared = Group(), [], set()
+        A write refused while planned, or an identical retry, gets its outcome in ``outcomes``.
+
+        Each write's authority is re-checked before it is planned, once per ``fence_key`` of the group, and
+        each key's once more once all are planned (``_fence_again``): a revocation committed before the
+        group is published refuses every write of that caller in it, as one committed before a lone write
+        is planned refuses it."""
+        group, planned, prepared, fenced = Group(), [], set(), set()
         for index, queued in enumerate(taken):
             reads = PlanReads(self.catalog)
             try:
                 if queued.partition not in prepared:
                     self._storage_boundary(lambda: self.prepare(queued.partition))
                     prepared.add(queued.partition)
-                if queued.fence is not None:
+                if queued.fence is not None and (queued.fence_key is None or queued.fence_key not in fenced):
                     queued.fence()
+                    if queued.fence_key is not None:
+                        fenced.add(queued.fence_key)
                 plan = self._storage_boundary(lambda: queued.plan(reads))
             except Exception as exc:
                 if group.depends(reads):
-                    return group, planned, taken[index:]
+                    return self._fence_again(group, planned, outcomes) + (taken[index:],)
                 outcomes.append((queued, exc))
                 continue
             if not isinstance(plan, Plan):
@@ -365,8 +376,36 @@ class StoreRuntime:
             elif group.admits(plan, reads):
                 planned.append(queued)
             else:
-                return group, planned, taken[index:]
-        return group, planned, []
+                return self._fence_again(group, planned, outcomes) + (taken[index:],)
+        return self._fence_again(group, planned, outcomes) + ([],)
+
+    @staticmethod
+    def _fence_again(group: Group, planned: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]]
+                     ) -> tuple[Group, list[_QueuedWrite]]:
+        """Re-check each ``fence_key`` of the planned writes once; the writes of a key refused now leave the
+        group with that refusal as their outcome (their plans touch nothing the others do, so the others
+        stand).  Writes without a key were checked right before they were planned, as ever."""
+        checked: set[Hashable] = set()
+        refused: dict[Hashable, Exception] = {}
+        for queued in planned:
+            if queued.fence is None or queued.fence_key is None or queued.fence_key in checked:
+                continue
+            checked.add(queued.fence_key)
+            try:
+                queued.fence()
+            except Exception as exc:
+                refused[queued.fence_key] = exc
+        if not refused:
+            return group, planned
+        kept = Group(written=group.written)
+        still: list[_QueuedWrite] = []
+        for queued, plan in zip(planned, group.plans):
+            if queued.fence_key in refused:
+                outcomes.append((queued, refused[queued.fence_key]))
+            else:
+                kept.plans.append(plan)
+                still.append(queued)
+        return kept, still
 
     def _publish_planned(self, plans: list[Plan]) -> list[dict[str, Any] | Exception]:
         """On the lane: publish ``plans`` as one group; the indexes, vectors and the owner's window follow."""

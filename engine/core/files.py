@@ -320,7 +320,7 @@ class StagedFile:
             pass
 
 
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
 _temp_numbers = itertools.count()  # the ``n`` of this process's temp files: unique while it runs
 
 
