@@ -329,14 +329,17 @@ def _create_temp(path: Path, mode: int) -> tuple[int, str]:
     while True:
         temp = f"{path.parent}/.{path.name}.{os.getpid():x}-{next(_temp_numbers):x}.tmp"
         try:
-            fd = os.open(temp, _TEMP_FLAGS, 0o600)
+            fd = os.open(temp, _TEMP_FLAGS, mode)
         except FileExistsError:  # left by an earlier process that had this pid
             continue
         try:
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, mode)
-            else:
-                os.chmod(temp, mode)
+            # Changed only where the umask took bits away: a change of mode is one more event for every
+            # watcher of the folder (the vault's own among them).
+            if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(fd, mode)
+                else:
+                    os.chmod(temp, mode)
         except BaseException:
             os.close(fd)
             os.unlink(temp)
