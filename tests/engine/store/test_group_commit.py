@@ -242,6 +242,31 @@ def test_plan_reads_note_what_a_plan_looked_at_and_offer_nothing_else(owned):
     assert isinstance(runtime.catalog, Catalog)
 
 
+def test_plan_reads_ask_the_catalog_each_question_once_until_a_sync(owned):
+    engine, owner = owned
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    [seed] = runtime.call(lambda: PlanReads(runtime.catalog).lookup("private", "Seed"))
+    asked: list[str] = []
+    current = Catalog.current
+
+    def counted(catalog: Catalog, *args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs["record_ids"][0])
+        return current(catalog, *args, **kwargs)
+
+    def plan() -> None:
+        reads = PlanReads(runtime.catalog)
+        first = reads.current("private", kind="page", record_ids=[seed])
+        first.clear()  # a caller's list is its own
+        assert [row.title for row in reads.current("private", kind="page", record_ids=[seed])] == ["Seed"]
+        assert asked == [seed] and ("id", "private", seed) in reads.keys
+        reads.sync("private")
+        reads.current("private", kind="page", record_ids=[seed])
+        assert asked == [seed, seed]
+
+    with mock.patch.object(Catalog, "current", counted):
+        runtime.call(plan)
+
+
 def test_a_group_rechecks_each_callers_authority_before_and_after_planning_not_at_every_write(owned):
     engine, owner = owned
     on_lane: list[str] = []
