@@ -44,8 +44,8 @@ from .catalog import Catalog
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
-from ..core.files import (UnsafePath, StagedFile, fsync_dir, remove_inside, resolve_inside, sha256_bytes, sha256_file,
-                          stage_inside, write_inside)
+from ..core.files import (UnsafePath, StagedFile, fsync_dir, remove_inside, resolve_inside, sha256_bytes,
+                          sha256_if_present, stage_inside, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
 from ..vault.records import PRIVATE_SCOPE, Record
@@ -531,9 +531,7 @@ class Publisher:
 
     def _current_sha(self, partition: str, write: FileWrite) -> str | None:
         try:
-            return sha256_file(self._root(partition, write), write.path)[0]
-        except NotFound:
-            return None
+            return sha256_if_present(self._root(partition, write), write.path)
         except UnsafePath:
             return "unsafe"
 

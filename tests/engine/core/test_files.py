@@ -313,6 +313,19 @@ def test_a_failed_atomic_write_leaves_the_old_file_and_no_temp(root: Path, monke
     assert leftovers(root) == []
 
 
+def test_sha256_if_present_is_none_for_nothing_and_refuses_what_sha256_file_refuses(root: Path, outside: Path) -> None:
+    (root / "pages").mkdir()
+    (root / "pages" / "a.md").write_bytes(b"abc")
+    assert files.sha256_if_present(root, "pages/a.md") == hashlib.sha256(b"abc").hexdigest()
+    assert files.sha256_if_present(root, "pages/none.md") is None
+    assert files.sha256_if_present(root, "nowhere/none.md") is None
+    (root / "pages" / "link.md").symlink_to(outside / "secret.md")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    for unsafe in ("pages/link.md", "linked/secret.md", "pages"):
+        with pytest.raises(UnsafePath):
+            files.sha256_if_present(root, unsafe)
+
+
 def test_a_staged_file_is_named_by_process_and_number_and_never_reuses_a_leftover(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(files, "_temp_numbers", itertools.count(7))
