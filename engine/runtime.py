@@ -350,10 +350,9 @@ class StoreRuntime:
         """Plan ``taken`` in order: (the group, the writes it holds, the writes left for the next group).
         A write refused while planned, or an identical retry, gets its outcome in ``outcomes``.
 
-        Each write's authority is re-checked before it is planned, once per ``fence_key`` of the group, and
-        each key's once more once all are planned (``_fence_again``): a revocation committed before the
-        group is published refuses every write of that caller in it, as one committed before a lone write
-        is planned refuses it."""
+        Authority is re-checked before a write is planned, once per ``fence_key`` of the group, and once more
+        per key once all are planned (``_fence_again``): a revocation committed before the group is published
+        refuses every write of that caller in it."""
         group, planned, prepared, fenced = Group(), [], set(), set()
         for index, queued in enumerate(taken):
             reads = PlanReads(self.catalog)
@@ -395,17 +394,9 @@ class StoreRuntime:
                 queued.fence()
             except Exception as exc:
                 refused[queued.fence_key] = exc
-        if not refused:
-            return group, planned
-        kept = Group(written=group.written)
-        still: list[_QueuedWrite] = []
-        for queued, plan in zip(planned, group.plans):
-            if queued.fence_key in refused:
-                outcomes.append((queued, refused[queued.fence_key]))
-            else:
-                kept.plans.append(plan)
-                still.append(queued)
-        return kept, still
+        gone = [index for index, queued in enumerate(planned) if queued.fence_key in refused]
+        outcomes += [(planned[index], refused[planned[index].fence_key]) for index in gone]
+        return group.without(gone), [queued for index, queued in enumerate(planned) if index not in gone]
 
     def _publish_planned(self, plans: list[Plan]) -> list[dict[str, Any] | Exception]:
         """On the lane: publish ``plans`` as one group; the indexes, vectors and the owner's window follow."""

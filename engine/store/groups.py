@@ -115,6 +115,11 @@ class Group:
         """Whether a plan read something a member writes (refused so, it may not be refused after them)."""
         return bool(self.written & reads.keys)
 
+    def without(self, members: list[int]) -> "Group":
+        """The group less the plans at ``members`` (refused once planned); what they write stays noted, as
+        nothing more is admitted once a group is planned."""
+        return Group([plan for index, plan in enumerate(self.plans) if index not in members], self.written)
+
     def admits(self, plan: Plan, reads: PlanReads) -> bool:
         """Add ``plan`` unless it reads or writes something an earlier member writes."""
         writes = written_keys(plan)
