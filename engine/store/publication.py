@@ -15,11 +15,10 @@ Publications that were planned together (``publish_together``: plans that touch 
 record) share each step: one journal transaction, one checkpoint, one acknowledging transaction, and
 one sync of each directory they installed into.  One that fails is rolled back alone.
 
-Steps 3 and 4 overlap: once the journal is committed and the group's temp files are written, the
-checkpoint is written beside the rest of the install (``_checkpoint_beside``; started before the temp files,
-its fsync held up their creation); the group's new files are synced at once before any is renamed, and the
-directories at once after, while the checkpoint is still being written, so a write waits for about two
-rounds of fsync between its two transactions instead of four or more.  Only the journal's order matters for
+Steps 3 and 4 overlap: once the journal is committed, the group's new files are written to temp files and
+synced on the sync threads, all at once, and renamed once all are; the checkpoint is written beside them
+(``_checkpoint_beside``), and the directories are synced at once after the renames, so a write waits for
+about two rounds of fsync between its two transactions instead of four or more.  Only the journal's order matters for
 recovery: a checkpoint naming a journalled publication is explained by the journal whether or not
 its files were installed, and the acknowledging transaction waits for both.
 
@@ -44,7 +43,7 @@ from .catalog import Catalog
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
-from ..core.files import (UnsafePath, StagedFile, fsync_dir, remove_inside, resolve_inside, sha256_bytes,
+from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, remove_inside, resolve_inside, sha256_bytes,
                           sha256_if_present, stage_inside, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
@@ -128,6 +127,31 @@ def _outcome(work: Future[Any] | None) -> Exception | None:
     except Exception as exc:
         return exc
     return None
+
+
+def _stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
+    """``data`` in a temp file beside ``relpath``, durable (on a sync thread)."""
+    staging = stage_inside(root, relpath, data)
+    try:
+        staging.sync()
+    except BaseException:
+        staging.discard()
+        raise
+    return staging
+
+
+def _staged(asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]]
+            ) -> list[tuple[_Publication, FileWrite, StagedFile | None]]:
+    """The temp files ``asked`` for, once every one is written and synced (None: a removal); one the disk would
+    not write or sync refuses its publication, and is left out."""
+    staged: list[tuple[_Publication, FileWrite, StagedFile | None]] = []
+    for publication, write, work in asked:
+        error = _outcome(work)
+        if error is not None:
+            publication.error = publication.error or error
+            continue
+        staged.append((publication, write, None if work is None else work.result()))
+    return staged
 
 
 def removal(path: str, role: str, base: bytes, record_id: str | None = None) -> FileWrite:
@@ -313,39 +337,43 @@ class Publisher:
         publication is its ``error``, and the files it installed stay for its roll-back.  The directories
         whose entries changed are added to ``directories`` for ``_report_installed`` to sync.
 
-        Every new file is written to a temp file first, then all of them are synced at once, then renamed in
-        installation order: a publication of three files, or a group of eight pages, waits for one round of
-        fsync instead of one per file.  Each rename still follows its own file's sync.  ``once_staged`` runs
-        between the two: the checkpoint's write, whose fsync made the temp files' creation wait when it began
-        before them (13 % of the lane's samples creating them, 2 % so; py-spy, 1,000 notes)."""
-        staged: list[tuple[_Publication, FileWrite, StagedFile | None]] = []
+        Every new file is written to a temp file and synced on the sync threads, all at once, then renamed in
+        installation order once all are: a publication of three files, or a group of eight pages, waits for one
+        round of fsync instead of one per file, and the lane for no file's creation (a file system that is
+        committing its journal for someone's fsync makes a creation wait: a third of the lane's samples at
+        1,000 notes when the lane made them itself, py-spy, load 6-8).  ``once_staged`` (the checkpoint's
+        write) runs once every temp file is asked for."""
+        asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]] = []
+        folders: set[tuple[Path, str]] = set()  # made or found already, for this group
         for publication in group:
             try:
-                staged += [(publication, write, staging) for write, staging in self._stage(publication)
-                           if staging is not ALREADY]
+                asked += [(publication, write, staging) for write, staging in self._stage(publication, folders)
+                          if staging is not ALREADY]
             except Exception as exc:
                 publication.error = exc
         try:
             if once_staged is not None:
                 once_staged()
-            self._sync_staged(staged)
-            for publication, write, staging in staged:
+            for publication, write, staging in _staged(asked):
                 if publication.error is None:
                     try:
                         self._put_in_place(publication, write, staging, directories)
                     except Exception as exc:
                         publication.error = exc
-        finally:
-            for _, _, staging in staged:
-                if staging is not None and not staging.closed:  # its publication was refused first
-                    staging.discard()
+        finally:  # every temp file waited for (none is left being made), those not installed removed
+            for _, _, work in asked:
+                if work is not None and _outcome(work) is None and not work.result().closed:
+                    work.result().discard()
 
-    def _stage(self, publication: _Publication) -> list[tuple[FileWrite, StagedFile | None]]:
-        """Compare each file of ``publication`` with its planned base and write its new bytes to a temp file
-        beside it (None: a removal; ``ALREADY``: a file that is as the plan wants it already)."""
+    def _stage(self, publication: _Publication, folders: set[tuple[Path, str]]
+               ) -> list[tuple[FileWrite, Future[StagedFile] | None]]:
+        """Compare each file of ``publication`` with its planned base and have its new bytes written to a temp
+        file beside it and synced (None: a removal; ``ALREADY``: a file that is as the plan wants it already),
+        its folder made first unless in ``folders``.  On an error, the temp files asked for are waited for and
+        removed."""
         partition = publication.plan.partition
         self.store.ensure_partition(partition)
-        staged: list[tuple[FileWrite, StagedFile | None]] = []
+        staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:
             for write in publication.writes:
                 current = self._current_sha(partition, write)
@@ -358,32 +386,21 @@ class Publisher:
                     continue
                 self._expect_base(write, current)
                 self.faults.attempt("installed")
-                staged.append((write, None if write.removes
-                               else stage_inside(self._root(partition, write), write.path, write.data)))
+                if write.removes:
+                    staged.append((write, None))
+                    continue
+                root = self._root(partition, write)
+                parent = write.path.rpartition("/")[0]
+                if parent and (root, parent) not in folders:
+                    ensure_dirs(root, parent)  # here, not on two sync threads at once
+                    folders.add((root, parent))
+                staged.append((write, self._beside(_stage_synced, root, write.path, write.data)))
         except BaseException:
             for _, staging in staged:
-                if staging not in (None, ALREADY):
-                    staging.discard()
+                if isinstance(staging, Future) and _outcome(staging) is None:
+                    staging.result().discard()
             raise
         return staged
-
-    def _sync_staged(self, staged: list[tuple[_Publication, FileWrite, StagedFile | None]]) -> None:
-        """Sync every staged temp file, all at once on the sync threads and the first on the lane; a file the
-        disk would not sync refuses its publication."""
-        pending = [(publication, staging) for publication, _, staging in staged
-                   if staging is not None and publication.error is None]
-        if not pending:
-            return
-        beside = [(publication, self._beside(staging.sync)) for publication, staging in pending[1:]]
-        first, staging = pending[0]
-        try:
-            staging.sync()
-        except Exception as exc:
-            first.error = exc
-        for publication, work in beside:
-            error = _outcome(work)
-            if error is not None and publication.error is None:
-                publication.error = error
 
     def _put_in_place(self, publication: _Publication, write: FileWrite, staging: StagedFile | None,
                       directories: set[Path]) -> None:
