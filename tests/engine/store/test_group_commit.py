@@ -25,6 +25,7 @@ from engine.state.registry import Registry
 from engine.store.attachments import attach
 from engine.store.catalog import Catalog
 from engine.store.groups import PlanReads
+from engine.store import publication
 from engine.store.publication import Publisher
 from engine.access.authority import AgentCaller
 from tests.helpers import claim, conversation, lane_held, page, private_dir, wait_for
@@ -313,3 +314,19 @@ def test_a_grant_removed_while_a_group_is_planned_refuses_that_callers_writes_an
     titles = {path.read_text(encoding="utf-8").split("title: ", 1)[1].split("\n", 1)[0]
               for path in private_dir(engine.state).glob("pages/**/*.md")}
     assert titles == {"Seed", "Owner one"}
+
+
+def test_a_groups_temp_files_are_made_on_the_sync_threads_not_the_lane(owned):
+    engine, owner = owned
+    made_on: list[str] = []
+    stage_inside = publication.stage_inside
+
+    def recorded(*args: Any) -> Any:
+        made_on.append(threading.current_thread().name)
+        return stage_inside(*args)
+
+    with mock.patch.object(publication, "stage_inside", recorded):
+        receipts, groups = _together(engine, [
+            lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
+    assert groups == [3] and all("publicationId" in receipt for receipt in receipts)
+    assert len(made_on) == 3 and all(name.startswith("sync-") for name in made_on)
