@@ -140,6 +140,16 @@ def _stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
     return staging
 
 
+def _made_here(root: Path, relpath: str, data: bytes) -> Future[StagedFile]:
+    """``_stage_synced`` on this thread, its outcome as a future's."""
+    made: Future[StagedFile] = Future()
+    try:
+        made.set_result(_stage_synced(root, relpath, data))
+    except Exception as exc:
+        made.set_exception(exc)
+    return made
+
+
 def _staged(asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]]
             ) -> list[tuple[_Publication, FileWrite, StagedFile | None]]:
     """The temp files ``asked`` for, once every one is written and synced (None: a removal); one the disk would
@@ -342,12 +352,14 @@ class Publisher:
         round of fsync instead of one per file, and the lane for no file's creation (a file system that is
         committing its journal for someone's fsync makes a creation wait: a third of the lane's samples at
         1,000 notes when the lane made them itself, py-spy, load 6-8).  ``once_staged`` (the checkpoint's
-        write) runs once every temp file is asked for."""
+        write) runs once every temp file is asked for.  The group's first file is made on the lane, as the
+        lone file of a single write is: handing it to a thread made such a write slower."""
         asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]] = []
         folders: set[tuple[Path, str]] = set()  # made or found already, for this group
         for publication in group:
             try:
-                asked += [(publication, write, staging) for write, staging in self._stage(publication, folders)
+                asked += [(publication, write, staging) for write, staging in self._stage(
+                    publication, folders, here=not any(work is not None for _, _, work in asked))
                           if staging is not ALREADY]
             except Exception as exc:
                 publication.error = exc
@@ -365,12 +377,12 @@ class Publisher:
                 if work is not None and _outcome(work) is None and not work.result().closed:
                     work.result().discard()
 
-    def _stage(self, publication: _Publication, folders: set[tuple[Path, str]]
+    def _stage(self, publication: _Publication, folders: set[tuple[Path, str]], *, here: bool
                ) -> list[tuple[FileWrite, Future[StagedFile] | None]]:
         """Compare each file of ``publication`` with its planned base and have its new bytes written to a temp
         file beside it and synced (None: a removal; ``ALREADY``: a file that is as the plan wants it already),
-        its folder made first unless in ``folders``.  On an error, the temp files asked for are waited for and
-        removed."""
+        its folder made first unless in ``folders``; with ``here`` the first such file is made on the lane.  On
+        an error, the temp files asked for are waited for and removed."""
         partition = publication.plan.partition
         self.store.ensure_partition(partition)
         staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
@@ -394,7 +406,10 @@ class Publisher:
                 if parent and (root, parent) not in folders:
                     ensure_dirs(root, parent)  # here, not on two sync threads at once
                     folders.add((root, parent))
-                staged.append((write, self._beside(_stage_synced, root, write.path, write.data)))
+                if here and not any(isinstance(work, Future) for _, work in staged):
+                    staged.append((write, _made_here(root, write.path, write.data)))
+                else:
+                    staged.append((write, self._beside(_stage_synced, root, write.path, write.data)))
         except BaseException:
             for _, staging in staged:
                 if isinstance(staging, Future) and _outcome(staging) is None:
