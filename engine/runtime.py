@@ -353,7 +353,7 @@ class StoreRuntime:
         Authority is re-checked before a write is planned, once per ``fence_key`` of the group, and once more
         per key once all are planned (``_fence_again``): a revocation committed before the group is published
         refuses every write of that caller in it."""
-        group, planned, prepared, fenced = Group(), [], set(), set()
+        group, planned, prepared, fenced = Group(), [], set(), {}
         for index, queued in enumerate(taken):
             reads = PlanReads(self.catalog)
             try:
@@ -363,11 +363,11 @@ class StoreRuntime:
                 if queued.fence is not None and (queued.fence_key is None or queued.fence_key not in fenced):
                     queued.fence()
                     if queued.fence_key is not None:
-                        fenced.add(queued.fence_key)
+                        fenced[queued.fence_key] = queued
                 plan = self._storage_boundary(lambda: queued.plan(reads))
             except Exception as exc:
                 if group.depends(reads):
-                    return self._fence_again(group, planned, outcomes) + (taken[index:],)
+                    return self._fence_again(group, planned, outcomes, fenced) + (taken[index:],)
                 outcomes.append((queued, exc))
                 continue
             if not isinstance(plan, Plan):
@@ -375,16 +375,16 @@ class StoreRuntime:
             elif group.admits(plan, reads):
                 planned.append(queued)
             else:
-                return self._fence_again(group, planned, outcomes) + (taken[index:],)
-        return self._fence_again(group, planned, outcomes) + ([],)
+                return self._fence_again(group, planned, outcomes, fenced) + (taken[index:],)
+        return self._fence_again(group, planned, outcomes, fenced) + ([],)
 
     @staticmethod
-    def _fence_again(group: Group, planned: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]]
-                     ) -> tuple[Group, list[_QueuedWrite]]:
-        """Re-check each ``fence_key`` of the planned writes once; the writes of a key refused now leave the
-        group with that refusal as their outcome (their plans touch nothing the others do, so the others
-        stand).  Writes without a key were checked right before they were planned, as ever."""
-        checked: set[Hashable] = set()
+    def _fence_again(group: Group, planned: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]],
+                     fenced: dict[Hashable, _QueuedWrite]) -> tuple[Group, list[_QueuedWrite]]:
+        """Re-check each ``fence_key`` of the planned writes once, but a key whose one write was checked right
+        before it was planned (``fenced``); a key's writes refused now leave the group, the others stand."""
+        checked = {key for key, queued in fenced.items()
+                   if [other for other in planned if other.fence_key == key] == [queued]}
         refused: dict[Hashable, Exception] = {}
         for queued in planned:
             if queued.fence is None or queued.fence_key is None or queued.fence_key in checked:

@@ -15,10 +15,11 @@ Publications that were planned together (``publish_together``: plans that touch 
 record) share each step: one journal transaction, one checkpoint, one acknowledging transaction, and
 one sync of each directory they installed into.  One that fails is rolled back alone.
 
-Steps 3 and 4 overlap: once the journal is committed, the group's new files are written to temp files and
-synced on the sync threads, all at once, and renamed once all are; the checkpoint is written beside them
-(``_checkpoint_beside``), and the directories are synced at once after the renames, so a write waits for
-about two rounds of fsync between its two transactions instead of four or more.  Only the journal's order matters for
+Steps 3 and 4 overlap: once the journal is committed, the checkpoint is written beside the installs
+(``_checkpoint_beside``); the group's new files are written to temp files and synced on the sync threads,
+all at once, and renamed once all are, and the directories are synced at once after, while the checkpoint is
+still being written, so a write waits for about two rounds of fsync between its two transactions instead of
+four or more.  Only the journal's order matters for
 recovery: a checkpoint naming a journalled publication is explained by the journal whether or not
 its files were installed, and the acknowledging transaction waits for both.
 
@@ -259,19 +260,18 @@ class Publisher:
                 live = []
         for _ in live:
             self.faults.reach("journaled")
-        checkpoint: list[Future[None] | None] = []
+        checkpoint = self._checkpoint_beside(live)
         directories: set[Path] = set()
         sync_error: Exception | None = None
         try:
-            self._install_group(live, directories,
-                                once_staged=lambda: checkpoint.append(self._checkpoint_beside(live)))
+            self._install_group(live, directories)
             try:  # while the checkpoint is still being written
                 self._report_installed([publication for publication in live if publication.error is None],
                                        directories)
             except Exception as exc:
                 sync_error = exc
         finally:  # nothing is rolled back, nor the lane left, while the checkpoint is being written
-            checkpoint_error = _outcome(checkpoint[0] if checkpoint else None)
+            checkpoint_error = _outcome(checkpoint)
         installed = [publication for publication in live if publication.error is None]
         refused = [publication for publication in live if publication.error is not None]
         for publication in refused:  # rolled back alone: no other member touches its files
@@ -341,8 +341,7 @@ class Publisher:
         if publication.error is not None:
             raise publication.error
 
-    def _install_group(self, group: list[_Publication], directories: set[Path], *,
-                       once_staged: Callable[[], None] | None = None) -> None:
+    def _install_group(self, group: list[_Publication], directories: set[Path]) -> None:
         """Step 3: install the group's files, each compared with the bytes it was planned on; what refuses a
         publication is its ``error``, and the files it installed stay for its roll-back.  The directories
         whose entries changed are added to ``directories`` for ``_report_installed`` to sync.
@@ -351,9 +350,8 @@ class Publisher:
         installation order once all are: a publication of three files, or a group of eight pages, waits for one
         round of fsync instead of one per file, and the lane for no file's creation (a file system that is
         committing its journal for someone's fsync makes a creation wait: a third of the lane's samples at
-        1,000 notes when the lane made them itself, py-spy, load 6-8).  ``once_staged`` (the checkpoint's
-        write) runs once every temp file is asked for.  The group's first file is made on the lane, as the
-        lone file of a single write is: handing it to a thread made such a write slower."""
+        1,000 notes when the lane made them itself, py-spy, load 6-8).  The group's first file is made on the
+        lane, as the lone file of a single write is: handing it to a thread made such a write slower."""
         asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]] = []
         folders: set[tuple[Path, str]] = set()  # made or found already, for this group
         for publication in group:
@@ -364,8 +362,6 @@ class Publisher:
             except Exception as exc:
                 publication.error = exc
         try:
-            if once_staged is not None:
-                once_staged()
             for publication, write, staging in _staged(asked):
                 if publication.error is None:
                     try:

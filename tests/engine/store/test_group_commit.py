@@ -283,6 +283,9 @@ def test_a_group_rechecks_each_callers_authority_before_and_after_planning_not_a
             lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(5)])
     assert groups == [5] and all("publicationId" in receipt for receipt in receipts)
     assert on_lane == ["private", "private"]
+    with mock.patch.object(EngineEntry, "recheck", counted):
+        receipts, groups = _together(engine, [lambda: engine.save_page(owner, page("alone", "Alone"))])
+    assert groups == [1] and on_lane == ["private"] * 3  # a lone write: checked right before it is planned
 
 
 def test_a_grant_removed_while_a_group_is_planned_refuses_that_callers_writes_and_keeps_the_others(owned, state_dir):
