@@ -598,7 +598,7 @@ class Publisher:
     # --- recovery --------------------------------------------------------------------
 
     def _remove_leftover_temp_files(self, partition: str, writes: list[FileWrite]) -> None:
-        """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<random>.tmp``)
+        """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<pid>-<n>.tmp``)
         beside the target; recovery removes those of the publication's own files and of the manifest."""
         targets = [(self.store.root, self.store.manifest_path.name)]
         for write in writes:
