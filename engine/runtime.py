@@ -30,7 +30,7 @@ import time
 from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Hashable, TypeVar
 
 from .core.answers import NotRequired, TypedDict
 from .index.analysis import Analyzer
@@ -105,6 +105,9 @@ class _QueuedWrite:
     partition: str
     plan: Callable[[PlanReads], Plan | dict[str, Any]]
     fence: Callable[[], None] | None
+    # Writes with equal keys have fences that answer alike (one caller, one partition): a group checks each
+    # key once before planning its first write and once more after planning them all (``_plan_group``).
+    fence_key: Hashable | None = None
     future: Future[dict[str, Any]] = field(default_factory=Future)
 
 
@@ -281,17 +284,18 @@ class StoreRuntime:
         return outcome
 
     def write(self, partition: str, plan: Callable[[PlanReads], Plan | Receipt], *,
-              fence: Callable[[], None] | None = None) -> Receipt:
+              fence: Callable[[], None] | None = None, fence_key: Hashable | None = None) -> Receipt:
         """Plan a publication on the lane and publish it; returns its receipt.
 
         Writes queued while the lane is busy go together (``_publish_group``): each planned in turn,
         then all journalled in one transaction, installed, checkpointed once and acknowledged in one
         transaction.  ``plan`` reads the catalog through the ``PlanReads`` it is given, and ``fence``
-        re-checks the caller's authority right before it, as ``run`` does.
+        re-checks the caller's authority right before it, as ``run`` does; writes of a group sharing a
+        ``fence_key`` are re-checked together, before the first is planned and after the last.
         """
         if self._closing.is_set():
             raise StoreUnavailable("the store is shutting down", store=self.store_id)
-        queued = _QueuedWrite(partition, plan, fence)
+        queued = _QueuedWrite(partition, plan, fence, fence_key)
         with self._queued_lock:
             self._queued.append(queued)
         self._lane.submit(self._publish_group)
@@ -345,20 +349,26 @@ class StoreRuntime:
     def _plan_group(self, taken: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]]
                     ) -> tuple[Group, list[_QueuedWrite], list[_QueuedWrite]]:
         """Plan ``taken`` in order: (the group, the writes it holds, the writes left for the next group).
-        A write refused while planned, or an identical retry, gets its outcome in ``outcomes``."""
-        group, planned, prepared = Group(), [], set()
+        A write refused while planned, or an identical retry, gets its outcome in ``outcomes``.
+
+        Authority is re-checked before a write is planned, once per ``fence_key`` of the group, and once more
+        per key once all are planned (``_fence_again``): a revocation committed before the group is published
+        refuses every write of that caller in it."""
+        group, planned, prepared, fenced = Group(), [], set(), {}
         for index, queued in enumerate(taken):
             reads = PlanReads(self.catalog)
             try:
                 if queued.partition not in prepared:
                     self._storage_boundary(lambda: self.prepare(queued.partition))
                     prepared.add(queued.partition)
-                if queued.fence is not None:
+                if queued.fence is not None and (queued.fence_key is None or queued.fence_key not in fenced):
                     queued.fence()
+                    if queued.fence_key is not None:
+                        fenced[queued.fence_key] = queued
                 plan = self._storage_boundary(lambda: queued.plan(reads))
             except Exception as exc:
                 if group.depends(reads):
-                    return group, planned, taken[index:]
+                    return self._fence_again(group, planned, outcomes, fenced) + (taken[index:],)
                 outcomes.append((queued, exc))
                 continue
             if not isinstance(plan, Plan):
@@ -366,8 +376,28 @@ class StoreRuntime:
             elif group.admits(plan, reads):
                 planned.append(queued)
             else:
-                return group, planned, taken[index:]
-        return group, planned, []
+                return self._fence_again(group, planned, outcomes, fenced) + (taken[index:],)
+        return self._fence_again(group, planned, outcomes, fenced) + ([],)
+
+    @staticmethod
+    def _fence_again(group: Group, planned: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]],
+                     fenced: dict[Hashable, _QueuedWrite]) -> tuple[Group, list[_QueuedWrite]]:
+        """Re-check each ``fence_key`` of the planned writes once, but a key whose one write was checked right
+        before it was planned (``fenced``); a key's writes refused now leave the group, the others stand."""
+        checked = {key for key, queued in fenced.items()
+                   if [other for other in planned if other.fence_key == key] == [queued]}
+        refused: dict[Hashable, Exception] = {}
+        for queued in planned:
+            if queued.fence is None or queued.fence_key is None or queued.fence_key in checked:
+                continue
+            checked.add(queued.fence_key)
+            try:
+                queued.fence()
+            except Exception as exc:
+                refused[queued.fence_key] = exc
+        gone = [index for index, queued in enumerate(planned) if queued.fence_key in refused]
+        outcomes += [(planned[index], refused[planned[index].fence_key]) for index in gone]
+        return group.without(gone), [queued for index, queued in enumerate(planned) if index not in gone]
 
     def _publish_planned(self, plans: list[Plan]) -> list[dict[str, Any] | Exception]:
         """On the lane: publish ``plans`` as one group; the indexes, vectors and the owner's window follow."""

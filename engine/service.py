@@ -542,6 +542,9 @@ class EngineEntry:
                  scope: str | None) -> None:
         self._engine, self._caller, self._write, self._scope = engine, caller, write, scope
         self._authority = authority
+        # Entries whose ``recheck`` answers alike: the same caller, asking the same, where it was let in.
+        self._fence_key = (engine.authorizer, type(caller), repr(caller), write, scope, authority.partition,
+                           authority.store.store_id if authority.store is not None else None)
 
     @property
     def authority(self) -> Authority:
@@ -569,7 +572,7 @@ class EngineEntry:
                            agent=authority.agent)
         runtime = self._engine.runtime(authority.store)
         receipt = runtime.write(authority.partition, lambda catalog: plan(runtime, authority, catalog),
-                                fence=self.recheck)
+                                fence=self.recheck, fence_key=self._fence_key)
         self.recheck()
         return receipt
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import os
 import stat
-import tempfile
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Callable
 
@@ -77,10 +77,15 @@ def resolve_inside(root: Path, relpath: str) -> Path:
     return root / relpath
 
 
-def _open_regular(path: Path, relpath: str) -> tuple[int, os.stat_result]:
+def _open_regular(path: Path, relpath: str, *, missing: type[Exception] | None = None
+                  ) -> tuple[int, os.stat_result]:
+    """Open a regular, singly linked file for reading; a missing one raises NotFound (``missing``: that
+    exception instead, without the error's details built)."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _BINARY | _NONBLOCK)
     except FileNotFoundError as exc:
+        if missing is not None:
+            raise missing from None
         raise NotFound("file not found", path=relpath) from exc
     except OSError as exc:
         if exc.errno == errno.ELOOP:
@@ -194,8 +199,26 @@ def _read_all(fd: int, limit: int) -> bytes:
 
 def sha256_file(root: Path, relpath: str) -> tuple[str, int]:
     """Stream a file's sha256 (hex) and size; no size limit, constant memory."""
-    path = resolve_inside(root, relpath)
-    fd, _ = _open_regular(path, relpath)
+    fd, _ = _open_regular(resolve_inside(root, relpath), relpath)
+    return _digest(fd)
+
+
+class _Missing(Exception):
+    """Nothing at the path (``sha256_if_present``)."""
+
+
+def sha256_if_present(root: Path, relpath: str) -> str | None:
+    """``sha256_file``'s digest, or None where nothing is at ``relpath``: a publication asks it of every new
+    file twice, and building the NotFound error ``sha256_file`` raises was half the cost of that answer."""
+    try:
+        fd, _ = _open_regular(resolve_inside(root, relpath), relpath, missing=_Missing)
+    except _Missing:
+        return None
+    return _digest(fd)[0]
+
+
+def _digest(fd: int) -> tuple[str, int]:
+    """The sha256 and size of what is left to read of ``fd``, which it closes."""
     digest = hashlib.sha256()
     size = 0
     try:
@@ -244,31 +267,61 @@ def ensure_dirs(root: Path, relpath: str) -> Path:
 
 
 class StagedFile:
-    """New bytes for ``path`` in a unique temp file beside it, neither durable nor in place yet.
+    """New bytes for ``path`` in a temp file of its own beside it, neither durable nor in place yet.
 
     ``sync`` makes the bytes durable and may run on any thread, so a publication stages all its files
     first and syncs them at once (the file system commits fsyncs that arrive together in one round);
     ``install`` then renames them over their targets in order.  ``discard`` removes the temp file, and
     ``install`` does too when ``check`` or the rename fails.
+
+    The temp file is ``.<name>.<pid>-<n>.tmp``, created with ``O_EXCL`` (a leftover of an earlier process
+    is never reused, the next ``n`` is taken): no random names tried in a folder of thousands of files,
+    and recovery still finds leftovers by the pattern ``.<name>.*.tmp``.
     """
 
     def __init__(self, path: Path, *, mode: int = 0o644) -> None:
         self.path = path
         self.mode = mode
-        fd, self.temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        self.handle: BinaryIO = os.fdopen(fd, "wb")
+        self._fd, self.temp = _create_temp(path, mode)
+        self._handle: BinaryIO | None = None
+        self.closed = False
+
+    @property
+    def handle(self) -> BinaryIO:
+        """The temp file as a buffered file, for writers that stream (``AtomicFile``)."""
+        if self._handle is None:
+            self._handle = os.fdopen(self._fd, "wb")
+        return self._handle
+
+    def write(self, data: bytes) -> None:
+        """Write all of ``data`` to the temp file (unbuffered)."""
+        if self._handle is not None:
+            self._handle.write(data)
+            return
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
 
     def sync(self) -> None:
-        self.handle.flush()
-        os.fsync(self.handle.fileno())
+        if self._handle is not None:
+            self._handle.flush()
+        os.fsync(self._fd)
+
+    def _close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._handle is not None:
+            self._handle.close()
+        else:
+            os.close(self._fd)
 
     def install(self, *, check: Callable[[], None] | None = None,
                 directories: set[Path] | None = None) -> os.stat_result:
         """Rename the synced temp file over ``path`` once ``check`` passes (``check`` may raise to leave ``path``
         untouched); with ``directories`` the caller syncs the directory, else it is synced here."""
         try:
-            self.handle.close()
-            os.chmod(self.temp, self.mode)
+            self._close()
             if check is not None:
                 check()
             os.replace(self.temp, self.path)
@@ -283,11 +336,38 @@ class StagedFile:
         return info
 
     def discard(self) -> None:
-        self.handle.close()
+        self._close()
         try:
             os.unlink(self.temp)
         except FileNotFoundError:
             pass
+
+
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
+_temp_numbers = itertools.count()  # the ``n`` of this process's temp files: unique while it runs
+
+
+def _create_temp(path: Path, mode: int) -> tuple[int, str]:
+    """A new, empty temp file beside ``path`` with ``mode`` (whatever the umask): its descriptor and path."""
+    while True:
+        temp = f"{path.parent}/.{path.name}.{os.getpid():x}-{next(_temp_numbers):x}.tmp"
+        try:
+            fd = os.open(temp, _TEMP_FLAGS, mode)
+        except FileExistsError:  # left by an earlier process that had this pid
+            continue
+        try:
+            # Changed only where the umask took bits away: a change of mode is one more event for every
+            # watcher of the folder (the vault's own among them).
+            if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(fd, mode)
+                else:
+                    os.chmod(temp, mode)
+        except BaseException:
+            os.close(fd)
+            os.unlink(temp)
+            raise
+        return fd, temp
 
 
 class AtomicFile:
@@ -340,19 +420,23 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[
 def stage_inside(root: Path, relpath: str, data: bytes) -> StagedFile:
     """Stage ``data`` for a root-relative path (``StagedFile``), creating its directories; the target, if it
     exists, must be a regular file."""
-    parent = str(PurePosixPath(relpath).parent)
-    if parent != ".":
-        ensure_dirs(root, parent)
-    path = resolve_inside(root, relpath)
+    parts = _relative_parts(relpath)
+    # ``ensure_dirs`` checked every directory on the way; the name itself is checked here, once.
+    parent = ensure_dirs(root, "/".join(parts[:-1])) if len(parts) > 1 else root
+    path = parent / parts[-1]
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            raise UnsafePath("target is not a regular file", path=relpath)
+        mode = os.lstat(path).st_mode
     except FileNotFoundError:
         pass
+    else:
+        if stat.S_ISLNK(mode):
+            raise UnsafePath(f"path passes through a symlink: {relpath}", path=relpath, component=relpath,
+                             problem="symlink")
+        if not stat.S_ISREG(mode):
+            raise UnsafePath("target is not a regular file", path=relpath)
     staged = StagedFile(path)
     try:
-        staged.handle.write(data)
-        staged.handle.flush()
+        staged.write(data)
     except BaseException:
         staged.discard()
         raise

@@ -16,7 +16,7 @@ Keys are ``(what, partition, value)``: a path, a record id, a name as lookups co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .catalog import Catalog, SyncReport
 from .catalog_reads import SourceRow, name_key
@@ -35,9 +35,22 @@ class PlanReads:
     def __init__(self, catalog: Catalog) -> None:
         self._catalog = catalog
         self.keys: set[Key] = set()
+        # What this plan read, by question: the catalog does not change while a plan is planned (save through
+        # ``sync``, which forgets it), and a link's write asks about the same pages and source once a link.
+        self._answers: dict[tuple[Any, ...], Any] = {}
+
+    def _asked(self, question: tuple[Any, ...], read: Callable[[], Any]) -> Any:
+        try:
+            hash(question)
+        except TypeError:  # a filter given as a list: asked as it is
+            return read()
+        if question not in self._answers:
+            self._answers[question] = read()
+        return self._answers[question]
 
     def lookup(self, partition: str, name: str, *, kind: str | None = None) -> list[str]:
-        found = self._catalog.lookup(partition, name, kind=kind)
+        found = list(self._asked(("lookup", partition, name, kind),
+                                 lambda: self._catalog.lookup(partition, name, kind=kind)))
         self.keys |= {("name", partition, name_key(name)), ("id", partition, name)}
         self.keys |= {("id", partition, record_id) for record_id in found}
         return found
@@ -53,14 +66,17 @@ class PlanReads:
         if record_ids is None and paths is None:
             raise AttributeError("a plan listed every current record of a partition, which no group can "
                                  "account for")
-        rows = self._catalog.current(partition, record_ids=record_ids, paths=paths, **narrower)
+        question = ("current", partition, None if record_ids is None else tuple(record_ids),
+                    None if paths is None else tuple(paths), tuple(sorted(narrower.items())))
+        rows = list(self._asked(question, lambda: self._catalog.current(partition, record_ids=record_ids,
+                                                                        paths=paths, **narrower)))
         self.keys |= {("id", partition, record_id) for record_id in record_ids or ()}
         self.keys |= {("path", partition, path) for path in paths or ()}
         self.keys |= {("id", partition, row.record_id) for row in rows} | {("path", partition, row.path) for row in rows}
         return rows
 
     def source(self, partition: str, source_id: str) -> SourceRow | None:
-        row = self._catalog.source(partition, source_id)
+        row = self._asked(("source", partition, source_id), lambda: self._catalog.source(partition, source_id))
         self.keys.add(("id", partition, source_id))
         if row is not None:
             self.keys |= {("path", partition, path) for path in (row.path, row.retained_path) if path}
@@ -73,6 +89,7 @@ class PlanReads:
     def sync(self, partition: str, paths: list[str] | None = None, *, force: bool = False) -> SyncReport:
         """A file that changed under the catalog is catalogued before it is planned on (``current_record``)."""
         self.keys |= {("path", partition, path) for path in paths or ()}
+        self._answers.clear()
         return self._catalog.sync(partition, paths, force=force)
 
 
@@ -97,6 +114,11 @@ class Group:
     def depends(self, reads: PlanReads) -> bool:
         """Whether a plan read something a member writes (refused so, it may not be refused after them)."""
         return bool(self.written & reads.keys)
+
+    def without(self, members: list[int]) -> "Group":
+        """The group less the plans at ``members`` (refused once planned); what they write stays noted, as
+        nothing more is admitted once a group is planned."""
+        return Group([plan for index, plan in enumerate(self.plans) if index not in members], self.written)
 
     def admits(self, plan: Plan, reads: PlanReads) -> bool:
         """Add ``plan`` unless it reads or writes something an earlier member writes."""

@@ -16,9 +16,10 @@ record) share each step: one journal transaction, one checkpoint, one acknowledg
 one sync of each directory they installed into.  One that fails is rolled back alone.
 
 Steps 3 and 4 overlap: once the journal is committed, the checkpoint is written beside the installs
-(``_checkpoint_beside``); the group's new files are synced at once before any is renamed, and the
-directories at once after, while the checkpoint is still being written, so a write waits for about two
-rounds of fsync between its two transactions instead of four or more.  Only the journal's order matters for
+(``_checkpoint_beside``); the group's new files are written to temp files and synced on the sync threads,
+all at once, and renamed once all are, and the directories are synced at once after, while the checkpoint is
+still being written, so a write waits for about two rounds of fsync between its two transactions instead of
+four or more.  Only the journal's order matters for
 recovery: a checkpoint naming a journalled publication is explained by the journal whether or not
 its files were installed, and the acknowledging transaction waits for both.
 
@@ -43,8 +44,8 @@ from .catalog import Catalog
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
-from ..core.files import (UnsafePath, StagedFile, fsync_dir, remove_inside, resolve_inside, sha256_bytes, sha256_file,
-                          stage_inside, write_inside)
+from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, remove_inside, resolve_inside, sha256_bytes,
+                          sha256_if_present, stage_inside, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
 from ..vault.records import PRIVATE_SCOPE, Record
@@ -127,6 +128,41 @@ def _outcome(work: Future[Any] | None) -> Exception | None:
     except Exception as exc:
         return exc
     return None
+
+
+def _stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
+    """``data`` in a temp file beside ``relpath``, durable (on a sync thread)."""
+    staging = stage_inside(root, relpath, data)
+    try:
+        staging.sync()
+    except BaseException:
+        staging.discard()
+        raise
+    return staging
+
+
+def _made_here(root: Path, relpath: str, data: bytes) -> Future[StagedFile]:
+    """``_stage_synced`` on this thread, its outcome as a future's."""
+    made: Future[StagedFile] = Future()
+    try:
+        made.set_result(_stage_synced(root, relpath, data))
+    except Exception as exc:
+        made.set_exception(exc)
+    return made
+
+
+def _staged(asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]]
+            ) -> list[tuple[_Publication, FileWrite, StagedFile | None]]:
+    """The temp files ``asked`` for, once every one is written and synced (None: a removal); one the disk would
+    not write or sync refuses its publication, and is left out."""
+    staged: list[tuple[_Publication, FileWrite, StagedFile | None]] = []
+    for publication, write, work in asked:
+        error = _outcome(work)
+        if error is not None:
+            publication.error = publication.error or error
+            continue
+        staged.append((publication, write, None if work is None else work.result()))
+    return staged
 
 
 def removal(path: str, role: str, base: bytes, record_id: str | None = None) -> FileWrite:
@@ -312,35 +348,42 @@ class Publisher:
         publication is its ``error``, and the files it installed stay for its roll-back.  The directories
         whose entries changed are added to ``directories`` for ``_report_installed`` to sync.
 
-        Every new file is written to a temp file first, then all of them are synced at once, then renamed in
-        installation order: a publication of three files, or a group of eight pages, waits for one round of
-        fsync instead of one per file.  Each rename still follows its own file's sync."""
-        staged: list[tuple[_Publication, FileWrite, StagedFile | None]] = []
+        Every new file is written to a temp file and synced on the sync threads, all at once, then renamed in
+        installation order once all are: a publication of three files, or a group of eight pages, waits for one
+        round of fsync instead of one per file, and the lane for no file's creation (a file system that is
+        committing its journal for someone's fsync makes a creation wait: a third of the lane's samples at
+        1,000 notes when the lane made them itself, py-spy, load 6-8).  The group's first file is made on the
+        lane, as the lone file of a single write is: handing it to a thread made such a write slower."""
+        asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]] = []
+        folders: set[tuple[Path, str]] = set()  # made or found already, for this group
         for publication in group:
             try:
-                staged += [(publication, write, staging) for write, staging in self._stage(publication)
-                           if staging is not ALREADY]
+                asked += [(publication, write, staging) for write, staging in self._stage(
+                    publication, folders, here=not any(work is not None for _, _, work in asked))
+                          if staging is not ALREADY]
             except Exception as exc:
                 publication.error = exc
         try:
-            self._sync_staged(staged)
-            for publication, write, staging in staged:
+            for publication, write, staging in _staged(asked):
                 if publication.error is None:
                     try:
                         self._put_in_place(publication, write, staging, directories)
                     except Exception as exc:
                         publication.error = exc
-        finally:
-            for _, _, staging in staged:
-                if staging is not None and not staging.handle.closed:  # its publication was refused first
-                    staging.discard()
+        finally:  # every temp file waited for (none is left being made), those not installed removed
+            for _, _, work in asked:
+                if work is not None and _outcome(work) is None and not work.result().closed:
+                    work.result().discard()
 
-    def _stage(self, publication: _Publication) -> list[tuple[FileWrite, StagedFile | None]]:
-        """Compare each file of ``publication`` with its planned base and write its new bytes to a temp file
-        beside it (None: a removal; ``ALREADY``: a file that is as the plan wants it already)."""
+    def _stage(self, publication: _Publication, folders: set[tuple[Path, str]], *, here: bool
+               ) -> list[tuple[FileWrite, Future[StagedFile] | None]]:
+        """Compare each file of ``publication`` with its planned base and have its new bytes written to a temp
+        file beside it and synced (None: a removal; ``ALREADY``: a file that is as the plan wants it already),
+        its folder made first unless in ``folders``; with ``here`` the first such file is made on the lane.  On
+        an error, the temp files asked for are waited for and removed."""
         partition = publication.plan.partition
         self.store.ensure_partition(partition)
-        staged: list[tuple[FileWrite, StagedFile | None]] = []
+        staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:
             for write in publication.writes:
                 current = self._current_sha(partition, write)
@@ -353,32 +396,24 @@ class Publisher:
                     continue
                 self._expect_base(write, current)
                 self.faults.attempt("installed")
-                staged.append((write, None if write.removes
-                               else stage_inside(self._root(partition, write), write.path, write.data)))
+                if write.removes:
+                    staged.append((write, None))
+                    continue
+                root = self._root(partition, write)
+                parent = write.path.rpartition("/")[0]
+                if parent and (root, parent) not in folders:
+                    ensure_dirs(root, parent)  # here, not on two sync threads at once
+                    folders.add((root, parent))
+                if here and not any(isinstance(work, Future) for _, work in staged):
+                    staged.append((write, _made_here(root, write.path, write.data)))
+                else:
+                    staged.append((write, self._beside(_stage_synced, root, write.path, write.data)))
         except BaseException:
             for _, staging in staged:
-                if staging not in (None, ALREADY):
-                    staging.discard()
+                if isinstance(staging, Future) and _outcome(staging) is None:
+                    staging.result().discard()
             raise
         return staged
-
-    def _sync_staged(self, staged: list[tuple[_Publication, FileWrite, StagedFile | None]]) -> None:
-        """Sync every staged temp file, all at once on the sync threads and the first on the lane; a file the
-        disk would not sync refuses its publication."""
-        pending = [(publication, staging) for publication, _, staging in staged
-                   if staging is not None and publication.error is None]
-        if not pending:
-            return
-        beside = [(publication, self._beside(staging.sync)) for publication, staging in pending[1:]]
-        first, staging = pending[0]
-        try:
-            staging.sync()
-        except Exception as exc:
-            first.error = exc
-        for publication, work in beside:
-            error = _outcome(work)
-            if error is not None and publication.error is None:
-                publication.error = error
 
     def _put_in_place(self, publication: _Publication, write: FileWrite, staging: StagedFile | None,
                       directories: set[Path]) -> None:
@@ -530,9 +565,7 @@ class Publisher:
 
     def _current_sha(self, partition: str, write: FileWrite) -> str | None:
         try:
-            return sha256_file(self._root(partition, write), write.path)[0]
-        except NotFound:
-            return None
+            return sha256_if_present(self._root(partition, write), write.path)
         except UnsafePath:
             return "unsafe"
 
@@ -571,7 +604,7 @@ class Publisher:
     # --- recovery --------------------------------------------------------------------
 
     def _remove_leftover_temp_files(self, partition: str, writes: list[FileWrite]) -> None:
-        """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<random>.tmp``)
+        """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<pid>-<n>.tmp``)
         beside the target; recovery removes those of the publication's own files and of the manifest."""
         targets = [(self.store.root, self.store.manifest_path.name)]
         for write in writes:

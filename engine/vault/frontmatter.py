@@ -14,6 +14,7 @@ without lone surrogates (UTF-8 for SQLite, tantivy and JSON replies).
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 
@@ -477,13 +478,30 @@ def _flat_scalar(value: Any, shape: re.Pattern[str]) -> str | None:
     kind = type(value)
     if kind is str:
         if shape.fullmatch(value) is None:
-            return None
+            return _single_quoted(value, flow=shape is _FLAT_FLOW_TEXT)
         return value if _dumped_tag(value) == _STR_TAG else "'" + value.replace("'", "''") + "'"
     if kind is bool:
         return "true" if value else "false"
     if kind is int:
         return str(value) if INT_MIN <= value <= INT_MAX else None  # the reader refuses the rest
     return "null" if value is None else None
+
+
+# Printable ASCII outside the shapes above ("[[Note 12]]", a link's quote): single-quoted where PyYAML's own analysis
+# of the text allows no plain scalar there and allows a single-quoted one, which reads back as written whatever the
+# text; where it might be plain, PyYAML decides.
+_PRINTABLE_ASCII = re.compile(r"[ -~]+")
+_ANALYSIS = yaml.emitter.Emitter(io.StringIO(), allow_unicode=True)  # analyze_scalar reads no emitter state
+
+
+def _single_quoted(text: str, *, flow: bool) -> str | None:
+    if _PRINTABLE_ASCII.fullmatch(text) is None:
+        return None
+    analysis = _ANALYSIS.analyze_scalar(text)
+    plain = analysis.allow_flow_plain if flow else analysis.allow_block_plain
+    if (plain and _dumped_tag(text) == _STR_TAG) or not analysis.allow_single_quoted:
+        return None
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _copy_flat(value: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import stat
 import threading
@@ -310,6 +311,55 @@ def test_a_failed_atomic_write_leaves_the_old_file_and_no_temp(root: Path, monke
         atomic_write(root / "a.md", b"new")
     assert (root / "a.md").read_bytes() == b"original"
     assert leftovers(root) == []
+
+
+def test_sha256_if_present_is_none_for_nothing_and_refuses_what_sha256_file_refuses(root: Path, outside: Path) -> None:
+    (root / "pages").mkdir()
+    (root / "pages" / "a.md").write_bytes(b"abc")
+    assert files.sha256_if_present(root, "pages/a.md") == hashlib.sha256(b"abc").hexdigest()
+    assert files.sha256_if_present(root, "pages/none.md") is None
+    assert files.sha256_if_present(root, "nowhere/none.md") is None
+    (root / "pages" / "link.md").symlink_to(outside / "secret.md")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    for unsafe in ("pages/link.md", "linked/secret.md", "pages"):
+        with pytest.raises(UnsafePath):
+            files.sha256_if_present(root, unsafe)
+
+
+def test_a_staged_file_is_named_by_process_and_number_and_never_reuses_a_leftover(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "_temp_numbers", itertools.count(7))
+    leftover = root / f".a.md.{os.getpid():x}-7.tmp"  # as a killed process with this pid left it
+    leftover.write_bytes(b"a crash's half write")
+    staged = files.stage_inside(root, "a.md", b"new bytes")
+    try:
+        assert Path(staged.temp).name == f".a.md.{os.getpid():x}-8.tmp"
+        assert leftover.read_bytes() == b"a crash's half write"
+        staged.sync()
+        staged.install()
+    finally:
+        staged.discard()
+    assert (root / "a.md").read_bytes() == b"new bytes"
+    assert leftovers(root) == [leftover.name]
+
+
+def test_a_staged_file_has_its_mode_whatever_the_umask(root: Path) -> None:
+    previous = os.umask(0o077)
+    try:
+        info = atomic_write(root / "a.md", b"x", mode=0o644)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(info.st_mode) == 0o644
+
+
+def test_stage_inside_refuses_a_symlinked_leaf_naming_it(root: Path, outside: Path) -> None:
+    (root / "pages").mkdir()
+    (root / "pages" / "x.md").symlink_to(outside / "secret.md")
+    with pytest.raises(UnsafePath) as caught:
+        files.stage_inside(root, "pages/x.md", b"overwrite")
+    assert caught.value.details["problem"] == "symlink" and caught.value.details["component"] == "pages/x.md"
+    assert (outside / "secret.md").read_bytes() == b"secret"
+    assert leftovers(root / "pages") == []
 
 
 def test_write_inside_creates_missing_directories(root: Path) -> None:

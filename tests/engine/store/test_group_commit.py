@@ -11,20 +11,24 @@ import errno
 import os
 import stat
 import threading
+import uuid
 from typing import Any, Callable
 from unittest import mock
 
 import pytest
 
-from engine.core.errors import KnowledgeError, NotFound, StaleRevision, StoreUnavailable
+from engine.core.errors import Denied, KnowledgeError, NotFound, StaleRevision, StoreUnavailable
 from engine.core.faults import Faults
-from engine.service import Engine
+import engine.service as service
+from engine.service import Engine, EngineEntry
+from engine.state.registry import Registry
 from engine.store.attachments import attach
 from engine.store.catalog import Catalog
 from engine.store.groups import PlanReads
+from engine.store import publication
 from engine.store.publication import Publisher
 from engine.access.authority import AgentCaller
-from tests.helpers import claim, lane_held, page, private_dir, wait_for
+from tests.helpers import claim, conversation, lane_held, page, private_dir, wait_for
 
 
 def _together(engine: Engine, calls: list[Callable[[], Any]]) -> tuple[list[Any], list[int]]:
@@ -237,3 +241,95 @@ def test_plan_reads_note_what_a_plan_looked_at_and_offer_nothing_else(owned):
     with pytest.raises(AttributeError):
         reads.current_count  # noqa: B018 - not a lookup planning makes
     assert isinstance(runtime.catalog, Catalog)
+
+
+def test_plan_reads_ask_the_catalog_each_question_once_until_a_sync(owned):
+    engine, owner = owned
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    [seed] = runtime.call(lambda: PlanReads(runtime.catalog).lookup("private", "Seed"))
+    asked: list[str] = []
+    current = Catalog.current
+
+    def counted(catalog: Catalog, *args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs["record_ids"][0])
+        return current(catalog, *args, **kwargs)
+
+    def plan() -> None:
+        reads = PlanReads(runtime.catalog)
+        first = reads.current("private", kind="page", record_ids=[seed])
+        first.clear()  # a caller's list is its own
+        assert [row.title for row in reads.current("private", kind="page", record_ids=[seed])] == ["Seed"]
+        assert asked == [seed] and ("id", "private", seed) in reads.keys
+        reads.sync("private")
+        reads.current("private", kind="page", record_ids=[seed])
+        assert asked == [seed, seed]
+
+    with mock.patch.object(Catalog, "current", counted):
+        runtime.call(plan)
+
+
+def test_a_group_rechecks_each_callers_authority_before_and_after_planning_not_at_every_write(owned):
+    engine, owner = owned
+    on_lane: list[str] = []
+    recheck = EngineEntry.recheck
+
+    def counted(entry: EngineEntry) -> None:
+        if threading.current_thread().name.startswith("lane-"):
+            on_lane.append(entry.authority.partition)
+        recheck(entry)
+
+    with mock.patch.object(EngineEntry, "recheck", counted):
+        receipts, groups = _together(engine, [
+            lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(5)])
+    assert groups == [5] and all("publicationId" in receipt for receipt in receipts)
+    assert on_lane == ["private", "private"]
+    with mock.patch.object(EngineEntry, "recheck", counted):
+        receipts, groups = _together(engine, [lambda: engine.save_page(owner, page("alone", "Alone"))])
+    assert groups == [1] and on_lane == ["private"] * 3  # a lone write: checked right before it is planned
+
+
+def test_a_grant_removed_while_a_group_is_planned_refuses_that_callers_writes_and_keeps_the_others(owned, state_dir):
+    engine, owner = owned
+    engine.registry.set_grant("main", "chat:granted", "read-and-save")
+    chat = conversation(owner.token, str(uuid.uuid4()), key="chat:granted")
+    plan_save_page = service.plan_save_page
+    removed: list[bool] = []
+
+    def revoking(ctx: Any, *args: Any) -> Any:
+        if not removed:  # while the group's first write is planned, as `knowledge agents` would beside it
+            other = Registry.open(state_dir.registry, state_dir.root)
+            try:
+                other.remove_grant("main", "chat:granted")
+            finally:
+                other.close()
+            removed.append(True)
+        return plan_save_page(ctx, *args)
+
+    with mock.patch.object(service, "plan_save_page", revoking):
+        results, groups = _together(engine, [
+            lambda: engine.save_page(chat, page("c1", "Chat one")),
+            lambda: engine.save_page(owner, page("o1", "Owner one")),
+            lambda: engine.save_page(chat, page("c2", "Chat two")),
+        ])
+    assert removed and groups == [1]
+    assert isinstance(results[0], Denied) and isinstance(results[2], Denied)
+    assert engine.get_record(owner, results[1]["id"])["frontmatter"]["title"] == "Owner one"
+    titles = {path.read_text(encoding="utf-8").split("title: ", 1)[1].split("\n", 1)[0]
+              for path in private_dir(engine.state).glob("pages/**/*.md")}
+    assert titles == {"Seed", "Owner one"}
+
+
+def test_a_groups_temp_files_but_the_first_are_made_on_the_sync_threads(owned):
+    engine, owner = owned
+    made_on: list[str] = []
+    stage_inside = publication.stage_inside
+
+    def recorded(*args: Any) -> Any:
+        made_on.append(threading.current_thread().name)
+        return stage_inside(*args)
+
+    with mock.patch.object(publication, "stage_inside", recorded):
+        receipts, groups = _together(engine, [
+            lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
+    assert groups == [3] and all("publicationId" in receipt for receipt in receipts)
+    assert len(made_on) == 3 and made_on[0].startswith("lane-") and all(name.startswith("sync-") for name in made_on[1:])

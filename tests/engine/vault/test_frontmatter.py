@@ -330,6 +330,7 @@ _tricky_words = st.sampled_from([
     "x,y", "q?", "", " a", "a ", "a  b", "\u00e9t\u00e9", "---", "...", "a\nb", "'q'", "[a]", "{a}", "!x", "&a", "*a",
 ])
 _flat_texts = st.one_of(_tricky_words, st.text(alphabet="ab1_ .,'()/!?&+-:#~\u00e9", max_size=30),
+                        st.text(alphabet="a1 [],:#-?'\"{}*&!|>%@`\t", max_size=20),
                         st.text(alphabet="ab :", min_size=55, max_size=110))
 _flat_scalars = st.one_of(_flat_texts, st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False))
 _flat_values = st.one_of(
@@ -377,6 +378,10 @@ def test_the_frontmatter_the_engine_writes_is_written_without_pyyaml() -> None:
                       "attribution": {"agent": "main"}, "evidence": [
                           {"source": "src_1", "lines": [1, 1], "quote": "review moved to week 5"},
                           {"source": "src_2"}]})
+    documents.append({"format": "knowledge-record-v1", "id": "rl_1", "kind": "relationship", "title": "A related to B",
+                      "attribution": {"agent": "main"}, "evidence": [
+                          {"source": "src_1", "lines": [5, 5], "quote": "[[Note 12]]"},
+                          {"source": "src_1", "lines": [7, 7], "quote": "See [[B|the b]], [[C#Part]]: done #tag"}]})
     with mock.patch.object(yaml, "dump", side_effect=AssertionError("written by PyYAML")):
         written = [dump_yaml(document) for document in documents]
     assert written == [pyyaml_dump(document) for document in documents]
