@@ -43,7 +43,7 @@ from .state.config import SettingsSource
 from .core.db import sqlite_errno
 from .core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from .core.faults import Faults
-from .store.githistory import CommitFile, GitError, GitHistory
+from .store.githistory import CommitFile, GitError, GitHistory, commit_message, commit_runs
 from .store.outbox import GitOutbox
 from .index.embedding import Embedder, EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
@@ -730,14 +730,14 @@ class StoreRuntime:
                 return self._with_index({"state": "committed", "commit": self.git.head(), "publications": 0,
                                          "byPartition": {}})
             commit = None
-            for run in _commit_runs(batch):
+            for run in commit_runs(batch):
                 files = [CommitFile(path, data) for entry in run for path, data in entry["files"] if data is not None]
                 removals = [path for entry in run for path, data in entry["files"] if data is None]
                 seqs = [entry["seq"] for entry in run]
                 try:
                     # What the vault holds, for git's first commit, read on the lane: beside it, a publication
                     # could be installed and rolled back, and its files would enter the history unacknowledged.
-                    commit = self.git.commit(files, _commit_message(run),
+                    commit = self.git.commit(files, commit_message(run),
                                              existing=lambda: call(self.git.existing_files), removals=removals)
                 except GitError as exc:
                     error = str(exc)
@@ -791,30 +791,3 @@ class StoreRuntime:
         self._lane.submit(self.store.close).result()
         self._lane.shutdown(wait=True)
 
-
-def _commit_runs(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The batch in order, cut wherever a file would repeat: one commit holds one revision of a file,
-    so every published revision's exact bytes stay in the history, not just a batch's last one."""
-    runs: list[list[dict[str, Any]]] = []
-    paths: set[str] = set()
-    for entry in batch:
-        touched = {path for path, _ in entry["files"]}
-        if not runs or touched & paths:
-            runs.append([])
-            paths = set()
-        runs[-1].append(entry)
-        paths |= touched
-    return runs
-
-
-def _commit_message(batch: list[dict[str, Any]]) -> str:
-    if len(batch) == 1:
-        entry = batch[0]
-        subject = f"{entry['operation']} by {entry['agent'] or 'unknown'}"
-    else:
-        subject = f"{len(batch)} publications"
-    trailers = "\n".join(
-        f"Knowledge-Publication: {entry['id']} ({entry['operation']} by {entry['agent'] or 'unknown'})"
-        for entry in batch
-    )
-    return f"Knowledge: {subject}\n\n{trailers}\n"

@@ -22,7 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 BRANCH = "refs/heads/main"
 COMMITTER = "Knowledge Desk <knowledge-desk@localhost>"
@@ -614,3 +614,32 @@ def _quote(path: str) -> str:
         escaped = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         return f'"{escaped}"'
     return path
+
+
+def commit_runs(batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The batch in order, cut wherever a file would repeat: one commit holds one revision of a file,
+    so every published revision's exact bytes stay in the history, not just a batch's last one."""
+    runs: list[list[dict[str, Any]]] = []
+    paths: set[str] = set()
+    for entry in batch:
+        touched = {path for path, _ in entry["files"]}
+        if not runs or touched & paths:
+            runs.append([])
+            paths = set()
+        runs[-1].append(entry)
+        paths |= touched
+    return runs
+
+
+def commit_message(batch: list[dict[str, Any]]) -> str:
+    """A checkpoint commit's message: what was published and by whom, one trailer a publication."""
+    if len(batch) == 1:
+        entry = batch[0]
+        subject = f"{entry['operation']} by {entry['agent'] or 'unknown'}"
+    else:
+        subject = f"{len(batch)} publications"
+    trailers = "\n".join(
+        f"Knowledge-Publication: {entry['id']} ({entry['operation']} by {entry['agent'] or 'unknown'})"
+        for entry in batch
+    )
+    return f"Knowledge: {subject}\n\n{trailers}\n"
