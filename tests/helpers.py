@@ -84,3 +84,33 @@ def yaml_loader(kind: str) -> Iterator[None]:
     with mock.patch.object(frontmatter, "_BaseLoader", yaml.SafeLoader), \
             mock.patch.object(frontmatter, "_Loader", frontmatter._strict_loader(yaml.SafeLoader)):
         yield
+
+
+@contextlib.contextmanager
+def catch_up_held(runtime: Any, monkeypatch: Any) -> Iterator[None]:
+    """A search index catch-up on its own thread, held between tantivy's commit and the catalog's record of it
+    while the block runs; nothing else catches up meanwhile (events, no timing)."""
+    from engine.runtime import StoreRuntime
+    from engine.store.index_ledger import IndexLedger
+
+    monkeypatch.setattr(StoreRuntime, "_catch_up_indexes", lambda self, partitions: None)
+    committed, go_on, failures = threading.Event(), threading.Event(), []
+    record = IndexLedger.record
+
+    def waiting(self: IndexLedger, *args: Any) -> None:
+        committed.set()
+        if not go_on.wait(120):
+            failures.append("the test's block never finished while the catch-up waited")
+        record(self, *args)
+
+    monkeypatch.setattr(IndexLedger, "record", waiting)
+    catching_up = threading.Thread(target=lambda: runtime.indexes.catch_up("private"))
+    catching_up.start()
+    try:
+        assert committed.wait(120)
+        yield
+    finally:
+        go_on.set()
+        catching_up.join()
+        monkeypatch.setattr(IndexLedger, "record", record)
+    assert failures == []

@@ -447,13 +447,19 @@ def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], N
                  directories: set[Path] | None = None) -> os.stat_result:
     """Atomically write a file at a root-relative path, creating its directories (``check`` and
     ``directories``: as ``atomic_write``)."""
+    return stage_synced(root, relpath, data).install(check=check, directories=directories)
+
+
+def stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
+    """``stage_inside``, made durable: ``data`` in a synced temp file beside ``relpath``, ready to install (any
+    thread may stage it)."""
     staged = stage_inside(root, relpath, data)
     try:
         staged.sync()
     except BaseException:
         staged.discard()
         raise
-    return staged.install(check=check, directories=directories)
+    return staged
 
 
 def remove_inside(root: Path, relpath: str) -> None:

@@ -45,7 +45,7 @@ from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
 from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, remove_inside, resolve_inside, sha256_bytes,
-                          sha256_if_present, stage_inside, write_inside)
+                          sha256_if_present, stage_synced, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
 from ..vault.records import PRIVATE_SCOPE, Record
@@ -130,22 +130,11 @@ def _outcome(work: Future[Any] | None) -> Exception | None:
     return None
 
 
-def _stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
-    """``data`` in a temp file beside ``relpath``, durable (on a sync thread)."""
-    staging = stage_inside(root, relpath, data)
-    try:
-        staging.sync()
-    except BaseException:
-        staging.discard()
-        raise
-    return staging
-
-
 def _made_here(root: Path, relpath: str, data: bytes) -> Future[StagedFile]:
-    """``_stage_synced`` on this thread, its outcome as a future's."""
+    """``stage_synced`` on this thread, its outcome as a future's."""
     made: Future[StagedFile] = Future()
     try:
-        made.set_result(_stage_synced(root, relpath, data))
+        made.set_result(stage_synced(root, relpath, data))
     except Exception as exc:
         made.set_exception(exc)
     return made
@@ -407,7 +396,7 @@ class Publisher:
                 if here and not any(isinstance(work, Future) for _, work in staged):
                     staged.append((write, _made_here(root, write.path, write.data)))
                 else:
-                    staged.append((write, self._beside(_stage_synced, root, write.path, write.data)))
+                    staged.append((write, self._beside(stage_synced, root, write.path, write.data)))
         except BaseException:
             for _, staging in staged:
                 if isinstance(staging, Future) and _outcome(staging) is None:

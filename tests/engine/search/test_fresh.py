@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import uuid
 from types import SimpleNamespace
@@ -17,7 +16,7 @@ from engine import runtime as runtime_module
 from engine.runtime import StoreRuntime
 from engine.service import Engine
 from engine.store.index_ledger import IndexLedger
-from tests.helpers import claim, conversation, page, private_dir
+from tests.helpers import catch_up_held, claim, conversation, page, private_dir
 
 
 def titles(result: dict) -> list[str]:
@@ -282,31 +281,8 @@ def test_field_lengths_are_quantised_as_tantivys():
 
 @pytest.fixture
 def catch_up_paused(monkeypatch):
-    """A catch-up on its own thread, held between tantivy's commit and the catalog's record of it while the
-    test's block runs; nothing else catches up meanwhile."""
-    @contextlib.contextmanager
-    def paused(runtime):
-        monkeypatch.setattr(StoreRuntime, "_catch_up_indexes", lambda self, partitions: None)
-        committed, go_on, failures = threading.Event(), threading.Event(), []
-        record = IndexLedger.record
-
-        def waiting(self, *args):
-            committed.set()
-            if not go_on.wait(120):
-                failures.append("the test's block never finished while the catch-up waited")
-            return record(self, *args)
-
-        monkeypatch.setattr(IndexLedger, "record", waiting)
-        catching_up = threading.Thread(target=lambda: runtime.indexes.catch_up("private"))
-        catching_up.start()
-        try:
-            assert committed.wait(120)
-            yield
-        finally:
-            go_on.set()
-            catching_up.join()
-        assert failures == []
-    return paused
+    """``catch_up_held`` for a runtime the test names."""
+    return lambda runtime: catch_up_held(runtime, monkeypatch)
 
 
 def test_a_record_back_while_a_catch_up_removes_it_is_found(engine, owner, state_dir, catch_up_paused):

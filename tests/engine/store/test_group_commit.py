@@ -322,13 +322,13 @@ def test_a_grant_removed_while_a_group_is_planned_refuses_that_callers_writes_an
 def test_a_groups_temp_files_but_the_first_are_made_on_the_sync_threads(owned):
     engine, owner = owned
     made_on: list[str] = []
-    stage_inside = publication.stage_inside
+    stage_synced = publication.stage_synced
 
     def recorded(*args: Any) -> Any:
         made_on.append(threading.current_thread().name)
-        return stage_inside(*args)
+        return stage_synced(*args)
 
-    with mock.patch.object(publication, "stage_inside", recorded):
+    with mock.patch.object(publication, "stage_synced", recorded):
         receipts, groups = _together(engine, [
             lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
     assert groups == [3] and all("publicationId" in receipt for receipt in receipts)

@@ -3,12 +3,10 @@ removal written ahead, can never be left in the index as a stale document (engin
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from engine.service import Engine
 from engine.store import index_ledger
 from engine.store.index_ledger import IndexLedger
 from engine.store.store import STATE_MIGRATIONS
-from tests.helpers import page, private_dir
+from tests.helpers import catch_up_held, page, private_dir
 
 ROOT = Path(__file__).resolve().parents[3]
 WORDS = ("zephyrine", "quillmoor", "brackwater", "sollenmark", "tarnhollow")
@@ -176,31 +174,6 @@ def test_a_kill_after_committing_unlisted_records_leaves_no_stale_document(state
         assert index_matches_catalog(engine) == (4, 4)
 
 
-@contextlib.contextmanager
-def held_before_the_record(runtime, monkeypatch):
-    """A catch-up on its own thread, held between tantivy's commit and the catalog's record of it while the
-    block runs; nothing else catches up meanwhile."""
-    monkeypatch.setattr(StoreRuntime, "_catch_up_indexes", lambda self, partitions: None)
-    committed, go_on = threading.Event(), threading.Event()
-    record = IndexLedger.record
-
-    def waiting(self, *args):
-        committed.set()
-        assert go_on.wait(120), "the test's block never finished"
-        return record(self, *args)
-
-    monkeypatch.setattr(IndexLedger, "record", waiting)
-    catching_up = threading.Thread(target=lambda: runtime.indexes.catch_up("private"))
-    catching_up.start()
-    try:
-        assert committed.wait(120)
-        yield
-    finally:
-        go_on.set()
-        catching_up.join()
-    monkeypatch.setattr(IndexLedger, "record", record)
-
-
 def test_unlisted_records_deleted_or_edited_while_a_catch_up_commits_leave_the_index(engine, owner, state_dir,
                                                                                      monkeypatch):
     engine.save_page(owner, page("p1", "Seed", type_="note"))
@@ -209,7 +182,7 @@ def test_unlisted_records_deleted_or_edited_while_a_catch_up_commits_leave_the_i
     monkeypatch.setattr(index_ledger, "UNLISTED_MIN", 3)
     gone, edited, *_ = drop_notes(private_dir(state_dir), 4)
     runtime.call(lambda: runtime.catalog.sync("private"))
-    with held_before_the_record(runtime, monkeypatch):
+    with catch_up_held(runtime, monkeypatch):
         gone.unlink()
         edited.write_text(edited.read_text(encoding="utf-8").replace("quay", "slipway"), encoding="utf-8")
         runtime.call(lambda: runtime.catalog.sync("private"))
