@@ -60,9 +60,9 @@ class JobProgress(TypedDict):
     cancellable: bool  # whether operator/cancelJob stops it now (False in a last phase that cannot stop)
 
 
-class JobAnswer(TypedDict):
-    """A job as ``operator/job`` answers it: ``result`` once done (what the work returned), ``error`` once
-    failed."""
+class JobFields(TypedDict):
+    """What every job's answer holds but its ``result``, which each kind of job may type as its own:
+    ``error`` once failed."""
 
     id: str
     kind: str
@@ -72,8 +72,13 @@ class JobAnswer(TypedDict):
     progress: JobProgress
     startedAt: str
     finishedAt: NotRequired[str]
-    result: NotRequired[JsonValue]
     error: NotRequired[ErrorAnswer]
+
+
+class JobAnswer(JobFields):
+    """A job as ``operator/job`` answers it: ``result`` once done (what the work returned)."""
+
+    result: NotRequired[JsonValue]
 
 
 class JobList(TypedDict):

@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Union
 
 from ..core.answers import JsonValue, NotRequired, TypedDict
-from ..core.errors import ErrorAnswer
-from ..core.jobs import JobProgress
+from ..core.jobs import JobFields
 
 
 class ImportCounts(TypedDict):
@@ -232,26 +231,12 @@ class Manifest(TypedDict):
 # --- the operator methods' jobs --------------------------------------------------------------------
 
 
-class _Job(TypedDict):
-    """A job as ``operator/job`` shows it: ``core.jobs.JobAnswer`` with its ``result`` typed by each job
-    below; ``result`` once it is done."""
-    id: str
-    kind: str
-    key: str
-    title: str
-    state: str
-    progress: JobProgress
-    startedAt: str
-    finishedAt: NotRequired[str]
-    error: NotRequired[ErrorAnswer]
-
-
-class ExportJob(_Job):
+class ExportJob(JobFields):
     """``operator/startExport``: the export's job, its ``result`` ``operator/export``'s answer."""
     result: NotRequired[ExportResult]
 
 
-class ImportJob(_Job):
+class ImportJob(JobFields):
     """``operator/import``: the import's job, its ``result`` ``knowledge import --json``'s."""
     result: NotRequired[AnyImport]
 
