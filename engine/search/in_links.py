@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..store.catalog_reads import CatalogReads, RecordRow
 
 VIEW_NAME = "in_links"
-UPDATE_MAX = 500  # more changed records than this: the view is built afresh (one read of every relationship)
+IDS_PER_READ = 500  # changed records' rows are read this many at a time (SQLite's limit on bound values)
 
 
 @dataclass
@@ -70,9 +70,11 @@ def in_links(catalog: CatalogReads, partition: str) -> InLinks:
         return InLinks.build(catalog.current(partition, kind="relationship"))
 
     def update(view: InLinks, changed: list[str]) -> InLinks:
-        if len(changed) > UPDATE_MAX:
+        if len(changed) > max(len(view.edges), IDS_PER_READ):  # reading every relationship is then cheaper
             return build()
-        return view.update(changed, catalog.current(partition, kind="relationship", record_ids=changed))
+        rows = [row for start in range(0, len(changed), IDS_PER_READ) for row in catalog.current(
+            partition, kind="relationship", record_ids=changed[start:start + IDS_PER_READ])]
+        return view.update(changed, rows)
 
     return catalog.maintained(partition, VIEW_NAME, build, update)
 
@@ -80,6 +82,8 @@ def in_links(catalog: CatalogReads, partition: str) -> InLinks:
 def link_prior(links: InLinks, record_ids: dict[str, str | None]) -> dict[str, float]:
     """For each candidate (``record_ids``: its record id by path), the log of one more than its in-link count
     over that of the most linked candidate: 0..1, by path; empty when no candidate is linked to."""
+    # The log: the tenth link says less than the first; over the most linked candidate's: a prior within this
+    # answer, whatever the size of the vault.
     counts = {path: links.counts.get(record_id, 0) if record_id else 0 for path, record_id in record_ids.items()}
     most = max(counts.values(), default=0)
     if not most:
