@@ -16,10 +16,7 @@ the candidates' claims cite: a question asks about a moment or a topic the page 
 claim's few words miss it.  A claim no page shares a source with, whose subject the question names (the
 subject's title or an alias, word for word among the question's words: "what did Dana say about the lease"),
 gains ``NAMED_SUBJECT_BONUS`` instead: the embedding model hardly tells one person from another; on top of
-the page's score the bonus lowered recall (docs/benchmarks/search.md).  A candidate other records link to
-gains up to ``LINK_PRIOR_WEIGHT``, by the log of its in-link count over the most linked candidate's
-(engine/search/in_links.py): where two notes on one subject tie, the one the vault links to explains it,
-the other mentions it (docs/benchmarks/search-vault.md).  Scores are query-local (the best is 1.0),
+the page's score the bonus lowered recall (docs/benchmarks/search.md).  Scores are query-local (the best is 1.0),
 ``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor.
 """
 
@@ -38,7 +35,6 @@ from ..index.tantivy_index import PartitionIndex
 from ..index.vectors import VectorIndex
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..store.store import Store
-from .in_links import in_links, link_prior
 from .keyword import (
     SearchAnswer, SearchHit, SearchRequest, build_query, hit_of, snippet_generator, snippet_marker,
 )
@@ -50,8 +46,6 @@ HYBRID_ALPHA = 0.5
 # first, before the evidence page's score, then kept only where a claim has no evidence page.
 EVIDENCE_PAGE_WEIGHT = 0.7
 NAMED_SUBJECT_BONUS = 0.1
-# Chosen on the vault questions of even index from 0.05-0.25 (docs/benchmarks/search-vault.md).
-LINK_PRIOR_WEIGHT = 0.1
 
 
 def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vectors: VectorIndex, embedder: Embedder,
@@ -99,11 +93,9 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     context = _evidence_page_scores(catalog, searcher, index.schema, terms, request, vectors, partition, vector,
                                     [rows[path] for path in pool], held)
     named = _named_subjects(catalog, analyzer, partition, terms, [rows[path] for path in pool if path not in context])
-    linked = link_prior(in_links(catalog, partition), {path: rows[path].record_id for path in pool})
     fused = sorted(((_fused(keyword[path], semantic.get(path)) + EVIDENCE_PAGE_WEIGHT * context.get(path, 0.0)
-                     + (NAMED_SUBJECT_BONUS if path not in context and rows[path].view.subject in named else 0.0)
-                     + LINK_PRIOR_WEIGHT * linked.get(path, 0.0), path) for path in pool),
-                   key=lambda item: (-item[0], item[1]))
+                     + (NAMED_SUBJECT_BONUS if path not in context and rows[path].view.subject in named else 0.0),
+                     path) for path in pool), key=lambda item: (-item[0], item[1]))
     best = fused[0][0] if fused else 0.0
     snippets = snippet_generator(searcher, index.schema, terms, request)
     marker = snippet_marker(analyzer, request)

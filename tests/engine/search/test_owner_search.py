@@ -327,34 +327,3 @@ def test_a_claim_with_an_evidence_page_gains_no_named_subject_bonus_on_top(engin
     hits = owner_search(engine, query="which harbour walk does Dana prefer", kinds=["claim"])["hits"]
     score = {hit["id"]: hit["score"] for hit in hits}
     assert danas in score and lees in score and abs(score[danas] - score[lees]) < 0.01
-
-
-def test_of_two_notes_alike_the_one_others_link_to_comes_first(engine_with_model, monkeypatch) -> None:
-    """Two notes alike in title and words: the one three other notes link to leads, by the link prior; without
-    it the two score alike."""
-    from tests.helpers import page
-    engine = engine_with_model
-    caller, _ = seed(engine)
-    twins = [engine.save_page(caller, page(f"twin{n}", "Harbour ferry timetable", "note",
-                                           "The ferry leaves the harbour every hour."))["id"] for n in (1, 2)]
-    linkers = [engine.save_page(caller, page(f"trip{n}", f"Trip {n}", "note", "Packing list and tickets."))["id"]
-               for n in (1, 2, 3)]
-    owner_search(engine, query="warm up")  # the counts are read before the links exist, then kept up to date
-    engine.remember(caller, {"requestId": "links", "items": [
-        {"relation": "related_to", "from": linker, "to": twins[1], "excerpt": "see the timetable"}
-        for linker in linkers]})
-    owner_search(engine, query="warm up")
-    assert next(iter(engine._runtimes.values())).vector_feed.settled(60)
-
-    question = "when does the ferry leave the harbour"
-    leader, lead = first_page_and_lead(engine, question, twins[1], twins[0])
-    assert leader == twins[1] and lead > 0.05
-    monkeypatch.setattr("engine.search.hybrid.LINK_PRIOR_WEIGHT", 0.0)
-    assert abs(first_page_and_lead(engine, question, twins[1], twins[0])[1]) < 0.01
-
-
-def first_page_and_lead(engine, question: str, ahead: str, behind: str) -> tuple[str, float]:
-    """The first page the owner's search answers ``question`` with, and how far ``ahead`` scores above ``behind``."""
-    hits = owner_search(engine, query=question, kinds=["page"])["hits"]
-    score = {hit["id"]: hit["score"] for hit in hits}
-    return hits[0]["id"], score[ahead] - score[behind]
