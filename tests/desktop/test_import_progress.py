@@ -212,3 +212,12 @@ def test_cancel_is_offered_only_while_the_job_runs_and_says_it_can_stop() -> Non
     assert not can_cancel(running("indexing", 3, 3, cancellable=False))
     assert not can_cancel(running("linking", 1, 3, state="cancelling"))
     assert can_cancel({"state": "running", "progress": {"done": 1, "total": 3}})  # an engine that does not say
+
+
+def test_a_link_written_twice_in_a_note_is_listed_once_with_how_often() -> None:
+    from desktop.transfer.dialogs import import_summary_html
+
+    html = import_summary_html({"agent": "main", "format": "markdown", "folder": "/v/en", "dryRun": False,
+                                "imported": {"pages": 1}, "pages": {"Bases/Create a base.md": "pg_x"},
+                                "unresolved": {"Bases/Create a base.md": ["File.base", "Link", "File.base"]}})
+    assert "[[File.base]] (2×), [[Link]]</li>" in html

@@ -212,3 +212,50 @@ def test_a_narrow_page_puts_the_details_below_the_body(qtbot, tasks) -> None:
     page.resize(500, 700)
     qtbot.waitUntil(lambda: page.note.orientation() == Qt.Orientation.Vertical, timeout=5_000)
     qtbot.waitUntil(lambda: page.body.height() > 2 * page.details.height(), timeout=5_000)
+
+
+def test_a_block_id_ending_a_line_is_not_shown_but_a_caret_in_text_is() -> None:
+    html = body_html("Link to this paragraph.\n^b15695\n\n- one item ^item-1\n- two\n\nSee [[Note#^b15695]].\n\n"
+                     "x^2 and 2^10, *word*^note.", dark=False)
+
+    assert "^b15695" not in html and "^item-1" not in html
+    assert "<p>Link to this paragraph.</p>" in html and "<li>one item</li>" in html
+    assert "Note › b15695" in html  # a link to a block names it
+    assert "x^2 and 2^10, <em>word</em>^note." in html
+
+
+def test_the_page_says_loading_then_no_body_and_history_columns_read_whole_when_shown(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    first = save(served_engine, {"requestId": "bare-1", "type": "concept", "title": "Bare", "body": ""})
+    other = save(served_engine, {"requestId": "bare-2", "type": "concept", "title": "Other", "body": "Text."})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1400, 900)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    page = view.page
+    assert page.body.placeholderText() == ""  # no record chosen: nothing is said of a body
+
+    with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000):
+        view.open_record(first["id"])
+        assert page.body.placeholderText() == "Loading…"
+    qtbot.waitUntil(lambda: page.history_model.rowCount() == 1, timeout=5_000)
+    assert page.body.placeholderText() == "This record has no body."
+
+    # History shown, then the Note tab, another record (History's rows arrive hidden), then History again
+    table, header = page.history_table, page.history_table.horizontalHeader()
+    page.tabs.setCurrentIndex(3)
+    qtbot.waitUntil(lambda: table.isVisible(), timeout=5_000)
+    page.tabs.setCurrentIndex(0)
+    with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000):
+        view.open_record(other["id"])
+    qtbot.waitUntil(lambda: page.history_model.rowCount() == 1 and page.history.record_id == other["id"],
+                    timeout=5_000)
+    page.tabs.setCurrentIndex(3)
+    qtbot.waitUntil(lambda: table.isVisible(), timeout=5_000)
+    for column in range(page.history_model.columnCount()):
+        if column != table.stretch_column:
+            assert header.sectionSize(column) >= min(table.sizeHintForColumn(column), 320), column
