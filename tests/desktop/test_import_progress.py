@@ -169,7 +169,7 @@ def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_m
     qtbot.waitUntil(lambda: records.folders_tree.topLevelItemCount() == 1, timeout=WAIT_MS)
     garden = records.folders_tree.topLevelItem(0)
     assert (garden.text(0), garden.text(1), garden.child(0).text(0), garden.child(0).text(1)) == (
-        "Garden", "2", "Projects", "1")
+        "Garden", "2 (3 in all)", "Projects", "1")
 
 
 def test_a_dry_run_lists_what_it_would_leave_out_and_links_to_nothing(qtbot, tasks, served_engine, vault,
