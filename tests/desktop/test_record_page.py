@@ -140,6 +140,11 @@ def test_the_diff_is_coloured_for_the_palette_and_names_fields_old_and_new() -> 
         assert f'<span style="{removed}">-Old &lt;step&gt;</span>' in html
         assert f'<td><b>tags</b></td><td><span style="{removed}">ops</span> → <span style="{added}">ops, oncall' in html
         assert '<span class="muted">(not set)</span> →' in html and '<span class="muted">@@ -1 +1 @@</span>' in html
+    times = revision_diff_html({**DIFF, "fields": [{"name": "updated_at", "change": "changed",
+                                                    "before": "2026-12-03T09:30:05Z",
+                                                    "after": "2026-12-04T13:02:11Z"}]}, False, NOW)
+    assert "2026-12-03 10:30:05</span> → " in times and ">14:02:11</span>" in times  # the owner's zone, not UTC
+    assert "T13:02:11Z" not in times
     unreadable = revision_diff_html({**DIFF, "readable": False, "diff": "-a: 1\n+a: 2"}, False)
     assert "not a readable record" in unreadable and f"color: {DIFF_COLOURS[('added', False)]}" in unreadable
 
