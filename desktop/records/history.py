@@ -61,8 +61,9 @@ def what_changed(row: dict[str, Any]) -> str:
 def history_columns(now: Clock) -> list[Column]:
     return [
         Column("Revision", lambda r: r.get("revision"), align_right=True),
-        Column("When", lambda r: ago(revision_time(r), now()), tooltip=lambda r: exact_time(revision_time(r), now())),
-        Column("Written by", lambda r: written_by(r.get("attribution"))),
+        Column("When", lambda r: ago(revision_time(r), now()), tooltip=lambda r: exact_time(revision_time(r), now()),
+               whole=True),
+        Column("Written by", lambda r: written_by(r.get("attribution")), whole=True),
         Column("What changed", what_changed, stretch=True,
                tooltip=lambda r: ", ".join(r.get("changed") or []) or None),
         Column("Lifecycle", lambda r: r.get("lifecycle")),
