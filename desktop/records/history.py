@@ -92,6 +92,9 @@ def value_text(value: Any) -> str:
 def field_value_text(name: Any, value: Any, now: datetime) -> str:
     """A field's value as the owner reads it: a time (``created_at``, ``updated_at`` ...) in ``now``'s zone
     to the second, else ``value_text``."""
+    if isinstance(value, dict) and value:  # a mapping's times too (``recall.approved_at``)
+        text = "; ".join(f"{key}: {field_value_text(key, item, now)}" for key, item in value.items())
+        return text if len(text) <= VALUE_MAX_CHARS else text[:VALUE_MAX_CHARS] + "…"
     at = moment(value, now) if str(name).endswith("_at") and isinstance(value, str) else None
     if at is None:
         return value_text(value)
