@@ -145,9 +145,9 @@ def test_the_diff_is_coloured_for_the_palette_and_names_fields_old_and_new() -> 
                                                     "after": "2026-12-04T13:02:11Z"}]}, False, NOW)
     assert "2026-12-03 10:30:05</span> → " in times and ">14:02:11</span>" in times  # the owner's zone, not UTC
     assert "T13:02:11Z" not in times
+    recall = {"importance": 7, "approved_at": "2026-12-04T13:02:11Z"}
     nested = revision_diff_html({**DIFF, "fields": [{"name": "recall", "change": "added", "before": None,
-                                                     "after": {"importance": 7, "approved_at": "2026-12-04T13:02:11Z"}}]},
-                                False, NOW)
+                                                     "after": recall}]}, False, NOW)
     assert "importance: 7; approved_at: 14:02:11</span>" in nested
     unreadable = revision_diff_html({**DIFF, "readable": False, "diff": "-a: 1\n+a: 2"}, False)
     assert "not a readable record" in unreadable and f"color: {DIFF_COLOURS[('added', False)]}" in unreadable
