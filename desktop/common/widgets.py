@@ -202,7 +202,8 @@ class DeskTable(QTableView):
     ``MAX_COLUMN_PX``), and one text column (the first ``Column`` marked
     ``stretch``, else the last) takes the width that is left; when the others
     do not fit beside it, the widest are narrowed first, never below their
-    header's width, so every header can be read and the last columns are in
+    header's width (nor below their contents for a ``Column`` marked
+    ``whole``), so every header can be read and the last columns are in
     view without dragging anything.  ``resizeColumnsToContents`` does the
     same, and it happens by itself when the model is reset or its first rows
     arrive, and when the table is resized (until the owner drags a column).
@@ -289,9 +290,11 @@ class DeskTable(QTableView):
             return
         shown = [c for c in range(model.columnCount()) if not header.isSectionHidden(c)]
         floors = {c: header.sectionSizeHint(c) for c in shown}  # the header's text, margins and sort arrow
-        caps = [getattr(column, "max_width", None) or MAX_COLUMN_PX for column in getattr(model, "columns", [])]
+        columns = getattr(model, "columns", [])
+        caps = [getattr(column, "max_width", None) or MAX_COLUMN_PX for column in columns]
         widths = {c: max(floors[c], min(self.sizeHintForColumn(c), caps[c] if c < len(caps) else MAX_COLUMN_PX))
                   for c in shown}
+        floors.update({c: widths[c] for c in shown if c < len(columns) and getattr(columns[c], "whole", False)})
         stretch = self.stretch_column if self.stretch_column in widths else None
         if stretch is not None:
             # The width the columns share, leaving room for a vertical scroll bar that may appear.

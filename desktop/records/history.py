@@ -9,6 +9,7 @@ the window never parses a record file.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, Signal
@@ -16,7 +17,7 @@ from PySide6.QtWidgets import QAbstractItemView, QSplitter, QVBoxLayout, QWidget
 
 from ..common.diffs import diff_html, diff_style
 from ..common.models import Column, RowsModel
-from ..common.times import Clock, ago, exact_time, local_now
+from ..common.times import Clock, ago, exact_time, local_now, moment
 from ..common.widgets import SafeTextBrowser, esc, is_dark, table
 from ..tasks import EngineTasks
 
@@ -60,8 +61,9 @@ def what_changed(row: dict[str, Any]) -> str:
 def history_columns(now: Clock) -> list[Column]:
     return [
         Column("Revision", lambda r: r.get("revision"), align_right=True),
-        Column("When", lambda r: ago(revision_time(r), now()), tooltip=lambda r: exact_time(revision_time(r), now())),
-        Column("Written by", lambda r: written_by(r.get("attribution"))),
+        Column("When", lambda r: ago(revision_time(r), now()), tooltip=lambda r: exact_time(revision_time(r), now()),
+               whole=True),
+        Column("Written by", lambda r: written_by(r.get("attribution")), whole=True),
         Column("What changed", what_changed, stretch=True,
                tooltip=lambda r: ", ".join(r.get("changed") or []) or None),
         Column("Lifecycle", lambda r: r.get("lifecycle")),
@@ -87,21 +89,36 @@ def value_text(value: Any) -> str:
     return text if len(text) <= VALUE_MAX_CHARS else text[:VALUE_MAX_CHARS] + "…"
 
 
-def field_changes_html(fields: list[dict[str, Any]], dark: bool) -> str:
-    """Each changed key: its old value (red) and its new one (green)."""
+def field_value_text(name: Any, value: Any, now: datetime) -> str:
+    """A field's value as the owner reads it: a time (``created_at``, ``updated_at`` ...) in ``now``'s zone
+    to the second, else ``value_text``."""
+    if isinstance(value, dict) and value:  # a mapping's times too (``recall.approved_at``)
+        text = "; ".join(f"{key}: {field_value_text(key, item, now)}" for key, item in value.items())
+        return text if len(text) <= VALUE_MAX_CHARS else text[:VALUE_MAX_CHARS] + "…"
+    at = moment(value, now) if str(name).endswith("_at") and isinstance(value, str) else None
+    if at is None:
+        return value_text(value)
+    return at.strftime("%H:%M:%S" if at.date() == now.date() else "%Y-%m-%d %H:%M:%S")
+
+
+def field_changes_html(fields: list[dict[str, Any]], dark: bool, now: datetime | None = None) -> str:
+    """Each changed key: its old value (red) and its new one (green), times in the owner's zone."""
     if not fields:
         return '<div class="muted">No field changed.</div>'
+    now = now or local_now()
     rows = []
     for change in fields:
-        before = (f'<span style="{diff_style("removed", dark)}">{esc(value_text(change.get("before")))}</span>'
+        name = change.get("name")
+        before = (f'<span style="{diff_style("removed", dark)}">'
+                  f'{esc(field_value_text(name, change.get("before"), now))}</span>'
                   if change.get("change") != "added" else '<span class="muted">(not set)</span>')
-        after = (f'<span style="{diff_style("added", dark)}">{esc(value_text(change.get("after")))}</span>'
-                 if change.get("change") != "removed" else '<span class="muted">(removed)</span>')
+        after = (f'<span style="{diff_style("added", dark)}">{esc(field_value_text(name, change.get("after"), now))}'
+                 "</span>" if change.get("change") != "removed" else '<span class="muted">(removed)</span>')
         rows.append(f"<tr><td><b>{esc(change.get('name'))}</b></td><td>{before} → {after}</td></tr>")
     return f"<table>{''.join(rows)}</table>"
 
 
-def revision_diff_html(result: dict[str, Any], dark: bool | None = None) -> str:
+def revision_diff_html(result: dict[str, Any], dark: bool | None = None, now: datetime | None = None) -> str:
     """What changed from ``from`` to ``to``: the fields, then the body as a coloured diff (the file's own diff
     where either revision is not a readable record)."""
     dark = is_dark() if dark is None else dark
@@ -115,7 +132,7 @@ def revision_diff_html(result: dict[str, Any], dark: bool | None = None) -> str:
                           "bytes.</div>")
         return "".join(parts)
     fields = result.get("fields") or []
-    parts.append(f"<h3>Fields ({len(fields)} changed)</h3>{field_changes_html(fields, dark)}")
+    parts.append(f"<h3>Fields ({len(fields)} changed)</h3>{field_changes_html(fields, dark, now)}")
     body = result.get("bodyDiff") or ""
     parts.append("<h3>Body</h3>" + (diff_html(body, dark) if body else '<div class="muted">The body did not '
                                                                        "change.</div>"))
@@ -208,7 +225,7 @@ class HistoryPanel(QWidget):
         def shown(result: dict[str, Any]) -> None:
             if generation != self._generation:
                 return
-            self.diff.rerender_with(lambda: self.diff.show_html(revision_diff_html(result)))
+            self.diff.rerender_with(lambda: self.diff.show_html(revision_diff_html(result, now=self.now())))
             self.sig_diff_loaded.emit(self.diff.toPlainText())
 
         self.tasks.request("operator/diff", {"agent": self.agent, "id": self.record_id, "from": old, "to": new},

@@ -25,6 +25,8 @@ Obsidian's own syntax is shown as what it means, never as markup:
 - an embed (``![[Note]]``) says that the note embeds that note, with a
   link to it; an embedded image or file (``![[diagram.png]]``) is named,
   not loaded, like any image;
+- a block id (``^id`` ending a paragraph or list item, the anchor of a
+  ``[[Note#^id]]`` link) is not shown, as Obsidian shows none;
 - a YAML block at the very start of a body (frontmatter an import left in
   the text) is not shown: the record's own fields are beside the body.
 """
@@ -75,6 +77,7 @@ CALLOUT_KINDS = {
     "example": ("Example", "#8250df", "#a371f7"),
     "quote": ("Quote", "#6e7781", "#8b949e"), "cite": ("Quote", "#6e7781", "#8b949e"),
 }
+BLOCK_ID = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]{1,80}[ \t]*$")
 MENTIONED_ID = re.compile(rf"\b(?:{PAGE_PREFIX}|{CLAIM_PREFIX}|{RELATIONSHIP_PREFIX})_[0-9A-HJKMNP-TV-Z]{{26}}\b")
 
 Known = dict[str, dict[str, Any]]  # what a target may name (an id, or a title in lower case) -> the record
@@ -174,6 +177,30 @@ def _mentioned_ids_rule(state: StateCore) -> None:
             if at < len(token.content):
                 children.append(_text(token.content[at:], token.level))
         block.children = children
+
+
+def _block_ids_rule(state: StateCore) -> None:
+    """Take the block id (`` ^id``) off the end of each line of a paragraph or list item, and a line that is
+    only one (with the break before it)."""
+    breaks = ("softbreak", "hardbreak")
+    for block in state.tokens:
+        if block.type != "inline" or not block.children:
+            continue
+        children = block.children
+        kept: list[Token] = []
+        for at, token in enumerate(children):
+            ends_line = at + 1 == len(children) or children[at + 1].type in breaks
+            match = BLOCK_ID.search(token.content) if token.type == "text" and ends_line else None
+            starts_line = at == 0 or children[at - 1].type in breaks
+            if match is None or (match.start() == 0 and not match.group(0)[0].isspace() and not starts_line):
+                kept.append(token)  # ``x^2`` or ``*word*^note``: a caret in running text, not an id
+                continue
+            token.content = token.content[:match.start()]
+            if token.content:
+                kept.append(token)
+            elif kept and kept[-1].type in breaks:
+                kept.pop()  # the line was only the id: no break left before nothing
+        block.children = kept
 
 
 def _text(content: str, level: int) -> Token:
@@ -281,6 +308,7 @@ def _parser() -> MarkdownIt:
     parser.inline.ruler.before("image", "embed", _embed_rule)
     parser.core.ruler.after("block", "callouts", _callouts_rule)
     parser.core.ruler.after("inline", "mentioned_ids", _mentioned_ids_rule)
+    parser.core.ruler.after("mentioned_ids", "block_ids", _block_ids_rule)
     return parser
 
 

@@ -114,7 +114,6 @@ class RecordPage(QWidget):
                                      "click through (View › Show connections, Ctrl+Shift+G)")
         self.graph_button.clicked.connect(self._on_graph_clicked)
         self.body = SafeTextBrowser()
-        self.body.setPlaceholderText("This record has no body.")
         self.details = SafeTextBrowser()
         self.details.setMinimumWidth(200)
         self.claims = SafeTextBrowser()
@@ -158,6 +157,7 @@ class RecordPage(QWidget):
         self.header.show_html('<div class="muted">Choose a record on the left.</div>')
         for browser in (self.details, self.body, self.claims, self.connections):
             browser.clear()
+        self.body.setPlaceholderText("")  # no record: nothing to say of a body
         self.history.clear()
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
@@ -180,6 +180,7 @@ class RecordPage(QWidget):
     def show_record(self, agent: str, record_id: str) -> None:
         self.clear()
         self.agent = agent
+        self.body.setPlaceholderText("Loading…")
         self._load(record_id)
 
     def refresh(self) -> None:
@@ -212,6 +213,7 @@ class RecordPage(QWidget):
         self.record = record
         self.request_button.setEnabled(True)
         self.graph_button.setEnabled(True)
+        self.body.setPlaceholderText("This record has no body.")
         self.header.rerender_with(lambda: self.header.show_html(header_html(record, self.now())))
         self._show_details()
         self._show_body()

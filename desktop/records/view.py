@@ -186,6 +186,8 @@ class RecordsView(QWidget):
         self.modes.addTab(search, "Searc&h")
         self.folders_tree = QTreeWidget()
         self.folders_tree.setHeaderLabels(["Folder", "Notes"])
+        self.folders_tree.headerItem().setToolTip(1, "The notes a folder holds itself; with subfolders, how many "
+                                                     "it holds in all after them")
         self.folders_tree.setToolTip("The folders of the vaults imported into this store, as they were on disk")
         self.folders_tree.itemSelectionChanged.connect(self._on_folder_selected)
         self.folder_table = self._list(self.folder_model)
@@ -356,7 +358,8 @@ class RecordsView(QWidget):
                            on_error=lambda _error: self._on_folders({"folders": []}), owner=self)
 
     def _on_folders(self, result: dict[str, Any]) -> None:
-        """The folder tree: one item a folder, nested as on disk, with the notes it holds itself."""
+        """The folder tree: one item a folder, nested as on disk, with the notes it holds itself and, when it
+        has subfolders, how many in all."""
         self.folders_tree.blockSignals(True)
         self.folders_tree.clear()
         items: dict[str, QTreeWidgetItem] = {}
@@ -370,7 +373,9 @@ class RecordsView(QWidget):
                     item.setData(0, Qt.ItemDataRole.UserRole, path)
                     (parent.addChild(item) if parent is not None else self.folders_tree.addTopLevelItem(item))
                     items[path] = item
-            items[entry["folder"]].setText(1, f"{entry['notes']:,}")
+            items[entry["folder"]].setData(1, Qt.ItemDataRole.UserRole, entry["notes"])
+        for number in range(self.folders_tree.topLevelItemCount()):
+            _count_notes(self.folders_tree.topLevelItem(number))
         self.folders_tree.expandAll()
         self.folders_tree.resizeColumnToContents(0)
         if self._folder in items:
@@ -505,6 +510,15 @@ class RecordsView(QWidget):
         window.raise_()
         window.activateWindow()
         return window
+
+
+def _count_notes(item: QTreeWidgetItem) -> int:
+    """Write a folder's count, its own notes then ``(N in all)`` when it has subfolders; returns the total."""
+    own = item.data(1, Qt.ItemDataRole.UserRole) or 0
+    total = own + sum(_count_notes(item.child(number)) for number in range(item.childCount()))
+    shown = f"{own:,}" if own else ""
+    item.setText(1, f"{shown} ({total:,} in all)".lstrip() if item.childCount() else shown)
+    return total
 
 
 def answered_by(result: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ note by note, each note a link to its page) and links to what was made
 from __future__ import annotations
 
 import os
+from collections import Counter
 from html import escape
 from pathlib import PurePath
 from typing import Any
@@ -407,7 +408,7 @@ def import_summary_html(result: dict[str, Any]) -> str:
             page = pages.get(path)
             note = (f'<a href="{SHOW_SCHEME}:{escape(agent)}/record/{escape(page)}">{escape(path)}</a>'
                     if made and isinstance(page, str) else escape(path))
-            parts.append(f"<li>{note}: {escape(', '.join(f'[[{target}]]' for target in targets))}</li>")
+            parts.append(f"<li>{note}: {escape(link_list(targets))}</li>")
         parts.append("</ul>")
         if len(unresolved) > LEFT_OUT_SHOWN:
             parts.append(f"<p>… and {len(unresolved) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
@@ -417,6 +418,14 @@ def import_summary_html(result: dict[str, Any]) -> str:
         parts.append("<p><b>Not followed</b> (symbolic links, which an import never follows):</p><ul>"
                      + "".join(f"<li>{escape(path)}</li>" for path in left_out) + "</ul>")
     return "".join(parts)
+
+
+def link_list(targets: list[str]) -> str:
+    """A note's links that name nothing, each once in the order written, with how often it is written when
+    more than once: ``[[File.base]] (2×), [[Link]]``."""
+    counts = Counter(targets)
+    return ", ".join(f"[[{target}]]" + (f" ({counts[target]}×)" if counts[target] > 1 else "")
+                     for target in counts)
 
 
 def store_label(store: dict[str, Any]) -> str:

@@ -91,7 +91,9 @@ class VocabularyView(QWidget):
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.definitions_table)
         upper.addWidget(self.details)
+        upper.setStretchFactor(0, 1)
         upper.setStretchFactor(1, 1)
+        upper.setSizes([560, 540])  # the list's columns read whole beside the definition
         lower = QWidget()
         lower_layout = QVBoxLayout(lower)
         lower_layout.addWidget(heading("Validation findings"))

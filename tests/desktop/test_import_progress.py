@@ -169,7 +169,7 @@ def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_m
     qtbot.waitUntil(lambda: records.folders_tree.topLevelItemCount() == 1, timeout=WAIT_MS)
     garden = records.folders_tree.topLevelItem(0)
     assert (garden.text(0), garden.text(1), garden.child(0).text(0), garden.child(0).text(1)) == (
-        "Garden", "2", "Projects", "1")
+        "Garden", "2 (3 in all)", "Projects", "1")
 
 
 def test_a_dry_run_lists_what_it_would_leave_out_and_links_to_nothing(qtbot, tasks, served_engine, vault,
@@ -212,3 +212,12 @@ def test_cancel_is_offered_only_while_the_job_runs_and_says_it_can_stop() -> Non
     assert not can_cancel(running("indexing", 3, 3, cancellable=False))
     assert not can_cancel(running("linking", 1, 3, state="cancelling"))
     assert can_cancel({"state": "running", "progress": {"done": 1, "total": 3}})  # an engine that does not say
+
+
+def test_a_link_written_twice_in_a_note_is_listed_once_with_how_often() -> None:
+    from desktop.transfer.dialogs import import_summary_html
+
+    html = import_summary_html({"agent": "main", "format": "markdown", "folder": "/v/en", "dryRun": False,
+                                "imported": {"pages": 1}, "pages": {"Bases/Create a base.md": "pg_x"},
+                                "unresolved": {"Bases/Create a base.md": ["File.base", "Link", "File.base"]}})
+    assert "[[File.base]] (2×), [[Link]]</li>" in html

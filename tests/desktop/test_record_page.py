@@ -140,6 +140,15 @@ def test_the_diff_is_coloured_for_the_palette_and_names_fields_old_and_new() -> 
         assert f'<span style="{removed}">-Old &lt;step&gt;</span>' in html
         assert f'<td><b>tags</b></td><td><span style="{removed}">ops</span> → <span style="{added}">ops, oncall' in html
         assert '<span class="muted">(not set)</span> →' in html and '<span class="muted">@@ -1 +1 @@</span>' in html
+    times = revision_diff_html({**DIFF, "fields": [{"name": "updated_at", "change": "changed",
+                                                    "before": "2026-12-03T09:30:05Z",
+                                                    "after": "2026-12-04T13:02:11Z"}]}, False, NOW)
+    assert "2026-12-03 10:30:05</span> → " in times and ">14:02:11</span>" in times  # the owner's zone, not UTC
+    assert "T13:02:11Z" not in times
+    recall = {"importance": 7, "approved_at": "2026-12-04T13:02:11Z"}
+    nested = revision_diff_html({**DIFF, "fields": [{"name": "recall", "change": "added", "before": None,
+                                                     "after": recall}]}, False, NOW)
+    assert "importance: 7; approved_at: 14:02:11</span>" in nested
     unreadable = revision_diff_html({**DIFF, "readable": False, "diff": "-a: 1\n+a: 2"}, False)
     assert "not a readable record" in unreadable and f"color: {DIFF_COLOURS[('added', False)]}" in unreadable
 
@@ -212,3 +221,46 @@ def test_a_narrow_page_puts_the_details_below_the_body(qtbot, tasks) -> None:
     page.resize(500, 700)
     qtbot.waitUntil(lambda: page.note.orientation() == Qt.Orientation.Vertical, timeout=5_000)
     qtbot.waitUntil(lambda: page.body.height() > 2 * page.details.height(), timeout=5_000)
+
+
+def test_a_block_id_ending_a_line_is_not_shown_but_a_caret_in_text_is() -> None:
+    html = body_html("Link to this paragraph.\n^b15695\n\n- one item ^item-1\n- two\n\nSee [[Note#^b15695]].\n\n"
+                     "x^2 and 2^10, *word*^note.", dark=False)
+
+    assert "^b15695" not in html and "^item-1" not in html
+    assert "<p>Link to this paragraph.</p>" in html and "<li>one item</li>" in html
+    assert "Note › b15695" in html  # a link to a block names it
+    assert "x^2 and 2^10, <em>word</em>^note." in html
+
+
+def test_the_page_says_loading_then_no_body_and_history_says_when_and_who_whole(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    first = save(served_engine, {"requestId": "bare-1", "type": "concept", "title": "Bare", "body": ""})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 760)  # Records' share of a 1360 by 820 window
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    page = view.page
+    assert page.body.placeholderText() == ""  # no record chosen: nothing is said of a body
+
+    with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000):
+        view.open_record(first["id"])
+        assert page.body.placeholderText() == "Loading…"
+    qtbot.waitUntil(lambda: page.history_model.rowCount() == 1, timeout=5_000)
+    assert page.body.placeholderText() == "This record has no body."
+
+    # History on the narrow page: when and who read whole; the other columns keep at least their header
+    table, header = page.history_table, page.history_table.horizontalHeader()
+    page.tabs.setCurrentIndex(3)
+    qtbot.waitUntil(lambda: table.isVisible(), timeout=5_000)
+    table.fit_columns()
+    titles = [column.title for column in page.history_model.columns]
+    for title in ("When", "Written by"):
+        column = titles.index(title)
+        assert header.sectionSize(column) >= table.sizeHintForColumn(column), title
+    for column in range(len(titles)):
+        assert header.sectionSize(column) >= header.sectionSizeHint(column), titles[column]

@@ -262,7 +262,8 @@ def test_an_imported_vault_is_browsed_by_its_folders(qtbot, tasks, imported_vaul
 
     top = view.folders_tree.topLevelItem(0)
     projects = top.child(0)
-    assert (top.text(0), top.text(1), projects.text(0), projects.text(1)) == ("notes", "1", "Projects", "")
+    assert (top.text(0), top.text(1), projects.text(0), projects.text(1)) == (
+        "notes", "1 (4 in all)", "Projects", "(3 in all)")  # its own notes, then with its subfolders
     assert [(projects.child(n).text(0), projects.child(n).text(1)) for n in range(2)] == [("Alpha", "2"),
                                                                                          ("Beta", "1")]
     with qtbot.waitSignal(view.folder_model.sig_page_loaded, timeout=10_000):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
+
 from desktop.approvals.view import ApprovalsView
 from desktop.health.view import HealthView
 from desktop.preview.view import PreviewView
@@ -106,3 +108,16 @@ def test_health_lists_an_invalid_file_with_its_reason(qtbot, served, tasks, gui_
     assert "pages/broken.md:1" in files
     row = files.index("pages/broken.md:1")
     assert view.findings_model.data(view.findings_model.index(row, 4))
+
+
+def test_vocabulary_names_and_labels_read_whole_beside_the_definition(qtbot, tasks, gui_thread_guard) -> None:
+    view = shown(qtbot, VocabularyView(tasks))
+    view.resize(1110, 700)  # the view's share of a 1360-wide window
+    wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
+    table, header = view.definitions_table, view.definitions_table.horizontalHeader()
+    table.fit_columns()
+
+    for column in range(view.definitions_model.columnCount()):
+        assert header.sectionSize(column) >= min(table.sizeHintForColumn(column), 260), \
+            view.definitions_model.headerData(column, Qt.Orientation.Horizontal)
+    assert view.details.width() > 400  # the definition keeps room of its own
