@@ -532,9 +532,14 @@ def _links(original: Original) -> list[Link]:
             continue
         if fenced or "[" not in line:  # both kinds of link hold a "["
             continue
+        if "`" in line:  # a link shown as code (`[[Note]]`) is text: blanked, the others keep their places
+            line = _INLINE_CODE.sub(lambda code: " " * len(code.group(0)), line)
         for match in _WIKILINK.finditer(line):
-            if match.group(2).strip():
-                links.append(Link(number, match.group(0), match.group(2).strip(), bool(match.group(1))))
+            target = match.group(2).strip()
+            if match.group(4) is not None and target.endswith("\\"):
+                target = target[:-1].rstrip()  # [[Note\|label]]: the pipe escaped for a table's row
+            if target:
+                links.append(Link(number, match.group(0), target, bool(match.group(1))))
         for match in _MARKDOWN_LINK.finditer(line):
             target = match.group(1)
             if "://" not in target and not target.startswith(("#", "mailto:")):

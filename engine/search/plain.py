@@ -24,6 +24,7 @@ _CALLOUT = re.compile(r"^\s*>\s*\[!([A-Za-z-]+)\][+-]?\s*", re.M)
 _LINE_MARKS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+)?", re.M)
 _EMPHASIS = re.compile(r"(\*\*|__|~~|==)(\S(?:.*?\S)?)\1|(?<![\w*])\*(\S(?:[^*]*?\S)?)\*(?!\w)")
 _CODE = re.compile(r"`([^`]*)`")
+_BLOCK_ID = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]{1,80}[ \t]*$", re.M)  # "^id" ending a line: a link's anchor
 _LEFTOVER = re.compile(r"\[\[|\]\]|(?<!\w)#(?=[A-Za-z])")
 _SPACES = re.compile(r"\s+")
 # A YAML block between fences at the start: lines of "key: value", list items or indented continuations.
@@ -76,10 +77,11 @@ def query_marker(analyzer: Analyzer, terms: Collection[str]) -> Callable[[str], 
 
 def plain_snippet(fragment: str) -> str:
     """``fragment`` with wiki links as the words they show (their alias, else their target), Markdown links as
-    their text, and frontmatter, thematic breaks, emphasis, code ticks, headings' ``#``, callout and quote
-    markers and list bullets gone; on one line, spaces collapsed."""
+    their text, and frontmatter, thematic breaks, block ids, emphasis, code ticks, headings' ``#``, callout and
+    quote markers and list bullets gone; on one line, spaces collapsed."""
     text = _FRONTMATTER.sub("", fragment)
     text = _RULE.sub("", text)
+    text = _BLOCK_ID.sub("", text)
     text = _WIKI_CUT_START.sub(lambda match: match.group(1), text)
     text = _WIKI.sub(_wiki_words, text)
     text = _WIKI_CUT_END.sub(lambda match: match.group(1), text)
@@ -100,4 +102,6 @@ def _wiki_words(match: re.Match[str]) -> str:
     target = target.rsplit("/", 1)[-1]
     if target.lower().endswith(".md"):
         target = target[:-3]
+    if heading and heading.startswith("^"):  # a block's id names no words: the note is what the link shows
+        heading = ""
     return f"{target} › {heading}" if heading and target else (heading or target)

@@ -421,3 +421,25 @@ def test_a_narrow_view_reads_its_keys_as_the_whole_view_does_and_nothing_else() 
         ("related_to", "pg_a", "pg_b", "active", {"instance": "import-markdown"})
     assert narrow.evidence is None and narrow.title is None and narrow.kind is None  # not asked for
     assert common.narrow_view(row, ("evidence",)).evidence == whole.evidence
+
+
+def test_a_link_shown_as_code_is_text_and_a_pipe_escaped_for_a_table_still_links(engine: Engine, tmp_path: Path,
+                                                                                 state_dir: StateDir) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "Table view.md").write_text("Rows and columns.\n", encoding="utf-8")
+    (root / "Views.md").write_text(
+        "Embed a base with `![[File.base]]` or ``[[Table view]]`` written as code.\n\n"
+        "| view | note |\n| --- | --- |\n| table | [[Table view\\|Table]] |\n", encoding="utf-8")
+
+    result = run_import(engine, "markdown", root)
+
+    assert result["relationships"] == 1  # the table's link; neither link written as code
+    assert "unresolved" not in result or not result["unresolved"]
+    caller = reader(engine)
+    edge = next(engine.get_record(caller, line[4:])["frontmatter"]
+                for path in records(state_dir, "relationships/")
+                for line in (only_store(state_dir) / "vault" / path).read_text(encoding="utf-8").splitlines()
+                if line.startswith("id: "))
+    assert (edge["from"], edge["to"]) == (result["pages"]["Views.md"], result["pages"]["Table view.md"])
+    assert edge["evidence"][0]["quote"] == "[[Table view\\|Table]]"

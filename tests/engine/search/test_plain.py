@@ -24,6 +24,9 @@ from tests.helpers import page
     ("---\ntitle: Sync\ntags:\n  - phone\n- mobile\n---\nThe body begins", "The body begins"),  # frontmatter
     ("one part\n\n---\n\nanother part", "one part another part"),  # a thematic break
     ("---\nnot: yaml, but\nprose here\n---\nafter", "not: yaml, but prose here after"),  # not frontmatter
+    ("A paragraph to link to. ^b15695\n- an item ^item-2\n^own-line\nnext", "A paragraph to link to. an item next"),
+    ("see [[Internal links#^b15695]] and [[Note#^x|this]]", "see Internal links and this"),  # a block's link
+    ("x^2 and *word*^note stay", "x^2 and word^note stay"),  # a caret in running text
 ])
 def test_markup_becomes_the_words_it_shows(fragment: str, shown: str) -> None:
     assert plain_snippet(fragment) == shown
