@@ -403,7 +403,9 @@ class SearchIndexes:
                     count = self.ledger.backlog_count(partition)
                     gathered = list(self.ledger.backlog(partition)) if count <= GATHER_MAX else None
                 if gathered is not None:
-                    done = self._apply(index, partition, removed, iter(gathered), count)
+                    # Nothing to commit (what a large sync fed was committed with it): the ledger only records.
+                    done = self._apply(index, partition, removed, iter(gathered), count) if removed or gathered \
+                        else ([], [])
                     self.ledger.record(partition, removed, *done, catalog_version)
                     break
                 # Streamed, with a larger page cache: the backlog cannot change until it is recorded.  It is
