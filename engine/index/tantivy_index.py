@@ -338,7 +338,10 @@ class SearchIndexes:
                 log.warning("a catch-up of %s stopped after its commit; rebuilding its search index", partition)
                 self._drop(partition)
                 shutil.rmtree(self.directory(partition), ignore_errors=True)
-                index = self.get(partition)  # a new, empty index: the ledger forgets what the old one held
+                # The ledger forgets what the old index held even when the folder is left behind: the old
+                # reader, seeing its meta.json gone, may have made a lock file in it again meanwhile.
+                self._forget_indexed(partition)
+                index = self.get(partition)  # a new, empty index
             while True:
                 with self.store.db.atomic():  # what to apply, read at one catalog version and written ahead
                     catalog_version, _ = self.catalog.version(partition)
@@ -352,7 +355,10 @@ class SearchIndexes:
                     count = self.ledger.backlog_count(partition)
                     gathered = list(self.ledger.backlog(partition)) if count <= GATHER_MAX else None
                 if gathered is not None:
-                    done = self._apply(index, partition, removed, iter(gathered), count)
+                    # Nothing to commit (a catch-up after a change that left the index's records as they were):
+                    # the ledger only records.
+                    done = self._apply(index, partition, removed, iter(gathered), count) if removed or gathered \
+                        else ([], [])
                     self.ledger.record(partition, removed, *done, catalog_version)
                     break
                 # Streamed, with a larger page cache: the backlog cannot change until it is recorded.  It is

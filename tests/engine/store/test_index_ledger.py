@@ -4,6 +4,7 @@ removal written ahead, can never be left in the index as a stale document (engin
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import signal
 import subprocess
 import sys
@@ -131,6 +132,40 @@ def test_a_crash_after_committing_unlisted_records_rebuilds_the_index(engine, ow
     assert found(engine, owner, "zephyrine") == []
     assert found(engine, owner, "quay") and "Quillmoor harbour note" not in found(engine, owner, "quay")
     assert found(engine, owner, "slipway") == ["Quillmoor harbour note"]
+
+
+def test_a_rebuild_forgets_what_the_old_index_held_when_its_folder_is_left(engine, owner, state_dir,
+                                                                           monkeypatch):
+    """The old index's reader, seeing its meta.json removed, may make a lock file again in the folder a rebuild
+    has just removed: the folder stays, and the new, empty index must still be caught up with every record."""
+    engine.save_page(owner, page("p1", "Seed", type_="note"))
+    runtime = runtime_of(engine)
+    runtime.call(lambda: runtime.indexes.catch_up("private"))
+    monkeypatch.setattr(index_ledger, "UNLISTED_MIN", 3)
+    drop_notes(private_dir(state_dir), 4)
+    real_apply = PartitionIndex.apply
+
+    def commit_then_crash(self, removals, additions, **options):
+        real_apply(self, removals, additions, **options)
+        raise _CrashAfterCommit()
+
+    monkeypatch.setattr(PartitionIndex, "apply", commit_then_crash)
+    with pytest.raises(_CrashAfterCommit):
+        runtime.call(lambda: (runtime.catalog.sync("private"), runtime.indexes.catch_up("private")))
+    monkeypatch.setattr(PartitionIndex, "apply", real_apply)
+    index_folder = runtime.indexes.directory("private")
+    real_rmtree = shutil.rmtree
+
+    def leaving_a_lock_file(path, *args, **kwargs):
+        real_rmtree(path, *args, **kwargs)
+        if Path(path) == index_folder:
+            index_folder.mkdir()
+            (index_folder / ".tantivy-meta.lock").touch()
+
+    monkeypatch.setattr(tantivy_index.shutil, "rmtree", leaving_a_lock_file)
+    assert index_matches_catalog(engine) == (5, 5)  # the seed page too, which the old index held
+    monkeypatch.setattr(tantivy_index.shutil, "rmtree", real_rmtree)
+    assert found(engine, owner, "seed") == ["Seed"]
 
 
 _KILLED_CATCH_UP = """
