@@ -93,7 +93,7 @@ class WriteLane:
             if later:
                 self._queue_again(later)
             if group.plans:
-                self.runtime.publisher.while_syncing = lambda: self.plan_ahead(group.plans)
+                self.runtime.publisher.while_syncing = lambda synced: self.plan_ahead(group.plans, synced)
                 try:
                     outcomes += zip(planned, self.runtime._publish_planned(group.plans))
                 finally:
@@ -207,9 +207,10 @@ class WriteLane:
 
     # --- the next group planned while the last one's files sync ------------------------------
 
-    def plan_ahead(self, publishing: list[Plan]) -> None:
+    def plan_ahead(self, publishing: list[Plan], synced: Callable[[], bool] = lambda: False) -> None:
         """On the lane, while the files of ``publishing`` sync: plan the queued writes that depend on nothing
-        it writes, on partitions where nothing but the engine's own installs was reported (``_Ahead``)."""
+        it writes, on partitions where nothing but the engine's own installs was reported (``_Ahead``), until
+        ``synced`` says the files are (the rest are planned with the group, not to delay it)."""
         if self._ahead is not None or any(write.role == "ontology" for plan in publishing for write in plan.writes):
             return  # an ontology changes how every later write is validated
         with self.lock:
@@ -221,7 +222,7 @@ class WriteLane:
             before |= written_keys(plan)
         ahead = _Ahead([], Group(before=before), [], [], set())
         try:
-            left = self._plan_early(taken, ahead)
+            left = self._plan_early(taken, ahead, synced)
         except Exception:  # never the group being published's failure: its writes are planned again later
             log.exception("planning the next group early failed")
             self._queue_again(taken)
@@ -234,10 +235,13 @@ class WriteLane:
         if ahead.taken:
             self._ahead = ahead
 
-    def _plan_early(self, taken: list[QueuedWrite], ahead: _Ahead) -> list[QueuedWrite]:
-        """Plan ``taken`` into ``ahead`` until one may not be planned early; returns the writes left."""
+    def _plan_early(self, taken: list[QueuedWrite], ahead: _Ahead, synced: Callable[[], bool]) -> list[QueuedWrite]:
+        """Plan ``taken`` into ``ahead`` until one may not be planned early or the files are ``synced``;
+        returns the writes left."""
         fenced: dict[Hashable, QueuedWrite] = {}
         for index, queued in enumerate(taken):
+            if synced():
+                return taken[index:]
             if queued.partition not in ahead.partitions:
                 if not self.runtime.quiet(queued.partition):
                     return taken[index:]

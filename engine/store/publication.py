@@ -178,9 +178,10 @@ class Publisher:
         self.on_installed: Callable[[str, str, FileStat | None], None] = lambda partition, path, info: None
         self.on_installing: Callable[[str, str], None] = lambda partition, path: None
         self._syncs: ThreadPoolExecutor | None = None  # started by the first publication
-        # Run on the lane while a group's new files are written and synced, once all are asked for: the lane
-        # plans the next group meanwhile (engine/write_lane.py).  Only a group commit sets it.
-        self.while_syncing: Callable[[], None] | None = None
+        # Run on the lane while a group's new files are written and synced, once all are asked for, with a
+        # function telling whether all are: the lane plans the next group meanwhile (engine/write_lane.py).
+        # Only a group commit sets it.
+        self.while_syncing: Callable[[Callable[[], bool]], None] | None = None
 
     def close(self) -> None:
         """Stop the sync threads (every group waited for its own work, so none is left)."""
@@ -336,7 +337,7 @@ class Publisher:
             raise publication.error
 
     def _install_group(self, group: list[_Publication], directories: set[Path], *,
-                       meanwhile: Callable[[], None] | None = None) -> None:
+                       meanwhile: Callable[[Callable[[], bool]], None] | None = None) -> None:
         """Step 3: install the group's files, each compared with the bytes it was planned on; what refuses a
         publication is its ``error``, and the files it installed stay for its roll-back.  The directories
         whose entries changed are added to ``directories`` for ``_report_installed`` to sync.
@@ -347,7 +348,8 @@ class Publisher:
         committing its journal for someone's fsync makes a creation wait: a third of the lane's samples at
         1,000 notes when the lane made them itself, py-spy, load 6-8).  The group's first file is made on the
         lane, as the lone file of a single write is: handing it to a thread made such a write slower.  While
-        the others are synced the lane runs ``meanwhile`` (the next group planned, engine/write_lane.py)."""
+        the others are synced the lane runs ``meanwhile`` (the next group planned, engine/write_lane.py), told
+        whether they all are."""
         asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]] = []
         folders: set[tuple[Path, str]] = set()  # made or found already, for this group
         for publication in group:
@@ -359,7 +361,7 @@ class Publisher:
                 publication.error = exc
         try:
             if meanwhile is not None and any(work is not None for _, _, work in asked):
-                meanwhile()
+                meanwhile(lambda: all(work is None or work.done() for _, _, work in asked))
             for publication, write, staging in _staged(asked):
                 if publication.error is None:
                     try:
