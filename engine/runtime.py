@@ -451,20 +451,14 @@ class StoreRuntime:
             raise
 
     def quiet(self, partition: str) -> bool:
-        """Whether ``prepare`` would find nothing to bring up to date on ``partition``: the watcher is on, the
-        catalog was synced at the ontology's generation, and nothing but the engine's own installs was reported
-        since (``engine/write_lane.py`` plans the next group early only then)."""
-        if not self.watching or not self._settled or self.unavailable is not None:
+        """Whether ``prepare`` would find nothing to bring up to date on ``partition``: what a read beside the lane
+        asks (``_beside_lane``), and the catalog synced at the ontology's generation (``engine/write_lane.py``
+        plans the next group early only then)."""
+        if self.unavailable is not None:
             return False
         self.store.ontology(partition)
         generation = self.store.ontology_generation if partition == "private" else 0
-        if self._synced.get(partition) != generation:
-            return False
-        with self._dirty_lock:
-            dirty = self._dirty.get(partition, set())
-            dirty = dirty if dirty is FULL else set(dirty)
-        return dirty is not FULL and len(dirty) <= ECHOES_CHECKED and all(
-            self._echo(partition, relpath) for relpath in dirty)
+        return self._synced.get(partition) == generation and self._beside_lane(partition)
 
     def _dirty_paths(self, partition: str, dirty: set[str]) -> list[str] | None:
         """The files to sync for what the watcher reported: each file, and every file under each directory
