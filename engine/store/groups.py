@@ -110,24 +110,20 @@ class Group:
 
     plans: list[Plan] = field(default_factory=list)
     written: set[Key] = field(default_factory=set)
-    # What the group being published while this one is planned writes (engine/write_lane.py): a plan is held
-    # to it as to an earlier member, until that group is acknowledged.
-    before: set[Key] = field(default_factory=set)
 
     def depends(self, reads: PlanReads) -> bool:
         """Whether a plan read something a member writes (refused so, it may not be refused after them)."""
-        return bool((self.written | self.before) & reads.keys)
+        return bool(self.written & reads.keys)
 
     def without(self, members: list[int]) -> "Group":
         """The group less the plans at ``members`` (refused once planned); what they write stays noted, as
         nothing more is admitted once a group is planned."""
-        return Group([plan for index, plan in enumerate(self.plans) if index not in members], self.written,
-                     self.before)
+        return Group([plan for index, plan in enumerate(self.plans) if index not in members], self.written)
 
     def admits(self, plan: Plan, reads: PlanReads) -> bool:
-        """Add ``plan`` unless it reads or writes something an earlier member, or the group before, writes."""
+        """Add ``plan`` unless it reads or writes something an earlier member writes."""
         writes = written_keys(plan)
-        if (self.written | self.before) & (writes | reads.keys):
+        if self.written & (writes | reads.keys):
             return False
         self.plans.append(plan)
         self.written |= writes

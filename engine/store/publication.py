@@ -178,10 +178,6 @@ class Publisher:
         self.on_installed: Callable[[str, str, FileStat | None], None] = lambda partition, path, info: None
         self.on_installing: Callable[[str, str], None] = lambda partition, path: None
         self._syncs: ThreadPoolExecutor | None = None  # started by the first publication
-        # Run on the lane while a group's new files are written and synced, once all are asked for, with a
-        # function telling whether all are: the lane plans the next group meanwhile (engine/write_lane.py).
-        # Only a group commit sets it.
-        self.while_syncing: Callable[[Callable[[], bool]], None] | None = None
 
     def close(self) -> None:
         """Stop the sync threads (every group waited for its own work, so none is left)."""
@@ -259,7 +255,7 @@ class Publisher:
         directories: set[Path] = set()
         sync_error: Exception | None = None
         try:
-            self._install_group(live, directories, meanwhile=self.while_syncing)
+            self._install_group(live, directories)
             try:  # while the checkpoint is still being written
                 self._report_installed([publication for publication in live if publication.error is None],
                                        directories)
@@ -336,8 +332,7 @@ class Publisher:
         if publication.error is not None:
             raise publication.error
 
-    def _install_group(self, group: list[_Publication], directories: set[Path], *,
-                       meanwhile: Callable[[Callable[[], bool]], None] | None = None) -> None:
+    def _install_group(self, group: list[_Publication], directories: set[Path]) -> None:
         """Step 3: install the group's files, each compared with the bytes it was planned on; what refuses a
         publication is its ``error``, and the files it installed stay for its roll-back.  The directories
         whose entries changed are added to ``directories`` for ``_report_installed`` to sync.
@@ -347,9 +342,7 @@ class Publisher:
         round of fsync instead of one per file, and the lane for no file's creation (a file system that is
         committing its journal for someone's fsync makes a creation wait: a third of the lane's samples at
         1,000 notes when the lane made them itself, py-spy, load 6-8).  The group's first file is made on the
-        lane, as the lone file of a single write is: handing it to a thread made such a write slower.  While
-        the others are synced the lane runs ``meanwhile`` (the next group planned, engine/write_lane.py), told
-        whether they all are."""
+        lane, as the lone file of a single write is: handing it to a thread made such a write slower."""
         asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]] = []
         folders: set[tuple[Path, str]] = set()  # made or found already, for this group
         for publication in group:
@@ -360,8 +353,6 @@ class Publisher:
             except Exception as exc:
                 publication.error = exc
         try:
-            if meanwhile is not None and any(work is not None for _, _, work in asked):
-                meanwhile(lambda: all(work is None or work.done() for _, _, work in asked))
             for publication, write, staging in _staged(asked):
                 if publication.error is None:
                     try:

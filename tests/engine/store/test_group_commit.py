@@ -56,7 +56,7 @@ def _together(engine: Engine, calls: list[Callable[[], Any]]) -> tuple[list[Any]
             for index in range(len(calls)):  # queued in this order
                 threads.append(threading.Thread(target=call, args=(index,)))
                 threads[-1].start()
-                wait_for(lambda: len(runtime.writes.queued) == index + 1)
+                wait_for(lambda: len(runtime._queued) == index + 1)
         finally:
             release.set()
             holder.join()
