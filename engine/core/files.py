@@ -58,6 +58,11 @@ def resolve_inside(root: Path, relpath: str) -> Path:
     create them); components that exist must be real directories, and the
     leaf must not be a symlink.
     """
+    return _walk_inside(root, relpath)[0]
+
+
+def _walk_inside(root: Path, relpath: str) -> tuple[Path, bool]:
+    """``resolve_inside``'s path, and whether its leaf was there when its components were looked at."""
     parts = _relative_parts(relpath)
     current = os.fspath(root)  # joined as text: a write resolves about five paths, a Path per component showed
     for index, part in enumerate(parts):
@@ -65,7 +70,7 @@ def resolve_inside(root: Path, relpath: str) -> Path:
         try:
             info = os.lstat(current)
         except FileNotFoundError:
-            break
+            return root / relpath, False
         if stat.S_ISLNK(info.st_mode):
             component = "/".join(parts[:index + 1])
             raise UnsafePath(f"path passes through a symlink: {component}", path=relpath,
@@ -74,7 +79,7 @@ def resolve_inside(root: Path, relpath: str) -> Path:
             component = "/".join(parts[:index + 1])
             raise UnsafePath(f"path passes through a file: {component}", path=relpath, component=component,
                              problem="not_a_directory")
-    return root / relpath
+    return root / relpath, True
 
 
 def _open_regular(path: Path, relpath: str, *, missing: type[Exception] | None = None
@@ -210,8 +215,11 @@ class _Missing(Exception):
 def sha256_if_present(root: Path, relpath: str) -> str | None:
     """``sha256_file``'s digest, or None where nothing is at ``relpath``: a publication asks it of every new
     file twice, and building the NotFound error ``sha256_file`` raises was half the cost of that answer."""
+    path, present = _walk_inside(root, relpath)
+    if not present:  # the walk found no leaf: no open to fail (a publication's every new file, twice)
+        return None
     try:
-        fd, _ = _open_regular(resolve_inside(root, relpath), relpath, missing=_Missing)
+        fd, _ = _open_regular(path, relpath, missing=_Missing)
     except _Missing:
         return None
     return _digest(fd)[0]

@@ -326,6 +326,25 @@ def test_sha256_if_present_is_none_for_nothing_and_refuses_what_sha256_file_refu
             files.sha256_if_present(root, unsafe)
 
 
+def test_sha256_if_present_answers_a_missing_file_from_the_walk_without_opening_it(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (root / "pages").mkdir()
+    (root / "pages" / "a.md").write_bytes(b"abc")
+    opened: list[str] = []
+    real_open = os.open
+
+    def noting(path: object, *args: object, **kwargs: object) -> int:
+        opened.append(os.fspath(path))  # type: ignore[arg-type]
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(files.os, "open", noting)
+    assert files.sha256_if_present(root, "pages/none.md") is None
+    assert files.sha256_if_present(root, "nowhere/none.md") is None
+    assert opened == []
+    assert files.sha256_if_present(root, "pages/a.md") == hashlib.sha256(b"abc").hexdigest()
+    assert opened == [os.fspath(root / "pages" / "a.md")]
+
+
 def test_a_staged_file_is_named_by_process_and_number_and_never_reuses_a_leftover(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(files, "_temp_numbers", itertools.count(7))
