@@ -24,7 +24,8 @@ import logging
 import shutil
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+import sqlite3
+from typing import Any, Callable, Iterator
 
 import tantivy
 
@@ -32,6 +33,7 @@ from .analysis import ANALYZER_NAME, Analyzer, prepare
 from .overlay import CommittedStatistics, Overlay, OverlayDocument, analyse
 from ..core.db import Database
 from ..store.catalog import Catalog
+from ..store.record_rows import Catalogued
 from ..store.index_ledger import BacklogRow, IndexLedger
 from ..core.answers import NotRequired, TypedDict
 from ..core.errors import IndexFailed
@@ -123,12 +125,7 @@ class PartitionIndex:
         The writer stays open between commits (opening one, and waiting for its merges, cost more than
         the commit of a single write); segment merges go on in its background threads.
         """
-        if self._writer is not None and self._writer_threads != threads:
-            self.close()
-        if self._writer is None:
-            heap = LARGE_WRITER_HEAP if threads > 1 else WRITER_HEAP
-            self._writer, self._writer_threads = self.index.writer(heap, threads), threads
-        writer = self._writer
+        writer = self.writer(threads)
         added = 0
         try:
             # The ledger lists every path the index may hold a document of among ``removals`` (or has it
@@ -145,6 +142,25 @@ class PartitionIndex:
             raise
         self.index.reload()
         return added
+
+    def writer(self, threads: int) -> tantivy.IndexWriter:
+        """The open writer, opened with ``threads`` indexing threads if it has another number."""
+        if self._writer is not None and self._writer_threads != threads:
+            self.close()
+        if self._writer is None:
+            heap = LARGE_WRITER_HEAP if threads > 1 else WRITER_HEAP
+            self._writer, self._writer_threads = self.index.writer(heap, threads), threads
+        return self._writer
+
+    def discard(self) -> None:
+        """Drop what the open writer holds uncommitted, and the writer with it."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        try:
+            writer.rollback()
+        except (OSError, ValueError, RuntimeError) as exc:  # what it held is not committed either way
+            log.warning("search index writer of %s rolled back with an error: %s", self.directory.name, exc)
 
     def close(self) -> None:
         """Let the open writer finish its merges and release the index."""
@@ -176,6 +192,36 @@ class SearchIndexes:
         self._failed: set[str] = set()  # partitions whose last catch-up failed: searches catch up (and say so)
         self._analysed: dict[str, dict[tuple[str, str], OverlayDocument]] = {}  # partition -> (path, sha) -> doc
         self._statistics: dict[str, tuple[int, CommittedStatistics]] = {}  # partition -> (version held, stats)
+        catalog.feeds = self.open_feed
+
+    def open_feed(self, partition: str) -> SyncFeed | None:
+        """A feed of a large sync's new records into ``partition``'s index (``SyncFeed``), holding the lock
+        until it commits or is abandoned; None while a catch-up runs, when a rebuild is due or the last
+        catch-up failed: the sync's records then reach the index by a catch-up, as any change does."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if partition in self._failed or self.ledger.unlisted_left(partition):
+                self._lock.release()
+                return None
+            index = self._get(partition)
+        except IndexFailed:
+            self._lock.release()
+            return None
+        except BaseException:
+            self._lock.release()
+            raise
+        return SyncFeed(self.ledger, partition, index, lambda failed: self._feed_ended(partition, failed))
+
+    def _feed_ended(self, partition: str, failed: bool) -> None:
+        """A feed ended (committed, abandoned or ``failed``); the lock it held is released."""
+        try:
+            if failed:
+                self._failed.add(partition)  # searches catch up, and the mark has the index rebuilt
+            else:
+                self._wrote(partition)
+        finally:
+            self._lock.release()
 
     def directory(self, partition: str) -> Path:
         return self.store.root / INDEX_DIR / f"{partition.replace(':', '-')}.v{SCHEMA_VERSION}"
@@ -292,6 +338,8 @@ class SearchIndexes:
     def _overlay(self, partition: str, version: int, index: PartitionIndex, held: int,
                  db: Database) -> Overlay | None:
         ledger = IndexLedger(db)
+        if ledger.unlisted_left(partition):  # rows say indexed what tantivy has not committed yet (SyncFeed)
+            return None
         keys = ledger.backlog_keys(partition, OVERLAY_MAX + 1)
         if len(keys) > OVERLAY_MAX:
             return None
@@ -355,8 +403,7 @@ class SearchIndexes:
                     count = self.ledger.backlog_count(partition)
                     gathered = list(self.ledger.backlog(partition)) if count <= GATHER_MAX else None
                 if gathered is not None:
-                    # Nothing to commit (a catch-up after a change that left the index's records as they were):
-                    # the ledger only records.
+                    # Nothing to commit (what a large sync fed was committed with it): the ledger only records.
                     done = self._apply(index, partition, removed, iter(gathered), count) if removed or gathered \
                         else ([], [])
                     self.ledger.record(partition, removed, *done, catalog_version)
@@ -403,3 +450,106 @@ class SearchIndexes:
             type_=row.type or "", lifecycle=row.lifecycle, title=row.title,
             aliases=[a for a in row.aliases if isinstance(a, str)], body=body,
         )
+
+
+class SyncFeed:
+    """A large sync's new records, given to the partition's tantivy writer as the sync writes their rows.
+
+    A folder of new files was catalogued, committed, then read back out of the catalog into tantivy; fed here,
+    tantivy's indexing threads work beside the sync and nothing is read back.  What keeps it safe (the ledger's
+    rule, engine/store/index_ledger.py):
+
+    - only paths the index cannot hold a document of are fed (no catalog row, no removal pending): an addition
+      deletes nothing;
+    - the sync's transaction marks the partition (``index_unlisted``) before any row says a record is indexed,
+      and the fed rows say so (``indexed_sha``) in that same transaction;
+    - a record the sync's cross-checks leave not current is deleted from the writer before its commit, and its
+      row says it is not indexed;
+    - tantivy commits after the catalog's COMMIT, and the mark is cleared after tantivy's commit.  A crash
+      before the catalog's COMMIT loses the rows and the uncommitted documents alike; one after it and before
+      the mark is cleared leaves the mark, and the next catch-up rebuilds the index from the catalog.
+
+    The feed holds the indexes' lock from its opening to its end, so no catch-up runs in between, and a search
+    that finds the partition marked waits for it instead of answering beside the uncommitted documents.
+    """
+
+    def __init__(self, ledger: IndexLedger, partition: str, index: PartitionIndex,
+                 done: Callable[[bool], None]) -> None:
+        self.ledger = ledger
+        self.partition = partition
+        self.index = index
+        self._done = done
+        self._wanted: set[str] = set()
+        self._fed: set[str] = set()
+        self._writer: tantivy.IndexWriter | None = None  # None before ``begin``, and once broken
+
+    def begin(self, paths: list[str]) -> None:
+        self._wanted = set(paths) - set(self.ledger.pending_removals(self.partition))
+        try:
+            writer = self.index.writer(2)
+        except (OSError, ValueError, RuntimeError) as exc:  # nothing fed: the records reach it by a catch-up
+            log.warning("the search index of %s takes no new records during the sync (%s)", self.partition, exc)
+            return
+        self.ledger.mark_unlisted(self.partition)
+        self._writer = writer
+
+    def takes(self, entry: Catalogued) -> bool:
+        row = entry.row
+        return (self._writer is not None and entry.body is not None and row["path"] in self._wanted
+                and row["file_status"] == "ok" and row["lifecycle"] == "active" and not row["fixture"])
+
+    def add(self, entries: list[Catalogued]) -> None:
+        writer = self._writer
+        if writer is None:
+            return
+        try:
+            for entry in entries:
+                row = entry.row
+                writer.add_document(tantivy.Document(**index_document(
+                    path=row["path"], record_id=row["record_id"], revision=row["revision"], kind=row["kind"],
+                    type_=row["type"] or "", lifecycle=row["lifecycle"], title=row["title"],
+                    aliases=entry.aliases, body=entry.body or "")))
+                self._fed.add(row["path"])
+        except (OSError, ValueError, RuntimeError) as exc:  # the sync goes on; the mark has the index rebuilt
+            log.warning("the search index of %s stopped taking new records (%s); it will be rebuilt",
+                        self.partition, exc)
+            self._writer = None
+            self.index.discard()
+
+    def settle(self) -> None:
+        """In the sync's transaction, after its cross-checks: what they left not current leaves the writer."""
+        if self._writer is None:
+            return
+        gone = [path for path in self.ledger.stale(self.partition) if path in self._fed]
+        try:
+            for path in gone:
+                self._writer.delete_documents_by_term("path", path)
+        except (OSError, ValueError, RuntimeError) as exc:
+            log.warning("the search index of %s could not drop records (%s); it will be rebuilt", self.partition, exc)
+            self._writer = None
+            self.index.discard()
+            return
+        self.ledger.unindex(self.partition, gone)
+
+    def commit(self) -> None:
+        """After the catalog's COMMIT: tantivy's, then the mark cleared."""
+        failed = self._writer is None and bool(self._wanted)  # broken, or it never began: the mark may be set
+        try:
+            if self._writer is not None:
+                self._writer.commit()
+                self.index.index.reload()
+                self.ledger.clear_unlisted(self.partition)
+        except (OSError, ValueError, RuntimeError, sqlite3.Error) as exc:
+            log.warning("the search index of %s did not commit the new records (%s); it will be rebuilt",
+                        self.partition, exc)
+            self.index.discard()
+            failed = True
+        finally:
+            self._done(failed)
+
+    def abandon(self) -> None:
+        """The sync rolled back: so do the documents fed."""
+        try:
+            self.index.discard()
+        finally:
+            self._done(False)  # the catalog and the index are as they were

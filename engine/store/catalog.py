@@ -20,10 +20,10 @@ import json
 import os
 import sqlite3
 import stat
-from contextlib import closing, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Container, Iterable, Iterator
+from typing import Any, Callable, Container, Iterable, Iterator, Protocol
 
 from ..core.db import Database
 from ..core.errors import KnowledgeError
@@ -42,6 +42,8 @@ from .walk import FileStat, descriptor_for, is_descriptor_path, shown_path
 
 # A change touching more ids than this re-checks the whole partition (one pass is cheaper than lookups).
 INCREMENTAL_CHECK_MAX = 2_000
+# A sync of at least this many new record files feeds them to the search index as it writes them (IndexFeed).
+FEED_MIN = 5_000
 _CHUNK = 500  # ids or paths in one IN (...) list
 
 
@@ -49,6 +51,13 @@ _UPSERT_RECORD = (
     f"INSERT INTO catalog ({', '.join(CATALOG_COLUMNS)}) "
     f"VALUES ({', '.join(f':{name}' for name in CATALOG_COLUMNS)}) ON CONFLICT(partition, path) DO UPDATE SET "
     + ", ".join(f"{name} = excluded.{name}" for name in CATALOG_COLUMNS if name not in ("partition", "path"))
+)
+# A record fed to the search index during the sync: its row says which revision the index holds.
+_UPSERT_INDEXED = (
+    f"INSERT INTO catalog ({', '.join(CATALOG_COLUMNS)}, indexed_sha) "
+    f"VALUES ({', '.join(f':{name}' for name in CATALOG_COLUMNS)}, :sha256) ON CONFLICT(partition, path) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in (*CATALOG_COLUMNS, "indexed_sha")
+                if name not in ("partition", "path"))
 )
 # An unreadable file has no record: what a view wrote of it before is cleared.
 _FORGET_VIEW = ", ".join(f"{name} = {'0' if name == 'fixture' else 'NULL'}" for name in VIEW_COLUMNS)
@@ -97,12 +106,27 @@ class SyncReport:
         return bool(self.changed or self.removed)
 
 
+class IndexFeed(Protocol):
+    """A search index taking a large sync's new records as the sync writes them (engine/index/tantivy_index.py
+    ``SyncFeed``).  In the sync's transaction: ``begin`` (the new paths), ``takes`` and ``add`` per chunk,
+    ``settle`` after the cross-checks; ``commit`` after the catalog's COMMIT, else ``abandon``."""
+
+    def begin(self, paths: list[str]) -> None: ...
+    def takes(self, entry: Catalogued) -> bool: ...
+    def add(self, entries: list[Catalogued]) -> None: ...
+    def settle(self) -> None: ...
+    def commit(self) -> None: ...
+    def abandon(self) -> None: ...
+
+
 class Catalog(CatalogReads):
     """Catalog reads and writes for one store; used from the store's lane only."""
 
     def __init__(self, store: Store) -> None:
         super().__init__(store.db)
         self.store = store
+        # Opens a partition's IndexFeed, or None when the index cannot take one now (set by the search index).
+        self.feeds: Callable[[str], IndexFeed | None] | None = None
 
     # --- sync ------------------------------------------------------------------
 
@@ -145,7 +169,8 @@ class Catalog(CatalogReads):
         if not (first_sync or stale or rejected or missing):
             return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
         cache = self.db.large_cache() if len(stale) > INCREMENTAL_CHECK_MAX else nullcontext()
-        with cache, self.db.atomic():
+        fresh = [relpath for relpath in stale if relpath not in known and not is_descriptor_path(relpath)]
+        with self._feeding(partition, fresh) as feed, cache, self.db.atomic():
             # What the changed paths held before: records naming those ids are re-checked too (a full check,
             # forced or the first, checks every record anyway).
             full = force or first_sync
@@ -161,12 +186,14 @@ class Catalog(CatalogReads):
                     if is_descriptor_path(relpath):
                         self._load_descriptor(partition, reader, relpath, info)
             records = [(relpath, info) for relpath, info in ordered if not is_descriptor_path(relpath)]
+            if feed is not None:
+                feed.begin(fresh)
             with closing(catalogue_files(root, partition, ontology, records)) as chunks:
                 for chunk in chunks:  # the workers parse the next chunks while this one is written
                     for entry in chunk:
                         if isinstance(entry, Unreadable):
                             self._record_rejected(partition, entry.finding, entry.info)
-                    self._write_catalogued([entry for entry in chunk if isinstance(entry, Catalogued)], known)
+                    self._write_catalogued([entry for entry in chunk if isinstance(entry, Catalogued)], known, feed)
             for finding in rejected:
                 if self._record_rejected(partition, finding):
                     report.changed.append(finding.path or "")
@@ -180,12 +207,31 @@ class Catalog(CatalogReads):
                 report.events = self._record_events(partition, report, removed_ids)
             if report.touched:
                 self.refresh_cross_checks(partition, report.changed, gone=before, full=full)
+            if feed is not None:
+                feed.settle()
             self.db.execute(
                 "INSERT INTO scans (partition, synced_at) VALUES (?, ?) "
                 "ON CONFLICT(partition) DO UPDATE SET synced_at = excluded.synced_at",
                 (partition, format_timestamp(utc_now())),
             )
         return report
+
+    @contextmanager
+    def _feeding(self, partition: str, fresh: list[str]) -> Iterator[IndexFeed | None]:
+        """The search index's feed for a sync adding ``fresh`` record files, when they are many and the index
+        takes them: committed when the block (the sync's transaction) ends, abandoned when it raises."""
+        feed = None
+        if len(fresh) >= FEED_MIN and self.feeds is not None and not self.db.connection.in_transaction:
+            feed = self.feeds(partition)
+        if feed is None:
+            yield None
+            return
+        try:
+            yield feed
+        except BaseException:
+            feed.abandon()
+            raise
+        feed.commit()
 
     def paths_under(self, partition: str, directory: str) -> list[str] | None:
         """The files a sync of the subtree ``directory`` must look at (the watcher reported the directory
@@ -327,13 +373,23 @@ class Catalog(CatalogReads):
         self._write_catalogued([catalogued])
         return catalogued.row["file_status"]
 
-    def _write_catalogued(self, pending: list[Catalogued], known: Container[str] | None = None) -> None:
+    def _write_catalogued(self, pending: list[Catalogued], known: Container[str] | None = None,
+                          feed: IndexFeed | None = None) -> None:
         """Write ``pending``: a statement per table for all of them, in their order.  ``known``: the paths among
-        them the catalog may hold names of (a path it had no row for has none); None, any of them."""
+        them the catalog may hold names of (a path it had no row for has none); None, any of them.  ``feed``:
+        the search index's, given the records it takes (their rows say it holds them)."""
         if not pending:
             return
+        fed = [entry for entry in pending if feed.takes(entry)] if feed is not None else []
         self.db.executemany(_KEEP_REVISION, [entry.revision for entry in pending if entry.revision is not None])
-        self.db.executemany(_UPSERT_RECORD, [entry.row for entry in pending])
+        if feed is not None and fed:
+            self.db.executemany(_UPSERT_INDEXED, [entry.row for entry in fed])
+            if len(fed) < len(pending):
+                taken = {id(entry) for entry in fed}
+                self.db.executemany(_UPSERT_RECORD, [entry.row for entry in pending if id(entry) not in taken])
+            feed.add(fed)
+        else:
+            self.db.executemany(_UPSERT_RECORD, [entry.row for entry in pending])
         self.db.executemany("DELETE FROM names WHERE partition = ? AND path = ?",
                             [(entry.row["partition"], entry.row["path"]) for entry in pending
                              if known is None or entry.row["path"] in known])

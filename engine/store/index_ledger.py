@@ -177,6 +177,31 @@ class IndexLedger:
                 (partition, catalog_version, catalog_version),
             )
 
+    def mark_unlisted(self, partition: str) -> None:
+        """The index is about to be given documents no row lists yet (a sync feeding it, in the sync's
+        transaction): until ``clear_unlisted``, a catch-up rebuilds it instead."""
+        self.db.execute("INSERT INTO partition_state (partition, index_unlisted) VALUES (?, 1) "
+                        "ON CONFLICT(partition) DO UPDATE SET index_unlisted = 1", (partition,))
+
+    def clear_unlisted(self, partition: str) -> None:
+        """The index committed what the rows say it holds."""
+        with self.db.atomic():
+            self.db.execute("UPDATE partition_state SET index_unlisted = 0 WHERE partition = ?", (partition,))
+
+    def pending_removals(self, partition: str) -> list[str]:
+        """The written-ahead removals not recorded yet."""
+        return [row[0] for row in self.db.tuples("SELECT path FROM index_removals WHERE partition = ?", (partition,))]
+
+    def stale(self, partition: str) -> list[str]:
+        """Paths whose rows say the index holds a document of a record that is no longer current."""
+        return [row[0] for row in self.db.tuples(f"SELECT c.path FROM catalog c WHERE {_STALE}", (partition,))]
+
+    def unindex(self, partition: str, paths: Sequence[str]) -> None:
+        """Say the index holds no document of ``paths``."""
+        for chunk in _chunks(sorted(set(paths))):
+            self.db.execute(f"UPDATE catalog SET indexed_sha = NULL WHERE partition = ? AND path IN "
+                            f"({placeholders(chunk)})", (partition, *chunk))
+
     def indexed_count(self, partition: str) -> int:
         return self.db.one("SELECT COUNT(*) AS n FROM catalog WHERE partition = ? AND indexed_sha IS NOT NULL",
                            (partition,))["n"]

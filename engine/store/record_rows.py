@@ -18,7 +18,7 @@ import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -49,11 +49,14 @@ CATALOG_COLUMNS = ("partition", "path", *VIEW_COLUMNS, "sha256", *STAT_COLUMNS, 
 
 @dataclass
 class Catalogued:
-    """What cataloguing one record file writes: its catalog row, its name keys, the revision it keeps."""
+    """What cataloguing one record file writes: its catalog row, its name keys, the revision it keeps; and, with
+    a revision kept, what its search document adds to the row (``body``, the string ``aliases``)."""
 
     row: dict[str, Any]
     names: list[str]
     revision: tuple[Any, ...] | None
+    body: str | None = None
+    aliases: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,17 @@ def catalogue(partition: str, relpath: str, data: bytes, info: FileStat, ontolog
     keys: list[str] = []
     if record is not None and status != "withheld":
         keys = record_name_keys(record.view)
-    return Catalogued(row, keys, revision)
+    if revision is None:
+        return Catalogued(row, keys, revision)
+    return Catalogued(row, keys, revision, record.body, _aliases(record.view.raw.get("aliases")))
+
+
+def _aliases(value: Any) -> list[str]:
+    """The aliases a search document holds: as the index reads them back from the row's frontmatter JSON."""
+    if not isinstance(value, list):
+        return []
+    return [alias for alias in json.loads(json.dumps(value, ensure_ascii=False, default=str))
+            if isinstance(alias, str)]
 
 
 def catalogue_chunk(root: Path, partition: str, ontology: Ontology,
