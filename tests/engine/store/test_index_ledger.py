@@ -106,12 +106,14 @@ class _CrashAfterCommit(Exception):
     """The engine dying right after tantivy's commit, before the catalog records what was indexed."""
 
 
-def test_a_crash_after_committing_unlisted_records_rebuilds_the_index(engine, owner, state_dir, monkeypatch):
+def _crash_after_committing_four_new_notes(engine, owner, state_dir, monkeypatch):
+    """A seed page indexed, then four notes dropped in and a catch-up (unlisted: the threshold lowered to 3) that
+    dies right after tantivy's commit; the runtime and the notes dropped."""
     engine.save_page(owner, page("p1", "Seed", type_="note"))
     runtime = runtime_of(engine)
     runtime.call(lambda: runtime.indexes.catch_up("private"))
     monkeypatch.setattr(index_ledger, "UNLISTED_MIN", 3)
-    gone, edited, *_ = drop_notes(private_dir(state_dir), 4)
+    notes = drop_notes(private_dir(state_dir), 4)
     real_apply = PartitionIndex.apply
 
     def commit_then_crash(self, removals, additions, **options):
@@ -122,6 +124,11 @@ def test_a_crash_after_committing_unlisted_records_rebuilds_the_index(engine, ow
     with pytest.raises(_CrashAfterCommit):
         runtime.call(lambda: (runtime.catalog.sync("private"), runtime.indexes.catch_up("private")))
     monkeypatch.setattr(PartitionIndex, "apply", real_apply)
+    return runtime, notes
+
+
+def test_a_crash_after_committing_unlisted_records_rebuilds_the_index(engine, owner, state_dir, monkeypatch):
+    runtime, (gone, edited, *_) = _crash_after_committing_four_new_notes(engine, owner, state_dir, monkeypatch)
     assert runtime.call(lambda: runtime.indexes.get("private").searcher().num_docs) == 5  # committed, unrecorded
     # Before any catch-up records them, one record is deleted and one edited: the catalog forgets the first
     # with no removal (it was never recorded as indexed) and keeps the second as backlog.
@@ -138,21 +145,7 @@ def test_a_rebuild_forgets_what_the_old_index_held_when_its_folder_is_left(engin
                                                                            monkeypatch):
     """The old index's reader, seeing its meta.json removed, may make a lock file again in the folder a rebuild
     has just removed: the folder stays, and the new, empty index must still be caught up with every record."""
-    engine.save_page(owner, page("p1", "Seed", type_="note"))
-    runtime = runtime_of(engine)
-    runtime.call(lambda: runtime.indexes.catch_up("private"))
-    monkeypatch.setattr(index_ledger, "UNLISTED_MIN", 3)
-    drop_notes(private_dir(state_dir), 4)
-    real_apply = PartitionIndex.apply
-
-    def commit_then_crash(self, removals, additions, **options):
-        real_apply(self, removals, additions, **options)
-        raise _CrashAfterCommit()
-
-    monkeypatch.setattr(PartitionIndex, "apply", commit_then_crash)
-    with pytest.raises(_CrashAfterCommit):
-        runtime.call(lambda: (runtime.catalog.sync("private"), runtime.indexes.catch_up("private")))
-    monkeypatch.setattr(PartitionIndex, "apply", real_apply)
+    runtime, _ = _crash_after_committing_four_new_notes(engine, owner, state_dir, monkeypatch)
     index_folder = runtime.indexes.directory("private")
     real_rmtree = shutil.rmtree
 
