@@ -184,11 +184,17 @@ with Engine(StateDir(Path(sys.argv[1])), watch=False) as engine:
 """
 
 
-def test_a_kill_after_committing_unlisted_records_leaves_no_stale_document(state_dir):
+def seeded_and_closed(state_dir):
+    """An owner's seed page saved and indexed in a store the engine is then closed on; the owner's caller."""
     with Engine(state_dir, watch=False) as engine:
         owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
         engine.save_page(owner, page("p1", "Seed", type_="note"))
         engine.search(owner, {"query": "seed"})
+    return owner
+
+
+def test_a_kill_after_committing_unlisted_records_leaves_no_stale_document(state_dir):
+    owner = seeded_and_closed(state_dir)
     gone, edited, *_ = drop_notes(private_dir(state_dir), 4)
     killed = subprocess.run([sys.executable, "-c", _KILLED_CATCH_UP, str(state_dir.root)], cwd=ROOT,
                             capture_output=True, text=True, timeout=300)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.access.authority import AgentCaller
 from engine.index.tantivy_index import SyncFeed
 from engine.runtime import StoreRuntime
 from engine.service import Engine
 from engine.store import catalog as catalog_module
 from engine.store.index_ledger import IndexLedger
-from tests.engine.store.test_index_ledger import drop_notes, found, index_matches_catalog, runtime_of
+from tests.engine.store.test_index_ledger import (drop_notes, found, index_matches_catalog, runtime_of,
+                                                 seeded_and_closed)
 from tests.helpers import catch_up_held, page, private_dir
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -136,10 +136,7 @@ with Engine(StateDir(Path(sys.argv[1])), watch=False) as engine:
 
 @pytest.mark.parametrize("where", ["feeding", "catalog committed", "index committed"])
 def test_a_kill_during_a_feeding_sync_leaves_the_index_equal_to_the_catalog(state_dir, where):
-    with Engine(state_dir, watch=False) as engine:
-        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
-        engine.save_page(owner, page("p1", "Seed", type_="note"))
-        engine.search(owner, {"query": "seed"})
+    owner = seeded_and_closed(state_dir)
     gone, edited, *_ = drop_notes(private_dir(state_dir), 4)
     killed = subprocess.run([sys.executable, "-c", _KILLED_SYNC, str(state_dir.root), where], cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
