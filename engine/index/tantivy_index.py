@@ -511,10 +511,7 @@ class SyncFeed:
                     aliases=entry.aliases, body=entry.body or "")))
                 self._fed.add(row["path"])
         except (OSError, ValueError, RuntimeError) as exc:  # the sync goes on; the mark has the index rebuilt
-            log.warning("the search index of %s stopped taking new records (%s); it will be rebuilt",
-                        self.partition, exc)
-            self._writer = None
-            self.index.discard()
+            self._broken("stopped taking new records", exc)
 
     def settle(self) -> None:
         """In the sync's transaction, after its cross-checks: what they left not current leaves the writer."""
@@ -525,9 +522,7 @@ class SyncFeed:
             for path in gone:
                 self._writer.delete_documents_by_term("path", path)
         except (OSError, ValueError, RuntimeError) as exc:
-            log.warning("the search index of %s could not drop records (%s); it will be rebuilt", self.partition, exc)
-            self._writer = None
-            self.index.discard()
+            self._broken("could not drop records", exc)
             return
         self.ledger.unindex(self.partition, gone)
 
@@ -540,12 +535,16 @@ class SyncFeed:
                 self.index.index.reload()
                 self.ledger.clear_unlisted(self.partition)
         except (OSError, ValueError, RuntimeError, sqlite3.Error) as exc:
-            log.warning("the search index of %s did not commit the new records (%s); it will be rebuilt",
-                        self.partition, exc)
-            self.index.discard()
+            self._broken("did not commit the new records", exc)
             failed = True
         finally:
             self._done(failed)
+
+    def _broken(self, what: str, exc: Exception) -> None:
+        """The writer failed: what it holds is dropped, nothing more is fed, and the mark has the index rebuilt."""
+        log.warning("the search index of %s %s (%s); it will be rebuilt", self.partition, what, exc)
+        self._writer = None
+        self.index.discard()
 
     def abandon(self) -> None:
         """The sync rolled back: so do the documents fed."""
