@@ -193,6 +193,7 @@ class EvidenceLocator(TypedDict):
     lines: NotRequired[JsonValue]
     quote: NotRequired[JsonValue]
     retainedPath: NotRequired[str]
+    filename: NotRequired[str]  # the original's own name, when it was given one (an imported note's path)
     mediaType: NotRequired[str]
     sha256: NotRequired[str]
     size: NotRequired[int]

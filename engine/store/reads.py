@@ -19,6 +19,7 @@ from .summaries import PROVIDER, Reference, record_summary, reference
 from ..core.errors import ForeignReference, InvalidParams, KnowledgeError, NotFound, StaleRevision
 from ..core.files import read_file, sha256_bytes
 from ..core.findings import truncated
+from ..vault.evidence import displayable_filename
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.params import Integer, Params, Query, RecordId, Value
 from ..core.ids import utc_now
@@ -260,7 +261,9 @@ def evidence_locators(catalog: CatalogReads, partition: str, citations: tuple[Ci
         if citation.quote is not None:
             locator["quote"] = citation.quote
         if source is not None:
-            locator.update(retainedPath=source.retained_path, mediaType=source.media_type,
-                           sha256=source.sha256, size=source.size)
+            locator["retainedPath"] = source.retained_path
+            if (filename := displayable_filename(source.descriptor.get("filename"))) is not None:
+                locator["filename"] = filename
+            locator.update(mediaType=source.media_type, sha256=source.sha256, size=source.size)
         locators.append(locator)
     return locators

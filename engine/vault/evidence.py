@@ -117,6 +117,15 @@ def clean_filename(filename: Any) -> str | None:
     return name
 
 
+def displayable_filename(filename: Any) -> str | None:
+    """A descriptor's filename as an answer may show it: None unless it is one that ``clean_filename`` keeps as
+    is (a descriptor edited outside the engine may hold a path or control characters)."""
+    try:
+        return filename if isinstance(filename, str) and clean_filename(filename) == filename else None
+    except InvalidParams:
+        return None
+
+
 def describe_source(
     source_id: str,
     content: bytes,

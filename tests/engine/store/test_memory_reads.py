@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 import pytest
 
 from engine.access.authority import AgentCaller
+from engine.store.attachments import attach
 from engine.core.errors import ForeignReference, InvalidParams, LimitExceeded, NotFound, StaleRevision
 from tests.helpers import claim, conversation, only_store, page, private_dir
 
@@ -41,6 +43,21 @@ def test_reads_list_at_most_twenty_evidence_locators(engine, owner):
     assert locator["quote"] == "Supporting note number 0." and locator["lines"] == [1, 1]
     assert locator["mediaType"] == "text/plain" and len(locator["sha256"]) == 64
     assert (private_dir(engine.state) / locator["retainedPath"]).read_text() == "Supporting note number 0."
+    assert "filename" not in locator  # an excerpt has no name of its own
+
+
+def test_a_cited_original_is_named_by_its_own_filename_unless_its_descriptor_was_edited_into_a_path(
+        engine, owner, state_dir):
+    source = attach(engine, owner, {"requestId": "a1", "content": base64.b64encode(b"Harbour log.").decode(),
+                                    "filename": "harbour-log.txt"})["source"]
+    engine.save_page(owner, page("p1", "Harbour", type_="place", evidence=[{"source": source["id"]}]))
+    ref = first_ref(engine, owner, "harbour")
+    assert engine.read(owner, {"ref": ref})["evidence"][0]["filename"] == "harbour-log.txt"
+    descriptor = private_dir(state_dir) / "sources" / f"{source['id']}.source.yaml"
+    descriptor.write_text(descriptor.read_text(encoding="utf-8").replace("harbour-log.txt", "../../etc/passwd"),
+                          encoding="utf-8")
+    locator = engine.read(owner, {"ref": first_ref(engine, owner, "harbour")})["evidence"][0]
+    assert "filename" not in locator and locator["retainedPath"] == source["retainedPath"]
 
 
 def test_a_changed_revision_rejects_the_read(engine, owner):
