@@ -29,7 +29,7 @@ from models.installed import InstalledModel
 
 from ..state.config import Settings
 from ..core.errors import DecisionUnavailable, InvalidParams
-from .onnx_session import open_session, open_tokenizer
+from .onnx_session import open_session, open_tokenizer, padded
 from .provider import FAILED, LOADING, READY, PairScores
 
 if TYPE_CHECKING:  # numpy is imported when a model loads
@@ -263,14 +263,7 @@ class OnnxReranker:
         return rows
 
     def _run_batch(self, rows: list[list[int]], deadline: float) -> list[float] | None:
-        import numpy as np
-
-        longest = max(len(row) for row in rows)
-        ids = np.full((len(rows), longest), self._pad_id, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, tokens in enumerate(rows):
-            ids[row, :len(tokens)] = tokens
-            mask[row, :len(tokens)] = 1
+        ids, mask = padded(rows, self._pad_id)
         started = time.perf_counter()
         logits = self._run(ids, mask, deadline)
         if logits is None:

@@ -29,6 +29,19 @@ class Tokenized:
     file_pad_id: int | None  # the padding id the tokenizer file itself set, before its padding was switched off
 
 
+def padded(rows: list[list[int]], pad_id: int) -> tuple[Any, Any]:
+    """``rows`` of token ids padded with ``pad_id`` to the longest, as int64 arrays: the ids and the mask of real
+    tokens (1) against padding (0)."""
+    import numpy as np
+
+    ids = np.full((len(rows), max(len(row) for row in rows)), pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, tokens in enumerate(rows):
+        ids[row, :len(tokens)] = tokens
+        mask[row, :len(tokens)] = 1
+    return ids, mask
+
+
 def open_tokenizer(model: InstalledModel) -> Tokenized:
     """The model's verified config and its tokenizer, ready for per-batch padding."""
     from tokenizers import Tokenizer

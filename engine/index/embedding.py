@@ -32,7 +32,7 @@ from models.errors import ModelError
 from models.installed import InstalledModel, ModelStore
 
 from ..core.answers import NotRequired, TypedDict
-from ..decision.onnx_session import open_session, open_tokenizer
+from ..decision.onnx_session import open_session, open_tokenizer, padded
 from ..state.config import Settings
 from .int8_graph import int8_products
 
@@ -153,12 +153,7 @@ class Embedder:
 
     def _hidden(self, rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """The graph's output for ``rows`` padded to one length, and the mask of real tokens."""
-        longest = max(len(row) for row in rows)
-        ids = np.full((len(rows), longest), self._pad_id, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, tokens in enumerate(rows):
-            ids[row, :len(tokens)] = tokens
-            mask[row, :len(tokens)] = 1
+        ids, mask = padded(rows, self._pad_id)
         feeds = {"input_ids": ids}
         if "attention_mask" in self._inputs:
             feeds["attention_mask"] = mask
