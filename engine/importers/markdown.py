@@ -532,16 +532,17 @@ def _links(original: Original) -> list[Link]:
             continue
         if fenced or "[" not in line:  # both kinds of link hold a "["
             continue
-        if "`" in line:  # a link shown as code (`[[Note]]`) is text: blanked, the others keep their places
-            line = _INLINE_CODE.sub(lambda code: " " * len(code.group(0)), line)
-        for match in _WIKILINK.finditer(line):
-            target = match.group(2).strip()
+        # A link shown as code (`[[Note]]`) is text: links are looked for with code blanked, which keeps every
+        # other one in its place, and read from the line as written (a label may be code: [[Note|`label`]]).
+        found = _INLINE_CODE.sub(lambda code: " " * len(code.group(0)), line) if "`" in line else line
+        for match in _WIKILINK.finditer(found):
+            text, target = line[match.start():match.end()], line[match.start(2):match.end(2)].strip()
             if match.group(4) is not None and target.endswith("\\"):
                 target = target[:-1].rstrip()  # [[Note\|label]]: the pipe escaped for a table's row
             if target:
-                links.append(Link(number, match.group(0), target, bool(match.group(1))))
-        for match in _MARKDOWN_LINK.finditer(line):
-            target = match.group(1)
+                links.append(Link(number, text, target, bool(match.group(1))))
+        for match in _MARKDOWN_LINK.finditer(found):
+            text, target = line[match.start():match.end()], line[match.start(1):match.end(1)]
             if "://" not in target and not target.startswith(("#", "mailto:")):
-                links.append(Link(number, match.group(0), target, match.group(0).startswith("!")))
+                links.append(Link(number, text, target, text.startswith("!")))
     return links

@@ -443,3 +443,22 @@ def test_a_link_shown_as_code_is_text_and_a_pipe_escaped_for_a_table_still_links
                 if line.startswith("id: "))
     assert (edge["from"], edge["to"]) == (result["pages"]["Views.md"], result["pages"]["Table view.md"])
     assert edge["evidence"][0]["quote"] == "[[Table view\\|Table]]"
+
+
+def test_a_link_whose_label_is_code_links_and_quotes_its_line_as_written(engine: Engine, tmp_path: Path,
+                                                                        state_dir: StateDir) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "Functions.md").write_text("## hasTag\n\nWhether a note has a tag.\n", encoding="utf-8")
+    (root / "Filters.md").write_text("Filter with [[Functions#hasTag|`hasTag`]] or `[[Functions]]`.\n",
+                                     encoding="utf-8")
+
+    result = run_import(engine, "markdown", root)
+
+    assert result["relationships"] == 1  # the labelled link; not the one written as code
+    edge = next(engine.get_record(reader(engine), line[4:])["frontmatter"]
+                for path in records(state_dir, "relationships/")
+                for line in (only_store(state_dir) / "vault" / path).read_text(encoding="utf-8").splitlines()
+                if line.startswith("id: "))
+    assert (edge["from"], edge["to"]) == (result["pages"]["Filters.md"], result["pages"]["Functions.md"])
+    assert edge["evidence"][0]["quote"] == "[[Functions#hasTag|`hasTag`]]"
