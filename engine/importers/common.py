@@ -57,6 +57,7 @@ from ..state.statedir import StateDir
 from ..store.attachments import ATTACH_MAX_BYTES, attach
 from ..store.inputs import ITEMS_MAX
 from ..store.reads import get_record
+from ..vault.evidence import DescriptorData
 from ..vault.frontmatter import RECORD_MAX_BYTES, split_document
 from ..vault.record_view import RecordView, view_of
 from ..vault.records import TITLE_MAX_CHARS
@@ -590,9 +591,17 @@ class SourceReader:
     def filename(self, source_id: str | None) -> str | None:
         """The file name a source was retained under (an original retained in parts: its own, without
         ``.part-001-of-003``); None when there is no such source."""
-        row = self.view.catalog.source(self.partition, source_id) if source_id else None
-        name = None if row is None else row.descriptor.get("filename")
+        name = self._descriptor(source_id).get("filename")
         return _PART.sub("", name) if isinstance(name, str) else None
+
+    def instance(self, source_id: str | None) -> str | None:
+        """The instance that retained a source (``import-markdown``, an agent's), from its descriptor's origin."""
+        origin = self._descriptor(source_id).get("origin")
+        return origin.get("instance") if isinstance(origin, dict) else None
+
+    def _descriptor(self, source_id: str | None) -> DescriptorData | dict[str, Any]:
+        row = self.view.catalog.source(self.partition, source_id) if source_id else None
+        return {} if row is None else row.descriptor
 
     def text(self, source_id: str | None) -> str | None:
         """A retained source's text (a cited excerpt); None when there is none, or it is not UTF-8 text."""

@@ -75,9 +75,10 @@ def folders_of(view: ReadView, partition: str) -> dict[str, list[RecordRow]]:
     instance = import_instance("markdown")
     found: dict[str, list[RecordRow]] = {}
     for row in view.catalog.current(partition, kind="page"):
-        if (row.view.attribution or {}).get("instance") != instance:
+        source = first_source(row.view)
+        if sources.instance(source) != instance:  # the original's, not the page's: a later revision keeps it
             continue
-        parts = (sources.filename(first_source(row.view)) or "").split(RETAINED_SEPARATOR)
+        parts = (sources.filename(source) or "").split(RETAINED_SEPARATOR)
         if len(parts) > 1:
             found.setdefault("/".join(parts[:-1]), []).append(row)
     return found

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.memory.recall import set_recall
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
 from tests.engine.importers.test_import_beside_engine import WAIT_S, call, operator_session, start
@@ -47,6 +48,20 @@ def test_the_folders_of_an_imported_vault_list_their_notes(engine: Engine, serve
         "result"]
     empty = call(served, "operator/folders", {"agent": "main", "folder": "notes/Nowhere"})["result"]
     assert empty["records"] == [] and empty["total"] == 0
+
+
+def test_a_note_revised_since_its_import_stays_in_its_folder(engine: Engine, served, vault: Path, owner) -> None:
+    job = start(served, {"format": "markdown", "path": str(vault)})
+    assert engine.jobs.wait(job["id"], WAIT_S)["state"] == "done"
+    beta = call(served, "operator/folders", {"agent": "main", "folder": "notes/Projects/Beta"})["result"]
+    idea = beta["records"][0]["id"]
+
+    set_recall(engine, owner, {"id": idea, "recall": {"summary": "An idea for Beta", "triggers": ["Beta"]}})
+
+    assert engine.get_record(owner, idea)["revision"] == 2
+    again = call(served, "operator/folders", {"agent": "main", "folder": "notes/Projects/Beta"})["result"]
+    assert [record["id"] for record in again["records"]] == [idea] and again["total"] == 1
+    assert {"folder": "notes/Projects/Beta", "notes": 1} in again["folders"]
 
 
 def test_pages_an_agent_wrote_are_in_no_folder(engine: Engine, served, owner) -> None:
