@@ -415,9 +415,18 @@ class MainWindow(QMainWindow):
                 getattr(view, "live_refresh", view.refresh)()
             elif number in self._shown:
                 self._stale.add(number)
+        records = self.views.index(self.records_view)
+        if records not in concerned and self._committed(changes):
+            self.records_view.page.refresh()  # its History shows each revision's commit; the lists none
+            concerned.add(records)
         if resync or any(change.get("topic") in COUNTED_TOPICS for change in changes):
             self._refresh_counts()
         self.sig_live_applied.emit(sorted(self.views[n].title for n in concerned))
+
+    def _committed(self, changes: list[dict[str, Any]]) -> bool:
+        """Whether the git checkpoint of the agent's store committed (the engine says ``health`` then)."""
+        mine = self._agent_store()
+        return any(change.get("topic") == "health" and change.get("storeId") in (None, mine) for change in changes)
 
     def _concerned(self, changes: list[dict[str, Any]]) -> set[int]:
         """Which views show something the changes touched (by store, for the agent in view)."""
