@@ -56,6 +56,7 @@ from .tray import DeskTray
 from .vocabulary.view import VocabularyView
 
 LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
+NO_AGENTS_TEXT = "No agents yet: add one with Add agent… (Ctrl+N)."
 COUNTED_TOPICS = {"publications", "stores", "grants", "jobs"}  # the changes that can move a sidebar count
 
 
@@ -140,6 +141,7 @@ class MainWindow(QMainWindow):
         tasks.sig_busy_changed.connect(self._on_busy_changed)
         self.agents_view.sig_inventory_changed.connect(self._on_inventory)
         self.agents_view.sig_status_reported.connect(self.messages.show_info)
+        self.agents_view.sig_status_withdrawn.connect(self.messages.clear_info)
         self.sync_view.sig_status_reported.connect(self.messages.show_info)
         self.records_view.page.sig_change_request_copied.connect(self._on_change_request_copied)
         self.records_view.sig_models_requested.connect(lambda: self.show_view(self.views.index(self.models_view)))
@@ -487,6 +489,8 @@ class MainWindow(QMainWindow):
     def _on_view_chosen(self, number: int) -> None:
         if number < 0:
             return
+        if number != self.stack.currentIndex():
+            self.messages.clear_info()  # a confirmation said in the view left behind
         self.stack.setCurrentIndex(number)
         self.view_actions[number].setChecked(True)
         view = self.views[number]
@@ -515,7 +519,9 @@ class MainWindow(QMainWindow):
         if current == agent_before and self._agent_store() != store_before:
             self._store_changed()  # created by the agent's first write, or another store used: its data is new
         if not names:
-            self.messages.show_info("No agents yet: add one with Add agent… (Ctrl+N).")
+            self.messages.show_info(NO_AGENTS_TEXT)
+        else:
+            self.messages.clear_info(NO_AGENTS_TEXT)  # one was added (here or with the CLI)
 
     def _store_changed(self) -> None:
         """The agent in view has another store than the views read (the one its first write created, say):
@@ -536,6 +542,7 @@ class MainWindow(QMainWindow):
     def _set_agent(self, agent: str | None) -> None:
         if agent != self.agent:
             self.messages.clear_error()  # a problem of the agent left behind is not this one's
+            self.messages.clear_info()
         self.agent = agent
         view = self.current_view()
         if hasattr(view, "set_agent"):

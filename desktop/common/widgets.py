@@ -113,6 +113,10 @@ def is_dark(palette: QPalette | None = None) -> bool:
 class MessageBar(QFrame):
     """A dismissible line above the views for errors and confirmations (never a traceback).
 
+    A confirmation is about the moment it was said: the window hides it when
+    the owner moves on (``clear_info``), and whoever said one that stops
+    holding takes it back by its text.
+
     It has colours of its own, red for a problem and blue for a confirmation,
     chosen for the palette in force (light or dark) and chosen again when it
     changes, so a problem never looks like a selected row.
@@ -132,6 +136,7 @@ class MessageBar(QFrame):
         layout.addWidget(self.label, 1)
         layout.addWidget(self.dismiss_button)
         self.error = False
+        self.message = ""
         self._colouring = False
         self.hide()
 
@@ -147,12 +152,17 @@ class MessageBar(QFrame):
             self.error = False
             self.hide()
 
+    def clear_info(self, message: str | None = None) -> None:
+        """Hide the bar if it shows a confirmation (``message``: only that one); a problem stays."""
+        if not self.error and (message is None or message == self.message):
+            self.hide()
+
     def colours(self) -> tuple[str, str]:
         """(background, text) for what the bar shows, in the palette in force."""
         return BAR_COLOURS[("error" if self.error else "info", is_dark())]
 
     def _show(self, message: str, *, error: bool) -> None:
-        self.error = error
+        self.error, self.message = error, message
         self._apply_colours()
         self.label.setText(("Problem: " if error else "") + message)
         self.show()

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QAbstractListModel, Qt
+from PySide6.QtWidgets import QAbstractItemView, QApplication, QLabel, QLineEdit, QPlainTextEdit, QTextEdit
+
+from desktop.agents.dialogs import TokenDialog
 
 from desktop.main_window import MainWindow
 from engine import runtime
@@ -22,7 +25,7 @@ from engine.state.statedir import StateDir
 from tests.desktop import test_live
 from tests.desktop.test_live import Served, agent_call, save_page
 
-open_window = test_live.open_window  # the live tests' fixture
+served_again, open_window = test_live.served_again, test_live.open_window  # the live tests' fixtures
 
 
 @pytest.fixture
@@ -80,3 +83,78 @@ def test_an_open_history_shows_the_git_commit_once_the_checkpoint_lands(qtbot, s
     with qtbot.waitSignal(health.sig_content_loaded, timeout=10_000):  # hidden when the commit landed
         window.show_view(window.views.index(health))
     assert "Git checkpoint: committed" in health.summary.toPlainText()
+
+
+def shown_text() -> str:
+    """Every text a visible widget of the application shows: labels, fields, documents and table cells."""
+    texts: list[str] = []
+    for top in QApplication.topLevelWidgets():
+        if not top.isVisible():
+            continue
+        for widget in [top, *top.findChildren(QLabel), *top.findChildren(QLineEdit), *top.findChildren(QPlainTextEdit),
+                       *top.findChildren(QTextEdit), *top.findChildren(QAbstractItemView)]:
+            if not widget.isVisible():
+                continue
+            if isinstance(widget, (QLabel, QLineEdit)):
+                texts.append(widget.text())
+            elif isinstance(widget, (QPlainTextEdit, QTextEdit)):
+                texts.append(widget.toPlainText())
+            elif isinstance(widget, QAbstractItemView) and widget.model() is not None:
+                model = widget.model()
+                columns = 1 if isinstance(model, QAbstractListModel) else model.columnCount()
+                texts += [str(model.data(model.index(row, column)) or "") for row in range(model.rowCount())
+                          for column in range(columns)]
+    return "\n".join(texts)
+
+
+def bar_says(window: MainWindow, words: str) -> bool:
+    return window.messages.isVisibleTo(window) and words in window.messages.label.text()
+
+
+def added_through_the_dialog(window: MainWindow, qtbot: Any, name: str) -> TokenDialog:
+    window.add_agent()  # Ctrl+N: Agents & stores, and its Add agent… dialog
+    asked = window.agents_view.dialog
+    asked.name.setText(name)
+    asked.accept()
+    qtbot.waitUntil(lambda: isinstance(window.agents_view.dialog, TokenDialog), timeout=10_000)
+    return window.agents_view.dialog
+
+
+def test_copy_its_token_now_is_said_with_the_token_and_gone_with_it(qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    dialog = added_through_the_dialog(window, qtbot, "helper")
+    token = dialog.token.text()
+    assert token.startswith("kd_") and token in shown_text()
+    assert bar_says(window, "Agent helper added; copy its token now.")
+
+    dialog.reject()  # Close (or Escape)
+    assert not bar_says(window, "copy its token")
+    assert token not in shown_text() and window.agents_view.dialog is None
+    for view in window.views:  # every view, the new agent chosen: the token is never shown again
+        window.show_view(window.views.index(view))
+    window.agent_picker.setCurrentText("helper")
+    qtbot.waitUntil(lambda: not window.agents_view.agents_model.loading, timeout=10_000)
+    window.connect_agent_action.trigger()  # Connect an agent…, for helper: its configurations, never its token
+    qtbot.waitUntil(lambda: window.connect_dialog.audience_note.text().startswith("helper has owner"),
+                    timeout=10_000)
+    assert token not in shown_text()
+    assert not bar_says(window, "copy its token")
+
+
+def test_a_confirmation_is_gone_when_the_owner_moves_on_and_no_agents_yet_once_there_is_one(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    window.show_view(window.views.index(window.agents_view))
+    window.copy_change_request()  # no record open: the bar says where to open one
+    assert bar_says(window, "Open a record in Records")
+    window.show_view(window.views.index(window.records_view))
+    assert not window.messages.isVisibleTo(window)
+
+    window.copy_change_request()
+    window.agent_picker.setCurrentIndex(-1)  # no agent chosen: another agent than the one it was said for
+    assert not window.messages.isVisibleTo(window)
+
+    window.messages.show_info("No agents yet: add one with Add agent… (Ctrl+N).")  # as said to an empty engine
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        served_again.engine.add_agent("later", owner=True)  # added with the CLI
+    assert not window.messages.isVisibleTo(window)
