@@ -158,3 +158,39 @@ def test_a_confirmation_is_gone_when_the_owner_moves_on_and_no_agents_yet_once_t
     with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
         served_again.engine.add_agent("later", owner=True)  # added with the CLI
     assert not window.messages.isVisibleTo(window)
+
+
+def edit_outside(served: Served, record_id: str, change: Any) -> None:
+    """``change`` main's private record file ``record_id`` by hand (given its path), and report it as the vault
+    watcher does."""
+    store = served.engine.resolver.effective("main", create=False)
+    vault = served.state.stores / store.store_id / "vault"
+    path = next(p for p in (vault / "private").rglob("*.md") if f"id: {record_id}\n" in p.read_text(encoding="utf-8"))
+    change(path)
+    served.engine.runtime(store).mark_dirty(str(path.relative_to(vault)))
+
+
+def test_a_record_deleted_outside_while_shown_says_so_in_place_with_its_history_and_no_problem(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    token = served_again.engine.registry.add_credential("main")
+    with qtbot.waitSignal(window.sig_live_applied, timeout=10_000):
+        record_id = written(served_again, token, "Deleted by hand")
+    with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):
+        records.open_record(record_id)
+
+    with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):  # its History, read again
+        edit_outside(served_again, record_id, Path.unlink)  # the owner deletes the note in a file manager
+    qtbot.waitUntil(lambda: "No longer in this partition" in records.page.header.toPlainText(), timeout=10_000)
+    assert "Deleted by hand" in records.page.header.toPlainText() and records.page.history.model.rowCount() == 1
+    assert not records.page.request_button.isEnabled() and records.page.body.toPlainText() == ""
+    assert record_id not in [row["id"] for row in records.recent_model.rows()]
+    assert not window.messages.isVisibleTo(window)  # a change, shown where it happened: no problem
+
+    with qtbot.waitSignal(window.sig_live_applied, timeout=10_000):  # another change: the page says the same
+        later = written(served_again, token, "Written afterwards")
+    qtbot.waitUntil(lambda: later in [row["id"] for row in records.recent_model.rows()], timeout=10_000)
+    assert "No longer in this partition" in records.page.header.toPlainText()
+    assert not window.messages.isVisibleTo(window)
