@@ -138,6 +138,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.connection_label)
 
         tasks.sig_error_raised.connect(self._on_error_raised)
+        tasks.sig_error_withdrawn.connect(self.messages.clear_error)
         tasks.sig_busy_changed.connect(self._on_busy_changed)
         self.agents_view.sig_inventory_changed.connect(self._on_inventory)
         self.agents_view.sig_status_reported.connect(self.messages.show_info)

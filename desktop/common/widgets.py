@@ -146,9 +146,9 @@ class MessageBar(QFrame):
     def show_info(self, message: str) -> None:
         self._show(message, error=False)
 
-    def clear_error(self) -> None:
-        """Hide the bar if it shows an error (a confirmation stays until dismissed)."""
-        if self.error:
+    def clear_error(self, message: str | None = None) -> None:
+        """Hide the bar if it shows an error (``message``: only that one); a confirmation stays."""
+        if self.error and (message is None or message == self.message):
             self.error = False
             self.hide()
 

@@ -99,6 +99,7 @@ class RecordPage(QWidget):
         self.agent: str | None = None
         self.record: dict[str, Any] | None = None
         self.shown_id: str | None = None  # the record on the page: loading, shown, or no longer readable
+        self._problem: str | None = None  # what the bar was told when a record chosen could not be read
         self.links: dict[str, Any] | None = None
         self.dialog: QDialog | None = None
         self._generation = 0
@@ -209,6 +210,7 @@ class RecordPage(QWidget):
                 self._show_gone(message)  # a change took it away: a fact shown in place, not a problem
                 return
             self.clear()
+            self._problem = message
             self.tasks.sig_error_raised.emit(message)
 
         # Once the record is unreadable its links are too: said once, by ``unreadable``.
@@ -234,6 +236,9 @@ class RecordPage(QWidget):
         self.body.setPlaceholderText("")
 
     def _on_record(self, record: dict[str, Any]) -> None:
+        if self._problem is not None:  # another record is read: the one that could not be is behind
+            self.tasks.sig_error_withdrawn.emit(self._problem)
+            self._problem = None
         self.record = record
         self.request_button.setEnabled(True)
         self.graph_button.setEnabled(True)

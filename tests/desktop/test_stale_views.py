@@ -194,3 +194,22 @@ def test_a_record_deleted_outside_while_shown_says_so_in_place_with_its_history_
     qtbot.waitUntil(lambda: later in [row["id"] for row in records.recent_model.rows()], timeout=10_000)
     assert "No longer in this partition" in records.page.header.toPlainText()
     assert not window.messages.isVisibleTo(window)
+
+
+def test_a_record_that_could_not_be_opened_is_no_problem_once_another_one_is(qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    qtbot.waitUntil(lambda: records.recent_model.rowCount() > 0, timeout=10_000)
+    with qtbot.waitSignal(window.tasks.sig_error_raised, timeout=10_000):
+        records.open_record("pg_01J00000000000000000000000")  # a link to a record that is not there
+    assert window.messages.error and window.messages.isVisibleTo(window)
+
+    with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):
+        records.open_record(records.recent_model.rows()[0]["id"])
+    assert not window.messages.isVisibleTo(window)
+
+    window.tasks.sig_error_raised.emit("the partition could not be read")  # a problem of something else
+    with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):
+        records.open_record(records.recent_model.rows()[1]["id"])
+    assert window.messages.error and window.messages.isVisibleTo(window)  # not the page's to take back
