@@ -104,6 +104,9 @@ def test_the_header_and_details_say_what_the_record_is_in_words() -> None:
     assert ('updated <span title="Friday 4 December 2026, 14:57:00 (UTC+01:00; stored as 2026-12-04T13:57:00Z)">'
             "3 minutes ago</span>") in header
     assert "current" not in header and "pg_01" not in header  # the usual state and raw ids stay out of the way
+    assert "revision 3" in header
+    invalid = header_html({**RECORD, "status": "invalid", "revision": None}, NOW)  # edited by hand, unreadable
+    assert "<b>invalid</b>" in invalid and "revision" not in invalid
 
     details = details_html(RECORD, None, NOW)
     assert '<span class="tag">#ops</span> <span class="tag">#oncall</span>' in details
