@@ -273,6 +273,7 @@ class MainWindow(QMainWindow):
             dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             dialog.sig_settings_saved.connect(lambda _inventory: self.agents_view.refresh())
             dialog.show()
+            self.agents_view.sig_inventory_changed.connect(dialog.follow)  # changed meanwhile elsewhere
             self.settings_dialog = dialog
 
         def copy_record_link() -> None:

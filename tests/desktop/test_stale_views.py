@@ -21,6 +21,7 @@ from desktop.agents.dialogs import TokenDialog
 
 from desktop.main_window import MainWindow
 from engine import runtime
+from engine.cli import main as cli
 from engine.state.statedir import StateDir
 from tests.desktop import test_live
 from tests.desktop.test_live import Served, agent_call, save_page
@@ -213,3 +214,25 @@ def test_a_record_that_could_not_be_opened_is_no_problem_once_another_one_is(qtb
     with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):
         records.open_record(records.recent_model.rows()[1]["id"])
     assert window.messages.error and window.messages.isVisibleTo(window)  # not the page's to take back
+
+
+def test_the_open_settings_follow_a_change_made_with_the_cli_in_every_field_not_edited(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    window.settings_action.trigger()  # Engine › Settings…
+    dialog = window.settings_dialog
+    qtbot.waitUntil(dialog.save_button.isEnabled, timeout=10_000)
+    assert dialog.writes.isChecked() and not dialog.search_knowledge.isChecked()
+    dialog.search_knowledge.setChecked(True)  # the owner's edit, not saved yet
+
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000,
+                          check_params_cb=lambda inventory: not inventory["settings"]["writesEnabled"]):
+        assert cli(["--state-dir", str(served_again.state.root), "settings", "writes", "off"]) == 0
+    assert not dialog.writes.isChecked()  # as the engine now has it: Save would not turn writes back on
+    assert dialog.search_knowledge.isChecked()  # the edit stays
+
+    with qtbot.waitSignal(dialog.sig_settings_saved, timeout=10_000) as saved:
+        dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    settings = saved.args[0]["settings"]
+    assert settings["knowledgeRuntimeEnabled"] and not settings["writesEnabled"]
+    assert not window.agents_view.writes_check.isChecked()
