@@ -8,6 +8,7 @@ made explicitly, as ``knowledge_resume`` makes it, so no test waits on time.
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 from pathlib import Path
@@ -236,3 +237,34 @@ def test_the_open_settings_follow_a_change_made_with_the_cli_in_every_field_not_
     settings = saved.args[0]["settings"]
     assert settings["knowledgeRuntimeEnabled"] and not settings["writesEnabled"]
     assert not window.agents_view.writes_check.isChecked()
+
+
+def write_gate_block(state: StateDir, block: dict[str, Any]) -> None:
+    """The owner pastes what `knowledge gate suggest` proposes into config.json, in a text editor."""
+    path = state.root / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"schemaVersion": 1}
+    path.write_text(json.dumps({**config, "recallGate": block}), encoding="utf-8")
+
+
+def test_the_gate_settings_read_config_json_again_when_shown_unless_the_form_is_being_edited(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    gate, form = window.gate_view, window.gate_view.settings
+    with qtbot.waitSignal(form.sig_settings_loaded, timeout=10_000):
+        window.show_view(window.views.index(gate))
+    assert form.values()["mode"] == "off" and form.current.get("recallGate") is None
+
+    write_gate_block(served_again.state, {"mode": "shadow", "highThreshold": 0.9})  # no change is announced
+    window.show_view(window.views.index(window.records_view))
+    with qtbot.waitSignal(form.sig_settings_loaded, timeout=10_000):
+        window.show_view(window.views.index(gate))
+    assert form.values()["mode"] == "shadow" and form.values()["highThreshold"] == 0.9
+
+    form.set_value("highThreshold", 0.8)  # the owner's edit, not saved
+    write_gate_block(served_again.state, {"mode": "live", "highThreshold": 0.95})
+    gate.show_tab(gate.log)
+    with qtbot.waitSignal(gate.log.log_model.sig_page_loaded, timeout=10_000):
+        window.show_view(window.views.index(window.records_view))
+        window.show_view(window.views.index(gate))
+    gate.show_tab(form)
+    assert form.values()["highThreshold"] == 0.8 and form.values()["mode"] == "shadow"  # kept, not replaced
