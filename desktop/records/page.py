@@ -13,7 +13,7 @@ owner to paste into the agent's chat; nothing is sent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QResizeEvent
@@ -160,7 +160,8 @@ class RecordPage(QWidget):
         self.header.setToolTip("")
         for browser in (self.details, self.body, self.claims, self.connections):
             browser.clear()
-        self.body.setPlaceholderText("")  # no record: nothing to say of a body
+        for browser in (self.body, self.claims, self.connections):
+            browser.setPlaceholderText("")  # no record: nothing to say of it
         self.history.clear()
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
@@ -183,7 +184,10 @@ class RecordPage(QWidget):
     def show_record(self, agent: str, record_id: str) -> None:
         self.clear()
         self.agent, self.shown_id = agent, record_id
-        self.body.setPlaceholderText("Loading…")
+        self.header.show_html('<div class="muted">Loading…</div>')
+        for browser in (self.body, self.claims, self.connections):
+            browser.setPlaceholderText("Loading…")
+        self.history.model.set_loading()
         self._load(record_id)
 
     def refresh(self) -> None:
@@ -213,13 +217,25 @@ class RecordPage(QWidget):
             self._problem = message
             self.tasks.sig_error_raised.emit(message)
 
-        # Once the record is unreadable its links are too: said once, by ``unreadable``.
-        quiet = current(lambda message: None if again else self.tasks.sig_error_raised.emit(message))
+        def unread(shown: Callable[[str], Any]) -> Callable[[str], None]:
+            """Links or history not read: ``shown`` says so in place (no longer "Loading…"); said in the bar
+            when the owner chose the record, once ``unreadable`` has cleared the page if it is unreadable too."""
+            def failed(message: str) -> None:
+                shown(message)
+                if not again:
+                    self.tasks.sig_error_raised.emit(message)
+            return current(failed)
+
+        def links_unread(_message: str) -> None:
+            for browser in (self.claims, self.connections):
+                browser.setPlaceholderText("")
+
         self.tasks.request("operator/record", params, current(self._on_record), on_error=unreadable, owner=self)
-        self.tasks.request("operator/links", params, current(self._on_links), on_error=quiet, owner=self)
-        self.tasks.request("operator/history", params,
-                           current(lambda history: self._on_history(history, keep_revisions)), on_error=quiet,
+        self.tasks.request("operator/links", params, current(self._on_links), on_error=unread(links_unread),
                            owner=self)
+        self.tasks.request("operator/history", params,
+                           current(lambda history: self._on_history(history, keep_revisions)),
+                           on_error=unread(self.history.model.set_failed), owner=self)
 
     def _show_gone(self, message: str) -> None:
         """The record shown can no longer be read: say so where it was, keep its History (what it was)."""

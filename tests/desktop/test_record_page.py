@@ -250,11 +250,15 @@ def test_the_page_says_loading_then_no_body_and_history_says_when_and_who_whole(
     page = view.page
     assert page.body.placeholderText() == ""  # no record chosen: nothing is said of a body
 
+    assert page.history_table.shown_empty_text() == "Choose a record to see its revisions."
     with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000):
         view.open_record(first["id"])
-        assert page.body.placeholderText() == "Loading…"
+        assert page.body.placeholderText() == "Loading…"  # every part of the page, until its answer comes
+        assert page.header.toPlainText() == "Loading…" and page.history_table.shown_empty_text() == "Loading…"
+        assert page.claims.placeholderText() == page.connections.placeholderText() == "Loading…"
     qtbot.waitUntil(lambda: page.history_model.rowCount() == 1, timeout=5_000)
     assert page.body.placeholderText() == "This record has no body."
+    assert page.header.toPlainText().startswith("Bare") and "Claims about this record" in page.claims.toPlainText()
 
     # History on the narrow page: when and who read whole; the other columns keep at least their header
     table, header = page.history_table, page.history_table.horizontalHeader()
