@@ -182,6 +182,9 @@ def test_a_record_deleted_outside_while_shown_says_so_in_place_with_its_history_
         record_id = written(served_again, token, "Deleted by hand")
     with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):
         records.open_record(record_id)
+    graph = records.show_connections(records.page.record)  # Show connections: a window of its own
+    qtbot.addWidget(graph)
+    qtbot.waitUntil(lambda: graph.view.graph is not None, timeout=10_000)
 
     with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):  # its History, read again
         edit_outside(served_again, record_id, Path.unlink)  # the owner deletes the note in a file manager
@@ -190,6 +193,8 @@ def test_a_record_deleted_outside_while_shown_says_so_in_place_with_its_history_
     assert not records.page.request_button.isEnabled() and records.page.body.toPlainText() == ""
     assert record_id not in [row["id"] for row in records.recent_model.rows()]
     assert not window.messages.isVisibleTo(window)  # a change, shown where it happened: no problem
+    qtbot.waitUntil(lambda: graph.status.text().startswith("Not loaded: "), timeout=10_000)
+    assert graph.status.text().endswith("What is drawn is as it was before.")
 
     with qtbot.waitSignal(window.sig_live_applied, timeout=10_000):  # another change: the page says the same
         later = written(served_again, token, "Written afterwards")
