@@ -104,8 +104,8 @@ class GateView(QWidget):
             self._reload(panel)
 
     def _reload_settings(self) -> None:
-        """config.json may have been edited by hand (no change is announced then): read it again when shown,
-        unless the owner is editing the form."""
+        """config.json may have been edited by hand (announced only once the engine next reads it, and then
+        as a change of ``stores``): read it again, unless the owner is editing the form."""
         if not self.settings.edited():
             self.settings.load()
 

@@ -265,6 +265,11 @@ def test_the_gate_settings_read_config_json_again_when_shown_unless_the_form_is_
         window.show_view(window.views.index(gate))
     assert form.values()["mode"] == "shadow" and form.values()["highThreshold"] == 0.9
 
+    write_gate_block(served_again.state, {"mode": "shadow", "highThreshold": 0.85})  # with the view in front
+    with qtbot.waitSignal(form.sig_settings_loaded, timeout=10_000):
+        assert cli(["--state-dir", str(served_again.state.root), "settings", "show"]) == 0  # the engine reads it
+    assert form.values()["highThreshold"] == 0.85
+
     form.set_value("highThreshold", 0.8)  # the owner's edit, not saved
     write_gate_block(served_again.state, {"mode": "live", "highThreshold": 0.95})
     gate.show_tab(gate.log)
