@@ -265,6 +265,7 @@ class MainWindow(QMainWindow):
         def connect_agent() -> None:
             dialog = ConnectAgentDialog(self.tasks, self.inventory.get("agents", []), self.agent, parent=self)
             dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            self.agents_view.sig_inventory_changed.connect(dialog.follow)  # agents added or removed meanwhile
             dialog.show()
             self.connect_dialog = dialog
 

@@ -278,3 +278,23 @@ def test_the_gate_settings_read_config_json_again_when_shown_unless_the_form_is_
         window.show_view(window.views.index(gate))
     gate.show_tab(form)
     assert form.values()["highThreshold"] == 0.8 and form.values()["mode"] == "shadow"  # kept, not replaced
+
+
+def test_an_open_connect_an_agent_lists_agents_added_and_removed_meanwhile(qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    window.connect_agent_action.trigger()  # Engine › Connect an agent…, on main
+    dialog = window.connect_dialog
+    qtbot.waitUntil(lambda: dialog.audience_note.text().startswith("main has owner"), timeout=10_000)
+    root = str(served_again.state.root)
+
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        assert cli(["--state-dir", root, "agents", "add", "helper", "--owner"]) == 0
+    assert "helper" in [dialog.agent_picker.itemText(n) for n in range(dialog.agent_picker.count())]
+    assert dialog.agent_picker.currentText() == "main"  # the agent chosen stays chosen
+
+    dialog.agent_picker.setCurrentText("helper")
+    qtbot.waitUntil(lambda: dialog.audience_note.text().startswith("helper has owner"), timeout=10_000)
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        assert cli(["--state-dir", root, "agents", "remove", "helper"]) == 0
+    assert "helper" not in [dialog.agent_picker.itemText(n) for n in range(dialog.agent_picker.count())]
+    qtbot.waitUntil(lambda: dialog.audience_note.text().startswith("main has owner"), timeout=10_000)
