@@ -218,8 +218,9 @@ class RecordPage(QWidget):
             self.tasks.sig_error_raised.emit(message)
 
         def unread(shown: Callable[[str], Any]) -> Callable[[str], None]:
-            """Links or history not read: ``shown`` says so in place (no longer "Loading…"); said in the bar
-            when the owner chose the record, once ``unreadable`` has cleared the page if it is unreadable too."""
+            """Links or history not read: ``shown`` says so in place (no longer "Loading…"), and the bar when
+            the owner chose the record (if the record is unreadable too, ``unreadable`` has cleared the page and
+            this answer is dropped)."""
             def failed(message: str) -> None:
                 shown(message)
                 if not again:
@@ -239,7 +240,9 @@ class RecordPage(QWidget):
 
     def _show_gone(self, message: str) -> None:
         """The record shown can no longer be read: say so where it was, keep its History (what it was)."""
-        title = (self.record or {}).get("title") or self.shown_id
+        revisions = self.history.model.rows()  # what it was called: still known once gone
+        title = (self.record or {}).get("title") or (revisions[-1].get("title") if revisions else None) \
+            or self.shown_id
         self.record = self.links = None
         self.request_button.setEnabled(False)
         self.graph_button.setEnabled(False)

@@ -196,10 +196,11 @@ def test_a_record_deleted_outside_while_shown_says_so_in_place_with_its_history_
     qtbot.waitUntil(lambda: graph.status.text().startswith("Not loaded: "), timeout=10_000)
     assert graph.status.text().endswith("What is drawn is as it was before.")
 
-    with qtbot.waitSignal(window.sig_live_applied, timeout=10_000):  # another change: the page says the same
+    with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):  # another change: read again
         later = written(served_again, token, "Written afterwards")
     qtbot.waitUntil(lambda: later in [row["id"] for row in records.recent_model.rows()], timeout=10_000)
     assert "No longer in this partition" in records.page.header.toPlainText()
+    assert "Deleted by hand" in records.page.header.toPlainText()  # still named, not by its id
     assert not window.messages.isVisibleTo(window)
 
 
