@@ -144,6 +144,8 @@ class MainWindow(QMainWindow):
         self.agents_view.sig_status_reported.connect(self.messages.show_info)
         self.agents_view.sig_status_withdrawn.connect(self.messages.clear_info)
         self.sync_view.sig_status_reported.connect(self.messages.show_info)
+        self.models_view.sig_content_loaded.connect(  # the sidebar counts what the view lists
+            lambda report: self.navigation.set_count(self.models_view, len(report.get("installed") or [])))
         self.records_view.page.sig_change_request_copied.connect(self._on_change_request_copied)
         self.records_view.sig_models_requested.connect(lambda: self.show_view(self.views.index(self.models_view)))
         self.vocabulary_view.sig_record_requested.connect(self.open_record)

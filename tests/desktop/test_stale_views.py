@@ -24,6 +24,7 @@ from desktop.main_window import MainWindow
 from engine import runtime
 from engine.cli import main as cli
 from engine.state.statedir import StateDir
+from models.fixtures import TINY_RERANKER
 from tests.desktop import test_live
 from tests.desktop.test_live import Served, agent_call, save_page
 
@@ -299,3 +300,20 @@ def test_an_open_connect_an_agent_lists_agents_added_and_removed_meanwhile(qtbot
         assert cli(["--state-dir", root, "agents", "remove", "helper"]) == 0
     assert "helper" not in [dialog.agent_picker.itemText(n) for n in range(dialog.agent_picker.count())]
     qtbot.waitUntil(lambda: dialog.audience_note.text().startswith("main has owner"), timeout=10_000)
+
+
+def test_models_registered_with_the_cli_show_when_the_models_view_is_shown_again(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    models = window.models_view
+    with qtbot.waitSignal(models.sig_content_loaded, timeout=10_000):
+        window.show_view(window.views.index(models))
+    before = [row["name"] for row in models.installed_model.rows()]
+    root = str(served_again.state.root)  # the engine is not told: the CLI writes the models' manifest
+    assert cli(["--state-dir", root, "models", "add-local", str(TINY_RERANKER), "--name", "tiny"]) == 0
+
+    window.show_view(window.views.index(window.records_view))
+    with qtbot.waitSignal(models.sig_content_loaded, timeout=10_000):
+        window.show_view(window.views.index(models))
+    assert [row["name"] for row in models.installed_model.rows()] == sorted([*before, "tiny"])
+    assert window.navigation.count_of(models) == len(before) + 1
