@@ -56,6 +56,7 @@ from .tray import DeskTray
 from .vocabulary.view import VocabularyView
 
 LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
+NO_AGENTS_TEXT = "No agents yet: add one with Add agent… (Ctrl+N)."
 COUNTED_TOPICS = {"publications", "stores", "grants", "jobs"}  # the changes that can move a sidebar count
 
 
@@ -137,10 +138,14 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.connection_label)
 
         tasks.sig_error_raised.connect(self._on_error_raised)
+        tasks.sig_error_withdrawn.connect(self.messages.clear_error)
         tasks.sig_busy_changed.connect(self._on_busy_changed)
         self.agents_view.sig_inventory_changed.connect(self._on_inventory)
         self.agents_view.sig_status_reported.connect(self.messages.show_info)
+        self.agents_view.sig_status_withdrawn.connect(self.messages.clear_info)
         self.sync_view.sig_status_reported.connect(self.messages.show_info)
+        self.models_view.sig_content_loaded.connect(  # the sidebar counts what the view lists
+            lambda report: self.navigation.set_count(self.models_view, len(report.get("installed") or [])))
         self.records_view.page.sig_change_request_copied.connect(self._on_change_request_copied)
         self.records_view.sig_models_requested.connect(lambda: self.show_view(self.views.index(self.models_view)))
         self.vocabulary_view.sig_record_requested.connect(self.open_record)
@@ -262,6 +267,7 @@ class MainWindow(QMainWindow):
         def connect_agent() -> None:
             dialog = ConnectAgentDialog(self.tasks, self.inventory.get("agents", []), self.agent, parent=self)
             dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            self.agents_view.sig_inventory_changed.connect(dialog.follow)  # agents added or removed meanwhile
             dialog.show()
             self.connect_dialog = dialog
 
@@ -270,6 +276,7 @@ class MainWindow(QMainWindow):
             dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             dialog.sig_settings_saved.connect(lambda _inventory: self.agents_view.refresh())
             dialog.show()
+            self.agents_view.sig_inventory_changed.connect(dialog.follow)  # changed meanwhile elsewhere
             self.settings_dialog = dialog
 
         def copy_record_link() -> None:
@@ -415,9 +422,18 @@ class MainWindow(QMainWindow):
                 getattr(view, "live_refresh", view.refresh)()
             elif number in self._shown:
                 self._stale.add(number)
+        records = self.views.index(self.records_view)
+        if records not in concerned and self._committed(changes):
+            self.records_view.page.refresh()  # its History shows each revision's commit; the lists none
+            concerned.add(records)
         if resync or any(change.get("topic") in COUNTED_TOPICS for change in changes):
             self._refresh_counts()
         self.sig_live_applied.emit(sorted(self.views[n].title for n in concerned))
+
+    def _committed(self, changes: list[dict[str, Any]]) -> bool:
+        """Whether the git checkpoint of the agent's store committed (the engine says ``health`` then)."""
+        mine = self._agent_store()
+        return any(change.get("topic") == "health" and change.get("storeId") in (None, mine) for change in changes)
 
     def _concerned(self, changes: list[dict[str, Any]]) -> set[int]:
         """Which views show something the changes touched (by store, for the agent in view)."""
@@ -478,6 +494,8 @@ class MainWindow(QMainWindow):
     def _on_view_chosen(self, number: int) -> None:
         if number < 0:
             return
+        if number != self.stack.currentIndex():
+            self.messages.clear_info()  # a confirmation said in the view left behind
         self.stack.setCurrentIndex(number)
         self.view_actions[number].setChecked(True)
         view = self.views[number]
@@ -506,7 +524,9 @@ class MainWindow(QMainWindow):
         if current == agent_before and self._agent_store() != store_before:
             self._store_changed()  # created by the agent's first write, or another store used: its data is new
         if not names:
-            self.messages.show_info("No agents yet: add one with Add agent… (Ctrl+N).")
+            self.messages.show_info(NO_AGENTS_TEXT)
+        else:
+            self.messages.clear_info(NO_AGENTS_TEXT)  # one was added (here or with the CLI)
 
     def _store_changed(self) -> None:
         """The agent in view has another store than the views read (the one its first write created, say):
@@ -527,6 +547,7 @@ class MainWindow(QMainWindow):
     def _set_agent(self, agent: str | None) -> None:
         if agent != self.agent:
             self.messages.clear_error()  # a problem of the agent left behind is not this one's
+            self.messages.clear_info()
         self.agent = agent
         view = self.current_view()
         if hasattr(view, "set_agent"):

@@ -69,6 +69,9 @@ class EngineTasks(QObject):
     sig_error_raised = Signal(str)
     """A request failed and its caller gave no error handler: the window shows the message."""
 
+    sig_error_withdrawn = Signal(str)
+    """A problem raised before (its message) no longer holds: the window stops showing it."""
+
     sig_busy_changed = Signal(bool)
     """True while requests are queued or running (the status bar shows it)."""
 

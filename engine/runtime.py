@@ -666,7 +666,6 @@ class StoreRuntime:
             try:
                 committed = self.checkpoint().get("publications")
                 if committed:
-                    self.changes.publish("health", storeId=self.store_id)
                     self._tidy_history(committed)
             except KnowledgeError as exc:
                 log.warning("git checkpoint skipped: %s", exc.message)
@@ -746,6 +745,7 @@ class StoreRuntime:
                     return {"state": "pending", "reason": error, "publications": len(left)}
                 call(lambda: self.outbox.committed(seqs, commit))
             committed = Counter(entry["partition"] for entry in batch)
+            self.changes.publish("health", storeId=self.store_id)  # the window's History shows the commit
             return self._with_index({"state": "committed", "commit": commit, "publications": len(batch),
                                      "byPartition": dict(committed)})
 

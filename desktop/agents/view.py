@@ -71,6 +71,9 @@ class AgentsView(QWidget):
     sig_status_reported = Signal(str)
     """A change went through; the argument says what happened."""
 
+    sig_status_withdrawn = Signal(str)
+    """What was reported (the argument) no longer holds: "copy its token now" once the token is gone."""
+
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
@@ -213,9 +216,19 @@ class AgentsView(QWidget):
     def _on_agent_added(self, result: dict[str, Any]) -> None:
         self._apply(result)
         self.select_agent(result["agent"])
-        self.dialog = TokenDialog(result, self)
-        self.dialog.open()
-        self.sig_status_reported.emit(f"Agent {result['agent']} added; copy its token now.")
+        said = f"Agent {result['agent']} added; copy its token now."
+        dialog = TokenDialog(result, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # the token is held nowhere once it closes
+        dialog.finished.connect(lambda _result: self._token_closed(dialog, said))
+        self.dialog = dialog
+        dialog.open()
+        self.sig_status_reported.emit(said)
+
+    def _token_closed(self, dialog: TokenDialog, said: str) -> None:
+        """The token dialog closed: its token is not shown again, so "copy its token now" no longer holds."""
+        if self.dialog is dialog:
+            self.dialog = None
+        self.sig_status_withdrawn.emit(said)
 
     # --- dialogs -----------------------------------------------------------------------------
 

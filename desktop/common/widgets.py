@@ -113,6 +113,10 @@ def is_dark(palette: QPalette | None = None) -> bool:
 class MessageBar(QFrame):
     """A dismissible line above the views for errors and confirmations (never a traceback).
 
+    A confirmation is about the moment it was said: the window hides it when
+    the owner moves on (``clear_info``), and whoever said one that stops
+    holding takes it back by its text.
+
     It has colours of its own, red for a problem and blue for a confirmation,
     chosen for the palette in force (light or dark) and chosen again when it
     changes, so a problem never looks like a selected row.
@@ -132,6 +136,7 @@ class MessageBar(QFrame):
         layout.addWidget(self.label, 1)
         layout.addWidget(self.dismiss_button)
         self.error = False
+        self.message = ""
         self._colouring = False
         self.hide()
 
@@ -141,10 +146,15 @@ class MessageBar(QFrame):
     def show_info(self, message: str) -> None:
         self._show(message, error=False)
 
-    def clear_error(self) -> None:
-        """Hide the bar if it shows an error (a confirmation stays until dismissed)."""
-        if self.error:
+    def clear_error(self, message: str | None = None) -> None:
+        """Hide the bar if it shows an error (``message``: only that one); a confirmation stays."""
+        if self.error and (message is None or message == self.message):
             self.error = False
+            self.hide()
+
+    def clear_info(self, message: str | None = None) -> None:
+        """Hide the bar if it shows a confirmation (``message``: only that one); a problem stays."""
+        if not self.error and (message is None or message == self.message):
             self.hide()
 
     def colours(self) -> tuple[str, str]:
@@ -152,7 +162,7 @@ class MessageBar(QFrame):
         return BAR_COLOURS[("error" if self.error else "info", is_dark())]
 
     def _show(self, message: str, *, error: bool) -> None:
-        self.error = error
+        self.error, self.message = error, message
         self._apply_colours()
         self.label.setText(("Problem: " if error else "") + message)
         self.show()

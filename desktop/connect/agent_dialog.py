@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -145,9 +145,9 @@ class ConnectAgentDialog(QDialog):
         top.addWidget(plain_label("Session key:"))
         top.addWidget(self.session_key, 1)
         layout.addLayout(top)
-        if not self.agents:
-            layout.addWidget(plain_label("No agents yet: add one in Agents & stores (Add agent…), "
-                                         "then connect it here."))
+        self.no_agents = plain_label("No agents yet: add one in Agents & stores (Add agent…), then connect it here.")
+        self.no_agents.setVisible(not self.agents)
+        layout.addWidget(self.no_agents)
         layout.addWidget(self.audience_note)
         layout.addWidget(self.tabs, 2)
         heading = QHBoxLayout()
@@ -164,6 +164,25 @@ class ConnectAgentDialog(QDialog):
         self.load_setup(self.agent_picker.currentText())
         self.load_connections()
 
+    @Slot(object)
+    def follow(self, inventory: dict[str, Any]) -> None:
+        """The agents now (one added or removed meanwhile, here or with the CLI): the list follows, and the
+        agent chosen stays chosen while it is there."""
+        agents = {row["name"]: row for row in inventory.get("agents", [])}
+        chosen = self.agent_picker.currentText()
+        self.agents = agents
+        self.no_agents.setVisible(not agents)
+        if [self.agent_picker.itemText(n) for n in range(self.agent_picker.count())] == list(agents):
+            return
+        self.agent_picker.blockSignals(True)
+        self.agent_picker.clear()
+        self.agent_picker.addItems(list(agents))
+        if chosen in agents:
+            self.agent_picker.setCurrentText(chosen)
+        self.agent_picker.blockSignals(False)
+        if self.agent_picker.currentText() != chosen:  # it was removed (or there was none): another one's
+            self._on_agent_chosen(self.agent_picker.currentText())
+
     # --- configurations ---------------------------------------------------------------------------
 
     def _on_agent_chosen(self, agent: str) -> None:
@@ -177,7 +196,10 @@ class ConnectAgentDialog(QDialog):
             self.load_setup(self.agent_picker.currentText())
 
     def load_setup(self, agent: str) -> None:
-        if not agent:
+        if not agent:  # none yet, or the last one removed meanwhile
+            self.audience_note.clear()
+            for tab in self.client_tabs.values():
+                tab.show_problem("No agent to connect.")
             return
         owner = bool(self.agents.get(agent, {}).get("owner"))
         self.session_key.setEnabled(not owner)  # an owner agent uses the owner-private audience

@@ -4,14 +4,16 @@ The form holds the settings the engine reported (``operator/inventory``)
 and sends all of them at once (``operator/setSettings``); the engine checks
 every value before it writes config.json, so a refused value (a relative
 path, '..', a folder that does not exist) is said in the dialog, which stays
-open with the edit, and nothing changes.
+open with the edit, and nothing changes.  Settings changed meanwhile (with
+``knowledge settings``, or in the Agents view) reach the form, in every field
+the owner has not edited here: Save never puts back a value it did not show.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -43,6 +45,8 @@ class SettingsDialog(QDialog):
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
+        self._loaded: dict[str, Any] | None = None  # the engine's values the form was last filled with
+        self._problem_said = False  # the message says config.json has a problem
         self.setWindowTitle("Settings")
         self.resize(640, 480)
         self.search_knowledge = QCheckBox("Offer search_knowledge to agents (the Knowledge Base search; "
@@ -90,15 +94,31 @@ class SettingsDialog(QDialog):
 
     def _on_loaded(self, inventory: dict[str, Any]) -> None:
         self._fill(inventory["settings"])
+        self._say_problem(inventory["settings"])
         self.save_button.setEnabled(True)
         self.sig_settings_loaded.emit(inventory["settings"])
 
+    @Slot(object)
+    def follow(self, inventory: dict[str, Any]) -> None:
+        """The engine's settings now (another window, the CLI): each field not edited here shows them."""
+        if self._loaded is None:
+            return  # the form's own load is on its way, and brings the newest
+        engine, shown, before = _values(inventory["settings"]), self.values(), self._loaded
+        self._fill({**inventory["settings"], **{key: shown[key] for key in shown if shown[key] != before[key]}})
+        self._loaded = engine
+        if inventory["settings"].get("problem") or self._problem_said:  # said, or no longer so
+            self._say_problem(inventory["settings"])
+
     def _fill(self, settings: dict[str, Any]) -> None:
+        self._loaded = _values(settings)
         self.search_knowledge.setChecked(bool(settings["knowledgeRuntimeEnabled"]))
         self.writes.setChecked(bool(settings["writesEnabled"]))
         self.roots.clear()
         self.roots.addItems(settings.get("workspaceRoots") or [])
+
+    def _say_problem(self, settings: dict[str, Any]) -> None:
         problem = settings.get("problem")
+        self._problem_said = bool(problem)
         self.message.setText(f"config.json has a problem: {problem} (the last valid settings stay in force)"
                              if problem else "")
 
@@ -140,3 +160,10 @@ class SettingsDialog(QDialog):
     def _on_refused(self, message: str) -> None:
         self.message.setText(f"Not saved: {message}")  # the form keeps the edit to correct
         self.sig_save_refused.emit(message)
+
+
+def _values(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings the form edits, as ``SettingsDialog.values`` gives them."""
+    return {"knowledgeRuntimeEnabled": bool(settings["knowledgeRuntimeEnabled"]),
+            "writesEnabled": bool(settings["writesEnabled"]),
+            "workspaceRoots": list(settings.get("workspaceRoots") or [])}

@@ -172,6 +172,7 @@ class GateSettingsForm(QWidget):
         self._filling = False
         self._generation = 0
         self._saved: dict[str, Any] | None = None  # the form's values when last saved (the confirmation stays)
+        self._loaded: dict[str, Any] | None = None  # the form's values as the engine's settings last filled it
         self.inputs: dict[str, Any] = {}
         self.switches: dict[str, QCheckBox] = {}
         self.errors: dict[str, QLabel] = {}
@@ -382,7 +383,12 @@ class GateSettingsForm(QWidget):
             self._explain(field)   # the Decision model named beside highThreshold's default
         effective = result.get("effective") or {**(self.defaults or {}), "mode": "off"}
         self.set_values(effective)
+        self._loaded = self.values()
         self.sig_settings_loaded.emit(result)
+
+    def edited(self) -> bool:
+        """Whether the owner changed the form since the engine's settings filled it (a reload would lose it)."""
+        return self._loaded is not None and self.values() != self._loaded
 
     def _on_edited(self, *_: Any) -> None:
         if self._filling:

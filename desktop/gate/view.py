@@ -65,20 +65,16 @@ class GateView(QWidget):
         self.journal.sig_turn_labelled.connect(lambda _: self._forget(self.tuning))
         self.journal.sig_journal_cleared.connect(lambda _: (self._forget(self.tuning), self._forget(self.log)))
         self.log.sig_record_requested.connect(self.sig_record_requested.emit)
-        self._settings_asked = False
 
     def set_agent(self, agent: str | None) -> None:
-        """The window shows this view for ``agent``: load what is not loaded yet."""
-        if not self._settings_asked:
-            self._settings_asked = True
-            self.settings.load()
+        """The window shows this view for ``agent``: the settings read again, the tab in view loaded if not yet."""
+        self._reload_settings()
         if agent != self.agent:
             self.agent = agent
             self._load_current()
 
     def refresh(self) -> None:
         """F5 (or the agent's store created): the settings and the tab in view again, the other tabs when shown."""
-        self._settings_asked = True
         self.settings.load()
         self._shown_for.clear()
         if self.tabs.currentWidget() is not self.settings:
@@ -95,7 +91,10 @@ class GateView(QWidget):
     # --- loading the tab in view, once per agent ----------------------------------------------------
 
     def _on_tab_changed(self, _index: int) -> None:
-        self._load_current()
+        if self.tabs.currentWidget() is self.settings:
+            self._reload_settings()
+        else:
+            self._load_current()
 
     def _load_current(self) -> None:
         panel = self.tabs.currentWidget()
@@ -103,6 +102,12 @@ class GateView(QWidget):
             return
         if self._shown_for.get(id(panel), object()) != self.agent:
             self._reload(panel)
+
+    def _reload_settings(self) -> None:
+        """config.json may have been edited by hand (announced only once the engine next reads it, and then
+        as a change of ``stores``): read it again, unless the owner is editing the form."""
+        if not self.settings.edited():
+            self.settings.load()
 
     def _reload(self, panel: Any) -> None:
         if panel is self.settings:

@@ -99,7 +99,6 @@ class ModelsView(QWidget):
         super().__init__(parent)
         self.tasks = tasks
         self.report: dict[str, Any] | None = None
-        self.loaded = False
         self.status = plain_label()
         self.status.setWordWrap(True)
         self.installed_model = RowsModel(INSTALLED_COLUMNS, self)
@@ -166,10 +165,9 @@ class ModelsView(QWidget):
     # --- data -----------------------------------------------------------------------------------------
 
     def set_agent(self, agent: str | None) -> None:
-        """Models are the engine's, not an agent's: load once when first shown."""
-        if not self.loaded:
-            self.loaded = True
-            self.refresh()
+        """Models are the engine's, not an agent's: read each time the view is shown, as `knowledge models
+        add-local` registers a model without telling the engine."""
+        self.refresh()
 
     def refresh(self) -> None:
         self.installed_model.set_loading()

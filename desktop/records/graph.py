@@ -48,7 +48,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.charts import blend
-from ..common.widgets import plain_label
+from ..common.widgets import plain_label, unread_text
 from ..tasks import EngineTasks
 
 FIRST_HOP_MAX = 12
@@ -592,8 +592,9 @@ class ConnectionsWindow(QDialog):
                                    on_error=lambda _message, n=node_id: arrived(n, None), owner=self)
 
         def failed(message: str) -> None:
-            if generation == self._generation:
-                self.status.setText(message)
+            if generation == self._generation:  # the record deleted, say, while its graph was open
+                drawn = " What is drawn is as it was before." if self.view.graph is not None else ""
+                self.status.setText(unread_text(message) + drawn)
 
         self.tasks.request("operator/links", {"agent": agent, "id": centre["id"]}, first, on_error=failed,
                            owner=self)

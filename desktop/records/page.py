@@ -13,7 +13,7 @@ owner to paste into the agent's chat; nothing is sent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QResizeEvent
@@ -32,8 +32,8 @@ from PySide6.QtWidgets import (
 from engine.core.links import SCHEME as LINK_SCHEME
 
 from ..common.times import Clock, local_now
-from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, plain_label
-from ..tasks import EngineTasks
+from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, plain_label
+from ..tasks import EngineTasks, Unreachable
 from .history import HistoryPanel
 from .markdown import WIKILINK_SCHEME, body_html, known_records, names_an_id, wikilink_target
 from .render import change_request_message, claims_html, details_html, header_html, links_html
@@ -98,6 +98,8 @@ class RecordPage(QWidget):
         self.now: Clock = now or local_now  # what "3 minutes ago" is counted from (local time)
         self.agent: str | None = None
         self.record: dict[str, Any] | None = None
+        self.shown_id: str | None = None  # the record on the page: loading, shown, or no longer readable
+        self._problem: str | None = None  # what the bar was told when a record chosen could not be read
         self.links: dict[str, Any] | None = None
         self.dialog: QDialog | None = None
         self._generation = 0
@@ -151,13 +153,15 @@ class RecordPage(QWidget):
 
     def clear(self) -> None:
         self._generation += 1
-        self.record = self.links = None
+        self.record = self.links = self.shown_id = None
         self.request_button.setEnabled(False)
         self.graph_button.setEnabled(False)
         self.header.show_html('<div class="muted">Choose a record on the left.</div>')
+        self.header.setToolTip("")
         for browser in (self.details, self.body, self.claims, self.connections):
             browser.clear()
-        self.body.setPlaceholderText("")  # no record: nothing to say of a body
+        for browser in (self.body, self.claims, self.connections):
+            browser.setPlaceholderText("")  # no record: nothing to say of it
         self.history.clear()
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
@@ -179,20 +183,24 @@ class RecordPage(QWidget):
 
     def show_record(self, agent: str, record_id: str) -> None:
         self.clear()
-        self.agent = agent
-        self.body.setPlaceholderText("Loading…")
+        self.agent, self.shown_id = agent, record_id
+        self.header.show_html('<div class="muted">Loading…</div>')
+        for browser in (self.body, self.claims, self.connections):
+            browser.setPlaceholderText("Loading…")
+        self.history.model.set_loading()
         self._load(record_id)
 
     def refresh(self) -> None:
-        """The record shown, loaded again in place (an agent wrote): what is shown stays until the new answers
-        replace it, and a revision chosen in History stays chosen, its diff shown again.  A record that can no
-        longer be read leaves the page empty, as choosing it would."""
-        if self.record is None or self.agent is None:
+        """The record shown, loaded again in place (an agent wrote, a file changed): what is shown stays until
+        the new answers replace it, and a revision chosen in History stays chosen, its diff shown again.  A
+        record that can no longer be read (deleted, moved out) says so in place, with its History; it is
+        shown again if it comes back."""
+        if self.shown_id is None or self.agent is None:
             return
         self._generation += 1
-        self._load(self.record["id"], keep_revisions=self.history.chosen_revisions())
+        self._load(self.shown_id, keep_revisions=self.history.chosen_revisions(), again=True)
 
-    def _load(self, record_id: str, *, keep_revisions: list[int] | None = None) -> None:
+    def _load(self, record_id: str, *, keep_revisions: list[int] | None = None, again: bool = False) -> None:
         generation = self._generation
         params = {"agent": self.agent, "id": record_id}
 
@@ -200,16 +208,56 @@ class RecordPage(QWidget):
             return lambda result: check(result) if generation == self._generation else None
 
         def unreadable(message: str) -> None:
-            if generation == self._generation:
-                self.clear()
-                self.tasks.sig_error_raised.emit(message)
+            if generation != self._generation:
+                return
+            if again and not isinstance(message, Unreachable):
+                self._show_gone(message)  # a change took it away: a fact shown in place, not a problem
+                return
+            self.clear()
+            self._problem = message
+            self.tasks.sig_error_raised.emit(message)
+
+        def unread(shown: Callable[[str], Any]) -> Callable[[str], None]:
+            """Links or history not read: ``shown`` says so in place (no longer "Loading…"), and the bar when
+            the owner chose the record (if the record is unreadable too, ``unreadable`` has cleared the page and
+            this answer is dropped)."""
+            def failed(message: str) -> None:
+                shown(message)
+                if not again:
+                    self.tasks.sig_error_raised.emit(message)
+            return current(failed)
+
+        def links_unread(_message: str) -> None:
+            for browser in (self.claims, self.connections):
+                browser.setPlaceholderText("")
 
         self.tasks.request("operator/record", params, current(self._on_record), on_error=unreadable, owner=self)
-        self.tasks.request("operator/links", params, current(self._on_links), owner=self)
+        self.tasks.request("operator/links", params, current(self._on_links), on_error=unread(links_unread),
+                           owner=self)
         self.tasks.request("operator/history", params,
-                           current(lambda history: self._on_history(history, keep_revisions)), owner=self)
+                           current(lambda history: self._on_history(history, keep_revisions)),
+                           on_error=unread(self.history.model.set_failed), owner=self)
+
+    def _show_gone(self, message: str) -> None:
+        """The record shown can no longer be read: say so where it was, keep its History (what it was)."""
+        revisions = self.history.model.rows()  # what it was called: still known once gone
+        title = (self.record or {}).get("title") or (revisions[-1].get("title") if revisions else None) \
+            or self.shown_id
+        self.record = self.links = None
+        self.request_button.setEnabled(False)
+        self.graph_button.setEnabled(False)
+        said = (f"<h2>{esc(title)}</h2><div><b>No longer in this partition</b> (deleted or moved out). History "
+                "shows what it was.</div>")
+        self.header.rerender_with(lambda: self.header.show_html(said))
+        self.header.setToolTip(message)
+        for browser in (self.details, self.body, self.claims, self.connections):
+            browser.clear()
+        self.body.setPlaceholderText("")
 
     def _on_record(self, record: dict[str, Any]) -> None:
+        if self._problem is not None:  # another record is read: the one that could not be is behind
+            self.tasks.sig_error_withdrawn.emit(self._problem)
+            self._problem = None
         self.record = record
         self.request_button.setEnabled(True)
         self.graph_button.setEnabled(True)

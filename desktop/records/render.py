@@ -50,11 +50,12 @@ def header_html(record: dict[str, Any], now: datetime | None = None) -> str:
     status = record.get("status")
     state = f" · <b>{esc(status)}</b>" if status and status != "current" else ""
     updated = view.updated_at or view.recorded_at
+    revision = record.get("revision")  # an invalid file may have none
+    numbered = f' · <span class="muted">revision {esc(revision)}</span>' if revision is not None else ""
     return (f"<h2>{esc(record.get('title') or record.get('id'))}</h2>"
             f"<div>{esc(record.get('kind'))}{' · ' + esc(detail) if detail else ''}{state}"
             f"{' · updated ' + when_html(updated, now) if updated else ''}"
-            f' · <span class="muted">revision {esc(record.get("revision"))}</span></div>'
-            f"{validity_html(record)}")
+            f"{numbered}</div>{validity_html(record)}")
 
 
 def validity_html(record: dict[str, Any]) -> str:

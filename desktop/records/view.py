@@ -333,7 +333,7 @@ class RecordsView(QWidget):
         if self.query.text().strip() and self.search_model.rowCount():
             self._run_search(self.query.text().strip())
         if self._shown is not None:  # what was written may be about it (a claim, a link)
-            if self.page.record is not None and self.page.record.get("id") == self._shown:
+            if self.page.shown_id == self._shown:
                 self.page.refresh()
             else:
                 self.page.show_record(self.agent, self._shown)

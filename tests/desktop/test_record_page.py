@@ -104,6 +104,9 @@ def test_the_header_and_details_say_what_the_record_is_in_words() -> None:
     assert ('updated <span title="Friday 4 December 2026, 14:57:00 (UTC+01:00; stored as 2026-12-04T13:57:00Z)">'
             "3 minutes ago</span>") in header
     assert "current" not in header and "pg_01" not in header  # the usual state and raw ids stay out of the way
+    assert "revision 3" in header
+    invalid = header_html({**RECORD, "status": "invalid", "revision": None}, NOW)  # edited by hand, unreadable
+    assert "<b>invalid</b>" in invalid and "revision" not in invalid
 
     details = details_html(RECORD, None, NOW)
     assert '<span class="tag">#ops</span> <span class="tag">#oncall</span>' in details
@@ -247,11 +250,15 @@ def test_the_page_says_loading_then_no_body_and_history_says_when_and_who_whole(
     page = view.page
     assert page.body.placeholderText() == ""  # no record chosen: nothing is said of a body
 
+    assert page.history_table.shown_empty_text() == "Choose a record to see its revisions."
     with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000):
         view.open_record(first["id"])
-        assert page.body.placeholderText() == "Loading…"
+        assert page.body.placeholderText() == "Loading…"  # every part of the page, until its answer comes
+        assert page.header.toPlainText() == "Loading…" and page.history_table.shown_empty_text() == "Loading…"
+        assert page.claims.placeholderText() == page.connections.placeholderText() == "Loading…"
     qtbot.waitUntil(lambda: page.history_model.rowCount() == 1, timeout=5_000)
     assert page.body.placeholderText() == "This record has no body."
+    assert page.header.toPlainText().startswith("Bare") and "Claims about this record" in page.claims.toPlainText()
 
     # History on the narrow page: when and who read whole; the other columns keep at least their header
     table, header = page.history_table, page.history_table.horizontalHeader()
