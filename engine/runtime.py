@@ -742,6 +742,8 @@ class StoreRuntime:
                     error = str(exc)
                     left = [entry["seq"] for entry in batch if entry["seq"] >= seqs[0]]
                     call(lambda: self.outbox.failed(left, error))
+                    if commit is not None:  # the runs before this one are committed: History shows them
+                        self.changes.publish("health", storeId=self.store_id)
                     return {"state": "pending", "reason": error, "publications": len(left)}
                 call(lambda: self.outbox.committed(seqs, commit))
             committed = Counter(entry["partition"] for entry in batch)

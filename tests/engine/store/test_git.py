@@ -572,3 +572,34 @@ def test_the_branch_read_from_its_files_is_what_git_says(tmp_path: Path, monkeyp
     assert history.head() == second and started == []  # no git process for it
     (vault / ".git" / "refs" / "heads" / "main").write_text(f"{first[:20]}\n", encoding="ascii")  # malformed
     assert history.head() is None and started[-1][0] == "rev-parse"  # git's answer: no such branch
+
+
+def test_a_checkpoint_stopped_after_its_first_commit_says_so_on_the_change_feed(
+        engine: Engine, owner: AgentCaller, monkeypatch) -> None:
+    """The window shows a revision's commit in History when ``health`` is said; a batch whose second commit
+    fails has still committed its first."""
+    first = engine.save_page(owner, page("run-1", "Atlas Migration", type_="project", body="Version one."))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    assert engine.resume(owner)["state"] == "committed"
+    with runtime._git_lock:  # two revisions of one page in one batch: two commits
+        for revision in (2, 3):
+            engine.save_page(owner, page(f"run-{revision}", "Atlas Migration", type_="project",
+                                         body=f"Version {revision}.", id=first["id"], expectedRevision=revision - 1))
+        commit, calls = GitHistory.commit, []
+
+        def second_fails(self, *args, **kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                raise GitError("the disk is full")
+            return commit(self, *args, **kwargs)
+
+        monkeypatch.setattr(GitHistory, "commit", second_fails)
+        watching = engine.changes.subscribe(["health"])
+        result = runtime.checkpoint(inline=True)  # the git lock held: as a sync round's commit runs it
+    changes, _ = watching.take()
+    watching.close()
+
+    assert result["state"] == "pending" and result["publications"] == 1 and len(calls) == 2
+    assert [change["topic"] for change in changes] == ["health"]
+    history = engine.history(owner, first["id"])["revisions"]
+    assert [entry["git"] is not None for entry in history] == [True, True, False]
