@@ -161,7 +161,9 @@ def evidence_html(locators: list[dict[str, Any]]) -> str:
         kept = (f' <span class="muted">{esc(locator.get("mediaType"))}, {int(locator.get("size") or 0):,} bytes</span>'
                 if locator.get("retainedPath") else ' <span class="muted">(not retained in this partition)</span>')
         quote = f'<div class="quote">“{esc(locator["quote"])}”</div>' if locator.get("quote") else ""
-        items.append(f'<li><a href="{SOURCE_SCHEME}:{esc(locator.get("source"))}">open the retained original</a>'
+        # The original's own name where it has one (an imported note's ``Vault › Folder › Note.md``).
+        name = esc(locator["filename"]) if locator.get("filename") else "open the retained original"
+        items.append(f'<li><a href="{SOURCE_SCHEME}:{esc(locator.get("source"))}">{name}</a>'
                      f"{esc(where)}{kept}{quote}</li>")
     return f"<ul>{''.join(items)}</ul>"
 

@@ -13,7 +13,7 @@ from desktop.common.times import ago, clock_time, exact_time
 from desktop.common.widgets import SafeTextBrowser
 from desktop.records.history import compared, revision_diff_html, what_changed
 from desktop.records.markdown import body_html, known_records
-from desktop.records.render import details_html, header_html
+from desktop.records.render import details_html, evidence_html, header_html
 from desktop.records.view import RecordsView
 from tests.desktop.conftest import wait_for_signal
 from tests.desktop.test_live import agent_call
@@ -96,6 +96,17 @@ RECORD = {"id": "pg_01", "kind": "page", "status": "current", "revision": 3, "ti
                           "recorded_at": "2026-12-03T13:02:00Z", "updated_at": "2026-12-04T13:57:00Z",
                           "attribution": {"agent": "main", "instance": "laptop"},
                           "fields": {"next_review": "2027-01-01"}, "owner_team": "SRE"}}
+
+
+def test_evidence_is_named_by_its_original_file_where_it_has_one() -> None:
+    imported = {"source": "src_1", "filename": "notes › Projects › Plan.md", "retainedPath": "sources/src_1.md",
+                "mediaType": "text/markdown", "size": 1200, "lines": [3, 4]}
+    excerpt = {"source": "src_2", "retainedPath": "sources/src_2.txt", "mediaType": "text/plain", "size": 40}
+
+    html = evidence_html([imported, excerpt])
+
+    assert '<a href="source:src_1">notes › Projects › Plan.md</a> lines 3-4' in html
+    assert '<a href="source:src_2">open the retained original</a>' in html and html.count("open the") == 1
 
 
 def test_the_header_and_details_say_what_the_record_is_in_words() -> None:
