@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .answers import GitState, Receipt
-from .catalog import Catalog
+from .catalog import Catalog, PublishedRecord
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
@@ -345,8 +345,12 @@ class Publisher:
         lane, as the lone file of a single write is: handing it to a thread made such a write slower."""
         asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]] = []
         folders: set[tuple[Path, str]] = set()  # made or found already, for this group
+        partitions: set[str] = set()  # made or found already, for this group
         for publication in group:
             try:
+                if publication.plan.partition not in partitions:
+                    self.store.ensure_partition(publication.plan.partition)
+                    partitions.add(publication.plan.partition)
                 asked += [(publication, write, staging) for write, staging in self._stage(
                     publication, folders, here=not any(work is not None for _, _, work in asked))
                           if staging is not ALREADY]
@@ -369,9 +373,8 @@ class Publisher:
         """Compare each file of ``publication`` with its planned base and have its new bytes written to a temp
         file beside it and synced (None: a removal; ``ALREADY``: a file that is as the plan wants it already),
         its folder made first unless in ``folders``; with ``here`` the first such file is made on the lane.  On
-        an error, the temp files asked for are waited for and removed."""
+        an error, the temp files asked for are waited for and removed.  Its partition's folder is made already."""
         partition = publication.plan.partition
-        self.store.ensure_partition(partition)
         staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:
             for write in publication.writes:
@@ -466,6 +469,7 @@ class Publisher:
         git_states: dict[int, GitState] = {}
         with self.db.atomic():
             gone: dict[str, set[str]] = {}
+            records: list[PublishedRecord] = []
             for publication in group:
                 partition = publication.plan.partition
                 removed = [write.path for write in publication.writes if write.removes]
@@ -476,12 +480,13 @@ class Publisher:
                         continue
                     info = publication.installed[write.path]
                     if write.role == "record":
-                        self.catalog.index_record_bytes(partition, write.path, write.data, info,
-                                                        publication_id=publication.publication_id,
-                                                        agent=publication.plan.agent, read=write.read)
+                        records.append(PublishedRecord(partition, write.path, write.data, info,
+                                                       publication.publication_id, publication.plan.agent,
+                                                       write.read))
                     elif write.role == "descriptor":
                         self.catalog.index_descriptor(partition, write.path, write.data, info)
                 written.setdefault(partition, []).extend(write.path for write in publication.writes)
+            self.catalog.index_published(records)
             for partition, paths in written.items():
                 self.catalog.refresh_cross_checks(partition, paths, gone=gone.get(partition, set()))
             for _ in group:

@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .catalog import Catalog, reference_findings
@@ -71,8 +72,10 @@ class WriteContext:
     now: str
     source_lines: SourceLines | None = None  # the lane's, kept between plans
 
-    @property
+    @cached_property
     def ontology(self) -> Ontology:
+        """The partition's ontology as the plan first asks for it: one plan is checked against one ontology, and
+        the store's check of its file (a stat) is made once a plan, not twice a record."""
         return self.store.ontology(self.partition)
 
 
