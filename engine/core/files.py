@@ -294,6 +294,7 @@ class StagedFile:
         self._fd, self.temp = _create_temp(path, mode)
         self._handle: BinaryIO | None = None
         self.closed = False
+        self.settled = False  # installed or discarded: nothing of it is left to clean up
 
     @property
     def handle(self) -> BinaryIO:
@@ -334,6 +335,7 @@ class StagedFile:
             if check is not None:
                 check()
             os.replace(self.temp, self.path)
+            self.settled = True
             info = os.lstat(self.path)  # before the directory sync: the file is ours for the shortest time
         except BaseException:
             self.discard()
@@ -346,6 +348,7 @@ class StagedFile:
 
     def discard(self) -> None:
         self._close()
+        self.settled = True
         try:
             os.unlink(self.temp)
         except FileNotFoundError:
@@ -465,6 +468,7 @@ def stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
     staged = stage_inside(root, relpath, data)
     try:
         staged.sync()
+        staged._close()  # here, on the staging thread: the rename needs no descriptor
     except BaseException:
         staged.discard()
         raise

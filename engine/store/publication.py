@@ -298,6 +298,7 @@ class Publisher:
         """Step 2 for every publication of the group, in one transaction."""
         now = format_timestamp(utc_now())
         with self.db.atomic():
+            files = []
             for publication in group:
                 plan = publication.plan
                 publication.publication_id = new_id(PUBLICATION_PREFIX)
@@ -310,14 +311,14 @@ class Publisher:
                     (publication.publication_id, plan.partition, plan.operation, plan.request_id,
                      plan.request_hash, plan.agent, publication.receipt, now),
                 ).lastrowid
-                self.db.executemany(
-                    "INSERT INTO publication_files (publication_seq, ordinal, path, role, record_id, revision, "
-                    "new_sha256, new_bytes, base_sha256, base_bytes, removes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(publication.seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256,
-                      None if w.removes else w.data, w.base_sha256, w.base, int(w.removes))
-                     for ordinal, w in enumerate(publication.writes)],
-                )
+                files += [(publication.seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256,
+                           None if w.removes else w.data, w.base_sha256, w.base, int(w.removes))
+                          for ordinal, w in enumerate(publication.writes)]
                 self.faults.attempt("journaled")
+            self.db.executemany(  # the group's files in one statement, committed with their publications
+                "INSERT INTO publication_files (publication_seq, ordinal, path, role, record_id, revision, "
+                "new_sha256, new_bytes, base_sha256, base_bytes, removes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                files)
 
     def _complete(self, publication: _Publication) -> None:
         """Steps 3 to 5 for one journalled publication (recovery rolls one forward with this)."""
@@ -365,7 +366,7 @@ class Publisher:
                         publication.error = exc
         finally:  # every temp file waited for (none is left being made), those not installed removed
             for _, _, work in asked:
-                if work is not None and _outcome(work) is None and not work.result().closed:
+                if work is not None and _outcome(work) is None and not work.result().settled:
                     work.result().discard()
 
     def _stage(self, publication: _Publication, folders: set[tuple[Path, str]], *, here: bool
@@ -491,20 +492,21 @@ class Publisher:
                 self.catalog.refresh_cross_checks(partition, paths, gone=gone.get(partition, set()))
             for _ in group:
                 self.faults.reach("catalogued")
-            for publication in group:
-                if self.git_enabled():
-                    self.db.execute(
-                        "INSERT INTO outbox (publication_seq, state, updated_at) VALUES (?, 'pending', ?)",
-                        (publication.seq, format_timestamp(utc_now())),
-                    )
-                    git_states[publication.seq] = {"state": "pending"}
-                else:  # nothing will read the journalled bytes again
-                    self.db.execute("DELETE FROM publication_files WHERE publication_seq = ?", (publication.seq,))
-                    git_states[publication.seq] = {"state": "unavailable"}
-                self.db.execute(
-                    "UPDATE publications SET state = 'applied', finished_at = ? WHERE seq = ?",
-                    (format_timestamp(utc_now()), publication.seq),
-                )
+            # One statement a table for the group (git asked once): the same rows as one a publication, in the
+            # same transaction, which a fault injected at any publication's step rolls back whole.
+            now = format_timestamp(utc_now())
+            seqs = [(publication.seq,) for publication in group]
+            if self.git_enabled():
+                self.db.executemany(
+                    "INSERT INTO outbox (publication_seq, state, updated_at) VALUES (?, 'pending', ?)",
+                    [(seq, now) for seq, in seqs])
+                git_states.update((seq, {"state": "pending"}) for seq, in seqs)
+            else:  # nothing will read the journalled bytes again
+                self.db.executemany("DELETE FROM publication_files WHERE publication_seq = ?", seqs)
+                git_states.update((seq, {"state": "unavailable"}) for seq, in seqs)
+            self.db.executemany("UPDATE publications SET state = 'applied', finished_at = ? WHERE seq = ?",
+                                [(now, seq) for seq, in seqs])
+            for _ in group:
                 self.faults.attempt("acknowledged")
         for publication in group:  # only once the transaction is committed
             publication.git = git_states[publication.seq]
