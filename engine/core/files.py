@@ -62,6 +62,11 @@ def resolve_inside(root: Path, relpath: str) -> Path:
     return root / relpath
 
 
+def present_inside(root: Path, relpath: str) -> bool:
+    """``resolve_inside``'s checks; whether something was at ``relpath`` when its components were looked at."""
+    return _walk_inside(root, relpath)
+
+
 def _walk_inside(root: Path, relpath: str) -> bool:
     """``resolve_inside``'s checks; whether the leaf was there when its components were looked at (the path is
     then ``f"{root}/{relpath}"``: the components are ``relpath``'s, checked)."""

@@ -44,8 +44,8 @@ from .catalog import Catalog, PublishedRecord
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
-from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, remove_inside, resolve_inside, sha256_bytes,
-                          sha256_if_present, stage_synced, write_inside)
+from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside, remove_inside,
+                          resolve_inside, sha256_bytes, sha256_if_present, stage_synced, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
 from ..vault.records import PRIVATE_SCOPE, Record
@@ -117,6 +117,9 @@ class _Publication:
     error: Exception | None = None
     receipt: str = ""  # as journalled (JSON text)
     git: GitState | None = None  # the git state its acknowledgement gave it
+    # Paths found empty by the walk made just before the journal (``_check_installable``): the first comparison
+    # of a new file, which the one right before its rename makes again (recovery compares every file afresh).
+    absent: set[str] = field(default_factory=set)
 
 
 def _outcome(work: Future[Any] | None) -> Exception | None:
@@ -238,7 +241,7 @@ class Publisher:
                  for plan in plans]
         for publication in group:
             try:
-                self._check_installable(publication.plan.partition, publication.writes)
+                publication.absent = self._check_installable(publication.plan.partition, publication.writes)
             except KnowledgeError as exc:
                 publication.error = exc
         live = [publication for publication in group if publication.error is None]
@@ -379,7 +382,7 @@ class Publisher:
         staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:
             for write in publication.writes:
-                current = self._current_sha(partition, write)
+                current = None if write.path in publication.absent else self._current_sha(partition, write)
                 if current == write.new_sha256:
                     if not write.removes:
                         info = self._stat_installed(self._root(partition, write), write)
@@ -515,16 +518,19 @@ class Publisher:
         return self._roll_back(publication.seq, publication.plan.partition, publication.writes,
                                reason=str(publication.error))
 
-    def _check_installable(self, partition: str, writes: list[FileWrite]) -> None:
+    def _check_installable(self, partition: str, writes: list[FileWrite]) -> set[str]:
         """Refuse, before anything is journaled, a write whose path passes a symlinked or non-directory
         component of the vault (a ``claims/`` that is a symlink), naming that component: the engine never
-        writes through a symlink, and reporting it as an edit race would send the owner looking elsewhere."""
+        writes through a symlink, and reporting it as an edit race would send the owner looking elsewhere.
+        Returns the paths the walk found nothing at (``_Publication.absent``)."""
+        absent = set()
         for write in writes:
             root = self._root(partition, write)
             if write.role == "ontology" and (partition != PRIVATE_SCOPE or write.path != ONTOLOGY_PATH):
                 raise InvalidParams(f"only the private partition writes {ONTOLOGY_PATH}", path=write.path)
             try:
-                resolve_inside(root, write.path)
+                if not present_inside(root, write.path):
+                    absent.add(write.path)
             except UnsafePath as exc:
                 where = f"{partition_dir(partition)}/{exc.details.get('component', write.path)}"
                 what = "a symlink (symlinks are never followed)" if exc.details.get("problem") == "symlink" \
@@ -534,6 +540,7 @@ class Publisher:
                     "(knowledge doctor names it); nothing was written", path=write.path,
                     component=exc.details.get("component"), problem=exc.details.get("problem"),
                     recordId=write.record_id) from exc
+        return absent
 
     @staticmethod
     def _expect_base(write: FileWrite, current: str | None) -> None:

@@ -395,3 +395,40 @@ def test_a_group_is_journalled_catalogued_and_acknowledged_by_one_statement_a_ta
         assert statements.count(statement) == 1, statement
     assert asked.count("partition") == 1
     assert asked.count("ontology") <= 4 + 3  # a plan's, the catalog's, the group's check before it and after
+
+
+def test_a_new_file_is_compared_by_the_walk_before_the_journal_and_again_right_before_its_rename(owned,
+                                                                                                  monkeypatch):
+    """A group's new files are read once, at the rename; one written by someone else after the journal is
+    still a conflict there: that publication is rolled back, the file left as its writer wrote it."""
+    engine, owner = owned
+    compared: list[str] = []
+    current_sha, journal = Publisher._current_sha, Publisher._journal
+
+    def counted(publisher: Publisher, partition: str, write: Any) -> Any:
+        compared.append(write.path)
+        return current_sha(publisher, partition, write)
+
+    def journalled_then_raced(publisher: Publisher, group: list) -> None:
+        journal(publisher, group)
+        for member in group:  # an editor writes at the second page's path once it is journalled
+            if member.writes[0].path.endswith("person-1.md"):
+                target = private_dir(engine.state) / member.writes[0].path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(b"an edit made meanwhile\n")
+
+    monkeypatch.setattr(Publisher, "_current_sha", counted)
+    monkeypatch.setattr(Publisher, "_journal", journalled_then_raced)
+    results, groups = _together(engine, [
+        lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
+    monkeypatch.undo()
+    assert groups == [3]
+    assert [isinstance(result, KnowledgeError) for result in results] == [False, True, False]
+    assert "changed on disk" in str(results[1])
+    # Each acknowledged page read once, at its rename (the refused one again by its roll-back).
+    assert sorted(path.rpartition("/")[2] for path in compared) == ["person-0.md", "person-1.md", "person-1.md",
+                                                                     "person-2.md"]
+    folder = private_dir(engine.state)
+    assert [path.read_bytes() for path in folder.glob("pages/**/person-1.md")] == [b"an edit made meanwhile\n"]
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    assert runtime.call(lambda: runtime.store.pending_publications()) == []
