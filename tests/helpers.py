@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import threading
 import time
@@ -15,6 +16,8 @@ import yaml
 from engine.access.authority import AgentCaller, OperatorCaller
 from engine.state.statedir import StateDir
 from engine.vault import frontmatter
+from engine.vault.ontology import Ontology
+from engine.vault.records import Record, check_record, parse_record
 
 T = TypeVar("T")
 
@@ -114,3 +117,37 @@ def catch_up_held(runtime: Any, monkeypatch: Any) -> Iterator[None]:
         catching_up.join()
         monkeypatch.setattr(IndexLedger, "record", record)
     assert failures == []
+
+
+@contextlib.contextmanager
+def records_checked_as_read() -> Iterator[list[tuple[Any, Any, str]]]:
+    """Each record a plan adds while the block runs: (the record asked for, the record checked, its path)."""
+    from engine.store.writes import _PlanBuilder
+
+    added: list[tuple[Any, Any, str]] = []
+    add_record = _PlanBuilder.add_record
+
+    def noted(builder: Any, frontmatter: dict, body: str, path: str, *, base: bytes | None) -> Any:
+        checked = add_record(builder, frontmatter, body, path, base=base)
+        added.append((Record(dict(frontmatter), body), checked, path))
+        return checked
+
+    with mock.patch.object(_PlanBuilder, "add_record", noted):
+        yield added
+
+
+def assert_checked_as_read(added: list[tuple[Any, Any, str]]) -> None:
+    """The record a plan checked is its bytes' read, a copy of the record asked for: the same typed view (its
+    frontmatter in the file's order) as parsing the bytes gives, and the same findings as the one asked for."""
+    ontology = Ontology.shipped()
+    assert added
+    for asked, checked, path in added:
+        data, read, copied = asked.render_and_copy()
+        assert copied and checked.frontmatter == read.frontmatter, path
+        assert list(checked.frontmatter) == list(read.frontmatter), path  # the file's order: the read, not the ask
+        parsed, findings = parse_record(data, path)
+        assert not findings and repr(checked.view) == repr(parsed.view) == repr(read.view), path
+        assert check_record(checked, ontology, path) == check_record(asked, ontology, path), path
+        for name in [field.name for field in dataclasses.fields(asked.view) if field.name not in ("raw", "extra")]:
+            assert repr(getattr(checked.view, name)) == repr(getattr(asked.view, name)), (path, name)
+        assert list(checked.view.extra.items()) == list(asked.view.extra.items())

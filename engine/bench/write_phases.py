@@ -62,7 +62,7 @@ PHASES = (
     Phase("lane: plan: build, check records", "engine.service", "plan_save_page"),
     Phase("lane: plan: build, check records", "engine.service", "plan_remember"),
     Phase("lane: plan: render Markdown", "engine.vault.records", "Record.render"),
-    Phase("lane: plan: render Markdown", "engine.vault.records", "Record.render_and_read"),
+    Phase("lane: plan: render Markdown", "engine.vault.records", "Record.render_and_copy"),
     Phase("lane: publication: checks, journal SQL, waits for what syncs beside", "engine.store.publication",
           "Publisher.publish_together"),
     Phase("lane: install: compare, temp files, renames", "engine.store.publication", "Publisher._install_group"),

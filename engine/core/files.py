@@ -58,11 +58,18 @@ def resolve_inside(root: Path, relpath: str) -> Path:
     create them); components that exist must be real directories, and the
     leaf must not be a symlink.
     """
-    return _walk_inside(root, relpath)[0]
+    _walk_inside(root, relpath)
+    return root / relpath
 
 
-def _walk_inside(root: Path, relpath: str) -> tuple[Path, bool]:
-    """``resolve_inside``'s path, and whether its leaf was there when its components were looked at."""
+def present_inside(root: Path, relpath: str) -> bool:
+    """``resolve_inside``'s checks; whether something was at ``relpath`` when its components were looked at."""
+    return _walk_inside(root, relpath)
+
+
+def _walk_inside(root: Path, relpath: str) -> bool:
+    """``resolve_inside``'s checks; whether the leaf was there when its components were looked at (the path is
+    then ``f"{root}/{relpath}"``: the components are ``relpath``'s, checked)."""
     parts = _relative_parts(relpath)
     current = os.fspath(root)  # joined as text: a write resolves about five paths, a Path per component showed
     for index, part in enumerate(parts):
@@ -70,7 +77,7 @@ def _walk_inside(root: Path, relpath: str) -> tuple[Path, bool]:
         try:
             info = os.lstat(current)
         except FileNotFoundError:
-            return root / relpath, False
+            return False
         if stat.S_ISLNK(info.st_mode):
             component = "/".join(parts[:index + 1])
             raise UnsafePath(f"path passes through a symlink: {component}", path=relpath,
@@ -79,10 +86,10 @@ def _walk_inside(root: Path, relpath: str) -> tuple[Path, bool]:
             component = "/".join(parts[:index + 1])
             raise UnsafePath(f"path passes through a file: {component}", path=relpath, component=component,
                              problem="not_a_directory")
-    return root / relpath, True
+    return True
 
 
-def _open_regular(path: Path, relpath: str, *, missing: type[Exception] | None = None
+def _open_regular(path: Path | str, relpath: str, *, missing: type[Exception] | None = None
                   ) -> tuple[int, os.stat_result]:
     """Open a regular, singly linked file for reading; a missing one raises NotFound (``missing``: that
     exception instead, without the error's details built)."""
@@ -215,11 +222,10 @@ class _Missing(Exception):
 def sha256_if_present(root: Path, relpath: str) -> str | None:
     """``sha256_file``'s digest, or None where nothing is at ``relpath``: a publication asks it of every new
     file twice, and building the NotFound error ``sha256_file`` raises was half the cost of that answer."""
-    path, present = _walk_inside(root, relpath)
-    if not present:  # the walk found no leaf: no open to fail (a publication's every new file, twice)
+    if not _walk_inside(root, relpath):  # the walk found no leaf: no open to fail (a publication's every new file)
         return None
-    try:
-        fd, _ = _open_regular(path, relpath, missing=_Missing)
+    try:  # the path as text: a Path made for each of a publication's files showed in the lane's profile
+        fd, _ = _open_regular(f"{os.fspath(root)}/{relpath}", relpath, missing=_Missing)
     except _Missing:
         return None
     return _digest(fd)[0]
@@ -293,6 +299,7 @@ class StagedFile:
         self._fd, self.temp = _create_temp(path, mode)
         self._handle: BinaryIO | None = None
         self.closed = False
+        self.settled = False  # installed or discarded: nothing of it is left to clean up
 
     @property
     def handle(self) -> BinaryIO:
@@ -333,6 +340,7 @@ class StagedFile:
             if check is not None:
                 check()
             os.replace(self.temp, self.path)
+            self.settled = True
             info = os.lstat(self.path)  # before the directory sync: the file is ours for the shortest time
         except BaseException:
             self.discard()
@@ -345,6 +353,7 @@ class StagedFile:
 
     def discard(self) -> None:
         self._close()
+        self.settled = True
         try:
             os.unlink(self.temp)
         except FileNotFoundError:
@@ -464,6 +473,7 @@ def stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
     staged = stage_inside(root, relpath, data)
     try:
         staged.sync()
+        staged._close()  # here, on the staging thread: the rename needs no descriptor
     except BaseException:
         staged.discard()
         raise

@@ -33,6 +33,7 @@ from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import format_timestamp, utc_now
 from ..vault.record_view import RecordView, view_of
+from ..vault.ontology import Ontology
 from ..vault.records import Record
 from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders
 from . import walk
@@ -91,6 +92,19 @@ def sync_removals(db: Database, limit: int) -> list[dict[str, Any]]:
     return [dict(row) for row in db.all(
         "SELECT partition, path, record_id, detail, at FROM events WHERE kind = ? ORDER BY seq DESC LIMIT ?",
         (REMOVED_BY_SYNC, limit))]
+
+
+@dataclass(frozen=True)
+class PublishedRecord:
+    """One record file a publication installed, as ``Catalog.index_published`` catalogues it."""
+
+    partition: str
+    path: str
+    data: bytes
+    info: FileStat
+    publication_id: str
+    agent: str | None
+    read: Record | None = None
 
 
 @dataclass
@@ -360,18 +374,19 @@ class Catalog(CatalogReads):
                 known.update((path, (ino, size, mtime, ctime)) for path, ino, size, mtime, ctime in rows)
         return known
 
-    def index_record_bytes(self, partition: str, relpath: str, data: bytes, info: FileStat,
-                           *, publication_id: str | None = None, agent: str | None = None,
-                           read: Record | None = None) -> str:
-        """Catalog one record file's bytes; returns its file status.
-
-        Also used by publication, which passes the exact bytes it installed and, as ``read``, the record
-        ``parse_record`` reads from them (kept from rendering them).
-        """
-        catalogued = catalogue(partition, relpath, data, info, self.store.ontology(partition), publication_id, agent,
-                               read=read)
-        self._write_catalogued([catalogued])
-        return catalogued.row["file_status"]
+    def index_published(self, records: list[PublishedRecord]) -> None:
+        """Catalog the record files a group of publications installed, from the exact bytes it installed and, as
+        ``read``, the record ``parse_record`` reads from them (kept from rendering them): each partition's
+        ontology read once, every row written by one statement per table."""
+        ontologies: dict[str, Ontology] = {}
+        pending = []
+        for entry in records:
+            ontology = ontologies.get(entry.partition)
+            if ontology is None:
+                ontology = ontologies[entry.partition] = self.store.ontology(entry.partition)
+            pending.append(catalogue(entry.partition, entry.path, entry.data, entry.info, ontology,
+                                     entry.publication_id, entry.agent, read=entry.read))
+        self._write_catalogued(pending)
 
     def _write_catalogued(self, pending: list[Catalogued], known: Container[str] | None = None,
                           feed: IndexFeed | None = None) -> None:

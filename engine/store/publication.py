@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .answers import GitState, Receipt
-from .catalog import Catalog
+from .catalog import Catalog, PublishedRecord
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
-from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, remove_inside, resolve_inside, sha256_bytes,
-                          sha256_if_present, stage_synced, write_inside)
+from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside, remove_inside,
+                          resolve_inside, sha256_bytes, sha256_if_present, stage_synced, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
 from ..vault.records import PRIVATE_SCOPE, Record
@@ -117,6 +117,9 @@ class _Publication:
     error: Exception | None = None
     receipt: str = ""  # as journalled (JSON text)
     git: GitState | None = None  # the git state its acknowledgement gave it
+    # Paths found empty by the walk made just before the journal (``_check_installable``): the first comparison
+    # of a new file, which the one right before its rename makes again (recovery compares every file afresh).
+    absent: set[str] = field(default_factory=set)
 
 
 def _outcome(work: Future[Any] | None) -> Exception | None:
@@ -238,7 +241,7 @@ class Publisher:
                  for plan in plans]
         for publication in group:
             try:
-                self._check_installable(publication.plan.partition, publication.writes)
+                publication.absent = self._check_installable(publication.plan.partition, publication.writes)
             except KnowledgeError as exc:
                 publication.error = exc
         live = [publication for publication in group if publication.error is None]
@@ -298,6 +301,7 @@ class Publisher:
         """Step 2 for every publication of the group, in one transaction."""
         now = format_timestamp(utc_now())
         with self.db.atomic():
+            files = []
             for publication in group:
                 plan = publication.plan
                 publication.publication_id = new_id(PUBLICATION_PREFIX)
@@ -310,14 +314,14 @@ class Publisher:
                     (publication.publication_id, plan.partition, plan.operation, plan.request_id,
                      plan.request_hash, plan.agent, publication.receipt, now),
                 ).lastrowid
-                self.db.executemany(
-                    "INSERT INTO publication_files (publication_seq, ordinal, path, role, record_id, revision, "
-                    "new_sha256, new_bytes, base_sha256, base_bytes, removes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(publication.seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256,
-                      None if w.removes else w.data, w.base_sha256, w.base, int(w.removes))
-                     for ordinal, w in enumerate(publication.writes)],
-                )
+                files += [(publication.seq, ordinal, w.path, w.role, w.record_id, w.revision, w.new_sha256,
+                           None if w.removes else w.data, w.base_sha256, w.base, int(w.removes))
+                          for ordinal, w in enumerate(publication.writes)]
                 self.faults.attempt("journaled")
+            self.db.executemany(  # the group's files in one statement, committed with their publications
+                "INSERT INTO publication_files (publication_seq, ordinal, path, role, record_id, revision, "
+                "new_sha256, new_bytes, base_sha256, base_bytes, removes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                files)
 
     def _complete(self, publication: _Publication) -> None:
         """Steps 3 to 5 for one journalled publication (recovery rolls one forward with this)."""
@@ -345,8 +349,12 @@ class Publisher:
         lane, as the lone file of a single write is: handing it to a thread made such a write slower."""
         asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]] = []
         folders: set[tuple[Path, str]] = set()  # made or found already, for this group
+        partitions: set[str] = set()  # made or found already, for this group
         for publication in group:
             try:
+                if publication.plan.partition not in partitions:
+                    self.store.ensure_partition(publication.plan.partition)
+                    partitions.add(publication.plan.partition)
                 asked += [(publication, write, staging) for write, staging in self._stage(
                     publication, folders, here=not any(work is not None for _, _, work in asked))
                           if staging is not ALREADY]
@@ -361,7 +369,7 @@ class Publisher:
                         publication.error = exc
         finally:  # every temp file waited for (none is left being made), those not installed removed
             for _, _, work in asked:
-                if work is not None and _outcome(work) is None and not work.result().closed:
+                if work is not None and _outcome(work) is None and not work.result().settled:
                     work.result().discard()
 
     def _stage(self, publication: _Publication, folders: set[tuple[Path, str]], *, here: bool
@@ -369,13 +377,12 @@ class Publisher:
         """Compare each file of ``publication`` with its planned base and have its new bytes written to a temp
         file beside it and synced (None: a removal; ``ALREADY``: a file that is as the plan wants it already),
         its folder made first unless in ``folders``; with ``here`` the first such file is made on the lane.  On
-        an error, the temp files asked for are waited for and removed."""
+        an error, the temp files asked for are waited for and removed.  Its partition's folder is made already."""
         partition = publication.plan.partition
-        self.store.ensure_partition(partition)
         staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:
             for write in publication.writes:
-                current = self._current_sha(partition, write)
+                current = None if write.path in publication.absent else self._current_sha(partition, write)
                 if current == write.new_sha256:
                     if not write.removes:
                         info = self._stat_installed(self._root(partition, write), write)
@@ -466,6 +473,7 @@ class Publisher:
         git_states: dict[int, GitState] = {}
         with self.db.atomic():
             gone: dict[str, set[str]] = {}
+            records: list[PublishedRecord] = []
             for publication in group:
                 partition = publication.plan.partition
                 removed = [write.path for write in publication.writes if write.removes]
@@ -476,30 +484,32 @@ class Publisher:
                         continue
                     info = publication.installed[write.path]
                     if write.role == "record":
-                        self.catalog.index_record_bytes(partition, write.path, write.data, info,
-                                                        publication_id=publication.publication_id,
-                                                        agent=publication.plan.agent, read=write.read)
+                        records.append(PublishedRecord(partition, write.path, write.data, info,
+                                                       publication.publication_id, publication.plan.agent,
+                                                       write.read))
                     elif write.role == "descriptor":
                         self.catalog.index_descriptor(partition, write.path, write.data, info)
                 written.setdefault(partition, []).extend(write.path for write in publication.writes)
+            self.catalog.index_published(records)
             for partition, paths in written.items():
                 self.catalog.refresh_cross_checks(partition, paths, gone=gone.get(partition, set()))
             for _ in group:
                 self.faults.reach("catalogued")
-            for publication in group:
-                if self.git_enabled():
-                    self.db.execute(
-                        "INSERT INTO outbox (publication_seq, state, updated_at) VALUES (?, 'pending', ?)",
-                        (publication.seq, format_timestamp(utc_now())),
-                    )
-                    git_states[publication.seq] = {"state": "pending"}
-                else:  # nothing will read the journalled bytes again
-                    self.db.execute("DELETE FROM publication_files WHERE publication_seq = ?", (publication.seq,))
-                    git_states[publication.seq] = {"state": "unavailable"}
-                self.db.execute(
-                    "UPDATE publications SET state = 'applied', finished_at = ? WHERE seq = ?",
-                    (format_timestamp(utc_now()), publication.seq),
-                )
+            # One statement a table for the group (git asked once): the same rows as one a publication, in the
+            # same transaction, which a fault injected at any publication's step rolls back whole.
+            now = format_timestamp(utc_now())
+            seqs = [(publication.seq,) for publication in group]
+            if self.git_enabled():
+                self.db.executemany(
+                    "INSERT INTO outbox (publication_seq, state, updated_at) VALUES (?, 'pending', ?)",
+                    [(seq, now) for seq, in seqs])
+                git_states.update((seq, {"state": "pending"}) for seq, in seqs)
+            else:  # nothing will read the journalled bytes again
+                self.db.executemany("DELETE FROM publication_files WHERE publication_seq = ?", seqs)
+                git_states.update((seq, {"state": "unavailable"}) for seq, in seqs)
+            self.db.executemany("UPDATE publications SET state = 'applied', finished_at = ? WHERE seq = ?",
+                                [(now, seq) for seq, in seqs])
+            for _ in group:
                 self.faults.attempt("acknowledged")
         for publication in group:  # only once the transaction is committed
             publication.git = git_states[publication.seq]
@@ -508,16 +518,19 @@ class Publisher:
         return self._roll_back(publication.seq, publication.plan.partition, publication.writes,
                                reason=str(publication.error))
 
-    def _check_installable(self, partition: str, writes: list[FileWrite]) -> None:
+    def _check_installable(self, partition: str, writes: list[FileWrite]) -> set[str]:
         """Refuse, before anything is journaled, a write whose path passes a symlinked or non-directory
         component of the vault (a ``claims/`` that is a symlink), naming that component: the engine never
-        writes through a symlink, and reporting it as an edit race would send the owner looking elsewhere."""
+        writes through a symlink, and reporting it as an edit race would send the owner looking elsewhere.
+        Returns the paths the walk found nothing at (``_Publication.absent``)."""
+        absent = set()
         for write in writes:
             root = self._root(partition, write)
             if write.role == "ontology" and (partition != PRIVATE_SCOPE or write.path != ONTOLOGY_PATH):
                 raise InvalidParams(f"only the private partition writes {ONTOLOGY_PATH}", path=write.path)
             try:
-                resolve_inside(root, write.path)
+                if not present_inside(root, write.path):
+                    absent.add(write.path)
             except UnsafePath as exc:
                 where = f"{partition_dir(partition)}/{exc.details.get('component', write.path)}"
                 what = "a symlink (symlinks are never followed)" if exc.details.get("problem") == "symlink" \
@@ -527,6 +540,7 @@ class Publisher:
                     "(knowledge doctor names it); nothing was written", path=write.path,
                     component=exc.details.get("component"), problem=exc.details.get("problem"),
                     recordId=write.record_id) from exc
+        return absent
 
     @staticmethod
     def _expect_base(write: FileWrite, current: str | None) -> None:

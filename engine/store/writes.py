@@ -12,13 +12,14 @@ import re
 import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .catalog import Catalog, reference_findings
 from .groups import PlanReads
 from .catalog_reads import RecordRow, record_name_keys
 from ..vault.record_view import RecordView, Validity, WrittenCitation, validity_moment
-from ..core.errors import Conflict, InvalidParams, NotFound, RecordInvalid, StaleRevision
+from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, RecordInvalid, StaleRevision
 from ..vault.evidence import describe_source, excerpt_line_count
 from ..core.files import read_file, sha256_bytes
 from ..core.findings import has_errors
@@ -71,8 +72,10 @@ class WriteContext:
     now: str
     source_lines: SourceLines | None = None  # the lane's, kept between plans
 
-    @property
+    @cached_property
     def ontology(self) -> Ontology:
+        """The partition's ontology as the plan first asks for it: one plan is checked against one ontology, and
+        the store's check of its file (a stat) is made once a plan, not twice a record."""
         return self.store.ontology(self.partition)
 
 
@@ -150,11 +153,19 @@ class _PlanBuilder:
         return self._source_lines[source_id]
 
     def add_record(self, frontmatter: dict[str, Any], body: str, path: str, *, base: bytes | None) -> Record:
+        """Check one record and add its file to the plan; returns the record as checked."""
         record = Record(frontmatter, body)
-        view = record.view
+        try:
+            rendered = record.render_and_copy()
+        except KnowledgeError:
+            rendered = None  # rendered again once the checks are made: their error comes first
+        # The record its bytes read back as, when it is a copy of this one (the flat writer's), is the one checked:
+        # the same values, so the same findings, and its view, built here once, is the one the catalog takes.
+        checked = rendered[1] if rendered is not None and rendered[2] and rendered[1] is not None else record
+        view = checked.view
         ontology = self.ctx.ontology
-        record_type = record.effective_type(ontology, path)
-        findings = check_record(record, ontology, path)
+        record_type = checked.effective_type(ontology, path)
+        findings = check_record(checked, ontology, path)
         if not has_errors(findings):
             findings += reference_findings(view, view.kind, record_type, self._pages_named(view, record_type),
                                            self._sources_cited(view), ontology, path)
@@ -163,13 +174,13 @@ class _PlanBuilder:
             field = errors[0].get("field")
             raise RecordInvalid(f"the record is not valid: {errors[0]['message']}"
                                 + (f" ({field})" if field else ""), errors)
-        data, read = record.render_and_read()
-        self.writes.append(FileWrite(path, "record", data, record.id, record.revision, base, read=read))
+        data, read, _ = rendered if rendered is not None else record.render_and_copy()
+        self.writes.append(FileWrite(path, "record", data, view.id, view.revision, base, read=read))
         if view.kind == "page":
-            self.new_pages[record.id] = record_type
+            self.new_pages[view.id] = record_type
         self.taken_paths.add(path)
         self.names.update(record_name_keys(view))
-        return record
+        return checked
 
     def _pages_named(self, view: RecordView, record_type: str | None) -> dict[str, str]:
         """Types of the current pages this record refers to (and pages this plan creates)."""

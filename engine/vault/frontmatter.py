@@ -574,6 +574,15 @@ def render_and_read(frontmatter: dict[str, Any], body: str) -> tuple[bytes, tupl
     """``render_document``'s bytes, with what ``parse_document`` reads back from them: the rendering already
     reads its YAML back to check it, so a publication can catalogue the file without parsing it again.  The
     second item is None where the bytes would not split back into the same text (then parse them)."""
+    data, read, _ = render_and_copy(frontmatter, body)
+    return data, read
+
+
+def render_and_copy(frontmatter: dict[str, Any], body: str
+                    ) -> tuple[bytes, tuple[dict[str, Any], str] | None, bool]:
+    """``render_and_read``, and whether what it reads back is a copy of ``frontmatter`` itself (the flat
+    writer's output, which reads back as written): the same keys in the same order, values of the same types
+    and equal, so whatever was derived from ``frontmatter`` holds for the read too."""
     if "\x00" in body:
         raise DocumentSyntaxError("record body contains a NUL character")
     if _SURROGATE.search(body):
@@ -581,7 +590,8 @@ def render_and_read(frontmatter: dict[str, Any], body: str) -> tuple[bytes, tupl
     if body and not body.endswith("\n"):
         body += "\n"
     head = _flat_yaml(frontmatter)
-    if head is not None:  # ASCII, shallow, 64-bit integers: within the reader's rules, and read back as written
+    flat = head is not None
+    if flat:  # ASCII, shallow, 64-bit integers: within the reader's rules, and read back as written
         read: Any = _copy_flat(frontmatter)
     else:
         try:
@@ -597,4 +607,4 @@ def render_and_read(frontmatter: dict[str, Any], body: str) -> tuple[bytes, tupl
         )
     # parse_document's own steps on the same text: no NUL, the same split, the same YAML text read alike.
     same = isinstance(read, dict) and "\x00" not in head and split_document(text) == (head, body)
-    return data, (read, body) if same else None
+    return data, (read, body) if same else None, same and flat

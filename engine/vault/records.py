@@ -16,7 +16,7 @@ from typing import Any
 from ..core.answers import JsonObject
 from ..core.errors import InvalidParams, LimitExceeded
 from ..core.findings import Finding
-from .frontmatter import parse_document, render_and_read, render_document
+from .frontmatter import parse_document, render_and_copy, render_document
 from ..core.ids import canonical_session_id, is_record_id, parse_timestamp
 from .ontology import Ontology
 from .record_view import (  # noqa: F401 - the record format's vocabularies, named where records are
@@ -93,8 +93,14 @@ class Record:
 
     def render_and_read(self) -> tuple[bytes, "Record | None"]:
         """``render``'s bytes and the record ``parse_record`` reads from them (None: parse them to know)."""
-        data, read = render_and_read(self.ordered_frontmatter(), self.body)
-        return data, Record(*read) if read is not None else None
+        data, read, _ = self.render_and_copy()
+        return data, read
+
+    def render_and_copy(self) -> tuple[bytes, "Record | None", bool]:
+        """``render_and_read``, and whether the record read is a copy of this one (``frontmatter.render_and_copy``):
+        then every check of this record holds of it, and its typed view is built once, for both."""
+        data, read, copied = render_and_copy(self.ordered_frontmatter(), self.body)
+        return data, Record(*read) if read is not None else None, copied
 
     def effective_type(self, ontology: Ontology, path: str) -> str | None:
         """A page's type: its ``type`` field, else classified by its path (never rewritten)."""

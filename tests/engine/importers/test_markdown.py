@@ -15,7 +15,7 @@ from engine.importers.markdown import LINKS_PER_WRITE
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
-from tests.helpers import only_store
+from tests.helpers import assert_checked_as_read, only_store, records_checked_as_read
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
 
@@ -462,3 +462,12 @@ def test_a_link_whose_label_is_code_links_and_quotes_its_line_as_written(engine:
                 if line.startswith("id: "))
     assert (edge["from"], edge["to"]) == (result["pages"]["Filters.md"], result["pages"]["Functions.md"])
     assert edge["evidence"][0]["quote"] == "[[Functions#hasTag|`hasTag`]]"
+
+
+def test_the_records_an_import_writes_are_checked_as_their_bytes_read_back(engine: Engine, notes: Path) -> None:
+    """Pages with aliases, tags, folders and extra fields, and the relationships of their links: each checked
+    as the copy its bytes read back as, with the findings the record asked for gets."""
+    with records_checked_as_read() as added:
+        run_import(engine, "markdown", notes)
+    assert sorted({path.split("/")[0] for _, _, path in added}) == ["pages", "relationships"]
+    assert_checked_as_read(added)

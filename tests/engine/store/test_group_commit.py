@@ -333,3 +333,102 @@ def test_a_groups_temp_files_but_the_first_are_made_on_the_sync_threads(owned):
             lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
     assert groups == [3] and all("publicationId" in receipt for receipt in receipts)
     assert len(made_on) == 3 and made_on[0].startswith("lane-") and all(name.startswith("sync-") for name in made_on[1:])
+
+
+def test_a_publication_refused_at_a_rename_leaves_none_of_its_temp_files(owned, monkeypatch):
+    """An edit made at an attachment's path between staging and renaming is a conflict: the publication is
+    rolled back, and its other temp file, synced and closed on a sync thread, is removed with it."""
+    engine, owner = owned
+    put_in_place = Publisher._put_in_place
+
+    def raced(publisher: Publisher, publication: Any, write: Any, staging: Any, directories: set) -> None:
+        if write.role == "source":  # the attachment's first file: an editor writes there first
+            (private_dir(engine.state) / write.path).write_bytes(b"an edit made meanwhile\n")
+        put_in_place(publisher, publication, write, staging, directories)
+
+    monkeypatch.setattr(Publisher, "_put_in_place", raced)
+    results, groups = _together(engine, [
+        lambda: engine.save_page(owner, page("p1", "Person 1")),
+        lambda: attach(engine, owner, {"requestId": "original-1", "filename": "note.md",
+                                       "content": base64.b64encode(b"# A note\n").decode("ascii")})])
+    monkeypatch.undo()
+    assert groups == [2]
+    assert "id" in results[0] and isinstance(results[1], KnowledgeError)
+    folder = private_dir(engine.state)
+    assert not [path for path in folder.rglob(".*.tmp")]  # neither the source's nor the descriptor's
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    assert runtime.call(lambda: runtime.store.pending_publications()) == []
+
+
+def test_a_group_is_journalled_catalogued_and_acknowledged_by_one_statement_a_table(owned):
+    """Per group, not per publication or record: the journal's files, the catalog's rows and names, the
+    outbox and the publications marked applied; the partition's folder is made or found once, and each plan
+    reads the ontology once (the catalog once more for the group)."""
+    engine, owner = owned
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    db, store = runtime.store.db, runtime.store
+    statements: list[str] = []
+    executemany, ensure_partition, ontology = type(db).executemany, type(store).ensure_partition, type(store).ontology
+    asked: list[str] = []
+
+    def counted(self: Any, sql: str, rows: Any) -> Any:
+        if self is db:
+            statements.append(" ".join(sql.split()[:3]))
+        return executemany(self, sql, rows)
+
+    def ensured(self: Any, partition: str) -> Any:
+        asked.append("partition")
+        return ensure_partition(self, partition)
+
+    def read_ontology(self: Any, partition: str) -> Any:
+        asked.append("ontology")
+        return ontology(self, partition)
+
+    with mock.patch.object(type(db), "executemany", counted), \
+            mock.patch.object(type(store), "ensure_partition", ensured), \
+            mock.patch.object(type(store), "ontology", read_ontology):
+        receipts, groups = _together(engine, [
+            lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(4)])
+    assert groups == [4] and all("id" in receipt for receipt in receipts)
+    for statement in ("INSERT INTO publication_files", "INSERT INTO catalog", "INSERT INTO names",
+                      "INSERT INTO outbox", "UPDATE publications SET"):
+        assert statements.count(statement) == 1, statement
+    assert asked.count("partition") == 1
+    assert asked.count("ontology") <= 4 + 3  # a plan's, the catalog's, the group's check before it and after
+
+
+def test_a_new_file_is_compared_by_the_walk_before_the_journal_and_again_right_before_its_rename(owned,
+                                                                                                  monkeypatch):
+    """A group's new files are read once, at the rename; one written by someone else after the journal is
+    still a conflict there: that publication is rolled back, the file left as its writer wrote it."""
+    engine, owner = owned
+    compared: list[str] = []
+    current_sha, journal = Publisher._current_sha, Publisher._journal
+
+    def counted(publisher: Publisher, partition: str, write: Any) -> Any:
+        compared.append(write.path)
+        return current_sha(publisher, partition, write)
+
+    def journalled_then_raced(publisher: Publisher, group: list) -> None:
+        journal(publisher, group)
+        for member in group:  # an editor writes at the second page's path once it is journalled
+            if member.writes[0].path.endswith("person-1.md"):
+                target = private_dir(engine.state) / member.writes[0].path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(b"an edit made meanwhile\n")
+
+    monkeypatch.setattr(Publisher, "_current_sha", counted)
+    monkeypatch.setattr(Publisher, "_journal", journalled_then_raced)
+    results, groups = _together(engine, [
+        lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
+    monkeypatch.undo()
+    assert groups == [3]
+    assert [isinstance(result, KnowledgeError) for result in results] == [False, True, False]
+    assert "changed on disk" in str(results[1])
+    # Each acknowledged page read once, at its rename (the refused one again by its roll-back).
+    assert sorted(path.rpartition("/")[2] for path in compared) == ["person-0.md", "person-1.md", "person-1.md",
+                                                                     "person-2.md"]
+    folder = private_dir(engine.state)
+    assert [path.read_bytes() for path in folder.glob("pages/**/person-1.md")] == [b"an edit made meanwhile\n"]
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    assert runtime.call(lambda: runtime.store.pending_publications()) == []

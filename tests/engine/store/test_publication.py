@@ -12,7 +12,8 @@ import pytest
 from engine.core.errors import Conflict, InvalidParams, LimitExceeded, NotFound, RecordInvalid, StaleRevision
 from engine.vault.frontmatter import parse_document
 from engine.store.publication import APPLIED_BY_REQUEST, FileWrite, Plan
-from tests.helpers import claim, only_store, page, private_dir, vault_snapshot
+from tests.helpers import (assert_checked_as_read, claim, only_store, page, private_dir, records_checked_as_read,
+                           vault_snapshot)
 
 
 def publications(state_dir) -> list[tuple[str, str]]:
@@ -534,3 +535,23 @@ def test_the_watcher_reporting_a_rename_before_the_install_is_told_judges_it_onc
         dirty = runtime._dirty.get("private")
     assert (dirty is not None and "pages/people/dana.md" in dirty) == edited
     assert not runtime._renaming
+
+
+def test_the_records_a_client_writes_are_checked_as_their_bytes_read_back(engine, owner):
+    """A page with aliases, tags, fields and evidence, its revision, claims with validity and a correction,
+    a relationship: each checked as the copy its bytes read back as (its typed view built once, for the plan and
+    the catalog), with the findings the record asked for gets."""
+    with records_checked_as_read() as added:
+        dana = engine.save_page(owner, page("p1", "Dana Whitaker", aliases=["Dana", "D. W."], tags=["family"],
+                                            fields={"birthday": "1990-04-01"}, body="No trailing newline"))
+        engine.save_page(owner, page("p2", "Northwind", type_="organization"))
+        engine.save_page(owner, {**page("p3", "Dana Whitaker", aliases=["Dana"]), "id": dana["id"],
+                                 "expectedRevision": 1})
+        first = engine.remember(owner, {"requestId": "m1", "subject": "Dana", "items": [
+            claim("Dana prefers Friday notes.", "send me the notes every Friday", kind="preference",
+                  validFrom="2026-01-05"),
+            {"relation": "works_at", "from": "Dana", "to": "Northwind", "excerpt": "I work at Northwind"}]})
+        engine.remember(owner, {"requestId": "m2", "items": [
+            claim("Dana prefers Monday notes.", "Mondays now", kind="correction", replaces=first["items"][0]["id"])]})
+    assert sorted({path.split("/")[0] for _, _, path in added}) == ["claims", "pages", "relationships"]
+    assert_checked_as_read(added)
