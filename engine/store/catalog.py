@@ -172,7 +172,8 @@ class Catalog(CatalogReads):
         if not (first_sync or stale or rejected or missing):
             return report  # the disk matches: no transaction, so a read never needs to write (a full disk)
         cache = self.db.large_cache() if len(stale) > INCREMENTAL_CHECK_MAX else nullcontext()
-        fresh = [relpath for relpath in stale if relpath not in known and not is_descriptor_path(relpath)]
+        descriptors = {relpath for relpath in stale if is_descriptor_path(relpath)}
+        fresh = [relpath for relpath in stale if relpath not in known and relpath not in descriptors]
         with self._feeding(partition, fresh) as feed, cache, self.db.atomic():
             # What the changed paths held before: records naming those ids are re-checked too (a full check,
             # forced or the first, checks every record anyway).
@@ -186,9 +187,9 @@ class Catalog(CatalogReads):
             report.changed.extend(relpath for relpath, _ in ordered)
             with TreeReader(root) as reader:
                 for relpath, info in ordered:
-                    if is_descriptor_path(relpath):
+                    if relpath in descriptors:
                         self._load_descriptor(partition, reader, relpath, info)
-            records = [(relpath, info) for relpath, info in ordered if not is_descriptor_path(relpath)]
+            records = [(relpath, info) for relpath, info in ordered if relpath not in descriptors]
             if feed is not None:
                 feed.begin(fresh)
             with closing(catalogue_files(root, partition, ontology, records)) as chunks, \
@@ -562,7 +563,7 @@ class Catalog(CatalogReads):
         are recorded (``refs``), so a later change finds the records it can affect.
         """
         ontology = self.store.ontology(partition)
-        select = (f"SELECT path, kind, type, {_REFERENCE_VALUES}, xref_ok, xref_findings FROM catalog "
+        select = (f"SELECT path, kind, type, record_id, {_REFERENCE_VALUES}, xref_ok, xref_findings FROM catalog "
                   "WHERE partition = ? AND file_status = 'ok'")
         if paths is None:
             rows = self.db.tuples(select, (partition,))
@@ -573,12 +574,13 @@ class Catalog(CatalogReads):
                 marks = placeholders(chunk)
                 rows += self.db.tuples(f"{select} AND path IN ({marks})", (partition, *chunk))
                 self.db.execute(f"DELETE FROM refs WHERE partition = ? AND path IN ({marks})", (partition, *chunk))
-        parsed = [(row, _referring_view(row[1], json.loads(row[3]))) for row in rows]
+        parsed = [(row, _referring_view(row[1], row[3], None if row[4] is None else json.loads(row[4])))
+                  for row in rows]
         targets = {row[0]: reference_targets(view) if view is not None else set() for row, view in parsed}
         wanted = None if paths is None else set().union(*targets.values())
         pages, sources = self._targets(partition, wanted)
         updates = []
-        for (path, kind, record_type, _, xref_ok, xref_findings), view in parsed:
+        for (path, kind, record_type, _, _, xref_ok, xref_findings), view in parsed:
             if view is None:  # names no other record: no lookup, no finding
                 encoded = "[]"
                 if xref_ok != 1 or xref_findings != encoded:
@@ -677,17 +679,22 @@ def _chunks(items: list[str]) -> Iterator[list[str]]:
 
 # The frontmatter keys whose view fields reference_targets and reference_findings read (an absent key and a
 # null one are the same): a check takes only these out of each row's frontmatter, with SQLite's JSON reader.
+# The id is the row's record_id (the view's id of the same value); the others come as one JSON array, or NULL
+# where all of them are null (most notes), which spares decoding it.
 REFERENCE_KEYS = ("id", "evidence", "from", "to", "relation", "subject", "replaces", "fields")
-_REFERENCE_VALUES = f"json_extract(frontmatter, {', '.join(repr(f'$.{key}') for key in REFERENCE_KEYS)})"
+_REFERENCE_VALUES = (f"NULLIF(json_extract(frontmatter, {', '.join(repr(f'$.{key}') for key in REFERENCE_KEYS[1:])}), "
+                     f"'[{','.join(['null'] * (len(REFERENCE_KEYS) - 1))}]')")
 
 
-def _referring_view(kind: str, values: list[Any]) -> RecordView | None:
-    """The view ``reference_findings`` checks, from the ``REFERENCE_KEYS`` values of one row; None for a page or
-    claim whose values besides its id are all null (most notes): it names no record, so it has nothing to
-    check (a relationship always has, its endpoints)."""
-    if kind != "relationship" and all(value is None for value in values[1:]):
+def _referring_view(kind: str, record_id: str | None, others: list[Any] | None) -> RecordView | None:
+    """The view ``reference_findings`` checks, from a row's id and its other ``REFERENCE_KEYS`` values (None:
+    all null); None for a page or claim whose other values are all null (most notes): it names no record, so
+    it has nothing to check (a relationship always has, its endpoints)."""
+    if others is None:
+        others = [None] * (len(REFERENCE_KEYS) - 1)
+    if kind != "relationship" and all(value is None for value in others):
         return None
-    return view_of(dict(zip(REFERENCE_KEYS, values)))
+    return view_of(dict(zip(REFERENCE_KEYS, [record_id, *others])))
 
 
 def reference_targets(view: RecordView) -> set[str]:

@@ -9,6 +9,7 @@ parsed by the worker processes a large sync starts.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from contextlib import ExitStack, contextmanager
@@ -174,12 +175,27 @@ def test_every_column_of_a_catalogued_row_is_written(engine, owner, data):
                                                ("page", None), ("claim", "fact")])
 def test_a_record_naming_no_other_is_not_looked_at_and_has_no_reference_finding(kind, record_type):
     """The cross-check skips a page or claim whose reference values are all null: checking it finds nothing."""
-    values = ["pg_1"] + [None] * (len(catalog_module.REFERENCE_KEYS) - 1)
-    assert catalog_module._referring_view(kind, values) is None
-    view = catalog_module.view_of(dict(zip(catalog_module.REFERENCE_KEYS, values)))
+    others = [None] * (len(catalog_module.REFERENCE_KEYS) - 1)
+    assert catalog_module._referring_view(kind, "pg_1", others) is None
+    assert catalog_module._referring_view(kind, "pg_1", None) is None  # all null, as SQLite gives it
+    view = catalog_module.view_of(dict(zip(catalog_module.REFERENCE_KEYS, ["pg_1", *others])))
     assert catalog_module.reference_targets(view) == set()
     assert catalog_module.reference_findings(view, kind, record_type, {}, set(), Ontology.shipped(), "p.md") == []
     # A relationship is always checked (its endpoints are required), as is any record naming something.
-    assert catalog_module._referring_view("relationship", values) is not None
-    assert catalog_module._referring_view(kind, values[:-1] + [{}]) is not None
-    assert catalog_module._referring_view(kind, values[:2] + [False] + values[3:]) is not None
+    assert catalog_module._referring_view("relationship", "pg_1", others) is not None
+    assert catalog_module._referring_view("relationship", "pg_1", None) is not None
+    assert catalog_module._referring_view(kind, "pg_1", others[:-1] + [{}]) is not None
+    assert catalog_module._referring_view(kind, "pg_1", [None, False] + others[2:]) is not None
+
+
+@pytest.mark.parametrize("frontmatter, others", [
+    ({"id": "pg_1", "title": "A note"}, None), ({"id": "pg_1", "evidence": None, "fields": None}, None),
+    ({"id": "pg_1", "subject": "pg_2"}, [None, None, None, None, "pg_2", None, None]),
+    ({"id": "pg_1", "fields": {}, "from": False}, [None, False, None, None, None, None, {}]),
+])
+def test_the_reference_values_are_null_exactly_when_all_but_the_id_are(frontmatter, others):
+    """What SQLite's JSON reader gives the check of a row's frontmatter: one array, or NULL for all nulls."""
+    with sqlite3.connect(":memory:") as connection:
+        [value] = connection.execute(f"SELECT {catalog_module._REFERENCE_VALUES} FROM (SELECT ? AS frontmatter)",
+                                     (json.dumps(frontmatter),)).fetchone()
+    assert (None if value is None else json.loads(value)) == others
