@@ -95,7 +95,7 @@ def catalogue(partition: str, relpath: str, data: bytes, info: FileStat, ontolog
                             "publication" if publication_id else "external", publication_id, agent,
                             observed_at or format_timestamp(utc_now()))
     row["file_status"] = status
-    row["findings"] = json.dumps([finding.to_dict() for finding in findings])
+    row["findings"] = json.dumps([finding.to_dict() for finding in findings]) if findings else "[]"
     keys: list[str] = []
     if record is not None and status != "withheld":
         keys = record_name_keys(record.view)

@@ -348,6 +348,18 @@ STATE_MIGRATIONS = [
     ("0009_index_unlisted", """
         ALTER TABLE partition_state ADD COLUMN index_unlisted INTEGER NOT NULL DEFAULT 0
     """),
+    # A sync logs the records of the rows it writes itself, in one statement in id order, instead of the insert
+    # trigger logging each row as it lands (engine/store/catalog.py ``Catalog._logging_changes``): its
+    # transaction lists the partition here while it writes them and takes it off before it ends, so no committed
+    # state holds a row of this table.  The update and delete triggers are as they were.
+    ("0010_catalog_changes_deferred", f"""
+        CREATE TABLE catalog_changes_deferred (partition TEXT PRIMARY KEY);
+        DROP TRIGGER catalog_changes_insert;
+        CREATE TRIGGER catalog_changes_insert AFTER INSERT ON catalog WHEN NEW.record_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM catalog_changes_deferred WHERE partition = NEW.partition) BEGIN
+            {_log_change("NEW")};
+        END
+    """),
 ]
 
 

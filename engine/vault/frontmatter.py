@@ -271,6 +271,7 @@ class _FlatReader:
             raise _Unusual from exc
 
     def _flow(self, text: str) -> JsonValue:
+        resolvers = self.resolvers  # as in ``read``: a scalar or key starting with a character none claims is text
         mapping = text[0] == "{"
         closer = "}" if mapping else "]"
         collection: Any = {} if mapping else []
@@ -282,12 +283,15 @@ class _FlatReader:
             if match is None:
                 raise _Unusual
             name, quoted, plain, separator = match.groups()
-            value = quoted.replace("''", "'") if quoted is not None else self._typed(plain)
+            if quoted is not None:
+                value = quoted.replace("''", "'")
+            else:
+                value = self._typed(plain) if plain[0] in resolvers else plain
             if not mapping:
                 if name is not None:
                     raise _Unusual
                 collection.append(value)
-            elif name is None or name in collection or self._tag(name) != _STR_TAG:
+            elif name is None or name in collection or (name[0] in resolvers and self._tag(name) != _STR_TAG):
                 raise _Unusual
             else:
                 collection[name] = value

@@ -249,15 +249,34 @@ _FIELDS: tuple[tuple[str, str, Callable[[Any], Any]], ...] = (
 )
 
 
+_READERS = {key: (field, read) for key, field, read in _FIELDS}
+# The view of a mapping without any key of the format: what each reader makes of an absent key.
+_ABSENT = {"raw": {}, **{field: read(None) for _, field, read in _FIELDS}, "fixture": _flag(False), "extra": {}}
+_new = object.__new__
+
+
 def view_of(frontmatter: Mapping[str, Any]) -> RecordView:
-    """The typed view of one record's frontmatter; never raises, whatever the mapping holds."""
-    get = frontmatter.get
-    return RecordView(
-        raw=frontmatter,
-        **{field: read(get(key)) for key, field, read in _FIELDS},
-        fixture=_flag(get("fixture", False)),
-        extra={key: value for key, value in frontmatter.items() if key not in KNOWN_KEYS},
-    )
+    """The typed view of one record's frontmatter; never raises, whatever the mapping holds.
+
+    Only the keys the mapping gives are read (a record gives about half of the format's keys), and the view
+    is filled in without the frozen dataclass's field-by-field ``__init__``, as ``catalog_reads.record_row``
+    fills a row: a sync builds one view per file, and these were half of it.
+    """
+    values = dict(_ABSENT)
+    values["raw"] = frontmatter
+    extra: dict[str, Any] = {}
+    for key, value in frontmatter.items():
+        reader = _READERS.get(key)
+        if reader is not None:
+            values[reader[0]] = reader[1](value)
+        elif key == "fixture":
+            values["fixture"] = _flag(value)
+        else:
+            extra[key] = value
+    values["extra"] = extra
+    view = _new(RecordView)
+    view.__dict__.update(values)
+    return view
 
 
 EMPTY = view_of({})

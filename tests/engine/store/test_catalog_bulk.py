@@ -9,11 +9,12 @@ parsed by the worker processes a large sync starts.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -43,6 +44,9 @@ TABLES = {
     "events": "SELECT seq, kind, path, record_id, detail FROM events WHERE partition = 'private' ORDER BY seq",
     "partition_state": "SELECT catalog_version, refs_ready FROM partition_state WHERE partition = 'private'",
     "scans": "SELECT partition FROM scans WHERE partition = 'private'",
+    "catalog_changes": "SELECT record_id, catalog_version FROM catalog_changes WHERE partition = 'private' "
+                       "ORDER BY record_id",
+    "catalog_changes_deferred": "SELECT * FROM catalog_changes_deferred",
 }
 
 
@@ -96,6 +100,13 @@ def one_by_one(stack: ExitStack, monkeypatch: pytest.MonkeyPatch) -> None:
     patch.setattr(catalog_module, "_CHUNK", 1)
     patch.setattr(record_rows_module, "CHUNK_FILES", 1)
     patch.setattr(record_rows_module, "POOL_MIN_FILES", 10 ** 9)  # read here, never in a worker
+    patch.setattr(catalog_module.Catalog, "_logging_changes", _trigger_logs)  # each row logged as it lands
+
+
+@contextmanager
+def _trigger_logs(self: catalog_module.Catalog, partition: str) -> Iterator[list[str]]:
+    """The change log as the insert trigger writes it, row by row, for every row a sync writes."""
+    yield []
 
 
 def _refuse(*args: Any, **kwargs: Any) -> Any:
@@ -164,12 +175,27 @@ def test_every_column_of_a_catalogued_row_is_written(engine, owner, data):
                                                ("page", None), ("claim", "fact")])
 def test_a_record_naming_no_other_is_not_looked_at_and_has_no_reference_finding(kind, record_type):
     """The cross-check skips a page or claim whose reference values are all null: checking it finds nothing."""
-    values = ["pg_1"] + [None] * (len(catalog_module.REFERENCE_KEYS) - 1)
-    assert catalog_module._referring_view(kind, values) is None
-    view = catalog_module.view_of(dict(zip(catalog_module.REFERENCE_KEYS, values)))
+    others = [None] * (len(catalog_module.REFERENCE_KEYS) - 1)
+    assert catalog_module._referring_view(kind, "pg_1", others) is None
+    assert catalog_module._referring_view(kind, "pg_1", None) is None  # all null, as SQLite gives it
+    view = catalog_module.view_of(dict(zip(catalog_module.REFERENCE_KEYS, ["pg_1", *others])))
     assert catalog_module.reference_targets(view) == set()
     assert catalog_module.reference_findings(view, kind, record_type, {}, set(), Ontology.shipped(), "p.md") == []
     # A relationship is always checked (its endpoints are required), as is any record naming something.
-    assert catalog_module._referring_view("relationship", values) is not None
-    assert catalog_module._referring_view(kind, values[:-1] + [{}]) is not None
-    assert catalog_module._referring_view(kind, values[:2] + [False] + values[3:]) is not None
+    assert catalog_module._referring_view("relationship", "pg_1", others) is not None
+    assert catalog_module._referring_view("relationship", "pg_1", None) is not None
+    assert catalog_module._referring_view(kind, "pg_1", others[:-1] + [{}]) is not None
+    assert catalog_module._referring_view(kind, "pg_1", [None, False] + others[2:]) is not None
+
+
+@pytest.mark.parametrize("frontmatter, others", [
+    ({"id": "pg_1", "title": "A note"}, None), ({"id": "pg_1", "evidence": None, "fields": None}, None),
+    ({"id": "pg_1", "subject": "pg_2"}, [None, None, None, None, "pg_2", None, None]),
+    ({"id": "pg_1", "fields": {}, "from": False}, [None, False, None, None, None, None, {}]),
+])
+def test_the_reference_values_are_null_exactly_when_all_but_the_id_are(frontmatter, others):
+    """What SQLite's JSON reader gives the check of a row's frontmatter: one array, or NULL for all nulls."""
+    with sqlite3.connect(":memory:") as connection:
+        [value] = connection.execute(f"SELECT {catalog_module._REFERENCE_VALUES} FROM (SELECT ? AS frontmatter)",
+                                     (json.dumps(frontmatter),)).fetchone()
+    assert (None if value is None else json.loads(value)) == others

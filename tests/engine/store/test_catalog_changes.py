@@ -7,8 +7,10 @@ import json
 import pytest
 
 from engine.access.authority import AgentCaller
+from engine.bench.corpus import write_partition
 from engine.core.db import Database
 from engine.service import Engine
+from engine.store import record_rows
 from engine.store.catalog_reads import CatalogReads
 from engine.store.store import STATE_MIGRATIONS
 from tests.helpers import claim, page, private_dir
@@ -116,3 +118,48 @@ def test_a_kept_view_is_built_once_then_given_the_changed_ids(engine: Engine, ow
     with pytest.raises(RuntimeError):
         runtime.call(lambda: runtime.catalog.maintained("private", "test", build, failing))
     assert keep() == ["view"] and calls[-1] == "build"  # the half-updated view was dropped
+
+
+def test_the_insert_trigger_leaves_a_partition_a_sync_logs_itself_to_it(db: Database) -> None:
+    reads = CatalogReads(db)
+    db.execute("INSERT INTO catalog_changes_deferred (partition) VALUES ('private')")
+    _insert(db, "pages/a.md", "pg_a")
+    db.execute("INSERT INTO catalog (partition, path, record_id, file_status) VALUES ('other', 'b.md', 'pg_b', 'ok')")
+    assert reads.changed_since("private", 0) == [] and reads.changed_since("other", 0) == ["pg_b"]
+    db.execute("UPDATE catalog SET title = 'Retitled' WHERE path = 'pages/a.md'")  # updates are logged as before
+    assert reads.changed_since("private", 0) == ["pg_a"]
+    db.execute("DELETE FROM catalog_changes_deferred")
+    _insert(db, "pages/c.md", "pg_c")
+    assert reads.changed_since("private", 0) == ["pg_a", "pg_c"]
+
+
+def test_a_sync_that_fails_half_way_leaves_no_mark_and_the_next_logs_every_record(
+        engine: Engine, owner: AgentCaller, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine.save_page(owner, page("seed", "Seed"))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    catalog = runtime.catalog
+    version = runtime.call(lambda: catalog.version("private")[0])
+    write_partition(private_dir(engine.state), 9, 0)
+    monkeypatch.setattr(record_rows, "CHUNK_FILES", 4)
+    written = catalog._write_catalogued
+    calls = []
+
+    def fail_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the sync stopped half-way")
+        return written(*args, **kwargs)
+
+    monkeypatch.setattr(catalog, "_write_catalogued", fail_second)
+    with pytest.raises(RuntimeError, match="half-way"):
+        runtime.call(lambda: catalog.sync("private"))
+    monkeypatch.setattr(catalog, "_write_catalogued", written)
+    db = runtime.store.db
+    assert runtime.call(lambda: db.all("SELECT * FROM catalog_changes_deferred")) == []
+    assert runtime.call(lambda: catalog.changed_since("private", version)) == []
+    runtime.call(lambda: catalog.sync("private"))
+    ids = runtime.call(lambda: [row[0] for row in db.tuples(
+        "SELECT record_id FROM catalog WHERE partition = 'private' AND path LIKE 'pages/notes/%'")])
+    assert len(ids) == 9
+    assert runtime.call(lambda: catalog.changed_since("private", version)) == sorted(ids)
+    assert runtime.call(lambda: db.all("SELECT * FROM catalog_changes_deferred")) == []

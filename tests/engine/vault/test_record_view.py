@@ -9,7 +9,7 @@ import pytest
 from engine.store.catalog_reads import VIEW_COLUMNS, view_columns
 from engine.store.summaries import RecordSummary, record_summary
 from engine.vault.ontology import Ontology
-from engine.vault.record_view import _FIELDS, CANONICAL_ORDER, Citation, RecordView, view_of
+from engine.vault.record_view import _FIELDS, CANONICAL_ORDER, KNOWN_KEYS, Citation, RecordView, view_of
 from engine.vault.records import Record, check_record
 
 CLAIM = {
@@ -63,6 +63,24 @@ def test_odd_citations_are_skipped_but_keep_their_places() -> None:
 def test_the_view_never_raises_whatever_the_mapping_holds() -> None:
     for value in (None, 1, 1.5, "x", [], {}, [None], {"a": []}):
         view_of({key: value for key in CANONICAL_ORDER})
+
+
+def _view_field_by_field(frontmatter: dict) -> RecordView:
+    """The view as the dataclass's own ``__init__`` builds it, every reader given every key."""
+    return RecordView(raw=frontmatter, **{field: read(frontmatter.get(key)) for key, field, read in _FIELDS},
+                      fixture=frontmatter.get("fixture", False) if isinstance(frontmatter.get("fixture", False), bool)
+                      else None, extra={key: value for key, value in frontmatter.items() if key not in KNOWN_KEYS})
+
+
+@pytest.mark.parametrize("frontmatter", [
+    {}, CLAIM, {**CLAIM, "fixture": True}, {**CLAIM, "fixture": "yes"}, {"x_first": 1, **CLAIM, "x_last": None},
+    {key: None for key in CANONICAL_ORDER}, {key: [] for key in CANONICAL_ORDER}, {"fixture": None, "id": 5},
+], ids=["empty", "claim", "fixture", "odd fixture", "unknown keys", "nulls", "lists", "odd"])
+def test_the_view_reads_only_the_given_keys_to_what_reading_every_key_gives(frontmatter) -> None:
+    view = view_of(frontmatter)
+    assert view == _view_field_by_field(frontmatter)
+    assert list(view.extra) == [key for key in frontmatter if key not in KNOWN_KEYS]  # in the file's order
+    assert list(view.__dict__) == [field.name for field in dataclasses.fields(RecordView)]  # each field, no other
 
 
 def test_the_summary_is_one_shape_from_a_view() -> None:
