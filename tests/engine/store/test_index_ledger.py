@@ -41,6 +41,19 @@ def drop_notes(partition: Path, count: int, seed: int = 7) -> list[Path]:
     return written
 
 
+def delete_one_edit_another(gone: Path, edited: Path) -> None:
+    """The first dropped note deleted outside the engine, the second's "quay" edited to "slipway"."""
+    gone.unlink()
+    edited.write_text(edited.read_text(encoding="utf-8").replace("quay", "slipway"), encoding="utf-8")
+
+
+def assert_found_as_they_are_now(engine, owner) -> None:
+    """Search finds neither the deleted note nor the edited one's old text, and the edited one by its new text."""
+    assert found(engine, owner, "zephyrine") == []
+    assert found(engine, owner, "slipway") == ["Quillmoor harbour note"]
+    assert "Quillmoor harbour note" not in found(engine, owner, "quay")
+
+
 def runtime_of(engine):
     return engine.runtime(engine.registry.own_store_of("main"))
 
@@ -132,13 +145,11 @@ def test_a_crash_after_committing_unlisted_records_rebuilds_the_index(engine, ow
     assert runtime.call(lambda: runtime.indexes.get("private").searcher().num_docs) == 5  # committed, unrecorded
     # Before any catch-up records them, one record is deleted and one edited: the catalog forgets the first
     # with no removal (it was never recorded as indexed) and keeps the second as backlog.
-    gone.unlink()
-    edited.write_text(edited.read_text(encoding="utf-8").replace("quay", "slipway"), encoding="utf-8")
+    delete_one_edit_another(gone, edited)
     runtime.call(lambda: runtime.catalog.sync("private"))
     assert index_matches_catalog(engine) == (4, 4)
-    assert found(engine, owner, "zephyrine") == []
-    assert found(engine, owner, "quay") and "Quillmoor harbour note" not in found(engine, owner, "quay")
-    assert found(engine, owner, "slipway") == ["Quillmoor harbour note"]
+    assert_found_as_they_are_now(engine, owner)
+    assert found(engine, owner, "quay")  # the other notes still hold it
 
 
 def test_a_rebuild_forgets_what_the_old_index_held_when_its_folder_is_left(engine, owner, state_dir,
@@ -199,12 +210,9 @@ def test_a_kill_after_committing_unlisted_records_leaves_no_stale_document(state
     killed = subprocess.run([sys.executable, "-c", _KILLED_CATCH_UP, str(state_dir.root)], cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    gone.unlink()
-    edited.write_text(edited.read_text(encoding="utf-8").replace("quay", "slipway"), encoding="utf-8")
+    delete_one_edit_another(gone, edited)
     with Engine(state_dir, watch=False) as engine:
-        assert found(engine, owner, "zephyrine") == []
-        assert found(engine, owner, "slipway") == ["Quillmoor harbour note"]
-        assert "Quillmoor harbour note" not in found(engine, owner, "quay")
+        assert_found_as_they_are_now(engine, owner)
         assert index_matches_catalog(engine) == (4, 4)
 
 
@@ -217,13 +225,10 @@ def test_unlisted_records_deleted_or_edited_while_a_catch_up_commits_leave_the_i
     gone, edited, *_ = drop_notes(private_dir(state_dir), 4)
     runtime.call(lambda: runtime.catalog.sync("private"))
     with catch_up_held(runtime, monkeypatch):
-        gone.unlink()
-        edited.write_text(edited.read_text(encoding="utf-8").replace("quay", "slipway"), encoding="utf-8")
+        delete_one_edit_another(gone, edited)
         runtime.call(lambda: runtime.catalog.sync("private"))
     assert index_matches_catalog(engine) == (4, 4)
-    assert found(engine, owner, "zephyrine") == []
-    assert found(engine, owner, "slipway") == ["Quillmoor harbour note"]
-    assert "Quillmoor harbour note" not in found(engine, owner, "quay")
+    assert_found_as_they_are_now(engine, owner)
 
 
 def test_a_streamed_catch_up_writes_ahead_again_when_the_catalog_changed_since(engine, owner, state_dir,
