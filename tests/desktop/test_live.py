@@ -53,14 +53,19 @@ class Served:
             self.server = self.engine = None
 
 
-@pytest.fixture
-def served_again(tmp_path: Path, demo_template: Path) -> Iterator[Served]:
+def serving_a_copy(tmp_path: Path, demo_template: Path) -> Iterator[Served]:
+    """The demo store copied into ``tmp_path`` and served until the generator is closed."""
     state = StateDir(tmp_path / "state")
     shutil.copytree(demo_template, state.root, symlinks=True)
     served = Served(state)
     served.start()
     yield served
     served.stop()
+
+
+@pytest.fixture
+def served_again(tmp_path: Path, demo_template: Path) -> Iterator[Served]:
+    yield from serving_a_copy(tmp_path, demo_template)
 
 
 @pytest.fixture

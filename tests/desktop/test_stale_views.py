@@ -9,7 +9,6 @@ made explicitly, as ``knowledge_resume`` makes it, so no test waits on time.
 from __future__ import annotations
 
 import json
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
@@ -35,12 +34,7 @@ served_again, open_window = test_live.served_again, test_live.open_window  # the
 def served_held(tmp_path: Path, demo_template: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
     """The demo store served with its git thread held back: commits happen only when a test asks."""
     monkeypatch.setattr(runtime, "GIT_DELAY_SECONDS", 3600.0)  # read by the git thread on each wait
-    state = StateDir(tmp_path / "state")
-    shutil.copytree(demo_template, state.root, symlinks=True)
-    served = Served(state)
-    served.start()
-    yield served
-    served.stop()
+    yield from test_live.serving_a_copy(tmp_path, demo_template)
 
 
 def git_column(window: MainWindow) -> list[str]:
