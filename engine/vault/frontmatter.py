@@ -140,9 +140,10 @@ _SCOPED_FLAGS = ((re.ASCII, "a"), (re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re
 
 
 def _scoped(regexp: re.Pattern[str]) -> str:
-    """``regexp`` as a group of a larger pattern, with its own flags (a verbose one's last comment ends at a newline)."""
+    """``regexp`` as a group of a larger pattern, with its own flags (a verbose one's comment ends at a newline)."""
     letters = "".join(letter for flag, letter in _SCOPED_FLAGS if regexp.flags & flag)
-    return f"(?{letters}:{regexp.pattern}{chr(10) if regexp.flags & re.VERBOSE else ''})"
+    end = "\n" if regexp.flags & re.VERBOSE else ""
+    return f"(?{letters}:{regexp.pattern}{end})"
 
 
 _Loader = _strict_loader(_BaseLoader)
@@ -314,7 +315,8 @@ class _FlatReader:
                 if name is not None:
                     raise _Unusual
                 collection.append(value)
-            elif name is None or name in collection or ((claim := claims.get(name[0])) and claim.match(name)):
+            elif name is None or name in collection or (
+                    (claim := claims.get(name[0])) is not None and claim.match(name)):
                 raise _Unusual
             else:
                 collection[name] = value
