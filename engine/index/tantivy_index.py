@@ -42,7 +42,7 @@ from ..store.store import Store
 
 log = logging.getLogger(__name__)
 INDEX_DIR = "index"
-SCHEMA_VERSION = 2  # bump when the schema changes: indexes of other versions are rebuilt
+SCHEMA_VERSION = 3  # bump when the schema changes: indexes of other versions are rebuilt
 WRITER_HEAP = 50_000_000
 PARALLEL_FROM = 5_000  # documents in one catch-up above which the writer gets two threads
 # The two threads' heap in all, for such a catch-up: 100,000 notes fill one segment per thread instead of
@@ -65,7 +65,9 @@ FIELD_ORDER = ("path", "id", "kind", "type", "claim_kind", "lifecycle", "revisio
 
 def build_schema() -> tantivy.Schema:
     """``text`` holds title, aliases and body together, so each query word is scored once, with one set
-    of statistics; ``title`` and ``aliases`` add a small bonus on top (see engine/search/keyword.py)."""
+    of statistics; ``title`` and ``aliases`` add a small bonus on top (see engine/search/keyword.py).
+    ``body`` is only kept, as UTF-8 bytes, for the snippet a hit shows: its words are the ``text`` field's,
+    so analysing it a second time would only cost indexing time and disk."""
     builder = tantivy.SchemaBuilder()
     for name in ("path", "id", "kind", "type", "claim_kind", "lifecycle"):
         builder.add_text_field(name, stored=name in ("path", "id", "kind", "type"), tokenizer_name="raw")
@@ -73,12 +75,12 @@ def build_schema() -> tantivy.Schema:
     builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER_NAME)
     builder.add_text_field("title", stored=True, tokenizer_name=ANALYZER_NAME)
     builder.add_text_field("aliases", stored=False, tokenizer_name=ANALYZER_NAME)
-    builder.add_text_field("body", stored=True, tokenizer_name=ANALYZER_NAME)
+    builder.add_bytes_field("body", stored=True)
     return builder.build()
 
 
 class IndexedDocument(TypedDict):
-    """One record's fields as the index holds them (``text``, ``title``, ``aliases``, ``body`` analysed)."""
+    """One record's fields as the index holds them (``text``, ``title``, ``aliases`` analysed; ``body`` kept)."""
 
     path: str
     id: str
@@ -89,7 +91,7 @@ class IndexedDocument(TypedDict):
     text: str
     title: str
     aliases: str
-    body: str
+    body: bytes
     claim_kind: NotRequired[str]
 
 
@@ -100,7 +102,7 @@ def index_document(*, path: str, record_id: str, revision: int, kind: str, type_
     document: IndexedDocument = {
         "path": path, "id": record_id, "revision": revision, "kind": kind, "type": type_, "lifecycle": lifecycle,
         "text": prepare(f"{title}\n{alias_text}\n{body}"), "title": prepare(title), "aliases": prepare(alias_text),
-        "body": prepare(body),
+        "body": prepare(body).encode("utf-8"),
     }
     if kind == "claim":
         document["claim_kind"] = type_

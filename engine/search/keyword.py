@@ -323,11 +323,13 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
 def snippet_generator(searcher: tantivy.Searcher, schema: tantivy.Schema, terms: list[str],
                       request: SearchRequest) -> tantivy.SnippetGenerator:
     """Where a hit's snippet is cut: the passage of ``body`` that holds the query's words (the owner's marked
-    words, ``request.marked``; an agent's query words), or the body's start when none of them is there."""
+    words, ``request.marked``; an agent's query words), or the body's start when none of them is there.  The
+    words are weighed by the ``text`` field's statistics (the body is kept, not analysed: build_schema), and the
+    snippet is cut from the body given as that field (``hit_of``)."""
     words = sorted(request.marked if request.marked is not None else set(terms))
-    query = tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", term))
+    query = tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", term))
                                          for term in words])
-    snippets = tantivy.SnippetGenerator.create(searcher, query, schema, "body")
+    snippets = tantivy.SnippetGenerator.create(searcher, query, schema, "text")
     snippets.set_max_num_chars(SNIPPET_CHARS)
     return snippets
 
@@ -341,9 +343,11 @@ def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: 
            score: float, marker: Callable[[str], bool] | None = None) -> SearchHit | OwnerSearchHit:
     """The hit for ``document``; with a ``marker`` (the owner's search), an ``OwnerSearchHit``."""
     view = row.view
-    body = (document.get_first("body") or "").strip()
+    kept = (document.get_first("body") or b"").decode("utf-8")
+    body = kept.strip()
     # A body that fits is the snippet whole (tantivy's fragment would stop at the last word it holds).
-    snippet = body if len(body) <= SNIPPET_CHARS else snippets.snippet_from_doc(document).fragment().strip()
+    snippet = (body if len(body) <= SNIPPET_CHARS
+               else snippets.snippet_from_doc(tantivy.Document(text=kept)).fragment().strip())
     snippet = snippet or body[:SNIPPET_CHARS]
     hit: SearchHit = {
         **record_summary(row), "snippet": snippet, "score": round(score, 6),

@@ -125,7 +125,25 @@ def _strict_loader(base: type) -> type:
     Loader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
     Loader.add_constructor("tag:yaml.org,2002:float", _finite_float)
     Loader.add_constructor("tag:yaml.org,2002:str", _whole_str)
+    Loader.claims = _claims(Loader.yaml_implicit_resolvers)
     return Loader
+
+
+def _claims(resolvers: dict) -> dict[str, re.Pattern[str]]:
+    """For each first character the resolvers know, one pattern that matches a plain scalar whenever one of that
+    character's resolvers does: whether any resolver claims a scalar, in one match (``_FlatReader``)."""
+    return {first: re.compile("|".join(_scoped(regexp) for _, regexp in entries))
+            for first, entries in resolvers.items() if entries}
+
+
+_SCOPED_FLAGS = ((re.ASCII, "a"), (re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
+
+
+def _scoped(regexp: re.Pattern[str]) -> str:
+    """``regexp`` as a group of a larger pattern, with its own flags (a verbose one's comment ends at a newline)."""
+    letters = "".join(letter for flag, letter in _SCOPED_FLAGS if regexp.flags & flag)
+    end = "\n" if regexp.flags & re.VERBOSE else ""
+    return f"(?{letters}:{regexp.pattern}{end})"
 
 
 _Loader = _strict_loader(_BaseLoader)
@@ -202,8 +220,10 @@ _BLOCK_WORD = r"[^\s#:]+(?::+[^\s#:]+)*"  # colons only between other characters
 _FLOW_CHAR = r"[^\s#:?,\[\]{}]"
 _QUOTED = r"'((?:[^'\n]|'')*)'"  # what it may hold besides "''" is limited by _ONLY_PRINTABLE
 _KEY = r"([A-Za-z_][A-Za-z0-9_]{0,99}): "  # libyaml takes simple keys up to 1,024 characters
+# A line's match starts at a line's start and ends at its "\n", which no group holds: a text is read whole when
+# there are as many matches as lines.
 _FLAT_LINE = re.compile(
-    rf"{_KEY}(?:{_QUOTED}|((?=[{_PLAIN_START}]){_BLOCK_WORD}(?: +{_BLOCK_WORD})*)|([\[{{][^\n]*))\n")
+    rf"^{_KEY}(?:{_QUOTED}|((?=[{_PLAIN_START}]){_BLOCK_WORD}(?: +{_BLOCK_WORD})*)|([\[{{][^\n]*))\n", re.MULTILINE)
 _FLOW_ITEM = re.compile(rf"(?:{_KEY})?(?:{_QUOTED}|([{_PLAIN_START}]{_FLOW_CHAR}*(?: +{_FLOW_CHAR}+)*))(, |[\]}}])")
 # A plain decimal integer with no sign, underscore or leading zero, well inside 64 bits (a revision): the int
 # resolver claims it, no other resolver does, and _bounded_int would build int(plain) from it.
@@ -213,35 +233,38 @@ _PLAIN_DECIMAL = re.compile(r"0|[1-9][0-9]{0,17}")
 class _FlatReader:
     """``dump_yaml``'s output for flat frontmatter, read without libyaml: the value the full loader builds
     from the same text (the loader's own resolvers and constructors type each plain scalar), or
-    ``_Unusual`` for any text outside that shape.  Most scalars start with a character no resolver
-    claims, so they are strings at once."""
+    ``_Unusual`` for any text outside that shape.  Most scalars are claimed by no resolver (``claims``, one
+    match each), so they are strings at once."""
 
     def __init__(self) -> None:
         self.resolvers = _Loader.yaml_implicit_resolvers
         if None in self.resolvers:  # resolvers for any first character: not the loader this mirrors
             raise _Unusual
+        self.claims = _Loader.claims
         self.loader: Any = None
 
     def read(self, text: str) -> JsonObject:
         if _ONLY_PRINTABLE.fullmatch(text) is None:
             raise _Unusual
-        resolvers = self.resolvers
+        lines = _FLAT_LINE.findall(text)
+        if not lines or len(lines) != text.count("\n") or text[-1] != "\n":
+            raise _Unusual
+        claims = self.claims
         try:
             document: dict[str, Any] = {}
-            at = 0
-            for match in _FLAT_LINE.finditer(text):
-                name, quoted, plain, collection = match.groups()
-                if match.start() != at or name in document or (name[0] in resolvers and self._tag(name) != _STR_TAG):
+            for name, quoted, plain, collection in lines:
+                claim = claims.get(name[0])
+                if claim is not None and claim.match(name):
                     raise _Unusual
-                at = match.end()
-                if quoted is not None:
-                    document[name] = quoted.replace("''", "'")
-                elif plain is None:
+                if plain:
+                    claim = claims.get(plain[0])
+                    document[name] = plain if claim is None or claim.match(plain) is None else self._typed(plain)
+                elif collection:
                     document[name] = self._flow(collection)
-                else:
-                    document[name] = self._typed(plain) if plain[0] in resolvers else plain
-            if at != len(text) or not document:
-                raise _Unusual
+                else:  # a quoted scalar, the one group that may match empty
+                    document[name] = quoted.replace("''", "'")
+            if len(document) != len(lines):
+                raise _Unusual  # a key given twice
             return document
         finally:
             if self.loader is not None:
@@ -271,7 +294,7 @@ class _FlatReader:
             raise _Unusual from exc
 
     def _flow(self, text: str) -> JsonValue:
-        resolvers = self.resolvers  # as in ``read``: a scalar or key starting with a character none claims is text
+        claims = self.claims  # as in ``read``: a scalar or key no resolver claims is text
         mapping = text[0] == "{"
         closer = "}" if mapping else "]"
         collection: Any = {} if mapping else []
@@ -286,12 +309,14 @@ class _FlatReader:
             if quoted is not None:
                 value = quoted.replace("''", "'")
             else:
-                value = self._typed(plain) if plain[0] in resolvers else plain
+                claim = claims.get(plain[0])
+                value = plain if claim is None or claim.match(plain) is None else self._typed(plain)
             if not mapping:
                 if name is not None:
                     raise _Unusual
                 collection.append(value)
-            elif name is None or name in collection or (name[0] in resolvers and self._tag(name) != _STR_TAG):
+            elif name is None or name in collection or (
+                    (claim := claims.get(name[0])) is not None and claim.match(name)):
                 raise _Unusual
             else:
                 collection[name] = value

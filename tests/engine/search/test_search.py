@@ -55,6 +55,19 @@ def test_snippets_show_the_matching_words(seeded, owner):
     assert "spring" in planning["snippet"]
 
 
+def test_a_long_bodys_snippet_is_the_passage_that_holds_the_query_words(engine, owner):
+    filler = " ".join(["Tomatoes need sun and water every day."] * 12)
+    body = f"{filler}\n\nThe harbour crane lifts containers at dawn.\n\n{filler}"
+    engine.save_page(owner, page("p1", "Allotment diary", type_="note", body=body))
+    engine.save_page(owner, page("p2", "Cranes", type_="note", body="A crane in the title's company."))
+
+    [hit] = [hit for hit in engine.search(owner, {"query": "harbour containers"})["hits"]]
+
+    assert hit["title"] == "Allotment diary"
+    assert "harbour crane lifts containers at dawn." in hit["snippet"]
+    assert len(hit["snippet"]) <= 240 and not hit["snippet"].startswith("Tomatoes")
+
+
 def test_min_score_and_limit_are_enforced(seeded, owner):
     assert titles(seeded.search(owner, {"query": "Lisbon office", "minScore": 0.99})) == ["Lisbon office"]
     assert len(seeded.search(owner, {"query": "Lisbon office", "limit": 1})["hits"]) == 1

@@ -509,6 +509,78 @@ def test_frontmatter_the_engine_writes_is_read_without_libyaml() -> None:
     assert [typed(value) for value in loaded] == [typed(yaml.load(text, Loader=frontmatter._Loader)) for text in texts]
 
 
+# Documents around the flat reader's edge: each either is read as the full loader reads it, or left to it.
+EDGES = [
+    "k: 'it''s: # not a comment'\n", "k: ''\n", "k: a: b\n", "k: a:b\n", "k: http://x.y/z?q=1\n", "k: a::b\n",
+    "k: a#b\n", "k: a #b\n", "k: C#\n", "k: \"dq\"\n", "k: 1.5\n", "k: 0x1F\n", "k: 2026-01-05\n", "k: yes\n",
+    "k: ~\n", "k: Null\n", "k: 007\n", "k: 12:30\n", "k: [1, 007, 'a, b', yes, x y]\n", "k: {a: 1, b: null}\n",
+    "k: {a: 1, on: b}\n",
+    "k: |\n  one\n  two\n", "k: >\n  one\n  two\n", "k: one\n  two\n", "k: 'one\n  two'\n", "k: &a x\nj: *a\n",
+    "k: !!str 1\n", "k:\tv\n", "k: a\tb\n", "\ufeffk: v\n", "k: v\r\nj: w\r\n", "# note\nk: v\n", "k: v # note\n",
+    " k: v\n", "k: v\n\nj: w\n", "k: v", "k: v\nk: w\n", "k:\n", "k:\n  j: v\n", "k:\n- a\n- b\n",
+    "evidence:\n- {source: src_1, lines: [1, 2]}\n", "evidence:\n- source: src_1\n  lines: [1, 2]\n",
+    "k: v\n---\nj: w\n", "k: v\n...\n", "on: v\n", "y: v\n", "k: a  b\n", "k: é ü\n", "k: a\u2028b\n", "k: a\xa0b\n",
+]
+# What the flat reader must leave: line breaks, indentation, comments, tags, anchors, tabs, a BOM or CR, more
+# than one document, a key a resolver claims, a key given twice.
+LEFT = [
+    "k: |\n  one\n  two\n", "k: >\n  one\n  two\n", "k: one\n  two\n", "k: 'one\n  two'\n", "k: &a x\nj: *a\n",
+    "k: !!str 1\n", "k:\tv\n", "k: a\tb\n", "\ufeffk: v\n", "k: v\r\nj: w\r\n", "# note\nk: v\n", "k: v # note\n",
+    " k: v\n", "k: v\n\nj: w\n", "k: v", "k: v\nk: w\n", "k:\n", "k:\n  j: v\n", "k:\n- a\n- b\n",
+    "k: v\n---\nj: w\n", "k: v\n...\n", "on: v\n", "k: a\u2028b\n",
+]
+
+
+def flat_outcome(text: str) -> tuple[Any, ...] | None:
+    """What the flat reader reads from ``text`` (as ``outcome`` gives it), or None where it leaves the text."""
+    try:
+        return ("value", typed(frontmatter._FlatReader().read(text)))
+    except frontmatter._Unusual:
+        return None
+
+
+@pytest.mark.parametrize("loader", ["libyaml", "python"])
+def test_the_flat_reader_reads_as_the_full_loader_or_leaves_the_text_to_it(loader: str) -> None:
+    texts = [shape.format(scalar) + "\n" for shape in SHAPES for scalar in TRICKY] + EDGES
+    with yaml_loader(loader):
+        read = {text: flat_outcome(text) for text in texts}
+        for text, value in read.items():
+            assert value is None or value == full_loader_outcome(text), text
+    assert [text for text in LEFT if read[text] is not None] == []
+    assert read["k: 'it''s: # not a comment'\n"] == ("value", [(("str", "k"), ("str", "it's: # not a comment"))])
+    assert read["k: [1, 007, 'a, b', yes, x y]\n"] == (
+        "value", [(("str", "k"), [("int", 1), ("int", 7), ("str", "a, b"), ("bool", True), ("str", "x y")])])
+    assert None not in (read["k: a:b\n"], read["k: 2026-01-05\n"], read["k: {a: 1, b: null}\n"], read["k: é ü\n"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_pieces, _flatish))
+def test_any_text_the_flat_reader_reads_it_reads_as_the_full_loader(text: str) -> None:
+    value = flat_outcome(text)
+    assert value is None or value == full_loader_outcome(text)
+
+
+def test_the_flat_reader_reads_every_frontmatter_the_engine_writes_flat() -> None:
+    fields = {"format": "knowledge-record-v1", "id": "pg_1", "revision": 3, "title": "It's: a title, really",
+              "aliases": ["Ça va", "x, y", "50%"], "tags": [], "fixture": False, "score": 1.5, "none": None,
+              "attribution": {"agent": "main", "audience": "owner-private"}, "empty": {}, "link": "[[Note 12]]"}
+    texts = [split_document(render_record(record).decode())[0] for record in generate_records(50)]
+    texts.append(dump_yaml(fields))
+    assert [flat_outcome(text) for text in texts] == [full_loader_outcome(text) for text in texts]
+
+
+@pytest.mark.parametrize("loader", ["libyaml", "python"])
+def test_a_first_characters_claim_matches_what_its_resolvers_match(loader: str) -> None:
+    words = TRICKY + ["yes", "Yes", "YES", "no", "NO", "n", "Y", "true", "FALSE", "on", "On", "off", "OFF", "null",
+                      "NULL", "~", "", "<<", "=", "!", "&", "*", "1_0", "+.inf", "-.Inf", ".nan", "1:2:3.5"]
+    with yaml_loader(loader):
+        resolvers, claims = frontmatter._Loader.yaml_implicit_resolvers, frontmatter._Loader.claims
+        for word in words:
+            first = word[:1]
+            claimed = first in claims and claims[first].match(word) is not None
+            assert claimed == any(regexp.match(word) for _, regexp in resolvers.get(first, ())), word
+
+
 def reference_split(text: str) -> tuple[str, str]:
     """``split_document`` as it was first written: every line looked at."""
     if text.startswith("\ufeff"):
