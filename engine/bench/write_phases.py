@@ -5,7 +5,9 @@ The engine runs in this process, served on a loopback socket as ``knowledge serv
 separate process (``python -m engine.bench.write_phases client``) writing one request at a time, so it takes no
 share of this process's interpreter lock.  Each phase is a function of the write's path wrapped in a clock for
 the run (nothing in the engine knows of it): a phase's time is its own, the phases it calls excluded, so the
-rows add up to the time the threads spent.  The caller's thread (socket worker) and the store's lane are
+rows add up to the time the threads spent.  With several clients (the third argument) as many client processes
+write at once, each one request at a time, so the lane publishes their writes in groups: a lane phase's calls
+per write then say how many writes a group held.  The caller's thread (socket worker) and the store's lane are
 timed; so are the index commit and git's commit, which run beside the lane on threads of their own and are
 shown per write to say what they cost, not as part of a write's wait.
 """
@@ -21,6 +23,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -100,6 +103,7 @@ class PhaseFigures(TypedDict):
 class PhasesReport(TypedDict):
     machine: str
     load: str
+    clients: int  # client processes writing at once
     kinds: dict[str, PhaseFigures]
 
 
@@ -218,7 +222,18 @@ def _client(port: int, token: str, kind: str, count: int, first: int) -> list[fl
     return answer["timings"]
 
 
-def measure(writes: int, *, records: int = 100, say: Callable[[str], None] = lambda line: None) -> PhasesReport:
+def _clients(port: int, token: str, kind: str, count: int, first: int, clients: int) -> list[float]:
+    """``clients`` client processes at once, ``count`` writes in all; every write's round trip."""
+    if clients == 1:
+        return _client(port, token, kind, count, first)
+    share = count // clients
+    with ThreadPoolExecutor(clients) as pool:
+        parts = list(pool.map(lambda n: _client(port, token, kind, share, first + n * share), range(clients)))
+    return [timing for part in parts for timing in part]
+
+
+def measure(writes: int, *, records: int = 100, clients: int = 1,
+            say: Callable[[str], None] = lambda line: None) -> PhasesReport:
     from ..service import Engine
     from ..store.store import VAULT_DIR
     from ..wire.server import EngineServer
@@ -226,6 +241,7 @@ def measure(writes: int, *, records: int = 100, say: Callable[[str], None] = lam
 
     clock = PhaseClock()
     kinds: dict[str, PhaseFigures] = {}
+    writes -= writes % clients  # an equal share each
     with tempfile.TemporaryDirectory() as scratch:
         state, token = owner_state(Path(scratch))
         undo = instrument(clock)
@@ -243,7 +259,7 @@ def measure(writes: int, *, records: int = 100, say: Callable[[str], None] = lam
                     clock.reset()
                     cpu, threads, children = _cpu_seconds(), _thread_cpu(), _children_seconds()
                     began = time.perf_counter()
-                    timings = _client(port, token, kind, writes, first)
+                    timings = _clients(port, token, kind, writes, first, clients)
                     elapsed = time.perf_counter() - began
                     first += writes
                     time.sleep(0.3)  # the last index catch-up (50 ms later) and git commit
@@ -257,7 +273,10 @@ def measure(writes: int, *, records: int = 100, say: Callable[[str], None] = lam
                         cpu * 1000 / writes - sum(by_thread.values())
                     kinds[kind] = {
                         "writes": writes, "round_trip_p50_ms": statistics.median(timings),
-                        "round_trip_mean_ms": statistics.fmean(timings), "per_s": writes / (sum(timings) / 1000),
+                        "round_trip_mean_ms": statistics.fmean(timings),
+                        # each client one request at a time: ``clients`` writes in flight for a mean round trip
+                        # (their processes' start is not counted)
+                        "per_s": clients * 1000 / statistics.fmean(timings),
                         "cpu_ms": cpu * 1000 / writes,
                         "cpu_by_thread": by_thread,
                         "phases": _per_write(clock.seconds, writes),
@@ -267,7 +286,8 @@ def measure(writes: int, *, records: int = 100, say: Callable[[str], None] = lam
                         f"(client process ran {elapsed:.1f} s)")
         finally:
             undo()
-    return {"machine": machine(), "load": " ".join(f"{value:.2f}" for value in os.getloadavg()), "kinds": kinds}
+    return {"machine": machine(), "load": " ".join(f"{value:.2f}" for value in os.getloadavg()), "clients": clients,
+            "kinds": kinds}
 
 
 def _cpu_seconds() -> float:
@@ -353,7 +373,8 @@ def report(result: PhasesReport, command: str) -> str:
         if any(f["cpu_by_thread"].get(name, 0.0) >= 0.05 for f in kinds.values()):
             lines.append(f"| - of which {name} | " + " | ".join(
                 f"{f['cpu_by_thread'].get(name, 0.0):.2f}" for f in kinds.values()) + " |")
-    lines.append("| writes a second, one client | " + " | ".join(f"{f['per_s']:.0f}" for f in kinds.values()) + " |")
+    clients = "one client" if result["clients"] == 1 else f"{result['clients']} clients in all"
+    lines.append(f"| writes a second, {clients} | " + " | ".join(f"{f['per_s']:.0f}" for f in kinds.values()) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -363,8 +384,10 @@ def main(argv: list[str]) -> None:
         return
     writes = int(argv[0]) if argv else 300
     records = int(argv[1]) if len(argv) > 1 else 100
-    result = measure(writes, records=records, say=lambda line: print(line, file=sys.stderr))
-    print(report(result, f"python -m engine.bench.write_phases {writes} {records}"))
+    clients = int(argv[2]) if len(argv) > 2 else 1
+    result = measure(writes, records=records, clients=clients, say=lambda line: print(line, file=sys.stderr))
+    print(report(result, f"python -m engine.bench.write_phases {writes} {records}"
+                         + (f" {clients}" if clients > 1 else "")))
 
 
 if __name__ == "__main__":  # the module's own copy, whose TimedConnection the phases name

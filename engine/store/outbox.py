@@ -17,6 +17,14 @@ from .answers import GitSummary
 from .store import partition_dir
 
 LAST_ERROR_MAX_CHARS = 500
+# The pending publications with their files, in order; ``outbox_pending`` (migration 0011) holds only the
+# pending rows, so the queue is read without walking the committed ones.
+PENDING_FILES = (
+    "SELECT outbox.publication_seq AS seq, publications.id, publications.partition, publications.agent, "
+    "publications.operation, files.path, files.role, files.new_bytes, files.removes "
+    "FROM outbox JOIN publications ON publications.seq = outbox.publication_seq "
+    "LEFT JOIN publication_files AS files ON files.publication_seq = outbox.publication_seq "
+    "WHERE outbox.state = 'pending' ORDER BY outbox.publication_seq, files.ordinal")
 
 
 class GitOutbox:
@@ -25,34 +33,30 @@ class GitOutbox:
 
     def pending(self) -> list[dict[str, Any]]:
         """Every pending publication in order: ``{seq, id, agent, partition, operation, files}``, where files
-        are (path in the repository, new bytes), the bytes None for a file the publication removed."""
-        batch = []
-        for row in self.db.all(
-            "SELECT outbox.publication_seq AS seq, publications.id, publications.partition, publications.agent, "
-            "publications.operation FROM outbox JOIN publications ON publications.seq = outbox.publication_seq "
-            "WHERE outbox.state = 'pending' ORDER BY outbox.publication_seq"
-        ):
-            prefix = partition_dir(row["partition"])
-            files = [
-                (f["path"] if f["role"] == "ontology" else f"{prefix}/{f['path']}",
-                 None if f["removes"] else f["new_bytes"]) for f in self.db.all(
-                    "SELECT path, role, new_bytes, removes FROM publication_files WHERE publication_seq = ? "
-                    "ORDER BY ordinal", (row["seq"],),
-                )
-            ]
-            batch.append({"seq": row["seq"], "id": row["id"], "agent": row["agent"], "partition": row["partition"],
-                          "operation": row["operation"], "files": files})
+        are (path in the repository, new bytes), the bytes None for a file the publication removed.
+
+        One statement for the whole queue (the git thread asks on the lane, with a second's publications
+        waiting), found through the pending rows' own index rather than a walk of every publication ever
+        committed."""
+        batch: list[dict[str, Any]] = []
+        for row in self.db.all(PENDING_FILES):
+            if not batch or batch[-1]["seq"] != row["seq"]:
+                batch.append({"seq": row["seq"], "id": row["id"], "agent": row["agent"],
+                              "partition": row["partition"], "operation": row["operation"], "files": []})
+                prefix = partition_dir(row["partition"])
+            if row["path"] is not None:
+                batch[-1]["files"].append((row["path"] if row["role"] == "ontology" else f"{prefix}/{row['path']}",
+                                           None if row["removes"] else row["new_bytes"]))
         return batch
 
     def committed(self, seqs: list[int], commit: str) -> None:
         now = format_timestamp(utc_now())
         with self.db.atomic():
-            for seq in seqs:
-                self.db.execute(
-                    "UPDATE outbox SET state = 'committed', commit_id = ?, updated_at = ?, "
-                    "attempts = attempts + 1, last_error = NULL WHERE publication_seq = ?", (commit, now, seq),
-                )
-                self.db.execute("DELETE FROM publication_files WHERE publication_seq = ?", (seq,))
+            self.db.executemany(
+                "UPDATE outbox SET state = 'committed', commit_id = ?, updated_at = ?, "
+                "attempts = attempts + 1, last_error = NULL WHERE publication_seq = ?",
+                [(commit, now, seq) for seq in seqs])
+            self.db.executemany("DELETE FROM publication_files WHERE publication_seq = ?", [(seq,) for seq in seqs])
 
     def failed(self, seqs: list[int], error: str) -> None:
         now = format_timestamp(utc_now())

@@ -360,6 +360,11 @@ STATE_MIGRATIONS = [
             {_log_change("NEW")};
         END
     """),
+    # The git outbox's pending rows, which the git thread reads every checkpoint: the outbox keeps a row for every
+    # publication ever committed, and finding the few pending ones walked them all (engine/store/outbox.py).
+    ("0011_outbox_pending", """
+        CREATE INDEX outbox_pending ON outbox (publication_seq) WHERE state = 'pending'
+    """),
 ]
 
 
