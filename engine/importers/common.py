@@ -365,19 +365,67 @@ class Writer:
         than one attachment (``name.part-001-of-003`` and on, which joined in order are the original).
         The file name is ``filename``, else the original's own (without its folder).
         An empty file retains nothing (an empty source can back no citation)."""
+        ids = []
+        for request_id, params, chunk in self._parts(original, key, media_type=media_type, filename=filename):
+            request = {"requestId": request_id, **params,
+                       "content": base64.b64encode(chunk).decode("ascii")} if not self.dry_run else {}
+            ids.append(self._write("sources", lambda r=request: attach(self.engine, self.caller, r)["source"]["id"]))
+        return ids
+
+    def _parts(self, original: Original, key: str, *, media_type: str | None = None, filename: str | None = None
+               ) -> list[tuple[str, dict[str, str], bytes]]:
+        """The parts ``retain`` attaches ``original`` in: each one's request id, parameters (file name, sha256,
+        media type) and bytes."""
         data = original.data
         chunks = [data[start:start + ATTACH_MAX_BYTES] for start in range(0, len(data), ATTACH_MAX_BYTES)]
         name = filename or original.name.replace("\\", "/").rsplit("/", 1)[-1]
         guessed = media_type or mimetypes.guess_type(name, strict=False)[0]
-        ids = []
+        parts = []
         for number, chunk in enumerate(chunks, start=1):
             filename = name if len(chunks) == 1 else f"{name}.part-{number:03d}-of-{len(chunks):03d}"
-            sha = hashlib.sha256(chunk).hexdigest()
-            params = {"filename": filename, "sha256": sha, **({"mediaType": guessed} if guessed else {})}
-            request = {"requestId": self.request_id(f"{key}-original-{number}", params), **params,
-                       "content": base64.b64encode(chunk).decode("ascii")} if not self.dry_run else {}
-            ids.append(self._write("sources", lambda r=request: attach(self.engine, self.caller, r)["source"]["id"]))
-        return ids
+            params = {"filename": filename, "sha256": hashlib.sha256(chunk).hexdigest(),
+                      **({"mediaType": guessed} if guessed else {})}
+            parts.append((self.request_id(f"{key}-original-{number}", params), params, chunk))
+        return parts
+
+    def retains_alone(self, original: Original, key: str, *, media_type: str | None = None,
+                      filename: str | None = None) -> list[str]:
+        """The request ids ``retain`` attaches ``original`` under, one a part: an import that retained it so
+        (before its pages retained their originals, ``save_page_retaining``) is finished the same way."""
+        return [request_id for request_id, _, _ in self._parts(original, key, media_type=media_type,
+                                                               filename=filename)]
+
+    def save_page_retaining(self, key: str, params: dict[str, Any], original: Original, *, media_type: str,
+                            filename: str) -> tuple[str, list[str]]:
+        """Save one page whose first citation is ``original`` (one part: at most one attachment's size), retained
+        with the page in one publication: one group and one round of fsync for both, where a page citing a
+        source retained on its own waited for the group after the source's.  Returns the page's id and the
+        original's source id.  The request id hashes the original by its name, sha256 and media type, as
+        ``retain``'s do, so the same input gives the same request."""
+        [(_, file, chunk)] = self._parts(original, key, media_type=media_type, filename=filename)
+        cited = {**params, "evidence": [file, *params.get("evidence", [])]}
+        if self.dry_run:
+            return self._placeholder("pages"), [self._placeholder("sources")]
+        request = {"requestId": self.request_id(key, cited), **params,
+                   "evidence": [{**file, "content": base64.b64encode(chunk).decode("ascii")},
+                                *params.get("evidence", [])]}
+        self._writing()
+        receipt = self.engine.save_page(self.caller, request)
+        self._count("sources")
+        self._count("pages")
+        return receipt["id"], [source["id"] for source in receipt["sources"]]
+
+    def published(self, request_ids: Iterable[str]) -> set[str]:
+        """Those of ``request_ids`` already published in the caller's partition, in one read beside the store's
+        lane; none without a store to read (a dry run without state, an agent with no store yet)."""
+        wanted = list(dict.fromkeys(request_ids))
+        if not wanted or self.engine is None or self.caller is None:
+            return set()
+        try:
+            return self.engine.enter(self.caller, create=False).read(
+                lambda runtime, authority, view: runtime.publisher.published(authority.partition, wanted))
+        except NotFound:
+            return set()
 
     def save_page(self, key: str, params: dict[str, Any]) -> str:
         """Save one page (a new one, or the next revision of ``params["id"]``); returns its id."""
