@@ -113,7 +113,10 @@ def _filename(value: Any, field: str = "filename") -> str | None:
     if isinstance(value, str):
         refuse_controls(value, field, one_line=True)
         check_size(value.replace("\\", "/").rsplit("/", 1)[-1].strip(), field, FILENAME_MAX_CHARS)
-    return clean_filename(value)
+    try:
+        return clean_filename(value)
+    except InvalidParams as exc:  # named where it was given (a page's ``evidence[0].filename``)
+        raise InvalidParams(exc.message, field=field) from exc
 
 
 def _path_parts(value: Any, field: str = "filePath") -> tuple[str, ...]:

@@ -143,17 +143,22 @@ def verify(state: StateDir, writers: Iterable[Writer], *, git_expected: bool = T
     return dict(figures), problems
 
 
+def _retained(ack: Ack) -> list[dict[str, Any]]:
+    """The files an acknowledged write retained: an attachment's source, or those a page retained with it."""
+    return [ack.receipt["source"]] if ack.operation == "knowledge_attach" else ack.receipt.get("sources", [])
+
+
 def _check_writer(engine: Engine, caller: AgentCaller, writer: Writer, disk: dict[str, dict[str, Any]],
                   root: Path, markers: dict[tuple[str, int], str], figures: Counter[str],
                   problems: list[str]) -> None:
     newest: dict[str, int] = {}
     for ack in writer.acks:
-        if ack.operation == "knowledge_attach":
-            source = ack.receipt["source"]
+        for source in _retained(ack):
             path = root / source["retainedPath"]
             if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != source["sha256"]:
                 problems.append(f"{writer.spec.name}: acknowledged attachment {source['id']} is missing or changed")
             figures["attachments checked"] += 1
+        if ack.operation == "knowledge_attach":
             continue
         for written in ack.receipt["records"]:
             record_id, revision = written["id"], written["revision"]
@@ -259,11 +264,11 @@ def _check_git(runtime: Any, acks: list[Ack], writers: list[Writer], engine: Eng
             continue
         root = vault / partition_dir(authority.partition)
         for ack in writer.acks:
-            if ack.operation == "knowledge_attach":
-                data = (root / ack.receipt["source"]["retainedPath"]).read_bytes()
+            for source in _retained(ack):
                 figures["git blobs checked"] += 1
-                if blob_id(data) not in reachable:
-                    problems.append(f"{store_id}: attachment {ack.receipt['source']['id']} is not in git history")
+                if blob_id((root / source["retainedPath"]).read_bytes()) not in reachable:
+                    problems.append(f"{store_id}: attachment {source['id']} is not in git history")
+            if ack.operation == "knowledge_attach":
                 continue
             for written in ack.receipt["records"]:
                 row = runtime.call(lambda: runtime.store.db.one(
