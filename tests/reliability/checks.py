@@ -27,6 +27,7 @@ from typing import Any, Iterable
 
 from engine.access.authority import AgentCaller
 from engine.core.errors import KnowledgeError
+from engine.vault.evidence import SOURCES_DIR
 from engine.vault.records import check_record, parse_record
 from engine.service import Engine
 from engine.state.statedir import StateDir
@@ -52,8 +53,8 @@ def disk_records(root: Path, ontology: Any, problems: list[str]) -> dict[str, di
     found: dict[str, dict[str, Any]] = {}
     for path in sorted(root.rglob("*.md")):
         relpath = str(path.relative_to(root))
-        if any(part.startswith(".") for part in path.relative_to(root).parts):
-            continue
+        if any(part.startswith(".") for part in path.relative_to(root).parts) or relpath.startswith(f"{SOURCES_DIR}/"):
+            continue  # a retained original may be Markdown too (a page's file, an imported note): not a record
         record, findings = parse_record(path.read_bytes(), relpath)
         if record is None:
             problems.append(f"{root.name}/{relpath} does not parse: {findings}")
