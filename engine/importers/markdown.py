@@ -213,9 +213,10 @@ Pages = dict[str, tuple[dict[str, Any], dict[str, str]]]  # ``Writer.current_pag
 
 def _retained_with_their_pages(writer: Writer, folder: Folder, earlier: dict[str, tuple[str, int]]) -> set[str]:
     """The notes (by path) whose originals are retained in their new pages' publications: every note without a
-    page yet whose original fits one attachment (and is not empty: an empty file retains nothing), but those whose original an earlier run of the import
-    retained on its own (``Writer.retain``: an import interrupted before a page cited it), which are finished
-    as they were begun, so that no original is retained twice."""
+    page yet whose original is retained in one part (not empty, at most one attachment), but those whose
+    original an earlier run of the import retained on its own (``Writer.retain``: an import interrupted
+    before a page cited it, or made by the code before this), finished as they were begun, so that no
+    original is retained twice.  Asked in one read, before the first write."""
     fresh = {note.path: writer.retains_alone(note.original, note.key, media_type="text/markdown",
                                              filename=retained_name(folder, note))
              for note in folder.notes if retained_name(folder, note) not in earlier}
