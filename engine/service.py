@@ -31,7 +31,7 @@ from .core.faults import Faults
 from .core.params import Params
 from .store.githistory import find_git
 from .core.ids import format_timestamp, utc_now
-from .store.inputs import FLUSH_ID, parse_page_input, parse_remember_input
+from .store.inputs import FLUSH_ID, page_texts, parse_page_input, parse_remember_input
 from .vault.ontology import Ontology
 from .core.changes import ChangeFeed
 from .core.links import with_link, with_record_links
@@ -252,7 +252,7 @@ class Engine:
     def save_page(self, caller: Caller, params: dict[str, Any]) -> PageReceipt:
         """Create a page, or publish its next revision (``id`` + ``expectedRevision``)."""
         page = parse_page_input(_flush_request(params, "save_page"))
-        self.refuse_secrets(texts_of(params))
+        self.refuse_secrets(page_texts(params, page))
         digest = request_hash("save_page", page.digest_params())
         return cast(PageReceipt, self._publish(caller, page.request_id, digest,
                                                lambda ctx: plan_save_page(ctx, page, digest)))

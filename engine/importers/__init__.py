@@ -22,6 +22,7 @@
     archive_history what a copied git folder in an archive may hold: objects and refs, checked for form
     zipped          reading a zip from outside within bounds (members, size, compression ratio)
     jsonnumbers     an import's JSON, its numbers bounded as the vault's YAML bounds them
+    json_shapes     an export's JSON checked as it is read: an array's items with their spans, objects' shapes
     methods         the operator methods knowledge serve adds: export, and imports as jobs
     answers         the declared answers: each format's import result, export and restore, their jobs
     summaries       what an import or an export says it did, in the CLI's and the window's words

@@ -49,7 +49,8 @@ import json
 from typing import Any
 
 from .answers import ConversationsImport
-from .common import Original, Scan, Writer, clean_text, fenced, keyed_objects, one_line, refused, require, timestamp
+from .common import Original, Scan, Writer, clean_text, fenced, one_line, refused, timestamp
+from .json_shapes import keyed_objects, require
 from .conversations import Attached, Conversation, Message, import_conversations
 from .exports import ExportFiles, Unread, export_member_name, load_conversations
 

@@ -36,11 +36,11 @@ from typing import Any, Callable
 
 from .answers import ConversationsImport
 from .common import (
-    Original, Scan, Writer, clean_text, fenced, json_array_spans, keyed_objects, one_line, refuse_secrets, refused,
-    require, timestamp,
+    Original, Scan, Writer, clean_text, fenced, one_line, refuse_secrets, refused, timestamp,
 )
 from .conversations import Attached, Conversation, Message, distinct_files, import_conversations
 from .exports import ExportFiles, Unread, load_conversations, read_export_member
+from .json_shapes import json_array_spans, keyed_objects, require
 
 FORMAT = "claude"
 PRODUCT = "Claude"

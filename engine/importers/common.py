@@ -1,7 +1,7 @@
 """What every importer of an owner's existing memory does, written once.
 
 An import has two phases.  First the whole input is read and checked
-(``Original``, ``load_json``, ``require``): a malformed input is refused with
+(``Original``; an export's JSON by ``json_shapes``): a malformed input is refused with
 an error naming the file and the place in it (a JSON path or a line), and
 nothing is written.  Then ``Writer`` publishes through the engine's public
 write methods only (``attach``, ``save_page``, ``remember``), so the same
@@ -46,10 +46,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Literal, TypeVar, overload
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from ..access.authority import AgentCaller, Caller
-from ..core.answers import JsonValue
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..core.files import read_file as read_stored
 from ..service import Engine
@@ -61,7 +60,6 @@ from ..vault.evidence import DescriptorData
 from ..vault.frontmatter import RECORD_MAX_BYTES, split_document
 from ..vault.record_view import RecordView, view_of
 from ..vault.records import TITLE_MAX_CHARS
-from . import jsonnumbers
 from .answers import ImportCounts, ImportResult
 from .bulk import Pipeline, done as written
 from .zipped import export_zip, is_zip, member_named, read_parsed_file
@@ -71,7 +69,6 @@ REQUEST_ID_MAX_CHARS = 128
 _REQUEST_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _PART = re.compile(r"\.part-[0-9]{3}-of-[0-9]{3}$")  # what ``Writer.retain`` adds to a part's file name
 Shape = TypeVar("Shape", bound=ImportResult)  # a format's result (engine/importers/answers.py)
-Kind = TypeVar("Kind")  # the JSON type ``require`` checks a value against
 Item = TypeVar("Item")  # what an item's writes return (``Writer.later``)
 
 
@@ -152,19 +149,6 @@ def read_export(path: str | Path, member: str) -> Original:
         if chosen is None:
             raise refused(str(path), None, f"holds no {member}")
         return Original(f"{path.name}/{chosen}", archive.read_parsed(chosen))
-
-
-def load_json(original: Original) -> JsonValue:
-    """The parsed JSON of an original, or InvalidParams naming the line and column."""
-    text = original.text()
-    try:
-        return jsonnumbers.loads(text)
-    except json.JSONDecodeError as exc:
-        raise refused(original.name, f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from exc
-    except jsonnumbers.NumberRefused as exc:
-        raise refused(original.name, exc.place(text), str(exc)) from exc
-    except RecursionError as exc:
-        raise refused(original.name, None, "nests JSON too deeply") from exc
 
 
 # ``Engine.refuse_secrets``: raises on a credential; a value in bytes is a file, scanned as the engine reads one.
@@ -365,19 +349,67 @@ class Writer:
         than one attachment (``name.part-001-of-003`` and on, which joined in order are the original).
         The file name is ``filename``, else the original's own (without its folder).
         An empty file retains nothing (an empty source can back no citation)."""
+        ids = []
+        for request_id, params, chunk in self._parts(original, key, media_type=media_type, filename=filename):
+            request = {"requestId": request_id, **params,
+                       "content": base64.b64encode(chunk).decode("ascii")} if not self.dry_run else {}
+            ids.append(self._write("sources", lambda r=request: attach(self.engine, self.caller, r)["source"]["id"]))
+        return ids
+
+    def _parts(self, original: Original, key: str, *, media_type: str | None = None, filename: str | None = None
+               ) -> list[tuple[str, dict[str, str], bytes]]:
+        """The parts ``retain`` attaches ``original`` in: each one's request id, parameters (file name, sha256,
+        media type) and bytes."""
         data = original.data
         chunks = [data[start:start + ATTACH_MAX_BYTES] for start in range(0, len(data), ATTACH_MAX_BYTES)]
         name = filename or original.name.replace("\\", "/").rsplit("/", 1)[-1]
         guessed = media_type or mimetypes.guess_type(name, strict=False)[0]
-        ids = []
+        parts = []
         for number, chunk in enumerate(chunks, start=1):
             filename = name if len(chunks) == 1 else f"{name}.part-{number:03d}-of-{len(chunks):03d}"
-            sha = hashlib.sha256(chunk).hexdigest()
-            params = {"filename": filename, "sha256": sha, **({"mediaType": guessed} if guessed else {})}
-            request = {"requestId": self.request_id(f"{key}-original-{number}", params), **params,
-                       "content": base64.b64encode(chunk).decode("ascii")} if not self.dry_run else {}
-            ids.append(self._write("sources", lambda r=request: attach(self.engine, self.caller, r)["source"]["id"]))
-        return ids
+            params = {"filename": filename, "sha256": hashlib.sha256(chunk).hexdigest(),
+                      **({"mediaType": guessed} if guessed else {})}
+            parts.append((self.request_id(f"{key}-original-{number}", params), params, chunk))
+        return parts
+
+    def retains_alone(self, original: Original, key: str, *, media_type: str | None = None,
+                      filename: str | None = None) -> list[str]:
+        """The request ids ``retain`` attaches ``original`` under, one a part: an import that retained it so
+        (before its pages retained their originals, ``save_page_retaining``) is finished the same way."""
+        return [request_id for request_id, _, _ in self._parts(original, key, media_type=media_type,
+                                                               filename=filename)]
+
+    def save_page_retaining(self, key: str, params: dict[str, Any], original: Original, *, media_type: str,
+                            filename: str) -> tuple[str, list[str]]:
+        """Save one page whose first citation is ``original`` (one part: at most one attachment's size), retained
+        with the page in one publication: one group and one round of fsync for both, where a page citing a
+        source retained on its own waited for the group after the source's.  Returns the page's id and the
+        original's source id.  The request id hashes the original by its name, sha256 and media type, as
+        ``retain``'s do, so the same input gives the same request."""
+        [(_, file, chunk)] = self._parts(original, key, media_type=media_type, filename=filename)
+        cited = {**params, "evidence": [file, *params.get("evidence", [])]}
+        if self.dry_run:
+            return self._placeholder("pages"), [self._placeholder("sources")]
+        request = {"requestId": self.request_id(key, cited), **params,
+                   "evidence": [{**file, "content": base64.b64encode(chunk).decode("ascii")},
+                                *params.get("evidence", [])]}
+        self._writing()
+        receipt = self.engine.save_page(self.caller, request)
+        self._count("sources")
+        self._count("pages")
+        return receipt["id"], [source["id"] for source in receipt["sources"]]
+
+    def published(self, request_ids: Iterable[str]) -> set[str]:
+        """Those of ``request_ids`` already published in the caller's partition, in one read beside the store's
+        lane; none without a store to read (a dry run without state, an agent with no store yet)."""
+        wanted = list(dict.fromkeys(request_ids))
+        if not wanted or self.engine is None or self.caller is None:
+            return set()
+        try:
+            return self.engine.enter(self.caller, create=False).read(
+                lambda runtime, authority, view: runtime.publisher.published(authority.partition, wanted))
+        except NotFound:
+            return set()
 
     def save_page(self, key: str, params: dict[str, Any]) -> str:
         """Save one page (a new one, or the next revision of ``params["id"]``); returns its id."""
@@ -696,105 +728,3 @@ def report(writer: Writer, shape: type[Shape], **extra: Any) -> Shape:
     import already, a real run creates none of them)."""
     counted = {("wouldCreate" if writer.dry_run else "imported"): writer.counts.as_dict()}
     return shape(format=writer.format, dryRun=writer.dry_run, **extra, **counted)  # type: ignore[typeddict-item]
-
-
-def json_array_spans(original: Original) -> tuple[Any, list[tuple[int, int]]]:
-    """The parsed JSON of a file holding an array, with each element's byte span in the original.
-
-    Elements are decoded one at a time with the standard decoder, so the
-    cost stays that of ``json.loads``; the spans let each item cite only the
-    part of a large original that holds it.  A file that is not an array is
-    parsed whole, with no spans.
-    """
-    text = original.text()
-    offset = 3 if original.data.startswith(b"\xef\xbb\xbf") else 0
-    decoder = jsonnumbers.DECODER
-    position = _skip_space(text, 0)
-    if position >= len(text) or text[position] != "[":
-        return load_json(original), []
-    items: list[Any] = []
-    spans: list[tuple[int, int]] = []
-    byte_at, char_at = offset, 0
-    position = _skip_space(text, position + 1)
-    try:
-        if position < len(text) and text[position] == "]":
-            end = position + 1
-        else:
-            while True:
-                item, end = decoder.raw_decode(text, position)
-                byte_at += len(text[char_at:position].encode("utf-8", "surrogatepass"))
-                start_byte = byte_at
-                byte_at += len(text[position:end].encode("utf-8", "surrogatepass"))
-                char_at = end
-                items.append(item)
-                spans.append((start_byte, byte_at))
-                position = _skip_space(text, end)
-                if position < len(text) and text[position] == ",":
-                    position = _skip_space(text, position + 1)
-                    continue
-                if position < len(text) and text[position] == "]":
-                    end = position + 1
-                    break
-                raise json.JSONDecodeError("Expecting ',' delimiter", text, position)
-        if _skip_space(text, end) != len(text):
-            raise json.JSONDecodeError("Extra data", text, _skip_space(text, end))
-    except json.JSONDecodeError as exc:
-        raise refused(original.name, f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from exc
-    except jsonnumbers.NumberRefused as exc:
-        raise refused(original.name, exc.place(text), str(exc)) from exc
-    except RecursionError as exc:
-        raise refused(original.name, None, "nests JSON too deeply") from exc
-    return items, spans
-
-
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\n\r":
-        position += 1
-    return position
-
-
-# --- checking JSON shapes -------------------------------------------------------------------------------
-
-
-_KIND_NAMES = {dict: "an object", list: "a list", str: "a string"}
-
-
-def keyed_objects(original: Original, data: Any, plural: str, key_of: Callable[[dict[str, Any], str], str],
-                  repeated: tuple[str, str]) -> Iterator[tuple[int, str, dict[str, Any], str]]:
-    """The objects of an export's JSON list, each with its index, its place (``[3]``) and its key
-    (``key_of(raw, place)``), refused naming the place where the list is not one, an item is not an object
-    or a key comes again: ``repeated`` is the key's field and what it is called (``("uuid", "conversation
-    uuid")``: 'repeats the conversation uuid ...' at ``[3].uuid``)."""
-    if not isinstance(data, list):
-        raise refused(original.name, None, f"must hold a list of {plural}")
-    field_name, what = repeated
-    seen: set[str] = set()
-    for index, raw in enumerate(data):
-        place = f"[{index}]"
-        if not isinstance(raw, dict):
-            raise refused(original.name, place, "must be an object")
-        key = key_of(raw, place)
-        if key in seen:
-            raise refused(original.name, f"{place}.{field_name}", f"repeats the {what} {key!r}")
-        seen.add(key)
-        yield index, place, raw, key
-
-
-@overload
-def require(original: Original, mapping: dict[str, Any], key: str, kind: type[Kind], place: str) -> Kind: ...
-@overload
-def require(original: Original, mapping: dict[str, Any], key: str, kind: type[Kind], place: str,
-            *, optional: Literal[True]) -> Kind | None: ...
-
-
-def require(original: Original, mapping: dict[str, Any], key: str, kind: type[Kind], place: str,
-            *, optional: bool = False) -> Kind | None:
-    """``mapping[key]`` when it has the JSON type ``kind``, else InvalidParams naming ``place.key``."""
-    value = mapping.get(key)
-    if value is None:
-        if optional:
-            return None
-        raise refused(original.name, place, f"has no {key!r}")
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise refused(original.name, f"{place}.{key}", f"must be {_KIND_NAMES.get(kind, kind.__name__)}")
-    return value

@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 from ..core.files import MAX_DEPTH
 from .answers import ConversationsImport
-from .common import Original, Scan, json_array_spans, one_line, refuse_secrets, refused
+from .common import Original, Scan, one_line, refuse_secrets, refused
+from .json_shapes import json_array_spans
 from .conversations import _CONVERSATIONS_FILE, Conversation, read_conversation_files
 from .folders import hidden, left_out_notes, read_regular_file, walk_input
 from .zipped import ZIP_ERRORS, BoundedZip, export_zip, is_zip, member_named, read_parsed_file

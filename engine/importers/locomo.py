@@ -40,7 +40,8 @@ from ..core.errors import InvalidParams
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, LIST_MAX, TEXT_MAX_CHARS
 from ..service import Engine
 from .answers import LocomoImport, LocomoQuestion
-from .common import DEFAULT_AGENT, Kind, owner_caller
+from .common import DEFAULT_AGENT, owner_caller
+from .json_shapes import Kind
 
 # owner_caller and DEFAULT_AGENT are every importer's (common.py); the CLI and tests take them from here too.
 __all__ = ["DEFAULT_AGENT", "evidence_records", "import_locomo", "load_locomo", "owner_caller"]

@@ -181,10 +181,11 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
         [earlier[name][0] for name in (retained_name(folder, note) for note in folder.notes) if name in earlier])
     retained_files = RetainedFiles()
     sources: dict[str, list[str]] = {}
+    together = _retained_with_their_pages(writer, folder, earlier)
     total = len(folder.notes)
     try:
         written = {note.path: writer.later(lambda note=note: _write_note(writer, folder, note, earlier, current,
-                                                                         sources, retained_files),
+                                                                         sources, retained_files, together),
                                            lambda done=done, note=note: writer.done(done, total, note.path))
                    for done, note in enumerate(folder.notes, start=1)}
         writer.settle()
@@ -210,8 +211,22 @@ RETAINED_SEPARATOR = " › "  # between the folders of a retained original's nam
 Pages = dict[str, tuple[dict[str, Any], dict[str, str]]]  # ``Writer.current_pages_and_sources``
 
 
+def _retained_with_their_pages(writer: Writer, folder: Folder, earlier: dict[str, tuple[str, int]]) -> set[str]:
+    """The notes (by path) whose originals are retained in their new pages' publications: every note without a
+    page yet whose original is retained in one part (not empty, at most one attachment), but those whose
+    original an earlier run of the import retained on its own (``Writer.retain``: an import interrupted
+    before a page cited it, or made by the code before this), finished as they were begun, so that no
+    original is retained twice.  Asked in one read, before the first write."""
+    fresh = {note.path: writer.retains_alone(note.original, note.key, media_type="text/markdown",
+                                             filename=retained_name(folder, note))
+             for note in folder.notes if retained_name(folder, note) not in earlier}
+    fresh = {path: request_ids for path, request_ids in fresh.items() if len(request_ids) == 1}
+    begun = writer.published(request_ids[0] for request_ids in fresh.values())
+    return {path for path, request_ids in fresh.items() if request_ids[0] not in begun}
+
+
 def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, tuple[str, int]], current: Pages,
-                sources: dict[str, list[str]], retained_files: RetainedFiles) -> tuple[str, bool]:
+                sources: dict[str, list[str]], retained_files: RetainedFiles, together: set[str]) -> tuple[str, bool]:
     """One note's page (and its original and attachments): ``(page id, whether it revised an earlier one)``."""
     params: dict[str, Any] = {"type": note.type, "title": note.title, "body": note.body}
     if note.aliases:
@@ -226,6 +241,12 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
             if known is not None or writer.cites(page, note.original, shas):
                 _retain(writer, folder, note, sources, retained_files, known)  # retries of the rest, as it was
             return writer.kept(found[0]), False
+    elif note.path in together:  # a new page, its original retained in the page's publication
+        files = _retain_linked(writer, folder, note, retained_files)
+        params["evidence"] = [{"source": source} for source in files[:LIST_MAX - 1]]
+        page_id, sources[note.path] = writer.save_page_retaining(
+            note.key, params, note.original, media_type="text/markdown", filename=retained_name(folder, note))
+        return page_id, False
     cited = _retain(writer, folder, note, sources, retained_files)
     params = {**params, "evidence": [{"source": source} for source in cited[:LIST_MAX]]}
     if found is not None:  # changed since the earlier import: that page's next revision
@@ -304,7 +325,12 @@ def _retain(writer: Writer, folder: Folder, note: Note, sources: dict[str, list[
     links (each file once); returns the sources its page cites."""
     sources[note.path] = known if known is not None else writer.retain(
         note.original, note.key, media_type="text/markdown", filename=retained_name(folder, note))
-    cited = list(sources[note.path])
+    return sources[note.path] + _retain_linked(writer, folder, note, retained_files)
+
+
+def _retain_linked(writer: Writer, folder: Folder, note: Note, retained_files: RetainedFiles) -> list[str]:
+    """Retain the files a note links (each file once); returns their sources, in order of first mention."""
+    cited: list[str] = []
     for relative in _attachments(folder, note):
         cited += retained_files.get(relative, lambda relative=relative: writer.retain(
             Original(relative, folder.read(relative)),

@@ -98,18 +98,6 @@ class Receipt(TypedDict):
     git: GitState
 
 
-class PageReceipt(Receipt):
-    id: str
-    revision: int
-    records: list[PublishedRecord]
-    link: NotRequired[str]
-
-
-class RememberReceipt(Receipt):
-    items: list[SavedItem]
-    records: list[PublishedRecord]
-
-
 class SourceSummary(TypedDict):
     id: str
     sha256: str
@@ -117,6 +105,19 @@ class SourceSummary(TypedDict):
     mediaType: str
     filename: str | None
     retainedPath: str
+
+
+class PageReceipt(Receipt):
+    id: str
+    revision: int
+    records: list[PublishedRecord]
+    sources: NotRequired[list[SourceSummary]]  # the files its evidence sent (``content``), retained with it, in order
+    link: NotRequired[str]
+
+
+class RememberReceipt(Receipt):
+    items: list[SavedItem]
+    records: list[PublishedRecord]
 
 
 class SourceReceipt(Receipt):

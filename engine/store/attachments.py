@@ -113,7 +113,10 @@ def _filename(value: Any, field: str = "filename") -> str | None:
     if isinstance(value, str):
         refuse_controls(value, field, one_line=True)
         check_size(value.replace("\\", "/").rsplit("/", 1)[-1].strip(), field, FILENAME_MAX_CHARS)
-    return clean_filename(value)
+    try:
+        return clean_filename(value)
+    except InvalidParams as exc:  # named where it was given (a page's ``evidence[0].filename``)
+        raise InvalidParams(exc.message, field=field) from exc
 
 
 def _path_parts(value: Any, field: str = "filePath") -> tuple[str, ...]:
@@ -140,8 +143,8 @@ _FILENAME = Value("filename", _filename, nullable=True, json={"type": "string", 
 _MEDIA_TYPE_SPEC = String("mediaType", MEDIA_TYPE_MAX_CHARS, pattern=_MEDIA_TYPE,
                           what="a type/subtype such as text/plain, without parameters",
                           description="type/subtype; guessed from the filename when omitted")
-ATTACH = Params(
-    _REQUEST_ID,
+# A file sent inline: knowledge_attach's content, and a page's citation of a file it retains (``FILE_CITATION``).
+_INLINE_FILE = Params(
     Value("content", _content, required=True, json={
         "type": "string", "contentEncoding": "base64",
         "description": f"the file, base64; at most {ATTACH_MAX_BYTES} bytes decoded"}),
@@ -150,6 +153,8 @@ ATTACH = Params(
     String("sha256", pattern=_SHA256, what="64 hexadecimal digits",
            description="verified against the decoded content when given"),
 )
+ATTACH = Params(_REQUEST_ID) + _INLINE_FILE
+FILE_CITATION = _INLINE_FILE.optional()
 ATTACH_FILE = Params(
     _REQUEST_ID,
     Value("filePath", _path_parts, required=True, json={
@@ -163,6 +168,17 @@ ATTACH_FILE = Params(
 )
 ATTACH_PARAMS, ATTACH_FILE_PARAMS = ATTACH.names, ATTACH_FILE.names
 ATTACH_INPUT_SCHEMA, ATTACH_FILE_INPUT_SCHEMA = ATTACH.schema(), ATTACH_FILE.schema()
+
+
+@dataclass(frozen=True)
+class FileInput:
+    """A file sent inline to be retained by the write that cites it (a page's ``evidence``), in the same
+    publication: its source and descriptor land with the record or not at all."""
+
+    content: bytes
+    sha256: str
+    filename: str | None
+    media_type: str
 
 
 @dataclass(frozen=True)
@@ -207,14 +223,21 @@ def _media_type(value: str | None, filename: str | None) -> str:
 
 def parse_attach_input(params: Any) -> AttachInput:
     values = ATTACH.read(params)
+    file = inline_file(values)
+    return AttachInput(values["requestId"], file.content, file.sha256, file.filename, file.media_type)
+
+
+def inline_file(values: dict[str, Any], where: str = "") -> FileInput:
+    """The file ``_INLINE_FILE``'s values describe (``where`` prefixes the field an error names): its sha256,
+    when given, checked against the decoded content; its media type given, or guessed from its name."""
     content = values["content"]
     actual = hashlib.sha256(content).hexdigest()
     claimed = values["sha256"].lower() if values["sha256"] is not None else None
     if claimed is not None and claimed != actual:
-        raise InvalidParams("sha256 does not match the decoded content", field="sha256", expected=claimed,
+        raise InvalidParams("sha256 does not match the decoded content", field=f"{where}sha256", expected=claimed,
                             actual=actual)
     filename = values["filename"]
-    return AttachInput(values["requestId"], content, actual, filename, _media_type(values["mediaType"], filename))
+    return FileInput(content, actual, filename, _media_type(values["mediaType"], filename))
 
 
 def parse_attach_file_input(params: Any) -> AttachFileInput:

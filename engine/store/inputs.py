@@ -12,9 +12,11 @@ tools' forms with ``flushId``, ``PAGE_CALL`` and ``REMEMBER_CALL``), read by
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Iterator
 
-from ..core.errors import InvalidParams
+from .credentials import texts_of
+from .attachments import ATTACH_MAX_BYTES, FILE_CITATION, FileInput, inline_file
+from ..core.errors import InvalidParams, LimitExceeded
 from ..core.params import (
     Name, Names, Objects, Params, RecordId, RequestId, Integer, Text, Value, check_name, check_text,
 )
@@ -50,12 +52,16 @@ class PageInput:
     aliases: tuple[str, ...] | None = None  # None keeps a revised page's aliases
     tags: tuple[str, ...] | None = None
     fields: dict[str, Any] | None = None
-    evidence: tuple[EvidenceInput, ...] = ()
+    evidence: tuple[EvidenceInput | FileInput, ...] = ()  # a file to retain with the page, or a citation
     id: str | None = None
     expected_revision: int | None = None
 
     def digest_params(self) -> dict[str, object]:  # the fields the request's digest is made of
-        return asdict(self)
+        params = asdict(self)
+        for citation in params["evidence"]:  # a file by its sha256 (a field already) and size, not its bytes
+            if isinstance(citation.get("content"), bytes):
+                citation["content"] = len(citation["content"])
+        return params
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,28 @@ CITATION = Params(
 )
 EVIDENCE = Objects("evidence", CITATION, max_items=LIST_MAX, what="citations", build=_citation, default=(),
                    description="Citations, each an excerpt to retain or a retained source's id")
+
+
+def _page_citation(values: dict[str, Any], raw: dict[str, Any], where: str) -> EvidenceInput | FileInput:
+    """A page's citation: a file to retain with it (``content``, base64, with its ``filename``, ``mediaType``
+    and ``sha256``, as knowledge_attach takes them), or a citation as every write's."""
+    if values["content"] is None:
+        for key in ("filename", "mediaType", "sha256"):
+            if values[key] is not None:
+                raise InvalidParams(f"{key} describes a file to retain; give it with content", field=where + key)
+        return _citation(values, raw, where)
+    for key in ("excerpt", "source", "lines", "quote"):
+        if values[key] is not None:
+            raise InvalidParams(f"a citation gives a file's content to retain or {key}, not both",
+                                field=where + key)
+    return inline_file(values, where)
+
+
+PAGE_EVIDENCE = Objects("evidence", CITATION + FILE_CITATION, max_items=LIST_MAX, what="citations",
+                        build=_page_citation, default=(),
+                        description="Citations, each an excerpt to retain, a retained source's id, or a file to "
+                        "retain with the page (content, base64, as knowledge_attach takes it; at most "
+                        f"{ATTACH_MAX_BYTES} bytes in all), whose new source the receipt names")
 ORIGIN = Value("assertionOrigin", _origin, default="user", json={"type": "string", "enum": list(CALLER_ORIGINS)})
 REQUEST_ID = RequestId("requestId", required=True,
                        description="A fresh id per write; an identical retry returns the original receipt")
@@ -176,7 +204,7 @@ PAGE_PARAMS = Params(
     Names("tags", LIST_MAX, TITLE_MAX_CHARS),
     Value("fields", parse_fields, nullable=True,
           json={"type": "object", "description": "Typed fields of the page type (see knowledge_ontology)"}),
-    EVIDENCE,
+    PAGE_EVIDENCE,
     RecordId("id", description="To revise: the page's id, with expectedRevision"),
     Integer("expectedRevision", 1, nullable=True),
 )
@@ -190,11 +218,27 @@ def parse_page_input(params: dict[str, Any]) -> PageInput:
         raise InvalidParams("revising a page needs expectedRevision", field="expectedRevision")
     if page_id is None and expected is not None:
         raise InvalidParams("expectedRevision only applies with id", field="expectedRevision")
+    retained = sum(len(citation.content) for citation in values["evidence"] if isinstance(citation, FileInput))
+    if retained > ATTACH_MAX_BYTES:
+        raise LimitExceeded(f"the files a page retains hold more than {ATTACH_MAX_BYTES} bytes in all; attach "
+                            "them first (knowledge_attach) and cite their source ids", field="evidence",
+                            limit=ATTACH_MAX_BYTES)
     return PageInput(
         request_id=values["requestId"], type=values["type"], title=values["title"], body=values["body"],
         aliases=values["aliases"], tags=values["tags"], fields=values["fields"], evidence=values["evidence"],
         id=page_id, expected_revision=expected,
     )
+
+
+def page_texts(params: dict[str, Any], page: PageInput) -> Iterator[tuple[str, str | bytes]]:
+    """What a page's credential check reads (``params`` parsed as ``page``): every string of its parameters but
+    the base64 ``content`` of the files it retains, and those files' bytes, read as an attachment's are."""
+    citations = params.get("evidence") or []
+    yield from texts_of({**params, "evidence": [{key: value for key, value in citation.items() if key != "content"}
+                                                for citation in citations]})
+    for index, citation in enumerate(page.evidence):
+        if isinstance(citation, FileInput):
+            yield f"evidence[{index}].content", citation.content
 
 
 def _support(values: dict[str, Any], raw: dict[str, Any], where: str) -> tuple[EvidenceInput, ...]:

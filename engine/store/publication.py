@@ -207,6 +207,12 @@ class Publisher:
                            requestId=request_id)
         return self.receipt(row["seq"])
 
+    def published(self, partition: str, request_ids: list[str]) -> set[str]:
+        """Which of ``request_ids`` an applied publication of ``partition`` carries (an import finishing what an
+        earlier run began asks this of many writes at once, rather than sending each as a retry)."""
+        return {request_id for request_id in request_ids
+                if self.db.one(APPLIED_BY_REQUEST, (partition, request_id)) is not None}
+
     def receipt(self, seq: int) -> Receipt:
         row = self.db.one("SELECT receipt FROM publications WHERE seq = ?", (seq,))
         if row is None:

@@ -25,6 +25,8 @@ from ..core.files import read_file, sha256_bytes
 from ..core.findings import has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, new_id
+from .answers import SourceSummary
+from .attachments import FileInput
 from .inputs import ClaimItem, EvidenceInput, PageInput, RelationshipItem, RememberInput
 from ..vault.ontology import Ontology
 from .publication import FileWrite, Plan
@@ -86,6 +88,8 @@ class _PlanBuilder:
         self.ctx = ctx
         self.writes: list[FileWrite] = []
         self.sources_by_text: dict[str, str] = {}
+        self.new_sources: set[str] = set()  # the sources this publication retains
+        self.retained: list[SourceSummary] = []  # of those, the files a page's citations sent
         self.new_pages: dict[str, str] = {}
         self.taken_paths: set[str] = set()
         self.names: set[str] = set()
@@ -95,19 +99,29 @@ class _PlanBuilder:
         """Keep supporting text as a source file; returns the citation for it."""
         source_id = self.sources_by_text.get(text)
         if source_id is None:
-            source_id = new_id(SOURCE_PREFIX)
-            data = text.encode("utf-8")
-            descriptor = describe_source(source_id, data, media_type="text/plain", origin=self.ctx.attribution,
-                                         recorded_at=self.ctx.now)
-            self.writes.append(FileWrite(descriptor.retained_path, "source", data))
-            self.writes.append(FileWrite(descriptor.descriptor_path, "descriptor", descriptor.render()))
+            source_id = self._retain(text.encode("utf-8"), "text/plain", None)["id"]
             self.sources_by_text[text] = source_id
         citation: WrittenCitation = {"source": source_id, "lines": [1, excerpt_line_count(text)]}
         if len(text) <= QUOTE_MAX_CHARS:
             citation["quote"] = text
         return citation
 
-    def citation(self, evidence: EvidenceInput) -> WrittenCitation:
+    def _retain(self, data: bytes, media_type: str, filename: str | None) -> SourceSummary:
+        """A new source of this publication: the file and its descriptor."""
+        source_id = new_id(SOURCE_PREFIX)
+        descriptor = describe_source(source_id, data, media_type=media_type, origin=self.ctx.attribution,
+                                     recorded_at=self.ctx.now, filename=filename)
+        self.writes.append(FileWrite(descriptor.retained_path, "source", data))
+        self.writes.append(FileWrite(descriptor.descriptor_path, "descriptor", descriptor.render()))
+        self.new_sources.add(source_id)
+        return {"id": source_id, "sha256": descriptor.sha256, "size": descriptor.size, "mediaType": media_type,
+                "filename": filename, "retainedPath": descriptor.retained_path}
+
+    def citation(self, evidence: EvidenceInput | FileInput) -> WrittenCitation:
+        if isinstance(evidence, FileInput):  # retained in this publication, as knowledge_attach would
+            retained = self._retain(evidence.content, evidence.media_type, evidence.filename)
+            self.retained.append(retained)
+            return {"source": retained["id"]}
         if evidence.excerpt is not None:
             return self.retain_excerpt(evidence.excerpt)
         if self.ctx.catalog.source(self.ctx.partition, evidence.source) is None:
@@ -199,8 +213,7 @@ class _PlanBuilder:
 
     def _sources_cited(self, view: RecordView) -> set[str]:
         cited = {citation.source for citation in view.evidence or () if citation.source is not None}
-        new = set(self.sources_by_text.values())
-        return {source for source in cited if source in new
+        return {source for source in cited if source in self.new_sources
                 or self.ctx.catalog.source(self.ctx.partition, source) is not None}
 
     def unique_path(self, directory: str, stem: str) -> str:
@@ -305,8 +318,10 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
         frontmatter["evidence"] = citations
     frontmatter["attribution"] = ctx.attribution
     record = builder.add_record(frontmatter, page.body, path, base=base)
-    receipt = {"id": record_id, "revision": record.revision,
-               "records": [{"id": record_id, "revision": record.revision, "kind": "page"}]}
+    receipt: dict[str, Any] = {"id": record_id, "revision": record.revision,
+                               "records": [{"id": record_id, "revision": record.revision, "kind": "page"}]}
+    if builder.retained:
+        receipt["sources"] = builder.retained
     return builder.plan("save_page", page.request_id, digest, receipt)
 
 

@@ -63,8 +63,9 @@ Where the tools do not fit OpenAI's strict mode or a Gemini-style subset, and wh
 - `knowledge_save_page`'s `fields` is an open object: its keys and types are the page type's, defined by the
   caller's ontology (`knowledge_ontology`, view `definitions`), so no fixed schema can close it.  Strict mode
   needs every object closed; this is the tool that must go without it.
-- `knowledge_attach`'s `content` carries `contentEncoding: base64`, an annotation outside Gemini's subset
-  (its description says base64 as well); an adapter that drops unknown keywords loses nothing.
+- `knowledge_attach`'s `content`, and the same `content` of a file `knowledge_save_page` retains with a page
+  (`evidence[].content`), carry `contentEncoding: base64`, an annotation outside Gemini's subset (the
+  description says base64 as well); an adapter that drops unknown keywords loses nothing.
 - Output schemas are for clients that validate answers, never for a model's constrained decoding: they keep
   optional keys out of `required` (an answer leaves out what does not apply rather than sending null), use
   `$ref`/`$defs` for shapes used more than once and recursive JSON values, and `anyOf` at the root for

@@ -10,6 +10,7 @@ chosen publication step.
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from pathlib import Path
@@ -25,7 +26,9 @@ def writes(count: int):
                         "body": "Dana runs operations.",
                         "evidence": [{"excerpt": "I run operations at Northwind."}]}
     yield "save_page", {"requestId": "page-northwind", "type": "organization", "title": "Northwind",
-                        "body": "A logistics company."}
+                        "body": "A logistics company.",  # and the file it comes from, retained with it
+                        "evidence": [{"content": base64.b64encode(b"Northwind: logistics.\n").decode("ascii"),
+                                      "filename": "northwind.txt"}]}
     for index in range(count):
         if index % 3 == 0:
             yield "remember", {"requestId": f"claims-{index}", "subject": "Dana", "items": [

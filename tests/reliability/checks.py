@@ -27,6 +27,7 @@ from typing import Any, Iterable
 
 from engine.access.authority import AgentCaller
 from engine.core.errors import KnowledgeError
+from engine.vault.evidence import SOURCES_DIR
 from engine.vault.records import check_record, parse_record
 from engine.service import Engine
 from engine.state.statedir import StateDir
@@ -52,8 +53,8 @@ def disk_records(root: Path, ontology: Any, problems: list[str]) -> dict[str, di
     found: dict[str, dict[str, Any]] = {}
     for path in sorted(root.rglob("*.md")):
         relpath = str(path.relative_to(root))
-        if any(part.startswith(".") for part in path.relative_to(root).parts):
-            continue
+        if any(part.startswith(".") for part in path.relative_to(root).parts) or relpath.startswith(f"{SOURCES_DIR}/"):
+            continue  # a retained original may be Markdown too (a page's file, an imported note): not a record
         record, findings = parse_record(path.read_bytes(), relpath)
         if record is None:
             problems.append(f"{root.name}/{relpath} does not parse: {findings}")
@@ -143,17 +144,22 @@ def verify(state: StateDir, writers: Iterable[Writer], *, git_expected: bool = T
     return dict(figures), problems
 
 
+def _retained(ack: Ack) -> list[dict[str, Any]]:
+    """The files an acknowledged write retained: an attachment's source, or those a page retained with it."""
+    return [ack.receipt["source"]] if ack.operation == "knowledge_attach" else ack.receipt.get("sources", [])
+
+
 def _check_writer(engine: Engine, caller: AgentCaller, writer: Writer, disk: dict[str, dict[str, Any]],
                   root: Path, markers: dict[tuple[str, int], str], figures: Counter[str],
                   problems: list[str]) -> None:
     newest: dict[str, int] = {}
     for ack in writer.acks:
-        if ack.operation == "knowledge_attach":
-            source = ack.receipt["source"]
+        for source in _retained(ack):
             path = root / source["retainedPath"]
             if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != source["sha256"]:
                 problems.append(f"{writer.spec.name}: acknowledged attachment {source['id']} is missing or changed")
             figures["attachments checked"] += 1
+        if ack.operation == "knowledge_attach":
             continue
         for written in ack.receipt["records"]:
             record_id, revision = written["id"], written["revision"]
@@ -259,11 +265,11 @@ def _check_git(runtime: Any, acks: list[Ack], writers: list[Writer], engine: Eng
             continue
         root = vault / partition_dir(authority.partition)
         for ack in writer.acks:
-            if ack.operation == "knowledge_attach":
-                data = (root / ack.receipt["source"]["retainedPath"]).read_bytes()
+            for source in _retained(ack):
                 figures["git blobs checked"] += 1
-                if blob_id(data) not in reachable:
-                    problems.append(f"{store_id}: attachment {ack.receipt['source']['id']} is not in git history")
+                if blob_id((root / source["retainedPath"]).read_bytes()) not in reachable:
+                    problems.append(f"{store_id}: attachment {source['id']} is not in git history")
+            if ack.operation == "knowledge_attach":
                 continue
             for written in ack.receipt["records"]:
                 row = runtime.call(lambda: runtime.store.db.one(

@@ -307,9 +307,12 @@ class Writer(threading.Thread):
         request_id = f"{self.spec.name}-{self._count}"
         if not self.pages or roll < 0.25:
             title = f"Page {self.spec.name} {self._count}"
-            return "knowledge_save_page", {"requestId": request_id, "type": "note", "title": title,
-                                           "body": f"{title} body. Marker {mark}. Harbour ferry schedule."}, \
-                {("", 1): mark}
+            page = {"requestId": request_id, "type": "note", "title": title,
+                    "body": f"{title} body. Marker {mark}. Harbour ferry schedule."}
+            if self._count % 2:  # every other new page retains a file with it, in the page's publication
+                page["evidence"] = [{"content": base64.b64encode(f"Notes for {mark}\n".encode()).decode(),
+                                     "filename": f"{mark}.md"}]
+            return "knowledge_save_page", page, {("", 1): mark}
         if roll < 0.55:
             page_id = self.rng.choice(sorted(self.pages))
             revision = self.pages[page_id]

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from engine.importers.common import Writer, import_instance, owner_caller
+from engine.importers.common import Original, Writer, import_instance, owner_caller
 from engine.importers.markdown import import_markdown, load_markdown
 from engine.service import Engine
 from engine.state.statedir import StateDir
@@ -31,6 +31,13 @@ class PrintingWriter(Writer):
         page_id = super().save_page(key, params)
         _print({"page": page_id})
         return page_id
+
+    def save_page_retaining(self, key: str, params: dict[str, Any], original: Original, *, media_type: str,
+                            filename: str) -> tuple[str, list[str]]:
+        page_id, sources = super().save_page_retaining(key, params, original, media_type=media_type,
+                                                       filename=filename)
+        _print({"page": page_id})
+        return page_id, sources
 
     def remember(self, key: str, items: list[dict[str, Any]]) -> list[str]:
         ids = super().remember(key, items)

@@ -46,8 +46,9 @@ def whole(vault: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, d
     return len(store_snapshot(state)), dict(result["imported"])
 
 
-@pytest.mark.parametrize("fault", ["journaled:20", "installed:31", "checkpointed:26", "catalogued:26",
-                                   "acknowledged:41"])
+# 24 publications of a page with its original, then three of links: kills in both phases.
+@pytest.mark.parametrize("fault", ["journaled:20", "installed:31", "checkpointed:13", "checkpointed:26",
+                                   "catalogued:26", "acknowledged:13", "acknowledged:26"])
 def test_an_import_killed_inside_a_group_loses_nothing_acknowledged_and_a_rerun_writes_nothing_twice(
         fault: str, vault: Path, whole: tuple[int, dict[str, int]], tmp_path: Path) -> None:
     state = StateDir(tmp_path / "state")

@@ -10,12 +10,12 @@ import pytest
 from engine.bench.import_markdown import write_vault
 from engine.core.errors import InvalidParams
 from engine.importers import common
-from engine.importers.common import Progress
-from engine.importers.markdown import LINKS_PER_WRITE
+from engine.importers.common import Progress, Writer, import_instance, owner_caller
+from engine.importers.markdown import LINKS_PER_WRITE, load_markdown, retained_name
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
-from tests.helpers import assert_checked_as_read, only_store, records_checked_as_read
+from tests.helpers import assert_checked_as_read, only_store, private_dir, records_checked_as_read
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
 
@@ -136,6 +136,49 @@ def test_a_rerun_takes_the_originals_it_cites_from_the_pages_instead_of_retrying
     retried.clear()
     run_import(engine, "markdown", notes)
     assert sorted(retried) == ["clock.png", "vault › Inbox.md"]  # a changed note's newer original is retained
+
+
+def test_a_new_notes_original_is_retained_in_its_pages_publication(engine: Engine, notes: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    alone: list[str] = []
+    real = common.attach
+    monkeypatch.setattr(common, "attach", lambda engine, caller, request: alone.append(
+        request["filename"]) or real(engine, caller, request))
+
+    result = run_import(engine, "markdown", notes)
+
+    assert alone == ["clock.png"]  # only the file a note links is retained on its own
+    caller = reader(engine)
+    operations = engine.on_store(caller, lambda runtime, authority: sorted(row["operation"] for row in (
+        runtime.store.db.all("SELECT operation FROM publications WHERE state = 'applied'"))))
+    assert operations == ["attach", "remember", "save_page", "save_page", "save_page"]
+    for path, page_id in result["pages"].items():  # each page cites its note's very bytes first
+        first = engine.get_record(caller, page_id)["frontmatter"]["evidence"][0]["source"]
+        retained = private_dir(engine.state) / "sources"
+        assert [file.read_bytes() for file in retained.glob(f"{first}.*") if not file.name.endswith(".yaml")] == [
+            (notes / path).read_bytes()]
+
+
+def test_an_import_begun_with_originals_retained_alone_is_finished_retaining_none_twice(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    """An import interrupted after retaining some originals on their own, before their pages cited them (as
+    every import did before pages retained their originals), is finished citing those sources."""
+    folder, = load_markdown(str(notes), engine.refuse_secrets)
+    begun = folder.notes[:2]
+    with owner_caller(engine, instance=import_instance("markdown")) as (caller, _):
+        writer = Writer(engine, caller, "markdown")
+        retained = {note.path: writer.retain(note.original, note.key, media_type="text/markdown",
+                                             filename=retained_name(folder, note)) for note in begun}
+
+    result = run_import(engine, "markdown", notes)
+
+    for note in begun:
+        page = engine.get_record(reader(engine), result["pages"][note.path])
+        assert page["frontmatter"]["evidence"][0] == {"source": retained[note.path][0]}
+    assert len(records(state_dir, "sources/")) == 2 * 4  # three notes and the photo, each once, descriptor beside
+    before = store_snapshot(state_dir)
+    assert run_import(engine, "markdown", notes) == result
+    assert store_snapshot(state_dir) == before
 
 
 def test_dry_run(engine: Engine, notes: Path) -> None:

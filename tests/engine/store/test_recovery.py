@@ -158,9 +158,10 @@ def test_an_interrupted_publication_with_a_foreign_edit_is_rolled_back(tmp_path)
     """If someone edits a file the crashed publication was replacing, recovery undoes it rather than overwrite."""
     state = StateDir(tmp_path / "state")
     token, token_file = register_owner(state, tmp_path)
-    # Installs: publication 1 writes files 1-3, publication 2 file 4, publication 3 files 5-10;
-    # publication 4 (Dana's second revision) retains its evidence (11, 12) and then replaces dana.md.
-    code, acknowledged = run_writer(state, token_file, "installed:12")
+    # Installs: publication 1 writes files 1-3, publication 2 files 4-6 (a file it retains, its descriptor, the
+    # page), publication 3 files 7-12; publication 4 (Dana's second revision) retains its evidence (13, 14) and
+    # then replaces dana.md.
+    code, acknowledged = run_writer(state, token_file, "installed:14")
     assert code == -signal.SIGKILL and len(acknowledged) == 3
     store = only_store(state)
     private = store / "vault" / "private"

@@ -55,7 +55,8 @@ INPUT_KEYWORDS = {"type", "properties", "required", "additionalProperties", "ite
                   "anyOf", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern",
                   "default", "title"}
 # The documented exception to those keywords: an annotation Gemini's subset lacks (docs/protocol-tools.md).
-EXTRA_KEYWORDS = {("knowledge_attach", "/properties/content"): {"contentEncoding"}}
+EXTRA_KEYWORDS = {("knowledge_attach", "/properties/content"): {"contentEncoding"},
+                  ("knowledge_save_page", "/properties/evidence/items/properties/content"): {"contentEncoding"}}
 
 
 @pytest.mark.parametrize("tool", CORE_TOOLS, ids=lambda tool: tool.name)
