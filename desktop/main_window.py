@@ -327,11 +327,13 @@ class MainWindow(QMainWindow):
             names = [agent["name"] for agent in self.inventory.get("agents", [])]
             self.import_dialog = ImportDialog(self.tasks, names, self.agent, self)
             self.import_dialog.sig_show_requested.connect(self.show_imported)
+            self.agents_view.sig_inventory_changed.connect(self.import_dialog.follow)  # agents added meanwhile
             self.import_dialog.open()
 
         def open_export() -> None:
             store = self._agent_store()
             self.export_dialog = ExportDialog(self.tasks, self.inventory.get("stores", []), store, self)
+            self.agents_view.sig_inventory_changed.connect(self.export_dialog.follow)  # stores made meanwhile
             self.export_dialog.open()
 
         self.import_action = self.menus.action(

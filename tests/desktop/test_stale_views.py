@@ -311,3 +311,34 @@ def test_models_registered_with_the_cli_show_when_the_models_view_is_shown_again
         window.show_view(window.views.index(models))
     assert [row["name"] for row in models.installed_model.rows()] == sorted([*before, "tiny"])
     assert window.navigation.count_of(models) == len(before) + 1
+
+
+def choices(combo: Any) -> list[str]:
+    return [combo.itemText(n) for n in range(combo.count())]
+
+
+def test_the_open_import_and_export_dialogs_offer_an_agent_and_a_store_made_meanwhile(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    root = str(served_again.state.root)
+    window.import_action.trigger()  # File › Import…
+    window.export_action.trigger()  # File › Export…
+    importing, exporting = window.import_dialog, window.export_dialog
+    importing.agent.setCurrentText("typed")  # the owner's name for a new agent, not imported yet
+    stores_before = choices(exporting.store)
+    chosen_store = exporting.store.currentData()
+
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        assert cli(["--state-dir", root, "agents", "add", "helper", "--owner"]) == 0
+    assert "helper" in choices(importing.agent)
+    assert importing.agent.currentText() == "typed"  # what the owner typed stays
+
+    token = served_again.engine.registry.add_credential("helper")
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000,
+                          check_params_cb=lambda inventory: any(
+                              (agent.get("store") or {}).get("storeId") for agent in inventory["agents"]
+                              if agent["name"] == "helper")):
+        written(served_again, token, "Helper's first page")  # its first write makes its store
+    assert "helper's own store" in choices(exporting.store)
+    assert len(choices(exporting.store)) == len(stores_before) + 1
+    assert exporting.store.currentData() == chosen_store  # the store chosen stays chosen
