@@ -57,7 +57,7 @@ from .vocabulary.view import VocabularyView
 
 LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
 NO_AGENTS_TEXT = "No agents yet: add one with Add agent… (Ctrl+N)."
-COUNTED_TOPICS = {"publications", "stores", "grants", "jobs"}  # the changes that can move a sidebar count
+COUNTED_TOPICS = {"publications", "stores", "grants", "jobs", "models"}  # the changes that can move a sidebar count
 
 
 class MainWindow(QMainWindow):
@@ -458,6 +458,8 @@ class MainWindow(QMainWindow):
                 views.add(self.gate_view)
             elif topic == "jobs":
                 views.add(self.models_view)
+            elif topic == "models":  # the gate's replay chooses among the installed models too
+                views.update((self.models_view, self.gate_view))
             elif topic == "health" and ours:
                 views.update((self.health_view, self.partitions_view))
             elif topic == "sync":  # every store's: the view lists them all

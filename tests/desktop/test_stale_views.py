@@ -342,3 +342,25 @@ def test_the_open_import_and_export_dialogs_offer_an_agent_and_a_store_made_mean
     assert "helper's own store" in choices(exporting.store)
     assert len(choices(exporting.store)) == len(stores_before) + 1
     assert exporting.store.currentData() == chosen_store  # the store chosen stays chosen
+
+
+def test_a_model_registered_with_the_cli_shows_at_once_in_the_models_view_in_front_and_in_the_count(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    models = window.models_view
+    with qtbot.waitSignal(models.sig_content_loaded, timeout=10_000):
+        window.show_view(window.views.index(models))
+    before = [row["name"] for row in models.installed_model.rows()]
+    root = str(served_again.state.root)
+
+    with qtbot.waitSignal(models.sig_content_loaded, timeout=10_000,
+                          check_params_cb=lambda report: "tiny" in [m["name"] for m in report["installed"]]):
+        assert cli(["--state-dir", root, "models", "add-local", str(TINY_RERANKER), "--name", "tiny"]) == 0
+    assert [row["name"] for row in models.installed_model.rows()] == sorted([*before, "tiny"])
+    qtbot.waitUntil(lambda: window.navigation.count_of(models) == len(before) + 1, timeout=10_000)
+
+    window.show_view(window.views.index(window.records_view))  # elsewhere, the sidebar still counts it
+    with qtbot.waitSignal(window.sig_live_applied, timeout=10_000,
+                          check_params_cb=lambda titles: models.title in titles):
+        assert cli(["--state-dir", root, "models", "add-local", str(TINY_RERANKER), "--name", "tinier"]) == 0
+    qtbot.waitUntil(lambda: window.navigation.count_of(models) == len(before) + 2, timeout=10_000)
