@@ -200,7 +200,8 @@ class RecordPage(QWidget):
         self._generation += 1
         self._load(self.shown_id, keep_revisions=self.history.chosen_revisions(), again=True)
 
-    def _load(self, record_id: str, *, keep_revisions: list[int] | None = None, again: bool = False) -> None:
+    def _load(self, record_id: str, *, keep_revisions: list[tuple[Any, Any]] | None = None,
+              again: bool = False) -> None:
         generation = self._generation
         params = {"agent": self.agent, "id": record_id}
 
@@ -282,7 +283,7 @@ class RecordPage(QWidget):
         record, known = self.record or {}, known_records(self.links)
         self.body.rerender_with(lambda: self.body.show_html(body_html(record.get("body") or "", known)))
 
-    def _on_history(self, history: dict[str, Any], keep_revisions: list[int] | None = None) -> None:
+    def _on_history(self, history: dict[str, Any], keep_revisions: list[tuple[Any, Any]] | None = None) -> None:
         self.history.show_history(self.agent or "", history, keep_revisions)
         self.sig_content_loaded.emit(history["id"])
 

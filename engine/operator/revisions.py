@@ -79,13 +79,15 @@ def parsed(row: RevisionRow) -> Record | None:
 def record_history(engine: "StoreEntry[OpenStore]", caller: "Caller", record_id: str,
                    history: RecordHistory) -> OperatorHistory:
     """``history`` (the store's answer) with each revision's ``changed``, read from the revision archive."""
-    def work(runtime: "OpenStore", authority: "Authority") -> dict[int, list[str]]:
-        changed: dict[int, list[str]] = {}
+    # Each kept version by its number and sha256: an edit outside the engine keeps the number of the
+    # version before it, so the number alone names two.
+    def work(runtime: "OpenStore", authority: "Authority") -> dict[tuple[int, str], list[str]]:
+        changed: dict[tuple[int, str], list[str]] = {}
         previous: Record | None = None
         for number, row in enumerate(runtime.catalog.revisions(authority.partition, record_id)):
             record = parsed(row)
             if record is not None and (number == 0 or previous is not None):
-                changed[row.revision] = [] if previous is None else changed_names(previous, record)
+                changed[row.revision, row.sha256] = [] if previous is None else changed_names(previous, record)
             previous = record
         return changed
 
@@ -93,8 +95,8 @@ def record_history(engine: "StoreEntry[OpenStore]", caller: "Caller", record_id:
     revisions: list[ChangedRevision] = []
     for revision in history["revisions"]:
         entry: ChangedRevision = {**revision}  # type: ignore[typeddict-item]
-        if revision["revision"] in changed:
-            entry["changed"] = changed[revision["revision"]]
+        if (revision["revision"], revision["sha256"]) in changed:
+            entry["changed"] = changed[revision["revision"], revision["sha256"]]
         revisions.append(entry)
     return {**history, "revisions": revisions}  # type: ignore[typeddict-item]
 

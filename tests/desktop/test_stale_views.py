@@ -9,6 +9,7 @@ made explicitly, as ``knowledge_resume`` makes it, so no test waits on time.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QLabel, QLineEdit
 from desktop.agents.dialogs import TokenDialog
 
 from desktop.main_window import MainWindow
+from desktop.records.history import revision_time, what_changed
 from engine import runtime
 from engine.cli import main as cli
 from engine.state.statedir import StateDir
@@ -364,3 +366,53 @@ def test_a_model_registered_with_the_cli_shows_at_once_in_the_models_view_in_fro
                           check_params_cb=lambda titles: models.title in titles):
         assert cli(["--state-dir", root, "models", "add-local", str(TINY_RERANKER), "--name", "tinier"]) == 0
     qtbot.waitUntil(lambda: window.navigation.count_of(models) == len(before) + 2, timeout=10_000)
+
+
+def recent(records: Any) -> list[str]:
+    return [row["id"] for row in records.recent_model.rows()]
+
+
+def test_an_outside_edit_that_keeps_the_revision_number_is_its_own_revision_in_history_and_first_in_recent(
+        qtbot, served_held, open_window) -> None:
+    served_again = served_held  # no checkpoint commit reloads the page while a revision is chosen
+    window = open_window(served_again.state)
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    qtbot.waitUntil(lambda: records.recent_model.rowCount() > 1, timeout=10_000)
+    record_id = records.recent_model.rows()[0]["id"]
+    with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):
+        records.open_record(record_id)
+    history = records.page.history
+    numbers = [row["revision"] for row in history.model.rows()]
+
+    def dated_long_ago(path: Path) -> None:  # an editor that writes the next number and its own date
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(r"revision: \d+", f"revision: {numbers[-1] + 1}", text, count=1)
+        path.write_text(re.sub(r"updated_at: .*", "updated_at: '2020-01-05T09:00:00Z'", text, count=1),
+                        encoding="utf-8")
+
+    with qtbot.waitSignal(window.sig_live_applied, timeout=10_000):
+        edit_outside(served_again, record_id, dated_long_ago)
+    qtbot.waitUntil(lambda: recent(records)[-1:] == [record_id], timeout=10_000)  # dated before every other
+
+    def edited_by_hand(path: Path) -> None:  # Obsidian, say: the body changes, the number and date stay
+        path.write_text(path.read_text(encoding="utf-8") + "\nAdded in the editor.\n", encoding="utf-8")
+
+    with qtbot.waitSignal(window.sig_live_applied, timeout=10_000):
+        edit_outside(served_again, record_id, edited_by_hand)
+    number = numbers[-1] + 1
+    qtbot.waitUntil(lambda: history.model.rowCount() == len(numbers) + 2, timeout=10_000)
+    shown_numbers = [str(history.model.data(history.model.index(n, 0))) for n in range(history.model.rowCount())]
+    assert shown_numbers[-2:] == [f"{number}", f"{number}.1"]  # the edit has a number of its own
+    seen = history.model.rows()[-1]
+    assert (seen["origin"], what_changed(seen)) == ("external", "body")
+    assert revision_time(seen) == seen["observedAt"]  # dated when the engine saw the edit, not the file's date
+
+    with qtbot.waitSignal(history.sig_diff_loaded, timeout=10_000) as shown:
+        history.table.selectRow(history.model.rowCount() - 1)  # the edit, against the version before it
+    assert f"Revision {number} → revision {number}.1" in shown.args[0]
+    assert "+Added in the editor." in shown.args[0]
+
+    qtbot.waitUntil(lambda: recent(records)[:1] == [record_id], timeout=10_000)
+    listed = {row["id"]: row["updatedAt"] for row in records.recent_model.rows()}
+    assert listed[record_id] == seen["observedAt"]  # Recent's Updated: when the edit was seen
