@@ -69,6 +69,22 @@ def revision_time(row: dict[str, Any]) -> Any:
     return row.get("updatedAt") or row.get("observedAt")
 
 
+def revision_author(row: dict[str, Any]) -> str | None:
+    """Who wrote a revision: the agent its attribution names; a version edited outside the engine that kept
+    the number still names the agent of the version it edited, so it says "outside the engine" instead."""
+    if kept_again(row) and row.get("origin") == "external":
+        return "outside the engine"
+    return written_by(row.get("attribution"))
+
+
+def revision_author_tooltip(row: dict[str, Any]) -> str | None:
+    if revision_author(row) == written_by(row.get("attribution")):
+        return None
+    agent = written_by(row.get("attribution"))
+    return (f"Edited in another program; the file still names {agent}, who wrote revision {row.get('revision')}"
+            if agent else "Edited in another program")
+
+
 def revision_tooltip(row: dict[str, Any]) -> str | None:
     if not kept_again(row):
         return None
@@ -94,7 +110,7 @@ def history_columns(now: Clock) -> list[Column]:
         Column("Revision", lambda r: r.get("label", r.get("revision")), align_right=True, tooltip=revision_tooltip),
         Column("When", lambda r: ago(revision_time(r), now()), tooltip=lambda r: exact_time(revision_time(r), now()),
                whole=True),
-        Column("Written by", lambda r: written_by(r.get("attribution")), whole=True),
+        Column("Written by", revision_author, whole=True, tooltip=revision_author_tooltip),
         Column("What changed", what_changed, stretch=True,
                tooltip=lambda r: ", ".join(r.get("changed") or []) or None),
         Column("Lifecycle", lambda r: r.get("lifecycle")),

@@ -64,7 +64,15 @@ def changed_names(before: Record, after: Record) -> list[str]:
     return names + [change["name"] for change in field_changes(before, after)]
 
 
-def body_diff(before: Record, after: Record, old: int, new: int, max_lines: int) -> tuple[str, bool]:
+def version_labels(before: RevisionRow, after: RevisionRow) -> tuple[str, str]:
+    """How a diff's header names two kept versions after "revision": the number, with the start of each
+    sha256 where both have the same number (an edit made outside the engine keeps it)."""
+    if before.revision != after.revision:
+        return f"{before.revision}", f"{after.revision}"
+    return f"{before.revision} ({before.sha256[:12]})", f"{after.revision} ({after.sha256[:12]})"
+
+
+def body_diff(before: Record, after: Record, old: int | str, new: int | str, max_lines: int) -> tuple[str, bool]:
     """A unified diff of the two bodies (``revision N`` as the file names), and whether it was cut."""
     lines = list(difflib.unified_diff(before.body.splitlines(), after.body.splitlines(), f"revision {old}",
                                       f"revision {new}", lineterm=""))
@@ -106,5 +114,5 @@ def structured_diff(before_row: RevisionRow, after_row: RevisionRow, max_lines: 
     before, after = parsed(before_row), parsed(after_row)
     if before is None or after is None:
         return {"readable": False, "fields": [], "bodyDiff": "", "bodyTruncated": False}
-    text, cut = body_diff(before, after, before_row.revision, after_row.revision, max_lines)
+    text, cut = body_diff(before, after, *version_labels(before_row, after_row), max_lines)
     return {"readable": True, "fields": field_changes(before, after), "bodyDiff": text, "bodyTruncated": cut}

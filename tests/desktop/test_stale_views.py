@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QLabel, QLineEdit
 from desktop.agents.dialogs import TokenDialog
 
 from desktop.main_window import MainWindow
-from desktop.records.history import revision_time, what_changed
+from desktop.records.history import revision_author, revision_time, what_changed
 from engine import runtime
 from engine.cli import main as cli
 from engine.state.statedir import StateDir
@@ -407,11 +407,15 @@ def test_an_outside_edit_that_keeps_the_revision_number_is_its_own_revision_in_h
     seen = history.model.rows()[-1]
     assert (seen["origin"], what_changed(seen)) == ("external", "body")
     assert revision_time(seen) == seen["observedAt"]  # dated when the engine saw the edit, not the file's date
+    assert revision_author(seen) == "outside the engine"  # not the agent the file still names
+    qtbot.waitUntil(lambda: f"revision {number}.1, edited outside the engine" in records.page.header.toPlainText(),
+                    timeout=10_000)  # the page names the version shown as History does
 
     with qtbot.waitSignal(history.sig_diff_loaded, timeout=10_000) as shown:
         history.table.selectRow(history.model.rowCount() - 1)  # the edit, against the version before it
     assert f"Revision {number} → revision {number}.1" in shown.args[0]
     assert "+Added in the editor." in shown.args[0]
+    assert f"+++ revision {number} ({seen['sha256'][:12]})" in shown.args[0]  # the body diff names the version
 
     qtbot.waitUntil(lambda: recent(records)[:1] == [record_id], timeout=10_000)
     listed = {row["id"]: row["updatedAt"] for row in records.recent_model.rows()}
