@@ -577,18 +577,24 @@ class Catalog(CatalogReads):
         as seen outside after another version with the same number, when the engine first saw it, so the
         record is listed as updated then (Recent, ``updatedAt``).  The rule reads the revision archive, so a
         later re-read of the same file (a changed ontology) dates it the same."""
-        for version in seen:
-            row = self.db.one(
-                "SELECT r.observed_at FROM revisions r WHERE r.partition = ? AND r.record_id = ? AND r.revision = ? "
-                "AND r.sha256 = ? AND r.origin = 'external' AND EXISTS (SELECT 1 FROM revisions e WHERE "
-                "e.partition = r.partition AND e.record_id = r.record_id AND e.revision = r.revision AND e.seq < r.seq)",
-                (partition, version.record_id, version.revision, version.sha256))
-            if row is None:
-                continue
-            written = parse_timestamp(version.updated_at)
-            if written is None or written < parse_timestamp(row["observed_at"]):
-                self.db.execute("UPDATE catalog SET updated_at = ? WHERE partition = ? AND path = ?",
-                                (row["observed_at"], partition, version.path))
+        for start in range(0, len(seen), _CHUNK):
+            chunk = {(version.record_id, version.revision, version.sha256): version
+                     for version in seen[start:start + _CHUNK]}
+            ids = sorted({record_id for record_id, _, _ in chunk})
+            # One statement per chunk: a sync of many new files (none with an earlier version) pays little.
+            edits = self.db.tuples(
+                "SELECT r.record_id, r.revision, r.sha256, r.observed_at FROM revisions r WHERE r.partition = ? "
+                f"AND r.record_id IN ({placeholders(ids)}) AND r.origin = 'external' AND EXISTS (SELECT 1 FROM "
+                "revisions e WHERE e.partition = r.partition AND e.record_id = r.record_id AND e.revision = "
+                "r.revision AND e.seq < r.seq)", (partition, *ids))
+            for record_id, revision, sha256, observed_at in edits:
+                version = chunk.get((record_id, revision, sha256))
+                if version is None:  # an earlier edit of the record, not the version on disk now
+                    continue
+                written = parse_timestamp(version.updated_at)
+                if written is None or written < parse_timestamp(observed_at):
+                    self.db.execute("UPDATE catalog SET updated_at = ? WHERE partition = ? AND path = ?",
+                                    (observed_at, partition, version.path))
 
     # --- cross-record checks ----------------------------------------------------
 
