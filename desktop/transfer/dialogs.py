@@ -351,7 +351,7 @@ class ExportDialog(_JobDialog):
     def _list_stores(self, stores: list[dict[str, Any]], store_id: str | None) -> None:
         self.store.clear()
         for store in stores:
-            if store.get("storeId"):  # a store no agent has used yet (none made) has nothing to export
+            if store.get("storeId"):  # a named store no member has used yet has nothing to export
                 self.store.addItem(store_label(store), store["storeId"])
         if store_id is not None and self.store.findData(store_id) >= 0:
             self.store.setCurrentIndex(self.store.findData(store_id))

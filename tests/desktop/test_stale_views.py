@@ -298,14 +298,19 @@ def test_an_open_connect_an_agent_lists_agents_added_and_removed_meanwhile(qtbot
     qtbot.waitUntil(lambda: dialog.audience_note.text().startswith("main has owner"), timeout=10_000)
 
 
+def models_in_front(qtbot: Any, window: MainWindow) -> list[str]:
+    """Models shown and loaded; the names it lists."""
+    with qtbot.waitSignal(window.models_view.sig_content_loaded, timeout=10_000):
+        window.show_view(window.views.index(window.models_view))
+    return [row["name"] for row in window.models_view.installed_model.rows()]
+
+
 def test_models_registered_with_the_cli_show_when_the_models_view_is_shown_again(
         qtbot, served_again, open_window) -> None:
     window = open_window(served_again.state)
     models = window.models_view
-    with qtbot.waitSignal(models.sig_content_loaded, timeout=10_000):
-        window.show_view(window.views.index(models))
-    before = [row["name"] for row in models.installed_model.rows()]
-    root = str(served_again.state.root)  # the engine is not told: the CLI writes the models' manifest
+    before = models_in_front(qtbot, window)
+    root = str(served_again.state.root)  # the CLI writes the models' manifest; shown again, Models reads it
     assert cli(["--state-dir", root, "models", "add-local", str(TINY_RERANKER), "--name", "tiny"]) == 0
 
     window.show_view(window.views.index(window.records_view))
@@ -350,9 +355,7 @@ def test_a_model_registered_with_the_cli_shows_at_once_in_the_models_view_in_fro
         qtbot, served_again, open_window) -> None:
     window = open_window(served_again.state)
     models = window.models_view
-    with qtbot.waitSignal(models.sig_content_loaded, timeout=10_000):
-        window.show_view(window.views.index(models))
-    before = [row["name"] for row in models.installed_model.rows()]
+    before = models_in_front(qtbot, window)
     root = str(served_again.state.root)
 
     with qtbot.waitSignal(models.sig_content_loaded, timeout=10_000,
