@@ -581,16 +581,21 @@ class Catalog(CatalogReads):
             chunk = {(version.record_id, version.revision, version.sha256): version
                      for version in seen[start:start + _CHUNK]}
             ids = sorted({record_id for record_id, _, _ in chunk})
-            # One statement per chunk: a sync of many new files (none with an earlier version) pays little.
-            edits = self.db.tuples(
-                "SELECT r.record_id, r.revision, r.sha256, r.observed_at FROM revisions r WHERE r.partition = ? "
-                f"AND r.record_id IN ({placeholders(ids)}) AND r.origin = 'external' AND EXISTS (SELECT 1 FROM "
-                "revisions e WHERE e.partition = r.partition AND e.record_id = r.record_id AND e.revision = "
-                "r.revision AND e.seq < r.seq)", (partition, *ids))
-            for record_id, revision, sha256, observed_at in edits:
+            # The versions kept after another with the same number, found in the archive's index alone (its
+            # rows hold every file's bytes): a sync of many new files, none with an earlier version, pays little.
+            kept_again = self.db.tuples(
+                "SELECT r.seq, r.record_id, r.revision, r.sha256 FROM revisions r WHERE r.partition = ? "
+                f"AND r.record_id IN ({placeholders(ids)}) AND EXISTS (SELECT 1 FROM revisions e WHERE "
+                "e.partition = r.partition AND e.record_id = r.record_id AND e.revision = r.revision "
+                "AND e.seq < r.seq)", (partition, *ids))
+            for seq, record_id, revision, sha256 in kept_again:
                 version = chunk.get((record_id, revision, sha256))
                 if version is None:  # an earlier edit of the record, not the version on disk now
                     continue
+                kept = self.db.one("SELECT observed_at FROM revisions WHERE seq = ? AND origin = 'external'", (seq,))
+                if kept is None:  # the engine's own bytes (or a sync's), not an edit made outside it
+                    continue
+                observed_at = kept["observed_at"]
                 written = parse_timestamp(version.updated_at)
                 if written is None or written < parse_timestamp(observed_at):
                     self.db.execute("UPDATE catalog SET updated_at = ? WHERE partition = ? AND path = ?",
