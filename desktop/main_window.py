@@ -57,7 +57,7 @@ from .vocabulary.view import VocabularyView
 
 LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
 NO_AGENTS_TEXT = "No agents yet: add one with Add agent… (Ctrl+N)."
-COUNTED_TOPICS = {"publications", "stores", "grants", "jobs"}  # the changes that can move a sidebar count
+COUNTED_TOPICS = {"publications", "stores", "grants", "jobs", "models"}  # the changes that can move a sidebar count
 
 
 class MainWindow(QMainWindow):
@@ -327,11 +327,13 @@ class MainWindow(QMainWindow):
             names = [agent["name"] for agent in self.inventory.get("agents", [])]
             self.import_dialog = ImportDialog(self.tasks, names, self.agent, self)
             self.import_dialog.sig_show_requested.connect(self.show_imported)
+            self.agents_view.sig_inventory_changed.connect(self.import_dialog.follow)  # agents added meanwhile
             self.import_dialog.open()
 
         def open_export() -> None:
             store = self._agent_store()
             self.export_dialog = ExportDialog(self.tasks, self.inventory.get("stores", []), store, self)
+            self.agents_view.sig_inventory_changed.connect(self.export_dialog.follow)  # stores made meanwhile
             self.export_dialog.open()
 
         self.import_action = self.menus.action(
@@ -456,6 +458,8 @@ class MainWindow(QMainWindow):
                 views.add(self.gate_view)
             elif topic == "jobs":
                 views.add(self.models_view)
+            elif topic == "models":  # the gate's replay chooses among the installed models too
+                views.update((self.models_view, self.gate_view))
             elif topic == "health" and ours:
                 views.update((self.health_view, self.partitions_view))
             elif topic == "sync":  # every store's: the view lists them all

@@ -12,6 +12,7 @@ pull or registration is refused, never run.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -127,6 +128,15 @@ class ModelStore:
 
     def folder_for(self, name: str) -> Path:
         return self.root / name
+
+    def manifest_stamp(self) -> tuple[int, int, int] | None:
+        """The manifest's (inode, mtime, size), None while there is none: another stamp means it was rewritten
+        (each write replaces the file, so a new inode)."""
+        try:
+            info = os.stat(self.manifest_path)
+        except FileNotFoundError:
+            return None
+        return (info.st_ino, info.st_mtime_ns, info.st_size)
 
     def installed(self) -> dict[str, InstalledModel]:
         try:

@@ -9,6 +9,7 @@ the window never parses a record file.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
@@ -41,9 +42,55 @@ def written_by(attribution: Any) -> str | None:
     return f"{attribution['agent']} ({instance})" if instance else str(attribution["agent"])
 
 
+def labelled(revisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The revisions, each with the ``label`` History shows: its number, and for a version that kept the
+    number of one before it (an edit made outside the engine, which leaves the file's number as it was) the
+    number and how many such versions came before it: 1, 1.1, 1.2, 2."""
+    seen: Counter[Any] = Counter()
+    rows = []
+    for row in revisions:
+        number = row.get("revision")
+        rows.append({**row, "label": f"{number}.{seen[number]}" if seen[number] else f"{number}"})
+        seen[number] += 1
+    return rows
+
+
+def kept_again(row: dict[str, Any]) -> bool:
+    """Whether the row is a version that kept the number of one before it (``labelled``)."""
+    return "." in str(row.get("label", ""))
+
+
 def revision_time(row: dict[str, Any]) -> Any:
-    """When a revision was written: its own ``updated_at``, else when the engine first saw it."""
+    """When a revision was written: its own ``updated_at``, else when the engine first saw it; a version that
+    kept an earlier one's number (edited outside the engine) is dated when the engine first saw it, since the
+    editor left ``updated_at`` as it was."""
+    if kept_again(row):
+        return row.get("observedAt")
     return row.get("updatedAt") or row.get("observedAt")
+
+
+def revision_author(row: dict[str, Any]) -> str | None:
+    """Who wrote a revision: the agent its attribution names; a version edited outside the engine that kept
+    the number still names the agent of the version it edited, so it says "outside the engine" instead."""
+    if kept_again(row) and row.get("origin") == "external":
+        return "outside the engine"
+    return written_by(row.get("attribution"))
+
+
+def revision_author_tooltip(row: dict[str, Any]) -> str | None:
+    if revision_author(row) == written_by(row.get("attribution")):
+        return None
+    agent = written_by(row.get("attribution"))
+    return (f"Edited in another program; the file still names {agent}, who wrote revision {row.get('revision')}"
+            if agent else "Edited in another program")
+
+
+def revision_tooltip(row: dict[str, Any]) -> str | None:
+    if not kept_again(row):
+        return None
+    what = "edited outside the engine" if row.get("origin") == "external" else ORIGINS.get(str(row.get("origin")))
+    return (f"Revision {row.get('revision')} as {what or 'kept again'}: the file kept its revision number, so "
+            f"History numbers this version {row['label']}")
 
 
 def what_changed(row: dict[str, Any]) -> str:
@@ -60,10 +107,10 @@ def what_changed(row: dict[str, Any]) -> str:
 
 def history_columns(now: Clock) -> list[Column]:
     return [
-        Column("Revision", lambda r: r.get("revision"), align_right=True),
+        Column("Revision", lambda r: r.get("label", r.get("revision")), align_right=True, tooltip=revision_tooltip),
         Column("When", lambda r: ago(revision_time(r), now()), tooltip=lambda r: exact_time(revision_time(r), now()),
                whole=True),
-        Column("Written by", lambda r: written_by(r.get("attribution")), whole=True),
+        Column("Written by", revision_author, whole=True, tooltip=revision_author_tooltip),
         Column("What changed", what_changed, stretch=True,
                tooltip=lambda r: ", ".join(r.get("changed") or []) or None),
         Column("Lifecycle", lambda r: r.get("lifecycle")),
@@ -141,14 +188,20 @@ def revision_diff_html(result: dict[str, Any], dark: bool | None = None, now: da
     return "".join(parts)
 
 
-def compared(revisions: list[int]) -> tuple[int, int] | None:
-    """The two revisions to compare for a selection: one against the one before it, two against each other."""
-    chosen = sorted(set(revisions))
+def compared(rows: list[int]) -> tuple[int, int] | None:
+    """The two rows to compare for a selection of History's rows (oldest first): one against the one before
+    it, two against each other."""
+    chosen = sorted(set(rows))
     if not chosen:
         return None
     if len(chosen) == 1:
-        return (chosen[0] - 1, chosen[0]) if chosen[0] > 1 else None
+        return (chosen[0] - 1, chosen[0]) if chosen[0] > 0 else None
     return chosen[0], chosen[-1]
+
+
+def version_key(row: dict[str, Any]) -> tuple[Any, Any]:
+    """One kept version: its number and its sha256 (an edit outside the engine keeps the number)."""
+    return row.get("revision"), row.get("sha256")
 
 
 class HistoryPanel(QWidget):
@@ -187,17 +240,22 @@ class HistoryPanel(QWidget):
         self.model.set_rows([])
         self.diff.clear()
 
-    def chosen_revisions(self) -> list[int]:
-        return sorted(self.model.row(index.row())["revision"] for index in self.table.selectionModel().selectedRows())
+    def chosen_rows(self) -> list[int]:
+        return sorted(index.row() for index in self.table.selectionModel().selectedRows())
 
-    def show_history(self, agent: str, history: dict[str, Any], keep: list[int] | None = None) -> None:
-        """The revisions (newest last, as the engine lists them); ``keep``: revisions chosen before, chosen again
-        (their diff is asked for again)."""
+    def chosen_revisions(self) -> list[tuple[Any, Any]]:
+        """The versions chosen (``version_key``), to choose them again once History is read again."""
+        return [version_key(self.model.row(row)) for row in self.chosen_rows()]
+
+    def show_history(self, agent: str, history: dict[str, Any], keep: list[tuple[Any, Any]] | None = None) -> None:
+        """The revisions (newest last, as the engine lists them); ``keep``: versions chosen before
+        (``chosen_revisions``), chosen again (their diff is asked for again)."""
         self._generation += 1
         self.agent, self.record_id = agent, history["id"]
-        self.model.set_rows(history["revisions"])
+        revisions = labelled(history["revisions"])
+        self.model.set_rows(revisions)
         self.table.resizeColumnsToContents()
-        rows = [n for n, row in enumerate(history["revisions"]) if row.get("revision") in (keep or [])]
+        rows = [n for n, row in enumerate(revisions) if version_key(row) in (keep or [])]
         chosen = QItemSelection()
         for row in rows:
             chosen.select(self.model.index(row, 0), self.model.index(row, self.model.columnCount() - 1))
@@ -205,18 +263,24 @@ class HistoryPanel(QWidget):
             self.table.selectionModel().select(chosen, QItemSelectionModel.SelectionFlag.ClearAndSelect)
 
     def _on_revision_selected(self) -> None:
-        pair = compared(self.chosen_revisions())
+        pair = compared(self.chosen_rows())
         if pair is None:
-            first = self.chosen_revisions() == [1]
+            first = self.chosen_rows() == [0]
             self.diff.rerender_with(lambda: self.diff.show_html(
-                '<div class="muted">Revision 1 is where this record begins: select a later one to see what it '
-                "changed.</div>" if first else ""))
+                f'<div class="muted">Revision {esc(self.model.row(0).get("label"))} is where this record begins: '
+                "select a later one to see what it changed.</div>" if first else ""))
             if first:
                 self.sig_diff_loaded.emit(self.diff.toPlainText())
             return
-        self.show_diff(*pair)
+        self._compare(self.model.row(pair[0]), self.model.row(pair[1]))
 
     def show_diff(self, old: int, new: int) -> None:
+        """Compare revisions ``old`` and ``new`` (each number's newest version, as the engine reads a number)."""
+        newest = {row.get("revision"): row for row in self.model.rows()}
+        if old in newest and new in newest:
+            self._compare(newest[old], newest[new])
+
+    def _compare(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if self.record_id is None or self.agent is None:
             return
         self._generation += 1  # only the last comparison asked for is shown
@@ -225,8 +289,10 @@ class HistoryPanel(QWidget):
         def shown(result: dict[str, Any]) -> None:
             if generation != self._generation:
                 return
-            self.diff.rerender_with(lambda: self.diff.show_html(revision_diff_html(result, now=self.now())))
+            named = {**result, "from": old.get("label"), "to": new.get("label")}  # 1.1 for a version kept again
+            self.diff.rerender_with(lambda: self.diff.show_html(revision_diff_html(named, now=self.now())))
             self.sig_diff_loaded.emit(self.diff.toPlainText())
 
-        self.tasks.request("operator/diff", {"agent": self.agent, "id": self.record_id, "from": old, "to": new},
-                           shown, owner=self)
+        self.tasks.request("operator/diff", {
+            "agent": self.agent, "id": self.record_id, "from": old.get("revision"), "to": new.get("revision"),
+            "fromSha256": old.get("sha256"), "toSha256": new.get("sha256")}, shown, owner=self)

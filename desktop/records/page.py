@@ -200,7 +200,8 @@ class RecordPage(QWidget):
         self._generation += 1
         self._load(self.shown_id, keep_revisions=self.history.chosen_revisions(), again=True)
 
-    def _load(self, record_id: str, *, keep_revisions: list[int] | None = None, again: bool = False) -> None:
+    def _load(self, record_id: str, *, keep_revisions: list[tuple[Any, Any]] | None = None,
+              again: bool = False) -> None:
         generation = self._generation
         params = {"agent": self.agent, "id": record_id}
 
@@ -262,9 +263,16 @@ class RecordPage(QWidget):
         self.request_button.setEnabled(True)
         self.graph_button.setEnabled(True)
         self.body.setPlaceholderText("This record has no body.")
-        self.header.rerender_with(lambda: self.header.show_html(header_html(record, self.now())))
+        self._show_header()
         self._show_details()
         self._show_body()
+
+    def _show_header(self) -> None:
+        """The header of the record shown, with History's name and date of the version shown once History has
+        it (an edit made outside the engine that kept the file's number is ``1.1``, dated when seen)."""
+        record = self.record or {}
+        version = next((row for row in self.history.model.rows() if row.get("sha256") == record.get("sha256")), None)
+        self.header.rerender_with(lambda: self.header.show_html(header_html(record, self.now(), version)))
 
     def _on_links(self, links: dict[str, Any]) -> None:
         self.links = links
@@ -282,8 +290,10 @@ class RecordPage(QWidget):
         record, known = self.record or {}, known_records(self.links)
         self.body.rerender_with(lambda: self.body.show_html(body_html(record.get("body") or "", known)))
 
-    def _on_history(self, history: dict[str, Any], keep_revisions: list[int] | None = None) -> None:
+    def _on_history(self, history: dict[str, Any], keep_revisions: list[tuple[Any, Any]] | None = None) -> None:
         self.history.show_history(self.agent or "", history, keep_revisions)
+        if self.record is not None and self.record.get("id") == history["id"]:
+            self._show_header()
         self.sig_content_loaded.emit(history["id"])
 
     def show_diff(self, old: int, new: int) -> None:

@@ -18,7 +18,7 @@ from engine.vault.record_view import view_of
 
 from ..common.times import ago, exact_time, local_now
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, esc
-from .history import value_text, written_by
+from .history import kept_again, revision_time, value_text, written_by
 
 # Keys the details panel shows in its own words (or the header or the Claims tab does); any other key of the
 # frontmatter is listed after them under its own name.
@@ -42,8 +42,10 @@ def when_html(value: Any, now: datetime) -> str:
     return f'<span title="{esc(exact_time(value, now))}">{esc(ago(value, now))}</span>'
 
 
-def header_html(record: dict[str, Any], now: datetime | None = None) -> str:
-    """The title, and one line: what the record is, its state when not current, and when it was last written."""
+def header_html(record: dict[str, Any], now: datetime | None = None, version: dict[str, Any] | None = None) -> str:
+    """The title, and one line: what the record is, its state when not current, and when it was last written.
+    ``version``: History's row of the bytes shown, once known; an edit made outside the engine that kept the
+    file's number is named and dated as History names and dates it (``1.1``, when the engine saw it)."""
     now = now or local_now()
     view = view_of(record.get("frontmatter") or {})
     detail = view.type or view.claim_kind or view.relation or ""
@@ -52,6 +54,10 @@ def header_html(record: dict[str, Any], now: datetime | None = None) -> str:
     updated = view.updated_at or view.recorded_at
     revision = record.get("revision")  # an invalid file may have none
     numbered = f' · <span class="muted">revision {esc(revision)}</span>' if revision is not None else ""
+    if version is not None and kept_again(version):
+        updated = revision_time(version)
+        numbered = (f' · <span class="muted">revision {esc(version.get("label"))}, edited outside the engine'
+                    "</span>")
     return (f"<h2>{esc(record.get('title') or record.get('id'))}</h2>"
             f"<div>{esc(record.get('kind'))}{' · ' + esc(detail) if detail else ''}{state}"
             f"{' · updated ' + when_html(updated, now) if updated else ''}"

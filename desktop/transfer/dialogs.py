@@ -218,6 +218,17 @@ class ImportDialog(_JobDialog):
         # An import started earlier (the dialog closed meanwhile) still running in the engine: follow it.
         tasks.request("operator/jobs", {"kind": "import"}, self._on_jobs, on_error=lambda _: None, owner=self)
 
+    def follow(self, inventory: dict[str, Any]) -> None:
+        """The agents now (one added or removed meanwhile, here or with the CLI): the list follows, and what the
+        owner chose or typed stays."""
+        names = [row["name"] for row in inventory.get("agents", [])] or ["main"]
+        if [self.agent.itemText(n) for n in range(self.agent.count())] == names:
+            return
+        chosen = self.agent.currentText()
+        self.agent.clear()
+        self.agent.addItems(names)
+        self.agent.setCurrentText(chosen)
+
     def _on_jobs(self, result: dict[str, Any]) -> None:
         running = [job for job in result.get("jobs") or [] if job.get("state") in ("running", "cancelling")]
         if running and not self.watcher.running:
@@ -316,11 +327,7 @@ class ExportDialog(_JobDialog):
         self.watcher.sig_job_finished.connect(self._on_job_finished)
 
         self.store = QComboBox()
-        for store in stores:
-            if store.get("storeId"):  # a named store no member has used yet has nothing to export
-                self.store.addItem(store_label(store), store["storeId"])
-        if store_id is not None and self.store.findData(store_id) >= 0:
-            self.store.setCurrentIndex(self.store.findData(store_id))
+        self._list_stores(stores, store_id)
         self.out = QLineEdit()
         self.out.setPlaceholderText("the archive to write, a new .zip file")
         self.out.textChanged.connect(lambda _: self._update_buttons())
@@ -339,6 +346,24 @@ class ExportDialog(_JobDialog):
         form.addRow(out_label, _path_row(self.out, self.choose_button))
         form.addRow(self.with_history)
         self._lay_out(form, self.start_button)
+        self._update_buttons()
+
+    def _list_stores(self, stores: list[dict[str, Any]], store_id: str | None) -> None:
+        self.store.clear()
+        for store in stores:
+            if store.get("storeId"):  # a named store no member has used yet has nothing to export
+                self.store.addItem(store_label(store), store["storeId"])
+        if store_id is not None and self.store.findData(store_id) >= 0:
+            self.store.setCurrentIndex(self.store.findData(store_id))
+
+    def follow(self, inventory: dict[str, Any]) -> None:
+        """The stores now (an agent's made, one renamed or removed meanwhile): the list follows, and the store
+        chosen stays chosen while it is there."""
+        stores = inventory.get("stores", [])
+        listed = [(self.store.itemText(n), self.store.itemData(n)) for n in range(self.store.count())]
+        if listed == [(store_label(store), store["storeId"]) for store in stores if store.get("storeId")]:
+            return
+        self._list_stores(stores, self.store.currentData())
         self._update_buttons()
 
     def choose_out(self) -> None:

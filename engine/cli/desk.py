@@ -15,7 +15,8 @@ as the import here reports it, and cancels on Ctrl+C.
 
 Models (``knowledge models``) are not on the desk: those commands only read
 and write files under ``<state>/models/`` and config.json, which the engine
-re-reads, so they run the same beside an engine.
+re-reads, so they run the same beside an engine (and then ask it to list the
+models, so that it tells the window).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 They only touch ``<state>/models/`` (and read config.json), so they work
 beside a running engine; the engine picks a pulled or added model up the
-next time ``decisionModel`` names it.
+next time ``decisionModel`` names it.  A serving engine is asked for its
+listing once the manifest is written, so it notices the change and tells the
+owner's window (the ``models`` change).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from models.pull import pull
 from ..state.config import SettingsSource
 from ..operator.model_operator import models_report
 from ..state.statedir import StateDir
+from ..wire.operator_client import OperatorConnection, OperatorError
 
 
 def add_models_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -50,6 +53,20 @@ def add_models_parser(commands: Any, common: argparse.ArgumentParser) -> None:
 def _fail(error: ModelError) -> int:
     print(f"knowledge models: {error.message}", file=sys.stderr)
     return 2
+
+
+def tell_serving_engine(state: StateDir) -> None:
+    """A serving engine lists the models again, which makes it notice the manifest just written and say so to
+    the window.  An engine that cannot be reached (stopping, say) is no failure of the command: the manifest is
+    written, and the window reads it when the Models view is shown again."""
+    if state.serving_engine() is None:
+        return
+    try:
+        with OperatorConnection(state, client_name="knowledge-cli") as connection:
+            connection.call("operator/models")
+    except (OperatorError, OSError) as exc:
+        print(f"knowledge models: the serving engine was not told ({exc}); the window lists the model when its "
+              "Models view is shown again", file=sys.stderr)
 
 
 def cmd_models_list(args: argparse.Namespace, state: StateDir) -> int:
@@ -94,6 +111,7 @@ def cmd_models_pull(args: argparse.Namespace, state: StateDir) -> int:
         model = pull(ModelStore(state.models), args.name, args.variant, say=lambda line: print(line, flush=True))
     except ModelError as exc:
         return _fail(exc)
+    tell_serving_engine(state)
     setting = "embeddingModel" if CATALOGUE[model.name].kind == "embedding" else "decisionModel"
     print(f"Installed {model.name} ({model.variant}) in {model.folder}; select it with "
           f"\"{setting}\": \"onnx/{model.name}\" in {state.config}"
@@ -109,6 +127,7 @@ def cmd_models_add_local(args: argparse.Namespace, state: StateDir) -> int:
                           replace=args.replace)
     except ModelError as exc:
         return _fail(exc)
+    tell_serving_engine(state)
     what = model.onnx or "safetensors weights (the onnx provider cannot run these)"
     print(f"Registered {model.folder} as {model.name} ({what}, {len(model.files)} files hashed); select it with "
           f"\"decisionModel\": \"onnx/{model.name}\" in {state.config}.")

@@ -17,6 +17,8 @@ wait, and holds at most ``limit`` entries of memory.
     gate           storeId, agent               a recall gate turn was logged
     jobs           job, kind, state             an operator job started or finished
     health         storeId                      a git checkpoint committed (or failed)
+    models         -                            the installed models' manifest changed (engine/operator/
+                                                model_operator.py notices it when it next lists them)
     sync           storeId                      a sync round began or ended, a remote was added or removed, or a
                                                 conflict was recorded or dismissed (engine/sync/)
 
@@ -35,7 +37,7 @@ from typing import Any, Callable, Iterable
 
 log = logging.getLogger(__name__)
 
-TOPICS = ("publications", "stores", "grants", "gate", "jobs", "health", "sync")
+TOPICS = ("publications", "stores", "grants", "gate", "jobs", "health", "sync", "models")
 QUEUE_LIMIT = 256  # distinct waiting entries per subscription; one more empties it and marks it resync
 
 Waker = Callable[[], None]

@@ -27,7 +27,7 @@ from ..store.reads import evidence_locators
 from ..store.summaries import RecordSummary, record_summary
 from ..vault.record_view import RecordView
 from ..memory.recall import APPROVED_BY, approved_block
-from .revisions import FieldChange, structured_diff
+from .revisions import FieldChange, structured_diff, version_labels
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
     from ..access.authority import Authority, Caller, StoreEntry
@@ -320,22 +320,28 @@ def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Brief]
 # --- revisions --------------------------------------------------------------------------------
 
 
-def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: str, old: int, new: int) -> RevisionDiff:
-    """A unified diff between two kept revisions of a record, over their exact file bytes."""
-    def kept(runtime: "OpenStore", partition: str, revision: int) -> RevisionRow:
-        row = runtime.catalog.revision(partition, record_id, revision)
+KeptVersion = tuple[int, str | None]  # a revision number and, to name one of the versions kept with it, a sha256
+
+
+def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: str, old: KeptVersion,
+                  new: KeptVersion) -> RevisionDiff:
+    """A unified diff between two kept versions of a record, over their exact file bytes; a number without a
+    sha256 is its newest version (an edit outside the engine keeps the number)."""
+    def kept(runtime: "OpenStore", partition: str, version: KeptVersion) -> RevisionRow:
+        row = runtime.catalog.revision(partition, record_id, *version)
         if row is None:
-            raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
+            raise NotFound("no such revision of that record in this partition", id=record_id, revision=version[0])
         return row
 
     def work(runtime: "OpenStore", authority: "Authority") -> RevisionDiff:
         before = kept(runtime, authority.partition, old)
         after = kept(runtime, authority.partition, new)
+        old_label, new_label = version_labels(before, after)
         lines = list(difflib.unified_diff(before.content.decode("utf-8", errors="replace").splitlines(),
                                           after.content.decode("utf-8", errors="replace").splitlines(),
-                                          f"revision {old}", f"revision {new}", lineterm=""))
+                                          f"revision {old_label}", f"revision {new_label}", lineterm=""))
         return cast(RevisionDiff, {
-            "id": record_id, "from": old, "to": new, "fromSha256": before.sha256, "toSha256": after.sha256,
+            "id": record_id, "from": old[0], "to": new[0], "fromSha256": before.sha256, "toSha256": after.sha256,
             "diff": "\n".join(lines[:DIFF_MAX_LINES]), "truncated": len(lines) > DIFF_MAX_LINES,
             **structured_diff(before, after, DIFF_MAX_LINES)})
 

@@ -35,7 +35,7 @@ inventory, so a window refreshes from what the engine now holds.
     operator/record          agent, id, revision?
     operator/links           agent, id
     operator/history         agent, id
-    operator/diff            agent, id, from, to
+    operator/diff            agent, id, from, to, fromSha256?, toSha256?
     operator/source          agent, source
     operator/approvals       agent, offset?, limit?
     operator/prompt          agent, audience?, projectKey?
@@ -60,6 +60,7 @@ import json
 import hmac
 import logging
 import os
+import re
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from . import browse, client_config, gate_operator, model_operator, partitions
@@ -180,7 +181,12 @@ RECORDS = AGENT + browse.LIST_PARAMS
 SEARCH = AGENT + OPERATOR_SEARCH_PARAMS
 RECORD = AGENT + RECORD_PARAMS
 ONE_RECORD = AGENT + HISTORY_PARAMS
-DIFF = ONE_RECORD + Params(Integer("from", 1, required=True), Integer("to", 1, required=True))
+# A version by its number and, where an edit outside the engine kept that number, its sha256 (from the history).
+SHA256 = re.compile(r"[0-9a-f]{64}")
+DIFF = ONE_RECORD + Params(
+    Integer("from", 1, required=True), Integer("to", 1, required=True),
+    String("fromSha256", 64, pattern=SHA256, what="a sha256 (64 lowercase hex digits) from the record's history"),
+    String("toSha256", 64, pattern=SHA256, what="a sha256 (64 lowercase hex digits) from the record's history"))
 SOURCE = AGENT + Params(RecordId("source", required=True))
 APPROVALS = AGENT + browse.APPROVALS_PARAMS
 PROMPT = AGENT + Params(AUDIENCE, Value("projectKey"))
@@ -455,8 +461,8 @@ class OperatorMethods:
 
     def diff(self, params: dict[str, Any]) -> RevisionDiff:
         values = DIFF.read(params)
-        return browse.revision_diff(self.engine, OperatorCaller(values["agent"]), values["id"], values["from"],
-                                    values["to"])
+        return browse.revision_diff(self.engine, OperatorCaller(values["agent"]), values["id"],
+                                    (values["from"], values["fromSha256"]), (values["to"], values["toSha256"]))
 
     def source(self, params: dict[str, Any]) -> RetainedSource:
         values = SOURCE.read(params)

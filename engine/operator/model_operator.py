@@ -2,7 +2,8 @@
 the one-click benchmark, and which installed model the engine uses.
 
     method                      params                                   changes
-    operator/models             -                                        -
+    operator/models             -                                        - (says ``models`` when the
+                                                                         manifest changed since)
     operator/pullModel          name, variant?                           a job (kind "pull"): <state>/models/
     operator/benchmarkModel     name?, timeoutMs?, compareVariants?      a job (kind "benchmark")
     operator/setModelSettings   decisionModel?, embeddingModel?          config.json
@@ -12,6 +13,12 @@ their own in the engine process, never on a store's lane and never in the
 window; the window polls them and may cancel.  A cancelled download keeps
 what arrived in ``.partial/``, so the next pull resumes it.  Only this
 explicit owner action downloads anything, as with ``knowledge models pull``.
+
+The models' manifest is also written beside the engine (``knowledge models
+add-local`` and ``pull``): the engine notices a rewritten manifest when it
+next lists the models, as config.json is noticed when next read, and says
+``models`` on the change feed, so the window lists it; the commands ask for
+that listing once they have written.
 
 Verification, per installed model, re-hashes every recorded file (hashes
 are remembered per file size, mtime and inode, so a listing costs the
@@ -41,6 +48,7 @@ from ..state.config import Settings, SettingsSource, parse_settings
 from ..state.statedir import StateDir
 from ..decision.runtime import DecisionRuntime, DecisionStatusAnswer
 from ..core.answers import NotRequired, TypedDict
+from ..core.changes import ChangeFeed
 from ..core.errors import InvalidParams, NotFound, from_model_error
 from .model_benchmark import Benchmark, benchmark_model, compare_variants, model_variants
 from ..core.jobs import JobAnswer, JobContext, Jobs
@@ -164,6 +172,9 @@ class ModelEngine(Protocol):
     @property
     def jobs(self) -> Jobs: ...
 
+    @property
+    def changes(self) -> ChangeFeed: ...
+
 
 def methods(engine: ModelEngine) -> tuple[Method, ...]:
     """The models view's ``operator/*`` methods (engine/core/methods.py)."""
@@ -242,6 +253,8 @@ class ModelOperator:
         self.engine = engine
         self._hashes: dict[str, tuple[tuple[int, ...], str]] = {}   # path -> (stat key, sha256)
         self._hash_lock = threading.Lock()
+        self._manifest_lock = threading.Lock()
+        self._manifest_seen = self.store.manifest_stamp()  # the manifest as the engine last listed it
 
     @property
     def store(self) -> ModelStore:
@@ -252,6 +265,7 @@ class ModelOperator:
     def models(self, params: dict[str, Any]) -> ModelsReport:
         """The catalogue, every installed model with its verification, and the Decision model's status."""
         NO_PARAMS.read(params)
+        self._notice_manifest()
         source = self.engine.settings
         report = models_report(self.store, source.current(), source.problem)
         installed = {model.name: model for model in self._installed()}
@@ -261,6 +275,15 @@ class ModelOperator:
                 "status": FAILED, "message": "no longer in the manifest"}
         report["decision"] = self.engine.decision.status().to_dict()
         return report
+
+    def _notice_manifest(self) -> None:
+        """Say ``models`` when the manifest was rewritten since it was last listed (a command beside the engine,
+        a download's job): a window showing the models reads them again."""
+        stamp = self.store.manifest_stamp()
+        with self._manifest_lock:
+            changed, self._manifest_seen = stamp != self._manifest_seen, stamp
+        if changed:
+            self.engine.changes.publish("models")
 
     def _installed(self) -> list[InstalledModel]:
         try:

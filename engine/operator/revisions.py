@@ -64,7 +64,15 @@ def changed_names(before: Record, after: Record) -> list[str]:
     return names + [change["name"] for change in field_changes(before, after)]
 
 
-def body_diff(before: Record, after: Record, old: int, new: int, max_lines: int) -> tuple[str, bool]:
+def version_labels(before: RevisionRow, after: RevisionRow) -> tuple[str, str]:
+    """How a diff's header names two kept versions after "revision": the number, with the start of each
+    sha256 where both have the same number (an edit made outside the engine keeps it)."""
+    if before.revision != after.revision:
+        return f"{before.revision}", f"{after.revision}"
+    return f"{before.revision} ({before.sha256[:12]})", f"{after.revision} ({after.sha256[:12]})"
+
+
+def body_diff(before: Record, after: Record, old: int | str, new: int | str, max_lines: int) -> tuple[str, bool]:
     """A unified diff of the two bodies (``revision N`` as the file names), and whether it was cut."""
     lines = list(difflib.unified_diff(before.body.splitlines(), after.body.splitlines(), f"revision {old}",
                                       f"revision {new}", lineterm=""))
@@ -79,13 +87,15 @@ def parsed(row: RevisionRow) -> Record | None:
 def record_history(engine: "StoreEntry[OpenStore]", caller: "Caller", record_id: str,
                    history: RecordHistory) -> OperatorHistory:
     """``history`` (the store's answer) with each revision's ``changed``, read from the revision archive."""
-    def work(runtime: "OpenStore", authority: "Authority") -> dict[int, list[str]]:
-        changed: dict[int, list[str]] = {}
+    # Each kept version by its number and sha256: an edit outside the engine keeps the number of the
+    # version before it, so the number alone names two.
+    def work(runtime: "OpenStore", authority: "Authority") -> dict[tuple[int, str], list[str]]:
+        changed: dict[tuple[int, str], list[str]] = {}
         previous: Record | None = None
         for number, row in enumerate(runtime.catalog.revisions(authority.partition, record_id)):
             record = parsed(row)
             if record is not None and (number == 0 or previous is not None):
-                changed[row.revision] = [] if previous is None else changed_names(previous, record)
+                changed[row.revision, row.sha256] = [] if previous is None else changed_names(previous, record)
             previous = record
         return changed
 
@@ -93,8 +103,8 @@ def record_history(engine: "StoreEntry[OpenStore]", caller: "Caller", record_id:
     revisions: list[ChangedRevision] = []
     for revision in history["revisions"]:
         entry: ChangedRevision = {**revision}  # type: ignore[typeddict-item]
-        if revision["revision"] in changed:
-            entry["changed"] = changed[revision["revision"]]
+        if (revision["revision"], revision["sha256"]) in changed:
+            entry["changed"] = changed[revision["revision"], revision["sha256"]]
         revisions.append(entry)
     return {**history, "revisions": revisions}  # type: ignore[typeddict-item]
 
@@ -104,5 +114,5 @@ def structured_diff(before_row: RevisionRow, after_row: RevisionRow, max_lines: 
     before, after = parsed(before_row), parsed(after_row)
     if before is None or after is None:
         return {"readable": False, "fields": [], "bodyDiff": "", "bodyTruncated": False}
-    text, cut = body_diff(before, after, before_row.revision, after_row.revision, max_lines)
+    text, cut = body_diff(before, after, *version_labels(before_row, after_row), max_lines)
     return {"readable": True, "fields": field_changes(before, after), "bodyDiff": text, "bodyTruncated": cut}

@@ -136,7 +136,8 @@ def test_a_revision_says_what_it_changed_and_a_selection_what_to_compare() -> No
     assert what_changed({"revision": 4, "changed": ["body", "revision", "updated_at", "tags"]}) == "body, tags"
     assert what_changed({"revision": 4, "changed": ["revision", "updated_at"]}) == "only its revision number"
     assert what_changed({"revision": 4}) == ""  # not a readable record: nothing claimed
-    assert compared([3]) == (2, 3) and compared([5, 2]) == (2, 5) and compared([1]) is None and compared([]) is None
+    # History's rows, oldest first: one row against the one before it, two against each other
+    assert compared([3]) == (2, 3) and compared([5, 2]) == (2, 5) and compared([0]) is None and compared([]) is None
 
 
 DIFF = {"id": "pg_01", "from": 2, "to": 3, "readable": True, "truncated": False, "bodyTruncated": False,

@@ -9,6 +9,7 @@ made explicitly, as ``knowledge_resume`` makes it, so no test waits on time.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QLabel, QLineEdit
 from desktop.agents.dialogs import TokenDialog
 
 from desktop.main_window import MainWindow
+from desktop.records.history import revision_author, revision_time, what_changed
 from engine import runtime
 from engine.cli import main as cli
 from engine.state.statedir import StateDir
@@ -296,14 +298,19 @@ def test_an_open_connect_an_agent_lists_agents_added_and_removed_meanwhile(qtbot
     qtbot.waitUntil(lambda: dialog.audience_note.text().startswith("main has owner"), timeout=10_000)
 
 
+def models_in_front(qtbot: Any, window: MainWindow) -> list[str]:
+    """Models shown and loaded; the names it lists."""
+    with qtbot.waitSignal(window.models_view.sig_content_loaded, timeout=10_000):
+        window.show_view(window.views.index(window.models_view))
+    return [row["name"] for row in window.models_view.installed_model.rows()]
+
+
 def test_models_registered_with_the_cli_show_when_the_models_view_is_shown_again(
         qtbot, served_again, open_window) -> None:
     window = open_window(served_again.state)
     models = window.models_view
-    with qtbot.waitSignal(models.sig_content_loaded, timeout=10_000):
-        window.show_view(window.views.index(models))
-    before = [row["name"] for row in models.installed_model.rows()]
-    root = str(served_again.state.root)  # the engine is not told: the CLI writes the models' manifest
+    before = models_in_front(qtbot, window)
+    root = str(served_again.state.root)  # the CLI writes the models' manifest; shown again, Models reads it
     assert cli(["--state-dir", root, "models", "add-local", str(TINY_RERANKER), "--name", "tiny"]) == 0
 
     window.show_view(window.views.index(window.records_view))
@@ -311,3 +318,108 @@ def test_models_registered_with_the_cli_show_when_the_models_view_is_shown_again
         window.show_view(window.views.index(models))
     assert [row["name"] for row in models.installed_model.rows()] == sorted([*before, "tiny"])
     assert window.navigation.count_of(models) == len(before) + 1
+
+
+def choices(combo: Any) -> list[str]:
+    return [combo.itemText(n) for n in range(combo.count())]
+
+
+def test_the_open_import_and_export_dialogs_offer_an_agent_and_a_store_made_meanwhile(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    root = str(served_again.state.root)
+    window.import_action.trigger()  # File › Import…
+    window.export_action.trigger()  # File › Export…
+    importing, exporting = window.import_dialog, window.export_dialog
+    importing.agent.setCurrentText("typed")  # the owner's name for a new agent, not imported yet
+    stores_before = choices(exporting.store)
+    chosen_store = exporting.store.currentData()
+
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        assert cli(["--state-dir", root, "agents", "add", "helper", "--owner"]) == 0
+    assert "helper" in choices(importing.agent)
+    assert importing.agent.currentText() == "typed"  # what the owner typed stays
+
+    token = served_again.engine.registry.add_credential("helper")
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000,
+                          check_params_cb=lambda inventory: any(
+                              (agent.get("store") or {}).get("storeId") for agent in inventory["agents"]
+                              if agent["name"] == "helper")):
+        written(served_again, token, "Helper's first page")  # its first write makes its store
+    assert "helper's own store" in choices(exporting.store)
+    assert len(choices(exporting.store)) == len(stores_before) + 1
+    assert exporting.store.currentData() == chosen_store  # the store chosen stays chosen
+
+
+def test_a_model_registered_with_the_cli_shows_at_once_in_the_models_view_in_front_and_in_the_count(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    models = window.models_view
+    before = models_in_front(qtbot, window)
+    root = str(served_again.state.root)
+
+    with qtbot.waitSignal(models.sig_content_loaded, timeout=10_000,
+                          check_params_cb=lambda report: "tiny" in [m["name"] for m in report["installed"]]):
+        assert cli(["--state-dir", root, "models", "add-local", str(TINY_RERANKER), "--name", "tiny"]) == 0
+    assert [row["name"] for row in models.installed_model.rows()] == sorted([*before, "tiny"])
+    qtbot.waitUntil(lambda: window.navigation.count_of(models) == len(before) + 1, timeout=10_000)
+
+    window.show_view(window.views.index(window.records_view))  # elsewhere, the sidebar still counts it
+    with qtbot.waitSignal(window.sig_live_applied, timeout=10_000,
+                          check_params_cb=lambda titles: models.title in titles):
+        assert cli(["--state-dir", root, "models", "add-local", str(TINY_RERANKER), "--name", "tinier"]) == 0
+    qtbot.waitUntil(lambda: window.navigation.count_of(models) == len(before) + 2, timeout=10_000)
+
+
+def recent(records: Any) -> list[str]:
+    return [row["id"] for row in records.recent_model.rows()]
+
+
+def test_an_outside_edit_that_keeps_the_revision_number_is_its_own_revision_in_history_and_first_in_recent(
+        qtbot, served_held, open_window) -> None:
+    served_again = served_held  # no checkpoint commit reloads the page while a revision is chosen
+    window = open_window(served_again.state)
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    qtbot.waitUntil(lambda: records.recent_model.rowCount() > 1, timeout=10_000)
+    record_id = records.recent_model.rows()[0]["id"]
+    with qtbot.waitSignal(records.page.sig_content_loaded, timeout=10_000):
+        records.open_record(record_id)
+    history = records.page.history
+    numbers = [row["revision"] for row in history.model.rows()]
+
+    def dated_long_ago(path: Path) -> None:  # an editor that writes the next number and its own date
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(r"revision: \d+", f"revision: {numbers[-1] + 1}", text, count=1)
+        path.write_text(re.sub(r"updated_at: .*", "updated_at: '2020-01-05T09:00:00Z'", text, count=1),
+                        encoding="utf-8")
+
+    with qtbot.waitSignal(window.sig_live_applied, timeout=10_000):
+        edit_outside(served_again, record_id, dated_long_ago)
+    qtbot.waitUntil(lambda: recent(records)[-1:] == [record_id], timeout=10_000)  # dated before every other
+
+    def edited_by_hand(path: Path) -> None:  # Obsidian, say: the body changes, the number and date stay
+        path.write_text(path.read_text(encoding="utf-8") + "\nAdded in the editor.\n", encoding="utf-8")
+
+    with qtbot.waitSignal(window.sig_live_applied, timeout=10_000):
+        edit_outside(served_again, record_id, edited_by_hand)
+    number = numbers[-1] + 1
+    qtbot.waitUntil(lambda: history.model.rowCount() == len(numbers) + 2, timeout=10_000)
+    shown_numbers = [str(history.model.data(history.model.index(n, 0))) for n in range(history.model.rowCount())]
+    assert shown_numbers[-2:] == [f"{number}", f"{number}.1"]  # the edit has a number of its own
+    seen = history.model.rows()[-1]
+    assert (seen["origin"], what_changed(seen)) == ("external", "body")
+    assert revision_time(seen) == seen["observedAt"]  # dated when the engine saw the edit, not the file's date
+    assert revision_author(seen) == "outside the engine"  # not the agent the file still names
+    qtbot.waitUntil(lambda: f"revision {number}.1, edited outside the engine" in records.page.header.toPlainText(),
+                    timeout=10_000)  # the page names the version shown as History does
+
+    with qtbot.waitSignal(history.sig_diff_loaded, timeout=10_000) as shown:
+        history.table.selectRow(history.model.rowCount() - 1)  # the edit, against the version before it
+    assert f"Revision {number} → revision {number}.1" in shown.args[0]
+    assert "+Added in the editor." in shown.args[0]
+    assert f"+++ revision {number} ({seen['sha256'][:12]})" in shown.args[0]  # the body diff names the version
+
+    qtbot.waitUntil(lambda: recent(records)[:1] == [record_id], timeout=10_000)
+    listed = {row["id"]: row["updatedAt"] for row in records.recent_model.rows()}
+    assert listed[record_id] == seen["observedAt"]  # Recent's Updated: when the edit was seen

@@ -55,6 +55,20 @@ def test_the_listing_has_the_catalogue_and_each_installed_models_verification(en
         size for size, _ in TINY_RERANKER_FILES.values())
 
 
+def test_a_manifest_rewritten_beside_the_engine_is_said_once_when_the_models_are_next_listed(engine: Engine) -> None:
+    methods = handlers(engine)
+    watching = engine.changes.subscribe(["models"])
+    methods["models"]({})
+    assert watching.take() == ([], False)  # nothing changed since the engine started
+
+    add_local(ModelStore(engine.state.models), TINY_RERANKER, name="tiny")  # as the command does, not the engine
+    assert watching.take() == ([], False)  # written, not yet noticed
+    methods["models"]({})
+    assert watching.take() == ([{"topic": "models"}], False)
+    methods["models"]({})
+    assert watching.take() == ([], False)  # said once
+
+
 def test_a_file_changed_after_registration_fails_verification(engine: Engine, tmp_path: Path) -> None:
     import shutil
 

@@ -438,6 +438,35 @@ def test_search_record_links_history_and_diff(dispatcher, operator_session, demo
                        {"agent": "main", "id": claim_id, "from": 1, "to": 9})) == "not_found"
 
 
+def test_an_outside_edit_that_keeps_the_number_is_its_own_version_in_history_and_diff(
+        engine, dispatcher, operator_session, demo) -> None:
+    hits = ok(dispatcher, operator_session, "operator/search", {"agent": "main", "query": "Dana"})["hits"]
+    dana = next(hit for hit in hits if hit["title"] == "Dana Whitaker")
+    record = ok(dispatcher, operator_session, "operator/record", {"agent": "main", "id": dana["id"]})
+    path = only_store(engine.state) / "vault" / "private" / record["path"]
+    before = path.read_bytes()
+    path.write_bytes(before.replace(b"operations", b"operations (edited by hand)", 1))  # the number is kept
+
+    history = ok(dispatcher, operator_session, "operator/history", {"agent": "main", "id": dana["id"]})
+    first, edited = history["revisions"][-2:]
+    assert (first["revision"], edited["revision"], edited["origin"]) == (1, 1, "external")
+    assert first["changed"] == [] and edited["changed"] == ["body"]  # each version against the one before it
+
+    diff = ok(dispatcher, operator_session, "operator/diff", {
+        "agent": "main", "id": dana["id"], "from": 1, "to": 1,
+        "fromSha256": first["sha256"], "toSha256": edited["sha256"]})
+    assert (diff["fromSha256"], diff["toSha256"]) == (first["sha256"], edited["sha256"])
+    assert diff["fields"] == [] and "+" in diff["bodyDiff"] and "(edited by hand)" in diff["bodyDiff"]
+    newest = ok(dispatcher, operator_session, "operator/diff", {"agent": "main", "id": dana["id"], "from": 1, "to": 1})
+    assert newest["toSha256"] == edited["sha256"] and newest["bodyDiff"] == ""  # a number alone: its newest
+    for bad in ("F" * 64, "abc", 7):
+        refused = call(dispatcher, operator_session, "operator/diff", {
+            "agent": "main", "id": dana["id"], "from": 1, "to": 1, "toSha256": bad})
+        assert reason(refused) == "invalid_params" and refused["error"]["data"]["field"] == "toSha256"
+    assert reason(call(dispatcher, operator_session, "operator/diff", {
+        "agent": "main", "id": dana["id"], "from": 1, "to": 1, "toSha256": "0" * 64})) == "not_found"
+
+
 def test_a_retained_original_is_read_and_verified(dispatcher, operator_session, demo) -> None:
     hits = ok(dispatcher, operator_session, "operator/search", {"agent": "main", "query": "Fridays"})["hits"]
     links = ok(dispatcher, operator_session, "operator/links", {"agent": "main", "id": hits[0]["id"]})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -11,10 +12,11 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from engine.operator.browse import list_records
 from engine.store import record_rows as record_rows_module
 from engine.store import walk as walk_module
 from engine.core.errors import InvalidParams, LimitExceeded, NotFound, StoreUnavailable
-from tests.helpers import claim, conversation, only_store, page, private_dir
+from tests.helpers import claim, conversation, only_store, operator, page, private_dir
 
 SESSION = "6f1c2a4e-8d3b-4f6a-9c1e-2b7d5a9e0f13"
 NOW = "2026-01-05T09:00:00Z"
@@ -99,6 +101,47 @@ def test_external_edit_without_revision_bump_is_seen(engine, owner):
     history = engine.history(owner, record_id)
     assert sha(edited) in [r["sha256"] for r in history["revisions"]]
     assert "edited" in [event["kind"] for event in history["events"]]
+
+
+def newest_first(engine) -> list[tuple[str, str]]:
+    """(id, updatedAt) of main's records as the window's Recent lists them."""
+    listed = list_records(engine, operator(), {"order": "updated"})["records"]
+    return [(record["id"], record["updatedAt"]) for record in listed]
+
+
+def test_an_outside_edit_that_keeps_the_revision_number_is_listed_as_updated_when_first_seen(engine, owner):
+    edited_id, edited = saved_page(engine, owner, "Edited in a text editor")
+    other_id, other = saved_page(engine, owner, "Left alone")
+    for path, revised, when in ((edited, b"revision: 2", b"2020-01-05T09:00:00Z"),
+                                (other, b"revision: 2", b"2020-06-01T09:00:00Z")):  # dated by hand, long ago
+        data = path.read_bytes().replace(b"revision: 1", revised)
+        path.write_bytes(re.sub(rb"updated_at: .*", b"updated_at: '" + when + b"'", data))
+    engine.get_record(owner, edited_id), engine.get_record(owner, other_id)
+    assert newest_first(engine) == [(other_id, "2020-06-01T09:00:00Z"), (edited_id, "2020-01-05T09:00:00Z")]
+
+    by_hand = edited.read_bytes().replace(b"Body text.", b"Changed in the editor.")  # number and date kept
+    edited.write_bytes(by_hand)
+    assert engine.get_record(owner, edited_id)["revision"] == 2
+    seen = engine.history(owner, edited_id)["revisions"][-1]
+    assert (seen["revision"], seen["origin"], seen["sha256"]) == (2, "external", sha(by_hand))
+    assert newest_first(engine) == [(edited_id, seen["observedAt"]), (other_id, "2020-06-01T09:00:00Z")]
+    assert edited.read_bytes() == by_hand  # the owner's file is not rewritten
+
+    (only_store(engine.state) / "vault" / "ontology.yaml").write_text(RECIPE_ONTOLOGY, encoding="utf-8")
+    engine.get_record(owner, edited_id)  # every file read again against the new ontology: dated the same
+    assert newest_first(engine) == [(edited_id, seen["observedAt"]), (other_id, "2020-06-01T09:00:00Z")]
+
+
+def test_a_file_made_outside_or_revised_outside_with_a_new_number_keeps_its_own_date(engine, owner):
+    saved_page(engine, owner)
+    place(private_dir(engine.state), "pages/people/made-by-hand.md",
+          render(envelope("pg_by_hand", "page", "Made by hand", type="person")))
+    engine.get_record(owner, "pg_by_hand")
+    assert ("pg_by_hand", NOW) in newest_first(engine)
+    path = private_dir(engine.state) / "pages/people/made-by-hand.md"
+    path.write_bytes(path.read_bytes().replace(b"revision: 1", b"revision: 2").replace(b"Written", b"Rewritten"))
+    assert engine.get_record(owner, "pg_by_hand")["revision"] == 2
+    assert ("pg_by_hand", NOW) in newest_first(engine)  # its own updated_at says when: the editor's
 
 
 def test_an_external_edit_of_the_title_changes_the_names_a_lookup_finds(engine, owner):
