@@ -31,13 +31,14 @@ from ..vault.evidence import DESCRIPTOR_MAX_BYTES, SourceDescriptor, parse_descr
 from ..core.files import TreeReader, sha256_bytes, sha256_file
 from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
-from ..core.ids import format_timestamp, parse_timestamp, utc_now
+from ..core.ids import format_timestamp, utc_now
 from ..vault.record_view import RecordView, view_of
 from ..vault.ontology import Ontology
 from ..vault.records import Record
 from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders
 from . import walk
 from .store import Store
+from .outside_edits import SeenVersion, date_outside_edits
 from .record_rows import CATALOG_COLUMNS, Catalogued, Unreadable, catalogue, catalogue_files
 from .walk import FileStat, descriptor_for, is_descriptor_path, shown_path
 
@@ -108,22 +109,6 @@ class PublishedRecord:
     publication_id: str
     agent: str | None
     read: Record | None = None
-
-
-@dataclass(frozen=True)
-class SeenVersion:
-    """A record file's version as a sync catalogued it: enough to find it in the revision archive."""
-
-    path: str
-    record_id: str
-    revision: int
-    sha256: str
-    updated_at: str | None
-
-    @classmethod
-    def of(cls, entry: Catalogued) -> "SeenVersion":
-        row = entry.row
-        return cls(row["path"], row["record_id"], row["revision"], row["sha256"], row["updated_at"])
 
 
 @dataclass
@@ -234,7 +219,7 @@ class Catalog(CatalogReads):
                     written.extend(entry.row["record_id"] for entry in catalogued if entry.row["record_id"] is not None)
                     if not first_sync:
                         seen.extend(SeenVersion.of(entry) for entry in catalogued if entry.revision is not None)
-            self._date_outside_edits(partition, seen)
+            date_outside_edits(self.db, partition, seen)
             for finding in rejected:
                 if self._record_rejected(partition, finding):
                     report.changed.append(finding.path or "")
@@ -570,36 +555,6 @@ class Catalog(CatalogReads):
             [(partition, e["kind"], e["path"], e["record_id"], e["detail"], now) for e in events],
         )
         return events
-
-    def _date_outside_edits(self, partition: str, seen: list[SeenVersion]) -> None:
-        """A record edited outside the engine keeps the revision number its file says (the engine does not
-        rewrite the owner's file), and often its ``updated_at``: the catalog dates such an edit, a version kept
-        as seen outside after another version with the same number, when the engine first saw it, so the
-        record is listed as updated then (Recent, ``updatedAt``).  The rule reads the revision archive, so a
-        later re-read of the same file (a changed ontology) dates it the same."""
-        for start in range(0, len(seen), _CHUNK):
-            chunk = {(version.record_id, version.revision, version.sha256): version
-                     for version in seen[start:start + _CHUNK]}
-            ids = sorted({record_id for record_id, _, _ in chunk})
-            # The versions kept after another with the same number, found in the archive's index alone (its
-            # rows hold every file's bytes): a sync of many new files, none with an earlier version, pays little.
-            kept_again = self.db.tuples(
-                "SELECT r.seq, r.record_id, r.revision, r.sha256 FROM revisions r WHERE r.partition = ? "
-                f"AND r.record_id IN ({placeholders(ids)}) AND EXISTS (SELECT 1 FROM revisions e WHERE "
-                "e.partition = r.partition AND e.record_id = r.record_id AND e.revision = r.revision "
-                "AND e.seq < r.seq)", (partition, *ids))
-            for seq, record_id, revision, sha256 in kept_again:
-                version = chunk.get((record_id, revision, sha256))
-                if version is None:  # an earlier edit of the record, not the version on disk now
-                    continue
-                kept = self.db.one("SELECT observed_at FROM revisions WHERE seq = ? AND origin = 'external'", (seq,))
-                if kept is None:  # the engine's own bytes (or a sync's), not an edit made outside it
-                    continue
-                observed_at = kept["observed_at"]
-                written = parse_timestamp(version.updated_at)
-                if written is None or written < parse_timestamp(observed_at):
-                    self.db.execute("UPDATE catalog SET updated_at = ? WHERE partition = ? AND path = ?",
-                                    (observed_at, partition, version.path))
 
     # --- cross-record checks ----------------------------------------------------
 
