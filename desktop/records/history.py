@@ -249,7 +249,10 @@ class HistoryPanel(QWidget):
 
     def show_history(self, agent: str, history: dict[str, Any], keep: list[tuple[Any, Any]] | None = None) -> None:
         """The revisions (newest last, as the engine lists them); ``keep``: versions chosen before
-        (``chosen_revisions``), chosen again (their diff is asked for again)."""
+        (``chosen_revisions``), chosen again (their diff is asked for again).  The same record read again keeps
+        what is chosen when the answer comes: the owner may have chosen a revision while it was asked for."""
+        if history["id"] == self.record_id:
+            keep = self.chosen_revisions()
         self._generation += 1
         self.agent, self.record_id = agent, history["id"]
         revisions = labelled(history["revisions"])

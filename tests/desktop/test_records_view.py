@@ -153,6 +153,22 @@ def test_a_refresh_keeps_the_page_shown_and_the_revision_chosen_until_the_new_an
     assert [index.row() for index in page.history_table.selectionModel().selectedRows()] == [1]
 
 
+def test_a_revision_chosen_while_a_refresh_is_asked_for_stays_chosen_and_its_diff_is_shown(
+        qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    open_titled(qtbot, view, "Dana prefers the Atlas status notes weekly, on Fridays.")
+    page = view.page
+
+    def refreshed_then_chosen() -> None:  # the answers come once both are done: the GUI thread is busy until then
+        page.refresh()
+        page.history_table.selectRow(1)
+
+    blocker = wait_for_signal(qtbot, page.sig_diff_loaded, refreshed_then_chosen)
+
+    assert blocker.args[0].startswith("Revision 1 → revision 2")
+    assert [index.row() for index in page.history_table.selectionModel().selectedRows()] == [1]
+
+
 def test_a_refresh_does_not_blank_the_page_while_it_loads(qtbot, tasks, gui_thread_guard) -> None:
     view = make_view(qtbot, tasks)
     open_titled(qtbot, view, "Dana Whitaker")
