@@ -31,6 +31,11 @@ from engine.access.authority import AgentCaller
 from tests.helpers import claim, conversation, lane_held, page, private_dir, wait_for
 
 
+def _people(engine: Engine, owner: AgentCaller, count: int) -> list[Callable[[], Any]]:
+    """Pages ``Person 0``, ``Person 1``… for ``_together``, each saved by a call of its own."""
+    return [lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(count)]
+
+
 def _together(engine: Engine, calls: list[Callable[[], Any]]) -> tuple[list[Any], list[int]]:
     """Run ``calls`` queued behind a held lane; returns each one's result (or error) and the group sizes."""
     runtime = engine.runtime(engine.registry.own_store_of("main"))
@@ -75,8 +80,7 @@ def owned(state_dir):
 
 def test_writes_queued_behind_a_busy_lane_are_published_as_one_group(owned):
     engine, owner = owned
-    receipts, groups = _together(engine, [
-        lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(5)])
+    receipts, groups = _together(engine, _people(engine, owner, 5))
     assert groups == [5]
     assert len({receipt["publicationId"] for receipt in receipts}) == 5
     assert sorted(engine.get_record(owner, receipt["id"])["frontmatter"]["title"] for receipt in receipts) == [
@@ -161,8 +165,7 @@ def test_a_file_the_disk_refuses_rolls_back_its_publication_alone(state_dir):
     with Engine(state_dir, watch=False, faults=Faults("installed:3:enospc")) as engine:
         owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
         engine.save_page(owner, page("seed", "Seed"))  # the first install
-        results, groups = _together(engine, [
-            lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
+        results, groups = _together(engine, _people(engine, owner, 3))
         assert groups == [3]
         assert [isinstance(result, KnowledgeError) for result in results] == [False, True, False]
         assert isinstance(results[1], StoreUnavailable) and results[1].details["errno"] == "ENOSPC"
@@ -195,8 +198,7 @@ def test_a_groups_files_are_all_synced_before_the_first_is_renamed(owned, monkey
 
     monkeypatch.setattr(os, "fsync", synced)
     monkeypatch.setattr(os, "replace", renamed)
-    receipts, groups = _together(engine, [
-        lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(4)])
+    receipts, groups = _together(engine, _people(engine, owner, 4))
     monkeypatch.undo()
     assert groups == [4] and all("id" in receipt for receipt in receipts)
     renamed_inodes = [inode for kind, inode in events if kind == "replace"]
@@ -216,8 +218,7 @@ def test_a_file_the_disk_will_not_sync_refuses_its_publication_alone(owned, monk
         fsync(fd)
 
     monkeypatch.setattr(os, "fsync", failing)
-    results, groups = _together(engine, [
-        lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
+    results, groups = _together(engine, _people(engine, owner, 3))
     monkeypatch.undo()
     assert groups == [3]
     assert [isinstance(result, KnowledgeError) for result in results] == [False, True, False]
@@ -279,8 +280,7 @@ def test_a_group_rechecks_each_callers_authority_before_and_after_planning_not_a
         recheck(entry)
 
     with mock.patch.object(EngineEntry, "recheck", counted):
-        receipts, groups = _together(engine, [
-            lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(5)])
+        receipts, groups = _together(engine, _people(engine, owner, 5))
     assert groups == [5] and all("publicationId" in receipt for receipt in receipts)
     assert on_lane == ["private", "private"]
     with mock.patch.object(EngineEntry, "recheck", counted):
@@ -329,8 +329,7 @@ def test_a_groups_temp_files_but_the_first_are_made_on_the_sync_threads(owned):
         return stage_synced(*args)
 
     with mock.patch.object(publication, "stage_synced", recorded):
-        receipts, groups = _together(engine, [
-            lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
+        receipts, groups = _together(engine, _people(engine, owner, 3))
     assert groups == [3] and all("publicationId" in receipt for receipt in receipts)
     assert len(made_on) == 3 and made_on[0].startswith("lane-") and all(name.startswith("sync-") for name in made_on[1:])
 
@@ -387,8 +386,7 @@ def test_a_group_is_journalled_catalogued_and_acknowledged_by_one_statement_a_ta
     with mock.patch.object(type(db), "executemany", counted), \
             mock.patch.object(type(store), "ensure_partition", ensured), \
             mock.patch.object(type(store), "ontology", read_ontology):
-        receipts, groups = _together(engine, [
-            lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(4)])
+        receipts, groups = _together(engine, _people(engine, owner, 4))
     assert groups == [4] and all("id" in receipt for receipt in receipts)
     for statement in ("INSERT INTO publication_files", "INSERT INTO catalog", "INSERT INTO names",
                       "INSERT INTO outbox", "UPDATE publications SET"):
@@ -419,8 +417,7 @@ def test_a_new_file_is_compared_by_the_walk_before_the_journal_and_again_right_b
 
     monkeypatch.setattr(Publisher, "_current_sha", counted)
     monkeypatch.setattr(Publisher, "_journal", journalled_then_raced)
-    results, groups = _together(engine, [
-        lambda n=n: engine.save_page(owner, page(f"p{n}", f"Person {n}")) for n in range(3)])
+    results, groups = _together(engine, _people(engine, owner, 3))
     monkeypatch.undo()
     assert groups == [3]
     assert [isinstance(result, KnowledgeError) for result in results] == [False, True, False]
