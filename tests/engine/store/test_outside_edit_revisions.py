@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.core.errors import InvalidParams, StaleRevision
+from engine.core.errors import Conflict, InvalidParams, StaleRevision
+from engine.store.inputs import parse_page_input
+from engine.store.publication import request_hash
 from tests.helpers import page, private_dir, vault_snapshot
 
 
@@ -157,3 +159,22 @@ def test_a_bad_expected_sha256_is_invalid_and_writes_nothing(engine, owner, stat
         engine.save_page(owner, page("r1", "Dana", **extra))
     assert raised.value.details["field"] == "expectedSha256" and message in raised.value.message
     assert vault_snapshot(private_dir(state_dir)) == vault
+
+
+def test_a_revision_by_number_digests_as_it_did_before_expected_sha256_and_the_sha256_is_part_of_it(engine, owner,
+                                                                                                     state_dir):
+    by_number = {"requestId": "r2", "type": "note", "title": "Plain", "body": "x", "id": "pg_01",
+                 "expectedRevision": 1}
+    # the digest this request had before expectedSha256 existed, so a retry of a revision published then
+    # still gets its receipt
+    assert request_hash("save_page", parse_page_input(by_number).digest_params()) == (
+        "beaaa6f90444e0b7951c07dcc1c7cb4c40771bd4acced70e198c11625c4e979b")
+
+    page_id, path = dana(engine, owner, state_dir)
+    read = engine.get_record(owner, page_id)["sha256"]
+    revision = page("r2", "Dana", body="Ours.", id=page_id, expectedRevision=1, expectedSha256=read)
+    first = engine.save_page(owner, revision)
+    assert engine.save_page(owner, {**revision, "expectedSha256": read.upper()})["publicationId"] == \
+        first["publicationId"]  # the same version named, in either case
+    with pytest.raises(Conflict):  # the same request id naming another version is another request
+        engine.save_page(owner, {**revision, "expectedSha256": "0" * 64})
