@@ -269,7 +269,11 @@ def links_html(links: dict[str, Any]) -> str:
 
 
 def change_request_message(agent: str, record: dict[str, Any]) -> str:
-    """The message the owner pastes into the agent's chat: the exact record, revision and content hash."""
+    """The message the owner pastes into the agent's chat: the exact record, revision and content hash; for a
+    page, the parameters that revise exactly the version shown (an edit made since is refused, not replaced)."""
+    revision, sha256 = record.get("revision"), record.get("sha256")
+    on_it = (f" of this very version (knowledge_save_page with expectedRevision {revision} and expectedSha256 "
+             f"{sha256})" if record.get("kind") == "page" else "")
     return (f"Change request for Knowledge record {record.get('id')} \"{record.get('title')}\" "
-            f"(revision {record.get('revision')}, sha256 {record.get('sha256')}), as the desktop showed it "
-            f"from {agent}'s private partition. Please make this change and publish the next revision: ")
+            f"(revision {revision}, sha256 {sha256}), as the desktop showed it "
+            f"from {agent}'s private partition. Please make this change and publish the next revision{on_it}: ")

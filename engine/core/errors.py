@@ -11,7 +11,8 @@
     │   │                                                       hardlink (engine/core/files.py)
     │   └── DocumentSyntaxError    invalid_params       -32602  a file is no frontmatter document we can read
     │                                                           (engine/vault/frontmatter.py)
-    ├── StaleRevision              stale_revision       -32003  expectedRevision no longer matches
+    ├── StaleRevision              stale_revision       -32003  expectedRevision (or expectedSha256) no longer
+    │                                                           matches the file, an outside edit included
     ├── StaleCursor                stale_cursor         -32004  a cursor outlived its index snapshot
     ├── ForeignReference           foreign_reference    -32005  a reference or cursor from another store
     ├── Conflict                   conflict             -32006  same requestId with other content, or an edit race

@@ -253,10 +253,11 @@ class Citation(TypedDict):
 
 
 class PageDraft(TypedDict):
-    """The parameters of a page an import saves (``Engine.save_page``); ``id`` and ``expectedRevision`` when
-    it revises a page an earlier import made."""
+    """The parameters of a page an import saves (``Engine.save_page``); ``id``, ``expectedRevision`` and
+    ``expectedSha256`` (the version the import read) when it revises a page an earlier import made."""
     id: NotRequired[str]
     expectedRevision: NotRequired[int]
+    expectedSha256: NotRequired[str]
     type: str
     title: str
     body: str

@@ -665,8 +665,8 @@ def first_source(view: RecordView) -> str | None:
 
 
 def _catalogued_page(view: Any, partition: str, page_id: str) -> dict[str, Any] | None:
-    """A page's title, frontmatter and body as ``get_record`` answers them, its frontmatter taken from the
-    catalog rather than parsed again from YAML when the file holds the very bytes the catalog read; None
+    """A page's title, frontmatter, body and sha256 as ``get_record`` answers them, its frontmatter taken from
+    the catalog rather than parsed again from YAML when the file holds the very bytes the catalog read; None
     otherwise (another file, an edit not catalogued yet, a duplicated id: ``get_record`` then decides)."""
     rows = view.catalog.rows_for_id(partition, page_id)
     row = rows[0] if len(rows) == 1 else None
@@ -681,7 +681,8 @@ def _catalogued_page(view: Any, partition: str, page_id: str) -> dict[str, Any] 
     except (OSError, UnicodeDecodeError, KnowledgeError):
         return None
     frontmatter = json.loads(row.frontmatter_json)  # parsed once: the title read as the whole view reads it
-    return {"title": view_of({"title": frontmatter.get("title")}).title, "frontmatter": frontmatter, "body": body}
+    return {"title": view_of({"title": frontmatter.get("title")}).title, "frontmatter": frontmatter, "body": body,
+            "sha256": row.sha256}
 
 
 def _source_shas(view: Any, partition: str, source_ids: Iterable[str]) -> dict[str, str]:

@@ -170,6 +170,7 @@ def _write_conversations(writer: Writer, conversations: list[Conversation], prod
             exports[number] = writer.retain(parts[number], "export" if number == 0 else f"export-{number + 1}")
         return exports[number]
     pages: dict[str, Future[str]] = {}
+    read: dict[str, str] = {}  # an earlier page's id: the sha256 of its version this import read
     revised = 0
     done = 0
     for batch in _transcript_batches(conversations):
@@ -179,6 +180,7 @@ def _write_conversations(writer: Writer, conversations: list[Conversation], prod
             found = earlier.get(params["fields"]["url"])
             if found is not None:
                 page = writer.current_page(found[0])
+                read[found[0]] = page["sha256"]  # the version a revision of it is planned on
                 if says_same(page, params):
                     if not rerun:
                         cited = [e.get("source") for e in page["frontmatter"].get("evidence") or []]
@@ -213,7 +215,8 @@ def _write_conversations(writer: Writer, conversations: list[Conversation], prod
                 sources = export_sources(conversation)
                 cited = sources[first // ATTACH_MAX_BYTES:max(first, last - 1) // ATTACH_MAX_BYTES + 1] or sources[:1]
                 if found is not None:  # changed since the earlier import: that page's next revision
-                    params = {"id": found[0], "expectedRevision": found[1], **params}
+                    params = {"id": found[0], "expectedRevision": found[1], "expectedSha256": read[found[0]],
+                              **params}
                     revised += 1
                 write = partial(_write_page, writer, conversation, params, transcript + [{"source": source}
                                                                                          for source in cited])

@@ -234,6 +234,7 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
     if note.tags:
         params["tags"] = list(note.tags)
     found = earlier.get(retained_name(folder, note))
+    page: dict[str, Any] = {}
     if found is not None:
         page, shas = current[found[0]] if found[0] in current else writer.current_page_and_sources(found[0])
         if says_same(page, params):
@@ -249,8 +250,8 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
         return page_id, False
     cited = _retain(writer, folder, note, sources, retained_files)
     params = {**params, "evidence": [{"source": source} for source in cited[:LIST_MAX]]}
-    if found is not None:  # changed since the earlier import: that page's next revision
-        params = {"id": found[0], "expectedRevision": found[1], **params}
+    if found is not None:  # changed since the earlier import: that page's next revision, on the version read
+        params = {"id": found[0], "expectedRevision": found[1], "expectedSha256": page["sha256"], **params}
     return writer.save_page(note.key, params), found is not None
 
 

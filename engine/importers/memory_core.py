@@ -166,8 +166,8 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
             pages[memory.original.name] = writer.kept(found[0])
             continue
         params["evidence"] = [{"source": source} for source in sources_of(memory)]
-        if found is not None:  # changed since the earlier import: that page's next revision
-            params = {"id": found[0], "expectedRevision": found[1], **params}
+        if found is not None:  # changed since the earlier import: that page's next revision, on the version read
+            params = {"id": found[0], "expectedRevision": found[1], "expectedSha256": page["sha256"], **params}
             revised += 1
         pages[memory.original.name] = writer.save_page(memory.key, params)
 

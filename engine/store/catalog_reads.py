@@ -528,6 +528,14 @@ class CatalogReads:
             (partition, record_id, revision, sha256, sha256))
         return None if row is None else _revision_row(row)
 
+    def first_kept_sha256(self, partition: str, record_id: str, revision: int) -> str | None:
+        """The sha256 of the first version kept with this revision number that stood in this vault (not one a
+        sync merge archived without letting it stand): the version the number meant when it was written, before
+        any edit made outside the engine that kept the number."""
+        row = self.db.one("SELECT sha256 FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? "
+                          "AND origin != 'sync' ORDER BY seq LIMIT 1", (partition, record_id, revision))
+        return None if row is None else row["sha256"]
+
     def revisions(self, partition: str, record_id: str, *, newest_first: bool = False) -> list[RevisionRow]:
         """Every kept revision of a record, each with the git commit that carries it (once there is one)."""
         order = "DESC" if newest_first else ""

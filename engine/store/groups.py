@@ -82,6 +82,11 @@ class PlanReads:
             self.keys |= {("path", partition, path) for path in (row.path, row.retained_path) if path}
         return row
 
+    def first_kept_sha256(self, partition: str, record_id: str, revision: int) -> str | None:
+        self.keys.add(("id", partition, record_id))
+        return self._asked(("first_kept_sha256", partition, record_id, revision),
+                           lambda: self._catalog.first_kept_sha256(partition, record_id, revision))
+
     def path_in_use(self, partition: str, path: str) -> bool:
         self.keys.add(("path", partition, path))
         return self._catalog.path_in_use(partition, path)

@@ -11,6 +11,7 @@ tools' forms with ``flushId``, ``PAGE_CALL`` and ``REMEMBER_CALL``), read by
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
@@ -18,7 +19,7 @@ from .credentials import texts_of
 from .attachments import ATTACH_MAX_BYTES, FILE_CITATION, FileInput, inline_file
 from ..core.errors import InvalidParams, LimitExceeded
 from ..core.params import (
-    Name, Names, Objects, Params, RecordId, RequestId, Integer, Text, Value, check_name, check_text,
+    Name, Names, Objects, Params, RecordId, RequestId, Integer, String, Text, Value, check_name, check_text,
 )
 from ..vault.record_view import validity_moment, validity_problem
 from ..vault.records import ASSERTION_ORIGINS, TITLE_MAX_CHARS
@@ -29,6 +30,7 @@ EXCERPT_MAX_CHARS = 1_000_000
 NAME_MAX_CHARS = 64  # type, claimKind, relation
 ITEMS_MAX = 100
 LIST_MAX = 100
+SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 # What a caller may say a claim comes from: never its own inference (ASSERTION_ORIGINS' third).
 CALLER_ORIGINS = tuple(origin for origin in ASSERTION_ORIGINS if origin != "agent_inference")
 
@@ -55,9 +57,12 @@ class PageInput:
     evidence: tuple[EvidenceInput | FileInput, ...] = ()  # a file to retain with the page, or a citation
     id: str | None = None
     expected_revision: int | None = None
+    expected_sha256: str | None = None  # the version read, by its bytes (docs/record-format.md)
 
     def digest_params(self) -> dict[str, object]:  # the fields the request's digest is made of
         params = asdict(self)
+        if params["expected_sha256"] is None:  # a revision by number alone digests as it did before the key
+            del params["expected_sha256"]
         for citation in params["evidence"]:  # a file by its sha256 (a field already) and size, not its bytes
             if isinstance(citation.get("content"), bytes):
                 citation["content"] = len(citation["content"])
@@ -206,7 +211,12 @@ PAGE_PARAMS = Params(
           json={"type": "object", "description": "Typed fields of the page type (see knowledge_ontology)"}),
     PAGE_EVIDENCE,
     RecordId("id", description="To revise: the page's id, with expectedRevision"),
-    Integer("expectedRevision", 1, nullable=True),
+    Integer("expectedRevision", 1, nullable=True,
+            description="To revise: the revision you read (knowledge_record's revision)"),
+    String("expectedSha256", pattern=SHA256, what="64 hexadecimal digits",
+           description="To revise, with expectedRevision: the sha256 of the version you read (knowledge_record's "
+           "sha256); the write is refused unless the file still holds exactly that version. Without it, "
+           "expectedRevision is refused when the page was edited outside the engine after that revision"),
 )
 PAGE_CALL = PAGE_PARAMS + _FLUSH_FORM
 
@@ -218,6 +228,9 @@ def parse_page_input(params: dict[str, Any]) -> PageInput:
         raise InvalidParams("revising a page needs expectedRevision", field="expectedRevision")
     if page_id is None and expected is not None:
         raise InvalidParams("expectedRevision only applies with id", field="expectedRevision")
+    expected_sha256 = values["expectedSha256"]
+    if expected_sha256 is not None and expected is None:
+        raise InvalidParams("expectedSha256 only applies with id and expectedRevision", field="expectedSha256")
     retained = sum(len(citation.content) for citation in values["evidence"] if isinstance(citation, FileInput))
     if retained > ATTACH_MAX_BYTES:
         raise LimitExceeded(f"the files a page retains hold more than {ATTACH_MAX_BYTES} bytes in all; attach "
@@ -227,6 +240,7 @@ def parse_page_input(params: dict[str, Any]) -> PageInput:
         request_id=values["requestId"], type=values["type"], title=values["title"], body=values["body"],
         aliases=values["aliases"], tags=values["tags"], fields=values["fields"], evidence=values["evidence"],
         id=page_id, expected_revision=expected,
+        expected_sha256=expected_sha256.lower() if expected_sha256 is not None else None,
     )
 
 

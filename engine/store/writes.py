@@ -259,6 +259,31 @@ def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[Rec
     return row, record, data
 
 
+def check_expected_version(ctx: WriteContext, page: PageInput, row: RecordRow) -> None:
+    """Refuse a revision planned on a version its writer did not read (``stale_revision``).
+
+    ``row`` holds the file's bytes as read from disk just now (``current_record``).  With ``expectedSha256``
+    the file must hold exactly that version.  A number alone stands for the version the engine first kept
+    with it: an edit made outside the engine that kept the number (docs/record-format.md) is a version the
+    writer could not have read by number, so the writer is told to read the record again and name the
+    version it read by its sha256.
+    """
+    seen = {"id": row.record_id, "revision": row.revision, "sha256": row.sha256}
+    if row.revision != page.expected_revision:
+        raise StaleRevision(f"the page is at revision {row.revision}, not {page.expected_revision}; read it again",
+                            **seen)
+    if page.expected_sha256 is not None:
+        if page.expected_sha256 != row.sha256:
+            raise StaleRevision(f"the page changed since the version you read (revision {row.revision} now has "
+                                "other bytes); read it again and revise with the sha256 you read", **seen)
+        return
+    first = ctx.catalog.first_kept_sha256(ctx.partition, row.record_id, row.revision)
+    if first is not None and first != row.sha256:
+        raise StaleRevision(f"the page was edited outside the engine after revision {row.revision} was written "
+                            "(the file kept its number); read it again and revise with expectedRevision and "
+                            "expectedSha256, the sha256 you read", editedOutside=True, **seen)
+
+
 def resolve_page(ctx: WriteContext, name: str) -> str:
     """A page id from an id, title or alias; ambiguous or unknown names resolve to nothing."""
     matches = ctx.catalog.lookup(ctx.partition, name, kind="page")
@@ -298,9 +323,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
         base = None
     else:
         row, existing, base = current_record(ctx, page.id, kind="page")
-        if existing.revision != page.expected_revision:
-            raise StaleRevision(f"the page is at revision {existing.revision}, not {page.expected_revision}",
-                                id=page.id, revision=existing.revision)
+        check_expected_version(ctx, page, row)
         if existing.lifecycle != "active":
             raise Conflict(f"the page is {existing.lifecycle}; only active pages are revised", id=page.id)
         record_id, path = page.id, row.path

@@ -255,7 +255,9 @@ SAVE_PAGE = Method(
     "knowledge_save_page", PAGE_CALL, PageReceipt, lambda engine, caller, args: engine.save_page(caller, args),
     writes=True, title="Save a Knowledge page",
     description="Create a page (person, organization, project, repository, concept, note, ...) or publish its "
-    "next revision with id and expectedRevision. Keep one page per significant entity or piece of work.",
+    "next revision with id, expectedRevision and expectedSha256 (the revision and sha256 knowledge_record gave "
+    "you): a page changed since you read it, by the owner's editor too, is refused as stale_revision; read it "
+    "again. Keep one page per significant entity or piece of work.",
 )
 RESUME = Method(
     "knowledge_resume", NO_PARAMS, ResumeAnswer, _resume, writes=True, title="Retry the vault's git checkpoint",

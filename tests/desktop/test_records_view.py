@@ -190,6 +190,9 @@ def test_request_a_change_copies_the_exact_record_and_sends_nothing(qtbot, tasks
     message = QApplication.clipboard().text()
     assert message == blocker.args[0]
     assert record["id"] in message and f"revision {record['revision']}" in message and record["sha256"] in message
+    # a page's: the parameters that revise exactly the version shown (docs/record-format.md)
+    assert record["kind"] == "page"
+    assert f"expectedRevision {record['revision']} and expectedSha256 {record['sha256']}" in message
 
 
 def test_links_navigate_and_back_returns(qtbot, tasks, gui_thread_guard) -> None:

@@ -19,6 +19,9 @@ Then, with the engine still running, everything must converge:
   editor itself, or is in the engine's revision history (the engine saw it before anything was
   planned on top of it);
 - nothing acknowledged lost: every acknowledged revision reads back exactly from the history;
+- no unread overwrite: every acknowledged page revision replaced the version its writer named, by
+  ``expectedSha256`` or, by number alone, the first version kept with that number (never an edit
+  that kept the number);
 
 and after a clean stop a fresh scan changes nothing and git holds every acknowledged revision.
 """
@@ -272,6 +275,7 @@ def _converge(port: int, writers: list[Writer], editor: Editor, state: StateDir,
         finally:
             connection.close()
     _silent_overwrites(editor, disk, state, figures, problems)
+    _unread_overwrites(writers, state, figures, problems)
 
 
 def _explained(missing: set[str], records: dict[str, dict[str, Any]], connection: Connection) -> bool:
@@ -322,6 +326,33 @@ def _silent_overwrites(editor: Editor, disk: dict[Path, dict[str, Any]], state: 
                 problems.append(f"an editor's version of {record_id} was overwritten without the engine keeping it")
                 figures["silent overwrites"] += 1
     figures.setdefault("silent overwrites", 0)
+
+
+def _unread_overwrites(writers: list[Writer], state: StateDir, figures: Counter[str], problems: list[str]) -> None:
+    """Every acknowledged page revision was planned on the version its writer named: the one kept with
+    ``expectedSha256``, or by number alone the first version kept with that number."""
+    revisions = [ack for writer in writers for ack in writer.acks
+                 if ack.operation == "knowledge_save_page" and "id" in ack.params]
+    for store in state.stores.iterdir():
+        if store.name.startswith("."):
+            continue
+        with sqlite3.connect(f"file:{store / 'state.sqlite'}?mode=ro", uri=True) as db:
+            for ack in revisions:
+                record_id, number = ack.params["id"], ack.params["expectedRevision"]
+                written = db.execute("SELECT seq FROM revisions WHERE record_id = ? AND publication_id = ?",
+                                     (record_id, ack.receipt["publicationId"])).fetchone()
+                if written is None:
+                    continue  # another store's
+                kept = [digest for (digest,) in db.execute(
+                    "SELECT sha256 FROM revisions WHERE record_id = ? AND revision = ? AND origin != 'sync' "
+                    "AND seq < ? ORDER BY seq", (record_id, number, written[0]))]
+                named = ack.params.get("expectedSha256") or (kept[0] if kept else None)
+                figures["page revisions checked against the version named"] += 1
+                if not kept or kept[-1] != named:
+                    problems.append(f"revision {number + 1} of {record_id} replaced a version its writer did not "
+                                    f"name ({ack.params['requestId']})")
+                    figures["unread overwrites"] += 1
+    figures.setdefault("unread overwrites", 0)
 
 
 def _after_stop(state: StateDir, writers: list[Writer], figures: Counter[str], problems: list[str]) -> None:

@@ -289,6 +289,7 @@ class Writer(threading.Thread):
         self.in_flight: tuple[str, dict[str, Any], dict[tuple[str, int], str]] | None = None
         self.retries = 0
         self.pages: dict[str, int] = {}  # page id -> last acknowledged revision
+        self.seen: dict[str, str] = {}   # page id -> sha256 of a version a refusal named (an outside edit)
         self.claims: list[str] = []      # active claim ids
         self._count = 0
         self._halt = threading.Event()
@@ -316,8 +317,9 @@ class Writer(threading.Thread):
         if roll < 0.55:
             page_id = self.rng.choice(sorted(self.pages))
             revision = self.pages[page_id]
+            named = {"expectedSha256": self.seen[page_id]} if page_id in self.seen else {}
             return "knowledge_save_page", {
-                "requestId": request_id, "id": page_id, "expectedRevision": revision, "type": "note",
+                "requestId": request_id, "id": page_id, "expectedRevision": revision, **named, "type": "note",
                 "title": f"Page {self.spec.name} rev {revision + 1}",
                 "body": f"Revision {revision + 1}. Marker {mark}. Lighthouse budget review."}, \
                 {(page_id, revision + 1): mark}
@@ -339,6 +341,7 @@ class Writer(threading.Thread):
         resolved: dict[tuple[str, int], str] = {}
         if tool == "knowledge_save_page":
             self.pages[receipt["id"]] = receipt["revision"]
+            self.seen.pop(receipt["id"], None)  # its own revision: the number names it
             resolved[(receipt["id"], receipt["revision"])] = next(iter(markers.values()))
         elif tool == "knowledge_remember":
             claim = receipt["items"][0]
@@ -374,6 +377,8 @@ class Writer(threading.Thread):
         reason, subject = body.get("reason"), body.get("id")
         if reason == "stale_revision" and params.get("id") in self.pages and isinstance(body.get("revision"), int):
             self.pages[params["id"]] = body["revision"]
+            if isinstance(body.get("sha256"), str):  # the version on disk now: the next revision is planned on it
+                self.seen[params["id"]] = body["sha256"]
         elif reason == "not_found":
             for gone in {subject, body.get("name")} - {None}:
                 self.pages.pop(gone, None)

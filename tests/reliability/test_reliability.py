@@ -87,6 +87,7 @@ def test_external_edits_converge_and_nothing_is_silently_overwritten():
     _no_problems(figures, problems)
     assert figures["edits"] > 50 and figures["writes acknowledged"] > 20
     assert figures["silent overwrites"] == 0
+    assert figures["unread overwrites"] == 0 and figures["page revisions checked against the version named"] > 0
 
 
 def test_load_answers_every_request_and_every_ping():

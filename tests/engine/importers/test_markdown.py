@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -136,6 +137,23 @@ def test_a_rerun_takes_the_originals_it_cites_from_the_pages_instead_of_retrying
     retried.clear()
     run_import(engine, "markdown", notes)
     assert sorted(retried) == ["clock.png", "vault › Inbox.md"]  # a changed note's newer original is retained
+
+
+def test_a_changed_note_revises_its_page_after_the_owner_edited_the_page_by_hand(engine: Engine, notes: Path) -> None:
+    """The owner's editor kept the page's revision number; the rerun reads the page before revising it, so it
+    revises the version it read (not refused as a stale number), and the owner's edit stays in the history."""
+    page_id = run_import(engine, "markdown", notes)["pages"]["Inbox.md"]
+    caller = reader(engine)
+    path = private_dir(engine.state) / engine.get_record(caller, page_id)["path"]
+    edited = path.read_bytes() + b"Added by hand.\n"
+    path.write_bytes(edited)
+    (notes / "Inbox.md").write_text("Plain note, changed, linking [[Projects/Alpha/Tram clock]].\n", encoding="utf-8")
+
+    assert run_import(engine, "markdown", notes)["revised"] == 1
+    record = engine.get_record(caller, page_id)
+    assert record["revision"] == 2 and record["body"].startswith("Plain note, changed")
+    kept = [(entry["revision"], entry["sha256"]) for entry in engine.history(caller, page_id)["revisions"]]
+    assert (1, hashlib.sha256(edited).hexdigest()) in kept
 
 
 def test_a_new_notes_original_is_retained_in_its_pages_publication(engine: Engine, notes: Path,

@@ -117,7 +117,8 @@ def test_revision_preserves_unknown_frontmatter_keys(engine, owner, state_dir):
     path = private_dir(state_dir) / "pages" / "people" / "dana.md"
     text = path.read_text(encoding="utf-8").replace("lifecycle: active\n", "lifecycle: active\nmood: sunny\n")
     path.write_text(text, encoding="utf-8")
-    engine.save_page(owner, page("r2", "Dana", id=created["id"], expectedRevision=1))
+    read = engine.get_record(owner, created["id"])  # the edit made outside the engine, read before revising it
+    engine.save_page(owner, page("r2", "Dana", id=created["id"], expectedRevision=1, expectedSha256=read["sha256"]))
     frontmatter, _ = parse_document(path.read_bytes())
     assert frontmatter["mood"] == "sunny" and frontmatter["revision"] == 2
 
@@ -330,11 +331,12 @@ def test_an_edit_made_while_the_new_bytes_are_synced_is_a_conflict_not_an_overwr
     assert engine.get_record(owner, created["id"])["body"] == "Edited by hand.\n"
 
 
-def test_an_edit_the_catalog_has_not_seen_is_kept_before_a_revision_replaces_it(engine, owner, state_dir,
-                                                                                 monkeypatch):
+def test_an_edit_the_catalog_has_not_seen_is_kept_and_the_revision_by_number_refused(engine, owner, state_dir,
+                                                                                      monkeypatch):
     """Found by the external-edit harness: a revision was planned on the file's fresh bytes, so an edit
     landing after the lane's catch-up (the watcher not yet reporting it) was replaced without ever
-    reaching the revision history."""
+    reaching the revision history.  The edit kept the file's number, so the writer, who named revision 1
+    by its number alone, never read it: the revision is refused and the file keeps the edit."""
     created = engine.save_page(owner, page("r1", "Dana", body="Original."))
     path = private_dir(state_dir) / "pages" / "people" / "dana.md"
     edited = path.read_bytes().replace(b"Original.", b"Edited by hand, revision kept.")
@@ -346,9 +348,11 @@ def test_an_edit_the_catalog_has_not_seen_is_kept_before_a_revision_replaces_it(
         path.write_bytes(edited)
 
     monkeypatch.setattr(runtime, "prepare", prepare_then_edit)
-    revised = engine.save_page(owner, page("r2", "Dana", body="Ours.", id=created["id"], expectedRevision=1))
+    with pytest.raises(StaleRevision) as raised:
+        engine.save_page(owner, page("r2", "Dana", body="Ours.", id=created["id"], expectedRevision=1))
     monkeypatch.undo()
-    assert revised["revision"] == 2
+    assert raised.value.details["sha256"] == hashlib.sha256(edited).hexdigest()
+    assert path.read_bytes() == edited
     kept = [r["sha256"] for r in engine.history(owner, created["id"])["revisions"]]
     assert hashlib.sha256(edited).hexdigest() in kept
 
