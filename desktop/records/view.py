@@ -381,8 +381,8 @@ class RecordsView(QWidget):
         if self._folder in items:
             items[self._folder].setSelected(True)
         self.folders_tree.blockSignals(False)
-        if self._folder is not None:
-            self.browse_folder(self._folder if self._folder in items else None)
+        if self._folder is not None:  # reloaded where it is: the owner stays on the tab they chose
+            self.browse_folder(self._folder if self._folder in items else None, show=False)
         self.sig_content_loaded.emit("folders")
 
     def _on_folder_selected(self) -> None:
@@ -390,8 +390,9 @@ class RecordsView(QWidget):
         if chosen:
             self.browse_folder(chosen[0].data(0, Qt.ItemDataRole.UserRole))
 
-    def browse_folder(self, folder: str | None) -> None:
-        """List the notes imported from ``folder`` (a path as operator/folders names it), by title."""
+    def browse_folder(self, folder: str | None, *, show: bool = True) -> None:
+        """List the notes imported from ``folder`` (a path as operator/folders names it), by title; ``show``
+        brings the Folders tab forward (the owner chose the folder, not a reload)."""
         self._folder, agent = folder, self.agent
         if folder is None or agent is None:
             self.folder_model.set_source(None)
@@ -403,7 +404,8 @@ class RecordsView(QWidget):
                                lambda page: deliver(page["records"], page.get("nextOffset"), page["total"]),
                                on_error=fail, owner=self)
 
-        self.modes.setCurrentIndex(self.modes.indexOf(self.folders_tree.parentWidget()))
+        if show:
+            self.modes.setCurrentIndex(self.modes.indexOf(self.folders_tree.parentWidget()))
         self.folder_model.set_source(source)
 
     def _on_types(self, result: dict[str, Any]) -> None:

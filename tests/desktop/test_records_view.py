@@ -292,6 +292,23 @@ def test_an_imported_vault_is_browsed_by_its_folders(qtbot, tasks, imported_vaul
     assert view.page.record["title"] == "Risks"
 
 
+def test_a_list_reloaded_leaves_the_owner_on_the_tab_they_chose(qtbot, tasks, imported_vault,
+                                                                gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    qtbot.waitUntil(lambda: view.folders_tree.topLevelItemCount() == 1, timeout=10_000)
+    alpha = view.folders_tree.topLevelItem(0).child(0).child(0)
+    with qtbot.waitSignal(view.folder_model.sig_page_loaded, timeout=10_000):
+        alpha.setSelected(True)
+    view.modes.setCurrentIndex(2)  # then the owner searches
+
+    for reload in (view.live_refresh, view.refresh):  # an agent wrote, a file changed; F5
+        with qtbot.waitSignal(view.folder_model.sig_page_loaded, timeout=10_000):
+            reload()
+        assert view.modes.tabText(view.modes.currentIndex()) == "Searc&h"
+        assert [row["title"] for row in view.folder_model.rows()] == ["Plan", "Risks"]  # the folder, reloaded
+        assert [item.text(0) for item in view.folders_tree.selectedItems()] == ["Alpha"]
+
+
 def test_a_store_without_imports_has_no_folders(qtbot, tasks, gui_thread_guard) -> None:
     view = make_view(qtbot, tasks)
     with qtbot.waitSignal(view.sig_content_loaded, check_params_cb=lambda which: which == "folders", timeout=10_000):
