@@ -220,6 +220,31 @@ def test_the_record_page_leads_with_the_note_and_history_compares_two_revisions(
     assert DIFF_COLOURS[("added", False)] in html.lower() and DIFF_COLOURS[("removed", False)] in html.lower()
 
 
+def test_a_paragraph_revised_is_read_whole_in_the_diff_without_scrolling_sideways(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    words = " ".join(f"word{n}" for n in range(60))  # a paragraph on one line, as notes are written
+    first = save(served_engine, {"requestId": "para-1", "type": "concept", "title": "Long lines",
+                                 "body": f"{words} ends here.\n"})
+    save(served_engine, {"requestId": "para-2", "type": "concept", "title": "Long lines", "id": first["id"],
+                         "expectedRevision": 1, "body": f"{words} ends elsewhere.\n"})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 760)  # Records' share of a 1360 by 820 window
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    page = view.page
+    page.tabs.setCurrentWidget(page.history)
+    shown = wait_for_signal(qtbot, page.sig_diff_loaded, lambda: page.history_table.selectRow(1)).args[0]
+
+    assert f"+{words} ends elsewhere." in shown.replace("\u2028", " ").replace("\n", " ")
+    assert page.diff.horizontalScrollBar().maximum() == 0  # wrapped to the pane: its end is in sight
+    assert page.diff.document().size().width() <= page.diff.viewport().width() + 1
+
+
 def test_a_narrow_page_puts_the_details_below_the_body(qtbot, tasks) -> None:
     from PySide6.QtCore import Qt
 
