@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.times import ago, exact_time, local_now
 from ..common.widgets import plain_label, table
-from ..tasks import EngineTasks
+from ..tasks import EngineTasks, says_no_store
 from .graph import ConnectionsWindow
 from .page import RecordPage
 from .snippets import show_snippets
@@ -117,6 +117,7 @@ class RecordsView(QWidget):
         self.recent_model.sig_page_loaded.connect(lambda _: self.sig_content_loaded.emit("recent"))
         self.browse_model.sig_page_loaded.connect(lambda _: self.sig_content_loaded.emit("browse"))
         self.search_model.sig_page_loaded.connect(self._on_search_page)
+        self.search_model.sig_load_failed.connect(self._on_search_failed)
         for model in (self.recent_model, self.browse_model, self.search_model):
             model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
 
@@ -318,8 +319,9 @@ class RecordsView(QWidget):
         self.browse_model.set_source(None)
         self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
         self._load_folders()
-        if self.query.text().strip():
-            self.search()
+        if self.query.text().strip():  # asked again where it is: the owner stays on the tab they chose
+            self.search_summary.setText("Searching…")
+            self._run_search(self.query.text().strip())
 
     def live_refresh(self) -> None:
         """An agent wrote: every list reloads where it is (the tab, the type browsed, the search typed)."""
@@ -476,6 +478,11 @@ class RecordsView(QWidget):
         found = f"{count:,} matching records shown{more}" if count else "No matches"
         self.search_summary.setText(f"{found} · {self._answered_by}" if self._answered_by else found)
         self.sig_content_loaded.emit("search")
+
+    def _on_search_failed(self, message: str) -> None:
+        """No answer came: the summary says why instead of "Searching…"."""
+        self.search_summary.setText(f"Not searched: {self.agent} has no store yet." if says_no_store(message)
+                                    else f"Not searched: {message}")
 
     # --- the record page --------------------------------------------------------------------------
 

@@ -299,14 +299,21 @@ def test_a_list_reloaded_leaves_the_owner_on_the_tab_they_chose(qtbot, tasks, im
     alpha = view.folders_tree.topLevelItem(0).child(0).child(0)
     with qtbot.waitSignal(view.folder_model.sig_page_loaded, timeout=10_000):
         alpha.setSelected(True)
-    view.modes.setCurrentIndex(2)  # then the owner searches
+    view.query.setText("about")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search()  # then the owner searches
+    found = [row["title"] for row in view.search_model.rows()]
 
-    for reload in (view.live_refresh, view.refresh):  # an agent wrote, a file changed; F5
-        with qtbot.waitSignal(view.folder_model.sig_page_loaded, timeout=10_000):
-            reload()
-        assert view.modes.tabText(view.modes.currentIndex()) == "Searc&h"
-        assert [row["title"] for row in view.folder_model.rows()] == ["Plan", "Risks"]  # the folder, reloaded
-        assert [item.text(0) for item in view.folders_tree.selectedItems()] == ["Alpha"]
+    for tab in ("Searc&h", "Recen&t"):  # and reads the results, or goes back to Recent with the query typed
+        view.modes.setCurrentIndex(next(n for n in range(view.modes.count()) if view.modes.tabText(n) == tab))
+        for reload in (view.live_refresh, view.refresh):  # an agent wrote, a file changed; F5
+            with qtbot.waitSignals([view.folder_model.sig_page_loaded, view.search_model.sig_page_loaded],
+                                   timeout=10_000):
+                reload()
+            assert view.modes.tabText(view.modes.currentIndex()) == tab
+            assert [row["title"] for row in view.folder_model.rows()] == ["Plan", "Risks"]  # reloaded in place
+            assert [item.text(0) for item in view.folders_tree.selectedItems()] == ["Alpha"]
+            assert [row["title"] for row in view.search_model.rows()] == found
 
 
 def test_a_store_without_imports_has_no_folders(qtbot, tasks, gui_thread_guard) -> None:
