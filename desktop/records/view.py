@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -132,6 +132,7 @@ class RecordsView(QWidget):
         self.query = QLineEdit()
         self.query.setPlaceholderText("Search words or ask a question")
         self.query.returnPressed.connect(self.search)
+        self.query.installEventFilter(self)  # Down goes to the results
         self.search_mode = QComboBox()
         self.search_mode.setToolTip("How results are ranked")
         for mode, label, tooltip in SEARCH_MODES:
@@ -467,6 +468,17 @@ class RecordsView(QWidget):
             self.settings.setValue(SEARCH_MODE_KEY, self.search_mode.currentData())
         if self.query.text().strip() and self.search_model.source_set:
             self.search()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Down in the search box goes to the results, their first row chosen (Enter then opens it)."""
+        if (watched is self.query and event.type() == QEvent.Type.KeyPress
+                and event.key() == Qt.Key.Key_Down and self.search_model.rowCount()):
+            self.modes.setCurrentIndex(2)
+            self.search_table.setFocus(Qt.FocusReason.TabFocusReason)
+            if not self.search_table.selectionModel().hasSelection():
+                self.search_table.selectRow(0)
+            return True
+        return super().eventFilter(watched, event)
 
     def focus_search(self) -> None:
         self.modes.setCurrentIndex(2)

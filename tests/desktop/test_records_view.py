@@ -272,6 +272,24 @@ def imported_vault(served_engine, tmp_path) -> None:
                         *load_markdown(str(vault), served_engine.refuse_secrets))
 
 
+def test_down_from_the_search_box_goes_to_the_results_and_enter_opens_one(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    view.activateWindow()
+    qtbot.waitActive(view)
+    view.query.setFocus()
+    qtbot.keyClicks(view.query, "Dana")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        qtbot.keyClick(view.query, Qt.Key.Key_Return)
+    first = view.search_model.rows()[0]
+
+    qtbot.keyClick(view.query, Qt.Key.Key_Down)  # as in a notes app's quick switcher
+    assert view.search_table.hasFocus() and view.search_table.currentIndex().row() == 0
+    assert [index.row() for index in view.search_table.selectionModel().selectedRows()] == [0]
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        qtbot.keyClick(view.search_table, Qt.Key.Key_Return)
+    assert view.page.record["id"] == first["id"]
+
+
 def test_an_imported_vault_is_browsed_by_its_folders(qtbot, tasks, imported_vault, gui_thread_guard) -> None:
     view = make_view(qtbot, tasks)
     qtbot.waitUntil(lambda: view.folders_tree.topLevelItemCount() == 1, timeout=10_000)
