@@ -73,7 +73,9 @@ RECORD_COLUMNS = [
 # Painted by snippets.py on up to three lines, the query's words in bold; its text is the words alone.
 SNIPPET_COLUMN = Column("Snippet", lambda r: " ".join((r.get("snippet") or "").split()))
 SEARCH_COLUMNS = [
-    Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200),  # the snippet says more
+    # The snippet says more; in a small window the title keeps room for a word a line (search rows are three
+    # lines tall, and the title wraps over them).
+    Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200, min_width=90),
     Column("Kind", lambda r: r.get("kind")),
     Column("Type", _type),
     Column("Score", lambda r: r.get("score"), align_right=True),
@@ -157,6 +159,7 @@ class RecordsView(QWidget):
         self.models_link.hide()
         self.search_table = self._list(self.search_model)
         show_snippets(self.search_table, SEARCH_COLUMNS.index(SNIPPET_COLUMN))
+        self.search_table.setWordWrap(True)
 
         recent = QWidget()
         recent_layout = QVBoxLayout(recent)
