@@ -40,6 +40,7 @@ from .render import change_request_message, claims_html, details_html, header_ht
 
 BODY_SHARE = 0.72  # of the Note tab the body takes (the details the rest)
 SIDE_BY_SIDE_PX = 720  # narrower than this, the details go below the body
+HEADER_PX = (72, 150)  # the header's height: what a one-line title and its line take, and at most
 
 
 class SourceDialog(QDialog):
@@ -105,7 +106,8 @@ class RecordPage(QWidget):
         self._generation = 0
 
         self.header = SafeTextBrowser()
-        self.header.setMaximumHeight(72)
+        self.header.setFixedHeight(HEADER_PX[0])
+        self.header.document().documentLayout().documentSizeChanged.connect(self._fit_header)
         self.request_button = QPushButton("Request a &change")
         self.request_button.setToolTip("Copy a message for the agent's chat naming this exact record, revision "
                                        "and content hash (Edit › Copy a change request, Ctrl+Shift+C). "
@@ -167,6 +169,14 @@ class RecordPage(QWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
         self._lay_out_note()
+
+    def _fit_header(self) -> None:
+        """The header as tall as its title and line need (a long title wraps in a narrow page), within
+        ``HEADER_PX``: read whole, without scrolling, and the note keeps the room."""
+        margins = 2 * self.header.frameWidth() + self.header.contentsMargins().top() + \
+            self.header.contentsMargins().bottom()
+        needed = int(self.header.document().size().height()) + margins + 1
+        self.header.setFixedHeight(max(HEADER_PX[0], min(HEADER_PX[1], needed)))
 
     def _lay_out_note(self) -> None:
         """The details beside the body when the page is wide enough, else below it; the body keeps most."""

@@ -76,7 +76,7 @@ SEARCH_COLUMNS = [
     # The snippet says more; in a small window the title keeps room for a word a line (search rows are three
     # lines tall, and the title wraps over them).
     Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200, min_width=90),
-    Column("Kind", lambda r: r.get("kind")),
+    Column("Kind", lambda r: r.get("kind"), whole=True),  # "page", "claim": never "pa…"
     Column("Type", _type),
     Column("Score", lambda r: r.get("score"), align_right=True),
     SNIPPET_COLUMN,
