@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Collection
 from html import escape
 from pathlib import PurePath
 from typing import Any
@@ -175,8 +176,11 @@ class ImportDialog(_JobDialog):
     the kind of record to browse."""
 
     def __init__(self, tasks: EngineTasks, agents: list[str], agent: str | None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, not_owners: Collection[str] = ()) -> None:
+        """``agents``: the owner agents, whose stores an import may go into; ``not_owners``: the other agents,
+        refused by name before anything is read."""
         super().__init__(tasks, "Import", parent)
+        self.not_owners = set(not_owners)
         self.watcher.sig_job_updated.connect(self._on_job_updated)
         self.watcher.sig_job_finished.connect(self._on_job_finished)
 
@@ -191,7 +195,7 @@ class ImportDialog(_JobDialog):
         self.agent = QComboBox()
         self.agent.setEditable(True)  # a new name: the import registers it as an owner agent
         self.agent.addItems(agents or ["main"])
-        self.agent.setCurrentText(agent or (agents[0] if agents else "main"))
+        self.agent.setCurrentText(agent if agent in agents else (agents[0] if agents else "main"))
         self.agent.setToolTip("The owner agent whose store receives the import; a new name is registered as one")
         self.dry_run = QCheckBox("&Dry run: check the input and count what it would create; write nothing")
         self.dry_run.toggled.connect(lambda _: self._update_buttons())
@@ -221,7 +225,8 @@ class ImportDialog(_JobDialog):
     def follow(self, inventory: dict[str, Any]) -> None:
         """The agents now (one added or removed meanwhile, here or with the CLI): the list follows, and what the
         owner chose or typed stays."""
-        names = [row["name"] for row in inventory.get("agents", [])] or ["main"]
+        names = owner_agents(inventory) or ["main"]
+        self.not_owners = {row["name"] for row in inventory.get("agents", [])} - set(names)
         if [self.agent.itemText(n) for n in range(self.agent.count())] == names:
             return
         chosen = self.agent.currentText()
@@ -266,6 +271,11 @@ class ImportDialog(_JobDialog):
         if self.watcher.running or not self.path.text().strip():
             return
         self.summary.clear()
+        agent = self.agent.currentText().strip()
+        if agent in self.not_owners:
+            self.status.setText(f"Not imported: {agent} is not an owner agent, and an import goes into an owner "
+                                "agent's store. Choose one, or type a new name to register one.")
+            return
         self.status.setText("Starting…")
         self._set_running(True)
         self.watcher.start("operator/import", self.params(), on_error=self._on_refused)
@@ -443,6 +453,11 @@ def import_summary_html(result: dict[str, Any]) -> str:
         parts.append("<p><b>Not followed</b> (symbolic links, which an import never follows):</p><ul>"
                      + "".join(f"<li>{escape(path)}</li>" for path in left_out) + "</ul>")
     return "".join(parts)
+
+
+def owner_agents(inventory: dict[str, Any]) -> list[str]:
+    """The owner agents of ``inventory``: an import writes into an owner agent's private partition."""
+    return [row["name"] for row in inventory.get("agents", []) if row.get("owner")]
 
 
 def link_list(targets: list[str]) -> str:
