@@ -106,9 +106,10 @@ def can_cancel(job: dict[str, Any]) -> bool:
 
 def _bar(bar: QProgressBar, job: dict[str, Any]) -> None:
     fraction = progress_fraction(job)
-    if job.get("state") in FINISHED:
+    if job.get("state") in FINISHED:  # done: full; cancelled or failed: as far as it got, as the words say
+        kept = bar.value() if fraction is None else round(fraction * BAR_STEPS)
         bar.setRange(0, BAR_STEPS)
-        bar.setValue(BAR_STEPS if job.get("state") == "done" else bar.value())
+        bar.setValue(BAR_STEPS if job.get("state") == "done" else kept)
     elif fraction is None or (job.get("progress") or {}).get("phase") == "indexing":
         bar.setRange(0, 0)  # busy: the total is not known yet
     else:

@@ -131,6 +131,8 @@ def test_a_cancel_while_linking_stops_before_the_next_note_and_keeps_the_pages(
     # note) was started beside the second (engine/importers/bulk.py) and is counted when it finished.
     assert dialog.status.text().startswith(("Cancelled: Linking: 2/3 notes linked: Projects/Kayak rack.md",
                                             "Cancelled: Linking: 3/3 notes linked: Tram clock.md"))
+    final = blocker.args[0]["progress"]  # the bar agrees with the words: as far as it got, not where Cancel was
+    assert dialog.progress.value() == round(final["done"] / final["total"] * dialog.progress.maximum()) > 333
 
 
 def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_made(
