@@ -65,6 +65,8 @@ FORMATS: dict[str, tuple[str, str, bool, str]] = {
 }
 BAR_STEPS = 1000
 SUMMARY_MIN_HEIGHT = 120  # px: a few lines of the summary; the rest scrolls
+SUMMARY_SCREEN_SHARE = 0.7  # of the screen's height and width the dialog may grow to, to show its summary
+SUMMARY_WIDTH_PX = 720  # the width it grows to for a summary (a note's path and its links on a line)
 LEFT_OUT_SHOWN = 500  # notes listed with their unresolved links; the rest are counted
 
 
@@ -131,8 +133,8 @@ class _JobDialog(QDialog):
         self.progress.setValue(0)
         self.status = plain_label()
         self.status.setWordWrap(True)
-        # The summary scrolls inside the dialog, however long (hundreds of unresolved links), and the owner
-        # can make the dialog larger to read more of it at once.
+        # The summary scrolls inside the dialog, however long (hundreds of unresolved links); the dialog grows
+        # to show it when it arrives (``grow_to_summary``), and the owner can make it larger still.
         self.summary = QTextBrowser()
         self.summary.setOpenLinks(False)
         self.summary.setMinimumHeight(SUMMARY_MIN_HEIGHT)
@@ -152,6 +154,23 @@ class _JobDialog(QDialog):
         layout.addWidget(self.status)
         layout.addWidget(self.summary, 1)
         layout.addWidget(self.close_buttons)
+
+    def grow_to_summary(self) -> None:
+        """The dialog made larger, once the summary arrives, to show as much of it as fits on the screen: at
+        most ``SUMMARY_SCREEN_SHARE`` of its height and width (the rest scrolls; never made smaller)."""
+        screen = self.screen()
+        room = screen.availableGeometry() if screen is not None else None
+        if room is None:
+            return
+        width = max(self.width(), min(SUMMARY_WIDTH_PX, int(room.width() * SUMMARY_SCREEN_SHARE)))
+        self.summary.document().setTextWidth(self.summary.viewport().width() + width - self.width())
+        wanted = self.summary.document().size().height() + 2 * self.summary.frameWidth() + 4
+        height = max(self.height(), min(int(room.height() * SUMMARY_SCREEN_SHARE),
+                                        int(self.height() - self.summary.height() + wanted)))
+        self.resize(width, height)
+        frame = self.frameGeometry()  # kept on the screen: moved up or left where it grew past the edge
+        self.move(max(room.left(), min(frame.left(), room.right() - frame.width())),
+                  max(room.top(), min(frame.top(), room.bottom() - frame.height())))
 
     def reject(self) -> None:
         """Close: a job still running goes on in the engine; only cancelling stops it."""
@@ -306,6 +325,7 @@ class ImportDialog(_JobDialog):
         if state == "done":
             self.status.setText("Finished.")
             self.summary.setHtml(import_summary_html(job.get("result") or {}))
+            self.grow_to_summary()
         elif state == "cancelled":
             self.status.setText(f"Cancelled: {job_progress_text({**job, 'state': 'running'})}. What was imported "
                                 "stays; import the same input again to finish it (nothing is imported twice).")
