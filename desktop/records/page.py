@@ -35,7 +35,8 @@ from ..common.times import Clock, local_now
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, plain_label
 from ..tasks import EngineTasks, Unreachable
 from .history import HistoryPanel
-from .markdown import WIKILINK_SCHEME, body_html, known_records, names_an_id, wikilink_target
+from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, body_html, heading_anchor, known_records, names_an_id,
+                       wikilink_target)
 from .render import change_request_message, claims_html, details_html, header_html, links_html
 
 BODY_SHARE = 0.72  # of the Note tab the body takes (the details the rest)
@@ -328,6 +329,9 @@ class RecordPage(QWidget):
         scheme, target = url.scheme(), url.path()
         if scheme == RECORD_SCHEME and target:
             self.sig_record_requested.emit(target)
+        elif scheme == HEADING_SCHEME and target:  # a heading of the note shown
+            self.tabs.setCurrentWidget(self.note)
+            self.body.scrollToAnchor(heading_anchor(target))
         elif scheme == WIKILINK_SCHEME and self.agent:
             name = wikilink_target(target)
             if name:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+from PySide6.QtCore import QUrl
 from PySide6.QtGui import QTextTable
 
 from desktop.common.diffs import DIFF_BACKGROUNDS, DIFF_COLOURS
@@ -66,7 +67,7 @@ def test_embeds_say_what_they_embed_and_wiki_links_show_their_alias() -> None:
     assert "[embedded file: spec.pdf, not shown]" in html
     assert '<a href="record:pg_atlas">the risks</a>' in html  # the alias, linked to the note itself
     assert '<a href="record:pg_atlas">Atlas Migration › Risks</a>' in html
-    assert "<span>Local heading</span>" in html and "[[" not in html and "![" not in html
+    assert '<a href="heading:local-heading">Local heading</a>' in html and "[[" not in html and "![" not in html
 
 
 def test_frontmatter_left_in_a_body_is_never_shown_raw() -> None:
@@ -243,6 +244,34 @@ def test_a_paragraph_revised_is_read_whole_in_the_diff_without_scrolling_sideway
     assert f"+{words} ends elsewhere." in shown.replace("\u2028", " ").replace("\n", " ")
     assert page.diff.horizontalScrollBar().maximum() == 0  # wrapped to the pane: its end is in sight
     assert page.diff.document().size().width() <= page.diff.viewport().width() + 1
+
+
+def test_a_link_to_a_heading_of_the_note_is_a_link_that_scrolls_to_it(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    filler = "\n\n".join(f"Paragraph {n} of the introduction." for n in range(60))
+    first = save(served_engine, {"requestId": "heads-1", "type": "concept", "title": "Callout kinds", "body": (
+        f"See [[#Supported types]] and [[#supported types|the list]].\n\n{filler}\n\n## Supported types\n\n"
+        "Note, tip, warning.\n")})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 760)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    body = view.page.body
+    links = re.findall(r'href="([^"]+)"', body.toHtml())
+    assert len(links) == 2 and links[0] == links[1]  # the heading named twice, in two cases: one anchor
+    assert body.verticalScrollBar().value() == 0
+
+    body.anchorClicked.emit(QUrl(links[1]))  # as a click on "the list" does
+    qtbot.waitUntil(lambda: body.verticalScrollBar().value() > 0, timeout=5_000)
+    heading = body.document().find("Supported types", body.document().lastBlock().position() - 200)
+    top = body.cursorRect(heading).top()
+    assert 0 <= top < body.viewport().height()  # the heading in view
+    assert view.page.record["id"] == first["id"]  # the same note: nothing else opened
 
 
 def test_a_narrow_page_puts_the_details_below_the_body(qtbot, tasks) -> None:
