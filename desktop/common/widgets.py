@@ -88,6 +88,17 @@ class SafeTextBrowser(QTextBrowser):
         self._render = render
         render()
 
+    def rerender(self) -> None:
+        """Make the content again as it was made (its "3 minutes ago" counted anew), the reader left where
+        they were in it."""
+        if self._render is None:
+            return
+        bars = (self.verticalScrollBar(), self.horizontalScrollBar())
+        kept = [bar.value() for bar in bars]
+        self._render()
+        for bar, value in zip(bars, kept):
+            bar.setValue(value)
+
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange and self._render is not None:

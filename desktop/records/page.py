@@ -285,6 +285,13 @@ class RecordPage(QWidget):
         version = next((row for row in self.history.model.rows() if row.get("sha256") == record.get("sha256")), None)
         self.header.rerender_with(lambda: self.header.show_html(header_html(record, self.now(), version)))
 
+    def refresh_times(self) -> None:
+        """The header's, details' and History's "3 minutes ago" counted anew (the window's clock ticks)."""
+        if self.record is not None:
+            self.header.rerender()
+            self.details.rerender()
+        self.history.table.viewport().update()
+
     def _on_links(self, links: dict[str, Any]) -> None:
         self.links = links
         if self.record is not None:

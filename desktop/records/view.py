@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QSettings, Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -43,6 +43,7 @@ from .snippets import show_snippets
 
 PAGE_SIZE = 200
 SEARCH_PAGE_SIZE = 50
+CLOCK_MS = 60_000  # how often relative times ("3 minutes ago") are counted again
 NOTE_KINDS = ["page", "claim"]  # what the lists show while links are hidden (the operator methods' ``kinds``)
 LINK_KIND = "relationship"
 SHOW_LINKS_KEY = "records/showLinks/{list}"  # in the window's settings, one per list: recent, browse, search
@@ -109,6 +110,13 @@ class RecordsView(QWidget):
         self._back: list[str] = []
         self._shown: str | None = None  # the id of the record on the page (while it loads too)
         self._browsing: dict[str, Any] | None = None  # the filters of the type being browsed
+
+        # Relative times ("3 minutes ago") move on while the window is open: the page's are made again, the
+        # lists' painted again, once a minute.
+        self.clock = QTimer(self)
+        self.clock.setInterval(CLOCK_MS)
+        self.clock.timeout.connect(self._on_clock)
+        self.clock.start()
 
         self.recent_model = PagedModel(RECORD_COLUMNS, self)
         self.types_model = RowsModel(TYPE_COLUMNS, self)
@@ -471,6 +479,11 @@ class RecordsView(QWidget):
             self.settings.setValue(SEARCH_MODE_KEY, self.search_mode.currentData())
         if self.query.text().strip() and self.search_model.source_set:
             self.search()
+
+    def _on_clock(self) -> None:
+        self.page.refresh_times()
+        for view in (self.recent_table, self.browse_table, self.search_table, self.folder_table):
+            view.viewport().update()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Down in the search box goes to the results, their first row chosen (Enter then opens it)."""

@@ -274,6 +274,36 @@ def test_a_link_to_a_heading_of_the_note_is_a_link_that_scrolls_to_it(
     assert view.page.record["id"] == first["id"]  # the same note: nothing else opened
 
 
+def test_relative_times_on_the_page_move_on_with_the_clock_and_leave_the_reader_where_they_were(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    first = save(served_engine, {"requestId": "clock-1", "type": "concept", "title": "Clock",
+                                 "aliases": [f"Alias {n}" for n in range(40)], "body": "Tick.\n"})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 500)
+    view.show()
+    reading = [datetime.now(ZONE)]
+    view.page.now = lambda: reading[0]
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    page = view.page
+    qtbot.waitUntil(lambda: "Alias 39" in page.details.toPlainText(), timeout=5_000)
+    assert "updated just now" in page.header.toPlainText() and "Created\njust now" in page.details.toPlainText()
+    page.details.verticalScrollBar().setValue(page.details.verticalScrollBar().maximum())  # reading the end
+    kept = page.details.verticalScrollBar().value()
+    assert kept > 0
+
+    reading[0] += timedelta(minutes=30)  # half an hour with the page open
+    view.clock.timeout.emit()  # the window's clock ticks (once a minute)
+    assert "updated 30 minutes ago" in page.header.toPlainText()
+    assert "Created\n30 minutes ago" in page.details.toPlainText()
+    assert page.details.verticalScrollBar().value() == kept  # still at the end
+    assert view.clock.isActive() and view.clock.interval() <= 60_000
+
+
 def test_a_narrow_page_puts_the_details_below_the_body(qtbot, tasks) -> None:
     from PySide6.QtCore import Qt
 
