@@ -301,13 +301,14 @@ def _record_link(target: str, label: str, known: Known) -> str:
             return f"<span>{esc(label or part)}</span>"
         return f'<a href="{HEADING_SCHEME}:{heading_key(part)}">{esc(label or part)}</a>'
     shown = label or (f"{name} › {part}" if part else "")
+    at = f"#{heading_key(part)}" if part and not part.startswith("^") and heading_key(part) else ""  # the heading
     record = known.get(name) or known.get(name.casefold())
     if record is not None:
         shown = shown or (name if name != record["id"] else record.get("title") or name)
-        return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}">{esc(shown)}</a>'
+        return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}{at}">{esc(shown)}</a>'
     if is_generated_id(name):
-        return f'<a href="{RECORD_SCHEME}:{esc(name)}">{esc(shown or name)}</a>'
-    return f'<a href="{WIKILINK_SCHEME}:{esc(quote(name, safe=""))}">{esc(shown or name)}</a>'
+        return f'<a href="{RECORD_SCHEME}:{esc(name)}{at}">{esc(shown or name)}</a>'
+    return f'<a href="{WIKILINK_SCHEME}:{esc(quote(name, safe=""))}{at}">{esc(shown or name)}</a>'
 
 
 def heading_key(text: str) -> str:

@@ -62,11 +62,11 @@ def test_embeds_say_what_they_embed_and_wiki_links_show_their_alias() -> None:
                      "[[Atlas Migration#Risks|the risks]] [[Atlas Migration#Risks]] [[#Local heading]]", known)
 
     assert '[embeds the note <a href="record:pg_atlas">Atlas Migration</a>]' in html
-    assert '[embeds the note <a href="wikilink:Other%20note">Other note › Plan</a>]' in html
+    assert '[embeds the note <a href="wikilink:Other%20note#plan">Other note › Plan</a>]' in html
     assert "[embedded image: diagram.png, not shown]" in html and "<img" not in html
     assert "[embedded file: spec.pdf, not shown]" in html
-    assert '<a href="record:pg_atlas">the risks</a>' in html  # the alias, linked to the note itself
-    assert '<a href="record:pg_atlas">Atlas Migration › Risks</a>' in html
+    assert '<a href="record:pg_atlas#risks">the risks</a>' in html  # the alias, linked to the note's heading
+    assert '<a href="record:pg_atlas#risks">Atlas Migration › Risks</a>' in html
     assert '<a href="heading:local-heading">Local heading</a>' in html and "[[" not in html and "![" not in html
 
 
@@ -302,6 +302,59 @@ def test_relative_times_on_the_page_move_on_with_the_clock_and_leave_the_reader_
     assert "Created\n30 minutes ago" in page.details.toPlainText()
     assert page.details.verticalScrollBar().value() == kept  # still at the end
     assert view.clock.isActive() and view.clock.interval() <= 60_000
+
+
+def test_a_note_read_again_after_a_change_leaves_the_reader_where_they_were(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    filler = "\n\n".join(f"Paragraph {n} of a long note." for n in range(80))
+    first = save(served_engine, {"requestId": "long-1", "type": "concept", "title": "Long note", "body": filler})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 600)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    bar = view.page.body.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=5_000)
+    bar.setValue(bar.maximum() // 2)  # the owner reads half way down
+    kept = bar.value()
+
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        view.live_refresh()  # an agent wrote something: the page is read again
+    qtbot.waitUntil(lambda: view.page.links is not None, timeout=5_000)
+    assert bar.value() == kept
+
+
+def test_a_link_to_a_heading_of_another_note_opens_that_note_at_the_heading(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    filler = "\n\n".join(f"Paragraph {n} of the settings." for n in range(80))
+    settings = save(served_engine, {"requestId": "set-1", "type": "concept", "title": "Settings",
+                                    "body": f"{filler}\n\n## Files and links\n\nWhere new notes go.\n"})
+    first = save(served_engine, {"requestId": "from-1", "type": "concept", "title": "Where notes go", "body": (
+        "See [[Settings#Files and links|the settings]].\n")})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 600)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    qtbot.waitUntil(lambda: view.page.links is not None and "href" in view.page.body.toHtml(), timeout=5_000)
+    [link] = re.findall(r'href="([^"]+)"', view.page.body.toHtml())
+
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        view.page.body.anchorClicked.emit(QUrl(link))
+    body = view.page.body
+    assert view.page.record["id"] == settings["id"]
+    qtbot.waitUntil(lambda: view.page.links is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: body.verticalScrollBar().value() > 0, timeout=5_000)
+    heading = body.document().find("Files and links")
+    assert 0 <= body.cursorRect(heading).top() < body.viewport().height()  # the heading in view
 
 
 def test_a_narrow_page_puts_the_details_below_the_body(qtbot, tasks) -> None:
