@@ -83,19 +83,22 @@ class SafeTextBrowser(QTextBrowser):
         self.document().setDefaultStyleSheet(palette_css())
         self.setMarkdown(text)
 
-    def rerender_with(self, render: Callable[[], None]) -> None:
-        """Remember how the content was made, to redo it when the palette changes."""
+    def rerender_with(self, render: Callable[[], None], *, keep_place: bool = False) -> None:
+        """Remember how the content was made, to redo it when the palette changes; ``keep_place``: the
+        reader is left where they were in it (the same content made again), else it starts at its top."""
         self._render = render
-        render()
+        self._keeping_place(render) if keep_place else render()
 
     def rerender(self) -> None:
         """Make the content again as it was made (its "3 minutes ago" counted anew), the reader left where
         they were in it."""
-        if self._render is None:
-            return
+        if self._render is not None:
+            self._keeping_place(self._render)
+
+    def _keeping_place(self, render: Callable[[], None]) -> None:
         bars = (self.verticalScrollBar(), self.horizontalScrollBar())
         kept = [bar.value() for bar in bars]
-        self._render()
+        render()
         for bar, value in zip(bars, kept):
             bar.setValue(value)
 

@@ -296,12 +296,13 @@ class _BodyRenderer(RendererHTML):
 def _record_link(target: str, label: str, known: Known) -> str:
     """A link to the record ``target`` names (by id or title, ``#part`` after it), shown as ``label`` if any."""
     name, part = split_target(target)
-    if not name:  # a heading of this very note (a block of it, ^id, has no anchor: its words)
-        if part.startswith("^") or not heading_key(part):
+    key = "" if part.startswith("^") else heading_key(part)  # the heading linked to (a block has no anchor)
+    if not name:  # a heading of this very note
+        if not key:
             return f"<span>{esc(label or part)}</span>"
-        return f'<a href="{HEADING_SCHEME}:{heading_key(part)}">{esc(label or part)}</a>'
+        return f'<a href="{HEADING_SCHEME}:{key}">{esc(label or part)}</a>'
     shown = label or (f"{name} › {part}" if part else "")
-    at = f"#{heading_key(part)}" if part and not part.startswith("^") and heading_key(part) else ""  # the heading
+    at = f"#{key}" if key else ""
     record = known.get(name) or known.get(name.casefold())
     if record is not None:
         shown = shown or (name if name != record["id"] else record.get("title") or name)

@@ -323,13 +323,7 @@ class RecordPage(QWidget):
     def _render(self, browser: SafeTextBrowser, render: Callable[[], None]) -> None:
         """``render`` into ``browser``; the same record made again (read again after a change, its links
         arrived) leaves the reader where they were in it, a record newly shown starts at its top."""
-        same = browser.property(SHOWN_ID) == self.shown_id
-        bars = (browser.verticalScrollBar(), browser.horizontalScrollBar())
-        kept = [bar.value() for bar in bars]
-        browser.rerender_with(render)
-        if same:
-            for bar, value in zip(bars, kept):
-                bar.setValue(value)
+        browser.rerender_with(render, keep_place=browser.property(SHOWN_ID) == self.shown_id)
         browser.setProperty(SHOWN_ID, self.shown_id)
 
     def _on_history(self, history: dict[str, Any], keep_revisions: list[tuple[Any, Any]] | None = None) -> None:
