@@ -51,7 +51,7 @@ from .sidebar import Sidebar, SidebarCounts, icon, view_shortcut
 from .sync.view import SyncView
 from .tasks import EngineTasks, says_no_store
 from .theme import THEMES, ThemeController, desk_settings
-from .transfer.dialogs import ExportDialog, ImportDialog
+from .transfer.dialogs import ExportDialog, ImportDialog, owner_agents
 from .tray import DeskTray
 from .vocabulary.view import VocabularyView
 
@@ -324,8 +324,9 @@ class MainWindow(QMainWindow):
         self.export_dialog: ExportDialog | None = None
 
         def open_import() -> None:
-            names = [agent["name"] for agent in self.inventory.get("agents", [])]
-            self.import_dialog = ImportDialog(self.tasks, names, self.agent, self)
+            owners = owner_agents(self.inventory)
+            others = [agent["name"] for agent in self.inventory.get("agents", []) if agent["name"] not in owners]
+            self.import_dialog = ImportDialog(self.tasks, owners, self.agent, self, not_owners=others)
             self.import_dialog.sig_show_requested.connect(self.show_imported)
             self.agents_view.sig_inventory_changed.connect(self.import_dialog.follow)  # agents added meanwhile
             self.import_dialog.open()

@@ -46,7 +46,7 @@ from desktop.connect.agent_dialog import ConnectAgentDialog  # noqa: E402
 from desktop.connect.settings_dialog import SettingsDialog  # noqa: E402
 from desktop.main_window import MainWindow  # noqa: E402
 from desktop.tasks import EngineTasks  # noqa: E402
-from desktop.transfer.dialogs import ImportDialog  # noqa: E402
+from desktop.transfer.dialogs import ImportDialog, owner_agents  # noqa: E402
 from engine.access.authority import AgentCaller  # noqa: E402
 from engine.importers.common import Writer, import_instance, owner_caller  # noqa: E402
 from engine.importers.demo import seed_demo  # noqa: E402
@@ -299,7 +299,7 @@ def main() -> int:
             wait(owner_settings.sig_settings_loaded, owner_settings.show)
             save(owner_settings, "owner-settings")
             owner_settings.close()
-            importing = ImportDialog(tasks, [agent["name"] for agent in window.inventory.get("agents", [])],
+            importing = ImportDialog(tasks, owner_agents(window.inventory),
                                      "main", window)
             importing.show()
             pause_ms(300)

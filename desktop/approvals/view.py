@@ -13,6 +13,7 @@ from PySide6.QtCore import QModelIndex, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ..common.models import ROW_ROLE, Column, PagedModel
+from ..common.times import time_column
 from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks
 
@@ -25,7 +26,7 @@ APPROVAL_COLUMNS = [
     Column("Importance", lambda a: a.get("importance"), align_right=True),
     Column("Projects", lambda a: a.get("projects") or "-"),
     Column("Approved by", lambda a: a.get("approvedBy")),
-    Column("Approved at", lambda a: a.get("approvedAt")),
+    time_column("Approved at", "approvedAt"),
 ]
 
 

@@ -28,7 +28,8 @@ def diff_style(kind: str, dark: bool | None = None) -> str:
 
 
 def diff_html(diff: str, dark: bool | None = None) -> str:
-    """``diff`` (unified) as HTML: added lines green, removed red, file and hunk headers muted."""
+    """``diff`` (unified) as HTML: added lines green, removed red, file and hunk headers muted; a long line (a
+    paragraph, as notes are written) wraps to the pane instead of running off its right edge."""
     dark = is_dark() if dark is None else dark
     lines = []
     for line in diff.splitlines():
@@ -40,4 +41,4 @@ def diff_html(diff: str, dark: bool | None = None) -> str:
             lines.append(f'<span style="{diff_style("removed", dark)}">{esc(line)}</span>')
         else:
             lines.append(esc(line))
-    return "<pre>" + "\n".join(lines) + "</pre>"
+    return '<pre style="white-space: pre-wrap">' + "\n".join(lines) + "</pre>"

@@ -31,6 +31,7 @@ class Column:
     stretch: bool = False  # the text column that takes the table's spare width (else the last one does)
     max_width: int | None = None  # sized to its contents up to this many pixels (else the table's cap)
     whole: bool = False  # never narrowed below its contents to fit the others (a time, who wrote it)
+    min_width: int | None = None  # never narrowed below this many pixels (nor its contents, if narrower)
 
 
 def text_of(value: Any) -> str:

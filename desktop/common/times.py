@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 from engine.core.ids import parse_timestamp
 
+from .models import Column
+
 Clock = Callable[[], datetime]
 
 
@@ -65,3 +67,10 @@ def exact_time(value: Any, now: datetime) -> str:
     offset = at.strftime("%z")
     zone = f"UTC{offset[:3]}:{offset[3:]}" if offset else "local time"
     return f"{at.strftime('%A')} {at.day} {at.strftime('%B %Y, %H:%M:%S')} ({zone}; stored as {value})"
+
+
+def time_column(title: str, field: str, *, missing: str = "") -> Column:
+    """A table's column of the engine timestamp ``field``: ``clock_time`` in the machine's zone, ``exact_time``
+    on hover, ``missing`` where the row has none (never the stored UTC text)."""
+    return Column(title, lambda row: clock_time(row[field], local_now()) if row.get(field) else missing,
+                  tooltip=lambda row: exact_time(row[field], local_now()) if row.get(field) else None)

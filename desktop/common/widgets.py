@@ -83,10 +83,24 @@ class SafeTextBrowser(QTextBrowser):
         self.document().setDefaultStyleSheet(palette_css())
         self.setMarkdown(text)
 
-    def rerender_with(self, render: Callable[[], None]) -> None:
-        """Remember how the content was made, to redo it when the palette changes."""
+    def rerender_with(self, render: Callable[[], None], *, keep_place: bool = False) -> None:
+        """Remember how the content was made, to redo it when the palette changes; ``keep_place``: the
+        reader is left where they were in it (the same content made again), else it starts at its top."""
         self._render = render
+        self._keeping_place(render) if keep_place else render()
+
+    def rerender(self) -> None:
+        """Make the content again as it was made (its "3 minutes ago" counted anew), the reader left where
+        they were in it."""
+        if self._render is not None:
+            self._keeping_place(self._render)
+
+    def _keeping_place(self, render: Callable[[], None]) -> None:
+        bars = (self.verticalScrollBar(), self.horizontalScrollBar())
+        kept = [bar.value() for bar in bars]
         render()
+        for bar, value in zip(bars, kept):
+            bar.setValue(value)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
         super().changeEvent(event)
@@ -213,7 +227,7 @@ class DeskTable(QTableView):
     ``stretch``, else the last) takes the width that is left; when the others
     do not fit beside it, the widest are narrowed first, never below their
     header's width (nor below their contents for a ``Column`` marked
-    ``whole``), so every header can be read and the last columns are in
+    ``whole``, nor below its ``min_width``), so every header can be read and the last columns are in
     view without dragging anything.  ``resizeColumnsToContents`` does the
     same, and it happens by itself when the model is reset or its first rows
     arrive, and when the table is resized (until the owner drags a column).
@@ -305,6 +319,8 @@ class DeskTable(QTableView):
         widths = {c: max(floors[c], min(self.sizeHintForColumn(c), caps[c] if c < len(caps) else MAX_COLUMN_PX))
                   for c in shown}
         floors.update({c: widths[c] for c in shown if c < len(columns) and getattr(columns[c], "whole", False)})
+        floors.update({c: max(floors[c], min(widths[c], columns[c].min_width)) for c in shown
+                       if c < len(columns) and getattr(columns[c], "min_width", None)})
         stretch = self.stretch_column if self.stretch_column in widths else None
         if stretch is not None:
             # The width the columns share, leaving room for a vertical scroll bar that may appear.

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..common.times import clock_time, exact_time, local_now
 from ..common.widgets import plain_label
 from ..tasks import EngineTasks
 
@@ -41,6 +42,7 @@ CLIENT_TABS = (("claude", "Claude Desktop"), ("claude-code", "Claude Code"), ("c
                ("generic", "Any MCP client (stdio)"))
 CONNECTION_COLUMNS = (("agent", "Agent"), ("instance", "Instance"), ("audience", "Audience"), ("client", "Client"),
                       ("firstSeen", "First seen"), ("lastSeen", "Last seen"), ("open", "Open now"))
+SEEN_KEYS = ("firstSeen", "lastSeen")  # engine timestamps
 REFRESH_MS = 5000
 
 
@@ -250,7 +252,12 @@ class ConnectAgentDialog(QDialog):
         for number, row in enumerate(rows):
             for column, (key, _) in enumerate(CONNECTION_COLUMNS):
                 value = row.get(key)
-                self.connections.setItem(number, column, QTableWidgetItem("" if value is None else str(value)))
+                if key in SEEN_KEYS and value:  # the owner's local time, the exact moment on hover
+                    item = QTableWidgetItem(clock_time(value, local_now()))
+                    item.setToolTip(exact_time(value, local_now()))
+                else:
+                    item = QTableWidgetItem("" if value is None else str(value))
+                self.connections.setItem(number, column, item)
         self.connections_note.setText(
             "No agent has connected since the engine started." if not rows else
             f"{len(rows)} seen (the engine keeps the {result['limit']} most recent, in memory only).")

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from engine.core.ids import is_record_id
 
 from ..common.models import ROW_ROLE, VALUE_ROLE, Column, PagedModel, Row
+from ..common.times import time_column
 from ..common.widgets import heading, plain_label, table
 from ..tasks import EngineTasks
 
@@ -45,7 +46,7 @@ def label_text(turn: Row) -> str:
 
 
 JOURNAL_COLUMNS = [
-    Column("At", lambda t: t.get("at")),
+    time_column("At", "at"),
     Column("Message", lambda t: " ".join((t.get("message") or "").split())[:120], stretch=True),
     Column("Label", label_text),
     Column("Pages scored", lambda t: len(t.get("pages") or []), align_right=True),

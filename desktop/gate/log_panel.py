@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
+from ..common.times import time_column
 from ..common.widgets import heading, plain_label, table
 from ..tasks import EngineTasks
 
@@ -44,7 +45,7 @@ def _best(turn: Row) -> float | None:
 
 
 LOG_COLUMNS = [
-    Column("At", lambda t: t.get("at")),
+    time_column("At", "at"),
     Column("Audience", lambda t: t.get("audience")),
     Column("Mode", lambda t: t.get("mode")),
     Column("Outcome", _verdict, stretch=True),

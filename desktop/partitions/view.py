@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import Column, Row, RowsModel
+from ..common.times import time_column
 from ..common.widgets import CheckedDialog, heading, plain_label, table
 from ..tasks import EngineTasks
 
@@ -42,17 +43,17 @@ PARTITION_COLUMNS = [
     Column("Session key", lambda r: r.get("sessionKey") or ("" if r.get("kind") == "private" else "kept as a hash"),
            tooltip=lambda r: r.get("sessionKey") or "The engine keeps only a hash of a conversation's session key; "
                                                     "it is shown once a grant names it."),
-    Column("Created", lambda r: r.get("createdAt")),
+    time_column("Created", "createdAt"),
     Column("Records", lambda r: r.get("records"), align_right=True),
     Column("Publications", lambda r: r.get("publications"), align_right=True),
-    Column("Last publication", lambda r: r.get("lastPublicationAt") or "never"),
+    time_column("Last publication", "lastPublicationAt", missing="never"),
     Column("Grant", _grant),
 ]
 GRANT_COLUMNS = [
     Column("Agent", lambda g: g.get("agent")),
     Column("Session key", lambda g: g.get("sessionKey")),
     Column("Access", lambda g: g.get("access")),
-    Column("Granted", lambda g: g.get("createdAt")),
+    time_column("Granted", "createdAt"),
     Column("Conversations", lambda g: len(g.get("conversations") or []), align_right=True),
 ]
 

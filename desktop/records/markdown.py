@@ -15,7 +15,9 @@ record by id or by title (``[[target#Heading]]`` a part of it, shown as
 ULID, say) written in the text is a link too.  A target the page already
 knows (a record this one names, or one that names it) links straight to
 its id; any other title becomes a ``wikilink:`` link, which the record page
-resolves with a search when it is clicked.
+resolves with a search when it is clicked.  A link to a heading of the note
+itself (``[[#Supported types]]``) is a ``heading:`` link to an anchor each
+heading carries, which the record page scrolls to.
 
 Obsidian's own syntax is shown as what it means, never as markup:
 
@@ -48,6 +50,7 @@ from engine.core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, is_g
 from ..common.widgets import RECORD_SCHEME, esc, is_dark
 
 WIKILINK_SCHEME = "wikilink"
+HEADING_SCHEME = "heading"  # heading:<key>, a heading of the note shown (``heading_key``)
 ALLOWED_SCHEMES = ("http:", "https:", "mailto:", f"{RECORD_SCHEME}:")
 WIKILINK = re.compile(r"\[\[([^\[\]|\n]{1,200})(?:\|([^\[\]\n]{1,200}))?\]\]")
 CALLOUT = re.compile(r"\[!([A-Za-z][\w-]{0,40})\]([+-]?)[ \t]*(.*)")
@@ -266,6 +269,12 @@ class _BodyRenderer(RendererHTML):
         link = _record_link(target, "" if label.isdigit() else label, env.get("known") or {})
         return f'<span class="embed">[embeds the note {link}]</span>'
 
+    def heading_open(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+        """The heading, with the anchor a ``[[#Heading]]`` of the note scrolls to."""
+        key = heading_key(tokens[idx + 1].content if idx + 1 < len(tokens) else "")
+        anchor = f'<a name="{heading_anchor(key)}"></a>' if key else ""
+        return super().renderToken(tokens, idx, options, env) + anchor
+
     def blockquote_open(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
         kind = tokens[idx].meta.get("callout") if tokens[idx].meta else None
         if kind is None:
@@ -287,16 +296,31 @@ class _BodyRenderer(RendererHTML):
 def _record_link(target: str, label: str, known: Known) -> str:
     """A link to the record ``target`` names (by id or title, ``#part`` after it), shown as ``label`` if any."""
     name, part = split_target(target)
+    key = "" if part.startswith("^") else heading_key(part)  # the heading linked to (a block has no anchor)
     if not name:  # a heading of this very note
-        return f"<span>{esc(label or part)}</span>"
+        if not key:
+            return f"<span>{esc(label or part)}</span>"
+        return f'<a href="{HEADING_SCHEME}:{key}">{esc(label or part)}</a>'
     shown = label or (f"{name} › {part}" if part else "")
+    at = f"#{key}" if key else ""
     record = known.get(name) or known.get(name.casefold())
     if record is not None:
         shown = shown or (name if name != record["id"] else record.get("title") or name)
-        return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}">{esc(shown)}</a>'
+        return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}{at}">{esc(shown)}</a>'
     if is_generated_id(name):
-        return f'<a href="{RECORD_SCHEME}:{esc(name)}">{esc(shown or name)}</a>'
-    return f'<a href="{WIKILINK_SCHEME}:{esc(quote(name, safe=""))}">{esc(shown or name)}</a>'
+        return f'<a href="{RECORD_SCHEME}:{esc(name)}{at}">{esc(shown or name)}</a>'
+    return f'<a href="{WIKILINK_SCHEME}:{esc(quote(name, safe=""))}{at}">{esc(shown or name)}</a>'
+
+
+def heading_key(text: str) -> str:
+    """A heading's anchor key: its words in lower case joined by "-" (``[[#supported types]]`` finds
+    ``## Supported types``, as Obsidian's does); "" for a heading of no words."""
+    return "-".join(re.findall(r"\w+", text.casefold()))
+
+
+def heading_anchor(key: str) -> str:
+    """The name of the anchor of the heading whose key is ``key`` (what the record page scrolls to)."""
+    return f"{HEADING_SCHEME}-{key}"
 
 
 def _parser() -> MarkdownIt:

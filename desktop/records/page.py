@@ -35,11 +35,14 @@ from ..common.times import Clock, local_now
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, plain_label
 from ..tasks import EngineTasks, Unreachable
 from .history import HistoryPanel
-from .markdown import WIKILINK_SCHEME, body_html, known_records, names_an_id, wikilink_target
+from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, body_html, heading_anchor, known_records, names_an_id,
+                       wikilink_target)
 from .render import change_request_message, claims_html, details_html, header_html, links_html
 
 BODY_SHARE = 0.72  # of the Note tab the body takes (the details the rest)
 SIDE_BY_SIDE_PX = 720  # narrower than this, the details go below the body
+HEADER_PX = (72, 150)  # the header's height: what a one-line title and its line take, and at most
+SHOWN_ID = "shownId"  # a browser's property: the record its content was made for (its place is kept for it)
 
 
 class SourceDialog(QDialog):
@@ -100,12 +103,14 @@ class RecordPage(QWidget):
         self.record: dict[str, Any] | None = None
         self.shown_id: str | None = None  # the record on the page: loading, shown, or no longer readable
         self._problem: str | None = None  # what the bar was told when a record chosen could not be read
+        self._heading_wanted: str | None = None  # a [[Note#Heading]] followed: the heading to show it at
         self.links: dict[str, Any] | None = None
         self.dialog: QDialog | None = None
         self._generation = 0
 
         self.header = SafeTextBrowser()
-        self.header.setMaximumHeight(72)
+        self.header.setFixedHeight(HEADER_PX[0])
+        self.header.document().documentLayout().documentSizeChanged.connect(self._fit_header)
         self.request_button = QPushButton("Request a &change")
         self.request_button.setToolTip("Copy a message for the agent's chat naming this exact record, revision "
                                        "and content hash (Edit › Copy a change request, Ctrl+Shift+C). "
@@ -158,8 +163,10 @@ class RecordPage(QWidget):
         self.graph_button.setEnabled(False)
         self.header.show_html('<div class="muted">Choose a record on the left.</div>')
         self.header.setToolTip("")
+        self._heading_wanted = None
         for browser in (self.details, self.body, self.claims, self.connections):
             browser.clear()
+            browser.setProperty(SHOWN_ID, None)
         for browser in (self.body, self.claims, self.connections):
             browser.setPlaceholderText("")  # no record: nothing to say of it
         self.history.clear()
@@ -167,6 +174,14 @@ class RecordPage(QWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
         self._lay_out_note()
+
+    def _fit_header(self) -> None:
+        """The header as tall as its title and line need (a long title wraps in a narrow page), within
+        ``HEADER_PX``: read whole, without scrolling, and the note keeps the room."""
+        margins = 2 * self.header.frameWidth() + self.header.contentsMargins().top() + \
+            self.header.contentsMargins().bottom()
+        needed = int(self.header.document().size().height()) + margins + 1
+        self.header.setFixedHeight(max(HEADER_PX[0], min(HEADER_PX[1], needed)))
 
     def _lay_out_note(self) -> None:
         """The details beside the body when the page is wide enough, else below it; the body keeps most."""
@@ -274,21 +289,42 @@ class RecordPage(QWidget):
         version = next((row for row in self.history.model.rows() if row.get("sha256") == record.get("sha256")), None)
         self.header.rerender_with(lambda: self.header.show_html(header_html(record, self.now(), version)))
 
+    def _want_heading(self, record_id: str, heading: str) -> None:
+        """The record asked for (``sig_record_requested``, which loads it) is shown at ``heading``."""
+        if heading and self.shown_id == record_id:
+            self._heading_wanted = heading
+
+    def refresh_times(self) -> None:
+        """The header's, details' and History's "3 minutes ago" counted anew (the window's clock ticks)."""
+        if self.record is not None:
+            self.header.rerender()
+            self.details.rerender()
+        self.history.table.viewport().update()
+
     def _on_links(self, links: dict[str, Any]) -> None:
         self.links = links
         if self.record is not None:
             self._show_details()
             self._show_body()  # [[links]] to the records named here now resolve to their ids
-        self.claims.rerender_with(lambda: self.claims.show_html(claims_html(links)))
-        self.connections.rerender_with(lambda: self.connections.show_html(links_html(links)))
+        self._render(self.claims, lambda: self.claims.show_html(claims_html(links)))
+        self._render(self.connections, lambda: self.connections.show_html(links_html(links)))
+        self._heading_wanted = None  # the body's last making for this record: the owner scrolls from here
 
     def _show_details(self) -> None:
         record, links = self.record or {}, self.links
-        self.details.rerender_with(lambda: self.details.show_html(details_html(record, links, self.now())))
+        self._render(self.details, lambda: self.details.show_html(details_html(record, links, self.now())))
 
     def _show_body(self) -> None:
         record, known = self.record or {}, known_records(self.links)
-        self.body.rerender_with(lambda: self.body.show_html(body_html(record.get("body") or "", known)))
+        self._render(self.body, lambda: self.body.show_html(body_html(record.get("body") or "", known)))
+        if self._heading_wanted is not None:  # opened by a [[Note#Heading]] link: at that heading
+            self.body.scrollToAnchor(heading_anchor(self._heading_wanted))
+
+    def _render(self, browser: SafeTextBrowser, render: Callable[[], None]) -> None:
+        """``render`` into ``browser``; the same record made again (read again after a change, its links
+        arrived) leaves the reader where they were in it, a record newly shown starts at its top."""
+        browser.rerender_with(render, keep_place=browser.property(SHOWN_ID) == self.shown_id)
+        browser.setProperty(SHOWN_ID, self.shown_id)
 
     def _on_history(self, history: dict[str, Any], keep_revisions: list[tuple[Any, Any]] | None = None) -> None:
         self.history.show_history(self.agent or "", history, keep_revisions)
@@ -318,10 +354,14 @@ class RecordPage(QWidget):
         scheme, target = url.scheme(), url.path()
         if scheme == RECORD_SCHEME and target:
             self.sig_record_requested.emit(target)
+            self._want_heading(target, url.fragment())
+        elif scheme == HEADING_SCHEME and target:  # a heading of the note shown
+            self.tabs.setCurrentWidget(self.note)
+            self.body.scrollToAnchor(heading_anchor(target))
         elif scheme == WIKILINK_SCHEME and self.agent:
             name = wikilink_target(target)
             if name:
-                self.follow_wikilink(name)
+                self.follow_wikilink(name, url.fragment())
         elif scheme == SOURCE_SCHEME and target and self.agent:
             self.open_source(target)
         elif scheme == LINK_SCHEME:  # a cited record, perhaps of another agent's store: the window decides
@@ -329,8 +369,9 @@ class RecordPage(QWidget):
         elif scheme in ("http", "https"):
             QDesktopServices.openUrl(url)
 
-    def follow_wikilink(self, name: str) -> None:
-        """Open the record ``[[name]]`` means: the one with that title (or id), else the best search match."""
+    def follow_wikilink(self, name: str, heading: str = "") -> None:
+        """Open the record ``[[name]]`` means: the one with that title (or id), else the best search match;
+        at ``heading`` (a ``heading_key``) when the link names one."""
         agent = self.agent
 
         def found(result: dict[str, Any]) -> None:
@@ -339,6 +380,7 @@ class RecordPage(QWidget):
                      or str(hit.get("title") or "").casefold() == name.casefold()]
             if exact or hits:
                 self.sig_record_requested.emit((exact or hits)[0]["id"])
+                self._want_heading((exact or hits)[0]["id"], heading)
             elif names_an_id(name):
                 self.sig_record_requested.emit(name)  # perhaps an id the search does not match on
             else:

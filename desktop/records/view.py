@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -36,13 +36,14 @@ from PySide6.QtWidgets import (
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.times import ago, exact_time, local_now
 from ..common.widgets import plain_label, table
-from ..tasks import EngineTasks
+from ..tasks import EngineTasks, says_no_store
 from .graph import ConnectionsWindow
 from .page import RecordPage
 from .snippets import show_snippets
 
 PAGE_SIZE = 200
 SEARCH_PAGE_SIZE = 50
+CLOCK_MS = 60_000  # how often relative times ("3 minutes ago") are counted again
 NOTE_KINDS = ["page", "claim"]  # what the lists show while links are hidden (the operator methods' ``kinds``)
 LINK_KIND = "relationship"
 SHOW_LINKS_KEY = "records/showLinks/{list}"  # in the window's settings, one per list: recent, browse, search
@@ -73,8 +74,10 @@ RECORD_COLUMNS = [
 # Painted by snippets.py on up to three lines, the query's words in bold; its text is the words alone.
 SNIPPET_COLUMN = Column("Snippet", lambda r: " ".join((r.get("snippet") or "").split()))
 SEARCH_COLUMNS = [
-    Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200),  # the snippet says more
-    Column("Kind", lambda r: r.get("kind")),
+    # The snippet says more; in a small window the title keeps room for a word a line (search rows are three
+    # lines tall, and the title wraps over them).
+    Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200, min_width=90),
+    Column("Kind", lambda r: r.get("kind"), whole=True),  # "page", "claim": never "pa…"
     Column("Type", _type),
     Column("Score", lambda r: r.get("score"), align_right=True),
     SNIPPET_COLUMN,
@@ -108,6 +111,13 @@ class RecordsView(QWidget):
         self._shown: str | None = None  # the id of the record on the page (while it loads too)
         self._browsing: dict[str, Any] | None = None  # the filters of the type being browsed
 
+        # Relative times ("3 minutes ago") move on while the window is open: the page's are made again, the
+        # lists' painted again, once a minute.
+        self.clock = QTimer(self)
+        self.clock.setInterval(CLOCK_MS)
+        self.clock.timeout.connect(self._on_clock)
+        self.clock.start()
+
         self.recent_model = PagedModel(RECORD_COLUMNS, self)
         self.types_model = RowsModel(TYPE_COLUMNS, self)
         self.browse_model = PagedModel(RECORD_COLUMNS, self)
@@ -117,6 +127,7 @@ class RecordsView(QWidget):
         self.recent_model.sig_page_loaded.connect(lambda _: self.sig_content_loaded.emit("recent"))
         self.browse_model.sig_page_loaded.connect(lambda _: self.sig_content_loaded.emit("browse"))
         self.search_model.sig_page_loaded.connect(self._on_search_page)
+        self.search_model.sig_load_failed.connect(self._on_search_failed)
         for model in (self.recent_model, self.browse_model, self.search_model):
             model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
 
@@ -131,6 +142,7 @@ class RecordsView(QWidget):
         self.query = QLineEdit()
         self.query.setPlaceholderText("Search words or ask a question")
         self.query.returnPressed.connect(self.search)
+        self.query.installEventFilter(self)  # Down goes to the results
         self.search_mode = QComboBox()
         self.search_mode.setToolTip("How results are ranked")
         for mode, label, tooltip in SEARCH_MODES:
@@ -155,6 +167,7 @@ class RecordsView(QWidget):
         self.models_link.hide()
         self.search_table = self._list(self.search_model)
         show_snippets(self.search_table, SEARCH_COLUMNS.index(SNIPPET_COLUMN))
+        self.search_table.setWordWrap(True)
 
         recent = QWidget()
         recent_layout = QVBoxLayout(recent)
@@ -318,8 +331,9 @@ class RecordsView(QWidget):
         self.browse_model.set_source(None)
         self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
         self._load_folders()
-        if self.query.text().strip():
-            self.search()
+        if self.query.text().strip():  # asked again where it is: the owner stays on the tab they chose
+            self.search_summary.setText("Searching…")
+            self._run_search(self.query.text().strip())
 
     def live_refresh(self) -> None:
         """An agent wrote: every list reloads where it is (the tab, the type browsed, the search typed)."""
@@ -381,8 +395,8 @@ class RecordsView(QWidget):
         if self._folder in items:
             items[self._folder].setSelected(True)
         self.folders_tree.blockSignals(False)
-        if self._folder is not None:
-            self.browse_folder(self._folder if self._folder in items else None)
+        if self._folder is not None:  # reloaded where it is: the owner stays on the tab they chose
+            self.browse_folder(self._folder if self._folder in items else None, show=False)
         self.sig_content_loaded.emit("folders")
 
     def _on_folder_selected(self) -> None:
@@ -390,8 +404,9 @@ class RecordsView(QWidget):
         if chosen:
             self.browse_folder(chosen[0].data(0, Qt.ItemDataRole.UserRole))
 
-    def browse_folder(self, folder: str | None) -> None:
-        """List the notes imported from ``folder`` (a path as operator/folders names it), by title."""
+    def browse_folder(self, folder: str | None, *, show: bool = True) -> None:
+        """List the notes imported from ``folder`` (a path as operator/folders names it), by title; ``show``
+        brings the Folders tab forward (the owner chose the folder, not a reload)."""
         self._folder, agent = folder, self.agent
         if folder is None or agent is None:
             self.folder_model.set_source(None)
@@ -403,7 +418,8 @@ class RecordsView(QWidget):
                                lambda page: deliver(page["records"], page.get("nextOffset"), page["total"]),
                                on_error=fail, owner=self)
 
-        self.modes.setCurrentIndex(self.modes.indexOf(self.folders_tree.parentWidget()))
+        if show:
+            self.modes.setCurrentIndex(self.modes.indexOf(self.folders_tree.parentWidget()))
         self.folder_model.set_source(source)
 
     def _on_types(self, result: dict[str, Any]) -> None:
@@ -464,6 +480,22 @@ class RecordsView(QWidget):
         if self.query.text().strip() and self.search_model.source_set:
             self.search()
 
+    def _on_clock(self) -> None:
+        self.page.refresh_times()
+        for view in (self.recent_table, self.browse_table, self.search_table, self.folder_table):
+            view.viewport().update()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Down in the search box goes to the results, their first row chosen (Enter then opens it)."""
+        if (watched is self.query and event.type() == QEvent.Type.KeyPress
+                and event.key() == Qt.Key.Key_Down and self.search_model.rowCount()):
+            self.modes.setCurrentIndex(2)
+            self.search_table.setFocus(Qt.FocusReason.TabFocusReason)
+            if not self.search_table.selectionModel().hasSelection():
+                self.search_table.selectRow(0)
+            return True
+        return super().eventFilter(watched, event)
+
     def focus_search(self) -> None:
         self.modes.setCurrentIndex(2)
         self.query.setFocus()
@@ -474,6 +506,11 @@ class RecordsView(QWidget):
         found = f"{count:,} matching records shown{more}" if count else "No matches"
         self.search_summary.setText(f"{found} · {self._answered_by}" if self._answered_by else found)
         self.sig_content_loaded.emit("search")
+
+    def _on_search_failed(self, message: str) -> None:
+        """No answer came: the summary says why instead of "Searching…"."""
+        self.search_summary.setText(f"Not searched: {self.agent} has no store yet." if says_no_store(message)
+                                    else f"Not searched: {message}")
 
     # --- the record page --------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Collection
 from html import escape
 from pathlib import PurePath
 from typing import Any
@@ -64,6 +65,8 @@ FORMATS: dict[str, tuple[str, str, bool, str]] = {
 }
 BAR_STEPS = 1000
 SUMMARY_MIN_HEIGHT = 120  # px: a few lines of the summary; the rest scrolls
+SUMMARY_SCREEN_SHARE = 0.7  # of the screen's height and width the dialog may grow to, to show its summary
+SUMMARY_WIDTH_PX = 720  # the width it grows to for a summary (a note's path and its links on a line)
 LEFT_OUT_SHOWN = 500  # notes listed with their unresolved links; the rest are counted
 
 
@@ -105,9 +108,10 @@ def can_cancel(job: dict[str, Any]) -> bool:
 
 def _bar(bar: QProgressBar, job: dict[str, Any]) -> None:
     fraction = progress_fraction(job)
-    if job.get("state") in FINISHED:
+    if job.get("state") in FINISHED:  # done: full; cancelled or failed: as far as it got, as the words say
+        kept = bar.value() if fraction is None else round(fraction * BAR_STEPS)
         bar.setRange(0, BAR_STEPS)
-        bar.setValue(BAR_STEPS if job.get("state") == "done" else bar.value())
+        bar.setValue(BAR_STEPS if job.get("state") == "done" else kept)
     elif fraction is None or (job.get("progress") or {}).get("phase") == "indexing":
         bar.setRange(0, 0)  # busy: the total is not known yet
     else:
@@ -129,8 +133,8 @@ class _JobDialog(QDialog):
         self.progress.setValue(0)
         self.status = plain_label()
         self.status.setWordWrap(True)
-        # The summary scrolls inside the dialog, however long (hundreds of unresolved links), and the owner
-        # can make the dialog larger to read more of it at once.
+        # The summary scrolls inside the dialog, however long (hundreds of unresolved links); the dialog grows
+        # to show it when it arrives (``grow_to_summary``), and the owner can make it larger still.
         self.summary = QTextBrowser()
         self.summary.setOpenLinks(False)
         self.summary.setMinimumHeight(SUMMARY_MIN_HEIGHT)
@@ -150,6 +154,23 @@ class _JobDialog(QDialog):
         layout.addWidget(self.status)
         layout.addWidget(self.summary, 1)
         layout.addWidget(self.close_buttons)
+
+    def grow_to_summary(self) -> None:
+        """The dialog made larger, once the summary arrives, to show as much of it as fits on the screen: at
+        most ``SUMMARY_SCREEN_SHARE`` of its height and width (the rest scrolls; never made smaller)."""
+        screen = self.screen()
+        room = screen.availableGeometry() if screen is not None else None
+        if room is None:
+            return
+        width = max(self.width(), min(SUMMARY_WIDTH_PX, int(room.width() * SUMMARY_SCREEN_SHARE)))
+        self.summary.document().setTextWidth(self.summary.viewport().width() + width - self.width())
+        wanted = self.summary.document().size().height() + 2 * self.summary.frameWidth() + 4
+        height = max(self.height(), min(int(room.height() * SUMMARY_SCREEN_SHARE),
+                                        int(self.height() - self.summary.height() + wanted)))
+        self.resize(width, height)
+        frame = self.frameGeometry()  # kept on the screen: moved up or left where it grew past the edge
+        self.move(max(room.left(), min(frame.left(), room.right() - frame.width())),
+                  max(room.top(), min(frame.top(), room.bottom() - frame.height())))
 
     def reject(self) -> None:
         """Close: a job still running goes on in the engine; only cancelling stops it."""
@@ -175,8 +196,11 @@ class ImportDialog(_JobDialog):
     the kind of record to browse."""
 
     def __init__(self, tasks: EngineTasks, agents: list[str], agent: str | None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, not_owners: Collection[str] = ()) -> None:
+        """``agents``: the owner agents, whose stores an import may go into; ``not_owners``: the other agents,
+        refused by name before anything is read."""
         super().__init__(tasks, "Import", parent)
+        self.not_owners = set(not_owners)
         self.watcher.sig_job_updated.connect(self._on_job_updated)
         self.watcher.sig_job_finished.connect(self._on_job_finished)
 
@@ -191,7 +215,7 @@ class ImportDialog(_JobDialog):
         self.agent = QComboBox()
         self.agent.setEditable(True)  # a new name: the import registers it as an owner agent
         self.agent.addItems(agents or ["main"])
-        self.agent.setCurrentText(agent or (agents[0] if agents else "main"))
+        self.agent.setCurrentText(agent if agent in agents else (agents[0] if agents else "main"))
         self.agent.setToolTip("The owner agent whose store receives the import; a new name is registered as one")
         self.dry_run = QCheckBox("&Dry run: check the input and count what it would create; write nothing")
         self.dry_run.toggled.connect(lambda _: self._update_buttons())
@@ -221,7 +245,8 @@ class ImportDialog(_JobDialog):
     def follow(self, inventory: dict[str, Any]) -> None:
         """The agents now (one added or removed meanwhile, here or with the CLI): the list follows, and what the
         owner chose or typed stays."""
-        names = [row["name"] for row in inventory.get("agents", [])] or ["main"]
+        names = owner_agents(inventory) or ["main"]
+        self.not_owners = {row["name"] for row in inventory.get("agents", [])} - set(names)
         if [self.agent.itemText(n) for n in range(self.agent.count())] == names:
             return
         chosen = self.agent.currentText()
@@ -266,6 +291,11 @@ class ImportDialog(_JobDialog):
         if self.watcher.running or not self.path.text().strip():
             return
         self.summary.clear()
+        agent = self.agent.currentText().strip()
+        if agent in self.not_owners:
+            self.status.setText(f"Not imported: {agent} is not an owner agent, and an import goes into an owner "
+                                "agent's store. Choose one, or type a new name to register one.")
+            return
         self.status.setText("Starting…")
         self._set_running(True)
         self.watcher.start("operator/import", self.params(), on_error=self._on_refused)
@@ -295,6 +325,7 @@ class ImportDialog(_JobDialog):
         if state == "done":
             self.status.setText("Finished.")
             self.summary.setHtml(import_summary_html(job.get("result") or {}))
+            self.grow_to_summary()
         elif state == "cancelled":
             self.status.setText(f"Cancelled: {job_progress_text({**job, 'state': 'running'})}. What was imported "
                                 "stays; import the same input again to finish it (nothing is imported twice).")
@@ -443,6 +474,11 @@ def import_summary_html(result: dict[str, Any]) -> str:
         parts.append("<p><b>Not followed</b> (symbolic links, which an import never follows):</p><ul>"
                      + "".join(f"<li>{escape(path)}</li>" for path in left_out) + "</ul>")
     return "".join(parts)
+
+
+def owner_agents(inventory: dict[str, Any]) -> list[str]:
+    """The owner agents of ``inventory``: an import writes into an owner agent's private partition."""
+    return [row["name"] for row in inventory.get("agents", []) if row.get("owner")]
 
 
 def link_list(targets: list[str]) -> str:

@@ -23,7 +23,12 @@ _MARKDOWN_LINK = re.compile(r"!?\[([^\[\]]*)\]\([^()\s]*\)")
 _CALLOUT = re.compile(r"^\s*>\s*\[!([A-Za-z-]+)\][+-]?\s*", re.M)
 _LINE_MARKS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+)?", re.M)
 _EMPHASIS = re.compile(r"(\*\*|__|~~|==)(\S(?:.*?\S)?)\1|(?<![\w*])\*(\S(?:[^*]*?\S)?)\*(?!\w)")
+_STRAY_EMPHASIS = re.compile(r"(?<=\w)(?:\*\*|__|~~|==)(?!\w)|(?<![\w*])(?:\*\*|__|~~|==)(?=\w)")  # a cut's half
 _CODE = re.compile(r"`([^`]*)`")
+_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n]*$", re.M)  # a code block's fence, with its language
+_TABLE_ROW = re.compile(r"^[ \t]*\|.*$|^.*\|[ \t]*$", re.M)  # a table's row: a pipe begins or ends it
+_TABLE_RULE = re.compile(r"^[\s|:-]*-[\s|:-]*$")  # the row under a table's header: | --- | :---: |
+_CELL = re.compile(r"(?<!\\)\|")  # a cell's edge: a pipe the table does not escape
 _BLOCK_ID = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]{1,80}[ \t]*$", re.M)  # "^id" ending a line: a link's anchor
 _LEFTOVER = re.compile(r"\[\[|\]\]|(?<!\w)#(?=[A-Za-z])")
 _SPACES = re.compile(r"\s+")
@@ -78,8 +83,11 @@ def query_marker(analyzer: Analyzer, terms: Collection[str]) -> Callable[[str], 
 def plain_snippet(fragment: str) -> str:
     """``fragment`` with wiki links as the words they show (their alias, else their target), Markdown links as
     their text, and frontmatter, thematic breaks, block ids, emphasis, code ticks, headings' ``#``, callout and
-    quote markers and list bullets gone; on one line, spaces collapsed."""
+    quote markers, list bullets, code fences and table rules gone, a table's cells apart by " · "; on one
+    line, spaces collapsed."""
     text = _FRONTMATTER.sub("", fragment)
+    text = _TABLE_ROW.sub(_table_words, text)
+    text = _FENCE.sub("", text)
     text = _RULE.sub("", text)
     text = _BLOCK_ID.sub("", text)
     text = _WIKI_CUT_START.sub(lambda match: match.group(1), text)
@@ -88,11 +96,22 @@ def plain_snippet(fragment: str) -> str:
     text = _MARKDOWN_LINK.sub(lambda match: match.group(1), text)
     text = _CALLOUT.sub(lambda match: match.group(1).capitalize() + ": ", text)
     text = _LINE_MARKS.sub("", text)
-    text = _CODE.sub(lambda match: match.group(1), text)
+    text = _CODE.sub(lambda match: match.group(1), text).replace("`", "")  # a tick left alone: the cut's
     for _ in range(2):  # emphasis inside emphasis (**bold _and italic_**)
         text = _EMPHASIS.sub(lambda match: match.group(2) or match.group(3), text)
+    text = _STRAY_EMPHASIS.sub("", text)  # emphasis the fragment cut open or closed
     text = _LEFTOVER.sub("", text)
     return _SPACES.sub(" ", text).strip()
+
+
+def _table_words(match: re.Match[str]) -> str:
+    """A table's row as its cells' words apart by " · " (a pipe the table escaped is the cell's own); the rule
+    under the header, nothing."""
+    row = match.group(0)
+    if _TABLE_RULE.match(row):
+        return ""
+    cells = (cell.strip().replace("\\|", "|") for cell in _CELL.split(row))
+    return " · ".join(cell for cell in cells if cell)
 
 
 def _wiki_words(match: re.Match[str]) -> str:

@@ -4,6 +4,7 @@ engine checks.  A real engine serves a real socket; the agent connection is a re
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import socket
 import threading
@@ -11,6 +12,7 @@ import threading
 import pytest
 from PySide6.QtGui import QGuiApplication
 
+from desktop.common.times import clock_time, local_now
 from desktop.connect.agent_dialog import CLIENT_TABS, ConnectAgentDialog
 from desktop.connect.settings_dialog import SettingsDialog
 from desktop.main_window import MainWindow
@@ -125,6 +127,9 @@ def test_the_agents_seen_connected_recently_are_listed(qtbot, tasks, served_engi
     assert loaded.args == [1]
     cells = [dialog.connections.item(0, column).text() for column in range(dialog.connections.columnCount())]
     assert cells[:4] == ["main", "laptop-main", "owner-private", "test-client 1"] and cells[6] == "0"
+    for column in (4, 5):  # first and last seen: the owner's local time, the exact moment on hover
+        stored = re.search(r"stored as (\S+)\)$", dialog.connections.item(0, column).toolTip()).group(1)
+        assert cells[column] == clock_time(stored, local_now()) and stored not in cells[column]
 
 
 def served_engine_port(engine) -> int:

@@ -131,6 +131,8 @@ def test_a_cancel_while_linking_stops_before_the_next_note_and_keeps_the_pages(
     # note) was started beside the second (engine/importers/bulk.py) and is counted when it finished.
     assert dialog.status.text().startswith(("Cancelled: Linking: 2/3 notes linked: Projects/Kayak rack.md",
                                             "Cancelled: Linking: 3/3 notes linked: Tram clock.md"))
+    final = blocker.args[0]["progress"]  # the bar agrees with the words: as far as it got, not where Cancel was
+    assert dialog.progress.value() == round(final["done"] / final["total"] * dialog.progress.maximum()) > 333
 
 
 def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_made(
@@ -170,6 +172,28 @@ def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_m
     garden = records.folders_tree.topLevelItem(0)
     assert (garden.text(0), garden.text(1), garden.child(0).text(0), garden.child(0).text(1)) == (
         "Garden", "2 (3 in all)", "Projects", "1")
+
+
+def test_the_dialog_grows_to_show_a_long_summary_and_stays_on_the_screen(qtbot, tasks, tmp_path,
+                                                                        gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    vault = tmp_path / "Long"
+    vault.mkdir()
+    for n in range(40):  # forty notes, each with a link that names nothing: a long "Left out" list
+        (vault / f"Note {n}.md").write_text(f"See [[Nowhere {n}]].\n", encoding="utf-8")
+    gui_thread_guard.active = True
+    dialog = markdown_dialog(qtbot, tasks, vault)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    before = dialog.summary.height()
+    with qtbot.waitSignal(dialog.sig_import_finished, timeout=WAIT_MS):
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+
+    room = dialog.screen().availableGeometry()
+    qtbot.waitUntil(lambda: dialog.height() >= room.height() * 0.6, timeout=WAIT_MS)  # towards the screen's
+    assert dialog.summary.height() > 1.5 * before  # more of the list at once, without dragging the dialog
+    assert dialog.frameGeometry().height() <= room.height() and dialog.frameGeometry().width() <= room.width()
+    assert "Note 39.md: [[Nowhere 39]]" in dialog.summary.toPlainText()
 
 
 def test_a_dry_run_lists_what_it_would_leave_out_and_links_to_nothing(qtbot, tasks, served_engine, vault,

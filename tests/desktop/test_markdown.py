@@ -19,7 +19,8 @@ ID = "pg_01JD0000000000000000000000"
 def test_markdown_is_rendered_and_stored_html_is_only_text() -> None:
     html = body_html("# Plan\n\n**bold** and *it* and `code`\n\n- one\n- two\n\n"
                      "<script>alert(1)</script> <img src=x onerror=alert(1)> <b>b</b>")
-    assert "<h1>Plan</h1>" in html and "<strong>bold</strong>" in html and "<em>it</em>" in html
+    assert '<h1><a name="heading-plan"></a>Plan</h1>' in html  # the anchor a [[#Plan]] scrolls to
+    assert "<strong>bold</strong>" in html and "<em>it</em>" in html
     assert "<code>code</code>" in html and "<li>one</li>" in html
     assert "<script" not in html and "<img" not in html and "<b>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x" in html

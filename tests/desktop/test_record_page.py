@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+from PySide6.QtCore import QUrl
 from PySide6.QtGui import QTextTable
 
 from desktop.common.diffs import DIFF_BACKGROUNDS, DIFF_COLOURS
@@ -61,12 +62,12 @@ def test_embeds_say_what_they_embed_and_wiki_links_show_their_alias() -> None:
                      "[[Atlas Migration#Risks|the risks]] [[Atlas Migration#Risks]] [[#Local heading]]", known)
 
     assert '[embeds the note <a href="record:pg_atlas">Atlas Migration</a>]' in html
-    assert '[embeds the note <a href="wikilink:Other%20note">Other note › Plan</a>]' in html
+    assert '[embeds the note <a href="wikilink:Other%20note#plan">Other note › Plan</a>]' in html
     assert "[embedded image: diagram.png, not shown]" in html and "<img" not in html
     assert "[embedded file: spec.pdf, not shown]" in html
-    assert '<a href="record:pg_atlas">the risks</a>' in html  # the alias, linked to the note itself
-    assert '<a href="record:pg_atlas">Atlas Migration › Risks</a>' in html
-    assert "<span>Local heading</span>" in html and "[[" not in html and "![" not in html
+    assert '<a href="record:pg_atlas#risks">the risks</a>' in html  # the alias, linked to the note's heading
+    assert '<a href="record:pg_atlas#risks">Atlas Migration › Risks</a>' in html
+    assert '<a href="heading:local-heading">Local heading</a>' in html and "[[" not in html and "![" not in html
 
 
 def test_frontmatter_left_in_a_body_is_never_shown_raw() -> None:
@@ -218,6 +219,142 @@ def test_the_record_page_leads_with_the_note_and_history_compares_two_revisions(
     assert "tags\n(not set) → ops" in shown
     html = page.diff.toHtml()
     assert DIFF_COLOURS[("added", False)] in html.lower() and DIFF_COLOURS[("removed", False)] in html.lower()
+
+
+def test_a_paragraph_revised_is_read_whole_in_the_diff_without_scrolling_sideways(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    words = " ".join(f"word{n}" for n in range(60))  # a paragraph on one line, as notes are written
+    first = save(served_engine, {"requestId": "para-1", "type": "concept", "title": "Long lines",
+                                 "body": f"{words} ends here.\n"})
+    save(served_engine, {"requestId": "para-2", "type": "concept", "title": "Long lines", "id": first["id"],
+                         "expectedRevision": 1, "body": f"{words} ends elsewhere.\n"})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 760)  # Records' share of a 1360 by 820 window
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    page = view.page
+    page.tabs.setCurrentWidget(page.history)
+    shown = wait_for_signal(qtbot, page.sig_diff_loaded, lambda: page.history_table.selectRow(1)).args[0]
+
+    assert f"+{words} ends elsewhere." in shown.replace("\u2028", " ").replace("\n", " ")
+    assert page.diff.horizontalScrollBar().maximum() == 0  # wrapped to the pane: its end is in sight
+    assert page.diff.document().size().width() <= page.diff.viewport().width() + 1
+
+
+def test_a_link_to_a_heading_of_the_note_is_a_link_that_scrolls_to_it(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    filler = "\n\n".join(f"Paragraph {n} of the introduction." for n in range(60))
+    first = save(served_engine, {"requestId": "heads-1", "type": "concept", "title": "Callout kinds", "body": (
+        f"See [[#Supported types]] and [[#supported types|the list]].\n\n{filler}\n\n## Supported types\n\n"
+        "Note, tip, warning.\n")})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 760)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    body = view.page.body
+    links = re.findall(r'href="([^"]+)"', body.toHtml())
+    assert len(links) == 2 and links[0] == links[1]  # the heading named twice, in two cases: one anchor
+    assert body.verticalScrollBar().value() == 0
+
+    body.anchorClicked.emit(QUrl(links[1]))  # as a click on "the list" does
+    qtbot.waitUntil(lambda: body.verticalScrollBar().value() > 0, timeout=5_000)
+    heading = body.document().find("Supported types", body.document().lastBlock().position() - 200)
+    top = body.cursorRect(heading).top()
+    assert 0 <= top < body.viewport().height()  # the heading in view
+    assert view.page.record["id"] == first["id"]  # the same note: nothing else opened
+
+
+def test_relative_times_on_the_page_move_on_with_the_clock_and_leave_the_reader_where_they_were(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    first = save(served_engine, {"requestId": "clock-1", "type": "concept", "title": "Clock",
+                                 "aliases": [f"Alias {n}" for n in range(40)], "body": "Tick.\n"})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 500)
+    view.show()
+    reading = [datetime.now(ZONE)]
+    view.page.now = lambda: reading[0]
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    page = view.page
+    qtbot.waitUntil(lambda: "Alias 39" in page.details.toPlainText(), timeout=5_000)
+    assert "updated just now" in page.header.toPlainText() and "Created\njust now" in page.details.toPlainText()
+    page.details.verticalScrollBar().setValue(page.details.verticalScrollBar().maximum())  # reading the end
+    kept = page.details.verticalScrollBar().value()
+    assert kept > 0
+
+    reading[0] += timedelta(minutes=30)  # half an hour with the page open
+    view.clock.timeout.emit()  # the window's clock ticks (once a minute)
+    assert "updated 30 minutes ago" in page.header.toPlainText()
+    assert "Created\n30 minutes ago" in page.details.toPlainText()
+    assert page.details.verticalScrollBar().value() == kept  # still at the end
+    assert view.clock.isActive() and view.clock.interval() <= 60_000
+
+
+def test_a_note_read_again_after_a_change_leaves_the_reader_where_they_were(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    filler = "\n\n".join(f"Paragraph {n} of a long note." for n in range(80))
+    first = save(served_engine, {"requestId": "long-1", "type": "concept", "title": "Long note", "body": filler})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 600)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    bar = view.page.body.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=5_000)
+    bar.setValue(bar.maximum() // 2)  # the owner reads half way down
+    kept = bar.value()
+
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        view.live_refresh()  # an agent wrote something: the page is read again
+    qtbot.waitUntil(lambda: view.page.links is not None, timeout=5_000)
+    assert bar.value() == kept
+
+
+def test_a_link_to_a_heading_of_another_note_opens_that_note_at_the_heading(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    filler = "\n\n".join(f"Paragraph {n} of the settings." for n in range(80))
+    settings = save(served_engine, {"requestId": "set-1", "type": "concept", "title": "Settings",
+                                    "body": f"{filler}\n\n## Files and links\n\nWhere new notes go.\n"})
+    first = save(served_engine, {"requestId": "from-1", "type": "concept", "title": "Where notes go", "body": (
+        "See [[Settings#Files and links|the settings]].\n")})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 600)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    qtbot.waitUntil(lambda: view.page.links is not None and "href" in view.page.body.toHtml(), timeout=5_000)
+    [link] = re.findall(r'href="([^"]+)"', view.page.body.toHtml())
+
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        view.page.body.anchorClicked.emit(QUrl(link))
+    body = view.page.body
+    assert view.page.record["id"] == settings["id"]
+    qtbot.waitUntil(lambda: view.page.links is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: body.verticalScrollBar().value() > 0, timeout=5_000)
+    heading = body.document().find("Files and links")
+    assert 0 <= body.cursorRect(heading).top() < body.viewport().height()  # the heading in view
 
 
 def test_a_narrow_page_puts_the_details_below_the_body(qtbot, tasks) -> None:

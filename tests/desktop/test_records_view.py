@@ -275,6 +275,24 @@ def imported_vault(served_engine, tmp_path) -> None:
                         *load_markdown(str(vault), served_engine.refuse_secrets))
 
 
+def test_down_from_the_search_box_goes_to_the_results_and_enter_opens_one(qtbot, tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    view.activateWindow()
+    qtbot.waitActive(view)
+    view.query.setFocus()
+    qtbot.keyClicks(view.query, "Dana")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        qtbot.keyClick(view.query, Qt.Key.Key_Return)
+    first = view.search_model.rows()[0]
+
+    qtbot.keyClick(view.query, Qt.Key.Key_Down)  # as in a notes app's quick switcher
+    assert view.search_table.hasFocus() and view.search_table.currentIndex().row() == 0
+    assert [index.row() for index in view.search_table.selectionModel().selectedRows()] == [0]
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        qtbot.keyClick(view.search_table, Qt.Key.Key_Return)
+    assert view.page.record["id"] == first["id"]
+
+
 def test_an_imported_vault_is_browsed_by_its_folders(qtbot, tasks, imported_vault, gui_thread_guard) -> None:
     view = make_view(qtbot, tasks)
     qtbot.waitUntil(lambda: view.folders_tree.topLevelItemCount() == 1, timeout=10_000)
@@ -293,6 +311,30 @@ def test_an_imported_vault_is_browsed_by_its_folders(qtbot, tasks, imported_vaul
     with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
         view.folder_table.clicked.emit(view.folder_model.index(1, 0))
     assert view.page.record["title"] == "Risks"
+
+
+def test_a_list_reloaded_leaves_the_owner_on_the_tab_they_chose(qtbot, tasks, imported_vault,
+                                                                gui_thread_guard) -> None:
+    view = make_view(qtbot, tasks)
+    qtbot.waitUntil(lambda: view.folders_tree.topLevelItemCount() == 1, timeout=10_000)
+    alpha = view.folders_tree.topLevelItem(0).child(0).child(0)
+    with qtbot.waitSignal(view.folder_model.sig_page_loaded, timeout=10_000):
+        alpha.setSelected(True)
+    view.query.setText("about")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search()  # then the owner searches
+    found = [row["title"] for row in view.search_model.rows()]
+
+    for tab in ("Searc&h", "Recen&t"):  # and reads the results, or goes back to Recent with the query typed
+        view.modes.setCurrentIndex(next(n for n in range(view.modes.count()) if view.modes.tabText(n) == tab))
+        for reload in (view.live_refresh, view.refresh):  # an agent wrote, a file changed; F5
+            with qtbot.waitSignals([view.folder_model.sig_page_loaded, view.search_model.sig_page_loaded],
+                                   timeout=10_000):
+                reload()
+            assert view.modes.tabText(view.modes.currentIndex()) == tab
+            assert [row["title"] for row in view.folder_model.rows()] == ["Plan", "Risks"]  # reloaded in place
+            assert [item.text(0) for item in view.folders_tree.selectedItems()] == ["Alpha"]
+            assert [row["title"] for row in view.search_model.rows()] == found
 
 
 def test_a_store_without_imports_has_no_folders(qtbot, tasks, gui_thread_guard) -> None:

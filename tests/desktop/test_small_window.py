@@ -46,6 +46,46 @@ def test_a_record_page_keeps_its_room_beside_the_lists_in_a_small_window(qtbot, 
     assert records.recent_table.width() > 250  # the lists keep enough for their titles
 
 
+def test_a_record_pages_header_is_read_whole_without_scrolling_in_a_small_window(qtbot, window) -> None:
+    window.resize(*SMALL)
+    records = window.records_view
+    wait_for_signal(qtbot, records.recent_model.sig_page_loaded, lambda: window.show_view(1))
+    qtbot.waitUntil(lambda: window.width() <= SMALL[0], timeout=5_000)
+    claim = next(r for r in records.recent_model.rows() if r["title"].startswith("Dana prefers"))
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(claim["id"]))
+    header = records.page.header
+    qtbot.waitUntil(lambda: "revision" in header.toPlainText(), timeout=5_000)
+
+    qtbot.waitUntil(lambda: header.verticalScrollBar().maximum() == 0, timeout=5_000)  # title and line whole
+    assert header.document().size().height() > 72  # the title wraps: more than the header had room for
+    assert records.page.body.height() > 2 * header.height()  # and the note keeps the room
+
+
+def test_search_results_titles_keep_whole_words_in_a_small_window(qtbot, window) -> None:
+    from PySide6.QtCore import QRect, Qt
+
+    window.resize(1024, 700)
+    records = window.records_view
+    wait_for_signal(qtbot, records.recent_model.sig_page_loaded, lambda: window.show_view(1))
+    qtbot.waitUntil(lambda: window.width() <= 1024, timeout=5_000)
+    records.query.setText("Atlas status notes")
+    wait_for_signal(qtbot, records.search_model.sig_page_loaded, records.search)
+    table = records.search_table
+    header = table.horizontalHeader()
+    qtbot.waitUntil(lambda: header.sectionSize(0) >= 90, timeout=5_000)  # sized once the rows are laid out
+
+    cell = header.sectionSize(0) - 2 * table.style().pixelMetric(table.style().PixelMetric.PM_FocusFrameHMargin) - 2
+    rows = records.search_model.rows()[:8]
+    assert {row["kind"] for row in rows} == {"page", "claim"}
+    for row in rows:  # a page's name on the lines of its row; a claim's sentence begins with whole words
+        shown = row["title"] if row["kind"] == "page" else " ".join(row["title"].split()[:3])
+        wrapped = table.fontMetrics().boundingRect(QRect(0, 0, cell, 10_000), Qt.TextFlag.TextWordWrap, shown)
+        assert wrapped.width() <= cell and wrapped.height() <= table.verticalHeader().defaultSectionSize(), shown
+    assert table.wordWrap()
+    assert header.sectionSize(1) >= table.sizeHintForColumn(1)  # the kind whole: "page", never "pa…"
+    assert header.sectionSize(len(records.search_model.columns) - 1) >= 120  # the snippet keeps room to read
+
+
 def shown_table(qtbot, model, width: int, height: int):
     """The window's table of ``model``, shown at ``width`` x ``height``."""
     view = table(model)

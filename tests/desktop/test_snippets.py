@@ -7,6 +7,8 @@ from PySide6.QtGui import QFont, QFontMetricsF
 from desktop.common.models import Column, RowsModel
 from desktop.records.snippets import SNIPPET_LINES, SnippetDelegate, bold_ranges, laid_out
 from desktop.common.widgets import table
+from desktop.records.view import RecordsView
+from tests.desktop.test_record_page import save
 
 WORDS = " ".join(f"word{n}" for n in range(120))
 
@@ -53,3 +55,27 @@ def test_the_delegate_paints_what_the_row_holds(qtbot) -> None:
 
     lines, bold = delegate.shown_text(model.index(0, 0), 500, view.font())
     assert lines == ["\u2026sync the vault to a phone."] and bold == ["sync", "phone"]
+
+
+def test_a_search_shows_a_notes_code_blocks_tables_and_cut_emphasis_as_words(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    save(served_engine, {"requestId": "shell-1", "type": "note", "title": "Headless login", "body": (
+        "Sign in from a terminal:\n\n```shell\n# Login\nob login\n```\n\n| Command | Does |\n| --- | --- |\n"
+        "| `ob login` | signs in **once per machine** |\n")})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(1110, 760)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    view.query.setText("terminal login machine")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search()
+
+    [hit] = [row for row in view.search_model.rows() if row["title"] == "Headless login"]
+    assert hit["snippet"] == ("Sign in from a terminal: Login ob login Command · Does ob login · signs in once per "
+                              "machine")
+    words = [hit["snippet"][start:end] for start, end in hit["highlights"]]
+    assert words == ["terminal", "Login", "login", "login", "machine"]

@@ -69,6 +69,24 @@ def test_an_agent_chosen_before_its_first_write_shows_a_calm_empty_state_until_t
     qtbot.waitUntil(lambda: window.navigation.count_of(records) == 1, timeout=10_000)  # the sidebar agrees
 
 
+def test_a_search_for_an_agent_with_no_store_yet_says_it_searched_nothing_instead_of_searching_forever(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    add_agent_without_store(window, served_again, qtbot)
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    records.query.setText("status notes")
+    with qtbot.waitSignal(records.search_model.sig_page_loaded, timeout=10_000):
+        records.search()
+    assert records.search_summary.text().startswith(f"{records.search_model.rowCount()} matching records")
+
+    with qtbot.waitSignal(records.search_model.sig_load_failed, timeout=10_000):
+        choose(window, "newbie")  # the query stays typed, and is asked of newbie's store, which is not there
+    assert records.search_table.shown_empty_text() == NO_STORE_TEXT
+    assert records.search_summary.text() == "Not searched: newbie has no store yet."
+    assert not problem_shown(window)
+
+
 def test_a_view_hidden_when_the_store_was_created_shows_the_write_when_opened_as_the_sidebar_counts(
         qtbot, served_again, open_window) -> None:
     window = open_window(served_again.state)

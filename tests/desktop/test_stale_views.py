@@ -423,3 +423,26 @@ def test_an_outside_edit_that_keeps_the_revision_number_is_its_own_revision_in_h
     qtbot.waitUntil(lambda: recent(records)[:1] == [record_id], timeout=10_000)
     listed = {row["id"]: row["updatedAt"] for row in records.recent_model.rows()}
     assert listed[record_id] == seen["observedAt"]  # Recent's Updated: when the edit was seen
+
+
+def test_the_import_dialog_offers_owner_agents_only_and_refuses_another_before_reading_anything(
+        qtbot, served_again, open_window) -> None:
+    window = open_window(served_again.state)
+    root = str(served_again.state.root)
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        assert cli(["--state-dir", root, "agents", "add", "reader"]) == 0  # not an owner agent
+    window.agent_picker.setCurrentText("reader")  # the agent in view when the owner opens File › Import…
+    window.import_action.trigger()
+    importing = window.import_dialog
+
+    assert choices(importing.agent) == ["main"] and importing.agent.currentText() == "main"
+    with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
+        assert cli(["--state-dir", root, "agents", "add", "scribe"]) == 0  # another, added meanwhile
+    assert choices(importing.agent) == ["main"]
+
+    importing.path.setText(root)
+    importing.agent.setCurrentText("reader")  # typed by hand
+    importing.start_button.click()
+    assert importing.status.text() == ("Not imported: reader is not an owner agent, and an import goes into an "
+                                       "owner agent's store. Choose one, or type a new name to register one.")
+    assert not importing.watcher.running and importing.start_button.isEnabled()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from desktop.approvals.view import ApprovalsView
+from desktop.common.times import clock_time, local_now
 from desktop.health.view import HealthView
 from desktop.preview.view import PreviewView
 from desktop.vocabulary.view import VocabularyView
@@ -52,7 +53,8 @@ def test_recall_approvals_are_listed_read_only(qtbot, tasks, gui_thread_guard) -
     texts = [view.model.data(view.model.index(0, column)) for column in range(view.model.columnCount())]
     assert texts[1] == "Dana wants the Atlas status notes weekly, on Fridays."
     assert texts[2] == "status notes, Dana" and texts[3] == "7" and texts[4] == "atlas"
-    assert texts[5] == "owner-private" and texts[6].endswith("Z")
+    approved_at = view.model.row(0)["approvedAt"]
+    assert texts[5] == "owner-private" and texts[6] == clock_time(approved_at, local_now())  # local, not UTC text
     assert view.summary.text() == "1 approved recall block(s)"
     blocker = wait_for_signal(qtbot, view.sig_record_requested,
                               lambda: view.table.activated.emit(view.model.index(0, 1)))

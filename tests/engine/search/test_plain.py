@@ -27,6 +27,15 @@ from tests.helpers import page
     ("A paragraph to link to. ^b15695\n- an item ^item-2\n^own-line\nnext", "A paragraph to link to. an item next"),
     ("see [[Internal links#^b15695]] and [[Note#^x|this]]", "see Internal links and this"),  # a block's link
     ("x^2 and *word*^note stay", "x^2 and word^note stay"),  # a caret in running text
+    ("Navigate to configuration sync**. Reload", "Navigate to configuration sync. Reload"),  # bold cut open
+    ("Open **Settings → Sync and", "Open Settings → Sync and"),  # and cut before it closed
+    ("a == b, x ** 2 and snake_case stay", "a == b, x ** 2 and snake_case stay"),
+    ("Log in:\n\n```shell\n# Login\nob login\n```\nthen", "Log in: Login ob login then"),  # a fenced block
+    ("~~~\nplain fence\n~~~", "plain fence"),
+    ("shell\nob sync` and", "shell ob sync and"),  # an unpaired tick left by a cut
+    ("| Action | Shortcut |\n| --- | :---: |\n| Open | `Ctrl+O` |", "Action · Shortcut Open · Ctrl+O"),  # a table
+    ("Completed task]] | | `> [!note]` | [[Callouts]] |", "Completed task · > [!note] · Callouts"),  # cut row
+    ("| [[Table view\\|Table]] | a \\| b |", "Table · a | b"),  # a pipe escaped for the table
 ])
 def test_markup_becomes_the_words_it_shows(fragment: str, shown: str) -> None:
     assert plain_snippet(fragment) == shown
