@@ -49,7 +49,7 @@ from .index.embedding import Embedder, EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
 from .core.changes import ChangeFeed
 from .store.answers import GitSummary, Receipt
-from .store.publication import Plan, Publisher
+from .store.publication import Journalled, Plan, Publisher
 from .store.store import Store
 from .store.open_store import NeedsLane, ReadView
 from .index.vector_feed import VectorFeed
@@ -111,6 +111,17 @@ class _QueuedWrite:
     future: Future[dict[str, Any]] = field(default_factory=Future)
 
 
+@dataclass(eq=False)
+class _Batch:
+    """Writes taken from the queue together: once planned, the plans of one group and the writes they are for."""
+
+    taken: list[_QueuedWrite]
+    outcomes: list[tuple[_QueuedWrite, Any]] = field(default_factory=list)  # refused, retries, then published
+    planned: list[_QueuedWrite] = field(default_factory=list)
+    plans: list[Plan] = field(default_factory=list)
+    ready: bool = False  # planned
+
+
 class StoreRuntime:
     def __init__(self, store: Store, settings: SettingsSource, analyzer: Analyzer, *,
                  git_executable: str | None, faults: Faults | None = None,
@@ -134,6 +145,7 @@ class StoreRuntime:
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")
         self._queued: deque[_QueuedWrite] = deque()
         self._queued_lock = threading.Lock()
+        self._others = 0  # lane work other than write groups submitted and not yet begun (``_submit_other``)
         self._dirty: dict[str, set[str] | None] = {}
         self._dirty_lock = threading.Lock()
         self._synced: dict[str, int] = {}  # partition -> ontology generation it was validated with
@@ -179,8 +191,21 @@ class StoreRuntime:
         """Run ``fn`` on the lane and wait for its result."""
         if self._closing.is_set():
             raise StoreUnavailable("the store is shutting down", store=self.store_id)
-        future: Future[T] = self._lane.submit(self._storage_boundary, fn)
+        future: Future[T] = self._submit_other(self._storage_boundary, fn)
         return future.result(timeout=timeout)
+
+    def _submit_other(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Submit lane work other than a write group, counted until it begins: groups published one after the
+        other on one turn of the lane (``_follow``) give way to it."""
+        with self._queued_lock:
+            self._others += 1
+
+        def begun() -> T:
+            with self._queued_lock:
+                self._others -= 1
+            return fn(*args)
+
+        return self._lane.submit(begun)
 
     def _storage_boundary(self, fn: Callable[[], T]) -> T:
         """Disk and SQLite failures (a full disk, a read-only vault, a vanished file) become one clear
@@ -278,7 +303,7 @@ class StoreRuntime:
         A failed index update does not undo an acknowledged write: searches
         keep refusing (index_failed) until the index catches up.
         """
-        [outcome] = self._publish_planned([plan])
+        [outcome], _ = self._publish_planned([plan])
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
@@ -306,32 +331,84 @@ class StoreRuntime:
 
     def _publish_group(self) -> None:
         """On the lane: plan the queued writes in order while they stay independent (``Group``), publish
-        them together, and leave the first that is not for the next group."""
+        them together, and leave the first that is not for the next group.
+
+        Writes queued by the time a group is acknowledged are planned and journalled inside its acknowledging
+        transaction (``_follow``), and published next on this same turn of the lane: one COMMIT for one
+        group's acknowledgement and the next one's journal.  Each group's writes are answered once its
+        acknowledgement is committed."""
+        batch = self._taken()
+        journalled: Journalled | None = None
+        while batch is not None:
+            following: list[_Batch] = []
+            try:
+                self._plan_batch(batch)
+                if batch.plans:
+                    results, journalled = self._publish_planned(
+                        journalled if journalled is not None else batch.plans, lambda: self._follow(following))
+                    batch.outcomes += zip(batch.planned, results)
+                    if following and any(isinstance(outcome, Exception) for outcome in results):
+                        # The acknowledgement failed, and with it the next group's journal and the catalog sync
+                        # its planning made: the next plan of those partitions walks them again.
+                        for queued in following[0].taken:
+                            self._synced.pop(queued.partition, None)
+                # The next group journalled meanwhile is this lane's own, published next.
+                self._verify_after(batch.outcomes, allow_pending=journalled is not None)
+            except BaseException:
+                for taken in following:
+                    self._answer(taken)
+                raise
+            finally:
+                self._answer(batch)
+            batch = following[0] if following else None
+
+    def _taken(self) -> _Batch | None:
+        """The writes queued now, up to a group's most (None: an earlier group took them)."""
         with self._queued_lock:
             taken = [self._queued.popleft() for _ in range(min(GROUP_MAX, len(self._queued)))]
-        if not taken:
-            return  # an earlier group took them
-        outcomes: list[tuple[_QueuedWrite, dict[str, Any] | Exception]] = []
-        try:
-            group, planned, later = self._plan_group(taken, outcomes)
-            if later:
-                self._queue_again(later)
-            if group.plans:
-                outcomes += zip(planned, self._publish_planned(group.plans))
-            self._verify_after(outcomes)
-        finally:
-            for queued, outcome in outcomes:
-                if isinstance(outcome, Exception):
-                    queued.future.set_exception(outcome)
-                else:
-                    queued.future.set_result(outcome)
-            with self._queued_lock:
-                waiting = {id(queued) for queued in self._queued}
-            for queued in taken:  # only when the lane itself failed
-                if not queued.future.done() and id(queued) not in waiting:
-                    queued.future.set_exception(StoreUnavailable(
-                        "the store stopped before the write was published; nothing was acknowledged",
-                        store=self.store_id))
+        return _Batch(taken) if taken else None
+
+    def _plan_batch(self, batch: _Batch) -> None:
+        """Plan ``batch`` once (``_plan_group``), the writes that must wait for the next group queued again."""
+        if batch.ready:
+            return
+        batch.ready = True
+        group, batch.planned, later = self._plan_group(batch.taken, batch.outcomes)
+        batch.plans = group.plans
+        if later:  # the queue's again, no longer this batch's to answer
+            batch.taken = [queued for queued in batch.taken if queued not in later]
+            self._queue_again(later)
+
+    def _follow(self, following: list[_Batch]) -> list[Plan]:
+        """Inside a group's acknowledging transaction: the writes queued meanwhile, planned against the catalog
+        as that group leaves it, for ``Publisher.publish_chained`` to journal in the same transaction.  None
+        while other lane work waits (it goes before the next group), the store closes, or a publication is
+        left for recovery (``prepare`` would recover it, which belongs outside any transaction)."""
+        if self._others or self._closing.is_set() or self.store.pending_publications():
+            return []
+        batch = self._taken()
+        if batch is None:
+            return []
+        following.append(batch)
+        self._plan_batch(batch)
+        return batch.plans
+
+    def _answer(self, batch: _Batch) -> None:
+        """Give each write of ``batch`` its outcome; one left without (the lane itself failed) is refused."""
+        for queued, outcome in batch.outcomes:
+            if queued.future.done():
+                continue
+            if isinstance(outcome, Exception):
+                queued.future.set_exception(outcome)
+            else:
+                queued.future.set_result(outcome)
+        with self._queued_lock:
+            waiting = {id(queued) for queued in self._queued}
+        for queued in batch.taken:  # only when the lane itself failed
+            if not queued.future.done() and id(queued) not in waiting:
+                queued.future.set_exception(StoreUnavailable(
+                    "the store stopped before the write was published; nothing was acknowledged",
+                    store=self.store_id))
 
     def _queue_again(self, later: list[_QueuedWrite]) -> None:
         """Put ``later`` back at the head of the queue for the next group (refused once the lane is shut)."""
@@ -399,14 +476,19 @@ class StoreRuntime:
         outcomes += [(planned[index], refused[planned[index].fence_key]) for index in gone]
         return group.without(gone), [queued for index, queued in enumerate(planned) if index not in gone]
 
-    def _publish_planned(self, plans: list[Plan]) -> list[dict[str, Any] | Exception]:
-        """On the lane: publish ``plans`` as one group; the indexes, vectors and the owner's window follow."""
+    def _publish_planned(self, plans: list[Plan] | Journalled, following: Callable[[], list[Plan]] | None = None
+                         ) -> tuple[list[dict[str, Any] | Exception], Journalled | None]:
+        """On the lane: publish ``plans`` as one group (``Publisher.publish_chained``: with ``following``, the
+        next group comes back journalled); the indexes, vectors and the owner's window follow."""
         try:
+            results, journalled = self.publisher.publish_chained(plans, following)
             outcomes = [self._unavailable(outcome) if isinstance(outcome, Exception) else outcome
-                        for outcome in self.publisher.publish_together(plans)]
+                        for outcome in results]
         except BaseException:
             self._settled = False  # perhaps left journalled: reads go through the lane, which recovers first
             raise
+        if isinstance(plans, Journalled):
+            plans = [publication.plan for publication in plans.publications]
         if any(isinstance(outcome, Exception) for outcome in outcomes):
             self._settled = False
         published = {plan.partition for plan, outcome in zip(plans, outcomes) if not isinstance(outcome, Exception)}
@@ -419,17 +501,19 @@ class StoreRuntime:
         for partition in sorted(published):
             self.vector_feed.queue(partition)  # embedded off the lane (engine/index/vector_feed.py)
             self.changes.publish("publications", storeId=self.store_id, partition=partition)
-        return outcomes
+        return outcomes, journalled
 
-    def _verify_after(self, outcomes: list[tuple[_QueuedWrite, dict[str, Any] | Exception]]) -> None:
-        """The identity check ``run`` makes after an operation, once per partition of the group."""
+    def _verify_after(self, outcomes: list[tuple[_QueuedWrite, dict[str, Any] | Exception]], *,
+                      allow_pending: bool = False) -> None:
+        """The identity check ``run`` makes after an operation, once per partition of the group (``allow_pending``:
+        the next group is journalled already, ``_publish_group``)."""
         failures: dict[str, Exception | None] = {}
         for index, (queued, outcome) in enumerate(outcomes):
             if isinstance(outcome, Exception):
                 continue
             if queued.partition not in failures:
                 try:
-                    self._storage_boundary(lambda: self.store.verify(queued.partition))
+                    self._storage_boundary(lambda: self.store.verify(queued.partition, allow_pending=allow_pending))
                     failures[queued.partition] = None
                 except Exception as exc:
                     failures[queued.partition] = exc
@@ -525,7 +609,7 @@ class StoreRuntime:
         """What the gate's first turn would otherwise do itself, done as the store opens, off the caller's way:
         the private partition's catalog brought up to date on the lane (queued, not awaited) and its search
         index opened and caught up by the index thread (docs/recall-gate.md, "No cold first turn")."""
-        self._lane.submit(self._storage_boundary, lambda: self.prepare(PRIVATE_SCOPE))
+        self._submit_other(self._storage_boundary, lambda: self.prepare(PRIVATE_SCOPE))
         with self._dirty_lock:
             self._index_pending.add(PRIVATE_SCOPE)
         self._index_wake.set()

@@ -67,7 +67,7 @@ PHASES = (
     Phase("lane: plan: render Markdown", "engine.vault.records", "Record.render"),
     Phase("lane: plan: render Markdown", "engine.vault.records", "Record.render_and_copy"),
     Phase("lane: publication: checks, journal SQL, waits for what syncs beside", "engine.store.publication",
-          "Publisher.publish_together"),
+          "Publisher.publish_chained"),
     Phase("lane: install: compare, temp files, renames", "engine.store.publication", "Publisher._install_group"),
     Phase("lane: fsync of files", "os", "fsync"),
     Phase("lane: fsync of directories", "engine.store.publication", "fsync_dir", whole=True),
