@@ -341,17 +341,16 @@ class StoreRuntime:
         journalled: Journalled | None = None
         while batch is not None:
             following: list[_Batch] = []
+            this, journalled = journalled, None
             try:
                 self._plan_batch(batch)
                 if batch.plans:
                     results, journalled = self._publish_planned(
-                        journalled if journalled is not None else batch.plans, lambda: self._follow(following))
+                        this if this is not None else batch.plans, lambda: self._follow(following))
                     batch.outcomes += zip(batch.planned, results)
-                    if following and any(isinstance(outcome, Exception) for outcome in results):
-                        # The acknowledgement failed, and with it the next group's journal and the catalog sync
-                        # its planning made: the next plan of those partitions walks them again.
-                        for queued in following[0].taken:
-                            self._synced.pop(queued.partition, None)
+                    failure = next((outcome for outcome in results if isinstance(outcome, Exception)), None)
+                    if following and failure is not None:  # only the acknowledging transaction fails then
+                        self._lost_with(following[0], failure)
                 # The next group journalled meanwhile is this lane's own, published next.
                 self._verify_after(batch.outcomes, allow_pending=journalled is not None)
             except BaseException:
@@ -392,6 +391,15 @@ class StoreRuntime:
         following.append(batch)
         self._plan_batch(batch)
         return batch.plans
+
+    def _lost_with(self, batch: _Batch, failure: Exception) -> None:
+        """The acknowledging transaction ``batch`` was planned and journalled in failed: its journal is gone, and
+        what its planning answered (a retry's receipt, a stale revision) was read in that transaction, so each
+        of its writes gets ``failure``; the catalog sync its planning made is gone too, so the next plan of its
+        partitions walks them again."""
+        batch.outcomes = [(queued, failure) for queued, _ in batch.outcomes]
+        for queued in batch.taken:
+            self._synced.pop(queued.partition, None)
 
     def _answer(self, batch: _Batch) -> None:
         """Give each write of ``batch`` its outcome; one left without (the lane itself failed) is refused."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import errno
 import os
+import sqlite3
 import stat
 import threading
 import uuid
@@ -454,8 +455,8 @@ def _pages_then_claims(engine: Engine, owner: AgentCaller) -> list[Callable[[], 
                                             "items": [claim("Beta ships in June.", "ships in June")]})]
 
 
-def test_writes_queued_as_a_group_is_acknowledged_are_journalled_in_its_acknowledging_transaction(owned,
-                                                                                                 monkeypatch):
+def test_writes_queued_as_a_group_is_acknowledged_are_journalled_in_its_acknowledging_transaction(
+        owned, monkeypatch):
     engine, owner = owned
     journals = _journals(monkeypatch)
     results, groups = _together(engine, _pages_then_claims(engine, owner))
@@ -485,3 +486,33 @@ def test_other_work_waiting_for_the_lane_goes_before_a_next_group_is_journalled_
     assert groups == [2, 2]
     assert journals == [(2, False), (2, False)]
     assert all(not isinstance(result, Exception) for result in results)
+
+
+def test_when_that_transaction_fails_the_next_groups_writes_fail_with_it_and_a_retry_gets_no_receipt(owned,
+                                                                                                   monkeypatch):
+    """The acknowledging transaction fails once the next group was planned in it (a full disk at its COMMIT): the
+    group is rolled back, and the retry planned in that transaction, which found the original's receipt there,
+    gets the failure instead, as does a page journalled with it."""
+    engine, owner = owned
+    journal_following = Publisher._journal_following
+
+    def then_the_disk_is_full(publisher: Publisher, following: Any) -> Any:
+        journal_following(publisher, following)
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Publisher, "_journal_following", then_the_disk_is_full)
+    results, groups = _together(engine, [
+        lambda: engine.save_page(owner, page("same", "Same")),
+        lambda: engine.save_page(owner, page("same", "Same")),  # the retry, planned in that transaction
+        lambda: engine.remember(owner, {"requestId": "about-same", "subject": "Same",
+                                        "items": [claim("Same ships in May.", "ships in May")]}),
+    ])
+    assert groups == [1, 1]  # the page; the claim, journalled in the page's acknowledgement, fails with it
+    assert all(isinstance(result, StoreUnavailable) for result in results), results
+    monkeypatch.setattr(Publisher, "_journal_following", journal_following)
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    assert runtime.call(lambda: runtime.store.pending_publications()) == []
+    assert not list(private_dir(engine.state).glob("pages/**/same*.md"))
+    assert engine.lookup(owner, "Same")["matches"] == []
+    created = engine.save_page(owner, page("same", "Same"))  # the retries go through
+    assert created["revision"] == 1 and created != results[1]
