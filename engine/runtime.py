@@ -146,6 +146,7 @@ class StoreRuntime:
         self._queued: deque[_QueuedWrite] = deque()
         self._queued_lock = threading.Lock()
         self._others = 0  # lane work other than write groups submitted and not yet begun (``_submit_other``)
+        self._group_scheduled = False  # a group is on the lane's queue and has not yet taken the writes queued
         self._dirty: dict[str, set[str] | None] = {}
         self._dirty_lock = threading.Lock()
         self._synced: dict[str, int] = {}  # partition -> ontology generation it was validated with
@@ -323,7 +324,7 @@ class StoreRuntime:
         queued = _QueuedWrite(partition, plan, fence, fence_key)
         with self._queued_lock:
             self._queued.append(queued)
-        self._lane.submit(self._publish_group)
+        self._schedule_group()
         receipt = queued.future.result()
         if self.git is not None:
             self._git_wake.set()
@@ -337,7 +338,7 @@ class StoreRuntime:
         transaction (``_follow``), and published next on this same turn of the lane: one COMMIT for one
         group's acknowledgement and the next one's journal.  Each group's writes are answered once its
         acknowledgement is committed."""
-        batch = self._taken()
+        batch = self._taken(scheduled=True)
         journalled: Journalled | None = None
         while batch is not None:
             following: list[_Batch] = []
@@ -361,9 +362,26 @@ class StoreRuntime:
                 self._answer(batch)
             batch = following[0] if following else None
 
-    def _taken(self) -> _Batch | None:
-        """The writes queued now, up to a group's most (None: an earlier group took them)."""
+    def _schedule_group(self) -> None:
+        """Put a group on the lane's queue unless one is there that has not yet taken the queued writes: so the
+        lane's queue holds one group at a time, not one a write, and other work waits behind that one."""
         with self._queued_lock:
+            if self._group_scheduled:
+                return
+            self._group_scheduled = True
+        try:
+            self._lane.submit(self._publish_group)
+        except RuntimeError:  # the lane shut down
+            with self._queued_lock:
+                self._group_scheduled = False
+            raise
+
+    def _taken(self, *, scheduled: bool = False) -> _Batch | None:
+        """The writes queued now, up to a group's most (None: an earlier group took them); ``scheduled``: taken by
+        the group ``_schedule_group`` put on the lane's queue, so a write queued from now on schedules another."""
+        with self._queued_lock:
+            if scheduled:
+                self._group_scheduled = False
             taken = [self._queued.popleft() for _ in range(min(GROUP_MAX, len(self._queued)))]
         return _Batch(taken) if taken else None
 
@@ -423,7 +441,7 @@ class StoreRuntime:
         with self._queued_lock:
             self._queued.extendleft(reversed(later))
         try:
-            self._lane.submit(self._publish_group)
+            self._schedule_group()
         except RuntimeError:  # the lane shut down: no group will take them
             with self._queued_lock:
                 for _ in later:
