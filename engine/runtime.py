@@ -401,8 +401,8 @@ class StoreRuntime:
         as that group leaves it, for ``Publisher.publish_chained`` to journal in the same transaction.  None
         while other lane work waits (it goes before the next group), the store closes, or a publication is
         left for recovery (``prepare`` would recover it, which belongs outside any transaction)."""
-        if self._others or self._closing.is_set() or self.store.pending_publications():
-            return []
+        if not self._queued or self._others or self._closing.is_set() or self.store.pending_publications():
+            return []  # the queue first: a lone writer's group asks nothing more
         batch = self._taken()
         if batch is None:
             return []
