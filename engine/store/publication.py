@@ -308,10 +308,14 @@ class Publisher:
                 self._roll_back_one(publication)
             installed = []
         chained: list[Journalled] = []
+
+        def journal_following() -> None:  # inside the acknowledging transaction
+            assert following is not None
+            chained.append(self._journal_following(following))
+
         if installed:
-            then = None
-            if following is not None and len(installed) == len(group):
-                then = lambda: chained.append(self._journal_following(following))  # noqa: E731
+            # Only a group acknowledged whole is followed: a refused member may be left journalled, for recovery.
+            then = journal_following if following is not None and len(installed) == len(group) else None
             try:
                 self._acknowledge(installed, then=then)
             except Exception as exc:
