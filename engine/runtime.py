@@ -27,17 +27,15 @@ import os
 import sqlite3
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from .core.answers import NotRequired, TypedDict
 from .index.analysis import Analyzer
 from .store.catalog import Catalog
 from .store.walk import FileStat
 from .store.catalog_reads import CatalogReads
-from .store.groups import Group, PlanReads
 from .store.writes import SourceLines
 from .state.config import SettingsSource
 from .core.db import sqlite_errno
@@ -49,7 +47,8 @@ from .index.embedding import Embedder, EmbeddingRuntime
 from .index.tantivy_index import SearchIndexes
 from .core.changes import ChangeFeed
 from .store.answers import GitSummary, Receipt
-from .store.publication import Plan, Publisher
+from .store.publication import Journalled, Plan, Publisher
+from .write_groups import WriteGroups
 from .store.store import Store
 from .store.open_store import NeedsLane, ReadView
 from .index.vector_feed import VectorFeed
@@ -95,23 +94,7 @@ GIT_DELAY_SECONDS = 1.0
 FULL = None  # a dirty entry meaning "walk the whole partition"
 ECHOES_KEPT = 4096  # files a publication installed whose watcher reports are recognised as the engine's own
 ECHOES_CHECKED = 64  # reported files compared with what was installed before a read; more need the lane's sync
-GROUP_MAX = 64  # queued writes planned and published together at most
-
-
-@dataclass(eq=False)
-class _QueuedWrite:
-    """A write waiting for the lane: ``plan`` builds its Plan (or returns the receipt of an identical retry)."""
-
-    partition: str
-    plan: Callable[[PlanReads], Plan | dict[str, Any]]
-    fence: Callable[[], None] | None
-    # Writes with equal keys have fences that answer alike (one caller, one partition): a group checks each
-    # key once before planning its first write and once more after planning them all (``_plan_group``).
-    fence_key: Hashable | None = None
-    future: Future[dict[str, Any]] = field(default_factory=Future)
-
-
-class StoreRuntime:
+class StoreRuntime(WriteGroups):
     def __init__(self, store: Store, settings: SettingsSource, analyzer: Analyzer, *,
                  git_executable: str | None, faults: Faults | None = None,
                  embeddings: EmbeddingRuntime | None = None, changes: ChangeFeed | None = None) -> None:
@@ -132,8 +115,7 @@ class StoreRuntime:
         self._echoes: dict[tuple[str, str], tuple[int, int, int, int]] = {}  # (partition, path) -> stat installed
         self._renaming: dict[tuple[str, str], bool] = {}  # being renamed into place -> whether reported meanwhile
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lane-{store.store_id}")
-        self._queued: deque[_QueuedWrite] = deque()
-        self._queued_lock = threading.Lock()
+        WriteGroups.__init__(self)
         self._dirty: dict[str, set[str] | None] = {}
         self._dirty_lock = threading.Lock()
         self._synced: dict[str, int] = {}  # partition -> ontology generation it was validated with
@@ -179,7 +161,7 @@ class StoreRuntime:
         """Run ``fn`` on the lane and wait for its result."""
         if self._closing.is_set():
             raise StoreUnavailable("the store is shutting down", store=self.store_id)
-        future: Future[T] = self._lane.submit(self._storage_boundary, fn)
+        future: Future[T] = self._submit_other(self._storage_boundary, fn)
         return future.result(timeout=timeout)
 
     def _storage_boundary(self, fn: Callable[[], T]) -> T:
@@ -278,135 +260,24 @@ class StoreRuntime:
         A failed index update does not undo an acknowledged write: searches
         keep refusing (index_failed) until the index catches up.
         """
-        [outcome] = self._publish_planned([plan])
+        [outcome], _ = self._publish_planned([plan])
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
 
-    def write(self, partition: str, plan: Callable[[PlanReads], Plan | Receipt], *,
-              fence: Callable[[], None] | None = None, fence_key: Hashable | None = None) -> Receipt:
-        """Plan a publication on the lane and publish it; returns its receipt.
-
-        Writes queued while the lane is busy go together (``_publish_group``): each planned in turn,
-        then all journalled in one transaction, installed, checkpointed once and acknowledged in one
-        transaction.  ``plan`` reads the catalog through the ``PlanReads`` it is given, and ``fence``
-        re-checks the caller's authority right before it, as ``run`` does; writes of a group sharing a
-        ``fence_key`` are re-checked together, before the first is planned and after the last.
-        """
-        if self._closing.is_set():
-            raise StoreUnavailable("the store is shutting down", store=self.store_id)
-        queued = _QueuedWrite(partition, plan, fence, fence_key)
-        with self._queued_lock:
-            self._queued.append(queued)
-        self._lane.submit(self._publish_group)
-        receipt = queued.future.result()
-        if self.git is not None:
-            self._git_wake.set()
-        return receipt
-
-    def _publish_group(self) -> None:
-        """On the lane: plan the queued writes in order while they stay independent (``Group``), publish
-        them together, and leave the first that is not for the next group."""
-        with self._queued_lock:
-            taken = [self._queued.popleft() for _ in range(min(GROUP_MAX, len(self._queued)))]
-        if not taken:
-            return  # an earlier group took them
-        outcomes: list[tuple[_QueuedWrite, dict[str, Any] | Exception]] = []
+    def _publish_planned(self, plans: list[Plan] | Journalled, following: Callable[[], list[Plan]] | None = None
+                         ) -> tuple[list[dict[str, Any] | Exception], Journalled | None]:
+        """On the lane: publish ``plans`` as one group (``Publisher.publish_chained``: with ``following``, the
+        next group comes back journalled); the indexes, vectors and the owner's window follow."""
         try:
-            group, planned, later = self._plan_group(taken, outcomes)
-            if later:
-                self._queue_again(later)
-            if group.plans:
-                outcomes += zip(planned, self._publish_planned(group.plans))
-            self._verify_after(outcomes)
-        finally:
-            for queued, outcome in outcomes:
-                if isinstance(outcome, Exception):
-                    queued.future.set_exception(outcome)
-                else:
-                    queued.future.set_result(outcome)
-            with self._queued_lock:
-                waiting = {id(queued) for queued in self._queued}
-            for queued in taken:  # only when the lane itself failed
-                if not queued.future.done() and id(queued) not in waiting:
-                    queued.future.set_exception(StoreUnavailable(
-                        "the store stopped before the write was published; nothing was acknowledged",
-                        store=self.store_id))
-
-    def _queue_again(self, later: list[_QueuedWrite]) -> None:
-        """Put ``later`` back at the head of the queue for the next group (refused once the lane is shut)."""
-        with self._queued_lock:
-            self._queued.extendleft(reversed(later))
-        try:
-            self._lane.submit(self._publish_group)
-        except RuntimeError:  # the lane shut down: no group will take them
-            with self._queued_lock:
-                for _ in later:
-                    self._queued.popleft()
-            for queued in later:
-                queued.future.set_exception(StoreUnavailable("the store is shutting down", store=self.store_id))
-
-    def _plan_group(self, taken: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]]
-                    ) -> tuple[Group, list[_QueuedWrite], list[_QueuedWrite]]:
-        """Plan ``taken`` in order: (the group, the writes it holds, the writes left for the next group).
-        A write refused while planned, or an identical retry, gets its outcome in ``outcomes``.
-
-        Authority is re-checked before a write is planned, once per ``fence_key`` of the group, and once more
-        per key once all are planned (``_fence_again``): a revocation committed before the group is published
-        refuses every write of that caller in it."""
-        group, planned, prepared, fenced = Group(), [], set(), {}
-        for index, queued in enumerate(taken):
-            reads = PlanReads(self.catalog)
-            try:
-                if queued.partition not in prepared:
-                    self._storage_boundary(lambda: self.prepare(queued.partition))
-                    prepared.add(queued.partition)
-                if queued.fence is not None and (queued.fence_key is None or queued.fence_key not in fenced):
-                    queued.fence()
-                    if queued.fence_key is not None:
-                        fenced[queued.fence_key] = queued
-                plan = self._storage_boundary(lambda: queued.plan(reads))
-            except Exception as exc:
-                if group.depends(reads):
-                    return self._fence_again(group, planned, outcomes, fenced) + (taken[index:],)
-                outcomes.append((queued, exc))
-                continue
-            if not isinstance(plan, Plan):
-                outcomes.append((queued, plan))
-            elif group.admits(plan, reads):
-                planned.append(queued)
-            else:
-                return self._fence_again(group, planned, outcomes, fenced) + (taken[index:],)
-        return self._fence_again(group, planned, outcomes, fenced) + ([],)
-
-    @staticmethod
-    def _fence_again(group: Group, planned: list[_QueuedWrite], outcomes: list[tuple[_QueuedWrite, Any]],
-                     fenced: dict[Hashable, _QueuedWrite]) -> tuple[Group, list[_QueuedWrite]]:
-        """Re-check each ``fence_key`` of the planned writes once, but a key whose one write was checked right
-        before it was planned (``fenced``); a key's writes refused now leave the group, the others stand."""
-        checked = {key for key, queued in fenced.items()
-                   if [other for other in planned if other.fence_key == key] == [queued]}
-        refused: dict[Hashable, Exception] = {}
-        for queued in planned:
-            if queued.fence is None or queued.fence_key is None or queued.fence_key in checked:
-                continue
-            checked.add(queued.fence_key)
-            try:
-                queued.fence()
-            except Exception as exc:
-                refused[queued.fence_key] = exc
-        gone = [index for index, queued in enumerate(planned) if queued.fence_key in refused]
-        outcomes += [(planned[index], refused[planned[index].fence_key]) for index in gone]
-        return group.without(gone), [queued for index, queued in enumerate(planned) if index not in gone]
-
-    def _publish_planned(self, plans: list[Plan]) -> list[dict[str, Any] | Exception]:
-        """On the lane: publish ``plans`` as one group; the indexes, vectors and the owner's window follow."""
-        try:
+            results, journalled = self.publisher.publish_chained(plans, following)
             outcomes = [self._unavailable(outcome) if isinstance(outcome, Exception) else outcome
-                        for outcome in self.publisher.publish_together(plans)]
+                        for outcome in results]
         except BaseException:
             self._settled = False  # perhaps left journalled: reads go through the lane, which recovers first
             raise
+        if isinstance(plans, Journalled):
+            plans = [publication.plan for publication in plans.publications]
         if any(isinstance(outcome, Exception) for outcome in outcomes):
             self._settled = False
         published = {plan.partition for plan, outcome in zip(plans, outcomes) if not isinstance(outcome, Exception)}
@@ -419,22 +290,7 @@ class StoreRuntime:
         for partition in sorted(published):
             self.vector_feed.queue(partition)  # embedded off the lane (engine/index/vector_feed.py)
             self.changes.publish("publications", storeId=self.store_id, partition=partition)
-        return outcomes
-
-    def _verify_after(self, outcomes: list[tuple[_QueuedWrite, dict[str, Any] | Exception]]) -> None:
-        """The identity check ``run`` makes after an operation, once per partition of the group."""
-        failures: dict[str, Exception | None] = {}
-        for index, (queued, outcome) in enumerate(outcomes):
-            if isinstance(outcome, Exception):
-                continue
-            if queued.partition not in failures:
-                try:
-                    self._storage_boundary(lambda: self.store.verify(queued.partition))
-                    failures[queued.partition] = None
-                except Exception as exc:
-                    failures[queued.partition] = exc
-            if failures[queued.partition] is not None:
-                outcomes[index] = (queued, failures[queued.partition])
+        return outcomes, journalled
 
     def _index_loop(self) -> None:
         """Catch the search index up after publications, one commit for every publication of a burst.
@@ -525,7 +381,7 @@ class StoreRuntime:
         """What the gate's first turn would otherwise do itself, done as the store opens, off the caller's way:
         the private partition's catalog brought up to date on the lane (queued, not awaited) and its search
         index opened and caught up by the index thread (docs/recall-gate.md, "No cold first turn")."""
-        self._lane.submit(self._storage_boundary, lambda: self.prepare(PRIVATE_SCOPE))
+        self._submit_other(self._storage_boundary, lambda: self.prepare(PRIVATE_SCOPE))
         with self._dirty_lock:
             self._index_pending.add(PRIVATE_SCOPE)
         self._index_wake.set()

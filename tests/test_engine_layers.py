@@ -2,7 +2,8 @@
 
     cli, bench                      the command line and the benchmarks
     importers                       knowledge brought in from elsewhere
-    (root) service, runtime         the Engine facade and the store runtime
+    (root) service, runtime,        the Engine facade and the store runtime (its write groups)
+           write_groups
     wire                            socket, protocol, tools, bridge
     operator                        the owner's desk on the socket
     sync                            a store between machines: merge by record, git remotes
@@ -34,7 +35,7 @@ ENGINE = ROOT / "engine"
 LAYERS = ["core", "vault", "state", "decision", "store", "access", "index", "search", "memory", "gate", "sync",
           "operator", "wire", "(root)", "importers", "bench", "cli"]
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
-ROOT_MODULES = {"service", "runtime"}
+ROOT_MODULES = {"service", "runtime", "write_groups"}
 # (importing module, imported module): type-only references that still reach upward.  Features take the
 # small typed protocols they need (access.authority.StoreEntry, store.open_store.OpenStore, ...); what is
 # left is the socket and the operator's method table, which serve the whole Engine facade, and

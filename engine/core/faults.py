@@ -10,7 +10,9 @@ Points, in publication order: ``journaled`` (the journal transaction),
 transaction not yet committed; only ``kill`` applies), ``acknowledged`` (the
 acknowledging transaction).  Each is counted per publication, so in a group
 (``Publisher.publish_together``, an import's bulk writes) ``<point>:<n>`` stops
-inside the group, after the step of its nth publication.  In a sync round (engine/sync/round.py), in
+inside the group, after the step of its nth publication.  ``chained``: inside a group's acknowledging
+transaction, the next group (the writes queued meanwhile, ``Publisher.publish_chained``) journalled in it,
+not yet committed; counted per publication of that next group; only ``kill`` applies.  In a sync round (engine/sync/round.py), in
 order: ``sync_fetched`` (the remote's branches delivered, nothing merged),
 ``sync_installed`` (each publication of a merge or fast-forward installed, not
 committed), ``sync_committed`` (the merge committed or the branch moved, the
@@ -36,8 +38,9 @@ import sqlite3
 FAULT_ENV = "KNOWLEDGE_FAULT"
 PUBLICATION_POINTS = ("journaled", "installed", "checkpointed", "catalogued", "acknowledged")
 SYNC_POINTS = ("sync_fetched", "sync_installed", "sync_committed", "sync_pushed")
-POINTS = PUBLICATION_POINTS + SYNC_POINTS
-KILL_ONLY = SYNC_POINTS + ("catalogued",)  # points no disk error is injected at
+CHAINED = "chained"  # not among PUBLICATION_POINTS: only writes queued beside a group reach it
+POINTS = PUBLICATION_POINTS + (CHAINED,) + SYNC_POINTS
+KILL_ONLY = SYNC_POINTS + ("catalogued", CHAINED)  # points no disk error is injected at
 ACTIONS = ("kill", "enospc", "erofs")
 _TRANSACTIONS = ("journaled", "acknowledged")
 _SQLITE_MESSAGES = {"enospc": "database or disk is full", "erofs": "attempt to write a readonly database"}

@@ -4,9 +4,9 @@ An importer writes item after item through the engine's public write methods, an
 for its receipt before the next was planned: every publication was a group of one (a journal transaction,
 a checkpoint, an fsync round, an acknowledging transaction and soon an index commit of its own).  Here an
 item's writes (``Writer.later``) run on a pool of ``WIDTH`` threads, a window of at most ``2 * WIDTH``
-items ahead of the importing thread, so up to ``runtime.GROUP_MAX`` of them wait on the store's lane
+items ahead of the importing thread, so up to ``write_groups.GROUP_MAX`` of them wait on the store's lane
 together and are journaled, installed, checkpointed and acknowledged as one group
-(``StoreRuntime._publish_group``).  Parsing, the credential scan and the authority checks of the next
+(``WriteGroups._publish_group``).  Parsing, the credential scan and the authority checks of the next
 writes run in those threads while the lane publishes the last group, where the interpreter allows it.
 
 Every guarantee of a single write holds, because each item is still its own publication with its own
@@ -29,7 +29,7 @@ from typing import Callable, TypeVar
 
 T = TypeVar("T")
 
-# Items written at once: enough for the lane to fill a group (runtime.GROUP_MAX) while earlier ones are
+# Items written at once: enough for the lane to fill a group (write_groups.GROUP_MAX) while earlier ones are
 # acknowledged; each is a thread that mostly waits for its receipt.
 WIDTH = 64
 

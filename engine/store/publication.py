@@ -23,6 +23,14 @@ four or more.  Only the journal's order matters for
 recovery: a checkpoint naming a journalled publication is explained by the journal whether or not
 its files were installed, and the acknowledging transaction waits for both.
 
+When writes are queued as a group is acknowledged, the next group is planned and journalled inside that
+acknowledging transaction (``publish_chained``'s ``following``): one COMMIT makes one group applied and the
+next journalled, instead of two in a row.  Both orders recovery relies on hold: a group's journal is durable
+before any of its files is touched (they are installed after that COMMIT), and a group's receipts are returned
+only once its acknowledgement is durable (after that COMMIT too).  A crash before the COMMIT leaves the first
+group journalled with its files and checkpoint, rolled forward by recovery, and the next one never journalled;
+after it, the next one journalled with none of its files installed yet, rolled forward or back like any.
+
 Recovery finishes or undoes any journalled publication: forward when every
 file holds either its old or its new bytes, back when someone else changed
 one of them meanwhile.  Either way the store ends in a whole state.
@@ -43,7 +51,7 @@ from .answers import GitState, Receipt
 from .catalog import Catalog, PublishedRecord
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
-from ..core.faults import Faults
+from ..core.faults import CHAINED, Faults
 from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside, remove_inside,
                           resolve_inside, sha256_bytes, sha256_if_present, stage_synced, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
@@ -120,6 +128,17 @@ class _Publication:
     # Paths found empty by the walk made just before the journal (``_check_installable``): the first comparison
     # of a new file, which the one right before its rename makes again (recovery compares every file afresh).
     absent: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Journalled:
+    """The next group, journalled inside the last one's acknowledging transaction (``publish_chained``); those
+    refused before or by their journal carry their ``error``."""
+
+    publications: list[_Publication]
+
+    def __len__(self) -> int:
+        return len(self.publications)
 
 
 def _outcome(work: Future[Any] | None) -> Exception | None:
@@ -243,21 +262,27 @@ class Publisher:
         The plans must touch no common file or record (``PlanTouches``), so each one's outcome is its
         own: a plan refused or rolled back leaves the others to be acknowledged.
         """
-        group = [_Publication(plan, sorted(plan.writes, key=lambda write: ROLE_ORDER[write.role]))
-                 for plan in plans]
-        for publication in group:
-            try:
-                publication.absent = self._check_installable(publication.plan.partition, publication.writes)
-            except KnowledgeError as exc:
-                publication.error = exc
-        live = [publication for publication in group if publication.error is None]
-        if live:
-            try:
-                self._journal(live)
-            except Exception as exc:
-                for publication in live:
-                    publication.error = exc
-                live = []
+        return self.publish_chained(plans)[0]
+
+    def publish_chained(self, plans: list[Plan] | Journalled, following: Callable[[], list[Plan]] | None = None
+                        ) -> tuple[list[Receipt | Exception], Journalled | None]:
+        """``publish_together``, for ``plans`` or a group ``Journalled`` already; with ``following``, the plans it
+        returns, called inside this group's acknowledging transaction, are journalled in that transaction and
+        returned to be published next (None: nothing followed).  ``following`` is asked only when every plan of
+        this group reached its acknowledgement; should that transaction fail, the next group fails with it."""
+        if isinstance(plans, Journalled):
+            group = plans.publications
+            live = [publication for publication in group if publication.error is None]
+        else:
+            group = self._checked(plans)
+            live = [publication for publication in group if publication.error is None]
+            if live:
+                try:
+                    self._journal(live)
+                except Exception as exc:
+                    for publication in live:
+                        publication.error = exc
+                    live = []
         for _ in live:
             self.faults.reach("journaled")
         checkpoint = self._checkpoint_beside(live)
@@ -282,17 +307,55 @@ class Publisher:
                 publication.error = failure
                 self._roll_back_one(publication)
             installed = []
+        chained: list[Journalled] = []
+
+        def journal_following() -> None:  # inside the acknowledging transaction
+            assert following is not None
+            chained.append(self._journal_following(following))
+
         if installed:
+            # Only a group acknowledged whole is followed: a refused member may be left journalled, for recovery.
+            then = journal_following if following is not None and len(installed) == len(group) else None
             try:
-                self._acknowledge(installed)
+                self._acknowledge(installed, then=then)
             except Exception as exc:
                 for publication in reversed(installed):
                     publication.error = exc
                     self._roll_back_one(publication)
                 installed = []
+                for publication in chained[0].publications if chained else []:  # journalled in that transaction
+                    publication.error = publication.error or exc
         for _ in installed:
             self.faults.reach("acknowledged")
-        return [publication.error or self._acknowledged_receipt(publication) for publication in group]
+        return ([publication.error or self._acknowledged_receipt(publication) for publication in group],
+                chained[0] if chained and chained[0].publications else None)
+
+    def _checked(self, plans: list[Plan]) -> list[_Publication]:
+        """``plans`` as publications, their files in installation order, those that cannot be installed refused."""
+        group = [_Publication(plan, sorted(plan.writes, key=lambda write: ROLE_ORDER[write.role]))
+                 for plan in plans]
+        for publication in group:
+            try:
+                publication.absent = self._check_installable(publication.plan.partition, publication.writes)
+            except KnowledgeError as exc:
+                publication.error = exc
+        return group
+
+    def _journal_following(self, following: Callable[[], list[Plan]]) -> Journalled:
+        """Inside an acknowledging transaction: the plans ``following`` returns, journalled in a savepoint of it
+        (a journal that fails refuses them and leaves the acknowledgement to commit)."""
+        group = self._checked(following())
+        live = [publication for publication in group if publication.error is None]
+        if live:
+            try:
+                self._journal(live)
+            except Exception as exc:
+                for publication in live:
+                    publication.error = exc
+                live = []
+        for _ in live:
+            self.faults.reach(CHAINED)
+        return Journalled(group)
 
     def _acknowledged_receipt(self, publication: _Publication) -> Receipt:
         """What ``receipt`` reads back for a publication just acknowledged, from what was just written: the
@@ -466,10 +529,11 @@ class Publisher:
         elif directories:
             fsync_dir(next(iter(directories)))
 
-    def _acknowledge(self, group: list[_Publication]) -> None:
+    def _acknowledge(self, group: list[_Publication], *, then: Callable[[], None] | None = None) -> None:
         """Steps 4 and 5: one checkpoint naming the group's last publication, then one transaction that
         catalogues every file as installed (a later edit is seen by the next catalog sync), re-checks
-        what refers to them, queues them for git and marks each publication applied."""
+        what refers to them, queues them for git and marks each publication applied; ``then`` runs last
+        inside that transaction (the next group's journal, ``publish_chained``)."""
         for _ in group:
             self.faults.attempt("checkpointed")
         self.store.set_checkpoint(max(publication.seq for publication in group))
@@ -517,6 +581,8 @@ class Publisher:
                                 [(now, seq) for seq, in seqs])
             for _ in group:
                 self.faults.attempt("acknowledged")
+            if then is not None:
+                then()
         for publication in group:  # only once the transaction is committed
             publication.git = git_states[publication.seq]
 

@@ -6,7 +6,8 @@ A real engine process (``knowledge serve --port 0``) serves several agents (two 
 stores, each with a private and a conversation partition), each writing pages, page revisions,
 claims (some correcting earlier ones) and attachments.  The harness kills the engine with SIGKILL:
 half the time after a random delay, half the time at a chosen publication step through
-``KNOWLEDGE_FAULT=<step>:<n>`` (journaled, installed, checkpointed, catalogued, acknowledged, in turn).  After
+``KNOWLEDGE_FAULT=<step>:<n>`` (journaled, installed, checkpointed, catalogued, chained, acknowledged, in turn;
+``chained``: inside a group's acknowledging transaction once the next group is journalled in it).  After
 each restart, before the agents reconnect, every receipt acknowledged since the previous check is
 read back exactly over the socket; the agents then retry their unanswered requests with the same
 requestId.  At the end ``checks.verify`` checks every acknowledged receipt against the vault, the
@@ -33,7 +34,7 @@ from .harness import (
     register_agents,
 )
 
-POINTS = ("journaled", "installed", "checkpointed", "catalogued", "acknowledged")
+POINTS = ("journaled", "installed", "checkpointed", "catalogued", "chained", "acknowledged")
 FAULT_WAIT_S = 20.0  # a fault the writers do not reach by then is replaced by a SIGKILL
 
 
@@ -105,6 +106,8 @@ def run(*, agents: int = 4, kills: int = 30, seed: int = 0, workdir: Path | None
                 while engine.alive() and time.monotonic() < deadline:
                     time.sleep(0.01)
                 figures["kills at a publication step" if not engine.alive() else "faults not reached in time"] += 1
+                if not engine.alive():
+                    figures[f"kills at {fault.partition(':')[0]}"] += 1
             else:
                 time.sleep(rng.uniform(0.0, max_up_s))
                 figures["kills at random points"] += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import errno
 import os
+import sqlite3
 import stat
 import threading
 import uuid
@@ -40,11 +41,11 @@ def _together(engine: Engine, calls: list[Callable[[], Any]]) -> tuple[list[Any]
     """Run ``calls`` queued behind a held lane; returns each one's result (or error) and the group sizes."""
     runtime = engine.runtime(engine.registry.own_store_of("main"))
     groups: list[int] = []
-    publish_together = Publisher.publish_together
+    publish_chained = Publisher.publish_chained
 
-    def counted(publisher: Publisher, plans: list) -> list:
+    def counted(publisher: Publisher, plans: Any, following: Any = None) -> Any:
         groups.append(len(plans))
-        return publish_together(publisher, plans)
+        return publish_chained(publisher, plans, following)
 
     results: list[Any] = [None] * len(calls)
 
@@ -55,7 +56,7 @@ def _together(engine: Engine, calls: list[Callable[[], Any]]) -> tuple[list[Any]
             results[index] = exc
 
     release, holder = lane_held(runtime)
-    with mock.patch.object(Publisher, "publish_together", counted):
+    with mock.patch.object(Publisher, "publish_chained", counted):
         threads = []
         try:
             for index in range(len(calls)):  # queued in this order
@@ -429,3 +430,89 @@ def test_a_new_file_is_compared_by_the_walk_before_the_journal_and_again_right_b
     assert [path.read_bytes() for path in folder.glob("pages/**/person-1.md")] == [b"an edit made meanwhile\n"]
     runtime = engine.runtime(engine.registry.own_store_of("main"))
     assert runtime.call(lambda: runtime.store.pending_publications()) == []
+
+
+def _journals(monkeypatch) -> list[tuple[int, bool]]:
+    """Each group journalled from now on: its size, and whether inside another transaction (an acknowledgement)."""
+    journals: list[tuple[int, bool]] = []
+    journal = Publisher._journal
+
+    def noted(publisher: Publisher, group: list) -> None:
+        journals.append((len(group), publisher.db.connection.in_transaction))
+        journal(publisher, group)
+
+    monkeypatch.setattr(Publisher, "_journal", noted)
+    return journals
+
+
+def _pages_then_claims(engine: Engine, owner: AgentCaller) -> list[Callable[[], Any]]:
+    """Two pages, then a claim about each: the claims wait for the group that publishes the pages."""
+    return [lambda: engine.save_page(owner, page("alpha", "Alpha Project", type_="project")),
+            lambda: engine.save_page(owner, page("beta", "Beta Project", type_="project")),
+            lambda: engine.remember(owner, {"requestId": "about-alpha", "subject": "alpha project",
+                                            "items": [claim("Alpha ships in May.", "ships in May")]}),
+            lambda: engine.remember(owner, {"requestId": "about-beta", "subject": "beta project",
+                                            "items": [claim("Beta ships in June.", "ships in June")]})]
+
+
+def test_writes_queued_as_a_group_is_acknowledged_are_journalled_in_its_acknowledging_transaction(
+        owned, monkeypatch):
+    engine, owner = owned
+    journals = _journals(monkeypatch)
+    results, groups = _together(engine, _pages_then_claims(engine, owner))
+    assert groups == [2, 2]
+    assert journals == [(2, False), (2, True)]  # the claims' journal committed with the pages' acknowledgement
+    alpha, beta, about_alpha, about_beta = results
+    for created, remembered in ((alpha, about_alpha), (beta, about_beta)):
+        [item] = remembered["items"]
+        assert engine.get_record(owner, item["id"])["frontmatter"]["subject"] == created["id"]
+    assert engine.diagnostics(owner)["pendingPublications"] == 0
+
+
+def test_other_work_waiting_for_the_lane_goes_before_a_next_group_is_journalled_with_the_last(owned, monkeypatch):
+    engine, owner = owned
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    journals = _journals(monkeypatch)
+    calls = _pages_then_claims(engine, owner)
+    other: list[threading.Thread] = []
+
+    def other_work_queued() -> None:  # after the pages: waiting for the lane as the pages' group is acknowledged
+        other.append(threading.Thread(target=lambda: runtime.call(lambda: None)))
+        other[0].start()
+        wait_for(lambda: runtime._others == 1)
+
+    results, groups = _together(engine, calls[:2] + [lambda: (other_work_queued(), calls[2]())[1], calls[3]])
+    other[0].join(30)
+    assert groups == [2, 2]
+    assert journals == [(2, False), (2, False)]
+    assert all(not isinstance(result, Exception) for result in results)
+
+
+def test_when_that_transaction_fails_the_next_groups_writes_fail_with_it_and_a_retry_gets_no_receipt(owned,
+                                                                                                   monkeypatch):
+    """The acknowledging transaction fails once the next group was planned in it (a full disk at its COMMIT): the
+    group is rolled back, and the retry planned in that transaction, which found the original's receipt there,
+    gets the failure instead, as does a page journalled with it."""
+    engine, owner = owned
+    journal_following = Publisher._journal_following
+
+    def then_the_disk_is_full(publisher: Publisher, following: Any) -> Any:
+        journal_following(publisher, following)
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Publisher, "_journal_following", then_the_disk_is_full)
+    results, groups = _together(engine, [
+        lambda: engine.save_page(owner, page("same", "Same")),
+        lambda: engine.save_page(owner, page("same", "Same")),  # the retry, planned in that transaction
+        lambda: engine.remember(owner, {"requestId": "about-same", "subject": "Same",
+                                        "items": [claim("Same ships in May.", "ships in May")]}),
+    ])
+    assert groups == [1, 1]  # the page; the claim, journalled in the page's acknowledgement, fails with it
+    assert all(isinstance(result, StoreUnavailable) for result in results), results
+    monkeypatch.setattr(Publisher, "_journal_following", journal_following)
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    assert runtime.call(lambda: runtime.store.pending_publications()) == []
+    assert not list(private_dir(engine.state).glob("pages/**/same*.md"))
+    assert engine.lookup(owner, "Same")["matches"] == []
+    created = engine.save_page(owner, page("same", "Same"))  # the retries go through
+    assert created["revision"] == 1 and created != results[1]

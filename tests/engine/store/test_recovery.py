@@ -207,3 +207,60 @@ def test_recovery_removes_the_temp_files_an_interrupted_atomic_write_left(tmp_pa
         engine.diagnostics(AgentCaller(token, {"kind": "owner-private"}))
     assert len(planted) >= 3 and not any(path.exists() for path in planted)
     assert someone_elses.exists()
+
+
+def run_chain_writer(state: StateDir, token_file: Path, fault: str | None) -> tuple[int, list[dict]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("KNOWLEDGE_FAULT", None)
+    if fault:
+        env["KNOWLEDGE_FAULT"] = fault
+    completed = subprocess.run(
+        [sys.executable, "-m", "tests.engine.chain_writer", str(state.root), str(token_file)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    acknowledged = [json.loads(line) for line in completed.stdout.splitlines() if line.strip()]
+    return completed.returncode, acknowledged
+
+
+# Publication 1 is the seed page; 2 and 3 the pages, one group; 4 and 5 the claims, journalled in that group's
+# acknowledging transaction (tests/engine/chain_writer.py).
+CHAIN_FAULTS = {
+    # inside the pages' acknowledging transaction, the claims journalled in it: nothing of it committed, so the
+    # pages are journalled (with their files and checkpoint) and rolled forward, the claims were never written
+    "chained:1": ({"rolled_forward": 2}, 3),
+    "chained:2": ({"rolled_forward": 2}, 3),
+    # that transaction committed: the pages applied (perhaps answered), the claims journalled with no file yet
+    "journaled:4": ({"rolled_forward": 2}, 5),
+    # the claims' files being installed, and their own acknowledgement
+    "installed:7": ({"rolled_forward": 2}, 5),
+    "acknowledged:5": ({}, 5),
+}
+
+
+@pytest.mark.parametrize("fault", CHAIN_FAULTS)
+def test_sigkill_around_a_group_journalled_in_the_last_ones_acknowledgement_leaves_whole_writes(tmp_path, fault):
+    state = StateDir(tmp_path / "state")
+    token, token_file = register_owner(state, tmp_path)
+    code, acknowledged = run_chain_writer(state, token_file, fault)
+    assert code == -signal.SIGKILL, f"the writer was not killed at {fault}"
+    caller = AgentCaller(token, {"kind": "owner-private"})
+    with Engine(state, watch=False) as engine:
+        runtime = engine.runtime(engine.registry.own_store_of("main"))
+        outcomes = [outcome["outcome"] for outcome in runtime.recovered]
+    recovered, applied = CHAIN_FAULTS[fault]
+    assert {outcome: outcomes.count(outcome) for outcome in set(outcomes)} == recovered
+    states = check_whole_state(state, caller, acknowledged)
+    assert states == {"applied": applied}
+    # The pages' receipts are returned only once their acknowledgement, which the claims' journal shares, is
+    # committed; the claims' only once theirs is, after each kill point here.
+    answered = {entry["params"]["requestId"] for entry in acknowledged}
+    assert answered - {"page-seed"} <= ({"page-dana", "page-northwind"} if applied == 5 else set())
+
+
+def test_a_group_queued_while_the_last_one_is_acknowledged_is_journalled_in_its_transaction(tmp_path):
+    state = StateDir(tmp_path / "state")
+    token, token_file = register_owner(state, tmp_path)
+    code, acknowledged = run_chain_writer(state, token_file, None)
+    assert code == 0 and len(acknowledged) == 5
+    states = check_whole_state(state, AgentCaller(token, {"kind": "owner-private"}), acknowledged)
+    assert states == {"applied": 5}
