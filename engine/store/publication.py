@@ -145,7 +145,7 @@ def _made_here(root: Path, relpath: str, data: bytes) -> Future[StagedFile]:
 
 
 def _synced_once_written(written: Future[StagedFile]) -> StagedFile:
-    """On a sync thread: the temp file ``written`` made, synced (``files.synced``); its error, if it failed."""
+    """On a sync thread: the temp file ``written`` is being made, once made, synced (``files.synced``)."""
     return synced(written.result())
 
 
@@ -375,9 +375,9 @@ class Publisher:
                 publication.error = exc
         try:
             # Every temp file is written, its writeback begun, before any is synced: the file system then
-            # commits them all in the group's first fsyncs rather than one journal transaction after another.
-            for _, _, work in asked:
-                _outcome(work)
+            # commits them all in the group's first fsync rather than one journal transaction after another.
+            # Each sync is asked for after every write (the sync threads take work in order), so none waits for
+            # a write that no thread has begun.
             here = next((index for index, (_, _, work) in enumerate(asked) if work is not None), None)
             asked = [(publication, write, work if work is None or index == here  # made and synced on the lane
                       else self._beside(_synced_once_written, work))
