@@ -317,21 +317,6 @@ class StagedFile:
         while view:
             view = view[os.write(self._fd, view):]
 
-    def start_writeback(self) -> None:
-        """Have the kernel begin writing the temp file out now (a hint: ``sync`` still makes it durable).
-
-        Files begun so, all of a group's before any is synced, have their blocks allocated in one journal
-        transaction, which the group's first fsync commits for them all; synced as each is written, their
-        fsyncs commit one transaction after another."""
-        if _WRITEBACK is None:
-            return
-        if self._handle is not None:
-            self._handle.flush()
-        try:
-            os.posix_fadvise(self._fd, 0, 0, _WRITEBACK)
-        except OSError:  # a hint the file system does not take: the fsync does it all
-            pass
-
     def sync(self) -> None:
         if self._handle is not None:
             self._handle.flush()
@@ -376,9 +361,6 @@ class StagedFile:
 
 
 _TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
-# Linux starts writing a file's dirty pages out when told they will not be needed (``start_writeback``); where
-# the advice is not offered, files are written out by their fsync alone.
-_WRITEBACK = getattr(os, "POSIX_FADV_DONTNEED", None) if hasattr(os, "posix_fadvise") else None
 _temp_numbers = itertools.count()  # the ``n`` of this process's temp files: unique while it runs
 
 
@@ -488,27 +470,10 @@ def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], N
 def stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
     """``stage_inside``, made durable: ``data`` in a synced temp file beside ``relpath``, ready to install (any
     thread may stage it)."""
-    return synced(stage_inside(root, relpath, data))
-
-
-def stage_written(root: Path, relpath: str, data: bytes) -> StagedFile:
-    """``stage_inside`` with its writeback begun (``StagedFile.start_writeback``), for ``synced`` to finish once
-    the other files written with it are begun too (any thread may stage it)."""
     staged = stage_inside(root, relpath, data)
     try:
-        staged.start_writeback()
-    except BaseException:
-        staged.discard()
-        raise
-    return staged
-
-
-def synced(staged: StagedFile) -> StagedFile:
-    """``staged`` made durable and closed (on the thread that syncs it: the rename needs no descriptor); removed
-    if the disk refuses it."""
-    try:
         staged.sync()
-        staged._close()
+        staged._close()  # here, on the staging thread: the rename needs no descriptor
     except BaseException:
         staged.discard()
         raise

@@ -45,8 +45,7 @@ from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import Faults
 from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside, remove_inside,
-                          resolve_inside, sha256_bytes, sha256_if_present, stage_synced, stage_written, synced,
-                          write_inside)
+                          resolve_inside, sha256_bytes, sha256_if_present, stage_synced, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
 from ..vault.records import PRIVATE_SCOPE, Record
@@ -142,11 +141,6 @@ def _made_here(root: Path, relpath: str, data: bytes) -> Future[StagedFile]:
     except Exception as exc:
         made.set_exception(exc)
     return made
-
-
-def _synced_once_written(written: Future[StagedFile]) -> StagedFile:
-    """On a sync thread: the temp file ``written`` is being made, once made, synced (``files.synced``)."""
-    return synced(written.result())
 
 
 def _staged(asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]]
@@ -374,14 +368,6 @@ class Publisher:
             except Exception as exc:
                 publication.error = exc
         try:
-            # Every temp file is written, its writeback begun, before any is synced: the file system then
-            # commits them all in the group's first fsync rather than one journal transaction after another.
-            # Each sync is asked for after every write (the sync threads take work in order), so none waits for
-            # a write that no thread has begun.
-            here = next((index for index, (_, _, work) in enumerate(asked) if work is not None), None)
-            asked = [(publication, write, work if work is None or index == here  # made and synced on the lane
-                      else self._beside(_synced_once_written, work))
-                     for index, (publication, write, work) in enumerate(asked)]
             for publication, write, staging in _staged(asked):
                 if publication.error is None:
                     try:
@@ -424,7 +410,7 @@ class Publisher:
                 if here and not any(isinstance(work, Future) for _, work in staged):
                     staged.append((write, _made_here(root, write.path, write.data)))
                 else:
-                    staged.append((write, self._beside(stage_written, root, write.path, write.data)))
+                    staged.append((write, self._beside(stage_synced, root, write.path, write.data)))
         except BaseException:
             for _, staging in staged:
                 if isinstance(staging, Future) and _outcome(staging) is None:

@@ -25,7 +25,6 @@ from engine.state.registry import Registry
 from engine.store.attachments import attach
 from engine.store.catalog import Catalog
 from engine.store.groups import PlanReads
-from engine.core import files
 from engine.store import publication
 from engine.store.publication import Publisher
 from engine.access.authority import AgentCaller
@@ -323,49 +322,16 @@ def test_a_grant_removed_while_a_group_is_planned_refuses_that_callers_writes_an
 def test_a_groups_temp_files_but_the_first_are_made_on_the_sync_threads(owned):
     engine, owner = owned
     made_on: list[str] = []
-    stage_synced, stage_written = publication.stage_synced, publication.stage_written
+    stage_synced = publication.stage_synced
 
-    def recorded(stage: Callable[..., Any]) -> Callable[..., Any]:
-        def made(*args: Any) -> Any:
-            made_on.append(threading.current_thread().name)
-            return stage(*args)
-        return made
+    def recorded(*args: Any) -> Any:
+        made_on.append(threading.current_thread().name)
+        return stage_synced(*args)
 
-    with mock.patch.object(publication, "stage_synced", recorded(stage_synced)), \
-            mock.patch.object(publication, "stage_written", recorded(stage_written)):
+    with mock.patch.object(publication, "stage_synced", recorded):
         receipts, groups = _together(engine, _people(engine, owner, 3))
     assert groups == [3] and all("publicationId" in receipt for receipt in receipts)
     assert len(made_on) == 3 and made_on[0].startswith("lane-") and all(name.startswith("sync-") for name in made_on[1:])
-
-
-def test_a_groups_temp_files_are_all_written_and_begun_before_any_is_synced(owned, monkeypatch):
-    """The sync threads' fsyncs come after every file's writeback is begun (``StagedFile.start_writeback``),
-    so the file system commits the group's files together; each is still synced before its rename."""
-    engine, owner = owned
-    events: list[tuple[str, int]] = []
-    lock = threading.Lock()
-    fsync, begin = os.fsync, files.StagedFile.start_writeback
-
-    def synced(fd: int) -> None:
-        if threading.current_thread().name.startswith("sync-") and stat.S_ISREG(os.fstat(fd).st_mode):
-            with lock:
-                events.append(("fsync", os.fstat(fd).st_ino))
-        fsync(fd)
-
-    def begun(staged: files.StagedFile) -> None:
-        with lock:
-            events.append(("begun", os.stat(staged.temp).st_ino))
-        begin(staged)
-
-    monkeypatch.setattr(os, "fsync", synced)
-    monkeypatch.setattr(files.StagedFile, "start_writeback", begun)
-    receipts, groups = _together(engine, _people(engine, owner, 4))
-    monkeypatch.undo()
-    assert groups == [4] and all("publicationId" in receipt for receipt in receipts)
-    begun_inodes = {inode for kind, inode in events if kind == "begun"}
-    assert len(begun_inodes) == 3  # the first page's file is made and synced on the lane
-    pages = [kind for kind, inode in events if inode in begun_inodes]  # not the checkpoint's, synced beside
-    assert pages == ["begun"] * 3 + ["fsync"] * 3
 
 
 def test_a_publication_refused_at_a_rename_leaves_none_of_its_temp_files(owned, monkeypatch):
