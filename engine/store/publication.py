@@ -347,8 +347,7 @@ class Publisher:
         publication is its ``error``, and the files it installed stay for its roll-back.  The directories
         whose entries changed are added to ``directories`` for ``_report_installed`` to sync.
 
-        Every new file is written to a temp file on the sync threads, all at once, then synced there, all at
-        once, once every one is written (``stage_written``, ``_synced_once_written``), then renamed in
+        Every new file is written to a temp file and synced on the sync threads, all at once, then renamed in
         installation order once all are: a publication of three files, or a group of eight pages, waits for one
         round of fsync instead of one per file, and the lane for no file's creation (a file system that is
         committing its journal for someone's fsync makes a creation wait: a third of the lane's samples at
