@@ -87,12 +87,21 @@ class Database:
         changed = self.connection.total_changes
         if self.path is None:
             return (0, changed)
-        with self._probe_lock:
-            if self._closed:
-                raise StoreUnavailable(f"database {self.path.name} is closed", path=str(self.path))
-            if self._probe is None:
-                self._probe = self._open_reader().connection
-            return (self._probe.execute("PRAGMA data_version").fetchone()[0], changed)
+        probe = self._probe
+        if probe is None or self._closed:
+            with self._probe_lock:
+                if self._closed:
+                    raise StoreUnavailable(f"database {self.path.name} is closed", path=str(self.path))
+                if self._probe is None:
+                    self._probe = self._open_reader().connection
+                probe = self._probe
+        # Asked without a lock of ours (SQLite serialises the connection's use, sqlite3.threadsafety 3): held
+        # across the statement, which waits for the interpreter lock after it, a lock of ours made every
+        # caller queue behind the others' waits (an import's 64 writing threads authorising, the lane with them).
+        try:
+            return (probe.execute("PRAGMA data_version").fetchone()[0], changed)
+        except sqlite3.ProgrammingError as exc:  # closed meanwhile
+            raise StoreUnavailable(f"database {self.path.name} is closed", path=str(self.path)) from exc
 
     @contextmanager
     def snapshot(self) -> Iterator["Database"]:

@@ -309,6 +309,13 @@ class SettingsSource:
         return (info.st_ino, info.st_mtime_ns, info.st_size)
 
     def current(self) -> Settings:
+        # The file looked at outside the lock: a stat waits for the interpreter lock after it, and made under the
+        # lock it made every caller queue behind the others' waits (an import's writing threads authorising).
+        # Unchanged since it was read, the settings in force are the answer; else it is looked at again below.
+        stamp = self._file_stamp()
+        with self._lock:
+            if stamp == self._stamp:
+                return self._settings
         with self._lock:
             stamp = self._file_stamp()
             changed = stamp != self._stamp

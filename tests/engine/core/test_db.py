@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 import pytest
 
@@ -87,3 +88,35 @@ def test_a_large_cache_lasts_for_its_work_only(tmp_path):
         raise RuntimeError("the work failed")
     assert db.one("PRAGMA cache_size")[0] == default
     db.close()
+
+
+def test_a_change_stamp_moves_with_every_commit_of_any_connection(tmp_path):
+    path = tmp_path / "state.sqlite"
+    database = Database.open(path, create=True, migrations=[("0001", "CREATE TABLE t (n INTEGER)")])
+    first = database.change_stamp()
+    assert database.change_stamp() == first
+    database.execute("INSERT INTO t (n) VALUES (1)")
+    second = database.change_stamp()
+    assert second != first
+    other = sqlite3.connect(path)
+    with other:
+        other.execute("INSERT INTO t (n) VALUES (2)")
+    other.close()
+    assert database.change_stamp() not in (first, second)
+    database.close()
+
+
+def test_a_change_stamp_is_answered_while_another_caller_is_asking(tmp_path):
+    """Callers do not queue behind one another's questions (an import's writing threads authorising each
+    write): one asking is stood for by the probe's lock held, and another caller is answered meanwhile."""
+    database = Database.open(tmp_path / "state.sqlite", create=True,
+                             migrations=[("0001", "CREATE TABLE t (n INTEGER)")])
+    expected = database.change_stamp()  # the probe is open
+    answers: list[tuple[int, int]] = []
+    with database._probe_lock:
+        asking = threading.Thread(target=lambda: answers.append(database.change_stamp()))
+        asking.start()
+        asking.join(30)
+        assert not asking.is_alive()
+    assert answers == [expected]
+    database.close()
