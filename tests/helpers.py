@@ -65,6 +65,23 @@ def lane_held(runtime: Any) -> tuple[threading.Event, threading.Thread]:
     return release, holder
 
 
+def queued_behind_held_lane(runtime: Any, targets: list[Callable[[], Any]], join_seconds: float) -> None:
+    """Run each of ``targets`` on a thread of its own, queued on a store's held lane one after another (in that
+    order), then let the lane go and join them."""
+    release, holder = lane_held(runtime)
+    threads: list[threading.Thread] = []
+    try:
+        for index, target in enumerate(targets):
+            threads.append(threading.Thread(target=target))
+            threads[-1].start()
+            wait_for(lambda: len(runtime._queued) == index + 1)
+    finally:
+        release.set()
+        holder.join()
+        for thread in threads:
+            thread.join(join_seconds)
+
+
 def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.02) -> T:
     """Poll until ``predicate()`` is truthy (for the watcher and git threads); fail after ``timeout``."""
     deadline = time.monotonic() + timeout

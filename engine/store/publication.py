@@ -275,14 +275,7 @@ class Publisher:
             live = [publication for publication in group if publication.error is None]
         else:
             group = self._checked(plans)
-            live = [publication for publication in group if publication.error is None]
-            if live:
-                try:
-                    self._journal(live)
-                except Exception as exc:
-                    for publication in live:
-                        publication.error = exc
-                    live = []
+            live = self._journal_live(group)
         for _ in live:
             self.faults.reach("journaled")
         checkpoint = self._checkpoint_beside(live)
@@ -345,6 +338,13 @@ class Publisher:
         """Inside an acknowledging transaction: the plans ``following`` returns, journalled in a savepoint of it
         (a journal that fails refuses them and leaves the acknowledgement to commit)."""
         group = self._checked(following())
+        for _ in self._journal_live(group):
+            self.faults.reach(CHAINED)
+        return Journalled(group)
+
+    def _journal_live(self, group: list[_Publication]) -> list[_Publication]:
+        """Journal the publications of ``group`` not refused yet, in one transaction; those the journal
+        fails carry its error.  The ones journalled."""
         live = [publication for publication in group if publication.error is None]
         if live:
             try:
@@ -353,9 +353,7 @@ class Publisher:
                 for publication in live:
                     publication.error = exc
                 live = []
-        for _ in live:
-            self.faults.reach(CHAINED)
-        return Journalled(group)
+        return live
 
     def _acknowledged_receipt(self, publication: _Publication) -> Receipt:
         """What ``receipt`` reads back for a publication just acknowledged, from what was just written: the

@@ -166,3 +166,16 @@ def wait_for_signal(qtbot: Any, signal: Any, trigger: Any, timeout: int = 10_000
     with qtbot.waitSignal(signal, timeout=timeout) as blocker:
         trigger()
     return blocker
+
+
+def records_view_on_main(qtbot: Any, tasks: EngineTasks, width: int, height: int) -> Any:
+    """A Records view shown at ``width`` x ``height``, its Recent list read for the agent ``main``."""
+    from desktop.records.view import RecordsView
+
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(width, height)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    return view

@@ -8,8 +8,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 
 from desktop.records.markdown import body_html, known_records
-from desktop.records.view import RecordsView
-from tests.desktop.conftest import wait_for_signal
+from tests.desktop.conftest import records_view_on_main, wait_for_signal
 from tests.desktop.test_live import agent_call
 from tests.helpers import page
 
@@ -87,12 +86,7 @@ def test_a_body_link_opens_the_record_it_names_when_clicked(qtbot, served_engine
     gui_thread_guard.active = False
     save_page(served_engine, "Link holder", "Reports to [[Dana Whitaker]].\n\n## Notes\n\n- weekly")
     gui_thread_guard.active = True
-    view = RecordsView(tasks)
-    qtbot.addWidget(view)
-    view.resize(1280, 800)
-    view.show()
-    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
-        view.set_agent("main")
+    view = records_view_on_main(qtbot, tasks, 1280, 800)
     holder = next(row["id"] for row in view.recent_model.rows() if row["title"] == "Link holder")
     wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(holder))
     body = view.page.body

@@ -16,7 +16,7 @@ from desktop.records.history import compared, revision_diff_html, what_changed
 from desktop.records.markdown import body_html, known_records
 from desktop.records.render import details_html, evidence_html, header_html
 from desktop.records.view import RecordsView
-from tests.desktop.conftest import wait_for_signal
+from tests.desktop.conftest import records_view_on_main, wait_for_signal
 from tests.desktop.test_live import agent_call
 
 ZONE = timezone(timedelta(hours=1))  # the owner's zone in these tests: never the machine's
@@ -230,12 +230,7 @@ def test_a_paragraph_revised_is_read_whole_in_the_diff_without_scrolling_sideway
     save(served_engine, {"requestId": "para-2", "type": "concept", "title": "Long lines", "id": first["id"],
                          "expectedRevision": 1, "body": f"{words} ends elsewhere.\n"})
     gui_thread_guard.active = True
-    view = RecordsView(tasks)
-    qtbot.addWidget(view)
-    view.resize(1110, 760)  # Records' share of a 1360 by 820 window
-    view.show()
-    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
-        view.set_agent("main")
+    view = records_view_on_main(qtbot, tasks, 1110, 760)  # Records' share of a 1360 by 820 window
     wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
     page = view.page
     page.tabs.setCurrentWidget(page.history)
@@ -254,12 +249,7 @@ def test_a_link_to_a_heading_of_the_note_is_a_link_that_scrolls_to_it(
         f"See [[#Supported types]] and [[#supported types|the list]].\n\n{filler}\n\n## Supported types\n\n"
         "Note, tip, warning.\n")})
     gui_thread_guard.active = True
-    view = RecordsView(tasks)
-    qtbot.addWidget(view)
-    view.resize(1110, 760)
-    view.show()
-    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
-        view.set_agent("main")
+    view = records_view_on_main(qtbot, tasks, 1110, 760)
     wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
     body = view.page.body
     links = re.findall(r'href="([^"]+)"', body.toHtml())
@@ -310,12 +300,7 @@ def test_a_note_read_again_after_a_change_leaves_the_reader_where_they_were(
     filler = "\n\n".join(f"Paragraph {n} of a long note." for n in range(80))
     first = save(served_engine, {"requestId": "long-1", "type": "concept", "title": "Long note", "body": filler})
     gui_thread_guard.active = True
-    view = RecordsView(tasks)
-    qtbot.addWidget(view)
-    view.resize(1110, 600)
-    view.show()
-    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
-        view.set_agent("main")
+    view = records_view_on_main(qtbot, tasks, 1110, 600)
     wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
     bar = view.page.body.verticalScrollBar()
     qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=5_000)
@@ -337,12 +322,7 @@ def test_a_link_to_a_heading_of_another_note_opens_that_note_at_the_heading(
     first = save(served_engine, {"requestId": "from-1", "type": "concept", "title": "Where notes go", "body": (
         "See [[Settings#Files and links|the settings]].\n")})
     gui_thread_guard.active = True
-    view = RecordsView(tasks)
-    qtbot.addWidget(view)
-    view.resize(1110, 600)
-    view.show()
-    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
-        view.set_agent("main")
+    view = records_view_on_main(qtbot, tasks, 1110, 600)
     wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
     qtbot.waitUntil(lambda: view.page.links is not None and "href" in view.page.body.toHtml(), timeout=5_000)
     [link] = re.findall(r'href="([^"]+)"', view.page.body.toHtml())
@@ -390,12 +370,7 @@ def test_the_page_says_loading_then_no_body_and_history_says_when_and_who_whole(
     gui_thread_guard.active = False
     first = save(served_engine, {"requestId": "bare-1", "type": "concept", "title": "Bare", "body": ""})
     gui_thread_guard.active = True
-    view = RecordsView(tasks)
-    qtbot.addWidget(view)
-    view.resize(1110, 760)  # Records' share of a 1360 by 820 window
-    view.show()
-    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
-        view.set_agent("main")
+    view = records_view_on_main(qtbot, tasks, 1110, 760)  # Records' share of a 1360 by 820 window
     page = view.page
     assert page.body.placeholderText() == ""  # no record chosen: nothing is said of a body
 

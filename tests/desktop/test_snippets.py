@@ -7,7 +7,7 @@ from PySide6.QtGui import QFont, QFontMetricsF
 from desktop.common.models import Column, RowsModel
 from desktop.records.snippets import SNIPPET_LINES, SnippetDelegate, bold_ranges, laid_out
 from desktop.common.widgets import table
-from desktop.records.view import RecordsView
+from tests.desktop.conftest import records_view_on_main
 from tests.desktop.test_record_page import save
 
 WORDS = " ".join(f"word{n}" for n in range(120))
@@ -64,12 +64,7 @@ def test_a_search_shows_a_notes_code_blocks_tables_and_cut_emphasis_as_words(
         "Sign in from a terminal:\n\n```shell\n# Login\nob login\n```\n\n| Command | Does |\n| --- | --- |\n"
         "| `ob login` | signs in **once per machine** |\n")})
     gui_thread_guard.active = True
-    view = RecordsView(tasks)
-    qtbot.addWidget(view)
-    view.resize(1110, 760)
-    view.show()
-    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
-        view.set_agent("main")
+    view = records_view_on_main(qtbot, tasks, 1110, 760)
     view.query.setText("terminal login machine")
     with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
         view.search()

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from engine.access.authority import AgentCaller
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.helpers import lane_held, wait_for
+from tests.helpers import queued_behind_held_lane
 
 PAGES = [{"requestId": "page-dana", "type": "person", "title": "Dana", "body": "Dana runs operations."},
          {"requestId": "page-northwind", "type": "organization", "title": "Northwind", "body": "A logistics company."}]
@@ -47,18 +47,7 @@ def main() -> None:
 
         calls = [("save_page", params, engine.save_page) for params in PAGES]
         calls += [("remember", params, engine.remember) for params in CLAIMS]
-        release, holder = lane_held(runtime)
-        threads = []
-        try:
-            for index, (operation, params, call) in enumerate(calls):  # queued in this order
-                threads.append(threading.Thread(target=write, args=(operation, params, call)))
-                threads[-1].start()
-                wait_for(lambda: len(runtime._queued) == index + 1)
-        finally:
-            release.set()
-            holder.join()
-            for thread in threads:
-                thread.join(60)
+        queued_behind_held_lane(runtime, [lambda queued=queued: write(*queued) for queued in calls], 60)
 
 
 if __name__ == "__main__":

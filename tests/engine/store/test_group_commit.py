@@ -29,7 +29,7 @@ from engine.store.groups import PlanReads
 from engine.store import publication
 from engine.store.publication import Publisher
 from engine.access.authority import AgentCaller
-from tests.helpers import claim, conversation, lane_held, page, private_dir, wait_for
+from tests.helpers import claim, conversation, page, private_dir, queued_behind_held_lane, wait_for
 
 
 def _people(engine: Engine, owner: AgentCaller, count: int) -> list[Callable[[], Any]]:
@@ -55,19 +55,8 @@ def _together(engine: Engine, calls: list[Callable[[], Any]]) -> tuple[list[Any]
         except KnowledgeError as exc:
             results[index] = exc
 
-    release, holder = lane_held(runtime)
     with mock.patch.object(Publisher, "publish_chained", counted):
-        threads = []
-        try:
-            for index in range(len(calls)):  # queued in this order
-                threads.append(threading.Thread(target=call, args=(index,)))
-                threads[-1].start()
-                wait_for(lambda: len(runtime._queued) == index + 1)
-        finally:
-            release.set()
-            holder.join()
-            for thread in threads:
-                thread.join(30)
+        queued_behind_held_lane(runtime, [lambda index=index: call(index) for index in range(len(calls))], 30)
     return results, groups
 
 
