@@ -16,7 +16,8 @@ from engine.importers.markdown import LINKS_PER_WRITE, load_markdown, retained_n
 from engine.importers.summaries import import_summary
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
+from tests.engine.importers.helpers import (interrupt_after, reader, records, run_import, same_but_reused,
+                                            store_snapshot)
 from tests.helpers import assert_checked_as_read, only_store, private_dir, records_checked_as_read
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
@@ -51,11 +52,6 @@ def notes(tmp_path: Path) -> Path:
 
 def pages_by_path(result: dict) -> dict[str, str]:
     return result["pages"]
-
-
-def same_but_reused(again: dict, first: dict) -> bool:
-    """Whether a rerun answered what ``first`` did, every record it stands for now reused."""
-    return {**again, "reused": first["reused"]} == first and again["reused"] == first["imported"]
 
 
 def test_notes_become_pages_with_frontmatter_aliases_tags_and_folders(engine: Engine, notes: Path) -> None:
