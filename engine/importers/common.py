@@ -308,6 +308,9 @@ class Writer:
     _stopping: bool = False  # reporting the items that finished after the import began to stop
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _reading: tuple[Caller, Any] | None = None  # the caller and its entry (``Engine.enter``) the reads share
+    # Whether an earlier run of this format published a write in the caller's partition, asked before the first
+    # write (``_published_before``): without one, no write is a retry, and none is looked up.
+    _earlier_writes: bool | None = None
 
     def later(self, write: Callable[[], Item], then: Callable[[], None] | None = None) -> "Future[Item]":
         """Write one item (``write`` makes its writes through this writer) beside the next ones, so the store
@@ -608,7 +611,24 @@ class Writer:
     def _published_before(self, request_id: str) -> bool:
         """Whether an earlier run published ``request_id``: its write is a retry, answered with that run's
         receipt, and what it answers is counted as reused."""
-        return not self.dry_run and request_id in self.published([request_id])
+        if self.dry_run:
+            return False
+        with self._lock:
+            if self._earlier_writes is None:
+                self._earlier_writes = self._published_any()
+        return self._earlier_writes and request_id in self.published([request_id])
+
+    def _published_any(self) -> bool:
+        """Whether the caller's partition holds a write of an earlier run of this format's import (its request
+        id begins ``<format>-``); none without a store yet."""
+        if self.engine is None or self.caller is None:
+            return False
+        try:
+            return self.engine.enter(self.caller, create=False).read(
+                lambda runtime, authority, view: runtime.publisher.published_any(authority.partition,
+                                                                                 f"{self.format}-"))
+        except NotFound:
+            return False
 
     def _writing(self) -> None:
         """Before a write: the caller that writes, made now where ``first_write`` makes it (once, whichever
