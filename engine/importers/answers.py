@@ -14,7 +14,8 @@ from ..core.jobs import JobFields
 
 
 class ImportCounts(TypedDict):
-    """The records an import stands for (``imported``) or would create on a dry run (``wouldCreate``)."""
+    """The records an import stands for (``imported``), of those the ones an earlier run of the same input made
+    (``reused``), or those it would create on a dry run (``wouldCreate``)."""
     sources: int
     pages: int
     claims: int
@@ -23,12 +24,15 @@ class ImportCounts(TypedDict):
 
 class ImportResult(TypedDict):
     """What every import says: its format, whether it was a dry run, the receiving agent on a real run
-    (with the file its new token is in, when the import registered it) and its counts."""
+    (with the file its new token is in, when the import registered it) and its counts: on a real run the
+    records that stand for the input (``imported``), made now or by an earlier run, and of those the ones an
+    earlier run made (``reused``); on a dry run what it would create."""
     agent: NotRequired[str]
     tokenFile: NotRequired[str]
     format: str
     dryRun: bool
     imported: NotRequired[ImportCounts]
+    reused: NotRequired[ImportCounts]
     wouldCreate: NotRequired[ImportCounts]
 
 

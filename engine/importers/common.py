@@ -272,6 +272,9 @@ class Counts:
         return {"sources": self.sources, "pages": self.pages, "claims": self.claims,
                 "relationships": self.relationships}
 
+    def add(self, kind: str) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+
 
 @dataclass
 class Writer:
@@ -290,7 +293,10 @@ class Writer:
     format: str
     dry_run: bool = False
     progress: Callable[[Progress], None] | None = None
-    counts: Counts = field(default_factory=Counts)
+    counts: Counts = field(default_factory=Counts)  # every record that stands for the input, made or found
+    # Of ``counts``, those an earlier run made: found and kept (``kept``), or a write whose request id an
+    # earlier run published, answered with that run's receipt.
+    reused: Counts = field(default_factory=Counts)
     # Makes the caller the first write is made with, ``caller`` reading until then (``run_import``: the
     # receiving agent is registered only at the first write, so an import that writes nothing registers
     # nobody); None: ``caller`` writes.
@@ -302,6 +308,9 @@ class Writer:
     _stopping: bool = False  # reporting the items that finished after the import began to stop
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _reading: tuple[Caller, Any] | None = None  # the caller and its entry (``Engine.enter``) the reads share
+    # Whether an earlier run of this format published a write in the caller's partition, asked before the first
+    # write (``_published_before``): without one, no write is a retry, and none is looked up.
+    _earlier_writes: bool | None = None
 
     def later(self, write: Callable[[], Item], then: Callable[[], None] | None = None) -> "Future[Item]":
         """Write one item (``write`` makes its writes through this writer) beside the next ones, so the store
@@ -353,7 +362,8 @@ class Writer:
         for request_id, params, chunk in self._parts(original, key, media_type=media_type, filename=filename):
             request = {"requestId": request_id, **params,
                        "content": base64.b64encode(chunk).decode("ascii")} if not self.dry_run else {}
-            ids.append(self._write("sources", lambda r=request: attach(self.engine, self.caller, r)["source"]["id"]))
+            ids.append(self._write("sources", lambda r=request: attach(self.engine, self.caller, r)["source"]["id"],
+                                   request_id))
         return ids
 
     def _parts(self, original: Original, key: str, *, media_type: str | None = None, filename: str | None = None
@@ -394,9 +404,10 @@ class Writer:
                    "evidence": [{**file, "content": base64.b64encode(chunk).decode("ascii")},
                                 *params.get("evidence", [])]}
         self._writing()
+        earlier = self._published_before(request["requestId"])
         receipt = self.engine.save_page(self.caller, request)
-        self._count("sources")
-        self._count("pages")
+        self._count("sources", earlier)
+        self._count("pages", earlier)
         return receipt["id"], [source["id"] for source in receipt["sources"]]
 
     def published(self, request_ids: Iterable[str]) -> set[str]:
@@ -416,7 +427,7 @@ class Writer:
         if self.dry_run and "id" in params:  # a revision keeps its page's id
             return self.kept(params["id"])
         request = {"requestId": self.request_id(key, params), **params}
-        return self._write("pages", lambda: self.engine.save_page(self.caller, request)["id"])
+        return self._write("pages", lambda: self.engine.save_page(self.caller, request)["id"], request["requestId"])
 
     def remember(self, key: str, items: list[dict[str, Any]]) -> list[str]:
         """Save claims and relationships, ``ITEMS_MAX`` a call; returns their ids."""
@@ -429,9 +440,10 @@ class Writer:
                 continue
             request = {"requestId": self.request_id(f"{key}-{start // ITEMS_MAX + 1}", part), "items": part}
             self._writing()
+            earlier = self._published_before(request["requestId"])
             receipt = self.engine.remember(self.caller, request)
             for kind in kinds:
-                self._count(kind)
+                self._count(kind, earlier)
             ids += [entry["id"] for entry in receipt["items"]]
         return ids
 
@@ -582,17 +594,41 @@ class Writer:
                 raise
 
     def kept(self, record_id: str, kind: str = "pages") -> str:
-        """A record an earlier import made that already says what this one would: counted, not written."""
-        self._count(kind)
+        """A record an earlier import made that already says what this one would: counted, as reused, not
+        written."""
+        self._count(kind, reused=True)
         return record_id
 
-    def _write(self, kind: str, write: Callable[[], str]) -> str:
+    def _write(self, kind: str, write: Callable[[], str], request_id: str) -> str:
         if self.dry_run:
             return self._placeholder(kind)
         self._writing()
+        earlier = self._published_before(request_id)
         result = write()
-        self._count(kind)
+        self._count(kind, earlier)
         return result
+
+    def _published_before(self, request_id: str) -> bool:
+        """Whether an earlier run published ``request_id``: its write is a retry, answered with that run's
+        receipt, and what it answers is counted as reused."""
+        if self.dry_run:
+            return False
+        with self._lock:
+            if self._earlier_writes is None:
+                self._earlier_writes = self._published_any()
+        return self._earlier_writes and request_id in self.published([request_id])
+
+    def _published_any(self) -> bool:
+        """Whether the caller's partition holds a write of an earlier run of this format's import (its request
+        id begins ``<format>-``); none without a store yet."""
+        if self.engine is None or self.caller is None:
+            return False
+        try:
+            return self.engine.enter(self.caller, create=False).read(
+                lambda runtime, authority, view: runtime.publisher.published_any(authority.partition,
+                                                                                 f"{self.format}-"))
+        except NotFound:
+            return False
 
     def _writing(self) -> None:
         """Before a write: the caller that writes, made now where ``first_write`` makes it (once, whichever
@@ -603,9 +639,11 @@ class Writer:
                     self.caller = self.first_write()
                     self.first_write = None
 
-    def _count(self, kind: str) -> None:
+    def _count(self, kind: str, reused: bool = False) -> None:
         with self._lock:
-            setattr(self.counts, kind, getattr(self.counts, kind) + 1)
+            self.counts.add(kind)
+            if reused:
+                self.reused.add(kind)
 
     def _placeholder(self, kind: str) -> str:
         self._count(kind)
@@ -726,6 +764,9 @@ def revised_note(writer: Writer, revised: int, what: str, *, claims: bool = Fals
 def report(writer: Writer, shape: type[Shape], **extra: Any) -> Shape:
     """An import's result, declared by ``shape``: the format, whether it was a dry run, what the format
     counts (``extra``), the records it stands for (or would create, on a dry run: on a store that has the
-    import already, a real run creates none of them)."""
-    counted = {("wouldCreate" if writer.dry_run else "imported"): writer.counts.as_dict()}
+    import already, a real run creates none of them) and, on a real run, how many of those an earlier run
+    of the input made (``reused``): the rest this run wrote."""
+    counted: dict[str, ImportCounts] = (
+        {"wouldCreate": writer.counts.as_dict()} if writer.dry_run
+        else {"imported": writer.counts.as_dict(), "reused": writer.reused.as_dict()})
     return shape(format=writer.format, dryRun=writer.dry_run, **extra, **counted)  # type: ignore[typeddict-item]

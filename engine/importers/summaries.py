@@ -8,20 +8,36 @@ from typing import Any
 
 def import_summary(result: dict[str, Any]) -> str:
     counts = result.get("wouldCreate") or result.get("imported") or {}
-    shown = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "nothing"
+    reused = result.get("reused") or {}
+    made = {kind: n - reused.get(kind, 0) for kind, n in counts.items()}  # what this run wrote
     lines = []
     if "tokenFile" in result:
         lines.append(f"Registered owner agent {result['agent']}; its token is in {result['tokenFile']}.")
     if result.get("dryRun"):
-        lines.append(f"Dry run of the {result['format']} import: it would create {shown}; nothing was written.")
+        lines.append(f"Dry run of the {result['format']} import: it would create {_listed(counts)}; nothing was "
+                     "written.")
     elif not any(counts.values()):  # no record stands for the input: nothing written, nobody registered
         lines.append(f"Nothing imported: the {result['format']} input holds nothing to import; nothing was "
                      "written and no agent was registered.")
+    elif not any(made.values()):
+        lines.append(f"Nothing new: all {_listed(counts, 'and')} of the {result['format']} input in "
+                     f"{result['agent']}'s store were already made by an earlier run of this input; nothing was "
+                     "written.")
+    elif any(reused.values()):
+        lines.append(f"Imported {result['format']} into {result['agent']}'s store: {_listed(made)} new, "
+                     f"and {_listed(reused)} reused (made by an earlier run of this input).")
     else:
-        lines.append(f"Imported {result['format']} into {result['agent']}'s store: {shown} "
-                     "(records an earlier run of the same input made are reused, not repeated).")
+        lines.append(f"Imported {result['format']} into {result['agent']}'s store: {_listed(counts)}.")
     lines.extend(result.get("notes") or [])
     return "\n".join(lines)
+
+
+def _listed(counts: dict[str, int], last: str = "") -> str:
+    """``2 sources, 1 page`` (``last``: the word before the last count, ``2 sources and 1 page``)."""
+    shown = [f"{n} {kind if n != 1 else kind[:-1]}" for kind, n in counts.items() if n]
+    if last and len(shown) > 1:
+        return f"{', '.join(shown[:-1])} {last} {shown[-1]}"
+    return ", ".join(shown) or "nothing"
 
 
 def export_summary(result: dict[str, Any]) -> str:

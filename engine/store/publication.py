@@ -232,6 +232,14 @@ class Publisher:
         return {request_id for request_id in request_ids
                 if self.db.one(APPLIED_BY_REQUEST, (partition, request_id)) is not None}
 
+    def published_any(self, partition: str, prefix: str) -> bool:
+        """Whether an applied publication of ``partition`` carries a request id starting with ``prefix`` (an
+        import asks, before its first write, whether an earlier run of its format published anything)."""
+        beyond = prefix[:-1] + chr(ord(prefix[-1]) + 1)  # the first id past every one starting with ``prefix``
+        return self.db.one("SELECT 1 FROM publications WHERE partition = ? AND request_id >= ? AND request_id < ? "
+                           "AND state != 'rolled_back' AND +state = 'applied' LIMIT 1",
+                           (partition, prefix, beyond)) is not None
+
     def receipt(self, seq: int) -> Receipt:
         row = self.db.one("SELECT receipt FROM publications WHERE seq = ?", (seq,))
         if row is None:

@@ -174,6 +174,24 @@ def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_m
         "Garden", "2 (3 in all)", "Projects", "1")
 
 
+def test_the_same_folder_imported_again_says_nothing_was_new_and_still_opens_what_stands(
+        qtbot, tasks, served_engine, vault) -> None:
+    dialog = markdown_dialog(qtbot, tasks, vault)
+    with qtbot.waitSignal(dialog.sig_import_finished, timeout=WAIT_MS):
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    assert dialog.summary.toPlainText().startswith("Imported markdown into main's store: 3 sources, 3 pages, "
+                                                   "2 relationships.")
+
+    with qtbot.waitSignal(dialog.sig_import_finished, timeout=WAIT_MS) as blocker:
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+
+    assert blocker.args[0]["result"]["reused"] == blocker.args[0]["result"]["imported"]
+    assert dialog.summary.toPlainText().startswith(
+        "Nothing new: all 3 sources, 3 pages and 2 relationships of the markdown input in main's store were "
+        "already made by an earlier run of this input; nothing was written.")
+    assert "show:main/folder/Garden" in dialog.summary.toHtml()  # the notes stand in the store: shown there
+
+
 def test_the_dialog_grows_to_show_a_long_summary_and_stays_on_the_screen(qtbot, tasks, tmp_path,
                                                                         gui_thread_guard) -> None:
     gui_thread_guard.active = False

@@ -24,6 +24,11 @@ def run_import(engine: Engine, format_name: str, path: Path, *, dry_run: bool = 
         return run(Writer(engine, caller, format_name, progress=progress), *plan)
 
 
+def same_but_reused(again: dict[str, Any], first: dict[str, Any]) -> bool:
+    """Whether a rerun answered what ``first`` did, every record it stands for now one an earlier run made."""
+    return {**again, "reused": first["reused"]} == first and again["reused"] == first["imported"]
+
+
 def imported_page(engine: Engine, tmp_path: Path, format_name: str, data: list[dict[str, Any]],
                   key: str) -> dict[str, Any]:
     """The page an import of ``data`` (as the export's conversations.json) made of conversation ``key``."""

@@ -14,9 +14,11 @@ from engine.bench.secrets import fake_credentials
 from engine.cli.commands import main
 from engine.core.errors import InvalidParams
 from engine.core.faults import Faults
+from engine.importers.summaries import import_summary
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import imported_page, interrupt_after, reader, records, run_import, store_snapshot
+from tests.engine.importers.helpers import (imported_page, interrupt_after, reader, records, run_import,
+                                            same_but_reused, store_snapshot)
 
 
 def node(node_id: str, parent: str | None, children: list[str], role: str | None = None, text: Any = None,
@@ -383,7 +385,7 @@ def test_an_image_the_export_holds_is_retained_and_cited_by_its_conversation(
     assert not any("unrelated" in path or "webp" in path for path in records(state_dir, "sources/"))
 
     before = store_snapshot(state_dir)
-    assert run_import(engine, "chatgpt", archive) == result
+    assert same_but_reused(run_import(engine, "chatgpt", archive), result)
     assert store_snapshot(state_dir) == before
 
 
@@ -566,7 +568,7 @@ def test_a_split_export_imports_every_part_each_retained_and_cited(
     assert cited_part(clock) == "conversations-000.json" and cited_part(kayak) == "conversations-001.json"
 
     before = store_snapshot(state_dir)
-    assert run_import(engine, "chatgpt", archive) == result
+    assert same_but_reused(run_import(engine, "chatgpt", archive), result)
     assert store_snapshot(state_dir) == before
 
 
@@ -793,3 +795,31 @@ def test_an_export_without_group_chats_says_nothing_of_them(engine: Engine, expo
     result = run_import(engine, "chatgpt", export_file)
 
     assert "leftOut" not in result and result["notes"] == [not_imported_alone("file-1")]
+
+
+def test_a_rerun_says_what_it_found_already_made_and_what_it_wrote(
+        engine: Engine, export_file: Path, tmp_path: Path) -> None:
+    first = run_import(engine, "chatgpt", export_file)
+    assert first["reused"] == {"sources": 0, "pages": 0, "claims": 0, "relationships": 0}
+    assert summary(first)[0] == "Imported chatgpt into main's store: 2 sources, 2 pages."
+
+    again = run_import(engine, "chatgpt", export_file)  # the same export: every record an earlier run's
+
+    assert again["imported"] == first["imported"] and again["reused"] == first["imported"]
+    assert summary(again)[0] == ("Nothing new: all 2 sources and 2 pages of the chatgpt input in main's store were "
+                                 "already made by an earlier run of this input; nothing was written.")
+
+    newer = tmp_path / "newer" / "conversations.json"
+    newer.parent.mkdir()
+    newer.write_text(json.dumps(newer_export()), encoding="utf-8")
+    later = run_import(engine, "chatgpt", newer)  # one conversation went on, one is new, one as it was
+
+    assert later["imported"] == {"sources": 2, "pages": 3, "claims": 0, "relationships": 0}
+    assert later["reused"] == {"sources": 0, "pages": 1, "claims": 0, "relationships": 0}
+    assert summary(later)[0] == ("Imported chatgpt into main's store: 2 sources, 2 pages new, and 1 page reused "
+                                 "(made by an earlier run of this input).")
+
+
+def summary(result: dict[str, Any]) -> list[str]:
+    """The words ``knowledge import`` prints of a result (``formats.run_import`` adds the receiving agent)."""
+    return import_summary({"agent": "main", **result}).splitlines()

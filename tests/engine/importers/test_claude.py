@@ -12,7 +12,7 @@ import pytest
 from engine.core.errors import InvalidParams
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import imported_page, reader, records, run_import, store_snapshot
+from tests.engine.importers.helpers import imported_page, reader, records, run_import, same_but_reused, store_snapshot
 from tests.helpers import only_store
 
 
@@ -91,7 +91,7 @@ def test_the_zip_imports_once(engine: Engine, tmp_path: Path, state_dir: StateDi
     first = run_import(engine, "claude", archive)
     before = store_snapshot(state_dir)
 
-    assert run_import(engine, "claude", archive) == first
+    assert same_but_reused(run_import(engine, "claude", archive), first)
     assert store_snapshot(state_dir) == before
 
 
@@ -275,7 +275,7 @@ def test_the_projects_of_a_claude_export_are_imported_with_their_documents(
     assert any("filename: projects.json" in c for c in cited)
 
     before = store_snapshot(state_dir)
-    assert run_import(engine, "claude", archive) == result
+    assert same_but_reused(run_import(engine, "claude", archive), result)
     assert store_snapshot(state_dir) == before
 
 

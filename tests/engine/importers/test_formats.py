@@ -80,7 +80,9 @@ def test_an_import_that_writes_registers_the_agent_at_its_first_write(
 
     again = _run(engine, state_dir, "chatgpt", path, dry_run=False)  # known now: nothing registered again
     assert "tokenFile" not in again and again["pages"] == result["pages"]
-    assert import_summary(again).startswith("Imported chatgpt into main's store: ")
+    assert import_summary(again).startswith(  # nothing new: the first run made it all
+        "Nothing new: all 2 sources and 2 pages of the chatgpt input in main's store were already made by an "
+        "earlier run of this input; nothing was written.")
 
 
 def test_knowledge_import_of_an_empty_export_leaves_no_agent_and_no_token(

@@ -13,9 +13,11 @@ from engine.core.errors import InvalidParams
 from engine.importers import common
 from engine.importers.common import Progress, Writer, import_instance, owner_caller
 from engine.importers.markdown import LINKS_PER_WRITE, load_markdown, retained_name
+from engine.importers.summaries import import_summary
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import interrupt_after, reader, records, run_import, store_snapshot
+from tests.engine.importers.helpers import (interrupt_after, reader, records, run_import, same_but_reused,
+                                            store_snapshot)
 from tests.helpers import assert_checked_as_read, only_store, private_dir, records_checked_as_read
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
@@ -116,8 +118,9 @@ def test_importing_again_creates_nothing_and_an_interrupted_run_is_finished(
     assert len(records(state_dir, "pages/")) >= 2  # and those already started (engine/importers/bulk.py)
 
     first = run_import(engine, "markdown", notes)
+    assert first["reused"]["pages"] >= 2 and first["reused"]["relationships"] == 0  # the pages of the run stopped
     before = store_snapshot(state_dir)
-    assert run_import(engine, "markdown", notes) == first
+    assert same_but_reused(run_import(engine, "markdown", notes), first)
     assert store_snapshot(state_dir) == before
     assert len(records(state_dir, "pages/")) == 3
 
@@ -130,7 +133,8 @@ def test_a_rerun_takes_the_originals_it_cites_from_the_pages_instead_of_retrying
     monkeypatch.setattr(common, "attach", lambda engine, caller, request: retried.append(
         request["filename"]) or real(engine, caller, request))
 
-    assert run_import(engine, "markdown", notes) == first  # the same counts: kept sources count as before
+    again = run_import(engine, "markdown", notes)
+    assert same_but_reused(again, first)  # the same counts: kept sources count as before, now as reused
     assert retried == ["clock.png"]  # only the file a note links; no note's original went through the store
 
     (notes / "Inbox.md").write_text("Plain note, changed, linking [[Projects/Alpha/Tram clock]].\n", encoding="utf-8")
@@ -194,8 +198,9 @@ def test_an_import_begun_with_originals_retained_alone_is_finished_retaining_non
         page = engine.get_record(reader(engine), result["pages"][note.path])
         assert page["frontmatter"]["evidence"][0] == {"source": retained[note.path][0]}
     assert len(records(state_dir, "sources/")) == 2 * 4  # three notes and the photo, each once, descriptor beside
+    assert result["reused"] == {"sources": 2, "pages": 0, "claims": 0, "relationships": 0}  # the two begun
     before = store_snapshot(state_dir)
-    assert run_import(engine, "markdown", notes) == result
+    assert same_but_reused(run_import(engine, "markdown", notes), result)
     assert store_snapshot(state_dir) == before
 
 
@@ -532,3 +537,35 @@ def test_the_records_an_import_writes_are_checked_as_their_bytes_read_back(engin
         run_import(engine, "markdown", notes)
     assert sorted({path.split("/")[0] for _, _, path in added}) == ["pages", "relationships"]
     assert_checked_as_read(added)
+
+
+def test_a_rerun_says_what_it_found_already_made_and_what_it_wrote(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "markdown", notes)
+    assert first["imported"] == {"sources": 4, "pages": 3, "claims": 0, "relationships": 3}
+    assert first["reused"] == {"sources": 0, "pages": 0, "claims": 0, "relationships": 0}
+    assert summary(first)[0] == (
+        "Imported markdown into main's store: 4 sources, 3 pages, 3 relationships.")
+
+    again = run_import(engine, "markdown", notes)  # the same folder: every record an earlier run's
+
+    assert again["imported"] == first["imported"] and again["reused"] == first["imported"]
+    assert summary(again)[0] == (
+        "Nothing new: all 4 sources, 3 pages and 3 relationships of the markdown input in main's store were "
+        "already made by an earlier run of this input; nothing was written.")
+
+    (notes / "Inbox.md").write_text("Plain note without frontmatter, linking [[Projects/Alpha/Tram clock]].\n"
+                                    "Added later.\n", encoding="utf-8")
+    edited = run_import(engine, "markdown", notes)  # one note revised (its page and its original), the rest kept
+
+    assert edited["imported"] == first["imported"]
+    assert edited["reused"] == {"sources": 3, "pages": 2, "claims": 0, "relationships": 3}
+    assert summary(edited)[0] == (
+        "Imported markdown into main's store: 1 source, 1 page new, and 3 sources, 2 pages, 3 relationships "
+        "reused (made by an earlier run of this input).")
+    assert "1 note(s) changed since an earlier import: each got a new revision of its page." in summary(edited)
+
+
+def summary(result: dict) -> list[str]:
+    """The words ``knowledge import`` prints of a result (``formats.run_import`` adds the receiving agent)."""
+    return import_summary({"agent": "main", **result}).splitlines()

@@ -10,7 +10,7 @@ from engine.core.errors import InvalidParams
 from engine.memory.recall import recall_candidates, set_recall
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import reader, records, run_import, store_snapshot
+from tests.engine.importers.helpers import reader, records, run_import, same_but_reused, store_snapshot
 
 MEMORY = """# What I know about Dana
 
@@ -67,7 +67,7 @@ def test_importing_again_and_dry_run(engine: Engine, workspace: Path, state_dir:
     first = run_import(engine, "memory-core", workspace)
     before = store_snapshot(state_dir)
 
-    assert run_import(engine, "memory-core", workspace) == first
+    assert same_but_reused(run_import(engine, "memory-core", workspace), first)
     assert store_snapshot(state_dir) == before
 
 
@@ -487,7 +487,7 @@ def test_an_openclaw_workspace_imported_again_changes_nothing(
     first = run_import(engine, "memory-core", openclaw)
     before = store_snapshot(state_dir)
 
-    assert run_import(engine, "memory-core", openclaw) == first
+    assert same_but_reused(run_import(engine, "memory-core", openclaw), first)
     assert store_snapshot(state_dir) == before
     assert dry["wouldCreate"] == first["imported"] and len(dry["recallProposals"]) == len(first["recallProposals"])
 
