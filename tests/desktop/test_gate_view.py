@@ -474,3 +474,27 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     blocker = wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: tuning.precision_box.setValue(0.95))
     assert blocker.args[0]["precision"] == 0.95 and blocker.args[0]["skipHintBelow"] is None
     assert tuning.proposal_label.text().startswith("For precision 0.95")
+
+
+def test_the_journal_reads_its_messages_in_a_small_window_before_and_after_a_label(qtbot, gate_engine, tasks,
+                                                                                  gui_thread_guard) -> None:
+    view = GateView(tasks)
+    qtbot.addWidget(view)
+    view.resize(760, 600)  # the view's size in a 1024x700 window
+    view.show()
+    journal = view.journal
+    view.set_agent("main")
+    wait_for_signal(qtbot, journal.sig_journal_loaded, lambda: view.show_tab(journal))
+    table, titles = journal.journal_table, [column.title for column in journal.journal_model.columns]
+    header, message, at = table.horizontalHeader(), titles.index("Message"), titles.index("At")
+
+    def reads() -> bool:
+        return header.sectionSize(message) >= 180 and header.sectionSize(at) >= table.sizeHintForColumn(at)
+
+    qtbot.waitUntil(reads, timeout=5_000)  # never "15:…" beside "Atlas m…"
+    journal.journal_table.selectRow(0)
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.status.text() == "Saved: no page needed."
+    qtbot.waitUntil(lambda: journal.status.width() >= journal.status.minimumSizeHint().width(), timeout=5_000)
+    table.fit_columns()
+    assert reads()  # what the save says takes no width from the messages
