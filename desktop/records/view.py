@@ -65,7 +65,7 @@ def _type(row: Row) -> str:
 
 RECORD_COLUMNS = [
     Column("Title", lambda r: r.get("title") or r.get("id"), stretch=True),
-    Column("Kind", lambda r: r.get("kind")),
+    Column("Kind", lambda r: r.get("kind"), whole=True),  # "claim", never "cla…"
     Column("Type", _type),
     # Short ("42 min ago") and whole: a narrow list keeps room for the title and never reads "42 minutes …".
     Column("Updated", lambda r: brief_ago(r.get("updatedAt"), local_now()),

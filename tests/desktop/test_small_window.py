@@ -183,6 +183,7 @@ def test_a_record_lists_updated_column_reads_whole_beside_the_titles_in_a_small_
     header = table.horizontalHeader()
     table.fit_columns()
     assert header.sectionSize(updated) >= table.sizeHintForColumn(updated)  # never "42 minutes …"
+    assert header.sectionSize(1) >= table.sizeHintForColumn(1)  # nor "cla…" for a claim
     assert header.sectionSize(0) >= 130  # and the titles keep their room
 
 
