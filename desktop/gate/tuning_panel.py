@@ -267,7 +267,6 @@ class TuningPanel(QWidget):
         splitter.addWidget(charts)
         splitter.addWidget(self.table)
         splitter.setSizes([300, 240, 200])
-        splitter.setStretchFactor(2, 0)  # the table scrolls: a short window takes its room from it first
         content = _FittedContent()
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 0, 0)

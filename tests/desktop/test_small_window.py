@@ -168,15 +168,17 @@ def test_a_record_lists_updated_column_reads_whole_beside_the_titles_in_a_small_
                                                                                        monkeypatch) -> None:
     from datetime import timedelta
 
-    from desktop.common.times import local_now
+    from desktop.common.times import local_now, moment
     from desktop.records import view as records_module
 
-    # Every record was updated 42 minutes before the clock the list reads.
-    monkeypatch.setattr(records_module, "local_now", lambda: local_now() + timedelta(minutes=42))
+    clock = {"now": local_now()}
+    monkeypatch.setattr(records_module, "local_now", lambda: clock["now"])  # the clock the list reads
     window.resize(1024, 700)
     records = window.records_view
     wait_for_signal(qtbot, records.recent_model.sig_page_loaded, lambda: window.show_view(1))
     qtbot.waitUntil(lambda: window.width() <= 1024, timeout=5_000)
+    newest = moment(records.recent_model.row(0)["updatedAt"], clock["now"])
+    clock["now"] = newest + timedelta(minutes=42, seconds=30)  # the newest record was updated 42 minutes ago
     table = records.recent_table
     updated = [column.title for column in records.recent_model.columns].index("Updated")
     assert records.recent_model.index(0, updated).data() == "42 min ago"
