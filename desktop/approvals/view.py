@@ -20,8 +20,10 @@ from ..tasks import EngineTasks
 PAGE_SIZE = 100
 
 APPROVAL_COLUMNS = [
-    Column("Record", lambda a: a.get("title") or a.get("id")),
-    Column("Summary", lambda a: a.get("summary"), stretch=True),
+    # What the agent is told comes first: in a small window the summary keeps room to be read, the others
+    # give way, and each reads whole on hover.
+    Column("Record", lambda a: a.get("title") or a.get("id"), tooltip=lambda a: a.get("title") or a.get("id")),
+    Column("Summary", lambda a: a.get("summary"), tooltip=lambda a: a.get("summary"), stretch=True, min_width=240),
     Column("Triggers", lambda a: a.get("triggers") or "-"),
     Column("Importance", lambda a: a.get("importance"), align_right=True),
     Column("Projects", lambda a: a.get("projects") or "-"),

@@ -131,6 +131,9 @@ def _plot_class() -> Any:
     return Plot
 
 
+CHART_MIN_HEIGHT = 120  # px: the plot still reads beside its title, key and axes
+
+
 class Chart(QWidget):
     """Bars or lines over a 0..1 x axis: ``x_column`` (and ``x_end_column`` for bar widths) and ``series``."""
 
@@ -159,7 +162,9 @@ class Chart(QWidget):
         self._empty: Any = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.setMinimumHeight(170)
+        # Small enough that a view's words (which wrap, and grow) take room from the plot when the window is
+        # short, never overlapping it: a splitter squeezes a pane below its minimum by drawing it over the next.
+        self.setMinimumHeight(CHART_MIN_HEIGHT)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAccessibleName(title)
         for signal in (model.modelReset, model.rowsInserted, model.rowsRemoved, model.dataChanged,

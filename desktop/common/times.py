@@ -58,6 +58,23 @@ def ago(value: Any, now: datetime) -> str:
     return said if said.startswith("yesterday") else f"on {said}"
 
 
+def brief_ago(value: Any, now: datetime) -> str:
+    """``ago`` for a narrow column: ``just now``, ``42 min ago``, ``3 h ago``, ``yesterday``, then the date
+    (the exact moment is the cell's tooltip)."""
+    at = moment(value, now)
+    if at is None:
+        return "unknown"
+    minutes = int((now - at).total_seconds() // 60)
+    if minutes < 1:
+        return "just now"
+    if minutes < 60:
+        return f"{minutes} min ago"
+    if minutes < 24 * 60:
+        return f"{minutes // 60} h ago"
+    days = (now.date() - at.date()).days
+    return "yesterday" if days == 1 else at.strftime("%Y-%m-%d")
+
+
 def exact_time(value: Any, now: datetime) -> str:
     """The exact moment in ``now``'s zone, its offset and the engine's own UTC text:
     ``Friday 4 December 2026, 14:02:11 (UTC+01:00; stored as 2026-12-04T13:02:11Z)``."""

@@ -11,6 +11,7 @@ recall.  Labels change only the store's gate state, never knowledge.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
@@ -45,13 +46,14 @@ def label_text(turn: Row) -> str:
     return "no page needed" if not needed else f"{len(needed)} needed"
 
 
+# Short headers and a whole time: in a small window the message keeps the room it is chosen by.
 JOURNAL_COLUMNS = [
-    time_column("At", "at"),
+    replace(time_column("At", "at"), whole=True),
     Column("Message", lambda t: " ".join((t.get("message") or "").split())[:120], stretch=True),
     Column("Label", label_text),
-    Column("Pages scored", lambda t: len(t.get("pages") or []), align_right=True),
-    Column("Best score", lambda t: max((d["score"] for d in t.get("decisions") or []
-                                        if d.get("score") is not None), default=None), align_right=True),
+    Column("Pages", lambda t: len(t.get("pages") or []), align_right=True),
+    Column("Best", lambda t: max((d["score"] for d in t.get("decisions") or []
+                                  if d.get("score") is not None), default=None), align_right=True),
 ]
 
 
@@ -199,20 +201,24 @@ class JournalPanel(QWidget):
         right_layout.addWidget(heading("Message"))
         self.message.setMaximumHeight(self.message.fontMetrics().lineSpacing() * 6)
         right_layout.addWidget(self.message)
-        right_layout.addWidget(heading("Pages the gate scored: tick those the message needed"))
+        pages_heading = heading("Pages the gate scored: tick those the message needed")
+        pages_heading.setWordWrap(True)  # on two lines in a small window, never widening the pane
+        right_layout.addWidget(pages_heading)
         right_layout.addWidget(self.pages_table, 2)
         right_layout.addWidget(self.document, 1)
         right_layout.addWidget(self.extra)
         buttons = QHBoxLayout()
         for button in (self.save_button, self.none_button, self.unlabel_button):
             buttons.addWidget(button)
-        buttons.addWidget(self.status, 1)
+        buttons.addStretch(1)
         right_layout.addLayout(buttons)
+        self.status.setWordWrap(True)  # what a save said, under the buttons: it never widens the pane
+        right_layout.addWidget(self.status)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(right)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([520, 640])
+        splitter.setSizes([640, 520])  # the turns' messages first; a turn's pages need less
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
+    QFrame,
     QHBoxLayout,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -119,6 +121,27 @@ def applied(proposal: dict[str, Any] | None, effective: dict[str, Any] | None) -
         effective.get(key) is None if value is None else
         effective.get(key) is not None and abs(float(effective[key]) - float(value)) < 1e-9
         for key, value in keys.items())
+
+
+class _FittedPane(QWidget):
+    """The histogram and the threshold's line beneath it: its minimum counts that line's words at the width
+    they wrap to, so the splitter never squeezes the pane and draws the chart over them."""
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        hint = super().minimumSizeHint()
+        layout = self.layout()
+        if layout is not None and self.width() > 0:
+            hint.setHeight(max(hint.height(), layout.minimumHeightForWidth(self.width())))
+        return hint
+
+
+class _FittedContent(QWidget):
+    """The panel's content in its scroll area: as tall as the viewport, scrolled only when shorter than its
+    words (at the width they wrap to) and the panes' minimums; never squeezed below them."""
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt's name
+        layout = self.layout()
+        return layout.minimumHeightForWidth(width) if layout is not None else super().heightForWidth(width)
 
 
 class TuningPanel(QWidget):
@@ -231,7 +254,7 @@ class TuningPanel(QWidget):
         controls.addWidget(self.threshold_box)
         controls.addWidget(self.figures, 1)
         controls.addWidget(self.use_threshold_button)
-        explorer = QWidget()
+        explorer = _FittedPane()
         explorer_layout = QVBoxLayout(explorer)
         explorer_layout.setContentsMargins(0, 0, 0, 0)
         explorer_layout.addWidget(self.scores_chart, 1)
@@ -244,11 +267,22 @@ class TuningPanel(QWidget):
         splitter.addWidget(charts)
         splitter.addWidget(self.table)
         splitter.setSizes([300, 240, 200])
-        layout = QVBoxLayout(self)
+        content = _FittedContent()
+        layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(proposal)
         layout.addLayout(top)
         layout.addWidget(splitter, 1)
+        # A window too short for the proposal's lines and the charts scrolls: squeezed, the splitter would draw
+        # the histogram over the threshold line beneath it.
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
         self._show_figures()
 
     def set_agent(self, agent: str | None) -> None:

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
-from ..common.times import ago, exact_time, local_now
+from ..common.times import brief_ago, exact_time, local_now
 from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks, says_no_store
 from .graph import ConnectionsWindow
@@ -65,10 +65,11 @@ def _type(row: Row) -> str:
 
 RECORD_COLUMNS = [
     Column("Title", lambda r: r.get("title") or r.get("id"), stretch=True),
-    Column("Kind", lambda r: r.get("kind")),
+    Column("Kind", lambda r: r.get("kind"), whole=True),  # "claim", never "cla…"
     Column("Type", _type),
-    Column("Updated", lambda r: ago(r.get("updatedAt"), local_now()),
-           tooltip=lambda r: exact_time(r.get("updatedAt"), local_now())),
+    # Short ("42 min ago") and whole: a narrow list keeps room for the title and never reads "42 minutes …".
+    Column("Updated", lambda r: brief_ago(r.get("updatedAt"), local_now()),
+           tooltip=lambda r: exact_time(r.get("updatedAt"), local_now()), whole=True),
     Column("Status", lambda r: r.get("status")),
 ]
 # Painted by snippets.py on up to three lines, the query's words in bold; its text is the words alone.

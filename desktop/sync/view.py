@@ -302,8 +302,14 @@ class SyncView(QWidget):
             now = self.now()
             remotes = [remote for one in answer.get("stores") or [] for remote in one.get("remotes") or []]
             said = "; ".join(f"{r.get('name')}: {remote_state(r, now)}" for r in remotes)
-            self.sig_status_reported.emit(f"Synced {store['storeId']}: {said}." if said else
-                                          answer.get("note") or "No remote to sync with.")
+            failing = sum(remote.get("state") == "failing" for remote in remotes)
+            if failing:  # a problem, said as one: never "Synced" for a round that failed
+                self.tasks.sig_error_raised.emit(
+                    f"Sync of {store['storeId']}: {failing} of {len(remotes)} remote{'s' if len(remotes) > 1 else ''} "
+                    f"failed: {said}.")
+            else:
+                self.sig_status_reported.emit(f"Synced {store['storeId']}: {said}." if said else
+                                              answer.get("note") or "No remote to sync with.")
             self.sig_sync_finished.emit(answer)
             self.refresh()
 

@@ -27,7 +27,7 @@ from ..store.reads import evidence_locators
 from ..store.summaries import RecordSummary, record_summary
 from ..vault.record_view import RecordView
 from ..memory.recall import APPROVED_BY, approved_block
-from .revisions import FieldChange, structured_diff, version_labels
+from .revisions import FieldChange, structured_diff, version_label
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
     from ..access.authority import Authority, Caller, StoreEntry
@@ -336,14 +336,15 @@ def revision_diff(engine: "BrowseEngine", caller: "Caller", record_id: str, old:
     def work(runtime: "OpenStore", authority: "Authority") -> RevisionDiff:
         before = kept(runtime, authority.partition, old)
         after = kept(runtime, authority.partition, new)
-        old_label, new_label = version_labels(before, after)
+        versions = runtime.catalog.revisions(authority.partition, record_id)
+        old_label, new_label = version_label(versions, before), version_label(versions, after)
         lines = list(difflib.unified_diff(before.content.decode("utf-8", errors="replace").splitlines(),
                                           after.content.decode("utf-8", errors="replace").splitlines(),
                                           f"revision {old_label}", f"revision {new_label}", lineterm=""))
         return cast(RevisionDiff, {
             "id": record_id, "from": old[0], "to": new[0], "fromSha256": before.sha256, "toSha256": after.sha256,
             "diff": "\n".join(lines[:DIFF_MAX_LINES]), "truncated": len(lines) > DIFF_MAX_LINES,
-            **structured_diff(before, after, DIFF_MAX_LINES)})
+            **structured_diff(before, after, (old_label, new_label), DIFF_MAX_LINES)})
 
     return engine.on_store(caller, work)
 

@@ -64,12 +64,13 @@ def changed_names(before: Record, after: Record) -> list[str]:
     return names + [change["name"] for change in field_changes(before, after)]
 
 
-def version_labels(before: RevisionRow, after: RevisionRow) -> tuple[str, str]:
-    """How a diff's header names two kept versions after "revision": the number, with the start of each
-    sha256 where both have the same number (an edit made outside the engine keeps it)."""
-    if before.revision != after.revision:
-        return f"{before.revision}", f"{after.revision}"
-    return f"{before.revision} ({before.sha256[:12]})", f"{after.revision} ({after.sha256[:12]})"
+def version_label(kept: list[RevisionRow], row: RevisionRow) -> str:
+    """How History names a kept version: its number, and for a version that kept the number of one before it
+    (an edit made outside the engine leaves the file's number as it was) the number and how many such versions
+    came before it: 1, 1.1, 1.2, 2. ``kept`` is every kept version of the record, oldest first."""
+    same = [other.sha256 for other in kept if other.revision == row.revision]
+    before = same.index(row.sha256) if row.sha256 in same else 0
+    return f"{row.revision}.{before}" if before else f"{row.revision}"
 
 
 def body_diff(before: Record, after: Record, old: int | str, new: int | str, max_lines: int) -> tuple[str, bool]:
@@ -109,10 +110,12 @@ def record_history(engine: "StoreEntry[OpenStore]", caller: "Caller", record_id:
     return {**history, "revisions": revisions}  # type: ignore[typeddict-item]
 
 
-def structured_diff(before_row: RevisionRow, after_row: RevisionRow, max_lines: int) -> dict[str, Any]:
-    """``readable`` (both files are records), the ``fields`` that changed and the ``bodyDiff``."""
+def structured_diff(before_row: RevisionRow, after_row: RevisionRow, labels: tuple[str, str],
+                    max_lines: int) -> dict[str, Any]:
+    """``readable`` (both files are records), the ``fields`` that changed and the ``bodyDiff`` (its versions
+    named by ``labels``, as ``version_label`` names them)."""
     before, after = parsed(before_row), parsed(after_row)
     if before is None or after is None:
         return {"readable": False, "fields": [], "bodyDiff": "", "bodyTruncated": False}
-    text, cut = body_diff(before, after, *version_labels(before_row, after_row), max_lines)
+    text, cut = body_diff(before, after, *labels, max_lines)
     return {"readable": True, "fields": field_changes(before, after), "bodyDiff": text, "bodyTruncated": cut}

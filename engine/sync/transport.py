@@ -90,6 +90,9 @@ _UNREACHABLE = (
      "its host name could not be resolved"),
     (re.compile(r"timed? ?out", re.I), "the connection timed out"),
     (re.compile(r"authentication failed|permission denied|403|401", re.I), "it refused the credentials"),
+    # A remote that asks for a password git has none for (no credential helper; the engine never prompts).
+    (re.compile(r"could not read (username|password)|terminal prompts disabled", re.I),
+     "it asks for credentials git has none for (give git a credential helper, or use an ssh address and key)"),
     (re.compile(r"does not appear to be a git repository|repository .* not found|not found|no such file|"
                 r"not a git repository|'.*' does not exist", re.I), "there is no repository at that address"),
     (re.compile(r"could not read from remote repository|unable to access|hung up|early eof|"
@@ -617,5 +620,5 @@ def _failure(stderr: bytes, url: str | None) -> SyncRefused:
 def _redact(reason: str, url: str | None) -> str:
     if url:
         reason = reason.replace(url, "<remote>")
-    reason = re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://\S+", "<remote>", reason)
+    reason = re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+", "<remote>", reason)  # up to a quote that ends it
     return re.sub(r"\S+@[^\s:]+:\S*", "<remote>", reason)[:500] or "no reason given"

@@ -474,3 +474,58 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     blocker = wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: tuning.precision_box.setValue(0.95))
     assert blocker.args[0]["precision"] == 0.95 and blocker.args[0]["skipHintBelow"] is None
     assert tuning.proposal_label.text().startswith("For precision 0.95")
+
+
+def test_the_journal_reads_its_messages_in_a_small_window_before_and_after_a_label(qtbot, gate_engine, tasks,
+                                                                                  gui_thread_guard) -> None:
+    view = GateView(tasks)
+    qtbot.addWidget(view)
+    view.resize(760, 600)  # the view's size in a 1024x700 window
+    view.show()
+    journal = view.journal
+    view.set_agent("main")
+    wait_for_signal(qtbot, journal.sig_journal_loaded, lambda: view.show_tab(journal))
+    table, titles = journal.journal_table, [column.title for column in journal.journal_model.columns]
+    header, message, at = table.horizontalHeader(), titles.index("Message"), titles.index("At")
+
+    def reads() -> bool:
+        return header.sectionSize(message) >= 180 and header.sectionSize(at) >= table.sizeHintForColumn(at)
+
+    qtbot.waitUntil(reads, timeout=5_000)  # never "15:…" beside "Atlas m…"
+    journal.journal_table.selectRow(0)
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.status.text() == "Saved: no page needed."
+    qtbot.waitUntil(lambda: journal.status.width() >= journal.status.minimumSizeHint().width(), timeout=5_000)
+    table.fit_columns()
+    assert reads()  # what the save says takes no width from the messages
+
+
+def test_the_tuning_tab_never_draws_a_chart_over_the_threshold_line_in_a_small_window(qtbot, gate_engine, tasks,
+                                                                                       gui_thread_guard) -> None:
+    engine, _ = gate_engine
+    gui_thread_guard.active = False   # the test writes labelled turns into the gate log itself
+    try:
+        keep_turns(engine, quiet_and_needing())
+    finally:
+        gui_thread_guard.active = True
+    view = GateView(tasks)
+    qtbot.addWidget(view)
+    view.resize(760, 500)  # the view in a 1024x640 window, or 1024x700 with the message bar shown
+    view.show()
+    tuning = view.tuning
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: view.show_tab(tuning))
+    wait_for_signal(qtbot, view.settings.sig_settings_saved, tuning.apply_button.click)
+    qtbot.waitUntil(lambda: "Applied: in force now." in tuning.proposal_label.text(), timeout=10_000)
+    qtbot.waitUntil(lambda: not tasks.busy, timeout=10_000)
+
+    def bottom(widget: Any) -> int:
+        return widget.mapTo(tuning, widget.rect().bottomLeft()).y()
+
+    def top(widget: Any) -> int:
+        return widget.mapTo(tuning, widget.rect().topLeft()).y()
+
+    # The proposal's four lines take room from the charts, never from what is drawn beneath them.
+    assert bottom(tuning.scores_chart) < min(top(tuning.threshold_box), top(tuning.figures))
+    assert bottom(tuning.figures) < top(tuning.pages_chart) and bottom(tuning.pages_chart) < top(tuning.table)
+    assert tuning.figures.height() >= tuning.figures.heightForWidth(tuning.figures.width())  # its lines whole

@@ -162,3 +162,42 @@ def test_a_wide_window_gives_its_spare_width_to_the_text_not_to_a_timestamp(qtbo
     column = [c.title for c in made].index(text)
     header = view.horizontalHeader()
     qtbot.waitUntil(lambda: header.sectionSize(column) > 400, timeout=5_000)
+
+
+def test_a_record_lists_updated_column_reads_whole_beside_the_titles_in_a_small_window(qtbot, window,
+                                                                                       monkeypatch) -> None:
+    from datetime import timedelta
+
+    from desktop.common.times import local_now, moment
+    from desktop.records import view as records_module
+
+    clock = {"now": local_now()}
+    monkeypatch.setattr(records_module, "local_now", lambda: clock["now"])  # the clock the list reads
+    window.resize(1024, 700)
+    records = window.records_view
+    wait_for_signal(qtbot, records.recent_model.sig_page_loaded, lambda: window.show_view(1))
+    qtbot.waitUntil(lambda: window.width() <= 1024, timeout=5_000)
+    newest = moment(records.recent_model.row(0)["updatedAt"], clock["now"])
+    clock["now"] = newest + timedelta(minutes=42, seconds=30)  # the newest record was updated 42 minutes ago
+    table = records.recent_table
+    updated = [column.title for column in records.recent_model.columns].index("Updated")
+    assert records.recent_model.index(0, updated).data() == "42 min ago"
+    header = table.horizontalHeader()
+    table.fit_columns()
+    assert header.sectionSize(updated) >= table.sizeHintForColumn(updated)  # never "42 minutes …"
+    assert header.sectionSize(1) >= table.sizeHintForColumn(1)  # nor "cla…" for a claim
+    assert header.sectionSize(0) >= 130  # and the titles keep their room
+
+
+def test_brief_times_are_short_and_say_the_same_as_the_long_ones() -> None:
+    from datetime import datetime, timezone
+
+    from desktop.common.times import brief_ago
+
+    now = datetime(2026, 12, 4, 14, 0, tzinfo=timezone.utc)
+    assert brief_ago("2026-12-04T13:59:30Z", now) == "just now"
+    assert brief_ago("2026-12-04T13:18:00Z", now) == "42 min ago"
+    assert brief_ago("2026-12-04T11:00:00Z", now) == "3 h ago"
+    assert brief_ago("2026-12-03T09:00:00Z", now) == "yesterday"
+    assert brief_ago("2026-11-20T09:15:00Z", now) == "2026-11-20"
+    assert brief_ago(None, now) == "unknown"

@@ -418,7 +418,8 @@ def test_an_outside_edit_that_keeps_the_revision_number_is_its_own_revision_in_h
         history.table.selectRow(history.model.rowCount() - 1)  # the edit, against the version before it
     assert f"Revision {number} → revision {number}.1" in shown.args[0]
     assert "+Added in the editor." in shown.args[0]
-    assert f"+++ revision {number} ({seen['sha256'][:12]})" in shown.args[0]  # the body diff names the version
+    # The body diff names the two versions as the title and the History list do, never by a sha256.
+    assert f"--- revision {number}\n+++ revision {number}.1" in shown.args[0]
 
     qtbot.waitUntil(lambda: recent(records)[:1] == [record_id], timeout=10_000)
     listed = {row["id"]: row["updatedAt"] for row in records.recent_model.rows()}

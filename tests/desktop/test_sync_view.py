@@ -259,3 +259,15 @@ def test_a_remote_never_synced_or_syncing_and_an_unknown_finding_are_said_plainl
     failing = {**base, "state": "failing",
                "lastError": {"code": "something_new", "message": "The remote said no.", "at": "2026-12-04T09:00:00Z"}}
     assert remote_state(failing, NOW) == "Failing since 09:00: The remote said no"
+
+
+def test_a_round_that_failed_is_said_as_a_problem_never_as_synced(qtbot, view, fake_sync, gui_thread_guard) -> None:
+    fake_sync.after_sync = {"state": "failing", "lastAttempt": "2026-12-04T10:02:00Z", "lastError": {
+        "code": "unreachable", "message": "the remote could not be reached: the connection was refused",
+        "at": "2026-12-04T10:02:00Z"}}
+    reported: list[str] = []
+    view.sig_status_reported.connect(reported.append)
+    with qtbot.waitSignal(view.tasks.sig_error_raised, timeout=10_000) as raised:
+        view.sync_button.click()
+    assert raised.args[0].startswith(f"Sync of {view.store()['storeId']}: 2 of 2 remotes failed: nas: Failing since ")
+    assert "the remote could not be reached" in raised.args[0] and reported == []

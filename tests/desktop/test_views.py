@@ -123,3 +123,19 @@ def test_vocabulary_names_and_labels_read_whole_beside_the_definition(qtbot, tas
         assert header.sectionSize(column) >= min(table.sizeHintForColumn(column), 260), \
             view.definitions_model.headerData(column, Qt.Orientation.Horizontal)
     assert view.details.width() > 400  # the definition keeps room of its own
+
+
+def test_an_approvals_summary_is_read_in_a_small_window(qtbot, tasks, gui_thread_guard) -> None:
+    from PySide6.QtCore import Qt
+
+    view = ApprovalsView(tasks)
+    qtbot.addWidget(view)
+    view.resize(760, 500)  # the view's size in a 1024x700 window
+    view.show()
+    wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
+    header = view.table.horizontalHeader()
+    summary = "Dana wants the Atlas status notes weekly, on Fridays."
+    assert view.model.index(0, 1).data(Qt.ItemDataRole.ToolTipRole) == summary  # whole on hover
+    # The summary keeps room to be read (the others give way to their headers), never "Dana wants the At…".
+    qtbot.waitUntil(lambda: header.sectionSize(1) >= 240, timeout=5_000)
+    assert all(header.sectionSize(1) > header.sectionSize(c) for c in range(view.model.columnCount()) if c != 1)

@@ -457,6 +457,8 @@ def test_an_outside_edit_that_keeps_the_number_is_its_own_version_in_history_and
         "fromSha256": first["sha256"], "toSha256": edited["sha256"]})
     assert (diff["fromSha256"], diff["toSha256"]) == (first["sha256"], edited["sha256"])
     assert diff["fields"] == [] and "+" in diff["bodyDiff"] and "(edited by hand)" in diff["bodyDiff"]
+    for text in (diff["diff"], diff["bodyDiff"]):  # the versions named as History names them: 1, then 1.1
+        assert text.startswith("--- revision 1\n+++ revision 1.1\n")
     newest = ok(dispatcher, operator_session, "operator/diff", {"agent": "main", "id": dana["id"], "from": 1, "to": 1})
     assert newest["toSha256"] == edited["sha256"] and newest["bodyDiff"] == ""  # a number alone: its newest
     for bad in ("F" * 64, "abc", 7):

@@ -463,3 +463,40 @@ def test_an_unreadable_tips_file_is_refused_and_kept(bare_remote: GitRemote, lap
         laptop.transport.fetch("nas", bare_remote.url)
     assert "tips.json" in refused.value.message
     assert (laptop.sync_dir / "tips.json").read_text(encoding="utf-8").endswith("{}}}")
+
+
+def test_a_remote_asking_for_credentials_git_lacks_says_so(laptop: Machine) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class AsksForAPassword(BaseHTTPRequestHandler):  # a private https remote, and no credential helper here
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), AsksForAPassword)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/owner-private-path/notes.git"
+        with pytest.raises(SyncRefused) as refused:
+            laptop.transport.fetch("nas", url)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert refused.value.finding.code == "unreachable", refused.value.message
+    assert refused.value.message == ("the remote could not be reached: it asks for credentials git has none for "
+                                     "(give git a credential helper, or use an ssh address and key)")
+
+
+def test_a_url_in_gits_words_is_redacted_up_to_its_closing_quote() -> None:
+    from engine.sync.transport import _redact
+
+    said = "fatal: unable to access 'https://alice@host.example/secret.git/': The requested URL returned error: 500"
+    assert _redact(said, None) == "fatal: unable to access '<remote>': The requested URL returned error: 500"
