@@ -115,9 +115,16 @@ def book(engine: Engine) -> RemoteBook:
 
 
 def _files(engine: Engine) -> dict[str, bytes]:
-    """Every file of the state directory, by path."""
-    return {str(path.relative_to(engine.state.root)): path.read_bytes()
-            for path in sorted(engine.state.root.rglob("*")) if path.is_file()}
+    """Every file of the state directory, by path; a file gone between the listing and its reading (a temp file
+    of the search index, which commits in the background) is left out, as it would have been a moment later."""
+    files = {}
+    for path in sorted(engine.state.root.rglob("*")):
+        try:
+            if path.is_file():
+                files[str(path.relative_to(engine.state.root))] = path.read_bytes()
+        except FileNotFoundError:
+            continue
+    return files
 
 
 def _snapshot(engine: Engine) -> dict[str, bytes]:
