@@ -75,6 +75,13 @@ def test_a_dry_run_then_the_import_with_their_summaries(qtbot, tasks, served_eng
     assert "Repairing a tram clock" in titles(served_engine, "tram clock", gui_thread_guard)
     assert dialog.start_button.isEnabled() and not dialog.cancel_button.isEnabled()
 
+    dialog.dry_run.setChecked(True)  # the same export checked again: all of it made already
+    job = finish(qtbot, dialog)
+    assert job["result"]["reused"] == {"sources": 2, "pages": 3, "claims": 0, "relationships": 0}
+    assert dialog.summary.toPlainText() == (
+        "Dry run of the chatgpt import: nothing new: all 2 sources and 3 pages of the input were already made by "
+        "an earlier run of this input; nothing was written.\n" + not_imported_alone("file-1"))
+
 
 def test_the_unzipped_export_folder_is_imported_as_its_placeholder_says(qtbot, tasks, served_engine, export_file,
                                                                       gui_thread_guard) -> None:
