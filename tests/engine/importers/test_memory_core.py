@@ -10,8 +10,8 @@ from engine.core.errors import InvalidParams
 from engine.memory.recall import recall_candidates, set_recall
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import (reader, records, run_import, same_but_reused, state_snapshot, store_snapshot,
-                                            would_import)
+from tests.engine.importers.helpers import (reader, records, run_import, same_but_reused, state_snapshot,
+                                            store_snapshot, would_import)
 
 MEMORY = """# What I know about Dana
 
