@@ -8,12 +8,13 @@ long pages holding one of the ``HYBRID_DEPTH`` page passages nearest it, as near
 own vector holds only its first 256 tokens; its passages, engine/index/vectors.py, find it by the part that
 answers).  Each gets its exact keyword score (divided by the best) and its cosine similarity, a long page's
 that of its own vector or its nearest passage, whichever is nearer (min-max normalised over the candidates, as
-``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  While some records still wait for their vectors (an import
-being embedded; the answer says so), the vectors can judge only part of the candidates: a candidate without a
-vector yet counts its keyword score twice, and the similarity's weight shrinks by the share of the keyword's
-candidates that have a vector (``semantic_weight``), so that records the vectors alone brought (the nearest
-of the few embedded, however unrelated, min-max normalised to the top) do not outrank the keyword's answers
-that wait for theirs; with every candidate's vector it is ``1 - HYBRID_ALPHA``.
+``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  While some records
+still wait for their vectors (an import being embedded; the answer says so), the vectors can judge only part
+of the candidates: a candidate without a vector yet counts its keyword score twice, and the similarity's
+weight shrinks by the share of the keyword's candidates that have a vector (``semantic_weight``), so that
+records the vectors alone brought (the nearest of the few embedded, however unrelated, min-max normalised to
+the top) do not outrank the keyword's answers that wait for theirs; with every candidate's vector it is
+``1 - HYBRID_ALPHA``.
 A claim drawn from a page's source (a conversation's session page and the claims that cite its transcript:
 both cite one retained source) gains ``EVIDENCE_PAGE_WEIGHT`` times that page's fused score among the pages
 the candidates' claims cite: a question asks about a moment or a topic the page holds as a whole, where one

@@ -359,3 +359,13 @@ def test_records_without_a_vector_yet_are_not_outranked_by_unrelated_records_tha
     assert [hit["title"] for hit in fused["hits"]][:3] == answers
     assert [(hit["title"], hit["score"]) for hit in fused["hits"][:3]] == [
         (hit["title"], hit["score"]) for hit in keyword["hits"]]
+
+
+def test_meaning_weighs_by_the_share_of_the_keywords_candidates_that_have_a_vector() -> None:
+    from engine.search.hybrid import HYBRID_ALPHA, semantic_weight
+    found = ["a.md", "b.md", "c.md", "d.md"]
+
+    assert semantic_weight(found, {path: 0.3 for path in found}) == 1 - HYBRID_ALPHA  # every vector: as always
+    assert semantic_weight(found, {"a.md": 0.3, "b.md": 0.1, "z.md": 0.9}) == (1 - HYBRID_ALPHA) / 2
+    assert semantic_weight(found, {"z.md": 0.9}) == 0.0  # none of the keyword's: keyword alone
+    assert semantic_weight([], {"z.md": 0.9}) == 1 - HYBRID_ALPHA  # no keyword candidate: the vectors alone
