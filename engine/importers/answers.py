@@ -15,7 +15,7 @@ from ..core.jobs import JobFields
 
 class ImportCounts(TypedDict):
     """The records an import stands for (``imported``), of those the ones an earlier run of the same input made
-    (``reused``), or those it would create on a dry run (``wouldCreate``)."""
+    (``reused``), or on a dry run those a real run would write (``wouldCreate``)."""
     sources: int
     pages: int
     claims: int
@@ -26,7 +26,9 @@ class ImportResult(TypedDict):
     """What every import says: its format, whether it was a dry run, the receiving agent on a real run
     (with the file its new token is in, when the import registered it) and its counts: on a real run the
     records that stand for the input (``imported``), made now or by an earlier run, and of those the ones an
-    earlier run made (``reused``); on a dry run what it would create."""
+    earlier run made (``reused``); on a dry run what a real run would write (``wouldCreate``: new records and
+    new revisions) and what an earlier run made, which it would leave as it is (``reused``): their sum is the
+    real run's ``imported``."""
     agent: NotRequired[str]
     tokenFile: NotRequired[str]
     format: str

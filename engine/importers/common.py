@@ -275,6 +275,10 @@ class Counts:
     def add(self, kind: str) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
 
+    def less(self, other: "Counts") -> "Counts":
+        return Counts(self.sources - other.sources, self.pages - other.pages, self.claims - other.claims,
+                      self.relationships - other.relationships)
+
 
 @dataclass
 class Writer:
@@ -283,9 +287,11 @@ class Writer:
     A request id is ``<format>-<key>-<hash of the parameters>``: the same
     input gives the same ids, so a second run gets the first receipts back
     and writes nothing, and an interrupted run finishes what is missing.
-    With ``dry_run`` nothing is written: every write is counted and answered
-    with a placeholder id, so the importer's own code reports what it would
-    create.
+    With ``dry_run`` nothing is written: a write an earlier run published (its
+    request id is in the journal) is answered with that run's receipt and
+    counted as reused, as a real run's retry would be; every other write is
+    counted and answered with a placeholder id, so the importer's own code
+    reports what it would create.
     """
 
     engine: Engine | None
@@ -362,8 +368,8 @@ class Writer:
         for request_id, params, chunk in self._parts(original, key, media_type=media_type, filename=filename):
             request = {"requestId": request_id, **params,
                        "content": base64.b64encode(chunk).decode("ascii")} if not self.dry_run else {}
-            ids.append(self._write("sources", lambda r=request: attach(self.engine, self.caller, r)["source"]["id"],
-                                   request_id))
+            ids.append(self._write("sources", lambda r=request: attach(self.engine, self.caller, r),
+                                   request_id, lambda receipt: receipt["source"]["id"]))
         return ids
 
     def _parts(self, original: Original, key: str, *, media_type: str | None = None, filename: str | None = None
@@ -398,14 +404,18 @@ class Writer:
         ``retain``'s do, so the same input gives the same request."""
         [(_, file, chunk)] = self._parts(original, key, media_type=media_type, filename=filename)
         cited = {**params, "evidence": [file, *params.get("evidence", [])]}
+        request_id = self.request_id(key, cited)
         if self.dry_run:
-            return self._placeholder("pages"), [self._placeholder("sources")]
-        request = {"requestId": self.request_id(key, cited), **params,
-                   "evidence": [{**file, "content": base64.b64encode(chunk).decode("ascii")},
-                                *params.get("evidence", [])]}
-        self._writing()
-        earlier = self._published_before(request["requestId"])
-        receipt = self.engine.save_page(self.caller, request)
+            receipt, earlier = self._earlier_receipt(request_id), True
+            if receipt is None:
+                return self._placeholder("pages"), [self._placeholder("sources")]
+        else:
+            request = {"requestId": request_id, **params,
+                       "evidence": [{**file, "content": base64.b64encode(chunk).decode("ascii")},
+                                    *params.get("evidence", [])]}
+            self._writing()
+            earlier = self._published_before(request_id)
+            receipt = self.engine.save_page(self.caller, request)
         self._count("sources", earlier)
         self._count("pages", earlier)
         return receipt["id"], [source["id"] for source in receipt["sources"]]
@@ -424,10 +434,12 @@ class Writer:
 
     def save_page(self, key: str, params: dict[str, Any]) -> str:
         """Save one page (a new one, or the next revision of ``params["id"]``); returns its id."""
-        if self.dry_run and "id" in params:  # a revision keeps its page's id
-            return self.kept(params["id"])
+        if self.dry_run and "id" in params:  # a revision keeps its page's id, and is written
+            self._count("pages")
+            return params["id"]
         request = {"requestId": self.request_id(key, params), **params}
-        return self._write("pages", lambda: self.engine.save_page(self.caller, request)["id"], request["requestId"])
+        return self._write("pages", lambda: self.engine.save_page(self.caller, request), request["requestId"],
+                           lambda receipt: receipt["id"])
 
     def remember(self, key: str, items: list[dict[str, Any]]) -> list[str]:
         """Save claims and relationships, ``ITEMS_MAX`` a call; returns their ids."""
@@ -435,13 +447,16 @@ class Writer:
         for start in range(0, len(items), ITEMS_MAX):
             part = items[start:start + ITEMS_MAX]
             kinds = ["relationships" if "relation" in item else "claims" for item in part]
-            if self.dry_run:
-                ids += [self._placeholder(kind) for kind in kinds]
-                continue
             request = {"requestId": self.request_id(f"{key}-{start // ITEMS_MAX + 1}", part), "items": part}
-            self._writing()
-            earlier = self._published_before(request["requestId"])
-            receipt = self.engine.remember(self.caller, request)
+            if self.dry_run:
+                receipt, earlier = self._earlier_receipt(request["requestId"]), True
+                if receipt is None:
+                    ids += [self._placeholder(kind) for kind in kinds]
+                    continue
+            else:
+                self._writing()
+                earlier = self._published_before(request["requestId"])
+                receipt = self.engine.remember(self.caller, request)
             for kind in kinds:
                 self._count(kind, earlier)
             ids += [entry["id"] for entry in receipt["items"]]
@@ -599,20 +614,33 @@ class Writer:
         self._count(kind, reused=True)
         return record_id
 
-    def _write(self, kind: str, write: Callable[[], str], request_id: str) -> str:
+    def _write(self, kind: str, write: Callable[[], Any], request_id: str, answer: Callable[[Any], str]) -> str:
+        """One write (``write`` sends it and returns its receipt), counted; returns ``answer(receipt)``, the id
+        it made.  A dry run sends nothing: a write an earlier run published is answered with that run's
+        receipt, as a real run's retry would be, and counted as reused; any other gets a placeholder id."""
         if self.dry_run:
-            return self._placeholder(kind)
+            receipt = self._earlier_receipt(request_id)
+            if receipt is None:
+                return self._placeholder(kind)
+            self._count(kind, reused=True)
+            return answer(receipt)
         self._writing()
         earlier = self._published_before(request_id)
-        result = write()
+        result = answer(write())
         self._count(kind, earlier)
         return result
+
+    def _earlier_receipt(self, request_id: str) -> Any:
+        """The receipt an earlier run's publication of ``request_id`` got (what a retry of it answers), None
+        when no run published it: a dry run's answer to a write, read without writing."""
+        if not self._published_before(request_id):
+            return None
+        return self.engine.enter(self.caller, create=False).read(
+            lambda runtime, authority, view: runtime.publisher.applied_receipt(authority.partition, request_id))
 
     def _published_before(self, request_id: str) -> bool:
         """Whether an earlier run published ``request_id``: its write is a retry, answered with that run's
         receipt, and what it answers is counted as reused."""
-        if self.dry_run:
-            return False
         with self._lock:
             if self._earlier_writes is None:
                 self._earlier_writes = self._published_any()
@@ -763,10 +791,11 @@ def revised_note(writer: Writer, revised: int, what: str, *, claims: bool = Fals
 
 def report(writer: Writer, shape: type[Shape], **extra: Any) -> Shape:
     """An import's result, declared by ``shape``: the format, whether it was a dry run, what the format
-    counts (``extra``), the records it stands for (or would create, on a dry run: on a store that has the
-    import already, a real run creates none of them) and, on a real run, how many of those an earlier run
-    of the input made (``reused``): the rest this run wrote."""
+    counts (``extra``) and its counts.  A real run counts the records it stands for (``imported``), made now
+    or by an earlier run of the input, and of those the ones an earlier run made (``reused``): the rest this
+    run wrote.  A dry run counts what a real run would write (``wouldCreate``: new records and new revisions)
+    and what an earlier run made (``reused``), which a real run would find and leave as they are."""
     counted: dict[str, ImportCounts] = (
-        {"wouldCreate": writer.counts.as_dict()} if writer.dry_run
-        else {"imported": writer.counts.as_dict(), "reused": writer.reused.as_dict()})
+        {"wouldCreate": writer.counts.less(writer.reused).as_dict(), "reused": writer.reused.as_dict()}
+        if writer.dry_run else {"imported": writer.counts.as_dict(), "reused": writer.reused.as_dict()})
     return shape(format=writer.format, dryRun=writer.dry_run, **extra, **counted)  # type: ignore[typeddict-item]

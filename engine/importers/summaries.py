@@ -7,15 +7,18 @@ from typing import Any
 
 
 def import_summary(result: dict[str, Any]) -> str:
-    counts = result.get("wouldCreate") or result.get("imported") or {}
     reused = result.get("reused") or {}
-    made = {kind: n - reused.get(kind, 0) for kind, n in counts.items()}  # what this run wrote
+    if result.get("dryRun"):  # what a real run would write, and what an earlier run made
+        made = result.get("wouldCreate") or {}
+        counts = {kind: n + reused.get(kind, 0) for kind, n in made.items()}
+    else:
+        counts = result.get("imported") or {}
+        made = {kind: n - reused.get(kind, 0) for kind, n in counts.items()}  # what this run wrote
     lines = []
     if "tokenFile" in result:
         lines.append(f"Registered owner agent {result['agent']}; its token is in {result['tokenFile']}.")
     if result.get("dryRun"):
-        lines.append(f"Dry run of the {result['format']} import: it would create {_listed(counts)}; nothing was "
-                     "written.")
+        lines.append(_dry_run_summary(result["format"], counts, made, reused))
     elif not any(counts.values()):  # no record stands for the input: nothing written, nobody registered
         lines.append(f"Nothing imported: the {result['format']} input holds nothing to import; nothing was "
                      "written and no agent was registered.")
@@ -30,6 +33,15 @@ def import_summary(result: dict[str, Any]) -> str:
         lines.append(f"Imported {result['format']} into {result['agent']}'s store: {_listed(counts)}.")
     lines.extend(result.get("notes") or [])
     return "\n".join(lines)
+
+
+def _dry_run_summary(format_name: str, counts: dict[str, int], made: dict[str, int], reused: dict[str, int]) -> str:
+    """A dry run's line: what a real run would write, and what it would find an earlier run made."""
+    if any(made.values()) or not any(counts.values()):
+        also = f", and reuse {_listed(reused)} (made by an earlier run of this input)" if any(reused.values()) else ""
+        return f"Dry run of the {format_name} import: it would create {_listed(made)}{also}; nothing was written."
+    return (f"Dry run of the {format_name} import: nothing new: all {_listed(counts, 'and')} of the input were "
+            "already made by an earlier run of this input; nothing was written.")
 
 
 def _listed(counts: dict[str, int], last: str = "") -> str:

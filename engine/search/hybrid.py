@@ -8,8 +8,13 @@ long pages holding one of the ``HYBRID_DEPTH`` page passages nearest it, as near
 own vector holds only its first 256 tokens; its passages, engine/index/vectors.py, find it by the part that
 answers).  Each gets its exact keyword score (divided by the best) and its cosine similarity, a long page's
 that of its own vector or its nearest passage, whichever is nearer (min-max normalised over the candidates, as
-``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  A candidate without a vector yet counts its keyword
-score twice, and the answer says whether some records (or long pages' passages) still wait for theirs.
+``search_knowledge``'s hybrid does), weighed ``HYBRID_ALPHA`` to ``1 - HYBRID_ALPHA``.  While some records
+still wait for their vectors (an import being embedded; the answer says so), the vectors can judge only part
+of the candidates: a candidate without a vector yet counts its keyword score twice, and the similarity's
+weight shrinks by the share of the keyword's candidates that have a vector (``semantic_weight``), so that
+records the vectors alone brought (the nearest of the few embedded, however unrelated, min-max normalised to
+the top) do not outrank the keyword's answers that wait for theirs; with every candidate's vector it is
+``1 - HYBRID_ALPHA``.
 A claim drawn from a page's source (a conversation's session page and the claims that cite its transcript:
 both cite one retained source) gains ``EVIDENCE_PAGE_WEIGHT`` times that page's fused score among the pages
 the candidates' claims cite: a question asks about a moment or a topic the page holds as a whole, where one
@@ -84,16 +89,19 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     passages = [path for path, similarity in vectors.nearest_page_passages(partition, vector, HYBRID_DEPTH)
                 if similarity >= floor] if held else []
     pool = keep(list(dict.fromkeys([*lexical, *nearest, *passages])))
+    found_by_keyword = [path for path in pool if path in lexical]
     beyond = [path for path in pool if path not in lexical]  # brought by the vectors: their exact keyword score
     if beyond:
         lexical.update(_scores_of(searcher, index.schema, query, beyond))
     top = max((lexical.get(path, 0.0) for path in pool), default=0.0)
     keyword = {path: min(1.0, lexical.get(path, 0.0) / top) if top > 0 else 0.0 for path in pool}
-    semantic = normalized(_similarities(vectors, partition, vector, pool) if held else {})
+    similar = _similarities(vectors, partition, vector, pool) if held else {}
+    weight = semantic_weight(found_by_keyword, similar)
+    semantic = normalized(similar)
     context = _evidence_page_scores(catalog, searcher, index.schema, terms, request, vectors, partition, vector,
-                                    [rows[path] for path in pool], held)
+                                    [rows[path] for path in pool], held, weight)
     named = _named_subjects(catalog, analyzer, partition, terms, [rows[path] for path in pool if path not in context])
-    fused = sorted(((_fused(keyword[path], semantic.get(path)) + EVIDENCE_PAGE_WEIGHT * context.get(path, 0.0)
+    fused = sorted(((_fused(keyword[path], semantic.get(path), weight) + EVIDENCE_PAGE_WEIGHT * context.get(path, 0.0)
                      + (NAMED_SUBJECT_BONUS if path not in context and rows[path].view.subject in named else 0.0),
                      path) for path in pool), key=lambda item: (-item[0], item[1]))
     best = fused[0][0] if fused else 0.0
@@ -117,10 +125,22 @@ def exact_names_first(hits: list[SearchHit], named: set[str]) -> list[SearchHit]
     return first + [hit for hit in hits if hit["id"] not in named]
 
 
-def _fused(keyword: float, semantic: float | None) -> float:
-    """A candidate's keyword and semantic scores, both 0..1, weighed; one without a vector counts its keyword
-    score twice."""
-    return HYBRID_ALPHA * keyword + (1 - HYBRID_ALPHA) * (keyword if semantic is None else semantic)
+def semantic_weight(found_by_keyword: list[str], similar: dict[str, float]) -> float:
+    """The weight of the similarity in the fused score: ``1 - HYBRID_ALPHA`` times the share of the keyword's
+    candidates that have a vector (all of them, or no keyword candidate: the whole weight).  A partly embedded
+    partition's vectors judge only some candidates, and min-max normalisation puts the nearest of those at the
+    top however far they are: weighed whole, records only the vectors brought went ahead of the keyword's
+    answers still waiting for their vectors."""
+    if not found_by_keyword:
+        return 1 - HYBRID_ALPHA
+    judged = sum(path in similar for path in found_by_keyword)
+    return (1 - HYBRID_ALPHA) * judged / len(found_by_keyword)
+
+
+def _fused(keyword: float, semantic: float | None, weight: float) -> float:
+    """A candidate's keyword and semantic scores, both 0..1, the semantic weighed ``weight``
+    (``semantic_weight``); one without a vector counts its keyword score twice."""
+    return (1 - weight) * keyword + weight * (keyword if semantic is None else semantic)
 
 
 def _similarities(vectors: VectorIndex, partition: str, vector: np.ndarray, paths: list[str]) -> dict[str, float]:
@@ -134,7 +154,8 @@ def _similarities(vectors: VectorIndex, partition: str, vector: np.ndarray, path
 
 def _evidence_page_scores(catalog: CatalogReads, searcher: tantivy.Searcher, schema: tantivy.Schema,
                           terms: list[str], request: SearchRequest, vectors: VectorIndex, partition: str,
-                          vector: np.ndarray, candidates: list[RecordRow], held: bool) -> dict[str, float]:
+                          vector: np.ndarray, candidates: list[RecordRow], held: bool,
+                          weight: float) -> dict[str, float]:
     """For each claim of ``candidates`` that a current page shares a cited source with, the best such page's
     fused score (keyword over the best of these pages, similarity min-max over them, as the candidates'), by
     the claim's path.  The pages are scored whatever kinds the request lists: they lend their score, they are
@@ -152,7 +173,8 @@ def _evidence_page_scores(catalog: CatalogReads, searcher: tantivy.Searcher, sch
     lexical = _scores_of(searcher, schema, unfiltered, pages)
     top = max(lexical.values(), default=0.0)
     semantic = normalized(_similarities(vectors, partition, vector, pages) if held else {})
-    score = {path: _fused(lexical.get(path, 0.0) / top if top > 0 else 0.0, semantic.get(path)) for path in pages}
+    score = {path: _fused(lexical.get(path, 0.0) / top if top > 0 else 0.0, semantic.get(path), weight)
+             for path in pages}
     return {claim: max(score[path] for source in cites for path in pages_of.get(source, ()))
             for claim, cites in cited.items() if any(source in pages_of for source in cites)}
 

@@ -232,6 +232,12 @@ class Publisher:
         return {request_id for request_id in request_ids
                 if self.db.one(APPLIED_BY_REQUEST, (partition, request_id)) is not None}
 
+    def applied_receipt(self, partition: str, request_id: str) -> Receipt | None:
+        """The receipt of the applied publication of ``partition`` carrying ``request_id``, None when there is
+        none: what a retry of that request would be answered (a dry run of an import asks it of each write)."""
+        row = self.db.one(APPLIED_BY_REQUEST, (partition, request_id))
+        return None if row is None else self.receipt(row["seq"])
+
     def published_any(self, partition: str, prefix: str) -> bool:
         """Whether an applied publication of ``partition`` carries a request id starting with ``prefix`` (an
         import asks, before its first write, whether an earlier run of its format published anything)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any, Callable
 
@@ -52,6 +53,33 @@ def records(state: StateDir, folder: str = "") -> dict[str, str]:
 
 def store_snapshot(state: StateDir) -> dict[str, str]:
     return vault_snapshot(only_store(state) / "vault")
+
+
+def state_snapshot(state: StateDir) -> dict[str, Any]:
+    """The store's files, the records its catalog holds, the rows of its publication journal (publications and
+    their receipts, revisions, sources) and every row of the registry (agents, credentials): what a dry run
+    must leave as it found it.  Left out: what the engine changes in the background after a write (the search
+    index's ledger, the git outbox, the catalog's file stats, the journal's file bytes, dropped once
+    committed)."""
+    rows: dict[str, dict[str, list[str]]] = {}
+    for database in (only_store(state) / "state.sqlite", state.registry):
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
+            tables = [name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                      if name not in _DERIVED_TABLES]
+            rows[database.name] = {table: sorted(map(repr, connection.execute(
+                _PROJECTED.get(table, f'SELECT * FROM "{table}"')))) for table in tables}
+    return {"files": store_snapshot(state), "rows": rows}
+
+
+_DERIVED_TABLES = {"partition_state", "index_removals", "scans", "outbox", "catalog_changes",
+                   "catalog_changes_deferred", "publication_files"}
+_PROJECTED = {"catalog": "SELECT partition, path, record_id, revision, sha256 FROM catalog"}
+
+
+def would_import(dry: dict[str, Any]) -> dict[str, int]:
+    """What a real run would count as ``imported``, by a dry run's answer: what it would create and what an
+    earlier run made."""
+    return {kind: dry["wouldCreate"][kind] + dry["reused"][kind] for kind in dry["wouldCreate"]}
 
 
 def interrupt_after(count: int) -> Callable[[Progress], None]:

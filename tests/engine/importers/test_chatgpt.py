@@ -18,7 +18,7 @@ from engine.importers.summaries import import_summary
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import (imported_page, interrupt_after, reader, records, run_import,
-                                            same_but_reused, store_snapshot)
+                                            same_but_reused, state_snapshot, store_snapshot, would_import)
 
 
 def node(node_id: str, parent: str | None, children: list[str], role: str | None = None, text: Any = None,
@@ -424,7 +424,7 @@ def test_a_dry_run_of_a_newer_export_says_what_it_would_revise(
     newer = tmp_path / "newer" / "conversations.json"
     newer.parent.mkdir()
     newer.write_text(json.dumps(newer_export()), encoding="utf-8")
-    before = store_snapshot(state_dir)
+    before = state_snapshot(state_dir)
 
     result = run_import(engine, "chatgpt", newer, dry_run=True)
 
@@ -433,10 +433,28 @@ def test_a_dry_run_of_a_newer_export_says_what_it_would_revise(
     assert result["notes"] == [
         "1 conversation(s) changed since an earlier import: each would get a new revision of its page.",
         not_imported_alone("file-1")]
-    assert store_snapshot(state_dir) == before
+    assert state_snapshot(state_dir) == before
+    # A real run would write the newer export, the revised and the new conversation's pages; the kayak one's
+    # page is as an earlier run made it.
+    assert result["wouldCreate"] == {"sources": 2, "pages": 2, "claims": 0, "relationships": 0}
+    assert result["reused"] == {"sources": 0, "pages": 1, "claims": 0, "relationships": 0}
     real = run_import(engine, "chatgpt", newer)
     assert (real["pages"][clock], real["revised"]) == (first["pages"][clock], 1)
-    assert real["imported"] == result["wouldCreate"]
+    assert (real["imported"], real["reused"]) == (would_import(result), result["reused"])
+
+
+def test_a_dry_run_of_an_export_imported_already_would_create_nothing(
+        engine: Engine, export_file: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "chatgpt", export_file)
+    before = state_snapshot(state_dir)
+
+    result = run_import(engine, "chatgpt", export_file, dry_run=True)
+
+    assert result["wouldCreate"] == {"sources": 0, "pages": 0, "claims": 0, "relationships": 0}
+    assert result["reused"] == first["imported"] and result["pages"] == first["pages"]
+    assert summary(result)[0] == ("Dry run of the chatgpt import: nothing new: all 2 sources and 2 pages of the "
+                                  "input were already made by an earlier run of this input; nothing was written.")
+    assert state_snapshot(state_dir) == before
 
 
 # --- shapes of real exports beyond plain text ------------------------------------------------------------------

@@ -15,8 +15,11 @@ from engine.importers.formats import FORMATS, run_import
 from engine.importers.summaries import import_summary
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import reader
+from tests.engine.importers.helpers import reader, state_snapshot
 from tests.engine.importers.test_chatgpt import conversation, export, node
+from tests.engine.importers.test_claude import export as claude_export
+from tests.engine.importers.test_mem0 import mem0_memories
+from tests.engine.importers.test_memory_core import MEMORY
 
 
 def _run(engine: Engine, state_dir: StateDir, format_name: str, path: Path, **options: Any) -> dict[str, Any]:
@@ -116,3 +119,38 @@ def test_a_conversation_whose_every_message_is_left_out_still_gets_its_page(
 
     assert result["imported"]["pages"] == 1 and "tokenFile" in result
     assert "0 messages on the active branch" in engine.get_record(reader(engine), result["pages"]["fetched"])["body"]
+
+
+def _claude_export(folder: Path) -> Path:
+    (folder / "conversations.json").write_text(json.dumps(claude_export()), encoding="utf-8")
+    return folder / "conversations.json"
+
+
+def _mem0_export(folder: Path) -> Path:
+    (folder / "memories.json").write_text(json.dumps(mem0_memories()), encoding="utf-8")
+    return folder / "memories.json"
+
+
+def _workspace(folder: Path) -> Path:
+    (folder / "memory").mkdir()
+    (folder / "MEMORY.md").write_text(MEMORY, encoding="utf-8")
+    (folder / "memory" / "2026-01-15.md").write_text("# 2026-01-15\n\n- Fixed the tram clock.\n", encoding="utf-8")
+    return folder
+
+
+IMPORTED_ALREADY = {"claude": _claude_export, "mem0": _mem0_export, "memory-core": _workspace}
+
+
+@pytest.mark.parametrize("format_name", IMPORTED_ALREADY)
+def test_a_dry_run_of_an_input_imported_already_would_create_nothing_and_writes_nothing(
+        engine: Engine, state_dir: StateDir, tmp_path: Path, format_name: str) -> None:
+    path = IMPORTED_ALREADY[format_name](tmp_path)
+    first = _run(engine, state_dir, format_name, path, dry_run=False)
+    before = state_snapshot(state_dir)
+
+    result = _run(engine, state_dir, format_name, path, dry_run=True)
+
+    assert any(first["imported"].values()) and not any(result["wouldCreate"].values())
+    assert result["reused"] == first["imported"]
+    assert import_summary(result).splitlines()[0].startswith(f"Dry run of the {format_name} import: nothing new: ")
+    assert state_snapshot(state_dir) == before

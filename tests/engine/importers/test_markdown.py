@@ -17,7 +17,7 @@ from engine.importers.summaries import import_summary
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import (interrupt_after, reader, records, run_import, same_but_reused,
-                                            store_snapshot)
+                                            state_snapshot, store_snapshot, would_import)
 from tests.helpers import assert_checked_as_read, only_store, private_dir, records_checked_as_read
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
@@ -208,6 +208,9 @@ def test_dry_run(engine: Engine, notes: Path) -> None:
     result = run_import(engine, "markdown", notes, dry_run=True)
 
     assert result["wouldCreate"] == {"sources": 4, "pages": 3, "claims": 0, "relationships": 3}
+    assert result["reused"] == {"sources": 0, "pages": 0, "claims": 0, "relationships": 0}
+    assert summary(result)[0] == ("Dry run of the markdown import: it would create 4 sources, 3 pages, "
+                                  "3 relationships; nothing was written.")
     assert engine.registry.agent("main") is None
 
 
@@ -342,7 +345,7 @@ def test_a_dry_run_says_what_it_would_revise_and_writes_nothing(
         engine: Engine, notes: Path, state_dir: StateDir) -> None:
     first = run_import(engine, "markdown", notes)
     edit(notes)
-    before = store_snapshot(state_dir)
+    before = state_snapshot(state_dir)
 
     result = run_import(engine, "markdown", notes, dry_run=True)
 
@@ -350,11 +353,32 @@ def test_a_dry_run_says_what_it_would_revise_and_writes_nothing(
     assert result["pages"]["Inbox.md"] == first["pages"]["Inbox.md"]  # the page it would revise
     assert result["pages"]["People/Lotte.md"] == first["pages"]["People/Lotte.md"]
     assert result["pages"]["Ideas.md"].startswith("(new page")
-    assert store_snapshot(state_dir) == before
-    # What it stands for, as a real run counts it: 4 pages (one revised, one new); the edited and the new note
-    # retained, and (retries that write nothing) the unchanged notes' files and the photo they cite.
-    assert result["wouldCreate"] == {"sources": 5, "pages": 4, "claims": 0, "relationships": 5}
-    assert run_import(engine, "markdown", notes)["imported"] == result["wouldCreate"]
+    assert state_snapshot(state_dir) == before
+    # What a real run would write: the edited and the new note's originals and pages (one revised, one new) and
+    # the two new links; and what an earlier run made: the unchanged notes' pages, originals and links, and the
+    # photo (retries that write nothing).
+    assert result["wouldCreate"] == {"sources": 2, "pages": 2, "claims": 0, "relationships": 2}
+    assert result["reused"] == {"sources": 3, "pages": 2, "claims": 0, "relationships": 3}
+    assert summary(result)[0] == (
+        "Dry run of the markdown import: it would create 2 sources, 2 pages, 2 relationships, and reuse 3 "
+        "sources, 2 pages, 3 relationships (made by an earlier run of this input); nothing was written.")
+    real = run_import(engine, "markdown", notes)
+    assert (real["imported"], real["reused"]) == (would_import(result), result["reused"])
+
+
+def test_a_dry_run_of_a_folder_imported_already_would_create_nothing(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "markdown", notes)
+    before = state_snapshot(state_dir)
+
+    result = run_import(engine, "markdown", notes, dry_run=True)
+
+    assert result["wouldCreate"] == {"sources": 0, "pages": 0, "claims": 0, "relationships": 0}
+    assert result["reused"] == first["imported"] and result["pages"] == first["pages"]
+    assert summary(result)[0] == (
+        "Dry run of the markdown import: nothing new: all 4 sources, 3 pages and 3 relationships of the input "
+        "were already made by an earlier run of this input; nothing was written.")
+    assert state_snapshot(state_dir) == before
 
 
 def test_a_bad_note_in_a_folder_imported_before_changes_nothing(

@@ -13,7 +13,7 @@ from engine.core.errors import InvalidParams
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import (interrupt_after, reader, records, run_import, same_but_reused,
-                                            store_snapshot)
+                                            state_snapshot, store_snapshot, would_import)
 
 
 def mem0_memories() -> dict[str, Any]:
@@ -188,15 +188,18 @@ def test_a_dry_run_says_what_it_would_replace(engine: Engine, tmp_path: Path, st
     newer = tmp_path / "newer"
     newer.mkdir()
     path = write(newer, newer_memories())
-    before = store_snapshot(state_dir)
+    before = state_snapshot(state_dir)
 
     result = run_import(engine, "mem0", path, dry_run=True)
 
     assert result["dryRun"] is True and result["revised"] == 1
     assert result["claims"][1] == first["claims"][1] and result["claims"][0].startswith("(new claim")
-    assert result["wouldCreate"] == {"sources": 1, "pages": 0, "claims": 3, "relationships": 0}
-    assert store_snapshot(state_dir) == before
-    assert run_import(engine, "mem0", path)["imported"] == result["wouldCreate"]
+    # The newer export retained, a new claim and one replacing its earlier one; the memory as it was, reused.
+    assert result["wouldCreate"] == {"sources": 1, "pages": 0, "claims": 2, "relationships": 0}
+    assert result["reused"] == {"sources": 0, "pages": 0, "claims": 1, "relationships": 0}
+    assert state_snapshot(state_dir) == before
+    real = run_import(engine, "mem0", path)
+    assert (real["imported"], real["reused"]) == (would_import(result), result["reused"])
 
 
 def test_a_bad_newer_export_changes_nothing(engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:

@@ -10,7 +10,8 @@ from engine.core.errors import InvalidParams
 from engine.memory.recall import recall_candidates, set_recall
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import reader, records, run_import, same_but_reused, store_snapshot
+from tests.engine.importers.helpers import (reader, records, run_import, same_but_reused, state_snapshot,
+                                            store_snapshot, would_import)
 
 MEMORY = """# What I know about Dana
 
@@ -147,14 +148,18 @@ def test_changed_files_revise_their_pages_and_new_items_are_new_claims(
 def test_a_dry_run_says_what_it_would_revise(engine: Engine, workspace: Path, state_dir: StateDir) -> None:
     first = run_import(engine, "memory-core", workspace)
     (workspace / "memory" / "2026-01-16-release.md").write_text("Shipped 1.4.1.\n", encoding="utf-8")
-    before = store_snapshot(state_dir)
+    before = state_snapshot(state_dir)
 
     result = run_import(engine, "memory-core", workspace, dry_run=True)
 
     assert result["dryRun"] is True and result["revised"] == 1
     assert result["pages"] == first["pages"]
-    assert store_snapshot(state_dir) == before
-    assert run_import(engine, "memory-core", workspace)["imported"] == result["wouldCreate"]
+    # The changed file retained and its page revised; the other files, their pages and claims, reused.
+    assert result["wouldCreate"] == {"sources": 1, "pages": 1, "claims": 0, "relationships": 0}
+    assert result["reused"] == {"sources": 2, "pages": 2, "claims": 3, "relationships": 0}
+    assert state_snapshot(state_dir) == before
+    real = run_import(engine, "memory-core", workspace)
+    assert (real["imported"], real["reused"]) == (would_import(result), result["reused"])
     assert engine.get_record(reader(engine), first["pages"]["memory/2026-01-16-release.md"])["revision"] == 2
 
 

@@ -327,3 +327,45 @@ def test_a_claim_with_an_evidence_page_gains_no_named_subject_bonus_on_top(engin
     hits = owner_search(engine, query="which harbour walk does Dana prefer", kinds=["claim"])["hits"]
     score = {hit["id"]: hit["score"] for hit in hits}
     assert danas in score and lees in score and abs(score[danas] - score[lees]) < 0.01
+
+
+CLOCK_PAGES = [  # the keyword's answers to "tram clock oil", best first; none of them gets a vector here
+    ("Tram clock oil", "Oil the tram clock's pivots with clock oil, a drop per pivot."),
+    ("Tram depot visit", "At the depot the old tram still runs; its clock hangs in the hall."),
+    ("Spring cleaning", "Wash the windows, sort the shed, and oil the garden gate."),
+]
+
+
+def test_records_without_a_vector_yet_are_not_outranked_by_unrelated_records_that_have_one(
+        engine_with_model, monkeypatch) -> None:
+    """An import's notes still being embedded: the keyword's answers, without vectors yet, come before records
+    only the vectors brought (nearest of the few that have one, unrelated), in the keyword's order."""
+    from tests.helpers import page
+    engine = engine_with_model
+    caller, _ = seed(engine)  # these four get their vectors
+    owner_search(engine, query="database backups")
+    runtime = next(iter(engine._runtimes.values()))
+    assert runtime.vector_feed.settled(60)
+    monkeypatch.setattr(runtime.vector_feed, "queue", lambda partition=None: None)  # the rest wait for theirs
+    for number, (title, body) in enumerate(CLOCK_PAGES):
+        engine.save_page(caller, page(f"clock{number}", title, "note", body))
+
+    keyword = owner_search(engine, query="tram clock oil", mode="keyword")
+    fused = owner_search(engine, query="tram clock oil", mode="hybrid", limit=10)
+
+    answers = [title for title, _ in CLOCK_PAGES]
+    assert [hit["title"] for hit in keyword["hits"]] == answers
+    assert fused["vectors"] == "building"
+    assert [hit["title"] for hit in fused["hits"]][:3] == answers
+    assert [(hit["title"], hit["score"]) for hit in fused["hits"][:3]] == [
+        (hit["title"], hit["score"]) for hit in keyword["hits"]]
+
+
+def test_meaning_weighs_by_the_share_of_the_keywords_candidates_that_have_a_vector() -> None:
+    from engine.search.hybrid import HYBRID_ALPHA, semantic_weight
+    found = ["a.md", "b.md", "c.md", "d.md"]
+
+    assert semantic_weight(found, {path: 0.3 for path in found}) == 1 - HYBRID_ALPHA  # every vector: as always
+    assert semantic_weight(found, {"a.md": 0.3, "b.md": 0.1, "z.md": 0.9}) == (1 - HYBRID_ALPHA) / 2
+    assert semantic_weight(found, {"z.md": 0.9}) == 0.0  # none of the keyword's: keyword alone
+    assert semantic_weight([], {"z.md": 0.9}) == 1 - HYBRID_ALPHA  # no keyword candidate: the vectors alone
