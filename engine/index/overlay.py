@@ -74,7 +74,8 @@ class OverlayDocument:
     stored: tantivy.Document  # path, id, kind, type, revision, title, body: as a committed document's
 
     def frequency(self, field_name: str, term: str) -> int:
-        return self.terms.get(field_name, Counter())[term]
+        counts = self.terms.get(field_name)
+        return counts.get(term, 0) if counts is not None else 0
 
 
 def analyse(analyzer: Analyzer, document: dict[str, Any], sha256: str) -> OverlayDocument:
@@ -116,7 +117,7 @@ class CommittedStatistics:
             hits = searcher.search(query, 1, count=False).hits
             if not hits:
                 continue
-            constants = dict(_constants(json.loads(query.explain(searcher, hits[0][1]).to_json())))
+            constants = _constants(json.loads(query.explain(searcher, hits[0][1]).to_json()))
             if "N" in constants and "avgdl" in constants:
                 self.docs = int(constants["N"])
                 self.average[field_name] = float(constants["avgdl"])
@@ -140,13 +141,19 @@ class Overlay:
 _TERM = re.compile(r'Term=Term\(field=(\d+), type=Str, "(.*)"\)$')
 
 
-def _constants(node: dict[str, Any]) -> Iterable[tuple[str, float]]:
-    """(name, value) of the named constants of a BM25 explanation (``N, total number of docs`` -> N)."""
-    name = node.get("description", "").split(",", 1)[0]
-    if not node.get("details"):
-        yield name, node.get("value", 0.0)
-    for child in node.get("details", ()):
-        yield from _constants(child)
+def _constants(node: dict[str, Any]) -> dict[str, float]:
+    """The named constants of a BM25 explanation by name (``N, total number of docs`` -> N; of two with one
+    name, the later in document order), walked without recursion: every committed hit of a search is rescored."""
+    constants: dict[str, float] = {}
+    pending = [node]
+    while pending:
+        node = pending.pop()
+        details = node.get("details")
+        if details:
+            pending.extend(reversed(details))
+        else:
+            constants[node.get("description", "").split(",", 1)[0]] = node.get("value", 0.0)
+    return constants
 
 
 class OverlayScorer:
@@ -163,6 +170,8 @@ class OverlayScorer:
         self._weights: dict[tuple[str, str], float] = {}
         self._averages: dict[str, float] = {}
         self._overlay_frequencies: dict[tuple[str, str], int] = {}
+        self._clauses: dict[tuple[str | None, tuple[str, ...]], tuple[str, str] | None] = {}
+        self._norms: dict[tuple[float, int], float] = {}  # (average length, tokens) -> BM25's length norm
 
     def _docs(self) -> int:
         committed = self.committed.docs if self.committed.docs is not None else self.searcher.num_docs
@@ -213,9 +222,12 @@ class OverlayScorer:
         frequency = document.frequency(field_name, term)
         if not frequency:
             return None
-        self.committed.learn(self.searcher, self.schema, field_name, self._candidates(field_name, term))
-        length = quantised_length(document.lengths.get(field_name, 0))
-        norm = K1 * (1 - B + B * length / self._average(field_name))
+        if field_name not in self.committed.average:
+            self.committed.learn(self.searcher, self.schema, field_name, self._candidates(field_name, term))
+        tokens, average = document.lengths.get(field_name, 0), self._average(field_name)
+        norm = self._norms.get((average, tokens))
+        if norm is None:  # the same for every document of that length: a search asks it of each
+            norm = self._norms[(average, tokens)] = K1 * (1 - B + B * quantised_length(tokens) / average)
         return (K1 + 1) * self._idf(field_name, term) * frequency / (frequency + norm)
 
     def rescore(self, explanation: dict[str, Any], fields: tuple[str, ...]) -> float:
@@ -234,11 +246,11 @@ class OverlayScorer:
         return float(explanation.get("value", 0.0))  # nothing this scorer knows: tantivy's own value
 
     def _rescored_term(self, explanation: dict[str, Any], fields: tuple[str, ...]) -> float:
-        found = next((_TERM.match(context) for context in explanation.get("context", ())), None)
-        constants = dict(_constants(explanation))
-        if found is None or not {"freq", "dl", "n"} <= set(constants) or int(found.group(1)) >= len(fields):
+        clause = self._clause(next(iter(explanation.get("context", ())), None), fields)
+        constants = _constants(explanation)
+        if clause is None or not ("freq" in constants and "dl" in constants and "n" in constants):
             return float(explanation.get("value", 0.0))
-        field_name, term = fields[int(found.group(1))], json.loads(f'"{found.group(2)}"')
+        field_name, term = clause
         frequency, length = constants["freq"], constants["dl"]
         if self.committed.docs is None and "N" in constants:
             self.committed.docs = int(constants["N"])
@@ -249,3 +261,13 @@ class OverlayScorer:
         idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
         norm = K1 * (1 - B + B * length / self._average(field_name))
         return (K1 + 1) * idf * frequency / (frequency + norm)
+
+    def _clause(self, context: str | None, fields: tuple[str, ...]) -> tuple[str, str] | None:
+        """The field and term a TermQuery's explanation names in its first ``context``; None when it names
+        none of ``fields``.  Parsed once per scorer: every committed hit explains the same clauses."""
+        key = (context, fields)
+        if key not in self._clauses:
+            found = _TERM.match(context) if context is not None else None
+            self._clauses[key] = None if found is None or int(found.group(1)) >= len(fields) \
+                else (fields[int(found.group(1))], json.loads(f'"{found.group(2)}"'))
+        return self._clauses[key]

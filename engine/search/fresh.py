@@ -41,6 +41,8 @@ def _any_of(scorer: OverlayScorer, document: OverlayDocument, terms: list[str], 
     total, matched = 0.0, False
     for term in terms:
         for field_name, boost in fields:
+            if term not in document.terms.get(field_name, ()):  # most pairs: nothing to score
+                continue
             score = scorer.term(document, field_name, term)
             if score is not None:
                 total, matched = total + score * boost, True

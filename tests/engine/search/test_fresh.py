@@ -10,7 +10,7 @@ import pytest
 
 from engine.access.authority import AgentCaller
 from engine.core.errors import IndexFailed, StaleCursor
-from engine.index.overlay import FIELD_NORMS, quantised_length
+from engine.index.overlay import FIELD_NORMS, _constants, quantised_length
 from engine.index.tantivy_index import PartitionIndex, SearchIndexes
 from engine import runtime as runtime_module
 from engine.runtime import StoreRuntime
@@ -277,6 +277,23 @@ def test_the_index_commits_at_a_pause_a_batch_or_a_deadline():
 def test_field_lengths_are_quantised_as_tantivys():
     assert FIELD_NORMS[:41] == list(range(41)) and FIELD_NORMS[41] == 42 and FIELD_NORMS[-1] == 2013265944
     assert [quantised_length(n) for n in (0, 24, 40, 41, 43, 100, 2000)] == [0, 24, 40, 40, 42, 96, 1944]
+
+
+def test_an_explanations_constants_are_its_leaves_in_document_order():
+    """What rescoring reads of a committed hit's explanation: every leaf by name, the later of two with one name
+    winning, at any depth."""
+    leaf = lambda name, value: {"description": f"{name}, what it is", "value": value}  # noqa: E731
+    explanation = {"description": "TermQuery, product of...", "value": 9.0, "details": [
+        leaf("(K1+1)", 2.2),
+        {"description": "idf, computed as ...", "value": 0.5, "details": [leaf("n", 3.0), leaf("N", 30.0)]},
+        {"description": "freq / (freq + ...)", "value": 0.4, "details": [leaf("freq", 2.0), leaf("dl", 7.0),
+                                                                          leaf("n", 4.0)]},
+        {"description": "empty", "value": 1.5, "details": []}]}
+    assert _constants(explanation) == {"(K1+1)": 2.2, "n": 4.0, "N": 30.0, "freq": 2.0, "dl": 7.0, "empty": 1.5}
+    deep = leaf("avgdl", 12.0)
+    for _ in range(5000):
+        deep = {"description": "BooleanClause. sum of ...", "value": 1.0, "details": [deep]}
+    assert _constants(deep) == {"avgdl": 12.0}
 
 
 @pytest.fixture
