@@ -62,7 +62,7 @@ class SyncPoint:
     """The file system holding ``folder``, to be synced once the files made after this are written.
 
     Opened before those files are written: ``syncfs`` reports the writeback errors that happened since its
-    descriptor was opened, and no earlier.
+    descriptor was opened (and an earlier one no descriptor was told of yet), none reported before that.
     """
 
     def __init__(self, folder: Path, syncfs: Syncfs) -> None:
