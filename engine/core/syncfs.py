@@ -8,10 +8,10 @@ are written, and ``syncfs`` is used on 5.8 and later only.  Elsewhere, or where 
 (a sandbox's seccomp filter: ``ENOSYS``, ``EPERM``), each file is fsynced as before.
 
 The trade: ``syncfs`` also writes out whatever other programs left dirty on the same file system.  On ext4 in
-its default ordered mode an fsync already waits for the journal commit that carries their metadata (and, in
-ordered mode, their data), so one ``syncfs`` costs a group little more than one round of its fsyncs; on XFS or
-btrfs an fsync writes its own file only, and a ``syncfs`` beside a program writing gigabytes waits for them.
-Hence it is for large groups only (docs/architecture.md, "How a write reaches the disk").
+its default ordered mode an fsync already waits for the journal commit that carries their metadata (and the
+data of the blocks allocated in it), so one ``syncfs`` costs a group little more than one round of its fsyncs;
+on XFS or btrfs an fsync writes its own file only, and a ``syncfs`` beside a program writing gigabytes waits for
+them.  Hence it is for large groups only (docs/architecture.md, "One sync of the file system for a large group").
 """
 
 from __future__ import annotations
