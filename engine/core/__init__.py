@@ -5,6 +5,7 @@ job runner.  Imports nothing else of the engine.
     errors     every error the engine raises, one tree, each with its wire reason
     ids        record, store and publication ids; UTC timestamps; session UUIDs
     files      root-relative paths that never pass a symlink; atomic, durable writes
+    syncfs     one sync of a whole file system for many new files (Linux 5.8+), else an fsync each
     db         one SQLite connection behind a small class: atomic(), named migrations
     findings   a validation finding (code, message, path, line) and its bounds
     faults     KNOWLEDGE_FAULT: injected crashes and disk errors at named steps

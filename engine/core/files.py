@@ -480,6 +480,18 @@ def stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
     return staged
 
 
+def stage_written(root: Path, relpath: str, data: bytes) -> StagedFile:
+    """``stage_inside``, its descriptor closed: ``data`` in a temp file beside ``relpath``, not durable until the
+    caller syncs its file system (``core.syncfs``); any thread may stage it."""
+    staged = stage_inside(root, relpath, data)
+    try:
+        staged._close()
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
 def remove_inside(root: Path, relpath: str) -> None:
     """Remove a file we created (used when rolling a publication back)."""
     path = resolve_inside(root, relpath)

@@ -53,7 +53,8 @@ from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import CHAINED, Faults
 from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside, remove_inside,
-                          resolve_inside, sha256_bytes, sha256_if_present, stage_synced, write_inside)
+                          resolve_inside, sha256_bytes, sha256_if_present, stage_synced, stage_written, write_inside)
+from ..core.syncfs import SyncPoint, file_system_sync
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
 from ..vault.records import PRIVATE_SCOPE, Record
@@ -66,6 +67,10 @@ ONTOLOGY_PATH = "ontology.yaml"
 # Threads that sync beside the lane: the checkpoint, and a group's new files and directories.  An fsync waits for
 # the disk with the interpreter lock released, and the file system commits syncs that arrive together in one round.
 SYNC_WORKERS = 16
+# A group with at least this many new files makes them durable with one sync of the vault's file system once all
+# are written, instead of an fsync each (core/syncfs.py): a bulk import's groups (three files a note, up to 64
+# notes), not a single write's one to three files, which would flush other programs' data for no round saved.
+SYNCFS_FILES = 32
 ALREADY: Any = object()  # ``Publisher._stage``: a file that holds what the plan wants already
 # A retry's publication, found through the partial index on (partition, request_id): its condition is repeated
 # so SQLite may use it, and ``+state`` keeps the planner off the index on state, which walks every applied
@@ -152,11 +157,12 @@ def _outcome(work: Future[Any] | None) -> Exception | None:
     return None
 
 
-def _made_here(root: Path, relpath: str, data: bytes) -> Future[StagedFile]:
-    """``stage_synced`` on this thread, its outcome as a future's."""
+def _made_here(stage: Callable[[Path, str, bytes], StagedFile], root: Path, relpath: str, data: bytes
+               ) -> Future[StagedFile]:
+    """``stage`` (``stage_synced`` or ``stage_written``) on this thread, its outcome as a future's."""
     made: Future[StagedFile] = Future()
     try:
-        made.set_result(stage_synced(root, relpath, data))
+        made.set_result(stage(root, relpath, data))
     except Exception as exc:
         made.set_exception(exc)
     return made
@@ -200,6 +206,7 @@ class Publisher:
         self.on_installed: Callable[[str, str, FileStat | None], None] = lambda partition, path, info: None
         self.on_installing: Callable[[str, str], None] = lambda partition, path: None
         self._syncs: ThreadPoolExecutor | None = None  # started by the first publication
+        self._syncfs = file_system_sync()  # None: every temp file is fsynced on its own
 
     def close(self) -> None:
         """Stop the sync threads (every group waited for its own work, so none is left)."""
@@ -427,38 +434,48 @@ class Publisher:
         round of fsync instead of one per file, and the lane for no file's creation (a file system that is
         committing its journal for someone's fsync makes a creation wait: a third of the lane's samples at
         1,000 notes when the lane made them itself, py-spy, load 6-8).  The group's first file is made on the
-        lane, as the lone file of a single write is: handing it to a thread made such a write slower."""
+        lane, as the lone file of a single write is: handing it to a thread made such a write slower.  A group
+        of ``SYNCFS_FILES`` new files or more has them written and closed, not synced, and makes them durable
+        with one sync of their file system once all are (``_sync_written``)."""
         asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]] = []
         folders: set[tuple[Path, str]] = set()  # made or found already, for this group
         partitions: set[str] = set()  # made or found already, for this group
+        point = self._sync_point(group)  # before any temp file is written: it reports errors from then on
         for publication in group:
             try:
                 if publication.plan.partition not in partitions:
                     self.store.ensure_partition(publication.plan.partition)
                     partitions.add(publication.plan.partition)
                 asked += [(publication, write, staging) for write, staging in self._stage(
-                    publication, folders, here=not any(work is not None for _, _, work in asked))
-                          if staging is not ALREADY]
+                    publication, folders, here=not any(work is not None for _, _, work in asked),
+                    synced=point is None) if staging is not ALREADY]
             except Exception as exc:
                 publication.error = exc
         try:
-            for publication, write, staging in _staged(asked):
+            staged = _staged(asked)
+            if point is not None:
+                self._sync_written(staged, point)
+            for publication, write, staging in staged:
                 if publication.error is None:
                     try:
                         self._put_in_place(publication, write, staging, directories)
                     except Exception as exc:
                         publication.error = exc
         finally:  # every temp file waited for (none is left being made), those not installed removed
+            if point is not None:
+                point.close()
             for _, _, work in asked:
                 if work is not None and _outcome(work) is None and not work.result().settled:
                     work.result().discard()
 
-    def _stage(self, publication: _Publication, folders: set[tuple[Path, str]], *, here: bool
+    def _stage(self, publication: _Publication, folders: set[tuple[Path, str]], *, here: bool, synced: bool = True
                ) -> list[tuple[FileWrite, Future[StagedFile] | None]]:
         """Compare each file of ``publication`` with its planned base and have its new bytes written to a temp
         file beside it and synced (None: a removal; ``ALREADY``: a file that is as the plan wants it already),
-        its folder made first unless in ``folders``; with ``here`` the first such file is made on the lane.  On
+        its folder made first unless in ``folders``; with ``here`` the first such file is made on the lane;
+        without ``synced`` the temp files are written and closed only (``_sync_written`` syncs them).  On
         an error, the temp files asked for are waited for and removed.  Its partition's folder is made already."""
+        stage = stage_synced if synced else stage_written
         partition = publication.plan.partition
         staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:
@@ -482,15 +499,41 @@ class Publisher:
                     ensure_dirs(root, parent)  # here, not on two sync threads at once
                     folders.add((root, parent))
                 if here and not any(isinstance(work, Future) for _, work in staged):
-                    staged.append((write, _made_here(root, write.path, write.data)))
+                    staged.append((write, _made_here(stage, root, write.path, write.data)))
                 else:
-                    staged.append((write, self._beside(stage_synced, root, write.path, write.data)))
+                    staged.append((write, self._beside(stage, root, write.path, write.data)))
         except BaseException:
             for _, staging in staged:
                 if isinstance(staging, Future) and _outcome(staging) is None:
                     staging.result().discard()
             raise
         return staged
+
+    def _sync_point(self, group: list[_Publication]) -> SyncPoint | None:
+        """The vault's file system, to be synced once for a group of ``SYNCFS_FILES`` new files or more; None: each
+        file is fsynced as it is written (a smaller group, no ``syncfs`` here, or the store's folder unreadable)."""
+        if self._syncfs is None:
+            return None
+        files = sum(not write.removes for publication in group if publication.error is None
+                    for write in publication.writes)
+        if files < SYNCFS_FILES:
+            return None
+        try:
+            return SyncPoint(self.store.root, self._syncfs)
+        except OSError:
+            return None
+
+    def _sync_written(self, staged: list[tuple[_Publication, FileWrite, StagedFile | None]], point: SyncPoint
+                      ) -> None:
+        """Make the group's temp files, all written, durable before any is renamed (``SyncPoint.make_durable``: one
+        sync of their file system); one whose sync failed refuses its publication, as an fsync that fails does."""
+        written = [(publication, staging) for publication, _, staging in staged if staging is not None]
+        failed = point.make_durable([staging.temp for _, staging in written], self._beside)
+        if point.refused:
+            self._syncfs = None  # the kernel would refuse it again
+        for publication, staging in written:
+            if staging.temp in failed:
+                publication.error = publication.error or failed[staging.temp]
 
     def _put_in_place(self, publication: _Publication, write: FileWrite, staging: StagedFile | None,
                       directories: set[Path]) -> None:

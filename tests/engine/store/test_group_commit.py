@@ -7,6 +7,7 @@ group the way concurrent agents' writes do.
 from __future__ import annotations
 
 import base64
+import ctypes
 import errno
 import os
 import sqlite3
@@ -20,6 +21,7 @@ import pytest
 
 from engine.core.errors import Denied, KnowledgeError, NotFound, StaleRevision, StoreUnavailable
 from engine.core.faults import Faults
+from engine.core.syncfs import file_system_sync
 import engine.service as service
 from engine.service import Engine, EngineEntry
 from engine.state.registry import Registry
@@ -505,3 +507,120 @@ def test_when_that_transaction_fails_the_next_groups_writes_fail_with_it_and_a_r
     assert engine.lookup(owner, "Same")["matches"] == []
     created = engine.save_page(owner, page("same", "Same"))  # the retries go through
     assert created["revision"] == 1 and created != results[1]
+
+
+def _recorded_syncfs(engine: Engine, answer: Callable[[int], int] | None = None) -> list[dict[int, int]]:
+    """Record each sync of the file system the store's publisher makes (the temp files there then, inode: size);
+    ``answer`` answers in the kernel's place (else the kernel does)."""
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    syncfs = answer or runtime.publisher._syncfs
+    calls: list[dict[int, int]] = []
+
+    def recorded(fd: int) -> int:
+        calls.append({(info := os.lstat(path)).st_ino: info.st_size
+                      for path in private_dir(engine.state).rglob(".*.tmp")})
+        return syncfs(fd)
+
+    runtime.publisher._syncfs = recorded
+    return calls
+
+
+def _refusing(code: int) -> Callable[[int], int]:
+    """A ``syncfs`` that fails with ``code``, as libc answers."""
+    def syncfs(fd: int) -> int:
+        ctypes.set_errno(code)
+        return -1
+    return syncfs
+
+
+@pytest.mark.skipif(file_system_sync() is None, reason="syncfs that reports errors is Linux 5.8 and later only")
+def test_a_large_groups_files_are_all_written_then_made_durable_by_one_sync_of_their_file_system(owned, monkeypatch):
+    engine, owner = owned
+    monkeypatch.setattr(publication, "SYNCFS_FILES", 4)
+    synced = _recorded_syncfs(engine)
+    fsynced: set[int] = set()
+    renamed: list[tuple[int, int, int]] = []  # inode, size, syncs made by then
+    fsync, replace = os.fsync, os.replace
+
+    def recorded_fsync(fd: int) -> None:
+        fsynced.add(os.fstat(fd).st_ino)
+        fsync(fd)
+
+    def recorded_replace(source: Any, target: Any) -> None:
+        info = os.lstat(source)
+        if str(target).endswith(".md"):
+            renamed.append((info.st_ino, info.st_size, len(synced)))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", recorded_fsync)
+    monkeypatch.setattr(os, "replace", recorded_replace)
+    receipts, groups = _together(engine, _people(engine, owner, 5))
+    monkeypatch.undo()
+    assert groups == [5] and all("publicationId" in receipt for receipt in receipts)
+    assert len(synced) == 1 and len(renamed) == 5
+    # Every temp file was there, whole, when the file system was synced, and none was renamed before.
+    assert all(synced[0].get(inode) == size and syncs == 1 for inode, size, syncs in renamed)
+    assert not fsynced & {inode for inode, _, _ in renamed}  # not fsynced one by one besides
+    assert sorted(engine.get_record(owner, receipt["id"])["frontmatter"]["title"] for receipt in receipts) == [
+        f"Person {n}" for n in range(5)]
+
+
+def test_a_single_write_is_fsynced_and_never_syncs_the_file_system(owned):
+    engine, owner = owned
+    synced = _recorded_syncfs(engine, _refusing(errno.EIO))
+    receipts, groups = _together(engine, _people(engine, owner, 3))  # three files, well under SYNCFS_FILES
+    assert groups == [3] and all("publicationId" in receipt for receipt in receipts)
+    engine.save_page(owner, page("alone", "Alone"))
+    assert synced == []
+
+
+def test_a_file_system_sync_that_fails_refuses_every_publication_of_the_group(owned, monkeypatch):
+    """The kernel names no file: nothing of the group is acknowledged, no temp file is left, and a retry works."""
+    engine, owner = owned
+    monkeypatch.setattr(publication, "SYNCFS_FILES", 4)
+    before = sorted(path.name for path in private_dir(engine.state).rglob("*.md"))
+    synced = _recorded_syncfs(engine, _refusing(errno.EIO))
+    results, groups = _together(engine, _people(engine, owner, 5))
+    assert groups == [5] and len(synced) == 1 and len(synced[0]) == 5
+    assert all(isinstance(result, StoreUnavailable) and result.details["errno"] == "EIO" for result in results)
+    folder = private_dir(engine.state)
+    assert sorted(path.name for path in folder.rglob("*.md")) == before
+    assert not list(folder.rglob(".*.tmp"))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    runtime.call(lambda: runtime.store.verify("private"))
+    assert runtime.call(lambda: runtime.store.pending_publications()) == []
+    monkeypatch.setattr(runtime.publisher, "_syncfs", file_system_sync())
+    receipts, _ = _together(engine, _people(engine, owner, 5))  # the same writes again go through
+    assert all("publicationId" in receipt for receipt in receipts)
+
+
+def test_a_kernel_that_refuses_syncfs_has_each_file_fsynced_before_any_is_renamed(owned, monkeypatch):
+    engine, owner = owned
+    monkeypatch.setattr(publication, "SYNCFS_FILES", 4)
+    synced = _recorded_syncfs(engine, _refusing(errno.ENOSYS))
+    events: list[tuple[str, int]] = []
+    lock = threading.Lock()
+    fsync, replace = os.fsync, os.replace
+
+    def recorded_fsync(fd: int) -> None:
+        fsync(fd)
+        with lock:
+            events.append(("fsync", os.fstat(fd).st_ino))
+
+    def recorded_replace(source: Any, target: Any) -> None:
+        inode = os.lstat(source).st_ino
+        replace(source, target)
+        if str(target).endswith(".md"):
+            with lock:
+                events.append(("replace", inode))
+
+    monkeypatch.setattr(os, "fsync", recorded_fsync)
+    monkeypatch.setattr(os, "replace", recorded_replace)
+    receipts, groups = _together(engine, _people(engine, owner, 5))
+    monkeypatch.undo()
+    assert groups == [5] and all("publicationId" in receipt for receipt in receipts) and len(synced) == 1
+    renamed = [inode for kind, inode in events if kind == "replace"]
+    first_rename = events.index(("replace", renamed[0]))
+    assert {inode for kind, inode in events[:first_rename] if kind == "fsync"} >= set(renamed)
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    assert runtime.publisher._syncfs is None  # not asked again
