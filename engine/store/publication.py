@@ -52,7 +52,7 @@ from .catalog import Catalog, PublishedRecord
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import CHAINED, Faults
-from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside, remove_inside,
+from ..core.files import (UnsafePath, StagedFile, StagingFolder, ensure_dirs, fsync_dir, present_inside, remove_inside,
                           resolve_inside, sha256_bytes, sha256_if_present, stage_synced, write_inside)
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
@@ -152,11 +152,11 @@ def _outcome(work: Future[Any] | None) -> Exception | None:
     return None
 
 
-def _made_here(root: Path, relpath: str, data: bytes) -> Future[StagedFile]:
+def _made_here(root: Path, relpath: str, data: bytes, staging: StagingFolder | None) -> Future[StagedFile]:
     """``stage_synced`` on this thread, its outcome as a future's."""
     made: Future[StagedFile] = Future()
     try:
-        made.set_result(stage_synced(root, relpath, data))
+        made.set_result(stage_synced(root, relpath, data, staging=staging))
     except Exception as exc:
         made.set_exception(exc)
     return made
@@ -205,6 +205,9 @@ class Publisher:
         """Stop the sync threads (every group waited for its own work, so none is left)."""
         if self._syncs is not None:
             self._syncs.shutdown(wait=True)
+
+    def _stage_synced(self, root: Path, relpath: str, data: bytes) -> StagedFile:
+        return stage_synced(root, relpath, data, staging=self.store.staging)
 
     def _beside(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         if self._syncs is None:
@@ -476,9 +479,9 @@ class Publisher:
                     ensure_dirs(root, parent)  # here, not on two sync threads at once
                     folders.add((root, parent))
                 if here and not any(isinstance(work, Future) for _, work in staged):
-                    staged.append((write, _made_here(root, write.path, write.data)))
+                    staged.append((write, _made_here(root, write.path, write.data, self.store.staging)))
                 else:
-                    staged.append((write, self._beside(stage_synced, root, write.path, write.data)))
+                    staged.append((write, self._beside(self._stage_synced, root, write.path, write.data)))
         except BaseException:
             for _, staging in staged:
                 if isinstance(staging, Future) and _outcome(staging) is None:
@@ -665,7 +668,8 @@ class Publisher:
                     remove_inside(root, write.path)
                     continue
                 try:
-                    write_inside(root, write.path, write.base, check=lambda: self._expect_ours(partition, write))
+                    write_inside(root, write.path, write.base, check=lambda: self._expect_ours(partition, write),
+                                 staging=self.store.staging)
                 except Conflict:
                     continue  # edited since the comparison above: left as edited
             # The manifest's checkpoint goes back before the journal says rolled back: a manifest that cannot
