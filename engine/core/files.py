@@ -296,6 +296,9 @@ class StagingFolder:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # False once a rename out of it was refused across file systems (a target folder that is a mount point,
+        # a bind mount among them, which ``st_dev`` does not tell): temp files go beside their targets from then on.
+        self.usable = True
 
     @classmethod
     def open(cls, path: Path, targets: Path) -> "StagingFolder | None":
@@ -347,6 +350,7 @@ class StagedFile:
     def __init__(self, path: Path, *, mode: int = 0o644, staging: StagingFolder | None = None) -> None:
         self.path = path
         self.mode = mode
+        self._staging = staging
         self._fd, self.temp = _create_temp(path, mode, staging)
         self._handle: BinaryIO | None = None
         self.closed = False
@@ -408,6 +412,8 @@ class StagedFile:
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
+            if self._staging is not None:
+                self._staging.usable = False
             self._move_beside()
             os.replace(self.temp, self.path)
 
@@ -449,7 +455,7 @@ def _create_temp(path: Path, mode: int, staging: StagingFolder | None) -> tuple[
     """A new, empty temp file beside ``path`` (or in ``staging``) with ``mode`` (whatever the umask): its
     descriptor and path."""
     while True:
-        if staging is None:
+        if staging is None or not staging.usable:
             temp = f"{path.parent}/.{path.name}.{os.getpid():x}-{next(_temp_numbers):x}{STAGED_SUFFIX}"
         else:
             temp = f"{staging.path}/{os.getpid():x}-{next(_temp_numbers):x}{STAGED_SUFFIX}"

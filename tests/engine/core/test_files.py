@@ -514,9 +514,12 @@ def test_a_rename_refused_across_file_systems_installs_through_a_synced_temp_fil
     monkeypatch.setattr(files.os, "replace", across)
     monkeypatch.setattr(files.os, "fsync", noting)
     info = write_inside(root, "pages/a.md", b"moved whole", staging=staging)
+    first = list(renamed)
+    write_inside(root, "pages/b.md", b"beside from now on", staging=staging)  # no copy for every later write
     monkeypatch.undo()
     assert (root / "pages" / "a.md").read_bytes() == b"moved whole"
-    assert renamed == [os.fspath(staging.path), os.fspath(root / "pages")]
+    assert first == [os.fspath(staging.path), os.fspath(root / "pages")]
+    assert renamed[2:] == [os.fspath(root / "pages")] and (root / "pages" / "b.md").read_bytes() == b"beside from now on"
     assert info.st_ino in synced  # the file renamed into place was synced before the rename
     assert os.listdir(staging.path) == [] and leftovers(root / "pages") == []
 
