@@ -56,6 +56,12 @@ def private_dir(state: StateDir) -> Path:
     return only_store(state) / "vault" / "private"
 
 
+def temp_files_left(store: Path) -> list[Path]:
+    """The temp files of atomic writes in a store: hidden ``*.tmp`` beside their targets anywhere in the vault,
+    and any in its staging folder."""
+    return sorted([*(store / "vault").rglob(".*.tmp"), *(store / "staging").glob("*.tmp")])
+
+
 def lane_held(runtime: Any) -> tuple[threading.Event, threading.Thread]:
     """Hold a store's lane (as a long write would) until the returned event is set; join the thread after."""
     started, release = threading.Event(), threading.Event()

@@ -3,8 +3,9 @@
 Every path the engine touches inside a vault goes through here.  Paths are
 partition-relative POSIX strings; they never leave their root, never pass
 through a symlink and never name a hardlinked file.  Writes are atomic:
-unique temp file in the same directory, fsync, ``os.replace``, fsync of the
-directory.
+unique temp file in the same directory (or in a staging folder on the same
+file system that no watcher sees, ``StagingFolder``), fsync, ``os.replace``,
+fsync of the directory.
 """
 
 from __future__ import annotations
@@ -280,6 +281,57 @@ def ensure_dirs(root: Path, relpath: str) -> Path:
     return target
 
 
+STAGED_SUFFIX = ".tmp"
+
+
+class StagingFolder:
+    """A folder for temp files whose targets lie in watched folders of the same file system.
+
+    A temp file made beside its target is seen by every watcher of the target's folder: made, written,
+    closed, then renamed (five events for the vault's watcher, each handed between its threads).  Made here,
+    out of any watch, the rename into place is the only event.  Its temp files are ``<pid>-<n>.tmp``: the
+    process that made each is in its name, so a process that owns the folder's targets (the engine, under
+    its lock) removes those of earlier processes at open (``remove_leftovers``) and never a live one of its own.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # False once a rename out of it was refused across file systems (a target folder that is a mount point,
+        # a bind mount among them, which ``st_dev`` does not tell): temp files go beside their targets from then on.
+        self.usable = True
+
+    @classmethod
+    def open(cls, path: Path, targets: Path) -> "StagingFolder | None":
+        """The staging folder at ``path`` (made if missing), or None where it cannot be made or is not on the
+        file system of ``targets`` (a rename from it would then fail): temp files then go beside their targets."""
+        try:
+            path.mkdir(mode=0o700, exist_ok=True)
+            info = os.lstat(path)
+            if not stat.S_ISDIR(info.st_mode) or info.st_dev != os.stat(targets).st_dev:
+                return None
+        except OSError:
+            return None
+        return cls(path)
+
+    def remove_leftovers(self) -> int:
+        """Remove the temp files of other processes (left by a crash); answers how many were removed."""
+        mine = f"{os.getpid():x}-"
+        removed = 0
+        try:
+            entries = list(os.scandir(self.path))
+        except OSError:
+            return 0
+        for entry in entries:
+            if entry.name.startswith(mine) or not entry.name.endswith(STAGED_SUFFIX):
+                continue
+            try:
+                os.unlink(entry.path)
+            except OSError:  # gone already, or not a file: nothing of ours
+                continue
+            removed += 1
+        return removed
+
+
 class StagedFile:
     """New bytes for ``path`` in a temp file of its own beside it, neither durable nor in place yet.
 
@@ -290,13 +342,16 @@ class StagedFile:
 
     The temp file is ``.<name>.<pid>-<n>.tmp``, created with ``O_EXCL`` (a leftover of an earlier process
     is never reused, the next ``n`` is taken): no random names tried in a folder of thousands of files,
-    and recovery still finds leftovers by the pattern ``.<name>.*.tmp``.
+    and recovery still finds leftovers by the pattern ``.<name>.*.tmp``.  With ``staging`` it is
+    ``<pid>-<n>.tmp`` in that folder instead, out of sight of the target folder's watchers; a rename the
+    file system refuses across folders (``EXDEV``) copies it to a synced temp file beside the target first.
     """
 
-    def __init__(self, path: Path, *, mode: int = 0o644) -> None:
+    def __init__(self, path: Path, *, mode: int = 0o644, staging: StagingFolder | None = None) -> None:
         self.path = path
         self.mode = mode
-        self._fd, self.temp = _create_temp(path, mode)
+        self._staging = staging
+        self._fd, self.temp = _create_temp(path, mode, staging)
         self._handle: BinaryIO | None = None
         self.closed = False
         self.settled = False  # installed or discarded: nothing of it is left to clean up
@@ -339,7 +394,7 @@ class StagedFile:
             self._close()
             if check is not None:
                 check()
-            os.replace(self.temp, self.path)
+            self._replace()
             self.settled = True
             info = os.lstat(self.path)  # before the directory sync: the file is ours for the shortest time
         except BaseException:
@@ -350,6 +405,38 @@ class StagedFile:
         else:
             directories.add(self.path.parent)
         return info
+
+    def _replace(self) -> None:
+        try:
+            os.replace(self.temp, self.path)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            if self._staging is not None:
+                self._staging.usable = False
+            self._move_beside()
+            os.replace(self.temp, self.path)
+
+    def _move_beside(self) -> None:
+        """Copy the staged bytes to a synced temp file beside the target, which then replaces the staged one."""
+        fd, temp = _create_temp(self.path, self.mode, None)
+        try:
+            source = os.open(self.temp, os.O_RDONLY | _BINARY)
+            try:
+                while chunk := os.read(source, _CHUNK):
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view):]
+            finally:
+                os.close(source)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            os.unlink(temp)
+            raise
+        os.close(fd)
+        os.unlink(self.temp)
+        self.temp = temp
 
     def discard(self) -> None:
         self._close()
@@ -364,10 +451,14 @@ _TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
 _temp_numbers = itertools.count()  # the ``n`` of this process's temp files: unique while it runs
 
 
-def _create_temp(path: Path, mode: int) -> tuple[int, str]:
-    """A new, empty temp file beside ``path`` with ``mode`` (whatever the umask): its descriptor and path."""
+def _create_temp(path: Path, mode: int, staging: StagingFolder | None) -> tuple[int, str]:
+    """A new, empty temp file beside ``path`` (or in ``staging``) with ``mode`` (whatever the umask): its
+    descriptor and path."""
     while True:
-        temp = f"{path.parent}/.{path.name}.{os.getpid():x}-{next(_temp_numbers):x}.tmp"
+        if staging is None or not staging.usable:
+            temp = f"{path.parent}/.{path.name}.{os.getpid():x}-{next(_temp_numbers):x}{STAGED_SUFFIX}"
+        else:
+            temp = f"{staging.path}/{os.getpid():x}-{next(_temp_numbers):x}{STAGED_SUFFIX}"
         try:
             fd = os.open(temp, _TEMP_FLAGS, mode)
         except FileExistsError:  # left by an earlier process that had this pid
@@ -397,19 +488,21 @@ class AtomicFile:
     so an edit made while the temp file was written and synced is seen, not overwritten.
 
     With ``directories`` the rename is made durable by the caller: the directory is added to the set (for
-    one ``fsync_dir`` after several writes) instead of being synced here.
+    one ``fsync_dir`` after several writes) instead of being synced here.  With ``staging`` the temp file is
+    made there (``StagedFile``).
     """
 
     def __init__(self, path: Path, *, mode: int = 0o644, check: Callable[[], None] | None = None,
-                 directories: set[Path] | None = None) -> None:
+                 directories: set[Path] | None = None, staging: StagingFolder | None = None) -> None:
         self.path = path
         self.mode = mode
         self.check = check
         self.directories = directories
+        self.staging = staging
         self.info: os.stat_result | None = None
 
     def __enter__(self) -> BinaryIO:
-        self._staged = StagedFile(self.path, mode=self.mode)
+        self._staged = StagedFile(self.path, mode=self.mode, staging=self.staging)
         return self._staged.handle
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
@@ -425,18 +518,18 @@ class AtomicFile:
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[[], None] | None = None,
-                 directories: set[Path] | None = None) -> os.stat_result:
+                 directories: set[Path] | None = None, staging: StagingFolder | None = None) -> os.stat_result:
     """Write ``data`` to ``path`` atomically and durably (``AtomicFile``); returns the new file's stat."""
-    writer = AtomicFile(path, mode=mode, check=check, directories=directories)
+    writer = AtomicFile(path, mode=mode, check=check, directories=directories, staging=staging)
     with writer as handle:
         handle.write(data)
     assert writer.info is not None
     return writer.info
 
 
-def stage_inside(root: Path, relpath: str, data: bytes) -> StagedFile:
-    """Stage ``data`` for a root-relative path (``StagedFile``), creating its directories; the target, if it
-    exists, must be a regular file."""
+def stage_inside(root: Path, relpath: str, data: bytes, *, staging: StagingFolder | None = None) -> StagedFile:
+    """Stage ``data`` for a root-relative path (``StagedFile``, in ``staging`` if given), creating its
+    directories; the target, if it exists, must be a regular file."""
     parts = _relative_parts(relpath)
     # ``ensure_dirs`` checked every directory on the way; the name itself is checked here, once.
     parent = ensure_dirs(root, "/".join(parts[:-1])) if len(parts) > 1 else root
@@ -451,7 +544,7 @@ def stage_inside(root: Path, relpath: str, data: bytes) -> StagedFile:
                              problem="symlink")
         if not stat.S_ISREG(mode):
             raise UnsafePath("target is not a regular file", path=relpath)
-    staged = StagedFile(path)
+    staged = StagedFile(path, staging=staging)
     try:
         staged.write(data)
     except BaseException:
@@ -461,16 +554,16 @@ def stage_inside(root: Path, relpath: str, data: bytes) -> StagedFile:
 
 
 def write_inside(root: Path, relpath: str, data: bytes, *, check: Callable[[], None] | None = None,
-                 directories: set[Path] | None = None) -> os.stat_result:
-    """Atomically write a file at a root-relative path, creating its directories (``check`` and
-    ``directories``: as ``atomic_write``)."""
-    return stage_synced(root, relpath, data).install(check=check, directories=directories)
+                 directories: set[Path] | None = None, staging: StagingFolder | None = None) -> os.stat_result:
+    """Atomically write a file at a root-relative path, creating its directories (``check``, ``directories``
+    and ``staging``: as ``atomic_write``)."""
+    return stage_synced(root, relpath, data, staging=staging).install(check=check, directories=directories)
 
 
-def stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
-    """``stage_inside``, made durable: ``data`` in a synced temp file beside ``relpath``, ready to install (any
-    thread may stage it)."""
-    staged = stage_inside(root, relpath, data)
+def stage_synced(root: Path, relpath: str, data: bytes, *, staging: StagingFolder | None = None) -> StagedFile:
+    """``stage_inside``, made durable: ``data`` in a synced temp file beside ``relpath`` (or in ``staging``),
+    ready to install (any thread may stage it)."""
+    staged = stage_inside(root, relpath, data, staging=staging)
     try:
         staged.sync()
         staged._close()  # here, on the staging thread: the rename needs no descriptor
@@ -480,10 +573,10 @@ def stage_synced(root: Path, relpath: str, data: bytes) -> StagedFile:
     return staged
 
 
-def stage_written(root: Path, relpath: str, data: bytes) -> StagedFile:
-    """``stage_inside``, its descriptor closed: ``data`` in a temp file beside ``relpath``, not durable until the
-    caller syncs its file system (``core.syncfs``); any thread may stage it."""
-    staged = stage_inside(root, relpath, data)
+def stage_written(root: Path, relpath: str, data: bytes, *, staging: StagingFolder | None = None) -> StagedFile:
+    """``stage_inside``, its descriptor closed: ``data`` in a temp file beside ``relpath`` (or in ``staging``), not
+    durable until the caller syncs its file system (``core.syncfs``); any thread may stage it."""
+    staged = stage_inside(root, relpath, data, staging=staging)
     try:
         staged._close()
     except BaseException:

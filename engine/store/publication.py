@@ -52,8 +52,9 @@ from .catalog import Catalog, PublishedRecord
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import CHAINED, Faults
-from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside, remove_inside,
-                          resolve_inside, sha256_bytes, sha256_if_present, stage_synced, stage_written, write_inside)
+from ..core.files import (UnsafePath, StagedFile, StagingFolder, ensure_dirs, fsync_dir, present_inside,
+                          remove_inside, resolve_inside, sha256_bytes, sha256_if_present, stage_synced, stage_written,
+                          write_inside)
 from ..core.syncfs import SyncPoint, file_system_sync
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
@@ -157,12 +158,18 @@ def _outcome(work: Future[Any] | None) -> Exception | None:
     return None
 
 
-def _made_here(stage: Callable[[Path, str, bytes], StagedFile], root: Path, relpath: str, data: bytes
-               ) -> Future[StagedFile]:
-    """``stage`` (``stage_synced`` or ``stage_written``) on this thread, its outcome as a future's."""
+def _made(stage: Callable[..., StagedFile], root: Path, relpath: str, data: bytes,
+          staging: StagingFolder | None) -> StagedFile:
+    """``stage`` (``stage_synced`` or ``stage_written``), its temp file in ``staging`` if the store has one."""
+    return stage(root, relpath, data, staging=staging)
+
+
+def _made_here(stage: Callable[..., StagedFile], root: Path, relpath: str, data: bytes,
+               staging: StagingFolder | None) -> Future[StagedFile]:
+    """``_made`` on this thread, its outcome as a future's."""
     made: Future[StagedFile] = Future()
     try:
-        made.set_result(stage(root, relpath, data))
+        made.set_result(_made(stage, root, relpath, data, staging))
     except Exception as exc:
         made.set_exception(exc)
     return made
@@ -499,9 +506,9 @@ class Publisher:
                     ensure_dirs(root, parent)  # here, not on two sync threads at once
                     folders.add((root, parent))
                 if here and not any(isinstance(work, Future) for _, work in staged):
-                    staged.append((write, _made_here(stage, root, write.path, write.data)))
+                    staged.append((write, _made_here(stage, root, write.path, write.data, self.store.staging)))
                 else:
-                    staged.append((write, self._beside(stage, root, write.path, write.data)))
+                    staged.append((write, self._beside(_made, stage, root, write.path, write.data, self.store.staging)))
         except BaseException:
             for _, staging in staged:
                 if isinstance(staging, Future) and _outcome(staging) is None:
@@ -714,7 +721,8 @@ class Publisher:
                     remove_inside(root, write.path)
                     continue
                 try:
-                    write_inside(root, write.path, write.base, check=lambda: self._expect_ours(partition, write))
+                    write_inside(root, write.path, write.base, check=lambda: self._expect_ours(partition, write),
+                                 staging=self.store.staging)
                 except Conflict:
                     continue  # edited since the comparison above: left as edited
             # The manifest's checkpoint goes back before the journal says rolled back: a manifest that cannot

@@ -3,6 +3,7 @@
     stores/<store-id>/
       vault.json       manifest (see manifest.py)
       state.sqlite     journal, catalog, revisions, git outbox, events
+      staging/         temp files of writes into the vault, out of its watcher's sight
       vault/           the editable Markdown vault
         ontology.yaml                 private ontology extensions
         private/                      the private partition
@@ -27,7 +28,7 @@ from typing import Any, Callable
 from ..core.db import Database, like_prefix
 from .catalog_reads import CURRENT_UNQUALIFIED
 from ..core.errors import InvalidParams, KnowledgeError, StoreUnavailable
-from ..core.files import fsync_dir, read_file
+from ..core.files import StagingFolder, fsync_dir, read_file
 from ..core.findings import Finding
 from ..core.ids import VAULT_PREFIX, canonical_session_id, format_timestamp, new_id, utc_now
 from ..vault.manifest import (
@@ -42,6 +43,7 @@ MANIFEST = "vault.json"
 VAULT_DIR = "vault"
 EXTENSIONS_FILE = "ontology.yaml"
 CONVERSATIONS_DIR = "conversations"
+STAGING_DIR = "staging"
 
 # The catalog columns a record's listing and its current status are drawn from; an update that sets one logs the
 # record as changed (migration 0005).  Stat columns and the search index's marks are not among them.
@@ -458,12 +460,19 @@ class Store:
         self._verified_checkpoint = 0  # the database's applied checkpoint at the last full ``verify``
         self._extensions_path = self.vault / EXTENSIONS_FILE
         self._partition_roots: dict[str, Path] = {}  # a write asks for its partition's folder a dozen times
+        # Where writes into the vault make their temp files (None: beside each target), set by ``open``.
+        self.staging: StagingFolder | None = None
 
     @classmethod
     def open(cls, record: StoreRecord, shipped: Ontology) -> "Store":
         check_presence(record)
         database = Database.open(record.path / STATE_DB, create=False, migrations=STATE_MIGRATIONS)
         store = cls(record, database, shipped)
+        # Opened under the engine's lock, the one process that writes the store's files: a temp file of
+        # another process is a crash's leftover, removed before anything reads the vault.
+        store.staging = StagingFolder.open(record.path / STAGING_DIR, store.vault)
+        if store.staging is not None:
+            store.staging.remove_leftovers()
         try:
             store.verify(allow_pending=True)  # the runtime recovers before anything reads
         except StoreUnavailable:
@@ -653,7 +662,7 @@ class Store:
             raise StoreUnavailable("conversations/ is not a directory", store=self.store_id)
         directory.mkdir()
         fsync_dir(conversations)
-        write_partition_marker(directory, self.store_id, partition, identity)
+        write_partition_marker(directory, self.store_id, partition, identity, staging=self.staging)
         self.db.execute(
             "INSERT INTO partitions (partition, identity, created_at) VALUES (?, ?, ?)",
             (partition, identity, format_timestamp(utc_now())),

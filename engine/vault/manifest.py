@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import StoreUnavailable
-from ..core.files import atomic_write
+from ..core.files import StagingFolder, atomic_write
 
 MANIFEST_FORMAT = "knowledge-vault-v1"
 MANIFEST_MAX_BYTES = 64 * 1024
@@ -108,9 +108,10 @@ def _still_there(path: Path) -> None:
         raise StoreUnavailable("the store's manifest (vault.json) is missing", file="vault.json")
 
 
-def write_partition_marker(directory: Path, store_id: str, partition: str, identity: str) -> None:
+def write_partition_marker(directory: Path, store_id: str, partition: str, identity: str, *,
+                           staging: StagingFolder | None = None) -> None:
     marker = {"storeId": store_id, "partition": partition, "identity": identity}
-    atomic_write(directory / PARTITION_MARKER, (json.dumps(marker) + "\n").encode("utf-8"))
+    atomic_write(directory / PARTITION_MARKER, (json.dumps(marker) + "\n").encode("utf-8"), staging=staging)
 
 
 def read_partition_marker(directory: Path) -> dict[str, Any] | None:

@@ -69,8 +69,10 @@ def disk_records(root: Path, ontology: Any, problems: list[str]) -> dict[str, di
     return found
 
 
-def temp_files(root: Path) -> list[Path]:
-    return [path for path in root.rglob(".*.tmp")]
+def temp_files(root: Path, store: Path) -> list[Path]:
+    """Temp files of atomic writes beside their targets under ``root`` (a partition's folder), and in ``store``'s
+    staging folder."""
+    return [*root.rglob(".*.tmp"), *(store / "staging").glob("*.tmp")]
 
 
 def verify(state: StateDir, writers: Iterable[Writer], *, git_expected: bool = True,
@@ -112,7 +114,7 @@ def verify(state: StateDir, writers: Iterable[Writer], *, git_expected: bool = T
             root = store.path / "vault" / partition_dir(authority.partition)
             if key not in seen_partitions:
                 seen_partitions[key] = disk_records(root, engine.ontology, problems)
-                leftovers = temp_files(root)
+                leftovers = temp_files(root, store.path)
                 figures["temp files of interrupted writes left"] += len(leftovers)
                 figures["record files checked whole"] += len(seen_partitions[key])
             disk = seen_partitions[key]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import os
@@ -442,3 +443,108 @@ def test_remove_inside_refuses_a_path_through_a_symlink(root: Path, outside: Pat
     with pytest.raises(UnsafePath):
         remove_inside(root, "pages/secret.md")
     assert (outside / "secret.md").exists()
+
+
+# --- the staging folder ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def staging(tmp_path: Path, root: Path) -> files.StagingFolder:
+    folder = files.StagingFolder.open(tmp_path / "staging", root)
+    assert folder is not None
+    return folder
+
+
+def test_a_write_with_a_staging_folder_makes_its_temp_file_there_and_none_beside(
+        root: Path, staging: files.StagingFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen_at_sync: list[tuple[list[str], list[str]]] = []
+    fsync = os.fsync
+
+    def noting(fd: int) -> None:
+        seen_at_sync.append((sorted(os.listdir(root / "pages")), sorted(os.listdir(staging.path))))
+        fsync(fd)
+
+    (root / "pages").mkdir()
+    monkeypatch.setattr(files.os, "fsync", noting)
+    write_inside(root, "pages/a.md", b"first")
+    write_inside(root, "pages/a.md", b"second", staging=staging)
+    monkeypatch.undo()
+    assert seen_at_sync[0][0] and seen_at_sync[0][0][0].startswith(".a.md.")  # without: beside its target
+    beside, staged = next((names, temps) for names, temps in seen_at_sync[1:] if temps)
+    assert beside == ["a.md"]  # the target only: no temp file beside it
+    assert len(staged) == 1 and staged[0].startswith(f"{os.getpid():x}-") and staged[0].endswith(".tmp")
+    assert (root / "pages" / "a.md").read_bytes() == b"second"
+    assert leftovers(root / "pages") == [] and os.listdir(staging.path) == []
+
+
+def test_a_refused_or_failed_staged_write_leaves_nothing_in_the_staging_folder(
+        root: Path, staging: files.StagingFolder) -> None:
+    atomic_write(root / "a.md", b"kept")
+
+    def refuse() -> None:
+        raise NotFound("refused")
+
+    with pytest.raises(NotFound):
+        atomic_write(root / "a.md", b"new", check=refuse, staging=staging)
+    with pytest.raises(RuntimeError):
+        with files.AtomicFile(root / "a.md", staging=staging) as handle:
+            handle.write(b"half")
+            raise RuntimeError("the writer failed")
+    assert (root / "a.md").read_bytes() == b"kept"
+    assert os.listdir(staging.path) == [] and leftovers(root) == []
+
+
+def test_a_rename_refused_across_file_systems_installs_through_a_synced_temp_file_beside(
+        root: Path, staging: files.StagingFolder, monkeypatch: pytest.MonkeyPatch) -> None:
+    replace = os.replace
+    renamed: list[str] = []
+    synced: list[int] = []
+    fsync = os.fsync
+
+    def across(source: str, target: object) -> None:
+        renamed.append(os.path.dirname(source))
+        if os.path.dirname(source) == os.fspath(staging.path):
+            raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+        replace(source, target)
+
+    def noting(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        fsync(fd)
+
+    monkeypatch.setattr(files.os, "replace", across)
+    monkeypatch.setattr(files.os, "fsync", noting)
+    info = write_inside(root, "pages/a.md", b"moved whole", staging=staging)
+    first = list(renamed)
+    write_inside(root, "pages/b.md", b"beside from now on", staging=staging)  # no copy for every later write
+    monkeypatch.undo()
+    assert (root / "pages" / "a.md").read_bytes() == b"moved whole"
+    assert first == [os.fspath(staging.path), os.fspath(root / "pages")]
+    assert renamed[2:] == [os.fspath(root / "pages")] and (root / "pages" / "b.md").read_bytes() == b"beside from now on"
+    assert info.st_ino in synced  # the file renamed into place was synced before the rename
+    assert os.listdir(staging.path) == [] and leftovers(root / "pages") == []
+
+
+def test_leftovers_of_other_processes_are_removed_and_this_ones_kept(staging: files.StagingFolder) -> None:
+    other = staging.path / "7ffffffe-3.tmp"
+    mine = staging.path / f"{os.getpid():x}-3.tmp"  # a live write of this process (a store opened again)
+    someone_elses = staging.path / "notes.txt"
+    for path in (other, mine, someone_elses):
+        path.write_bytes(b"x")
+    assert staging.remove_leftovers() == 1
+    assert not other.exists() and mine.exists() and someone_elses.exists()
+
+
+def test_no_staging_folder_on_another_file_system_or_where_it_cannot_be_made(
+        tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a-file").write_bytes(b"")
+    assert files.StagingFolder.open(tmp_path / "a-file", root) is None
+    stat_of = os.stat
+
+    def elsewhere(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        info = stat_of(path, *args, **kwargs)
+        if os.fspath(path) == os.fspath(root):  # the targets' file system is another one
+            return os.stat_result((*info[:2], info.st_dev + 1, *info[3:]))
+        return info
+
+    monkeypatch.setattr(files.os, "stat", elsewhere)
+    assert files.StagingFolder.open(tmp_path / "staging", root) is None

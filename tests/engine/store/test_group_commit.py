@@ -31,7 +31,8 @@ from engine.store.groups import PlanReads
 from engine.store import publication
 from engine.store.publication import Publisher
 from engine.access.authority import AgentCaller
-from tests.helpers import claim, conversation, page, private_dir, queued_behind_held_lane, wait_for
+from tests.helpers import (claim, conversation, only_store, page, private_dir, queued_behind_held_lane,
+                           temp_files_left, wait_for)
 
 
 def _people(engine: Engine, owner: AgentCaller, count: int) -> list[Callable[[], Any]]:
@@ -217,7 +218,7 @@ def test_a_file_the_disk_will_not_sync_refuses_its_publication_alone(owned, monk
     assert isinstance(results[1], StoreUnavailable) and results[1].details["errno"] == "EIO"
     folder = private_dir(engine.state)
     assert sorted(path.name for path in folder.glob("pages/**/*.md")) == ["person-0.md", "person-2.md", "seed.md"]
-    assert not [path for path in folder.rglob(".*.tmp")]  # the refused page's temp file is gone
+    assert not temp_files_left(only_store(engine.state))  # the refused page's temp file is gone
     runtime = engine.runtime(engine.registry.own_store_of("main"))
     runtime.call(lambda: runtime.store.verify("private"))
     assert runtime.call(lambda: runtime.store.pending_publications()) == []
@@ -316,9 +317,9 @@ def test_a_groups_temp_files_but_the_first_are_made_on_the_sync_threads(owned):
     made_on: list[str] = []
     stage_synced = publication.stage_synced
 
-    def recorded(*args: Any) -> Any:
+    def recorded(*args: Any, **kwargs: Any) -> Any:
         made_on.append(threading.current_thread().name)
-        return stage_synced(*args)
+        return stage_synced(*args, **kwargs)
 
     with mock.patch.object(publication, "stage_synced", recorded):
         receipts, groups = _together(engine, _people(engine, owner, 3))
@@ -346,7 +347,7 @@ def test_a_publication_refused_at_a_rename_leaves_none_of_its_temp_files(owned, 
     assert groups == [2]
     assert "id" in results[0] and isinstance(results[1], KnowledgeError)
     folder = private_dir(engine.state)
-    assert not [path for path in folder.rglob(".*.tmp")]  # neither the source's nor the descriptor's
+    assert not temp_files_left(only_store(engine.state))  # neither the source's nor the descriptor's
     runtime = engine.runtime(engine.registry.own_store_of("main"))
     assert runtime.call(lambda: runtime.store.pending_publications()) == []
 
@@ -518,7 +519,7 @@ def _recorded_syncfs(engine: Engine, answer: Callable[[int], int] | None = None)
 
     def recorded(fd: int) -> int:
         calls.append({(info := os.lstat(path)).st_ino: info.st_size
-                      for path in private_dir(engine.state).rglob(".*.tmp")})
+                      for path in temp_files_left(only_store(engine.state))})
         return syncfs(fd)
 
     runtime.publisher._syncfs = recorded

@@ -13,7 +13,7 @@ from engine.core.errors import Conflict, InvalidParams, LimitExceeded, NotFound,
 from engine.vault.frontmatter import parse_document
 from engine.store.publication import APPLIED_BY_REQUEST, FileWrite, Plan
 from tests.helpers import (assert_checked_as_read, claim, only_store, page, private_dir, records_checked_as_read,
-                           vault_snapshot)
+                           temp_files_left, vault_snapshot)
 
 
 def publications(state_dir) -> list[tuple[str, str]]:
@@ -311,13 +311,13 @@ def test_an_edit_made_while_the_new_bytes_are_synced_is_a_conflict_not_an_overwr
     fsync = os.fsync
     calls = []
 
-    def a_temp_file_beside(fd):  # os.fsync is every thread's: the engine's own threads may sync other files
+    def a_temp_file(fd):  # os.fsync is every thread's: the engine's own threads may sync other files
         synced = os.fstat(fd)
-        return any(p.name.startswith(".") and os.lstat(p).st_ino == synced.st_ino for p in path.parent.iterdir())
+        return any(os.lstat(p).st_ino == synced.st_ino for p in temp_files_left(only_store(state_dir)))
 
     def fsync_then_edit(fd):
         fsync(fd)
-        if not calls and a_temp_file_beside(fd):  # the new revision's temp file is synced; the editor saves meanwhile
+        if not calls and a_temp_file(fd):  # the new revision's temp file is synced; the editor saves meanwhile
             calls.append(fd)
             path.write_bytes(edited)
 
@@ -328,6 +328,7 @@ def test_an_edit_made_while_the_new_bytes_are_synced_is_a_conflict_not_an_overwr
     assert calls  # the edit landed while the new bytes were synced
     assert path.read_bytes() == edited
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp file left
+    assert not temp_files_left(only_store(state_dir))
     assert engine.get_record(owner, created["id"])["body"] == "Edited by hand.\n"
 
 

@@ -25,7 +25,7 @@ from engine.store.store import STATE_MIGRATIONS
 from engine.access.authority import AgentCaller
 from tests.engine.store.test_git import git
 from tests.engine.store.test_recovery import check_git_matches_disk
-from tests.helpers import only_store, page, private_dir
+from tests.helpers import only_store, page, private_dir, temp_files_left
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -219,7 +219,7 @@ def committed_after_restart(engine: Engine, state: StateDir, edited: str | None 
     else:
         vault = only_store(state) / "vault"
         assert git(vault, "status", "--porcelain", "--untracked-files=all") == f"M private/{edited}"
-    assert not list(private_dir(state).rglob(".*.tmp"))
+    assert not temp_files_left(only_store(state))
 
 
 def sync_publications(state: StateDir) -> list[str]:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Callable
 
 import pytest
 
+from engine.access.authority import AgentCaller
+from engine.core.files import StagingFolder, write_inside
+from engine.service import Engine
+from engine.state.statedir import StateDir
 from engine.store import watcher as watcher_module
 from engine.store.watcher import VaultWatcher
-from tests.helpers import wait_for
+from tests.helpers import only_store, page, private_dir, wait_for
 
 
 def events_seen(monkeypatch, field: str) -> list[str]:
@@ -111,3 +117,69 @@ def test_directory_modified_events_are_not_dispatched_and_inotify_is_asked_the_s
     finally:
         watcher.stop()
     assert "moved" in kinds and ("modified", True) not in list(zip(kinds, directories)), kinds
+
+
+def _events_until_sentinel(monkeypatch, vault: Path, write: Callable[[], None], folder: Path, *,
+                           watch: bool = True) -> list[tuple[str, str]]:
+    """The (kind, path) of every event a watcher's handler is given while ``write`` runs, up to a sentinel file
+    written after it in ``folder`` (inotify reports a watch's events in order); paths vault-relative.  With
+    ``watch`` a watcher of ``vault`` is started for it, else the one already watching is listened to."""
+    seen: list[tuple[str, str]] = []
+    on_any_event = watcher_module._Handler.on_any_event
+
+    def spy(handler, event) -> None:
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            if raw:
+                seen.append((event.event_type, os.path.relpath(os.fsdecode(raw), vault)))
+        on_any_event(handler, event)
+
+    monkeypatch.setattr(watcher_module._Handler, "on_any_event", spy)
+    watcher = VaultWatcher()
+    try:
+        if watch:
+            assert watcher.watch("store", vault, lambda relpath, is_directory=False: None)
+        write()
+        sentinel = folder / "sentinel.txt"
+        sentinel.write_bytes(b"")
+        wait_for(lambda: any(path.endswith("sentinel.txt") for _, path in seen))
+    finally:
+        watcher.stop()
+    monkeypatch.undo()
+    return [(kind, path) for kind, path in seen if not path.endswith("sentinel.txt")]
+
+
+def test_a_file_installed_through_the_staging_folder_is_one_event_for_the_watcher(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    """A temp file made beside its target is seen made, written, closed and renamed; made in a staging folder
+    out of the watch, the rename into place is the watcher's one event, a file created where it lands."""
+    vault = tmp_path / "vault"
+    pages = vault / "private" / "pages"
+    pages.mkdir(parents=True)
+    staging = StagingFolder.open(tmp_path / "staging", vault)
+    assert staging is not None
+    staged = _events_until_sentinel(
+        monkeypatch, vault, lambda: write_inside(vault / "private", "pages/staged.md", b"---\n---\n", staging=staging),
+        pages)
+    assert staged == [("created", "private/pages/staged.md")], staged
+    beside = _events_until_sentinel(
+        monkeypatch, vault, lambda: write_inside(vault / "private", "pages/beside.md", b"---\n---\n"), pages)
+    assert len(beside) > 1 and ("moved", "private/pages/beside.md") in beside, beside
+
+
+def test_a_page_the_engine_writes_is_one_watcher_event_and_an_outside_edit_is_still_seen(
+        state_dir: StateDir, monkeypatch) -> None:
+    with Engine(state_dir, watch=True) as engine:
+        owner = AgentCaller(engine.add_agent("main", owner=True), {"kind": "owner-private"})
+        engine.save_page(owner, page("r0", "Seed"))  # the partition made, its folders watched
+        private = private_dir(state_dir)
+        created: dict = {}
+        events = _events_until_sentinel(
+            monkeypatch, private.parent, lambda: created.update(engine.save_page(owner, page("r1", "Dana"))),
+            private, watch=False)
+        assert events == [("created", "private/pages/people/dana.md")], events
+        # The temp file was made beside the vault, not in it: git, sync, exports and catalog walks never see it.
+        assert (only_store(state_dir) / "staging").is_dir() and not list((only_store(state_dir) / "staging").iterdir())
+        assert not [path for path in private.parent.rglob("*") if path.name == "staging" or path.suffix == ".tmp"]
+        path = private / "pages" / "people" / "dana.md"
+        path.write_bytes(path.read_bytes().replace(b"Body text.", b"Edited by hand."))
+        wait_for(lambda: engine.get_record(owner, created["id"])["body"] == "Edited by hand.\n")
