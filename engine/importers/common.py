@@ -284,14 +284,11 @@ class Counts:
 class Writer:
     """Publishes an import's records through the engine, each under a request id derived from what it writes.
 
-    A request id is ``<format>-<key>-<hash of the parameters>``: the same
-    input gives the same ids, so a second run gets the first receipts back
-    and writes nothing, and an interrupted run finishes what is missing.
-    With ``dry_run`` nothing is written: a write an earlier run published (its
-    request id is in the journal) is answered with that run's receipt and
-    counted as reused, as a real run's retry would be; every other write is
-    counted and answered with a placeholder id, so the importer's own code
-    reports what it would create.
+    A request id is ``<format>-<key>-<hash of the parameters>``: the same input gives the same ids, so a second
+    run gets the first receipts back and writes nothing, and an interrupted run finishes what is missing.  With
+    ``dry_run`` nothing is written: a write an earlier run published (its request id is in the journal) is
+    answered with that run's receipt and counted as reused, as a real run's retry would be; every other write is
+    counted and answered with a placeholder id, so the importer's own code reports what it would create.
     """
 
     engine: Engine | None
