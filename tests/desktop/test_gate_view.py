@@ -443,14 +443,19 @@ def test_a_replay_can_be_cancelled_between_turns(qtbot, gate_engine, tasks, gui_
     assert replay.start_button.isEnabled()
 
 
-def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied(qtbot, gate_engine, tasks,
-                                                                                 gui_thread_guard) -> None:
-    engine, _ = gate_engine
-    gui_thread_guard.active = False   # the test writes labelled turns into the gate log itself
+def keep_labelled_turns(engine: Engine, gui_thread_guard: Any) -> None:
+    """Write the quiet and the needing labelled turns into the gate log (the test's own write, off the window)."""
+    gui_thread_guard.active = False
     try:
         keep_turns(engine, quiet_and_needing())
     finally:
         gui_thread_guard.active = True
+
+
+def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied(qtbot, gate_engine, tasks,
+                                                                                 gui_thread_guard) -> None:
+    engine, _ = gate_engine
+    keep_labelled_turns(engine, gui_thread_guard)
     view = shown(qtbot, tasks)
     tuning = view.tuning
     wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
@@ -503,11 +508,7 @@ def test_the_journal_reads_its_messages_in_a_small_window_before_and_after_a_lab
 def test_the_tuning_tab_never_draws_a_chart_over_the_threshold_line_in_a_small_window(qtbot, gate_engine, tasks,
                                                                                        gui_thread_guard) -> None:
     engine, _ = gate_engine
-    gui_thread_guard.active = False   # the test writes labelled turns into the gate log itself
-    try:
-        keep_turns(engine, quiet_and_needing())
-    finally:
-        gui_thread_guard.active = True
+    keep_labelled_turns(engine, gui_thread_guard)
     view = GateView(tasks)
     qtbot.addWidget(view)
     view.resize(760, 500)  # the view in a 1024x640 window, or 1024x700 with the message bar shown
