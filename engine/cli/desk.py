@@ -108,7 +108,8 @@ class Desk(Protocol):
 
     def sync_now(self, store: str | None, agent: str | None, remote: str | None) -> SyncNowAnswer: ...
     def sync_status(self) -> SyncStatus: ...
-    def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None) -> SyncCloned: ...
+    def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None,
+                   owner: bool = False) -> SyncCloned: ...
 
 
 @contextmanager
@@ -250,10 +251,11 @@ class LocalDesk:
         with self._engine() as engine:
             return sync_status(engine)
 
-    def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None) -> SyncCloned:
+    def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None,
+                   owner: bool = False) -> SyncCloned:
         self.state.create()
         with self._engine() as engine:
-            return clone_store(engine, url, agent, store_id=store_id, name=name)
+            return clone_store(engine, url, agent, store_id=store_id, name=name, owner=owner)
 
     def set_settings(self, **switches: Any) -> SettingsView:
         source = SettingsSource(self.state.config)
@@ -396,5 +398,7 @@ class RemoteDesk:
     def sync_status(self) -> SyncStatus:
         return self._call("syncStatus")
 
-    def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None) -> SyncCloned:
-        return self._call("syncClone", {"url": url, "agent": agent, "storeId": store_id, "name": name})
+    def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None,
+                   owner: bool = False) -> SyncCloned:
+        return self._call("syncClone", {"url": url, "agent": agent, "storeId": store_id, "name": name,
+                                        "owner": owner})

@@ -73,6 +73,9 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     clone.add_argument("--agent", required=True, help="the agent whose store the clone becomes")
     clone.add_argument("--store-id", help="the store to clone when the remote holds several")
     clone.add_argument("--name", help="the remote's name here (default: origin)")
+    clone.add_argument("--owner", action="store_true",
+                       help="add the agent with owner authority (your own agent on a second machine: it reads the "
+                            "private partition)")
     clone.add_argument("--json", action="store_true", help="print the clone as JSON")
     clone.set_defaults(handler=cmd_sync_clone)
 
@@ -195,14 +198,18 @@ def _count(value: int | None) -> str:
 def cmd_sync_clone(args: argparse.Namespace, state: StateDir) -> int:
     url = os.path.abspath(args.url) if is_plain_path(args.url) else args.url
     with open_desk(state) as desk:
-        cloned = desk.sync_clone(url, args.agent, args.store_id, args.name)
+        cloned = desk.sync_clone(url, args.agent, args.store_id, args.name, args.owner)
     if args.json:
         print(json.dumps(cloned, indent=2, ensure_ascii=False))
     else:
         lines = [f"Cloned store {cloned['storeId']} for agent {cloned['agent']} (this machine: "
                  f"{cloned['machineId']}); {cloned['records']} records are current."]
         if "tokenFile" in cloned:
-            lines.append(f"Agent {cloned['agent']} was added here; its token is in {cloned['tokenFile']}.")
+            authority = " with owner authority" if cloned["owner"] else ""
+            lines.append(f"Agent {cloned['agent']} was added here{authority}; its token is in {cloned['tokenFile']}.")
+        if not cloned["owner"]:
+            lines.append(f"Agent {cloned['agent']} has no owner authority here: it reads its conversations, not the "
+                         "private partition (your own agent: clone with --owner).")
         lines.extend(_remote_lines(cloned["remote"]))
         print("\n".join(lines))
     return 1 if cloned["remote"]["state"] == "failing" else 0

@@ -25,7 +25,7 @@ from typing import Any, Callable, Protocol, TypeVar
 from ..core.answers import NotRequired, TypedDict
 from ..core.errors import Conflict, InvalidParams, NotFound
 from ..core.ids import STORE_PREFIX, is_agent_name, is_generated_id
-from ..core.params import AgentName, Params, Value
+from ..core.params import AgentName, Flag, Params, Value
 from .round import SyncRuntime
 from ..access.stores import StoreResolver
 from ..state.registry import Registry, StoreRecord
@@ -63,11 +63,13 @@ class SyncEngine(Protocol):
 
 
 class SyncCloned(TypedDict):
-    """The store cloned: its id, the agent whose store it is, this machine's id, the remote's status after
-    the first round, the records now current; ``tokenFile`` when the agent was added here."""
+    """The store cloned: its id, the agent whose store it is and whether it has owner authority here, this
+    machine's id, the remote's status after the first round, the records now current; ``tokenFile`` when the
+    agent was added here."""
 
     storeId: str
     agent: str
+    owner: bool
     machineId: str
     remote: SyncRemoteStatus
     records: int
@@ -85,12 +87,15 @@ CLONE = Params(Value("url", check_remote_url, required=True, json={"type": "stri
                Value("storeId", _store_id, nullable=True, json={"type": "string", "maxLength": 29},
                      description="the store to clone when the remote holds several"),
                Value("name", check_remote_name, nullable=True, json={"type": "string", "maxLength": NAME_MAX_CHARS},
-                     description=f"the remote's name here (default: {DEFAULT_REMOTE_NAME})"))
+                     description=f"the remote's name here (default: {DEFAULT_REMOTE_NAME})"),
+               Flag("owner", default=False, description="add the agent with owner authority (the owner's own agent "
+                    "on a second machine: it reads the private partition); an agent already here keeps its own"))
 
 
 def clone_store(engine: SyncEngine, url: str, agent: str, *, store_id: str | None = None,
-                name: str | None = None) -> SyncCloned:
-    """Create this machine's copy of the store the remote at ``url`` holds, for ``agent``; see the module."""
+                name: str | None = None, owner: bool = False) -> SyncCloned:
+    """Create this machine's copy of the store the remote at ``url`` holds, for ``agent`` (added with owner
+    authority when ``owner`` and this machine does not know it yet); see the module."""
     url, name = check_remote_url(url), check_remote_name(name or DEFAULT_REMOTE_NAME)
     if not is_agent_name(agent):
         raise InvalidParams("agent must name an agent (1-64 lowercase letters, digits, '-' or '_')", field="agent")
@@ -102,13 +107,18 @@ def clone_store(engine: SyncEngine, url: str, agent: str, *, store_id: str | Non
     if own is not None:
         raise Conflict(f"agent {agent!r} already has its own store {own.store_id}; clone for another agent (nothing "
                        "was created)", agent=agent, store=own.store_id)
+    known = engine.registry.agent(agent)
+    if owner and known is not None and not known.owner:
+        raise Conflict(f"agent {agent!r} is registered here without owner authority, and a clone never changes an "
+                       "agent's authority: clone for another agent, or remove this one and clone again (nothing was "
+                       "created)", agent=agent)
     chosen = _chosen_store(engine, url, store_id)
     if engine.registry.store(chosen) is not None:
         raise Conflict(f"store {chosen} is already here; `knowledge sync now --store {chosen}` syncs it (nothing "
                        "was created)", store=chosen)
     token_file = None
-    if engine.registry.agent(agent) is None:
-        token = engine.registry.add_agent(agent)
+    if known is None:
+        token = engine.registry.add_agent(agent, owner=owner)
         token_file = str(engine.state.write_agent_token(agent, token))
     create_store_directory(engine.state.stores, chosen)
     record = engine.registry.new_store(store_id=chosen, kind="isolated", name=None, created_for=agent)
@@ -117,7 +127,8 @@ def clone_store(engine: SyncEngine, url: str, agent: str, *, store_id: str | Non
     machine = machine_id(sync_dir(record))
     runtime = engine.runtime(record)
     [status] = run_round(runtime, record, name)
-    answer: SyncCloned = {"storeId": chosen, "agent": agent, "machineId": machine, "remote": status,
+    answer: SyncCloned = {"storeId": chosen, "agent": agent, "owner": owner if known is None else known.owner,
+                          "machineId": machine, "remote": status,
                           "records": engine.maintain(record, lambda runtime: runtime.rebuild_catalogue())}
     if token_file is not None:
         answer["tokenFile"] = token_file

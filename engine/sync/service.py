@@ -133,7 +133,8 @@ def methods(engine: SyncEngine) -> tuple[Method, ...]:
 
     def clone(params: dict[str, Any]) -> SyncCloned:
         values = CLONE.read(params)
-        return clone_store(engine, values["url"], values["agent"], store_id=values["storeId"], name=values["name"])
+        return clone_store(engine, values["url"], values["agent"], store_id=values["storeId"], name=values["name"],
+                           owner=values["owner"])
 
     return (Method("syncNow", SYNC_NOW, SyncNowAnswer, now),
             Method("syncStatus", NO_PARAMS, SyncStatus, status),

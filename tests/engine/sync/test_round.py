@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.core.errors import Conflict, InvalidParams, NotFound
+from engine.access.authority import AgentCaller
+from engine.core.errors import Conflict, Denied, InvalidParams, NotFound
 from engine.sync.clone import clone_store
 from engine.sync.round import read_status
 from engine.sync.service import sync_now
@@ -210,8 +211,31 @@ def test_a_clone_for_a_new_agent_adds_it_with_its_token(machines: MachineFactory
     a, _, ids = pair(machines, remote)
     c = machines("c")
     cloned = clone_store(c.engine, remote, "helper")
-    assert Path(cloned["tokenFile"]).read_text(encoding="utf-8").strip()
+    token = Path(cloned["tokenFile"]).read_text(encoding="utf-8").strip()
+    assert token and cloned["owner"] is False and not c.engine.registry.agent("helper").owner
     assert c.engine.registry.own_store_of("helper").store_id == a.record.store_id
+    with pytest.raises(Denied):  # without owner authority, the private partition is not its
+        c.engine.get_record(AgentCaller(token, {"kind": "owner-private"}), ids["dana"])
+
+
+def test_the_owners_agent_cloned_on_a_second_machine_reads_its_private_partition(machines: MachineFactory,
+                                                                                 remote: str) -> None:
+    a, _, ids = pair(machines, remote)
+    c = machines("c")
+    cloned = clone_store(c.engine, remote, "laptop", owner=True)
+    assert cloned["owner"] is True and c.engine.registry.agent("laptop").owner
+    caller = AgentCaller(Path(cloned["tokenFile"]).read_text(encoding="utf-8").strip(), {"kind": "owner-private"})
+    assert c.engine.get_record(caller, ids["dana"])["frontmatter"]["title"] == "Dana Whitaker"
+
+
+def test_a_clone_never_gives_an_agent_already_here_owner_authority(machines: MachineFactory, remote: str) -> None:
+    pair(machines, remote)
+    c = machines("c")
+    c.engine.add_agent("helper")
+    with pytest.raises(Conflict, match="without owner authority"):
+        clone_store(c.engine, remote, "helper", owner=True)
+    assert not c.engine.registry.agent("helper").owner and c.engine.registry.own_store_of("helper") is None
+    assert not c.state.stores.exists() and c.engine.registry.stores() == []
 
 
 def test_a_remote_of_several_stores_needs_a_store_id(machines: MachineFactory, remote: str) -> None:

@@ -55,6 +55,29 @@ def test_sync_now_clone_and_status_from_the_command_line(tmp_path: Path, capsys:
     assert dana["id"]
 
 
+def test_the_owners_agent_is_cloned_with_owner_authority_and_another_is_told_it_has_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    remote = bare_repository(tmp_path / "remote.git")
+    a = Machine(tmp_path, "a")
+    try:
+        a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
+        a.add_remote(remote)
+        a.sync()
+    finally:
+        a.close()
+    laptop = StateDir(tmp_path / "laptop")
+    laptop.create()
+    with serving(laptop) as engine:  # through operator/syncClone, as beside a running engine
+        code, out, err = run(capsys, laptop, ["sync", "clone", remote, "--agent", "main", "--owner"])
+        assert code == 0, err
+        assert "Agent main was added here with owner authority" in out and "no owner authority" not in out
+        assert engine.registry.agent("main").owner
+    helper = StateDir(tmp_path / "helper")
+    code, out, err = run(capsys, helper, ["sync", "clone", remote, "--agent", "helper"])
+    assert code == 0, err
+    assert "Agent helper was added here;" in out and "has no owner authority here" in out and "--owner" in out
+
+
 def test_sync_now_with_no_remote_says_so_and_a_failing_remote_exits_1(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = Machine(tmp_path, "a")
