@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -52,7 +53,7 @@ from .catalog import Catalog, PublishedRecord
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import CHAINED, Faults
-from ..core.files import (UnsafePath, StagedFile, StagingFolder, ensure_dirs, fsync_dir, present_inside,
+from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside,
                           remove_inside, resolve_inside, sha256_bytes, sha256_if_present, stage_synced, stage_written,
                           write_inside)
 from ..core.syncfs import SyncPoint, file_system_sync
@@ -158,18 +159,12 @@ def _outcome(work: Future[Any] | None) -> Exception | None:
     return None
 
 
-def _made(stage: Callable[..., StagedFile], root: Path, relpath: str, data: bytes,
-          staging: StagingFolder | None) -> StagedFile:
-    """``stage`` (``stage_synced`` or ``stage_written``), its temp file in ``staging`` if the store has one."""
-    return stage(root, relpath, data, staging=staging)
-
-
-def _made_here(stage: Callable[..., StagedFile], root: Path, relpath: str, data: bytes,
-               staging: StagingFolder | None) -> Future[StagedFile]:
-    """``_made`` on this thread, its outcome as a future's."""
+def _made_here(stage: Callable[[Path, str, bytes], StagedFile], root: Path, relpath: str, data: bytes
+               ) -> Future[StagedFile]:
+    """``stage`` (``stage_synced`` or ``stage_written``) on this thread, its outcome as a future's."""
     made: Future[StagedFile] = Future()
     try:
-        made.set_result(_made(stage, root, relpath, data, staging))
+        made.set_result(stage(root, relpath, data))
     except Exception as exc:
         made.set_exception(exc)
     return made
@@ -482,7 +477,7 @@ class Publisher:
         its folder made first unless in ``folders``; with ``here`` the first such file is made on the lane;
         without ``synced`` the temp files are written and closed only (``_sync_written`` syncs them).  On
         an error, the temp files asked for are waited for and removed.  Its partition's folder is made already."""
-        stage = stage_synced if synced else stage_written
+        stage = partial(stage_synced if synced else stage_written, staging=self.store.staging)
         partition = publication.plan.partition
         staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:
@@ -506,9 +501,9 @@ class Publisher:
                     ensure_dirs(root, parent)  # here, not on two sync threads at once
                     folders.add((root, parent))
                 if here and not any(isinstance(work, Future) for _, work in staged):
-                    staged.append((write, _made_here(stage, root, write.path, write.data, self.store.staging)))
+                    staged.append((write, _made_here(stage, root, write.path, write.data)))
                 else:
-                    staged.append((write, self._beside(_made, stage, root, write.path, write.data, self.store.staging)))
+                    staged.append((write, self._beside(stage, root, write.path, write.data)))
         except BaseException:
             for _, staging in staged:
                 if isinstance(staging, Future) and _outcome(staging) is None:
