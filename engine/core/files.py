@@ -14,6 +14,7 @@ import errno
 import hashlib
 import itertools
 import os
+import shutil
 import stat
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Callable
@@ -419,24 +420,17 @@ class StagedFile:
 
     def _move_beside(self) -> None:
         """Copy the staged bytes to a synced temp file beside the target, which then replaces the staged one."""
-        fd, temp = _create_temp(self.path, self.mode, None)
+        beside = StagedFile(self.path, mode=self.mode)
         try:
-            source = os.open(self.temp, os.O_RDONLY | _BINARY)
-            try:
-                while chunk := os.read(source, _CHUNK):
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view):]
-            finally:
-                os.close(source)
-            os.fsync(fd)
+            with open(self.temp, "rb") as source:
+                shutil.copyfileobj(source, beside.handle, _CHUNK)
+            beside.sync()
+            beside._close()
         except BaseException:
-            os.close(fd)
-            os.unlink(temp)
+            beside.discard()
             raise
-        os.close(fd)
         os.unlink(self.temp)
-        self.temp = temp
+        self.temp = beside.temp
 
     def discard(self) -> None:
         self._close()
