@@ -311,9 +311,7 @@ class Writer:
     _stopping: bool = False  # reporting the items that finished after the import began to stop
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _reading: tuple[Caller, Any] | None = None  # the caller and its entry (``Engine.enter``) the reads share
-    # Whether an earlier run of this format published a write in the caller's partition, asked before the first
-    # write (``_published_before``): without one, no write is a retry, and none is looked up.
-    _earlier_writes: bool | None = None
+    _earlier_writes: bool | None = None  # ``_any_earlier_writes``: None until asked, before the first write
 
     def later(self, write: Callable[[], Item], then: Callable[[], None] | None = None) -> "Future[Item]":
         """Write one item (``write`` makes its writes through this writer) beside the next ones, so the store
@@ -630,7 +628,7 @@ class Writer:
     def _earlier_receipt(self, request_id: str) -> Any:
         """The receipt an earlier run's publication of ``request_id`` got (what a retry of it answers), None
         when no run published it: a dry run's answer to a write, read without writing."""
-        if not self._published_before(request_id):
+        if not self._any_earlier_writes():
             return None
         return self.engine.enter(self.caller, create=False).read(
             lambda runtime, authority, view: runtime.publisher.applied_receipt(authority.partition, request_id))
@@ -638,14 +636,17 @@ class Writer:
     def _published_before(self, request_id: str) -> bool:
         """Whether an earlier run published ``request_id``: its write is a retry, answered with that run's
         receipt, and what it answers is counted as reused."""
+        return self._any_earlier_writes() and request_id in self.published([request_id])
+
+    def _any_earlier_writes(self) -> bool:
+        """Whether the caller's partition holds a write of an earlier run of this format's import (its request
+        id begins ``<format>-``), asked once a run; none without a store yet (then no write is looked up)."""
         with self._lock:
             if self._earlier_writes is None:
                 self._earlier_writes = self._published_any()
-        return self._earlier_writes and request_id in self.published([request_id])
+        return self._earlier_writes
 
     def _published_any(self) -> bool:
-        """Whether the caller's partition holds a write of an earlier run of this format's import (its request
-        id begins ``<format>-``); none without a store yet."""
         if self.engine is None or self.caller is None:
             return False
         try:
