@@ -22,7 +22,7 @@ weights = []
 real = hybrid.semantic_weight
 def recording(found, similar):
     weights.append(real(found, similar)); return weights[-1]
-with tempfile.TemporaryDirectory(prefix="engfix-exact-") as work:
+with tempfile.TemporaryDirectory(prefix="hybrid-weight-") as work:
     state = StateDir(Path(work) / "state"); state.create()
     add_local(ModelStore(state.models), model_dir, name="m", replace=True)
     state.config.write_text(json.dumps({"embeddingModel": "onnx/m"}), encoding="utf-8")

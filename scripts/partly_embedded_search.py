@@ -22,7 +22,7 @@ from models.local import add_local
 vault, model_dir = Path(sys.argv[1]), Path(sys.argv[2])
 budgets = [int(b) for b in sys.argv[3].split(",")]
 asked = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
-with tempfile.TemporaryDirectory(prefix="engfix-partial-") as work:
+with tempfile.TemporaryDirectory(prefix="partly-embedded-") as work:
     state = StateDir(Path(work) / "state"); state.create()
     add_local(ModelStore(state.models), model_dir, name="m", replace=True)
     state.config.write_text(json.dumps({"embeddingModel": "onnx/m"}), encoding="utf-8")
