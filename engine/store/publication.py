@@ -52,10 +52,10 @@ from .answers import GitState, Receipt
 from .catalog import Catalog, PublishedRecord
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
-from ..core.faults import CHAINED, Faults
-from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside,
-                          remove_inside, resolve_inside, sha256_bytes, sha256_if_present, stage_synced, stage_written,
-                          write_inside)
+from ..core.faults import AHEAD, CHAINED, Faults
+from ..core.files import (UnsafePath, StagedFile, StagingFolder, aimed, ensure_dirs, fsync_dir, present_inside,
+                          remove_inside, resolve_inside, sha256_bytes, sha256_if_present, stage_ahead, stage_synced,
+                          stage_written, write_inside)
 from ..core.syncfs import SyncPoint, file_system_sync
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
 from .store import Store, partition_dir
@@ -135,6 +135,9 @@ class _Publication:
     # Paths found empty by the walk made just before the journal (``_check_installable``): the first comparison
     # of a new file, which the one right before its rename makes again (recovery compares every file afresh).
     absent: set[str] = field(default_factory=set)
+    # Temp files begun for its new files (by their index in ``writes``) while its journal was being committed
+    # (``_stage_ahead``); ``_stage`` takes those it installs, ``_drop_ahead`` removes the rest.
+    ahead: dict[int, Future[StagedFile]] = field(default_factory=dict)
 
 
 @dataclass
@@ -143,6 +146,7 @@ class Journalled:
     refused before or by their journal carry their ``error``."""
 
     publications: list[_Publication]
+    checkpoint: Future[None] | None = None  # begun once that transaction committed (``_checkpoint_beside``)
 
     def __len__(self) -> int:
         return len(self.publications)
@@ -159,15 +163,21 @@ def _outcome(work: Future[Any] | None) -> Exception | None:
     return None
 
 
-def _made_here(stage: Callable[[Path, str, bytes], StagedFile], root: Path, relpath: str, data: bytes
-               ) -> Future[StagedFile]:
-    """``stage`` (``stage_synced`` or ``stage_written``) on this thread, its outcome as a future's."""
+def _made_here(make: Callable[..., StagedFile], *args: Any) -> Future[StagedFile]:
+    """``make(*args)`` (``stage_synced``, ``stage_written``, ``_aimed_ahead``) on this thread, its outcome as a
+    future's."""
     made: Future[StagedFile] = Future()
     try:
-        made.set_result(stage(root, relpath, data))
+        made.set_result(make(*args))
     except Exception as exc:
         made.set_exception(exc)
     return made
+
+
+def _aimed_ahead(ahead: Future[StagedFile], root: Path, relpath: str) -> StagedFile:
+    """A temp file begun before its write was journalled (``Publisher._stage_ahead``), once made, its target
+    checked (``aimed``)."""
+    return aimed(ahead.result(), root, relpath)
 
 
 def _staged(asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]]
@@ -182,6 +192,12 @@ def _staged(asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None
             continue
         staged.append((publication, write, None if work is None else work.result()))
     return staged
+
+
+def _new_files(group: list[_Publication]) -> int:
+    """The files the publications of ``group`` not refused yet write (removals aside)."""
+    return sum(not write.removes for publication in group if publication.error is None
+               for write in publication.writes)
 
 
 def removal(path: str, role: str, base: bytes, record_id: str | None = None) -> FileWrite:
@@ -296,12 +312,14 @@ class Publisher:
         if isinstance(plans, Journalled):
             group = plans.publications
             live = [publication for publication in group if publication.error is None]
+            self._drop_ahead([publication for publication in group if publication.error is not None])
         else:
             group = self._checked(plans)
             live = self._journal_live(group)
         for _ in live:
             self.faults.reach("journaled")
-        checkpoint = self._checkpoint_beside(live)
+        # Begun as the journal's COMMIT returned, for a group journalled in the last one's acknowledgement.
+        checkpoint = plans.checkpoint if isinstance(plans, Journalled) else self._checkpoint_beside(live)
         directories: set[Path] = set()
         sync_error: Exception | None = None
         try:
@@ -328,6 +346,7 @@ class Publisher:
         def journal_following() -> None:  # inside the acknowledging transaction
             assert following is not None
             chained.append(self._journal_following(following))
+            self._stage_ahead(chained[0])
 
         if installed:
             # Only a group acknowledged whole is followed: a refused member may be left journalled, for recovery.
@@ -341,6 +360,11 @@ class Publisher:
                 installed = []
                 for publication in chained[0].publications if chained else []:  # journalled in that transaction
                     publication.error = publication.error or exc
+                    self._drop_ahead([publication])
+            else:
+                if chained:  # its journal is durable: its checkpoint may be written from now on, as a journal's
+                    chained[0].checkpoint = self._checkpoint_beside(
+                        [publication for publication in chained[0].publications if publication.error is None])
         for _ in installed:
             self.faults.reach("acknowledged")
         return ([publication.error or self._acknowledged_receipt(publication) for publication in group],
@@ -364,6 +388,40 @@ class Publisher:
         for _ in self._journal_live(group):
             self.faults.reach(CHAINED)
         return Journalled(group)
+
+    def _stage_ahead(self, journalled: Journalled) -> None:
+        """Begin the temp files of ``journalled``, in an acknowledging transaction not yet committed, on the sync
+        threads: they are written and synced while that transaction commits, instead of after it.
+
+        Safe because a temp file is invisible until renamed, and these are renamed only once that COMMIT returned
+        and each target was compared with its base (``_stage``), as any; made in the staging folder, whatever a
+        crash leaves of them is removed when the store next opens (``StagingFolder.remove_leftovers``), though no
+        journal names them.  Without a staging folder, or for a group whose files are made durable by one sync of
+        their file system (``_sync_point``), the temp files are made after the COMMIT as before."""
+        staging = self.store.staging
+        group = [publication for publication in journalled.publications if publication.error is None]
+        if staging is None or not staging.usable or (self._syncfs is not None and _new_files(group) >= SYNCFS_FILES):
+            return
+        for publication in group:
+            partition = publication.plan.partition
+            publication.ahead = {index: self._beside(self._made_ahead, staging, self._root(partition, write), write)
+                                 for index, write in enumerate(publication.writes) if not write.removes}
+
+    def _made_ahead(self, staging: StagingFolder, root: Path, write: FileWrite) -> StagedFile:
+        """On a sync thread: one temp file of ``_stage_ahead``, written and synced."""
+        staged = stage_ahead(root, write.path, write.data, staging=staging)
+        self.faults.reach(AHEAD)
+        return staged
+
+    @staticmethod
+    def _drop_ahead(group: list[_Publication]) -> None:
+        """Remove the temp files begun ahead for ``group`` (``_stage_ahead``) and not taken by its installation,
+        once each is made: a publication refused, a file already as planned."""
+        for publication in group:
+            for work in publication.ahead.values():
+                if _outcome(work) is None:
+                    work.result().discard()
+            publication.ahead = {}
 
     def _journal_live(self, group: list[_Publication]) -> list[_Publication]:
         """Journal the publications of ``group`` not refused yet, in one transaction; those the journal
@@ -469,6 +527,7 @@ class Publisher:
             for _, _, work in asked:
                 if work is not None and _outcome(work) is None and not work.result().settled:
                     work.result().discard()
+            self._drop_ahead(group)
 
     def _stage(self, publication: _Publication, folders: set[tuple[Path, str]], *, here: bool, synced: bool = True
                ) -> list[tuple[FileWrite, Future[StagedFile] | None]]:
@@ -481,7 +540,7 @@ class Publisher:
         partition = publication.plan.partition
         staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:
-            for write in publication.writes:
+            for index, write in enumerate(publication.writes):
                 current = None if write.path in publication.absent else self._current_sha(partition, write)
                 if current == write.new_sha256:
                     if not write.removes:
@@ -500,7 +559,9 @@ class Publisher:
                 if parent and (root, parent) not in folders:
                     ensure_dirs(root, parent)  # here, not on two sync threads at once
                     folders.add((root, parent))
-                if here and not any(isinstance(work, Future) for _, work in staged):
+                if index in publication.ahead:  # begun while its journal was committed (``_stage_ahead``)
+                    staged.append((write, _made_here(_aimed_ahead, publication.ahead.pop(index), root, write.path)))
+                elif here and not any(isinstance(work, Future) for _, work in staged):
                     staged.append((write, _made_here(stage, root, write.path, write.data)))
                 else:
                     staged.append((write, self._beside(stage, root, write.path, write.data)))
@@ -514,11 +575,7 @@ class Publisher:
     def _sync_point(self, group: list[_Publication]) -> SyncPoint | None:
         """The vault's file system, to be synced once for a group of ``SYNCFS_FILES`` new files or more; None: each
         file is fsynced as it is written (a smaller group, no ``syncfs`` here, or the store's folder unreadable)."""
-        if self._syncfs is None:
-            return None
-        files = sum(not write.removes for publication in group if publication.error is None
-                    for write in publication.writes)
-        if files < SYNCFS_FILES:
+        if self._syncfs is None or _new_files(group) < SYNCFS_FILES:
             return None
         try:
             return SyncPoint(self.store.root, self._syncfs)

@@ -625,3 +625,113 @@ def test_a_kernel_that_refuses_syncfs_has_each_file_fsynced_before_any_is_rename
     assert {inode for kind, inode in events[:first_rename] if kind == "fsync"} >= set(renamed)
     runtime = engine.runtime(engine.registry.own_store_of("main"))
     assert runtime.publisher._syncfs is None  # not asked again
+
+
+def _made_ahead(monkeypatch) -> list[tuple[str, str, int]]:
+    """Each temp file begun ahead from now on (``Publisher._stage_ahead``): its thread, its path and its inode."""
+    made: list[tuple[str, str, int]] = []
+    stage_ahead = publication.stage_ahead
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        staged = stage_ahead(*args, **kwargs)
+        made.append((threading.current_thread().name, staged.temp, os.stat(staged.temp).st_ino))
+        return staged
+
+    monkeypatch.setattr(publication, "stage_ahead", recorded)
+    return made
+
+
+def test_the_next_groups_temp_files_are_begun_in_the_staging_folder_before_the_acknowledgement_commits(
+        owned, monkeypatch):
+    """The claims journalled in the pages' acknowledgement have their temp files begun on the sync threads inside
+    that transaction, in the store's staging folder (where a crash's leftovers are removed at open); those very
+    files are renamed into place once the COMMIT returned, and the claims' checkpoint is begun after it too."""
+    engine, owner = owned
+    made = _made_ahead(monkeypatch)
+    begun_in_transaction: list[bool] = []
+    stage_ahead, checkpoint_beside = Publisher._stage_ahead, Publisher._checkpoint_beside
+
+    def noted(publisher: Publisher, journalled: Any) -> None:
+        if journalled.publications:  # the claims' acknowledgement journals nothing after them
+            begun_in_transaction.append(publisher.db.connection.in_transaction)
+        stage_ahead(publisher, journalled)
+
+    checkpoints: list[bool] = []
+
+    def checkpoint_noted(publisher: Publisher, group: list) -> Any:
+        if group:
+            checkpoints.append(publisher.db.connection.in_transaction)
+        return checkpoint_beside(publisher, group)
+
+    monkeypatch.setattr(Publisher, "_stage_ahead", noted)
+    monkeypatch.setattr(Publisher, "_checkpoint_beside", checkpoint_noted)
+    results, groups = _together(engine, _pages_then_claims(engine, owner))
+    assert groups == [2, 2] and all(not isinstance(result, Exception) for result in results)
+    assert begun_in_transaction == [True]
+    assert checkpoints == [False, False]  # the pages' after their journal, the claims' after theirs committed
+    staging = only_store(engine.state) / "staging"
+    assert len(made) == 6  # a source, a descriptor and a claim for each of the two claims
+    assert all(thread.startswith("sync-") and os.path.dirname(temp) == str(staging) for thread, temp, _ in made)
+    installed = {path.stat().st_ino for path in private_dir(engine.state).rglob("*") if path.is_file()}
+    assert {inode for _, _, inode in made} <= installed  # renamed into place, not written again
+    assert not temp_files_left(only_store(engine.state))
+
+
+def test_temp_files_begun_ahead_for_a_group_whose_journal_does_not_commit_are_removed(owned, monkeypatch):
+    """The pages' acknowledging transaction fails (a full disk at its COMMIT) once the claims' temp files were
+    begun in it: the claims fail with it, and their temp files, which no journal names, are removed."""
+    engine, owner = owned
+    made = _made_ahead(monkeypatch)
+    stage_ahead = Publisher._stage_ahead
+
+    def then_the_disk_is_full(publisher: Publisher, journalled: Any) -> None:
+        stage_ahead(publisher, journalled)
+        if journalled.publications:
+            raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Publisher, "_stage_ahead", then_the_disk_is_full)
+    results, groups = _together(engine, _pages_then_claims(engine, owner))
+    assert groups == [2, 2]
+    assert all(isinstance(result, StoreUnavailable) for result in results), results
+    assert len(made) == 6
+    assert not temp_files_left(only_store(engine.state))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    assert runtime.call(lambda: runtime.store.pending_publications()) == []
+
+
+def test_a_publication_begun_ahead_and_refused_at_a_rename_leaves_none_of_its_temp_files(owned, monkeypatch):
+    """An edit at a claim's source path between its temp file and its rename is a conflict: that claim is rolled
+    back and its other temp files, made ahead, are removed; the other claim is published from its own."""
+    engine, owner = owned
+    made = _made_ahead(monkeypatch)
+    put_in_place = Publisher._put_in_place
+    edited: list[str] = []
+
+    def raced(publisher: Publisher, publication: Any, write: Any, staging: Any, directories: set) -> None:
+        if write.role == "source" and publication.plan.request_id == "about-alpha":
+            edited.append(write.path)
+            (private_dir(engine.state) / write.path).write_bytes(b"an edit made meanwhile\n")
+        put_in_place(publisher, publication, write, staging, directories)
+
+    monkeypatch.setattr(Publisher, "_put_in_place", raced)
+    results, groups = _together(engine, _pages_then_claims(engine, owner))
+    monkeypatch.undo()
+    assert groups == [2, 2] and len(made) == 6 and len(edited) == 1
+    alpha, beta, about_alpha, about_beta = results
+    assert isinstance(about_alpha, KnowledgeError) and "items" in about_beta
+    assert not temp_files_left(only_store(engine.state))
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    assert runtime.call(lambda: runtime.store.pending_publications()) == []
+
+
+def test_without_a_usable_staging_folder_the_next_groups_temp_files_wait_for_its_journal(owned, monkeypatch):
+    """Temp files beside their targets would be leftovers no journal names after a crash before the COMMIT: with
+    renames out of the staging folder refused, the next group's temp files are made once its journal committed."""
+    engine, owner = owned
+    made = _made_ahead(monkeypatch)
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    runtime.store.staging.usable = False
+    results, groups = _together(engine, _pages_then_claims(engine, owner))
+    assert groups == [2, 2] and all(not isinstance(result, Exception) for result in results)
+    assert made == []
+    assert not temp_files_left(only_store(engine.state))
