@@ -29,16 +29,16 @@ next journalled, instead of two in a row.  Both orders recovery relies on hold: 
 before any of its files is touched (they are installed after that COMMIT), and a group's receipts are returned
 only once its acknowledgement is durable (after that COMMIT too).  A crash before the COMMIT leaves the first
 group journalled with its files and checkpoint, rolled forward by recovery, and the next one never journalled;
-after it, the next one journalled with none of its files installed yet, rolled forward or back like any.
+after it, the next one journalled with none of its files installed yet, rolled forward or back like any.  That
+next group's temp files are begun in the staging folder inside the transaction, and written and synced while it
+commits (``_stage_ahead``): invisible until renamed, after the COMMIT; a crash's leftovers there are removed when
+the store opens.  Its checkpoint is begun as the COMMIT returns.
 
-Recovery finishes or undoes any journalled publication: forward when every
-file holds either its old or its new bytes, back when someone else changed
-one of them meanwhile.  Either way the store ends in a whole state.
+Recovery (store/recovery.py) finishes or undoes any journalled publication, so the store ends in a whole state.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -54,12 +54,13 @@ from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import AHEAD, CHAINED, Faults
 from ..core.files import (UnsafePath, StagedFile, StagingFolder, aimed, ensure_dirs, fsync_dir, present_inside,
-                          remove_inside, resolve_inside, sha256_bytes, sha256_if_present, stage_ahead, stage_synced,
-                          stage_written, write_inside)
+                          resolve_inside, sha256_if_present, stage_ahead, stage_synced, stage_written)
 from ..core.syncfs import SyncPoint, file_system_sync
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
+from .journal import FileWrite, removal
+from .recovery import Recovery
 from .store import Store, partition_dir
-from ..vault.records import PRIVATE_SCOPE, Record
+from ..vault.records import PRIVATE_SCOPE
 
 # Installation order: evidence before what cites it, the ontology before the records it validates.
 ROLE_ORDER = {"source": 0, "descriptor": 1, "ontology": 2, "record": 3}
@@ -79,33 +80,6 @@ ALREADY: Any = object()  # ``Publisher._stage``: a file that holds what the plan
 # publication (25 ms at 50,000 of them, on every write that carries a requestId).
 APPLIED_BY_REQUEST = ("SELECT * FROM publications WHERE partition = ? AND request_id = ? "
                       "AND state != 'rolled_back' AND +state = 'applied'")
-
-
-@dataclass
-class FileWrite:
-    """One file a publication installs, with the bytes it replaces (None: a new file).
-
-    With ``removes`` it removes the file instead: ``base`` holds the bytes it removes (checked like any
-    write's base, and put back by a roll-back) and ``data`` is unused."""
-
-    path: str
-    role: str
-    data: bytes
-    record_id: str | None = None
-    revision: int | None = None
-    base: bytes | None = None
-    removes: bool = False
-    # A record's bytes as ``parse_record`` reads them, kept from rendering them (None: the catalog parses them).
-    read: Record | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def new_sha256(self) -> str | None:
-        """The sha256 of the bytes the file holds once installed; None: no file."""
-        return None if self.removes else sha256_bytes(self.data)
-
-    @property
-    def base_sha256(self) -> str | None:
-        return sha256_bytes(self.base) if self.base is not None else None
 
 
 @dataclass
@@ -200,18 +174,13 @@ def _new_files(group: list[_Publication]) -> int:
                for write in publication.writes)
 
 
-def removal(path: str, role: str, base: bytes, record_id: str | None = None) -> FileWrite:
-    """A write that removes the file at ``path``, which holds ``base``."""
-    return FileWrite(path, role, b"", record_id, None, base, removes=True)
-
-
 def request_hash(operation: str, params: dict[str, Any]) -> str:
     """A stable digest of what was asked, to tell a retry from a different request."""
     canonical = json.dumps({"operation": operation, "params": params}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class Publisher:
+class Publisher(Recovery):
     def __init__(self, store: Store, catalog: Catalog, *, git_enabled: Callable[[], bool],
                  faults: Faults | None = None) -> None:
         self.store = store
@@ -471,8 +440,10 @@ class Publisher:
                 "new_sha256, new_bytes, base_sha256, base_bytes, removes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 files)
 
-    def _complete(self, publication: _Publication) -> None:
-        """Steps 3 to 5 for one journalled publication (recovery rolls one forward with this)."""
+    def _complete(self, row: Any, writes: list[FileWrite]) -> None:
+        """Steps 3 to 5 for the journalled publication ``row`` (recovery rolls one forward with this)."""
+        publication = _Publication(Plan(row["partition"], row["operation"], row["request_id"], row["request_hash"],
+                                        row["agent"], writes), writes, seq=row["seq"], publication_id=row["id"])
         directories: set[Path] = set()
         self._install(publication, directories)
         self._report_installed([publication], directories)
@@ -757,90 +728,3 @@ class Publisher:
             return sha256_if_present(self._root(partition, write), write.path)
         except UnsafePath:
             return "unsafe"
-
-    def _roll_back(self, seq: int, partition: str, writes: list[FileWrite], *, reason: str) -> bool:
-        """Undo what was installed; a file someone else changed meanwhile is left alone.
-
-        Returns False (and leaves the publication journalled, blocking reads
-        until recovery) when the disk refuses the undo.
-        """
-        try:
-            for write in reversed(writes):
-                root = self._root(partition, write)
-                if self._current_sha(partition, write) != write.new_sha256:
-                    continue
-                if write.base is None:
-                    remove_inside(root, write.path)
-                    continue
-                try:
-                    write_inside(root, write.path, write.base, check=lambda: self._expect_ours(partition, write),
-                                 staging=self.store.staging)
-                except Conflict:
-                    continue  # edited since the comparison above: left as edited
-            # The manifest's checkpoint goes back before the journal says rolled back: a manifest that cannot
-            # be written (moved away, a full disk) leaves the publication pending, which the manifest may still
-            # name, and recovery finishes the undo later; the other order left a checkpoint no journal entry
-            # explains, and the store unavailable for good.
-            self.store.set_checkpoint(self.store.applied_checkpoint())
-            with self.db.atomic():
-                self.db.execute(
-                    "UPDATE publications SET state = 'rolled_back', finished_at = ?, detail = ? WHERE seq = ?",
-                    (format_timestamp(utc_now()), reason[:500], seq),
-                )
-        except (OSError, KnowledgeError):
-            return False
-        return True
-
-    # --- recovery --------------------------------------------------------------------
-
-    def _remove_leftover_temp_files(self, partition: str, writes: list[FileWrite]) -> None:
-        """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<pid>-<n>.tmp``)
-        beside the target; recovery removes those of the publication's own files and of the manifest."""
-        targets = [(self.store.root, self.store.manifest_path.name)]
-        for write in writes:
-            root = self._root(partition, write)
-            parent, _, name = write.path.rpartition("/")
-            try:
-                targets.append((resolve_inside(root, parent) if parent else root, name))
-            except (UnsafePath, KnowledgeError):
-                continue
-        for directory, name in targets:
-            for leftover in directory.glob(f".{glob.escape(name)}.*.tmp"):
-                try:
-                    leftover.unlink()
-                except OSError:
-                    pass
-
-    def recover(self) -> list[dict[str, Any]]:
-        """Roll every journalled publication forward or back; returns what happened to each."""
-        outcomes = []
-        for row in self.db.all("SELECT * FROM publications WHERE state = 'journaled' ORDER BY seq"):
-            seq, partition = row["seq"], row["partition"]
-            writes = [
-                FileWrite(path=f["path"], role=f["role"], data=f["new_bytes"] or b"", record_id=f["record_id"],
-                          revision=f["revision"], base=f["base_bytes"], removes=bool(f["removes"]))
-                for f in self.db.all(
-                    "SELECT * FROM publication_files WHERE publication_seq = ? ORDER BY ordinal", (seq,)
-                )
-            ]
-            foreign = [
-                write.path for write in writes
-                if self._current_sha(partition, write) not in (write.new_sha256, write.base_sha256)
-            ]
-            outcome = {"publicationId": row["id"], "requestId": row["request_id"]}
-            self._remove_leftover_temp_files(partition, writes)
-            if foreign:
-                done = self._roll_back(seq, partition, writes,
-                                       reason=f"files changed outside the engine: {', '.join(foreign)}")
-                outcome["outcome"] = "rolled_back" if done else "pending"
-            else:
-                plan = Plan(partition, row["operation"], row["request_id"], row["request_hash"], row["agent"],
-                            writes)
-                try:
-                    self._complete(_Publication(plan, writes, seq=seq, publication_id=row["id"]))
-                    outcome["outcome"] = "rolled_forward"
-                except (OSError, KnowledgeError) as exc:
-                    done = self._roll_back(seq, partition, writes, reason=str(exc))
-                    outcome["outcome"] = "rolled_back" if done else "pending"
-            outcomes.append(outcome)
-        return outcomes
