@@ -12,9 +12,7 @@ acknowledging transaction).  Each is counted per publication, so in a group
 (``Publisher.publish_together``, an import's bulk writes) ``<point>:<n>`` stops
 inside the group, after the step of its nth publication.  ``chained``: inside a group's acknowledging
 transaction, the next group (the writes queued meanwhile, ``Publisher.publish_chained``) journalled in it,
-not yet committed; counted per publication of that next group; only ``kill`` applies.  ``ahead``: a temp file
-of such a next group made and synced on a sync thread, begun before that transaction commits
-(``Publisher._stage_ahead``), so the kill lands before or after the COMMIT; counted per file; only ``kill``.  In a sync round (engine/sync/round.py), in
+not yet committed; counted per publication of that next group; only ``kill`` applies.  In a sync round (engine/sync/round.py), in
 order: ``sync_fetched`` (the remote's branches delivered, nothing merged),
 ``sync_installed`` (each publication of a merge or fast-forward installed, not
 committed), ``sync_committed`` (the merge committed or the branch moved, the
@@ -36,15 +34,13 @@ import errno
 import os
 import signal
 import sqlite3
-import threading
 
 FAULT_ENV = "KNOWLEDGE_FAULT"
 PUBLICATION_POINTS = ("journaled", "installed", "checkpointed", "catalogued", "acknowledged")
 SYNC_POINTS = ("sync_fetched", "sync_installed", "sync_committed", "sync_pushed")
 CHAINED = "chained"  # not among PUBLICATION_POINTS: only writes queued beside a group reach it
-AHEAD = "ahead"  # the temp files of such writes, made while the group's acknowledgement commits
-POINTS = PUBLICATION_POINTS + (CHAINED, AHEAD) + SYNC_POINTS
-KILL_ONLY = SYNC_POINTS + ("catalogued", CHAINED, AHEAD)  # points no disk error is injected at
+POINTS = PUBLICATION_POINTS + (CHAINED,) + SYNC_POINTS
+KILL_ONLY = SYNC_POINTS + ("catalogued", CHAINED)  # points no disk error is injected at
 ACTIONS = ("kill", "enospc", "erofs")
 _TRANSACTIONS = ("journaled", "acknowledged")
 _SQLITE_MESSAGES = {"enospc": "database or disk is full", "erofs": "attempt to write a readonly database"}
@@ -64,7 +60,6 @@ class Faults:
             if (action or "kill") not in ACTIONS or (point in KILL_ONLY and (action or "kill") != "kill"):
                 raise ValueError(f"{FAULT_ENV} names no fault action: {action!r}")
             self.point, self.remaining, self.action = point, int(count or 1), action or "kill"
-        self._counting = threading.Lock()  # ``ahead`` is reached on the sync threads
 
     def attempt(self, point: str) -> None:
         """Called as a step starts: raises the disk error of an ``enospc`` or ``erofs`` fault."""
@@ -82,7 +77,6 @@ class Faults:
         """Called once a step is done: a ``kill`` fault ends the process here."""
         if point != self.point or self.action != "kill":
             return
-        with self._counting:
-            self.remaining -= 1
+        self.remaining -= 1
         if self.remaining <= 0:
             os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))

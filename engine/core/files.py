@@ -348,12 +348,11 @@ class StagedFile:
     file system refuses across folders (``EXDEV``) copies it to a synced temp file beside the target first.
     """
 
-    def __init__(self, path: Path, *, mode: int = 0o644, staging: StagingFolder | None = None,
-                 ahead: bool = False) -> None:
+    def __init__(self, path: Path, *, mode: int = 0o644, staging: StagingFolder | None = None) -> None:
         self.path = path
         self.mode = mode
         self._staging = staging
-        self._fd, self.temp = _create_temp(path, mode, staging, ahead=ahead)
+        self._fd, self.temp = _create_temp(path, mode, staging)
         self._handle: BinaryIO | None = None
         self.closed = False
         self.settled = False  # installed or discarded: nothing of it is left to clean up
@@ -446,11 +445,11 @@ _TEMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
 _temp_numbers = itertools.count()  # the ``n`` of this process's temp files: unique while it runs
 
 
-def _create_temp(path: Path, mode: int, staging: StagingFolder | None, *, ahead: bool = False) -> tuple[int, str]:
-    """A new, empty temp file beside ``path`` (or in ``staging``; with ``ahead`` there even once a rename out of it
-    was refused) with ``mode`` (whatever the umask): its descriptor and path."""
+def _create_temp(path: Path, mode: int, staging: StagingFolder | None) -> tuple[int, str]:
+    """A new, empty temp file beside ``path`` (or in ``staging``) with ``mode`` (whatever the umask): its
+    descriptor and path."""
     while True:
-        if staging is None or not (staging.usable or ahead):
+        if staging is None or not staging.usable:
             temp = f"{path.parent}/.{path.name}.{os.getpid():x}-{next(_temp_numbers):x}{STAGED_SUFFIX}"
         else:
             temp = f"{staging.path}/{os.getpid():x}-{next(_temp_numbers):x}{STAGED_SUFFIX}"
@@ -525,18 +524,6 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, check: Callable[
 def stage_inside(root: Path, relpath: str, data: bytes, *, staging: StagingFolder | None = None) -> StagedFile:
     """Stage ``data`` for a root-relative path (``StagedFile``, in ``staging`` if given), creating its
     directories; the target, if it exists, must be a regular file."""
-    staged = StagedFile(_staging_target(root, relpath), staging=staging)
-    try:
-        staged.write(data)
-    except BaseException:
-        staged.discard()
-        raise
-    return staged
-
-
-def _staging_target(root: Path, relpath: str) -> Path:
-    """The target of a temp file for a root-relative path, its directories created; the target, if it exists,
-    must be a regular file."""
     parts = _relative_parts(relpath)
     # ``ensure_dirs`` checked every directory on the way; the name itself is checked here, once.
     parent = ensure_dirs(root, "/".join(parts[:-1])) if len(parts) > 1 else root
@@ -551,30 +538,9 @@ def _staging_target(root: Path, relpath: str) -> Path:
                              problem="symlink")
         if not stat.S_ISREG(mode):
             raise UnsafePath("target is not a regular file", path=relpath)
-    return path
-
-
-def stage_ahead(root: Path, relpath: str, data: bytes, *, staging: StagingFolder) -> StagedFile:
-    """``data`` in a synced temp file in ``staging`` for a root-relative path, made before the write it belongs to
-    is journalled: it goes in the staging folder whatever renames out of it did (a store's open removes a crash's
-    leftovers there, and no journal would name one beside its target), and the target and its directories are not
-    touched (``aimed`` checks them once the write is journalled)."""
-    staged = StagedFile(root.joinpath(*_relative_parts(relpath)), staging=staging, ahead=True)
+    staged = StagedFile(path, staging=staging)
     try:
         staged.write(data)
-        staged.sync()
-        staged._close()
-    except BaseException:
-        staged.discard()
-        raise
-    return staged
-
-
-def aimed(staged: StagedFile, root: Path, relpath: str) -> StagedFile:
-    """A temp file of ``stage_ahead``, once its write is journalled: the target's directories created and the
-    target checked as ``stage_inside`` does (removed if the check fails), ready to install."""
-    try:
-        staged.path = _staging_target(root, relpath)
     except BaseException:
         staged.discard()
         raise

@@ -9,9 +9,7 @@ refused, history kept in git, outside edits noticed.
     record_rows  one record file as its catalog row; many of them parsed in worker processes
     index_ledger   what the search index has seen of the catalog
     outbox       the git outbox: publications waiting to become commits
-    publication  journal, install, acknowledge
-    journal      what a publication journals for each file (FileWrite)
-    recovery     what a crash left journalled, rolled forward or back
+    publication  journal, install, acknowledge; recovery rolls forward or back
     writes       plans of save_page and remember (claims, corrections, relationships)
     inputs       typed inputs of the write operations, and the edge rules every parser uses
     credentials  secrets refused at the door (detect-secrets and named patterns)

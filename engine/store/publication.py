@@ -29,16 +29,16 @@ next journalled, instead of two in a row.  Both orders recovery relies on hold: 
 before any of its files is touched (they are installed after that COMMIT), and a group's receipts are returned
 only once its acknowledgement is durable (after that COMMIT too).  A crash before the COMMIT leaves the first
 group journalled with its files and checkpoint, rolled forward by recovery, and the next one never journalled;
-after it, the next one journalled with none of its files installed yet, rolled forward or back like any.  That
-next group's temp files are begun in the staging folder inside the transaction, and written and synced while it
-commits (``_stage_ahead``): invisible until renamed, after the COMMIT; a crash's leftovers there are removed when
-the store opens.  Its checkpoint is begun as the COMMIT returns.
+after it, the next one journalled with none of its files installed yet, rolled forward or back like any.
 
-Recovery (store/recovery.py) finishes or undoes any journalled publication, so the store ends in a whole state.
+Recovery finishes or undoes any journalled publication: forward when every
+file holds either its old or its new bytes, back when someone else changed
+one of them meanwhile.  Either way the store ends in a whole state.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -52,15 +52,14 @@ from .answers import GitState, Receipt
 from .catalog import Catalog, PublishedRecord
 from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
-from ..core.faults import AHEAD, CHAINED, Faults
-from ..core.files import (UnsafePath, StagedFile, StagingFolder, aimed, ensure_dirs, fsync_dir, present_inside,
-                          resolve_inside, sha256_if_present, stage_ahead, stage_synced, stage_written)
+from ..core.faults import CHAINED, Faults
+from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside,
+                          remove_inside, resolve_inside, sha256_bytes, sha256_if_present, stage_synced, stage_written,
+                          write_inside)
 from ..core.syncfs import SyncPoint, file_system_sync
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
-from .journal import FileWrite, removal
-from .recovery import Recovery
 from .store import Store, partition_dir
-from ..vault.records import PRIVATE_SCOPE
+from ..vault.records import PRIVATE_SCOPE, Record
 
 # Installation order: evidence before what cites it, the ontology before the records it validates.
 ROLE_ORDER = {"source": 0, "descriptor": 1, "ontology": 2, "record": 3}
@@ -80,6 +79,33 @@ ALREADY: Any = object()  # ``Publisher._stage``: a file that holds what the plan
 # publication (25 ms at 50,000 of them, on every write that carries a requestId).
 APPLIED_BY_REQUEST = ("SELECT * FROM publications WHERE partition = ? AND request_id = ? "
                       "AND state != 'rolled_back' AND +state = 'applied'")
+
+
+@dataclass
+class FileWrite:
+    """One file a publication installs, with the bytes it replaces (None: a new file).
+
+    With ``removes`` it removes the file instead: ``base`` holds the bytes it removes (checked like any
+    write's base, and put back by a roll-back) and ``data`` is unused."""
+
+    path: str
+    role: str
+    data: bytes
+    record_id: str | None = None
+    revision: int | None = None
+    base: bytes | None = None
+    removes: bool = False
+    # A record's bytes as ``parse_record`` reads them, kept from rendering them (None: the catalog parses them).
+    read: Record | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def new_sha256(self) -> str | None:
+        """The sha256 of the bytes the file holds once installed; None: no file."""
+        return None if self.removes else sha256_bytes(self.data)
+
+    @property
+    def base_sha256(self) -> str | None:
+        return sha256_bytes(self.base) if self.base is not None else None
 
 
 @dataclass
@@ -109,9 +135,6 @@ class _Publication:
     # Paths found empty by the walk made just before the journal (``_check_installable``): the first comparison
     # of a new file, which the one right before its rename makes again (recovery compares every file afresh).
     absent: set[str] = field(default_factory=set)
-    # Temp files begun for its new files (by their index in ``writes``) while its journal was being committed
-    # (``_stage_ahead``); ``_stage`` takes those it installs, ``_drop_ahead`` removes the rest.
-    ahead: dict[int, Future[StagedFile]] = field(default_factory=dict)
 
 
 @dataclass
@@ -120,7 +143,6 @@ class Journalled:
     refused before or by their journal carry their ``error``."""
 
     publications: list[_Publication]
-    checkpoint: Future[None] | None = None  # begun once that transaction committed (``_checkpoint_beside``)
 
     def __len__(self) -> int:
         return len(self.publications)
@@ -137,21 +159,15 @@ def _outcome(work: Future[Any] | None) -> Exception | None:
     return None
 
 
-def _made_here(make: Callable[..., StagedFile], *args: Any) -> Future[StagedFile]:
-    """``make(*args)`` (``stage_synced``, ``stage_written``, ``_aimed_ahead``) on this thread, its outcome as a
-    future's."""
+def _made_here(stage: Callable[[Path, str, bytes], StagedFile], root: Path, relpath: str, data: bytes
+               ) -> Future[StagedFile]:
+    """``stage`` (``stage_synced`` or ``stage_written``) on this thread, its outcome as a future's."""
     made: Future[StagedFile] = Future()
     try:
-        made.set_result(make(*args))
+        made.set_result(stage(root, relpath, data))
     except Exception as exc:
         made.set_exception(exc)
     return made
-
-
-def _aimed_ahead(ahead: Future[StagedFile], root: Path, relpath: str) -> StagedFile:
-    """A temp file begun before its write was journalled (``Publisher._stage_ahead``), once made, its target
-    checked (``aimed``)."""
-    return aimed(ahead.result(), root, relpath)
 
 
 def _staged(asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None]]
@@ -168,10 +184,9 @@ def _staged(asked: list[tuple[_Publication, FileWrite, Future[StagedFile] | None
     return staged
 
 
-def _new_files(group: list[_Publication]) -> int:
-    """The files the publications of ``group`` not refused yet write (removals aside)."""
-    return sum(not write.removes for publication in group if publication.error is None
-               for write in publication.writes)
+def removal(path: str, role: str, base: bytes, record_id: str | None = None) -> FileWrite:
+    """A write that removes the file at ``path``, which holds ``base``."""
+    return FileWrite(path, role, b"", record_id, None, base, removes=True)
 
 
 def request_hash(operation: str, params: dict[str, Any]) -> str:
@@ -180,7 +195,7 @@ def request_hash(operation: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class Publisher(Recovery):
+class Publisher:
     def __init__(self, store: Store, catalog: Catalog, *, git_enabled: Callable[[], bool],
                  faults: Faults | None = None) -> None:
         self.store = store
@@ -281,14 +296,12 @@ class Publisher(Recovery):
         if isinstance(plans, Journalled):
             group = plans.publications
             live = [publication for publication in group if publication.error is None]
-            self._drop_ahead([publication for publication in group if publication.error is not None])
         else:
             group = self._checked(plans)
             live = self._journal_live(group)
         for _ in live:
             self.faults.reach("journaled")
-        # Begun as the journal's COMMIT returned, for a group journalled in the last one's acknowledgement.
-        checkpoint = plans.checkpoint if isinstance(plans, Journalled) else self._checkpoint_beside(live)
+        checkpoint = self._checkpoint_beside(live)
         directories: set[Path] = set()
         sync_error: Exception | None = None
         try:
@@ -315,7 +328,6 @@ class Publisher(Recovery):
         def journal_following() -> None:  # inside the acknowledging transaction
             assert following is not None
             chained.append(self._journal_following(following))
-            self._stage_ahead(chained[0])
 
         if installed:
             # Only a group acknowledged whole is followed: a refused member may be left journalled, for recovery.
@@ -329,11 +341,6 @@ class Publisher(Recovery):
                 installed = []
                 for publication in chained[0].publications if chained else []:  # journalled in that transaction
                     publication.error = publication.error or exc
-                    self._drop_ahead([publication])
-            else:
-                if chained:  # its journal is durable: its checkpoint may be written from now on, as a journal's
-                    chained[0].checkpoint = self._checkpoint_beside(
-                        [publication for publication in chained[0].publications if publication.error is None])
         for _ in installed:
             self.faults.reach("acknowledged")
         return ([publication.error or self._acknowledged_receipt(publication) for publication in group],
@@ -357,40 +364,6 @@ class Publisher(Recovery):
         for _ in self._journal_live(group):
             self.faults.reach(CHAINED)
         return Journalled(group)
-
-    def _stage_ahead(self, journalled: Journalled) -> None:
-        """Begin the temp files of ``journalled``, in an acknowledging transaction not yet committed, on the sync
-        threads: they are written and synced while that transaction commits, instead of after it.
-
-        Safe because a temp file is invisible until renamed, and these are renamed only once that COMMIT returned
-        and each target was compared with its base (``_stage``), as any; made in the staging folder, whatever a
-        crash leaves of them is removed when the store next opens (``StagingFolder.remove_leftovers``), though no
-        journal names them.  Without a staging folder, or for a group whose files are made durable by one sync of
-        their file system (``_sync_point``), the temp files are made after the COMMIT as before."""
-        staging = self.store.staging
-        group = [publication for publication in journalled.publications if publication.error is None]
-        if staging is None or not staging.usable or (self._syncfs is not None and _new_files(group) >= SYNCFS_FILES):
-            return
-        for publication in group:
-            partition = publication.plan.partition
-            publication.ahead = {index: self._beside(self._made_ahead, staging, self._root(partition, write), write)
-                                 for index, write in enumerate(publication.writes) if not write.removes}
-
-    def _made_ahead(self, staging: StagingFolder, root: Path, write: FileWrite) -> StagedFile:
-        """On a sync thread: one temp file of ``_stage_ahead``, written and synced."""
-        staged = stage_ahead(root, write.path, write.data, staging=staging)
-        self.faults.reach(AHEAD)
-        return staged
-
-    @staticmethod
-    def _drop_ahead(group: list[_Publication]) -> None:
-        """Remove the temp files begun ahead for ``group`` (``_stage_ahead``) and not taken by its installation,
-        once each is made: a publication refused, a file already as planned."""
-        for publication in group:
-            for work in publication.ahead.values():
-                if _outcome(work) is None:
-                    work.result().discard()
-            publication.ahead = {}
 
     def _journal_live(self, group: list[_Publication]) -> list[_Publication]:
         """Journal the publications of ``group`` not refused yet, in one transaction; those the journal
@@ -440,10 +413,8 @@ class Publisher(Recovery):
                 "new_sha256, new_bytes, base_sha256, base_bytes, removes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 files)
 
-    def _complete(self, row: Any, writes: list[FileWrite]) -> None:
-        """Steps 3 to 5 for the journalled publication ``row`` (recovery rolls one forward with this)."""
-        publication = _Publication(Plan(row["partition"], row["operation"], row["request_id"], row["request_hash"],
-                                        row["agent"], writes), writes, seq=row["seq"], publication_id=row["id"])
+    def _complete(self, publication: _Publication) -> None:
+        """Steps 3 to 5 for one journalled publication (recovery rolls one forward with this)."""
         directories: set[Path] = set()
         self._install(publication, directories)
         self._report_installed([publication], directories)
@@ -498,7 +469,6 @@ class Publisher(Recovery):
             for _, _, work in asked:
                 if work is not None and _outcome(work) is None and not work.result().settled:
                     work.result().discard()
-            self._drop_ahead(group)
 
     def _stage(self, publication: _Publication, folders: set[tuple[Path, str]], *, here: bool, synced: bool = True
                ) -> list[tuple[FileWrite, Future[StagedFile] | None]]:
@@ -511,7 +481,7 @@ class Publisher(Recovery):
         partition = publication.plan.partition
         staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:
-            for index, write in enumerate(publication.writes):
+            for write in publication.writes:
                 current = None if write.path in publication.absent else self._current_sha(partition, write)
                 if current == write.new_sha256:
                     if not write.removes:
@@ -530,9 +500,7 @@ class Publisher(Recovery):
                 if parent and (root, parent) not in folders:
                     ensure_dirs(root, parent)  # here, not on two sync threads at once
                     folders.add((root, parent))
-                if index in publication.ahead:  # begun while its journal was committed (``_stage_ahead``)
-                    staged.append((write, _made_here(_aimed_ahead, publication.ahead.pop(index), root, write.path)))
-                elif here and not any(isinstance(work, Future) for _, work in staged):
+                if here and not any(isinstance(work, Future) for _, work in staged):
                     staged.append((write, _made_here(stage, root, write.path, write.data)))
                 else:
                     staged.append((write, self._beside(stage, root, write.path, write.data)))
@@ -546,7 +514,11 @@ class Publisher(Recovery):
     def _sync_point(self, group: list[_Publication]) -> SyncPoint | None:
         """The vault's file system, to be synced once for a group of ``SYNCFS_FILES`` new files or more; None: each
         file is fsynced as it is written (a smaller group, no ``syncfs`` here, or the store's folder unreadable)."""
-        if self._syncfs is None or _new_files(group) < SYNCFS_FILES:
+        if self._syncfs is None:
+            return None
+        files = sum(not write.removes for publication in group if publication.error is None
+                    for write in publication.writes)
+        if files < SYNCFS_FILES:
             return None
         try:
             return SyncPoint(self.store.root, self._syncfs)
@@ -728,3 +700,90 @@ class Publisher(Recovery):
             return sha256_if_present(self._root(partition, write), write.path)
         except UnsafePath:
             return "unsafe"
+
+    def _roll_back(self, seq: int, partition: str, writes: list[FileWrite], *, reason: str) -> bool:
+        """Undo what was installed; a file someone else changed meanwhile is left alone.
+
+        Returns False (and leaves the publication journalled, blocking reads
+        until recovery) when the disk refuses the undo.
+        """
+        try:
+            for write in reversed(writes):
+                root = self._root(partition, write)
+                if self._current_sha(partition, write) != write.new_sha256:
+                    continue
+                if write.base is None:
+                    remove_inside(root, write.path)
+                    continue
+                try:
+                    write_inside(root, write.path, write.base, check=lambda: self._expect_ours(partition, write),
+                                 staging=self.store.staging)
+                except Conflict:
+                    continue  # edited since the comparison above: left as edited
+            # The manifest's checkpoint goes back before the journal says rolled back: a manifest that cannot
+            # be written (moved away, a full disk) leaves the publication pending, which the manifest may still
+            # name, and recovery finishes the undo later; the other order left a checkpoint no journal entry
+            # explains, and the store unavailable for good.
+            self.store.set_checkpoint(self.store.applied_checkpoint())
+            with self.db.atomic():
+                self.db.execute(
+                    "UPDATE publications SET state = 'rolled_back', finished_at = ?, detail = ? WHERE seq = ?",
+                    (format_timestamp(utc_now()), reason[:500], seq),
+                )
+        except (OSError, KnowledgeError):
+            return False
+        return True
+
+    # --- recovery --------------------------------------------------------------------
+
+    def _remove_leftover_temp_files(self, partition: str, writes: list[FileWrite]) -> None:
+        """A crash in the middle of an atomic write leaves its hidden temp file (``.<name>.<pid>-<n>.tmp``)
+        beside the target; recovery removes those of the publication's own files and of the manifest."""
+        targets = [(self.store.root, self.store.manifest_path.name)]
+        for write in writes:
+            root = self._root(partition, write)
+            parent, _, name = write.path.rpartition("/")
+            try:
+                targets.append((resolve_inside(root, parent) if parent else root, name))
+            except (UnsafePath, KnowledgeError):
+                continue
+        for directory, name in targets:
+            for leftover in directory.glob(f".{glob.escape(name)}.*.tmp"):
+                try:
+                    leftover.unlink()
+                except OSError:
+                    pass
+
+    def recover(self) -> list[dict[str, Any]]:
+        """Roll every journalled publication forward or back; returns what happened to each."""
+        outcomes = []
+        for row in self.db.all("SELECT * FROM publications WHERE state = 'journaled' ORDER BY seq"):
+            seq, partition = row["seq"], row["partition"]
+            writes = [
+                FileWrite(path=f["path"], role=f["role"], data=f["new_bytes"] or b"", record_id=f["record_id"],
+                          revision=f["revision"], base=f["base_bytes"], removes=bool(f["removes"]))
+                for f in self.db.all(
+                    "SELECT * FROM publication_files WHERE publication_seq = ? ORDER BY ordinal", (seq,)
+                )
+            ]
+            foreign = [
+                write.path for write in writes
+                if self._current_sha(partition, write) not in (write.new_sha256, write.base_sha256)
+            ]
+            outcome = {"publicationId": row["id"], "requestId": row["request_id"]}
+            self._remove_leftover_temp_files(partition, writes)
+            if foreign:
+                done = self._roll_back(seq, partition, writes,
+                                       reason=f"files changed outside the engine: {', '.join(foreign)}")
+                outcome["outcome"] = "rolled_back" if done else "pending"
+            else:
+                plan = Plan(partition, row["operation"], row["request_id"], row["request_hash"], row["agent"],
+                            writes)
+                try:
+                    self._complete(_Publication(plan, writes, seq=seq, publication_id=row["id"]))
+                    outcome["outcome"] = "rolled_forward"
+                except (OSError, KnowledgeError) as exc:
+                    done = self._roll_back(seq, partition, writes, reason=str(exc))
+                    outcome["outcome"] = "rolled_back" if done else "pending"
+            outcomes.append(outcome)
+        return outcomes

@@ -1,15 +1,13 @@
 """A writer process for the crash tests of chained groups: two groups published on one turn of the lane.
 
-    python -m tests.engine.chain_writer STATE_DIR TOKEN_FILE [--ahead-first]
+    python -m tests.engine.chain_writer STATE_DIR TOKEN_FILE
 
 A seed page makes the store (publication 1).  Then, with the lane held, four writes are queued: pages Dana
 and Northwind, and a claim about each.  The claims depend on the pages, so the pages are published as one
 group (publications 2 and 3) and the claims, planned while that group is acknowledged, are journalled in its
 acknowledging transaction and published next (4 and 5).  Each acknowledged receipt is printed as one JSON line,
 flushed, by the thread that got it.  The parent sets ``KNOWLEDGE_FAULT`` to have the engine SIGKILL this process
-at a chosen step.  With ``--ahead-first`` the pages' acknowledging transaction commits only once the claims' temp
-files, begun inside it (``Publisher._stage_ahead``), are all made: a kill at ``ahead:<n>`` then lands before that
-COMMIT, and one at ``journaled:4`` after it with every temp file made.
+at a chosen step.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from typing import Any, Callable
 from engine.access.authority import AgentCaller
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from engine.store.publication import Journalled, Publisher
 from tests.helpers import queued_behind_held_lane
 
 PAGES = [{"requestId": "page-dana", "type": "person", "title": "Dana", "body": "Dana runs operations."},
@@ -33,23 +30,8 @@ CLAIMS = [{"requestId": f"claim-{subject.lower()}", "subject": subject, "items":
     for subject in ("Dana", "Northwind")]
 
 
-def _ahead_first() -> None:
-    """Have each acknowledging transaction wait, before it commits, for the temp files begun ahead in it."""
-    stage_ahead = Publisher._stage_ahead
-
-    def made_before_the_commit(publisher: Publisher, journalled: Journalled) -> None:
-        stage_ahead(publisher, journalled)
-        for publication in journalled.publications:
-            for work in publication.ahead.values():
-                work.exception()
-
-    Publisher._stage_ahead = made_before_the_commit  # type: ignore[method-assign]
-
-
 def main() -> None:
     state, token_file = StateDir(Path(sys.argv[1])), Path(sys.argv[2])
-    if "--ahead-first" in sys.argv[3:]:
-        _ahead_first()
     caller = AgentCaller(token_file.read_text(encoding="utf-8").strip(), {"kind": "owner-private"})
     printed = threading.Lock()
     with Engine(state, watch=False) as engine:

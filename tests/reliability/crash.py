@@ -6,9 +6,8 @@ A real engine process (``knowledge serve --port 0``) serves several agents (two 
 stores, each with a private and a conversation partition), each writing pages, page revisions,
 claims (some correcting earlier ones) and attachments.  The harness kills the engine with SIGKILL:
 half the time after a random delay, half the time at a chosen publication step through
-``KNOWLEDGE_FAULT=<step>:<n>`` (journaled, installed, checkpointed, catalogued, chained, ahead, acknowledged, in
-turn; ``chained``: inside a group's acknowledging transaction once the next group is journalled in it;
-``ahead``: one of that next group's temp files made, begun before that transaction commits).  After
+``KNOWLEDGE_FAULT=<step>:<n>`` (journaled, installed, checkpointed, catalogued, chained, acknowledged, in turn;
+``chained``: inside a group's acknowledging transaction once the next group is journalled in it).  After
 each restart, before the agents reconnect, every receipt acknowledged since the previous check is
 read back exactly over the socket; the agents then retry their unanswered requests with the same
 requestId.  At the end ``checks.verify`` checks every acknowledged receipt against the vault, the
@@ -35,7 +34,7 @@ from .harness import (
     register_agents,
 )
 
-POINTS = ("journaled", "installed", "checkpointed", "catalogued", "chained", "ahead", "acknowledged")
+POINTS = ("journaled", "installed", "checkpointed", "catalogued", "chained", "acknowledged")
 FAULT_WAIT_S = 20.0  # a fault the writers do not reach by then is replaced by a SIGKILL
 
 

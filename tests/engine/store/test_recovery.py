@@ -209,13 +209,13 @@ def test_recovery_removes_the_temp_files_an_interrupted_atomic_write_left(tmp_pa
     assert someone_elses.exists()
 
 
-def run_chain_writer(state: StateDir, token_file: Path, fault: str | None, *options: str) -> tuple[int, list[dict]]:
+def run_chain_writer(state: StateDir, token_file: Path, fault: str | None) -> tuple[int, list[dict]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("KNOWLEDGE_FAULT", None)
     if fault:
         env["KNOWLEDGE_FAULT"] = fault
     completed = subprocess.run(
-        [sys.executable, "-m", "tests.engine.chain_writer", str(state.root), str(token_file), *options],
+        [sys.executable, "-m", "tests.engine.chain_writer", str(state.root), str(token_file)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )
     acknowledged = [json.loads(line) for line in completed.stdout.splitlines() if line.strip()]
@@ -253,39 +253,6 @@ def test_sigkill_around_a_group_journalled_in_the_last_ones_acknowledgement_leav
     assert states == {"applied": applied}
     # The pages' receipts are returned only once their acknowledgement, which the claims' journal shares, is
     # committed; the claims' only once theirs is, after each kill point here.
-    answered = {entry["params"]["requestId"] for entry in acknowledged}
-    assert answered - {"page-seed"} <= ({"page-dana", "page-northwind"} if applied == 5 else set())
-
-
-# The claims' temp files (a source, a descriptor and a claim each: six) are begun on the sync threads inside the
-# pages' acknowledging transaction; with ``--ahead-first`` that transaction commits once all six are made.
-AHEAD_FAULTS = {
-    # the first or the last of them made, the transaction not committed: as at ``chained``, and the temp files
-    # made meanwhile are in the staging folder, named by no journal
-    "ahead:1": ({"rolled_forward": 2}, 3),
-    "ahead:6": ({"rolled_forward": 2}, 3),
-    # that transaction committed: the claims journalled, their six temp files made and none renamed
-    "journaled:4": ({"rolled_forward": 2}, 5),
-}
-
-
-@pytest.mark.parametrize("fault", AHEAD_FAULTS)
-def test_sigkill_with_the_next_groups_temp_files_made_ahead_of_its_journals_commit_leaves_whole_writes(tmp_path,
-                                                                                                      fault):
-    state = StateDir(tmp_path / "state")
-    token, token_file = register_owner(state, tmp_path)
-    code, acknowledged = run_chain_writer(state, token_file, fault, "--ahead-first")
-    assert code == -signal.SIGKILL, f"the writer was not killed at {fault}"
-    left = temp_files_left(only_store(state))
-    assert left and all(path.parent.name == "staging" for path in left)  # made ahead, in the staging folder
-    caller = AgentCaller(token, {"kind": "owner-private"})
-    with Engine(state, watch=False) as engine:
-        runtime = engine.runtime(engine.registry.own_store_of("main"))
-        outcomes = [outcome["outcome"] for outcome in runtime.recovered]
-    recovered, applied = AHEAD_FAULTS[fault]
-    assert {outcome: outcomes.count(outcome) for outcome in set(outcomes)} == recovered
-    states = check_whole_state(state, caller, acknowledged)  # no temp file left among its checks
-    assert states == {"applied": applied}
     answered = {entry["params"]["requestId"] for entry in acknowledged}
     assert answered - {"page-seed"} <= ({"page-dana", "page-northwind"} if applied == 5 else set())
 
