@@ -29,7 +29,7 @@ from ..common.models import Column, Row, RowsModel
 from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, plain_label, table, unread_text
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
-from .words import ago, conflict_html, conflict_kind, count, remote_state, revision
+from .words import ago, conflict_html, conflict_kind, conflict_name, count, remote_state, revision
 
 Clock = Callable[[], datetime]
 LOADING = "Loading…"
@@ -52,8 +52,9 @@ def remote_columns(now: Clock) -> list[Column]:
 
 def conflict_columns(now: Clock) -> list[Column]:
     return [
-        Column("File", lambda c: (c.get("standing") or {}).get("path"), stretch=True,
-               tooltip=lambda c: f"Record {c['recordId']}" if c.get("recordId") else "A file that is no record"),
+        Column("Record", lambda c: c.get("title") or (c.get("standing") or {}).get("path"), stretch=True,
+               tooltip=lambda c: (f"Record {c['recordId']}" if c.get("recordId") else "A file that is no record")
+               + (f" ({(c.get('standing') or {}).get('path')})" if c.get("title") else "")),
         Column("Stands", lambda c: revision(c.get("standing")), tooltip=lambda c: conflict_kind(c)),
         Column("Remote", lambda c: c.get("remote")),
         Column("Met", lambda c: ago(c.get("at"), now())),
@@ -360,8 +361,8 @@ class SyncView(QWidget):
             return
 
         def done(_: Any) -> None:
-            what = conflict.get("recordId") or (conflict.get("standing") or {}).get("path")
-            self.sig_status_reported.emit(f"Conflict on {what} dismissed; both versions stay in its history.")
+            self.sig_status_reported.emit(f"Conflict on {conflict_name(conflict)} dismissed; both versions stay in "
+                                          "its history.")
             self.refresh()
 
         self.tasks.request("operator/dismissSyncConflict", {"store": store["storeId"], "id": conflict["id"]}, done,

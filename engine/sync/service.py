@@ -22,7 +22,7 @@ from ..core.methods import Method
 from ..core.params import NO_PARAMS, Params, Value
 from ..state.registry import StoreRecord
 from .clone import CLONE, SyncCloned, SyncEngine, clone_store
-from .install import removals_made, waiting_conflicts
+from .install import named_as_history, removals_made, waiting_conflicts
 from .remotes import CHOOSE_STORE, DEFAULT_AGENT, check_remote_name, read_remotes
 from .round import read_machine_id, read_status
 from .status import StoreSyncStatus, SyncRemoteStatus, SyncStatus
@@ -94,7 +94,8 @@ def sync_status(engine: SyncEngine) -> SyncStatus:
             entry["remotes"] = [_interrupted(status) if status["state"] == "syncing" and not running else status
                                 for status in read_status(record)]
             conflicts, removed = engine.maintain(record, lambda runtime: (
-                waiting_conflicts(runtime.store.db), removals_made(runtime.store.db)))
+                named_as_history(runtime.catalog, waiting_conflicts(runtime.store.db)),
+                removals_made(runtime.store.db)))
             entry["conflicts"], entry["conflictsWaiting"] = conflicts, len(conflicts)
             if removed:
                 entry["removed"] = removed
