@@ -232,7 +232,8 @@ def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltes
         view.show_tab(log)
     assert log.log_model.rowCount() == 6 and "6 turns (6 shadow)" in log.summary.text()
     outcomes = [log.log_model.data(log.log_model.index(row, 3)) for row in range(6)]
-    assert all(outcome.startswith("shadow (would: ") for outcome in outcomes)
+    assert set(outcomes) <= {"would inject", "would send a skip hint", "would add nothing"}, outcomes
+    assert log.log_model.index(0, 3).data(0x03).startswith("Shadow mode: nothing was injected; live mode would ")
 
     first = log.log_model.row(0)   # the newest turn: "blue-green deployment for atlas"
     log.log_table.selectRow(0)
@@ -537,3 +538,18 @@ def test_the_tuning_tab_never_draws_a_chart_over_the_threshold_line_in_a_small_w
     assert bottom(tuning.scores_chart) < min(top(tuning.threshold_box), top(tuning.figures))
     assert bottom(tuning.figures) < top(tuning.pages_chart) and bottom(tuning.pages_chart) < top(tuning.table)
     assert tuning.figures.height() >= tuning.figures.heightForWidth(tuning.figures.width())  # its lines whole
+
+
+def test_the_shadow_logs_outcome_reads_whole_in_a_small_window(qtbot, gate_engine, tasks) -> None:
+    view = GateView(tasks)
+    qtbot.addWidget(view)
+    view.resize(760, 600)  # the view's size in a 1024x700 window
+    view.show()
+    log = view.log
+    with qtbot.waitSignals([log.sig_stats_loaded, log.log_model.sig_page_loaded], timeout=10_000):
+        view.set_agent("main")
+        view.show_tab(log)
+    table, titles = log.log_table, [column.title for column in log.log_model.columns]
+    outcome = titles.index("Outcome")
+    qtbot.waitUntil(lambda: table.horizontalHeader().sectionSize(outcome) >= table.sizeHintForColumn(outcome),
+                    timeout=5_000)  # never "shadow (would: inje…)" beside a Mode column saying shadow

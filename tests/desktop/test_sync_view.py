@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from PySide6.QtGui import QPalette
 
 from desktop.main_window import MainWindow
 from desktop.sync.view import LOADING, SyncView
@@ -271,3 +272,19 @@ def test_a_round_that_failed_is_said_as_a_problem_never_as_synced(qtbot, view, f
         view.sync_button.click()
     assert raised.args[0].startswith(f"Sync of {view.store()['storeId']}: 2 of 2 remotes failed: nas: Failing since ")
     assert "the remote could not be reached" in raised.args[0] and reported == []
+
+
+def test_the_conflict_panes_hint_wraps_in_a_small_window_rather_than_being_cut(qtbot, view) -> None:
+    view.resize(760, 600)  # the view's size in a 1024x700 window
+    view.show()
+    view.conflicts_table.clearSelection()
+    view.details.clear()
+    qtbot.waitUntil(lambda: view.details.isVisible() and view.details.width() < 400, timeout=5_000)
+    hint = view.details.placeholderText()
+    width = view.details.viewport().width()
+    assert view.details.fontMetrics().horizontalAdvance(hint) > width, "the hint is longer than the pane is wide"
+    image = view.details.viewport().grab().toImage()
+    base = view.details.palette().color(QPalette.ColorRole.Base).rgb()
+    inked = [y for y in range(image.height()) if any(image.pixel(x, y) != base for x in range(image.width()))]
+    first_line = view.details.document().documentMargin() + view.details.fontMetrics().lineSpacing()
+    assert inked and max(inked) > first_line + 2, "its words go on below the first line"
