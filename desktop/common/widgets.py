@@ -427,7 +427,10 @@ class CheckedDialog(QDialog):
         self.problem.setWordWrap(True)
         self.problem.hide()
         self.form = QFormLayout(self)
-        self.form.addRow(plain_label(explanation))
+        self.explanation = plain_label(explanation)
+        self.explanation.setWordWrap(True)  # within the dialog's width, whatever its length
+        self._fields: list[QWidget] = []
+        self.form.addRow(self.explanation)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText(ok_text)
         self.buttons.rejected.connect(self.reject)
@@ -435,8 +438,17 @@ class CheckedDialog(QDialog):
         self.form.addRow(self.buttons)
 
     def add_field(self, label: str, field: QWidget) -> None:
-        """A labelled field, above the problem line and the buttons."""
+        """A labelled field, above the problem line and the buttons; the first has the focus when the dialog
+        opens (the buttons were made first, so Qt would give it to them), and Tab goes down the fields."""
         self.form.insertRow(self.form.rowCount() - 2, label, field)
+        if field.focusPolicy() == Qt.FocusPolicy.NoFocus:
+            return
+        if self._fields:
+            QWidget.setTabOrder(self._fields[-1], field)
+        else:
+            field.setFocus()
+        QWidget.setTabOrder(field, self.buttons)
+        self._fields.append(field)
 
     def show_problem(self, message: str) -> None:
         self.problem.setText(message)

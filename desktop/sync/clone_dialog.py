@@ -28,7 +28,8 @@ DEFAULT_AGENT = "main"
 def cloned_text(cloned: dict[str, Any], url: str) -> str:
     """What the message bar says of a clone that finished: the store, the agent's authority, the records."""
     said = (f"Store {cloned['storeId']} cloned from {url} for agent {cloned['agent']}: "
-            f"{cloned['records']:,} record{'' if cloned['records'] == 1 else 's'} current.")
+            f"{cloned['records']:,} record{'' if cloned['records'] == 1 else 's'} current (pages, claims and the "
+            "relationships between them).")
     if not cloned["owner"]:
         said += (f" {cloned['agent']} has no owner authority here: it reads its conversations, not the private "
                  "partition.")

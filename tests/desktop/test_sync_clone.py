@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
 from desktop.sync.clone_dialog import CloneDialog
@@ -117,3 +118,21 @@ def test_a_clone_refused_says_why_in_plain_words_keeps_the_dialog_open_and_chang
     assert "secret" not in dialog.problem.text()
     assert dialog.isVisible() and dialog.url.isEnabled() and dialog.url.text() == asked  # open to correct
     assert what_exists(served_engine, gui_thread_guard) == before
+
+
+def test_the_clone_dialog_reads_whole_and_opens_with_the_url_to_type(qtbot, view) -> None:
+    view.clone_button.click()
+    dialog = view.clone_dialog
+    qtbot.waitExposed(dialog)
+    explanation = dialog.explanation
+    assert explanation.geometry().right() <= dialog.contentsRect().right()
+    assert explanation.height() >= explanation.heightForWidth(explanation.width())  # every line shown
+    qtbot.waitUntil(lambda: dialog.focusWidget() is dialog.url, timeout=5_000)
+    qtbot.keyClicks(dialog.focusWidget(), "/srv/notes.git")
+    assert dialog.url.text() == "/srv/notes.git"
+    order, widget = [dialog.url], dialog.url
+    while len(order) < 5:  # Tab's order: the next widget in the chain that takes the focus by it
+        widget = widget.nextInFocusChain()
+        if widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
+            order.append(widget)
+    assert order == [dialog.url, dialog.agent, dialog.owner, dialog.store_id, dialog.remote_name]
