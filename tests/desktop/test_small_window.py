@@ -231,3 +231,16 @@ def test_the_window_opens_within_the_screen_it_is_on(tmp_path, screen, expected)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert tuple(int(n) for n in done.stdout.split()[-2:]) == expected, done.stdout
+
+
+def test_the_search_summary_keeps_the_lists_width_beside_the_models_link_in_a_small_window(qtbot, window) -> None:
+    window.resize(1008, 720)  # the window on a 1024x768 screen
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    records.modes.setCurrentIndex(2)
+    records.query.setText("Northwind")
+    with qtbot.waitSignal(records.search_model.sig_page_loaded, timeout=10_000):
+        records.search()
+    qtbot.waitUntil(lambda: records.models_link.isVisible(), timeout=5_000)  # no embedding model here
+    summary, listing = records.search_summary, records.search_table
+    qtbot.waitUntil(lambda: summary.width() >= listing.width() - 2, timeout=5_000)  # not a column of a few words
