@@ -69,7 +69,7 @@ DECISION_COLUMNS = [
     Column("Score", lambda d: d.get("score") if d.get("score") is not None else d.get("answer", "-"),
            align_right=True),
     Column("Tier", lambda d: d.get("tier")),
-    Column("Record", lambda d: d.get("id")),
+    Column("Record", lambda d: d.get("title") or d.get("id"), tooltip=lambda d: d.get("id")),
 ]
 HISTOGRAM_COLUMNS = [
     Column("From", lambda b: b.get("from"), align_right=True),

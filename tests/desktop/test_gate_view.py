@@ -240,6 +240,10 @@ def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltes
     assert log.decisions_model.rowCount() == len(first["decisions"]) > 0
     tiers = {log.decisions_model.data(log.decisions_model.index(n, 1)) for n in range(log.decisions_model.rowCount())}
     assert "high" in tiers
+    # Each page by its title, the id on hover: never a column of pg_01… ids to read.
+    shown_pages = [log.decisions_model.index(n, 2) for n in range(log.decisions_model.rowCount())]
+    assert "Atlas Migration" in [index.data() for index in shown_pages]
+    assert [index.data(0x03) for index in shown_pages] == [d["id"] for d in first["decisions"]]
     blocker = wait_for_signal(qtbot, view.sig_record_requested,
                               lambda: log.decisions_table.activated.emit(log.decisions_model.index(0, 0)))
     assert blocker.args == [first["decisions"][0]["id"]]
