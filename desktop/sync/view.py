@@ -27,11 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import Column, Row, RowsModel
+from ..common.times import brief_ago, exact_time
 from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, plain_label, table, unread_text
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
 from .clone_dialog import CloneDialog, cloned_text
-from .words import ago, conflict_html, conflict_kind, conflict_name, count, remote_state, revision
+from .words import conflict_html, conflict_kind, conflict_name, count, remote_state, revision
 
 Clock = Callable[[], datetime]
 LOADING = "Loading…"
@@ -59,9 +60,12 @@ def conflict_columns(now: Clock) -> list[Column]:
         Column("Record", lambda c: c.get("title") or (c.get("standing") or {}).get("path"), stretch=True,
                tooltip=lambda c: (f"Record {c['recordId']}" if c.get("recordId") else "A file that is no record")
                + (f" ({(c.get('standing') or {}).get('path')})" if c.get("title") else "")),
-        Column("Stands", lambda c: revision(c.get("standing")), tooltip=lambda c: conflict_kind(c)),
+        # The revision and the time read whole in a 1024-wide window ("revision 1.2", "4 min ago"); the title
+        # gives way, and reads whole on hover and in the details.
+        Column("Stands", lambda c: revision(c.get("standing")), tooltip=lambda c: conflict_kind(c), whole=True),
         Column("Remote", lambda c: c.get("remote")),
-        Column("Met", lambda c: ago(c.get("at"), now())),
+        Column("Met", lambda c: brief_ago(c.get("at"), now()), whole=True,
+               tooltip=lambda c: exact_time(c.get("at"), now())),
     ]
 
 
