@@ -244,3 +244,16 @@ def test_the_search_summary_keeps_the_lists_width_beside_the_models_link_in_a_sm
     qtbot.waitUntil(lambda: records.models_link.isVisible(), timeout=5_000)  # no embedding model here
     summary, listing = records.search_summary, records.search_table
     qtbot.waitUntil(lambda: summary.width() >= listing.width() - 2, timeout=5_000)  # not a column of a few words
+
+
+def test_a_models_name_and_variant_read_whole_in_a_small_window(qtbot, window) -> None:
+    window.resize(1008, 720)  # the window on a 1024x768 screen
+    models = window.models_view
+    wait_for_signal(qtbot, models.sig_content_loaded, lambda: window.show_view(window.views.index(models)))
+    listing = models.available_table  # the catalogue (nothing is installed in the demo)
+    titles = [column.title for column in listing.model().columns]
+    assert listing.model().rowCount() > 1
+    for name in ("Model", "Variant"):  # never "gte-reranker-…" four times over
+        column = titles.index(name)
+        qtbot.waitUntil(lambda: listing.horizontalHeader().sectionSize(column) >= listing.sizeHintForColumn(column),
+                        timeout=5_000)
