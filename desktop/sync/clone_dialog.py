@@ -132,7 +132,13 @@ class CloneDialog(CheckedDialog):
             self.sig_cloned.emit(job.get("result") or {})
             self.accept()
             return
-        self._on_refused((job.get("error") or {}).get("message") or "the engine gave no reason")
+        error = job.get("error") or {}
+        if error.get("reason") == "unreachable":  # the engine went away: what it did meanwhile is not known here
+            self._set_running(False)
+            self.show_problem(f"The engine could not be asked how the clone ended: {error.get('message')}. Sync "
+                              "shows the store once the engine is back, if the clone made it.")
+            return
+        self._on_refused(error.get("message") or "the engine gave no reason")
 
     def _on_refused(self, message: str) -> None:
         self._set_running(False)

@@ -136,3 +136,12 @@ def test_the_clone_dialog_reads_whole_and_opens_with_the_url_to_type(qtbot, view
         if widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
             order.append(widget)
     assert order == [dialog.url, dialog.agent, dialog.owner, dialog.store_id, dialog.remote_name]
+
+
+def test_a_clone_whose_engine_went_away_does_not_say_nothing_was_created(qtbot, view) -> None:
+    view.clone_button.click()
+    dialog = view.clone_dialog
+    dialog.watcher.sig_job_finished.emit({"id": "job_1", "state": "failed", "error": {
+        "reason": "unreachable", "message": "the connection to the engine was lost"}})  # as a failed poll ends it
+    assert dialog.problem.text().startswith("The engine could not be asked how the clone ended: the connection")
+    assert "Nothing was created" not in dialog.problem.text() and dialog.isVisible() and not dialog.running
