@@ -58,6 +58,14 @@ from .vocabulary.view import VocabularyView
 LIVE_GATHER_MS = 300  # changes arriving within this long share one reload: at most about three a second
 NO_AGENTS_TEXT = "No agents yet: add one with Add agent… (Ctrl+N)."
 COUNTED_TOPICS = {"publications", "stores", "grants", "jobs", "models"}  # the changes that can move a sidebar count
+DEFAULT_SIZE = QSize(1280, 800)
+FRAME_ROOM = QSize(16, 48)  # a window manager's borders and title bar, outside the size a window is given
+
+
+def fitted(wanted: QSize, available: QSize) -> QSize:
+    """``wanted``, made smaller where the screen's free area (less a frame's room) is: a window opened on a
+    1024x768 screen fits on it rather than running off its right and bottom edges."""
+    return wanted.boundedTo(available - FRAME_ROOM)
 
 
 class MainWindow(QMainWindow):
@@ -77,7 +85,7 @@ class MainWindow(QMainWindow):
         self.handle: launcher.EngineHandle | None = None
         self.agent: str | None = None
         self.setWindowTitle(f"Knowledge Desk — {state.root}")
-        self.resize(QSize(1280, 800))
+        self.resize(fitted(DEFAULT_SIZE, self.screen().availableGeometry().size()))
 
         self.agents_view = AgentsView(tasks)
         self.records_view = RecordsView(tasks, settings=self.theme.settings)

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from PySide6.QtCore import QAbstractItemModel, QEvent, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QAbstractItemModel, QEvent, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPalette, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
@@ -186,6 +186,7 @@ class Chart(QWidget):
             self.layout().addWidget(self.plot)
             self.plot.setVisible(True)   # made while its chart is being shown, so Qt would leave it hidden
             self._empty = pg.TextItem("No data yet", anchor=(0.5, 0.5))
+            self.plot.getPlotItem().getViewBox().sigResized.connect(lambda *_: self.fit_labels())
             if self._handle is not None:
                 self._make_handle(*self._handle)
             if self._cursor is not None:
@@ -209,10 +210,10 @@ class Chart(QWidget):
         for number, marker in enumerate(self.markers):
             line = pg.InfiniteLine(pos=marker.x, angle=90, movable=False,
                                    pen=pg.mkPen(text, width=1, style=Qt.PenStyle.DashLine), label=marker.label,
-                                   labelOpts={"position": 0.8 - 0.12 * number, "color": text,
-                                              "anchors": [_label_side(marker.x)] * 2})
+                                   labelOpts={"position": 0.8 - 0.12 * number, "color": text})
             item.addItem(line)
             self._marker_lines.append(line)
+        self.fit_labels()
 
     def add_handle(self, value: float, label: str = "{value:.2f}", tooltip: str = "") -> None:
         """A vertical line the owner drags along 0..1 (``sig_handle_moved``); one per chart."""
@@ -223,18 +224,33 @@ class Chart(QWidget):
     def _make_handle(self, value: float, label: str, tooltip: str) -> None:
         pg = _pg()
         line = pg.InfiniteLine(pos=value, angle=90, movable=True, bounds=(0.0, 1.0), label=label,
-                               labelOpts={"position": 0.96, "anchors": [_label_side(value)] * 2})
+                               labelOpts={"position": 0.96})
         line.setCursor(Qt.CursorShape.SizeHorCursor)
         line.setToolTip(tooltip)
         line.sigPositionChanged.connect(self._on_handle_moved)
         self.plot.getPlotItem().addItem(line)
         self._handle_line = line
+        self.fit_labels()
 
     def _on_handle_moved(self, line: Any) -> None:
         self._handle = (line.value(), *self._handle[1:]) if self._handle else None
-        line.label.anchors = [_label_side(line.value())] * 2
-        line.label.updatePosition()
+        self.fit_labels()
         self.sig_handle_moved.emit(float(line.value()))
+
+    def fit_labels(self) -> None:
+        """Put each line's label on the side of its line where it has room inside the plot: to the right, or to
+        the left when the plot is too narrow on that side (a small window), never cut at the plot's edge."""
+        if self.plot is None:
+            return
+        box = self.plot.getPlotItem().getViewBox()
+        area = box.sceneBoundingRect()
+        for line in [*self._marker_lines, *([self._handle_line] if self._handle_line is not None else [])]:
+            at = box.mapViewToScene(QPointF(line.value(), 0)).x()
+            width = line.label.boundingRect().width()
+            room_right, room_left = area.right() - at, at - area.left()
+            right = room_right >= width or room_right >= room_left
+            line.label.anchors = [(0.0, 0.5) if right else (1.0, 0.5)] * 2
+            line.label.updatePosition()
 
     def handle_value(self) -> float | None:
         """Where the handle is (the drawn line's value, once drawn)."""
@@ -456,11 +472,6 @@ class Chart(QWidget):
         parts = [f"{serie.label}: {'-' if value is None else self.y_format(value)}"
                  for serie, value in zip(self.series, values)]
         return f"{self.x_title} {where}\n" + "\n".join(parts)
-
-
-def _label_side(x: float) -> tuple[float, float]:
-    """A line's label goes to its right, or to its left near the right edge (so it is not cut off)."""
-    return (1.0, 0.5) if x > 0.75 else (0.0, 0.5)
 
 
 def _float(value: Any) -> float | None:

@@ -59,6 +59,8 @@ class SafeTextBrowser(QTextBrowser):
     Images or style sheets named in stored Markdown could point at any local
     file; ``loadResource`` refuses them all, so rendering a record never
     reads the disk.  Clicked links are reported through ``sig_link_activated``.
+    Its placeholder wraps at the pane's width (Qt draws a text edit's on one
+    line, cut at a narrow pane's edge).
     """
 
     sig_link_activated = Signal(QUrl)
@@ -71,6 +73,25 @@ class SafeTextBrowser(QTextBrowser):
         self.setReadOnly(True)
         self.anchorClicked.connect(self.sig_link_activated.emit)
         self._render: Callable[[], None] | None = None
+        self._placeholder = ""
+
+    def setPlaceholderText(self, text: str) -> None:  # noqa: N802 - Qt's name
+        """Shown, wrapped, while the browser holds nothing (drawn here: Qt's would be cut on one line)."""
+        self._placeholder = text
+        self.viewport().update()
+
+    def placeholderText(self) -> str:  # noqa: N802 - Qt's name
+        return self._placeholder
+
+    def paintEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().paintEvent(event)
+        if self._placeholder and self.document().isEmpty():
+            painter = QPainter(self.viewport())
+            painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
+            margin = int(self.document().documentMargin())
+            area = self.viewport().rect().adjusted(margin, margin, -margin, -margin)
+            painter.drawText(area, int(Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextWordWrap), self._placeholder)
+            painter.end()
 
     def loadResource(self, kind: int, name: QUrl) -> Any:  # noqa: N802 - Qt's name
         return None
@@ -406,7 +427,10 @@ class CheckedDialog(QDialog):
         self.problem.setWordWrap(True)
         self.problem.hide()
         self.form = QFormLayout(self)
-        self.form.addRow(plain_label(explanation))
+        self.explanation = plain_label(explanation)
+        self.explanation.setWordWrap(True)  # within the dialog's width, whatever its length
+        self._fields: list[QWidget] = []
+        self.form.addRow(self.explanation)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText(ok_text)
         self.buttons.rejected.connect(self.reject)
@@ -414,8 +438,17 @@ class CheckedDialog(QDialog):
         self.form.addRow(self.buttons)
 
     def add_field(self, label: str, field: QWidget) -> None:
-        """A labelled field, above the problem line and the buttons."""
+        """A labelled field, above the problem line and the buttons; the first has the focus when the dialog
+        opens (the buttons were made first, so Qt would give it to them), and Tab goes down the fields."""
         self.form.insertRow(self.form.rowCount() - 2, label, field)
+        if field.focusPolicy() == Qt.FocusPolicy.NoFocus:
+            return
+        if self._fields:
+            QWidget.setTabOrder(self._fields[-1], field)
+        else:
+            field.setFocus()
+        QWidget.setTabOrder(field, self.buttons)
+        self._fields.append(field)
 
     def show_problem(self, message: str) -> None:
         self.problem.setText(message)

@@ -23,10 +23,17 @@ PAGE_SIZE = 100
 TIERS = ("high", "medium", "low", "unscored")
 
 
+# What a shadow turn's live verdict (``wouldInject``) would have done, said beside a Mode column that already
+# says "shadow": short enough to read whole in a 1024-wide window.
+WOULD = {"injected": "would inject", "skip-hint": "would send a skip hint", "none": "would add nothing"}
+
+
 def _verdict(turn: Row) -> str:
-    outcome = turn.get("outcome") or ""
-    if turn.get("wouldInject"):
-        return f"{outcome} (would: {turn['wouldInject']})"
+    outcome, would = turn.get("outcome") or "", turn.get("wouldInject")
+    if would and outcome == "shadow":
+        return WOULD.get(would, f"would: {would}")
+    if would:
+        return f"{outcome} (would: {would})"
     if turn.get("stage"):
         return f"{outcome} ({turn['stage']}: {turn.get('reason')})"
     return outcome
@@ -48,7 +55,9 @@ LOG_COLUMNS = [
     time_column("At", "at"),
     Column("Audience", lambda t: t.get("audience")),
     Column("Mode", lambda t: t.get("mode")),
-    Column("Outcome", _verdict, stretch=True),
+    Column("Outcome", _verdict, stretch=True, whole=True,
+           tooltip=lambda t: (f"Shadow mode: nothing was injected; live mode {_verdict(t)}"
+                              if t.get("outcome") == "shadow" and t.get("wouldInject") else None)),
     Column("Latency ms", lambda t: t.get("latencyMs"), align_right=True),
     Column("Offered", lambda t: t.get("offered"), align_right=True),
     Column("Scored pages", _tiers),
@@ -60,7 +69,7 @@ DECISION_COLUMNS = [
     Column("Score", lambda d: d.get("score") if d.get("score") is not None else d.get("answer", "-"),
            align_right=True),
     Column("Tier", lambda d: d.get("tier")),
-    Column("Record", lambda d: d.get("id")),
+    Column("Record", lambda d: d.get("title") or d.get("id"), tooltip=lambda d: d.get("id")),
 ]
 HISTOGRAM_COLUMNS = [
     Column("From", lambda b: b.get("from"), align_right=True),

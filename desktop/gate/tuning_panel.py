@@ -3,8 +3,8 @@
 ``operator/gateWhatIf`` answers one row per threshold (0.05 to 0.95, and the
 one in force): turns and pages it would inject, how many turns the same
 cutoff as ``skipHintBelow`` would hint, and precision, recall and F1 over
-the turns the owner labelled, with a suggested threshold once five are
-labelled.  The table and both line charts show the same Qt model.
+the turns the owner labelled.  The table and both line charts show the same
+Qt model.
 
 Above them the owner explores: the journal's scores as a histogram (by
 label: needed, not needed, not labelled yet) with the threshold as a line to
@@ -12,15 +12,18 @@ drag.  A second ``gateWhatIf`` asks for every threshold from 0.00 to 1.00 in
 steps of 0.01 (the ``SWEEP``), so as the line moves, snapped to those steps,
 the figures at that threshold are the engine's, read from that answer, and a
 line on each chart follows.  *Use this threshold* puts it into the Settings
-form, unsaved, like *Use the suggestion*.
+form, unsaved.
 
-At the top, the **proposal for a precision** (``operator/suggestGateThresholds``):
+At the top, the one recommendation, the **proposal for a precision** (``operator/suggestGateThresholds``):
 for the precision the owner picks, the ``highThreshold`` (and where they help
 ``mediumThreshold`` and ``skipHintBelow``) the labels hold, with the
 precision and recall they show and how many labels that rests on, or why
 there is none.  *Apply the proposal* writes it with the Settings tab's
 ``operator/setGateSettings`` (onto the saved block) in one action; once the
-settings in force hold it, the panel says so.
+settings in force hold it, the panel says so.  Its ``highThreshold`` is marked
+on the charts with the number Apply writes, as the proposal's line says it
+(``gateWhatIf``'s best-F1 ``suggested`` is not shown: two recommendations with
+two numbers left the owner to guess which one Apply meant).
 """
 
 from __future__ import annotations
@@ -90,15 +93,6 @@ def figures_text(result: dict[str, Any] | None, row: dict[str, Any] | None, thre
                    f"recall {_figure(row.get('recall'))}, F1 {_figure(row.get('f1'))}.")
 
 
-def suggestion_text(result: dict[str, Any]) -> str:
-    suggested = result.get("suggested") or {}
-    head = f"{result.get('turns', 0):,} journal turns, {result.get('labelled', 0):,} labelled. "
-    if suggested.get("threshold") is None:
-        return head + f"No suggestion yet: {suggested.get('reason', 'label more turns')}."
-    return head + (f"Suggested highThreshold: {suggested['threshold']:.2f} (F1 {suggested['f1']:.2f}, precision "
-                   f"{suggested['precision']:.2f}, recall {suggested['recall']:.2f} on the labelled turns).")
-
-
 def proposal_text(result: dict[str, Any]) -> str:
     """The engine's proposal for the asked precision, or why there is none, in a sentence or three."""
     asked = f"For precision {result.get('precision', DEFAULT_PRECISION):.2f}"
@@ -112,6 +106,12 @@ def proposal_text(result: dict[str, Any]) -> str:
     if off:
         text += " Applying turns " + " and ".join(off) + " off."
     return text
+
+
+def proposed_threshold(proposal: dict[str, Any] | None) -> float | None:
+    """The ``highThreshold`` *Apply the proposal* writes (None: the proposal has none)."""
+    value = ((proposal or {}).get("apply") or {}).get("highThreshold")
+    return None if value is None else float(value)
 
 
 def applied(proposal: dict[str, Any] | None, effective: dict[str, Any] | None) -> bool:
@@ -145,7 +145,8 @@ class _FittedContent(QWidget):
 
 
 class TuningPanel(QWidget):
-    """The threshold explorer, the what-if table, pages per turn and precision/recall, and the suggestion."""
+    """The proposal for a precision, the threshold explorer, the what-if table, pages per turn and
+    precision/recall."""
 
     sig_what_if_loaded = Signal(object)
     """``operator/gateWhatIf`` answered; the argument is its result."""
@@ -197,13 +198,6 @@ class TuningPanel(QWidget):
                                    title="On the labelled turns", x_title="highThreshold")
         for chart in (self.pages_chart, self.quality_chart):
             chart.add_cursor(self.explored)
-        self.suggestion = plain_label()
-        self.suggestion.setWordWrap(True)
-        self.use_button = QPushButton("&Use the suggestion")
-        self.use_button.setToolTip("Put the suggested highThreshold into the Settings tab (save it there)")
-        self.use_button.clicked.connect(self._on_use_clicked)
-        self.use_button.setEnabled(False)
-
         self.precision_box = QDoubleSpinBox()
         self.precision_box.setRange(0.5, 0.99)
         self.precision_box.setDecimals(2)
@@ -246,9 +240,6 @@ class TuningPanel(QWidget):
         proposal.addWidget(self.precision_box)
         proposal.addWidget(self.proposal_label, 1)
         proposal.addWidget(self.apply_button)
-        top = QHBoxLayout()
-        top.addWidget(self.suggestion, 1)
-        top.addWidget(self.use_button)
         controls = QHBoxLayout()
         controls.addWidget(box_label)
         controls.addWidget(self.threshold_box)
@@ -271,7 +262,6 @@ class TuningPanel(QWidget):
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(proposal)
-        layout.addLayout(top)
         layout.addWidget(splitter, 1)
         # A window too short for the proposal's lines and the charts scrolls: squeezed, the splitter would draw
         # the histogram over the threshold line beneath it.
@@ -301,7 +291,6 @@ class TuningPanel(QWidget):
             self.sweep_rows = {}
             self.model.set_rows([])
             self.scores_model.set_rows([])
-            self.suggestion.clear()
             self.proposal = None
             self.proposal_label.clear()
             self.apply_button.setEnabled(False)
@@ -342,6 +331,7 @@ class TuningPanel(QWidget):
         done = applied(self.proposal, self.in_force)
         self.proposal_label.setText(proposal_text(self.proposal) + (" Applied: in force now." if done else ""))
         self.apply_button.setEnabled(bool(self.proposal.get("apply")) and not done)
+        self._mark()
 
     def _on_apply_clicked(self) -> None:
         keys = (self.proposal or {}).get("apply") or {}
@@ -353,8 +343,6 @@ class TuningPanel(QWidget):
         self.result = result
         self.model.set_rows(result.get("thresholds") or [])
         self.table.resizeColumnsToContents()
-        self.suggestion.setText(suggestion_text(result))
-        self.use_button.setEnabled((result.get("suggested") or {}).get("threshold") is not None)
         self._mark()
         self.sig_what_if_loaded.emit(result)
 
@@ -404,17 +392,12 @@ class TuningPanel(QWidget):
         markers = []
         if self.current_threshold is not None:
             markers.append(Marker(self.current_threshold, f"in force {self.current_threshold:.2f}"))
-        suggested = ((self.result or {}).get("suggested") or {}).get("threshold")
-        if suggested is not None:
-            markers.append(Marker(suggested, f"suggested {suggested:.2f}"))
+        proposed = proposed_threshold(self.proposal)
+        if proposed is not None and not applied(self.proposal, self.in_force):
+            markers.append(Marker(proposed, f"proposed {proposed:g}"))  # the number Apply writes, as its line says
         self.pages_chart.set_markers(markers)
         self.quality_chart.set_markers(markers)
         self.scores_chart.set_markers(markers)
-
-    def _on_use_clicked(self) -> None:
-        suggested = ((self.result or {}).get("suggested") or {}).get("threshold")
-        if suggested is not None:
-            self.sig_threshold_chosen.emit(float(suggested))
 
     def _on_use_threshold_clicked(self) -> None:
         self.sig_threshold_chosen.emit(self.explored)

@@ -7,10 +7,10 @@ Tabs (Alt+letter or Ctrl+Tab):
   window writes configuration besides store membership and models).
 - **Shadow log**: every gate turn of the agent with its per-page scores and
   tiers; the score histogram by tier; outcome and latency figures.
-- **Tuning**: from the shadow journal, what each ``highThreshold`` would
-  inject per turn and, on labelled turns, precision and recall, with the
-  suggested threshold; and the thresholds the labels hold for a precision
-  the owner picks, applied in one action.
+- **Tuning**: the one recommendation, the thresholds the labels hold for a
+  precision the owner picks, applied in one action; and from the shadow
+  journal, what each ``highThreshold`` would inject per turn and, on
+  labelled turns, precision and recall.
 - **Labelling**: which pages each journal turn needed.
 - **Replay**: journal turns run again against other settings or another
   model, as an engine job with progress and cancel.

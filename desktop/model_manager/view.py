@@ -37,8 +37,10 @@ def megabytes(value: Any) -> str:
     return "unknown" if not value else f"{value / 1e6:,.1f} MB"
 
 
+# A model's name (and a catalogue entry's variant) reads whole in a 1024-wide window: "gte-reranker-…" four times
+# named nothing to choose between; the other columns give way (the table scrolls to them).
 INSTALLED_COLUMNS = [
-    Column("Model", lambda m: m.get("name")),
+    Column("Model", lambda m: m.get("name"), whole=True),
     Column("Kind", lambda m: m.get("kind")),
     Column("Source", lambda m: m.get("source")),
     Column("Variant", lambda m: m.get("variant")),
@@ -50,8 +52,8 @@ INSTALLED_COLUMNS = [
     Column("Folder", lambda m: m.get("folder")),
 ]
 AVAILABLE_COLUMNS = [
-    Column("Model", lambda v: v.get("model")),
-    Column("Variant", lambda v: v.get("name") + (" (default)" if v.get("default") else "")),
+    Column("Model", lambda v: v.get("model"), whole=True),
+    Column("Variant", lambda v: v.get("name") + (" (default)" if v.get("default") else ""), whole=True),
     Column("Kind", lambda v: v.get("kind")),
     Column("Download", lambda v: megabytes(v.get("bytes")), align_right=True),
     Column("Pullable", lambda v: "yes" if v.get("pullable") else "no: no pinned sha256 (or not ONNX)"),

@@ -188,10 +188,10 @@ class RecordsView(QWidget):
         row.addWidget(self.search_mode)
         row.addWidget(search_button)
         search_layout.addLayout(row)
-        summary = QHBoxLayout()
-        summary.addWidget(self.search_summary, 1)
-        summary.addWidget(self.models_link)
-        search_layout.addLayout(summary)
+        # The link goes under the summary: beside it, in a small window, it left the summary a column a few
+        # words wide.
+        search_layout.addWidget(self.search_summary)
+        search_layout.addWidget(self.models_link, 0, Qt.AlignmentFlag.AlignLeft)
         search_layout.addWidget(self.search_table, 1)
         search_layout.addWidget(self.show_links["search"])
         self.modes = QTabWidget()

@@ -4,9 +4,10 @@ Everything shown is ``operator/syncStatus`` (``engine/sync/status.py`` ``SyncSta
 remotes and its conflicts); the view reloads it when the engine says sync changed (the ``sync`` topic,
 through the window's live updates), so a round finishing elsewhere shows without F5.  The owner adds and
 removes a store's remotes (``operator/addSyncRemote``, ``operator/removeSyncRemote``: the engine checks
-the name and URL, and a refused one changes nothing), syncs a store now (``operator/syncNow``), and
+the name and URL, and a refused one changes nothing), syncs a store now (``operator/syncNow``),
 dismisses a conflict once read (``operator/dismissSyncConflict``: both versions stay in the record's
-history and in git; only the notice goes).
+history and in git; only the notice goes), and clones a store from a remote (*Clone a store…*,
+``clone_dialog.py``), which is then shown.
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import Column, Row, RowsModel
+from ..common.times import brief_ago, exact_time
 from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, plain_label, table, unread_text
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
-from .words import ago, conflict_html, conflict_kind, count, remote_state, revision
+from .clone_dialog import CloneDialog, cloned_text
+from .words import conflict_html, conflict_kind, conflict_name, count, remote_state, revision
 
 Clock = Callable[[], datetime]
 LOADING = "Loading…"
+NO_STORE = ("No store exists yet: a store is created on its agent's first use, or cloned from a remote another "
+            "machine syncs with (Clone a store…).")
 
 
 def remote_columns(now: Clock) -> list[Column]:
@@ -52,11 +57,15 @@ def remote_columns(now: Clock) -> list[Column]:
 
 def conflict_columns(now: Clock) -> list[Column]:
     return [
-        Column("File", lambda c: (c.get("standing") or {}).get("path"), stretch=True,
-               tooltip=lambda c: f"Record {c['recordId']}" if c.get("recordId") else "A file that is no record"),
-        Column("Stands", lambda c: revision(c.get("standing")), tooltip=lambda c: conflict_kind(c)),
+        Column("Record", lambda c: c.get("title") or (c.get("standing") or {}).get("path"), stretch=True,
+               tooltip=lambda c: (f"Record {c['recordId']}" if c.get("recordId") else "A file that is no record")
+               + (f" ({(c.get('standing') or {}).get('path')})" if c.get("title") else "")),
+        # The revision and the time read whole in a 1024-wide window ("revision 1.2", "4 min ago"); the title
+        # gives way, and reads whole on hover and in the details.
+        Column("Stands", lambda c: revision(c.get("standing")), tooltip=lambda c: conflict_kind(c), whole=True),
         Column("Remote", lambda c: c.get("remote")),
-        Column("Met", lambda c: ago(c.get("at"), now())),
+        Column("Met", lambda c: brief_ago(c.get("at"), now()), whole=True,
+               tooltip=lambda c: exact_time(c.get("at"), now())),
     ]
 
 
@@ -90,6 +99,9 @@ class SyncView(QWidget):
     sig_sync_finished = Signal(object)
     """Sync now finished: the engine's answer (``SyncNowAnswer``: each store's remotes after the round)."""
 
+    sig_store_cloned = Signal(object)
+    """A store was cloned from a remote: the engine's answer (``SyncCloned``); the view then shows it."""
+
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None, *, now: Clock | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
@@ -100,6 +112,8 @@ class SyncView(QWidget):
         self._loaded = False  # loads when first shown
         self._syncing = False
         self.dialog: AddRemoteDialog | None = None
+        self.clone_dialog: CloneDialog | None = None
+        self._cloned: str | None = None  # the store just cloned, to choose once the status lists it
 
         self.store_picker = QComboBox()
         self.store_picker.setMinimumContentsLength(30)
@@ -116,6 +130,10 @@ class SyncView(QWidget):
         self.details.setPlaceholderText("Select a conflict to see which version stands and what differs.")
         self.sync_button = QPushButton("S&ync now")
         self.sync_button.setToolTip("Fetch, merge and push with every remote of this store")
+        self.clone_button = QPushButton("&Clone a store…")
+        self.clone_button.setToolTip("Join a store another machine syncs through a git remote: this machine gets "
+                                     "its own copy (knowledge sync clone)")
+        self.clone_button.clicked.connect(self._on_clone_clicked)
         self.add_button = QPushButton("&Add remote…")
         self.remove_button = QPushButton("&Remove remote")
         self.dismiss_button = QPushButton("&Dismiss")
@@ -129,6 +147,7 @@ class SyncView(QWidget):
         picker.addWidget(plain_label("Store:"))
         picker.addWidget(self.store_picker, 1)
         picker.addWidget(self.sync_button)
+        picker.addWidget(self.clone_button)
         top, bottom = QWidget(), QWidget()
         top_layout, bottom_layout = QVBoxLayout(top), QVBoxLayout(bottom)
         top_layout.addWidget(heading("Remotes"))
@@ -184,7 +203,7 @@ class SyncView(QWidget):
         return f"Shared store {store['name']} ({store['storeId']})" if store.get("name") else store["storeId"]
 
     def _fill_picker(self) -> None:
-        chosen = self.store_picker.currentData() or self._agent_store()
+        chosen = self._cloned or self.store_picker.currentData() or self._agent_store()
         self.store_picker.blockSignals(True)
         self.store_picker.clear()
         for store in (self.status or {}).get("stores") or []:
@@ -192,6 +211,8 @@ class SyncView(QWidget):
         number = self.store_picker.findData(chosen) if chosen else -1
         self.store_picker.setCurrentIndex(number if number >= 0 else (0 if self.store_picker.count() else -1))
         self.store_picker.blockSignals(False)
+        if number >= 0 and chosen == self._cloned:
+            self._cloned = None  # shown; from now on the owner's choice is kept
 
     def store(self) -> Row | None:
         """The chosen store's ``StoreSyncStatus``."""
@@ -232,8 +253,7 @@ class SyncView(QWidget):
         self.remotes_model.set_rows((store or {}).get("remotes") or [])
         self.conflicts_model.set_rows((store or {}).get("conflicts") or [])
         self.remotes_table.set_empty_text("No remotes: add one with Add remote… (a git repository this store "
-                                          "syncs with, on a server, a NAS or a folder)." if store else
-                                          "No store exists yet: a store is created on its agent's first use.")
+                                          "syncs with, on a server, a NAS or a folder)." if store else NO_STORE)
         self.conflicts_table.set_empty_text("No conflicts waiting: no record was revised on two machines from "
                                             "one revision.")
         self.summary.setText(self._summary(store))
@@ -251,7 +271,7 @@ class SyncView(QWidget):
 
     def _summary(self, store: Row | None) -> str:
         if store is None:
-            return "No store exists yet: a store is created on its agent's first use."
+            return NO_STORE
         if store.get("problem"):
             return f"The sync state of this store could not be read: {store['problem']}"
         remotes = store.get("remotes") or []
@@ -360,8 +380,8 @@ class SyncView(QWidget):
             return
 
         def done(_: Any) -> None:
-            what = conflict.get("recordId") or (conflict.get("standing") or {}).get("path")
-            self.sig_status_reported.emit(f"Conflict on {what} dismissed; both versions stay in its history.")
+            self.sig_status_reported.emit(f"Conflict on {conflict_name(conflict)} dismissed; both versions stay in "
+                                          "its history.")
             self.refresh()
 
         self.tasks.request("operator/dismissSyncConflict", {"store": store["storeId"], "id": conflict["id"]}, done,
@@ -375,6 +395,22 @@ class SyncView(QWidget):
         dialog.buttons.accepted.connect(lambda: self.add_remote(dialog.params(), dialog))
         self.dialog = dialog
         dialog.open()
+
+    def _on_clone_clicked(self) -> None:
+        if self.clone_dialog is not None and self.clone_dialog.isVisible():
+            self.clone_dialog.raise_()
+            return
+        dialog = CloneDialog(self.tasks, self.inventory.get("agents", []), self)
+        dialog.sig_cloned.connect(lambda cloned: self._on_cloned(cloned, dialog.params()["url"]))
+        self.clone_dialog = dialog
+        dialog.open()
+
+    def _on_cloned(self, cloned: dict[str, Any], url: str) -> None:
+        """Show the store cloned: chosen in the picker once the status lists it, and said in the bar."""
+        self._cloned = cloned.get("storeId")
+        self.sig_status_reported.emit(cloned_text(cloned, url))
+        self.sig_store_cloned.emit(cloned)
+        self.refresh()
 
     def _on_remove_clicked(self) -> None:
         remote = self.selected_remote()

@@ -67,10 +67,13 @@ def count(value: int | None) -> str:
 
 
 def revision(found: dict[str, Any] | None) -> str:
-    """``revision 4`` of a conflict's side (a file that is no record has none)."""
+    """``revision 4`` (``revision 1.1`` for an edit made outside the engine) of a conflict's side, named as the
+    record's History names it; a file that is no record has none."""
     if not found:
         return "none (removed)"
-    return f"revision {found['revision']}" if found.get("revision") is not None else "the file"
+    if found.get("revision") is None:
+        return "the file"
+    return f"revision {found.get('label') or found['revision']}"
 
 
 def version(found: dict[str, Any] | None) -> str:
@@ -78,7 +81,24 @@ def version(found: dict[str, Any] | None) -> str:
     if not found:
         return "none (removed)"
     where = found.get("path") or ""
-    return f"revision {found['revision']} ({where})" if found.get("revision") is not None else where
+    return f"{revision(found)} ({where})" if found.get("revision") is not None else where
+
+
+def dated(found: dict[str, Any] | None, now: datetime) -> str:
+    """``, written 3 minutes ago``: when a side was written, as History dates it; a version that kept the
+    number of the one before it (edited outside the engine, ``1.1``) still carries that one's ``updated_at``,
+    so it is dated when this machine first kept it."""
+    if not found:
+        return ""
+    if "." in str(found.get("label") or "") and found.get("seenAt"):
+        return f", edited outside the engine, seen {ago(found['seenAt'], now)}"
+    return f", written {ago(found['updatedAt'], now)}" if found.get("updatedAt") else ""
+
+
+def conflict_name(conflict: dict[str, Any]) -> str:
+    """What the owner calls the conflict's record: its title; else its id, or the file's path for a file that is
+    no record."""
+    return conflict.get("title") or conflict.get("recordId") or (conflict.get("standing") or {}).get("path") or "a file"
 
 
 def conflict_kind(conflict: dict[str, Any]) -> str:
@@ -89,12 +109,11 @@ def conflict_kind(conflict: dict[str, Any]) -> str:
 def conflict_html(conflict: dict[str, Any], now: datetime) -> str:
     """Which version stands, where the other is kept, and the diff from the other to the standing one."""
     standing, other = conflict.get("standing") or {}, conflict.get("other")
-    record = f" (record {conflict['recordId']})" if conflict.get("recordId") else ""
-    parts = [f"<h3>{esc(standing.get('path') or 'A file')}{esc(record)}</h3>",
-             f"<div><b>Stands:</b> {esc(version(standing))}"
-             f"{', written ' + esc(ago(standing['updatedAt'], now)) if standing.get('updatedAt') else ''}</div>",
-             f"<div><b>Not standing:</b> {esc(version(other))}"
-             f"{', written ' + esc(ago(other['updatedAt'], now)) if other and other.get('updatedAt') else ''}"
+    title, path = conflict.get("title"), standing.get("path") or "A file"
+    record = f" ({path})" if title else f" (record {conflict['recordId']})" if conflict.get("recordId") else ""
+    parts = [f"<h3>{esc(title or path)}{esc(record)}</h3>",
+             f"<div><b>Stands:</b> {esc(version(standing))}{esc(dated(standing, now))}</div>",
+             f"<div><b>Not standing:</b> {esc(version(other))}{esc(dated(other, now))}"
              " — kept in the record's history and in git</div>",
              f"<div class=\"muted\">{esc(conflict_kind(conflict).capitalize())}; met syncing with "
              f"{esc(conflict.get('remote'))} {esc(ago(conflict.get('at'), now))}. Dismiss it once read: both "

@@ -22,12 +22,12 @@ from ..core.files import read_file, sha256_bytes
 from ..core.ids import is_record_id
 from ..core.params import Choice, Integer, Name, Params
 from ..search.keyword import KINDS_FILTER, refuse_kind_and_kinds
-from ..store.catalog_reads import RecordRow, RevisionRow
+from ..store.catalog_reads import RecordRow, RevisionRow, version_label
 from ..store.reads import evidence_locators
 from ..store.summaries import RecordSummary, record_summary
 from ..vault.record_view import RecordView
 from ..memory.recall import APPROVED_BY, approved_block
-from .revisions import FieldChange, structured_diff, version_label
+from .revisions import FieldChange, structured_diff
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its types
     from ..access.authority import Authority, Caller, StoreEntry

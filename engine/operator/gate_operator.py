@@ -233,10 +233,23 @@ class GateOperator:
         return self.engine.on_store(OperatorCaller(agent), lambda runtime, a: work(runtime.store, a.partition))
 
     def log(self, params: dict[str, Any]) -> GateTurns:
-        """Recent gate turns (ids, scores, tiers, outcomes, latency), newest first; never message text."""
+        """Recent gate turns (ids, scores, tiers, outcomes, latency), newest first; never message text.  Each
+        decision names its page's ``title`` too, where the page is still in the partition."""
         values = LOG.read(params)
-        return self._on_private(values["agent"], lambda store, partition: list_turns(
-            store, partition, journal=False, offset=values["offset"], limit=values["limit"]))
+
+        def work(runtime: Any, authority: Any) -> GateTurns:
+            turns = list_turns(runtime.store, authority.partition, journal=False, offset=values["offset"],
+                               limit=values["limit"])
+            decisions = [decision for turn in turns["turns"] for decision in turn["decisions"]]
+            ids = sorted({str(decision["id"]) for decision in decisions if isinstance(decision.get("id"), str)})
+            titles = {row.record_id: row.title for row in runtime.catalog.label_rows(authority.partition, ids)
+                      if row.title}
+            for decision in decisions:
+                if decision.get("id") in titles:
+                    decision["title"] = titles[str(decision["id"])]
+            return turns
+
+        return self.engine.on_store(OperatorCaller(values["agent"]), work)
 
     def journal(self, params: dict[str, Any]) -> GateTurns:
         """Journal turns with their message text and candidates, newest first."""

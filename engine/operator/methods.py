@@ -48,7 +48,7 @@ inventory, so a window refreshes from what the engine now holds.
     operator/job, jobs, cancelJob    long work run as jobs: downloads, benchmarks, replays (operator_jobs.py)
     operator/partitions, grants, setGrant, removeGrant   each store's partitions (figures only) and grants (partitions.py)
     operator/syncRemotes, addSyncRemote, removeSyncRemote   each store's sync remotes (sync/remotes.py)
-    operator/syncNow, syncStatus, syncClone   a round now, every store's sync status, a clone (sync/service.py)
+    operator/syncNow, syncStatus, syncClone, startSyncClone   a round, the status, a clone (a job too) (sync/service.py)
     operator/dismissSyncConflict              the owner has seen a sync conflict (sync/conflicts.py)
     operator/subscribe       topics?    change notifications on this connection (wire/protocol.py, core/changes.py)
 """

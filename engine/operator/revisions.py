@@ -64,15 +64,6 @@ def changed_names(before: Record, after: Record) -> list[str]:
     return names + [change["name"] for change in field_changes(before, after)]
 
 
-def version_label(kept: list[RevisionRow], row: RevisionRow) -> str:
-    """How History names a kept version: its number, and for a version that kept the number of one before it
-    (an edit made outside the engine leaves the file's number as it was) the number and how many such versions
-    came before it: 1, 1.1, 1.2, 2. ``kept`` is every kept version of the record, oldest first."""
-    same = [other.sha256 for other in kept if other.revision == row.revision]
-    before = same.index(row.sha256) if row.sha256 in same else 0
-    return f"{row.revision}.{before}" if before else f"{row.revision}"
-
-
 def body_diff(before: Record, after: Record, old: int | str, new: int | str, max_lines: int) -> tuple[str, bool]:
     """A unified diff of the two bodies (``revision N`` as the file names), and whether it was cut."""
     lines = list(difflib.unified_diff(before.body.splitlines(), after.body.splitlines(), f"revision {old}",
@@ -113,7 +104,7 @@ def record_history(engine: "StoreEntry[OpenStore]", caller: "Caller", record_id:
 def structured_diff(before_row: RevisionRow, after_row: RevisionRow, labels: tuple[str, str],
                     max_lines: int) -> dict[str, Any]:
     """``readable`` (both files are records), the ``fields`` that changed and the ``bodyDiff`` (its versions
-    named by ``labels``, as ``version_label`` names them)."""
+    named by ``labels``, as ``store.catalog_reads.version_label`` names them)."""
     before, after = parsed(before_row), parsed(after_row)
     if before is None or after is None:
         return {"readable": False, "fields": [], "bodyDiff": "", "bodyTruncated": False}

@@ -172,6 +172,15 @@ class RevisionRow:
         return self.content.decode("utf-8")
 
 
+def version_label(kept: list[RevisionRow], row: RevisionRow) -> str:
+    """How History names a kept version: its number, and for a version that kept the number of one before it
+    (an edit made outside the engine leaves the file's number as it was) the number and how many such versions
+    came before it: 1, 1.1, 1.2, 2. ``kept`` is every kept version of the record, oldest first."""
+    same = [other.sha256 for other in kept if other.revision == row.revision]
+    before = same.index(row.sha256) if row.sha256 in same else 0
+    return f"{row.revision}.{before}" if before else f"{row.revision}"
+
+
 @dataclass(frozen=True)
 class SourceRow:
     """A retained original the partition's descriptors name."""

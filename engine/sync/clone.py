@@ -25,6 +25,7 @@ from typing import Any, Callable, Protocol, TypeVar
 from ..core.answers import NotRequired, TypedDict
 from ..core.errors import Conflict, InvalidParams, NotFound
 from ..core.ids import STORE_PREFIX, is_agent_name, is_generated_id
+from ..core.jobs import Jobs
 from ..core.params import AgentName, Flag, Params, Value
 from .round import SyncRuntime
 from ..access.stores import StoreResolver
@@ -38,6 +39,9 @@ from .transport import Transport, machine_id
 
 DEFAULT_REMOTE_NAME = "origin"
 T = TypeVar("T")
+# A clone's steps, as its job's phases: the remote's stores listed, the first round, the records catalogued.
+LISTING, FETCHING, CATALOGUING = "listing", "fetching", "cataloguing"
+Phase = Callable[[str, str], None]  # (phase, what it does, in words)
 
 
 class SyncEngine(Protocol):
@@ -54,6 +58,9 @@ class SyncEngine(Protocol):
 
     @property
     def git_executable(self) -> str | None: ...
+
+    @property
+    def jobs(self) -> Jobs: ...
 
     def runtime(self, record: StoreRecord) -> SyncRuntime: ...
 
@@ -93,9 +100,11 @@ CLONE = Params(Value("url", check_remote_url, required=True, json={"type": "stri
 
 
 def clone_store(engine: SyncEngine, url: str, agent: str, *, store_id: str | None = None,
-                name: str | None = None, owner: bool = False) -> SyncCloned:
+                name: str | None = None, owner: bool = False, phase: Phase | None = None) -> SyncCloned:
     """Create this machine's copy of the store the remote at ``url`` holds, for ``agent`` (added with owner
-    authority when ``owner`` and this machine does not know it yet); see the module."""
+    authority when ``owner`` and this machine does not know it yet); see the module.  ``phase`` hears each
+    step begin (``LISTING``, ``FETCHING``, ``CATALOGUING``)."""
+    begin: Phase = phase or (lambda _phase, _words: None)
     url, name = check_remote_url(url), check_remote_name(name or DEFAULT_REMOTE_NAME)
     if not is_agent_name(agent):
         raise InvalidParams("agent must name an agent (1-64 lowercase letters, digits, '-' or '_')", field="agent")
@@ -112,6 +121,7 @@ def clone_store(engine: SyncEngine, url: str, agent: str, *, store_id: str | Non
         raise Conflict(f"agent {agent!r} is registered here without owner authority, and a clone never changes an "
                        "agent's authority: clone for another agent, or remove this one and clone again (nothing was "
                        "created)", agent=agent)
+    begin(LISTING, "Reading which stores the remote holds")
     chosen = _chosen_store(engine, url, store_id)
     if engine.registry.store(chosen) is not None:
         raise Conflict(f"store {chosen} is already here; `knowledge sync now --store {chosen}` syncs it (nothing "
@@ -126,7 +136,9 @@ def clone_store(engine: SyncEngine, url: str, agent: str, *, store_id: str | Non
     book.add(name, url, store=chosen)
     machine = machine_id(sync_dir(record))
     runtime = engine.runtime(record)
+    begin(FETCHING, f"Fetching store {chosen} and filling its vault")
     [status] = run_round(runtime, record, name)
+    begin(CATALOGUING, "Cataloguing the records that came")
     answer: SyncCloned = {"storeId": chosen, "agent": agent, "owner": owner if known is None else known.owner,
                           "machineId": machine, "remote": status,
                           "records": engine.maintain(record, lambda runtime: runtime.rebuild_catalogue())}

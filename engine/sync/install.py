@@ -24,6 +24,7 @@ from ..core.findings import Finding
 from ..core.ids import format_timestamp, is_record_id, new_id, utc_now
 from ..store.attachments import ATTACH_FILE_MAX_BYTES
 from ..store.catalog import keep_revision, record_removals, sync_removals
+from ..store.catalog_reads import CatalogReads, version_label
 from ..store.walk import is_descriptor_path, is_record_path
 from ..store.publication import ONTOLOGY_PATH, FileWrite, Plan, removal, request_hash
 from ..store.store import EXTENSIONS_FILE, VAULT_DIR, Store
@@ -242,6 +243,47 @@ def waiting_conflicts(db: Database) -> list[SyncConflict]:
     """The conflicts the owner has not dismissed, oldest first."""
     return [_conflict_of(row) for row in db.all(
         "SELECT * FROM sync_conflicts WHERE dismissed_at IS NULL ORDER BY at, id")]
+
+
+def named_as_history(catalog: CatalogReads, conflicts: list[SyncConflict]) -> list[SyncConflict]:
+    """The conflicts with the record's ``title`` and each version's ``label`` and ``seenAt`` from the revision
+    archive, so the owner reads the names History uses (``1.1`` for an edit made outside the engine that kept
+    the file's number, not the number it kept).  Call on the store's lane."""
+    named: list[SyncConflict] = []
+    for conflict in conflicts:
+        entry: SyncConflict = {**conflict}
+        record_id = conflict["recordId"]
+        if record_id is not None:
+            entry["standing"] = _named_version(catalog, record_id, conflict["standing"])
+            if conflict["other"] is not None:
+                entry["other"] = _named_version(catalog, record_id, conflict["other"])
+            title = _title(catalog, record_id, conflict["partition"], conflict["standing"]["path"])
+            if title:
+                entry["title"] = title
+        named.append(entry)
+    return named
+
+
+def _named_version(catalog: CatalogReads, record_id: str, version: SyncConflictVersion) -> SyncConflictVersion:
+    folder = partition_of(version["path"])
+    if folder is None:
+        return version
+    kept = catalog.revisions(partition_name(folder), record_id)
+    row = next((row for row in kept if row.sha256 == version["sha256"] and row.revision == version["revision"]),
+               None)
+    return version if row is None else {**version, "label": version_label(kept, row), "seenAt": row.observed_at}
+
+
+def _title(catalog: CatalogReads, record_id: str, partition: str | None, path: str) -> str | None:
+    """The record's current title; else the title of the standing version kept (a record withheld now)."""
+    if partition is None:
+        return None
+    rows = catalog.rows_for_id(partition, record_id)
+    if rows and rows[0].title:
+        return rows[0].title
+    kept = catalog.revisions(partition, record_id, newest_first=True)
+    record = parse_record(kept[0].content, path)[0] if kept else None
+    return record.view.title if record is not None else None
 
 
 def dismiss_conflict(db: Database, conflict_id: str, at: str) -> str | None:

@@ -60,6 +60,7 @@ from ..core.findings import Finding
 from ..core.ids import format_timestamp, utc_now
 from ..state.config import SettingsSource
 from ..state.registry import StoreRecord
+from ..store.catalog_reads import CatalogReads
 from ..store.githistory import CommitFile, GitError, GitHistory, blob_id
 from ..store.outbox import GitOutbox
 from ..store.publication import Plan
@@ -83,6 +84,7 @@ class SyncRuntime(Protocol):
     """What a round needs of the store's runtime (engine/runtime.py's StoreRuntime)."""
 
     store: Store
+    catalog: CatalogReads
     git: GitHistory | None
     settings: SettingsSource
     outbox: GitOutbox

@@ -3,10 +3,16 @@
     method              params                                  changes
     operator/syncNow    agent? | store?, remote?                each chosen store's vault, history and sync/
     operator/syncStatus -                                       -
-    operator/syncClone  url, agent, storeId?, name?             a new store, the agent (and its token) if new
+    operator/syncClone  url, agent, storeId?, name?, owner?     a new store, the agent (and its token) if new
+    operator/startSyncClone  the same                           the same, as a job the window follows
 
 The command line (``knowledge sync now / status / clone``) asks a serving engine these as the operator,
 and otherwise does the same in its own process with an engine of its own (engine/cli/desk.py).
+
+``startSyncClone`` answers at once with a job (engine/core/jobs.py, kind ``clone``) whose phases are the
+clone's steps (``listing``, ``fetching``, ``cataloguing``) and whose ``result`` is ``syncClone``'s answer; a
+refusal fails the job with the same error, nothing created.  It cannot be cancelled: a store half made is
+finished by the next round, never left to a cancel.  One clone per agent runs at a time.
 
 ``syncNow`` with neither agent nor store runs a round for every store that has remotes (with ``remote``,
 every store that has a remote of that name); naming a store or agent runs that store's round only.
@@ -18,14 +24,21 @@ from typing import Any
 
 from ..core.answers import NotRequired, TypedDict
 from ..core.errors import KnowledgeError
+from ..core.jobs import JobContext, JobFields
 from ..core.methods import Method
 from ..core.params import NO_PARAMS, Params, Value
 from ..state.registry import StoreRecord
 from .clone import CLONE, SyncCloned, SyncEngine, clone_store
-from .install import removals_made, waiting_conflicts
+from .install import named_as_history, removals_made, waiting_conflicts
 from .remotes import CHOOSE_STORE, DEFAULT_AGENT, check_remote_name, read_remotes
 from .round import read_machine_id, read_status
 from .status import StoreSyncStatus, SyncRemoteStatus, SyncStatus
+
+
+class SyncCloneJob(JobFields):
+    """``operator/startSyncClone``: the clone's job, its ``result`` ``operator/syncClone``'s answer."""
+
+    result: NotRequired[SyncCloned]
 
 
 class StoreRound(TypedDict):
@@ -94,7 +107,8 @@ def sync_status(engine: SyncEngine) -> SyncStatus:
             entry["remotes"] = [_interrupted(status) if status["state"] == "syncing" and not running else status
                                 for status in read_status(record)]
             conflicts, removed = engine.maintain(record, lambda runtime: (
-                waiting_conflicts(runtime.store.db), removals_made(runtime.store.db)))
+                named_as_history(runtime.catalog, waiting_conflicts(runtime.store.db)),
+                removals_made(runtime.store.db)))
             entry["conflicts"], entry["conflictsWaiting"] = conflicts, len(conflicts)
             if removed:
                 entry["removed"] = removed
@@ -116,6 +130,7 @@ def _interrupted(status: SyncRemoteStatus) -> SyncRemoteStatus:
 # --- the operator methods -------------------------------------------------------------------------
 
 
+CLONE_JOB = "clone"
 SYNC_NOW = CHOOSE_STORE + Params(Value("remote", check_remote_name, nullable=True,
                                        json={"type": "string", "maxLength": 64},
                                        description="only this remote (default: every remote of the store)"))
@@ -136,7 +151,19 @@ def methods(engine: SyncEngine) -> tuple[Method, ...]:
         return clone_store(engine, values["url"], values["agent"], store_id=values["storeId"], name=values["name"],
                            owner=values["owner"])
 
+    def start_clone(params: dict[str, Any]) -> SyncCloneJob:
+        values = CLONE.read(params)
+
+        def work(context: JobContext) -> SyncCloned:
+            return clone_store(engine, values["url"], values["agent"], store_id=values["storeId"],
+                               name=values["name"], owner=values["owner"],
+                               phase=lambda phase, words: context.phase(phase, message=words, cancellable=False))
+
+        return engine.jobs.start(CLONE_JOB, f"clone:{values['agent']}",
+                                 f"Clone of a store for {values['agent']}", work)
+
     return (Method("syncNow", SYNC_NOW, SyncNowAnswer, now),
             Method("syncStatus", NO_PARAMS, SyncStatus, status),
-            Method("syncClone", CLONE, SyncCloned, clone))
+            Method("syncClone", CLONE, SyncCloned, clone),
+            Method("startSyncClone", CLONE, SyncCloneJob, start_clone))
 

@@ -45,10 +45,17 @@ class SyncRemoteStatus(TypedDict):
 
 
 class SyncConflictVersion(TypedDict):
+    """One side of a conflict.  ``label`` names the version as the record's History does (``4``, or ``1.1``
+    for an edit made outside the engine that kept the file's number) and ``seenAt`` says when this machine
+    first kept it; both are absent where the version is not in the revision archive (a file that is no
+    record)."""
+
     path: str
     revision: int | None
     sha256: str
     updatedAt: str | None
+    label: NotRequired[str]
+    seenAt: NotRequired[str]
 
 
 class SyncConflict(TypedDict):
@@ -64,6 +71,7 @@ class SyncConflict(TypedDict):
     diff: str
     remote: str
     at: str
+    title: NotRequired[str]  # the record's title as the owner knows it (absent for a file that is no record)
 
 
 class SyncRemoval(TypedDict):

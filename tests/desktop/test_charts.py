@@ -123,3 +123,30 @@ def test_the_window_starts_without_importing_pyqtgraph(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-2:] == ["False", "True"], done.stdout
+
+
+def test_a_lines_label_stays_inside_the_plot_whatever_its_width(qtbot) -> None:
+    model = RowsModel(COLUMNS)
+    chart = Chart(model, 0, [Series(2, "a")], kind="stacked", x_end_column=1, x_title="probability")
+    qtbot.addWidget(chart)
+    model.set_rows([{"x": 0.0, "to": 0.5, "a": 2}, {"x": 0.5, "to": 1.0, "a": 1}])
+    chart.set_markers([Marker(0.55, "highThreshold 0.55"), Marker(0.2, "in force 0.20")])
+    chart.add_handle(0.95, "highThreshold {value:.2f}")
+
+    def cut() -> list[str]:
+        """The labels that reach past the plot's edges (none, once the chart is laid out at its size)."""
+        area = chart.plot.getPlotItem().getViewBox().sceneBoundingRect()
+        return [line.label.toPlainText() for line in drawn(chart, pg.InfiniteLine)
+                if not area.left() - 1 <= line.label.sceneBoundingRect().left() <= area.right()
+                or line.label.sceneBoundingRect().right() > area.right() + 1]
+
+    chart.show()
+    for width in (280, 700, 290):  # a narrow pane (a 1024-wide window), a wide one, and narrow again
+        chart.resize(width, 240)
+        qtbot.waitUntil(lambda: chart.plot.getPlotItem().getViewBox().sceneBoundingRect().height() > 100
+                        and chart.plot.width() == width, timeout=5_000)
+        qtbot.waitUntil(lambda: not cut(), timeout=5_000)
+    chart.set_handle_value(0.05)
+    assert not cut()
+    chart.set_handle_value(0.62)
+    assert not cut()

@@ -3,6 +3,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from desktop.approvals.view import APPROVAL_COLUMNS
@@ -201,3 +207,53 @@ def test_brief_times_are_short_and_say_the_same_as_the_long_ones() -> None:
     assert brief_ago("2026-12-03T09:00:00Z", now) == "yesterday"
     assert brief_ago("2026-11-20T09:15:00Z", now) == "2026-11-20"
     assert brief_ago(None, now) == "unknown"
+
+
+@pytest.mark.parametrize("screen, expected", [((1024, 768), (1008, 720)), ((1920, 1080), (1280, 800))])
+def test_the_window_opens_within_the_screen_it_is_on(tmp_path, screen, expected) -> None:
+    """On a 1024x768 screen the window opens on it, its frame too, not running off its right and bottom edges;
+    on a large one it opens at its own size.  A fresh process, for a screen of that size."""
+    config = tmp_path / "screen.json"
+    config.write_text(json.dumps({"screens": [{"name": "screen", "x": 0, "y": 0, "width": screen[0],
+                                               "height": screen[1], "logicalDpi": 96, "logicalBaseDpi": 96,
+                                               "dpr": 1}]}), encoding="utf-8")
+    script = (
+        "from PySide6.QtWidgets import QApplication\n"
+        "app = QApplication([])\n"
+        "from desktop.main_window import MainWindow\n"
+        "from desktop.tasks import EngineTasks\n"
+        "from engine.state.statedir import StateDir\n"
+        f"tasks = EngineTasks()\nwindow = MainWindow(tasks, StateDir({str(tmp_path / 'state')!r}))\n"
+        "window.show()\napp.processEvents()\n"
+        "print(window.width(), window.height())\ntasks.shutdown()\n")
+    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert tuple(int(n) for n in done.stdout.split()[-2:]) == expected, done.stdout
+
+
+def test_the_search_summary_keeps_the_lists_width_beside_the_models_link_in_a_small_window(qtbot, window) -> None:
+    window.resize(1008, 720)  # the window on a 1024x768 screen
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    records.modes.setCurrentIndex(2)
+    records.query.setText("Northwind")
+    with qtbot.waitSignal(records.search_model.sig_page_loaded, timeout=10_000):
+        records.search()
+    qtbot.waitUntil(lambda: records.models_link.isVisible(), timeout=5_000)  # no embedding model here
+    summary, listing = records.search_summary, records.search_table
+    qtbot.waitUntil(lambda: summary.width() >= listing.width() - 2, timeout=5_000)  # not a column of a few words
+
+
+def test_a_models_name_and_variant_read_whole_in_a_small_window(qtbot, window) -> None:
+    window.resize(1008, 720)  # the window on a 1024x768 screen
+    models = window.models_view
+    wait_for_signal(qtbot, models.sig_content_loaded, lambda: window.show_view(window.views.index(models)))
+    listing = models.available_table  # the catalogue (nothing is installed in the demo)
+    titles = [column.title for column in listing.model().columns]
+    assert listing.model().rowCount() > 1
+    for name in ("Model", "Variant"):  # never "gte-reranker-…" four times over
+        column = titles.index(name)
+        qtbot.waitUntil(lambda: listing.horizontalHeader().sectionSize(column) >= listing.sizeHintForColumn(column),
+                        timeout=5_000)

@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from desktop.records.history import labelled
 from desktop.sync.view import SyncView
 from desktop.tasks import EngineTasks
 from engine.access.authority import AgentCaller
@@ -102,3 +103,40 @@ def test_a_round_with_a_bare_repository_then_a_conflict_from_another_machine_sho
     qtbot.waitUntil(lambda: state_of(view, "gone").startswith("Failing since"), timeout=10_000)
     assert state_of(view, "gone").endswith(": the remote could not be reached")
     assert state_of(view, "origin").startswith("Last synced")
+
+
+def test_a_conflict_with_an_outside_edit_names_its_versions_as_history_does_and_dismiss_says_the_title(
+        qtbot, view, served_engine, remote, other_machine) -> None:
+    add_remote(qtbot, view, "origin", remote)
+    sync_now(qtbot, view)
+    other_machine.clone(remote)
+    page = dana(served_engine)
+    other_machine.revise("dana-other", page["id"], page["revision"], "Dana Whitaker", OTHER_BODY)
+    assert [s["state"] for s in other_machine.sync()] == ["ok"]
+    store = served_engine.resolver.effective("main", create=False)
+    vault = served_engine.state.stores / store.store_id / "vault"
+    path = next(p for p in (vault / "private").rglob("*.md") if f"id: {page['id']}\n" in p.read_text(encoding="utf-8"))
+    path.write_text(path.read_text(encoding="utf-8") + "\nEdited in a text editor.\n", encoding="utf-8")
+    served_engine.runtime(store).mark_dirty(str(path.relative_to(vault)))  # as the vault watcher reports it
+
+    sync_now(qtbot, view)  # the edit here (kept as revision n.1) meets the other machine's revision n+1
+    qtbot.waitUntil(lambda: view.conflicts_model.rowCount() == 1, timeout=10_000)
+    conflict = view.conflicts_model.row(0)
+    histories: list[dict[str, Any]] = []
+    view.tasks.request("operator/history", {"agent": "main", "id": page["id"]}, histories.append)
+    qtbot.waitUntil(lambda: bool(histories), timeout=10_000)
+    named = {row["sha256"]: row["label"] for row in labelled(histories[0]["revisions"])}  # as History shows them
+    sides = {conflict["standing"]["sha256"]: conflict["standing"]["label"],
+             conflict["other"]["sha256"]: conflict["other"]["label"]}
+    assert sorted(sides.values()) == [f"{page['revision']}.1", f"{page['revision'] + 1}"]
+    assert all(named[sha256] == label for sha256, label in sides.items())
+    assert view.conflicts_model.index(0, 0).data() == "Dana Whitaker"
+    view.conflicts_table.selectRow(0)
+    text = view.details.toPlainText()
+    assert text.startswith("Dana Whitaker (private/")
+    assert f"revision {page['revision']}.1 (" in text and "edited outside the engine, seen" in text
+    assert f"revision {page['revision']} (" not in text  # the number the edit kept names another version
+
+    with qtbot.waitSignal(view.sig_status_reported, timeout=10_000) as reported:
+        view.dismiss_button.click()
+    assert reported.args[0] == "Conflict on Dana Whitaker dismissed; both versions stay in its history."

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from PySide6.QtGui import QPalette
 
 from desktop.main_window import MainWindow
 from desktop.sync.view import LOADING, SyncView
@@ -108,7 +109,7 @@ def test_a_failing_remotes_error_is_said_in_words_with_the_engines_own_message_b
 def test_a_conflict_shows_which_revision_stands_and_its_diff_coloured(qtbot, view, gui_thread_guard) -> None:
     assert [row[0] for row in shown(view.conflicts_model)] == ["pages/topic/atlas-1.md", "pages/topic/atlas-2.md"]
     assert view.conflicts_model.index(0, 0).data(0x03) == "Record pg_01JEXAMPLE1"  # Qt.ToolTipRole
-    assert shown(view.conflicts_model)[0][1:] == ["revision 4", "nas", "7 minutes ago"]
+    assert shown(view.conflicts_model)[0][1:] == ["revision 4", "nas", "7 min ago"]
     view.conflicts_table.selectRow(0)
     html = view.details.toHtml()
     text = view.details.toPlainText()
@@ -271,3 +272,34 @@ def test_a_round_that_failed_is_said_as_a_problem_never_as_synced(qtbot, view, f
         view.sync_button.click()
     assert raised.args[0].startswith(f"Sync of {view.store()['storeId']}: 2 of 2 remotes failed: nas: Failing since ")
     assert "the remote could not be reached" in raised.args[0] and reported == []
+
+
+def test_the_conflict_panes_hint_wraps_in_a_small_window_rather_than_being_cut(qtbot, view) -> None:
+    view.resize(760, 600)  # the view's size in a 1024x700 window
+    view.show()
+    view.conflicts_table.clearSelection()
+    view.details.clear()
+    qtbot.waitUntil(lambda: view.details.isVisible() and view.details.width() < 400, timeout=5_000)
+    hint = view.details.placeholderText()
+    width = view.details.viewport().width()
+    assert view.details.fontMetrics().horizontalAdvance(hint) > width, "the hint is longer than the pane is wide"
+    image = view.details.viewport().grab().toImage()
+    base = view.details.palette().color(QPalette.ColorRole.Base).rgb()
+    inked = [y for y in range(image.height()) if any(image.pixel(x, y) != base for x in range(image.width()))]
+    first_line = view.details.document().documentMargin() + view.details.fontMetrics().lineSpacing()
+    assert inked and max(inked) > first_line + 2, "its words go on below the first line"
+
+
+def test_a_conflicts_revision_and_time_read_whole_in_a_small_window(qtbot, view, fake_sync, states) -> None:
+    view.resize(760, 600)  # the view's size in a 1024x700 window
+    view.show()
+    fake_sync.add_conflict(states, {**conflict(3), "title": "Atlas migration plan for the Porto office move",
+                                    "standing": {**conflict(3)["standing"], "revision": 1, "label": "1.2"}})
+    with qtbot.waitSignal(view.sig_content_loaded, timeout=10_000):
+        view.refresh()
+    table, header = view.conflicts_table, view.conflicts_table.horizontalHeader()
+    titles = [column.title for column in view.conflicts_model.columns]
+    assert "revision 1.2" in [view.conflicts_model.index(n, 1).data() for n in range(view.conflicts_model.rowCount())]
+    for name in ("Stands", "Met"):  # never "revision …" beside "4 minute…"
+        column = titles.index(name)
+        qtbot.waitUntil(lambda: header.sectionSize(column) >= table.sizeHintForColumn(column), timeout=5_000)

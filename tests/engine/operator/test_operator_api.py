@@ -587,7 +587,7 @@ def test_no_operator_method_changes_the_vault(engine, dispatcher, operator_sessi
                                    "job", "jobs", "cancelJob")} | {
         PREFIX + name for name in ("partitions", "setGrant", "removeGrant", "subscribe", "connections", "agentConfig")} | {
         PREFIX + name for name in ("syncRemotes", "addSyncRemote", "removeSyncRemote", "syncNow", "syncStatus",
-                                   "syncClone", "dismissSyncConflict")}
+                                   "syncClone", "startSyncClone", "dismissSyncConflict")}
     assert {PREFIX + "startGateReplay", PREFIX + "gateReplay"} <= set(operator_methods)
 
 

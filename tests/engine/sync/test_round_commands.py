@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from engine.cli.commands import main
+from engine.core.methods import handlers
+from engine.service import Engine
 from engine.state.statedir import StateDir
+from engine.sync import service as sync_service
 from tests.engine.cli.test_beside_engine import run, serving
 from tests.engine.sync.round_machines import Machine, bare_repository
 
@@ -93,3 +96,37 @@ def test_sync_now_with_no_remote_says_so_and_a_failing_remote_exits_1(
     assert code == 1 and "failing" in out and "unreachable" in out
     code, out, _ = run(capsys, a.state, ["sync", "now", "--agent", "main", "--remote", "other"])
     assert code == 2
+
+
+def test_a_clone_as_a_job_reports_its_steps_and_answers_as_sync_clone_and_a_refusal_fails_it_with_nothing_made(
+        tmp_path: Path) -> None:
+    remote = bare_repository(tmp_path / "remote.git")
+    a = Machine(tmp_path, "a")
+    try:
+        a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
+        a.add_remote(remote)
+        a.sync()
+        store_id = a.record.store_id
+    finally:
+        a.close()
+    laptop = Engine(StateDir(tmp_path / "laptop"), watch=False)
+    try:
+        start = handlers(sync_service.methods(laptop))["startSyncClone"]
+        job = start({"url": remote, "agent": "main", "owner": True})
+        assert job["kind"] == "clone" and job["state"] == "running"
+        done = laptop.jobs.wait(job["id"], 60)
+        assert done["state"] == "done", done
+        assert done["progress"]["phase"] == "cataloguing" and not done["progress"]["cancellable"]
+        assert done["result"]["storeId"] == store_id and done["result"]["owner"] and done["result"]["records"] >= 1
+        assert laptop.registry.agent("main").owner
+
+        stores = laptop.registry.stores()
+        again = laptop.jobs.wait(start({"url": remote, "agent": "other"})["id"], 60)
+        assert again["state"] == "failed" and again["error"]["reason"] == "conflict"
+        assert f"store {store_id} is already here" in again["error"]["message"]
+        gone = laptop.jobs.wait(start({"url": str(tmp_path / "nowhere.git"), "agent": "third"})["id"], 60)
+        assert gone["state"] == "failed", gone
+        assert laptop.registry.stores() == stores and laptop.registry.agent("third") is None
+        assert laptop.registry.agent("other") is None
+    finally:
+        laptop.close()
