@@ -89,7 +89,7 @@ _UNREACHABLE = (
     (re.compile(r"could not resolve|name or service not known|temporary failure in name resolution", re.I),
      "its host name could not be resolved"),
     (re.compile(r"timed? ?out", re.I), "the connection timed out"),
-    (re.compile(r"authentication failed|permission denied|403|401", re.I), "it refused the credentials"),
+    (re.compile(r"authentication failed|permission denied|\b40[13]\b", re.I), "it refused the credentials"),
     # A remote that asks for a password git has none for (no credential helper; the engine never prompts).
     (re.compile(r"could not read (username|password)|terminal prompts disabled", re.I),
      "it asks for credentials git has none for (give git a credential helper, or use an ssh address and key)"),
@@ -610,15 +610,21 @@ def _failure(stderr: bytes, url: str | None) -> SyncRefused:
         return _refused("unsafe_path", "the remote sent a tree git's own checks refuse (a .git entry or a path "
                         "that leaves the repository); nothing was taken from it")
     if url is not None:
+        words = _without_addresses(text, url)  # a port or path holding "401" is no refusal of credentials
         for pattern, said in _UNREACHABLE:
-            if pattern.search(text):
+            if pattern.search(words):
                 return _refused("unreachable", f"the remote could not be reached: {said}")
         return _refused("git_failed", f"git failed talking to the remote: {_redact(reason, url)}")
     return _refused("git_failed", f"git failed: {_redact(reason, None)}")
 
 
 def _redact(reason: str, url: str | None) -> str:
+    return _without_addresses(reason, url)[:500] or "no reason given"
+
+
+def _without_addresses(text: str, url: str | None) -> str:
+    """``text`` with the remote's URL and anything shaped like a remote address replaced by ``<remote>``."""
     if url:
-        reason = reason.replace(url, "<remote>")
-    reason = re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+", "<remote>", reason)  # up to a quote that ends it
-    return re.sub(r"\S+@[^\s:]+:\S*", "<remote>", reason)[:500] or "no reason given"
+        text = text.replace(url, "<remote>")
+    text = re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+", "<remote>", text)  # up to a quote that ends it
+    return re.sub(r"\S+@[^\s:]+:\S*", "<remote>", text)

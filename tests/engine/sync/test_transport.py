@@ -500,3 +500,19 @@ def test_a_url_in_gits_words_is_redacted_up_to_its_closing_quote() -> None:
 
     said = "fatal: unable to access 'https://alice@host.example/secret.git/': The requested URL returned error: 500"
     assert _redact(said, None) == "fatal: unable to access '<remote>': The requested URL returned error: 500"
+
+
+@pytest.mark.parametrize(("said", "reason"), [
+    ("fatal: could not read Username for 'http://127.0.0.1:40123/notes.git': terminal prompts disabled",
+     "it asks for credentials git has none for (give git a credential helper, or use an ssh address and key)"),
+    ("remote: Repository not found.\nfatal: repository 'https://host.example/releases-403.git/' not found",
+     "there is no repository at that address"),
+    ("fatal: unable to access 'https://host.example/notes.git/': The requested URL returned error: 401",
+     "it refused the credentials"),
+])
+def test_the_remotes_address_never_decides_why_it_could_not_be_reached(said: str, reason: str) -> None:
+    from engine.sync.transport import _failure
+
+    refused = _failure(said.encode(), "https://host.example/notes.git")
+    assert refused.finding.code == "unreachable"
+    assert refused.finding.message == f"the remote could not be reached: {reason}"
