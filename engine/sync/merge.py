@@ -165,13 +165,14 @@ class MergeConflict:
     base: Version | None
 
     def diff(self) -> str:
-        """A unified diff from the version that does not stand to the one that does."""
+        """A unified diff from the version that does not stand to the one that does, its sides named as the
+        owner reads them: ``path (not standing)`` and ``path (stands)``, not by which side of a merge each came
+        from (a conflict replayed from another machine's merge has that machine's sides)."""
         before = "" if self.other is None else self.other.data.decode("utf-8", "replace")
         after = self.kept.data.decode("utf-8", "replace")
-        other_side: Side = "theirs" if self.kept_side == "ours" else "ours"
-        before_name = f"{other_side}/{self.other.path}" if self.other is not None else "/dev/null"
-        return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
-                                            before_name, f"{self.kept_side}/{self.kept.path}"))
+        before_name = f"{self.other.path} (not standing)" if self.other is not None else "/dev/null"
+        return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), before_name,
+                                            f"{self.kept.path} (stands)"))
 
 
 @dataclass(frozen=True)

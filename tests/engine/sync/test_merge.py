@@ -89,6 +89,9 @@ def test_a_page_revised_on_both_machines_is_a_conflict_with_one_current_by_rule(
     [conflict] = result.conflicts
     assert (conflict.kind, conflict.kept.data, conflict.other.data) == ("revised_on_both", desktop, laptop)
     assert "-laptop" in conflict.diff() and "+desktop" in conflict.diff()
+    assert conflict.diff().splitlines()[:2] == [f"--- {PAGE} (not standing)", f"+++ {PAGE} (stands)"]
+    swapped = merge_vaults(base, {**base, PAGE: desktop}, {**base, PAGE: laptop}).conflicts
+    assert [other.diff() for other in swapped] == [conflict.diff()]  # read the same on either machine
 
 
 def test_the_higher_revision_stands_before_the_later_time() -> None:
