@@ -63,6 +63,16 @@ def _type(row: Row) -> str:
     return row.get("type") or ""
 
 
+def _kind_or_type(row: Row) -> str:
+    """One word for what a hit is: its type where it has one ("note", "project"), else its kind ("claim")."""
+    return row.get("type") or row.get("kind") or ""
+
+
+def _kind_and_type(row: Row) -> str:
+    kind, kind_type = row.get("kind") or "", row.get("type")
+    return f"{kind}, type {kind_type}" if kind_type else kind
+
+
 RECORD_COLUMNS = [
     Column("Title", lambda r: r.get("title") or r.get("id"), stretch=True),
     Column("Kind", lambda r: r.get("kind"), whole=True),  # "claim", never "cla…"
@@ -78,8 +88,8 @@ SEARCH_COLUMNS = [
     # The snippet says more; in a small window the title keeps room for a word a line (search rows are three
     # lines tall, and the title wraps over them).
     Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200, min_width=90),
-    Column("Kind", lambda r: r.get("kind"), whole=True),  # "page", "claim": never "pa…"
-    Column("Type", _type),
+    # One column, not Kind and Type ("page", "note" on every row took a narrow window's room from the snippet).
+    Column("Kind", _kind_or_type, tooltip=_kind_and_type, whole=True),  # "note", "claim": never "no…"
     Column("Score", lambda r: r.get("score"), align_right=True),
     SNIPPET_COLUMN,
 ]

@@ -63,11 +63,21 @@ def test_search_shows_hits_with_snippets(qtbot, tasks, gui_thread_guard) -> None
 
     titles = [r["title"] for r in view.search_model.rows()]
     assert "Atlas will cut over with a blue-green deployment." in titles
-    snippet = view.search_model.data(view.search_model.index(0, 4))
+    model = view.search_model
+    headers = [model.headerData(n, Qt.Orientation.Horizontal) for n in range(model.columnCount())]
+    assert headers == ["Title", "Kind", "Score", "Snippet"]  # one Kind column: the snippet keeps the room
+    rows = view.search_model.rows()
+    kinds = {view.search_model.data(view.search_model.index(n, 1)) for n in range(len(rows))}
+    assert kinds == {row.get("type") or row["kind"] for row in rows} and len(kinds) > 1
+    page = next(n for n, row in enumerate(rows) if row.get("type"))
+    assert view.search_model.data(view.search_model.index(page, 1)) == rows[page]["type"]
+    assert view.search_model.data(view.search_model.index(page, 1), Qt.ItemDataRole.ToolTipRole) == (
+        f"{rows[page]['kind']}, type {rows[page]['type']}")
+    snippet = view.search_model.data(view.search_model.index(0, 3))
     assert snippet and "\n" not in snippet
     # Painted on up to three lines, the query's words in bold.
-    delegate = view.search_table.itemDelegateForColumn(4)
-    lines, bold = delegate.shown_text(view.search_model.index(0, 4), 300, view.search_table.font())
+    delegate = view.search_table.itemDelegateForColumn(3)
+    lines, bold = delegate.shown_text(view.search_model.index(0, 3), 300, view.search_table.font())
     assert 1 <= len(lines) <= 3 and {word.lower() for word in bold} <= {"blue", "green", "cut", "over"} and bold
     assert view.search_table.verticalHeader().defaultSectionSize() >= 3 * view.search_table.fontMetrics().lineSpacing()
     assert view.search_summary.text().startswith(f"{len(titles)} matching")
