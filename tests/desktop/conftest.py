@@ -179,3 +179,14 @@ def records_view_on_main(qtbot: Any, tasks: EngineTasks, width: int, height: int
     with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
         view.set_agent("main")
     return view
+
+
+def sync_view_on_main(qtbot: Any, tasks: EngineTasks, engine: Engine) -> Any:
+    """A Sync view given ``engine``'s agents and stores, its status read for the agent ``main``."""
+    from desktop.sync.view import SyncView
+
+    view = SyncView(tasks)
+    qtbot.addWidget(view)
+    view.set_inventory({"agents": engine.agents(), "stores": engine.stores()})
+    wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
+    return view

@@ -14,7 +14,7 @@ from desktop.sync.clone_dialog import CloneDialog
 from desktop.sync.view import SyncView
 from desktop.tasks import EngineTasks
 from engine.service import Engine
-from tests.desktop.conftest import wait_for_signal
+from tests.desktop.conftest import sync_view_on_main
 from tests.engine.sync.round_machines import Machine, bare_repository
 
 
@@ -34,11 +34,7 @@ def remote(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 @pytest.fixture
 def view(qtbot: Any, tasks: EngineTasks, served_engine: Engine) -> SyncView:
-    made = SyncView(tasks)
-    qtbot.addWidget(made)
-    made.set_inventory({"agents": served_engine.agents(), "stores": served_engine.stores()})
-    wait_for_signal(qtbot, made.sig_content_loaded, lambda: made.set_agent("main"))
-    return made
+    return sync_view_on_main(qtbot, tasks, served_engine)
 
 
 def open_clone(view: SyncView, url: str, agent: str, *, owner: bool = False) -> CloneDialog:

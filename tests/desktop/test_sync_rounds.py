@@ -14,7 +14,7 @@ from desktop.sync.view import SyncView
 from desktop.tasks import EngineTasks
 from engine.access.authority import AgentCaller
 from engine.service import Engine
-from tests.desktop.conftest import wait_for_signal
+from tests.desktop.conftest import sync_view_on_main
 from tests.engine.sync.round_machines import Machine, bare_repository
 
 OTHER_BODY = "Dana runs operations at Northwind Labs. She moved to the Porto office."
@@ -35,11 +35,7 @@ def other_machine(tmp_path: Path) -> Iterator[Machine]:
 
 @pytest.fixture
 def view(qtbot: Any, tasks: EngineTasks, served_engine: Engine) -> SyncView:
-    made = SyncView(tasks)
-    qtbot.addWidget(made)
-    made.set_inventory({"agents": served_engine.agents(), "stores": served_engine.stores()})
-    wait_for_signal(qtbot, made.sig_content_loaded, lambda: made.set_agent("main"))
-    return made
+    return sync_view_on_main(qtbot, tasks, served_engine)
 
 
 def add_remote(qtbot: Any, view: SyncView, name: str, url: str) -> None:
