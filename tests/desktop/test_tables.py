@@ -36,10 +36,13 @@ def test_search_results_show_score_and_snippet_without_dragging_a_splitter(qtbot
     records.query.setText("Atlas")
     wait_for_signal(qtbot, records.search_model.sig_page_loaded, records.search)
     results = records.search_table
-    qtbot.waitUntil(lambda: in_view(results, 3) and in_view(results, 4), timeout=5_000)
+    model = records.search_model
+    columns = {model.headerData(n, Qt.Orientation.Horizontal): n for n in range(model.columnCount())}
+    score, snippet = columns["Score"], columns["Snippet"]
+    qtbot.waitUntil(lambda: in_view(results, score) and in_view(results, snippet), timeout=5_000)
     assert records.search_model.rowCount() > 0
     assert results.horizontalScrollBar().maximum() == 0  # nothing to scroll to
-    assert results.horizontalHeader().sectionSize(4) >= 140  # the snippet has room to be read
+    assert results.horizontalHeader().sectionSize(snippet) >= 140  # the snippet has room to be read
     assert headers_readable(results) == []
 
 
