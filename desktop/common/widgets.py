@@ -50,6 +50,9 @@ def palette_css() -> str:
     return (f"body {{ color: {text}; }} a {{ color: {link}; }} .muted {{ color: {muted}; }} "
             f"h2, h3 {{ margin-top: 12px; margin-bottom: 4px; }} "
             f"pre, .quote, .embed {{ background-color: {alternate}; }} td {{ padding: 2px 8px 2px 0; }} "
+            # A long code line wraps at the pane's width, its spaces kept: on one line it widened the whole
+            # document, and the note's prose scrolled sideways with it.
+            "pre { white-space: pre-wrap; } "
             f".tag {{ color: {link}; }}")
 
 

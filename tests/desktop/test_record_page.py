@@ -56,6 +56,20 @@ def test_a_callout_is_drawn_as_a_coloured_box(qtbot) -> None:
     assert "Shortcut" in browser.toPlainText() and "[!tip]" not in browser.toPlainText()
 
 
+def test_a_long_code_line_wraps_at_the_panes_width_and_the_note_never_scrolls_sideways(qtbot) -> None:
+    browser = SafeTextBrowser()
+    qtbot.addWidget(browser)
+    browser.resize(500, 300)
+    browser.show()
+    code = "total = " + " + ".join(f"value_{n}" for n in range(80))
+    browser.show_html(body_html(f"Add them up:\n\n```python\n{code}\n    indented  twice\n```\n", dark=False))
+    qtbot.waitUntil(lambda: browser.document().size().width() > 0)
+
+    assert browser.horizontalScrollBar().maximum() == 0
+    assert browser.document().size().width() <= browser.viewport().width()
+    assert f"{code}\n    indented  twice" in browser.toPlainText()  # the code's own spaces and lines kept
+
+
 def test_embeds_say_what_they_embed_and_wiki_links_show_their_alias() -> None:
     known = known_records({"references": [{"field": "x", "record": {"id": "pg_atlas", "title": "Atlas Migration"}}]})
     html = body_html("![[Atlas Migration]] ![[Other note#Plan]] ![[diagram.png|300]] ![[spec.pdf]]\n\n"
