@@ -75,12 +75,12 @@ def _kind_and_type(row: Row) -> str:
 
 RECORD_COLUMNS = [
     Column("Title", lambda r: r.get("title") or r.get("id"), stretch=True),
-    Column("Kind", lambda r: r.get("kind"), whole=True),  # "claim", never "cla…"
-    Column("Type", _type),
+    # One column for what a record is, as in search: Kind and Type side by side left Status reading "curr…".
+    Column("Kind", _kind_or_type, tooltip=_kind_and_type, whole=True),  # "decision", never "deci…"
     # Short ("42 min ago") and whole: a narrow list keeps room for the title and never reads "42 minutes …".
     Column("Updated", lambda r: brief_ago(r.get("updatedAt"), local_now()),
            tooltip=lambda r: exact_time(r.get("updatedAt"), local_now()), whole=True),
-    Column("Status", lambda r: r.get("status")),
+    Column("Status", lambda r: r.get("status"), whole=True),  # "current", "superseded": never "curr…"
 ]
 # Painted by snippets.py on up to three lines, the query's words in bold; its text is the words alone.
 SNIPPET_COLUMN = Column("Snippet", lambda r: " ".join((r.get("snippet") or "").split()))

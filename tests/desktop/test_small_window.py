@@ -192,6 +192,9 @@ def test_a_record_lists_updated_column_reads_whole_beside_the_titles_in_a_small_
     table.fit_columns()
     assert header.sectionSize(updated) >= table.sizeHintForColumn(updated)  # never "42 minutes …"
     assert header.sectionSize(1) >= table.sizeHintForColumn(1)  # nor "cla…" for a claim
+    status = [column.title for column in records.recent_model.columns].index("Status")
+    assert header.sectionSize(status) >= table.sizeHintForColumn(status)  # nor "curr…"
+    assert table.horizontalScrollBar().maximum() == 0  # all of it in the list's width
     assert header.sectionSize(0) >= 130  # and the titles keep their room
 
 
