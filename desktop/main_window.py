@@ -161,7 +161,7 @@ class MainWindow(QMainWindow):
         self.gate_view.sig_record_requested.connect(self.open_record)
         self.gate_view.settings.sig_settings_saved.connect(self._on_gate_settings_saved)
         self.theme.sig_theme_applied.connect(self._on_theme_applied)
-        self.navigation.setCurrentRow(0)
+        self.navigation.setCurrentRow(self.views.index(self.records_view))  # the notes first, as a notes app opens
         self._build_desk_tools()
 
     def _build_actions(self) -> None:

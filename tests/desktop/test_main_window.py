@@ -29,6 +29,14 @@ def window(qtbot, served):
     tasks.shutdown()
 
 
+def test_the_window_opens_on_the_agents_notes(qtbot, window, gui_thread_guard) -> None:
+    assert window.current_view() is window.records_view  # the notes first, not the agents and stores
+    with qtbot.waitSignal(window.records_view.recent_model.sig_page_loaded, timeout=10_000):
+        window.connect_engine()  # the inventory names the agent, and Records reads its recent records
+    assert window.agent_picker.currentText() == "main" and window.records_view.recent_model.rowCount() > 0
+    assert window.current_view() is window.records_view
+
+
 def test_the_window_attaches_and_every_view_is_one_shortcut_away(qtbot, window, gui_thread_guard) -> None:
     with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
         window.connect_engine()

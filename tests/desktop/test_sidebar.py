@@ -75,6 +75,7 @@ def test_the_counts_are_the_engines_and_follow_an_agents_write_without_f5(
     assert sidebar.count_of(window.health_view) is None  # a view the engine reports no count for shows none
 
     token = served_again.engine.registry.add_credential("main")
+    window.show_view(window.views.index(window.agents_view))  # away from Records, where the window opens
     with qtbot.waitSignal(window.counts.sig_counts_updated, timeout=10_000,
                           check_params_cb=lambda counts: counts.get("Records") == expected["records"] + 1):
         save_page(served_again, token, "Counted as it is written")  # the window is on Agents & stores, not Records
