@@ -325,13 +325,13 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
             "type": page.type, "recorded_at": ctx.now, "updated_at": ctx.now, "scope": ctx.partition,
             "lifecycle": "active",
         }
-        base = None
+        base, body = None, ""
     else:
         row, existing, base = current_record(ctx, page.id, kind="page")
         check_expected_version(ctx, page, row)
         if existing.lifecycle != "active":
             raise Conflict(f"the page is {existing.lifecycle}; only active pages are revised", id=page.id)
-        record_id, path = page.id, row.path
+        record_id, path, body = page.id, row.path, existing.body  # the body left out is kept
         frontmatter = dict(existing.frontmatter)
         frontmatter.update(revision=existing.revision + 1, title=page.title, type=page.type, updated_at=ctx.now)
         citations = list(existing.view.raw.get("evidence") or []) + citations  # the file's own, as written
@@ -345,7 +345,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
     if citations:
         frontmatter["evidence"] = citations
     frontmatter["attribution"] = ctx.attribution
-    record = builder.add_record(frontmatter, page.body, path, base=base)
+    record = builder.add_record(frontmatter, body if page.body is None else page.body, path, base=base)
     receipt: dict[str, Any] = {"id": record_id, "revision": record.revision,
                                "records": [{"id": record_id, "revision": record.revision, "kind": "page"}]}
     if builder.retained:

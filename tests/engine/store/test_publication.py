@@ -593,3 +593,23 @@ def test_the_records_a_client_writes_are_checked_as_their_bytes_read_back(engine
             claim("Dana prefers Monday notes.", "Mondays now", kind="correction", replaces=first["items"][0]["id"])]})
     assert sorted({path.split("/")[0] for _, _, path in added}) == ["claims", "pages", "relationships"]
     assert_checked_as_read(added)
+
+
+def test_a_revision_keeps_what_it_leaves_out_and_empties_what_it_gives_empty(engine, owner):
+    """A rename names the title alone: the body stays, as aliases, tags and fields do; "" empties it."""
+    created = engine.save_page(owner, page("p1", "Atlas", type_="project", body="Moving to Postgres.",
+                                           aliases=["atlas-db"], tags=["infra"]))
+    renamed = engine.save_page(owner, {"requestId": "p2", "type": "project", "title": "Atlas migration",
+                                       "id": created["id"], "expectedRevision": 1})
+    read = engine.get_record(owner, created["id"])
+    assert (read["revision"], read["title"], read["body"]) == (2, "Atlas migration", "Moving to Postgres.\n")
+    assert (read["frontmatter"]["aliases"], read["frontmatter"]["tags"]) == (["atlas-db"], ["infra"])
+    retried = engine.save_page(owner, {"requestId": "p2", "type": "project", "title": "Atlas migration",
+                                       "id": created["id"], "expectedRevision": 1})
+    assert retried == renamed
+    engine.save_page(owner, {"requestId": "p3", "type": "project", "title": "Atlas migration", "body": "",
+                             "tags": [], "id": created["id"], "expectedRevision": 2})
+    read = engine.get_record(owner, created["id"])
+    assert (read["revision"], read["body"], "tags" in read["frontmatter"]) == (3, "", False)
+    fresh = engine.save_page(owner, {"requestId": "p4", "type": "note", "title": "No body yet"})
+    assert engine.get_record(owner, fresh["id"])["body"] == ""
