@@ -168,8 +168,10 @@ class _PlanBuilder:
                 self.ctx.source_lines.keep(key, self._source_lines[source_id])
         return self._source_lines[source_id]
 
-    def add_record(self, frontmatter: dict[str, Any], body: str, path: str, *, base: bytes | None) -> Record:
-        """Check one record and add its file to the plan; returns the record as checked."""
+    def add_record(self, frontmatter: dict[str, Any], body: str, path: str, *, base: bytes | None,
+                   at: str | None = None) -> Record:
+        """Check one record and add its file to the plan; returns the record as checked.  ``at`` is the item of
+        the call the record comes from (``items[2]``), which a refusal names."""
         record = Record(frontmatter, body)
         try:
             rendered = record.render_and_copy()
@@ -189,7 +191,7 @@ class _PlanBuilder:
             errors = [f.to_dict() for f in findings if f.severity == "error"]
             field = errors[0].get("field")
             raise RecordInvalid(f"the record is not valid: {errors[0]['message']}"
-                                + (f" ({field})" if field else ""), errors)
+                                + (f" ({field})" if field else ""), errors, field=at)
         data, read, _ = rendered if rendered is not None else record.render_and_copy()
         self.writes.append(FileWrite(path, "record", data, view.id, view.revision, base, read=read))
         if view.kind == "page":
@@ -393,7 +395,7 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, at: str, s
             old_fm["lifecycle"] = "superseded"
         else:  # the correction holds from validFrom on: the corrected claim stays true until then
             old_fm["valid_to"] = _ended(old.view.validity, item.valid_from, item.replaces)
-        builder.add_record(old_fm, old.body, row.path, base=base)
+        builder.add_record(old_fm, old.body, row.path, base=base, at=f"{at}.replaces")
         superseded.add(item.replaces)
         extra.append({"id": item.replaces, "revision": old.revision + 1, "kind": "claim"})
         if item_subject is None and old.view.subject is not None:
@@ -416,7 +418,7 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, at: str, s
     frontmatter["attribution"] = ctx.attribution
     frontmatter["evidence"] = [builder.citation(evidence, f"{at}.evidence[{index}]")
                                for index, evidence in enumerate(item.evidence)]
-    builder.add_record(frontmatter, item.text, f"claims/{record_id}.md", base=None)
+    builder.add_record(frontmatter, item.text, f"claims/{record_id}.md", base=None, at=at)
     return record_id, 1, extra
 
 
@@ -452,5 +454,5 @@ def _relationship(ctx: WriteContext, builder: _PlanBuilder, item: RelationshipIt
         "evidence": [builder.citation(evidence, f"{at}.evidence[{index}]")
                      for index, evidence in enumerate(item.evidence)],
     }
-    builder.add_record(frontmatter, "", f"relationships/{record_id}.md", base=None)
+    builder.add_record(frontmatter, "", f"relationships/{record_id}.md", base=None, at=at)
     return record_id, 1, []

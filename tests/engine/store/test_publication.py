@@ -440,6 +440,7 @@ def test_an_item_refused_while_planning_is_named_by_its_place_in_the_call(engine
         "items[1].from": {"relation": "works_at", "from": "Nobody", "to": "Dana", "excerpt": "b"},
         "items[1].relation": {"relation": "admires", "from": "Dana", "to": "Dana", "excerpt": "b"},
         "items[1].claimKind": claim("B.", "b", kind="rumour"),
+        "items[1]": {"relation": "works_at", "from": "Dana", "to": "Dana", "excerpt": "b"},  # no organization
     }
     before = vault_snapshot(private_dir(state_dir))
     for field, item in refused.items():
