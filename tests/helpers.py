@@ -150,8 +150,9 @@ def records_checked_as_read() -> Iterator[list[tuple[Any, Any, str]]]:
     added: list[tuple[Any, Any, str]] = []
     add_record = _PlanBuilder.add_record
 
-    def noted(builder: Any, frontmatter: dict, body: str, path: str, *, base: bytes | None) -> Any:
-        checked = add_record(builder, frontmatter, body, path, base=base)
+    def noted(builder: Any, frontmatter: dict, body: str, path: str, *, base: bytes | None,
+              at: str | None = None) -> Any:
+        checked = add_record(builder, frontmatter, body, path, base=base, at=at)
         added.append((Record(dict(frontmatter), body), checked, path))
         return checked
 

@@ -50,7 +50,7 @@ class PageInput:
     request_id: str
     type: str
     title: str
-    body: str
+    body: str | None  # None: a new page's is empty, a revised page keeps its own
     aliases: tuple[str, ...] | None = None  # None keeps a revised page's aliases
     tags: tuple[str, ...] | None = None
     fields: dict[str, Any] | None = None
@@ -61,6 +61,8 @@ class PageInput:
 
     def digest_params(self) -> dict[str, object]:  # the fields the request's digest is made of
         params = asdict(self)
+        if params["body"] is None and params["id"] is None:  # a new page without a body digests as it did
+            params["body"] = ""
         if params["expected_sha256"] is None:  # a revision by number alone digests as it did before the key
             del params["expected_sha256"]
         for citation in params["evidence"]:  # a file by its sha256 (a field already) and size, not its bytes
@@ -204,7 +206,8 @@ PAGE_PARAMS = Params(
     REQUEST_ID,
     Name("type", NAME_MAX_CHARS, required=True, description="A page type (see knowledge_ontology)"),
     Name("title", TITLE_MAX_CHARS, required=True),
-    Text("body", BODY_MAX_CHARS, default=""),
+    Text("body", BODY_MAX_CHARS, description="The page's Markdown text. To revise: left out, the page keeps "
+         "its body, as it keeps aliases, tags and fields left out; \"\" empties it"),
     Names("aliases", LIST_MAX, TITLE_MAX_CHARS),
     Names("tags", LIST_MAX, TITLE_MAX_CHARS),
     Value("fields", parse_fields, nullable=True,

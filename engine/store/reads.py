@@ -167,7 +167,9 @@ def parse_reference(value: Any, field: str = "ref") -> Reference:
 
 def parse_as_of(value: Any, field: str = "asOf") -> datetime:
     """The moment a read, search or lookup answers as of: a date (its start, UTC) or a date-time with an
-    offset."""
+    offset.  A moment this reader already gave (a tool's parameters, handed on to the engine) is kept."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value
     moment = validity_moment(value)
     if moment is None:
         raise InvalidParams("asOf must be a date (YYYY-MM-DD) or an ISO-8601 date-time with an offset",

@@ -117,7 +117,9 @@ class _PlanBuilder:
         return {"id": source_id, "sha256": descriptor.sha256, "size": descriptor.size, "mediaType": media_type,
                 "filename": filename, "retainedPath": descriptor.retained_path}
 
-    def citation(self, evidence: EvidenceInput | FileInput) -> WrittenCitation:
+    def citation(self, evidence: EvidenceInput | FileInput, at: str) -> WrittenCitation:
+        """The citation as written; ``at`` is where the call gave it (``items[0].evidence[1]``), which an
+        error names."""
         if isinstance(evidence, FileInput):  # retained in this publication, as knowledge_attach would
             retained = self._retain(evidence.content, evidence.media_type, evidence.filename)
             self.retained.append(retained)
@@ -125,29 +127,29 @@ class _PlanBuilder:
         if evidence.excerpt is not None:
             return self.retain_excerpt(evidence.excerpt)
         if self.ctx.catalog.source(self.ctx.partition, evidence.source) is None:
-            raise NotFound("no retained source with that id in this partition", field="evidence.source",
+            raise NotFound("no retained source with that id in this partition", field=f"{at}.source",
                            source=evidence.source)
         citation: WrittenCitation = {"source": evidence.source}
         if evidence.lines or evidence.quote:
-            self._check_citation(evidence)
+            self._check_citation(evidence, at)
         if evidence.lines:
             citation["lines"] = list(evidence.lines)
         if evidence.quote:
             citation["quote"] = evidence.quote
         return citation
 
-    def _check_citation(self, evidence: EvidenceInput) -> None:
+    def _check_citation(self, evidence: EvidenceInput, at: str) -> None:
         """A cited line range must exist in the source, and a quote must stand in the cited lines."""
-        lines = self._lines_of(evidence.source)
+        lines = self._lines_of(evidence.source, at)
         first, last = evidence.lines or (1, len(lines))
         if last > len(lines):
             raise InvalidParams(f"the source has {len(lines)} lines; lines {first}-{last} do not exist",
-                                field="evidence.lines", source=evidence.source)
+                                field=f"{at}.lines", source=evidence.source)
         if evidence.quote and evidence.quote not in "\n".join(lines[first - 1:last]):
             raise InvalidParams("the quote does not appear in the cited lines of the source",
-                                field="evidence.quote", source=evidence.source)
+                                field=f"{at}.quote", source=evidence.source)
 
-    def _lines_of(self, source_id: str) -> list[str]:
+    def _lines_of(self, source_id: str, at: str) -> list[str]:
         if source_id not in self._source_lines:
             row = self.ctx.catalog.source(self.ctx.partition, source_id)
             key = (self.ctx.partition, source_id, row.sha256 or "")
@@ -160,14 +162,16 @@ class _PlanBuilder:
             try:
                 self._source_lines[source_id] = data.decode("utf-8").splitlines()
             except UnicodeDecodeError as exc:
-                raise InvalidParams("lines and quotes can only cite text sources", field="evidence",
+                raise InvalidParams("lines and quotes can only cite text sources", field=at,
                                     source=source_id) from exc
             if self.ctx.source_lines is not None and row.sha256 and sha256_bytes(data) == row.sha256:
                 self.ctx.source_lines.keep(key, self._source_lines[source_id])
         return self._source_lines[source_id]
 
-    def add_record(self, frontmatter: dict[str, Any], body: str, path: str, *, base: bytes | None) -> Record:
-        """Check one record and add its file to the plan; returns the record as checked."""
+    def add_record(self, frontmatter: dict[str, Any], body: str, path: str, *, base: bytes | None,
+                   at: str | None = None) -> Record:
+        """Check one record and add its file to the plan; returns the record as checked.  ``at`` is the item of
+        the call the record comes from (``items[2]``), which a refusal names."""
         record = Record(frontmatter, body)
         try:
             rendered = record.render_and_copy()
@@ -187,7 +191,7 @@ class _PlanBuilder:
             errors = [f.to_dict() for f in findings if f.severity == "error"]
             field = errors[0].get("field")
             raise RecordInvalid(f"the record is not valid: {errors[0]['message']}"
-                                + (f" ({field})" if field else ""), errors)
+                                + (f" ({field})" if field else ""), errors, field=at)
         data, read, _ = rendered if rendered is not None else record.render_and_copy()
         self.writes.append(FileWrite(path, "record", data, view.id, view.revision, base, read=read))
         if view.kind == "page":
@@ -231,7 +235,8 @@ class _PlanBuilder:
                     frozenset(self.names))
 
 
-def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[RecordRow, Record, bytes]:
+def current_record(ctx: WriteContext, record_id: str, *, kind: str,
+                   field: str | None = None) -> tuple[RecordRow, Record, bytes]:
     """The one current record with this id, freshly read from disk.
 
     A file that no longer holds what the catalog last read (an edit the watcher has not reported
@@ -241,9 +246,10 @@ def current_record(ctx: WriteContext, record_id: str, *, kind: str) -> tuple[Rec
     for _ in range(CATCH_UP_ATTEMPTS):
         rows = ctx.catalog.rows_for_id(ctx.partition, record_id)
         if len(rows) > 1:
-            raise NotFound("that id is used by more than one file; exact lookups return none", id=record_id)
+            raise NotFound("that id is used by more than one file; exact lookups return none", field=field,
+                           id=record_id)
         if not rows or rows[0].kind != kind:
-            raise NotFound(f"no {kind} with that id in this partition", id=record_id)
+            raise NotFound(f"no {kind} with that id in this partition", field=field, id=record_id)
         row = rows[0]
         data, _ = read_file(ctx.store.partition_root(ctx.partition), row.path, max_bytes=RECORD_MAX_BYTES)
         if sha256_bytes(data) == row.sha256:
@@ -284,12 +290,13 @@ def check_expected_version(ctx: WriteContext, page: PageInput, row: RecordRow) -
                             "expectedSha256, the sha256 you read", editedOutside=True, **seen)
 
 
-def resolve_page(ctx: WriteContext, name: str) -> str:
-    """A page id from an id, title or alias; ambiguous or unknown names resolve to nothing."""
+def resolve_page(ctx: WriteContext, name: str, field: str) -> str:
+    """A page id from an id, title or alias; ambiguous or unknown names resolve to nothing, an error naming
+    ``field``."""
     matches = ctx.catalog.lookup(ctx.partition, name, kind="page")
     if len(matches) != 1:
         reason = "matches more than one page" if matches else "matches no current page"
-        raise NotFound(f"{name!r} {reason} in this partition", name=name)
+        raise NotFound(f"{name!r} {reason} in this partition", field=field, name=name)
     return matches[0]
 
 
@@ -311,7 +318,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
     if page.type not in ctx.ontology.page_types:
         raise InvalidParams(f"page type {page.type!r} is not in the ontology", field="type")
     builder = _PlanBuilder(ctx)
-    citations = [builder.citation(evidence) for evidence in page.evidence]
+    citations = [builder.citation(evidence, f"evidence[{index}]") for index, evidence in enumerate(page.evidence)]
     if page.id is None:
         record_id = new_id(PAGE_PREFIX)
         path = builder.unique_path(ctx.ontology.filing_dir(page.type), slugify(page.title))
@@ -320,13 +327,13 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
             "type": page.type, "recorded_at": ctx.now, "updated_at": ctx.now, "scope": ctx.partition,
             "lifecycle": "active",
         }
-        base = None
+        base, body = None, ""
     else:
         row, existing, base = current_record(ctx, page.id, kind="page")
         check_expected_version(ctx, page, row)
         if existing.lifecycle != "active":
             raise Conflict(f"the page is {existing.lifecycle}; only active pages are revised", id=page.id)
-        record_id, path = page.id, row.path
+        record_id, path, body = page.id, row.path, existing.body  # the body left out is kept
         frontmatter = dict(existing.frontmatter)
         frontmatter.update(revision=existing.revision + 1, title=page.title, type=page.type, updated_at=ctx.now)
         citations = list(existing.view.raw.get("evidence") or []) + citations  # the file's own, as written
@@ -340,7 +347,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
     if citations:
         frontmatter["evidence"] = citations
     frontmatter["attribution"] = ctx.attribution
-    record = builder.add_record(frontmatter, page.body, path, base=base)
+    record = builder.add_record(frontmatter, body if page.body is None else page.body, path, base=base)
     receipt: dict[str, Any] = {"id": record_id, "revision": record.revision,
                                "records": [{"id": record_id, "revision": record.revision, "kind": "page"}]}
     if builder.retained:
@@ -353,14 +360,15 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
 
 def plan_remember(ctx: WriteContext, request: RememberInput, digest: str) -> Plan:
     builder = _PlanBuilder(ctx)
-    subject = resolve_page(ctx, request.subject) if request.subject else None
+    subject = resolve_page(ctx, request.subject, "subject") if request.subject else None
     items, records = [], []
     superseded: set[str] = set()
-    for item in request.items:
+    for index, item in enumerate(request.items):
+        at = f"items[{index}]"  # what an error names, as the parameter reader's do
         if isinstance(item, ClaimItem):
-            record_id, revision, extra = _claim(ctx, builder, item, subject, superseded)
+            record_id, revision, extra = _claim(ctx, builder, item, at, subject, superseded)
         else:
-            record_id, revision, extra = _relationship(ctx, builder, item)
+            record_id, revision, extra = _relationship(ctx, builder, item, at)
         items.append({"id": record_id, "revision": revision})
         records.append({"id": record_id, "revision": revision, "kind": "claim" if isinstance(item, ClaimItem)
                         else "relationship"})
@@ -369,25 +377,25 @@ def plan_remember(ctx: WriteContext, request: RememberInput, digest: str) -> Pla
     return builder.plan("remember", request.request_id, digest, receipt)
 
 
-def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: str | None,
+def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, at: str, subject: str | None,
            superseded: set[str]) -> tuple[str, int, list[dict[str, Any]]]:
     if item.claim_kind not in ctx.ontology.claim_kinds:
-        raise InvalidParams(f"claimKind must be one of {list(ctx.ontology.claim_kinds)}", field="claimKind")
-    item_subject = resolve_page(ctx, item.subject) if item.subject else subject
+        raise InvalidParams(f"claimKind must be one of {list(ctx.ontology.claim_kinds)}", field=f"{at}.claimKind")
+    item_subject = resolve_page(ctx, item.subject, f"{at}.subject") if item.subject else subject
     extra = []
     if item.replaces is not None:
         if item.replaces in superseded:
-            raise InvalidParams("two items replace the same claim", field="replaces")
-        row, old, base = current_record(ctx, item.replaces, kind="claim")
+            raise InvalidParams("two items replace the same claim", field=f"{at}.replaces")
+        row, old, base = current_record(ctx, item.replaces, kind="claim", field=f"{at}.replaces")
         if old.lifecycle != "active":
-            raise Conflict(f"the claim is already {old.lifecycle}", id=item.replaces)
+            raise Conflict(f"the claim is already {old.lifecycle}", field=f"{at}.replaces", id=item.replaces)
         old_fm = dict(old.frontmatter)
         old_fm.update(revision=old.revision + 1, updated_at=ctx.now, attribution=ctx.attribution)
         if item.valid_from is None:
             old_fm["lifecycle"] = "superseded"
         else:  # the correction holds from validFrom on: the corrected claim stays true until then
             old_fm["valid_to"] = _ended(old.view.validity, item.valid_from, item.replaces)
-        builder.add_record(old_fm, old.body, row.path, base=base)
+        builder.add_record(old_fm, old.body, row.path, base=base, at=f"{at}.replaces")
         superseded.add(item.replaces)
         extra.append({"id": item.replaces, "revision": old.revision + 1, "kind": "claim"})
         if item_subject is None and old.view.subject is not None:
@@ -408,8 +416,9 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, subject: s
     if item.replaces:
         frontmatter["replaces"] = item.replaces
     frontmatter["attribution"] = ctx.attribution
-    frontmatter["evidence"] = [builder.citation(evidence) for evidence in item.evidence]
-    builder.add_record(frontmatter, item.text, f"claims/{record_id}.md", base=None)
+    frontmatter["evidence"] = [builder.citation(evidence, f"{at}.evidence[{index}]")
+                               for index, evidence in enumerate(item.evidence)]
+    builder.add_record(frontmatter, item.text, f"claims/{record_id}.md", base=None, at=at)
     return record_id, 1, extra
 
 
@@ -425,14 +434,14 @@ def _ended(validity: Validity, end: str, claim_id: str) -> str:
     return end
 
 
-def _relationship(ctx: WriteContext, builder: _PlanBuilder,
-                  item: RelationshipItem) -> tuple[str, int, list[dict[str, Any]]]:
+def _relationship(ctx: WriteContext, builder: _PlanBuilder, item: RelationshipItem,
+                  at: str) -> tuple[str, int, list[dict[str, Any]]]:
     relation = ctx.ontology.relation_types.get(item.relation)
     if relation is None:
-        raise InvalidParams(f"relation {item.relation!r} is not in the ontology", field="relation")
+        raise InvalidParams(f"relation {item.relation!r} is not in the ontology", field=f"{at}.relation")
     ends = {}
     for end, name in (("from", item.from_page), ("to", item.to_page)):
-        ends[end] = resolve_page(ctx, name)
+        ends[end] = resolve_page(ctx, name, f"{at}.{end}")
     titles = {end: ctx.catalog.current(ctx.partition, kind="page", record_ids=[page_id])[0].title
               for end, page_id in ends.items()}
     record_id = new_id(RELATIONSHIP_PREFIX)
@@ -442,7 +451,8 @@ def _relationship(ctx: WriteContext, builder: _PlanBuilder,
         "recorded_at": ctx.now, "updated_at": ctx.now, "scope": ctx.partition, "lifecycle": "active",
         "relation": item.relation, "from": ends["from"], "to": ends["to"],
         "assertion_origin": item.assertion_origin, "attribution": ctx.attribution,
-        "evidence": [builder.citation(evidence) for evidence in item.evidence],
+        "evidence": [builder.citation(evidence, f"{at}.evidence[{index}]")
+                     for index, evidence in enumerate(item.evidence)],
     }
-    builder.add_record(frontmatter, "", f"relationships/{record_id}.md", base=None)
+    builder.add_record(frontmatter, "", f"relationships/{record_id}.md", base=None, at=at)
     return record_id, 1, []

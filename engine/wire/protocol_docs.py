@@ -36,7 +36,9 @@ A tool's own failure is a result with `isError: true` whose `structuredContent` 
 `message` and the error's data fields (`field`, `id`, `revision`, ...), the schema at the end of this page,
 with the same text form.  It does not conform to the tool's `outputSchema` and need not: MCP asks
 conforming structured content of a tool's results, and the SDK clients (Python and TypeScript) validate
-only results without `isError`.  The suite holds every error result to the error schema instead.
+only results without `isError`.  The suite holds every error result to the error schema instead.  The MCP
+Inspector CLI (2.12.0) validates error results too, and prints a schema mismatch in place of the error
+(benchmarks/clients.md).
 
 ### Schemas and strict mode
 

@@ -416,10 +416,44 @@ def test_citations_of_retained_sources_are_checked_against_the_source(engine, ow
     assert cite("ok2", quote="turn one")["items"]
     with pytest.raises(InvalidParams) as raised:
         cite("bad1", lines=[3, 4])
-    assert raised.value.details["field"] == "evidence.lines"
+    assert raised.value.details["field"] == "items[0].evidence[0].lines"
     with pytest.raises(InvalidParams) as raised:
         cite("bad2", lines=[1, 1], quote="turn two")
-    assert raised.value.details["field"] == "evidence.quote"
+    assert raised.value.details["field"] == "items[0].evidence[0].quote"
+
+
+def test_an_item_refused_while_planning_is_named_by_its_place_in_the_call(engine, owner, state_dir):
+    """Of many items or citations, the error names the one refused, as the parameter reader's errors do."""
+    first = engine.remember(owner, {"requestId": "m1", "items": [claim("A.", "turn one")]})
+    [held] = engine.get_record(owner, first["items"][0]["id"])["frontmatter"]["evidence"]
+    engine.save_page(owner, page("p1", "Dana"))
+    good = claim("Fine.", "fine")
+    refused = {
+        "items[1].evidence[1].source": {"text": "B.", "claimKind": "fact",
+                                        "evidence": [{"source": held["source"]}, {"source": "src_elsewhere"}]},
+        "items[1].evidence[0].lines": {"text": "B.", "claimKind": "fact",
+                                       "evidence": [{"source": held["source"], "lines": [2, 3]}]},
+        "items[1].evidence[0].quote": {"text": "B.", "claimKind": "fact",
+                                       "evidence": [{"source": held["source"], "quote": "turn two"}]},
+        "items[1].subject": claim("B.", "b", subject="Nobody"),
+        "items[1].replaces": claim("B.", "b", kind="correction", replaces="cl_elsewhere"),
+        "items[1].from": {"relation": "works_at", "from": "Nobody", "to": "Dana", "excerpt": "b"},
+        "items[1].relation": {"relation": "admires", "from": "Dana", "to": "Dana", "excerpt": "b"},
+        "items[1].claimKind": claim("B.", "b", kind="rumour"),
+        "items[1]": {"relation": "works_at", "from": "Dana", "to": "Dana", "excerpt": "b"},  # no organization
+    }
+    before = vault_snapshot(private_dir(state_dir))
+    for field, item in refused.items():
+        with pytest.raises((InvalidParams, NotFound)) as raised:
+            engine.remember(owner, {"requestId": "m2", "items": [good, item]})
+        assert raised.value.details["field"] == field
+    with pytest.raises(NotFound) as raised:
+        engine.remember(owner, {"requestId": "m3", "subject": "Nobody", "items": [good]})
+    assert raised.value.details["field"] == "subject"
+    with pytest.raises(NotFound) as raised:
+        engine.save_page(owner, page("p2", "Ravi", evidence=[{"excerpt": "x"}, {"source": "src_elsewhere"}]))
+    assert raised.value.details["field"] == "evidence[1].source"
+    assert vault_snapshot(private_dir(state_dir)) == before
 
 
 def test_long_excerpts_are_cited_by_line_range_without_a_copied_quote(engine, owner):
@@ -560,3 +594,23 @@ def test_the_records_a_client_writes_are_checked_as_their_bytes_read_back(engine
             claim("Dana prefers Monday notes.", "Mondays now", kind="correction", replaces=first["items"][0]["id"])]})
     assert sorted({path.split("/")[0] for _, _, path in added}) == ["claims", "pages", "relationships"]
     assert_checked_as_read(added)
+
+
+def test_a_revision_keeps_what_it_leaves_out_and_empties_what_it_gives_empty(engine, owner):
+    """A rename names the title alone: the body stays, as aliases, tags and fields do; "" empties it."""
+    created = engine.save_page(owner, page("p1", "Atlas", type_="project", body="Moving to Postgres.",
+                                           aliases=["atlas-db"], tags=["infra"]))
+    renamed = engine.save_page(owner, {"requestId": "p2", "type": "project", "title": "Atlas migration",
+                                       "id": created["id"], "expectedRevision": 1})
+    read = engine.get_record(owner, created["id"])
+    assert (read["revision"], read["title"], read["body"]) == (2, "Atlas migration", "Moving to Postgres.\n")
+    assert (read["frontmatter"]["aliases"], read["frontmatter"]["tags"]) == (["atlas-db"], ["infra"])
+    retried = engine.save_page(owner, {"requestId": "p2", "type": "project", "title": "Atlas migration",
+                                       "id": created["id"], "expectedRevision": 1})
+    assert retried == renamed
+    engine.save_page(owner, {"requestId": "p3", "type": "project", "title": "Atlas migration", "body": "",
+                             "tags": [], "id": created["id"], "expectedRevision": 2})
+    read = engine.get_record(owner, created["id"])
+    assert (read["revision"], read["body"], "tags" in read["frontmatter"]) == (3, "", False)
+    fresh = engine.save_page(owner, {"requestId": "p4", "type": "note", "title": "No body yet"})
+    assert engine.get_record(owner, fresh["id"])["body"] == ""
