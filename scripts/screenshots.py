@@ -207,7 +207,9 @@ def main() -> int:
         window.resize(1360, 820)
         window.show()
         try:
-            wait(window.agents_view.sig_inventory_changed, lambda: window.connect_engine(demo=False))
+            records = window.records_view  # the window opens on Records: its first page follows the inventory
+            wait(records.recent_model.sig_page_loaded, lambda: window.connect_engine(demo=False))
+            window.show_view(0)
             agents = window.agents_view
             wait(agents.sig_status_reported, lambda: agents.add_agent("researcher", False))
             agents.dialog.close()
@@ -215,8 +217,7 @@ def main() -> int:
             window.messages.hide()
             save(window, "agents-and-stores")
 
-            records = window.records_view
-            wait(records.recent_model.sig_page_loaded, lambda: window.show_view(1))
+            window.show_view(1)
             dana = next(r["id"] for r in records.recent_model.rows() if r["title"] == "Dana Whitaker")
             wait(records.page.sig_content_loaded, lambda: records.open_record(dana))
             save(window, "record-page")
