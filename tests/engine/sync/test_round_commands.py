@@ -17,6 +17,19 @@ from tests.engine.cli.test_beside_engine import run, serving
 from tests.engine.sync.round_machines import Machine, bare_repository
 
 
+def a_remote_holding_dana(tmp_path: Path) -> tuple[str, str]:
+    """A bare remote that machine ``a`` synced its store to, one page in it: (the remote's URL, the store id)."""
+    remote = bare_repository(tmp_path / "remote.git")
+    a = Machine(tmp_path, "a")
+    try:
+        a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
+        a.add_remote(remote)
+        a.sync()
+        return remote, a.record.store_id
+    finally:
+        a.close()
+
+
 def test_sync_now_clone_and_status_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     remote = bare_repository(tmp_path / "remote.git")
     a = Machine(tmp_path, "a")
@@ -60,14 +73,7 @@ def test_sync_now_clone_and_status_from_the_command_line(tmp_path: Path, capsys:
 
 def test_the_owners_agent_is_cloned_with_owner_authority_and_another_is_told_it_has_none(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    remote = bare_repository(tmp_path / "remote.git")
-    a = Machine(tmp_path, "a")
-    try:
-        a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
-        a.add_remote(remote)
-        a.sync()
-    finally:
-        a.close()
+    remote, _ = a_remote_holding_dana(tmp_path)
     laptop = StateDir(tmp_path / "laptop")
     laptop.create()
     with serving(laptop) as engine:  # through operator/syncClone, as beside a running engine
@@ -100,15 +106,7 @@ def test_sync_now_with_no_remote_says_so_and_a_failing_remote_exits_1(
 
 def test_a_clone_as_a_job_reports_its_steps_and_answers_as_sync_clone_and_a_refusal_fails_it_with_nothing_made(
         tmp_path: Path) -> None:
-    remote = bare_repository(tmp_path / "remote.git")
-    a = Machine(tmp_path, "a")
-    try:
-        a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
-        a.add_remote(remote)
-        a.sync()
-        store_id = a.record.store_id
-    finally:
-        a.close()
+    remote, store_id = a_remote_holding_dana(tmp_path)
     laptop = Engine(StateDir(tmp_path / "laptop"), watch=False)
     try:
         start = handlers(sync_service.methods(laptop))["startSyncClone"]
