@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import threading
 from collections import Counter
 from pathlib import Path
@@ -63,9 +64,12 @@ _checked: Counter[str] = Counter()  # tool name (", error" for failed calls): re
 
 def _checked_call(tool: tools.Tool, engine: Any, caller: Any, arguments: dict[str, Any]) -> tools.ToolResult:
     result = _original_call(tool, engine, caller, arguments)
-    value, error = result["structuredContent"], result["isError"]
+    error = result["isError"]
+    value = json.loads(result["content"][0]["text"]) if error else result["structuredContent"]
     problems = [f"{tool.name}{' (error)' if error else ''}: {exc.message} at {list(exc.absolute_path)}"
                 for exc in _validator(tools.ToolError if error else tool.answer).iter_errors(value)][:1]
+    if error and "structuredContent" in result:
+        problems.append(f"{tool.name}: an error result carries structured content, which is not its outputSchema")
     if result["content"] != [{"type": "text", "text": tools.pretty_json(value)}]:
         problems.append(f"{tool.name}: the text is not the structured answer as JSON.stringify(value, null, 2)")
     with _results_lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import threading
 import time
 from pathlib import Path
@@ -175,3 +176,12 @@ def assert_checked_as_read(added: list[tuple[Any, Any, str]]) -> None:
         for name in [field.name for field in dataclasses.fields(asked.view) if field.name not in ("raw", "extra")]:
             assert repr(getattr(checked.view, name)) == repr(getattr(asked.view, name)), (path, name)
         assert list(checked.view.extra.items()) == list(asked.view.extra.items())
+
+
+def tool_answer(result: dict[str, Any]) -> dict[str, Any]:
+    """A ``tools/call`` result's answer: its structured content, or for an error (which has none) the
+    ``ToolError`` its text block holds as JSON."""
+    if result["isError"]:
+        assert "structuredContent" not in result, "an error result carries no structured content"
+        return json.loads(result["content"][0]["text"])
+    return result["structuredContent"]

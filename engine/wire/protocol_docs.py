@@ -32,13 +32,13 @@ engine/core/answers.py), and every result carries both forms of its answer:
   content to their model (OpenClaw compares the text block with exactly that string and drops it when
   equal) then show the answer once instead of twice; clients that read only text still get all of it.
 
-A tool's own failure is a result with `isError: true` whose `structuredContent` is the error: its `reason`,
-`message` and the error's data fields (`field`, `id`, `revision`, ...), the schema at the end of this page,
-with the same text form.  It does not conform to the tool's `outputSchema` and need not: MCP asks
-conforming structured content of a tool's results, and the SDK clients (Python and TypeScript) validate
-only results without `isError`.  The suite holds every error result to the error schema instead.  The MCP
-Inspector CLI (2.12.0) validates error results too, and prints a schema mismatch in place of the error
-(benchmarks/clients.md).
+A tool's own failure is a result with `isError: true` and no `structuredContent`: its one text block is the
+error as JSON, in the same form, with its `reason`, `message` and the error's data fields (`field`, `id`,
+`revision`, ...), the schema at the end of this page (read it with `JSON.parse` / `json.loads` of the text).
+The error does not conform to the tool's `outputSchema`, and MCP asks that structured content conform: a
+client that checks error results too (the MCP Inspector CLI 2.12.0 does) showed a schema mismatch in place
+of the error while errors carried it as structured content (until 2026-12-05; benchmarks/clients.md).  The
+suite holds every error result's text to the error schema and fails one that carries structured content.
 
 ### Schemas and strict mode
 

@@ -33,7 +33,7 @@ from ..store import attachments
 from ..search import knowledge_base
 from ..memory import ontology_views, recall
 from ..access.authority import AgentCaller
-from ..core.answers import JsonObject, JsonValue, TypedDict, output_schema
+from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict, output_schema
 from ..core.errors import InvalidParams, KnowledgeError
 from ..core.methods import Method
 from ..core.params import NO_PARAMS, Choice, Params
@@ -51,10 +51,12 @@ RECORD_TOOL_PARAMS = RECORD_PARAMS + Params(Choice("view", ("record", "history")
 
 
 class ToolError(TypedDict):
-    """What a failed call's ``structuredContent`` carries (``isError: true``): the engine error's ``reason``
+    """What a failed call (``isError: true``) says in its text block, as JSON: the engine error's ``reason``
     and ``message`` and its data fields (``field``, ``id``, ``revision``...), as a JSON-RPC error's ``data``.
-    It is not the tool's ``outputSchema``: MCP asks conforming structured content of results, and clients
-    validate only those without ``isError``.  The suite holds every error result to this shape."""
+    It is not the tool's ``outputSchema``, so it is never the result's ``structuredContent``: MCP asks that
+    structured content conform to the schema, and a client that holds error results to it too (the MCP
+    Inspector does) would show a schema mismatch instead of the error.  The suite holds every error result's
+    text to this shape."""
 
     __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]  # the error's own data fields
 
@@ -69,7 +71,7 @@ class TextContent(TypedDict):
 
 class ToolResult(TypedDict):
     content: list[TextContent]
-    structuredContent: Any  # the tool's declared answer, or a ToolError
+    structuredContent: NotRequired[Any]  # the tool's declared answer; absent from an error (a ToolError)
     isError: bool
 
 
@@ -124,9 +126,12 @@ class Tool(Method):
 
 def tool_result(value: Any, *, error: bool = False) -> ToolResult:
     """An MCP tool result: the answer structured, and the same JSON as text in the form clients recognise as
-    its mirror (``pretty_json``)."""
-    return {"content": [{"type": "text", "text": pretty_json(value)}], "structuredContent": value,
-            "isError": error}
+    its mirror (``pretty_json``).  An error (a ``ToolError``) is the text alone: it is not the tool's
+    declared answer, and structured content must be."""
+    text: list[TextContent] = [{"type": "text", "text": pretty_json(value)}]
+    if error:
+        return {"content": text, "isError": True}
+    return {"content": text, "structuredContent": value, "isError": False}
 
 
 def pretty_json(value: JsonValue) -> str:

@@ -32,7 +32,7 @@ from engine.wire.protocol import Dispatcher, Session
 from engine.vault.records import check_record, check_scope, parse_record
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.helpers import claim, only_store, page, private_dir, wait_for, yaml_loader
+from tests.helpers import claim, only_store, page, private_dir, tool_answer, wait_for, yaml_loader
 
 HUGE = "1" * 5000
 NOW = "2026-01-05T09:00:00Z"
@@ -552,7 +552,7 @@ def _still_served(vault: dict[str, Any], relpath: str) -> None:
             if "error" in reply:
                 assert reply["error"]["data"]["reason"] != "internal", (method, params, reply)
             elif isinstance(reply["result"], dict) and reply["result"].get("isError"):
-                assert reply["result"]["structuredContent"].get("reason") != "internal", (method, params, reply)
+                assert tool_answer(reply["result"]).get("reason") != "internal", (method, params, reply)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -175,7 +175,7 @@ def outcome(reply: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
         return False, {"message": reply["error"].get("message"), **(reply["error"].get("data") or {})}
     result = reply["result"]
     if isinstance(result, dict) and result.get("isError"):
-        return False, result["structuredContent"]
+        return False, json.loads(result["content"][0]["text"])  # an error is the text alone
     if isinstance(result, dict) and "structuredContent" in result:
         return True, result["structuredContent"]
     return True, result

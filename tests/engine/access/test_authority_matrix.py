@@ -17,6 +17,7 @@ from engine.access.authority import AgentCaller
 from engine.state.config import NamedStore
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.resources import RECORD_TEMPLATE, resource_uri
+from tests.helpers import tool_answer
 
 SESSION_1, SESSION_2 = str(uuid.uuid4()), str(uuid.uuid4())
 
@@ -173,7 +174,7 @@ def outcome(reply: dict) -> tuple[str, dict]:
         return "error", reply["error"]["data"]
     result = reply["result"]
     if result.get("isError"):
-        return "error", result["structuredContent"]
+        return "error", tool_answer(result)
     return "ok", result.get("structuredContent", result)
 
 

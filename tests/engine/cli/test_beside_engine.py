@@ -27,6 +27,7 @@ from engine.service import Engine
 from engine.state.statedir import StateDir
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.server import EngineServer
+from tests.helpers import tool_answer
 
 # Run in this order on each copy; errors included (a conflict, a missing grant, an unknown agent).
 SCRIPT = [
@@ -253,7 +254,7 @@ def test_search_knowledge_is_switched_by_the_cli_beside_the_engine_and_the_engin
         dispatcher = Dispatcher(engine)
         session = _session(dispatcher, token, None)
         refused = _tool(dispatcher, session, "search_knowledge", {"query": "Dana"})
-        assert refused["isError"] is True and refused["structuredContent"]["reason"] == "runtime_disabled"
+        assert refused["isError"] is True and tool_answer(refused)["reason"] == "runtime_disabled"
 
         assert main(["--state-dir", str(state.root), "settings", "search-knowledge", "on"]) == 0
         assert "search-knowledge  on" in capsys.readouterr().out

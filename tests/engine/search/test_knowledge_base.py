@@ -25,7 +25,7 @@ from engine.index.vectors import embedding_text
 from models.fixtures import TINY_EMBEDDER
 from models.installed import ModelStore
 from models.local import add_local
-from tests.helpers import claim, conversation, page
+from tests.helpers import claim, conversation, page, tool_answer
 
 PAGES = [
     ("Deployment runbook", "Ship a release: build, tag, roll out with canaries and watch the error rate.", ["ops"]),
@@ -96,8 +96,8 @@ def test_the_runtime_is_off_by_default_and_says_knowledge_unavailable(engine, ow
     reply = dispatcher.handle(session, _message("tools/call", {"name": "search_knowledge",
                                                                "arguments": {"knowledge_item_id": "pg_x"}}))
     assert reply["result"]["isError"] is True
-    assert reply["result"]["structuredContent"]["code"] == "knowledge_runtime_disabled"
-    assert reply["result"]["structuredContent"]["error"] == "knowledge_unavailable"
+    assert tool_answer(reply["result"])["code"] == "knowledge_runtime_disabled"
+    assert tool_answer(reply["result"])["error"] == "knowledge_unavailable"
 
 
 def test_the_switch_is_read_from_config_json_when_it_changes(state_dir):
@@ -542,7 +542,7 @@ def test_the_tool_is_served_over_the_socket_with_its_schema(kb_engine):
     mixed = dispatcher.handle(session, _message("tools/call", {"name": "search_knowledge", "arguments": {
         "query": "pizza", "knowledge_item_id": ids["Team lunch"]}}))
     assert mixed["result"]["isError"] is True
-    assert mixed["result"]["structuredContent"]["reason"] == "invalid_params"
+    assert tool_answer(mixed["result"])["reason"] == "invalid_params"
 
 
 def test_knowledge_reindex_rebuilds_the_vectors_too(state_dir, capsys):

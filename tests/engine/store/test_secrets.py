@@ -27,7 +27,7 @@ from engine.core.ids import new_id
 from engine.wire.protocol import ERROR_CODES, Dispatcher, Session, error_for
 from engine.memory.recall import set_recall
 from engine.service import Engine
-from tests.helpers import only_store, vault_snapshot
+from tests.helpers import only_store, vault_snapshot, tool_answer
 
 CREDENTIALS = fake_credentials()
 SECRET_TEXT, SECRET_KIND = CREDENTIALS["AWS access key id"]
@@ -381,9 +381,10 @@ def test_over_the_wire_the_tool_error_is_secret_detected_and_the_reply_never_hol
         {"text": "The assistant calls the model API.", "claimKind": "fact", "excerpt": text}]}})
     result = reply["result"]
     assert result["isError"] is True
-    assert result["structuredContent"]["reason"] == "secret_detected"
-    assert result["structuredContent"]["field"] == "items[0].excerpt"
-    assert result["structuredContent"]["kind"] == kind
+    refused = tool_answer(result)
+    assert refused["reason"] == "secret_detected"
+    assert refused["field"] == "items[0].excerpt"
+    assert refused["kind"] == kind
     secret = text.split()[-1]
     assert secret not in json.dumps(reply)
     saved = call("tools/call", {"name": "knowledge_save_page", "arguments": {

@@ -19,7 +19,7 @@ from engine.wire.http import ENDPOINT, HttpServer
 from engine.wire.modern import MODERN_VERSIONS
 from engine.wire.protocol import Dispatcher
 from engine.wire.server import SocketBounds
-from tests.helpers import wait_for
+from tests.helpers import wait_for, tool_answer
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = SocketBounds(unauthenticated_message_bytes=2048, max_message_bytes=64 * 1024, initialize_timeout_s=5.0,
@@ -207,7 +207,7 @@ def test_oversized_bodies_are_refused_before_authentication(serve, token, engine
     middle = save("middle", "Middle over HTTP " + "y" * (SMALL.unauthenticated_message_bytes * 2))
     status, _, body = post(server, middle, token, within(session))
     assert status == 200 and json.loads(body)["result"]["isError"] is True  # the title's own limit, not HTTP's
-    assert json.loads(body)["result"]["structuredContent"]["reason"] == "limit_exceeded"
+    assert tool_answer(json.loads(body)["result"])["reason"] == "limit_exceeded"
 
 
 def test_a_body_that_does_not_arrive_in_time_gets_408(serve, token):
@@ -292,7 +292,7 @@ def test_the_audience_is_taken_from_meta_or_the_headers_and_bounded_by_the_crede
     session = open_session(server, guest)
     status, _, body = post(server, rpc("tools/call", {"name": "knowledge_grep", "arguments": {"query": "x"}}),
                            guest, within(session))
-    assert json.loads(body)["result"]["structuredContent"]["reason"] == "denied"
+    assert tool_answer(json.loads(body)["result"])["reason"] == "denied"
     conversation = {"Knowledge-Audience": "conversation", "Knowledge-Session-Key": "chat:1",
                     "Knowledge-Session-Id": "0b7d3c52-8e0a-4f7e-9a55-2b1d6f0c9e11", "Knowledge-Instance": "laptop"}
     status, headers, _ = post(server, INITIALIZE, guest, conversation)

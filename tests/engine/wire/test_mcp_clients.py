@@ -135,13 +135,18 @@ def test_fastmcps_client_lists_and_calls_tools(served: Served, mode: str) -> Non
 
 @pytest.mark.parametrize("era", ["legacy", "auto", "modern"])
 def test_the_inspector_cli_lists_and_calls_tools(served: Served, era: str) -> None:
-    def inspect(*args: str) -> dict[str, Any]:
+    def inspect(*args: str, exit_code: int = 0) -> dict[str, Any]:
         done = subprocess.run([*inspector_command(), "--cli", *served.bridge, "--protocol-era", era, "--format",
                                "json", *args], capture_output=True, text=True, env=served.env, timeout=120)
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == exit_code, (done.stdout, done.stderr)
         return json.loads(done.stdout)["result"]
 
     listed = inspect("--method", "tools/list")
     assert {tool["name"] for tool in listed["tools"]} == ALL_TOOLS
     found = inspect("--method", "tools/call", "--tool-name", "knowledge_grep", "--tool-arg", "query=nothing")
     assert found["isError"] is False and found["structuredContent"]["hits"] == []
+    # An error is shown as the error: the Inspector holds the structured content of error results to the
+    # tool's outputSchema too, and printed a schema mismatch while errors carried theirs.
+    missing = inspect("--method", "tools/call", "--tool-name", "knowledge_record", "--tool-arg", "id=pg_nosuch",
+                      exit_code=5)  # the CLI's exit for a tool that answered isError
+    assert missing["isError"] is True and json.loads(missing["content"][0]["text"])["reason"] == "not_found"

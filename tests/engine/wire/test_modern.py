@@ -19,7 +19,7 @@ from tests.engine.wire.test_change_notifications import server  # noqa: F401 - t
 from tests.engine.wire.test_server import init_params, message
 from tests.engine.wire.test_tool_list_changes import set_writes, settled
 from tests.engine.wire.test_wire import dispatcher, token  # noqa: F401 - the in-memory dispatcher and agent fixtures
-from tests.helpers import wait_for
+from tests.helpers import tool_answer, wait_for
 
 ALL_TOOLS = {tool.name for tool in CORE_TOOLS}
 READ_TOOLS = {tool.name for tool in CORE_TOOLS if not tool.writes}
@@ -148,7 +148,7 @@ def test_every_request_is_authorized_again(engine, dispatcher, connected):
                                                                          "arguments": {"query": "x"}}))
     engine.remove_agent("main")
     reply = dispatcher.handle(connected, modern("tools/call", {"name": "knowledge_grep", "arguments": {"query": "x"}}))
-    assert reply["result"]["isError"] is True and reply["result"]["structuredContent"]["reason"] == "denied"
+    assert reply["result"]["isError"] is True and tool_answer(reply["result"])["reason"] == "denied"
 
 
 def test_a_request_may_not_carry_its_own_credential(dispatcher, connected, token):

@@ -7,7 +7,7 @@ import hashlib
 import json
 
 from engine.wire.protocol import Dispatcher, Session
-from tests.helpers import private_dir, vault_snapshot
+from tests.helpers import private_dir, vault_snapshot, tool_answer
 
 
 def call(dispatcher: Dispatcher, session: Session, method: str, params: dict) -> dict:
@@ -19,7 +19,7 @@ def call(dispatcher: Dispatcher, session: Session, method: str, params: dict) ->
 
 def tool(dispatcher: Dispatcher, session: Session, name: str, arguments: dict) -> tuple[bool, dict]:
     result = call(dispatcher, session, "tools/call", {"name": name, "arguments": arguments})
-    return result["isError"], result["structuredContent"]
+    return result["isError"], tool_answer(result)
 
 
 def test_a_stale_revision_names_the_version_to_read_and_the_version_read_is_revised(engine, state_dir):

@@ -18,7 +18,7 @@ import pytest
 
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.server import MAX_MESSAGE_BYTES, EngineServer
-from tests.helpers import only_store, wait_for
+from tests.helpers import only_store, tool_answer, wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -151,9 +151,13 @@ def test_tools_round_trip_with_structured_content(dispatcher, session):
 
 def test_tool_failures_are_tool_errors_with_a_reason(dispatcher, session):
     missing = call(dispatcher, session, "tools/call", {"name": "knowledge_record", "arguments": {"id": "pg_none"}})
-    assert missing["result"]["isError"] is True and missing["result"]["structuredContent"]["reason"] == "not_found"
+    assert missing["result"]["isError"] is True and tool_answer(missing["result"])["reason"] == "not_found"
+    # The error is the text alone: structured content must conform to the tool's outputSchema, which a
+    # client such as the MCP Inspector checks on error results too.
+    assert "structuredContent" not in missing["result"] and set(missing["result"]) == {"content", "isError"}
+    assert tool_answer(missing["result"])["message"] in missing["result"]["content"][0]["text"]
     bad = call(dispatcher, session, "tools/call", {"name": "knowledge_grep", "arguments": {"query": ""}})
-    assert bad["result"]["structuredContent"]["reason"] == "invalid_params"
+    assert tool_answer(bad["result"])["reason"] == "invalid_params"
     unknown = call(dispatcher, session, "tools/call", {"name": "rm_rf", "arguments": {}})
     assert unknown["error"]["data"]["reason"] == "invalid_params"
 
@@ -166,8 +170,8 @@ def test_a_revision_too_large_for_any_record_is_a_tool_error_not_an_internal_one
         reply = call(dispatcher, session, "tools/call", {"name": "knowledge_record", "arguments": {
             "id": saved["id"], "revision": 10**20, **({"view": view} if view == "history" else {})}})
         assert reply["result"]["isError"] is True, reply
-        assert reply["result"]["structuredContent"]["reason"] in ("limit_exceeded", "invalid_params")
-        assert reply["result"]["structuredContent"]["field"] == "revision"
+        assert tool_answer(reply["result"])["reason"] in ("limit_exceeded", "invalid_params")
+        assert tool_answer(reply["result"])["field"] == "revision"
 
 
 @pytest.mark.parametrize("params", [{}, {"name": None}, {"name": 5}, {"name": ["knowledge_grep"]}])
@@ -186,8 +190,8 @@ def test_a_revision_with_the_history_view_is_refused_not_ignored(dispatcher, ses
     reply = call(dispatcher, session, "tools/call", {"name": "knowledge_record", "arguments": {
         "id": saved["id"], "view": "history", "revision": 1}})["result"]
     assert reply["isError"] is True
-    assert reply["structuredContent"] == {"reason": "invalid_params", "field": "revision",
-                                          "message": "revision does not apply to the history view"}
+    assert tool_answer(reply) == {"reason": "invalid_params", "field": "revision",
+                                  "message": "revision does not apply to the history view"}
 
 
 @pytest.mark.parametrize("arguments", [[], 0, False, "", [{"query": "ops"}]])
@@ -206,7 +210,7 @@ def test_writes_disabled_hides_and_refuses_the_save_tools(engine, dispatcher, se
     assert "knowledge_save_page" not in names and "knowledge_remember" not in names and "knowledge_grep" in names
     refused = call(dispatcher, session, "tools/call", {"name": "knowledge_save_page", "arguments": {
         "requestId": "r1", "type": "person", "title": "Dana"}})
-    assert refused["result"]["structuredContent"]["reason"] == "writes_disabled"
+    assert tool_answer(refused["result"])["reason"] == "writes_disabled"
 
 
 def test_a_request_may_name_its_own_audience_within_the_credential(engine, dispatcher, session):
@@ -587,7 +591,7 @@ def ok(reply: dict) -> bool:
 def reason(reply: dict) -> str | None:
     if "error" in reply:
         return reply["error"]["data"]["reason"]
-    return reply["result"]["structuredContent"].get("reason") if reply["result"].get("isError") else None
+    return tool_answer(reply["result"]).get("reason") if reply["result"].get("isError") else None
 
 
 def test_every_tool_and_method_over_a_real_socket_for_each_audience(engine, server):

@@ -31,7 +31,7 @@ def test_record_and_lookup_answer_as_of_the_moment_asked(state_dir):
 
         def tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             result = _call(dispatcher, session, "tools/call", {"name": name, "arguments": arguments})
-            assert not result["isError"], result["structuredContent"]
+            assert not result["isError"], result["content"][0]["text"]
             return result["structuredContent"]
 
         saved = tool("knowledge_remember", {"requestId": "r1", "items": [LATER_CLAIM]})

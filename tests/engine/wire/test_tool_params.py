@@ -17,6 +17,7 @@ from engine.search import knowledge_base as kb
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.tools import CORE_TOOLS, Tool
+from tests.helpers import tool_answer
 
 RECORD = new_id("pg")
 CLAIM = {"text": "Atlas ships in January.", "claimKind": "fact", "excerpt": "We ship in January."}
@@ -267,7 +268,7 @@ def test_every_tool_refuses_exactly_as_its_declaration_does(state_dir):
             assert expected is not None, _case_id(case)
             reply = dispatcher.handle(session, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
                 "name": name, "arguments": handler_base(name, path, arguments)}}).encode())
-            refused = reply["result"]["structuredContent"]
+            refused = tool_answer(reply["result"])
             if not reply["result"]["isError"] or (refused["reason"], refused.get("field")) != (
                     expected.reason, expected.details["field"]):
                 mismatches.append((_case_id(case), expected.to_dict(), refused))
@@ -295,7 +296,7 @@ def test_every_tool_accepts_what_its_schema_allows(state_dir):
                 arguments["requestId"] = f"probe-{number}"  # each write its own, never a conflict
             reply = dispatcher.handle(session, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
                 "name": name, "arguments": arguments}}).encode())
-            answer = reply["result"]["structuredContent"]
+            answer = tool_answer(reply["result"])
             about_it = reply["result"]["isError"] and answer.get("field") == _field(path)
             refused = ("limit_exceeded",) if what in ("maxLength", "maxItems") else ("invalid_params", "limit_exceeded")
             if about_it and answer["reason"] in refused:
