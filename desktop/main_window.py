@@ -101,6 +101,8 @@ class MainWindow(QMainWindow):
                                      self.approvals_view, self.preview_view, self.health_view, self.gate_view,
                                      self.models_view, self.partitions_view, self.sync_view]
         self.inventory: dict[str, Any] = {"agents": [], "stores": []}
+        self._inventoried = False  # the first inventory has come (the window opens on Records, or without agents
+        # on Agents & stores once it knows)
         self._shown: set[int] = set()  # views shown at least once (they hold something to reload)
         self._stale: set[int] = set()  # views a change concerned while they were not in front
         self._live_changes: list[dict[str, Any]] = []
@@ -521,6 +523,7 @@ class MainWindow(QMainWindow):
 
     def _on_inventory(self, inventory: dict[str, Any]) -> None:
         agent_before, store_before = self.agent, self._agent_store()
+        first, self._inventoried = not self._inventoried, True
         if self._connecting:
             self._say_connecting(False)
         self.inventory = inventory
@@ -538,6 +541,8 @@ class MainWindow(QMainWindow):
             self._store_changed()  # created by the agent's first write, or another store used: its data is new
         if not names:
             self.messages.show_info(NO_AGENTS_TEXT)
+            if first and self.current_view() is self.records_view:
+                self.show_view(self.views.index(self.agents_view))  # no notes to open on: where one is added
         else:
             self.messages.clear_info(NO_AGENTS_TEXT)  # one was added (here or with the CLI)
 

@@ -37,6 +37,23 @@ def test_the_window_opens_on_the_agents_notes(qtbot, window, gui_thread_guard) -
     assert window.current_view() is window.records_view
 
 
+def test_with_no_agent_yet_the_window_goes_where_one_is_added(qtbot, served_engine, window_settings) -> None:
+    for agent in served_engine.agents():
+        served_engine.remove_agent(agent["name"])
+    tasks = EngineTasks()
+    made = MainWindow(tasks, served_engine.state, settings=window_settings)
+    qtbot.addWidget(made)
+    made.show()
+    qtbot.waitExposed(made)
+    try:
+        with qtbot.waitSignal(made.agents_view.sig_inventory_changed, timeout=10_000):
+            made.connect_engine()
+        assert made.current_view() is made.agents_view  # no notes to open on
+        assert "No agents yet" in made.messages.label.text()
+    finally:
+        tasks.shutdown()
+
+
 def test_the_window_attaches_and_every_view_is_one_shortcut_away(qtbot, window, gui_thread_guard) -> None:
     with qtbot.waitSignal(window.agents_view.sig_inventory_changed, timeout=10_000):
         window.connect_engine()
