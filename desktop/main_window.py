@@ -540,9 +540,9 @@ class MainWindow(QMainWindow):
         if current == agent_before and self._agent_store() != store_before:
             self._store_changed()  # created by the agent's first write, or another store used: its data is new
         if not names:
-            self.messages.show_info(NO_AGENTS_TEXT)
             if first and self.current_view() is self.records_view:
                 self.show_view(self.views.index(self.agents_view))  # no notes to open on: where one is added
+            self.messages.show_info(NO_AGENTS_TEXT)  # after the move, which clears what the bar said before
         else:
             self.messages.clear_info(NO_AGENTS_TEXT)  # one was added (here or with the CLI)
 
