@@ -24,7 +24,7 @@ from ..core.findings import Finding
 from ..core.ids import format_timestamp, is_record_id, new_id, utc_now
 from ..store.attachments import ATTACH_FILE_MAX_BYTES
 from ..store.catalog import keep_revision, record_removals, sync_removals
-from ..store.catalog_reads import CatalogReads, version_label
+from ..store.catalog_reads import CatalogReads, RevisionRow, version_label
 from ..store.walk import is_descriptor_path, is_record_path
 from ..store.publication import ONTOLOGY_PATH, FileWrite, Plan, removal, request_hash
 from ..store.store import EXTENSIONS_FILE, VAULT_DIR, Store
@@ -254,35 +254,49 @@ def named_as_history(catalog: CatalogReads, conflicts: list[SyncConflict]) -> li
         entry: SyncConflict = {**conflict}
         record_id = conflict["recordId"]
         if record_id is not None:
-            entry["standing"] = _named_version(catalog, record_id, conflict["standing"])
+            kept = _kept_versions(catalog, record_id)
+            entry["standing"] = _named_version(kept, conflict["standing"])
             if conflict["other"] is not None:
-                entry["other"] = _named_version(catalog, record_id, conflict["other"])
-            title = _title(catalog, record_id, conflict["partition"], conflict["standing"]["path"])
+                entry["other"] = _named_version(kept, conflict["other"])
+            title = _title(catalog, kept, record_id, conflict["partition"], conflict["standing"]["path"])
             if title:
                 entry["title"] = title
         named.append(entry)
     return named
 
 
-def _named_version(catalog: CatalogReads, record_id: str, version: SyncConflictVersion) -> SyncConflictVersion:
+def _kept_versions(catalog: CatalogReads, record_id: str) -> Callable[[str], list[RevisionRow]]:
+    """Every kept version of the record in a partition, oldest first, read once a partition for all that asks."""
+    read: dict[str, list[RevisionRow]] = {}
+
+    def kept(partition: str) -> list[RevisionRow]:
+        if partition not in read:
+            read[partition] = catalog.revisions(partition, record_id)
+        return read[partition]
+
+    return kept
+
+
+def _named_version(kept: Callable[[str], list[RevisionRow]], version: SyncConflictVersion) -> SyncConflictVersion:
     folder = partition_of(version["path"])
     if folder is None:
         return version
-    kept = catalog.revisions(partition_name(folder), record_id)
-    row = next((row for row in kept if row.sha256 == version["sha256"] and row.revision == version["revision"]),
+    versions = kept(partition_name(folder))
+    row = next((row for row in versions if row.sha256 == version["sha256"] and row.revision == version["revision"]),
                None)
-    return version if row is None else {**version, "label": version_label(kept, row), "seenAt": row.observed_at}
+    return version if row is None else {**version, "label": version_label(versions, row), "seenAt": row.observed_at}
 
 
-def _title(catalog: CatalogReads, record_id: str, partition: str | None, path: str) -> str | None:
-    """The record's current title; else the title of the standing version kept (a record withheld now)."""
+def _title(catalog: CatalogReads, kept: Callable[[str], list[RevisionRow]], record_id: str, partition: str | None,
+           path: str) -> str | None:
+    """The record's current title; else the title of the newest version kept (a record withheld now)."""
     if partition is None:
         return None
     rows = catalog.rows_for_id(partition, record_id)
     if rows and rows[0].title:
         return rows[0].title
-    kept = catalog.revisions(partition, record_id, newest_first=True)
-    record = parse_record(kept[0].content, path)[0] if kept else None
+    versions = kept(partition)
+    record = parse_record(versions[-1].content, path)[0] if versions else None
     return record.view.title if record is not None else None
 
 
