@@ -13,7 +13,7 @@ import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Iterable
 
 from .catalog import Catalog, reference_findings
 from .groups import PlanReads
@@ -137,6 +137,10 @@ class _PlanBuilder:
         if evidence.quote:
             citation["quote"] = evidence.quote
         return citation
+
+    def citations(self, evidence: Iterable[EvidenceInput | FileInput], at: str) -> list[WrittenCitation]:
+        """Each citation as written, ``at`` naming the list in the call (``items[0].evidence``)."""
+        return [self.citation(one, f"{at}[{index}]") for index, one in enumerate(evidence)]
 
     def _check_citation(self, evidence: EvidenceInput, at: str) -> None:
         """A cited line range must exist in the source, and a quote must stand in the cited lines."""
@@ -318,7 +322,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
     if page.type not in ctx.ontology.page_types:
         raise InvalidParams(f"page type {page.type!r} is not in the ontology", field="type")
     builder = _PlanBuilder(ctx)
-    citations = [builder.citation(evidence, f"evidence[{index}]") for index, evidence in enumerate(page.evidence)]
+    citations = builder.citations(page.evidence, "evidence")
     if page.id is None:
         record_id = new_id(PAGE_PREFIX)
         path = builder.unique_path(ctx.ontology.filing_dir(page.type), slugify(page.title))
@@ -416,8 +420,7 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, at: str, s
     if item.replaces:
         frontmatter["replaces"] = item.replaces
     frontmatter["attribution"] = ctx.attribution
-    frontmatter["evidence"] = [builder.citation(evidence, f"{at}.evidence[{index}]")
-                               for index, evidence in enumerate(item.evidence)]
+    frontmatter["evidence"] = builder.citations(item.evidence, f"{at}.evidence")
     builder.add_record(frontmatter, item.text, f"claims/{record_id}.md", base=None, at=at)
     return record_id, 1, extra
 
@@ -451,8 +454,7 @@ def _relationship(ctx: WriteContext, builder: _PlanBuilder, item: RelationshipIt
         "recorded_at": ctx.now, "updated_at": ctx.now, "scope": ctx.partition, "lifecycle": "active",
         "relation": item.relation, "from": ends["from"], "to": ends["to"],
         "assertion_origin": item.assertion_origin, "attribution": ctx.attribution,
-        "evidence": [builder.citation(evidence, f"{at}.evidence[{index}]")
-                     for index, evidence in enumerate(item.evidence)],
+        "evidence": builder.citations(item.evidence, f"{at}.evidence"),
     }
     builder.add_record(frontmatter, "", f"relationships/{record_id}.md", base=None, at=at)
     return record_id, 1, []
