@@ -73,10 +73,12 @@ def _kind_and_type(row: Row) -> str:
     return f"{kind}, type {kind_type}" if kind_type else kind
 
 
+# One column for what a record is, not Kind and Type side by side ("page", "note" on every row took a narrow
+# window's room from the search's snippet and left the lists' Status reading "curr…").
+KIND_COLUMN = Column("Kind", _kind_or_type, tooltip=_kind_and_type, whole=True)  # "decision", never "deci…"
 RECORD_COLUMNS = [
     Column("Title", lambda r: r.get("title") or r.get("id"), stretch=True),
-    # One column for what a record is, as in search: Kind and Type side by side left Status reading "curr…".
-    Column("Kind", _kind_or_type, tooltip=_kind_and_type, whole=True),  # "decision", never "deci…"
+    KIND_COLUMN,
     # Short ("42 min ago") and whole: a narrow list keeps room for the title and never reads "42 minutes …".
     Column("Updated", lambda r: brief_ago(r.get("updatedAt"), local_now()),
            tooltip=lambda r: exact_time(r.get("updatedAt"), local_now()), whole=True),
@@ -88,8 +90,7 @@ SEARCH_COLUMNS = [
     # The snippet says more; in a small window the title keeps room for a word a line (search rows are three
     # lines tall, and the title wraps over them).
     Column("Title", lambda r: r.get("title") or r.get("id"), max_width=200, min_width=90),
-    # One column, not Kind and Type ("page", "note" on every row took a narrow window's room from the snippet).
-    Column("Kind", _kind_or_type, tooltip=_kind_and_type, whole=True),  # "note", "claim": never "no…"
+    KIND_COLUMN,
     Column("Score", lambda r: r.get("score"), align_right=True),
     SNIPPET_COLUMN,
 ]
