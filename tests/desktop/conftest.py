@@ -190,3 +190,23 @@ def sync_view_on_main(qtbot: Any, tasks: EngineTasks, engine: Engine) -> Any:
     view.set_inventory({"agents": engine.agents(), "stores": engine.stores()})
     wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
     return view
+
+
+def window_in_a_fresh_process(state_root: Path, then: str, platform: str = "offscreen") -> list[str]:
+    """Run ``then`` (Python source) in a new interpreter after a window on ``state_root`` was made and shown
+    (``app``, ``window`` and ``sys`` in scope), on the Qt ``platform``; the words it printed."""
+    import subprocess
+
+    script = ("import sys\n"
+              "from PySide6.QtWidgets import QApplication\n"
+              "app = QApplication([])\n"
+              "from desktop.main_window import MainWindow\n"
+              "from desktop.tasks import EngineTasks\n"
+              "from engine.state.statedir import StateDir\n"
+              f"tasks = EngineTasks()\nwindow = MainWindow(tasks, StateDir({str(state_root)!r}))\n"
+              "window.show()\napp.processEvents()\n"
+              f"{then}\ntasks.shutdown()\n")
+    env = {**os.environ, "QT_QPA_PLATFORM": platform, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QPalette
 
 from desktop.common.charts import Chart, Marker, Series
 from desktop.common.models import Column, RowsModel
+from tests.desktop.conftest import window_in_a_fresh_process
 
 COLUMNS = [Column("x", lambda r: r["x"]), Column("to", lambda r: r.get("to")), Column("a", lambda r: r.get("a")),
            Column("b", lambda r: r.get("b"))]
@@ -106,23 +103,12 @@ def test_a_palette_change_restyles_the_chart(qtbot) -> None:
 
 def test_the_window_starts_without_importing_pyqtgraph(tmp_path) -> None:
     """The plot library loads when a chart is first shown, not while the window starts."""
-    script = (
-        "import sys\n"
-        "from PySide6.QtWidgets import QApplication\n"
-        "app = QApplication([])\n"
-        "from desktop.main_window import MainWindow\n"
-        "from desktop.tasks import EngineTasks\n"
-        "from engine.state.statedir import StateDir\n"
-        f"tasks = EngineTasks()\nwindow = MainWindow(tasks, StateDir({str(tmp_path / 'state')!r}))\n"
-        "window.show()\napp.processEvents()\n"
+    printed = window_in_a_fresh_process(tmp_path / "state", (
         "loaded = 'pyqtgraph' in sys.modules\n"
         "window.show_view(window.views.index(window.gate_view))\nwindow.gate_view.show_tab(window.gate_view.tuning)\n"
         "app.processEvents()\n"
-        "print(loaded, 'pyqtgraph' in sys.modules)\ntasks.shutdown()\n")
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-2:] == ["False", "True"], done.stdout
+        "print(loaded, 'pyqtgraph' in sys.modules)"))
+    assert printed[-2:] == ["False", "True"], printed
 
 
 def test_a_lines_label_stays_inside_the_plot_whatever_its_width(qtbot) -> None:

@@ -4,10 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +12,7 @@ from desktop.common.models import RowsModel
 from desktop.common.widgets import table
 from desktop.gate.journal_panel import JOURNAL_COLUMNS
 from desktop.gate.log_panel import LOG_COLUMNS
-from tests.desktop.conftest import wait_for_signal
+from tests.desktop.conftest import wait_for_signal, window_in_a_fresh_process
 
 SMALL = (1024, 640)
 
@@ -224,20 +220,9 @@ def test_the_window_opens_within_the_screen_it_is_on(tmp_path, screen, expected)
     config.write_text(json.dumps({"screens": [{"name": "screen", "x": 0, "y": 0, "width": screen[0],
                                                "height": screen[1], "logicalDpi": 96, "logicalBaseDpi": 96,
                                                "dpr": 1}]}), encoding="utf-8")
-    script = (
-        "from PySide6.QtWidgets import QApplication\n"
-        "app = QApplication([])\n"
-        "from desktop.main_window import MainWindow\n"
-        "from desktop.tasks import EngineTasks\n"
-        "from engine.state.statedir import StateDir\n"
-        f"tasks = EngineTasks()\nwindow = MainWindow(tasks, StateDir({str(tmp_path / 'state')!r}))\n"
-        "window.show()\napp.processEvents()\n"
-        "print(window.width(), window.height())\ntasks.shutdown()\n")
-    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert tuple(int(n) for n in done.stdout.split()[-2:]) == expected, done.stdout
+    printed = window_in_a_fresh_process(tmp_path / "state", "print(window.width(), window.height())",
+                                        platform=f"offscreen:configfile={config}")
+    assert tuple(int(n) for n in printed[-2:]) == expected, printed
 
 
 def test_the_search_summary_keeps_the_lists_width_beside_the_models_link_in_a_small_window(qtbot, window) -> None:
