@@ -198,6 +198,21 @@ class Spec:
         return schema
 
 
+def whole_number(value: Any) -> int | None:
+    """``value`` as an int where JSON Schema's ``integer`` admits it, else None.
+
+    JSON Schema counts any number with no fractional part as an integer, so ``5.0`` passes a client's check of
+    a tool's ``inputSchema`` and is read as 5 here too; ``true`` is not 1, and ``5.5`` or a string is no integer.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 @dataclass(frozen=True)
 class Integer(Spec):
     """An integer from ``low`` to ``high`` (``INTEGER_MAX`` when ``high`` is None).
@@ -212,8 +227,9 @@ class Integer(Spec):
     scale: bool = False
 
     def check(self, value: Any, field: str) -> int:
-        over = isinstance(value, int) and value > self.highest
-        if isinstance(value, bool) or not isinstance(value, int) or value < self.low or (over and self.scale):
+        value = whole_number(value)
+        over = value is not None and value > self.highest
+        if value is None or value < self.low or (over and self.scale):
             raise InvalidParams(f"{field} must be {self.expected}", field=field)
         if over:
             raise LimitExceeded(f"{field} must be at most {self.highest:,}", field=field, limit=self.highest,

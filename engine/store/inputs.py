@@ -20,6 +20,7 @@ from .attachments import ATTACH_MAX_BYTES, FILE_CITATION, FileInput, inline_file
 from ..core.errors import InvalidParams, LimitExceeded
 from ..core.params import (
     Name, Names, Objects, Params, RecordId, RequestId, Integer, String, Text, Value, check_name, check_text,
+    whole_number,
 )
 from ..vault.record_view import validity_moment, validity_problem
 from ..vault.records import ASSERTION_ORIGINS, TITLE_MAX_CHARS
@@ -135,11 +136,10 @@ def parse_fields(value: Any, field: str = "fields") -> dict[str, Any] | None:
 
 
 def _lines(value: Any, field: str) -> tuple[int, int]:
-    if (not isinstance(value, list) or len(value) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) for n in value)
-            or not 1 <= value[0] <= value[1]):
+    first, last = (whole_number(n) for n in value) if isinstance(value, list) and len(value) == 2 else (None, None)
+    if first is None or last is None or not 1 <= first <= last:
         raise InvalidParams("lines must be [first, last] with 1 <= first <= last", field=field)
-    return value[0], value[1]
+    return first, last
 
 
 def _origin(value: Any, field: str) -> str:

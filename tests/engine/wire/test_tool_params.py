@@ -9,6 +9,7 @@ import copy
 import json
 from typing import Any, Iterator
 
+import jsonschema
 import pytest
 
 from engine.core.errors import KnowledgeError, LimitExceeded
@@ -151,6 +152,11 @@ def probes(schema: dict[str, Any], path: tuple[Any, ...] = ()) -> Iterator[tuple
         for member in schema["enum"]:
             yield path, member, True, "enum"
         yield path, "not-" + str(schema["enum"][0]), False, "enum"
+    if "integer" in kinds:  # JSON Schema's integer is any number without a fraction: 5.0 is one, true is not
+        least = schema.get("minimum", 1)
+        yield path, float(least), True, "integer"
+        yield path, least + 0.5, False, "integer"
+        yield path, True, False, "integer"
     if "integer" in kinds or "number" in kinds:
         step = 1 if "integer" in kinds else 0.001
         if "minimum" in schema:
@@ -226,6 +232,16 @@ def _arguments(tool: Tool, path: tuple[Any, ...], value: Any) -> tuple[dict[str,
     assert bases, f"no base holds {_field(path)}"
     arguments = _placed(bases[0], path, value, tool.descriptor()["inputSchema"])
     return arguments, _error(tool.params.read, arguments)
+
+
+def test_each_probe_is_allowed_or_refused_as_json_schema_itself_judges_it():
+    """The probes' own verdicts are JSON Schema's (Draft 2020-12), so the declaration is held to the standard
+    a client validates arguments with, not to this file's reading of it."""
+    for name, path, value, allowed, what in CASES:
+        if what in ("integer", "minimum", "maximum", "enum"):
+            schema = _schema_at(TOOLS[name].descriptor()["inputSchema"], path[:-1] if path[-1] == "*" else path)
+            schema = schema.get("items", schema) if path[-1] == "*" else schema
+            assert jsonschema.Draft202012Validator(schema).is_valid(value) == allowed, (name, path, value)
 
 
 def test_every_tool_declares_what_it_reads_and_publishes_it():
