@@ -246,7 +246,7 @@ def test_alpha_outside_zero_to_one_is_rejected(lexical_engine, alpha):
 
 
 @pytest.mark.parametrize("max_results, error", [(0, InvalidParams), (51, LimitExceeded), (-1, InvalidParams),
-                                                (True, InvalidParams), (2.0, InvalidParams)])
+                                                (True, InvalidParams), (2.5, InvalidParams)])
 def test_max_results_outside_one_to_fifty_is_rejected(lexical_engine, max_results, error):
     caller, _ = seed(lexical_engine)
     with pytest.raises(error) as raised:  # over the maximum is limit_exceeded, like every oversize

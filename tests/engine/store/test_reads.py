@@ -166,7 +166,7 @@ def test_invalid_id_is_invalid_params(engine, owner, record_id):
         engine.history(owner, record_id)
 
 
-@pytest.mark.parametrize("revision", [0, -1, True, "1", 1.0])
+@pytest.mark.parametrize("revision", [0, -1, True, "1", 1.5])
 def test_invalid_revision_is_invalid_params(engine, owner, revision):
     receipt = engine.save_page(owner, page("dana", "Dana Whitaker"))
     with pytest.raises(InvalidParams) as raised:
