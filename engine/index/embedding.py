@@ -71,6 +71,10 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class EmbeddingStopped(Exception):
+    """``Embedder.embed`` was asked to stop between two of its batches; nothing of the call is returned."""
+
+
 class Embedder:
     """One loaded embedding model; ``embed`` is thread-safe.
 
@@ -119,14 +123,18 @@ class Embedder:
                                                    spinning=self.settings.spinning, graph=graph)
         self.dimensions = int(self.embed(["warm up"]).shape[1])
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors ``[len(texts), dimensions]`` (float32), in the order of ``texts``."""
+    def embed(self, texts: Sequence[str], *, stop: Callable[[], bool] | None = None) -> np.ndarray:
+        """Unit vectors ``[len(texts), dimensions]`` (float32), in the order of ``texts``.  ``stop`` is asked
+        before each batch the model runs: True raises ``EmbeddingStopped`` there (a long run is left between
+        batches, never inside the model's, whose threads must not outlive the process)."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         encoded = [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
         vectors: list[np.ndarray | None] = [None] * len(texts)
         for batch in plan_batches([len(ids) for ids in encoded], rows=self.settings.rows,
                                   tokens=self.settings.tokens):
+            if stop is not None and stop():
+                raise EmbeddingStopped(f"stopped with {sum(v is None for v in vectors)} of {len(texts)} texts left")
             for position, vector in zip(batch, self._run([encoded[i] for i in batch])):
                 vectors[position] = vector
         return np.stack(vectors).astype(np.float32, copy=False)  # type: ignore[arg-type]

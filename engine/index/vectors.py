@@ -53,7 +53,7 @@ import numpy as np
 from ..core.files import read_file
 from ..store.catalog import Catalog
 from ..store.catalog_reads import RecordRow
-from .embedding import Embedder, text_digest
+from .embedding import Embedder, EmbeddingStopped, text_digest
 from .similarity import page_passages
 from ..core.errors import IndexFailed, KnowledgeError, StoreUnavailable
 from ..vault.frontmatter import split_document
@@ -277,7 +277,10 @@ class VectorIndex:
                 remaining = []  # the rest waits for the next catch-up
             new: dict[str, bytes] = {}
             if missing:
-                vectors = embedder.embed(list(missing.values()))
+                try:
+                    vectors = embedder.embed(list(missing.values()), stop=stop)
+                except EmbeddingStopped:
+                    break  # nothing of this chunk is stored: the next catch-up embeds it
                 new = {digest: vector.astype(np.float32).tobytes() for digest, vector in zip(missing, vectors)}
             stored = lane(lambda: self._store_chunk(partition, embedder, chunk, digests, passage_digests,
                                                     page_digests, {**have, **new}, new))

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from engine.access.authority import AgentCaller
+from engine.index.embedding import RunSettings
 from engine.index.vectors import embedding_text
 from engine.search import knowledge_base as kb
 from engine.service import Engine
@@ -33,13 +34,13 @@ class Gate:
         self.entered = threading.Event()
         self.calls: list[tuple[str, int]] = []  # (thread name, texts)
 
-    def __call__(self, texts: Any) -> Any:
+    def __call__(self, texts: Any, **options: Any) -> Any:
         name = threading.current_thread().name
         self.calls.append((name, len(texts)))
         if name.startswith("vectors-"):
             self.entered.set()
             assert self.open.wait(WAIT), "the gate was never opened"
-        return self._embed(texts)
+        return self._embed(texts, **options)
 
     def hold(self) -> None:
         """Close the gate again (after letting seeding through)."""
@@ -154,6 +155,44 @@ def test_close_with_work_pending_is_clean_and_the_next_start_catches_up(state_di
         assert found["results"][0]["knowledge_item_id"] == ids["Team lunch"]
         assert "index_pending" not in found
         assert vectors_of(reopened, caller)[1] == len(PAGES) + 3
+
+
+def test_close_leaves_a_chunk_between_two_runs_of_the_model(state_dir, monkeypatch):
+    """A chunk is many runs of the model (a long page's passages, a large import): close stops the vectors
+    thread after the run in progress, so it neither waits for the rest of the chunk nor leaves the model's
+    threads running when the process exits (which aborted ``knowledge import`` with exit 134); nothing of
+    the unfinished chunk is stored and the next start embeds it."""
+    engine = open_engine(state_dir)
+    embedder = engine.embeddings.current()
+    monkeypatch.setattr(embedder, "settings", RunSettings(rows=1))  # one text a run: the chunk is several
+    runs: list[int] = []
+    inside, release = threading.Event(), threading.Event()
+    model_run = embedder._run
+
+    def held_run(rows: Any) -> Any:
+        if threading.current_thread().name.startswith("vectors-"):
+            runs.append(len(rows))
+            inside.set()
+            assert release.wait(WAIT), "the run was never released"
+        return model_run(rows)
+
+    monkeypatch.setattr(embedder, "_run", held_run)
+    caller, ids = seed(engine)
+    assert inside.wait(WAIT)
+    feed = vectors_of(engine, caller)[0].vector_feed
+    closing = threading.Thread(target=engine.close, name="test-close")
+    closing.start()
+    for _ in range(int(WAIT * 100)):  # until close has asked the vectors thread to stop
+        if feed._stop.wait(0.01):
+            break
+    release.set()
+    closing.join(WAIT)
+    assert not closing.is_alive() and not feed.alive
+    assert runs == [1]  # the run in progress finished; the chunk's other texts never reached the model
+    with Engine(state_dir, watch=False, git=False) as reopened:
+        found = ask(reopened, caller, query=embedding_text(*PAGES[2][:2]), mode="semantic")
+        assert found["results"][0]["knowledge_item_id"] == ids["Team lunch"]
+        assert vectors_of(reopened, caller)[1] == len(PAGES)
 
 
 def test_close_right_after_a_publication_is_clean(state_dir):

@@ -15,6 +15,8 @@ from engine.index.embedding import (
     READY,
     Embedder,
     EmbeddingRuntime,
+    EmbeddingStopped,
+    RunSettings,
     plan_batches,
 )
 from engine.core.errors import InvalidParams
@@ -42,6 +44,18 @@ def test_vectors_are_unit_length_mean_pooled_and_independent_of_their_batch(embe
         assert np.allclose(alone, together[row], atol=1e-5), text  # padding never leaks into a vector
     assert embedder.dimensions == 32
     assert not np.allclose(together[0], together[2])
+
+
+def test_a_run_asked_to_stop_ends_between_two_batches(embedder, monkeypatch):
+    monkeypatch.setattr(embedder, "settings", RunSettings(rows=1))
+    ran: list[int] = []
+    model_run = embedder._run
+    monkeypatch.setattr(embedder, "_run", lambda rows: ran.append(len(rows)) or model_run(rows))
+    with pytest.raises(EmbeddingStopped, match="2 of 3 texts left"):
+        embedder.embed(["pizza", "the team", "museum"], stop=lambda: len(ran) == 1)
+    assert ran == [1]
+    assert embedder.embed(["pizza", "the team"], stop=lambda: False).shape == (2, 32)
+    assert ran == [1, 1, 1]
 
 
 def test_token_states_come_from_the_same_run_as_the_vectors(embedder):
