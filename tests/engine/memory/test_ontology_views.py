@@ -451,7 +451,7 @@ def test_the_operator_reads_the_agents_private_ontology(engine, owner, store):
     ({"limit": 0}, "limit"),
     ({"limit": "5"}, "limit"),
     ({"limit": True}, "limit"),
-    ({"limit": 2.0}, "limit"),
+    ({"limit": 2.5}, "limit"),
     ({"offset": -1}, "offset"),
     ({"view": "definitions", "includeRecords": "yes"}, "includeRecords"),
     ({"view": "definitions", "name": ""}, "name"),

@@ -179,7 +179,7 @@ def test_callers_cannot_set_the_service_fields(engine, owner, key):
     ({"summary": "ok", "importance": 11}, "recall.importance"),
     ({"summary": "ok", "importance": True}, "recall.importance"),
     ({"summary": "ok", "importance": "5"}, "recall.importance"),
-    ({"summary": "ok", "importance": 5.0}, "recall.importance"),
+    ({"summary": "ok", "importance": 5.5}, "recall.importance"),
     ({"summary": "ok", "colour": "red"}, "recall.colour"),
 ])
 def test_invalid_blocks_are_refused_with_their_field(engine, owner, block, field):

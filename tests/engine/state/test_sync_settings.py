@@ -26,9 +26,9 @@ def test_no_block_means_automatic_sync_with_the_defaults() -> None:
 def test_times_accept_their_range_only(key: str, low: int, high: int) -> None:
     field = {"intervalSeconds": "interval_seconds", "quietSeconds": "quiet_seconds",
              "batchSeconds": "batch_seconds", "backoffMaxSeconds": "backoff_max_seconds"}[key]
-    for good in (low, high):
+    for good in (low, high, float(low)):  # a whole number, as JSON Schema counts one
         assert getattr(parse_sync_settings({key: good}), field) == good
-    for bad in (low - 1 if key != "quietSeconds" else 0, float(low), True, str(low), None):
+    for bad in (low - 1 if key != "quietSeconds" else 0, low + 0.5, True, str(low), None):
         with pytest.raises(InvalidParams) as raised:
             parse_sync_settings({key: bad})
         assert raised.value.details["field"] == f"sync.{key}"
