@@ -231,9 +231,10 @@ def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltes
         view.set_agent("main")
         view.show_tab(log)
     assert log.log_model.rowCount() == 6 and "6 turns (6 shadow)" in log.summary.text()
-    outcomes = [log.log_model.data(log.log_model.index(row, 3)) for row in range(6)]
+    outcome = [column.title for column in log.log_model.columns].index("Outcome")
+    outcomes = [log.log_model.data(log.log_model.index(row, outcome)) for row in range(6)]
     assert set(outcomes) <= {"would inject", "would send a skip hint", "would add nothing"}, outcomes
-    assert log.log_model.index(0, 3).data(0x03).startswith("Shadow mode: nothing was injected; live mode would ")
+    assert log.log_model.index(0, outcome).data(0x03).startswith("Shadow mode: nothing was injected; live mode would ")
 
     first = log.log_model.row(0)   # the newest turn: "blue-green deployment for atlas"
     log.log_table.selectRow(0)
@@ -544,16 +545,26 @@ def test_the_tuning_tab_never_draws_a_chart_over_the_threshold_line_in_a_small_w
     assert tuning.figures.height() >= tuning.figures.heightForWidth(tuning.figures.width())  # its lines whole
 
 
-def test_the_shadow_logs_outcome_reads_whole_in_a_small_window(qtbot, gate_engine, tasks) -> None:
+def test_the_shadow_logs_columns_read_whole_in_a_small_window(qtbot, gate_engine, tasks) -> None:
     view = GateView(tasks)
     qtbot.addWidget(view)
-    view.resize(760, 600)  # the view's size in a 1024x700 window
+    view.resize(745, 600)  # the view's size in the 1008x720 window of a 1024x768 screen
     view.show()
     log = view.log
     with qtbot.waitSignals([log.sig_stats_loaded, log.log_model.sig_page_loaded], timeout=10_000):
         view.set_agent("main")
         view.show_tab(log)
     table, titles = log.log_table, [column.title for column in log.log_model.columns]
-    outcome = titles.index("Outcome")
-    qtbot.waitUntil(lambda: table.horizontalHeader().sectionSize(outcome) >= table.sizeHintForColumn(outcome),
-                    timeout=5_000)  # never "shadow (would: inje…)" beside a Mode column saying shadow
+
+    def cut() -> list[str]:
+        header = table.horizontalHeader()
+        return [title for number, title in enumerate(titles)
+                if header.sectionSize(number) < max(table.sizeHintForColumn(number), header.sectionSizeHint(number))]
+
+    # Never "shadow (would: inje…)" beside a Mode column saying shadow, nor "owner-…", "embed…" or "1 high, 5…".
+    qtbot.waitUntil(lambda: cut() == [], timeout=5_000)
+    assert table.horizontalScrollBar().maximum() == 0, "all of it in the log's width"
+    row = {title: log.log_model.index(0, number) for number, title in enumerate(titles)}
+    assert row["Audience"].data() == "owner" and "owner-private" in row["Audience"].data(0x03)
+    assert row["Model"].data() == "test" and row["Model"].data(0x03) == "rerank/test"
+    assert row["Latency"].data().endswith(" ms") and "." not in row["Latency"].data()  # "1,797 ms", not "1797.200"
