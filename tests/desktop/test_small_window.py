@@ -249,3 +249,28 @@ def test_a_models_name_and_variant_read_whole_in_a_small_window(qtbot, window) -
         column = titles.index(name)
         qtbot.waitUntil(lambda: listing.horizontalHeader().sectionSize(column) >= listing.sizeHintForColumn(column),
                         timeout=5_000)
+
+
+def test_historys_columns_read_whole_on_the_record_page_in_a_small_window(qtbot, window) -> None:
+    window.resize(1008, 720)  # the window on a 1024x768 screen
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    qtbot.waitUntil(lambda: records.recent_model.rowCount() > 0, timeout=10_000)
+    dana = next(r["id"] for r in records.recent_model.rows() if r["title"] == "Dana Whitaker")
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(dana))
+    page = records.page
+    page.tabs.setCurrentWidget(page.history)
+    table, header = page.history_table, page.history_table.horizontalHeader()
+    qtbot.waitUntil(lambda: page.history_model.rowCount() > 0 and table.isVisible(), timeout=10_000)
+    titles = [column.title for column in page.history_model.columns]
+
+    def cut() -> list[str]:
+        return [title for number, title in enumerate(titles)
+                if header.sectionSize(number) < max(table.sizeHintForColumn(number), header.sectionSizeHint(number))]
+
+    qtbot.waitUntil(lambda: cut() == [] and table.horizontalScrollBar().maximum() == 0, timeout=5_000)  # "What cha…"
+    assert "Changed" in titles
+    # The lifecycle, how it was written and its Git commit are said on hover and above the diff, not off the edge.
+    assert page.history_model.index(0, 0).data(0x03).startswith("Revision 1: active, published, ")
+    shown = wait_for_signal(qtbot, page.sig_diff_loaded, lambda: table.selectRow(0)).args[0]
+    assert "Revision 1: active, published, " in shown and ("Git commit " in shown or "not in Git yet" in shown)
