@@ -379,6 +379,7 @@ def test_dragging_the_threshold_over_the_histogram_shows_the_engines_figures_liv
         row = expected[value]
         assert f"At highThreshold {value:.2f}" in text and f"{row['pagesPerTurn']:.2f} pages per turn" in text
         assert f"precision {row['precision']:.2f}, recall {row['recall']:.2f}" in text
+        assert not re.search(r"\b1 (pages|turns|journal turns)\b", text), text  # "1 page; 1 turn would inject"
     assert any(value > 0.66 for value, _ in seen) and any(value <= 0.66 for value, _ in seen)
     assert expected[0.7]["precision"] == 1.0 and expected[0.5]["precision"] < 1.0, "Dana (0.66) is never needed"
     assert tuning.threshold_box.value() == 0.5
@@ -568,3 +569,13 @@ def test_the_shadow_logs_columns_read_whole_in_a_small_window(qtbot, gate_engine
     assert row["Audience"].data() == "owner" and "owner-private" in row["Audience"].data(0x03)
     assert row["Model"].data() == "test" and row["Model"].data(0x03) == "rerank/test"
     assert row["Latency"].data().endswith(" ms") and "." not in row["Latency"].data()  # "1,797 ms", not "1797.200"
+
+
+def test_the_figures_say_one_page_and_one_turn_in_the_singular() -> None:
+    from desktop.gate.tuning_panel import figures_text
+
+    row = {"threshold": 0.55, "pagesPerTurn": 0.2, "pagesInjected": 1, "turnsInjecting": 1}
+    text = figures_text({"turns": 5, "labelled": 0}, row, 0.55)
+    assert "over 5 journal turns: 0.20 pages per turn (1 page; 1 turn would inject)." in text
+    text = figures_text({"turns": 1, "labelled": 0}, {**row, "pagesInjected": 2, "turnsInjecting": 0}, 0.55)
+    assert "over 1 journal turn: 0.20 pages per turn (2 pages; 0 turns would inject)." in text
