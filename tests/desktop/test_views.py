@@ -87,6 +87,25 @@ def test_a_conversation_without_a_grant_gets_no_index(qtbot, tasks, gui_thread_g
     assert "### Saving" in view.results["prompt"]["text"]  # an ungranted conversation saves to its own partition
 
 
+def test_an_agent_without_owner_authority_is_told_where_to_look_in_a_pane_that_keeps_its_width(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    served_engine.registry.add_agent("writer")  # an agent without owner authority
+    gui_thread_guard.active = True
+    view = PreviewView(tasks)
+    qtbot.addWidget(view)
+    view.resize(745, 640)  # the view's size in the 1008x720 window of a 1024x768 screen
+    view.show()
+    view.set_agent("writer")
+    qtbot.waitUntil(lambda: len(view.results) == 2, timeout=10_000)
+
+    said = view.prompt_count.text()
+    assert said.startswith("None: ") and "choose Another conversation above" in said
+    assert "knowledge agents config" not in said and "owner authority" in view.prompt_count.toolTip()  # the engine's
+    assert view.minimumSizeHint().width() <= 745  # the reason wraps: it never widens the window past the screen
+    qtbot.waitUntil(lambda: view.prompt_count.width() <= view.prompt_text.width() + 2, timeout=5_000)
+
+
 def test_health_shows_store_git_and_findings(qtbot, tasks, gui_thread_guard) -> None:
     view = shown(qtbot, HealthView(tasks))
     blocker = wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
