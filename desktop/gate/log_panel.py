@@ -179,8 +179,9 @@ class GateLogPanel(QWidget):
         self.refresh()
 
     def set_current_threshold(self, threshold: float | None) -> None:
-        """Mark the ``highThreshold`` in force on the histogram (what scores at or above it inject)."""
-        self.histogram.set_markers([] if threshold is None else [Marker(threshold, f"highThreshold {threshold:.2f}")])
+        """Mark the ``highThreshold`` in force on the histogram (what scores at or above it inject), in the words of
+        the Settings tab ("Inject at or above"): short enough to fit beside the line in a narrow pane."""
+        self.histogram.set_markers([] if threshold is None else [Marker(threshold, f"inject at {threshold:.2f}")])
 
     def refresh(self) -> None:
         agent = self.agent

@@ -259,7 +259,7 @@ def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltes
                                                  + 0.92 * log.histogram.plot_area().width())
     assert not log.histogram.grab().isNull()
     qtbot.waitUntil(lambda: view.settings.current is not None, timeout=10_000)
-    assert [(m.x, m.label) for m in log.histogram.markers] == [(0.75, "highThreshold 0.75")], "the setting in force"
+    assert [(m.x, m.label) for m in log.histogram.markers] == [(0.75, "inject at 0.75")], "the setting in force"
     for model in (log.log_model, log.decisions_model, log.histogram_model):
         qtmodeltester.check(model, force_py=True)
 
@@ -569,6 +569,23 @@ def test_the_shadow_logs_columns_read_whole_in_a_small_window(qtbot, gate_engine
     assert row["Audience"].data() == "owner" and "owner-private" in row["Audience"].data(0x03)
     assert row["Model"].data() == "test" and row["Model"].data(0x03) == "rerank/test"
     assert row["Latency"].data().endswith(" ms") and "." not in row["Latency"].data()  # "1,797 ms", not "1797.200"
+
+    # The threshold in force, marked on the histogram beside the log, is labelled whole inside the plot.
+    import pyqtgraph as pg
+
+    histogram = log.histogram
+    qtbot.waitUntil(lambda: bool(histogram.markers), timeout=10_000)
+    log.set_current_threshold(0.55)  # a line mid-axis, where "highThreshold 0.55" had room on neither side
+
+    def label_cut() -> bool:
+        area = histogram.plot.getPlotItem().getViewBox().sceneBoundingRect()
+        labels = [item.label.sceneBoundingRect() for item in histogram.plot.getPlotItem().items
+                  if isinstance(item, pg.InfiniteLine)]
+        return not labels or any(label.left() < area.left() - 1 or label.right() > area.right() + 1
+                                 for label in labels)
+
+    qtbot.waitUntil(lambda: histogram.plot is not None and histogram.plot.width() < 300, timeout=5_000)
+    qtbot.waitUntil(lambda: not label_cut(), timeout=5_000)  # never "ighThreshold 0.55" behind the axis
 
 
 def test_the_figures_say_one_page_and_one_turn_in_the_singular() -> None:
