@@ -22,9 +22,11 @@ DEFINITIONS_PAGE = 100
 FINDINGS_PAGE = 100
 CHOOSE_AGENT = "Choose an agent in the toolbar (Ctrl+L) to see the vocabulary of its private partition."
 
+# The name and kind read whole in a 1008-wide window ("organ…", "relati…" named nothing); the name, not the
+# provenance, takes the list's spare width, and the label (the definition's heading beside it) gives way first.
 DEFINITION_COLUMNS = [
-    Column("Name", lambda d: d.get("name")),
-    Column("Kind", lambda d: d.get("kind")),
+    Column("Name", lambda d: d.get("name"), stretch=True, whole=True),
+    Column("Kind", lambda d: d.get("kind"), whole=True),
     Column("Label", lambda d: d.get("label")),
     Column("Records", lambda d: d.get("recordCount"), align_right=True),
     Column("Provenance", lambda d: d.get("provenance")),

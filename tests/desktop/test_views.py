@@ -144,6 +144,24 @@ def test_vocabulary_names_and_labels_read_whole_beside_the_definition(qtbot, tas
     assert view.details.width() > 400  # the definition keeps room of its own
 
 
+def test_vocabulary_names_and_kinds_read_whole_in_a_small_window(qtbot, tasks, gui_thread_guard) -> None:
+    view = shown(qtbot, VocabularyView(tasks))
+    view.resize(745, 620)  # the view's size in the 1008x720 window of a 1024x768 screen
+    wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
+    table, header = view.definitions_table, view.definitions_table.horizontalHeader()
+    titles = [column.title for column in view.definitions_model.columns]
+
+    def cut(title: str) -> bool:
+        column = titles.index(title)
+        return header.sectionSize(column) < max(table.sizeHintForColumn(column), header.sectionSizeHint(column))
+
+    qtbot.waitUntil(lambda: not cut("Name") and not cut("Kind"), timeout=5_000)  # never "organ…", "relati…"
+    provenance = titles.index("Provenance")
+    assert header.sectionSize(provenance) <= max(table.sizeHintForColumn(provenance),
+                                                 header.sectionSizeHint(provenance)) + 1  # "shipped" takes no spare
+    assert view.details.width() > 300  # the definition keeps room of its own
+
+
 def test_an_approvals_summary_is_read_in_a_small_window(qtbot, tasks, gui_thread_guard) -> None:
     from PySide6.QtCore import Qt
 
