@@ -156,7 +156,7 @@ def test_vocabulary_names_and_kinds_read_whole_in_a_small_window(qtbot, tasks, g
         return header.sectionSize(column) < max(table.sizeHintForColumn(column), header.sectionSizeHint(column))
 
     qtbot.waitUntil(lambda: not cut("Name") and not cut("Kind"), timeout=5_000)  # never "organ…", "relati…"
-    provenance = titles.index("Provenance")
+    provenance = titles.index("From")
     assert header.sectionSize(provenance) <= max(table.sizeHintForColumn(provenance),
                                                  header.sectionSizeHint(provenance)) + 1  # "shipped" takes no spare
     assert view.details.width() > 300  # the definition keeps room of its own
