@@ -112,6 +112,7 @@ def test_health_shows_store_git_and_findings(qtbot, tasks, gui_thread_guard) -> 
 
     summary = view.summary.toPlainText()
     assert "Store:" in summary and "— ok" in summary
+    assert "Store: own isolated store (st_" in summary  # in words, as Agents and Sync say it, the id after
     assert "Git checkpoint:" in summary and "Pending publications: 0" in summary
     assert blocker.args[0]["ok"] is True and view.findings_model.rowCount() == 0
 
