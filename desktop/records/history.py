@@ -122,12 +122,19 @@ def revision_facts(row: dict[str, Any]) -> str:
     return f"Revision {row.get('label', row.get('revision'))}: {', '.join(facts)}"
 
 
+def revision_hover(row: dict[str, Any]) -> str:
+    """A revision's number on hover: its facts, why it is numbered 1.1 where it is, its publication and whole
+    Git commit."""
+    ids = [f"publication {row['publicationId']}" if row.get("publicationId") else "",
+           f"commit {(row.get('git') or {}).get('commit')}" if (row.get("git") or {}).get("commit") else ""]
+    return "\n".join(filter(None, [revision_facts(row), revision_tooltip(row), ", ".join(filter(None, ids))]))
+
+
 def history_columns(now: Clock) -> list[Column]:
     """Four columns, each whole in the record page's pane of a 1008-wide window; the lifecycle, how a revision
     was written and its Git commit are said on hover and above the diff (``revision_facts``)."""
     return [
-        Column("Revision", lambda r: r.get("label", r.get("revision")), align_right=True,
-               tooltip=lambda r: "\n".join(filter(None, [revision_facts(r), revision_tooltip(r)]))),
+        Column("Revision", lambda r: r.get("label", r.get("revision")), align_right=True, tooltip=revision_hover),
         Column("When", lambda r: brief_ago(revision_time(r), now()),
                tooltip=lambda r: exact_time(revision_time(r), now()), whole=True),
         Column("Written by", revision_author, whole=True, tooltip=revision_author_tooltip),

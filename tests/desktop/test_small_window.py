@@ -277,6 +277,10 @@ def test_historys_columns_read_whole_on_the_record_page_in_a_small_window(qtbot,
     qtbot.waitUntil(lambda: cut() == [] and table.horizontalScrollBar().maximum() == 0, timeout=5_000)  # "What cha…"
     assert "Changed" in titles
     # The lifecycle, how it was written and its Git commit are said on hover and above the diff, not off the edge.
-    assert page.history_model.index(0, 0).data(0x03).startswith("Revision 1: active, published, ")
+    hover = page.history_model.index(0, 0).data(0x03)
+    assert hover.startswith("Revision 1: active, published, ")
+    row = page.history_model.row(0)  # nothing the removed columns showed is lost: the publication, the whole commit
+    assert f"publication {row['publicationId']}" in hover
+    assert not row.get("git", {}).get("commit") or f"commit {row['git']['commit']}" in hover
     shown = wait_for_signal(qtbot, page.sig_diff_loaded, lambda: table.selectRow(0)).args[0]
     assert "Revision 1: active, published, " in shown and ("Git commit " in shown or "not in Git yet" in shown)
