@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QPaintEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -68,6 +68,13 @@ def fitted(wanted: QSize, available: QSize) -> QSize:
     return wanted.boundedTo(available - FRAME_ROOM)
 
 
+def placed(size: QSize, available: QRect) -> QPoint:
+    """Where a window of ``size`` (its frame's room added) sits centred in the screen's free area: asked for
+    rather than left to the window manager, which may cascade a second window down and off a small screen."""
+    room = available.size() - size - FRAME_ROOM
+    return available.topLeft() + QPoint(max(0, room.width() // 2), max(0, room.height() // 2))
+
+
 class MainWindow(QMainWindow):
     sig_engine_connected = Signal(str)
     """The operator connection is open (a description of the engine)."""
@@ -85,7 +92,9 @@ class MainWindow(QMainWindow):
         self.handle: launcher.EngineHandle | None = None
         self.agent: str | None = None
         self.setWindowTitle(f"Knowledge Desk — {state.root}")
-        self.resize(fitted(DEFAULT_SIZE, self.screen().availableGeometry().size()))
+        available = self.screen().availableGeometry()
+        self.resize(fitted(DEFAULT_SIZE, available.size()))
+        self.move(placed(self.size(), available))  # the frame's top left: inside the screen, whatever opened before
 
         self.agents_view = AgentsView(tasks)
         self.records_view = RecordsView(tasks, settings=self.theme.settings)

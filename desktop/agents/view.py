@@ -29,11 +29,14 @@ from .dialogs import AddAgentDialog, ShareStoreDialog, TokenDialog, UseSharedSto
 
 
 def _store_of(agent: Row) -> str:
+    """The agent's store as the owner calls it: a named store's name, else its own isolated store (the id on
+    hover, as in Every known store below)."""
     store = agent.get("store") or {}
     if store.get("status") == "not created":
         where = store.get("name") or "own isolated store"
         return f"{where} (created on first use)"
-    return store.get("name") or store.get("storeId") or ""
+    return store.get("name") or ("own isolated store" if store.get("kind") == "isolated" else store.get("storeId")) \
+        or ""
 
 
 def _store_name(store: Row) -> str:
@@ -46,7 +49,7 @@ def _store_name(store: Row) -> str:
 AGENT_COLUMNS = [
     Column("Agent", lambda a: a["name"]),
     Column("Role", lambda a: "owner" if a.get("owner") else "agent"),
-    Column("Effective store", _store_of),
+    Column("Effective store", _store_of, tooltip=lambda a: (a.get("store") or {}).get("storeId")),
     Column("Kind", lambda a: (a.get("store") or {}).get("kind")),
     Column("Status", lambda a: (a.get("store") or {}).get("status")),
     Column("Reason", lambda a: (a.get("store") or {}).get("reason")),

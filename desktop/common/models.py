@@ -200,6 +200,8 @@ class PagedModel(RowsModel):
             self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
             self._rows.extend(rows)
             self.endInsertRows()
+        else:  # no row to insert, so no view repaints by itself: its "Loading…" must give way to what it says empty
+            self.sig_state_changed.emit()
         self.sig_page_loaded.emit(len(self._rows))
 
     def _on_failed(self, generation: int, message: str) -> None:

@@ -23,9 +23,12 @@ PAGE_SIZE = 100
 TIERS = ("high", "medium", "low", "unscored")
 
 
-# What a shadow turn's live verdict (``wouldInject``) would have done, said beside a Mode column that already
-# says "shadow": short enough to read whole in a 1024-wide window.
+# What a shadow turn's live verdict (``wouldInject``) would have done: "would …" says the turn was in shadow mode,
+# so the log needs no Mode column, and each reads whole in a 1024-wide window.
 WOULD = {"injected": "would inject", "skip-hint": "would send a skip hint", "none": "would add nothing"}
+# Who the turn's conversation was with, in the owner's words (the engine's kind on hover).
+AUDIENCES = {"owner-private": "owner", "conversation": "conversation"}
+MODES = {"shadow": "Shadow mode: nothing was injected", "live": "Live mode"}
 
 
 def _verdict(turn: Row) -> str:
@@ -37,6 +40,30 @@ def _verdict(turn: Row) -> str:
     if turn.get("stage"):
         return f"{outcome} ({turn['stage']}: {turn.get('reason')})"
     return outcome
+
+
+def _verdict_tooltip(turn: Row) -> str:
+    mode = MODES.get(str(turn.get("mode")), f"Mode {turn.get('mode')}")
+    if turn.get("outcome") == "shadow" and turn.get("wouldInject"):
+        return f"{mode}; live mode {_verdict(turn)}"
+    return f"{mode}: {_verdict(turn)}"
+
+
+def _audience_tooltip(turn: Row) -> str:
+    kind = turn.get("audience")
+    said = {"owner-private": "The owner's own conversation", "conversation": "A conversation with others"}
+    return f"{said.get(str(kind), 'Audience')} ({kind})"
+
+
+def _latency(turn: Row) -> str | None:
+    latency = turn.get("latencyMs")
+    return None if latency is None else f"{latency:,.0f} ms"
+
+
+def _model_name(turn: Row) -> str | None:
+    """``all-minilm-l6-v2-int8`` for ``embedding/all-minilm-l6-v2-int8``: the provider is on hover."""
+    model = turn.get("model")
+    return str(model).rsplit("/", 1)[-1] if model else model
 
 
 def _tiers(turn: Row) -> str:
@@ -51,18 +78,17 @@ def _best(turn: Row) -> float | None:
     return max(scores) if scores else None
 
 
+# Every column reads whole in a 1024-wide window (the log 724 px wide): the Outcome takes what is left.
 LOG_COLUMNS = [
     time_column("At", "at"),
-    Column("Audience", lambda t: t.get("audience")),
-    Column("Mode", lambda t: t.get("mode")),
-    Column("Outcome", _verdict, stretch=True, whole=True,
-           tooltip=lambda t: (f"Shadow mode: nothing was injected; live mode {_verdict(t)}"
-                              if t.get("outcome") == "shadow" and t.get("wouldInject") else None)),
-    Column("Latency ms", lambda t: t.get("latencyMs"), align_right=True),
+    Column("Audience", lambda t: AUDIENCES.get(str(t.get("audience")), t.get("audience")),
+           tooltip=_audience_tooltip, whole=True),
+    Column("Outcome", _verdict, stretch=True, whole=True, tooltip=_verdict_tooltip),
+    Column("Latency", _latency, align_right=True, whole=True),
     Column("Offered", lambda t: t.get("offered"), align_right=True),
-    Column("Scored pages", _tiers),
-    Column("Best score", _best, align_right=True),
-    Column("Model", lambda t: t.get("model")),
+    Column("Scored pages", _tiers, whole=True),
+    Column("Best", _best, align_right=True, tooltip=lambda t: "The best score of the turn's pages"),
+    Column("Model", _model_name, tooltip=lambda t: t.get("model"), whole=True),
     Column("Journal", lambda t: t.get("journaled")),
 ]
 DECISION_COLUMNS = [
@@ -153,8 +179,9 @@ class GateLogPanel(QWidget):
         self.refresh()
 
     def set_current_threshold(self, threshold: float | None) -> None:
-        """Mark the ``highThreshold`` in force on the histogram (what scores at or above it inject)."""
-        self.histogram.set_markers([] if threshold is None else [Marker(threshold, f"highThreshold {threshold:.2f}")])
+        """Mark the ``highThreshold`` in force on the histogram (what scores at or above it inject), in the words of
+        the Settings tab ("Inject at or above"): short enough to fit beside the line in a narrow pane."""
+        self.histogram.set_markers([] if threshold is None else [Marker(threshold, f"inject at {threshold:.2f}")])
 
     def refresh(self) -> None:
         agent = self.agent

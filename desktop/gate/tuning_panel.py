@@ -73,6 +73,11 @@ SWEEP = tuple(round(step / 100, 2) for step in range(101))   # 0.00 ... 1.00, th
 DEFAULT_THRESHOLD = 0.75   # the engine's highThreshold default, until the settings say which is in force
 
 
+def counted(number: int, noun: str) -> str:
+    """``1 page``, ``3 pages``: a count and its noun, singular for one."""
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
 def _figure(value: Any) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -85,8 +90,9 @@ def figures_text(result: dict[str, Any] | None, row: dict[str, Any] | None, thre
     if not turns:
         return (f"highThreshold {threshold:.2f}: no journal turns yet. Turn on the shadow journal in Settings; "
                 "each shadow turn is kept for tuning.")
-    text = (f"At highThreshold {threshold:.2f}, over {turns:,} journal turns: {row['pagesPerTurn']:.2f} pages per "
-            f"turn ({row['pagesInjected']:,} pages; {row['turnsInjecting']:,} turns would inject).")
+    text = (f"At highThreshold {threshold:.2f}, over {counted(turns, 'journal turn')}: {row['pagesPerTurn']:.2f} "
+            f"pages per turn ({counted(row['pagesInjected'], 'page')}; {counted(row['turnsInjecting'], 'turn')} "
+            "would inject).")
     if not labelled:
         return text + " Label turns in the Labelling tab to see precision and recall."
     return text + (f" On the {labelled:,} labelled turns: precision {_figure(row.get('precision'))}, "

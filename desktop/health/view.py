@@ -26,10 +26,17 @@ FINDING_COLUMNS = [
 ]
 
 
+def store_words(store: dict[str, Any]) -> str:
+    """The store as Agents and Sync name it, its id after: ``own isolated store (st_…)``, ``team (named, st_…)``."""
+    ident = store.get("storeId") or "-"
+    if store.get("kind") == "isolated" and not store.get("name"):
+        return f"own isolated store ({ident})"
+    return f"{store['name']} ({store.get('kind')}, {ident})" if store.get("name") else f"{ident} ({store.get('kind')})"
+
+
 def summary_html(health: dict[str, Any]) -> str:
     store = health.get("store") or {}
-    lines = [f"<div><b>Store:</b> {esc(store.get('name') or store.get('storeId') or '-')} "
-             f"({esc(store.get('kind'))}) — <b>{esc(store.get('status'))}</b>"
+    lines = [f"<div><b>Store:</b> {esc(store_words(store))} — <b>{esc(store.get('status'))}</b>"
              f"{' — ' + esc(store.get('reason')) if store.get('reason') else ''}</div>"]
     if store.get("status") != "ok":
         return "".join(lines)

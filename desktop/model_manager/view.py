@@ -33,12 +33,17 @@ VERIFICATION = {"verified": "sha256 verified", "unverified": "unverified (regist
                 "failed": "FAILED"}
 
 
+# What an installed model is used for, in the owner's words (the config.json key on hover).
+USES = {"decisionModel": "recall gate", "embeddingModel": "search"}
+
+
 def megabytes(value: Any) -> str:
     return "unknown" if not value else f"{value / 1e6:,.1f} MB"
 
 
 # A model's name (and a catalogue entry's variant) reads whole in a 1024-wide window: "gte-reranker-…" four times
-# named nothing to choose between; the other columns give way (the table scrolls to them).
+# named nothing to choose between; so does what it is used for; the other columns give way (the table scrolls to
+# them).
 INSTALLED_COLUMNS = [
     Column("Model", lambda m: m.get("name"), whole=True),
     Column("Kind", lambda m: m.get("kind")),
@@ -47,7 +52,8 @@ INSTALLED_COLUMNS = [
     Column("Size", lambda m: megabytes(m.get("bytes")), align_right=True),
     Column("Verification", lambda m: VERIFICATION.get((m.get("verification") or {}).get("status"), "-"),
            tooltip=lambda m: (m.get("verification") or {}).get("message")),
-    Column("Used as", lambda m: ", ".join(m.get("usedAs") or []) or "-"),
+    Column("Used as", lambda m: ", ".join(USES.get(key, key) for key in m.get("usedAs") or []) or "-",
+           tooltip=lambda m: ", ".join(m.get("usedAs") or []) or None, whole=True),
     Column("Select as", lambda m: m.get("selectAs")),
     Column("Folder", lambda m: m.get("folder")),
 ]

@@ -126,7 +126,8 @@ class PartitionsView(QWidget):
         self.partitions_table.set_empty_text("No partitions to show: choose a store above. A store's partitions "
                                              "appear once an agent has used it.")
         self.grants_table.set_empty_text("No grants. A granted conversation reads the private partition; add one "
-                                         "with Add a grant… or Grant this conversation….")
+                                         "with Add a grant…, or choose a conversation above and Grant this "
+                                         "conversation…")
         self.grants_table.selectionModel().selectionChanged.connect(self._update_actions)
         self.grant_row_button = QPushButton("&Grant this conversation…")
         self.add_button = QPushButton("&Add a grant…")

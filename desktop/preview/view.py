@@ -32,7 +32,8 @@ from ..common.widgets import heading, plain_label
 from ..tasks import EngineTasks
 
 REASONS = {
-    "denied": "this agent gets none in this audience (no owner authority, or denied)",
+    "denied": ("this agent gets none in this audience (no owner authority, or denied): choose Another "
+               "conversation above for what its conversations get"),
     "not_granted": "a conversation without an owner grant gets no index",
     "no_store": "the agent has no store yet; it is created on its first use",
     "read_failed": "the vault could not be read; see Health",
@@ -40,9 +41,13 @@ REASONS = {
 
 
 def count_text(result: dict[str, Any]) -> str:
+    """How long the text is, or why there is none: in the window's words for a reason it knows (the engine's
+    message is then the label's tooltip), else in the engine's."""
     if result.get("text") is None:
         reason = result.get("reason") or "none"
-        return f"None: {REASONS.get(reason, reason)}" + (f" ({result['message']})" if result.get("message") else "")
+        if reason in REASONS:
+            return f"None: {REASONS[reason]}."
+        return f"None: {reason}" + (f" ({result['message']})" if result.get("message") else "")
     cap = result.get("maxChars")
     return f"{result['chars']:,} / {cap:,} characters" if cap else f"{result['chars']:,} characters (no cap)"
 
@@ -91,6 +96,8 @@ class PreviewView(QWidget):
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         self.prompt_text, self.index_text = QPlainTextEdit(), QPlainTextEdit()
         self.prompt_count, self.index_count = plain_label(), plain_label()
+        for count in (self.prompt_count, self.index_count):
+            count.setWordWrap(True)  # a long reason wraps in its pane, never widening the window past the screen
         panes = QSplitter(Qt.Orientation.Horizontal)
         for name, text, count in (("Memory prompt", self.prompt_text, self.prompt_count),
                                   ("Knowledge Index", self.index_text, self.index_count)):
@@ -145,4 +152,5 @@ class PreviewView(QWidget):
         self.results[name] = result
         text.setPlainText(result.get("text") or "")
         count.setText(count_text(result))
+        count.setToolTip(result.get("message") or "")
         self.sig_content_loaded.emit(name)

@@ -331,13 +331,18 @@ class NodeItem(QGraphicsEllipseItem):
         super().mousePressEvent(event)
 
 
+def label_words(label: str) -> str:
+    """An edge's name as the Links tab says it: ``works at`` for ``works_at``, ``project`` for ``fields.project``."""
+    return label.removeprefix("fields.").replace("_", " ")
+
+
 class EdgeLabel(QGraphicsSimpleTextItem):
     """An edge's relation names; for a typed relationship, a click opens the relationship record."""
 
     def __init__(self, edge: Edge, view: "ConnectionsGraph") -> None:
-        super().__init__(elided(", ".join(edge.labels), EDGE_LABEL_CHARS))
+        names = ", ".join(label_words(label) for label in edge.labels)
+        super().__init__(elided(names, EDGE_LABEL_CHARS))
         self.edge, self.view = edge, view
-        names = ", ".join(edge.labels)
         if edge.via:
             self.setCursor(Qt.CursorShape.PointingHandCursor)
             self.setToolTip(f"{names}\nClick to open the relationship record ({edge.via[0]})")

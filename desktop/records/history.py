@@ -18,13 +18,13 @@ from PySide6.QtWidgets import QAbstractItemView, QSplitter, QVBoxLayout, QWidget
 
 from ..common.diffs import diff_html, diff_style
 from ..common.models import Column, RowsModel
-from ..common.times import Clock, ago, exact_time, local_now, moment
+from ..common.times import Clock, brief_ago, exact_time, local_now, moment
 from ..common.widgets import SafeTextBrowser, esc, is_dark, table
 from ..tasks import EngineTasks
 
-# Keys every new revision changes by itself: named in a revision's fields, never in its "What changed".
+# Keys every new revision changes by itself: named in a revision's fields, never in its "Changed".
 BOOKKEEPING = ("revision", "updated_at")
-# How a changed key reads in "What changed" (any other key reads as written).
+# How a changed key reads in "Changed" (any other key reads as written).
 CHANGE_WORDS = {"body": "body", "recall": "recall approval", "fields": "typed fields", "valid_from": "validity",
                 "valid_to": "validity", "assertion_origin": "said by", "claim_kind": "claim kind",
                 "recorded_at": "created time"}
@@ -105,19 +105,41 @@ def what_changed(row: dict[str, Any]) -> str:
     return ", ".join(words) or "only its revision number"
 
 
+def git_commit(row: dict[str, Any]) -> str:
+    """The revision's Git commit, as much of it as names it (``""`` until the checkpoint commits it)."""
+    return ((row.get("git") or {}).get("commit") or "")[:10]
+
+
+def revision_facts(row: dict[str, Any]) -> str:
+    """What the table has no room for in a narrow pane, said of one revision: ``Revision 2: active,
+    published, Git commit 1a2b3c4d5e`` (or ``not in Git yet``)."""
+    facts = [str(row["lifecycle"])] if row.get("lifecycle") else []
+    origin = row.get("origin")
+    if origin:
+        facts.append(str(ORIGINS.get(str(origin), origin)))
+    commit = git_commit(row)
+    facts.append(f"Git commit {commit}" if commit else "not in Git yet")
+    return f"Revision {row.get('label', row.get('revision'))}: {', '.join(facts)}"
+
+
+def revision_hover(row: dict[str, Any]) -> str:
+    """A revision's number on hover: its facts, why it is numbered 1.1 where it is, its publication and whole
+    Git commit."""
+    ids = [f"publication {row['publicationId']}" if row.get("publicationId") else "",
+           f"commit {(row.get('git') or {}).get('commit')}" if (row.get("git") or {}).get("commit") else ""]
+    return "\n".join(filter(None, [revision_facts(row), revision_tooltip(row), ", ".join(filter(None, ids))]))
+
+
 def history_columns(now: Clock) -> list[Column]:
+    """Four columns, each whole in the record page's pane of a 1008-wide window; the lifecycle, how a revision
+    was written and its Git commit are said on hover and above the diff (``revision_facts``)."""
     return [
-        Column("Revision", lambda r: r.get("label", r.get("revision")), align_right=True, tooltip=revision_tooltip),
-        Column("When", lambda r: ago(revision_time(r), now()), tooltip=lambda r: exact_time(revision_time(r), now()),
-               whole=True),
+        Column("Revision", lambda r: r.get("label", r.get("revision")), align_right=True, tooltip=revision_hover),
+        Column("When", lambda r: brief_ago(revision_time(r), now()),
+               tooltip=lambda r: exact_time(revision_time(r), now()), whole=True),
         Column("Written by", revision_author, whole=True, tooltip=revision_author_tooltip),
-        Column("What changed", what_changed, stretch=True,
+        Column("Changed", what_changed, stretch=True, whole=True,
                tooltip=lambda r: ", ".join(r.get("changed") or []) or None),
-        Column("Lifecycle", lambda r: r.get("lifecycle")),
-        Column("Origin", lambda r: ORIGINS.get(str(r.get("origin")), r.get("origin")),
-               tooltip=lambda r: r.get("publicationId")),
-        Column("Git", lambda r: ((r.get("git") or {}).get("commit") or "")[:10],
-               tooltip=lambda r: (r.get("git") or {}).get("commit")),
     ]
 
 
@@ -165,12 +187,18 @@ def field_changes_html(fields: list[dict[str, Any]], dark: bool, now: datetime |
     return f"<table>{''.join(rows)}</table>"
 
 
-def revision_diff_html(result: dict[str, Any], dark: bool | None = None, now: datetime | None = None) -> str:
-    """What changed from ``from`` to ``to``: the fields, then the body as a coloured diff (the file's own diff
-    where either revision is not a readable record)."""
+def facts_html(rows: list[dict[str, Any]]) -> str:
+    """``revision_facts`` of each revision compared, a line each."""
+    return f'<div class="muted">{"<br>".join(esc(revision_facts(row)) for row in rows)}</div>' if rows else ""
+
+
+def revision_diff_html(result: dict[str, Any], dark: bool | None = None, now: datetime | None = None,
+                       compared_rows: list[dict[str, Any]] | None = None) -> str:
+    """What changed from ``from`` to ``to``: the revisions' facts (``compared_rows``), the fields, then the body
+    as a coloured diff (the file's own diff where either revision is not a readable record)."""
     dark = is_dark() if dark is None else dark
     old, new = result.get("from"), result.get("to")
-    parts = [f"<h3>Revision {esc(old)} → revision {esc(new)}</h3>"]
+    parts = [f"<h3>Revision {esc(old)} → revision {esc(new)}</h3>", facts_html(compared_rows or [])]
     if not result.get("readable", False):
         parts.append('<div class="muted">One of these revisions is not a readable record: the files\' own '
                      "diff.</div>")
@@ -271,7 +299,7 @@ class HistoryPanel(QWidget):
             first = self.chosen_rows() == [0]
             self.diff.rerender_with(lambda: self.diff.show_html(
                 f'<div class="muted">Revision {esc(self.model.row(0).get("label"))} is where this record begins: '
-                "select a later one to see what it changed.</div>" if first else ""))
+                f"select a later one to see what it changed.</div>{facts_html([self.model.row(0)])}" if first else ""))
             if first:
                 self.sig_diff_loaded.emit(self.diff.toPlainText())
             return
@@ -293,7 +321,8 @@ class HistoryPanel(QWidget):
             if generation != self._generation:
                 return
             named = {**result, "from": old.get("label"), "to": new.get("label")}  # 1.1 for a version kept again
-            self.diff.rerender_with(lambda: self.diff.show_html(revision_diff_html(named, now=self.now())))
+            self.diff.rerender_with(lambda: self.diff.show_html(revision_diff_html(named, now=self.now(),
+                                                                                   compared_rows=[old, new])))
             self.sig_diff_loaded.emit(self.diff.toPlainText())
 
         self.tasks.request("operator/diff", {

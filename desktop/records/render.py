@@ -48,7 +48,7 @@ def header_html(record: dict[str, Any], now: datetime | None = None, version: di
     file's number is named and dated as History names and dates it (``1.1``, when the engine saw it)."""
     now = now or local_now()
     view = view_of(record.get("frontmatter") or {})
-    detail = view.type or view.claim_kind or view.relation or ""
+    detail = view.type or view.claim_kind or (relation_words(view.relation) if view.relation else "")
     status = record.get("status")
     state = f" · <b>{esc(status)}</b>" if status and status != "current" else ""
     updated = view.updated_at or view.recorded_at
@@ -103,7 +103,8 @@ def details_html(record: dict[str, Any], links: dict[str, Any] | None, now: date
               if ref.get("record", {}).get("id")}
     titles.update((entry["id"], entry) for entry in _connected(links) if entry.get("id"))
     rows: list[tuple[str, str]] = []
-    kind = " · ".join(esc(part) for part in (record.get("kind"), view.detail) if part)
+    detail = relation_words(view.relation) if view.relation and view.detail == view.relation else view.detail
+    kind = " · ".join(esc(part) for part in (record.get("kind"), detail) if part)  # "related to", never "related_to"
     if kind:
         rows.append(("Type", kind))
     if view.tags:

@@ -220,6 +220,7 @@ class RecordsView(QWidget):
         folder_lists.addWidget(self.folders_tree)
         folder_lists.addWidget(self.folder_table)
         self.modes.addTab(folder_lists, "F&olders")
+        self.modes.currentChanged.connect(self._on_mode_chosen)
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
@@ -507,6 +508,12 @@ class RecordsView(QWidget):
                 self.search_table.selectRow(0)
             return True
         return super().eventFilter(watched, event)
+
+    def _on_mode_chosen(self, index: int) -> None:
+        """The Search tab chosen (clicked, Alt+H): what the owner types next is the search, never a jump in
+        the sidebar to the view whose name starts with that letter."""
+        if index == 2 and not self.search_table.hasFocus():
+            self.query.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def focus_search(self) -> None:
         self.modes.setCurrentIndex(2)

@@ -316,6 +316,7 @@ class SyncView(QWidget):
             return
         self._syncing = True
         self._update_actions()
+        named = self._label(store)  # "main's own store (st_…)", as the picker names it
 
         def done(answer: dict[str, Any]) -> None:
             self._syncing = False
@@ -325,10 +326,10 @@ class SyncView(QWidget):
             failing = sum(remote.get("state") == "failing" for remote in remotes)
             if failing:  # a problem, said as one: never "Synced" for a round that failed
                 self.tasks.sig_error_raised.emit(
-                    f"Sync of {store['storeId']}: {failing} of {len(remotes)} remote{'s' if len(remotes) > 1 else ''} "
+                    f"Sync of {named}: {failing} of {len(remotes)} remote{'s' if len(remotes) > 1 else ''} "
                     f"failed: {said}.")
             else:
-                self.sig_status_reported.emit(f"Synced {store['storeId']}: {said}." if said else
+                self.sig_status_reported.emit(f"Synced {named}: {said}." if said else
                                               answer.get("note") or "No remote to sync with.")
             self.sig_sync_finished.emit(answer)
             self.refresh()

@@ -22,12 +22,14 @@ DEFINITIONS_PAGE = 100
 FINDINGS_PAGE = 100
 CHOOSE_AGENT = "Choose an agent in the toolbar (Ctrl+L) to see the vocabulary of its private partition."
 
+# The name and kind read whole in a 1008-wide window ("organ…", "relati…" named nothing); the name, not the
+# provenance ("From", as the definition says "from shipped"), takes the spare width; the label gives way first.
 DEFINITION_COLUMNS = [
-    Column("Name", lambda d: d.get("name")),
-    Column("Kind", lambda d: d.get("kind")),
+    Column("Name", lambda d: d.get("name"), stretch=True, whole=True),
+    Column("Kind", lambda d: d.get("kind"), whole=True),
     Column("Label", lambda d: d.get("label")),
     Column("Records", lambda d: d.get("recordCount"), align_right=True),
-    Column("Provenance", lambda d: d.get("provenance")),
+    Column("From", lambda d: d.get("provenance"), tooltip=lambda d: f"Provenance: {d.get('provenance')}"),
 ]
 ONTOLOGY_FINDING_COLUMNS = [*FINDING_COLUMNS, Column("Concerns", lambda f: f.get("concerns"))]
 

@@ -33,6 +33,8 @@ def test_agents_and_every_known_store_are_listed(qtbot, tasks, gui_thread_guard)
     assert [row["name"] for row in view.agents_model.rows()] == ["main"]
     assert view.agents_model.data(view.agents_model.index(0, 1)) == "owner"
     assert view.stores_model.data(view.stores_model.index(0, 0)) == "isolated store of main"
+    store = view.agents_model.index(0, 2)  # in words, the id on hover: never a bare st_01… to read
+    assert store.data() == "own isolated store" and store.data(0x03) == view.stores_model.rows()[0]["storeId"]
     assert view.writes_check.isChecked()
     assert view.share_button.isEnabled() and not view.own_button.isEnabled()
 

@@ -128,6 +128,8 @@ def test_show_connections_draws_the_page_and_clicking_a_node_centres_and_opens_i
     northwind = next(c for c in links_shown["connections"] if c["relation"] == "works_at")
     edge = graph.edges[frozenset((dana["id"], northwind["record"]["id"]))]
     assert "works_at" in edge.labels and edge.via == [northwind["via"]["id"]]
+    drawn = window.view.edge_labels[frozenset((dana["id"], northwind["record"]["id"]))]
+    assert drawn.text() == "works at", "in words, as the Links tab says it, never the key works_at"
     assert "linked records within one hop" in window.status.text()
 
     with qtbot.waitSignal(page.sig_content_loaded, timeout=10_000):

@@ -231,9 +231,10 @@ def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltes
         view.set_agent("main")
         view.show_tab(log)
     assert log.log_model.rowCount() == 6 and "6 turns (6 shadow)" in log.summary.text()
-    outcomes = [log.log_model.data(log.log_model.index(row, 3)) for row in range(6)]
+    outcome = [column.title for column in log.log_model.columns].index("Outcome")
+    outcomes = [log.log_model.data(log.log_model.index(row, outcome)) for row in range(6)]
     assert set(outcomes) <= {"would inject", "would send a skip hint", "would add nothing"}, outcomes
-    assert log.log_model.index(0, 3).data(0x03).startswith("Shadow mode: nothing was injected; live mode would ")
+    assert log.log_model.index(0, outcome).data(0x03).startswith("Shadow mode: nothing was injected; live mode would ")
 
     first = log.log_model.row(0)   # the newest turn: "blue-green deployment for atlas"
     log.log_table.selectRow(0)
@@ -258,7 +259,7 @@ def test_the_shadow_log_shows_scores_and_tiers_and_a_histogram(qtbot, qtmodeltes
                                                  + 0.92 * log.histogram.plot_area().width())
     assert not log.histogram.grab().isNull()
     qtbot.waitUntil(lambda: view.settings.current is not None, timeout=10_000)
-    assert [(m.x, m.label) for m in log.histogram.markers] == [(0.75, "highThreshold 0.75")], "the setting in force"
+    assert [(m.x, m.label) for m in log.histogram.markers] == [(0.75, "inject at 0.75")], "the setting in force"
     for model in (log.log_model, log.decisions_model, log.histogram_model):
         qtmodeltester.check(model, force_py=True)
 
@@ -378,6 +379,7 @@ def test_dragging_the_threshold_over_the_histogram_shows_the_engines_figures_liv
         row = expected[value]
         assert f"At highThreshold {value:.2f}" in text and f"{row['pagesPerTurn']:.2f} pages per turn" in text
         assert f"precision {row['precision']:.2f}, recall {row['recall']:.2f}" in text
+        assert not re.search(r"\b1 (pages|turns|journal turns)\b", text), text  # "1 page; 1 turn would inject"
     assert any(value > 0.66 for value, _ in seen) and any(value <= 0.66 for value, _ in seen)
     assert expected[0.7]["precision"] == 1.0 and expected[0.5]["precision"] < 1.0, "Dana (0.66) is never needed"
     assert tuning.threshold_box.value() == 0.5
@@ -544,16 +546,53 @@ def test_the_tuning_tab_never_draws_a_chart_over_the_threshold_line_in_a_small_w
     assert tuning.figures.height() >= tuning.figures.heightForWidth(tuning.figures.width())  # its lines whole
 
 
-def test_the_shadow_logs_outcome_reads_whole_in_a_small_window(qtbot, gate_engine, tasks) -> None:
+def test_the_shadow_logs_columns_read_whole_in_a_small_window(qtbot, gate_engine, tasks) -> None:
     view = GateView(tasks)
     qtbot.addWidget(view)
-    view.resize(760, 600)  # the view's size in a 1024x700 window
+    view.resize(745, 600)  # the view's size in the 1008x720 window of a 1024x768 screen
     view.show()
     log = view.log
     with qtbot.waitSignals([log.sig_stats_loaded, log.log_model.sig_page_loaded], timeout=10_000):
         view.set_agent("main")
         view.show_tab(log)
     table, titles = log.log_table, [column.title for column in log.log_model.columns]
-    outcome = titles.index("Outcome")
-    qtbot.waitUntil(lambda: table.horizontalHeader().sectionSize(outcome) >= table.sizeHintForColumn(outcome),
-                    timeout=5_000)  # never "shadow (would: inje…)" beside a Mode column saying shadow
+
+    def cut() -> list[str]:
+        header = table.horizontalHeader()
+        return [title for number, title in enumerate(titles)
+                if header.sectionSize(number) < max(table.sizeHintForColumn(number), header.sectionSizeHint(number))]
+
+    # Never "shadow (would: inje…)" beside a Mode column saying shadow, nor "owner-…", "embed…" or "1 high, 5…".
+    qtbot.waitUntil(lambda: cut() == [], timeout=5_000)
+    assert table.horizontalScrollBar().maximum() == 0, "all of it in the log's width"
+    row = {title: log.log_model.index(0, number) for number, title in enumerate(titles)}
+    assert row["Audience"].data() == "owner" and "owner-private" in row["Audience"].data(0x03)
+    assert row["Model"].data() == "test" and row["Model"].data(0x03) == "rerank/test"
+    assert row["Latency"].data().endswith(" ms") and "." not in row["Latency"].data()  # "1,797 ms", not "1797.200"
+
+    # The threshold in force, marked on the histogram beside the log, is labelled whole inside the plot.
+    import pyqtgraph as pg
+
+    histogram = log.histogram
+    qtbot.waitUntil(lambda: bool(histogram.markers), timeout=10_000)
+    log.set_current_threshold(0.55)  # a line mid-axis, where "highThreshold 0.55" had room on neither side
+
+    def label_cut() -> bool:
+        area = histogram.plot.getPlotItem().getViewBox().sceneBoundingRect()
+        labels = [item.label.sceneBoundingRect() for item in histogram.plot.getPlotItem().items
+                  if isinstance(item, pg.InfiniteLine)]
+        return not labels or any(label.left() < area.left() - 1 or label.right() > area.right() + 1
+                                 for label in labels)
+
+    qtbot.waitUntil(lambda: histogram.plot is not None and histogram.plot.width() < 300, timeout=5_000)
+    qtbot.waitUntil(lambda: not label_cut(), timeout=5_000)  # never "ighThreshold 0.55" behind the axis
+
+
+def test_the_figures_say_one_page_and_one_turn_in_the_singular() -> None:
+    from desktop.gate.tuning_panel import figures_text
+
+    row = {"threshold": 0.55, "pagesPerTurn": 0.2, "pagesInjected": 1, "turnsInjecting": 1}
+    text = figures_text({"turns": 5, "labelled": 0}, row, 0.55)
+    assert "over 5 journal turns: 0.20 pages per turn (1 page; 1 turn would inject)." in text
+    text = figures_text({"turns": 1, "labelled": 0}, {**row, "pagesInjected": 2, "turnsInjecting": 0}, 0.55)
+    assert "over 1 journal turn: 0.20 pages per turn (2 pages; 0 turns would inject)." in text

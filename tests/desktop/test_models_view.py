@@ -68,7 +68,13 @@ def test_use_for_the_recall_gate_writes_the_choice(qtbot, served_engine: Engine,
     with qtbot.waitSignal(view.sig_content_loaded, timeout=10_000):
         view.use_gate_button.click()
     assert "Recall gate (decisionModel): onnx/tiny" in view.status.text()
-    assert column(view.installed_model, "Used as") == "decisionModel"
+    assert column(view.installed_model, "Used as") == "recall gate"  # the owner's words; the key on hover
+    titles = [column.title for column in view.installed_model.columns]
+    assert view.installed_model.index(0, titles.index("Used as")).data(Qt.ItemDataRole.ToolTipRole) == "decisionModel"
+    view.resize(745, 700)  # the view's size in the 1008x720 window of a 1024x768 screen
+    listing, used = view.installed_table, titles.index("Used as")
+    qtbot.waitUntil(lambda: listing.horizontalHeader().sectionSize(used) >= listing.sizeHintForColumn(used),
+                    timeout=5_000)  # never "decision…"
     assert not view.use_gate_button.isEnabled(), "already the gate's model"
     gui_thread_guard.active = False
     assert json.loads(served_engine.state.config.read_text(encoding="utf-8"))["decisionModel"] == "onnx/tiny"

@@ -93,6 +93,8 @@ def test_a_conversation_is_granted_from_its_row_with_the_engine_checking_the_key
     with qtbot.waitSignal(view.sig_content_loaded, timeout=10_000):
         view.revoke_button.click()
     assert view.grants_model.rowCount() == 0 and view.partitions_model.row(conversation_row(view))["grant"] is None
+    said = view.grants_table.shown_empty_text()  # what to do, in one sentence that ends once
+    assert said.startswith("No grants.") and "Grant this conversation" in said and not said.endswith("….")
     gui_thread_guard.active = False
     assert served_engine.registry.grants("main") == []
 

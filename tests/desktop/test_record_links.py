@@ -144,6 +144,9 @@ def test_a_page_lists_its_links_and_what_links_to_it_each_once(qtbot, vault, vau
     wait_for_signal(qtbot, view.page.sig_content_loaded,
                     lambda: view.page.connections.sig_link_activated.emit(QUrl(f"record:{via}")))
     assert view.page.record["kind"] == "relationship"
+    # Its relation in words, as the Links tab says it: never the stored key "related_to".
+    qtbot.waitUntil(lambda: "relationship · related to · updated" in view.page.header.toPlainText(), timeout=5_000)
+    assert "related_to" not in view.page.header.toPlainText() + view.page.details.toPlainText()
 
 
 def test_a_link_that_is_no_longer_current_is_not_counted() -> None:

@@ -364,3 +364,19 @@ def test_the_lists_say_when_in_words_with_the_exact_time_in_a_tooltip(qtbot, tas
     assert shown == "just now" or shown.endswith("ago")  # the demo was written minutes ago, never a UTC stamp
     assert "stored as " + model.rows()[0]["updatedAt"] in model.data(model.index(0, column),
                                                                       Qt.ItemDataRole.ToolTipRole)
+
+
+def test_clicking_the_search_tab_puts_what_the_owner_types_into_the_search(qtbot, connected_window) -> None:
+    window = connected_window
+    records = window.records_view
+    window.activateWindow()
+    qtbot.waitActive(window)
+    window.navigation.setFocus()  # the owner chose Records in the sidebar
+    qtbot.waitUntil(window.navigation.hasFocus, timeout=5_000)
+    bar = records.modes.tabBar()
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(2).center())
+    assert records.modes.currentIndex() == 2
+
+    qtbot.keyClicks(QApplication.focusWidget(), "sync")  # typed where the focus is, as a keyboard does
+    assert records.query.text() == "sync"
+    assert window.stack.currentWidget() is records  # never a jump to Sync, the view whose name starts with "s"

@@ -212,17 +212,23 @@ def test_brief_times_are_short_and_say_the_same_as_the_long_ones() -> None:
     assert brief_ago(None, now) == "unknown"
 
 
-@pytest.mark.parametrize("screen, expected", [((1024, 768), (1008, 720)), ((1920, 1080), (1280, 800))])
-def test_the_window_opens_within_the_screen_it_is_on(tmp_path, screen, expected) -> None:
+@pytest.mark.parametrize("screen, expected, at", [((1024, 768), (1008, 720), (0, 0)),
+                                                 ((1920, 1080), (1280, 800), (312, 116))])
+def test_the_window_opens_within_the_screen_it_is_on(tmp_path, screen, expected, at) -> None:
     """On a 1024x768 screen the window opens on it, its frame too, not running off its right and bottom edges;
-    on a large one it opens at its own size.  A fresh process, for a screen of that size."""
+    on a large one it opens at its own size.  It asks for its place, centred in the screen's free area, rather
+    than leaving it to the window manager, which cascades a second window down and off a small screen.
+    A fresh process, for a screen of that size."""
     config = tmp_path / "screen.json"
     config.write_text(json.dumps({"screens": [{"name": "screen", "x": 0, "y": 0, "width": screen[0],
                                                "height": screen[1], "logicalDpi": 96, "logicalBaseDpi": 96,
                                                "dpr": 1}]}), encoding="utf-8")
-    printed = window_in_a_fresh_process(tmp_path / "state", "print(window.width(), window.height())",
-                                        platform=f"offscreen:configfile={config}")
-    assert tuple(int(n) for n in printed[-2:]) == expected, printed
+    printed = window_in_a_fresh_process(
+        tmp_path / "state", "from PySide6.QtCore import Qt\n"
+        "print(window.width(), window.height(), window.x(), window.y(), window.testAttribute(Qt.WA_Moved))",
+        platform=f"offscreen:configfile={config}")
+    assert tuple(int(n) for n in printed[-5:-3]) == expected, printed
+    assert tuple(int(n) for n in printed[-3:-1]) == at and printed[-1] == "True", printed
 
 
 def test_the_search_summary_keeps_the_lists_width_beside_the_models_link_in_a_small_window(qtbot, window) -> None:
@@ -249,3 +255,32 @@ def test_a_models_name_and_variant_read_whole_in_a_small_window(qtbot, window) -
         column = titles.index(name)
         qtbot.waitUntil(lambda: listing.horizontalHeader().sectionSize(column) >= listing.sizeHintForColumn(column),
                         timeout=5_000)
+
+
+def test_historys_columns_read_whole_on_the_record_page_in_a_small_window(qtbot, window) -> None:
+    window.resize(1008, 720)  # the window on a 1024x768 screen
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    qtbot.waitUntil(lambda: records.recent_model.rowCount() > 0, timeout=10_000)
+    dana = next(r["id"] for r in records.recent_model.rows() if r["title"] == "Dana Whitaker")
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(dana))
+    page = records.page
+    page.tabs.setCurrentWidget(page.history)
+    table, header = page.history_table, page.history_table.horizontalHeader()
+    qtbot.waitUntil(lambda: page.history_model.rowCount() > 0 and table.isVisible(), timeout=10_000)
+    titles = [column.title for column in page.history_model.columns]
+
+    def cut() -> list[str]:
+        return [title for number, title in enumerate(titles)
+                if header.sectionSize(number) < max(table.sizeHintForColumn(number), header.sectionSizeHint(number))]
+
+    qtbot.waitUntil(lambda: cut() == [] and table.horizontalScrollBar().maximum() == 0, timeout=5_000)  # "What cha…"
+    assert "Changed" in titles
+    # The lifecycle, how it was written and its Git commit are said on hover and above the diff, not off the edge.
+    hover = page.history_model.index(0, 0).data(0x03)
+    assert hover.startswith("Revision 1: active, published, ")
+    row = page.history_model.row(0)  # nothing the removed columns showed is lost: the publication, the whole commit
+    assert f"publication {row['publicationId']}" in hover
+    assert not row.get("git", {}).get("commit") or f"commit {row['git']['commit']}" in hover
+    shown = wait_for_signal(qtbot, page.sig_diff_loaded, lambda: table.selectRow(0)).args[0]
+    assert "Revision 1: active, published, " in shown and ("Git commit " in shown or "not in Git yet" in shown)

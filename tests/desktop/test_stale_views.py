@@ -40,10 +40,11 @@ def served_held(tmp_path: Path, demo_template: Path, monkeypatch: pytest.MonkeyP
 
 
 def git_column(window: MainWindow) -> list[str]:
+    """Each revision's Git commit as History says it on hover ("Revision 1: current, published, Git commit …")."""
     history = window.records_view.page.history
-    column = next(n for n in range(history.model.columnCount())
-                  if history.model.headerData(n, Qt.Orientation.Horizontal) == "Git")
-    return [history.model.data(history.model.index(row, column)) or "" for row in range(history.model.rowCount())]
+    said = [history.model.data(history.model.index(row, 0), Qt.ItemDataRole.ToolTipRole) or ""
+            for row in range(history.model.rowCount())]
+    return [match.group(1) if (match := re.search(r"Git commit (\w+)", text)) else "" for text in said]
 
 
 def written(served: Served, token: str, title: str) -> str:

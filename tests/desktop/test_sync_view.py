@@ -270,7 +270,10 @@ def test_a_round_that_failed_is_said_as_a_problem_never_as_synced(qtbot, view, f
     view.sig_status_reported.connect(reported.append)
     with qtbot.waitSignal(view.tasks.sig_error_raised, timeout=10_000) as raised:
         view.sync_button.click()
-    assert raised.args[0].startswith(f"Sync of {view.store()['storeId']}: 2 of 2 remotes failed: nas: Failing since ")
+    # The store as the picker names it ("main's own store (st_…)"), never a bare id.
+    assert raised.args[0].startswith(f"Sync of {view.store_picker.currentText()}: 2 of 2 remotes failed: nas: "
+                                     "Failing since ")
+    assert not raised.args[0].startswith("Sync of st_")
     assert "the remote could not be reached" in raised.args[0] and reported == []
 
 

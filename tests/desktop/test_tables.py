@@ -117,3 +117,35 @@ def test_empty_views_say_what_is_empty_and_what_to_do(qtbot, window) -> None:
     qtbot.waitUntil(lambda: not window.approvals_view.model.loading, timeout=10_000)
     assert window.approvals_view.table.shown_empty_text() == NO_STORE_TEXT
     assert not (window.messages.isVisibleTo(window) and window.messages.error)
+
+
+def test_an_empty_page_arriving_repaints_loading_as_what_is_empty(qtbot) -> None:
+    """A lazy list whose first page comes back empty (no findings, say) paints its empty text at once: "Loading…"
+    stayed on the screen until something else repainted the table."""
+    from PySide6.QtCore import QEvent, QObject
+
+    from desktop.common.models import PagedModel
+
+    pending: list = []
+    model = PagedModel([Column("Finding", lambda r: r.get("message"))])
+    view = table(model)
+    view.set_empty_text("No findings.")
+    qtbot.addWidget(view)
+    view.resize(400, 200)
+    view.show()
+    qtbot.waitExposed(view)
+    painted: list[str] = []
+
+    class Painted(QObject):
+        def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
+            if event.type() == QEvent.Type.Paint:
+                painted.append(view.shown_empty_text())
+            return False
+
+    watcher = Painted(view)
+    view.viewport().installEventFilter(watcher)
+    model.set_source(lambda token, deliver, fail: pending.append(deliver))
+    qtbot.waitUntil(lambda: painted[-1:] == ["Loading…"], timeout=5_000)
+
+    pending[0]([], None, 0)  # the engine's answer: nothing
+    qtbot.waitUntil(lambda: painted[-1:] == ["No findings."], timeout=5_000)

@@ -87,12 +87,32 @@ def test_a_conversation_without_a_grant_gets_no_index(qtbot, tasks, gui_thread_g
     assert "### Saving" in view.results["prompt"]["text"]  # an ungranted conversation saves to its own partition
 
 
+def test_an_agent_without_owner_authority_is_told_where_to_look_in_a_pane_that_keeps_its_width(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    served_engine.registry.add_agent("writer")  # an agent without owner authority
+    gui_thread_guard.active = True
+    view = PreviewView(tasks)
+    qtbot.addWidget(view)
+    view.resize(745, 640)  # the view's size in the 1008x720 window of a 1024x768 screen
+    view.show()
+    view.set_agent("writer")
+    qtbot.waitUntil(lambda: len(view.results) == 2, timeout=10_000)
+
+    said = view.prompt_count.text()
+    assert said.startswith("None: ") and "choose Another conversation above" in said
+    assert "knowledge agents config" not in said and "owner authority" in view.prompt_count.toolTip()  # the engine's
+    assert view.minimumSizeHint().width() <= 745  # the reason wraps: it never widens the window past the screen
+    qtbot.waitUntil(lambda: view.prompt_count.width() <= view.prompt_text.width() + 2, timeout=5_000)
+
+
 def test_health_shows_store_git_and_findings(qtbot, tasks, gui_thread_guard) -> None:
     view = shown(qtbot, HealthView(tasks))
     blocker = wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
 
     summary = view.summary.toPlainText()
     assert "Store:" in summary and "— ok" in summary
+    assert "Store: own isolated store (st_" in summary  # in words, as Agents and Sync say it, the id after
     assert "Git checkpoint:" in summary and "Pending publications: 0" in summary
     assert blocker.args[0]["ok"] is True and view.findings_model.rowCount() == 0
 
@@ -123,6 +143,24 @@ def test_vocabulary_names_and_labels_read_whole_beside_the_definition(qtbot, tas
         assert header.sectionSize(column) >= min(table.sizeHintForColumn(column), 260), \
             view.definitions_model.headerData(column, Qt.Orientation.Horizontal)
     assert view.details.width() > 400  # the definition keeps room of its own
+
+
+def test_vocabulary_names_and_kinds_read_whole_in_a_small_window(qtbot, tasks, gui_thread_guard) -> None:
+    view = shown(qtbot, VocabularyView(tasks))
+    view.resize(745, 620)  # the view's size in the 1008x720 window of a 1024x768 screen
+    wait_for_signal(qtbot, view.sig_content_loaded, lambda: view.set_agent("main"))
+    table, header = view.definitions_table, view.definitions_table.horizontalHeader()
+    titles = [column.title for column in view.definitions_model.columns]
+
+    def cut(title: str) -> bool:
+        column = titles.index(title)
+        return header.sectionSize(column) < max(table.sizeHintForColumn(column), header.sectionSizeHint(column))
+
+    qtbot.waitUntil(lambda: not cut("Name") and not cut("Kind"), timeout=5_000)  # never "organ…", "relati…"
+    provenance = titles.index("From")
+    assert header.sectionSize(provenance) <= max(table.sizeHintForColumn(provenance),
+                                                 header.sectionSizeHint(provenance)) + 1  # "shipped" takes no spare
+    assert view.details.width() > 300  # the definition keeps room of its own
 
 
 def test_an_approvals_summary_is_read_in_a_small_window(qtbot, tasks, gui_thread_guard) -> None:
