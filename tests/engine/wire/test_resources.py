@@ -224,9 +224,24 @@ def test_prompts_list_and_get_answer_what_the_host_methods_answer(engine, world)
     now = result(ask(dispatcher, session, "prompts/get", {"name": "knowledge_index"}))
     assert now["messages"][0]["content"]["text"].startswith("## Knowledge Index")
 
-    chat = session_of(dispatcher, world["token"], CHAT)  # a conversation without a grant gets no index
+    # A conversation without a grant gets no index: one message saying why (clients read messages[0]).
+    chat = session_of(dispatcher, world["token"], CHAT)
     none = result(ask(dispatcher, chat, "prompts/get", {"name": "knowledge_index"}))
-    assert none["messages"] == [] and "not_granted" in none["description"]
+    assert "not_granted" in none["description"]
+    [message] = none["messages"]
+    assert message["role"] == "user" and message["content"]["type"] == "text"
+    assert "not granted" in message["content"]["text"] and "## Knowledge Index" not in message["content"]["text"]
+    assert "Atlas" not in json.dumps(none)
+
+
+@pytest.mark.parametrize("reason", ["not_granted", "no_store", "denied", "read_failed", "store_unavailable"])
+def test_a_caller_without_an_index_gets_one_message_saying_why(engine, world, monkeypatch, reason) -> None:
+    monkeypatch.setattr(prompts, "index_for", lambda *args: {"text": None, "reason": reason})
+    dispatcher = Dispatcher(engine)
+    answer = result(ask(dispatcher, session_of(dispatcher, world["token"]), "prompts/get", {"name": "knowledge_index"}))
+    assert reason in answer["description"]
+    [message] = answer["messages"]
+    assert message["role"] == "user" and message["content"]["text"].startswith("There is no Knowledge Index")
 
 
 @pytest.mark.parametrize("params, field", [
