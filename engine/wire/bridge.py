@@ -308,7 +308,8 @@ class _Relay:
             if not more:
                 break
             tail, size = (tail + more)[-ID_WINDOW:], size + len(more)
-        self._write(encode(oversize_answer(head, tail, MAX_MESSAGE_BYTES, size - tail.endswith(b"\n"))))
+        self._write(encode(oversize_answer(head, tail, MAX_MESSAGE_BYTES, size - tail.endswith(b"\n"),
+                                           modern=self.era != "handshake")))  # a 2025 client initializes first
 
     def _write(self, line: bytes) -> None:
         with self._writing:

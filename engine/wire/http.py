@@ -117,11 +117,12 @@ class HeaderAudience(TypedDict):
 
 
 class _Oversize(Exception):
-    """A body over a session's limit, read through: ``answer`` is the JSON-RPC answer to it."""
+    """A body over a session's limit, read through: ``read`` is what ``oversize_answer`` answers it from
+    (its first bytes, its last, the limit, its size)."""
 
-    def __init__(self, answer: dict[str, Any]) -> None:
+    def __init__(self, head: bytes, tail: bytes, limit: int, size: int) -> None:
         super().__init__("message too long")
-        self.answer = answer
+        self.read = (head, tail, limit, size)
 
 
 class _Refused(Exception):
@@ -244,8 +245,9 @@ class McpHttpApp:
         try:
             body = await self._read_body(request, self.bounds.unauthenticated_message_bytes if opening
                                          else self.bounds.max_message_bytes)
-        except _Oversize as oversize:
-            return _reply(oversize.answer, stream, single=single)
+        except _Oversize as oversize:  # a single exchange is MCP 2026-07-28, a session a 2025 revision
+            answer = await asyncio.to_thread(oversize_answer, *oversize.read, modern=single)
+            return _reply(answer, stream, single=single)
         token = await self._authenticate(request)
         if session_id is not None:
             session = self._session(session_id, token)
@@ -432,7 +434,7 @@ class McpHttpApp:
                     del body[:]
                     async for chunk in chunks:  # read through, holding no more than its last bytes
                         tail, size = (tail + chunk)[-ID_WINDOW:], size + len(chunk)
-                    raise _Oversize(await asyncio.to_thread(oversize_answer, head, tail, limit, size))
+                    raise _Oversize(head, tail, limit, size)
         except TimeoutError:
             raise _Refused(408, "limit_exceeded", f"the request did not arrive within "
                            f"{self.bounds.initialize_timeout_s:g} s", limit=self.bounds.initialize_timeout_s,

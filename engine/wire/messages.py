@@ -279,12 +279,14 @@ def member_path(path: tuple[str | int, ...]) -> str:
     return named
 
 
-def oversize_answer(head: bytes, tail: bytes, limit: int, size: int | None = None) -> dict[str, Any]:
+def oversize_answer(head: bytes, tail: bytes, limit: int, size: int | None = None, *,
+                    modern: bool = False) -> dict[str, Any]:
     """The answer to a message longer than ``limit`` bytes (``size``, when known), from its first bytes
     (``head``) and its last (``tail``).  A ``tools/call`` whose first bytes show it is answered as a tool
     error naming the argument the limit was passed in (``body``, ``items[3].text``), the limit and what to
     do, so the agent's model reads it and can send less; anything else is the JSON-RPC error, naming the
-    member in ``data.field`` when the first bytes show it.  Either way nothing was done."""
+    member in ``data.field`` when the first bytes show it.  Either way nothing was done.  ``modern``: the
+    connection speaks MCP 2026-07-28, whose results say ``resultType`` (as modern.modern_result adds it)."""
     request_id = request_id_in(head[:ID_WINDOW], tail)
     cut = cut_member(head)
     measured = {"limit": limit} if size is None else {"limit": limit, "size": size}
@@ -296,8 +298,10 @@ def oversize_answer(head: bytes, tail: bytes, limit: int, size: int | None = Non
                             f"(as UTF-8 JSON, escapes counted), the most the engine accepts. Nothing was done; "
                             f"send a shorter {field}.", "field": field, **measured}
         text = json.dumps(error, indent=2, ensure_ascii=False)  # as tools.pretty_json prints it (tested)
-        return {"jsonrpc": "2.0", "id": request_id,
-                "result": {"content": [{"type": "text", "text": text}], "isError": True}}
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+        if modern:
+            result["resultType"] = "complete"
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
     field = {"field": member_path(cut.path)} if cut.path else {}
     where = f" (passed in {field['field']})" if field else ""
     return error_response(request_id, LIMIT_EXCEEDED, "limit_exceeded",

@@ -53,6 +53,7 @@ from ..core.changes import Subscription
 from .protocol import (ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session, cancelled_request,
                        changed_notification, request_key)
 from .listen import ListenStream
+from .modern import MODERN
 from .tool_list import ToolListWatch, list_changed_notification
 from .messages import (
     ID_WINDOW, MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, error_response, oversize_answer, request_id_in,
@@ -338,11 +339,14 @@ class EngineServer:
                     # tool call as a tool error; reading the line's start for it is left off the loop); one
                     # before initialize is told to initialize first.
                     limit = connection.limit
-                    await connection.close_with(await asyncio.to_thread(oversize_answer, exc.head, b"", limit)
-                                                if authenticated else _limit_error(exc.request_id, (
-                                                    f"a message before initialize is longer than {limit} bytes; "
-                                                    f"initialize first (messages of up to {bounds.max_message_bytes}"
-                                                    " bytes are accepted after)"), limit), limit, bounds.linger_s)
+                    if authenticated:
+                        answer = await asyncio.to_thread(oversize_answer, exc.head, b"", limit,
+                                                         modern=session.era == MODERN)
+                    else:
+                        answer = _limit_error(exc.request_id, (
+                            f"a message before initialize is longer than {limit} bytes; initialize first (messages "
+                            f"of up to {bounds.max_message_bytes} bytes are accepted after)"), limit)
+                    await connection.close_with(answer, limit, bounds.linger_s)
                     return
                 if handling is not None:
                     if handling.done():

@@ -180,7 +180,7 @@ def test_the_bridge_exits_cleanly_when_the_engine_goes_away_under_an_open_client
 
 
 def test_the_official_mcp_client_survives_an_oversize_call(tmp_path):
-    from mcp import ClientSession
+    from mcp import Client, ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     state = tmp_path / "state"
@@ -205,6 +205,9 @@ def test_the_official_mcp_client_survives_an_oversize_call(tmp_path):
                     results["saved"] = await client.call_tool("knowledge_save_page", {
                         "requestId": "small", "type": "note", "title": "Small", "body": "After the big one."})
                     results["found"] = await client.call_tool("knowledge_grep", {"query": "big"})
+            async with Client(params) as modern:  # MCP 2026-07-28, whose results say their resultType
+                results["modern"] = await modern.call_tool("knowledge_save_page", {
+                    "requestId": "big", "type": "note", "title": "Big", "body": BIG_BODY})
 
         anyio.run(session)
     finally:
@@ -213,6 +216,8 @@ def test_the_official_mcp_client_survives_an_oversize_call(tmp_path):
     assert results["oversize"].is_error is True and results["oversize"].structured_content is None
     refused = json.loads(results["oversize"].content[0].text)
     assert (refused["reason"], refused["field"], refused["limit"]) == ("limit_exceeded", "body", MAX_MESSAGE_BYTES)
+    modern = json.loads(results["modern"].content[0].text)  # its size counts the 2026-07-28 envelope too
+    assert results["modern"].is_error is True and {**modern, "size": 0} == {**refused, "size": 0}
     assert results["saved"].is_error is False and results["saved"].structured_content["revision"] == 1
     assert [hit["title"] for hit in results["found"].structured_content["hits"]] == ["Small"]
     # What a client shows and asks its user before a call, as the SDK reads it: every tool titled; the writes
