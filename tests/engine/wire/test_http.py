@@ -225,6 +225,10 @@ def test_an_oversize_tool_call_with_a_credential_is_a_tool_error_naming_the_argu
     assert refused == {"reason": "limit_exceeded", "field": "body", "limit": SMALL.max_message_bytes,
                        "size": len(big), "message": refused["message"]}
     assert titles(server, token, session) == []  # nothing was saved, and the session goes on
+    # A single exchange (MCP 2026-07-28): the same refusal, in that revision's shape.
+    status, _, body = post(server, big, token, {"MCP-Protocol-Version": "2026-07-28"})
+    result = json.loads(body)["result"]
+    assert status == 200 and result["resultType"] == "complete" and tool_answer(result) == refused
     # A method that is not a tool call: its JSON-RPC error names the member.
     search = rpc("memory/search", {"query": "q" * SMALL.max_message_bytes})
     status, _, body = post(server, search, token, within(session))
