@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.core.errors import wire_codes
 from engine.wire import messages
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.messages import (MAX_NESTING, MalformedMessage, cut_member, encode, lone_surrogate_path,
@@ -260,3 +261,7 @@ def test_cut_member_reads_a_bounded_number_of_tokens(monkeypatch):
     head = (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"arguments": {"tags": ['
             + b'"a",' * 60 + b'"b')
     assert cut_member(head).path == () and cut_member(head).method == "tools/call"
+
+
+def test_the_oversize_answers_code_is_the_engines_limit_exceeded():
+    assert messages.LIMIT_EXCEEDED == wire_codes()["limit_exceeded"]
