@@ -455,6 +455,19 @@ class CatalogReads:
                            "LIMIT :limit OFFSET :offset", values)
         return total, [record_row(row) for row in rows]
 
+    def titled_after(self, partition: str, after: tuple[str | None, str] | None, limit: int) -> list[RecordRow]:
+        """Up to ``limit`` current records by title (case-insensitively) then id, from after ``after`` (the
+        title and id of the last one served), so that records saved or withdrawn before a page never shift it."""
+        where = ["c.partition = :partition", _LISTED, CURRENT]
+        title, record_id = after if after is not None else (None, "")
+        if after is not None:  # a record without a title sorts first, as NULL does
+            where.append("(c.title IS NOT NULL OR c.record_id > :id)" if title is None else
+                         "(c.title > :title COLLATE NOCASE OR (c.title = :title COLLATE NOCASE AND c.record_id > :id))")
+        return [record_row(row) for row in self.db.tuples(
+            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {' AND '.join(where)} "
+            "ORDER BY c.title COLLATE NOCASE, c.record_id LIMIT :limit",
+            {"partition": partition, "title": title, "id": record_id, "limit": limit})]
+
     def mentioning(self, partition: str, record_id: str, limit: int) -> list[RecordRow]:
         """Up to ``limit`` other listed records whose frontmatter holds the text ``record_id``, newest first."""
         return [record_row(row) for row in self.db.tuples(

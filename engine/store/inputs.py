@@ -22,6 +22,7 @@ from ..core.params import (
     Name, Names, Objects, Params, RecordId, RequestId, Integer, String, Text, Value, check_name, check_text,
     whole_number,
 )
+from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..vault.record_view import validity_moment, validity_problem
 from ..vault.records import ASSERTION_ORIGINS, TITLE_MAX_CHARS
 
@@ -234,6 +235,12 @@ def parse_page_input(params: dict[str, Any]) -> PageInput:
     expected_sha256 = values["expectedSha256"]
     if expected_sha256 is not None and expected is None:
         raise InvalidParams("expectedSha256 only applies with id and expectedRevision", field="expectedSha256")
+    body = values["body"]
+    if body is not None and len(body) > RECORD_MAX_BYTES // 4:  # a shorter one cannot pass the bytes
+        size = len(body.encode("utf-8"))
+        if size > RECORD_MAX_BYTES:
+            raise LimitExceeded(f"body is larger than {RECORD_MAX_BYTES:,} bytes as UTF-8, the most a record holds "
+                                "(its frontmatter included)", field="body", limit=RECORD_MAX_BYTES, size=size)
     retained = sum(len(citation.content) for citation in values["evidence"] if isinstance(citation, FileInput))
     if retained > ATTACH_MAX_BYTES:
         raise LimitExceeded(f"the files a page retains hold more than {ATTACH_MAX_BYTES} bytes in all; attach "

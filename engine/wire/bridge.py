@@ -40,7 +40,7 @@ from typing import Any, BinaryIO
 
 from ..core.errors import wire_codes
 from ..state.statedir import StateDir
-from .messages import MAX_MESSAGE_BYTES, encode, error_response, request_id_in
+from .messages import ID_WINDOW, MAX_MESSAGE_BYTES, encode, error_response, oversize_answer
 
 KEEPALIVE_S = 240.0  # well inside the engine's idle timeout (SocketBounds.idle_timeout_s, 900 s)
 _KEEPALIVE = b'{"jsonrpc":"2.0","id":"knowledge-bridge:keepalive","method":"ping"}\n'
@@ -51,7 +51,6 @@ _AUTHENTICATE_REPLY = b'{"jsonrpc":"2.0","id":"knowledge-bridge:authenticate",'
 _ENVELOPE_KEY = "io.modelcontextprotocol/protocolVersion"
 _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 _UNAUTHENTICATED = ("initialize", "server/discover")  # 2026-07-28 requests answered before the credential
-_ID_WINDOW = 64 * 1024  # how much of each end of an oversize line is searched for its id
 _DISCARD_BYTES = 1024 * 1024
 _REFUSAL_LINES = 16  # the lines a client that cannot be served is answered for before the bridge exits
 ERROR_CODES = wire_codes()
@@ -301,17 +300,16 @@ class _Relay:
                     return
 
     def _refuse_oversize(self, head: bytes, stdin: BinaryIO) -> None:
-        """Read the rest of the line without keeping it, and answer the call that sent it."""
-        tail = head[-_ID_WINDOW:]
+        """Read the rest of the line without keeping it, and answer the call that sent it (naming the member
+        the limit was passed in, as the engine does: a tool call gets a tool error)."""
+        tail, size = head[-ID_WINDOW:], len(head)
         while not tail.endswith(b"\n"):
             more = stdin.readline(_DISCARD_BYTES)
             if not more:
                 break
-            tail = (tail + more)[-_ID_WINDOW:]
-        error = error_response(request_id_in(head[:_ID_WINDOW], tail), ERROR_CODES["limit_exceeded"],
-                               "limit_exceeded", f"a message is longer than {MAX_MESSAGE_BYTES} bytes, the most the "
-                               "engine accepts; the bridge did not forward it", limit=MAX_MESSAGE_BYTES)
-        self._write(encode(error))
+            tail, size = (tail + more)[-ID_WINDOW:], size + len(more)
+        self._write(encode(oversize_answer(head, tail, MAX_MESSAGE_BYTES, size - tail.endswith(b"\n"),
+                                           modern=self.era != "handshake")))  # a 2025 client initializes first
 
     def _write(self, line: bytes) -> None:
         with self._writing:

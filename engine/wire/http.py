@@ -62,7 +62,9 @@ from ..core.answers import NotRequired, TypedDict
 from .http_listen import HttpListens, either, sse_event
 from .listen import LISTEN
 from .modern import HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS
-from .messages import INVALID_REQUEST, PARSE_ERROR, MalformedMessage, encode, error_response, parse_request
+from .messages import (
+    ID_WINDOW, INVALID_REQUEST, PARSE_ERROR, MalformedMessage, encode, error_response, oversize_answer, parse_request,
+)
 from .messages import Request as Message
 from .protocol import CANCELLED, ERROR_CODES, Session, cancelled_request
 from .server import PUSH_GATHER_S, SocketBounds
@@ -112,6 +114,15 @@ class HeaderAudience(TypedDict):
     kind: str
     sessionKey: NotRequired[str | None]
     sessionId: NotRequired[str | None]
+
+
+class _Oversize(Exception):
+    """A body over a session's limit, read through: ``read`` is what ``oversize_answer`` answers it from
+    (its first bytes, its last, the limit, its size)."""
+
+    def __init__(self, head: bytes, tail: bytes, limit: int, size: int) -> None:
+        super().__init__("message too long")
+        self.read = (head, tail, limit, size)
 
 
 class _Refused(Exception):
@@ -231,8 +242,12 @@ class McpHttpApp:
         # As on the socket: a message that opens a session is small; one within a session (or a single
         # exchange, which is a whole call) may be a long one.
         opening = session_id is None and not single
-        body = await self._read_body(request, self.bounds.unauthenticated_message_bytes if opening
-                                     else self.bounds.max_message_bytes)
+        try:
+            body = await self._read_body(request, self.bounds.unauthenticated_message_bytes if opening
+                                         else self.bounds.max_message_bytes)
+        except _Oversize as oversize:  # a single exchange is MCP 2026-07-28, a session a 2025 revision
+            answer = await asyncio.to_thread(oversize_answer, *oversize.read, modern=single)
+            return _reply(answer, stream, single=single)
         token = await self._authenticate(request)
         if session_id is not None:
             session = self._session(session_id, token)
@@ -395,11 +410,15 @@ class McpHttpApp:
     # --- bounds, credential, sessions ----------------------------------------------------------
 
     async def _read_body(self, request: Request, limit: int) -> bytes:
-        """The body, never more than ``limit`` bytes held, within the time a message has to arrive."""
+        """The body, never more than ``limit`` bytes held, within the time a message has to arrive.  A body
+        over a session's limit from a client with a credential is read through and answered as on the socket
+        (``_Oversize``: a tool call gets a tool error naming the argument); any other is refused with 413."""
         declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            if not declared.isdigit():
-                raise _Refused(400, "invalid_params", "Content-Length must be a number of bytes")
+        if declared is not None and not declared.isdigit():
+            raise _Refused(400, "invalid_params", "Content-Length must be a number of bytes")
+        within_session = limit >= self.bounds.max_message_bytes
+        over = declared is not None and int(declared) > limit
+        if over and not (within_session and await self._credentialed(request)):
             await self._drain(request, limit)
             raise _too_large(limit, self.bounds)
         body = bytearray()
@@ -410,6 +429,12 @@ class McpHttpApp:
                     body += chunk
                     if len(body) > limit:
                         break
+                if len(body) > limit and within_session and await self._credentialed(request):
+                    head, tail, size = bytes(body[:limit + 1]), bytes(body[-ID_WINDOW:]), len(body)
+                    del body[:]
+                    async for chunk in chunks:  # read through, holding no more than its last bytes
+                        tail, size = (tail + chunk)[-ID_WINDOW:], size + len(chunk)
+                    raise _Oversize(head, tail, limit, size)
         except TimeoutError:
             raise _Refused(408, "limit_exceeded", f"the request did not arrive within "
                            f"{self.bounds.initialize_timeout_s:g} s", limit=self.bounds.initialize_timeout_s,
@@ -419,6 +444,14 @@ class McpHttpApp:
             await self._drain(request, limit, chunks)
             raise _too_large(limit, self.bounds)
         return bytes(body)
+
+    async def _credentialed(self, request: Request) -> bool:
+        """Whether the request carries a credential the engine knows (asked only of a body over the limit)."""
+        try:
+            await self._authenticate(request)
+        except _Refused:
+            return False
+        return True
 
     async def _drain(self, request: Request, budget: int, chunks: Any = None) -> None:
         """Read and drop up to ``budget`` more bytes (for ``linger_s`` at most), so that a client still

@@ -14,9 +14,11 @@ no tool has to repeat it and no malformed message reaches one:
   reply itself) can encode it.
 
 A message that fails gets a ``MalformedMessage`` naming the problem (and the
-field path, for a surrogate); the connection that sent it goes on.  The
-bridge uses ``request_id_in`` to answer a line too long to decode for the
-call that sent it.
+field path, for a surrogate); the connection that sent it goes on.  A line
+too long to decode is answered by ``oversize_answer`` from its first and last
+bytes: for the call that sent it (``request_id_in``) and, where the first
+bytes show the member the limit was passed in (``cut_member``), naming it;
+a ``tools/call`` gets that as a tool error, which an agent's model reads.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ UNAUTHENTICATED_MESSAGE_BYTES = 64 * 1024  # until then: initialize and ping nee
 # Well above the frontmatter's 20 levels and any tool's arguments (at most 5 levels, an evidence
 # locator inside an item inside a call), well below the decoder's recursion limit of about 1,000.
 MAX_NESTING = 64
+ID_WINDOW = 64 * 1024  # how much of each end of an oversize line is searched for its id
+CUT_TOKENS_MAX = 100_000  # strings and brackets read of an oversize line's start to name the member it is cut in
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+LIMIT_EXCEEDED = -32007  # engine/core/errors.py's LimitExceeded (not imported: the bridge stays light)
 
 
 def error_response(request_id: Any, code: int, reason: str, message: str, **data: Any) -> dict[str, Any]:
@@ -204,6 +209,104 @@ def request_id_in(head: bytes, tail: bytes = b"") -> Any:
     except ValueError:  # an escape the pattern let through that does not decode
         return None
     return value if not isinstance(value, str) or not _SURROGATE.search(value) else None
+
+
+# A JSON string (possessive, so a string cut short fails in one pass), one structural byte, or the quote
+# opening a string the bytes end inside.
+_TOKEN = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[][{},:]|"')
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Where the first bytes of a message too long to read end: ``path`` is the member being read there
+    (``["params", "arguments", "body"]``, ``[..., "items", 3, "text"]``); ``method`` and ``tool`` are the
+    message's ``method`` and ``params.name``, when they came before it."""
+
+    path: tuple[str | int, ...]
+    method: str | None
+    tool: str | None
+
+
+def cut_member(head: bytes) -> Cut:
+    """Read the start of a message as far as ``head`` goes, to say which member it was in at the end.  Only
+    strings and brackets are looked at, each once; numbers and literals are passed over.  A head of more than
+    ``CUT_TOKENS_MAX`` strings and brackets (no agent's call has so many) is not read to its end: the path is
+    then empty, as for a head that shows none."""
+    frames: list[list[Any]] = []  # per open container: [is an object, its key (undecoded) or index, a key next]
+    values: dict[tuple[Any, ...], str] = {}
+    for count, match in enumerate(_TOKEN.finditer(head)):
+        token = match.group()
+        first = token[:1]
+        if token == b'"':  # the string the head ends in
+            break
+        if count == CUT_TOKENS_MAX:
+            return Cut((), values.get((b'"method"',)), values.get((b'"params"', b'"name"')))
+        if first == b'"':
+            if frames and frames[-1][0] and frames[-1][2]:
+                frames[-1][1], frames[-1][2] = token, False
+            elif len(frames) <= 2:
+                text = _decoded(token)
+                if text is not None:
+                    values[tuple(frame[1] for frame in frames)] = text
+        elif first in b"{[":
+            frames.append([first == b"{", None if first == b"{" else 0, first == b"{"])
+        elif first in b"}]":
+            if frames:
+                frames.pop()
+        elif first == b"," and frames:
+            if frames[-1][0]:
+                frames[-1][1], frames[-1][2] = None, True
+            else:
+                frames[-1][1] += 1
+    path = tuple(part if isinstance(part, int) else _decoded(part) or "?" for part in
+                 (frame[1] for frame in frames if frame[1] is not None))
+    return Cut(path, values.get((b'"method"',)), values.get((b'"params"', b'"name"')))
+
+
+def _decoded(token: bytes) -> str | None:
+    try:
+        text = json.loads(token)
+    except ValueError:
+        return None
+    return _printable(text) if isinstance(text, str) else None
+
+
+def member_path(path: tuple[str | int, ...]) -> str:
+    """``("params", "arguments", "items", 3)`` as the params reader names fields: ``params.arguments.items[3]``."""
+    named = ""
+    for part in path:
+        named += f"[{part}]" if isinstance(part, int) else (f".{part}" if named else part)
+    return named
+
+
+def oversize_answer(head: bytes, tail: bytes, limit: int, size: int | None = None, *,
+                    modern: bool = False) -> dict[str, Any]:
+    """The answer to a message longer than ``limit`` bytes (``size``, when known), from its first bytes
+    (``head``) and its last (``tail``).  A ``tools/call`` whose first bytes show it is answered as a tool
+    error naming the argument the limit was passed in (``body``, ``items[3].text``), the limit and what to
+    do, so the agent's model reads it and can send less; anything else is the JSON-RPC error, naming the
+    member in ``data.field`` when the first bytes show it.  Either way nothing was done.  ``modern``: the
+    connection speaks MCP 2026-07-28, whose results say ``resultType`` (as modern.modern_result adds it)."""
+    request_id = request_id_in(head[:ID_WINDOW], tail)
+    cut = cut_member(head)
+    measured = {"limit": limit} if size is None else {"limit": limit, "size": size}
+    arguments = cut.path[:2] == ("params", "arguments") and len(cut.path) > 2 and isinstance(cut.path[2], str)
+    if cut.method == "tools/call" and arguments:
+        field = member_path(cut.path[2:])
+        error = {"reason": "limit_exceeded",
+                 "message": f"{field} is too long to send: the message carrying it is longer than {limit:,} bytes "
+                            f"(as UTF-8 JSON, escapes counted), the most the engine accepts. Nothing was done; "
+                            f"send a shorter {field}.", "field": field, **measured}
+        text = json.dumps(error, indent=2, ensure_ascii=False)  # as tools.pretty_json prints it (tested)
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+        if modern:
+            result["resultType"] = "complete"
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+    field = {"field": member_path(cut.path)} if cut.path else {}
+    where = f" (passed in {field['field']})" if field else ""
+    return error_response(request_id, LIMIT_EXCEEDED, "limit_exceeded",
+                          f"a message is longer than {limit} bytes, the most the engine accepts{where}; nothing "
+                          "was done", **field, **measured)
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -7,8 +7,11 @@ now, so pass it to get the same bytes on every turn of a session).  Each is one 
 exactly what ``memory/prompt`` and ``memory/index`` answer the same caller.
 
 Both are authorized like every method (never creating a store): a refused caller gets ``denied``.  A
-caller the index leaves out (a conversation without a grant, an agent without a store yet) gets the
-prompt with no messages and a description saying why, as ``memory/index`` answers ``text: null``.
+caller the index leaves out (a conversation without a grant, an agent without a store yet) gets one
+message saying why there is no index, and the reason in the description, where ``memory/index`` answers
+``text: null``: the request is valid (MCP keeps its errors for an unknown prompt, a missing argument and
+an internal failure), the spec has a missing index omitted without failing the turn, and clients read
+``messages[0]``.
 Arguments are strings, as MCP has them; an unknown prompt or argument is ``invalid_params``.
 """
 
@@ -93,6 +96,17 @@ PROMPT_ARGUMENTS = {
 }
 
 
+# What the one message of ``knowledge_index`` says when the caller gets no index, by ``memory/index``'s reason.
+_NO_INDEX = {
+    "not_granted": "There is no Knowledge Index for this conversation: the owner has not granted it read access to "
+                   "their private vault. The knowledge tools search and save this conversation's own notes.",
+    "no_store": "There is no Knowledge Index yet: this agent has no store yet, so its vault holds nothing.",
+    "denied": "There is no Knowledge Index for this session: it may not read the vault.",
+    "": "There is no Knowledge Index this time: the vault could not be read, so it is left out. Try again "
+        "later; the knowledge tools say what is wrong.",
+}
+
+
 def _prompt_name(value: Any, field: str) -> str:
     if not isinstance(value, str) or value not in PROMPTS:
         raise InvalidParams(f"{field} must name a prompt of prompts/list: {', '.join(PROMPTS)}", field=field)
@@ -121,7 +135,8 @@ def get_prompt(engine: PromptsEngine, caller: Caller, name: str, arguments: Any)
         return _one_message(PROMPTS[name]["description"], text)
     index = index_for(engine, caller, read["firstMessageAt"] or format_timestamp(utc_now()))
     if index["text"] is None:
-        return {"description": f"No Knowledge Index for this caller ({index.get('reason')}).", "messages": []}
+        reason = index.get("reason", "")
+        return _one_message(f"No Knowledge Index for this caller ({reason}).", _NO_INDEX.get(reason, _NO_INDEX[""]))
     return _one_message(PROMPTS[name]["description"], index["text"])
 
 

@@ -199,28 +199,29 @@ def list_resources(engine: ResourceEngine, caller: Caller, cursor: str | None) -
 
     def page(store: OpenStore, authority: Authority, view: ReadView) -> ResourceList:
         binding = {"list": "resources", "store": view.store.store_id, "partition": authority.partition}
-        offset = _offset(engine, cursor, binding)
-        total, rows = view.catalog.listing(authority.partition, current_only=True, kinds=None, type=None,
-                                           order="title", offset=offset, limit=PAGE_SIZE)
-        answer: ResourceList = {"resources": [_entry(view.store.store_id, row) for row in rows
+        rows = view.catalog.titled_after(authority.partition, _after(engine, cursor, binding), PAGE_SIZE + 1)
+        served = rows[:PAGE_SIZE]
+        answer: ResourceList = {"resources": [_entry(view.store.store_id, row) for row in served
                                               if is_record_id(row.record_id)]}  # a link's id alphabet
-        if offset + len(rows) < total:
-            answer["nextCursor"] = engine.signer.sign({**binding, "offset": offset + len(rows)})
+        if len(rows) > PAGE_SIZE:
+            answer["nextCursor"] = engine.signer.sign({**binding, "after": [served[-1].title, served[-1].record_id]})
         return answer
 
     return entry.read(page)
 
 
-def _offset(engine: ResourceEngine, cursor: str | None, binding: dict[str, Any]) -> int:
+def _after(engine: ResourceEngine, cursor: str | None, binding: dict[str, Any]) -> tuple[str | None, str] | None:
+    """The title and id of the record a cursor's page ended on (None: the first page)."""
     if cursor is None:
-        return 0
+        return None
     state = engine.signer.open(cursor)
     if not isinstance(state, dict) or any(state.get(key) != value for key, value in binding.items()):
         _refuse_cursor()
-    offset = state.get("offset")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+    after = state.get("after")
+    if not (isinstance(after, list) and len(after) == 2 and isinstance(after[0], (str, type(None)))
+            and isinstance(after[1], str)):
         _refuse_cursor()
-    return offset
+    return after[0], after[1]
 
 
 def _refuse_cursor() -> NoReturn:

@@ -53,8 +53,11 @@ from ..core.changes import Subscription
 from .protocol import (ERROR_CODES, IMMEDIATE_MAX_BYTES, Dispatcher, Session, cancelled_request,
                        changed_notification, request_key)
 from .listen import ListenStream
+from .modern import MODERN
 from .tool_list import ToolListWatch, list_changed_notification
-from .messages import MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, error_response, request_id_in
+from .messages import (
+    ID_WINDOW, MAX_MESSAGE_BYTES, UNAUTHENTICATED_MESSAGE_BYTES, encode, error_response, oversize_answer, request_id_in,
+)
 
 if TYPE_CHECKING:  # the engine calls in here; this module only needs its type
     from ..service import Engine
@@ -64,7 +67,6 @@ DEFAULT_PORT = 7431
 WORKERS = 32
 _UNIX_PATH_MAX = 100
 _SCRATCH_BYTES = 64 * 1024  # the most read from a socket at once
-_ID_WINDOW = 64 * 1024  # how much of an oversize line is searched for its id
 # The most lines looked at behind a connection's call: what they cost to track stays small beside the
 # buffer itself (a flood of empty lines is many lines), and a cancellation further back comes in its turn.
 MAX_WAITING = 1024
@@ -96,11 +98,13 @@ class SocketBounds:
 
 
 class LineTooLong(Exception):
-    """A line passed the connection's limit; ``request_id`` is its id, when its first bytes show it."""
+    """A line passed the connection's limit; ``request_id`` is its id, when its first bytes show it, and
+    ``head`` those bytes (the limit's worth and one more)."""
 
-    def __init__(self, request_id: Any) -> None:
+    def __init__(self, request_id: Any, head: bytes = b"") -> None:
         super().__init__("line too long")
         self.request_id = request_id
+        self.head = head
 
 
 _UNREAD = object()  # a request key not read yet
@@ -331,12 +335,18 @@ class EngineServer:
                     await finish_handling()  # the call before it is answered first
                     # An initialized client gets the rest of its line drained (one bug, not an attack);
                     # a connection without a token only as much again as it could have sent.
+                    # An initialized client's call is answered naming the member the limit was passed in (a
+                    # tool call as a tool error; reading the line's start for it is left off the loop); one
+                    # before initialize is told to initialize first.
                     limit = connection.limit
-                    await connection.close_with(_limit_error(exc.request_id, (
-                        f"a message is longer than {limit} bytes" if authenticated else
-                        f"a message before initialize is longer than {limit} bytes; initialize first (messages "
-                        f"of up to {bounds.max_message_bytes} bytes are accepted after)"), limit), limit,
-                        bounds.linger_s)
+                    if authenticated:
+                        answer = await asyncio.to_thread(oversize_answer, exc.head, b"", limit,
+                                                         modern=session.era == MODERN)
+                    else:
+                        answer = _limit_error(exc.request_id, (
+                            f"a message before initialize is longer than {limit} bytes; initialize first (messages "
+                            f"of up to {bounds.max_message_bytes} bytes are accepted after)"), limit)
+                    await connection.close_with(answer, limit, bounds.linger_s)
                     return
                 if handling is not None:
                     if handling.done():
@@ -560,9 +570,10 @@ class _Connection(asyncio.BufferedProtocol):
         while True:
             end = self._buffer.find(b"\n", self._scanned)
             if end > self.limit or (end < 0 and len(self._buffer) > self.limit):
-                request_id = request_id_in(memoryview(self._buffer)[:_ID_WINDOW])
+                request_id = request_id_in(memoryview(self._buffer)[:ID_WINDOW])
+                head = bytes(self._buffer[:self.limit + 1])
                 self._buffer = bytearray()  # not held while the connection lingers on its error
-                raise LineTooLong(request_id)
+                raise LineTooLong(request_id, head)
             if end >= 0:
                 line = bytes(self._buffer[:end + 1])
                 del self._buffer[:end + 1]

@@ -157,6 +157,8 @@ OVERSIZE: dict[str, tuple[Callable[[], Any], str]] = {
     "title": (lambda: parse_page_input(page(title="t" * 501)), "title"),
     "type": (lambda: parse_page_input(page(type="t" * 65)), "type"),
     "body": (lambda: parse_page_input(page(body="b" * 4_000_001)), "body"),
+    # Within the 4,000,000 characters, beyond the record's 5,000,000 bytes: 2 bytes each as UTF-8.
+    "body bytes": (lambda: parse_page_input(page(body="\u00e9" * 2_500_001)), "body"),
     "alias": (lambda: parse_page_input(page(aliases=["a" * 501])), "aliases"),
     "aliases": (lambda: parse_page_input(page(aliases=[f"a{n}" for n in range(101)])), "aliases"),
     "tags": (lambda: parse_page_input(page(tags=[f"t{n}" for n in range(101)])), "tags"),
@@ -274,6 +276,7 @@ def test_check_text_and_parse_request_id_directly():
     (page(tags=["ok", "t\x7fag"]), InvalidParams, "tags"),
     (page(title="t" * 501), LimitExceeded, "title"),
     (page(body="b" * 4_000_001), LimitExceeded, "body"),
+    (page(body="\u4e2d" * 1_700_000), LimitExceeded, "body"),  # 5,100,000 bytes: named, not the record's size
     (page(fields={"status": "active", "bad\x1bkey": "x"}), InvalidParams, "fields.<key 1>"),
 ])
 def test_bad_pages_change_nothing(engine, owner, params, error, field):

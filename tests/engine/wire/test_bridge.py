@@ -21,7 +21,7 @@ from engine.wire.server import EngineServer, SocketBounds
 from engine.wire.messages import MAX_MESSAGE_BYTES
 from engine.wire.tools import CORE_TOOLS
 from tests.engine.wire.test_server import message
-from tests.helpers import wait_for
+from tests.helpers import tool_answer, wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -65,10 +65,15 @@ def knowledge(engine) -> dict:
     return {"token": engine.add_agent("main", owner=True), "audience": {"kind": "owner-private"}}
 
 
+# Within the body's limit of 4,000,000 characters, beyond the message's 8 MiB: 3 bytes each as UTF-8, 6 as the
+# JSON escapes Python writes by default.
+BIG_BODY = "\u4e2d" * 3_000_000
+
+
 def oversize_call(request_id: int) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
         "name": "knowledge_save_page", "arguments": {"requestId": "big", "type": "note", "title": "Big",
-                                                     "body": "a" * (MAX_MESSAGE_BYTES + 10)}}}).encode() + b"\n"
+                                                     "body": BIG_BODY}}}).encode() + b"\n"
 
 
 def test_an_oversize_call_is_answered_for_its_id_and_not_forwarded(engine, state_dir, serve, knowledge):
@@ -79,7 +84,11 @@ def test_an_oversize_call_is_answered_for_its_id_and_not_forwarded(engine, state
     assert run_bridge(state_dir, knowledge, stdin=io.BytesIO(stdin), stdout=stdout) == 0
     replies = {reply["id"]: reply for reply in (stdout.next() for _ in range(3))}
     assert replies[1]["result"]["serverInfo"]["name"] == "knowledge-desk"
-    assert replies[2]["error"]["data"] == {"reason": "limit_exceeded", "limit": MAX_MESSAGE_BYTES}
+    # A tool error the agent's model reads, naming the argument and the limit; the call was not made.
+    refused = tool_answer(replies[2]["result"])
+    assert refused == {"reason": "limit_exceeded", "field": "body", "limit": MAX_MESSAGE_BYTES,
+                       "size": len(oversize_call(2)) - 1, "message": refused["message"]}
+    assert refused["message"].startswith("body is too long to send") and "8,388,608 bytes" in refused["message"]
     assert replies[3]["result"]["structuredContent"]["hits"] == []  # the big page was never saved
     assert stdout.lines.empty()
 
@@ -171,9 +180,8 @@ def test_the_bridge_exits_cleanly_when_the_engine_goes_away_under_an_open_client
 
 
 def test_the_official_mcp_client_survives_an_oversize_call(tmp_path):
-    from mcp import ClientSession
+    from mcp import Client, ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
-    from mcp.shared.exceptions import MCPError
 
     state = tmp_path / "state"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -192,20 +200,24 @@ def test_the_official_mcp_client_survives_an_oversize_call(tmp_path):
                 async with ClientSession(read, write) as client:
                     await client.initialize()
                     results["tools"] = (await client.list_tools()).tools
-                    try:
-                        await client.call_tool("knowledge_save_page", {
-                            "requestId": "big", "type": "note", "title": "Big", "body": "a" * (MAX_MESSAGE_BYTES + 1)})
-                    except MCPError as exc:
-                        results["oversize"] = exc
+                    results["oversize"] = await client.call_tool("knowledge_save_page", {
+                        "requestId": "big", "type": "note", "title": "Big", "body": BIG_BODY})
                     results["saved"] = await client.call_tool("knowledge_save_page", {
                         "requestId": "small", "type": "note", "title": "Small", "body": "After the big one."})
                     results["found"] = await client.call_tool("knowledge_grep", {"query": "big"})
+            async with Client(params) as modern:  # MCP 2026-07-28, whose results say their resultType
+                results["modern"] = await modern.call_tool("knowledge_save_page", {
+                    "requestId": "big", "type": "note", "title": "Big", "body": BIG_BODY})
 
         anyio.run(session)
     finally:
         serve.terminate()
         serve.wait(30)
-    assert results["oversize"].code == -32007 and results["oversize"].data["reason"] == "limit_exceeded"
+    assert results["oversize"].is_error is True and results["oversize"].structured_content is None
+    refused = json.loads(results["oversize"].content[0].text)
+    assert (refused["reason"], refused["field"], refused["limit"]) == ("limit_exceeded", "body", MAX_MESSAGE_BYTES)
+    modern = json.loads(results["modern"].content[0].text)  # its size counts the 2026-07-28 envelope too
+    assert results["modern"].is_error is True and {**modern, "size": 0} == {**refused, "size": 0}
     assert results["saved"].is_error is False and results["saved"].structured_content["revision"] == 1
     assert [hit["title"] for hit in results["found"].structured_content["hits"]] == ["Small"]
     # What a client shows and asks its user before a call, as the SDK reads it: every tool titled; the writes

@@ -210,6 +210,32 @@ def test_oversized_bodies_are_refused_before_authentication(serve, token, engine
     assert tool_answer(json.loads(body)["result"])["reason"] == "limit_exceeded"
 
 
+def test_an_oversize_tool_call_with_a_credential_is_a_tool_error_naming_the_argument(serve, token):
+    """Within every argument's own limit, beyond the session's message limit (3 bytes a character as UTF-8):
+    read through and answered as a tool error the agent's model reads; nothing is saved."""
+    server = serve()
+    session = open_session(server, token)
+    big = json.dumps({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "knowledge_save_page", "arguments": {
+        "requestId": "big", "type": "note", "title": "Big over HTTP", "body": "\u4e2d" * 30_000}}, "id": 7},
+        ensure_ascii=False).encode()
+    assert len(big) > SMALL.max_message_bytes
+    status, _, body = post(server, big, token, within(session))
+    assert status == 200 and json.loads(body)["id"] == 7
+    refused = tool_answer(json.loads(body)["result"])
+    assert refused == {"reason": "limit_exceeded", "field": "body", "limit": SMALL.max_message_bytes,
+                       "size": len(big), "message": refused["message"]}
+    assert titles(server, token, session) == []  # nothing was saved, and the session goes on
+    # A single exchange (MCP 2026-07-28): the same refusal, in that revision's shape.
+    status, _, body = post(server, big, token, {"MCP-Protocol-Version": "2026-07-28"})
+    result = json.loads(body)["result"]
+    assert status == 200 and result["resultType"] == "complete" and tool_answer(result) == refused
+    # A method that is not a tool call: its JSON-RPC error names the member.
+    search = rpc("memory/search", {"query": "q" * SMALL.max_message_bytes})
+    status, _, body = post(server, search, token, within(session))
+    assert status == 200 and json.loads(body)["error"]["data"] == {
+        "reason": "limit_exceeded", "field": "params.query", "limit": SMALL.max_message_bytes, "size": len(search)}
+
+
 def test_a_body_that_does_not_arrive_in_time_gets_408(serve, token):
     server = serve(SocketBounds(initialize_timeout_s=0.3, linger_s=0.1))
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:

@@ -128,6 +128,29 @@ def test_resources_list_pages_with_a_cursor_bound_to_the_callers_partition(engin
     assert error(ask(dispatcher, session, "resources/list", {"page": 2}))["data"]["field"] == "page"
 
 
+def test_resources_list_goes_on_from_the_record_the_last_page_ended_on(engine, world) -> None:
+    """Records saved or renamed between two pages shift nothing: the next page starts after the last record
+    served, so none is served twice and none passed over."""
+    owner = world["owner"]
+    saved = [engine.save_page(owner, page(f"bulk-{number}", f"Bulk note {number:03d}", "note"))
+             for number in range(PAGE_SIZE + 5)]
+    dispatcher = Dispatcher(engine)
+    session = session_of(dispatcher, world["token"])
+    first = result(ask(dispatcher, session, "resources/list"))
+    boundary = first["resources"][-1]["title"].casefold()
+    for name in ("Aardvark", "Abacus"):  # sort before the boundary
+        engine.save_page(owner, page(name, f"{name}, saved between the pages", "note"))
+    moved = saved[0]  # the first page's first bulk note, renamed to sort last
+    engine.save_page(owner, {**page("moved", "Zebra, renamed between the pages", "note"), "id": moved["id"],
+                             "expectedRevision": moved["revision"]})
+    second = result(ask(dispatcher, session, "resources/list", {"cursor": first["nextCursor"]}))
+    titles = [entry["title"] for entry in second["resources"]]
+    assert all(title.casefold() > boundary for title in titles) and titles[-1] == "Zebra, renamed between the pages"
+    names = [entry["name"] for entry in first["resources"] + second["resources"]]
+    assert len(set(names)) == PAGE_SIZE + 5 + 3 and len(names) == len(set(names)) + 1  # the moved one, twice
+    assert "nextCursor" not in second
+
+
 def test_resources_read_answers_the_record_file_current_or_an_exact_revision(engine, world, state_dir) -> None:
     dispatcher = Dispatcher(engine)
     session = session_of(dispatcher, world["token"])
@@ -224,9 +247,24 @@ def test_prompts_list_and_get_answer_what_the_host_methods_answer(engine, world)
     now = result(ask(dispatcher, session, "prompts/get", {"name": "knowledge_index"}))
     assert now["messages"][0]["content"]["text"].startswith("## Knowledge Index")
 
-    chat = session_of(dispatcher, world["token"], CHAT)  # a conversation without a grant gets no index
+    # A conversation without a grant gets no index: one message saying why (clients read messages[0]).
+    chat = session_of(dispatcher, world["token"], CHAT)
     none = result(ask(dispatcher, chat, "prompts/get", {"name": "knowledge_index"}))
-    assert none["messages"] == [] and "not_granted" in none["description"]
+    assert "not_granted" in none["description"]
+    [message] = none["messages"]
+    assert message["role"] == "user" and message["content"]["type"] == "text"
+    assert "not granted" in message["content"]["text"] and "## Knowledge Index" not in message["content"]["text"]
+    assert "Atlas" not in json.dumps(none)
+
+
+@pytest.mark.parametrize("reason", ["not_granted", "no_store", "denied", "read_failed", "store_unavailable"])
+def test_a_caller_without_an_index_gets_one_message_saying_why(engine, world, monkeypatch, reason) -> None:
+    monkeypatch.setattr(prompts, "index_for", lambda *args: {"text": None, "reason": reason})
+    dispatcher = Dispatcher(engine)
+    answer = result(ask(dispatcher, session_of(dispatcher, world["token"]), "prompts/get", {"name": "knowledge_index"}))
+    assert reason in answer["description"]
+    [message] = answer["messages"]
+    assert message["role"] == "user" and message["content"]["text"].startswith("There is no Knowledge Index")
 
 
 @pytest.mark.parametrize("params, field", [

@@ -17,7 +17,7 @@ import pytest
 from engine.wire.server import EngineServer, LineTooLong, SocketBounds, _Connection
 from engine.wire.messages import UNAUTHENTICATED_MESSAGE_BYTES
 from tests.engine.wire.test_server import Client, init_params, message
-from tests.helpers import wait_for
+from tests.helpers import tool_answer, wait_for
 
 
 @pytest.fixture
@@ -137,6 +137,41 @@ def test_an_unauthenticated_oversize_line_is_refused_and_closed(serve):
     assert [(r["id"], r["error"]["data"]) for r in replies] == [
         (4, {"reason": "limit_exceeded", "limit": UNAUTHENTICATED_MESSAGE_BYTES})]
     assert "before initialize" in replies[0]["error"]["message"]
+
+@pytest.mark.parametrize("arguments, field", [
+    ({"requestId": "big", "type": "note", "title": "Big", "body": "\u4e2d" * 2_000}, "body"),
+    ({"requestId": "big", "items": [{"text": "Small.", "claimKind": "fact", "excerpt": "Small."},
+                                    {"text": "\u00e9" * 2_000, "claimKind": "fact", "excerpt": "x"}]}, "items[1].text"),
+])
+def test_an_initialized_oversize_tool_call_is_a_tool_error_naming_the_argument(serve, token, engine, arguments, field):
+    """A call within every argument's own limit whose message passes the connection's: the agent's model
+    reads which argument made it too long, and the limit; nothing is written."""
+    server = serve(max_message_bytes=8_000, unauthenticated_message_bytes=4_000)
+    client = initialized(server, token)
+    name = "knowledge_save_page" if "body" in arguments else "knowledge_remember"
+    client.file.write(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                  "params": {"name": name, "arguments": arguments}}).encode() + b"\n")
+    client.file.flush()
+    replies = read_to_end(client.sock)
+    assert [reply["id"] for reply in replies] == [9]
+    refused = tool_answer(replies[0]["result"])
+    assert (refused["reason"], refused["field"], refused["limit"]) == ("limit_exceeded", field, 8_000)
+    assert refused["message"].startswith(f"{field} is too long to send")
+    again = initialized(server, token)
+    found = again.request("tools/call", {"name": "knowledge_grep", "arguments": {"query": "Big Small"}})
+    assert tool_answer(found["result"])["hits"] == []
+    again.close()
+
+
+def test_an_initialized_oversize_message_names_the_member_it_passed_the_limit_in(serve, token):
+    client = initialized(serve(max_message_bytes=8_000, unauthenticated_message_bytes=4_000), token)
+    client.file.write(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "memory/search",
+                                  "params": {"query": "a" * 9_000}}).encode() + b"\n")
+    client.file.flush()
+    [reply] = read_to_end(client.sock)
+    assert reply["id"] == 3 and reply["error"]["data"] == {
+        "reason": "limit_exceeded", "field": "params.query", "limit": 8_000}
+
 
 def test_a_sender_that_never_stops_is_cut_off_without_being_read(serve):
     """Before initialize the engine reads the limit, answers, drains as much again and closes: a flood

@@ -9,9 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.core.errors import wire_codes
+from engine.wire import messages
 from engine.wire.protocol import Dispatcher, Session
-from engine.wire.messages import (MAX_NESTING, MalformedMessage, encode, lone_surrogate_path, nesting_exceeds,
-                         parse_request, request_id_in)
+from engine.wire.messages import (MAX_NESTING, MalformedMessage, cut_member, encode, lone_surrogate_path,
+                                  nesting_exceeds, oversize_answer, parse_request, request_id_in)
+from engine.wire.tools import pretty_json
 
 
 def raw(method: str, params: dict, request_id=1) -> bytes:
@@ -202,3 +205,63 @@ def test_request_id_in_reads_only_the_outermost_id(head, tail, expected):
 def test_encode_escapes_a_reply_that_holds_a_lone_surrogate():
     assert encode({"a": "é"}) == '{"a":"é"}\n'.encode("utf-8")
     assert json.loads(encode({"a": "x\ud800"})) == {"a": "x\ud800"}
+
+
+# --- a line too long to read: which member it was cut in ---------------------------------------------
+
+
+def cut_short(message: dict, at: int) -> bytes:
+    return json.dumps(message).encode()[:at]
+
+
+@pytest.mark.parametrize("arguments, path", [
+    ({"requestId": "r", "body": "x" * 500}, ("params", "arguments", "body")),
+    ({"requestId": "r", "items": [{"text": "a", "evidence": [{"source": "s", "lines": [1, 2]}]},
+                                  {"claimKind": "fact", "text": "\u4e2d" * 500}]},
+     ("params", "arguments", "items", 1, "text")),
+    ({"tags": ["a", "b", "c" * 500]}, ("params", "arguments", "tags", 2)),
+    ({"numbers": list(range(500))}, ("params", "arguments", "numbers")),
+    ({"k\u00e9y \"quoted\"": "x" * 500}, ("params", "arguments", "k\u00e9y \"quoted\"")),
+])
+def test_cut_member_names_the_member_a_long_line_is_cut_in(arguments, path):
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "knowledge_x", "arguments": arguments}}
+    cut = cut_member(cut_short(message, len(json.dumps(message)) - 200))
+    assert (cut.method, cut.tool) == ("tools/call", "knowledge_x")
+    assert cut.path[:len(path)] == path and (len(cut.path) == len(path) or path[-1] == "numbers")
+
+
+def test_an_oversize_tool_call_is_a_tool_error_as_the_tools_print_one():
+    message = {"jsonrpc": "2.0", "id": "c1", "method": "tools/call",
+               "params": {"name": "knowledge_save_page", "arguments": {"requestId": "r", "body": "\u00e9" * 500}}}
+    answer = oversize_answer(cut_short(message, 300), b"", 299, size=3_000)
+    assert answer["id"] == "c1" and answer["result"]["isError"] is True and "structuredContent" not in answer["result"]
+    [block] = answer["result"]["content"]
+    error = json.loads(block["text"])
+    assert block["text"] == pretty_json(error)
+    assert (error["reason"], error["field"], error["limit"], error["size"]) == ("limit_exceeded", "body", 299, 3_000)
+
+
+@pytest.mark.parametrize("head, field", [
+    (b'{"jsonrpc": "2.0", "id": 2, "params": {"name": "knowledge_grep", "arguments": {"query": "' + b"q" * 300,
+     "params.arguments.query"),  # the method not seen: no tool error
+    (b'{"jsonrpc": "2.0", "id": 2, "method": "memory/search", "params": {"query": "' + b"q" * 300, "params.query"),
+    (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "' + b"n" * 300, "params.name"),
+    (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "arguments": [' + b"1," * 200,
+     "params.arguments[200]"),  # arguments that are no object
+])
+def test_any_other_oversize_message_is_the_json_rpc_error_naming_the_member(head, field):
+    answer = oversize_answer(head, b"", 100)
+    assert answer["id"] == 2 and answer["error"]["data"] == {
+        "reason": "limit_exceeded", "limit": 100, **({"field": field} if field else {})}
+
+
+def test_cut_member_reads_a_bounded_number_of_tokens(monkeypatch):
+    monkeypatch.setattr(messages, "CUT_TOKENS_MAX", 50)
+    head = (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"arguments": {"tags": ['
+            + b'"a",' * 60 + b'"b')
+    assert cut_member(head).path == () and cut_member(head).method == "tools/call"
+
+
+def test_the_oversize_answers_code_is_the_engines_limit_exceeded():
+    assert messages.LIMIT_EXCEEDED == wire_codes()["limit_exceeded"]
