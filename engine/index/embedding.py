@@ -72,7 +72,12 @@ def text_digest(text: str) -> str:
 
 
 class EmbeddingStopped(Exception):
-    """``Embedder.embed`` was asked to stop between two of its batches; nothing of the call is returned."""
+    """``Embedder.embed`` was asked to stop between two of its batches: ``vectors`` holds what the batches run
+    so far gave, in the order of the texts (None for a text not run)."""
+
+    def __init__(self, message: str, vectors: list[np.ndarray | None]) -> None:
+        super().__init__(message)
+        self.vectors = vectors
 
 
 class Embedder:
@@ -125,8 +130,9 @@ class Embedder:
 
     def embed(self, texts: Sequence[str], *, stop: Callable[[], bool] | None = None) -> np.ndarray:
         """Unit vectors ``[len(texts), dimensions]`` (float32), in the order of ``texts``.  ``stop`` is asked
-        before each batch the model runs: True raises ``EmbeddingStopped`` there (a long run is left between
-        batches, never inside the model's, whose threads must not outlive the process)."""
+        before each batch the model runs: True raises ``EmbeddingStopped`` there, with the vectors run so far (a
+        long run is left between batches, never inside one: a deadline, or a close whose process must not exit
+        with the model's threads running)."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         encoded = [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
@@ -134,7 +140,8 @@ class Embedder:
         for batch in plan_batches([len(ids) for ids in encoded], rows=self.settings.rows,
                                   tokens=self.settings.tokens):
             if stop is not None and stop():
-                raise EmbeddingStopped(f"stopped with {sum(v is None for v in vectors)} of {len(texts)} texts left")
+                raise EmbeddingStopped(f"stopped with {sum(v is None for v in vectors)} of {len(texts)} texts left",
+                                       vectors)
             for position, vector in zip(batch, self._run([encoded[i] for i in batch])):
                 vectors[position] = vector
         return np.stack(vectors).astype(np.float32, copy=False)  # type: ignore[arg-type]

@@ -46,7 +46,7 @@ from models.installed import InstalledModel
 
 from ..decision.provider import FAILED, LOADING, READY, PairScores, Untokenized
 from .analysis import FUNCTION_WORDS, Analyzer
-from .embedding import Embedder, text_digest
+from .embedding import Embedder, EmbeddingStopped, text_digest
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +292,9 @@ class SimilarityScorer(Untokenized):
                     max_pair_tokens: int | None = None,
                     before_dispatch: Callable[[], None] | None = None) -> PairScores:
         """Each document scored by its best passage (``page_passages``), calibrated within the turn; one embedding
-        run for the message and the passages not seen before; nothing when time is up."""
+        run for the message and the passages not seen before, left between two of its batches once the deadline
+        has passed: the documents whose passages were all embedded by then are scored (calibrated among
+        themselves), the others are None, and the vectors run are kept for the next turn."""
         if time.monotonic() >= deadline:
             return PairScores(scores=[None] * len(documents))
         cut = [page_passages(document) for document in documents]
@@ -306,19 +308,31 @@ class SimilarityScorer(Untokenized):
         texts = ([] if message is not None else [query]) + [texts_by_digest[digest] for digest in missing]
         if before_dispatch is not None:
             before_dispatch()
-        vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dimensions), np.float32)
-        self.embedded_texts += len(texts)
+        vectors: list[np.ndarray | None]
+        try:
+            vectors = list(self.embedder.embed(texts, stop=lambda: time.monotonic() >= deadline))
+        except EmbeddingStopped as stopped:
+            vectors = stopped.vectors
+        self.embedded_texts += sum(vector is not None for vector in vectors)
         if message is None:
             message, vectors = vectors[0], vectors[1:]
         with self._cache_lock:
             for digest, vector in zip(missing, vectors):
-                self._keep(digest, vector)
-                cached[digest] = vector
-        similarities = [max(float(np.dot(message, cached[text_digest(text)])) for text in passages)
-                        for passages in cut]
-        scores: list[float | bool | None] = list(self.calibration.probabilities(
-            similarities, [len(passages) for passages in cut], query, documents, self.analyzer,
-            self._page_terms(documents)))
+                if vector is not None:
+                    self._keep(digest, vector)
+                    cached[digest] = vector
+        whole = [index for index, passages in enumerate(cut)
+                 if message is not None and all(text_digest(text) in cached for text in passages)]
+        scores: list[float | bool | None] = [None] * len(documents)
+        if whole:
+            similarities = [max(float(np.dot(message, cached[text_digest(text)])) for text in cut[index])
+                            for index in whole]
+            chosen = [documents[index] for index in whole]
+            probabilities = self.calibration.probabilities(
+                similarities, [len(cut[index]) for index in whole], query, chosen, self.analyzer,
+                self._page_terms(chosen))
+            for index, probability in zip(whole, probabilities):
+                scores[index] = probability
         return PairScores(scores=scores)
 
 

@@ -7,13 +7,14 @@ import math
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pytest
 
 from engine.gate.turn import in_force
-from engine.index.embedding import text_digest
+from engine.index import similarity
+from engine.index.embedding import RunSettings, text_digest
 from engine.index.similarity import (
     HIGH_THRESHOLD, PASSAGE_STRIDE, PASSAGE_WORDS, SINGLE_PASSAGE_WORDS, Calibration, SimilarityScorer,
     page_passages,
@@ -42,7 +43,7 @@ class KeywordEmbedder:
     def __init__(self) -> None:
         self.seen: list[str] = []
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, stop: Callable[[], bool] | None = None) -> np.ndarray:
         self.seen += list(texts)
         return np.array([[1.0, 0.0] if "needle" in text.split() else [0.6, 0.8] for text in texts], np.float32)
 
@@ -102,6 +103,34 @@ def test_passage_vectors_are_kept_and_named_by_their_digests(scorer: SimilarityS
     embedded = len(embedder.seen)
     scorer.score_pairs("needle", [page], deadline=time.monotonic() + 60)
     assert len(embedder.seen) == embedded + 1, "a second turn embeds only the message"
+
+
+def test_a_turn_past_its_deadline_scores_the_pages_embedded_by_then_and_keeps_their_vectors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The passages not seen before are embedded batch by batch until the deadline: the turn is never later than
+    the batch in progress (a fresh import's long pages once took a turn 15 s past its 1.5 s budget)."""
+    scorer = SimilarityScorer(add_local(ModelStore(tmp_path / "models"), TINY_EMBEDDER, name="encoder"))
+    scorer.load()
+    monkeypatch.setattr(scorer.embedder, "settings", RunSettings(rows=1))  # a batch a text
+    clock = [0.0]
+    runs: list[int] = []
+    model_run = scorer.embedder._run
+
+    def timed_run(rows: Sequence[Sequence[int]]) -> np.ndarray:
+        runs.append(len(rows))
+        clock[0] += 1.0  # each run of the model takes a second of the turn's clock
+        return model_run(rows)
+
+    monkeypatch.setattr(scorer.embedder, "_run", timed_run)
+    monkeypatch.setattr(similarity, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    short = ["Alice painted the museum piece in March.", "Bruno brewed ginger beer.", "The team ate pizza."]
+    long = long_page(SINGLE_PASSAGE_WORDS + 400, needle_at=10)  # three passages, each longer than the pages above
+    scores = scorer.score_pairs("Who painted the museum piece?", [*short, long], deadline=3.5).scores
+    assert len(runs) == 4  # the message and three texts by the deadline; the fourth run's start was past it
+    assert [score is not None for score in scores] == [True, True, True, False]
+    assert scorer.known(scorer.digests(short)) == set(scorer.digests(short))  # kept: the next turn is quicker
+    again = scorer.score_pairs("Who painted the museum piece?", short, deadline=clock[0] + 10).scores
+    assert len(runs) == 5 and again == pytest.approx(scores[:3])  # only the message is run again
 
 
 def test_without_the_owners_high_threshold_the_embedding_model_brings_its_own() -> None:
