@@ -215,7 +215,7 @@ _DETECT_SECRETS: tuple[_Detector, ...] = (
 # What detect-secrets has no plugin for (checked first: more specific than its OpenAI and keyword rules).
 _PATTERNS: tuple[_Detector, ...] = (
     _Detector("Anthropic API key", _pattern(r"sk-ant-[A-Za-z0-9_-]{20,}", word_start=True, keep=_random_looking),
-              exact_hints=("sk-ant-",)),
+              exact_hints=("sk-",)),  # the OpenAI key's hint: one scan for both
     _Detector("OpenAI API key", _pattern(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", word_start=True,
                                          keep=_random_looking), exact_hints=("sk-",)),
     _Detector("private key", _pattern(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
@@ -249,9 +249,25 @@ KINDS: tuple[str, ...] = tuple(dict.fromkeys(detector.kind for detector in DETEC
 # Every detector's hints, each once, with the bytes looked for.
 _HINT_NEEDLES: tuple[tuple[tuple[bool, str], bytes], ...] = tuple(
     (key, key[1].encode("ascii")) for key in sorted(frozenset().union(*(d.hint_keys for d in DETECTORS))))
-# The same, apart: those looked for in the text as written and those in its folded copy.
-_EXACT_NEEDLES = tuple((key, needle) for key, needle in _HINT_NEEDLES if key[0])
-_FOLDED_NEEDLES = tuple((key, needle) for key, needle in _HINT_NEEDLES if not key[0])
+# Hints that share their first two characters, three or more of them (GitHub's ghp_, gho_ ...; GitLab's glpat-,
+# gldt- ...), are looked for only in a text that holds those two: one scan of a long text instead of one each.
+GATED_MIN = 3
+
+
+def _needle_groups(exact: bool) -> tuple[tuple[bytes | None, tuple[tuple[tuple[bool, str], bytes], ...]], ...]:
+    """The hints looked for in the text as written (``exact``) or in its folded copy, as (gate, hints): a gate
+    of None is a group of hints looked for one by one."""
+    needles = [(key, needle) for key, needle in _HINT_NEEDLES if key[0] == exact]
+    by_gate: dict[bytes, list[tuple[tuple[bool, str], bytes]]] = {}
+    for key, needle in needles:
+        by_gate.setdefault(needle[:2], []).append((key, needle))
+    gated = tuple((gate, tuple(group)) for gate, group in by_gate.items() if len(group) >= GATED_MIN)
+    alone = tuple(pair for group in by_gate.values() if len(group) < GATED_MIN for pair in group)
+    return ((None, alone),) + gated
+
+
+_EXACT_GROUPS = _needle_groups(exact=True)
+_FOLDED_GROUPS = _needle_groups(exact=False)
 
 
 # Values that stand for a password in examples (`scheme://user:pass@host` in a doc); found on this
@@ -306,9 +322,11 @@ class _Lines:
 
     def hints_present(self) -> set[tuple[bool, str]]:
         """Which of every detector's hints the text holds, each looked for once."""
-        raw, folded = self.raw, self.folded
-        present = {key for key, needle in _EXACT_NEEDLES if needle in raw}
-        present.update([key for key, needle in _FOLDED_NEEDLES if needle in folded])
+        present: set[tuple[bool, str]] = set()
+        for haystack, groups in ((self.raw, _EXACT_GROUPS), (self.folded, _FOLDED_GROUPS)):
+            for gate, group in groups:
+                if gate is None or gate in haystack:
+                    present.update([key for key, needle in group if needle in haystack])
         return present
 
     def for_detector(self, detector: _Detector) -> list[str]:

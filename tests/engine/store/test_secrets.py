@@ -188,11 +188,19 @@ def test_every_token_form_is_refused():
 
 
 def test_a_hint_is_present_only_where_the_text_holds_it_in_its_case():
-    lines = credentials._Lines("An AKIA key and a Bearer header, sk-ant and SG. and AIZA")
+    lines = credentials._Lines("An AKIA key and a Bearer header, sk-ant and SG. and AIZA, glpat and GLPAT-, ghp_")
     present = lines.hints_present()
-    assert {(False, "akia"), (False, "bearer"), (True, "sk-"), (True, "SG.")} <= present
-    assert (False, "xox") not in present and (True, "eyJ") not in present and (True, "sk-ant-") not in present
-    assert (True, "AIza") not in present
+    assert {(False, "akia"), (False, "bearer"), (True, "sk-"), (True, "SG."), (True, "ghp_")} <= present
+    assert (False, "xox") not in present and (True, "eyJ") not in present and (True, "AIza") not in present
+    assert (True, "glpat-") not in present and (True, "gho_") not in present  # behind their gates, exactly
+
+
+def test_hints_looked_for_behind_their_gates_are_those_present():
+    texts = [text for text, _ in CREDENTIALS.values()] + TOKEN_FORMS + ORDINARY + ["gh gl sk- GL", "the glade"]
+    for text in texts + [text.upper() for text in texts]:
+        lines = credentials._Lines(text)
+        assert lines.hints_present() == {key for key, needle in credentials._HINT_NEEDLES
+                                         if needle in (lines.raw if key[0] else lines.folded)}, text
 
 
 def test_a_real_looking_password_in_a_url_is_not_a_placeholder():
