@@ -20,12 +20,13 @@ that partition through ``StoreEntry`` (the engine's ``enter`` and
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Callable, Hashable, Protocol, TypeVar
 
 from ..core.answers import NotRequired, TypedDict
-from ..state.config import SettingsSource
-from ..core.errors import Denied, InvalidParams, NotFound, WritesDisabled
+from ..state.config import Settings, SettingsSource
+from ..core.errors import Denied, InvalidParams, KnowledgeError, NotFound, WritesDisabled
 from ..core.ids import canonical_session_id
 from ..core.params import check_name
 from ..vault.records import PRIVATE_SCOPE, conversation_scope
@@ -38,6 +39,7 @@ CHILD = "child"
 OPERATOR = "operator"
 SESSION_KEY_MAX = 256
 INSTANCE_MAX = 128
+MEMO_MAX = 1024  # agents' authorizations remembered until the registry or the settings next change
 # The fields each audience kind may carry; any other field is refused rather than ignored.
 AUDIENCE_FIELDS = {
     OWNER_PRIVATE: {"kind", "sandboxed"},
@@ -231,11 +233,29 @@ class StoreEntry(Protocol[R]):
                  scope: str | None = None, create: bool = True) -> T: ...
 
 
+@dataclass(frozen=True)
+class _Remembered:
+    """An agent's authorization as concluded from the registry at ``stamp`` and from ``settings``."""
+
+    stamp: tuple[int, int]
+    settings: Settings
+    authority: Authority
+
+
 class Authorizer:
+    """Every request is authorized several times (before it queues, on the lane, before it answers), so an
+    agent's authorization is remembered with what it was concluded from: the registry's change stamp and the
+    settings in force.  It is reused only while both are unchanged, which every check looks at again (a change
+    to the registry by any process, or to config.json, refuses or re-decides the very next check), and the
+    store's directory, manifest and database are looked at on every check, remembered or not."""
+
     def __init__(self, registry: Registry, settings: SettingsSource, resolver: StoreResolver) -> None:
         self.registry = registry
         self.settings = settings
         self.resolver = resolver
+        self._memo: dict[Hashable, _Remembered] = {}
+        self._memo_stamp: tuple[int, int] | None = None
+        self._memo_lock = threading.Lock()
 
     def authorize(self, caller: Caller, *, write: bool = False, create: bool = True,
                   scope: str | None = None) -> Authority:
@@ -254,12 +274,42 @@ class Authorizer:
                                   scope=scope)
         if not isinstance(caller, AgentCaller):
             raise Denied("unknown caller")
-        with self.registry.one_reading():  # one change stamp for the check's token, grant and store lookups
+        with self.registry.one_reading() as stamp:  # one change stamp for the check's token, grant and store lookups
+            settings = self.settings.current()
+            key = _memo_key(caller, write=write, create=create, scope=scope)
+            remembered = self._recall(key, stamp, settings)
+            if remembered is not None:
+                if remembered.store is not None:  # looked at again, as ``StoreResolver.effective`` does
+                    self.resolver.check(remembered.store)
+                return remembered
             agent = self.registry.authenticate(caller.token)
             if agent is None:
                 raise Denied("missing, unknown or revoked credential")
-            return self._as_agent(agent, caller.audience, caller.instance, write=write, create=create,
-                                  scope=scope)
+            authority = self._as_agent(agent, caller.audience, caller.instance, write=write, create=create,
+                                       scope=scope, settings=settings)
+            self._remember(key, stamp, settings, authority)
+            return authority
+
+    def _recall(self, key: Hashable | None, stamp: tuple[int, int], settings: Settings) -> Authority | None:
+        """The authorization remembered for ``key``, if concluded at this very registry stamp and settings."""
+        if key is None or self.registry.in_transaction:
+            return None
+        with self._memo_lock:
+            remembered = self._memo.get(key)
+        if remembered is None or remembered.stamp != stamp or remembered.settings is not settings:
+            return None
+        return remembered.authority
+
+    def _remember(self, key: Hashable | None, stamp: tuple[int, int], settings: Settings,
+                  authority: Authority) -> None:
+        if key is None or self.registry.in_transaction:  # what was read may not be committed
+            return
+        with self._memo_lock:
+            if stamp != self._memo_stamp:  # what was concluded at an older stamp can never be reused
+                self._memo.clear()
+                self._memo_stamp = stamp
+            if len(self._memo) < MEMO_MAX:
+                self._memo[key] = _Remembered(stamp, settings, authority)
 
     def can_save(self, caller: Caller) -> bool:
         """Whether ``caller`` could save knowledge now (the memory prompt's save guidance); grants nothing."""
@@ -279,14 +329,14 @@ class Authorizer:
         return agent
 
     def _as_agent(self, agent: Agent, audience_data: Any, instance_data: Any, *, write: bool,
-                  create: bool, scope: str | None = None) -> Authority:
+                  create: bool, scope: str | None = None, settings: Settings | None = None) -> Authority:
         audience = Audience.parse(audience_data)
         scope = scope or ("memory:write" if write else "memory:read")
         if scope not in agent.scopes:
             raise Denied(f"this credential lacks the {scope} scope")
         instance = parse_instance(instance_data)
         partition, can_write, grant = self._partition_for(agent, audience)
-        settings = self.settings.current()
+        settings = settings or self.settings.current()
         if write:
             if not settings.writes_enabled:
                 raise WritesDisabled("the owner has turned Knowledge writes off")
@@ -328,6 +378,19 @@ class Authorizer:
             raise NotFound(f"no agent named {caller.agent!r}", agent=caller.agent)
         store = self.resolver.effective(agent.name, create=False)
         return Authority(agent.name, store, PRIVATE_SCOPE, False, OPERATOR)
+
+
+def _memo_key(caller: AgentCaller, *, write: bool, create: bool, scope: str | None) -> Hashable | None:
+    """What an agent's authorization is a function of, besides the registry and the settings: its credential,
+    its audience and instance id as they parse, and what it asks.  None when they do not parse (the check
+    itself then refuses them, in its own order)."""
+    if not isinstance(caller.token, str):
+        return None
+    try:
+        audience, instance = Audience.parse(caller.audience), parse_instance(caller.instance)
+    except KnowledgeError:
+        return None
+    return caller.token, audience, instance, write, create, scope
 
 
 def parse_instance(value: Any, *, field: str = "instance") -> str | None:

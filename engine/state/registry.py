@@ -258,20 +258,28 @@ class Registry:
         return agent if agent is not None and agent.active else None
 
     @contextmanager
-    def one_reading(self) -> Iterator[None]:
+    def one_reading(self) -> Iterator[tuple[int, int]]:
         """The checks made in the block (one authorization's token, agent, grant and store) share one change
         stamp, taken as the block begins: each answer is still filed under a state no newer than the one it was
         read in, and a change committed before the block is seen by every check in it.  A change committed
         through this registry meanwhile (a store created by a concurrent first use) moves the connection's
-        count of changes, and the checks after it take a stamp of their own."""
-        if getattr(self._reading, "stamp", None) is not None:  # nested: the outer block's stamp serves
-            yield
+        count of changes, and the checks after it take a stamp of their own.  Yields the stamp, under which a
+        caller may file what it concludes from those checks alone (``Authorizer``)."""
+        held = getattr(self._reading, "stamp", None)
+        if held is not None:  # nested: the outer block's stamp serves
+            yield held
             return
-        self._reading.stamp = self.db.change_stamp()
+        self._reading.stamp = stamp = self.db.change_stamp()
         try:
-            yield
+            yield stamp
         finally:
             self._reading.stamp = None
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the registry's connection is inside a transaction, whose reads may not be committed: nothing
+        read then may be remembered."""
+        return self.db.connection.in_transaction
 
     def _remembered(self, key: tuple[str, str, str], read: Callable[[], T]) -> T:
         """``read()``, or what it returned last while the registry has not changed since.

@@ -78,9 +78,11 @@ class _Detector:
     """One kind of secret: a finder over one line, and the literal hints one of which its lines hold.
 
     ``hints`` are lowercase ASCII, looked for case-insensitively; ``exact_hints`` case-sensitively.
-    A detector with no hints reads the whole text (the right choice for a pattern that starts with
-    a literal: ``re`` finds that as fast as a hint).  Every hint set is a superset: any text the
-    finder matches holds one of the hints on the same line.  ``line_filter``, when given, is a
+    A detector with no hints reads the whole text (the right choice for a pattern led by a
+    character on most lines, such as ``.`` or ``:``; a pattern led by a rarer literal has that
+    literal as its hint, so a text without it costs one ``bytes.find``, not a call of the finder).
+    Every hint set is a superset: any text the finder matches holds one of the hints on the same
+    line.  ``line_filter``, when given, is a
     cheaper superset of the finder, tried on each hinted line first.  The hinted lines are handed
     to the finder joined, in one call, unless ``per_line`` (a finder whose match could run on past
     the end of a line).
@@ -180,17 +182,19 @@ _DETECT_SECRETS: tuple[_Detector, ...] = (
     _Detector("private key", _plugin(PrivateKeyDetector()), hints=("private key", "putty-user-key-file")),
     _Detector("AWS access key", _plugin(AWSKeyDetector()), hints=("a3t", "abia", "acca", "akia", "asia", "aws")),
     _Detector("Azure storage account key", _plugin(AzureStorageKeyDetector()), hints=("accountkey=",)),
-    _Detector("GitHub token", _plugin(GitHubTokenDetector()), exact_hints=("_",)),
-    _Detector("GitLab token", _plugin(GitLabTokenDetector()), exact_hints=("-", "GR1348941")),
+    _Detector("GitHub token", _plugin(GitHubTokenDetector()), exact_hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    _Detector("GitLab token", _plugin(GitLabTokenDetector()), exact_hints=(
+        "glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-", "glptt-", "glagent-",
+        "gloas-")),
     _Detector("Slack token", _plugin(SlackDetector()), hints=("xox", "hooks.slack.com")),
-    _Detector("Stripe secret key", _plugin(StripeDetector()), exact_hints=("_",)),
-    _Detector("OpenAI API key", _plugin(OpenAIDetector()), exact_hints=("-",)),
+    _Detector("Stripe secret key", _plugin(StripeDetector()), exact_hints=("k_live_",)),
+    _Detector("OpenAI API key", _plugin(OpenAIDetector()), exact_hints=("T3BlbkFJ",)),
     _Detector("JSON Web Token", _plugin(JwtTokenDetector()), exact_hints=("eyJ",)),
     _Detector("password in a URL", _plugin(BasicAuthDetector()), exact_hints=("://",)),
-    _Detector("PyPI token", _plugin(PypiTokenDetector()), exact_hints=("-",)),
+    _Detector("PyPI token", _plugin(PypiTokenDetector()), exact_hints=("pypi-AgE",)),
     _Detector("npm token", _plugin(NpmDetector()), exact_hints=("_",)),
     _Detector("SendGrid API key", _plugin(SendGridDetector()), exact_hints=("SG.",)),
-    _Detector("Square OAuth secret", _plugin(SquareOAuthDetector()), exact_hints=("-",)),
+    _Detector("Square OAuth secret", _plugin(SquareOAuthDetector()), exact_hints=("sq0csp-",)),
     _Detector("Twilio API key", _plugin(TwilioKeyDetector()), exact_hints=("AC", "SK")),
     _Detector("Mailchimp API key", _plugin(MailchimpDetector()), hints=("-us",)),
     _Detector("Artifactory credential", _plugin(ArtifactoryDetector()), exact_hints=("AKC", "AP")),
@@ -210,24 +214,27 @@ _DETECT_SECRETS: tuple[_Detector, ...] = (
 
 # What detect-secrets has no plugin for (checked first: more specific than its OpenAI and keyword rules).
 _PATTERNS: tuple[_Detector, ...] = (
-    _Detector("Anthropic API key", _pattern(r"sk-ant-[A-Za-z0-9_-]{20,}", word_start=True, keep=_random_looking)),
+    _Detector("Anthropic API key", _pattern(r"sk-ant-[A-Za-z0-9_-]{20,}", word_start=True, keep=_random_looking),
+              exact_hints=("sk-",)),  # the OpenAI key's hint: one scan for both
     _Detector("OpenAI API key", _pattern(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", word_start=True,
-                                         keep=_random_looking)),
-    _Detector("private key", _pattern(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")),
+                                         keep=_random_looking), exact_hints=("sk-",)),
+    _Detector("private key", _pattern(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
+              exact_hints=("-----BEGIN ",)),
     _Detector("bearer token", _pattern(r"\bbearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)", flags=re.IGNORECASE, group=1,
                                        keep=_token_looking), hints=("bearer",)),
     _Detector("HTTP Basic credentials", _pattern(r"\bauthorization\b[\"']?[ \t]*[:=][ \t]*[\"']?basic[ \t]+"
                                                  r"[A-Za-z0-9+/]{8,}={0,2}", flags=re.IGNORECASE),
               hints=("authorization",)),
-    _Detector("GitHub token", _pattern(r"github_pat_[A-Za-z0-9_]{22,}")),
-    _Detector("Google API key", _pattern(r"AIza[0-9A-Za-z_-]{35}")),
-    _Detector("Google OAuth token", _pattern(r"ya29\.[0-9A-Za-z_-]{20,}", word_start=True)),
-    _Detector("Hugging Face token", _pattern(r"hf_[A-Za-z]{34}(?![A-Za-z0-9])", word_start=True)),
-    _Detector("npm token", _pattern(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", word_start=True)),
-    _Detector("DigitalOcean token", _pattern(r"do[opr]_v1_[a-f0-9]{64}")),
+    _Detector("GitHub token", _pattern(r"github_pat_[A-Za-z0-9_]{22,}"), exact_hints=("github_pat_",)),
+    _Detector("Google API key", _pattern(r"AIza[0-9A-Za-z_-]{35}"), exact_hints=("AIza",)),
+    _Detector("Google OAuth token", _pattern(r"ya29\.[0-9A-Za-z_-]{20,}", word_start=True), exact_hints=("ya29.",)),
+    _Detector("Hugging Face token", _pattern(r"hf_[A-Za-z]{34}(?![A-Za-z0-9])", word_start=True),
+              exact_hints=("hf_",)),
+    _Detector("npm token", _pattern(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", word_start=True), exact_hints=("npm_",)),
+    _Detector("DigitalOcean token", _pattern(r"do[opr]_v1_[a-f0-9]{64}"), exact_hints=("_v1_",)),
     _Detector("Stripe secret key", _pattern(r"[sr]k_test_[0-9a-zA-Z]{24,}", word_start=True),
               exact_hints=("k_test_",)),
-    _Detector("Stripe webhook secret", _pattern(r"whsec_[A-Za-z0-9]{32,}", word_start=True)),
+    _Detector("Stripe webhook secret", _pattern(r"whsec_[A-Za-z0-9]{32,}", word_start=True), exact_hints=("whsec_",)),
     _Detector("Slack token", _pattern(r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+", flags=re.IGNORECASE),
               hints=("xapp-",)),
     _Detector("AWS secret access key", _pattern(r"aws_?secret_?(?:access_?)?key[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -242,6 +249,25 @@ KINDS: tuple[str, ...] = tuple(dict.fromkeys(detector.kind for detector in DETEC
 # Every detector's hints, each once, with the bytes looked for.
 _HINT_NEEDLES: tuple[tuple[tuple[bool, str], bytes], ...] = tuple(
     (key, key[1].encode("ascii")) for key in sorted(frozenset().union(*(d.hint_keys for d in DETECTORS))))
+# Hints that share their first two characters, three or more of them (GitHub's ghp_, gho_ ...; GitLab's glpat-,
+# gldt- ...), are looked for only in a text that holds those two: one scan of a long text instead of one each.
+GATED_MIN = 3
+
+
+def _needle_groups(exact: bool) -> tuple[tuple[bytes | None, tuple[tuple[tuple[bool, str], bytes], ...]], ...]:
+    """The hints looked for in the text as written (``exact``) or in its folded copy, as (gate, hints): a gate
+    of None is a group of hints looked for one by one."""
+    needles = [(key, needle) for key, needle in _HINT_NEEDLES if key[0] == exact]
+    by_gate: dict[bytes, list[tuple[tuple[bool, str], bytes]]] = {}
+    for key, needle in needles:
+        by_gate.setdefault(needle[:2], []).append((key, needle))
+    gated = tuple((gate, tuple(group)) for gate, group in by_gate.items() if len(group) >= GATED_MIN)
+    alone = tuple(pair for group in by_gate.values() if len(group) < GATED_MIN for pair in group)
+    return ((None, alone),) + gated
+
+
+_EXACT_GROUPS = _needle_groups(exact=True)
+_FOLDED_GROUPS = _needle_groups(exact=False)
 
 
 # Values that stand for a password in examples (`scheme://user:pass@host` in a doc); found on this
@@ -296,8 +322,12 @@ class _Lines:
 
     def hints_present(self) -> set[tuple[bool, str]]:
         """Which of every detector's hints the text holds, each looked for once."""
-        raw, folded = self.raw, self.folded
-        return {key for key, needle in _HINT_NEEDLES if needle in (raw if key[0] else folded)}
+        present: set[tuple[bool, str]] = set()
+        for haystack, groups in ((self.raw, _EXACT_GROUPS), (self.folded, _FOLDED_GROUPS)):
+            for gate, group in groups:
+                if gate is None or gate in haystack:
+                    present.update([key for key, needle in group if needle in haystack])
+        return present
 
     def for_detector(self, detector: _Detector) -> list[str]:
         """What the detector reads: the lines holding one of its hints, each once, in order, as a list

@@ -12,7 +12,7 @@ tools' forms with ``flushId``, ``PAGE_CALL`` and ``REMEMBER_CALL``), read by
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Iterator
 
 from .credentials import texts_of
@@ -62,7 +62,7 @@ class PageInput:
     expected_sha256: str | None = None  # the version read, by its bytes (docs/record-format.md)
 
     def digest_params(self) -> dict[str, object]:  # the fields the request's digest is made of
-        params = asdict(self)
+        params = as_plain(self)
         if params["body"] is None and params["id"] is None:  # a new page without a body digests as it did
             params["body"] = ""
         if params["expected_sha256"] is None:  # a revision by number alone digests as it did before the key
@@ -101,12 +101,28 @@ class RememberInput:
     subject: str | None = None
 
     def digest_params(self) -> dict[str, object]:
-        params = asdict(self)
+        params = as_plain(self)
         for item in params["items"]:  # a claim without validity digests as it did before the keys existed
             for key in ("valid_from", "valid_to"):
                 if item.get(key, 0) is None:
                     del item[key]
         return params
+
+
+def as_plain(value: Any) -> Any:
+    """``dataclasses.asdict`` of a parsed input, made for the request's digest: dataclasses become dicts and
+    tuples, lists and dicts are copied, equal to what ``asdict`` returns, without its deep copy of every string
+    (a write's digest is taken on the caller's thread for every request)."""
+    kind = type(value)
+    if kind is str or value is None:
+        return value
+    if kind is tuple or kind is list:
+        return kind(as_plain(item) for item in value)
+    if kind is dict:
+        return {as_plain(key): as_plain(item) for key, item in value.items()}
+    if is_dataclass(value) and not isinstance(value, type):
+        return {field.name: as_plain(getattr(value, field.name)) for field in fields(value)}
+    return value  # str, bytes, int, float, bool, None: immutable, shared as they are
 
 
 # --- what each write takes -------------------------------------------------------------------------

@@ -317,7 +317,7 @@ class EngineServer:
                 try:
                     async with asyncio.timeout(bounds.idle_timeout_s if authenticated else deadline - loop.time()):
                         if handling is not None:  # a line to look at below (left in the buffer), or the call's end
-                            await _first_done(handling, connection.wait_for_line())
+                            await connection.wait_for_line(until=handling)
                         else:
                             line = await connection.next_line()
                 except TimeoutError:
@@ -623,15 +623,24 @@ class _Connection(asyncio.BufferedProtocol):
         except (OSError, RuntimeError):  # TimeoutError included: the linger is over; RuntimeError: closed
             pass
 
-    async def wait_for_line(self) -> None:
+    async def wait_for_line(self, *, until: asyncio.Future[Any]) -> None:
         """Until a whole line not yet looked at (``take_ahead``) is buffered, the stream has ended or the buffer
-        holds more than the limit (the next ``next_line`` then answers at once); takes nothing off the buffer."""
-        while True:
+        holds more than the limit (the next ``next_line`` then answers at once), or ``until`` (the call being
+        handled) is done; takes nothing off the buffer.  Waits on the reader's own future, which the call's end
+        sets too: no task or ``asyncio.wait`` a request."""
+        while not until.done():
             if self._buffer.find(b"\n", self._scanned) >= 0 or self._ended or len(self._buffer) > self.limit:
                 return
             self._scanned = len(self._buffer)
             self._resume()
-            await self._wait()
+            waiter = self._wait()
+            wake = functools.partial(_set_if_pending, waiter)
+            until.add_done_callback(wake)
+            try:
+                await waiter
+            finally:
+                until.remove_done_callback(wake)
+                waiter.cancel()  # when the call's end woke it: more bytes from now on wake the next one
 
     def take_ahead(self, max_bytes: int, wanted: Callable[[bytes, bool], bool]) -> bytes | None:
         """The next whole line not yet looked at, taken off the buffer, when it is at most ``max_bytes`` and
@@ -735,13 +744,9 @@ def _watched(session: Session) -> Subscription | None:
     return session.tool_list.subscription if session.tool_list is not None else None
 
 
-async def _first_done(task: asyncio.Task, waiting: Any) -> None:
-    """Until ``task`` is done or the coroutine ``waiting`` returns (which is then cancelled)."""
-    waiter = asyncio.ensure_future(waiting)
-    try:
-        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
+def _set_if_pending(future: asyncio.Future[None], _: Any) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _track(tasks: set[asyncio.Task], work: Any) -> None:

@@ -141,12 +141,43 @@ def pretty_json(value: JsonValue) -> str:
     structured content alone.  Beside two-space indentation and ``": "``, the client's printing differs from
     Python's ``json.dumps`` in numbers (``1.0`` reads back as ``1``, ``1e-07`` prints as ``1e-7``), in key
     order (integer-like keys of an object come first, ascending) and in escapes (only quotes, backslashes,
-    control characters and lone surrogates, in lower-case hex): each is followed here."""
+    control characters and lone surrogates, in lower-case hex): each is followed here.  A value where none of
+    these differences can show (``_printed_alike``), as a write's receipt, is printed by ``json`` itself."""
+    if _printed_alike(value):
+        return json.dumps(value, indent=2, ensure_ascii=False)
     return _pretty(value, "")
+
+
+def _printed_alike(value: Any) -> bool:
+    """Whether ``json.dumps(value, indent=2, ensure_ascii=False)`` is the client's printing of ``value``: it holds
+    only strings without a lone surrogate, integers a double holds exactly, booleans, nulls, lists, and objects
+    whose keys are strings that cannot be array indices (none starts with a digit).  Anything else, a float
+    or a subclass included, is left to ``_pretty``."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and _SURROGATE.search(item):
+                return False
+        elif kind is dict:
+            for key in item:
+                if type(key) is not str or key[:1].isdigit() or (not key.isascii() and _SURROGATE.search(key)):
+                    return False
+            pending.extend(item.values())
+        elif kind is list or kind is tuple:
+            pending.extend(item)
+        elif kind is int:
+            if abs(item) > 2**53:
+                return False
+        elif item is not None and kind is not bool:
+            return False
+    return True
 
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
 _ARRAY_INDEX_MAX = 2**32 - 2  # the largest key JavaScript orders as an array index
 

@@ -5,6 +5,8 @@ limit_exceeded naming the field (never invalid_params)."""
 from __future__ import annotations
 
 import base64
+import hashlib
+from dataclasses import asdict
 from typing import Any, Callable
 
 import pytest
@@ -18,7 +20,8 @@ from engine.gate.journal import label_turn
 from engine.operator.gate_operator import WINDOW
 from engine.core.ids import new_id
 from engine.core.params import Integer, check_name, check_text, parse_request_id
-from engine.store.inputs import parse_page_input, parse_remember_input
+from engine.store.inputs import as_plain, parse_page_input, parse_remember_input
+from engine.store.publication import request_hash
 from engine.memory.ontology_views import parse_ontology_request
 from engine.operator.methods import OperatorMethods
 from engine.store.reads import READ_PARAMS
@@ -304,3 +307,38 @@ def test_an_excerpt_takes_no_locator_rather_than_dropping_it(engine, owner, loca
                                                               "evidence": [cited]}]})
     assert raised.value.details["field"] == f"items[0].evidence[0].{name}"
     assert vault_snapshot(only_store(engine.state) / "vault") == before
+
+
+# What a write's request digest was for these parameters when its receipt was journalled: a retry must digest
+# alike in every later version, or its identical retry is refused as a different request.
+DIGESTED_CONTENT = b"retained note\n"
+DIGESTED_PAGE = {
+    "requestId": "golden-page", "type": "project", "title": "Atlas", "body": "The Atlas migration.",
+    "aliases": ["atlas", "the migration"], "tags": ["infra"],
+    "fields": {"status": "active", "links": [{"href": "https://example.com/a"}]},
+    "evidence": [{"excerpt": "we move Atlas in May"},
+                 {"content": base64.b64encode(DIGESTED_CONTENT).decode(),
+                  "sha256": hashlib.sha256(DIGESTED_CONTENT).hexdigest(), "filename": "note.txt",
+                  "mediaType": "text/plain"}]}
+DIGESTED_REVISION = {"requestId": "golden-rev", "type": "note", "title": "Atlas", "id": "pg_01KBQ3Z8T2M9Z7K3B5N1X0VYAB",
+                     "expectedRevision": 2}
+DIGESTED_REMEMBER = {"requestId": "golden-remember", "subject": "pg_01KBQ3Z8T2M9Z7K3B5N1X0VYAB", "items": [
+    {"text": "Atlas moves in May.", "claimKind": "decision", "excerpt": "we move Atlas in May", "validFrom": "2026-05-01"},
+    {"text": "Dana leads Atlas.", "claimKind": "fact",
+     "evidence": [{"source": "src_01KBQ3Z8T2M9Z7K3B5N1X0VYAC", "lines": [1, 2], "quote": "Dana"}]},
+    {"relation": "works_on", "from": "pg_01KBQ3Z8T2M9Z7K3B5N1X0VYAD", "to": "pg_01KBQ3Z8T2M9Z7K3B5N1X0VYAB",
+     "excerpt": "Dana works on Atlas"}]}
+
+
+def test_request_digests_are_those_journalled_receipts_were_filed_under():
+    assert request_hash("save_page", parse_page_input(DIGESTED_PAGE).digest_params()) == (
+        "fbac34a7fb4cc36ebad8507430ae8abccd1b7b50219db348234f4bdf83eeb40d")
+    assert request_hash("save_page", parse_page_input(DIGESTED_REVISION).digest_params()) == (
+        "3103acc487942f144ebaacdf10fb4236316bd435c8f006f4cf30273498f6d165")
+    assert request_hash("remember", parse_remember_input(DIGESTED_REMEMBER).digest_params()) == (
+        "6bbf3ce66f8f6a91e33866132fc16bf66b89e89196e49d15eea67c506afd154b")
+
+
+def test_digest_params_are_the_inputs_as_dataclasses_asdict_gives_them():
+    for parsed in (parse_page_input(DIGESTED_PAGE), parse_remember_input(DIGESTED_REMEMBER)):
+        assert as_plain(parsed) == asdict(parsed)

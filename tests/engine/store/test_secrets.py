@@ -150,11 +150,57 @@ def test_skipping_the_detectors_whose_hints_a_text_lacks_finds_what_reading_ever
     assert sum(found is not None for found in skipping) >= len(CREDENTIALS)
 
 
+def _key_run(length: int, alphabet: str = "AbC0dEf1GhI2jKl3MnO4pQr5StU6vWx7Yz89") -> str:
+    return (alphabet * (length // len(alphabet) + 1))[:length]
+
+
+# One text in each form a token pattern with a literal hint takes, beyond ``CREDENTIALS`` (which holds one of each
+# kind): every prefix of the GitHub and GitLab patterns, Stripe's restricted key, Square, PyPI's test index.
+TOKEN_FORMS = [f"{prefix}_{_key_run(36)}" for prefix in ("ghp", "gho", "ghu", "ghs", "ghr")] + [
+    f"{prefix}-{_key_run(25)}" for prefix in ("glpat", "gldt", "glft", "glsoat", "glrt", "glimt")] + [
+    f"glcbt-0a_{_key_run(25)}", f"GR1348941{_key_run(25)}", f"glptt-{_key_run(40)}", f"glagent-{_key_run(50)}", f"gloas-{_key_run(64)}",
+    f"rk_live_{_key_run(24)}", f"sq0csp-{_key_run(43)}", f"pypi-AgENdGVzdC5weXBpLm9yZw{_key_run(70)}",
+    f"sk-{_key_run(20)}T3BlbkFJ{_key_run(20)}", f"sk-ant-{_key_run(40)}", f"doo_v1_{'0a1b2c3d' * 8}"]
+
+
+def test_every_detector_finds_in_a_text_only_what_the_lines_holding_its_hints_hold():
+    """The hints are supersets: reading only the lines that hold one finds all that reading the whole text
+    finds (the detectors that take the whole text have no hints)."""
+    texts = [text for text, _ in CREDENTIALS.values()] + TOKEN_FORMS + ORDINARY + ordinary_shapes()[::10]
+    texts += [f"note before\n{text}\nand after" for text in texts]
+    texts += [text.upper() for text in texts] + [text.lower() for text in texts]
+    found_by_hinted = 0
+    for detector in credentials.DETECTORS:
+        if not detector.hinted():
+            continue
+        for text in texts:
+            hinted = [line for line in text.split("\n")
+                      if any(hint in line.lower() for hint in detector.hints)
+                      or any(hint in line for hint in detector.exact_hints)]
+            whole = list(detector.find(text))
+            assert whole == [value for line in hinted for value in detector.find(line)], (detector.kind, text)
+            found_by_hinted += bool(whole)
+    assert found_by_hinted >= len(CREDENTIALS) + len(TOKEN_FORMS)
+
+
+def test_every_token_form_is_refused():
+    assert [text for text in TOKEN_FORMS if find_secret(text) is None] == []
+
+
 def test_a_hint_is_present_only_where_the_text_holds_it_in_its_case():
-    lines = credentials._Lines("An AKIA key and a Bearer header, sk-ant and SG.")
+    lines = credentials._Lines("An AKIA key and a Bearer header, sk-ant and SG. and AIZA, glpat and GLPAT-, ghp_")
     present = lines.hints_present()
-    assert {(False, "akia"), (False, "bearer"), (True, "-"), (True, "SG.")} <= present
-    assert (False, "xox") not in present and (True, "eyJ") not in present and (True, "_") not in present
+    assert {(False, "akia"), (False, "bearer"), (True, "sk-"), (True, "SG."), (True, "ghp_")} <= present
+    assert (False, "xox") not in present and (True, "eyJ") not in present and (True, "AIza") not in present
+    assert (True, "glpat-") not in present and (True, "gho_") not in present  # behind their gates, exactly
+
+
+def test_hints_looked_for_behind_their_gates_are_those_present():
+    texts = [text for text, _ in CREDENTIALS.values()] + TOKEN_FORMS + ORDINARY + ["gh gl sk- GL", "the glade"]
+    for text in texts + [text.upper() for text in texts]:
+        lines = credentials._Lines(text)
+        assert lines.hints_present() == {key for key, needle in credentials._HINT_NEEDLES
+                                         if needle in (lines.raw if key[0] else lines.folded)}, text
 
 
 def test_a_real_looking_password_in_a_url_is_not_a_placeholder():

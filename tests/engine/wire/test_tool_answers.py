@@ -10,7 +10,10 @@ import subprocess
 from typing import Any, Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from engine.wire import tools
 from engine.wire.tools import CORE_TOOLS, pretty_json, tool_result
 
 TRICKY = {"b": 1.0, "a": [], "10": {}, "2": -0.0, "x": [1e-7, 1e21, 123456789012345678901234, 0.1, 2.5e-6, -3],
@@ -77,3 +80,27 @@ def test_published_schemas_keep_the_documented_rules(tool):
                 allowed = INPUT_KEYWORDS | EXTRA_KEYWORDS.get((tool.name, path), set())
                 assert set(node) <= allowed, (tool.name, path, set(node) - allowed)
     assert "$ref" not in json.dumps(descriptor["inputSchema"])  # Gemini's subset resolves no references
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-2**60, max_value=2**60) | st.floats(allow_nan=False)
+    | st.text(st.characters(), max_size=12),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(st.characters(), max_size=6), children,
+                                                                       max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON_VALUES)
+def test_the_text_printed_by_json_itself_is_the_clients_printing(value):
+    assert pretty_json(value) == tools._pretty(value, "")
+
+
+def test_receipts_are_printed_by_json_itself_and_values_it_would_print_otherwise_are_not(monkeypatch):
+    printed_by_json = []
+    monkeypatch.setattr(tools, "_pretty", lambda value, indent: printed_by_json.append(value) or "")
+    receipt = {"id": "pg_1", "revision": 2, "publicationId": "pub_1", "git": {"state": "pending"}, "link": "x"}
+    assert pretty_json(receipt) == json.dumps(receipt, indent=2, ensure_ascii=False) and printed_by_json == []
+    for different in ({"score": 0.5}, {"2": 1}, {1: 1}, [2**53 + 1], ["\ud800"], {"\udc00": 1}):
+        pretty_json(different)
+    assert len(printed_by_json) == 6
