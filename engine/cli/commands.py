@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..operator import client_config
-from .import_commands import add_import_parsers
+from .import_commands import INTERRUPTED, add_import_parsers
 from .bench_commands import add_bench_parser
 from .mcp_command import add_mcp_parser, state_dir_parsers
 from .plugged import plugged_commands
@@ -616,6 +616,12 @@ def main(argv: list[str] | None = None) -> int:
         return refused
     try:
         return args.handler(args, state)
+    except KeyboardInterrupt:
+        # The engine of this process has closed on the way out (every write it acknowledged is kept); a
+        # traceback would tell the owner nothing they can act on.
+        print(f"knowledge {args.command}: stopped by Ctrl+C. What was written before stays; running the command "
+              "again finishes an import (nothing is imported twice).", file=sys.stderr)
+        return INTERRUPTED
     except EngineLocked as exc:
         if state.serving_engine() is not None:  # a command that opens the stores itself (a benchmark's reuse)
             return refuse_beside_engine(state, args.command) or 3
