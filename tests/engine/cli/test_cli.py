@@ -551,3 +551,21 @@ def test_ctrl_c_in_an_import_run_here_is_one_line_and_exit_130_and_a_rerun_finis
     assert main(["--state-dir", str(state_dir.root), "import", "markdown", str(notes)]) == 0
     assert len(list((private_dir(state_dir) / "pages").rglob("*.md"))) == 4
     assert main(["--state-dir", str(state_dir.root), "doctor"]) == 0
+
+
+def test_a_hybrid_search_run_here_with_notes_left_to_embed_says_reindex_embeds_them(
+        state_dir: StateDir, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run here (no engine serves the state directory), the engine's embedding stops when the command ends:
+    the notes left are not "still being embedded", and the line says what embeds them."""
+    from engine.cli.desk import LocalDesk
+
+    assert main(["--state-dir", str(state_dir.root), "demo"]) == 0
+    capsys.readouterr()
+    keyword_search = LocalDesk.search
+    monkeypatch.setattr(LocalDesk, "search", lambda desk, *asked: {
+        **keyword_search(desk, *asked), "mode": "hybrid", "vectors": "building"})  # the engine's answer midway
+
+    assert main(["--state-dir", str(state_dir.root), "search", "Dana"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "hybrid search (keyword + embedding model; some notes are not embedded yet and are found by their words "
+        "only: knowledge reindex embeds them)")
