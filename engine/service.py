@@ -491,7 +491,8 @@ class Engine:
                     count = runtime.indexes.ledger.indexed_count(partition)
                     entry = {"storeId": record.store_id, "partition": partition, "records": count}
                     if embedder is not None:
-                        entry["vectors"] = runtime.vectors.rebuild(partition, embedder).to_dict()
+                        entry["vectors"] = runtime.vectors.rebuild(partition, embedder,
+                                                                   stop=runtime.stop_asked).to_dict()
                     results.append(entry)
                 return results
 

@@ -625,8 +625,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         # The engine of this process has closed on the way out (every write it acknowledged is kept); a
         # traceback would tell the owner nothing they can act on.
-        print(f"knowledge {args.command}: stopped by Ctrl+C. What was written before stays; running the command "
-              "again finishes an import (nothing is imported twice).", file=sys.stderr)
+        again = (" Running the command again finishes the import (nothing is imported twice)."
+                 if args.command == "import" else "")
+        print(f"knowledge {args.command}: stopped by Ctrl+C. What was written before stays.{again}", file=sys.stderr)
         return INTERRUPTED
     except EngineLocked as exc:
         if state.serving_engine() is not None:  # a command that opens the stores itself (a benchmark's reuse)

@@ -544,8 +544,8 @@ def test_ctrl_c_in_an_import_run_here_is_one_line_and_exit_130_and_a_rerun_finis
 
     assert main(["--state-dir", str(state_dir.root), "import", "markdown", str(notes)]) == 130
     err = capsys.readouterr().err
-    assert err.splitlines() == ["knowledge import: stopped by Ctrl+C. What was written before stays; running the "
-                                "command again finishes an import (nothing is imported twice)."]
+    assert err.splitlines() == ["knowledge import: stopped by Ctrl+C. What was written before stays. Running the "
+                                "command again finishes the import (nothing is imported twice)."]
 
     monkeypatch.undo()
     assert main(["--state-dir", str(state_dir.root), "import", "markdown", str(notes)]) == 0
