@@ -430,6 +430,7 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
             pass
     finally:
         state.remove_engine_info()
+        engine.stop_work()  # a reindex it is answering ends at its next step: stopping waits for its requests
         if http is not None:
             http.stop()
         server.stop()
