@@ -126,6 +126,7 @@ class StoreRuntime(WriteGroups):
         self.sync_lock = threading.Lock()
         self._git_wake = threading.Event()
         self._closing = threading.Event()
+        self._stop_asked = threading.Event()  # set first by close: long work on the lane ends at its next step
         self._git_stop = threading.Event()
         self._git_thread: threading.Thread | None = None
         self._untidied: int | None = None  # publications committed since the last tidy; None: none yet
@@ -624,10 +625,20 @@ class StoreRuntime(WriteGroups):
 
     # --- shutdown ------------------------------------------------------------------------------
 
+    def ask_stop(self) -> None:
+        """Have owner work on the lane that runs a model (a reindex's vectors) end at its next step; ``close``
+        asks first, and an engine about to close asks before it waits for the requests it is answering."""
+        self._stop_asked.set()
+
+    def stop_asked(self) -> bool:
+        """Whether ``ask_stop`` (or ``close``) was called: long work on the lane ends at its next step."""
+        return self._stop_asked.is_set()
+
     def close(self) -> None:
         """Stop the git queue (after a last checkpoint), drain the lane, close the store."""
         if self._closing.is_set():
             return
+        self.ask_stop()
         self._git_stop.set()
         self._git_wake.set()
         if self._git_thread is not None:

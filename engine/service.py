@@ -124,6 +124,14 @@ class Engine:
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
+    def stop_work(self) -> None:
+        """Have each store's long owner work (a reindex embedding its vectors) end at its next step, so the
+        requests waiting on it are answered soon; ``close`` follows (``knowledge serve`` stopping)."""
+        with self._runtimes_lock:
+            runtimes = list(self._runtimes.values())
+        for runtime in runtimes:
+            runtime.ask_stop()
+
     def close(self) -> None:
         if self.autosync is not None:
             self.autosync.stop()  # before the stores close: a round still running then is abandoned, crash-safe
@@ -491,7 +499,8 @@ class Engine:
                     count = runtime.indexes.ledger.indexed_count(partition)
                     entry = {"storeId": record.store_id, "partition": partition, "records": count}
                     if embedder is not None:
-                        entry["vectors"] = runtime.vectors.rebuild(partition, embedder).to_dict()
+                        entry["vectors"] = runtime.vectors.rebuild(partition, embedder,
+                                                                   stop=runtime.stop_asked).to_dict()
                     results.append(entry)
                 return results
 

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..operator import client_config
-from .import_commands import add_import_parsers
+from .import_commands import INTERRUPTED, add_import_parsers
 from .bench_commands import add_bench_parser
 from .mcp_command import add_mcp_parser, state_dir_parsers
 from .plugged import plugged_commands
@@ -47,7 +47,7 @@ from ..wire.http import DEFAULT_HOST as HTTP_DEFAULT_HOST, LOOPBACK_NAMES, HttpS
 from ..service import Engine
 from ..state.statedir import StateDir
 from ..wire.operator_client import UNREACHABLE, OperatorError
-from .desk import open_desk
+from .desk import LocalDesk, open_desk
 
 log = logging.getLogger(__name__)
 
@@ -267,19 +267,25 @@ def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
 def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
     with open_desk(state) as desk:
         result = desk.search(args.agent, args.query, args.limit, args.mode)
+        here = isinstance(desk, LocalDesk)
     bold = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # the query's words in bold on a terminal
-    _print(result, args.json, lambda r: "\n".join([_mode_line(r), *(_hit_lines(hit, bold) for hit in r["hits"])])
-           if r["hits"] else f"{_mode_line(r)}\nNo matches.")
+    _print(result, args.json, lambda r: "\n".join([_mode_line(r, here), *(_hit_lines(hit, bold) for hit in r["hits"])])
+           if r["hits"] else f"{_mode_line(r, here)}\nNo matches.")
     return 0
 
 
-def _mode_line(result: dict[str, Any]) -> str:
+def _mode_line(result: dict[str, Any], here: bool = False) -> str:
     """Which ranking answered: ``hybrid search`` (saying so while vectors are still being built), or ``keyword
-    search`` with why hybrid was not possible when it was asked for."""
+    search`` with why hybrid was not possible when it was asked for.  ``here``: the search ran in this
+    process's engine, whose embedding stops when the command ends, so the notes left are embedded by
+    ``knowledge reindex`` (or an engine that serves), not "still"."""
     if result["mode"] == "hybrid":
-        building = result.get("vectors") == "building"
-        return "hybrid search (keyword + embedding model" + ("; some notes are still being embedded)" if building
-                                                              else ")")
+        if result.get("vectors") != "building":
+            return "hybrid search (keyword + embedding model)"
+        if here:
+            return ("hybrid search (keyword + embedding model; some notes are not embedded yet and are found by "
+                    "their words only: knowledge reindex embeds them)")
+        return "hybrid search (keyword + embedding model; some notes are still being embedded)"
     why = result.get("hybridUnavailable")
     return f"keyword search ({why})" if why else "keyword search"
 
@@ -424,6 +430,7 @@ def cmd_serve(args: argparse.Namespace, state: StateDir) -> int:
             pass
     finally:
         state.remove_engine_info()
+        engine.stop_work()  # a reindex it is answering ends at its next step: stopping waits for its requests
         if http is not None:
             http.stop()
         server.stop()
@@ -616,6 +623,13 @@ def main(argv: list[str] | None = None) -> int:
         return refused
     try:
         return args.handler(args, state)
+    except KeyboardInterrupt:
+        # The engine of this process has closed on the way out (every write it acknowledged is kept); a
+        # traceback would tell the owner nothing they can act on.
+        again = (" Running the command again finishes the import (nothing is imported twice)."
+                 if args.command == "import" else "")
+        print(f"knowledge {args.command}: stopped by Ctrl+C. What was written before stays.{again}", file=sys.stderr)
+        return INTERRUPTED
     except EngineLocked as exc:
         if state.serving_engine() is not None:  # a command that opens the stores itself (a benchmark's reuse)
             return refuse_beside_engine(state, args.command) or 3

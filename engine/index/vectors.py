@@ -222,8 +222,9 @@ class VectorIndex:
 
     # --- keeping up with the catalog --------------------------------------------------------
 
-    def rebuild(self, partition: str, embedder: Embedder) -> CatchUp:
-        """Drop the partition's vectors and index it again (cached texts are not embedded again)."""
+    def rebuild(self, partition: str, embedder: Embedder, *, stop: Callable[[], bool] | None = None) -> CatchUp:
+        """Drop the partition's vectors and index it again (cached texts are not embedded again).  ``stop`` ends
+        the indexing between two runs of the model, as for ``catch_up``: the next catch-up finishes it."""
         try:
             self._use_model(embedder)
             db = self._db()
@@ -239,7 +240,7 @@ class VectorIndex:
             raise
         except Exception as exc:
             raise IndexFailed(f"the vector index could not be rebuilt: {exc}", partition=partition) from exc
-        return self.catch_up(partition, embedder)
+        return self.catch_up(partition, embedder, stop=stop)
 
     def catch_up(self, partition: str, embedder: Embedder, *, budget: int | None = None,
                  lane: OnLane | None = None, stop: Callable[[], bool] | None = None) -> CatchUp:

@@ -285,3 +285,82 @@ def test_a_catch_up_asked_to_stop_ends_before_its_next_chunk(kb_engine, monkeypa
     done = runtime.vectors.catch_up("private", embedder, lane=runtime.call, stop=stop)
     assert (done.indexed, done.pending) == (2, len(PAGES) - 2)
     assert runtime.call(lambda: runtime.vectors.catch_up("private", embedder)).pending == 0
+
+
+def test_close_during_a_reindex_ends_its_vectors_between_two_runs_of_the_model(state_dir, monkeypatch):
+    """``knowledge reindex`` embeds on the store's lane: Ctrl+C closes the engine, and close no longer waits for
+    the whole partition to be embedded (a minute and more on a large store), only for the run in progress;
+    the next start embeds the rest."""
+    engine = open_engine(state_dir)
+    caller, ids = seed(engine)
+    settle(engine, caller)
+    embedder = engine.embeddings.current()
+    monkeypatch.setattr(embedder, "settings", RunSettings(rows=1))  # one text a run: the rebuild is many runs
+    runs: list[int] = []
+    inside, release = threading.Event(), threading.Event()
+    model_run = embedder._run
+
+    def held_run(rows: Any) -> Any:
+        if not threading.current_thread().name.startswith("vectors-"):  # the lane's runs, for the reindex
+            runs.append(len(rows))
+            inside.set()
+            assert release.wait(WAIT), "the run was never released"
+        return model_run(rows)
+
+    monkeypatch.setattr(embedder, "_run", held_run)
+    runtime = vectors_of(engine, caller)[0]
+    runtime.call(lambda: runtime.vectors._db().execute("DELETE FROM vectors"))  # no cache: every text is embedded
+    reindexing = threading.Thread(target=lambda: engine.reindex(), name="test-reindex")
+    reindexing.start()
+    assert inside.wait(WAIT)
+    closing = threading.Thread(target=engine.close, name="test-close")
+    closing.start()
+    for _ in range(int(WAIT * 100)):  # until close has asked the store's work to stop
+        if runtime._stop_asked.wait(0.01):
+            break
+    release.set()
+    closing.join(WAIT)
+    reindexing.join(WAIT)
+    assert not closing.is_alive() and not reindexing.is_alive()
+    assert runs == [1]  # the run in progress finished; the partition's other texts never reached the model
+    with Engine(state_dir, watch=False, git=False) as reopened:
+        found = ask(reopened, caller, query=embedding_text(*PAGES[2][:2]), mode="semantic")
+        assert found["results"][0]["knowledge_item_id"] == ids["Team lunch"]
+        assert vectors_of(reopened, caller)[1] == len(PAGES)
+
+
+def test_stop_work_ends_a_reindex_being_answered_before_the_engine_closes(state_dir, monkeypatch):
+    """``knowledge serve`` stopping waits for the requests it is answering before it closes the engine; a
+    reindex among them is asked to stop first, so Ctrl+C does not wait for the whole partition's vectors."""
+    engine = open_engine(state_dir)
+    try:
+        caller, _ = seed(engine)
+        settle(engine, caller)
+        embedder = engine.embeddings.current()
+        monkeypatch.setattr(embedder, "settings", RunSettings(rows=1))
+        runs: list[int] = []
+        inside, release = threading.Event(), threading.Event()
+        model_run = embedder._run
+
+        def held_run(rows: Any) -> Any:
+            if not threading.current_thread().name.startswith("vectors-"):
+                runs.append(len(rows))
+                inside.set()
+                assert release.wait(WAIT), "the run was never released"
+            return model_run(rows)
+
+        monkeypatch.setattr(embedder, "_run", held_run)
+        runtime = vectors_of(engine, caller)[0]
+        runtime.call(lambda: runtime.vectors._db().execute("DELETE FROM vectors"))
+        answered: list[Any] = []
+        reindexing = threading.Thread(target=lambda: answered.append(engine.reindex()), name="test-reindex")
+        reindexing.start()
+        assert inside.wait(WAIT)
+        engine.stop_work()
+        release.set()
+        reindexing.join(WAIT)
+        assert not reindexing.is_alive() and answered  # answered while the engine is still open
+        assert runs == [1]
+    finally:
+        release.set()
+        engine.close()

@@ -526,3 +526,46 @@ def test_search_json_says_the_mode_asked_for_and_the_snippets_marks(
     assert "is not installed" in answer["hybridUnavailable"]
     marked = [hit["snippet"][start:end] for hit in answer["hits"] for start, end in hit["highlights"]]
     assert marked and {word.lower() for word in marked} == {"dana"}
+
+
+def test_ctrl_c_in_an_import_run_here_is_one_line_and_exit_130_and_a_rerun_finishes_it(
+        state_dir: StateDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl+C in a command whose engine runs in this process: the engine closes, the owner reads one line
+    saying what stays (no traceback), the exit status is 130, and running the import again finishes it."""
+    from engine.cli import import_commands
+    from tests.engine.importers.helpers import interrupt_after
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for number in range(4):
+        (notes / f"note {number}.md").write_text(f"# Note {number}\n\nThe harbour at {number}.\n", encoding="utf-8")
+    monkeypatch.setattr(import_commands, "terminal_progress", lambda *_: interrupt_after(1))
+
+    assert main(["--state-dir", str(state_dir.root), "import", "markdown", str(notes)]) == 130
+    err = capsys.readouterr().err
+    assert err.splitlines() == ["knowledge import: stopped by Ctrl+C. What was written before stays. Running the "
+                                "command again finishes the import (nothing is imported twice)."]
+
+    monkeypatch.undo()
+    assert main(["--state-dir", str(state_dir.root), "import", "markdown", str(notes)]) == 0
+    assert len(list((private_dir(state_dir) / "pages").rglob("*.md"))) == 4
+    assert main(["--state-dir", str(state_dir.root), "doctor"]) == 0
+
+
+def test_a_hybrid_search_run_here_with_notes_left_to_embed_says_reindex_embeds_them(
+        state_dir: StateDir, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run here (no engine serves the state directory), the engine's embedding stops when the command ends:
+    the notes left are not "still being embedded", and the line says what embeds them."""
+    from engine.cli.desk import LocalDesk
+
+    assert main(["--state-dir", str(state_dir.root), "demo"]) == 0
+    capsys.readouterr()
+    keyword_search = LocalDesk.search
+    monkeypatch.setattr(LocalDesk, "search", lambda desk, *asked: {
+        **keyword_search(desk, *asked), "mode": "hybrid", "vectors": "building"})  # the engine's answer midway
+
+    assert main(["--state-dir", str(state_dir.root), "search", "Dana"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "hybrid search (keyword + embedding model; some notes are not embedded yet and are found by their words "
+        "only: knowledge reindex embeds them)")
