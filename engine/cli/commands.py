@@ -376,11 +376,17 @@ def cmd_import_archive(args: argparse.Namespace, state: StateDir) -> int:
         result = restore_archive(engine, reader, agent=args.agent, store_name=args.store)
     def text(d: dict[str, Any]) -> str:
         where = f"named store {d['name']}" if d["kind"] == "named" else f"{d['agent']}'s own store"
+        # An archive carries no access: the agent an isolated store is for is registered on this machine.
+        access = ("" if d.get("agentRegistered", True) else
+                  f"\nNo agent named {d['agent']} is registered here (an archive carries no tokens): `knowledge "
+                  f"agents add {d['agent']} --owner` gives the owner's agent a token (without --owner, another "
+                  "agent's).")
         if not d["created"]:
-            return f"Store {d['storeId']} ({where}) is already restored from this archive; nothing was created."
+            return (f"Store {d['storeId']} ({where}) is already restored from this archive; nothing was created."
+                    + access)
         history = d["history"].get("note") or f"restored ({d['history']['kind']})"
         return (f"Restored store {d['storeId']} as {where}: {d['files']} vault files, {d['records']} current "
-                f"records, {d['revisions']} kept revisions.\nHistory: {history}.")
+                f"records, {d['revisions']} kept revisions.\nHistory: {history}." + access)
     _print(result, args.json, text)
     return 0
 

@@ -179,6 +179,7 @@ class RestoreResult(TypedDict):
     conversations: NotRequired[int]
     records: NotRequired[int]
     history: NotRequired[RestoredHistory]
+    agentRegistered: NotRequired[bool]  # an isolated store's agent: registered here (an archive carries no access)
 
 
 class ArchivedRevision(TypedDict):

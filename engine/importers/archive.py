@@ -219,6 +219,9 @@ def restore_archive(engine: Engine, reader: ArchiveReader, *, agent: str | None 
     summary: dict[str, Any] = {"archive": str(reader.path), "storeId": store_id, "kind": kind, "name": name,
                                "agent": owner}
     existing = engine.registry.store(store_id)
+    if (existing.kind if existing is not None else kind) == "isolated":
+        holder = existing.created_for if existing is not None else owner
+        summary["agentRegistered"] = holder is not None and engine.registry.agent(holder) is not None
     if existing is not None:
         differs = _first_difference(existing, reader.vault_digests())
         if differs is not None:

@@ -129,10 +129,12 @@ def listed(manifest: dict[str, Any], name: str, data: bytes) -> None:
 # --- the round trip ------------------------------------------------------------------------------
 
 
-def test_a_restored_store_holds_every_file_byte_identical_and_serves_the_same(exported):
+def test_a_restored_store_holds_every_file_byte_identical_and_serves_the_same(exported, capsys):
     source, target = exported["source"], exported["target"]
     assert exported["summary"]["revisions"] >= 8 and exported["summary"]["skipped"] == []
     assert main(["import", "archive", str(exported["archive"]), "--state-dir", str(target.root)]) == 0
+    said = capsys.readouterr().out  # the agent is not registered by a restore, and the owner is told how
+    assert "No agent named main is registered here" in said and "knowledge agents add main --owner" in said
 
     assert vault_snapshot(vault_of(target)) == vault_snapshot(vault_of(source))
     assert (vault_of(target) / "ontology.yaml").read_text(encoding="utf-8") == RECIPE_ONTOLOGY
@@ -142,6 +144,9 @@ def test_a_restored_store_holds_every_file_byte_identical_and_serves_the_same(ex
     assert after == exported["served"]
     assert after["search"]["lighthouse"] and after["search"]["pasta"] and after["search"]["friday notes"]
     assert [origin for _, _, origin in after["history"]["dana"]][-1] == "external"  # the outside edit is kept
+    assert main(["import", "archive", str(exported["archive"]), "--state-dir", str(target.root)]) == 0
+    again = capsys.readouterr().out
+    assert "already restored" in again and "No agent named" not in again  # registered since
 
 
 def test_a_symlink_in_the_vault_is_left_out_and_reported(tmp_path, capsys):
