@@ -12,6 +12,7 @@ history and in git; only the notice goes), and clones a store from a remote (*Cl
 
 from __future__ import annotations
 
+import socket
 from datetime import datetime
 from typing import Any, Callable
 
@@ -86,6 +87,17 @@ class AddRemoteDialog(CheckedDialog):
     def params(self) -> dict[str, Any]:
         return {"name": self.name.text(), "url": self.url.text()}
 
+
+
+def host_name() -> str:
+    """This computer's name as its owner set it (the window runs beside its engine, on the same machine)."""
+    return socket.gethostname().split(".")[0] or "this computer"
+
+
+def machine_tip(store: Row | None) -> str:
+    """The store's id for this machine, on hover: the other machines' remotes and rounds name it by that id."""
+    machine = (store or {}).get("machineId")
+    return (f"Its id in this store's sync: {machine} (the other machines name it so)" if machine else "")
 
 class SyncView(QWidget):
     title = "Sync"
@@ -229,6 +241,7 @@ class SyncView(QWidget):
 
     def _say_loading(self) -> None:
         self.summary.setText(LOADING)
+        self.summary.setToolTip("")
         self.remotes_table.set_empty_text(LOADING)
         self.conflicts_table.set_empty_text(LOADING)
 
@@ -236,6 +249,7 @@ class SyncView(QWidget):
         """Say in the view that the state was not read (never that there is nothing), and in the bar."""
         if self.status is None:
             self.summary.setText(unread_text(message))
+            self.summary.setToolTip("")
             self.remotes_table.set_empty_text(unread_text(message))
             self.conflicts_table.set_empty_text(unread_text(message))
         self.tasks.sig_error_raised.emit(message)
@@ -257,6 +271,7 @@ class SyncView(QWidget):
         self.conflicts_table.set_empty_text("No conflicts waiting: no record was revised on two machines from "
                                             "one revision.")
         self.summary.setText(self._summary(store))
+        self.summary.setToolTip(machine_tip(store))
         self._reselect(self.remotes_table, self.remotes_model, remote, "name")
         if not self._reselect(self.conflicts_table, self.conflicts_model, kept, "id"):
             self.details.clear()
@@ -269,14 +284,14 @@ class SyncView(QWidget):
             view.selectRow(number)
         return number >= 0
 
-    def _summary(self, store: Row | None) -> str:
+    def _summary(self, store: Row | None) -> str:  # the machine's id is on hover (machine_tip)
         if store is None:
             return NO_STORE
         if store.get("problem"):
             return f"The sync state of this store could not be read: {store['problem']}"
         remotes = store.get("remotes") or []
         failing = [r for r in remotes if r.get("state") == "failing"]
-        said = [f"This machine is {store['machineId']}." if store.get("machineId") else
+        said = [f"This machine ({host_name()}) syncs this store." if store.get("machineId") else
                 "This machine has not synced this store yet."]
         if failing:
             said.append(f"{len(failing)} of {len(remotes)} remote{'' if len(remotes) == 1 else 's'} failing.")

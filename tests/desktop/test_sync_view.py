@@ -7,6 +7,7 @@ a remote are the engine's own methods, over the real ``remotes.json``.
 
 from __future__ import annotations
 
+import socket
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -94,7 +95,10 @@ def test_each_remote_of_the_agents_store_is_shown_with_its_state_in_words_and_ah
          "Failing since 10:02: the remote could not be reached (last synced 16 hours ago)", "3", "not known yet",
          "0"],
     ]
-    assert "m-laptop-01" in view.summary.text() and "1 of 2 remotes failing" in view.summary.text()
+    assert "1 of 2 remotes failing" in view.summary.text()
+    # The machine by the name its owner gave the computer; its sync id, which means nothing to them, on hover.
+    assert f"This machine ({socket.gethostname().split('.')[0]}) syncs this store." in view.summary.text()
+    assert "m-laptop-01" not in view.summary.text() and "m-laptop-01" in view.summary.toolTip()
     assert "2 conflicts waiting" in view.summary.text()
     qtmodeltester.check(view.remotes_model)
     qtmodeltester.check(view.conflicts_model)
