@@ -22,15 +22,25 @@ DEFINITIONS_PAGE = 100
 FINDINGS_PAGE = 100
 CHOOSE_AGENT = "Choose an agent in the toolbar (Ctrl+L) to see the vocabulary of its private partition."
 
-# The name and kind read whole in a 1008-wide window ("organ…", "relati…" named nothing); the name, not the
-# provenance ("From", as the definition says "from shipped"), takes the spare width; the label gives way first.
+
+def name_tip(definition: Row) -> str:
+    """The definition's name and, where it has one, the label the window heads it with."""
+    name, label = definition.get("name") or "", definition.get("label")
+    return f"{name}, shown as “{label}”" if label and label != name else name
+
+
+# Every column reads whole in a 1008-wide window ("organ…", "relati…" named nothing); the name, not the
+# provenance ("From", as the definition says "from shipped"), takes the spare width.  The label has no column:
+# it mostly repeats the name ("Organization" beside organization), heads the definition beside the list, and
+# is on the name's hover.
 DEFINITION_COLUMNS = [
-    Column("Name", lambda d: d.get("name"), stretch=True, whole=True),
+    Column("Name", lambda d: d.get("name"), tooltip=name_tip, stretch=True, whole=True),
     Column("Kind", lambda d: d.get("kind"), whole=True),
-    Column("Label", lambda d: d.get("label")),
     Column("Records", lambda d: d.get("recordCount"), align_right=True),
     Column("From", lambda d: d.get("provenance"), tooltip=lambda d: f"Provenance: {d.get('provenance')}"),
 ]
+
+
 ONTOLOGY_FINDING_COLUMNS = [*FINDING_COLUMNS, Column("Concerns", lambda f: f.get("concerns"))]
 
 
