@@ -252,6 +252,10 @@ class Chart(QWidget):
             line.label.anchors = [(0.0, 0.5) if right else (1.0, 0.5)] * 2
             line.label.updatePosition()
 
+    def handle_words(self) -> tuple[str, str]:
+        """The handle's label (a format of ``value``) and its tooltip; empty without a handle."""
+        return (self._handle[1], self._handle[2]) if self._handle else ("", "")
+
     def handle_value(self) -> float | None:
         """Where the handle is (the drawn line's value, once drawn)."""
         if self._handle_line is not None:

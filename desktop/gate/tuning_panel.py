@@ -48,19 +48,30 @@ from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
 from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks
+from .settings_form import FIELDS
 
+# The Settings tab's words, never the config keys (those are on hover), and columns that read whole in the tab of
+# a 1008-wide window: the skip hint's turns and the ones of them that needed a page share a column.
+INJECT_AT = "Inject at or above"
 WHAT_IF_COLUMNS = [
-    Column("highThreshold", lambda r: r.get("threshold"), align_right=True),
-    Column("Turns injecting", lambda r: r.get("turnsInjecting"), align_right=True),
-    Column("Pages injected", lambda r: r.get("pagesInjected"), align_right=True),
-    Column("Pages per turn", lambda r: r.get("pagesPerTurn"), align_right=True),
-    Column("Skip-hint turns", lambda r: r.get("skipHintTurns"), align_right=True),
-    Column("…that needed a page", lambda r: r.get("skipHintMisses"), align_right=True),
+    Column("Inject at", lambda r: r.get("threshold"), align_right=True,
+           tooltip=lambda r: f"{INJECT_AT} {r.get('threshold', 0):.2f} (highThreshold in config.json)"),
+    Column("Turns", lambda r: r.get("turnsInjecting"), align_right=True,
+           tooltip=lambda r: f"{counted(r.get('turnsInjecting') or 0, 'turn')} of the journal would inject a page"),
+    Column("Pages", lambda r: r.get("pagesInjected"), align_right=True,
+           tooltip=lambda r: f"{counted(r.get('pagesInjected') or 0, 'page')} injected over the journal's turns"),
+    Column("Per turn", lambda r: r.get("pagesPerTurn"), align_right=True,
+           tooltip=lambda r: f"{r.get('pagesPerTurn') or 0:.2f} pages injected per turn"),
+    Column("Skip hints", lambda r: skip_hints(r), align_right=True,
+           tooltip=lambda r: (f"With the skip hint below {r.get('threshold', 0):.2f}, "
+                              f"{counted(r.get('skipHintTurns') or 0, 'turn')} would be hinted; "
+                              f"{r.get('skipHintMisses') or 0:,} of them needed a page")),
     Column("Precision", lambda r: r.get("precision"), align_right=True),
     Column("Recall", lambda r: r.get("recall"), align_right=True),
     Column("F1", lambda r: r.get("f1"), align_right=True),
 ]
-THRESHOLD, PAGES_PER_TURN, PRECISION, RECALL, F1 = 0, 3, 6, 7, 8
+THRESHOLD, PAGES_PER_TURN, PRECISION, RECALL, F1 = 0, 3, 5, 6, 7
+SETTING_WORDS = {field.key: field.label for field in FIELDS}  # "highThreshold": "Inject at or above"
 DEFAULT_PRECISION = 0.8    # the engine's default for operator/suggestGateThresholds
 SCORE_COLUMNS = [
     Column("From", lambda b: b.get("from"), align_right=True),
@@ -78,6 +89,11 @@ def counted(number: int, noun: str) -> str:
     return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
+def skip_hints(row: dict[str, Any]) -> str:
+    """``12 (3 needed a page)``: the turns the skip hint would mark at the row's threshold, and the misses."""
+    return f"{row.get('skipHintTurns') or 0:,} ({row.get('skipHintMisses') or 0:,} needed a page)"
+
+
 def _figure(value: Any) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -85,12 +101,12 @@ def _figure(value: Any) -> str:
 def figures_text(result: dict[str, Any] | None, row: dict[str, Any] | None, threshold: float) -> str:
     """What the gate would do at ``threshold`` over the journal, in a sentence or two (``row``: the sweep's)."""
     if result is None or row is None:
-        return f"highThreshold {threshold:.2f}: loading the journal's figures…"
+        return f"{INJECT_AT} {threshold:.2f}: loading the journal's figures…"
     turns, labelled = result.get("turns", 0), result.get("labelled", 0)
     if not turns:
-        return (f"highThreshold {threshold:.2f}: no journal turns yet. Turn on the shadow journal in Settings; "
+        return (f"{INJECT_AT} {threshold:.2f}: no journal turns yet. Turn on the shadow journal in Settings; "
                 "each shadow turn is kept for tuning.")
-    text = (f"At highThreshold {threshold:.2f}, over {counted(turns, 'journal turn')}: {row['pagesPerTurn']:.2f} "
+    text = (f"{INJECT_AT} {threshold:.2f}, over {counted(turns, 'journal turn')}: {row['pagesPerTurn']:.2f} "
             f"pages per turn ({counted(row['pagesInjected'], 'page')}; {counted(row['turnsInjecting'], 'turn')} "
             "would inject).")
     if not labelled:
@@ -106,8 +122,8 @@ def proposal_text(result: dict[str, Any]) -> str:
     high = result.get("highThreshold")
     if high is None:
         return f"{asked}: no proposal yet, {result.get('reason', 'label more turns')}."
-    parts = tier_phrases(result)
-    off = [key for key, value in (result.get("apply") or {}).items() if value is None]
+    parts = tier_phrases(result, SETTING_WORDS)
+    off = [f"“{SETTING_WORDS.get(key, key)}”" for key, value in (result.get("apply") or {}).items() if value is None]
     text = f"{asked}: " + "; ".join(parts) + f"; from {rests}."
     if off:
         text += " Applying turns " + " and ".join(off) + " off."
@@ -194,14 +210,14 @@ class TuningPanel(QWidget):
                                                          Series(4, "not labelled")], kind="stacked", x_end_column=1,
                                   title="Journal scores: drag the threshold", x_title="probability",
                                   y_title="pages")
-        self.scores_chart.add_handle(self.explored, "highThreshold {value:.2f}",
-                                     "Drag to see what the gate would inject at this highThreshold")
+        self.scores_chart.add_handle(self.explored, "inject at {value:.2f}",
+                                     "Drag to see what the gate would inject at or above this score")
         self.scores_chart.sig_handle_moved.connect(self.explore)
         self.pages_chart = Chart(self.model, THRESHOLD, [Series(PAGES_PER_TURN, "pages per turn")], kind="lines",
-                                 title="Pages each threshold would inject per turn", x_title="highThreshold")
+                                 title="Pages each threshold would inject per turn", x_title="inject at or above")
         self.quality_chart = Chart(self.model, THRESHOLD, [Series(PRECISION, "precision"), Series(RECALL, "recall"),
                                                           Series(F1, "F1")], kind="lines", y_max=1.0,
-                                   title="On the labelled turns", x_title="highThreshold")
+                                   title="On the labelled turns", x_title="inject at or above")
         for chart in (self.pages_chart, self.quality_chart):
             chart.add_cursor(self.explored)
         self.precision_box = QDoubleSpinBox()
@@ -211,7 +227,7 @@ class TuningPanel(QWidget):
         self.precision_box.setValue(DEFAULT_PRECISION)
         self.precision_box.setAccessibleName("Precision asked for")
         self.precision_box.setToolTip("The share of injected pages that should be pages a turn needed; the "
-                                      "proposal is the lowest highThreshold your labels hold at it")
+                                      "proposal is the lowest score to inject at that your labels hold at it")
         self.precision_box.valueChanged.connect(self._on_precision_changed)
         precision_label = plain_label("&Precision:")
         precision_label.setBuddy(self.precision_box)
@@ -228,7 +244,7 @@ class TuningPanel(QWidget):
         self.threshold_box.setDecimals(2)
         self.threshold_box.setSingleStep(0.01)
         self.threshold_box.setValue(self.explored)
-        self.threshold_box.setAccessibleName("Explored highThreshold")
+        self.threshold_box.setAccessibleName("Explored threshold: inject at or above")
         self.threshold_box.setToolTip("The threshold explored (the line on the histogram); arrows move it by 0.01")
         self.threshold_box.valueChanged.connect(self.explore)
         box_label = plain_label("Th&reshold:")
@@ -237,7 +253,7 @@ class TuningPanel(QWidget):
         self.figures.setWordWrap(True)
         self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.use_threshold_button = QPushButton("Use t&his threshold")
-        self.use_threshold_button.setToolTip("Put the explored highThreshold into the Settings tab (save it there)")
+        self.use_threshold_button.setToolTip("Put the explored threshold into the Settings tab's Inject at or above (save it there)")
         self.use_threshold_button.clicked.connect(self._on_use_threshold_clicked)
         self.use_threshold_button.setEnabled(False)
 

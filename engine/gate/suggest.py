@@ -158,19 +158,23 @@ def suggest_thresholds(turns: Sequence[dict[str, Any]], model: str | None, preci
     return answer
 
 
-def tier_phrases(answer: GateSuggestion | dict[str, Any]) -> list[str]:
-    """Each proposed tier in a phrase, as the command line and the window show them."""
+def tier_phrases(answer: GateSuggestion | dict[str, Any], names: dict[str, str] | None = None) -> list[str]:
+    """Each proposed tier in a phrase, as the command line and the window show them; ``names``: the words for
+    each setting's key (the window's labels), else the key as config.json spells it."""
+    def name(key: str) -> str:
+        return (names or {}).get(key, key)
+
     phrases = []
     high, medium, hint = answer.get("highThreshold"), answer.get("mediumThreshold"), answer.get("skipHintBelow")
     if high is not None:
-        phrases.append(f"highThreshold {high['threshold']:g}: precision {high['precision']:.2f} (at least "
+        phrases.append(f"{name('highThreshold')} {high['threshold']:g}: precision {high['precision']:.2f} (at least "
                        f"{high['precisionLow']:.2f} by Wilson's bound), recall {high['recall']:.2f}, on "
                        f"{high['pagesInjected']:,} pages of {high['turnsInjecting']:,} turns")
     if medium is not None:
-        phrases.append(f"mediumThreshold {medium['threshold']:g}: pointer lines for {medium['pointers']:,} pages, "
-                       f"{medium['precision']:.2f} of them needed, recall +{medium['recallGained']:.2f}")
+        phrases.append(f"{name('mediumThreshold')} {medium['threshold']:g}: pointer lines for {medium['pointers']:,} "
+                       f"pages, {medium['precision']:.2f} of them needed, recall +{medium['recallGained']:.2f}")
     if hint is not None:
-        phrases.append(f"skipHintBelow {hint['threshold']:g}: {hint['hintedTurns']:,} turns hinted, "
+        phrases.append(f"{name('skipHintBelow')} {hint['threshold']:g}: {hint['hintedTurns']:,} turns hinted, "
                        f"{hint['hintedNeeding']:,} of them needed a page (precision {hint['precision']:.2f})")
     return phrases
 

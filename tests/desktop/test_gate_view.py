@@ -377,7 +377,7 @@ def test_dragging_the_threshold_over_the_histogram_shows_the_engines_figures_liv
     assert [value for value, _ in seen] == sorted((value for value, _ in seen), reverse=True)
     for value, text in seen:
         row = expected[value]
-        assert f"At highThreshold {value:.2f}" in text and f"{row['pagesPerTurn']:.2f} pages per turn" in text
+        assert f"Inject at or above {value:.2f}, over" in text and f"{row['pagesPerTurn']:.2f} pages per turn" in text
         assert f"precision {row['precision']:.2f}, recall {row['recall']:.2f}" in text
         assert not re.search(r"\b1 (pages|turns|journal turns)\b", text), text  # "1 page; 1 turn would inject"
     assert any(value > 0.66 for value, _ in seen) and any(value <= 0.66 for value, _ in seen)
@@ -470,11 +470,11 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     # The six real turns are unlabelled; the 35 labelled ones propose 0.6, and a skip hint below 0.4.
     assert blocker.args[0]["apply"] == {"highThreshold": 0.6, "skipHintBelow": 0.4}
     text = tuning.proposal_label.text()
-    assert text.startswith("For precision 0.80: highThreshold 0.6: precision 1.00") and "35 labelled turns" in text
+    assert text.startswith("For precision 0.80: Inject at or above 0.6: precision 1.00") and "35 labelled turns" in text
     assert "Applied" not in text and tuning.apply_button.isEnabled()
     # One recommendation, one number: the proposal's, marked on every chart as its line says it and Apply writes it.
     said = [label.text() for label in tuning.findChildren(QLabel) if label.isVisibleTo(tuning) and label.text()]
-    assert sum("highThreshold 0.6:" in text for text in said) == 1 and not any("uggest" in text for text in said)
+    assert sum("Inject at or above 0.6:" in text for text in said) == 1 and not any("uggest" in text for text in said)
     for chart in (tuning.scores_chart, tuning.pages_chart, tuning.quality_chart):
         assert [(m.x, m.label) for m in chart.markers if m.label.startswith("proposed")] == [(0.6, "proposed 0.6")]
 
@@ -596,3 +596,40 @@ def test_the_figures_say_one_page_and_one_turn_in_the_singular() -> None:
     assert "over 5 journal turns: 0.20 pages per turn (1 page; 1 turn would inject)." in text
     text = figures_text({"turns": 1, "labelled": 0}, {**row, "pagesInjected": 2, "turnsInjecting": 0}, 0.55)
     assert "over 1 journal turn: 0.20 pages per turn (2 pages; 0 turns would inject)." in text
+
+
+def test_the_tuning_table_reads_whole_in_the_settings_words_in_a_small_window(qtbot, gate_engine, tasks,
+                                                                             gui_thread_guard) -> None:
+    engine, _ = gate_engine
+    keep_labelled_turns(engine, gui_thread_guard)
+    view = GateView(tasks)
+    qtbot.addWidget(view)
+    view.resize(745, 600)  # the view's size in the 1008x720 window of a 1024x768 screen
+    view.show()
+    tuning = view.tuning
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    view.show_tab(tuning)
+    qtbot.waitUntil(lambda: tuning.model.rowCount() > 0 and tuning.sweep is not None
+                    and tuning.proposal is not None, timeout=10_000)
+    table, titles = tuning.table, [column.title for column in tuning.model.columns]
+
+    def cut() -> list[str]:
+        header = table.horizontalHeader()
+        return [title for number, title in enumerate(titles)
+                if header.sectionSize(number) < max(table.sizeHintForColumn(number), header.sectionSizeHint(number))]
+
+    qtbot.waitUntil(lambda: cut() == [], timeout=5_000)
+    assert table.horizontalScrollBar().maximum() == 0, "every figure in the tab's width"
+    # The owner reads the Settings tab's words; the config key is on hover.
+    said = [label.text() for label in tuning.findChildren(QLabel) if label.isVisibleTo(tuning)]
+    said += titles + [*tuning.scores_chart.handle_words(), tuning.threshold_box.accessibleName(),
+                      tuning.use_threshold_button.toolTip(), tuning.precision_box.toolTip()]
+    said += [chart.x_title for chart in (tuning.pages_chart, tuning.quality_chart)]
+    assert not [text for text in said if "highThreshold" in text or "skipHintBelow" in text]
+    assert "Inject at or above 0.6: precision 1.00" in tuning.proposal_label.text()
+    assert tuning.figures.text().startswith(f"Inject at or above {tuning.explored:.2f}, over ")
+    first = {title: tuning.model.index(0, number) for number, title in enumerate(titles)}
+    row = tuning.model.rows()[0]
+    assert "highThreshold" in first["Inject at"].data(0x03)  # Qt.ToolTipRole
+    skip = first["Skip hints"]
+    assert skip.data() == f"{row['skipHintTurns']:,} ({row['skipHintMisses']:,} needed a page)"
