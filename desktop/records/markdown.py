@@ -25,8 +25,9 @@ Obsidian's own syntax is shown as what it means, never as markup:
   in its kind's colour, titled with its title (else its kind), in colours
   for the palette in force;
 - an embed (``![[Note]]``) says that the note embeds that note, with a
-  link to it; an embedded image or file (``![[diagram.png]]``) is named,
-  not loaded, like any image;
+  link to it; an embedded image or file (``![[diagram.png]]``) is not
+  loaded: it reads ``[image]`` or ``[file]`` where it stands, and one line
+  beneath the body names them all (a note of icons said so in every list item);
 - a block id (``^id`` ending a paragraph or list item, the anchor of a
   ``[[Note#^id]]`` link) is not shown, as Obsidian shows none;
 - a YAML block at the very start of a body (frontmatter an import left in
@@ -46,6 +47,7 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
 from engine.core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, is_generated_id, is_record_id
+from engine.search.plain import FILE_SUFFIXES, IMAGE_SUFFIXES  # embedded files that are not notes
 
 from ..common.widgets import RECORD_SCHEME, esc, is_dark
 
@@ -56,9 +58,6 @@ WIKILINK = re.compile(r"\[\[([^\[\]|\n]{1,200})(?:\|([^\[\]\n]{1,200}))?\]\]")
 CALLOUT = re.compile(r"\[!([A-Za-z][\w-]{0,40})\]([+-]?)[ \t]*(.*)")
 FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 YAML_LINE = re.compile(r"(?:[\w.\- \"']{1,80}:(?:\s|$)|\s*- |\s+\S|#)")
-# Embedded files that are not notes (Obsidian embeds any attachment by its file name).
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".tif", ".tiff")
-FILE_SUFFIXES = (".pdf", ".mp3", ".wav", ".ogg", ".m4a", ".mp4", ".webm", ".mov", ".csv", ".zip", ".canvas")
 
 # A callout's kind (Obsidian's names and aliases) -> its title and accent colour on a light and a dark palette.
 CALLOUT_KINDS = {
@@ -265,7 +264,8 @@ class _BodyRenderer(RendererHTML):
         name = split_target(target)[0]
         if name.lower().endswith(IMAGE_SUFFIXES + FILE_SUFFIXES):
             what = "image" if name.lower().endswith(IMAGE_SUFFIXES) else "file"
-            return f'<span class="muted">[embedded {what}: {esc(name)}, not shown]</span>'
+            env.setdefault("unshown", {}).setdefault(what, []).append(name)
+            return f'<span class="muted">[{what}]</span>'   # named once, beneath the body (unshown_html)
         link = _record_link(target, "" if label.isdigit() else label, env.get("known") or {})
         return f'<span class="embed">[embeds the note {link}]</span>'
 
@@ -343,7 +343,20 @@ def body_html(text: str, known: Known | None = None, *, dark: bool | None = None
     """The body's Markdown as safe HTML, record links resolved against ``known`` (see ``known_records``), and
     callouts in colours for a dark palette or a light one (default: the palette in force)."""
     dark = is_dark() if dark is None else dark
-    return PARSER.render(strip_frontmatter(text or ""), {"known": known or {}, "dark": dark})
+    env: dict[str, Any] = {"known": known or {}, "dark": dark}
+    html = PARSER.render(strip_frontmatter(text or ""), env)
+    return html + unshown_html(env.get("unshown") or {})
+
+
+def unshown_html(unshown: dict[str, list[str]]) -> str:
+    """One line beneath the body naming the images and files it embeds (each ``[image]`` or ``[file]`` where it
+    stands): the window shows none, and a note of icons would otherwise say so in every list item."""
+    if not unshown:
+        return ""
+    kinds = [(what, list(dict.fromkeys(unshown[what]))) for what in ("image", "file") if unshown.get(what)]
+    counts = [f"{len(names):,} {what}{'' if len(names) == 1 else 's'}" for what, names in kinds]
+    names = [name for _, named in kinds for name in named]
+    return f'<p class="muted">Not shown: {" and ".join(counts)} this note embeds ({esc(", ".join(names))}).</p>'
 
 
 def wikilink_target(path: str) -> str | None:

@@ -14,8 +14,13 @@ from collections.abc import Callable, Collection
 from ..index.analysis import Analyzer
 
 ELLIPSIS = "\u2026"
+# What ``![[name.ext]]`` embeds when it names no note: an image or a file, whose name says nothing in a snippet.
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".tif", ".tiff")
+FILE_SUFFIXES = (".pdf", ".mp3", ".wav", ".ogg", ".m4a", ".mp4", ".webm", ".mov", ".csv", ".zip", ".canvas")
 WIDEN_CHARS = 40
 
+_EMBEDDED_FILE = re.compile(r"!\[\[[^\[\]|#]*(?:%s)(?:[#|][^\[\]]*)?\]\]\s*"
+                            % "|".join(re.escape(suffix) for suffix in IMAGE_SUFFIXES + FILE_SUFFIXES), re.I)
 _WIKI = re.compile(r"!?\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?(?:\|([^\[\]]*))?\]\]")
 _WIKI_CUT_START = re.compile(r"^[^\[\]]*?\|([^\[\]|]*)\]\]")  # "…target|alias]]": the fragment began inside
 _WIKI_CUT_END = re.compile(r"!?\[\[([^\[\]|#]*)[^\[\]]*$")  # "[[target|ali…": the fragment ended inside
@@ -82,7 +87,7 @@ def query_marker(analyzer: Analyzer, terms: Collection[str]) -> Callable[[str], 
 
 def plain_snippet(fragment: str) -> str:
     """``fragment`` with wiki links as the words they show (their alias, else their target), Markdown links as
-    their text, and frontmatter, thematic breaks, block ids, emphasis, code ticks, headings' ``#``, callout and
+    their text, and embedded images and files (``![[icon.svg]]``), frontmatter, thematic breaks, block ids, emphasis, code ticks, headings' ``#``, callout and
     quote markers, list bullets, code fences and table rules gone, a table's cells apart by " · "; on one
     line, spaces collapsed."""
     text = _FRONTMATTER.sub("", fragment)
@@ -90,6 +95,7 @@ def plain_snippet(fragment: str) -> str:
     text = _FENCE.sub("", text)
     text = _RULE.sub("", text)
     text = _BLOCK_ID.sub("", text)
+    text = _EMBEDDED_FILE.sub("", text)
     text = _WIKI_CUT_START.sub(lambda match: match.group(1), text)
     text = _WIKI.sub(_wiki_words, text)
     text = _WIKI_CUT_END.sub(lambda match: match.group(1), text)

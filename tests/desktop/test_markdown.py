@@ -96,3 +96,35 @@ def test_a_body_link_opens_the_record_it_names_when_clicked(qtbot, served_engine
 
     wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: click_link(qtbot, body, "Dana Whitaker"))
     assert view.page.record["title"] == "Dana Whitaker"
+
+
+ICONS = ("Views can be shown as ![[lucide-table.svg#icon]] **table** or ![[lucide-list.svg#icon]] **list**.\n\n"
+         "- ![[lucide-table.svg#icon]] **View menu**: create and switch views.\n"
+         "- ![[lucide-list-filter.svg#icon]] **Filter**: filter files.\n"
+         "- ![[lucide-plus.svg#icon]] **New**: a new file, as in ![[new-file.pdf]].\n")
+
+
+def test_images_a_note_embeds_are_named_once_beneath_it_and_never_in_its_search_snippet(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    save_page(served_engine, "Views and layouts", ICONS)
+    gui_thread_guard.active = True
+    view = records_view_on_main(qtbot, tasks, 1008, 720)
+    opened = next(row["id"] for row in view.recent_model.rows() if row["title"] == "Views and layouts")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(opened))
+    body = view.page.body
+    qtbot.waitUntil(lambda: "View menu" in body.toPlainText(), timeout=5_000)
+    text = body.toPlainText()
+    # Each list item reads "[image] View menu: …", never "[embedded image: lucide-table.svg, not shown] View menu".
+    assert "[image] View menu: create and switch views." in text and "[file]." in text
+    assert "not shown]" not in text and text.count("lucide-table.svg") == 1
+    assert text.rstrip().endswith("Not shown: 4 images and 1 file this note embeds (lucide-table.svg, "
+                                  "lucide-list.svg, lucide-list-filter.svg, lucide-plus.svg, new-file.pdf).")
+
+    view.query.setText("filter files")
+    with qtbot.waitSignal(view.search_model.sig_page_loaded, timeout=10_000):
+        view.search()
+    qtbot.waitUntil(lambda: any(row["title"] == "Views and layouts" for row in view.search_model.rows()),
+                    timeout=5_000)
+    [hit] = [row for row in view.search_model.rows() if row["title"] == "Views and layouts"]
+    assert "svg" not in hit["snippet"] and "icon" not in hit["snippet"] and "Filter: filter files." in hit["snippet"]

@@ -77,8 +77,8 @@ def test_embeds_say_what_they_embed_and_wiki_links_show_their_alias() -> None:
 
     assert '[embeds the note <a href="record:pg_atlas">Atlas Migration</a>]' in html
     assert '[embeds the note <a href="wikilink:Other%20note#plan">Other note › Plan</a>]' in html
-    assert "[embedded image: diagram.png, not shown]" in html and "<img" not in html
-    assert "[embedded file: spec.pdf, not shown]" in html
+    assert '<span class="muted">[image]</span> <span class="muted">[file]</span>' in html and "<img" not in html
+    assert "Not shown: 1 image and 1 file this note embeds (diagram.png, spec.pdf)." in html
     assert '<a href="record:pg_atlas#risks">the risks</a>' in html  # the alias, linked to the note's heading
     assert '<a href="record:pg_atlas#risks">Atlas Migration › Risks</a>' in html
     assert '<a href="heading:local-heading">Local heading</a>' in html and "[[" not in html and "![" not in html

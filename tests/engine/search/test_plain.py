@@ -13,7 +13,9 @@ from tests.helpers import page
 @pytest.mark.parametrize("fragment, shown", [
     ("See [[Sync/Mobile sync|syncing to a phone]] and [[Obsidian Sync]].", "See syncing to a phone and Obsidian Sync."),
     ("[[Guides/Setup.md]] then [[Note#Part]]", "Setup then Note › Part"),
-    ("an embed ![[diagram.png]] here", "an embed diagram.png here"),
+    ("an embed ![[diagram.png]] here", "an embed here"),  # an image's file name says nothing in a snippet
+    ("- ![[lucide-table.svg#icon]] **View menu** and ![[Report.PDF|300]]", "View menu and"),  # an icon, a file
+    ("![[Other note]] stays", "Other note stays"),  # an embedded note is named by its title
     ("ing|the alias]] and after", "the alias and after"),  # the fragment began inside a link
     ("and before [[Target|ali", "and before Target"),  # and ended inside one
     ("a [link](https://example.org/x) in text", "a link in text"),
