@@ -47,7 +47,7 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
 from engine.core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, is_generated_id, is_record_id
-from engine.search.plain import FILE_SUFFIXES, IMAGE_SUFFIXES  # embedded files that are not notes
+from engine.core.attachments import FILE_SUFFIXES, IMAGE_SUFFIXES
 
 from ..common.widgets import RECORD_SCHEME, esc, is_dark
 

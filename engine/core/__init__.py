@@ -15,6 +15,7 @@ job runner.  Imports nothing else of the engine.
     methods    one declaration for every tool, host and operator method: name, params, answer, handler
     jobs       the operator's long work, each on its own thread, with progress and cancel
     changes    what changed, pushed to subscribed operator connections
+    attachments  the suffixes of the images and files an embed names (not notes)
     links      record links (knowledge://record/<store>/<id>): the form, the strict parser, receipts' links
     connections  the agents and instances seen connected recently (in memory, bounded)
     malloc     how many malloc arenas the engine's threads share (glibc)

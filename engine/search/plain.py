@@ -11,14 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
+from ..core.attachments import FILE_SUFFIXES, IMAGE_SUFFIXES
 from ..index.analysis import Analyzer
 
 ELLIPSIS = "\u2026"
-# What ``![[name.ext]]`` embeds when it names no note: an image or a file, whose name says nothing in a snippet.
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".tif", ".tiff")
-FILE_SUFFIXES = (".pdf", ".mp3", ".wav", ".ogg", ".m4a", ".mp4", ".webm", ".mov", ".csv", ".zip", ".canvas")
 WIDEN_CHARS = 40
 
+# An embedded image or file (``![[icon.svg#icon]]``): its file name says nothing in a snippet.
 _EMBEDDED_FILE = re.compile(r"!\[\[[^\[\]|#]*(?:%s)(?:[#|][^\[\]]*)?\]\]\s*"
                             % "|".join(re.escape(suffix) for suffix in IMAGE_SUFFIXES + FILE_SUFFIXES), re.I)
 _WIKI = re.compile(r"!?\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?(?:\|([^\[\]]*))?\]\]")
