@@ -123,7 +123,8 @@ def proposal_text(result: dict[str, Any]) -> str:
     if high is None:
         return f"{asked}: no proposal yet, {result.get('reason', 'label more turns')}."
     parts = tier_phrases(result, SETTING_WORDS)
-    off = [f"“{SETTING_WORDS.get(key, key)}”" for key, value in (result.get("apply") or {}).items() if value is None]
+    off = [f"“{SETTING_WORDS.get(key, key)}”" for key, value in (result.get("apply") or {}).items()
+           if value is None]
     text = f"{asked}: " + "; ".join(parts) + f"; from {rests}."
     if off:
         text += " Applying turns " + " and ".join(off) + " off."
@@ -253,7 +254,8 @@ class TuningPanel(QWidget):
         self.figures.setWordWrap(True)
         self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.use_threshold_button = QPushButton("Use t&his threshold")
-        self.use_threshold_button.setToolTip("Put the explored threshold into the Settings tab's Inject at or above (save it there)")
+        self.use_threshold_button.setToolTip("Put the explored threshold into the Settings tab's Inject at or above "
+                                             "(save it there)")
         self.use_threshold_button.clicked.connect(self._on_use_threshold_clicked)
         self.use_threshold_button.setEnabled(False)
 

@@ -86,9 +86,9 @@ def query_marker(analyzer: Analyzer, terms: Collection[str]) -> Callable[[str], 
 
 def plain_snippet(fragment: str) -> str:
     """``fragment`` with wiki links as the words they show (their alias, else their target), Markdown links as
-    their text, and embedded images and files (``![[icon.svg]]``), frontmatter, thematic breaks, block ids, emphasis, code ticks, headings' ``#``, callout and
-    quote markers, list bullets, code fences and table rules gone, a table's cells apart by " · "; on one
-    line, spaces collapsed."""
+    their text, and embedded images and files (``![[icon.svg]]``), frontmatter, thematic breaks, block ids,
+    emphasis, code ticks, headings' ``#``, callout and quote markers, list bullets, code fences and table rules
+    gone, a table's cells apart by " · "; on one line, spaces collapsed."""
     text = _FRONTMATTER.sub("", fragment)
     text = _TABLE_ROW.sub(_table_words, text)
     text = _FENCE.sub("", text)
