@@ -52,6 +52,29 @@ class Gate:
         return {name.split("-")[0] for name, _ in self.calls}
 
 
+class HeldRuns:
+    """Holds the model's runs made by the threads ``held`` picks, one text a run: each waits, counted, until
+    ``release`` is set, so a test can stop the engine while a long embedding is inside the model."""
+
+    def __init__(self, embedder: Any, monkeypatch: pytest.MonkeyPatch, held: Callable[[str], bool]) -> None:
+        self.runs: list[int] = []
+        self.inside, self.release = threading.Event(), threading.Event()
+        self._run, self._held = embedder._run, held
+        monkeypatch.setattr(embedder, "settings", RunSettings(rows=1))  # one text a run: an embedding is many
+        monkeypatch.setattr(embedder, "_run", self)
+
+    def __call__(self, rows: Any) -> Any:
+        if self._held(threading.current_thread().name):
+            self.runs.append(len(rows))
+            self.inside.set()
+            assert self.release.wait(WAIT), "the run was never released"
+        return self._run(rows)
+
+
+def vectors_thread(name: str) -> bool:
+    return name.startswith("vectors-")
+
+
 @pytest.fixture
 def gated(state_dir: StateDir, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Engine, Gate]]:
     engine = open_engine(state_dir)
@@ -163,32 +186,19 @@ def test_close_leaves_a_chunk_between_two_runs_of_the_model(state_dir, monkeypat
     threads running when the process exits (which aborted ``knowledge import`` with exit 134); nothing of
     the unfinished chunk is stored and the next start embeds it."""
     engine = open_engine(state_dir)
-    embedder = engine.embeddings.current()
-    monkeypatch.setattr(embedder, "settings", RunSettings(rows=1))  # one text a run: the chunk is several
-    runs: list[int] = []
-    inside, release = threading.Event(), threading.Event()
-    model_run = embedder._run
-
-    def held_run(rows: Any) -> Any:
-        if threading.current_thread().name.startswith("vectors-"):
-            runs.append(len(rows))
-            inside.set()
-            assert release.wait(WAIT), "the run was never released"
-        return model_run(rows)
-
-    monkeypatch.setattr(embedder, "_run", held_run)
+    held = HeldRuns(engine.embeddings.current(), monkeypatch, vectors_thread)  # the chunk is several runs
     caller, ids = seed(engine)
-    assert inside.wait(WAIT)
+    assert held.inside.wait(WAIT)
     feed = vectors_of(engine, caller)[0].vector_feed
     closing = threading.Thread(target=engine.close, name="test-close")
     closing.start()
     for _ in range(int(WAIT * 100)):  # until close has asked the vectors thread to stop
         if feed._stop.wait(0.01):
             break
-    release.set()
+    held.release.set()
     closing.join(WAIT)
     assert not closing.is_alive() and not feed.alive
-    assert runs == [1]  # the run in progress finished; the chunk's other texts never reached the model
+    assert held.runs == [1]  # the run in progress finished; the chunk's other texts never reached the model
     with Engine(state_dir, watch=False, git=False) as reopened:
         found = ask(reopened, caller, query=embedding_text(*PAGES[2][:2]), mode="semantic")
         assert found["results"][0]["knowledge_item_id"] == ids["Team lunch"]
@@ -294,35 +304,23 @@ def test_close_during_a_reindex_ends_its_vectors_between_two_runs_of_the_model(s
     engine = open_engine(state_dir)
     caller, ids = seed(engine)
     settle(engine, caller)
-    embedder = engine.embeddings.current()
-    monkeypatch.setattr(embedder, "settings", RunSettings(rows=1))  # one text a run: the rebuild is many runs
-    runs: list[int] = []
-    inside, release = threading.Event(), threading.Event()
-    model_run = embedder._run
-
-    def held_run(rows: Any) -> Any:
-        if not threading.current_thread().name.startswith("vectors-"):  # the lane's runs, for the reindex
-            runs.append(len(rows))
-            inside.set()
-            assert release.wait(WAIT), "the run was never released"
-        return model_run(rows)
-
-    monkeypatch.setattr(embedder, "_run", held_run)
+    # One text a run, so the rebuild is many runs; the lane's runs are held, for the reindex.
+    held = HeldRuns(engine.embeddings.current(), monkeypatch, lambda name: not vectors_thread(name))
     runtime = vectors_of(engine, caller)[0]
     runtime.call(lambda: runtime.vectors._db().execute("DELETE FROM vectors"))  # no cache: every text is embedded
     reindexing = threading.Thread(target=lambda: engine.reindex(), name="test-reindex")
     reindexing.start()
-    assert inside.wait(WAIT)
+    assert held.inside.wait(WAIT)
     closing = threading.Thread(target=engine.close, name="test-close")
     closing.start()
     for _ in range(int(WAIT * 100)):  # until close has asked the store's work to stop
         if runtime._stop_asked.wait(0.01):
             break
-    release.set()
+    held.release.set()
     closing.join(WAIT)
     reindexing.join(WAIT)
     assert not closing.is_alive() and not reindexing.is_alive()
-    assert runs == [1]  # the run in progress finished; the partition's other texts never reached the model
+    assert held.runs == [1]  # the run in progress finished; the partition's other texts never reached the model
     with Engine(state_dir, watch=False, git=False) as reopened:
         found = ask(reopened, caller, query=embedding_text(*PAGES[2][:2]), mode="semantic")
         assert found["results"][0]["knowledge_item_id"] == ids["Team lunch"]
@@ -336,31 +334,18 @@ def test_stop_work_ends_a_reindex_being_answered_before_the_engine_closes(state_
     try:
         caller, _ = seed(engine)
         settle(engine, caller)
-        embedder = engine.embeddings.current()
-        monkeypatch.setattr(embedder, "settings", RunSettings(rows=1))
-        runs: list[int] = []
-        inside, release = threading.Event(), threading.Event()
-        model_run = embedder._run
-
-        def held_run(rows: Any) -> Any:
-            if not threading.current_thread().name.startswith("vectors-"):
-                runs.append(len(rows))
-                inside.set()
-                assert release.wait(WAIT), "the run was never released"
-            return model_run(rows)
-
-        monkeypatch.setattr(embedder, "_run", held_run)
+        held = HeldRuns(engine.embeddings.current(), monkeypatch, lambda name: not vectors_thread(name))
         runtime = vectors_of(engine, caller)[0]
         runtime.call(lambda: runtime.vectors._db().execute("DELETE FROM vectors"))
         answered: list[Any] = []
         reindexing = threading.Thread(target=lambda: answered.append(engine.reindex()), name="test-reindex")
         reindexing.start()
-        assert inside.wait(WAIT)
+        assert held.inside.wait(WAIT)
         engine.stop_work()
-        release.set()
+        held.release.set()
         reindexing.join(WAIT)
         assert not reindexing.is_alive() and answered  # answered while the engine is still open
-        assert runs == [1]
+        assert held.runs == [1]
     finally:
-        release.set()
+        held.release.set()
         engine.close()
