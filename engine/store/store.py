@@ -631,7 +631,11 @@ class Store:
     def set_checkpoint(self, seq: int) -> None:
         manifest = self.manifest()
         if manifest.checkpoint != seq:
-            write_manifest(self.manifest_path, manifest.with_checkpoint(seq), replace_only=True)
+            written = manifest.with_checkpoint(seq)
+            info = write_manifest(self.manifest_path, written, replace_only=True)
+            # Kept as what the file now holds, under the stamp ``manifest`` compares: a publication's next check
+            # does not read back the file it wrote (any later change to it moves the stamp, and is read).
+            self._manifest_read = ((info.st_ino, info.st_mtime_ns, info.st_size), written)
 
     # --- partitions ------------------------------------------------------------
 
