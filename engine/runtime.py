@@ -393,10 +393,12 @@ class StoreRuntime(WriteGroups):
 
     def prepare(self, partition: str) -> None:
         """On the lane: recover, verify identity, and bring the catalog up to date."""
-        if self.store.pending_publications():
+        marks: tuple[int, list[int]] | None = self.store.publication_marks()
+        if marks[1]:
             self._recover()
+            marks = None  # recovery moved them: the check reads them again
         try:
-            self.store.verify(partition)
+            self.store.verify(partition, marks=marks)
         except StoreUnavailable as exc:
             self.unavailable = exc.message
             raise

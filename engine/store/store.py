@@ -523,7 +523,7 @@ class Store:
             (partition, partition),
         )]
 
-    def _publication_marks(self) -> tuple[int, list[int]]:
+    def publication_marks(self) -> tuple[int, list[int]]:
         """``applied_checkpoint()`` and ``pending_publications()`` in one statement: ``verify`` runs twice a write."""
         rows = self.db.tuples(
             "SELECT 'applied', COALESCE(MAX(seq), 0) FROM publications WHERE state = 'applied' "
@@ -531,11 +531,13 @@ class Store:
         applied = next(int(seq) for state, seq in rows if state == "applied")
         return applied, sorted(seq for state, seq in rows if state == "journaled")
 
-    def verify(self, partition: str | None = None, *, allow_pending: bool = False) -> None:
+    def verify(self, partition: str | None = None, *, allow_pending: bool = False,
+               marks: tuple[int, list[int]] | None = None) -> None:
         """Check manifest, database and partition identity; raise StoreUnavailable on any mismatch.
 
         Runs before and after every query.  ``allow_pending`` is for recovery,
-        which is the one caller that may see a journalled publication.
+        which is the one caller that may see a journalled publication.  ``marks``: what
+        ``publication_marks`` answered the caller on the lane just before, not asked again.
         """
         check_presence(self.record)
         manifest = self.manifest()
@@ -547,7 +549,7 @@ class Store:
                                    store=self.store_id)
         if manifest.vault_id != database_vault:
             raise StoreUnavailable("vault identity mismatch between manifest and database", store=self.store_id)
-        applied, pending = self._publication_marks()
+        applied, pending = marks if marks is not None else self.publication_marks()
         if pending and not allow_pending:
             raise StoreUnavailable("a publication is pending recovery; reads wait for it", store=self.store_id)
         allowed = {applied, *pending}
@@ -631,7 +633,11 @@ class Store:
     def set_checkpoint(self, seq: int) -> None:
         manifest = self.manifest()
         if manifest.checkpoint != seq:
-            write_manifest(self.manifest_path, manifest.with_checkpoint(seq), replace_only=True)
+            written = manifest.with_checkpoint(seq)
+            info = write_manifest(self.manifest_path, written, replace_only=True)
+            # Kept as what the file now holds, under the stamp ``manifest`` compares: a publication's next check
+            # does not read back the file it wrote (any later change to it moves the stamp, and is read).
+            self._manifest_read = ((info.st_ino, info.st_mtime_ns, info.st_size), written)
 
     # --- partitions ------------------------------------------------------------
 

@@ -93,14 +93,14 @@ def parse_manifest(data: Any) -> Manifest:
     return Manifest(data["storeId"], data["vaultId"], data["createdAt"], dict(partitions), checkpoint)
 
 
-def write_manifest(path: Path, manifest: Manifest, *, replace_only: bool = False) -> None:
-    """Write vault.json atomically.  ``replace_only``: the manifest must still be there right before the
-    rename, so a store whose manifest was deleted is never given a new one by an ordinary write (it fails
-    closed as unavailable; only creating a store writes the first manifest)."""
+def write_manifest(path: Path, manifest: Manifest, *, replace_only: bool = False) -> os.stat_result:
+    """Write vault.json atomically; the new file's stat.  ``replace_only``: the manifest must still be there
+    right before the rename, so a store whose manifest was deleted is never given a new one by an ordinary
+    write (it fails closed as unavailable; only creating a store writes the first manifest)."""
     data = manifest.to_json()
     if len(data) > MANIFEST_MAX_BYTES:
         raise StoreUnavailable(f"vault.json would exceed {MANIFEST_MAX_BYTES} bytes", file="vault.json")
-    atomic_write(path, data, check=(lambda: _still_there(path)) if replace_only else None)
+    return atomic_write(path, data, check=(lambda: _still_there(path)) if replace_only else None)
 
 
 def _still_there(path: Path) -> None:
