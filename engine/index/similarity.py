@@ -298,7 +298,9 @@ class SimilarityScorer(Untokenized):
         if time.monotonic() >= deadline:
             return PairScores(scores=[None] * len(documents))
         cut = [page_passages(document) for document in documents]
-        texts_by_digest = {text_digest(text): text for passages in cut for text in passages}
+        digests = [[text_digest(text) for text in passages] for passages in cut]   # each passage hashed once
+        texts_by_digest = {digest: text for passages, named in zip(cut, digests)
+                           for digest, text in zip(named, passages)}
         with self._cache_lock:
             cached = {digest: self._cache[digest] for digest in texts_by_digest if digest in self._cache}
             for digest in cached:
@@ -321,11 +323,11 @@ class SimilarityScorer(Untokenized):
                 if vector is not None:
                     self._keep(digest, vector)
                     cached[digest] = vector
-        whole = [index for index, passages in enumerate(cut)
-                 if message is not None and all(text_digest(text) in cached for text in passages)]
+        whole = [index for index, named in enumerate(digests)
+                 if message is not None and all(digest in cached for digest in named)]
         scores: list[float | bool | None] = [None] * len(documents)
         if whole:
-            similarities = [max(float(np.dot(message, cached[text_digest(text)])) for text in cut[index])
+            similarities = [max(float(np.dot(message, cached[digest])) for digest in digests[index])
                             for index in whole]
             chosen = [documents[index] for index in whole]
             probabilities = self.calibration.probabilities(
