@@ -19,9 +19,9 @@ only moves bytes and applies what HTTP adds, so it holds no MCP method logic:
   session named by ``Mcp-Session-Id``; later requests carry it (400 without it, 404 once it is
   gone or when another credential presents it) and, when they carry ``MCP-Protocol-Version``, the
   version the session negotiated (400 otherwise).  DELETE ends a session; GET opens the session's
-  stream (one at a time), on which ``notifications/tools/list_changed`` is pushed as the socket
-  pushes it.  A request is answered with JSON, or with one Server-Sent Event when the client
-  accepts only ``text/event-stream``; a notification with 202.  A session unused for
+  stream (one at a time), on which ``notifications/tools/list_changed`` and ``notifications/resources/*``
+  are pushed as the socket pushes them.  A request is answered with JSON, or with one Server-Sent Event
+  when the client accepts only ``text/event-stream``; a notification with 202.  A session unused for
   ``idle_timeout_s`` is forgotten (its client gets 404 and initializes again), and at most
   ``max_connections`` sessions are held (503 past it).
 - **2026-07-28's single exchange**: a POST with no session whose ``MCP-Protocol-Version`` names a
@@ -357,36 +357,38 @@ class McpHttpApp:
 
     async def _stream(self, session: HttpSession) -> AsyncIterator[bytes]:
         """What the socket pushes to a watching connection (``EngineServer._push_changes``), as Server-Sent Events:
-        the engine's writers only add to the watch's bounded queue and wake this; a burst is one notification."""
+        ``notifications/tools/list_changed`` from the session's first ``tools/list`` on, and
+        ``notifications/resources/*`` once it listed resources or subscribed to one (engine/wire/resource_watch.py).
+        The engine's writers only add to each watch's bounded queue and wake this; a burst is one reading."""
         if session.streaming:  # two GETs raced past the check: the second ends at once
             return
         loop = asyncio.get_running_loop()
         session.streaming, session.ready = True, asyncio.Event()
         session.in_flight += 1
-        ready, watched = session.ready, None
+        ready = session.ready
+        watched: dict[str, Any] = {}  # "tools", "resources": the watch this stream woke on
         try:
             yield b": open\n\n"  # the headers go out now, so the client knows its stream is held
             while not session.ended.is_set():
-                watch = session.protocol.tool_list  # from the session's first tools/list on
-                if watch is not None and watch is not watched:
-                    watch.subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
-                    watched = watch
+                for kind, watch in (("tools", session.protocol.tool_list), ("resources", session.protocol.resources)):
+                    if watch is not None and watched.get(kind) is not watch:
+                        watch.subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
+                        watched[kind] = watch
                 await either(ready, session.ended)
                 if session.ended.is_set():
                     break
                 await asyncio.sleep(PUSH_GATHER_S)
                 ready.clear()
-                if watched is None:
-                    continue
-                changes, resync = watched.subscription.take()
-                changed = await loop.run_in_executor(self._pool, watched.changed, changes, resync) \
-                    if changes or resync else False
-                watched.subscription.done()
-                if changed:
-                    yield sse_event(list_changed_notification())
+                for kind, watch in watched.items():
+                    changes, resync = watch.subscription.take()
+                    notifications = await loop.run_in_executor(
+                        self._pool, _stream_notifications, kind, watch, changes, resync) if changes or resync else []
+                    watch.subscription.done()
+                    for notification in notifications:
+                        yield sse_event(notification)
         finally:
-            if watched is not None:
-                watched.subscription.set_waker(None)
+            for watch in watched.values():
+                watch.subscription.set_waker(None)
             session.streaming, session.ready = False, None
             session.in_flight -= 1
             session.last_used = loop.time()
@@ -492,6 +494,8 @@ class McpHttpApp:
             self.dispatcher.engine.connections.closed(session.protocol.seen)
         if session.protocol.tool_list is not None:
             session.protocol.tool_list.close()
+        if session.protocol.resources is not None:
+            session.protocol.resources.close()
 
     async def _dispatch(self, session: Session, data: bytes) -> dict[str, Any] | None:
         if self.dispatcher.answers_at_once(data):
@@ -662,6 +666,14 @@ def _with_credential(body: bytes, message: Message, token: str, headers: Any) ->
     params["_meta"] = {**meta, "knowledge": knowledge}
     rebuilt = {"jsonrpc": "2.0", "id": message.id, "method": message.method, "params": params}
     return json.dumps(rebuilt).encode("ascii")  # escapes: a lone surrogate stays one the dispatcher names
+
+
+def _stream_notifications(kind: str, watch: Any, changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+    """What a 2025 session's stream owes its client for a burst of ``kind`` ("tools" or "resources"); on a
+    worker, since it reads the store."""
+    if kind == "tools":
+        return [list_changed_notification()] if watch.changed(changes, resync) else []
+    return list(watch.changed(changes, resync))
 
 
 def _header_audience(headers: Any) -> HeaderAudience:

@@ -14,12 +14,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from engine.access.authority import AgentCaller
 from engine.wire import protocol
 from engine.wire.http import ENDPOINT, HttpServer
 from engine.wire.modern import MODERN_VERSIONS
 from engine.wire.protocol import Dispatcher
 from engine.wire.server import SocketBounds
-from tests.helpers import wait_for, tool_answer
+from tests.helpers import page, tool_answer, wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = SocketBounds(unauthenticated_message_bytes=2048, max_message_bytes=64 * 1024, initialize_timeout_s=5.0,
@@ -438,6 +439,54 @@ def test_the_sdk_client_hears_on_its_stream_that_the_tool_list_changed(serve, to
 
     anyio.run(session)
     assert results["capability"] is True and results["after"] < results["before"]
+
+
+@pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # in 2026-07-28; this is a 2025 session
+def test_the_sdk_client_hears_on_its_stream_of_a_subscribed_record_and_the_list(serve, token, engine):
+    """A 2025 session declares resources.subscribe and listChanged: over HTTP, as on the socket, the record it
+    subscribed to and the list it read are pushed on its stream when they change, and nothing once it ends."""
+    import httpx2
+    from mcp import ClientSession, types
+    from mcp.client.streamable_http import streamable_http_client
+
+    server = serve()
+    owner = AgentCaller(token, {"kind": "owner-private"})
+    saved = engine.save_page(owner, page("w1", "Watched over HTTP", "note"))
+    watching = len(engine.changes._subscriptions)
+    results: dict = {"updated": [], "listed": 0}
+
+    async def session() -> None:
+        heard = anyio.Event()
+
+        async def on_message(incoming) -> None:
+            if isinstance(incoming, types.ResourceUpdatedNotification):
+                results["updated"].append(str(incoming.params.uri))
+            elif isinstance(incoming, types.ResourceListChangedNotification):
+                results["listed"] += 1
+            if results["updated"] and results["listed"]:
+                heard.set()
+
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as web:
+            async with streamable_http_client(server.url, http_client=web) as (read, write):
+                async with ClientSession(read, write, message_handler=on_message) as client:
+                    initialized = await client.initialize()
+                    results["capability"] = initialized.capabilities.resources
+                    uri = (await client.list_resources()).resources[0].uri
+                    await client.subscribe_resource(uri)
+                    opened = next(iter(server.app.sessions.by_id.values()))
+                    with anyio.fail_after(60):  # hang guard: the wait is for the stream to be open
+                        while not opened.streaming:
+                            await anyio.sleep(0.01)
+                    await anyio.to_thread.run_sync(lambda: engine.save_page(owner, page(
+                        "w2", "Watched over HTTP", "note", "Revised.", id=saved["id"], expectedRevision=1)))
+                    with anyio.fail_after(60):
+                        await heard.wait()
+                    results["uri"] = str(uri)
+
+    anyio.run(session)
+    assert results["capability"].subscribe and results["capability"].list_changed
+    assert results["updated"] == [results["uri"]] and results["listed"] == 1
+    assert len(engine.changes._subscriptions) == watching  # the ended session's watches are closed
 
 
 def test_a_stream_needs_its_session_and_is_one_per_session(serve, token):
