@@ -27,7 +27,8 @@ only moves bytes and applies what HTTP adds, so it holds no MCP method logic:
 - **2026-07-28's single exchange**: a POST with no session whose ``MCP-Protocol-Version`` names a
   revision the dispatcher serves without a handshake (``single_exchange_versions``) is dispatched
   on a session made for that one request from the bearer credential, once the header matches the
-  body's ``_meta`` and ``Mcp-Method`` its method; any other version there is 400.  ``subscriptions/listen``
+  body's ``_meta``, and ``Mcp-Method`` and ``Mcp-Name``, when sent, its method and the tool, prompt or URI
+  it names (400, -32020, otherwise); any other version there is 400.  ``subscriptions/listen``
   is answered as an event stream on that session: the acknowledgement, then the tagged notifications the
   socket would push, until the client closes it or cancels it (``notifications/cancelled`` POSTed with the
   same credential), its credential is revoked (a ``denied`` error ends it) or the server stops (the listen
@@ -41,10 +42,13 @@ event loop, started and stopped with the engine like the socket server.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import threading
@@ -81,6 +85,8 @@ LOOPBACK_NAMES = frozenset({"127.0.0.1", "::1", "localhost"})
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"  # 2026-07-28: the body's method, mirrored
+NAME_HEADER = "mcp-name"  # 2026-07-28: the body's tool or prompt name, or resource URI, mirrored
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name mirrors
 SINGLE_EXCHANGE_FROM = "2026-07-28"  # the first revision without a handshake or sessions
 VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"  # 2026-07-28: the version in every request's _meta
 WORKERS = 16
@@ -308,6 +314,10 @@ class McpHttpApp:
                                f"{VERSION_META_KEY}", request_id=request_id, code=HEADER_MISMATCH)
             if request.headers.get(METHOD_HEADER, message.method) != message.method:
                 raise _Refused(400, "invalid_params", "Mcp-Method does not match the request's method",
+                               request_id=request_id, code=HEADER_MISMATCH)
+            name, named_by = request.headers.get(NAME_HEADER), NAMED_BY.get(message.method)
+            if name is not None and named_by is not None and _header_text(name) != message.params.get(named_by):
+                raise _Refused(400, "invalid_params", f"Mcp-Name does not match the request's {named_by}",
                                request_id=request_id, code=HEADER_MISMATCH)
         # The credential established here, by the transport, for this one request (see docs/protocol.md).
         return Session(token=token, audience=_header_audience(request.headers), protocol_version=version,
@@ -674,6 +684,18 @@ def _stream_notifications(kind: str, watch: Any, changes: list[dict[str, Any]], 
     if kind == "tools":
         return [list_changed_notification()] if watch.changed(changes, resync) else []
     return list(watch.changed(changes, resync))
+
+
+def _header_text(value: str) -> str | None:
+    """A mirrored header's value: as sent, or decoded from MCP's ``=?base64?<UTF-8 as base64>?=`` form (None
+    when that is malformed, so it matches nothing)."""
+    encoded = re.fullmatch(r"=\?base64\?(.*)\?=", value)
+    if encoded is None:
+        return value
+    try:
+        return base64.b64decode(encoded.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
 
 
 def _header_audience(headers: Any) -> HeaderAudience:

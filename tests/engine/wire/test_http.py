@@ -555,6 +555,34 @@ def test_a_single_exchange_runs_through_the_dispatcher_without_a_session(serve, 
     assert status == 404 and json.loads(body)["error"]["code"] == -32601
 
 
+def test_an_mcp_name_that_disagrees_with_the_body_is_refused_and_nothing_runs(serve, token, engine):
+    """MCP 2026-07-28 mirrors a tools/call's name, a prompts/get's name and a resources/read's URI in
+    Mcp-Name, so that what routes or inspects a request by its headers sees what the body will run."""
+    server = serve()
+    call = modern("tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "named", "type": "note", "title": "Named in the body", "body": "Only the body named it."}})
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+    for name in ("knowledge_grep", "=?base64?a25vd2xlZGdlX2dyZXA=?=", "=?base64?not base64?="):
+        status, _, body = post(server, call, token, {**headers, "Mcp-Name": name})
+        assert status == 400 and json.loads(body)["error"]["code"] == -32020, body
+    status, _, body = post(server, modern("prompts/get", {"name": "knowledge_memory"}), token,
+                           {**headers, "Mcp-Method": "prompts/get", "Mcp-Name": "knowledge_index"})
+    assert status == 400 and json.loads(body)["error"]["code"] == -32020
+    status, _, body = post(server, modern("resources/read", {"uri": "knowledge://record/st_x/pg_y"}), token,
+                           {**headers, "Mcp-Method": "resources/read", "Mcp-Name": "knowledge://record/st_x/pg_z"})
+    assert status == 400 and json.loads(body)["error"]["code"] == -32020
+    grep = modern("tools/call", {"name": "knowledge_grep", "arguments": {"query": "body"}})
+    status, _, body = post(server, grep, token, headers)  # refused, nothing was saved
+    assert status == 200 and tool_answer(json.loads(body)["result"])["hits"] == []
+    # the name as sent, base64-encoded as MCP encodes it, or left out: served
+    for name in ("knowledge_save_page", "=?base64?a25vd2xlZGdlX3NhdmVfcGFnZQ==?=", None):
+        sent = headers if name is None else {**headers, "Mcp-Name": name}
+        status, _, body = post(server, call, token, sent)
+        assert status == 200 and tool_answer(json.loads(body)["result"])["requestId"] == "named", body
+    status, _, body = post(server, grep, token, headers)
+    assert [hit["title"] for hit in tool_answer(json.loads(body)["result"])["hits"]] == ["Named in the body"]
+
+
 # --- `knowledge serve --http` ---------------------------------------------------------------------------------
 
 
