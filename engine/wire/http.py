@@ -256,10 +256,16 @@ class McpHttpApp:
             return _reply(answer, stream, single=single)
         token = await self._authenticate(request)
         if session_id is not None:
-            session = self._session(session_id, token)
-            if version is not None and version != session.protocol.protocol_version:
-                raise _Refused(400, "invalid_params", f"{VERSION_HEADER} {version!r} is not this session's "
-                               f"version {session.protocol.protocol_version!r}")
+            try:
+                session = self._session(session_id, token)
+                if version is not None and version != session.protocol.protocol_version:
+                    raise _Refused(400, "invalid_params", f"{VERSION_HEADER} {version!r} is not this session's "
+                                   f"version {session.protocol.protocol_version!r}")
+            except _Refused as refusal:  # read only when refused: the request it answers, when the body names one
+                message = _peek(body)
+                if message is not None and refusal.body is not None:
+                    refusal.body["id"] = message.id
+                raise
             session.in_flight += 1
             try:
                 reply = await self._dispatch(session.protocol, body)

@@ -357,11 +357,15 @@ def test_a_session_is_required_after_initialize_and_ends_with_delete(serve, toke
     status, _, body = post(server, rpc("notifications/initialized", request_id=None), token, within(session))
     assert (status, body) == (202, b"")
     assert server.app.sessions.by_id[session].protocol.initialized
-    status, _, body = post(server, rpc("tools/list"), token, within(session, **{"MCP-Protocol-Version": "2025-06-18"}))
-    assert status == 400  # not the version this session negotiated
+    status, _, body = post(server, rpc("tools/list", request_id=8), token,
+                           within(session, **{"MCP-Protocol-Version": "2025-06-18"}))
+    assert status == 400 and json.loads(body)["id"] == 8  # not the version this session negotiated
     assert post(server, b"", token, within(session), method="PUT")[0] == 405
     assert post(server, b"", token, within(session), method="DELETE")[0] == 204
-    assert post(server, rpc("tools/list"), token, within(session))[0] == 404
+    status, _, body = post(server, rpc("tools/list", request_id="after"), token, within(session))
+    assert status == 404 and json.loads(body)["id"] == "after"  # the request it answers, as JSON-RPC asks
+    status, _, body = post(server, b"{not json", token, within(session))
+    assert status == 404 and json.loads(body)["id"] is None
 
 
 def test_answers_are_json_or_one_server_sent_event(serve, token):
