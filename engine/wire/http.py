@@ -142,6 +142,13 @@ class _Refused(Exception):
             request_id, code if code is not None else ERROR_CODES.get(reason, INVALID_REQUEST), reason, message,
             **data)
 
+    def answering(self, body: bytes) -> None:
+        """Name the request ``body`` holds by its id in this refusal (JSON-RPC's ``null`` only when the body
+        names none); the body is read only now, when a request is refused."""
+        if self.body is not None and self.body["id"] is None:
+            message = _peek(body)
+            self.body["id"] = message.id if message is not None else None
+
     def response(self) -> Response:
         if self.body is None:
             return Response(status_code=self.status, headers=self.headers)
@@ -254,18 +261,18 @@ class McpHttpApp:
         except _Oversize as oversize:  # a single exchange is MCP 2026-07-28, a session a 2025 revision
             answer = await asyncio.to_thread(oversize_answer, *oversize.read, modern=single)
             return _reply(answer, stream, single=single)
-        token = await self._authenticate(request)
-        if session_id is not None:
-            try:
+        try:
+            token = await self._authenticate(request)
+            if session_id is not None:
                 session = self._session(session_id, token)
                 if version is not None and version != session.protocol.protocol_version:
                     raise _Refused(400, "invalid_params", f"{VERSION_HEADER} {version!r} is not this session's "
                                    f"version {session.protocol.protocol_version!r}")
-            except _Refused as refusal:  # read only when refused: the request it answers, when the body names one
-                message = _peek(body)
-                if message is not None and refusal.body is not None:
-                    refusal.body["id"] = message.id
-                raise
+        except _Refused as refusal:  # named by the request's id; a long body is not parsed for an unknown sender
+            if refusal.status != 401 or len(body) <= self.bounds.unauthenticated_message_bytes:
+                refusal.answering(body)
+            raise
+        if session_id is not None:
             session.in_flight += 1
             try:
                 reply = await self._dispatch(session.protocol, body)

@@ -291,6 +291,7 @@ def test_no_or_a_wrong_token_gets_401(serve, token, engine):
         status, answer, body = post(server, INITIALIZE, credential, headers)
         assert status == 401 and answer["www-authenticate"].startswith("Bearer")
         assert json.loads(body)["error"]["data"]["reason"] == "denied"
+        assert json.loads(body)["id"] == 1  # the request it answers
     session = open_session(server, token)
     assert post(server, rpc("tools/list"), None, within(session))[0] == 401
     engine.remove_agent("main")  # revoked: the next request is refused, session or not
