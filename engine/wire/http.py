@@ -82,6 +82,7 @@ log = logging.getLogger(__name__)
 ENDPOINT = "/mcp"
 DEFAULT_HOST = "127.0.0.1"
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "::1", "localhost"})
+HOST_FORM = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%!$&'()*+;=-]+)(:[0-9]*)?")  # RFC 9110's host[:port]
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"  # 2026-07-28: the body's method, mirrored
@@ -723,11 +724,14 @@ def _header_audience(headers: Any) -> HeaderAudience:
 
 def _hostname(value: str, *, url: bool) -> str | None:
     """The host name of an Origin (``scheme://host[:port]``) or a Host header (``host[:port]``); None when it
-    has none (``null``, another scheme, garbage)."""
+    has none (``null``, another scheme, a port that is no port, garbage)."""
+    if not url and HOST_FORM.fullmatch(value) is None:  # urlsplit reads past what a Host may hold
+        return None
     try:
         parts = urlsplit(value if url else f"http://{value}")
         if url and parts.scheme not in ("http", "https"):
             return None
+        parts.port  # noqa: B018 - raises for a port that is not a number from 0 to 65535
         return parts.hostname
     except ValueError:
         return None

@@ -183,7 +183,14 @@ def test_a_foreign_host_header_is_refused_while_bound_to_loopback(serve, token):
     server = serve()  # a DNS rebinding page reaches 127.0.0.1 under its own name
     status, _, _ = post(server, INITIALIZE, token, {"Host": f"rebound.example:{server.port}"})
     assert status == 421
+    # nor is a Host that only a lenient parser reads as loopback's
+    for host in ("localhost:abc", f"localhost:{server.port}, rebound.example", "[::1]x", "localhost:99999",
+                 "localhost@rebound.example", "localhost/x"):
+        assert post(server, INITIALIZE, token, {"Host": host})[0] == 421, host
+    for origin in ("http://localhost:abc", "http://localhost:99999"):
+        assert post(server, INITIALIZE, token, {"Origin": origin})[0] == 403, origin
     assert server.app.sessions.by_id == {}
+    assert post(server, INITIALIZE, token, {"Host": f"[::1]:{server.port}"})[0] == 200
 
 
 def test_oversized_bodies_are_refused_before_authentication(serve, token, engine, monkeypatch):
