@@ -322,8 +322,8 @@ class McpHttpApp:
             raise _Refused(400, "invalid_params", "Unsupported protocol version", request_id=request_id,
                            code=UNSUPPORTED_VERSION, supported=[*HANDSHAKE_VERSIONS, *MODERN_VERSIONS], requested=version)
         if message is not None:
-            meta = message.params.get("_meta")
-            if not isinstance(meta, dict) or meta.get(VERSION_META_KEY) != version:
+            meta = message.params.get("_meta")  # without the envelope the dispatcher names what is missing
+            if isinstance(meta, dict) and VERSION_META_KEY in meta and meta[VERSION_META_KEY] != version:
                 raise _Refused(400, "invalid_params", f"{VERSION_HEADER} does not match the request's _meta "
                                f"{VERSION_META_KEY}", request_id=request_id, code=HEADER_MISMATCH)
             if request.headers.get(METHOD_HEADER, message.method) != message.method:

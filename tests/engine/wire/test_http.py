@@ -560,6 +560,11 @@ def test_a_single_exchange_runs_through_the_dispatcher_without_a_session(serve, 
     assert server.app.sessions.by_id == {}
     status, _, body = post(server, modern("tools/list", version="2025-11-25"), token, headers)
     assert status == 400 and json.loads(body)["error"]["code"] == -32020  # header and _meta disagree
+    # without the envelope, as on the socket: -32602 naming what is missing (the header has nothing to disagree with)
+    for params, field in (({}, "_meta"), ({"_meta": {}}, "_meta.io.modelcontextprotocol/protocolVersion")):
+        status, _, body = post(server, rpc("tools/list", params), token, headers)
+        error = json.loads(body)["error"]
+        assert status == 400 and error["code"] == -32602 and error["data"]["field"] == field, body
     status, _, body = post(server, modern("tools/list"), token, {**headers, "Mcp-Method": "tools/call"})
     assert status == 400 and json.loads(body)["error"]["code"] == -32020
     assert post(server, modern("tools/list"), None, headers)[0] == 401
