@@ -398,7 +398,7 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, at: str, s
         if item.valid_from is None:
             old_fm["lifecycle"] = "superseded"
         else:  # the correction holds from validFrom on: the corrected claim stays true until then
-            old_fm["valid_to"] = _ended(old.view.validity, item.valid_from, item.replaces)
+            old_fm["valid_to"] = _ended(old.view.validity, item.valid_from, item.replaces, f"{at}.validFrom")
         builder.add_record(old_fm, old.body, row.path, base=base, at=f"{at}.replaces")
         superseded.add(item.replaces)
         extra.append({"id": item.replaces, "revision": old.revision + 1, "kind": "claim"})
@@ -425,13 +425,13 @@ def _claim(ctx: WriteContext, builder: _PlanBuilder, item: ClaimItem, at: str, s
     return record_id, 1, extra
 
 
-def _ended(validity: Validity, end: str, claim_id: str) -> str:
+def _ended(validity: Validity, end: str, claim_id: str, field: str) -> str:
     """The ``valid_to`` a corrected claim gets when its correction holds from ``end`` on: ``end``, unless the
     claim already stopped holding before then (it keeps its own end)."""
     moment = validity_moment(end)
     if validity.start is not None and moment is not None and moment < validity.start:
         raise InvalidParams("validFrom is before the corrected claim starts to hold; supersede it instead "
-                            "(leave validFrom out)", field="validFrom", id=claim_id)
+                            "(leave validFrom out)", field=field, id=claim_id)
     if validity.valid_to is not None and validity.end is not None and moment is not None and validity.end < moment:
         return validity.valid_to
     return end

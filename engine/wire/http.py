@@ -19,15 +19,16 @@ only moves bytes and applies what HTTP adds, so it holds no MCP method logic:
   session named by ``Mcp-Session-Id``; later requests carry it (400 without it, 404 once it is
   gone or when another credential presents it) and, when they carry ``MCP-Protocol-Version``, the
   version the session negotiated (400 otherwise).  DELETE ends a session; GET opens the session's
-  stream (one at a time), on which ``notifications/tools/list_changed`` is pushed as the socket
-  pushes it.  A request is answered with JSON, or with one Server-Sent Event when the client
-  accepts only ``text/event-stream``; a notification with 202.  A session unused for
+  stream (one at a time), on which ``notifications/tools/list_changed`` and ``notifications/resources/*``
+  are pushed as the socket pushes them.  A request is answered with JSON, or with one Server-Sent Event
+  when the client accepts only ``text/event-stream``; a notification with 202.  A session unused for
   ``idle_timeout_s`` is forgotten (its client gets 404 and initializes again), and at most
   ``max_connections`` sessions are held (503 past it).
 - **2026-07-28's single exchange**: a POST with no session whose ``MCP-Protocol-Version`` names a
   revision the dispatcher serves without a handshake (``single_exchange_versions``) is dispatched
   on a session made for that one request from the bearer credential, once the header matches the
-  body's ``_meta`` and ``Mcp-Method`` its method; any other version there is 400.  ``subscriptions/listen``
+  body's ``_meta``, and ``Mcp-Method`` and ``Mcp-Name``, when sent, its method and the tool, prompt or URI
+  it names (400, -32020, otherwise); any other version there is 400.  ``subscriptions/listen``
   is answered as an event stream on that session: the acknowledgement, then the tagged notifications the
   socket would push, until the client closes it or cancels it (``notifications/cancelled`` POSTed with the
   same credential), its credential is revoked (a ``denied`` error ends it) or the server stops (the listen
@@ -41,10 +42,13 @@ event loop, started and stopped with the engine like the socket server.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import threading
@@ -78,9 +82,12 @@ log = logging.getLogger(__name__)
 ENDPOINT = "/mcp"
 DEFAULT_HOST = "127.0.0.1"
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "::1", "localhost"})
+HOST_FORM = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%!$&'()*+;=-]+)(:[0-9]*)?")  # RFC 9110's host[:port]
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"  # 2026-07-28: the body's method, mirrored
+NAME_HEADER = "mcp-name"  # 2026-07-28: the body's tool or prompt name, or resource URI, mirrored
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name mirrors
 SINGLE_EXCHANGE_FROM = "2026-07-28"  # the first revision without a handshake or sessions
 VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"  # 2026-07-28: the version in every request's _meta
 WORKERS = 16
@@ -135,6 +142,13 @@ class _Refused(Exception):
         self.body = None if reason is None else error_response(
             request_id, code if code is not None else ERROR_CODES.get(reason, INVALID_REQUEST), reason, message,
             **data)
+
+    def answering(self, body: bytes) -> None:
+        """Name the request ``body`` holds by its id in this refusal (JSON-RPC's ``null`` only when the body
+        names none); the body is read only now, when a request is refused."""
+        if self.body is not None and self.body["id"] is None:
+            message = _peek(body)
+            self.body["id"] = message.id if message is not None else None
 
     def response(self) -> Response:
         if self.body is None:
@@ -248,12 +262,18 @@ class McpHttpApp:
         except _Oversize as oversize:  # a single exchange is MCP 2026-07-28, a session a 2025 revision
             answer = await asyncio.to_thread(oversize_answer, *oversize.read, modern=single)
             return _reply(answer, stream, single=single)
-        token = await self._authenticate(request)
+        try:
+            token = await self._authenticate(request)
+            if session_id is not None:
+                session = self._session(session_id, token)
+                if version is not None and version != session.protocol.protocol_version:
+                    raise _Refused(400, "invalid_params", f"{VERSION_HEADER} {version!r} is not this session's "
+                                   f"version {session.protocol.protocol_version!r}")
+        except _Refused as refusal:  # named by the request's id; a long body is not parsed for an unknown sender
+            if refusal.status != 401 or len(body) <= self.bounds.unauthenticated_message_bytes:
+                refusal.answering(body)
+            raise
         if session_id is not None:
-            session = self._session(session_id, token)
-            if version is not None and version != session.protocol.protocol_version:
-                raise _Refused(400, "invalid_params", f"{VERSION_HEADER} {version!r} is not this session's "
-                               f"version {session.protocol.protocol_version!r}")
             session.in_flight += 1
             try:
                 reply = await self._dispatch(session.protocol, body)
@@ -302,12 +322,16 @@ class McpHttpApp:
             raise _Refused(400, "invalid_params", "Unsupported protocol version", request_id=request_id,
                            code=UNSUPPORTED_VERSION, supported=[*HANDSHAKE_VERSIONS, *MODERN_VERSIONS], requested=version)
         if message is not None:
-            meta = message.params.get("_meta")
-            if not isinstance(meta, dict) or meta.get(VERSION_META_KEY) != version:
+            meta = message.params.get("_meta")  # without the envelope the dispatcher names what is missing
+            if isinstance(meta, dict) and VERSION_META_KEY in meta and meta[VERSION_META_KEY] != version:
                 raise _Refused(400, "invalid_params", f"{VERSION_HEADER} does not match the request's _meta "
                                f"{VERSION_META_KEY}", request_id=request_id, code=HEADER_MISMATCH)
             if request.headers.get(METHOD_HEADER, message.method) != message.method:
                 raise _Refused(400, "invalid_params", "Mcp-Method does not match the request's method",
+                               request_id=request_id, code=HEADER_MISMATCH)
+            name, named_by = request.headers.get(NAME_HEADER), NAMED_BY.get(message.method)
+            if name is not None and named_by is not None and _header_text(name) != message.params.get(named_by):
+                raise _Refused(400, "invalid_params", f"Mcp-Name does not match the request's {named_by}",
                                request_id=request_id, code=HEADER_MISMATCH)
         # The credential established here, by the transport, for this one request (see docs/protocol.md).
         return Session(token=token, audience=_header_audience(request.headers), protocol_version=version,
@@ -357,36 +381,38 @@ class McpHttpApp:
 
     async def _stream(self, session: HttpSession) -> AsyncIterator[bytes]:
         """What the socket pushes to a watching connection (``EngineServer._push_changes``), as Server-Sent Events:
-        the engine's writers only add to the watch's bounded queue and wake this; a burst is one notification."""
+        ``notifications/tools/list_changed`` from the session's first ``tools/list`` on, and
+        ``notifications/resources/*`` once it listed resources or subscribed to one (engine/wire/resource_watch.py).
+        The engine's writers only add to each watch's bounded queue and wake this; a burst is one reading."""
         if session.streaming:  # two GETs raced past the check: the second ends at once
             return
         loop = asyncio.get_running_loop()
         session.streaming, session.ready = True, asyncio.Event()
         session.in_flight += 1
-        ready, watched = session.ready, None
+        ready = session.ready
+        watched: dict[str, Any] = {}  # "tools", "resources": the watch this stream woke on
         try:
             yield b": open\n\n"  # the headers go out now, so the client knows its stream is held
             while not session.ended.is_set():
-                watch = session.protocol.tool_list  # from the session's first tools/list on
-                if watch is not None and watch is not watched:
-                    watch.subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
-                    watched = watch
+                for kind, watch in (("tools", session.protocol.tool_list), ("resources", session.protocol.resources)):
+                    if watch is not None and watched.get(kind) is not watch:
+                        watch.subscription.set_waker(lambda: loop.call_soon_threadsafe(ready.set))
+                        watched[kind] = watch
                 await either(ready, session.ended)
                 if session.ended.is_set():
                     break
                 await asyncio.sleep(PUSH_GATHER_S)
                 ready.clear()
-                if watched is None:
-                    continue
-                changes, resync = watched.subscription.take()
-                changed = await loop.run_in_executor(self._pool, watched.changed, changes, resync) \
-                    if changes or resync else False
-                watched.subscription.done()
-                if changed:
-                    yield sse_event(list_changed_notification())
+                for kind, watch in watched.items():
+                    changes, resync = watch.subscription.take()
+                    notifications = await loop.run_in_executor(
+                        self._pool, _stream_notifications, kind, watch, changes, resync) if changes or resync else []
+                    watch.subscription.done()
+                    for notification in notifications:
+                        yield sse_event(notification)
         finally:
-            if watched is not None:
-                watched.subscription.set_waker(None)
+            for watch in watched.values():
+                watch.subscription.set_waker(None)
             session.streaming, session.ready = False, None
             session.in_flight -= 1
             session.last_used = loop.time()
@@ -492,6 +518,8 @@ class McpHttpApp:
             self.dispatcher.engine.connections.closed(session.protocol.seen)
         if session.protocol.tool_list is not None:
             session.protocol.tool_list.close()
+        if session.protocol.resources is not None:
+            session.protocol.resources.close()
 
     async def _dispatch(self, session: Session, data: bytes) -> dict[str, Any] | None:
         if self.dispatcher.answers_at_once(data):
@@ -664,6 +692,26 @@ def _with_credential(body: bytes, message: Message, token: str, headers: Any) ->
     return json.dumps(rebuilt).encode("ascii")  # escapes: a lone surrogate stays one the dispatcher names
 
 
+def _stream_notifications(kind: str, watch: Any, changes: list[dict[str, Any]], resync: bool) -> list[dict[str, Any]]:
+    """What a 2025 session's stream owes its client for a burst of ``kind`` ("tools" or "resources"); on a
+    worker, since it reads the store."""
+    if kind == "tools":
+        return [list_changed_notification()] if watch.changed(changes, resync) else []
+    return list(watch.changed(changes, resync))
+
+
+def _header_text(value: str) -> str | None:
+    """A mirrored header's value: as sent, or decoded from MCP's ``=?base64?<UTF-8 as base64>?=`` form (None
+    when that is malformed, so it matches nothing)."""
+    encoded = re.fullmatch(r"=\?base64\?(.*)\?=", value)
+    if encoded is None:
+        return value
+    try:
+        return base64.b64decode(encoded.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
 def _header_audience(headers: Any) -> HeaderAudience:
     """The audience the ``Knowledge-Audience`` headers name (as ``knowledge mcp``'s flags), else owner-private;
     the dispatcher checks it like any audience."""
@@ -676,11 +724,14 @@ def _header_audience(headers: Any) -> HeaderAudience:
 
 def _hostname(value: str, *, url: bool) -> str | None:
     """The host name of an Origin (``scheme://host[:port]``) or a Host header (``host[:port]``); None when it
-    has none (``null``, another scheme, garbage)."""
+    has none (``null``, another scheme, a port that is no port, garbage)."""
+    if not url and HOST_FORM.fullmatch(value) is None:  # urlsplit reads past what a Host may hold
+        return None
     try:
         parts = urlsplit(value if url else f"http://{value}")
         if url and parts.scheme not in ("http", "https"):
             return None
+        parts.port  # noqa: B018 - raises for a port that is not a number from 0 to 65535
         return parts.hostname
     except ValueError:
         return None

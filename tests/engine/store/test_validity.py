@@ -115,8 +115,9 @@ def test_a_correction_from_a_moment_ends_the_corrected_claim_instead_of_supersed
 def test_a_correction_cannot_start_before_the_claim_it_corrects(engine, owner):
     [lisbon] = remember(engine, owner, claim("Dana lives in Lisbon", "Lisbon", validFrom="2024-01-01"))
     before = vault_snapshot(private_dir(engine.state))
-    with pytest.raises(InvalidParams):
+    with pytest.raises(InvalidParams) as caught:
         remember(engine, owner, claim("Dana lives in Porto", "Porto", replaces=lisbon, validFrom="2023-01-01"))
+    assert caught.value.details.get("field") == "items[0].validFrom"  # the item, as the parameter reader names it
     assert vault_snapshot(private_dir(engine.state)) == before
 
 

@@ -14,12 +14,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from engine.access.authority import AgentCaller
 from engine.wire import protocol
 from engine.wire.http import ENDPOINT, HttpServer
 from engine.wire.modern import MODERN_VERSIONS
 from engine.wire.protocol import Dispatcher
 from engine.wire.server import SocketBounds
-from tests.helpers import wait_for, tool_answer
+from tests.helpers import page, tool_answer, wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = SocketBounds(unauthenticated_message_bytes=2048, max_message_bytes=64 * 1024, initialize_timeout_s=5.0,
@@ -182,7 +183,14 @@ def test_a_foreign_host_header_is_refused_while_bound_to_loopback(serve, token):
     server = serve()  # a DNS rebinding page reaches 127.0.0.1 under its own name
     status, _, _ = post(server, INITIALIZE, token, {"Host": f"rebound.example:{server.port}"})
     assert status == 421
+    # nor is a Host that only a lenient parser reads as loopback's
+    for host in ("localhost:abc", f"localhost:{server.port}, rebound.example", "[::1]x", "localhost:99999",
+                 "localhost@rebound.example", "localhost/x"):
+        assert post(server, INITIALIZE, token, {"Host": host})[0] == 421, host
+    for origin in ("http://localhost:abc", "http://localhost:99999"):
+        assert post(server, INITIALIZE, token, {"Origin": origin})[0] == 403, origin
     assert server.app.sessions.by_id == {}
+    assert post(server, INITIALIZE, token, {"Host": f"[::1]:{server.port}"})[0] == 200
 
 
 def test_oversized_bodies_are_refused_before_authentication(serve, token, engine, monkeypatch):
@@ -290,6 +298,7 @@ def test_no_or_a_wrong_token_gets_401(serve, token, engine):
         status, answer, body = post(server, INITIALIZE, credential, headers)
         assert status == 401 and answer["www-authenticate"].startswith("Bearer")
         assert json.loads(body)["error"]["data"]["reason"] == "denied"
+        assert json.loads(body)["id"] == 1  # the request it answers
     session = open_session(server, token)
     assert post(server, rpc("tools/list"), None, within(session))[0] == 401
     engine.remove_agent("main")  # revoked: the next request is refused, session or not
@@ -356,11 +365,15 @@ def test_a_session_is_required_after_initialize_and_ends_with_delete(serve, toke
     status, _, body = post(server, rpc("notifications/initialized", request_id=None), token, within(session))
     assert (status, body) == (202, b"")
     assert server.app.sessions.by_id[session].protocol.initialized
-    status, _, body = post(server, rpc("tools/list"), token, within(session, **{"MCP-Protocol-Version": "2025-06-18"}))
-    assert status == 400  # not the version this session negotiated
+    status, _, body = post(server, rpc("tools/list", request_id=8), token,
+                           within(session, **{"MCP-Protocol-Version": "2025-06-18"}))
+    assert status == 400 and json.loads(body)["id"] == 8  # not the version this session negotiated
     assert post(server, b"", token, within(session), method="PUT")[0] == 405
     assert post(server, b"", token, within(session), method="DELETE")[0] == 204
-    assert post(server, rpc("tools/list"), token, within(session))[0] == 404
+    status, _, body = post(server, rpc("tools/list", request_id="after"), token, within(session))
+    assert status == 404 and json.loads(body)["id"] == "after"  # the request it answers, as JSON-RPC asks
+    status, _, body = post(server, b"{not json", token, within(session))
+    assert status == 404 and json.loads(body)["id"] is None
 
 
 def test_answers_are_json_or_one_server_sent_event(serve, token):
@@ -440,6 +453,54 @@ def test_the_sdk_client_hears_on_its_stream_that_the_tool_list_changed(serve, to
     assert results["capability"] is True and results["after"] < results["before"]
 
 
+@pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # in 2026-07-28; this is a 2025 session
+def test_the_sdk_client_hears_on_its_stream_of_a_subscribed_record_and_the_list(serve, token, engine):
+    """A 2025 session declares resources.subscribe and listChanged: over HTTP, as on the socket, the record it
+    subscribed to and the list it read are pushed on its stream when they change, and nothing once it ends."""
+    import httpx2
+    from mcp import ClientSession, types
+    from mcp.client.streamable_http import streamable_http_client
+
+    server = serve()
+    owner = AgentCaller(token, {"kind": "owner-private"})
+    saved = engine.save_page(owner, page("w1", "Watched over HTTP", "note"))
+    watching = len(engine.changes._subscriptions)
+    results: dict = {"updated": [], "listed": 0}
+
+    async def session() -> None:
+        heard = anyio.Event()
+
+        async def on_message(incoming) -> None:
+            if isinstance(incoming, types.ResourceUpdatedNotification):
+                results["updated"].append(str(incoming.params.uri))
+            elif isinstance(incoming, types.ResourceListChangedNotification):
+                results["listed"] += 1
+            if results["updated"] and results["listed"]:
+                heard.set()
+
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as web:
+            async with streamable_http_client(server.url, http_client=web) as (read, write):
+                async with ClientSession(read, write, message_handler=on_message) as client:
+                    initialized = await client.initialize()
+                    results["capability"] = initialized.capabilities.resources
+                    uri = (await client.list_resources()).resources[0].uri
+                    await client.subscribe_resource(uri)
+                    opened = next(iter(server.app.sessions.by_id.values()))
+                    with anyio.fail_after(60):  # hang guard: the wait is for the stream to be open
+                        while not opened.streaming:
+                            await anyio.sleep(0.01)
+                    await anyio.to_thread.run_sync(lambda: engine.save_page(owner, page(
+                        "w2", "Watched over HTTP", "note", "Revised.", id=saved["id"], expectedRevision=1)))
+                    with anyio.fail_after(60):
+                        await heard.wait()
+                    results["uri"] = str(uri)
+
+    anyio.run(session)
+    assert results["capability"].subscribe and results["capability"].list_changed
+    assert results["updated"] == [results["uri"]] and results["listed"] == 1
+    assert len(engine.changes._subscriptions) == watching  # the ended session's watches are closed
+
+
 def test_a_stream_needs_its_session_and_is_one_per_session(serve, token):
     server = serve()
     session = open_session(server, token)
@@ -499,11 +560,44 @@ def test_a_single_exchange_runs_through_the_dispatcher_without_a_session(serve, 
     assert server.app.sessions.by_id == {}
     status, _, body = post(server, modern("tools/list", version="2025-11-25"), token, headers)
     assert status == 400 and json.loads(body)["error"]["code"] == -32020  # header and _meta disagree
+    # without the envelope, as on the socket: -32602 naming what is missing (the header has nothing to disagree with)
+    for params, field in (({}, "_meta"), ({"_meta": {}}, "_meta.io.modelcontextprotocol/protocolVersion")):
+        status, _, body = post(server, rpc("tools/list", params), token, headers)
+        error = json.loads(body)["error"]
+        assert status == 400 and error["code"] == -32602 and error["data"]["field"] == field, body
     status, _, body = post(server, modern("tools/list"), token, {**headers, "Mcp-Method": "tools/call"})
     assert status == 400 and json.loads(body)["error"]["code"] == -32020
     assert post(server, modern("tools/list"), None, headers)[0] == 401
     status, _, body = post(server, modern("no/such"), token, {**headers, "Mcp-Method": "no/such"})
     assert status == 404 and json.loads(body)["error"]["code"] == -32601
+
+
+def test_an_mcp_name_that_disagrees_with_the_body_is_refused_and_nothing_runs(serve, token, engine):
+    """MCP 2026-07-28 mirrors a tools/call's name, a prompts/get's name and a resources/read's URI in
+    Mcp-Name, so that what routes or inspects a request by its headers sees what the body will run."""
+    server = serve()
+    call = modern("tools/call", {"name": "knowledge_save_page", "arguments": {
+        "requestId": "named", "type": "note", "title": "Named in the body", "body": "Only the body named it."}})
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+    for name in ("knowledge_grep", "=?base64?a25vd2xlZGdlX2dyZXA=?=", "=?base64?not base64?="):
+        status, _, body = post(server, call, token, {**headers, "Mcp-Name": name})
+        assert status == 400 and json.loads(body)["error"]["code"] == -32020, body
+    status, _, body = post(server, modern("prompts/get", {"name": "knowledge_memory"}), token,
+                           {**headers, "Mcp-Method": "prompts/get", "Mcp-Name": "knowledge_index"})
+    assert status == 400 and json.loads(body)["error"]["code"] == -32020
+    status, _, body = post(server, modern("resources/read", {"uri": "knowledge://record/st_x/pg_y"}), token,
+                           {**headers, "Mcp-Method": "resources/read", "Mcp-Name": "knowledge://record/st_x/pg_z"})
+    assert status == 400 and json.loads(body)["error"]["code"] == -32020
+    grep = modern("tools/call", {"name": "knowledge_grep", "arguments": {"query": "body"}})
+    status, _, body = post(server, grep, token, headers)  # refused, nothing was saved
+    assert status == 200 and tool_answer(json.loads(body)["result"])["hits"] == []
+    # the name as sent, base64-encoded as MCP encodes it, or left out: served
+    for name in ("knowledge_save_page", "=?base64?a25vd2xlZGdlX3NhdmVfcGFnZQ==?=", None):
+        sent = headers if name is None else {**headers, "Mcp-Name": name}
+        status, _, body = post(server, call, token, sent)
+        assert status == 200 and tool_answer(json.loads(body)["result"])["requestId"] == "named", body
+    status, _, body = post(server, grep, token, headers)
+    assert [hit["title"] for hit in tool_answer(json.loads(body)["result"])["hits"]] == ["Named in the body"]
 
 
 # --- `knowledge serve --http` ---------------------------------------------------------------------------------
