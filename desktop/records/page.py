@@ -141,7 +141,7 @@ class RecordPage(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(self.note, "N&ote")
         self.tabs.addTab(self.claims, "Claims && &evidence")
-        self.tabs.addTab(self.connections, "Li&nks")
+        self.tabs.addTab(self.connections, "&Links")
         self.tabs.addTab(self.history, "&History")
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
