@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QPaintEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -60,6 +60,7 @@ NO_AGENTS_TEXT = "No agents yet: add one with Add agent… (Ctrl+N)."
 COUNTED_TOPICS = {"publications", "stores", "grants", "jobs", "models"}  # the changes that can move a sidebar count
 DEFAULT_SIZE = QSize(1280, 800)
 FRAME_ROOM = QSize(16, 48)  # a window manager's borders and title bar, outside the size a window is given
+GEOMETRY_KEY = "window/geometry"  # the window's size, place and maximised state when it last closed
 
 
 def fitted(wanted: QSize, available: QSize) -> QSize:
@@ -92,9 +93,7 @@ class MainWindow(QMainWindow):
         self.handle: launcher.EngineHandle | None = None
         self.agent: str | None = None
         self.setWindowTitle(f"Knowledge Desk — {state.root}")
-        available = self.screen().availableGeometry()
-        self.resize(fitted(DEFAULT_SIZE, available.size()))
-        self.move(placed(self.size(), available))  # the frame's top left: inside the screen, whatever opened before
+        self._restore_geometry()
 
         self.agents_view = AgentsView(tasks)
         self.records_view = RecordsView(tasks, settings=self.theme.settings)
@@ -501,7 +500,24 @@ class MainWindow(QMainWindow):
         else:
             self.close()
 
+    def _restore_geometry(self) -> None:
+        """The size and place the window had when it last closed, kept on the screen it opens on (made smaller
+        and put back in the screen's free area when it would run off it); the first time, ``DEFAULT_SIZE``
+        fitted to the screen, centred."""
+        available = self.screen().availableGeometry()
+        saved = self.theme.settings.value(GEOMETRY_KEY)
+        if isinstance(saved, QByteArray) and self.restoreGeometry(saved):
+            if self.windowState() & (Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen):
+                return
+            self.resize(fitted(self.size(), available.size()))
+            if not available.contains(QRect(self.pos(), self.size() + FRAME_ROOM)):
+                self.move(placed(self.size(), available))
+            return
+        self.resize(fitted(DEFAULT_SIZE, available.size()))
+        self.move(placed(self.size(), available))  # the frame's top left: inside the screen, whatever opened before
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
+        self.theme.settings.setValue(GEOMETRY_KEY, self.saveGeometry())
         self._live_timer.stop()
         self.watch.stop()
         self.tasks.shutdown()
