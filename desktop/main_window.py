@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QPaintEvent
+from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import (QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QPaintEvent,
+                           QResizeEvent)
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QMainWindow,
     QMessageBox,
+    QScrollArea,
     QStackedWidget,
     QToolBar,
     QVBoxLayout,
@@ -61,12 +63,35 @@ COUNTED_TOPICS = {"publications", "stores", "grants", "jobs", "models"}  # the c
 DEFAULT_SIZE = QSize(1280, 800)
 FRAME_ROOM = QSize(16, 48)  # a window manager's borders and title bar, outside the size a window is given
 GEOMETRY_KEY = "window/geometry"  # the window's size, place and maximised state when it last closed
+COMPACT_BELOW_PX = 1000  # a window narrower than this shows the sidebar's icons only, the names on hover
 
 
 def fitted(wanted: QSize, available: QSize) -> QSize:
     """``wanted``, made smaller where the screen's free area (less a frame's room) is: a window opened on a
     1024x768 screen fits on it rather than running off its right and bottom edges."""
     return wanted.boundedTo(available - FRAME_ROOM)
+
+
+class ViewStack(QStackedWidget):
+    """The views, one shown at a time, asking for the room of the view shown only (a stacked widget asks for
+    its largest page's), so that a window too small for a view scrolls that view alone."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.currentChanged.connect(lambda _number: self.updateGeometry())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        shown = self.currentWidget()
+        return shown.minimumSizeHint().expandedTo(shown.minimumSize()) if shown is not None else QSize(0, 0)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        shown = self.currentWidget()
+        return shown.sizeHint() if shown is not None else QSize(0, 0)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt's name
+        # A view's height for a width is the height its wrapped text would like, more than it needs: the view is
+        # squeezed to the window's height down to its minimum, as it was without the scroll area around it.
+        return False
 
 
 def placed(size: QSize, available: QRect) -> QPoint:
@@ -128,13 +153,23 @@ class MainWindow(QMainWindow):
 
         self.navigation = Sidebar(self.views)
         self._icons_asked = False  # the icons are painted after the window's first paint (``paintEvent``)
-        self.navigation.setFixedWidth(230)
         self.counts = SidebarCounts(tasks, self.navigation, {
             "agents": self.agents_view, "records": self.records_view, "approvals": self.approvals_view,
             "partitions": self.partitions_view, "models": self.models_view}, parent=self)
-        self.stack = QStackedWidget()
+        self.stack = ViewStack()
         for view in self.views:
             self.stack.addWidget(view)
+        # On a screen smaller than a view needs (800x600, or a laptop's at 200 %), the window still fits on it:
+        # the view scrolls inside it rather than the window running off the screen's edges.
+        self.view_area = QScrollArea()
+        self.view_area.setWidgetResizable(True)
+        self.view_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        holder = QWidget()  # asks the stack, not its stacked layout (the largest of every view), for its room
+        holder_layout = QVBoxLayout(holder)
+        holder_layout.setContentsMargins(0, 0, 0, 0)
+        holder_layout.addWidget(self.stack)
+        self.view_area.setWidget(holder)
+        self.stack.currentChanged.connect(self._fit_view_area)
         self.navigation.currentRowChanged.connect(self._on_view_chosen)
         self.messages = MessageBar()
         central = QWidget()
@@ -143,7 +178,7 @@ class MainWindow(QMainWindow):
         central_layout.addWidget(self.messages)
         body = QHBoxLayout()
         body.addWidget(self.navigation)
-        body.addWidget(self.stack, 1)
+        body.addWidget(self.view_area, 1)
         central_layout.addLayout(body, 1)
         self.setCentralWidget(central)
 
@@ -259,6 +294,14 @@ class MainWindow(QMainWindow):
             # window, and a timer set at show would run first.
             self._icons_asked = True
             QTimer.singleShot(0, self, self._paint_icons)
+
+    def _fit_view_area(self, _number: int) -> None:
+        """The view area sized again for the view now shown (the area sizes its content only when asked)."""
+        QCoreApplication.postEvent(self.view_area, QEvent(QEvent.Type.LayoutRequest))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self.navigation.set_compact(self.width() < COMPACT_BELOW_PX)  # a small screen: the views get the room
 
     def _on_theme_applied(self, _applied: str) -> None:
         if self.navigation.icons_painted:

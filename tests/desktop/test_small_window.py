@@ -311,3 +311,30 @@ def test_the_window_opens_at_the_size_and_place_it_was_closed_at_kept_on_a_small
     width, height, x, y = (int(n) for n in window_in_a_fresh_process(state, shown, platform=small)[-4:])
     assert (width, height) == (1008, 720)  # the screen's free area, less a frame's room
     assert 0 <= x and x + width <= 1024 and 0 <= y and y + height <= 768
+
+
+def test_on_an_800_by_600_screen_the_window_fits_and_only_the_widest_views_scroll(qtbot, window) -> None:
+    """The window on an 800x600 screen (or a laptop's at 200 %): it fits the screen's free area less a frame's
+    room (784x552), where it stayed 1006 px wide, its right side off the screen.  The sidebar shows its
+    icons alone, each name and count on hover; Records, the view a notes app is for, and most others fit
+    beside it; a view wider than what is left (Models) scrolls inside the window."""
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    qtbot.waitUntil(lambda: records.recent_model.rowCount() > 0, timeout=10_000)
+    window.resize(784, 552)
+    qtbot.waitUntil(lambda: (window.width(), window.height()) == (784, 552), timeout=5_000)
+    sidebar = window.navigation
+    qtbot.waitUntil(lambda: sidebar.width() < 60, timeout=5_000)
+    assert sidebar.item(1).toolTip().startswith("Records: ") and "(Ctrl+2)" in sidebar.item(1).toolTip()
+    area = window.view_area
+    fitting = []
+    for number, view in enumerate(window.views):
+        window.show_view(number)
+        qtbot.waitUntil(lambda: window.stack.width() >= area.viewport().width(), timeout=5_000)
+        if window.stack.width() <= area.viewport().width() and window.stack.height() <= area.viewport().height():
+            fitting.append(view.title)
+    assert {"Agents & stores", "Records", "Vocabulary", "What the agent sees", "Health", "Recall gate",
+            "Partitions", "Sync"} <= set(fitting), fitting
+
+    window.resize(1008, 720)  # a 1024x768 screen: the sidebar's names and counts again
+    qtbot.waitUntil(lambda: sidebar.width() == 230, timeout=5_000)
