@@ -669,7 +669,8 @@ class MainWindow(QMainWindow):
 
     def show_imported(self, agent: str, what: str, target: str) -> None:
         """A link of the import's summary: Records, for the agent the import went to, at the record
-        (``record``), browsing the kind of record it made (``browse``) or the folder it imported (``folder``)."""
+        (``record``), browsing the kind (and type) of record it made (``browse``) or the folder it imported
+        (``folder``)."""
         if agent != self.agent:
             if self.agent_picker.findText(agent) < 0:
                 self.messages.show_info(f"{agent} is not in the agent list yet; choose it in the toolbar "
@@ -682,7 +683,8 @@ class MainWindow(QMainWindow):
         elif what == "folder":
             self.records_view.browse_folder(target)
         else:
-            self.records_view.browse_type(target, None)
+            kind, _, record_type = target.partition("/")  # ``page/source``: the pages of that type
+            self.records_view.browse_type(kind, record_type or None)
 
     def go_back(self) -> None:
         if self.current_view() is self.records_view:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QUrl
 
 from desktop.main_window import MainWindow
 from desktop.tasks import EngineTasks
@@ -252,3 +252,35 @@ def test_a_reopened_dialog_follows_the_import_still_running(qtbot, tasks, served
         release.set()
     assert blocker.args[0]["state"] == "done"
     assert again.summary.toPlainText().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
+
+
+def test_a_first_days_imports_say_what_was_left_out_and_link_to_what_they_made(qtbot, connected_window,
+                                                                               export_file, tmp_path) -> None:
+    """An owner's first day on the demo store: an OpenClaw workspace, then a ChatGPT export, through File ›
+    Import….  The workspace's AGENTS.md (not memory) is said to be left out as such, never listed as a symbolic
+    link; the link under the ChatGPT import's summary browses the conversations it made, not every page of the
+    store (the demo's people, project and company)."""
+    workspace = tmp_path / "workspace"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# What I know\n\n- Dana's sister Lotte lives in Ghent.\n", encoding="utf-8")
+    (workspace / "AGENTS.md").write_text("# Agents\n\nBe helpful.\n", encoding="utf-8")
+    window = connected_window
+    window.import_action.trigger()
+    dialog = window.import_dialog
+    dialog.set_format("memory-core")
+    dialog.path.setText(str(workspace))
+    assert finish(qtbot, dialog)["state"] == "done"
+    text = dialog.summary.toPlainText()
+    assert "that are not its memory: AGENTS.md" in text and "symbolic" not in text, text
+    assert "show:main/browse/page/note" in dialog.summary.toHtml()
+
+    dialog.set_format("chatgpt")
+    dialog.path.setText(str(export_file))
+    assert finish(qtbot, dialog)["state"] == "done"
+    assert "Show the conversations in main's store" in dialog.summary.toPlainText()
+    dialog.summary.anchorClicked.emit(QUrl("show:main/browse/page/source"))  # as a click on it does
+    records = window.records_view
+    assert window.current_view() is records and records.modes.currentIndex() == 1  # Browse by type
+    qtbot.waitUntil(lambda: records.browse_model.rowCount() == 3, timeout=WAIT_MS)
+    assert {row["type"] for row in records.browse_model.rows()} == {"source"}
+    assert "Repairing a tram clock" in {row["title"] for row in records.browse_model.rows()}
