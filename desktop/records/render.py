@@ -170,7 +170,8 @@ def evidence_html(locators: list[dict[str, Any]]) -> str:
         quote = f'<div class="quote">“{esc(locator["quote"])}”</div>' if locator.get("quote") else ""
         # The original's own name where it has one (an imported note's ``Vault › Folder › Note.md``).
         name = esc(locator["filename"]) if locator.get("filename") else "open the retained original"
-        items.append(f'<li><a href="{SOURCE_SCHEME}:{esc(locator.get("source"))}">{name}</a>'
+        lines = f"#{locator['lines'][0]}-{locator['lines'][1]}" if locator.get("lines") else ""  # opened there
+        items.append(f'<li><a href="{SOURCE_SCHEME}:{esc(locator.get("source"))}{esc(lines)}">{name}</a>'
                      f"{esc(where)}{kept}{quote}</li>")
     return f"<ul>{''.join(items)}</ul>"
 

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import QLabel
 
 from desktop.main_window import MainWindow
 from desktop.tasks import EngineTasks
 from desktop.transfer.dialogs import ExportDialog, ImportDialog
 from engine.access.authority import OperatorCaller
 from engine.service import Engine
+from tests.desktop.conftest import wait_for_signal
 from tests.engine.importers.test_chatgpt import export, not_imported_alone
 
 WAIT_MS = 20_000
@@ -284,3 +287,44 @@ def test_a_first_days_imports_say_what_was_left_out_and_link_to_what_they_made(q
     qtbot.waitUntil(lambda: records.browse_model.rowCount() == 3, timeout=WAIT_MS)
     assert {row["type"] for row in records.browse_model.rows()} == {"source"}
     assert "Repairing a tram clock" in {row["title"] for row in records.browse_model.rows()}
+
+
+def test_evidence_opens_its_original_at_the_lines_it_cites(qtbot, connected_window, tmp_path) -> None:
+    """A conversation imported from ChatGPT cites its lines of a transcript file a hundred conversations share:
+    its evidence opens that file at those lines, selected and in view (it opened at the file's first line,
+    another conversation's), and says which lines they are."""
+    from desktop.records.page import SourceDialog
+
+    conversations = []
+    for number in range(30):
+        copied = json.loads(json.dumps(export()[0]).replace("000000000001", f"{number:012d}"))
+        copied["title"] = f"Clock repair, visit {number}"
+        conversations.append(copied)
+    path = tmp_path / "long" / "conversations.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(conversations), encoding="utf-8")
+    window = connected_window
+    window.import_action.trigger()
+    dialog = window.import_dialog
+    dialog.set_format("chatgpt")
+    dialog.path.setText(str(path))
+    job = finish(qtbot, dialog)
+    dialog.reject()
+    page_id = job["result"]["pages"][f"6790a1b2-0000-4000-8000-{28:012d}"]
+    records = window.records_view
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(page_id))
+    page = records.page
+    transcript = next(e for e in page.links["evidence"] if e.get("lines"))
+    first, last = transcript["lines"]
+    assert first > 100  # far down the shared file
+    href = next(link for link in re.findall(r'href="([^"]+)"', page.claims.toHtml()) if link.startswith("source:"))
+    page.claims.sig_link_activated.emit(QUrl(href))  # as a click on the file's name does
+    qtbot.waitUntil(lambda: isinstance(page.dialog, SourceDialog) and page.dialog.isVisible(), timeout=WAIT_MS)
+    shown = page.dialog.text
+    selected = shown.textCursor().selectedText().replace("\u2029", "\n")
+    assert selected == "\n".join(shown.toPlainText().splitlines()[first - 1:last])
+    assert "Clock repair, visit 28" in selected and "visit 27" not in selected
+    qtbot.waitUntil(lambda: shown.firstVisibleBlock().blockNumber() > 0, timeout=WAIT_MS)
+    assert shown.viewport().rect().contains(shown.cursorRect())  # the first cited line in view
+    assert f"The record cites lines {first}-{last}, selected below." in page.dialog.findChildren(QLabel)[0].text()
+    page.dialog.close()
