@@ -255,11 +255,19 @@ def _linked_html(entries: list[Linked]) -> str:
     return "".join(rows) or '<div class="muted">none</div>'
 
 
+def by_title(entry: Linked) -> tuple[bool, str]:
+    """A listed record's place: by title as the owner reads it (whatever order the links were written in),
+    a record with no title last."""
+    title = str(entry.record.get("title") or "")
+    return (not title, title.casefold())
+
+
 def links_html(links: dict[str, Any]) -> str:
-    """The Links tab: the records this one links to, and the records linked to it, each once."""
+    """The Links tab: the records this one links to, and the records linked to it, each once, by title."""
     outgoing, incoming = page_links(links)
     parts = []
     for heading, entries in (("Links", outgoing), ("Linked from", incoming)):
+        entries = sorted(entries, key=by_title)
         current = [entry for entry in entries if entry.current]
         former = [entry for entry in entries if not entry.current]
         parts.append(f"<h3>{heading} ({len(current)})</h3>{_linked_html(current)}")
