@@ -288,6 +288,13 @@ def test_a_first_days_imports_say_what_was_left_out_and_link_to_what_they_made(q
     assert {row["type"] for row in records.browse_model.rows()} == {"source"}
     assert "Repairing a tram clock" in {row["title"] for row in records.browse_model.rows()}
 
+    # A conversation's page: its address is a link, under "URL" (it read "Url", as plain text).
+    tram = next(row["id"] for row in records.browse_model.rows() if row["title"] == "Repairing a tram clock")
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(tram))
+    details = records.page.details
+    assert "URL" in details.toPlainText().split() and "Url" not in details.toPlainText().split()
+    assert 'href="https://chatgpt.com/c/6790a1b2-0000-4000-8000-000000000001"' in details.toHtml()
+
 
 def test_evidence_opens_its_original_at_the_lines_it_cites(qtbot, connected_window, tmp_path) -> None:
     """A conversation imported from ChatGPT cites its lines of a transcript file a hundred conversations share:
