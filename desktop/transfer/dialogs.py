@@ -176,6 +176,17 @@ class _JobDialog(QDialog):
         self.move(max(room.left(), min(frame.left(), room.right() - frame.width())),
                   max(room.top(), min(frame.top(), room.bottom() - frame.height())))
 
+    def offer_close(self) -> None:
+        """A job done: Enter closes the dialog (it ran the same job again: the whole input read once more to
+        find nothing new), until the form is changed (``offer_start``)."""
+        close = self.close_buttons.button(QDialogButtonBox.StandardButton.Close)
+        close.setDefault(True)
+        close.setFocus()
+
+    def offer_start(self, start: QPushButton) -> None:
+        """The form changed: Enter starts the job it now describes."""
+        start.setDefault(True)
+
     def reject(self) -> None:
         """Close: a job still running goes on in the engine; only cancelling stops it."""
         self.watcher.stop()
@@ -313,6 +324,7 @@ class ImportDialog(_JobDialog):
         running = self.watcher.running
         self.start_button.setEnabled(not running and bool(self.path.text().strip()))
         self.start_button.setText("&Check" if self.dry_run.isChecked() else "&Import")
+        self.offer_start(self.start_button)
 
     def _on_refused(self, message: str) -> None:  # the engine refused to start it (a parameter)
         self.status.setText(f"Not imported: {message}")
@@ -330,6 +342,7 @@ class ImportDialog(_JobDialog):
             self.status.setText("Finished.")
             self.summary.setHtml(import_summary_html(job.get("result") or {}))
             self.grow_to_summary()
+            self.offer_close()
         elif state == "cancelled":
             self.status.setText(f"Cancelled: {job_progress_text({**job, 'state': 'running'})}. What was imported "
                                 "stays; import the same input again to finish it (nothing is imported twice).")
@@ -429,6 +442,7 @@ class ExportDialog(_JobDialog):
 
     def _update_buttons(self) -> None:
         self.start_button.setEnabled(not self.watcher.running and self._ready())
+        self.offer_start(self.start_button)
 
     def _on_refused(self, message: str) -> None:
         self.status.setText(f"Not exported: {message}")
@@ -438,6 +452,7 @@ class ExportDialog(_JobDialog):
         if job.get("state") == "done":
             self.status.setText("Finished.")
             self.summary.setPlainText(export_summary(job.get("result") or {}))
+            self.offer_close()
         else:
             error = job.get("error") or {}
             self.status.setText(f"Not exported: {error.get('message') or job.get('state')}")

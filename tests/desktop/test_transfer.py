@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QApplication, QLabel
 
 from desktop.main_window import MainWindow
 from desktop.tasks import EngineTasks
@@ -335,3 +335,26 @@ def test_evidence_opens_its_original_at_the_lines_it_cites(qtbot, connected_wind
     assert shown.viewport().rect().contains(shown.cursorRect())  # the first cited line in view
     assert f"The record cites lines {first}-{last}, selected below." in page.dialog.findChildren(QLabel)[0].text()
     page.dialog.close()
+
+
+def test_enter_closes_a_finished_import_and_starts_one_again_once_the_form_changes(
+        qtbot, tasks, served_engine, export_file, gui_thread_guard) -> None:
+    """Keyboard only: Enter in a finished import's dialog closes it (it ran the import again, the whole input
+    read once more to find nothing new); edit the form and Enter starts the import it now describes."""
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.activateWindow()
+    qtbot.waitActive(dialog)
+    dialog.set_format("chatgpt")
+    dialog.path.setText(str(export_file))
+    assert dialog.start_button.isDefault()
+    assert finish(qtbot, dialog)["state"] == "done"
+    close = dialog.close_buttons.button(dialog.close_buttons.StandardButton.Close)
+    assert close.isDefault() and not dialog.start_button.isDefault()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Return)
+    assert not dialog.isVisible() and not dialog.watcher.running
+
+    dialog.show()  # opened again, the form changed: Enter checks the input
+    dialog.dry_run.setChecked(True)
+    assert dialog.start_button.isDefault() and not close.isDefault()
