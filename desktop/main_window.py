@@ -164,6 +164,7 @@ class MainWindow(QMainWindow):
         self.view_area = QScrollArea()
         self.view_area.setWidgetResizable(True)
         self.view_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.view_area.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # no Tab stop of its own: Tab goes into the view
         holder = QWidget()  # asks the stack, not its stacked layout (the largest of every view), for its room
         holder_layout = QVBoxLayout(holder)
         holder_layout.setContentsMargins(0, 0, 0, 0)

@@ -158,6 +158,11 @@ def test_tab_leaves_a_list_for_the_next_control_and_the_arrows_walk_its_rows(qtb
     records = window.records_view
     window.show_view(window.views.index(records))
     qtbot.waitUntil(lambda: records.recent_model.rowCount() > 3, timeout=10_000)
+    window.activateWindow()
+    qtbot.waitActive(window)
+    window.navigation.setFocus()
+    qtbot.keyClick(window.navigation, Qt.Key.Key_Tab)  # from the sidebar into the view, no stop between
+    assert QApplication.focusWidget() is records.modes.tabBar()
     recent = records.recent_table
     recent.setFocus()
     recent.selectRow(0)
