@@ -96,7 +96,8 @@ class _CountDelegate(QStyledItemDelegate):
         super().__init__(sidebar)
         self.sidebar = sidebar
 
-    def initStyleOption(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:  # noqa: N802
+    def initStyleOption(self, option: QStyleOptionViewItem,  # noqa: N802 - Qt's name
+                        index: QModelIndex | QPersistentModelIndex) -> None:
         super().initStyleOption(option, index)
         if self.sidebar.compact:
             option.text = ""  # the name and count are on hover

@@ -102,7 +102,8 @@ def test_the_token_dialog_copies_to_the_clipboard(qtbot, tasks, gui_thread_guard
     assert json.loads(QApplication.clipboard().text())["mcpServers"]["knowledge"]["args"][2] == "helper"
 
 
-def test_a_refused_name_is_said_in_the_add_agent_dialog_which_keeps_it_to_correct(qtbot, tasks, gui_thread_guard) -> None:
+def test_a_refused_name_is_said_in_the_add_agent_dialog_which_keeps_it_to_correct(qtbot, tasks,
+                                                                                  gui_thread_guard) -> None:
     """Add agent… with a name the engine refuses: the dialog stays open with the reason and the name as typed
     (it closed, the name lost, and the reason went to the bar); corrected, the agent is added and its token
     shown."""
