@@ -119,6 +119,8 @@ class _CountDelegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
         size = super().sizeHint(option, index)
+        if self.sidebar.compact:  # the icon alone, centred in the sidebar's width
+            return QSize(self.sidebar.viewport().width(), max(size.height(), 30))
         return QSize(size.width() + 48, max(size.height(), 30))
 
 
@@ -131,6 +133,7 @@ class Sidebar(QListWidget):
         self.views = views
         self.compact = False
         self.setFixedWidth(FULL_PX)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # its rows fit its width
         self.setIconSize(QSize(20, 20))
         self.setItemDelegate(_CountDelegate(self))
         self.setUniformItemSizes(True)

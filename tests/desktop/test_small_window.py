@@ -326,6 +326,8 @@ def test_on_an_800_by_600_screen_the_window_fits_and_only_the_widest_views_scrol
     sidebar = window.navigation
     qtbot.waitUntil(lambda: sidebar.width() < 60, timeout=5_000)
     qtbot.waitUntil(lambda: sidebar.item(1).toolTip().startswith("Records: "), timeout=10_000)  # its count
+    assert not sidebar.horizontalScrollBar().isVisible()  # its icons fit its width
+    assert sidebar.visualItemRect(sidebar.item(1)).width() <= sidebar.viewport().width()
     assert sidebar.item(1).toolTip().endswith(" (Ctrl+2)")
     area = window.view_area
     fitting = []
