@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QPaintEvent
+from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import (QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence, QPaintEvent,
+                           QResizeEvent)
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QMainWindow,
     QMessageBox,
+    QScrollArea,
     QStackedWidget,
     QToolBar,
     QVBoxLayout,
@@ -60,12 +62,36 @@ NO_AGENTS_TEXT = "No agents yet: add one with Add agent… (Ctrl+N)."
 COUNTED_TOPICS = {"publications", "stores", "grants", "jobs", "models"}  # the changes that can move a sidebar count
 DEFAULT_SIZE = QSize(1280, 800)
 FRAME_ROOM = QSize(16, 48)  # a window manager's borders and title bar, outside the size a window is given
+GEOMETRY_KEY = "window/geometry"  # the window's size, place and maximised state when it last closed
+COMPACT_BELOW_PX = 1000  # a window narrower than this shows the sidebar's icons only, the names on hover
 
 
 def fitted(wanted: QSize, available: QSize) -> QSize:
     """``wanted``, made smaller where the screen's free area (less a frame's room) is: a window opened on a
     1024x768 screen fits on it rather than running off its right and bottom edges."""
     return wanted.boundedTo(available - FRAME_ROOM)
+
+
+class ViewStack(QStackedWidget):
+    """The views, one shown at a time, asking for the room of the view shown only (a stacked widget asks for
+    its largest page's), so that a window too small for a view scrolls that view alone."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.currentChanged.connect(lambda _number: self.updateGeometry())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        shown = self.currentWidget()
+        return shown.minimumSizeHint().expandedTo(shown.minimumSize()) if shown is not None else QSize(0, 0)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        shown = self.currentWidget()
+        return shown.sizeHint() if shown is not None else QSize(0, 0)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt's name
+        # A view's height for a width is the height its wrapped text would like, more than it needs: the view is
+        # squeezed to the window's height down to its minimum, as it was without the scroll area around it.
+        return False
 
 
 def placed(size: QSize, available: QRect) -> QPoint:
@@ -92,9 +118,7 @@ class MainWindow(QMainWindow):
         self.handle: launcher.EngineHandle | None = None
         self.agent: str | None = None
         self.setWindowTitle(f"Knowledge Desk — {state.root}")
-        available = self.screen().availableGeometry()
-        self.resize(fitted(DEFAULT_SIZE, available.size()))
-        self.move(placed(self.size(), available))  # the frame's top left: inside the screen, whatever opened before
+        self._restore_geometry()
 
         self.agents_view = AgentsView(tasks)
         self.records_view = RecordsView(tasks, settings=self.theme.settings)
@@ -129,13 +153,24 @@ class MainWindow(QMainWindow):
 
         self.navigation = Sidebar(self.views)
         self._icons_asked = False  # the icons are painted after the window's first paint (``paintEvent``)
-        self.navigation.setFixedWidth(230)
         self.counts = SidebarCounts(tasks, self.navigation, {
             "agents": self.agents_view, "records": self.records_view, "approvals": self.approvals_view,
             "partitions": self.partitions_view, "models": self.models_view}, parent=self)
-        self.stack = QStackedWidget()
+        self.stack = ViewStack()
         for view in self.views:
             self.stack.addWidget(view)
+        # On a screen smaller than a view needs (800x600, or a laptop's at 200 %), the window still fits on it:
+        # the view scrolls inside it rather than the window running off the screen's edges.
+        self.view_area = QScrollArea()
+        self.view_area.setWidgetResizable(True)
+        self.view_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.view_area.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # no Tab stop of its own: Tab goes into the view
+        holder = QWidget()  # asks the stack, not its stacked layout (the largest of every view), for its room
+        holder_layout = QVBoxLayout(holder)
+        holder_layout.setContentsMargins(0, 0, 0, 0)
+        holder_layout.addWidget(self.stack)
+        self.view_area.setWidget(holder)
+        self.stack.currentChanged.connect(self._fit_view_area)
         self.navigation.currentRowChanged.connect(self._on_view_chosen)
         self.messages = MessageBar()
         central = QWidget()
@@ -144,7 +179,7 @@ class MainWindow(QMainWindow):
         central_layout.addWidget(self.messages)
         body = QHBoxLayout()
         body.addWidget(self.navigation)
-        body.addWidget(self.stack, 1)
+        body.addWidget(self.view_area, 1)
         central_layout.addLayout(body, 1)
         self.setCentralWidget(central)
 
@@ -260,6 +295,14 @@ class MainWindow(QMainWindow):
             # window, and a timer set at show would run first.
             self._icons_asked = True
             QTimer.singleShot(0, self, self._paint_icons)
+
+    def _fit_view_area(self, _number: int) -> None:
+        """The view area sized again for the view now shown (the area sizes its content only when asked)."""
+        QCoreApplication.postEvent(self.view_area, QEvent(QEvent.Type.LayoutRequest))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self.navigation.set_compact(self.width() < COMPACT_BELOW_PX)  # a small screen: the views get the room
 
     def _on_theme_applied(self, _applied: str) -> None:
         if self.navigation.icons_painted:
@@ -501,7 +544,24 @@ class MainWindow(QMainWindow):
         else:
             self.close()
 
+    def _restore_geometry(self) -> None:
+        """The size and place the window had when it last closed, kept on the screen it opens on (made smaller
+        and put back in the screen's free area when it would run off it); the first time, ``DEFAULT_SIZE``
+        fitted to the screen, centred."""
+        available = self.screen().availableGeometry()
+        saved = self.theme.settings.value(GEOMETRY_KEY)
+        if isinstance(saved, QByteArray) and self.restoreGeometry(saved):
+            if self.windowState() & (Qt.WindowState.WindowMaximized | Qt.WindowState.WindowFullScreen):
+                return
+            self.resize(fitted(self.size(), available.size()))
+            if not available.contains(QRect(self.pos(), self.size() + FRAME_ROOM)):
+                self.move(placed(self.size(), available))
+            return
+        self.resize(fitted(DEFAULT_SIZE, available.size()))
+        self.move(placed(self.size(), available))  # the frame's top left: inside the screen, whatever opened before
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
+        self.theme.settings.setValue(GEOMETRY_KEY, self.saveGeometry())
         self._live_timer.stop()
         self.watch.stop()
         self.tasks.shutdown()
@@ -610,7 +670,8 @@ class MainWindow(QMainWindow):
 
     def show_imported(self, agent: str, what: str, target: str) -> None:
         """A link of the import's summary: Records, for the agent the import went to, at the record
-        (``record``), browsing the kind of record it made (``browse``) or the folder it imported (``folder``)."""
+        (``record``), browsing the kind (and type) of record it made (``browse``) or the folder it imported
+        (``folder``)."""
         if agent != self.agent:
             if self.agent_picker.findText(agent) < 0:
                 self.messages.show_info(f"{agent} is not in the agent list yet; choose it in the toolbar "
@@ -623,7 +684,8 @@ class MainWindow(QMainWindow):
         elif what == "folder":
             self.records_view.browse_folder(target)
         else:
-            self.records_view.browse_type(target, None)
+            kind, _, record_type = target.partition("/")  # ``page/source``: the pages of that type
+            self.records_view.browse_type(kind, record_type or None)
 
     def go_back(self) -> None:
         if self.current_view() is self.records_view:

@@ -116,6 +116,7 @@ class ShortcutsDialog(QDialog):
         self.table.setHorizontalHeaderLabels(["Menu", "Action", "Shortcut"])
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setTabKeyNavigation(False)  # Tab goes on to Close, as in every table
         for number, row in enumerate(rows):
             for column, text in enumerate(row):
                 self.table.setItem(number, column, QTableWidgetItem(text))

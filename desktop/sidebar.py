@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 from .records.view import NOTE_KINDS
 from .tasks import EngineTasks
 
+FULL_PX, COMPACT_PX = 230, 48  # the sidebar's width with its names and counts, and with its icons alone
 COUNT_ROLE = Qt.ItemDataRole.UserRole + 10  # the count shown at the right of a row (None: none)
 # qtawesome 1.4.2's Material Design 6 font (pinned in pyproject.toml, so the file names are known).
 ICON_FONT = ("mdi6", "materialdesignicons6-webfont-6.9.96.ttf", "materialdesignicons6-webfont-charmap-6.9.96.json")
@@ -88,12 +89,25 @@ def icon_name(view: Any) -> str:
 
 
 class _CountDelegate(QStyledItemDelegate):
-    """Paints a row as usual, then its count at the right edge in the placeholder colour."""
+    """Paints a row as usual, then its count at the right edge in the placeholder colour; in a compact
+    sidebar, the icon alone."""
+
+    def __init__(self, sidebar: Sidebar) -> None:
+        super().__init__(sidebar)
+        self.sidebar = sidebar
+
+    def initStyleOption(self, option: QStyleOptionViewItem,  # noqa: N802 - Qt's name
+                        index: QModelIndex | QPersistentModelIndex) -> None:
+        super().initStyleOption(option, index)
+        if self.sidebar.compact:
+            option.text = ""  # the name and count are on hover
+            option.decorationPosition = QStyleOptionViewItem.Position.Top
+            option.decorationAlignment = Qt.AlignmentFlag.AlignCenter
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:
         count = index.data(COUNT_ROLE)
         super().paint(painter, option, index)
-        if count is None:
+        if count is None or self.sidebar.compact:
             return
         painter.save()
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
@@ -105,30 +119,51 @@ class _CountDelegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
         size = super().sizeHint(option, index)
+        if self.sidebar.compact:  # the icon alone, centred in the sidebar's width
+            return QSize(self.sidebar.viewport().width(), max(size.height(), 30))
         return QSize(size.width() + 48, max(size.height(), 30))
 
 
 class Sidebar(QListWidget):
-    """The views, one row each: icon, title and count; choosing a row shows its view."""
+    """The views, one row each: icon, title and count; choosing a row shows its view.  Compact (a narrow
+    window), the icons alone, each row's title, count and shortcut on hover."""
 
     def __init__(self, views: list[Any], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.views = views
+        self.compact = False
+        self.setFixedWidth(FULL_PX)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # its rows fit its width
         self.setIconSize(QSize(20, 20))
         self.setItemDelegate(_CountDelegate(self))
         self.setUniformItemSizes(True)
         for number, view in enumerate(views, start=1):
             item = QListWidgetItem(view.title)
-            key = view_shortcut(number)
-            item.setToolTip(f"{view.title} ({key})" if key else view.title)
             self.addItem(item)
+            self._say(number - 1)
         self.icons_painted = False  # painted once the window has shown (``paint_icons``)
+
+    def set_compact(self, compact: bool) -> None:
+        """The icons alone (``COMPACT_PX`` wide), or each row's icon, title and count."""
+        if compact != self.compact:
+            self.compact = compact
+            self.setFixedWidth(COMPACT_PX if compact else FULL_PX)
+            self.doItemsLayout()
+            self.viewport().update()
 
     def set_count(self, view: Any, count: int | None) -> None:
         """Show ``count`` beside ``view`` (None: no count)."""
-        item = self.item(self.views.index(view))
-        item.setData(COUNT_ROLE, count)
+        number = self.views.index(view)
+        self.item(number).setData(COUNT_ROLE, count)
+        self._say(number)
+
+    def _say(self, number: int) -> None:
+        """A row's title and count, for the hover and for screen readers; its shortcut on hover too."""
+        item, view = self.item(number), self.views[number]
+        count = item.data(COUNT_ROLE)
         title = view.title if count is None else f"{view.title}: {count:,}"
+        key = view_shortcut(number + 1)
+        item.setToolTip(f"{title} ({key})" if key else title)
         item.setData(Qt.ItemDataRole.AccessibleTextRole, title)
 
     def count_of(self, view: Any) -> int | None:

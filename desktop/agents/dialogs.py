@@ -20,24 +20,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..common.widgets import plain_label
+from ..common.widgets import CheckedDialog, plain_label
 
 
-class AddAgentDialog(QDialog):
+class AddAgentDialog(CheckedDialog):
+    """An agent's name and authority; the engine checks the name, and the dialog stays open with its reason
+    (the name as typed) until one is accepted."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Add an agent")
+        super().__init__("Add an agent", "An agent is a program that reads and saves knowledge here (Claude "
+                         "Desktop, Cursor, OpenClaw …); its token is shown once, when it is added.", "Add", parent)
         self.name = QLineEdit()
         self.name.setPlaceholderText("lowercase letters, digits, - or _")
         self.owner = QCheckBox("Owner authority (its owner-private conversations reach the private partition)")
         self.owner.setChecked(True)
-        form = QFormLayout(self)
-        form.addRow("Name", self.name)
-        form.addRow(self.owner)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
+        self.add_field("Name", self.name)
+        self.add_field("", self.owner)
 
 
 class TokenDialog(QDialog):

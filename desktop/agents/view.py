@@ -185,8 +185,20 @@ class AgentsView(QWidget):
 
     # --- changes (the only writes an operator makes) --------------------------------------------
 
-    def add_agent(self, name: str, owner: bool) -> None:
-        self.tasks.request("operator/addAgent", {"name": name, "owner": owner}, self._on_agent_added, owner=self)
+    def add_agent(self, name: str, owner: bool, dialog: AddAgentDialog | None = None) -> None:
+        """Register ``name``; a refusal is said in ``dialog``, which stays open as typed, else in the bar."""
+        def added(result: dict[str, Any]) -> None:
+            if dialog is not None:
+                dialog.accept()
+            self._on_agent_added(result)
+
+        def refused(message: str) -> None:
+            if dialog is not None and dialog.isVisible():
+                dialog.show_problem(message)
+            else:
+                self.tasks.sig_error_raised.emit(message)
+
+        self.tasks.request("operator/addAgent", {"name": name, "owner": owner}, added, on_error=refused, owner=self)
 
     def share_store(self, agent: str, name: str, label: str | None, others: list[str]) -> None:
         params: dict[str, Any] = {"agent": agent, "name": name, "others": others}
@@ -237,7 +249,8 @@ class AgentsView(QWidget):
 
     def _on_add_clicked(self) -> None:
         dialog = AddAgentDialog(self)
-        dialog.accepted.connect(lambda: self.add_agent(dialog.name.text().strip(), dialog.owner.isChecked()))
+        dialog.buttons.accepted.connect(
+            lambda: self.add_agent(dialog.name.text().strip(), dialog.owner.isChecked(), dialog))
         self.dialog = dialog
         dialog.open()
 

@@ -269,6 +269,9 @@ class DeskTable(QTableView):
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        # Tab leaves the table for the next control, as in a file manager: the arrows move between rows, and a
+        # list of thousands of rows (a lazy one grows as it is walked) is not a trap for the keyboard.
+        self.setTabKeyNavigation(False)
         self.setAlternatingRowColors(True)
         self.setWordWrap(False)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)

@@ -127,6 +127,7 @@ class ConnectAgentDialog(QDialog):
         self.connections = QTableWidget(0, len(CONNECTION_COLUMNS))
         self.connections.setHorizontalHeaderLabels([title for _, title in CONNECTION_COLUMNS])
         self.connections.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.connections.setTabKeyNavigation(False)  # Tab goes on to Refresh and Close, as in every table
         self.connections.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.connections.verticalHeader().setVisible(False)
         self.connections.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)

@@ -200,7 +200,7 @@ class GateSettingsForm(QWidget):
         self.general_error = plain_label()
         self.general_error.setWordWrap(True)
         self.general_error.hide()
-        self.save_button = QPushButton("&Save settings")
+        self.save_button = QPushButton("Sav&e settings")
         self.save_button.setToolTip("Check with the engine, then write the recallGate block to config.json")
         self.save_button.clicked.connect(self.save)
         self.revert_button = QPushButton("Re&vert")

@@ -116,7 +116,7 @@ class BenchmarkPanel(QWidget):
         self.compare_button.setToolTip("Benchmark every variant of the selected model on this machine (fp32, "
                                        "int8 ...) side by side, with how far each one's scores are from fp32's")
         self.compare_button.clicked.connect(self.compare)
-        self.cancel_button = QPushButton("Cancel &benchmark")
+        self.cancel_button = QPushButton("Cancel bench&mark")
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)

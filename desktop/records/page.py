@@ -13,10 +13,11 @@ owner to paste into the agent's chat; nothing is sent.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QResizeEvent
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QResizeEvent, QShowEvent, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -45,25 +46,46 @@ HEADER_PX = (72, 150)  # the header's height: what a one-line title and its line
 SHOWN_ID = "shownId"  # a browser's property: the record its content was made for (its place is kept for it)
 
 
-class SourceDialog(QDialog):
-    """A retained original: its descriptor, whether it still matches its sha256, and its text."""
+def cited_lines(fragment: str) -> tuple[int, int] | None:
+    """The lines an evidence link cites (``source:ID#8-23``), or None."""
+    first, dash, last = fragment.partition("-")
+    if dash and first.isdigit() and last.isdigit() and 0 < int(first) <= int(last):
+        return int(first), int(last)
+    return None
 
-    def __init__(self, source: dict[str, Any], parent: QWidget | None = None) -> None:
+
+class SourceDialog(QDialog):
+    """A retained original: its descriptor, whether it still matches its sha256, and its text, opened at the
+    lines the record cites (selected), as a reader opens a PDF at the page cited; *Show in folder* opens the
+    folder that holds it."""
+
+    def __init__(self, source: dict[str, Any], parent: QWidget | None = None,
+                 lines: tuple[int, int] | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Retained original {source.get('filename') or source['id']}")
         self.path = source.get("absolutePath")
         verified = {True: "matches its sha256", False: "NO LONGER MATCHES its sha256"}.get(source.get("verified"),
                                                                                      "not verified")
+        text = source.get("text") or ""
+        cited = lines if lines and text and 1 <= lines[0] <= lines[1] else None
         info = plain_label(f"{source.get('mediaType')}, {int(source.get('size') or 0):,} bytes, {verified}\n"
                            f"{source.get('retainedPath')} (sha256 {source.get('sha256')})"
-                           + (f"\n{source['problem']}" if source.get("problem") else ""))
+                           + (f"\n{source['problem']}" if source.get("problem") else "")
+                           + (f"\nThe record cites lines {cited[0]}-{cited[1]}, selected below." if cited else ""))
         info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.text = QPlainTextEdit(source.get("text") or "")
+        self.text = QPlainTextEdit(text)
         self.text.setReadOnly(True)
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        if cited:
+            self._select_lines(*cited)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        open_button = buttons.addButton("Open with another program", QDialogButtonBox.ButtonRole.ActionRole)
+        open_button = buttons.addButton("&Open with another program", QDialogButtonBox.ButtonRole.ActionRole)
         open_button.clicked.connect(self._on_open_clicked)
+        folder_button = buttons.addButton("Show in &folder", QDialogButtonBox.ButtonRole.ActionRole)
+        folder_button.setToolTip("Open the folder that holds the retained original in the file manager")
+        folder_button.clicked.connect(self._on_folder_clicked)
+        open_button.setEnabled(bool(self.path))
+        folder_button.setEnabled(bool(self.path))
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(info)
@@ -71,9 +93,29 @@ class SourceDialog(QDialog):
         layout.addWidget(buttons)
         self.resize(720, 480)
 
+    def _select_lines(self, first: int, last: int) -> None:
+        """Lines ``first`` to ``last`` (from 1) selected, and the cursor at the first, in view once shown."""
+        document = self.text.document()
+        start = document.findBlockByLineNumber(first - 1)
+        end = document.findBlockByLineNumber(min(last, document.blockCount()) - 1)
+        if not start.isValid():
+            return
+        cursor = QTextCursor(end if end.isValid() else start)
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+        cursor.setPosition(start.position(), QTextCursor.MoveMode.KeepAnchor)  # the cursor at the first line
+        self.text.setTextCursor(cursor)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self.text.centerCursor()  # the cited lines in the middle of the view, not the file's first lines
+
     def _on_open_clicked(self) -> None:
         if self.path:
             QDesktopServices.openUrl(QUrl.fromLocalFile(self.path))
+
+    def _on_folder_clicked(self) -> None:
+        if self.path:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(Path(self.path).parent)))
 
 
 class RecordPage(QWidget):
@@ -141,7 +183,7 @@ class RecordPage(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(self.note, "N&ote")
         self.tabs.addTab(self.claims, "Claims && &evidence")
-        self.tabs.addTab(self.connections, "Li&nks")
+        self.tabs.addTab(self.connections, "&Links")
         self.tabs.addTab(self.history, "&History")
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
@@ -363,7 +405,7 @@ class RecordPage(QWidget):
             if name:
                 self.follow_wikilink(name, url.fragment())
         elif scheme == SOURCE_SCHEME and target and self.agent:
-            self.open_source(target)
+            self.open_source(target, cited_lines(url.fragment()))
         elif scheme == LINK_SCHEME:  # a cited record, perhaps of another agent's store: the window decides
             self.sig_record_link_activated.emit(url.toString())
         elif scheme in ("http", "https"):
@@ -389,9 +431,10 @@ class RecordPage(QWidget):
 
         self.tasks.request("operator/search", {"agent": agent, "query": name, "limit": 10}, found, owner=self)
 
-    def open_source(self, source_id: str) -> None:
+    def open_source(self, source_id: str, lines: tuple[int, int] | None = None) -> None:
+        """The retained original ``source_id``, at ``lines`` when the evidence cites some."""
         def shown(source: dict[str, Any]) -> None:
-            self.dialog = SourceDialog(source, self)
+            self.dialog = SourceDialog(source, self, lines)
             self.dialog.open()
 
         self.tasks.request("operator/source", {"agent": self.agent, "source": source_id}, shown, owner=self)

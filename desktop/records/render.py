@@ -10,6 +10,7 @@ tooltip (``desktop/common/times.py``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,6 +27,10 @@ _SHOWN_ELSEWHERE = {"format", "id", "title", "revision", "kind", "type", "fields
                     "valid_to", "tags", "aliases", "recorded_at", "updated_at", "attribution", "lifecycle", "scope",
                     "claim_kind", "subject", "relation", "from", "to", "assertion_origin", "replaces"}
 ASSERTION_ORIGINS = {"user": "the owner", "source": "a source", "agent_inference": "the agent's own inference"}
+
+
+WEB_ADDRESS = re.compile(r"https?://[^\s<>\"]+")  # a field's value that is a web address: a link to it
+ACRONYMS = {"url": "URL", "uri": "URI", "id": "ID", "doi": "DOI", "isbn": "ISBN", "pdf": "PDF"}
 
 
 def record_link(record: dict[str, Any] | None, fallback: str = "") -> str:
@@ -84,13 +89,16 @@ def _value_html(value: Any, titles: dict[str, dict[str, Any]]) -> str:
         return ", ".join(_value_html(item, titles) for item in value)
     if isinstance(value, dict):
         return ", ".join(f"{esc(key)}: {_value_html(item, titles)}" for key, item in value.items())
+    if isinstance(value, str) and WEB_ADDRESS.fullmatch(value):  # a conversation's address, a source's page
+        return f'<a href="{esc(value)}">{esc(value)}</a>'
     return esc(value_text(value))
 
 
 def label_of(key: str) -> str:
-    """A frontmatter key as a label: ``next_review`` -> ``Next review``."""
-    words = str(key).replace("_", " ").strip()
-    return words[:1].upper() + words[1:]
+    """A frontmatter key as a label: ``next_review`` -> ``Next review``, ``url`` -> ``URL``."""
+    words = [ACRONYMS.get(word.casefold(), word) for word in str(key).replace("_", " ").split()]
+    label = " ".join(words)
+    return label[:1].upper() + label[1:]
 
 
 def details_html(record: dict[str, Any], links: dict[str, Any] | None, now: datetime | None = None) -> str:
@@ -170,7 +178,8 @@ def evidence_html(locators: list[dict[str, Any]]) -> str:
         quote = f'<div class="quote">“{esc(locator["quote"])}”</div>' if locator.get("quote") else ""
         # The original's own name where it has one (an imported note's ``Vault › Folder › Note.md``).
         name = esc(locator["filename"]) if locator.get("filename") else "open the retained original"
-        items.append(f'<li><a href="{SOURCE_SCHEME}:{esc(locator.get("source"))}">{name}</a>'
+        lines = f"#{locator['lines'][0]}-{locator['lines'][1]}" if locator.get("lines") else ""  # opened there
+        items.append(f'<li><a href="{SOURCE_SCHEME}:{esc(locator.get("source"))}{esc(lines)}">{name}</a>'
                      f"{esc(where)}{kept}{quote}</li>")
     return f"<ul>{''.join(items)}</ul>"
 
@@ -254,11 +263,19 @@ def _linked_html(entries: list[Linked]) -> str:
     return "".join(rows) or '<div class="muted">none</div>'
 
 
+def by_title(entry: Linked) -> tuple[bool, str]:
+    """A listed record's place: by title as the owner reads it (whatever order the links were written in),
+    a record with no title last."""
+    title = str(entry.record.get("title") or "")
+    return (not title, title.casefold())
+
+
 def links_html(links: dict[str, Any]) -> str:
-    """The Links tab: the records this one links to, and the records linked to it, each once."""
+    """The Links tab: the records this one links to, and the records linked to it, each once, by title."""
     outgoing, incoming = page_links(links)
     parts = []
     for heading, entries in (("Links", outgoing), ("Linked from", incoming)):
+        entries = sorted(entries, key=by_title)
         current = [entry for entry in entries if entry.current]
         former = [entry for entry in entries if not entry.current]
         parts.append(f"<h3>{heading} ({len(current)})</h3>{_linked_html(current)}")

@@ -208,7 +208,7 @@ class RecordsView(QWidget):
         self.modes = QTabWidget()
         self.modes.addTab(recent, "Recen&t")
         self.modes.addTab(browse, "&Browse by type")
-        self.modes.addTab(search, "Searc&h")
+        self.modes.addTab(search, "Sea&rch")
         self.folders_tree = QTreeWidget()
         self.folders_tree.setHeaderLabels(["Folder", "Notes"])
         self.folders_tree.headerItem().setToolTip(1, "The notes a folder holds itself; with subfolders, how many "
@@ -219,7 +219,7 @@ class RecordsView(QWidget):
         folder_lists = QSplitter(Qt.Orientation.Vertical)
         folder_lists.addWidget(self.folders_tree)
         folder_lists.addWidget(self.folder_table)
-        self.modes.addTab(folder_lists, "F&olders")
+        self.modes.addTab(folder_lists, "Fol&ders")
         self.modes.currentChanged.connect(self._on_mode_chosen)
         left = QWidget()
         left_layout = QVBoxLayout(left)

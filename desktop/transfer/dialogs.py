@@ -68,6 +68,10 @@ SUMMARY_MIN_HEIGHT = 120  # px: a few lines of the summary; the rest scrolls
 SUMMARY_SCREEN_SHARE = 0.7  # of the screen's height and width the dialog may grow to, to show its summary
 SUMMARY_WIDTH_PX = 720  # the width it grows to for a summary (a note's path and its links on a line)
 LEFT_OUT_SHOWN = 500  # notes listed with their unresolved links; the rest are counted
+# The type of page each import makes, and what the owner calls those pages: the summary's link browses them,
+# not every page of the store.
+MADE_PAGES = {"chatgpt": ("source", "conversations"), "claude": ("source", "conversations and projects"),
+              "memory-core": ("note", "memory notes")}
 
 
 def absolute(text: str) -> str:
@@ -172,6 +176,17 @@ class _JobDialog(QDialog):
         self.move(max(room.left(), min(frame.left(), room.right() - frame.width())),
                   max(room.top(), min(frame.top(), room.bottom() - frame.height())))
 
+    def offer_close(self) -> None:
+        """A job done: Enter closes the dialog (it ran the same job again: the whole input read once more to
+        find nothing new), until the form is changed (``offer_start``)."""
+        close = self.close_buttons.button(QDialogButtonBox.StandardButton.Close)
+        close.setDefault(True)
+        close.setFocus()
+
+    def offer_start(self, start: QPushButton) -> None:
+        """The form changed: Enter starts the job it now describes."""
+        start.setDefault(True)
+
     def reject(self) -> None:
         """Close: a job still running goes on in the engine; only cancelling stops it."""
         self.watcher.stop()
@@ -192,8 +207,8 @@ class ImportDialog(_JobDialog):
     """The import job ended (done, failed or cancelled); the argument is the job."""
 
     sig_show_requested = Signal(str, str, str)
-    """The owner followed a link of the summary: the agent, ``record`` or ``browse``, then the record's id or
-    the kind of record to browse."""
+    """The owner followed a link of the summary: the agent, ``record``, ``folder`` or ``browse``, then the
+    record's id, the folder, or the kind of record to browse (``page/source``: with its type)."""
 
     def __init__(self, tasks: EngineTasks, agents: list[str], agent: str | None,
                  parent: QWidget | None = None, *, not_owners: Collection[str] = ()) -> None:
@@ -309,6 +324,7 @@ class ImportDialog(_JobDialog):
         running = self.watcher.running
         self.start_button.setEnabled(not running and bool(self.path.text().strip()))
         self.start_button.setText("&Check" if self.dry_run.isChecked() else "&Import")
+        self.offer_start(self.start_button)
 
     def _on_refused(self, message: str) -> None:  # the engine refused to start it (a parameter)
         self.status.setText(f"Not imported: {message}")
@@ -326,6 +342,7 @@ class ImportDialog(_JobDialog):
             self.status.setText("Finished.")
             self.summary.setHtml(import_summary_html(job.get("result") or {}))
             self.grow_to_summary()
+            self.offer_close()
         elif state == "cancelled":
             self.status.setText(f"Cancelled: {job_progress_text({**job, 'state': 'running'})}. What was imported "
                                 "stays; import the same input again to finish it (nothing is imported twice).")
@@ -425,6 +442,7 @@ class ExportDialog(_JobDialog):
 
     def _update_buttons(self) -> None:
         self.start_button.setEnabled(not self.watcher.running and self._ready())
+        self.offer_start(self.start_button)
 
     def _on_refused(self, message: str) -> None:
         self.status.setText(f"Not exported: {message}")
@@ -434,6 +452,7 @@ class ExportDialog(_JobDialog):
         if job.get("state") == "done":
             self.status.setText("Finished.")
             self.summary.setPlainText(export_summary(job.get("result") or {}))
+            self.offer_close()
         else:
             error = job.get("error") or {}
             self.status.setText(f"Not exported: {error.get('message') or job.get('state')}")
@@ -453,6 +472,10 @@ def import_summary_html(result: dict[str, Any]) -> str:
     if folder:  # a Markdown folder: its notes as they were on disk
         parts.append(f'<p><a href="{SHOW_SCHEME}:{escape(agent)}/folder/{quote(folder)}">Show the notes of '
                      f"{escape(folder)} in Records</a> (Folders).</p>")
+    elif kind == "page" and result.get("format") in MADE_PAGES:
+        made_type, called = MADE_PAGES[result["format"]]
+        parts.append(f'<p><a href="{SHOW_SCHEME}:{escape(agent)}/browse/page/{made_type}">Show the {called} in '
+                     f"{escape(agent)}&#39;s store</a> (Records, Browse by type › {made_type}).</p>")
     elif kind is not None:
         parts.append(f'<p><a href="{SHOW_SCHEME}:{escape(agent)}/browse/{kind}">Show the {kind}s of '
                      f"{escape(agent)}&#39;s store in Records</a> (Browse by type).</p>")
@@ -470,8 +493,8 @@ def import_summary_html(result: dict[str, Any]) -> str:
             parts.append(f"<p>… and {len(unresolved) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
                          "lists every one).</p>")
     left_out = result.get("leftOut") or []
-    if left_out:
-        parts.append("<p><b>Not followed</b> (symbolic links, which an import never follows):</p><ul>"
+    if left_out:  # symbolic links, and whatever else the format does not read: the lines above say which
+        parts.append("<p><b>Not imported</b> (the lines above say why):</p><ul>"
                      + "".join(f"<li>{escape(path)}</li>" for path in left_out) + "</ul>")
     return "".join(parts)
 

@@ -75,6 +75,15 @@ def desk_icons(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture(autouse=True)
+def own_window_settings(tmp_path: Path) -> None:
+    """The window's own settings (theme, size, search mode) in the test's directory: Qt reads where they go
+    once per process, so without this every window of the run would share the first test's."""
+    from PySide6.QtCore import QSettings
+
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "config"))
+
+
+@pytest.fixture(autouse=True)
 def no_dangling_desktop_threads() -> Iterator[None]:
     before = set(threading.enumerate())
     yield

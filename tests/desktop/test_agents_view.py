@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
-from desktop.agents.dialogs import ShareStoreDialog, TokenDialog, UseSharedStoreDialog
+from desktop.agents.dialogs import AddAgentDialog, ShareStoreDialog, TokenDialog, UseSharedStoreDialog
 from desktop.agents.view import AgentsView
 from tests.desktop.conftest import wait_for_signal
 
@@ -100,3 +100,25 @@ def test_the_token_dialog_copies_to_the_clipboard(qtbot, tasks, gui_thread_guard
     copy_config = [b for b in view.dialog.findChildren(type(view.add_button)) if b.text() == "Copy configuration"]
     copy_config[0].click()
     assert json.loads(QApplication.clipboard().text())["mcpServers"]["knowledge"]["args"][2] == "helper"
+
+
+def test_a_refused_name_is_said_in_the_add_agent_dialog_which_keeps_it_to_correct(qtbot, tasks,
+                                                                                  gui_thread_guard) -> None:
+    """Add agent… with a name the engine refuses: the dialog stays open with the reason and the name as typed
+    (it closed, the name lost, and the reason went to the bar); corrected, the agent is added and its token
+    shown."""
+    view = make_view(qtbot, tasks)
+    view.add_button.click()
+    asked = view.dialog
+    assert isinstance(asked, AddAgentDialog) and asked.focusWidget() is asked.name  # typing goes to the name
+    asked.name.setText("Bad Name")
+    add = asked.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    add.click()
+    qtbot.waitUntil(lambda: asked.problem.isVisibleTo(asked), timeout=10_000)
+    assert asked.problem.text().startswith("agent names are") and asked.isVisible()
+    assert asked.name.text() == "Bad Name" and [row["name"] for row in view.agents_model.rows()] == ["main"]
+
+    asked.name.setText("helper")
+    add.click()
+    qtbot.waitUntil(lambda: isinstance(view.dialog, TokenDialog), timeout=10_000)
+    assert not asked.isVisible() and "helper" in [row["name"] for row in view.agents_model.rows()]

@@ -165,7 +165,7 @@ def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_m
 
     dialog.summary.anchorClicked.emit(QUrl("show:main/folder/Garden"))
     records = window.records_view
-    assert records.modes.tabText(records.modes.currentIndex()) == "F&olders"
+    assert records.modes.tabText(records.modes.currentIndex()) == "Fol&ders"
     qtbot.waitUntil(lambda: [records.folder_model.row(row).get("title") for row in range(
         records.folder_model.rowCount())] == ["Plain", "Tram clock"], timeout=WAIT_MS)  # the notes at its top
     qtbot.waitUntil(lambda: records.folders_tree.topLevelItemCount() == 1, timeout=WAIT_MS)

@@ -9,13 +9,14 @@ import threading
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QMainWindow
+from PySide6.QtWidgets import QMainWindow, QWidget
 
 from desktop import launcher
 from desktop.main_window import MainWindow
 from desktop.menus import MENU_ORDER, MenuBar, plain
 from desktop.tasks import EngineTasks
 from engine.state.statedir import StateDir
+from tests.desktop.conftest import wait_for_signal
 
 
 @pytest.fixture
@@ -153,3 +154,44 @@ def test_ctrl_q_closes_the_window_and_leaves_the_engine_serving(qtbot, window, s
     qtbot.keyClick(window, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=5_000)
     assert served.read_engine_info() is not None  # the engine keeps serving agents
+
+
+def mnemonics_shown(window: MainWindow) -> dict[str, list[str]]:
+    """The Alt+letter of every button, box, tab and labelled field the window shows now, by letter."""
+    import re
+
+    from PySide6.QtWidgets import QAbstractButton, QLabel, QTabBar
+
+    found: dict[str, list[str]] = {}
+
+    def add(text: str) -> None:
+        marked = re.search(r"(?<!&)&([^&\s])", text)
+        if marked:
+            found.setdefault(marked.group(1).lower(), []).append(text)
+
+    for widget in window.findChildren(QWidget):
+        if not widget.isVisibleTo(window) or widget.window() is not window:
+            continue
+        if isinstance(widget, QAbstractButton):
+            add(widget.text())
+        elif isinstance(widget, QTabBar):
+            for tab in range(widget.count()):
+                if widget.isTabVisible(tab):
+                    add(widget.tabText(tab))
+        elif isinstance(widget, QLabel) and widget.buddy() is not None:
+            add(widget.text())
+    return found
+
+
+def test_no_two_controls_shown_together_answer_the_same_alt_letter(qtbot, window) -> None:
+    """Alt+letter reaches one control: two shown at once with the same letter (Records' Folders tab and the
+    record page's Note tab both Alt+O; Search and History both Alt+H) made the key reach only the first."""
+    records = window.records_view
+    for number in range(len(window.views)):
+        window.show_view(number)
+        if window.views[number] is records:
+            qtbot.waitUntil(lambda: records.recent_model.rowCount() > 0, timeout=10_000)
+            wait_for_signal(qtbot, records.page.sig_content_loaded,
+                            lambda: records.open_record(records.recent_model.rows()[0]["id"]))
+        twice = {letter: texts for letter, texts in mnemonics_shown(window).items() if len(texts) > 1}
+        assert twice == {}, (window.views[number].title, twice)

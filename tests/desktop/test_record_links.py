@@ -8,6 +8,8 @@ and the records linked to it, each record once.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -167,3 +169,18 @@ def test_a_link_that_is_no_longer_current_is_not_counted() -> None:
     assert incoming[0].ways == [("about", via(2, "current"))]
     text = links_html(answer)
     assert "Linked from (1)" in text and "No longer current (1)" in text
+
+
+def test_a_page_of_many_links_lists_them_by_title_whatever_order_they_were_written_in() -> None:
+    """A hub note's 500 links were listed in the order the import happened to link them (Topic 000, 005, 004,
+    002 …); the Links tab lists them by title, as a file list would, both ways."""
+    from desktop.records.render import links_html
+
+    numbers = [0, 5, 4, 2, 1, 3, 13, 8, 6]
+    answer = {"id": "pg_hub", "references": [], "backlinks": [], "claims": [], "truncated": False, "connections": [
+        {"relation": "related_to", "direction": direction, "via": {"id": f"rl_{direction}{n}", "status": "current"},
+         "record": {"id": f"pg_{n}", "title": f"topic {n:03d}" if n % 2 else f"Topic {n:03d}"}}
+        for direction in ("out", "in") for n in numbers]}
+    text = re.sub(r"<[^>]+>", " ", links_html(answer))
+    listed = [int(n) for n in re.findall(r"[Tt]opic (\d{3})", text)]
+    assert listed == sorted(numbers) * 2, listed

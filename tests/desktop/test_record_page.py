@@ -120,7 +120,7 @@ def test_evidence_is_named_by_its_original_file_where_it_has_one() -> None:
 
     html = evidence_html([imported, excerpt])
 
-    assert '<a href="source:src_1">notes › Projects › Plan.md</a> lines 3-4' in html
+    assert '<a href="source:src_1#3-4">notes › Projects › Plan.md</a> lines 3-4' in html
     assert '<a href="source:src_2">open the retained original</a>' in html and html.count("open the") == 1
 
 
@@ -217,7 +217,7 @@ def test_the_record_page_leads_with_the_note_and_history_compares_two_revisions(
     # the body first and largest: the Note tab in front, the body taking most of it
     assert page.tabs.currentWidget() is page.note and page.note.widget(0) is page.body
     keys = [re.search(r"(?<!&)&(?!&)(.)", page.tabs.tabText(n)).group(1).lower() for n in range(page.tabs.count())]
-    assert keys == ["o", "e", "n", "h"]  # one Alt key each
+    assert keys == ["o", "e", "l", "h"]  # one Alt key each
     body, details = page.body.size(), page.details.size()
     assert body.width() * body.height() > 2 * details.width() * details.height()
     assert body.height() > 0.6 * page.height()

@@ -316,7 +316,7 @@ def test_an_imported_vault_is_browsed_by_its_folders(qtbot, tasks, imported_vaul
     with qtbot.waitSignal(view.folder_model.sig_page_loaded, timeout=10_000):
         projects.child(0).setSelected(True)
     assert [row["title"] for row in view.folder_model.rows()] == ["Plan", "Risks"]
-    assert view.modes.tabText(view.modes.currentIndex()) == "F&olders"
+    assert view.modes.tabText(view.modes.currentIndex()) == "Fol&ders"
 
     with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
         view.folder_table.clicked.emit(view.folder_model.index(1, 0))
@@ -335,7 +335,7 @@ def test_a_list_reloaded_leaves_the_owner_on_the_tab_they_chose(qtbot, tasks, im
         view.search()  # then the owner searches
     found = [row["title"] for row in view.search_model.rows()]
 
-    for tab in ("Searc&h", "Recen&t"):  # and reads the results, or goes back to Recent with the query typed
+    for tab in ("Sea&rch", "Recen&t"):  # and reads the results, or goes back to Recent with the query typed
         view.modes.setCurrentIndex(next(n for n in range(view.modes.count()) if view.modes.tabText(n) == tab))
         for reload in (view.live_refresh, view.refresh):  # an agent wrote, a file changed; F5
             with qtbot.waitSignals([view.folder_model.sig_page_loaded, view.search_model.sig_page_loaded],

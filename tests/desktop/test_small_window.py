@@ -284,3 +284,60 @@ def test_historys_columns_read_whole_on_the_record_page_in_a_small_window(qtbot,
     assert not row.get("git", {}).get("commit") or f"commit {row['git']['commit']}" in hover
     shown = wait_for_signal(qtbot, page.sig_diff_loaded, lambda: table.selectRow(0)).args[0]
     assert "Revision 1: active, published, " in shown and ("Git commit " in shown or "not in Git yet" in shown)
+
+
+def screen_config(tmp_path, width: int, height: int) -> str:
+    config = tmp_path / f"screen-{width}x{height}.json"
+    config.write_text(json.dumps({"screens": [{"name": "screen", "x": 0, "y": 0, "width": width, "height": height,
+                                               "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}),
+                      encoding="utf-8")
+    return f"offscreen:configfile={config}"
+
+
+def test_the_window_opens_at_the_size_and_place_it_was_closed_at_kept_on_a_smaller_screen(tmp_path) -> None:
+    """Closed at 1100x700 on a 1920x1080 screen, the window opens again at that size and place (as every notes
+    app does); closed at 1800x1000, it opens on a 1024x768 screen made smaller to fit it and inside it.
+    Fresh processes, the settings in the test's HOME."""
+    large, small = screen_config(tmp_path, 1920, 1080), screen_config(tmp_path, 1024, 768)
+    state = tmp_path / "state"
+    closed_at = ("window.resize(1100, 700)\nwindow.move(150, 90)\napp.processEvents()\nwindow.close()\n"
+                 "app.processEvents()\n")
+    shown = "print(window.width(), window.height(), window.x(), window.y())"
+    window_in_a_fresh_process(state, closed_at, platform=large)
+    assert window_in_a_fresh_process(state, shown, platform=large)[-4:] == ["1100", "700", "150", "90"]
+
+    window_in_a_fresh_process(state, closed_at.replace("1100, 700", "1800, 1000").replace("150, 90", "60, 40"),
+                              platform=large)
+    width, height, x, y = (int(n) for n in window_in_a_fresh_process(state, shown, platform=small)[-4:])
+    assert (width, height) == (1008, 720)  # the screen's free area, less a frame's room
+    assert 0 <= x and x + width <= 1024 and 0 <= y and y + height <= 768
+
+
+def test_on_an_800_by_600_screen_the_window_fits_and_only_the_widest_views_scroll(qtbot, window) -> None:
+    """The window on an 800x600 screen (or a laptop's at 200 %): it fits the screen's free area less a frame's
+    room (784x552), where it stayed 1006 px wide, its right side off the screen.  The sidebar shows its
+    icons alone, each name and count on hover; Records, the view a notes app is for, and most others fit
+    beside it; a view wider than what is left (Models) scrolls inside the window."""
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    qtbot.waitUntil(lambda: records.recent_model.rowCount() > 0, timeout=10_000)
+    window.resize(784, 552)
+    qtbot.waitUntil(lambda: (window.width(), window.height()) == (784, 552), timeout=5_000)
+    sidebar = window.navigation
+    qtbot.waitUntil(lambda: sidebar.width() < 60, timeout=5_000)
+    qtbot.waitUntil(lambda: sidebar.item(1).toolTip().startswith("Records: "), timeout=10_000)  # its count
+    assert not sidebar.horizontalScrollBar().isVisible()  # its icons fit its width
+    assert sidebar.visualItemRect(sidebar.item(1)).width() <= sidebar.viewport().width()
+    assert sidebar.item(1).toolTip().endswith(" (Ctrl+2)")
+    area = window.view_area
+    fitting = []
+    for number, view in enumerate(window.views):
+        window.show_view(number)
+        qtbot.waitUntil(lambda: window.stack.width() >= area.viewport().width(), timeout=5_000)
+        if window.stack.width() <= area.viewport().width() and window.stack.height() <= area.viewport().height():
+            fitting.append(view.title)
+    assert {"Agents & stores", "Records", "Vocabulary", "What the agent sees", "Health", "Recall gate",
+            "Partitions", "Sync"} <= set(fitting), fitting
+
+    window.resize(1008, 720)  # a 1024x768 screen: the sidebar's names and counts again
+    qtbot.waitUntil(lambda: sidebar.width() == 230, timeout=5_000)

@@ -16,7 +16,8 @@ from typing import Any, Iterator
 
 import pytest
 from PySide6.QtCore import QAbstractListModel, Qt
-from PySide6.QtWidgets import QAbstractItemView, QApplication, QLabel, QLineEdit, QPlainTextEdit, QTextEdit
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QDialogButtonBox, QLabel, QLineEdit, QPlainTextEdit,
+                               QTextEdit)
 
 from desktop.agents.dialogs import TokenDialog
 
@@ -115,7 +116,7 @@ def added_through_the_dialog(window: MainWindow, qtbot: Any, name: str) -> Token
     window.add_agent()  # Ctrl+N: Agents & stores, and its Add agent… dialog
     asked = window.agents_view.dialog
     asked.name.setText(name)
-    asked.accept()
+    asked.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
     qtbot.waitUntil(lambda: isinstance(window.agents_view.dialog, TokenDialog), timeout=10_000)
     return window.agents_view.dialog
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication, QPushButton
 
 from desktop.common.models import Column, RowsModel
 from desktop.common.widgets import NO_STORE_TEXT, DeskTable, table
@@ -149,3 +150,34 @@ def test_an_empty_page_arriving_repaints_loading_as_what_is_empty(qtbot) -> None
 
     pending[0]([], None, 0)  # the engine's answer: nothing
     qtbot.waitUntil(lambda: painted[-1:] == ["No findings."], timeout=5_000)
+
+
+def test_tab_leaves_a_list_for_the_next_control_and_the_arrows_walk_its_rows(qtbot, window) -> None:
+    """Keyboard only: Tab in a list goes on to the control after it (Qt's tables walk their cells with Tab,
+    so a list of thousands of rows held the keyboard), and Down moves to the next row."""
+    records = window.records_view
+    window.show_view(window.views.index(records))
+    qtbot.waitUntil(lambda: records.recent_model.rowCount() > 3, timeout=10_000)
+    window.activateWindow()
+    qtbot.waitActive(window)
+    window.navigation.setFocus()
+    qtbot.keyClick(window.navigation, Qt.Key.Key_Tab)  # from the sidebar into the view, no stop between
+    assert QApplication.focusWidget() is records.modes.tabBar()
+    recent = records.recent_table
+    recent.setFocus()
+    recent.selectRow(0)
+    qtbot.keyClick(recent, Qt.Key.Key_Down)
+    assert recent.currentIndex().row() == 1
+    qtbot.keyClick(recent, Qt.Key.Key_Tab)
+    focused = QApplication.focusWidget()
+    assert focused is not recent and not recent.isAncestorOf(focused), focused
+
+    window.show_shortcuts()  # Help › Keyboard shortcuts: its list, then Close
+    shortcuts = window.shortcuts_dialog.table
+    window.shortcuts_dialog.activateWindow()
+    qtbot.waitUntil(window.shortcuts_dialog.isActiveWindow, timeout=5_000)
+    shortcuts.setFocus()
+    qtbot.waitUntil(shortcuts.hasFocus, timeout=5_000)
+    qtbot.keyClick(shortcuts, Qt.Key.Key_Tab)
+    assert isinstance(QApplication.focusWidget(), QPushButton)
+    window.shortcuts_dialog.close()

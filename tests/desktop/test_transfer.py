@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import QApplication, QLabel
 
 from desktop.main_window import MainWindow
 from desktop.tasks import EngineTasks
 from desktop.transfer.dialogs import ExportDialog, ImportDialog
 from engine.access.authority import OperatorCaller
 from engine.service import Engine
+from tests.desktop.conftest import wait_for_signal
 from tests.engine.importers.test_chatgpt import export, not_imported_alone
 
 WAIT_MS = 20_000
@@ -252,3 +255,106 @@ def test_a_reopened_dialog_follows_the_import_still_running(qtbot, tasks, served
         release.set()
     assert blocker.args[0]["state"] == "done"
     assert again.summary.toPlainText().startswith("Imported chatgpt into main's store: 2 sources, 3 pages")
+
+
+def test_a_first_days_imports_say_what_was_left_out_and_link_to_what_they_made(qtbot, connected_window,
+                                                                               export_file, tmp_path) -> None:
+    """An owner's first day on the demo store: an OpenClaw workspace, then a ChatGPT export, through File ›
+    Import….  The workspace's AGENTS.md (not memory) is said to be left out as such, never listed as a symbolic
+    link; the link under the ChatGPT import's summary browses the conversations it made, not every page of the
+    store (the demo's people, project and company)."""
+    workspace = tmp_path / "workspace"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# What I know\n\n- Dana's sister Lotte lives in Ghent.\n", encoding="utf-8")
+    (workspace / "AGENTS.md").write_text("# Agents\n\nBe helpful.\n", encoding="utf-8")
+    window = connected_window
+    window.import_action.trigger()
+    dialog = window.import_dialog
+    dialog.set_format("memory-core")
+    dialog.path.setText(str(workspace))
+    assert finish(qtbot, dialog)["state"] == "done"
+    text = dialog.summary.toPlainText()
+    assert "that are not its memory: AGENTS.md" in text and "symbolic" not in text, text
+    assert "show:main/browse/page/note" in dialog.summary.toHtml()
+
+    dialog.set_format("chatgpt")
+    dialog.path.setText(str(export_file))
+    assert finish(qtbot, dialog)["state"] == "done"
+    assert "Show the conversations in main's store" in dialog.summary.toPlainText()
+    dialog.summary.anchorClicked.emit(QUrl("show:main/browse/page/source"))  # as a click on it does
+    records = window.records_view
+    assert window.current_view() is records and records.modes.currentIndex() == 1  # Browse by type
+    qtbot.waitUntil(lambda: records.browse_model.rowCount() == 3, timeout=WAIT_MS)
+    assert {row["type"] for row in records.browse_model.rows()} == {"source"}
+    assert "Repairing a tram clock" in {row["title"] for row in records.browse_model.rows()}
+
+    # A conversation's page: its address is a link, under "URL" (it read "Url", as plain text).
+    tram = next(row["id"] for row in records.browse_model.rows() if row["title"] == "Repairing a tram clock")
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(tram))
+    details = records.page.details
+    assert "URL" in details.toPlainText().split() and "Url" not in details.toPlainText().split()
+    assert 'href="https://chatgpt.com/c/6790a1b2-0000-4000-8000-000000000001"' in details.toHtml()
+
+
+def test_evidence_opens_its_original_at_the_lines_it_cites(qtbot, connected_window, tmp_path) -> None:
+    """A conversation imported from ChatGPT cites its lines of a transcript file a hundred conversations share:
+    its evidence opens that file at those lines, selected and in view (it opened at the file's first line,
+    another conversation's), and says which lines they are."""
+    from desktop.records.page import SourceDialog
+
+    conversations = []
+    for number in range(30):
+        copied = json.loads(json.dumps(export()[0]).replace("000000000001", f"{number:012d}"))
+        copied["title"] = f"Clock repair, visit {number}"
+        conversations.append(copied)
+    path = tmp_path / "long" / "conversations.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(conversations), encoding="utf-8")
+    window = connected_window
+    window.import_action.trigger()
+    dialog = window.import_dialog
+    dialog.set_format("chatgpt")
+    dialog.path.setText(str(path))
+    job = finish(qtbot, dialog)
+    dialog.reject()
+    page_id = job["result"]["pages"][f"6790a1b2-0000-4000-8000-{28:012d}"]
+    records = window.records_view
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(page_id))
+    page = records.page
+    transcript = next(e for e in page.links["evidence"] if e.get("lines"))
+    first, last = transcript["lines"]
+    assert first > 100  # far down the shared file
+    href = next(link for link in re.findall(r'href="([^"]+)"', page.claims.toHtml()) if link.startswith("source:"))
+    page.claims.sig_link_activated.emit(QUrl(href))  # as a click on the file's name does
+    qtbot.waitUntil(lambda: isinstance(page.dialog, SourceDialog) and page.dialog.isVisible(), timeout=WAIT_MS)
+    shown = page.dialog.text
+    selected = shown.textCursor().selectedText().replace("\u2029", "\n")
+    assert selected == "\n".join(shown.toPlainText().splitlines()[first - 1:last])
+    assert "Clock repair, visit 28" in selected and "visit 27" not in selected
+    qtbot.waitUntil(lambda: shown.firstVisibleBlock().blockNumber() > 0, timeout=WAIT_MS)
+    assert shown.viewport().rect().contains(shown.cursorRect())  # the first cited line in view
+    assert f"The record cites lines {first}-{last}, selected below." in page.dialog.findChildren(QLabel)[0].text()
+    page.dialog.close()
+
+
+def test_enter_closes_a_finished_import_and_starts_one_again_once_the_form_changes(
+        qtbot, tasks, served_engine, export_file, gui_thread_guard) -> None:
+    """Keyboard only: Enter in a finished import's dialog closes it (it ran the import again, the whole input
+    read once more to find nothing new); edit the form and Enter starts the import it now describes."""
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.activateWindow()
+    qtbot.waitActive(dialog)
+    dialog.set_format("chatgpt")
+    dialog.path.setText(str(export_file))
+    assert dialog.start_button.isDefault()
+    assert finish(qtbot, dialog)["state"] == "done"
+    close = dialog.close_buttons.button(dialog.close_buttons.StandardButton.Close)
+    assert close.isDefault() and not dialog.start_button.isDefault()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Return)
+    assert not dialog.isVisible() and not dialog.watcher.running
+
+    dialog.show()  # opened again, the form changed: Enter checks the input
+    dialog.dry_run.setChecked(True)
+    assert dialog.start_button.isDefault() and not close.isDefault()
