@@ -56,6 +56,7 @@ from ..core.files import atomic_write
 from ..core.findings import Finding
 from ..core.ids import ID_REGEX, new_id
 from ..store.attachments import ATTACH_FILE_MAX_BYTES
+from ..store.githistory import COMMITTER
 from ..vault.evidence import DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DIR
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..vault.ontology import ONTOLOGY_MAX_BYTES
@@ -69,7 +70,6 @@ MACHINE_FILE = "machine.json"
 TIPS_FILE = "tips.json"
 NAMES = "refs/knowledge-names"   # <store id>/<machine id>: the machine's name, outside the branches
 NAME_MAX_CHARS = 64
-COMMITTER = "Knowledge Desk <knowledge-desk@localhost>"
 QUARANTINE = "fetched.git"
 BRANCHES = "refs/heads/knowledge"
 VAULT_BRANCH = "refs/heads/main"

@@ -13,6 +13,7 @@ from engine.cli.sync_commands import _remote_lines
 from engine.sync.remotes import check_remote_url
 from engine.sync.round import read_status, status_file
 from engine.sync.transport import NAMES, machine_name
+from tests.engine.sync.gitservers import GitRemote
 from tests.engine.sync.machines import Machine as MachineOnDisk, record
 from tests.engine.sync.round_machines import Machine, MachineFactory, remote_refs
 from tests.engine.sync.test_transport_gcrypt import gpg_key  # noqa: F401 - the fixture
@@ -111,3 +112,19 @@ def test_sync_status_names_the_other_machines_with_their_ids() -> None:
               "machineNames": {"mc_1": "laptop"}}
     assert _remote_lines(remote)[-1] == "        other machines: laptop (mc_1), mc_2"
     assert _remote_lines({**remote, "machineNames": {}})[-1] == "        other machines: mc_1, mc_2"
+
+
+def test_names_travel_through_each_server(tmp_path, any_remote: GitRemote, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = Machine(tmp_path, "a"), Machine(tmp_path, "b")
+    try:
+        a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
+        a.add_remote(any_remote.url)
+        assert [status["state"] for status in named(monkeypatch, a, "laptop")] == ["ok"]
+        monkeypatch.setattr(round_module, "this_machine_name", lambda: "desktop")
+        assert b.clone(any_remote.url)["remote"]["machineNames"] == {machine_of(a): "laptop"}
+        [status] = named(monkeypatch, a, "laptop")
+        assert status["machineNames"] == {machine_of(b): "desktop"}
+        assert len(name_refs(str(any_remote.path))) == 2
+    finally:
+        a.close()
+        b.close()
