@@ -211,7 +211,7 @@ def git_environment(*, helpers: Sequence[str] = ()) -> tuple[dict[str, str], lis
 class Fetched:
     tips: dict[str, str]   # machine id -> commit of every OTHER machine's branch of this store
     own: str | None        # the remote's branch of this machine
-    # Machine id -> (commit, name) of each machine's ``.name`` beside its branch, this machine's included.
+    # Machine id -> (commit, name) of each machine that recorded its name (``NAMES``), this machine included.
     names: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
