@@ -133,7 +133,8 @@ def test_images_a_note_embeds_are_named_once_beneath_it_and_never_in_its_search_
 def test_an_embedded_base_reads_as_a_base_never_as_a_link_to_a_note(qtbot, served_engine, tasks,
                                                                       gui_thread_guard) -> None:
     gui_thread_guard.active = False
-    save_page(served_engine, "Reading list", "My books:\n\n![[Books.base]]\n\nBy year: ![[Library/Books.base#By year]]\n")
+    save_page(served_engine, "Reading list",
+              "My books:\n\n![[Books.base]]\n\nBy year: ![[Library/Books.base#By year]]\n")
     gui_thread_guard.active = True
     view = records_view_on_main(qtbot, tasks, 1008, 720)
     opened = next(row["id"] for row in view.recent_model.rows() if row["title"] == "Reading list")
