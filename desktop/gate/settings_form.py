@@ -16,6 +16,7 @@ link to its section of docs/recall-gate.md.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -118,7 +119,17 @@ FIELDS = (
           "the-gate-log-and-the-shadow-journal"),
 )
 KEYS = tuple(field.key for field in FIELDS)
+LABELS = {field.key: field.label for field in FIELDS}
+_KEY_WORD = re.compile(r"\b(?:recallGate\.)?(" + "|".join(KEYS) + r")\b")
 
+
+def in_form_words(message: str, key: str = "") -> str:
+    """The engine's message about ``key`` as the form says it: its keys by the labels the form shows ("Pointer
+    line from" for ``mediumThreshold``), the field's own name left out where the error stands beside it."""
+    own = re.match(rf"(?:recallGate\.)?{re.escape(key)} (\w)", message) if key in LABELS else None
+    if own:
+        message = own.group(1).upper() + message[own.end():]
+    return _KEY_WORD.sub(lambda found: f"“{LABELS[found.group(1)]}”", message)
 
 
 class HelpLine(QWidget):
@@ -414,7 +425,8 @@ class GateSettingsForm(QWidget):
         if not result.get("valid"):
             key = str(result.get("field") or "").removeprefix(WHERE)
             label = self.errors.get(key, self.general_error)
-            label.setText(f"⚠ {result.get('message')}")
+            label.setText(f"⚠ {in_form_words(str(result.get('message') or ''), key)}")
+            label.setToolTip(f"The engine said: {result.get('message')}")
             label.show()
         self._update_buttons()
         self.sig_checked.emit(result)

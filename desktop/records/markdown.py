@@ -28,6 +28,8 @@ Obsidian's own syntax is shown as what it means, never as markup:
   link to it; an embedded image or file (``![[diagram.png]]``) is not
   loaded: it reads ``[image]`` or ``[file]`` where it stands, and one line
   beneath the body names them all (a note of icons said so in every list item);
+  an embedded Obsidian Base (``![[Books.base#View]]``, a table of notes)
+  reads ``[base: Books, view View]``, never a link to a note of that name;
 - a block id (``^id`` ending a paragraph or list item, the anchor of a
   ``[[Note#^id]]`` link) is not shown, as Obsidian shows none;
 - a YAML block at the very start of a body (frontmatter an import left in
@@ -52,6 +54,7 @@ from engine.core.attachments import FILE_SUFFIXES, IMAGE_SUFFIXES
 from ..common.widgets import RECORD_SCHEME, esc, is_dark
 
 WIKILINK_SCHEME = "wikilink"
+BASE_SUFFIX = ".base"   # an Obsidian Base (``![[Books.base#Table]]``): a view of notes, no note itself
 HEADING_SCHEME = "heading"  # heading:<key>, a heading of the note shown (``heading_key``)
 ALLOWED_SCHEMES = ("http:", "https:", "mailto:", f"{RECORD_SCHEME}:")
 WIKILINK = re.compile(r"\[\[([^\[\]|\n]{1,200})(?:\|([^\[\]\n]{1,200}))?\]\]")
@@ -262,6 +265,10 @@ class _BodyRenderer(RendererHTML):
     def embed(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
         target, label = tokens[idx].meta["target"], tokens[idx].meta["label"]
         name = split_target(target)[0]
+        if name.lower().endswith(BASE_SUFFIX):   # an Obsidian Base: a table of notes the window does not draw
+            view = split_target(target)[1]
+            return (f'<span class="muted">[base: {esc(name.rsplit("/", 1)[-1][:-len(BASE_SUFFIX)])}'
+                    f'{", view " + esc(view) if view else ""}]</span>')
         if name.lower().endswith(IMAGE_SUFFIXES + FILE_SUFFIXES):
             what = "image" if name.lower().endswith(IMAGE_SUFFIXES) else "file"
             env.setdefault("unshown", {}).setdefault(what, []).append(name)

@@ -33,7 +33,9 @@ from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, plain_labe
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
 from .clone_dialog import CloneDialog, cloned_text
-from .words import conflict_html, conflict_kind, conflict_name, count, remote_state, revision
+from .words import (
+    conflict_html, conflict_kind, conflict_name, count, other_machines, other_machines_tip, remote_state, revision,
+)
 
 Clock = Callable[[], datetime]
 LOADING = "Loading…"
@@ -51,8 +53,7 @@ def remote_columns(now: Clock) -> list[Column]:
                tooltip=lambda _r: "Commits here that this machine's branch on the remote lacks"),
         Column("Behind", lambda r: count(r.get("behind")), align_right=True,
                tooltip=lambda _r: "Commits of the other machines on the remote not merged here"),
-        Column("Other machines", lambda r: len(r.get("machines") or []), align_right=True,
-               tooltip=lambda r: ", ".join(r.get("machines") or []) or "none yet"),
+        Column("Other machines", other_machines, max_width=240, tooltip=other_machines_tip),
     ]
 
 

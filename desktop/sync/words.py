@@ -66,6 +66,24 @@ def count(value: int | None) -> str:
     return "not known yet" if value is None else f"{value:,}"
 
 
+def other_machines(remote: dict[str, Any]) -> str:
+    """The other machines on a remote by the names their computers gave them (``laptop, study-pc``); a machine
+    that recorded none (an older version's) by its sync id, and a name two of them share with the id too."""
+    names = remote.get("machineNames") or {}
+    shown = [names.get(machine) or machine for machine in remote.get("machines") or []]
+    return ", ".join(f"{said} ({machine})" if shown.count(said) > 1 else said
+                     for said, machine in zip(shown, remote.get("machines") or [])) or "none yet"
+
+
+def other_machines_tip(remote: dict[str, Any]) -> str:
+    """Each other machine with its sync id, the one conflicts and the engine's log name it by."""
+    names = remote.get("machineNames") or {}
+    lines = [f"{names[machine]}: sync id {machine}" if machine in names else
+             f"{machine}: no name recorded (it runs an older version of Knowledge Desk)"
+             for machine in remote.get("machines") or []]
+    return "\n".join(lines) or "No other machine has synced this store through this remote yet."
+
+
 def revision(found: dict[str, Any] | None) -> str:
     """``revision 4`` (``revision 1.1`` for an edit made outside the engine) of a conflict's side, named as the
     record's History names it; a file that is no record has none."""

@@ -321,8 +321,12 @@ class RemoteDesk:
         interrupted = False
         while True:
             step = job.get("progress") or {}
-            # The items written, then linked; indexing keeps the count written (the last line, if not yet shown).
-            phase = "linking" if step.get("phase") == "linking" else "writing"
+            # The items written, then linked.  Indexing begins once every item is written and linked, and keeps
+            # that count: it is said as the phase shown last, never as writing again after the notes linked.
+            phase = step.get("phase")
+            if phase == "indexing" and shown is not None:
+                phase = shown[2]
+            phase = "linking" if phase == "linking" else "writing"
             if (progress is not None and step.get("total") is not None and step.get("phase") in COUNTED_PHASES
                     and (step.get("done"), step["total"], phase) != shown):
                 shown = (step.get("done"), step["total"], phase)

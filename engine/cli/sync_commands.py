@@ -187,7 +187,9 @@ def _remote_lines(remote: dict[str, Any]) -> list[str]:
     if error is not None and remote["state"] == "failing":
         lines.append(f"        last error ({error['code']}, {error['at']}): {error['message']}")
     if remote["machines"]:
-        lines.append(f"        other machines: {', '.join(remote['machines'])}")
+        names = remote.get("machineNames") or {}
+        said = [f"{names[machine]} ({machine})" if machine in names else machine for machine in remote["machines"]]
+        lines.append(f"        other machines: {', '.join(said)}")
     return lines
 
 

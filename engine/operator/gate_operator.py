@@ -41,7 +41,7 @@ from ..gate.journal import list_turns, scored_turns, what_if
 from ..gate.suggest import DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, GateSuggestion, suggest_thresholds
 from ..core.methods import Method
 from ..core.methods import handlers as method_handlers
-from ..state.gate_settings import KEYS, GateConfig, GateSettings, parse_gate_settings
+from ..state.gate_settings import KEYS, GateConfig, GateSettings, check_tiers, parse_gate_settings
 from ..core.params import AGENT, NO_PARAMS, Flag, Integer, Number, Params, String, Value
 from ..core.jobs import Jobs
 from ..index.searchable import SearchableStore
@@ -210,14 +210,17 @@ class GateOperator:
         block = GATE_BLOCK.read(params)["recallGate"]
         try:
             gate = parse_gate_settings(block)
+            effective = check_tiers(in_force(gate, self.engine.decision)) if gate else None
         except InvalidParams as exc:
             return {"valid": False, "message": exc.message, "field": exc.details.get("field")}
-        return {"valid": True, "effective": in_force(gate, self.engine.decision).to_config() if gate else None}
+        return {"valid": True, "effective": effective.to_config() if effective else None}
 
     def set_settings(self, params: dict[str, Any]) -> GateSettingsView:
         """Write the block to config.json (``null`` removes it: the gate stops running)."""
         block = NEW_GATE_BLOCK.read(params)["recallGate"]
-        parse_gate_settings(block)
+        gate = parse_gate_settings(block)
+        if gate is not None:
+            check_tiers(in_force(gate, self.engine.decision))
         source = self.engine.settings
         raw = dict(source.current().raw)
         if block is None:

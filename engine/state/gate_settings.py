@@ -121,8 +121,15 @@ def parse_gate_settings(block: Any) -> GateSettings | None:
     values = SETTINGS.read(block, where=f"{WHERE}.")
     settings = GateSettings(**{_FIELDS[key]: value for key, value in values.items() if value is not None},
                             high_threshold_set=values.get("highThreshold") is not None)
+    return check_tiers(settings)
+
+
+def check_tiers(settings: GateSettings) -> GateSettings:
+    """``settings`` when its pointer tier lies below its ``highThreshold``; check them again once in force
+    (``in_force``): without the owner's own, the Decision model's threshold (0.55 for an embedding model) may
+    lie below a pointer line that the spec's 0.75 would have allowed."""
     if settings.medium_threshold is not None and settings.medium_threshold >= settings.high_threshold:
-        raise InvalidParams("recallGate.mediumThreshold must be below highThreshold (pages at or above "
-                            "highThreshold are injected, the pointer tier lies between the two)",
-                            field=f"{WHERE}.mediumThreshold")
+        raise InvalidParams(f"recallGate.mediumThreshold must be below highThreshold, {settings.high_threshold:g} "
+                            "here (pages at or above highThreshold are injected, the pointer tier lies between "
+                            "the two)", field=f"{WHERE}.mediumThreshold")
     return settings

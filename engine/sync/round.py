@@ -69,7 +69,7 @@ from .install import plan_sync, record_conflicts, record_sync_removals, removals
 from .merge import MergeConflict, MergeRefused, MergeResult, is_synced, merge_vaults
 from .remotes import SYNC_DIR, SyncRemote, read_remotes
 from .status import SyncError, SyncRemoteStatus
-from .transport import Fetched, SyncRefused, Transport, machine_id
+from .transport import Fetched, SyncRefused, Transport, machine_id, this_machine_name
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -115,7 +115,8 @@ def status_file(record: StoreRecord) -> Path:
 
 def _never(remote: SyncRemote) -> SyncRemoteStatus:
     return {"name": remote["name"], "url": remote["url"], "state": "never", "lastAttempt": None,
-            "lastSuccess": None, "lastError": None, "ahead": None, "behind": None, "machines": []}
+            "lastSuccess": None, "lastError": None, "ahead": None, "behind": None, "machines": [],
+            "machineNames": {}}
 
 
 def _read_entries(record: StoreRecord) -> dict[str, dict[str, Any]]:
@@ -215,6 +216,7 @@ def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -
                 transport.push(remote["name"], remote["url"], head)
             runtime.faults.reach("sync_pushed")
             pushed = head
+            _push_name(transport, remote, fetched)
     except Exception as exc:  # noqa: BLE001 - every failure is the remote's status, never a traceback
         error = _sync_error(exc)
         status.update(state="failing", lastError=error)
@@ -226,11 +228,22 @@ def _round_with(runtime: SyncRuntime, record: StoreRecord, remote: SyncRemote) -
         status.update(state="ok", lastError=None, lastSuccess=status["lastAttempt"])
     if fetched is not None:
         status["machines"] = sorted(fetched.tips)
+        status["machineNames"] = {machine: fetched.names[machine][1] for machine in status["machines"]
+                                  if machine in fetched.names}
     _count(runtime, remote["name"], status, pushed, fetched is not None)
     entries = _read_entries(record)
     entries[remote["name"]] = {"status": status, "pushed": pushed}
     _write_entries(record, entries)
     return status
+
+
+def _push_name(transport: Transport, remote: SyncRemote, fetched: Fetched) -> None:
+    """This machine's name beside its branch, where the remote has another or none: the other machines show it
+    instead of the id.  A name that could not be pushed is tried again next round; the round stands."""
+    try:
+        transport.push_name(remote["url"], this_machine_name(), fetched.names.get(transport.machine))
+    except SyncRefused as exc:
+        log.debug("sync: the name of this machine was not recorded on remote %s: %s", remote["name"], exc.message)
 
 
 def _refuse_other_stores(transport: Transport, record: StoreRecord, remote: SyncRemote) -> None:

@@ -42,6 +42,7 @@ class SyncRemoteStatus(TypedDict):
     ahead: int | None   # commits here that this machine's branch on the remote lacks; None: not known yet
     behind: int | None  # commits on the remote's other branches of this store not merged here
     machines: list[str]  # the other machines whose branches the remote holds for this store
+    machineNames: dict[str, str]  # of those, each that recorded its name (its host's) there: id -> name
 
 
 class SyncConflictVersion(TypedDict):

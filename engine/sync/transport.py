@@ -2,7 +2,11 @@
 branch fast-forward only (docs/sync.md, "Transport").
 
 On a remote, each machine writes one branch per store, ``refs/heads/knowledge/<store id>/<machine id>``, and
-only its own, only as a fast-forward (never ``+``, never ``--force``).  A fetch takes every branch of this
+only its own, only as a fast-forward (never ``+``, never ``--force``).  Outside the branches,
+``refs/knowledge-names/<store id>/<machine id>`` holds a commit with no files whose message is the machine's
+name (its host name: what the owner calls that computer), pushed when it differs from the one there, as a
+fast-forward too; a machine without one (an older engine's) is named by its id.  A name never reaches the
+vault, and an engine that does not read names never fetches them.  A fetch takes every branch of this
 store, never another store's, into ``<store>/sync/fetched.git``, a bare repository of the transport's own
 (the quarantine), and checks what is new there before any of it reaches the vault's repository:
 
@@ -40,8 +44,9 @@ import logging
 import os
 import re
 import shlex
+import socket
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -51,6 +56,7 @@ from ..core.files import atomic_write
 from ..core.findings import Finding
 from ..core.ids import ID_REGEX, new_id
 from ..store.attachments import ATTACH_FILE_MAX_BYTES
+from ..store.githistory import COMMITTER
 from ..vault.evidence import DESCRIPTOR_MAX_BYTES, DESCRIPTOR_SUFFIX, SOURCES_DIR
 from ..vault.frontmatter import RECORD_MAX_BYTES
 from ..vault.ontology import ONTOLOGY_MAX_BYTES
@@ -62,6 +68,8 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
 MACHINE_FILE = "machine.json"
 TIPS_FILE = "tips.json"
+NAMES = "refs/knowledge-names"   # <store id>/<machine id>: the machine's name, outside the branches
+NAME_MAX_CHARS = 64
 QUARANTINE = "fetched.git"
 BRANCHES = "refs/heads/knowledge"
 VAULT_BRANCH = "refs/heads/main"
@@ -73,6 +81,7 @@ LOCAL_TIMEOUT = 120
 
 # Inside the quarantine: what the last fetch brought (cleared before each), and the tips accepted.
 _INCOMING = "refs/incoming"
+_INCOMING_NAMES = "refs/incoming-names"
 _ACCEPTED = "refs/sync"
 _VAULT_HEAD = "refs/vault/main"
 _MACHINE = re.compile(ID_REGEX)
@@ -133,6 +142,18 @@ class TipsFile(TypedDict):
     remotes: dict[str, RemoteTips]
 
 
+def machine_name(text: str) -> str:
+    """A machine's name as it is recorded and shown: one line of printable characters, at most
+    ``NAME_MAX_CHARS``."""
+    printable = "".join(char for char in text if char.isprintable())
+    return printable.strip()[:NAME_MAX_CHARS].strip()
+
+
+def this_machine_name() -> str:
+    """This computer's name as its owner set it (the host name, without its domain)."""
+    return machine_name(socket.gethostname().split(".")[0])
+
+
 def is_machine_id(value: object) -> bool:
     """Whether ``value`` can name a machine's branch (an id's safe alphabet, one ref component)."""
     return (isinstance(value, str) and _MACHINE.fullmatch(value) is not None and ".." not in value
@@ -190,6 +211,8 @@ def git_environment(*, helpers: Sequence[str] = ()) -> tuple[dict[str, str], lis
 class Fetched:
     tips: dict[str, str]   # machine id -> commit of every OTHER machine's branch of this store
     own: str | None        # the remote's branch of this machine
+    # Machine id -> (commit, name) of each machine that recorded its name (``NAMES``), this machine included.
+    names: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 class Transport:
@@ -223,12 +246,16 @@ class Transport:
         known = _remote_tips(tips, remote, url)
         self._ensure_quarantine()
         incoming = f"{_INCOMING}/{remote}"
+        incoming_names = f"{_INCOMING_NAMES}/{remote}"
         self._clear(incoming)
+        self._clear(incoming_names)
         self._network(["fetch", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "-q",
-                       *self._pack_program(url, "upload"), "--", url, f"{BRANCHES}/{self.store_id}/*:{incoming}/*"],
-                      url)
+                       *self._pack_program(url, "upload"), "--", url, f"{BRANCHES}/{self.store_id}/*:{incoming}/*",
+                       f"{NAMES}/{self.store_id}/*:{incoming_names}/*"], url)
         head = self._vault_head()
         fetched = self._refs(incoming)
+        names = self._names(incoming_names)
+        self._clear(incoming_names)
         own = fetched.pop(self.machine, None)
         seen = {machine: tip for machine, tip in known["seen"].items() if self._has(tip, machine)}
         for machine, tip in sorted(fetched.items()):
@@ -260,7 +287,7 @@ class Transport:
         tips["remotes"][remote] = known
         self._write_tips(tips)
         log.info("sync: fetched %d branches of store %s from remote %s", len(fetched), self.store_id, remote)
-        return Fetched(tips=fetched, own=own)
+        return Fetched(tips=fetched, own=own, names=names)
 
     def _check_own(self, remote: str, pushed: str | None, own: str | None, head: str | None, *,
                    gcrypt: bool) -> str | None:
@@ -381,6 +408,27 @@ class Transport:
         log.info("sync: pushed store %s to remote %s", self.store_id, remote)
         return flags[0] != "="
 
+    def push_name(self, url: str, name: str, there: tuple[str, str] | None) -> bool:
+        """Record ``name`` as this machine's beside its branch on ``url`` (``there``: the one the last fetch
+        found), fast-forward from that one; False when the remote has it already."""
+        name = machine_name(name)
+        if not name or (there is not None and there[1] == name):
+            return False
+        _check_gcrypt_address(url)
+        self._ensure_quarantine()   # the name is made and pushed there, never in the vault's repository
+        empty_tree = self._run(["hash-object", "-t", "tree", "-w", "--stdin"], stdin=b"").decode("ascii").strip()
+        stamp = f"{COMMITTER} 0 +0000"   # no time: the same name from the same one is the same commit
+        parent = f"parent {there[0]}\n" if there is not None else ""
+        text = f"tree {empty_tree}\n{parent}author {stamp}\ncommitter {stamp}\n\n{name}\n"
+        commit = self._run(["hash-object", "-t", "commit", "-w", "--stdin"],
+                           stdin=text.encode("utf-8")).decode("ascii").strip()
+        completed = self._network(
+            ["push", "--porcelain", "--no-verify", "--no-recurse-submodules", *self._pack_program(url, "receive"),
+             "--", url, f"{commit}:{NAMES}/{self.store_id}/{self.machine}"], url, check=False)
+        if completed.returncode != 0:
+            raise _failure(completed.stderr, url)
+        return True
+
     # --- listing ----------------------------------------------------------------------------------
 
     def stores_on(self, url: str) -> dict[str, dict[str, str]]:
@@ -443,6 +491,20 @@ class Transport:
             machine = ref.removeprefix(prefix + "/")
             if kind == "commit" and is_machine_id(machine):
                 found[machine] = tip
+        return found
+
+    def _names(self, prefix: str) -> dict[str, tuple[str, str]]:
+        """Machine id -> (commit, name) of the refs directly under ``prefix`` that name a machine and hold a
+        commit; a name that is empty once cleaned (``machine_name``) is no name."""
+        listed = self._run(["for-each-ref", "--format=%(objectname) %(objecttype) %(refname) %(contents:subject)",
+                            f"{prefix}/"])
+        found = {}
+        for line in listed.decode("utf-8", "replace").splitlines():
+            tip, kind, ref, *said = line.split(" ", 3)
+            machine = ref.removeprefix(prefix + "/")
+            name = machine_name(said[0] if said else "")
+            if kind == "commit" and is_machine_id(machine) and name:
+                found[machine] = (tip, name)
         return found
 
     def _clear(self, prefix: str) -> None:

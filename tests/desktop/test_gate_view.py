@@ -93,7 +93,7 @@ def test_settings_are_checked_by_the_engine_next_to_the_field_and_saved(qtbot, g
 
     wait_for_signal(qtbot, form.sig_checked, pointer_above_high)
     assert not form.errors["pageChars"].isVisible() and form.errors["mediumThreshold"].isVisible()
-    assert "must be below highThreshold" in form.errors["mediumThreshold"].text()
+    assert form.errors["mediumThreshold"].text().startswith("⚠ Must be below “Inject at or above”")
 
     blocker = wait_for_signal(qtbot, form.sig_checked, lambda: form.inputs["mediumThreshold"].setValue(0.5))
     assert blocker.args[0]["valid"] and form.save_button.isEnabled()
@@ -211,6 +211,23 @@ def test_the_threshold_default_shown_is_the_embedding_decision_models(qtbot, emb
     assert form.values()["highThreshold"] == threshold, "no highThreshold written: the model's is in force"
 
 
+def test_a_pointer_line_above_the_decision_models_inject_line_is_refused_though_none_is_written(
+        qtbot, embedding_engine, tasks, gui_thread_guard) -> None:
+    view = shown(qtbot, tasks)
+    form = view.settings
+    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
+    qtbot.waitUntil(lambda: form.defaults is not None, timeout=10_000)
+    assert form.values()["highThreshold"] == HIGH_THRESHOLD < 0.7 < 0.75   # the model's, not the spec's 0.75
+    form.switches["mediumThreshold"].setChecked(True)
+    form.inputs["mediumThreshold"].setValue(0.7)
+    wait_for_signal(qtbot, form.sig_checked, lambda: qtbot.keyClick(form.save_button, Qt.Key.Key_Space))
+    said = form.errors["mediumThreshold"].text()
+    assert said.startswith(f"⚠ Must be below “Inject at or above”, {HIGH_THRESHOLD:g} here"), said
+    assert form.verdict.text() == "Not valid: see the field marked ⚠."
+    qtbot.waitUntil(lambda: not tasks.busy, timeout=10_000)
+    assert read_config(embedding_engine, gui_thread_guard)["recallGate"] == {"mode": "shadow"}
+
+
 def test_an_invalid_form_is_never_written(qtbot, gate_engine, tasks, gui_thread_guard) -> None:
     engine, _ = gate_engine
     view = shown(qtbot, tasks)
@@ -219,6 +236,27 @@ def test_an_invalid_form_is_never_written(qtbot, gate_engine, tasks, gui_thread_
     form.inputs["timeoutMs"].setValue(50)
     wait_for_signal(qtbot, form.sig_checked, form.save)
     assert form.errors["timeoutMs"].isVisible() and "100 to 10,000" in form.errors["timeoutMs"].text()
+    qtbot.waitUntil(lambda: not tasks.busy, timeout=10_000)
+    assert read_config(engine, gui_thread_guard)["recallGate"] == {"mode": "shadow", "journal": True}
+
+
+def test_a_pointer_line_above_the_inject_line_is_said_in_the_forms_words_and_not_saved(qtbot, gate_engine, tasks,
+                                                                                      gui_thread_guard) -> None:
+    engine, _ = gate_engine
+    view = shown(qtbot, tasks)
+    form = view.settings
+    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
+    form.inputs["highThreshold"].setValue(0.5)
+    form.switches["mediumThreshold"].setChecked(True)
+    form.inputs["mediumThreshold"].setValue(0.7)
+    wait_for_signal(qtbot, form.sig_checked, lambda: qtbot.keyClick(form.save_button, Qt.Key.Key_Space))
+    said = form.errors["mediumThreshold"].text()
+    assert form.errors["mediumThreshold"].isVisible() and not form.general_error.isVisible()
+    assert said.startswith("⚠ Must be below “Inject at or above”"), said
+    labels = {field.label for field in FIELDS}
+    assert {"Inject at or above", "Pointer line from", "Skip hint below"} <= labels
+    assert not re.search(r"recallGate|[a-z][A-Z]", said), "no config key shows in the form's error"
+    assert form.verdict.text() == "Not valid: see the field marked ⚠."
     qtbot.waitUntil(lambda: not tasks.busy, timeout=10_000)
     assert read_config(engine, gui_thread_guard)["recallGate"] == {"mode": "shadow", "journal": True}
 

@@ -128,3 +128,20 @@ def test_images_a_note_embeds_are_named_once_beneath_it_and_never_in_its_search_
                     timeout=5_000)
     [hit] = [row for row in view.search_model.rows() if row["title"] == "Views and layouts"]
     assert "svg" not in hit["snippet"] and "icon" not in hit["snippet"] and "Filter: filter files." in hit["snippet"]
+
+
+def test_an_embedded_base_reads_as_a_base_never_as_a_link_to_a_note(qtbot, served_engine, tasks,
+                                                                      gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    save_page(served_engine, "Reading list",
+              "My books:\n\n![[Books.base]]\n\nBy year: ![[Library/Books.base#By year]]\n")
+    gui_thread_guard.active = True
+    view = records_view_on_main(qtbot, tasks, 1008, 720)
+    opened = next(row["id"] for row in view.recent_model.rows() if row["title"] == "Reading list")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(opened))
+    body = view.page.body
+    qtbot.waitUntil(lambda: "By year" in body.toPlainText(), timeout=5_000)
+    text = body.toPlainText()
+    assert "My books:\n[base: Books]\nBy year: [base: Books, view By year]" in text, text
+    assert "embeds the note" not in text and ".base" not in text
+    assert "wikilink:" not in body.toHtml()

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from PySide6.QtCore import Qt
 
+import engine.sync.round as round_module
 from desktop.records.history import labelled
 from desktop.sync.view import SyncView
 from desktop.tasks import EngineTasks
@@ -136,3 +138,32 @@ def test_a_conflict_with_an_outside_edit_names_its_versions_as_history_does_and_
     with qtbot.waitSignal(view.sig_status_reported, timeout=10_000) as reported:
         view.dismiss_button.click()
     assert reported.args[0] == "Conflict on Dana Whitaker dismissed; both versions stay in its history."
+
+
+def test_the_other_machines_are_named_by_their_computers_names_and_an_older_one_by_its_id(
+        qtbot, view, served_engine, remote, other_machine, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(round_module, "this_machine_name", lambda: "study-pc")
+    add_remote(qtbot, view, "origin", remote)
+    sync_now(qtbot, view)
+    monkeypatch.setattr(round_module, "this_machine_name", lambda: "kitchen-laptop")
+    other_machine.clone(remote)
+    kitchen = other_machine.status()["machineId"]
+    older = Machine(tmp_path / "older", "older")   # an older engine's machine records no name
+    try:
+        monkeypatch.setattr(round_module, "this_machine_name", lambda: "")
+        older.clone(remote)
+        old_id = older.status()["machineId"]
+    finally:
+        older.close()
+    monkeypatch.setattr(round_module, "this_machine_name", lambda: "study-pc")
+    sync_now(qtbot, view)
+    column = next(n for n in range(view.remotes_model.columnCount())
+                  if view.remotes_model.headerData(n, Qt.Orientation.Horizontal) == "Other machines")
+    cell = view.remotes_model.index(0, column)
+    qtbot.waitUntil(lambda: "kitchen-laptop" in (cell.data() or ""), timeout=10_000)
+    assert sorted(cell.data().split(", ")) == sorted(["kitchen-laptop", old_id])
+    tip = cell.data(Qt.ItemDataRole.ToolTipRole)
+    assert f"kitchen-laptop: sync id {kitchen}" in tip
+    assert f"{old_id}: no name recorded (it runs an older version of Knowledge Desk)" in tip
+    monkeypatch.setattr(round_module, "this_machine_name", lambda: "kitchen-laptop")
+    assert [s["machineNames"] for s in other_machine.sync()] == [{view.store()["machineId"]: "study-pc"}]

@@ -90,10 +90,10 @@ def test_each_remote_of_the_agents_store_is_shown_with_its_state_in_words_and_ah
         qtbot, view, states, gui_thread_guard, qtmodeltester) -> None:
     assert view.store_picker.currentData() == states
     assert shown(view.remotes_model) == [
-        ["nas", "git@nas.local:srv/notes.git", "Last synced 3 minutes ago", "0", "2", "1"],
+        ["nas", "git@nas.local:srv/notes.git", "Last synced 3 minutes ago", "0", "2", "m-desktop-02"],
         ["github", "https://github.com/me/notes.git",
          "Failing since 10:02: the remote could not be reached (last synced 16 hours ago)", "3", "not known yet",
-         "0"],
+         "none yet"],
     ]
     assert "1 of 2 remotes failing" in view.summary.text()
     # The machine by the name its owner gave the computer; its sync id, which means nothing to them, on hover.

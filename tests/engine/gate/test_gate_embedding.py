@@ -333,3 +333,24 @@ def test_switching_the_gate_to_hybrid_builds_the_open_stores_vectors(tmp_path: P
         indexed = runtime.call(lambda: runtime.vectors.count("private"))
         answer = gate_turn(engine, caller, {"message": "mural museum"})
     assert indexed == 7 and answer["vectors"] == "ready"
+
+
+def test_a_pointer_line_is_checked_against_the_decision_models_threshold_when_none_is_written(tmp_path) -> None:
+    from engine.core.errors import InvalidParams
+    from engine.index.similarity import HIGH_THRESHOLD
+    from engine.operator.gate_operator import handlers
+
+    state = StateDir(tmp_path / "state")
+    with open_embedding_engine(state, {"mode": "shadow"}) as engine:
+        methods = handlers(engine)
+        above = {"recallGate": {"mode": "shadow", "mediumThreshold": 0.7}}   # below the spec's 0.75, not 0.55
+        checked = methods["checkGateSettings"](above)
+        assert checked["valid"] is False and checked["field"] == "recallGate.mediumThreshold"
+        assert f"below highThreshold, {HIGH_THRESHOLD:g} here" in checked["message"]
+        with pytest.raises(InvalidParams):
+            methods["setGateSettings"](above)
+        assert json.loads(state.config.read_text(encoding="utf-8"))["recallGate"] == {"mode": "shadow"}
+        below = {"recallGate": {"mode": "shadow", "mediumThreshold": HIGH_THRESHOLD - 0.1}}
+        assert methods["checkGateSettings"](below)["valid"] is True
+        owners = {"recallGate": {"mode": "shadow", "highThreshold": 0.8, "mediumThreshold": 0.7}}
+        assert methods["checkGateSettings"](owners)["valid"] is True   # the owner's own threshold wins

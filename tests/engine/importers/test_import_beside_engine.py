@@ -203,6 +203,45 @@ def test_the_command_beside_the_engine_imports_through_it_and_prints_the_same(
     assert len(records(here, "pages/")) == len(records(served, "pages/")) == 2
 
 
+def test_the_command_beside_the_engine_never_says_written_after_linked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name, text in (("Inbox", "See [[Garden]].\n"), ("Garden", "Tulips; see [[Inbox]].\n"), ("Tram", "Fix it.\n")):
+        (notes / f"{name}.md").write_text(text, encoding="utf-8")
+    here, served = StateDir(tmp_path / "here" / "state"), StateDir(tmp_path / "served" / "state")
+    argv = ["import", "markdown", str(notes)]
+    local = run(capsys, here, argv)
+    with serving(served) as engine:
+        reached, release = threading.Event(), threading.Event()
+        real = engine.remember
+
+        def remember(caller: Any, params: dict[str, Any]) -> dict[str, Any]:  # the links wait: pages all written
+            reached.set()
+            assert release.wait(WAIT_S), "the test never released the links"
+            return real(caller, params)
+
+        polled_while_linking = []
+
+        def sleep(seconds: float) -> None:  # the links go on once the command has polled the job while linking
+            if reached.is_set():
+                if polled_while_linking:
+                    release.set()
+                polled_while_linking.append(True)
+            threading.Event().wait(seconds)
+
+        monkeypatch.setattr(engine, "remember", remember)
+        command_waits(monkeypatch, sleep)
+        beside = run(capsys, served, argv)
+
+    assert local[0] == beside[0] == 0 and local[1] == beside[1]
+    lines = beside[2].splitlines()
+    assert len(polled_while_linking) >= 2, "the command polled the job while it was linking"
+    assert lines[-1] == local[2].splitlines()[-1] == "knowledge import markdown: 3/3 notes linked", lines
+    first_linked = next(number for number, line in enumerate(lines) if line.endswith(" linked"))
+    assert all(line.endswith(" linked") for line in lines[first_linked:]), lines
+
+
 def test_a_dry_run_of_a_changed_folder_says_what_it_would_revise_here_and_beside_the_engine(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     notes = tmp_path / "notes"

@@ -90,8 +90,8 @@ class Machine:
 
 def remote_refs(url: str) -> dict[str, str]:
     """The bare repository's branches: ref -> commit."""
-    listing = subprocess.run(["git", "--git-dir", url, "for-each-ref", "--format=%(refname) %(objectname)"],
-                             check=True, capture_output=True, text=True).stdout
+    listing = subprocess.run(["git", "--git-dir", url, "for-each-ref", "--format=%(refname) %(objectname)",
+                              "refs/heads/"], check=True, capture_output=True, text=True).stdout
     return dict(line.split(" ", 1) for line in listing.splitlines())
 
 
