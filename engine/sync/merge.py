@@ -18,7 +18,8 @@ The rules:
 - A record is merged by its ``id`` wherever its file lives; any other file (a retained source, a
   descriptor, the ontology, a file that is no record) by its path.  Each is a three-way merge: a
   change made on one side only is taken (a removal too, listed in ``removals``); the same change
-  on both sides is taken once; two different changes are a conflict.
+  on both sides is taken once; two different changes are a conflict, except a record moved on one
+  side and revised where it was on the other, which is its revision at its new path.
 - A conflict keeps both versions: the one that stands is chosen by ``precedence`` (an ended
   lifecycle first, so a correction or withdrawal is never undone by a concurrent edit, then the
   higher revision, the later ``updated_at``, the greater sha256), the same on every machine; the
@@ -386,6 +387,9 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
         if kept is None and base is not None:
             removals.append(Removal(removed_by, record_id, base))
         return kept
+    moved_and_revised = _moved_and_revised(base, ours, theirs)
+    if moved_and_revised is not None:
+        return moved_and_revised
     if ours is None or theirs is None:  # removed on one side, revised on the other: the revision stays
         kept_side: Side = "ours" if ours is not None else "theirs"
         standing = ours if ours is not None else theirs
@@ -397,6 +401,19 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
     kind: ConflictKind = "revised_on_both" if base is not None else "added_on_both"
     conflicts.append(MergeConflict(kind, record_id, kept, kept_side, other, base))
     return kept
+
+
+def _moved_and_revised(base: Version | None, ours: Version | None, theirs: Version | None) -> Version | None:
+    """A record one side only moved (the base's bytes at another path) and the other only revised (other bytes
+    at the base's path): the revision at the new path, which is what each machine did; no conflict.  Moved on
+    both sides, or moved and revised on one, stays a conflict."""
+    if base is None or ours is None or theirs is None:
+        return None
+    for moved, revised in ((ours, theirs), (theirs, ours)):
+        if (moved.blob == base.blob and moved.natural != base.natural
+                and revised.blob != base.blob and revised.natural == base.natural):
+            return Version(moved.path, revised.blob, revised.load)
+    return None
 
 
 def _place(files: dict[str, bytes | Hashable], winners: list[Version],
