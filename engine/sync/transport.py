@@ -94,7 +94,9 @@ _UNREACHABLE = (
     (re.compile(r"could not read (username|password)|terminal prompts disabled", re.I),
      "it asks for credentials git has none for (give git a credential helper, or use an ssh address and key)"),
     (re.compile(r"does not appear to be a git repository|repository .* not found|not found|no such file|"
-                r"not a git repository|'.*' does not exist", re.I), "there is no repository at that address"),
+                r"not a git repository|'.*' does not exist|"
+                r"no such repository|repository not exported", re.I),  # git daemon's words, with and without
+     "there is no repository at that address"),                         # --informative-errors
     (re.compile(r"could not read from remote repository|unable to access|hung up|early eof|"
                 r"connection reset|broken pipe|remote helper", re.I), "the connection failed"),
 )

@@ -356,6 +356,31 @@ def test_an_unreachable_remote_is_unreachable(any_remote: GitRemote, laptop: Mac
     assert laptop.tips_bytes() is None
 
 
+def test_a_server_without_that_repository_is_said_to_hold_none(any_remote: GitRemote, laptop: Machine) -> None:
+    """A mistyped repository name on a server that answers: the same words for a path, git:// and http://."""
+    url = any_remote.url.replace("notes.git", "nots.git")
+    commit = laptop.write({"private/pages/alpha.md": record("Alpha")})
+    for attempt in (lambda: laptop.transport.fetch("nas", url), lambda: laptop.transport.push("nas", url, commit),
+                    lambda: laptop.transport.stores_on(url)):
+        with pytest.raises(SyncRefused) as refused:
+            attempt()
+        assert refused.value.finding.code == "unreachable", refused.value.message
+        assert refused.value.message == "the remote could not be reached: there is no repository at that address"
+    assert laptop.tips_bytes() is None
+
+
+@pytest.mark.parametrize("said", [
+    "fatal: remote error: no such repository: /nots.git",  # git daemon --informative-errors
+    "fatal: remote error: access denied or repository not exported: /nots.git",  # git daemon without it
+])
+def test_git_daemons_words_for_a_missing_repository_are_ours(said: str) -> None:
+    from engine.sync.transport import _failure
+
+    refused = _failure(said.encode(), "git://host.example/nots.git")
+    assert refused.finding.code == "unreachable"
+    assert refused.finding.message == "the remote could not be reached: there is no repository at that address"
+
+
 def test_a_missing_git_is_git_missing(laptop: Machine, tmp_path: Path) -> None:
     transport = Transport(laptop.sync_dir, str(tmp_path / "no-git"), STORE, laptop.id, laptop.vault / ".git")
     with pytest.raises(SyncRefused) as refused:
