@@ -151,6 +151,9 @@ def cmd_sync_now(args: argparse.Namespace, state: StateDir) -> int:
             if store.get("problem"):
                 lines.append(f"    {store['problem']}")
             lines.extend(line for remote in store["remotes"] for line in _remote_lines(remote))
+            if store.get("conflictsWaiting"):
+                lines.append(f"    {store['conflictsWaiting']} conflict(s) waiting (knowledge sync status shows them "
+                             "with their diff)")
         print("\n".join(lines) or answer.get("note", ""))
     return 1 if answer["failing"] else 0
 

@@ -130,7 +130,7 @@ def test_a_clone_as_a_job_reports_its_steps_and_answers_as_sync_clone_and_a_refu
         laptop.close()
 
 
-def test_a_conflict_is_listed_with_its_id_and_dismissed_from_the_command_line(
+def test_a_conflict_is_told_by_sync_now_listed_with_its_id_and_dismissed_from_the_command_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A machine without the window (a home server) reads its conflicts and dismisses them too."""
     remote = bare_repository(tmp_path / "remote.git")
@@ -149,6 +149,9 @@ def test_a_conflict_is_listed_with_its_id_and_dismissed_from_the_command_line(
         a.close()
         b.close()
 
+    code, out, err = run(capsys, b.state, ["sync", "now"])
+    assert code == 0, err
+    assert "1 conflict(s) waiting (knowledge sync status shows them with their diff)" in out
     code, out, err = run(capsys, b.state, ["sync", "status"])
     assert code == 0, err
     assert f"conflict {conflict['id']}: {dana['id']}" in out
@@ -159,6 +162,9 @@ def test_a_conflict_is_listed_with_its_id_and_dismissed_from_the_command_line(
     assert code == 0, err
     assert out.startswith(f"Dismissed conflict {conflict['id']} of store ") and "0 still waiting" in out
     code, out, _ = run(capsys, b.state, ["sync", "status", "--json"])
+    [store] = json.loads(out)["stores"]
+    assert store["conflictsWaiting"] == 0
+    code, out, _ = run(capsys, b.state, ["sync", "now", "--json"])
     [store] = json.loads(out)["stores"]
     assert store["conflictsWaiting"] == 0
     code, out, err = run(capsys, b.state, ["sync", "dismiss", conflict["id"], "--json"])
