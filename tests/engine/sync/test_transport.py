@@ -126,6 +126,28 @@ def test_a_rewritten_branch_of_this_machine_is_refused_on_fetch_and_push(
     assert laptop.tips_bytes() == tips
 
 
+def test_a_copy_of_this_state_directory_pushing_as_this_machine_is_said_so_with_the_way_out(
+        bare_remote: GitRemote, laptop: Machine, tmp_path: Path) -> None:
+    """The owner copied the state directory to a second machine instead of cloning: both are one machine id,
+    and the copy's pushes land on this machine's branch. Nothing is taken or overwritten either way."""
+    laptop.transport.push("nas", bare_remote.url, laptop.write({"private/pages/alpha.md": record("Alpha")}))
+    shutil.copytree(laptop.root, tmp_path / "copy")
+    copy = Machine(tmp_path / "copy")
+    assert copy.id == laptop.id
+    pushed_by_copy = copy.write({"private/pages/beta.md": record("Beta")})
+    assert copy.transport.push("nas", bare_remote.url, pushed_by_copy) is True
+    laptop.write({"private/pages/gamma.md": record("Gamma")})
+    tips = laptop.tips_bytes()
+
+    with pytest.raises(SyncRefused) as refused:
+        laptop.transport.fetch("nas", bare_remote.url)
+    assert refused.value.finding.code == "rewritten"
+    assert "another copy of this state directory" in refused.value.message
+    assert f"remove machine.json and tips.json from {laptop.sync_dir}" in refused.value.message
+    assert refs(bare_remote.path, "refs/heads/") == {branch(STORE, laptop.id): pushed_by_copy}
+    assert laptop.tips_bytes() == tips
+
+
 def test_a_vanished_branch_of_this_machine_is_rewritten(bare_remote: GitRemote, laptop: Machine) -> None:
     laptop.transport.push("nas", bare_remote.url, laptop.write({"private/pages/alpha.md": record("Alpha")}))
     plain_git(bare_remote.path, "update-ref", "-d", branch(STORE, laptop.id))
