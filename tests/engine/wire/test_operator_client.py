@@ -4,6 +4,7 @@ or a half line of JSON."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Iterator
 
 import pytest
 
+from engine.cli.commands import main
 from engine.operator.token_file import ensure_operator_token
 from engine.state.statedir import StateDir
 from engine.wire.operator_client import UNREACHABLE, OperatorConnection, OperatorError
@@ -52,7 +54,7 @@ def dying_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tup
     state.root.mkdir(mode=0o700)
     ensure_operator_token(state)
     engine = DyingEngine(request.param)
-    state.write_engine_info({"pid": 1, "port": engine.port})
+    state.write_engine_info({"pid": os.getpid(), "port": engine.port})  # a live pid: the engine looks alive
     try:
         yield state, engine
     finally:
@@ -68,3 +70,12 @@ def test_an_engine_that_goes_away_while_it_answers_is_a_broken_connection(dying_
     assert broken.value.message.startswith("The connection to the Knowledge engine broke")
     assert engine.connections == 2  # tried once more, as a dropped connection is, then said
     connection.close()
+
+
+def test_the_command_line_says_a_broken_connection_in_sentences(dying_engine, capsys) -> None:
+    state, _ = dying_engine
+    assert main(["--state-dir", str(state.root), "sync", "status"]) == 1
+    said = capsys.readouterr().err
+    assert said.startswith("knowledge: The connection to the Knowledge engine broke: the engine closed the "
+                           "connection"), said
+    assert ". If it has stopped, run the command again;" in said
