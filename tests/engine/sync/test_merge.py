@@ -162,12 +162,14 @@ def test_a_record_moved_on_one_side_and_revised_in_place_on_the_other_is_the_rev
     assert not result.conflicts and not result.removals and not result.moves
 
 
-def test_a_record_moved_on_one_side_and_moved_and_revised_on_the_other_is_a_conflict() -> None:
+def test_a_record_moved_to_two_places_goes_to_the_greater_path_with_the_revision_and_is_a_conflict() -> None:
     base = base_state()
     ours = {**{p: d for p, d in base.items() if p != PAGE}, "private/pages/person/alice-smith.md": base[PAGE]}
     theirs = {**{p: d for p, d in base.items() if p != PAGE},
               "private/pages/person/alice-jones.md": revised(base[PAGE], body="edited")}
     result = both_ways(base, ours, theirs)
+    assert result.files["private/pages/person/alice-smith.md"] == theirs["private/pages/person/alice-jones.md"]
+    assert "private/pages/person/alice-jones.md" not in result.files
     [conflict] = result.conflicts
     assert conflict.kind == "revised_on_both"
 

@@ -92,8 +92,6 @@ class Machines:
                 state[path] = revised(state[path], lifecycle="withdrawn", updated_at=when)
             elif action == "remove":
                 del state[path]
-            elif action == "move":  # renamed by hand: the same bytes at another path
-                state[f"private/pages/moved/{tick}-{path.rsplit('/', 1)[1]}"] = state.pop(path)
             else:
                 old_id = parse_record(state[path], path)[0].id
                 state[path] = revised(state[path], lifecycle="superseded", updated_at=when)
@@ -106,7 +104,7 @@ class Machines:
         self.heads[machine] = merge(self.heads[machine], self.heads[other])
 
 
-ACTIONS = ("page", "claim", "revise", "withdraw", "remove", "correct", "move")
+ACTIONS = ("page", "claim", "revise", "withdraw", "remove", "correct")
 STEP = st.one_of(
     st.tuples(st.just("write"), st.integers(0, 2), st.sampled_from(ACTIONS), st.integers(0, 9)),
     st.tuples(st.just("sync"), st.integers(0, 2), st.integers(0, 2), st.just(0)),
