@@ -338,7 +338,7 @@ class SyncView(QWidget):
             self._syncing = False
             now = self.now()
             remotes = [remote for one in answer.get("stores") or [] for remote in one.get("remotes") or []]
-            said = "; ".join(f"{r.get('name')}: {remote_state(r, now)}" for r in remotes)
+            said = "; ".join(f"{r.get('name')}: {remote_state(r, now, reason=True)}" for r in remotes)
             failing = sum(remote.get("state") == "failing" for remote in remotes)
             if failing:  # a problem, said as one: never "Synced" for a round that failed
                 self.tasks.sig_error_raised.emit(

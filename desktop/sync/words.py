@@ -45,14 +45,18 @@ def failure(error: dict[str, Any] | None) -> str:
     return FAILURES.get(error.get("code") or "", "") or (error.get("message") or "").rstrip(".") or "unknown"
 
 
-def remote_state(remote: dict[str, Any], now: datetime) -> str:
-    """``Last synced 3 minutes ago``, ``Failing since 10:02: the remote could not be reached``, ..."""
+def remote_state(remote: dict[str, Any], now: datetime, *, reason: bool = False) -> str:
+    """``Last synced 3 minutes ago``, ``Failing since 10:02: the remote could not be reached``, ...
+
+    With ``reason``, a failure is said in the engine's own message, which names why (the credentials git
+    lacks, the repository that is not there): for the message bar, which has no tooltip to hold it."""
     state = remote.get("state")
     if state == "syncing":
         return "Syncing now…"
     if state == "failing":
         error = remote.get("lastError") or {}
-        said = f"Failing since {clock_time(error.get('at') or remote.get('lastAttempt'), now)}: {failure(error)}"
+        why = (error.get("message") or "").rstrip(".") if reason else ""
+        said = f"Failing since {clock_time(error.get('at') or remote.get('lastAttempt'), now)}: {why or failure(error)}"
         if remote.get("lastSuccess"):
             said += f" (last synced {ago(remote['lastSuccess'], now)})"
         return said

@@ -645,7 +645,8 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     except OperatorError as exc:  # the serving engine's answer, said as it is said without one
         if exc.reason == UNREACHABLE:
-            print(f"knowledge: {exc.message} If it has stopped, run the command again; if it hangs, stop it "
+            said = exc.message if exc.message.endswith(".") else exc.message + "."
+            print(f"knowledge: {said} If it has stopped, run the command again; if it hangs, stop it "
                   f"(engine.json in {state.root} names its pid).", file=sys.stderr)
             return 1
         field = exc.data.get("field")

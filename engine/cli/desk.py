@@ -46,6 +46,7 @@ from ..state.registry import SCOPES, Registry
 from ..state.statedir import StateDir
 from ..store.credentials import refuse_secrets
 from ..sync.clone import SyncCloned, clone_store
+from ..sync.conflicts import SyncConflictDismissed, dismiss
 from ..sync.remotes import RemoteBook, SyncRemoteChanged, SyncRemotes
 from ..sync.service import SyncNowAnswer, sync_now, sync_status
 from ..sync.status import SyncStatus
@@ -110,6 +111,8 @@ class Desk(Protocol):
     def sync_status(self) -> SyncStatus: ...
     def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None,
                    owner: bool = False) -> SyncCloned: ...
+    def dismiss_sync_conflict(self, conflict_id: str, store: str | None,
+                              agent: str | None) -> SyncConflictDismissed: ...
 
 
 @contextmanager
@@ -256,6 +259,11 @@ class LocalDesk:
         self.state.create()
         with self._engine() as engine:
             return clone_store(engine, url, agent, store_id=store_id, name=name, owner=owner)
+
+    def dismiss_sync_conflict(self, conflict_id: str, store: str | None,
+                              agent: str | None) -> SyncConflictDismissed:
+        with self._engine() as engine:
+            return dismiss(engine, conflict_id, store=store, agent=agent)
 
     def set_settings(self, **switches: Any) -> SettingsView:
         source = SettingsSource(self.state.config)
@@ -406,3 +414,7 @@ class RemoteDesk:
                    owner: bool = False) -> SyncCloned:
         return self._call("syncClone", {"url": url, "agent": agent, "storeId": store_id, "name": name,
                                         "owner": owner})
+
+    def dismiss_sync_conflict(self, conflict_id: str, store: str | None,
+                              agent: str | None) -> SyncConflictDismissed:
+        return self._call("dismissSyncConflict", {"id": conflict_id, "store": store, "agent": agent})

@@ -1,5 +1,6 @@
 """``knowledge sync``: the git remotes each store syncs with (``remote add / list / remove``), a round now
-(``now``), every store's sync status (``status``) and a store cloned from a remote (``clone``); docs/sync.md.
+(``now``), every store's sync status (``status``), a conflict the owner has read (``dismiss``) and a store
+cloned from a remote (``clone``); docs/sync.md.
 
 They are on the desk (desk.py): beside a serving engine they ask it as the operator
 (``operator/addSyncRemote``, ``operator/syncNow``...), otherwise they do the work here.  A plain path is
@@ -62,6 +63,16 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                                                                       "conflicts waiting with their diff")
     status.add_argument("--json", action="store_true", help="print every store's sync status as JSON")
     status.set_defaults(handler=cmd_sync_status)
+
+    dismiss = sync_commands.add_parser(
+        "dismiss", parents=[common], help="take a sync conflict off the list of those waiting, once read",
+        description="Takes a conflict that `knowledge sync status` lists off the list of those waiting. The "
+                    "revision that stands stays, and the other stays in the record's history and in git: to make "
+                    "it current, revise the record.")
+    dismiss.add_argument("id", metavar="ID", help="the conflict's id (sc_..., as `knowledge sync status` lists it)")
+    store_choice(dismiss)
+    dismiss.add_argument("--json", action="store_true", help="print the conflict dismissed as JSON")
+    dismiss.set_defaults(handler=cmd_sync_dismiss)
 
     clone = sync_commands.add_parser(
         "clone", parents=[common], help="join a store that syncs through a remote, as an agent's store",
@@ -140,6 +151,9 @@ def cmd_sync_now(args: argparse.Namespace, state: StateDir) -> int:
             if store.get("problem"):
                 lines.append(f"    {store['problem']}")
             lines.extend(line for remote in store["remotes"] for line in _remote_lines(remote))
+            if store.get("conflictsWaiting"):
+                lines.append(f"    {store['conflictsWaiting']} conflict(s) waiting (knowledge sync status shows them "
+                             "with their diff)")
         print("\n".join(lines) or answer.get("note", ""))
     return 1 if answer["failing"] else 0
 
@@ -163,8 +177,9 @@ def cmd_sync_status(args: argparse.Namespace, state: StateDir) -> int:
             lines.append(f"    {store['conflictsWaiting']} conflict(s) waiting:")
         for conflict in store["conflicts"]:
             other = conflict["other"]
-            lines.append(f"      {conflict['recordId'] or conflict['standing']['path']} ({conflict['kind']}, from "
-                         f"{conflict['remote']} at {conflict['at']}): {conflict['standing']['path']} stands"
+            lines.append(f"      conflict {conflict['id']}: {conflict['recordId'] or conflict['standing']['path']} "
+                         f"({conflict['kind']}, from {conflict['remote']} at {conflict['at']}): "
+                         f"{conflict['standing']['path']} stands"
                          + (f" over {other['path']}" if other else "; the other side removed it"))
             lines.extend("        " + line for line in conflict["diff"].splitlines())
         if store.get("removed"):
@@ -174,6 +189,15 @@ def cmd_sync_status(args: argparse.Namespace, state: StateDir) -> int:
             lines.append(f"      {removal['partition']}/{removal['path']} ({removal['recordId'] or 'no record'}) "
                          f"{removal['detail']} at {removal['at']}")
     print("\n".join(lines) or "No stores yet; each agent's store is created on its first use.")
+    return 0
+
+
+def cmd_sync_dismiss(args: argparse.Namespace, state: StateDir) -> int:
+    with open_desk(state) as desk:
+        dismissed = desk.dismiss_sync_conflict(args.id, args.store, args.agent)
+    _show(dismissed, args.json, f"Dismissed conflict {dismissed['id']} of store {dismissed['storeId']} (at "
+                                f"{dismissed['dismissedAt']}); {dismissed['conflictsWaiting']} still waiting. The "
+                                "standing revision stays; the other is in the record's history and in git.")
     return 0
 
 

@@ -17,7 +17,7 @@ revision serve it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterable, Mapping, NoReturn
+from typing import Callable, Hashable, Iterable, Mapping, NoReturn, Sequence
 
 from ..core.db import Database
 from ..core.findings import Finding
@@ -218,9 +218,13 @@ def record_conflicts(db: Database, conflicts: Iterable[MergeConflict], *, remote
     return listed
 
 
-def removals_of(plans: Iterable[Plan]) -> list[tuple[str, str, str | None]]:
-    """What the plans remove: (partition, path inside it, record id)."""
-    return [(plan.partition, write.path, write.record_id) for plan in plans for write in plan.writes if write.removes]
+def removals_of(plans: Sequence[Plan]) -> list[tuple[str, str, str | None]]:
+    """What the plans remove: (partition, path inside it, record id).  A record the plans also write at
+    another path was moved (renamed on the other machine), not removed: it is left out."""
+    written = {write.record_id for plan in plans for write in plan.writes
+               if not write.removes and write.record_id is not None}
+    return [(plan.partition, write.path, write.record_id) for plan in plans for write in plan.writes
+            if write.removes and (write.record_id is None or write.record_id not in written)]
 
 
 def record_sync_removals(db: Database, removals: list[tuple[str, str, str | None]], *, remote: str,

@@ -18,7 +18,8 @@ The rules:
 - A record is merged by its ``id`` wherever its file lives; any other file (a retained source, a
   descriptor, the ontology, a file that is no record) by its path.  Each is a three-way merge: a
   change made on one side only is taken (a removal too, listed in ``removals``); the same change
-  on both sides is taken once; two different changes are a conflict.
+  on both sides is taken once; two different changes are a conflict.  A record's path and its bytes
+  merge apart, so one moved on one side and revised on the other is the revision at its new path.
 - A conflict keeps both versions: the one that stands is chosen by ``precedence`` (an ended
   lifecycle first, so a correction or withdrawal is never undone by a concurrent edit, then the
   higher revision, the later ``updated_at``, the greater sha256), the same on every machine; the
@@ -394,9 +395,37 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
         return standing
     kept_side = "ours" if precedence(ours) > precedence(theirs) else "theirs"
     kept, other = (ours, theirs) if kept_side == "ours" else (theirs, ours)
-    kind: ConflictKind = "revised_on_both" if base is not None else "added_on_both"
-    conflicts.append(MergeConflict(kind, record_id, kept, kept_side, other, base))
-    return kept
+    if base is None:
+        conflicts.append(MergeConflict("added_on_both", record_id, kept, kept_side, other, base))
+        return kept
+    merged, conflicting = _place_and_bytes(base, ours, theirs, kept)
+    if conflicting:
+        conflicts.append(MergeConflict("revised_on_both", record_id, merged, kept_side, other, base))
+    return merged
+
+
+def _place_and_bytes(base: Version, ours: Version, theirs: Version, kept: Version) -> tuple[Version, bool]:
+    """A file both sides changed, its path and its bytes merged apart, each three-way: what one side alone
+    changed is taken; bytes both changed differently are ``kept``'s (the version that stands), a file both
+    moved to different places goes to the greater path.  So a record moved on one machine and revised on the
+    other is the revision at its new path, with no conflict.
+    Answers the merged version (bytes and path each some side's: a merge never makes new bytes) and whether
+    the sides conflict (both changed the bytes, or both moved it, differently)."""
+    if ours.blob == theirs.blob or theirs.blob == base.blob:
+        data, bytes_differ = ours, False
+    elif ours.blob == base.blob:
+        data, bytes_differ = theirs, False
+    else:
+        data, bytes_differ = kept, True
+    if ours.natural == theirs.natural:
+        place, places_differ = data, False
+    elif theirs.natural == base.natural:
+        place, places_differ = ours, False
+    elif ours.natural == base.natural:
+        place, places_differ = theirs, False
+    else:  # moved to two places: the greater path, whichever version stands, so any order of merges agrees
+        place, places_differ = max((ours, theirs), key=lambda version: version.natural), True
+    return Version(place.path, data.blob, data.load), bytes_differ or places_differ
 
 
 def _place(files: dict[str, bytes | Hashable], winners: list[Version],

@@ -523,9 +523,12 @@ def _install(runtime: SyncRuntime, ours: dict[str, str], merged: MergeResult,
              load: Callable[[Hashable], bytes], remote: str, machine: str) -> None:
     """Turn the vault from ``ours`` into ``merged`` by journalled publications, one per partition, and record
     each removal among them in its record's history (which machine's history removed it)."""
-    for plan in plan_sync(runtime.store, ours, merged, load).plans:
+    plans = plan_sync(runtime.store, ours, merged, load).plans
+    removals = removals_of(plans)
+    for plan in plans:
         runtime.publish(plan)
-        record_sync_removals(runtime.store.db, removals_of([plan]), remote=remote, machine=machine)
+        record_sync_removals(runtime.store.db, [removal for removal in removals if removal[0] == plan.partition],
+                             remote=remote, machine=machine)
         runtime.faults.reach("sync_installed")
 
 

@@ -29,7 +29,7 @@ from ..core.methods import Method
 from ..core.params import NO_PARAMS, Params, Value
 from ..state.registry import StoreRecord
 from .clone import CLONE, SyncCloned, SyncEngine, clone_store
-from .install import named_as_history, removals_made, waiting_conflicts
+from .install import conflicts_waiting, named_as_history, removals_made, waiting_conflicts
 from .remotes import CHOOSE_STORE, DEFAULT_AGENT, check_remote_name, read_remotes
 from .round import read_machine_id, read_status
 from .status import StoreSyncStatus, SyncRemoteStatus, SyncStatus
@@ -42,11 +42,13 @@ class SyncCloneJob(JobFields):
 
 
 class StoreRound(TypedDict):
-    """One store's round: each remote's status after it; ``problem`` when the round could not start (the
-    store unavailable, its remotes file unreadable), naming why."""
+    """One store's round: each remote's status after it, and how many conflicts wait for the owner's look
+    then; ``problem`` when the round could not start (the store unavailable, its remotes file unreadable),
+    naming why."""
 
     storeId: str
     remotes: list[SyncRemoteStatus]
+    conflictsWaiting: NotRequired[int]
     problem: NotRequired[str]
 
 
@@ -66,7 +68,7 @@ def sync_now(engine: SyncEngine, *, store: str | None = None, agent: str | None 
     if store is not None or agent is not None:
         record = engine.resolver.select(store=store, agent=agent, default_agent=DEFAULT_AGENT)
         engine.resolver.check(record)
-        rounds = [{"storeId": record.store_id, "remotes": engine.sync_store(record, remote)}]
+        rounds = [_store_round(engine, record, remote)]
     else:
         rounds = [_every_store_round(engine, record, remote) for record in engine.registry.stores()
                   if _has_remote(record, remote)]
@@ -82,9 +84,18 @@ def _every_store_round(engine: SyncEngine, record: StoreRecord, remote: str | No
     """One store's round when every store is synced: a store that cannot start its round says why, and the
     others go on."""
     try:
-        return {"storeId": record.store_id, "remotes": engine.sync_store(record, remote)}
+        return _store_round(engine, record, remote)
     except KnowledgeError as exc:
         return {"storeId": record.store_id, "remotes": [], "problem": exc.message}
+
+
+def _store_round(engine: SyncEngine, record: StoreRecord, remote: str | None) -> StoreRound:
+    done: StoreRound = {"storeId": record.store_id, "remotes": engine.sync_store(record, remote)}
+    try:
+        done["conflictsWaiting"] = engine.maintain(record, lambda runtime: conflicts_waiting(runtime.store.db))
+    except KnowledgeError:
+        pass  # the round ran; operator/syncStatus says what keeps the store's conflicts from being read
+    return done
 
 
 def _has_remote(record: StoreRecord, name: str | None) -> bool:

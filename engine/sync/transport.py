@@ -103,7 +103,9 @@ _UNREACHABLE = (
     (re.compile(r"could not read (username|password)|terminal prompts disabled", re.I),
      "it asks for credentials git has none for (give git a credential helper, or use an ssh address and key)"),
     (re.compile(r"does not appear to be a git repository|repository .* not found|not found|no such file|"
-                r"not a git repository|'.*' does not exist", re.I), "there is no repository at that address"),
+                r"not a git repository|'.*' does not exist|"
+                r"no such repository|repository not exported", re.I),  # git daemon's words, with and without
+     "there is no repository at that address"),                         # --informative-errors
     (re.compile(r"could not read from remote repository|unable to access|hung up|early eof|"
                 r"connection reset|broken pipe|remote helper", re.I), "the connection failed"),
 )
@@ -305,6 +307,15 @@ class Transport:
             return own
         if ours and gcrypt and pushed is not None and self._is_ancestor(own, pushed):
             return own  # set back by another machine's gcrypt push (see fetch); the next push restores it
+        if pushed is not None and self._is_ancestor(pushed, own):
+            # Built on what this machine pushed, by someone holding its machine id: a copy of the state
+            # directory (copied to another computer, or restored from a backup) syncing as this machine.
+            raise _refused("rewritten", "the remote's branch of this machine holds commits this machine never "
+                           "made, on top of the one it pushed last: another copy of this state directory (copied "
+                           "rather than joined with `knowledge sync clone`, or restored from a backup) syncs as "
+                           "this same machine; nothing was taken from it or pushed over it. To let this copy sync "
+                           f"as a machine of its own, remove machine.json and tips.json from {self.sync_dir}",
+                           remote=remote, machine=self.machine)
         raise _refused("rewritten", "the remote's branch of this machine was rewritten: it does not hold the "
                        "commit this machine pushed last; nothing was taken from it", remote=remote,
                        machine=self.machine)

@@ -54,19 +54,24 @@ class OperatorConnection:
         self._ids = itertools.count(1)
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> JsonValue:
-        """The ``result`` of ``method``: the answer that operator method declares (engine/operator/methods.py)."""
-        if self._socket is None:
-            self.connect()
+        """The ``result`` of ``method``: the answer that operator method declares (engine/operator/methods.py).
+
+        A connection that breaks (the engine restarted, or went away while it answered) is tried once more,
+        then said as broken; an engine that is not there at all is ``unreachable`` from ``connect``."""
         try:
-            return self._exchange(method, params or {})
+            return self._attempt(method, params or {})
         except (OSError, ConnectionError, EOFError):
             self.close()  # the engine restarted or went away: one fresh attempt
-        self.connect()
         try:
-            return self._exchange(method, params or {})
+            return self._attempt(method, params or {})
         except (OSError, ConnectionError, EOFError) as exc:
             self.close()
             raise OperatorError(UNREACHABLE, f"The connection to the Knowledge engine broke: {exc}") from exc
+
+    def _attempt(self, method: str, params: dict[str, Any]) -> JsonValue:
+        if self._socket is None:
+            self.connect()
+        return self._exchange(method, params)
 
     def connect(self) -> None:
         """Open the socket and initialize as the operator (a token file problem arrives as a readable Denied)."""
@@ -114,6 +119,8 @@ class OperatorConnection:
             reply = self._replies.readline(MAX_MESSAGE_BYTES + 1)
             if not reply:
                 raise ConnectionError("the engine closed the connection")
+            if not reply.endswith(b"\n") and len(reply) <= MAX_MESSAGE_BYTES:
+                raise ConnectionError("the engine closed the connection in the middle of its answer")
             message = json.loads(reply)
             if "id" in message or "method" not in message:
                 return message

@@ -281,6 +281,20 @@ def test_a_round_that_failed_is_said_as_a_problem_never_as_synced(qtbot, view, f
     assert "the remote could not be reached" in raised.args[0] and reported == []
 
 
+def test_a_round_that_failed_says_the_engines_reason_in_the_message_bar(qtbot, view, fake_sync,
+                                                                        gui_thread_guard) -> None:
+    """The table's State cell keeps the short phrase (the reason is its tooltip); the bar, which has no
+    tooltip, says why: "could not be reached" alone sends an owner to the network when git needs credentials."""
+    reason = ("the remote could not be reached: it asks for credentials git has none for (give git a credential "
+              "helper, or use an ssh address and key)")
+    fake_sync.after_sync = {"state": "failing", "lastAttempt": "2026-12-04T10:02:00Z", "lastError": {
+        "code": "unreachable", "message": reason, "at": "2026-12-04T10:02:00Z"}}
+    with qtbot.waitSignal(view.tasks.sig_error_raised, timeout=10_000) as raised:
+        view.sync_button.click()
+    assert f"nas: Failing since {clock_time('2026-12-04T10:02:00Z', view.now())}: {reason}" in raised.args[0]
+    assert raised.args[0].count("the remote could not be reached") == 2  # once per remote, never twice for one
+
+
 def test_the_conflict_panes_hint_wraps_in_a_small_window_rather_than_being_cut(qtbot, view) -> None:
     view.resize(760, 600)  # the view's size in a 1024x700 window
     view.show()

@@ -150,6 +150,30 @@ def test_a_record_moved_on_one_side_follows_its_id() -> None:
     assert not result.conflicts and not result.removals
 
 
+@pytest.mark.parametrize("revision", [2, 1], ids=["by an agent", "by hand, keeping the revision number"])
+def test_a_record_moved_on_one_side_and_revised_in_place_on_the_other_is_the_revision_at_its_new_path(
+        revision: int) -> None:
+    base = base_state()
+    moved = "private/pages/person/alice-smith.md"
+    ours = {**{p: d for p, d in base.items() if p != PAGE}, moved: base[PAGE]}
+    theirs = {**base, PAGE: revised(base[PAGE], body="edited", revision=revision)}
+    result = both_ways(base, ours, theirs)
+    assert PAGE not in result.files and result.files[moved] == theirs[PAGE]
+    assert not result.conflicts and not result.removals and not result.moves
+
+
+def test_a_record_moved_to_two_places_goes_to_the_greater_path_with_the_revision_and_is_a_conflict() -> None:
+    base = base_state()
+    ours = {**{p: d for p, d in base.items() if p != PAGE}, "private/pages/person/alice-smith.md": base[PAGE]}
+    theirs = {**{p: d for p, d in base.items() if p != PAGE},
+              "private/pages/person/alice-jones.md": revised(base[PAGE], body="edited")}
+    result = both_ways(base, ours, theirs)
+    assert result.files["private/pages/person/alice-smith.md"] == theirs["private/pages/person/alice-jones.md"]
+    assert "private/pages/person/alice-jones.md" not in result.files
+    [conflict] = result.conflicts
+    assert conflict.kind == "revised_on_both"
+
+
 @pytest.mark.parametrize("partition", ["private/", f"{CONVERSATION}/"])
 def test_a_side_missing_a_whole_partition_folder_is_refused(partition: str) -> None:
     base = base_state()

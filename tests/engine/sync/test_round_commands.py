@@ -128,3 +128,44 @@ def test_a_clone_as_a_job_reports_its_steps_and_answers_as_sync_clone_and_a_refu
         assert laptop.registry.agent("other") is None
     finally:
         laptop.close()
+
+
+def test_a_conflict_is_told_by_sync_now_listed_with_its_id_and_dismissed_from_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A machine without the window (a home server) reads its conflicts and dismisses them too."""
+    remote = bare_repository(tmp_path / "remote.git")
+    a, b = Machine(tmp_path, "a"), Machine(tmp_path, "b")
+    try:
+        dana = a.save("dana", "Dana Whitaker", "Keeps the lighthouse running.")
+        a.add_remote(remote)
+        a.sync()
+        b.clone(remote)
+        a.revise("dana-a", dana["id"], 1, "Dana Whitaker", "Keeps the lighthouse running, says the laptop.")
+        b.revise("dana-b", dana["id"], 1, "Dana Whitaker", "Keeps the lighthouse running, says the desktop.")
+        a.sync()
+        b.sync()
+        [conflict] = b.status()["conflicts"]
+    finally:
+        a.close()
+        b.close()
+
+    code, out, err = run(capsys, b.state, ["sync", "now"])
+    assert code == 0, err
+    assert "1 conflict(s) waiting (knowledge sync status shows them with their diff)" in out
+    code, out, err = run(capsys, b.state, ["sync", "status"])
+    assert code == 0, err
+    assert f"conflict {conflict['id']}: {dana['id']}" in out
+    code, out, err = run(capsys, b.state, ["sync", "dismiss", "sc_01NOSUCHCONFLICT"])
+    assert code == 2 and "has no sync conflict" in err
+    with serving(b.state):
+        code, out, err = run(capsys, b.state, ["sync", "dismiss", conflict["id"]])
+    assert code == 0, err
+    assert out.startswith(f"Dismissed conflict {conflict['id']} of store ") and "0 still waiting" in out
+    code, out, _ = run(capsys, b.state, ["sync", "status", "--json"])
+    [store] = json.loads(out)["stores"]
+    assert store["conflictsWaiting"] == 0
+    code, out, _ = run(capsys, b.state, ["sync", "now", "--json"])
+    [store] = json.loads(out)["stores"]
+    assert store["conflictsWaiting"] == 0
+    code, out, err = run(capsys, b.state, ["sync", "dismiss", conflict["id"], "--json"])
+    assert code == 0 and json.loads(out)["id"] == conflict["id"]  # again: when it was first dismissed

@@ -94,6 +94,25 @@ def test_a_file_removed_on_one_machine_is_recorded_as_removed_by_sync_on_the_oth
     assert f"private/{relpath} ({atlas}) by sync from machine {machine_a} of remote origin" in out
 
 
+def test_a_file_renamed_on_one_machine_is_moved_on_the_other_never_recorded_as_removed(
+        machines: MachineFactory, remote: str) -> None:
+    a, _ = started(machines, remote)
+    b = machines("b")
+    b.clone(remote)
+    atlas = a.save("atlas", "Atlas", "The restoration project.")["id"]
+    settle(a, b)
+    relpath = a.get(atlas)["path"]
+    renamed = relpath.replace("atlas", "atlas-project")
+    assert renamed != relpath
+    (a.vault / "private" / relpath).rename(a.vault / "private" / renamed)
+    settle(a, b)
+    assert not (b.vault / "private" / relpath).exists()
+    assert (b.vault / "private" / renamed).read_bytes() == (a.vault / "private" / renamed).read_bytes()
+    assert b.get(atlas)["path"] == renamed
+    assert "removed" not in b.status()
+    assert [event["kind"] for event in b.engine.history(b.owner, atlas)["events"]] == []
+
+
 def test_a_store_that_wrote_nothing_on_a_remote_of_other_stores_is_told_to_clone(
         machines: MachineFactory, remote: str) -> None:
     a, _ = started(machines, remote)

@@ -126,6 +126,28 @@ def test_a_rewritten_branch_of_this_machine_is_refused_on_fetch_and_push(
     assert laptop.tips_bytes() == tips
 
 
+def test_a_copy_of_this_state_directory_pushing_as_this_machine_is_said_so_with_the_way_out(
+        bare_remote: GitRemote, laptop: Machine, tmp_path: Path) -> None:
+    """The owner copied the state directory to a second machine instead of cloning: both are one machine id,
+    and the copy's pushes land on this machine's branch. Nothing is taken or overwritten either way."""
+    laptop.transport.push("nas", bare_remote.url, laptop.write({"private/pages/alpha.md": record("Alpha")}))
+    shutil.copytree(laptop.root, tmp_path / "copy")
+    copy = Machine(tmp_path / "copy")
+    assert copy.id == laptop.id
+    pushed_by_copy = copy.write({"private/pages/beta.md": record("Beta")})
+    assert copy.transport.push("nas", bare_remote.url, pushed_by_copy) is True
+    laptop.write({"private/pages/gamma.md": record("Gamma")})
+    tips = laptop.tips_bytes()
+
+    with pytest.raises(SyncRefused) as refused:
+        laptop.transport.fetch("nas", bare_remote.url)
+    assert refused.value.finding.code == "rewritten"
+    assert "another copy of this state directory" in refused.value.message
+    assert f"remove machine.json and tips.json from {laptop.sync_dir}" in refused.value.message
+    assert refs(bare_remote.path, "refs/heads/") == {branch(STORE, laptop.id): pushed_by_copy}
+    assert laptop.tips_bytes() == tips
+
+
 def test_a_vanished_branch_of_this_machine_is_rewritten(bare_remote: GitRemote, laptop: Machine) -> None:
     laptop.transport.push("nas", bare_remote.url, laptop.write({"private/pages/alpha.md": record("Alpha")}))
     plain_git(bare_remote.path, "update-ref", "-d", branch(STORE, laptop.id))
@@ -354,6 +376,31 @@ def test_an_unreachable_remote_is_unreachable(any_remote: GitRemote, laptop: Mac
             attempt()
         assert refused.value.finding.code == "unreachable", refused.value.message
     assert laptop.tips_bytes() is None
+
+
+def test_a_server_without_that_repository_is_said_to_hold_none(any_remote: GitRemote, laptop: Machine) -> None:
+    """A mistyped repository name on a server that answers: the same words for a path, git:// and http://."""
+    url = any_remote.url.replace("notes.git", "nots.git")
+    commit = laptop.write({"private/pages/alpha.md": record("Alpha")})
+    for attempt in (lambda: laptop.transport.fetch("nas", url), lambda: laptop.transport.push("nas", url, commit),
+                    lambda: laptop.transport.stores_on(url)):
+        with pytest.raises(SyncRefused) as refused:
+            attempt()
+        assert refused.value.finding.code == "unreachable", refused.value.message
+        assert refused.value.message == "the remote could not be reached: there is no repository at that address"
+    assert laptop.tips_bytes() is None
+
+
+@pytest.mark.parametrize("said", [
+    "fatal: remote error: no such repository: /nots.git",  # git daemon --informative-errors
+    "fatal: remote error: access denied or repository not exported: /nots.git",  # git daemon without it
+])
+def test_git_daemons_words_for_a_missing_repository_are_ours(said: str) -> None:
+    from engine.sync.transport import _failure
+
+    refused = _failure(said.encode(), "git://host.example/nots.git")
+    assert refused.finding.code == "unreachable"
+    assert refused.finding.message == "the remote could not be reached: there is no repository at that address"
 
 
 def test_a_missing_git_is_git_missing(laptop: Machine, tmp_path: Path) -> None:
