@@ -217,8 +217,8 @@ def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: Ref
         raise NotFound("no active record with that id in this partition; historical, withdrawn and invalid "
                        "records are read with the exact and history reads", id=ref["id"])
     if row.revision != ref["revision"] or row.sha256 != ref["sha256"]:
-        raise StaleRevision("the record changed since it was referenced; search again", id=ref["id"],
-                            revision=row.revision)
+        raise StaleRevision("the record changed since it was referenced; search again", field="ref", id=ref["id"],
+                            revision=row.revision, sha256=row.sha256)
     if not row.view.valid_at(moment or utc_now()):
         raise NotFound("the claim does not hold at that time (see its validFrom and validTo); the exact read "
                        "shows it", id=ref["id"], **row.view.validity.as_json())
