@@ -336,7 +336,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
         }
         base, body = None, ""
     else:
-        row, existing, base = current_record(ctx, page.id, kind="page")
+        row, existing, base = current_record(ctx, page.id, kind="page", field="id")
         check_expected_version(ctx, page, row)
         if existing.lifecycle != "active":
             raise Conflict(f"the page is {existing.lifecycle}; only active pages are revised", id=page.id)
