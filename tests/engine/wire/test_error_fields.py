@@ -84,3 +84,22 @@ def test_a_resource_not_found_names_the_uri_not_an_argument_it_does_not_take(age
     for uri in (resource_uri(store_id, UNKNOWN), resource_uri(store_id, saved["id"]) + "/revision/3"):
         data = ask(dispatcher, session, "resources/read", {"uri": uri})["error"]["data"]
         assert data["reason"] == "not_found" and data["field"] == "uri", data
+
+
+@pytest.mark.parametrize("method, params", [
+    ("M" * 100_000, {}),
+    ("tools/call", {"name": "T" * 100_000, "arguments": {}}),
+])
+def test_an_unknown_name_of_any_length_is_quoted_short(agent, method, params):
+    dispatcher, session, _ = agent
+    reply = ask(dispatcher, session, method, params)
+    message = reply["error"]["message"]
+    assert len(message) < 200 and "(100000 characters)" in message, message
+    assert reply["error"]["data"]["reason"] in ("not_found", "invalid_params")
+
+
+def test_a_short_unknown_name_is_quoted_whole(agent):
+    dispatcher, session, _ = agent
+    assert ask(dispatcher, session, "tools/call", {"name": "knowledge_nope"})["error"]["message"] == \
+        "unknown tool 'knowledge_nope'"
+    assert ask(dispatcher, session, "memory/nope", {})["error"]["message"] == "unknown method 'memory/nope'"
