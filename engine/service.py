@@ -486,13 +486,17 @@ class Engine:
 
     def reindex(self) -> list[dict[str, Any]]:
         """Rebuild every search index, and the vector index when an embedding model is installed, from its
-        catalog (owner maintenance)."""
+        catalog (owner maintenance).  The vectors are those the owner's hybrid search reads (long pages' own
+        passages included), and follow publications from then on, as after that search (``follow_for_owner``):
+        a reindex that left them short of it would leave the search saying a reindex is still wanted."""
         rebuilt = []
         embedder = self.embeddings.current()
         for record in self.registry.stores():
 
             def rebuild_all(runtime: StoreRuntime, record: StoreRecord = record) -> list[dict[str, Any]]:
                 results = []
+                if embedder is not None:
+                    runtime.follow_for_owner()
                 for partition in runtime.store.partitions():
                     runtime.prepare(partition)
                     runtime.indexes.rebuild(partition)

@@ -35,7 +35,7 @@ from ..core.errors import NotFound
 from ..importers.answers import AnyImport, ExportResult
 from ..importers.archive import export_archive
 from ..importers.common import DEFAULT_AGENT, Progress, import_engine
-from ..importers.formats import FORMATS, receiving_agent, run_import
+from ..importers.formats import FORMATS, receiving_agent, run_import, unembedded_note
 from ..gate.suggest import GateSuggestion
 from ..operator.doctor import doctor_report
 from ..operator.gate_operator import handlers as gate_handlers
@@ -183,8 +183,12 @@ class LocalDesk:
                 return run_import(None, chosen, plan, agent=agent or DEFAULT_AGENT, dry_run=True,
                                   progress=progress, keep_token=keep)
         with import_engine(self.state) as engine:  # a dry run only reads what an earlier import made
-            return run_import(engine, chosen, plan, agent=receiving_agent(engine, store, agent), dry_run=dry_run,
-                              progress=progress, keep_token=keep)
+            receiving = receiving_agent(engine, store, agent)
+            result = run_import(engine, chosen, plan, agent=receiving, dry_run=dry_run, progress=progress,
+                                keep_token=keep)
+            if not dry_run and any((result.get("imported") or {}).values()):
+                result["notes"] = [*(result.get("notes") or []), *unembedded_note(engine, receiving)]  # type: ignore
+            return result
 
     def agents(self) -> list[dict[str, Any]]:
         with self._registry() as registry:

@@ -110,6 +110,35 @@ def run_import(engine: Engine | None, chosen: Format, plan: tuple[Any, ...], *, 
     return result
 
 
+def unembedded_note(engine: Engine, agent: str) -> list[str]:
+    """For an import run in the command's own engine, whose embedding stops when the command ends: a note when
+    an embedding model is in force and some of ``agent``'s records have no vector yet, saying what embeds them
+    (until then hybrid search finds them by their words only)."""
+    embedder = engine.embeddings.current() if engine.embeddings is not None else None
+    if embedder is None:
+        return []
+
+    def count(runtime: Any, authority: Any) -> tuple[int, int] | None:
+        partition = authority.partition
+        if runtime.vectors.follows_catalog(partition, embedder):
+            return None
+        records = runtime.catalog.current_count(partition)
+        embedded = runtime.vectors.count(partition) if runtime.vectors.holds_file() else 0
+        return max(0, records - embedded), records
+
+    try:
+        left = engine.on_store(OperatorCaller(agent), count, create=False)
+    except (IndexFailed, NotFound):
+        left = (0, 0)
+    if left is None:
+        return []
+    missing, records = left
+    which = f"{missing} of the {records} records" if missing else "Some records"
+    return [f"{which} in {agent}'s store have no vector yet: the embedding model works only while an engine runs. "
+            "`knowledge reindex` embeds them now; an engine serving this state directory embeds them from its "
+            "first hybrid search (`knowledge search`). Until then hybrid search finds them by their words only."]
+
+
 def index_imported(engine: Engine, agent: str) -> list[str]:
     """Bring the search index of ``agent``'s store up to date with what an import wrote (a search would do
     it first otherwise, and the owner's first search after an import would wait for it); a note for the

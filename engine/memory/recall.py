@@ -305,9 +305,10 @@ def _check_may_approve(authority: Authority) -> None:
 def _only_row(ctx: WriteContext, record_id: str) -> RecordRow:
     rows = ctx.catalog.rows_for_id(ctx.partition, record_id)
     if len(rows) > 1:
-        raise NotFound("that id is used by more than one file; exact lookups return none", id=record_id)
+        raise NotFound("that id is used by more than one file; exact lookups return none", field="id",
+                       id=record_id)
     if not rows or not isinstance(rows[0].revision, int):
-        raise NotFound("no record with that id in this partition", id=record_id)
+        raise NotFound("no record with that id in this partition", field="id", id=record_id)
     return rows[0]
 
 
@@ -324,7 +325,7 @@ def _replayed(runtime: OpenStore, ctx: WriteContext, request: RecallInput, diges
 def plan_recall(ctx: WriteContext, request: RecallInput, request_id: str, digest: str) -> Plan:
     """The record's next revision with the approved block set, or without it."""
     kind = _only_row(ctx, request.id).kind
-    row, record, base = current_record(ctx, request.id, kind=kind)
+    row, record, base = current_record(ctx, request.id, kind=kind, field="id")
     status = row.status
     if status != "current":
         raise Conflict(f"the record is {status}; only a current record carries approved recall",

@@ -205,11 +205,13 @@ KnowledgeAnswer = Union[KnowledgeItem, KnowledgeSearch]
 
 
 def search_knowledge(engine: KnowledgeEngine, caller: Caller, args: dict[str, Any]) -> KnowledgeAnswer:
-    """The tool: the runtime switch, then the caller's knowledge:read authority, then one of the two shapes."""
+    """The tool: its parameters, then the runtime switch, then the caller's knowledge:read authority, then one
+    of the two shapes.  Bad input is named first, as by every tool; the switch still comes before anything
+    reads a store."""
+    request = parse_request(args)
     if not engine.settings.current().knowledge_runtime_enabled:
         raise RuntimeDisabled("the Knowledge Base runtime is switched off (knowledgeRuntimeEnabled is false)",
                               error="knowledge_unavailable", code="knowledge_runtime_disabled")
-    request = parse_request(args)
     if isinstance(request, AddressedRead):
         return engine.on_store(caller, lambda runtime, authority: addressed_read(runtime, authority, request),
                                scope=SCOPE)

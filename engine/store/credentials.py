@@ -11,7 +11,8 @@ The detector is Yelp's detect-secrets: its token-format plugins, called directly
 is involved.  Its high-entropy string plugins are left out, because they flag every quoted sha256
 digest and UUID and some record ids (measured in docs/secrets.md).  Beside it sits a small named
 pattern set for what detect-secrets has no plugin for: current OpenAI and Anthropic keys, bearer
-and basic authorization headers, fine-grained GitHub tokens, Google, Hugging Face, npm,
+and basic authorization headers, fine-grained GitHub tokens, the GitLab tokens its plugin misses, Google,
+Hugging Face, npm,
 DigitalOcean and newer Stripe and Slack tokens, unquoted AWS secret keys, Azure shared access keys
 and encrypted PEM private keys.
 
@@ -226,6 +227,11 @@ _PATTERNS: tuple[_Detector, ...] = (
                                                  r"[A-Za-z0-9+/]{8,}={0,2}", flags=re.IGNORECASE),
               hints=("authorization",)),
     _Detector("GitHub token", _pattern(r"github_pat_[A-Za-z0-9_]{22,}"), exact_hints=("github_pat_",)),
+    # GitLab's prefixes detect-secrets misses: its CI/CD job token pattern reports only the partition id it
+    # captures (`64_`, then dropped as too plain to be a key; a JWT job token not at all), and it predates the
+    # feature-flag client, workspace and registered-runner tokens (GitLab's table of token prefixes).
+    _Detector("GitLab token", _pattern(r"(?:glcbt|glffct|glrtr|glwt)-[A-Za-z0-9_-]{20,}", word_start=True),
+              exact_hints=("glcbt-", "glffct-", "glrtr-", "glwt-")),
     _Detector("Google API key", _pattern(r"AIza[0-9A-Za-z_-]{35}"), exact_hints=("AIza",)),
     _Detector("Google OAuth token", _pattern(r"ya29\.[0-9A-Za-z_-]{20,}", word_start=True), exact_hints=("ya29.",)),
     _Detector("Hugging Face token", _pattern(r"hf_[A-Za-z]{34}(?![A-Za-z0-9])", word_start=True),

@@ -70,24 +70,27 @@ def get_record(store: Store, catalog: CatalogReads, partition: str, record_id: s
 
 
 def record_file(store: Store, catalog: CatalogReads, partition: str, record_id: str,
-                revision: int | None = None) -> RecordFile:
+                revision: int | None = None, *, fields: tuple[str, str] = ("id", "revision")) -> RecordFile:
     """The newest file of ``record_id`` (re-read, so an edit outside the engine is seen), or its kept
-    ``revision``; NotFound for a withheld, unknown or duplicated id."""
+    ``revision``; NotFound for a withheld, unknown or duplicated id, naming the parameter that gave the id or
+    the revision (``fields``)."""
+    id_field, revision_field = fields
     rows = catalog.rows_for_id(partition, record_id)
     if len(rows) > 1:
-        raise NotFound("that id is used by more than one file; exact lookups return none",
+        raise NotFound("that id is used by more than one file; exact lookups return none", field=id_field,
                        id=record_id, duplicate=True)
     if revision is None:
         if not rows:
-            raise NotFound("no record with that id in this partition", id=record_id)
+            raise NotFound("no record with that id in this partition", field=id_field, id=record_id)
         row = fresh_row(store, catalog, partition, rows[0])
         if row is None or row.record_id != record_id or row.file_status == "withheld":
-            raise NotFound("no record with that id in this partition", id=record_id)
+            raise NotFound("no record with that id in this partition", field=id_field, id=record_id)
         return RecordFile(_bytes_of(store, catalog, partition, row), row.path, row.revision, row.status,
                           row.findings)
     stored = catalog.revision(partition, record_id, revision)
     if stored is None:
-        raise NotFound("no such revision of that record in this partition", id=record_id, revision=revision)
+        raise NotFound("no such revision of that record in this partition", field=revision_field, id=record_id,
+                       revision=revision)
     current = rows[0] if rows else None
     is_current = current is not None and current.revision == revision and current.sha256 == stored.sha256
     status = current.status if current is not None and is_current else "historical"
@@ -122,7 +125,7 @@ def history(catalog: CatalogReads, partition: str, record_id: str) -> RecordHist
     """Every revision kept of a record, who wrote it, and edits seen outside the engine."""
     revisions = catalog.revisions(partition, record_id)
     if not revisions and not catalog.rows_for_id(partition, record_id):
-        raise NotFound("no record with that id in this partition", id=record_id)
+        raise NotFound("no record with that id in this partition", field="id", id=record_id)
     entries: list[Revision] = []
     for row in revisions:
         record, _ = parse_record(row.content, row.path)
@@ -211,14 +214,14 @@ def read_reference(store: Store, catalog: CatalogReads, partition: str, ref: Ref
         raise ForeignReference("the reference belongs to another store", field="ref")
     rows = catalog.rows_for_id(partition, ref["id"])
     if len(rows) != 1:
-        raise NotFound("no active record with that id in this partition", id=ref["id"])
+        raise NotFound("no active record with that id in this partition", field="ref", id=ref["id"])
     row = fresh_row(store, catalog, partition, rows[0])
     if row is None or row.record_id != ref["id"] or not row.is_current:
         raise NotFound("no active record with that id in this partition; historical, withdrawn and invalid "
-                       "records are read with the exact and history reads", id=ref["id"])
+                       "records are read with the exact and history reads", field="ref", id=ref["id"])
     if row.revision != ref["revision"] or row.sha256 != ref["sha256"]:
-        raise StaleRevision("the record changed since it was referenced; search again", id=ref["id"],
-                            revision=row.revision)
+        raise StaleRevision("the record changed since it was referenced; search again", field="ref", id=ref["id"],
+                            revision=row.revision, sha256=row.sha256)
     if not row.view.valid_at(moment or utc_now()):
         raise NotFound("the claim does not hold at that time (see its validFrom and validTo); the exact read "
                        "shows it", id=ref["id"], **row.view.validity.as_json())

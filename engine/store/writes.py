@@ -270,7 +270,8 @@ def current_record(ctx: WriteContext, record_id: str, *, kind: str,
 
 
 def check_expected_version(ctx: WriteContext, page: PageInput, row: RecordRow) -> None:
-    """Refuse a revision planned on a version its writer did not read (``stale_revision``).
+    """Refuse a revision planned on a version its writer did not read (``stale_revision``, its ``field`` the
+    argument that named that version, beside the ``revision`` and ``sha256`` the file holds now).
 
     ``row`` holds the file's bytes as read from disk just now (``current_record``).  With ``expectedSha256``
     the file must hold exactly that version.  A number alone stands for the version the engine first kept
@@ -281,17 +282,19 @@ def check_expected_version(ctx: WriteContext, page: PageInput, row: RecordRow) -
     seen = {"id": row.record_id, "revision": row.revision, "sha256": row.sha256}
     if row.revision != page.expected_revision:
         raise StaleRevision(f"the page is at revision {row.revision}, not {page.expected_revision}; read it again",
-                            **seen)
+                            field="expectedRevision", **seen)
     if page.expected_sha256 is not None:
         if page.expected_sha256 != row.sha256:
             raise StaleRevision(f"the page changed since the version you read (revision {row.revision} now has "
-                                "other bytes); read it again and revise with the sha256 you read", **seen)
+                                "other bytes); read it again and revise with the sha256 you read",
+                                field="expectedSha256", **seen)
         return
     first = ctx.catalog.first_kept_sha256(ctx.partition, row.record_id, row.revision)
     if first is not None and first != row.sha256:
         raise StaleRevision(f"the page was edited outside the engine after revision {row.revision} was written "
                             "(the file kept its number); read it again and revise with expectedRevision and "
-                            "expectedSha256, the sha256 you read", editedOutside=True, **seen)
+                            "expectedSha256, the sha256 you read", field="expectedRevision", editedOutside=True,
+                            **seen)
 
 
 def resolve_page(ctx: WriteContext, name: str, field: str) -> str:
@@ -333,7 +336,7 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
         }
         base, body = None, ""
     else:
-        row, existing, base = current_record(ctx, page.id, kind="page")
+        row, existing, base = current_record(ctx, page.id, kind="page", field="id")
         check_expected_version(ctx, page, row)
         if existing.lifecycle != "active":
             raise Conflict(f"the page is {existing.lifecycle}; only active pages are revised", id=page.id)

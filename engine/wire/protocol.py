@@ -198,7 +198,7 @@ class Dispatcher:
             return self._handle_modern(session, request_id, method, params)
         handler = self.methods.get(method)
         if handler is None:
-            return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {method!r}")
+            return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {shown_name(method)}")
         if session.token is None and not session.operator and method not in UNAUTHENTICATED:
             return error_response(request_id, ERROR_CODES["denied"], "denied",
                                   "initialize the connection with a credential first")
@@ -220,7 +220,7 @@ class Dispatcher:
         try:
             if session.era == HANDSHAKE:
                 raise envelope_refused() if enveloped(method, params) else EnvelopeError(
-                    METHOD_NOT_FOUND, f"{method} is MCP 2026-07-28's; this connection speaks "
+                    METHOD_NOT_FOUND, f"{shown_name(method)} is MCP 2026-07-28's; this connection speaks "
                     f"{session.protocol_version}", reason="not_found")
             if not enveloped(method, params):
                 if method == "ping":  # the transport's liveness probe (the bridge's keepalive), in either era
@@ -234,7 +234,7 @@ class Dispatcher:
             return error_response(request_id, exc.code, exc.reason, exc.message, **exc.data)
         handler = self.methods.get(method)
         if handler is None and method != LISTEN:
-            return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {method!r}")
+            return error_response(request_id, METHOD_NOT_FOUND, "not_found", f"unknown method {shown_name(method)}")
         if session.token is None and method not in UNAUTHENTICATED:
             return error_response(request_id, ERROR_CODES["denied"], "denied",
                                   "this connection has no credential: authenticate it first with "
@@ -399,8 +399,19 @@ class Dispatcher:
             raise InvalidParams("name is required: the name of a tool from tools/list", field="name")
         tool = self.tools.get(name)
         if tool is None:
-            raise InvalidParams(f"unknown tool {name!r}", field="name")
+            raise InvalidParams(f"unknown tool {shown_name(name)}", field="name")
         return tool.call(self.engine, self.caller(session, params), arguments)
+
+
+NAME_SHOWN_MAX = 80  # characters of an unknown method or tool name an error message quotes
+
+
+def shown_name(name: str) -> str:
+    """An unknown method or tool name as an error quotes it: whole when short, else its start and its length,
+    so a client sending a name of megabytes does not get it back."""
+    if len(name) <= NAME_SHOWN_MAX:
+        return repr(name)
+    return f"{name[:NAME_SHOWN_MAX]!r}... ({len(name)} characters)"
 
 
 def cancelled_request(data: bytes) -> tuple[type, Any] | None:

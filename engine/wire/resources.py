@@ -250,7 +250,7 @@ def read_resource(engine: ResourceEngine, caller: Caller, address: ResourceAddre
     if store is None or store.store_id != address.store_id:
         raise NotFound("no such resource for this caller", uri=address.uri)
     found = entry.read(lambda store, authority, view: record_file(
-        view.store, view.catalog, authority.partition, address.record_id, address.revision))
+        view.store, view.catalog, authority.partition, address.record_id, address.revision, fields=("uri", "uri")))
     return {"contents": [{"uri": address.uri, "mimeType": MIME_TYPE, "text": found.content.decode("utf-8", "replace"),
                           "_meta": {"knowledge": {"revision": found.revision, "status": found.status}}}]}
 

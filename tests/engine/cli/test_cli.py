@@ -569,3 +569,47 @@ def test_a_hybrid_search_run_here_with_notes_left_to_embed_says_reindex_embeds_t
     assert capsys.readouterr().out.splitlines()[0] == (
         "hybrid search (keyword + embedding model; some notes are not embedded yet and are found by their words "
         "only: knowledge reindex embeds them)")
+
+
+def test_an_import_run_here_says_how_many_records_wait_for_a_vector_and_reindex_embeds_all_hybrid_reads(
+        state_dir: StateDir, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run here, an import's engine stops embedding when the command ends: with an embedding model chosen, the
+    import says how many records have no vector and what embeds them; ``knowledge reindex`` then embeds what
+    the owner's hybrid search reads, so the search no longer says notes wait for a reindex."""
+    from models.fixtures import TINY_EMBEDDER
+    from models.installed import ModelStore
+    from models.local import add_local
+
+    add_local(ModelStore(state_dir.models), TINY_EMBEDDER)
+    # The Knowledge Base runtime and the gate off: the import's engine embeds nothing while it runs.
+    state_dir.config.write_text(json.dumps({"embeddingModel": "onnx/tiny-embedder"}), encoding="utf-8")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for number in range(3):
+        (notes / f"note {number}.md").write_text(f"# Harbour {number}\n\n" + "The boats come in at dawn. " * 60
+                                                 + "\n", encoding="utf-8")
+
+    assert main(["--state-dir", str(state_dir.root), "import", "markdown", str(notes)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == (
+        "3 of the 3 records in main's store have no vector yet: the embedding model works only while an engine "
+        "runs. `knowledge reindex` embeds them now; an engine serving this state directory embeds them from its "
+        "first hybrid search (`knowledge search`). Until then hybrid search finds them by their words only.")
+    assert run_json(capsys, "--state-dir", str(state_dir.root), "search", "boats", "--json")["vectors"] == "building"
+
+    assert main(["--state-dir", str(state_dir.root), "reindex"]) == 0
+    capsys.readouterr()
+    assert run_json(capsys, "--state-dir", str(state_dir.root), "search", "boats", "--json")["vectors"] == "ready"
+
+    (notes / "note 3.md").write_text("# Harbour 3\n\nThe ferry leaves at noon.\n", encoding="utf-8")
+    assert main(["--state-dir", str(state_dir.root), "import", "markdown", str(notes)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("1 of the 4 records in main's store have no vector")
+
+
+def test_an_import_run_here_without_an_embedding_model_says_nothing_of_vectors(
+        state_dir: StateDir, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "note.md").write_text("# Harbour\n\nThe boats come in at dawn.\n", encoding="utf-8")
+    assert main(["--state-dir", str(state_dir.root), "import", "markdown", str(notes)]) == 0
+    assert "vector" not in capsys.readouterr().out

@@ -100,6 +100,19 @@ def test_the_runtime_is_off_by_default_and_says_knowledge_unavailable(engine, ow
     assert tool_answer(reply["result"])["error"] == "knowledge_unavailable"
 
 
+@pytest.mark.parametrize("args, field", [
+    ({}, "query"),
+    ({"query": 5}, "query"),
+    ({"query": "pizza", "mode": "bogus"}, "mode"),
+    ({"query": "pizza", "knowledge_item_id": "pg_x"}, "knowledge_item_id"),
+    ({"query": "pizza", "scope": "private"}, "scope"),
+])
+def test_bad_input_is_named_before_the_switch_is_read(engine, owner, args, field):
+    with pytest.raises(InvalidParams) as raised:
+        kb.search_knowledge(engine, owner, args)
+    assert raised.value.details.get("field") == field
+
+
 def test_the_switch_is_read_from_config_json_when_it_changes(state_dir):
     with open_engine(state_dir, model=False, knowledgeRuntimeEnabled=False) as engine:
         caller, _ = seed(engine)

@@ -63,9 +63,13 @@ def test_a_cited_original_is_named_by_its_own_filename_unless_its_descriptor_was
 def test_a_changed_revision_rejects_the_read(engine, owner):
     saved = engine.save_page(owner, page("p1", "Harbour", type_="place"))
     ref = first_ref(engine, owner, "harbour")
-    engine.save_page(owner, page("p2", "Harbour", type_="place", body="New.", id=saved["id"], expectedRevision=1))
-    with pytest.raises(StaleRevision):
+    revised = engine.save_page(owner, page("p2", "Harbour", type_="place", body="New.", id=saved["id"],
+                                           expectedRevision=1))
+    with pytest.raises(StaleRevision) as raised:
         engine.read(owner, {"ref": ref})
+    current = engine.get_record(owner, saved["id"])
+    assert raised.value.details == {"field": "ref", "id": saved["id"], "revision": revised["revision"],
+                                    "sha256": current["sha256"]}
 
 
 def test_an_edit_without_a_revision_bump_also_rejects_the_read(engine, owner, state_dir):

@@ -50,7 +50,8 @@ def test_a_revision_by_number_after_an_outside_edit_is_refused_and_changes_nothi
     with pytest.raises(StaleRevision) as raised:
         engine.save_page(owner, page("r2", "Dana", body="Ours.", id=page_id, expectedRevision=1))
     assert raised.value.reason == "stale_revision"
-    assert raised.value.details == {"id": page_id, "revision": 1, "sha256": sha(edited), "editedOutside": True}
+    assert raised.value.details == {"field": "expectedRevision", "id": page_id, "revision": 1, "sha256": sha(edited),
+                                    "editedOutside": True}
     assert "edited outside the engine" in raised.value.message and "expectedSha256" in raised.value.message
     assert vault_snapshot(private_dir(state_dir)) == vault
     assert kept(engine, owner, page_id) == history
@@ -80,6 +81,7 @@ def test_a_sha256_read_before_the_edit_is_refused(engine, owner, state_dir):
         engine.save_page(owner, page("r2", "Dana", body="Ours.", id=page_id, expectedRevision=1,
                                      expectedSha256=before))
     assert (raised.value.details["revision"], raised.value.details["sha256"]) == (1, sha(edited))
+    assert raised.value.details["field"] == "expectedSha256"
     assert path.read_bytes() == edited
 
 

@@ -107,6 +107,7 @@ def test_revision_needs_the_expected_revision_and_keeps_every_revision(engine, o
     with pytest.raises(StaleRevision) as raised:
         engine.save_page(owner, page("r3", "Dana", body="Third.", id=created["id"], expectedRevision=1))
     assert raised.value.details["revision"] == 2
+    assert raised.value.details["field"] == "expectedRevision"  # which argument was stale
     assert engine.get_record(owner, created["id"])["body"] == "Second.\n"
     assert engine.get_record(owner, created["id"], revision=1)["body"] == "First.\n"
     assert [r["revision"] for r in engine.history(owner, created["id"])["revisions"]] == [1, 2]

@@ -88,7 +88,7 @@ def test_nonexistent_revision_or_record_is_not_found(engine, owner):
 
     with pytest.raises(NotFound) as raised:
         engine.get_record(owner, record_id, 3)
-    assert raised.value.details == {"id": record_id, "revision": 3}
+    assert raised.value.details == {"field": "revision", "id": record_id, "revision": 3}
     with pytest.raises(NotFound):
         engine.get_record(owner, "pg_00000000000000000000000000")
     with pytest.raises(NotFound):

@@ -154,13 +154,21 @@ def _key_run(length: int, alphabet: str = "AbC0dEf1GhI2jKl3MnO4pQr5StU6vWx7Yz89"
     return (alphabet * (length // len(alphabet) + 1))[:length]
 
 
+# GitLab's tokens that detect-secrets' plugin misses: CI/CD job tokens with any partition id but one it lets
+# through by chance (`0a_`), or none, or as a JWT; feature-flag client, workspace and registered-runner tokens.
+_JWT_HEADER = base64.urlsafe_b64encode(json.dumps({"kid": _key_run(43), "typ": "JWT", "alg": "RS256"}).encode())
+GITLAB_FORMS = [f"glcbt-64_{_key_run(20)}", f"glcbt-100_{_key_run(20)}", f"glcbt-{_key_run(20)}",
+                f"glcbt-{_JWT_HEADER.decode().rstrip('=')}.{_key_run(60)}.{_key_run(86)}",
+                f"glffct-{_key_run(20)}", f"glwt-{_key_run(20)}", f"glrtr-{_key_run(25)}"]
+
+
 # One text in each form a token pattern with a literal hint takes, beyond ``CREDENTIALS`` (which holds one of each
 # kind): every prefix of the GitHub and GitLab patterns, Stripe's restricted key, Square, PyPI's test index.
 TOKEN_FORMS = [f"{prefix}_{_key_run(36)}" for prefix in ("ghp", "gho", "ghu", "ghs", "ghr")] + [
     f"{prefix}-{_key_run(25)}" for prefix in ("glpat", "gldt", "glft", "glsoat", "glrt", "glimt")] + [
     f"glcbt-0a_{_key_run(25)}", f"GR1348941{_key_run(25)}", f"glptt-{_key_run(40)}", f"glagent-{_key_run(50)}", f"gloas-{_key_run(64)}",
     f"rk_live_{_key_run(24)}", f"sq0csp-{_key_run(43)}", f"pypi-AgENdGVzdC5weXBpLm9yZw{_key_run(70)}",
-    f"sk-{_key_run(20)}T3BlbkFJ{_key_run(20)}", f"sk-ant-{_key_run(40)}", f"doo_v1_{'0a1b2c3d' * 8}"]
+    f"sk-{_key_run(20)}T3BlbkFJ{_key_run(20)}", f"sk-ant-{_key_run(40)}", f"doo_v1_{'0a1b2c3d' * 8}"] + GITLAB_FORMS
 
 
 def test_every_detector_finds_in_a_text_only_what_the_lines_holding_its_hints_hold():
@@ -185,6 +193,22 @@ def test_every_detector_finds_in_a_text_only_what_the_lines_holding_its_hints_ho
 
 def test_every_token_form_is_refused():
     assert [text for text in TOKEN_FORMS if find_secret(text) is None] == []
+
+
+@pytest.mark.parametrize("token", GITLAB_FORMS)
+def test_gitlab_tokens_are_refused_as_gitlab_tokens_wherever_they_stand(token):
+    for text in (token, f"CI_JOB_TOKEN={token}", f"the token is {token}.", f'{{"token": "{token}"}}'):
+        assert find_secret(text) == ("GitLab token", 1), text
+
+
+@pytest.mark.parametrize("text", [
+    "The gladiator-themed glass-blowing workshop left glitter-covered gloves in the global-settings-room.",
+    "GitLab job tokens start with glcbt- and feature-flag client ids with glffct-; ours is glffct-test.",
+    "glwt-prefix notes: the workspace page is short", "a glrtr- token is listed under Runners",
+    "the aglcbt-AbC0dEf1GhI2jKl3MnO4pQr5S placeholder continues a word",
+])
+def test_ordinary_words_starting_with_gl_are_no_gitlab_tokens(text):
+    assert find_secret(text) is None
 
 
 def test_a_hint_is_present_only_where_the_text_holds_it_in_its_case():
