@@ -14,6 +14,7 @@ import uuid
 from datetime import datetime, timezone
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_TWO_DIGITS = [f"{number:02d}" for number in range(100)]
 _CROCKFORD_PAIRS = [first + second for first in _CROCKFORD for second in _CROCKFORD]  # 10 bits: two characters
 
 PAGE_PREFIX = "pg"
@@ -78,8 +79,10 @@ def format_timestamp(moment: datetime) -> str:
     utc = moment.astimezone(timezone.utc)
     if utc.year < 1000:  # ``strftime`` writes such a year without leading zeros; kept as it was
         return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
-    # The same text as that ``strftime`` (a publication formats several a write) for less: "+00:00" cut off.
-    return f"{utc.isoformat(timespec='seconds')[:-6]}Z"
+    # The same text as that ``strftime`` (a publication formats several a write), put together from kept
+    # two-digit texts: no format call at all.
+    two = _TWO_DIGITS
+    return f"{utc.year}-{two[utc.month]}-{two[utc.day]}T{two[utc.hour]}:{two[utc.minute]}:{two[utc.second]}Z"
 
 
 def parse_timestamp(value: object) -> datetime | None:
