@@ -14,6 +14,8 @@ import uuid
 from datetime import datetime, timezone
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_TWO_DIGITS = [f"{number:02d}" for number in range(100)]
+_CROCKFORD_PAIRS = [first + second for first in _CROCKFORD for second in _CROCKFORD]  # 10 bits: two characters
 
 PAGE_PREFIX = "pg"
 CLAIM_PREFIX = "cl"
@@ -37,11 +39,8 @@ _GENERATED_PATTERN = re.compile(
 def new_id(prefix: str) -> str:
     """Return ``<prefix>_<ULID>``; monotonic enough for humans to sort by."""
     value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
-    chars = []
-    for _ in range(26):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return f"{prefix}_{''.join(reversed(chars))}"
+    # The value's low 130 bits, most significant first: 26 characters of 5 bits, taken two at a time.
+    return f"{prefix}_{''.join([_CROCKFORD_PAIRS[(value >> shift) & 1023] for shift in range(120, -10, -10)])}"
 
 
 def is_generated_id(value: str) -> bool:
@@ -77,7 +76,13 @@ def utc_now() -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """UTC ISO-8601 with a ``Z`` suffix and whole seconds, as records store it."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    utc = moment.astimezone(timezone.utc)
+    if utc.year < 1000:  # ``strftime`` writes such a year without leading zeros; kept as it was
+        return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+    # The same text as that ``strftime`` (a publication formats several a write), put together from kept
+    # two-digit texts: no format call at all.
+    two = _TWO_DIGITS
+    return f"{utc.year}-{two[utc.month]}-{two[utc.day]}T{two[utc.hour]}:{two[utc.minute]}:{two[utc.second]}Z"
 
 
 def parse_timestamp(value: object) -> datetime | None:

@@ -109,6 +109,7 @@ class PublishedRecord:
     publication_id: str
     agent: str | None
     read: Record | None = None
+    sha256: str | None = None  # of ``data``, where the publication has it already
 
 
 @dataclass
@@ -412,7 +413,7 @@ class Catalog(CatalogReads):
             if ontology is None:
                 ontology = ontologies[entry.partition] = self.store.ontology(entry.partition)
             pending.append(catalogue(entry.partition, entry.path, entry.data, entry.info, ontology,
-                                     entry.publication_id, entry.agent, read=entry.read))
+                                     entry.publication_id, entry.agent, read=entry.read, sha256=entry.sha256))
         self._write_catalogued(pending)
 
     def _write_catalogued(self, pending: list[Catalogued], known: Container[str] | None = None,

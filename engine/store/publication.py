@@ -97,11 +97,22 @@ class FileWrite:
     removes: bool = False
     # A record's bytes as ``parse_record`` reads them, kept from rendering them (None: the catalog parses them).
     read: Record | None = field(default=None, repr=False, compare=False)
+    # ``new_sha256`` with the very bytes object it was computed from: a publication asks it when it journals,
+    # installs and catalogues the file, and an attachment's megabytes were hashed each time.
+    _hashed: tuple[bytes, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def new_sha256(self) -> str | None:
         """The sha256 of the bytes the file holds once installed; None: no file."""
-        return None if self.removes else sha256_bytes(self.data)
+        if self.removes:
+            return None
+        hashed, data = self._hashed, self.data
+        if hashed is None or hashed[0] is not data:
+            digest = sha256_bytes(data)
+            if type(data) is not bytes:  # a buffer that may change: hashed every time
+                return digest
+            hashed = self._hashed = (data, digest)
+        return hashed[1]
 
     @property
     def base_sha256(self) -> str | None:
@@ -613,7 +624,7 @@ class Publisher:
                     if write.role == "record":
                         records.append(PublishedRecord(partition, write.path, write.data, info,
                                                        publication.publication_id, publication.plan.agent,
-                                                       write.read))
+                                                       write.read, write.new_sha256))
                     elif write.role == "descriptor":
                         self.catalog.index_descriptor(partition, write.path, write.data, info)
                 written.setdefault(partition, []).extend(write.path for write in publication.writes)

@@ -69,14 +69,16 @@ class Unreadable:
 
 def catalogue(partition: str, relpath: str, data: bytes, info: FileStat, ontology: Ontology,
               publication_id: str | None = None, agent: str | None = None, *,
-              observed_at: str | None = None, read: Record | None = None) -> Catalogued:
-    """What the catalog records of one record file's bytes (``Catalog._write_catalogued`` writes it).  ``read``:
-    the record ``parse_record`` reads from ``data``, where the caller has it already."""
+              observed_at: str | None = None, read: Record | None = None, sha256: str | None = None
+              ) -> Catalogued:
+    """What the catalog records of one record file's bytes (``Catalog._write_catalogued`` writes it).  ``read``
+    and ``sha256``: the record ``parse_record`` reads from ``data`` and its digest, where the caller has them."""
     record, findings = (read, []) if read is not None else parse_record(data, relpath)
     view = record.view if record is not None else None
     row: dict[str, Any] = {
         "partition": partition, "path": relpath, **view_columns(view, ontology, relpath),
-        "sha256": sha256_bytes(data), **{column: getattr(info, field) for column, field in STAT_COLUMNS.items()},
+        "sha256": sha256 or sha256_bytes(data),
+        **{column: getattr(info, field) for column, field in STAT_COLUMNS.items()},
     }
     status = "invalid"
     revision = None

@@ -18,6 +18,7 @@ never re-created.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -391,6 +392,22 @@ def check_presence(record: StoreRecord) -> None:
         raise StoreUnavailable("the store's database (state.sqlite) is missing", store=record.store_id)
 
 
+def _is_real_directory(path: Path) -> bool:
+    """``path.is_dir() and not path.is_symlink()``, asked with one lstat where no symlink is there (every
+    identity check makes it, twice a write): the same answer, and the same errors raised or ignored."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as exc:  # what pathlib's stat would meet at the same component
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    except ValueError:
+        return False
+    if stat.S_ISLNK(mode):  # refused either way; asked as pathlib asks it, target and all
+        return path.is_dir() and not path.is_symlink()
+    return stat.S_ISDIR(mode)
+
+
 def _is(path: str, kind: Callable[[int], bool], *, follow: bool = True) -> bool:
     try:
         return kind((os.stat if follow else os.lstat)(path).st_mode)
@@ -605,7 +622,7 @@ class Store:
     def _verify_partition(self, partition: str, manifest: Manifest) -> None:
         expected = self.partition_identity(partition, manifest)
         directory = self.partition_root(partition)
-        exists = directory.is_dir() and not directory.is_symlink()
+        exists = _is_real_directory(directory)
         if expected is None:
             if os.path.lexists(directory):
                 raise StoreUnavailable("a partition directory exists that this store did not create",
