@@ -36,8 +36,8 @@ from ..common.times import Clock, local_now
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, plain_label
 from ..tasks import EngineTasks, Unreachable
 from .history import HistoryPanel
-from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, body_html, heading_anchor, known_records, names_an_id,
-                       wikilink_target)
+from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, heading_anchor, known_records, names_an_id, parse_body,
+                       render_body, wikilink_target)
 from .render import change_request_message, claims_html, details_html, header_html, links_html
 
 BODY_SHARE = 0.72  # of the Note tab the body takes (the details the rest)
@@ -147,6 +147,8 @@ class RecordPage(QWidget):
         self._problem: str | None = None  # what the bar was told when a record chosen could not be read
         self._heading_wanted: str | None = None  # a [[Note#Heading]] followed: the heading to show it at
         self.links: dict[str, Any] | None = None
+        self._links_settled = False  # the links asked with the record answered or failed: the body can be made
+        self._body_tokens: list[Any] = []  # the record's body, parsed once (made again as links or palette change)
         self.dialog: QDialog | None = None
         self._generation = 0
 
@@ -201,6 +203,7 @@ class RecordPage(QWidget):
     def clear(self) -> None:
         self._generation += 1
         self.record = self.links = self.shown_id = None
+        self._links_settled, self._body_tokens = False, []
         self.request_button.setEnabled(False)
         self.graph_button.setEnabled(False)
         self.header.show_html('<div class="muted">Choose a record on the left.</div>')
@@ -255,6 +258,7 @@ class RecordPage(QWidget):
         if self.shown_id is None or self.agent is None:
             return
         self._generation += 1
+        self._links_settled = False  # the body shown stays until the record and its links are read again
         self._load(self.shown_id, keep_revisions=self.history.chosen_revisions(), again=True)
 
     def _load(self, record_id: str, *, keep_revisions: list[tuple[Any, Any]] | None = None,
@@ -288,6 +292,9 @@ class RecordPage(QWidget):
         def links_unread(_message: str) -> None:
             for browser in (self.claims, self.connections):
                 browser.setPlaceholderText("")
+            self._links_settled = True
+            if self.record is not None:
+                self._show_body()  # its [[links]] unresolved, as a record with no links reads them
 
         self.tasks.request("operator/record", params, current(self._on_record), on_error=unreadable, owner=self)
         self.tasks.request("operator/links", params, current(self._on_links), on_error=unread(links_unread),
@@ -319,10 +326,13 @@ class RecordPage(QWidget):
         self.record = record
         self.request_button.setEnabled(True)
         self.graph_button.setEnabled(True)
-        self.body.setPlaceholderText("This record has no body.")
         self._show_header()
         self._show_details()
-        self._show_body()
+        # Parsed now, while the engine reads its links; made and laid out once, when they are in (the
+        # [[links]] to records named there then link to their ids): a long note is made once, not twice.
+        self._body_tokens = parse_body(record.get("body") or "")
+        if self._links_settled:
+            self._show_body()
 
     def _show_header(self) -> None:
         """The header of the record shown, with History's name and date of the version shown once History has
@@ -345,6 +355,7 @@ class RecordPage(QWidget):
 
     def _on_links(self, links: dict[str, Any]) -> None:
         self.links = links
+        self._links_settled = True
         if self.record is not None:
             self._show_details()
             self._show_body()  # [[links]] to the records named here now resolve to their ids
@@ -357,8 +368,9 @@ class RecordPage(QWidget):
         self._render(self.details, lambda: self.details.show_html(details_html(record, links, self.now())))
 
     def _show_body(self) -> None:
-        record, known = self.record or {}, known_records(self.links)
-        self._render(self.body, lambda: self.body.show_html(body_html(record.get("body") or "", known)))
+        tokens, known = self._body_tokens, known_records(self.links)
+        self.body.setPlaceholderText("This record has no body.")
+        self._render(self.body, lambda: self.body.show_html(render_body(tokens, known)))
         if self._heading_wanted is not None:  # opened by a [[Note#Heading]] link: at that heading
             self.body.scrollToAnchor(heading_anchor(self._heading_wanted))
 
