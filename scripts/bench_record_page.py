@@ -53,7 +53,8 @@ def write_vault(root: Path) -> None:
         parts += [f"## Day {day}: {w(0)} {w(1)}", "",
                   f"Attendees talked about the **{w(2)}** and the *{w(3)}*; see [[Topic {(day * 13) % 500:03d}]] "
                   f"and [[Topic {(day * 29) % 500:03d}|the {w(4)} notes]]. " + " ".join(w(k) for k in range(40)) + ".",
-                  "", "### Decisions", "", f"1. Move the {w(5)} to next week.", f"2. Ask `{w(6)}` for the {w(7)} figures.",
+                  "", "### Decisions", "", f"1. Move the {w(5)} to next week.",
+                  f"2. Ask `{w(6)}` for the {w(7)} figures.",
                   f"   - with the {w(8)} attached", f"   - and the [[Topic {(day * 31) % 500:03d}]] owner in copy", "",
                   "| item | owner | due |", "| --- | --- | --- |", f"| {w(9)} | {w(10)} | day {day + 3} |",
                   f"| {w(11)} | {w(12)} | day {day + 7} |", "",

@@ -171,9 +171,31 @@ def test_a_body_is_parsed_and_shown_once_with_its_links_resolved(
     assert 'href="wikilink:Nowhere"' in shown[0]  # no such note: found by a search when clicked
     assert "Spoke 01" in view.page.body.toPlainText() and "[[" not in view.page.body.toPlainText()
 
-    view.page.refresh()  # read again in place (an agent wrote): made once more, from one more parse
+    view.page.refresh()  # read again in place (an agent wrote), nothing changed: shown as made, not parsed again
     qtbot.waitUntil(lambda: len(shown) == 2, timeout=10_000)
-    assert len(parsed) == 2 and shown[1] == shown[0]
+    assert len(parsed) == 1 and shown[1] == shown[0]
+
+    open_page(qtbot, view, vault.pages["Spokes/Spoke 03.md"])  # another note, then the hub again (Alt+Left)
+    assert len(parsed) == 2 and "Spoke 3 points at the" in shown[2]
+    open_page(qtbot, view, vault.pages["Hub.md"])
+    assert len(parsed) == 2 and shown[3] == shown[0]
+
+
+def test_a_note_opened_again_after_its_links_changed_is_made_for_its_links(
+        qtbot, vault, vault_tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, vault_tasks)
+    open_page(qtbot, view, vault.pages["Hub.md"])
+    assert 'href="wikilink:Nowhere"' in view.page.body.toHtml()
+    gui_thread_guard.active = False
+    caller = AgentCaller(vault.engine.registry.add_credential("main"), {"kind": "owner-private"})
+    nowhere = vault.engine.save_page(caller, {"requestId": "nowhere", "type": "concept", "title": "Nowhere",
+                                              "body": "Here."})
+    vault.engine.remember(caller, {"requestId": "to-nowhere", "items": [
+        {"relation": "related_to", "from": vault.pages["Hub.md"], "to": nowhere["id"], "excerpt": "[[Nowhere]]"}]})
+    gui_thread_guard.active = True
+    open_page(qtbot, view, vault.pages["Spokes/Spoke 03.md"])
+    open_page(qtbot, view, vault.pages["Hub.md"])  # the same text, a link more: [[Nowhere]] now leads to it
+    assert f'href="record:{nowhere["id"]}"' in view.page.body.toHtml()
 
 
 def test_a_link_that_is_no_longer_current_is_not_counted() -> None:
