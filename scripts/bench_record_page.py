@@ -12,7 +12,8 @@ the hub and an ordinary note ``--opens`` times each, one after the other. Each i
 (``open_record``) to its page loaded (record, links and history answered and made: ``sig_content_loaded``)
 and then drawn (the view grabbed); and by phase: each engine call as the window's worker waits for it, the
 Markdown made (parsed and rendered), and each text browser's ``setHtml``. Prints one JSON line an open,
-then medians per checkout and note, the ratio of this checkout's to the baseline's and the load average.
+then medians per checkout and note (its first open in the window's process, and its later ones, after the
+other two notes), the ratio of this checkout's to the baseline's and the load average at each run's start.
 A benchmark, not a test.
 """
 
@@ -184,19 +185,37 @@ def main() -> int:
             runs = one_run(checkout, store, args.opens)
             for run in runs:
                 print(json.dumps({"checkout": name, "pair": pair, "load": loads[-1], **run}), flush=True)
-            results[name].extend(runs)
+            results[name].extend({**run, "pair": pair} for run in runs)
     print(f"\nload average (1 min) at each run's start: {min(loads):.2f} to {max(loads):.2f}\n")
+    if args.baseline:  # each pair: the median of a run's three opens of a note (first and again), asking to drawn
+        print("| pair | first | load | " + " | ".join(f"{title}: this / baseline (ratio)" for title in NOTES) + " |")
+        for pair in range(args.pairs):
+            cells = []
+            for title in NOTES:
+                shown = {name: statistics.median(run["shown_ms"] for run in runs
+                                                 if run["pair"] == pair and run["note"] == title)
+                         for name, runs in results.items()}
+                cells.append(f"{shown['this checkout']:.0f} / {shown['baseline']:.0f} ms "
+                             f"({shown['this checkout'] / shown['baseline']:.2f})")
+            first = "this" if pair % 2 == 0 else "baseline"
+            print(f"| {pair + 1} | {first} | {loads[2 * pair]:.2f} | " + " | ".join(cells) + " |")
+        print()
     phases = sorted({key for runs in results.values() for run in runs for key in run
-                     if key not in ("note", "open")})
+                     if key not in ("note", "open", "pair")})
     for title in NOTES:
-        print(f"{title}:")
-        medians = {name: {key: statistics.median(run.get(key, 0.0) for run in runs if run["note"] == title)
-                          for key in phases} for name, runs in results.items()}
-        for key in phases:
-            cells = "  ".join(f"{name} {medians[name][key]:7.1f} ms" for name, _ in checkouts)
-            ratio = (f"  ratio {medians['this checkout'][key] / medians['baseline'][key]:.2f}"
-                     if args.baseline and medians["baseline"][key] else "")
-            print(f"  {key:24s} {cells}{ratio}")
+        for label, first in (("first open in the window", True), ("opened again", False)):
+            print(f"{title}, {label}:")
+            chosen = {name: [run for run in runs if run["note"] == title and (run["open"] == 0) == first]
+                      for name, runs in results.items()}
+            if not all(chosen.values()):
+                continue
+            medians = {name: {key: statistics.median(run.get(key, 0.0) for run in picked) for key in phases}
+                       for name, picked in chosen.items()}
+            for key in phases:
+                cells = "  ".join(f"{name} {medians[name][key]:7.1f} ms" for name, _ in checkouts)
+                ratio = (f"  ratio {medians['this checkout'][key] / medians['baseline'][key]:.2f}"
+                         if args.baseline and medians["baseline"][key] else "")
+                print(f"  {key:24s} {cells}{ratio}")
     return 0
 
 
