@@ -346,13 +346,28 @@ def _parser() -> MarkdownIt:
 PARSER = _parser()  # holds no state between renders: what a body may link to comes in its env
 
 
-def body_html(text: str, known: Known | None = None, *, dark: bool | None = None) -> str:
-    """The body's Markdown as safe HTML, record links resolved against ``known`` (see ``known_records``), and
-    callouts in colours for a dark palette or a light one (default: the palette in force)."""
+def parse_body(text: str) -> list[Token]:
+    """The body's Markdown parsed, a YAML block at its start taken off: what ``render_body`` makes HTML of.
+
+    Parsing is most of the cost of a long note (a 200 KB note's is several times its rendering), and what
+    a body's links resolve to does not change it: a page parses its body once and renders it again as
+    its links arrive or the palette changes."""
+    return PARSER.parse(strip_frontmatter(text or ""), {})
+
+
+def render_body(tokens: list[Token], known: Known | None = None, *, dark: bool | None = None) -> str:
+    """A parsed body (``parse_body``) as safe HTML, record links resolved against ``known`` (see
+    ``known_records``), and callouts in colours for a dark palette or a light one (default: the palette in
+    force)."""
     dark = is_dark() if dark is None else dark
     env: dict[str, Any] = {"known": known or {}, "dark": dark}
-    html = PARSER.render(strip_frontmatter(text or ""), env)
+    html = PARSER.renderer.render(tokens, PARSER.options, env)
     return html + unshown_html(env.get("unshown") or {})
+
+
+def body_html(text: str, known: Known | None = None, *, dark: bool | None = None) -> str:
+    """The body's Markdown as safe HTML (``parse_body`` then ``render_body``)."""
+    return render_body(parse_body(text), known, dark=dark)
 
 
 def unshown_html(unshown: dict[str, list[str]]) -> str:

@@ -13,6 +13,7 @@ owner to paste into the agent's chat; nothing is sent.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,17 +34,18 @@ from PySide6.QtWidgets import (
 from engine.core.links import SCHEME as LINK_SCHEME
 
 from ..common.times import Clock, local_now
-from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, plain_label
+from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, is_dark, plain_label
 from ..tasks import EngineTasks, Unreachable
 from .history import HistoryPanel
-from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, body_html, heading_anchor, known_records, names_an_id,
-                       wikilink_target)
+from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, Known, heading_anchor, known_records, names_an_id,
+                       parse_body, render_body, wikilink_target)
 from .render import change_request_message, claims_html, details_html, header_html, links_html
 
 BODY_SHARE = 0.72  # of the Note tab the body takes (the details the rest)
 SIDE_BY_SIDE_PX = 720  # narrower than this, the details go below the body
 HEADER_PX = (72, 150)  # the header's height: what a one-line title and its line take, and at most
 SHOWN_ID = "shownId"  # a browser's property: the record its content was made for (its place is kept for it)
+BODIES_KEPT = 8  # the bodies last made, kept as HTML: a long note opened again is not parsed again
 
 
 def cited_lines(fragment: str) -> tuple[int, int] | None:
@@ -147,6 +149,11 @@ class RecordPage(QWidget):
         self._problem: str | None = None  # what the bar was told when a record chosen could not be read
         self._heading_wanted: str | None = None  # a [[Note#Heading]] followed: the heading to show it at
         self.links: dict[str, Any] | None = None
+        self._links_settled = False  # the links asked with the record answered or failed: the body can be made
+        self._parsed: tuple[str, list[Any]] | None = None  # a body parsed and not yet made: (its text, its tokens)
+        # The bodies last made, by (text, what its links resolve to, dark palette): a note opened again
+        # (Alt+Left, a link back) is shown from here when neither its text nor its links changed.
+        self._bodies: OrderedDict[tuple[str, tuple[Any, ...], bool], str] = OrderedDict()
         self.dialog: QDialog | None = None
         self._generation = 0
 
@@ -201,6 +208,7 @@ class RecordPage(QWidget):
     def clear(self) -> None:
         self._generation += 1
         self.record = self.links = self.shown_id = None
+        self._links_settled = False
         self.request_button.setEnabled(False)
         self.graph_button.setEnabled(False)
         self.header.show_html('<div class="muted">Choose a record on the left.</div>')
@@ -255,6 +263,7 @@ class RecordPage(QWidget):
         if self.shown_id is None or self.agent is None:
             return
         self._generation += 1
+        self._links_settled = False  # the body shown stays until the record and its links are read again
         self._load(self.shown_id, keep_revisions=self.history.chosen_revisions(), again=True)
 
     def _load(self, record_id: str, *, keep_revisions: list[tuple[Any, Any]] | None = None,
@@ -288,6 +297,9 @@ class RecordPage(QWidget):
         def links_unread(_message: str) -> None:
             for browser in (self.claims, self.connections):
                 browser.setPlaceholderText("")
+            self._links_settled = True
+            if self.record is not None:
+                self._show_body()  # its [[links]] unresolved, as a record with no links reads them
 
         self.tasks.request("operator/record", params, current(self._on_record), on_error=unreadable, owner=self)
         self.tasks.request("operator/links", params, current(self._on_links), on_error=unread(links_unread),
@@ -319,10 +331,15 @@ class RecordPage(QWidget):
         self.record = record
         self.request_button.setEnabled(True)
         self.graph_button.setEnabled(True)
-        self.body.setPlaceholderText("This record has no body.")
         self._show_header()
         self._show_details()
-        self._show_body()
+        # Parsed now, while the engine reads its links; made and laid out once, when they are in (the
+        # [[links]] to records named there then link to their ids): a long note is made once, not twice.
+        text = record.get("body") or ""
+        if not any(key[0] == text for key in self._bodies):  # opened again: parsed only if its links changed
+            self._parsed = (text, parse_body(text))
+        if self._links_settled:
+            self._show_body()
 
     def _show_header(self) -> None:
         """The header of the record shown, with History's name and date of the version shown once History has
@@ -345,6 +362,7 @@ class RecordPage(QWidget):
 
     def _on_links(self, links: dict[str, Any]) -> None:
         self.links = links
+        self._links_settled = True
         if self.record is not None:
             self._show_details()
             self._show_body()  # [[links]] to the records named here now resolve to their ids
@@ -357,10 +375,27 @@ class RecordPage(QWidget):
         self._render(self.details, lambda: self.details.show_html(details_html(record, links, self.now())))
 
     def _show_body(self) -> None:
-        record, known = self.record or {}, known_records(self.links)
-        self._render(self.body, lambda: self.body.show_html(body_html(record.get("body") or "", known)))
+        text, known = (self.record or {}).get("body") or "", known_records(self.links)
+        self.body.setPlaceholderText("This record has no body.")
+        self._render(self.body, lambda: self.body.show_html(self._body_html(text, known)))
         if self._heading_wanted is not None:  # opened by a [[Note#Heading]] link: at that heading
             self.body.scrollToAnchor(heading_anchor(self._heading_wanted))
+
+    def _body_html(self, text: str, known: Known) -> str:
+        """A body's HTML, its links resolved against ``known``, in the palette in force: as made before for
+        the same text and links, else rendered (and parsed, unless it was the last parsed)."""
+        key = (text, tuple(sorted((name, record["id"], record.get("title")) for name, record in known.items())),
+               is_dark())
+        html = self._bodies.get(key)
+        if html is None:
+            if self._parsed is None or self._parsed[0] != text:
+                self._parsed = (text, parse_body(text))
+            html = self._bodies[key] = render_body(self._parsed[1], known)
+            self._parsed = None  # kept as HTML now (a 200 KB note's tokens take about 9 MB)
+            while len(self._bodies) > BODIES_KEPT:
+                self._bodies.popitem(last=False)
+        self._bodies.move_to_end(key)
+        return html
 
     def _render(self, browser: SafeTextBrowser, render: Callable[[], None]) -> None:
         """``render`` into ``browser``; the same record made again (read again after a change, its links

@@ -13,7 +13,7 @@ revision numbers arrive already checked.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
 from ..core.errors import KnowledgeError, NotFound
@@ -256,9 +256,8 @@ def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> Re
         view = own[0].view
         referring = catalog.mentioning(partition, record_id, LINKS_MAX + 1)
         claims: list[ClaimAbout] = []
-        connections: list[Connection] = []
+        linked: list[tuple[Any, str, Any, Any]] = []  # each relationship: relation, direction, via, far end's id
         backlinks: list[Backlink] = []
-        titles: dict[str, Brief] = {}
         for row in referring[:LINKS_MAX]:
             other = row.view
             fields = _naming_fields(other, record_id)
@@ -270,13 +269,15 @@ def record_links(engine: "BrowseEngine", caller: "Caller", record_id: str) -> Re
                                "evidence": evidence_locators(catalog, partition, other.evidence or ())})
             elif row.kind == "relationship" and fields & {"from", "to"}:
                 outgoing = "from" in fields
-                far = other.to_id if outgoing else other.from_id
-                connections.append({"relation": other.relation, "direction": "out" if outgoing else "in",
-                                    "via": summary, "record": _brief(catalog, partition, far, titles)})
+                linked.append((other.relation, "out" if outgoing else "in", summary,
+                               other.to_id if outgoing else other.from_id))
             else:
                 backlinks.append({**summary, "fields": sorted(fields)})
-        references: list[Reference] = [{"field": field, "record": _brief(catalog, partition, target, titles)}
-                                        for field, target in _named_ids(view)]
+        named = _named_ids(view)
+        brief = _briefs(catalog, partition, [far for *_, far in linked] + [target for _, target in named])
+        connections: list[Connection] = [{"relation": relation, "direction": direction, "via": via,
+                                          "record": brief(far)} for relation, direction, via, far in linked]
+        references: list[Reference] = [{"field": field, "record": brief(target)} for field, target in named]
         # A typed field's value is a reference only when it names a record (a location may be any word).
         references = [ref for ref in references
                       if not ref["field"].startswith("fields.") or ref["record"].get("status") != "missing"]
@@ -306,15 +307,21 @@ def _naming_fields(view: RecordView, record_id: str) -> set[str]:
             for field, target in _named_ids(view) if target == record_id}
 
 
-def _brief(catalog: Any, partition: str, record_id: Any, cache: dict[str, Brief]) -> Brief:
-    if not isinstance(record_id, str):
-        return {"id": None, "title": None}
-    if record_id not in cache:
-        rows = catalog.rows_for_id(partition, record_id)
-        cache[record_id] = ({"id": record_id, "title": rows[0].title, "kind": rows[0].kind,
-                             "type": rows[0].type, "status": rows[0].status} if len(rows) == 1
-                            else {"id": record_id, "title": None, "status": "missing" if not rows else "duplicate"})
-    return cache[record_id]
+def _briefs(catalog: Any, partition: str, record_ids: list[Any]) -> Callable[[Any], Brief]:
+    """The title, kind, type and status of each record ``record_ids`` names, read at once (a hub note's 500
+    links are one query, not 500): ``brief(id)`` of any of them."""
+    rows = catalog.rows_for_ids(partition, [value for value in record_ids if isinstance(value, str)])
+
+    def brief(record_id: Any) -> Brief:
+        if not isinstance(record_id, str):
+            return {"id": None, "title": None}
+        found = rows[record_id]
+        if len(found) != 1:
+            return {"id": record_id, "title": None, "status": "missing" if not found else "duplicate"}
+        return {"id": record_id, "title": found[0].title, "kind": found[0].kind, "type": found[0].type,
+                "status": found[0].status}
+
+    return brief
 
 
 # --- revisions --------------------------------------------------------------------------------

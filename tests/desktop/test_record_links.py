@@ -18,6 +18,8 @@ import pytest
 from PySide6.QtCore import QSettings, QUrl
 
 from desktop.client import OperatorClient
+from desktop.common.widgets import SafeTextBrowser
+from desktop.records.markdown import parse_body
 from desktop.records.view import RecordsView
 from desktop.tasks import EngineTasks
 from engine.access.authority import AgentCaller
@@ -149,6 +151,51 @@ def test_a_page_lists_its_links_and_what_links_to_it_each_once(qtbot, vault, vau
     # Its relation in words, as the Links tab says it: never the stored key "related_to".
     qtbot.waitUntil(lambda: "relationship · related to · updated" in view.page.header.toPlainText(), timeout=5_000)
     assert "related_to" not in view.page.header.toPlainText() + view.page.details.toPlainText()
+
+
+def test_a_body_is_parsed_and_shown_once_with_its_links_resolved(
+        qtbot, vault, vault_tasks, gui_thread_guard, monkeypatch) -> None:
+    """A long note costs its parse and its layout once a page, not once for the record and again for its links."""
+    from desktop.records import page as page_module
+
+    parsed: list[str] = []
+    monkeypatch.setattr(page_module, "parse_body", lambda text: parsed.append(text) or parse_body(text))
+    view = make_view(qtbot, vault_tasks)
+    shown: list[str] = []
+    monkeypatch.setattr(view.page.body, "show_html", lambda html: shown.append(html) or SafeTextBrowser.show_html(
+        view.page.body, html))
+    open_page(qtbot, view, vault.pages["Hub.md"])
+
+    assert len(parsed) == 1 and len(shown) == 1
+    assert f'href="record:{vault.pages["Spokes/Spoke 01.md"]}"' in shown[0]  # [[Spoke 01]]: the record it names
+    assert 'href="wikilink:Nowhere"' in shown[0]  # no such note: found by a search when clicked
+    assert "Spoke 01" in view.page.body.toPlainText() and "[[" not in view.page.body.toPlainText()
+
+    view.page.refresh()  # read again in place (an agent wrote), nothing changed: shown as made, not parsed again
+    qtbot.waitUntil(lambda: len(shown) == 2, timeout=10_000)
+    assert len(parsed) == 1 and shown[1] == shown[0]
+
+    open_page(qtbot, view, vault.pages["Spokes/Spoke 03.md"])  # another note, then the hub again (Alt+Left)
+    assert len(parsed) == 2 and "Spoke 3 points at the" in shown[2]
+    open_page(qtbot, view, vault.pages["Hub.md"])
+    assert len(parsed) == 2 and shown[3] == shown[0]
+
+
+def test_a_note_opened_again_after_its_links_changed_is_made_for_its_links(
+        qtbot, vault, vault_tasks, gui_thread_guard) -> None:
+    view = make_view(qtbot, vault_tasks)
+    open_page(qtbot, view, vault.pages["Hub.md"])
+    assert 'href="wikilink:Nowhere"' in view.page.body.toHtml()
+    gui_thread_guard.active = False
+    caller = AgentCaller(vault.engine.registry.add_credential("main"), {"kind": "owner-private"})
+    nowhere = vault.engine.save_page(caller, {"requestId": "nowhere", "type": "concept", "title": "Nowhere",
+                                              "body": "Here."})
+    vault.engine.remember(caller, {"requestId": "to-nowhere", "items": [
+        {"relation": "related_to", "from": vault.pages["Hub.md"], "to": nowhere["id"], "excerpt": "[[Nowhere]]"}]})
+    gui_thread_guard.active = True
+    open_page(qtbot, view, vault.pages["Spokes/Spoke 03.md"])
+    open_page(qtbot, view, vault.pages["Hub.md"])  # the same text, a link more: [[Nowhere]] now leads to it
+    assert f'href="record:{nowhere["id"]}"' in view.page.body.toHtml()
 
 
 def test_a_link_that_is_no_longer_current_is_not_counted() -> None:
