@@ -41,6 +41,12 @@ def clock_time(value: Any, now: datetime) -> str:
     return at.strftime("%Y-%m-%d %H:%M")
 
 
+def local_stamp(value: Any, now: datetime) -> str | None:
+    """``2026-05-28 22:26`` in ``now``'s zone, the same text whenever it is read (None when not a time)."""
+    at = moment(value, now)
+    return at.strftime("%Y-%m-%d %H:%M") if at is not None else None
+
+
 def ago(value: Any, now: datetime) -> str:
     """How long before ``now``: ``just now``, ``3 minutes ago``, ``2 hours ago``, then a clock time."""
     at = moment(value, now)

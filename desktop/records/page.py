@@ -35,6 +35,7 @@ from engine.core.links import SCHEME as LINK_SCHEME
 from ..common.times import Clock, local_now
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, plain_label
 from ..tasks import EngineTasks, Unreachable
+from .conversations import shown_body
 from .history import HistoryPanel
 from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, body_html, heading_anchor, known_records, names_an_id,
                        wikilink_target)
@@ -358,7 +359,7 @@ class RecordPage(QWidget):
 
     def _show_body(self) -> None:
         record, known = self.record or {}, known_records(self.links)
-        self._render(self.body, lambda: self.body.show_html(body_html(record.get("body") or "", known)))
+        self._render(self.body, lambda: self.body.show_html(body_html(shown_body(record, self.now()), known)))
         if self._heading_wanted is not None:  # opened by a [[Note#Heading]] link: at that heading
             self.body.scrollToAnchor(heading_anchor(self._heading_wanted))
 
