@@ -680,14 +680,14 @@ class MainWindow(QMainWindow):
         shows it again, its summary (the other links) with it."""
         if self.import_dialog is not None:
             self.import_dialog.set_aside()
-            self.messages.show_info(SUMMARY_ASIDE)
         if agent != self.agent:
             if self.agent_picker.findText(agent) < 0:
                 self.messages.show_info(f"{agent} is not in the agent list yet; choose it in the toolbar "
-                                        "(Ctrl+L) once it shows, then open Records.")
+                                        "(Ctrl+L) once it shows, then open Records. " + SUMMARY_ASIDE)
                 return
             self.agent_picker.setCurrentText(agent)
         self.show_view(self.views.index(self.records_view))
+        self.messages.show_info(SUMMARY_ASIDE)  # said in Records: leaving a view clears what it said
         if what == "record":
             self.records_view.open_record(target)
         elif what == "folder":

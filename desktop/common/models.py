@@ -109,7 +109,7 @@ class RowsModel(QAbstractTableModel):
         if role == ROW_ROLE:
             return row
         if self.marked is not None and row.get("id") == self.marked:
-            if role == Qt.ItemDataRole.FontRole:
+            if role == Qt.ItemDataRole.FontRole and index.column() == 0:  # the title: the others stay whole
                 font = QFont()
                 font.setBold(True)
                 return font
@@ -132,8 +132,9 @@ class RowsModel(QAbstractTableModel):
         return section + 1
 
     def mark(self, record_id: str | None) -> None:
-        """The row of ``record_id`` (the record open on the page) in bold on a light tint of the selection's
-        colour, wherever the selection is (the arrow keys move it without opening a record); None: no row."""
+        """The row of ``record_id`` (the record open on the page) on a light tint of the selection's colour,
+        its first column in bold, wherever the selection is (the arrow keys move it without opening a
+        record); None: no row."""
         if record_id == self.marked:
             return
         self.marked = record_id

@@ -316,6 +316,7 @@ def test_the_open_records_row_is_marked_while_the_arrow_keys_move_the_selection(
     def marked() -> list[int]:
         return [n for n in range(model.rowCount())
                 if (font := model.index(n, 0).data(Qt.ItemDataRole.FontRole)) is not None and font.bold()
+                and model.index(n, 1).data(Qt.ItemDataRole.FontRole) is None
                 and model.index(n, 1).data(Qt.ItemDataRole.BackgroundRole) is not None]
 
     assert marked() == []  # nothing open yet

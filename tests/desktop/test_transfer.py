@@ -306,6 +306,7 @@ def test_a_followed_summary_link_sets_the_dialog_aside_and_file_import_shows_it_
     (notes / "Alpha.md").write_text("# Alpha\n\nSee [[Nowhere]].\n", encoding="utf-8")
     (notes / "Beta.md").write_text("# Beta\n\nSee [[Elsewhere]].\n", encoding="utf-8")
     window = connected_window
+    window.show_view(window.views.index(window.partitions_view))  # imported from another view than Records
     window.import_action.trigger()
     dialog = window.import_dialog
     dialog.set_format("markdown")
