@@ -64,7 +64,8 @@ DEFAULT_SIZE = QSize(1280, 800)
 FRAME_ROOM = QSize(16, 48)  # a window manager's borders and title bar, outside the size a window is given
 GEOMETRY_KEY = "window/geometry"  # the window's size, place and maximised state when it last closed
 COMPACT_BELOW_PX = 1000  # a window narrower than this shows the sidebar's icons only, the names on hover
-SUMMARY_ASIDE = "The import's summary is set aside: File › Import… (Ctrl+I) shows it again, its other links with it."
+SUMMARY_ASIDE = ("The import's summary is set aside: File › Import… (Ctrl+I) shows it again, its other links "
+                 "with it.")
 
 
 def fitted(wanted: QSize, available: QSize) -> QSize:
