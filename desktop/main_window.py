@@ -64,6 +64,8 @@ DEFAULT_SIZE = QSize(1280, 800)
 FRAME_ROOM = QSize(16, 48)  # a window manager's borders and title bar, outside the size a window is given
 GEOMETRY_KEY = "window/geometry"  # the window's size, place and maximised state when it last closed
 COMPACT_BELOW_PX = 1000  # a window narrower than this shows the sidebar's icons only, the names on hover
+SUMMARY_ASIDE = ("The import's summary is set aside: File › Import… (Ctrl+I) shows it again, its other links "
+                 "with it.")
 
 
 def fitted(wanted: QSize, available: QSize) -> QSize:
@@ -386,6 +388,10 @@ class MainWindow(QMainWindow):
         self.export_dialog: ExportDialog | None = None
 
         def open_import() -> None:
+            if self.import_dialog is not None and self.import_dialog.kept_aside:  # as the owner left it
+                self.messages.clear_info(SUMMARY_ASIDE)
+                self.import_dialog.open()
+                return
             owners = owner_agents(self.inventory)
             others = [agent["name"] for agent in self.inventory.get("agents", []) if agent["name"] not in owners]
             self.import_dialog = ImportDialog(self.tasks, owners, self.agent, self, not_owners=others)
@@ -671,14 +677,18 @@ class MainWindow(QMainWindow):
     def show_imported(self, agent: str, what: str, target: str) -> None:
         """A link of the import's summary: Records, for the agent the import went to, at the record
         (``record``), browsing the kind (and type) of record it made (``browse``) or the folder it imported
-        (``folder``)."""
+        (``folder``).  The dialog is set aside, so that the owner sees what they asked for; File › Import…
+        shows it again, its summary (the other links) with it."""
+        if self.import_dialog is not None:
+            self.import_dialog.set_aside()
         if agent != self.agent:
             if self.agent_picker.findText(agent) < 0:
                 self.messages.show_info(f"{agent} is not in the agent list yet; choose it in the toolbar "
-                                        "(Ctrl+L) once it shows, then open Records.")
+                                        "(Ctrl+L) once it shows, then open Records. " + SUMMARY_ASIDE)
                 return
             self.agent_picker.setCurrentText(agent)
         self.show_view(self.views.index(self.records_view))
+        self.messages.show_info(SUMMARY_ASIDE)  # said in Records: leaving a view clears what it said
         if what == "record":
             self.records_view.open_record(target)
         elif what == "folder":

@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QFont, QPalette
+from PySide6.QtWidgets import QApplication
 
 from ..tasks import Unreachable, says_no_store
 
 Row = dict[str, Any]
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # the engine dict behind a row
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 2  # a cell's value unformatted (numbers for the charts)
+MARK_TINT = 0.22  # the opacity of the selection's colour under a marked row
 ParentIndex = QModelIndex | QPersistentModelIndex
 
 
@@ -64,6 +67,7 @@ class RowsModel(QAbstractTableModel):
         self._loading = False
         self.failure: str | None = None  # why the rows could not be read (no engine, no store yet)
         self.connecting = False  # the window is connecting: nothing could be asked yet, the table says "Loading…"
+        self.marked: str | None = None  # the id of the row ``mark`` set apart (the record open on the page)
 
     @property
     def loading(self) -> bool:
@@ -104,6 +108,17 @@ class RowsModel(QAbstractTableModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == ROW_ROLE:
             return row
+        if self.marked is not None and row.get("id") == self.marked:
+            if role == Qt.ItemDataRole.FontRole and index.column() == 0:  # the title: the others stay whole
+                font = QFont()
+                font.setBold(True)
+                return font
+            if role == Qt.ItemDataRole.BackgroundRole:
+                tint = QApplication.palette().color(QPalette.ColorRole.Highlight)
+                tint.setAlphaF(MARK_TINT)
+                return tint
+            if role == Qt.ItemDataRole.AccessibleDescriptionRole:
+                return "open on the page"
         if role == VALUE_ROLE:
             return column.value(row)
         return None
@@ -115,6 +130,18 @@ class RowsModel(QAbstractTableModel):
         if orientation == Qt.Orientation.Horizontal:
             return self.columns[section].title if 0 <= section < len(self.columns) else None
         return section + 1
+
+    def mark(self, record_id: str | None) -> None:
+        """The row of ``record_id`` (the record open on the page) on a light tint of the selection's colour,
+        its first column in bold, wherever the selection is (the arrow keys move it without opening a
+        record); None: no row."""
+        if record_id == self.marked:
+            return
+        self.marked = record_id
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(self.columns) - 1),
+                                  [Qt.ItemDataRole.FontRole, Qt.ItemDataRole.BackgroundRole,
+                                   Qt.ItemDataRole.AccessibleDescriptionRole])
 
     def set_rows(self, rows: list[Row]) -> None:
         self.beginResetModel()

@@ -7,7 +7,9 @@ the wall clock), and ``exact_time`` for a tooltip.
 
 from __future__ import annotations
 
-from datetime import datetime
+import calendar
+import time
+from datetime import datetime, timedelta, tzinfo
 from typing import Any, Callable
 
 from engine.core.ids import parse_timestamp
@@ -17,9 +19,37 @@ from .models import Column
 Clock = Callable[[], datetime]
 
 
+class MachineZone(tzinfo):
+    """The machine's zone with its rules for each date: a May moment read in December is said in summer
+    time, where ``datetime.astimezone()``'s fixed offset (December's) would say it an hour off."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        return timedelta(seconds=self._local(dt).tm_gmtoff)
+
+    def dst(self, dt: datetime | None) -> timedelta:
+        return timedelta(hours=1) if self._local(dt).tm_isdst > 0 else timedelta(0)
+
+    def tzname(self, dt: datetime | None) -> str:
+        return self._local(dt).tm_zone
+
+    def fromutc(self, dt: datetime) -> datetime:
+        offset = time.localtime(calendar.timegm(dt.replace(tzinfo=None).timetuple())).tm_gmtoff
+        return (dt.replace(tzinfo=None) + timedelta(seconds=offset)).replace(tzinfo=self)
+
+    @staticmethod
+    def _local(dt: datetime | None) -> time.struct_time:
+        """The machine's reading of the local wall time ``dt`` (now, when None)."""
+        if dt is None:
+            return time.localtime()
+        return time.localtime(time.mktime((dt.year, dt.month, dt.day, dt.hour, dt.minute, dt.second, 0, 0, -1)))
+
+
+MACHINE_ZONE = MachineZone()
+
+
 def local_now() -> datetime:
-    """The wall clock, aware, in the machine's zone: the default ``Clock``."""
-    return datetime.now().astimezone()
+    """The wall clock, aware, in the machine's zone (its rules for each date): the default ``Clock``."""
+    return datetime.now(MACHINE_ZONE)
 
 
 def moment(value: Any, now: datetime) -> datetime | None:
@@ -41,12 +71,18 @@ def clock_time(value: Any, now: datetime) -> str:
     return at.strftime("%Y-%m-%d %H:%M")
 
 
+def local_stamp(value: Any, now: datetime) -> str | None:
+    """``2026-05-28 22:26`` in ``now``'s zone, the same text whenever it is read (None when not a time)."""
+    at = moment(value, now)
+    return at.strftime("%Y-%m-%d %H:%M") if at is not None else None
+
+
 def ago(value: Any, now: datetime) -> str:
     """How long before ``now``: ``just now``, ``3 minutes ago``, ``2 hours ago``, then a clock time."""
     at = moment(value, now)
     if at is None:
         return "at an unknown time"
-    minutes = int((now - at).total_seconds() // 60)
+    minutes = int((now.timestamp() - at.timestamp()) // 60)  # across a change to or from summer time too
     if minutes < 1:
         return "just now"
     if minutes < 60:
@@ -64,7 +100,7 @@ def brief_ago(value: Any, now: datetime) -> str:
     at = moment(value, now)
     if at is None:
         return "unknown"
-    minutes = int((now - at).total_seconds() // 60)
+    minutes = int((now.timestamp() - at.timestamp()) // 60)
     if minutes < 1:
         return "just now"
     if minutes < 60:

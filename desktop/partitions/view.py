@@ -37,6 +37,17 @@ def _grant(row: Row) -> str:
     return f"{grant['access']} (uses the private partition)" if grant else "none"
 
 
+def _notes(row: Row) -> int | None:
+    """The current pages and claims: what the sidebar's Records counts and Records lists (links hidden)."""
+    records, links = row.get("records"), row.get("links")
+    return records - links if isinstance(records, int) and isinstance(links, int) else records
+
+
+def _counted(row: Row) -> str:
+    return (f"{row.get('records'):,} current records: {_notes(row):,} notes and claims and "
+            f"{row.get('links') or 0:,} links between them" if isinstance(row.get("links"), int) else "")
+
+
 PARTITION_COLUMNS = [
     Column("Partition", lambda r: "Private" if r.get("kind") == "private" else f"Conversation {r.get('sessionId')}"),
     Column("Agent", lambda r: r.get("agent") or ("" if r.get("kind") == "private" else "unknown")),
@@ -44,7 +55,8 @@ PARTITION_COLUMNS = [
            tooltip=lambda r: r.get("sessionKey") or "The engine keeps only a hash of a conversation's session key; "
                                                     "it is shown once a grant names it."),
     time_column("Created", "createdAt"),
-    Column("Records", lambda r: r.get("records"), align_right=True),
+    Column("Notes and claims", _notes, align_right=True, tooltip=_counted),
+    Column("Links", lambda r: r.get("links"), align_right=True, tooltip=_counted),
     Column("Publications", lambda r: r.get("publications"), align_right=True),
     time_column("Last publication", "lastPublicationAt", missing="never"),
     Column("Grant", _grant),

@@ -36,6 +36,7 @@ from engine.core.links import SCHEME as LINK_SCHEME
 from ..common.times import Clock, local_now
 from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, is_dark, plain_label
 from ..tasks import EngineTasks, Unreachable
+from .conversations import shown_body
 from .history import HistoryPanel
 from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, Known, heading_anchor, known_records, names_an_id,
                        parse_body, render_body, wikilink_target)
@@ -335,7 +336,7 @@ class RecordPage(QWidget):
         self._show_details()
         # Parsed now, while the engine reads its links; made and laid out once, when they are in (the
         # [[links]] to records named there then link to their ids): a long note is made once, not twice.
-        text = record.get("body") or ""
+        text = shown_body(record, self.now())
         if not any(key[0] == text for key in self._bodies):  # opened again: parsed only if its links changed
             self._parsed = (text, parse_body(text))
         if self._links_settled:
@@ -375,7 +376,7 @@ class RecordPage(QWidget):
         self._render(self.details, lambda: self.details.show_html(details_html(record, links, self.now())))
 
     def _show_body(self) -> None:
-        text, known = (self.record or {}).get("body") or "", known_records(self.links)
+        text, known = shown_body(self.record or {}, self.now()), known_records(self.links)
         self.body.setPlaceholderText("This record has no body.")
         self._render(self.body, lambda: self.body.show_html(self._body_html(text, known)))
         if self._heading_wanted is not None:  # opened by a [[Note#Heading]] link: at that heading

@@ -325,6 +325,7 @@ class RecordsView(QWidget):
         self.agent = agent
         self._back.clear()
         self._shown = None
+        self._mark_shown()
         self.page.clear()
         self._describe_empty()
         if self.connections_window is not None:
@@ -543,13 +544,22 @@ class RecordsView(QWidget):
             return
         if self.page.record is not None and self.page.record.get("id") != record_id:
             self._back.append(self.page.record["id"])
-        self._shown = record_id
-        self.page.show_record(self.agent, record_id)
+        self._show(record_id)
 
     def go_back(self) -> None:
         if self._back and self.agent is not None:
-            self._shown = self._back.pop()
-            self.page.show_record(self.agent, self._shown)
+            self._show(self._back.pop())
+
+    def _show(self, record_id: str) -> None:
+        """``record_id`` on the page, its row in every list marked as the one open: the arrow keys move a list's
+        selection without opening what they pass (Enter opens it), so the mark says which is open meanwhile."""
+        self._shown = record_id
+        self._mark_shown()
+        self.page.show_record(self.agent or "", record_id)
+
+    def _mark_shown(self) -> None:
+        for model in (self.recent_model, self.browse_model, self.search_model, self.folder_model):
+            model.mark(self._shown)
 
     # --- the connections graph --------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import Column, Row, RowsModel
-from ..common.times import brief_ago, exact_time
+from ..common.times import brief_ago, exact_time, local_now
 from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, plain_label, table, unread_text
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
@@ -118,7 +118,7 @@ class SyncView(QWidget):
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None, *, now: Clock | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
-        self.now: Clock = now or (lambda: datetime.now().astimezone())
+        self.now: Clock = now or local_now
         self.agent: str | None = None
         self.status: dict[str, Any] | None = None  # the last SyncStatus (None: not read yet)
         self.inventory: dict[str, Any] = {"agents": [], "stores": []}

@@ -16,7 +16,9 @@ in it, and nothing is written.  What the dialogs show at the end says what
 scrolls inside the dialog (which the owner can resize); an import's summary
 then lists what was left out and why (a Markdown folder's unresolved links,
 note by note, each note a link to its page) and links to what was made
-(``sig_show_requested``: the main window opens Records on it).
+(``sig_show_requested``: the main window opens Records on it, and sets the
+dialog aside so that the owner sees it; File › Import… shows the dialog again
+as it was, its summary with it, until the owner closes it).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from urllib.parse import quote
 
 from PySide6.QtCore import QUrl, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -216,6 +219,7 @@ class ImportDialog(_JobDialog):
         refused by name before anything is read."""
         super().__init__(tasks, "Import", parent)
         self.not_owners = set(not_owners)
+        self.kept_aside = False  # hidden while the owner follows a link of its summary
         self.watcher.sig_job_updated.connect(self._on_job_updated)
         self.watcher.sig_job_finished.connect(self._on_job_finished)
 
@@ -352,6 +356,16 @@ class ImportDialog(_JobDialog):
         self._set_running(False)
         self.cancel_button.setEnabled(False)
         self.sig_import_finished.emit(job)
+
+    def set_aside(self) -> None:
+        """Hidden, with its summary, while the owner reads what a link of it shows; ``kept_aside`` stays true
+        until it is shown again (File › Import… shows this dialog, not a new one)."""
+        self.hide()
+        self.kept_aside = True
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self.kept_aside = False
+        super().showEvent(event)
 
     def _on_summary_link(self, url: QUrl) -> None:
         if url.scheme() != SHOW_SCHEME:

@@ -3,10 +3,11 @@
 A conversation partition is its agent's and session's (docs/protocol.md), and
 the specification exposes no operator browsing of it.  So what the owner is
 shown of one is figures only: its session id, the agent that owns it, when
-it was made, how many current records it holds, how many publications it
-had and when the last one was; never a record, title or id from it.  The
-session key is kept only as a hash (it binds the conversation), so it is
-shown when a grant names it, and otherwise not at all.
+it was made, how many current records it holds (and how many of them are
+links), how many publications it had and when the last one was; never a
+record, title or id from it.  The session key is kept only as a hash (it
+binds the conversation), so it is shown when a grant names it, and
+otherwise not at all.
 
 Grants belong to an agent and a session key (``registry.sqlite``, table
 ``grants``): a granted conversation reads the private partition (``read``)
@@ -83,6 +84,7 @@ class GrantAccess(TypedDict):
 class PartitionFigures(TypedDict):
     partition: str
     records: int
+    links: int
     publications: int
     lastPublicationAt: str | None
 
@@ -219,6 +221,7 @@ def _check_bound(engine: PartitionsEngine, agent: str, key: str, session_id: str
 def _partition(summary: PartitionSummary, store_created_at: str, conversations: dict[str, Conversation],
                grants: list[Grant]) -> PartitionAnswer:
     row: PartitionFigures = {"partition": summary.partition, "records": summary.records,
+                             "links": summary.links,
                              "publications": summary.publications, "lastPublicationAt": summary.last_publication_at}
     if summary.partition == PRIVATE_SCOPE:
         return {**row, "kind": "private", "createdAt": store_created_at}

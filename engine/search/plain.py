@@ -17,9 +17,12 @@ from ..index.analysis import Analyzer
 ELLIPSIS = "\u2026"
 WIDEN_CHARS = 40
 
-# An embedded image or file (``![[icon.svg#icon]]``): its file name says nothing in a snippet.
+# An embedded image, file or Obsidian Base (``![[icon.svg#icon]]``, ``![[Books.base#By year]]``): its file
+# name says nothing in a snippet.
+BASE_SUFFIX = ".base"
 _EMBEDDED_FILE = re.compile(r"!\[\[[^\[\]|#]*(?:%s)(?:[#|][^\[\]]*)?\]\]\s*"
-                            % "|".join(re.escape(suffix) for suffix in IMAGE_SUFFIXES + FILE_SUFFIXES), re.I)
+                            % "|".join(re.escape(suffix)
+                                       for suffix in IMAGE_SUFFIXES + FILE_SUFFIXES + (BASE_SUFFIX,)), re.I)
 _WIKI = re.compile(r"!?\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?(?:\|([^\[\]]*))?\]\]")
 _WIKI_CUT_START = re.compile(r"^[^\[\]]*?\|([^\[\]|]*)\]\]")  # "…target|alias]]": the fragment began inside
 _WIKI_CUT_END = re.compile(r"!?\[\[([^\[\]|#]*)[^\[\]]*$")  # "[[target|ali…": the fragment ended inside
@@ -86,7 +89,7 @@ def query_marker(analyzer: Analyzer, terms: Collection[str]) -> Callable[[str], 
 
 def plain_snippet(fragment: str) -> str:
     """``fragment`` with wiki links as the words they show (their alias, else their target), Markdown links as
-    their text, and embedded images and files (``![[icon.svg]]``), frontmatter, thematic breaks, block ids,
+    their text, and embedded images, files and bases (``![[icon.svg]]``), frontmatter, thematic breaks, block ids,
     emphasis, code ticks, headings' ``#``, callout and quote markers, list bullets, code fences and table rules
     gone, a table's cells apart by " · "; on one line, spaces collapsed."""
     text = _FRONTMATTER.sub("", fragment)

@@ -206,6 +206,7 @@ class PartitionSummary:
     partition: str
     created_at: str | None           # None for the private partition (made with the store)
     records: int                     # current records, as the catalog last synced them
+    links: int                       # of them, relationships (the rest are pages and claims)
     publications: int                # acknowledged publications
     last_publication_at: str | None
 
@@ -533,16 +534,19 @@ class CatalogReads:
         return (row["catalog_version"], row["index_version"]) if row is not None else (0, -1)
 
     def partition_summaries(self) -> list["PartitionSummary"]:
-        """Every partition of the store, private first: when it was made, its current records and its
-        acknowledged publications.  Counts and times only: what an owner may know of a conversation."""
+        """Every partition of the store, private first: when it was made, its current records (and how many of
+        them are relationships) and its acknowledged publications.  Counts and times only: what an owner may
+        know of a conversation."""
         made = dict(self.db.tuples("SELECT partition, created_at FROM partitions"))
-        counts = dict(self.db.tuples(f"SELECT c.partition, COUNT(*) FROM catalog c WHERE {CURRENT} "
-                                     "GROUP BY c.partition"))
+        counts = {partition: (count, links) for partition, count, links in self.db.tuples(
+            f"SELECT c.partition, COUNT(*), SUM(c.kind = 'relationship') FROM catalog c WHERE {CURRENT} "
+            "GROUP BY c.partition")}
         published = {partition: (count, last) for partition, count, last in self.db.tuples(
             "SELECT partition, COUNT(*), MAX(finished_at) FROM publications WHERE state = 'applied' "
             "GROUP BY partition")}
         names = [PRIVATE_SCOPE, *sorted((set(made) | set(counts) | set(published)) - {PRIVATE_SCOPE})]
-        return [PartitionSummary(name, made.get(name), counts.get(name, 0), *published.get(name, (0, None)))
+        return [PartitionSummary(name, made.get(name), *counts.get(name, (0, 0)),
+                                 *published.get(name, (0, None)))
                 for name in names]
 
     def path_in_use(self, partition: str, path: str) -> bool:

@@ -8,9 +8,11 @@ import uuid
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 
 from desktop.main_window import MainWindow
-from desktop.partitions.view import PartitionsView
+from desktop.client import OperatorClient
+from desktop.partitions.view import PARTITION_COLUMNS, PartitionsView
 from desktop.tasks import EngineTasks
 from engine.service import Engine
 from tests.desktop.conftest import wait_for_signal
@@ -59,11 +61,33 @@ def test_the_store_of_the_agent_shows_its_private_and_conversation_partitions_as
     private, chat = rows[0], rows[conversation_row(view)]
     assert private["kind"] == "private" and private["records"] > 0
     assert (chat["agent"], chat["records"], chat["publications"], chat["grant"]) == ("main", 2, 2, None)
-    shown = [view.partitions_model.index(r, c).data() for r in range(len(rows)) for c in range(8)]
+    shown = [view.partitions_model.index(r, c).data() for r in range(len(rows)) for c in range(len(PARTITION_COLUMNS))]
     assert "kept as a hash" in shown and "none" in shown
     assert "Private chat note" not in json.dumps(view.answer)  # figures only: no title, no record of a conversation
     assert not view.grant_row_button.isEnabled()
     qtmodeltester.check(view.partitions_model)
+
+
+def test_the_private_partition_counts_the_notes_and_claims_the_sidebar_counts_and_the_links_apart(
+        qtbot, view, served) -> None:
+    totals: dict[str, int] = {}
+
+    def ask() -> None:  # what Records lists (and the sidebar counts), and the links it hides, asked directly
+        client = OperatorClient(served)
+        for name, kinds in (("notes", ["page", "claim"]), ("links", ["relationship"])):
+            totals[name] = client.call("operator/records", {"agent": "main", "kinds": kinds, "limit": 1})["total"]
+        client.close()
+
+    off_the_gui_thread(ask)
+    assert totals["notes"] > 0 and totals["links"] > 0
+    titles = [column.title for column in PARTITION_COLUMNS]
+    notes, links = titles.index("Notes and claims"), titles.index("Links")
+    private = view.partitions_model.index(0, notes)
+    assert private.data() == f"{totals['notes']:,}"
+    assert view.partitions_model.index(0, links).data() == f"{totals['links']:,}"
+    assert private.data(Qt.ItemDataRole.ToolTipRole) == (
+        f"{totals['notes'] + totals['links']:,} current records: {totals['notes']:,} notes and claims and "
+        f"{totals['links']:,} links between them")
 
 
 def test_a_conversation_is_granted_from_its_row_with_the_engine_checking_the_key_then_revoked(

@@ -303,6 +303,45 @@ def test_down_from_the_search_box_goes_to_the_results_and_enter_opens_one(qtbot,
     assert view.page.record["id"] == first["id"]
 
 
+def test_the_open_records_row_is_marked_while_the_arrow_keys_move_the_selection(
+        qtbot, tasks, gui_thread_guard, qtmodeltester) -> None:
+    """The arrows walk a list without opening what they pass (Enter opens it); the row of the record on the
+    page stays marked (bold, on a tint) meanwhile, so the page never seems to show the highlighted row."""
+    view = make_view(qtbot, tasks)
+    view.activateWindow()
+    qtbot.waitActive(view)
+    table, model = view.recent_table, view.recent_model
+    rows = model.rows()
+
+    def marked() -> list[int]:
+        return [n for n in range(model.rowCount())
+                if (font := model.index(n, 0).data(Qt.ItemDataRole.FontRole)) is not None and font.bold()
+                and model.index(n, 1).data(Qt.ItemDataRole.FontRole) is None
+                and model.index(n, 1).data(Qt.ItemDataRole.BackgroundRole) is not None]
+
+    assert marked() == []  # nothing open yet
+    table.setFocus()
+    table.selectRow(0)
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        qtbot.keyClick(table, Qt.Key.Key_Return)
+    assert view.page.record["id"] == rows[0]["id"] and marked() == [0]
+
+    qtbot.keyClick(table, Qt.Key.Key_Down)
+    qtbot.keyClick(table, Qt.Key.Key_Down)
+    assert table.currentIndex().row() == 2 and marked() == [0]  # the page still shows the first: it says so
+    assert model.index(0, 0).data(Qt.ItemDataRole.AccessibleDescriptionRole) == "open on the page"
+    qtmodeltester.check(model)
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        qtbot.keyClick(table, Qt.Key.Key_Return)
+    assert view.page.record["id"] == rows[2]["id"] and marked() == [2]
+
+    with qtbot.waitSignal(view.page.sig_content_loaded, timeout=10_000):
+        view.go_back()  # Alt+Left
+    assert marked() == [0]
+    view.set_agent(None)
+    assert model.marked is None
+
+
 def test_an_imported_vault_is_browsed_by_its_folders(qtbot, tasks, imported_vault, gui_thread_guard) -> None:
     view = make_view(qtbot, tasks)
     qtbot.waitUntil(lambda: view.folders_tree.topLevelItemCount() == 1, timeout=10_000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -294,6 +295,74 @@ def test_a_first_days_imports_say_what_was_left_out_and_link_to_what_they_made(q
     details = records.page.details
     assert "URL" in details.toPlainText().split() and "Url" not in details.toPlainText().split()
     assert 'href="https://chatgpt.com/c/6790a1b2-0000-4000-8000-000000000001"' in details.toHtml()
+
+
+def test_a_followed_summary_link_sets_the_dialog_aside_and_file_import_shows_it_again(
+        qtbot, connected_window, tmp_path) -> None:
+    """Following a link of the import's summary shows Records with the dialog set aside (it stayed in front of
+    the window, hiding what the owner asked for); File › Import… shows it again, its other links with it."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "Alpha.md").write_text("# Alpha\n\nSee [[Nowhere]].\n", encoding="utf-8")
+    (notes / "Beta.md").write_text("# Beta\n\nSee [[Elsewhere]].\n", encoding="utf-8")
+    window = connected_window
+    window.show_view(window.views.index(window.partitions_view))  # imported from another view than Records
+    window.import_action.trigger()
+    dialog = window.import_dialog
+    dialog.set_format("markdown")
+    dialog.path.setText(str(notes))
+    job = finish(qtbot, dialog)
+    assert job["state"] == "done"
+    pages = job["result"]["pages"]
+    assert f"show:main/record/{pages['Beta.md']}" in dialog.summary.toHtml()
+    records = window.records_view
+
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: dialog.summary.anchorClicked.emit(
+        QUrl(f"show:main/record/{pages['Alpha.md']}")))  # as a click on Alpha.md does
+    assert window.current_view() is records and records.page.record["id"] == pages["Alpha.md"]
+    assert not dialog.isVisible() and window.messages.isVisible()
+    assert "File › Import… (Ctrl+I) shows it again" in window.messages.message
+
+    window.import_action.trigger()
+    assert window.import_dialog is dialog and dialog.isVisible()  # the same dialog, as it was left
+    assert f"show:main/record/{pages['Beta.md']}" in dialog.summary.toHtml()
+    assert not window.messages.isVisible()
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: dialog.summary.anchorClicked.emit(
+        QUrl(f"show:main/record/{pages['Beta.md']}")))
+    assert records.page.record["id"] == pages["Beta.md"] and not dialog.isVisible()
+
+    window.import_action.trigger()
+    dialog.reject()  # closed: the next Import… is a new dialog
+    window.import_action.trigger()
+    assert window.import_dialog is not dialog and window.import_dialog.summary.toPlainText() == ""
+
+
+def test_a_conversations_times_read_in_local_time_while_its_file_keeps_utc(qtbot, connected_window, export_file,
+                                                                          served_engine, gui_thread_guard) -> None:
+    """An imported conversation's page says when it started and when each message was written in the owner's
+    zone (here two hours east of UTC), as the rest of the window does; it read the stored UTC text."""
+    window = connected_window
+    window.import_action.trigger()
+    dialog = window.import_dialog
+    dialog.set_format("chatgpt")
+    dialog.path.setText(str(export_file))
+    assert finish(qtbot, dialog)["state"] == "done"
+    dialog.close()
+    records = window.records_view
+    records.page.now = lambda: datetime(2026, 6, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+    dialog.summary.anchorClicked.emit(QUrl("show:main/browse/page/source"))
+    qtbot.waitUntil(lambda: records.browse_model.rowCount() == 3, timeout=WAIT_MS)
+    tram = next(row["id"] for row in records.browse_model.rows() if row["title"] == "Repairing a tram clock")
+    wait_for_signal(qtbot, records.page.sig_content_loaded, lambda: records.open_record(tram))
+
+    shown = records.page.body.toPlainText()
+    assert "Started 2026-05-28 22:26, last updated 2026-05-28 23:26." in shown, shown
+    assert "User (2026-05-28 22:26):" in shown and "Assistant (2026-05-28 22:27):" in shown, shown
+    assert "T20:2" not in shown and "Z)" not in shown
+    gui_thread_guard.active = False
+    stored = served_engine.get_record(OperatorCaller("main"), tram)["body"]
+    gui_thread_guard.active = True
+    assert "Started 2026-05-28T20:26:40" in stored and "(2026-05-28T20:26:50Z):" in stored  # the file as it was
 
 
 def test_evidence_opens_its_original_at_the_lines_it_cites(qtbot, connected_window, tmp_path) -> None:

@@ -56,6 +56,7 @@ def test_every_partition_is_listed_with_figures_and_no_record_of_a_conversation(
 
     private, *conversations = answer["partitions"]
     assert private["kind"] == "private" and private["records"] == 1 and private["publications"] == 1
+    assert private["links"] == 0  # a page alone: no relationship among its records
     assert private["lastPublicationAt"] and private["createdAt"]
     by_session = {row["sessionId"]: row for row in conversations}
     assert set(by_session) == {SESSION_A, SESSION_B}

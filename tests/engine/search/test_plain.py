@@ -15,6 +15,7 @@ from tests.helpers import page
     ("[[Guides/Setup.md]] then [[Note#Part]]", "Setup then Note › Part"),
     ("an embed ![[diagram.png]] here", "an embed here"),  # an image's file name says nothing in a snippet
     ("- ![[lucide-table.svg#icon]] **View menu** and ![[Report.PDF|300]]", "View menu and"),  # an icon, a file
+    ("My books: ![[Books.base]] By year: ![[Books.base#By year]] end", "My books: By year: end"),  # a base
     ("![[Other note]] stays", "Other note stays"),  # an embedded note is named by its title
     ("ing|the alias]] and after", "the alias and after"),  # the fragment began inside a link
     ("and before [[Target|ali", "and before Target"),  # and ended inside one
