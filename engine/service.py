@@ -618,7 +618,7 @@ def _flush_request(params: Any, operation: str) -> Any:
         return params
     flush_id = FLUSH_ID.take(params)  # checked even beside a requestId: the schema promises its form
     params = {key: value for key, value in params.items() if key != "flushId"}
-    if flush_id is None or "requestId" in params:
+    if flush_id is None or params.get("requestId") is not None:  # a null requestId is none given
         return params
     if operation == "save_page":
         texts = [params.get("title")]

@@ -7,11 +7,17 @@ A tool, host method or operator method declares what it takes once, as ``Params`
     WINDOW.schema()                # the JSON Schema object tools/list publishes for it
 
 ``Params.read`` refuses an unknown key (``unknown parameter <key>``, naming ``field``), then reads each
-declared parameter in order: absent (or null, where the spec reads null as absent) gives its default, a
-required one is refused, and a given one is checked for its exact type (``True`` is no integer) and its
-bounds, and returned as its typed value.  ``Params.schema`` builds the JSON Schema from the same specs,
-so a tool's published bounds are its checked bounds (tests/engine/wire/test_tool_params.py holds the two
-together).  Checks that span parameters (``id`` with ``expectedRevision``, a query search or an
+declared parameter in order: absent gives its default, a required one is refused, and a given one is
+checked for its exact type (``True`` is no integer) and its bounds, and returned as its typed value.
+``Params.schema`` builds the JSON Schema from the same specs, so a tool's published bounds are its
+checked bounds (tests/engine/wire/test_tool_params.py holds the two together).
+
+Null is absent for every optional parameter, at any depth: ``{"limit": null}`` reads as ``{}``, and the
+published schema says so (``anyOf`` the value's schema and ``{"type": "null"}``).  A client in a strict
+mode (OpenAI's, the Agents SDK's ``convert_schemas_to_strict``) lists every property as required and
+sends null for what it leaves out; such a call reads as the same call without them.  A required
+parameter's null is refused naming it, unless its own schema admits null (``knowledge_recall``'s
+``recall``).  Checks that span parameters (``id`` with ``expectedRevision``, a query search or an
 addressed read) stay with the parser that reads them.
 
 The edge rules every spec applies:
@@ -155,17 +161,17 @@ def without_meta(params: Any) -> Any:
 
 @dataclass(frozen=True)
 class Spec:
-    """One parameter: its name, whether it must be given, what absent reads as, and its description.
+    """One parameter: its name, whether it must be given, what absent (or null) reads as, and its description.
 
-    ``nullable``: an explicit null reads as absent (``None`` leaves it to the kind: names, text, ids and
-    lists do, numbers, flags and choices do not, as the parsers always have).
+    ``NULL_IS_ABSENT``: a required parameter of this kind given as null is refused as missing (``title is
+    required``); other kinds check the null as a value (``limit must be an integer ...``, or a ``Value``
+    whose check reads null).
     """
 
     name: str
     _: KW_ONLY
     required: bool = False
     default: Any = None
-    nullable: bool | None = None
     description: str | None = None
 
     NULL_IS_ABSENT: ClassVar[bool] = False
@@ -173,12 +179,12 @@ class Spec:
     def take(self, params: Mapping[str, Any], where: str = "") -> Any:
         """This parameter's value in ``params`` (``where`` prefixes the field an error names)."""
         field = where + self.name
-        null_is_absent = self.NULL_IS_ABSENT if self.nullable is None else self.nullable
-        if self.name not in params or (null_is_absent and params[self.name] is None):
+        value = params.get(self.name)
+        if value is None and (self.name not in params or not self.required or self.NULL_IS_ABSENT):
             if self.required:
                 raise InvalidParams(f"{field} is required", field=field)
             return self.default
-        return self.check(params[self.name], field)
+        return self.check(value, field)
 
     def check(self, value: Any, field: str) -> Any:
         """The given value, checked and typed; raises naming ``field``."""
@@ -506,8 +512,10 @@ class Objects(Spec):
             where = f"{field}[{index}]"
             if not isinstance(raw, dict):
                 raise InvalidParams(f"{where} must be an object", field=where)
+            assert self.of is not None
+            if self.pick is not None:  # its shape is chosen by the keys given: one published, given null, is not
+                raw = {key: value for key, value in raw.items() if value is not None or key not in self.of.specs}
             shape = self.pick(raw) if self.pick is not None else self.of
-            assert shape is not None
             values = shape.read(raw, where=f"{where}.")
             found.append(self.build(values, raw, f"{where}.") if self.build is not None else values)
         return tuple(found)
@@ -576,7 +584,8 @@ class Params:
         return {name: spec.take(params, where) for name, spec in self.specs.items()}
 
     def refuse_unknown(self, params: Any, *, where: str = "") -> JsonObject:
-        """``params`` (``{}`` for None), unless it is no object or holds a key not declared here."""
+        """``params`` (``{}`` for None) without the optional ones given as null, unless it is no object or
+        holds a key not declared here.  What a handler checks by the keys given, it checks on this."""
         if params is None:
             return {}
         if not isinstance(params, dict):
@@ -586,13 +595,28 @@ class Params:
         if unknown:
             raise InvalidParams(f"unknown parameter {where}{unknown[0]}{'; ' + self.note if self.note else ''}",
                                 field=f"{where}{unknown[0]}")
-        return params
+        return {key: value for key, value in params.items() if value is not None or self.specs[key].required}
 
     def schema(self, *, required: bool = True) -> JsonObject:
-        """The JSON Schema of these parameters (``required=False``: list none as required)."""
-        return {"type": "object", "properties": {spec.name: spec.schema() for spec in self},
-                "required": [spec.name for spec in self if spec.required and required],
-                "additionalProperties": False}
+        """The JSON Schema of these parameters (``required=False``: list none as required); an optional
+        one admits null, which it reads as absent."""
+        listed = [spec.name for spec in self if spec.required and required]
+        return {"type": "object",
+                "properties": {spec.name: spec.schema() if spec.name in listed else admitting_null(spec.schema())
+                               for spec in self},
+                "required": listed, "additionalProperties": False}
+
+
+def admitting_null(schema: JsonObject) -> JsonObject:
+    """``schema`` or null: ``anyOf`` the two, never a list of types (docs/protocol-tools.md, "Schemas and strict
+    mode").  Its title and description stay beside ``anyOf``; its ``default`` goes with the value's schema,
+    since Vertex AI refuses a ``default`` beside ``anyOf``.  A schema that admits null already is returned as is."""
+    if ("type" not in schema and "anyOf" not in schema and "enum" not in schema) or schema.get("type") == "null" \
+            or any(member.get("type") == "null" for member in schema.get("anyOf", ())):
+        return schema
+    notes = {key: schema[key] for key in ("title", "description") if key in schema}
+    value = {key: item for key, item in schema.items() if key not in notes}
+    return {**notes, "anyOf": [value, {"type": "null"}]}
 
 
 NO_PARAMS = Params()

@@ -68,7 +68,7 @@ _RECORD_ONTOLOGY_CODES = {"unknown_type", "unknown_field", "invalid_field", "unk
 
 ONTOLOGY_PARAMS = Params(
     Choice("view", VIEWS, default="catalog"),
-    Choice("kind", KINDS, nullable=True, description="catalog and definitions: one kind only"),
+    Choice("kind", KINDS, description="catalog and definitions: one kind only"),
     Name("name", NAME_MAX_CHARS, description="definitions: a name or alias"),
     Flag("includeRecords", default=False, description="definitions: up to 20 current records per type"),
     Integer("limit", 1, LIMIT_MAX, description="definitions default to 10 per page, other views to 50"),

@@ -173,7 +173,7 @@ def listed_record(row: RecordRow) -> ListedRecord:
 
 
 LIST_PARAMS = Params(
-    Choice("kind", KINDS, nullable=True),
+    Choice("kind", KINDS),
     KINDS_FILTER,
     Name("type", TYPE_MAX_CHARS),
     Choice("status", STATUSES, default="current"),

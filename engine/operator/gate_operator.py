@@ -170,13 +170,13 @@ def _turn_ids(value: Any, field: str) -> list[str]:
     return value
 
 
-THRESHOLD = Number("threshold", 0, 1, nullable=True)
+THRESHOLD = Number("threshold", 0, 1)
 WINDOW = Params(Integer("offset", 0, 10**9, default=0), Integer("limit", 1, LIST_MAX, default=50))
 # parse_gate_settings reads the block itself; to save one, it must be given (null removes it).
 GATE_BLOCK = Params(Value("recallGate"))
 NEW_GATE_BLOCK = Params(Value("recallGate", required=True))
 LOG = AGENT + WINDOW
-JOURNAL = LOG + Params(Flag("labelled", nullable=True))
+JOURNAL = LOG + Params(Flag("labelled"))
 LABEL = AGENT + Params(String("turn", required=True, min_chars=1, what="a journal turn id"),
                        Value("needed", required=True))  # label_turn reads the ids
 WHAT_IF = AGENT + Params(Value("thresholds", _thresholds, default=list(THRESHOLD_GRID)), THRESHOLD)
@@ -184,7 +184,7 @@ SUGGEST = CHOOSE_STORE + Params(
     Number("precision", 0.05, 0.99, default=DEFAULT_PRECISION, description="the precision the owner asks for"),
     Number("pointerPrecision", 0.05, 0.99, default=DEFAULT_POINTER_PRECISION,
            description="the share of pointer lines that should point at a needed page; below precision"))
-REPLAY = AGENT + Params(Value("turns", _turn_ids, nullable=True), Value("recallGate"), Value("decisionModel"))
+REPLAY = AGENT + Params(Value("turns", _turn_ids), Value("recallGate"), Value("decisionModel"))
 
 
 class GateOperator:

@@ -142,7 +142,7 @@ STORE = Params(String("store", 64, required=True, min_chars=1, what="a store id"
 GRANTS = Params(AgentName("agent"))
 GRANT_KEY = Params(AgentName("agent", required=True), Value("sessionKey", _session_key, required=True))
 SET_GRANT = GRANT_KEY + Params(Choice("access", choices=GRANT_ACCESS, default="read"),
-                               Value("sessionId", _session_id, nullable=True))
+                               Value("sessionId", _session_id))
 
 
 def methods(engine: PartitionsEngine) -> tuple[Method, ...]:

@@ -93,7 +93,7 @@ SEARCH_PARAMS = Params(
     QUERY,
     Integer("limit", 1, LIMIT_MAX, default=LIMIT_DEFAULT),
     Number("minScore", 0, 1, default=0.0, description="Hits scoring below this share of the best one are left out"),
-    Choice("kind", KINDS, nullable=True),
+    Choice("kind", KINDS),
     Name("type", TYPE_MAX_CHARS, description="A page type, claim kind or relation"),
     String("cursor", CURSOR_MAX_CHARS, what="a cursor string from an earlier search",
            description="nextCursor of the previous page of results"),

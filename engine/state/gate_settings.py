@@ -105,8 +105,8 @@ SETTINGS = Params(
     # Ranges, not sizes: a value outside one is invalid either way.
     *(Integer(key, low, high, scale=True) for key, (low, high) in _INT_RANGES.items()),
     Number("highThreshold", 0, 1),
-    Number("mediumThreshold", 0, 1, nullable=True),   # null: the tier is off, as when the key is absent
-    Number("skipHintBelow", 0, 1, nullable=True),
+    Number("mediumThreshold", 0, 1),   # null: the tier is off, as when the key is absent
+    Number("skipHintBelow", 0, 1),
     Flag("journal"),
     note=f"known: {', '.join(KEYS)}",
 )

@@ -138,7 +138,7 @@ def _path_parts(value: Any, field: str = "filePath") -> tuple[str, ...]:
 
 _REQUEST_ID = RequestId("requestId", required=True, description="a fresh id per attachment; a retry with the "
                         "same id and content returns the original receipt")
-_FILENAME = Value("filename", _filename, nullable=True, json={"type": "string", "description": "display name kept "
+_FILENAME = Value("filename", _filename, json={"type": "string", "description": "display name kept "
                   "in the descriptor", "maxLength": FILENAME_MAX_CHARS})
 _MEDIA_TYPE_SPEC = String("mediaType", MEDIA_TYPE_MAX_CHARS, pattern=_MEDIA_TYPE,
                           what="a type/subtype such as text/plain, without parameters",

@@ -182,7 +182,7 @@ def _citation(values: dict[str, Any], raw: dict[str, Any], where: str) -> Eviden
 CITATION = Params(
     Text("excerpt", EXCERPT_MAX_CHARS, description="Supporting text to retain as evidence"),
     RecordId("source", description="A retained source's id"),
-    Value("lines", _lines, nullable=True,
+    Value("lines", _lines,
           json={"type": "array", "description": "With source only: the cited lines, [first, last]",
                 "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2}),
     Text("quote", TEXT_MAX_CHARS, description="With source only: text that stands in the cited lines"),
@@ -227,11 +227,11 @@ PAGE_PARAMS = Params(
          "its body, as it keeps aliases, tags and fields left out; \"\" empties it"),
     Names("aliases", LIST_MAX, TITLE_MAX_CHARS),
     Names("tags", LIST_MAX, TITLE_MAX_CHARS),
-    Value("fields", parse_fields, nullable=True,
+    Value("fields", parse_fields,
           json={"type": "object", "description": "Typed fields of the page type (see knowledge_ontology)"}),
     PAGE_EVIDENCE,
     RecordId("id", description="To revise: the page's id, with expectedRevision"),
-    Integer("expectedRevision", 1, nullable=True,
+    Integer("expectedRevision", 1,
             description="To revise: the revision you read (knowledge_record's revision)"),
     String("expectedSha256", pattern=SHA256, what="64 hexadecimal digits",
            description="To revise, with expectedRevision: the sha256 of the version you read (knowledge_record's "
@@ -327,10 +327,10 @@ CLAIM_ITEM = Params(
     RecordId("replaces", description="The claim this one corrects; with validFrom, the corrected claim stays "
              "true until then instead of being superseded"),
     Name("subject", TITLE_MAX_CHARS, blank=True, description="This claim's page, instead of the call's subject"),
-    Value("validFrom", _validity_bound, nullable=True,
+    Value("validFrom", _validity_bound,
           json={"type": "string", "description": "When the claim starts to hold: a date (YYYY-MM-DD) or an "
                 "ISO-8601 date-time with an offset"}),
-    Value("validTo", _validity_bound, nullable=True,
+    Value("validTo", _validity_bound,
           json={"type": "string", "description": "The last date, or moment, the claim holds (a date covers "
                 "its whole UTC day); not before validFrom"}),
 )

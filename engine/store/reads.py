@@ -186,7 +186,7 @@ def as_of(values: dict[str, Any]) -> datetime:
 
 
 # Reads, searches and lookups leave out claims that do not hold at this moment (docs/record-format.md).
-AS_OF = Value("asOf", parse_as_of, nullable=True,
+AS_OF = Value("asOf", parse_as_of,
               json={"type": "string", "description": "Answer as of this date or date-time (default: now); "
                     "claims that do not hold then are left out"})
 # ``memory/read``: lines of the exact revision a search hit's reference names.
@@ -198,7 +198,7 @@ READ_PARAMS = Params(
 )
 # The exact read of a record (``knowledge_record``, ``operator/record``) and the history of one.
 RECORD_ID = RecordId("id", required=True, description="A record id, e.g. pg_01J...")
-REVISION = Integer("revision", 1, nullable=True, description="An exact earlier revision (default: the current one)")
+REVISION = Integer("revision", 1, description="An exact earlier revision (default: the current one)")
 RECORD_PARAMS = Params(RECORD_ID, REVISION, AS_OF)
 HISTORY_PARAMS = Params(RECORD_ID)
 # ``knowledge_lookup``: a name is compared with ids, titles and aliases, so none longer than a title resolves.

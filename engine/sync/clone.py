@@ -91,9 +91,9 @@ def _store_id(value: Any, field: str) -> str:
 
 CLONE = Params(Value("url", check_remote_url, required=True, json={"type": "string", "maxLength": URL_MAX_CHARS}),
                AgentName("agent", required=True, description="the agent whose store the clone becomes"),
-               Value("storeId", _store_id, nullable=True, json={"type": "string", "maxLength": 29},
+               Value("storeId", _store_id, json={"type": "string", "maxLength": 29},
                      description="the store to clone when the remote holds several"),
-               Value("name", check_remote_name, nullable=True, json={"type": "string", "maxLength": NAME_MAX_CHARS},
+               Value("name", check_remote_name, json={"type": "string", "maxLength": NAME_MAX_CHARS},
                      description=f"the remote's name here (default: {DEFAULT_REMOTE_NAME})"),
                Flag("owner", default=False, description="add the agent with owner authority (the owner's own agent "
                     "on a second machine: it reads the private partition); an agent already here keeps its own"))

@@ -142,7 +142,7 @@ def _interrupted(status: SyncRemoteStatus) -> SyncRemoteStatus:
 
 
 CLONE_JOB = "clone"
-SYNC_NOW = CHOOSE_STORE + Params(Value("remote", check_remote_name, nullable=True,
+SYNC_NOW = CHOOSE_STORE + Params(Value("remote", check_remote_name,
                                        json={"type": "string", "maxLength": 64},
                                        description="only this remote (default: every remote of the store)"))
 

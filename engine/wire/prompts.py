@@ -117,7 +117,7 @@ def _no_cursor(value: Any, field: str) -> None:
     raise InvalidParams("the prompts are never paged, so no cursor was issued: leave cursor out", field=field)
 
 
-LIST_PARAMS = Params(Value("cursor", _no_cursor, nullable=True))
+LIST_PARAMS = Params(Value("cursor", _no_cursor))
 GET_PARAMS = Params(Value("name", _prompt_name, required=True), Value("arguments"))
 
 

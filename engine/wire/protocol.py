@@ -62,7 +62,7 @@ OPERATOR_FIELDS = frozenset({"operatorToken"})
 # -32602).  ``task`` asks for task-augmented execution (MCP 2025-11-25); this server declares no tasks
 # capability, so the call runs as a plain one, as MCP has such a receiver do.  ``initialize`` alone reads
 # what it knows and ignores the rest: a client of a later MCP revision must reach version negotiation.
-TOOLS_LIST_PARAMS = Params(Value("cursor", lambda value, field: _no_cursor(value, field), nullable=True))
+TOOLS_LIST_PARAMS = Params(Value("cursor", lambda value, field: _no_cursor(value, field)))
 TOOLS_CALL_PARAMS = Params(Value("name"), Value("arguments"), Value("task"))
 AUTHENTICATE_PARAMS = Params(Value("clientInfo"))
 # 2026-07-28's own methods: asked for without its envelope, or on a handshake connection, they are refused.

@@ -47,6 +47,13 @@ Rules every published schema keeps (tests/engine/wire/test_tool_answers.py check
 - The root of every `inputSchema` and `outputSchema` is `type: object`.
 - No type lists: a value that may be null is `anyOf: [{...}, {type: null}]`, which OpenAI's strict mode and
   Gemini's schema subset both read (a `["object", "null"]` type draws warnings in Gemini-style subsets).
+- Null is absent.  Every optional parameter, at any depth (an item's, a citation's), admits null: `anyOf`
+  its value's schema and `{type: null}`, its `description` beside `anyOf` and its `default` inside the value's
+  schema.  The engine reads a null as the parameter left out, on every tool: `knowledge_grep {query: "atlas",
+  limit: null, cursor: null}` is `knowledge_grep {query: "atlas"}`.  A required parameter is not nullable and
+  its null is refused with `invalid_params` naming it (`query must be a string`, `items[0].text is
+  required`), but for `knowledge_recall`'s `recall`, whose null is a value (it removes the recall block), as
+  its schema says.  tests/engine/wire/test_tool_nulls.py holds every tool's published schema to this.
 - Every input object is closed (`additionalProperties: false`) with its properties declared, and an input
   schema uses only `type`, `properties`, `required`, `additionalProperties`, `items`, `enum`,
   `description`, `title`, `anyOf`, `default`, `minimum`, `maximum`, `minLength`, `maxLength`, `minItems`,
@@ -54,14 +61,23 @@ Rules every published schema keeps (tests/engine/wire/test_tool_answers.py check
 
 Where the tools do not fit OpenAI's strict mode or a Gemini-style subset, and why:
 
-- Optional parameters.  Strict mode wants every property in `required` (an optional one written as
-  nullable).  The tools' optional parameters are left out of `required` and are not nullable, because the
-  engine refuses `null` for many of them (a null `limit` is refused, never read as the default).  A client in strict mode
-  sends these tools with `strict: false`, which OpenAI allows per function.  The OpenAI Agents SDK does
-  not fall back by itself: with `convert_schemas_to_strict=True` it converts every tool but
-  `knowledge_save_page` and makes every optional parameter required, so a model must send a `cursor`, a
-  `kind`, an `asOf` with every `knowledge_grep`, and a first search is refused (`cursor is not a cursor from
-  this engine`).  Leave `convert_schemas_to_strict` at its default, false (docs/benchmarks/clients.md).
+- Strict mode.  OpenAI's strict mode wants every property in `required`, an optional one written as
+  nullable; the OpenAI Agents SDK's `convert_schemas_to_strict=True` puts every property in `required` and
+  keeps the published `anyOf` with null, so its model sends null for what it leaves out, which the engine
+  reads as left out.  With openai-agents 0.24.0, ten tools convert to strict (all but `knowledge_save_page`),
+  and each, called with every optional property null, answers as without them (benchmarks/clients.md,
+  2026-12-06).  `knowledge_remember`'s claims and relationships share one item schema, so a strict client
+  sends the other shape's keys as null: an item is a relationship when it gives a non-null `relation`.
+  Until 2026-12-06 the optional parameters were not nullable (and a null `limit` was refused), so a
+  strict-mode model had to send a `cursor` on a first search and was refused.
+- Other strict decoders and subsets (from documentation and reports, not measured here).  Claude's strict
+  tool use reads `anyOf` with null but caps, per request across all strict tools, the optional parameters
+  (24) and those using `anyOf` (16), as a third-party library summarises Anthropic's documentation; the ten
+  convertible tools hold 56 optional parameters (as many before null was published), so send them without
+  `strict` there.
+  Gemini's function declarations take an OpenAPI 3.0 subset: a client passes `anyOf` through or turns it
+  into `nullable: true`; one that turns it into a list of types is refused (HTTP 400), and Vertex AI refuses
+  a `default` beside `anyOf`, which is why the default sits inside the value's schema.
 - `knowledge_save_page`'s `fields` is an open object: its keys and types are the page type's, defined by the
   caller's ontology (`knowledge_ontology`, view `definitions`), so no fixed schema can close it.  Strict mode
   needs every object closed; this is the tool that must go without it.

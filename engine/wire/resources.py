@@ -181,8 +181,8 @@ def _no_cursor(value: Any, field: str) -> None:
                         field=field)
 
 
-LIST_PARAMS = Params(Value("cursor", _list_cursor, nullable=True))
-TEMPLATES_PARAMS = Params(Value("cursor", _no_cursor, nullable=True))
+LIST_PARAMS = Params(Value("cursor", _list_cursor))
+TEMPLATES_PARAMS = Params(Value("cursor", _no_cursor))
 URI_PARAMS = Params(Value("uri", parse_resource_uri, required=True))  # read, subscribe, unsubscribe
 
 

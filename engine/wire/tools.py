@@ -337,5 +337,8 @@ def with_claim_kinds(descriptor: ToolDescriptor, claim_kinds: list[str]) -> Tool
     if "claimKind" not in items.get("properties", {}):
         return descriptor
     copied = copy.deepcopy(descriptor)
-    copied["inputSchema"]["properties"]["items"]["items"]["properties"]["claimKind"]["enum"] = list(claim_kinds)
+    claim_kind = copied["inputSchema"]["properties"]["items"]["items"]["properties"]["claimKind"]
+    # An item's claimKind may be null (a relationship's), so the enum goes to its string member.
+    next(member for member in claim_kind.get("anyOf", [claim_kind]) if member.get("type") != "null")["enum"] = \
+        list(claim_kinds)
     return copied

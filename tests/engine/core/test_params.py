@@ -47,12 +47,42 @@ def test_absent_values_read_as_their_default_and_required_ones_are_refused():
     assert refused(params, {"id": None})["field"] == "id"
 
 
-def test_null_reads_as_absent_only_where_the_kind_or_the_spec_says_so():
-    assert Params(Name("type", 64)).read({"type": None}) == {"type": None}
-    assert Params(Integer("revision", 1, nullable=True)).read({"revision": None}) == {"revision": None}
-    assert refused(Params(Integer("limit", 1, 5, default=2)), {"limit": None})["field"] == "limit"
-    assert refused(Params(Choice("view", ("a", "b"), default="a")), {"view": None})["field"] == "view"
-    assert refused(Params(Flag("owner", default=False)), {"owner": None})["field"] == "owner"
+def test_null_reads_as_absent_for_every_optional_parameter_of_every_kind():
+    """A client in a strict mode sends null for every parameter it leaves out (docs/protocol-tools.md)."""
+    optional = Params(Name("type", 64), Integer("revision", 1), Integer("limit", 1, 5, default=2),
+                      Number("minScore", 0, 1, default=0.5), Choice("view", ("a", "b"), default="a"),
+                      Flag("owner", default=False), Value("asOf", lambda value, field: 1 / 0),
+                      Names("tags", 3, 10, default=()), Objects("items", Params(Name("t", 5)), max_items=2))
+    nulls = {name: None for name in optional.names}
+    assert optional.read(nulls) == optional.read({}) == {
+        "type": None, "revision": None, "limit": 2, "minScore": 0.5, "view": "a", "owner": False, "asOf": None,
+        "tags": (), "items": None}
+    assert optional.refuse_unknown(nulls) == {}  # what a handler checks by the keys given sees none of them
+    assert refused(optional, {**nulls, "zebra": None}) == {"message": "unknown parameter zebra", "field": "zebra"}
+
+
+def test_a_required_parameters_null_is_refused_naming_it_unless_its_value_may_be_null():
+    assert refused(Params(Name("title", 64, required=True)), {"title": None}) == {
+        "message": "title is required", "field": "title"}
+    assert refused(Params(Integer("limit", 1, 5, required=True)), {"limit": None}) == {
+        "message": "limit must be an integer from 1 to 5", "field": "limit"}
+    assert refused(Params(Flag("owner", required=True)), {"owner": None})["field"] == "owner"
+    cleared = Params(Value("recall", lambda value, field: "cleared" if value is None else value, required=True))
+    assert cleared.read({"recall": None}) == {"recall": "cleared"}
+
+
+def test_the_schema_says_an_optional_parameter_may_be_null_and_a_required_one_may_not():
+    schema = Params(Integer("limit", 1, 5, default=2, description="How many"), Name("title", 64, required=True),
+                    Value("recall", required=True, json={"anyOf": [{"type": "object"}, {"type": "null"}]}),
+                    Value("flushId")).schema()
+    assert schema["required"] == ["title", "recall"]
+    assert schema["properties"]["limit"] == {"description": "How many", "anyOf": [
+        {"type": "integer", "minimum": 1, "maximum": 5, "default": 2}, {"type": "null"}]}
+    assert schema["properties"]["title"] == {"type": "string", "minLength": 1, "maxLength": 64}
+    assert schema["properties"]["recall"] == {"anyOf": [{"type": "object"}, {"type": "null"}]}
+    assert schema["properties"]["flushId"] == {}  # any value, null among them
+    union = Params(Name("title", 64, required=True)).schema(required=False)  # a shape chosen by its keys
+    assert union["required"] == [] and union["properties"]["title"]["anyOf"][1] == {"type": "null"}
 
 
 def test_a_later_declaration_replaces_a_spec_of_the_same_name_in_place():
@@ -207,18 +237,21 @@ def test_the_schema_carries_the_bounds_the_reader_checks():
         Name("type", 64, required=True, description="A page type"), Flag("includeRecords", default=False),
         Names("tags", 100, 500), RecordId("id"), String("cursor", 2048),
     )
+    def or_null(schema):  # an optional parameter: null reads as absent
+        return {"anyOf": [schema, {"type": "null"}]}
+
     assert params.schema() == {
         "type": "object",
         "properties": {
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-            "minScore": {"type": "number", "minimum": 0, "maximum": 1},
-            "kind": {"type": "string", "enum": ["page", "claim"]},
+            "limit": or_null({"type": "integer", "minimum": 1, "maximum": 50, "default": 10}),
+            "minScore": or_null({"type": "number", "minimum": 0, "maximum": 1}),
+            "kind": or_null({"type": "string", "enum": ["page", "claim"]}),
             "type": {"type": "string", "description": "A page type", "minLength": 1, "maxLength": 64},
-            "includeRecords": {"type": "boolean", "default": False},
-            "tags": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 500},
-                     "maxItems": 100},
-            "id": {"type": "string", "maxLength": 128, "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"},
-            "cursor": {"type": "string", "maxLength": 2048},
+            "includeRecords": or_null({"type": "boolean", "default": False}),
+            "tags": or_null({"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 500},
+                             "maxItems": 100}),
+            "id": or_null({"type": "string", "maxLength": 128, "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"}),
+            "cursor": or_null({"type": "string", "maxLength": 2048}),
         },
         "required": ["type"],
         "additionalProperties": False,

@@ -445,7 +445,6 @@ def test_the_operator_reads_the_agents_private_ontology(engine, owner, store):
 @pytest.mark.parametrize(("params", "field"), [
     ({"bogus": 1}, "bogus"),
     ({"view": "everything"}, "view"),
-    ({"view": None}, "view"),
     ({"kind": "pages"}, "kind"),
     ({"kind": "relationship_type"}, "kind"),
     ({"limit": 0}, "limit"),
@@ -473,6 +472,16 @@ def test_bad_parameters_are_refused_naming_the_field_and_change_nothing(engine, 
         ontology_view(engine, owner, params)
     assert caught.value.details["field"] == field
     assert vault_snapshot(only_store(engine.state) / "vault") == before
+
+
+def test_a_null_parameter_is_one_left_out_even_where_its_view_takes_none(engine, owner):
+    """A strict-mode client sends every parameter, null where it means none (docs/protocol-tools.md)."""
+    every = {"view": None, "kind": None, "name": None, "includeRecords": None, "limit": None, "offset": None,
+             "sourcePath": None, "maxChars": None}
+    assert view(engine, owner, **every) == view(engine, owner)
+    assert view(engine, owner, **{**every, "view": "sources"}) == view(engine, owner, view="sources")
+    assert view(engine, owner, **{**every, "view": "definitions", "name": "project"}) == view(
+        engine, owner, view="definitions", name="project")
 
 
 # Oversize is always limit_exceeded (issue 13), never invalid_params.
@@ -505,4 +514,4 @@ def test_parameters_must_be_an_object_and_limits_have_their_bounds():
 
 def test_the_schema_lists_exactly_the_accepted_parameters():
     assert set(TOOL_INPUT_SCHEMA["properties"]) == PARAMS
-    assert TOOL_INPUT_SCHEMA["properties"]["limit"]["maximum"] == 100
+    assert TOOL_INPUT_SCHEMA["properties"]["limit"]["anyOf"][0]["maximum"] == 100  # or null: left out

@@ -250,12 +250,22 @@ def test_bad_arguments_name_the_field(lexical_engine, args, field):
     assert raised.value.details["field"] == field
 
 
-@pytest.mark.parametrize("alpha", [-0.01, 1.01, True, "0.5", None])
+@pytest.mark.parametrize("alpha", [-0.01, 1.01, True, "0.5"])
 def test_alpha_outside_zero_to_one_is_rejected(lexical_engine, alpha):
     caller, _ = seed(lexical_engine)
     with pytest.raises(InvalidParams) as raised:
         ask(lexical_engine, caller, query="pizza", alpha=alpha)
     assert raised.value.details["field"] == "alpha"
+
+
+def test_a_null_parameter_is_one_left_out_even_beside_the_other_shape(lexical_engine):
+    """A strict-mode client sends every parameter, null where it means none (docs/protocol-tools.md)."""
+    caller, ids = seed(lexical_engine)
+    query = {"query": "pizza", "mode": "lexical"}
+    nulls = {key: None for key in (*kb.QUERY_KEYS, *kb.READ_KEYS)}
+    assert ask(lexical_engine, caller, **{**nulls, **query}) == ask(lexical_engine, caller, **query)
+    read = {"knowledge_item_id": ids["Team lunch"]}
+    assert ask(lexical_engine, caller, **{**nulls, **read}) == ask(lexical_engine, caller, **read)
 
 
 @pytest.mark.parametrize("max_results, error", [(0, InvalidParams), (51, LimitExceeded), (-1, InvalidParams),

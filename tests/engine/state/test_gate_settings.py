@@ -32,10 +32,11 @@ def test_integer_keys_accept_their_range_only(key: str, low: int, high: int) -> 
         assert parse_gate_settings({key: good}).to_config()[key] == good
     written = parse_gate_settings({key: float(low)}).to_config()[key]  # a whole number, as JSON Schema counts one
     assert written == low and type(written) is int
-    for bad in (low - 1, high + 1, low + 0.5, True, str(low), None):
+    for bad in (low - 1, high + 1, low + 0.5, True, str(low)):
         with pytest.raises(InvalidParams) as raised:
             parse_gate_settings({key: bad})
         assert raised.value.details["field"] == f"recallGate.{key}"
+    assert parse_gate_settings({key: None}) == parse_gate_settings({})  # null is the key left out
 
 
 def test_modes_sources_thresholds_and_journal() -> None:
@@ -47,8 +48,9 @@ def test_modes_sources_thresholds_and_journal() -> None:
     gate = parse_gate_settings({"highThreshold": 1, "mediumThreshold": 0.5, "skipHintBelow": 0, "journal": True})
     assert (gate.high_threshold, gate.medium_threshold, gate.skip_hint_below, gate.journal) == (1.0, 0.5, 0.0, True)
     assert parse_gate_settings({"mediumThreshold": None, "skipHintBelow": None}) == GateSettings(high_threshold_set=False)
+    assert parse_gate_settings({"highThreshold": None, "mode": None, "journal": None}) == parse_gate_settings({})
     for block, field in (({"mode": "on"}, "mode"), ({"candidates": "vector"}, "candidates"),
-                         ({"highThreshold": 1.5}, "highThreshold"), ({"highThreshold": None}, "highThreshold"),
+                         ({"highThreshold": 1.5}, "highThreshold"),
                          ({"skipHintBelow": -0.1}, "skipHintBelow"), ({"mediumThreshold": "0.5"}, "mediumThreshold"),
                          ({"mediumThreshold": 0.8}, "mediumThreshold"), ({"journal": "yes"}, "journal"),
                          ({"timeout": 100}, "timeout")):

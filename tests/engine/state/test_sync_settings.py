@@ -28,10 +28,11 @@ def test_times_accept_their_range_only(key: str, low: int, high: int) -> None:
              "batchSeconds": "batch_seconds", "backoffMaxSeconds": "backoff_max_seconds"}[key]
     for good in (low, high, float(low)):  # a whole number, as JSON Schema counts one
         assert getattr(parse_sync_settings({key: good}), field) == good
-    for bad in (low - 1 if key != "quietSeconds" else 0, low + 0.5, True, str(low), None):
+    for bad in (low - 1 if key != "quietSeconds" else 0, low + 0.5, True, str(low)):
         with pytest.raises(InvalidParams) as raised:
             parse_sync_settings({key: bad})
         assert raised.value.details["field"] == f"sync.{key}"
+    assert parse_sync_settings({key: None}) == parse_sync_settings({})  # null is the key left out
 
 
 def test_quiet_is_never_longer_than_the_batch_period() -> None:

@@ -61,6 +61,6 @@ def test_the_save_page_schema_publishes_expected_sha256(engine):
         "token": engine.add_agent("main", owner=True), "audience": {"kind": "owner-private"}}}})
     listed = call(dispatcher, session, "tools/list", {})["tools"]
     [save_page] = [t for t in listed if t["name"] == "knowledge_save_page"]
-    declared = save_page["inputSchema"]["properties"]["expectedSha256"]
+    declared = save_page["inputSchema"]["properties"]["expectedSha256"]["anyOf"][0]  # or null: left out
     assert declared["type"] == "string" and declared["pattern"] == "^[0-9a-fA-F]{64}$"
     assert "expectedSha256" in save_page["description"]

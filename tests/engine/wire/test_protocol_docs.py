@@ -16,7 +16,8 @@ def test_the_tool_reference_matches_the_served_schemas():
 def test_the_tool_reference_keeps_its_prose_as_lines():
     lines = render().splitlines()
     assert "## Results" in lines and "### Schemas and strict mode" in lines
-    assert any(line.startswith("- Optional parameters.") for line in lines)
+    assert any(line.startswith("- Null is absent.") for line in lines)
+    assert any(line.startswith("- Strict mode.") for line in lines)
 
 
 def test_the_protocol_guide_names_every_tool_and_host_method():

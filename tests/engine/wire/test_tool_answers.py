@@ -52,14 +52,15 @@ def _nodes(schema: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
 
 # The documented exception to "every input object is closed": a page's typed fields, whose keys the caller's
 # ontology defines (docs/protocol-tools.md, "Schemas and strict mode").
-OPEN_INPUTS = {("knowledge_save_page", "/properties/fields")}
+OPEN_INPUTS = {("knowledge_save_page", "/properties/fields/anyOf/0")}
 # What OpenAI's strict mode and Gemini's schema subset both read; anything else is refused here.
 INPUT_KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "enum", "description",
                   "anyOf", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern",
                   "default", "title"}
 # The documented exception to those keywords: an annotation Gemini's subset lacks (docs/protocol-tools.md).
 EXTRA_KEYWORDS = {("knowledge_attach", "/properties/content"): {"contentEncoding"},
-                  ("knowledge_save_page", "/properties/evidence/items/properties/content"): {"contentEncoding"}}
+                  ("knowledge_save_page", "/properties/evidence/anyOf/0/items/properties/content/anyOf/0"):
+                      {"contentEncoding"}}
 
 
 @pytest.mark.parametrize("tool", CORE_TOOLS, ids=lambda tool: tool.name)

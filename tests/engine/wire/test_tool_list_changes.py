@@ -44,7 +44,8 @@ def names(reply: dict) -> set[str]:
 
 def claim_kinds(reply: dict) -> list[str]:
     tools = {tool["name"]: tool for tool in reply["result"]["tools"]}
-    return tools["knowledge_remember"]["inputSchema"]["properties"]["items"]["items"]["properties"]["claimKind"]["enum"]
+    item = tools["knowledge_remember"]["inputSchema"]["properties"]["items"]["items"]
+    return item["properties"]["claimKind"]["anyOf"][0]["enum"]  # or null: a relationship gives none
 
 
 def settled(engine: Engine) -> bool:
