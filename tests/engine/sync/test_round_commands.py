@@ -151,10 +151,13 @@ def test_a_conflict_is_told_by_sync_now_listed_with_its_id_and_dismissed_from_th
 
     code, out, err = run(capsys, b.state, ["sync", "now"])
     assert code == 0, err
-    assert "1 conflict(s) waiting (knowledge sync status shows them with their diff)" in out
+    assert "1 conflict waiting (knowledge sync status shows them with their diff)" in out
     code, out, err = run(capsys, b.state, ["sync", "status"])
     assert code == 0, err
-    assert f"conflict {conflict['id']}: {dana['id']}" in out
+    assert f"conflict {conflict['id']}: {dana['id']} (revised on two machines from one revision, from " in out
+    assert "1 conflict waiting:" in out and "revised_on_both" not in out
+    code, out, _ = run(capsys, b.state, ["sync", "status", "--json"])
+    assert json.loads(out)["stores"][0]["conflicts"][0]["kind"] == "revised_on_both"  # the code, for programs
     code, out, err = run(capsys, b.state, ["sync", "dismiss", "sc_01NOSUCHCONFLICT"])
     assert code == 2 and "has no sync conflict" in err
     with serving(b.state):
