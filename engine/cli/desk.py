@@ -128,6 +128,42 @@ def open_desk(state: StateDir) -> Iterator[Desk]:
         desk.close()
 
 
+# What opening an engine makes in a new state directory before anything is registered in it.
+_OPENING_FILES = frozenset({"registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm",
+                            "registry.sqlite-journal", "engine.lock"})
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of ``path`` that is not there yet (``path`` itself when only it is missing)."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def _remove_if_untouched(state: StateDir, missing: Path | None) -> None:
+    """Empty the state directory a failed command found empty, and remove the folders it created (up to
+    ``missing``), when it holds only what opening an engine makes and its registry no agent or store; a
+    directory that holds anything more stays."""
+    if not {entry.name for entry in state.root.iterdir()} <= _OPENING_FILES:
+        return
+    if state.registry.exists():
+        registry = Registry.open(state.registry, state.root)
+        try:
+            if registry.agents(include_removed=True) or registry.stores():
+                return
+        finally:
+            registry.close()
+    for entry in state.root.iterdir():
+        entry.unlink()
+    for folder in (state.root, *state.root.parents) if missing is not None else ():
+        folder.rmdir()
+        if folder == missing:
+            break
+
+
 class LocalDesk:
     """The work done here; searching, checking and reindexing take the state directory's lock for a moment."""
 
@@ -260,9 +296,17 @@ class LocalDesk:
 
     def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None,
                    owner: bool = False) -> SyncCloned:
+        # A clone is often a new machine's first command: refused, it leaves no state directory behind.
+        missing = _first_missing(self.state.root)
+        new = missing is not None or not any(self.state.root.iterdir())
         self.state.create()
-        with self._engine() as engine:
-            return clone_store(engine, url, agent, store_id=store_id, name=name, owner=owner)
+        try:
+            with self._engine() as engine:
+                return clone_store(engine, url, agent, store_id=store_id, name=name, owner=owner)
+        except BaseException:
+            if new:
+                _remove_if_untouched(self.state, missing)
+            raise
 
     def dismiss_sync_conflict(self, conflict_id: str, store: str | None,
                               agent: str | None) -> SyncConflictDismissed:
