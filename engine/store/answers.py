@@ -123,6 +123,7 @@ class RememberReceipt(Receipt):
 class SourceReceipt(Receipt):
     source: SourceSummary
     vaultId: str
+    note: NotRequired[str]  # the display name kept is not the filename given (its last part, trimmed)
 
 
 class LookupMatch(RecordSummary):
