@@ -52,8 +52,8 @@ from .index.embedding import NOT_CONFIGURED, NOT_INSTALLED, EmbeddingRuntime
 from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
 from .search.keyword import (
-    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, OwnerHits, OwnerSearchAnswer, SearchAnswer,
-    SearchRequest, parse_query_text, parse_search_request, search,
+    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, GrepAnswer, OwnerHits, OwnerSearchAnswer,
+    SearchAnswer, SearchRequest, parse_query_text, parse_search_request, search, unknown_type_note,
 )
 from .store.answers import (
     Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
@@ -346,10 +346,11 @@ class Engine:
 
     def search(self, caller: Caller, params: dict[str, Any], *,
                declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False,
-               owner: bool = False) -> SearchAnswer | OwnerHits:
+               owner: bool = False) -> GrepAnswer | OwnerHits:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
-        partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection.
+        partition carries its record's ``link``, and a first page with no hit for a ``type`` no current record
+        has says so in ``note``; the shared ``memory/search`` stays its contract's projection.
         The ``owner``'s search (the window, ``knowledge search``) does not let function words make a hit alone,
         and its snippets are plain words (engine/search/plain.py); agents' searches match any query word and get
         the fragment as written, as their contract says."""
@@ -357,12 +358,16 @@ class Engine:
         if owner:
             request = self._owners(request)
 
-        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer | OwnerHits:
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> GrepAnswer | OwnerHits:
             index, version, overlay = runtime.indexes.for_search(authority.partition, view.version, view.catalog.db)
             result = search(view.store, view.catalog, index, version, self.analyzer, self.signer,
                             authority.partition, request, overlay)
             if links:
                 result["hits"] = [with_link(hit, view.store.store_id, authority.partition) for hit in result["hits"]]
+                if not result["hits"] and request.type is not None and request.cursor is None:
+                    note = unknown_type_note(view.catalog, authority.partition, request.type)
+                    if note is not None:
+                        cast(GrepAnswer, result)["note"] = note
             return result
 
         return self.enter(caller).read(work)
