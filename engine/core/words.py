@@ -9,6 +9,6 @@ def counted(number: int, noun: str, plural: str | None = None) -> str:
     return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
 
 
-def were(number: int) -> str:
-    """``was`` for one, ``were`` for any other count: the verb of a sentence whose subject is counted."""
-    return "was" if number == 1 else "were"
+def for_count(number: int, one: str, many: str) -> str:
+    """``one`` for a count of one, else ``many``: the verb (``was``/``were``) or pronoun agreeing with a count."""
+    return one if number == 1 else many

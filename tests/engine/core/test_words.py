@@ -1,4 +1,4 @@
-from engine.core.words import counted, were
+from engine.core.words import counted, for_count
 from engine.sync.status import conflict_kind_words
 
 
@@ -7,7 +7,7 @@ def test_a_count_says_its_noun_singular_for_one_only() -> None:
     assert counted(0, "file") == "0 files"
     assert counted(1146, "record") == "1,146 records"
     assert counted(2, "directory", "directories") == "2 directories"
-    assert (were(1), were(0), were(3)) == ("was", "were", "were")
+    assert [for_count(n, "was", "were") for n in (1, 0, 3)] == ["was", "were", "were"]
 
 
 def test_a_conflict_kind_is_said_in_words_and_an_unknown_one_readably() -> None:
