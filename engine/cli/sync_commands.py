@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any
 
-from ..core.words import counted
+from ..core.words import counted, for_count
 from ..importers.common import DEFAULT_AGENT
 from ..state.statedir import StateDir
 from ..sync.remotes import is_plain_path
@@ -231,7 +231,8 @@ def cmd_sync_clone(args: argparse.Namespace, state: StateDir) -> int:
         print(json.dumps(cloned, indent=2, ensure_ascii=False))
     else:
         lines = [f"Cloned store {cloned['storeId']} for agent {cloned['agent']} (this machine: "
-                 f"{cloned['machineId']}); {cloned['records']} records are current."]
+                 f"{cloned['machineId']}); {counted(cloned['records'], 'record')} "
+                 f"{for_count(cloned['records'], 'is', 'are')} current."]
         if "tokenFile" in cloned:
             authority = " with owner authority" if cloned["owner"] else ""
             lines.append(f"Agent {cloned['agent']} was added here{authority}; its token is in {cloned['tokenFile']}.")

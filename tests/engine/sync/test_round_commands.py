@@ -119,8 +119,9 @@ def test_a_refused_clone_leaves_a_new_state_directory_as_it_found_it(
     code, _, _ = run(capsys, empty, ["sync", "clone", remote, "--agent", "main", "--store-id", "st_nosuchstore"])
     assert code == 2 and list(empty.root.iterdir()) == []
 
-    code, _, err = run(capsys, absent, ["sync", "clone", remote, "--agent", "main"])
+    code, out, err = run(capsys, absent, ["sync", "clone", remote, "--agent", "main"])
     assert code == 0, err
+    assert "); 1 record is current." in out, out  # Dana's page
     registry = absent.registry.read_bytes()
     code, _, err = run(capsys, absent, ["sync", "clone", remote, "--agent", "other"])
     assert code == 2 and "is already here" in err
