@@ -1,7 +1,9 @@
-"""``knowledge_grep`` with a ``type`` no current record has: the answer says so, and which types are close, so an
-agent tells a typo from an empty store."""
+"""A tool's ``note``: what it read differently from what was sent, said in its answer over the wire (and held to
+its ``outputSchema`` there)."""
 
 from __future__ import annotations
+
+import base64
 
 from engine.wire.protocol import Dispatcher
 from tests.engine.wire.test_record_links import save, session_for, tool
@@ -31,3 +33,14 @@ def test_a_type_no_record_has_is_named_with_the_types_close_to_it(engine) -> Non
     shared = dispatcher.handle(owner, b'{"jsonrpc": "2.0", "id": 2, "method": "memory/search", '
                                       b'"params": {"query": "Dana", "type": "Person"}}')
     assert shared["result"] == {"hits": []}  # the host's search keeps its contract's shape
+
+
+def test_an_attachments_filename_with_folders_is_kept_as_its_last_part_and_said(engine) -> None:
+    dispatcher = Dispatcher(engine)
+    owner = session_for(dispatcher, engine.add_agent("main", owner=True), {"kind": "owner-private"})
+    content = base64.b64encode(b"Dana keeps the lighthouse running.\n").decode()
+    receipt = tool(dispatcher, owner, "knowledge_attach", {"requestId": "a1", "content": content,
+                                                           "filename": "../x.txt"})
+    assert receipt["source"]["filename"] == "x.txt" and receipt["note"].startswith("filename was kept as 'x.txt'")
+    plain = tool(dispatcher, owner, "knowledge_attach", {"requestId": "a2", "content": content, "filename": "y.txt"})
+    assert "note" not in plain
