@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sqlite3
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 from ..access.authority import OperatorCaller
 from ..access.stores import StoreResolver
 from ..core.answers import JsonValue, TypedDict
-from ..core.errors import NotFound
+from ..core.errors import EngineLocked, NotFound
 from ..importers.answers import AnyImport, ExportResult
 from ..importers.archive import export_archive
 from ..importers.common import DEFAULT_AGENT, Progress, import_engine
@@ -43,7 +44,7 @@ from ..operator.methods import check_workspace_roots
 from ..service import Engine
 from ..state.config import SettingsSource
 from ..state.registry import SCOPES, Registry
-from ..state.statedir import StateDir
+from ..state.statedir import EngineLock, StateDir
 from ..store.credentials import refuse_secrets
 from ..sync.clone import SyncCloned, clone_store
 from ..sync.conflicts import SyncConflictDismissed, dismiss
@@ -146,22 +147,33 @@ def _first_missing(path: Path) -> Path | None:
 def _remove_if_untouched(state: StateDir, missing: Path | None) -> None:
     """Empty the state directory a failed command found empty, and remove the folders it created (up to
     ``missing``), when it holds only what opening an engine makes and its registry no agent or store; a
-    directory that holds anything more stays."""
-    if not {entry.name for entry in state.root.iterdir()} <= _OPENING_FILES:
+    directory that holds anything more, or that an engine has opened since, stays."""
+    lock = EngineLock(state)
+    try:
+        lock.acquire()
+    except EngineLocked:
         return
-    if state.registry.exists():
-        registry = Registry.open(state.registry, state.root)
-        try:
-            if registry.agents(include_removed=True) or registry.stores():
-                return
-        finally:
-            registry.close()
-    for entry in state.root.iterdir():
-        entry.unlink()
-    for folder in (state.root, *state.root.parents) if missing is not None else ():
-        folder.rmdir()
-        if folder == missing:
-            break
+    try:
+        if not {entry.name for entry in state.root.iterdir()} <= _OPENING_FILES:
+            return
+        if state.registry.exists():
+            registry = Registry.open(state.registry, state.root)
+            try:
+                if registry.agents(include_removed=True) or registry.stores():
+                    return
+            finally:
+                registry.close()
+        for entry in state.root.iterdir():
+            entry.unlink()
+    except (OSError, sqlite3.Error):
+        return  # what is left is what the failed command made: the command's own error is the one to say
+    finally:
+        lock.release()
+    with suppress(OSError):  # a folder something else wrote to since stays
+        for folder in (state.root, *state.root.parents) if missing is not None else ():
+            folder.rmdir()
+            if folder == missing:
+                break
 
 
 class LocalDesk:
