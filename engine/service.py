@@ -22,7 +22,7 @@ from models.installed import ModelStore
 
 from .access.authority import Authority, Authorizer, Caller
 from .state.config import SettingsSource
-from .store.attachments import ATTACH_MAX_BYTES
+from .store.attachments import ATTACH_MAX_BYTES, kept_name_note
 from .store.credentials import CleanContents, refuse_secrets, texts_of
 from .index.analysis import Analyzer
 from .decision.runtime import DecisionRuntime
@@ -262,8 +262,9 @@ class Engine:
         page = parse_page_input(_flush_request(params, "save_page"))
         self.refuse_secrets(page_texts(params, page))
         digest = request_hash("save_page", page.digest_params())
-        return cast(PageReceipt, self._publish(caller, page.request_id, digest,
-                                               lambda ctx: plan_save_page(ctx, page, digest)))
+        receipt = cast(PageReceipt, self._publish(caller, page.request_id, digest,
+                                                  lambda ctx: plan_save_page(ctx, page, digest)))
+        return _said_of_filenames(receipt, params)
 
     def remember(self, caller: Caller, params: dict[str, Any]) -> RememberReceipt:
         """Save claims (with corrections through ``replaces``) and relationships, each with its excerpt."""
@@ -633,3 +634,14 @@ def _flush_request(params: Any, operation: str) -> Any:
                  for item in items if isinstance(item, dict)]
     params["requestId"] = flush_request_id(flush_id, operation, texts)
     return params
+
+
+def _said_of_filenames(receipt: PageReceipt, params: dict[str, Any]) -> PageReceipt:
+    """The page's receipt, with a note on each file its evidence sent whose display name kept is not the
+    ``filename`` given (``sources`` are those files, in order)."""
+    evidence = params.get("evidence")
+    files = [(index, entry) for index, entry in enumerate(evidence if isinstance(evidence, list) else [])
+             if isinstance(entry, dict) and "content" in entry]
+    notes = [note for (index, entry), source in zip(files, receipt.get("sources") or [])
+             if (note := kept_name_note(f"evidence[{index}].filename", entry.get("filename"), source["filename"]))]
+    return {**receipt, "note": "; ".join(notes)} if notes else receipt

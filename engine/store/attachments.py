@@ -330,11 +330,15 @@ def attach_file(engine: "AttachEngine", caller: "Caller", params: Any) -> Source
 def _said_of_filename(receipt: SourceReceipt, params: Any) -> SourceReceipt:
     """The receipt, with a note when the display name kept is not the ``filename`` given: a name with folders
     (``../x.txt``, ``C:\\Users\\dana\\x.txt``) keeps its last part, and surrounding spaces are dropped."""
-    given, kept = params.get("filename"), receipt["source"]["filename"]
+    note = kept_name_note("filename", params.get("filename"), receipt["source"]["filename"])
+    return receipt if note is None else {**receipt, "note": note}
+
+
+def kept_name_note(field: str, given: Any, kept: str | None) -> str | None:
+    """What to say when the display name kept is not the one ``field`` gave; None when it is."""
     if not isinstance(given, str) or kept is None or given == kept:
-        return receipt
-    return {**receipt, "note": f"filename was kept as {kept!r}, a file's own name: a display name holds no "
-                               "folder and no surrounding spaces"}
+        return None
+    return f"{field} was kept as {kept!r}, a file's own name: a display name holds no folder and no surrounding spaces"
 
 
 def _publish_source(engine: "AttachEngine", caller: "Caller", operation: str, request_id: str, digest: str,

@@ -43,9 +43,9 @@ suite holds every error result's text to the error schema and fails one that car
 A `note` in an answer says what the call read differently from what was sent, without refusing it:
 `knowledge_grep` with a `type` no current record has, whose first page has no hit, names the types records
 have that are closest to it (`Person`, `persons`, `preson`: "did you mean 'person'?"), read from the catalog
-the search read, so a typo reads differently from an empty store; `knowledge_attach` and
-`knowledge_attach_file` with a `filename` that has folders (`../x.txt`) keep its last part and say which name
-they kept (docs/attachments.md).
+the search read, so a typo reads differently from an empty store; `knowledge_attach`, `knowledge_attach_file`
+and a file `knowledge_save_page`'s `evidence` sends, with a `filename` that has folders (`../x.txt`), keep its
+last part and say which name they kept (docs/attachments.md).
 
 ### Schemas and strict mode
 
