@@ -22,7 +22,7 @@ from models.installed import ModelStore
 
 from .access.authority import Authority, Authorizer, Caller
 from .state.config import SettingsSource
-from .store.attachments import ATTACH_MAX_BYTES
+from .store.attachments import ATTACH_MAX_BYTES, kept_name_note
 from .store.credentials import CleanContents, refuse_secrets, texts_of
 from .index.analysis import Analyzer
 from .decision.runtime import DecisionRuntime
@@ -52,8 +52,8 @@ from .index.embedding import NOT_CONFIGURED, NOT_INSTALLED, EmbeddingRuntime
 from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
 from .search.keyword import (
-    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, OwnerHits, OwnerSearchAnswer, SearchAnswer,
-    SearchRequest, parse_query_text, parse_search_request, search,
+    MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, GrepAnswer, OwnerHits, OwnerSearchAnswer,
+    SearchAnswer, SearchRequest, parse_query_text, parse_search_request, search, unknown_type_note,
 )
 from .store.answers import (
     Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
@@ -262,8 +262,9 @@ class Engine:
         page = parse_page_input(_flush_request(params, "save_page"))
         self.refuse_secrets(page_texts(params, page))
         digest = request_hash("save_page", page.digest_params())
-        return cast(PageReceipt, self._publish(caller, page.request_id, digest,
-                                               lambda ctx: plan_save_page(ctx, page, digest)))
+        receipt = cast(PageReceipt, self._publish(caller, page.request_id, digest,
+                                                  lambda ctx: plan_save_page(ctx, page, digest)))
+        return _said_of_filenames(receipt, params)
 
     def remember(self, caller: Caller, params: dict[str, Any]) -> RememberReceipt:
         """Save claims (with corrections through ``replaces``) and relationships, each with its excerpt."""
@@ -346,10 +347,11 @@ class Engine:
 
     def search(self, caller: Caller, params: dict[str, Any], *,
                declared: Params = MEMORY_SEARCH_PARAMS, links: bool = False,
-               owner: bool = False) -> SearchAnswer | OwnerHits:
+               owner: bool = False) -> GrepAnswer | OwnerHits:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
-        partition carries its record's ``link``; the shared ``memory/search`` stays its contract's projection.
+        partition carries its record's ``link``, and a first page with no hit for a ``type`` no current record
+        has says so in ``note``; the shared ``memory/search`` stays its contract's projection.
         The ``owner``'s search (the window, ``knowledge search``) does not let function words make a hit alone,
         and its snippets are plain words (engine/search/plain.py); agents' searches match any query word and get
         the fragment as written, as their contract says."""
@@ -357,12 +359,16 @@ class Engine:
         if owner:
             request = self._owners(request)
 
-        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> SearchAnswer | OwnerHits:
+        def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> GrepAnswer | OwnerHits:
             index, version, overlay = runtime.indexes.for_search(authority.partition, view.version, view.catalog.db)
             result = search(view.store, view.catalog, index, version, self.analyzer, self.signer,
                             authority.partition, request, overlay)
             if links:
                 result["hits"] = [with_link(hit, view.store.store_id, authority.partition) for hit in result["hits"]]
+                if not result["hits"] and request.type is not None and request.cursor is None:
+                    note = unknown_type_note(view.catalog, authority.partition, request.type)
+                    if note is not None:
+                        cast(GrepAnswer, result)["note"] = note
             return result
 
         return self.enter(caller).read(work)
@@ -628,3 +634,14 @@ def _flush_request(params: Any, operation: str) -> Any:
                  for item in items if isinstance(item, dict)]
     params["requestId"] = flush_request_id(flush_id, operation, texts)
     return params
+
+
+def _said_of_filenames(receipt: PageReceipt, params: dict[str, Any]) -> PageReceipt:
+    """The page's receipt, with a note on each file its evidence sent whose display name kept is not the
+    ``filename`` given (``sources`` are those files, in order)."""
+    evidence = params.get("evidence")
+    files = [(index, entry) for index, entry in enumerate(evidence if isinstance(evidence, list) else [])
+             if isinstance(entry, dict) and "content" in entry]
+    notes = [note for (index, entry), source in zip(files, receipt.get("sources") or [])
+             if (note := kept_name_note(f"evidence[{index}].filename", entry.get("filename"), source["filename"]))]
+    return {**receipt, "note": "; ".join(notes)} if notes else receipt

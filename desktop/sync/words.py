@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from engine.sync.status import conflict_kind_words
+
 from ..common.diffs import diff_html
 from ..common.times import ago, clock_time
 from ..common.widgets import esc
@@ -31,12 +33,6 @@ FAILURES = {
     "git_missing": "git is not installed",
 }
 
-# What a conflict is (engine/sync/merge.py ConflictKind), said to the owner.
-CONFLICT_KINDS = {
-    "revised_on_both": "revised on two machines from one revision",
-    "added_on_both": "added on two machines with different content",
-    "removed_and_revised": "removed on one machine and revised on the other, so it stays",
-}
 
 def failure(error: dict[str, Any] | None) -> str:
     """Why a round failed, in plain words (the engine's message when the finding is not one listed)."""
@@ -124,8 +120,8 @@ def conflict_name(conflict: dict[str, Any]) -> str:
 
 
 def conflict_kind(conflict: dict[str, Any]) -> str:
-    kind = conflict.get("kind") or ""
-    return CONFLICT_KINDS.get(kind, kind.replace("_", " ") or "a conflict")
+    """What the conflict is, in the words ``knowledge sync status`` says it in."""
+    return conflict_kind_words(conflict.get("kind"))
 
 
 def conflict_html(conflict: dict[str, Any], now: datetime) -> str:

@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sqlite3
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 from ..access.authority import OperatorCaller
 from ..access.stores import StoreResolver
 from ..core.answers import JsonValue, TypedDict
-from ..core.errors import NotFound
+from ..core.errors import EngineLocked, NotFound
 from ..importers.answers import AnyImport, ExportResult
 from ..importers.archive import export_archive
 from ..importers.common import DEFAULT_AGENT, Progress, import_engine
@@ -43,7 +44,7 @@ from ..operator.methods import check_workspace_roots
 from ..service import Engine
 from ..state.config import SettingsSource
 from ..state.registry import SCOPES, Registry
-from ..state.statedir import StateDir
+from ..state.statedir import EngineLock, StateDir
 from ..store.credentials import refuse_secrets
 from ..sync.clone import SyncCloned, clone_store
 from ..sync.conflicts import SyncConflictDismissed, dismiss
@@ -126,6 +127,53 @@ def open_desk(state: StateDir) -> Iterator[Desk]:
         yield desk
     finally:
         desk.close()
+
+
+# What opening an engine makes in a new state directory before anything is registered in it.
+_OPENING_FILES = frozenset({"registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm",
+                            "registry.sqlite-journal", "engine.lock"})
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of ``path`` that is not there yet (``path`` itself when only it is missing)."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def _remove_if_untouched(state: StateDir, missing: Path | None) -> None:
+    """Empty the state directory a failed command found empty, and remove the folders it created (up to
+    ``missing``), when it holds only what opening an engine makes and its registry no agent or store; a
+    directory that holds anything more, or that an engine has opened since, stays."""
+    lock = EngineLock(state)
+    try:
+        lock.acquire()
+    except EngineLocked:
+        return
+    try:
+        if not {entry.name for entry in state.root.iterdir()} <= _OPENING_FILES:
+            return
+        if state.registry.exists():
+            registry = Registry.open(state.registry, state.root)
+            try:
+                if registry.agents(include_removed=True) or registry.stores():
+                    return
+            finally:
+                registry.close()
+        for entry in state.root.iterdir():
+            entry.unlink()
+    except (OSError, sqlite3.Error):
+        return  # what is left is what the failed command made: the command's own error is the one to say
+    finally:
+        lock.release()
+    with suppress(OSError):  # a folder something else wrote to since stays
+        for folder in (state.root, *state.root.parents) if missing is not None else ():
+            folder.rmdir()
+            if folder == missing:
+                break
 
 
 class LocalDesk:
@@ -260,9 +308,17 @@ class LocalDesk:
 
     def sync_clone(self, url: str, agent: str, store_id: str | None, name: str | None,
                    owner: bool = False) -> SyncCloned:
+        # A clone is often a new machine's first command: refused, it leaves no state directory behind.
+        missing = _first_missing(self.state.root)
+        new = missing is not None or not any(self.state.root.iterdir())
         self.state.create()
-        with self._engine() as engine:
-            return clone_store(engine, url, agent, store_id=store_id, name=name, owner=owner)
+        try:
+            with self._engine() as engine:
+                return clone_store(engine, url, agent, store_id=store_id, name=name, owner=owner)
+        except BaseException:
+            if new:
+                _remove_if_untouched(self.state, missing)
+            raise
 
     def dismiss_sync_conflict(self, conflict_id: str, store: str | None,
                               agent: str | None) -> SyncConflictDismissed:

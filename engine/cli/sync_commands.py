@@ -14,9 +14,11 @@ import json
 import os
 from typing import Any
 
+from ..core.words import counted, for_count
 from ..importers.common import DEFAULT_AGENT
 from ..state.statedir import StateDir
 from ..sync.remotes import is_plain_path
+from ..sync.status import conflict_kind_words
 from .desk import open_desk
 
 
@@ -152,8 +154,8 @@ def cmd_sync_now(args: argparse.Namespace, state: StateDir) -> int:
                 lines.append(f"    {store['problem']}")
             lines.extend(line for remote in store["remotes"] for line in _remote_lines(remote))
             if store.get("conflictsWaiting"):
-                lines.append(f"    {store['conflictsWaiting']} conflict(s) waiting (knowledge sync status shows them "
-                             "with their diff)")
+                lines.append(f"    {counted(store['conflictsWaiting'], 'conflict')} waiting (knowledge sync status "
+                             "shows them with their diff)")
         print("\n".join(lines) or answer.get("note", ""))
     return 1 if answer["failing"] else 0
 
@@ -174,11 +176,11 @@ def cmd_sync_status(args: argparse.Namespace, state: StateDir) -> int:
         if not store["remotes"]:
             lines.append("    no remotes (knowledge sync remote add NAME URL)")
         if store["conflictsWaiting"]:
-            lines.append(f"    {store['conflictsWaiting']} conflict(s) waiting:")
+            lines.append(f"    {counted(store['conflictsWaiting'], 'conflict')} waiting:")
         for conflict in store["conflicts"]:
             other = conflict["other"]
             lines.append(f"      conflict {conflict['id']}: {conflict['recordId'] or conflict['standing']['path']} "
-                         f"({conflict['kind']}, from {conflict['remote']} at {conflict['at']}): "
+                         f"({conflict_kind_words(conflict['kind'])}, from {conflict['remote']} at {conflict['at']}): "
                          f"{conflict['standing']['path']} stands"
                          + (f" over {other['path']}" if other else "; the other side removed it"))
             lines.extend("        " + line for line in conflict["diff"].splitlines())
@@ -229,7 +231,8 @@ def cmd_sync_clone(args: argparse.Namespace, state: StateDir) -> int:
         print(json.dumps(cloned, indent=2, ensure_ascii=False))
     else:
         lines = [f"Cloned store {cloned['storeId']} for agent {cloned['agent']} (this machine: "
-                 f"{cloned['machineId']}); {cloned['records']} records are current."]
+                 f"{cloned['machineId']}); {counted(cloned['records'], 'record')} "
+                 f"{for_count(cloned['records'], 'is', 'are')} current."]
         if "tokenFile" in cloned:
             authority = " with owner authority" if cloned["owner"] else ""
             lines.append(f"Agent {cloned['agent']} was added here{authority}; its token is in {cloned['tokenFile']}.")

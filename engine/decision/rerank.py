@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from ..state.config import Settings
 from .provider import READY, PairScores, Untokenized
 from ..core.errors import DecisionUnavailable, InvalidResponse
+from ..core.words import for_count
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 FORMS = ("documents", "texts")
@@ -150,7 +151,8 @@ def parse_rerank_response(body: bytes, count: int) -> list[float]:
         scores[index] = _probability(score, index)
     missing = [index for index, score in enumerate(scores) if score is None]
     if missing:
-        raise InvalidResponse(f"the rerank answer has no score for document(s) {missing[:10]}")
+        raise InvalidResponse(f"the rerank answer has no score for {for_count(len(missing), 'document', 'documents')} "
+                              f"{missing[:10]}")
     return [float(score) for score in scores if score is not None]
 
 

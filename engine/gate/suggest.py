@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ..core.answers import NotRequired, TypedDict
+from ..core.words import counted, for_count
 
 DEFAULT_PRECISION = 0.8
 DEFAULT_POINTER_PRECISION = 0.5
@@ -265,7 +266,8 @@ def _scan(ordered: Sequence[tuple[float, bool]], target: float) -> _Reach | str:
     if best is None:
         return "not even at the end where the scores are clearest"
     if best.count < MIN_PAGES:
-        return f"only {best.count} labelled item(s) reach it, and a cutoff needs at least {MIN_PAGES} to rest on"
+        return (f"only {counted(best.count, 'labelled item')} {for_count(best.count, 'reaches', 'reach')} it, and a "
+                f"cutoff needs at least {MIN_PAGES} to rest on")
     return best
 
 
@@ -299,8 +301,8 @@ def propose(turns: Sequence[dict[str, Any]], precision: float = DEFAULT_PRECISIO
                             f"({len(labelled)} labelled so far)")
         return answer
     if needed_scored < MIN_NEEDED_PAGES:
-        answer["reason"] = (f"the labelled turns needed {needed_scored} page(s) the gate scored; a proposal needs at "
-                            f"least {MIN_NEEDED_PAGES} (label turns that needed a page)")
+        answer["reason"] = (f"the labelled turns needed {counted(needed_scored, 'page')} the gate scored; a proposal "
+                            f"needs at least {MIN_NEEDED_PAGES} (label turns that needed a page)")
         return answer
     high = _lowest_cut(pages, precision)
     if isinstance(high, str):

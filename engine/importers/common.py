@@ -51,6 +51,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 from ..access.authority import AgentCaller, Caller
 from ..core.errors import InvalidParams, KnowledgeError, NotFound
 from ..core.files import read_file as read_stored
+from ..core.words import counted, for_count
 from ..service import Engine
 from ..state.statedir import StateDir
 from ..store.attachments import ATTACH_MAX_BYTES, attach
@@ -777,14 +778,16 @@ def says_same(page: dict[str, Any], params: dict[str, Any]) -> bool:
             and (view.fields or {}) == (params.get("fields") or {}))
 
 
-def revised_note(writer: Writer, revised: int, what: str, *, claims: bool = False) -> list[str]:
-    """The result's note on the items an import revised (or, on a dry run, would), as every importer words it."""
+def revised_note(writer: Writer, revised: int, what: str, *, claims: bool = False, plural: str | None = None
+                 ) -> list[str]:
+    """The result's note on the items an import revised (or, on a dry run, would), as every importer words it
+    (``what``: the item's noun, ``plural`` where adding ``s`` is wrong)."""
     if not revised:
         return []
-    get = "would get" if writer.dry_run else "got"
-    how = (f"each {get} a new claim that replaces its earlier one, which is kept as superseded" if claims
-           else f"each {get} a new revision of its page")
-    return [f"{revised} {what}(s) changed since an earlier import: {how}."]
+    get = f"{for_count(revised, 'it', 'each')} {'would get' if writer.dry_run else 'got'}"
+    how = (f"{get} a new claim that replaces its earlier one, which is kept as superseded" if claims
+           else f"{get} a new revision of its page")
+    return [f"{counted(revised, what, plural)} changed since an earlier import: {how}."]
 
 
 def report(writer: Writer, shape: type[Shape], **extra: Any) -> Shape:

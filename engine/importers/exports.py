@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.files import MAX_DEPTH
+from ..core.words import counted, for_count
 from .answers import ConversationsImport
 from .common import Original, Scan, one_line, refuse_secrets, refused
 from .json_shapes import json_array_spans
@@ -51,13 +52,16 @@ class Unread:
             shown = ", ".join(self.missing[:_SHOWN_NAMES]) + (
                 f" and {len(self.missing) - _SHOWN_NAMES} more" if len(self.missing) > _SHOWN_NAMES else "")
             if self.alone:
-                notes.append(f"{len(self.missing)} file(s) the conversations name were not imported: {shown}. "
+                notes.append(f"{counted(len(self.missing), 'file')} the conversations name "
+                             f"{for_count(len(self.missing), 'was', 'were')} not imported: {shown}. "
                              "A conversations.json given alone is an export of its own: no file beside it is "
                              "read (that folder may be any, Downloads say); import the export's zip or folder "
                              "to bring them in.")
             else:
-                notes.append(f"{len(self.missing)} file(s) the conversations name are not in the export, or are "
-                             f"never taken from it (a dot-file, a link, a path): {shown}.")
+                notes.append(f"{counted(len(self.missing), 'file')} the conversations name "
+                             f"{for_count(len(self.missing), 'is', 'are')} not in the export, or "
+                             f"{for_count(len(self.missing), 'is', 'are')} never taken from it (a dot-file, a link, "
+                             f"a path): {shown}.")
         return notes + left_out_notes(self.links)
 
     def said(self, result: ConversationsImport) -> ConversationsImport:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.errors import InvalidParams
+from ..core.words import counted
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -97,4 +98,4 @@ def left_out_notes(symlinks: tuple[str, ...] | list[str]) -> list[str]:
     if not symlinks:
         return []
     shown = ", ".join(symlinks[:10]) + (f" and {len(symlinks) - 10} more" if len(symlinks) > 10 else "")
-    return [f"Left out {len(symlinks)} symbolic link(s), which an import never follows: {shown}."]
+    return [f"Left out {counted(len(symlinks), 'symbolic link')}, which an import never follows: {shown}."]

@@ -102,7 +102,7 @@ def import_mem0(writer: Writer, original: Original, memories: list[tuple[str, st
     if relations:  # the graph's links between names: no memory's text, so nothing to claim as it was said
         notes.append(f"Left out {relations} graph relations ('relations'): they are links between names, not "
                      "memories, and are not imported.")
-    notes += revised_note(writer, revised, "memory", claims=True)
+    notes += revised_note(writer, revised, "memory", claims=True, plural="memories")
     return report(writer, Mem0Import, file=original.name, sha256=original.sha256, memories=len(memories),
                   skippedDeleted=skipped, **({"relationsLeftOut": relations} if relations else {}), claims=claims,
                   revised=revised, notes=notes)

@@ -55,6 +55,7 @@ from .folders import InputFolder, left_out_notes, walk_input
 from .memory_core_entries import source_lines_say
 from .memory_core_files import TAG, Item, MemoryFile
 from ..core.errors import InvalidParams
+from ..core.words import counted, for_count
 from ..store.writes import one_line_title
 
 FORMAT = "memory-core"
@@ -205,13 +206,15 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
     notes = [*revised_note(writer, revised, "file"), *revised_note(writer, len(replacing), "list item", claims=True),
              *_unclaimed_notes(files), *_promoted_notes(files, by_name)]
     if proposals:
-        notes.append(f"{len(proposals)} entr(y/ies) carry OpenClaw's recall annotations (trigger, importance): "
-                     "they are listed in recallProposals and approved by nobody; approving recall is the owner's.")
+        many = len(proposals)
+        notes.append(f"{counted(many, 'entry', 'entries')} {for_count(many, 'carries', 'carry')} OpenClaw's recall "
+                     f"annotations (trigger, importance): {for_count(many, 'it is', 'they are')} listed in "
+                     "recallProposals and approved by nobody; approving recall is the owner's.")
     notes += left_out_notes(links)
     if left_out:
         shown = ", ".join(left_out[:10]) + (f" and {len(left_out) - 10} more" if len(left_out) > 10 else "")
-        notes.append(f"Left out {len(left_out)} file(s) and folder(s) of the workspace that are not its memory: "
-                     f"{shown}.")
+        notes.append(f"Left out {len(left_out)} {for_count(len(left_out), 'file or folder', 'files and folders')} "
+                     f"of the workspace that {for_count(len(left_out), 'is', 'are')} not its memory: {shown}.")
     return report(writer, MemoryCoreImport, files=len(files), pages=pages, claims=claims, revised=revised, notes=notes,
                   leftOut=[*links, *left_out], recallProposals=proposals)
 
@@ -246,17 +249,21 @@ def _unclaimed_notes(files: list[MemoryFile]) -> list[str]:
     def count(why: str) -> int:
         return sum(memory.unclaimed.get(why, 0) for memory in files)
 
+    def stay(number: int) -> str:
+        return for_count(number, "stays in its page's body and is not a claim", "stay in their page's body and are not "
+                         "claims")
+
     notes = []
     if tasks := count("tasks"):
-        notes.append(f"{tasks} task-list item(s) neither open nor done ([-], [>], ...) or without text stay "
-                     "in their page's body and are not claims.")
+        notes.append(f"{counted(tasks, 'task-list item')} neither open nor done ([-], [>], ...) or without text "
+                     f"{stay(tasks)}.")
     if empty := count("empty"):
-        notes.append(f"{empty} list item(s) with no words (a promoted entry of headings alone, an item that is "
-                     "only a comment) stay in their page's body and are not claims.")
+        notes.append(f"{counted(empty, 'list item')} with no words (a promoted entry of headings alone, an item that "
+                     f"is only a comment) {stay(empty)}.")
     if directives := count("directives"):
-        notes.append(f"{directives} list item(s) of USER.md that are no active directive (superseded, the "
-                     "template's undated placeholder, guidance without an observed line) stay in their page's "
-                     "body and are not claims.")
+        notes.append(f"{counted(directives, 'list item')} of USER.md that {for_count(directives, 'is', 'are')} no "
+                     "active directive (superseded, the template's undated placeholder, guidance without an observed "
+                     f"line) {stay(directives)}.")
     return notes
 
 
@@ -265,6 +272,9 @@ def _promoted_notes(files: list[MemoryFile], by_name: dict[str, MemoryFile]) -> 
     if not promoted:
         return []
     cited = sum(1 for item in promoted if _daily_note(item, by_name) is not None)
-    return [f"{len(promoted)} entr(y/ies) written by memory promote are claimed as the fact they carry, citing "
-            f"their MEMORY.md line; {cited} also cite the daily note lines they came from, the rest name a daily "
-            "note that is not in the workspace or no longer says it."]
+    one = len(promoted) == 1
+    return [f"{counted(len(promoted), 'entry', 'entries')} written by memory promote "
+            f"{'is' if one else 'are'} claimed as the fact {'it carries' if one else 'they carry'}, citing "
+            f"{'its' if one else 'their'} MEMORY.md line; {cited} also {for_count(cited, 'cites', 'cite')} the daily "
+            f"note lines {for_count(cited, 'it', 'they')} came from, the rest name a daily note that is not in the "
+            "workspace or no longer says it."]

@@ -44,6 +44,7 @@ import numpy as np
 
 from models.installed import InstalledModel
 
+from ..core.words import counted
 from ..decision.provider import FAILED, LOADING, READY, PairScores, Untokenized
 from .analysis import FUNCTION_WORDS, Analyzer
 from .embedding import Embedder, EmbeddingStopped, text_digest
@@ -231,8 +232,8 @@ class SimilarityScorer(Untokenized):
         try:
             self.embedder.load()
             if self.embedder.dimensions < MIN_DIMENSIONS:
-                raise ValueError(f"{self.model.name} answers {self.embedder.dimensions} number(s) per text: it is "
-                                 "not an embedding model (a reranker is selected as onnx/NAME)")
+                raise ValueError(f"{self.model.name} answers {counted(self.embedder.dimensions, 'number')} per text: "
+                                 "it is not an embedding model (a reranker is selected as onnx/NAME)")
             self._state = READY
             log.info("decision model embedding/%s ready: %d dimensions", self.model.name, self.embedder.dimensions)
         except Exception as exc:  # onnxruntime, tokenizers and the hash check raise their own types

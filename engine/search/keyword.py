@@ -12,6 +12,7 @@ grant no access by themselves.
 from __future__ import annotations
 
 import base64
+import difflib
 import hashlib
 import hmac
 import json
@@ -197,6 +198,12 @@ class SearchAnswer(TypedDict):
     nextCursor: NotRequired[str]
 
 
+class GrepAnswer(SearchAnswer):
+    """The hits; `note`, on a first page with no hit, when no current record has the `type` asked for: it names
+    the types records have that are closest to it (`Person`, `persons` or a typo: did you mean `person`)."""
+    note: NotRequired[str]
+
+
 class OwnerSearchHit(SearchHit):
     """A hit of the owner's search: its ``snippet`` is plain words ("…" where the note goes on), and
     ``highlights`` the ``[start, end)`` character spans in it of the words the query matched."""
@@ -318,6 +325,32 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
     if next_cursor is not None:
         response["nextCursor"] = next_cursor
     return response
+
+
+# How many of the partition's types a note about an unknown ``type`` lists, when none is close to it.
+TYPES_LISTED = 12
+
+
+def unknown_type_note(catalog: CatalogReads, partition: str, type: str) -> str | None:
+    """When no current record of ``partition`` has ``type`` (a page type, claim kind or relation), what to say
+    about it: the types records have, those closest to it first.  Read from the catalog the search read, never
+    from the ontology: a type the ontology defines that no record has yet is as empty as a typo."""
+    if catalog.current(partition, type=type, limit=1):
+        return None
+    counts: dict[str, int] = {}
+    for (_, name), count in catalog.current_counts(partition).items():
+        if name:
+            counts[name] = counts.get(name, 0) + count
+    if not counts:
+        return f"no current record has type {type!r}: there are no typed records here yet"
+    close = difflib.get_close_matches(type, counts, n=3, cutoff=0.6)
+    close += [name for name in counts if name.lower() == type.lower() and name not in close]
+    if close:
+        return f"no current record has type {type!r}; did you mean {' or '.join(map(repr, close))}?"
+    common = sorted(counts, key=lambda name: (-counts[name], name))[:TYPES_LISTED]
+    more = f" and {len(counts) - len(common)} more" if len(counts) > len(common) else ""
+    return (f"no current record has type {type!r}; types records have here: {', '.join(common)}{more} "
+            "(knowledge_ontology lists the page types)")
 
 
 def snippet_generator(searcher: tantivy.Searcher, schema: tantivy.Schema, terms: list[str],

@@ -113,6 +113,7 @@ class PageReceipt(Receipt):
     records: list[PublishedRecord]
     sources: NotRequired[list[SourceSummary]]  # the files its evidence sent (``content``), retained with it, in order
     link: NotRequired[str]
+    note: NotRequired[str]  # a file's display name kept is not the filename given (its last part, trimmed)
 
 
 class RememberReceipt(Receipt):
@@ -123,6 +124,7 @@ class RememberReceipt(Receipt):
 class SourceReceipt(Receipt):
     source: SourceSummary
     vaultId: str
+    note: NotRequired[str]  # the display name kept is not the filename given (its last part, trimmed)
 
 
 class LookupMatch(RecordSummary):

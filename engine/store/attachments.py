@@ -279,8 +279,8 @@ def attach(engine: "AttachEngine", caller: "Caller", params: Any) -> SourceRecei
             engine.refuse_secrets(content())
         return request.content, request.sha256
 
-    return _publish_source(engine, caller, "attach", request.request_id, digest, None, load, request.filename,
-                           request.media_type)
+    return _said_of_filename(_publish_source(engine, caller, "attach", request.request_id, digest, None, load,
+                                             request.filename, request.media_type), params)
 
 
 # An attachment at least this large that retries a published request is not scanned again: looking its receipt
@@ -322,8 +322,23 @@ def attach_file(engine: "AttachEngine", caller: "Caller", params: Any) -> Source
         engine.refuse_secrets([("content", content)])  # the file's content, as for attach
         return content, sha
 
-    return _publish_source(engine, caller, "attach_file", request.request_id, request.digest(),
-                           request.expected_vault_id, load, request.filename, request.media_type)
+    return _said_of_filename(_publish_source(engine, caller, "attach_file", request.request_id, request.digest(),
+                                             request.expected_vault_id, load, request.filename,
+                                             request.media_type), params)
+
+
+def _said_of_filename(receipt: SourceReceipt, params: Any) -> SourceReceipt:
+    """The receipt, with a note when the display name kept is not the ``filename`` given: a name with folders
+    (``../x.txt``, ``C:\\Users\\dana\\x.txt``) keeps its last part, and surrounding spaces are dropped."""
+    note = kept_name_note("filename", params.get("filename"), receipt["source"]["filename"])
+    return receipt if note is None else {**receipt, "note": note}
+
+
+def kept_name_note(field: str, given: Any, kept: str | None) -> str | None:
+    """What to say when the display name kept is not the one ``field`` gave; None when it is."""
+    if not isinstance(given, str) or kept is None or given == kept:
+        return None
+    return f"{field} was kept as {kept!r}, a file's own name: a display name holds no folder and no surrounding spaces"
 
 
 def _publish_source(engine: "AttachEngine", caller: "Caller", operation: str, request_id: str, digest: str,

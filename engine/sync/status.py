@@ -16,6 +16,21 @@ from ..core.answers import NotRequired, TypedDict
 # failed (``lastError`` says why); syncing: a round is running now.
 RemoteState = Literal["never", "ok", "failing", "syncing"]
 
+# What a conflict is (merge.ConflictKind), in the owner's words: ``knowledge sync status`` and the window's
+# Sync section both say it so; the answers carry the code.
+CONFLICT_KINDS = {
+    "revised_on_both": "revised on two machines from one revision",
+    "added_on_both": "added on two machines with different content",
+    "removed_and_revised": "removed on one machine and revised on the other, so it stays",
+}
+
+
+def conflict_kind_words(kind: str | None) -> str:
+    """A conflict's kind in the owner's words (a kind not listed, from a newer version, with its underscores
+    read as spaces)."""
+    kind = kind or ""
+    return CONFLICT_KINDS.get(kind, kind.replace("_", " ") or "a conflict")
+
 
 class SyncError(TypedDict):
     """Why a round failed, in plain words: ``code`` is one of the findings docs/sync.md lists

@@ -40,6 +40,13 @@ client that checks error results too (the MCP Inspector CLI 2.12.0 does) showed 
 of the error while errors carried it as structured content (until 2026-12-05; benchmarks/clients.md).  The
 suite holds every error result's text to the error schema and fails one that carries structured content.
 
+A `note` in an answer says what the call read differently from what was sent, without refusing it:
+`knowledge_grep` with a `type` no current record has, whose first page has no hit, names the types records
+have that are closest to it (`Person`, `persons`, `preson`: "did you mean 'person'?"), read from the catalog
+the search read, so a typo reads differently from an empty store; `knowledge_attach`, `knowledge_attach_file`
+and a file `knowledge_save_page`'s `evidence` sends, with a `filename` that has folders (`../x.txt`), keep its
+last part and say which name they kept (docs/attachments.md).
+
 ### Schemas and strict mode
 
 Rules every published schema keeps (tests/engine/wire/test_tool_answers.py checks them on every tool):

@@ -37,7 +37,7 @@ from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict, output
 from ..core.errors import InvalidParams, KnowledgeError
 from ..core.methods import Method
 from ..core.params import NO_PARAMS, Choice, Params
-from ..search.keyword import SEARCH_PARAMS, SearchAnswer
+from ..search.keyword import SEARCH_PARAMS, GrepAnswer
 from ..store.answers import (
     LookupAnswer, PageReceipt, RecordHistory, RecordRead, RememberReceipt, ResumeAnswer,
 )
@@ -237,7 +237,7 @@ def _js_number(number: int | float) -> str:
     return f"{prefix}{mantissa}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
 
 
-def _grep(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> SearchAnswer:
+def _grep(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> GrepAnswer:
     return engine.search(caller, args, declared=SEARCH_PARAMS, links=True)
 
 
@@ -266,7 +266,7 @@ def _resume(engine: Engine, caller: AgentCaller, args: dict[str, Any]) -> Resume
 # their feature packages' (``TOOLS`` of memory.recall, memory.ontology_views, store.attachments,
 # search.knowledge_base).
 GREP = Method(
-    "knowledge_grep", SEARCH_PARAMS, SearchAnswer, _grep, title="Search Knowledge by keywords",
+    "knowledge_grep", SEARCH_PARAMS, GrepAnswer, _grep, title="Search Knowledge by keywords",
     description="Keyword (BM25) search over the current records of your Knowledge vault. Scores are relative to "
     "the best hit of this query (0..1). Search once for each entity a task names before planning.",
 )

@@ -275,7 +275,7 @@ def test_a_first_days_imports_say_what_was_left_out_and_link_to_what_they_made(q
     dialog.path.setText(str(workspace))
     assert finish(qtbot, dialog)["state"] == "done"
     text = dialog.summary.toPlainText()
-    assert "that are not its memory: AGENTS.md" in text and "symbolic" not in text, text
+    assert "that is not its memory: AGENTS.md" in text and "symbolic" not in text, text
     assert "show:main/browse/page/note" in dialog.summary.toHtml()
 
     dialog.set_format("chatgpt")

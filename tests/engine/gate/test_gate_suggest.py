@@ -58,7 +58,7 @@ def test_the_skip_hint_goes_below_where_turns_needed_no_page_and_pointers_only_w
     # At 0.95 the scan stops at the best pages of 0.10 (10 of 11 turns needed none): below them, 9 quiet turns
     # are too few to rest on.
     assert strict["skipHintBelow"] is None
-    assert any("only 9 labelled item(s) reach it" in note for note in strict["notes"])
+    assert any("only 9 labelled items reach it" in note for note in strict["notes"])
 
 
 def test_applying_turns_pointer_lines_off_when_they_would_sit_above_the_new_threshold() -> None:
@@ -75,7 +75,7 @@ def test_too_few_labels_or_needed_pages_or_no_reachable_precision_is_refused_wit
     assert few["highThreshold"] is None and few["apply"] == {}
     assert few["reason"] == f"label at least 20 journal turns for a proposal ({MIN_LABELLED_TURNS - 1} labelled so far)"
     nothing_needed = [turn(n, [(0.5, False)]) for n in range(30)]
-    assert "needed 0 page(s) the gate scored" in suggest_thresholds(nothing_needed, MODEL)["reason"]
+    assert "needed 0 pages the gate scored" in suggest_thresholds(nothing_needed, MODEL)["reason"]
     muddled = [turn(n, [(0.9, n % 2 == 0), (0.2, False)]) for n in range(40)]
     reason = suggest_thresholds(muddled, MODEL, 0.8)["reason"]
     assert reason.startswith("no highThreshold reaches precision 0.8 on these labels")

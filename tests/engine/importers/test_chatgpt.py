@@ -69,15 +69,18 @@ def export() -> list[dict[str, Any]]:
 
 def not_imported_alone(*names: str) -> str:
     """The note on files a conversations.json given alone names: none beside it is the export's."""
-    return (f"{len(names)} file(s) the conversations name were not imported: {', '.join(names)}. A "
+    counted = ("1 file the conversations name was" if len(names) == 1 else
+               f"{len(names)} files the conversations name were")
+    return (f"{counted} not imported: {', '.join(names)}. A "
             "conversations.json given alone is an export of its own: no file beside it is read (that folder may "
             "be any, Downloads say); import the export's zip or folder to bring them in.")
 
 
 def not_in_export(*names: str) -> str:
     """The note on files an export's zip or folder does not give."""
-    return (f"{len(names)} file(s) the conversations name are not in the export, or are never taken from it (a "
-            f"dot-file, a link, a path): {', '.join(names)}.")
+    counted = ("1 file the conversations name is not in the export, or is" if len(names) == 1 else
+               f"{len(names)} files the conversations name are not in the export, or are")
+    return f"{counted} never taken from it (a dot-file, a link, a path): {', '.join(names)}."
 
 
 @pytest.fixture
@@ -325,7 +328,7 @@ def test_a_newer_export_revises_the_pages_of_changed_conversations_and_leaves_th
     assert second["pages"]["6790a1b2-0000-4000-8000-000000000002"] == kayak_id
     assert engine.get_record(caller, kayak_id)["revision"] == 1
     assert second["revised"] == 1 and second["notes"] == [
-        "1 conversation(s) changed since an earlier import: each got a new revision of its page.",
+        "1 conversation changed since an earlier import: it got a new revision of its page.",
         not_imported_alone("file-1")]
     after = store_snapshot(state_dir)
     kayak_path = engine.get_record(caller, kayak_id)["path"]
@@ -431,7 +434,7 @@ def test_a_dry_run_of_a_newer_export_says_what_it_would_revise(
     clock = "6790a1b2-0000-4000-8000-000000000001"
     assert result["revised"] == 1 and result["pages"][clock] == first["pages"][clock]
     assert result["notes"] == [
-        "1 conversation(s) changed since an earlier import: each would get a new revision of its page.",
+        "1 conversation changed since an earlier import: it would get a new revision of its page.",
         not_imported_alone("file-1")]
     assert state_snapshot(state_dir) == before
     # A real run would write the newer export, the revised and the new conversation's pages; the kayak one's

@@ -174,7 +174,7 @@ def test_links_in_a_chat_export_folder_are_named_and_never_followed(
 
     assert result["imported"]["sources"] == 2 and "HISTORY" not in _retained_texts(state_dir)
     assert result["leftOut"] == ["export/file-1-pivots.png", "export/user-abc"]
-    assert result["notes"] == [not_in_export("file-1"), "Left out 2 symbolic link(s), which an import never "
+    assert result["notes"] == [not_in_export("file-1"), "Left out 2 symbolic links, which an import never "
                                "follows: export/file-1-pivots.png, export/user-abc."]
 
 

@@ -31,7 +31,7 @@ def test_links_are_named_and_never_followed_and_dot_files_are_left_out(tmp_path:
     assert folder.files == ("a.md", "notes/b.md", "notes/deep/c.md")
     assert folder.symlinks == ("elsewhere", "notes/linked.md")
     assert left_out_notes(folder.symlinks) == [
-        "Left out 2 symbolic link(s), which an import never follows: elsewhere, notes/linked.md."]
+        "Left out 2 symbolic links, which an import never follows: elsewhere, notes/linked.md."]
 
 
 def test_depth_bounds_the_walk(tmp_path: Path) -> None:

@@ -262,7 +262,7 @@ def test_a_dry_run_of_a_changed_folder_says_what_it_would_revise_here_and_beside
     assert local == beside and local[0] == 0
     assert local[1] == ("Dry run of the markdown import: it would create 1 source, 1 page, and reuse 1 source, "
                         "1 page (made by an earlier run of this input); nothing was written.\n"
-                        "1 note(s) changed since an earlier import: each would get a new revision of its page.\n")
+                        "1 note changed since an earlier import: it would get a new revision of its page.\n")
     assert (store_snapshot(here), store_snapshot(served)) == before
 
 

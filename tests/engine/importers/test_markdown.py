@@ -298,7 +298,7 @@ def test_a_changed_note_revises_its_page_and_a_new_one_is_a_new_page(
     assert [r["revision"] for r in engine.history(caller, inbox_id)["revisions"]] == [1, 2]
     assert "Added later" not in engine.get_record(caller, inbox_id, revision=1)["body"]  # the old one is kept
     assert second["revised"] == 1
-    assert second["notes"][-1] == "1 note(s) changed since an earlier import: each got a new revision of its page."
+    assert second["notes"][-1] == "1 note changed since an earlier import: it got a new revision of its page."
     for path in ("People/Lotte.md", "Projects/Alpha/Tram clock.md"):  # unchanged: not written at all
         assert second["pages"][path] == first["pages"][path]
         record_path = engine.get_record(caller, first["pages"][path])["path"]
@@ -426,7 +426,7 @@ def test_links_in_the_folder_are_named_in_the_result_and_never_followed(
 
     assert set(result["pages"]) == {"Inbox.md", "People/Lotte.md", "Projects/Alpha/Tram clock.md"}
     assert result["leftOut"] == ["Journal", "People/Diary.md", "attachments/scan.png"]
-    assert ("Left out 3 symbolic link(s), which an import never follows: Journal, People/Diary.md, "
+    assert ("Left out 3 symbolic links, which an import never follows: Journal, People/Diary.md, "
             "attachments/scan.png.") in result["notes"]
     vault = only_store(state_dir) / "vault"
     retained = b"".join((vault / path).read_bytes() for path in records(state_dir, "sources/"))
@@ -587,7 +587,7 @@ def test_a_rerun_says_what_it_found_already_made_and_what_it_wrote(
     assert summary(edited)[0] == (
         "Imported markdown into main's store: 1 source, 1 page new, and 3 sources, 2 pages, 3 relationships "
         "reused (made by an earlier run of this input).")
-    assert "1 note(s) changed since an earlier import: each got a new revision of its page." in summary(edited)
+    assert "1 note changed since an earlier import: it got a new revision of its page." in summary(edited)
 
 
 def summary(result: dict) -> list[str]:

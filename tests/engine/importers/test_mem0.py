@@ -158,7 +158,7 @@ def test_a_changed_memory_replaces_its_claim_and_the_rest_are_left(
     assert second["claims"][2] not in first["claims"]  # a new memory is a new claim
     assert len(records(state_dir, "claims/")) == 4
     assert second["revised"] == 1 and second["notes"] == [
-        "1 memory(s) changed since an earlier import: each got a new claim that replaces its earlier one, "
+        "1 memory changed since an earlier import: it got a new claim that replaces its earlier one, "
         "which is kept as superseded."]
 
     after = store_snapshot(state_dir)

@@ -129,8 +129,8 @@ def test_changed_files_revise_their_pages_and_new_items_are_new_claims(
     assert store_snapshot(state_dir)[f"private/{path}"] == before[f"private/{path}"]
     assert second["pages"]["memory/2026-01-17.md"] not in first["pages"].values()
     assert second["revised"] == 2 and second["notes"] == [
-        "2 file(s) changed since an earlier import: each got a new revision of its page.",
-        "Left out 1 file(s) and folder(s) of the workspace that are not its memory: memory/notes.txt."]
+        "2 files changed since an earlier import: each got a new revision of its page.",
+        "Left out 1 file or folder of the workspace that is not its memory: memory/notes.txt."]
     # The three items claimed before are not claimed again; the new one is a new claim citing the newer file.
     assert second["claims"] == 4 and len(records(state_dir, "claims/")) == 4
     new = [hit for hit in engine.search(caller, {"query": "standup"})["hits"] if hit["kind"] == "claim"]
@@ -233,7 +233,7 @@ def test_task_list_items_are_commitments_and_events_without_their_box(
         ("fact", "[a] is no box: the item's own words", "[a] is no box: the item's own words"),
     ]
     assert result["claims"] == 5
-    assert result["notes"] == ["3 task-list item(s) neither open nor done ([-], [>], ...) or without text stay "
+    assert result["notes"] == ["3 task-list items neither open nor done ([-], [>], ...) or without text stay "
                                "in their page's body and are not claims."]
     page = engine.get_record(reader(engine), result["pages"]["MEMORY.md"])
     assert "- [-] Cancelled the kayak course" in page["body"]  # the page keeps the file as it is
@@ -258,7 +258,7 @@ def test_a_task_ticked_off_since_an_earlier_import_replaces_its_commitment(
                   key=lambda c: c[1] is None)
     assert done == [["Renew the passport", open_task, "active"], ["Renew the passport", None, "active"]]
     assert len(claims) == 4 and second["claims"] == 3
-    assert second["notes"][-1] == ("1 list item(s) changed since an earlier import: each got a new claim that "
+    assert second["notes"][-1] == ("1 list item changed since an earlier import: it got a new claim that "
                                    "replaces its earlier one, which is kept as superseded.")
     after = store_snapshot(state_dir)
     assert run_import(engine, "memory-core", root)["imported"] == second["imported"]  # again: nothing new
@@ -395,7 +395,7 @@ def test_every_memory_file_of_an_openclaw_workspace_is_a_page(engine: Engine, op
     }
     assert result["files"] == 10
     assert result["leftOut"] == ["AGENTS.md", "SOUL.md", "skills/"]
-    assert ("Left out 3 file(s) and folder(s) of the workspace that are not its memory: AGENTS.md, SOUL.md, "
+    assert ("Left out 3 files and folders of the workspace that are not its memory: AGENTS.md, SOUL.md, "
             "skills/.") in result["notes"]
 
 
@@ -415,7 +415,7 @@ def test_memory_and_user_entries_are_claims_and_dreams_and_imports_are_not(
         ("preference", "Prefer concise implementation summaries unless more detail is requested."),
     ]
     assert result["claims"] == 8
-    assert ("3 list item(s) of USER.md that are no active directive (superseded, the template's undated "
+    assert ("3 list items of USER.md that are no active directive (superseded, the template's undated "
             "placeholder, guidance without an observed line) stay in their page's body and are not claims."
             ) in result["notes"]
 
@@ -471,8 +471,8 @@ def test_a_promoted_entry_is_the_fact_it_carries_citing_its_daily_note(
                                      "quote": "Invoices go out on the first of the month."}]
     assert "[score=0.747 signals=3 recalls=3 avg=0.620 source=memory/2026-12-02.md:1-4]" in engine.get_record(
         caller, result["pages"]["MEMORY.md"])["body"]
-    assert ("2 entr(y/ies) written by memory promote are claimed as the fact they carry, citing their MEMORY.md "
-            "line; 1 also cite the daily note lines they came from, the rest name a daily note that is not in the "
+    assert ("2 entries written by memory promote are claimed as the fact they carry, citing their MEMORY.md "
+            "line; 1 also cites the daily note lines it came from, the rest name a daily note that is not in the "
             "workspace or no longer says it.") in result["notes"]
 
 
@@ -527,7 +527,7 @@ def test_linked_memory_files_are_not_followed_but_named(
     assert not {"MEMORY.md", "USER.md", "memory/2026-12-01.md"} & set(result["pages"])
     assert "Lisbon" not in str(store_snapshot(state_dir))
     assert result["leftOut"][:4] == ["MEMORY.md", "USER.md", "memory/2026-12-01.md", "users/prof_9XYZ"]
-    assert ("Left out 4 symbolic link(s), which an import never follows: MEMORY.md, USER.md, memory/2026-12-01.md, "
+    assert ("Left out 4 symbolic links, which an import never follows: MEMORY.md, USER.md, memory/2026-12-01.md, "
             "users/prof_9XYZ.") in result["notes"]
 
 

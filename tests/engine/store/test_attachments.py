@@ -208,6 +208,22 @@ def test_an_identical_retry_returns_the_original_receipt(engine, owner):
     assert state_of(engine, owner) == before
 
 
+def test_a_filename_with_folders_keeps_its_last_part_and_the_receipt_says_so(engine, owner, workspace):
+    receipt = attach(engine, owner, {"requestId": "att-1", "content": b64(TEXT), "filename": "../x.txt"})
+    assert receipt["source"]["filename"] == "x.txt"
+    assert receipt["note"] == ("filename was kept as 'x.txt', a file's own name: a display name holds no folder "
+                               "and no surrounding spaces")
+    assert descriptor_on_disk(engine, receipt["source"]["id"]).filename == "x.txt"
+    again = attach(engine, owner, {"requestId": "att-1", "content": b64(TEXT), "filename": "x.txt"})
+    assert again["source"] == receipt["source"] and "note" not in again  # the same request: the name kept
+
+    path = write(workspace / "friday.txt")
+    filed = attach_file(engine, owner, file_params(path, request_id="att-2", filename="C:\\notes\\friday.txt"))
+    assert filed["source"]["filename"] == "friday.txt" and "'friday.txt'" in filed["note"]
+    plain = attach_file(engine, owner, file_params(path, request_id="att-3"))
+    assert plain["source"]["filename"] == "friday.txt" and "note" not in plain
+
+
 @pytest.mark.parametrize("change", [{"content": b64(b"other bytes\n")}, {"filename": "other.txt"},
                                     {"mediaType": "text/markdown"}])
 def test_the_same_request_id_with_other_content_is_a_conflict(engine, owner, change):

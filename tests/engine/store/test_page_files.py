@@ -79,6 +79,17 @@ def test_a_file_and_a_source_are_cited_in_the_order_given(engine, owner, baselin
     assert evidence == [{"source": baseline["source"]["id"]}, {"source": receipt["sources"][0]["id"]}]
 
 
+def test_a_files_name_with_folders_keeps_its_last_part_and_the_receipt_says_so(engine, owner, baseline):
+    cited = {**page(filename="../Tram clock.md"), "evidence": [{"source": baseline["source"]["id"]},
+                                                               *page(filename="../Tram clock.md")["evidence"]]}
+    receipt = engine.save_page(owner, cited)
+
+    assert receipt["sources"][0]["filename"] == "Tram clock.md"
+    assert receipt["note"] == ("evidence[1].filename was kept as 'Tram clock.md', a file's own name: a display name "
+                               "holds no folder and no surrounding spaces")
+    assert "note" not in engine.save_page(owner, page("page-2"))
+
+
 def test_an_identical_retry_returns_the_first_receipt_and_writes_nothing(engine, owner):
     first = engine.save_page(owner, page())
     before = state_of(engine, owner)

@@ -104,6 +104,30 @@ def test_sync_now_with_no_remote_says_so_and_a_failing_remote_exits_1(
     assert code == 2
 
 
+def test_a_refused_clone_leaves_a_new_state_directory_as_it_found_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    remote, _ = a_remote_holding_dana(tmp_path)
+    absent = StateDir(tmp_path / "new" / "state")
+    code, _, err = run(capsys, absent, ["sync", "clone", str(tmp_path / "nowhere.git"), "--agent", "main"])
+    assert code == 2 and "no repository at that address" in err
+    code, _, err = run(capsys, absent, ["sync", "clone", remote, "--agent", "Not An Agent"])
+    assert code == 2 and "agent must name an agent" in err
+    assert not (tmp_path / "new").exists()
+
+    empty = StateDir(tmp_path / "empty")
+    empty.root.mkdir()
+    code, _, _ = run(capsys, empty, ["sync", "clone", remote, "--agent", "main", "--store-id", "st_nosuchstore"])
+    assert code == 2 and list(empty.root.iterdir()) == []
+
+    code, out, err = run(capsys, absent, ["sync", "clone", remote, "--agent", "main"])
+    assert code == 0, err
+    assert "); 1 record is current." in out, out  # Dana's page
+    registry = absent.registry.read_bytes()
+    code, _, err = run(capsys, absent, ["sync", "clone", remote, "--agent", "other"])
+    assert code == 2 and "is already here" in err
+    assert absent.registry.read_bytes() == registry and (absent.root / "tokens" / "main.token").exists()
+
+
 def test_a_clone_as_a_job_reports_its_steps_and_answers_as_sync_clone_and_a_refusal_fails_it_with_nothing_made(
         tmp_path: Path) -> None:
     remote, store_id = a_remote_holding_dana(tmp_path)
@@ -151,10 +175,13 @@ def test_a_conflict_is_told_by_sync_now_listed_with_its_id_and_dismissed_from_th
 
     code, out, err = run(capsys, b.state, ["sync", "now"])
     assert code == 0, err
-    assert "1 conflict(s) waiting (knowledge sync status shows them with their diff)" in out
+    assert "1 conflict waiting (knowledge sync status shows them with their diff)" in out
     code, out, err = run(capsys, b.state, ["sync", "status"])
     assert code == 0, err
-    assert f"conflict {conflict['id']}: {dana['id']}" in out
+    assert f"conflict {conflict['id']}: {dana['id']} (revised on two machines from one revision, from " in out
+    assert "1 conflict waiting:" in out and "revised_on_both" not in out
+    code, out, _ = run(capsys, b.state, ["sync", "status", "--json"])
+    assert json.loads(out)["stores"][0]["conflicts"][0]["kind"] == "revised_on_both"  # the code, for programs
     code, out, err = run(capsys, b.state, ["sync", "dismiss", "sc_01NOSUCHCONFLICT"])
     assert code == 2 and "has no sync conflict" in err
     with serving(b.state):
