@@ -12,6 +12,8 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from engine.core.words import counted
+
 from ..common.models import ROW_ROLE, Column, PagedModel
 from ..common.times import time_column
 from ..common.widgets import plain_label, table
@@ -83,7 +85,7 @@ class ApprovalsView(QWidget):
     def _on_page(self, count: int) -> None:
         self.table.resizeColumnsToContents()
         total = self.model.total or 0
-        self.summary.setText(f"{total:,} approved recall block(s)" if total else "No approved recall blocks yet.")
+        self.summary.setText(counted(total, "approved recall block") if total else "No approved recall blocks yet.")
         self.sig_content_loaded.emit(count)
 
     def _on_activated(self, index: QModelIndex) -> None:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.core.ids import is_record_id
+from engine.core.words import counted
 
 from ..common.models import ROW_ROLE, VALUE_ROLE, Column, PagedModel, Row
 from ..common.times import time_column
@@ -332,6 +333,6 @@ class JournalPanel(QWidget):
             self.tasks.request("operator/clearGateJournal", {"agent": self.agent}, self._on_cleared, owner=self)
 
     def _on_cleared(self, result: dict[str, Any]) -> None:
-        self.status.setText(f"Cleared {result.get('cleared', 0):,} kept message(s).")
+        self.status.setText(f"Cleared {counted(result.get('cleared', 0), 'kept message')}.")
         self.refresh()
         self.sig_journal_cleared.emit(int(result.get("cleared", 0)))

@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.words import counted
+
 from ..common.jobs import JobWatcher, progress_fraction, progress_text
 from ..common.models import Column, Row, RowsModel
 from ..common.widgets import plain_label, table
@@ -70,9 +72,9 @@ def summary_text(result: dict[str, Any]) -> str:
     settings = result.get("settings") or {}
     turns = result.get("turns") or []
     changed = sum(1 for turn in turns if _change(turn) != "same")
-    text = (f"Replayed {len(turns):,} turn(s) with {result.get('model') or 'no model'} at highThreshold "
-            f"{settings.get('highThreshold', 0):.2f}: {what_if.get('pagesInjected', 0):,} page(s) injected, "
-            f"{changed:,} turn(s) changed.")
+    text = (f"Replayed {counted(len(turns), 'turn')} with {result.get('model') or 'no model'}, injecting at or "
+            f"above {settings.get('highThreshold', 0):.2f}: {counted(what_if.get('pagesInjected', 0), 'page')} "
+            f"injected, {counted(changed, 'turn')} changed.")
     if what_if.get("precision") is not None or what_if.get("recall") is not None:
         text += (f" On the labelled turns: precision {_share(what_if.get('precision'))}, "
                  f"recall {_share(what_if.get('recall'))}.")

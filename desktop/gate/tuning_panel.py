@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.words import counted
 from engine.gate.suggest import tier_phrases
 
 from ..common.charts import Chart, Marker, Series
@@ -82,11 +83,6 @@ SCORE_COLUMNS = [
 ]
 SWEEP = tuple(round(step / 100, 2) for step in range(101))   # 0.00 ... 1.00, the most gateWhatIf takes
 DEFAULT_THRESHOLD = 0.75   # the engine's highThreshold default, until the settings say which is in force
-
-
-def counted(number: int, noun: str) -> str:
-    """``1 page``, ``3 pages``: a count and its noun, singular for one."""
-    return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
 def skip_hints(row: dict[str, Any]) -> str:

@@ -7,6 +7,8 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from engine.core.words import counted
+
 from ..common.models import Column, Row, RowsModel
 from ..common.widgets import NO_STORE_TEXT, SafeTextBrowser, esc, heading, table, unread_text
 from ..tasks import EngineTasks
@@ -45,7 +47,7 @@ def summary_html(health: dict[str, Any]) -> str:
         return "".join(lines)
     git = health.get("git") or {}
     detail = {"committed": "every publication is committed to the vault's git history",
-              "pending": f"{git.get('pending', 0)} publication(s) waiting for the git checkpoint",
+              "pending": f"{counted(git.get('pending', 0), 'publication')} waiting for the git checkpoint",
               "unavailable": git.get("reason") or "git is not available"}.get(git.get("state"), "")
     lines.append(f"<div><b>Git checkpoint:</b> {esc(git.get('state'))} — {esc(detail)}"
                  f"{' — last error: ' + esc(git['lastError']) if git.get('lastError') else ''}</div>")
@@ -54,8 +56,8 @@ def summary_html(health: dict[str, Any]) -> str:
     lines.append("<div><b>Files:</b> " + esc(", ".join(f"{count:,} {state}" for state, count in sorted(files.items()))
                                              or "none") + "</div>")
     verdict = "no errors" if health.get("ok") else "needs attention"
-    lines.append(f"<div><b>Validation:</b> {esc(health.get('errors'))} error(s), {esc(health.get('warnings'))} "
-                 f"warning(s) — {verdict}{' (first 1,000 shown)' if health.get('truncated') else ''}</div>")
+    lines.append(f"<div><b>Validation:</b> {counted(health.get('errors') or 0, 'error')}, "
+                 f"{counted(health.get('warnings') or 0, 'warning')} — {verdict}{' (first 1,000 shown)' if health.get('truncated') else ''}</div>")
     return "".join(lines)
 
 

@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.words import counted
+
 from ..common.jobs import JobWatcher, progress_fraction, progress_text
 from ..common.models import Column, Row, RowsModel
 from ..common.widgets import heading, plain_label, table
@@ -68,7 +70,7 @@ def budget_text(result: dict[str, Any]) -> str:
     """The answer in a sentence: throughput, and what the gate's budget holds on this machine."""
     budget = result.get("budget") or {}
     head = (f"{result.get('model')} ({result.get('variant')}): {result.get('tokensPerSecond', 0):,.0f} tokens/s "
-            f"on {result.get('threads')} thread(s), loaded in {result.get('loadSeconds', 0):,.1f} s. ")
+            f"on {counted(result.get('threads') or 0, 'thread')}, loaded in {result.get('loadSeconds', 0):,.1f} s. ")
     candidates = result.get("maxCandidates")
     body = f"At timeoutMs {budget.get('timeoutMs', 0):,} one gate turn can score about {budget.get('tokens', 0):,} tokens"
     if budget.get("windowTokens"):

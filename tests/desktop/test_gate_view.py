@@ -452,7 +452,7 @@ def test_replay_against_another_model_runs_as_a_job(qtbot, qtmodeltester, gate_e
     assert updates[0]["state"] in ("running", "done") and replay.progress.value() == 1000
     assert replay.results_model.rowCount() == 6
     assert {replay.results_model.data(replay.results_model.index(n, 0)) for n in range(6)} == set(MESSAGES)
-    assert replay.summary.text().startswith("Replayed 6 turn(s) with onnx/tiny")
+    assert replay.summary.text().startswith("Replayed 6 turns with onnx/tiny, injecting at or above ")
     qtmodeltester.check(replay.results_model, force_py=True)
 
 

@@ -55,7 +55,7 @@ def test_recall_approvals_are_listed_read_only(qtbot, tasks, gui_thread_guard) -
     assert texts[2] == "status notes, Dana" and texts[3] == "7" and texts[4] == "atlas"
     approved_at = view.model.row(0)["approvedAt"]
     assert texts[5] == "owner-private" and texts[6] == clock_time(approved_at, local_now())  # local, not UTC text
-    assert view.summary.text() == "1 approved recall block(s)"
+    assert view.summary.text() == "1 approved recall block"
     blocker = wait_for_signal(qtbot, view.sig_record_requested,
                               lambda: view.table.activated.emit(view.model.index(0, 1)))
     assert blocker.args[0].startswith("cl_")
@@ -128,6 +128,7 @@ def test_health_lists_an_invalid_file_with_its_reason(qtbot, served, tasks, gui_
 
     files = [view.findings_model.data(view.findings_model.index(n, 1)) for n in range(view.findings_model.rowCount())]
     assert "pages/broken.md:1" in files
+    assert "Validation: 1 error, " in view.summary.toPlainText()  # a count in words, never "1 error(s)"
     row = files.index("pages/broken.md:1")
     assert view.findings_model.data(view.findings_model.index(row, 4))
 
