@@ -43,7 +43,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Hashable, Literal, Mapping
+from typing import Callable, Collection, Hashable, Literal, Mapping
 
 from ..core.errors import Conflict
 from ..core.files import sha256_bytes
@@ -55,6 +55,7 @@ from ..vault.records import parse_record
 # key naming the bytes, such as a git blob's object id).
 VaultState = Mapping[str, "bytes | Hashable"]
 Side = Literal["ours", "theirs"]
+Held = Literal["base", "ours", "theirs"]
 
 ONTOLOGY_FILE = "ontology.yaml"
 PRIVATE_DIR = "private"
@@ -252,13 +253,20 @@ def _may_be_record(path: str) -> bool:
 
 
 def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
-                 load: Callable[[Hashable], bytes] | None = None) -> MergeResult:
+                 load: Callable[[Hashable], bytes] | None = None,
+                 held: Callable[[Held], Collection[tuple[str, bytes | Hashable]]] | None = None) -> MergeResult:
     """Merge two machines' vault states from their last common state; see the module's docstring.
 
     Without ``load`` each state maps a path to the file's bytes.  With it, to a blob id (a git tree's
     object ids, say) that ``load`` turns into bytes: only files that differ between the states are
     read, the merged state names blobs the inputs named (a merge never makes new bytes), and a merge
-    of two large vaults that each changed a few files reads those few files."""
+    of two large vaults that each changed a few files reads those few files.
+
+    ``held(side)`` answers the files, as (path, bytes or blob id) pairs, that side's history held since the
+    base and the base did not; ``held("base")`` those the base's own history held.  It is asked only when a
+    record removed on one side meets a revision (or a move) on the other, to learn which revision the removal
+    removed and where, and when both sides hold a record the base had removed, to learn what it removed;
+    without it, a removal is taken to have removed the base's version, and a record the base lacks is new."""
     states = {"base": base, "ours": ours, "theirs": theirs}
     left_out, partitions = _check_paths(states, bytes_only=load is None)
     base, ours, theirs = ({path: data for path, data in state.items() if path in partitions}
@@ -279,12 +287,13 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
     removals: list[Removal] = []
     wanted_records: dict[str, Version] = {}
     wanted_plain: dict[str, Version] = {}
+    removed = _Removed(held, load)
     for key, versions in sorted(records.items()):
-        kept = _three_way(key, *versions, conflicts, removals)
+        kept = _three_way(key, *versions, conflicts, removals, removed)
         if kept is not None:
             wanted_records[key] = kept
     for key, versions in sorted(plain.items()):
-        kept = _three_way(None, *versions, conflicts, removals)
+        kept = _three_way(None, *versions, conflicts, removals, None)
         if kept is not None:
             wanted_plain[key] = kept
 
@@ -374,23 +383,65 @@ def _group(changed: set[str], base: VaultState, ours: VaultState, theirs: VaultS
     return records, plain
 
 
+class _Removed:
+    """Which revision of a record a side's removal removed, and where the side held it: the greatest (by
+    ``precedence``) of the versions of that record the side's history held since the base, else the base's.
+    A side's current revision is always the greatest it has seen, so that is the one it removed; a version
+    held since the base was held after the base's, so the same bytes moved are taken at their new path."""
+
+    def __init__(self, held: Callable[[Held], Collection[tuple[str, bytes | Hashable]]] | None,
+                 load: Callable[[Hashable], bytes] | None) -> None:
+        self._held, self._load = held, load
+        self._by_side: dict[Held, dict[str, list[Version]]] = {}
+
+    def revision(self, side: Held, record_id: str, base: Version | None) -> Version | None:
+        if side not in self._by_side:
+            self._by_side[side] = {}
+            for path, blob in sorted(self._held(side), key=repr) if self._held is not None else ():
+                version = Version(path, blob, self._load)
+                if version.record_id is not None:
+                    self._by_side[side].setdefault(version.record_id, []).append(version)
+        return max(self._by_side[side].get(record_id, []), key=precedence, default=base)
+
+
 def _three_way(record_id: str | None, base: Version | None, ours: Version | None, theirs: Version | None,
-               conflicts: list[MergeConflict], removals: list[Removal]) -> Version | None:
+               conflicts: list[MergeConflict], removals: list[Removal], removed: _Removed | None) -> Version | None:
     def same(one: Version | None, other: Version | None) -> bool:
         return one is None and other is None or one is not None and one.same(other)
 
     if same(ours, theirs):
         return ours
+    if base is None and ours is not None and theirs is not None and record_id and removed is not None:
+        # ids never collide, so a record both sides hold and the base lacks was there before and removed in the
+        # base's history; both sides brought it back (a revision or a move standing over the removal): what the
+        # removal removed is their base, so the merge is the same as had they met before it
+        base = removed.revision("base", record_id, None)
     if same(ours, base) or same(theirs, base):
         removed_by: Side = "theirs" if same(ours, base) else "ours"
         kept = theirs if same(ours, base) else ours
         if kept is None and base is not None:
             removals.append(Removal(removed_by, record_id, base))
         return kept
-    if ours is None or theirs is None:  # removed on one side, revised on the other: the revision stays
+    if ours is None or theirs is None:  # removed on one side, revised (or moved) on the other
         kept_side: Side = "ours" if ours is not None else "theirs"
         standing = ours if ours is not None else theirs
         assert standing is not None  # both None would be equal, taken above
+        remover: Side = "theirs" if kept_side == "ours" else "ours"
+        gone = removed.revision(remover, record_id, base) if removed is not None and record_id else None
+        if gone is not None:
+            place = _merged_place(base, gone, standing) if base is not None else gone
+            if place.natural == gone.natural and (gone.blob == standing.blob or precedence(gone) > precedence(standing)):
+                # The removal removed this version, or one that stands over it where it stands (as they would
+                # have been merged had they met before the removal): the removal applies, and a version it
+                # never saw is listed against the one it removed, as two concurrent versions are.
+                if not gone.same(standing):
+                    conflicts.append(MergeConflict("revised_on_both", record_id, gone, remover, standing, base))
+                removals.append(Removal(remover, record_id, gone))
+                return None
+            # Otherwise the record stays, where the two sides' moves put it, with the greater of the two revisions:
+            # a move the remover never saw is a change it did not remove.
+            data = gone if precedence(gone) > precedence(standing) else standing
+            standing = Version(place.path, data.blob, data.load)
         conflicts.append(MergeConflict("removed_and_revised", record_id, standing, kept_side, None, base))
         return standing
     kept_side = "ours" if precedence(ours) > precedence(theirs) else "theirs"
@@ -417,15 +468,19 @@ def _place_and_bytes(base: Version, ours: Version, theirs: Version, kept: Versio
         data, bytes_differ = theirs, False
     else:
         data, bytes_differ = kept, True
-    if ours.natural == theirs.natural:
-        place, places_differ = data, False
-    elif theirs.natural == base.natural:
-        place, places_differ = ours, False
-    elif ours.natural == base.natural:
-        place, places_differ = theirs, False
-    else:  # moved to two places: the greater path, whichever version stands, so any order of merges agrees
-        place, places_differ = max((ours, theirs), key=lambda version: version.natural), True
+    place = data if ours.natural == theirs.natural else _merged_place(base, ours, theirs)
+    places_differ = len({base.natural, ours.natural, theirs.natural}) == 3
     return Version(place.path, data.blob, data.load), bytes_differ or places_differ
+
+
+def _merged_place(base: Version, ours: Version, theirs: Version) -> Version:
+    """The side whose place a file merged from ``base`` takes: the one that moved it; moved to two places, the
+    greater path, whichever version stands, so any order of merges agrees."""
+    if theirs.natural == base.natural:
+        return ours
+    if ours.natural == base.natural:
+        return theirs
+    return max((ours, theirs), key=lambda version: version.natural)
 
 
 def _place(files: dict[str, bytes | Hashable], winners: list[Version],
