@@ -348,22 +348,24 @@ class GitHistory:
         listed = self._run("rev-list", "--objects", _object_id(commit), "--not", *map(_object_id, exclude))
         return {line.split(" ", 1)[0] for line in listed.splitlines()}
 
-    def files_since(self, include: Sequence[str], exclude: Sequence[str] = ()) -> set[tuple[str, str]]:
+    def files_since(self, include: Sequence[str], exclude: Sequence[str] = ()) -> list[tuple[str, str]]:
         """Every regular file, as (vault path, blob id), that a commit ``include`` reach and ``exclude`` do not
-        wrote (``git log --raw``, a merge compared with each parent): the versions that history held."""
+        wrote (``git log --raw``, a merge compared with each parent): the versions that history held, each
+        once, the newest first (a commit before its parents)."""
         if not include:
-            return set()
-        out = self._run_bytes("log", "--raw", "-z", "--root", "--no-renames", "--no-abbrev", "-m", "--format=",
-                              *map(_object_id, include), "--not", *map(_object_id, exclude))
-        files, meta = set(), None
+            return []
+        out = self._run_bytes("log", "--raw", "-z", "--root", "--no-renames", "--no-abbrev", "-m", "--topo-order",
+                              "--format=", *map(_object_id, include), "--not", *map(_object_id, exclude))
+        files: dict[tuple[str, str], None] = {}
+        meta = None
         for field in out.split(b"\0"):
             if field.startswith(b":"):
                 meta = field.decode("ascii").split()
             elif field and meta is not None:
                 if meta[1] in _REGULAR_MODES and meta[3].strip("0"):
-                    files.add((field.decode("utf-8", "surrogateescape"), meta[3]))
+                    files.setdefault((field.decode("utf-8", "surrogateescape"), meta[3]))
                 meta = None
-        return files
+        return list(files)
 
     def has_fetched_history(self) -> bool:
         """Whether sync delivered another machine's history of this store (``refs/remotes/sync/``)."""

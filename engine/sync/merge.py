@@ -43,7 +43,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Collection, Hashable, Literal, Mapping
+from typing import Callable, Hashable, Literal, Mapping, Sequence
 
 from ..core.errors import Conflict
 from ..core.files import sha256_bytes
@@ -254,7 +254,7 @@ def _may_be_record(path: str) -> bool:
 
 def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
                  load: Callable[[Hashable], bytes] | None = None,
-                 held: Callable[[Held], Collection[tuple[str, bytes | Hashable]]] | None = None) -> MergeResult:
+                 held: Callable[[Held], Sequence[tuple[str, bytes | Hashable]]] | None = None) -> MergeResult:
     """Merge two machines' vault states from their last common state; see the module's docstring.
 
     Without ``load`` each state maps a path to the file's bytes.  With it, to a blob id (a git tree's
@@ -263,7 +263,8 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
     of two large vaults that each changed a few files reads those few files.
 
     ``held(side)`` answers the files, as (path, bytes or blob id) pairs, that side's history held since the
-    base and the base did not; ``held("base")`` those the base's own history held.  It is asked only when a
+    base and the base did not, the newest first (a commit before its parents); ``held("base")`` those the
+    base's own history held.  It is asked only when a
     record removed on one side meets a revision (or a move) on the other, to learn which revision the removal
     removed and where, and when both sides hold a record the base had removed, to learn what it removed;
     without it, a removal is taken to have removed the base's version, and a record the base lacks is new."""
@@ -387,9 +388,10 @@ class _Removed:
     """Which revision of a record a side's removal removed, and where the side held it: the greatest (by
     ``precedence``) of the versions of that record the side's history held since the base, else the base's.
     A side's current revision is always the greatest it has seen, so that is the one it removed; a version
-    held since the base was held after the base's, so the same bytes moved are taken at their new path."""
+    held since the base was held after the base's, and ``held`` lists the newest first, so the same bytes
+    moved are taken at the place they were moved to last."""
 
-    def __init__(self, held: Callable[[Held], Collection[tuple[str, bytes | Hashable]]] | None,
+    def __init__(self, held: Callable[[Held], Sequence[tuple[str, bytes | Hashable]]] | None,
                  load: Callable[[Hashable], bytes] | None) -> None:
         self._held, self._load = held, load
         self._by_side: dict[Held, dict[str, list[Version]]] = {}
@@ -397,11 +399,20 @@ class _Removed:
     def revision(self, side: Held, record_id: str, base: Version | None) -> Version | None:
         if side not in self._by_side:
             self._by_side[side] = {}
-            for path, blob in sorted(self._held(side), key=repr) if self._held is not None else ():
+            for path, blob in self._held(side) if self._held is not None else ():
                 version = Version(path, blob, self._load)
                 if version.record_id is not None:
                     self._by_side[side].setdefault(version.record_id, []).append(version)
-        return max(self._by_side[side].get(record_id, []), key=precedence, default=base)
+        # the same bytes held at several places (moved): the newest, the first listed
+        held = self._by_side[side].get(record_id, [])
+        return max(held, key=lambda version: (*precedence(version)[:-1], -held.index(version)), default=base)
+
+    def was_removed(self, record_id: str, ours: Version | None, theirs: Version | None) -> bool:
+        """Whether a record the base lacks was removed in the base's history rather than added since: both sides
+        hold it, or the side that lacks it held it since the base."""
+        if ours is not None and theirs is not None:
+            return True
+        return self.revision("theirs" if ours is not None else "ours", record_id, None) is not None
 
 
 def _three_way(record_id: str | None, base: Version | None, ours: Version | None, theirs: Version | None,
@@ -411,10 +422,10 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
 
     if same(ours, theirs):
         return ours
-    if base is None and ours is not None and theirs is not None and record_id and removed is not None:
-        # ids never collide, so a record both sides hold and the base lacks was there before and removed in the
-        # base's history; both sides brought it back (a revision or a move standing over the removal): what the
-        # removal removed is their base, so the merge is the same as had they met before it
+    if base is None and record_id and removed is not None and removed.was_removed(record_id, ours, theirs):
+        # ids never collide, so such a record was there before and removed in the base's history, and brought back
+        # on a side (a revision or a move standing over the removal): what the base's history removed is the
+        # record's base, so the merge is the same as had the two sides met before that removal
         base = removed.revision("base", record_id, None)
     if same(ours, base) or same(theirs, base):
         removed_by: Side = "theirs" if same(ours, base) else "ours"

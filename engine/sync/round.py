@@ -493,14 +493,14 @@ def _base_state(history: GitHistory, bases: list[str]) -> dict[str, str]:
 
 
 def _held(history: GitHistory, base: dict[str, str], bases: list[str], ours: list[str],
-          theirs: list[str]) -> Callable[[str], set[tuple[str, str]]]:
+          theirs: list[str]) -> Callable[[str], list[tuple[str, str]]]:
     """``merge_vaults``'s ``held``: the files each side's commits since the bases wrote that the base does not
-    hold, and every file the bases' own history wrote; read from git only when the merge asks."""
-    def held(side: str) -> set[tuple[str, str]]:
+    hold, and every file the bases' own history wrote, the newest first; read from git only when asked."""
+    def held(side: str) -> list[tuple[str, str]]:
         if side == "base":
             return history.files_since(bases)
         written = history.files_since(ours if side == "ours" else theirs, bases)
-        return {(path, blob) for path, blob in written if base.get(path) != blob}
+        return [(path, blob) for path, blob in written if base.get(path) != blob]
 
     return held
 

@@ -23,9 +23,11 @@ class Commit:
     state: dict[str, bytes]
     parents: tuple["Commit", ...] = ()
     ancestors: frozenset = field(init=False)
+    depth: int = field(init=False)  # the longest way down to the first commit: a commit is deeper than its parents
 
     def __post_init__(self) -> None:
         self.ancestors = frozenset({self}).union(*(parent.ancestors for parent in self.parents))
+        self.depth = 1 + max((parent.depth for parent in self.parents), default=0)
 
 
 def merge_base_state(x: Commit, y: Commit) -> dict[str, bytes]:
@@ -45,12 +47,17 @@ def merge_commits(ours: Commit, theirs: Commit, base: dict[str, bytes]) -> dict[
     ancestors held."""
     common = ours.ancestors & theirs.ancestors
 
-    def written(commits) -> frozenset[tuple[str, bytes]]:  # git log --raw -m: each commit against each parent
-        return frozenset(item for commit in commits for parent in commit.parents or (Commit({}),)
-                         for item in commit.state.items() - parent.state.items())
+    def written(commits) -> list[tuple[str, bytes]]:
+        """As ``git log --raw -m --topo-order``: each commit against each parent, a commit before its parents."""
+        found: dict[tuple[str, bytes], None] = {}
+        for commit in sorted(commits, key=lambda commit: (-commit.depth, sorted(commit.state.items()))):
+            for parent in commit.parents or (Commit({}),):
+                found.update(dict.fromkeys(sorted(commit.state.items() - parent.state.items())))
+        return list(found)
 
-    held = {"ours": written(ours.ancestors - common) - base.items(),
-            "theirs": written(theirs.ancestors - common) - base.items(), "base": written(common)}
+    held = {"ours": [item for item in written(ours.ancestors - common) if item not in base.items()],
+            "theirs": [item for item in written(theirs.ancestors - common) if item not in base.items()],
+            "base": written(common)}
     return merge_vaults(base, ours.state, theirs.state, held=held.__getitem__).files
 
 
