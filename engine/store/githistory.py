@@ -348,24 +348,31 @@ class GitHistory:
         listed = self._run("rev-list", "--objects", _object_id(commit), "--not", *map(_object_id, exclude))
         return {line.split(" ", 1)[0] for line in listed.splitlines()}
 
-    def files_since(self, include: Sequence[str], exclude: Sequence[str] = ()) -> list[tuple[str, str]]:
-        """Every regular file, as (vault path, blob id), that a commit ``include`` reach and ``exclude`` do not
-        wrote (``git log --raw``, a merge compared with each parent): the versions that history held, each
-        once, the newest first (a commit before its parents)."""
+    def removals_since(self, include: Sequence[str],
+                       exclude: Sequence[str] = ()) -> list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
+        """For each commit that is no merge, ``include`` reach and ``exclude`` do not: the regular files it removed
+        and those it wrote, as (vault path, blob id) pairs (``git log --raw``, renames as a removal and a write);
+        commits that removed nothing are left out."""
         if not include:
             return []
-        out = self._run_bytes("log", "--raw", "-z", "--root", "--no-renames", "--no-abbrev", "-m", "--topo-order",
-                              "--format=", *map(_object_id, include), "--not", *map(_object_id, exclude))
-        files: dict[tuple[str, str], None] = {}
-        meta = None
-        for field in out.split(b"\0"):
-            if field.startswith(b":"):
-                meta = field.decode("ascii").split()
-            elif field and meta is not None:
-                if meta[1] in _REGULAR_MODES and meta[3].strip("0"):
-                    files.setdefault((field.decode("utf-8", "surrogateescape"), meta[3]))
-                meta = None
-        return list(files)
+        out = self._run_bytes("log", "--raw", "-z", "--root", "--no-renames", "--no-abbrev", "--no-merges",
+                              "--format=%x01", *map(_object_id, include), "--not", *map(_object_id, exclude))
+        commits = []
+        for chunk in out.split(b"\x01")[1:]:
+            removed, written, meta = [], [], None
+            for field in chunk.split(b"\0"):
+                if field.lstrip(b"\n").startswith(b":"):
+                    meta = field.lstrip(b"\n").decode("ascii").split()
+                elif field and meta is not None:
+                    path = field.decode("utf-8", "surrogateescape")
+                    if meta[4] == "D" and meta[0].lstrip(":") in _REGULAR_MODES:
+                        removed.append((path, meta[2]))
+                    elif meta[4] != "D" and meta[1] in _REGULAR_MODES:
+                        written.append((path, meta[3]))
+                    meta = None
+            if removed:
+                commits.append((removed, written))
+        return commits
 
     def has_fetched_history(self) -> bool:
         """Whether sync delivered another machine's history of this store (``refs/remotes/sync/``)."""

@@ -56,6 +56,8 @@ from ..vault.records import parse_record
 VaultState = Mapping[str, "bytes | Hashable"]
 Side = Literal["ours", "theirs"]
 Held = Literal["base", "ours", "theirs"]
+# What one commit removed, and what it wrote: (path, bytes or blob id) pairs.
+Removed = tuple[Sequence[tuple[str, "bytes | Hashable"]], Sequence[tuple[str, "bytes | Hashable"]]]
 
 ONTOLOGY_FILE = "ontology.yaml"
 PRIVATE_DIR = "private"
@@ -254,7 +256,7 @@ def _may_be_record(path: str) -> bool:
 
 def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
                  load: Callable[[Hashable], bytes] | None = None,
-                 held: Callable[[Held], Sequence[tuple[str, bytes | Hashable]]] | None = None) -> MergeResult:
+                 removed: Callable[[Held], Sequence[Removed]] | None = None) -> MergeResult:
     """Merge two machines' vault states from their last common state; see the module's docstring.
 
     Without ``load`` each state maps a path to the file's bytes.  With it, to a blob id (a git tree's
@@ -262,12 +264,12 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
     read, the merged state names blobs the inputs named (a merge never makes new bytes), and a merge
     of two large vaults that each changed a few files reads those few files.
 
-    ``held(side)`` answers the files, as (path, bytes or blob id) pairs, that side's history held since the
-    base and the base did not, the newest first (a commit before its parents); ``held("base")`` those the
-    base's own history held.  It is asked only when a
-    record removed on one side meets a revision (or a move) on the other, to learn which revision the removal
-    removed and where, and when both sides hold a record the base had removed, to learn what it removed;
-    without it, a removal is taken to have removed the base's version, and a record the base lacks is new."""
+    ``removed(side)`` answers what that side's own commits (not its merges) since the base removed: for each
+    such commit, the files it removed and the files it wrote, as (path, bytes or blob id) pairs;
+    ``removed("base")`` the same for the base's own history.  It is asked only when a record removed on one
+    side meets a revision (or a move) on the other, to learn which version the removal removed and where, and
+    when a side holds a record the base lacks, to learn whether the base's history removed it; without it, a
+    removal is taken to have removed the base's version, and a record the base lacks is new."""
     states = {"base": base, "ours": ours, "theirs": theirs}
     left_out, partitions = _check_paths(states, bytes_only=load is None)
     base, ours, theirs = ({path: data for path, data in state.items() if path in partitions}
@@ -288,9 +290,9 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
     removals: list[Removal] = []
     wanted_records: dict[str, Version] = {}
     wanted_plain: dict[str, Version] = {}
-    removed = _Removed(held, load)
+    removed_by = _Removed(removed, load)
     for key, versions in sorted(records.items()):
-        kept = _three_way(key, *versions, conflicts, removals, removed)
+        kept = _three_way(key, *versions, conflicts, removals, removed_by)
         if kept is not None:
             wanted_records[key] = kept
     for key, versions in sorted(plain.items()):
@@ -385,31 +387,30 @@ def _group(changed: set[str], base: VaultState, ours: VaultState, theirs: VaultS
 
 
 class _Removed:
-    """Which revision of a record a side's removal removed, and where the side held it: the greatest (by
-    ``precedence``) of the versions of that record the side's history held since the base, else the base's.
-    A side's current revision is always the greatest it has seen, so that is the one it removed; a version
-    held since the base was held after the base's, and ``held`` lists the newest first, so the same bytes
-    moved are taken at the place they were moved to last."""
+    """Which version of a record a side's removal removed: of the versions that side's own commits since the
+    base removed (a commit that wrote the record elsewhere moved it, and is no removal), the one with the
+    greatest ``precedence``, else the base's.  A version removed first-hand is the side's current one, the
+    greatest it had seen, where its moves had put it."""
 
-    def __init__(self, held: Callable[[Held], Sequence[tuple[str, bytes | Hashable]]] | None,
+    def __init__(self, removed: Callable[[Held], Sequence[Removed]] | None,
                  load: Callable[[Hashable], bytes] | None) -> None:
-        self._held, self._load = held, load
+        self._removed, self._load = removed, load
         self._by_side: dict[Held, dict[str, list[Version]]] = {}
 
     def revision(self, side: Held, record_id: str, base: Version | None) -> Version | None:
         if side not in self._by_side:
-            self._by_side[side] = {}
-            for path, blob in self._held(side) if self._held is not None else ():
-                version = Version(path, blob, self._load)
-                if version.record_id is not None:
-                    self._by_side[side].setdefault(version.record_id, []).append(version)
-        # the same bytes held at several places (moved): the newest, the first listed
-        held = self._by_side[side].get(record_id, [])
-        return max(held, key=lambda version: (*precedence(version)[:-1], -held.index(version)), default=base)
+            found = self._by_side[side] = {}
+            for gone, written in self._removed(side) if self._removed is not None else ():
+                moved = {Version(path, blob, self._load).record_id for path, blob in written}
+                for path, blob in gone:
+                    version = Version(path, blob, self._load)
+                    if version.record_id is not None and version.record_id not in moved:
+                        found.setdefault(version.record_id, []).append(version)
+        return max(self._by_side[side].get(record_id, []), key=precedence, default=base)
 
     def was_removed(self, record_id: str, ours: Version | None, theirs: Version | None) -> bool:
         """Whether a record the base lacks was removed in the base's history rather than added since: both sides
-        hold it, or the side that lacks it held it since the base."""
+        hold it, or the side that lacks it removed it since the base."""
         if ours is not None and theirs is not None:
             return True
         return self.revision("theirs" if ours is not None else "ours", record_id, None) is not None

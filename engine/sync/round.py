@@ -351,10 +351,10 @@ def _replay_conflicts(runtime: SyncRuntime, history: GitHistory, head: str | Non
         ours, theirs = _synced_tree(history, parents[0]), _synced_tree(history, parents[1])
         bases = sorted(history.merge_bases(*parents))
         base = _base_state(history, bases) if bases else {}
-        held = _held(history, base, bases, parents[:1], parents[1:])
+        removed = _removed(history, bases, parents[:1], parents[1:])
         base = _held_versions_as_base(history, base, bases, (parents[0], ours), (parents[1], theirs))
         load = _blob_loader(history, [base, ours, theirs])
-        _record_conflicts(runtime, merge_vaults(base, ours, theirs, load=load, held=held).conflicts, remote, machine)
+        _record_conflicts(runtime, merge_vaults(base, ours, theirs, load=load, removed=removed).conflicts, remote, machine)
 
 
 def _record_conflicts(runtime: SyncRuntime, conflicts: Iterable[MergeConflict], remote: str, machine: str) -> None:
@@ -457,10 +457,10 @@ def _merge(runtime: SyncRuntime, history: GitHistory, head: str, tip: str, remot
         raise refused("other_store", f"the history of machine {machine} on remote {remote} shares no "
                                                  "commit with this store's: it is another store's history")
     base = _base_state(history, bases)
-    held = _held(history, base, bases, [head], [tip])
+    removed = _removed(history, bases, [head], [tip])
     base = _held_versions_as_base(history, base, bases, (head, ours), (tip, theirs))
     load = _blob_loader(history, [base, ours, theirs])
-    _merge_result(runtime, history, ours, merge_vaults(base, ours, theirs, load=load, held=held), load, tip, remote,
+    _merge_result(runtime, history, ours, merge_vaults(base, ours, theirs, load=load, removed=removed), load, tip, remote,
                   machine)
 
 
@@ -486,23 +486,21 @@ def _base_state(history: GitHistory, bases: list[str]) -> dict[str, str]:
         base = _base_state(history, below) if below else {}
         theirs = _synced_tree(history, other)
         load = _blob_loader(history, [base, state, theirs])
-        held = _held(history, base, below, bases[:at], [other])
-        merged = merge_vaults(base, state, theirs, load=load, held=held)
+        merged = merge_vaults(base, state, theirs, load=load, removed=_removed(history, below, bases[:at], [other]))
         state = {path: str(blob) for path, blob in merged.files.items()}
     return state
 
 
-def _held(history: GitHistory, base: dict[str, str], bases: list[str], ours: list[str],
-          theirs: list[str]) -> Callable[[str], list[tuple[str, str]]]:
-    """``merge_vaults``'s ``held``: the files each side's commits since the bases wrote that the base does not
-    hold, and every file the bases' own history wrote, the newest first; read from git only when asked."""
-    def held(side: str) -> list[tuple[str, str]]:
+def _removed(history: GitHistory, bases: list[str], ours: list[str],
+             theirs: list[str]) -> Callable[[str], list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]]:
+    """``merge_vaults``'s ``removed``: what each side's own commits since the bases removed and wrote, and the
+    same for the bases' own history; read from git only when the merge asks."""
+    def removed(side: str) -> list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
         if side == "base":
-            return history.files_since(bases)
-        written = history.files_since(ours if side == "ours" else theirs, bases)
-        return [(path, blob) for path, blob in written if base.get(path) != blob]
+            return history.removals_since(bases)
+        return history.removals_since(ours if side == "ours" else theirs, bases)
 
-    return held
+    return removed
 
 
 def _held_versions_as_base(history: GitHistory, base: dict[str, str], bases: list[str],

@@ -23,11 +23,9 @@ class Commit:
     state: dict[str, bytes]
     parents: tuple["Commit", ...] = ()
     ancestors: frozenset = field(init=False)
-    depth: int = field(init=False)  # the longest way down to the first commit: a commit is deeper than its parents
 
     def __post_init__(self) -> None:
         self.ancestors = frozenset({self}).union(*(parent.ancestors for parent in self.parents))
-        self.depth = 1 + max((parent.depth for parent in self.parents), default=0)
 
 
 def merge_base_state(x: Commit, y: Commit) -> dict[str, bytes]:
@@ -42,23 +40,24 @@ def merge_base_state(x: Commit, y: Commit) -> dict[str, bytes]:
 
 
 def merge_commits(ours: Commit, theirs: Commit, base: dict[str, bytes]) -> dict[str, bytes]:
-    """The merge of two commits from ``base``, told what each history held, as a round reads it from git:
-    what each side's commits since the common ancestors held that the base does not, and what the common
-    ancestors held."""
+    """The merge of two commits from ``base``, told what each side's own commits since the common ancestors
+    removed (and the common ancestors' own commits), as a round reads it from git."""
     common = ours.ancestors & theirs.ancestors
 
-    def written(commits) -> list[tuple[str, bytes]]:
-        """As ``git log --raw -m --topo-order``: each commit against each parent, a commit before its parents."""
-        found: dict[tuple[str, bytes], None] = {}
-        for commit in sorted(commits, key=lambda commit: (-commit.depth, sorted(commit.state.items()))):
-            for parent in commit.parents or (Commit({}),):
-                found.update(dict.fromkeys(sorted(commit.state.items() - parent.state.items())))
-        return list(found)
+    def removed(commits) -> list[tuple[list, list]]:
+        found = []
+        for commit in commits:
+            if len(commit.parents) == 1:
+                [parent] = commit.parents
+                gone = [item for item in sorted(parent.state.items()) if item[0] not in commit.state]
+                written = sorted(commit.state.items() - parent.state.items())
+                if gone:
+                    found.append((gone, written))
+        return found
 
-    held = {"ours": [item for item in written(ours.ancestors - common) if item not in base.items()],
-            "theirs": [item for item in written(theirs.ancestors - common) if item not in base.items()],
-            "base": written(common)}
-    return merge_vaults(base, ours.state, theirs.state, held=held.__getitem__).files
+    told = {"ours": removed(ours.ancestors - common), "theirs": removed(theirs.ancestors - common),
+            "base": removed(common)}
+    return merge_vaults(base, ours.state, theirs.state, removed=told.__getitem__).files
 
 
 def merge(ours: Commit, theirs: Commit) -> Commit:
