@@ -387,9 +387,10 @@ def _group(changed: set[str], base: VaultState, ours: VaultState, theirs: VaultS
 
 
 class _Removed:
-    """Which version of a record a side's removal removed: of the versions that side's own commits since the
-    base removed (a commit that wrote the record elsewhere moved it, and is no removal), the one with the
-    greatest ``precedence``, else the base's.  A version removed first-hand is the side's current one, the
+    """Which version of a record a side's removals removed: of the versions that side's own commits since the
+    base removed (a commit that wrote the record elsewhere moved it, and is no removal), the bytes with the
+    greatest ``precedence``, at the place their moves put it (moved to two places, the greater path, as
+    ``_merged_place`` does); else the base's.  A version removed first-hand is that machine's current one, the
     greatest it had seen, where its moves had put it."""
 
     def __init__(self, removed: Callable[[Held], Sequence[Removed]] | None,
@@ -406,7 +407,13 @@ class _Removed:
                     version = Version(path, blob, self._load)
                     if version.record_id is not None and version.record_id not in moved:
                         found.setdefault(version.record_id, []).append(version)
-        return max(self._by_side[side].get(record_id, []), key=precedence, default=base)
+        gone = self._by_side[side].get(record_id, [])
+        if not gone:
+            return base
+        greatest = max(gone, key=precedence)
+        moved = [version for version in gone if base is not None and version.natural != base.natural]
+        place = max(moved, key=lambda version: version.natural) if moved else greatest
+        return Version(place.path, greatest.blob, greatest.load)
 
     def was_removed(self, record_id: str, ours: Version | None, theirs: Version | None) -> bool:
         """Whether a record the base lacks was removed in the base's history rather than added since: both sides
