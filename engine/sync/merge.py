@@ -24,7 +24,9 @@ The rules:
   lifecycle first, so a correction or withdrawal is never undone by a concurrent edit, then the
   higher revision, the later ``updated_at``, the greater sha256), the same on every machine; the
   other is listed with its bytes so its diff can be shown and it can be archived.  A record
-  removed on one side and revised on the other stays, revised.
+  removed on one side and revised on the other is decided by the same order between the revision and
+  the version the removal removed (``removed``: what that side's commits removed): the revision stays,
+  or the removal applies and the revision is listed against the removed version.
 - A side holding nothing of a partition that the base held is refused (``MergeRefused``): an
   unreadable or missing folder is never read as "everything deleted".
 - Two records, or a record and another file, wanting one path: the record with the smaller id (the
@@ -33,8 +35,9 @@ The rules:
   the merged files: a file moved aside returns once its path is free.
 
 Merging is commutative (the sides may be swapped) and, because a record's current version is the
-greatest of every version written concurrently, the order in which machines merge does not change
-the final bytes (tests/engine/sync/test_merge_convergence.py).
+greatest of every version written concurrently and a removal is weighed by the version it removed, the
+order in which machines merge does not change the final bytes (tests/engine/sync/test_merge_convergence.py;
+docs/sync.md says where renames by hand together with removals still fall short).
 """
 
 from __future__ import annotations
