@@ -348,6 +348,32 @@ class GitHistory:
         listed = self._run("rev-list", "--objects", _object_id(commit), "--not", *map(_object_id, exclude))
         return {line.split(" ", 1)[0] for line in listed.splitlines()}
 
+    def removals_since(self, include: Sequence[str],
+                       exclude: Sequence[str] = ()) -> list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
+        """For each commit that is no merge, ``include`` reach and ``exclude`` do not: the regular files it removed
+        and those it wrote, as (vault path, blob id) pairs (``git log --raw``, renames as a removal and a write);
+        commits that removed nothing are left out."""
+        if not include:
+            return []
+        out = self._run_bytes("log", "--raw", "-z", "--root", "--no-renames", "--no-abbrev", "--no-merges",
+                              "--format=%x01", *map(_object_id, include), "--not", *map(_object_id, exclude))
+        commits = []
+        for chunk in out.split(b"\x01")[1:]:
+            removed, written, meta = [], [], None
+            for field in chunk.split(b"\0"):
+                if field.lstrip(b"\n").startswith(b":"):
+                    meta = field.lstrip(b"\n").decode("ascii").split()
+                elif field and meta is not None:
+                    path = field.decode("utf-8", "surrogateescape")
+                    if meta[4] == "D" and meta[0].lstrip(":") in _REGULAR_MODES:
+                        removed.append((path, meta[2]))
+                    elif meta[4] != "D" and meta[1] in _REGULAR_MODES:
+                        written.append((path, meta[3]))
+                    meta = None
+            if removed:
+                commits.append((removed, written))
+        return commits
+
     def has_fetched_history(self) -> bool:
         """Whether sync delivered another machine's history of this store (``refs/remotes/sync/``)."""
         return bool(self.commits_under("refs/remotes/sync/")) if (self.git_dir / "HEAD").is_file() else False

@@ -24,7 +24,9 @@ The rules:
   lifecycle first, so a correction or withdrawal is never undone by a concurrent edit, then the
   higher revision, the later ``updated_at``, the greater sha256), the same on every machine; the
   other is listed with its bytes so its diff can be shown and it can be archived.  A record
-  removed on one side and revised on the other stays, revised.
+  removed on one side and revised on the other is decided by the same order between the revision and
+  the version the removal removed (``removed``: what that side's commits removed): the revision stays,
+  or the removal applies and the revision is listed against the removed version.
 - A side holding nothing of a partition that the base held is refused (``MergeRefused``): an
   unreadable or missing folder is never read as "everything deleted".
 - Two records, or a record and another file, wanting one path: the record with the smaller id (the
@@ -33,8 +35,9 @@ The rules:
   the merged files: a file moved aside returns once its path is free.
 
 Merging is commutative (the sides may be swapped) and, because a record's current version is the
-greatest of every version written concurrently, the order in which machines merge does not change
-the final bytes (tests/engine/sync/test_merge_convergence.py).
+greatest of every version written concurrently and a removal is weighed by the version it removed, the
+order in which machines merge does not change the final bytes (tests/engine/sync/test_merge_convergence.py;
+docs/sync.md says where renames by hand together with removals still fall short).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Hashable, Literal, Mapping
+from typing import Callable, Hashable, Literal, Mapping, Sequence
 
 from ..core.errors import Conflict
 from ..core.files import sha256_bytes
@@ -55,6 +58,9 @@ from ..vault.records import parse_record
 # key naming the bytes, such as a git blob's object id).
 VaultState = Mapping[str, "bytes | Hashable"]
 Side = Literal["ours", "theirs"]
+Held = Literal["base", "ours", "theirs"]
+# What one commit removed, and what it wrote: (path, bytes or blob id) pairs.
+Removed = tuple[Sequence[tuple[str, "bytes | Hashable"]], Sequence[tuple[str, "bytes | Hashable"]]]
 
 ONTOLOGY_FILE = "ontology.yaml"
 PRIVATE_DIR = "private"
@@ -252,13 +258,21 @@ def _may_be_record(path: str) -> bool:
 
 
 def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
-                 load: Callable[[Hashable], bytes] | None = None) -> MergeResult:
+                 load: Callable[[Hashable], bytes] | None = None,
+                 removed: Callable[[Held], Sequence[Removed]] | None = None) -> MergeResult:
     """Merge two machines' vault states from their last common state; see the module's docstring.
 
     Without ``load`` each state maps a path to the file's bytes.  With it, to a blob id (a git tree's
     object ids, say) that ``load`` turns into bytes: only files that differ between the states are
     read, the merged state names blobs the inputs named (a merge never makes new bytes), and a merge
-    of two large vaults that each changed a few files reads those few files."""
+    of two large vaults that each changed a few files reads those few files.
+
+    ``removed(side)`` answers what that side's own commits (not its merges) since the base removed: for each
+    such commit, the files it removed and the files it wrote, as (path, bytes or blob id) pairs;
+    ``removed("base")`` the same for the base's own history.  It is asked only when a record removed on one
+    side meets a revision (or a move) on the other, to learn which version the removal removed and where, and
+    when a side holds a record the base lacks, to learn whether the base's history removed it; without it, a
+    removal is taken to have removed the base's version, and a record the base lacks is new."""
     states = {"base": base, "ours": ours, "theirs": theirs}
     left_out, partitions = _check_paths(states, bytes_only=load is None)
     base, ours, theirs = ({path: data for path, data in state.items() if path in partitions}
@@ -279,12 +293,13 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
     removals: list[Removal] = []
     wanted_records: dict[str, Version] = {}
     wanted_plain: dict[str, Version] = {}
+    removed_by = _Removed(removed, load)
     for key, versions in sorted(records.items()):
-        kept = _three_way(key, *versions, conflicts, removals)
+        kept = _three_way(key, *versions, conflicts, removals, removed_by)
         if kept is not None:
             wanted_records[key] = kept
     for key, versions in sorted(plain.items()):
-        kept = _three_way(None, *versions, conflicts, removals)
+        kept = _three_way(None, *versions, conflicts, removals, None)
         if kept is not None:
             wanted_plain[key] = kept
 
@@ -374,23 +389,81 @@ def _group(changed: set[str], base: VaultState, ours: VaultState, theirs: VaultS
     return records, plain
 
 
+class _Removed:
+    """Which version of a record a side's removals removed: of the versions that side's own commits since the
+    base removed (a commit that wrote the record elsewhere moved it, and is no removal), the bytes with the
+    greatest ``precedence``, at the place their moves put it (moved to two places, the greater path, as
+    ``_merged_place`` does); else the base's.  A version removed first-hand is that machine's current one, the
+    greatest it had seen, where its moves had put it."""
+
+    def __init__(self, removed: Callable[[Held], Sequence[Removed]] | None,
+                 load: Callable[[Hashable], bytes] | None) -> None:
+        self._removed, self._load = removed, load
+        self._by_side: dict[Held, dict[str, list[Version]]] = {}
+
+    def revision(self, side: Held, record_id: str, base: Version | None) -> Version | None:
+        if side not in self._by_side:
+            found = self._by_side[side] = {}
+            for gone, written in self._removed(side) if self._removed is not None else ():
+                moved = {Version(path, blob, self._load).record_id for path, blob in written}
+                for path, blob in gone:
+                    version = Version(path, blob, self._load)
+                    if version.record_id is not None and version.record_id not in moved:
+                        found.setdefault(version.record_id, []).append(version)
+        gone = self._by_side[side].get(record_id, [])
+        if not gone:
+            return base
+        greatest = max(gone, key=precedence)
+        moved = [version for version in gone if base is not None and version.natural != base.natural]
+        place = max(moved, key=lambda version: version.natural) if moved else greatest
+        return Version(place.path, greatest.blob, greatest.load)
+
+    def was_removed(self, record_id: str, ours: Version | None, theirs: Version | None) -> bool:
+        """Whether a record the base lacks was removed in the base's history rather than added since: both sides
+        hold it, or the side that lacks it removed it since the base."""
+        if ours is not None and theirs is not None:
+            return True
+        return self.revision("theirs" if ours is not None else "ours", record_id, None) is not None
+
+
 def _three_way(record_id: str | None, base: Version | None, ours: Version | None, theirs: Version | None,
-               conflicts: list[MergeConflict], removals: list[Removal]) -> Version | None:
+               conflicts: list[MergeConflict], removals: list[Removal], removed: _Removed | None) -> Version | None:
     def same(one: Version | None, other: Version | None) -> bool:
         return one is None and other is None or one is not None and one.same(other)
 
     if same(ours, theirs):
         return ours
+    if base is None and record_id and removed is not None and removed.was_removed(record_id, ours, theirs):
+        # ids never collide, so such a record was there before and removed in the base's history, and brought back
+        # on a side (a revision or a move standing over the removal): what the base's history removed is the
+        # record's base, so the merge is the same as had the two sides met before that removal
+        base = removed.revision("base", record_id, None)
     if same(ours, base) or same(theirs, base):
         removed_by: Side = "theirs" if same(ours, base) else "ours"
         kept = theirs if same(ours, base) else ours
         if kept is None and base is not None:
             removals.append(Removal(removed_by, record_id, base))
         return kept
-    if ours is None or theirs is None:  # removed on one side, revised on the other: the revision stays
+    if ours is None or theirs is None:  # removed on one side, revised (or moved) on the other
         kept_side: Side = "ours" if ours is not None else "theirs"
         standing = ours if ours is not None else theirs
         assert standing is not None  # both None would be equal, taken above
+        remover: Side = "theirs" if kept_side == "ours" else "ours"
+        gone = removed.revision(remover, record_id, base) if removed is not None and record_id else None
+        if gone is not None:
+            place = _merged_place(base, gone, standing) if base is not None else gone
+            if place.natural == gone.natural and (gone.blob == standing.blob or precedence(gone) > precedence(standing)):
+                # The removal removed this version, or one that stands over it where it stands (as they would
+                # have been merged had they met before the removal): the removal applies, and a version it
+                # never saw is listed against the one it removed, as two concurrent versions are.
+                if not gone.same(standing):
+                    conflicts.append(MergeConflict("revised_on_both", record_id, gone, remover, standing, base))
+                removals.append(Removal(remover, record_id, gone))
+                return None
+            # Otherwise the record stays, where the two sides' moves put it, with the greater of the two revisions:
+            # a move the remover never saw is a change it did not remove.
+            data = gone if precedence(gone) > precedence(standing) else standing
+            standing = Version(place.path, data.blob, data.load)
         conflicts.append(MergeConflict("removed_and_revised", record_id, standing, kept_side, None, base))
         return standing
     kept_side = "ours" if precedence(ours) > precedence(theirs) else "theirs"
@@ -417,15 +490,19 @@ def _place_and_bytes(base: Version, ours: Version, theirs: Version, kept: Versio
         data, bytes_differ = theirs, False
     else:
         data, bytes_differ = kept, True
-    if ours.natural == theirs.natural:
-        place, places_differ = data, False
-    elif theirs.natural == base.natural:
-        place, places_differ = ours, False
-    elif ours.natural == base.natural:
-        place, places_differ = theirs, False
-    else:  # moved to two places: the greater path, whichever version stands, so any order of merges agrees
-        place, places_differ = max((ours, theirs), key=lambda version: version.natural), True
+    place = data if ours.natural == theirs.natural else _merged_place(base, ours, theirs)
+    places_differ = len({base.natural, ours.natural, theirs.natural}) == 3
     return Version(place.path, data.blob, data.load), bytes_differ or places_differ
+
+
+def _merged_place(base: Version, ours: Version, theirs: Version) -> Version:
+    """The side whose place a file merged from ``base`` takes: the one that moved it; moved to two places, the
+    greater path, whichever version stands, so any order of merges agrees."""
+    if theirs.natural == base.natural:
+        return ours
+    if ours.natural == base.natural:
+        return theirs
+    return max((ours, theirs), key=lambda version: version.natural)
 
 
 def _place(files: dict[str, bytes | Hashable], winners: list[Version],

@@ -351,9 +351,10 @@ def _replay_conflicts(runtime: SyncRuntime, history: GitHistory, head: str | Non
         ours, theirs = _synced_tree(history, parents[0]), _synced_tree(history, parents[1])
         bases = sorted(history.merge_bases(*parents))
         base = _base_state(history, bases) if bases else {}
+        removed = _removed(history, bases, parents[:1], parents[1:])
         base = _held_versions_as_base(history, base, bases, (parents[0], ours), (parents[1], theirs))
         load = _blob_loader(history, [base, ours, theirs])
-        _record_conflicts(runtime, merge_vaults(base, ours, theirs, load=load).conflicts, remote, machine)
+        _record_conflicts(runtime, merge_vaults(base, ours, theirs, load=load, removed=removed).conflicts, remote, machine)
 
 
 def _record_conflicts(runtime: SyncRuntime, conflicts: Iterable[MergeConflict], remote: str, machine: str) -> None:
@@ -455,9 +456,12 @@ def _merge(runtime: SyncRuntime, history: GitHistory, head: str, tip: str, remot
     if not bases:
         raise refused("other_store", f"the history of machine {machine} on remote {remote} shares no "
                                                  "commit with this store's: it is another store's history")
-    base = _held_versions_as_base(history, _base_state(history, bases), bases, (head, ours), (tip, theirs))
+    base = _base_state(history, bases)
+    removed = _removed(history, bases, [head], [tip])
+    base = _held_versions_as_base(history, base, bases, (head, ours), (tip, theirs))
     load = _blob_loader(history, [base, ours, theirs])
-    _merge_result(runtime, history, ours, merge_vaults(base, ours, theirs, load=load), load, tip, remote, machine)
+    _merge_result(runtime, history, ours, merge_vaults(base, ours, theirs, load=load, removed=removed), load, tip, remote,
+                  machine)
 
 
 def _merge_result(runtime: SyncRuntime, history: GitHistory, ours: dict[str, str], merged: MergeResult,
@@ -477,13 +481,26 @@ def _base_state(history: GitHistory, bases: list[str]) -> dict[str, str]:
     """The merge base's files; several bases (criss-cross merges) are merged first, in a fixed order,
     each pair from its own bases, as git's recursive strategy does, so every machine gets one base."""
     state = _synced_tree(history, bases[0])
-    for other in bases[1:]:
+    for at, other in enumerate(bases[1:], start=1):
         below = sorted(history.merge_bases(bases[0], other))
         base = _base_state(history, below) if below else {}
         theirs = _synced_tree(history, other)
         load = _blob_loader(history, [base, state, theirs])
-        state = {path: str(blob) for path, blob in merge_vaults(base, state, theirs, load=load).files.items()}
+        merged = merge_vaults(base, state, theirs, load=load, removed=_removed(history, below, bases[:at], [other]))
+        state = {path: str(blob) for path, blob in merged.files.items()}
     return state
+
+
+def _removed(history: GitHistory, bases: list[str], ours: list[str],
+             theirs: list[str]) -> Callable[[str], list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]]:
+    """``merge_vaults``'s ``removed``: what each side's own commits since the bases removed and wrote, and the
+    same for the bases' own history; read from git only when the merge asks."""
+    def removed(side: str) -> list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
+        if side == "base":
+            return history.removals_since(bases)
+        return history.removals_since(ours if side == "ours" else theirs, bases)
+
+    return removed
 
 
 def _held_versions_as_base(history: GitHistory, base: dict[str, str], bases: list[str],

@@ -213,3 +213,21 @@ def test_a_merge_commit_on_a_vault_with_no_history_is_refused(tmp_path: Path) ->
     with pytest.raises(GitError, match="needs a history to merge into"):
         h.commit([put(h, "private/b.md", b"b\n")], "merge", existing=lambda: [], merge_parents=[tip])
     assert h.head() is None
+
+
+def test_removals_since_lists_what_each_commit_that_is_no_merge_removed_and_wrote(tmp_path: Path) -> None:
+    h = history(tmp_path)
+    base = h.commit([put(h, "private/a.md", b"a\n"), put(h, "private/b.md", b"b\n")], "base", existing=lambda: [])
+    blob = h.tree(base)
+    (h.vault / "private" / "a.md").rename(h.vault / "private" / "moved.md")
+    moved = h.commit([CommitFile("private/moved.md", b"a\n")], "moved by hand", removals=["private/a.md"])
+    (h.vault / "private" / "b.md").unlink()
+    removed = h.commit([], "removed", removals=["private/b.md"])
+    merged = h.commit([put(h, "private/c.md", b"c\n")], "a merge removes nothing first-hand",
+                      removals=["private/moved.md"], merge_parents=[base])
+    assert h.removals_since([merged], [base]) == [
+        ([("private/b.md", blob["private/b.md"])], []),
+        ([("private/a.md", blob["private/a.md"])], [("private/moved.md", blob["private/a.md"])]),
+    ]
+    assert h.removals_since([removed], [moved]) == [([("private/b.md", blob["private/b.md"])], [])]
+    assert h.removals_since([base]) == [] and h.removals_since([]) == []

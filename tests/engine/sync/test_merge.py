@@ -140,6 +140,47 @@ def test_a_record_removed_on_one_side_and_revised_on_the_other_stays_revised() -
     assert not result.removals
 
 
+def test_a_removal_of_a_revision_that_stands_over_the_other_sides_revision_applies_and_lists_it() -> None:
+    # ours revised the page (later) and then removed it; theirs revised it meanwhile
+    base = base_state()
+    removed_here = revised(base[PAGE], body="ours, then removed", updated_at="2026-01-02T00:00:00Z")
+    ours = {path: data for path, data in base.items() if path != PAGE}
+    theirs = {**base, PAGE: revised(base[PAGE], body="theirs", updated_at="2026-01-01T12:00:00Z")}
+    told = {"ours": [([(PAGE, removed_here)], [])], "theirs": [], "base": []}
+    result = merge_vaults(base, ours, theirs, removed=told.__getitem__)
+    assert PAGE not in result.files
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.kept_side, conflict.kept.data, conflict.other.data) == (
+        "revised_on_both", "ours", removed_here, theirs[PAGE])
+    [removal] = result.removals
+    assert (removal.side, removal.base.data) == ("ours", removed_here)
+    swapped = {"ours": [], "theirs": told["ours"], "base": []}
+    assert merge_vaults(base, theirs, ours, removed=swapped.__getitem__).files == result.files
+
+
+def test_a_removal_of_an_earlier_revision_than_the_other_sides_leaves_that_revision() -> None:
+    base = base_state()
+    removed_here = revised(base[PAGE], body="ours, then removed", updated_at="2026-01-01T12:00:00Z")
+    ours = {path: data for path, data in base.items() if path != PAGE}
+    theirs = {**base, PAGE: revised(base[PAGE], body="theirs", updated_at="2026-01-02T00:00:00Z")}
+    told = {"ours": [([(PAGE, removed_here)], [])], "theirs": [], "base": []}
+    result = merge_vaults(base, ours, theirs, removed=told.__getitem__)
+    assert result.files[PAGE] == theirs[PAGE]
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.kept_side, conflict.other) == ("removed_and_revised", "theirs", None)
+
+
+def test_a_file_moved_and_removed_in_one_commit_is_moved_not_removed() -> None:
+    # a rename is read from git as a removal and a write in one commit: it tells nothing of a removal
+    base = base_state()
+    moved = "private/pages/person/alice-moved.md"
+    ours = {path: data for path, data in base.items() if path != PAGE}
+    theirs = {**base, PAGE: revised(base[PAGE], body="theirs")}
+    told = {"ours": [([(PAGE, base[PAGE])], [(moved, base[PAGE])])], "theirs": [], "base": []}
+    result = merge_vaults(base, ours, theirs, removed=told.__getitem__)
+    assert result.files[PAGE] == theirs[PAGE]
+
+
 def test_a_record_moved_on_one_side_follows_its_id() -> None:
     base = base_state()
     moved = "private/pages/person/alice-smith.md"

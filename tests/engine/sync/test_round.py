@@ -182,6 +182,31 @@ def test_three_machines_merging_in_different_orders_end_byte_identical(
         assert [conflict["recordId"] for conflict in machine.status()["conflicts"]] == [ids["dana"]], machine.name
 
 
+def test_a_removal_of_the_revision_that_stands_removes_the_page_on_every_machine(
+        machines: MachineFactory, remote: str) -> None:
+    a, b, ids = pair(machines, remote)
+    a.save("atlas", "Atlas", "The restoration project.")  # so that the private partition is never empty
+    settle(a, b)
+    c = machines("c")
+    c.clone(remote)
+    b.revise("dana-b", ids["dana"], 1, "Dana Whitaker", "Keeps the lighthouse. Sails.")  # revision 2, not pushed
+    c.revise("dana-c", ids["dana"], 1, "Dana Whitaker", "Keeps the lighthouse. Rows.")
+    c.revise("dana-c2", ids["dana"], 2, "Dana Whitaker", "Keeps the lighthouse. Rows daily.")  # revision 3
+    c.sync()
+    a.sync()  # a takes c's revision 3 and removes the page
+    (a.vault / "private" / a.get(ids["dana"])["path"]).unlink()
+    a.sync()
+    b.sync()  # b's revision 2 meets a's removal of revision 3: the removal applies, b's is listed
+    settle(c, b, a)
+    assert a.files() == b.files() == c.files()
+    for machine in (a, b, c):
+        with pytest.raises(NotFound):
+            machine.get(ids["dana"])
+    [conflict] = b.status()["conflicts"]
+    assert (conflict["recordId"], conflict["kind"]) == (ids["dana"], "revised_on_both")
+    assert (conflict["standing"]["revision"], conflict["other"]["revision"]) == (3, 2)
+
+
 def test_nothing_new_makes_no_commit_and_no_push(machines: MachineFactory, remote: str) -> None:
     a, b, _ = pair(machines, remote)
     a.save("atlas", "Atlas", "The restoration project.")
