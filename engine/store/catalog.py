@@ -442,7 +442,7 @@ class Catalog(CatalogReads):
         self.db.executemany("DELETE FROM mentions WHERE partition = ? AND path = ?", replaced)
         self.db.executemany("INSERT INTO mentions (partition, path, target) VALUES (?, ?, ?)",
                             [(entry.row["partition"], entry.row["path"], target) for entry in pending
-                             for target in _mentioned(entry.row["frontmatter"])])
+                             for target in _mentioned(entry.row["frontmatter"], entry.row["record_id"])])
 
     def fill_mentions(self) -> None:
         """Record the ids every catalogued frontmatter holds, once, for a store catalogued before ``mentions``
@@ -452,9 +452,10 @@ class Catalog(CatalogReads):
         with self.db.atomic():
             self.db.execute("DELETE FROM mentions")
             self.db.executemany("INSERT INTO mentions (partition, path, target) VALUES (?, ?, ?)",
-                                ((partition, path, target) for partition, path, frontmatter in self.db.iterate_tuples(
-                                    "SELECT partition, path, frontmatter FROM catalog WHERE frontmatter IS NOT NULL")
-                                 for target in _mentioned(frontmatter)))
+                                ((partition, path, target) for partition, path, record_id, frontmatter in
+                                 self.db.iterate_tuples("SELECT partition, path, record_id, frontmatter FROM catalog "
+                                                        "WHERE frontmatter IS NOT NULL")
+                                 for target in _mentioned(frontmatter, record_id)))
             self.db.execute("DELETE FROM meta WHERE key = 'mentions_unfilled'")
 
     def _load_descriptor(self, partition: str, reader: TreeReader, relpath: str, info: FileStat) -> None:
@@ -712,9 +713,10 @@ class Catalog(CatalogReads):
         return collected
 
 
-def _mentioned(frontmatter: str | None) -> set[str]:
-    """The generated ids a row's frontmatter text holds (``mentions``)."""
-    return generated_ids_in(frontmatter) if frontmatter is not None else set()
+def _mentioned(frontmatter: str | None, record_id: str | None) -> set[str]:
+    """The generated ids a row's frontmatter text holds (``mentions``), less its own: a record is never among
+    those that mention its id, nor is another file with that id."""
+    return generated_ids_in(frontmatter) - {record_id} if frontmatter is not None else set()
 
 
 def _chunks(items: list[str]) -> Iterator[list[str]]:
