@@ -102,6 +102,7 @@ class StoreRuntime(WriteGroups):
         self.changes = changes or ChangeFeed()
         self.settings = settings
         self.catalog = Catalog(store)
+        self.catalog.fill_mentions()  # once, for a store catalogued before they were kept
         self.indexes = SearchIndexes(store, self.catalog, analyzer)
         self.embeddings = embeddings
         self.vectors = VectorIndex(store, self.catalog, passages_wanted=self._evidence_passages_wanted,

@@ -48,6 +48,15 @@ def is_generated_id(value: str) -> bool:
     return _GENERATED_PATTERN.fullmatch(value) is not None
 
 
+def generated_ids_in(text: str) -> set[str]:
+    """Every id as ``new_id`` makes them that occurs anywhere in ``text``, even inside a longer word.
+
+    One left-to-right pass finds them all: two of them never overlap, since an id's ULID holds no ``_`` and
+    no prefix ends with another.
+    """
+    return set(_GENERATED_PATTERN.findall(text))
+
+
 def is_record_id(value: object) -> bool:
     return isinstance(value, str) and _ID_PATTERN.fullmatch(value) is not None
 

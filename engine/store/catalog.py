@@ -31,7 +31,7 @@ from ..vault.evidence import DESCRIPTOR_MAX_BYTES, SourceDescriptor, parse_descr
 from ..core.files import TreeReader, sha256_bytes, sha256_file
 from ..core.findings import Finding, has_errors
 from ..vault.frontmatter import RECORD_MAX_BYTES
-from ..core.ids import format_timestamp, utc_now
+from ..core.ids import format_timestamp, generated_ids_in, utc_now
 from ..vault.record_view import RecordView, view_of
 from ..vault.ontology import Ontology
 from ..vault.records import Record
@@ -433,12 +433,30 @@ class Catalog(CatalogReads):
             feed.add(fed)
         else:
             self.db.executemany(_UPSERT_RECORD, [entry.row for entry in pending])
-        self.db.executemany("DELETE FROM names WHERE partition = ? AND path = ?",
-                            [(entry.row["partition"], entry.row["path"]) for entry in pending
-                             if known is None or entry.row["path"] in known])
+        replaced = [(entry.row["partition"], entry.row["path"]) for entry in pending
+                    if known is None or entry.row["path"] in known]
+        self.db.executemany("DELETE FROM names WHERE partition = ? AND path = ?", replaced)
         self.db.executemany("INSERT INTO names (partition, path, key) VALUES (?, ?, ?)",
                             [(entry.row["partition"], entry.row["path"], key)
                              for entry in pending for key in entry.names])
+        self.db.executemany("DELETE FROM mentions WHERE partition = ? AND path = ?", replaced)
+        self.db.executemany("INSERT INTO mentions (partition, path, target) VALUES (?, ?, ?)",
+                            [(entry.row["partition"], entry.row["path"], target) for entry in pending
+                             for target in _mentioned(entry.row["frontmatter"], entry.row["record_id"])])
+
+    def fill_mentions(self) -> None:
+        """Record the ids every catalogued frontmatter holds, once, for a store catalogued before ``mentions``
+        was kept (its migration leaves a mark in ``meta``); until then ``mentioning`` reads every frontmatter."""
+        if self.db.one("SELECT 1 FROM meta WHERE key = 'mentions_unfilled'") is None:
+            return
+        with self.db.atomic():
+            self.db.execute("DELETE FROM mentions")
+            self.db.executemany("INSERT INTO mentions (partition, path, target) VALUES (?, ?, ?)",
+                                ((partition, path, target) for partition, path, record_id, frontmatter in
+                                 self.db.iterate_tuples("SELECT partition, path, record_id, frontmatter FROM catalog "
+                                                        "WHERE frontmatter IS NOT NULL")
+                                 for target in _mentioned(frontmatter, record_id)))
+            self.db.execute("DELETE FROM meta WHERE key = 'mentions_unfilled'")
 
     def _load_descriptor(self, partition: str, reader: TreeReader, relpath: str, info: FileStat) -> None:
         try:
@@ -500,6 +518,7 @@ class Catalog(CatalogReads):
             return False
         self.db.execute("DELETE FROM sources WHERE partition = ? AND path = ?", (partition, finding.path))
         self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, finding.path))
+        self.db.execute("DELETE FROM mentions WHERE partition = ? AND path = ?", (partition, finding.path))
         self.db.execute(
             "INSERT INTO catalog (partition, path, file_status, findings, file_size, mtime_ns, ctime_ns, ino) "
             "VALUES (?, ?, 'unreadable', ?, ?, ?, ?, ?) ON CONFLICT(partition, path) DO UPDATE SET "
@@ -529,6 +548,7 @@ class Catalog(CatalogReads):
         self.db.execute("DELETE FROM sources WHERE partition = ? AND path = ?", (partition, relpath))
         self.db.execute("DELETE FROM names WHERE partition = ? AND path = ?", (partition, relpath))
         self.db.execute("DELETE FROM refs WHERE partition = ? AND path = ?", (partition, relpath))
+        self.db.execute("DELETE FROM mentions WHERE partition = ? AND path = ?", (partition, relpath))
         return row["record_id"] if row is not None else None
 
     def _record_events(self, partition: str, report: SyncReport,
@@ -691,6 +711,12 @@ class Catalog(CatalogReads):
             collected.extend(json.loads(row["findings"]))
         collected.sort(key=lambda item: (item.get("severity", "error") != "error", item.get("path", "")))
         return collected
+
+
+def _mentioned(frontmatter: str | None, record_id: str | None) -> set[str]:
+    """The generated ids a row's frontmatter text holds (``mentions``), less its own: a record is never among
+    those that mention its id, nor is another file with that id."""
+    return generated_ids_in(frontmatter) - {record_id} if frontmatter is not None else set()
 
 
 def _chunks(items: list[str]) -> Iterator[list[str]]:

@@ -1,7 +1,7 @@
 """What the rest of the engine reads of the catalog: frozen rows, and the current-record rule once.
 
 Only the store package touches the catalog's tables (``catalog``,
-``revisions``, ``names``, ``sources``, ``events``, ``partition_state``,
+``revisions``, ``names``, ``mentions``, ``sources``, ``events``, ``partition_state``,
 ``index_removals``).  Every other package asks ``CatalogReads`` (the read
 half of ``Catalog``) and gets frozen rows back: ``RecordRow`` for a file the
 catalog knows, ``RevisionRow`` for a kept revision, ``SourceRow`` for a
@@ -23,6 +23,7 @@ from typing import Any, Callable, Hashable, Literal, NamedTuple, Sequence, TypeV
 
 from ..core.answers import TypedDict
 from ..core.db import Database
+from ..core.ids import is_generated_id
 from ..vault.evidence import DescriptorData
 from ..vault.ontology import Ontology
 from ..vault.record_view import EMPTY, RecordView, view_of
@@ -483,10 +484,21 @@ class CatalogReads:
             {"partition": partition, "title": title, "id": record_id, "limit": limit})]
 
     def mentioning(self, partition: str, record_id: str, limit: int) -> list[RecordRow]:
-        """Up to ``limit`` other listed records whose frontmatter holds the text ``record_id``, newest first."""
+        """Up to ``limit`` other listed records whose frontmatter holds the text ``record_id``, newest first.
+
+        A generated id is looked up in ``mentions``, which holds every generated id of every frontmatter; any
+        other id (an owner may choose one, and it may be a common word) is searched for in every frontmatter.
+        Rows alike in both keys (one id in two files) come by path, so both ways give one order.
+        """
+        if not is_generated_id(record_id) or self.db.one(
+                "SELECT 1 FROM meta WHERE key = 'mentions_unfilled'") is not None:
+            return [record_row(row) for row in self.db.tuples(
+                f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_LISTED} AND c.record_id != ? "
+                f"AND instr(c.frontmatter, ?) > 0 {_NEWEST}, c.path LIMIT ?", (partition, record_id, record_id, limit))]
         return [record_row(row) for row in self.db.tuples(
-            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_LISTED} AND c.record_id != ? "
-            f"AND instr(c.frontmatter, ?) > 0 {_NEWEST} LIMIT ?", (partition, record_id, record_id, limit))]
+            f"SELECT {RECORD_COLUMNS} FROM mentions m JOIN catalog c ON c.partition = m.partition AND c.path = m.path "
+            f"WHERE m.partition = ? AND m.target = ? AND {_LISTED} AND c.record_id != ? {_NEWEST_OF_FEW}, +c.path "
+            "LIMIT ?", (partition, record_id, record_id, limit))]
 
     def pages_citing(self, partition: str, source_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(source id, path) of the current pages whose evidence cites one of ``source_ids``, as the reference

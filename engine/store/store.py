@@ -368,6 +368,19 @@ STATE_MIGRATIONS = [
     ("0011_outbox_pending", """
         CREATE INDEX outbox_pending ON outbox (publication_seq) WHERE state = 'pending'
     """),
+    # The generated ids each catalog row's frontmatter text holds, so a record page finds the records that
+    # mention it without reading every frontmatter of the partition (engine/store/catalog_reads.py
+    # ``mentioning``).  The rows already catalogued are read once when the store next opens (``meta``'s mark).
+    ("0012_mentions", """
+        CREATE TABLE mentions (
+            partition TEXT NOT NULL,
+            path TEXT NOT NULL,
+            target TEXT NOT NULL
+        );
+        CREATE INDEX mentions_target ON mentions (partition, target);
+        CREATE INDEX mentions_path ON mentions (partition, path);
+        INSERT INTO meta (key, value) VALUES ('mentions_unfilled', '1')
+    """),
 ]
 
 

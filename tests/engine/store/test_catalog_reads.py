@@ -20,7 +20,7 @@ from tests.test_engine_layers import ENGINE
 
 FILE_STATUSES = ("ok", "invalid", "withheld", "unreadable")
 LIFECYCLES = ("active", "superseded", "withdrawn")
-OWNED_TABLES = ("catalog", "revisions", "names", "sources", "events", "partition_state", "index_removals",
+OWNED_TABLES = ("catalog", "revisions", "names", "mentions", "sources", "events", "partition_state", "index_removals",
                 "catalog_changes", "publications", "publication_files", "outbox")
 _SQL_ON_OWNED = re.compile(rf"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(?:{'|'.join(OWNED_TABLES)})\b")  # SQL keywords are written in capitals
 
