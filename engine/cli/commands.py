@@ -266,7 +266,7 @@ def cmd_reindex(args: argparse.Namespace, state: StateDir) -> int:
 
 def cmd_search(args: argparse.Namespace, state: StateDir) -> int:
     with open_desk(state) as desk:
-        result = desk.search(args.agent, args.query, args.limit, args.mode)
+        result = desk.search(args.agent, args.query, args.limit, args.mode, args.links)
         here = isinstance(desk, LocalDesk)
     bold = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # the query's words in bold on a terminal
     _print(result, args.json, lambda r: "\n".join([_mode_line(r, here), *(_hit_lines(hit, bold) for hit in r["hits"])])
@@ -535,6 +535,9 @@ def build_parser() -> argparse.ArgumentParser:
     search_cmd.add_argument("--mode", choices=("auto", "keyword", "hybrid"), default="auto",
                             help="keyword, hybrid (keyword and the installed embedding model), or auto: hybrid when "
                                  "an embedding model is installed (default)")
+    search_cmd.add_argument("--links", action="store_true",
+                            help="list relationship records (links between notes) too; by default pages and claims, "
+                                 "as the window's search lists them")
     search_cmd.add_argument("--json", action="store_true", help="print the hits as JSON, with their references")
     search_cmd.set_defaults(handler=cmd_search)
 

@@ -57,6 +57,7 @@ from ..wire.operator_client import OperatorConnection, OperatorError
 REMOTE_REPLY_TIMEOUT_S = None
 JOB_POLL_S = 0.2  # how often a command following an engine job asks how far it is
 JOB_FINISHED = ("done", "failed", "cancelled")
+NOTE_KINDS = ("page", "claim")  # what the owner's search lists unless links are asked for, as in the window
 COUNTED_PHASES = ("writing", "linking", "indexing")  # an import job's phases with a count the command prints
 
 
@@ -87,7 +88,7 @@ class SettingsView(TypedDict):
 class Desk(Protocol):
     """What the commands ask of the owner's desk; every answer is plain JSON data."""
 
-    def search(self, agent: str, query: str, limit: int, mode: str) -> dict[str, Any]: ...
+    def search(self, agent: str, query: str, limit: int, mode: str, links: bool = False) -> dict[str, Any]: ...
     def doctor(self) -> dict[str, Any]: ...
     def reindex(self) -> list[dict[str, Any]]: ...
     def agents(self) -> list[dict[str, Any]]: ...
@@ -194,9 +195,9 @@ class LocalDesk:
     def _engine(self) -> Engine:
         return Engine(self.state, watch=False)
 
-    def search(self, agent: str, query: str, limit: int, mode: str) -> dict[str, Any]:
+    def search(self, agent: str, query: str, limit: int, mode: str, links: bool = False) -> dict[str, Any]:
         with self._engine() as engine:
-            return engine.owner_search(OperatorCaller(agent), {"query": query, "limit": limit, "mode": mode})
+            return engine.owner_search(OperatorCaller(agent), _search_params(query, limit, mode, links))
 
     def doctor(self) -> dict[str, Any]:
         with self._engine() as engine:
@@ -340,6 +341,12 @@ class LocalDesk:
         return _settings_view(source)
 
 
+def _search_params(query: str, limit: int, mode: str, links: bool) -> dict[str, Any]:
+    """The owner's search as the command asks it: pages and claims, as the window lists them, unless ``links``
+    asks for relationship records too."""
+    return {"query": query, "limit": limit, "mode": mode, **({} if links else {"kinds": list(NOTE_KINDS)})}
+
+
 def _suggest_params(store: str | None, agent: str | None, precision: float,
                     pointer_precision: float) -> dict[str, Any]:
     return {"store": store, "agent": agent, "precision": precision, "pointerPrecision": pointer_precision}
@@ -366,8 +373,8 @@ class RemoteDesk:
         """The engine's answer to ``operator/<method>``, as JSON (the method declares its shape)."""
         return self.connection.call("operator/" + method, params)
 
-    def search(self, agent: str, query: str, limit: int, mode: str) -> dict[str, Any]:
-        return self._call("search", {"agent": agent, "query": query, "limit": limit, "mode": mode})
+    def search(self, agent: str, query: str, limit: int, mode: str, links: bool = False) -> dict[str, Any]:
+        return self._call("search", {"agent": agent, **_search_params(query, limit, mode, links)})
 
     def doctor(self) -> dict[str, Any]:
         return self._call("doctor")

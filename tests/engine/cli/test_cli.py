@@ -483,7 +483,7 @@ def test_search_prints_a_line_for_each_hit_and_its_snippet_on_one_indented_line(
     assert main(["--state-dir", str(state_dir.root), "demo"]) == 0
     capsys.readouterr()
 
-    assert main(["--state-dir", str(state_dir.root), "search", "Dana"]) == 0
+    assert main(["--state-dir", str(state_dir.root), "search", "Dana", "--links"]) == 0
     mode, *lines = capsys.readouterr().out.splitlines()
 
     # No embedding model is installed here: the first line says the search is keyword's, and why.
@@ -494,6 +494,21 @@ def test_search_prints_a_line_for_each_hit_and_its_snippet_on_one_indented_line(
     assert hits and len(hits) + len(snippets) == len(lines)  # nothing else: no line a snippet broke off
     assert all(line.strip() for line in snippets)  # a hit without a snippet (a relationship) has no empty line
     assert any(" relationship " in line for line in hits) and len(snippets) < len(hits)
+
+
+def test_search_lists_pages_and_claims_as_the_window_does_and_links_when_asked(
+        state_dir: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo's links name Dana ("Dana Whitaker works on Atlas Migration"): the owner's search lists her page
+    and claims, not the links between notes, unless --links asks for them too."""
+    assert main(["--state-dir", str(state_dir.root), "demo"]) == 0
+    capsys.readouterr()
+
+    def kinds(*extra: str) -> list[str]:
+        assert main(["--state-dir", str(state_dir.root), "search", "Dana", "--json", *extra]) == 0
+        return [hit["kind"] for hit in json.loads(capsys.readouterr().out)["hits"]]
+
+    assert "page" in kinds() and set(kinds()) <= {"page", "claim"}
+    assert "relationship" in kinds("--links") and set(kinds()) < set(kinds("--links"))
 
 
 def test_search_lists_nothing_for_a_question_whose_meaningful_words_match_nothing(
