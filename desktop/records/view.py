@@ -37,6 +37,7 @@ from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.times import brief_ago, exact_time, local_now
 from ..common.widgets import plain_label, table
 from ..tasks import EngineTasks, says_no_store
+from .conversations import shown_snippet
 from .graph import ConnectionsWindow
 from .page import RecordPage
 from .snippets import show_snippets
@@ -84,8 +85,9 @@ RECORD_COLUMNS = [
            tooltip=lambda r: exact_time(r.get("updatedAt"), local_now()), whole=True),
     Column("Status", lambda r: r.get("status"), whole=True),  # "current", "superseded": never "curr…"
 ]
-# Painted by snippets.py on up to three lines, the query's words in bold; its text is the words alone.
-SNIPPET_COLUMN = Column("Snippet", lambda r: " ".join((r.get("snippet") or "").split()))
+# Painted by snippets.py on up to three lines, the query's words in bold; its text is the words alone (an
+# imported conversation's times in local time, as painted).
+SNIPPET_COLUMN = Column("Snippet", lambda r: " ".join(shown_snippet(r, local_now())[0].split()))
 SEARCH_COLUMNS = [
     # The snippet says more; in a small window the title keeps room for a word a line (search rows are three
     # lines tall, and the title wraps over them).
