@@ -157,9 +157,12 @@ class RecordPage(QWidget):
         self._heading_wanted: str | None = None  # a [[Note#Heading]] followed: the heading to show it at
         self.links: dict[str, Any] | None = None
         self._links_settled = False  # the links asked with the record answered or failed: the body can be made
+        self._history_settled = False  # the history asked with the record answered or failed: the page is loaded
+        self._rest_coming = False  # a long note's first part is shown, the rest to be parsed once the page loaded
         self._parsed: BodyParse | None = None  # a body parsed (in part, for a long one) and not yet made
-        # A long note new on the page shows its first part at once, the rest parsed a part a tick (nothing
-        # slow on the GUI thread at a time): a 200 KB note's first screen is read in a tenth of a second.
+        # A long note new on the page shows its first part at once, the rest parsed a part a tick once the page
+        # has loaded (nothing slow on the GUI thread at a time, and the engine's answers not kept waiting behind
+        # it): a 200 KB note's first screen is read in a tenth of a second.
         self.rest_timer = QTimer(self)
         self.rest_timer.setInterval(0)
         self.rest_timer.timeout.connect(self._on_rest_tick)
@@ -221,7 +224,7 @@ class RecordPage(QWidget):
         self._generation += 1
         self.rest_timer.stop()
         self.record = self.links = self.shown_id = None
-        self._links_settled = False
+        self._links_settled = self._history_settled = self._rest_coming = False
         self.request_button.setEnabled(False)
         self.graph_button.setEnabled(False)
         self.header.show_html('<div class="muted">Choose a record on the left.</div>')
@@ -276,7 +279,7 @@ class RecordPage(QWidget):
         if self.shown_id is None or self.agent is None:
             return
         self._generation += 1
-        self._links_settled = False  # the body shown stays until the record and its links are read again
+        self._links_settled = self._history_settled = False  # what is shown stays until read again
         self._load(self.shown_id, keep_revisions=self.history.chosen_revisions(), again=True)
 
     def _load(self, record_id: str, *, keep_revisions: list[tuple[Any, Any]] | None = None,
@@ -317,9 +320,13 @@ class RecordPage(QWidget):
         self.tasks.request("operator/record", params, current(self._on_record), on_error=unreadable, owner=self)
         self.tasks.request("operator/links", params, current(self._on_links), on_error=unread(links_unread),
                            owner=self)
+        def history_unread(message: str) -> None:
+            self.history.model.set_failed(message)
+            self._on_history_settled()
+
         self.tasks.request("operator/history", params,
                            current(lambda history: self._on_history(history, keep_revisions)),
-                           on_error=unread(self.history.model.set_failed), owner=self)
+                           on_error=unread(history_unread), owner=self)
 
     def _show_gone(self, message: str) -> None:
         """The record shown can no longer be read: say so where it was, keep its History (what it was)."""
@@ -399,9 +406,12 @@ class RecordPage(QWidget):
             # note read again in place, or opened at a heading, is made whole (the reader's place is in it).
             first = parsing.render(known) + REST_COMING_HTML
             self._render(self.body, lambda: self.body.show_html(first))
-            self.rest_timer.start()
+            self._rest_coming = True
+            if self._history_settled:
+                self.rest_timer.start()
             return
         self.rest_timer.stop()
+        self._rest_coming = False
         self._render(self.body, lambda: self.body.show_html(self._body_html(text, known)))
         if self._heading_wanted is not None:  # opened by a [[Note#Heading]] link: at that heading
             self.body.scrollToAnchor(heading_anchor(self._heading_wanted))
@@ -449,7 +459,14 @@ class RecordPage(QWidget):
         self.history.show_history(self.agent or "", history, keep_revisions)
         if self.record is not None and self.record.get("id") == history["id"]:
             self._show_header()
+        self._on_history_settled()
         self.sig_content_loaded.emit(history["id"])
+
+    def _on_history_settled(self) -> None:
+        """The page has loaded: the rest of a long note shown in part is parsed now."""
+        self._history_settled = True
+        if self._rest_coming:
+            self.rest_timer.start()
 
     def show_diff(self, old: int, new: int) -> None:
         """Compare two revisions of the record shown (History shows the comparison)."""
