@@ -9,7 +9,7 @@ problem, blue for a confirmation), chosen for the light or dark palette.
 from __future__ import annotations
 
 import html
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPalette
@@ -33,6 +33,7 @@ from ..tasks import Unreachable, says_no_store
 
 RECORD_SCHEME = "record"
 SOURCE_SCHEME = "source"
+W = TypeVar("W", bound=QWidget)
 
 
 def esc(value: Any) -> str:
@@ -410,6 +411,15 @@ class DeskTable(QTableView):
 def table(model: Any, *, stretch_last: bool = True) -> DeskTable:
     """A read-only, row-selecting table over one of our models (see ``DeskTable``)."""
     return DeskTable(model, stretch_last=stretch_last)
+
+
+def named(widget: W, name: str, description: str = "") -> W:
+    """``widget`` with the name a screen reader says for it, and what it is for where the name alone does not
+    say: for a control no text of its own names (a list, a field, a choice, a pane of text)."""
+    widget.setAccessibleName(name)
+    if description:
+        widget.setAccessibleDescription(description)
+    return widget
 
 
 def plain_label(text: str = "") -> QLabel:

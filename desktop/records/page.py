@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 from engine.core.links import SCHEME as LINK_SCHEME
 
 from ..common.times import Clock, local_now
-from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, is_dark, plain_label
+from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, is_dark, named, plain_label
 from ..tasks import EngineTasks, Unreachable
 from .conversations import shown_body
 from .history import HistoryPanel
@@ -172,7 +172,8 @@ class RecordPage(QWidget):
         self.dialog: QDialog | None = None
         self._generation = 0
 
-        self.header = SafeTextBrowser()
+        self.header = named(SafeTextBrowser(), "Record title", "The record's title, kind, when it was updated "
+                                                               "and its revision")
         self.header.setFixedHeight(HEADER_PX[0])
         self.header.document().documentLayout().documentSizeChanged.connect(self._fit_header)
         self.request_button = QPushButton("Request a &change")
@@ -184,11 +185,14 @@ class RecordPage(QWidget):
         self.graph_button.setToolTip("A graph of this record, its relationships and the records it links to, to "
                                      "click through (View › Show connections, Ctrl+Shift+G)")
         self.graph_button.clicked.connect(self._on_graph_clicked)
-        self.body = SafeTextBrowser()
-        self.details = SafeTextBrowser()
+        self.body = named(SafeTextBrowser(), "Note", "The record's text as written, its links to other records "
+                                                     "followed with Enter")
+        self.details = named(SafeTextBrowser(), "Details", "Type, tags, aliases, dates, who wrote it, fields, "
+                                                           "evidence, and its id and hash")
         self.details.setMinimumWidth(200)
-        self.claims = SafeTextBrowser()
-        self.connections = SafeTextBrowser()
+        self.claims = named(SafeTextBrowser(), "Claims and evidence")
+        self.connections = named(SafeTextBrowser(), "Links", "The records this one links to and those that link "
+                                                             "to it")
         for browser in (self.header, self.details, self.body, self.claims, self.connections):
             browser.sig_link_activated.connect(self._on_link_activated)
         self.history = HistoryPanel(tasks, self, now=lambda: self.now())

@@ -67,7 +67,7 @@ def unnamed_controls(window: Any) -> dict[str, QWidget]:
         for page in range(stack.count()):
             _reveal(window, stack.widget(page))
             for widget in window.findChildren(QWidget):
-                if (widget.isVisible() and widget.focusPolicy() != Qt.FocusPolicy.NoFocus
+                if (widget.isVisible() and widget.focusPolicy() & Qt.FocusPolicy.TabFocus
                         and widget.focusProxy() is None and not _inner_part(widget)):
                     found[id(widget)] = widget
     return {_where(widget): widget for widget in found.values()
@@ -75,11 +75,14 @@ def unnamed_controls(window: Any) -> dict[str, QWidget]:
 
 
 def _where(widget: QWidget) -> str:
-    path = []
-    while widget is not None:
-        path.append(type(widget).__name__)
-        widget = widget.parentWidget()
-    return " < ".join(path[:4]) + f" #{id(widget)}"
+    """The widget's class, and the attribute that holds it in the nearest widget above that keeps it."""
+    above = widget.parentWidget()
+    while above is not None:
+        names = [name for name, value in vars(above).items() if value is widget]
+        if names:
+            return f"{type(above).__name__}.{names[0]} ({type(widget).__name__})"
+        above = above.parentWidget()
+    return f"{type(widget).__name__} at {hex(id(widget))}"
 
 
 def test_every_control_in_every_view_says_what_it_is_for(qtbot, connected_window) -> None:
