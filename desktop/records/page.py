@@ -324,6 +324,7 @@ class RecordPage(QWidget):
         self.tasks.request("operator/record", params, current(self._on_record), on_error=unreadable, owner=self)
         self.tasks.request("operator/links", params, current(self._on_links), on_error=unread(links_unread),
                            owner=self)
+
         def history_unread(message: str) -> None:
             self.history.model.set_failed(message)
             self._on_history_settled()
