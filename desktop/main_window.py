@@ -37,7 +37,7 @@ from engine.state.statedir import StateDir
 from . import launcher
 from .agents.view import AgentsView
 from .approvals.view import ApprovalsView
-from .common.widgets import DeskTable, MessageBar, plain_label
+from .common.widgets import DeskTable, MessageBar, named, plain_label
 from .connect.agent_dialog import ConnectAgentDialog
 from .connect.settings_dialog import SettingsDialog
 from .gate.view import GateView
@@ -188,6 +188,7 @@ class MainWindow(QMainWindow):
         self.agent_picker = QComboBox()
         self.agent_picker.setMinimumContentsLength(16)
         self.agent_picker.setToolTip("Whose private partition the views show (Ctrl+L)")
+        named(self.agent_picker, "Agent")
         self.agent_picker.currentIndexChanged.connect(self._on_agent_chosen)
         self._build_actions()
         self.connection_label = plain_label("Connecting to the Knowledge engine…")
@@ -219,7 +220,9 @@ class MainWindow(QMainWindow):
         toolbar.setMovable(False)
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.addToolBar(toolbar)
-        toolbar.addWidget(plain_label(" Agent: "))
+        agent_label = plain_label(" Agent: ")
+        agent_label.setBuddy(self.agent_picker)
+        toolbar.addWidget(agent_label)
         toolbar.addWidget(self.agent_picker)
         self.toolbar = toolbar
         self.menus = MenuBar(self)

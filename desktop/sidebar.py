@@ -137,6 +137,8 @@ class Sidebar(QListWidget):
         self.setIconSize(QSize(20, 20))
         self.setItemDelegate(_CountDelegate(self))
         self.setUniformItemSizes(True)
+        self.setAccessibleName("Views")
+        self.setAccessibleDescription("What the window shows; Ctrl+1 to Ctrl+9 and Ctrl+0 show each view")
         for number, view in enumerate(views, start=1):
             item = QListWidgetItem(view.title)
             self.addItem(item)

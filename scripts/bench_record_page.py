@@ -1,17 +1,20 @@
 """A large note's record page: its load by phase, this checkout against another, for docs/benchmarks/desktop.md.
 
     .venv/bin/python scripts/bench_record_page.py [--pairs 5] [--opens 3] [--store DIR] [--baseline CHECKOUT]
+                                                  [--platform offscreen|xcb]
 
 Writes a vault of 500 short topic notes, a hub note of 500 ``[[links]]`` to them (a Map of Content) and a
 200 KB meeting log (198 days of headings, paragraphs with wiki links, numbered and nested lists, a table,
 a code block and a quote each), and imports it with ``knowledge import markdown`` into ``--store`` (kept,
 and reused when there). Then, for each checkout in turn (``--baseline``: the other first every second
 pair), it starts that checkout's engine (``knowledge serve``) on the store and, in a process of that
-checkout's window code on Qt's offscreen platform, a Records view of 1280 by 800 that opens the meeting log,
-the hub and an ordinary note ``--opens`` times each, one after the other. Each is timed from asking for it
-(``open_record``) to its page loaded (record, links and history answered and made: ``sig_content_loaded``)
-and then drawn (the view grabbed); and by phase: each engine call as the window's worker waits for it, the
-Markdown made (parsed and rendered), and each text browser's ``setHtml``. Prints one JSON line an open,
+checkout's window code on Qt's ``--platform`` (offscreen by default; ``xcb`` under a real X server, such as
+``xvfb-run -a``), a Records view of 1280 by 800 that opens the meeting log, the hub and an ordinary note
+``--opens`` times each, one after the other. Each is timed from asking for it (``open_record``) to its page
+loaded (record, links and history answered and made: ``sig_content_loaded``) and then drawn (the view
+grabbed), then to its body shown whole and drawn (``sig_body_shown``, where the checkout shows a long note's
+first part first; else the same); and by phase: each engine call as the window's worker waits for it, the
+Markdown made (parsed and rendered, all of it), and each text browser's ``setHtml``. Prints one JSON line an open,
 then medians per checkout and note (its first open in the window's process, and its later ones, after the
 other two notes), the ratio of this checkout's to the baseline's and the load average at each run's start.
 A benchmark, not a test.
@@ -71,6 +74,7 @@ def write_vault(root: Path) -> None:
 def probe(state_root: str, opens: int) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
+    import desktop.records.markdown as markdown_module
 
     app = QApplication([])
     import desktop.records.page as page_module
@@ -97,6 +101,9 @@ def probe(state_root: str, opens: int) -> None:
     for name in ("body_html", "parse_body", "render_body"):  # whichever the checkout's page uses
         if hasattr(page_module, name):
             setattr(page_module, name, timed("markdown", getattr(page_module, name)))
+    if hasattr(markdown_module, "BodyParse"):  # a body parsed a part at a time: its parts and its rendering
+        markdown_module.parse_part = timed("markdown", markdown_module.parse_part)
+        markdown_module.BodyParse.render = timed("markdown", markdown_module.BodyParse.render)
     view = RecordsView(tasks)
     browsers = {id(getattr(view.page, name)): name for name in ("header", "body", "details", "claims", "connections")}
     setting = widgets.SafeTextBrowser.setHtml
@@ -119,6 +126,9 @@ def probe(state_root: str, opens: int) -> None:
     ids = {row["title"]: row["id"] for row in listed["records"] if row.get("title") in NOTES}
     shown: dict = {}
     view.page.sig_content_loaded.connect(lambda record_id: shown.update(id=record_id))
+    whole = getattr(view.page, "sig_body_shown", None)  # None: the checkout shows every body whole at once
+    if whole is not None:
+        whole.connect(lambda record_id: shown.update(body=record_id))
     for number in range(opens):
         for title in NOTES:
             phases.clear()
@@ -129,8 +139,12 @@ def probe(state_root: str, opens: int) -> None:
             loaded = time.perf_counter()
             view.grab()  # laid out and painted, as far as it shows
             drawn = time.perf_counter()
+            if whole is not None and shown.get("body") != ids[title]:
+                wait(lambda: shown.get("body") == ids[title])
+                view.grab()
+            finished = time.perf_counter()
             print(json.dumps({"note": title, "open": number, "loaded_ms": 1000 * (loaded - began),
-                              "shown_ms": 1000 * (drawn - began),
+                              "shown_ms": 1000 * (drawn - began), "whole_ms": 1000 * (finished - began),
                               **{name: 1000 * spent for name, spent in phases.items()}}), flush=True)
     tasks.shutdown()
 
@@ -138,12 +152,12 @@ def probe(state_root: str, opens: int) -> None:
 # --- the runner -----------------------------------------------------------------------------------
 
 
-def _knowledge(checkout: Path, *args: str, **kwargs):  # type: ignore[no-untyped-def]
-    env = {**os.environ, "PYTHONPATH": str(checkout), "QT_QPA_PLATFORM": "offscreen"}
+def _knowledge(checkout: Path, *args: str, platform: str = "offscreen", **kwargs):  # type: ignore[no-untyped-def]
+    env = {**os.environ, "PYTHONPATH": str(checkout), "QT_QPA_PLATFORM": platform}
     return subprocess.Popen([sys.executable, *args], cwd=checkout, env=env, **kwargs)
 
 
-def one_run(checkout: Path, store: Path, opens: int) -> list[dict]:
+def one_run(checkout: Path, store: Path, opens: int, platform: str) -> list[dict]:
     info = store / "engine.json"
     info.unlink(missing_ok=True)
     serve = _knowledge(checkout, "-m", "engine.cli", "--state-dir", str(store), "serve", "--port", "0",
@@ -152,7 +166,7 @@ def one_run(checkout: Path, store: Path, opens: int) -> list[dict]:
         while not info.exists():
             time.sleep(0.05)
         window = _knowledge(checkout, str(Path(__file__).resolve()), "--probe", str(store), str(opens),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                            platform=platform, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         out, _ = window.communicate(timeout=600)
         return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     finally:
@@ -166,6 +180,7 @@ def main() -> int:
     parser.add_argument("--opens", type=int, default=3, help="opens of each note a run")
     parser.add_argument("--store", default="/tmp/kd-bench-record-page", help="the imported store (kept, reused)")
     parser.add_argument("--baseline", help="another checkout of the project, measured in turn, engine and window")
+    parser.add_argument("--platform", default="offscreen", help="Qt's platform for the window (xcb: an X server)")
     parser.add_argument("--probe", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
@@ -182,7 +197,7 @@ def main() -> int:
     for pair in range(args.pairs):
         for name, checkout in (checkouts if pair % 2 == 0 else checkouts[::-1]):
             loads.append(os.getloadavg()[0])
-            runs = one_run(checkout, store, args.opens)
+            runs = one_run(checkout, store, args.opens, args.platform)
             for run in runs:
                 print(json.dumps({"checkout": name, "pair": pair, "load": loads[-1], **run}), flush=True)
             results[name].extend({**run, "pair": pair} for run in runs)

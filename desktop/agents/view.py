@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import heading, table
+from ..common.widgets import heading, named, table
 from ..tasks import EngineTasks
 from .dialogs import AddAgentDialog, ShareStoreDialog, TokenDialog, UseSharedStoreDialog
 
@@ -84,8 +84,8 @@ class AgentsView(QWidget):
         self.dialog: QDialog | None = None
         self.agents_model = RowsModel(AGENT_COLUMNS, self)
         self.stores_model = RowsModel(STORE_COLUMNS, self)
-        self.agents_table = table(self.agents_model)
-        self.stores_table = table(self.stores_model)
+        self.agents_table = named(table(self.agents_model), "Agents")
+        self.stores_table = named(table(self.stores_model), "Every known store")
         self.agents_table.selectionModel().selectionChanged.connect(self._update_actions)
         self.agents_table.set_empty_text("No agents yet. Add one with Add agent… (Ctrl+N); its token is shown once, "
                                          "with a ready configuration for its MCP client.")

@@ -16,7 +16,7 @@ from engine.core.words import counted
 
 from ..common.models import ROW_ROLE, Column, PagedModel
 from ..common.times import time_column
-from ..common.widgets import plain_label, table
+from ..common.widgets import named, plain_label, table
 from ..tasks import EngineTasks
 
 PAGE_SIZE = 100
@@ -50,7 +50,7 @@ class ApprovalsView(QWidget):
         self.model = PagedModel(APPROVAL_COLUMNS, self)
         self.model.sig_page_loaded.connect(self._on_page)
         self.model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
-        self.table = table(self.model)
+        self.table = named(table(self.model), "Approved recall blocks", "Enter opens the record of one")
         self.table.activated.connect(self._on_activated)
         self.table.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to see its approved recall blocks.")
         self.summary = plain_label()

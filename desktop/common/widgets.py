@@ -9,7 +9,7 @@ problem, blue for a confirmation), chosen for the light or dark palette.
 from __future__ import annotations
 
 import html
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPalette
@@ -33,6 +33,7 @@ from ..tasks import Unreachable, says_no_store
 
 RECORD_SCHEME = "record"
 SOURCE_SCHEME = "source"
+W = TypeVar("W", bound=QWidget)
 
 
 def esc(value: Any) -> str:
@@ -260,7 +261,8 @@ class DeskTable(QTableView):
     do), "Loading…" while its model waits for the engine (a lazy model's
     first page, or rows asked with ``RowsModel.set_loading``), or why they
     could not be read (the engine gone, the agent's store not created yet),
-    never that the list is empty when it was not read.
+    never that the list is empty when it was not read.  A screen reader hears that message too: it is the
+    table's accessible description while it shows (after the description it was given, if any).
     """
 
     def __init__(self, model: Any, *, stretch_last: bool = True, parent: QWidget | None = None) -> None:
@@ -285,6 +287,7 @@ class DeskTable(QTableView):
         if self.stretch_column is not None:
             header.setSectionResizeMode(self.stretch_column, QHeaderView.ResizeMode.Stretch)
         self.empty_text = ""
+        self._description = ""  # what the table is for, said by a screen reader before what it says empty
         self._fitting = False
         self._dragged = False  # the owner sized a column: leave the sizes alone on resize
         header.sectionResized.connect(self._on_section_resized)
@@ -295,6 +298,10 @@ class DeskTable(QTableView):
             model.sig_load_failed.connect(lambda _message: self.viewport().update())
         if hasattr(model, "sig_state_changed"):
             model.sig_state_changed.connect(self.viewport().update)
+        for said in (model.modelReset, model.layoutChanged, model.rowsInserted, model.rowsRemoved,
+                     getattr(model, "sig_load_failed", None), getattr(model, "sig_state_changed", None)):
+            if said is not None:
+                said.connect(self._say_empty)
 
     @staticmethod
     def _stretch_column(model: Any) -> int | None:
@@ -318,6 +325,20 @@ class DeskTable(QTableView):
         """What to say while the table has no rows: what is empty, and what to do about it."""
         self.empty_text = text
         self.viewport().update()
+        self._say_empty()
+
+    def setAccessibleDescription(self, description: str) -> None:  # noqa: N802 - Qt's name
+        """What the table is for; while it has no rows, what it paints follows it for a screen reader."""
+        self._description = description
+        self._say_empty()
+
+    def _say_empty(self, *_: Any) -> None:
+        description, empty = self._description, self.shown_empty_text()
+        if description and empty and not description.endswith((".", "!", "?", "…")):
+            description += "."  # two sentences, said as two
+        said = " ".join(part for part in (description, empty) if part)
+        if said != self.accessibleDescription():
+            super().setAccessibleDescription(said)
 
     def shown_empty_text(self) -> str:
         """The message the table paints now ("" while it has rows)."""
@@ -410,6 +431,15 @@ class DeskTable(QTableView):
 def table(model: Any, *, stretch_last: bool = True) -> DeskTable:
     """A read-only, row-selecting table over one of our models (see ``DeskTable``)."""
     return DeskTable(model, stretch_last=stretch_last)
+
+
+def named(widget: W, name: str, description: str = "") -> W:
+    """``widget`` with the name a screen reader says for it, and what it is for where the name alone does not
+    say: for a control no text of its own names (a list, a field, a choice, a pane of text)."""
+    widget.setAccessibleName(name)
+    if description:
+        widget.setAccessibleDescription(description)
+    return widget
 
 
 def plain_label(text: str = "") -> QLabel:

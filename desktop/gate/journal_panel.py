@@ -32,7 +32,7 @@ from engine.core.words import counted
 
 from ..common.models import ROW_ROLE, VALUE_ROLE, Column, PagedModel, Row
 from ..common.times import time_column
-from ..common.widgets import heading, plain_label, table
+from ..common.widgets import heading, named, plain_label, table
 from ..tasks import EngineTasks
 
 PAGE_SIZE = 100
@@ -155,7 +155,7 @@ class JournalPanel(QWidget):
         super().__init__(parent)
         self.tasks = tasks
         self.agent: str | None = None
-        self.filter = QComboBox()
+        self.filter = named(QComboBox(), "Journal turns shown")
         self.filter.addItem("Every journal turn", None)
         self.filter.addItem("Not labelled yet", False)
         self.filter.addItem("Labelled", True)
@@ -163,21 +163,22 @@ class JournalPanel(QWidget):
         self.journal_model = PagedModel(JOURNAL_COLUMNS, self)
         self.journal_model.sig_page_loaded.connect(self.sig_journal_loaded.emit)
         self.journal_model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
-        self.journal_table = table(self.journal_model)
+        self.journal_table = named(table(self.journal_model), "Journal turns")
         self.journal_table.selectionModel().selectionChanged.connect(self._on_turn_selected)
-        self.message = QPlainTextEdit()
+        self.message = named(QPlainTextEdit(), "Message")
         self.message.setReadOnly(True)
         self.message.setPlaceholderText("The selected turn's message")
         self.pages_model = JournalPagesModel(self)
         self.journal_table.set_empty_text("No journal turns. Turn on Keep a shadow journal (Settings tab) and "
                                           "shadow mode; each turn's message is then kept here for labelling.")
-        self.pages_table = table(self.pages_model)
+        self.pages_table = named(table(self.pages_model), "Pages the gate scored",
+                                 "Tick those the message needed")
         self.pages_table.set_empty_text("Select a turn above to see the pages the gate scored for it.")
         self.pages_table.selectionModel().selectionChanged.connect(self._on_page_selected)
-        self.document = QPlainTextEdit()
+        self.document = named(QPlainTextEdit(), "What the Decision model was shown")
         self.document.setReadOnly(True)
         self.document.setPlaceholderText("What the Decision model was shown for the selected page")
-        self.extra = QLineEdit()
+        self.extra = named(QLineEdit(), "Also needed, but not offered", "Record ids, apart by spaces or commas")
         self.extra.setPlaceholderText("Also needed, but not offered: record ids, e.g. pg_01J…")
         self.save_button = QPushButton("Save &label")
         self.none_button = QPushButton("&No page needed")

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 from ..common.charts import Chart, Marker, Series
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.times import time_column
-from ..common.widgets import heading, plain_label, table
+from ..common.widgets import heading, named, plain_label, table
 from ..tasks import EngineTasks
 
 PAGE_SIZE = 100
@@ -139,13 +139,13 @@ class GateLogPanel(QWidget):
         self.agent: str | None = None
         self.log_model = PagedModel(LOG_COLUMNS, self)
         self.log_model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
-        self.log_table = table(self.log_model)
+        self.log_table = named(table(self.log_model), "Gate turns")
         self.log_table.selectionModel().selectionChanged.connect(self._on_turn_selected)
         self.log_model.sig_page_loaded.connect(lambda *_: self.log_table.resizeColumnsToContents())
         self.decisions_model = RowsModel(DECISION_COLUMNS, self)
         self.log_table.set_empty_text("No gate turns logged yet. With the gate in shadow or live mode (Settings "
                                       "tab), every turn an agent's host asks about is logged here.")
-        self.decisions_table = table(self.decisions_model)
+        self.decisions_table = named(table(self.decisions_model), "Pages scored in the chosen turn")
         self.decisions_table.set_empty_text("Select a turn above to see the pages it scored.")
         self.decisions_table.activated.connect(self._on_decision_activated)
         self.decisions_table.setToolTip("Open a row to see the record")

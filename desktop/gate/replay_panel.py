@@ -29,7 +29,7 @@ from engine.core.words import counted
 
 from ..common.jobs import JobWatcher, progress_fraction, progress_text
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import plain_label, table
+from ..common.widgets import named, plain_label, table
 from ..tasks import EngineTasks
 
 MAX_TURNS = 50
@@ -101,10 +101,10 @@ class ReplayPanel(QWidget):
         self.watcher.sig_job_updated.connect(self._on_job_updated)
         self.watcher.sig_job_finished.connect(self._on_job_finished)
 
-        self.which = QComboBox()
+        self.which = named(QComboBox(), "Turns to replay")
         self.which.addItem("The newest journal turns", "newest")
         self.which.addItem("The turns selected in Labelling", "selected")
-        self.count = QSpinBox()
+        self.count = named(QSpinBox(), "How many of the newest turns")
         self.count.setRange(1, MAX_TURNS)
         self.count.setValue(20)
         self.count.setSuffix(" turns")
@@ -114,7 +114,7 @@ class ReplayPanel(QWidget):
         turns_row.addWidget(self.count)
         self.use_form = QCheckBox("the values in the Settings tab, saved or not")
         self.use_form.setChecked(True)
-        self.model_choice = QComboBox()
+        self.model_choice = named(QComboBox(), "Decision model")
         self.model_choice.setToolTip("Another installed model is loaded for the replay only; the engine's own "
                                      "Decision model is untouched")
         self.start_button = QPushButton("&Replay")
@@ -136,7 +136,7 @@ class ReplayPanel(QWidget):
         controls.addWidget(self.cancel_button)
         controls.addWidget(self.progress, 1)
         self.results_model = RowsModel(RESULT_COLUMNS, self)
-        self.results_table = table(self.results_model)
+        self.results_table = named(table(self.results_model), "Replayed turns")
         self.results_table.set_empty_text("No replay yet. Choose turns in Labelling, or replay the newest, with "
                                           "Replay above.")
         self.summary = plain_label()

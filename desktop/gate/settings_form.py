@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..common.widgets import plain_label
+from ..common.widgets import named, plain_label
 from ..tasks import EngineTasks
 
 CHECK_DELAY_MS = 300
@@ -232,6 +232,7 @@ class GateSettingsForm(QWidget):
         inner_layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
+        scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # no Tab stop of its own: Tab goes into the form
         scroll.setWidget(inner)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -263,7 +264,7 @@ class GateSettingsForm(QWidget):
         editor.setAccessibleName(field.label)
         self.inputs[field.key] = editor
         if field.kind == "optional":
-            switch = QCheckBox("on")
+            switch = named(QCheckBox("on"), f"{field.label}: on")
             switch.toggled.connect(editor.setEnabled)
             switch.toggled.connect(self._on_edited)
             self.switches[field.key] = switch
@@ -275,6 +276,7 @@ class GateSettingsForm(QWidget):
         error.hide()
         self.errors[field.key] = error
         explained = HelpLine(field.section)
+        named(explained.more, f"More about {field.label.lower()}")
         explained.linkActivated.connect(self._on_docs_link)
         self.helps[field.key] = explained
         holder = QWidget()

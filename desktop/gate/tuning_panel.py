@@ -47,7 +47,7 @@ from engine.gate.suggest import tier_phrases
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
-from ..common.widgets import plain_label, table
+from ..common.widgets import named, plain_label, table
 from ..tasks import EngineTasks
 from .settings_form import FIELDS
 
@@ -199,7 +199,7 @@ class TuningPanel(QWidget):
         self._explored_by_owner = False
         self._moving = False
         self.model = RowsModel(WHAT_IF_COLUMNS, self)
-        self.table = table(self.model)
+        self.table = named(table(self.model), "What each threshold would do")
         self.table.set_empty_text("Nothing to tune from yet: the shadow journal holds no scored turns. Run the gate "
                                   "in shadow mode with the journal on, then label turns in Labelling.")
         self.scores_model = RowsModel(SCORE_COLUMNS, self)
@@ -288,6 +288,7 @@ class TuningPanel(QWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # no Tab stop of its own: Tab goes into the panel
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(content)
         outer = QVBoxLayout(self)

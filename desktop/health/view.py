@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from engine.core.words import counted
 
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import NO_STORE_TEXT, SafeTextBrowser, esc, heading, table, unread_text
+from ..common.widgets import NO_STORE_TEXT, SafeTextBrowser, esc, heading, named, table, unread_text
 from ..tasks import EngineTasks
 
 
@@ -71,10 +71,10 @@ class HealthView(QWidget):
         super().__init__(parent)
         self.tasks = tasks
         self.agent: str | None = None
-        self.summary = SafeTextBrowser()
+        self.summary = named(SafeTextBrowser(), "Store and history")
         self.summary.setMaximumHeight(150)
         self.findings_model = RowsModel(FINDING_COLUMNS, self)
-        self.findings_table = table(self.findings_model)
+        self.findings_table = named(table(self.findings_model), "Validation findings")
         self.findings_table.set_empty_text("Choose an agent in the toolbar (Ctrl+L) to check its private partition.")
         layout = QVBoxLayout(self)
         layout.addWidget(heading("Store and history"))

@@ -30,7 +30,7 @@ from engine.core.words import counted
 
 from ..common.jobs import JobWatcher, progress_fraction, progress_text
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import heading, plain_label, table
+from ..common.widgets import heading, named, plain_label, table
 from ..tasks import EngineTasks
 
 LENGTH_COLUMNS = [
@@ -100,12 +100,12 @@ class BenchmarkPanel(QWidget):
         super().__init__(parent)
         self.tasks = tasks
         self.result: dict[str, Any] | None = None
-        self.model_choice = QComboBox()
+        self.model_choice = named(QComboBox(), "Model to benchmark")
         # Sized by a short name, not by the longest model's: the row stretches it where there is room, and the
         # window still fits a 1024-pixel-wide screen.
         self.model_choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model_choice.setMinimumContentsLength(12)
-        self.timeout = QSpinBox()
+        self.timeout = named(QSpinBox(), "Budget per turn")
         self.timeout.setRange(0, 10_000)
         self.timeout.setSingleStep(100)
         self.timeout.setSpecialValueText("the gate's timeoutMs")
@@ -147,8 +147,8 @@ class BenchmarkPanel(QWidget):
         controls.addWidget(self.compare_button)
         controls.addWidget(self.cancel_button)
         tables = QSplitter(Qt.Orientation.Horizontal)
-        tables.addWidget(table(self.lengths_model))
-        tables.addWidget(table(self.budgets_model))
+        tables.addWidget(named(table(self.lengths_model), "Tokens per second by length"))
+        tables.addWidget(named(table(self.budgets_model), "What fits each budget"))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(heading("Benchmark: what this machine can score"))
@@ -157,7 +157,7 @@ class BenchmarkPanel(QWidget):
         layout.addWidget(self.status)
         layout.addWidget(self.answer)
         layout.addWidget(self.recommendation)
-        self.variants_table = table(self.variants_model)
+        self.variants_table = named(table(self.variants_model), "Variants compared")
         self.variants_table.hide()
         layout.addWidget(self.variants_table)
         layout.addWidget(tables, 1)

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from ..common.jobs import JobWatcher, progress_fraction, progress_text
 from ..common.models import Column, Row, RowsModel
-from ..common.widgets import heading, plain_label, table
+from ..common.widgets import heading, named, plain_label, table
 from ..tasks import EngineTasks
 from .benchmark import BenchmarkPanel
 
@@ -110,12 +110,12 @@ class ModelsView(QWidget):
         self.status = plain_label()
         self.status.setWordWrap(True)
         self.installed_model = RowsModel(INSTALLED_COLUMNS, self)
-        self.installed_table = table(self.installed_model)
+        self.installed_table = named(table(self.installed_model), "Installed models")
         self.installed_table.selectionModel().selectionChanged.connect(self._update_actions)
         self.available_model = RowsModel(AVAILABLE_COLUMNS, self)
         self.installed_table.set_empty_text("No models installed. Choose one in the catalogue below and "
                                             "Download it (or add a local folder with knowledge models add-local).")
-        self.available_table = table(self.available_model)
+        self.available_table = named(table(self.available_model), "Models to download")
         self.available_table.selectionModel().selectionChanged.connect(self._update_actions)
 
         self.use_gate_button = QPushButton("Use for the recall &gate")

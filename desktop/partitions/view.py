@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from ..common.models import Column, Row, RowsModel
 from ..common.times import time_column
-from ..common.widgets import CheckedDialog, heading, plain_label, table
+from ..common.widgets import CheckedDialog, heading, named, plain_label, table
 from ..tasks import EngineTasks
 
 ACCESS = (("read", "Read the private partition"), ("read-and-save", "Read and save in the private partition"))
@@ -125,15 +125,15 @@ class PartitionsView(QWidget):
         self.inventory: dict[str, Any] = {"agents": [], "stores": []}
         self._loaded = False  # loads when first shown
         self.dialog: GrantDialog | None = None
-        self.store_picker = QComboBox()
+        self.store_picker = named(QComboBox(), "Store")
         self.store_picker.setMinimumContentsLength(30)
         self.store_picker.currentIndexChanged.connect(lambda _: self.refresh())
         self.summary = plain_label()
         self.summary.setWordWrap(True)
         self.partitions_model = RowsModel(PARTITION_COLUMNS, self)
         self.grants_model = RowsModel(GRANT_COLUMNS, self)
-        self.partitions_table = table(self.partitions_model)
-        self.grants_table = table(self.grants_model)
+        self.partitions_table = named(table(self.partitions_model), "Partitions")
+        self.grants_table = named(table(self.grants_model), "Conversation grants")
         self.partitions_table.selectionModel().selectionChanged.connect(self._update_actions)
         self.partitions_table.set_empty_text("No partitions to show: choose a store above. A store's partitions "
                                              "appear once an agent has used it.")
@@ -149,7 +149,9 @@ class PartitionsView(QWidget):
         self.revoke_button.clicked.connect(self._on_revoke_clicked)
 
         picker = QHBoxLayout()
-        picker.addWidget(plain_label("Store:"))
+        store_label = plain_label("Store:")
+        store_label.setBuddy(self.store_picker)
+        picker.addWidget(store_label)
         picker.addWidget(self.store_picker, 1)
         top, bottom = QWidget(), QWidget()
         top_layout, bottom_layout = QVBoxLayout(top), QVBoxLayout(bottom)

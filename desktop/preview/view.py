@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..common.widgets import heading, plain_label
+from ..common.widgets import heading, named, plain_label
 from ..tasks import EngineTasks
 
 REASONS = {
@@ -71,7 +71,8 @@ class PreviewView(QWidget):
                                     "partition")
         self.project_key = QLineEdit()
         self.project_key.setPlaceholderText("the host's repository project key, if any")
-        self.first_message = QDateTimeEdit(QDateTime.currentDateTimeUtc())
+        self.first_message = named(QDateTimeEdit(QDateTime.currentDateTimeUtc()), "Session's first message",
+                                   "In UTC; the Knowledge Index holds what was saved by then")
         self.first_message.setTimeZone(QTimeZone.utc())
         self.first_message.setDisplayFormat("yyyy-MM-dd HH:mm:ss 'UTC'")
         self.first_message.setCalendarPopup(True)
@@ -101,6 +102,7 @@ class PreviewView(QWidget):
         panes = QSplitter(Qt.Orientation.Horizontal)
         for name, text, count in (("Memory prompt", self.prompt_text, self.prompt_count),
                                   ("Knowledge Index", self.index_text, self.index_count)):
+            named(text, name)
             text.setReadOnly(True)
             text.setFont(mono)
             pane = QWidget()

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QAbstractItemView, QSplitter, QVBoxLayout, QWidget
 from ..common.diffs import diff_html, diff_style
 from ..common.models import Column, RowsModel
 from ..common.times import Clock, brief_ago, exact_time, local_now, moment
-from ..common.widgets import SafeTextBrowser, esc, is_dark, table
+from ..common.widgets import SafeTextBrowser, esc, is_dark, named, table
 from ..tasks import EngineTasks
 
 # Keys every new revision changes by itself: named in a revision's fields, never in its "Changed".
@@ -246,12 +246,13 @@ class HistoryPanel(QWidget):
         self.record_id: str | None = None
         self._generation = 0
         self.model = RowsModel(history_columns(lambda: self.now()), self)
-        self.table = table(self.model)
+        self.table = named(table(self.model), "Revisions")
         self.table.set_empty_text("Choose a record to see its revisions.")
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setToolTip("Select a revision to see what it changed; Ctrl+click a second one to compare the two.")
         self.table.selectionModel().selectionChanged.connect(self._on_revision_selected)
-        self.diff = SafeTextBrowser()
+        self.diff = named(SafeTextBrowser(), "What changed", "The chosen revision's changes to the text and "
+                                                             "fields, or the two chosen revisions compared")
         self.diff.setPlaceholderText(NO_REVISION)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.table)

@@ -345,6 +345,18 @@ def _parser() -> MarkdownIt:
 
 PARSER = _parser()  # holds no state between renders: what a body may link to comes in its env
 
+FIRST_PART_CHARS = 8_000  # a long body's first part: more than a page's first screen holds
+PART_CHARS = 16_000  # each later part: about 10 ms of parsing on a 2-core machine
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")  # a backtick fence's info string has no backtick
+_HEADING_LINE = re.compile(r"#{1,6}(?:[ \t]|\r?$)")  # an ATX heading at the line's very start
+_REFERENCE = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.M)  # a link reference definition: any part may use it
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
+
+
+def parse_part(text: str) -> list[Token]:
+    """Markdown parsed as it is (``parse_body``'s work, the frontmatter already off)."""
+    return PARSER.parse(text, {})
+
 
 def parse_body(text: str) -> list[Token]:
     """The body's Markdown parsed, a YAML block at its start taken off: what ``render_body`` makes HTML of.
@@ -352,17 +364,75 @@ def parse_body(text: str) -> list[Token]:
     Parsing is most of the cost of a long note (a 200 KB note's is several times its rendering), and what
     a body's links resolve to does not change it: a page parses its body once and renders it again as
     its links arrive or the palette changes."""
-    return PARSER.parse(strip_frontmatter(text or ""), {})
+    return parse_part(strip_frontmatter(text or ""))
 
 
-def render_body(tokens: list[Token], known: Known | None = None, *, dark: bool | None = None) -> str:
+def body_parts(text: str, first: int = FIRST_PART_CHARS, size: int = PART_CHARS) -> list[str]:
+    """The body (its frontmatter off) cut into parts that parse and render, one after the other, as the whole
+    does: the first about ``first`` characters, the others about ``size``.  A part ends only before a heading
+    at a line's start after a blank line, outside a fenced code block: such a heading closes every list,
+    quote and paragraph before it.  A body with no such heading, or with a link reference definition
+    (``[name]: address``, usable from anywhere in it), is one part."""
+    text = strip_frontmatter(text or "")
+    if len(text) <= first or _REFERENCE.search(text):
+        return [text]
+    parts: list[str] = []
+    start = at = 0
+    fence: str | None = None  # the open fenced code block's fence (``` or ~~~, as long as it was)
+    blank = True  # the line before was blank
+    for line in _LINE.finditer(text):
+        content = line.group()
+        if fence is not None:
+            if re.fullmatch(rf" {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*", content.rstrip("\r\n")):
+                fence = None
+        elif opened := _FENCE_OPEN.match(content.rstrip("\r\n")):
+            fence = opened.group(1)
+        elif blank and _HEADING_LINE.match(content) and at - start >= (size if parts else first):
+            parts.append(text[start:at])
+            start = at
+        blank = not content.strip()
+        at = line.end()
+    return [*parts, text[start:]]
+
+
+class BodyParse:
+    """A body parsed a part at a time (``body_parts``): a long note's first part is shown while the rest is
+    parsed, a part between the window's events."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.parts = body_parts(text)
+        self.tokens: list[list[Token]] = []  # the parts parsed so far
+
+    @property
+    def done(self) -> bool:
+        return len(self.tokens) == len(self.parts)
+
+    def parse_next(self) -> None:
+        """Parse the next part (nothing when all are parsed)."""
+        if not self.done:
+            self.tokens.append(parse_part(self.parts[len(self.tokens)]))
+
+    def parse_all(self) -> None:
+        while not self.done:
+            self.parse_next()
+
+    def render(self, known: Known | None = None, *, dark: bool | None = None) -> str:
+        """The parts parsed so far as ``render_body`` makes the whole (what the images and files embedded are
+        is said beneath the last part only)."""
+        return render_body([token for tokens in self.tokens for token in tokens], known, dark=dark,
+                           unshown=self.done)
+
+
+def render_body(tokens: list[Token], known: Known | None = None, *, dark: bool | None = None,
+                unshown: bool = True) -> str:
     """A parsed body (``parse_body``) as safe HTML, record links resolved against ``known`` (see
     ``known_records``), and callouts in colours for a dark palette or a light one (default: the palette in
-    force)."""
+    force); with ``unshown``, the line beneath it naming the images and files it embeds."""
     dark = is_dark() if dark is None else dark
     env: dict[str, Any] = {"known": known or {}, "dark": dark}
     html = PARSER.renderer.render(tokens, PARSER.options, env)
-    return html + unshown_html(env.get("unshown") or {})
+    return html + (unshown_html(env.get("unshown") or {}) if unshown else "")
 
 
 def body_html(text: str, known: Known | None = None, *, dark: bool | None = None) -> str:

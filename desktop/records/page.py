@@ -17,7 +17,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication, QResizeEvent, QShowEvent, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
@@ -34,12 +34,12 @@ from PySide6.QtWidgets import (
 from engine.core.links import SCHEME as LINK_SCHEME
 
 from ..common.times import Clock, local_now
-from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, is_dark, plain_label
+from ..common.widgets import RECORD_SCHEME, SOURCE_SCHEME, SafeTextBrowser, esc, is_dark, named, plain_label
 from ..tasks import EngineTasks, Unreachable
 from .conversations import shown_body
 from .history import HistoryPanel
-from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, Known, heading_anchor, known_records, names_an_id,
-                       parse_body, render_body, wikilink_target)
+from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, BodyParse, Known, heading_anchor, known_records,
+                       names_an_id, wikilink_target)
 from .render import change_request_message, claims_html, details_html, header_html, links_html
 
 BODY_SHARE = 0.72  # of the Note tab the body takes (the details the rest)
@@ -47,6 +47,8 @@ SIDE_BY_SIDE_PX = 720  # narrower than this, the details go below the body
 HEADER_PX = (72, 150)  # the header's height: what a one-line title and its line take, and at most
 SHOWN_ID = "shownId"  # a browser's property: the record its content was made for (its place is kept for it)
 BODIES_KEPT = 8  # the bodies last made, kept as HTML: a long note opened again is not parsed again
+# Beneath a long note's first part while the rest is parsed (a part between the window's events).
+REST_COMING_HTML = '<p class="muted">The rest of the note is on its way…</p>'
 
 
 def cited_lines(fragment: str) -> tuple[int, int] | None:
@@ -134,6 +136,10 @@ class RecordPage(QWidget):
     sig_content_loaded = Signal(str)
     """A record, its links and its history are shown (the record id)."""
 
+    sig_body_shown = Signal(str)
+    """A record's body is shown whole (the record id): with its links, or, for a long note shown a part first,
+    once the rest is parsed."""
+
     sig_diff_loaded = Signal(str)
     """A comparison of two revisions is shown in History (its text as shown)."""
 
@@ -151,14 +157,23 @@ class RecordPage(QWidget):
         self._heading_wanted: str | None = None  # a [[Note#Heading]] followed: the heading to show it at
         self.links: dict[str, Any] | None = None
         self._links_settled = False  # the links asked with the record answered or failed: the body can be made
-        self._parsed: tuple[str, list[Any]] | None = None  # a body parsed and not yet made: (its text, its tokens)
+        self._history_settled = False  # the history asked with the record answered or failed: the page is loaded
+        self._rest_coming = False  # a long note's first part is shown, the rest to be parsed once the page loaded
+        self._parsed: BodyParse | None = None  # a body parsed (in part, for a long one) and not yet made
+        # A long note new on the page shows its first part at once, the rest parsed a part a tick once the page
+        # has loaded (nothing slow on the GUI thread at a time, and the engine's answers not kept waiting behind
+        # it): a 200 KB note's first screen is read in a tenth of a second.
+        self.rest_timer = QTimer(self)
+        self.rest_timer.setInterval(0)
+        self.rest_timer.timeout.connect(self._on_rest_tick)
         # The bodies last made, by (text, what its links resolve to, dark palette): a note opened again
         # (Alt+Left, a link back) is shown from here when neither its text nor its links changed.
         self._bodies: OrderedDict[tuple[str, tuple[Any, ...], bool], str] = OrderedDict()
         self.dialog: QDialog | None = None
         self._generation = 0
 
-        self.header = SafeTextBrowser()
+        self.header = named(SafeTextBrowser(), "Record title", "The record's title, kind, when it was updated "
+                                                               "and its revision")
         self.header.setFixedHeight(HEADER_PX[0])
         self.header.document().documentLayout().documentSizeChanged.connect(self._fit_header)
         self.request_button = QPushButton("Request a &change")
@@ -170,11 +185,14 @@ class RecordPage(QWidget):
         self.graph_button.setToolTip("A graph of this record, its relationships and the records it links to, to "
                                      "click through (View › Show connections, Ctrl+Shift+G)")
         self.graph_button.clicked.connect(self._on_graph_clicked)
-        self.body = SafeTextBrowser()
-        self.details = SafeTextBrowser()
+        self.body = named(SafeTextBrowser(), "Note", "The record's text as written, its links to other records "
+                                                     "followed with Enter")
+        self.details = named(SafeTextBrowser(), "Details", "Type, tags, aliases, dates, who wrote it, fields, "
+                                                           "evidence, and its id and hash")
         self.details.setMinimumWidth(200)
-        self.claims = SafeTextBrowser()
-        self.connections = SafeTextBrowser()
+        self.claims = named(SafeTextBrowser(), "Claims and evidence")
+        self.connections = named(SafeTextBrowser(), "Links", "The records this one links to and those that link "
+                                                             "to it")
         for browser in (self.header, self.details, self.body, self.claims, self.connections):
             browser.sig_link_activated.connect(self._on_link_activated)
         self.history = HistoryPanel(tasks, self, now=lambda: self.now())
@@ -208,8 +226,9 @@ class RecordPage(QWidget):
 
     def clear(self) -> None:
         self._generation += 1
+        self.rest_timer.stop()
         self.record = self.links = self.shown_id = None
-        self._links_settled = False
+        self._links_settled = self._history_settled = self._rest_coming = False
         self.request_button.setEnabled(False)
         self.graph_button.setEnabled(False)
         self.header.show_html('<div class="muted">Choose a record on the left.</div>')
@@ -264,7 +283,7 @@ class RecordPage(QWidget):
         if self.shown_id is None or self.agent is None:
             return
         self._generation += 1
-        self._links_settled = False  # the body shown stays until the record and its links are read again
+        self._links_settled = self._history_settled = False  # what is shown stays until read again
         self._load(self.shown_id, keep_revisions=self.history.chosen_revisions(), again=True)
 
     def _load(self, record_id: str, *, keep_revisions: list[tuple[Any, Any]] | None = None,
@@ -305,9 +324,14 @@ class RecordPage(QWidget):
         self.tasks.request("operator/record", params, current(self._on_record), on_error=unreadable, owner=self)
         self.tasks.request("operator/links", params, current(self._on_links), on_error=unread(links_unread),
                            owner=self)
+
+        def history_unread(message: str) -> None:
+            self.history.model.set_failed(message)
+            self._on_history_settled()
+
         self.tasks.request("operator/history", params,
                            current(lambda history: self._on_history(history, keep_revisions)),
-                           on_error=unread(self.history.model.set_failed), owner=self)
+                           on_error=unread(history_unread), owner=self)
 
     def _show_gone(self, message: str) -> None:
         """The record shown can no longer be read: say so where it was, keep its History (what it was)."""
@@ -337,8 +361,10 @@ class RecordPage(QWidget):
         # Parsed now, while the engine reads its links; made and laid out once, when they are in (the
         # [[links]] to records named there then link to their ids): a long note is made once, not twice.
         text = shown_body(record, self.now())
-        if not any(key[0] == text for key in self._bodies):  # opened again: parsed only if its links changed
-            self._parsed = (text, parse_body(text))
+        if not any(key[0] == text for key in self._bodies) and (self._parsed is None or self._parsed.text != text):
+            self.rest_timer.stop()  # another text: what was being parsed is not shown
+            self._parsed = BodyParse(text)  # opened again: parsed only if its links changed
+            self._parsed.parse_next()  # the first part (a short note's whole)
         if self._links_settled:
             self._show_body()
 
@@ -378,20 +404,50 @@ class RecordPage(QWidget):
     def _show_body(self) -> None:
         text, known = shown_body(self.record or {}, self.now()), known_records(self.links)
         self.body.setPlaceholderText("This record has no body.")
+        parsing = self._parsed if self._parsed is not None and self._parsed.text == text else None
+        if (parsing is not None and not parsing.done and self._body_key(text, known) not in self._bodies
+                and self.body.property(SHOWN_ID) != self.shown_id and self._heading_wanted is None):
+            # A long note new on the page: its first part now, the rest as it is parsed (_on_rest_tick). A
+            # note read again in place, or opened at a heading, is made whole (the reader's place is in it).
+            first = parsing.render(known) + REST_COMING_HTML
+            self._render(self.body, lambda: self.body.show_html(first))
+            self._rest_coming = True
+            if self._history_settled:
+                self.rest_timer.start()
+            return
+        self.rest_timer.stop()
+        self._rest_coming = False
         self._render(self.body, lambda: self.body.show_html(self._body_html(text, known)))
         if self._heading_wanted is not None:  # opened by a [[Note#Heading]] link: at that heading
             self.body.scrollToAnchor(heading_anchor(self._heading_wanted))
+        if self.shown_id is not None:
+            self.sig_body_shown.emit(self.shown_id)
+
+    def _on_rest_tick(self) -> None:
+        """The next part of the long note shown parsed; all parsed, the note is shown whole where the reader is."""
+        if self._parsed is None or self.record is None:
+            self.rest_timer.stop()
+            return
+        self._parsed.parse_next()
+        if self._parsed.done:
+            self._show_body()
+
+    @staticmethod
+    def _body_key(text: str, known: Known) -> tuple[str, tuple[Any, ...], bool]:
+        """What a body's HTML is made of: its text, what its links resolve to, and the palette in force."""
+        return (text, tuple(sorted((name, record["id"], record.get("title")) for name, record in known.items())),
+                is_dark())
 
     def _body_html(self, text: str, known: Known) -> str:
         """A body's HTML, its links resolved against ``known``, in the palette in force: as made before for
-        the same text and links, else rendered (and parsed, unless it was the last parsed)."""
-        key = (text, tuple(sorted((name, record["id"], record.get("title")) for name, record in known.items())),
-               is_dark())
+        the same text and links, else rendered (and parsed, what the last parse has not)."""
+        key = self._body_key(text, known)
         html = self._bodies.get(key)
         if html is None:
-            if self._parsed is None or self._parsed[0] != text:
-                self._parsed = (text, parse_body(text))
-            html = self._bodies[key] = render_body(self._parsed[1], known)
+            if self._parsed is None or self._parsed.text != text:
+                self._parsed = BodyParse(text)
+            self._parsed.parse_all()
+            html = self._bodies[key] = self._parsed.render(known)
             self._parsed = None  # kept as HTML now (a 200 KB note's tokens take about 9 MB)
             while len(self._bodies) > BODIES_KEPT:
                 self._bodies.popitem(last=False)
@@ -408,7 +464,14 @@ class RecordPage(QWidget):
         self.history.show_history(self.agent or "", history, keep_revisions)
         if self.record is not None and self.record.get("id") == history["id"]:
             self._show_header()
+        self._on_history_settled()
         self.sig_content_loaded.emit(history["id"])
+
+    def _on_history_settled(self) -> None:
+        """The page has loaded: the rest of a long note shown in part is parsed now."""
+        self._history_settled = True
+        if self._rest_coming:
+            self.rest_timer.start()
 
     def show_diff(self, old: int, new: int) -> None:
         """Compare two revisions of the record shown (History shows the comparison)."""

@@ -2,7 +2,8 @@
 
 The engine sends the owner's snippet as plain words with ``highlights``, the character spans of the words
 the query matched (engine/search/plain.py); this delegate lays them out over the column's width, wrapped at
-words, and where they need more than ``SNIPPET_LINES`` lines the last shown word is followed by "…".
+words, and where they need more than ``SNIPPET_LINES`` lines the last shown word is followed by "…".  An
+imported conversation's times in it are said in local time (conversations.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from PySide6.QtGui import QFont, QPainter, QPalette, QTextCharFormat, QTextLayou
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QTableView
 
 from ..common.models import ROW_ROLE
+from ..common.times import local_now
+from .conversations import shown_snippet
 
 SNIPPET_LINES = 3
 PADDING = 4  # px around the text in its cell
@@ -80,8 +83,7 @@ class SnippetDelegate(QStyledItemDelegate):
 
     def shown_text(self, index: QModelIndex, width: float, font: QFont) -> tuple[list[str], list[str]]:
         """The lines painted for ``index`` at ``width``, and the words in bold (what a test reads)."""
-        row = index.data(ROW_ROLE) or {}
-        layout, shown = laid_out(str(row.get("snippet") or ""), row.get("highlights"), font, width)
+        layout, shown = laid_out(*shown_snippet(index.data(ROW_ROLE) or {}, local_now()), font, width)
         lines = [layout.lineAt(n) for n in range(layout.lineCount())]
         bold = [shown[r.start:r.start + r.length] for r in layout.formats()]
         return [shown[line.textStart():line.textStart() + line.textLength()].strip() for line in lines], bold
@@ -94,9 +96,8 @@ class SnippetDelegate(QStyledItemDelegate):
         style = widget.style() if widget is not None else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, cell, painter, widget)
-        row = index.data(ROW_ROLE) or {}
         area = QRectF(option.rect).adjusted(PADDING, PADDING / 2, -PADDING, -PADDING / 2)
-        layout, _ = laid_out(str(row.get("snippet") or ""), row.get("highlights"), option.font, area.width())
+        layout, _ = laid_out(*shown_snippet(index.data(ROW_ROLE) or {}, local_now()), option.font, area.width())
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
         painter.save()
         painter.setClipRect(option.rect)

@@ -35,8 +35,9 @@ from PySide6.QtWidgets import (
 
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.times import brief_ago, exact_time, local_now
-from ..common.widgets import plain_label, table
+from ..common.widgets import named, plain_label, table
 from ..tasks import EngineTasks, says_no_store
+from .conversations import shown_snippet
 from .graph import ConnectionsWindow
 from .page import RecordPage
 from .snippets import show_snippets
@@ -84,8 +85,9 @@ RECORD_COLUMNS = [
            tooltip=lambda r: exact_time(r.get("updatedAt"), local_now()), whole=True),
     Column("Status", lambda r: r.get("status"), whole=True),  # "current", "superseded": never "curr…"
 ]
-# Painted by snippets.py on up to three lines, the query's words in bold; its text is the words alone.
-SNIPPET_COLUMN = Column("Snippet", lambda r: " ".join((r.get("snippet") or "").split()))
+# Painted by snippets.py on up to three lines, the query's words in bold; its text is the words alone (an
+# imported conversation's times in local time, as painted).
+SNIPPET_COLUMN = Column("Snippet", lambda r: " ".join(shown_snippet(r, local_now())[0].split()))
 SEARCH_COLUMNS = [
     # The snippet says more; in a small window the title keeps room for a word a line (search rows are three
     # lines tall, and the title wraps over them).
@@ -147,15 +149,17 @@ class RecordsView(QWidget):
         self.include_all.setToolTip("Historical, withdrawn, superseded and invalid records too")
         self.include_all.toggled.connect(lambda _: (self._describe_empty(), self.refresh()))
         self.show_links = {name: self._links_box(name) for name in ("recent", "browse", "search")}
-        self.recent_table = self._list(self.recent_model)
-        self.types_table = table(self.types_model)
+        self.recent_table = named(self._list(self.recent_model), "Recent records",
+                                  "The records saved or changed last, newest first; Enter opens one")
+        self.types_table = named(table(self.types_model), "Record types",
+                                 "Each kind and type of record with how many there are; choose one to list them")
         self.types_table.selectionModel().selectionChanged.connect(self._on_type_selected)
-        self.browse_table = self._list(self.browse_model)
-        self.query = QLineEdit()
+        self.browse_table = named(self._list(self.browse_model), "Records of the chosen type")
+        self.query = named(QLineEdit(), "Search words or question")
         self.query.setPlaceholderText("Search words or ask a question")
         self.query.returnPressed.connect(self.search)
         self.query.installEventFilter(self)  # Down goes to the results
-        self.search_mode = QComboBox()
+        self.search_mode = named(QComboBox(), "Rank results by")
         self.search_mode.setToolTip("How results are ranked")
         for mode, label, tooltip in SEARCH_MODES:
             self.search_mode.addItem(label, mode)
@@ -177,7 +181,8 @@ class RecordsView(QWidget):
             "QPushButton { color: palette(link); text-decoration: underline; border: none; padding: 0; }")
         self.models_link.clicked.connect(self.sig_models_requested.emit)
         self.models_link.hide()
-        self.search_table = self._list(self.search_model)
+        self.search_table = named(self._list(self.search_model), "Search results",
+                                  "Each hit's title, kind, score and snippet; Enter opens one")
         show_snippets(self.search_table, SEARCH_COLUMNS.index(SNIPPET_COLUMN))
         self.search_table.setWordWrap(True)
 
@@ -209,13 +214,13 @@ class RecordsView(QWidget):
         self.modes.addTab(recent, "Recen&t")
         self.modes.addTab(browse, "&Browse by type")
         self.modes.addTab(search, "Sea&rch")
-        self.folders_tree = QTreeWidget()
+        self.folders_tree = named(QTreeWidget(), "Folders")
         self.folders_tree.setHeaderLabels(["Folder", "Notes"])
         self.folders_tree.headerItem().setToolTip(1, "The notes a folder holds itself; with subfolders, how many "
                                                      "it holds in all after them")
         self.folders_tree.setToolTip("The folders of the vaults imported into this store, as they were on disk")
         self.folders_tree.itemSelectionChanged.connect(self._on_folder_selected)
-        self.folder_table = self._list(self.folder_model)
+        self.folder_table = named(self._list(self.folder_model), "Notes in the chosen folder")
         folder_lists = QSplitter(Qt.Orientation.Vertical)
         folder_lists.addWidget(self.folders_tree)
         folder_lists.addWidget(self.folder_table)

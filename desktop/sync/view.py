@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from ..common.models import Column, Row, RowsModel
 from ..common.times import brief_ago, exact_time, local_now
-from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, plain_label, table, unread_text
+from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, named, plain_label, table, unread_text
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
 from .clone_dialog import CloneDialog, cloned_text
@@ -128,18 +128,19 @@ class SyncView(QWidget):
         self.clone_dialog: CloneDialog | None = None
         self._cloned: str | None = None  # the store just cloned, to choose once the status lists it
 
-        self.store_picker = QComboBox()
+        self.store_picker = named(QComboBox(), "Store")
         self.store_picker.setMinimumContentsLength(30)
         self.store_picker.currentIndexChanged.connect(lambda _: self._show_store())
         self.summary = plain_label()
         self.summary.setWordWrap(True)
         self.remotes_model = RowsModel(remote_columns(lambda: self.now()), self)
-        self.remotes_table = table(self.remotes_model)
+        self.remotes_table = named(table(self.remotes_model), "Remotes")
         self.remotes_table.selectionModel().selectionChanged.connect(self._update_actions)
         self.conflicts_model = RowsModel(conflict_columns(lambda: self.now()), self)
-        self.conflicts_table = table(self.conflicts_model)
+        self.conflicts_table = named(table(self.conflicts_model), "Conflicts waiting")
         self.conflicts_table.selectionModel().selectionChanged.connect(self._on_conflict_selected)
-        self.details = SafeTextBrowser()
+        self.details = named(SafeTextBrowser(), "Conflict", "Which version of the chosen conflict stands and what "
+                                                            "differs")
         self.details.setPlaceholderText("Select a conflict to see which version stands and what differs.")
         self.sync_button = QPushButton("S&ync now")
         self.sync_button.setToolTip("Fetch, merge and push with every remote of this store")
@@ -157,7 +158,9 @@ class SyncView(QWidget):
         self.dismiss_button.clicked.connect(self._on_dismiss_clicked)
 
         picker = QHBoxLayout()
-        picker.addWidget(plain_label("Store:"))
+        store_label = plain_label("Store:")
+        store_label.setBuddy(self.store_picker)
+        picker.addWidget(store_label)
         picker.addWidget(self.store_picker, 1)
         picker.addWidget(self.sync_button)
         picker.addWidget(self.clone_button)

@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from ..common.models import Column, PagedModel, Row, RowsModel
-from ..common.widgets import RECORD_SCHEME, SafeTextBrowser, esc, heading, table, unread_text
+from ..common.widgets import RECORD_SCHEME, SafeTextBrowser, esc, heading, named, table, unread_text
 from ..health.view import FINDING_COLUMNS
 from ..tasks import EngineTasks
 
@@ -89,13 +89,16 @@ class VocabularyView(QWidget):
         self._generation = 0
         self._collected: list[Row] = []
         self.definitions_model = RowsModel(DEFINITION_COLUMNS, self)
-        self.definitions_table = table(self.definitions_model)
+        self.definitions_table = named(table(self.definitions_model), "Definitions",
+                                       "Page types, relationship types and claim kinds, with how many records "
+                                       "use each")
         self.definitions_table.selectionModel().selectionChanged.connect(self._on_definition_selected)
-        self.details = SafeTextBrowser()
+        self.details = named(SafeTextBrowser(), "Definition", "The chosen definition's fields, allowed values "
+                                                              "and examples")
         self.details.sig_link_activated.connect(self._on_link_activated)
         self.findings_model = PagedModel(ONTOLOGY_FINDING_COLUMNS, self)
         self.findings_model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
-        self.findings_table = table(self.findings_model)
+        self.findings_table = named(table(self.findings_model), "Validation findings")
         self.definitions_table.set_empty_text(CHOOSE_AGENT)
         self.findings_table.set_empty_text("No findings: the ontology of this partition validates without "
                                            "an error or warning.")

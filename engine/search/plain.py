@@ -18,11 +18,13 @@ ELLIPSIS = "\u2026"
 WIDEN_CHARS = 40
 
 # An embedded image, file or Obsidian Base (``![[icon.svg#icon]]``, ``![[Books.base#By year]]``): its file
-# name says nothing in a snippet.
+# name says nothing in a snippet.  It goes with the spaces before it (and the brackets around it alone), so the
+# words left read as a sentence: "the list ![[Books.base]]." is "the list.", never "the list .".
 BASE_SUFFIX = ".base"
-_EMBEDDED_FILE = re.compile(r"!\[\[[^\[\]|#]*(?:%s)(?:[#|][^\[\]]*)?\]\]\s*"
-                            % "|".join(re.escape(suffix)
-                                       for suffix in IMAGE_SUFFIXES + FILE_SUFFIXES + (BASE_SUFFIX,)), re.I)
+_EMBED = (r"!\[\[[^\[\]|#]*(?:%s)(?:[#|][^\[\]]*)?\]\]"
+          % "|".join(re.escape(suffix) for suffix in IMAGE_SUFFIXES + FILE_SUFFIXES + (BASE_SUFFIX,)))
+_EMBEDDED_FILE = re.compile(rf"[ \t]*(?:\([ \t]*{_EMBED}[ \t]*\)|{_EMBED})", re.I)
+_CLOSING = ".,;:!?)]}\u2026"  # what follows a word without a space between
 _WIKI = re.compile(r"!?\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?(?:\|([^\[\]]*))?\]\]")
 _WIKI_CUT_START = re.compile(r"^[^\[\]]*?\|([^\[\]|]*)\]\]")  # "…target|alias]]": the fragment began inside
 _WIKI_CUT_END = re.compile(r"!?\[\[([^\[\]|#]*)[^\[\]]*$")  # "[[target|ali…": the fragment ended inside
@@ -97,7 +99,7 @@ def plain_snippet(fragment: str) -> str:
     text = _FENCE.sub("", text)
     text = _RULE.sub("", text)
     text = _BLOCK_ID.sub("", text)
-    text = _EMBEDDED_FILE.sub("", text)
+    text = _EMBEDDED_FILE.sub(_without_embed, text)
     text = _WIKI_CUT_START.sub(lambda match: match.group(1), text)
     text = _WIKI.sub(_wiki_words, text)
     text = _WIKI_CUT_END.sub(lambda match: match.group(1), text)
@@ -110,6 +112,14 @@ def plain_snippet(fragment: str) -> str:
     text = _STRAY_EMPHASIS.sub("", text)  # emphasis the fragment cut open or closed
     text = _LEFTOVER.sub("", text)
     return _SPACES.sub(" ", text).strip()
+
+
+def _without_embed(match: re.Match[str]) -> str:
+    """Nothing for an embedded file, or one space where it stood between two words ("a![[x.png]]b")."""
+    text, start, end = match.string, match.start(), match.end()
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    return "" if before.isspace() or after.isspace() or after in _CLOSING else " "
 
 
 def _table_words(match: re.Match[str]) -> str:

@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -136,6 +137,16 @@ def served_engine(tmp_path: Path, demo_template: Path) -> Iterator[Engine]:
 def served(served_engine: Engine) -> StateDir:
     """The served demo store's state directory."""
     return served_engine.state
+
+
+@pytest.fixture
+def brussels(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The machine's zone is Brussels (UTC+1 in winter, UTC+2 in summer) for the test."""
+    monkeypatch.setenv("TZ", "Europe/Brussels")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
@@ -32,16 +30,6 @@ def test_every_table_shows_times_in_the_owners_local_time_with_the_exact_moment_
     assert model.data(index) == clock_time(stored, local_now())  # "01:36", "yesterday 01:36", a date and time
     assert model.data(index, Qt.ItemDataRole.ToolTipRole) == exact_time(stored, local_now())
     assert stored not in model.data(index)
-
-
-@pytest.fixture
-def brussels(monkeypatch) -> Iterator[None]:
-    """The machine's zone is Brussels (UTC+1 in winter, UTC+2 in summer) for the test."""
-    monkeypatch.setenv("TZ", "Europe/Brussels")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def test_a_summer_moment_read_in_winter_is_said_in_summer_time(brussels) -> None:

@@ -7,7 +7,8 @@ import threading
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 
-from desktop.records.markdown import body_html, known_records
+from desktop.records.markdown import (FIRST_PART_CHARS, BodyParse, body_html, body_parts, known_records,
+                                      strip_frontmatter)
 from tests.desktop.conftest import records_view_on_main, wait_for_signal
 from tests.desktop.test_live import agent_call
 from tests.helpers import page
@@ -145,3 +146,49 @@ def test_an_embedded_base_reads_as_a_base_never_as_a_link_to_a_note(qtbot, serve
     assert "My books:\n[base: Books]\nBy year: [base: Books, view By year]" in text, text
     assert "embeds the note" not in text and ".base" not in text
     assert "wikilink:" not in body.toHtml()
+
+
+def long_note(days: int = 150) -> str:
+    """A long note in days, each a heading, a list, a table, a quote, a code block holding lines that look like
+    headings, and a callout: what a part's edge may not break."""
+    days_text = []
+    for day in range(1, days + 1):
+        days_text.append(
+            f"## Day {day}\n\nWe met about [[Topic {day}]] and pg_01JD8PZ3A6QF0W2C9E4R7T1M5K; " + "words " * 60 +
+            f"\n\n1. first\n2. second ^item-{day}\n\n| a | b |\n| --- | --- |\n| {day} | x |\n\n"
+            f"> [!tip] Day {day}\n> a tip\n\n```python\n\n# not a heading {day}\nx = {day}\n```\n\n"
+            f"~~~~\n~~~\n\n# nor this {day}\n~~~~\n\n![[chart {day}.png]]\n\n- [ ] follow up\n\n")
+    return "---\ntags: [log]\n---\n# Log\n\n" + "".join(days_text)
+
+
+def test_a_long_body_in_parts_renders_as_the_whole_does() -> None:
+    """A long note is parsed a part at a time (the record page shows its first part at once): the parts end
+    only before a heading, never inside a code block, and made together they are the whole note's HTML."""
+    text = long_note()
+    parts = body_parts(text)
+
+    assert len(parts) > 3 and len(parts[0]) < 2 * FIRST_PART_CHARS and "".join(parts) == strip_frontmatter(text)
+    assert all(part.startswith("## Day") for part in parts[1:])
+    made = BodyParse(text)
+    made.parse_next()
+    assert len(made.tokens) == 1 and "Not shown" not in made.render(dark=False)  # said beneath the last part
+    made.parse_all()
+    assert made.done and made.render(dark=False) == body_html(text, dark=False)
+    crlf = BodyParse(text.replace("\n", "\r\n"))
+    crlf.parse_all()
+    assert len(crlf.parts) == len(parts) and crlf.render(dark=False) == body_html(text.replace("\n", "\r\n"),
+                                                                                 dark=False)
+
+
+def test_a_body_that_cannot_be_cut_is_one_part() -> None:
+    assert body_parts("## Short\n\ntext\n\n## More\n") == ["## Short\n\ntext\n\n## More\n"]
+    unheaded = "words " * 5_000
+    assert body_parts(unheaded) == [unheaded]
+    referenced = long_note() + "\n[Topic]: https://example.org/topic\n"  # a reference any part may use
+    fenced = "````\n" + long_note() + "````\n"  # all one code block (its ``` fences are its lines)
+    backticks = "``` not`a fence\n````\n\n" + long_note()  # the first line opens none, the second opens one
+    for text in (referenced, fenced, backticks):
+        assert len(body_parts(text)) == 1
+        made = BodyParse(text)
+        made.parse_next()
+        assert made.done and made.render(dark=False) == body_html(text, dark=False)

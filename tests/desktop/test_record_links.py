@@ -19,7 +19,7 @@ from PySide6.QtCore import QSettings, QUrl
 
 from desktop.client import OperatorClient
 from desktop.common.widgets import SafeTextBrowser
-from desktop.records.markdown import parse_body
+from desktop.records.markdown import parse_part
 from desktop.records.view import RecordsView
 from desktop.tasks import EngineTasks
 from engine.access.authority import AgentCaller
@@ -156,10 +156,10 @@ def test_a_page_lists_its_links_and_what_links_to_it_each_once(qtbot, vault, vau
 def test_a_body_is_parsed_and_shown_once_with_its_links_resolved(
         qtbot, vault, vault_tasks, gui_thread_guard, monkeypatch) -> None:
     """A long note costs its parse and its layout once a page, not once for the record and again for its links."""
-    from desktop.records import page as page_module
+    from desktop.records import markdown as markdown_module
 
     parsed: list[str] = []
-    monkeypatch.setattr(page_module, "parse_body", lambda text: parsed.append(text) or parse_body(text))
+    monkeypatch.setattr(markdown_module, "parse_part", lambda text: parsed.append(text) or parse_part(text))
     view = make_view(qtbot, vault_tasks)
     shown: list[str] = []
     monkeypatch.setattr(view.page.body, "show_html", lambda html: shown.append(html) or SafeTextBrowser.show_html(

@@ -18,6 +18,7 @@ from desktop.records.render import details_html, evidence_html, header_html
 from desktop.records.view import RecordsView
 from tests.desktop.conftest import records_view_on_main, wait_for_signal
 from tests.desktop.test_live import agent_call
+from tests.desktop.test_markdown import long_note
 
 ZONE = timezone(timedelta(hours=1))  # the owner's zone in these tests: never the machine's
 NOW = datetime(2026, 12, 4, 15, 0, tzinfo=ZONE)  # 14:00 UTC
@@ -409,3 +410,58 @@ def test_the_page_says_loading_then_no_body_and_history_says_when_and_who_whole(
         assert header.sectionSize(column) >= table.sizeHintForColumn(column), title
     for column in range(len(titles)):
         assert header.sectionSize(column) >= header.sectionSizeHint(column), titles[column]
+
+
+def test_a_long_notes_first_part_is_shown_at_once_and_the_rest_where_the_reader_is(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    """A 100 KB note shows its first part with its page (its first screen read at once) and the rest once parsed,
+    a part between the window's events; the reader who scrolled meanwhile stays where they were."""
+    body = long_note()[long_note().index("# Log"):]
+    gui_thread_guard.active = False
+    saved = save(served_engine, {"requestId": "long-1", "type": "note", "title": "Meeting log", "body": body})
+    gui_thread_guard.active = True
+    view = records_view_on_main(qtbot, tasks, 1280, 800)
+    page = view.page
+    page.rest_timer.blockSignals(True)  # the rest waits: what the owner reads first
+    wait_for_signal(qtbot, page.sig_content_loaded, lambda: view.open_record(saved["id"]))
+
+    first = page.body.toPlainText()
+    assert "Day 1\n" in first and "Day 150" not in first and first.endswith("The rest of the note is on its way…")
+    bar = page.body.verticalScrollBar()
+    assert bar.maximum() > 100
+    bar.setValue(100)
+    seen = page.body.viewport().grab().toImage()
+    with qtbot.waitSignal(page.sig_body_shown, timeout=10_000) as shown:
+        page.rest_timer.blockSignals(False)
+    assert shown.args == [saved["id"]]
+    whole = page.body.toPlainText()
+    assert "Day 150" in whole and "on its way" not in whole and bar.value() == 100
+    assert page.body.viewport().grab().toImage() == seen  # what the reader sees does not move or change
+    alone = SafeTextBrowser()  # the note made whole at once, as before
+    qtbot.addWidget(alone)
+    alone.show_html(body_html(body, known_records(page.links)))
+    assert page.body.toHtml() == alone.toHtml()
+
+
+def test_a_long_note_read_again_or_opened_at_a_heading_is_made_whole_at_once(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    body = long_note()[long_note().index("# Log"):]
+    gui_thread_guard.active = False
+    saved = save(served_engine, {"requestId": "long-2", "type": "note", "title": "Meeting log", "body": body})
+    gui_thread_guard.active = True
+    view = records_view_on_main(qtbot, tasks, 1280, 800)
+    page = view.page
+    page.rest_timer.blockSignals(True)  # nothing is parsed later: what is shown is made at once
+    other = next(row["id"] for row in view.recent_model.rows() if row["id"] != saved["id"])
+    wait_for_signal(qtbot, page.sig_content_loaded, lambda: view.open_record(other))
+    wait_for_signal(qtbot, page.sig_body_shown, lambda: page.follow_wikilink("Meeting log", "day-120"))
+    assert page.shown_id == saved["id"] and "Day 150" in page.body.toPlainText()
+    assert page.body.verticalScrollBar().value() > 0  # at Day 120
+
+    page = records_view_on_main(qtbot, tasks, 1280, 800).page  # a window of its own: nothing made before
+    page.rest_timer.blockSignals(True)
+    wait_for_signal(qtbot, page.sig_content_loaded, lambda: page.show_record("main", saved["id"]))
+    assert "Day 150" not in page.body.toPlainText()  # opened: its first part
+    with qtbot.waitSignal(page.sig_body_shown, timeout=10_000):
+        page.refresh()  # read again in place (an agent wrote): whole, where the reader is
+    assert "Day 150" in page.body.toPlainText()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 from PySide6.QtGui import QFont, QFontMetricsF
 
 from desktop.common.models import Column, RowsModel
+from desktop.records.conversations import shown_snippet
 from desktop.records.snippets import SNIPPET_LINES, SnippetDelegate, bold_ranges, laid_out
 from desktop.common.widgets import table
 from tests.desktop.conftest import records_view_on_main
@@ -74,3 +77,18 @@ def test_a_search_shows_a_notes_code_blocks_tables_and_cut_emphasis_as_words(
                               "machine")
     words = [hit["snippet"][start:end] for start, end in hit["highlights"]]
     assert words == ["terminal", "Login", "login", "login", "machine"]
+
+
+def test_an_imported_conversations_snippet_moves_its_marked_words_with_its_local_times() -> None:
+    text = "Started 2026-05-28T20:26:40Z. User (2026-05-28T20:26:50Z): the tram clock (2026-01-01T00:00:00Z) stays"
+    marked = [[8, 12], [36, 40], [63, 67], [68, 73]]  # 2026 in the header and the speaker's time, tram, clock
+    hit = {"snippet": text, "highlights": marked, "attribution": {"instance": "import-chatgpt"}}
+    now = datetime(2026, 6, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+
+    shown, spans = shown_snippet(hit, now)
+
+    assert shown == ("Started 2026-05-28 22:26. User (2026-05-28 22:26): the tram clock (2026-01-01T00:00:00Z) "
+                     "stays")  # a time in the message's own words is left as written
+    assert [shown[a:b] for a, b in spans] == ["2026", "2026", "tram", "clock"]
+    assert shown_snippet({**hit, "attribution": {"instance": "laptop"}}, now) == (text, marked)
+    assert shown_snippet({"snippet": "no attribution", "highlights": []}, now) == ("no attribution", [])

@@ -365,6 +365,35 @@ def test_a_conversations_times_read_in_local_time_while_its_file_keeps_utc(qtbot
     assert "Started 2026-05-28T20:26:40" in stored and "(2026-05-28T20:26:50Z):" in stored  # the file as it was
 
 
+def test_a_conversations_search_hit_says_its_times_in_local_time(qtbot, connected_window, export_file, brussels,
+                                                                  gui_thread_guard) -> None:
+    """A search that finds an imported conversation shows its snippet's times in the owner's zone (Brussels, two
+    hours east of UTC on 28 May), as its page does; the query's words stay marked, a year inside a time too."""
+    window = connected_window
+    window.import_action.trigger()
+    dialog = window.import_dialog
+    dialog.set_format("chatgpt")
+    dialog.path.setText(str(export_file))
+    assert finish(qtbot, dialog)["state"] == "done"
+    dialog.close()
+    records = window.records_view
+    records.query.setText("tram clock 2026")
+    with qtbot.waitSignal(records.search_model.sig_page_loaded, timeout=WAIT_MS):
+        records.search()
+
+    [row] = [n for n, hit in enumerate(records.search_model.rows()) if hit["title"] == "Repairing a tram clock"]
+    column = [column.title for column in records.search_model.columns].index("Snippet")
+    index = records.search_model.index(row, column)
+    shown = index.data()
+    assert "Started 2026-05-28 22:26, last updated 2026-05-28 23:26." in shown, shown
+    assert "User (2026-05-28 22:26):" in shown and "Assistant (2026-05-28 22:27):" in shown
+    assert "T20:2" not in shown and "Z)" not in shown
+    delegate = records.search_table.itemDelegateForColumn(column)
+    lines, bold = delegate.shown_text(index, 5000, records.search_table.font())
+    assert " ".join(lines).startswith(shown[:80]) and "tram" in bold and "2026" in bold
+    assert records.search_model.rows()[row]["snippet"].count("T20:2") >= 3  # the engine's text is UTC
+
+
 def test_evidence_opens_its_original_at_the_lines_it_cites(qtbot, connected_window, tmp_path) -> None:
     """A conversation imported from ChatGPT cites its lines of a transcript file a hundred conversations share:
     its evidence opens that file at those lines, selected and in view (it opened at the file's first line,

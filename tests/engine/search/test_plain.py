@@ -16,6 +16,10 @@ from tests.helpers import page
     ("an embed ![[diagram.png]] here", "an embed here"),  # an image's file name says nothing in a snippet
     ("- ![[lucide-table.svg#icon]] **View menu** and ![[Report.PDF|300]]", "View menu and"),  # an icon, a file
     ("My books: ![[Books.base]] By year: ![[Books.base#By year]] end", "My books: By year: end"),  # a base
+    ("Kept in ![[Books.base]] and ![[Films.base#By year]].", "Kept in and."),  # no space before the stop
+    ("the list (![[Books.base]]), then ![[Books.base]]; next", "the list, then; next"),  # nor empty brackets
+    ("one ![[a.png]]  ![[b.base]]   two", "one two"),  # nor spaces twice
+    ("glued![[icon.svg]]words", "glued words"),  # words an embed stood between stay apart
     ("![[Other note]] stays", "Other note stays"),  # an embedded note is named by its title
     ("ing|the alias]] and after", "the alias and after"),  # the fragment began inside a link
     ("and before [[Target|ali", "and before Target"),  # and ended inside one
