@@ -26,7 +26,7 @@ from .store.attachments import ATTACH_MAX_BYTES, kept_name_note
 from .store.credentials import CleanContents, refuse_secrets, texts_of
 from .index.analysis import Analyzer
 from .decision.runtime import DecisionRuntime
-from .core.errors import Denied, IndexFailed, NotFound, StoreUnavailable
+from .core.errors import Denied, IndexFailed, InvalidParams, NotFound, StoreUnavailable
 from .core.faults import Faults
 from .core.params import Params
 from .store.githistory import find_git
@@ -625,8 +625,15 @@ def _flush_request(params: Any, operation: str) -> Any:
 
     The request id is then derived from the flush id and the page title or
     the claim texts, so the flush's identical retry returns the original receipt.
+    Neither given is refused saying both: the published schema requires neither on its own.
     """
-    if not isinstance(params, dict) or "flushId" not in params:
+    if not isinstance(params, dict):
+        return params
+    if params.get("requestId") is None and params.get("flushId") is None:
+        raise InvalidParams("requestId is required: a fresh id of your choosing for this write (an identical "
+                            "retry with the same id returns the first receipt); during a pre-compaction flush, "
+                            "the host's flushId instead", field="requestId")
+    if "flushId" not in params:
         return params
     flush_id = FLUSH_ID.take(params)  # checked even beside a requestId: the schema promises its form
     params = {key: value for key, value in params.items() if key != "flushId"}

@@ -477,8 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", parents=[common], help="run the engine headless")
     serve.add_argument("--demo", action="store_true", help="seed the demo store first")
-    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT}; "
-                       "0 picks a free one)")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                       help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)")
     serve.add_argument("--http", type=_port, metavar="PORT", help="also serve MCP's Streamable HTTP at "
                        "http://127.0.0.1:PORT/mcp (0 picks a free port; engine.json says which)")
     serve.add_argument("--host", help=f"the address --http binds (default "

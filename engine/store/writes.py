@@ -252,8 +252,10 @@ def current_record(ctx: WriteContext, record_id: str, *, kind: str,
         if len(rows) > 1:
             raise NotFound("that id is used by more than one file; exact lookups return none", field=field,
                            id=record_id)
-        if not rows or rows[0].kind != kind:
+        if not rows:
             raise NotFound(f"no {kind} with that id in this partition", field=field, id=record_id)
+        if rows[0].kind != kind:  # an id of the wrong kind is said as such, not as one that does not exist
+            raise NotFound(f"that id names a {rows[0].kind}, not a {kind}", field=field, id=record_id)
         row = rows[0]
         data, _ = read_file(ctx.store.partition_root(ctx.partition), row.path, max_bytes=RECORD_MAX_BYTES)
         if sha256_bytes(data) == row.sha256:

@@ -102,7 +102,8 @@ def test_a_conversation_whose_session_id_is_no_uuid_is_refused_to_the_client(tmp
 
     error = json.loads(done.stdout)["error"]
     assert error["data"]["reason"] == "invalid_params"
-    assert error["message"].startswith("--session-id must be the conversation's UUID") and "'chat-1'" in error["message"]
+    assert error["message"].startswith("--session-id must be the conversation's UUID")
+    assert "'chat-1'" in error["message"]
     assert "--session-id must be" in done.stderr
 
 
