@@ -141,3 +141,19 @@ def test_an_id_of_another_kind_is_said_to_be_one_not_missing(agent):
     failed, answer = tool(dispatcher, session, "knowledge_save_page", {
         "requestId": "r3", "id": UNKNOWN, "expectedRevision": 1, "type": "project", "title": "Atlas"})
     assert failed and answer["message"] == "no page with that id in this partition"
+
+
+def test_a_type_change_that_keeps_fields_the_new_type_has_not_says_fields_were_kept(agent, state_dir):
+    dispatcher, session, _ = agent
+    failed, person = tool(dispatcher, session, "knowledge_save_page", {
+        "requestId": "d1", "type": "person", "title": "Dana", "fields": {"role": "keeper"}})
+    assert not failed
+    before = vault_snapshot(only_store(state_dir) / "vault")
+    revise = {"requestId": "d2", "id": person["id"], "expectedRevision": 1, "type": "project", "title": "Dana"}
+    failed, answer = tool(dispatcher, session, "knowledge_save_page", revise)
+    assert failed and answer == {"reason": "invalid_params", "field": "fields", "message": (
+        "fields left out are kept from revision 1, and project pages have no field 'role': give fields for a "
+        "project page, or fields {} to drop them")}
+    assert vault_snapshot(only_store(state_dir) / "vault") == before
+    failed, revised = tool(dispatcher, session, "knowledge_save_page", {**revise, "fields": {}})
+    assert not failed and revised["revision"] == 2
