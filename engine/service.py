@@ -26,7 +26,7 @@ from .store.attachments import ATTACH_MAX_BYTES, kept_name_note
 from .store.credentials import CleanContents, refuse_secrets, texts_of
 from .index.analysis import Analyzer
 from .decision.runtime import DecisionRuntime
-from .core.errors import Denied, IndexFailed, NotFound, StoreUnavailable
+from .core.errors import Denied, IndexFailed, InvalidParams, NotFound, StoreUnavailable
 from .core.faults import Faults
 from .core.params import Params
 from .store.githistory import find_git
@@ -350,8 +350,8 @@ class Engine:
                owner: bool = False) -> GrepAnswer | OwnerHits:
         """Keyword BM25 search over the caller's current records (``declared``: what the calling method takes,
         by default ``memory/search``'s parameters). With ``links`` (the native tool), each hit of the private
-        partition carries its record's ``link``, and a first page with no hit for a ``type`` no current record
-        has says so in ``note``; the shared ``memory/search`` stays its contract's projection.
+        partition carries its record's ``link``, and a first page with no hit for a ``type`` the store's ontology
+        does not define says so in ``note``; the shared ``memory/search`` stays its contract's projection.
         The ``owner``'s search (the window, ``knowledge search``) does not let function words make a hit alone,
         and its snippets are plain words (engine/search/plain.py); agents' searches match any query word and get
         the fragment as written, as their contract says."""
@@ -365,13 +365,19 @@ class Engine:
                             authority.partition, request, overlay)
             if links:
                 result["hits"] = [with_link(hit, view.store.store_id, authority.partition) for hit in result["hits"]]
-                if not result["hits"] and request.type is not None and request.cursor is None:
-                    note = unknown_type_note(view.catalog, authority.partition, request.type)
-                    if note is not None:
-                        cast(GrepAnswer, result)["note"] = note
             return result
 
-        return self.enter(caller).read(work)
+        entry = self.enter(caller)
+        result = entry.read(work)
+        if links and not result["hits"] and request.type is not None and request.cursor is None:
+            # The ontology is read on the lane, which keeps it current (the snapshot a search reads has no copy).
+            type_asked = request.type
+            note = entry.run(lambda runtime, authority: unknown_type_note(
+                runtime.catalog, authority.partition, runtime.store.ontology(authority.partition), type_asked,
+                request.kind))
+            if note is not None:
+                cast(GrepAnswer, result)["note"] = note
+        return result
 
     def owner_search(self, caller: Caller, params: dict[str, Any]) -> OwnerSearchAnswer:
         """The owner's search (``operator/search``, ``knowledge search``) in the ``mode`` asked: keyword, hybrid
@@ -619,8 +625,15 @@ def _flush_request(params: Any, operation: str) -> Any:
 
     The request id is then derived from the flush id and the page title or
     the claim texts, so the flush's identical retry returns the original receipt.
+    Neither given is refused saying both: the published schema requires neither on its own.
     """
-    if not isinstance(params, dict) or "flushId" not in params:
+    if not isinstance(params, dict):
+        return params
+    if params.get("requestId") is None and params.get("flushId") is None:
+        raise InvalidParams("requestId is required: a fresh id of your choosing for this write (an identical "
+                            "retry with the same id returns the first receipt); during a pre-compaction flush, "
+                            "the host's flushId instead", field="requestId")
+    if "flushId" not in params:
         return params
     flush_id = FLUSH_ID.take(params)  # checked even beside a requestId: the schema promises its form
     params = {key: value for key, value in params.items() if key != "flushId"}

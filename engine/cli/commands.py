@@ -65,7 +65,7 @@ def write_token_file(state: StateDir, agent: str, token: str) -> str:
 
 
 def cmd_agents_add(args: argparse.Namespace, state: StateDir) -> int:
-    scopes = tuple(s.strip() for s in args.scopes.split(",")) if args.scopes else SCOPES
+    scopes = tuple(s.strip() for s in args.scopes.split(",")) if args.scopes is not None else SCOPES
     with open_desk(state) as desk:
         data = desk.add_agent(args.name, args.owner, scopes)
     _print(data, args.json, lambda d: (
@@ -477,8 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", parents=[common], help="run the engine headless")
     serve.add_argument("--demo", action="store_true", help="seed the demo store first")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT}; "
-                       "0 picks a free one)")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                       help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)")
     serve.add_argument("--http", type=_port, metavar="PORT", help="also serve MCP's Streamable HTTP at "
                        "http://127.0.0.1:PORT/mcp (0 picks a free port; engine.json says which)")
     serve.add_argument("--host", help=f"the address --http binds (default "
@@ -521,11 +521,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser("doctor", parents=[common], help="validate every store, vault and ontology")
     doctor.add_argument("--json", action="store_true", help="print every store's findings as JSON")
-    doctor.set_defaults(handler=cmd_doctor)
+    doctor.set_defaults(handler=cmd_doctor, reads_state=True)
 
     reindex = commands.add_parser("reindex", parents=[common], help="rebuild every search index from the vaults")
     reindex.add_argument("--json", action="store_true", help="print each rebuilt index as JSON")
-    reindex.set_defaults(handler=cmd_reindex)
+    reindex.set_defaults(handler=cmd_reindex, reads_state=True)
 
     search_cmd = commands.add_parser("search", parents=[common], help="search an agent's private knowledge")
     search_cmd.add_argument("query", metavar="QUERY", help="words or a question to search for (no query syntax)")
@@ -539,7 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="list relationship records (links between notes) too; by default pages and claims, "
                                  "as the window's search lists them")
     search_cmd.add_argument("--json", action="store_true", help="print the hits as JSON, with their references")
-    search_cmd.set_defaults(handler=cmd_search)
+    search_cmd.set_defaults(handler=cmd_search, reads_state=True)
 
     add_bench_parser(commands, common)
 
@@ -556,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=cmd_agents_list)
     remove = agent_commands.add_parser("remove", parents=[common], help="remove an agent (its store is kept)")
     remove.add_argument("name", metavar="NAME", help="the agent to remove")
-    remove.set_defaults(handler=cmd_agents_remove)
+    remove.set_defaults(handler=cmd_agents_remove, reads_state=True)
     config = agent_commands.add_parser("config", parents=[common],
                                        help="print a copy-paste MCP client configuration for an agent")
     config.add_argument("name", metavar="NAME", help="the agent the client connects as")
@@ -565,7 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--instance", help="a stable, non-secret id of this agent instance (default: NAME-HOSTNAME)")
     config.add_argument("--session-key", help="for an agent without owner authority: the session key of its "
                                               "conversation, which grants name (default: the instance id)")
-    config.set_defaults(handler=cmd_agents_config)
+    config.set_defaults(handler=cmd_agents_config, reads_state=True)
 
     grants = commands.add_parser("grants", parents=[common], help="conversation access to the private partition")
     grant_commands = grants.add_subparsers(dest="grants_command", required=True, metavar="ACTION")
@@ -583,6 +583,8 @@ def build_parser() -> argparse.ArgumentParser:
     grant_remove.add_argument("agent", metavar="AGENT", help="the agent the grant is of")
     grant_remove.add_argument("session_key", metavar="SESSION_KEY", help="the conversation's session key")
     grants.set_defaults(handler=cmd_grants)
+    for acting in (grant_add, grant_remove):
+        acting.set_defaults(reads_state=True)
 
     stores = commands.add_parser("stores", parents=[common], help="inspect stores")
     store_commands = stores.add_subparsers(dest="stores_command", required=True, metavar="ACTION")
@@ -630,6 +632,9 @@ def main(argv: list[str] | None = None) -> int:
     state = StateDir.resolve(args.state_dir)
     if getattr(args, "exclusive", None) and (refused := refuse_beside_engine(state, args.exclusive)) is not None:
         return refused
+    if getattr(args, "reads_state", False) and not state.root.exists():
+        print(no_state_here(state, args), file=sys.stderr)
+        return 2
     try:
         return args.handler(args, state)
     except KeyboardInterrupt:
@@ -669,6 +674,17 @@ def main(argv: list[str] | None = None) -> int:
             where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
             print(f"knowledge: {getattr(exc, 'strerror', None) or exc or type(exc).__name__}{where}", file=sys.stderr)
         return 1
+
+
+def no_state_here(state: StateDir, args: argparse.Namespace) -> str:
+    """Why a command that works on existing state (``reads_state``) did nothing: there is no state directory at
+    ``state``.  It creates none either, so a mistyped ``--state-dir`` leaves no folder behind."""
+    words = [args.command]
+    for dest in (f"{args.command}_command", "remote_command"):  # `agents list`, `sync remote add`
+        if isinstance(getattr(args, dest, None), str):
+            words.append(getattr(args, dest))
+    return (f"knowledge {' '.join(words)}: no state directory at {state.root}; nothing was read or written. "
+            "`knowledge agents add NAME` or `knowledge serve` starts one there; --state-dir names another")
 
 
 def _concerns(state: StateDir, exc: OSError | sqlite3.Error) -> bool:

@@ -43,7 +43,8 @@ from ..operator.gate_operator import handlers as gate_handlers
 from ..operator.methods import check_workspace_roots
 from ..service import Engine
 from ..state.config import SettingsSource
-from ..state.registry import SCOPES, Registry
+from ..core.db import Database
+from ..state.registry import MIGRATIONS as REGISTRY_MIGRATIONS, SCOPES, Registry, check_new_agent
 from ..state.statedir import EngineLock, StateDir
 from ..store.credentials import refuse_secrets
 from ..sync.clone import SyncCloned, clone_store
@@ -184,9 +185,14 @@ class LocalDesk:
         self.state = state
 
     @contextmanager
-    def _registry(self) -> Iterator[Registry]:
-        self.state.create()
-        registry = Registry.open(self.state.registry, self.state.root)
+    def _registry(self, *, create: bool = True) -> Iterator[Registry]:
+        """The state directory's registry; without ``create``, where there is none yet, an empty one in memory:
+        a listing then answers what a new state directory holds, and creates none."""
+        if not create and not self.state.registry.is_file():
+            registry = Registry(Database.open(None, create=True, migrations=REGISTRY_MIGRATIONS), self.state.root)
+        else:
+            self.state.create()
+            registry = Registry.open(self.state.registry, self.state.root)
         try:
             yield registry
         finally:
@@ -240,12 +246,13 @@ class LocalDesk:
             return result
 
     def agents(self) -> list[dict[str, Any]]:
-        with self._registry() as registry:
+        with self._registry(create=False) as registry:
             resolver = StoreResolver(self.state, registry, SettingsSource(self.state.config))
             return [{"name": a.name, "owner": a.owner, "scopes": list(a.scopes), "createdAt": a.created_at,
                      "store": resolver.agent_view(a.name)} for a in registry.agents()]
 
     def add_agent(self, name: str, owner: bool, scopes: tuple[str, ...] = SCOPES) -> AddedAgent:
+        check_new_agent(name, scopes)  # a refused name creates no state directory
         with self._registry() as registry:
             token = registry.add_agent(name, owner=owner, scopes=scopes)
         return {"agent": name, "token": token, "tokenFile": str(self.state.write_agent_token(name, token))}
@@ -256,7 +263,7 @@ class LocalDesk:
         self.state.remove_agent_token(name)
 
     def grants(self, agent: str | None) -> list[dict[str, Any]]:
-        with self._registry() as registry:
+        with self._registry(create=False) as registry:
             return [grant.to_dict() for grant in registry.grants(agent)]
 
     def set_grant(self, agent: str, session_key: str, access: str) -> dict[str, Any]:
@@ -268,19 +275,19 @@ class LocalDesk:
             registry.remove_grant(agent, session_key)
 
     def stores(self) -> list[dict[str, Any]]:
-        with self._registry() as registry:
+        with self._registry(create=False) as registry:
             return StoreResolver(self.state, registry, SettingsSource(self.state.config)).inventory()
 
     def settings(self) -> SettingsView:
         return _settings_view(SettingsSource(self.state.config))
 
     @contextmanager
-    def _remotes(self) -> Iterator[RemoteBook]:
-        with self._registry() as registry:
+    def _remotes(self, *, create: bool = True) -> Iterator[RemoteBook]:
+        with self._registry(create=create) as registry:
             yield RemoteBook(self.state, StoreResolver(self.state, registry, SettingsSource(self.state.config)))
 
     def sync_remotes(self) -> SyncRemotes:
-        with self._remotes() as book:
+        with self._remotes(create=False) as book:
             return book.listing()
 
     def add_sync_remote(self, name: str, url: str, store: str | None, agent: str | None) -> SyncRemoteChanged:

@@ -35,7 +35,7 @@ def add_gate_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="the same for pointer lines (mediumThreshold), below --precision "
                               "(default %(default)s)")
     suggest.add_argument("--json", action="store_true", help="print the engine's answer as JSON")
-    suggest.set_defaults(handler=cmd_gate_suggest)
+    suggest.set_defaults(handler=cmd_gate_suggest, reads_state=True)
 
 
 def cmd_gate_suggest(args: argparse.Namespace, state: StateDir) -> int:

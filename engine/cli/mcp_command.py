@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import uuid
 from typing import Any
 
 from ..state.statedir import StateDir
@@ -80,6 +81,10 @@ def session_knowledge(args: argparse.Namespace, state: StateDir) -> dict[str, An
         if not args.session_key or not args.session_id:
             raise BridgeError("a conversation audience needs --session-key and --session-id: add both to the "
                               "command in the client's configuration", reason="invalid_params")
+        if not _is_uuid(args.session_id):  # else the session would start, and refuse every call
+            raise BridgeError(f"--session-id must be the conversation's UUID (such as {EXAMPLE_SESSION_ID}), not "
+                              f"{args.session_id!r}: fix it in the command in the client's configuration",
+                              reason="invalid_params")
         audience: dict[str, Any] = {"kind": "conversation", "sessionKey": args.session_key,
                                     "sessionId": args.session_id}
     else:
@@ -88,6 +93,21 @@ def session_knowledge(args: argparse.Namespace, state: StateDir) -> dict[str, An
     if args.instance:
         knowledge["instance"] = args.instance
     return knowledge
+
+
+EXAMPLE_SESSION_ID = "0b6a6c55-3f6c-4f54-9a8e-0b1c2d3e4f50"
+
+
+def _is_uuid(value: str) -> bool:
+    """Whether ``value`` is a UUID the engine takes as a session id (engine.core.ids.canonical_session_id, not
+    imported: the bridge loads only what relaying needs)."""
+    if len(value) != 36:
+        return False
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 def read_token(args: argparse.Namespace, state: StateDir) -> str:

@@ -37,7 +37,7 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     add.add_argument("url", metavar="URL", help="where the remote repository is")
     store_choice(add)
     add.add_argument("--json", action="store_true", help="print the store's remotes as JSON")
-    add.set_defaults(handler=cmd_sync_remote_add)
+    add.set_defaults(handler=cmd_sync_remote_add, reads_state=True)
 
     listing = actions.add_parser("list", parents=[common], help="every store's remotes")
     listing.add_argument("--json", action="store_true", help="print every store's remotes as JSON")
@@ -48,7 +48,7 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     remove.add_argument("name", metavar="NAME", help="the remote to remove")
     store_choice(remove)
     remove.add_argument("--json", action="store_true", help="print the store's remotes as JSON")
-    remove.set_defaults(handler=cmd_sync_remote_remove)
+    remove.set_defaults(handler=cmd_sync_remote_remove, reads_state=True)
 
     now = sync_commands.add_parser(
         "now", parents=[common], help="sync now: fetch, merge by record and push, with each remote",
@@ -59,7 +59,7 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     store_choice(now, "every store with remotes")
     now.add_argument("--remote", metavar="NAME", help="only this remote")
     now.add_argument("--json", action="store_true", help="print each remote's status as JSON")
-    now.set_defaults(handler=cmd_sync_now)
+    now.set_defaults(handler=cmd_sync_now, reads_state=True)
 
     status = sync_commands.add_parser("status", parents=[common], help="every store's sync state, and the "
                                                                       "conflicts waiting with their diff")
@@ -74,7 +74,7 @@ def add_sync_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     dismiss.add_argument("id", metavar="ID", help="the conflict's id (sc_..., as `knowledge sync status` lists it)")
     store_choice(dismiss)
     dismiss.add_argument("--json", action="store_true", help="print the conflict dismissed as JSON")
-    dismiss.set_defaults(handler=cmd_sync_dismiss)
+    dismiss.set_defaults(handler=cmd_sync_dismiss, reads_state=True)
 
     clone = sync_commands.add_parser(
         "clone", parents=[common], help="join a store that syncs through a remote, as an agent's store",

@@ -36,6 +36,7 @@ from .fresh import merged_window
 from ..store.reads import AS_OF, reference
 from ..store.summaries import RecordSummary, Reference, record_summary
 from ..store.store import Store
+from ..vault.ontology import Ontology
 from .plain import owner_snippet, query_marker
 
 QUERY_MAX_BYTES = 8192
@@ -199,8 +200,8 @@ class SearchAnswer(TypedDict):
 
 
 class GrepAnswer(SearchAnswer):
-    """The hits; `note`, on a first page with no hit, when no current record has the `type` asked for: it names
-    the types records have that are closest to it (`Person`, `persons` or a typo: did you mean `person`)."""
+    """The hits; `note`, on a first page with no hit, when the store's ontology does not define the `type` asked
+    for: it names the defined types closest to it (`Person`, `persons` or a typo: did you mean `person`)."""
     note: NotRequired[str]
 
 
@@ -330,27 +331,49 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
 # How many of the partition's types a note about an unknown ``type`` lists, when none is close to it.
 TYPES_LISTED = 12
 
+# What a ``type`` is of each kind, in a note's words.
+TYPE_WORDS = {"page": "page type", "claim": "claim kind", "relationship": "relationship type"}
 
-def unknown_type_note(catalog: CatalogReads, partition: str, type: str) -> str | None:
-    """When no current record of ``partition`` has ``type`` (a page type, claim kind or relation), what to say
-    about it: the types records have, those closest to it first.  Read from the catalog the search read, never
-    from the ontology: a type the ontology defines that no record has yet is as empty as a typo."""
-    if catalog.current(partition, type=type, limit=1):
+
+def defined_types(ontology: Ontology) -> dict[str, tuple[str, ...]]:
+    """The names ``type`` may take for each kind: the effective ontology's page types, claim kinds and relations."""
+    return {"page": tuple(ontology.page_types), "claim": tuple(ontology.claim_kinds),
+            "relationship": tuple(ontology.relation_types)}
+
+
+def unknown_type_note(catalog: CatalogReads, partition: str, ontology: Ontology, type: str,
+                      kind: str | None = None) -> str | None:
+    """What to say about a ``type`` filter whose first page has no hit: nothing when the partition's effective
+    ontology defines it for ``kind`` (any kind when None), since a defined type no record has yet is simply
+    empty; else that the ontology does not define it, with the defined types and those records have that are
+    closest to it (``Person``, ``persons``, ``preson``, the alias ``people``: did you mean ``person``), or the
+    types records have."""
+    defined = defined_types(ontology)
+    kinds = [kind] if kind in defined else list(defined)
+    if any(type in defined[name] for name in kinds):
         return None
+    elsewhere = [name for name in defined if name not in kinds and type in defined[name]]
+    if elsewhere:
+        return (f"{type!r} is a {TYPE_WORDS[elsewhere[0]]}, not a {TYPE_WORDS[kinds[0]]}: search with kind "
+                f"{elsewhere[0]!r}, or leave kind out")
     counts: dict[str, int] = {}
-    for (_, name), count in catalog.current_counts(partition).items():
-        if name:
+    for (record_kind, name), count in catalog.current_counts(partition).items():
+        if name and record_kind in kinds:
             counts[name] = counts.get(name, 0) + count
-    if not counts:
-        return f"no current record has type {type!r}: there are no typed records here yet"
-    close = difflib.get_close_matches(type, counts, n=3, cutoff=0.6)
-    close += [name for name in counts if name.lower() == type.lower() and name not in close]
+    names = list(dict.fromkeys([name for kind_name in kinds for name in defined[kind_name]] + list(counts)))
+    said = f"type {type!r} is not defined in this store's ontology"
+    close = difflib.get_close_matches(type, names, n=3, cutoff=0.6)
+    close += [name for name in names if name.lower() == type.lower() and name not in close]
+    if "page" in kinds:  # a page type's alias (`people`) names it
+        close += [name for name, page_type in ontology.page_types.items() if name not in close
+                  and type.lower() in (alias.lower() for alias in page_type.aliases)]
     if close:
-        return f"no current record has type {type!r}; did you mean {' or '.join(map(repr, close))}?"
+        return f"{said}; did you mean {' or '.join(map(repr, close))}?"
+    if not counts:
+        return f"{said}, and no record here has a type yet (knowledge_ontology lists the types it defines)"
     common = sorted(counts, key=lambda name: (-counts[name], name))[:TYPES_LISTED]
     more = f" and {len(counts) - len(common)} more" if len(counts) > len(common) else ""
-    return (f"no current record has type {type!r}; types records have here: {', '.join(common)}{more} "
-            "(knowledge_ontology lists the page types)")
+    return f"{said}; types records have here: {', '.join(common)}{more} (knowledge_ontology lists the types it defines)"
 
 
 def snippet_generator(searcher: tantivy.Searcher, schema: tantivy.Schema, terms: list[str],

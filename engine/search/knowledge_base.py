@@ -210,7 +210,9 @@ def search_knowledge(engine: KnowledgeEngine, caller: Caller, args: dict[str, An
     reads a store."""
     request = parse_request(args)
     if not engine.settings.current().knowledge_runtime_enabled:
-        raise RuntimeDisabled("the Knowledge Base runtime is switched off (knowledgeRuntimeEnabled is false)",
+        raise RuntimeDisabled("the Knowledge Base runtime is switched off (knowledgeRuntimeEnabled is false): the "
+                              "owner switches it on with `knowledge settings search-knowledge on`; meanwhile "
+                              "knowledge_grep searches the same records",
                               error="knowledge_unavailable", code="knowledge_runtime_disabled")
     if isinstance(request, AddressedRead):
         return engine.on_store(caller, lambda runtime, authority: addressed_read(runtime, authority, request),

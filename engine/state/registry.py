@@ -150,6 +150,15 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def check_new_agent(name: str, scopes: tuple[str, ...]) -> None:
+    """Refuse an agent name or scopes ``Registry.add_agent`` would refuse, before anything is opened or created."""
+    if not is_agent_name(name):
+        raise InvalidParams("agent names are 1-64 lowercase letters, digits, '-' or '_'", field="name")
+    unknown = [scope for scope in scopes if scope not in SCOPES]
+    if unknown or not scopes:
+        raise InvalidParams(f"scopes must be a non-empty subset of {list(SCOPES)}", field="scopes")
+
+
 class Registry:
     """The registry's tables.  What the authority checks read (credentials, agents, stores, grants) is
     remembered until the database next changes, by this process or another (``Database.change_stamp``):
@@ -175,11 +184,7 @@ class Registry:
 
     def add_agent(self, name: str, *, owner: bool = False, scopes: tuple[str, ...] = SCOPES) -> str:
         """Register an agent (or bring back a removed one) and return its new token, once."""
-        if not is_agent_name(name):
-            raise InvalidParams("agent names are 1-64 lowercase letters, digits, '-' or '_'", field="name")
-        unknown = [scope for scope in scopes if scope not in SCOPES]
-        if unknown or not scopes:
-            raise InvalidParams(f"scopes must be a non-empty subset of {list(SCOPES)}", field="scopes")
+        check_new_agent(name, scopes)
         now = format_timestamp(utc_now())
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         with self.db.atomic():

@@ -401,7 +401,8 @@ def read_workspace_file(parts: tuple[str, ...], expected_sha: str, roots: tuple[
     """
     shown = "/" + "/".join(parts)
     if _root_of(parts, roots) is None:
-        raise Denied("filePath is outside the allowed workspace roots", field="filePath", path=shown)
+        raise Denied("filePath is outside the workspace roots the owner allows; send the file's content with "
+                     "knowledge_attach instead", field="filePath", path=shown)
     if any(parts[:len(state)] == state for state in forbidden):
         raise Denied("files in the engine's state directory are never attached", field="filePath", path=shown)
     fd, info = _open_without_symlinks(parts, shown)

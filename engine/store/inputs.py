@@ -217,7 +217,8 @@ REQUEST_ID = RequestId("requestId", required=True,
 FLUSH_ID = RequestId("flushId", description="During a pre-compaction flush, the host's flush id instead of a "
                      "requestId: a stable request id is derived from it")
 # The tools' form of a write: requestId, or during a flush flushId instead (Engine derives the request id).
-_FLUSH_FORM = Params(RequestId("requestId", description=REQUEST_ID.description), FLUSH_ID)
+_FLUSH_FORM = Params(RequestId("requestId", description="Required unless flushId is given: "
+                               + REQUEST_ID.description), FLUSH_ID)
 
 PAGE_PARAMS = Params(
     REQUEST_ID,

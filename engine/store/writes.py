@@ -252,8 +252,10 @@ def current_record(ctx: WriteContext, record_id: str, *, kind: str,
         if len(rows) > 1:
             raise NotFound("that id is used by more than one file; exact lookups return none", field=field,
                            id=record_id)
-        if not rows or rows[0].kind != kind:
+        if not rows:
             raise NotFound(f"no {kind} with that id in this partition", field=field, id=record_id)
+        if rows[0].kind != kind:  # an id of the wrong kind is said as such, not as one that does not exist
+            raise NotFound(f"that id names a {rows[0].kind}, not a {kind}", field=field, id=record_id)
         row = rows[0]
         data, _ = read_file(ctx.store.partition_root(ctx.partition), row.path, max_bytes=RECORD_MAX_BYTES)
         if sha256_bytes(data) == row.sha256:
@@ -344,6 +346,13 @@ def plan_save_page(ctx: WriteContext, page: PageInput, digest: str) -> Plan:
         frontmatter = dict(existing.frontmatter)
         frontmatter.update(revision=existing.revision + 1, title=page.title, type=page.type, updated_at=ctx.now)
         citations = list(existing.view.raw.get("evidence") or []) + citations  # the file's own, as written
+        kept = frontmatter.get("fields") if page.fields is None else None
+        strange = [name for name in kept if name not in ctx.ontology.page_types[page.type].fields] \
+            if isinstance(kept, dict) else []
+        if strange:  # fields left out are kept: said as such when a new type has no place for them
+            raise InvalidParams(f"fields left out are kept from revision {existing.revision}, and {page.type} pages "
+                                f"have no field {strange[0]!r}: give fields for a {page.type} page, or fields {{}} "
+                                "to drop them", field="fields")
     for key, value in (("aliases", page.aliases), ("tags", page.tags)):
         if value:
             frontmatter[key] = list(value)

@@ -63,6 +63,7 @@ from starlette.responses import Response, StreamingResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..core.answers import NotRequired, TypedDict
+from ..core.ids import canonical_session_id
 from .http_listen import HttpListens, either, sse_event
 from .listen import LISTEN
 from .modern import HANDSHAKE_VERSIONS, MODERN, MODERN_VERSIONS
@@ -334,8 +335,9 @@ class McpHttpApp:
                 raise _Refused(400, "invalid_params", f"Mcp-Name does not match the request's {named_by}",
                                request_id=request_id, code=HEADER_MISMATCH)
         # The credential established here, by the transport, for this one request (see docs/protocol.md).
-        return Session(token=token, audience=_header_audience(request.headers), protocol_version=version,
-                       instance=request.headers.get("knowledge-instance"), initialized=True, era=MODERN)
+        return Session(token=token, audience=_header_audience(request.headers, request_id),
+                       protocol_version=version, instance=request.headers.get("knowledge-instance"),
+                       initialized=True, era=MODERN)
 
     # --- 2026-07-28: subscriptions/listen, its POST answered as an event stream ---------------------
 
@@ -684,7 +686,8 @@ def _with_credential(body: bytes, message: Message, token: str, headers: Any) ->
     if not isinstance(knowledge, dict):
         return body
     knowledge = {**knowledge, "token": token}
-    knowledge.setdefault("audience", _header_audience(headers))
+    if "audience" not in knowledge:
+        knowledge["audience"] = _header_audience(headers, message.id)
     if "instance" not in knowledge and headers.get("knowledge-instance") is not None:
         knowledge["instance"] = headers["knowledge-instance"]
     params["_meta"] = {**meta, "knowledge": knowledge}
@@ -712,14 +715,24 @@ def _header_text(value: str) -> str | None:
         return None
 
 
-def _header_audience(headers: Any) -> HeaderAudience:
+def _header_audience(headers: Any, request_id: Any = None) -> HeaderAudience:
     """The audience the ``Knowledge-Audience`` headers name (as ``knowledge mcp``'s flags), else owner-private;
-    the dispatcher checks it like any audience."""
+    the dispatcher checks it like any audience.  A conversation whose headers are missing or whose session id
+    is no UUID is refused here, naming the header (the dispatcher would name ``_meta``, which the client did not
+    send)."""
     kind = headers.get("knowledge-audience", "owner-private")
     if kind != "conversation":
         return {"kind": kind}
-    return {"kind": kind, "sessionKey": headers.get("knowledge-session-key"),
-            "sessionId": headers.get("knowledge-session-id")}
+    key, session_id = headers.get("knowledge-session-key"), headers.get("knowledge-session-id")
+    if not key or not session_id:
+        missing = "Knowledge-Session-Key" if not key else "Knowledge-Session-Id"
+        raise _Refused(400, "invalid_params", "Knowledge-Audience: conversation needs the Knowledge-Session-Key "
+                       f"and Knowledge-Session-Id headers; {missing} is missing", request_id=request_id,
+                       field=missing)
+    if canonical_session_id(session_id) is None:
+        raise _Refused(400, "invalid_params", "Knowledge-Session-Id must be the conversation's session UUID, such as "
+                       "0b6a6c55-3f6c-4f54-9a8e-0b1c2d3e4f50", request_id=request_id, field="Knowledge-Session-Id")
+    return {"kind": kind, "sessionKey": key, "sessionId": session_id}
 
 
 def _hostname(value: str, *, url: bool) -> str | None:

@@ -90,9 +90,11 @@ PROMPTS: dict[str, PromptEntry] = {prompt["name"]: prompt for prompt in (
 
 # What each prompt's ``arguments`` may hold (strings, as MCP sends them); read with ``where="arguments."``.
 PROMPT_ARGUMENTS = {
-    MEMORY_PROMPT: Params(String("projectKey", PROJECT_KEY_MAX_CHARS * 4, what="a string")),
+    MEMORY_PROMPT: Params(String("projectKey", PROJECT_KEY_MAX_CHARS * 4, what="a string"),
+                          note=f"{MEMORY_PROMPT} takes only projectKey (prompts/list describes it)"),
     INDEX_PROMPT: Params(String("firstMessageAt", TIMESTAMP_MAX_CHARS, min_chars=1,
-                                what="an ISO-8601 UTC timestamp")),
+                                what="an ISO-8601 UTC timestamp"),
+                         note=f"{INDEX_PROMPT} takes only firstMessageAt (prompts/list describes it)"),
 }
 
 

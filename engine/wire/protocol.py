@@ -395,8 +395,9 @@ class Dispatcher:
             arguments = {}
         elif not isinstance(arguments, dict):  # [], 0, false and "" too: never read as no arguments
             raise InvalidParams("arguments must be an object", field="arguments")
-        if not isinstance(name, str):
-            raise InvalidParams("name is required: the name of a tool from tools/list", field="name")
+        if not isinstance(name, str):  # missing or null is required; 5 or a list was given, but is no name
+            said = "name is required" if name is None else "name must be a string"
+            raise InvalidParams(f"{said}: the name of a tool from tools/list", field="name")
         tool = self.tools.get(name)
         if tool is None:
             raise InvalidParams(f"unknown tool {shown_name(name)}", field="name")

@@ -41,9 +41,12 @@ of the error while errors carried it as structured content (until 2026-12-05; be
 suite holds every error result's text to the error schema and fails one that carries structured content.
 
 A `note` in an answer says what the call read differently from what was sent, without refusing it:
-`knowledge_grep` with a `type` no current record has, whose first page has no hit, names the types records
-have that are closest to it (`Person`, `persons`, `preson`: "did you mean 'person'?"), read from the catalog
-the search read, so a typo reads differently from an empty store; `knowledge_attach`, `knowledge_attach_file`
+`knowledge_grep` with a `type` the store's ontology does not define (shipped or the vault's own, in the
+private partition), whose first page has no hit, says so and names the defined types closest to it (`Person`,
+`persons`, `preson`, the alias `people`: "did you mean 'person'?"), or else the types records have, so a typo
+reads differently from a type no record has yet; a type the ontology defines answers its hits, none at all
+without a note while no record has it; a claim kind asked for with `kind: "page"` is said to be one.
+`knowledge_attach`, `knowledge_attach_file`
 and a file `knowledge_save_page`'s `evidence` sends, with a `filename` that has folders (`../x.txt`), keep its
 last part and say which name they kept (docs/attachments.md).
 

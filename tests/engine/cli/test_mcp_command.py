@@ -96,6 +96,17 @@ def test_a_conversation_without_its_ids_is_refused_to_the_client(tmp_path: Path)
     assert error["data"]["reason"] == "invalid_params" and "--session-id" in error["message"]
 
 
+def test_a_conversation_whose_session_id_is_no_uuid_is_refused_to_the_client(tmp_path: Path) -> None:
+    done = _bridge(tmp_path / "state", "--agent", "main", "--audience", "conversation", "--session-key", "chat:1",
+                   "--session-id", "chat-1", env={"KNOWLEDGE_TOKEN": "kt_x"})
+
+    error = json.loads(done.stdout)["error"]
+    assert error["data"]["reason"] == "invalid_params"
+    assert error["message"].startswith("--session-id must be the conversation's UUID")
+    assert "'chat-1'" in error["message"]
+    assert "--session-id must be" in done.stderr
+
+
 def test_the_official_client_shows_why_it_cannot_connect(tmp_path: Path) -> None:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client

@@ -87,7 +87,9 @@ def test_the_runtime_is_off_by_default_and_says_knowledge_unavailable(engine, ow
         kb.search_knowledge(engine, owner, {"query": "anything"})
     assert raised.value.to_dict() == {
         "reason": "runtime_disabled", "error": "knowledge_unavailable", "code": "knowledge_runtime_disabled",
-        "message": "the Knowledge Base runtime is switched off (knowledgeRuntimeEnabled is false)"}
+        "message": "the Knowledge Base runtime is switched off (knowledgeRuntimeEnabled is false): the owner "
+                   "switches it on with `knowledge settings search-knowledge on`; meanwhile knowledge_grep searches "
+                   "the same records"}
 
     session = Session()
     dispatcher = Dispatcher(engine)

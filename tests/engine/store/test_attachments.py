@@ -498,7 +498,8 @@ def test_path_tricks_are_refused_before_anything_is_opened(engine, owner, worksp
 
 def test_a_file_outside_every_root_is_denied(engine, owner, workspace, baseline, tmp_path):
     outside = write(tmp_path / "outside.txt")
-    assert refused(engine, owner, str(outside), Denied).details["field"] == "filePath"
+    denied = refused(engine, owner, str(outside), Denied)
+    assert denied.details["field"] == "filePath" and "send the file's content with knowledge_attach" in denied.message
     sibling = write(tmp_path / (workspace.name + "-other") / "notes.txt")  # a shared prefix is not inside
     refused(engine, owner, str(sibling), Denied)
     refused(engine, owner, str(workspace), Denied)  # the root itself

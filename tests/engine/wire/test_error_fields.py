@@ -10,7 +10,7 @@ import pytest
 
 from engine.wire.protocol import Dispatcher, Session
 from engine.wire.resources import resource_uri
-from tests.helpers import tool_answer
+from tests.helpers import only_store, tool_answer, vault_snapshot
 
 
 def ask(dispatcher: Dispatcher, session: Session, method: str, params: dict) -> dict[str, Any]:
@@ -103,3 +103,57 @@ def test_a_short_unknown_name_is_quoted_whole(agent):
     assert ask(dispatcher, session, "tools/call", {"name": "knowledge_nope"})["error"]["message"] == \
         "unknown tool 'knowledge_nope'"
     assert ask(dispatcher, session, "memory/nope", {})["error"]["message"] == "unknown method 'memory/nope'"
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("knowledge_save_page", {"type": "note", "title": "Harbour office"}),
+    ("knowledge_save_page", {"requestId": None, "type": "note", "title": "Harbour office"}),
+    ("knowledge_remember", {"items": [{"text": "Dana likes tea", "claimKind": "preference", "excerpt": "tea"}]}),
+])
+def test_a_write_without_request_id_or_flush_id_says_it_needs_one_of_them(agent, state_dir, name, arguments):
+    """The published schema requires neither (a flush gives flushId instead): the refusal names both."""
+    dispatcher, session, _ = agent
+    before = vault_snapshot(only_store(state_dir) / "vault")
+    failed, answer = tool(dispatcher, session, name, arguments)
+    assert failed and answer["reason"] == "invalid_params" and answer["field"] == "requestId"
+    assert answer["message"].startswith("requestId is required: a fresh id") and "flushId" in answer["message"]
+    assert vault_snapshot(only_store(state_dir) / "vault") == before
+    listed = ask(dispatcher, session, "tools/list", {})["result"]["tools"]
+    described = next(tool for tool in listed if tool["name"] == name)["inputSchema"]["properties"]["requestId"]
+    assert described["description"].startswith("Required unless flushId is given")
+
+
+def test_an_id_of_another_kind_is_said_to_be_one_not_missing(agent):
+    dispatcher, session, page = agent
+    failed, remembered = tool(dispatcher, session, "knowledge_remember", {"requestId": "c1", "subject": page["id"],
+                              "items": [{"text": "Atlas launches in May", "claimKind": "fact", "excerpt": "May."}]})
+    assert not failed
+    claim = remembered["items"][0]["id"]
+
+    failed, answer = tool(dispatcher, session, "knowledge_save_page", {
+        "requestId": "r2", "id": claim, "expectedRevision": 1, "type": "project", "title": "Atlas"})
+    assert failed and answer == {"reason": "not_found", "message": "that id names a claim, not a page", "field": "id",
+                                 "id": claim}
+    failed, answer = tool(dispatcher, session, "knowledge_remember", {"requestId": "c2", "items": [
+        {"text": "Atlas launches in June", "claimKind": "correction", "excerpt": "June.", "replaces": page["id"]}]})
+    assert failed and answer["message"] == "that id names a page, not a claim"
+    assert answer["field"] == "items[0].replaces" and answer["id"] == page["id"]
+    failed, answer = tool(dispatcher, session, "knowledge_save_page", {
+        "requestId": "r3", "id": UNKNOWN, "expectedRevision": 1, "type": "project", "title": "Atlas"})
+    assert failed and answer["message"] == "no page with that id in this partition"
+
+
+def test_a_type_change_that_keeps_fields_the_new_type_has_not_says_fields_were_kept(agent, state_dir):
+    dispatcher, session, _ = agent
+    failed, person = tool(dispatcher, session, "knowledge_save_page", {
+        "requestId": "d1", "type": "person", "title": "Dana", "fields": {"role": "keeper"}})
+    assert not failed
+    before = vault_snapshot(only_store(state_dir) / "vault")
+    revise = {"requestId": "d2", "id": person["id"], "expectedRevision": 1, "type": "project", "title": "Dana"}
+    failed, answer = tool(dispatcher, session, "knowledge_save_page", revise)
+    assert failed and answer == {"reason": "invalid_params", "field": "fields", "message": (
+        "fields left out are kept from revision 1, and project pages have no field 'role': give fields for a "
+        "project page, or fields {} to drop them")}
+    assert vault_snapshot(only_store(state_dir) / "vault") == before
+    failed, revised = tool(dispatcher, session, "knowledge_save_page", {**revise, "fields": {}})
+    assert not failed and revised["revision"] == 2

@@ -678,3 +678,27 @@ def test_serve_http_on_a_port_another_program_holds_exits_4_saying_what_to_pass(
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"knowledge: cannot listen for HTTP on 127.0.0.1:{port}: ") and "--http 0" in line
     assert not (tmp_path / "state" / "engine.json").exists()
+
+
+@pytest.mark.parametrize("headers, field", [
+    ({"Knowledge-Audience": "conversation"}, "Knowledge-Session-Key"),
+    ({"Knowledge-Audience": "conversation", "Knowledge-Session-Key": "chat:1"}, "Knowledge-Session-Id"),
+    ({"Knowledge-Audience": "conversation", "Knowledge-Session-Key": "chat:1", "Knowledge-Session-Id": "chat-1"},
+     "Knowledge-Session-Id"),
+])
+def test_a_conversation_the_headers_name_badly_is_refused_naming_the_header(serve, token, engine, headers, field):
+    """Not ``_meta.knowledge.audience.sessionId``: the client sent headers, and the header is what to fix."""
+    server = serve()
+    guest = engine.add_agent("guest")
+    status, answered, body = post(server, INITIALIZE, guest, headers)
+    error = json.loads(body)["error"]
+    assert status == 400 and error["data"] == {"reason": "invalid_params", "field": field}
+    assert json.loads(body)["id"] == 1
+    assert field in error["message"] and "mcp-session-id" not in answered and server.app.sessions.by_id == {}
+    modern = rpc("tools/call", {"name": "knowledge_grep", "arguments": {"query": "x"}})
+    status, _, body = post(server, modern, guest, {**headers, "MCP-Protocol-Version": MODERN_VERSIONS[0]})
+    assert status == 400 and json.loads(body)["error"]["data"]["field"] == field
+    named = rpc("initialize", {"protocolVersion": "2025-11-25", "_meta": {"knowledge": {"audience": {
+        "kind": "conversation", "sessionKey": "chat:1", "sessionId": "0b7d3c52-8e0a-4f7e-9a55-2b1d6f0c9e11"}}}})
+    status, answered, _ = post(server, named, guest, headers)  # _meta names the audience: the headers are not read
+    assert status == 200 and "mcp-session-id" in answered

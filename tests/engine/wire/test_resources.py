@@ -281,6 +281,17 @@ def test_prompts_get_refuses_bad_input_naming_it(engine, world, params, field) -
     assert refused["code"] == -32602 and refused["data"] == {"reason": "invalid_params", "field": field}, refused
 
 
+@pytest.mark.parametrize("name, argument, takes", [("knowledge_memory", "project", "projectKey"),
+                                                    ("knowledge_index", "since", "firstMessageAt")])
+def test_a_prompt_argument_it_does_not_take_is_refused_naming_the_one_it_does(engine, world, name, argument,
+                                                                              takes) -> None:
+    dispatcher = Dispatcher(engine)
+    refused = error(ask(dispatcher, session_of(dispatcher, world["token"]), "prompts/get",
+                        {"name": name, "arguments": {argument: "x"}}))
+    assert refused["message"] == f"unknown parameter arguments.{argument}; {name} takes only {takes} (prompts/list " \
+                                 "describes it)"
+
+
 def complete(dispatcher: Dispatcher, session: Session, ref: dict, name: str, value: str,
              context: dict | None = None) -> dict[str, Any]:
     params: dict[str, Any] = {"ref": ref, "argument": {"name": name, "value": value}}

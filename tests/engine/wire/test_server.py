@@ -175,13 +175,16 @@ def test_a_revision_too_large_for_any_record_is_a_tool_error_not_an_internal_one
         assert tool_answer(reply["result"])["field"] == "revision"
 
 
-@pytest.mark.parametrize("params", [{}, {"name": None}, {"name": 5}, {"name": ["knowledge_grep"]}])
-def test_a_call_without_a_tool_name_says_so(dispatcher, session, params):
-    """A missing or non-string name was answered "unknown tool None" (or 5), as if such a tool were asked for."""
+@pytest.mark.parametrize("params, said", [({}, "name is required"), ({"name": None}, "name is required"),
+                                          ({"name": 5}, "name must be a string"),
+                                          ({"name": ["knowledge_grep"]}, "name must be a string")])
+def test_a_call_without_a_tool_name_says_so(dispatcher, session, params, said):
+    """A missing or non-string name was answered "unknown tool None" (or 5), as if such a tool were asked for;
+    one given as a number or a list is said to be no string, not to be missing."""
     reply = call(dispatcher, session, "tools/call", {**params, "arguments": {"query": "ops"}})
     assert reply["error"]["code"] == -32602
     assert reply["error"]["data"] == {"reason": "invalid_params", "field": "name"}
-    assert reply["error"]["message"] == "name is required: the name of a tool from tools/list"
+    assert reply["error"]["message"] == f"{said}: the name of a tool from tools/list"
 
 
 def test_a_revision_with_the_history_view_is_refused_not_ignored(dispatcher, session):
