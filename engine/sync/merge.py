@@ -26,7 +26,10 @@ The rules:
   other is listed with its bytes so its diff can be shown and it can be archived.  A record
   removed on one side and revised on the other is decided by the same order between the revision and
   the version the removal removed (``removed``: what that side's commits removed): the revision stays,
-  or the removal applies and the revision is listed against the removed version.
+  or the removal applies and the revision is listed against the removed version.  A move is no
+  revision: a removal removes its version wherever the other side moved it.  A record a revision keeps
+  goes where both sides' moves put it, the remover's read from its history in the history's order (the
+  last move on each line of commits), never from the path it was removed at.
 - A side holding nothing of a partition that the base held is refused (``MergeRefused``): an
   unreadable or missing folder is never read as "everything deleted".
 - Two records, or a record and another file, wanting one path: the record with the smaller id (the
@@ -269,12 +272,13 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
     read, the merged state names blobs the inputs named (a merge never makes new bytes), and a merge
     of two large vaults that each changed a few files reads those few files.
 
-    ``removed(side)`` answers what that side's own commits (not its merges) since the base removed: for each
-    such commit, the files it removed and the files it wrote, as (path, bytes or blob id) pairs;
+    ``removed(side)`` answers that side's commits since the base: for each, its id, its parents' ids, and, for
+    a commit that is no merge, the files it removed and the files it wrote, as (path, bytes or blob id) pairs;
     ``removed("base")`` the same for the base's own history.  It is asked only when a record removed on one
-    side meets a revision (or a move) on the other, to learn which version the removal removed and where, and
-    when a side holds a record the base lacks, to learn whether the base's history removed it; without it, a
-    removal is taken to have removed the base's version, and a record the base lacks is new."""
+    side meets a revision (or a move) on the other, to learn which version the removal removed and where that
+    side last moved the record (the parents say which move came after which), and when a side holds a record
+    the base lacks, to learn whether the base's history removed it; without it, a removal is taken to have
+    removed the base's version where the base had it, and a record the base lacks is new."""
     states = {"base": base, "ours": ours, "theirs": theirs}
     left_out, partitions = _check_paths(states, bytes_only=load is None)
     base, ours, theirs = ({path: data for path, data in state.items() if path in partitions}
@@ -392,7 +396,7 @@ def _group(changed: set[str], base: VaultState, ours: VaultState, theirs: VaultS
 
 
 class _SideHistory:
-    """One side's commits since the base, as ``removed(side)`` tells them: the versions of each record they
+    """One side's commits, as ``removed(side)`` tells them: the versions of each record they
     removed, the moves they made (a commit that removed a record and wrote it elsewhere moved it, and removed
     nothing), and each commit's parents, which say which move came after which."""
 
@@ -413,7 +417,6 @@ class _SideHistory:
                     self.removed.setdefault(version.record_id, []).append(version)
                 elif wrote[version.record_id].natural != version.natural:
                     self.moves.setdefault(version.record_id, []).append((commit, wrote[version.record_id]))
-
 
 
 def _last_place(histories: Sequence[_SideHistory], record_id: str) -> Version | None:
@@ -439,9 +442,8 @@ def _last_place(histories: Sequence[_SideHistory], record_id: str) -> Version | 
 
 
 class _Removed:
-    """What a side's own commits since the base did to a record: the versions they removed, and the place they
-    last moved it to (moved on two lines of commits to two places, the greater path, as ``_merged_place``
-    does)."""
+    """What each side's commits since the base, and the base's own history, did to a record: the versions they
+    removed, and where they last moved it.  Each side's history is read once, when first asked."""
 
     def __init__(self, removed: Callable[[Held], Sequence[Removed]] | None,
                  load: Callable[[Hashable], bytes] | None) -> None:

@@ -264,6 +264,12 @@ def test_merging_in_any_order_gives_the_same_vault_with_files_renamed_by_hand(st
     check_every_order_agrees(steps)
 
 
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(steps((*WRITES, "remove", "rename")))
+def test_merging_in_any_order_gives_the_same_vault_with_files_renamed_and_removed(steps) -> None:
+    check_every_order_agrees(steps)
+
+
 def check_every_order_agrees(steps) -> None:
     machines = Machines()
     for pick, action in enumerate(("page", "page", "claim", "claim")):  # records every machine starts with
