@@ -348,19 +348,22 @@ class GitHistory:
         listed = self._run("rev-list", "--objects", _object_id(commit), "--not", *map(_object_id, exclude))
         return {line.split(" ", 1)[0] for line in listed.splitlines()}
 
-    def removals_since(self, include: Sequence[str],
-                       exclude: Sequence[str] = ()) -> list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
-        """For each commit that is no merge, ``include`` reach and ``exclude`` do not: the regular files it removed
-        and those it wrote, as (vault path, blob id) pairs (``git log --raw``, renames as a removal and a write);
-        commits that removed nothing are left out."""
+    def removals_since(self, include: Sequence[str], exclude: Sequence[str] = ()) -> list[
+            tuple[str, list[str], list[tuple[str, str]], list[tuple[str, str]]]]:
+        """Every commit ``include`` reach and ``exclude`` do not, with its parents, the regular files it removed and
+        those it wrote, as (vault path, blob id) pairs (``git log --raw``, renames as a removal and a write); a merge
+        lists none (its parents tie the lines of commits together, so a reader can tell which change came after
+        which)."""
         if not include:
             return []
-        out = self._run_bytes("log", "--raw", "-z", "--root", "--no-renames", "--no-abbrev", "--no-merges",
-                              "--format=%x01", *map(_object_id, include), "--not", *map(_object_id, exclude))
+        out = self._run_bytes("log", "--raw", "-z", "--root", "--no-renames", "--no-abbrev", "--format=%x01%H %P",
+                              *map(_object_id, include), "--not", *map(_object_id, exclude))
         commits = []
         for chunk in out.split(b"\x01")[1:]:
+            fields = chunk.split(b"\0")
+            commit, *parents = fields[0].decode("ascii").split()
             removed, written, meta = [], [], None
-            for field in chunk.split(b"\0"):
+            for field in fields[1:]:
                 if field.lstrip(b"\n").startswith(b":"):
                     meta = field.lstrip(b"\n").decode("ascii").split()
                 elif field and meta is not None:
@@ -370,8 +373,7 @@ class GitHistory:
                     elif meta[4] != "D" and meta[1] in _REGULAR_MODES:
                         written.append((path, meta[3]))
                     meta = None
-            if removed:
-                commits.append((removed, written))
+            commits.append((commit, parents, removed, written) if len(parents) < 2 else (commit, parents, [], []))
         return commits
 
     def has_fetched_history(self) -> bool:

@@ -26,7 +26,10 @@ The rules:
   other is listed with its bytes so its diff can be shown and it can be archived.  A record
   removed on one side and revised on the other is decided by the same order between the revision and
   the version the removal removed (``removed``: what that side's commits removed): the revision stays,
-  or the removal applies and the revision is listed against the removed version.
+  or the removal applies and the revision is listed against the removed version.  A move is no
+  revision: a removal removes its version wherever the other side moved it.  A record a revision keeps
+  goes where both sides' moves put it, the remover's read from its history in the history's order (the
+  last move on each line of commits), never from the path it was removed at.
 - A side holding nothing of a partition that the base held is refused (``MergeRefused``): an
   unreadable or missing folder is never read as "everything deleted".
 - Two records, or a record and another file, wanting one path: the record with the smaller id (the
@@ -59,8 +62,10 @@ from ..vault.records import parse_record
 VaultState = Mapping[str, "bytes | Hashable"]
 Side = Literal["ours", "theirs"]
 Held = Literal["base", "ours", "theirs"]
-# What one commit removed, and what it wrote: (path, bytes or blob id) pairs.
-Removed = tuple[Sequence[tuple[str, "bytes | Hashable"]], Sequence[tuple[str, "bytes | Hashable"]]]
+# One commit of a side's history: its id, its parents' ids, and what it removed and what it wrote, as (path, bytes
+# or blob id) pairs (a merge: nothing; its parents tie together the lines of commits it joins).
+Removed = tuple[Hashable, Sequence[Hashable], Sequence[tuple[str, "bytes | Hashable"]],
+                Sequence[tuple[str, "bytes | Hashable"]]]
 
 ONTOLOGY_FILE = "ontology.yaml"
 PRIVATE_DIR = "private"
@@ -267,12 +272,13 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
     read, the merged state names blobs the inputs named (a merge never makes new bytes), and a merge
     of two large vaults that each changed a few files reads those few files.
 
-    ``removed(side)`` answers what that side's own commits (not its merges) since the base removed: for each
-    such commit, the files it removed and the files it wrote, as (path, bytes or blob id) pairs;
+    ``removed(side)`` answers that side's commits since the base: for each, its id, its parents' ids, and, for
+    a commit that is no merge, the files it removed and the files it wrote, as (path, bytes or blob id) pairs;
     ``removed("base")`` the same for the base's own history.  It is asked only when a record removed on one
-    side meets a revision (or a move) on the other, to learn which version the removal removed and where, and
-    when a side holds a record the base lacks, to learn whether the base's history removed it; without it, a
-    removal is taken to have removed the base's version, and a record the base lacks is new."""
+    side meets a revision (or a move) on the other, to learn which version the removal removed and where that
+    side last moved the record (the parents say which move came after which), and when a side holds a record
+    the base lacks, to learn whether the base's history removed it; without it, a removal is taken to have
+    removed the base's version where the base had it, and a record the base lacks is new."""
     states = {"base": base, "ours": ours, "theirs": theirs}
     left_out, partitions = _check_paths(states, bytes_only=load is None)
     base, ours, theirs = ({path: data for path, data in state.items() if path in partitions}
@@ -389,41 +395,98 @@ def _group(changed: set[str], base: VaultState, ours: VaultState, theirs: VaultS
     return records, plain
 
 
+class _SideHistory:
+    """One side's commits, as ``removed(side)`` tells them: the versions of each record they
+    removed, the moves they made (a commit that removed a record and wrote it elsewhere moved it, and removed
+    nothing), and each commit's parents, which say which move came after which."""
+
+    def __init__(self, commits: Sequence[Removed], load: Callable[[Hashable], bytes] | None) -> None:
+        self.parents: dict[Hashable, Sequence[Hashable]] = {}
+        self.removed: dict[str, list[Version]] = {}
+        self.moves: dict[str, list[tuple[Hashable, Version]]] = {}
+        for commit, parents, gone, written in commits:
+            self.parents[commit] = parents
+            if not gone:
+                continue
+            wrote = {version.record_id: version for version in (Version(path, blob, load) for path, blob in written)}
+            for path, blob in gone:
+                version = Version(path, blob, load)
+                if version.record_id is None:
+                    continue
+                if version.record_id not in wrote:
+                    self.removed.setdefault(version.record_id, []).append(version)
+                elif wrote[version.record_id].natural != version.natural:
+                    self.moves.setdefault(version.record_id, []).append((commit, wrote[version.record_id]))
+
+
+def _last_place(histories: Sequence[_SideHistory], record_id: str) -> Version | None:
+    """Where these commits, taken together, last moved a record: of the moves no later move on the same line of
+    commits replaced, the greatest path (as ``_merged_place`` merges two moves); None when they never moved it."""
+    parents = {commit: listed for history in histories for commit, listed in history.parents.items()}
+    moves = [move for history in histories for move in history.moves.get(record_id, [])]
+
+    def descends(commit: Hashable, ancestor: Hashable) -> bool:
+        seen, waiting = set(), list(parents.get(commit, ()))
+        while waiting:
+            at = waiting.pop()
+            if at == ancestor:
+                return True
+            if at not in seen:
+                seen.add(at)
+                waiting.extend(parents.get(at, ()))
+        return False
+
+    last = [version for commit, version in moves
+            if not any(later != commit and descends(later, commit) for later, _ in moves)]
+    return max(last, key=lambda version: version.natural, default=None)
+
+
 class _Removed:
-    """Which version of a record a side's removals removed: of the versions that side's own commits since the
-    base removed (a commit that wrote the record elsewhere moved it, and is no removal), the bytes with the
-    greatest ``precedence``, at the place their moves put it (moved to two places, the greater path, as
-    ``_merged_place`` does); else the base's.  A version removed first-hand is that machine's current one, the
-    greatest it had seen, where its moves had put it."""
+    """What each side's commits since the base, and the base's own history, did to a record: the versions they
+    removed, and where they last moved it.  Each side's history is read once, when first asked."""
 
     def __init__(self, removed: Callable[[Held], Sequence[Removed]] | None,
                  load: Callable[[Hashable], bytes] | None) -> None:
         self._removed, self._load = removed, load
-        self._by_side: dict[Held, dict[str, list[Version]]] = {}
+        self._by_side: dict[Held, _SideHistory] = {}
 
-    def revision(self, side: Held, record_id: str, base: Version | None) -> Version | None:
+    def _read(self, side: Held) -> _SideHistory:
         if side not in self._by_side:
-            found = self._by_side[side] = {}
-            for gone, written in self._removed(side) if self._removed is not None else ():
-                moved = {Version(path, blob, self._load).record_id for path, blob in written}
-                for path, blob in gone:
-                    version = Version(path, blob, self._load)
-                    if version.record_id is not None and version.record_id not in moved:
-                        found.setdefault(version.record_id, []).append(version)
-        gone = self._by_side[side].get(record_id, [])
-        if not gone:
+            self._by_side[side] = _SideHistory(self._removed(side) if self._removed is not None else (), self._load)
+        return self._by_side[side]
+
+    def revision(self, side: Held, record_id: str) -> Version | None:
+        """The version that side's removals removed: the greatest by ``precedence`` (a version removed first-hand
+        is the greatest that machine had seen); None when its commits removed nothing of the record."""
+        return max(self._read(side).removed.get(record_id, []), key=precedence, default=None)
+
+    def moved(self, side: Held, record_id: str) -> bool:
+        """Whether that side's commits since the base moved the record."""
+        return record_id in self._read(side).moves
+
+    def place(self, side: Side, record_id: str, base: Version) -> Version:
+        """Where a side that no longer holds a record last had it: where its history, the base's included, last
+        moved it (a move made since the base may be concurrent with one the base's history made), else the base's
+        place."""
+        if not self.moved(side, record_id):
             return base
-        greatest = max(gone, key=precedence)
-        moved = [version for version in gone if base is not None and version.natural != base.natural]
-        place = max(moved, key=lambda version: version.natural) if moved else greatest
-        return Version(place.path, greatest.blob, greatest.load)
+        return _last_place([self._read("base"), self._read(side)], record_id) or base
+
+    def base_of_removed(self, record_id: str) -> Version | None:
+        """The version of a record the base's history removed, where that history last had it."""
+        gone = self.revision("base", record_id)
+        if gone is None:
+            return None
+        place = _last_place([self._read("base")], record_id) or gone
+        return Version(place.path, gone.blob, gone.load)
 
     def was_removed(self, record_id: str, ours: Version | None, theirs: Version | None) -> bool:
         """Whether a record the base lacks was removed in the base's history rather than added since: both sides
-        hold it, or the side that lacks it removed it since the base."""
+        hold it, or the side that lacks it removed or moved it since the base."""
         if ours is not None and theirs is not None:
             return True
-        return self.revision("theirs" if ours is not None else "ours", record_id, None) is not None
+        lacking: Held = "theirs" if ours is not None else "ours"
+        return self.revision(lacking, record_id) is not None or self.moved(lacking, record_id)
 
 
 def _three_way(record_id: str | None, base: Version | None, ours: Version | None, theirs: Version | None,
@@ -433,11 +496,13 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
 
     if same(ours, theirs):
         return ours
-    if base is None and record_id and removed is not None and removed.was_removed(record_id, ours, theirs):
+    brought_back = (base is None and record_id is not None and removed is not None
+                    and removed.was_removed(record_id, ours, theirs))
+    if brought_back:
         # ids never collide, so such a record was there before and removed in the base's history, and brought back
-        # on a side (a revision or a move standing over the removal): what the base's history removed is the
-        # record's base, so the merge is the same as had the two sides met before that removal
-        base = removed.revision("base", record_id, None)
+        # on a side (a revision standing over the removal): what the base's history removed is the record's base,
+        # so the merge is the same as had the two sides met before that removal
+        base = removed.base_of_removed(record_id)
     if same(ours, base) or same(theirs, base):
         removed_by: Side = "theirs" if same(ours, base) else "ours"
         kept = theirs if same(ours, base) else ours
@@ -449,21 +514,22 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
         standing = ours if ours is not None else theirs
         assert standing is not None  # both None would be equal, taken above
         remover: Side = "theirs" if kept_side == "ours" else "ours"
-        gone = removed.revision(remover, record_id, base) if removed is not None and record_id else None
-        if gone is not None:
-            place = _merged_place(base, gone, standing) if base is not None else gone
-            if place.natural == gone.natural and (gone.blob == standing.blob or precedence(gone) > precedence(standing)):
-                # The removal removed this version, or one that stands over it where it stands (as they would
-                # have been merged had they met before the removal): the removal applies, and a version it
-                # never saw is listed against the one it removed, as two concurrent versions are.
-                if not gone.same(standing):
-                    conflicts.append(MergeConflict("revised_on_both", record_id, gone, remover, standing, base))
-                removals.append(Removal(remover, record_id, gone))
-                return None
-            # Otherwise the record stays, where the two sides' moves put it, with the greater of the two revisions:
-            # a move the remover never saw is a change it did not remove.
-            data = gone if precedence(gone) > precedence(standing) else standing
-            standing = Version(place.path, data.blob, data.load)
+        found = removed.revision(remover, record_id) if removed is not None and record_id else None
+        gone = found or base  # no removal in the remover's history: it removed the base's version, where it was
+        if gone is not None and (gone.blob == standing.blob or precedence(gone) > precedence(standing)):
+            # The removal removed this version (wherever a move it never saw put it), or one that stands over it
+            # (as they would have been merged had they met before the removal): the removal applies, and a version
+            # it never saw is listed against the one it removed, as two concurrent versions are.
+            if gone.blob != standing.blob:
+                conflicts.append(MergeConflict("revised_on_both", record_id, gone, remover, standing, base))
+            removals.append(Removal(remover, record_id, gone))
+            return None
+        if base is not None and (found is not None or brought_back):
+            # The record stays, where the two sides' moves put it: the remover's own moves count (the place it
+            # gave the record before removing it), never the place it removed it from.
+            assert removed is not None and record_id is not None  # a removal was found, or the base brought back
+            place = _merged_place(base, removed.place(remover, record_id, base), standing)
+            standing = Version(place.path, standing.blob, standing.load)
         conflicts.append(MergeConflict("removed_and_revised", record_id, standing, kept_side, None, base))
         return standing
     kept_side = "ours" if precedence(ours) > precedence(theirs) else "theirs"

@@ -66,7 +66,7 @@ from ..store.outbox import GitOutbox
 from ..store.publication import Plan
 from ..store.store import Store
 from .install import plan_sync, record_conflicts, record_sync_removals, removals_of, waiting_conflicts
-from .merge import MergeConflict, MergeRefused, MergeResult, is_synced, merge_vaults
+from .merge import MergeConflict, MergeRefused, MergeResult, Removed, is_synced, merge_vaults
 from .remotes import SYNC_DIR, SyncRemote, read_remotes
 from .status import SyncError, SyncRemoteStatus
 from .transport import Fetched, SyncRefused, Transport, machine_id, this_machine_name
@@ -492,10 +492,10 @@ def _base_state(history: GitHistory, bases: list[str]) -> dict[str, str]:
 
 
 def _removed(history: GitHistory, bases: list[str], ours: list[str],
-             theirs: list[str]) -> Callable[[str], list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]]:
-    """``merge_vaults``'s ``removed``: what each side's own commits since the bases removed and wrote, and the
-    same for the bases' own history; read from git only when the merge asks."""
-    def removed(side: str) -> list[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
+             theirs: list[str]) -> Callable[[str], list[Removed]]:
+    """``merge_vaults``'s ``removed``: each side's commits since the bases, with their parents and what each removed
+    and wrote, and the same for the bases' own history; read from git only when the merge asks."""
+    def removed(side: str) -> list[Removed]:
         if side == "base":
             return history.removals_since(bases)
         return history.removals_since(ours if side == "ours" else theirs, bases)

@@ -215,7 +215,7 @@ def test_a_merge_commit_on_a_vault_with_no_history_is_refused(tmp_path: Path) ->
     assert h.head() is None
 
 
-def test_removals_since_lists_what_each_commit_that_is_no_merge_removed_and_wrote(tmp_path: Path) -> None:
+def test_removals_since_lists_each_commit_with_its_parents_and_what_it_removed_and_wrote(tmp_path: Path) -> None:
     h = history(tmp_path)
     base = h.commit([put(h, "private/a.md", b"a\n"), put(h, "private/b.md", b"b\n")], "base", existing=lambda: [])
     blob = h.tree(base)
@@ -226,8 +226,9 @@ def test_removals_since_lists_what_each_commit_that_is_no_merge_removed_and_wrot
     merged = h.commit([put(h, "private/c.md", b"c\n")], "a merge removes nothing first-hand",
                       removals=["private/moved.md"], merge_parents=[base])
     assert h.removals_since([merged], [base]) == [
-        ([("private/b.md", blob["private/b.md"])], []),
-        ([("private/a.md", blob["private/a.md"])], [("private/moved.md", blob["private/a.md"])]),
+        (merged, [removed, base], [], []),
+        (removed, [moved], [("private/b.md", blob["private/b.md"])], []),
+        (moved, [base], [("private/a.md", blob["private/a.md"])], [("private/moved.md", blob["private/a.md"])]),
     ]
-    assert h.removals_since([removed], [moved]) == [([("private/b.md", blob["private/b.md"])], [])]
-    assert h.removals_since([base]) == [] and h.removals_since([]) == []
+    assert h.removals_since([removed], [moved]) == [(removed, [moved], [("private/b.md", blob["private/b.md"])], [])]
+    assert h.removals_since([base]) == [(base, [], [], sorted(blob.items()))] and h.removals_since([]) == []

@@ -146,7 +146,7 @@ def test_a_removal_of_a_revision_that_stands_over_the_other_sides_revision_appli
     removed_here = revised(base[PAGE], body="ours, then removed", updated_at="2026-01-02T00:00:00Z")
     ours = {path: data for path, data in base.items() if path != PAGE}
     theirs = {**base, PAGE: revised(base[PAGE], body="theirs", updated_at="2026-01-01T12:00:00Z")}
-    told = {"ours": [([(PAGE, removed_here)], [])], "theirs": [], "base": []}
+    told = {"ours": [("c1", ["c0"], [(PAGE, removed_here)], [])], "theirs": [], "base": []}
     result = merge_vaults(base, ours, theirs, removed=told.__getitem__)
     assert PAGE not in result.files
     [conflict] = result.conflicts
@@ -163,7 +163,7 @@ def test_a_removal_of_an_earlier_revision_than_the_other_sides_leaves_that_revis
     removed_here = revised(base[PAGE], body="ours, then removed", updated_at="2026-01-01T12:00:00Z")
     ours = {path: data for path, data in base.items() if path != PAGE}
     theirs = {**base, PAGE: revised(base[PAGE], body="theirs", updated_at="2026-01-02T00:00:00Z")}
-    told = {"ours": [([(PAGE, removed_here)], [])], "theirs": [], "base": []}
+    told = {"ours": [("c1", ["c0"], [(PAGE, removed_here)], [])], "theirs": [], "base": []}
     result = merge_vaults(base, ours, theirs, removed=told.__getitem__)
     assert result.files[PAGE] == theirs[PAGE]
     [conflict] = result.conflicts
@@ -176,7 +176,7 @@ def test_a_file_moved_and_removed_in_one_commit_is_moved_not_removed() -> None:
     moved = "private/pages/person/alice-moved.md"
     ours = {path: data for path, data in base.items() if path != PAGE}
     theirs = {**base, PAGE: revised(base[PAGE], body="theirs")}
-    told = {"ours": [([(PAGE, base[PAGE])], [(moved, base[PAGE])])], "theirs": [], "base": []}
+    told = {"ours": [("c1", ["c0"], [(PAGE, base[PAGE])], [(moved, base[PAGE])])], "theirs": [], "base": []}
     result = merge_vaults(base, ours, theirs, removed=told.__getitem__)
     assert result.files[PAGE] == theirs[PAGE]
 
@@ -201,6 +201,43 @@ def test_a_record_moved_on_one_side_and_revised_in_place_on_the_other_is_the_rev
     result = both_ways(base, ours, theirs)
     assert PAGE not in result.files and result.files[moved] == theirs[PAGE]
     assert not result.conflicts and not result.removals and not result.moves
+
+
+def test_a_record_moved_on_one_side_and_removed_on_the_other_is_removed_a_move_being_no_revision() -> None:
+    base = base_state()
+    moved = "private/pages/person/alice-smith.md"
+    ours = {path: data for path, data in base.items() if path != PAGE}
+    theirs = {**ours, moved: base[PAGE]}
+    result = both_ways(base, ours, theirs)
+    assert PAGE not in result.files and moved not in result.files and not result.conflicts
+    [removal] = result.removals
+    assert (removal.side, removal.record_id, removal.base.data) == ("ours", PAGE_ID, base[PAGE])
+
+
+def test_a_record_moved_and_removed_on_one_side_and_revised_on_the_other_is_the_revision_where_it_was_moved() -> None:
+    base = base_state()
+    moved = "private/pages/person/alice-smith.md"
+    ours = {path: data for path, data in base.items() if path != PAGE}
+    theirs = {**base, PAGE: revised(base[PAGE], body="theirs")}
+    told = {"ours": [("c2", ["c1"], [(moved, base[PAGE])], []),
+                     ("c1", ["c0"], [(PAGE, base[PAGE])], [(moved, base[PAGE])])], "theirs": [], "base": []}
+    result = merge_vaults(base, ours, theirs, removed=told.__getitem__)
+    assert PAGE not in result.files and result.files[moved] == theirs[PAGE]
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.kept_side, conflict.kept.path) == ("removed_and_revised", "theirs", moved)
+
+
+def test_a_record_moved_twice_on_one_line_and_removed_counts_the_last_move_only() -> None:
+    # renamed to b, then to a (a path smaller than b), then removed; the other side revised it where it was
+    base = base_state()
+    first, last = "private/pages/person/b.md", "private/pages/person/a.md"
+    ours = {path: data for path, data in base.items() if path != PAGE}
+    theirs = {**base, PAGE: revised(base[PAGE], body="theirs")}
+    told = {"ours": [("c3", ["c2"], [(last, base[PAGE])], []),
+                     ("c1", ["c0"], [(PAGE, base[PAGE])], [(first, base[PAGE])]),
+                     ("c2", ["c1"], [(first, base[PAGE])], [(last, base[PAGE])])], "theirs": [], "base": []}
+    result = merge_vaults(base, ours, theirs, removed=told.__getitem__)
+    assert result.files[last] == theirs[PAGE] and first not in result.files and PAGE not in result.files
 
 
 def test_a_record_moved_to_two_places_goes_to_the_greater_path_with_the_revision_and_is_a_conflict() -> None:

@@ -207,6 +207,30 @@ def test_a_removal_of_the_revision_that_stands_removes_the_page_on_every_machine
     assert (conflict["standing"]["revision"], conflict["other"]["revision"]) == (3, 2)
 
 
+def test_a_page_moved_and_removed_removed_where_it_was_and_revised_ends_revised_where_it_was_moved_everywhere(
+        machines: MachineFactory, remote: str) -> None:
+    a, b, ids = pair(machines, remote)
+    a.save("atlas", "Atlas", "The restoration project.")  # so that the private partition is never empty
+    settle(a, b)
+    c = machines("c")
+    c.clone(remote)
+    c.revise("dana-c", ids["dana"], 1, "Dana Whitaker", "Keeps the lighthouse. Rows.")  # revision 2, not pushed
+    relpath = a.get(ids["dana"])["path"]
+    moved = relpath.replace(".md", "-keeper.md")
+    (a.vault / "private" / relpath).rename(a.vault / "private" / moved)
+    a.sync()  # the move, by hand
+    (a.vault / "private" / moved).unlink()
+    a.sync()  # then the removal, where it was moved
+    (b.vault / "private" / relpath).unlink()  # b removes it where it was, before it hears of either
+    b.sync()  # and takes a's history: removed on both
+    c.sync()  # c's revision 2 stands over both removals (of revision 1), where a moved the page
+    settle(c, a, b)
+    assert a.files() == b.files() == c.files()
+    for machine in (a, b, c):
+        page = machine.get(ids["dana"])
+        assert (page["path"], page["revision"]) == (moved, 2), machine.name
+
+
 def test_nothing_new_makes_no_commit_and_no_push(machines: MachineFactory, remote: str) -> None:
     a, b, _ = pair(machines, remote)
     a.save("atlas", "Atlas", "The restoration project.")
