@@ -24,8 +24,8 @@ and re-validates every file (its catalog's stat stamps no longer match): with 1,
 most of the time to the first records.  ``--settled`` opens the copy once before the run
 (``knowledge search``, outside the timing), so the window meets a store as it is after the engine has seen
 it before: what a window started again on an unchanged vault meets.
-It rewrites the report's measured part, above its first ``## `` heading; the sections from there on, written
-by hand from other runs, stay as they are.
+It rewrites the report's measured part; the sections written by hand below it stay
+(engine/bench/report_file.py).
 A benchmark, not a test.
 """
 
@@ -42,6 +42,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from engine.bench.report_file import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOWLEDGE = [sys.executable, "-m", "engine.cli"]
@@ -211,19 +213,9 @@ The window paints before it has any data: attaching to or starting the engine ha
 thread, so the first paint does not wait for the engine.  "Window starts the engine" includes starting
 `knowledge serve --port 0` as a child process and waiting for its `engine.json`.
 """
-    output = Path(args.output)
-    kept = _sections_written_by_hand(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text + (f"\n{kept}" if kept else ""), encoding="utf-8")
+    write_report(args.output, text)
     print(f"wrote {args.output}")
     return 0
-
-
-def _sections_written_by_hand(report: Path) -> str:
-    """The report's text from its first ``## `` heading on (the measured part above has none), or nothing."""
-    text = report.read_text(encoding="utf-8") if report.is_file() else ""
-    start = text.find("\n## ")
-    return text[start + 1:] if start >= 0 else ""
 
 
 if __name__ == "__main__":

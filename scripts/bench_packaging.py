@@ -22,6 +22,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from engine.bench.report_file import write_report
+
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "dist" / "knowledge-desk"
 
@@ -114,7 +116,7 @@ def main() -> int:
         bundle, python = statistics.median(timings["bundle"]), statistics.median(timings["python -m"])
         lines.append(f"| {name} | {bundle:.2f} | {python:.2f} | {bundle / python:.2f} |")
     text = "\n".join(lines) + "\n"
-    Path(args.output).write_text(text, encoding="utf-8")
+    write_report(args.output, text)  # the sections written by hand below the figures stay
     print(text)
     return 0
 

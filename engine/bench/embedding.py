@@ -38,6 +38,7 @@ from typing import Any, Callable
 from ..core.answers import JsonObject, NotRequired, TypedDict
 from ..index.embedding import RunSettings
 from . import metrics
+from .report_file import write_report
 
 # ``quality``'s figures of one kind of products, and of both side by side (keys that are not names: the
 # functional form).
@@ -347,8 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.quality:
             result["quality"] = quality(args.model.absolute(), texts, ids, questions, work, say)
     text = report(result, command, metrics.machine())
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text, encoding="utf-8")
+    write_report(args.output, text)
     print(text)
     return 0
 

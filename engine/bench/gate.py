@@ -63,6 +63,7 @@ from ..state.config import parse_settings
 from . import gate_quality, metrics
 from .gate_quality import FunctionWordFigures, LatencyFigures, ModeQuality
 from .defaults import GATE_OUTPUT as DEFAULT_OUTPUT, LOCOMO_DATA as DEFAULT_DATA
+from .report_file import write_report
 
 MODEL_NAME = "bench-reranker"
 AGENT = "main"
@@ -258,8 +259,7 @@ def run(options: Options, say: Callable[[str], None] = print) -> GateReport:
         text = render(result)
         say(text)
         if options.output is not None:
-            options.output.parent.mkdir(parents=True, exist_ok=True)
-            options.output.write_text(text, encoding="utf-8")
+            write_report(options.output, text)
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)

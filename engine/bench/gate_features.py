@@ -42,6 +42,7 @@ from ..index.similarity import Features, page_passages
 from . import gate_shapes as gs
 from .defaults import LOCOMO_DATA
 from .gate_quality import THRESHOLDS, roc_auc
+from .report_file import write_report
 
 WORD_EMBEDDINGS = "inner.embeddings.word_embeddings.weight_q"   # the all-MiniLM-L6-v2 int8 export's table
 BASE = list(Features._fields)
@@ -300,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"\n\n{gs._cpu()}, {time.monotonic() - started:.0f} s\n"
     print(text)
     if args.output is not None:
-        args.output.write_text(text, encoding="utf-8")
+        write_report(args.output, text)
 
 
 if __name__ == "__main__":

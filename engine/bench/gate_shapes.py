@@ -48,6 +48,7 @@ from ..index.similarity import (CALIBRATION, COEFFICIENTS, HIGH_THRESHOLD, Calib
                                 turn_features)
 from .defaults import LOCOMO_DATA
 from .gate_quality import OFF_TOPIC_TURNS, THRESHOLDS, roc_auc
+from .report_file import write_report
 
 SHAPES = ("summary", "transcript")
 MODES = ("keyword", "hybrid")
@@ -386,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     text = render(result, command) + f"\n({time.monotonic() - started:.0f} s)\n"
     print(text)
     if args.output is not None:
-        args.output.write_text(text, encoding="utf-8")
+        write_report(args.output, text)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from ..runtime import TIDY_EVERY_PUBLICATIONS
 from ..store.githistory import CommitFile, GitHistory
 from .defaults import GIT_HISTORY_CHECKPOINTS, GIT_HISTORY_OUTPUT
 from .socket import machine
+from .report_file import write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = 500
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = measure(args.checkpoints)
     text = report(results, args.checkpoints, command("python -m engine.bench.git_history", args.checkpoints))
-    args.out.write_text(text, encoding="utf-8")
+    write_report(args.out, text)
     print(text)
     return 0
 

@@ -54,6 +54,7 @@ from .defaults import LOCOMO_DATA as DEFAULT_DATA, SEARCH_OUTPUT as DEFAULT_OUTP
 from .engines import FtsReference, TantivyCore, current_documents, fts5_problem
 from .modes import ModeFigures, measure_modes, score_modes
 from .report import render_markdown
+from .report_file import write_report
 
 LIMIT = 10
 BUILDERS = ("tantivy", "tantivy-core", "fts5")  # worker kinds: the engine's rebuild, tantivy alone, FTS5
@@ -242,8 +243,7 @@ def run(options: Options, say: Callable[[str], None] = print) -> SearchReport:
     report["elapsed_s"] = time.perf_counter() - started
     text = render_markdown(report)
     if options.output is not None:
-        options.output.parent.mkdir(parents=True, exist_ok=True)
-        options.output.write_text(text, encoding="utf-8")
+        write_report(options.output, text)
     say(text)
     return report
 

@@ -52,6 +52,7 @@ from ..core.errors import SecretDetected
 from ..core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, SOURCE_PREFIX, is_generated_id, new_id
 from ..store.credentials import decoded_for_scan, find_secret, refuse_secrets
 from .socket import machine
+from .report_file import write_report
 
 
 class CorpusRow(TypedDict):
@@ -467,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = "python -m engine.bench.secrets" + (" --locomo locomo10.json" if args.locomo else "")
     text = report(run(args.locomo), command)
-    args.output.write_text(text, encoding="utf-8")
+    write_report(args.output, text)
     sys.stdout.write(text)
     return 0
 

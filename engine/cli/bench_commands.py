@@ -377,6 +377,7 @@ def _reported(text: str, output: str) -> int:
     """Print a benchmark's report and write it to ``output`` ('-': nowhere)."""
     print(text, end="")
     if output != "-":
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        from ..bench.report_file import write_report  # loaded for a bench command only, as each benchmark is
+
+        write_report(output, text)  # the sections written by hand below the figures stay
     return 0
