@@ -18,6 +18,7 @@ from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.times import time_column
 from ..common.widgets import heading, named, plain_label, table
 from ..tasks import EngineTasks
+from .settings_form import threshold_text
 
 PAGE_SIZE = 100
 TIERS = ("high", "medium", "low", "unscored")
@@ -181,7 +182,7 @@ class GateLogPanel(QWidget):
     def set_current_threshold(self, threshold: float | None) -> None:
         """Mark the ``highThreshold`` in force on the histogram (what scores at or above it inject), in the words of
         the Settings tab ("Inject at or above"): short enough to fit beside the line in a narrow pane."""
-        self.histogram.set_markers([] if threshold is None else [Marker(threshold, f"inject at {threshold:.2f}")])
+        self.histogram.set_markers([] if threshold is None else [Marker(threshold, f"inject at {threshold_text(threshold)}")])
 
     def refresh(self) -> None:
         agent = self.agent

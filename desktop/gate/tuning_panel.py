@@ -49,7 +49,7 @@ from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
 from ..common.widgets import named, plain_label, table
 from ..tasks import EngineTasks
-from .settings_form import FIELDS
+from .settings_form import FIELDS, threshold_text
 
 # The Settings tab's words, never the config keys (those are on hover), and columns that read whole in the tab of
 # a 1008-wide window: the skip hint's turns and the ones of them that needed a page share a column.
@@ -412,7 +412,7 @@ class TuningPanel(QWidget):
     def _mark(self) -> None:
         markers = []
         if self.current_threshold is not None:
-            markers.append(Marker(self.current_threshold, f"in force {self.current_threshold:.2f}"))
+            markers.append(Marker(self.current_threshold, f"in force {threshold_text(self.current_threshold)}"))
         proposed = proposed_threshold(self.proposal)
         if proposed is not None and not applied(self.proposal, self.in_force):
             markers.append(Marker(proposed, f"proposed {proposed:g}"))  # the number Apply writes, as its line says

@@ -533,6 +533,29 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     assert tuning.proposal_label.text().startswith("For precision 0.95")
 
 
+def test_an_applied_proposal_keeps_its_four_decimals_when_the_form_is_saved_again(qtbot, gate_engine, tasks,
+                                                                                 gui_thread_guard) -> None:
+    # Proposals have four decimals (0.0562). The form showed three: after Apply, switching the mode to live and
+    # saving wrote 0.056 and 0.053, no longer the proposal, and the charts said "in force 0.06".
+    engine, _ = gate_engine
+    view = shown(qtbot, tasks)
+    form = view.settings
+    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
+    wait_for_signal(qtbot, form.sig_settings_saved,
+                    lambda: view.tuning.sig_proposal_applied.emit({"highThreshold": 0.0562, "skipHintBelow": 0.0528}))
+    assert form.values()["highThreshold"] == 0.0562 and form.values()["skipHintBelow"] == 0.0528
+    assert form.inputs["highThreshold"].text() == "0.0562" and not form.edited()
+    assert [m.label for m in view.tuning.quality_chart.markers] == ["in force 0.0562"]
+    assert [m.label for m in view.log.histogram.markers] == ["inject at 0.0562"]
+
+    form.inputs["mode"].setCurrentText("live")
+    blocker = wait_for_signal(qtbot, form.sig_checked, lambda: None)
+    assert blocker.args[0]["valid"]
+    wait_for_signal(qtbot, form.sig_settings_saved, lambda: qtbot.keyClick(form.save_button, Qt.Key.Key_Space))
+    assert read_config(engine, gui_thread_guard)["recallGate"] == {
+        "mode": "live", "journal": True, "highThreshold": 0.0562, "skipHintBelow": 0.0528}
+
+
 def test_the_journal_reads_its_messages_in_a_small_window_before_and_after_a_label(qtbot, gate_engine, tasks,
                                                                                   gui_thread_guard) -> None:
     view = GateView(tasks)
