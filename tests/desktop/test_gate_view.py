@@ -357,6 +357,45 @@ def test_labelling_turns_feeds_the_what_if_charts(qtbot, qtmodeltester, gate_eng
     assert view.settings.values()["highThreshold"] == 0.8
 
 
+def test_a_turn_being_labelled_stays_selected_with_its_ticks_when_the_agent_sends_another(
+        qtbot, gate_engine, tasks, gui_thread_guard) -> None:
+    # Every turn an agent sent reloaded the Labelling tab: the turn the owner was labelling lost its selection,
+    # its ticks and the ids typed, with nothing saved, while the agent kept talking.
+    engine, _ = gate_engine
+    view = shown(qtbot, tasks)
+    journal = view.journal
+    view.set_agent("main")
+    wait_for_signal(qtbot, journal.sig_journal_loaded, lambda: view.show_tab(journal))
+    journal.journal_table.selectRow(2)
+    chosen = journal.selected_turn()[1]
+    pages = journal.pages_model
+    pages.setData(pages.index(0, 0), Qt.CheckState.Checked.value, Qt.ItemDataRole.CheckStateRole)
+    ticked = pages.needed()
+    journal.pages_table.selectRow(0)
+    journal.extra.setText("pg_01JD8PZ3A6QF0W2C9E4R7T1M5K")
+    assert ticked and chosen["needed"] is None
+
+    gui_thread_guard.active = False   # the agent's turn, beside the window
+    try:
+        caller = AgentCaller(engine.registry.add_credential("main"), {"kind": "owner-private"})
+        assert gate_turn(engine, caller, {"message": "Atlas cut-over and Dana"})["outcome"] == "shadow"
+    finally:
+        gui_thread_guard.active = True
+    wait_for_signal(qtbot, journal.sig_journal_loaded, view.live_refresh)   # what the window does on the change
+    assert journal.journal_model.rowCount() == 7
+    assert journal.selected_turn() == (3, chosen)   # one row down: the new turn is first
+    assert journal.message.toPlainText() == chosen["message"]
+    assert journal.pages_model.needed() == ticked and journal.extra.text() == "pg_01JD8PZ3A6QF0W2C9E4R7T1M5K"
+    assert journal.document.toPlainText().startswith(pages.page(0)["title"])
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.save_button.click)
+    assert journal.journal_model.row(3)["needed"] == [*ticked, "pg_01JD8PZ3A6QF0W2C9E4R7T1M5K"]
+
+    view.set_agent("other")   # another agent's journal never selects a turn of this one's
+    view.set_agent("main")
+    qtbot.waitUntil(lambda: journal.journal_model.rowCount() == 7, timeout=10_000)
+    assert journal.selected_turn() is None
+
+
 def drag(chart: Any, start: float, end: float, steps: int = 12) -> None:
     """Press on the data area at x value ``start``, move in ``steps`` to ``end`` with the button held, release.
 
