@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.core.words import counted
-from engine.gate.suggest import tier_phrases
+from engine.gate.suggest import in_force_phrase, tier_phrases
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
@@ -111,20 +111,24 @@ def figures_text(result: dict[str, Any] | None, row: dict[str, Any] | None, thre
                    f"recall {_figure(row.get('recall'))}, F1 {_figure(row.get('f1'))}.")
 
 
-def proposal_text(result: dict[str, Any]) -> str:
-    """The engine's proposal for the asked precision, or why there is none, in a sentence or three."""
+def proposal_text(result: dict[str, Any], done: bool = False) -> str:
+    """The engine's proposal for the asked precision, or why there is none, in a sentence or three; beside it
+    what the same labels show at the threshold in force (unless ``done``: the proposal is in force)."""
     asked = f"For precision {result.get('precision', DEFAULT_PRECISION):.2f}"
     rests = (f"{result.get('labelled', 0):,} labelled turns ({result.get('neededScored', 0):,} needed pages scored)")
-    high = result.get("highThreshold")
+    high, now = result.get("highThreshold"), in_force_phrase(result, SETTING_WORDS)
     if high is None:
-        return f"{asked}: no proposal yet, {result.get('reason', 'label more turns')}."
+        return f"{asked}: no proposal yet, {result.get('reason', 'label more turns')}." + (
+            f" Your labels so far, at {now}." if now else "")
     parts = tier_phrases(result, SETTING_WORDS)
     off = [f"“{SETTING_WORDS.get(key, key)}”" for key, value in (result.get("apply") or {}).items()
            if value is None]
     text = f"{asked}: " + "; ".join(parts) + f"; from {rests}."
     if off:
         text += " Applying turns " + " and ".join(off) + " off."
-    return text
+    if done:
+        return text + " Applied: in force now."
+    return text + (f" To compare, {now}." if now else "")
 
 
 def proposed_threshold(proposal: dict[str, Any] | None) -> float | None:
@@ -335,6 +339,10 @@ class TuningPanel(QWidget):
     def set_in_force(self, effective: dict[str, Any] | None) -> None:
         """The settings in force (loaded or just saved): the proposal says whether they hold it."""
         self.in_force = effective
+        compared = ((self.proposal or {}).get("inForce") or {}).get("threshold")
+        if compared is not None and (effective or {}).get("highThreshold") is not None \
+                and abs(float(effective["highThreshold"]) - compared) > 1e-9:
+            self.propose()   # its comparison was read at another threshold (config.json changed since)
         self._show_proposal()
 
     def _on_precision_changed(self, *_: Any) -> None:
@@ -350,7 +358,7 @@ class TuningPanel(QWidget):
         if self.proposal is None:
             return
         done = applied(self.proposal, self.in_force)
-        self.proposal_label.setText(proposal_text(self.proposal) + (" Applied: in force now." if done else ""))
+        self.proposal_label.setText(proposal_text(self.proposal, done))
         self.apply_button.setEnabled(bool(self.proposal.get("apply")) and not done)
         self._mark()
 

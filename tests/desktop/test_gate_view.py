@@ -549,6 +549,9 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     text = tuning.proposal_label.text()
     assert text.startswith("For precision 0.80: Inject at or above 0.6: precision 1.00") and "35 labelled turns" in text
     assert "Applied" not in text and tuning.apply_button.isEnabled()
+    # Beside it, what the same labels show at the threshold in force, to weigh the proposal against.
+    assert text.endswith(" To compare, Inject at or above 0.75 (in force now): precision 1.00, recall 0.80, on 12 "
+                         "pages of 12 turns.")
     # One recommendation, one number: the proposal's, marked on every chart as its line says it and Apply writes it.
     said = [label.text() for label in tuning.findChildren(QLabel) if label.isVisibleTo(tuning) and label.text()]
     assert sum("Inject at or above 0.6:" in text for text in said) == 1 and not any("uggest" in text for text in said)
@@ -560,6 +563,7 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     assert read_config(engine, gui_thread_guard)["recallGate"] == {
         "mode": "shadow", "journal": True, "highThreshold": 0.6, "skipHintBelow": 0.4}
     qtbot.waitUntil(lambda: "Applied: in force now." in tuning.proposal_label.text(), timeout=10_000)
+    assert "To compare" not in tuning.proposal_label.text()
     assert not tuning.apply_button.isEnabled()
     assert view.settings.values()["highThreshold"] == 0.6 and view.settings.values()["skipHintBelow"] == 0.4
     qtbot.waitUntil(lambda: [m.label for m in tuning.quality_chart.markers] == ["in force 0.60"],
@@ -593,6 +597,27 @@ def test_an_applied_proposal_keeps_its_four_decimals_when_the_form_is_saved_agai
     wait_for_signal(qtbot, form.sig_settings_saved, lambda: qtbot.keyClick(form.save_button, Qt.Key.Key_Space))
     assert read_config(engine, gui_thread_guard)["recallGate"] == {
         "mode": "live", "journal": True, "highThreshold": 0.0562, "skipHintBelow": 0.0528}
+
+
+def test_the_proposals_comparison_follows_a_threshold_changed_in_config_json(qtbot, gate_engine, tasks,
+                                                                              gui_thread_guard) -> None:
+    engine, fake = gate_engine
+    keep_labelled_turns(engine, gui_thread_guard)
+    view = shown(qtbot, tasks)
+    tuning = view.tuning
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: view.show_tab(tuning))
+    assert "Inject at or above 0.75 (in force now)" in tuning.proposal_label.text()
+    gui_thread_guard.active = False   # the owner edits config.json by hand
+    try:
+        write_config(engine.state, {"mode": "shadow", "journal": True, "highThreshold": 0.2}, model="rerank/test",
+                     base_url=fake.url)
+    finally:
+        gui_thread_guard.active = True
+    blocker = wait_for_signal(qtbot, tuning.sig_proposal_loaded, view.settings.load)   # the view read it again
+    assert blocker.args[0]["inForce"]["threshold"] == 0.2
+    assert tuning.proposal_label.text().endswith(" To compare, Inject at or above 0.2 (in force now): precision "
+                                                 "0.48, recall 0.80, on 25 pages of 13 turns.")
 
 
 def test_the_journal_reads_its_messages_in_a_small_window_before_and_after_a_label(qtbot, gate_engine, tasks,
