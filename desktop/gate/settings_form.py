@@ -462,7 +462,11 @@ class GateSettingsForm(QWidget):
         """Write ``changes`` onto the saved ``recallGate`` block at once (the Tuning tab's proposal); edits not
         saved yet are not written, and the form then shows what was saved."""
         written = (self.current or {}).get("recallGate")
-        block = {**(written if isinstance(written, dict) else {}), **changes}
+        self.write_block({**(written if isinstance(written, dict) else {}), **changes})
+
+    def write_block(self, block: dict[str, Any]) -> None:
+        """Write ``block`` as the whole ``recallGate`` block at once (undoing the proposal: the block as it was);
+        edits not saved yet are not written."""
         self._timer.stop()
         self._generation += 1
         self.tasks.request("operator/setGateSettings", {"recallGate": block}, self._on_saved, owner=self)

@@ -189,6 +189,9 @@ class TuningPanel(QWidget):
     sig_proposal_applied = Signal(object)
     """The owner applied the proposal; the argument is the ``recallGate`` keys to write."""
 
+    sig_apply_undone = Signal()
+    """The owner asked for the settings as they were before the proposal was applied."""
+
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
@@ -239,6 +242,11 @@ class TuningPanel(QWidget):
         self.apply_button.setToolTip("Write the proposed thresholds to config.json now (Settings' save)")
         self.apply_button.clicked.connect(self._on_apply_clicked)
         self.apply_button.setEnabled(False)
+        self.before: dict[str, Any] | None = None   # the applied keys as they were in force before Apply
+        self.undo_button = QPushButton("U&ndo the apply")
+        self.undo_button.setToolTip("Write the recall gate settings back as they were before Apply")
+        self.undo_button.clicked.connect(self.sig_apply_undone.emit)
+        self.undo_button.hide()
 
         self.threshold_box = QDoubleSpinBox()
         self.threshold_box.setRange(0.0, 1.0)
@@ -264,6 +272,7 @@ class TuningPanel(QWidget):
         proposal.addWidget(self.precision_box)
         proposal.addWidget(self.proposal_label, 1)
         proposal.addWidget(self.apply_button)
+        proposal.addWidget(self.undo_button)
         controls = QHBoxLayout()
         controls.addWidget(box_label)
         controls.addWidget(self.threshold_box)
@@ -336,6 +345,12 @@ class TuningPanel(QWidget):
                            {"agent": self.agent, "precision": round(self.precision_box.value(), 2)},
                            self._on_proposal, owner=self)
 
+    def set_undo(self, before: dict[str, Any] | None) -> None:
+        """``before``: the applied keys as they were in force before Apply (the undo is offered); None: none."""
+        self.before = before
+        self.undo_button.setVisible(before is not None)
+        self._show_proposal()
+
     def set_in_force(self, effective: dict[str, Any] | None) -> None:
         """The settings in force (loaded or just saved): the proposal says whether they hold it."""
         self.in_force = effective
@@ -358,7 +373,12 @@ class TuningPanel(QWidget):
         if self.proposal is None:
             return
         done = applied(self.proposal, self.in_force)
-        self.proposal_label.setText(proposal_text(self.proposal, done))
+        text = proposal_text(self.proposal, done)
+        if self.before is not None:
+            was = " and ".join(f"{SETTING_WORDS.get(key, key)} {'off' if value is None else threshold_text(value)}"
+                               for key, value in self.before.items())
+            text += f" Before Apply: {was}; Undo the apply writes the settings back as they were."
+        self.proposal_label.setText(text)
         self.apply_button.setEnabled(bool(self.proposal.get("apply")) and not done)
         self._mark()
 

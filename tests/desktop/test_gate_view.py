@@ -620,6 +620,43 @@ def test_the_proposals_comparison_follows_a_threshold_changed_in_config_json(qtb
                                                  "0.48, recall 0.80, on 25 pages of 13 turns.")
 
 
+def test_an_applied_proposal_can_be_undone_back_to_the_settings_as_they_were(qtbot, gate_engine, tasks,
+                                                                              gui_thread_guard) -> None:
+    # After Apply nothing said what was in force before, nor how to go back: the form can only write values, so
+    # the Decision model's own threshold (no key written) could not be had again from the window.
+    engine, _ = gate_engine
+    keep_labelled_turns(engine, gui_thread_guard)
+    view = shown(qtbot, tasks)
+    tuning = view.tuning
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: view.show_tab(tuning))
+    assert not tuning.undo_button.isVisibleTo(tuning)
+    wait_for_signal(qtbot, view.settings.sig_settings_saved, tuning.apply_button.click)
+    qtbot.waitUntil(lambda: "Applied: in force now." in tuning.proposal_label.text(), timeout=10_000)
+    assert tuning.proposal_label.text().endswith(
+        " Before Apply: Inject at or above 0.75 and Skip hint below off; Undo the apply writes the settings back as "
+        "they were.")
+    assert tuning.undo_button.isVisibleTo(tuning)
+
+    wait_for_signal(qtbot, view.settings.sig_settings_saved,
+                    lambda: qtbot.keyClick(tuning.undo_button, Qt.Key.Key_Space))
+    assert read_config(engine, gui_thread_guard)["recallGate"] == {"mode": "shadow", "journal": True}
+    assert view.settings.values()["highThreshold"] == 0.75 and view.settings.values()["skipHintBelow"] is None
+    qtbot.waitUntil(lambda: tuning.apply_button.isEnabled(), timeout=10_000)
+    assert "Applied" not in tuning.proposal_label.text() and "Before Apply" not in tuning.proposal_label.text()
+    assert not tuning.undo_button.isVisibleTo(tuning)
+
+    # Saved from the form after Apply, the settings are the owner's since: Undo is no longer offered.
+    wait_for_signal(qtbot, view.settings.sig_settings_saved, tuning.apply_button.click)
+    assert tuning.undo_button.isVisibleTo(tuning)
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.show_tab(view.settings))
+    view.settings.inputs["excerpts"].setValue(3)
+    wait_for_signal(qtbot, view.settings.sig_checked, lambda: None)
+    wait_for_signal(qtbot, view.settings.sig_settings_saved, view.settings.save_button.click)
+    assert not tuning.undo_button.isVisibleTo(tuning)
+    assert read_config(engine, gui_thread_guard)["recallGate"]["excerpts"] == 3
+
+
 def test_the_journal_reads_its_messages_in_a_small_window_before_and_after_a_label(qtbot, gate_engine, tasks,
                                                                                   gui_thread_guard) -> None:
     view = GateView(tasks)
