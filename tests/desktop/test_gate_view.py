@@ -14,6 +14,7 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLabel
 
+from desktop.gate.log_panel import stats_text
 from desktop.gate.settings_form import DOCS, FIELDS
 from desktop.gate.view import GateView
 from engine.access.authority import AgentCaller
@@ -748,6 +749,14 @@ def test_the_shadow_logs_columns_read_whole_in_a_small_window(qtbot, gate_engine
 
     qtbot.waitUntil(lambda: histogram.plot is not None and histogram.plot.width() < 300, timeout=5_000)
     qtbot.waitUntil(lambda: not label_cut(), timeout=5_000)  # never "ighThreshold 0.55" behind the axis
+
+
+def test_the_shadow_logs_summary_says_what_shadow_turns_would_do_in_the_outcome_columns_words() -> None:
+    # "Shadow verdicts: 40 injected, 25 none" read as 40 pages injected, beside a column saying "would inject".
+    text = stats_text({"turns": 65, "outcomes": {"shadow": 65}, "wouldInject": {"injected": 40, "none": 25},
+                       "latencyMs": {"p50": 10, "p95": 133, "max": 512}})
+    assert text == ("65 turns (65 shadow). Latency p50 10 ms, p95 133 ms, max 512 ms. In shadow mode: 40 would "
+                    "inject, 25 would add nothing.")
 
 
 def test_the_figures_say_one_page_and_one_turn_in_the_singular() -> None:
