@@ -271,8 +271,11 @@ class TuningPanel(QWidget):
         proposal.addWidget(precision_label)
         proposal.addWidget(self.precision_box)
         proposal.addWidget(self.proposal_label, 1)
-        proposal.addWidget(self.apply_button)
-        proposal.addWidget(self.undo_button)
+        actions = QVBoxLayout()   # one above the other: the proposal's words keep the width
+        actions.addWidget(self.apply_button)
+        actions.addWidget(self.undo_button)
+        actions.addStretch(1)
+        proposal.addLayout(actions)
         controls = QHBoxLayout()
         controls.addWidget(box_label)
         controls.addWidget(self.threshold_box)
