@@ -83,6 +83,12 @@ class JournalPagesModel(QAbstractTableModel):
         """The ticked pages, in the order shown."""
         return [page["id"] for page in self._pages if page["id"] in self._needed]
 
+    def set_needed(self, needed: list[str]) -> None:
+        """Tick exactly ``needed`` among the pages shown (a label being edited, kept across a reload)."""
+        self._needed = set(needed)
+        if self._pages:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._pages) - 1, 0))
+
     def page(self, number: int) -> Row | None:
         return self._pages[number] if 0 <= number < len(self._pages) else None
 
@@ -161,7 +167,8 @@ class JournalPanel(QWidget):
         self.filter.addItem("Labelled", True)
         self.filter.currentIndexChanged.connect(lambda _: self.refresh())
         self.journal_model = PagedModel(JOURNAL_COLUMNS, self)
-        self.journal_model.sig_page_loaded.connect(self.sig_journal_loaded.emit)
+        self._kept: dict[str, Any] | None = None   # the turn being labelled, found again once its page arrives
+        self.journal_model.sig_page_loaded.connect(self._on_page_loaded)
         self.journal_model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
         self.journal_table = named(table(self.journal_model), "Journal turns")
         self.journal_table.selectionModel().selectionChanged.connect(self._on_turn_selected)
@@ -227,10 +234,16 @@ class JournalPanel(QWidget):
         self._update_actions()
 
     def set_agent(self, agent: str | None) -> None:
+        if agent != self.agent:
+            self._kept = None
+            self.journal_table.clearSelection()
         self.agent = agent
         self.refresh()
 
     def refresh(self) -> None:
+        """The journal again (an agent's turn arrived, a label filter, F5): the turn being labelled stays
+        selected, with the ticks and ids not saved yet, when it is among the turns shown."""
+        self._kept = self._place()
         agent, labelled = self.agent, self.filter.currentData()
         self.pages_model.set_turn(None)
         self.message.clear()
@@ -249,6 +262,34 @@ class JournalPanel(QWidget):
                                on_error=fail, owner=self)
 
         self.journal_model.set_source(source)
+
+    def _place(self) -> dict[str, Any] | None:
+        """The selected turn and what the owner ticked or typed for it, to find again after a reload."""
+        selected = self.selected_turn()
+        if selected is None:
+            return None
+        pages = self.pages_table.selectionModel().selectedRows()
+        return {"id": selected[1]["id"], "row": selected[0], "needed": self.pages_model.needed(),
+                "extra": self.extra.text(), "status": self.status.text(), "page": pages[0].row() if pages else None}
+
+    def _on_page_loaded(self, count: int) -> None:
+        kept = self._kept
+        if kept is not None:
+            number = next((n for n in range(self.journal_model.rowCount())
+                           if (self.journal_model.row(n) or {}).get("id") == kept["id"]), None)
+            if number is None and not self.journal_model.exhausted and count <= kept["row"] + PAGE_SIZE:
+                self.journal_model.fetchMore(QModelIndex())   # newer turns pushed it onto the next page
+            else:
+                self._kept = None
+            if number is not None:
+                self.journal_table.selectRow(number)
+                self.journal_table.scrollTo(self.journal_model.index(number, 0))
+                self.pages_model.set_needed(kept["needed"])
+                self.extra.setText(kept["extra"])
+                self.status.setText(kept["status"])
+                if kept["page"] is not None:
+                    self.pages_table.selectRow(kept["page"])
+        self.sig_journal_loaded.emit(count)
 
     def selected_turn(self) -> tuple[int, Row] | None:
         rows = self.journal_table.selectionModel().selectedRows()

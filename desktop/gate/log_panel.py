@@ -18,6 +18,7 @@ from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.times import time_column
 from ..common.widgets import heading, named, plain_label, table
 from ..tasks import EngineTasks
+from .settings_form import threshold_text
 
 PAGE_SIZE = 100
 TIERS = ("high", "medium", "low", "unscored")
@@ -111,13 +112,15 @@ def stats_text(stats: dict[str, Any]) -> str:
         return ("No gate turns yet. The gate logs a turn each time an agent's host calls memory/gate with a "
                 "recallGate block written and a Decision model chosen.")
     outcomes = ", ".join(f"{count:,} {name}" for name, count in sorted(stats["outcomes"].items()))
-    would = ", ".join(f"{count:,} {name}" for name, count in sorted((stats.get("wouldInject") or {}).items()))
+    # In the Outcome column's words: "40 injected" read as pages injected, in a mode that injects nothing.
+    would = ", ".join(f"{count:,} {WOULD.get(name, name)}"
+                      for name, count in sorted((stats.get("wouldInject") or {}).items()))
     latency = stats.get("latencyMs") or {}
     scores = stats.get("scores") or {}
     text = (f"{stats['turns']:,} turns ({outcomes}). Latency p50 {latency.get('p50', 0):,.0f} ms, "
             f"p95 {latency.get('p95', 0):,.0f} ms, max {latency.get('max', 0):,.0f} ms.")
     if would:
-        text += f" Shadow verdicts: {would}."
+        text += f" In shadow mode: {would}."
     if scores.get("unscored") or scores.get("noProbability"):
         text += (f" {scores.get('unscored', 0):,} pages went unscored at the deadline, "
                  f"{scores.get('noProbability', 0):,} answered without a probability.")
@@ -181,7 +184,7 @@ class GateLogPanel(QWidget):
     def set_current_threshold(self, threshold: float | None) -> None:
         """Mark the ``highThreshold`` in force on the histogram (what scores at or above it inject), in the words of
         the Settings tab ("Inject at or above"): short enough to fit beside the line in a narrow pane."""
-        self.histogram.set_markers([] if threshold is None else [Marker(threshold, f"inject at {threshold:.2f}")])
+        self.histogram.set_markers([] if threshold is None else [Marker(threshold, f"inject at {threshold_text(threshold)}")])
 
     def refresh(self) -> None:
         agent = self.agent

@@ -37,10 +37,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.gate.suggest import DIGITS
+
 from ..common.widgets import named, plain_label
 from ..tasks import EngineTasks
 
 CHECK_DELAY_MS = 300
+# A threshold shows and keeps as many decimals as a proposal has (0.0562): with fewer, a form saved after the
+# proposal was applied wrote it back rounded (0.056), and a pointer line just below the inject line could round
+# onto it.
+THRESHOLD_DECIMALS = DIGITS
+
+
+def threshold_text(value: float) -> str:
+    """A threshold as the owner reads it everywhere: two decimals (0.55, 0.60), or all it has (0.0562), as the
+    proposal says it and Apply writes it."""
+    return f"{value:.2f}" if abs(value - round(value, 2)) < 1e-9 else f"{value:g}"
 WHERE = "recallGate."
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "recall-gate.md"   # beside the sources, not in a wheel
 
@@ -258,7 +270,7 @@ class GateSettingsForm(QWidget):
         else:
             editor = QDoubleSpinBox()
             editor.setRange(0.0, 1.0)
-            editor.setDecimals(3)
+            editor.setDecimals(THRESHOLD_DECIMALS)
             editor.setSingleStep(0.05)
             editor.valueChanged.connect(self._on_edited)
         editor.setAccessibleName(field.label)
@@ -341,7 +353,7 @@ class GateSettingsForm(QWidget):
             elif field.kind == "int":
                 values[field.key] = editor.value()
             else:
-                value = round(editor.value(), 3)
+                value = round(editor.value(), THRESHOLD_DECIMALS)
                 values[field.key] = value if field.kind == "threshold" or self.switches[field.key].isChecked() \
                     else None
         return values
@@ -450,7 +462,11 @@ class GateSettingsForm(QWidget):
         """Write ``changes`` onto the saved ``recallGate`` block at once (the Tuning tab's proposal); edits not
         saved yet are not written, and the form then shows what was saved."""
         written = (self.current or {}).get("recallGate")
-        block = {**(written if isinstance(written, dict) else {}), **changes}
+        self.write_block({**(written if isinstance(written, dict) else {}), **changes})
+
+    def write_block(self, block: dict[str, Any]) -> None:
+        """Write ``block`` as the whole ``recallGate`` block at once (undoing the proposal: the block as it was);
+        edits not saved yet are not written."""
         self._timer.stop()
         self._generation += 1
         self.tasks.request("operator/setGateSettings", {"recallGate": block}, self._on_saved, owner=self)

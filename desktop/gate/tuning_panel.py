@@ -43,13 +43,13 @@ from PySide6.QtWidgets import (
 )
 
 from engine.core.words import counted
-from engine.gate.suggest import tier_phrases
+from engine.gate.suggest import in_force_phrase, tier_phrases
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
 from ..common.widgets import named, plain_label, table
 from ..tasks import EngineTasks
-from .settings_form import FIELDS
+from .settings_form import FIELDS, threshold_text
 
 # The Settings tab's words, never the config keys (those are on hover), and columns that read whole in the tab of
 # a 1008-wide window: the skip hint's turns and the ones of them that needed a page share a column.
@@ -111,20 +111,24 @@ def figures_text(result: dict[str, Any] | None, row: dict[str, Any] | None, thre
                    f"recall {_figure(row.get('recall'))}, F1 {_figure(row.get('f1'))}.")
 
 
-def proposal_text(result: dict[str, Any]) -> str:
-    """The engine's proposal for the asked precision, or why there is none, in a sentence or three."""
+def proposal_text(result: dict[str, Any], done: bool = False) -> str:
+    """The engine's proposal for the asked precision, or why there is none, in a sentence or three; beside it
+    what the same labels show at the threshold in force (unless ``done``: the proposal is in force)."""
     asked = f"For precision {result.get('precision', DEFAULT_PRECISION):.2f}"
     rests = (f"{result.get('labelled', 0):,} labelled turns ({result.get('neededScored', 0):,} needed pages scored)")
-    high = result.get("highThreshold")
+    high, now = result.get("highThreshold"), in_force_phrase(result, SETTING_WORDS)
     if high is None:
-        return f"{asked}: no proposal yet, {result.get('reason', 'label more turns')}."
+        return f"{asked}: no proposal yet, {result.get('reason', 'label more turns')}." + (
+            f" Your labels so far, at {now}." if now else "")
     parts = tier_phrases(result, SETTING_WORDS)
     off = [f"“{SETTING_WORDS.get(key, key)}”" for key, value in (result.get("apply") or {}).items()
            if value is None]
     text = f"{asked}: " + "; ".join(parts) + f"; from {rests}."
     if off:
         text += " Applying turns " + " and ".join(off) + " off."
-    return text
+    if done:
+        return text + " Applied: in force now."
+    return text + (f" To compare, {now}." if now else "")
 
 
 def proposed_threshold(proposal: dict[str, Any] | None) -> float | None:
@@ -185,6 +189,9 @@ class TuningPanel(QWidget):
     sig_proposal_applied = Signal(object)
     """The owner applied the proposal; the argument is the ``recallGate`` keys to write."""
 
+    sig_apply_undone = Signal()
+    """The owner asked for the settings as they were before the proposal was applied."""
+
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tasks = tasks
@@ -235,6 +242,11 @@ class TuningPanel(QWidget):
         self.apply_button.setToolTip("Write the proposed thresholds to config.json now (Settings' save)")
         self.apply_button.clicked.connect(self._on_apply_clicked)
         self.apply_button.setEnabled(False)
+        self.before: dict[str, Any] | None = None   # the applied keys as they were in force before Apply
+        self.undo_button = QPushButton("U&ndo the apply")
+        self.undo_button.setToolTip("Write the recall gate settings back as they were before Apply")
+        self.undo_button.clicked.connect(self.sig_apply_undone.emit)
+        self.undo_button.hide()
 
         self.threshold_box = QDoubleSpinBox()
         self.threshold_box.setRange(0.0, 1.0)
@@ -259,7 +271,11 @@ class TuningPanel(QWidget):
         proposal.addWidget(precision_label)
         proposal.addWidget(self.precision_box)
         proposal.addWidget(self.proposal_label, 1)
-        proposal.addWidget(self.apply_button)
+        actions = QVBoxLayout()   # one above the other: the proposal's words keep the width
+        actions.addWidget(self.apply_button)
+        actions.addWidget(self.undo_button)
+        actions.addStretch(1)
+        proposal.addLayout(actions)
         controls = QHBoxLayout()
         controls.addWidget(box_label)
         controls.addWidget(self.threshold_box)
@@ -332,9 +348,19 @@ class TuningPanel(QWidget):
                            {"agent": self.agent, "precision": round(self.precision_box.value(), 2)},
                            self._on_proposal, owner=self)
 
+    def set_undo(self, before: dict[str, Any] | None) -> None:
+        """``before``: the applied keys as they were in force before Apply (the undo is offered); None: none."""
+        self.before = before
+        self.undo_button.setVisible(before is not None)
+        self._show_proposal()
+
     def set_in_force(self, effective: dict[str, Any] | None) -> None:
         """The settings in force (loaded or just saved): the proposal says whether they hold it."""
         self.in_force = effective
+        compared = ((self.proposal or {}).get("inForce") or {}).get("threshold")
+        if compared is not None and (effective or {}).get("highThreshold") is not None \
+                and abs(float(effective["highThreshold"]) - compared) > 1e-9:
+            self.propose()   # its comparison was read at another threshold (config.json changed since)
         self._show_proposal()
 
     def _on_precision_changed(self, *_: Any) -> None:
@@ -350,7 +376,12 @@ class TuningPanel(QWidget):
         if self.proposal is None:
             return
         done = applied(self.proposal, self.in_force)
-        self.proposal_label.setText(proposal_text(self.proposal) + (" Applied: in force now." if done else ""))
+        text = proposal_text(self.proposal, done)
+        if self.before is not None:
+            was = " and ".join(f"{SETTING_WORDS.get(key, key)} {'off' if value is None else threshold_text(value)}"
+                               for key, value in self.before.items())
+            text += f" Before Apply: {was}; Undo the apply writes the settings back as they were."
+        self.proposal_label.setText(text)
         self.apply_button.setEnabled(bool(self.proposal.get("apply")) and not done)
         self._mark()
 
@@ -412,7 +443,7 @@ class TuningPanel(QWidget):
     def _mark(self) -> None:
         markers = []
         if self.current_threshold is not None:
-            markers.append(Marker(self.current_threshold, f"in force {self.current_threshold:.2f}"))
+            markers.append(Marker(self.current_threshold, f"in force {threshold_text(self.current_threshold)}"))
         proposed = proposed_threshold(self.proposal)
         if proposed is not None and not applied(self.proposal, self.in_force):
             markers.append(Marker(proposed, f"proposed {proposed:g}"))  # the number Apply writes, as its line says

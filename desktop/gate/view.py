@@ -60,7 +60,10 @@ class GateView(QWidget):
 
         self.settings.sig_settings_loaded.connect(self._on_settings_loaded)
         self.settings.sig_settings_saved.connect(lambda _: self._forget(self.tuning))
-        self.tuning.sig_proposal_applied.connect(self.settings.apply_changes)
+        self.tuning.sig_proposal_applied.connect(self._on_proposal_applied)
+        self.tuning.sig_apply_undone.connect(self._on_apply_undone)
+        self._before_apply: dict[str, Any] | None = None   # the recallGate block as written before Apply
+        self._applied: dict[str, Any] | None = None        # and as Apply wrote it
         self.tuning.sig_threshold_chosen.connect(self._on_threshold_chosen)
         self.journal.sig_turn_labelled.connect(lambda _: self._forget(self.tuning))
         self.journal.sig_journal_cleared.connect(lambda _: (self._forget(self.tuning), self._forget(self.log)))
@@ -125,10 +128,28 @@ class GateView(QWidget):
     # --- between the tabs ---------------------------------------------------------------------------
 
     def _on_settings_loaded(self, result: dict[str, Any]) -> None:
+        if self._before_apply is not None and result.get("recallGate") != self._applied:
+            self._before_apply = self._applied = None   # saved or edited since Apply: Undo would lose that
+            self.tuning.set_undo(None)
         effective = result.get("effective") or {}
         self.tuning.set_in_force(result.get("effective"))
         self.tuning.set_current_threshold(effective.get("highThreshold"))
         self.log.set_current_threshold(effective.get("highThreshold"))
+
+    def _on_proposal_applied(self, keys: dict[str, Any]) -> None:
+        """Apply writes the proposal's keys; what was written and in force before is kept for Undo."""
+        current = self.settings.current or {}
+        written, effective = current.get("recallGate"), current.get("effective") or {}
+        if isinstance(written, dict):
+            self._before_apply, self._applied = dict(written), {**written, **keys}
+            self.tuning.set_undo({key: effective.get(key) for key in keys})
+        self.settings.apply_changes(keys)
+
+    def _on_apply_undone(self) -> None:
+        if self._before_apply is not None:
+            self.settings.write_block(self._before_apply)
+        self._before_apply = self._applied = None
+        self.tuning.set_undo(None)
 
     def _on_threshold_chosen(self, threshold: float) -> None:
         self.settings.set_value("highThreshold", threshold)

@@ -12,7 +12,8 @@ import argparse
 import json
 from typing import Any
 
-from ..gate.suggest import DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, tier_phrases
+from ..core.words import counted
+from ..gate.suggest import DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, in_force_phrase, tier_phrases
 from ..state.statedir import StateDir
 from .desk import open_desk
 from .sync_commands import store_choice
@@ -52,11 +53,15 @@ def suggestion_text(answer: dict[str, Any]) -> str:
              f"({answer['neededScored']:,} of {answer['neededPages']:,} needed pages scored)."]
     if answer["otherModelTurns"]:
         lines.append(f"  {answer['otherModelTurns']:,} turns scored by another Decision model are left out.")
-    high = answer["highThreshold"]
+    high, now = answer["highThreshold"], in_force_phrase(answer)
     if high is None:
         lines.append(f"No proposal: {answer.get('reason', 'not enough labels')}.")
+        if now is not None:
+            lines.append(f"  The labels so far at {now}.")
     else:
         lines.extend(f"  {phrase}" for phrase in tier_phrases(answer))
+        if now is not None:
+            lines.append(f"  To compare, {now}.")
         lines.extend(f"  {note}." for note in answer["notes"])
         lines.append("Apply: the Recall gate view's Tuning tab (Apply the proposal), or in config.json "
                      f"\"recallGate\": {json.dumps(answer['apply'])}")
@@ -70,6 +75,6 @@ def suggestion_text(answer: dict[str, Any]) -> str:
     if tops is not None:
         lines.append("  each turn's best page: " + ", ".join(f"{key} {tops[key]:g}" for key in
                                                               ("p50", "p75", "p90", "p95", "p99", "max")))
-    lines.extend(f"  at {row['threshold']:<7g} {row['turnsInjecting']:,} turns would inject ({row['share']:.0%}), "
-                 f"{row['pagesPerTurn']:g} pages per turn" for row in shape["firing"])
+    lines.extend(f"  at {row['threshold']:<7g} {counted(row['turnsInjecting'], 'turn')} would inject "
+                 f"({row['share']:.0%}), {row['pagesPerTurn']:g} pages per turn" for row in shape["firing"])
     return "\n".join(lines)

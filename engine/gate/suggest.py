@@ -114,6 +114,16 @@ class ScoreDistribution(TypedDict):
     firing: list[Firing]
 
 
+class InForce(TypedDict):
+    """What the labelled turns show at the ``highThreshold`` in force, to weigh the proposal against."""
+
+    threshold: float
+    precision: float | None  # None: no labelled page scored at or above it
+    recall: float | None     # None: the labelled turns needed no page
+    pagesInjected: int
+    turnsInjecting: int
+
+
 class GateSuggestion(TypedDict):
     """``operator/suggestGateThresholds``: the proposal for the asked precision, or why there is none."""
 
@@ -130,6 +140,7 @@ class GateSuggestion(TypedDict):
     skipHintBelow: HintProposal | None
     apply: dict[str, float | None]  # the recallGate keys applying the proposal writes ({} without one)
     notes: list[str]                # why a tier was not proposed
+    inForce: InForce | None         # the same labels at the highThreshold in force (None: no label, or none known)
     distribution: ScoreDistribution
     reason: NotRequired[str]        # why no highThreshold
 
@@ -153,10 +164,37 @@ def suggest_thresholds(turns: Sequence[dict[str, Any]], model: str | None, preci
         "neededPages": proposal["neededPages"], "neededScored": proposal["neededScored"],
         "highThreshold": proposal["highThreshold"], "mediumThreshold": proposal["mediumThreshold"],
         "skipHintBelow": proposal["skipHintBelow"], "apply": proposal["apply"], "notes": proposal["notes"],
+        "inForce": at_threshold(mine, float(current["highThreshold"]))
+        if current and current.get("highThreshold") is not None else None,
         "distribution": distribution(mine, extra)}
     if "reason" in proposal:
         answer["reason"] = proposal["reason"]
     return answer
+
+
+def at_threshold(turns: Sequence[dict[str, Any]], threshold: float) -> InForce | None:
+    """Precision and recall the labelled ones of ``turns`` show at ``threshold`` (None without a labelled turn)."""
+    labelled = [_labelled(turn) for turn in turns if turn.get("needed") is not None and turn.get("stage") is None]
+    if not labelled:
+        return None
+    pages = [page for turn in labelled for page in turn.pages if page[0] >= threshold]
+    good = sum(needed for _, needed in pages)
+    needed_total = sum(sum(needed for _, needed in turn.pages) + turn.unscored_needed for turn in labelled)
+    return {"threshold": threshold, "precision": _round(good / len(pages)) if pages else None,
+            "recall": _round(good / needed_total) if needed_total else None, "pagesInjected": len(pages),
+            "turnsInjecting": sum(any(score >= threshold for score, _ in turn.pages) for turn in labelled)}
+
+
+def in_force_phrase(answer: GateSuggestion | dict[str, Any], names: dict[str, str] | None = None) -> str | None:
+    """What the same labels show at the ``highThreshold`` in force, in a phrase (None: nothing to compare)."""
+    now = answer.get("inForce")
+    if now is None:
+        return None
+    name = (names or {}).get("highThreshold", "highThreshold")
+    precision = "-" if now["precision"] is None else f"{now['precision']:.2f}"
+    recall = "-" if now["recall"] is None else f"{now['recall']:.2f}"
+    return (f"{name} {now['threshold']:g} (in force now): precision {precision}, recall {recall}, on "
+            f"{counted(now['pagesInjected'], 'page')} of {counted(now['turnsInjecting'], 'turn')}")
 
 
 def tier_phrases(answer: GateSuggestion | dict[str, Any], names: dict[str, str] | None = None) -> list[str]:

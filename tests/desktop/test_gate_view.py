@@ -14,6 +14,7 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLabel
 
+from desktop.gate.log_panel import stats_text
 from desktop.gate.settings_form import DOCS, FIELDS
 from desktop.gate.view import GateView
 from engine.access.authority import AgentCaller
@@ -357,6 +358,45 @@ def test_labelling_turns_feeds_the_what_if_charts(qtbot, qtmodeltester, gate_eng
     assert view.settings.values()["highThreshold"] == 0.8
 
 
+def test_a_turn_being_labelled_stays_selected_with_its_ticks_when_the_agent_sends_another(
+        qtbot, gate_engine, tasks, gui_thread_guard) -> None:
+    # Every turn an agent sent reloaded the Labelling tab: the turn the owner was labelling lost its selection,
+    # its ticks and the ids typed, with nothing saved, while the agent kept talking.
+    engine, _ = gate_engine
+    view = shown(qtbot, tasks)
+    journal = view.journal
+    view.set_agent("main")
+    wait_for_signal(qtbot, journal.sig_journal_loaded, lambda: view.show_tab(journal))
+    journal.journal_table.selectRow(2)
+    chosen = journal.selected_turn()[1]
+    pages = journal.pages_model
+    pages.setData(pages.index(0, 0), Qt.CheckState.Checked.value, Qt.ItemDataRole.CheckStateRole)
+    ticked = pages.needed()
+    journal.pages_table.selectRow(0)
+    journal.extra.setText("pg_01JD8PZ3A6QF0W2C9E4R7T1M5K")
+    assert ticked and chosen["needed"] is None
+
+    gui_thread_guard.active = False   # the agent's turn, beside the window
+    try:
+        caller = AgentCaller(engine.registry.add_credential("main"), {"kind": "owner-private"})
+        assert gate_turn(engine, caller, {"message": "Atlas cut-over and Dana"})["outcome"] == "shadow"
+    finally:
+        gui_thread_guard.active = True
+    wait_for_signal(qtbot, journal.sig_journal_loaded, view.live_refresh)   # what the window does on the change
+    assert journal.journal_model.rowCount() == 7
+    assert journal.selected_turn() == (3, chosen)   # one row down: the new turn is first
+    assert journal.message.toPlainText() == chosen["message"]
+    assert journal.pages_model.needed() == ticked and journal.extra.text() == "pg_01JD8PZ3A6QF0W2C9E4R7T1M5K"
+    assert journal.document.toPlainText().startswith(pages.page(0)["title"])
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.save_button.click)
+    assert journal.journal_model.row(3)["needed"] == [*ticked, "pg_01JD8PZ3A6QF0W2C9E4R7T1M5K"]
+
+    view.set_agent("other")   # another agent's journal never selects a turn of this one's
+    view.set_agent("main")
+    qtbot.waitUntil(lambda: journal.journal_model.rowCount() == 7, timeout=10_000)
+    assert journal.selected_turn() is None
+
+
 def drag(chart: Any, start: float, end: float, steps: int = 12) -> None:
     """Press on the data area at x value ``start``, move in ``steps`` to ``end`` with the button held, release.
 
@@ -510,6 +550,9 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     text = tuning.proposal_label.text()
     assert text.startswith("For precision 0.80: Inject at or above 0.6: precision 1.00") and "35 labelled turns" in text
     assert "Applied" not in text and tuning.apply_button.isEnabled()
+    # Beside it, what the same labels show at the threshold in force, to weigh the proposal against.
+    assert text.endswith(" To compare, Inject at or above 0.75 (in force now): precision 1.00, recall 0.80, on 12 "
+                         "pages of 12 turns.")
     # One recommendation, one number: the proposal's, marked on every chart as its line says it and Apply writes it.
     said = [label.text() for label in tuning.findChildren(QLabel) if label.isVisibleTo(tuning) and label.text()]
     assert sum("Inject at or above 0.6:" in text for text in said) == 1 and not any("uggest" in text for text in said)
@@ -521,6 +564,7 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     assert read_config(engine, gui_thread_guard)["recallGate"] == {
         "mode": "shadow", "journal": True, "highThreshold": 0.6, "skipHintBelow": 0.4}
     qtbot.waitUntil(lambda: "Applied: in force now." in tuning.proposal_label.text(), timeout=10_000)
+    assert "To compare" not in tuning.proposal_label.text()
     assert not tuning.apply_button.isEnabled()
     assert view.settings.values()["highThreshold"] == 0.6 and view.settings.values()["skipHintBelow"] == 0.4
     qtbot.waitUntil(lambda: [m.label for m in tuning.quality_chart.markers] == ["in force 0.60"],
@@ -531,6 +575,87 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     blocker = wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: tuning.precision_box.setValue(0.95))
     assert blocker.args[0]["precision"] == 0.95 and blocker.args[0]["skipHintBelow"] is None
     assert tuning.proposal_label.text().startswith("For precision 0.95")
+
+
+def test_an_applied_proposal_keeps_its_four_decimals_when_the_form_is_saved_again(qtbot, gate_engine, tasks,
+                                                                                 gui_thread_guard) -> None:
+    # Proposals have four decimals (0.0562). The form showed three: after Apply, switching the mode to live and
+    # saving wrote 0.056 and 0.053, no longer the proposal, and the charts said "in force 0.06".
+    engine, _ = gate_engine
+    view = shown(qtbot, tasks)
+    form = view.settings
+    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
+    wait_for_signal(qtbot, form.sig_settings_saved,
+                    lambda: view.tuning.sig_proposal_applied.emit({"highThreshold": 0.0562, "skipHintBelow": 0.0528}))
+    assert form.values()["highThreshold"] == 0.0562 and form.values()["skipHintBelow"] == 0.0528
+    assert form.inputs["highThreshold"].text() == "0.0562" and not form.edited()
+    assert [m.label for m in view.tuning.quality_chart.markers] == ["in force 0.0562"]
+    assert [m.label for m in view.log.histogram.markers] == ["inject at 0.0562"]
+
+    form.inputs["mode"].setCurrentText("live")
+    blocker = wait_for_signal(qtbot, form.sig_checked, lambda: None)
+    assert blocker.args[0]["valid"]
+    wait_for_signal(qtbot, form.sig_settings_saved, lambda: qtbot.keyClick(form.save_button, Qt.Key.Key_Space))
+    assert read_config(engine, gui_thread_guard)["recallGate"] == {
+        "mode": "live", "journal": True, "highThreshold": 0.0562, "skipHintBelow": 0.0528}
+
+
+def test_the_proposals_comparison_follows_a_threshold_changed_in_config_json(qtbot, gate_engine, tasks,
+                                                                              gui_thread_guard) -> None:
+    engine, fake = gate_engine
+    keep_labelled_turns(engine, gui_thread_guard)
+    view = shown(qtbot, tasks)
+    tuning = view.tuning
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: view.show_tab(tuning))
+    assert "Inject at or above 0.75 (in force now)" in tuning.proposal_label.text()
+    gui_thread_guard.active = False   # the owner edits config.json by hand
+    try:
+        write_config(engine.state, {"mode": "shadow", "journal": True, "highThreshold": 0.2}, model="rerank/test",
+                     base_url=fake.url)
+    finally:
+        gui_thread_guard.active = True
+    blocker = wait_for_signal(qtbot, tuning.sig_proposal_loaded, view.settings.load)   # the view read it again
+    assert blocker.args[0]["inForce"]["threshold"] == 0.2
+    assert tuning.proposal_label.text().endswith(" To compare, Inject at or above 0.2 (in force now): precision "
+                                                 "0.48, recall 0.80, on 25 pages of 13 turns.")
+
+
+def test_an_applied_proposal_can_be_undone_back_to_the_settings_as_they_were(qtbot, gate_engine, tasks,
+                                                                              gui_thread_guard) -> None:
+    # After Apply nothing said what was in force before, nor how to go back: the form can only write values, so
+    # the Decision model's own threshold (no key written) could not be had again from the window.
+    engine, _ = gate_engine
+    keep_labelled_turns(engine, gui_thread_guard)
+    view = shown(qtbot, tasks)
+    tuning = view.tuning
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: view.show_tab(tuning))
+    assert not tuning.undo_button.isVisibleTo(tuning)
+    wait_for_signal(qtbot, view.settings.sig_settings_saved, tuning.apply_button.click)
+    qtbot.waitUntil(lambda: "Applied: in force now." in tuning.proposal_label.text(), timeout=10_000)
+    assert tuning.proposal_label.text().endswith(
+        " Before Apply: Inject at or above 0.75 and Skip hint below off; Undo the apply writes the settings back as "
+        "they were.")
+    assert tuning.undo_button.isVisibleTo(tuning)
+
+    wait_for_signal(qtbot, view.settings.sig_settings_saved,
+                    lambda: qtbot.keyClick(tuning.undo_button, Qt.Key.Key_Space))
+    assert read_config(engine, gui_thread_guard)["recallGate"] == {"mode": "shadow", "journal": True}
+    assert view.settings.values()["highThreshold"] == 0.75 and view.settings.values()["skipHintBelow"] is None
+    qtbot.waitUntil(lambda: tuning.apply_button.isEnabled(), timeout=10_000)
+    assert "Applied" not in tuning.proposal_label.text() and "Before Apply" not in tuning.proposal_label.text()
+    assert not tuning.undo_button.isVisibleTo(tuning)
+
+    # Saved from the form after Apply, the settings are the owner's since: Undo is no longer offered.
+    wait_for_signal(qtbot, view.settings.sig_settings_saved, tuning.apply_button.click)
+    assert tuning.undo_button.isVisibleTo(tuning)
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.show_tab(view.settings))
+    view.settings.inputs["excerpts"].setValue(3)
+    wait_for_signal(qtbot, view.settings.sig_checked, lambda: None)
+    wait_for_signal(qtbot, view.settings.sig_settings_saved, view.settings.save_button.click)
+    assert not tuning.undo_button.isVisibleTo(tuning)
+    assert read_config(engine, gui_thread_guard)["recallGate"]["excerpts"] == 3
 
 
 def test_the_journal_reads_its_messages_in_a_small_window_before_and_after_a_label(qtbot, gate_engine, tasks,
@@ -624,6 +749,14 @@ def test_the_shadow_logs_columns_read_whole_in_a_small_window(qtbot, gate_engine
 
     qtbot.waitUntil(lambda: histogram.plot is not None and histogram.plot.width() < 300, timeout=5_000)
     qtbot.waitUntil(lambda: not label_cut(), timeout=5_000)  # never "ighThreshold 0.55" behind the axis
+
+
+def test_the_shadow_logs_summary_says_what_shadow_turns_would_do_in_the_outcome_columns_words() -> None:
+    # "Shadow verdicts: 40 injected, 25 none" read as 40 pages injected, beside a column saying "would inject".
+    text = stats_text({"turns": 65, "outcomes": {"shadow": 65}, "wouldInject": {"injected": 40, "none": 25},
+                       "latencyMs": {"p50": 10, "p95": 133, "max": 512}})
+    assert text == ("65 turns (65 shadow). Latency p50 10 ms, p95 133 ms, max 512 ms. In shadow mode: 40 would "
+                    "inject, 25 would add nothing.")
 
 
 def test_the_figures_say_one_page_and_one_turn_in_the_singular() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from engine.bench.gate_thresholds import SHAPES, summarize
 from engine.core.errors import InvalidParams, NotFound
-from engine.gate.suggest import MIN_LABELLED_TURNS, distribution, suggest_thresholds, wilson_low
+from engine.gate.suggest import MIN_LABELLED_TURNS, distribution, in_force_phrase, suggest_thresholds, wilson_low
 from engine.operator.gate_operator import handlers
 from engine.service import Engine
 from tests.engine.gate_helpers import MODEL, keep_turns, owner_caller, quiet_and_needing, rerank_engine
@@ -68,6 +68,26 @@ def test_applying_turns_pointer_lines_off_when_they_would_sit_above_the_new_thre
     assert any("mediumThreshold 0.7" in note for note in answer["notes"])
     kept = suggest_thresholds(quiet_and_needing(), MODEL, 0.8, current={**settings, "mediumThreshold": 0.5})
     assert "mediumThreshold" not in kept["apply"], "a pointer tier still below the new threshold is left as it is"
+
+
+def test_the_answer_says_what_the_same_labels_show_at_the_threshold_in_force() -> None:
+    # An owner asking for precision 0.8 was proposed a threshold at 0.81 while the one in force held 0.95 on the
+    # same labels; nothing said so, and applying it looked like a gain.
+    loose = suggest_thresholds(quiet_and_needing(), MODEL, 0.8, current={"highThreshold": 0.2})
+    # At 0.2: the twelve needed pages at 0.9, the twelve at 0.3 and the quiet turn at 0.20, none needed.
+    assert loose["inForce"] == {"threshold": 0.2, "precision": 0.48, "recall": 0.8, "pagesInjected": 25,
+                                "turnsInjecting": 13}
+    assert in_force_phrase(loose) == ("highThreshold 0.2 (in force now): precision 0.48, recall 0.80, on 25 pages "
+                                      "of 13 turns")
+    above = suggest_thresholds(quiet_and_needing(), MODEL, 0.8, current={"highThreshold": 0.95})
+    assert above["inForce"] == {"threshold": 0.95, "precision": None, "recall": 0.0, "pagesInjected": 0,
+                                "turnsInjecting": 0}
+    assert "precision -, recall 0.00, on 0 pages of 0 turns" in in_force_phrase(above)
+    few = suggest_thresholds(quiet_and_needing()[:5], MODEL, 0.8, current={"highThreshold": 0.2})
+    assert few["highThreshold"] is None and few["inForce"]["pagesInjected"] == 10, "said without a proposal too"
+    unlabelled = [{**kept, "needed": None} for kept in quiet_and_needing()]
+    assert suggest_thresholds(unlabelled, MODEL, 0.8, current={"highThreshold": 0.2})["inForce"] is None
+    assert suggest_thresholds(quiet_and_needing(), MODEL, 0.8)["inForce"] is None, "no threshold known"
 
 
 def test_too_few_labels_or_needed_pages_or_no_reachable_precision_is_refused_with_the_reason() -> None:
