@@ -517,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--with-history", action="store_true",
                         help="include the vault's git history (a git bundle; the .git folder where git is absent)")
     export.add_argument("--json", action="store_true", help="print what was written as JSON")
-    export.set_defaults(handler=cmd_export)
+    export.set_defaults(handler=cmd_export, reads_state=True)
 
     doctor = commands.add_parser("doctor", parents=[common], help="validate every store, vault and ontology")
     doctor.add_argument("--json", action="store_true", help="print every store's findings as JSON")
@@ -632,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     state = StateDir.resolve(args.state_dir)
     if getattr(args, "exclusive", None) and (refused := refuse_beside_engine(state, args.exclusive)) is not None:
         return refused
-    if getattr(args, "reads_state", False) and not state.root.exists():
+    if getattr(args, "reads_state", False) and _holds_nothing(state.root):
         print(no_state_here(state, args), file=sys.stderr)
         return 2
     try:
@@ -678,13 +678,23 @@ def main(argv: list[str] | None = None) -> int:
 
 def no_state_here(state: StateDir, args: argparse.Namespace) -> str:
     """Why a command that works on existing state (``reads_state``) did nothing: there is no state directory at
-    ``state``.  It creates none either, so a mistyped ``--state-dir`` leaves no folder behind."""
+    ``state``, or an empty folder.  It creates none either, so a mistyped ``--state-dir`` leaves no folder
+    behind, and an empty folder stays empty."""
     words = [args.command]
     for dest in (f"{args.command}_command", "remote_command"):  # `agents list`, `sync remote add`
         if isinstance(getattr(args, dest, None), str):
             words.append(getattr(args, dest))
-    return (f"knowledge {' '.join(words)}: no state directory at {state.root}; nothing was read or written. "
+    where = f"{state.root} is empty" if state.root.exists() else f"no state directory at {state.root}"
+    return (f"knowledge {' '.join(words)}: {where}; nothing was read or written. "
             "`knowledge agents add NAME` or `knowledge serve` starts one there; --state-dir names another")
+
+
+def _holds_nothing(root: Path) -> bool:
+    """No folder at ``root``, or an empty one: no state a command could read."""
+    try:
+        return next(root.iterdir(), None) is None
+    except FileNotFoundError:
+        return True
 
 
 def _concerns(state: StateDir, exc: OSError | sqlite3.Error) -> bool:

@@ -86,6 +86,20 @@ def test_a_command_that_needs_state_says_there_is_none_and_creates_none(
     assert not (tmp_path / "absent").exists() and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv", NEEDS_STATE, ids=" ".join)
+def test_a_command_that_needs_state_leaves_an_empty_folder_empty(
+        argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty folder (made by hand for the state, or a mistyped path that happens to exist) holds no state
+    either: the command says so and writes nothing into it."""
+    state = tmp_path / "empty"
+    state.mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert run(state, argv, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert f"{state} is empty; nothing was read or written" in err, err
+    assert list(state.iterdir()) == [] and sorted(path.name for path in tmp_path.iterdir()) == ["empty"]
+
+
 @pytest.mark.parametrize(("argv", "said"), BAD_INPUT, ids=[" ".join(argv) for argv, _ in BAD_INPUT])
 def test_bad_input_is_refused_with_what_was_wrong_and_creates_nothing(
         argv: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
