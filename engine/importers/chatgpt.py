@@ -49,10 +49,11 @@ import json
 from typing import Any
 
 from .answers import ConversationsImport
-from .common import Original, Scan, Writer, clean_text, fenced, one_line, refused, timestamp
+from .common import Original, Scan, Writer, refused
 from .json_shapes import keyed_objects, require
 from .conversations import Attached, Conversation, Message, import_conversations
 from .exports import ExportFiles, Unread, export_member_name, load_conversations
+from .text import clean_text, fenced, one_line, timestamp
 
 FORMAT = "chatgpt"
 PRODUCT = "ChatGPT"

@@ -35,12 +35,11 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from .answers import ConversationsImport
-from .common import (
-    Original, Scan, Writer, clean_text, fenced, one_line, refuse_secrets, refused, timestamp,
-)
+from .common import Original, Scan, Writer, refuse_secrets, refused
 from .conversations import Attached, Conversation, Message, distinct_files, import_conversations
 from .exports import ExportFiles, Unread, load_conversations, read_export_member
 from .json_shapes import json_array_spans, keyed_objects, require
+from .text import clean_text, fenced, one_line, timestamp
 
 FORMAT = "claude"
 PRODUCT = "Claude"

@@ -44,7 +44,6 @@ import threading
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
@@ -60,7 +59,6 @@ from ..store.reads import get_record
 from ..vault.evidence import DescriptorData
 from ..vault.frontmatter import RECORD_MAX_BYTES, split_document
 from ..vault.record_view import RecordView, view_of
-from ..vault.records import TITLE_MAX_CHARS
 from .answers import ImportCounts, ImportResult
 from .bulk import Pipeline, done as written
 from .zipped import export_zip, is_zip, member_named, read_parsed_file
@@ -185,66 +183,6 @@ def refuse_secrets(scan: Scan, original: Original, places: Callable[[], Iterable
         raise refused(original.name, f"line {line}" if line else None,
                       f"holds what looks like a {exc.details.get('kind')}; Knowledge does not store "
                       "credentials: remove it (or allow secrets in the settings) and import again") from exc
-
-
-# --- small conversions every format needs ---------------------------------------------------------
-
-
-def one_line(text: str, limit: int = TITLE_MAX_CHARS) -> str:
-    """A title: whitespace runs collapsed, control characters dropped, cut to ``limit`` characters.  The
-    joiners of emoji and script sequences and the right-to-left and left-to-right marks are kept: they are
-    part of how the words are written (a family emoji, a Hebrew title)."""
-    cleaned = " ".join("".join(c if c.isprintable() or c.isspace() or c in _KEPT_FORMAT else " "
-                               for c in _whole(text)).split())
-    return cleaned if len(cleaned) <= limit else cleaned[:limit - 1].rstrip() + "…"
-
-
-def clean_text(text: str) -> str:
-    """Text for a body or an excerpt: control characters but tab and newline removed, CR LF as LF."""
-    return _CONTROL.sub("", _whole(text).replace("\r\n", "\n").replace("\r", "\n"))
-
-
-def _whole(text: str) -> str:
-    """``text`` with each lone surrogate (JSON can spell one, UTF-8 cannot) as U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
-_KEPT_FORMAT = frozenset("\u200c\u200d\u200e\u200f\u061c")  # ZWNJ, ZWJ, LRM, RLM, ALM
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def timestamp(value: Any) -> str | None:
-    """A Unix time (seconds, as a float) or an ISO-8601 string as ``YYYY-MM-DDTHH:MM:SSZ``; None if neither."""
-    try:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            moment = datetime.fromtimestamp(value, tz=timezone.utc)
-        elif isinstance(value, str) and value.strip():
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-            moment = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
-        else:
-            return None
-    except (ValueError, OverflowError, OSError):
-        return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def fenced(text: str, language: str) -> str:
-    """``text`` as a fenced Markdown code block, its fence longer than any run of backticks inside."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{one_line(language, 40)}\n{text.rstrip(chr(10))}\n{fence}"
-
-
-def split_text(text: str, limit: int) -> list[str]:
-    """``text`` in pieces of at most ``limit`` characters, cut at line breaks where it can be."""
-    pieces = []
-    while len(text) > limit:
-        cut = text.rfind("\n", 0, limit)
-        cut = limit if cut <= 0 else cut + 1
-        pieces.append(text[:cut])
-        text = text[cut:]
-    return pieces + [text] if text else pieces
 
 
 # --- writing ----------------------------------------------------------------------------------------

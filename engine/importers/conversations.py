@@ -21,7 +21,8 @@ from ..core.errors import InvalidParams
 from ..store.attachments import ATTACH_MAX_BYTES
 from ..store.inputs import EXCERPT_MAX_CHARS, LIST_MAX
 from .answers import ConversationsImport, PageDraft
-from .common import Original, Writer, one_line, refused, report, revised_note, says_same, split_text
+from .common import Original, Writer, refused, report, revised_note, says_same
+from .text import one_line, split_text
 from .zipped import export_zip, is_zip, read_parsed_file
 
 

@@ -26,10 +26,11 @@ from typing import Any, Callable
 from ..core.files import MAX_DEPTH
 from ..core.words import counted, for_count
 from .answers import ConversationsImport
-from .common import Original, Scan, one_line, refuse_secrets, refused
+from .common import Original, Scan, refuse_secrets, refused
 from .json_shapes import json_array_spans
 from .conversations import _CONVERSATIONS_FILE, Conversation, read_conversation_files
 from .folders import hidden, left_out_notes, read_regular_file, walk_input
+from .text import one_line
 from .zipped import ZIP_ERRORS, BoundedZip, export_zip, is_zip, member_named, read_parsed_file
 
 _SHOWN_NAMES = 10  # names a note shows before "and N more"

@@ -51,10 +51,9 @@ import yaml
 
 from .answers import Citation, MarkdownImport
 from .bulk import WIDTH
-from .common import (
-    Original, Scan, Writer, clean_text, one_line, refuse_secrets, refused, report, revised_note, says_same,
-)
+from .common import Original, Scan, Writer, refuse_secrets, refused, report, revised_note, says_same
 from .folders import left_out_notes, read_regular_file, walk_input
+from .text import clean_text, one_line
 from ..core.errors import InvalidParams
 from ..store.attachments import ATTACH_MAX_BYTES
 from ..store.catalog import INCREMENTAL_CHECK_MAX

@@ -33,10 +33,9 @@ import json
 from typing import Any
 
 from .answers import Mem0Import
-from .common import (
-    Original, Scan, Writer, clean_text, first_source, read_export, refuse_secrets, refused, report, revised_note,
-)
+from .common import Original, Scan, Writer, first_source, read_export, refuse_secrets, refused, report, revised_note
 from .json_shapes import load_json
+from .text import clean_text
 from ..store.inputs import EXCERPT_MAX_CHARS, ITEMS_MAX, TEXT_MAX_CHARS
 from ..vault.record_view import validity_moment
 

@@ -8,8 +8,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
-from .common import Original, clean_text, one_line, refused
+from .common import Original, refused
 from .memory_core_entries import Provenance, RecallAnnotations, read_directive_line, read_entry
+from .text import clean_text, one_line
 from ..store.inputs import BODY_MAX_CHARS, TEXT_MAX_CHARS
 
 TAG = "memory-core"
