@@ -55,8 +55,8 @@ from .settings_form import FIELDS, threshold_text
 # a 1008-wide window: the skip hint's turns and the ones of them that needed a page share a column.
 INJECT_AT = "Inject at or above"
 WHAT_IF_COLUMNS = [
-    Column("Inject at", lambda r: r.get("threshold"), align_right=True,
-           tooltip=lambda r: f"{INJECT_AT} {r.get('threshold', 0):.2f} (highThreshold in config.json)"),
+    Column("Inject at", lambda r: r.get("threshold"), align_right=True, text=threshold_text,
+           tooltip=lambda r: f"{INJECT_AT} {threshold_text(r.get('threshold', 0))} (highThreshold in config.json)"),
     Column("Turns", lambda r: r.get("turnsInjecting"), align_right=True,
            tooltip=lambda r: f"{counted(r.get('turnsInjecting') or 0, 'turn')} of the journal would inject a page"),
     Column("Pages", lambda r: r.get("pagesInjected"), align_right=True,
@@ -64,7 +64,7 @@ WHAT_IF_COLUMNS = [
     Column("Per turn", lambda r: r.get("pagesPerTurn"), align_right=True,
            tooltip=lambda r: f"{r.get('pagesPerTurn') or 0:.2f} pages injected per turn"),
     Column("Skip hints", lambda r: skip_hints(r), align_right=True,
-           tooltip=lambda r: (f"With the skip hint below {r.get('threshold', 0):.2f}, "
+           tooltip=lambda r: (f"With the skip hint below {threshold_text(r.get('threshold', 0))}, "
                               f"{counted(r.get('skipHintTurns') or 0, 'turn')} would be hinted; "
                               f"{r.get('skipHintMisses') or 0:,} of them needed a page")),
     Column("Precision", lambda r: r.get("precision"), align_right=True),

@@ -14,8 +14,11 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLabel
 
+from desktop.common.models import VALUE_ROLE
 from desktop.gate.log_panel import stats_text
+from desktop.gate.replay_panel import summary_text as replay_summary
 from desktop.gate.settings_form import DOCS, FIELDS
+from desktop.gate.tuning_panel import THRESHOLD as THRESHOLD_COLUMN
 from desktop.gate.view import GateView
 from engine.access.authority import AgentCaller
 from engine.gate.turn import gate_turn
@@ -598,6 +601,30 @@ def test_an_applied_proposal_keeps_its_four_decimals_when_the_form_is_saved_agai
     wait_for_signal(qtbot, form.sig_settings_saved, lambda: qtbot.keyClick(form.save_button, Qt.Key.Key_Space))
     assert read_config(engine, gui_thread_guard)["recallGate"] == {
         "mode": "live", "journal": True, "highThreshold": 0.0562, "skipHintBelow": 0.0528}
+
+
+def test_the_what_if_table_and_replay_say_an_applied_threshold_with_its_four_decimals(qtbot, gate_engine, tasks,
+                                                                                      gui_thread_guard) -> None:
+    # The table's Inject at column showed 0.056 for an applied 0.0562 (its tooltip 0.06): the owner could not
+    # match the row in force to what Apply wrote.
+    view = shown(qtbot, tasks)
+    tuning = view.tuning
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    wait_for_signal(qtbot, view.settings.sig_settings_saved,
+                    lambda: tuning.sig_proposal_applied.emit({"highThreshold": 0.0562}))
+    view.show_tab(tuning)
+
+    def shown_thresholds() -> list[str]:
+        return [tuning.model.index(row, THRESHOLD_COLUMN).data() for row in range(tuning.model.rowCount())]
+
+    qtbot.waitUntil(lambda: "0.0562" in shown_thresholds(), timeout=10_000)
+    assert shown_thresholds()[:3] == ["0.05", "0.0562", "0.10"]
+    row = shown_thresholds().index("0.0562")
+    assert tuning.model.index(row, THRESHOLD_COLUMN).data(Qt.ItemDataRole.ToolTipRole) == (
+        "Inject at or above 0.0562 (highThreshold in config.json)")
+    assert "skip hint below 0.0562," in tuning.model.index(row, 4).data(Qt.ItemDataRole.ToolTipRole)
+    assert tuning.model.index(row, THRESHOLD_COLUMN).data(VALUE_ROLE) == 0.0562   # the charts read the number
+    assert "injecting at or above 0.0562:" in replay_summary({"settings": {"highThreshold": 0.0562}, "turns": []})
 
 
 def test_the_proposals_comparison_follows_a_threshold_changed_in_config_json(qtbot, gate_engine, tasks,
