@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.core.words import counted
-from engine.gate.suggest import in_force_phrase, tier_phrases
+from engine.gate.suggest import CONFIDENCE, in_force_phrase, tier_phrases
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
@@ -67,10 +67,21 @@ WHAT_IF_COLUMNS = [
            tooltip=lambda r: (f"With the skip hint below {threshold_text(r.get('threshold', 0))}, "
                               f"{counted(r.get('skipHintTurns') or 0, 'turn')} would be hinted; "
                               f"{r.get('skipHintMisses') or 0:,} of them needed a page")),
-    Column("Precision", lambda r: r.get("precision"), align_right=True),
-    Column("Recall", lambda r: r.get("recall"), align_right=True),
-    Column("F1", lambda r: r.get("f1"), align_right=True),
+    Column("Precision", lambda r: r.get("precision"), align_right=True,
+           tooltip=lambda r: "No labelled page scored at or above it" if r.get("precision") is None else
+           f"Of the pages it would inject on your labelled turns, {r['precision']:.2f} were pages the turn needed"),
+    Column("Recall", lambda r: r.get("recall"), align_right=True,
+           tooltip=lambda r: "Your labelled turns needed no page" if r.get("recall") is None else
+           f"Of the pages your labelled turns needed, {r['recall']:.2f} would be injected"),
+    Column("F1", lambda r: r.get("f1"), align_right=True,
+           tooltip=lambda r: f"{_figure(r.get('f1'))}: precision and recall in one figure (their harmonic mean); "
+                             "high only when both are"),
 ]
+# Said once beside the proposal: the figures in the owner's words, and the statistician's names for them.
+PROPOSAL_TIP = ("Precision: the share of the pages injected that your labels say the turn needed. Recall: the share "
+                "of the pages your labelled turns needed that would be injected. “At least … with "
+                f"{CONFIDENCE} % confidence”: what your labels can vouch for; with few labels it is well below the "
+                "precision seen (Wilson's lower bound at one standard error, precisionLow in the engine's answer).")
 THRESHOLD, PAGES_PER_TURN, PRECISION, RECALL, F1 = 0, 3, 5, 6, 7
 SETTING_WORDS = {field.key: field.label for field in FIELDS}  # "highThreshold": "Inject at or above"
 DEFAULT_PRECISION = 0.8    # the engine's default for operator/suggestGateThresholds
@@ -238,6 +249,7 @@ class TuningPanel(QWidget):
         self.proposal_label = plain_label()
         self.proposal_label.setWordWrap(True)
         self.proposal_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.proposal_label.setToolTip(PROPOSAL_TIP)
         self.apply_button = QPushButton("&Apply the proposal")
         self.apply_button.setToolTip("Write the proposed thresholds to config.json now (Settings' save)")
         self.apply_button.clicked.connect(self._on_apply_clicked)

@@ -35,6 +35,7 @@ precision on the next turns is centred on the asked one.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -44,6 +45,7 @@ from ..core.words import counted, for_count
 DEFAULT_PRECISION = 0.8
 DEFAULT_POINTER_PRECISION = 0.5
 Z = 1.0                       # the lower bound's standard errors (one-sided 84 %)
+CONFIDENCE = round(100 * NormalDist().cdf(Z))   # 84: how sure the lower bound is, as the owner reads it
 MIN_LABELLED_TURNS = 20
 MIN_NEEDED_PAGES = 10
 MIN_PAGES = 10                # labelled pages at or above a proposed cutoff
@@ -207,7 +209,7 @@ def tier_phrases(answer: GateSuggestion | dict[str, Any], names: dict[str, str] 
     high, medium, hint = answer.get("highThreshold"), answer.get("mediumThreshold"), answer.get("skipHintBelow")
     if high is not None:
         phrases.append(f"{name('highThreshold')} {high['threshold']:g}: precision {high['precision']:.2f} (at least "
-                       f"{high['precisionLow']:.2f} by Wilson's bound), recall {high['recall']:.2f}, on "
+                       f"{high['precisionLow']:.2f} with {CONFIDENCE} % confidence), recall {high['recall']:.2f}, on "
                        f"{high['pagesInjected']:,} pages of {high['turnsInjecting']:,} turns")
     if medium is not None:
         phrases.append(f"{name('mediumThreshold')} {medium['threshold']:g}: pointer lines for {medium['pointers']:,} "

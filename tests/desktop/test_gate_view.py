@@ -18,7 +18,7 @@ from desktop.common.models import VALUE_ROLE
 from desktop.gate.log_panel import stats_text
 from desktop.gate.replay_panel import summary_text as replay_summary
 from desktop.gate.settings_form import DOCS, FIELDS
-from desktop.gate.tuning_panel import THRESHOLD as THRESHOLD_COLUMN
+from desktop.gate.tuning_panel import F1 as F1_COLUMN, THRESHOLD as THRESHOLD_COLUMN
 from desktop.gate.view import GateView
 from engine.access.authority import AgentCaller
 from engine.gate.turn import gate_turn
@@ -553,6 +553,12 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     text = tuning.proposal_label.text()
     assert text.startswith("For precision 0.80: Inject at or above 0.6: precision 1.00") and "35 labelled turns" in text
     assert "Applied" not in text and tuning.apply_button.isEnabled()
+    # How sure the labels are, in the owner's words; the statistician's name only on hover.
+    assert "precision 1.00 (at least 0.92 with 84 % confidence), recall" in text and "Wilson" not in text
+    assert "Wilson's lower bound" in tuning.proposal_label.toolTip()
+    qtbot.waitUntil(lambda: tuning.model.rowCount() > 0, timeout=10_000)
+    assert tuning.model.index(0, F1_COLUMN).data(Qt.ItemDataRole.ToolTipRole).endswith(
+        "precision and recall in one figure (their harmonic mean); high only when both are")
     # Beside it, what the same labels show at the threshold in force, to weigh the proposal against.
     assert text.endswith(" To compare, Inject at or above 0.75 (in force now): precision 1.00, recall 0.80, on 12 "
                          "pages of 12 turns.")

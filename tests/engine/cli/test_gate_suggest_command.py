@@ -45,7 +45,7 @@ def test_gate_suggest_prints_the_same_in_process_and_beside_the_serving_engine(
 
     text = in_process[0][1]
     assert "from 35 labelled of 35 scored turns of rerank/test" in text
-    assert "  highThreshold 0.6: precision 1.00 (at least 0.92 by Wilson's bound), recall 0.80, on 12 pages of 12 " \
+    assert "  highThreshold 0.6: precision 1.00 (at least 0.92 with 84 % confidence), recall 0.80, on 12 pages of 12 " \
            "turns" in text
     assert "  skipHintBelow 0.4: 23 turns hinted, 3 of them needed a page (precision 0.87)" in text
     assert "mediumThreshold 0.7 would not be below the proposed highThreshold" in text
