@@ -15,6 +15,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLabel
 
 from desktop.common.models import VALUE_ROLE
+from desktop.gate import journal_panel
 from desktop.gate.log_panel import stats_text
 from desktop.gate.replay_panel import summary_text as replay_summary
 from desktop.gate.settings_form import DOCS, FIELDS
@@ -400,6 +401,54 @@ def test_a_turn_being_labelled_stays_selected_with_its_ticks_when_the_agent_send
     assert journal.selected_turn() is None
 
 
+def test_saving_a_label_moves_on_to_the_next_turn_not_labelled_with_the_focus_in_the_list(
+        qtbot, gate_engine, tasks, gui_thread_guard) -> None:
+    # After a save the turn just labelled stayed selected: the owner had to find the next one by hand.
+    view = shown(qtbot, tasks)
+    journal = view.journal
+    view.set_agent("main")
+    wait_for_signal(qtbot, journal.sig_journal_loaded, lambda: view.show_tab(journal))
+    journal.journal_table.selectRow(3)
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    journal.journal_table.selectRow(1)
+    journal.save_button.setFocus()   # as a click on it leaves it
+    pages = journal.pages_model
+    pages.setData(pages.index(0, 0), Qt.CheckState.Checked.value, Qt.ItemDataRole.CheckStateRole)
+    ticked = pages.needed()
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.save_button.click)
+    assert journal.journal_model.row(1)["needed"] == ticked
+    assert journal.selected_turn()[0] == 2 and journal.message.toPlainText() == journal.journal_model.row(2)["message"]
+    assert view.window().focusWidget() is journal.journal_table
+    assert journal.status.text() == "Saved: 1 needed. This is the next turn not labelled yet."
+
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.selected_turn()[0] == 4, "row 3 is labelled already: passed over"
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.selected_turn()[0] == 5
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.selected_turn()[0] == 0, "none left below: the first one above"
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.selected_turn()[0] == 0, "every turn labelled: the last one stays selected"
+    assert journal.status.text() == "Saved: no page needed. Every turn shown is labelled."
+
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.unlabel_button.click)
+    assert journal.selected_turn()[0] == 0 and journal.status.text() == "Saved: not labelled."   # to label again
+
+
+def test_the_next_turn_not_labelled_is_looked_for_on_the_journals_next_page(qtbot, gate_engine, tasks,
+                                                                           gui_thread_guard, monkeypatch) -> None:
+    monkeypatch.setattr(journal_panel, "PAGE_SIZE", 2)
+    journal = journal_panel.JournalPanel(tasks)   # not shown: its list never asks for the next page itself
+    qtbot.addWidget(journal)
+    wait_for_signal(qtbot, journal.sig_journal_loaded, lambda: journal.set_agent("main"))
+    assert journal.journal_model.rowCount() == 2 and not journal.journal_model.exhausted
+    journal.journal_table.selectRow(1)
+    with qtbot.waitSignal(journal.sig_journal_loaded, timeout=10_000):
+        wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.journal_model.rowCount() == 4 and journal.selected_turn()[0] == 2
+    assert journal.status.text() == "Saved: no page needed. This is the next turn not labelled yet."
+
+
 def drag(chart: Any, start: float, end: float, steps: int = 12) -> None:
     """Press on the data area at x value ``start``, move in ``steps`` to ``end`` with the button held, release.
 
@@ -709,7 +758,7 @@ def test_the_journal_reads_its_messages_in_a_small_window_before_and_after_a_lab
     qtbot.waitUntil(reads, timeout=5_000)  # never "15:…" beside "Atlas m…"
     journal.journal_table.selectRow(0)
     wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
-    assert journal.status.text() == "Saved: no page needed."
+    assert journal.status.text() == "Saved: no page needed. This is the next turn not labelled yet."
     qtbot.waitUntil(lambda: journal.status.width() >= journal.status.minimumSizeHint().width(), timeout=5_000)
     table.fit_columns()
     assert reads()  # what the save says takes no width from the messages
