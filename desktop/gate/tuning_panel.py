@@ -43,7 +43,9 @@ from PySide6.QtWidgets import (
 )
 
 from engine.core.words import counted
-from engine.gate.suggest import CONFIDENCE, in_force_phrase, tier_phrases
+from engine.gate.suggest import (
+    CONFIDENCE, DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, PRECISION_RANGE, in_force_phrase, tier_phrases,
+)
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
@@ -84,7 +86,6 @@ PROPOSAL_TIP = ("Precision: the share of the pages injected that your labels say
                 "precision seen (Wilson's lower bound at one standard error, precisionLow in the engine's answer).")
 THRESHOLD, PAGES_PER_TURN, PRECISION, RECALL, F1 = 0, 3, 5, 6, 7
 SETTING_WORDS = {field.key: field.label for field in FIELDS}  # "highThreshold": "Inject at or above"
-DEFAULT_PRECISION = 0.8    # the engine's default for operator/suggestGateThresholds
 SCORE_COLUMNS = [
     Column("From", lambda b: b.get("from"), align_right=True),
     Column("To", lambda b: b.get("to"), align_right=True),
@@ -236,13 +237,14 @@ class TuningPanel(QWidget):
         for chart in (self.pages_chart, self.quality_chart):
             chart.add_cursor(self.explored)
         self.precision_box = QDoubleSpinBox()
-        self.precision_box.setRange(0.5, 0.99)
+        self.precision_box.setRange(*PRECISION_RANGE)   # what operator/suggestGateThresholds and the command line take
         self.precision_box.setDecimals(2)
         self.precision_box.setSingleStep(0.05)
         self.precision_box.setValue(DEFAULT_PRECISION)
         self.precision_box.setAccessibleName("Precision asked for")
         self.precision_box.setToolTip("The share of injected pages that should be pages a turn needed; the "
-                                      "proposal is the lowest score to inject at that your labels hold at it")
+                                      "proposal is the lowest score to inject at that your labels hold at it. "
+                                      f"At {DEFAULT_POINTER_PRECISION:.2f} or below, no pointer lines are proposed")
         self.precision_box.valueChanged.connect(self._on_precision_changed)
         precision_label = plain_label("&Precision:")
         precision_label.setBuddy(self.precision_box)
