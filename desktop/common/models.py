@@ -35,6 +35,7 @@ class Column:
     max_width: int | None = None  # sized to its contents up to this many pixels (else the table's cap)
     whole: bool = False  # never narrowed below its contents to fit the others (a time, who wrote it)
     min_width: int | None = None  # never narrowed below this many pixels (nor its contents, if narrower)
+    text: Callable[[Any], str] | None = None  # how the value reads in its cell (else ``text_of``; charts read it raw)
 
 
 def text_of(value: Any) -> str:
@@ -101,7 +102,8 @@ class RowsModel(QAbstractTableModel):
             return None
         row, column = self._rows[index.row()], self.columns[index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return text_of(column.value(row))
+            value = column.value(row)
+            return column.text(value) if column.text is not None and value is not None else text_of(value)
         if role == Qt.ItemDataRole.ToolTipRole:
             return text_of(column.tooltip(row)) if column.tooltip else text_of(column.value(row)) or None
         if role == Qt.ItemDataRole.TextAlignmentRole and column.align_right:

@@ -168,6 +168,7 @@ class JournalPanel(QWidget):
         self.filter.currentIndexChanged.connect(lambda _: self.refresh())
         self.journal_model = PagedModel(JOURNAL_COLUMNS, self)
         self._kept: dict[str, Any] | None = None   # the turn being labelled, found again once its page arrives
+        self._seeking: tuple[int, str] | None = None   # a label saved on that row: the next unlabelled turn is due
         self.journal_model.sig_page_loaded.connect(self._on_page_loaded)
         self.journal_model.sig_load_failed.connect(self.tasks.sig_error_raised.emit)
         self.journal_table = named(table(self.journal_model), "Journal turns")
@@ -244,6 +245,7 @@ class JournalPanel(QWidget):
         """The journal again (an agent's turn arrived, a label filter, F5): the turn being labelled stays
         selected, with the ticks and ids not saved yet, when it is among the turns shown."""
         self._kept = self._place()
+        self._seeking = None
         agent, labelled = self.agent, self.filter.currentData()
         self.pages_model.set_turn(None)
         self.message.clear()
@@ -289,6 +291,7 @@ class JournalPanel(QWidget):
                 self.status.setText(kept["status"])
                 if kept["page"] is not None:
                     self.pages_table.selectRow(kept["page"])
+        self._select_next_unlabelled()
         self.sig_journal_loaded.emit(count)
 
     def selected_turn(self) -> tuple[int, Row] | None:
@@ -329,12 +332,44 @@ class JournalPanel(QWidget):
 
     def _on_labelled(self, number: int, turn: Row) -> None:
         current = self.journal_model.row(number)
+        saved = f"Saved: {label_text(turn)}."
+        self.status.setText(saved)
         if current is not None and current["id"] == turn["id"]:
             self.journal_model.replace_row(number, turn)
             self.pages_model.set_turn(turn)
             self._show_extra(turn)
-        self.status.setText(f"Saved: {label_text(turn)}.")
+            if turn.get("needed") is not None:   # a label saved: on to the next (a removed one is relabelled here)
+                self._seeking = (number, saved)
+                self._select_next_unlabelled()
         self.sig_turn_labelled.emit(turn)
+
+    def _unlabelled(self, number: int) -> bool:
+        turn = self.journal_model.row(number)
+        return turn is not None and turn.get("needed") is None
+
+    def _select_next_unlabelled(self) -> None:
+        """Select the first turn below the one just labelled that has no label yet (the next page of the journal
+        when the shown ones have none, then from the top), the focus in the list; else say none is left."""
+        if self._seeking is None:
+            return
+        after, saved = self._seeking
+        model = self.journal_model
+        below = range(after + 1, model.rowCount())
+        found = next((n for n in below if self._unlabelled(n)), None)
+        if found is None and not model.exhausted:
+            if model.canFetchMore(QModelIndex()):
+                model.fetchMore(QModelIndex())   # looked at again once the page arrives
+            return
+        if found is None:
+            found = next((n for n in range(after) if self._unlabelled(n)), None)
+        self._seeking = None
+        if found is None:
+            self.status.setText(f"{saved} Every turn shown is labelled.")
+            return
+        self.journal_table.selectRow(found)
+        self.journal_table.scrollTo(model.index(found, 0))
+        self.journal_table.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.status.setText(f"{saved} This is the next turn not labelled yet.")
 
     def _on_turn_selected(self) -> None:
         selected = self.selected_turn()

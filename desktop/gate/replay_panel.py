@@ -31,6 +31,7 @@ from ..common.jobs import JobWatcher, progress_fraction, progress_text
 from ..common.models import Column, Row, RowsModel
 from ..common.widgets import named, plain_label, table
 from ..tasks import EngineTasks
+from .settings_form import threshold_text
 
 MAX_TURNS = 50
 
@@ -73,8 +74,8 @@ def summary_text(result: dict[str, Any]) -> str:
     turns = result.get("turns") or []
     changed = sum(1 for turn in turns if _change(turn) != "same")
     text = (f"Replayed {counted(len(turns), 'turn')} with {result.get('model') or 'no model'}, injecting at or "
-            f"above {settings.get('highThreshold', 0):.2f}: {counted(what_if.get('pagesInjected', 0), 'page')} "
-            f"injected, {counted(changed, 'turn')} changed.")
+            f"above {threshold_text(settings.get('highThreshold', 0))}: "
+            f"{counted(what_if.get('pagesInjected', 0), 'page')} injected, {counted(changed, 'turn')} changed.")
     if what_if.get("precision") is not None or what_if.get("recall") is not None:
         text += (f" On the labelled turns: precision {_share(what_if.get('precision'))}, "
                  f"recall {_share(what_if.get('recall'))}.")

@@ -43,7 +43,9 @@ from PySide6.QtWidgets import (
 )
 
 from engine.core.words import counted
-from engine.gate.suggest import in_force_phrase, tier_phrases
+from engine.gate.suggest import (
+    CONFIDENCE, DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, PRECISION_RANGE, in_force_phrase, tier_phrases,
+)
 
 from ..common.charts import Chart, Marker, Series
 from ..common.models import Column, RowsModel
@@ -55,8 +57,8 @@ from .settings_form import FIELDS, threshold_text
 # a 1008-wide window: the skip hint's turns and the ones of them that needed a page share a column.
 INJECT_AT = "Inject at or above"
 WHAT_IF_COLUMNS = [
-    Column("Inject at", lambda r: r.get("threshold"), align_right=True,
-           tooltip=lambda r: f"{INJECT_AT} {r.get('threshold', 0):.2f} (highThreshold in config.json)"),
+    Column("Inject at", lambda r: r.get("threshold"), align_right=True, text=threshold_text,
+           tooltip=lambda r: f"{INJECT_AT} {threshold_text(r.get('threshold', 0))} (highThreshold in config.json)"),
     Column("Turns", lambda r: r.get("turnsInjecting"), align_right=True,
            tooltip=lambda r: f"{counted(r.get('turnsInjecting') or 0, 'turn')} of the journal would inject a page"),
     Column("Pages", lambda r: r.get("pagesInjected"), align_right=True,
@@ -64,16 +66,26 @@ WHAT_IF_COLUMNS = [
     Column("Per turn", lambda r: r.get("pagesPerTurn"), align_right=True,
            tooltip=lambda r: f"{r.get('pagesPerTurn') or 0:.2f} pages injected per turn"),
     Column("Skip hints", lambda r: skip_hints(r), align_right=True,
-           tooltip=lambda r: (f"With the skip hint below {r.get('threshold', 0):.2f}, "
+           tooltip=lambda r: (f"With the skip hint below {threshold_text(r.get('threshold', 0))}, "
                               f"{counted(r.get('skipHintTurns') or 0, 'turn')} would be hinted; "
                               f"{r.get('skipHintMisses') or 0:,} of them needed a page")),
-    Column("Precision", lambda r: r.get("precision"), align_right=True),
-    Column("Recall", lambda r: r.get("recall"), align_right=True),
-    Column("F1", lambda r: r.get("f1"), align_right=True),
+    Column("Precision", lambda r: r.get("precision"), align_right=True,
+           tooltip=lambda r: "No labelled page scored at or above it" if r.get("precision") is None else
+           f"Of the pages it would inject on your labelled turns, {r['precision']:.2f} were pages the turn needed"),
+    Column("Recall", lambda r: r.get("recall"), align_right=True,
+           tooltip=lambda r: "Your labelled turns needed no page" if r.get("recall") is None else
+           f"Of the pages your labelled turns needed, {r['recall']:.2f} would be injected"),
+    Column("F1", lambda r: r.get("f1"), align_right=True,
+           tooltip=lambda r: f"{_figure(r.get('f1'))}: precision and recall in one figure (their harmonic mean); "
+                             "high only when both are"),
 ]
+# Said once beside the proposal: the figures in the owner's words, and the statistician's names for them.
+PROPOSAL_TIP = ("Precision: the share of the pages injected that your labels say the turn needed. Recall: the share "
+                "of the pages your labelled turns needed that would be injected. “At least … with "
+                f"{CONFIDENCE} % confidence”: what your labels can vouch for; with few labels it is well below the "
+                "precision seen (Wilson's lower bound at one standard error, precisionLow in the engine's answer).")
 THRESHOLD, PAGES_PER_TURN, PRECISION, RECALL, F1 = 0, 3, 5, 6, 7
 SETTING_WORDS = {field.key: field.label for field in FIELDS}  # "highThreshold": "Inject at or above"
-DEFAULT_PRECISION = 0.8    # the engine's default for operator/suggestGateThresholds
 SCORE_COLUMNS = [
     Column("From", lambda b: b.get("from"), align_right=True),
     Column("To", lambda b: b.get("to"), align_right=True),
@@ -225,19 +237,21 @@ class TuningPanel(QWidget):
         for chart in (self.pages_chart, self.quality_chart):
             chart.add_cursor(self.explored)
         self.precision_box = QDoubleSpinBox()
-        self.precision_box.setRange(0.5, 0.99)
+        self.precision_box.setRange(*PRECISION_RANGE)   # what operator/suggestGateThresholds and the command line take
         self.precision_box.setDecimals(2)
         self.precision_box.setSingleStep(0.05)
         self.precision_box.setValue(DEFAULT_PRECISION)
         self.precision_box.setAccessibleName("Precision asked for")
         self.precision_box.setToolTip("The share of injected pages that should be pages a turn needed; the "
-                                      "proposal is the lowest score to inject at that your labels hold at it")
+                                      "proposal is the lowest score to inject at that your labels hold at it. "
+                                      f"At {DEFAULT_POINTER_PRECISION:.2f} or below, no pointer lines are proposed")
         self.precision_box.valueChanged.connect(self._on_precision_changed)
         precision_label = plain_label("&Precision:")
         precision_label.setBuddy(self.precision_box)
         self.proposal_label = plain_label()
         self.proposal_label.setWordWrap(True)
         self.proposal_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.proposal_label.setToolTip(PROPOSAL_TIP)
         self.apply_button = QPushButton("&Apply the proposal")
         self.apply_button.setToolTip("Write the proposed thresholds to config.json now (Settings' save)")
         self.apply_button.clicked.connect(self._on_apply_clicked)

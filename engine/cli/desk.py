@@ -108,7 +108,7 @@ class Desk(Protocol):
     def add_sync_remote(self, name: str, url: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
     def remove_sync_remote(self, name: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
     def suggest_gate_thresholds(self, store: str | None, agent: str | None, precision: float,
-                                pointer_precision: float) -> GateSuggestion: ...
+                                pointer_precision: float | None) -> GateSuggestion: ...
 
     def sync_now(self, store: str | None, agent: str | None, remote: str | None) -> SyncNowAnswer: ...
     def sync_status(self) -> SyncStatus: ...
@@ -299,7 +299,7 @@ class LocalDesk:
             return book.remove(name, store=store, agent=agent)
 
     def suggest_gate_thresholds(self, store: str | None, agent: str | None, precision: float,
-                                pointer_precision: float) -> GateSuggestion:
+                                pointer_precision: float | None) -> GateSuggestion:
         with self._engine() as engine:
             return gate_handlers(engine)["suggestGateThresholds"](
                 _suggest_params(store, agent, precision, pointer_precision))
@@ -355,7 +355,7 @@ def _search_params(query: str, limit: int, mode: str, links: bool) -> dict[str, 
 
 
 def _suggest_params(store: str | None, agent: str | None, precision: float,
-                    pointer_precision: float) -> dict[str, Any]:
+                    pointer_precision: float | None) -> dict[str, Any]:
     return {"store": store, "agent": agent, "precision": precision, "pointerPrecision": pointer_precision}
 
 
@@ -475,7 +475,7 @@ class RemoteDesk:
         return self._call("removeSyncRemote", {"name": name, "store": store, "agent": agent})
 
     def suggest_gate_thresholds(self, store: str | None, agent: str | None, precision: float,
-                                pointer_precision: float) -> GateSuggestion:
+                                pointer_precision: float | None) -> GateSuggestion:
         return self._call("suggestGateThresholds", _suggest_params(store, agent, precision, pointer_precision))
 
     def sync_now(self, store: str | None, agent: str | None, remote: str | None) -> SyncNowAnswer:

@@ -32,9 +32,10 @@ def add_gate_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     store_choice(suggest)
     suggest.add_argument("--precision", type=float, default=DEFAULT_PRECISION,
                          help="the share of injected pages that should be needed (default %(default)s)")
-    suggest.add_argument("--pointer-precision", type=float, default=DEFAULT_POINTER_PRECISION,
-                         help="the same for pointer lines (mediumThreshold), below --precision "
-                              "(default %(default)s)")
+    suggest.add_argument("--pointer-precision", type=float, default=None,
+                         help="the same for pointer lines (mediumThreshold), below --precision (default "
+                              f"{DEFAULT_POINTER_PRECISION:g} where --precision is above it, else no pointer "
+                              "cutoff is proposed)")
     suggest.add_argument("--json", action="store_true", help="print the engine's answer as JSON")
     suggest.set_defaults(handler=cmd_gate_suggest, reads_state=True)
 

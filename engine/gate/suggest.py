@@ -35,6 +35,7 @@ precision on the next turns is centred on the asked one.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -43,7 +44,9 @@ from ..core.words import counted, for_count
 
 DEFAULT_PRECISION = 0.8
 DEFAULT_POINTER_PRECISION = 0.5
+PRECISION_RANGE = (0.05, 0.99)   # the precisions an owner may ask for (and pointerPrecision), wherever asked
 Z = 1.0                       # the lower bound's standard errors (one-sided 84 %)
+CONFIDENCE = round(100 * NormalDist().cdf(Z))   # 84: how sure the lower bound is, as the owner reads it
 MIN_LABELLED_TURNS = 20
 MIN_NEEDED_PAGES = 10
 MIN_PAGES = 10                # labelled pages at or above a proposed cutoff
@@ -128,7 +131,7 @@ class GateSuggestion(TypedDict):
     """``operator/suggestGateThresholds``: the proposal for the asked precision, or why there is none."""
 
     precision: float
-    pointerPrecision: float
+    pointerPrecision: float | None  # None: none given and the precision asked is at or below the default one
     model: str | None               # the Decision model whose turns were read
     turns: int                      # scored turns of that model
     otherModelTurns: int            # left out: scored by another model
@@ -146,12 +149,13 @@ class GateSuggestion(TypedDict):
 
 
 def suggest_thresholds(turns: Sequence[dict[str, Any]], model: str | None, precision: float = DEFAULT_PRECISION,
-                       pointer_precision: float = DEFAULT_POINTER_PRECISION,
+                       pointer_precision: float | None = DEFAULT_POINTER_PRECISION,
                        current: dict[str, Any] | None = None) -> GateSuggestion:
     """The proposal for ``precision`` from the gate log's scored ``turns`` (journal.scored_turns) of ``model``.
 
     ``current``: the ``recallGate`` settings in force (their ``highThreshold``
-    is one of the distribution's candidate thresholds).
+    is one of the distribution's candidate thresholds).  ``pointer_precision``
+    None: no ``mediumThreshold`` is proposed (``notes`` says why).
     """
     mine = [turn for turn in turns if turn.get("model") == model]
     proposal = propose(mine, precision, pointer_precision, current)
@@ -207,7 +211,7 @@ def tier_phrases(answer: GateSuggestion | dict[str, Any], names: dict[str, str] 
     high, medium, hint = answer.get("highThreshold"), answer.get("mediumThreshold"), answer.get("skipHintBelow")
     if high is not None:
         phrases.append(f"{name('highThreshold')} {high['threshold']:g}: precision {high['precision']:.2f} (at least "
-                       f"{high['precisionLow']:.2f} by Wilson's bound), recall {high['recall']:.2f}, on "
+                       f"{high['precisionLow']:.2f} with {CONFIDENCE} % confidence), recall {high['recall']:.2f}, on "
                        f"{high['pagesInjected']:,} pages of {high['turnsInjecting']:,} turns")
     if medium is not None:
         phrases.append(f"{name('mediumThreshold')} {medium['threshold']:g}: pointer lines for {medium['pointers']:,} "
@@ -317,7 +321,7 @@ def _lowest_cut(pages: Sequence[tuple[float, bool]], target: float) -> tuple[flo
 
 
 def propose(turns: Sequence[dict[str, Any]], precision: float = DEFAULT_PRECISION,
-            pointer_precision: float = DEFAULT_POINTER_PRECISION,
+            pointer_precision: float | None = DEFAULT_POINTER_PRECISION,
             current: dict[str, Any] | None = None) -> dict[str, Any]:
     """The tiers for ``precision`` from the labelled ones of ``turns`` (each as the gate log keeps it).
 
@@ -354,7 +358,9 @@ def propose(turns: Sequence[dict[str, Any]], precision: float = DEFAULT_PRECISIO
         "turnsInjecting": sum(any(score >= cut for score, _ in turn.pages) for turn in labelled)}
     apply: dict[str, float | None] = {"highThreshold": cut}
 
-    medium = _pointer_band(pages, cut, needed_total, pointer_precision)
+    medium = _pointer_band(pages, cut, needed_total, pointer_precision) if pointer_precision is not None else (
+        f"mediumThreshold: not proposed for precision {precision:g}, at or below pointer lines' own "
+        f"{DEFAULT_POINTER_PRECISION:g} (ask with a pointerPrecision below it for one)")
     if isinstance(medium, str):
         answer["notes"].append(medium)
     else:

@@ -38,7 +38,9 @@ from ..core.errors import InvalidParams, KnowledgeError
 from ..gate.turn import GateEngine, GateStop, authority_check, evaluate, in_force
 from ..gate.journal import LIST_MAX, THRESHOLD_GRID, GateTurn, WhatIf, clear_journal, journal_turns, label_turn
 from ..gate.journal import list_turns, scored_turns, what_if
-from ..gate.suggest import DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, GateSuggestion, suggest_thresholds
+from ..gate.suggest import (
+    DEFAULT_POINTER_PRECISION, DEFAULT_PRECISION, PRECISION_RANGE, GateSuggestion, suggest_thresholds,
+)
 from ..core.methods import Method
 from ..core.methods import handlers as method_handlers
 from ..state.gate_settings import KEYS, GateConfig, GateSettings, check_tiers, parse_gate_settings
@@ -181,9 +183,10 @@ LABEL = AGENT + Params(String("turn", required=True, min_chars=1, what="a journa
                        Value("needed", required=True))  # label_turn reads the ids
 WHAT_IF = AGENT + Params(Value("thresholds", _thresholds, default=list(THRESHOLD_GRID)), THRESHOLD)
 SUGGEST = CHOOSE_STORE + Params(
-    Number("precision", 0.05, 0.99, default=DEFAULT_PRECISION, description="the precision the owner asks for"),
-    Number("pointerPrecision", 0.05, 0.99, default=DEFAULT_POINTER_PRECISION,
-           description="the share of pointer lines that should point at a needed page; below precision"))
+    Number("precision", *PRECISION_RANGE, default=DEFAULT_PRECISION, description="the precision the owner asks for"),
+    Number("pointerPrecision", *PRECISION_RANGE,
+           description=f"the share of pointer lines that should point at a needed page; below precision (default "
+                       f"{DEFAULT_POINTER_PRECISION:g} where precision is above it, else no pointer tier)"))
 REPLAY = AGENT + Params(Value("turns", _turn_ids), Value("recallGate"), Value("decisionModel"))
 
 
@@ -288,7 +291,9 @@ class GateOperator:
         """
         values = SUGGEST.read(params)
         precision, pointer = values["precision"], values["pointerPrecision"]
-        if pointer >= precision:
+        if pointer is None:   # pointers are held to less than pages: none below a precision asked this low
+            pointer = DEFAULT_POINTER_PRECISION if precision > DEFAULT_POINTER_PRECISION else None
+        elif pointer >= precision:
             raise InvalidParams(f"pointerPrecision must be below precision ({precision:g})", field="pointerPrecision")
         record = self.engine.resolver.select(store=values["store"], agent=values["agent"], default_agent=DEFAULT_AGENT)
         self.engine.resolver.check(record)

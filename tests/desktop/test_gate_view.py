@@ -14,8 +14,12 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLabel
 
+from desktop.common.models import VALUE_ROLE
+from desktop.gate import journal_panel
 from desktop.gate.log_panel import stats_text
+from desktop.gate.replay_panel import summary_text as replay_summary
 from desktop.gate.settings_form import DOCS, FIELDS
+from desktop.gate.tuning_panel import F1 as F1_COLUMN, THRESHOLD as THRESHOLD_COLUMN
 from desktop.gate.view import GateView
 from engine.access.authority import AgentCaller
 from engine.gate.turn import gate_turn
@@ -397,6 +401,54 @@ def test_a_turn_being_labelled_stays_selected_with_its_ticks_when_the_agent_send
     assert journal.selected_turn() is None
 
 
+def test_saving_a_label_moves_on_to_the_next_turn_not_labelled_with_the_focus_in_the_list(
+        qtbot, gate_engine, tasks, gui_thread_guard) -> None:
+    # After a save the turn just labelled stayed selected: the owner had to find the next one by hand.
+    view = shown(qtbot, tasks)
+    journal = view.journal
+    view.set_agent("main")
+    wait_for_signal(qtbot, journal.sig_journal_loaded, lambda: view.show_tab(journal))
+    journal.journal_table.selectRow(3)
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    journal.journal_table.selectRow(1)
+    journal.save_button.setFocus()   # as a click on it leaves it
+    pages = journal.pages_model
+    pages.setData(pages.index(0, 0), Qt.CheckState.Checked.value, Qt.ItemDataRole.CheckStateRole)
+    ticked = pages.needed()
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.save_button.click)
+    assert journal.journal_model.row(1)["needed"] == ticked
+    assert journal.selected_turn()[0] == 2 and journal.message.toPlainText() == journal.journal_model.row(2)["message"]
+    assert view.window().focusWidget() is journal.journal_table
+    assert journal.status.text() == "Saved: 1 needed. This is the next turn not labelled yet."
+
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.selected_turn()[0] == 4, "row 3 is labelled already: passed over"
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.selected_turn()[0] == 5
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.selected_turn()[0] == 0, "none left below: the first one above"
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.selected_turn()[0] == 0, "every turn labelled: the last one stays selected"
+    assert journal.status.text() == "Saved: no page needed. Every turn shown is labelled."
+
+    wait_for_signal(qtbot, journal.sig_turn_labelled, journal.unlabel_button.click)
+    assert journal.selected_turn()[0] == 0 and journal.status.text() == "Saved: not labelled."   # to label again
+
+
+def test_the_next_turn_not_labelled_is_looked_for_on_the_journals_next_page(qtbot, gate_engine, tasks,
+                                                                           gui_thread_guard, monkeypatch) -> None:
+    monkeypatch.setattr(journal_panel, "PAGE_SIZE", 2)
+    journal = journal_panel.JournalPanel(tasks)   # not shown: its list never asks for the next page itself
+    qtbot.addWidget(journal)
+    wait_for_signal(qtbot, journal.sig_journal_loaded, lambda: journal.set_agent("main"))
+    assert journal.journal_model.rowCount() == 2 and not journal.journal_model.exhausted
+    journal.journal_table.selectRow(1)
+    with qtbot.waitSignal(journal.sig_journal_loaded, timeout=10_000):
+        wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
+    assert journal.journal_model.rowCount() == 4 and journal.selected_turn()[0] == 2
+    assert journal.status.text() == "Saved: no page needed. This is the next turn not labelled yet."
+
+
 def drag(chart: Any, start: float, end: float, steps: int = 12) -> None:
     """Press on the data area at x value ``start``, move in ``steps`` to ``end`` with the button held, release.
 
@@ -550,6 +602,12 @@ def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied
     text = tuning.proposal_label.text()
     assert text.startswith("For precision 0.80: Inject at or above 0.6: precision 1.00") and "35 labelled turns" in text
     assert "Applied" not in text and tuning.apply_button.isEnabled()
+    # How sure the labels are, in the owner's words; the statistician's name only on hover.
+    assert "precision 1.00 (at least 0.92 with 84 % confidence), recall" in text and "Wilson" not in text
+    assert "Wilson's lower bound" in tuning.proposal_label.toolTip()
+    qtbot.waitUntil(lambda: tuning.model.rowCount() > 0, timeout=10_000)
+    assert tuning.model.index(0, F1_COLUMN).data(Qt.ItemDataRole.ToolTipRole).endswith(
+        "precision and recall in one figure (their harmonic mean); high only when both are")
     # Beside it, what the same labels show at the threshold in force, to weigh the proposal against.
     assert text.endswith(" To compare, Inject at or above 0.75 (in force now): precision 1.00, recall 0.80, on 12 "
                          "pages of 12 turns.")
@@ -598,6 +656,30 @@ def test_an_applied_proposal_keeps_its_four_decimals_when_the_form_is_saved_agai
     wait_for_signal(qtbot, form.sig_settings_saved, lambda: qtbot.keyClick(form.save_button, Qt.Key.Key_Space))
     assert read_config(engine, gui_thread_guard)["recallGate"] == {
         "mode": "live", "journal": True, "highThreshold": 0.0562, "skipHintBelow": 0.0528}
+
+
+def test_the_what_if_table_and_replay_say_an_applied_threshold_with_its_four_decimals(qtbot, gate_engine, tasks,
+                                                                                      gui_thread_guard) -> None:
+    # The table's Inject at column showed 0.056 for an applied 0.0562 (its tooltip 0.06): the owner could not
+    # match the row in force to what Apply wrote.
+    view = shown(qtbot, tasks)
+    tuning = view.tuning
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    wait_for_signal(qtbot, view.settings.sig_settings_saved,
+                    lambda: tuning.sig_proposal_applied.emit({"highThreshold": 0.0562}))
+    view.show_tab(tuning)
+
+    def shown_thresholds() -> list[str]:
+        return [tuning.model.index(row, THRESHOLD_COLUMN).data() for row in range(tuning.model.rowCount())]
+
+    qtbot.waitUntil(lambda: "0.0562" in shown_thresholds(), timeout=10_000)
+    assert shown_thresholds()[:3] == ["0.05", "0.0562", "0.10"]
+    row = shown_thresholds().index("0.0562")
+    assert tuning.model.index(row, THRESHOLD_COLUMN).data(Qt.ItemDataRole.ToolTipRole) == (
+        "Inject at or above 0.0562 (highThreshold in config.json)")
+    assert "skip hint below 0.0562," in tuning.model.index(row, 4).data(Qt.ItemDataRole.ToolTipRole)
+    assert tuning.model.index(row, THRESHOLD_COLUMN).data(VALUE_ROLE) == 0.0562   # the charts read the number
+    assert "injecting at or above 0.0562:" in replay_summary({"settings": {"highThreshold": 0.0562}, "turns": []})
 
 
 def test_the_proposals_comparison_follows_a_threshold_changed_in_config_json(qtbot, gate_engine, tasks,
@@ -676,7 +758,7 @@ def test_the_journal_reads_its_messages_in_a_small_window_before_and_after_a_lab
     qtbot.waitUntil(reads, timeout=5_000)  # never "15:…" beside "Atlas m…"
     journal.journal_table.selectRow(0)
     wait_for_signal(qtbot, journal.sig_turn_labelled, journal.none_button.click)
-    assert journal.status.text() == "Saved: no page needed."
+    assert journal.status.text() == "Saved: no page needed. This is the next turn not labelled yet."
     qtbot.waitUntil(lambda: journal.status.width() >= journal.status.minimumSizeHint().width(), timeout=5_000)
     table.fit_columns()
     assert reads()  # what the save says takes no width from the messages

@@ -45,7 +45,7 @@ def test_gate_suggest_prints_the_same_in_process_and_beside_the_serving_engine(
 
     text = in_process[0][1]
     assert "from 35 labelled of 35 scored turns of rerank/test" in text
-    assert "  highThreshold 0.6: precision 1.00 (at least 0.92 by Wilson's bound), recall 0.80, on 12 pages of 12 " \
+    assert "  highThreshold 0.6: precision 1.00 (at least 0.92 with 84 % confidence), recall 0.80, on 12 pages of 12 " \
            "turns" in text
     assert "  skipHintBelow 0.4: 23 turns hinted, 3 of them needed a page (precision 0.87)" in text
     assert "mediumThreshold 0.7 would not be below the proposed highThreshold" in text
@@ -60,3 +60,15 @@ def test_gate_suggest_prints_the_same_in_process_and_beside_the_serving_engine(
     assert "no store 'nope'" in in_process[4][2] and "agent 'nobody' has no store" in in_process[5][2]
     assert json.loads(here.config.read_text(encoding="utf-8"))["recallGate"]["highThreshold"] == 0.9, \
         "suggesting writes nothing"
+
+
+def test_gate_suggest_answers_a_precision_at_or_below_the_pointer_lines_default(
+        copies: tuple[StateDir, StateDir], capsys: pytest.CaptureFixture[str]) -> None:
+    # --precision 0.3 was refused: the default --pointer-precision 0.5 was not below it.
+    here, _ = copies
+    code, out, _ = run(capsys, here, ["gate", "suggest", "--precision", "0.3"])
+    assert code == 0 and out.startswith("Recall gate thresholds for precision 0.3,")
+    assert "  mediumThreshold: not proposed for precision 0.3, at or below pointer lines' own 0.5 (ask with a " \
+           "pointerPrecision below it for one)." in out
+    code, out, _ = run(capsys, here, ["gate", "suggest", "--json", "--precision", "0.3", "--pointer-precision", "0.2"])
+    assert code == 0 and json.loads(out)["pointerPrecision"] == 0.2

@@ -9,8 +9,11 @@ import pytest
 
 from engine.bench.gate_thresholds import SHAPES, summarize
 from engine.core.errors import InvalidParams, NotFound
-from engine.gate.suggest import MIN_LABELLED_TURNS, distribution, in_force_phrase, suggest_thresholds, wilson_low
-from engine.operator.gate_operator import handlers
+from engine.gate.suggest import (
+    DEFAULT_POINTER_PRECISION, MIN_LABELLED_TURNS, PRECISION_RANGE, distribution, in_force_phrase, suggest_thresholds,
+    wilson_low,
+)
+from engine.operator.gate_operator import SUGGEST, handlers
 from engine.service import Engine
 from tests.engine.gate_helpers import MODEL, keep_turns, owner_caller, quiet_and_needing, rerank_engine
 from tests.engine.gate_helpers import kept_turn as turn
@@ -177,6 +180,26 @@ def test_the_operator_proposes_from_the_chosen_stores_gate_log(engine: Engine) -
     assert suggest({"store": store_id, "precision": 0.8}) == answer
     assert suggest({"agent": "other"})["turns"] == 0
     assert suggest({})["labelled"] == 35, "neither agent nor store: main's"
+
+
+def test_every_precision_the_method_takes_is_answered_without_a_pointer_precision(engine: Engine) -> None:
+    # The Tuning tab's box asks only for a precision: at 0.5 or below the default pointer precision (0.5) was
+    # not below it, and the request was refused, so the box could not offer what the command line takes.
+    keep_turns(engine, quiet_and_needing())
+    suggest = handlers(engine)["suggestGateThresholds"]
+    low, high = PRECISION_RANGE
+    assert [SUGGEST.specs[name].schema()["minimum"] for name in ("precision", "pointerPrecision")] == [low, low]
+    for precision in (low, 0.3, DEFAULT_POINTER_PRECISION):
+        answer = suggest({"agent": "main", "precision": precision})
+        assert answer["precision"] == precision and answer["pointerPrecision"] is None
+        assert answer["highThreshold"] is not None and answer["mediumThreshold"] is None
+        assert answer["apply"].get("mediumThreshold") is None
+        assert f"mediumThreshold: not proposed for precision {precision:g}, at or below pointer lines' own 0.5 " \
+               "(ask with a pointerPrecision below it for one)" in answer["notes"]
+    assert suggest({"agent": "main", "precision": high})["pointerPrecision"] == DEFAULT_POINTER_PRECISION
+    assert suggest({"agent": "main", "precision": 0.3, "pointerPrecision": 0.2})["pointerPrecision"] == 0.2
+    with pytest.raises(InvalidParams):   # one given is still held below the precision
+        suggest({"agent": "main", "precision": 0.3, "pointerPrecision": 0.3})
 
 
 @pytest.mark.parametrize("params, field", [
