@@ -35,7 +35,7 @@ from ..core.ids import format_timestamp, generated_ids_in, utc_now
 from ..vault.record_view import RecordView, view_of
 from ..vault.ontology import Ontology
 from ..vault.records import Record
-from .catalog_reads import VIEW_COLUMNS, CatalogReads, placeholders
+from .catalog_reads import VIEW_COLUMNS, CatalogReads, in_chunks, placeholders
 from . import walk
 from .store import Store
 from .outside_edits import SeenVersion, date_outside_edits
@@ -46,7 +46,6 @@ from .walk import FileStat, descriptor_for, is_descriptor_path, shown_path
 INCREMENTAL_CHECK_MAX = 2_000
 # A sync of at least this many new record files feeds them to the search index as it writes them (IndexFeed).
 FEED_MIN = 5_000
-_CHUNK = 500  # ids or paths in one IN (...) list
 
 
 _UPSERT_RECORD = (
@@ -329,7 +328,7 @@ class Catalog(CatalogReads):
     def _ids_at(self, partition: str, paths: list[str]) -> set[str]:
         """The record ids and source ids the catalog holds at ``paths``."""
         ids: set[str] = set()
-        for chunk in _chunks(sorted(set(paths))):
+        for chunk in in_chunks(sorted(set(paths))):
             marks = placeholders(chunk)
             # No "record_id IS NOT NULL" here: SQLite would then walk the (partition, record_id) index instead
             # of looking the paths up by the primary key.
@@ -343,7 +342,7 @@ class Catalog(CatalogReads):
     def _naming(self, partition: str, ids: set[str]) -> set[str]:
         """Paths of the records whose reference checks look up any of ``ids``."""
         paths: set[str] = set()
-        for chunk in _chunks(sorted(ids)):
+        for chunk in in_chunks(sorted(ids)):
             # No DISTINCT (the set removes repeats): with it SQLite walks every reference of the partition in
             # path order instead of looking the targets up, a cost that grew with the vault at every write.
             paths.update(row[0] for row in self.db.tuples(
@@ -367,7 +366,7 @@ class Catalog(CatalogReads):
         if not same_size:
             return stale
         catalogued = {}
-        for chunk in _chunks(same_size):
+        for chunk in in_chunks(same_size):
             catalogued.update(self.db.tuples(
                 f"SELECT path, sha256 FROM catalog WHERE partition = ? AND path IN ({placeholders(chunk)}) "
                 "AND sha256 IS NOT NULL", (partition, *chunk)))
@@ -397,7 +396,7 @@ class Catalog(CatalogReads):
             select = f"SELECT path, ino, file_size, mtime_ns, ctime_ns FROM {table} WHERE partition = ?"
             batches = [self.db.tuples(select, (partition,))] if paths is None else [
                 self.db.tuples(f"{select} AND path IN ({placeholders(chunk)})", (partition, *chunk))
-                for chunk in _chunks(paths)]
+                for chunk in in_chunks(paths)]
             for rows in batches:
                 known.update((path, (ino, size, mtime, ctime)) for path, ino, size, mtime, ctime in rows)
         return known
@@ -558,7 +557,7 @@ class Catalog(CatalogReads):
         removed_ids = dict(removed_ids)
         events = []
         held: dict[str, str | None] = {}
-        for chunk in _chunks(report.changed):
+        for chunk in in_chunks(report.changed):
             held.update(self.db.tuples(
                 f"SELECT path, record_id FROM catalog WHERE partition = ? AND path IN ({placeholders(chunk)})",
                 (partition, *chunk)))
@@ -590,7 +589,7 @@ class Catalog(CatalogReads):
             self.db.execute(f"UPDATE catalog SET duplicate = {everything} WHERE partition = :p "
                             f"AND duplicate != {everything}", {"p": partition})
             return
-        for chunk in _chunks(sorted(ids)):
+        for chunk in in_chunks(sorted(ids)):
             values = {"p": partition, **{f"i{n}": record_id for n, record_id in enumerate(chunk)}}
             among = f"AND record_id IN ({', '.join(f':i{n}' for n in range(len(chunk)))})"
             these = duplicated.format(only=among)
@@ -611,7 +610,7 @@ class Catalog(CatalogReads):
             self.db.execute("DELETE FROM refs WHERE partition = ?", (partition,))
         else:
             rows = []
-            for chunk in _chunks(paths):
+            for chunk in in_chunks(paths):
                 marks = placeholders(chunk)
                 rows += self.db.tuples(f"{select} AND path IN ({marks})", (partition, *chunk))
                 self.db.execute(f"DELETE FROM refs WHERE partition = ? AND path IN ({marks})", (partition, *chunk))
@@ -648,7 +647,7 @@ class Catalog(CatalogReads):
                     {row[0] for row in self.db.tuples(source_sql, (partition,))})
         pages: dict[str, str] = {}
         sources: set[str] = set()
-        for chunk in _chunks(sorted(ids)):
+        for chunk in in_chunks(sorted(ids)):
             marks = placeholders(chunk)
             pages.update((row[0], row[1]) for row in self.db.tuples(
                 f"{page_sql} AND record_id IN ({marks})", (partition, *chunk)))
@@ -717,11 +716,6 @@ def _mentioned(frontmatter: str | None, record_id: str | None) -> set[str]:
     """The generated ids a row's frontmatter text holds (``mentions``), less its own: a record is never among
     those that mention its id, nor is another file with that id."""
     return generated_ids_in(frontmatter) - {record_id} if frontmatter is not None else set()
-
-
-def _chunks(items: list[str]) -> Iterator[list[str]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start:start + _CHUNK]
 
 
 # The frontmatter keys whose view fields reference_targets and reference_findings read (an absent key and a

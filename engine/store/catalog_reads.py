@@ -19,7 +19,7 @@ import json
 import unicodedata
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Any, Callable, Hashable, Literal, NamedTuple, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Iterator, Literal, NamedTuple, Sequence, TypeVar
 
 from ..core.answers import TypedDict
 from ..core.db import Database
@@ -31,7 +31,7 @@ from ..vault.records import PRIVATE_SCOPE, effective_type
 
 T = TypeVar("T")
 DERIVED_KEYS_MAX = 8
-_IDS_PER_QUERY = 500  # ids in one IN (...) list
+_IDS_PER_QUERY = 500  # ids or paths in one IN (...) list
 _LAST_CHAR = "\U0010ffff"  # after every character: [prefix, prefix + _LAST_CHAR) holds what starts with prefix
 
 # (column, the value a current record has, the status shown when it differs: that word, or the column's value).
@@ -279,6 +279,12 @@ def placeholders(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
+def in_chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
+    """``values`` a query's ``IN (...)`` list at a time (``_IDS_PER_QUERY`` each)."""
+    for start in range(0, len(values), _IDS_PER_QUERY):
+        yield values[start:start + _IDS_PER_QUERY]
+
+
 class CatalogReads:
     """The catalog's typed reads over one store's state database (any thread that owns ``db``)."""
 
@@ -436,8 +442,7 @@ class CatalogReads:
         """``rows_for_id`` of each of ``record_ids``, in one query per 500 ids (an id no file carries: [])."""
         found: dict[str, list[RecordRow]] = {record_id: [] for record_id in record_ids}
         unique = sorted(found)
-        for start in range(0, len(unique), _IDS_PER_QUERY):
-            chunk = unique[start:start + _IDS_PER_QUERY]
+        for chunk in in_chunks(unique):
             for row in self.db.tuples(
                     f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND c.record_id IN "
                     f"({placeholders(chunk)}) AND c.file_status != 'withheld'", (partition, *chunk)):
@@ -505,8 +510,7 @@ class CatalogReads:
         checks recorded them (``refs``: none for a partition before its first full check)."""
         found: list[tuple[str, str]] = []
         unique = sorted(set(source_ids))
-        for start in range(0, len(unique), _IDS_PER_QUERY):
-            chunk = unique[start:start + _IDS_PER_QUERY]
+        for chunk in in_chunks(unique):
             found.extend(self.db.tuples(
                 f"SELECT DISTINCT r.target, c.path FROM refs r JOIN catalog c ON c.partition = r.partition "
                 f"AND c.path = r.path WHERE r.partition = ? AND r.target IN ({placeholders(chunk)}) "
@@ -526,8 +530,7 @@ class CatalogReads:
                 f"SELECT {_LABEL_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_DATED} ORDER BY c.record_id",
                 (partition,))]
         rows: list[LabelRow] = []
-        for start in range(0, len(record_ids), _IDS_PER_QUERY):
-            chunk = record_ids[start:start + _IDS_PER_QUERY]
+        for chunk in in_chunks(record_ids):
             rows += [LabelRow._make(row) for row in self.db.iterate_tuples(
                 f"SELECT {_LABEL_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_DATED} "
                 f"AND c.record_id IN ({placeholders(chunk)})", (partition, *chunk))]

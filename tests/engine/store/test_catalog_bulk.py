@@ -21,6 +21,7 @@ import pytest
 from engine.bench.corpus import write_partition
 from engine.core import files as files_module
 from engine.store import catalog as catalog_module
+from engine.store import catalog_reads as catalog_reads_module
 from engine.store import record_rows as record_rows_module
 from engine.store import walk as walk_module
 from engine.vault import frontmatter
@@ -97,7 +98,7 @@ def one_by_one(stack: ExitStack, monkeypatch: pytest.MonkeyPatch) -> None:
                   lambda self, relpath, *, max_bytes: files_module.read_file(self.root, relpath, max_bytes=max_bytes))
     patch.setattr(frontmatter._FlatReader, "read", _refuse)
     patch.setattr(frontmatter, "_read_once", _refuse)
-    patch.setattr(catalog_module, "_CHUNK", 1)
+    patch.setattr(catalog_reads_module, "_IDS_PER_QUERY", 1)
     patch.setattr(record_rows_module, "CHUNK_FILES", 1)
     patch.setattr(record_rows_module, "POOL_MIN_FILES", 10 ** 9)  # read here, never in a worker
     patch.setattr(catalog_module.Catalog, "_logging_changes", _trigger_logs)  # each row logged as it lands
@@ -126,7 +127,7 @@ def test_a_large_scan_catalogues_what_loading_the_files_one_by_one_does(engine, 
                                   for table in ("catalog", "names", "sources", "refs", "events", "scans",
                                                 "partition_state", "revisions")])
         # Small chunks and a low threshold, so the batches, the chunk boundaries and the large-sync path all run.
-        monkeypatch.setattr(catalog_module, "_CHUNK", 7)
+        monkeypatch.setattr(catalog_reads_module, "_IDS_PER_QUERY", 7)
         monkeypatch.setattr(record_rows_module, "CHUNK_FILES", 7)
         monkeypatch.setattr(catalog_module, "INCREMENTAL_CHECK_MAX", 50)
         before = sqlite3.connect(":memory:", check_same_thread=False)
