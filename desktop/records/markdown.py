@@ -49,12 +49,11 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
 from engine.core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, is_generated_id, is_record_id
-from engine.core.attachments import FILE_SUFFIXES, IMAGE_SUFFIXES
+from engine.core.attachments import BASE_SUFFIX, FILE_SUFFIXES, IMAGE_SUFFIXES
 
 from ..common.widgets import RECORD_SCHEME, esc, is_dark
 
 WIKILINK_SCHEME = "wikilink"
-BASE_SUFFIX = ".base"   # an Obsidian Base (``![[Books.base#Table]]``): a view of notes, no note itself
 HEADING_SCHEME = "heading"  # heading:<key>, a heading of the note shown (``heading_key``)
 ALLOWED_SCHEMES = ("http:", "https:", "mailto:", f"{RECORD_SCHEME}:")
 WIKILINK = re.compile(r"\[\[([^\[\]|\n]{1,200})(?:\|([^\[\]\n]{1,200}))?\]\]")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-from ..core.attachments import FILE_SUFFIXES, IMAGE_SUFFIXES
+from ..core.attachments import BASE_SUFFIX, FILE_SUFFIXES, IMAGE_SUFFIXES
 from ..index.analysis import Analyzer
 
 ELLIPSIS = "\u2026"
@@ -20,7 +20,6 @@ WIDEN_CHARS = 40
 # An embedded image, file or Obsidian Base (``![[icon.svg#icon]]``, ``![[Books.base#By year]]``): its file
 # name says nothing in a snippet.  It goes with the spaces before it (and the brackets around it alone), so the
 # words left read as a sentence: "the list ![[Books.base]]." is "the list.", never "the list .".
-BASE_SUFFIX = ".base"
 _EMBED = (r"!\[\[[^\[\]|#]*(?:%s)(?:[#|][^\[\]]*)?\]\]"
           % "|".join(re.escape(suffix) for suffix in IMAGE_SUFFIXES + FILE_SUFFIXES + (BASE_SUFFIX,)))
 _EMBEDDED_FILE = re.compile(rf"[ \t]*(?:\([ \t]*{_EMBED}[ \t]*\)|{_EMBED})", re.I)
