@@ -212,8 +212,7 @@ class GateOperator:
         """Validate a proposed block without saving it."""
         block = GATE_BLOCK.read(params)["recallGate"]
         try:
-            gate = parse_gate_settings(block)
-            effective = check_tiers(in_force(gate, self.engine.decision)) if gate else None
+            effective = self._checked_in_force(block)
         except InvalidParams as exc:
             return {"valid": False, "message": exc.message, "field": exc.details.get("field")}
         return {"valid": True, "effective": effective.to_config() if effective else None}
@@ -221,9 +220,7 @@ class GateOperator:
     def set_settings(self, params: dict[str, Any]) -> GateSettingsView:
         """Write the block to config.json (``null`` removes it: the gate stops running)."""
         block = NEW_GATE_BLOCK.read(params)["recallGate"]
-        gate = parse_gate_settings(block)
-        if gate is not None:
-            check_tiers(in_force(gate, self.engine.decision))
+        self._checked_in_force(block)
         source = self.engine.settings
         raw = dict(source.current().raw)
         if block is None:
@@ -232,6 +229,12 @@ class GateOperator:
             raw["recallGate"] = block
         source.save(parse_settings(json.loads(json.dumps(raw))))
         return self.settings({})
+
+    def _checked_in_force(self, block: Any) -> GateSettings | None:
+        """A ``recallGate`` block's settings as a turn would use them, checked (its tiers again once the Decision
+        model's threshold fills in); None for no block."""
+        gate = parse_gate_settings(block)
+        return check_tiers(in_force(gate, self.engine.decision)) if gate is not None else None
 
     # --- the gate log and the journal -------------------------------------------------------------
 
