@@ -47,7 +47,7 @@ from ..wire.http import DEFAULT_HOST as HTTP_DEFAULT_HOST, LOOPBACK_NAMES, HttpS
 from ..service import Engine
 from ..state.statedir import StateDir
 from ..wire.operator_client import UNREACHABLE, OperatorError
-from .desk import LocalDesk, open_desk
+from .desk import LocalDesk, holds_nothing, open_desk
 
 log = logging.getLogger(__name__)
 
@@ -632,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     state = StateDir.resolve(args.state_dir)
     if getattr(args, "exclusive", None) and (refused := refuse_beside_engine(state, args.exclusive)) is not None:
         return refused
-    if getattr(args, "reads_state", False) and _holds_nothing(state.root):
+    if getattr(args, "reads_state", False) and holds_nothing(state.root):
         print(no_state_here(state, args), file=sys.stderr)
         return 2
     try:
@@ -687,14 +687,6 @@ def no_state_here(state: StateDir, args: argparse.Namespace) -> str:
     where = f"{state.root} is empty" if state.root.exists() else f"no state directory at {state.root}"
     return (f"knowledge {' '.join(words)}: {where}; nothing was read or written. "
             "`knowledge agents add NAME` or `knowledge serve` starts one there; --state-dir names another")
-
-
-def _holds_nothing(root: Path) -> bool:
-    """No folder at ``root``, or an empty one: no state a command could read."""
-    try:
-        return next(root.iterdir(), None) is None
-    except FileNotFoundError:
-        return True
 
 
 def _concerns(state: StateDir, exc: OSError | sqlite3.Error) -> bool:

@@ -136,6 +136,14 @@ _OPENING_FILES = frozenset({"registry.sqlite", "registry.sqlite-wal", "registry.
                             "registry.sqlite-journal", "engine.lock"})
 
 
+def holds_nothing(root: Path) -> bool:
+    """No folder at ``root``, or an empty one: no state a command could read."""
+    try:
+        return next(root.iterdir(), None) is None
+    except FileNotFoundError:
+        return True
+
+
 def _first_missing(path: Path) -> Path | None:
     """The outermost folder of ``path`` that is not there yet (``path`` itself when only it is missing)."""
     missing = None
@@ -318,7 +326,7 @@ class LocalDesk:
                    owner: bool = False) -> SyncCloned:
         # A clone is often a new machine's first command: refused, it leaves no state directory behind.
         missing = _first_missing(self.state.root)
-        new = missing is not None or not any(self.state.root.iterdir())
+        new = holds_nothing(self.state.root)
         self.state.create()
         try:
             with self._engine() as engine:
