@@ -53,7 +53,7 @@ from .index.similarity import DECISION_LOADERS
 from .runtime import StoreRuntime
 from .search.keyword import (
     MEMORY_SEARCH_PARAMS, OPERATOR_SEARCH_PARAMS, CursorSigner, GrepAnswer, OwnerHits, OwnerSearchAnswer,
-    SearchAnswer, SearchRequest, parse_query_text, parse_search_request, search, unknown_type_note,
+    SearchRequest, parse_query_text, parse_search_request, search, unknown_type_note,
 )
 from .store.answers import (
     Diagnostics, Health, LookupAnswer, LookupMatch, PageReceipt, Receipt, RecordHistory, RecordRead, ReferenceRead,
