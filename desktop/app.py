@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from engine.state.statedir import StateDir
 
+from .collector import GuiThreadCollector
 from .links import InstanceServer, send_to_running
 from .main_window import MainWindow
 from .style import install as install_style
@@ -30,6 +31,8 @@ def application(argv: list[str] | None = None) -> QApplication:
     app.setApplicationName(APP_NAME)
     app.setDesktopFileName("knowledge-desk")
     install_style(app)
+    if app.findChild(GuiThreadCollector) is None:
+        GuiThreadCollector(app).start()   # cycles are collected on this thread only: desktop/collector.py
     return app
 
 

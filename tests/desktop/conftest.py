@@ -76,6 +76,26 @@ def desk_icons(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture(autouse=True)
+def collect_on_gui_thread(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Python's cycles collected on the GUI thread only while a test shows widgets, as in the application
+    (desktop/collector.py): collected on the in-process engine's threads, a cycle holding a Qt object
+    deadlocked the run."""
+    if "qtbot" not in request.fixturenames and "qapp" not in request.fixturenames:
+        yield
+        return
+    from desktop.collector import GuiThreadCollector
+
+    request.getfixturevalue("qapp")
+    collector = GuiThreadCollector()
+    collector.start()
+    try:
+        yield
+    finally:
+        collector.stop()
+        collector.deleteLater()
+
+
+@pytest.fixture(autouse=True)
 def own_window_settings(tmp_path: Path) -> None:
     """The window's own settings (theme, size, search mode) in the test's directory: Qt reads where they go
     once per process, so without this every window of the run would share the first test's."""
