@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any, Callable
 
 from engine.core.ids import parse_timestamp
+from engine.core.words import counted
 
 from .models import Column
 
@@ -86,10 +87,10 @@ def ago(value: Any, now: datetime) -> str:
     if minutes < 1:
         return "just now"
     if minutes < 60:
-        return f"{minutes} minute{'' if minutes == 1 else 's'} ago"
+        return f"{counted(minutes, 'minute')} ago"
     if minutes < 24 * 60:
         hours = minutes // 60
-        return f"{hours} hour{'' if hours == 1 else 's'} ago"
+        return f"{counted(hours, 'hour')} ago"
     said = clock_time(value, now)
     return said if said.startswith("yesterday") else f"on {said}"
 

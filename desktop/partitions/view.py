@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.words import for_count
+
 from ..common.models import Column, Row, RowsModel
 from ..common.times import time_column
 from ..common.widgets import CheckedDialog, heading, named, plain_label, table
@@ -242,8 +244,8 @@ class PartitionsView(QWidget):
             self.summary.setText(f"This store is {store.get('status')}: {store.get('reason') or ''}")
         elif store:
             members = ", ".join(store.get("agents") or []) or "no agent"
-            self.summary.setText(f"Used by {members}; {conversations} conversation partition"
-                                 f"{'' if conversations == 1 else 's'}.")
+            self.summary.setText(f"Used by {members}; {conversations} "
+                                 f"{for_count(conversations, 'conversation partition', 'conversation partitions')}.")
         self._update_actions()
         self.sig_content_loaded.emit(answer)
 

@@ -47,6 +47,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.words import for_count
+
 from ..common.charts import blend
 from ..common.widgets import plain_label, unread_text
 from ..tasks import EngineTasks
@@ -615,7 +617,7 @@ class ConnectionsWindow(QDialog):
         hops = "two hops" if self.two_hops.isChecked() else "one hop"
         text = f"{records:,} linked records within {hops}"
         if graph.left_out:
-            links = "link is" if graph.left_out == 1 else "links are"
+            links = for_count(graph.left_out, "link is", "links are")
             text += f"; {graph.left_out:,} more {links} not drawn (the record's Links tab lists them all)"
         self.status.setText(text + ". Click a record to centre on it.")
         self.sig_graph_shown.emit(graph)

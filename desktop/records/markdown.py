@@ -50,6 +50,7 @@ from markdown_it.token import Token
 
 from engine.core.ids import CLAIM_PREFIX, PAGE_PREFIX, RELATIONSHIP_PREFIX, is_generated_id, is_record_id
 from engine.core.attachments import BASE_SUFFIX, FILE_SUFFIXES, IMAGE_SUFFIXES
+from engine.core.words import counted
 
 from ..common.widgets import RECORD_SCHEME, esc, is_dark
 
@@ -445,7 +446,7 @@ def unshown_html(unshown: dict[str, list[str]]) -> str:
     if not unshown:
         return ""
     kinds = [(what, list(dict.fromkeys(unshown[what]))) for what in ("image", "file") if unshown.get(what)]
-    counts = [f"{len(names):,} {what}{'' if len(names) == 1 else 's'}" for what, names in kinds]
+    counts = [counted(len(names), what) for what, names in kinds]
     names = [name for _, named in kinds for name in named]
     return f'<p class="muted">Not shown: {" and ".join(counts)} this note embeds ({esc(", ".join(names))}).</p>'
 

@@ -18,6 +18,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QCheckBox, QDialogButtonBox, QLineEdit, QProgressBar, QWidget
 
+from engine.core.words import counted
+
 from ..common.jobs import JobWatcher, progress_text
 from ..common.widgets import CheckedDialog, plain_label
 from ..tasks import EngineTasks
@@ -28,7 +30,7 @@ DEFAULT_AGENT = "main"
 def cloned_text(cloned: dict[str, Any], url: str) -> str:
     """What the message bar says of a clone that finished: the store, the agent's authority, the records."""
     said = (f"Store {cloned['storeId']} cloned from {url} for agent {cloned['agent']}: "
-            f"{cloned['records']:,} record{'' if cloned['records'] == 1 else 's'} current (pages, claims and the "
+            f"{counted(cloned['records'], 'record')} current (pages, claims and the "
             "relationships between them).")
     if not cloned["owner"]:
         said += (f" {cloned['agent']} has no owner authority here: it reads its conversations, not the private "

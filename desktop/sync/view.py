@@ -27,6 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.words import counted, for_count
+
 from ..common.models import Column, Row, RowsModel
 from ..common.times import brief_ago, exact_time, local_now
 from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, named, plain_label, table, unread_text
@@ -298,10 +300,10 @@ class SyncView(QWidget):
         said = [f"This machine ({host_name()}) syncs this store." if store.get("machineId") else
                 "This machine has not synced this store yet."]
         if failing:
-            said.append(f"{len(failing)} of {len(remotes)} remote{'' if len(remotes) == 1 else 's'} failing.")
+            said.append(f"{len(failing)} of {len(remotes)} {for_count(len(remotes), 'remote', 'remotes')} failing.")
         waiting, shown = store.get("conflictsWaiting") or 0, len(store.get("conflicts") or [])
         if waiting:
-            said.append(f"{waiting:,} conflict{'' if waiting == 1 else 's'} waiting"
+            said.append(f"{counted(waiting, 'conflict')} waiting"
                         + (f" (the first {shown:,} shown)." if shown < waiting else "."))
         return " ".join(said)
 
@@ -345,7 +347,7 @@ class SyncView(QWidget):
             failing = sum(remote.get("state") == "failing" for remote in remotes)
             if failing:  # a problem, said as one: never "Synced" for a round that failed
                 self.tasks.sig_error_raised.emit(
-                    f"Sync of {named}: {failing} of {len(remotes)} remote{'s' if len(remotes) > 1 else ''} "
+                    f"Sync of {named}: {failing} of {len(remotes)} {for_count(len(remotes), 'remote', 'remotes')} "
                     f"failed: {said}.")
             else:
                 self.sig_status_reported.emit(f"Synced {named}: {said}." if said else

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..search.knowledge_base import FUSION_DEPTH
 from ..search.keyword import ALIAS_BOOST, TITLE_BOOST
+from ..core.words import for_count
 from .metrics import CATEGORIES
 
 ENGINE_NAMES = {"tantivy": "tantivy", "fts5": "FTS5"}
@@ -337,9 +338,9 @@ def _quality_reading(report: dict[str, Any]) -> list[str]:
         hard = [c for c in map(str, CATEGORIES) if quality["fts5"]["categories"][c]["questions"]
                 and max(quality[e]["categories"][c]["recall@10"] for e in quality) < 0.5]
         if hard:
-            sentence += (" Both are lexical rankers over the same words, so they fail together: in categor"
-                         + ("y " if len(hard) == 1 else "ies ") + _and(hard) + " neither finds half of the gold "
-                         "claims, whose words a question mostly does not share.")
+            sentence += (" Both are lexical rankers over the same words, so they fail together: in "
+                         + for_count(len(hard), "category ", "categories ") + _and(hard)
+                         + " neither finds half of the gold claims, whose words a question mostly does not share.")
         sentences.append(sentence)
     if "generated" in report:
         known = report["generated"]["known_item"]

@@ -36,6 +36,7 @@ from ..importers.demo import DEMO_DECISION_MODEL, seed_demo
 from ..core.db import sqlite_errno
 from ..core.errors import EngineLocked, KnowledgeError
 from ..core.ids import format_timestamp, utc_now
+from ..core.words import for_count
 from ..core.malloc import limit_arenas
 from ..importers import methods as import_methods
 from ..importers.summaries import export_summary
@@ -248,8 +249,8 @@ def _doctor_sync_lines(sync: dict[str, Any]) -> list[str]:
                      if unreadable["storeId"] else unreadable["problem"])
     for waiting in sync.get("conflicts", []):
         count = waiting["waiting"]
-        lines.append(f"{store(waiting)}: {count} sync conflict{'s' if count != 1 else ''} waiting for your look "
-                     "(knowledge sync status; the window's Sync section)")
+        lines.append(f"{store(waiting)}: {count} {for_count(count, 'sync conflict', 'sync conflicts')} waiting for "
+                     "your look (knowledge sync status; the window's Sync section)")
     return lines
 
 

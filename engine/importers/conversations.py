@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import quote
 
 from ..core.errors import InvalidParams
+from ..core.words import for_count
 from ..store.attachments import ATTACH_MAX_BYTES
 from ..store.inputs import EXCERPT_MAX_CHARS, LIST_MAX
 from .answers import ConversationsImport, PageDraft
@@ -302,7 +303,7 @@ def _conversation_page(conversation: Conversation, product: str) -> PageDraft:
                       + (f", last updated {conversation.updated}." if conversation.updated else "."))
     if project:
         documents = sum(m.role.startswith("Document") for m in conversation.messages)
-        header.append(f"{documents} document{'' if documents == 1 else 's'}.")
+        header.append(f"{documents} {for_count(documents, 'document', 'documents')}.")
     else:
         header.append(f"{len(conversation.messages)} messages on the active branch.")
     shown = text if len(text) <= TRANSCRIPT_BODY_MAX_CHARS else (

@@ -272,9 +272,9 @@ def _promoted_notes(files: list[MemoryFile], by_name: dict[str, MemoryFile]) -> 
     if not promoted:
         return []
     cited = sum(1 for item in promoted if _daily_note(item, by_name) is not None)
-    one = len(promoted) == 1
-    return [f"{counted(len(promoted), 'entry', 'entries')} written by memory promote "
-            f"{'is' if one else 'are'} claimed as the fact {'it carries' if one else 'they carry'}, citing "
-            f"{'its' if one else 'their'} MEMORY.md line; {cited} also {for_count(cited, 'cites', 'cite')} the daily "
-            f"note lines {for_count(cited, 'it', 'they')} came from, the rest name a daily note that is not in the "
-            "workspace or no longer says it."]
+    many = len(promoted)
+    return [f"{counted(many, 'entry', 'entries')} written by memory promote "
+            f"{for_count(many, 'is', 'are')} claimed as the fact {for_count(many, 'it carries', 'they carry')}, citing "
+            f"{for_count(many, 'its', 'their')} MEMORY.md line; {cited} also {for_count(cited, 'cites', 'cite')} the "
+            f"daily note lines {for_count(cited, 'it', 'they')} came from, the rest name a daily note that is not in "
+            "the workspace or no longer says it."]
