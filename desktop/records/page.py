@@ -14,6 +14,7 @@ owner to paste into the agent's chat; nothing is sent.
 from __future__ import annotations
 
 from collections import OrderedDict
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Callable
 
@@ -169,6 +170,9 @@ class RecordPage(QWidget):
         # The bodies last made, by (text, what its links resolve to, dark palette): a note opened again
         # (Alt+Left, a link back) is shown from here when neither its text nor its links changed.
         self._bodies: OrderedDict[tuple[str, tuple[Any, ...], bool], str] = OrderedDict()
+        # The record read last, the zone it was shown in and its body as shown (``shown_body``): made once for
+        # each record read, not again each time its body is shown (its links arrived, a long note's rest parsed).
+        self._body_text: tuple[dict[str, Any] | None, tzinfo | None, str] = (None, None, "")
         self.dialog: QDialog | None = None
         self._generation = 0
 
@@ -360,7 +364,7 @@ class RecordPage(QWidget):
         self._show_details()
         # Parsed now, while the engine reads its links; made and laid out once, when they are in (the
         # [[links]] to records named there then link to their ids): a long note is made once, not twice.
-        text = shown_body(record, self.now())
+        text = self._shown_text()
         if not any(key[0] == text for key in self._bodies) and (self._parsed is None or self._parsed.text != text):
             self.rest_timer.stop()  # another text: what was being parsed is not shown
             self._parsed = BodyParse(text)  # opened again: parsed only if its links changed
@@ -402,7 +406,7 @@ class RecordPage(QWidget):
         self._render(self.details, lambda: self.details.show_html(details_html(record, links, self.now())))
 
     def _show_body(self) -> None:
-        text, known = shown_body(self.record or {}, self.now()), known_records(self.links)
+        text, known = self._shown_text(), known_records(self.links)
         self.body.setPlaceholderText("This record has no body.")
         parsing = self._parsed if self._parsed is not None and self._parsed.text == text else None
         if (parsing is not None and not parsing.done and self._body_key(text, known) not in self._bodies
@@ -431,6 +435,16 @@ class RecordPage(QWidget):
         self._parsed.parse_next()
         if self._parsed.done:
             self._show_body()
+
+    def _shown_text(self) -> str:
+        """The body of the record on the page as shown (``shown_body``: an imported conversation's times in the
+        local zone), made once for each record read and zone."""
+        now = self.now()
+        record, zone, text = self._body_text
+        if record is not self.record or zone != now.tzinfo:
+            text = shown_body(self.record or {}, now)
+            self._body_text = (self.record, now.tzinfo, text)
+        return text
 
     @staticmethod
     def _body_key(text: str, known: Known) -> tuple[str, tuple[Any, ...], bool]:

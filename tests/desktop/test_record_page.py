@@ -12,6 +12,8 @@ from PySide6.QtGui import QTextTable
 from desktop.common.diffs import DIFF_BACKGROUNDS, DIFF_COLOURS
 from desktop.common.times import ago, clock_time, exact_time
 from desktop.common.widgets import SafeTextBrowser
+from desktop.records import page as record_page
+from desktop.records.conversations import shown_body
 from desktop.records.history import compared, revision_diff_html, what_changed
 from desktop.records.markdown import body_html, known_records
 from desktop.records.render import details_html, evidence_html, header_html
@@ -465,3 +467,21 @@ def test_a_long_note_read_again_or_opened_at_a_heading_is_made_whole_at_once(
     with qtbot.waitSignal(page.sig_body_shown, timeout=10_000):
         page.refresh()  # read again in place (an agent wrote): whole, where the reader is
     assert "Day 150" in page.body.toPlainText()
+
+
+def test_a_body_is_made_ready_to_show_once_for_each_record_read(
+        qtbot, served_engine, tasks, gui_thread_guard, monkeypatch) -> None:
+    """The body as the page shows it (an imported conversation's times made local) is made once for the record
+    read, not again when its links arrive and again when a long note's rest is parsed."""
+    made: list[str] = []
+    monkeypatch.setattr(record_page, "shown_body", lambda record, now: made.append(record.get("id")) or shown_body(
+        record, now))
+    body = long_note()[long_note().index("# Log"):]
+    gui_thread_guard.active = False
+    saved = save(served_engine, {"requestId": "long-3", "type": "note", "title": "Meeting log", "body": body})
+    gui_thread_guard.active = True
+    view = records_view_on_main(qtbot, tasks, 1280, 800)
+    with qtbot.waitSignal(view.page.sig_body_shown, timeout=10_000) as shown:  # whole: record, links and rest in
+        view.open_record(saved["id"])
+    assert shown.args == [saved["id"]] and "Day 150" in view.page.body.toPlainText()
+    assert made.count(saved["id"]) == 1
