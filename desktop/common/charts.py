@@ -381,6 +381,8 @@ class Chart(QWidget):
         xs = [x for x, _, _ in ordered]
         for number, (serie, colour) in enumerate(zip(self.series, colours)):
             ys = [math.nan if values[number] is None else values[number] for _, _, values in ordered]
+            if all(math.isnan(y) for y in ys):
+                continue  # nothing to draw (pyqtgraph warns "All-NaN slice encountered" placing no point)
             self._add(pg.PlotDataItem(xs, ys, pen=pg.mkPen(colour, width=2, style=DASHES[number % len(DASHES)]),
                                       symbol="o", symbolSize=5, symbolBrush=colour, symbolPen=colour,
                                       connect="finite"))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QPalette
 
-from desktop.common.charts import Chart, Marker, Series
+from desktop.common.charts import Chart, Marker, Series, series_colours
 from desktop.common.models import Column, RowsModel
 from tests.desktop.conftest import window_in_a_fresh_process
 
@@ -51,6 +52,24 @@ def test_lines_follow_the_model_with_a_gap_where_a_value_is_missing(qtbot) -> No
     model.set_rows([{"x": 0.3, "a": 0.7, "b": 0.6}])
     assert [list(item.getData()[1]) for item in drawn(chart, pg.PlotDataItem)] == [[0.7], [0.6]]
 
+
+
+def test_a_series_without_a_value_draws_nothing_and_pyqtgraph_is_never_handed_it(qtbot) -> None:
+    """A line with no value at all (precision where nothing is labelled) draws no line and no point, its key
+    kept: pyqtgraph, handed points none of which is a number, warns "All-NaN slice encountered" placing them."""
+    model = RowsModel(COLUMNS)
+    chart = Chart(model, 0, [Series(2, "a"), Series(3, "b")], kind="lines", y_max=1.0, title="T")
+    qtbot.addWidget(chart)
+    chart.show()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.set_rows([{"x": 0.5, "a": 0.2}, {"x": 0.1, "a": 0.9}])
+        for item in drawn(chart, pg.PlotDataItem):
+            item.scatter.dataBounds(1)  # where pyqtgraph places the points, to paint them
+        chart.plot.grab()
+    [line] = drawn(chart, pg.PlotDataItem)
+    assert list(line.getData()[1]) == [0.9, 0.2] and line.opts["symbolBrush"] == series_colours(chart.palette(), 2)[0]
+    assert "&nbsp;b</span>" in chart.legend_html()
 
 def test_stacked_bars_stack_and_a_hover_names_the_bar(qtbot) -> None:
     model = RowsModel(COLUMNS)
