@@ -446,16 +446,16 @@ class Catalog(CatalogReads):
     def fill_mentions(self) -> None:
         """Record the ids every catalogued frontmatter holds, once, for a store catalogued before ``mentions``
         was kept (its migration leaves a mark in ``meta``); until then ``mentioning`` reads every frontmatter."""
-        if self.db.one("SELECT 1 FROM meta WHERE key = 'mentions_unfilled'") is None:
-            return
-        with self.db.atomic():
-            self.db.execute("DELETE FROM mentions")
-            self.db.executemany("INSERT INTO mentions (partition, path, target) VALUES (?, ?, ?)",
-                                ((partition, path, target) for partition, path, record_id, frontmatter in
-                                 self.db.iterate_tuples("SELECT partition, path, record_id, frontmatter FROM catalog "
-                                                        "WHERE frontmatter IS NOT NULL")
-                                 for target in _mentioned(frontmatter, record_id)))
-            self.db.execute("DELETE FROM meta WHERE key = 'mentions_unfilled'")
+        if self.db.one("SELECT 1 FROM meta WHERE key = 'mentions_unfilled'") is not None:
+            with self.db.atomic():
+                self.db.execute("DELETE FROM mentions")
+                self.db.executemany("INSERT INTO mentions (partition, path, target) VALUES (?, ?, ?)",
+                                    ((partition, path, target) for partition, path, record_id, frontmatter in
+                                     self.db.iterate_tuples("SELECT partition, path, record_id, frontmatter "
+                                                            "FROM catalog WHERE frontmatter IS NOT NULL")
+                                     for target in _mentioned(frontmatter, record_id)))
+                self.db.execute("DELETE FROM meta WHERE key = 'mentions_unfilled'")
+        self._mentions_filled = True
 
     def _load_descriptor(self, partition: str, reader: TreeReader, relpath: str, info: FileStat) -> None:
         try:

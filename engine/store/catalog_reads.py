@@ -292,6 +292,9 @@ class CatalogReads:
         self.db = db
         self._derived: dict[tuple[str, str], tuple[int, dict[Any, Any]]] = {}
         self._maintained: dict[tuple[str, str], tuple[int, Any]] = {}
+        # Whether ``mentions`` holds every frontmatter's ids (None: not asked yet).  An old store's are filled
+        # once, at its open (``Catalog.fill_mentions``), and never unfilled after: asked once per catalog.
+        self._mentions_filled: bool | None = None
 
     def derived(self, partition: str, name: str, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``'s value for (``name``, ``key``), kept until the partition's catalog changes.
@@ -495,8 +498,9 @@ class CatalogReads:
         other id (an owner may choose one, and it may be a common word) is searched for in every frontmatter.
         Rows alike in both keys (one id in two files) come by path, so both ways give one order.
         """
-        if not is_generated_id(record_id) or self.db.one(
-                "SELECT 1 FROM meta WHERE key = 'mentions_unfilled'") is not None:
+        if self._mentions_filled is None:
+            self._mentions_filled = self.db.one("SELECT 1 FROM meta WHERE key = 'mentions_unfilled'") is None
+        if not is_generated_id(record_id) or not self._mentions_filled:
             return [record_row(row) for row in self.db.tuples(
                 f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE c.partition = ? AND {_LISTED} AND c.record_id != ? "
                 f"AND instr(c.frontmatter, ?) > 0 {_NEWEST}, c.path LIMIT ?", (partition, record_id, record_id, limit))]

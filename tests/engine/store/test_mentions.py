@@ -11,6 +11,7 @@ from engine.core.db import Database
 from engine.core.ids import _CROCKFORD, generated_ids_in, is_generated_id, new_id
 from engine.importers.demo import seed_demo
 from engine.service import Engine
+from engine.store.catalog import Catalog
 from engine.store.catalog_reads import _LISTED, _NEWEST, RECORD_COLUMNS, CatalogReads, record_row
 from engine.store.store import STATE_MIGRATIONS
 from engine.vault.records import Record
@@ -137,15 +138,33 @@ def test_a_store_catalogued_before_mentions_were_kept_answers_the_same_before_an
     with db.atomic():  # as the migration leaves a store catalogued before it
         db.execute("DELETE FROM mentions")
         db.execute("INSERT INTO meta (key, value) VALUES ('mentions_unfilled', '1')")
+    catalog = runtime.call(lambda: Catalog(runtime.store))  # the old store's catalog, opened
 
-    assert {record_id: runtime.call(lambda r=record_id: runtime.catalog.mentioning("private", r, 501))
+    assert {record_id: runtime.call(lambda r=record_id: catalog.mentioning("private", r, 501))
             for record_id in ids} == kept  # read from every frontmatter meanwhile
-    runtime.call(runtime.catalog.fill_mentions)
+    runtime.call(catalog.fill_mentions)
     assert db.one("SELECT 1 FROM meta WHERE key = 'mentions_unfilled'") is None
     assert db.one("SELECT count(*) FROM mentions")[0] > 0
-    assert {record_id: runtime.call(lambda r=record_id: runtime.catalog.mentioning("private", r, 501))
+    assert {record_id: runtime.call(lambda r=record_id: catalog.mentioning("private", r, 501))
             for record_id in ids} == kept
     assert sum(map(len, kept.values())) > 10
+
+
+def test_an_open_catalog_asks_whether_mentions_are_filled_once(engine: Engine, owner) -> None:
+    """The fill happens at open: a record page's backlinks never ask the database whether it has."""
+    seed_demo(engine)
+    runtime = engine.runtime(engine.registry.own_store_of("main"))
+    db: Database = runtime.store.db
+    ids = [row[0] for row in db.tuples("SELECT record_id FROM catalog WHERE record_id IS NOT NULL")]
+    ran: list[str] = []
+    db.connection.set_trace_callback(ran.append)
+    try:
+        answered = [runtime.call(lambda r=record_id: runtime.catalog.mentioning("private", r, 501))
+                    for record_id in ids]
+    finally:
+        db.connection.set_trace_callback(None)
+    assert any(answered) and any("FROM mentions" in statement for statement in ran)  # answered from the index
+    assert not [statement for statement in ran if "mentions_unfilled" in statement]
 
 
 def test_the_migration_marks_an_old_store_for_its_fill(tmp_path: Path) -> None:
