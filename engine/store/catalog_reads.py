@@ -279,7 +279,7 @@ def placeholders(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-def in_chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
+def in_chunks(values: Sequence[T]) -> Iterator[Sequence[T]]:
     """``values`` a query's ``IN (...)`` list at a time (``_IDS_PER_QUERY`` each)."""
     for start in range(0, len(values), _IDS_PER_QUERY):
         yield values[start:start + _IDS_PER_QUERY]

@@ -12,10 +12,8 @@ from dataclasses import dataclass
 
 from ..core.db import Database
 from ..core.ids import parse_timestamp
-from .catalog_reads import placeholders
+from .catalog_reads import in_chunks, placeholders
 from .record_rows import Catalogued
-
-_CHUNK = 500  # records in one IN (...) list, as the catalog's other look-ups
 
 
 @dataclass(frozen=True)
@@ -40,9 +38,8 @@ def date_outside_edits(db: Database, partition: str, seen: list[SeenVersion]) ->
     as seen outside after another version with the same number, when the engine first saw it, so the
     record is listed as updated then (Recent, ``updatedAt``).  The rule reads the revision archive, so a
     later re-read of the same file (a changed ontology) dates it the same."""
-    for start in range(0, len(seen), _CHUNK):
-        chunk = {(version.record_id, version.revision, version.sha256): version
-                 for version in seen[start:start + _CHUNK]}
+    for versions in in_chunks(seen):
+        chunk = {(version.record_id, version.revision, version.sha256): version for version in versions}
         ids = sorted({record_id for record_id, _, _ in chunk})
         # The versions kept after another with the same number, found in the archive's index alone (its
         # rows hold every file's bytes): a sync of many new files, none with an earlier version, pays little.
