@@ -419,10 +419,11 @@ class _SideHistory:
                     self.moves.setdefault(version.record_id, []).append((commit, wrote[version.record_id]))
 
 
-def _last_place(histories: Sequence[_SideHistory], record_id: str) -> Version | None:
+def _last_place(histories: Sequence[_SideHistory], parents: Mapping[Hashable, Sequence[Hashable]],
+                record_id: str) -> Version | None:
     """Where these commits, taken together, last moved a record: of the moves no later move on the same line of
-    commits replaced, the greatest path (as ``_merged_place`` merges two moves); None when they never moved it."""
-    parents = {commit: listed for history in histories for commit, listed in history.parents.items()}
+    commits replaced, the greatest path (as ``_merged_place`` merges two moves); None when they never moved it.
+    ``parents``: each commit's parents, of every history given."""
     moves = [move for history in histories for move in history.moves.get(record_id, [])]
 
     def descends(commit: Hashable, ancestor: Hashable) -> bool:
@@ -449,11 +450,20 @@ class _Removed:
                  load: Callable[[Hashable], bytes] | None) -> None:
         self._removed, self._load = removed, load
         self._by_side: dict[Held, _SideHistory] = {}
+        self._parents: dict[tuple[Held, ...], dict[Hashable, Sequence[Hashable]]] = {}
 
     def _read(self, side: Held) -> _SideHistory:
         if side not in self._by_side:
             self._by_side[side] = _SideHistory(self._removed(side) if self._removed is not None else (), self._load)
         return self._by_side[side]
+
+    def _last_place_in(self, sides: tuple[Held, ...], record_id: str) -> Version | None:
+        """``_last_place`` in these sides' histories taken together, their commits' parents joined once a merge."""
+        histories = [self._read(side) for side in sides]
+        if sides not in self._parents:
+            self._parents[sides] = {commit: listed for history in histories
+                                    for commit, listed in history.parents.items()}
+        return _last_place(histories, self._parents[sides], record_id)
 
     def revision(self, side: Held, record_id: str) -> Version | None:
         """The version that side's removals removed: the greatest by ``precedence`` (a version removed first-hand
@@ -470,14 +480,14 @@ class _Removed:
         place."""
         if not self.moved(side, record_id):
             return base
-        return _last_place([self._read("base"), self._read(side)], record_id) or base
+        return self._last_place_in(("base", side), record_id) or base
 
     def base_of_removed(self, record_id: str) -> Version | None:
         """The version of a record the base's history removed, where that history last had it."""
         gone = self.revision("base", record_id)
         if gone is None:
             return None
-        place = _last_place([self._read("base")], record_id) or gone
+        place = self._last_place_in(("base",), record_id) or gone
         return Version(place.path, gone.blob, gone.load)
 
     def was_removed(self, record_id: str, ours: Version | None, theirs: Version | None) -> bool:
