@@ -7,6 +7,7 @@ serving the real socket on its own threads; the views reach it only through
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -79,20 +80,29 @@ def desk_icons(request: pytest.FixtureRequest) -> None:
 def collect_on_gui_thread(request: pytest.FixtureRequest) -> Iterator[None]:
     """Python's cycles collected on the GUI thread only while a test shows widgets, as in the application
     (desktop/collector.py): collected on the in-process engine's threads, a cycle holding a Qt object
-    deadlocked the run."""
+    deadlocked the run.  A collection started on any other thread meanwhile fails the test."""
     if "qtbot" not in request.fixturenames and "qapp" not in request.fixturenames:
         yield
         return
     from desktop.collector import GuiThreadCollector
 
+    elsewhere: list[str] = []
+
+    def note(phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start" and threading.current_thread() is not threading.main_thread():
+            elsewhere.append(threading.current_thread().name)
+
     request.getfixturevalue("qapp")
     collector = GuiThreadCollector()
     collector.start()
+    gc.callbacks.append(note)
     try:
         yield
     finally:
+        gc.callbacks.remove(note)
         collector.stop()
         collector.deleteLater()
+    assert elsewhere == [], f"Python collected cycles off the GUI thread, on {sorted(set(elsewhere))}"
 
 
 @pytest.fixture(autouse=True)
