@@ -335,7 +335,9 @@ def report(result: ThroughputReport, command: str) -> str:
         f"- Command: `{command}`",
         "- Setup: `knowledge serve --port 0` in its own process on a fresh state directory; the private "
         "partition holds the generated note pages (engine/bench/corpus.py) plus what the run writes; clients are "
-        "threads with their own TCP connection on loopback, one request at a time.", "",
+        "threads with their own TCP connection on loopback, one request at a time; every size's engine runs during the "
+        f"one-client writes, which go to each size in turn, {ONE_CLIENT_BLOCK} requests a block, the order reversed "
+        "every round.", "",
         header, rule,
         row("cataloguing the new files (first search), s", lambda s: f"{s['catalogue_s']:.1f}",
             ISSUE_FIGURES["catalogue_s"]),

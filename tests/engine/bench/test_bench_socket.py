@@ -55,6 +55,7 @@ def test_throughput_benchmark_runs_and_reports_every_measure():
     text = throughput.report(result, "knowledge bench throughput --records 5 20")
     assert "| cataloguing the new files (first search), s |" in text
     assert "A write into 20 records costs" in text
+    assert f"{throughput.ONE_CLIENT_BLOCK} requests a block" in text
     parts = result["sizes"][0]["search_parts"]
     assert set(parts) == {"tantivy_ms", "search_ms", "authorize_ms", "identity_ms", "engine_search_ms"}
     assert all(value > 0 for value in parts.values())
