@@ -210,6 +210,7 @@ def _prepare(stack: ExitStack, records: int, round_trips: int, say: Callable[[st
     its engine left running (until ``stack`` closes) for the one-client phases."""
     state, token = owner_state(Path(stack.enter_context(tempfile.TemporaryDirectory())))
     engine = _Engine(state, token)
+    stack.callback(engine.stop)  # before the directory goes, whatever phase fails
     engine.start()
     client = engine.client()
     client.tool("knowledge_save_page", _page("seed", 0))  # the store and its partition
@@ -226,7 +227,6 @@ def _prepare(stack: ExitStack, records: int, round_trips: int, say: Callable[[st
     client.close()
     engine.stop()
     engine.start()
-    stack.callback(engine.stop)
     client = engine.client(timeout=FIRST_QUERY_TIMEOUT_S)
     stack.callback(client.close)
     figures["restart_first_query_s"] = _timed(lambda: _grep(client, 1))
