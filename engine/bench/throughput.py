@@ -6,14 +6,17 @@ that many generated note pages (engine/bench/corpus.py), written straight
 into the vault as an owner copying a large vault in would.  Measured, in
 this order:
 
-- cataloguing the new files: the first search after the start (every file
-  parsed and indexed);
-- the first search after a restart on the unchanged vault;
-- ``memory/index`` round trips on an idle engine;
-- one client writing pages (``knowledge_save_page``) and claims
-  (``knowledge_remember``), then ``knowledge_grep`` round trips on the idle
-  engine (for words those pages hold), then 8 clients writing pages together;
-- ``knowledge_grep`` from one client while 4 others write pages.
+- for each size in turn: cataloguing the new files (the first search after
+  the start: every file parsed and indexed), the first search after a
+  restart on the unchanged vault, ``memory/index`` round trips on the idle
+  engine; its engine then stays up;
+- one client writing pages (``knowledge_save_page``), then claims
+  (``knowledge_remember``), into every size's engine in turn, a block at a
+  time, so a shared machine's load falls on every size alike;
+- for each size in turn: ``knowledge_grep`` round trips on the idle engine
+  (for words those pages hold), 8 clients writing pages together,
+  ``knowledge_grep`` from one client while 4 others write pages; then its
+  engine stops and the parts of an idle search are timed in this process.
 
 Clients are threads of this process, each with its own TCP connection on
 loopback and one request at a time, as in ``knowledge bench socket``.
@@ -25,9 +28,11 @@ import statistics
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ..access.authority import AgentCaller
 from ..core.answers import NotRequired, TypedDict
@@ -41,6 +46,10 @@ from .defaults import THROUGHPUT_SIZES as SIZES
 from .socket import WORDS, Latency, RpcClient, _start_engine, machine, owner_state, percentile, run_together
 
 FIRST_QUERY_TIMEOUT_S = 1800  # the first search catalogues and indexes every file
+# One client's writes into one size before the next size's turn (docs/benchmarks/throughput.md, "Why the
+# 100-record partition wrote slower"): short enough that a shared machine's load, which comes and goes within
+# seconds, falls on every size alike.
+ONE_CLIENT_BLOCK = 20
 ISSUE_FIGURES = {  # what the throughput issue measured before this work (same machine, through the socket)
     "pages_per_s_1": "about 25 (29 into 200 records, 4.8 into 5,200)",
     "remember_per_s_1": "19",
@@ -105,8 +114,12 @@ class _Engine:
         self.process, self.port = _start_engine(self.state)
 
     def stop(self) -> None:
+        """Stop the engine; nothing to do when it is not running."""
+        if self.process is None:
+            return
         self.process.terminate()
         self.process.wait(120)
+        self.process = None
         self.state.remove_engine_info()  # a clean stop removes it too; the next start must not read a stale port
 
     def client(self, timeout: float = 60) -> RpcClient:
@@ -178,53 +191,93 @@ def _grep(client: RpcClient, index: int) -> None:
     client.tool("knowledge_grep", {"query": f"{WORDS[index % len(WORDS)]} {WORDS[(index * 7) % len(WORDS)]}"})
 
 
-def measure(records: int, *, seconds: float, round_trips: int, say: Callable[[str], None]) -> SizeFigures:
-    with tempfile.TemporaryDirectory() as scratch:
-        state, token = owner_state(Path(scratch))
-        engine = _Engine(state, token)
-        engine.start()
-        client = engine.client()
-        client.tool("knowledge_save_page", _page("seed", 0))  # the store and its partition
-        client.close()
-        engine.stop()
-        store_dir = next((state.root / "stores").iterdir())
-        say(f"{records:,} records: writing the files")
-        write_partition(store_dir / VAULT_DIR / "private", records, 0)
-        figures: dict[str, Any] = {"records": records}
+@dataclass
+class _Size:
+    """One partition size on its way through the phases: its engine, the client of the one-client phases and
+    the figures so far."""
+    records: int
+    state: StateDir
+    token: str
+    engine: _Engine
+    client: RpcClient
+    figures: dict[str, Any]
+    pages: list[float] = field(default_factory=list)
+    claims: list[float] = field(default_factory=list)
 
-        engine.start()
-        client = engine.client(timeout=FIRST_QUERY_TIMEOUT_S)
-        figures["catalogue_s"] = _timed(lambda: _grep(client, 0))
-        client.close()
-        engine.stop()
-        engine.start()
-        client = engine.client(timeout=FIRST_QUERY_TIMEOUT_S)
-        figures["restart_first_query_s"] = _timed(lambda: _grep(client, 1))
-        say(f"{records:,} records: catalogued in {figures['catalogue_s']:.1f} s, "
-            f"first query after a restart {figures['restart_first_query_s']:.2f} s")
-        as_of = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        first_index = _timed(lambda: client.call("memory/index", {"firstMessageAt": as_of}))
-        figures["memory_index"] = {"first_ms": first_index * 1000, **_summary(_latencies(
-            lambda i: client.call("memory/index", {"firstMessageAt": as_of}), max(10, round_trips // 10)))}
-        pages = _latencies(lambda i: client.tool("knowledge_save_page", _page("one", i)), round_trips)
-        figures["pages_1"] = {**_summary(pages), "per_s": len(pages) / (sum(pages) / 1000)}
-        claims = _latencies(lambda i: client.tool("knowledge_remember", {"requestId": f"claim-{i}", "items": [
-            {"text": f"The {WORDS[i % len(WORDS)]} review moved to week {i}.", "claimKind": "fact",
-             "excerpt": f"review moved to week {i}"}]}), round_trips)
-        figures["remember_1"] = {**_summary(claims), "per_s": len(claims) / (sum(claims) / 1000)}
-        # After the writes: the generated pages hold none of the query words, the written ones do, so these
-        # searches find hits and fetch their rows, documents and snippets.
-        figures["grep_idle"] = _summary(_latencies(lambda i: _grep(client, i), round_trips))
-        client.close()
-        say(f"{records:,} records: one client {figures['pages_1']['per_s']:.0f} pages/s, "
-            f"{figures['remember_1']['per_s']:.0f} remember/s")
-        figures["pages_8"] = _writers(engine, 8, seconds, "eight")
-        figures["grep_under_4_writers"] = _writers(engine, 4, seconds, "four", reader=_grep)
-        say(f"{records:,} records: 8 clients {figures['pages_8']['pages_per_s']:.0f} pages/s; grep beside 4 "
-            f"writers p50 {figures['grep_under_4_writers']['reads']['p50_ms']:.1f} ms")
-        engine.stop()
-        figures["search_parts"] = search_parts(state, token, round_trips)
-    return figures
+
+def _prepare(stack: ExitStack, records: int, round_trips: int, say: Callable[[str], None]) -> _Size:
+    """A state directory of ``records`` generated pages, catalogued, restarted, its ``memory/index`` measured;
+    its engine left running (until ``stack`` closes) for the one-client phases."""
+    state, token = owner_state(Path(stack.enter_context(tempfile.TemporaryDirectory())))
+    engine = _Engine(state, token)
+    stack.callback(engine.stop)  # before the directory goes, whatever phase fails
+    engine.start()
+    client = engine.client()
+    client.tool("knowledge_save_page", _page("seed", 0))  # the store and its partition
+    client.close()
+    engine.stop()
+    store_dir = next((state.root / "stores").iterdir())
+    say(f"{records:,} records: writing the files")
+    write_partition(store_dir / VAULT_DIR / "private", records, 0)
+    figures: dict[str, Any] = {"records": records}
+
+    engine.start()
+    client = engine.client(timeout=FIRST_QUERY_TIMEOUT_S)
+    figures["catalogue_s"] = _timed(lambda: _grep(client, 0))
+    client.close()
+    engine.stop()
+    engine.start()
+    client = engine.client(timeout=FIRST_QUERY_TIMEOUT_S)
+    stack.callback(client.close)
+    figures["restart_first_query_s"] = _timed(lambda: _grep(client, 1))
+    say(f"{records:,} records: catalogued in {figures['catalogue_s']:.1f} s, "
+        f"first query after a restart {figures['restart_first_query_s']:.2f} s")
+    as_of = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    first_index = _timed(lambda: client.call("memory/index", {"firstMessageAt": as_of}))
+    figures["memory_index"] = {"first_ms": first_index * 1000, **_summary(_latencies(
+        lambda i: client.call("memory/index", {"firstMessageAt": as_of}), max(10, round_trips // 10)))}
+    return _Size(records, state, token, engine, client, figures)
+
+
+def _remember(index: int) -> dict[str, Any]:
+    return {"requestId": f"claim-{index}", "items": [
+        {"text": f"The {WORDS[index % len(WORDS)]} review moved to week {index}.", "claimKind": "fact",
+         "excerpt": f"review moved to week {index}"}]}
+
+
+def _one_client(sizes: list[_Size], round_trips: int) -> None:
+    """``round_trips`` pages, then as many claims, into each size: in blocks of ``ONE_CLIENT_BLOCK``, each size
+    in turn, the order reversed every round, every size's engine running meanwhile.  So the machine's load at
+    any moment (other programs on a shared machine) falls on every size alike, and the sizes' figures compare
+    the write paths, not the moments they were measured at.  A size's background work (the index commit, git's)
+    may run during another size's block, as it would run during its own next writes."""
+    for tool, timings, arguments in (("knowledge_save_page", "pages", lambda i: _page("one", i)),
+                                     ("knowledge_remember", "claims", _remember)):
+        for round_number, first in enumerate(range(0, round_trips, ONE_CLIENT_BLOCK)):
+            count = min(ONE_CLIENT_BLOCK, round_trips - first)
+            for size in (sizes if round_number % 2 == 0 else sizes[::-1]):
+                getattr(size, timings).extend(_latencies(
+                    lambda i, size=size: size.client.tool(tool, arguments(first + i)), count))
+
+
+def _finish(size: _Size, *, seconds: float, round_trips: int, say: Callable[[str], None]) -> SizeFigures:
+    """The phases after the one-client writes, on ``size``'s engine alone; then its engine stops."""
+    figures, engine, client = size.figures, size.engine, size.client
+    figures["pages_1"] = {**_summary(size.pages), "per_s": len(size.pages) / (sum(size.pages) / 1000)}
+    figures["remember_1"] = {**_summary(size.claims), "per_s": len(size.claims) / (sum(size.claims) / 1000)}
+    # After the writes: the generated pages hold none of the query words, the written ones do, so these
+    # searches find hits and fetch their rows, documents and snippets.
+    figures["grep_idle"] = _summary(_latencies(lambda i: _grep(client, i), round_trips))
+    say(f"{size.records:,} records: one client {figures['pages_1']['per_s']:.0f} pages/s, "
+        f"{figures['remember_1']['per_s']:.0f} remember/s")
+    figures["pages_8"] = _writers(engine, 8, seconds, "eight")
+    figures["grep_under_4_writers"] = _writers(engine, 4, seconds, "four", reader=_grep)
+    say(f"{size.records:,} records: 8 clients {figures['pages_8']['pages_per_s']:.0f} pages/s; grep beside 4 "
+        f"writers p50 {figures['grep_under_4_writers']['reads']['p50_ms']:.1f} ms")
+    client.close()
+    engine.stop()
+    figures["search_parts"] = search_parts(size.state, size.token, round_trips)
+    return cast(SizeFigures, figures)
 
 
 def search_parts(state: StateDir, token: str, count: int) -> dict[str, float]:
@@ -261,7 +314,10 @@ def search_parts(state: StateDir, token: str, count: int) -> dict[str, float]:
 
 def run(*, sizes: tuple[int, ...] = SIZES, seconds: float = 5.0, round_trips: int = 200,
         say: Callable[[str], None] = lambda line: None) -> ThroughputReport:
-    return {"sizes": [measure(records, seconds=seconds, round_trips=round_trips, say=say) for records in sizes]}
+    with ExitStack() as stack:
+        prepared = [_prepare(stack, records, round_trips, say) for records in sizes]
+        _one_client(prepared, round_trips)
+        return {"sizes": [_finish(size, seconds=seconds, round_trips=round_trips, say=say) for size in prepared]}
 
 
 def report(result: ThroughputReport, command: str) -> str:
@@ -279,7 +335,9 @@ def report(result: ThroughputReport, command: str) -> str:
         f"- Command: `{command}`",
         "- Setup: `knowledge serve --port 0` in its own process on a fresh state directory; the private "
         "partition holds the generated note pages (engine/bench/corpus.py) plus what the run writes; clients are "
-        "threads with their own TCP connection on loopback, one request at a time.", "",
+        "threads with their own TCP connection on loopback, one request at a time; every size's engine runs during the "
+        f"one-client writes, which go to each size in turn, {ONE_CLIENT_BLOCK} requests a block, the order reversed "
+        "every round.", "",
         header, rule,
         row("cataloguing the new files (first search), s", lambda s: f"{s['catalogue_s']:.1f}",
             ISSUE_FIGURES["catalogue_s"]),

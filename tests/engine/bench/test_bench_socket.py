@@ -55,7 +55,37 @@ def test_throughput_benchmark_runs_and_reports_every_measure():
     text = throughput.report(result, "knowledge bench throughput --records 5 20")
     assert "| cataloguing the new files (first search), s |" in text
     assert "A write into 20 records costs" in text
+    assert f"{throughput.ONE_CLIENT_BLOCK} requests a block" in text
     parts = result["sizes"][0]["search_parts"]
     assert set(parts) == {"tantivy_ms", "search_ms", "authorize_ms", "identity_ms", "engine_search_ms"}
     assert all(value > 0 for value in parts.values())
     assert "| `Engine.search` in all |" in text
+
+
+def test_throughput_one_client_phases_take_turns_between_sizes_block_by_block(monkeypatch):
+    """One client's writes go to each size in turn, a block at a time, the order reversed every round, pages
+    before claims, so the load of the moment falls on every size alike."""
+    from engine.bench import throughput
+
+    class Recording:
+        def __init__(self, name: str, log: list[tuple[str, str, str]]) -> None:
+            self.name, self.log = name, log
+
+        def tool(self, tool: str, arguments: dict) -> dict:
+            self.log.append((self.name, tool, arguments["requestId"]))
+            return {}
+
+    monkeypatch.setattr(throughput, "ONE_CLIENT_BLOCK", 3)
+    log: list[tuple[str, str, str]] = []
+    sizes = [throughput._Size(records, None, "", None, Recording(f"s{records}", log), {"records": records})
+             for records in (100, 5000)]
+    throughput._one_client(sizes, 7)
+
+    pages = [(name, request) for name, tool, request in log if tool == "knowledge_save_page"]
+    assert [tool for _, tool, _ in log] == ["knowledge_save_page"] * 14 + ["knowledge_remember"] * 14
+    blocks = [name for name, _ in pages]
+    assert blocks == ["s100"] * 3 + ["s5000"] * 3 + ["s5000"] * 3 + ["s100"] * 3 + ["s100"] + ["s5000"]
+    assert [request for name, request in pages if name == "s5000"] == [f"one-{i}" for i in range(7)]
+    claims = [request for name, tool, request in log if tool == "knowledge_remember" and name == "s100"]
+    assert claims == [f"claim-{i}" for i in range(7)]
+    assert all(len(size.pages) == 7 and len(size.claims) == 7 for size in sizes)
