@@ -16,6 +16,7 @@ from engine.service import Engine
 from models.fixtures import TINY_RERANKER
 from models.installed import ModelStore
 from models.local import add_local
+from tests.desktop.conftest import wait_for_signal
 from tests.engine.gate_helpers import FakeRerank, keep_turns, quiet_and_needing, scores_by_text, write_config
 
 # The charts import pyqtgraph when first shown (reading its files, as any import does); here it is imported
@@ -49,6 +50,22 @@ def shown(qtbot: Any, tasks: Any) -> GateView:
     view.resize(1200, 800)
     view.show()
     return view
+
+
+def shown_on_main(qtbot: Any, tasks: Any) -> GateView:
+    """The view shown, its settings read for the agent ``main``."""
+    view = shown(qtbot, tasks)
+    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
+    return view
+
+
+def proposal_shown(qtbot: Any, tasks: Any, engine: Engine, guard: Any) -> tuple[GateView, dict]:
+    """The labelled turns kept, the view shown on ``main`` with its Tuning tab in front: the view and the
+    proposal it loaded."""
+    keep_labelled_turns(engine, guard)
+    view = shown_on_main(qtbot, tasks)
+    blocker = wait_for_signal(qtbot, view.tuning.sig_proposal_loaded, lambda: view.show_tab(view.tuning))
+    return view, blocker.args[0]
 
 
 def read_config(engine: Engine, guard: Any) -> dict:

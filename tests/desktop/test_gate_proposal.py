@@ -10,7 +10,7 @@ from desktop.common.models import VALUE_ROLE
 from desktop.gate.replay_panel import summary_text as replay_summary
 from desktop.gate.tuning_panel import F1 as F1_COLUMN, THRESHOLD as THRESHOLD_COLUMN
 from tests.desktop.conftest import wait_for_signal
-from tests.desktop.gate_view_helpers import keep_labelled_turns, read_config, shown
+from tests.desktop.gate_view_helpers import proposal_shown, read_config, shown_on_main
 from tests.desktop.gate_view_helpers import gate_engine  # noqa: F401 (a fixture)
 from tests.engine.gate_helpers import write_config
 
@@ -18,13 +18,10 @@ from tests.engine.gate_helpers import write_config
 def test_the_proposal_for_a_precision_is_applied_in_one_action_and_shown_applied(qtbot, gate_engine, tasks,
                                                                                  gui_thread_guard) -> None:
     engine, _ = gate_engine
-    keep_labelled_turns(engine, gui_thread_guard)
-    view = shown(qtbot, tasks)
+    view, proposal = proposal_shown(qtbot, tasks, engine, gui_thread_guard)
     tuning = view.tuning
-    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
-    blocker = wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: view.show_tab(tuning))
     # The six real turns are unlabelled; the 35 labelled ones propose 0.6, and a skip hint below 0.4.
-    assert blocker.args[0]["apply"] == {"highThreshold": 0.6, "skipHintBelow": 0.4}
+    assert proposal["apply"] == {"highThreshold": 0.6, "skipHintBelow": 0.4}
     text = tuning.proposal_label.text()
     assert text.startswith("For precision 0.80: Inject at or above 0.6: precision 1.00") and "35 labelled turns" in text
     assert "Applied" not in text and tuning.apply_button.isEnabled()
@@ -66,9 +63,8 @@ def test_an_applied_proposal_keeps_its_four_decimals_when_the_form_is_saved_agai
     # Proposals have four decimals (0.0562). The form showed three: after Apply, switching the mode to live and
     # saving wrote 0.056 and 0.053, no longer the proposal, and the charts said "in force 0.06".
     engine, _ = gate_engine
-    view = shown(qtbot, tasks)
+    view = shown_on_main(qtbot, tasks)
     form = view.settings
-    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
     wait_for_signal(qtbot, form.sig_settings_saved,
                     lambda: view.tuning.sig_proposal_applied.emit({"highThreshold": 0.0562, "skipHintBelow": 0.0528}))
     assert form.values()["highThreshold"] == 0.0562 and form.values()["skipHintBelow"] == 0.0528
@@ -88,9 +84,8 @@ def test_the_what_if_table_and_replay_say_an_applied_threshold_with_its_four_dec
                                                                                       gui_thread_guard) -> None:
     # The table's Inject at column showed 0.056 for an applied 0.0562 (its tooltip 0.06): the owner could not
     # match the row in force to what Apply wrote.
-    view = shown(qtbot, tasks)
+    view = shown_on_main(qtbot, tasks)
     tuning = view.tuning
-    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
     wait_for_signal(qtbot, view.settings.sig_settings_saved,
                     lambda: tuning.sig_proposal_applied.emit({"highThreshold": 0.0562}))
     view.show_tab(tuning)
@@ -111,11 +106,8 @@ def test_the_what_if_table_and_replay_say_an_applied_threshold_with_its_four_dec
 def test_the_proposals_comparison_follows_a_threshold_changed_in_config_json(qtbot, gate_engine, tasks,
                                                                               gui_thread_guard) -> None:
     engine, fake = gate_engine
-    keep_labelled_turns(engine, gui_thread_guard)
-    view = shown(qtbot, tasks)
+    view, _ = proposal_shown(qtbot, tasks, engine, gui_thread_guard)
     tuning = view.tuning
-    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
-    wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: view.show_tab(tuning))
     assert "Inject at or above 0.75 (in force now)" in tuning.proposal_label.text()
     gui_thread_guard.active = False   # the owner edits config.json by hand
     try:
@@ -134,11 +126,8 @@ def test_an_applied_proposal_can_be_undone_back_to_the_settings_as_they_were(qtb
     # After Apply nothing said what was in force before, nor how to go back: the form can only write values, so
     # the Decision model's own threshold (no key written) could not be had again from the window.
     engine, _ = gate_engine
-    keep_labelled_turns(engine, gui_thread_guard)
-    view = shown(qtbot, tasks)
+    view, _ = proposal_shown(qtbot, tasks, engine, gui_thread_guard)
     tuning = view.tuning
-    wait_for_signal(qtbot, view.settings.sig_settings_loaded, lambda: view.set_agent("main"))
-    wait_for_signal(qtbot, tuning.sig_proposal_loaded, lambda: view.show_tab(tuning))
     assert not tuning.undo_button.isVisibleTo(tuning)
     wait_for_signal(qtbot, view.settings.sig_settings_saved, tuning.apply_button.click)
     qtbot.waitUntil(lambda: "Applied: in force now." in tuning.proposal_label.text(), timeout=10_000)

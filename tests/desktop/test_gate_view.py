@@ -25,7 +25,7 @@ from models.fixtures import TINY_EMBEDDER
 from models.installed import ModelStore
 from models.local import add_local
 from tests.desktop.conftest import wait_for_signal
-from tests.desktop.gate_view_helpers import MESSAGES, keep_labelled_turns, read_config, shown
+from tests.desktop.gate_view_helpers import MESSAGES, keep_labelled_turns, read_config, shown, shown_on_main
 from tests.desktop.gate_view_helpers import gate_engine  # noqa: F401 (a fixture)
 from tests.engine.gate_helpers import ready, write_config
 
@@ -33,9 +33,8 @@ from tests.engine.gate_helpers import ready, write_config
 def test_settings_are_checked_by_the_engine_next_to_the_field_and_saved(qtbot, gate_engine, tasks,
                                                                         gui_thread_guard) -> None:
     engine, _ = gate_engine
-    view = shown(qtbot, tasks)
+    view = shown_on_main(qtbot, tasks)
     form = view.settings
-    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
     assert form.values()["mode"] == "shadow" and form.values()["journal"] is True
     assert form.values()["highThreshold"] == 0.75 and form.values()["mediumThreshold"] is None
     assert "Decision model rerank/test: ready" in form.status.text()
@@ -79,9 +78,8 @@ def engine_defaults(engine: Engine, guard: Any) -> dict:
 def test_every_setting_says_what_it_does_its_default_and_the_trade_off(qtbot, gate_engine, tasks, monkeypatch,
                                                                        tmp_path, gui_thread_guard) -> None:
     engine, _ = gate_engine
-    view = shown(qtbot, tasks)
+    view = shown_on_main(qtbot, tasks)
     form = view.settings
-    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
     qtbot.waitUntil(lambda: form.defaults is not None, timeout=10_000)
     defaults = engine_defaults(engine, gui_thread_guard)
     assert set(form.inputs) == {field.key for field in FIELDS} == set(defaults) == set(form.helps)
@@ -160,9 +158,8 @@ def embedding_engine(served_engine: Engine) -> Engine:
 
 def test_the_threshold_default_shown_is_the_embedding_decision_models(qtbot, embedding_engine, tasks,
                                                                        gui_thread_guard) -> None:
-    view = shown(qtbot, tasks)
+    view = shown_on_main(qtbot, tasks)
     form = view.settings
-    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
     qtbot.waitUntil(lambda: form.defaults is not None, timeout=10_000)
     threshold = engine_defaults(embedding_engine, gui_thread_guard)["highThreshold"]
     assert threshold == HIGH_THRESHOLD != 0.75
@@ -173,9 +170,8 @@ def test_the_threshold_default_shown_is_the_embedding_decision_models(qtbot, emb
 
 def test_a_pointer_line_above_the_decision_models_inject_line_is_refused_though_none_is_written(
         qtbot, embedding_engine, tasks, gui_thread_guard) -> None:
-    view = shown(qtbot, tasks)
+    view = shown_on_main(qtbot, tasks)
     form = view.settings
-    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
     qtbot.waitUntil(lambda: form.defaults is not None, timeout=10_000)
     assert form.values()["highThreshold"] == HIGH_THRESHOLD < 0.7 < 0.75   # the model's, not the spec's 0.75
     form.switches["mediumThreshold"].setChecked(True)
@@ -190,9 +186,8 @@ def test_a_pointer_line_above_the_decision_models_inject_line_is_refused_though_
 
 def test_an_invalid_form_is_never_written(qtbot, gate_engine, tasks, gui_thread_guard) -> None:
     engine, _ = gate_engine
-    view = shown(qtbot, tasks)
+    view = shown_on_main(qtbot, tasks)
     form = view.settings
-    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
     form.inputs["timeoutMs"].setValue(50)
     wait_for_signal(qtbot, form.sig_checked, form.save)
     assert form.errors["timeoutMs"].isVisible() and "100 to 10,000" in form.errors["timeoutMs"].text()
@@ -203,9 +198,8 @@ def test_an_invalid_form_is_never_written(qtbot, gate_engine, tasks, gui_thread_
 def test_a_pointer_line_above_the_inject_line_is_said_in_the_forms_words_and_not_saved(qtbot, gate_engine, tasks,
                                                                                       gui_thread_guard) -> None:
     engine, _ = gate_engine
-    view = shown(qtbot, tasks)
+    view = shown_on_main(qtbot, tasks)
     form = view.settings
-    wait_for_signal(qtbot, form.sig_settings_loaded, lambda: view.set_agent("main"))
     form.inputs["highThreshold"].setValue(0.5)
     form.switches["mediumThreshold"].setChecked(True)
     form.inputs["mediumThreshold"].setValue(0.7)
