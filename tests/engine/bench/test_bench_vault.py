@@ -68,3 +68,13 @@ def test_a_vault_without_the_answering_notes_is_refused(small_vault: Path) -> No
     (small_vault / "Plugins/Word count.md").unlink()
     with pytest.raises(InvalidParams, match="lacks Plugins/Word count.md"):
         vault_search.run(small_vault, TINY_EMBEDDER, say=lambda _: None)
+
+
+def test_the_shipped_questions_are_read_as_the_bench_reads_them() -> None:
+    asked = json.loads(vault_search.QUESTIONS.read_text(encoding="utf-8"))["questions"]
+
+    assert len(asked) == 60 and len({question for question, _ in asked}) == 60
+    for question, answers in asked:
+        assert question.strip() and answers, question
+        assert len(set(answers)) == len(answers), question  # a note is named once per question
+        assert all(path.endswith(".md") and not path.startswith("/") for path in answers), question
