@@ -7,7 +7,9 @@ then the watch tries the state directory's engine endpoint (``engine.json``)
 every ``retry_s`` until an engine answers, and subscribes again.  A quiet
 connection is pinged every ``ping_s``, so an engine that stopped answering
 without closing is noticed too.  Everything reaches the GUI thread through
-queued signals; the request connection (``EngineTasks``) is left alone.
+queued signals; the request connection (``EngineTasks``) is left alone.  The
+thread holds the watch only through a weak reference, so a watch let go (a
+window closed) is released on the GUI thread, never on the watch's thread.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import logging
 import socket
 import threading
+import weakref
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -30,6 +33,7 @@ from .tasks import THREAD_PREFIX
 log = logging.getLogger(__name__)
 RETRY_S = 1.0
 PING_S = 20.0
+STOP_WAIT_S = 10.0  # how long stop() waits for the thread: a connection attempt it cannot wake ends within this
 CHANGED = "notifications/operator/changed"  # engine/wire/protocol.py
 
 
@@ -38,7 +42,12 @@ class EngineLost(Exception):
 
 
 class EngineWatch(QObject):
-    """One thread: subscribed to the engine's changes, or waiting for an engine to come back."""
+    """One thread: subscribed to the engine's changes, or waiting for an engine to come back.
+
+    The thread holds nothing of Qt's: its work is a plain ``_Subscription`` with a weak reference to the watch,
+    made strong only to emit, under a lock that ``stop`` takes.  Once ``stop`` returns the thread never touches
+    the watch again, even when it gave up waiting for the thread to end, and a watch let go is released on the
+    GUI thread, where its destruction stops the thread."""
 
     sig_changes_arrived = Signal(object)
     """The engine pushed ``{"changes": [...], "resync": bool}`` (resync: reload everything)."""
@@ -53,16 +62,14 @@ class EngineWatch(QObject):
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.retry_s = retry_s
-        self.ping_s = ping_s
-        self._stop = threading.Event()
-        self._socket: socket.socket | None = None
-        self._socket_lock = threading.Lock()
+        self._subscription = _Subscription(state, retry_s, ping_s, weakref.ref(self))
+        self.destroyed.connect(self._subscription.stop)  # a watch let go (or its parent closed) stops its thread
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"{THREAD_PREFIX}-watch", daemon=True)
+            self._thread = threading.Thread(target=self._subscription.run, name=f"{THREAD_PREFIX}-watch",
+                                            daemon=True)
             self._thread.start()
 
     @property
@@ -70,33 +77,59 @@ class EngineWatch(QObject):
         return self._thread is not None
 
     def stop(self) -> None:
-        """End the watch and join its thread (closing the connection wakes a blocked read)."""
-        self._stop.set()
+        """End the watch and join its thread (closing the connection wakes a blocked read).  After this the
+        thread never emits again, even if it is still leaving a connection attempt after ``STOP_WAIT_S``."""
+        self._subscription.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=STOP_WAIT_S)
+            self._thread = None
+
+
+class _Subscription:
+    """What the watch's thread runs: the subscription, and the retries while no engine answers."""
+
+    def __init__(self, state: StateDir, retry_s: float, ping_s: float, watch: weakref.ref[EngineWatch]) -> None:
+        self.state = state
+        self.retry_s = retry_s
+        self.ping_s = ping_s
+        self._watch = watch
+        self._stop = threading.Event()
+        self._emit_lock = threading.Lock()  # held while emitting, and to stop: no emit after stop() returns
+        self._socket: socket.socket | None = None
+        self._socket_lock = threading.Lock()
+
+    def stop(self) -> None:
+        with self._emit_lock:
+            self._stop.set()
         with self._socket_lock:
             if self._socket is not None:
                 try:
                     self._socket.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
 
-    # --- the thread --------------------------------------------------------------------------
+    def _emit(self, signal: str, value: Any) -> None:
+        """Emit the watch's ``signal`` (a queued signal: the GUI thread receives it), unless it stopped or is
+        gone.  The strong reference lives only for the emit; a watch is stopped before it is let go."""
+        with self._emit_lock:
+            if self._stop.is_set():
+                return
+            watch = self._watch()
+            if watch is not None:
+                getattr(watch, signal).emit(value)
 
-    def _run(self) -> None:
+    def run(self) -> None:
         while not self._stop.is_set():
             try:
                 connection, lines, info = self._subscribe()
             except (EngineError, KnowledgeError, OSError, ValueError):
                 self._stop.wait(self.retry_s)  # no engine yet: try engine.json again shortly
                 continue
-            self.sig_engine_found.emit(info)
+            self._emit("sig_engine_found", info)
             try:
                 self._read(connection, lines)
             except EngineLost as exc:
-                if not self._stop.is_set():
-                    self.sig_engine_lost.emit(str(exc))
+                self._emit("sig_engine_lost", str(exc))
             finally:
                 with self._socket_lock:
                     self._socket = None
@@ -147,7 +180,7 @@ class EngineWatch(QObject):
                 raise EngineLost(f"the connection broke: {exc.strerror or exc}") from exc
             pinged = False
             if message.get("method") == CHANGED:
-                self.sig_changes_arrived.emit(message.get("params") or {})
+                self._emit("sig_changes_arrived", message.get("params") or {})
 
 
 class _Lines:

@@ -14,13 +14,15 @@ import signal
 import socket
 import threading
 import uuid
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 from PySide6.QtCore import Qt
 
-from desktop import launcher
+from desktop import launcher, live
+from desktop.live import EngineWatch
 from desktop.main_window import MainWindow
 from desktop.tasks import EngineTasks
 from engine.core.ids import format_timestamp, utc_now
@@ -312,3 +314,57 @@ def test_the_record_shown_reloads_when_an_agent_adds_to_it_and_its_row_stays_sel
     assert records.page.record["id"] == dana
     qtbot.waitUntil(lambda: [index.data() for index in records.recent_table.selectionModel().selectedRows()]
                     == ["Dana Whitaker"], timeout=10_000)
+
+
+# --- the watch's thread never holds the watch ----------------------------------------------------------------
+
+
+class HeldState(StateDir):
+    """A state directory whose engine.json the watch reads only once the test lets it (a wait ``stop`` cannot
+    wake, as a connection attempt to an engine that accepts nothing)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.reading = threading.Event()
+        self.let_go = threading.Event()
+
+    def read_engine_info(self) -> dict[str, Any] | None:
+        self.reading.set()
+        self.let_go.wait(60)
+        return None
+
+
+def dies_on(watch: EngineWatch) -> list[str]:
+    """The name of the thread ``watch`` is released on, once it is."""
+    names: list[str] = []
+    weakref.finalize(watch, lambda: names.append(threading.current_thread().name))
+    return names
+
+
+def test_a_watch_let_go_while_its_thread_runs_is_released_on_the_gui_thread_and_its_thread_ends(
+        qapp, tmp_path) -> None:
+    watch = EngineWatch(StateDir(tmp_path / "no engine"), retry_s=60)
+    died_on = dies_on(watch)
+    watch.start()
+    thread = watch._thread
+    del watch  # as a window let go without closing: nothing but its thread could still hold the watch
+    assert died_on == [threading.main_thread().name]
+    thread.join(10)  # its destruction stopped the thread, which was waiting a minute to retry
+    assert not thread.is_alive()
+
+
+def test_a_stopped_watch_is_not_held_by_a_thread_that_has_not_ended_yet(qapp, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(live, "STOP_WAIT_S", 0)
+    state = HeldState(tmp_path / "state")
+    watch = EngineWatch(state)
+    died_on = dies_on(watch)
+    watch.start()
+    thread = watch._thread
+    assert state.reading.wait(10)
+    watch.stop()  # gives up waiting: the thread is still in its read
+    assert thread.is_alive()
+    del watch
+    assert died_on == [threading.main_thread().name]
+    state.let_go.set()
+    thread.join(10)
+    assert not thread.is_alive()

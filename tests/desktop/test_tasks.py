@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
+from types import FrameType
+from typing import Any, Iterator
 
 import pytest
 
+from desktop import tasks as tasks_module
 from desktop.client import EngineError, GuiThreadViolation, OperatorClient
 from desktop.tasks import EngineTasks, readable
 from engine.core.errors import NotFound
+
+MAIN = threading.main_thread().name
 
 
 def test_the_client_refuses_to_send_on_the_gui_thread(qapp, served) -> None:
@@ -101,3 +107,118 @@ def test_emitting_signals_keeps_the_interpreter_sound(qapp) -> None:
     finally:
         tasks.shutdown()
     assert after >= before - 10
+
+
+# --- callbacks die on the GUI thread ---------------------------------------------------------------
+# A callback can own a Qt object (a lambda capturing a widget), which must never be destroyed off the GUI thread,
+# so the worker must never hold the last reference to one.  ``worker_held`` makes the worker the last to let go of
+# whatever it still holds: it waits as it leaves each job until the test has seen the answer arrive.
+
+
+@pytest.fixture
+def worker_held() -> Iterator[threading.Event]:
+    """A worker started from now on waits, as it leaves each job (before it lets go of what the job held), until
+    the event yielded is set."""
+    let_go = threading.Event()
+
+    def hold_on_leaving_a_job(frame: FrameType, event: str, _arg: object) -> None:
+        if event == "return" and frame.f_code.co_filename == tasks_module.__file__ and (
+                frame.f_back is None or frame.f_back.f_code.co_filename != tasks_module.__file__):
+            let_go.wait(60)
+
+    threading.setprofile(hold_on_leaving_a_job)
+    try:
+        yield let_go
+    finally:
+        threading.setprofile(None)
+        let_go.set()
+
+
+class Dying:
+    """A callable that records its calls, and in ``died_on`` the thread it is finally released on."""
+
+    def __init__(self, answer: Any = None) -> None:
+        self.answer = answer
+        self.calls: list[Any] = []
+        self.died_on: list[str] = []
+        weakref.finalize(self, note_thread, self.died_on)
+
+    def __call__(self, *args: Any) -> Any:
+        self.calls.append(args)
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
+
+
+def note_thread(names: list[str]) -> None:
+    names.append(threading.current_thread().name)
+
+
+def test_an_answer_and_its_work_are_let_go_on_the_gui_thread_whoever_finishes_last(qtbot, worker_held) -> None:
+    tasks = EngineTasks()
+    try:
+        work, on_done, on_error = Dying("done"), Dying(), Dying()
+        calls, died = on_done.calls, (work.died_on, on_done.died_on, on_error.died_on)
+        tasks.run(work, on_done, on_error=on_error)
+        del work, on_done, on_error
+        qtbot.waitUntil(lambda: calls == [("done",)], timeout=10_000)
+        worker_held.set()  # the worker leaves the job only now, after the GUI thread is done with the answer
+        qtbot.waitUntil(lambda: all(died), timeout=10_000)
+        assert died == ([MAIN],) * 3
+    finally:
+        tasks.shutdown()
+
+
+def test_an_error_handler_is_let_go_on_the_gui_thread_whoever_finishes_last(qtbot, worker_held) -> None:
+    tasks = EngineTasks()
+    try:
+        on_done, on_error = Dying(), Dying()
+        messages, died = on_error.calls, (on_done.died_on, on_error.died_on)
+        tasks.run(Dying(NotFound("no record with that id")), on_done, on_error=on_error)
+        del on_done, on_error
+        qtbot.waitUntil(lambda: messages == [("no record with that id",)], timeout=10_000)
+        worker_held.set()
+        qtbot.waitUntil(lambda: all(died), timeout=10_000)
+        assert died == ([MAIN],) * 2
+    finally:
+        tasks.shutdown()
+
+
+def test_the_callbacks_of_a_closed_view_are_let_go_on_the_gui_thread_uncalled(qtbot, worker_held) -> None:
+    from PySide6.QtWidgets import QWidget
+
+    import shiboken6
+
+    tasks = EngineTasks()
+    try:
+        started, finish = threading.Event(), threading.Event()
+        owner = QWidget()
+        on_done, on_error = Dying(), Dying()
+        calls, died = (on_done.calls, on_error.calls), (on_done.died_on, on_error.died_on)
+        tasks.run(lambda: started.set() or finish.wait(60), on_done, on_error=on_error, owner=owner)
+        del on_done, on_error
+        assert started.wait(10)
+        shiboken6.delete(owner)  # the view closes while its request runs
+        finish.set()
+        qtbot.waitUntil(lambda: not tasks.busy, timeout=10_000)
+        worker_held.set()
+        qtbot.waitUntil(lambda: all(died), timeout=10_000)
+        assert calls == ([], []) and died == ([MAIN],) * 2
+    finally:
+        tasks.shutdown()
+
+
+def test_jobs_cancelled_by_the_shutdown_let_go_of_their_callbacks_on_the_gui_thread(qtbot) -> None:
+    tasks = EngineTasks()
+    started, finish = threading.Event(), threading.Event()
+    running, waiting = Dying(), Dying()
+    calls, died = (running.calls, waiting.calls), (running.died_on, waiting.died_on)
+    tasks.run(lambda: started.set() or finish.wait(60), running)
+    tasks.run(lambda: None, waiting)
+    del running, waiting
+    assert started.wait(10)
+    finish.set()
+    tasks.shutdown()  # the running job ends; the waiting one never starts
+    qtbot.waitUntil(lambda: all(died), timeout=10_000)
+    assert calls == ([], []) and died == ([MAIN],) * 2
+    assert not tasks.busy
