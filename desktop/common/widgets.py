@@ -399,6 +399,13 @@ class DeskTable(QTableView):
             self._fitting = False
         self._dragged = False
 
+    def refit(self) -> None:
+        """The cells' text changed in place (a relative time moved on, "just now" to "42 min ago"): paint them
+        again and size the columns again, as on a resize, unless the owner has sized one."""
+        if not self._dragged:
+            self.fit_columns()
+        self.viewport().update()
+
     def _on_section_resized(self, column: int, _old: int, _new: int) -> None:
         if not self._fitting and column != self.stretch_column:
             self._dragged = True

@@ -389,7 +389,7 @@ class RecordPage(QWidget):
         if self.record is not None:
             self.header.rerender()
             self.details.rerender()
-        self.history.table.viewport().update()
+        self.history.table.refit()
 
     def _on_links(self, links: dict[str, Any]) -> None:
         self.links = links

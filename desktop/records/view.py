@@ -502,7 +502,7 @@ class RecordsView(QWidget):
     def _on_clock(self) -> None:
         self.page.refresh_times()
         for view in (self.recent_table, self.browse_table, self.search_table, self.folder_table):
-            view.viewport().update()
+            view.refit()  # "just now" becomes "42 min ago": the Updated column widens, never "42 min …"
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Down in the search box goes to the results, their first row chosen (Enter then opens it)."""

@@ -198,6 +198,31 @@ def test_a_record_lists_updated_column_reads_whole_beside_the_titles_in_a_small_
     assert header.sectionSize(0) >= 130  # and the titles keep their room
 
 
+def test_the_updated_column_widens_as_the_clock_moves_its_times_on(qtbot, window, monkeypatch) -> None:
+    """Fitted while its records read "just now", the list's Updated column is sized again when the window's
+    clock makes them "42 min ago" (it read "42 min …" until the list was loaded again)."""
+    from datetime import timedelta
+
+    from desktop.common.times import local_now, moment
+    from desktop.records import view as records_module
+
+    clock = {"now": local_now()}
+    monkeypatch.setattr(records_module, "local_now", lambda: clock["now"])
+    records = window.records_view
+    window.show_view(1)
+    qtbot.waitUntil(lambda: records.recent_model.rowCount() > 0, timeout=10_000)
+    table, header = records.recent_table, records.recent_table.horizontalHeader()
+    updated = [column.title for column in records.recent_model.columns].index("Updated")
+    clock["now"] = moment(records.recent_model.row(0)["updatedAt"], clock["now"])
+    table.fit_columns()
+    assert records.recent_model.index(0, updated).data() == "just now"
+    fitted = header.sectionSize(updated)
+    clock["now"] += timedelta(minutes=42, seconds=30)
+    assert table.sizeHintForColumn(updated) > fitted  # "42 min ago" is wider than "just now"
+    records.clock.timeout.emit()
+    assert header.sectionSize(updated) >= table.sizeHintForColumn(updated)
+
+
 def test_brief_times_are_short_and_say_the_same_as_the_long_ones() -> None:
     from datetime import datetime, timezone
 
