@@ -10,6 +10,7 @@ import base64
 import ctypes
 import errno
 import os
+import shutil
 import sqlite3
 import stat
 import threading
@@ -355,6 +356,29 @@ def test_a_symlink_put_at_a_new_files_path_before_its_temp_file_is_made_is_refus
     assert outside.read_bytes() == b"not the vault's"
     assert all((vault / relpath).is_symlink() for relpath in linked)
     assert temp_files_left(only_store(engine.state)) == []
+
+
+def test_a_folder_removed_before_its_temp_file_is_made_refuses_the_write_and_a_retry_makes_it_again(owned):
+    """The folder the lane made for a new page is removed (an outside edit) before its temp file is made: the
+    rename finds no folder, so the write is refused as the disk's refusal, nothing acknowledged or left, and
+    the retry makes the folder again (the sync thread no longer walks and remakes it)."""
+    engine, owner = owned
+    removed: list[Any] = []
+    stage_synced_in = publication.stage_synced_in
+
+    def vanished(root: Any, relpath: str, data: bytes, **kwargs: Any) -> Any:
+        if not removed:
+            removed.append((root / relpath).parent)
+            shutil.rmtree(removed[0])
+        return stage_synced_in(root, relpath, data, **kwargs)
+
+    with mock.patch.object(publication, "stage_synced_in", vanished):
+        with pytest.raises(StoreUnavailable) as refused:
+            engine.save_page(owner, page("gone", "Gone"))
+    assert refused.value.details["errno"] == "ENOENT" and not removed[0].exists()
+    assert temp_files_left(only_store(engine.state)) == []
+    receipt = engine.save_page(owner, page("gone", "Gone"))
+    assert receipt["revision"] == 1 and engine.get_record(owner, receipt["id"])["frontmatter"]["title"] == "Gone"
 
 
 def test_a_publication_refused_at_a_rename_leaves_none_of_its_temp_files(owned, monkeypatch):
