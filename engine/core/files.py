@@ -567,23 +567,6 @@ def stage_synced(root: Path, relpath: str, data: bytes, *, staging: StagingFolde
     return staged
 
 
-def stage_synced_in(root: Path, relpath: str, data: bytes, *, staging: StagingFolder | None = None) -> StagedFile:
-    """``stage_synced`` for a path whose folders its caller has just made and checked (``ensure_dirs``) and
-    whose target it has looked at: its components are not walked again here, where each system call lets the
-    interpreter lock go and, with the socket's threads busy, waits to get it back; the rename's own check
-    (``StagedFile.install``) walks the path once more right before it."""
-    _relative_parts(relpath)
-    staged = StagedFile(Path(f"{os.fspath(root)}/{relpath}"), staging=staging)
-    try:
-        staged.write(data)
-        staged.sync()
-        staged._close()
-    except BaseException:
-        staged.discard()
-        raise
-    return staged
-
-
 def stage_written(root: Path, relpath: str, data: bytes, *, staging: StagingFolder | None = None) -> StagedFile:
     """``stage_inside``, its descriptor closed: ``data`` in a temp file beside ``relpath`` (or in ``staging``), not
     durable until the caller syncs its file system (``core.syncfs``); any thread may stage it."""

@@ -54,7 +54,7 @@ from .walk import FileStat
 from ..core.errors import Conflict, InvalidParams, KnowledgeError, NotFound, StoreUnavailable
 from ..core.faults import CHAINED, Faults
 from ..core.files import (UnsafePath, StagedFile, ensure_dirs, fsync_dir, present_inside,
-                          remove_inside, resolve_inside, sha256_bytes, sha256_if_present, stage_synced_in, stage_written,
+                          remove_inside, resolve_inside, sha256_bytes, sha256_if_present, stage_synced, stage_written,
                           write_inside)
 from ..core.syncfs import SyncPoint, file_system_sync
 from ..core.ids import PUBLICATION_PREFIX, format_timestamp, new_id, utc_now
@@ -488,7 +488,7 @@ class Publisher:
         its folder made first unless in ``folders``; with ``here`` the first such file is made on the lane;
         without ``synced`` the temp files are written and closed only (``_sync_written`` syncs them).  On
         an error, the temp files asked for are waited for and removed.  Its partition's folder is made already."""
-        stage = partial(stage_synced_in if synced else stage_written, staging=self.store.staging)
+        stage = partial(stage_synced if synced else stage_written, staging=self.store.staging)
         partition = publication.plan.partition
         staged: list[tuple[FileWrite, Future[StagedFile] | None]] = []
         try:

@@ -382,33 +382,6 @@ def test_stage_inside_refuses_a_symlinked_leaf_naming_it(root: Path, outside: Pa
     assert leftovers(root / "pages") == []
 
 
-def test_stage_synced_in_stages_durable_bytes_without_walking_the_path(
-        root: Path, staging: files.StagingFolder, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its caller made and checked the folders just before: no lstat or stat of the path's components here,
-    one fsync of the temp file in the staging folder, and the rename puts the bytes in place."""
-    (root / "pages").mkdir()
-    looked: list[str] = []
-    synced: list[int] = []
-    lstat, stat_, fsync = os.lstat, os.stat, os.fsync
-    monkeypatch.setattr(files.os, "lstat", lambda path, *a, **k: looked.append(os.fspath(path)) or lstat(path, *a, **k))
-    monkeypatch.setattr(files.os, "stat", lambda path, *a, **k: looked.append(os.fspath(path)) or stat_(path, *a, **k))
-    monkeypatch.setattr(files.os, "fsync", lambda fd: synced.append(os.fstat(fd).st_ino) or fsync(fd))
-    staged = files.stage_synced_in(root, "pages/a.md", b"durable bytes", staging=staging)
-    monkeypatch.undo()
-    assert looked == [] and synced == [os.stat(staged.temp).st_ino] and staged.closed
-    assert os.path.dirname(staged.temp) == os.fspath(staging.path) and staged.path == root / "pages" / "a.md"
-    staged.install()
-    assert (root / "pages" / "a.md").read_bytes() == b"durable bytes" and os.listdir(staging.path) == []
-
-
-@pytest.mark.parametrize("relpath", ["../a.md", "pages/../a.md", "/etc/a.md", "pages//a.md", ""])
-def test_stage_synced_in_refuses_an_unsafe_path_and_stages_nothing(
-        root: Path, staging: files.StagingFolder, relpath: str) -> None:
-    with pytest.raises(UnsafePath):
-        files.stage_synced_in(root, relpath, b"x", staging=staging)
-    assert os.listdir(staging.path) == [] and leftovers(root) == []
-
-
 def test_write_inside_creates_missing_directories(root: Path) -> None:
     write_inside(root, "pages/people/dana.md", b"Dana")
     assert (root / "pages" / "people" / "dana.md").read_bytes() == b"Dana"

@@ -10,7 +10,6 @@ import base64
 import ctypes
 import errno
 import os
-import shutil
 import sqlite3
 import stat
 import threading
@@ -316,69 +315,16 @@ def test_a_grant_removed_while_a_group_is_planned_refuses_that_callers_writes_an
 def test_a_groups_temp_files_but_the_first_are_made_on_the_sync_threads(owned):
     engine, owner = owned
     made_on: list[str] = []
-    stage_synced_in = publication.stage_synced_in
+    stage_synced = publication.stage_synced
 
     def recorded(*args: Any, **kwargs: Any) -> Any:
         made_on.append(threading.current_thread().name)
-        return stage_synced_in(*args, **kwargs)
+        return stage_synced(*args, **kwargs)
 
-    with mock.patch.object(publication, "stage_synced_in", recorded):
+    with mock.patch.object(publication, "stage_synced", recorded):
         receipts, groups = _together(engine, _people(engine, owner, 3))
     assert groups == [3] and all("publicationId" in receipt for receipt in receipts)
     assert len(made_on) == 3 and made_on[0].startswith("lane-") and all(name.startswith("sync-") for name in made_on[1:])
-
-
-def test_a_symlink_put_at_a_new_files_path_before_its_temp_file_is_made_is_refused_at_the_rename(
-        owned, tmp_path):
-    """The temp files are made without walking their paths again (the lane made and checked the folders just
-    before); the check right before each rename walks them, so a symlink put at a new page's path meanwhile
-    refuses the publication, in a group and alone, and nothing is written through it."""
-    engine, owner = owned
-    outside = tmp_path / "outside.md"
-    outside.write_bytes(b"not the vault's")
-    vault = private_dir(engine.state)
-    linked: list[str] = []
-    stage_synced_in = publication.stage_synced_in
-
-    def swapped(root: Any, relpath: str, data: bytes, **kwargs: Any) -> Any:
-        if relpath.endswith("person-1.md") or relpath.endswith("alone.md"):
-            (root / relpath).symlink_to(outside)
-            linked.append(relpath)
-        return stage_synced_in(root, relpath, data, **kwargs)
-
-    with mock.patch.object(publication, "stage_synced_in", swapped):
-        results, groups = _together(engine, _people(engine, owner, 3))
-        with pytest.raises(KnowledgeError):
-            engine.save_page(owner, page("alone", "Alone"))
-    assert groups == [3] and len(linked) == 2
-    assert isinstance(results[1], KnowledgeError)
-    assert "publicationId" in results[0] and "publicationId" in results[2]
-    assert outside.read_bytes() == b"not the vault's"
-    assert all((vault / relpath).is_symlink() for relpath in linked)
-    assert temp_files_left(only_store(engine.state)) == []
-
-
-def test_a_folder_removed_before_its_temp_file_is_made_refuses_the_write_and_a_retry_makes_it_again(owned):
-    """The folder the lane made for a new page is removed (an outside edit) before its temp file is made: the
-    rename finds no folder, so the write is refused as the disk's refusal, nothing acknowledged or left, and
-    the retry makes the folder again (the sync thread no longer walks and remakes it)."""
-    engine, owner = owned
-    removed: list[Any] = []
-    stage_synced_in = publication.stage_synced_in
-
-    def vanished(root: Any, relpath: str, data: bytes, **kwargs: Any) -> Any:
-        if not removed:
-            removed.append((root / relpath).parent)
-            shutil.rmtree(removed[0])
-        return stage_synced_in(root, relpath, data, **kwargs)
-
-    with mock.patch.object(publication, "stage_synced_in", vanished):
-        with pytest.raises(StoreUnavailable) as refused:
-            engine.save_page(owner, page("gone", "Gone"))
-    assert refused.value.details["errno"] == "ENOENT" and not removed[0].exists()
-    assert temp_files_left(only_store(engine.state)) == []
-    receipt = engine.save_page(owner, page("gone", "Gone"))
-    assert receipt["revision"] == 1 and engine.get_record(owner, receipt["id"])["frontmatter"]["title"] == "Gone"
 
 
 def test_a_publication_refused_at_a_rename_leaves_none_of_its_temp_files(owned, monkeypatch):
