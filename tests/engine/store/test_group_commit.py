@@ -327,6 +327,34 @@ def test_a_groups_temp_files_but_the_first_are_made_on_the_sync_threads(owned):
     assert len(made_on) == 3 and made_on[0].startswith("lane-") and all(name.startswith("sync-") for name in made_on[1:])
 
 
+def test_a_symlink_put_at_a_new_files_path_before_its_temp_file_is_made_is_refused(owned, tmp_path):
+    """A symlink put at a new page's path after the lane checked it, before its temp file is made, refuses that
+    publication (in a group and alone) and nothing is written through it; the group's others are published."""
+    engine, owner = owned
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(b"not the vault's")
+    vault = private_dir(engine.state)
+    linked: list[str] = []
+    stage_synced = publication.stage_synced
+
+    def swapped(root: Any, relpath: str, data: bytes, **kwargs: Any) -> Any:
+        if relpath.endswith("person-1.md") or relpath.endswith("alone.md"):
+            (root / relpath).symlink_to(outside)
+            linked.append(relpath)
+        return stage_synced(root, relpath, data, **kwargs)
+
+    with mock.patch.object(publication, "stage_synced", swapped):
+        results, groups = _together(engine, _people(engine, owner, 3))
+        with pytest.raises(KnowledgeError):
+            engine.save_page(owner, page("alone", "Alone"))
+    assert groups == [3] and len(linked) == 2
+    assert isinstance(results[1], KnowledgeError)
+    assert "publicationId" in results[0] and "publicationId" in results[2]
+    assert outside.read_bytes() == b"not the vault's"
+    assert all((vault / relpath).is_symlink() for relpath in linked)
+    assert temp_files_left(only_store(engine.state)) == []
+
+
 def test_a_publication_refused_at_a_rename_leaves_none_of_its_temp_files(owned, monkeypatch):
     """An edit made at an attachment's path between staging and renaming is a conflict: the publication is
     rolled back, and its other temp file, synced and closed on a sync thread, is removed with it."""
