@@ -597,7 +597,9 @@ def _place(files: dict[str, bytes | Hashable], winners: list[Version],
             del files[path]
             wanting.setdefault(version.natural, []).append(version)
     for path, group in wanting.items():
-        if path in files and (len(group) > 1 or group[0].path != path):
+        # a file no side changed gives its path up to an older record that wants it, even one put there by a move it
+        # never saw (the place a remover's history gave a record a revision keeps)
+        if path in files:
             group.append(Version(path, files.pop(path), load))
     moves = []
     for path, group in sorted(wanting.items()):
