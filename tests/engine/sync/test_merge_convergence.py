@@ -269,6 +269,19 @@ def test_a_move_concurrent_with_a_later_one_stands_by_its_path_whether_the_page_
     assert every_order(zero, one, two) == [{**SEED, CAT: REVISED}] * 6
 
 
+def test_a_page_both_lines_put_back_where_the_base_has_it_goes_where_their_own_moves_put_it_in_every_order() -> None:
+    # machines 0 and 1 both move the page to zed; 1, having seen only its own, moves it on to cat, and 0, having
+    # seen only its own, to bea; each then takes the other's first move, and zed, the greater, puts it back there
+    zed_on_zero, zed_on_one = on(ROOT, {ZED: PAGE}), on(ROOT, {ZED: PAGE})
+    one = merge(on(zed_on_one, {CAT: PAGE}), zed_on_zero)
+    zero = merge(on(zed_on_zero, {BEA: PAGE}), zed_on_one)
+    assert one.state == zero.state == {**SEED, ZED: PAGE}
+    two = on(ROOT, {BOB: REVISED})  # machine 2 revises it where it was
+    # the last moves of the two lines are cat and bea: cat, whether the base, both sides and the merged states hold
+    # the page alike at zed, or one side removed it
+    assert every_order(zero, one, two) == every_order(on(zero, {}), one, two) == [{**SEED, CAT: REVISED}] * 6
+
+
 
 # found with moves to any name: a page the revision keeps goes where the remover's history moved it, and a younger
 # page that no side changed already holds that path; the older page takes it, whichever merge brings them together
