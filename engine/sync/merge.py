@@ -546,6 +546,8 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
     def same(one: Version | None, other: Version | None) -> bool:
         return one is None and other is None or one is not None and one.same(other)
 
+    if same(ours, theirs) and (ours is None or base is None):
+        return ours
     brought_back = (base is None and record_id is not None and removed is not None
                     and removed.was_removed(record_id, ours, theirs))
     if brought_back:
@@ -553,18 +555,23 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
         # on a side (a revision standing over the removal): what the base's history removed is the record's base,
         # so the merge is the same as had the two sides met before that removal
         base = removed.base_of_removed(record_id)
-    # Where the record goes if it stays, when the paths the sides hold cannot say (``_Removed.place``): both sides
-    # moved it since the base (a side's line may have put it back where the base has it, by merging a greater
-    # concurrent move, while its own move still counts against the other side's), or a side that moved it removed it.
-    moved_to = None
-    if base is not None and removed is not None and record_id is not None and (ours, theirs) != (None, None):
-        moved_to = removed.place(record_id, base, ours, theirs)
+
+    def moved_to() -> Version | None:
+        """Where the record goes if it stays, when the paths the sides hold cannot say (``_Removed.place``): both
+        sides moved it since the base (a side's line may have put it back where the base has it, by merging a
+        greater concurrent move, while its own move still counts against the other side's), or a side that moved
+        it removed it.  Asked only for a record that stays."""
+        if base is None or removed is None or record_id is None:
+            return None
+        return removed.place(record_id, base, ours, theirs)
 
     def placed(version: Version) -> Version:
-        return version if moved_to is None else Version(moved_to.path, version.blob, version.load)
+        place = moved_to()
+        return version if place is None else Version(place.path, version.blob, version.load)
 
     if same(ours, theirs):
-        return None if ours is None else placed(ours)
+        assert ours is not None  # both None: taken above
+        return placed(ours)
     if same(ours, base) or same(theirs, base):
         removed_by: Side = "theirs" if same(ours, base) else "ours"
         kept = theirs if same(ours, base) else ours
@@ -596,7 +603,7 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
     if base is None:
         conflicts.append(MergeConflict("added_on_both", record_id, kept, kept_side, other, base))
         return kept
-    merged, conflicting = _place_and_bytes(base, ours, theirs, kept, moved_to)
+    merged, conflicting = _place_and_bytes(base, ours, theirs, kept, moved_to())
     if conflicting:
         conflicts.append(MergeConflict("revised_on_both", record_id, merged, kept_side, other, base))
     return merged
