@@ -624,7 +624,7 @@ def _place_and_bytes(base: Version, ours: Version, theirs: Version, kept: Versio
         data, bytes_differ = theirs, False
     else:
         data, bytes_differ = kept, True
-    place = data if ours.natural == theirs.natural else moved_to or _merged_place(base, ours, theirs)
+    place = moved_to or (data if ours.natural == theirs.natural else _merged_place(base, ours, theirs))
     places_differ = len({base.natural, ours.natural, theirs.natural}) == 3
     return Version(place.path, data.blob, data.load), bytes_differ or places_differ
 

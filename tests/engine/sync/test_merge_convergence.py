@@ -280,6 +280,10 @@ def test_a_page_both_lines_put_back_where_the_base_has_it_goes_where_their_own_m
     # the last moves of the two lines are cat and bea: cat, whether the base, both sides and the merged states hold
     # the page alike at zed, or one side removed it
     assert every_order(zero, one, two) == every_order(on(zero, {}), one, two) == [{**SEED, CAT: REVISED}] * 6
+    # and where both revise it there too, the same place
+    later = revised(REVISED, body="later", updated_at="2026-01-01T00:00:09Z")
+    zero, one = on(zero, {ZED: REVISED}), on(one, {ZED: revised(PAGE, body="on 1")})
+    assert every_order(zero, one, on(ROOT, {BOB: later})) == [{**SEED, CAT: later}] * 6
 
 
 
