@@ -278,13 +278,14 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
 
     ``removed(side)`` answers that side's commits since the base: for each, its id, its parents' ids, and, for
     a commit that is no merge, the files it removed and the files it wrote, as (path, bytes or blob id) pairs;
-    ``removed("base")`` the same for the base's own history.  It is asked only when a record removed on one
-    side meets a revision (or a move) on the other, to learn which version the removal removed and where that
-    side last moved the record (the parents say which move came after which), when the sides hold a record at
-    two places, to learn whether both moved it since the base (the base's history is read only then), and when
-    a side holds a record the base lacks, to learn whether the base's history removed it; without it, a removal
-    is taken to have removed the base's version where the base had it, a record goes where the paths the sides
-    hold put it, and a record the base lacks is new."""
+    ``removed("base")`` the same for the base's own history.  Both sides' commits are asked for in every merge:
+    they say which records both sides moved since the base, whose place only the histories decide, and, where a
+    record removed on one side meets a revision (or a move) on the other, which version the removal removed.
+    The base's history is asked for only where a record's place is read from the histories (both sides moved
+    it, or a side that moved it removed it: the parents say which move came after which) and where a side
+    holds a record the base lacks, to learn whether the base's history removed it.  Without ``removed``, a
+    removal is taken to have removed the base's version where the base had it, a record goes where the paths
+    the sides hold put it, and a record the base lacks is new."""
     states = {"base": base, "ours": ours, "theirs": theirs}
     left_out, partitions = _check_paths(states, bytes_only=load is None)
     base, ours, theirs = ({path: data for path, data in state.items() if path in partitions}
