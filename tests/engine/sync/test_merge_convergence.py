@@ -339,6 +339,11 @@ def test_merging_in_any_order_gives_the_same_vault_with_files_renamed_by_hand(st
 
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(steps((*WRITES, "remove", "rename", "move")))
+# a move made on a line that had not seen a greater concurrent move (machine 0's to bea, not having seen machine 1's
+# to cat), then a revision and a removal: the paths and the remover's history once placed the page apart
+@example([("write", 0, "move", 0, 3), ("write", 1, "move", 0, 0), ("sync", 0, 1, 0, 0), ("write", 1, "move", 0, 2),
+          ("sync", 1, 0, 0, 0), ("write", 0, "move", 0, 1), ("sync", 1, 0, 0, 0), ("write", 2, "revise", 0, 0),
+          ("sync", 0, 2, 0, 0), ("sync", 2, 1, 0, 0), ("write", 1, "remove", 0, 0)])
 def test_merging_in_any_order_gives_the_same_vault_with_files_renamed_and_removed(steps) -> None:
     check_every_order_agrees(steps)
 
