@@ -27,9 +27,12 @@ The rules:
   removed on one side and revised on the other is decided by the same order between the revision and
   the version the removal removed (``removed``: what that side's commits removed): the revision stays,
   or the removal applies and the revision is listed against the removed version.  A move is no
-  revision: a removal removes its version wherever the other side moved it.  A record a revision keeps
-  goes where both sides' moves put it, the remover's read from its history in the history's order (the
-  last move on each line of commits), never from the path it was removed at.
+  revision: a removal removes its version wherever the other side moved it.
+- A record that stays goes where the merged histories last moved it: of its moves (a commit that removed
+  it at one path and wrote it at another) that no later move on the same line of commits replaced, the
+  greatest path.  The paths the sides hold say the same where no more than one side moved it since the
+  base (the table's three-way rule, read without any history); a side's history is read where both moved
+  it, and a remover's wherever it moved it, never the path it was removed at.
 - A side holding nothing of a partition that the base held is refused (``MergeRefused``): an
   unreadable or missing folder is never read as "everything deleted".
 - Two records, or a record and another file, wanting one path: the record with the smaller id (the
@@ -39,8 +42,9 @@ The rules:
 
 Merging is commutative (the sides may be swapped) and, because a record's current version is the
 greatest of every version written concurrently and a removal is weighed by the version it removed, the
-order in which machines merge does not change the final bytes (tests/engine/sync/test_merge_convergence.py;
-docs/sync.md says where renames by hand together with removals still fall short).
+order in which machines merge does not change the final bytes; a record's place is a function of the commits
+merged, whatever order merged them (tests/engine/sync/test_merge_convergence.py; docs/sync.md, "Where a record
+goes").
 """
 
 from __future__ import annotations
@@ -274,11 +278,14 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
 
     ``removed(side)`` answers that side's commits since the base: for each, its id, its parents' ids, and, for
     a commit that is no merge, the files it removed and the files it wrote, as (path, bytes or blob id) pairs;
-    ``removed("base")`` the same for the base's own history.  It is asked only when a record removed on one
-    side meets a revision (or a move) on the other, to learn which version the removal removed and where that
-    side last moved the record (the parents say which move came after which), and when a side holds a record
-    the base lacks, to learn whether the base's history removed it; without it, a removal is taken to have
-    removed the base's version where the base had it, and a record the base lacks is new."""
+    ``removed("base")`` the same for the base's own history.  Both sides' commits are asked for in every merge:
+    they say which records both sides moved since the base, whose place only the histories decide, and, where a
+    record removed on one side meets a revision (or a move) on the other, which version the removal removed.
+    The base's history is asked for only where a record's place is read from the histories (both sides moved
+    it, or a side that moved it removed it: the parents say which move came after which) and where a side
+    holds a record the base lacks, to learn whether the base's history removed it.  Without ``removed``, a
+    removal is taken to have removed the base's version where the base had it, a record goes where the paths
+    the sides hold put it, and a record the base lacks is new."""
     states = {"base": base, "ours": ours, "theirs": theirs}
     left_out, partitions = _check_paths(states, bytes_only=load is None)
     base, ours, theirs = ({path: data for path, data in state.items() if path in partitions}
@@ -295,11 +302,20 @@ def merge_vaults(base: VaultState, ours: VaultState, theirs: VaultState, *,
             changed.add(path)
 
     records, plain = _group(changed, base, ours, theirs, load)
+    removed_by = _Removed(removed, load)
+    if removed is not None:
+        # a record both sides moved since the base may have to move although all three hold it alike (each side's
+        # line put it back where the base has it, by merging a greater concurrent move)
+        by_path = {version.record_id for versions in plain.values() for version in versions if version is not None}
+        for record_id in sorted(removed_by.moved_on_both() - records.keys() - by_path):
+            held = _unchanged_record(files, record_id, removed_by.places(record_id), load)
+            if held is not None:
+                del files[held.path]
+                records[record_id] = (held, held, held)
     conflicts: list[MergeConflict] = []
     removals: list[Removal] = []
     wanted_records: dict[str, Version] = {}
     wanted_plain: dict[str, Version] = {}
-    removed_by = _Removed(removed, load)
     for key, versions in sorted(records.items()):
         kept = _three_way(key, *versions, conflicts, removals, removed_by)
         if kept is not None:
@@ -395,6 +411,20 @@ def _group(changed: set[str], base: VaultState, ours: VaultState, theirs: VaultS
     return records, plain
 
 
+def _unchanged_record(files: Mapping[str, bytes | Hashable], record_id: str, places: set[str],
+                      load: Callable[[Hashable], bytes] | None) -> Version | None:
+    """The file of ``files`` (those no side changed) holding a record, looked for only where its moves put it:
+    at each of ``places`` (the paths its moves wrote it at), or beside one as a merge moves a file aside."""
+    for place in sorted(places):
+        stem, suffix = _split_name(place)
+        aside = re.compile(re.escape(f"{stem}-{record_id}") + r"(?:-[0-9]+)?" + re.escape(suffix))
+        for path in sorted(path for path in files if path == place or aside.fullmatch(path)):
+            version = Version(path, files[path], load)
+            if version.record_id == record_id:
+                return version
+    return None
+
+
 class _SideHistory:
     """One side's commits, as ``removed(side)`` tells them: the versions of each record they
     removed, the moves they made (a commit that removed a record and wrote it elsewhere moved it, and removed
@@ -422,7 +452,7 @@ class _SideHistory:
 def _last_place(histories: Sequence[_SideHistory], parents: Mapping[Hashable, Sequence[Hashable]],
                 record_id: str) -> Version | None:
     """Where these commits, taken together, last moved a record: of the moves no later move on the same line of
-    commits replaced, the greatest path (as ``_merged_place`` merges two moves); None when they never moved it.
+    commits replaced, the greatest path (the rule of where a record goes); None when they never moved it.
     ``parents``: each commit's parents, of every history given."""
     moves = [move for history in histories for move in history.moves.get(record_id, [])]
 
@@ -474,13 +504,26 @@ class _Removed:
         """Whether that side's commits since the base moved the record."""
         return record_id in self._read(side).moves
 
-    def place(self, side: Side, record_id: str, base: Version) -> Version:
-        """Where a side that no longer holds a record last had it: where its history, the base's included, last
-        moved it (a move made since the base may be concurrent with one the base's history made), else the base's
-        place."""
-        if not self.moved(side, record_id):
-            return base
-        return self._last_place_in(("base", side), record_id) or base
+    def moved_on_both(self) -> set[str]:
+        """The records both sides' commits since the base moved."""
+        return self._read("ours").moves.keys() & self._read("theirs").moves.keys()
+
+    def places(self, record_id: str) -> set[str]:
+        """Every path the merged histories moved a record to, as it wants it (less a ``-<id>`` a merge added)."""
+        return {version.natural for side in ("base", "ours", "theirs")
+                for _, version in self._read(side).moves.get(record_id, [])}
+
+    def place(self, record_id: str, base: Version, ours: Version | None, theirs: Version | None) -> Version | None:
+        """Where a record that stays goes, read from the merged histories (both sides' commits and the base's):
+        ``_last_place`` of them all.  None where the paths the sides hold say the same: when no more than one
+        side's commits since the base moved it, the three-way rule of the paths (``_merged_place``) gives that
+        place, because every commit holds a record where its own history last moved it (docs/sync.md, "Where a
+        record goes"), and the base's history need not be read.  ``ours``/``theirs``: None for a side that removed
+        the record, whose history is read whenever it moved it; ``base``: the record in the base."""
+        moved = {side: self.moved(side, record_id) for side in ("ours", "theirs")}
+        if (ours is None and moved["ours"]) or (theirs is None and moved["theirs"]) or all(moved.values()):
+            return self._last_place_in(("base", "ours", "theirs"), record_id) or base
+        return None
 
     def base_of_removed(self, record_id: str) -> Version | None:
         """The version of a record the base's history removed, where that history last had it."""
@@ -504,7 +547,7 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
     def same(one: Version | None, other: Version | None) -> bool:
         return one is None and other is None or one is not None and one.same(other)
 
-    if same(ours, theirs):
+    if same(ours, theirs) and (ours is None or base is None):
         return ours
     brought_back = (base is None and record_id is not None and removed is not None
                     and removed.was_removed(record_id, ours, theirs))
@@ -513,12 +556,29 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
         # on a side (a revision standing over the removal): what the base's history removed is the record's base,
         # so the merge is the same as had the two sides met before that removal
         base = removed.base_of_removed(record_id)
+
+    def moved_to() -> Version | None:
+        """Where the record goes if it stays, when the paths the sides hold cannot say (``_Removed.place``): both
+        sides moved it since the base (a side's line may have put it back where the base has it, by merging a
+        greater concurrent move, while its own move still counts against the other side's), or a side that moved
+        it removed it.  Asked only for a record that stays."""
+        if base is None or removed is None or record_id is None:
+            return None
+        return removed.place(record_id, base, ours, theirs)
+
+    def placed(version: Version) -> Version:
+        place = moved_to()
+        return version if place is None else Version(place.path, version.blob, version.load)
+
+    if same(ours, theirs):
+        assert ours is not None  # both None: taken above
+        return placed(ours)
     if same(ours, base) or same(theirs, base):
         removed_by: Side = "theirs" if same(ours, base) else "ours"
         kept = theirs if same(ours, base) else ours
         if kept is None and base is not None:
             removals.append(Removal(removed_by, record_id, base))
-        return kept
+        return None if kept is None else placed(kept)
     if ours is None or theirs is None:  # removed on one side, revised (or moved) on the other
         kept_side: Side = "ours" if ours is not None else "theirs"
         standing = ours if ours is not None else theirs
@@ -534,12 +594,9 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
                 conflicts.append(MergeConflict("revised_on_both", record_id, gone, remover, standing, base))
             removals.append(Removal(remover, record_id, gone))
             return None
-        if base is not None and (found is not None or brought_back):
-            # The record stays, where the two sides' moves put it: the remover's own moves count (the place it
-            # gave the record before removing it), never the place it removed it from.
-            assert removed is not None and record_id is not None  # a removal was found, or the base brought back
-            place = _merged_place(base, removed.place(remover, record_id, base), standing)
-            standing = Version(place.path, standing.blob, standing.load)
+        # The record stays, where the merged histories' moves put it: the remover's own moves count (the place it
+        # gave the record before removing it), never the place it removed it from.
+        standing = placed(standing)
         conflicts.append(MergeConflict("removed_and_revised", record_id, standing, kept_side, None, base))
         return standing
     kept_side = "ours" if precedence(ours) > precedence(theirs) else "theirs"
@@ -547,17 +604,19 @@ def _three_way(record_id: str | None, base: Version | None, ours: Version | None
     if base is None:
         conflicts.append(MergeConflict("added_on_both", record_id, kept, kept_side, other, base))
         return kept
-    merged, conflicting = _place_and_bytes(base, ours, theirs, kept)
+    merged, conflicting = _place_and_bytes(base, ours, theirs, kept, moved_to())
     if conflicting:
         conflicts.append(MergeConflict("revised_on_both", record_id, merged, kept_side, other, base))
     return merged
 
 
-def _place_and_bytes(base: Version, ours: Version, theirs: Version, kept: Version) -> tuple[Version, bool]:
+def _place_and_bytes(base: Version, ours: Version, theirs: Version, kept: Version,
+                     moved_to: Version | None = None) -> tuple[Version, bool]:
     """A file both sides changed, its path and its bytes merged apart, each three-way: what one side alone
     changed is taken; bytes both changed differently are ``kept``'s (the version that stands), a file both
     moved to different places goes to the greater path.  So a record moved on one machine and revised on the
-    other is the revision at its new path, with no conflict.
+    other is the revision at its new path, with no conflict.  ``moved_to``: where the merged histories last
+    moved a record both sides moved since the base (``_Removed.place``), which then decides its path.
     Answers the merged version (bytes and path each some side's: a merge never makes new bytes) and whether
     the sides conflict (both changed the bytes, or both moved it, differently)."""
     if ours.blob == theirs.blob or theirs.blob == base.blob:
@@ -566,7 +625,7 @@ def _place_and_bytes(base: Version, ours: Version, theirs: Version, kept: Versio
         data, bytes_differ = theirs, False
     else:
         data, bytes_differ = kept, True
-    place = data if ours.natural == theirs.natural else _merged_place(base, ours, theirs)
+    place = moved_to or (data if ours.natural == theirs.natural else _merged_place(base, ours, theirs))
     places_differ = len({base.natural, ours.natural, theirs.natural}) == 3
     return Version(place.path, data.blob, data.load), bytes_differ or places_differ
 
@@ -597,7 +656,9 @@ def _place(files: dict[str, bytes | Hashable], winners: list[Version],
             del files[path]
             wanting.setdefault(version.natural, []).append(version)
     for path, group in wanting.items():
-        if path in files and (len(group) > 1 or group[0].path != path):
+        # a file no side changed gives its path up to an older record that wants it, even one put there by a move it
+        # never saw (the place a remover's history gave a record a revision keeps)
+        if path in files:
             group.append(Version(path, files.pop(path), load))
     moves = []
     for path, group in sorted(wanting.items()):

@@ -178,7 +178,7 @@ def test_a_file_moved_and_removed_in_one_commit_is_moved_not_removed() -> None:
     theirs = {**base, PAGE: revised(base[PAGE], body="theirs")}
     told = {"ours": [("c1", ["c0"], [(PAGE, base[PAGE])], [(moved, base[PAGE])])], "theirs": [], "base": []}
     result = merge_vaults(base, ours, theirs, removed=told.__getitem__)
-    assert result.files[PAGE] == theirs[PAGE]
+    assert PAGE not in result.files and result.files[moved] == theirs[PAGE]  # where ours last moved it
 
 
 def test_a_record_moved_on_one_side_follows_its_id() -> None:

@@ -16,6 +16,9 @@ from tests.engine.sync.records import record, revised
 
 SEED = {"private/sources/src_seed.txt": b"seed\n", "ontology.yaml": b"page_types: {}\n"}
 TITLES = ("Alice", "Bob", "Oslo")
+# Where a page moved by hand to another name may go: a move's path is greater or smaller than a concurrent move's
+# whatever the order the moves were made in, which the names a rename makes from the file's own name never are.
+PLACES = ("ann", "bea", "cat", "zed")
 
 
 @dataclass(eq=False)
@@ -87,7 +90,7 @@ class Machines:
                     found.append((path, parsed))
         return found
 
-    def write(self, machine: int, action: str, pick: int, tick: int) -> None:
+    def write(self, machine: int, action: str, pick: int, tick: int, place: int = 0) -> None:
         state = dict(self.heads[machine].state)
         when = f"2026-01-01T00:{tick // 60 % 60:02d}:{tick % 60:02d}Z"
         if action == "page":
@@ -115,6 +118,14 @@ class Machines:
                 del state[path]
             elif action == "rename":  # moved by hand: the same bytes at another path
                 state[f"private/pages/moved/{path.rsplit('/', 1)[1][:-3]}-{tick}.md"] = state.pop(path)
+            elif action == "move":  # moved by hand to one of a few names, never over another file
+                name = PLACES[place % len(PLACES)]
+                target = f"private/pages/moved/{name}.md"
+                if target == path:
+                    return
+                if target in state:
+                    target = f"private/pages/moved/{name}-{tick}.md"
+                state[target] = state.pop(path)
             else:
                 old_id = parse_record(state[path], path)[0].id
                 state[path] = revised(state[path], lifecycle="superseded", updated_at=when)
@@ -235,13 +246,74 @@ def test_a_page_moved_then_removed_where_a_revision_had_taken_the_move_ends_revi
     assert every_order(zero, one, two) == [{**SEED, MOVED: REVISED}] * 6
 
 
+# found with moves to any name: a move made on a line that had not seen a greater concurrent move.  The paths both
+# sides held read it as outdone (an earlier merge had put the page at a greater path, and a later move replaced
+# that); the remover's history read it as one of the last moves.  One rule now: the history's, wherever it is known.
+
+ANN, BEA, CAT, ZED = (f"private/pages/moved/{name}.md" for name in ("ann", "bea", "cat", "zed"))
+
+
+def test_a_move_concurrent_with_a_later_one_stands_by_its_path_whether_the_page_was_removed_or_not() -> None:
+    zed = on(ROOT, {ZED: PAGE})  # machine 0 moves the page
+    ann = on(ROOT, {ANN: PAGE})  # machine 1 moves it elsewhere meanwhile
+    zero = merge(zed, ann)  # zed: the greater path
+    cat = on(ann, {CAT: PAGE})  # machine 1, not having seen zed, moves it again
+    one = merge(cat, zero)  # zed again: machine 0's merge put it at a greater path than cat
+    zero = on(zero, {BEA: PAGE})  # machine 0, not having seen cat, moves it from zed to bea
+    one = merge(one, zero)  # the last moves of the two lines, cat and bea, met: cat
+    assert one.state == {**SEED, CAT: PAGE}
+    revision = on(ROOT, {BOB: REVISED})  # machine 2 revises the page where it was
+    two = merge(revision, one)
+    zero = merge(zero, revision)
+    one = on(one, {})  # machine 1 removes the page
+    assert every_order(zero, one, two) == [{**SEED, CAT: REVISED}] * 6
+
+
+def test_a_page_both_lines_put_back_where_the_base_has_it_goes_where_their_own_moves_put_it_in_every_order() -> None:
+    # machines 0 and 1 both move the page to zed; 1, having seen only its own, moves it on to cat, and 0, having
+    # seen only its own, to bea; each then takes the other's first move, and zed, the greater, puts it back there
+    zed_on_zero, zed_on_one = on(ROOT, {ZED: PAGE}), on(ROOT, {ZED: PAGE})
+    one = merge(on(zed_on_one, {CAT: PAGE}), zed_on_zero)
+    zero = merge(on(zed_on_zero, {BEA: PAGE}), zed_on_one)
+    assert one.state == zero.state == {**SEED, ZED: PAGE}
+    two = on(ROOT, {BOB: REVISED})  # machine 2 revises it where it was
+    # the last moves of the two lines are cat and bea: cat, whether the base, both sides and the merged states hold
+    # the page alike at zed, or one side removed it
+    assert every_order(zero, one, two) == every_order(on(zero, {}), one, two) == [{**SEED, CAT: REVISED}] * 6
+    # and where both revise it there too, the same place
+    later = revised(REVISED, body="later", updated_at="2026-01-01T00:00:09Z")
+    zero, one = on(zero, {ZED: REVISED}), on(one, {ZED: revised(PAGE, body="on 1")})
+    assert every_order(zero, one, on(ROOT, {BOB: later})) == [{**SEED, CAT: later}] * 6
+
+
+
+# found with moves to any name: a page the revision keeps goes where the remover's history moved it, and a younger
+# page that no side changed already holds that path; the older page takes it, whichever merge brings them together
+
+YOUNG = "private/pages/person/young.md"
+YOUNGER = record("pg_00000002", title="Young")
+
+
+def test_a_page_kept_where_its_remover_moved_it_takes_its_path_from_a_younger_page_in_every_order() -> None:
+    root = Commit({**SEED, BOB: PAGE, YOUNG: YOUNGER})
+    zero = on(root, {BOB: PAGE, ANN: YOUNGER})  # machine 0 moves the younger page to ann
+    one = merge(on(root, {ANN: PAGE, YOUNG: YOUNGER}), zero)  # machine 1 moves the older one there too, then merges
+    assert one.state == {**SEED, ANN: PAGE, "private/pages/moved/ann-pg_00000002.md": YOUNGER}
+    zero = on(zero, {BOB: REVISED, ANN: YOUNGER})  # machine 0 revises the older page where it was
+    two = on(root, {YOUNG: YOUNGER})  # machine 2 removes the older page
+    assert every_order(zero, one, two) == [
+        {**SEED, ANN: REVISED, "private/pages/moved/ann-pg_00000002.md": YOUNGER}] * 6
+
 # --- the generators ------------------------------------------------------------------------------
 
 
 def steps(actions: tuple[str, ...]) -> st.SearchStrategy:
+    """Steps of three machines: ("write", machine, action, pick, place) and ("sync", machine, other, 0, 0); a write
+    draws ``place`` (where a "move" puts the page) only when the actions hold moves."""
+    places = st.integers(0, len(PLACES) - 1) if "move" in actions else st.just(0)
     return st.lists(st.one_of(
-        st.tuples(st.just("write"), st.integers(0, 2), st.sampled_from(actions), st.integers(0, 9)),
-        st.tuples(st.just("sync"), st.integers(0, 2), st.integers(0, 2), st.just(0)),
+        st.tuples(st.just("write"), st.integers(0, 2), st.sampled_from(actions), st.integers(0, 9), places),
+        st.tuples(st.just("sync"), st.integers(0, 2), st.integers(0, 2), st.just(0), st.just(0)),
     ), min_size=1, max_size=40)
 
 
@@ -253,19 +325,25 @@ WRITES = ("page", "claim", "revise", "withdraw", "correct")
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(steps((*WRITES, "remove")))
 # a page moved aside on one machine, its blocker removed on another: it must come back in every order
-@example([("write", 0, "page", 0), ("sync", 1, 0, 0), ("write", 0, "remove", 0), ("write", 2, "page", 0)])
+@example([("write", 0, "page", 0, 0), ("sync", 1, 0, 0, 0), ("write", 0, "remove", 0, 0),
+          ("write", 2, "page", 0, 0)])
 def test_merging_in_any_order_gives_the_same_vault(steps) -> None:
     check_every_order_agrees(steps)
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(steps((*WRITES, "rename")))
+@given(steps((*WRITES, "rename", "move")))
 def test_merging_in_any_order_gives_the_same_vault_with_files_renamed_by_hand(steps) -> None:
     check_every_order_agrees(steps)
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(steps((*WRITES, "remove", "rename")))
+@given(steps((*WRITES, "remove", "rename", "move")))
+# a move made on a line that had not seen a greater concurrent move (machine 0's to bea, not having seen machine 1's
+# to cat), then a revision and a removal: the paths and the remover's history once placed the page apart
+@example([("write", 0, "move", 0, 3), ("write", 1, "move", 0, 0), ("sync", 0, 1, 0, 0), ("write", 1, "move", 0, 2),
+          ("sync", 1, 0, 0, 0), ("write", 0, "move", 0, 1), ("sync", 1, 0, 0, 0), ("write", 2, "revise", 0, 0),
+          ("sync", 0, 2, 0, 0), ("sync", 2, 1, 0, 0), ("write", 1, "remove", 0, 0)])
 def test_merging_in_any_order_gives_the_same_vault_with_files_renamed_and_removed(steps) -> None:
     check_every_order_agrees(steps)
 
@@ -276,9 +354,9 @@ def check_every_order_agrees(steps) -> None:
         machines.write(0, action, pick, 0)
     machines.sync(1, 0)
     machines.sync(2, 0)
-    for tick, (what, machine, action, pick) in enumerate(steps, start=1):
+    for tick, (what, machine, action, pick, place) in enumerate(steps, start=1):
         if what == "write":
-            machines.write(machine, action, pick, tick)
+            machines.write(machine, action, pick, tick, place)
         elif machine != action:
             machines.sync(machine, action)
     finals = set()

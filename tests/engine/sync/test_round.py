@@ -231,6 +231,28 @@ def test_a_page_moved_and_removed_removed_where_it_was_and_revised_ends_revised_
         assert (page["path"], page["revision"]) == (moved, 2), machine.name
 
 
+def test_a_page_moved_on_both_machines_goes_where_the_last_moves_of_their_lines_put_it_everywhere(
+        machines: MachineFactory, remote: str) -> None:
+    a, b, ids = pair(machines, remote)
+    a.save("atlas", "Atlas", "The restoration project.")  # so that the private partition is never empty
+    settle(a, b)
+
+    def move(machine: Machine, name: str) -> None:  # by hand, in its folder, then a round
+        path = machine.get(ids["dana"])["path"]
+        (machine.vault / "private" / path).rename(machine.vault / "private" / path.rsplit("/", 1)[0] / name)
+        assert [status["state"] for status in machine.sync()] == ["ok"]
+
+    move(b, "ann.md")  # pushed before a hears of it
+    move(a, "zed.md")  # a merges b's move: zed, the greater
+    move(b, "cat.md")  # made before b heard of zed; b then merges a's merge: zed again, greater than cat
+    assert b.get(ids["dana"])["path"].endswith("/zed.md")
+    move(a, "bea.md")  # made before a heard of cat; a then merges b's: cat and bea are the last moves, cat stands
+    settle(a, b)
+    assert a.files() == b.files()
+    for machine in (a, b):
+        assert machine.get(ids["dana"])["path"].endswith("/cat.md"), machine.name
+
+
 def test_nothing_new_makes_no_commit_and_no_push(machines: MachineFactory, remote: str) -> None:
     a, b, _ = pair(machines, remote)
     a.save("atlas", "Atlas", "The restoration project.")
