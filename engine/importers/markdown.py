@@ -50,7 +50,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 from urllib.parse import unquote
 
 import yaml
@@ -405,6 +405,23 @@ def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
         return min(named, key=lambda n: (_parent(n.path) != here, n.path.count("/"), n.path))
     aliased = folder.by_alias.get(wanted)
     return min(aliased, key=lambda n: n.path) if aliased else None
+
+
+def wanted_note(paths: Collection[str], here: str, target: str) -> str | None:
+    """Of ``paths`` (the notes of a folder, relative, with ``.md``), the one a link in the note at ``here``
+    names by path or file name, as ``resolve_note`` resolves it: for the window's following of a link in a
+    note imported earlier, whose folder is no longer on hand."""
+    by_path = {path[:-3].lower(): path for path in paths if path.lower().endswith(".md")}
+    wanted = unquote(target).strip().lower()
+    wanted = wanted[:-3] if wanted.endswith(".md") else wanted
+    folder = _parent(here)
+    for candidate in (wanted, _joined(folder, wanted).lower()):
+        if candidate in by_path:
+            return by_path[candidate]
+    if "/" in wanted:
+        return None
+    named = [path for key, path in by_path.items() if key.rpartition("/")[2] == wanted]
+    return min(named, key=lambda path: (_parent(path) != folder, path.count("/"), path)) if named else None
 
 
 def _parent(path: str) -> str:
