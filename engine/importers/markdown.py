@@ -167,11 +167,29 @@ def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
     if not notes:
         raise InvalidParams(f"{path} holds no Markdown (.md) notes", file=str(path))
     folder = folder_of(root, notes, files, found.symlinks)
+    holding = []  # every note that holds a credential, named in one refusal: not one more try each
     for note in notes:
-        refuse_secrets(scan, note.original, lambda: ())
+        try:
+            refuse_secrets(scan, note.original, lambda: ())
+        except InvalidParams as exc:
+            holding.append(exc)
+    if holding:
+        raise _all_named(holding)
     for relative in sorted({target for note in notes for target in _attachments(folder, note)}):
         refuse_secrets(scan, Original(relative, folder.read(relative)), lambda: ())
     return (folder,)
+
+
+def _all_named(refusals: list[InvalidParams]) -> InvalidParams:
+    """The first note's refusal (its file and place in the details), naming the other notes refused too."""
+    first = refusals[0]
+    if len(refusals) == 1:
+        return first
+    others = [f"{exc.details.get('file')}" + (f" ({exc.details['place']})" if exc.details.get("place") else "")
+              for exc in refusals[1:]]
+    shown = ", ".join(others[:10]) + (f" and {len(others) - 10:,} more" if len(others) > 10 else "")
+    return InvalidParams(f"{first.message}; {counted(len(others), 'other note')} {for_count(len(others), 'holds', 'hold')} "
+                         f"what looks like a credential too: {shown}", **first.details)
 
 
 def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:

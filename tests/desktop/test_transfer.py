@@ -20,6 +20,7 @@ from engine.access.authority import OperatorCaller
 from engine.service import Engine
 from tests.desktop.conftest import wait_for_signal
 from tests.engine.importers.test_chatgpt import export, not_imported_alone
+from tests.engine.store.test_secrets import SECRET
 
 WAIT_MS = 20_000
 
@@ -194,6 +195,29 @@ def test_a_vault_with_a_note_whose_frontmatter_is_not_yaml_is_imported_and_the_s
     assert "00-home/tucrmia.md: line 3 is not valid YAML: mapping values are not allowed here" in text
     assert f'href="show:main/record/{page}"' in dialog.summary.toHtml()
     assert titles(served_engine, "conversacional", gui_thread_guard) == {"tucrmia"}
+
+
+def test_every_note_holding_a_credential_is_named_when_the_import_is_refused(
+        qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
+    """Two notes of a 1,875-note vault held what looks like a key; the dialog named the first only, and the
+    owner met the second on the next try."""
+    gui_thread_guard.active = False
+    notes = tmp_path / "notes"
+    (notes / "Stack").mkdir(parents=True)
+    (notes / "keys.md").write_text(f"# Keys\n\nid {SECRET}\n", encoding="utf-8")
+    (notes / "Stack" / "deploy.md").write_text(f"# Deploy\n\nthen {SECRET}\n", encoding="utf-8")
+    gui_thread_guard.active = True
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.set_format("markdown")
+    dialog.path.setText(str(notes))
+
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "failed" and job["error"]["file"] == "Stack/deploy.md"
+    status = dialog.status.text()
+    assert status.startswith("Not imported: Stack/deploy.md: line 3 holds what looks like ") and SECRET not in status
+    assert status.endswith("1 other note holds what looks like a credential too: keys.md (line 3)")
 
 
 def test_a_relative_or_empty_path_is_not_sent_as_it_is(qtbot, tasks, monkeypatch) -> None:
