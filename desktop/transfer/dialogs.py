@@ -495,17 +495,7 @@ def import_summary_html(result: dict[str, Any]) -> str:
     elif kind is not None:
         parts.append(f'<p><a href="{SHOW_SCHEME}:{escape(agent)}/browse/{kind}">Show the {kind}s of '
                      f"{escape(agent)}&#39;s store in Records</a> (Browse by type).</p>")
-    unresolved = result.get("unresolved") or {}
-    if unresolved:
-        parts.append("<p><b>Left out:</b> these links name no note or file of the folder; they stay as text in "
-                     "the note.</p><ul>")
-        for path, targets in list(unresolved.items())[:LEFT_OUT_SHOWN]:
-            parts.append(f"<li>{_note_link(agent, path, pages.get(path) if made else None)}: "
-                         f"{escape(link_list(targets))}</li>")
-        parts.append("</ul>")
-        if len(unresolved) > LEFT_OUT_SHOWN:
-            parts.append(f"<p>… and {len(unresolved) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
-                         "lists every one).</p>")
+    # Notes whose frontmatter was lost come before the links left as text: the owner corrects those files.
     unread = result.get("unreadFrontmatter") or {}
     if unread:
         parts.append("<p><b>Frontmatter not read:</b> these notes were imported with the title of their file "
@@ -516,6 +506,17 @@ def import_summary_html(result: dict[str, Any]) -> str:
         parts.append("</ul>")
         if len(unread) > LEFT_OUT_SHOWN:
             parts.append(f"<p>… and {len(unread) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
+                         "lists every one).</p>")
+    unresolved = result.get("unresolved") or {}
+    if unresolved:
+        parts.append("<p><b>Left out:</b> these links name no note or file of the folder; they stay as text in "
+                     "the note.</p><ul>")
+        for path, targets in list(unresolved.items())[:LEFT_OUT_SHOWN]:
+            parts.append(f"<li>{_note_link(agent, path, pages.get(path) if made else None)}: "
+                         f"{escape(link_list(targets))}</li>")
+        parts.append("</ul>")
+        if len(unresolved) > LEFT_OUT_SHOWN:
+            parts.append(f"<p>… and {len(unresolved) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
                          "lists every one).</p>")
     left_out = result.get("leftOut") or []
     if left_out:  # symbolic links, and whatever else the format does not read: the lines above say which

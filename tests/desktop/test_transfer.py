@@ -178,7 +178,7 @@ def test_a_vault_with_a_note_whose_frontmatter_is_not_yaml_is_imported_and_the_s
     (notes / "00-home" / "tucrmia.md").write_text(
         "---\ntitle: TuCRMIA\nupdated: 2026-08-17 iteraciones 33-35: Storage\n---\nCRM conversacional.\n",
         encoding="utf-8")
-    (notes / "Bienvenido.md").write_text("Empieza por [[tucrmia]].\n", encoding="utf-8")
+    (notes / "Bienvenido.md").write_text("Empieza por [[tucrmia]], no por [[nadie]].\n", encoding="utf-8")
     gui_thread_guard.active = True
     dialog = ImportDialog(tasks, ["main"], "main")
     qtbot.addWidget(dialog)
@@ -194,6 +194,7 @@ def test_a_vault_with_a_note_whose_frontmatter_is_not_yaml_is_imported_and_the_s
     assert "Frontmatter not read:" in text
     assert "00-home/tucrmia.md: line 3 is not valid YAML: mapping values are not allowed here" in text
     assert f'href="show:main/record/{page}"' in dialog.summary.toHtml()
+    assert text.index("Frontmatter not read:") < text.index("Left out:")  # not below 132 links left as text
     assert titles(served_engine, "conversacional", gui_thread_guard) == {"tucrmia"}
 
 
