@@ -51,6 +51,8 @@ BODIES_KEPT = 8  # the bodies last made, kept as HTML: a long note opened again 
 # Beneath a long note's first part while the rest is parsed (a part between the window's events).
 REST_COMING_HTML = '<p class="muted">The rest of the note is on its way…</p>'
 
+NOTE_KINDS = ["page", "claim"]  # what the lists show while links are hidden (the operator methods' ``kinds``)
+
 
 def cited_lines(fragment: str) -> tuple[int, int] | None:
     """The lines an evidence link cites (``source:ID#8-23``), or None."""
@@ -525,9 +527,26 @@ class RecordPage(QWidget):
             QDesktopServices.openUrl(url)
 
     def follow_wikilink(self, name: str, heading: str = "") -> None:
-        """Open the record ``[[name]]`` means: the one with that title (or id), else the best search match;
-        at ``heading`` (a ``heading_key``) when the link names one."""
-        agent = self.agent
+        """Open the record ``[[name]]`` means: the note the import resolved that name to in the note shown
+        (by file name or path, as Obsidian: ``operator/noteLink``), else the one with that title (or id), else
+        the best search match among notes and claims (never a link between two notes); at ``heading`` (a
+        ``heading_key``) when the link names one."""
+        agent, shown = self.agent, self.shown_id
+
+        def resolved(answer: dict[str, Any]) -> None:
+            if answer.get("id"):
+                self.sig_record_requested.emit(answer["id"])
+                self._want_heading(answer["id"], heading)
+            else:
+                self._follow_by_title(agent, name, heading)
+
+        if shown:
+            self.tasks.request("operator/noteLink", {"agent": agent, "from": shown, "name": name}, resolved,
+                               on_error=lambda _message: self._follow_by_title(agent, name, heading), owner=self)
+        else:
+            self._follow_by_title(agent, name, heading)
+
+    def _follow_by_title(self, agent: str | None, name: str, heading: str) -> None:
 
         def found(result: dict[str, Any]) -> None:
             hits = result.get("hits") or []
@@ -542,7 +561,8 @@ class RecordPage(QWidget):
                 self.tasks.sig_error_raised.emit(f"No record in {agent}'s private partition is called "
                                                  f"\"{name}\" or matches it.")
 
-        self.tasks.request("operator/search", {"agent": agent, "query": name, "limit": 10}, found, owner=self)
+        self.tasks.request("operator/search", {"agent": agent, "query": name, "limit": 10, "kinds": NOTE_KINDS},
+                           found, owner=self)
 
     def open_source(self, source_id: str, lines: tuple[int, int] | None = None) -> None:
         """The retained original ``source_id``, at ``lines`` when the evidence cites some."""

@@ -39,13 +39,12 @@ from ..common.widgets import named, plain_label, table
 from ..tasks import EngineTasks, says_no_store
 from .conversations import shown_snippet
 from .graph import ConnectionsWindow
-from .page import RecordPage
+from .page import NOTE_KINDS, RecordPage
 from .snippets import show_snippets
 
 PAGE_SIZE = 200
 SEARCH_PAGE_SIZE = 50
 CLOCK_MS = 60_000  # how often relative times ("3 minutes ago") are counted again
-NOTE_KINDS = ["page", "claim"]  # what the lists show while links are hidden (the operator methods' ``kinds``)
 LINK_KIND = "relationship"
 SHOW_LINKS_KEY = "records/showLinks/{list}"  # in the window's settings, one per list: recent, browse, search
 NO_MODEL = ("not_installed", "not_configured")  # operator/search's ``embedding``: nothing to rank by meaning

@@ -14,8 +14,9 @@ nothing).  A bad input is refused by the engine with the file and the place
 in it, and nothing is written.  What the dialogs show at the end says what
 ``knowledge import`` and ``knowledge export`` print, in a summary that
 scrolls inside the dialog (which the owner can resize); an import's summary
-then lists what was left out and why (a Markdown folder's unresolved links,
-note by note, each note a link to its page) and links to what was made
+then lists what was left out and why (a Markdown folder's unresolved links
+and the notes whose frontmatter could not be read, note by note, each note a
+link to its page) and links to what was made
 (``sig_show_requested``: the main window opens Records on it, and sets the
 dialog aside so that the owner sees it; File › Import… shows the dialog again
 as it was, its summary with it, until the owner closes it).
@@ -476,7 +477,8 @@ class ExportDialog(_JobDialog):
 
 def import_summary_html(result: dict[str, Any]) -> str:
     """The import's summary (``import_summary``'s words), then a link to what was made and what was left out
-    and why: a Markdown folder's links that name nothing, by note, each note a link to its page."""
+    and why: a Markdown folder's links that name nothing, and its notes whose frontmatter was not read, by
+    note, each note a link to its page."""
     agent = result.get("agent") or ""
     pages = result.get("pages") if isinstance(result.get("pages"), dict) else {}
     made = (result.get("imported") or {}) if agent and not result.get("dryRun") else {}  # a dry run made nothing
@@ -493,15 +495,25 @@ def import_summary_html(result: dict[str, Any]) -> str:
     elif kind is not None:
         parts.append(f'<p><a href="{SHOW_SCHEME}:{escape(agent)}/browse/{kind}">Show the {kind}s of '
                      f"{escape(agent)}&#39;s store in Records</a> (Browse by type).</p>")
+    # Notes whose frontmatter was lost come before the links left as text: the owner corrects those files.
+    unread = result.get("unreadFrontmatter") or {}
+    if unread:
+        parts.append("<p><b>Frontmatter not read:</b> these notes were imported with the title of their file "
+                     "name, their frontmatter kept as written at the end of the page; correct it in the file and "
+                     "import again to read it.</p><ul>")
+        for path, why in list(unread.items())[:LEFT_OUT_SHOWN]:
+            parts.append(f"<li>{_note_link(agent, path, pages.get(path) if made else None)}: {escape(why)}</li>")
+        parts.append("</ul>")
+        if len(unread) > LEFT_OUT_SHOWN:
+            parts.append(f"<p>… and {len(unread) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
+                         "lists every one).</p>")
     unresolved = result.get("unresolved") or {}
     if unresolved:
         parts.append("<p><b>Left out:</b> these links name no note or file of the folder; they stay as text in "
                      "the note.</p><ul>")
         for path, targets in list(unresolved.items())[:LEFT_OUT_SHOWN]:
-            page = pages.get(path)
-            note = (f'<a href="{SHOW_SCHEME}:{escape(agent)}/record/{escape(page)}">{escape(path)}</a>'
-                    if made and isinstance(page, str) else escape(path))
-            parts.append(f"<li>{note}: {escape(link_list(targets))}</li>")
+            parts.append(f"<li>{_note_link(agent, path, pages.get(path) if made else None)}: "
+                         f"{escape(link_list(targets))}</li>")
         parts.append("</ul>")
         if len(unresolved) > LEFT_OUT_SHOWN:
             parts.append(f"<p>… and {len(unresolved) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
@@ -511,6 +523,13 @@ def import_summary_html(result: dict[str, Any]) -> str:
         parts.append("<p><b>Not imported</b> (the lines above say why):</p><ul>"
                      + "".join(f"<li>{escape(path)}</li>" for path in left_out) + "</ul>")
     return "".join(parts)
+
+
+def _note_link(agent: str, path: str, page: Any) -> str:
+    """A note of the summary by its path, a link to its page when the import made one."""
+    if isinstance(page, str):
+        return f'<a href="{SHOW_SCHEME}:{escape(agent)}/record/{escape(page)}">{escape(path)}</a>'
+    return escape(path)
 
 
 def owner_agents(inventory: dict[str, Any]) -> list[str]:

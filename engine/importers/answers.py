@@ -67,6 +67,7 @@ class MarkdownImport(ImportResult):
     revised: int
     leftOut: NotRequired[list[str]]
     unresolved: NotRequired[dict[str, list[str]]]  # a note's path: the targets of its links that name nothing
+    unreadFrontmatter: NotRequired[dict[str, str]]  # a note's path: why its frontmatter was not read
 
 
 class Mem0Import(ImportResult):

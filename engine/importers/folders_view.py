@@ -12,6 +12,14 @@ folder.
                                                          notes, by path); with ``folder``, also a page of its
                                                          notes by title, as ``operator/records`` lists them
                                                          (``records``, ``total``, ``offset``, ``nextOffset?``)
+    operator/noteLink agent, from, name                  {id: the page ``[[name]]`` in page ``from`` names, as
+                                                         the import resolved it, or null}
+
+A ``[[link]]`` names a note by its file name or path (``[[learnings-index]]``), which is the page's title only
+when the note has no ``title`` of its own; the window follows a link by ``operator/noteLink`` first, which
+resolves the name among the notes of the linking note's vault as the import did (``markdown.resolve_note``:
+by path from the vault's root or the note's folder, then by file name, the nearest first), and only then by
+title or search.
 """
 
 from __future__ import annotations
@@ -27,10 +35,14 @@ from ..store.catalog_reads import RecordRow
 from ..store.open_store import ReadView
 from ..runtime import StoreRuntime
 from .common import SourceReader, first_source, import_instance
-from .markdown import RETAINED_SEPARATOR
+from .markdown import RETAINED_SEPARATOR, wanted_note
 
 FOLDER_MAX_CHARS = 4096
 LIMIT_DEFAULT, LIMIT_MAX = 200, 500
+NOTE_LINK = Params(AgentName("agent", required=True),
+                   String("from", 64, required=True, min_chars=1, what="the id of the page holding the link"),
+                   String("name", FOLDER_MAX_CHARS, required=True, min_chars=1,
+                          what="a [[link]]'s target as written, without heading or label"))
 FOLDERS = Params(AgentName("agent", required=True),
                  String("folder", FOLDER_MAX_CHARS, min_chars=1, what="a folder path from operator/folders"),
                  Integer("offset", 0, default=0), Integer("limit", 1, LIMIT_MAX, default=LIMIT_DEFAULT))
@@ -47,6 +59,31 @@ class NoteFolders(TypedDict):
     total: NotRequired[int]
     offset: NotRequired[int]
     nextOffset: NotRequired[int]
+
+
+class NoteLink(TypedDict):
+    id: str | None
+
+
+def note_link(engine: Engine, params: dict[str, Any]) -> NoteLink:
+    """The page a ``[[name]]`` of page ``from`` names, as the Markdown import resolved it (None when ``from``
+    is no imported note, or the name is none of its vault's notes)."""
+    values = NOTE_LINK.read(params)
+
+    def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> NoteLink:
+        notes = notes_of(view, authority.partition)
+        here = next((path for path, row in notes if row.record_id == values["from"]), None)
+        if here is None:
+            return {"id": None}
+        vault, _, relative = here.partition("/")
+        in_vault: dict[str, RecordRow] = {}
+        for path, row in notes:
+            if path.partition("/")[0] == vault:
+                in_vault.setdefault(path.partition("/")[2], row)
+        found = wanted_note(in_vault, relative, values["name"])
+        return {"id": in_vault[found].record_id if found is not None else None}
+
+    return engine.enter(OperatorCaller(values["agent"]), create=False).read(work)
 
 
 def note_folders(engine: Engine, params: dict[str, Any]) -> NoteFolders:
@@ -71,14 +108,23 @@ def note_folders(engine: Engine, params: dict[str, Any]) -> NoteFolders:
 
 def folders_of(view: ReadView, partition: str) -> dict[str, list[RecordRow]]:
     """The current pages a Markdown import made, by the folder of the original each cites first."""
+    found: dict[str, list[RecordRow]] = {}
+    for path, row in notes_of(view, partition):
+        found.setdefault(path.rpartition("/")[0], []).append(row)
+    return found
+
+
+def notes_of(view: ReadView, partition: str) -> list[tuple[str, RecordRow]]:
+    """The current pages a Markdown import made, each with the path of the original it cites first, the
+    vault folder's name first (``notes/Projects/Alpha/Plan.md``)."""
     sources = SourceReader(view, partition)
     instance = import_instance("markdown")
-    found: dict[str, list[RecordRow]] = {}
+    found: list[tuple[str, RecordRow]] = []
     for row in view.catalog.current(partition, kind="page"):
         source = first_source(row.view)
         if sources.instance(source) != instance:  # the original's, not the page's: a later revision keeps it
             continue
         parts = (sources.filename(source) or "").split(RETAINED_SEPARATOR)
         if len(parts) > 1:
-            found.setdefault("/".join(parts[:-1]), []).append(row)
+            found.append(("/".join(parts), row))
     return found

@@ -18,6 +18,12 @@ result names it in ``leftOut`` and a note) becomes one page:
   YAML block, and the retained original keeps the file byte for byte;
 - the body is the note's text after the frontmatter.
 
+Frontmatter that is not valid YAML (``updated: 2026-08-17 iteration 33: storage``), or not a mapping of names
+to values, is one note's problem, not the folder's: the note becomes a page as if it had none (its title from
+its file name), its frontmatter kept as written at the end of the body, and the result lists it with why
+(``unreadFrontmatter``), so a vault of years is not refused for the few notes Obsidian itself shows with
+invalid properties.  Importing again once the file is corrected reads its frontmatter into a new revision.
+
 Links: ``[[Target]]``, ``[[Target|label]]``, ``[[Target#Heading]]`` and
 ``[[folder/Target]]`` that name another note of the folder (by path, file
 name or alias) become a ``related_to`` relationship from the note's page to
@@ -44,7 +50,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 from urllib.parse import unquote
 
 import yaml
@@ -55,6 +61,7 @@ from .common import Original, Scan, Writer, refuse_secrets, refused, report, rev
 from .folders import left_out_notes, read_regular_file, walk_input
 from .text import clean_text, one_line
 from ..core.errors import InvalidParams
+from ..core.words import counted, for_count
 from ..store.attachments import ATTACH_MAX_BYTES
 from ..store.catalog import INCREMENTAL_CHECK_MAX
 from ..store.inputs import BODY_MAX_CHARS, ITEMS_MAX, LIST_MAX
@@ -94,6 +101,7 @@ class Note:
     tags: tuple[str, ...]
     body: str
     links: tuple[Link, ...]
+    unread_frontmatter: str = ""  # why its frontmatter could not be read ("line 3 is not valid YAML: ..."), if so
 
     @property
     def key(self) -> str:
@@ -159,11 +167,29 @@ def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
     if not notes:
         raise InvalidParams(f"{path} holds no Markdown (.md) notes", file=str(path))
     folder = folder_of(root, notes, files, found.symlinks)
+    holding = []  # every note that holds a credential, named in one refusal: not one more try each
     for note in notes:
-        refuse_secrets(scan, note.original, lambda: ())
+        try:
+            refuse_secrets(scan, note.original, lambda: ())
+        except InvalidParams as exc:
+            holding.append(exc)
+    if holding:
+        raise _all_named(holding)
     for relative in sorted({target for note in notes for target in _attachments(folder, note)}):
         refuse_secrets(scan, Original(relative, folder.read(relative)), lambda: ())
     return (folder,)
+
+
+def _all_named(refusals: list[InvalidParams]) -> InvalidParams:
+    """The first note's refusal (its file and place in the details), naming the other notes refused too."""
+    first = refusals[0]
+    if len(refusals) == 1:
+        return first
+    others = [f"{exc.details.get('file')}" + (f" ({exc.details['place']})" if exc.details.get("place") else "")
+              for exc in refusals[1:]]
+    shown = ", ".join(others[:10]) + (f" and {len(others) - 10:,} more" if len(others) > 10 else "")
+    return InvalidParams(f"{first.message}; {counted(len(others), 'other note')} {for_count(len(others), 'holds', 'hold')} "
+                         f"what looks like a credential too: {shown}", **first.details)
 
 
 def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
@@ -199,11 +225,18 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
     notes = ([f"{unresolved_count} links name no note or file of the folder; they stay as text."]
              if unresolved else [])
     notes += revised_note(writer, revised, "note") + left_out_notes(folder.links)
+    unread = {note.path: note.unread_frontmatter for note in folder.notes if note.unread_frontmatter}
+    if unread:
+        notes.append(f"{counted(len(unread), 'note')} {for_count(len(unread), 'has', 'have')} frontmatter that "
+                     f"could not be read: {for_count(len(unread), 'it was', 'each was')} imported with the title of "
+                     "its file name and its frontmatter kept as written at the end of the page; correct the "
+                     "frontmatter and import again to read it.")
     attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
     return report(writer, MarkdownImport, folder=str(folder.root), notes=notes, pages=pages,
                   relationships=relationships, attachments=len(attachments), revised=revised,
                   **({"leftOut": list(folder.links)} if folder.links else {}),
-                  **({"unresolved": unresolved} if unresolved else {}))
+                  **({"unresolved": unresolved} if unresolved else {}),
+                  **({"unreadFrontmatter": unread} if unread else {}))
 
 
 RETAINED_SEPARATOR = " › "  # between the folders of a retained original's name: a file name holds no "/"
@@ -392,6 +425,23 @@ def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     return min(aliased, key=lambda n: n.path) if aliased else None
 
 
+def wanted_note(paths: Collection[str], here: str, target: str) -> str | None:
+    """Of ``paths`` (the notes of a folder, relative, with ``.md``), the one a link in the note at ``here``
+    names by path or file name, as ``resolve_note`` resolves it: for the window's following of a link in a
+    note imported earlier, whose folder is no longer on hand."""
+    by_path = {path[:-3].lower(): path for path in paths if path.lower().endswith(".md")}
+    wanted = unquote(target).strip().lower()
+    wanted = wanted[:-3] if wanted.endswith(".md") else wanted
+    folder = _parent(here)
+    for candidate in (wanted, _joined(folder, wanted).lower()):
+        if candidate in by_path:
+            return by_path[candidate]
+    if "/" in wanted:
+        return None
+    named = [path for key, path in by_path.items() if key.rpartition("/")[2] == wanted]
+    return min(named, key=lambda path: (_parent(path) != folder, path.count("/"), path)) if named else None
+
+
 def _parent(path: str) -> str:
     """The folder of a relative path (``""`` at the root): ``PurePosixPath.parent`` without its cost, which
     resolving every link of a large vault paid several times a link."""
@@ -449,7 +499,7 @@ def _attachments(folder: Folder, note: Note) -> tuple[str, ...]:
 
 def parse_note(original: Original, page_types: set[str]) -> Note:
     text = original.text()
-    frontmatter, body = _split_frontmatter(original, text)
+    frontmatter, body, unread = _split_frontmatter(text)
     title = frontmatter.get("title")
     title = one_line(str(title)) if isinstance(title, (str, int, float)) and str(title).strip() else \
         one_line(PurePosixPath(original.name).stem)
@@ -469,35 +519,48 @@ def parse_note(original: Original, page_types: set[str]) -> Note:
     if kept:
         block = yaml.safe_dump(kept, allow_unicode=True, sort_keys=False, default_flow_style=False).strip()
         body += ("\n\n" if body else "") + "Frontmatter kept from the note:\n\n```yaml\n" + clean_text(block) + "\n```"
+    if unread:
+        as_written = clean_text(unread.text)
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", as_written)), default=0))
+        body += (("\n\n" if body else "") + f"Frontmatter kept from the note as written (not read: {unread.why}):"
+                 f"\n\n{fence}yaml\n{as_written}\n{fence}")
     if len(body) > BODY_MAX_CHARS:
         raise refused(original.name, None, f"is longer than {BODY_MAX_CHARS} characters")
     return Note(original.name, original, page_type, title or "Untitled note",
                 tuple(dict.fromkeys(a for a in aliases if a)), tuple(dict.fromkeys(t for t in tags if t)),
-                body, tuple(_links(original)))
+                body, tuple(_links(original)), unread.why if unread else "")
 
 
-def _split_frontmatter(original: Original, text: str) -> tuple[dict[str, Any], str]:
-    """The frontmatter as a mapping and the body after it."""
+@dataclass(frozen=True)
+class UnreadFrontmatter:
+    text: str  # the lines between the rules, as written
+    why: str  # "line 3 is not valid YAML: mapping values are not allowed here"
+
+
+def _split_frontmatter(text: str) -> tuple[dict[str, Any], str, UnreadFrontmatter | None]:
+    """The frontmatter as a mapping and the body after it; frontmatter that cannot be read as a mapping is
+    an empty one, and what was written and why it was not read come third."""
     lines = text.split("\n")
     if not lines or lines[0].rstrip() != "---":
-        return {}, text
+        return {}, text, None
     for number, line in enumerate(lines[1:], start=1):
         if line.rstrip() in ("---", "..."):
             break
     else:
-        return {}, text  # an opening rule without a closing one is body text, as Obsidian reads it
+        return {}, text, None  # an opening rule without a closing one is body text, as Obsidian reads it
+    written, body = "\n".join(lines[1:number]), "\n".join(lines[number + 1:])
     try:
-        data = yaml.safe_load("\n".join(lines[1:number]))
+        data = yaml.safe_load(written)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         place = f"line {mark.line + 2}" if mark is not None else "line 1"
-        raise refused(original.name, place, f"has frontmatter that is not valid YAML: "
-                      f"{getattr(exc, 'problem', None) or exc}") from exc
+        return {}, body, UnreadFrontmatter(written, f"{place} is not valid YAML: "
+                                                    f"{getattr(exc, 'problem', None) or exc}")
     if data is None:
         data = {}
     if not isinstance(data, dict) or not all(isinstance(key, str) for key in data):
-        raise refused(original.name, "line 1", "has frontmatter that is not a mapping of names to values")
-    return data, "\n".join(lines[number + 1:])
+        return {}, body, UnreadFrontmatter(written, "it is not a mapping of names to values")
+    return data, body, None
 
 
 def _names(original: Original, frontmatter: dict[str, Any], keys: tuple[str, ...], *,

@@ -13,6 +13,8 @@ the engine does the work and checks the parameters as for any operator method.
                                                                one worker is not held while the archive is written)
     operator/folders  agent, folder?, offset?, limit?          an imported vault's folders and a folder's notes
                                                                (engine/importers/folders_view.py)
+    operator/noteLink agent, from, name                        the page a [[link]] in page ``from`` names, as the
+                                                               import resolved it (folders_view.py)
     operator/import   format, path (absolute), agent?, store?, a job (kind ``import``): progress per item of the
                       dryRun?                                  input (``done``/``total`` in its ``unit``, the
                                                                item in ``message``), cancellable between items;
@@ -45,7 +47,7 @@ from ..wire.protocol import Dispatcher
 from .answers import AnyImport, ExportJob, ExportResult, ImportJob
 from .archive import export_archive
 from .common import Progress
-from .folders_view import FOLDERS, NoteFolders, note_folders
+from .folders_view import FOLDERS, NOTE_LINK, NoteFolders, NoteLink, note_folders, note_link
 from .formats import FORMATS, index_imported, receiving_agent, run_import
 
 EXPORT = Params(String("out", 4096, required=True, min_chars=1, what="the archive's absolute path"),
@@ -64,7 +66,8 @@ def methods(engine: Engine) -> tuple[Method, ...]:
     return (Method("export", EXPORT, ExportResult, lambda params: export(engine, params)),
             Method("startExport", EXPORT, ExportJob, lambda params: start_export(engine, params)),
             Method("import", IMPORT, ImportJob, lambda params: start_import(engine, params)),
-            Method("folders", FOLDERS, NoteFolders, lambda params: note_folders(engine, params)))
+            Method("folders", FOLDERS, NoteFolders, lambda params: note_folders(engine, params)),
+            Method("noteLink", NOTE_LINK, NoteLink, lambda params: note_link(engine, params)))
 
 
 def register(dispatcher: Dispatcher, engine: Engine) -> None:

@@ -47,8 +47,8 @@ def _dry_run_summary(format_name: str, counts: dict[str, int], made: dict[str, i
 
 
 def _listed(counts: dict[str, int], last: str = "") -> str:
-    """``2 sources, 1 page`` (``last``: the word before the last count, ``2 sources and 1 page``)."""
-    shown = [f"{n} {for_count(n, kind[:-1], kind)}" for kind, n in counts.items() if n]
+    """``2 sources, 1 page``, ``1,875 pages`` (``last``: the word before the last count, ``2 sources and 1 page``)."""
+    shown = [f"{n:,} {for_count(n, kind[:-1], kind)}" for kind, n in counts.items() if n]
     if last and len(shown) > 1:
         return f"{', '.join(shown[:-1])} {last} {shown[-1]}"
     return ", ".join(shown) or "nothing"

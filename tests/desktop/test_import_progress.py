@@ -263,3 +263,14 @@ def test_a_link_written_twice_in_a_note_is_listed_once_with_how_often() -> None:
                                 "imported": {"pages": 1}, "pages": {"Bases/Create a base.md": "pg_x"},
                                 "unresolved": {"Bases/Create a base.md": ["File.base", "Link", "File.base"]}})
     assert "[[File.base]] (2×), [[Link]]</li>" in html
+
+
+def test_a_large_vaults_counts_read_with_thousands_apart_as_its_progress_does() -> None:
+    """The summary of a 1,875-note vault read "1875 sources, 1875 pages, 5412 relationships" under a progress
+    line that said "1,875 notes"."""
+    from desktop.transfer.dialogs import import_summary_html
+
+    html = import_summary_html({"agent": "main", "format": "markdown", "folder": "/v/owner9-vault", "dryRun": False,
+                                "imported": {"sources": 1875, "pages": 1875, "relationships": 5412},
+                                "reused": {"sources": 0, "pages": 0, "relationships": 0}, "pages": {}})
+    assert "store: 1,875 sources, 1,875 pages, 5,412 relationships." in html

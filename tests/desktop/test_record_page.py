@@ -21,6 +21,7 @@ from desktop.records.view import RecordsView
 from tests.desktop.conftest import records_view_on_main, wait_for_signal
 from tests.desktop.test_live import agent_call
 from tests.desktop.test_markdown import long_note
+from tests.engine.importers.helpers import run_import
 
 ZONE = timezone(timedelta(hours=1))  # the owner's zone in these tests: never the machine's
 NOW = datetime(2026, 12, 4, 15, 0, tzinfo=ZONE)  # 14:00 UTC
@@ -485,3 +486,28 @@ def test_a_body_is_made_ready_to_show_once_for_each_record_read(
         view.open_record(saved["id"])
     assert shown.args == [saved["id"]] and "Day 150" in view.page.body.toPlainText()
     assert made.count(saved["id"]) == 1
+
+
+def test_a_wiki_link_naming_a_file_opens_the_note_the_import_resolved_it_to(
+        qtbot, served_engine, tasks, gui_thread_guard, tmp_path) -> None:
+    """A vault whose notes carry titles of their own links them by file name (``[[plan-alpha]]``), as
+    Obsidian resolves them; following such a link opened the best search match for the file name's words, a
+    link record or another note (33 of 40 links of a real vault's index), where it opens the note linked."""
+    gui_thread_guard.active = False
+    root = tmp_path / "vault"
+    for path, text in {"Home.md": "---\ntitle: Índice\n---\nStart with [[plan-alpha]].",
+                       "Alpha/plan-alpha.md": "---\ntitle: The first draft\n---\nWhat we will do.",
+                       "Notes/plans.md": "---\ntitle: Plan alpha, plan alpha and plan alpha again\n---\n"
+                                         "Plan alpha: plan, alpha, plan alpha."}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text + "\n", encoding="utf-8")
+    pages = run_import(served_engine, "markdown", root)["pages"]
+    gui_thread_guard.active = True
+    view = records_view_on_main(qtbot, tasks, 1280, 800)
+    page = view.page
+    wait_for_signal(qtbot, page.sig_content_loaded, lambda: view.open_record(pages["Home.md"]))
+
+    with qtbot.waitSignal(page.sig_record_requested, timeout=10_000) as requested:
+        page.body.sig_link_activated.emit(QUrl("wikilink:plan-alpha"))  # as a click on the link does
+
+    assert requested.args == [pages["Alpha/plan-alpha.md"]]

@@ -20,6 +20,7 @@ from engine.access.authority import OperatorCaller
 from engine.service import Engine
 from tests.desktop.conftest import wait_for_signal
 from tests.engine.importers.test_chatgpt import export, not_imported_alone
+from tests.engine.store.test_secrets import SECRET
 
 WAIT_MS = 20_000
 
@@ -151,7 +152,7 @@ def test_a_bad_input_is_refused_with_the_file_and_place_and_nothing_is_written(
     gui_thread_guard.active = False
     notes = tmp_path / "notes"
     (notes / "People").mkdir(parents=True)
-    (notes / "People" / "Bruno.md").write_text("---\ntitle: [unclosed\n---\nBruno plays chess.\n", encoding="utf-8")
+    (notes / "People" / "Bruno.md").write_text("---\ntags: {chess: 1}\n---\nBruno plays chess.\n", encoding="utf-8")
     gui_thread_guard.active = True
     dialog = ImportDialog(tasks, ["main"], "main")
     qtbot.addWidget(dialog)
@@ -162,8 +163,62 @@ def test_a_bad_input_is_refused_with_the_file_and_place_and_nothing_is_written(
     job = finish(qtbot, dialog)
 
     assert job["state"] == "failed" and job["error"]["file"] == "People/Bruno.md"
-    assert dialog.status.text().startswith("Not imported: People/Bruno.md: line 2 ")
+    assert dialog.status.text() == ("Not imported: People/Bruno.md: frontmatter tags must be a string or a "
+                                     "list of strings")
     assert titles(served_engine, "chess", gui_thread_guard) == set()
+
+
+def test_a_vault_with_a_note_whose_frontmatter_is_not_yaml_is_imported_and_the_summary_lists_it(
+        qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
+    """One note of a vault of years whose frontmatter has a colon inside a value refused the whole import
+    (1,875 notes for 46 such); the vault is imported, the summary naming the note, why, and its page."""
+    gui_thread_guard.active = False
+    notes = tmp_path / "notes"
+    (notes / "00-home").mkdir(parents=True)
+    (notes / "00-home" / "tucrmia.md").write_text(
+        "---\ntitle: TuCRMIA\nupdated: 2026-08-17 iteraciones 33-35: Storage\n---\nCRM conversacional.\n",
+        encoding="utf-8")
+    (notes / "Bienvenido.md").write_text("Empieza por [[tucrmia]], no por [[nadie]].\n", encoding="utf-8")
+    gui_thread_guard.active = True
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.set_format("markdown")
+    dialog.path.setText(str(notes))
+
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "done", job
+    page = job["result"]["pages"]["00-home/tucrmia.md"]
+    text = dialog.summary.toPlainText()
+    assert "1 note has frontmatter that could not be read" in text
+    assert "Frontmatter not read:" in text
+    assert "00-home/tucrmia.md: line 3 is not valid YAML: mapping values are not allowed here" in text
+    assert f'href="show:main/record/{page}"' in dialog.summary.toHtml()
+    assert text.index("Frontmatter not read:") < text.index("Left out:")  # not below 132 links left as text
+    assert titles(served_engine, "conversacional", gui_thread_guard) == {"tucrmia"}
+
+
+def test_every_note_holding_a_credential_is_named_when_the_import_is_refused(
+        qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
+    """Two notes of a 1,875-note vault held what looks like a key; the dialog named the first only, and the
+    owner met the second on the next try."""
+    gui_thread_guard.active = False
+    notes = tmp_path / "notes"
+    (notes / "Stack").mkdir(parents=True)
+    (notes / "keys.md").write_text(f"# Keys\n\nid {SECRET}\n", encoding="utf-8")
+    (notes / "Stack" / "deploy.md").write_text(f"# Deploy\n\nthen {SECRET}\n", encoding="utf-8")
+    gui_thread_guard.active = True
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.set_format("markdown")
+    dialog.path.setText(str(notes))
+
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "failed" and job["error"]["file"] == "Stack/deploy.md"
+    status = dialog.status.text()
+    assert status.startswith("Not imported: Stack/deploy.md: line 3 holds what looks like ") and SECRET not in status
+    assert status.endswith("1 other note holds what looks like a credential too: keys.md (line 3)")
 
 
 def test_a_relative_or_empty_path_is_not_sent_as_it_is(qtbot, tasks, monkeypatch) -> None:

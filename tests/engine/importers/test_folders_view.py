@@ -69,3 +69,29 @@ def test_pages_an_agent_wrote_are_in_no_folder(engine: Engine, served, owner) ->
 
     assert call(served, "operator/folders", {"agent": "main"})["result"] == {"folders": []}
     assert call(served, "operator/folders", {"agent": "main", "folder": ""})["error"]["data"]["field"] == "folder"
+
+
+def test_a_link_names_the_note_the_import_resolved_it_to_by_path_or_file_name(engine: Engine, served,
+                                                                              tmp_path: Path) -> None:
+    """A vault whose notes have titles of their own links them by file name (``[[learnings-index]]``); a
+    link is resolved as the import resolved it: by path, then by file name, the nearest first."""
+    root = tmp_path / "vault"
+    for path, text in {"Home.md": "---\ntitle: Índice\n---\n[[plan-alpha]], [[Beta/plan-alpha]], [[nowhere]]",
+                       "Alpha/plan-alpha.md": "---\ntitle: The alpha plan\n---\nA plan.",
+                       "Beta/plan-alpha.md": "---\ntitle: Beta's copy\n---\nSee [[plan-alpha]]."}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text + "\n", encoding="utf-8")
+    job = start(served, {"format": "markdown", "path": str(root)})
+    pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+
+    def named(in_note: str, name: str) -> str | None:
+        return call(served, "operator/noteLink", {"agent": "main", "from": pages[in_note], "name": name})[
+            "result"]["id"]
+
+    assert named("Home.md", "plan-alpha") == pages["Alpha/plan-alpha.md"]  # by file name: the shallowest
+    assert named("Home.md", "Beta/plan-alpha") == pages["Beta/plan-alpha.md"]  # by path
+    assert named("Beta/plan-alpha.md", "plan-alpha") == pages["Beta/plan-alpha.md"]  # the nearest: its own folder
+    assert named("Home.md", "PLAN-ALPHA.md") == pages["Alpha/plan-alpha.md"]  # as Obsidian: any case, .md or not
+    assert named("Home.md", "nowhere") is None and named("Home.md", "The alpha plan") is None  # a title: not here
+    assert call(served, "operator/noteLink", {"agent": "main", "from": "pg_nothing", "name": "plan-alpha"})[
+        "result"] == {"id": None}

@@ -113,6 +113,23 @@ def test_a_markdown_note_with_an_entity_key_is_refused_before_anything_is_writte
     assert_refused(engine, state_dir, "markdown", folder)
 
 
+def test_every_note_holding_a_credential_is_named_in_the_one_refusal(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    """A vault of years held two such notes; the refusal named the first, and the owner met the second only
+    on the next try."""
+    folder = tmp_path / "notes"
+    (folder / "ops").mkdir(parents=True)
+    (folder / "ops.md").write_text("# Ops\n\nThe bucket is Atlas.\n", encoding="utf-8")
+    (folder / "keys.md").write_text(f"# Keys\n\nid {KEY}\n", encoding="utf-8")
+    (folder / "ops" / "deploy.md").write_text(f"# Deploy\n\nfirst\nthen {KEY}\n", encoding="utf-8")
+
+    refused = assert_refused(engine, state_dir, "markdown", folder)
+
+    assert (refused.details["file"], refused.details["place"]) == ("keys.md", "line 3")
+    assert refused.message.startswith("keys.md: line 3 holds what looks like ")
+    assert refused.message.endswith("; 1 other note holds what looks like a credential too: ops/deploy.md (line 4)")
+
+
 @pytest.mark.parametrize("packed", ["gzip", "utf-16"])
 def test_a_chatgpt_export_whose_file_hides_a_key_is_refused_before_anything_is_written(
         engine: Engine, tmp_path: Path, state_dir: StateDir, packed: str) -> None:
