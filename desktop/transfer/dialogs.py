@@ -507,6 +507,17 @@ def import_summary_html(result: dict[str, Any]) -> str:
         if len(unread) > LEFT_OUT_SHOWN:
             parts.append(f"<p>… and {len(unread) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
                          "lists every one).</p>")
+    fields = result.get("unreadFields") or {}
+    if fields:
+        parts.append("<p><b>Fields not read:</b> these notes were imported without the frontmatter fields named "
+                     "here, kept at the end of the page; correct them in the file and import again to read "
+                     "them.</p><ul>")
+        for path, why in list(fields.items())[:LEFT_OUT_SHOWN]:
+            parts.append(f"<li>{_note_link(agent, path, pages.get(path) if made else None)}: {escape(why)}</li>")
+        parts.append("</ul>")
+        if len(fields) > LEFT_OUT_SHOWN:
+            parts.append(f"<p>… and {len(fields) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
+                         "lists every one).</p>")
     unresolved = result.get("unresolved") or {}
     if unresolved:
         parts.append("<p><b>Left out:</b> these links name no note or file of the folder; they stay as text in "

@@ -68,6 +68,7 @@ class MarkdownImport(ImportResult):
     leftOut: NotRequired[list[str]]
     unresolved: NotRequired[dict[str, list[str]]]  # a note's path: the targets of its links that name nothing
     unreadFrontmatter: NotRequired[dict[str, str]]  # a note's path: why its frontmatter was not read
+    unreadFields: NotRequired[dict[str, str]]  # a note's path: which known fields of its frontmatter were not read, why
 
 
 class Mem0Import(ImportResult):

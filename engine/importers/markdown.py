@@ -22,7 +22,10 @@ Frontmatter that is not valid YAML (``updated: 2026-08-17 iteration 33: storage`
 to values, is one note's problem, not the folder's: the note becomes a page as if it had none (its title from
 its file name), its frontmatter kept as written at the end of the body, and the result lists it with why
 (``unreadFrontmatter``), so a vault of years is not refused for the few notes Obsidian itself shows with
-invalid properties.  Importing again once the file is corrected reads its frontmatter into a new revision.
+invalid properties.  Importing again once the file is corrected reads its frontmatter into a new revision.  So
+is a known field of another shape than it takes (``tags: {chess: 1}``, a list as the title, more than
+``LIST_MAX`` aliases): the note is imported without it, the field kept with the others at the end of the body,
+and the result lists it with why (``unreadFields``).
 
 Links: ``[[Target]]``, ``[[Target|label]]``, ``[[Target#Heading]]`` and
 ``[[folder/Target]]`` that name another note of the folder (by path, file
@@ -102,6 +105,7 @@ class Note:
     body: str
     links: tuple[Link, ...]
     unread_frontmatter: str = ""  # why its frontmatter could not be read ("line 3 is not valid YAML: ..."), if so
+    unread_fields: str = ""  # why some of its known fields could not be read ("frontmatter tags must be ..."), if so
 
     @property
     def key(self) -> str:
@@ -188,8 +192,9 @@ def _all_named(refusals: list[InvalidParams]) -> InvalidParams:
     others = [f"{exc.details.get('file')}" + (f" ({exc.details['place']})" if exc.details.get("place") else "")
               for exc in refusals[1:]]
     shown = ", ".join(others[:10]) + (f" and {len(others) - 10:,} more" if len(others) > 10 else "")
-    return InvalidParams(f"{first.message}; {counted(len(others), 'other note')} {for_count(len(others), 'holds', 'hold')} "
-                         f"what looks like a credential too: {shown}", **first.details)
+    holds = for_count(len(others), "holds", "hold")
+    return InvalidParams(f"{first.message}; {counted(len(others), 'other note')} {holds} what looks like a "
+                         f"credential too: {shown}", **first.details)
 
 
 def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
@@ -231,12 +236,19 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
                      f"could not be read: {for_count(len(unread), 'it was', 'each was')} imported with the title of "
                      "its file name and its frontmatter kept as written at the end of the page; correct the "
                      "frontmatter and import again to read it.")
+    fields = {note.path: note.unread_fields for note in folder.notes if note.unread_fields}
+    if fields:
+        notes.append(f"{counted(len(fields), 'note')} {for_count(len(fields), 'has', 'have')} frontmatter fields "
+                     "that could not be read (a title, tags or aliases of another shape than the field takes): "
+                     f"{for_count(len(fields), 'it was', 'each was')} imported without them, and they are kept at "
+                     "the end of the page; correct them and import again to read them.")
     attachments = {relative for note in folder.notes for relative in _attachments(folder, note)}
     return report(writer, MarkdownImport, folder=str(folder.root), notes=notes, pages=pages,
                   relationships=relationships, attachments=len(attachments), revised=revised,
                   **({"leftOut": list(folder.links)} if folder.links else {}),
                   **({"unresolved": unresolved} if unresolved else {}),
-                  **({"unreadFrontmatter": unread} if unread else {}))
+                  **({"unreadFrontmatter": unread} if unread else {}),
+                  **({"unreadFields": fields} if fields else {}))
 
 
 RETAINED_SEPARATOR = " › "  # between the folders of a retained original's name: a file name holds no "/"
@@ -500,17 +512,20 @@ def _attachments(folder: Folder, note: Note) -> tuple[str, ...]:
 def parse_note(original: Original, page_types: set[str]) -> Note:
     text = original.text()
     frontmatter, body, unread = _split_frontmatter(text)
+    not_read: dict[str, str] = {}  # the known keys whose values could not be read, and why: kept as written
     title = frontmatter.get("title")
+    if title is not None and not isinstance(title, (str, int, float)):
+        not_read["title"] = "frontmatter title must be a string"
     title = one_line(str(title)) if isinstance(title, (str, int, float)) and str(title).strip() else \
         one_line(PurePosixPath(original.name).stem)
-    aliases = _names(original, frontmatter, ("aliases", "alias"))
-    tags = [tag.lstrip("#") for tag in _names(original, frontmatter, ("tags", "tag"), split=True)]
+    aliases = _names(frontmatter, ("aliases", "alias"), not_read)
+    tags = [tag.lstrip("#") for tag in _names(frontmatter, ("tags", "tag"), not_read, split=True)]
     folder = str(PurePosixPath(original.name).parent)
     if folder != ".":
         tags.append(one_line(folder))
     tags = _with_inline_tags(tags, _inline_tags(body))
     page_type = frontmatter.get("type")
-    kept = {k: v for k, v in frontmatter.items() if k not in _KNOWN_KEYS}
+    kept = {k: v for k, v in frontmatter.items() if k not in _KNOWN_KEYS or k in not_read}
     if isinstance(page_type, str) and page_type in page_types:
         kept.pop("type")
     else:
@@ -528,7 +543,8 @@ def parse_note(original: Original, page_types: set[str]) -> Note:
         raise refused(original.name, None, f"is longer than {BODY_MAX_CHARS} characters")
     return Note(original.name, original, page_type, title or "Untitled note",
                 tuple(dict.fromkeys(a for a in aliases if a)), tuple(dict.fromkeys(t for t in tags if t)),
-                body, tuple(_links(original)), unread.why if unread else "")
+                body, tuple(_links(original)), unread.why if unread else "",
+                "; ".join(dict.fromkeys(not_read.values())))
 
 
 @dataclass(frozen=True)
@@ -563,22 +579,26 @@ def _split_frontmatter(text: str) -> tuple[dict[str, Any], str, UnreadFrontmatte
     return data, body, None
 
 
-def _names(original: Original, frontmatter: dict[str, Any], keys: tuple[str, ...], *,
+def _names(frontmatter: dict[str, Any], keys: tuple[str, ...], not_read: dict[str, str], *,
            split: bool = False) -> list[str]:
+    """The names ``keys`` hold (``aliases`` and ``alias``, say).  Values of another shape, or more than
+    ``LIST_MAX`` names, are not read: their keys go into ``not_read`` with why, to be kept as written, and the
+    note is imported without those names (one note's properties, never the folder's import)."""
     names: list[str] = []
-    for key in keys:
-        value = frontmatter.get(key)
-        if value is None:
-            continue
+    present = [key for key in keys if frontmatter.get(key) is not None]
+    for key in present:
+        value = frontmatter[key]
         if isinstance(value, str):
             values = re.split(r"[,\s]+", value) if split else [value]
         elif isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
             values = [str(v) for v in value]
         else:
-            raise refused(original.name, f"frontmatter {key}", "must be a string or a list of strings")
+            not_read[key] = f"frontmatter {key} must be a string or a list of strings"
+            continue
         names += [one_line(v, TITLE_MAX_CHARS) for v in values if v.strip()]
     if len(names) > LIST_MAX:
-        raise refused(original.name, f"frontmatter {keys[0]}", f"has more than {LIST_MAX} entries")
+        not_read.update({key: f"frontmatter {keys[0]} has more than {LIST_MAX} entries" for key in present})
+        return []
     return names
 
 

@@ -55,6 +55,15 @@ def finish(qtbot: Any, dialog: ImportDialog) -> dict[str, Any]:
     return blocker.args[0]
 
 
+def folder_imported(qtbot: Any, tasks: Any, notes: Path) -> tuple[ImportDialog, dict[str, Any]]:
+    """The import dialog, its format Markdown and its folder ``notes``, and the job it ran."""
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.set_format("markdown")
+    dialog.path.setText(str(notes))
+    return dialog, finish(qtbot, dialog)
+
+
 def test_a_dry_run_then_the_import_with_their_summaries(qtbot, tasks, served_engine, export_file,
                                                          gui_thread_guard) -> None:
     dialog = ImportDialog(tasks, ["main"], "main")
@@ -152,7 +161,8 @@ def test_a_bad_input_is_refused_with_the_file_and_place_and_nothing_is_written(
     gui_thread_guard.active = False
     notes = tmp_path / "notes"
     (notes / "People").mkdir(parents=True)
-    (notes / "People" / "Bruno.md").write_text("---\ntags: {chess: 1}\n---\nBruno plays chess.\n", encoding="utf-8")
+    (notes / "People" / "Bruno.md").write_text(f"---\ntags: [chess]\n---\nBruno plays chess, key {SECRET}.\n",
+                                               encoding="utf-8")
     gui_thread_guard.active = True
     dialog = ImportDialog(tasks, ["main"], "main")
     qtbot.addWidget(dialog)
@@ -163,8 +173,8 @@ def test_a_bad_input_is_refused_with_the_file_and_place_and_nothing_is_written(
     job = finish(qtbot, dialog)
 
     assert job["state"] == "failed" and job["error"]["file"] == "People/Bruno.md"
-    assert dialog.status.text() == ("Not imported: People/Bruno.md: frontmatter tags must be a string or a "
-                                     "list of strings")
+    status = dialog.status.text()
+    assert status.startswith("Not imported: People/Bruno.md: line 4 holds what looks like ") and SECRET not in status
     assert titles(served_engine, "chess", gui_thread_guard) == set()
 
 
@@ -180,12 +190,8 @@ def test_a_vault_with_a_note_whose_frontmatter_is_not_yaml_is_imported_and_the_s
         encoding="utf-8")
     (notes / "Bienvenido.md").write_text("Empieza por [[tucrmia]], no por [[nadie]].\n", encoding="utf-8")
     gui_thread_guard.active = True
-    dialog = ImportDialog(tasks, ["main"], "main")
-    qtbot.addWidget(dialog)
-    dialog.set_format("markdown")
-    dialog.path.setText(str(notes))
 
-    job = finish(qtbot, dialog)
+    dialog, job = folder_imported(qtbot, tasks, notes)
 
     assert job["state"] == "done", job
     page = job["result"]["pages"]["00-home/tucrmia.md"]
@@ -198,6 +204,26 @@ def test_a_vault_with_a_note_whose_frontmatter_is_not_yaml_is_imported_and_the_s
     assert titles(served_engine, "conversacional", gui_thread_guard) == {"tucrmia"}
 
 
+def test_a_note_whose_tags_are_not_names_is_imported_and_the_summary_lists_it(
+        qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
+    """Tags written as a mapping refused the whole import; the note is imported without them, and the summary
+    names it, why, and its page, as it does a note whose frontmatter is not YAML."""
+    gui_thread_guard.active = False
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "Bruno.md").write_text("---\ntags: {chess: 1}\n---\nBruno plays chess.\n", encoding="utf-8")
+    gui_thread_guard.active = True
+
+    dialog, job = folder_imported(qtbot, tasks, notes)
+
+    assert job["state"] == "done", job
+    text = dialog.summary.toPlainText()
+    assert "Fields not read:" in text and "Bruno.md: frontmatter tags must be a string or a list of strings" in text
+    assert "Frontmatter not read:" not in text
+    assert f'href="show:main/record/{job["result"]["pages"]["Bruno.md"]}"' in dialog.summary.toHtml()
+    assert titles(served_engine, "chess", gui_thread_guard) == {"Bruno"}
+
+
 def test_every_note_holding_a_credential_is_named_when_the_import_is_refused(
         qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
     """Two notes of a 1,875-note vault held what looks like a key; the dialog named the first only, and the
@@ -208,12 +234,8 @@ def test_every_note_holding_a_credential_is_named_when_the_import_is_refused(
     (notes / "keys.md").write_text(f"# Keys\n\nid {SECRET}\n", encoding="utf-8")
     (notes / "Stack" / "deploy.md").write_text(f"# Deploy\n\nthen {SECRET}\n", encoding="utf-8")
     gui_thread_guard.active = True
-    dialog = ImportDialog(tasks, ["main"], "main")
-    qtbot.addWidget(dialog)
-    dialog.set_format("markdown")
-    dialog.path.setText(str(notes))
 
-    job = finish(qtbot, dialog)
+    dialog, job = folder_imported(qtbot, tasks, notes)
 
     assert job["state"] == "failed" and job["error"]["file"] == "Stack/deploy.md"
     status = dialog.status.text()

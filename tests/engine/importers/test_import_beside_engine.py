@@ -22,6 +22,7 @@ from engine.wire.protocol import Dispatcher, Session
 from tests.engine.cli.test_beside_engine import run, serving
 from tests.engine.importers.helpers import records, store_snapshot
 from tests.engine.importers.test_chatgpt import export
+from tests.engine.store.test_secrets import SECRET
 
 WAIT_S = 30
 IMPORT_KIND = import_methods.IMPORT_JOB
@@ -270,7 +271,7 @@ def test_bad_input_beside_the_engine_is_refused_as_here_and_nothing_is_written(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     notes = tmp_path / "notes"
     (notes / "People").mkdir(parents=True)
-    (notes / "People" / "Bruno.md").write_text("---\ntags: {chess: 1}\n---\nBruno.\n", encoding="utf-8")
+    (notes / "People" / "Bruno.md").write_text(f"---\ntitle: Bruno\n---\nBruno's key {SECRET}\n", encoding="utf-8")
     here, served = StateDir(tmp_path / "here" / "state"), StateDir(tmp_path / "served" / "state")
     argv = ["import", "markdown", str(notes)]
     local = run(capsys, here, argv)
@@ -281,7 +282,7 @@ def test_bad_input_beside_the_engine_is_refused_as_here_and_nothing_is_written(
         assert engine.registry.agent("main") is None
 
     assert beside == local and local[0] == 2
-    assert local[2].startswith("knowledge: People/Bruno.md: frontmatter tags must be a string or a list")
+    assert local[2].startswith("knowledge: People/Bruno.md: line 4 holds what looks like") and SECRET not in local[2]
     assert no_store(here) and no_store(served) and before == {}
 
 

@@ -18,6 +18,7 @@ from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import (interrupt_after, reader, records, run_import, same_but_reused,
                                             state_snapshot, store_snapshot, would_import)
+from tests.engine.store.test_secrets import SECRET
 from tests.helpers import assert_checked_as_read, only_store, private_dir, records_checked_as_read
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
@@ -250,6 +251,39 @@ def test_a_note_whose_frontmatter_is_not_a_mapping_is_imported_and_listed(engine
     assert body.endswith('values):\n\n````yaml\n- a\n- "```b```"\n````\n')  # a fence longer than the text's
 
 
+def test_a_note_whose_known_fields_have_another_shape_is_imported_without_them_and_listed(
+        engine: Engine, notes: Path) -> None:
+    # Tags as a mapping, a title as a list, more aliases than a page holds: each note is imported without what
+    # it could not read (that field kept with the others), never the folder's import refused for it.
+    (notes / "People" / "Bruno.md").write_text("---\ntags: {chess: 1}\nsource: club\n---\nPlays [[Lotte]].\n",
+                                               encoding="utf-8")
+    (notes / "listed.md").write_text("---\ntitle: [one, two]\naliases: [Listed]\n---\nText.\n", encoding="utf-8")
+    many = "".join(f"  - name {number}\n" for number in range(101))
+    (notes / "many.md").write_text(f"---\ntitle: Many\naliases:\n{many}---\nNames.\n", encoding="utf-8")
+
+    result = run_import(engine, "markdown", notes)
+
+    assert result["unreadFields"] == {"People/Bruno.md": "frontmatter tags must be a string or a list of strings",
+                                      "listed.md": "frontmatter title must be a string",
+                                      "many.md": "frontmatter aliases has more than 100 entries"}
+    assert "unreadFrontmatter" not in result
+    assert ("3 notes have frontmatter fields that could not be read (a title, tags or aliases of another shape "
+            "than the field takes): each was imported without them, and they are kept at the end of the page; "
+            "correct them and import again to read them.") in summary(result)
+    caller = reader(engine)
+    bruno = engine.get_record(caller, result["pages"]["People/Bruno.md"])
+    assert bruno["title"] == "Bruno" and bruno["frontmatter"]["tags"] == ["People"]
+    assert bruno["body"] == ("Plays [[Lotte]].\n\nFrontmatter kept from the note:\n\n```yaml\ntags:\n  chess: 1\n"
+                             "source: club\n```\n")
+    listed = engine.get_record(caller, result["pages"]["listed.md"])
+    assert listed["title"] == "listed" and listed["frontmatter"]["aliases"] == ["Listed"]
+    assert listed["body"].endswith("```yaml\ntitle:\n- one\n- two\n```\n")
+    crowded = engine.get_record(caller, result["pages"]["many.md"])
+    assert crowded["title"] == "Many" and "aliases" not in crowded["frontmatter"]
+    assert "- name 100" in crowded["body"]
+    assert result["relationships"] == 4  # Bruno's link is made as any other note's
+
+
 def test_a_folder_without_notes_is_refused(engine: Engine, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("x", encoding="utf-8")
 
@@ -401,7 +435,7 @@ def test_a_bad_note_in_a_folder_imported_before_changes_nothing(
         engine: Engine, notes: Path, state_dir: StateDir) -> None:
     run_import(engine, "markdown", notes)
     edit(notes)
-    (notes / "People" / "Bruno.md").write_text("---\ntags: {garden: 1}\n---\nbody\n", encoding="utf-8")
+    (notes / "People" / "Bruno.md").write_text(f"---\ntags: [garden]\n---\nkey {SECRET}\n", encoding="utf-8")
     before = store_snapshot(state_dir)
 
     with pytest.raises(InvalidParams) as caught:
