@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from html import escape
 from pathlib import PurePath
 from typing import Any
@@ -495,45 +495,38 @@ def import_summary_html(result: dict[str, Any]) -> str:
     elif kind is not None:
         parts.append(f'<p><a href="{SHOW_SCHEME}:{escape(agent)}/browse/{kind}">Show the {kind}s of '
                      f"{escape(agent)}&#39;s store in Records</a> (Browse by type).</p>")
+
+    def link(path: str) -> str:
+        return _note_link(agent, path, pages.get(path) if made else None)
+
     # Notes whose frontmatter was lost come before the links left as text: the owner corrects those files.
-    unread = result.get("unreadFrontmatter") or {}
-    if unread:
-        parts.append("<p><b>Frontmatter not read:</b> these notes were imported with the title of their file "
-                     "name, their frontmatter kept as written at the end of the page; correct it in the file and "
-                     "import again to read it.</p><ul>")
-        for path, why in list(unread.items())[:LEFT_OUT_SHOWN]:
-            parts.append(f"<li>{_note_link(agent, path, pages.get(path) if made else None)}: {escape(why)}</li>")
-        parts.append("</ul>")
-        if len(unread) > LEFT_OUT_SHOWN:
-            parts.append(f"<p>… and {len(unread) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
-                         "lists every one).</p>")
-    fields = result.get("unreadFields") or {}
-    if fields:
-        parts.append("<p><b>Fields not read:</b> these notes were imported without the frontmatter fields named "
-                     "here, kept at the end of the page; correct them in the file and import again to read "
-                     "them.</p><ul>")
-        for path, why in list(fields.items())[:LEFT_OUT_SHOWN]:
-            parts.append(f"<li>{_note_link(agent, path, pages.get(path) if made else None)}: {escape(why)}</li>")
-        parts.append("</ul>")
-        if len(fields) > LEFT_OUT_SHOWN:
-            parts.append(f"<p>… and {len(fields) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
-                         "lists every one).</p>")
-    unresolved = result.get("unresolved") or {}
-    if unresolved:
-        parts.append("<p><b>Left out:</b> these links name no note or file of the folder; they stay as text in "
-                     "the note.</p><ul>")
-        for path, targets in list(unresolved.items())[:LEFT_OUT_SHOWN]:
-            parts.append(f"<li>{_note_link(agent, path, pages.get(path) if made else None)}: "
-                         f"{escape(link_list(targets))}</li>")
-        parts.append("</ul>")
-        if len(unresolved) > LEFT_OUT_SHOWN:
-            parts.append(f"<p>… and {len(unresolved) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json "
-                         "lists every one).</p>")
+    parts += _by_note("Frontmatter not read:", "these notes were imported with the title of their file name, their "
+                      "frontmatter kept as written at the end of the page; correct it in the file and import again "
+                      "to read it.", result.get("unreadFrontmatter") or {}, link)
+    parts += _by_note("Fields not read:", "these notes were imported without the frontmatter fields named here, "
+                      "kept at the end of the page; correct them in the file and import again to read them.",
+                      result.get("unreadFields") or {}, link)
+    parts += _by_note("Left out:", "these links name no note or file of the folder; they stay as text in the note.",
+                      {path: link_list(targets) for path, targets in (result.get("unresolved") or {}).items()}, link)
     left_out = result.get("leftOut") or []
     if left_out:  # symbolic links, and whatever else the format does not read: the lines above say which
         parts.append("<p><b>Not imported</b> (the lines above say why):</p><ul>"
                      + "".join(f"<li>{escape(path)}</li>" for path in left_out) + "</ul>")
     return "".join(parts)
+
+
+def _by_note(heading: str, said: str, notes: dict[str, str], link: Callable[[str], str]) -> list[str]:
+    """A list of the summary, one line a note (a link to its page) with what is said of it, the first
+    ``LEFT_OUT_SHOWN`` of them; nothing when ``notes`` is empty."""
+    if not notes:
+        return []
+    parts = [f"<p><b>{escape(heading)}</b> {escape(said)}</p><ul>"]
+    parts += [f"<li>{link(path)}: {escape(what)}</li>" for path, what in list(notes.items())[:LEFT_OUT_SHOWN]]
+    parts.append("</ul>")
+    if len(notes) > LEFT_OUT_SHOWN:
+        parts.append(f"<p>… and {len(notes) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json lists every "
+                     "one).</p>")
+    return parts
 
 
 def _note_link(agent: str, path: str, page: Any) -> str:
