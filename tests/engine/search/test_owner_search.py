@@ -108,7 +108,6 @@ def crowded_by_stronger_matches(engine: Engine) -> tuple[str, set[str]]:
     return named, stronger | {named}
 
 
-@pytest.mark.xfail(strict=True, reason="the ranking decides which records are on the page; exact names only reorder it")
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 def test_a_note_titled_exactly_as_the_query_leads_the_page_wherever_the_ranking_puts_it(
         engine_with_model, mode) -> None:
@@ -125,7 +124,6 @@ def test_a_note_titled_exactly_as_the_query_leads_the_page_wherever_the_ranking_
     assert named not in [hit["id"] for hit in others]  # the kinds asked hold for it as for the ranking
 
 
-@pytest.mark.xfail(strict=True, reason="the ranking decides which records are on the page; exact names only reorder it")
 def test_paging_after_a_promoted_note_serves_every_match_once(engine_with_model) -> None:
     named, matching = crowded_by_stronger_matches(engine_with_model)
 
