@@ -409,8 +409,9 @@ class Engine:
         return self.on_store(caller, work)
 
     def _owners(self, request: SearchRequest) -> SearchRequest:
-        """``request`` as the owner's search runs it: function words cannot make a hit alone, and snippets are
-        plain words with the query's meaningful words marked (all of them for a query of function words)."""
+        """``request`` as the owner's search runs it: function words cannot make a hit alone, snippets are
+        plain words with the query's meaningful words marked (all of them for a query of function words), and
+        the records titled or aliased exactly as the query lead the first page."""
         terms = self.analyzer.query_terms(request.query)
         meaningful = [term for term in terms if term not in self.analyzer.function_terms]
         return replace(request, unmatched_alone=self.analyzer.function_terms,

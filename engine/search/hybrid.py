@@ -22,7 +22,8 @@ claim's few words miss it.  A claim no page shares a source with, whose subject 
 subject's title or an alias, word for word among the question's words: "what did Dana say about the lease"),
 gains ``NAMED_SUBJECT_BONUS`` instead: the embedding model hardly tells one person from another; on top of
 the page's score the bonus lowered recall (docs/benchmarks/search.md).  Scores are query-local (the best is 1.0),
-``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor.
+``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor, led by the records titled or
+aliased exactly as the query wherever the fusion puts them (engine/search/keyword.py's ``named_hits``).
 """
 
 from __future__ import annotations
