@@ -42,8 +42,8 @@ from ..index.vectors import VectorIndex
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..store.store import Store
 from .keyword import (
-    SearchAnswer, SearchHit, SearchRequest, build_query, hit_of, indexed_document, named_hits, snippet_generator,
-    passes_filters, snippet_marker,
+    SearchAnswer, SearchHit, SearchRequest, build_query, hit_of, indexed_document, named_hits, passes_filters,
+    snippet_generator, snippet_marker,
 )
 from .knowledge_base import normalized
 
