@@ -41,7 +41,7 @@ from .store.publication import Plan, request_hash
 from .store.groups import PlanReads
 from .memory.recall import flush_request_id
 from .search.passages import PassageFinder
-from .search.hybrid import exact_names_first, hybrid_hits
+from .search.hybrid import hybrid_hits
 from .store.reads import (
     HISTORY_PARAMS, LOOKUP_PARAMS, READ_PARAMS, RECORD_ID, RECORD_PARAMS, diagnostics, get_record, history,
     as_of, read_reference, record_summary, reference,
@@ -382,18 +382,10 @@ class Engine:
     def owner_search(self, caller: Caller, params: dict[str, Any]) -> OwnerSearchAnswer:
         """The owner's search (``operator/search``, ``knowledge search``) in the ``mode`` asked: keyword, hybrid
         (engine/search/hybrid.py) or auto, hybrid when an embedding model is loaded; the records whose title or
-        alias is exactly the query lead the first page.  Hybrid answers one page; a later page (a cursor) is
+        alias is exactly the query lead the first page wherever the ranking puts them, and later pages leave them
+        out (engine/search/keyword.py's ``named_hits``).  Hybrid answers one page; a later page (a cursor) is
         always keyword's.  The first hybrid search of a store has its vectors follow
         publications from then on (``StoreRuntime.follow_for_owner``)."""
-        answer = self._ranked_for_owner(caller, params)
-        if params.get("cursor") is None and answer["hits"]:  # a note named exactly what was typed comes first
-            name = str(params["query"]).strip()
-            named = set(self.enter(caller).read(lambda runtime, authority, view: view.catalog.lookup(
-                authority.partition, name)))
-            answer["hits"] = exact_names_first(answer["hits"], named)
-        return answer
-
-    def _ranked_for_owner(self, caller: Caller, params: dict[str, Any]) -> OwnerSearchAnswer:
         mode = OPERATOR_SEARCH_PARAMS.read(params)["mode"]
         embedder = self.embeddings.current() if self.embeddings is not None and mode != "keyword" else None
         if embedder is None or params.get("cursor") is not None:
@@ -417,12 +409,13 @@ class Engine:
         return self.on_store(caller, work)
 
     def _owners(self, request: SearchRequest) -> SearchRequest:
-        """``request`` as the owner's search runs it: function words cannot make a hit alone, and snippets are
-        plain words with the query's meaningful words marked (all of them for a query of function words)."""
+        """``request`` as the owner's search runs it: function words cannot make a hit alone, snippets are
+        plain words with the query's meaningful words marked (all of them for a query of function words), and
+        the records titled or aliased exactly as the query lead the first page."""
         terms = self.analyzer.query_terms(request.query)
         meaningful = [term for term in terms if term not in self.analyzer.function_terms]
         return replace(request, unmatched_alone=self.analyzer.function_terms,
-                       marked=frozenset(meaningful or terms))
+                       marked=frozenset(meaningful or terms), names_first=True)
 
     def _why_no_embedding(self) -> tuple[str, str]:
         """The embedding model's state, and why the owner's search cannot be hybrid now in the owner's words,

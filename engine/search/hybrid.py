@@ -22,7 +22,8 @@ claim's few words miss it.  A claim no page shares a source with, whose subject 
 subject's title or an alias, word for word among the question's words: "what did Dana say about the lease"),
 gains ``NAMED_SUBJECT_BONUS`` instead: the embedding model hardly tells one person from another; on top of
 the page's score the bonus lowered recall (docs/benchmarks/search.md).  Scores are query-local (the best is 1.0),
-``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor.
+``minScore`` cuts relative to it; one page of at most ``limit`` hits, no cursor, led by the records titled or
+aliased exactly as the query wherever the fusion puts them (engine/search/keyword.py's ``named_hits``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from ..index.vectors import VectorIndex
 from ..store.catalog_reads import CatalogReads, RecordRow
 from ..store.store import Store
 from .keyword import (
-    SearchAnswer, SearchHit, SearchRequest, build_query, hit_of, snippet_generator, snippet_marker,
+    SearchAnswer, SearchHit, SearchRequest, build_query, hit_of, indexed_document, named_hits, passes_filters,
+    snippet_generator, snippet_marker,
 )
 from .knowledge_base import normalized
 
@@ -76,7 +78,7 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
         unread = [path for path in paths if path not in read]
         read.update(unread)
         rows.update((row.path, row) for row in catalog.current(partition, paths=unread)
-                    if _wanted(row, request) and row.view.valid_at(moment))
+                    if passes_filters(row, request) and row.view.valid_at(moment))
         return [path for path in paths if path in rows]
 
     kinds = request.kinds if request.kind is None else (request.kind,)  # the nearest of the kinds asked, not
@@ -107,22 +109,16 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     best = fused[0][0] if fused else 0.0
     snippets = snippet_generator(searcher, index.schema, terms, request)
     marker = snippet_marker(analyzer, request)
-    hits: list[SearchHit] = []
+    named = named_hits(store.store_id, catalog, searcher, index.schema, partition, request, moment, snippets, marker)
+    hits: list[SearchHit] = list(named.values())  # the records titled exactly as the query lead, the rest follow
     for score, path in fused:
         relative = score / best if best > 0 else 0.0
         if len(hits) == request.limit or relative < request.min_score:
             break
-        document = _document(searcher, index.schema, path)
+        document = indexed_document(searcher, index.schema, path) if path not in named else None
         if document is not None:
             hits.append(hit_of(store.store_id, rows[path], document, snippets, relative, marker))
     return {"hits": hits}, ready
-
-
-def exact_names_first(hits: list[SearchHit], named: set[str]) -> list[SearchHit]:
-    """The page's hits with those in ``named`` (records titled or aliased exactly as the query) first, scored
-    1.0 as the best match there is, the rest in their order."""
-    first = [{**hit, "score": 1.0} for hit in hits if hit["id"] in named]
-    return first + [hit for hit in hits if hit["id"] not in named]
 
 
 def semantic_weight(found_by_keyword: list[str], similar: dict[str, float]) -> float:
@@ -196,12 +192,6 @@ def _named_subjects(catalog: CatalogReads, analyzer: Analyzer, partition: str, t
     return named
 
 
-def _wanted(row: RecordRow, request: SearchRequest) -> bool:
-    """The filters the keyword query applies, for the candidates the vectors brought."""
-    return ((request.kind is None or row.kind == request.kind) and (request.type is None or row.type == request.type)
-            and (request.kinds is None or row.kind in request.kinds))
-
-
 def _scores_of(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tantivy.Query,
                paths: list[str]) -> dict[str, float]:
     only = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "path", paths), 0.0)
@@ -209,7 +199,3 @@ def _scores_of(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tantiv
     return {searcher.doc(address)["path"][0]: float(score)
             for score, address in searcher.search(restricted, len(paths), count=False).hits}
 
-
-def _document(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str) -> tantivy.Document | None:
-    found = searcher.search(tantivy.Query.term_query(schema, "path", path), 1, count=False).hits
-    return searcher.doc(found[0][1]) if found else None

@@ -25,7 +25,7 @@ import tantivy
 
 from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
 from ..index.analysis import Analyzer
-from ..store.catalog_reads import CatalogReads, RecordRow
+from ..store.catalog_reads import CatalogReads, RecordRow, lookup_keys, record_name_keys
 from ..core.errors import ForeignReference, InvalidParams, StaleCursor
 from ..core.ids import format_timestamp, utc_now
 from ..index.overlay import Overlay
@@ -72,6 +72,9 @@ class SearchRequest:
     # The owner's search: snippets are plain words with these query terms marked (engine/search/plain.py);
     # None for agents' searches, whose snippets are the fragment as written.
     marked: frozenset[str] | None = None
+    # The owner's search: the records titled or aliased exactly as the query lead the first page wherever the
+    # ranking puts them (``named_hits``), and later pages leave them out.
+    names_first: bool = False
 
 
 QUERY = Query("query", max_bytes=QUERY_MAX_BYTES, required=True,
@@ -289,7 +292,13 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
     moment = request.as_of or utc_now()
     snippets = snippet_generator(searcher, index.schema, terms, request)
     marker = snippet_marker(analyzer, request)
-    hits: list[SearchHit] = []
+    named = named_hits(store.store_id, catalog, searcher, index.schema, partition, request, moment, snippets,
+                       marker, overlay)
+    if request.cursor is not None and state.get("named") != _names_digest(named):
+        # The records the first page led with are left out of every later one: they must be the same records.
+        raise StaleCursor("the records named as the query changed since this cursor was issued; search again",
+                          field="cursor")
+    hits: list[SearchHit] = list(named.values()) if request.cursor is None else []
     next_cursor = None
     # Index order, a window at a time: a claim that does not hold at ``moment`` is passed over, so a page
     # still holds ``limit`` hits and the cursor names the index position after the last one served.
@@ -313,19 +322,68 @@ def search(store: Store, catalog: CatalogReads, index: PartitionIndex, version: 
                 break
             if len(hits) == request.limit:
                 next_cursor = signer.sign({**binding, "version": version, "offset": position,
-                                           "top": top, "v": CURSOR_VERSION, **({"merged": True} if overlay else {})})
+                                           "top": top, "v": CURSOR_VERSION, **({"merged": True} if overlay else {}),
+                                           **({"named": _names_digest(named)} if named else {})})
                 done = True
                 break
             position += 1
             row = rows.get(document["path"][0])
             # A row can only be missing if the catalog moved on since the catch-up; never serve what is not
-            # current, nor a claim that does not hold at the moment asked.
-            if row is not None and row.view.valid_at(moment):
+            # current, nor a claim that does not hold at the moment asked, nor a record the first page led with.
+            if row is not None and row.view.valid_at(moment) and row.path not in named:
                 hits.append(hit_of(store.store_id, row, document, snippets, score, marker))
     response: SearchAnswer = {"hits": hits}
     if next_cursor is not None:
         response["nextCursor"] = next_cursor
     return response
+
+
+def passes_filters(row: RecordRow, request: SearchRequest) -> bool:
+    """Whether ``row`` passes the kind, type and kinds filters ``build_query`` applies, for records found
+    otherwise than by the query (hybrid's nearest vectors, the exact names)."""
+    return ((request.kind is None or row.kind == request.kind) and (request.type is None or row.type == request.type)
+            and (request.kinds is None or row.kind in request.kinds))
+
+
+def named_hits(store_id: str, catalog: CatalogReads, searcher: tantivy.Searcher, schema: tantivy.Schema,
+               partition: str, request: SearchRequest, moment: datetime, snippets: tantivy.SnippetGenerator,
+               marker: Callable[[str], bool] | None, overlay: Overlay | None = None) -> dict[str, SearchHit]:
+    """For the owner's search (``request.names_first``), the hits of the current records whose title or an alias
+    is exactly the query, of the kinds and type asked and valid at ``moment``, by path: at most ``request.limit``
+    of them (newest first), each scored 1.0 as the best match there is.  A page's ranking may put such a record
+    anywhere (a long note called "Ideas" below short ones that say "ideas" often); its first page leads with
+    them and fills the rest from the ranking, which leaves them out on every page."""
+    if not request.names_first:
+        return {}
+    name = request.query.strip()
+    asked = set(lookup_keys(name))  # a lookup matches an id too: the promise is a title or an alias
+    rows = [row for row in catalog.current(partition, record_ids=catalog.lookup(partition, name))
+            if asked & set(record_name_keys(row.view)) and passes_filters(row, request) and row.view.valid_at(moment)]
+    hits: dict[str, SearchHit] = {}
+    for row in rows[:request.limit]:
+        document = indexed_document(searcher, schema, row.path, overlay)
+        if document is not None:
+            hits[row.path] = hit_of(store_id, row, document, snippets, 1.0, marker)
+    return hits
+
+
+def indexed_document(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str,
+                     overlay: Overlay | None = None) -> tantivy.Document | None:
+    """The search index's document of ``path``: the overlay's where it holds a revision the index has not
+    committed, none where it masks the committed one (removed)."""
+    if overlay is not None:
+        fresh = next((document.stored for document in overlay.documents if document.path == path), None)
+        if fresh is not None or path in overlay.masked:
+            return fresh
+    found = searcher.search(tantivy.Query.term_query(schema, "path", path), 1, count=False).hits
+    return searcher.doc(found[0][1]) if found else None
+
+
+def _names_digest(named: dict[str, SearchHit]) -> str | None:
+    """What a cursor holds of the records its first page led with (their paths could outgrow a cursor)."""
+    if not named:
+        return None
+    return hashlib.sha256("\n".join(sorted(named)).encode("utf-8")).hexdigest()[:32]
 
 
 # How many of the partition's types a note about an unknown ``type`` lists, when none is close to it.

@@ -144,6 +144,24 @@ def test_the_owners_function_words_weigh_alike_before_and_after_the_commit(engin
     assert [hit["score"] for hit in before["hits"]] == pytest.approx([hit["score"] for hit in after["hits"]], abs=1e-5)
 
 
+def test_the_owners_exact_title_leads_with_its_uncommitted_revision(engine, owner, held):
+    """A note titled as the query leads the owner's first page from the overlay's document: an edit not
+    committed yet shows its new text, never the committed one's."""
+    saved = engine.save_page(owner, page("p1", "Harbour", type_="note", body="Seagulls on every post."))
+    for number in range(3):
+        engine.save_page(owner, page(f"s{number}", f"Harbour walk {number}", type_="note", body="harbour " * 8))
+    engine.search(owner, {"query": "harbour"})
+    held(engine)
+    engine.save_page(owner, page("p2", "Harbour", type_="note", body="Pelicans on every post.",
+                                 id=saved["id"], expectedRevision=1))
+
+    hits = engine.search(owner, {"query": "Harbour", "limit": 2}, owner=True)["hits"]
+
+    assert [hit["id"] for hit in hits][:1] == [saved["id"]] and len(hits) == 2
+    assert hits[0]["revision"] == 2 and "Pelicans" in hits[0]["snippet"]
+    assert committed_docs(engine) == 4  # the edit was not committed
+
+
 def test_overlay_hits_follow_the_partition_and_filters(engine, owner, held):
     engine.save_page(owner, page("p1", "Private lighthouse", type_="note"))
     chat = conversation(owner.token, str(uuid.uuid4()))

@@ -96,6 +96,51 @@ def test_a_note_titled_exactly_as_the_query_leads_the_first_page(engine_with_mod
     assert owner_search(engine_with_model, query="backups", mode="keyword")["hits"][0]["title"] == "Backups"
 
 
+def crowded_by_stronger_matches(engine: Engine) -> tuple[str, set[str]]:
+    """A note titled "Ideas" whose long body never says the word, below a dozen short notes that say it again
+    and again: the ranking puts it after them.  Its id, and the ids of every note the query "ideas" matches."""
+    from tests.helpers import page
+    caller, _ = seed(engine)
+    words = " ".join(f"word{number}" for number in range(400))
+    named = engine.save_page(caller, page("named", "Ideas", "note", f"A long list. {words}"))["id"]
+    stronger = {engine.save_page(caller, page(f"s{number}", f"Ideas, round {number}", "note",
+                                              "ideas " * 12 + f"round {number}"))["id"] for number in range(12)}
+    return named, stronger | {named}
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_note_titled_exactly_as_the_query_leads_the_page_wherever_the_ranking_puts_it(
+        engine_with_model, mode) -> None:
+    named, _ = crowded_by_stronger_matches(engine_with_model)
+    ranked = engine_with_model.search(OperatorCaller("main"), {"query": "ideas", "limit": 50})["hits"]
+    assert named not in [hit["id"] for hit in ranked[:5]]  # the ranking alone leaves it off a page of 5
+
+    answer = owner_search(engine_with_model, query="Ideas", mode=mode, limit=5)
+
+    assert answer["mode"] == mode and len(answer["hits"]) == 5
+    assert answer["hits"][0]["id"] == named and answer["hits"][0]["score"] == 1.0
+    assert [hit["id"] for hit in answer["hits"]].count(named) == 1
+    others = owner_search(engine_with_model, query="Ideas", mode=mode, limit=5, kinds=["claim"])["hits"]
+    assert named not in [hit["id"] for hit in others]  # the kinds asked hold for it as for the ranking
+
+
+def test_paging_after_a_promoted_note_serves_every_match_once(engine_with_model) -> None:
+    named, matching = crowded_by_stronger_matches(engine_with_model)
+
+    served, cursor = [], None
+    while True:
+        params = {"query": "ideas", "mode": "keyword", "limit": 5, **({"cursor": cursor} if cursor else {})}
+        answer = owner_search(engine_with_model, **params)
+        assert len(answer["hits"]) <= 5
+        served += [hit["id"] for hit in answer["hits"]]
+        cursor = answer.get("nextCursor")
+        if cursor is None:
+            break
+
+    assert served[0] == named
+    assert len(served) == len(set(served)) and set(served) == matching
+
+
 def test_a_long_page_is_as_near_as_its_nearest_passage(engine_with_model) -> None:
     """A long page's vector holds its start; hybrid judges it by its nearest passage, whose vectors the first hybrid
     search has the catch-up index."""
