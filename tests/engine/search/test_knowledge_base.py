@@ -528,7 +528,7 @@ def test_the_vector_index_is_rebuilt_by_reindex_and_after_it_is_deleted(kb_engin
     rebuilt = engine.reindex()
     assert rebuilt[0]["vectors"] == {"indexed": len(PAGES), "embedded": 0, "cached": len(PAGES), "removed": 0,
                                      "pending": 0}
-    runtime, _ = vectors_of(engine, caller)
+    runtime, _ = settled_vectors(engine, caller)  # the feed done with the publications, not refilling the file
     path = runtime.vectors.path
     runtime.call(runtime.vectors.close)
     path.unlink()
