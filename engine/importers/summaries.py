@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.words import for_count
+from ..core.words import counted
 
 
 def import_summary(result: dict[str, Any]) -> str:
@@ -48,7 +48,7 @@ def _dry_run_summary(format_name: str, counts: dict[str, int], made: dict[str, i
 
 def _listed(counts: dict[str, int], last: str = "") -> str:
     """``2 sources, 1 page``, ``1,875 pages`` (``last``: the word before the last count, ``2 sources and 1 page``)."""
-    shown = [f"{n:,} {for_count(n, kind[:-1], kind)}" for kind, n in counts.items() if n]
+    shown = [counted(n, kind[:-1], kind) for kind, n in counts.items() if n]
     if last and len(shown) > 1:
         return f"{', '.join(shown[:-1])} {last} {shown[-1]}"
     return ", ".join(shown) or "nothing"
