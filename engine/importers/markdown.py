@@ -53,7 +53,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Collection
+from typing import Any, Callable, Collection, TypeVar
 from urllib.parse import unquote
 
 import yaml
@@ -79,6 +79,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 # with at least one that is not a digit (``#2026`` is no tag), as Obsidian reads them.
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]*[^\W\d][\w/-]*)")
 _INLINE_CODE = re.compile(r"`+[^`]*`+")
+_Named = TypeVar("_Named")  # what a link resolves to: a Note, or a note's path
 _KNOWN_KEYS = ("title", "aliases", "alias", "tags", "tag")
 # Relationships a write of links holds at most: the lane publishes up to ``WIDTH`` of an import's writes as one
 # group, and a group touching more than ``INCREMENTAL_CHECK_MAX`` records re-checks the references of the whole
@@ -424,16 +425,11 @@ def _byte_of_line(original: Original, line: int) -> int:
 def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     """The note a link names: by path (from the folder's root or the note's own folder), by file name
     (the nearest when several share it), then by alias."""
-    wanted = unquote(target).strip().lower()
-    wanted = wanted[:-3] if wanted.endswith(".md") else wanted
-    here = _parent(note.path)
-    for candidate in (wanted, _joined(here, wanted).lower()):
-        if candidate in folder.by_path:
-            return folder.by_path[candidate]
-    named = folder.by_name.get(wanted) if "/" not in wanted else None
-    if named:
-        return min(named, key=lambda n: (_parent(n.path) != here, n.path.count("/"), n.path))
-    aliased = folder.by_alias.get(wanted)
+    found = _by_path_or_file_name(target, note.path, folder.by_path, lambda name: folder.by_name.get(name, []),
+                                  lambda named: named.path)
+    if found is not None:
+        return found
+    aliased = folder.by_alias.get(_wanted(target))
     return min(aliased, key=lambda n: n.path) if aliased else None
 
 
@@ -442,16 +438,30 @@ def wanted_note(paths: Collection[str], here: str, target: str) -> str | None:
     names by path or file name, as ``resolve_note`` resolves it: for the window's following of a link in a
     note imported earlier, whose folder is no longer on hand."""
     by_path = {path[:-3].lower(): path for path in paths if path.lower().endswith(".md")}
-    wanted = unquote(target).strip().lower()
-    wanted = wanted[:-3] if wanted.endswith(".md") else wanted
+    return _by_path_or_file_name(
+        target, here, by_path, lambda name: [path for key, path in by_path.items() if key.rpartition("/")[2] == name],
+        lambda path: path)
+
+
+def _by_path_or_file_name(target: str, here: str, by_path: dict[str, _Named], by_name: Callable[[str], list[_Named]],
+                          path_of: Callable[[_Named], str]) -> _Named | None:
+    """What a link in the note at ``here`` names by path (from the folder's root or the note's own folder, the keys
+    of ``by_path``: lower case, without ``.md``), else by file name (``by_name``), the nearest when several share
+    it: in the note's own folder first, then the fewest folders deep."""
+    wanted = _wanted(target)
     folder = _parent(here)
     for candidate in (wanted, _joined(folder, wanted).lower()):
         if candidate in by_path:
             return by_path[candidate]
-    if "/" in wanted:
-        return None
-    named = [path for key, path in by_path.items() if key.rpartition("/")[2] == wanted]
-    return min(named, key=lambda path: (_parent(path) != folder, path.count("/"), path)) if named else None
+    named = by_name(wanted) if "/" not in wanted else []
+    return min(named, key=lambda found: (_parent(path_of(found)) != folder, path_of(found).count("/"),
+                                         path_of(found))) if named else None
+
+
+def _wanted(target: str) -> str:
+    """A link's target as the notes are keyed: unquoted, lower case, without ``.md``."""
+    wanted = unquote(target).strip().lower()
+    return wanted[:-3] if wanted.endswith(".md") else wanted
 
 
 def _parent(path: str) -> str:
