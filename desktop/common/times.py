@@ -12,12 +12,15 @@ import time
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, Callable
 
+from PySide6.QtCore import QObject, QTimer
+
 from engine.core.ids import parse_timestamp
 from engine.core.words import counted
 
 from .models import Column
 
 Clock = Callable[[], datetime]
+CLOCK_MS = 60_000  # how often an open view counts its relative times ("3 minutes ago") again
 
 
 class MachineZone(tzinfo):
@@ -51,6 +54,16 @@ MACHINE_ZONE = MachineZone()
 def local_now() -> datetime:
     """The wall clock, aware, in the machine's zone (its rules for each date): the default ``Clock``."""
     return datetime.now(MACHINE_ZONE)
+
+
+def window_clock(parent: QObject, on_tick: Callable[[], None]) -> QTimer:
+    """A view's clock, started: ``on_tick`` once a minute while the view lives, to say its relative times again
+    ("just now" becomes "3 minutes ago").  Tests move the view's ``now`` and fire ``timeout`` themselves."""
+    clock = QTimer(parent)
+    clock.setInterval(CLOCK_MS)
+    clock.timeout.connect(on_tick)
+    clock.start()
+    return clock
 
 
 def moment(value: Any, now: datetime) -> datetime | None:

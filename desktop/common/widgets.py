@@ -114,6 +114,11 @@ class SafeTextBrowser(QTextBrowser):
         self._render = render
         self._keeping_place(render) if keep_place else render()
 
+    def clear(self) -> None:
+        """Nothing shown, and nothing made again when the palette changes or the clock ticks (``rerender``)."""
+        self._render = None
+        super().clear()
+
     def rerender(self) -> None:
         """Make the content again as it was made (its "3 minutes ago" counted anew), the reader left where
         they were in it."""

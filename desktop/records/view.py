@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
-from ..common.times import brief_ago, exact_time, local_now
+from ..common.times import brief_ago, exact_time, local_now, window_clock
 from ..common.widgets import named, plain_label, table
 from ..tasks import EngineTasks, says_no_store
 from .conversations import shown_snippet
@@ -44,7 +44,6 @@ from .snippets import show_snippets
 
 PAGE_SIZE = 200
 SEARCH_PAGE_SIZE = 50
-CLOCK_MS = 60_000  # how often relative times ("3 minutes ago") are counted again
 LINK_KIND = "relationship"
 SHOW_LINKS_KEY = "records/showLinks/{list}"  # in the window's settings, one per list: recent, browse, search
 NO_MODEL = ("not_installed", "not_configured")  # operator/search's ``embedding``: nothing to rank by meaning
@@ -126,10 +125,7 @@ class RecordsView(QWidget):
 
         # Relative times ("3 minutes ago") move on while the window is open: the page's are made again, the
         # lists' painted again, once a minute.
-        self.clock = QTimer(self)
-        self.clock.setInterval(CLOCK_MS)
-        self.clock.timeout.connect(self._on_clock)
-        self.clock.start()
+        self.clock = window_clock(self, self._on_clock)
 
         self.recent_model = PagedModel(RECORD_COLUMNS, self)
         self.types_model = RowsModel(TYPE_COLUMNS, self)

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from engine.core.words import counted, for_count
 
 from ..common.models import Column, Row, RowsModel
-from ..common.times import brief_ago, exact_time, local_now
+from ..common.times import brief_ago, exact_time, local_now, window_clock
 from ..common.widgets import CheckedDialog, SafeTextBrowser, heading, named, plain_label, table, unread_text
 from ..partitions.view import store_label
 from ..tasks import EngineTasks
@@ -194,6 +194,14 @@ class SyncView(QWidget):
         layout.addWidget(splitter, 1)
         self._say_loading()
         self._update_actions()
+        # "Last synced 3 minutes ago" and a conflict's "met … 7 minutes ago" move on while the view is open, not
+        # only when a round ends: said again once a minute, the columns sized again, the reader left in place.
+        self.clock = window_clock(self, self._on_clock)
+
+    def _on_clock(self) -> None:
+        for view in (self.remotes_table, self.conflicts_table):
+            view.refit()  # "just now" becomes "12 min ago": the column widens, never "12 min …"
+        self.details.rerender()
 
     # --- which store ------------------------------------------------------------------------------
 

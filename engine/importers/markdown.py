@@ -65,6 +65,7 @@ from .folders import left_out_notes, read_regular_file, walk_input
 from .text import clean_text, one_line
 from ..core.errors import InvalidParams
 from ..core.words import counted, for_count
+from ..search.plain import KEPT_FRONTMATTER
 from ..store.attachments import ATTACH_MAX_BYTES
 from ..store.catalog import INCREMENTAL_CHECK_MAX
 from ..store.inputs import BODY_MAX_CHARS, ITEMS_MAX, LIST_MAX
@@ -543,11 +544,11 @@ def parse_note(original: Original, page_types: set[str]) -> Note:
     body = clean_text(body).strip("\n")
     if kept:
         block = yaml.safe_dump(kept, allow_unicode=True, sort_keys=False, default_flow_style=False).strip()
-        body += ("\n\n" if body else "") + "Frontmatter kept from the note:\n\n```yaml\n" + clean_text(block) + "\n```"
+        body += ("\n\n" if body else "") + f"{KEPT_FRONTMATTER}:\n\n```yaml\n" + clean_text(block) + "\n```"
     if unread:
         as_written = clean_text(unread.text)
         fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", as_written)), default=0))
-        body += (("\n\n" if body else "") + f"Frontmatter kept from the note as written (not read: {unread.why}):"
+        body += (("\n\n" if body else "") + f"{KEPT_FRONTMATTER} as written (not read: {unread.why}):"
                  f"\n\n{fence}yaml\n{as_written}\n{fence}")
     if len(body) > BODY_MAX_CHARS:
         raise refused(original.name, None, f"is longer than {BODY_MAX_CHARS} characters")

@@ -37,7 +37,7 @@ from ..store.reads import AS_OF, reference
 from ..store.summaries import RecordSummary, Reference, record_summary
 from ..store.store import Store
 from ..vault.ontology import Ontology
-from .plain import owner_snippet, query_marker
+from .plain import own_text, owner_snippet, query_marker
 
 QUERY_MAX_BYTES = 8192
 LIMIT_DEFAULT, LIMIT_MAX = 10, 50
@@ -459,10 +459,15 @@ def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: 
     view = row.view
     kept = (document.get_first("body") or b"").decode("utf-8")
     body = kept.strip()
-    # A body that fits is the snippet whole (tantivy's fragment would stop at the last word it holds).
-    snippet = (body if len(body) <= SNIPPET_CHARS
-               else snippets.snippet_from_doc(tantivy.Document(text=kept)).fragment().strip())
-    snippet = snippet or body[:SNIPPET_CHARS]
+    snippet = _passage(kept, snippets)
+    if marker is not None:
+        # The owner reads the note's own words: the frontmatter an import kept at its end ("date: … source: …")
+        # is the snippet only when the rest of the note holds none of the query's words (it is still searched).
+        own = own_text(body).strip()
+        if own and own != body:
+            found = snippets.snippet_from_doc(tantivy.Document(text=own))
+            if found.highlighted() or not _holds_query_words(body, snippets):
+                snippet, body = _passage(own, snippets, found), own
     hit: SearchHit = {
         **record_summary(row), "snippet": snippet, "score": round(score, 6),
         "assertionOrigin": view.assertion_origin, "attribution": view.attribution,
@@ -472,3 +477,18 @@ def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: 
         plain, highlights = owner_snippet(snippet, body, marker)
         return cast(OwnerSearchHit, {**hit, "snippet": plain, "highlights": highlights})
     return hit
+
+
+def _passage(text: str, snippets: tantivy.SnippetGenerator, found: tantivy.Snippet | None = None) -> str:
+    """The snippet of ``text``: the passage holding the query's words (``found``, when already cut), its start
+    when it holds none; a text that fits is the snippet whole (tantivy's fragment would stop at the last word
+    it holds)."""
+    whole = text.strip()
+    if len(whole) <= SNIPPET_CHARS:
+        return whole
+    found = found or snippets.snippet_from_doc(tantivy.Document(text=text))
+    return found.fragment().strip() or whole[:SNIPPET_CHARS]
+
+
+def _holds_query_words(text: str, snippets: tantivy.SnippetGenerator) -> bool:
+    return bool(snippets.snippet_from_doc(tantivy.Document(text=text)).highlighted())

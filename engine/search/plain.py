@@ -44,6 +44,11 @@ _SPACES = re.compile(r"\s+")
 _FRONTMATTER = re.compile(r"\A\s*---[ \t]*\n(?:(?:[\w-]+:|[ \t]*-[ \t]|[ \t]+\S)[^\n]*\n)*---[ \t]*$", re.M)
 _RULE = re.compile(r"^[ \t]*(?:---+|\*\*\*+|___+)[ \t]*$", re.M)  # a thematic break, or a fence left by a cut
 _WORD = re.compile(r"[^\W_]+")  # a word as the index's tokenizer splits text: letters and digits
+# The frontmatter a Markdown import keeps at the end of a page (its keys the ontology has no field for, or the whole
+# block when it was not valid YAML), under this line and in a fenced YAML block (engine/importers/markdown.py).
+KEPT_FRONTMATTER = "Frontmatter kept from the note"
+_KEPT_BLOCK = re.compile(r"(?:\A|\n\n)%s(?: as written \(not read: .*?\))?:\n\n(`{3,})yaml\n.*\n\1\s*\Z"
+                         % re.escape(KEPT_FRONTMATTER), re.S)
 
 
 def owner_snippet(fragment: str, body: str, marks: Callable[[str], bool]) -> tuple[str, list[list[int]]]:
@@ -62,6 +67,13 @@ def owner_snippet(fragment: str, body: str, marks: Callable[[str], bool]) -> tup
         return "", []
     text = (ELLIPSIS if before else "") + text + (ELLIPSIS if after else "")
     return text, [[word.start(), word.end()] for word in _WORD.finditer(text) if marks(word.group())]
+
+
+def own_text(body: str) -> str:
+    """``body`` without the frontmatter block a Markdown import kept at its end (``KEPT_FRONTMATTER``): the note's
+    own text; ``body`` itself when it ends with no such block."""
+    kept = _KEPT_BLOCK.search(body)
+    return body[:kept.start()] if kept else body
 
 
 def _widened(body: str, at: int, step: int) -> int:

@@ -8,7 +8,7 @@ a remote are the engine's own methods, over the real ``remotes.json``.
 from __future__ import annotations
 
 import socket
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -241,6 +241,41 @@ def test_a_round_ending_elsewhere_shows_in_the_open_sync_section_without_f5(
         fake_sync.changed(states)  # what a round, automatic or asked by the command line, publishes
     qtbot.waitUntil(lambda: window.sync_view.conflicts_model.rowCount() == 3, timeout=10_000)
     assert shown(window.sync_view.remotes_model)[1][2] == "Last synced 1 minute ago"
+
+
+def test_relative_times_move_on_with_the_views_clock_not_only_when_a_round_ends(
+        qtbot, view, fake_sync, states) -> None:
+    view.resize(760, 600)  # the view's size in a 1024x700 window
+    view.show()
+    table, header = view.conflicts_table, view.conflicts_table.horizontalHeader()
+    met = [column.title for column in view.conflicts_model.columns].index("Met")
+    qtbot.waitUntil(lambda: header.sectionSize(met) >= table.sizeHintForColumn(met), timeout=5_000)
+    view.conflicts_table.selectRow(0)
+    assert "met syncing with nas 7 minutes ago" in view.details.toPlainText()
+    fitted, read = header.sectionSize(met), len(fake_sync.calls)
+
+    later = NOW + timedelta(minutes=50)  # the view left open for 50 minutes, no round meanwhile
+    view.now = lambda: later
+    assert table.sizeHintForColumn(met) > fitted  # "57 min ago" is wider than "7 min ago"
+    view.clock.timeout.emit()  # the view's clock ticks (once a minute)
+
+    assert header.sectionSize(met) >= table.sizeHintForColumn(met)  # never "57 min …"
+    assert "met syncing with nas 57 minutes ago" in view.details.toPlainText()
+    assert shown(view.remotes_model)[0][2] == "Last synced 53 minutes ago"
+    assert len(fake_sync.calls) == read  # said again from what was read, not read again
+    assert view.clock.isActive() and view.clock.interval() <= 60_000
+
+
+def test_a_dismissed_conflicts_details_stay_cleared_when_the_clock_ticks(qtbot, view, states) -> None:
+    view.conflicts_table.selectRow(0)
+    assert "atlas-1.md" in view.details.toPlainText()
+    with qtbot.waitSignal(view.sig_content_loaded, timeout=10_000):
+        view.dismiss_button.click()
+    assert view.details.toPlainText() == ""
+    view.clock.timeout.emit()
+    assert view.details.toPlainText() == ""  # never the dismissed conflict again
+    view.setPalette(QPalette(view.palette().color(QPalette.ColorRole.Base).darker()))  # nor on a theme change
+    assert view.details.toPlainText() == ""
 
 
 # --- words -------------------------------------------------------------------------------------------

@@ -154,58 +154,62 @@ def note_thread(names: list[str]) -> None:
     names.append(threading.current_thread().name)
 
 
-def test_an_answer_and_its_work_are_let_go_on_the_gui_thread_whoever_finishes_last(qtbot, worker_held) -> None:
+@pytest.fixture
+def held_tasks(worker_held: threading.Event) -> Iterator[EngineTasks]:
+    """An ``EngineTasks`` whose worker is held as it leaves each job (``worker_held``), shut down after the test
+    (the worker let go first, so a test that failed before letting it go never waits on it)."""
     tasks = EngineTasks()
     try:
-        work, on_done, on_error = Dying("done"), Dying(), Dying()
-        calls, died = on_done.calls, (work.died_on, on_done.died_on, on_error.died_on)
-        tasks.run(work, on_done, on_error=on_error)
-        del work, on_done, on_error
-        qtbot.waitUntil(lambda: calls == [("done",)], timeout=10_000)
-        worker_held.set()  # the worker leaves the job only now, after the GUI thread is done with the answer
-        qtbot.waitUntil(lambda: all(died), timeout=10_000)
-        assert died == ([MAIN],) * 3
+        yield tasks
     finally:
-        tasks.shutdown()
-
-
-def test_an_error_handler_is_let_go_on_the_gui_thread_whoever_finishes_last(qtbot, worker_held) -> None:
-    tasks = EngineTasks()
-    try:
-        on_done, on_error = Dying(), Dying()
-        messages, died = on_error.calls, (on_done.died_on, on_error.died_on)
-        tasks.run(Dying(NotFound("no record with that id")), on_done, on_error=on_error)
-        del on_done, on_error
-        qtbot.waitUntil(lambda: messages == [("no record with that id",)], timeout=10_000)
         worker_held.set()
-        qtbot.waitUntil(lambda: all(died), timeout=10_000)
-        assert died == ([MAIN],) * 2
-    finally:
         tasks.shutdown()
 
 
-def test_the_callbacks_of_a_closed_view_are_let_go_on_the_gui_thread_uncalled(qtbot, worker_held) -> None:
+def let_go_on_the_gui_thread(qtbot: Any, worker_held: threading.Event, *died: list[str]) -> None:
+    """Let the worker leave its job, only now, after the GUI thread is done with the answer; then every
+    callable whose ``died_on`` is in ``died`` is released, each on the GUI thread."""
+    worker_held.set()
+    qtbot.waitUntil(lambda: all(died), timeout=10_000)
+    assert died == ([MAIN],) * len(died)
+
+
+def test_an_answer_and_its_work_are_let_go_on_the_gui_thread_whoever_finishes_last(
+        qtbot, held_tasks, worker_held) -> None:
+    work, on_done, on_error = Dying("done"), Dying(), Dying()
+    calls, died = on_done.calls, (work.died_on, on_done.died_on, on_error.died_on)
+    held_tasks.run(work, on_done, on_error=on_error)
+    del work, on_done, on_error
+    qtbot.waitUntil(lambda: calls == [("done",)], timeout=10_000)
+    let_go_on_the_gui_thread(qtbot, worker_held, *died)
+
+
+def test_an_error_handler_is_let_go_on_the_gui_thread_whoever_finishes_last(qtbot, held_tasks, worker_held) -> None:
+    on_done, on_error = Dying(), Dying()
+    messages, died = on_error.calls, (on_done.died_on, on_error.died_on)
+    held_tasks.run(Dying(NotFound("no record with that id")), on_done, on_error=on_error)
+    del on_done, on_error
+    qtbot.waitUntil(lambda: messages == [("no record with that id",)], timeout=10_000)
+    let_go_on_the_gui_thread(qtbot, worker_held, *died)
+
+
+def test_the_callbacks_of_a_closed_view_are_let_go_on_the_gui_thread_uncalled(qtbot, held_tasks, worker_held) -> None:
     from PySide6.QtWidgets import QWidget
 
     import shiboken6
 
-    tasks = EngineTasks()
-    try:
-        started, finish = threading.Event(), threading.Event()
-        owner = QWidget()
-        on_done, on_error = Dying(), Dying()
-        calls, died = (on_done.calls, on_error.calls), (on_done.died_on, on_error.died_on)
-        tasks.run(lambda: started.set() or finish.wait(60), on_done, on_error=on_error, owner=owner)
-        del on_done, on_error
-        assert started.wait(10)
-        shiboken6.delete(owner)  # the view closes while its request runs
-        finish.set()
-        qtbot.waitUntil(lambda: not tasks.busy, timeout=10_000)
-        worker_held.set()
-        qtbot.waitUntil(lambda: all(died), timeout=10_000)
-        assert calls == ([], []) and died == ([MAIN],) * 2
-    finally:
-        tasks.shutdown()
+    started, finish = threading.Event(), threading.Event()
+    owner = QWidget()
+    on_done, on_error = Dying(), Dying()
+    calls, died = (on_done.calls, on_error.calls), (on_done.died_on, on_error.died_on)
+    held_tasks.run(lambda: started.set() or finish.wait(60), on_done, on_error=on_error, owner=owner)
+    del on_done, on_error
+    assert started.wait(10)
+    shiboken6.delete(owner)  # the view closes while its request runs
+    finish.set()
+    qtbot.waitUntil(lambda: not held_tasks.busy, timeout=10_000)
+    let_go_on_the_gui_thread(qtbot, worker_held, *died)
+    assert calls == ([], [])
 
 
 def test_jobs_cancelled_by_the_shutdown_let_go_of_their_callbacks_on_the_gui_thread(qtbot) -> None:

@@ -6,7 +6,9 @@ import pytest
 
 from engine.access.authority import OperatorCaller
 from engine.index.analysis import Analyzer
-from engine.search.plain import owner_snippet, plain_snippet, query_marker
+from engine.importers.common import Original
+from engine.importers.markdown import parse_note
+from engine.search.plain import own_text, owner_snippet, plain_snippet, query_marker
 from tests.helpers import page
 
 
@@ -110,3 +112,89 @@ def test_a_query_of_function_words_alone_marks_them() -> None:
     marks = query_marker(analyzer, analyzer.query_terms("to be or not"))
     text, spans = owner_snippet("To be, or not to be.", "To be, or not to be.", marks)
     assert _marked(text, spans) == ["To", "be", "or", "not", "to", "be"]
+
+
+# --- the frontmatter an import kept at the end of a page ----------------------------------------------------
+
+
+def imported_body(frontmatter: str, text: str) -> str:
+    """The body the Markdown importer writes for a note: its text, then the frontmatter it kept."""
+    note = parse_note(Original("Notes/crm.md", f"---\n{frontmatter}---\n{text}".encode("utf-8")), {"note"})
+    assert "Frontmatter kept from the note" in note.body
+    return note.body
+
+
+def owners_snippet(engine, query: str) -> dict:
+    [hit] = engine.owner_search(OperatorCaller("main"), {"query": query, "mode": "keyword"})["hits"]
+    return hit
+
+
+def test_the_owners_snippet_is_the_notes_own_words_where_they_hold_the_query(engine, owner) -> None:
+    body = imported_body("date: 2026-08-05\nsource: tucrmia\n", "Moved the invoices to tucrmia over two weekends.\n")
+    engine.save_page(owner, page("p1", "CRM move", type_="note", body=body))
+
+    hit = owners_snippet(engine, "tucrmia invoices")
+    agents = engine.search(owner, {"query": "tucrmia invoices"})["hits"][0]
+
+    assert hit["snippet"] == "Moved the invoices to tucrmia over two weekends."  # whole: no "…", no "date:"
+    assert _marked(hit["snippet"], hit["highlights"]) == ["invoices", "tucrmia"]
+    # Agents' knowledge_grep is as it was: the body as written, the kept block in it.
+    assert agents["snippet"] == body.strip() and "source: tucrmia" in agents["snippet"]
+
+
+def test_the_kept_frontmatter_is_the_snippet_when_only_it_holds_the_query(engine, owner) -> None:
+    body = imported_body("date: 2026-08-05\nsource: tucrmia\n", "Two weekends of moving invoices.\n")
+    engine.save_page(owner, page("p1", "CRM move", type_="note", body=body))
+
+    hit = owners_snippet(engine, "tucrmia")
+
+    assert hit["snippet"] == ("Two weekends of moving invoices. Frontmatter kept from the note: date: "
+                              "2026-08-05 source: tucrmia")
+    assert _marked(hit["snippet"], hit["highlights"]) == ["tucrmia"]
+
+
+def test_a_long_notes_snippet_is_its_own_passage_before_the_kept_frontmatters(engine, owner) -> None:
+    text = "An opening line. " * 30 + "The tucrmia export runs nightly. " + "A closing line. " * 30
+    # The kept block names the word twice: tantivy's best passage of the whole body would be the block's.
+    body = imported_body("date: 2026-08-05\nsource: tucrmia\nproject: tucrmia\n", text)
+    engine.save_page(owner, page("p1", "Nightly export", type_="note", body=body))
+    elsewhere = imported_body("source: tucrmia\n", "A note of other things. " * 30)
+    engine.save_page(owner, page("p2", "Other things", type_="note", body=elsewhere))
+
+    hits = {hit["title"]: hit for hit in engine.owner_search(OperatorCaller("main"), {
+        "query": "tucrmia", "mode": "keyword"})["hits"]}
+
+    assert "The tucrmia export runs nightly." in hits["Nightly export"]["snippet"]
+    assert "source:" not in hits["Nightly export"]["snippet"]
+    # Only the kept block holds the word: it is the passage shown, the hit found as before.
+    assert "Frontmatter kept from the note: source: tucrmia" in hits["Other things"]["snippet"]
+
+
+def test_a_hit_by_its_title_alone_shows_the_notes_own_start(engine, owner) -> None:
+    body = imported_body("date: 2026-08-05\nsource: club\n", "Plays on Thursdays.\n")
+    engine.save_page(owner, page("p1", "Chess", type_="note", body=body))
+
+    assert owners_snippet(engine, "chess")["snippet"] == "Plays on Thursdays."
+
+
+def test_frontmatter_kept_as_written_is_left_out_of_the_snippet_too(engine, owner) -> None:
+    body = imported_body("title: Bruno\nupdated: 2026-08-17 round 33: storage\n", "Bruno keeps the storage keys.\n")
+    assert "as written (not read: line 3 is not valid YAML" in body
+    engine.save_page(owner, page("p1", "Bruno", type_="note", body=body))
+
+    assert owners_snippet(engine, "storage")["snippet"] == "Bruno keeps the storage keys."
+
+
+@pytest.mark.parametrize("body", [
+    "Plain text, nothing kept.",
+    "Text.\n\nFrontmatter kept from the note:\n\n```yaml\nsource: club\n```\n\nWritten after it by an agent.",
+    "Frontmatter kept from the note: a sentence that only starts like the heading.",
+])
+def test_a_body_that_does_not_end_with_a_kept_block_is_its_own_text_whole(body: str) -> None:
+    assert own_text(body) == body
+
+
+def test_own_text_leaves_out_the_kept_block_alone() -> None:
+    body = imported_body('a: "```b```"\nsource: club\n', "The note's words.\n")
+    assert own_text(body) == "The note's words."
+    assert own_text(imported_body("source: club\n", "")) == ""  # a note of frontmatter alone
