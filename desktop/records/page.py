@@ -237,7 +237,7 @@ class RecordPage(QWidget):
         self._links_settled = self._history_settled = self._rest_coming = False
         self.request_button.setEnabled(False)
         self.graph_button.setEnabled(False)
-        self.header.show_html('<div class="muted">Choose a record on the left.</div>')
+        self._say_in_header('<div class="muted">Choose a record on the left.</div>')
         self.header.setToolTip("")
         self._heading_wanted = None
         for browser in (self.details, self.body, self.claims, self.connections):
@@ -246,6 +246,10 @@ class RecordPage(QWidget):
         for browser in (self.body, self.claims, self.connections):
             browser.setPlaceholderText("")  # no record: nothing to say of it
         self.history.clear()
+
+    def _say_in_header(self, said: str) -> None:
+        """The header says ``said``, and says it again when the palette changes (never the last record's)."""
+        self.header.rerender_with(lambda: self.header.show_html(said))
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
@@ -275,7 +279,7 @@ class RecordPage(QWidget):
     def show_record(self, agent: str, record_id: str) -> None:
         self.clear()
         self.agent, self.shown_id = agent, record_id
-        self.header.show_html('<div class="muted">Loading…</div>')
+        self._say_in_header('<div class="muted">Loading…</div>')
         for browser in (self.body, self.claims, self.connections):
             browser.setPlaceholderText("Loading…")
         self.history.model.set_loading()
@@ -349,7 +353,7 @@ class RecordPage(QWidget):
         self.graph_button.setEnabled(False)
         said = (f"<h2>{esc(title)}</h2><div><b>No longer in this partition</b> (deleted or moved out). History "
                 "shows what it was.</div>")
-        self.header.rerender_with(lambda: self.header.show_html(said))
+        self._say_in_header(said)
         self.header.setToolTip(message)
         for browser in (self.details, self.body, self.claims, self.connections):
             browser.clear()

@@ -7,7 +7,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from PySide6.QtCore import QUrl
-from PySide6.QtGui import QTextTable
+from PySide6.QtGui import QPalette, QTextTable
 
 from desktop.common.diffs import DIFF_BACKGROUNDS, DIFF_COLOURS
 from desktop.common.times import ago, clock_time, exact_time
@@ -310,6 +310,26 @@ def test_relative_times_on_the_page_move_on_with_the_clock_and_leave_the_reader_
     assert "Created\n30 minutes ago" in page.details.toPlainText()
     assert page.details.verticalScrollBar().value() == kept  # still at the end
     assert view.clock.isActive() and view.clock.interval() <= 60_000
+
+
+def test_a_theme_change_after_the_page_is_cleared_never_brings_the_last_record_back(
+        qtbot, served_engine, tasks, gui_thread_guard) -> None:
+    gui_thread_guard.active = False
+    first = save(served_engine, {"requestId": "theme-1", "type": "concept", "title": "Lantern", "body": "Lit.\n"})
+    gui_thread_guard.active = True
+    view = RecordsView(tasks)
+    qtbot.addWidget(view)
+    view.show()
+    with qtbot.waitSignal(view.recent_model.sig_page_loaded, timeout=10_000):
+        view.set_agent("main")
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(first["id"]))
+    page = view.page
+    assert "Lantern" in page.header.toPlainText()
+
+    page.clear()
+    page.header.setPalette(QPalette(page.header.palette().color(QPalette.ColorRole.Base).darker()))
+    assert "Lantern" not in page.header.toPlainText()
+    assert "Choose a record on the left." in page.header.toPlainText()
 
 
 def test_a_note_read_again_after_a_change_leaves_the_reader_where_they_were(
