@@ -42,7 +42,10 @@ Each note's original is retained under the folder's name and the note's
 path in it (``vault › Projects › Alpha › Tram clock.md``).  Importing the
 folder again finds each note's page by that name: a page that would say the
 same is left as it is, a changed note gets the next revision of its page,
-and a link already made a relationship is not made again.
+and a link already made a relationship is not made again.  A page revised in
+the store since the import last wrote it (edited in the store's vault, revised
+by an agent) keeps that edit: a changed note is left out and listed
+(``keptEdits``, engine/importers/edits.py), unless the import replaces edits.
 """
 
 from __future__ import annotations
@@ -204,8 +207,9 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
 
     A note an earlier import of the same folder made a page of (found by the file name its original was
     retained under: the folder's name and the note's path in it) that says the same is left as it is;
-    one that changed gets the next revision of that page, citing the newer file.  A link that is already
-    a relationship an earlier import made is not made again.
+    one that changed gets the next revision of that page, citing the newer file, unless the page was revised
+    in the store since the import wrote it (then it is left as it is and listed, ``keptEdits``, unless
+    ``writer.replace_edits``).  A link that is already a relationship an earlier import made is not made again.
     """
     earlier = writer.imported_by_original("page", revised_since=True)
     # The pages of the earlier import, read in one pass rather than one read per note, and those revised since.
