@@ -13,7 +13,8 @@ from engine.core.errors import InvalidParams
 from engine.importers.formats import FORMATS, run_import as run_format
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.engine.importers.helpers import reader, records, run_import, state_snapshot, store_snapshot
+from tests.engine.importers.helpers import (interrupt_after, reader, records, run_import, state_snapshot,
+                                            store_snapshot)
 from tests.engine.importers.test_markdown import edit, notes, summary  # noqa: F401  (the fixture)
 from tests.engine.store.test_secrets import SECRET
 from tests.helpers import private_dir
@@ -136,14 +137,23 @@ def test_a_dry_run_lists_the_edits_a_real_run_keeps_and_writes_nothing(
 
 def test_an_interrupted_import_replacing_edits_is_finished_by_running_it_again(
         engine: Engine, notes: Path, state_dir: StateDir) -> None:
-    """The revision over the edit is planned on the version read; a run stopped after writing it finds the page
-    the import's own, and writes nothing twice."""
+    """The revision over the edit is planned on the version read; a run stopped midway is finished by running it
+    again, which finds a page it revised already the import's own, and writes nothing twice."""
     first = run_import(engine, "markdown", notes)
     inbox = first["pages"]["Inbox.md"]
     edit_by_hand(engine, inbox)
+    edit_by_hand(engine, first["pages"]["People/Lotte.md"])
     (notes / "Inbox.md").write_text(CHANGED_INBOX, encoding="utf-8")
+    lotte = notes / "People" / "Lotte.md"
+    lotte.write_text(lotte.read_text(encoding="utf-8") + "Moved to Antwerp.\n", encoding="utf-8")
+    with pytest.raises(KeyboardInterrupt):
+        run_import(engine, "markdown", notes, replace_edits=True, progress=interrupt_after(1))
+
     replaced = run_import(engine, "markdown", notes, replace_edits=True)
     after = store_snapshot(state_dir)
+
+    for page_id in (inbox, first["pages"]["People/Lotte.md"]):  # each revised once over its edit: 1, 1.1, 2
+        assert [entry["revision"] for entry in engine.history(reader(engine), page_id)["revisions"]] == [1, 1, 2]
 
     for replace_edits in (True, False):
         again = run_import(engine, "markdown", notes, replace_edits=replace_edits)
