@@ -14,7 +14,9 @@ nothing).  A bad input is refused by the engine with the file and the place
 in it, and nothing is written.  What the dialogs show at the end says what
 ``knowledge import`` and ``knowledge export`` print, in a summary that
 scrolls inside the dialog (which the owner can resize); an import's summary
-then lists what was left out and why (a Markdown folder's unresolved links
+then lists the notes whose pages' edits it kept (a Markdown folder imported
+again after its pages were edited in the store; *Replace edits made in the
+store* takes the notes instead), what was left out and why (a Markdown folder's unresolved links
 and the notes whose frontmatter could not be read, note by note, each note a
 link to its page) and links to what was made
 (``sig_show_requested``: the main window opens Records on it, and sets the
