@@ -14,7 +14,9 @@ nothing).  A bad input is refused by the engine with the file and the place
 in it, and nothing is written.  What the dialogs show at the end says what
 ``knowledge import`` and ``knowledge export`` print, in a summary that
 scrolls inside the dialog (which the owner can resize); an import's summary
-then lists what was left out and why (a Markdown folder's unresolved links
+then lists the notes whose pages' edits it kept (a Markdown folder imported
+again after its pages were edited in the store; *Replace edits made in the
+store* takes the notes instead), what was left out and why (a Markdown folder's unresolved links
 and the notes whose frontmatter could not be read, note by note, each note a
 link to its page) and links to what was made
 (``sig_show_requested``: the main window opens Records on it, and sets the
@@ -76,6 +78,9 @@ LEFT_OUT_SHOWN = 500  # notes listed with their unresolved links; the rest are c
 # not every page of the store.
 MADE_PAGES = {"chatgpt": ("source", "conversations"), "claude": ("source", "conversations and projects"),
               "memory-core": ("note", "memory notes")}
+# The formats whose import leaves a page revised in the store since as it is (``keptEdits``), unless told to
+# replace such edits (``replaceEdits``; engine/importers/formats.py, ``keeps_edits``).
+KEEPS_EDITS = {"markdown"}
 
 
 def absolute(text: str) -> str:
@@ -239,6 +244,12 @@ class ImportDialog(_JobDialog):
         self.agent.setToolTip("The owner agent whose store receives the import; a new name is registered as one")
         self.dry_run = QCheckBox("&Dry run: check the input and count what it would create; write nothing")
         self.dry_run.toggled.connect(lambda _: self._update_buttons())
+        self.replace_edits = QCheckBox("&Replace edits made in the store: a changed note gets its text even where "
+                                       "its page was edited since")
+        self.replace_edits.setToolTip("Without it, a note that changed since an earlier import is left as it is "
+                                      "where its page was revised here since (by you or an agent), and the "
+                                      "summary lists it; the edits stay in History either way")
+        self.replace_edits.toggled.connect(lambda _: self._update_buttons())
         self.start_button = QPushButton("&Import")
         self.start_button.setDefault(True)
         self.start_button.clicked.connect(self.start)
@@ -256,6 +267,7 @@ class ImportDialog(_JobDialog):
         form.addRow(self.path_label, _path_row(self.path, self.choose_button))
         form.addRow("Into the &store of", self.agent)
         form.addRow(self.dry_run)
+        form.addRow(self.replace_edits)
         self._lay_out(form, self.start_button, self.cancel_button)
         self.summary.anchorClicked.connect(self._on_summary_link)
         self._on_format_chosen()
@@ -291,6 +303,7 @@ class ImportDialog(_JobDialog):
         _, what, folder, _ = FORMATS[self.chosen_format()]
         self.path_label.setText("&Folder" if folder else "&File")
         self.path.setPlaceholderText(what)
+        self.replace_edits.setVisible(self.chosen_format() in KEEPS_EDITS)
         self._update_buttons()
 
     def choose_path(self) -> None:
@@ -304,8 +317,11 @@ class ImportDialog(_JobDialog):
             self.path.setText(chosen)
 
     def params(self) -> dict[str, Any]:
-        return {"format": self.chosen_format(), "path": absolute(self.path.text()),
-                "agent": self.agent.currentText().strip() or None, "dryRun": self.dry_run.isChecked()}
+        params = {"format": self.chosen_format(), "path": absolute(self.path.text()),
+                  "agent": self.agent.currentText().strip() or None, "dryRun": self.dry_run.isChecked()}
+        if self.chosen_format() in KEEPS_EDITS:  # the other formats have no edits to keep, and refuse it
+            params["replaceEdits"] = self.replace_edits.isChecked()
+        return params
 
     def start(self) -> None:
         if self.watcher.running or not self.path.text().strip():
@@ -321,7 +337,7 @@ class ImportDialog(_JobDialog):
         self.watcher.start("operator/import", self.params(), on_error=self._on_refused)
 
     def _set_running(self, running: bool) -> None:
-        for widget in (self.format, self.path, self.choose_button, self.agent, self.dry_run):
+        for widget in (self.format, self.path, self.choose_button, self.agent, self.dry_run, self.replace_edits):
             widget.setEnabled(not running)
         self.start_button.setEnabled(not running and bool(self.path.text().strip()))
 
@@ -476,9 +492,9 @@ class ExportDialog(_JobDialog):
 
 
 def import_summary_html(result: dict[str, Any]) -> str:
-    """The import's summary (``import_summary``'s words), then a link to what was made and what was left out
-    and why: a Markdown folder's links that name nothing, and its notes whose frontmatter was not read, by
-    note, each note a link to its page."""
+    """The import's summary (``import_summary``'s words), then a link to what was made, the notes whose pages'
+    edits were kept, and what was left out and why: a Markdown folder's links that name nothing, and its notes
+    whose frontmatter was not read, by note, each note a link to its page."""
     agent = result.get("agent") or ""
     pages = result.get("pages") if isinstance(result.get("pages"), dict) else {}
     made = (result.get("imported") or {}) if agent and not result.get("dryRun") else {}  # a dry run made nothing
@@ -499,6 +515,14 @@ def import_summary_html(result: dict[str, Any]) -> str:
     def link(path: str) -> str:
         return _note_link(agent, path, pages.get(path) if made else None)
 
+    kept_pages = {edit["path"]: edit["id"] for edit in result.get("keptEdits") or []}  # pages made earlier
+
+    # The edits kept come first: the owner decides whether the notes should replace them.
+    parts += _by_note("Kept your edits:", "these notes changed since an earlier import, but their pages were "
+                      "revised in the store since, so they were left as they are (the edits stay in History); "
+                      "import again with Replace edits made in the store to take the notes' text anyway.",
+                      {edit["path"]: edit["why"] for edit in result.get("keptEdits") or []},
+                      lambda path: _note_link(agent, path, kept_pages.get(path) if agent else None))
     # Notes whose frontmatter was lost come before the links left as text: the owner corrects those files.
     parts += _by_note("Frontmatter not read:", "these notes were imported with the title of their file name, their "
                       "frontmatter kept as written at the end of the page; correct it in the file and import again "

@@ -36,7 +36,7 @@ from ..core.errors import EngineLocked, NotFound
 from ..importers.answers import AnyImport, ExportResult
 from ..importers.archive import export_archive
 from ..importers.common import DEFAULT_AGENT, Progress, import_engine
-from ..importers.formats import FORMATS, receiving_agent, run_import, unembedded_note
+from ..importers.formats import FORMATS, check_replace_edits, receiving_agent, run_import, unembedded_note
 from ..gate.suggest import GateSuggestion
 from ..operator.doctor import doctor_report
 from ..operator.gate_operator import handlers as gate_handlers
@@ -103,7 +103,7 @@ class Desk(Protocol):
     def set_settings(self, **switches: Any) -> SettingsView: ...
     def export(self, out: Path, store: str | None, agent: str | None, with_history: bool) -> ExportResult: ...
     def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
-                progress: Callable[[Progress], None] | None) -> AnyImport: ...
+                progress: Callable[[Progress], None] | None, *, replace_edits: bool = False) -> AnyImport: ...
     def sync_remotes(self) -> SyncRemotes: ...
     def add_sync_remote(self, name: str, url: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
     def remove_sync_remote(self, name: str, store: str | None, agent: str | None) -> SyncRemoteChanged: ...
@@ -226,11 +226,12 @@ class LocalDesk:
             return export_archive(engine, out, store=store, agent=agent, with_history=with_history)
 
     def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
-                progress: Callable[[Progress], None] | None) -> AnyImport:
+                progress: Callable[[Progress], None] | None, *, replace_edits: bool = False) -> AnyImport:
         """The input checked whole first (nothing exists yet if it is refused), then imported by an engine
         of this process; a dry run writes nothing: with no state directory yet it opens no engine and creates
         no state, else it reads what an earlier import made (one naming a store must find it there)."""
         chosen = FORMATS[format_name]
+        check_replace_edits(chosen, replace_edits)
         # The owner's allowSecrets decides, as for every write; read without creating anything.
         allowed = SettingsSource(self.state.config).current().allow_secrets if self.state.config.exists() else False
         plan = chosen.load(str(path), functools.partial(refuse_secrets, allowed=allowed))
@@ -244,11 +245,11 @@ class LocalDesk:
                     raise NotFound(f"no store {store!r} in {self.state.root} (`knowledge stores list` shows them)",
                                    store=store)
                 return run_import(None, chosen, plan, agent=agent or DEFAULT_AGENT, dry_run=True,
-                                  progress=progress, keep_token=keep)
+                                  progress=progress, keep_token=keep, replace_edits=replace_edits)
         with import_engine(self.state) as engine:  # a dry run only reads what an earlier import made
             receiving = receiving_agent(engine, store, agent)
             result = run_import(engine, chosen, plan, agent=receiving, dry_run=dry_run, progress=progress,
-                                keep_token=keep)
+                                keep_token=keep, replace_edits=replace_edits)
             if not dry_run and any((result.get("imported") or {}).values()):
                 result["notes"] = [*(result.get("notes") or []), *unembedded_note(engine, receiving)]  # type: ignore
             return result
@@ -402,11 +403,11 @@ class RemoteDesk:
                                      "withHistory": with_history})
 
     def import_(self, format_name: str, path: Path, agent: str | None, store: str | None, dry_run: bool,
-                progress: Callable[[Progress], None] | None) -> AnyImport:
+                progress: Callable[[Progress], None] | None, *, replace_edits: bool = False) -> AnyImport:
         """Start the engine's import job and follow it to its end: its progress reported as it comes,
         its failure raised as the engine's error, Ctrl+C cancelling it (``ImportStopped``)."""
         job = self._call("import", {"format": format_name, "path": str(path), "agent": agent, "store": store,
-                                    "dryRun": dry_run})
+                                    "dryRun": dry_run, "replaceEdits": replace_edits})
         shown: tuple[Any, Any, Any] | None = None
         interrupted = False
         while True:

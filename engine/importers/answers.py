@@ -57,6 +57,14 @@ class ConversationsImport(ImportResult):
     leftOut: NotRequired[list[str]]
 
 
+class KeptEdit(TypedDict):
+    """A note that changed since an earlier import whose page was revised in the store since (by the owner, an
+    agent, or an edit outside the engine): left as it is, not overwritten by the note."""
+    path: str  # the note's path in the folder
+    id: str  # its page
+    why: str  # what revised the page: "revision 2 was written by main (laptop-main), not by the import"
+
+
 class MarkdownImport(ImportResult):
     """A folder of Markdown notes: one page per note, by the note's path in the folder."""
     folder: str
@@ -69,6 +77,7 @@ class MarkdownImport(ImportResult):
     unresolved: NotRequired[dict[str, list[str]]]  # a note's path: the targets of its links that name nothing
     unreadFrontmatter: NotRequired[dict[str, str]]  # a note's path: why its frontmatter was not read
     unreadFields: NotRequired[dict[str, str]]  # a note's path: which known fields of its frontmatter were not read, why
+    keptEdits: NotRequired[list[KeptEdit]]  # notes whose page's edits were kept (not with ``replaceEdits``)
 
 
 class Mem0Import(ImportResult):

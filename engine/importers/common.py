@@ -61,6 +61,7 @@ from ..vault.frontmatter import RECORD_MAX_BYTES, split_document
 from ..vault.record_view import RecordView, view_of
 from .answers import ImportCounts, ImportResult
 from .bulk import Pipeline, done as written
+from .edits import Edit, first_written_by, page_edit
 from .zipped import export_zip, is_zip, member_named, read_parsed_file
 
 DEFAULT_AGENT = "main"
@@ -245,6 +246,9 @@ class Writer:
     first_write: Callable[[], Caller] | None = None
     # Items written many at a time (``later``, engine/importers/bulk.py); False: one after another.
     bulk: bool = True
+    # An earlier import's page revised since by someone else (``edits``) gets the input's changes anyway; False:
+    # it is left as it is, and the result lists it (Markdown's ``keptEdits``).
+    replace_edits: bool = False
     _placeholders: int = 0
     _pipeline: Pipeline | None = None
     _stopping: bool = False  # reporting the items that finished after the import began to stop
@@ -403,22 +407,35 @@ class Writer:
         return self.imported_records(lambda row, _: (row.view.fields or {}).get("url"), reads=("fields",),
                                      kind="page", type=page_type, tag=tag)
 
-    def imported_by_original(self, kind: str, **filters: Any) -> dict[str, tuple[str, int]]:
+    def imported_by_original(self, kind: str, *, revised_since: bool = False,
+                             **filters: Any) -> dict[str, tuple[str, int]]:
         """The current records of ``kind`` an earlier run of this format's import made, by the file name of
         the retained original each cites first (``Writer.retain``'s ``filename``: a note's path in its
-        folder): ``(id, revision)``, the newest where several share one."""
+        folder): ``(id, revision)``, the newest where several share one.  With ``revised_since``, also those
+        whose current revision someone else wrote (an agent, the owner): a record whose first version the
+        import wrote and whose first citation is an original the import retained (``edits.page_edit`` then
+        says what changed); a record the import's revision names is found before them."""
         def original(row: Any, read: "SourceReader") -> str | None:
             return read.filename(first_source(row.view))
 
+        instance = import_instance(self.format)
+
+        def revised_by_another(row: Any, read: SourceReader) -> bool:
+            return (read.instance(first_source(row.view)) == instance
+                    and first_written_by(read.view.catalog.revisions(read.partition, row.record_id), instance))
+
         return self.imported_records(original, reads=("evidence",), kind=kind, active_only=kind == "claim",
-                                     **filters)
+                                     made_by=revised_by_another if revised_since else None, **filters)
 
     def imported_records(self, key_of: Callable[[Any, "SourceReader"], Any], *, active_only: bool = False,
-                         reads: tuple[str, ...] | None = None, **filters: Any) -> dict[str, tuple[str, int]]:
-        """The current records an earlier run of this format's import made (its attribution names it)
-        matching ``filters`` (``kind``, ``type``, ``tag``; with ``active_only``, not superseded or
-        withdrawn), by ``key_of(row, sources)`` (rows without a key are left out): ``(id, revision)``, the
-        newest where several share one.  A dry run without the store, or an agent with no store yet, has
+                         reads: tuple[str, ...] | None = None,
+                         made_by: Callable[[Any, "SourceReader"], bool] | None = None,
+                         **filters: Any) -> dict[str, tuple[str, int]]:
+        """The current records an earlier run of this format's import made (its attribution names it; or
+        ``made_by(row, sources)`` says so) matching ``filters`` (``kind``, ``type``, ``tag``; with
+        ``active_only``, not superseded or withdrawn), by ``key_of(row, sources)`` (rows without a key are left
+        out): ``(id, revision)``, the newest where several share one, a record whose attribution names the
+        import before any other.  A dry run without the store, or an agent with no store yet, has
         none.  ``reads``: the frontmatter keys ``key_of`` reads of ``row.view``; given, each row's view is made
         of those keys alone (``narrow_view``), not of the whole frontmatter, which cost most of a rerun's
         look-up of a large import's records."""
@@ -429,16 +446,19 @@ class Writer:
         def rows(runtime: Any, authority: Any, view: Any) -> dict[str, tuple[str, int]]:
             sources = SourceReader(view, authority.partition)
             found: dict[str, tuple[str, int]] = {}
+            others: dict[str, tuple[str, int]] = {}  # made by the import, revised since by someone else
             for row in view.catalog.current(authority.partition, **filters):  # newest first
-                view = row.view if reads is None else narrow_view(row, reads)
+                narrow = row.view if reads is None else narrow_view(row, reads)
                 if (not row.record_id or not isinstance(row.revision, int)
-                        or (active_only and view.lifecycle not in (None, "active"))
-                        or (view.attribution or {}).get("instance") != instance):
+                        or (active_only and narrow.lifecycle not in (None, "active"))):
+                    continue
+                own = (narrow.attribution or {}).get("instance") == instance
+                if not own and (made_by is None or not made_by(row, sources)):
                     continue
                 key = key_of(row, sources)
                 if isinstance(key, str) and key not in found:
-                    found[key] = (row.record_id, row.revision)
-            return found
+                    (found if own else others).setdefault(key, (row.record_id, row.revision))
+            return {**others, **found}
 
         try:
             return self.engine.enter(self.caller, create=False).read(rows)
@@ -474,6 +494,24 @@ class Writer:
                 record = _catalogued_page(view, authority.partition, page_id) or dict(
                     get_record(view.store, view.catalog, authority.partition, page_id))
                 found[page_id] = (record, _source_shas(view, authority.partition, _cited(record)))
+            return found
+
+        return self._read(work)
+
+    def page_edits(self, pages: dict[str, dict[str, Any]]) -> dict[str, Edit]:
+        """Of ``pages`` (by id, each as ``current_page`` answers it), those revised since this format's import
+        last wrote them, with why and the version it wrote (``edits.page_edit``), in one read; none without a
+        store to read."""
+        if not pages or self.engine is None or self.caller is None:
+            return {}
+        instance = import_instance(self.format)
+
+        def work(runtime: Any, authority: Any, view: Any) -> dict[str, Edit]:
+            found = {}
+            for page_id, page in pages.items():
+                edit = page_edit(view.catalog, authority.partition, page_id, page, instance)
+                if edit is not None:
+                    found[page_id] = edit
             return found
 
         return self._read(work)

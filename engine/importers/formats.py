@@ -32,6 +32,7 @@ class Format:
     what: str  # what PATH is
     unit: str  # what the items are called, for progress
     folder: bool = False  # PATH is usually a folder
+    keeps_edits: bool = False  # leaves an earlier import's page revised in the store since as it is (replaceEdits)
 
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
@@ -40,7 +41,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("claude", claude.load_claude, claude.import_claude,
            "a Claude data export: its zip, its folder or its conversations.json", "conversations"),
     Format("markdown", markdown.load_markdown, markdown.import_markdown,
-           "a folder of Markdown notes (an Obsidian vault, a basic-memory project)", "notes", folder=True),
+           "a folder of Markdown notes (an Obsidian vault, a basic-memory project)", "notes", folder=True,
+           keeps_edits=True),
     Format("mem0", mem0.load_mem0, mem0.import_mem0,
            "a mem0 or OpenMemory JSON export (or OpenMemory's export zip)", "memories"),
     Format("memory-core", memory_core.load_memory_core, memory_core.import_memory_core,
@@ -81,16 +83,20 @@ def receiving_agent(engine: Engine, store: str | None, agent: str | None) -> str
 
 def run_import(engine: Engine | None, chosen: Format, plan: tuple[Any, ...], *, agent: str, dry_run: bool,
                progress: Callable[[Progress], None] | None,
-               keep_token: Callable[[str, str], str]) -> AnyImport:
+               keep_token: Callable[[str, str], str], replace_edits: bool = False) -> AnyImport:
     """Run a loaded import: a dry run counts what it would create and writes nothing (``engine`` may be
     None; given, it reads as the operator what an earlier import made, so it counts what it would revise);
     a real one writes as an owner caller of ``agent``.  An ``agent`` that does not exist is registered at the
     import's first write (``keep_token(agent, token)`` keeps the new token and returns the file it is in),
     and until then what an earlier import made is read as the operator: an import with nothing to write (an
-    empty export, one whose every item is skipped) registers nobody and keeps no token."""
+    empty export, one whose every item is skipped) registers nobody and keeps no token.  ``replace_edits``:
+    an earlier import's page revised in the store since gets the input's changes anyway (formats that
+    ``keeps_edits`` only, ``check_replace_edits``)."""
+    check_replace_edits(chosen, replace_edits)
     if dry_run:  # with an engine, it reads what an earlier import made (to say what it would revise)
         reads = OperatorCaller(agent) if engine is not None else None
-        return chosen.run(Writer(engine, reads, chosen.name, dry_run=True, progress=progress), *plan)
+        return chosen.run(Writer(engine, reads, chosen.name, dry_run=True, progress=progress,
+                                 replace_edits=replace_edits), *plan)
     assert engine is not None
     result: dict[str, Any] = {"agent": agent}
     with ExitStack() as stack:
@@ -102,12 +108,20 @@ def run_import(engine: Engine | None, chosen: Format, plan: tuple[Any, ...], *, 
 
         known = engine.registry.agent(agent)
         if known is not None and known.active:
-            writer = Writer(engine, writing_caller(), chosen.name, progress=progress)
+            writer = Writer(engine, writing_caller(), chosen.name, progress=progress, replace_edits=replace_edits)
         else:
             writer = Writer(engine, OperatorCaller(agent), chosen.name, progress=progress,
-                            first_write=writing_caller)
+                            first_write=writing_caller, replace_edits=replace_edits)
         result.update(chosen.run(writer, *plan))
     return result
+
+
+def check_replace_edits(chosen: Format, replace_edits: bool) -> None:
+    """Refuse ``replaceEdits`` for a format that has no edits to keep, before anything is read or written."""
+    if replace_edits and not chosen.keeps_edits:
+        keeping = ", ".join(name for name, known in FORMATS.items() if known.keeps_edits)
+        raise InvalidParams(f"replaceEdits is for imports that keep edits made in the store ({keeping}); the "
+                            f"{chosen.name} import has none to replace", field="replaceEdits")
 
 
 def unembedded_note(engine: Engine, agent: str) -> list[str]:

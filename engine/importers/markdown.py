@@ -42,7 +42,10 @@ Each note's original is retained under the folder's name and the note's
 path in it (``vault › Projects › Alpha › Tram clock.md``).  Importing the
 folder again finds each note's page by that name: a page that would say the
 same is left as it is, a changed note gets the next revision of its page,
-and a link already made a relationship is not made again.
+and a link already made a relationship is not made again.  A page revised in
+the store since the import last wrote it (edited in the store's vault, revised
+by an agent) keeps that edit: a changed note is left out and listed
+(``keptEdits``, engine/importers/edits.py), unless the import replaces edits.
 """
 
 from __future__ import annotations
@@ -58,9 +61,10 @@ from urllib.parse import unquote
 
 import yaml
 
-from .answers import Citation, MarkdownImport
+from .answers import Citation, KeptEdit, MarkdownImport
 from .bulk import WIDTH
 from .common import Original, Scan, Writer, refuse_secrets, refused, report, revised_note, says_same
+from .edits import Edit
 from .folders import left_out_notes, read_regular_file, walk_input
 from .text import clean_text, one_line
 from ..core.errors import InvalidParams
@@ -204,34 +208,39 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
 
     A note an earlier import of the same folder made a page of (found by the file name its original was
     retained under: the folder's name and the note's path in it) that says the same is left as it is;
-    one that changed gets the next revision of that page, citing the newer file.  A link that is already
-    a relationship an earlier import made is not made again.
+    one that changed gets the next revision of that page, citing the newer file, unless the page was revised
+    in the store since the import wrote it (then it is left as it is and listed, ``keptEdits``, unless
+    ``writer.replace_edits``).  A link that is already a relationship an earlier import made is not made again.
     """
-    earlier = writer.imported_by_original("page")
-    # The pages of the earlier import, read in one pass rather than one read per note.
+    earlier = writer.imported_by_original("page", revised_since=True)
+    # The pages of the earlier import, read in one pass rather than one read per note, and those revised since.
     current = writer.current_pages_and_sources(
         [earlier[name][0] for name in (retained_name(folder, note) for note in folder.notes) if name in earlier])
+    edits = writer.page_edits({page_id: page for page_id, (page, _) in current.items()})
     retained_files = RetainedFiles()
     sources: dict[str, list[str]] = {}
+    kept_edits: dict[str, KeptEdit] = {}  # by the note's path
     together = _retained_with_their_pages(writer, folder, earlier)
     total = len(folder.notes)
     try:
         written = {note.path: writer.later(lambda note=note: _write_note(writer, folder, note, earlier, current,
-                                                                         sources, retained_files, together),
+                                                                         edits, sources, retained_files, together,
+                                                                         kept_edits),
                                            lambda done=done, note=note: writer.done(done, total, note.path))
                    for done, note in enumerate(folder.notes, start=1)}
         writer.settle()
         pages = {path: future.result()[0] for path, future in written.items()}
         revised = sum(future.result()[1] for future in written.values())
-        relationships = _link(writer, folder, pages, sources)
+        relationships = _link(writer, folder, pages, sources, kept_edits)
     finally:
         writer.close()
+    kept = [kept_edits[note.path] for note in folder.notes if note.path in kept_edits]  # in the folder's order
     unresolved = {note.path: list(folder.resolved[note.path].unresolved) for note in folder.notes
                   if folder.resolved[note.path].unresolved}
     unresolved_count = sum(len(targets) for targets in unresolved.values())
     notes = ([f"{unresolved_count} links name no note or file of the folder; they stay as text."]
              if unresolved else [])
-    notes += revised_note(writer, revised, "note") + left_out_notes(folder.links)
+    notes += revised_note(writer, revised, "note") + kept_edits_note(writer, kept) + left_out_notes(folder.links)
     unread = {note.path: note.unread_frontmatter for note in folder.notes if note.unread_frontmatter}
     if unread:
         notes.append(f"{counted(len(unread), 'note')} {for_count(len(unread), 'has', 'have')} frontmatter that "
@@ -250,7 +259,23 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
                   **({"leftOut": list(folder.links)} if folder.links else {}),
                   **({"unresolved": unresolved} if unresolved else {}),
                   **({"unreadFrontmatter": unread} if unread else {}),
-                  **({"unreadFields": fields} if fields else {}))
+                  **({"unreadFields": fields} if fields else {}),
+                  **({"keptEdits": kept} if kept else {}))
+
+
+def kept_edits_note(writer: Writer, kept: list[KeptEdit]) -> list[str]:
+    """The result's note on the changed notes whose pages were revised in the store since, left as they are
+    (``keptEdits`` says what revised each)."""
+    if not kept:
+        return []
+    shown = ", ".join(edit["path"] for edit in kept[:10]) + (f" and {len(kept) - 10:,} more" if len(kept) > 10
+                                                                else "")
+    left = for_count(len(kept), "it", "each") + (" would be" if writer.dry_run else " was")
+    return [f"Kept your edits: {counted(len(kept), 'note')} changed since an earlier import, but "
+            f"{for_count(len(kept), 'its page has', 'their pages have')} been revised in the store since (by the "
+            f"owner or an agent), so {left} left as it is: {shown}. To take the "
+            f"{for_count(len(kept), 'note', 'notes')} anyway, import again replacing edits (--replace-edits, or "
+            "Replace edits made in the store in the Import dialog); the edits stay in History."]
 
 
 RETAINED_SEPARATOR = " › "  # between the folders of a retained original's name: a file name holds no "/"
@@ -272,8 +297,13 @@ def _retained_with_their_pages(writer: Writer, folder: Folder, earlier: dict[str
 
 
 def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, tuple[str, int]], current: Pages,
-                sources: dict[str, list[str]], retained_files: RetainedFiles, together: set[str]) -> tuple[str, bool]:
-    """One note's page (and its original and attachments): ``(page id, whether it revised an earlier one)``."""
+                edits: dict[str, Edit], sources: dict[str, list[str]], retained_files: RetainedFiles,
+                together: set[str], kept_edits: dict[str, KeptEdit]) -> tuple[str, bool]:
+    """One note's page (and its original and attachments): ``(page id, whether it revised an earlier one)``.
+
+    A page revised in the store since the import last wrote it (``edits``) is compared with what the import
+    wrote: a note that says the same brings nothing new, and the edit stands; a changed one is left as it is
+    and listed in ``kept_edits``, unless the writer replaces edits."""
     params: dict[str, Any] = {"type": note.type, "title": note.title, "body": note.body}
     if note.aliases:
         params["aliases"] = list(note.aliases)
@@ -282,11 +312,21 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
     found = earlier.get(retained_name(folder, note))
     page: dict[str, Any] = {}
     if found is not None:
-        page, shas = current[found[0]] if found[0] in current else writer.current_page_and_sources(found[0])
-        if says_same(page, params):
+        if found[0] in current:
+            page, shas = current[found[0]]
+            edit = edits.get(found[0])
+        else:
+            page, shas = writer.current_page_and_sources(found[0])
+            edit = writer.page_edits({found[0]: page}).get(found[0])
+        imported = page if edit is None else edit.imported  # what the import last wrote (None: not kept)
+        unchanged = says_same(imported, params) if imported is not None else writer.cites(page, note.original, shas)
+        if unchanged:
             known = writer.retained(page, note.original, shas)  # the same file: its source ids, without retrying
             if known is not None or writer.cites(page, note.original, shas):
                 _retain(writer, folder, note, sources, retained_files, known)  # retries of the rest, as it was
+            return writer.kept(found[0]), False
+        if edit is not None and not writer.replace_edits:
+            kept_edits[note.path] = {"path": note.path, "id": found[0], "why": edit.why}
             return writer.kept(found[0]), False
     elif note.path in together:  # a new page, its original retained in the page's publication
         files = _retain_linked(writer, folder, note, retained_files)
@@ -301,10 +341,12 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
     return writer.save_page(note.key, params), found is not None
 
 
-def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[str, list[str]]) -> int:
+def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[str, list[str]],
+          kept_edits: Collection[str] = ()) -> int:
     """The links between the pages written (relationships made or kept), in writes of whole notes holding up
     to ``LINKS_PER_WRITE`` relationships: one publication per note made most of a vault's publications, each
-    authorised, checked and acknowledged on its own for three relationships."""
+    authorised, checked and acknowledged on its own for three relationships.  A note whose page's edits were
+    kept (``kept_edits``, by path) is left as it is: its links an earlier import made stay, no new one is made."""
     linked_before = writer.imported_records(_link_key, reads=("relation", "from", "to"), kind="relationship",
                                             active_only=True)
     kept = 0
@@ -332,6 +374,8 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
             if before is not None:
                 kept += 1
                 writer.kept(before[0], "relationships")
+                continue
+            if note.path in kept_edits:
                 continue
             items.append({"relation": "related_to", "from": pages[note.path], "to": pages[target.path],
                           "assertionOrigin": "source", "link": link})

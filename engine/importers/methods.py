@@ -16,7 +16,7 @@ the engine does the work and checks the parameters as for any operator method.
     operator/noteLink agent, from, name                        the page a [[link]] in page ``from`` names, as the
                                                                import resolved it (folders_view.py)
     operator/import   format, path (absolute), agent?, store?, a job (kind ``import``): progress per item of the
-                      dryRun?                                  input (``done``/``total`` in its ``unit``, the
+                      dryRun?, replaceEdits?                   input (``done``/``total`` in its ``unit``, the
                                                                item in ``message``), cancellable between items;
                                                                its ``result`` is ``knowledge import --json``'s
 
@@ -26,6 +26,10 @@ An import's job goes through phases, which its progress names (``phase``, engine
 note by note), then ``indexing`` what it wrote for search (its count stays that of the items written),
 which cannot be cancelled: the records are all written by then, and the job says ``cancellable: false``
 (a dry run writes nothing and skips it).
+
+A Markdown import leaves a page revised in the store since an earlier import wrote it as it is, and lists it
+(the result's ``keptEdits``); ``replaceEdits`` takes the changed notes anyway (any other format refuses it,
+before the job starts).
 
 An import's job first reads and checks the whole input, so a malformed one fails the job with the file
 and the place in it (``error.file``, ``error.place``) before any agent, store or record exists.  A
@@ -48,7 +52,7 @@ from .answers import AnyImport, ExportJob, ExportResult, ImportJob
 from .archive import export_archive
 from .common import Progress
 from .folders_view import FOLDERS, NOTE_LINK, NoteFolders, NoteLink, note_folders, note_link
-from .formats import FORMATS, index_imported, receiving_agent, run_import
+from .formats import FORMATS, check_replace_edits, index_imported, receiving_agent, run_import
 
 EXPORT = Params(String("out", 4096, required=True, min_chars=1, what="the archive's absolute path"),
                 String("store", 64, min_chars=1, what="a store's name or id"), AgentName("agent"),
@@ -56,7 +60,7 @@ EXPORT = Params(String("out", 4096, required=True, min_chars=1, what="the archiv
 IMPORT = Params(Choice("format", required=True, choices=tuple(FORMATS)),
                 String("path", 4096, required=True, min_chars=1, what="the input's absolute path"),
                 AgentName("agent"), String("store", 64, min_chars=1, what="a store's name or id"),
-                Flag("dryRun", default=False))
+                Flag("dryRun", default=False), Flag("replaceEdits", default=False))
 IMPORT_JOB, EXPORT_JOB = "import", "export"
 READING, CHECKING, INDEXING = "reading", "checking", "indexing"  # an import's phases, with writing and linking
 
@@ -110,6 +114,8 @@ def start_import(engine: Engine, params: dict[str, Any]) -> ImportJob:
     path = Path(values["path"])
     if not path.is_absolute():  # the engine's working directory is not the caller's
         raise InvalidParams("path must be an absolute path", field="path")
+    replace_edits = values["replaceEdits"]
+    check_replace_edits(chosen, replace_edits)  # before the job: nothing is read or written
     agent, dry_run = receiving_agent(engine, values["store"], values["agent"]), values["dryRun"]
 
     def work(context: JobContext) -> AnyImport:
@@ -139,7 +145,8 @@ def start_import(engine: Engine, params: dict[str, Any]) -> ImportJob:
                 context.report(step.done, step.total, message=step.item)
 
         result = run_import(engine, chosen, plan, agent=agent, dry_run=dry_run, progress=progress,
-                            keep_token=lambda name, token: str(engine.state.write_agent_token(name, token)))
+                            keep_token=lambda name, token: str(engine.state.write_agent_token(name, token)),
+                            replace_edits=replace_edits)
         if not dry_run and any(result["imported"].values()):  # type: ignore[typeddict-item]
             counted = written[0].total if written else None  # indexing keeps the count written: none of its own
             context.phase(INDEXING, done=counted or 0, total=counted, message="Indexing the imported records "
@@ -147,6 +154,7 @@ def start_import(engine: Engine, params: dict[str, Any]) -> ImportJob:
             result["notes"] = [*(result.get("notes") or []), *index_imported(engine, agent)]  # type: ignore
         return result
 
-    title = f"{'Dry run: import' if dry_run else 'Import'} {chosen.name} {path.name} into {agent}'s store"
+    title = (f"{'Dry run: import' if dry_run else 'Import'} {chosen.name} {path.name} into {agent}'s store"
+             + (", replacing edits made in the store" if replace_edits else ""))
     return engine.jobs.start(IMPORT_JOB, f"import:{chosen.name}:{agent}:{path}:{'dry' if dry_run else 'write'}",
                              title, work, unit=chosen.unit)

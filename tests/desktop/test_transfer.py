@@ -21,6 +21,7 @@ from engine.service import Engine
 from tests.desktop.conftest import wait_for_signal
 from tests.engine.importers.test_chatgpt import export, not_imported_alone
 from tests.engine.store.test_secrets import SECRET
+from tests.helpers import private_dir
 
 WAIT_MS = 20_000
 
@@ -222,6 +223,48 @@ def test_a_note_whose_tags_are_not_names_is_imported_and_the_summary_lists_it(
     assert "Frontmatter not read:" not in text
     assert f'href="show:main/record/{job["result"]["pages"]["Bruno.md"]}"' in dialog.summary.toHtml()
     assert titles(served_engine, "chess", gui_thread_guard) == {"Bruno"}
+
+
+def test_a_note_whose_page_was_edited_since_is_kept_and_named_unless_edits_are_replaced(
+        qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
+    """Importing a vault again wrote a changed note's text over the owner's edit of its page (ninth owner's
+    pass); the edit is kept and the summary names the note, why, and its page, until the owner replaces edits."""
+    gui_thread_guard.active = False
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "Inbox.md").write_text("Call the tram museum.\n", encoding="utf-8")
+    gui_thread_guard.active = True
+    dialog, job = folder_imported(qtbot, tasks, notes)
+    page_id = job["result"]["pages"]["Inbox.md"]
+    gui_thread_guard.active = False
+    [page] = [path for path in (private_dir(served_engine.state) / "pages").rglob("*.md")
+              if f"id: {page_id}\n" in path.read_text(encoding="utf-8")]
+    page.write_bytes(page.read_bytes() + b"Ask for the Sunday hours.\n")  # the owner's edit, in the store's vault
+    edited = page.read_bytes()
+    (notes / "Inbox.md").write_text("Call the tram museum on Monday.\n", encoding="utf-8")
+    gui_thread_guard.active = True
+
+    assert dialog.replace_edits.isVisibleTo(dialog) and dialog.params()["replaceEdits"] is False
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "done" and job["result"]["revised"] == 0, job
+    text = dialog.summary.toPlainText()
+    assert "Kept your edits: 1 note changed since an earlier import" in text
+    assert "Inbox.md: edited outside the engine since the import wrote revision 1" in text
+    assert f'href="show:main/record/{page_id}"' in dialog.summary.toHtml()
+    gui_thread_guard.active = False
+    assert page.read_bytes() == edited
+    gui_thread_guard.active = True
+
+    dialog.replace_edits.setChecked(True)
+    assert dialog.params()["replaceEdits"] is True
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "done" and job["result"]["revised"] == 1 and "keptEdits" not in job["result"], job
+    assert "Kept your edits" not in dialog.summary.toPlainText()
+    assert "1 note changed since an earlier import: it got a new revision of its page." in dialog.summary.toPlainText()
+    dialog.set_format("chatgpt")  # no edits to keep: the option is neither shown nor sent
+    assert not dialog.replace_edits.isVisibleTo(dialog) and "replaceEdits" not in dialog.params()
 
 
 def test_every_note_holding_a_credential_is_named_when_the_import_is_refused(

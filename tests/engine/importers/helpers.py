@@ -16,13 +16,14 @@ from tests.helpers import only_store, vault_snapshot
 
 
 def run_import(engine: Engine, format_name: str, path: Path, *, dry_run: bool = False,
-               progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
+               progress: Callable[[Progress], None] | None = None, replace_edits: bool = False) -> dict[str, Any]:
     load, run, _, _ = IMPORTERS[format_name]
     plan = load(str(path), engine.refuse_secrets)
     if dry_run:  # as the engine's own dry run: reading (as the operator) what an earlier import made
-        return run(Writer(engine, OperatorCaller("main"), format_name, dry_run=True, progress=progress), *plan)
+        return run(Writer(engine, OperatorCaller("main"), format_name, dry_run=True, progress=progress,
+                          replace_edits=replace_edits), *plan)
     with owner_caller(engine, instance=import_instance(format_name)) as (caller, _):
-        return run(Writer(engine, caller, format_name, progress=progress), *plan)
+        return run(Writer(engine, caller, format_name, progress=progress, replace_edits=replace_edits), *plan)
 
 
 def same_but_reused(again: dict[str, Any], first: dict[str, Any]) -> bool:

@@ -21,6 +21,7 @@ from engine.state.statedir import StateDir
 from engine.wire.protocol import Dispatcher, Session
 from tests.engine.cli.test_beside_engine import run, serving
 from tests.engine.importers.helpers import records, store_snapshot
+from tests.helpers import only_store
 from tests.engine.importers.test_chatgpt import export
 from tests.engine.store.test_secrets import SECRET
 
@@ -146,6 +147,8 @@ def test_a_bad_input_fails_the_job_naming_the_file_and_place_and_writes_nothing(
     ({"format": "chatgpt"}, "path"),
     ({"format": "chatgpt", "path": "/tmp/x", "dryRun": "yes"}, "dryRun"),
     ({"format": "chatgpt", "path": "/tmp/x", "agent": "Bad Name"}, "agent"),
+    ({"format": "markdown", "path": "/tmp/x", "replaceEdits": "yes"}, "replaceEdits"),
+    ({"format": "chatgpt", "path": "/tmp/x", "replaceEdits": True}, "replaceEdits"),  # a format without edits
 ])
 def test_bad_parameters_are_refused_before_any_job_starts(
         engine: Engine, operator: tuple[Dispatcher, Session], params: dict[str, Any], field: str) -> None:
@@ -265,6 +268,40 @@ def test_a_dry_run_of_a_changed_folder_says_what_it_would_revise_here_and_beside
                         "1 page (made by an earlier run of this input); nothing was written.\n"
                         "1 note changed since an earlier import: it would get a new revision of its page.\n")
     assert (store_snapshot(here), store_snapshot(served)) == before
+
+
+def test_edits_made_in_the_store_are_kept_or_replaced_the_same_here_and_beside_the_engine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "Inbox.md").write_text("Call the tram museum.\n", encoding="utf-8")
+    here, served = StateDir(tmp_path / "here" / "state"), StateDir(tmp_path / "served" / "state")
+    argv = ["import", "markdown", str(notes)]
+    assert run(capsys, here, argv)[0] == run(capsys, served, argv)[0] == 0
+    for state in (here, served):  # the owner edits the page in the store's vault
+        [page] = records(state, "pages/")
+        path = only_store(state) / "vault" / page
+        path.write_bytes(path.read_bytes() + b"Ask for the Sunday hours.\n")
+    (notes / "Inbox.md").write_text("Call the tram museum on Monday.\n", encoding="utf-8")
+    before = store_snapshot(here), store_snapshot(served)
+
+    local = run(capsys, here, argv)
+    with serving(served) as engine:
+        beside = run(capsys, served, argv)
+        assert (store_snapshot(here), store_snapshot(served)) == before  # kept: nothing written
+        replaced = run(capsys, here, [*argv, "--replace-edits"]), run(capsys, served, [*argv, "--replace-edits"])
+        assert {job["title"] for job in engine.jobs.list()} >= {
+            "Import markdown notes into main's store, replacing edits made in the store"}
+
+    assert local[:2] == beside[:2] and local[0] == 0  # the code and the summary (progress as the job was polled)
+    assert local[1].splitlines()[1].startswith("Kept your edits: 1 note changed since an earlier import, but its "
+                                               "page has been revised in the store since")
+    assert replaced[0][:2] == replaced[1][:2] and replaced[0][0] == 0
+    assert "1 note changed since an earlier import: it got a new revision of its page." in replaced[0][1]
+    assert "Kept your edits" not in replaced[0][1]
+    with pytest.raises(SystemExit) as refused:  # a format without edits to keep has no such option
+        run(capsys, here, ["import", "chatgpt", str(notes), "--replace-edits"])
+    assert refused.value.code == 2 and "--replace-edits" in capsys.readouterr().err
 
 
 def test_bad_input_beside_the_engine_is_refused_as_here_and_nothing_is_written(

@@ -144,9 +144,11 @@ def test_a_rerun_takes_the_originals_it_cites_from_the_pages_instead_of_retrying
     assert sorted(retried) == ["clock.png", "vault › Inbox.md"]  # a changed note's newer original is retained
 
 
-def test_a_changed_note_revises_its_page_after_the_owner_edited_the_page_by_hand(engine: Engine, notes: Path) -> None:
-    """The owner's editor kept the page's revision number; the rerun reads the page before revising it, so it
-    revises the version it read (not refused as a stale number), and the owner's edit stays in the history."""
+def test_a_changed_note_revises_its_page_after_the_owner_edited_the_page_by_hand_when_told_to_replace_edits(
+        engine: Engine, notes: Path) -> None:
+    """The owner's editor kept the page's revision number; the rerun told to replace edits reads the page before
+    revising it, so it revises the version it read (not refused as a stale number), and the owner's edit stays in
+    the history."""
     page_id = run_import(engine, "markdown", notes)["pages"]["Inbox.md"]
     caller = reader(engine)
     path = private_dir(engine.state) / engine.get_record(caller, page_id)["path"]
@@ -154,7 +156,8 @@ def test_a_changed_note_revises_its_page_after_the_owner_edited_the_page_by_hand
     path.write_bytes(edited)
     (notes / "Inbox.md").write_text("Plain note, changed, linking [[Projects/Alpha/Tram clock]].\n", encoding="utf-8")
 
-    assert run_import(engine, "markdown", notes)["revised"] == 1
+    again = run_import(engine, "markdown", notes, replace_edits=True)
+    assert again["revised"] == 1 and "keptEdits" not in again
     record = engine.get_record(caller, page_id)
     assert record["revision"] == 2 and record["body"].startswith("Plain note, changed")
     kept = [(entry["revision"], entry["sha256"]) for entry in engine.history(caller, page_id)["revisions"]]
@@ -533,9 +536,13 @@ def test_a_page_edited_on_disk_since_the_import_is_read_as_it_is_now(
 
     again = run_import(engine, "markdown", notes)
 
-    # The page no longer says what the note does: its next revision says it again.
-    assert again["revised"] == 1 and again["pages"] == first["pages"]
-    assert engine.get_record(reader(engine), lotte)["title"] == "Lotte"
+    # Read as it is now, the page is an edit made since the import; the note has not changed, so the edit stands
+    # (before keeping edits, the page's next revision said the note's title again).
+    assert again["revised"] == 0 and again["pages"] == first["pages"] and "keptEdits" not in again
+    assert engine.get_record(reader(engine), lotte)["title"] == "Lotte (edited)"
+    lotte_note = notes / "People" / "Lotte.md"
+    lotte_note.write_text(lotte_note.read_text(encoding="utf-8") + "Moved to Antwerp.\n", encoding="utf-8")
+    assert [kept["id"] for kept in run_import(engine, "markdown", notes)["keptEdits"]] == [lotte]
 
 
 def test_a_narrow_view_reads_its_keys_as_the_whole_view_does_and_nothing_else() -> None:
