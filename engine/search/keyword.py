@@ -16,15 +16,15 @@ import difflib
 import hashlib
 import hmac
 import json
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
-from collections.abc import Callable
 from typing import Any, cast
 
 import tantivy
 
 from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
-from ..index.analysis import Analyzer
+from ..index.analysis import UNSPACED_RUN, Analyzer, prepare, raw_offset
 from ..store.catalog_reads import CatalogReads, RecordRow, lookup_keys, record_name_keys
 from ..core.errors import ForeignReference, InvalidParams, StaleCursor
 from ..core.ids import format_timestamp, utc_now
@@ -37,7 +37,7 @@ from ..store.reads import AS_OF, reference
 from ..store.summaries import RecordSummary, Reference, record_summary
 from ..store.store import Store
 from ..vault.ontology import Ontology
-from .plain import owner_snippet, query_marker
+from .plain import Marker, owner_snippet, query_marker
 
 QUERY_MAX_BYTES = 8192
 LIMIT_DEFAULT, LIMIT_MAX = 10, 50
@@ -347,7 +347,7 @@ def passes_filters(row: RecordRow, request: SearchRequest) -> bool:
 
 def named_hits(store_id: str, catalog: CatalogReads, searcher: tantivy.Searcher, schema: tantivy.Schema,
                partition: str, request: SearchRequest, moment: datetime, snippets: tantivy.SnippetGenerator,
-               marker: Callable[[str], bool] | None, overlay: Overlay | None = None) -> dict[str, SearchHit]:
+               marker: Marker | None, overlay: Overlay | None = None) -> dict[str, SearchHit]:
     """For the owner's search (``request.names_first``), the hits of the current records whose title or an alias
     is exactly the query, of the kinds and type asked and valid at ``moment``, by path: at most ``request.limit``
     of them (newest first), each scored 1.0 as the best match there is.  A page's ranking may put such a record
@@ -448,20 +448,63 @@ def snippet_generator(searcher: tantivy.Searcher, schema: tantivy.Schema, terms:
     return snippets
 
 
-def snippet_marker(analyzer: Analyzer, request: SearchRequest) -> Callable[[str], bool] | None:
+def snippet_marker(analyzer: Analyzer, request: SearchRequest) -> Marker | None:
     """For the owner's search (``request.marked``), whether a snippet's word is one to mark; None for agents'."""
     return None if request.marked is None else query_marker(analyzer, request.marked)
 
 
+def chosen_passage(snippets: tantivy.SnippetGenerator, body: str) -> str:
+    """The passage of ``body`` (as written) that ``snippets`` choose, as written.
+
+    tantivy reads the body as the index analyses it, where a Chinese or Japanese run is written out as its
+    characters and pairs (several times its length, engine/index/analysis.py).  Where it did, the passage is
+    taken from the body from a little before the first matched word of the fragment tantivy chose (from the
+    start of its sentence when that is near), ``SNIPPET_CHARS`` wide with each wide character (Chinese, Japanese,
+    their punctuation) counted twice, as it takes two letters' room, ended at a space where a spaced word would be
+    cut."""
+    prepared = prepare(body)
+    snippet = snippets.snippet_from_doc(tantivy.Document(text=prepared))
+    fragment = snippet.fragment()
+    if len(prepared) == len(body) or not fragment:  # no such run: the text analysed is the body
+        return fragment.strip()
+    # tantivy's ranges count UTF-8 bytes of the text it was given, the highlights' from the fragment's start.
+    at = snippet.fragment_range().start + min((span.start for span in snippet.highlighted()), default=0)
+    start = raw_offset(body, len(prepared.encode("utf-8")[:at].decode("utf-8", errors="ignore")))
+    for _ in range(PASSAGE_LEAD):
+        if start == 0 or body[start - 1] in SENTENCE_ENDS:
+            break
+        start -= 1
+    end, width = start, 0
+    while end < len(body) and width < SNIPPET_CHARS:
+        width += 2 if unicodedata.east_asian_width(body[end]) in "WF" else 1
+        end += 1
+    if end < len(body) and _cuts_word(body, end):
+        space = max(body.rfind(" ", start, end), body.rfind("\n", start, end))
+        end = space if space > start + SNIPPET_CHARS // 4 else end
+    return body[start:end].strip()
+
+
+# A Chinese or Japanese passage begins at most this many characters before its first matched word: at the start
+# of its sentence or line when that is nearer.
+PASSAGE_LEAD = 24
+SENTENCE_ENDS = "\n。！？!?；;"
+
+
+def _cuts_word(text: str, at: int) -> bool:
+    """Whether ending ``text`` at ``at`` splits a spaced word (any place beside a Chinese or Japanese character
+    is a boundary)."""
+    before, after = text[at - 1], text[at]
+    return before.isalnum() and after.isalnum() and not UNSPACED_RUN.match(before) and not UNSPACED_RUN.match(after)
+
+
 def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
-           score: float, marker: Callable[[str], bool] | None = None) -> SearchHit | OwnerSearchHit:
+           score: float, marker: Marker | None = None) -> SearchHit | OwnerSearchHit:
     """The hit for ``document``; with a ``marker`` (the owner's search), an ``OwnerSearchHit``."""
     view = row.view
     kept = (document.get_first("body") or b"").decode("utf-8")
     body = kept.strip()
     # A body that fits is the snippet whole (tantivy's fragment would stop at the last word it holds).
-    snippet = (body if len(body) <= SNIPPET_CHARS
-               else snippets.snippet_from_doc(tantivy.Document(text=kept)).fragment().strip())
+    snippet = body if len(body) <= SNIPPET_CHARS else chosen_passage(snippets, kept)
     snippet = snippet or body[:SNIPPET_CHARS]
     hit: SearchHit = {
         **record_summary(row), "snippet": snippet, "score": round(score, 6),
