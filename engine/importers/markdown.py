@@ -48,6 +48,7 @@ and a link already made a relationship is not made again.
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 import threading
 from concurrent.futures import Future
@@ -471,11 +472,13 @@ def _parent(path: str) -> str:
 
 
 def _joined(folder: str, relative: str) -> str:
-    """``relative`` from ``folder`` as ``str(PurePosixPath(folder) / relative)`` writes it; a plain join when
-    there is nothing for pathlib to normalise (no empty or ``.`` part, not absolute)."""
+    """``relative`` from ``folder``, its ``..`` parts taken up a folder (``../photo/a.png`` from ``notes`` is
+    ``photo/a.png``, as Obsidian and every Markdown viewer read it; one that leaves the vault names nothing in
+    it); a plain join when there is nothing to normalise (no empty or ``.`` part, not absolute)."""
     if not relative or relative.startswith(("/", ".")) or relative.endswith("/") or "//" in relative \
             or "/." in relative:
-        return str(PurePosixPath(folder or ".") / relative)
+        joined = str(PurePosixPath(folder or ".") / relative)
+        return posixpath.normpath(joined) if "/../" in f"/{joined}/" else joined
     return f"{folder}/{relative}" if folder else relative
 
 
