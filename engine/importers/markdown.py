@@ -666,5 +666,6 @@ def _links(original: Original) -> list[Link]:
         for match in _MARKDOWN_LINK.finditer(found):
             text, target = line[match.start():match.end()], line[match.start(1):match.end(1)]
             if "://" not in target and not target.startswith(("#", "mailto:")):
+                target = target.partition("#")[0]  # a heading of the note (a "#" of a name is written %23)
                 links.append(Link(number, text, target, text.startswith("!")))
     return links
