@@ -74,7 +74,8 @@ from ..vault.records import TITLE_MAX_CHARS
 
 FORMAT = "markdown"
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#^\n]*)((?:[#^][^\[\]|\n]*)?)(?:\|([^\[\]\n]*))?\]\]")
-_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
+# A Markdown link's address may hold parentheses in pairs, as CommonMark reads it: [x](向量内积%20(inner).md).
+_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(<?((?:[^()\s>]|\([^()\s>]*\))+)>?(?:\s+\"[^\"]*\")?\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # An inline tag: ``#`` at a line's start or after white space, then letters, digits, ``_``, ``-`` and ``/``
 # with at least one that is not a digit (``#2026`` is no tag), as Obsidian reads them.
