@@ -27,7 +27,8 @@ _CLOSING = ".,;:!?)]}\u2026"  # what follows a word without a space between
 _WIKI = re.compile(r"!?\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?(?:\|([^\[\]]*))?\]\]")
 _WIKI_CUT_START = re.compile(r"^[^\[\]]*?\|([^\[\]|]*)\]\]")  # "…target|alias]]": the fragment began inside
 _WIKI_CUT_END = re.compile(r"!?\[\[([^\[\]|#]*)[^\[\]]*$")  # "[[target|ali…": the fragment ended inside
-_MARKDOWN_LINK = re.compile(r"!?\[([^\[\]]*)\]\([^()\s]*\)")
+_MARKDOWN_LINK = re.compile(r"!?\[([^\[\]]*)\]\((?:[^()\s]|\([^()\s]*\))*\)")  # parentheses in pairs inside
+_MARKDOWN_CUT_END = re.compile(r"!?\[([^\[\]]*)\]\([^\s)]*$")  # "![](../photo/Pasted%20ima…": ended inside
 _CALLOUT = re.compile(r"^\s*>\s*\[!([A-Za-z-]+)\][+-]?\s*", re.M)
 _LINE_MARKS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+)?", re.M)
 _EMPHASIS = re.compile(r"(\*\*|__|~~|==)(\S(?:.*?\S)?)\1|(?<![\w*])\*(\S(?:[^*]*?\S)?)\*(?!\w)")
@@ -149,6 +150,7 @@ def plain_snippet(fragment: str) -> str:
     text = _WIKI.sub(_wiki_words, text)
     text = _WIKI_CUT_END.sub(lambda match: match.group(1), text)
     text = _MARKDOWN_LINK.sub(lambda match: match.group(1), text)
+    text = _MARKDOWN_CUT_END.sub(lambda match: match.group(1), text)
     text = _CALLOUT.sub(lambda match: match.group(1).capitalize() + ": ", text)
     text = _LINE_MARKS.sub("", text)
     text = _CODE.sub(lambda match: match.group(1), text).replace("`", "")  # a tick left alone: the cut's
