@@ -7,7 +7,12 @@ Stored text is data, so the renderer never lets it act:
   words (the browser's ``loadResource`` refuses every resource as well);
 - a link is kept only for ``http``, ``https`` and ``mailto`` addresses and
   for records; any other scheme (``file:``, ``javascript:``, ``data:`` ...)
-  stays plain text.
+  stays plain text.  A Markdown link to a path in the vault
+  (``[2.4 中断](2.4%20中断.md)``, ``[链接器](../02%20arm/1.3%20链接器脚本.md#用法)``,
+  the links Obsidian writes with wikilinks turned off) links to the note it
+  names, as ``[[...]]`` does; one to another file of the vault is its label;
+  a Markdown image of the vault (``![](../photo/a.png)``) is not loaded and
+  reads ``[image]`` as an embedded one does.
 
 Links to other records: ``[[target]]`` and ``[[target|label]]`` name a
 record by id or by title (``[[target#Heading]]`` a part of it, shown as
@@ -215,7 +220,29 @@ def _text(content: str, level: int) -> Token:
 
 
 def _validate_link(url: str) -> bool:
-    return url.strip().lower().startswith(ALLOWED_SCHEMES)
+    return url.strip().lower().startswith(ALLOWED_SCHEMES) or in_vault(url)
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_SUFFIX = re.compile(r"[A-Za-z0-9]{1,8}")  # a file's type after its name's last "."
+
+
+def in_vault(url: str) -> bool:
+    """Whether a Markdown link's address is a path in the vault (``2.4%20中断.md``, ``../photo/a.png``) or a
+    heading of the note (``#Setup``): no scheme, not from the disk's root."""
+    url = url.strip()
+    return bool(url) and _SCHEME.match(url) is None and not url.startswith(("/", "\\"))
+
+
+def vault_target(url: str) -> str | None:
+    """What a Markdown link to a path in the vault names as ``[[...]]`` would: the note's path without ``.md``
+    (``../02 arm/1.3 链接器脚本#用法``), ``#Heading`` for a heading of the note; None for another file."""
+    path, _, part = unquote(url.strip()).partition("#")
+    name = path[:-3] if path.lower().endswith(".md") else path
+    suffix = name.rsplit("/", 1)[-1].rpartition(".")[2] if "." in name.rsplit("/", 1)[-1] else ""
+    if _SUFFIX.fullmatch(suffix) and not suffix.isdigit() and not path.lower().endswith(".md"):
+        return None  # a picture, a PDF: not a note ("v2.0" or "2.4 中断" is a note's name)
+    return f"{name}#{part}" if part else name
 
 
 def split_target(target: str) -> tuple[str, str]:
@@ -256,8 +283,30 @@ class _BodyRenderer(RendererHTML):
         token = tokens[idx]
         alt = "".join(child.content for child in token.children or [])
         where = str(token.attrGet("src") or "")
+        if in_vault(where):  # a picture of the vault, as an embedded one: named once, beneath the body
+            env.setdefault("unshown", {}).setdefault("image", []).append(
+                unquote(where.partition("#")[0]).rsplit("/", 1)[-1])
+            return '<span class="muted">[image]</span>'
         return (f'<span class="muted">[image{": " + esc(alt) if alt else ""}'
                 f'{" (" + esc(where) + ")" if where else ""}, not shown]</span>')
+
+    def link_open(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+        """A link to a path in the vault as a link to the note it names (a ``[[...]]``'s), one to another
+        file of the vault as its label alone; any other link as markdown-it writes it."""
+        href = str(tokens[idx].attrGet("href") or "")
+        closing = env.setdefault("closing", [])
+        if not in_vault(href):
+            closing.append("</a>")
+            return super().renderToken(tokens, idx, options, env)
+        target = vault_target(href)
+        opened = _record_link(target, "\0", env.get("known") or {}) if target is not None else "<span>\0</span>"
+        tag, _, end = opened.partition("\0")
+        closing.append(end)
+        return tag
+
+    def link_close(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+        closing = env.get("closing") or []
+        return closing.pop() if closing else "</a>"
 
     def wikilink(self, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
         return _record_link(tokens[idx].meta["target"], tokens[idx].meta["label"], env.get("known") or {})

@@ -51,6 +51,7 @@ by an agent) keeps that edit: a changed note is left out and listed
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 import threading
 from concurrent.futures import Future
@@ -78,7 +79,8 @@ from ..vault.records import TITLE_MAX_CHARS
 
 FORMAT = "markdown"
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#^\n]*)((?:[#^][^\[\]|\n]*)?)(?:\|([^\[\]\n]*))?\]\]")
-_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
+# A Markdown link's address may hold parentheses in pairs, as CommonMark reads it: [x](向量内积%20(inner).md).
+_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(<?((?:[^()\s>]|\([^()\s>]*\))+)>?(?:\s+\"[^\"]*\")?\)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # An inline tag: ``#`` at a line's start or after white space, then letters, digits, ``_``, ``-`` and ``/``
 # with at least one that is not a digit (``#2026`` is no tag), as Obsidian reads them.
@@ -516,11 +518,13 @@ def _parent(path: str) -> str:
 
 
 def _joined(folder: str, relative: str) -> str:
-    """``relative`` from ``folder`` as ``str(PurePosixPath(folder) / relative)`` writes it; a plain join when
-    there is nothing for pathlib to normalise (no empty or ``.`` part, not absolute)."""
+    """``relative`` from ``folder``, its ``..`` parts taken up a folder (``../photo/a.png`` from ``notes`` is
+    ``photo/a.png``, as Obsidian and every Markdown viewer read it; one that leaves the vault names nothing in
+    it); a plain join when there is nothing to normalise (no empty or ``.`` part, not absolute)."""
     if not relative or relative.startswith(("/", ".")) or relative.endswith("/") or "//" in relative \
             or "/." in relative:
-        return str(PurePosixPath(folder or ".") / relative)
+        joined = str(PurePosixPath(folder or ".") / relative)
+        return posixpath.normpath(joined) if "/../" in f"/{joined}/" else joined
     return f"{folder}/{relative}" if folder else relative
 
 
@@ -708,5 +712,6 @@ def _links(original: Original) -> list[Link]:
         for match in _MARKDOWN_LINK.finditer(found):
             text, target = line[match.start():match.end()], line[match.start(1):match.end(1)]
             if "://" not in target and not target.startswith(("#", "mailto:")):
+                target = target.partition("#")[0]  # a heading of the note (a "#" of a name is written %23)
                 links.append(Link(number, text, target, text.startswith("!")))
     return links

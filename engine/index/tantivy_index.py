@@ -42,7 +42,8 @@ from ..store.store import Store
 
 log = logging.getLogger(__name__)
 INDEX_DIR = "index"
-SCHEMA_VERSION = 3  # bump when the schema changes: indexes of other versions are rebuilt
+SCHEMA_VERSION = 4  # bump when the schema or the analysis changes: indexes of other versions are rebuilt
+# 4: Chinese and Japanese runs indexed as characters and pairs (engine/index/analysis.py), bodies kept as written
 WRITER_HEAP = 50_000_000
 PARALLEL_FROM = 5_000  # documents in one catch-up above which the writer gets two threads
 # The two threads' heap in all, for such a catch-up: 100,000 notes fill one segment per thread instead of
@@ -66,8 +67,8 @@ FIELD_ORDER = ("path", "id", "kind", "type", "claim_kind", "lifecycle", "revisio
 def build_schema() -> tantivy.Schema:
     """``text`` holds title, aliases and body together, so each query word is scored once, with one set
     of statistics; ``title`` and ``aliases`` add a small bonus on top (see engine/search/keyword.py).
-    ``body`` is only kept, as UTF-8 bytes, for the snippet a hit shows: its words are the ``text`` field's,
-    so analysing it a second time would only cost indexing time and disk."""
+    ``body`` is only kept, as UTF-8 bytes, as written, for the snippet a hit shows: its words are the ``text``
+    field's, so analysing it a second time would only cost indexing time and disk."""
     builder = tantivy.SchemaBuilder()
     for name in ("path", "id", "kind", "type", "claim_kind", "lifecycle"):
         builder.add_text_field(name, stored=name in ("path", "id", "kind", "type"), tokenizer_name="raw")
@@ -102,7 +103,7 @@ def index_document(*, path: str, record_id: str, revision: int, kind: str, type_
     document: IndexedDocument = {
         "path": path, "id": record_id, "revision": revision, "kind": kind, "type": type_, "lifecycle": lifecycle,
         "text": prepare(f"{title}\n{alias_text}\n{body}"), "title": prepare(title), "aliases": prepare(alias_text),
-        "body": prepare(body).encode("utf-8"),
+        "body": body.encode("utf-8"),
     }
     if kind == "claim":
         document["claim_kind"] = type_

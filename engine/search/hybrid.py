@@ -186,7 +186,7 @@ def _named_subjects(catalog: CatalogReads, analyzer: Analyzer, partition: str, t
         for row in catalog.rows_for_id(partition, subject):
             names = [row.view.title, *(row.view.aliases or ())] if row.is_current else []
             for name in names:
-                words = set(analyzer.terms(name or ""))
+                words = set(analyzer.query_terms(name or ""))  # the name as the query would say it
                 if words and words <= asked and not words <= analyzer.function_terms:
                     named.add(subject)
     return named

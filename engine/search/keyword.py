@@ -16,15 +16,15 @@ import difflib
 import hashlib
 import hmac
 import json
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
-from collections.abc import Callable
 from typing import Any, cast
 
 import tantivy
 
 from ..core.answers import JsonObject, JsonValue, NotRequired, TypedDict
-from ..index.analysis import Analyzer
+from ..index.analysis import UNSPACED_RUN, Analyzer, prepare, raw_offset
 from ..store.catalog_reads import CatalogReads, RecordRow, lookup_keys, record_name_keys
 from ..core.errors import ForeignReference, InvalidParams, StaleCursor
 from ..core.ids import format_timestamp, utc_now
@@ -37,7 +37,7 @@ from ..store.reads import AS_OF, reference
 from ..store.summaries import RecordSummary, Reference, record_summary
 from ..store.store import Store
 from ..vault.ontology import Ontology
-from .plain import own_text, owner_snippet, query_marker
+from .plain import Marker, own_text, owner_snippet, query_marker
 
 QUERY_MAX_BYTES = 8192
 LIMIT_DEFAULT, LIMIT_MAX = 10, 50
@@ -347,7 +347,7 @@ def passes_filters(row: RecordRow, request: SearchRequest) -> bool:
 
 def named_hits(store_id: str, catalog: CatalogReads, searcher: tantivy.Searcher, schema: tantivy.Schema,
                partition: str, request: SearchRequest, moment: datetime, snippets: tantivy.SnippetGenerator,
-               marker: Callable[[str], bool] | None, overlay: Overlay | None = None) -> dict[str, SearchHit]:
+               marker: Marker | None, overlay: Overlay | None = None) -> dict[str, SearchHit]:
     """For the owner's search (``request.names_first``), the hits of the current records whose title or an alias
     is exactly the query, of the kinds and type asked and valid at ``moment``, by path: at most ``request.limit``
     of them (newest first), each scored 1.0 as the best match there is.  A page's ranking may put such a record
@@ -448,13 +448,57 @@ def snippet_generator(searcher: tantivy.Searcher, schema: tantivy.Schema, terms:
     return snippets
 
 
-def snippet_marker(analyzer: Analyzer, request: SearchRequest) -> Callable[[str], bool] | None:
+def snippet_marker(analyzer: Analyzer, request: SearchRequest) -> Marker | None:
     """For the owner's search (``request.marked``), whether a snippet's word is one to mark; None for agents'."""
     return None if request.marked is None else query_marker(analyzer, request.marked)
 
 
+def chosen_passage(snippets: tantivy.SnippetGenerator, body: str) -> str:
+    """The passage of ``body`` (as written) that ``snippets`` choose, as written.
+
+    tantivy reads the body as the index analyses it, where a Chinese or Japanese run is written out as its
+    characters and pairs (several times its length, engine/index/analysis.py).  Where it did, the passage is
+    taken from the body from a little before the first matched word of the fragment tantivy chose (from the
+    start of its sentence when that is near), ``SNIPPET_CHARS`` wide with each wide character (Chinese, Japanese,
+    their punctuation) counted twice, as it takes two letters' room, ended at a space where a spaced word would be
+    cut."""
+    prepared = prepare(body)
+    snippet = snippets.snippet_from_doc(tantivy.Document(text=prepared))
+    fragment = snippet.fragment()
+    if len(prepared) == len(body) or not fragment:  # no such run: the text analysed is the body
+        return fragment.strip()
+    # tantivy's ranges count UTF-8 bytes of the text it was given, the highlights' from the fragment's start.
+    at = snippet.fragment_range().start + min((span.start for span in snippet.highlighted()), default=0)
+    start = raw_offset(body, len(prepared.encode("utf-8")[:at].decode("utf-8", errors="ignore")))
+    for _ in range(PASSAGE_LEAD):
+        if start == 0 or body[start - 1] in SENTENCE_ENDS:
+            break
+        start -= 1
+    end, width = start, 0
+    while end < len(body) and width < SNIPPET_CHARS:
+        width += 2 if unicodedata.east_asian_width(body[end]) in "WF" else 1
+        end += 1
+    if end < len(body) and _cuts_word(body, end):
+        space = max(body.rfind(" ", start, end), body.rfind("\n", start, end))
+        end = space if space > start + SNIPPET_CHARS // 4 else end
+    return body[start:end].strip()
+
+
+# A Chinese or Japanese passage begins at most this many characters before its first matched word: at the start
+# of its sentence or line when that is nearer.
+PASSAGE_LEAD = 24
+SENTENCE_ENDS = "\n。！？!?；;"
+
+
+def _cuts_word(text: str, at: int) -> bool:
+    """Whether ending ``text`` at ``at`` splits a spaced word (any place beside a Chinese or Japanese character
+    is a boundary)."""
+    before, after = text[at - 1], text[at]
+    return before.isalnum() and after.isalnum() and not UNSPACED_RUN.match(before) and not UNSPACED_RUN.match(after)
+
+
 def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: tantivy.SnippetGenerator,
-           score: float, marker: Callable[[str], bool] | None = None) -> SearchHit | OwnerSearchHit:
+           score: float, marker: Marker | None = None) -> SearchHit | OwnerSearchHit:
     """The hit for ``document``; with a ``marker`` (the owner's search), an ``OwnerSearchHit``."""
     view = row.view
     kept = (document.get_first("body") or b"").decode("utf-8")
@@ -464,10 +508,8 @@ def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: 
         # The owner reads the note's own words: the frontmatter an import kept at its end ("date: … source: …")
         # is the snippet only when the rest of the note holds none of the query's words (it is still searched).
         own = own_text(body).strip()
-        if own and own != body:
-            found = snippets.snippet_from_doc(tantivy.Document(text=own))
-            if found.highlighted() or not _holds_query_words(body, snippets):
-                snippet, body = _passage(own, snippets, found), own
+        if own and own != body and (_holds_query_words(own, snippets) or not _holds_query_words(body, snippets)):
+            snippet, body = _passage(own, snippets), own
     hit: SearchHit = {
         **record_summary(row), "snippet": snippet, "score": round(score, 6),
         "assertionOrigin": view.assertion_origin, "attribution": view.attribution,
@@ -479,16 +521,15 @@ def hit_of(store_id: str, row: RecordRow, document: tantivy.Document, snippets: 
     return hit
 
 
-def _passage(text: str, snippets: tantivy.SnippetGenerator, found: tantivy.Snippet | None = None) -> str:
-    """The snippet of ``text``: the passage holding the query's words (``found``, when already cut), its start
-    when it holds none; a text that fits is the snippet whole (tantivy's fragment would stop at the last word
-    it holds)."""
+def _passage(text: str, snippets: tantivy.SnippetGenerator) -> str:
+    """The snippet of ``text``: the passage holding the query's words (``chosen_passage``), its start when it
+    holds none; a text that fits is the snippet whole (tantivy's fragment would stop at the last word it holds)."""
     whole = text.strip()
     if len(whole) <= SNIPPET_CHARS:
         return whole
-    found = found or snippets.snippet_from_doc(tantivy.Document(text=text))
-    return found.fragment().strip() or whole[:SNIPPET_CHARS]
+    return chosen_passage(snippets, text) or whole[:SNIPPET_CHARS]
 
 
 def _holds_query_words(text: str, snippets: tantivy.SnippetGenerator) -> bool:
-    return bool(snippets.snippet_from_doc(tantivy.Document(text=text)).highlighted())
+    """Whether ``text`` holds any of the query's words, read as the index analyses it."""
+    return bool(snippets.snippet_from_doc(tantivy.Document(text=prepare(text))).highlighted())

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Collection
 
 from ..core.attachments import BASE_SUFFIX, FILE_SUFFIXES, IMAGE_SUFFIXES
-from ..index.analysis import Analyzer
+from ..index.analysis import UNSPACED_RUN, Analyzer
 
 ELLIPSIS = "\u2026"
 WIDEN_CHARS = 40
@@ -27,7 +27,8 @@ _CLOSING = ".,;:!?)]}\u2026"  # what follows a word without a space between
 _WIKI = re.compile(r"!?\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?(?:\|([^\[\]]*))?\]\]")
 _WIKI_CUT_START = re.compile(r"^[^\[\]]*?\|([^\[\]|]*)\]\]")  # "…target|alias]]": the fragment began inside
 _WIKI_CUT_END = re.compile(r"!?\[\[([^\[\]|#]*)[^\[\]]*$")  # "[[target|ali…": the fragment ended inside
-_MARKDOWN_LINK = re.compile(r"!?\[([^\[\]]*)\]\([^()\s]*\)")
+_MARKDOWN_LINK = re.compile(r"!?\[([^\[\]]*)\]\((?:[^()\s]|\([^()\s]*\))*\)")  # parentheses in pairs inside
+_MARKDOWN_CUT_END = re.compile(r"!?\[([^\[\]]*)\]\([^\s)]*$")  # "![](../photo/Pasted%20ima…": ended inside
 _CALLOUT = re.compile(r"^\s*>\s*\[!([A-Za-z-]+)\][+-]?\s*", re.M)
 _LINE_MARKS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+)?", re.M)
 _EMPHASIS = re.compile(r"(\*\*|__|~~|==)(\S(?:.*?\S)?)\1|(?<![\w*])\*(\S(?:[^*]*?\S)?)\*(?!\w)")
@@ -51,10 +52,11 @@ _KEPT_BLOCK = re.compile(r"(?:\A|\n\n)%s(?: as written \(not read: .*?\))?:\n\n(
                          % re.escape(KEPT_FRONTMATTER), re.S)
 
 
-def owner_snippet(fragment: str, body: str, marks: Callable[[str], bool]) -> tuple[str, list[list[int]]]:
+def owner_snippet(fragment: str, body: str, marks: Marker) -> tuple[str, list[list[int]]]:
     """The owner's snippet of ``body`` from ``fragment`` (the passage of it the search chose, or its start):
     plain words (``plain_snippet``), whole words only, "…" where the body goes on before or after it; and the
-    ``[start, end)`` character spans in that text of the words ``marks`` accepts."""
+    ``[start, end)`` character spans in that text of the words (or the parts of a Chinese or Japanese run)
+    ``marks`` finds."""
     fragment, body = fragment.strip(), body.strip()
     start = body.find(fragment) if fragment else -1
     before = after = False
@@ -66,7 +68,8 @@ def owner_snippet(fragment: str, body: str, marks: Callable[[str], bool]) -> tup
     if not text:
         return "", []
     text = (ELLIPSIS if before else "") + text + (ELLIPSIS if after else "")
-    return text, [[word.start(), word.end()] for word in _WORD.finditer(text) if marks(word.group())]
+    return text, [[word.start() + start, word.start() + end] for word in _WORD.finditer(text)
+                  for start, end in marks(word.group())]
 
 
 def own_text(body: str) -> str:
@@ -86,18 +89,62 @@ def _widened(body: str, at: int, step: int) -> int:
     return at
 
 
-def query_marker(analyzer: Analyzer, terms: Collection[str]) -> Callable[[str], bool]:
-    """Whether a word of a snippet is one of ``terms`` (a query's, as the analyzer makes them: "syncing" is
-    "sync"); each distinct word is analyzed once."""
-    wanted, seen = frozenset(terms), {}
+# The spans of a word to mark (``query_marker``): the whole word, none of it, or parts of a Chinese or Japanese run.
+Marker = Callable[[str], list[tuple[int, int]]]
 
-    def marks(word: str) -> bool:
+
+def query_marker(analyzer: Analyzer, terms: Collection[str]) -> Marker:
+    """The spans of a snippet's word to mark: the word whole when it is one of ``terms`` (a query's, as the
+    analyzer makes them: "syncing" is "sync"), none of it when not; each distinct word is analyzed once.  A
+    Chinese or Japanese run has no spaces to find words by: in it the query's pairs of characters (and its lone
+    characters) are marked where they stand, neighbouring ones as one span ("会议记录" in "今天的会议记录很长"
+    for the query 会议记录)."""
+    wanted, seen = frozenset(terms), {}
+    pieces = [term for term in wanted if UNSPACED_RUN.fullmatch(term)]
+
+    def whole(word: str) -> bool:
         key = word.lower()
         if key not in seen:
             seen[key] = any(term in wanted for term in analyzer.terms(word))
         return seen[key]
 
+    def marks(word: str) -> list[tuple[int, int]]:
+        if word.isascii() or not UNSPACED_RUN.search(word):
+            return [(0, len(word))] if whole(word) else []
+        spans: list[tuple[int, int]] = []
+        at = 0
+        for run in UNSPACED_RUN.finditer(word):
+            if run.start() > at and whole(word[at:run.start()]):
+                spans.append((at, run.start()))
+            spans += _pieces_in(word, run.start(), run.end(), pieces)
+            at = run.end()
+        if at < len(word) and whole(word[at:]):
+            spans.append((at, len(word)))
+        return _joined(spans)
+
     return marks
+
+
+def _pieces_in(word: str, start: int, end: int, pieces: list[str]) -> list[tuple[int, int]]:
+    """The spans of ``word[start:end]`` (a run of unspaced characters) that are one of ``pieces``."""
+    found = []
+    for piece in pieces:
+        at = word.find(piece, start, end)
+        while at >= 0:
+            found.append((at, at + len(piece)))
+            at = word.find(piece, at + 1, end)
+    return found
+
+
+def _joined(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` in order, those that overlap or touch joined into one."""
+    joined: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if joined and start <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(end, joined[-1][1]))
+        else:
+            joined.append((start, end))
+    return joined
 
 
 def plain_snippet(fragment: str) -> str:
@@ -115,6 +162,7 @@ def plain_snippet(fragment: str) -> str:
     text = _WIKI.sub(_wiki_words, text)
     text = _WIKI_CUT_END.sub(lambda match: match.group(1), text)
     text = _MARKDOWN_LINK.sub(lambda match: match.group(1), text)
+    text = _MARKDOWN_CUT_END.sub(lambda match: match.group(1), text)
     text = _CALLOUT.sub(lambda match: match.group(1).capitalize() + ": ", text)
     text = _LINE_MARKS.sub("", text)
     text = _CODE.sub(lambda match: match.group(1), text).replace("`", "")  # a tick left alone: the cut's

@@ -38,6 +38,18 @@ def test_images_are_never_loaded_and_only_safe_links_are_links() -> None:
     assert "[file](file:///etc/passwd)" in html  # left as the text it is
 
 
+def test_a_markdown_link_in_the_vault_links_its_note_and_a_picture_reads_image() -> None:
+    html = body_html("[2.4 中断](2.4%20中断.md), [用法](../02%20arm/1.3%20链接器.md#用法), [v2.0](v2.0), "
+                     "[the PDF](docs/manual.pdf), [Setup](#Setup), [root](/etc/passwd)\n\n"
+                     "![](../photo/Pasted%20image%201.png)")
+    assert '<a href="wikilink:2.4%20%E4%B8%AD%E6%96%AD">2.4 中断</a>' in html  # opened as [[2.4 中断]] is
+    assert '<a href="wikilink:..%2F02%20arm%2F1.3%20%E9%93%BE%E6%8E%A5%E5%99%A8#用法">用法</a>' in html
+    assert '<a href="wikilink:v2.0">v2.0</a>' in html and '<a href="heading:setup">Setup</a>' in html
+    assert "<span>the PDF</span>" in html and "[root](/etc/passwd)" in html  # a file's label; the disk's root: text
+    assert '<span class="muted">[image]</span>' in html and "<img" not in html
+    assert "Not shown: 1 image this note embeds (Pasted image 1.png)." in html
+
+
 def test_wikilinks_and_record_ids_link_to_records() -> None:
     known = known_records({"references": [{"field": "works_at", "record": {"id": "pg_org", "title": "Northwind Labs"}}],
                            "backlinks": [{"id": "pg_dana", "title": "Dana Whitaker", "kind": "page"}]})

@@ -531,3 +531,34 @@ def test_a_wiki_link_naming_a_file_opens_the_note_the_import_resolved_it_to(
         page.body.sig_link_activated.emit(QUrl("wikilink:plan-alpha"))  # as a click on the link does
 
     assert requested.args == [pages["Alpha/plan-alpha.md"]]
+
+
+def test_a_markdown_link_to_a_note_of_the_vault_opens_it_and_its_picture_is_named(
+        qtbot, served_engine, tasks, gui_thread_guard, tmp_path) -> None:
+    """A vault written with Obsidian's wikilinks turned off links notes Markdown's way, relative to the note
+    (``[2.4 中断](../02%20x86/2.4%20中断.md)``) and shows pictures so (``![](../photo/a.png)``): the page showed
+    both as markup, and the import left the links up a folder as text."""
+    gui_thread_guard.active = False
+    root = tmp_path / "IT"
+    for path, text in {"02 x86/2.4 中断.md": "# 中断过程\n\n中断请求。",
+                       "02 x86/4.4 中断.md": "# 实模式中断\n\n[2.4 中断](2.4%20中断.md)",
+                       "01 Arduino/6.3 中断.md": "见 [中断过程](../02%20x86/2.4%20中断.md#中断过程)。\n\n"
+                                                 "![](../photo/Pasted%20image%201.png)"}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text + "\n", encoding="utf-8")
+    (root / "photo").mkdir()
+    (root / "photo" / "Pasted image 1.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    pages = run_import(served_engine, "markdown", root)["pages"]
+    gui_thread_guard.active = True
+    view = records_view_on_main(qtbot, tasks, 1280, 800)
+    page = view.page
+    wait_for_signal(qtbot, page.sig_content_loaded, lambda: view.open_record(pages["01 Arduino/6.3 中断.md"]))
+    qtbot.waitUntil(lambda: "Not shown" in page.body.toPlainText(), timeout=5_000)
+
+    text = page.body.toPlainText()
+    assert "见 中断过程。" in text and "](" not in text and "[image]" in text
+    assert "Not shown: 1 image this note embeds (Pasted image 1.png)." in text
+    [href] = [anchor for anchor in page.body.toHtml().split('href="')[1:] if "wikilink:" in anchor[:10]]
+    with qtbot.waitSignal(page.sig_record_requested, timeout=10_000) as requested:
+        page.body.sig_link_activated.emit(QUrl(href.split('"')[0]))  # as a click on the link does
+    assert requested.args == [pages["02 x86/2.4 中断.md"]]

@@ -570,6 +570,25 @@ def test_a_narrow_view_reads_its_keys_as_the_whole_view_does_and_nothing_else() 
     assert common.narrow_view(row, ("evidence",)).evidence == whole.evidence
 
 
+def test_a_markdown_link_up_a_folder_to_a_heading_or_with_parentheses_names_its_note_or_picture(engine: Engine, tmp_path: Path) -> None:
+    root = tmp_path / "IT"
+    (root / "01 Arduino").mkdir(parents=True)
+    (root / "02 arm").mkdir()
+    (root / "photo").mkdir()
+    (root / "photo" / "Pasted image 1.png").write_bytes(PNG)
+    (root / "02 arm" / "1.3 链接器脚本.md").write_text("链接器脚本。\n", encoding="utf-8")
+    (root / "01 Arduino" / "3.2 模拟信号.md").write_text(
+        "![](../photo/Pasted%20image%201.png)\n见 [链接器](../02%20arm/1.3%20链接器脚本.md)，"
+        "不是 [外面](../../outside.md)。\n见 [用法](../02%20arm/1.3%20链接器脚本.md#用法)。\n"
+        "见 [内积](../02%20arm/向量内积%20(inner%20product).md)。\n", encoding="utf-8")
+    (root / "02 arm" / "向量内积 (inner product).md").write_text("内积。\n", encoding="utf-8")
+
+    result = run_import(engine, "markdown", root)
+
+    assert result["attachments"] == 1 and result["relationships"] == 2
+    assert result["unresolved"] == {"01 Arduino/3.2 模拟信号.md": ["../../outside.md"]}
+
+
 def test_a_link_shown_as_code_is_text_and_a_pipe_escaped_for_a_table_still_links(engine: Engine, tmp_path: Path,
                                                                                  state_dir: StateDir) -> None:
     root = tmp_path / "notes"

@@ -77,6 +77,23 @@ def test_the_owners_snippet_marks_the_query_words_as_the_index_reads_them() -> N
     assert all(text[start - 1:start] in ("", " ", "(", "-") for start, _ in spans)  # whole words
 
 
+def test_a_markdown_link_or_picture_the_cut_left_open_or_with_parentheses_reads_as_its_words() -> None:
+    assert plain_snippet("串口控制台 ![](../photo/Pasted%20image%20") == "串口控制台"  # a note of pictures alone
+    assert plain_snippet("See [the guide](../docs/gui") == "See the guide"
+    assert plain_snippet("见 [内积](向量内积%20(inner%20product).md)。") == "见 内积。"
+
+
+def test_the_owners_snippet_marks_a_chinese_or_japanese_word_where_it_stands_in_its_sentence() -> None:
+    analyzer = Analyzer()
+    body = "今天的会议记录由小王整理，会后发给IBinder项目组。新しいオフィスは渋谷にあります。"
+
+    text, spans = owner_snippet(body, body, query_marker(analyzer, analyzer.query_terms("会议记录 渋谷 ibinder")))
+    assert _marked(text, spans) == ["会议记录", "IBinder", "渋谷"]  # not the 会 of 会后
+
+    text, spans = owner_snippet(body, body, query_marker(analyzer, analyzer.query_terms("会")))
+    assert _marked(text, spans) == ["会", "会"] and spans[0] == [body.index("会议"), body.index("会议") + 1]
+
+
 def test_the_owners_snippet_says_where_the_note_goes_on_and_keeps_whole_words() -> None:
     body = "An opening line. " * 10 + "The middle passage about backups. " + "A closing line. " * 10 + "The end."
     middle = body.index("The middle")

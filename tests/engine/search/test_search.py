@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 import time
+import unicodedata
 import uuid
 
 import pytest
@@ -13,7 +15,10 @@ from engine.access.authority import AgentCaller, OperatorCaller
 from engine.core.errors import (
     ForeignReference, IndexFailed, InvalidParams, LimitExceeded, StaleCursor, StoreUnavailable,
 )
-from engine.index.tantivy_index import PartitionIndex
+import tantivy
+
+from engine.index.analysis import Analyzer
+from engine.index.tantivy_index import SCHEMA_VERSION, PartitionIndex, build_schema, index_document
 from engine.service import Engine
 from tests.helpers import claim, conversation, lane_held, only_store, page, private_dir, wait_for
 
@@ -99,6 +104,26 @@ def test_accents_case_and_word_forms_match(engine, owner):
 def test_unspaced_scripts_match_word_for_word(engine, owner):
     engine.save_page(owner, page("p1", "東京オフィス", type_="place", body="新しいオフィスは渋谷にあります。"))
     assert titles(engine.search(owner, {"query": "渋谷"})) == ["東京オフィス"]
+
+
+def test_a_chinese_or_japanese_word_is_found_inside_a_sentence_and_not_by_its_characters_apart(engine, owner):
+    engine.save_page(owner, page("p1", "東京オフィス", type_="place", body="新しいオフィスは渋谷にあります。"))
+    engine.save_page(owner, page("p2", "古い家", type_="place", body="渋いお茶を飲んで、谷の家に帰った。"))
+    engine.save_page(owner, page("p3", "周会纪要", type_="note", body="今天的会议记录由小王整理，下周一发给大家。"))
+    engine.save_page(owner, page("p4", "读书", type_="note", body="周末开会之前读完了那本书，提议下次再读。"))
+    assert titles(engine.search(owner, {"query": "渋谷"})) == ["東京オフィス"]
+    assert titles(engine.search(owner, {"query": "会议记录"})) == ["周会纪要"]   # 会 and 议 are in both notes
+    assert set(titles(engine.search(owner, {"query": "谷"}))) == {"東京オフィス", "古い家"}  # one character: anywhere
+    assert set(titles(engine.search(owner, {"query": "书"}))) == {"读书"}
+    assert titles(engine.search(owner, {"query": "周会"})) == ["周会纪要"]  # a title's word
+
+
+def test_a_chinese_snippet_is_the_passage_as_written(engine, owner):
+    filler = "我们在周末去公园散步，天气很好。" * 20
+    engine.save_page(owner, page("p1", "周会纪要", type_="note", body=f"{filler}\n\n今天的会议记录由小王整理。\n\n{filler}"))
+    [hit] = engine.search(owner, {"query": "会议记录"})["hits"]
+    assert "今天的会议记录由小王整理。" in hit["snippet"] and " 会 " not in hit["snippet"]
+    assert sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in hit["snippet"]) <= 240
 
 
 # --- only current records ---------------------------------------------------------------------
@@ -199,6 +224,36 @@ def test_a_deleted_index_is_rebuilt_from_the_catalog(engine, owner, state_dir):
     with Engine(state_dir, watch=False) as reopened:
         assert titles(reopened.search(owner, {"query": "harbour"})) == ["Harbour"]
         assert reopened.reindex()[0]["records"] == 1
+
+
+def test_an_index_of_the_earlier_analysis_is_rebuilt_once_on_open(engine, owner, state_dir):
+    engine.save_page(owner, page("p1", "東京オフィス", type_="place", body="新しいオフィスは渋谷にあります。"))
+    engine.save_page(owner, page("p2", "古い家", type_="place", body="渋いお茶を飲んで、谷の家に帰った。"))
+    engine.close()
+    root = only_store(state_dir) / "index"
+    # Schema 3: the index the releases before Chinese and Japanese pairs wrote, every such character apart.
+    current, earlier = root / f"private.v{SCHEMA_VERSION}", root / "private.v3"
+    current.rename(earlier)
+    spaced = lambda text: re.sub(r"([\u3040-\u30ff\u4e00-\u9fff])", r" \1 ", text)  # every character apart
+    index = PartitionIndex(earlier, build_schema(), Analyzer())
+    searcher = index.searcher()
+    stored = [searcher.doc(address) for _, address in searcher.search(tantivy.Query.all_query(), 10).hits]
+    written = []
+    for document in stored:
+        title = {"p1": "東京オフィス", "p2": "古い家"}["p1" if "オフィス" in document["title"][0] else "p2"]
+        body = document["body"][0].decode("utf-8")
+        fields = index_document(path=document["path"][0], record_id=document["id"][0],
+                                revision=document["revision"][0], kind="page", type_="place", lifecycle="active",
+                                title=title, aliases=[], body=body)
+        written.append({**fields, "text": spaced(f"{title}\n\n{body}"), "title": spaced(title),
+                        "body": spaced(body).encode("utf-8")})
+    index.apply([document["path"][0] for document in stored], iter(written))
+    index.close()
+    from engine.service import Engine
+
+    with Engine(state_dir, watch=False) as reopened:
+        assert titles(reopened.search(owner, {"query": "渋谷"})) == ["東京オフィス"]
+    assert not earlier.exists() and current.is_dir()
 
 
 def test_failed_indexing_is_an_error_never_an_empty_success(engine, owner, monkeypatch):
