@@ -3,7 +3,8 @@
 Agents have ``search_knowledge`` (spec 004) for this; the owner's search answers in the shape of
 ``operator/search`` (engine/search/keyword.py's hits), so the window and ``knowledge search`` show either
 mode alike.  The candidates are the keyword search's best ``HYBRID_DEPTH`` (function words cannot match
-alone: the owner's rule), the ``HYBRID_DEPTH`` records of the kinds asked nearest the question's vector, and the
+alone: the owner's rule), the ``HYBRID_DEPTH`` records of the kinds asked nearest the question's vector (the
+question without the asker's framing, ``asked_about``: "how do I sync my vault" as "sync my vault"), and the
 long pages holding one of the ``HYBRID_DEPTH`` page passages nearest it, as near as those records (a page's
 own vector holds only its first 256 tokens; its passages, engine/index/vectors.py, find it by the part that
 answers).  Each gets its exact keyword score (divided by the best) and its cosine similarity, a long page's
