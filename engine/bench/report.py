@@ -171,7 +171,8 @@ def _modes_section(locomo: dict[str, Any]) -> list[str]:
         "owner keyword and owner hybrid are the owner's search (`operator/search`, the window and `knowledge "
         "search`; engine/search/hybrid.py): keyword where function words cannot make a match alone, and that keyword "
         "search's best 50 with the 50 nearest vectors and the long pages of the 50 nearest page passages (as near as "
-        "those), a long page as near as its nearest passage, fused alpha 0.5 the same way.",
+        "those), a long page as near as its nearest passage, fused alpha 0.5 the same way; the question is embedded "
+        "without an asker's framing (\"how do I\", none of LoCoMo's questions has one).",
         "",
         *_table(header, rows),
         "",

@@ -3,7 +3,8 @@
 Agents have ``search_knowledge`` (spec 004) for this; the owner's search answers in the shape of
 ``operator/search`` (engine/search/keyword.py's hits), so the window and ``knowledge search`` show either
 mode alike.  The candidates are the keyword search's best ``HYBRID_DEPTH`` (function words cannot match
-alone: the owner's rule), the ``HYBRID_DEPTH`` records of the kinds asked nearest the question's vector, and the
+alone: the owner's rule), the ``HYBRID_DEPTH`` records of the kinds asked nearest the question's vector (the
+question without the asker's framing, ``asked_about``: "how do I sync my vault" as "sync my vault"), and the
 long pages holding one of the ``HYBRID_DEPTH`` page passages nearest it, as near as those records (a page's
 own vector holds only its first 256 tokens; its passages, engine/index/vectors.py, find it by the part that
 answers).  Each gets its exact keyword score (divided by the best) and its cosine similarity, a long page's
@@ -53,6 +54,7 @@ HYBRID_ALPHA = 0.5
 # first, before the evidence page's score, then kept only where a claim has no evidence page.
 EVIDENCE_PAGE_WEIGHT = 0.7
 NAMED_SUBJECT_BONUS = 0.1
+ASKERS = "I we you"  # the asker as a question's subject: "how do I", "can we", "how do you" (``asked_about``)
 
 
 def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vectors: VectorIndex, embedder: Embedder,
@@ -67,7 +69,7 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
     lexical = {searcher.doc(address)["path"][0]: float(score)
                for score, address in searcher.search(query, HYBRID_DEPTH, count=False).hits}
     ready = vectors.follows_catalog(partition, embedder)
-    vector = embedder.embed([request.query])[0]
+    vector = embedder.embed([asked_about(analyzer, request.query)])[0]
     held = vectors.holds_file()  # none before the first catch-up: nothing to read, and nothing is created
     moment = request.as_of or utc_now()
     rows: dict[str, RecordRow] = {}
@@ -119,6 +121,24 @@ def hybrid_hits(store: Store, catalog: CatalogReads, index: PartitionIndex, vect
         if document is not None:
             hits.append(hit_of(store.store_id, rows[path], document, snippets, relative, marker))
     return {"hits": hits}, ready
+
+
+def asked_about(analyzer: Analyzer, query: str) -> str:
+    """``query`` as the vectors compare it with the notes: without the asker's framing, its leading function words
+    up to the last "I", "we" or "you" among them ("how do I sync my vault" is embedded as "sync my vault"); as
+    asked when it has none ("when did Dana move", "where does the app keep its settings") or nothing after it.
+    Notes state what they are about and how to do it; "how do I" asks about the asker, not the subject (chosen on
+    the vault benchmark's questions of even index: docs/benchmarks/search-vault.md, last section)."""
+    words = query.split()
+    askers = set(analyzer.terms(ASKERS))
+    framing = 0
+    for number, word in enumerate(words):
+        terms = set(analyzer.terms(word))
+        if not terms <= analyzer.function_terms:
+            break
+        if terms and terms <= askers:
+            framing = number + 1
+    return " ".join(words[framing:]) if framing < len(words) else query
 
 
 def semantic_weight(found_by_keyword: list[str], similar: dict[str, float]) -> float:

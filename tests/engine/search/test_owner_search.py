@@ -414,3 +414,40 @@ def test_meaning_weighs_by_the_share_of_the_keywords_candidates_that_have_a_vect
     assert semantic_weight(found, {"a.md": 0.3, "b.md": 0.1, "z.md": 0.9}) == (1 - HYBRID_ALPHA) / 2
     assert semantic_weight(found, {"z.md": 0.9}) == 0.0  # none of the keyword's: keyword alone
     assert semantic_weight([], {"z.md": 0.9}) == 1 - HYBRID_ALPHA  # no keyword candidate: the vectors alone
+
+
+def test_a_question_is_compared_with_the_notes_without_its_leading_function_words(engine_with_model) -> None:
+    """Hybrid embeds "how do I oil the tram clock" as "oil the tram clock": where no note holds the framing's
+    words (so the keyword side scores both alike), the question and its subject rank the same notes the same."""
+    from tests.helpers import page
+    engine = engine_with_model
+    caller, _ = seed(engine)
+    for number, (title, body) in enumerate(CLOCK_PAGES):
+        engine.save_page(caller, page(f"clock{number}", title, "note", body))
+    owner_search(engine, query="warm up")
+    assert next(iter(engine._runtimes.values())).vector_feed.settled(60)
+
+    def ranked(query: str) -> list[tuple[str, float]]:
+        answer = owner_search(engine, query=query, mode="hybrid", limit=10)
+        assert answer["vectors"] == "ready"
+        return [(hit["title"], round(hit["score"], 6)) for hit in answer["hits"]]
+
+    subject = ranked("oil the tram clock")
+    assert len(subject) > 3 and ranked("How do I oil the tram clock") == subject
+    assert ranked("the tram clock oil") != subject  # the rest of the question is embedded as asked
+
+
+def test_what_the_vectors_compare_is_the_question_after_the_askers_framing() -> None:
+    from engine.index.analysis import Analyzer
+    from engine.search.hybrid import asked_about
+    analyzer = Analyzer()
+
+    assert asked_about(analyzer, "how do I sync my vault to my phone") == "sync my vault to my phone"
+    assert asked_about(analyzer, "How can we share a vault?") == "share a vault?"
+    assert asked_about(analyzer, "where do you find themes") == "find themes"
+    assert asked_about(analyzer, "do I need to pay") == "need to pay"
+    assert asked_about(analyzer, "when did Dana move to Oslo") == "when did Dana move to Oslo"  # no asker
+    assert asked_about(analyzer, "where does the app keep its settings") == "where does the app keep its settings"
+    assert asked_about(analyzer, "which files can I keep") == "which files can I keep"  # past the first word
+    assert asked_about(analyzer, "how do I") == "how do I"  # nothing after it: all of it
+    assert asked_about(analyzer, "") == ""
