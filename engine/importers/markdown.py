@@ -301,27 +301,34 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
 
 
 def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[str, list[str]]) -> int:
-    """The links between the pages written (relationships made or kept), in writes of whole notes holding up
-    to ``LINKS_PER_WRITE`` relationships: one publication per note made most of a vault's publications, each
-    authorised, checked and acknowledged on its own for three relationships."""
+    """The links between the pages written (relationships made or kept), in writes of up to ``LINKS_PER_WRITE``
+    relationships: whole notes' links together (one publication per note made most of a vault's publications,
+    each authorised, checked and acknowledged on its own for three relationships), and a note with more links
+    than that in parts, each a write of its own.  A note is reported linked once the write holding its last
+    links is written: progress is reported in order, so a hub's hundreds of links written as one item, one
+    publication after another behind every other item's, held the count still while nearly all the rest were
+    written."""
     linked_before = writer.imported_records(_link_key, reads=("relation", "from", "to"), kind="relationship",
                                             active_only=True)
     kept = 0
     total = len(folder.notes)
     made: list[Future[list[str]]] = []
-    batch: list[tuple[int, Note, list[dict[str, Any]]]] = []  # notes whose new relationships are written together
+    originals = RetainedFiles()  # the originals of unchanged pages retained again, once for all of a note's parts
+    batch: list[tuple[Note, list[dict[str, Any]]]] = []  # the links written together: whole notes', or a part
+    finished: list[tuple[int, Note]] = []  # the notes whose last links are in ``batch`` (or that have none)
     waiting = 0  # the relationships in ``batch``
 
-    def write() -> None:  # the batch as one item; then each of its notes is reported, in order
-        nonlocal batch, waiting
+    def write() -> None:  # the batch as one item; then each note it finishes is reported, in order
+        nonlocal batch, finished, waiting
         reports = [lambda done=done, note=note: writer.done(done, total, note.path, phase="linking")
-                   for done, note, _ in batch]
+                   for done, note in finished]
         progress = lambda reports=reports: writer.done_together(reports)  # noqa: E731
         if waiting:
-            made.append(writer.later(lambda batch=batch: _write_links(writer, folder, batch, sources), progress))
+            made.append(writer.later(lambda batch=batch: _write_links(writer, folder, batch, sources, originals),
+                                     progress))
         else:
             writer.later(lambda: None, progress)
-        batch, waiting = [], 0
+        batch, finished, waiting = [], [], 0
 
     writer.done(0, total, "", phase="linking")  # the pages are written; the links begin (cancellable)
     for done, note in enumerate(folder.notes, start=1):
@@ -334,28 +341,34 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
                 continue
             items.append({"relation": "related_to", "from": pages[note.path], "to": pages[target.path],
                           "assertionOrigin": "source", "link": link})
-        if batch and (not waiting or waiting + len(items) > LINKS_PER_WRITE):
+        if finished and (not waiting or waiting + len(items) > LINKS_PER_WRITE):
             write()  # a note without new links is written on its own, or with the batch before it
-        batch.append((done, note, items))
+        while len(items) > LINKS_PER_WRITE:  # a hub's links: parts of their own, written side by side
+            batch, waiting = [(note, items[:LINKS_PER_WRITE])], LINKS_PER_WRITE
+            write()
+            items = items[LINKS_PER_WRITE:]
+        batch.append((note, items))
+        finished.append((done, note))
         waiting += len(items)
-    if batch:
+    if finished:
         write()
     writer.settle()
     return kept + sum(len(future.result()) for future in made)
 
 
-def _write_links(writer: Writer, folder: Folder, batch: list[tuple[int, Note, list[dict[str, Any]]]],
-                 sources: dict[str, list[str]]) -> list[str]:
+def _write_links(writer: Writer, folder: Folder, batch: list[tuple[Note, list[dict[str, Any]]]],
+                 sources: dict[str, list[str]], originals: RetainedFiles) -> list[str]:
     """Notes' links as relationships, each citing the line of its link in its note's original, in one
-    ``remember`` (a note with more than ``ITEMS_MAX`` links, in several); returns their ids."""
+    ``remember`` (its request id holds a hash of them, so each part of a hub's links has its own); returns
+    their ids."""
     written = []
-    for _, note, items in batch:
+    for note, items in batch:
         if items and note.path not in sources:  # an unchanged page of a file since edited: cite the file as it is
-            sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
-                                               filename=retained_name(folder, note))
+            sources[note.path] = originals.get(note.path, lambda note=note: writer.retain(
+                note.original, note.key, media_type="text/markdown", filename=retained_name(folder, note)))
         written += [{**{key: value for key, value in item.items() if key != "link"},
                      "evidence": [_citation(sources[note.path], note, item["link"])]} for item in items]
-    return writer.remember(f"{batch[0][1].key}-links", written)
+    return writer.remember(f"{batch[0][0].key}-links", written)
 
 
 def retained_name(folder: Folder, note: Note) -> str:
@@ -385,8 +398,9 @@ def _retain_linked(writer: Writer, folder: Folder, note: Note, retained_files: R
 
 
 class RetainedFiles:
-    """The files notes link, each retained once however many notes link it, on however many threads
-    (``Writer.later``): their source ids by their path in the folder."""
+    """Files retained once however many writes need them, on however many threads (``Writer.later``): the
+    files notes link (however many notes link one), and a note's original cited anew by each part of its
+    links: their source ids by their path in the folder."""
 
     def __init__(self) -> None:
         self._ids: dict[str, list[str]] = {}
