@@ -53,7 +53,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Collection, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 from urllib.parse import unquote
 
 import yaml
@@ -144,7 +144,7 @@ def folder_of(root: Path, notes: list[Note], files: dict[str, Path], links: tupl
     by_name: dict[str, list[Note]] = {}
     by_alias: dict[str, list[Note]] = {}
     for note in notes:
-        by_path.setdefault(note.path[:-3].lower(), note)
+        by_path.setdefault(note_key(note.path), note)
         by_name.setdefault(PurePosixPath(note.path).name[:-3].lower(), []).append(note)
         for alias in note.aliases:
             by_alias.setdefault(alias.lower(), []).append(note)
@@ -447,18 +447,22 @@ def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     return min(aliased, key=lambda n: n.path) if aliased else None
 
 
-def wanted_note(paths: Collection[str], here: str, target: str) -> str | None:
-    """Of ``paths`` (the notes of a folder, relative, with ``.md``), the one a link in the note at ``here``
-    names by path or file name, as ``resolve_note`` resolves it: for the window's following of a link in a
-    note imported earlier, whose folder is no longer on hand."""
-    by_path = {path[:-3].lower(): path for path in paths if path.lower().endswith(".md")}
-    return _by_path_or_file_name(
-        target, here, by_path, lambda name: [path for key, path in by_path.items() if key.rpartition("/")[2] == name],
-        lambda path: path)
+def wanted_note(target: str, here: str, by_path: Mapping[str, str], by_name: Callable[[str], list[str]]) -> str | None:
+    """The path of the note a link in the note at ``here`` names by path or file name, as ``resolve_note``
+    resolves it, among a folder's notes given by path (``by_path``: each note's path, relative, with ``.md``, by
+    its ``note_key``) and by file name (``by_name``: the paths of the notes whose file name's key is the one
+    given): for the window's following of a link in a note imported earlier, whose folder is no longer on
+    hand."""
+    return _by_path_or_file_name(target, here, by_path, by_name, lambda path: path)
 
 
-def _by_path_or_file_name(target: str, here: str, by_path: dict[str, _Named], by_name: Callable[[str], list[_Named]],
-                          path_of: Callable[[_Named], str]) -> _Named | None:
+def note_key(path: str) -> str:
+    """A note's path as a link's target is looked up by path (lower case, without ``.md``)."""
+    return path[:-3].lower()
+
+
+def _by_path_or_file_name(target: str, here: str, by_path: Mapping[str, _Named],
+                          by_name: Callable[[str], list[_Named]], path_of: Callable[[_Named], str]) -> _Named | None:
     """What a link in the note at ``here`` names by path (from the folder's root or the note's own folder, the keys
     of ``by_path``: lower case, without ``.md``), else by file name (``by_name``), the nearest when several share
     it: in the note's own folder first, then the fewest folders deep."""
