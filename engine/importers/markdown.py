@@ -305,7 +305,8 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
     relationships: whole notes' links together (one publication per note made most of a vault's publications,
     each authorised, checked and acknowledged on its own for three relationships), and a note with more links
     than that in parts, each a write of its own.  A note is reported linked once the write holding its last
-    links is written: progress is reported in order, so a hub's hundreds of links written as one item, one
+    links is written, and each earlier part of a hub's as how many of its links are made (the count of notes
+    linked stays): progress is reported in order, so a hub's hundreds of links written as one item, one
     publication after another behind every other item's, held the count still while nearly all the rest were
     written."""
     linked_before = writer.imported_records(_link_key, reads=("relation", "from", "to"), kind="relationship",
@@ -318,10 +319,12 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
     finished: list[tuple[int, Note]] = []  # the notes whose last links are in ``batch`` (or that have none)
     waiting = 0  # the relationships in ``batch``
 
-    def write() -> None:  # the batch as one item; then each note it finishes is reported, in order
+    def write(part: tuple[int, str] | None = None) -> None:  # the batch as one item; then what it finishes, in order
         nonlocal batch, finished, waiting
         reports = [lambda done=done, note=note: writer.done(done, total, note.path, phase="linking")
                    for done, note in finished]
+        if part is not None:  # a part of a hub's links: the notes linked before it, and how far the hub is
+            reports.append(lambda part=part: writer.done(part[0], total, part[1], phase="linking"))
         progress = lambda reports=reports: writer.done_together(reports)  # noqa: E731
         if waiting:
             made.append(writer.later(lambda batch=batch: _write_links(writer, folder, batch, sources, originals),
@@ -343,10 +346,10 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
                           "assertionOrigin": "source", "link": link})
         if finished and (not waiting or waiting + len(items) > LINKS_PER_WRITE):
             write()  # a note without new links is written on its own, or with the batch before it
-        while len(items) > LINKS_PER_WRITE:  # a hub's links: parts of their own, written side by side
-            batch, waiting = [(note, items[:LINKS_PER_WRITE])], LINKS_PER_WRITE
-            write()
-            items = items[LINKS_PER_WRITE:]
+        for start in range(0, len(items) - LINKS_PER_WRITE, LINKS_PER_WRITE):  # a hub's: parts written side by side
+            batch, waiting = [(note, items[start:start + LINKS_PER_WRITE])], LINKS_PER_WRITE
+            write((done - 1, f"{note.path}, {start + LINKS_PER_WRITE:,} of {len(items):,} links"))
+        items = items[(max(0, len(items) - 1) // LINKS_PER_WRITE) * LINKS_PER_WRITE:]
         batch.append((note, items))
         finished.append((done, note))
         waiting += len(items)

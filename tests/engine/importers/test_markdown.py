@@ -508,7 +508,8 @@ def test_a_hub_notes_links_are_written_in_parts_and_the_count_moves_with_them(
     """A note linking more notes than a write of links holds (an index, a map of content) is written in parts of
     its own, each one publication: one item of many publications, written one after another behind every other
     item's, held the count of notes linked at the notes before it while the rest were written.  Each note is
-    counted once, in order, and only once the relationships of its links are written."""
+    counted once, in order, and only once the relationships of its links are written; meanwhile each part of
+    the hub's links written says how many of them are made."""
     monkeypatch.setattr(markdown, "LINKS_PER_WRITE", 4)
     vault = tmp_path / "vault"
     vault.mkdir()
@@ -535,9 +536,11 @@ def test_a_hub_notes_links_are_written_in_parts_and_the_count_moves_with_them(
     assert sorted(froms.count(pages["Index.md"]) for froms in writes if pages["Index.md"] in froms) == [2, 4, 4]
     steps = [step for kind, step in events if kind == "progress"]
     assert [(step.phase, step.done, step.total) for step in steps] == \
-        [("writing", n, 12) for n in range(1, 13)] + [("linking", n, 12) for n in range(13)]
+        [("writing", n, 12) for n in range(1, 13)] + [("linking", 0, 12), ("linking", 1, 12)] + \
+        [("linking", 1, 12)] * 2 + [("linking", n, 12) for n in range(2, 13)]
+    assert [step.item for step in steps[14:16]] == ["Index.md, 4 of 10 links", "Index.md, 8 of 10 links"]
     for number, (kind, step) in enumerate(events):  # a note is counted linked after every write of its links
-        if kind == "progress" and step.phase == "linking" and step.item:
+        if kind == "progress" and step.phase == "linking" and step.item in pages:
             later = [froms for kind, froms in events[number + 1:] if kind == "written"]
             assert not any(pages[step.item] in froms for froms in later), step.item
 
