@@ -175,3 +175,21 @@ def test_the_notes_a_link_is_followed_among_are_read_whole_once_then_as_they_cha
     assert named("plan-alpha") == again["pages"]["plan-alpha.md"] != pages["Alpha/plan-alpha.md"]  # the nearest now
     assert reads[0] is None and len(reads) == 2 and reads[1] is not None  # only what the import changed
     assert again["pages"]["plan-alpha.md"] in reads[1]
+
+
+def test_a_path_two_pages_cite_is_the_newest_pages_and_a_key_two_paths_share_the_oldest_pages() -> None:
+    """As the catalog lists pages, newest first (then by id), and a link was resolved among them: a path two
+    pages cite (two folders of one name imported) is the newest page's; where two paths differ only in case,
+    the path whose newest page comes last holds the key; a page forgotten hands both back."""
+    notes = folders_view.VaultNotes()
+    notes.add("Plan.md", "pg_b", "2026-12-01T10:00:00Z")
+    notes.add("Plan.md", "pg_c", "2026-12-02T10:00:00Z")
+    notes.add("Plan.md", "pg_a", "2026-12-02T10:00:00Z")
+    assert notes.newest("Plan.md") == "pg_a"  # the newest, then the lowest id
+    notes.add("PLAN.md", "pg_d", "2026-12-01T09:00:00Z")
+    assert notes["plan"] == "PLAN.md" and notes.named("plan") == ["PLAN.md"]
+    notes.remove("PLAN.md", "pg_d")
+    assert notes["plan"] == "Plan.md" and notes.named("plan") == ["Plan.md"]
+    for page in ("pg_a", "pg_b", "pg_c"):
+        notes.remove("Plan.md", page)
+    assert "plan" not in notes and notes.named("plan") == [] and len(notes) == 0
