@@ -253,7 +253,7 @@ class StoreRuntime(WriteGroups):
 
     def _read_snapshot(self, partition: str, fn: Callable[[ReadView], T]) -> T:
         with self.store.db.snapshot() as db:
-            catalog = CatalogReads(db)
+            catalog = CatalogReads(db, self.catalog.kept)  # the lane's kept views, brought up to date by any read
             return fn(ReadView(self.store, catalog, catalog.version(partition)[0]))
 
     def publish(self, plan: Plan) -> Receipt:

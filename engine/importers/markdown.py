@@ -57,7 +57,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Collection, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 from urllib.parse import unquote
 
 import yaml
@@ -151,7 +151,7 @@ def folder_of(root: Path, notes: list[Note], files: dict[str, Path], links: tupl
     by_name: dict[str, list[Note]] = {}
     by_alias: dict[str, list[Note]] = {}
     for note in notes:
-        by_path.setdefault(note.path[:-3].lower(), note)
+        by_path.setdefault(note_key(note.path), note)
         by_name.setdefault(PurePosixPath(note.path).name[:-3].lower(), []).append(note)
         for alias in note.aliases:
             by_alias.setdefault(alias.lower(), []).append(note)
@@ -345,28 +345,38 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
 
 def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[str, list[str]],
           kept_edits: Collection[str] = ()) -> int:
-    """The links between the pages written (relationships made or kept), in writes of whole notes holding up
-    to ``LINKS_PER_WRITE`` relationships: one publication per note made most of a vault's publications, each
-    authorised, checked and acknowledged on its own for three relationships.  A note whose page's edits were
-    kept (``kept_edits``, by path) is left as it is: its links an earlier import made stay, no new one is made."""
+    """The links between the pages written (relationships made or kept), in writes of up to ``LINKS_PER_WRITE``
+    relationships: whole notes' links together (one publication per note made most of a vault's publications,
+    each authorised, checked and acknowledged on its own for three relationships), and a note with more links
+    than that in parts, each a write of its own.  A note is reported linked once the write holding its last
+    links is written, and each earlier part of a hub's as how many of its links are made (the count of notes
+    linked stays): progress is reported in order, so a hub's hundreds of links written as one item, one
+    publication after another behind every other item's, held the count still while nearly all the rest were
+    written.  A note whose page's edits were kept (``kept_edits``, by path) is left as it is: its links an
+    earlier import made stay, no new one is made."""
     linked_before = writer.imported_records(_link_key, reads=("relation", "from", "to"), kind="relationship",
                                             active_only=True)
     kept = 0
     total = len(folder.notes)
     made: list[Future[list[str]]] = []
-    batch: list[tuple[int, Note, list[dict[str, Any]]]] = []  # notes whose new relationships are written together
+    originals = RetainedFiles()  # the originals of unchanged pages retained again, once for all of a note's parts
+    batch: list[tuple[Note, list[dict[str, Any]]]] = []  # the links written together: whole notes', or a part
+    finished: list[tuple[int, Note]] = []  # the notes whose last links are in ``batch`` (or that have none)
     waiting = 0  # the relationships in ``batch``
 
-    def write() -> None:  # the batch as one item; then each of its notes is reported, in order
-        nonlocal batch, waiting
+    def write(part: tuple[int, str] | None = None) -> None:  # the batch as one item; then what it finishes, in order
+        nonlocal batch, finished, waiting
         reports = [lambda done=done, note=note: writer.done(done, total, note.path, phase="linking")
-                   for done, note, _ in batch]
+                   for done, note in finished]
+        if part is not None:  # a part of a hub's links: the notes linked before it, and how far the hub is
+            reports.append(lambda part=part: writer.done(part[0], total, part[1], phase="linking"))
         progress = lambda reports=reports: writer.done_together(reports)  # noqa: E731
         if waiting:
-            made.append(writer.later(lambda batch=batch: _write_links(writer, folder, batch, sources), progress))
+            made.append(writer.later(lambda batch=batch: _write_links(writer, folder, batch, sources, originals),
+                                     progress))
         else:
             writer.later(lambda: None, progress)
-        batch, waiting = [], 0
+        batch, finished, waiting = [], [], 0
 
     writer.done(0, total, "", phase="linking")  # the pages are written; the links begin (cancellable)
     for done, note in enumerate(folder.notes, start=1):
@@ -381,28 +391,34 @@ def _link(writer: Writer, folder: Folder, pages: dict[str, str], sources: dict[s
                 continue
             items.append({"relation": "related_to", "from": pages[note.path], "to": pages[target.path],
                           "assertionOrigin": "source", "link": link})
-        if batch and (not waiting or waiting + len(items) > LINKS_PER_WRITE):
+        if finished and (not waiting or waiting + len(items) > LINKS_PER_WRITE):
             write()  # a note without new links is written on its own, or with the batch before it
-        batch.append((done, note, items))
+        for start in range(0, len(items) - LINKS_PER_WRITE, LINKS_PER_WRITE):  # a hub's: parts written side by side
+            batch, waiting = [(note, items[start:start + LINKS_PER_WRITE])], LINKS_PER_WRITE
+            write((done - 1, f"{note.path}, {start + LINKS_PER_WRITE:,} of {len(items):,} links"))
+        items = items[(max(0, len(items) - 1) // LINKS_PER_WRITE) * LINKS_PER_WRITE:]
+        batch.append((note, items))
+        finished.append((done, note))
         waiting += len(items)
-    if batch:
+    if finished:
         write()
     writer.settle()
     return kept + sum(len(future.result()) for future in made)
 
 
-def _write_links(writer: Writer, folder: Folder, batch: list[tuple[int, Note, list[dict[str, Any]]]],
-                 sources: dict[str, list[str]]) -> list[str]:
+def _write_links(writer: Writer, folder: Folder, batch: list[tuple[Note, list[dict[str, Any]]]],
+                 sources: dict[str, list[str]], originals: RetainedFiles) -> list[str]:
     """Notes' links as relationships, each citing the line of its link in its note's original, in one
-    ``remember`` (a note with more than ``ITEMS_MAX`` links, in several); returns their ids."""
+    ``remember`` (its request id holds a hash of them, so each part of a hub's links has its own); returns
+    their ids."""
     written = []
-    for _, note, items in batch:
+    for note, items in batch:
         if items and note.path not in sources:  # an unchanged page of a file since edited: cite the file as it is
-            sources[note.path] = writer.retain(note.original, note.key, media_type="text/markdown",
-                                               filename=retained_name(folder, note))
+            sources[note.path] = originals.get(note.path, lambda note=note: writer.retain(
+                note.original, note.key, media_type="text/markdown", filename=retained_name(folder, note)))
         written += [{**{key: value for key, value in item.items() if key != "link"},
                      "evidence": [_citation(sources[note.path], note, item["link"])]} for item in items]
-    return writer.remember(f"{batch[0][1].key}-links", written)
+    return writer.remember(f"{batch[0][0].key}-links", written)
 
 
 def retained_name(folder: Folder, note: Note) -> str:
@@ -432,8 +448,9 @@ def _retain_linked(writer: Writer, folder: Folder, note: Note, retained_files: R
 
 
 class RetainedFiles:
-    """The files notes link, each retained once however many notes link it, on however many threads
-    (``Writer.later``): their source ids by their path in the folder."""
+    """Files retained once however many writes need them, on however many threads (``Writer.later``): the
+    files notes link (however many notes link one), and a note's original cited anew by each part of its
+    links: their source ids by their path in the folder."""
 
     def __init__(self) -> None:
         self._ids: dict[str, list[str]] = {}
@@ -480,18 +497,22 @@ def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     return min(aliased, key=lambda n: n.path) if aliased else None
 
 
-def wanted_note(paths: Collection[str], here: str, target: str) -> str | None:
-    """Of ``paths`` (the notes of a folder, relative, with ``.md``), the one a link in the note at ``here``
-    names by path or file name, as ``resolve_note`` resolves it: for the window's following of a link in a
-    note imported earlier, whose folder is no longer on hand."""
-    by_path = {path[:-3].lower(): path for path in paths if path.lower().endswith(".md")}
-    return _by_path_or_file_name(
-        target, here, by_path, lambda name: [path for key, path in by_path.items() if key.rpartition("/")[2] == name],
-        lambda path: path)
+def wanted_note(target: str, here: str, by_path: Mapping[str, str], by_name: Callable[[str], list[str]]) -> str | None:
+    """The path of the note a link in the note at ``here`` names by path or file name, as ``resolve_note``
+    resolves it, among a folder's notes given by path (``by_path``: each note's path, relative, with ``.md``, by
+    its ``note_key``) and by file name (``by_name``: the paths of the notes whose file name's key is the one
+    given): for the window's following of a link in a note imported earlier, whose folder is no longer on
+    hand."""
+    return _by_path_or_file_name(target, here, by_path, by_name, lambda path: path)
 
 
-def _by_path_or_file_name(target: str, here: str, by_path: dict[str, _Named], by_name: Callable[[str], list[_Named]],
-                          path_of: Callable[[_Named], str]) -> _Named | None:
+def note_key(path: str) -> str:
+    """A note's path as a link's target is looked up by path (lower case, without ``.md``)."""
+    return path[:-3].lower()
+
+
+def _by_path_or_file_name(target: str, here: str, by_path: Mapping[str, _Named],
+                          by_name: Callable[[str], list[_Named]], path_of: Callable[[_Named], str]) -> _Named | None:
     """What a link in the note at ``here`` names by path (from the folder's root or the note's own folder, the keys
     of ``by_path``: lower case, without ``.md``), else by file name (``by_name``), the nearest when several share
     it: in the note's own folder first, then the fewest folders deep."""

@@ -16,6 +16,7 @@ cannot disagree.
 from __future__ import annotations
 
 import json
+import threading
 import unicodedata
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -285,13 +286,28 @@ def in_chunks(values: Sequence[T]) -> Iterator[Sequence[T]]:
         yield values[start:start + _IDS_PER_QUERY]
 
 
+class KeptViews:
+    """The views of whole partitions ``CatalogReads.maintained`` keeps between reads, for a store's lane
+    catalog and every snapshot read beside the lane (``StoreRuntime.read``): a view one read built, the next,
+    on whichever thread, brings up to date, each view under a lock of its own."""
+
+    def __init__(self) -> None:
+        self.views: dict[tuple[str, str], tuple[int, Any]] = {}  # (partition, name): (catalog version, view)
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def lock(self, key: tuple[str, str]) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(key, threading.Lock())
+
+
 class CatalogReads:
     """The catalog's typed reads over one store's state database (any thread that owns ``db``)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, kept: KeptViews | None = None) -> None:
         self.db = db
         self._derived: dict[tuple[str, str], tuple[int, dict[Any, Any]]] = {}
-        self._maintained: dict[tuple[str, str], tuple[int, Any]] = {}
+        self.kept = kept if kept is not None else KeptViews()  # ``maintained``'s views
         # Whether ``mentions`` holds every frontmatter's ids (None: not asked yet).  An old store's are filled
         # once, at its open (``Catalog.fill_mentions``), and never unfilled after: asked once per catalog.
         self._mentions_filled: bool | None = None
@@ -320,18 +336,21 @@ class CatalogReads:
 
         ``ids`` are the records whose catalog rows changed (or went) since the view was last brought up to
         date; ``update`` returns the view to keep (the same one, changed, or a new one).  A view whose update
-        fails is dropped, so the next call builds it afresh.
+        fails is dropped, so the next call builds it afresh.  The views are ``kept``, which the lane's catalog
+        shares with the snapshots read beside the lane: a read of an older snapshot than the view's gets the
+        view as it is.
         """
-        version = self.version(partition)[0]  # read first: a change made after it is stamped with it or later
-        kept = self._maintained.pop((partition, name), None)
-        if kept is None:
-            view = build()
-        elif kept[0] == version:
-            view = kept[1]
-        else:
-            view = update(kept[1], self.changed_since(partition, kept[0]))
-        self._maintained[(partition, name)] = (version, view)
-        return view
+        key = (partition, name)
+        with self.kept.lock(key):
+            version = self.version(partition)[0]  # read first: a change made after it is stamped with it or later
+            kept = self.kept.views.pop(key, None)
+            if kept is None:
+                kept = (version, build())
+            elif kept[0] < version:
+                kept = (version, update(kept[1], self.changed_since(partition, kept[0])))
+            # else: as of this catalog, or of a later one (a snapshot read while another read brought it on)
+            self.kept.views[key] = kept
+            return kept[1]
 
     def changed_since(self, partition: str, version: int) -> list[str]:
         """Ids of the records whose catalog rows changed or went since catalog version ``version`` was read."""

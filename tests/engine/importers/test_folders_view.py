@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from engine.importers import folders_view
+from engine.importers.markdown import load_markdown, resolve_note
 from engine.memory.recall import set_recall
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
@@ -95,3 +98,98 @@ def test_a_link_names_the_note_the_import_resolved_it_to_by_path_or_file_name(en
     assert named("Home.md", "nowhere") is None and named("Home.md", "The alpha plan") is None  # a title: not here
     assert call(served, "operator/noteLink", {"agent": "main", "from": "pg_nothing", "name": "plan-alpha"})[
         "result"] == {"id": None}
+
+
+def _write(root: Path, notes: dict[str, str]) -> None:
+    for path, text in notes.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text + "\n", encoding="utf-8")
+
+
+RULES_VAULT = {
+    "Home.md": "---\ntitle: Índice\n---\n[[plan-alpha]], [[Beta/plan-alpha]], [[Alpha/plan-alpha#Risks]], "
+               "[[plan-alpha#^step-2|the second step]], [[Charlotte]], [[Lotte]], [[PLAN-ALPHA.md]], [[nowhere]], "
+               "[[Beta/sub/deep]]",
+    "Alpha/plan-alpha.md": "---\ntitle: The alpha plan\n---\nA plan. [[Charlotte#Early years]]",
+    "Beta/plan-alpha.md": "---\ntitle: Beta's copy\n---\nSee [[plan-alpha]] and [[sub/deep]].",
+    "Beta/sub/deep.md": "Deep, back to [[Home]].",
+    "People/Charlotte.md": "---\naliases: [Lotte]\n---\nDana's sister.",
+}
+
+
+def test_following_a_link_answers_as_the_import_resolved_every_link_of_the_vault(
+        engine: Engine, served, tmp_path: Path) -> None:
+    """Every link of a vault, its target as the window sends it (the heading or block after ``#`` and the label
+    after ``|`` cut off): by path from the root or the note's folder, by file name (the nearest; a name two
+    notes share), in any case and with ``.md``; the note the import linked, but for an alias, which the window
+    finds by title or search instead."""
+    root = tmp_path / "vault"
+    _write(root, RULES_VAULT)
+    job = start(served, {"format": "markdown", "path": str(root)})
+    pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+    (folder,) = load_markdown(str(root), lambda places: None)
+
+    def named(in_note: str, name: str) -> str | None:
+        return call(served, "operator/noteLink", {"agent": "main", "from": pages[in_note], "name": name})[
+            "result"]["id"]
+
+    without_aliases = replace(folder, by_alias={})
+    answers, by_alias = 0, []
+    for note in folder.notes:
+        for link in note.links:
+            resolved = resolve_note(without_aliases, note, link.target)
+            assert named(note.path, link.target) == (pages[resolved.path] if resolved else None), link.text
+            answers += 1
+            if resolved is None and resolve_note(folder, note, link.target) is not None:
+                by_alias.append(link.text)
+    assert answers == 13 and by_alias == ["[[Lotte]]"]
+    assert named("Home.md", "plan-alpha") == pages["Alpha/plan-alpha.md"]  # by file name: the shallowest
+    assert named("Beta/plan-alpha.md", "plan-alpha") == pages["Beta/plan-alpha.md"]  # the nearest: its own folder
+    assert named("Beta/plan-alpha.md", "sub/deep") == pages["Beta/sub/deep.md"]  # from the note's folder
+    assert named("Home.md", "Alpha/plan-alpha") == pages["Alpha/plan-alpha.md"]  # [[Alpha/plan-alpha#Risks]]
+    assert named("Home.md", "Lotte") is None and named("Home.md", "Charlotte") == pages["People/Charlotte.md"]
+
+
+def test_the_notes_a_link_is_followed_among_are_read_whole_once_then_as_they_change(
+        engine: Engine, served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Following a link reads the partition's imported notes whole once; afterwards only the records changed
+    since are read, and a note imported since is found as it would be had it been there from the start."""
+    root = tmp_path / "vault"
+    _write(root, {"Home.md": "[[plan-alpha]]", "Alpha/plan-alpha.md": "A plan."})
+    job = start(served, {"format": "markdown", "path": str(root)})
+    pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+    reads: list[object] = []
+    real = folders_view.notes_of
+    monkeypatch.setattr(folders_view, "notes_of", lambda view, partition, record_ids=None: reads.append(
+        record_ids) or real(view, partition, record_ids))
+
+    def named(name: str) -> str | None:
+        return call(served, "operator/noteLink", {"agent": "main", "from": pages["Home.md"], "name": name})[
+            "result"]["id"]
+
+    assert named("plan-alpha") == pages["Alpha/plan-alpha.md"] and named("Home") == pages["Home.md"]
+    assert reads == [None]  # read whole once, then kept
+    _write(root, {"plan-alpha.md": "The plan beside Home."})
+    again = engine.jobs.wait(start(served, {"format": "markdown", "path": str(root)})["id"], WAIT_S)["result"]
+
+    assert named("plan-alpha") == again["pages"]["plan-alpha.md"] != pages["Alpha/plan-alpha.md"]  # the nearest now
+    assert reads[0] is None and len(reads) == 2 and reads[1] is not None  # only what the import changed
+    assert again["pages"]["plan-alpha.md"] in reads[1]
+
+
+def test_a_path_two_pages_cite_is_the_newest_pages_and_a_key_two_paths_share_the_oldest_pages() -> None:
+    """As the catalog lists pages, newest first (then by id), and a link was resolved among them: a path two
+    pages cite (two folders of one name imported) is the newest page's; where two paths differ only in case,
+    the path whose newest page comes last holds the key; a page forgotten hands both back."""
+    notes = folders_view.VaultNotes()
+    notes.add("Plan.md", "pg_b", "2026-12-01T10:00:00Z")
+    notes.add("Plan.md", "pg_c", "2026-12-02T10:00:00Z")
+    notes.add("Plan.md", "pg_a", "2026-12-02T10:00:00Z")
+    assert notes.newest("Plan.md") == "pg_a"  # the newest, then the lowest id
+    notes.add("PLAN.md", "pg_d", "2026-12-01T09:00:00Z")
+    assert notes["plan"] == "PLAN.md" and notes.named("plan") == ["PLAN.md"]
+    notes.remove("PLAN.md", "pg_d")
+    assert notes["plan"] == "Plan.md" and notes.named("plan") == ["Plan.md"]
+    for page in ("pg_a", "pg_b", "pg_c"):
+        notes.remove("Plan.md", page)
+    assert "plan" not in notes and notes.named("plan") == [] and len(notes) == 0

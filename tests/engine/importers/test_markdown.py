@@ -10,7 +10,7 @@ import pytest
 
 from engine.bench.import_markdown import write_vault
 from engine.core.errors import InvalidParams
-from engine.importers import common
+from engine.importers import common, markdown
 from engine.importers.common import Progress, Writer, import_instance, owner_caller
 from engine.importers.markdown import LINKS_PER_WRITE, load_markdown, retained_name
 from engine.importers.summaries import import_summary
@@ -504,6 +504,48 @@ def test_links_are_written_many_a_publication_and_reported_note_by_note(
     assert len(calls) < 120 // 3
     linking = [step.done for step in seen if step.phase == "linking"]
     assert linking == list(range(121))  # every note reported once, in order, after the links before it
+
+
+def test_a_hub_notes_links_are_written_in_parts_and_the_count_moves_with_them(
+        engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A note linking more notes than a write of links holds (an index, a map of content) is written in parts of
+    its own, each one publication: one item of many publications, written one after another behind every other
+    item's, held the count of notes linked at the notes before it while the rest were written.  Each note is
+    counted once, in order, and only once the relationships of its links are written; meanwhile each part of
+    the hub's links written says how many of them are made."""
+    monkeypatch.setattr(markdown, "LINKS_PER_WRITE", 4)
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "A start.md").write_text("See [[Topic 1]] and [[Topic 2]].\n", encoding="utf-8")
+    (vault / "Index.md").write_text("".join(f"- [[Topic {n}]]\n" for n in range(1, 11)), encoding="utf-8")
+    for n in range(1, 11):
+        (vault / f"Topic {n}.md").write_text(f"Topic {n}, back to [[Index]].\n", encoding="utf-8")
+    events: list[tuple[str, object]] = []
+    real = engine.remember
+
+    def remember(caller, params):
+        receipt = real(caller, params)
+        events.append(("written", [item["from"] for item in params["items"]]))
+        return receipt
+
+    monkeypatch.setattr(engine, "remember", remember)
+
+    result = run_import(engine, "markdown", vault, progress=lambda step: events.append(("progress", step)))
+
+    pages = result["pages"]
+    writes = [froms for kind, froms in events if kind == "written"]
+    assert result["relationships"] == 2 + 10 + 10 == sum(len(froms) for froms in writes)
+    assert all(len(froms) <= 4 for froms in writes)  # the index's ten links: three writes, never one of ten
+    assert sorted(froms.count(pages["Index.md"]) for froms in writes if pages["Index.md"] in froms) == [2, 4, 4]
+    steps = [step for kind, step in events if kind == "progress"]
+    assert [(step.phase, step.done, step.total) for step in steps] == \
+        [("writing", n, 12) for n in range(1, 13)] + [("linking", 0, 12), ("linking", 1, 12)] + \
+        [("linking", 1, 12)] * 2 + [("linking", n, 12) for n in range(2, 13)]
+    assert [step.item for step in steps[14:16]] == ["Index.md, 4 of 10 links", "Index.md, 8 of 10 links"]
+    for number, (kind, step) in enumerate(events):  # a note is counted linked after every write of its links
+        if kind == "progress" and step.phase == "linking" and step.item in pages:
+            later = [froms for kind, froms in events[number + 1:] if kind == "written"]
+            assert not any(pages[step.item] in froms for froms in later), step.item
 
 
 def test_a_cancel_amid_a_batch_of_links_counts_the_notes_it_wrote(engine: Engine, tmp_path: Path) -> None:

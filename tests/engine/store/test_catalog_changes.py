@@ -163,3 +163,31 @@ def test_a_sync_that_fails_half_way_leaves_no_mark_and_the_next_logs_every_recor
     assert len(ids) == 9
     assert runtime.call(lambda: catalog.changed_since("private", version)) == sorted(ids)
     assert runtime.call(lambda: db.all("SELECT * FROM catalog_changes_deferred")) == []
+
+
+def test_a_kept_view_is_shared_by_the_reads_that_share_its_views(db: Database) -> None:
+    """The lane's catalog and the snapshots read beside it share their kept views: a view one read built, the
+    next brings up to date with the records changed since; a read of an older catalog than the view's gets it
+    as it is, never taken back."""
+    lane = CatalogReads(db)
+    snapshot = CatalogReads(db, lane.kept)
+    calls = []
+
+    def build():
+        calls.append("build")
+        return []
+
+    def update(view, changed):
+        calls.append(changed)
+        return view + changed
+
+    assert lane.maintained("private", "test", build, update) == [] and calls == ["build"]
+    _insert(db, "pages/a.md", "pg_a")
+    _bump(db)
+    assert snapshot.maintained("private", "test", build, update) == ["pg_a"] and calls == ["build", ["pg_a"]]
+    assert lane.maintained("private", "test", build, update) == ["pg_a"] and len(calls) == 2  # up to date
+    assert CatalogReads(db).maintained("private", "test", build, update) == [] and calls[-1] == "build"  # its own
+
+    lane.kept.views[("private", "test")] = (99, ["as of a later catalog"])
+    assert snapshot.maintained("private", "test", build, update) == ["as of a later catalog"] and len(calls) == 3
+    assert lane.kept.views[("private", "test")][0] == 99
