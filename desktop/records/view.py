@@ -348,6 +348,8 @@ class RecordsView(QWidget):
         self.agent = agent
         self._back.clear()
         self._shown = None
+        self._browsing, self._before_tag = None, None  # a type or tag browsed is the last agent's
+        self.tag_bar.hide()
         self._mark_shown()
         self.page.clear()
         self._describe_empty()

@@ -425,6 +425,10 @@ def test_a_tag_clicked_on_a_page_lists_the_notes_holding_it_and_back_returns(
     view.tag_back.click()
     assert view.modes.currentIndex() == folders and not view.tag_bar.isVisible()
     assert view.browse_model.rowCount() == 0  # Browse lists what it listed before: nothing chosen
+    with qtbot.waitSignal(view.browse_model.sig_page_loaded, timeout=10_000):
+        view.page.details.sig_link_activated.emit(QUrl(chinese[0]))
+    view.set_agent(None)  # another agent's store: the tag was this one's
+    assert not view.tag_bar.isVisible() and view.browse_model.rowCount() == 0
 
 
 def test_a_store_without_imports_has_no_folders(qtbot, tasks, gui_thread_guard) -> None:
