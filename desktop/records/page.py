@@ -41,7 +41,7 @@ from .conversations import shown_body
 from .history import HistoryPanel
 from .markdown import (HEADING_SCHEME, WIKILINK_SCHEME, BodyParse, Known, heading_anchor, known_records,
                        names_an_id, wikilink_target)
-from .render import change_request_message, claims_html, details_html, header_html, links_html
+from .render import TAG_SCHEME, change_request_message, claims_html, details_html, header_html, links_html, tag_of
 
 BODY_SHARE = 0.72  # of the Note tab the body takes (the details the rest)
 SIDE_BY_SIDE_PX = 720  # narrower than this, the details go below the body
@@ -148,6 +148,9 @@ class RecordPage(QWidget):
 
     sig_connections_requested = Signal(object)
     """The owner asked for the graph of this record's connections (the record)."""
+
+    sig_tag_requested = Signal(str)
+    """The owner clicked one of the record's tags: the notes holding it are wanted (the tag, without ``#``)."""
 
     def __init__(self, tasks: EngineTasks, parent: QWidget | None = None, *, now: Clock | None = None) -> None:
         super().__init__(parent)
@@ -523,6 +526,8 @@ class RecordPage(QWidget):
             name = wikilink_target(target)
             if name:
                 self.follow_wikilink(name, url.fragment())
+        elif scheme == TAG_SCHEME and tag_of(target):
+            self.sig_tag_requested.emit(tag_of(target))
         elif scheme == SOURCE_SCHEME and target and self.agent:
             self.open_source(target, cited_lines(url.fragment()))
         elif scheme == LINK_SCHEME:  # a cited record, perhaps of another agent's store: the window decides

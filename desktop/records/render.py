@@ -2,8 +2,8 @@
 (Links and Linked from).
 
 Pure functions from engine answers (and, for times, ``now``) to HTML strings; every stored value is
-escaped (stored text is data, never markup).  Links use two schemes the
-record page handles itself: ``record:<id>`` and ``source:<id>``.  Times are
+escaped (stored text is data, never markup).  Links use three schemes the
+record page handles itself: ``record:<id>``, ``source:<id>`` and ``tag:<tag>`` (the notes holding it).  Times are
 said in ``now``'s zone, relative where that helps, the exact time in a
 tooltip (``desktop/common/times.py``).
 """
@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote, unquote
 
 from engine.vault.record_view import view_of
 
@@ -29,6 +30,7 @@ _SHOWN_ELSEWHERE = {"format", "id", "title", "revision", "kind", "type", "fields
 ASSERTION_ORIGINS = {"user": "the owner", "source": "a source", "agent_inference": "the agent's own inference"}
 
 
+TAG_SCHEME = "tag"  # tag:<the tag, percent-encoded>: a tag of the record shown, a click lists the notes holding it
 WEB_ADDRESS = re.compile(r"https?://[^\s<>\"]+")  # a field's value that is a web address: a link to it
 ACRONYMS = {"url": "URL", "uri": "URI", "id": "ID", "doi": "DOI", "isbn": "ISBN", "pdf": "PDF"}
 
@@ -40,6 +42,18 @@ def record_link(record: dict[str, Any] | None, fallback: str = "") -> str:
     status = record.get("status")
     note = f' <span class="muted">({esc(status)})</span>' if status and status != "current" else ""
     return f'<a href="{RECORD_SCHEME}:{esc(record["id"])}">{esc(title)}</a>{note}'
+
+
+def tag_link(tag: str) -> str:
+    """A tag as a link that lists the notes holding it (``tag_of`` reads it back)."""
+    return (f'<a class="tag" href="{TAG_SCHEME}:{esc(quote(tag, safe=""))}" title="List the notes tagged '
+            f'#{esc(tag)}">#{esc(tag)}</a>')
+
+
+def tag_of(path: str) -> str | None:
+    """The tag a ``tag:`` link names (None when it names none)."""
+    tag = unquote(path).strip()
+    return tag or None
 
 
 def when_html(value: Any, now: datetime) -> str:
@@ -116,7 +130,7 @@ def details_html(record: dict[str, Any], links: dict[str, Any] | None, now: date
     if kind:
         rows.append(("Type", kind))
     if view.tags:
-        rows.append(("Tags", " ".join(f'<span class="tag">#{esc(tag)}</span>' for tag in view.tags)))
+        rows.append(("Tags", " ".join(tag_link(tag) for tag in view.tags)))
     if view.aliases:
         rows.append(("Aliases", ", ".join(esc(alias) for alias in view.aliases)))
     if view.recorded_at:

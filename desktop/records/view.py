@@ -33,6 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.words import counted
+
 from ..common.models import ROW_ROLE, Column, PagedModel, Row, RowsModel
 from ..common.times import brief_ago, exact_time, local_now, window_clock
 from ..common.widgets import named, plain_label, table
@@ -121,7 +123,9 @@ class RecordsView(QWidget):
         self._types: list[Row] = []  # every (kind, type) count, links included: the Browse list filters them
         self._back: list[str] = []
         self._shown: str | None = None  # the id of the record on the page (while it loads too)
-        self._browsing: dict[str, Any] | None = None  # the filters of the type being browsed
+        self._browsing: dict[str, Any] | None = None  # the filters of the type (or tag) being browsed
+        # Where the owner was when they clicked a tag (the tab, and what Browse listed): Back returns there.
+        self._before_tag: tuple[int, dict[str, Any] | None] | None = None
 
         # Relative times ("3 minutes ago") move on while the window is open: the page's are made again, the
         # lists' painted again, once a minute.
@@ -150,6 +154,19 @@ class RecordsView(QWidget):
                                  "Each kind and type of record with how many there are; choose one to list them")
         self.types_table.selectionModel().selectionChanged.connect(self._on_type_selected)
         self.browse_table = named(self._list(self.browse_model), "Records of the chosen type")
+        # Above the list while it shows the notes holding a tag (a tag clicked on a record page).
+        self.tag_label = plain_label()
+        self.tag_label.setWordWrap(True)
+        self.tag_back = QPushButton("B&ack")
+        self.tag_back.setToolTip("Back to the list shown before the tag was clicked")
+        self.tag_back.clicked.connect(self.leave_tag)
+        self.tag_bar = QWidget()
+        tag_row = QHBoxLayout(self.tag_bar)
+        tag_row.setContentsMargins(0, 0, 0, 0)
+        tag_row.addWidget(self.tag_label, 1)
+        tag_row.addWidget(self.tag_back)
+        self.tag_bar.hide()
+        self.browse_model.sig_page_loaded.connect(lambda _count: self._say_tag())
         self.query = named(QLineEdit(), "Search words or question")
         self.query.setPlaceholderText("Search words or ask a question")
         self.query.returnPressed.connect(self.search)
@@ -190,6 +207,7 @@ class RecordsView(QWidget):
         browse_lists.addWidget(self.browse_table)
         browse = QWidget()
         browse_layout = QVBoxLayout(browse)
+        browse_layout.addWidget(self.tag_bar)
         browse_layout.addWidget(browse_lists, 1)
         browse_layout.addWidget(self.show_links["browse"])
         search = QWidget()
@@ -230,6 +248,7 @@ class RecordsView(QWidget):
         self.page = RecordPage(tasks, self)
         self.page.sig_record_requested.connect(self.open_record)
         self.page.sig_connections_requested.connect(self.show_connections)
+        self.page.sig_tag_requested.connect(self.browse_tag)
         self.connections_window: ConnectionsWindow | None = None
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
@@ -287,7 +306,11 @@ class RecordsView(QWidget):
             self.recent_model.set_source(self._records_source(self._recent_filters()))
         elif name == "browse":
             self._show_types()
-            if self._browsing is not None and self._browsing["kind"] == LINK_KIND and not shown:
+            if self._browsing is not None and "tag" in self._browsing:  # the tag's notes, with links or without
+                self._browsing = {**{key: value for key, value in self._browsing.items() if key != "kinds"},
+                                  **self._kinds("browse")}
+                self.browse_model.set_source(self._records_source(self._browsing))
+            elif self._browsing is not None and self._browsing["kind"] == LINK_KIND and not shown:
                 self._browsing = None  # the type browsed is a relation, hidden now
                 self.browse_model.set_source(None)
         elif self.query.text().strip() and self.search_model.source_set:
@@ -325,6 +348,8 @@ class RecordsView(QWidget):
         self.agent = agent
         self._back.clear()
         self._shown = None
+        self._browsing, self._before_tag = None, None  # a type or tag browsed is the last agent's
+        self.tag_bar.hide()
         self._mark_shown()
         self.page.clear()
         self._describe_empty()
@@ -341,8 +366,12 @@ class RecordsView(QWidget):
             self.types_model.set_rows([])
             return
         self.recent_model.set_source(self._records_source(self._recent_filters()))
-        self._browsing = None
-        self.browse_model.set_source(None)
+        if self._browsing is not None and "tag" in self._browsing:  # a tag's notes: listed again where they are
+            self._browsing = {**self._browsing, "status": self._status()}
+            self.browse_model.set_source(self._records_source(self._browsing))
+        else:
+            self._browsing = None
+            self.browse_model.set_source(None)
         self.tasks.request("operator/types", {"agent": self.agent}, self._on_types, owner=self)
         self._load_folders()
         if self.query.text().strip():  # asked again where it is: the owner stays on the tab they chose
@@ -453,13 +482,56 @@ class RecordsView(QWidget):
             self.browse_type(chosen["kind"], chosen.get("type"))
 
     def browse_type(self, kind: str, record_type: str | None) -> None:
-        filters: dict[str, Any] = {"kind": kind, "order": "title",
-                                   "status": "all" if self.include_all.isChecked() else "current"}
+        filters: dict[str, Any] = {"kind": kind, "order": "title", "status": self._status()}
         if record_type:
             filters["type"] = record_type
         self.modes.setCurrentIndex(1)
         self._browsing = filters
+        self._before_tag = None
+        self.tag_bar.hide()
         self.browse_model.set_source(self._records_source(filters))
+
+    def _status(self) -> str:
+        return "all" if self.include_all.isChecked() else "current"
+
+    def browse_tag(self, tag: str) -> None:
+        """List the notes holding ``tag`` or a tag nested in it (``project`` lists ``#project/alpha`` too), by
+        title, in Browse; Back returns to the list shown before."""
+        if self.agent is None:
+            return
+        if self._before_tag is None:
+            self._before_tag = (self.modes.currentIndex(), self._browsing)
+        self._browsing = {"tag": tag, "order": "title", "status": self._status(), **self._kinds("browse")}
+        self.types_table.blockSignals(True)
+        self.types_table.selectionModel().blockSignals(True)
+        self.types_table.clearSelection()
+        self.types_table.selectionModel().blockSignals(False)
+        self.types_table.blockSignals(False)
+        self.tag_label.setText(f"Notes tagged #{tag}…")
+        self.tag_bar.show()
+        self.modes.setCurrentIndex(1)
+        self.browse_model.set_source(self._records_source(self._browsing))
+
+    def _say_tag(self) -> None:
+        """The tag bar says how many notes hold the tag listed."""
+        if self._browsing is None or "tag" not in self._browsing:
+            return
+        total = self.browse_model.total if self.browse_model.total is not None else self.browse_model.rowCount()
+        tag = self._browsing["tag"]
+        self.tag_label.setText(f"{counted(total, 'note')} tagged #{tag} or a tag inside it (#{tag}/…)"
+                               if total else f"No {'' if self.include_all.isChecked() else 'current '}note is "
+                               f"tagged #{tag}.")
+
+    def leave_tag(self) -> None:
+        """Back from a tag's notes: the tab and the list the owner was on when they clicked it."""
+        if self._before_tag is None:
+            return
+        tab, browsing = self._before_tag
+        self._before_tag = None
+        self.tag_bar.hide()
+        self._browsing = browsing
+        self.browse_model.set_source(self._records_source(browsing) if browsing is not None else None)
+        self.modes.setCurrentIndex(tab)
 
     def search(self) -> None:
         text = self.query.text().strip()

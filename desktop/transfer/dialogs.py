@@ -531,7 +531,7 @@ def import_summary_html(result: dict[str, Any]) -> str:
                       "kept at the end of the page; correct them in the file and import again to read them.",
                       result.get("unreadFields") or {}, link)
     parts += _by_note("Left out:", "these links name no note or file of the folder; they stay as text in the note.",
-                      {path: link_list(targets) for path, targets in (result.get("unresolved") or {}).items()}, link)
+                      {path: link_list(links) for path, links in (result.get("unresolved") or {}).items()}, link)
     left_out = result.get("leftOut") or []
     if left_out:  # symbolic links, and whatever else the format does not read: the lines above say which
         parts.append("<p><b>Not imported</b> (the lines above say why):</p><ul>"
@@ -565,12 +565,11 @@ def owner_agents(inventory: dict[str, Any]) -> list[str]:
     return [row["name"] for row in inventory.get("agents", []) if row.get("owner")]
 
 
-def link_list(targets: list[str]) -> str:
-    """A note's links that name nothing, each once in the order written, with how often it is written when
-    more than once: ``[[File.base]] (2×), [[Link]]``."""
-    counts = Counter(targets)
-    return ", ".join(f"[[{target}]]" + (f" ({counts[target]}×)" if counts[target] > 1 else "")
-                     for target in counts)
+def link_list(links: list[str]) -> str:
+    """A note's links that name nothing, each as the note writes it, once, in the order written, with how often
+    it is written when more than once: ``[[File.base]] (2×), [2.3 电平](2.3%20电平.md)``."""
+    counts = Counter(links)
+    return ", ".join(link + (f" ({counts[link]}×)" if counts[link] > 1 else "") for link in counts)
 
 
 def store_label(store: dict[str, Any]) -> str:

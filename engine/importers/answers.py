@@ -74,7 +74,7 @@ class MarkdownImport(ImportResult):
     attachments: int
     revised: int
     leftOut: NotRequired[list[str]]
-    unresolved: NotRequired[dict[str, list[str]]]  # a note's path: the targets of its links that name nothing
+    unresolved: NotRequired[dict[str, list[str]]]  # a note's path: its links that name nothing, as written
     unreadFrontmatter: NotRequired[dict[str, str]]  # a note's path: why its frontmatter was not read
     unreadFields: NotRequired[dict[str, str]]  # a note's path: which known fields of its frontmatter were not read, why
     keptEdits: NotRequired[list[KeptEdit]]  # notes whose page's edits were kept (not with ``replaceEdits``)

@@ -5,8 +5,11 @@ original retained under the vault folder's name and the note's path in it (``mar
 ``notes › Projects › Alpha › Plan.md``), so the folder is all of that name but its last part, written as a
 path (``notes/Projects/Alpha``).  The
 folder also became one of the page's tags at import, but a tag can be the note's own too, so the tags are
-not read for this.  Pages made another way, or whose first citation is no longer the original, are in no
-folder.
+not read for this, with one exception: an empty note (a chapter's heading, say) has no original to retain
+(an empty file can back no citation), and its page, which cites nothing and holds no tag but its folder's,
+is placed by that tag and its title in the vault that holds that folder (the vault imported, when the
+store holds one; else the one vault whose notes are in that folder).  Pages made another way, or whose
+first citation is no longer the original, are in no folder.
 
     operator/folders  agent, folder?, offset?, limit?   {folders: [{folder, notes}]} (every folder holding
                                                          notes, by path); with ``folder``, also a page of its
@@ -229,15 +232,54 @@ def folders_of(view: ReadView, partition: str) -> dict[str, list[RecordRow]]:
 
 def notes_of(view: ReadView, partition: str, record_ids: Sequence[str] | None = None) -> list[tuple[str, RecordRow]]:
     """The current pages a Markdown import made (of ``record_ids``, else all), newest first, each with the path
-    of the original it cites first, the vault folder's name first (``notes/Projects/Alpha/Plan.md``)."""
+    of the original it cites first, the vault folder's name first (``notes/Projects/Alpha/Plan.md``); an empty
+    note's page, which cites none, with the path its folder tag and title give it (``empty_notes_placed``)."""
+    found, empty = _imported_pages(view, partition, record_ids)
+    if empty and record_ids is not None:  # where an empty note goes depends on the folders of every vault's notes
+        return found + empty_notes_placed(_imported_pages(view, partition)[0], empty)
+    return found + empty_notes_placed(found, empty)
+
+
+def _imported_pages(view: ReadView, partition: str, record_ids: Sequence[str] | None = None
+                    ) -> tuple[list[tuple[str, RecordRow]], list[RecordRow]]:
+    """The current pages a Markdown import made (of ``record_ids``, else all), newest first: those citing their
+    original, with its path, and those of empty notes (nothing retained, nothing cited)."""
     sources = SourceReader(view, partition)
     instance = import_instance("markdown")
     found: list[tuple[str, RecordRow]] = []
+    empty: list[RecordRow] = []
     for row in view.catalog.current(partition, kind="page", record_ids=record_ids):
         source = first_source(row.view)
+        if source is None and not row.view.evidence and len(row.view.tags or ()) <= 1 \
+                and (row.view.attribution or {}).get("instance") == instance:
+            empty.append(row)
+            continue
         if sources.instance(source) != instance:  # the original's, not the page's: a later revision keeps it
             continue
         parts = (sources.filename(source) or "").split(RETAINED_SEPARATOR)
         if len(parts) > 1:
             found.append(("/".join(parts), row))
-    return found
+    return found, empty
+
+
+def empty_notes_placed(notes: list[tuple[str, RecordRow]], empty: list[RecordRow]) -> list[tuple[str, RecordRow]]:
+    """The pages of empty notes, each with its path in its vault: its folder (the one tag the import gave it;
+    none at the vault's top) and its title as the file's name, in the vault ``notes`` (the pages placed by
+    their originals) show that folder in; when the store holds one vault, in that one.  A page whose folder
+    is in several vaults, or in none with several imported, is left out: which vault holds it is not known."""
+    folders: dict[str, set[str]] = {}  # by vault: every folder its notes are in, and the folders above them
+    for path, _ in notes:
+        vault, _, inside = path.partition("/")
+        known = folders.setdefault(vault, {""})
+        folder = inside.rpartition("/")[0]
+        while folder:
+            known.add(folder)
+            folder = folder.rpartition("/")[0]
+    placed: list[tuple[str, RecordRow]] = []
+    for row in empty:
+        folder = (row.view.tags or ("",))[0]
+        vaults = list(folders) if len(folders) == 1 else [vault for vault, known in folders.items()
+                                                          if folder in known]
+        if len(vaults) == 1 and row.title:
+            placed.append(("/".join(part for part in (vaults[0], folder, f"{row.title}.md") if part), row))
+    return placed

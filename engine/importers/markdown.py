@@ -36,7 +36,7 @@ pages are written).  Links to a non-Markdown file of the folder
 (``![[diagram.png]]``, ``[[paper.pdf]]``, ``![alt](files/a.png)``) retain that
 file as evidence cited by the page.  Links naming nothing in the folder are
 left as text, counted, and listed by note (the result's ``unresolved``: each
-note's path and the targets its links name, as written).  Links in fenced code blocks are not links.
+note's path and those links, as written: ``[[Gone]]``, ``[2.3 电平](2.3%20电平.md)``).  Links in fenced code blocks are not links.
 
 Each note's original is retained under the folder's name and the note's
 path in it (``vault › Projects › Alpha › Tram clock.md``).  Importing the
@@ -126,7 +126,7 @@ class Resolved:
 
     notes: tuple[tuple[Link, Note], ...]  # each other note it links, with the first link naming it
     files: tuple[str, ...]  # the folder's other files it links or embeds, in order of first mention
-    unresolved: tuple[str, ...]  # the targets of its links naming nothing, as written
+    unresolved: tuple[str, ...]  # its links naming nothing, each as written (``[[Gone]]``, ``[a](b.md)``)
 
 
 @dataclass(frozen=True)
@@ -563,7 +563,7 @@ def _resolve_file(folder: Folder, note: Note, target: str) -> str | None:
 
 def _resolve_links(folder: Folder, note: Note) -> Resolved:
     """A note's links resolved: the other notes they name (each once, with its first link), the files they
-    name, and the targets naming nothing."""
+    name, and the links naming nothing, as written."""
     notes: dict[str, tuple[Link, Note]] = {}
     files: dict[str, None] = {}
     unresolved: list[str] = []
@@ -575,7 +575,7 @@ def _resolve_links(folder: Folder, note: Note) -> Resolved:
             continue
         relative = _resolve_file(folder, note, link.target)
         if relative is None:
-            unresolved.append(link.target)
+            unresolved.append(link.text)  # as the owner wrote it: [[Gone]], [2.3 电平](2.3%20电平.md)
         else:
             files.setdefault(relative)
     return Resolved(tuple(notes.values()), tuple(files), tuple(unresolved))
@@ -724,15 +724,17 @@ def _links(original: Original) -> list[Link]:
         # A link shown as code (`[[Note]]`) is text: links are looked for with code blanked, which keeps every
         # other one in its place, and read from the line as written (a label may be code: [[Note|`label`]]).
         found = _INLINE_CODE.sub(lambda code: " " * len(code.group(0)), line) if "`" in line else line
+        on_line: list[tuple[int, Link]] = []  # by where each starts: the line's links in the order written
         for match in _WIKILINK.finditer(found):
             text, target = line[match.start():match.end()], line[match.start(2):match.end(2)].strip()
             if match.group(4) is not None and target.endswith("\\"):
                 target = target[:-1].rstrip()  # [[Note\|label]]: the pipe escaped for a table's row
             if target:
-                links.append(Link(number, text, target, bool(match.group(1))))
+                on_line.append((match.start(), Link(number, text, target, bool(match.group(1)))))
         for match in _MARKDOWN_LINK.finditer(found):
             text, target = line[match.start():match.end()], line[match.start(1):match.end(1)]
             if "://" not in target and not target.startswith(("#", "mailto:")):
                 target = target.partition("#")[0]  # a heading of the note (a "#" of a name is written %23)
-                links.append(Link(number, text, target, text.startswith("!")))
+                on_line.append((match.start(), Link(number, text, target, text.startswith("!"))))
+        links += [link for _, link in sorted(on_line, key=lambda placed: placed[0])]
     return links

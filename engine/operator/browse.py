@@ -26,6 +26,7 @@ from ..store.catalog_reads import RecordRow, RevisionRow, version_label
 from ..store.reads import evidence_locators
 from ..store.summaries import RecordSummary, record_summary
 from ..vault.record_view import RecordView
+from ..vault.records import TITLE_MAX_CHARS
 from ..memory.recall import APPROVED_BY, approved_block
 from .revisions import FieldChange, structured_diff
 
@@ -176,6 +177,7 @@ LIST_PARAMS = Params(
     Choice("kind", KINDS),
     KINDS_FILTER,
     Name("type", TYPE_MAX_CHARS),
+    Name("tag", TITLE_MAX_CHARS),
     Choice("status", STATUSES, default="current"),
     Choice("order", ORDERS, default="updated"),
     Integer("offset", 0, OFFSET_MAX, default=0),
@@ -189,6 +191,7 @@ class ListRequest(TypedDict):
     kind: str | None
     kinds: tuple[str, ...] | None
     type: str | None
+    tag: str | None
     status: str
     order: str
     offset: int
@@ -196,7 +199,7 @@ class ListRequest(TypedDict):
 
 
 def parse_list_request(params: dict[str, Any]) -> ListRequest:
-    """``{kind?, kinds?, type?, status?, order?, offset?, limit?}``, checked once at the edge."""
+    """``{kind?, kinds?, type?, tag?, status?, order?, offset?, limit?}``, checked once at the edge."""
     request = cast(ListRequest, LIST_PARAMS.read(params))
     refuse_kind_and_kinds(request["kind"], request["kinds"])
     return request
@@ -204,7 +207,8 @@ def parse_list_request(params: dict[str, Any]) -> ListRequest:
 
 
 def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any]) -> RecordPage:
-    """A page of the caller's records, newest first (``order: updated``) or by title.
+    """A page of the caller's records, newest first (``order: updated``) or by title; ``tag``: those tagged so
+    or with a tag nested in it (``catalog.listing``).
 
     ``{records: [...], total, offset, nextOffset?}``; ``total`` counts every
     record the filters match, so a list can size itself without loading them.
@@ -215,7 +219,7 @@ def list_records(engine: "BrowseEngine", caller: "Caller", params: dict[str, Any
         kinds = request["kinds"] or ((request["kind"],) if request["kind"] else None)
         total, rows = runtime.catalog.listing(
             authority.partition, current_only=request["status"] == "current", kinds=kinds, type=request["type"],
-            order=request["order"], offset=request["offset"], limit=request["limit"])
+            tag=request["tag"], order=request["order"], offset=request["offset"], limit=request["limit"])
         result: RecordPage = {"records": [listed_record(row) for row in rows], "total": total,
                                   "offset": request["offset"]}
         if request["offset"] + len(rows) < total:

@@ -29,7 +29,7 @@ inventory, so a window refreshes from what the engine now holds.
     operator/agentConfig     agent, client?, instance?, sessionKey?  a client configuration (client_config.py)
     operator/doctor          -                                                   -
     operator/reindex         -                                                   the derived search indexes
-    operator/records         agent, kind?, kinds?, type?, status?, order?, offset?, limit?
+    operator/records         agent, kind?, kinds?, type?, tag?, status?, order?, offset?, limit?
     operator/types           agent
     operator/search          agent, query, limit?, minScore?, kind?, kinds?, type?, cursor?, mode?
     operator/record          agent, id, revision?

@@ -243,6 +243,9 @@ _LABEL_COLUMNS = ", ".join([
     _frontmatter_at("claim", "subject", "text"), _frontmatter_at("relationship", "from", "text"),
     _frontmatter_at("relationship", "to", "text"), _frontmatter_at("page", "aliases", "array"),
     _frontmatter_at("claim", "valid_from", "text"), _frontmatter_at("claim", "valid_to", "text")])
+# A record tagged :tag or with a tag nested in it (``:tag/...``); ASCII letters match in either case.
+TAGGED = ("EXISTS (SELECT 1 FROM json_each(c.frontmatter, '$.tags') AS tag WHERE tag.type = 'text' AND "
+          "(tag.value = :tag COLLATE NOCASE OR substr(tag.value, 1, length(:tag) + 1) = (:tag || '/') COLLATE NOCASE))")
 _NEWEST = "ORDER BY c.updated_at DESC, c.record_id"
 # The same order for a few named rows: "+" keeps SQLite from walking the whole partition in the order of
 # catalog_updated to skip sorting them, so the rows are found by their path or id and sorted after.
@@ -478,9 +481,12 @@ class CatalogReads:
         return record_row(rows[0]) if rows else None
 
     def listing(self, partition: str, *, current_only: bool, kinds: Sequence[str] | None, type: str | None,
-                order: Literal["updated", "title"], offset: int, limit: int) -> tuple[int, list[RecordRow]]:
+                order: Literal["updated", "title"], offset: int, limit: int, tag: str | None = None
+                ) -> tuple[int, list[RecordRow]]:
         """(how many records the filters match, one page of them), newest first or by title; ``kinds``: only
-        records of those kinds (None: every kind)."""
+        records of those kinds (None: every kind); ``tag``: only records tagged so or with a tag nested in it
+        (``project`` lists ``#project`` and ``#project/alpha``, as Obsidian's tag search does), whatever its
+        ASCII letters' case (the spelling given always matches)."""
         where = ["c.partition = :partition", _LISTED]
         if current_only:
             where.append(CURRENT)
@@ -488,9 +494,11 @@ class CatalogReads:
             where.append(f"c.kind IN ({', '.join(f':kind{n}' for n in range(len(kinds)))})")
         if type is not None:
             where.append("c.type = :type")
+        if tag is not None:
+            where.append(TAGGED)
         clause = " AND ".join(where)
         ordering = _NEWEST if order == "updated" else "ORDER BY c.title COLLATE NOCASE, c.record_id"
-        values = {"partition": partition, "type": type, "limit": limit, "offset": offset,
+        values = {"partition": partition, "type": type, "tag": tag, "limit": limit, "offset": offset,
                   **{f"kind{n}": kind for n, kind in enumerate(kinds or ())}}
         total = self.db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {clause}", values)["n"]
         rows = self.db.tuples(f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {clause} {ordering} "

@@ -5,6 +5,7 @@ and lists the unresolved links by note, and its links to what was made, opened i
 from __future__ import annotations
 
 import threading
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from desktop.transfer.dialogs import ImportDialog, can_cancel, job_progress_text
 
 WAIT_MS = 20_000
 LINKING_FIRST = "Linking: 1/3 notes linked: Plain.md"  # the notes go in path order
-UNRESOLVED = {"Tram clock.md": ["Nowhere"], "Projects/Kayak rack.md": ["Missing note"]}
+UNRESOLVED = {"Tram clock.md": ["[[Nowhere]]"], "Projects/Kayak rack.md": ["[[Missing note|here]]"]}
 
 
 @pytest.fixture
@@ -150,7 +151,7 @@ def test_the_summary_scrolls_lists_unresolved_links_by_note_and_opens_what_was_m
     text = dialog.summary.toPlainText()
     assert text.startswith("Imported markdown into main's store: 3 sources, 3 pages, 2 relationships")
     assert "2 links name no note or file of the folder; they stay as text." in text
-    assert "Tram clock.md: [[Nowhere]]" in text and "Projects/Kayak rack.md: [[Missing note]]" in text
+    assert "Tram clock.md: [[Nowhere]]" in text and "Projects/Kayak rack.md: [[Missing note|here]]" in text
     assert "Plain.md" not in text  # a note whose links all resolve is not listed
     assert dialog.summary.verticalScrollBarPolicy() != Qt.ScrollBarPolicy.ScrollBarAlwaysOff
 
@@ -261,8 +262,20 @@ def test_a_link_written_twice_in_a_note_is_listed_once_with_how_often() -> None:
 
     html = import_summary_html({"agent": "main", "format": "markdown", "folder": "/v/en", "dryRun": False,
                                 "imported": {"pages": 1}, "pages": {"Bases/Create a base.md": "pg_x"},
-                                "unresolved": {"Bases/Create a base.md": ["File.base", "Link", "File.base"]}})
+                                "unresolved": {"Bases/Create a base.md": ["[[File.base]]", "[[Link]]", "[[File.base]]"]}})
     assert "[[File.base]] (2×), [[Link]]</li>" in html
+
+
+def test_a_markdown_link_left_as_text_is_listed_as_the_note_writes_it() -> None:
+    """The summary listed ``[2.3.1 电平与边沿](2.3.1%20电平与边沿.md)`` as ``[[2.3.1%20电平与边沿.md]]``: in wiki
+    brackets the note does not use, and with the address's ``%20`` where the owner reads the label."""
+    from desktop.transfer.dialogs import import_summary_html
+
+    written = "[2.3.1 电平与边沿](2.3.1%20电平与边沿.md)"
+    html = import_summary_html({"agent": "main", "format": "markdown", "folder": "/v/IT", "dryRun": False,
+                                "imported": {"pages": 1}, "pages": {"01 Arduino/2.4 中断.md": "pg_x"},
+                                "unresolved": {"01 Arduino/2.4 中断.md": [written, "![](../photo/gone.png)"]}})
+    assert f"2.4 中断.md</a>: {escape(written)}, ![](../photo/gone.png)</li>" in html and "[[" not in html
 
 
 def test_a_large_vaults_counts_read_with_thousands_apart_as_its_progress_does() -> None:

@@ -139,7 +139,8 @@ def test_the_header_and_details_say_what_the_record_is_in_words() -> None:
     assert "<b>invalid</b>" in invalid and "revision" not in invalid
 
     details = details_html(RECORD, None, NOW)
-    assert '<span class="tag">#ops</span> <span class="tag">#oncall</span>' in details
+    assert ('<a class="tag" href="tag:ops" title="List the notes tagged #ops">#ops</a> '
+            '<a class="tag" href="tag:oncall" title="List the notes tagged #oncall">#oncall</a>') in details
     assert "<td>Playbook</td>" in details and "yesterday 14:02</span>" in details
     assert ">Written by</td><td>main (laptop)</td>" in details
     assert ">Next review</td><td>2027-01-01</td>" in details and ">Owner team</td><td>SRE</td>" in details

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QFormLayout, QLabel
 from desktop.records.page import SourceDialog
 from desktop.records.view import RecordsView
 from tests.desktop.conftest import wait_for_signal
+from tests.engine.importers.helpers import run_import
 
 
 def make_view(qtbot, tasks, settings: QSettings | None = None) -> RecordsView:
@@ -384,6 +385,50 @@ def test_a_list_reloaded_leaves_the_owner_on_the_tab_they_chose(qtbot, tasks, im
             assert [row["title"] for row in view.folder_model.rows()] == ["Plan", "Risks"]  # reloaded in place
             assert [item.text(0) for item in view.folders_tree.selectedItems()] == ["Alpha"]
             assert [row["title"] for row in view.search_model.rows()] == found
+
+
+def test_a_tag_clicked_on_a_page_lists_the_notes_holding_it_and_back_returns(
+        qtbot, tasks, served_engine, gui_thread_guard, tmp_path) -> None:
+    """Tags were drawn as links but did nothing (the tenth owner's pass): a click lists the notes tagged so
+    or with a tag nested in it, as Obsidian's tag search does, and Back returns to the list the owner was on."""
+    gui_thread_guard.active = False
+    root = tmp_path / "IT"
+    for path, text in {"Home.md": "Start here. #project", "Alpha/Plan.md": "The plan. #project/alpha #中断",
+                       "Ideas/Other.md": "Not this one. #projects", "Journal/Day.md": "No tag."}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text + "\n", encoding="utf-8")
+    pages = run_import(served_engine, "markdown", root)["pages"]
+    gui_thread_guard.active = True
+    view = make_view(qtbot, tasks)
+    folders = next(n for n in range(view.modes.count()) if view.modes.tabText(n) == "Fol&ders")
+    view.modes.setCurrentIndex(folders)
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(pages["Home.md"]))
+
+    hrefs = re.findall(r'href="(tag:[^"]+)"', view.page.details.toHtml())
+    assert len(hrefs) == 1
+    with qtbot.waitSignal(view.browse_model.sig_page_loaded, timeout=10_000):
+        view.page.details.sig_link_activated.emit(QUrl(hrefs[0]))  # as a click on the tag does
+    assert [row["title"] for row in view.browse_model.rows()] == ["Home", "Plan"]
+    assert view.modes.currentIndex() == 1 and view.tag_bar.isVisible()
+    assert view.tag_label.text() == "2 notes tagged #project or a tag inside it (#project/…)"
+    assert not view.types_table.selectionModel().hasSelection()
+
+    wait_for_signal(qtbot, view.page.sig_content_loaded, lambda: view.open_record(pages["Alpha/Plan.md"]))
+    chinese = [href for href in re.findall(r'href="(tag:[^"]+)"', view.page.details.toHtml()) if "%E4" in href]
+    with qtbot.waitSignal(view.browse_model.sig_page_loaded, timeout=10_000):
+        view.page.details.sig_link_activated.emit(QUrl(chinese[0]))
+    assert [row["title"] for row in view.browse_model.rows()] == ["Plan"]
+    with qtbot.waitSignal(view.browse_model.sig_page_loaded, timeout=10_000):
+        view.live_refresh()  # an agent wrote: the tag's notes are listed again, where they are
+    assert view.tag_label.text().startswith("1 note tagged #中断") and view.modes.currentIndex() == 1
+
+    view.tag_back.click()
+    assert view.modes.currentIndex() == folders and not view.tag_bar.isVisible()
+    assert view.browse_model.rowCount() == 0  # Browse lists what it listed before: nothing chosen
+    with qtbot.waitSignal(view.browse_model.sig_page_loaded, timeout=10_000):
+        view.page.details.sig_link_activated.emit(QUrl(chinese[0]))
+    view.set_agent(None)  # another agent's store: the tag was this one's
+    assert not view.tag_bar.isVisible() and view.browse_model.rowCount() == 0
 
 
 def test_a_store_without_imports_has_no_folders(qtbot, tasks, gui_thread_guard) -> None:

@@ -190,6 +190,41 @@ def test_a_path_two_pages_cite_is_the_newest_pages_and_a_key_two_paths_share_the
     assert notes["plan"] == "PLAN.md" and notes.named("plan") == ["PLAN.md"]
     notes.remove("PLAN.md", "pg_d")
     assert notes["plan"] == "Plan.md" and notes.named("plan") == ["Plan.md"]
-    for page in ("pg_a", "pg_b", "pg_c"):
-        notes.remove("Plan.md", page)
+    for record_id in ("pg_a", "pg_b", "pg_c"):
+        notes.remove("Plan.md", record_id)
     assert "plan" not in notes and notes.named("plan") == [] and len(notes) == 0
+
+
+def test_an_empty_note_is_in_its_folder_though_nothing_of_it_is_retained(engine: Engine, served,
+                                                                          tmp_path: Path) -> None:
+    """An empty file (a chapter's heading) retains no original, and Folders read a note's folder from its
+    original: 94 empty notes of a real vault were in no folder.  Each is in its folder now, a folder that holds
+    only empty notes included, and a link to one names it.  With a second vault imported, an empty note is
+    placed by the vault whose notes are in its folder: one in a folder both vaults have, or that no vault's
+    notes are in, is in none (which vault holds it is not known; the page says nothing of it)."""
+    def imported(root: Path, files: dict[str, str]) -> dict[str, str]:
+        for path, text in files.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text, encoding="utf-8")
+        job = start(served, {"format": "markdown", "path": str(root)})
+        return engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+
+    pages = imported(tmp_path / "IT", {"Home.md": "See [[2.3 Chapter]].\n", "Cover.md": "",
+                                       "01 Arduino/6.3 中断.md": "中断。\n", "01 Arduino/2.3 Chapter.md": "",
+                                       "02 x86/Drafts/Blank.md": ""})
+
+    def folder(name: str) -> list[str]:
+        answer = call(served, "operator/folders", {"agent": "main", "folder": name})["result"]
+        return [record["title"] for record in answer["records"]]
+
+    listed = call(served, "operator/folders", {"agent": "main"})["result"]["folders"]
+    assert listed == [{"folder": "IT", "notes": 2}, {"folder": "IT/01 Arduino", "notes": 2},
+                      {"folder": "IT/02 x86/Drafts", "notes": 1}]
+    assert folder("IT") == ["Cover", "Home"] and folder("IT/01 Arduino") == ["2.3 Chapter", "6.3 中断"]
+    assert call(served, "operator/noteLink", {"agent": "main", "from": pages["Home.md"], "name": "2.3 Chapter"})[
+        "result"]["id"] == pages["01 Arduino/2.3 Chapter.md"]
+
+    imported(tmp_path / "Other", {"01 Arduino/Wiring.md": "Wires.\n", "01 Arduino/Gap.md": "", "Top.md": ""})
+    assert folder("Other/01 Arduino") == ["Wiring"] and folder("Other") == []
+    assert folder("IT/01 Arduino") == ["6.3 中断"] and folder("IT") == ["Home"]  # in both vaults: in neither
+    assert folder("IT/02 x86/Drafts") == []  # no vault's notes are there

@@ -628,7 +628,22 @@ def test_a_markdown_link_up_a_folder_to_a_heading_or_with_parentheses_names_its_
     result = run_import(engine, "markdown", root)
 
     assert result["attachments"] == 1 and result["relationships"] == 2
-    assert result["unresolved"] == {"01 Arduino/3.2 模拟信号.md": ["../../outside.md"]}
+    assert result["unresolved"] == {"01 Arduino/3.2 模拟信号.md": ["[外面](../../outside.md)"]}  # as written
+
+
+def test_links_left_as_text_are_listed_as_the_note_writes_them(engine: Engine, tmp_path: Path) -> None:
+    """The result listed a Markdown link naming nothing by its address (``2.3.1%20电平与边沿.md``), which the
+    window then showed in wiki brackets: each is listed as written, a wiki link with its label too."""
+    root = tmp_path / "IT"
+    root.mkdir()
+    (root / "2.4 中断.md").write_text("见 [2.3.1 电平与边沿](2.3.1%20电平与边沿.md#边沿) 和 [[Gone|别处]]。\n"
+                                      "![](photo/none.png) [[Gone|别处]]\n", encoding="utf-8")
+
+    result = run_import(engine, "markdown", root)
+
+    assert result["unresolved"] == {"2.4 中断.md": ["[2.3.1 电平与边沿](2.3.1%20电平与边沿.md#边沿)", "[[Gone|别处]]",
+                                                   "![](photo/none.png)", "[[Gone|别处]]"]}
+    assert result["notes"][0] == "4 links name no note or file of the folder; they stay as text."
 
 
 def test_a_link_shown_as_code_is_text_and_a_pipe_escaped_for_a_table_still_links(engine: Engine, tmp_path: Path,

@@ -19,7 +19,7 @@ from engine.wire.protocol import Dispatcher, Session
 from engine.wire.server import EngineServer
 from engine.service import Engine
 from engine.state.statedir import StateDir
-from tests.helpers import only_store, vault_snapshot
+from tests.helpers import only_store, page, vault_snapshot
 
 
 def message(method: str, params: dict | None = None, request_id: int | None = 1) -> bytes:
@@ -363,6 +363,27 @@ def test_records_are_paged_and_filtered(dispatcher, operator_session, demo) -> N
     everything = ok(dispatcher, operator_session, "operator/records", {"agent": "main", "status": "all"})
     assert "superseded" in {record["status"] for record in everything["records"]}
     assert reason(call(dispatcher, operator_session, "operator/records", {"agent": "main", "limit": 0})) \
+        == "invalid_params"
+
+
+def test_records_tagged_so_are_listed_with_the_tags_nested_in_it(dispatcher, operator_session, engine,
+                                                                   owner) -> None:
+    """A click on a tag lists the notes holding it, as Obsidian's tag search does: ``project`` lists
+    ``#project`` and ``#project/alpha`` (in either case of ASCII letters), never ``#projects``."""
+    for number, (title, tags) in enumerate([("Plan", ["project"]), ("Alpha", ["Project/alpha", "中断"]),
+                                             ("Other", ["projects", "ideas/project"]), ("Untagged", [])]):
+        engine.save_page(owner, page(f"tagged-{number}", title, type_="note", tags=tags))
+
+    def titles(params: dict) -> list[str]:
+        answer = ok(dispatcher, operator_session, "operator/records", {"agent": "main", "order": "title", **params})
+        assert answer["total"] == len(answer["records"])
+        return [record["title"] for record in answer["records"]]
+
+    assert titles({"tag": "project"}) == ["Alpha", "Plan"]
+    assert titles({"tag": "project/alpha"}) == ["Alpha"]
+    assert titles({"tag": "中断", "kinds": ["page", "claim"]}) == ["Alpha"]
+    assert titles({"tag": "ideas"}) == ["Other"] and titles({"tag": "proj"}) == []
+    assert reason(call(dispatcher, operator_session, "operator/records", {"agent": "main", "tag": ""})) \
         == "invalid_params"
 
 
