@@ -57,7 +57,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Collection, Mapping, TypeVar
 from urllib.parse import unquote
 
 import yaml
