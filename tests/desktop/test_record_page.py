@@ -21,7 +21,7 @@ from desktop.records.view import RecordsView
 from tests.desktop.conftest import records_view_on_main, wait_for_signal
 from tests.desktop.test_live import agent_call
 from tests.desktop.test_markdown import long_note
-from tests.engine.importers.helpers import run_import
+from tests.engine.importers.helpers import run_import, write_vault
 
 ZONE = timezone(timedelta(hours=1))  # the owner's zone in these tests: never the machine's
 NOW = datetime(2026, 12, 4, 15, 0, tzinfo=ZONE)  # 14:00 UTC
@@ -516,12 +516,10 @@ def test_a_wiki_link_naming_a_file_opens_the_note_the_import_resolved_it_to(
     link record or another note (33 of 40 links of a real vault's index), where it opens the note linked."""
     gui_thread_guard.active = False
     root = tmp_path / "vault"
-    for path, text in {"Home.md": "---\ntitle: Índice\n---\nStart with [[plan-alpha]].",
+    write_vault(root, {"Home.md": "---\ntitle: Índice\n---\nStart with [[plan-alpha]].",
                        "Alpha/plan-alpha.md": "---\ntitle: The first draft\n---\nWhat we will do.",
                        "Notes/plans.md": "---\ntitle: Plan alpha, plan alpha and plan alpha again\n---\n"
-                                         "Plan alpha: plan, alpha, plan alpha."}.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text + "\n", encoding="utf-8")
+                                         "Plan alpha: plan, alpha, plan alpha."})
     pages = run_import(served_engine, "markdown", root)["pages"]
     gui_thread_guard.active = True
     view = records_view_on_main(qtbot, tasks, 1280, 800)
@@ -541,12 +539,10 @@ def test_a_markdown_link_to_a_note_of_the_vault_opens_it_and_its_picture_is_name
     both as markup, and the import left the links up a folder as text."""
     gui_thread_guard.active = False
     root = tmp_path / "IT"
-    for path, text in {"02 x86/2.4 中断.md": "# 中断过程\n\n中断请求。",
+    write_vault(root, {"02 x86/2.4 中断.md": "# 中断过程\n\n中断请求。",
                        "02 x86/4.4 中断.md": "# 实模式中断\n\n[2.4 中断](2.4%20中断.md)",
                        "01 Arduino/6.3 中断.md": "见 [中断过程](../02%20x86/2.4%20中断.md#中断过程)。\n\n"
-                                                 "![](../photo/Pasted%20image%201.png)"}.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text + "\n", encoding="utf-8")
+                                                 "![](../photo/Pasted%20image%201.png)"})
     (root / "photo").mkdir()
     (root / "photo" / "Pasted image 1.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     pages = run_import(served_engine, "markdown", root)["pages"]

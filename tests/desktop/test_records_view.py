@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication, QFormLayout, QLabel
 from desktop.records.page import SourceDialog
 from desktop.records.view import RecordsView
 from tests.desktop.conftest import wait_for_signal
-from tests.engine.importers.helpers import run_import
+from tests.engine.importers.helpers import run_import, write_vault
 
 
 def make_view(qtbot, tasks, settings: QSettings | None = None) -> RecordsView:
@@ -393,10 +393,8 @@ def test_a_tag_clicked_on_a_page_lists_the_notes_holding_it_and_back_returns(
     or with a tag nested in it, as Obsidian's tag search does, and Back returns to the list the owner was on."""
     gui_thread_guard.active = False
     root = tmp_path / "IT"
-    for path, text in {"Home.md": "Start here. #project", "Alpha/Plan.md": "The plan. #project/alpha #中断",
-                       "Ideas/Other.md": "Not this one. #projects", "Journal/Day.md": "No tag."}.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text + "\n", encoding="utf-8")
+    write_vault(root, {"Home.md": "Start here. #project", "Alpha/Plan.md": "The plan. #project/alpha #中断",
+                       "Ideas/Other.md": "Not this one. #projects", "Journal/Day.md": "No tag."})
     pages = run_import(served_engine, "markdown", root)["pages"]
     gui_thread_guard.active = True
     view = make_view(qtbot, tasks)

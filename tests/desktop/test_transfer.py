@@ -20,6 +20,7 @@ from engine.access.authority import OperatorCaller
 from engine.service import Engine
 from tests.desktop.conftest import wait_for_signal
 from tests.engine.importers.test_chatgpt import export, not_imported_alone
+from tests.engine.importers.helpers import write_vault
 from tests.engine.store.test_secrets import SECRET
 from tests.helpers import private_dir
 
@@ -210,9 +211,7 @@ def test_a_note_whose_tags_are_not_names_is_imported_and_the_summary_lists_it(
     """Tags written as a mapping refused the whole import; the note is imported without them, and the summary
     names it, why, and its page, as it does a note whose frontmatter is not YAML."""
     gui_thread_guard.active = False
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "Bruno.md").write_text("---\ntags: {chess: 1}\n---\nBruno plays chess.\n", encoding="utf-8")
+    notes = write_vault(tmp_path / "notes", {"Bruno.md": "---\ntags: {chess: 1}\n---\nBruno plays chess."})
     gui_thread_guard.active = True
 
     dialog, job = folder_imported(qtbot, tasks, notes)
@@ -230,9 +229,7 @@ def test_a_note_whose_page_was_edited_since_is_kept_and_named_unless_edits_are_r
     """Importing a vault again wrote a changed note's text over the owner's edit of its page (ninth owner's
     pass); the edit is kept and the summary names the note, why, and its page, until the owner replaces edits."""
     gui_thread_guard.active = False
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "Inbox.md").write_text("Call the tram museum.\n", encoding="utf-8")
+    notes = write_vault(tmp_path / "notes", {"Inbox.md": "Call the tram museum."})
     gui_thread_guard.active = True
     dialog, job = folder_imported(qtbot, tasks, notes)
     page_id = job["result"]["pages"]["Inbox.md"]

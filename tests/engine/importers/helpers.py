@@ -15,6 +15,14 @@ from engine.state.statedir import StateDir
 from tests.helpers import only_store, vault_snapshot
 
 
+def write_vault(root: Path, notes: dict[str, str]) -> Path:
+    """A folder of notes at ``root``: each path (folders made as needed) holding its text and a final newline."""
+    for path, text in notes.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text + "\n", encoding="utf-8")
+    return root
+
+
 def run_import(engine: Engine, format_name: str, path: Path, *, dry_run: bool = False,
                progress: Callable[[Progress], None] | None = None, replace_edits: bool = False) -> dict[str, Any]:
     load, run, _, _ = IMPORTERS[format_name]

@@ -12,6 +12,7 @@ from engine.importers.markdown import load_markdown, resolve_note
 from engine.memory.recall import set_recall
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
+from tests.engine.importers.helpers import write_vault
 from tests.engine.importers.test_import_beside_engine import WAIT_S, call, operator_session, start
 from tests.helpers import page
 
@@ -79,11 +80,9 @@ def test_a_link_names_the_note_the_import_resolved_it_to_by_path_or_file_name(en
     """A vault whose notes have titles of their own links them by file name (``[[learnings-index]]``); a
     link is resolved as the import resolved it: by path, then by file name, the nearest first."""
     root = tmp_path / "vault"
-    for path, text in {"Home.md": "---\ntitle: Índice\n---\n[[plan-alpha]], [[Beta/plan-alpha]], [[nowhere]]",
+    write_vault(root, {"Home.md": "---\ntitle: Índice\n---\n[[plan-alpha]], [[Beta/plan-alpha]], [[nowhere]]",
                        "Alpha/plan-alpha.md": "---\ntitle: The alpha plan\n---\nA plan.",
-                       "Beta/plan-alpha.md": "---\ntitle: Beta's copy\n---\nSee [[plan-alpha]]."}.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text + "\n", encoding="utf-8")
+                       "Beta/plan-alpha.md": "---\ntitle: Beta's copy\n---\nSee [[plan-alpha]]."})
     job = start(served, {"format": "markdown", "path": str(root)})
     pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
 
