@@ -493,7 +493,12 @@ def _byte_of_line(original: Original, line: int) -> int:
 
 def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     """The note a link names: by path (from the folder's root or the note's own folder), by file name
-    (the nearest when several share it), then by alias."""
+    (the nearest when several share it), then by alias.  In a Logseq graph a link names a page's title or
+    alias first (``[[Agents.md]]`` is the page titled so, kept as ``Agents.md.md``, not the page ``Agents``)."""
+    if note.named_by_title:
+        titled = folder.by_alias.get(unquote(target).strip().lower())
+        if titled:
+            return min(titled, key=lambda n: n.path)
     found = _by_path_or_file_name(target, note.path, folder.by_path, lambda name: folder.by_name.get(name, []),
                                   lambda named: named.path)
     if found is not None:

@@ -32,6 +32,9 @@ def write_graph(root: Path, config: str = '{:journal/page-title-format "yyyy-MM-
     (root / "journals" / "2026_03_25.md").write_text(
         "- TODO call [[Lotte]] about [[Alpha]]\n- DONE read [[The Odd One]]\n", encoding="utf-8")
     (root / "pages" / "Day.md").write_text("- met on [[2026-03-25 Wed]]\n", encoding="utf-8")
+    (root / "pages" / "Agents.md").write_text("- agents\n", encoding="utf-8")
+    (root / "pages" / "Agents.md.md").write_text("- the file agents read\n", encoding="utf-8")
+    (root / "pages" / "Rules.md").write_text("- see [[Agents.md]]\n", encoding="utf-8")
     return root
 
 
@@ -61,7 +64,10 @@ def test_a_graphs_pages_are_named_by_their_titles_properties_and_namespaces(engi
     assert result.get("unresolved") is None, result.get("unresolved")
     # alpha -> Lotte, alpha -> How To (its tags:: property), Lotte -> alpha (lower case), Odd -> Claude/Code, the
     # journal -> Lotte, alpha (by alias) and Odd (by title::), Day -> the journal (by its title)
-    assert result["relationships"] == 8
+    # Rules -> Agents.md: the page titled so (kept as Agents.md.md), not the page Agents
+    assert result["relationships"] == 9
+    (folder,) = load_markdown(str(graph), lambda *_: None)
+    assert [target.path for _, target in folder.resolved["pages/Rules.md"].notes] == ["pages/Agents.md.md"]
 
 
 def test_a_graph_imported_from_its_pages_folder_is_still_read_as_logseq(graph: Path) -> None:
