@@ -204,3 +204,14 @@ def test_a_body_that_cannot_be_cut_is_one_part() -> None:
         made = BodyParse(text)
         made.parse_next()
         assert made.done and made.render(dark=False) == body_html(text, dark=False)
+
+
+def test_logseq_properties_stand_on_lines_of_their_own_and_its_bookkeeping_is_left_out() -> None:
+    html = body_html("alias:: [[AI Rules]]\nsee-also:: [[Agents.md]]\n\n- # AI Rules\n\t- a block [[x]]\n"
+                     "\t  id:: 67dfe827-9f2e-4f4e-ba91-d7d2be4253f4\n\t  collapsed:: true\n\t- two\n\t  lines\n"
+                     "- not::a property\n")
+    assert ('<span class="muted">alias:</span> <a href="wikilink:AI%20Rules">AI Rules</a><br />\n'
+            '<span class="muted">see-also:</span> <a href="wikilink:Agents.md">Agents.md</a></p>') in html
+    assert '<li>a block <a href="wikilink:x">x</a></li>' in html  # its id:: and collapsed:: are not shown
+    assert "67dfe827" not in html and "collapsed" not in html
+    assert "<li>two\nlines</li>" in html and "<li>not::a property</li>" in html  # other lines as Markdown has them
