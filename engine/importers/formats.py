@@ -41,7 +41,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("claude", claude.load_claude, claude.import_claude,
            "a Claude data export: its zip, its folder or its conversations.json", "conversations"),
     Format("markdown", markdown.load_markdown, markdown.import_markdown,
-           "a folder of Markdown notes (an Obsidian vault, a basic-memory project)", "notes", folder=True,
+           "a folder of Markdown notes (an Obsidian vault, a Logseq graph, a basic-memory project)", "notes", folder=True,
            keeps_edits=True),
     Format("mem0", mem0.load_mem0, mem0.import_mem0,
            "a mem0 or OpenMemory JSON export (or OpenMemory's export zip)", "memories"),
