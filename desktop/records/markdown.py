@@ -91,6 +91,9 @@ CALLOUT_KINDS = {
 # ``collapsed::`` are Logseq's own bookkeeping, which it never shows.
 PROPERTY_LINE = re.compile(r"[ \t]*([A-Za-z][\w-]{0,60})::(?:[ \t]|$)")
 HIDDEN_PROPERTIES = ("id", "collapsed")
+# A Logseq drawer (a task's clock), hidden as Logseq hides it.
+DRAWER_OPEN = re.compile(r"[ \t]*:(?:LOGBOOK|logbook|PROPERTIES|properties):[ \t]*")
+DRAWER_CLOSE = re.compile(r"[ \t]*:END:[ \t]*")
 BLOCK_ID = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]{1,80}[ \t]*$")
 MENTIONED_ID = re.compile(rf"\b(?:{PAGE_PREFIX}|{CLAIM_PREFIX}|{RELATIONSHIP_PREFIX})_[0-9A-HJKMNP-TV-Z]{{26}}\b")
 
@@ -219,11 +222,12 @@ def _block_ids_rule(state: StateCore) -> None:
 
 def _properties_rule(state: StateCore) -> None:
     """Each Logseq ``key:: value`` line of a paragraph or list item on a line of its own (Markdown would run
-    them together as one line of text), its key muted; ``id::`` and ``collapsed::`` lines left out, as Logseq
-    leaves them out."""
+    them together as one line of text), its key muted; ``id::`` and ``collapsed::`` lines and ``:LOGBOOK:`` ...
+    ``:END:`` drawers (a task's clock) left out, as Logseq leaves them out."""
     breaks = ("softbreak", "hardbreak")
     for block in state.tokens:
-        if block.type != "inline" or not block.children or "::" not in block.content:
+        if block.type != "inline" or not block.children or ("::" not in block.content
+                                                             and ":END:" not in block.content):
             continue
         lines: list[list[Token]] = [[]]
         for token in block.children:
@@ -232,8 +236,13 @@ def _properties_rule(state: StateCore) -> None:
             else:
                 lines[-1].append(token)
         kept: list[tuple[bool, list[Token]]] = []  # each line shown, and whether it is a property's
+        in_drawer = False
         for line in lines:
             first = line[0] if line else None
+            whole = "".join(token.content for token in line)
+            if in_drawer or (len(line) == 1 and DRAWER_OPEN.fullmatch(whole)):
+                in_drawer = not DRAWER_CLOSE.fullmatch(whole)
+                continue
             match = PROPERTY_LINE.match(first.content) if first is not None and first.type == "text" else None
             if match is not None and match.group(1).lower() in HIDDEN_PROPERTIES:
                 continue

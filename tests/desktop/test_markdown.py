@@ -215,3 +215,11 @@ def test_logseq_properties_stand_on_lines_of_their_own_and_its_bookkeeping_is_le
     assert '<li>a block <a href="wikilink:x">x</a></li>' in html  # its id:: and collapsed:: are not shown
     assert "67dfe827" not in html and "collapsed" not in html
     assert "<li>two\nlines</li>" in html and "<li>not::a property</li>" in html  # other lines as Markdown has them
+
+
+def test_a_logseq_tasks_clock_drawer_is_left_out_as_logseq_leaves_it_out() -> None:
+    html = body_html("- DOING install [[mise]]\n  :LOGBOOK:\n  CLOCK: [2025-02-24 Mon 04:13:40]\n  :END:\n"
+                     "\t- DONE b\n\t  :LOGBOOK:\n\t  CLOCK: [2025-02-24 Mon 04:13:49]\n\t  :END:\n- :END: alone\n")
+    assert '<li>DOING install <a href="wikilink:mise">mise</a>' in html and "<li>DONE b</li>" in html
+    assert "LOGBOOK" not in html and "CLOCK" not in html
+    assert "<li>:END: alone</li>" in html  # no drawer opened: a line as written
