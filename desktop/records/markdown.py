@@ -94,6 +94,7 @@ HIDDEN_PROPERTIES = ("id", "collapsed")
 # A Logseq drawer (a task's clock), hidden as Logseq hides it.
 DRAWER_OPEN = re.compile(r"[ \t]*:(?:LOGBOOK|logbook|PROPERTIES|properties):[ \t]*")
 DRAWER_CLOSE = re.compile(r"[ \t]*:END:[ \t]*")
+OUTLINE_FIRST_LINE = re.compile(r"\s*[-*] ")  # a Logseq outline's bullet, indented under a heading
 BLOCK_ID = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]{1,80}[ \t]*$")
 MENTIONED_ID = re.compile(rf"\b(?:{PAGE_PREFIX}|{CLAIM_PREFIX}|{RELATIONSHIP_PREFIX})_[0-9A-HJKMNP-TV-Z]{{26}}\b")
 
@@ -218,6 +219,26 @@ def _block_ids_rule(state: StateCore) -> None:
             elif kept and kept[-1].type in breaks:
                 kept.pop()  # the line was only the id: no break left before nothing
         block.children = kept
+
+
+def _outline_rule(state: StateCore) -> None:
+    """An outline indented right under a heading (Logseq writes a page's first block ``# Title`` and its children a tab
+    in: ``\t- See [[x]]``) as the nested list it is, not as code: CommonMark reads lines indented under a heading
+    as an indented code block, which showed every such page's outline as one grey block of markup.  Code
+    indented after a blank line stays code, as Obsidian shows it."""
+    tokens: list[Token] = []
+    for at, token in enumerate(state.tokens):
+        heading = state.tokens[at - 3] if at >= 3 and state.tokens[at - 1].type == "heading_close" else None
+        if token.type == "code_block" and heading is not None and heading.map and token.map \
+                and heading.map[1] == token.map[0] and OUTLINE_FIRST_LINE.match(token.content):
+            nested: list[Token] = []
+            state.md.block.parse(token.content, state.md, state.env, nested)
+            for inner in nested:
+                inner.level += token.level
+            tokens += nested
+        else:
+            tokens.append(token)
+    state.tokens = tokens
 
 
 def _properties_rule(state: StateCore) -> None:
@@ -435,7 +456,8 @@ def _parser() -> MarkdownIt:
     parser.validateLink = _validate_link  # type: ignore[method-assign]
     parser.inline.ruler.before("link", "wikilink", _wikilink_rule)
     parser.inline.ruler.before("image", "embed", _embed_rule)
-    parser.core.ruler.after("block", "callouts", _callouts_rule)
+    parser.core.ruler.after("block", "outline", _outline_rule)
+    parser.core.ruler.after("outline", "callouts", _callouts_rule)
     parser.core.ruler.after("inline", "mentioned_ids", _mentioned_ids_rule)
     parser.core.ruler.after("mentioned_ids", "block_ids", _block_ids_rule)
     parser.core.ruler.after("block_ids", "properties", _properties_rule)

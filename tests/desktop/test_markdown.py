@@ -223,3 +223,13 @@ def test_a_logseq_tasks_clock_drawer_is_left_out_as_logseq_leaves_it_out() -> No
     assert '<li>DOING install <a href="wikilink:mise">mise</a>' in html and "<li>DONE b</li>" in html
     assert "LOGBOOK" not in html and "CLOCK" not in html
     assert "<li>:END: alone</li>" in html  # no drawer opened: a line as written
+
+
+def test_a_logseq_outline_indented_right_under_a_heading_reads_as_a_list_not_as_code() -> None:
+    html = body_html("# Repomix\n\t- ## [[My Notes]]\n\t  id:: 67c7f234-c55c-4b12-a260-d92aa3cfbb0c\n"
+                     "\t\t- Uses [[Tree-Sitter]]\n\t\t- potentially\n")
+    assert "<pre>" not in html and "<code>" not in html
+    assert '<li>Uses <a href="wikilink:Tree-Sitter">Tree-Sitter</a></li>' in html and "<li>potentially</li>" in html
+    # Indented after a blank line, or not a bullet, it is code as CommonMark (and Obsidian) reads it.
+    assert "<pre><code>- a yaml list\n</code></pre>" in body_html("# Code\n\n    - a yaml list\n")
+    assert "<pre><code>x = 1\n</code></pre>" in body_html("# Code\n    x = 1\n")
