@@ -7,7 +7,8 @@ the older way) is the page ``Project/Alpha``, which ``[[Project/Alpha]]`` names;
 (``May 27th, 2025`` by default), which is how links name it.  A page's properties are ``key:: value`` lines
 at the top of the file, before its first bullet: ``title::``, ``alias::`` and ``tags::`` (values separated
 by commas, each a name or a ``[[name]]``) are the page's title, aliases and tags.  ``#tag`` and
-``#[[multi word tag]]`` in the text are tags.
+``#[[multi word tag]]`` in the text are tags.  A block reference ``((uuid))`` (bare or in ``{{embed ((uuid))}}``)
+links the page holding the block (its ``id:: uuid`` line).
 
 These rules hold only for a graph (the folder imported, or a folder above it, holds ``logseq/config.edn``):
 an Obsidian vault's ``a___b.md`` stays the note ``a___b``.
@@ -29,6 +30,10 @@ _JOURNAL_FILE = re.compile(r"^(\d{4})_(\d{2})_(\d{2})$")
 _TITLE_FORMAT = re.compile(r":journal/page-title-format\s+\"([^\"\n]+)\"")
 _DATE_TOKEN = re.compile(r"yyyy|MMMM|MMM|MM|M|EEEE|EEE|E|do|dd|d")
 _NAME = re.compile(r"#?\[\[([^\[\]]+)\]\]|([^,\[]+)")  # one name of a property's value, in order
+# A block reference, ``((6745a1c2-...))``, and a block's id, ``id:: 6745a1c2-...`` on a line of its own under its bullet.
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+BLOCK_REFERENCE = re.compile(rf"\(\(({_UUID})\)\)")
+_BLOCK_ID = re.compile(rf"^\s*id:: ?({_UUID})\s*$", re.MULTILINE)
 # ``#[[multi word tag]]``: after white space or at a line's start, as a ``#tag`` is.
 INLINE_TAG = re.compile(r"(?:^|(?<=\s))#\[\[([^\[\]\n]+)\]\]")
 
@@ -117,3 +122,8 @@ def property_names(value: str) -> list[str]:
     ``AI Rules``, ``notes``, ``multi word`` (a comma inside ``[[...]]`` belongs to its name)."""
     names = [(bracketed or plain).strip().lstrip("#").strip() for bracketed, plain in _NAME.findall(value)]
     return [name for name in names if name]
+
+
+def block_ids(text: str) -> list[str]:
+    """The ids of a page's blocks (``id::`` lines), lower case: what ``((id))`` in another page refers to."""
+    return [found.lower() for found in _BLOCK_ID.findall(text)] if "id::" in text else []

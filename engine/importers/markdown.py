@@ -67,7 +67,8 @@ from .bulk import WIDTH
 from .common import Original, Scan, Writer, refuse_secrets, refused, report, revised_note, says_same
 from .edits import Edit
 from .folders import left_out_notes, read_regular_file, walk_input
-from .logseq import INLINE_TAG as LOGSEQ_TAG, Graph, graph_of, page_properties, page_title, property_names
+from .logseq import (BLOCK_REFERENCE, INLINE_TAG as LOGSEQ_TAG, Graph, block_ids, graph_of, page_properties,
+                     page_title, property_names)
 from .text import clean_text, one_line
 from ..core.errors import InvalidParams
 from ..core.words import counted, for_count
@@ -117,6 +118,7 @@ class Note:
     unread_frontmatter: str = ""  # why its frontmatter could not be read ("line 3 is not valid YAML: ..."), if so
     unread_fields: str = ""  # why some of its known fields could not be read ("frontmatter tags must be ..."), if so
     named_by_title: bool = False  # a Logseq page: links name it by its title too
+    blocks: tuple[str, ...] = ()  # a Logseq page's block ids (``id::``), lower case: ``((id))`` names the page
 
     @property
     def key(self) -> str:
@@ -141,6 +143,7 @@ class Folder:
     by_name: dict[str, list[Note]]  # lowercased file name without .md
     by_alias: dict[str, list[Note]]
     links: tuple[str, ...] = ()  # symbolic links in the folder, never followed
+    by_block: dict[str, Note] = field(default_factory=dict)  # a Logseq page by each of its block ids
     files_by_name: dict[str, list[str]] = field(default_factory=dict)  # lowercased file name: paths, sorted
     resolved: dict[str, Resolved] = field(default_factory=dict)  # each note's links, by the note's path
 
@@ -162,7 +165,8 @@ def folder_of(root: Path, notes: list[Note], files: dict[str, Path], links: tupl
     files_by_name: dict[str, list[str]] = {}
     for relative in sorted(files):
         files_by_name.setdefault(PurePosixPath(relative).name.lower(), []).append(relative)
-    folder = Folder(root, tuple(notes), files, by_path, by_name, by_alias, links, files_by_name)
+    by_block = {block: note for note in notes for block in note.blocks}
+    folder = Folder(root, tuple(notes), files, by_path, by_name, by_alias, links, by_block, files_by_name)
     folder.resolved.update((note.path, _resolve_links(folder, note)) for note in notes)
     return folder
 
@@ -496,6 +500,8 @@ def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     (the nearest when several share it), then by alias.  In a Logseq graph a link names a page's title or
     alias first (``[[Agents.md]]`` is the page titled so, kept as ``Agents.md.md``, not the page ``Agents``)."""
     if note.named_by_title:
+        if target.startswith("(("):  # a block reference: the page holding that block
+            return folder.by_block.get(target[2:-2].lower())
         titled = folder.by_alias.get(unquote(target).strip().lower())
         if titled:
             return min(titled, key=lambda n: n.path)
@@ -638,8 +644,9 @@ def parse_note(original: Original, page_types: set[str], graph: Graph | None = N
         raise refused(original.name, None, f"is longer than {BODY_MAX_CHARS} characters")
     return Note(original.name, original, page_type, title or "Untitled note",
                 tuple(dict.fromkeys(a for a in aliases if a)), tuple(dict.fromkeys(t for t in tags if t)),
-                body, tuple(_links(original)), unread.why if unread else "",
-                "; ".join(dict.fromkeys(not_read.values())), named_by_title=graph is not None)
+                body, tuple(_links(original, block_references=graph is not None)), unread.why if unread else "",
+                "; ".join(dict.fromkeys(not_read.values())), named_by_title=graph is not None,
+                blocks=tuple(block_ids(text)) if graph is not None else ())
 
 
 def _logseq_frontmatter(graph: Graph, path: str, body: str) -> dict[str, Any]:
@@ -746,14 +753,15 @@ def _fence(line: str) -> bool:
     return ("```" in line or "~~~" in line) and _FENCE.match(line) is not None
 
 
-def _links(original: Original) -> list[Link]:
-    """The note's links as the engine will read its lines (``str.splitlines`` of the UTF-8 text)."""
+def _links(original: Original, *, block_references: bool = False) -> list[Link]:
+    """The note's links as the engine will read its lines (``str.splitlines`` of the UTF-8 text); with
+    ``block_references`` (a Logseq graph's), ``((uuid))`` too, its target written ``((uuid))``."""
     links, fenced = [], False
     for number, line in enumerate(original.data.decode("utf-8").splitlines(), start=1):
         if _fence(line):
             fenced = not fenced
             continue
-        if fenced or "[" not in line:  # both kinds of link hold a "["
+        if fenced or ("[" not in line and not (block_references and "((" in line)):  # links hold a "[" or "(("
             continue
         # A link shown as code (`[[Note]]`) is text: links are looked for with code blanked, which keeps every
         # other one in its place, and read from the line as written (a label may be code: [[Note|`label`]]).
@@ -771,5 +779,8 @@ def _links(original: Original) -> list[Link]:
             if "://" not in target and not target.startswith(("#", "mailto:")):
                 target = target.partition("#")[0]  # a heading of the note (a "#" of a name is written %23)
                 on_line.append((match.start(), Link(number, text, target, text.startswith("!"))))
+        if block_references and "((" in found:
+            on_line += [(match.start(), Link(number, line[match.start():match.end()], match.group(0), False))
+                        for match in BLOCK_REFERENCE.finditer(found)]
         links += [link for _, link in sorted(on_line, key=lambda placed: placed[0])]
     return links

@@ -108,3 +108,25 @@ def test_property_values_and_journal_titles_are_read_as_logseq_writes_them() -> 
     assert format_day(datetime.date(2025, 5, 22), "EEEE, MMMM do, yyyy") == "Thursday, May 22nd, 2025"
     assert format_day(datetime.date(2025, 5, 11), "MMM do, yyyy") == "May 11th, 2025"
     assert format_day(datetime.date(2025, 1, 3), "yyyy/MM/dd") == "2025/01/03"
+
+
+def test_a_block_reference_links_the_page_holding_the_block(tmp_path: Path) -> None:
+    root = write_graph(tmp_path / "graph")
+    (root / "pages" / "Source.md").write_text(
+        "- the block quoted\n  id:: 67DFE827-9f2e-4f4e-ba91-d7d2be4253f4\n- another\n", encoding="utf-8")
+    (root / "pages" / "Quoting.md").write_text(
+        "- as said: ((67dfe827-9f2e-4f4e-ba91-d7d2be4253f4))\n"
+        "\t- {{embed ((67dfe827-9f2e-4f4e-ba91-d7d2be4253f4))}}\n"
+        "- gone: ((00000000-0000-0000-0000-000000000000))\n- `((67dfe827-9f2e-4f4e-ba91-d7d2be4253f4))` is code\n",
+        encoding="utf-8")
+
+    (folder,) = load_markdown(str(root), lambda *_: None)
+
+    resolved = folder.resolved["pages/Quoting.md"]
+    assert [(link.line, link.text, target.path) for link, target in resolved.notes] == [
+        (1, "((67dfe827-9f2e-4f4e-ba91-d7d2be4253f4))", "pages/Source.md")]  # one link per page it names
+    assert resolved.unresolved == ("((00000000-0000-0000-0000-000000000000))",)
+    # Outside a graph ((...)) is text, as before.
+    (root / "logseq" / "config.edn").unlink()
+    (plain,) = load_markdown(str(root), lambda *_: None)
+    assert plain.resolved["pages/Quoting.md"].notes == () and plain.resolved["pages/Quoting.md"].unresolved == ()
