@@ -87,6 +87,14 @@ CALLOUT_KINDS = {
     "example": ("Example", "#8250df", "#a371f7"),
     "quote": ("Quote", "#6e7781", "#8b949e"), "cite": ("Quote", "#6e7781", "#8b949e"),
 }
+# A Logseq property line, ``key:: value`` (a page's at its top, a block's under its bullet); ``id::`` and
+# ``collapsed::`` are Logseq's own bookkeeping, which it never shows.
+PROPERTY_LINE = re.compile(r"[ \t]*([A-Za-z][\w-]{0,60})::(?:[ \t]|$)")
+HIDDEN_PROPERTIES = ("id", "collapsed")
+# A Logseq drawer (a task's clock), hidden as Logseq hides it.
+DRAWER_OPEN = re.compile(r"[ \t]*:(?:LOGBOOK|logbook|PROPERTIES|properties):[ \t]*")
+DRAWER_CLOSE = re.compile(r"[ \t]*:END:[ \t]*")
+OUTLINE_FIRST_LINE = re.compile(r"\s*[-*] ")  # a Logseq outline's bullet, indented under a heading
 BLOCK_ID = re.compile(r"(?:^|[ \t])\^[A-Za-z0-9-]{1,80}[ \t]*$")
 MENTIONED_ID = re.compile(rf"\b(?:{PAGE_PREFIX}|{CLAIM_PREFIX}|{RELATIONSHIP_PREFIX})_[0-9A-HJKMNP-TV-Z]{{26}}\b")
 
@@ -211,6 +219,68 @@ def _block_ids_rule(state: StateCore) -> None:
             elif kept and kept[-1].type in breaks:
                 kept.pop()  # the line was only the id: no break left before nothing
         block.children = kept
+
+
+def _outline_rule(state: StateCore) -> None:
+    """An outline indented right under a heading (Logseq writes a page's first block ``# Title`` and its children a tab
+    in: ``\t- See [[x]]``) as the nested list it is, not as code: CommonMark reads lines indented under a heading
+    as an indented code block, which showed every such page's outline as one grey block of markup.  Code
+    indented after a blank line stays code, as Obsidian shows it."""
+    tokens: list[Token] = []
+    for at, token in enumerate(state.tokens):
+        heading = state.tokens[at - 3] if at >= 3 and state.tokens[at - 1].type == "heading_close" else None
+        if token.type == "code_block" and heading is not None and heading.map and token.map \
+                and heading.map[1] == token.map[0] and OUTLINE_FIRST_LINE.match(token.content):
+            nested: list[Token] = []
+            state.md.block.parse(token.content, state.md, state.env, nested)
+            for inner in nested:
+                inner.level += token.level
+            tokens += nested
+        else:
+            tokens.append(token)
+    state.tokens = tokens
+
+
+def _properties_rule(state: StateCore) -> None:
+    """Each Logseq ``key:: value`` line of a paragraph or list item on a line of its own (Markdown would run
+    them together as one line of text), its key muted; ``id::`` and ``collapsed::`` lines and ``:LOGBOOK:`` ...
+    ``:END:`` drawers (a task's clock) left out, as Logseq leaves them out."""
+    breaks = ("softbreak", "hardbreak")
+    for block in state.tokens:
+        if block.type != "inline" or not block.children or ("::" not in block.content
+                                                             and ":END:" not in block.content):
+            continue
+        lines: list[list[Token]] = [[]]
+        for token in block.children:
+            if token.type in breaks:
+                lines.append([])
+            else:
+                lines[-1].append(token)
+        kept: list[tuple[bool, list[Token]]] = []  # each line shown, and whether it is a property's
+        in_drawer = False
+        for line in lines:
+            first = line[0] if line else None
+            whole = "".join(token.content for token in line)
+            if in_drawer or (len(line) == 1 and DRAWER_OPEN.fullmatch(whole)):
+                in_drawer = not DRAWER_CLOSE.fullmatch(whole)
+                continue
+            match = PROPERTY_LINE.match(first.content) if first is not None and first.type == "text" else None
+            if match is not None and match.group(1).lower() in HIDDEN_PROPERTIES:
+                continue
+            if match is not None:
+                key = Token("html_inline", "", 0, level=first.level)
+                key.content = f'<span class="muted">{esc(match.group(1))}:</span> '
+                first.content = first.content[match.end():]
+                line = [key, *line]
+            kept.append((match is not None, line))
+        children: list[Token] = []
+        for at, (is_property, line) in enumerate(kept):
+            if at:  # a property's line stands on its own; other lines join as Markdown joins them
+                joined = is_property or kept[at - 1][0]
+                children.append(Token("hardbreak" if joined else "softbreak", "br" if joined else "", 0,
+                                      level=block.level))
+            children += line
+        block.children = children
 
 
 def _text(content: str, level: int) -> Token:
@@ -386,9 +456,11 @@ def _parser() -> MarkdownIt:
     parser.validateLink = _validate_link  # type: ignore[method-assign]
     parser.inline.ruler.before("link", "wikilink", _wikilink_rule)
     parser.inline.ruler.before("image", "embed", _embed_rule)
-    parser.core.ruler.after("block", "callouts", _callouts_rule)
+    parser.core.ruler.after("block", "outline", _outline_rule)
+    parser.core.ruler.after("outline", "callouts", _callouts_rule)
     parser.core.ruler.after("inline", "mentioned_ids", _mentioned_ids_rule)
     parser.core.ruler.after("mentioned_ids", "block_ids", _block_ids_rule)
+    parser.core.ruler.after("block_ids", "properties", _properties_rule)
     return parser
 
 

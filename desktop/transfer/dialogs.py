@@ -64,7 +64,7 @@ FORMATS: dict[str, tuple[str, str, bool, str]] = {
                 "ChatGPT export (*.zip *.json)"),
     "claude": ("Claude data export", "the export's zip, its unzipped folder, or conversations.json", False,
                "Claude export (*.zip *.json)"),
-    "markdown": ("Markdown notes (Obsidian, basic-memory)", "the folder of notes", True, ""),
+    "markdown": ("Markdown notes (Obsidian, Logseq, basic-memory)", "the folder of notes", True, ""),
     "mem0": ("mem0 / OpenMemory export", "the JSON export (or OpenMemory's zip)", False,
              "mem0 export (*.json *.zip)"),
     "memory-core": ("Agent memory (MEMORY.md and daily notes)", "the agent's workspace folder", True, ""),

@@ -12,7 +12,8 @@
     formats         the owner's import formats, and one way to run any of them (here or in the engine)
     chatgpt         a ChatGPT data export, one page per conversation (its active branch)
     claude          a Claude data export, the same way
-    markdown        a folder of Markdown notes (Obsidian, basic-memory), links as relationships
+    markdown        a folder of Markdown notes (Obsidian, Logseq, basic-memory), links as relationships
+    logseq          how a Logseq graph names its pages: namespaced file names, page properties, journal days
     mem0            a mem0 / OpenMemory export, each memory a claim
     memory_core     an OpenClaw workspace: MEMORY.md, USER.md, daily notes, imported memory, DREAMS.md
     memory_core_files   each workspace file read into its page and claims

@@ -67,6 +67,8 @@ from .bulk import WIDTH
 from .common import Original, Scan, Writer, refuse_secrets, refused, report, revised_note, says_same
 from .edits import Edit
 from .folders import left_out_notes, read_regular_file, walk_input
+from .logseq import (BLOCK_REFERENCE, INLINE_TAG as LOGSEQ_TAG, Graph, block_ids, graph_of, page_properties,
+                     page_title, property_names)
 from .text import clean_text, one_line
 from ..core.errors import InvalidParams
 from ..core.words import counted, for_count
@@ -100,6 +102,7 @@ class Link:
     text: str  # exactly as written, the quote
     target: str  # as written, without heading or label
     embed: bool
+    tag: bool = False  # written as a tag, #[[multi word]]: in a Logseq graph a tag naming no page is no loose link
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,8 @@ class Note:
     links: tuple[Link, ...]
     unread_frontmatter: str = ""  # why its frontmatter could not be read ("line 3 is not valid YAML: ..."), if so
     unread_fields: str = ""  # why some of its known fields could not be read ("frontmatter tags must be ..."), if so
+    named_by_title: bool = False  # a Logseq page: links name it by its title too
+    blocks: tuple[str, ...] = ()  # a Logseq page's block ids (``id::``), lower case: ``((id))`` names the page
 
     @property
     def key(self) -> str:
@@ -138,6 +143,7 @@ class Folder:
     by_name: dict[str, list[Note]]  # lowercased file name without .md
     by_alias: dict[str, list[Note]]
     links: tuple[str, ...] = ()  # symbolic links in the folder, never followed
+    by_block: dict[str, Note] = field(default_factory=dict)  # a Logseq page by each of its block ids
     files_by_name: dict[str, list[str]] = field(default_factory=dict)  # lowercased file name: paths, sorted
     resolved: dict[str, Resolved] = field(default_factory=dict)  # each note's links, by the note's path
 
@@ -153,12 +159,14 @@ def folder_of(root: Path, notes: list[Note], files: dict[str, Path], links: tupl
     for note in notes:
         by_path.setdefault(note_key(note.path), note)
         by_name.setdefault(PurePosixPath(note.path).name[:-3].lower(), []).append(note)
-        for alias in note.aliases:
-            by_alias.setdefault(alias.lower(), []).append(note)
+        for alias in dict.fromkeys(name.lower() for name in (
+                (note.title, *note.aliases) if note.named_by_title else note.aliases)):
+            by_alias.setdefault(alias, []).append(note)
     files_by_name: dict[str, list[str]] = {}
     for relative in sorted(files):
         files_by_name.setdefault(PurePosixPath(relative).name.lower(), []).append(relative)
-    folder = Folder(root, tuple(notes), files, by_path, by_name, by_alias, links, files_by_name)
+    by_block = {block: note for note in notes for block in note.blocks}
+    folder = Folder(root, tuple(notes), files, by_path, by_name, by_alias, links, by_block, files_by_name)
     folder.resolved.update((note.path, _resolve_links(folder, note)) for note in notes)
     return folder
 
@@ -169,11 +177,12 @@ def load_markdown(path: str, scan: Scan) -> tuple[Folder]:
     if not root.is_dir():
         raise InvalidParams(f"{path} is not a folder of Markdown notes", file=str(path))
     page_types = set(Ontology.shipped().page_types)
+    graph = graph_of(root)
     found = walk_input(root)
     notes, files = [], {}
     for relative in found.files:
         if relative.lower().endswith(".md"):
-            notes.append(parse_note(Original(relative, found.read(relative)), page_types))
+            notes.append(parse_note(Original(relative, found.read(relative)), page_types, graph))
         else:
             files[relative] = root / relative
     if not notes:
@@ -488,7 +497,14 @@ def _byte_of_line(original: Original, line: int) -> int:
 
 def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     """The note a link names: by path (from the folder's root or the note's own folder), by file name
-    (the nearest when several share it), then by alias."""
+    (the nearest when several share it), then by alias.  In a Logseq graph a link names a page's title or
+    alias first (``[[Agents.md]]`` is the page titled so, kept as ``Agents.md.md``, not the page ``Agents``)."""
+    if note.named_by_title:
+        if target.startswith("(("):  # a block reference: the page holding that block
+            return folder.by_block.get(target[2:-2].lower())
+        titled = folder.by_alias.get(unquote(target).strip().lower())
+        if titled:
+            return min(titled, key=lambda n: n.path)
     found = _by_path_or_file_name(target, note.path, folder.by_path, lambda name: folder.by_name.get(name, []),
                                   lambda named: named.path)
     if found is not None:
@@ -574,6 +590,8 @@ def _resolve_links(folder: Folder, note: Note) -> Resolved:
                 notes[target.path] = (link, target)
             continue
         relative = _resolve_file(folder, note, link.target)
+        if relative is None and link.tag and note.named_by_title:
+            continue  # a Logseq tag naming no page of the graph: a tag of the page, not a link left as text
         if relative is None:
             unresolved.append(link.text)  # as the owner wrote it: [[Gone]], [2.3 电平](2.3%20电平.md)
         else:
@@ -589,21 +607,24 @@ def _attachments(folder: Folder, note: Note) -> tuple[str, ...]:
 # --- reading one note ---------------------------------------------------------------------------------
 
 
-def parse_note(original: Original, page_types: set[str]) -> Note:
+def parse_note(original: Original, page_types: set[str], graph: Graph | None = None) -> Note:
+    """One note as a page; in a Logseq ``graph``, named and tagged as Logseq names it (engine/importers/logseq.py)."""
     text = original.text()
     frontmatter, body, unread = _split_frontmatter(text)
     not_read: dict[str, str] = {}  # the known keys whose values could not be read, and why: kept as written
+    if graph is not None and not frontmatter and unread is None:
+        frontmatter = _logseq_frontmatter(graph, original.name, body)
     title = frontmatter.get("title")
     if title is not None and not isinstance(title, (str, int, float)):
         not_read["title"] = "frontmatter title must be a string"
     title = one_line(str(title)) if isinstance(title, (str, int, float)) and str(title).strip() else \
-        one_line(PurePosixPath(original.name).stem)
+        one_line(PurePosixPath(original.name).stem if graph is None else page_title(graph, original.name)[0])
     aliases = _names(frontmatter, ("aliases", "alias"), not_read)
     tags = [tag.lstrip("#") for tag in _names(frontmatter, ("tags", "tag"), not_read, split=True)]
     folder = str(PurePosixPath(original.name).parent)
     if folder != ".":
         tags.append(one_line(folder))
-    tags = _with_inline_tags(tags, _inline_tags(body))
+    tags = _with_inline_tags(tags, _inline_tags(body, logseq=graph is not None))
     page_type = frontmatter.get("type")
     kept = {k: v for k, v in frontmatter.items() if k not in _KNOWN_KEYS or k in not_read}
     if isinstance(page_type, str) and page_type in page_types:
@@ -623,8 +644,23 @@ def parse_note(original: Original, page_types: set[str]) -> Note:
         raise refused(original.name, None, f"is longer than {BODY_MAX_CHARS} characters")
     return Note(original.name, original, page_type, title or "Untitled note",
                 tuple(dict.fromkeys(a for a in aliases if a)), tuple(dict.fromkeys(t for t in tags if t)),
-                body, tuple(_links(original)), unread.why if unread else "",
-                "; ".join(dict.fromkeys(not_read.values())))
+                body, tuple(_links(original, block_references=graph is not None)), unread.why if unread else "",
+                "; ".join(dict.fromkeys(not_read.values())), named_by_title=graph is not None,
+                blocks=tuple(block_ids(text)) if graph is not None else ())
+
+
+def _logseq_frontmatter(graph: Graph, path: str, body: str) -> dict[str, Any]:
+    """A Logseq page's title, aliases and tags as frontmatter would give them: its ``title::``, ``alias::`` and
+    ``tags::`` properties (the lines stay in the text, as Logseq shows them), a journal's day as an alias."""
+    properties = page_properties(body) if "::" in body else {}
+    title, day = page_title(graph, path)
+    aliases = property_names(properties.get("alias", "")) + ([day] if day and day != title else [])
+    read: dict[str, Any] = {"title": properties.get("title") or title}
+    if aliases:
+        read["aliases"] = aliases
+    if properties.get("tags"):
+        read["tags"] = property_names(properties["tags"])
+    return read
 
 
 @dataclass(frozen=True)
@@ -693,16 +729,21 @@ def _with_inline_tags(tags: list[str], inline: list[str]) -> list[str]:
     return kept
 
 
-def _inline_tags(body: str) -> list[str]:
-    """The ``#tags`` of a note's text, in order, outside fenced code and inline code."""
+def _inline_tags(body: str, *, logseq: bool = False) -> list[str]:
+    """The ``#tags`` of a note's text, in order, outside fenced code and inline code; in a Logseq graph
+    ``#[[multi word tag]]`` too."""
     tags, fenced = [], False
     for line in body.splitlines():
         if _fence(line):
             fenced = not fenced
             continue
         if not fenced and "#" in line:  # most lines hold no tag: no pattern is tried on them
-            tags += [one_line(match.group(1).strip("/"), TITLE_MAX_CHARS)
-                     for match in _INLINE_TAG.finditer(_INLINE_CODE.sub(" ", line) if "`" in line else line)]
+            plain = _INLINE_CODE.sub(" ", line) if "`" in line else line
+            found = [(match.start(), match.group(1).strip("/")) for match in _INLINE_TAG.finditer(plain)]
+            if logseq and "#[[" in plain:
+                found = sorted(found + [(match.start(), match.group(1).strip())
+                                        for match in LOGSEQ_TAG.finditer(plain)])
+            tags += [one_line(tag, TITLE_MAX_CHARS) for _, tag in found]
     return tags
 
 
@@ -712,14 +753,15 @@ def _fence(line: str) -> bool:
     return ("```" in line or "~~~" in line) and _FENCE.match(line) is not None
 
 
-def _links(original: Original) -> list[Link]:
-    """The note's links as the engine will read its lines (``str.splitlines`` of the UTF-8 text)."""
+def _links(original: Original, *, block_references: bool = False) -> list[Link]:
+    """The note's links as the engine will read its lines (``str.splitlines`` of the UTF-8 text); with
+    ``block_references`` (a Logseq graph's), ``((uuid))`` too, its target written ``((uuid))``."""
     links, fenced = [], False
     for number, line in enumerate(original.data.decode("utf-8").splitlines(), start=1):
         if _fence(line):
             fenced = not fenced
             continue
-        if fenced or "[" not in line:  # both kinds of link hold a "["
+        if fenced or ("[" not in line and not (block_references and "((" in line)):  # links hold a "[" or "(("
             continue
         # A link shown as code (`[[Note]]`) is text: links are looked for with code blanked, which keeps every
         # other one in its place, and read from the line as written (a label may be code: [[Note|`label`]]).
@@ -730,11 +772,15 @@ def _links(original: Original) -> list[Link]:
             if match.group(4) is not None and target.endswith("\\"):
                 target = target[:-1].rstrip()  # [[Note\|label]]: the pipe escaped for a table's row
             if target:
-                on_line.append((match.start(), Link(number, text, target, bool(match.group(1)))))
+                on_line.append((match.start(), Link(number, text, target, bool(match.group(1)),
+                                                    line[match.start() - 1:match.start()] == "#")))
         for match in _MARKDOWN_LINK.finditer(found):
             text, target = line[match.start():match.end()], line[match.start(1):match.end(1)]
             if "://" not in target and not target.startswith(("#", "mailto:")):
                 target = target.partition("#")[0]  # a heading of the note (a "#" of a name is written %23)
                 on_line.append((match.start(), Link(number, text, target, text.startswith("!"))))
+        if block_references and "((" in found:
+            on_line += [(match.start(), Link(number, line[match.start():match.end()], match.group(0), False))
+                        for match in BLOCK_REFERENCE.finditer(found)]
         links += [link for _, link in sorted(on_line, key=lambda placed: placed[0])]
     return links

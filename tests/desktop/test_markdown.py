@@ -204,3 +204,32 @@ def test_a_body_that_cannot_be_cut_is_one_part() -> None:
         made = BodyParse(text)
         made.parse_next()
         assert made.done and made.render(dark=False) == body_html(text, dark=False)
+
+
+def test_logseq_properties_stand_on_lines_of_their_own_and_its_bookkeeping_is_left_out() -> None:
+    html = body_html("alias:: [[AI Rules]]\nsee-also:: [[Agents.md]]\n\n- # AI Rules\n\t- a block [[x]]\n"
+                     "\t  id:: 67dfe827-9f2e-4f4e-ba91-d7d2be4253f4\n\t  collapsed:: true\n\t- two\n\t  lines\n"
+                     "- not::a property\n")
+    assert ('<span class="muted">alias:</span> <a href="wikilink:AI%20Rules">AI Rules</a><br />\n'
+            '<span class="muted">see-also:</span> <a href="wikilink:Agents.md">Agents.md</a></p>') in html
+    assert '<li>a block <a href="wikilink:x">x</a></li>' in html  # its id:: and collapsed:: are not shown
+    assert "67dfe827" not in html and "collapsed" not in html
+    assert "<li>two\nlines</li>" in html and "<li>not::a property</li>" in html  # other lines as Markdown has them
+
+
+def test_a_logseq_tasks_clock_drawer_is_left_out_as_logseq_leaves_it_out() -> None:
+    html = body_html("- DOING install [[mise]]\n  :LOGBOOK:\n  CLOCK: [2025-02-24 Mon 04:13:40]\n  :END:\n"
+                     "\t- DONE b\n\t  :LOGBOOK:\n\t  CLOCK: [2025-02-24 Mon 04:13:49]\n\t  :END:\n- :END: alone\n")
+    assert '<li>DOING install <a href="wikilink:mise">mise</a>' in html and "<li>DONE b</li>" in html
+    assert "LOGBOOK" not in html and "CLOCK" not in html
+    assert "<li>:END: alone</li>" in html  # no drawer opened: a line as written
+
+
+def test_a_logseq_outline_indented_right_under_a_heading_reads_as_a_list_not_as_code() -> None:
+    html = body_html("# Repomix\n\t- ## [[My Notes]]\n\t  id:: 67c7f234-c55c-4b12-a260-d92aa3cfbb0c\n"
+                     "\t\t- Uses [[Tree-Sitter]]\n\t\t- potentially\n")
+    assert "<pre>" not in html and "<code>" not in html
+    assert '<li>Uses <a href="wikilink:Tree-Sitter">Tree-Sitter</a></li>' in html and "<li>potentially</li>" in html
+    # Indented after a blank line, or not a bullet, it is code as CommonMark (and Obsidian) reads it.
+    assert "<pre><code>- a yaml list\n</code></pre>" in body_html("# Code\n\n    - a yaml list\n")
+    assert "<pre><code>x = 1\n</code></pre>" in body_html("# Code\n    x = 1\n")
