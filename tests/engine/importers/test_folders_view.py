@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.access.authority import OperatorCaller
 from engine.importers import folders_view
 from engine.importers.common import SourceReader
 from engine.importers.markdown import load_markdown, resolve_note
@@ -259,3 +260,32 @@ def test_an_empty_note_is_in_its_folder_though_nothing_of_it_is_retained(engine:
     assert folder("Other/01 Arduino") == ["Wiring"] and folder("Other") == []
     assert folder("IT/01 Arduino") == ["6.3 中断"] and folder("IT") == ["Home"]  # in both vaults: in neither
     assert folder("IT/02 x86/Drafts") == []  # no vault's notes are there
+
+
+def test_an_empty_note_kept_is_placed_again_when_another_vault_shares_its_folder(engine: Engine, served,
+                                                                                tmp_path: Path) -> None:
+    """Where an empty note is depends on the other notes' folders: a second vault with a folder of the same
+    name leaves it in none, for Folders and for a link to it alike, as a fresh read says, though the empty
+    note's page did not change."""
+    _write(tmp_path / "IT", {"Home.md": "See [[Gap]].", "Arduino/Wiring.md": "Wires."})
+    (tmp_path / "IT" / "Arduino" / "Gap.md").write_text("", encoding="utf-8")
+    pages = engine.jobs.wait(start(served, {"format": "markdown", "path": str(tmp_path / "IT")})["id"], WAIT_S)[
+        "result"]["pages"]
+
+    def gap() -> tuple[list[dict], str | None]:
+        folders = call(served, "operator/folders", {"agent": "main"})["result"]["folders"]
+        return folders, call(served, "operator/noteLink", {"agent": "main", "from": pages["Home.md"], "name": "Gap"})[
+            "result"]["id"]
+
+    assert gap() == ([{"folder": "IT", "notes": 1}, {"folder": "IT/Arduino", "notes": 2}], pages["Arduino/Gap.md"])
+    _write(tmp_path / "Other", {"Arduino/Pins.md": "Pins."})
+    assert engine.jobs.wait(start(served, {"format": "markdown", "path": str(tmp_path / "Other")})["id"], WAIT_S)[
+        "state"] == "done"
+    placed_again = gap()
+    assert placed_again == ([{"folder": "IT", "notes": 1}, {"folder": "IT/Arduino", "notes": 1},
+                             {"folder": "Other/Arduino", "notes": 1}], None)
+    fresh = folders_view.ImportedNotes(*engine.enter(OperatorCaller("main"), create=False).read(
+        lambda runtime, authority, view: folders_view.notes_of(view, authority.partition)))
+    assert sorted((folder, len(rows)) for folder, rows in fresh.by_folder().items()) == [
+        (entry["folder"], entry["notes"]) for entry in placed_again[0]]
+    assert fresh.linked(pages["Home.md"], "Gap") is None
