@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from .errors import StoreUnavailable
-from .tags import tag_key
+from .tags import tag_within
 
 Migration = tuple[str, str]  # (name, SQL script)
 READERS_KEPT = 4  # idle snapshot connections kept open for the next reads
 LARGE_CACHE_KIB = 64 * 1024
-# Functions of ours every connection's SQL may call, each of one text (another value gives NULL).
-SQL_FUNCTIONS = (("tag_key", tag_key),)
+# Functions of ours every connection's SQL may call: (name, how many arguments, function).
+SQL_FUNCTIONS = (("tag_within", 2, tag_within),)
 
 
 class Database:
@@ -277,6 +277,5 @@ def sqlite_errno(exc: sqlite3.Error) -> str:
 def _prepare(connection: sqlite3.Connection) -> None:
     """Rows by column name, and ``SQL_FUNCTIONS`` callable from the connection's SQL."""
     connection.row_factory = sqlite3.Row
-    for name, function in SQL_FUNCTIONS:
-        connection.create_function(name, 1, lambda value, function=function: function(value) if isinstance(
-            value, str) else None, deterministic=True)
+    for name, arguments, function in SQL_FUNCTIONS:
+        connection.create_function(name, arguments, function, deterministic=True)

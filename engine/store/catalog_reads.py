@@ -244,9 +244,9 @@ _LABEL_COLUMNS = ", ".join([
     _frontmatter_at("claim", "subject", "text"), _frontmatter_at("relationship", "from", "text"),
     _frontmatter_at("relationship", "to", "text"), _frontmatter_at("page", "aliases", "array"),
     _frontmatter_at("claim", "valid_from", "text"), _frontmatter_at("claim", "valid_to", "text")])
-# A record tagged :tag or with a tag nested in it (``:tag/...``), tags compared by their ``tag_key``.
+# A record tagged :tag (a ``tag_key``) or with a tag nested in it (``tags.tag_within``).
 TAGGED = ("EXISTS (SELECT 1 FROM json_each(c.frontmatter, '$.tags') AS tag WHERE tag.type = 'text' AND "
-          "(tag_key(tag.value) = :tag OR substr(tag_key(tag.value), 1, length(:tag) + 1) = (:tag || '/')))")
+          "tag_within(tag.value, :tag))")
 _NEWEST = "ORDER BY c.updated_at DESC, c.record_id"
 # The same order for a few named rows: "+" keeps SQLite from walking the whole partition in the order of
 # catalog_updated to skip sorting them, so the rows are found by their path or id and sorted after.
