@@ -10,6 +10,7 @@ job runner.  Imports nothing else of the engine.
     findings   a validation finding (code, message, path, line) and its bounds
     faults     KNOWLEDGE_FAULT: injected crashes and disk errors at named steps
     labels     which titles read like instructions or markup (shown as ids only)
+    tags       when two spellings are one tag (Unicode case folding), for the import and the tag filter
     params     the one reader of wire parameters: declared specs, the edge rules, tools/list's schemas
     answers    declared answers (TypedDict) and the output schemas generated from them
     methods    one declaration for every tool, host and operator method: name, params, answer, handler

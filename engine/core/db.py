@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from .errors import StoreUnavailable
+from .tags import tag_within
 
 Migration = tuple[str, str]  # (name, SQL script)
 READERS_KEPT = 4  # idle snapshot connections kept open for the next reads
 LARGE_CACHE_KIB = 64 * 1024
+# Functions of ours every connection's SQL may call: (name, how many arguments, function).
+SQL_FUNCTIONS = (("tag_within", 2, tag_within),)
 
 
 class Database:
@@ -55,7 +58,7 @@ class Database:
                 )
             except sqlite3.OperationalError as exc:
                 raise StoreUnavailable(f"cannot open database {path.name}: {exc}", path=str(path)) from exc
-        connection.row_factory = sqlite3.Row
+        _prepare(connection)
         connection.execute("PRAGMA foreign_keys = ON")
         if path is not None:
             connection.execute("PRAGMA journal_mode = WAL")
@@ -136,7 +139,7 @@ class Database:
                                          check_same_thread=False, timeout=30)
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(f"cannot open database {self.path.name}: {exc}", path=str(self.path)) from exc
-        connection.row_factory = sqlite3.Row
+        _prepare(connection)
         connection.execute("PRAGMA query_only = ON")
         return Database(connection, self.path)
 
@@ -269,3 +272,10 @@ def sqlite_errno(exc: sqlite3.Error) -> str:
     """The errno name a disk refusal reported by SQLite stands for (its messages carry no errno)."""
     text = str(exc)
     return "ENOSPC" if "full" in text else "EROFS" if "readonly" in text else "EIO"
+
+
+def _prepare(connection: sqlite3.Connection) -> None:
+    """Rows by column name, and ``SQL_FUNCTIONS`` callable from the connection's SQL."""
+    connection.row_factory = sqlite3.Row
+    for name, arguments, function in SQL_FUNCTIONS:
+        connection.create_function(name, arguments, function, deterministic=True)

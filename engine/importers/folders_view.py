@@ -22,16 +22,19 @@ A ``[[link]]`` names a note by its file name or path (``[[learnings-index]]``), 
 when the note has no ``title`` of its own; the window follows a link by ``operator/noteLink`` first, which
 resolves the name among the notes of the linking note's vault as the import did (``markdown.resolve_note``:
 by path from the vault's root or the note's folder, then by file name, the nearest first), and only then by
-title or search.  It reads the partition's imported notes kept by vault, path and file name
-(``ImportedNotes``): read whole at the first link followed, then brought up to date with only the records
-that changed since (``CatalogReads.maintained``), so following a link costs the same in a vault of 2,000
-notes as in one of 20, where reading every page's original cost 115-186 ms a click.
+title or search.
+
+Both methods read the partition's imported notes kept by vault, path and file name (``ImportedNotes``): read
+whole at the first call, then brought up to date with only the records that changed since
+(``CatalogReads.maintained``), the empty notes placed again among the others at each change.  So following a
+link or listing the folders costs the same in a vault of 2,000 notes as in one of 20, where reading every
+page's original cost 115-240 ms a call, and a note's folder and the note a link names come from one list.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from typing import Any, Sequence
 
 from ..access.authority import Authority, OperatorCaller
@@ -90,11 +93,11 @@ def imported_notes(view: ReadView, partition: str) -> ImportedNotes:
 
     def update(notes: ImportedNotes, changed: list[str]) -> ImportedNotes:
         if len(changed) > NOTES_UPDATE_MAX:  # an import's worth: read whole again
-            return ImportedNotes(notes_of(view, partition))
-        notes.update(changed, notes_of(view, partition, record_ids=changed))
+            return ImportedNotes(*notes_of(view, partition))
+        notes.update(changed, *notes_of(view, partition, record_ids=changed))
         return notes
 
-    return view.catalog.maintained(partition, "imported_notes", lambda: ImportedNotes(notes_of(view, partition)),
+    return view.catalog.maintained(partition, "imported_notes", lambda: ImportedNotes(*notes_of(view, partition)),
                                    update)
 
 
@@ -163,15 +166,21 @@ def _newest_first(updated: dict[str, str], ids: dict[str, str] | None = None) ->
 
 
 class ImportedNotes:
-    """The current pages a Markdown import made in one partition, by the vault and path of the original each
-    cites first (``notes_of``): what following a ``[[link]]`` resolves a name among.  Reads beside the store's
-    lane share it (``CatalogReads.maintained``), so it answers and changes under a lock of its own."""
+    """The current pages a Markdown import made in one partition, by the vault and path of the note each was:
+    those citing their original by its path (``notes_of``), those of empty notes where ``empty_notes_placed``
+    places them among the others.  What following a ``[[link]]`` resolves a name among, and what the Folders
+    view lists.  Reads beside the store's lane share it (``CatalogReads.maintained``), so it answers and changes
+    under a lock of its own."""
 
-    def __init__(self, notes: list[tuple[str, RecordRow]]) -> None:
+    def __init__(self, cited: list[tuple[str, RecordRow]], empty: list[RecordRow]) -> None:
         self._lock = threading.Lock()
+        self._cited: dict[str, tuple[str, RecordRow]] = {}  # page id: (path of its original, row)
+        self._empty: dict[str, RecordRow] = {}  # page id: row, of the pages of empty notes
+        self._folders: dict[str, dict[str, int]] = {}  # by vault: how many cited pages are in or under each folder
         self._placed: dict[str, tuple[str, str]] = {}  # page id: (vault, path in it)
         self._vaults: dict[str, VaultNotes] = {}
-        self._add(notes)
+        self._by_folder: dict[str, list[RecordRow]] | None = None  # ``by_folder``, until the next change
+        self.update((), cited, empty)
 
     def linked(self, from_id: str, name: str) -> str | None:
         """The page ``[[name]]`` in page ``from_id`` names, as the import resolved it (``markdown.wanted_note``,
@@ -184,34 +193,83 @@ class ImportedNotes:
             found = wanted_note(name, placed[1], notes, notes.named)
             return notes.newest(found) if found is not None else None
 
-    def update(self, changed: Sequence[str], notes: list[tuple[str, RecordRow]]) -> None:
-        """Forget the pages of ``changed`` (records changed or gone), then learn ``notes``: those of them
-        that are imported notes now."""
+    def by_folder(self) -> dict[str, list[RecordRow]]:
+        """The pages by the folder of their note, the vault's name first (``notes/Projects/Alpha``), each
+        folder's by title (in any case), then id."""
         with self._lock:
-            for record_id in changed:
-                placed = self._placed.pop(record_id, None)
-                if placed is not None:
-                    self._vaults[placed[0]].remove(placed[1], record_id)
-            self._add(notes)
+            if self._by_folder is None:
+                found: dict[str, list[RecordRow]] = {}
+                for record_id, (vault, path) in self._placed.items():
+                    row = self._cited[record_id][1] if record_id in self._cited else self._empty[record_id]
+                    found.setdefault(f"{vault}/{path}".rpartition("/")[0], []).append(row)
+                for rows in found.values():
+                    rows.sort(key=lambda row: ((row.title or "").lower(), row.record_id or ""))
+                self._by_folder = found
+            return self._by_folder
 
-    def _add(self, notes: list[tuple[str, RecordRow]]) -> None:
-        for path, row in notes:
-            vault, _, relative = path.partition("/")
-            record_id = str(row.record_id)
-            self._placed[record_id] = (vault, relative)
-            self._vaults.setdefault(vault, VaultNotes()).add(relative, record_id, row.updated_at or "")
+    def update(self, changed: Sequence[str], cited: list[tuple[str, RecordRow]], empty: list[RecordRow]) -> None:
+        """Forget the pages of ``changed`` (records changed or gone), then learn ``cited`` and ``empty``: those of
+        them that are imported notes now; the empty notes are placed again, since where one goes depends on the
+        folders of the others."""
+        with self._lock:
+            for record_id in (*changed, *self._empty):
+                self._unplace(record_id)
+            for record_id in changed:
+                self._empty.pop(record_id, None)
+                path = self._cited.pop(record_id, (None,))[0]
+                if path is not None:
+                    self._count_folders(path, -1)
+            for path, row in cited:
+                self._cited[str(row.record_id)] = (path, row)
+                self._count_folders(path, 1)
+                self._place(path, row)
+            self._empty.update((str(row.record_id), row) for row in empty)
+            for path, row in empty_notes_placed(self._folders, list(self._empty.values())):
+                self._place(path, row)
+            self._by_folder = None
+
+    def _place(self, path: str, row: RecordRow) -> None:
+        vault, _, relative = path.partition("/")
+        record_id = str(row.record_id)
+        self._placed[record_id] = (vault, relative)
+        self._vaults.setdefault(vault, VaultNotes()).add(relative, record_id, row.updated_at or "")
+
+    def _unplace(self, record_id: str) -> None:
+        placed = self._placed.pop(record_id, None)
+        if placed is not None:
+            self._vaults[placed[0]].remove(placed[1], record_id)
+
+    def _count_folders(self, path: str, step: int) -> None:
+        """Count a cited page at ``path`` in (``step`` 1) or out of (-1) its vault's folders: the top (``""``),
+        its folder and those above it; a folder no page is in or under any more is forgotten, and so is a
+        vault."""
+        vault, _, inside = path.partition("/")
+        counts = self._folders.setdefault(vault, {})
+        folder = inside.rpartition("/")[0]
+        for name in ("", *_folder_and_above(folder)):
+            counts[name] = counts.get(name, 0) + step
+            if counts[name] <= 0:
+                del counts[name]
+        if not counts:
+            del self._folders[vault]
+
+
+def _folder_and_above(folder: str) -> Iterator[str]:
+    """``Projects/Alpha``, then ``Projects``: a folder and those above it, the vault's top left out."""
+    while folder:
+        yield folder
+        folder = folder.rpartition("/")[0]
 
 
 def note_folders(engine: Engine, params: dict[str, Any]) -> NoteFolders:
     values = FOLDERS.read(params)
 
     def work(runtime: StoreRuntime, authority: Authority, view: ReadView) -> NoteFolders:
-        by_folder = folders_of(view, authority.partition)
+        by_folder = imported_notes(view, authority.partition).by_folder()
         answer: NoteFolders = {"folders": [{"folder": folder, "notes": len(rows)}
                                            for folder, rows in sorted(by_folder.items())]}
         if values["folder"] is not None:
-            rows = sorted(by_folder.get(values["folder"], []), key=lambda row: ((row.title or "").lower(),
-                                                                                 row.record_id or ""))
+            rows = by_folder.get(values["folder"], [])
             offset, limit = values["offset"], values["limit"]
             answer.update(records=[listed_record(row) for row in rows[offset:offset + limit]], total=len(rows),
                           offset=offset)
@@ -222,28 +280,11 @@ def note_folders(engine: Engine, params: dict[str, Any]) -> NoteFolders:
     return engine.enter(OperatorCaller(values["agent"]), create=False).read(work)
 
 
-def folders_of(view: ReadView, partition: str) -> dict[str, list[RecordRow]]:
-    """The current pages a Markdown import made, by the folder of the original each cites first."""
-    found: dict[str, list[RecordRow]] = {}
-    for path, row in notes_of(view, partition):
-        found.setdefault(path.rpartition("/")[0], []).append(row)
-    return found
-
-
-def notes_of(view: ReadView, partition: str, record_ids: Sequence[str] | None = None) -> list[tuple[str, RecordRow]]:
-    """The current pages a Markdown import made (of ``record_ids``, else all), newest first, each with the path
-    of the original it cites first, the vault folder's name first (``notes/Projects/Alpha/Plan.md``); an empty
-    note's page, which cites none, with the path its folder tag and title give it (``empty_notes_placed``)."""
-    found, empty = _imported_pages(view, partition, record_ids)
-    if empty and record_ids is not None:  # where an empty note goes depends on the folders of every vault's notes
-        return found + empty_notes_placed(_imported_pages(view, partition)[0], empty)
-    return found + empty_notes_placed(found, empty)
-
-
-def _imported_pages(view: ReadView, partition: str, record_ids: Sequence[str] | None = None
-                    ) -> tuple[list[tuple[str, RecordRow]], list[RecordRow]]:
+def notes_of(view: ReadView, partition: str, record_ids: Sequence[str] | None = None
+             ) -> tuple[list[tuple[str, RecordRow]], list[RecordRow]]:
     """The current pages a Markdown import made (of ``record_ids``, else all), newest first: those citing their
-    original, with its path, and those of empty notes (nothing retained, nothing cited)."""
+    original, each with its path, the vault folder's name first (``notes/Projects/Alpha/Plan.md``), and those
+    of empty notes (nothing retained, nothing cited), which ``empty_notes_placed`` places."""
     sources = SourceReader(view, partition)
     instance = import_instance("markdown")
     found: list[tuple[str, RecordRow]] = []
@@ -262,19 +303,13 @@ def _imported_pages(view: ReadView, partition: str, record_ids: Sequence[str] | 
     return found, empty
 
 
-def empty_notes_placed(notes: list[tuple[str, RecordRow]], empty: list[RecordRow]) -> list[tuple[str, RecordRow]]:
+def empty_notes_placed(folders: Mapping[str, Container[str]], empty: list[RecordRow]
+                       ) -> list[tuple[str, RecordRow]]:
     """The pages of empty notes, each with its path in its vault: its folder (the one tag the import gave it;
-    none at the vault's top) and its title as the file's name, in the vault ``notes`` (the pages placed by
-    their originals) show that folder in; when the store holds one vault, in that one.  A page whose folder
-    is in several vaults, or in none with several imported, is left out: which vault holds it is not known."""
-    folders: dict[str, set[str]] = {}  # by vault: every folder its notes are in, and the folders above them
-    for path, _ in notes:
-        vault, _, inside = path.partition("/")
-        known = folders.setdefault(vault, {""})
-        folder = inside.rpartition("/")[0]
-        while folder:
-            known.add(folder)
-            folder = folder.rpartition("/")[0]
+    none at the vault's top) and its title as the file's name, in the vault whose notes placed by their
+    originals are in that folder or below it (``folders``: by vault, those folders, the top ``""`` included);
+    when the store holds one vault, in that one.  A page whose folder is in several vaults, or in none with
+    several imported, is left out: which vault holds it is not known."""
     placed: list[tuple[str, RecordRow]] = []
     for row in empty:
         folder = (row.view.tags or ("",))[0]

@@ -71,6 +71,7 @@ from .logseq import (BLOCK_REFERENCE, INLINE_TAG as LOGSEQ_TAG, Graph, block_ids
                      page_title, property_names)
 from .text import clean_text, one_line
 from ..core.errors import InvalidParams
+from ..core.tags import tag_key
 from ..core.words import counted, for_count
 from ..search.plain import KEPT_FRONTMATTER
 from ..store.attachments import ATTACH_MAX_BYTES
@@ -720,11 +721,11 @@ def _names(frontmatter: dict[str, Any], keys: tuple[str, ...], not_read: dict[st
 
 def _with_inline_tags(tags: list[str], inline: list[str]) -> list[str]:
     """The frontmatter's and the folder's tags, then the inline ones as long as a page has room for tags
-    (past that they stay in the body as text); tags differing only in case are one (the first spelling)."""
+    (past that they stay in the body as text); tags alike by ``tag_key`` are one (the first spelling)."""
     kept, seen = [], set()
     for number, tag in enumerate([*tags, *inline]):
-        if tag and tag.casefold() not in seen and (number < len(tags) or len(kept) < LIST_MAX):
-            seen.add(tag.casefold())
+        if tag and tag_key(tag) not in seen and (number < len(tags) or len(kept) < LIST_MAX):
+            seen.add(tag_key(tag))
             kept.append(tag)
     return kept
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, Hashable, Iterator, Literal, NamedTuple, Seque
 from ..core.answers import TypedDict
 from ..core.db import Database
 from ..core.ids import is_generated_id
+from ..core.tags import tag_key
 from ..vault.evidence import DescriptorData
 from ..vault.ontology import Ontology
 from ..vault.record_view import EMPTY, RecordView, view_of
@@ -243,9 +244,9 @@ _LABEL_COLUMNS = ", ".join([
     _frontmatter_at("claim", "subject", "text"), _frontmatter_at("relationship", "from", "text"),
     _frontmatter_at("relationship", "to", "text"), _frontmatter_at("page", "aliases", "array"),
     _frontmatter_at("claim", "valid_from", "text"), _frontmatter_at("claim", "valid_to", "text")])
-# A record tagged :tag or with a tag nested in it (``:tag/...``); ASCII letters match in either case.
+# A record tagged :tag (a ``tag_key``) or with a tag nested in it (``tags.tag_within``).
 TAGGED = ("EXISTS (SELECT 1 FROM json_each(c.frontmatter, '$.tags') AS tag WHERE tag.type = 'text' AND "
-          "(tag.value = :tag COLLATE NOCASE OR substr(tag.value, 1, length(:tag) + 1) = (:tag || '/') COLLATE NOCASE))")
+          "tag_within(tag.value, :tag))")
 _NEWEST = "ORDER BY c.updated_at DESC, c.record_id"
 # The same order for a few named rows: "+" keeps SQLite from walking the whole partition in the order of
 # catalog_updated to skip sorting them, so the rows are found by their path or id and sorted after.
@@ -486,7 +487,7 @@ class CatalogReads:
         """(how many records the filters match, one page of them), newest first or by title; ``kinds``: only
         records of those kinds (None: every kind); ``tag``: only records tagged so or with a tag nested in it
         (``project`` lists ``#project`` and ``#project/alpha``, as Obsidian's tag search does), whatever its
-        ASCII letters' case (the spelling given always matches)."""
+        letters' case (``tags.tag_key``: ``Été`` lists ``#été``)."""
         where = ["c.partition = :partition", _LISTED]
         if current_only:
             where.append(CURRENT)
@@ -498,7 +499,8 @@ class CatalogReads:
             where.append(TAGGED)
         clause = " AND ".join(where)
         ordering = _NEWEST if order == "updated" else "ORDER BY c.title COLLATE NOCASE, c.record_id"
-        values = {"partition": partition, "type": type, "tag": tag, "limit": limit, "offset": offset,
+        values = {"partition": partition, "type": type, "tag": None if tag is None else tag_key(tag),
+                  "limit": limit, "offset": offset,
                   **{f"kind{n}": kind for n, kind in enumerate(kinds or ())}}
         total = self.db.one(f"SELECT COUNT(*) AS n FROM catalog c WHERE {clause}", values)["n"]
         rows = self.db.tuples(f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {clause} {ordering} "

@@ -304,7 +304,7 @@ def test_inline_tags_are_carried_as_tags(engine: Engine, tmp_path: Path) -> None
         "Issue #2026 is a number, a#b is a word, see [[Garden#Beds]] and https://example.org/#top.\n"
         "`#inline-code` stays code; tags end at punctuation: #idea, #snake_case!\n"
         "```\n#fenced is code too\n```\n"
-        "Café notes #été\n", encoding="utf-8")
+        "Café notes #été, #Été and #ÉTÉ\n", encoding="utf-8")
 
     result = run_import(engine, "markdown", root)
 

@@ -369,7 +369,7 @@ def test_records_are_paged_and_filtered(dispatcher, operator_session, demo) -> N
 def test_records_tagged_so_are_listed_with_the_tags_nested_in_it(dispatcher, operator_session, engine,
                                                                    owner) -> None:
     """A click on a tag lists the notes holding it, as Obsidian's tag search does: ``project`` lists
-    ``#project`` and ``#project/alpha`` (in either case of ASCII letters), never ``#projects``."""
+    ``#project`` and ``#project/alpha`` (in either case), never ``#projects``."""
     for number, (title, tags) in enumerate([("Plan", ["project"]), ("Alpha", ["Project/alpha", "中断"]),
                                              ("Other", ["projects", "ideas/project"]), ("Untagged", [])]):
         engine.save_page(owner, page(f"tagged-{number}", title, type_="note", tags=tags))
@@ -385,6 +385,26 @@ def test_records_tagged_so_are_listed_with_the_tags_nested_in_it(dispatcher, ope
     assert titles({"tag": "ideas"}) == ["Other"] and titles({"tag": "proj"}) == []
     assert reason(call(dispatcher, operator_session, "operator/records", {"agent": "main", "tag": ""})) \
         == "invalid_params"
+
+
+def test_a_tag_is_one_tag_whatever_the_case_of_its_letters_in_any_script(dispatcher, operator_session, engine,
+                                                                          owner) -> None:
+    """``#Été``, ``#été`` and ``#ÉTÉ`` are one tag, as ``#Project`` and ``#project`` are, and so are ``#Straße``
+    and ``#STRASSE`` (Unicode's case folding, not only ASCII's) and an ``é`` written as ``e`` and its accent (a
+    macOS folder's name); ``#Ete`` and ``#étés`` stay others."""
+    for number, (title, tags) in enumerate([("Lower", ["été"]), ("Upper", ["ÉTÉ/juillet"]),
+                                             ("Decomposed", ["E\u0301te\u0301"]), ("Plain", ["Ete"]),
+                                             ("Plural", ["étés"]), ("Street", ["Straße", "Ωμέγα"])]):
+        engine.save_page(owner, page(f"tagged-{number}", title, type_="note", tags=tags))
+
+    def titles(tag: str) -> list[str]:
+        answer = ok(dispatcher, operator_session, "operator/records", {"agent": "main", "order": "title", "tag": tag})
+        assert answer["total"] == len(answer["records"])
+        return [record["title"] for record in answer["records"]]
+
+    assert titles("Été") == titles("été") == titles("ÉTÉ") == ["Decomposed", "Lower", "Upper"]
+    assert titles("été/JUILLET") == ["Upper"] and titles("ete") == ["Plain"]
+    assert titles("STRASSE") == titles("straße") == ["Street"] and titles("ΩΜΈΓΑ") == ["Street"]
 
 
 def test_records_and_search_take_several_kinds_at_once(dispatcher, operator_session, demo) -> None:
