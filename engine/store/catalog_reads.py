@@ -617,9 +617,16 @@ class CatalogReads:
         """The sha256 of the first version kept with this revision number that stood in this vault (not one a
         sync merge archived without letting it stand): the version the number meant when it was written, before
         any edit made outside the engine that kept the number."""
-        row = self.db.one("SELECT sha256 FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? "
-                          "AND origin != 'sync' ORDER BY seq LIMIT 1", (partition, record_id, revision))
-        return None if row is None else row["sha256"]
+        first = self.first_kept(partition, record_id, revision)
+        return None if first is None else first[0]
+
+    def first_kept(self, partition: str, record_id: str, revision: int) -> tuple[str, str] | None:
+        """The sha256 and origin of the first version kept with this revision number that stood in this vault
+        (``first_kept_sha256``): origin ``publication`` when the engine wrote it, ``external`` when a number was
+        first seen in a file edited outside the engine (a revision number changed by hand)."""
+        row = self.db.one("SELECT sha256, origin FROM revisions WHERE partition = ? AND record_id = ? "
+                          "AND revision = ? AND origin != 'sync' ORDER BY seq LIMIT 1", (partition, record_id, revision))
+        return None if row is None else (row["sha256"], row["origin"])
 
     def revisions(self, partition: str, record_id: str, *, newest_first: bool = False) -> list[RevisionRow]:
         """Every kept revision of a record, each with the git commit that carries it (once there is one)."""

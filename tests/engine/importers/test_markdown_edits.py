@@ -187,3 +187,37 @@ def test_replacing_edits_is_refused_for_a_format_without_edits_to_keep(
 
     assert refused.value.details["field"] == "replaceEdits" and "markdown" in refused.value.message
     assert engine.registry.agent("main") is None
+
+
+def bump_revision_by_hand(engine: Engine, page_id: str) -> int:
+    """The page's revision number raised by one in a text editor, nothing else of the file changed, and seen by
+    the engine; the number it now carries."""
+    path = private_dir(engine.state) / engine.get_record(reader(engine), page_id)["path"]
+    revision = engine.get_record(reader(engine), page_id)["revision"]
+    text = path.read_text(encoding="utf-8")
+    assert f"\nrevision: {revision}\n" in text
+    path.write_text(text.replace(f"\nrevision: {revision}\n", f"\nrevision: {revision + 1}\n", 1), encoding="utf-8")
+    assert engine.get_record(reader(engine), page_id)["revision"] == revision + 1
+    return revision + 1
+
+
+def test_a_page_whose_revision_number_was_raised_by_hand_counts_as_edited(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    """A number the engine never wrote is not the import's, though the attribution still names the import and
+    the file holds the first bytes kept with that number (the watcher's)."""
+    first = run_import(engine, "markdown", notes)
+    inbox = first["pages"]["Inbox.md"]
+    assert bump_revision_by_hand(engine, inbox) == 2
+    unchanged = store_snapshot(state_dir)
+    assert run_import(engine, "markdown", notes)["revised"] == 0  # the note says what the import wrote: nothing
+    (notes / "Inbox.md").write_text(CHANGED_INBOX, encoding="utf-8")
+
+    again = run_import(engine, "markdown", notes)
+
+    assert again["keptEdits"] == [{"path": "Inbox.md", "id": inbox, "why": "revision 2 was not written by the "
+                                   "import: its number was changed outside the engine"}]
+    assert again["revised"] == 0 and store_snapshot(state_dir) == unchanged
+    replaced = run_import(engine, "markdown", notes, replace_edits=True)
+    assert replaced["revised"] == 1 and "keptEdits" not in replaced
+    page = engine.get_record(reader(engine), inbox)
+    assert page["revision"] == 3 and "Added later: ask [[Lotte]] about Sunday." in page["body"]
