@@ -625,7 +625,8 @@ class CatalogReads:
         (``first_kept_sha256``): origin ``publication`` when the engine wrote it, ``external`` when a number was
         first seen in a file edited outside the engine (a revision number changed by hand)."""
         row = self.db.one("SELECT sha256, origin FROM revisions WHERE partition = ? AND record_id = ? "
-                          "AND revision = ? AND origin != 'sync' ORDER BY seq LIMIT 1", (partition, record_id, revision))
+                          "AND revision = ? AND origin != 'sync' ORDER BY seq LIMIT 1",
+                          (partition, record_id, revision))
         return None if row is None else (row["sha256"], row["origin"])
 
     def revisions(self, partition: str, record_id: str, *, newest_first: bool = False) -> list[RevisionRow]:
