@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .answers import KeptEdit
+from ..core.words import counted, for_count
 from ..store.catalog_reads import CatalogReads, RevisionRow
 from ..vault.record_view import view_of
 from ..vault.records import parse_record
@@ -86,3 +88,18 @@ def first_written_by(kept: list[RevisionRow], instance: str) -> bool:
         return False
     record, _ = parse_record(first.content, first.path)
     return record is not None and (view_of(record.frontmatter).attribution or {}).get("instance") == instance
+
+
+def kept_edits_note(kept: list[KeptEdit], dry_run: bool, what: str = "note") -> list[str]:
+    """The result's note on the changed inputs (``what``: a note, a memory file) whose pages were revised in the
+    store since, left as they are (``keptEdits`` says what revised each)."""
+    if not kept:
+        return []
+    shown = ", ".join(edit["path"] for edit in kept[:10]) + (f" and {len(kept) - 10:,} more" if len(kept) > 10
+                                                                else "")
+    left = for_count(len(kept), "it", "each") + (" would be" if dry_run else " was")
+    return [f"Kept your edits: {counted(len(kept), what)} changed since an earlier import, but "
+            f"{for_count(len(kept), 'its page has', 'their pages have')} been revised in the store since (by the "
+            f"owner or an agent), so {left} left as it is: {shown}. To take the "
+            f"{for_count(len(kept), what, what + 's')} anyway, import again replacing edits (--replace-edits, or "
+            "Replace edits made in the store in the Import dialog); the edits stay in History."]

@@ -46,6 +46,9 @@ _CURRENT_RULE: tuple[tuple[str, str | int, str | None], ...] = (
 )
 CURRENT = " AND ".join(f"c.{column} = {value!r}" for column, value, _ in _CURRENT_RULE)
 CURRENT_UNQUALIFIED = " AND ".join(f"{column} = {value!r}" for column, value, _ in _CURRENT_RULE)  # for DDL
+# Current in every way but the lifecycle: a record superseded (a claim a correction replaced), withdrawn or merged.
+RETIRED = " AND ".join([*(f"c.{column} = {value!r}" for column, value, _ in _CURRENT_RULE if column != "lifecycle"),
+                        "c.lifecycle != 'active'"])
 
 
 @dataclass(frozen=True)
@@ -390,6 +393,16 @@ class CatalogReads:
         order = _NEWEST if paths is None and record_ids is None else _NEWEST_OF_FEW
         return [record_row(row) for row in self.db.tuples(
             f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {' AND '.join(where)} {order}{bound}", values)]
+
+    def retired(self, partition: str, *, kind: str | None = None) -> list[RecordRow]:
+        """Records that would be current but for their lifecycle (superseded, withdrawn, merged), newest first:
+        what a re-import asks of the claims it made that a correction replaced since."""
+        where, values = [f"c.partition = ? AND {RETIRED}"], [partition]
+        if kind is not None:
+            where.append("c.kind = ?")
+            values.append(kind)
+        return [record_row(row) for row in self.db.tuples(
+            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {' AND '.join(where)} {_NEWEST}", values)]
 
     def current_with_content(self, partition: str, paths: Sequence[str] | None = None
                              ) -> list[tuple[RecordRow, bytes | None]]:
