@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.access.authority import AgentCaller
+from engine.memory.recall import recall_candidates, set_recall
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import reader, records, run_import, state_snapshot, store_snapshot
@@ -167,3 +168,21 @@ def test_a_task_ticked_off_whose_commitment_was_edited_is_kept_unless_edits_are_
     after = claims_of(engine, state_dir)
     assert after[task]["lifecycle"] == "superseded"
     assert [c["replaces"] for c in after.values() if c["kind"] == "event"] == [task]
+
+
+def test_replacing_edits_over_a_memory_page_approved_for_recall_keeps_the_approval(
+        engine: Engine, workspace: Path, state_dir: StateDir) -> None:
+    first = run_import(engine, "memory-core", workspace)
+    long_term = first["pages"]["MEMORY.md"]
+    approved = set_recall(engine, reader(engine), {"id": long_term, "recall": {
+        "summary": "What the agent knows about Dana", "triggers": ["Dana"], "importance": 8}})["recall"]
+    (workspace / "MEMORY.md").write_text(MEMORY + "- Dana moved the standup to 9:30.\n", encoding="utf-8")
+    assert [kept["id"] for kept in run_import(engine, "memory-core", workspace)["keptEdits"]] == [long_term]
+
+    replaced = run_import(engine, "memory-core", workspace, replace_edits=True)
+
+    page = engine.get_record(reader(engine), long_term)
+    assert replaced["revised"] == 1 and "standup to 9:30" in page["body"]
+    assert page["frontmatter"]["recall"] == approved
+    assert [c["id"] for c in recall_candidates(engine, reader(engine), {"mode": "trigger"})["candidates"]] == [
+        long_term]
