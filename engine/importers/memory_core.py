@@ -209,10 +209,11 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
                 kept_claims.append({"path": memory.original.name, "line": item.line, "id": known[0], "why": edit.why})
                 claims += 1
                 writer.kept(known[0], "claims")
+            elif earlier_claim["frontmatter"].get("lifecycle") not in (None, "active"):
+                new_items.append((item, None))  # replacing edits: a claim a correction retired is not replaced
             elif known[0] not in replacing:  # the same words of another kind: a task ticked off, or a fact before
                 replacing.add(known[0])
-                active = earlier_claim["frontmatter"].get("lifecycle") in (None, "active")
-                new_items.append((item, known[0] if active else None))  # one no longer current is not replaced
+                new_items.append((item, known[0]))
             else:  # the same item twice in the file: its earlier claim is replaced once
                 new_items.append((item, None))
         if held:

@@ -186,3 +186,28 @@ def test_replacing_edits_over_a_memory_page_approved_for_recall_keeps_the_approv
     assert page["frontmatter"]["recall"] == approved
     assert [c["id"] for c in recall_candidates(engine, reader(engine), {"mode": "trigger"})["candidates"]] == [
         long_term]
+
+
+def test_a_task_ticked_off_whose_commitment_was_corrected_gets_its_own_claim_only_when_replacing_edits(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (root / "MEMORY.md").write_text("- [ ] Renew the passport\n", encoding="utf-8")
+    run_import(engine, "memory-core", root)
+    [task] = claims_of(engine, state_dir)
+    correction = correct_claim_as_agent(engine, task, "Renew the passport before the trip to Ghent.")
+    (root / "MEMORY.md").write_text("- [x] Renew the passport\n", encoding="utf-8")
+
+    kept = run_import(engine, "memory-core", root)
+
+    assert kept["keptEdits"] == [{"path": "MEMORY.md", "line": 1, "id": task,
+                                  "why": "revision 2 was written by main (laptop-main), not by the import"}]
+    assert len(claims_of(engine, state_dir)) == 2
+    replaced = run_import(engine, "memory-core", root, replace_edits=True)
+    claims = claims_of(engine, state_dir)
+    [event] = [c for c in claims.values() if c["kind"] == "event"]
+    assert event["replaces"] is None and event["lifecycle"] == "active"  # the corrected claim is not replaced again
+    assert claims[task]["lifecycle"] == "superseded" and claims[correction]["lifecycle"] == "active"
+    assert "keptEdits" not in replaced and replaced["revised"] == 0
+    after = store_snapshot(state_dir)
+    assert "keptEdits" not in run_import(engine, "memory-core", root) and store_snapshot(state_dir) == after
