@@ -15,8 +15,9 @@ in it, and nothing is written.  What the dialogs show at the end says what
 ``knowledge import`` and ``knowledge export`` print, in a summary that
 scrolls inside the dialog (which the owner can resize); an import's summary
 then lists the notes whose pages' edits it kept (a Markdown folder imported
-again after its pages were edited in the store; *Replace edits made in the
-store* takes the notes instead), what was left out and why (a Markdown folder's unresolved links
+again after its pages were edited in the store, and likewise an agent
+workspace's memory files; *Replace edits made in the store* takes the notes
+instead), what was left out and why (a Markdown folder's unresolved links
 and the notes whose frontmatter could not be read, note by note, each note a
 link to its page) and links to what was made
 (``sig_show_requested``: the main window opens Records on it, and sets the
@@ -80,7 +81,7 @@ MADE_PAGES = {"chatgpt": ("source", "conversations"), "claude": ("source", "conv
               "memory-core": ("note", "memory notes")}
 # The formats whose import leaves a page revised in the store since as it is (``keptEdits``), unless told to
 # replace such edits (``replaceEdits``; engine/importers/formats.py, ``keeps_edits``).
-KEEPS_EDITS = {"markdown"}
+KEEPS_EDITS = {"markdown", "memory-core"}
 
 
 def absolute(text: str) -> str:
@@ -244,11 +245,11 @@ class ImportDialog(_JobDialog):
         self.agent.setToolTip("The owner agent whose store receives the import; a new name is registered as one")
         self.dry_run = QCheckBox("&Dry run: check the input and count what it would create; write nothing")
         self.dry_run.toggled.connect(lambda _: self._update_buttons())
-        self.replace_edits = QCheckBox("&Replace edits made in the store: a changed note gets its text even where "
-                                       "its page was edited since")
-        self.replace_edits.setToolTip("Without it, a note that changed since an earlier import is left as it is "
-                                      "where its page was revised here since (by you or an agent), and the "
-                                      "summary lists it; the edits stay in History either way")
+        self.replace_edits = QCheckBox("&Replace edits made in the store: a changed note or memory file gets its "
+                                       "text even where its page was edited since")
+        self.replace_edits.setToolTip("Without it, a note or memory file that changed since an earlier import "
+                                      "is left as it is where its page was revised here since (by you or an "
+                                      "agent), and the summary lists it; the edits stay in History either way")
         self.replace_edits.toggled.connect(lambda _: self._update_buttons())
         self.start_button = QPushButton("&Import")
         self.start_button.setDefault(True)
@@ -515,14 +516,16 @@ def import_summary_html(result: dict[str, Any]) -> str:
     def link(path: str) -> str:
         return _note_link(agent, path, pages.get(path) if made else None)
 
-    kept_pages = {edit["path"]: edit["id"] for edit in result.get("keptEdits") or []}  # pages made earlier
+    kept = {_kept_at(edit): edit for edit in result.get("keptEdits") or []}  # pages (or claims) made earlier
 
-    # The edits kept come first: the owner decides whether the notes should replace them.
-    parts += _by_note("Kept your edits:", "these notes changed since an earlier import, but their pages were "
-                      "revised in the store since, so they were left as they are (the edits stay in History); "
-                      "import again with Replace edits made in the store to take the notes' text anyway.",
-                      {edit["path"]: edit["why"] for edit in result.get("keptEdits") or []},
-                      lambda path: _note_link(agent, path, kept_pages.get(path) if agent else None))
+    # The edits kept come first: the owner decides whether the notes (or memory files) should replace them.
+    memory_core = result.get("format") == "memory-core"
+    inputs, records = ("memory files (or list items)", "pages (or claims)") if memory_core else ("notes", "pages")
+    parts += _by_note("Kept your edits:", f"these {inputs} changed since an earlier import, but their {records} "
+                      "were revised in the store since, so they were left as they are (the edits stay in History); "
+                      f"import again with Replace edits made in the store to take the {inputs}' text anyway.",
+                      {place: edit["why"] for place, edit in kept.items()},
+                      lambda place: _note_link(agent, place, kept[place]["id"] if agent else None))
     # Notes whose frontmatter was lost come before the links left as text: the owner corrects those files.
     parts += _by_note("Frontmatter not read:", "these notes were imported with the title of their file name, their "
                       "frontmatter kept as written at the end of the page; correct it in the file and import again "
@@ -551,6 +554,12 @@ def _by_note(heading: str, said: str, notes: dict[str, str], link: Callable[[str
         parts.append(f"<p>… and {len(notes) - LEFT_OUT_SHOWN:,} more notes (knowledge import --json lists every "
                      "one).</p>")
     return parts
+
+
+def _kept_at(edit: dict[str, Any]) -> str:
+    """Where a kept edit's input is: a note's path, a memory file's (with the line of a list item whose claim
+    was kept: ``MEMORY.md, line 4``)."""
+    return f"{edit['path']}, line {edit['line']}" if isinstance(edit.get("line"), int) else edit["path"]
 
 
 def _note_link(agent: str, path: str, page: Any) -> str:

@@ -4,8 +4,8 @@ The input is read and checked whole before anything is written: a malformed
 input is refused with the file and the place in it, and no agent, store or
 record is created.  ``--dry-run`` stops there and reports what the import
 would create, and what an earlier import made that it would revise.  Progress goes to stderr, the result to stdout.
-A Markdown import leaves a page revised in the store since an earlier import wrote it as it is, and lists it;
-``--replace-edits`` takes the changed notes anyway.
+A Markdown or memory-core import leaves a page revised in the store since an earlier import wrote it as it is,
+and lists it; ``--replace-edits`` takes the changed notes or memory files anyway.
 
 Where no engine serves the state directory the import runs here; beside a
 serving engine it runs in the engine (``operator/import``, a job this
@@ -46,9 +46,9 @@ def add_import_parsers(import_commands: Any, common: argparse.ArgumentParser) ->
                             help="check the input and report what would be created or revised; write nothing")
         if chosen.keeps_edits:
             parser.add_argument("--replace-edits", action="store_true",
-                                help="a note changed since an earlier import whose page was revised in the "
-                                     "store since (by the owner or an agent) gets the note's text anyway; "
-                                     "without it such a page is left as it is and listed")
+                                help="a note or memory file changed since an earlier import whose page was "
+                                     "revised in the store since (by the owner or an agent) gets its text "
+                                     "anyway; without it such a page is left as it is and listed")
         parser.add_argument("--json", action="store_true", help="print the result as JSON")
         # Beside a serving engine these run in it, so they need the state directory to themselves no more.
         parser.set_defaults(handler=cmd_import, import_format=name, exclusive=None)

@@ -4,8 +4,8 @@
                     original, request ids derived from the input, dry runs, progress
     conversations   what the chat exports share: a conversation, its export's conversation files, and
                     one page writer (a newer export revising the pages of the conversations that changed)
-    edits           pages revised in the store since an import last wrote them: the edits a Markdown
-                    import run again keeps (``keptEdits``) unless told to replace them
+    edits           pages revised in the store since an import last wrote them: the edits a Markdown or
+                    memory-core import run again keeps (``keptEdits``) unless told to replace them
     folders         the files of a folder given to an import: links never followed, dot-files left out
     exports         a chat export as its owner gave it: its conversations and the files they name, looked
                     for in its zip or folder only (a conversations.json given alone names none)

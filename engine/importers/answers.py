@@ -58,10 +58,11 @@ class ConversationsImport(ImportResult):
 
 
 class KeptEdit(TypedDict):
-    """A note that changed since an earlier import whose page was revised in the store since (by the owner, an
-    agent, or an edit outside the engine): left as it is, not overwritten by the note."""
-    path: str  # the note's path in the folder
-    id: str  # its page
+    """A note or memory file that changed since an earlier import whose page was revised in the store since (by
+    the owner, an agent, or an edit outside the engine): left as it is, not overwritten by the input."""
+    path: str  # the note's path in the folder, the memory file's in the workspace
+    line: NotRequired[int]  # memory-core: the list item's line, where the edit kept is its claim's
+    id: str  # its page (or the list item's claim)
     why: str  # what revised the page: "revision 2 was written by main (laptop-main), not by the import"
 
 
@@ -111,6 +112,7 @@ class MemoryCoreImport(ImportResult):
     notes: list[str]
     leftOut: list[str]
     recallProposals: list[RecallProposal]
+    keptEdits: NotRequired[list[KeptEdit]]  # files whose page's edits were kept (not with ``replaceEdits``)
 
 
 AnyImport = Union[ConversationsImport, MarkdownImport, Mem0Import, MemoryCoreImport]

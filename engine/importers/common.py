@@ -429,14 +429,14 @@ class Writer:
 
     def imported_records(self, key_of: Callable[[Any, "SourceReader"], Any], *, active_only: bool = False,
                          reads: tuple[str, ...] | None = None,
-                         made_by: Callable[[Any, "SourceReader"], bool] | None = None,
+                         made_by: Callable[[Any, "SourceReader"], bool] | None = None, retired: bool = False,
                          **filters: Any) -> dict[str, tuple[str, int]]:
         """The current records an earlier run of this format's import made (its attribution names it; or
         ``made_by(row, sources)`` says so) matching ``filters`` (``kind``, ``type``, ``tag``; with
-        ``active_only``, not superseded or withdrawn), by ``key_of(row, sources)`` (rows without a key are left
-        out): ``(id, revision)``, the newest where several share one, a record whose attribution names the
-        import before any other.  A dry run without the store, or an agent with no store yet, has
-        none.  ``reads``: the frontmatter keys ``key_of`` reads of ``row.view``; given, each row's view is made
+        ``active_only``, not superseded or withdrawn; with ``retired``, also those no longer active, ``kind`` the
+        only filter), by ``key_of(row, sources)`` (rows without a key are left out): ``(id, revision)``, the
+        newest where several share one, a record whose attribution names the import before any other.  A dry
+        run without the store, or an agent with no store yet, has none.  ``reads``: the frontmatter keys ``key_of`` reads of ``row.view``; given, each row's view is made
         of those keys alone (``narrow_view``), not of the whole frontmatter, which cost most of a rerun's
         look-up of a large import's records."""
         if self.engine is None or self.caller is None:
@@ -447,7 +447,8 @@ class Writer:
             sources = SourceReader(view, authority.partition)
             found: dict[str, tuple[str, int]] = {}
             others: dict[str, tuple[str, int]] = {}  # made by the import, revised since by someone else
-            for row in view.catalog.current(authority.partition, **filters):  # newest first
+            retired_rows = view.catalog.retired(authority.partition, kind=filters.get("kind")) if retired else []
+            for row in [*view.catalog.current(authority.partition, **filters), *retired_rows]:  # newest first
                 narrow = row.view if reads is None else narrow_view(row, reads)
                 if (not row.record_id or not isinstance(row.revision, int)
                         or (active_only and narrow.lifecycle not in (None, "active"))):

@@ -47,7 +47,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            "a mem0 or OpenMemory JSON export (or OpenMemory's export zip)", "memories"),
     Format("memory-core", memory_core.load_memory_core, memory_core.import_memory_core,
            "an agent workspace (OpenClaw memory-core): MEMORY.md, memory/**, USER.md, DREAMS.md", "files",
-           folder=True),
+           folder=True, keeps_edits=True),
 )}
 
 

@@ -65,7 +65,7 @@ import yaml
 from .answers import Citation, KeptEdit, MarkdownImport
 from .bulk import WIDTH
 from .common import Original, Scan, Writer, refuse_secrets, refused, report, revised_note, says_same
-from .edits import Edit
+from .edits import Edit, kept_edits_note
 from .folders import left_out_notes, read_regular_file, walk_input
 from .logseq import (BLOCK_REFERENCE, INLINE_TAG as LOGSEQ_TAG, Graph, block_ids, graph_of, page_properties,
                      page_title, property_names)
@@ -252,7 +252,7 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
     unresolved_count = sum(len(targets) for targets in unresolved.values())
     notes = ([f"{unresolved_count} links name no note or file of the folder; they stay as text."]
              if unresolved else [])
-    notes += revised_note(writer, revised, "note") + kept_edits_note(writer, kept) + left_out_notes(folder.links)
+    notes += revised_note(writer, revised, "note") + kept_edits_note(kept, writer.dry_run) + left_out_notes(folder.links)
     unread = {note.path: note.unread_frontmatter for note in folder.notes if note.unread_frontmatter}
     if unread:
         notes.append(f"{counted(len(unread), 'note')} {for_count(len(unread), 'has', 'have')} frontmatter that "
@@ -273,21 +273,6 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
                   **({"unreadFrontmatter": unread} if unread else {}),
                   **({"unreadFields": fields} if fields else {}),
                   **({"keptEdits": kept} if kept else {}))
-
-
-def kept_edits_note(writer: Writer, kept: list[KeptEdit]) -> list[str]:
-    """The result's note on the changed notes whose pages were revised in the store since, left as they are
-    (``keptEdits`` says what revised each)."""
-    if not kept:
-        return []
-    shown = ", ".join(edit["path"] for edit in kept[:10]) + (f" and {len(kept) - 10:,} more" if len(kept) > 10
-                                                                else "")
-    left = for_count(len(kept), "it", "each") + (" would be" if writer.dry_run else " was")
-    return [f"Kept your edits: {counted(len(kept), 'note')} changed since an earlier import, but "
-            f"{for_count(len(kept), 'its page has', 'their pages have')} been revised in the store since (by the "
-            f"owner or an agent), so {left} left as it is: {shown}. To take the "
-            f"{for_count(len(kept), 'note', 'notes')} anyway, import again replacing edits (--replace-edits, or "
-            "Replace edits made in the store in the Import dialog); the edits stay in History."]
 
 
 RETAINED_SEPARATOR = " › "  # between the folders of a retained original's name: a file name holds no "/"

@@ -37,7 +37,9 @@ no Markdown ...) is left out and named in ``leftOut`` and a note; a symbolic lin
 
 Every file is retained as the original its page and claims cite, named by the workspace folder and the
 file's path in it (``workspace › memory › 2026-01-15.md``).  Imported again, a file whose page says the
-same is left as it is, a changed one gets the next revision of its page, and only list items no earlier
+same is left as it is, a changed one gets the next revision of its page (unless the page was revised in the
+store since the import wrote it: then the file, its list items included, is left as it is and listed in
+``keptEdits``, engine/importers/edits.py; ``replaceEdits`` takes it anyway), and only list items no earlier
 claim holds become claims; an item whose earlier claim has the same text but another kind (a task since
 ticked off) gets a new claim that replaces that one.
 """
@@ -49,11 +51,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import memory_core_files as read
-from .answers import MemoryCoreImport, RecallProposal
-from .common import Original, Scan, Writer, refuse_secrets, report, revised_note, says_same
+from .answers import KeptEdit, MemoryCoreImport, RecallProposal
+from .common import (Original, Scan, SourceReader, Writer, first_source, import_instance, refuse_secrets, report,
+                     revised_note, says_same)
+from .edits import first_written_by, imported_version, kept_edits_note
 from .folders import InputFolder, left_out_notes, walk_input
 from .memory_core_entries import source_lines_say
-from .memory_core_files import TAG, Item, MemoryFile
+from .memory_core_files import Item, MemoryFile
 from ..core.errors import InvalidParams
 from ..core.words import counted, for_count
 from ..store.writes import one_line_title
@@ -142,11 +146,15 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
 
     A file an earlier import of the workspace made a page of (found by the file name its original was
     retained under: the workspace's name and the file's path in it) that says the same is left as it is;
-    one that changed gets the next revision of that page, citing the newer file.  A list item that is
-    already a claim an earlier import made is not claimed again.
+    one that changed gets the next revision of that page, citing the newer file, unless the page was revised in
+    the store since the import last wrote it (by the owner, an agent, an edit outside the engine): then nothing
+    of the file is written (no revision, no new claim of its items) and it is listed in ``keptEdits``, unless
+    the writer replaces edits.  A list item that is already a claim an earlier import made is not claimed again.
     """
-    earlier = writer.imported_by_original("page", type="note", tag=TAG)
+    # Found by the file name alone (no type or tag filter): an agent's revision of a page need not keep its tags.
+    earlier = writer.imported_by_original("page", revised_since=True)
     claimed = writer.imported_records(lambda row, _: row.title, kind="claim", active_only=True)
+    revised_claims = _revised_claims(writer)  # an owner's correction superseded one, a hand edit, ...
     retained: dict[str, list[str]] = {}
 
     def sources_of(memory: MemoryFile) -> list[str]:
@@ -156,16 +164,24 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
                                                            filename=retained_name(workspace, memory))
         return retained[memory.original.name]
 
-    pages, revised = {}, 0
+    pages, revised, kept_edits = {}, 0, {}
     for memory in files:
         params: dict[str, Any] = {"type": "note", "title": memory.title, "body": memory.body,
                                   "tags": list(memory.tags)}
         found = earlier.get(retained_name(workspace, memory))
-        if found is not None and says_same(page := writer.current_page(found[0]), params):
-            if writer.cites(page, memory.original):  # the same file: retries, as it was retained
-                sources_of(memory)
-            pages[memory.original.name] = writer.kept(found[0])
-            continue
+        if found is not None:
+            page = writer.current_page(found[0])
+            edit = writer.page_edits({found[0]: page}).get(found[0])
+            imported = page if edit is None else edit.imported  # what the import last wrote (None: not kept)
+            if says_same(imported, params) if imported is not None else writer.cites(page, memory.original):
+                if writer.cites(page, memory.original):  # the same file: retries, as it was retained
+                    sources_of(memory)
+                pages[memory.original.name] = writer.kept(found[0])
+                continue
+            if edit is not None and not writer.replace_edits:  # the file and its list items left as they are
+                kept_edits[memory.original.name] = {"path": memory.original.name, "id": found[0], "why": edit.why}
+                pages[memory.original.name] = writer.kept(found[0])
+                continue
         params["evidence"] = [{"source": source} for source in sources_of(memory)]
         if found is not None:  # changed since the earlier import: that page's next revision, on the version read
             params = {"id": found[0], "expectedRevision": found[1], "expectedSha256": page["sha256"], **params}
@@ -173,22 +189,35 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
         pages[memory.original.name] = writer.save_page(memory.key, params)
 
     by_name = {memory.original.name: memory for memory in files}
-    claims, replacing, proposals = 0, set(), []
+    claims, replacing, proposals, kept_claims = 0, set(), [], []
     for done, memory in enumerate(files, start=1):
         new_items: list[tuple[Item, str | None]] = []  # the item, the claim it replaces
+        held = memory.original.name in kept_edits  # its page's edits kept: no new claim of it either
         for item in memory.items:
-            known = claimed.get(one_line_title(item.text))
+            known = claimed.get(one_line_title(item.text)) or revised_claims.get(one_line_title(item.text))
             earlier_claim = writer.current_record(known[0]) if known is not None else None
-            if earlier_claim is None or (earlier_claim.get("body") or "").strip() != item.text:
+            edit = writer.page_edits({known[0]: earlier_claim}).get(known[0]) if earlier_claim else None
+            said = earlier_claim if edit is None else edit.imported  # what the import last wrote of it
+            if said is None or (said.get("body") or "").strip() != item.text:
                 new_items.append((item, None))
-            elif earlier_claim["frontmatter"].get("claim_kind") == item.kind:
+            elif said["frontmatter"].get("claim_kind") == item.kind:  # nothing new: an edit of the claim stands
                 claims += 1
                 proposals += _proposal(writer.kept(known[0], "claims"), memory, item)
+            elif held:
+                continue
+            elif edit is not None and not writer.replace_edits:  # another kind now, but the claim was edited
+                kept_claims.append({"path": memory.original.name, "line": item.line, "id": known[0], "why": edit.why})
+                claims += 1
+                writer.kept(known[0], "claims")
+            elif earlier_claim["frontmatter"].get("lifecycle") not in (None, "active"):
+                new_items.append((item, None))  # replacing edits: a claim a correction retired is not replaced
             elif known[0] not in replacing:  # the same words of another kind: a task ticked off, or a fact before
                 replacing.add(known[0])
                 new_items.append((item, known[0]))
             else:  # the same item twice in the file: its earlier claim is replaced once
                 new_items.append((item, None))
+        if held:
+            new_items = []
         sources = sources_of(memory) if new_items else []
         if new_items and len(sources) == 1:
             written = []
@@ -203,7 +232,10 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
             for claim, (item, _) in zip(ids, new_items):
                 proposals += _proposal(claim, memory, item)
         writer.done(done, len(files), memory.original.name)
-    notes = [*revised_note(writer, revised, "file"), *revised_note(writer, len(replacing), "list item", claims=True),
+    kept = [kept_edits[memory.original.name] for memory in files if memory.original.name in kept_edits]
+    notes = [*revised_note(writer, revised, "file"), *kept_edits_note(kept, writer.dry_run, "file"),
+             *_kept_claims_note(kept_claims, writer.dry_run),
+             *revised_note(writer, len(replacing), "list item", claims=True),
              *_unclaimed_notes(files), *_promoted_notes(files, by_name)]
     if proposals:
         many = len(proposals)
@@ -216,7 +248,40 @@ def import_memory_core(writer: Writer, files: list[MemoryFile], workspace: str =
         notes.append(f"Left out {len(left_out)} {for_count(len(left_out), 'file or folder', 'files and folders')} "
                      f"of the workspace that {for_count(len(left_out), 'is', 'are')} not its memory: {shown}.")
     return report(writer, MemoryCoreImport, files=len(files), pages=pages, claims=claims, revised=revised, notes=notes,
-                  leftOut=[*links, *left_out], recallProposals=proposals)
+                  leftOut=[*links, *left_out], recallProposals=proposals,
+                  **({"keptEdits": [*kept, *kept_claims]} if kept or kept_claims else {}))
+
+
+def _revised_claims(writer: Writer) -> dict[str, tuple[str, int]]:
+    """The claims an earlier import made that someone else revised since (an owner's or agent's correction
+    that replaces one, which superseded it; a withdrawal), by the title the import wrote: ``(id, revision)``."""
+    instance = import_instance(writer.format)
+
+    def made_by_the_import(row: Any, read: SourceReader) -> bool:
+        return (read.instance(first_source(row.view)) == instance
+                and first_written_by(read.view.catalog.revisions(read.partition, row.record_id), instance))
+
+    def imported_title(row: Any, read: SourceReader) -> str | None:
+        if (row.view.attribution or {}).get("instance") == instance:
+            return None  # the import's own revision: ``claimed`` finds it
+        kept = read.view.catalog.revisions(read.partition, row.record_id, newest_first=True)
+        version = imported_version(kept, instance)
+        return None if version is None else version["title"]
+
+    return writer.imported_records(imported_title, kind="claim", made_by=made_by_the_import, retired=True)
+
+
+def _kept_claims_note(kept: list[KeptEdit], dry_run: bool) -> list[str]:
+    """The result's note on the list items of another kind now (a task ticked off) whose claims were revised in
+    the store since, left as they are."""
+    if not kept:
+        return []
+    many = len(kept)
+    left = for_count(many, "it", "each") + (" would be" if dry_run else " was")
+    return [f"Kept your edits: {counted(many, 'list item')} changed since an earlier import, but "
+            f"{for_count(many, 'its claim has', 'their claims have')} been revised in the store since (by the owner "
+            f"or an agent), so {left} left as it is (keptEdits names {for_count(many, 'it', 'them')}). To take "
+            f"{for_count(many, 'it', 'them')} anyway, import again replacing edits."]
 
 
 def retained_name(workspace: str, memory: MemoryFile) -> str:

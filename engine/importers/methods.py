@@ -27,9 +27,9 @@ note by note), then ``indexing`` what it wrote for search (its count stays that 
 which cannot be cancelled: the records are all written by then, and the job says ``cancellable: false``
 (a dry run writes nothing and skips it).
 
-A Markdown import leaves a page revised in the store since an earlier import wrote it as it is, and lists it
-(the result's ``keptEdits``); ``replaceEdits`` takes the changed notes anyway (any other format refuses it,
-before the job starts).
+A Markdown or memory-core import leaves a page revised in the store since an earlier import wrote it as it is,
+and lists it (the result's ``keptEdits``); ``replaceEdits`` takes the changed notes or memory files anyway (any
+other format refuses it, before the job starts).
 
 An import's job first reads and checks the whole input, so a malformed one fails the job with the file
 and the place in it (``error.file``, ``error.place``) before any agent, store or record exists.  A

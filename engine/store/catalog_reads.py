@@ -47,6 +47,9 @@ _CURRENT_RULE: tuple[tuple[str, str | int, str | None], ...] = (
 )
 CURRENT = " AND ".join(f"c.{column} = {value!r}" for column, value, _ in _CURRENT_RULE)
 CURRENT_UNQUALIFIED = " AND ".join(f"{column} = {value!r}" for column, value, _ in _CURRENT_RULE)  # for DDL
+# Current in every way but the lifecycle: a record superseded (a claim a correction replaced), withdrawn or merged.
+RETIRED = " AND ".join([*(f"c.{column} = {value!r}" for column, value, _ in _CURRENT_RULE if column != "lifecycle"),
+                        "c.lifecycle != 'active'"])
 
 
 @dataclass(frozen=True)
@@ -392,6 +395,16 @@ class CatalogReads:
         return [record_row(row) for row in self.db.tuples(
             f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {' AND '.join(where)} {order}{bound}", values)]
 
+    def retired(self, partition: str, *, kind: str | None = None) -> list[RecordRow]:
+        """Records that would be current but for their lifecycle (superseded, withdrawn, merged), newest first:
+        what a re-import asks of the claims it made that a correction replaced since."""
+        where, values = [f"c.partition = ? AND {RETIRED}"], [partition]
+        if kind is not None:
+            where.append("c.kind = ?")
+            values.append(kind)
+        return [record_row(row) for row in self.db.tuples(
+            f"SELECT {RECORD_COLUMNS} FROM catalog c WHERE {' AND '.join(where)} {_NEWEST}", values)]
+
     def current_with_content(self, partition: str, paths: Sequence[str] | None = None
                              ) -> list[tuple[RecordRow, bytes | None]]:
         """Current records (of ``paths``, else all) by path, each with the bytes of its catalogued revision.
@@ -619,9 +632,17 @@ class CatalogReads:
         """The sha256 of the first version kept with this revision number that stood in this vault (not one a
         sync merge archived without letting it stand): the version the number meant when it was written, before
         any edit made outside the engine that kept the number."""
-        row = self.db.one("SELECT sha256 FROM revisions WHERE partition = ? AND record_id = ? AND revision = ? "
-                          "AND origin != 'sync' ORDER BY seq LIMIT 1", (partition, record_id, revision))
-        return None if row is None else row["sha256"]
+        first = self.first_kept(partition, record_id, revision)
+        return None if first is None else first[0]
+
+    def first_kept(self, partition: str, record_id: str, revision: int) -> tuple[str, str] | None:
+        """The sha256 and origin of the first version kept with this revision number that stood in this vault
+        (``first_kept_sha256``): origin ``publication`` when the engine wrote it, ``external`` when a number was
+        first seen in a file edited outside the engine (a revision number changed by hand)."""
+        row = self.db.one("SELECT sha256, origin FROM revisions WHERE partition = ? AND record_id = ? "
+                          "AND revision = ? AND origin != 'sync' ORDER BY seq LIMIT 1",
+                          (partition, record_id, revision))
+        return None if row is None else (row["sha256"], row["origin"])
 
     def revisions(self, partition: str, record_id: str, *, newest_first: bool = False) -> list[RevisionRow]:
         """Every kept revision of a record, each with the git commit that carries it (once there is one)."""

@@ -264,6 +264,48 @@ def test_a_note_whose_page_was_edited_since_is_kept_and_named_unless_edits_are_r
     assert not dialog.replace_edits.isVisibleTo(dialog) and "replaceEdits" not in dialog.params()
 
 
+def test_a_memory_file_whose_page_was_edited_since_is_kept_and_named_unless_edits_are_replaced(
+        qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
+    """An agent workspace imported again wrote a changed MEMORY.md over the page the owner had corrected; the edit
+    is kept, and the summary names the file, why, and its page, until the owner replaces edits."""
+    gui_thread_guard.active = False
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "MEMORY.md").write_text("# Dana\n- Dana's sister Lotte lives in Ghent.\n", encoding="utf-8")
+    gui_thread_guard.active = True
+    dialog = ImportDialog(tasks, ["main"], "main")
+    qtbot.addWidget(dialog)
+    dialog.set_format("memory-core")
+    dialog.path.setText(str(workspace))
+    assert dialog.replace_edits.isVisibleTo(dialog) and dialog.params()["replaceEdits"] is False
+    page_id = finish(qtbot, dialog)["result"]["pages"]["MEMORY.md"]
+    gui_thread_guard.active = False
+    [page] = [path for path in (private_dir(served_engine.state) / "pages").rglob("*.md")
+              if f"id: {page_id}\n" in path.read_text(encoding="utf-8")]
+    page.write_bytes(page.read_bytes() + b"She moved to Antwerp.\n")  # the owner's correction, in the store's vault
+    edited = page.read_bytes()
+    (workspace / "MEMORY.md").write_text("# Dana\n- Dana's sister Lotte lives in Ghent.\n- Bruno builds racks.\n",
+                                         encoding="utf-8")
+    gui_thread_guard.active = True
+
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "done" and job["result"]["revised"] == 0, job
+    text = dialog.summary.toPlainText()
+    assert "Kept your edits: these memory files (or list items) changed since an earlier import" in text
+    assert "MEMORY.md: edited outside the engine since the import wrote revision 1" in text
+    assert f'href="show:main/record/{page_id}"' in dialog.summary.toHtml()
+    gui_thread_guard.active = False
+    assert page.read_bytes() == edited
+    gui_thread_guard.active = True
+
+    dialog.replace_edits.setChecked(True)
+    job = finish(qtbot, dialog)
+
+    assert job["state"] == "done" and job["result"]["revised"] == 1 and "keptEdits" not in job["result"], job
+    assert "1 file changed since an earlier import: it got a new revision of its page." in dialog.summary.toPlainText()
+
+
 def test_every_note_holding_a_credential_is_named_when_the_import_is_refused(
         qtbot, tasks, served_engine, tmp_path, gui_thread_guard) -> None:
     """Two notes of a 1,875-note vault held what looks like a key; the dialog named the first only, and the

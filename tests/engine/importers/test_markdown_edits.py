@@ -11,6 +11,7 @@ import pytest
 from engine.access.authority import AgentCaller
 from engine.core.errors import InvalidParams
 from engine.importers.formats import FORMATS, run_import as run_format
+from engine.memory.recall import recall_candidates, set_recall
 from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers.helpers import (interrupt_after, reader, records, run_import, state_snapshot,
@@ -187,3 +188,60 @@ def test_replacing_edits_is_refused_for_a_format_without_edits_to_keep(
 
     assert refused.value.details["field"] == "replaceEdits" and "markdown" in refused.value.message
     assert engine.registry.agent("main") is None
+
+
+def bump_revision_by_hand(engine: Engine, page_id: str) -> int:
+    """The page's revision number raised by one in a text editor, nothing else of the file changed, and seen by
+    the engine; the number it now carries."""
+    path = private_dir(engine.state) / engine.get_record(reader(engine), page_id)["path"]
+    revision = engine.get_record(reader(engine), page_id)["revision"]
+    text = path.read_text(encoding="utf-8")
+    assert f"\nrevision: {revision}\n" in text
+    path.write_text(text.replace(f"\nrevision: {revision}\n", f"\nrevision: {revision + 1}\n", 1), encoding="utf-8")
+    assert engine.get_record(reader(engine), page_id)["revision"] == revision + 1
+    return revision + 1
+
+
+def test_a_page_whose_revision_number_was_raised_by_hand_counts_as_edited(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    """A number the engine never wrote is not the import's, though the attribution still names the import and
+    the file holds the first bytes kept with that number (the watcher's)."""
+    first = run_import(engine, "markdown", notes)
+    inbox = first["pages"]["Inbox.md"]
+    assert bump_revision_by_hand(engine, inbox) == 2
+    unchanged = store_snapshot(state_dir)
+    assert run_import(engine, "markdown", notes)["revised"] == 0  # the note says what the import wrote: nothing
+    (notes / "Inbox.md").write_text(CHANGED_INBOX, encoding="utf-8")
+
+    again = run_import(engine, "markdown", notes)
+
+    assert again["keptEdits"] == [{"path": "Inbox.md", "id": inbox, "why": "revision 2 was not written by the "
+                                   "import: its number was changed outside the engine"}]
+    assert again["revised"] == 0 and store_snapshot(state_dir) == unchanged
+    replaced = run_import(engine, "markdown", notes, replace_edits=True)
+    assert replaced["revised"] == 1 and "keptEdits" not in replaced
+    page = engine.get_record(reader(engine), inbox)
+    assert page["revision"] == 3 and "Added later: ask [[Lotte]] about Sunday." in page["body"]
+
+
+APPROVAL = {"summary": "What to ask the tram museum", "triggers": ["tram museum"], "importance": 6}
+
+
+def test_replacing_edits_over_a_page_approved_for_recall_keeps_the_approval(
+        engine: Engine, notes: Path, state_dir: StateDir) -> None:
+    """The approval is the owner's decision about the page, not the page's text: the note's text replaces the
+    page's, and the page stays approved, as the owner approved it, until the owner clears it."""
+    first = run_import(engine, "markdown", notes)
+    inbox = first["pages"]["Inbox.md"]
+    approved = set_recall(engine, reader(engine), {"id": inbox, "recall": APPROVAL})["recall"]
+    (notes / "Inbox.md").write_text(CHANGED_INBOX, encoding="utf-8")
+    assert run_import(engine, "markdown", notes)["keptEdits"] == [
+        {"path": "Inbox.md", "id": inbox, "why": "revision 2 was written by main, not by the import"}]
+
+    replaced = run_import(engine, "markdown", notes, replace_edits=True)
+
+    page = engine.get_record(reader(engine), inbox)
+    assert replaced["revised"] == 1 and page["revision"] == 3 and "Added later" in page["body"]
+    assert page["frontmatter"]["recall"] == approved and approved["approved_by"] == "owner-private"
+    [candidate] = recall_candidates(engine, reader(engine), {"mode": "trigger"})["candidates"]
+    assert (candidate["id"], candidate["revision"], candidate["triggers"]) == (inbox, 3, ["tram museum"])

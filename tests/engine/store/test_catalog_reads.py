@@ -79,6 +79,21 @@ def test_the_query_rule_and_the_row_status_agree_on_every_combination(db: Databa
     assert in_sql == current
 
 
+def test_retired_rows_are_current_in_every_way_but_their_lifecycle(db: Database) -> None:
+    combinations = list(itertools.product(FILE_STATUSES, (0, 1), (0, 1), (0, 1), LIFECYCLES))
+    for number, (file_status, duplicate, xref_ok, fixture, lifecycle) in enumerate(combinations):
+        _insert(db, f"claims/{number}.md", f"cl_{number:04d}", file_status=file_status, duplicate=duplicate,
+                xref_ok=xref_ok, fixture=fixture, lifecycle=lifecycle, kind="claim")
+    _insert(db, "pages/gone.md", "pg_gone", lifecycle="withdrawn")
+    reads = CatalogReads(db)
+
+    retired = [row.status for row in reads.retired("private")]
+
+    assert sorted(retired) == ["superseded", "withdrawn", "withdrawn"]
+    assert sorted(row.status for row in reads.retired("private", kind="claim")) == ["superseded", "withdrawn"]
+    assert reads.retired("conversation:other") == []
+
+
 def test_rows_are_frozen(db: Database) -> None:
     _insert(db, "pages/a.md", "pg_a")
     row = CatalogReads(db).current("private")[0]
