@@ -14,7 +14,8 @@ pattern set for what detect-secrets has no plugin for: current OpenAI and Anthro
 and basic authorization headers, fine-grained GitHub tokens, the GitLab tokens its plugin misses, Google,
 Hugging Face, npm,
 DigitalOcean and newer Stripe and Slack tokens, unquoted AWS secret keys, Azure shared access keys
-and encrypted PEM private keys.
+and encrypted PEM private keys.  A value documentation writes in a credential's place (`"value"`,
+`YOUR_API_KEY`, `sk-...`) is none (``placeholders``).
 
 What is read is what will be stored, decoded: each text as written, then the lines of it that
 hold an escape, an entity, an invisible or non-ASCII character or a base64 run as they decode

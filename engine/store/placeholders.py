@@ -2,9 +2,10 @@
 
 Owners' notes quote API docs and config files: ``"SecretAccessKey": "value"``, ``api_key = "YOUR_API_KEY"``,
 ``password: "changeme"``, ``token = "xxxxxxxx"``, ``api_key: "sk-..."``.  The credential scan asks
-``is_placeholder`` of every value a detector finds (see docs/secrets.md, "Placeholders").  Each rule
-accepts only values without a digit (a mask may hold a short key prefix with none), so a key-shaped value,
-or any value of a known key format, is never taken for a placeholder.
+``is_placeholder`` of every value a detector finds (see docs/secrets.md, "Placeholders").  Beside a
+fixed list of words and 1Password references, the shapes (`YOUR_...`, `..._here`, masks, templates) accept
+only values without a digit, and a mask's key prefix is at most eight letters, so a key-shaped value, or
+any value of a known key format, is never taken for a placeholder.
 """
 
 from __future__ import annotations
