@@ -13,6 +13,7 @@ refused, history kept in git, outside edits noticed.
     writes       plans of save_page and remember (claims, corrections, relationships)
     inputs       typed inputs of the write operations, and the edge rules every parser uses
     credentials  secrets refused at the door (detect-secrets and named patterns)
+    placeholders  values examples write where a credential would go (`value`, `YOUR_API_KEY`)
     disguises    escapes, entities, NFKC, invisible and look-alike characters, base64: undone for the check
     attached_text  an attached file as the check reads it: UTF-16, gzip and zip members, binary runs
     reads        exact and history reads, diagnostics, line windows, references

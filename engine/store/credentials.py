@@ -14,7 +14,8 @@ pattern set for what detect-secrets has no plugin for: current OpenAI and Anthro
 and basic authorization headers, fine-grained GitHub tokens, the GitLab tokens its plugin misses, Google,
 Hugging Face, npm,
 DigitalOcean and newer Stripe and Slack tokens, unquoted AWS secret keys, Azure shared access keys
-and encrypted PEM private keys.
+and encrypted PEM private keys.  A value documentation writes in a credential's place (`"value"`,
+`YOUR_API_KEY`, `sk-...`) is none (``placeholders``).
 
 What is read is what will be stored, decoded: each text as written, then the lines of it that
 hold an escape, an entity, an invisible or non-ASCII character or a base64 run as they decode
@@ -49,7 +50,7 @@ from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
 from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
 from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import KeywordDetector
+from detect_secrets.plugins.keyword import QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.npm import NpmDetector
 from detect_secrets.plugins.openai import OpenAIDetector
@@ -67,6 +68,7 @@ from ..core.errors import SecretDetected
 from ..core.ids import is_generated_id
 from .attached_text import decoded_for_scan
 from .disguises import undisguised_lines
+from .placeholders import is_placeholder
 
 __all__ = ["KINDS", "CleanContents", "decoded_for_scan", "find_secret", "refuse_secrets", "texts_of"]
 
@@ -174,6 +176,15 @@ _KEYWORD_ASSIGNMENT = re.compile(r"(?:key|pass|pwd|secret|contrase)\w*(?:[\]'\"`
                                  r"|==|!=|;", re.IGNORECASE)
 
 
+def _every_assignment(line: str) -> Iterator[str]:
+    """Every value detect-secrets' keyword rule for text of unknown type finds in ``line``.  Its own
+    ``KeywordDetector`` reports one assignment a line (each rule's first match), so a placeholder first
+    on a line (`"AccessKeyId": "value", "SecretAccessKey": "..."`) would hide the key after it."""
+    for regex, group in QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items():
+        for match in regex.finditer(line):
+            yield match.group(group)
+
+
 def _keyword_line(line: str) -> bool:
     """Every one of those rules wants a quoted value; the regular expression runs only where one can be."""
     return ('"' in line or "'" in line or "`" in line) and _KEYWORD_ASSIGNMENT.search(line) is not None
@@ -208,7 +219,7 @@ _DETECT_SECRETS: tuple[_Detector, ...] = (
     _Detector("SoftLayer credential", _plugin(SoftlayerDetector()), hints=_ASSIGNED_KEY, line_filter=_LONG_RUN),
     # `password: "..."`, `api_key = '...'` and the like, quotes required (detect-secrets' rule for
     # text of unknown type).
-    _Detector("password or secret assignment", _plugin(KeywordDetector()),
+    _Detector("password or secret assignment", _every_assignment,
               hints=("key", "pass", "pw", "secret", "contrase"), line_filter=_keyword_line, per_line=True,
               assignment=True),
 )
@@ -276,16 +287,12 @@ _EXACT_GROUPS = _needle_groups(exact=True)
 _FOLDED_GROUPS = _needle_groups(exact=False)
 
 
-# Values that stand for a password in examples (`scheme://user:pass@host` in a doc); found on this
-# project's own docs, see docs/secrets.md.
-_PLACEHOLDERS = frozenset({"pass", "password", "passwd", "pwd", "secret", "token", "apikey", "api_key"})
-
-
 def _false_positive(value: str, line: str, detector: _Detector) -> bool:
-    """detect-secrets' own heuristics for what is shaped like a secret but is not one, and placeholders."""
+    """detect-secrets' own heuristics for what is shaped like a secret but is not one, and placeholders
+    (``placeholders``: `"value"`, `YOUR_API_KEY`, `sk-...`)."""
     if not value or heuristic.is_not_alphanumeric_string(value) or heuristic.is_templated_secret(value):
         return True
-    if value.lower() in _PLACEHOLDERS or len(set(value.lower())) == 1:
+    if is_placeholder(value):
         return True
     if heuristic.is_prefixed_with_dollar_sign(value) or heuristic.is_sequential_string(value):
         return True

@@ -17,6 +17,7 @@ from engine.service import Engine
 from engine.state.statedir import StateDir
 from tests.engine.importers import test_chatgpt, test_claude, test_mem0
 from tests.engine.importers.helpers import run_import
+from tests.engine.store.test_secret_placeholders import DOCS_NOTE
 from tests.engine.store.test_secrets import SECRET
 
 KEY = SECRET
@@ -128,6 +129,24 @@ def test_every_note_holding_a_credential_is_named_in_the_one_refusal(
     assert (refused.details["file"], refused.details["place"]) == ("keys.md", "line 3")
     assert refused.message.startswith("keys.md: line 3 holds what looks like ")
     assert refused.message.endswith("; 1 other note holds what looks like a credential too: ops/deploy.md (line 4)")
+
+
+def test_a_graph_whose_notes_quote_documentation_placeholders_imports_and_a_real_key_among_them_is_refused(
+        engine: Engine, tmp_path: Path, state_dir: StateDir) -> None:
+    """A Logseq graph of 4,791 pages was refused for ten notes like these (`"SecretAccessKey": "value"`)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "aws.md").write_text(f"# AWS\n\n{DOCS_NOTE}", encoding="utf-8")
+    (folder / "client.md").write_text('# Client\n\n- api_key = "YOUR_API_KEY"\n- api_key: "sk-..."\n',
+                                      encoding="utf-8")
+    (folder / "keys.md").write_text(f'# Keys\n\n"SecretAccessKey": "value", "AccessKeyId": "{KEY}"\n',
+                                    encoding="utf-8")
+
+    refused = assert_refused(engine, state_dir, "markdown", folder)
+    assert (refused.details["file"], refused.details["place"]) == ("keys.md", "line 3")
+
+    (folder / "keys.md").unlink()
+    assert sorted(run_import(engine, "markdown", folder)["pages"]) == ["aws.md", "client.md"]
 
 
 @pytest.mark.parametrize("packed", ["gzip", "utf-16"])
