@@ -46,6 +46,7 @@ from ..store.catalog_reads import RecordRow
 from ..store.open_store import ReadView
 from ..runtime import StoreRuntime
 from .common import SourceReader, first_source, import_instance
+from .logseq import namespace_folder
 from .markdown import LOGSEQ_MEDIA_TYPE, RETAINED_SEPARATOR, linked_note, note_key
 
 FOLDER_MAX_CHARS = 4096
@@ -221,14 +222,17 @@ class ImportedNotes:
             return notes.newest(found) if found is not None else None
 
     def by_folder(self) -> dict[str, list[RecordRow]]:
-        """The pages by the folder of their note, the vault's name first (``notes/Projects/Alpha``), each
-        folder's by title (in any case), then id."""
+        """The pages by the folder of their note, the vault's name first (``notes/Projects/Alpha``), a Logseq
+        page's under its namespace (``graph/pages/Project``: ``logseq.namespace_folder``), each folder's by title
+        (in any case), then id."""
         with self._lock:
             if self._by_folder is None:
                 found: dict[str, list[RecordRow]] = {}
                 for record_id, (vault, path) in self._placed.items():
                     row = self._cited[record_id][1] if record_id in self._cited else self._empty[record_id]
-                    found.setdefault(f"{vault}/{path}".rpartition("/")[0], []).append(row)
+                    folder = namespace_folder(path, row.title or "") if record_id in self._titled else \
+                        path.rpartition("/")[0]
+                    found.setdefault(f"{vault}/{folder}" if folder else vault, []).append(row)
                 for rows in found.values():
                     rows.sort(key=lambda row: ((row.title or "").lower(), row.record_id or ""))
                 self._by_folder = found

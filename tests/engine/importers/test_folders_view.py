@@ -325,7 +325,8 @@ def test_a_vault_that_is_no_graph_follows_no_title_though_a_graph_was_imported_b
     graph_root = write_graph(tmp_path / "graph")
     root = tmp_path / "vault"
     write_vault(root, {"Home.md": "[[The plan]] and [[Agents.md]]", "Agents.md": "Agents.",
-                       "Agents.md.md": "---\ntitle: Agents.md\n---\nThe file.", "Plan.md": "---\ntitle: The plan\n---\n"})
+                       "Agents.md.md": "---\ntitle: Agents.md\n---\nThe file.",
+                       "Plan.md": "---\ntitle: The plan\n---\n"})
     for path in (graph_root, root):
         job = start(served, {"format": "markdown", "path": str(path)})
         pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
@@ -335,3 +336,32 @@ def test_a_vault_that_is_no_graph_follows_no_title_though_a_graph_was_imported_b
             "result"]["id"]
 
     assert named("Agents.md") == pages["Agents.md"] and named("The plan") is None
+
+
+def test_a_logseq_graphs_pages_are_listed_under_their_namespaces(engine: Engine, served, tmp_path: Path) -> None:
+    """Logseq browses namespaces as a tree: ``Project/Alpha`` is the page Alpha under Project, in Folders
+    ``graph/pages/Project``; a journal stays in its folder, and an Obsidian vault's ``a___b.md`` in its own."""
+    root = write_graph(tmp_path / "graph")
+    (root / "pages" / "Claude___Code___Memory.md").write_text("- kept across sessions\n", encoding="utf-8")
+    (root / "pages" / "Empty___Namespace.md").write_text("", encoding="utf-8")
+    write_vault(tmp_path / "vault", {"a___b.md": "An Obsidian note.", "notes/c___d.md": "Another."})
+    for path in (root, tmp_path / "vault"):
+        job = start(served, {"format": "markdown", "path": str(path)})
+        assert engine.jobs.wait(job["id"], WAIT_S)["state"] == "done"
+
+    folders = call(served, "operator/folders", {"agent": "main"})["result"]["folders"]
+    assert folders == [{"folder": "graph/journals", "notes": 1},
+                       {"folder": "graph/pages", "notes": 6},  # Lotte, The Odd One, Day, Agents, Agents.md, Rules
+                       {"folder": "graph/pages/Claude", "notes": 1}, {"folder": "graph/pages/Claude/Code", "notes": 1},
+                       {"folder": "graph/pages/Diataxis", "notes": 1}, {"folder": "graph/pages/Empty", "notes": 1},
+                       {"folder": "graph/pages/Project", "notes": 1},
+                       {"folder": "vault", "notes": 1}, {"folder": "vault/notes", "notes": 1}]
+
+    def titles(folder: str) -> list[str]:
+        return [record["title"] for record in call(served, "operator/folders", {"agent": "main", "folder": folder})[
+            "result"]["records"]]
+
+    assert titles("graph/pages/Project") == ["Project/Alpha"]
+    assert titles("graph/pages/Claude/Code") == ["Claude/Code/Memory"]
+    assert titles("graph/pages/Empty") == ["Empty/Namespace"]  # an empty page, placed by its folder and title
+    assert titles("vault") == ["a___b"] and titles("vault/notes") == ["c___d"]
