@@ -21,8 +21,10 @@ first citation is no longer the original, are in no folder.
 A ``[[link]]`` names a note by its file name or path (``[[learnings-index]]``), which is the page's title only
 when the note has no ``title`` of its own; the window follows a link by ``operator/noteLink`` first, which
 resolves the name among the notes of the linking note's vault as the import did (``markdown.resolve_note``:
-by path from the vault's root or the note's folder, then by file name, the nearest first), and only then by
-title or search.
+by path from the vault's root or the note's folder, then by file name, the nearest first; in a Logseq graph by
+a page's title or alias first: ``markdown.linked_note``, the one rule for both), and only then by title or
+search.  A Logseq page is known by its original, retained as ``markdown.LOGSEQ_MEDIA_TYPE``; Folders lists it
+under its namespace (``logseq.namespace_folder``).
 
 Both methods read the partition's imported notes kept by vault, path and file name (``ImportedNotes``): read
 whole at the first call, then brought up to date with only the records that changed since
@@ -104,7 +106,8 @@ def imported_notes(view: ReadView, partition: str) -> ImportedNotes:
 
 class VaultNotes(Mapping[str, str]):
     """One imported vault's notes as a link names them: each note's path in the vault (``Plans/Alpha.md``) by
-    its ``note_key``, and the keys of the notes by file name (``named``).  Where pages share a path (two folders
+    its ``note_key``, the keys of the notes by file name (``named``), and a Logseq page's path by its title and
+    aliases (``titled``).  Where pages share a path (two folders
     of one name imported), the newest page is the note's; where paths differ only in case, the path of the
     oldest page holds the key: as a list of the pages newest first, the last one wins."""
 
@@ -210,7 +213,7 @@ class ImportedNotes:
         self.update((), cited, empty, titled)
 
     def linked(self, from_id: str, name: str) -> str | None:
-        """The page ``[[name]]`` in page ``from_id`` names, as the import resolved it (``markdown.wanted_note``,
+        """The page ``[[name]]`` in page ``from_id`` names, as the import resolved it (``markdown.linked_note``,
         among the notes of its vault); None when ``from_id`` is no imported note, or the name none of them."""
         with self._lock:
             placed = self._placed.get(from_id)

@@ -365,3 +365,19 @@ def test_a_logseq_graphs_pages_are_listed_under_their_namespaces(engine: Engine,
     assert titles("graph/pages/Claude/Code") == ["Claude/Code/Memory"]
     assert titles("graph/pages/Empty") == ["Empty/Namespace"]  # an empty page, placed by its folder and title
     assert titles("vault") == ["a___b"] and titles("vault/notes") == ["c___d"]
+
+
+def test_a_logseq_pages_titles_are_forgotten_with_the_page() -> None:
+    """A graph's page is named by its title and aliases while it is kept, in any case; two pages of one title
+    both answer it, and a page removed (revised, gone) hands its names back."""
+    notes = folders_view.VaultNotes()
+    assert not notes.named_by_title
+    notes.add("pages/Agents.md.md", "pg_a", "2026-12-01T10:00:00Z", ("Agents.md", "AGENT FILE"))
+    notes.add("pages/Copy.md", "pg_b", "2026-12-01T10:00:00Z", ("agents.md",))
+    notes.add("pages/Plain.md", "pg_c", "2026-12-01T10:00:00Z")
+    assert sorted(notes.titled("agents.md")) == ["pages/Agents.md.md", "pages/Copy.md"]
+    assert notes.titled("agent file") == ["pages/Agents.md.md"] and notes.named_by_title
+    notes.remove("pages/Agents.md.md", "pg_a")
+    assert notes.titled("agents.md") == ["pages/Copy.md"] and notes.titled("agent file") == []
+    notes.remove("pages/Copy.md", "pg_b")
+    assert notes.titled("agents.md") == [] and not notes.named_by_title and notes.named("plain") == ["pages/Plain.md"]
