@@ -668,6 +668,11 @@ class SourceReader:
         name = self._descriptor(source_id).get("filename")
         return _PART.sub("", name) if isinstance(name, str) else None
 
+    def media_type(self, source_id: str | None) -> str | None:
+        """The media type a source was retained as; None when there is no such source."""
+        media_type = self._descriptor(source_id).get("media_type")
+        return media_type if isinstance(media_type, str) else None
+
     def instance(self, source_id: str | None) -> str | None:
         """The instance that retained a source (``import-markdown``, an agent's), from its descriptor's origin."""
         origin = self._descriptor(source_id).get("origin")

@@ -21,8 +21,10 @@ first citation is no longer the original, are in no folder.
 A ``[[link]]`` names a note by its file name or path (``[[learnings-index]]``), which is the page's title only
 when the note has no ``title`` of its own; the window follows a link by ``operator/noteLink`` first, which
 resolves the name among the notes of the linking note's vault as the import did (``markdown.resolve_note``:
-by path from the vault's root or the note's folder, then by file name, the nearest first), and only then by
-title or search.
+by path from the vault's root or the note's folder, then by file name, the nearest first; in a Logseq graph by
+a page's title or alias first: ``markdown.linked_note``, the one rule for both), and only then by title or
+search.  A Logseq page is known by its original, retained as ``markdown.LOGSEQ_MEDIA_TYPE``; Folders lists it
+under its namespace (``logseq.namespace_folder``).
 
 Both methods read the partition's imported notes kept by vault, path and file name (``ImportedNotes``): read
 whole at the first call, then brought up to date with only the records that changed since
@@ -46,7 +48,8 @@ from ..store.catalog_reads import RecordRow
 from ..store.open_store import ReadView
 from ..runtime import StoreRuntime
 from .common import SourceReader, first_source, import_instance
-from .markdown import RETAINED_SEPARATOR, note_key, wanted_note
+from .logseq import namespace_folder
+from .markdown import LOGSEQ_MEDIA_TYPE, RETAINED_SEPARATOR, linked_note, note_key
 
 FOLDER_MAX_CHARS = 4096
 LIMIT_DEFAULT, LIMIT_MAX = 200, 500
@@ -103,7 +106,8 @@ def imported_notes(view: ReadView, partition: str) -> ImportedNotes:
 
 class VaultNotes(Mapping[str, str]):
     """One imported vault's notes as a link names them: each note's path in the vault (``Plans/Alpha.md``) by
-    its ``note_key``, and the keys of the notes by file name (``named``).  Where pages share a path (two folders
+    its ``note_key``, the keys of the notes by file name (``named``), and a Logseq page's path by its title and
+    aliases (``titled``).  Where pages share a path (two folders
     of one name imported), the newest page is the note's; where paths differ only in case, the path of the
     oldest page holds the key: as a list of the pages newest first, the last one wins."""
 
@@ -111,15 +115,30 @@ class VaultNotes(Mapping[str, str]):
         self.pages: dict[str, dict[str, str]] = {}  # path: {page id: updated_at}
         self._keys: dict[str, set[str]] = {}  # note_key: the paths of that key
         self._names: dict[str, set[str]] = {}  # a file name's key: the note_keys of that file name
+        self._titles: dict[str, dict[str, int]] = {}  # a Logseq page's title or alias, lower case: {path: pages}
+        self._titles_of: dict[str, tuple[str, ...]] = {}  # page id: the titles and aliases it is named by
 
-    def add(self, path: str, record_id: str, updated_at: str) -> None:
+    def add(self, path: str, record_id: str, updated_at: str, titles: Sequence[str] = ()) -> None:
+        """Learn the page ``record_id`` of the note at ``path``; ``titles``: a Logseq page's title and aliases,
+        which a link in the graph names it by first."""
         self.pages.setdefault(path, {})[record_id] = updated_at
+        self._titles_of[record_id] = names = tuple(dict.fromkeys(title.lower() for title in titles if title))
+        for name in names:
+            paths = self._titles.setdefault(name, {})
+            paths[path] = paths.get(path, 0) + 1
         if path.lower().endswith(".md"):
             key = note_key(path)
             self._keys.setdefault(key, set()).add(path)
             self._names.setdefault(key.rpartition("/")[2], set()).add(key)
 
     def remove(self, path: str, record_id: str) -> None:
+        for name in self._titles_of.pop(record_id, ()):
+            paths = self._titles[name]
+            paths[path] -= 1
+            if paths[path] <= 0:
+                del paths[path]
+            if not paths:
+                del self._titles[name]
         pages = self.pages.get(path, {})
         pages.pop(record_id, None)
         if pages:
@@ -138,6 +157,15 @@ class VaultNotes(Mapping[str, str]):
     def newest(self, path: str) -> str:
         """The page of the note at ``path``: the newest of those citing it (then the lowest id)."""
         return _newest_first(self.pages[path])[0][1]
+
+    def titled(self, name: str) -> list[str]:
+        """The paths of the Logseq pages whose title or alias, lower case, is ``name``."""
+        return list(self._titles.get(name, ()))
+
+    @property
+    def named_by_title(self) -> bool:
+        """Whether the vault holds Logseq pages: a graph's, whose links name pages by title."""
+        return bool(self._titles)
 
     def named(self, name: str) -> list[str]:
         """The paths of the notes whose file name's key is ``name``."""
@@ -172,54 +200,64 @@ class ImportedNotes:
     view lists.  Reads beside the store's lane share it (``CatalogReads.maintained``), so it answers and changes
     under a lock of its own."""
 
-    def __init__(self, cited: list[tuple[str, RecordRow]], empty: list[RecordRow]) -> None:
+    def __init__(self, cited: list[tuple[str, RecordRow]], empty: list[RecordRow], titled: set[str] = frozenset()
+                 ) -> None:
         self._lock = threading.Lock()
+        self._titled: set[str] = set()  # the ids of the cited pages that are Logseq pages, named by their titles
         self._cited: dict[str, tuple[str, RecordRow]] = {}  # page id: (path of its original, row)
         self._empty: dict[str, RecordRow] = {}  # page id: row, of the pages of empty notes
         self._folders: dict[str, dict[str, int]] = {}  # by vault: how many cited pages are in or under each folder
         self._placed: dict[str, tuple[str, str]] = {}  # page id: (vault, path in it)
         self._vaults: dict[str, VaultNotes] = {}
         self._by_folder: dict[str, list[RecordRow]] | None = None  # ``by_folder``, until the next change
-        self.update((), cited, empty)
+        self.update((), cited, empty, titled)
 
     def linked(self, from_id: str, name: str) -> str | None:
-        """The page ``[[name]]`` in page ``from_id`` names, as the import resolved it (``markdown.wanted_note``,
+        """The page ``[[name]]`` in page ``from_id`` names, as the import resolved it (``markdown.linked_note``,
         among the notes of its vault); None when ``from_id`` is no imported note, or the name none of them."""
         with self._lock:
             placed = self._placed.get(from_id)
             if placed is None:
                 return None
             notes = self._vaults[placed[0]]
-            found = wanted_note(name, placed[1], notes, notes.named)
+            found = linked_note(name, placed[1], notes, notes.named, lambda path: path,
+                                notes.titled if from_id in self._titled else None)
             return notes.newest(found) if found is not None else None
 
     def by_folder(self) -> dict[str, list[RecordRow]]:
-        """The pages by the folder of their note, the vault's name first (``notes/Projects/Alpha``), each
-        folder's by title (in any case), then id."""
+        """The pages by the folder of their note, the vault's name first (``notes/Projects/Alpha``), a Logseq
+        page's under its namespace (``graph/pages/Project``: ``logseq.namespace_folder``), each folder's by title
+        (in any case), then id."""
         with self._lock:
             if self._by_folder is None:
                 found: dict[str, list[RecordRow]] = {}
                 for record_id, (vault, path) in self._placed.items():
                     row = self._cited[record_id][1] if record_id in self._cited else self._empty[record_id]
-                    found.setdefault(f"{vault}/{path}".rpartition("/")[0], []).append(row)
+                    folder = namespace_folder(path, row.title or "") if record_id in self._titled else \
+                        path.rpartition("/")[0]
+                    found.setdefault(f"{vault}/{folder}" if folder else vault, []).append(row)
                 for rows in found.values():
                     rows.sort(key=lambda row: ((row.title or "").lower(), row.record_id or ""))
                 self._by_folder = found
             return self._by_folder
 
-    def update(self, changed: Sequence[str], cited: list[tuple[str, RecordRow]], empty: list[RecordRow]) -> None:
+    def update(self, changed: Sequence[str], cited: list[tuple[str, RecordRow]], empty: list[RecordRow],
+               titled: Container[str] = frozenset()) -> None:
         """Forget the pages of ``changed`` (records changed or gone), then learn ``cited`` and ``empty``: those of
-        them that are imported notes now; the empty notes are placed again, since where one goes depends on the
-        folders of the others."""
+        them that are imported notes now (``titled``: the ids of those that are Logseq pages); the empty notes are
+        placed again, since where one goes depends on the folders of the others."""
         with self._lock:
             for record_id in (*changed, *self._empty):
                 self._unplace(record_id)
             for record_id in changed:
+                self._titled.discard(record_id)
                 self._empty.pop(record_id, None)
                 path = self._cited.pop(record_id, (None,))[0]
                 if path is not None:
                     self._count_folders(path, -1)
             for path, row in cited:
+                if str(row.record_id) in titled:
+                    self._titled.add(str(row.record_id))
                 self._cited[str(row.record_id)] = (path, row)
                 self._count_folders(path, 1)
                 self._place(path, row)
@@ -229,10 +267,15 @@ class ImportedNotes:
             self._by_folder = None
 
     def _place(self, path: str, row: RecordRow) -> None:
+        """Place a page at ``path``: a Logseq page (or an empty page in a graph) named by its title and aliases
+        too."""
         vault, _, relative = path.partition("/")
         record_id = str(row.record_id)
         self._placed[record_id] = (vault, relative)
-        self._vaults.setdefault(vault, VaultNotes()).add(relative, record_id, row.updated_at or "")
+        notes = self._vaults.setdefault(vault, VaultNotes())
+        titled = record_id in self._titled or (record_id in self._empty and notes.named_by_title)
+        notes.add(relative, record_id, row.updated_at or "",
+                  (row.title or "", *(row.view.aliases or ())) if titled else ())
 
     def _unplace(self, record_id: str) -> None:
         placed = self._placed.pop(record_id, None)
@@ -281,14 +324,16 @@ def note_folders(engine: Engine, params: dict[str, Any]) -> NoteFolders:
 
 
 def notes_of(view: ReadView, partition: str, record_ids: Sequence[str] | None = None
-             ) -> tuple[list[tuple[str, RecordRow]], list[RecordRow]]:
+             ) -> tuple[list[tuple[str, RecordRow]], list[RecordRow], set[str]]:
     """The current pages a Markdown import made (of ``record_ids``, else all), newest first: those citing their
-    original, each with its path, the vault folder's name first (``notes/Projects/Alpha/Plan.md``), and those
-    of empty notes (nothing retained, nothing cited), which ``empty_notes_placed`` places."""
+    original, each with its path, the vault folder's name first (``notes/Projects/Alpha/Plan.md``), those
+    of empty notes (nothing retained, nothing cited), which ``empty_notes_placed`` places, and the ids of the
+    Logseq pages among the first (their original retained as ``LOGSEQ_MEDIA_TYPE``)."""
     sources = SourceReader(view, partition)
     instance = import_instance("markdown")
     found: list[tuple[str, RecordRow]] = []
     empty: list[RecordRow] = []
+    titled: set[str] = set()
     for row in view.catalog.current(partition, kind="page", record_ids=record_ids):
         source = first_source(row.view)
         if source is None and not row.view.evidence and len(row.view.tags or ()) <= 1 \
@@ -300,7 +345,9 @@ def notes_of(view: ReadView, partition: str, record_ids: Sequence[str] | None = 
         parts = (sources.filename(source) or "").split(RETAINED_SEPARATOR)
         if len(parts) > 1:
             found.append(("/".join(parts), row))
-    return found, empty
+            if sources.media_type(source) == LOGSEQ_MEDIA_TYPE:
+                titled.add(str(row.record_id))
+    return found, empty, titled
 
 
 def empty_notes_placed(folders: Mapping[str, Container[str]], empty: list[RecordRow]

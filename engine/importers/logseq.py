@@ -10,6 +10,10 @@ by commas, each a name or a ``[[name]]``) are the page's title, aliases and tags
 ``#[[multi word tag]]`` in the text are tags.  A block reference ``((uuid))`` (bare or in ``{{embed ((uuid))}}``)
 links the page holding the block (its ``id:: uuid`` line).
 
+Logseq browses namespaced pages as a tree (``Project/Alpha`` is the page Alpha under Project), so the window's
+Folders lists a graph's page under its namespace, beneath its file's folder (``pages/Project``:
+``namespace_folder``).
+
 These rules hold only for a graph (the folder imported, or a folder above it, holds ``logseq/config.edn``):
 an Obsidian vault's ``a___b.md`` stays the note ``a___b``.
 """
@@ -78,6 +82,18 @@ def page_title(graph: Graph, path: str) -> tuple[str, str | None]:
     if day is not None:
         return format_day(day, graph.journal_title), day.isoformat()
     return unquote(stem).replace("___", "/"), None
+
+
+def namespace_folder(path: str, title: str) -> str:
+    """The folder a graph's page at ``path`` is browsed in: its file's folder, then the namespace of its title
+    (``pages/Project___Alpha.md`` titled ``Project/Alpha`` is in ``pages/Project``; ``Alpha`` in ``pages``).  A
+    journal is in its folder: its title is a day, never a namespace."""
+    folder = path.rpartition("/")[0]
+    stem = PurePosixPath(path).stem
+    if PurePosixPath(path).parent.name == "journals" and _journal_day(stem) is not None:
+        return folder
+    namespace = [part.strip() for part in title.split("/")[:-1] if part.strip()]
+    return "/".join(part for part in (folder, *namespace) if part)
 
 
 def _journal_day(stem: str) -> datetime.date | None:

@@ -81,6 +81,9 @@ from ..vault.ontology import Ontology
 from ..vault.records import TITLE_MAX_CHARS
 
 FORMAT = "markdown"
+# A Logseq page's original: Markdown as Logseq writes it (a parameter, RFC 7763's ``variant``, is no media type
+# ``knowledge_attach`` takes).
+LOGSEQ_MEDIA_TYPE = "text/x-logseq"
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]|#^\n]*)((?:[#^][^\[\]|\n]*)?)(?:\|([^\[\]\n]*))?\]\]")
 # A Markdown link's address may hold parentheses in pairs, as CommonMark reads it: [x](向量内积%20(inner).md).
 _MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(<?((?:[^()\s>]|\([^()\s>]*\))+)>?(?:\s+\"[^\"]*\")?\)")
@@ -285,7 +288,7 @@ def _retained_with_their_pages(writer: Writer, folder: Folder, earlier: dict[str
     original an earlier run of the import retained on its own (``Writer.retain``: an import interrupted
     before a page cited it, or made by the code before this), finished as they were begun, so that no
     original is retained twice.  Asked in one read, before the first write."""
-    fresh = {note.path: writer.retains_alone(note.original, note.key, media_type="text/markdown",
+    fresh = {note.path: writer.retains_alone(note.original, note.key, media_type=media_type_of(note),
                                              filename=retained_name(folder, note))
              for note in folder.notes if retained_name(folder, note) not in earlier}
     fresh = {path: request_ids for path, request_ids in fresh.items() if len(request_ids) == 1}
@@ -329,7 +332,7 @@ def _write_note(writer: Writer, folder: Folder, note: Note, earlier: dict[str, t
         files = _retain_linked(writer, folder, note, retained_files)
         params["evidence"] = [{"source": source} for source in files[:LIST_MAX - 1]]
         page_id, sources[note.path] = writer.save_page_retaining(
-            note.key, params, note.original, media_type="text/markdown", filename=retained_name(folder, note))
+            note.key, params, note.original, media_type=media_type_of(note), filename=retained_name(folder, note))
         return page_id, False
     cited = _retain(writer, folder, note, sources, retained_files)
     params = {**params, "evidence": [{"source": source} for source in cited[:LIST_MAX]]}
@@ -410,7 +413,7 @@ def _write_links(writer: Writer, folder: Folder, batch: list[tuple[Note, list[di
     for note, items in batch:
         if items and note.path not in sources:  # an unchanged page of a file since edited: cite the file as it is
             sources[note.path] = originals.get(note.path, lambda note=note: writer.retain(
-                note.original, note.key, media_type="text/markdown", filename=retained_name(folder, note)))
+                note.original, note.key, media_type=media_type_of(note), filename=retained_name(folder, note)))
         written += [{**{key: value for key, value in item.items() if key != "link"},
                      "evidence": [_citation(sources[note.path], note, item["link"])]} for item in items]
     return writer.remember(f"{batch[0][0].key}-links", written)
@@ -423,12 +426,18 @@ def retained_name(folder: Folder, note: Note) -> str:
                        *PurePosixPath(note.path).parts])
 
 
+def media_type_of(note: Note) -> str:
+    """The media type a note's original is retained as: a Logseq page's says so (``LOGSEQ_MEDIA_TYPE``), which is
+    how the window, following a link or listing folders later, knows the page is named by its title."""
+    return LOGSEQ_MEDIA_TYPE if note.named_by_title else "text/markdown"
+
+
 def _retain(writer: Writer, folder: Folder, note: Note, sources: dict[str, list[str]],
             retained_files: RetainedFiles, known: list[str] | None = None) -> list[str]:
     """Retain a note's original (unless ``known``: the ids it is retained under already) and the files it
     links (each file once); returns the sources its page cites."""
     sources[note.path] = known if known is not None else writer.retain(
-        note.original, note.key, media_type="text/markdown", filename=retained_name(folder, note))
+        note.original, note.key, media_type=media_type_of(note), filename=retained_name(folder, note))
     return sources[note.path] + _retain_linked(writer, folder, note, retained_files)
 
 
@@ -485,27 +494,34 @@ def resolve_note(folder: Folder, note: Note, target: str) -> Note | None:
     """The note a link names: by path (from the folder's root or the note's own folder), by file name
     (the nearest when several share it), then by alias.  In a Logseq graph a link names a page's title or
     alias first (``[[Agents.md]]`` is the page titled so, kept as ``Agents.md.md``, not the page ``Agents``)."""
-    if note.named_by_title:
-        if target.startswith("(("):  # a block reference: the page holding that block
-            return folder.by_block.get(target[2:-2].lower())
-        titled = folder.by_alias.get(unquote(target).strip().lower())
-        if titled:
-            return min(titled, key=lambda n: n.path)
-    found = _by_path_or_file_name(target, note.path, folder.by_path, lambda name: folder.by_name.get(name, []),
-                                  lambda named: named.path)
-    if found is not None:
+    if note.named_by_title and target.startswith("(("):  # a block reference: the page holding that block
+        return folder.by_block.get(target[2:-2].lower())
+    found = linked_note(target, note.path, folder.by_path, lambda name: folder.by_name.get(name, []),
+                        lambda named: named.path,
+                        (lambda name: folder.by_alias.get(name, [])) if note.named_by_title else None)
+    if found is not None or note.named_by_title:
         return found
     aliased = folder.by_alias.get(_wanted(target))
     return min(aliased, key=lambda n: n.path) if aliased else None
 
 
-def wanted_note(target: str, here: str, by_path: Mapping[str, str], by_name: Callable[[str], list[str]]) -> str | None:
-    """The path of the note a link in the note at ``here`` names by path or file name, as ``resolve_note``
-    resolves it, among a folder's notes given by path (``by_path``: each note's path, relative, with ``.md``, by
-    its ``note_key``) and by file name (``by_name``: the paths of the notes whose file name's key is the one
-    given): for the window's following of a link in a note imported earlier, whose folder is no longer on
-    hand."""
-    return _by_path_or_file_name(target, here, by_path, by_name, lambda path: path)
+def linked_note(target: str, here: str, by_path: Mapping[str, _Named], by_name: Callable[[str], list[_Named]],
+                path_of: Callable[[_Named], str], by_title: Callable[[str], list[_Named]] | None = None
+                ) -> _Named | None:
+    """What a link in the note at ``here`` names by path or file name (``by_path``: by ``note_key``; ``by_name``:
+    by the key of a file name), the nearest first.  In a Logseq graph (``by_title``: the pages by each title and
+    alias, lower case) the link names a page's title or alias first, and last its name without ``.md``: the one
+    rule the import resolves a link by (``resolve_note``) and the window follows one by
+    (``operator/noteLink``, engine/importers/folders_view.py), where the notes are those imported earlier."""
+    if by_title is not None:
+        titled = by_title(unquote(target).strip().lower())
+        if titled:
+            return min(titled, key=path_of)
+    found = _by_path_or_file_name(target, here, by_path, by_name, path_of)
+    if found is not None or by_title is None:
+        return found
+    titled = by_title(_wanted(target))
+    return min(titled, key=path_of) if titled else None
 
 
 def note_key(path: str) -> str:

@@ -15,6 +15,7 @@ from engine.memory.recall import set_recall
 from engine.service import Engine
 from engine.wire.protocol import Dispatcher, Session
 from tests.engine.importers.helpers import write_vault
+from tests.engine.importers.test_markdown_logseq import write_graph
 from tests.engine.importers.test_import_beside_engine import WAIT_S, call, operator_session, start
 from tests.helpers import page
 
@@ -288,3 +289,95 @@ def test_an_empty_note_kept_is_placed_again_when_another_vault_shares_its_folder
     assert sorted((folder, len(rows)) for folder, rows in fresh.by_folder().items()) == [
         (entry["folder"], entry["notes"]) for entry in placed_again[0]]
     assert fresh.linked(pages["Home.md"], "Gap") is None
+
+
+def test_following_a_link_in_a_logseq_graph_answers_as_the_import_resolved_it_by_title_first(
+        engine: Engine, served, tmp_path: Path) -> None:
+    """In a Logseq graph a link names a page's title or alias first (``[[Agents.md]]`` is the page titled so,
+    kept as ``Agents.md.md``, not the file ``Agents.md``), then its path or file name: every link of the graph is
+    followed to the page the import linked."""
+    root = write_graph(tmp_path / "graph")
+    job = start(served, {"format": "markdown", "path": str(root)})
+    pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+    (folder,) = load_markdown(str(root), lambda places: None)
+
+    def named(in_note: str, name: str) -> str | None:
+        return call(served, "operator/noteLink", {"agent": "main", "from": pages[in_note], "name": name})[
+            "result"]["id"]
+
+    answers = 0
+    for note in folder.notes:
+        for link in note.links:
+            resolved = resolve_note(folder, note, link.target)
+            assert named(note.path, link.target) == (pages[resolved.path] if resolved else None), link.text
+            answers += 1
+    assert answers == 12
+    assert named("pages/Rules.md", "Agents.md") == pages["pages/Agents.md.md"]  # its title, not the file Agents.md
+    assert named("pages/Rules.md", "Agents") == pages["pages/Agents.md"]  # by file name, as the import
+    assert named("pages/Lotte.md", "project/alpha") == pages["pages/Project___Alpha.md"]  # a namespace, any case
+    assert named("journals/2026_03_25.md", "Project A") == pages["pages/Project___Alpha.md"]  # an alias
+    assert named("pages/Day.md", "2026-03-25") == pages["journals/2026_03_25.md"]  # a journal by its day
+
+
+def test_a_vault_that_is_no_graph_follows_no_title_though_a_graph_was_imported_beside_it(
+        engine: Engine, served, tmp_path: Path) -> None:
+    """The title rule is a graph's: in an Obsidian vault imported beside a graph, a title names nothing."""
+    graph_root = write_graph(tmp_path / "graph")
+    root = tmp_path / "vault"
+    write_vault(root, {"Home.md": "[[The plan]] and [[Agents.md]]", "Agents.md": "Agents.",
+                       "Agents.md.md": "---\ntitle: Agents.md\n---\nThe file.",
+                       "Plan.md": "---\ntitle: The plan\n---\n"})
+    for path in (graph_root, root):
+        job = start(served, {"format": "markdown", "path": str(path)})
+        pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+
+    def named(name: str) -> str | None:
+        return call(served, "operator/noteLink", {"agent": "main", "from": pages["Home.md"], "name": name})[
+            "result"]["id"]
+
+    assert named("Agents.md") == pages["Agents.md"] and named("The plan") is None
+
+
+def test_a_logseq_graphs_pages_are_listed_under_their_namespaces(engine: Engine, served, tmp_path: Path) -> None:
+    """Logseq browses namespaces as a tree: ``Project/Alpha`` is the page Alpha under Project, in Folders
+    ``graph/pages/Project``; a journal stays in its folder, and an Obsidian vault's ``a___b.md`` in its own."""
+    root = write_graph(tmp_path / "graph")
+    (root / "pages" / "Claude___Code___Memory.md").write_text("- kept across sessions\n", encoding="utf-8")
+    (root / "pages" / "Empty___Namespace.md").write_text("", encoding="utf-8")
+    write_vault(tmp_path / "vault", {"a___b.md": "An Obsidian note.", "notes/c___d.md": "Another."})
+    for path in (root, tmp_path / "vault"):
+        job = start(served, {"format": "markdown", "path": str(path)})
+        assert engine.jobs.wait(job["id"], WAIT_S)["state"] == "done"
+
+    folders = call(served, "operator/folders", {"agent": "main"})["result"]["folders"]
+    assert folders == [{"folder": "graph/journals", "notes": 1},
+                       {"folder": "graph/pages", "notes": 6},  # Lotte, The Odd One, Day, Agents, Agents.md, Rules
+                       {"folder": "graph/pages/Claude", "notes": 1}, {"folder": "graph/pages/Claude/Code", "notes": 1},
+                       {"folder": "graph/pages/Diataxis", "notes": 1}, {"folder": "graph/pages/Empty", "notes": 1},
+                       {"folder": "graph/pages/Project", "notes": 1},
+                       {"folder": "vault", "notes": 1}, {"folder": "vault/notes", "notes": 1}]
+
+    def titles(folder: str) -> list[str]:
+        return [record["title"] for record in call(served, "operator/folders", {"agent": "main", "folder": folder})[
+            "result"]["records"]]
+
+    assert titles("graph/pages/Project") == ["Project/Alpha"]
+    assert titles("graph/pages/Claude/Code") == ["Claude/Code/Memory"]
+    assert titles("graph/pages/Empty") == ["Empty/Namespace"]  # an empty page, placed by its folder and title
+    assert titles("vault") == ["a___b"] and titles("vault/notes") == ["c___d"]
+
+
+def test_a_logseq_pages_titles_are_forgotten_with_the_page() -> None:
+    """A graph's page is named by its title and aliases while it is kept, in any case; two pages of one title
+    both answer it, and a page removed (revised, gone) hands its names back."""
+    notes = folders_view.VaultNotes()
+    assert not notes.named_by_title
+    notes.add("pages/Agents.md.md", "pg_a", "2026-12-01T10:00:00Z", ("Agents.md", "AGENT FILE"))
+    notes.add("pages/Copy.md", "pg_b", "2026-12-01T10:00:00Z", ("agents.md",))
+    notes.add("pages/Plain.md", "pg_c", "2026-12-01T10:00:00Z")
+    assert sorted(notes.titled("agents.md")) == ["pages/Agents.md.md", "pages/Copy.md"]
+    assert notes.titled("agent file") == ["pages/Agents.md.md"] and notes.named_by_title
+    notes.remove("pages/Agents.md.md", "pg_a")
+    assert notes.titled("agents.md") == ["pages/Copy.md"] and notes.titled("agent file") == []
+    notes.remove("pages/Copy.md", "pg_b")
+    assert notes.titled("agents.md") == [] and not notes.named_by_title and notes.named("plain") == ["pages/Plain.md"]
