@@ -436,9 +436,9 @@ class Writer:
         ``active_only``, not superseded or withdrawn; with ``retired``, also those no longer active, ``kind`` the
         only filter), by ``key_of(row, sources)`` (rows without a key are left out): ``(id, revision)``, the
         newest where several share one, a record whose attribution names the import before any other.  A dry
-        run without the store, or an agent with no store yet, has none.  ``reads``: the frontmatter keys ``key_of`` reads of ``row.view``; given, each row's view is made
-        of those keys alone (``narrow_view``), not of the whole frontmatter, which cost most of a rerun's
-        look-up of a large import's records."""
+        run without the store, or an agent with no store yet, has none.  ``reads``: the frontmatter keys
+        ``key_of`` reads of ``row.view``; given, each row's view is made of those keys alone (``narrow_view``),
+        not of the whole frontmatter, which cost most of a rerun's look-up of a large import's records."""
         if self.engine is None or self.caller is None:
             return {}
         instance = import_instance(self.format)

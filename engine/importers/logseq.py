@@ -34,7 +34,8 @@ _JOURNAL_FILE = re.compile(r"^(\d{4})_(\d{2})_(\d{2})$")
 _TITLE_FORMAT = re.compile(r":journal/page-title-format\s+\"([^\"\n]+)\"")
 _DATE_TOKEN = re.compile(r"yyyy|MMMM|MMM|MM|M|EEEE|EEE|E|do|dd|d")
 _NAME = re.compile(r"#?\[\[([^\[\]]+)\]\]|([^,\[]+)")  # one name of a property's value, in order
-# A block reference, ``((6745a1c2-...))``, and a block's id, ``id:: 6745a1c2-...`` on a line of its own under its bullet.
+# A block reference, ``((6745a1c2-...))``, and a block's id, ``id:: 6745a1c2-...`` on a line of its own under its
+# bullet.
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 BLOCK_REFERENCE = re.compile(rf"\(\(({_UUID})\)\)")
 _BLOCK_ID = re.compile(rf"^\s*id:: ?({_UUID})\s*$", re.MULTILINE)

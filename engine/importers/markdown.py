@@ -36,7 +36,8 @@ pages are written).  Links to a non-Markdown file of the folder
 (``![[diagram.png]]``, ``[[paper.pdf]]``, ``![alt](files/a.png)``) retain that
 file as evidence cited by the page.  Links naming nothing in the folder are
 left as text, counted, and listed by note (the result's ``unresolved``: each
-note's path and those links, as written: ``[[Gone]]``, ``[2.3 电平](2.3%20电平.md)``).  Links in fenced code blocks are not links.
+note's path and those links, as written: ``[[Gone]]``,
+``[2.3 电平](2.3%20电平.md)``).  Links in fenced code blocks are not links.
 
 Each note's original is retained under the folder's name and the note's
 path in it (``vault › Projects › Alpha › Tram clock.md``).  Importing the
@@ -255,7 +256,8 @@ def import_markdown(writer: Writer, folder: Folder) -> MarkdownImport:
     unresolved_count = sum(len(targets) for targets in unresolved.values())
     notes = ([f"{unresolved_count} links name no note or file of the folder; they stay as text."]
              if unresolved else [])
-    notes += revised_note(writer, revised, "note") + kept_edits_note(kept, writer.dry_run) + left_out_notes(folder.links)
+    notes += revised_note(writer, revised, "note") + kept_edits_note(kept, writer.dry_run) \
+        + left_out_notes(folder.links)
     unread = {note.path: note.unread_frontmatter for note in folder.notes if note.unread_frontmatter}
     if unread:
         notes.append(f"{counted(len(unread), 'note')} {for_count(len(unread), 'has', 'have')} frontmatter that "
