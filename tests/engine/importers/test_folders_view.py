@@ -116,12 +116,10 @@ def test_a_link_names_the_note_the_import_resolved_it_to_by_path_or_file_name(en
     write_vault(root, {"Home.md": "---\ntitle: Índice\n---\n[[plan-alpha]], [[Beta/plan-alpha]], [[nowhere]]",
                        "Alpha/plan-alpha.md": "---\ntitle: The alpha plan\n---\nA plan.",
                        "Beta/plan-alpha.md": "---\ntitle: Beta's copy\n---\nSee [[plan-alpha]]."})
-    job = start(served, {"format": "markdown", "path": str(root)})
-    pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+    pages = imported_pages(engine, served, root)
 
     def named(in_note: str, name: str) -> str | None:
-        return call(served, "operator/noteLink", {"agent": "main", "from": pages[in_note], "name": name})[
-            "result"]["id"]
+        return note_link(served, pages[in_note], name)
 
     assert named("Home.md", "plan-alpha") == pages["Alpha/plan-alpha.md"]  # by file name: the shallowest
     assert named("Home.md", "Beta/plan-alpha") == pages["Beta/plan-alpha.md"]  # by path
@@ -132,10 +130,15 @@ def test_a_link_names_the_note_the_import_resolved_it_to_by_path_or_file_name(en
         "result"] == {"id": None}
 
 
-def _write(root: Path, notes: dict[str, str]) -> None:
-    for path, text in notes.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text + "\n", encoding="utf-8")
+def imported_pages(engine: Engine, served, root: Path) -> dict[str, str]:
+    """The pages of the folder at ``root`` imported through the socket, by note path."""
+    job = start(served, {"format": "markdown", "path": str(root)})
+    return engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+
+
+def note_link(served, from_id: str, name: str) -> str | None:
+    """The record a link named ``name`` in the record ``from_id`` opens, as the window asks (None: no note)."""
+    return call(served, "operator/noteLink", {"agent": "main", "from": from_id, "name": name})["result"]["id"]
 
 
 RULES_VAULT = {
@@ -156,14 +159,12 @@ def test_following_a_link_answers_as_the_import_resolved_every_link_of_the_vault
     notes share), in any case and with ``.md``; the note the import linked, but for an alias, which the window
     finds by title or search instead."""
     root = tmp_path / "vault"
-    _write(root, RULES_VAULT)
-    job = start(served, {"format": "markdown", "path": str(root)})
-    pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+    write_vault(root, RULES_VAULT)
+    pages = imported_pages(engine, served, root)
     (folder,) = load_markdown(str(root), lambda places: None)
 
     def named(in_note: str, name: str) -> str | None:
-        return call(served, "operator/noteLink", {"agent": "main", "from": pages[in_note], "name": name})[
-            "result"]["id"]
+        return note_link(served, pages[in_note], name)
 
     without_aliases = replace(folder, by_alias={})
     answers, by_alias = 0, []
@@ -187,21 +188,19 @@ def test_the_notes_a_link_is_followed_among_are_read_whole_once_then_as_they_cha
     """Following a link reads the partition's imported notes whole once; afterwards only the records changed
     since are read, and a note imported since is found as it would be had it been there from the start."""
     root = tmp_path / "vault"
-    _write(root, {"Home.md": "[[plan-alpha]]", "Alpha/plan-alpha.md": "A plan."})
-    job = start(served, {"format": "markdown", "path": str(root)})
-    pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+    write_vault(root, {"Home.md": "[[plan-alpha]]", "Alpha/plan-alpha.md": "A plan."})
+    pages = imported_pages(engine, served, root)
     reads: list[object] = []
     real = folders_view.notes_of
     monkeypatch.setattr(folders_view, "notes_of", lambda view, partition, record_ids=None: reads.append(
         record_ids) or real(view, partition, record_ids))
 
     def named(name: str) -> str | None:
-        return call(served, "operator/noteLink", {"agent": "main", "from": pages["Home.md"], "name": name})[
-            "result"]["id"]
+        return note_link(served, pages["Home.md"], name)
 
     assert named("plan-alpha") == pages["Alpha/plan-alpha.md"] and named("Home") == pages["Home.md"]
     assert reads == [None]  # read whole once, then kept
-    _write(root, {"plan-alpha.md": "The plan beside Home."})
+    write_vault(root, {"plan-alpha.md": "The plan beside Home."})
     again = engine.jobs.wait(start(served, {"format": "markdown", "path": str(root)})["id"], WAIT_S)["result"]
 
     assert named("plan-alpha") == again["pages"]["plan-alpha.md"] != pages["Alpha/plan-alpha.md"]  # the nearest now
@@ -253,8 +252,7 @@ def test_an_empty_note_is_in_its_folder_though_nothing_of_it_is_retained(engine:
     assert listed == [{"folder": "IT", "notes": 2}, {"folder": "IT/01 Arduino", "notes": 2},
                       {"folder": "IT/02 x86/Drafts", "notes": 1}]
     assert folder("IT") == ["Cover", "Home"] and folder("IT/01 Arduino") == ["2.3 Chapter", "6.3 中断"]
-    assert call(served, "operator/noteLink", {"agent": "main", "from": pages["Home.md"], "name": "2.3 Chapter"})[
-        "result"]["id"] == pages["01 Arduino/2.3 Chapter.md"]
+    assert note_link(served, pages["Home.md"], "2.3 Chapter") == pages["01 Arduino/2.3 Chapter.md"]
 
     imported(tmp_path / "Other", {"01 Arduino/Wiring.md": "Wires.\n", "01 Arduino/Gap.md": "", "Top.md": ""})
     assert folder("Other/01 Arduino") == ["Wiring"] and folder("Other") == []
@@ -267,18 +265,16 @@ def test_an_empty_note_kept_is_placed_again_when_another_vault_shares_its_folder
     """Where an empty note is depends on the other notes' folders: a second vault with a folder of the same
     name leaves it in none, for Folders and for a link to it alike, as a fresh read says, though the empty
     note's page did not change."""
-    _write(tmp_path / "IT", {"Home.md": "See [[Gap]].", "Arduino/Wiring.md": "Wires."})
+    write_vault(tmp_path / "IT", {"Home.md": "See [[Gap]].", "Arduino/Wiring.md": "Wires."})
     (tmp_path / "IT" / "Arduino" / "Gap.md").write_text("", encoding="utf-8")
-    pages = engine.jobs.wait(start(served, {"format": "markdown", "path": str(tmp_path / "IT")})["id"], WAIT_S)[
-        "result"]["pages"]
+    pages = imported_pages(engine, served, tmp_path / "IT")
 
     def gap() -> tuple[list[dict], str | None]:
         folders = call(served, "operator/folders", {"agent": "main"})["result"]["folders"]
-        return folders, call(served, "operator/noteLink", {"agent": "main", "from": pages["Home.md"], "name": "Gap"})[
-            "result"]["id"]
+        return folders, note_link(served, pages["Home.md"], "Gap")
 
     assert gap() == ([{"folder": "IT", "notes": 1}, {"folder": "IT/Arduino", "notes": 2}], pages["Arduino/Gap.md"])
-    _write(tmp_path / "Other", {"Arduino/Pins.md": "Pins."})
+    write_vault(tmp_path / "Other", {"Arduino/Pins.md": "Pins."})
     assert engine.jobs.wait(start(served, {"format": "markdown", "path": str(tmp_path / "Other")})["id"], WAIT_S)[
         "state"] == "done"
     placed_again = gap()
@@ -297,13 +293,11 @@ def test_following_a_link_in_a_logseq_graph_answers_as_the_import_resolved_it_by
     kept as ``Agents.md.md``, not the file ``Agents.md``), then its path or file name: every link of the graph is
     followed to the page the import linked."""
     root = write_graph(tmp_path / "graph")
-    job = start(served, {"format": "markdown", "path": str(root)})
-    pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+    pages = imported_pages(engine, served, root)
     (folder,) = load_markdown(str(root), lambda places: None)
 
     def named(in_note: str, name: str) -> str | None:
-        return call(served, "operator/noteLink", {"agent": "main", "from": pages[in_note], "name": name})[
-            "result"]["id"]
+        return note_link(served, pages[in_note], name)
 
     answers = 0
     for note in folder.notes:
@@ -328,12 +322,10 @@ def test_a_vault_that_is_no_graph_follows_no_title_though_a_graph_was_imported_b
                        "Agents.md.md": "---\ntitle: Agents.md\n---\nThe file.",
                        "Plan.md": "---\ntitle: The plan\n---\n"})
     for path in (graph_root, root):
-        job = start(served, {"format": "markdown", "path": str(path)})
-        pages = engine.jobs.wait(job["id"], WAIT_S)["result"]["pages"]
+        pages = imported_pages(engine, served, path)
 
     def named(name: str) -> str | None:
-        return call(served, "operator/noteLink", {"agent": "main", "from": pages["Home.md"], "name": name})[
-            "result"]["id"]
+        return note_link(served, pages["Home.md"], name)
 
     assert named("Agents.md") == pages["Agents.md"] and named("The plan") is None
 
